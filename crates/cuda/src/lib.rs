@@ -1,0 +1,1 @@
+//! tirx-cuda (in progress)

@@ -1,0 +1,111 @@
+//! Element types.
+
+use serde::Serialize;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum DType {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    F16,
+    BF16,
+    F32,
+    F64,
+    F8E4M3,
+    F8E5M2,
+}
+
+impl DType {
+    pub const ALL: [DType; 14] = [
+        DType::Bool,
+        DType::I8,
+        DType::I16,
+        DType::I32,
+        DType::I64,
+        DType::U8,
+        DType::U16,
+        DType::U32,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+        DType::F8E4M3,
+        DType::F8E5M2,
+    ];
+
+    /// The TVMScript spelling (`"float16"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::F8E4M3 => "float8_e4m3fn",
+            DType::F8E5M2 => "float8_e5m2",
+        }
+    }
+
+    /// Accepts the TVMScript names plus the common aliases (`e4m3_float8`, `float8_e4m3`).
+    pub fn from_name(s: &str) -> Option<DType> {
+        if let Some(d) = DType::ALL.iter().copied().find(|d| d.name() == s) {
+            return Some(d);
+        }
+        Some(match s {
+            "float8_e4m3" | "e4m3_float8" | "float8_e4m3fnuz" => DType::F8E4M3,
+            "e5m2_float8" => DType::F8E5M2,
+            _ => return None,
+        })
+    }
+
+    pub fn bits(self) -> u32 {
+        match self {
+            DType::Bool => 8,
+            DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 8,
+            DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 16,
+            DType::I32 | DType::U32 | DType::F32 => 32,
+            DType::I64 | DType::F64 => 64,
+        }
+    }
+
+    pub fn bytes(self) -> u32 {
+        self.bits() / 8
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::F16 | DType::BF16 | DType::F32 | DType::F64 | DType::F8E4M3 | DType::F8E5M2
+        )
+    }
+
+    pub fn is_int(self) -> bool {
+        matches!(
+            self,
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32
+        )
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64) || self.is_float()
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

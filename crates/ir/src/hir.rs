@@ -1,0 +1,416 @@
+//! The kernel IR that scripts produce and `lower` consumes: kernels, buffers,
+//! scope-id declarations, structured statements and tile-primitive calls.
+//!
+//! Tables (`Kernel::buffers`, `Kernel::vars`) own the entities; statements and
+//! expressions refer to them by [`BufId`] / [`VarId`]. Every node carries the
+//! [`Span`] of the source text it came from so later stages can point at it.
+
+use crate::dtype::DType;
+use crate::span::Span;
+use serde::Serialize;
+use tirx_layout::{ExecScope, Layout};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct BufId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct VarId(pub u32);
+
+/// A scalar variable: loop variable, `row = tid // 4` binding, or scope id.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Var {
+    pub name: String,
+    pub dtype: DType,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MemScope {
+    Global,
+    Shared,
+    SharedDyn,
+    Local,
+}
+
+impl MemScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemScope::Global => "global",
+            MemScope::Shared => "shared",
+            MemScope::SharedDyn => "shared.dyn",
+            MemScope::Local => "local",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<MemScope> {
+        Some(match s {
+            "global" => MemScope::Global,
+            "shared" => MemScope::Shared,
+            "shared.dyn" => MemScope::SharedDyn,
+            "local" => MemScope::Local,
+            _ => return None,
+        })
+    }
+    pub fn is_shared(self) -> bool {
+        matches!(self, MemScope::Shared | MemScope::SharedDyn)
+    }
+}
+
+/// How a buffer came to be.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum BufferOrigin {
+    /// `A = T.match_buffer(A_ptr, ...)` or a `T.Buffer` parameter annotation.
+    Param,
+    /// `T.alloc_buffer / alloc_shared / alloc_local` at this statement position.
+    Alloc,
+    /// `base.local(*shape)`: the per-thread storage of `base` (layout = `storage()`).
+    LocalView { base: BufId },
+    /// `base.view(*shape, layout=..)`: same storage, another shape/layout.
+    View { base: BufId },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Buffer {
+    pub name: String,
+    pub shape: Vec<i64>,
+    pub dtype: DType,
+    pub scope: MemScope,
+    /// Always present: scripts default it to row-major `S[shape]`.
+    pub layout: Layout,
+    pub origin: BufferOrigin,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    /// `/`: true division for floats (an error on ints in scripts).
+    Div,
+    /// `//` with Python (floor) semantics.
+    FloorDiv,
+    /// `%` with Python (floor) semantics.
+    FloorMod,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum UnOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+/// Scalar math functions (`T.sqrt`, `T.exp`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MathFn {
+    Sqrt,
+    Rsqrt,
+    Exp,
+    Exp2,
+    Log,
+    Log2,
+    Abs,
+    Floor,
+    Ceil,
+    Tanh,
+    Sin,
+    Cos,
+}
+
+impl MathFn {
+    pub fn name(self) -> &'static str {
+        match self {
+            MathFn::Sqrt => "sqrt",
+            MathFn::Rsqrt => "rsqrt",
+            MathFn::Exp => "exp",
+            MathFn::Exp2 => "exp2",
+            MathFn::Log => "log",
+            MathFn::Log2 => "log2",
+            MathFn::Abs => "abs",
+            MathFn::Floor => "floor",
+            MathFn::Ceil => "ceil",
+            MathFn::Tanh => "tanh",
+            MathFn::Sin => "sin",
+            MathFn::Cos => "cos",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ExprKind {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Var(VarId),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    Unary(UnOp, Box<Expr>),
+    /// `T.cast(v, dtype)`.
+    Cast(Box<Expr>),
+    /// `T.if_then_else(c, a, b)`.
+    Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    Call(MathFn, Vec<Expr>),
+    /// Scalar load `B[i, j]`.
+    Load(BufId, Vec<Expr>),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub dtype: DType,
+    pub span: Span,
+}
+
+/// One dimension of a region: `begin : begin + extent`. Extents are constants;
+/// begins may depend on loop variables and scope ids.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Range {
+    pub begin: Expr,
+    pub extent: i64,
+}
+
+/// `A[0:32, 4:8]`: a rectangular region of a buffer (an int index is extent 1).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BufferRegion {
+    pub buf: BufId,
+    pub ranges: Vec<Range>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TileOp {
+    Copy,
+    Zero,
+    Fill,
+    Reciprocal,
+    Sqrt,
+    Exp,
+    Exp2,
+    Log2,
+    Silu,
+    Add,
+    Sub,
+    Mul,
+    Fdiv,
+    Maximum,
+    Minimum,
+    Fma,
+    Cast,
+}
+
+impl TileOp {
+    pub const ALL: [TileOp; 17] = [
+        TileOp::Copy,
+        TileOp::Zero,
+        TileOp::Fill,
+        TileOp::Reciprocal,
+        TileOp::Sqrt,
+        TileOp::Exp,
+        TileOp::Exp2,
+        TileOp::Log2,
+        TileOp::Silu,
+        TileOp::Add,
+        TileOp::Sub,
+        TileOp::Mul,
+        TileOp::Fdiv,
+        TileOp::Maximum,
+        TileOp::Minimum,
+        TileOp::Fma,
+        TileOp::Cast,
+    ];
+    pub fn name(self) -> &'static str {
+        match self {
+            TileOp::Copy => "copy",
+            TileOp::Zero => "zero",
+            TileOp::Fill => "fill",
+            TileOp::Reciprocal => "reciprocal",
+            TileOp::Sqrt => "sqrt",
+            TileOp::Exp => "exp",
+            TileOp::Exp2 => "exp2",
+            TileOp::Log2 => "log2",
+            TileOp::Silu => "silu",
+            TileOp::Add => "add",
+            TileOp::Sub => "sub",
+            TileOp::Mul => "mul",
+            TileOp::Fdiv => "fdiv",
+            TileOp::Maximum => "maximum",
+            TileOp::Minimum => "minimum",
+            TileOp::Fma => "fma",
+            TileOp::Cast => "cast",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<TileOp> {
+        TileOp::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
+/// A positional operand of a tile call. Named arguments (`bias=`, `scale=`) are
+/// stored positionally per the op's signature (tile-primitives.md §2.2), absent ones as `None`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum TileArg {
+    Region(BufferRegion),
+    Scalar(Expr),
+    None,
+}
+
+/// A keyword config value (`cache="nc"`, `rounding_mode="rn"`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum ConfigValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+}
+
+/// `Tx.<scope>.<op>(args..., dispatch=.., **config)`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TileCall {
+    pub op: TileOp,
+    pub scope: ExecScope,
+    pub args: Vec<TileArg>,
+    pub config: Vec<(String, ConfigValue)>,
+    pub dispatch: Option<String>,
+    pub span: Span,
+}
+
+/// Which scope-id declarator (tile-primitives.md §1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ScopeIdKind {
+    /// `T.cta_id` kernel→cta (blockIdx)
+    CtaId,
+    /// `T.cluster_id` kernel→cluster
+    ClusterId,
+    /// `T.cta_id_in_cluster` cluster→cta
+    CtaIdInCluster,
+    /// `T.warpgroup_id` cta→warpgroup
+    WarpgroupId,
+    /// `T.warp_id` cta→warp
+    WarpId,
+    /// `T.warp_id_in_wg` warpgroup→warp
+    WarpIdInWg,
+    /// `T.lane_id` warp→thread
+    LaneId,
+    /// `T.thread_id` cta→thread (threadIdx)
+    ThreadId,
+    /// `T.thread_id_in_wg` warpgroup→thread
+    ThreadIdInWg,
+}
+
+impl ScopeIdKind {
+    /// (parent, child) scopes of the binding.
+    pub fn binding(self) -> (ExecScope, ExecScope) {
+        use ExecScope::*;
+        match self {
+            ScopeIdKind::CtaId => (Kernel, Cta),
+            ScopeIdKind::ClusterId => (Kernel, Cluster),
+            ScopeIdKind::CtaIdInCluster => (Cluster, Cta),
+            ScopeIdKind::WarpgroupId => (Cta, Warpgroup),
+            ScopeIdKind::WarpId => (Cta, Warp),
+            ScopeIdKind::WarpIdInWg => (Warpgroup, Warp),
+            ScopeIdKind::LaneId => (Warp, Thread),
+            ScopeIdKind::ThreadId => (Cta, Thread),
+            ScopeIdKind::ThreadIdInWg => (Warpgroup, Thread),
+        }
+    }
+    pub fn script_name(self) -> &'static str {
+        match self {
+            ScopeIdKind::CtaId => "cta_id",
+            ScopeIdKind::ClusterId => "cluster_id",
+            ScopeIdKind::CtaIdInCluster => "cta_id_in_cluster",
+            ScopeIdKind::WarpgroupId => "warpgroup_id",
+            ScopeIdKind::WarpId => "warp_id",
+            ScopeIdKind::WarpIdInWg => "warp_id_in_wg",
+            ScopeIdKind::LaneId => "lane_id",
+            ScopeIdKind::ThreadId => "thread_id",
+            ScopeIdKind::ThreadIdInWg => "thread_id_in_wg",
+        }
+    }
+}
+
+/// `tid = T.thread_id([32])`: declares `vars` (one per extent) for a binding.
+/// `extents == None` is deferred (inferred by closure, §1.2).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScopeIdDef {
+    pub kind: ScopeIdKind,
+    pub vars: Vec<VarId>,
+    pub extents: Option<Vec<i64>>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ForKind {
+    Serial,
+    Unroll,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum BarrierKind {
+    /// `T.cuda.cta_sync()` → `__syncthreads()`
+    Cta,
+    /// `T.cuda.warp_sync()` → `__syncwarp()`
+    Warp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum StmtKind {
+    For { var: VarId, begin: Expr, extent: Expr, kind: ForKind, body: Vec<Stmt> },
+    If { cond: Expr, then_body: Vec<Stmt>, else_body: Vec<Stmt> },
+    /// `row = tid // 4` (immutable binding for the rest of the block).
+    Let { var: VarId, value: Expr },
+    Store { buf: BufId, indices: Vec<Expr>, value: Expr },
+    /// The allocation point of an `Alloc`/view buffer.
+    Alloc(BufId),
+    ScopeId(ScopeIdDef),
+    Barrier(BarrierKind),
+    Tile(TileCall),
+    /// `T.device_entry()`: everything after it is device code.
+    DeviceEntry,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+/// `A_ptr: T.handle` (bound by a match_buffer) or `A: T.Buffer(...)`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Param {
+    pub name: String,
+    /// The buffer this parameter carries.
+    pub buffer: Option<BufId>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<Param>,
+    pub buffers: Vec<Buffer>,
+    pub vars: Vec<Var>,
+    pub body: Vec<Stmt>,
+    pub span: Span,
+}
+
+impl Kernel {
+    pub fn buf(&self, id: BufId) -> &Buffer {
+        &self.buffers[id.0 as usize]
+    }
+    pub fn var(&self, id: VarId) -> &Var {
+        &self.vars[id.0 as usize]
+    }
+}

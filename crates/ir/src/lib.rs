@@ -1,0 +1,18 @@
+//! # tirx-ir
+//!
+//! * [`hir`]: kernels as scripts write them — buffers with layouts, scope ids,
+//!   structured statements, tile-primitive calls. Produced by `tirx-script`,
+//!   consumed by `tirx-lower`.
+//! * [`lir`]: the lowered per-thread program. Produced by `tirx-lower`, consumed
+//!   by `tirx-cuda` (CUDA C++) and `tirx-sim` (CPU execution).
+//! * [`diag`]: diagnostics with spans, rendered as `file:line:col` + source + caret.
+
+pub mod diag;
+pub mod dtype;
+pub mod hir;
+pub mod lir;
+pub mod span;
+
+pub use diag::{Diagnostic, Severity};
+pub use dtype::DType;
+pub use span::Span;

@@ -1,0 +1,236 @@
+//! The lowered per-thread IR (LIR): what every thread of every CTA executes.
+//!
+//! `lower` produces it; `cuda` prints it as CUDA C++ and `sim` executes it on
+//! the CPU, so the simulator checks exactly the code the GPU runs. It is
+//! deliberately small and explicit: flat element-indexed buffers, scalar and
+//! vector memory operations, structured control flow, barriers, and the few
+//! warp-collective instructions copy variants need. There are no layouts, no
+//! tile calls, no exec scopes left.
+//!
+//! Typing rules (checked by [`LKernel::validate`]):
+//! * every expression has a [`DType`] ([`LKernel::dtype_of`]); binary arithmetic
+//!   needs equal operand types, comparisons give `Bool`;
+//! * indices are `I32` or `I64` (`I64` whenever a buffer has ≥ 2^31 elements);
+//! * `VecCopy` moves `lanes` consecutive elements of the same dtype; `lanes ×
+//!   bits ∈ {8, 16, 32, 64, 128}` and both element indices are multiples of `lanes`
+//!   (the byte address is then naturally aligned, since every array is 16-B aligned).
+
+use crate::dtype::DType;
+use crate::hir::{BarrierKind, MathFn, UnOp};
+use crate::span::Span;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LBufId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct LVarId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Space {
+    Global,
+    Shared,
+    Local,
+}
+
+/// A flat array.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LBuf {
+    /// The source name (`A`, `A_smem`, `R`).
+    pub name: String,
+    pub dtype: DType,
+    pub space: Space,
+    /// Number of elements.
+    pub elems: i64,
+    /// The logical shape in the source, for launch metadata and comments.
+    pub shape: Vec<i64>,
+    /// Shared memory declared `extern __shared__` (from `shared.dyn`).
+    pub dynamic: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LVar {
+    pub name: String,
+    pub dtype: DType,
+}
+
+/// Hardware index registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Special {
+    ThreadIdx(u8),
+    BlockIdx(u8),
+}
+
+/// Binary operators. `Div`/`Rem` have C semantics (truncation for integers);
+/// `FloorDiv`/`FloorMod` have Python semantics and appear only where an operand
+/// may be negative.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum LBinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    FloorDiv,
+    FloorMod,
+    Min,
+    Max,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+}
+
+impl LBinOp {
+    pub fn is_compare(self) -> bool {
+        matches!(self, LBinOp::Eq | LBinOp::Ne | LBinOp::Lt | LBinOp::Le | LBinOp::Gt | LBinOp::Ge)
+    }
+    pub fn is_logic(self) -> bool {
+        matches!(self, LBinOp::And | LBinOp::Or)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum LExpr {
+    Int(i64, DType),
+    Float(f64, DType),
+    Bool(bool),
+    Var(LVarId),
+    Special(Special),
+    Bin(LBinOp, Box<LExpr>, Box<LExpr>),
+    Un(UnOp, Box<LExpr>),
+    Cast(DType, Box<LExpr>),
+    Select(Box<LExpr>, Box<LExpr>, Box<LExpr>),
+    Math(MathFn, Vec<LExpr>),
+    /// Scalar element load `buf[index]`.
+    Load(LBufId, Box<LExpr>),
+}
+
+impl LExpr {
+    pub fn i32(v: i64) -> LExpr {
+        LExpr::Int(v, DType::I32)
+    }
+    pub fn bin(op: LBinOp, a: LExpr, b: LExpr) -> LExpr {
+        LExpr::Bin(op, Box::new(a), Box::new(b))
+    }
+}
+
+/// Cache hint of a global load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub enum CacheHint {
+    #[default]
+    Default,
+    /// `ld.global.nc` (read-only path).
+    NonCoherent,
+}
+
+/// An element-pair operand of a packed op: two consecutive elements of a buffer, or a scalar broadcast to both.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum PairSrc {
+    Buf(LBufId, LExpr),
+    Scalar(LExpr),
+}
+
+/// Packed two-lane arithmetic (`__hadd2`, `__hfma2`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum PackedOp {
+    Add,
+    Sub,
+    Mul,
+    Fma,
+    Max,
+    Min,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum LStmtKind {
+    /// Declares `var` and initialises it (immutable afterwards).
+    Let { var: LVarId, value: LExpr },
+    For { var: LVarId, begin: LExpr, extent: LExpr, unroll: bool, body: Vec<LStmt> },
+    If { cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt> },
+    /// Scalar element store `buf[index] = value`.
+    Store { buf: LBufId, index: LExpr, value: LExpr },
+    /// `dst[dst_index .. +lanes] = src[src_index .. +lanes]` as one vector access on each side.
+    VecCopy { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32, cache: CacheHint },
+    Barrier(BarrierKind),
+    /// Warp-collective `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`: this lane
+    /// supplies the row address `smem[smem_index]` and receives `num` 32-bit registers,
+    /// register i stored at `regs[reg_index[i] .. +2]` (two 16-bit elements).
+    LdMatrix { num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr> },
+    /// Warp-collective `stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16` (mirror of `LdMatrix`).
+    StMatrix { num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr> },
+    /// `dst[i..i+2] = op(srcs...)` on a 16-bit float pair (`dtype` is F16 or BF16).
+    Packed2 { op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc> },
+    /// Pair conversion `dst[i..i+2] = cvt(src[j..j+2])` (`__float22half2_rn` and friends).
+    Cast2 { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr },
+    /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
+    Comment(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LStmt {
+    pub kind: LStmtKind,
+    /// The source construct this statement implements.
+    pub span: Span,
+}
+
+impl LStmt {
+    pub fn new(kind: LStmtKind, span: Span) -> LStmt {
+        LStmt { kind, span }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LKernel {
+    pub name: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Kernel parameters in order; each is a `Global` buffer.
+    pub params: Vec<LBufId>,
+    pub bufs: Vec<LBuf>,
+    pub vars: Vec<LVar>,
+    pub body: Vec<LStmt>,
+}
+
+impl LKernel {
+    pub fn buf(&self, id: LBufId) -> &LBuf {
+        &self.bufs[id.0 as usize]
+    }
+    pub fn var(&self, id: LVarId) -> &LVar {
+        &self.vars[id.0 as usize]
+    }
+    pub fn threads_per_cta(&self) -> u32 {
+        self.block.iter().product()
+    }
+
+    /// The type of an expression in this kernel.
+    pub fn dtype_of(&self, e: &LExpr) -> DType {
+        match e {
+            LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
+            LExpr::Bool(_) => DType::Bool,
+            LExpr::Var(v) => self.var(*v).dtype,
+            LExpr::Special(_) => DType::I32,
+            LExpr::Bin(op, a, _) => {
+                if op.is_compare() || op.is_logic() {
+                    DType::Bool
+                } else {
+                    self.dtype_of(a)
+                }
+            }
+            LExpr::Un(UnOp::Not, _) => DType::Bool,
+            LExpr::Un(_, a) => self.dtype_of(a),
+            LExpr::Select(_, a, _) => self.dtype_of(a),
+            LExpr::Math(_, args) => args.first().map_or(DType::F32, |a| self.dtype_of(a)),
+            LExpr::Load(b, _) => self.buf(*b).dtype,
+        }
+    }
+}

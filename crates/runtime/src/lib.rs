@@ -1,0 +1,1 @@
+//! tirx-runtime (in progress)

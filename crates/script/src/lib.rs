@@ -1,0 +1,1 @@
+//! tirx-script (in progress)

@@ -5,9 +5,10 @@
 
 mod cmd;
 mod exit;
+mod frontend;
+mod npy;
 
 use clap::{Parser, Subcommand};
-use exit::Failure;
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -21,6 +22,20 @@ struct Cli {
 enum Cmd {
     /// Inspect a layout expression: apply, canonicalize, slice, draw.
     Layout(cmd::layout::Args),
+    /// Parse and check kernel scripts; report every problem with its location.
+    Check(cmd::check::Args),
+    /// Parse a kernel script and print it back in canonical form.
+    Print(cmd::print::Args),
+    /// Lower a kernel and print the per-thread IR (`--emit tir`) or CUDA C++ (`--emit cuda`).
+    Lower(cmd::lower::Args),
+    /// Show, for every tile call, each variant tried and why it was chosen or declined.
+    Explain(cmd::explain::Args),
+    /// Run a kernel on the CPU simulator with race, bounds and alignment checking.
+    Sim(cmd::sim::Args),
+    /// Compile (NVRTC) and run a kernel on the GPU.
+    Run(cmd::run::Args),
+    /// Time a kernel on the GPU against cudaMemcpy of the same bytes.
+    Bench(cmd::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -28,6 +43,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Cmd::Layout(a) => cmd::layout::run(a),
+        Cmd::Check(a) => cmd::check::run(a),
+        Cmd::Print(a) => cmd::print::run(a),
+        Cmd::Lower(a) => cmd::lower::run(a),
+        Cmd::Explain(a) => cmd::explain::run(a),
+        Cmd::Sim(a) => cmd::sim::run(a),
+        Cmd::Run(a) => cmd::run::run(a),
+        Cmd::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,11 @@
+//! `tirx print` (being written).
+use crate::exit::{CmdResult, Failure};
+
+#[derive(clap::Args)]
+pub struct Args {
+    pub file: std::path::PathBuf,
+}
+
+pub fn run(_a: Args) -> CmdResult {
+    Err(Failure::Internal("tirx print is not implemented yet".into()))
+}

@@ -40,7 +40,14 @@ enum Cmd {
 
 fn main() -> ExitCode {
     exit::install_panic_hook();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help / --version print and exit 0; a usage mistake is a user error (exit 1), not clap's 2.
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+        }
+    };
     let result = match cli.cmd {
         Cmd::Layout(a) => cmd::layout::run(a),
         Cmd::Check(a) => cmd::check::run(a),

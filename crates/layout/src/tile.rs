@@ -1,6 +1,7 @@
 //! The data model: [`Iter`], [`TileLayout`], [`Swizzle`], [`ComposeLayout`], [`Layout`].
 
 use crate::axis::Axis;
+use crate::error::{self, LayoutError, Result, LIMIT};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -50,6 +51,120 @@ impl TileLayout {
             stride = stride.saturating_mul(e);
         }
         TileLayout::from_shard(shard)
+    }
+
+    /// Rejects non-positive extents and values beyond [`LIMIT`]; every operation calls it first.
+    pub fn validate(&self) -> Result<()> {
+        for (part, iters) in [("shard", &self.shard), ("replica", &self.replica)] {
+            for (index, it) in iters.iter().enumerate() {
+                if it.extent <= 0 {
+                    return Err(LayoutError::BadExtent { part, index, extent: it.extent });
+                }
+                if it.stride.unsigned_abs() > LIMIT as u64 {
+                    return Err(LayoutError::TooLarge { what: format!("{part} iter {index} stride {}", it.stride) });
+                }
+            }
+            let what = if part == "shard" { "shard extent product" } else { "replica extent product" };
+            error::product(iters.iter().map(|it| it.extent), what)?;
+        }
+        for (axis, v) in &self.offset {
+            if v.unsigned_abs() > LIMIT as u64 {
+                return Err(LayoutError::TooLarge { what: format!("offset {v}@{axis}") });
+            }
+        }
+        Ok(())
+    }
+
+    /// Shard extents, outermost first.
+    pub fn extents(&self) -> Vec<i64> {
+        self.shard.iter().map(|it| it.extent).collect()
+    }
+
+    /// Product of the shard extents on `axis` (all shard iters when `None`, thread
+    /// iters included). Replicas and offsets never count.
+    pub fn size(&self, axis: Option<Axis>) -> Result<i64> {
+        self.validate()?;
+        let iters = self.shard.iter().filter(|it| axis.is_none_or(|a| it.axis == a));
+        error::product(iters.map(|it| it.extent), "layout size")
+    }
+
+    /// `1 + Σ (e−1)·s` over shard and replica iters plus the offsets, restricted to
+    /// `axis`, or to the memory axes when `None` (reference semantics, pitfall 9:
+    /// unlike `size` this skips thread axes and counts replicas and offsets).
+    pub fn span(&self, axis: Option<Axis>) -> Result<i64> {
+        self.validate()?;
+        let wanted = |a: Axis| axis.map_or(a.is_memory(), |x| x == a);
+        let mut span = 1i64;
+        for it in self.shard.iter().chain(&self.replica).filter(|it| wanted(it.axis)) {
+            let reach = error::mul(it.extent - 1, it.stride, "layout span")?;
+            span = error::add(span, reach, "layout span")?;
+        }
+        for (_, &v) in self.offset.iter().filter(|(a, _)| wanted(**a)) {
+            span = error::add(span, v, "layout span")?;
+        }
+        Ok(span)
+    }
+
+    /// Any shard iter on a thread axis.
+    pub fn has_thread_axis(&self) -> bool {
+        self.shard.iter().any(|it| it.axis.is_thread())
+    }
+
+    /// Any shard iter on a memory axis.
+    pub fn has_memory_axis(&self) -> bool {
+        self.shard.iter().any(|it| it.axis.is_memory())
+    }
+
+    /// Every thread axis used anywhere (shard, replica, offset keys), each once, in first-seen order.
+    pub fn thread_axes(&self) -> Vec<Axis> {
+        let mut out: Vec<Axis> = Vec::new();
+        let used = self.shard.iter().chain(&self.replica).map(|it| it.axis).chain(self.offset.keys().copied());
+        for a in used.filter(|a| a.is_thread()) {
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+        out
+    }
+
+    /// The per-thread storage view: every thread-axis iter and offset dropped.
+    pub fn storage(&self) -> TileLayout {
+        let keep = |it: &&Iter| it.axis.is_memory();
+        TileLayout {
+            shard: self.shard.iter().filter(keep).copied().collect(),
+            replica: self.replica.iter().filter(keep).copied().collect(),
+            offset: self.offset.iter().filter(|(a, _)| a.is_memory()).map(|(a, v)| (*a, *v)).collect(),
+        }
+    }
+
+    /// Reorders the shard: result iter `i` is `shard[perm[i]]`. Replica and offset are kept.
+    pub fn permute_dims(&self, perm: &[usize]) -> Result<TileLayout> {
+        check_permutation(perm, self.shard.len())?;
+        let shard = perm.iter().map(|&i| self.shard[i]).collect();
+        Ok(TileLayout { shard, replica: self.replica.clone(), offset: self.offset.clone() })
+    }
+
+    /// Reorders whole groups (`seps` as returned by [`TileLayout::group`]): group `g`
+    /// of the result is group `perm[g]` of `self`.
+    pub fn permute_by_groups(&self, seps: &[usize], perm: &[usize]) -> Result<TileLayout> {
+        let bad = || LayoutError::BadSeparators { seps: seps.to_vec(), len: self.shard.len() };
+        if seps.first() != Some(&0) || seps.last() != Some(&self.shard.len()) || seps.windows(2).any(|w| w[0] > w[1]) {
+            return Err(bad());
+        }
+        check_permutation(perm, seps.len() - 1)?;
+        let order: Vec<usize> = perm.iter().flat_map(|&g| seps[g]..seps[g + 1]).collect();
+        self.permute_dims(&order)
+    }
+}
+
+fn check_permutation(perm: &[usize], len: usize) -> Result<()> {
+    let mut seen = vec![false; len];
+    let ok = perm.len() == len
+        && perm.iter().all(|&i| i < len && !std::mem::replace(&mut seen[i], true));
+    if ok {
+        Ok(())
+    } else {
+        Err(LayoutError::BadPermutation { perm: perm.to_vec(), len })
     }
 }
 

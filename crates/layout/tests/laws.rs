@@ -1,0 +1,276 @@
+//! Property tests of the layout laws (≥1000 cases each unless `PROPTEST_CASES` says otherwise).
+//!
+//! Maps are compared as multisets of normalized coordinates (zero entries
+//! dropped), so `S[(1,8):(1@laneid,1)]` and `S[8:1]` count as the same map.
+
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use tirx_layout::{normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Iter, Layout, LayoutError, Swizzle, TileLayout};
+
+fn config() -> Config {
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
+    Config { cases, failure_persistence: None, ..Config::default() }
+}
+
+/// Axis sets whose thread axes form a valid scope chain.
+const PROFILES: &[&[Axis]] = &[
+    &[Axis::M],
+    &[Axis::M, Axis::TLane, Axis::TCol],
+    &[Axis::M, Axis::LaneId],
+    &[Axis::M, Axis::LaneId, Axis::WarpId],
+    &[Axis::M, Axis::LaneId, Axis::WidInWg],
+    &[Axis::M, Axis::LaneId, Axis::WidInWg, Axis::WgId],
+    &[Axis::M, Axis::Tx],
+    &[Axis::M, Axis::WgId, Axis::WidInWg],
+    &[Axis::M, Axis::TidInWg],
+];
+
+fn iter_in(axes: &'static [Axis]) -> impl Strategy<Value = Iter> {
+    (prop::sample::select(vec![1i64, 1, 2, 2, 3, 4, 4, 8]), -2i64..40, 0..axes.len())
+        .prop_map(move |(e, s, a)| Iter::new(e, s, axes[a]))
+}
+
+/// A well-formed layout of at most 8·8·... elements on one profile.
+fn layout() -> impl Strategy<Value = TileLayout> {
+    (0..PROFILES.len()).prop_flat_map(|p| {
+        let axes = PROFILES[p];
+        (
+            prop::collection::vec(iter_in(axes), 1..=5),
+            prop::collection::vec(iter_in(axes), 0..=2),
+            prop::collection::vec((0..axes.len(), -3i64..70), 0..=3),
+        )
+            .prop_map(move |(mut shard, replica, offs)| {
+                // Keep enumeration cheap: at most 512 elements.
+                while shard.iter().map(|it| it.extent).product::<i64>() > 512 {
+                    shard.pop();
+                }
+                let mut offset = Coord::new();
+                for (a, v) in offs {
+                    *offset.entry(axes[a]).or_insert(0) += v;
+                }
+                TileLayout::new(shard, replica, offset)
+            })
+    })
+    // e.g. laneid + wgid without wid_in_wg: a broken chain, tested separately.
+    .prop_filter("thread axes must form a scope chain", |l| l.scope().is_ok())
+}
+
+fn sorted(mut v: Vec<Coord>) -> Vec<Coord> {
+    v.sort();
+    v
+}
+
+/// The full map as a list (index = flat logical index) of sorted coordinate multisets.
+fn full_map(l: &TileLayout, project: impl Fn(&Coord) -> Coord) -> Vec<Vec<Coord>> {
+    let n = l.size(None).unwrap();
+    (0..n).map(|x| sorted(l.apply_set(&[x], &[n]).unwrap().iter().map(&project).collect())).collect()
+}
+
+/// A shape of up to 3 dims whose product is `size`, from its divisors.
+fn shape_for(size: i64, a: u32, b: u32) -> Vec<i64> {
+    let divisors: Vec<i64> = (1..=size).filter(|d| size % d == 0).collect();
+    let d0 = divisors[a as usize % divisors.len()];
+    let rest = size / d0;
+    let divisors: Vec<i64> = (1..=rest).filter(|d| rest % d == 0).collect();
+    let d1 = divisors[b as usize % divisors.len()];
+    match (a % 3, b % 2) {
+        (0, _) => vec![size],
+        (_, 0) => vec![d0, rest],
+        _ => vec![d0, d1, rest / d1],
+    }
+}
+
+fn coords(shape: &[i64]) -> Vec<Vec<i64>> {
+    let mut out = vec![vec![]];
+    for &e in shape {
+        out = out.into_iter().flat_map(|c| (0..e).map(move |i| [c.clone(), vec![i]].concat())).collect();
+    }
+    out
+}
+
+fn fusion(cuda: bool) -> Fusion {
+    if cuda {
+        Fusion::Cuda
+    } else {
+        Fusion::None
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn canonicalize_preserves_the_map(l in layout(), cuda in any::<bool>()) {
+        let f = fusion(cuda);
+        let c = l.canonicalize(f).unwrap();
+        let expected = full_map(&l, |p| normalize(&l.fuse_coord(p, f).unwrap()));
+        prop_assert_eq!(full_map(&c, normalize), expected);
+        prop_assert_eq!(c.canonicalize(f).unwrap(), c.clone(), "canonicalize is idempotent");
+        prop_assert!(c.replica.windows(2).all(|w| (w[0].axis, w[0].stride, w[0].extent) <= (w[1].axis, w[1].stride, w[1].extent)));
+    }
+
+    #[test]
+    fn group_preserves_the_map(l in layout(), a in any::<u32>(), b in any::<u32>()) {
+        let shape = shape_for(l.size(None).unwrap(), a, b);
+        match l.group(&shape) {
+            Ok((g, seps)) => {
+                prop_assert_eq!(seps.len(), shape.len() + 1);
+                for d in 0..shape.len() {
+                    let p: i64 = g.shard[seps[d]..seps[d + 1]].iter().map(|it| it.extent).product();
+                    prop_assert_eq!(p, shape[d]);
+                }
+                for c in coords(&shape) {
+                    prop_assert_eq!(sorted(g.apply_set(&c, &shape).unwrap().iter().map(normalize).collect()), sorted(l.apply_set(&c, &shape).unwrap().iter().map(normalize).collect()));
+                }
+            }
+            Err(e) => prop_assert!(matches!(e, LayoutError::ShapeMismatch { .. }), "{}", e),
+        }
+    }
+
+    #[test]
+    fn print_then_parse_is_identity(l in layout(), sw in prop::option::of((0u32..4, 0u32..4, 0u32..3, any::<bool>()))) {
+        let layout: Layout = match sw {
+            Some((p, s, extra, inner)) => ComposeLayout { swizzle: Swizzle::new(p, s, s + extra, inner).unwrap(), tile: l }.into(),
+            None => l.into(),
+        };
+        let text = layout.to_string();
+        prop_assert_eq!(parse_layout(&text).map_err(|e| e.render(&text)), Ok(layout));
+    }
+
+    #[test]
+    fn slice_law(l in layout(), a in any::<u32>(), b in any::<u32>(), picks in prop::collection::vec((any::<u32>(), any::<u32>()), 3), cuda in any::<bool>()) {
+        let f = fusion(cuda);
+        let shape = shape_for(l.size(None).unwrap(), a, b);
+        let region: Vec<(i64, i64)> = shape.iter().zip(&picks).map(|(&e, &(x, y))| {
+            let begin = x as i64 % e;
+            (begin, 1 + y as i64 % (e - begin))
+        }).collect();
+        let canon = l.canonicalize(f).unwrap();
+        match l.slice(&shape, &region, f) {
+            Ok(s) => {
+                let ext: Vec<i64> = region.iter().map(|r| r.1).collect();
+                for x in coords(&ext) {
+                    let at: Vec<i64> = x.iter().zip(&region).map(|(x, r)| x + r.0).collect();
+                    let got = sorted(s.apply_set(&x, &ext).unwrap().iter().map(normalize).collect());
+                    let want = sorted(canon.apply_set(&at, &shape).unwrap().iter().map(normalize).collect());
+                    prop_assert_eq!(got, want, "slice {} of {} region {:?}", s, l, region);
+                }
+            }
+            Err(e) => prop_assert!(matches!(e, LayoutError::ShapeMismatch { .. } | LayoutError::SliceInexpressible { .. }), "{}", e),
+        }
+        // Whole-dimension and single-element regions always slice when the shape groups.
+        if canon.group(&shape).is_ok() {
+            let whole: Vec<(i64, i64)> = shape.iter().map(|&e| (0, e)).collect();
+            prop_assert!(l.slice(&shape, &whole, f).is_ok());
+            let one: Vec<(i64, i64)> = region.iter().map(|r| (r.0, 1)).collect();
+            prop_assert!(l.slice(&shape, &one, f).is_ok());
+        }
+    }
+
+    #[test]
+    fn tile_law(inner in layout(), outer in layout(), a in any::<u32>(), b in any::<u32>(), c in any::<u32>()) {
+        let inner_shape = shape_for(inner.size(None).unwrap(), a, b);
+        let rank = inner_shape.len();
+        // The outer grid runs along one dimension (the others are 1).
+        let mut outer_shape = vec![1i64; rank];
+        outer_shape[c as usize % rank] = outer.size(None).unwrap();
+        let Ok(t) = inner.tile(&outer, &outer_shape, &inner_shape, Fusion::None) else {
+            // Only grouping or a scope clash between inner and outer axes may refuse.
+            let e = inner.tile(&outer, &outer_shape, &inner_shape, Fusion::None).unwrap_err();
+            prop_assert!(matches!(e, LayoutError::ShapeMismatch { .. } | LayoutError::ScopeConflict { .. } | LayoutError::ScopeChainBroken { .. }), "{}", e);
+            return Ok(());
+        };
+        let tiled_shape: Vec<i64> = outer_shape.iter().zip(&inner_shape).map(|(o, i)| o * i).collect();
+        let inner_c = inner.canonicalize(Fusion::None).unwrap();
+        let outer_c = outer.canonicalize(Fusion::None).unwrap();
+        let inner_coords = coords(&inner_shape);
+        for o in coords(&outer_shape).into_iter().take((8192 / inner_coords.len()).max(1)) {
+            for i in &inner_coords {
+                let x: Vec<i64> = (0..rank).map(|d| o[d] * inner_shape[d] + i[d]).collect();
+                let mut want = inner_c.apply(i, &inner_shape).unwrap();
+                for (axis, v) in outer_c.apply(&o, &outer_shape).unwrap() {
+                    let on_inner = inner_c.shard.iter().any(|it| it.axis == axis);
+                    let f = if on_inner { inner_c.span(Some(axis)).unwrap() } else { 1 };
+                    *want.entry(axis).or_insert(0) += v * f;
+                }
+                prop_assert_eq!(normalize(&t.apply(&x, &tiled_shape).unwrap()), normalize(&want));
+            }
+        }
+    }
+
+    #[test]
+    fn swizzled_slice_law(p in 0u32..3, s in 0u32..3, extra in 0u32..2, r0 in 0i64..8, rn in 1i64..8, c0 in 0i64..32, cn in 1i64..32) {
+        let swizzle = Swizzle::new(p, s, s + extra, true).unwrap();
+        let shape = [8i64, 32];
+        let (rn, cn) = (rn.min(8 - r0), cn.min(32 - c0));
+        let bare = ComposeLayout { swizzle, tile: TileLayout::from_shard(vec![Iter::m(swizzle.period(), 1)]) };
+        let sliced = bare.slice(&shape, &[(r0, rn), (c0, cn)], Fusion::Cuda);
+        if let Ok(sl) = sliced {
+            for x in coords(&[rn, cn]) {
+                prop_assert_eq!(sl.apply(&x, &[rn, cn]).unwrap(), bare.apply(&[x[0] + r0, x[1] + c0], &shape).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn swizzle_is_a_bijection_on_its_period(p in 0u32..5, s in 0u32..5, extra in 0u32..3, inner in any::<bool>(), k in -3i64..4) {
+        let sw = Swizzle::new(p, s, s + extra, inner).unwrap();
+        let period = sw.period();
+        let base = k * period;
+        let mut image: Vec<i64> = (base..base + period).map(|a| sw.apply(a)).collect();
+        for (a, &y) in (base..base + period).zip(&image) {
+            prop_assert_eq!(y.rem_euclid(sw.chunk()), a.rem_euclid(sw.chunk()), "chunk bits untouched");
+        }
+        image.sort();
+        prop_assert_eq!(image, (base..base + period).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn operations_never_panic(
+        shard in prop::collection::vec((any::<i64>(), any::<i64>(), 0..Axis::ALL.len()), 0..5),
+        replica in prop::collection::vec((-2i64..5, any::<i64>(), 0..Axis::ALL.len()), 0..3),
+        offs in prop::collection::vec((0..Axis::ALL.len(), any::<i64>()), 0..3),
+        small in any::<bool>(),
+        shape in prop::collection::vec(-2i64..10, 0..4),
+        coord in prop::collection::vec(-2i64..10, 0..4),
+        x in any::<i64>(),
+    ) {
+        let squash = |v: i64| if small { v.rem_euclid(7) - 1 } else { v };
+        let mk = |(e, s, a): (i64, i64, usize)| Iter::new(squash(e), squash(s), Axis::ALL[a]);
+        let l = TileLayout::new(
+            shard.into_iter().map(mk).collect(),
+            replica.into_iter().map(mk).collect(),
+            offs.into_iter().map(|(a, v)| (Axis::ALL[a], squash(v))).collect(),
+        );
+        let region: Vec<(i64, i64)> = coord.iter().map(|&c| (c, 2)).collect();
+        for f in [Fusion::None, Fusion::Cuda] {
+            let _ = l.canonicalize(f);
+            let _ = l.slice(&shape, &region, f);
+            let _ = l.is_trivial(f);
+            if let Ok(c) = l.canonicalize(f) { let _ = l.fuse_coord(&c.offset, f); }
+        }
+        let _ = (l.scope(), l.size(None), l.span(None), l.span(Some(Axis::M)), l.group(&shape));
+        let _ = (l.apply_linear(x), l.apply(&coord, &shape), l.apply_set(&coord, &shape), l.apply_shard(&coord));
+        let text = l.to_string();
+        let parsed = parse_layout(&text);
+        if l.shard.iter().chain(&l.replica).all(|it| it.extent > 0) {
+            prop_assert_eq!(parsed.map_err(|e| e.render(&text)), Ok(Layout::Tile(l.clone())));
+        }
+    }
+
+    #[test]
+    fn parse_never_panics_on_random_text(s in "\\PC{0,40}") {
+        let _ = parse_layout(&s);
+    }
+
+    #[test]
+    fn parse_never_panics_on_mutated_layouts(l in layout(), at in any::<prop::sample::Index>(), junk in "[\\[\\]():,@+\\- 0-9a-zA-Z\"'_.=]{0,3}", cut in 0usize..3) {
+        let text = l.to_string();
+        let i = at.index(text.len() + 1);
+        let mutated = format!("{}{}{}", &text[..i], junk, &text[(i + cut).min(text.len())..]);
+        if let Err(e) = parse_layout(&mutated) {
+            prop_assert!(e.offset <= mutated.len());
+            let _ = e.render(&mutated);
+        }
+    }
+}

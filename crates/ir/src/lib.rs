@@ -11,6 +11,8 @@ pub mod diag;
 pub mod dtype;
 pub mod hir;
 pub mod lir;
+pub mod lir_check;
+pub mod lir_print;
 pub mod span;
 
 pub use diag::{Diagnostic, Severity};

@@ -1,0 +1,492 @@
+//! The hand-built LIR kernels: one per shape the copy and elementwise variants
+//! produce, plus a kernel with every scalar expression form on every dtype.
+
+use super::*;
+use tirx_ir::hir::MathFn;
+use tirx_ir::lir::{LBinOp, LExpr, LKernel, PackedOp, PairSrc};
+use tirx_ir::DType;
+
+/// Seed 002: a 32x32 tile global -> shared as full-row vector copies, a CTA
+/// barrier, then shared -> global. `lanes` elements of `dtype` make 16 bytes.
+pub fn gmem_smem_roundtrip(name: &str, dtype: DType, lanes: i64) -> LKernel {
+    let mut kb = Kb::new(name, [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", dtype, &[32, 32]);
+    let b = kb.param("B", dtype, &[32, 32]);
+    let s = kb.shared("A_smem", dtype, &[32, 32]);
+    let t = kb.var("tid", DType::I32);
+    let (f1, f2) = (kb.var("f", DType::I32), kb.var("f", DType::I32));
+    let rounds = 1024 / (32 * lanes);
+    let off = |f| add(mul(v(f), i(32 * lanes)), mul(v(t), i(lanes)));
+    kb.finish(vec![
+        let_(t, tid()),
+        comment("copy A -> A_smem (gmem_smem: 32 threads x 16 B per round)"),
+        for_(
+            f1,
+            i(rounds),
+            vec![vcopy(s, off(f1), a, off(f1), lanes as u32)],
+        ),
+        cta_sync(),
+        comment("copy A_smem -> B (gmem_smem)"),
+        for_(
+            f2,
+            i(rounds),
+            vec![vcopy(b, off(f2), s, off(f2), lanes as u32)],
+        ),
+    ])
+}
+
+/// Seed 003: lane 0 copies a 4x6 tile element by element, guarded by `tid == 0`.
+pub fn fallback_guarded() -> LKernel {
+    let mut kb = Kb::new("fallback_copy", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[4, 6]);
+    let b = kb.param("B", DType::F32, &[4, 6]);
+    let s = kb.shared("A_smem", DType::F32, &[4, 6]);
+    let lane = kb.var("lane", DType::I32);
+    let (v3, v4) = (kb.var("v3", DType::I32), kb.var("v4", DType::I32));
+    let (w3, w4) = (kb.var("v3", DType::I32), kb.var("v4", DType::I32));
+    let at = |r, c| add(mul(v(r), i(6)), v(c));
+    kb.finish(vec![
+        let_(lane, rem(tid(), i(32))),
+        comment("copy A -> A_smem (fallback: scalar, one thread)"),
+        if_(
+            eq(v(lane), i(0)),
+            vec![for_(
+                v3,
+                i(4),
+                vec![for_(
+                    v4,
+                    i(6),
+                    vec![store(s, at(v3, v4), load(a, at(v3, v4)))],
+                )],
+            )],
+        ),
+        warp_sync(),
+        if_(
+            eq(v(lane), i(0)),
+            vec![for_(
+                w3,
+                i(4),
+                vec![for_(
+                    w4,
+                    i(6),
+                    vec![store(b, at(w3, w4), load(s, at(w3, w4)))],
+                )],
+            )],
+        ),
+    ])
+}
+
+/// A guarded scalar grid: 4 CTAs x 128 threads cover 500 elements of a 20x25
+/// tensor, each computing its (row, col) with Python floor division.
+pub fn scalar_grid_guarded() -> LKernel {
+    let mut kb = Kb::new("scalar_grid", [4, 1, 1], [128, 1, 1]);
+    let a = kb.param("A", DType::F32, &[20, 25]);
+    let b = kb.param("B", DType::F32, &[25, 20]);
+    let g = kb.var("g", DType::I32);
+    let (row, col) = (kb.var("row", DType::I32), kb.var("col", DType::I32));
+    let unused = kb.var("unused", DType::I32);
+    kb.finish(vec![
+        let_(g, add(mul(bid(), i(128)), tid())),
+        let_(unused, mul(v(g), i(3))),
+        if_else(
+            lt(v(g), i(500)),
+            vec![
+                let_(row, bin(LBinOp::FloorDiv, v(g), i(25))),
+                let_(col, bin(LBinOp::FloorMod, v(g), i(25))),
+                store(
+                    b,
+                    add(mul(v(col), i(20)), v(row)),
+                    math(MathFn::Sqrt, load(a, v(g))),
+                ),
+            ],
+            vec![if_(
+                eq(v(g), i(500)),
+                vec![comment("one past the end: nothing to do")],
+            )],
+        ),
+    ])
+}
+
+/// Seed 000 (copy -> reg): each lane owns row `lane` of a 32x8 f32 tile; the
+/// tile comes from global (read-only path) into registers, is doubled, goes
+/// through shared memory and back to global as 128-bit accesses.
+pub fn reg_copy() -> LKernel {
+    let mut kb = Kb::new("reg_copy", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[32, 8]);
+    let b = kb.param("B", DType::F32, &[32, 8]);
+    let s = kb.shared("A_smem", DType::F32, &[32, 8]);
+    let r = kb.local("r", DType::F32, &[8]);
+    let lane = kb.var("lane", DType::I32);
+    let fs: Vec<_> = (0..5).map(|_| kb.var("f", DType::I32)).collect();
+    let row = |f| add(mul(v(lane), i(8)), mul(v(f), i(4)));
+    kb.finish(vec![
+        let_(lane, tid()),
+        comment("copy A -> r (reg, cache=\"nc\")"),
+        for_(
+            fs[0],
+            i(2),
+            vec![vcopy_nc(r, mul(v(fs[0]), i(4)), a, row(fs[0]), 4)],
+        ),
+        for_(
+            fs[1],
+            i(8),
+            vec![store(
+                r,
+                v(fs[1]),
+                mul(load(r, v(fs[1])), f(2.0, DType::F32)),
+            )],
+        ),
+        comment("copy r -> A_smem (reg)"),
+        for_(
+            fs[2],
+            i(2),
+            vec![vcopy(s, row(fs[2]), r, mul(v(fs[2]), i(4)), 4)],
+        ),
+        warp_sync(),
+        comment("copy A_smem -> r -> B (reg)"),
+        for_(
+            fs[3],
+            i(2),
+            vec![vcopy(r, mul(v(fs[3]), i(4)), s, row(fs[3]), 4)],
+        ),
+        for_(
+            fs[4],
+            i(2),
+            vec![vcopy(b, row(fs[4]), r, mul(v(fs[4]), i(4)), 4)],
+        ),
+    ])
+}
+
+/// Seed 004: two ldmatrix .x2 load the four 8x8 quadrants of a 16x16 f16 tile
+/// as fragments, and one stmatrix .x4.trans stores quadrant k transposed at
+/// block (k / 2, k % 2): together a transpose, B = A^T.
+pub fn ldstmatrix() -> LKernel {
+    let mut kb = Kb::new("ldstmatrix", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F16, &[16, 16]);
+    let b = kb.param("B", DType::F16, &[16, 16]);
+    let sa = kb.shared("A_smem", DType::F16, &[16, 16]);
+    let sb = kb.shared("B_smem", DType::F16, &[16, 16]);
+    let r = kb.local("r", DType::F16, &[8]);
+    let lane = kb.var("lane", DType::I32);
+    let row = || mul(v(lane), i(8));
+    kb.finish(vec![
+        let_(lane, rem(tid(), i(32))),
+        vcopy(sa, row(), a, row(), 8),
+        cta_sync(),
+        comment("copy A_smem -> r (ldstmatrix, num=2)"),
+        ldmatrix(
+            2,
+            false,
+            sa,
+            add(mul(rem(v(lane), i(16)), i(16)), i(0)),
+            r,
+            vec![i(0), i(2)],
+        ),
+        ldmatrix(
+            2,
+            false,
+            sa,
+            add(mul(rem(v(lane), i(16)), i(16)), i(8)),
+            r,
+            vec![i(4), i(6)],
+        ),
+        comment("copy r -> B_smem (ldstmatrix, num=4, trans)"),
+        stmatrix(
+            4,
+            true,
+            sb,
+            // lane l supplies row l % 8 of quadrant l / 8
+            add(
+                mul(
+                    add(mul(div(v(lane), i(16)), i(8)), rem(v(lane), i(8))),
+                    i(16),
+                ),
+                mul(rem(div(v(lane), i(8)), i(2)), i(8)),
+            ),
+            r,
+            vec![i(0), i(2), i(4), i(6)],
+        ),
+        cta_sync(),
+        vcopy(b, row(), sb, row(), 8),
+    ])
+}
+
+/// elementwise -> reg with packed f16 pairs: `c = a + b`, then `c = c * b + 2`.
+pub fn packed_f16() -> LKernel {
+    let mut kb = Kb::new("packed_f16", [1, 1, 1], [32, 1, 1]);
+    let (ga, gb, gc) = (
+        kb.param("A", DType::F16, &[32, 8]),
+        kb.param("B", DType::F16, &[32, 8]),
+        kb.param("C", DType::F16, &[32, 8]),
+    );
+    let (ra, rb) = (
+        kb.local("a", DType::F16, &[8]),
+        kb.local("b", DType::F16, &[8]),
+    );
+    let lane = kb.var("lane", DType::I32);
+    let (f1, f2) = (kb.var("f", DType::I32), kb.var("f", DType::I32));
+    let row = mul(v(lane), i(8));
+    let pair = |f| mul(v(f), i(2));
+    kb.finish(vec![
+        let_(lane, tid()),
+        vcopy(ra, i(0), ga, row.clone(), 8),
+        vcopy(rb, i(0), gb, row.clone(), 8),
+        comment("add(a, a, b) (reg, packed __half2)"),
+        for_(
+            f1,
+            i(4),
+            vec![packed2(
+                PackedOp::Add,
+                DType::F16,
+                ra,
+                pair(f1),
+                vec![PairSrc::Buf(ra, pair(f1)), PairSrc::Buf(rb, pair(f1))],
+            )],
+        ),
+        comment("fma(a, a, b, 2.0) (reg, packed __half2)"),
+        for_(
+            f2,
+            i(4),
+            vec![packed2(
+                PackedOp::Fma,
+                DType::F16,
+                ra,
+                pair(f2),
+                vec![
+                    PairSrc::Buf(ra, pair(f2)),
+                    PairSrc::Buf(rb, pair(f2)),
+                    PairSrc::Scalar(f(2.0, DType::F16)),
+                ],
+            )],
+        ),
+        vcopy(gc, row, ra, i(0), 8),
+    ])
+}
+
+/// Pair conversions: f32 -> f16 -> f32 and f32 -> bf16 -> f32 on 8 registers.
+pub fn cast_pairs() -> LKernel {
+    let mut kb = Kb::new("cast_pairs", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[32, 8]);
+    let h = kb.param("H", DType::F16, &[32, 8]);
+    let b = kb.param("Bf", DType::F32, &[32, 8]);
+    let (rf, rh, rb, rg) = (
+        kb.local("x", DType::F32, &[8]),
+        kb.local("x_f16", DType::F16, &[8]),
+        kb.local("x_bf16", DType::BF16, &[8]),
+        kb.local("y", DType::F32, &[8]),
+    );
+    let lane = kb.var("lane", DType::I32);
+    let fs: Vec<_> = (0..4).map(|_| kb.var("f", DType::I32)).collect();
+    let row = |k| add(mul(v(lane), i(8)), i(k));
+    let p = |f| mul(v(f), i(2));
+    kb.finish(vec![
+        let_(lane, tid()),
+        vcopy(rf, i(0), a, row(0), 4),
+        vcopy(rf, i(4), a, row(4), 4),
+        for_(fs[0], i(4), vec![cast2(rh, p(fs[0]), rf, p(fs[0]))]),
+        vcopy(h, row(0), rh, i(0), 8),
+        for_(fs[1], i(4), vec![cast2(rb, p(fs[1]), rf, p(fs[1]))]),
+        for_(fs[2], i(4), vec![cast2(rg, p(fs[2]), rb, p(fs[2]))]),
+        for_(fs[3], i(4), vec![cast2(rf, p(fs[3]), rh, p(fs[3]))]),
+        for_(
+            fs[3],
+            i(8),
+            vec![store(
+                rg,
+                v(fs[3]),
+                add(load(rg, v(fs[3])), load(rf, v(fs[3]))),
+            )],
+        ),
+        vcopy(b, row(0), rg, i(0), 4),
+        vcopy(b, row(4), rg, i(4), 4),
+    ])
+}
+
+/// A 3 x 2^30 f32 tensor: element indices need 64 bits.
+pub fn i64_index() -> LKernel {
+    // 2^28 threads x 3 rounds x 4 elements = 3 x 2^30 elements.
+    let mut kb = Kb::new("big_scale", [1 << 20, 1, 1], [256, 1, 1]);
+    let a = kb.param("A", DType::F32, &[3, 1 << 30]);
+    let b = kb.param("B", DType::F32, &[3, 1 << 30]);
+    let g = kb.var("g", DType::I64);
+    let k = kb.var("k", DType::I64);
+    let e = kb.var("e", DType::I64);
+    kb.finish(vec![
+        let_(
+            g,
+            add(
+                mul(cast(DType::I64, bid()), l(256)),
+                cast(DType::I64, tid()),
+            ),
+        ),
+        for_(
+            k,
+            l(3),
+            vec![
+                let_(e, mul(add(mul(v(k), l(1 << 28)), v(g)), l(4))),
+                vcopy(b, v(e), a, v(e), 4),
+                store(b, v(e), mul(load(b, v(e)), f(0.5, DType::F32))),
+            ],
+        ),
+    ])
+}
+
+/// A 64x64 f16 tile into 128-byte-swizzled shared memory: 16-byte chunk `c`
+/// of row `r` lands at chunk `c ^ (r % 8)`, then back out unswizzled.
+pub fn swizzle_xor() -> LKernel {
+    let mut kb = Kb::new("swizzle_copy", [1, 1, 1], [128, 1, 1]);
+    let a = kb.param("A", DType::F16, &[64, 64]);
+    let b = kb.param("B", DType::F16, &[64, 64]);
+    let s = kb.shared_dyn("A_smem", DType::F16, &[64, 64]);
+    let t = kb.var("tid", DType::I32);
+    let (f1, f2) = (kb.var("f", DType::I32), kb.var("f", DType::I32));
+    let (r1, r2) = (kb.var("row", DType::I32), kb.var("row", DType::I32));
+    let (c1, c2) = (kb.var("chunk", DType::I32), kb.var("chunk", DType::I32));
+    let swz = |r, c| {
+        add(
+            mul(v(r), i(64)),
+            bin(
+                LBinOp::Shl,
+                bin(LBinOp::BitXor, v(c), bin(LBinOp::BitAnd, v(r), i(7))),
+                i(3),
+            ),
+        )
+    };
+    let lin = |r, c| add(mul(v(r), i(64)), mul(v(c), i(8)));
+    let body = |f, r, c, to_smem: bool| {
+        let fused = add(mul(v(f), i(128)), v(t));
+        vec![
+            let_(r, bin(LBinOp::Shr, fused.clone(), i(3))),
+            let_(c, bin(LBinOp::BitAnd, fused, i(7))),
+            if to_smem {
+                vcopy(s, swz(r, c), a, lin(r, c), 8)
+            } else {
+                vcopy(b, lin(r, c), s, swz(r, c), 8)
+            },
+        ]
+    };
+    kb.finish(vec![
+        let_(t, tid()),
+        for_(f1, i(4), body(f1, r1, c1, true)),
+        cta_sync(),
+        for_(f2, i(4), body(f2, r2, c2, false)),
+    ])
+}
+
+/// Every scalar expression form on every dtype, so that the CUDA spelling of
+/// each (operators, casts, math functions, literals) is compiled by nvcc.
+pub fn dtype_zoo() -> LKernel {
+    use tirx_ir::hir::UnOp;
+    let mut kb = Kb::new("dtype_zoo", [1, 1, 1], [32, 1, 1]);
+    let mut body = Vec::new();
+    for t in DType::ALL {
+        let x = kb.param(&format!("x_{}", t.name()), t, &[16]);
+        let at = |j: i64| load(x, i(j));
+        let lit = if t.is_float() {
+            f(1.5, t)
+        } else if t == DType::Bool {
+            LExpr::Bool(true)
+        } else {
+            LExpr::Int(3, t)
+        };
+        let mut set = |j: i64, e: LExpr| body.push(store(x, i(j), e));
+        set(0, cast(t, cast(DType::F32, at(1))));
+        set(1, cast(t, cast(DType::I32, at(2))));
+        set(2, cast(t, cast(DType::Bool, at(3))));
+        set(3, cast(t, cast(DType::I64, at(4))));
+        let cmp = if t == DType::Bool {
+            eq(at(5), at(6))
+        } else {
+            lt(at(5), at(6))
+        };
+        set(
+            4,
+            LExpr::Select(Box::new(cmp), Box::new(at(5)), Box::new(lit.clone())),
+        );
+        if t == DType::Bool {
+            set(
+                5,
+                bin(LBinOp::And, at(6), LExpr::Un(UnOp::Not, Box::new(at(7)))),
+            );
+            continue;
+        }
+        set(5, add(mul(at(6), at(7)), sub(at(8), lit.clone())));
+        set(6, div(at(7), lit.clone()));
+        set(
+            7,
+            bin(LBinOp::Max, at(8), bin(LBinOp::Min, at(9), lit.clone())),
+        );
+        set(8, bin(LBinOp::FloorDiv, at(9), lit.clone()));
+        set(9, bin(LBinOp::FloorMod, at(10), lit.clone()));
+        set(10, rem(at(11), lit.clone()));
+        if t.is_signed() {
+            set(11, LExpr::Un(UnOp::Neg, Box::new(at(12))));
+        }
+        if t.is_float() {
+            for (j, m) in [
+                MathFn::Sqrt,
+                MathFn::Rsqrt,
+                MathFn::Exp,
+                MathFn::Exp2,
+                MathFn::Log,
+                MathFn::Log2,
+                MathFn::Abs,
+                MathFn::Floor,
+                MathFn::Ceil,
+                MathFn::Tanh,
+                MathFn::Sin,
+                MathFn::Cos,
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                set(12, math(m, add(at(12), LExpr::Float(j as f64, t))));
+            }
+        } else {
+            set(12, math(MathFn::Abs, at(13)));
+            set(
+                13,
+                bin(
+                    LBinOp::BitXor,
+                    bin(LBinOp::Shl, at(14), LExpr::Int(2, t)),
+                    bin(LBinOp::BitAnd, at(15), lit.clone()),
+                ),
+            );
+            set(
+                14,
+                bin(
+                    LBinOp::BitOr,
+                    bin(LBinOp::Shr, at(15), LExpr::Int(1, t)),
+                    LExpr::Un(UnOp::BitNot, Box::new(at(0))),
+                ),
+            );
+        }
+    }
+    kb.finish(vec![if_(eq(tid(), i(0)), body)])
+}
+
+pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
+    vec![
+        (
+            "copy_f32_gmem_smem",
+            gmem_smem_roundtrip("copy_f32", DType::F32, 4),
+        ),
+        (
+            "copy_f16_gmem_smem",
+            gmem_smem_roundtrip("copy_f16", DType::F16, 8),
+        ),
+        (
+            "copy_u8_gmem_smem",
+            gmem_smem_roundtrip("copy_u8", DType::U8, 16),
+        ),
+        ("fallback_guarded", fallback_guarded()),
+        ("scalar_grid_guarded", scalar_grid_guarded()),
+        ("reg_copy", reg_copy()),
+        ("ldstmatrix", ldstmatrix()),
+        ("packed_f16", packed_f16()),
+        ("cast_pairs", cast_pairs()),
+        ("i64_index", i64_index()),
+        ("swizzle_xor", swizzle_xor()),
+        ("dtype_zoo", dtype_zoo()),
+    ]
+}

@@ -1,0 +1,270 @@
+//! A small builder for hand-written LIR kernels, shared by the integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
+
+pub mod kernels;
+
+use tirx_ir::hir::{BarrierKind, MathFn};
+use tirx_ir::lir::{
+    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, PackedOp,
+    PairSrc, Space, Special,
+};
+use tirx_ir::{DType, Span};
+
+pub struct Kb {
+    k: LKernel,
+}
+
+impl Kb {
+    pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
+        Kb {
+            k: LKernel {
+                name: name.into(),
+                grid,
+                block,
+                params: vec![],
+                bufs: vec![],
+                vars: vec![],
+                body: vec![],
+            },
+        }
+    }
+
+    fn buf(
+        &mut self,
+        name: &str,
+        dtype: DType,
+        space: Space,
+        shape: &[i64],
+        dynamic: bool,
+    ) -> LBufId {
+        let id = LBufId(self.k.bufs.len() as u32);
+        self.k.bufs.push(LBuf {
+            name: name.into(),
+            dtype,
+            space,
+            elems: shape.iter().product(),
+            shape: shape.to_vec(),
+            dynamic,
+        });
+        id
+    }
+
+    pub fn param(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
+        let id = self.buf(name, dtype, Space::Global, shape, false);
+        self.k.params.push(id);
+        id
+    }
+
+    pub fn shared(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
+        self.buf(name, dtype, Space::Shared, shape, false)
+    }
+
+    pub fn shared_dyn(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
+        self.buf(name, dtype, Space::Shared, shape, true)
+    }
+
+    pub fn local(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
+        self.buf(name, dtype, Space::Local, shape, false)
+    }
+
+    pub fn var(&mut self, name: &str, dtype: DType) -> LVarId {
+        let id = LVarId(self.k.vars.len() as u32);
+        self.k.vars.push(LVar {
+            name: name.into(),
+            dtype,
+        });
+        id
+    }
+
+    pub fn finish(mut self, body: Vec<LStmt>) -> LKernel {
+        self.k.body = body;
+        self.k
+    }
+}
+
+fn st(kind: LStmtKind) -> LStmt {
+    LStmt::new(kind, Span::default())
+}
+
+// ---- expressions ----
+
+pub fn i(v: i64) -> LExpr {
+    LExpr::Int(v, DType::I32)
+}
+pub fn l(v: i64) -> LExpr {
+    LExpr::Int(v, DType::I64)
+}
+pub fn f(v: f64, t: DType) -> LExpr {
+    LExpr::Float(v, t)
+}
+pub fn v(id: LVarId) -> LExpr {
+    LExpr::Var(id)
+}
+pub fn tid() -> LExpr {
+    LExpr::Special(Special::ThreadIdx(0))
+}
+pub fn bid() -> LExpr {
+    LExpr::Special(Special::BlockIdx(0))
+}
+pub fn bin(op: LBinOp, a: LExpr, b: LExpr) -> LExpr {
+    LExpr::bin(op, a, b)
+}
+pub fn add(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Add, a, b)
+}
+pub fn sub(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Sub, a, b)
+}
+pub fn mul(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Mul, a, b)
+}
+pub fn div(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Div, a, b)
+}
+pub fn rem(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Rem, a, b)
+}
+pub fn lt(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Lt, a, b)
+}
+pub fn eq(a: LExpr, b: LExpr) -> LExpr {
+    bin(LBinOp::Eq, a, b)
+}
+pub fn cast(t: DType, a: LExpr) -> LExpr {
+    LExpr::Cast(t, Box::new(a))
+}
+pub fn math(m: MathFn, a: LExpr) -> LExpr {
+    LExpr::Math(m, vec![a])
+}
+pub fn load(b: LBufId, idx: LExpr) -> LExpr {
+    LExpr::Load(b, Box::new(idx))
+}
+
+// ---- statements ----
+
+pub fn let_(var: LVarId, value: LExpr) -> LStmt {
+    st(LStmtKind::Let { var, value })
+}
+pub fn for_(var: LVarId, extent: LExpr, body: Vec<LStmt>) -> LStmt {
+    let begin = match extent {
+        LExpr::Int(_, t) => LExpr::Int(0, t),
+        _ => i(0),
+    };
+    st(LStmtKind::For {
+        var,
+        begin,
+        extent,
+        unroll: false,
+        body,
+    })
+}
+pub fn unroll(var: LVarId, extent: LExpr, body: Vec<LStmt>) -> LStmt {
+    let mut s = for_(var, extent, body);
+    if let LStmtKind::For { unroll, .. } = &mut s.kind {
+        *unroll = true;
+    }
+    s
+}
+pub fn if_(cond: LExpr, then_body: Vec<LStmt>) -> LStmt {
+    st(LStmtKind::If {
+        cond,
+        then_body,
+        else_body: vec![],
+    })
+}
+pub fn if_else(cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt>) -> LStmt {
+    st(LStmtKind::If {
+        cond,
+        then_body,
+        else_body,
+    })
+}
+pub fn store(buf: LBufId, index: LExpr, value: LExpr) -> LStmt {
+    st(LStmtKind::Store { buf, index, value })
+}
+pub fn vcopy(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
+    st(LStmtKind::VecCopy {
+        dst,
+        dst_index,
+        src,
+        src_index,
+        lanes,
+        cache: CacheHint::Default,
+    })
+}
+pub fn vcopy_nc(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
+    st(LStmtKind::VecCopy {
+        dst,
+        dst_index,
+        src,
+        src_index,
+        lanes,
+        cache: CacheHint::NonCoherent,
+    })
+}
+pub fn cta_sync() -> LStmt {
+    st(LStmtKind::Barrier(BarrierKind::Cta))
+}
+pub fn warp_sync() -> LStmt {
+    st(LStmtKind::Barrier(BarrierKind::Warp))
+}
+pub fn ldmatrix(
+    num: u8,
+    trans: bool,
+    smem: LBufId,
+    smem_index: LExpr,
+    regs: LBufId,
+    reg_index: Vec<LExpr>,
+) -> LStmt {
+    st(LStmtKind::LdMatrix {
+        num,
+        trans,
+        smem,
+        smem_index,
+        regs,
+        reg_index,
+    })
+}
+pub fn stmatrix(
+    num: u8,
+    trans: bool,
+    smem: LBufId,
+    smem_index: LExpr,
+    regs: LBufId,
+    reg_index: Vec<LExpr>,
+) -> LStmt {
+    st(LStmtKind::StMatrix {
+        num,
+        trans,
+        smem,
+        smem_index,
+        regs,
+        reg_index,
+    })
+}
+pub fn packed2(
+    op: PackedOp,
+    dtype: DType,
+    dst: LBufId,
+    dst_index: LExpr,
+    srcs: Vec<PairSrc>,
+) -> LStmt {
+    st(LStmtKind::Packed2 {
+        op,
+        dtype,
+        dst,
+        dst_index,
+        srcs,
+    })
+}
+pub fn cast2(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr) -> LStmt {
+    st(LStmtKind::Cast2 {
+        dst,
+        dst_index,
+        src,
+        src_index,
+    })
+}
+pub fn comment(text: &str) -> LStmt {
+    st(LStmtKind::Comment(text.into()))
+}

@@ -1,0 +1,532 @@
+//! [`LKernel::validate`]: the LIR's well-formedness and typing rules (see [`crate::lir`]).
+//!
+//! Lowering bugs surface here with a message naming the statement, instead of
+//! as uncompilable CUDA or a simulator crash. Checked: ids in range, buffers
+//! and launch shape, variables declared before use and never redeclared while
+//! in scope, expression typing, index types, and the operand rules of the vector
+//! and warp-collective statements.
+
+use crate::dtype::DType;
+use crate::hir::{MathFn, UnOp};
+use crate::lir::{
+    LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special,
+};
+
+/// Buffers with at least this many elements need 64-bit indices.
+const I64_INDEX_ELEMS: i64 = 1 << 31;
+
+impl LKernel {
+    /// Checks the kernel against the LIR rules; the error names the first violation.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut c = Checker {
+            k: self,
+            in_scope: vec![false; self.vars.len()],
+            located: false,
+        };
+        c.header()?;
+        c.block(&self.body)
+    }
+}
+
+struct Checker<'a> {
+    k: &'a LKernel,
+    in_scope: Vec<bool>,
+    /// Whether the error being returned already names its (innermost) statement.
+    located: bool,
+}
+
+type Check = Result<(), String>;
+
+impl Checker<'_> {
+    fn header(&self) -> Check {
+        let k = self.k;
+        if k.grid.contains(&0) || k.block.contains(&0) {
+            return Err(format!(
+                "grid {:?} and block {:?} must be non-zero in every dimension",
+                k.grid, k.block
+            ));
+        }
+        if k.threads_per_cta() > 1024 {
+            return Err(format!(
+                "block {:?} has {} threads; CUDA allows at most 1024",
+                k.block,
+                k.threads_per_cta()
+            ));
+        }
+        for (i, b) in k.bufs.iter().enumerate() {
+            if b.elems < 1 {
+                return Err(format!("buffer `{}` has {} elements", b.name, b.elems));
+            }
+            if b.dynamic && b.space != Space::Shared {
+                return Err(format!(
+                    "buffer `{}` is dynamic but not in shared memory",
+                    b.name
+                ));
+            }
+            if b.space == Space::Global && !k.params.contains(&LBufId(i as u32)) {
+                return Err(format!(
+                    "global buffer `{}` is not a kernel parameter",
+                    b.name
+                ));
+            }
+        }
+        for (n, &p) in k.params.iter().enumerate() {
+            let b = self.buf(p)?;
+            if b.space != Space::Global {
+                return Err(format!(
+                    "parameter {n} (`{}`) is not a global buffer",
+                    b.name
+                ));
+            }
+            if k.params[..n].contains(&p) {
+                return Err(format!(
+                    "buffer `{}` is passed twice as a parameter",
+                    b.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn buf(&self, b: LBufId) -> Result<&crate::lir::LBuf, String> {
+        self.k.bufs.get(b.0 as usize).ok_or_else(|| {
+            format!(
+                "buffer id {} out of range ({} buffers)",
+                b.0,
+                self.k.bufs.len()
+            )
+        })
+    }
+
+    fn var(&self, v: LVarId) -> Result<&crate::lir::LVar, String> {
+        self.k.vars.get(v.0 as usize).ok_or_else(|| {
+            format!(
+                "variable id {} out of range ({} variables)",
+                v.0,
+                self.k.vars.len()
+            )
+        })
+    }
+
+    fn block(&mut self, body: &[LStmt]) -> Check {
+        let mut declared = Vec::new();
+        for s in body {
+            if let Err(m) = self.stmt(s, &mut declared) {
+                if self.located {
+                    return Err(m);
+                }
+                self.located = true;
+                return Err(format!(
+                    "{m} (statement at source bytes {}..{})",
+                    s.span.lo, s.span.hi
+                ));
+            }
+        }
+        for v in declared {
+            self.in_scope[v] = false;
+        }
+        Ok(())
+    }
+
+    fn declare(&mut self, v: LVarId) -> Result<usize, String> {
+        let name = &self.var(v)?.name;
+        let i = v.0 as usize;
+        if self.in_scope[i] {
+            return Err(format!(
+                "variable `{name}` is declared again while still in scope"
+            ));
+        }
+        self.in_scope[i] = true;
+        Ok(i)
+    }
+
+    fn stmt(&mut self, s: &LStmt, declared: &mut Vec<usize>) -> Check {
+        match &s.kind {
+            LStmtKind::Let { var, value } => {
+                let t = self.expr(value)?;
+                let v = self.var(*var)?;
+                if t != v.dtype {
+                    return Err(format!(
+                        "`let {}: {}` is initialised with a {t} value",
+                        v.name, v.dtype
+                    ));
+                }
+                declared.push(self.declare(*var)?);
+            }
+            LStmtKind::For {
+                var,
+                begin,
+                extent,
+                body,
+                ..
+            } => {
+                let v = self.var(*var)?;
+                if !is_index(v.dtype) {
+                    return Err(format!(
+                        "loop variable `{}` is {}, not int32/int64",
+                        v.name, v.dtype
+                    ));
+                }
+                for (what, e) in [("begin", begin), ("extent", extent)] {
+                    let t = self.expr(e)?;
+                    if t != v.dtype {
+                        return Err(format!(
+                            "loop `{}`: {what} is {t}, the variable is {}",
+                            v.name, v.dtype
+                        ));
+                    }
+                }
+                let i = self.declare(*var)?;
+                self.block(body)?;
+                self.in_scope[i] = false;
+            }
+            LStmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.expect(cond, DType::Bool, "if condition")?;
+                self.block(then_body)?;
+                self.block(else_body)?;
+            }
+            LStmtKind::Store { buf, index, value } => {
+                let b = self.buf(*buf)?;
+                self.index(*buf, index)?;
+                let t = self.expr(value)?;
+                if t != b.dtype {
+                    return Err(format!(
+                        "store of a {t} value into {} buffer `{}`",
+                        b.dtype, b.name
+                    ));
+                }
+            }
+            LStmtKind::VecCopy {
+                dst,
+                dst_index,
+                src,
+                src_index,
+                lanes,
+                cache,
+            } => {
+                let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
+                self.index(*dst, dst_index)?;
+                self.index(*src, src_index)?;
+                if d.dtype != sb.dtype {
+                    return Err(format!(
+                        "vector copy `{}` <- `{}` mixes {} and {}",
+                        d.name, sb.name, d.dtype, sb.dtype
+                    ));
+                }
+                let bits = lanes * d.dtype.bits();
+                if !matches!(bits, 8 | 16 | 32 | 64 | 128) {
+                    return Err(format!(
+                        "vector copy of {lanes} x {} is {bits} bits; need 8, 16, 32, 64 or 128",
+                        d.dtype
+                    ));
+                }
+                let what = format!("vector copy of {lanes} lanes");
+                self.aligned(*dst, dst_index, i64::from(*lanes), &what)?;
+                self.aligned(*src, src_index, i64::from(*lanes), &what)?;
+                if *cache == crate::lir::CacheHint::NonCoherent && sb.space != Space::Global {
+                    return Err(format!(
+                        "non-coherent load from `{}`, which is not global memory",
+                        sb.name
+                    ));
+                }
+            }
+            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
+            LStmtKind::LdMatrix {
+                num,
+                smem,
+                smem_index,
+                regs,
+                reg_index,
+                ..
+            }
+            | LStmtKind::StMatrix {
+                num,
+                smem,
+                smem_index,
+                regs,
+                reg_index,
+                ..
+            } => {
+                if !matches!(num, 1 | 2 | 4) {
+                    return Err(format!("ldmatrix/stmatrix .x{num}: num must be 1, 2 or 4"));
+                }
+                if reg_index.len() != usize::from(*num) {
+                    return Err(format!(
+                        "ldmatrix/stmatrix .x{num} needs {num} register indices, got {}",
+                        reg_index.len()
+                    ));
+                }
+                let (s, r) = (self.buf(*smem)?, self.buf(*regs)?);
+                if s.space != Space::Shared {
+                    return Err(format!(
+                        "ldmatrix/stmatrix address `{}` is not in shared memory",
+                        s.name
+                    ));
+                }
+                if r.space != Space::Local {
+                    return Err(format!(
+                        "ldmatrix/stmatrix registers `{}` are not a local buffer",
+                        r.name
+                    ));
+                }
+                for b in [s, r] {
+                    if b.dtype.bits() != 16 {
+                        return Err(format!(
+                            "ldmatrix/stmatrix move 16-bit elements; `{}` is {}",
+                            b.name, b.dtype
+                        ));
+                    }
+                }
+                self.index(*smem, smem_index)?;
+                // Each lane's row is 8 x 16 bits = 16 bytes, 16-byte aligned.
+                self.aligned(*smem, smem_index, 8, "ldmatrix/stmatrix row")?;
+                for i in reg_index {
+                    self.index(*regs, i)?;
+                    self.aligned(*regs, i, 2, "ldmatrix/stmatrix register")?;
+                }
+            }
+            LStmtKind::Packed2 {
+                op,
+                dtype,
+                dst,
+                dst_index,
+                srcs,
+            } => {
+                if !matches!(dtype, DType::F16 | DType::BF16) {
+                    return Err(format!(
+                        "packed op on {dtype}; only float16 and bfloat16 pairs exist"
+                    ));
+                }
+                let arity = if *op == PackedOp::Fma { 3 } else { 2 };
+                if srcs.len() != arity {
+                    return Err(format!(
+                        "packed {op:?} takes {arity} operands, got {}",
+                        srcs.len()
+                    ));
+                }
+                let d = self.buf(*dst)?;
+                if d.dtype != *dtype {
+                    return Err(format!(
+                        "packed {dtype} op writes {} buffer `{}`",
+                        d.dtype, d.name
+                    ));
+                }
+                self.index(*dst, dst_index)?;
+                self.aligned(*dst, dst_index, 2, "packed op")?;
+                for p in srcs {
+                    match p {
+                        PairSrc::Buf(b, i) => {
+                            let sb = self.buf(*b)?;
+                            if sb.dtype != *dtype {
+                                return Err(format!(
+                                    "packed {dtype} op reads {} buffer `{}`",
+                                    sb.dtype, sb.name
+                                ));
+                            }
+                            self.index(*b, i)?;
+                            self.aligned(*b, i, 2, "packed op")?;
+                        }
+                        PairSrc::Scalar(e) => self.expect(e, *dtype, "packed scalar operand")?,
+                    }
+                }
+            }
+            LStmtKind::Cast2 {
+                dst,
+                dst_index,
+                src,
+                src_index,
+            } => {
+                let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
+                if !cast2_supported(sb.dtype, d.dtype) {
+                    return Err(format!(
+                        "no pair conversion {} -> {}; supported: float32<->float16, float32<->bfloat16",
+                        sb.dtype, d.dtype
+                    ));
+                }
+                self.index(*dst, dst_index)?;
+                self.index(*src, src_index)?;
+                self.aligned(*dst, dst_index, 2, "pair conversion")?;
+                self.aligned(*src, src_index, 2, "pair conversion")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn expect(&self, e: &LExpr, want: DType, what: &str) -> Check {
+        let t = self.expr(e)?;
+        if t != want {
+            return Err(format!("{what} is {t}, expected {want}"));
+        }
+        Ok(())
+    }
+
+    /// A constant index `e` into `b` must be a multiple of `multiple` (the access
+    /// is `multiple` elements wide and must be naturally aligned).
+    fn aligned(&self, b: LBufId, e: &LExpr, multiple: i64, what: &str) -> Check {
+        match e {
+            LExpr::Int(v, _) if v % multiple != 0 => Err(format!(
+                "{what}: index {v} into `{}` is not a multiple of {multiple}",
+                self.buf(b)?.name
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// An element index into `b`: int32 or int64, and int64 for buffers of ≥ 2^31 elements.
+    fn index(&self, b: LBufId, e: &LExpr) -> Check {
+        let buf = self.buf(b)?;
+        let t = self.expr(e)?;
+        if !is_index(t) {
+            return Err(format!("index into `{}` is {t}, not int32/int64", buf.name));
+        }
+        if buf.elems >= I64_INDEX_ELEMS && t != DType::I64 {
+            return Err(format!(
+                "`{}` has {} elements (>= 2^31); its indices must be int64",
+                buf.name, buf.elems
+            ));
+        }
+        Ok(())
+    }
+
+    /// Type-checks `e` and returns its type (agrees with [`LKernel::dtype_of`]).
+    fn expr(&self, e: &LExpr) -> Result<DType, String> {
+        Ok(match e {
+            LExpr::Int(v, t) => {
+                if !t.is_int() {
+                    return Err(format!("integer literal {v} typed {t}"));
+                }
+                if !int_fits(*v, *t) {
+                    return Err(format!("integer literal {v} does not fit {t}"));
+                }
+                *t
+            }
+            LExpr::Float(v, t) => {
+                if !t.is_float() {
+                    return Err(format!("float literal {v} typed {t}"));
+                }
+                *t
+            }
+            LExpr::Bool(_) => DType::Bool,
+            LExpr::Var(v) => {
+                let var = self.var(*v)?;
+                if !self.in_scope[v.0 as usize] {
+                    return Err(format!(
+                        "variable `{}` is used outside the scope that declares it",
+                        var.name
+                    ));
+                }
+                var.dtype
+            }
+            LExpr::Special(Special::ThreadIdx(a) | Special::BlockIdx(a)) => {
+                if *a > 2 {
+                    return Err(format!("hardware index axis {a} (only x, y, z exist)"));
+                }
+                DType::I32
+            }
+            LExpr::Bin(op, a, b) => self.binary(*op, self.expr(a)?, self.expr(b)?)?,
+            LExpr::Un(op, a) => {
+                let t = self.expr(a)?;
+                let ok = match op {
+                    UnOp::Neg => t.is_int() || t.is_float(),
+                    UnOp::Not => t == DType::Bool,
+                    UnOp::BitNot => t.is_int(),
+                };
+                if !ok {
+                    return Err(format!("unary {op:?} on {t}"));
+                }
+                if *op == UnOp::Not {
+                    DType::Bool
+                } else {
+                    t
+                }
+            }
+            LExpr::Cast(t, a) => {
+                self.expr(a)?;
+                *t
+            }
+            LExpr::Select(c, a, b) => {
+                self.expect(c, DType::Bool, "select condition")?;
+                let (ta, tb) = (self.expr(a)?, self.expr(b)?);
+                if ta != tb {
+                    return Err(format!("select branches are {ta} and {tb}"));
+                }
+                ta
+            }
+            LExpr::Math(f, args) => {
+                let [a] = args.as_slice() else {
+                    return Err(format!(
+                        "{} takes one argument, got {}",
+                        f.name(),
+                        args.len()
+                    ));
+                };
+                let t = self.expr(a)?;
+                let ok = t.is_float() || (*f == MathFn::Abs && t.is_int());
+                if !ok {
+                    return Err(format!("{} of a {t} value", f.name()));
+                }
+                t
+            }
+            LExpr::Load(b, i) => {
+                self.index(*b, i)?;
+                self.buf(*b)?.dtype
+            }
+        })
+    }
+
+    fn binary(&self, op: LBinOp, a: DType, b: DType) -> Result<DType, String> {
+        if a != b {
+            return Err(format!(
+                "{op:?} of {a} and {b}; operands must have equal types"
+            ));
+        }
+        let ok = match op {
+            LBinOp::And | LBinOp::Or => a == DType::Bool,
+            LBinOp::Eq | LBinOp::Ne => true,
+            LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr => {
+                a.is_int()
+            }
+            _ => a.is_int() || a.is_float(),
+        };
+        if !ok {
+            return Err(format!("{op:?} on {a} operands"));
+        }
+        Ok(if op.is_compare() || op.is_logic() {
+            DType::Bool
+        } else {
+            a
+        })
+    }
+}
+
+fn is_index(t: DType) -> bool {
+    matches!(t, DType::I32 | DType::I64)
+}
+
+fn int_fits(v: i64, t: DType) -> bool {
+    let (lo, hi): (i64, i64) = match t {
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::U16 => (0, u16::MAX.into()),
+        DType::U32 => (0, u32::MAX.into()),
+        _ => (i64::MIN, i64::MAX),
+    };
+    (lo..=hi).contains(&v)
+}
+
+/// The pair conversions with a CUDA intrinsic (tile-primitives.md §4).
+pub fn cast2_supported(src: DType, dst: DType) -> bool {
+    matches!(
+        (src, dst),
+        (DType::F32, DType::F16)
+            | (DType::F16, DType::F32)
+            | (DType::F32, DType::BF16)
+            | (DType::BF16, DType::F32)
+    )
+}

@@ -1,0 +1,476 @@
+//! Readable per-thread pseudo-code for an [`LKernel`] (`tirx lower --emit tir`).
+//!
+//! One statement per line, two-space indent, expressions with C precedence and
+//! only the parentheses precedence needs. Vector and warp-collective operations
+//! keep their LIR names so the output reads as "what each thread does":
+//!
+//! ```text
+//! for f in 0..8 {
+//!   vcopy<4> A_smem[f * 128 + tid * 4] <- A[f * 128 + tid * 4]
+//! }
+//! ```
+
+use crate::dtype::DType;
+use crate::hir::{BarrierKind, UnOp};
+use crate::lir::{
+    CacheHint, LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space,
+    Special,
+};
+use std::fmt::{self, Write};
+
+impl fmt::Display for LKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [gx, gy, gz] = self.grid;
+        let [bx, by, bz] = self.block;
+        writeln!(
+            f,
+            "kernel {}  grid=({gx}, {gy}, {gz})  block=({bx}, {by}, {bz})",
+            self.name
+        )?;
+        for &p in &self.params {
+            writeln!(f, "  param  {}", BufDecl(self, p))?;
+        }
+        for (i, b) in self.bufs.iter().enumerate() {
+            let id = LBufId(i as u32);
+            if b.space != Space::Global || !self.params.contains(&id) {
+                let kind = match (b.space, b.dynamic) {
+                    (Space::Shared, true) => "shared.dyn",
+                    (Space::Shared, false) => "shared",
+                    (Space::Local, _) => "local",
+                    (Space::Global, _) => "global",
+                };
+                writeln!(f, "  {kind:<6} {}", BufDecl(self, id))?;
+            }
+        }
+        writeln!(f, "{{")?;
+        let mut p = Printer {
+            k: self,
+            out: String::new(),
+        };
+        p.block(&self.body, 1);
+        f.write_str(&p.out)?;
+        writeln!(f, "}}")
+    }
+}
+
+/// `A: float32[1024] (32, 32)`.
+struct BufDecl<'a>(&'a LKernel, LBufId);
+
+impl fmt::Display for BufDecl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Some(b) = self.0.bufs.get(self.1 .0 as usize) else {
+            return write!(f, "buf#{}: <missing>", self.1 .0);
+        };
+        write!(f, "{}: {}[{}]", b.name, b.dtype, b.elems)?;
+        if b.shape.len() > 1 {
+            let dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
+            write!(f, " as ({})", dims.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+struct Printer<'a> {
+    k: &'a LKernel,
+    out: String,
+}
+
+impl Printer<'_> {
+    fn line(&mut self, depth: usize, text: &str) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    fn block(&mut self, body: &[LStmt], depth: usize) {
+        for s in body {
+            self.stmt(s, depth);
+        }
+    }
+
+    fn e(&self, e: &LExpr) -> String {
+        let mut s = String::new();
+        write_expr(self.k, e, &mut s);
+        s
+    }
+
+    fn at(&self, b: LBufId, i: &LExpr) -> String {
+        format!("{}[{}]", buf_name(self.k, b), self.e(i))
+    }
+
+    fn stmt(&mut self, s: &LStmt, d: usize) {
+        match &s.kind {
+            LStmtKind::Let { var, value } => {
+                let ty = self
+                    .k
+                    .vars
+                    .get(var.0 as usize)
+                    .map_or("?", |v| v.dtype.name());
+                let text = format!("let {}: {ty} = {}", var_name(self.k, *var), self.e(value));
+                self.line(d, &text);
+            }
+            LStmtKind::For {
+                var,
+                begin,
+                extent,
+                unroll,
+                body,
+            } => {
+                let name = var_name(self.k, *var);
+                let range = match begin {
+                    LExpr::Int(0, _) => format!("0..{}", self.e(extent)),
+                    _ => format!("{0}..{0} + {1}", self.e(begin), self.e(extent)),
+                };
+                let kw = if *unroll { "unroll " } else { "" };
+                self.line(d, &format!("{kw}for {name} in {range} {{"));
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
+            LStmtKind::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                self.line(d, &format!("if {} {{", self.e(cond)));
+                self.block(then_body, d + 1);
+                self.else_chain(else_body, d);
+            }
+            LStmtKind::Store { buf, index, value } => {
+                let text = format!("{} = {}", self.at(*buf, index), self.e(value));
+                self.line(d, &text);
+            }
+            LStmtKind::VecCopy {
+                dst,
+                dst_index,
+                src,
+                src_index,
+                lanes,
+                cache,
+            } => {
+                let nc = if *cache == CacheHint::NonCoherent {
+                    ".nc"
+                } else {
+                    ""
+                };
+                let text = format!(
+                    "vcopy<{lanes}>{nc} {} <- {}",
+                    self.at(*dst, dst_index),
+                    self.at(*src, src_index)
+                );
+                self.line(d, &text);
+            }
+            LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
+            LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
+            LStmtKind::LdMatrix {
+                num,
+                trans,
+                smem,
+                smem_index,
+                regs,
+                reg_index,
+            }
+            | LStmtKind::StMatrix {
+                num,
+                trans,
+                smem,
+                smem_index,
+                regs,
+                reg_index,
+            } => {
+                let ld = matches!(s.kind, LStmtKind::LdMatrix { .. });
+                let t = if *trans { ".trans" } else { "" };
+                let rs: Vec<String> = reg_index.iter().map(|i| self.at(*regs, i)).collect();
+                let (name, arrow) = if ld {
+                    ("ldmatrix", "<-")
+                } else {
+                    ("stmatrix", "->")
+                };
+                let text = format!(
+                    "{name}.x{num}{t} {{{}}} {arrow} {}",
+                    rs.join(", "),
+                    self.at(*smem, smem_index)
+                );
+                self.line(d, &text);
+            }
+            LStmtKind::Packed2 {
+                op,
+                dtype,
+                dst,
+                dst_index,
+                srcs,
+            } => {
+                let args: Vec<String> = srcs
+                    .iter()
+                    .map(|p| match p {
+                        PairSrc::Buf(b, i) => {
+                            format!("{}[{}..+2]", buf_name(self.k, *b), self.e(i))
+                        }
+                        PairSrc::Scalar(x) => format!("splat({})", self.e(x)),
+                    })
+                    .collect();
+                let text = format!(
+                    "{}[{}..+2] = {}2<{dtype}>({})",
+                    buf_name(self.k, *dst),
+                    self.e(dst_index),
+                    packed_name(*op),
+                    args.join(", ")
+                );
+                self.line(d, &text);
+            }
+            LStmtKind::Cast2 {
+                dst,
+                dst_index,
+                src,
+                src_index,
+            } => {
+                let dtype = |b: LBufId| {
+                    self.k
+                        .bufs
+                        .get(b.0 as usize)
+                        .map_or("?", |b| b.dtype.name())
+                };
+                let text = format!(
+                    "{}[{}..+2] = cast2<{} -> {}>({}[{}..+2])",
+                    buf_name(self.k, *dst),
+                    self.e(dst_index),
+                    dtype(*src),
+                    dtype(*dst),
+                    buf_name(self.k, *src),
+                    self.e(src_index)
+                );
+                self.line(d, &text);
+            }
+            LStmtKind::Comment(c) => {
+                for l in c.lines() {
+                    self.line(d, &format!("// {l}"));
+                }
+            }
+        }
+    }
+}
+
+impl Printer<'_> {
+    /// `} else if c {` for an else branch that is exactly one `if`, then `}`.
+    fn else_chain(&mut self, else_body: &[LStmt], d: usize) {
+        match else_body {
+            [] => {}
+            [LStmt {
+                kind:
+                    LStmtKind::If {
+                        cond,
+                        then_body,
+                        else_body,
+                    },
+                ..
+            }] => {
+                self.line(d, &format!("}} else if {} {{", self.e(cond)));
+                self.block(then_body, d + 1);
+                return self.else_chain(else_body, d);
+            }
+            _ => {
+                self.line(d, "} else {");
+                self.block(else_body, d + 1);
+            }
+        }
+        self.line(d, "}");
+    }
+}
+
+fn packed_name(op: PackedOp) -> &'static str {
+    match op {
+        PackedOp::Add => "add",
+        PackedOp::Sub => "sub",
+        PackedOp::Mul => "mul",
+        PackedOp::Fma => "fma",
+        PackedOp::Max => "max",
+        PackedOp::Min => "min",
+    }
+}
+
+/// Infix spelling and C precedence (higher binds tighter); `None` = printed as a call.
+fn infix(op: LBinOp) -> Option<(&'static str, u8)> {
+    use LBinOp::*;
+    Some(match op {
+        Mul => ("*", 10),
+        Div => ("/", 10),
+        Rem => ("%", 10),
+        Add => ("+", 9),
+        Sub => ("-", 9),
+        Shl => ("<<", 8),
+        Shr => (">>", 8),
+        Lt => ("<", 7),
+        Le => ("<=", 7),
+        Gt => (">", 7),
+        Ge => (">=", 7),
+        Eq => ("==", 6),
+        Ne => ("!=", 6),
+        BitAnd => ("&", 5),
+        BitXor => ("^", 4),
+        BitOr => ("|", 3),
+        And => ("&&", 2),
+        Or => ("||", 1),
+        FloorDiv | FloorMod | Min | Max => return None,
+    })
+}
+
+const ATOM: u8 = 12;
+
+fn prec(e: &LExpr) -> u8 {
+    match e {
+        LExpr::Bin(op, ..) => infix(*op).map_or(ATOM, |(_, p)| p),
+        LExpr::Un(..) => 11,
+        LExpr::Int(v, _) if *v < 0 => 11,
+        LExpr::Float(v, _) if *v < 0.0 => 11,
+        _ => ATOM,
+    }
+}
+
+fn suffix(t: DType) -> &'static str {
+    match t {
+        DType::I32 | DType::F32 | DType::Bool => "",
+        DType::I8 => "i8",
+        DType::I16 => "i16",
+        DType::I64 => "i64",
+        DType::U8 => "u8",
+        DType::U16 => "u16",
+        DType::U32 => "u32",
+        DType::F16 => "f16",
+        DType::BF16 => "bf16",
+        DType::F64 => "f64",
+        DType::F8E4M3 => "e4m3",
+        DType::F8E5M2 => "e5m2",
+    }
+}
+
+/// Whether `child` (an operand of infix `parent`) needs parentheses: where C
+/// precedence requires them, and around mixed operands of bit operations, `%`
+/// or `/` next to `*`, and `&&` inside `||`, where readers expect them.
+fn needs_parens(parent: LBinOp, child: &LExpr, right: bool) -> bool {
+    let (Some((_, pp)), cp) = (infix(parent), prec(child)) else {
+        return false;
+    };
+    if cp < pp || (right && cp == pp) {
+        return true;
+    }
+    let LExpr::Bin(cop, ..) = child else {
+        return false;
+    };
+    let bitwise = matches!(
+        parent,
+        LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr
+    );
+    let multiplicative = |o: LBinOp| matches!(o, LBinOp::Mul | LBinOp::Div | LBinOp::Rem);
+    (bitwise && infix(*cop).is_some() && *cop != parent)
+        || (multiplicative(parent) && multiplicative(*cop) && *cop != parent)
+        || (parent == LBinOp::Or && *cop == LBinOp::And)
+}
+
+fn write_expr(k: &LKernel, e: &LExpr, out: &mut String) {
+    let sub = |x: &LExpr, parens: bool, out: &mut String| {
+        if parens {
+            out.push('(');
+            write_expr(k, x, out);
+            out.push(')');
+        } else {
+            write_expr(k, x, out);
+        }
+    };
+    match e {
+        LExpr::Int(v, t) => {
+            let _ = write!(out, "{v}{}", suffix(*t));
+        }
+        LExpr::Float(v, t) => {
+            let _ = write!(out, "{v:?}{}", suffix(*t));
+        }
+        LExpr::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+        LExpr::Var(v) => out.push_str(&var_name(k, *v)),
+        LExpr::Special(Special::ThreadIdx(a)) => {
+            let _ = write!(out, "threadIdx.{}", axis_name(*a));
+        }
+        LExpr::Special(Special::BlockIdx(a)) => {
+            let _ = write!(out, "blockIdx.{}", axis_name(*a));
+        }
+        LExpr::Bin(op, a, b) => match infix(*op) {
+            Some((sym, _)) => {
+                sub(a, needs_parens(*op, a, false), out);
+                let _ = write!(out, " {sym} ");
+                sub(b, needs_parens(*op, b, true), out);
+            }
+            None => {
+                let name = match op {
+                    LBinOp::FloorDiv => "floordiv",
+                    LBinOp::FloorMod => "floormod",
+                    LBinOp::Min => "min",
+                    _ => "max",
+                };
+                let _ = write!(out, "{name}(");
+                write_expr(k, a, out);
+                out.push_str(", ");
+                write_expr(k, b, out);
+                out.push(')');
+            }
+        },
+        LExpr::Un(op, a) => {
+            out.push_str(match op {
+                UnOp::Neg => "-",
+                UnOp::Not => "!",
+                UnOp::BitNot => "~",
+            });
+            sub(a, prec(a) < ATOM, out);
+        }
+        LExpr::Cast(t, a) => {
+            let _ = write!(out, "{t}(");
+            write_expr(k, a, out);
+            out.push(')');
+        }
+        LExpr::Select(c, a, b) => {
+            out.push_str("select(");
+            write_expr(k, c, out);
+            out.push_str(", ");
+            write_expr(k, a, out);
+            out.push_str(", ");
+            write_expr(k, b, out);
+            out.push(')');
+        }
+        LExpr::Math(f, args) => {
+            let _ = write!(out, "{}(", f.name());
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_expr(k, a, out);
+            }
+            out.push(')');
+        }
+        LExpr::Load(b, i) => {
+            let _ = write!(out, "{}[", buf_name(k, *b));
+            write_expr(k, i, out);
+            out.push(']');
+        }
+    }
+}
+
+fn axis_name(a: u8) -> char {
+    match a {
+        0 => 'x',
+        1 => 'y',
+        _ => 'z',
+    }
+}
+
+/// The buffer's name, or `buf#N` for an id out of range (printing never panics).
+fn buf_name(k: &LKernel, b: LBufId) -> String {
+    k.bufs
+        .get(b.0 as usize)
+        .map_or_else(|| format!("buf#{}", b.0), |x| x.name.clone())
+}
+
+fn var_name(k: &LKernel, v: LVarId) -> String {
+    k.vars
+        .get(v.0 as usize)
+        .map_or_else(|| format!("var#{}", v.0), |x| x.name.clone())
+}

@@ -1,1 +1,79 @@
-//! tirx-lower (in progress)
+//! # tirx-lower
+//!
+//! Lowers a HIR [`Kernel`](tirx_ir::hir::Kernel) to the per-thread LIR
+//! ([`LKernel`]): what every thread of every CTA executes.
+//!
+//! * [`scope`]: scope-id declarations (closure → grid/block), the set of active
+//!   threads (narrowed by `if` on scope ids), and per call the threads that
+//!   cooperate (`intra`) and the thread-id expression of the call's scope.
+//! * [`dispatch`]: the registry of lowering variants per tile op, trial order,
+//!   forced variants (`dispatch="name"`), decline tables and fallback warnings.
+//! * [`copy`]: the copy variants (`gmem_smem`, `ldstmatrix`, `reg`, `fallback`),
+//!   one module each; [`elementwise`]: the elementwise variants.
+//! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
+//! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
+//!   addressing through layouts, constant folding and name keeping.
+//!
+//! Nothing here keeps ambient state: every decision reads the explicit
+//! [`scope::ScopeView`] of its call.
+
+mod addr;
+mod build;
+pub mod copy;
+pub mod dispatch;
+pub mod elementwise;
+pub mod explain;
+mod expr;
+mod lay;
+pub mod scope;
+mod stmt;
+
+pub use dispatch::{CallCx, Decline, Emitter, Plan, Registry, Variant};
+pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
+
+use tirx_ir::hir::Kernel;
+use tirx_ir::lir::LKernel;
+use tirx_ir::Diagnostic;
+
+/// How to lower.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Target architecture (`sm_90a`); variants may consult it.
+    pub arch: String,
+}
+
+impl Default for LowerOptions {
+    fn default() -> Self {
+        LowerOptions { arch: "sm_90a".to_string() }
+    }
+}
+
+/// A lowered kernel, the dispatch record of every tile call, and warnings.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub lir: LKernel,
+    pub explain: Vec<CallExplain>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Lowers `k` with the CUDA variant registry. Errors are diagnostics at the
+/// construct at fault (every error found, not only the first).
+pub fn lower_kernel(k: &Kernel, opts: &LowerOptions) -> Result<Lowered, Vec<Diagnostic>> {
+    lower_with(k, opts, &Registry::cuda())
+}
+
+/// [`lower_kernel`] with an explicit registry (tests, experiments).
+pub fn lower_with(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Result<Lowered, Vec<Diagnostic>> {
+    stmt::lower(k, opts, reg).lowered
+}
+
+/// The dispatch record of every tile call, also when lowering fails, with all
+/// diagnostics (errors first when there are any, then warnings).
+pub fn explain_kernel(k: &Kernel, opts: &LowerOptions) -> (Vec<CallExplain>, Vec<Diagnostic>) {
+    let out = stmt::lower(k, opts, &Registry::cuda());
+    let diags = match out.lowered {
+        Ok(l) => l.warnings,
+        Err(d) => d,
+    };
+    (out.explain, diags)
+}

@@ -1,11 +1,75 @@
-//! `tirx lower` (being written).
+//! `tirx lower FILE --emit tir|cuda [-o OUT] [--meta META.json]`: lowers a kernel
+//! script and prints the per-thread IR or the CUDA C++ (warnings go to stderr).
 use crate::exit::{CmdResult, Failure};
+use crate::frontend::{load_kernel, Source};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use tirx_ir::Diagnostic;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Emit {
+    /// The lowered per-thread IR.
+    Tir,
+    /// CUDA C++.
+    Cuda,
+}
 
 #[derive(clap::Args)]
 pub struct Args {
-    pub file: std::path::PathBuf,
+    /// The kernel script.
+    pub file: PathBuf,
+    /// What to print.
+    #[arg(long, value_enum, default_value = "tir")]
+    pub emit: Emit,
+    /// Write the output here instead of stdout.
+    #[arg(short = 'o', long)]
+    pub output: Option<PathBuf>,
+    /// Also write the launch metadata (grid, block, parameters) as JSON (with `--emit cuda`).
+    #[arg(long)]
+    pub meta: Option<PathBuf>,
 }
 
-pub fn run(_a: Args) -> CmdResult {
-    Err(Failure::Internal("tirx lower is not implemented yet".into()))
+pub fn run(a: Args) -> CmdResult {
+    let (k, src) = load_kernel(&a.file)?;
+    let lowered = match tirx_lower::lower_kernel(&k, &Default::default()) {
+        Ok(l) => l,
+        Err(diags) => {
+            eprint_diags(&diags, &src);
+            return Err(Failure::Reported);
+        }
+    };
+    eprint_diags(&lowered.warnings, &src);
+    let text = match a.emit {
+        Emit::Tir => {
+            if a.meta.is_some() {
+                return Err(Failure::User("--meta needs --emit cuda".into()));
+            }
+            lowered.lir.to_string()
+        }
+        Emit::Cuda => {
+            let m = tirx_cuda::generate(&lowered.lir).map_err(|e| Failure::Internal(e.to_string()))?;
+            if let Some(p) = &a.meta {
+                write(p, &m.meta.to_json())?;
+            }
+            m.source
+        }
+    };
+    match &a.output {
+        Some(p) => write(p, &text),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn eprint_diags(diags: &[Diagnostic], src: &Source) {
+    if !diags.is_empty() {
+        let color = std::io::stderr().is_terminal();
+        eprint!("{}", tirx_ir::diag::render(diags, &src.name, &src.text, color));
+    }
+}
+
+fn write(p: &std::path::Path, text: &str) -> CmdResult {
+    std::fs::write(p, text).map_err(|e| Failure::User(format!("cannot write {}: {e}", p.display())))
 }

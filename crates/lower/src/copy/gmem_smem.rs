@@ -1,0 +1,297 @@
+//! copy → gmem_smem (priority 10, seed 002, tile-primitives.md §3.2).
+//!
+//! **Accepts** a global ↔ shared copy (either direction) at thread, warp,
+//! warpgroup or cta scope when every thread of the scope is active, the copy
+//! is valid (same dtype, equal non-unit extents) and the region's element count
+//! is divisible by the scope's thread count. Region begins may be symbolic
+//! (`A[by*64 : by*64 + 64, ..]`): constant part + affine part in loop vars and
+//! scope ids, where the affine part must fall on a dim whose layout is a single
+//! strided iter. Only the shared side may be swizzled.
+//!
+//! **Algorithm**: slice both layouts to the region, synthesize the
+//! `[outer, threads, vec]` partition with the widest aligned vector
+//! ([`partition::align`]), then each thread moves one vector per round.
+//!
+//! **Generated code** (32×32 f32 on a warp):
+//! ```text
+//! for f in 0..8 {
+//!   let off = f * 128 + lane * 4
+//!   vcopy<4> A_smem[off] <- A[off]
+//! }
+//! ```
+//! A swizzled shared side addresses `swizzle(s_off)` with xor/shift arithmetic.
+
+use super::partition::{self, Partition, Sides};
+use super::swizzle_iter::{recognize, Walk};
+use super::{operands, scope_pair, CopyOps, COPY};
+use crate::addr::{dim_offset, swizzle};
+use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::expr::gcd;
+use crate::lay;
+use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
+use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::DType;
+use tirx_layout::{Axis, ExecScope, Layout, Swizzle, TileLayout};
+
+pub struct GmemSmem;
+
+/// One side of the copy, sliced to its region.
+struct Side {
+    tile: TileLayout,
+    /// Symbolic begin: Σ coefficient(elements) · var.
+    sym: Vec<(VarId, i64)>,
+    swizzle: Option<Swizzle>,
+}
+
+struct GsPlan {
+    part: Partition,
+    /// The recognised swizzle walk of the shared side (§3.6), if any.
+    walk: Option<Walk>,
+    g: Side,
+    s: Side,
+    g_is_src: bool,
+    threads: i64,
+}
+
+const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
+
+impl Variant for GmemSmem {
+    fn name(&self) -> &'static str {
+        "gmem_smem"
+    }
+    fn priority(&self) -> u8 {
+        10
+    }
+    fn ops(&self) -> &'static [TileOp] {
+        COPY
+    }
+
+    fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        let kind = cx.scope.kind;
+        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
+            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
+        }
+        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let ops = operands(cx)?;
+        scope_pair(&ops, PAIRS)?;
+        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
+        let (g_reg, s_reg, g_is_src) =
+            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
+        let n = CopyOps::elems(g_reg);
+        if n % t != 0 {
+            return Err(Decline::new("divides_thread_cnt", format!("region size {n} not divisible by thread_cnt={t}")));
+        }
+        let g = side(cx, g_reg)?;
+        if g.swizzle.is_some() {
+            return Err(Decline::new("layout", format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name)));
+        }
+        let s = side(cx, s_reg)?;
+        let bytes = cx.buf(g_reg.buf).dtype.bytes() as i64;
+        let sides = Sides {
+            g: &g.tile,
+            s: &s.tile,
+            elem_bytes: bytes,
+            threads: t,
+            chunk: s.swizzle.map(|sw| 1i64 << sw.per_element),
+            g_sym_div: divisor(&g.sym),
+            s_sym_div: divisor(&s.sym),
+        };
+        let (part, mut limits) = partition::align(&sides);
+        let (vec, rounds) = (part.vec(), part.rounds());
+        let walk = s.swizzle.as_ref().and_then(|sw| swizzle_walk(sw, &part, &s, t));
+        if s.swizzle.is_some() && walk.is_none() {
+            limits.push("swizzle: the fast path does not apply; the shared offset is swizzled with xor/shift every round".into());
+        }
+        let how = if walk.is_some() { ", swizzle fast path" } else { "" };
+        let summary = format!("vec {vec} ({} B) × {t} threads, {rounds} rounds{how}", vec * bytes);
+        let mut p = Plan::new(summary, GsPlan { part, walk, g, s, g_is_src, threads: t });
+        p.vec = Some(vec as u32);
+        p.rounds = Some(rounds as u64);
+        p.limits = limits;
+        Ok(p)
+    }
+
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+        let p = plan.data::<GsPlan>("gmem_smem")?;
+        let ops = operands(cx)?;
+        let (g_reg, s_reg) = if p.g_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let (gb, g_ity) = em.lbuf(g_reg.buf)?;
+        let (sb, s_ity) = em.lbuf(s_reg.buf)?;
+        let tid = match cx.scope.tid_kind() {
+            Some(k) if p.threads > 1 => em.thread_id(k),
+            _ => LExpr::i32(0),
+        };
+        let rounds = p.part.rounds();
+        let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
+        let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
+        let mut body = Vec::new();
+        let (g_off, s_off) = match &p.part {
+            Partition::Grid { g, s, vec, rounds } => {
+                let shape = [*rounds, p.threads, *vec];
+                (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?)
+            }
+            Partition::Linear { g, s, .. } => {
+                let b = em.builder();
+                let mut l = b.add(b.mul(f.clone(), LExpr::i32(p.threads)), tid.clone());
+                if f_var.is_some() && !matches!(l, LExpr::Var(_)) {
+                    // The region element this thread moves in round f.
+                    let v = em.var("i", DType::I32, em.builder().bounds(&l));
+                    body.push(LStmt::new(LStmtKind::Let { var: v, value: l }, em.span));
+                    l = LExpr::Var(v);
+                }
+                (linear_offset(em, g, &l, g_ity), linear_offset(em, s, &l, s_ity))
+            }
+        };
+        let g_off = add_sym(em, g_off, &p.g.sym, g_ity)?;
+        let s_lin = add_sym(em, s_off, &p.s.sym, s_ity)?;
+        let mut pre = Vec::new();
+        let s_off = match (&p.s.swizzle, &p.walk, &p.part) {
+            (Some(_), Some(walk), Partition::Grid { s, vec, rounds, .. }) => {
+                let m0 = grid_offset(em, s, &[*rounds, p.threads, *vec], &LExpr::i32(0), &tid, s_ity)?;
+                walk.emit(em, &mut pre, m0, &f)
+            }
+            (Some(sw), ..) => swizzle(em.builder(), sw, s_lin),
+            (None, ..) => s_lin,
+        };
+        em.stmts.extend(pre);
+        let (g_idx, s_idx) = if f_var.is_some() { name_offsets(em, &mut body, g_off, s_off) } else { (g_off, s_off) };
+        let vec = p.part.vec() as u32;
+        let (dst, dst_index, src, src_index) =
+            if p.g_is_src { (sb, s_idx, gb, g_idx) } else { (gb, g_idx, sb, s_idx) };
+        body.push(copy_stmt(em, dst, dst_index, src, src_index, vec));
+        match f_var {
+            Some(v) => em.push(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(rounds), unroll: false, body }),
+            None => em.stmts.extend(body),
+        }
+        Ok(())
+    }
+}
+
+/// The §3.6 walk for a grid partition with a swizzled, non-symbolic shared side.
+fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &Side, threads: i64) -> Option<Walk> {
+    let Partition::Grid { s: s_p, vec, rounds, .. } = part else { return None };
+    if !s.sym.is_empty() {
+        return None;
+    }
+    let (g, seps) = lay::group(&s_p.shard, &[*rounds, threads, *vec])?;
+    let base = s_p.offset.get(&Axis::M).copied().unwrap_or(0);
+    let tgroup = &g[seps[1]..seps[2]];
+    let m0: Vec<i64> = (0..threads).map(|t| base + split_offset(tgroup, t)).collect();
+    recognize(sw, &g[seps[0]..seps[1]], &m0)
+}
+
+/// `dim_offset` on integers: `x` split over the group, `m` strides summed.
+fn split_offset(group: &[tirx_layout::Iter], mut x: i64) -> i64 {
+    let mut acc = 0;
+    for (k, it) in group.iter().enumerate().rev() {
+        let c = if k == 0 { x } else { x % it.extent };
+        x /= it.extent;
+        if it.axis == Axis::M {
+            acc += c * it.stride;
+        }
+    }
+    acc
+}
+
+fn divisor(sym: &[(VarId, i64)]) -> i64 {
+    sym.iter().fold(0, |g, t| gcd(g, t.1.abs()))
+}
+
+/// Slices one operand's layout to its region; symbolic begins become a
+/// separate affine element offset.
+fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
+    let b = cx.buf(r.buf);
+    let (tile, swz) = match &b.layout {
+        Layout::Tile(t) => (t.clone(), None),
+        Layout::Compose(c) => (lay::compose_base(&b.layout, &b.shape), Some(c.swizzle)),
+    };
+    if tile.shard.iter().chain(&tile.replica).any(|i| i.axis.is_thread()) || tile.offset.keys().any(|a| a.is_thread()) {
+        return Err(Decline::new("layout", format!("`{}` has thread axes in its layout", b.name)));
+    }
+    let canon = lay::canon(&tile.shard);
+    let groups = lay::group(&canon, &b.shape);
+    let mut begins = Vec::new();
+    let mut sym: Vec<(VarId, i64)> = Vec::new();
+    for (d, rg) in r.ranges.iter().enumerate() {
+        let a = cx.affine(&rg.begin).ok_or_else(|| {
+            Decline::new(
+                "symbolic_begin",
+                format!("dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids", b.name, crate::explain::top_text(cx.kernel, &rg.begin)),
+            )
+        })?;
+        begins.push(a.constant);
+        if a.terms.is_empty() {
+            continue;
+        }
+        let stride = groups.as_ref().and_then(|(g, seps)| {
+            let grp = lay::canon(&g[seps[d]..seps[d + 1]]);
+            (grp.len() == 1 && grp[0].axis == Axis::M).then_some(grp[0].stride)
+        });
+        let stride = stride.ok_or_else(|| {
+            Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
+        })?;
+        sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+    }
+    let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
+    let sliced = lay::slice(&tile, &b.shape, &begins, &ext).map_err(|m| Decline::new("slice", format!("`{}`: {m}", b.name)))?;
+    Ok(Side { tile: sliced, sym, swizzle: swz })
+}
+
+/// `l.apply(f, tid, 0)` against `[rounds, threads, vec]` on the `m` axis.
+fn grid_offset(em: &Emitter, l: &TileLayout, shape: &[i64; 3], f: &LExpr, tid: &LExpr, ity: DType) -> Result<LExpr, Decline> {
+    let b = em.builder();
+    let (g, seps) = lay::group(&l.shard, shape).ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as {shape:?}")))?;
+    let f = b.to_int(f.clone(), ity);
+    let tid = b.to_int(tid.clone(), ity);
+    let base = LExpr::Int(l.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    let off = b.add(dim_offset(b, &g[seps[0]..seps[1]], f), dim_offset(b, &g[seps[1]..seps[2]], tid));
+    Ok(b.add(off, base))
+}
+
+/// Element `l` of the region split over the side's own shard.
+fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
+    let b = em.builder();
+    let base = LExpr::Int(t.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    b.add(dim_offset(b, &t.shard, b.to_int(l.clone(), ity)), base)
+}
+
+fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
+    let mut acc = off;
+    for &(v, c) in sym {
+        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+        let b = em.builder();
+        acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
+    }
+    Ok(acc)
+}
+
+/// Per-round offsets as `let g_off` / `let s_off` (one `off` when equal).
+fn name_offsets(em: &mut Emitter, body: &mut Vec<LStmt>, g: LExpr, s: LExpr) -> (LExpr, LExpr) {
+    let mut bind = |em: &mut Emitter, name: &str, e: LExpr| -> LExpr {
+        if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
+            return e;
+        }
+        let t = em.builder().ity(&e);
+        let range = em.builder().bounds(&e);
+        let v = em.var(name, t, range);
+        body.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
+        LExpr::Var(v)
+    };
+    if g == s {
+        let o = bind(em, "off", g);
+        (o.clone(), o)
+    } else {
+        let go = bind(em, "g_off", g);
+        let so = bind(em, "s_off", s);
+        (go, so)
+    }
+}
+
+fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
+    let kind = if vec == 1 {
+        LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
+    } else {
+        LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: vec, cache: CacheHint::Default }
+    };
+    LStmt::new(kind, em.span)
+}

@@ -1,0 +1,686 @@
+//! copy → ldstmatrix (priority 10, seed 004, tile-primitives.md §3.4).
+//!
+//! **Accepts** a register ↔ shared copy of 16-bit elements (f16, bf16, i16,
+//! u16) at warp, warpgroup or cta scope with every thread active, when both
+//! operands fit the m8n8 geometry: the register side is exactly the ldmatrix
+//! fragment (lane `l` of a warp holds row `l/4`, column pair `l%4` of every
+//! 8×8 tile, the pair in two adjacent registers), the shared side stores each
+//! tile row-major (plain form) or column-major (`.trans`), and every 16-byte row
+//! address is aligned. A decline names the condition that failed and copy→reg
+//! takes the copy. Beyond the reference it checks the dtype, the alignment of the
+//! shared region start and of the register pairs, that the register region
+//! holds whole fragments (no thread offset), and it refuses a store from
+//! registers replicated over warps (every warp would write the same elements).
+//!
+//! **Algorithm**: slice both operands to the region; group the shared layout by
+//! the register iters and permute both so the thread iters come first, then the
+//! registers by stride; regroup to `[T/32, 8, 4, M/2, 2]` (T threads, M elements
+//! per thread) and check the fragment strides `(32, 4, 1)@thread` and `1` and the
+//! shared pattern (`trans`, row stride `p`); then split `M/2` as
+//! `[M/(2·num), num]` for the widest `num ∈ {4, 2, 1}` whose tiles stay aligned
+//! (pairs in register order, else in shared-stride order).
+//! Lane `l` supplies the row `l % 8` of tile `(l / 8) % num`. The fit runs at
+//! plan time, so `tirx explain` shows num and trans, or the failed condition,
+//! for every call (the reference declines at emit).
+//!
+//! **Generated code** (seed demo, num 2, one instruction per warp):
+//! ```text
+//! let s_row = ((lane / 8) % 2) * 8 + (lane % 8) * 16
+//! ldmatrix.x2 {R[0], R[2]} <- A_smem[s_row]
+//! ```
+//! With `M/(2·num) > 1` an unrolled loop issues one instruction per tile group;
+//! a swizzled shared side addresses `swizzle(row)`, through the §3.6 walk when
+//! it is recognised.
+
+use super::swizzle_iter::{recognize, Walk};
+use super::{operands, scope_pair, COPY};
+use crate::addr::{dim_offset, swizzle};
+use crate::build::Hw;
+use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::scope::TidKind;
+use std::collections::BTreeSet;
+use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::DType;
+use tirx_layout::apply::split_coord;
+use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
+
+pub struct LdStMatrix;
+
+const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Local, MemScope::Shared), (MemScope::Shared, MemScope::Local)];
+
+/// The fragment as scripts write it, for decline hints.
+const FRAGMENT_HINT: &str = "the m8n8 fragment of a warp is S[(8, 4, num, 2):(4@laneid, 1@laneid, 2, 1)]";
+
+/// Segments of the coarse geometry `[T/32, 8, 4, M/2, 2]`.
+const WARP: usize = 0;
+const ROW: usize = 1;
+const COLS: usize = 2;
+const PAIRS_SEG: usize = 3;
+const PAIR: usize = 4;
+
+/// The register operand sliced to its region (canonical).
+struct Regs {
+    name: String,
+    tile: TileLayout,
+    axis: Axis,
+}
+
+/// The shared operand sliced to its region (canonical tile, swizzle kept apart).
+struct Shared {
+    name: String,
+    tile: TileLayout,
+    swizzle: Option<Swizzle>,
+    /// Symbolic part of the region start: Σ coefficient(elements) · var.
+    sym: Vec<(VarId, i64)>,
+}
+
+/// Both sides split as `[T/32, 8, 4, M/2, 2]`, each segment canonical (unit iters dropped).
+struct Coarse {
+    r: Vec<Vec<Iter>>,
+    s: Vec<Vec<Iter>>,
+    warps: i64,
+    /// Elements per thread.
+    m: i64,
+}
+
+/// The `M/2` pairs split as `[M/(2·num), num]` on both sides.
+struct Split {
+    num: i64,
+    r_outer: Vec<Iter>,
+    r_tile: Vec<Iter>,
+    s_outer: Vec<Iter>,
+    s_tile: Vec<Iter>,
+}
+
+/// Everything emit needs.
+struct MatrixPlan {
+    store: bool,
+    trans: bool,
+    /// Elements between the rows whose addresses lanes supply (`s8`, or `s2` for `.trans`).
+    row_stride: i64,
+    axis: Axis,
+    warps: i64,
+    s_warp: Vec<Iter>,
+    split: Split,
+    r_off: i64,
+    s_off: i64,
+    swizzle: Option<Swizzle>,
+    sym: Vec<(VarId, i64)>,
+    walk: Option<Walk>,
+}
+
+impl MatrixPlan {
+    fn m_outer(&self) -> i64 {
+        extent(&self.split.r_outer)
+    }
+}
+
+impl Variant for LdStMatrix {
+    fn name(&self) -> &'static str {
+        "ldstmatrix"
+    }
+    fn priority(&self) -> u8 {
+        10
+    }
+    fn ops(&self) -> &'static [TileOp] {
+        COPY
+    }
+
+    fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        let kind = cx.scope.kind;
+        if !matches!(kind, ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
+            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind} (need warp, warpgroup, or cta)")));
+        }
+        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let ops = operands(cx)?;
+        scope_pair(&ops, PAIRS)?;
+        let dt = ops.src_buf.dtype;
+        if dt.bits() != 16 {
+            return Err(Decline::new(
+                "dtype",
+                format!("ldmatrix/stmatrix move 16-bit elements (.b16); `{}` is {dt}", ops.src_buf.name),
+            ));
+        }
+        let t = cx.scope.thread_count().unwrap_or(0);
+        if t <= 0 || t % 32 != 0 {
+            return Err(Decline::new("exec_scope", format!("the {kind} scope has {t} threads; ldmatrix/stmatrix need whole warps")));
+        }
+        let store = ops.src_buf.scope == MemScope::Local;
+        let (r_reg, s_reg) = if store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let regs = regs_side(cx, r_reg, store, t)?;
+        let shared = shared_side(cx, s_reg)?;
+        let (p, limits) = fit(regs, shared, store)?;
+        let (text, rounds) = (summary(&p), p.m_outer() as u64);
+        let mut plan = Plan::new(text, p);
+        plan.rounds = Some(rounds);
+        plan.limits = limits;
+        Ok(plan)
+    }
+
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+        let p = plan.data::<MatrixPlan>("ldstmatrix")?;
+        let ops = operands(cx)?;
+        let (r_reg, s_reg) = if p.store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let (rb, r_ity) = em.lbuf(r_reg.buf)?;
+        let (sb, s_ity) = em.lbuf(s_reg.buf)?;
+        let mut pre = Vec::new();
+        let row = row_address(em, p, s_ity)?;
+        let row = bind(em, &mut pre, "s_row", row);
+        let m_outer = p.m_outer();
+        let mm_var = (m_outer > 1).then(|| em.var("mm", DType::I32, Some((0, m_outer - 1))));
+        let mm = mm_var.map_or(LExpr::i32(0), LExpr::Var);
+        let smem_index = match (&p.walk, &p.swizzle) {
+            (Some(walk), _) => walk.emit(em, &mut pre, row, &mm),
+            (None, sw) => {
+                let b = em.builder();
+                let at = b.add(row, dim_offset(b, &p.split.s_outer, b.to_int(mm.clone(), s_ity)));
+                match sw {
+                    Some(sw) => swizzle(b, sw, at),
+                    None => at,
+                }
+            }
+        };
+        let b = em.builder();
+        let r_base = b.add(LExpr::Int(p.r_off, r_ity), dim_offset(b, &p.split.r_outer, b.to_int(mm, r_ity)));
+        let reg_index: Vec<LExpr> =
+            (0..p.split.num).map(|i| b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity)))).collect();
+        let num = p.split.num as u8;
+        let kind = if p.store {
+            LStmtKind::StMatrix { num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index }
+        } else {
+            LStmtKind::LdMatrix { num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index }
+        };
+        em.stmts.extend(pre);
+        match mm_var {
+            Some(v) => {
+                let body = vec![LStmt::new(kind, em.span)];
+                em.push(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(m_outer), unroll: true, body });
+            }
+            None => em.push(kind),
+        }
+        Ok(())
+    }
+}
+
+/// `ldmatrix.x2: num 2, trans false, 1 instruction per warp, rows 16 elements apart`.
+fn summary(p: &MatrixPlan) -> String {
+    let instr = if p.store { "stmatrix" } else { "ldmatrix" };
+    let t = if p.trans { ".trans" } else { "" };
+    let num = p.split.num;
+    let n = p.m_outer();
+    let swz = match (&p.swizzle, &p.walk) {
+        (None, _) => "",
+        (Some(_), Some(_)) => ", swizzle fast path",
+        (Some(_), None) if n > 1 => ", swizzled with xor/shift per instruction",
+        (Some(_), None) => ", swizzled with xor/shift",
+    };
+    let per = if n == 1 { "instruction" } else { "instructions" };
+    format!("{instr}.x{num}{t}: num {num}, trans {}, {n} {per} per warp, rows {} elements apart{swz}", p.trans, p.row_stride)
+}
+
+/// Lane's row address with `mm = 0` (before the swizzle):
+/// `offset + warp tile + tile (lane / 8) % num + (lane % 8) · p + symbolic begin`.
+fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, Decline> {
+    let lane = em.thread_id(TidKind::Lane);
+    let warp = match (p.warps, p.axis) {
+        (1, _) | (_, Axis::LaneId) => LExpr::i32(0),
+        (_, Axis::TidInWg) => em.b.hw(Hw::WarpInWg, "warp_in_wg"),
+        _ => em.b.hw(Hw::WarpId, "warp"),
+    };
+    let mut sym = Vec::with_capacity(p.sym.len());
+    for &(v, c) in &p.sym {
+        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+        sym.push((val, c));
+    }
+    let b = em.builder();
+    let lane = b.to_int(lane, ity);
+    let num = p.split.num;
+    let tile = if num > 1 { b.rem_c(b.div_c(lane.clone(), 8), num) } else { LExpr::Int(0, ity) };
+    let mut at = LExpr::Int(p.s_off, ity);
+    at = b.add(at, dim_offset(b, &p.s_warp, b.to_int(warp, ity)));
+    at = b.add(at, dim_offset(b, &p.split.s_tile, tile));
+    at = b.add(at, b.mul(b.rem_c(lane, 8), LExpr::Int(p.row_stride, ity)));
+    for (val, c) in sym {
+        at = b.add(at, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
+    }
+    Ok(at)
+}
+
+/// A per-thread `let` for a non-trivial value.
+fn bind(em: &mut Emitter, pre: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
+    if matches!(e, LExpr::Int(..) | LExpr::Var(_)) {
+        return e;
+    }
+    let t = em.builder().ity(&e);
+    let range = em.builder().bounds(&e);
+    let v = em.var(name, t, range);
+    pre.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
+    LExpr::Var(v)
+}
+
+// ---------------------------------------------------------------- operands
+
+fn layout_err(who: &str) -> impl Fn(tirx_layout::LayoutError) -> Decline + '_ {
+    move |e| Decline::new("slice", format!("`{who}`: {e}"))
+}
+
+/// The register operand: a tile layout over exactly one thread axis that
+/// every thread of the axis owns a part of, sliced to whole fragments.
+fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result<Regs, Decline> {
+    let b = cx.buf(r.buf);
+    let kind = cx.scope.kind;
+    let Layout::Tile(tile) = &b.layout else {
+        return Err(Decline::new("fragment", format!("register operand `{}` has a swizzled layout; {FRAGMENT_HINT}", b.name)));
+    };
+    let mut region = Vec::with_capacity(r.ranges.len());
+    for (d, rg) in r.ranges.iter().enumerate() {
+        match cx.affine(&rg.begin) {
+            Some(a) if a.terms.is_empty() => region.push((a.constant, rg.extent)),
+            _ => {
+                return Err(Decline::new(
+                    "fragment",
+                    format!("dim {d} of register operand `{}` has a non-constant begin; registers need constant indices", b.name),
+                ))
+            }
+        }
+    }
+    let err = layout_err(&b.name);
+    let t = tile.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
+    if !t.replica.is_empty() {
+        return Err(Decline::new("fragment", format!("`{}` replicates its elements ({t}); ldmatrix needs each element in one register", b.name)));
+    }
+    let axes: BTreeSet<Axis> = t.shard.iter().filter(|i| i.axis.is_thread() && i.extent > 1).map(|i| i.axis).collect();
+    let axis = match axes.iter().collect::<Vec<_>>()[..] {
+        [a] => *a,
+        [] => {
+            return Err(Decline::new(
+                "fragment",
+                format!("`{}` is not distributed over threads (layout {t}); {FRAGMENT_HINT}", b.name),
+            ))
+        }
+        _ => {
+            let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
+            return Err(Decline::new(
+                "fragment",
+                format!("`{}` is distributed over several thread axes ({}); ldmatrix needs one of laneid, tid_in_wg, tx", b.name, names.join(", ")),
+            ));
+        }
+    };
+    if !matches!(axis, Axis::LaneId | Axis::TidInWg | Axis::Tx) {
+        return Err(Decline::new("fragment", format!("`{}` is distributed over `{axis}`; ldmatrix needs laneid, tid_in_wg or tx", b.name)));
+    }
+    if let Some((a, v)) = t.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
+        return Err(Decline::new(
+            "fragment",
+            format!("the region of `{}` selects part of the threads (offset {v}@{a}); copy whole fragments", b.name),
+        ));
+    }
+    if let Some(it) = t.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M && i.extent > 1) {
+        return Err(Decline::new("fragment", format!("`{}` has iters on the `{}` axis; registers are addressed on `m`", b.name, it.axis)));
+    }
+    let (owner, _) = axis.scopes().unwrap_or((ExecScope::Cta, ExecScope::Thread));
+    if owner.wider_than(kind) {
+        return Err(Decline::new(
+            "fragment",
+            format!("`{}` is distributed over `{axis}` (threads of a {owner}) but the copy runs at {kind} scope", b.name),
+        ));
+    }
+    let axis_threads = match axis {
+        Axis::LaneId => 32,
+        Axis::TidInWg => 128,
+        _ => cx.scope.cta_threads,
+    };
+    let tt: i64 = t.shard.iter().filter(|i| i.axis.is_thread()).map(|i| i.extent).product();
+    if tt != axis_threads {
+        return Err(Decline::new(
+            "fragment",
+            format!("`{}` spreads over {tt} values of `{axis}`, which has {axis_threads}; every lane of every warp must hold a fragment", b.name),
+        ));
+    }
+    if store && axis_threads < threads {
+        return Err(Decline::new(
+            "replicated",
+            format!(
+                "`{}` holds one copy per {owner} at {kind} scope: every {owner} would store the same shared elements; copy at {owner} scope",
+                b.name
+            ),
+        ));
+    }
+    Ok(Regs { name: b.name.clone(), tile: t, axis })
+}
+
+/// The shared operand: its tile sliced to the region, the swizzle (chunks of
+/// at least 8 elements), and the symbolic part of the region start.
+fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
+    let b = cx.buf(r.buf);
+    let err = layout_err(&b.name);
+    let (base, swizzle) = match &b.layout {
+        Layout::Tile(t) => (t.clone(), None),
+        Layout::Compose(c) => (c.base_tile(&b.shape).map_err(&err)?, Some(c.swizzle)),
+    };
+    if let Some(sw) = swizzle {
+        if sw.per_element < 3 && sw.swizzle_len > 0 {
+            return Err(Decline::new(
+                "swizzle",
+                format!(
+                    "`{}` swizzles chunks of {} elements (per_element={} < 3); ldmatrix rows are 8 elements (16 B) that a swizzle must keep together",
+                    b.name,
+                    sw.chunk(),
+                    sw.per_element
+                ),
+            ));
+        }
+    }
+    if base.has_thread_axis() {
+        return Err(Decline::new("layout", format!("shared operand `{}` has thread axes in its layout", b.name)));
+    }
+    let canon = base.canonicalize(Fusion::Cuda).map_err(&err)?;
+    let mut region = Vec::with_capacity(r.ranges.len());
+    let mut sym: Vec<(VarId, i64)> = Vec::new();
+    for (d, rg) in r.ranges.iter().enumerate() {
+        let a = cx.affine(&rg.begin).ok_or_else(|| {
+            Decline::new(
+                "symbolic_begin",
+                format!(
+                    "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin)
+                ),
+            )
+        })?;
+        region.push((a.constant, rg.extent));
+        if !a.terms.is_empty() {
+            let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
+                Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
+            })?;
+            sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+        }
+    }
+    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
+    if !tile.replica.is_empty() {
+        return Err(Decline::new("layout", format!("shared operand `{}` has a replicated layout ({tile})", b.name)));
+    }
+    Ok(Shared { name: b.name.clone(), tile, swizzle: swizzle.filter(|s| s.swizzle_len > 0), sym })
+}
+
+/// The stride of dim `d` when its group is one `m` iter.
+fn single_stride(canon: &TileLayout, shape: &[i64], d: usize) -> Option<i64> {
+    let (g, seps) = canon.group(shape).ok()?;
+    let it = segment(&g.shard[seps[d]..seps[d + 1]]);
+    match it[..] {
+        [it] if it.axis == Axis::M => Some(it.stride),
+        [] => Some(0),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------- the fit
+
+/// Checks the geometry and picks the widest `num`; the limits say why wider ones failed.
+fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<String>), Decline> {
+    let c = coarse(&regs, &shared)?;
+    check_fragment(&c, regs.axis)?;
+    let (trans, row_stride) = shared_pattern(&c, (&regs.name, &shared.name))?;
+    let s_off = shared.tile.offset.get(&Axis::M).copied().unwrap_or(0);
+    let r_off = regs.tile.offset.get(&Axis::M).copied().unwrap_or(0);
+    check_alignment(&c, &shared, s_off, r_off)?;
+    let mut limits = Vec::new();
+    let mut chosen = None;
+    for num in [4, 2, 1] {
+        match split_pairs(&c, num) {
+            Ok(s) => {
+                chosen = Some(s);
+                break;
+            }
+            Err(why) => limits.push(format!("num {num}: {why}")),
+        }
+    }
+    let Some(split) = chosen else {
+        return Err(Decline::new("fragment", format!("ldstmatrix layout doesn't fit any num ∈ {{4,2,1}}: {}", limits.join("; "))));
+    };
+    let mut p = MatrixPlan {
+        store,
+        trans,
+        row_stride,
+        axis: regs.axis,
+        warps: c.warps,
+        s_warp: c.s[WARP].clone(),
+        split,
+        r_off,
+        s_off,
+        swizzle: shared.swizzle,
+        sym: shared.sym,
+        walk: None,
+    };
+    p.walk = swizzle_walk(&p);
+    Ok((p, limits))
+}
+
+/// Groups the shared side by the register iters, puts thread iters first
+/// (then registers, strides descending) and splits both as `[T/32, 8, 4, M/2, 2]`.
+fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
+    let r = &regs.tile;
+    let internal = |e: tirx_layout::LayoutError| Decline::new("fragment", format!("internal: {e}"));
+    let (sg, seps) = shared.tile.group(&r.extents()).map_err(|e| {
+        Decline::new("fragment", format!("the shared layout does not follow the register layout {r} element for element: {e}"))
+    })?;
+    let mut perm: Vec<usize> = (0..r.shard.len()).collect();
+    perm.sort_by_key(|&i| (r.shard[i].axis.is_memory(), -r.shard[i].stride));
+    let r_p = r.permute_dims(&perm).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(internal)?;
+    let s_p = sg.permute_by_groups(&seps, &perm).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(internal)?;
+    let tt: i64 = r.shard.iter().filter(|i| i.axis.is_thread()).map(|i| i.extent).product();
+    let m: i64 = r.shard.iter().filter(|i| i.axis.is_memory()).map(|i| i.extent).product();
+    if m % 2 != 0 {
+        return Err(Decline::new(
+            "fragment",
+            format!("each thread holds {m} elements of the region; ldmatrix moves pairs of 16-bit elements (32-bit registers)"),
+        ));
+    }
+    let shape = [tt / 32, 8, 4, m / 2, 2];
+    let split = |l: &TileLayout, side: &str| {
+        segments(l, &shape).ok_or_else(|| {
+            Decline::new(
+                "fragment",
+                format!("the {side} layout {l} does not split as [warps {}, rows 8, column pairs 4, pairs {}, 2]; {FRAGMENT_HINT}", tt / 32, m / 2),
+            )
+        })
+    };
+    Ok(Coarse { r: split(&r_p, "register")?, s: split(&s_p, "shared")?, warps: tt / 32, m })
+}
+
+/// `l` grouped by `shape`, each segment without unit iters and fused.
+fn segments(l: &TileLayout, shape: &[i64]) -> Option<Vec<Vec<Iter>>> {
+    let (g, seps) = l.group(shape).ok()?;
+    Some(seps.windows(2).map(|w| segment(&g.shard[w[0]..w[1]])).collect())
+}
+
+/// Unit iters dropped, adjacent chained iters fused.
+fn segment(iters: &[Iter]) -> Vec<Iter> {
+    let mut out: Vec<Iter> = Vec::with_capacity(iters.len());
+    for it in iters.iter().filter(|i| i.extent != 1) {
+        match out.last_mut() {
+            Some(last) if last.axis == it.axis && it.extent * it.stride == last.stride => {
+                *last = Iter::new(last.extent * it.extent, it.stride, it.axis);
+            }
+            _ => out.push(*it),
+        }
+    }
+    out
+}
+
+fn extent(iters: &[Iter]) -> i64 {
+    iters.iter().map(|i| i.extent).product()
+}
+
+fn text(iters: &[Iter]) -> String {
+    if iters.is_empty() {
+        return "nothing".into();
+    }
+    TileLayout::from_shard(iters.to_vec()).to_string()
+}
+
+/// The register side is exactly the fragment: warps `32@t`, rows `4@t`,
+/// column pairs `1@t`, element pair `1` (adjacent registers).
+fn check_fragment(c: &Coarse, axis: Axis) -> Result<(), Decline> {
+    let want = |seg: usize, e: i64, s: i64, a: Axis, what: String| {
+        if c.r[seg][..] == [Iter::new(e, s, a)] {
+            Ok(())
+        } else {
+            Err(Decline::new(
+                "fragment",
+                format!("register side is not the m8n8 fragment: {what} ({}), got {}; {FRAGMENT_HINT}", text(&[Iter::new(e, s, a)]), text(&c.r[seg])),
+            ))
+        }
+    };
+    want(ROW, 8, 4, axis, format!("the 8 rows of a tile must be lanes 4·r, 4 apart on `{axis}`"))?;
+    want(COLS, 4, 1, axis, format!("the 4 column pairs of a row must be adjacent lanes on `{axis}`"))?;
+    if c.warps > 1 {
+        want(WARP, c.warps, 32, axis, format!("the {} warps must own consecutive fragments, 32 apart on `{axis}`", c.warps))?;
+    }
+    want(PAIR, 2, 1, Axis::M, "the two 16-bit elements of a column pair must be adjacent registers".into())
+}
+
+/// `(trans, row stride)`: row-major tiles `(s4, s2) = (2, 1)` use the plain
+/// form with rows `s8` apart; column-major `s8 = 1, s4 = 2·s2` use `.trans`
+/// with rows `s2` apart. Rows must be 16-B aligned (a multiple of 8 elements).
+/// The strides are those of the shared elements in the fragment's register
+/// order, so a mismatch means the register layout is not the fragment of this
+/// shared layout.
+fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Decline> {
+    let (r, s) = names;
+    let pairing = format!(
+        "`{r}` is not the m8n8 fragment of `{s}`: in the fragment's register order (lane l holds row l/4, column pair l%4 of each tile)"
+    );
+    let one = |seg: usize, what: &str| match c.s[seg][..] {
+        [it] => Ok(it.stride),
+        _ => Err(Decline::new(
+            "fragment",
+            format!("{pairing} the {what} of a tile are not evenly strided in `{s}` ({}); {FRAGMENT_HINT}", text(&c.s[seg])),
+        )),
+    };
+    let (s8, s4, s2) = (one(ROW, "8 rows")?, one(COLS, "4 column pairs")?, one(PAIR, "2 elements of a column pair")?);
+    let misaligned = |p: i64, what: &str| {
+        Decline::new(
+            "alignment",
+            format!(
+                "{what} of `{s}` are {p} elements ({} B) apart; ldmatrix/stmatrix rows are 16-B aligned, so that must be a positive multiple of 8 elements",
+                2 * p
+            ),
+        )
+    };
+    if (s4, s2) == (2, 1) {
+        return if s8 > 0 && s8 % 8 == 0 { Ok((false, s8)) } else { Err(misaligned(s8, "the rows (row-major tiles)")) };
+    }
+    if s8 == 1 && s4 == 2 * s2 {
+        return if s2 > 0 && s2 % 8 == 0 { Ok((true, s2)) } else { Err(misaligned(s2, "the columns (column-major tiles, .trans)")) };
+    }
+    Err(Decline::new(
+        "fragment",
+        format!(
+            "{pairing} the tiles of `{s}` are neither row-major (column pair stride 2, element stride 1) nor column-major (row stride 1, column pair stride 2 × element stride): strides rows {s8}, column pairs {s4}, elements {s2}; {FRAGMENT_HINT}"
+        ),
+    ))
+}
+
+/// The region start, the warps' tiles and a symbolic begin keep rows 16-B
+/// aligned; the register region starts on a whole 32-bit register.
+fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Result<(), Decline> {
+    let bad = |what: String| Decline::new("alignment", what);
+    if s_off % 8 != 0 {
+        return Err(bad(format!("the shared region starts at element {s_off} ({} B), not 16-B aligned", 2 * s_off)));
+    }
+    if let Some(it) = c.s[WARP].iter().find(|i| i.stride % 8 != 0) {
+        return Err(bad(format!("the warps' tiles are {} elements apart in shared memory, not a multiple of 8 (16 B)", it.stride)));
+    }
+    if let Some((_, k)) = shared.sym.iter().find(|(_, k)| k % 8 != 0) {
+        return Err(bad(format!("the symbolic region begin moves by {k} elements, not a multiple of 8 (16 B)")));
+    }
+    if r_off % 2 != 0 {
+        return Err(bad(format!("the register region starts at register element {r_off}, inside a 32-bit pair")));
+    }
+    Ok(())
+}
+
+/// `M/2` pairs as `[M/(2·num), num]` in register order, else in shared order
+/// (the reference tries shared order first; both are correct, register order
+/// keeps a tile group's registers together).
+fn split_pairs(c: &Coarse, num: i64) -> Result<Split, String> {
+    let pairs = c.m / 2;
+    if pairs % num != 0 {
+        return Err(format!("{pairs} register pairs per thread are not a multiple of {num}"));
+    }
+    let mut why: Vec<String> = Vec::new();
+    for (r, s) in pair_orders(c) {
+        match split_order(&r, &s, num, pairs) {
+            Ok(split) => return Ok(split),
+            Err(e) if !why.contains(&e) => why.push(e),
+            Err(_) => {}
+        }
+    }
+    Err(why.join("; in shared order, "))
+}
+
+/// The pairs segment in register order and, when it differs, in shared order:
+/// shared iters by stride descending, the register iters regrouped to follow.
+fn pair_orders(c: &Coarse) -> Vec<(Vec<Iter>, Vec<Iter>)> {
+    let (r, s) = (&c.r[PAIRS_SEG], &c.s[PAIRS_SEG]);
+    let mut out = vec![(r.clone(), s.clone())];
+    let ext: Vec<i64> = s.iter().map(|i| i.extent).collect();
+    let mut perm: Vec<usize> = (0..s.len()).collect();
+    perm.sort_by_key(|&k| -s[k].stride);
+    if perm.iter().enumerate().all(|(i, &k)| i == k) {
+        return out;
+    }
+    if let Ok((rg, seps)) = TileLayout::from_shard(r.clone()).group(&ext) {
+        let r_sorted: Vec<Iter> = perm.iter().flat_map(|&k| rg.shard[seps[k]..seps[k + 1]].iter().copied()).collect();
+        let s_sorted: Vec<Iter> = perm.iter().map(|&k| s[k]).collect();
+        out.push((segment(&r_sorted), segment(&s_sorted)));
+    }
+    out
+}
+
+/// One ordering of the pairs split as `[M/(2·num), num]`: tiles and tile groups
+/// 16-B aligned in shared memory (tiles at distinct addresses), each pair on a
+/// whole register.
+fn split_order(r: &[Iter], s: &[Iter], num: i64, pairs: i64) -> Result<Split, String> {
+    let shape = [pairs / num, num];
+    let fail = || format!("the register pairs do not split into {} groups of {num} tiles", pairs / num);
+    let r = segments(&TileLayout::from_shard(r.to_vec()), &shape).ok_or_else(fail)?;
+    let s = segments(&TileLayout::from_shard(s.to_vec()), &shape).ok_or_else(fail)?;
+    if let Some(it) = r.iter().flatten().find(|i| i.stride % 2 != 0) {
+        return Err(format!("register pairs {} apart would start inside a 32-bit register", it.stride));
+    }
+    if let Some(it) = s[1].iter().find(|i| i.stride <= 0 || i.stride % 8 != 0) {
+        return Err(format!("the {num} tiles are {} elements apart in shared memory, not a positive multiple of 8 (16 B)", it.stride));
+    }
+    if let Some(it) = s[0].iter().find(|i| i.stride % 8 != 0) {
+        return Err(format!("tile groups are {} elements apart in shared memory, not a multiple of 8 (16 B)", it.stride));
+    }
+    let [r_outer, r_tile] = <[Vec<Iter>; 2]>::try_from(r).map_err(|_| fail())?;
+    let [s_outer, s_tile] = <[Vec<Iter>; 2]>::try_from(s).map_err(|_| fail())?;
+    Ok(Split { num, r_outer, r_tile, s_outer, s_tile })
+}
+
+/// The §3.6 walk over the tile groups, checked for every warp and lane.
+fn swizzle_walk(p: &MatrixPlan) -> Option<Walk> {
+    let sw = p.swizzle.as_ref()?;
+    if !p.sym.is_empty() || p.m_outer() <= 1 {
+        return None;
+    }
+    let num = p.split.num;
+    let mut m0 = Vec::with_capacity((p.warps * 32) as usize);
+    for w in 0..p.warps {
+        for lane in 0..32 {
+            let tile = (lane / 8) % num;
+            m0.push(p.s_off + offset_at(&p.s_warp, w) + offset_at(&p.split.s_tile, tile) + (lane % 8) * p.row_stride);
+        }
+    }
+    recognize(sw, &p.split.s_outer, &m0)
+}
+
+/// `Σ c_k · s_k` of `x` split over the iters (integers).
+fn offset_at(iters: &[Iter], x: i64) -> i64 {
+    let ext: Vec<i64> = iters.iter().map(|i| i.extent).collect();
+    split_coord(x, &ext).iter().zip(iters).map(|(c, i)| c * i.stride).sum()
+}

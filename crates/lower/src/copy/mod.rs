@@ -1,0 +1,142 @@
+//! Copy variants (`Tx.<scope>.copy(dst, src)`), one module each:
+//!
+//! | variant | prio | accepts |
+//! |---|---|---|
+//! | [`gmem_smem`] | 10 | global ↔ shared, all threads of the scope active, region divisible by the threads |
+//! | [`ldstmatrix`] | 10 | shared ↔ 16-bit register fragments, warp-collective `ldmatrix`/`stmatrix` |
+//! | [`reg`] | 10 | registers ↔ shared or global (one side local) |
+//! | [`fallback`] | 0 | any valid copy without thread-distributed operands; one elected thread copies element by element (warns) |
+//!
+//! Shared helpers: [`partition`] (the `[outer, threads, vec]` split of
+//! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
+//!
+//! This module holds what they share: operand resolution, `validate_copy_op`,
+//! the memory-pair predicate and the vector-width candidates.
+
+pub mod fallback;
+pub mod gmem_smem;
+pub mod ldstmatrix;
+pub mod partition;
+pub mod reg;
+pub mod swizzle_iter;
+
+use crate::dispatch::{CallCx, Decline, Registry};
+use crate::expr::Affine;
+use tirx_ir::hir::{Buffer, BufferRegion, MemScope, TileOp};
+
+pub const COPY: &[TileOp] = &[TileOp::Copy];
+
+pub fn register(r: &mut Registry) {
+    r.register(Box::new(gmem_smem::GmemSmem));
+    r.register(Box::new(ldstmatrix::LdStMatrix));
+    r.register(Box::new(fallback::Fallback));
+    r.register(Box::new(reg::RegCopy));
+}
+
+/// The two operands of a copy.
+pub struct CopyOps<'a> {
+    pub dst: &'a BufferRegion,
+    pub src: &'a BufferRegion,
+    pub dst_buf: &'a Buffer,
+    pub src_buf: &'a Buffer,
+}
+
+impl CopyOps<'_> {
+    /// Non-unit extents of a region (what must match between the two sides).
+    pub fn non_unit(r: &BufferRegion) -> Vec<i64> {
+        r.ranges.iter().map(|g| g.extent).filter(|&e| e != 1).collect()
+    }
+    pub fn elems(r: &BufferRegion) -> i64 {
+        r.ranges.iter().fold(1i64, |a, g| a.saturating_mul(g.extent))
+    }
+}
+
+/// `dst`/`src` as regions, checked by `validate_copy_op` (§3.1): same dtype,
+/// equal non-unit extents, constant parts of the region inside the buffer.
+pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
+    let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
+        return Err(Decline::new("validate_copy_op", "copy needs two buffer regions (dst, src)"));
+    };
+    let ops = CopyOps { dst, src, dst_buf: cx.buf(dst.buf), src_buf: cx.buf(src.buf) };
+    if ops.dst_buf.dtype != ops.src_buf.dtype {
+        return Err(Decline::new(
+            "validate_copy_op",
+            format!("dtype mismatch: src `{}` is {}, dst `{}` is {}", ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype),
+        ));
+    }
+    let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
+    if de != se {
+        return Err(Decline::new("validate_copy_op", format!("dst region shape {de:?} != src region shape {se:?}")));
+    }
+    for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
+        check_in_bounds(cx, r, b)?;
+        check_uniform(cx, r, b)?;
+    }
+    Ok(ops)
+}
+
+fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
+    if r.ranges.len() != b.shape.len() {
+        return Err(Decline::new("validate_copy_op", format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len())));
+    }
+    for (d, (rg, &n)) in r.ranges.iter().zip(&b.shape).enumerate() {
+        let Some(Affine { constant, terms }) = cx.affine(&rg.begin) else { continue };
+        if rg.extent < 1 || (terms.is_empty() && (constant < 0 || constant + rg.extent > n)) {
+            return Err(Decline::new(
+                "validate_copy_op",
+                format!("dim {d} of `{}`: rows {constant}..{} are outside 0..{n}", b.name, constant + rg.extent),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The threads of one instance must agree on the region (a cooperative copy
+/// of a lane-dependent region has no single meaning).
+fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
+    for (d, rg) in r.ranges.iter().enumerate() {
+        if cx.env.varies_within(cx.kernel, &rg.begin, cx.scope.kind) {
+            return Err(Decline::new(
+                "uniform_region",
+                format!(
+                    "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin),
+                    cx.scope.kind
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `src -> dst` memory scopes must be one of `allowed`.
+pub fn scope_pair(ops: &CopyOps, allowed: &[(MemScope, MemScope)]) -> Result<(), Decline> {
+    let norm = |s: MemScope| if s.is_shared() { MemScope::Shared } else { s };
+    let pair = (norm(ops.src_buf.scope), norm(ops.dst_buf.scope));
+    if allowed.contains(&pair) {
+        return Ok(());
+    }
+    let list: Vec<String> = allowed.iter().map(|(a, b)| format!("{}->{}", a.name(), b.name())).collect();
+    Err(Decline::new(
+        "scope_allowed",
+        format!("unsupported memory scopes src={} dst={}; allowed: {}", ops.src_buf.scope.name(), ops.dst_buf.scope.name(), list.join(", ")),
+    ))
+}
+
+/// Vector widths to try, widest first: 128/64/32/16/8-bit groups of elements, then 1.
+pub fn vec_candidates(elem_bits: u32) -> Vec<i64> {
+    let mut v: Vec<i64> = Vec::new();
+    for bits in [128u32, 64, 32, 16, 8] {
+        if bits >= elem_bits && bits % elem_bits == 0 {
+            let n = (bits / elem_bits) as i64;
+            if !v.contains(&n) {
+                v.push(n);
+            }
+        }
+    }
+    if !v.contains(&1) {
+        v.push(1);
+    }
+    v
+}

@@ -1,0 +1,591 @@
+//! copy → reg (priority 10, seed 000, tile-primitives.md §3.3).
+//!
+//! **Accepts** a copy between registers (`local`) and shared or global memory
+//! (exactly one side local) at thread, warp, warpgroup or cta scope with every
+//! thread of the scope active, when the register layout is a plain tile whose
+//! thread iters, after CUDA fusion, number exactly the scope's threads as a
+//! compact chain (`laneid` 32:1 for a warp, `tid_in_wg` 128:1 for a warpgroup,
+//! `tx` for a cta; none at thread scope), and the region does not split a
+//! thread dimension. The memory side may be swizzled and may begin at a
+//! symbolic offset (`A[by * 32 : by * 32 + 32, 0:8]`).
+//!
+//! **Algorithm**: the register layout induces the partition. The memory side
+//! is grouped by the register iters: the group of a thread iter gives each
+//! thread its base offset (coordinate `(tid / stride) % extent` split over the
+//! group), the groups of register iters give *atoms* `(extent, memory stride,
+//! register stride)`, ordered by register stride. The vector is the widest
+//! width that divides the tail contiguous on *both* sides, stays inside one
+//! swizzle chunk, and keeps every access aligned: outer atom strides, both
+//! offsets, the symbolic begin step and the memory strides of the thread
+//! groups (rows padded to 20 f16 put thread bases 40 B apart: 8-B vectors).
+//! Differences from the reference (pitfall 18): the R-side contiguity and the
+//! thread-owned strides are checked, thread coordinates are computed from the
+//! strides, and the vector never crosses a swizzle chunk.
+//!
+//! **Generated code** (seed: 32×8 f32, lane i owns row i):
+//! ```text
+//! let s_base = lane * 8
+//! for f in 0..2 (unroll) { vcopy<4> R[f * 4] <- A_smem[s_base + f * 4] }
+//! ```
+//! The loop is unrolled (bundles up to 256 elements) so the register array is
+//! only indexed by constants: a dynamically indexed array lives in local
+//! memory. Global loads with `cache="nc"` use the non-coherent path.
+
+use super::swizzle_iter::{recognize, Walk};
+use super::{operands, scope_pair, vec_candidates, COPY};
+use crate::addr::{dim_offset, swizzle};
+use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::expr::gcd;
+use crate::scope::TidKind;
+use tirx_ir::hir::{BufferRegion, ConfigValue, MemScope, TileOp, VarId};
+use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
+use tirx_ir::DType;
+use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
+
+pub struct RegCopy;
+
+const PAIRS: &[(MemScope, MemScope)] = &[
+    (MemScope::Local, MemScope::Shared),
+    (MemScope::Shared, MemScope::Local),
+    (MemScope::Local, MemScope::Global),
+    (MemScope::Global, MemScope::Local),
+];
+
+/// `extent` steps of `mem` elements on the memory side and `reg` registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Atom {
+    pub extent: i64,
+    pub mem: i64,
+    pub reg: i64,
+}
+
+/// A thread iter of the register layout and the memory iters its coordinate walks.
+#[derive(Clone, Debug)]
+struct ThreadGroup {
+    extent: i64,
+    stride: i64,
+    mem: Vec<Iter>,
+}
+
+/// The memory operand sliced to its region.
+struct MemSide {
+    tile: TileLayout,
+    swizzle: Option<Swizzle>,
+    /// Symbolic part of the region begin: Σ coefficient (elements) · var.
+    sym: Vec<(VarId, i64)>,
+}
+
+struct RegPlan {
+    r_is_src: bool,
+    tid: Option<TidKind>,
+    threads: Vec<ThreadGroup>,
+    /// Round atoms (the vector split off), outermost first.
+    outer: Vec<Atom>,
+    vec: i64,
+    mem_off: i64,
+    reg_off: i64,
+    sym: Vec<(VarId, i64)>,
+    swizzle: Option<Swizzle>,
+    /// The swizzle fast path over the rounds (§3.6), when it applies.
+    walk: Option<Walk>,
+    cache: CacheHint,
+}
+
+impl Variant for RegCopy {
+    fn name(&self) -> &'static str {
+        "reg"
+    }
+    fn priority(&self) -> u8 {
+        10
+    }
+    fn ops(&self) -> &'static [TileOp] {
+        COPY
+    }
+
+    fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        let kind = cx.scope.kind;
+        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
+            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
+        }
+        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let ops = operands(cx)?;
+        scope_pair(&ops, PAIRS)?;
+        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
+        let r_is_src = ops.src_buf.scope == MemScope::Local;
+        let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let r_name = &cx.buf(r_reg.buf).name;
+        let r = register_layout(cx, r_reg).map_err(|m| Decline::new("register_layout", m))?;
+        let tid = thread_part(&r, r_name, kind, t).map_err(|m| Decline::new("register_layout", m))?;
+        let m = mem_side(cx, m_reg)?;
+        let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
+        let (cache, mut limits) = cache_hint(cx, global_load)?;
+        let (threads, atoms) = partition(&r, &m.tile, r_name, &cx.buf(m_reg.buf).name)?;
+        let dtype = cx.buf(r_reg.buf).dtype;
+        let bytes = dtype.bytes() as i64;
+        let reg_off = r.offset.get(&Axis::M).copied().unwrap_or(0);
+        let mem_off = m.tile.offset.get(&Axis::M).copied().unwrap_or(0);
+        let sym_div = m.sym.iter().fold(0, |g, t| gcd(g, t.1.abs()));
+        let align = Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
+        let (vec, outer) = choose_vec(&atoms, dtype.bits(), &align, &mut limits);
+        let rounds: i64 = outer.iter().map(|a| a.extent).product();
+        let bundle: i64 = atoms.iter().map(|a| a.extent).product();
+        let walk = m.swizzle.as_ref().filter(|_| m.sym.is_empty()).and_then(|sw| swizzle_walk(sw, &threads, &outer, mem_off, t));
+        if m.swizzle.is_some() && walk.is_none() {
+            limits.push("swizzle: the fast path does not apply; the memory offset is swizzled with xor/shift every round".into());
+        }
+        let summary = format!(
+            "vec {vec} ({} B) × {t} thread{}, {rounds} round{}{}; per-thread bundle {bundle} element{} as atoms (extent:mem/reg) {}",
+            vec * bytes,
+            plural(t),
+            plural(rounds),
+            if walk.is_some() { ", swizzle fast path" } else { "" },
+            plural(bundle),
+            atoms_text(&atoms)
+        );
+        let data = RegPlan { r_is_src, tid, threads, outer, vec, mem_off, reg_off, sym: m.sym, swizzle: m.swizzle, walk, cache };
+        let mut p = Plan::new(summary, data);
+        p.vec = Some(vec as u32);
+        p.rounds = Some(rounds as u64);
+        p.limits = limits;
+        Ok(p)
+    }
+
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+        let p = plan.data::<RegPlan>("copy/reg")?;
+        let ops = operands(cx)?;
+        let (r_reg, m_reg) = if p.r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let (rb, r_ity) = em.lbuf(r_reg.buf)?;
+        let (mb, m_ity) = em.lbuf(m_reg.buf)?;
+        let base = thread_base(em, p, m_ity)?;
+        let base = bind(em, "s_base", base);
+        let rounds: i64 = p.outer.iter().map(|a| a.extent).product();
+        let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
+        let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
+        let mem_iters: Vec<Iter> = p.outer.iter().map(|a| Iter::m(a.extent, a.mem)).collect();
+        let reg_iters: Vec<Iter> = p.outer.iter().map(|a| Iter::m(a.extent, a.reg)).collect();
+        let m_idx = match (&p.swizzle, &p.walk) {
+            (Some(_), Some(walk)) => {
+                let mut pre = Vec::new();
+                let idx = walk.emit(em, &mut pre, base, &em.builder().to_int(f.clone(), m_ity));
+                em.stmts.extend(pre);
+                idx
+            }
+            (sw, _) => {
+                let b = em.builder();
+                let idx = b.add(base, dim_offset(b, &mem_iters, b.to_int(f.clone(), m_ity)));
+                sw.as_ref().map_or(idx.clone(), |sw| swizzle(b, sw, idx))
+            }
+        };
+        let b = em.builder();
+        let r_idx = b.add(LExpr::Int(p.reg_off, r_ity), dim_offset(b, &reg_iters, b.to_int(f, r_ity)));
+        let (dst, dst_index, src, src_index) = if p.r_is_src { (mb, m_idx, rb, r_idx) } else { (rb, r_idx, mb, m_idx) };
+        let kind = if p.vec == 1 {
+            LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
+        } else {
+            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: p.vec as u32, cache: p.cache }
+        };
+        let body = vec![LStmt::new(kind, em.span)];
+        match f_var {
+            Some(v) => {
+                let unroll = rounds * p.vec <= UNROLL_ELEMS;
+                em.push(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(rounds), unroll, body })
+            }
+            None => em.stmts.extend(body),
+        }
+        Ok(())
+    }
+}
+
+fn plural(n: i64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Register loops over at most this many elements per thread are unrolled, so
+/// the register array is indexed by constants only (a dynamically indexed array
+/// lives in local memory); longer ones stay loops.
+pub(crate) const UNROLL_ELEMS: i64 = 256;
+
+/// `[(8:1/1), (2:64/8)]`.
+pub(crate) fn atoms_text(atoms: &[Atom]) -> String {
+    let parts: Vec<String> = atoms.iter().map(|a| format!("({}:{}/{})", a.extent, a.mem, a.reg)).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// The thread numbering a `kind`-scope register operand must use after CUDA fusion.
+fn scope_axis(kind: ExecScope) -> Option<Axis> {
+    match kind {
+        ExecScope::Warp => Some(Axis::LaneId),
+        ExecScope::Warpgroup => Some(Axis::TidInWg),
+        ExecScope::Cta => Some(Axis::Tx),
+        _ => None,
+    }
+}
+
+/// The register layout of `r` sliced to its region and canonicalized (CUDA
+/// fusion). Region begins must be constants: registers have no runtime index.
+pub(crate) fn register_layout(cx: &CallCx, r: &BufferRegion) -> Result<TileLayout, String> {
+    let b = cx.buf(r.buf);
+    let Layout::Tile(t) = &b.layout else {
+        return Err(format!("`{}` has a swizzled layout ({}); register layouts are plain tile layouts", b.name, b.layout));
+    };
+    let mut region = Vec::with_capacity(r.ranges.len());
+    for (d, rg) in r.ranges.iter().enumerate() {
+        match cx.affine(&rg.begin) {
+            Some(a) if a.terms.is_empty() => region.push((a.constant, rg.extent)),
+            _ => {
+                return Err(format!(
+                    "dim {d} of `{}` begins at `{}`; register regions need constant begins (registers cannot be indexed at run time)",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin)
+                ))
+            }
+        }
+    }
+    let sliced = t.slice(&b.shape, &region, Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
+    let canon = sliced.canonicalize(Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
+    if let Some(it) = canon.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M) {
+        return Err(format!("`{}` stores elements on the {} axis; register layouts use `m`", b.name, it.axis));
+    }
+    if let Some(it) = canon.replica.iter().find(|i| i.axis.is_memory()) {
+        return Err(format!("`{}` keeps each element in several registers (replica {}:{}); register variants need one register per element", b.name, it.extent, it.stride));
+    }
+    Ok(canon)
+}
+
+/// Checks that the thread iters of `l` (sliced, canonical) number exactly the
+/// `t` threads of a `kind`-scope call (§3.7 scope-level check) and returns the
+/// thread id they use. At thread scope `l` must carry no thread axes.
+pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Result<Option<TidKind>, String> {
+    if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()) {
+        return Err(format!("`{name}` replicates elements over threads (replica on {}); register variants need one owner per element", it.axis));
+    }
+    if let Some((a, v)) = l.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
+        return Err(format!("the region of `{name}` selects part of the threads (offset {v}@{a}); a region must cover every thread dimension"));
+    }
+    let iters: Vec<Iter> = l.shard.iter().filter(|i| i.axis.is_thread()).copied().collect();
+    let Some(axis) = scope_axis(kind) else {
+        return match iters.first() {
+            None => Ok(None),
+            Some(it) => Err(format!(
+                "a thread-scope op cannot use `{name}`, which is distributed over threads ({}); call it at the scope its layout describes (e.g. `Tx.warp.<op>`), or pass this thread's registers `{name}.local()`",
+                it.axis
+            )),
+        };
+    };
+    if iters.is_empty() {
+        return Err(format!(
+            "{kind}-scope op needs a {kind}-level operand whose layout carries thread axes ({axis} composing to {t}:1); got a thread-local view with no thread axes — pass the {kind}-level tensor, not its `.local()` (per-thread) view"
+        ));
+    }
+    let mut axes: Vec<Axis> = iters.iter().map(|i| i.axis).collect();
+    axes.dedup();
+    // In a CTA of ≤ 32 (≤ 128) threads, `laneid` (`tid_in_wg`) numbers threads as `tx` does.
+    let same_numbering = |a: Axis| a == axis || (kind == ExecScope::Cta && ((a == Axis::LaneId && t <= 32) || (a == Axis::TidInWg && t <= 128)));
+    if axes.len() != 1 || !same_numbering(axes[0]) {
+        let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
+        if let Some((scope, _)) = axes.iter().find_map(|a| a.scopes()).filter(|(s, _)| s.wider_than(kind)) {
+            return Err(format!(
+                "`{name}` is distributed over a {scope} (thread axes [{}]), wider than this {kind}-scope call; call it at {scope} scope",
+                names.join(", ")
+            ));
+        }
+        return Err(format!(
+            "{kind}-scope op operand `{name}` carries thread axes [{}]; after canonicalization a {kind}-level layout must use only '{axis}'",
+            names.join(", ")
+        ));
+    }
+    let mut sorted = iters.clone();
+    sorted.sort_by_key(|i| i.stride);
+    let mut expected = 1i64;
+    for it in &sorted {
+        if it.stride != expected {
+            return Err(format!(
+                "{kind}-scope op operand `{name}`: thread axes do not tile a complete {t}:1 (sorted by stride: expected stride {expected}, got {})",
+                it.stride
+            ));
+        }
+        expected *= it.extent;
+    }
+    if expected != t {
+        return Err(format!("{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"));
+    }
+    Ok(Some(match axes[0] {
+        Axis::LaneId => TidKind::Lane,
+        Axis::TidInWg => TidKind::TidInWg,
+        _ => TidKind::Tx,
+    }))
+}
+
+/// Slices the memory operand to its region; affine begins in loop variables
+/// and scope ids become a separate symbolic element offset.
+fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
+    let b = cx.buf(r.buf);
+    let lerr = |e: tirx_layout::LayoutError| Decline::new("slice", format!("`{}`: {e}", b.name));
+    let (base, swizzle) = match &b.layout {
+        Layout::Tile(t) => (t.clone(), None),
+        Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle)),
+    };
+    if !base.thread_axes().is_empty() {
+        return Err(Decline::new("layout", format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name())));
+    }
+    let (grouped, seps) = base.canonicalize(Fusion::Cuda).and_then(|c| c.group(&b.shape)).map_err(lerr)?;
+    let mut region = Vec::with_capacity(r.ranges.len());
+    let mut sym = Vec::new();
+    for (d, rg) in r.ranges.iter().enumerate() {
+        let a = cx.affine(&rg.begin).ok_or_else(|| {
+            Decline::new(
+                "symbolic_begin",
+                format!(
+                    "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin)
+                ),
+            )
+        })?;
+        region.push((a.constant, rg.extent));
+        if a.terms.is_empty() {
+            continue;
+        }
+        let group = TileLayout::from_shard(grouped.shard[seps[d]..seps[d + 1]].to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
+        let stride = match group.shard.as_slice() {
+            [it] if it.axis == Axis::M => it.stride,
+            _ => {
+                return Err(Decline::new(
+                    "symbolic_begin",
+                    format!("dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters", b.name),
+                ))
+            }
+        };
+        sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+    }
+    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
+    if !tile.replica.is_empty() {
+        return Err(Decline::new("layout", format!("`{}` has replicated elements; a copy needs one address per element", b.name)));
+    }
+    Ok(MemSide { tile, swizzle, sym })
+}
+
+/// `cache="nc"` on a global → register load; anything else is refused or noted.
+fn cache_hint(cx: &CallCx, global_load: bool) -> Result<(CacheHint, Vec<String>), Decline> {
+    let Some((_, v)) = cx.call.config.iter().find(|(k, _)| k == "cache") else { return Ok((CacheHint::Default, vec![])) };
+    match v {
+        ConfigValue::Str(s) if s == "nc" && global_load => Ok((CacheHint::NonCoherent, vec![])),
+        ConfigValue::Str(s) if s == "nc" => {
+            Ok((CacheHint::Default, vec!["cache=\"nc\" applies to global → register loads only; ignored here".into()]))
+        }
+        other => Err(Decline::new("config", format!("unsupported cache config {other:?}; expected \"nc\""))),
+    }
+}
+
+/// Groups the memory side by the register iters: thread groups, and atoms of
+/// the register iters ordered by register stride (outermost first).
+fn partition(r: &TileLayout, m: &TileLayout, r_name: &str, m_name: &str) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
+    let (g, seps) = m.group(&r.extents()).map_err(|e| {
+        Decline::new("align", format!("the layout of `{m_name}` does not split along the register iters of `{r_name}` ({e})"))
+    })?;
+    if let Some(it) = g.shard.iter().find(|i| i.axis != Axis::M) {
+        return Err(Decline::new("layout", format!("`{m_name}` addresses the {} axis; memory operands use `m`", it.axis)));
+    }
+    let mut threads = Vec::new();
+    let mut regs: Vec<(i64, &[Iter])> = Vec::new();
+    for (k, it) in r.shard.iter().enumerate() {
+        let group = &g.shard[seps[k]..seps[k + 1]];
+        if it.axis.is_thread() {
+            threads.push(ThreadGroup { extent: it.extent, stride: it.stride, mem: group.to_vec() });
+        } else if it.extent > 1 {
+            regs.push((it.stride, group));
+        }
+    }
+    regs.sort_by_key(|r| std::cmp::Reverse(r.0));
+    let mut atoms = Vec::new();
+    for (rs, group) in regs {
+        let mut below = 1i64;
+        let mut part = Vec::new();
+        for it in group.iter().rev() {
+            if it.extent > 1 {
+                part.push(Atom { extent: it.extent, mem: it.stride, reg: rs * below });
+            }
+            below *= it.extent;
+        }
+        part.reverse();
+        atoms.extend(part);
+    }
+    Ok((threads, atoms))
+}
+
+/// What every vector access must be aligned to, besides the round atoms.
+struct Alignment<'a> {
+    threads: &'a [ThreadGroup],
+    mem_off: i64,
+    reg_off: i64,
+    sym_div: i64,
+    chunk: Option<i64>,
+    bytes: i64,
+}
+
+/// Elements contiguous on both sides at the end of the bundle.
+pub(crate) fn contiguous_tail(atoms: &[Atom]) -> i64 {
+    let mut acc = 1;
+    for a in atoms.iter().rev() {
+        if a.mem != acc || a.reg != acc {
+            break;
+        }
+        acc *= a.extent;
+    }
+    acc
+}
+
+/// The atoms left once the innermost `vec` elements form the vector.
+pub(crate) fn split_for_vec(atoms: &[Atom], vec: i64) -> Option<Vec<Atom>> {
+    let mut out = atoms.to_vec();
+    let mut acc = 1i64;
+    while acc < vec {
+        let last = out.pop()?;
+        if acc * last.extent <= vec {
+            acc *= last.extent;
+            continue;
+        }
+        let f = vec / acc;
+        if vec % acc != 0 || last.extent % f != 0 {
+            return None;
+        }
+        out.push(Atom { extent: last.extent / f, mem: last.mem * f, reg: last.reg * f });
+        acc = vec;
+    }
+    (acc == vec).then_some(out)
+}
+
+/// The widest vector that is contiguous, inside a swizzle chunk and aligned;
+/// why each wider one was not possible goes to `limits`.
+fn choose_vec(atoms: &[Atom], bits: u32, al: &Alignment, limits: &mut Vec<String>) -> (i64, Vec<Atom>) {
+    let tail = contiguous_tail(atoms);
+    for vec in vec_candidates(bits) {
+        if vec == 1 {
+            return (1, atoms.to_vec());
+        }
+        if tail % vec != 0 {
+            limits.push(format!("vec {vec}: only {tail} element{} per thread are contiguous in both memory and registers", plural(tail)));
+            continue;
+        }
+        if let Some(c) = al.chunk.filter(|&c| vec > c) {
+            limits.push(format!("vec {vec} would cross the swizzle chunk of {c} elements"));
+            continue;
+        }
+        let Some(outer) = split_for_vec(atoms, vec) else {
+            limits.push(format!("vec {vec}: the contiguous tail does not split into vectors of {vec}"));
+            continue;
+        };
+        match misaligned(vec, &outer, al) {
+            Some(why) => limits.push(why),
+            None => return (vec, outer),
+        }
+    }
+    (1, atoms.to_vec())
+}
+
+/// The first term that is not a multiple of `vec`, as a limit line.
+fn misaligned(vec: i64, outer: &[Atom], al: &Alignment) -> Option<String> {
+    let mut terms: Vec<(&str, i64)> = Vec::new();
+    for a in outer.iter().filter(|a| a.extent > 1) {
+        terms.push(("memory round stride", a.mem));
+        terms.push(("register round stride", a.reg));
+    }
+    for g in al.threads {
+        terms.extend(g.mem.iter().filter(|i| i.extent > 1).map(|i| ("memory stride between threads", i.stride)));
+    }
+    terms.push(("memory region offset", al.mem_off));
+    terms.push(("register region offset", al.reg_off));
+    if al.sym_div != 0 {
+        terms.push(("symbolic begin step", al.sym_div));
+    }
+    let (what, v) = terms.into_iter().find(|(_, v)| v % vec != 0)?;
+    Some(format!(
+        "vec {vec}: {what} {v} × {} B = {} B is not {}-B aligned",
+        al.bytes,
+        v * al.bytes,
+        vec * al.bytes
+    ))
+}
+
+/// The §3.6 walk over the round atoms, with every thread's unswizzled base.
+fn swizzle_walk(sw: &Swizzle, threads: &[ThreadGroup], outer: &[Atom], mem_off: i64, t: i64) -> Option<Walk> {
+    let m0: Vec<i64> = (0..t)
+        .map(|tid| mem_off + threads.iter().map(|g| group_offset(&g.mem, (tid / g.stride) % g.extent)).sum::<i64>())
+        .collect();
+    let iters: Vec<Iter> = outer.iter().map(|a| Iter::m(a.extent, a.mem)).collect();
+    recognize(sw, &iters, &m0)
+}
+
+/// `x` split over the group's extents (innermost fastest), strides summed.
+pub(crate) fn group_offset(g: &[Iter], mut x: i64) -> i64 {
+    let mut acc = 0;
+    for (k, it) in g.iter().enumerate().rev() {
+        let c = if k == 0 { x } else { x % it.extent };
+        x /= it.extent;
+        acc += c * it.stride;
+    }
+    acc
+}
+
+/// This thread's memory element offset: region offset, symbolic begin, and
+/// the thread coordinate of every thread iter split over its memory group.
+fn thread_base(em: &mut Emitter, p: &RegPlan, ity: DType) -> Result<LExpr, Decline> {
+    let mut base = LExpr::Int(p.mem_off, ity);
+    if let Some(k) = p.tid {
+        let tid = em.thread_id(k);
+        let b = em.builder();
+        let tid = b.to_int(tid, ity);
+        for g in &p.threads {
+            let c = b.rem_c(b.div_c(tid.clone(), g.stride), g.extent);
+            base = b.add(base, dim_offset(b, &g.mem, c));
+        }
+    }
+    for &(v, c) in &p.sym {
+        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+        let b = em.builder();
+        base = b.add(base, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
+    }
+    Ok(base)
+}
+
+/// A `let` for a non-trivial per-thread value computed once before the rounds.
+fn bind(em: &mut Emitter, name: &str, e: LExpr) -> LExpr {
+    if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
+        return e;
+    }
+    let t = em.builder().ity(&e);
+    let range = em.builder().bounds(&e);
+    let v = em.var(name, t, range);
+    em.push(LStmtKind::Let { var: v, value: e });
+    LExpr::Var(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(extent: i64, mem: i64, reg: i64) -> Atom {
+        Atom { extent, mem, reg }
+    }
+
+    #[test]
+    fn tail_needs_both_sides_contiguous() {
+        assert_eq!(contiguous_tail(&[a(2, 64, 8), a(8, 1, 1)]), 8);
+        assert_eq!(contiguous_tail(&[a(4, 4, 4), a(4, 1, 1)]), 16);
+        // Memory rows padded to 8: only the row is contiguous.
+        assert_eq!(contiguous_tail(&[a(4, 8, 4), a(4, 1, 1)]), 4);
+        // Registers strided: nothing contiguous.
+        assert_eq!(contiguous_tail(&[a(8, 1, 2)]), 1);
+    }
+
+    #[test]
+    fn vector_split() {
+        assert_eq!(split_for_vec(&[a(8, 1, 1)], 4), Some(vec![a(2, 4, 4)]));
+        assert_eq!(split_for_vec(&[a(2, 8, 2), a(2, 1, 1)], 4), Some(vec![]));
+        assert_eq!(split_for_vec(&[a(6, 1, 1)], 4), None);
+    }
+}

@@ -1,0 +1,307 @@
+//! The dispatcher: a registry of lowering variants per tile op, and the
+//! selection of one variant per call (tile-primitives.md §2.2–§2.6).
+//!
+//! A [`Variant`] plans (`plan`: accept with a [`Plan`] or decline with a typed
+//! [`Decline`] naming the predicate that failed) and emits LIR (`emit`, which
+//! may still decline). Trial order is priority-descending, then name. Every
+//! variant is planned, also after one accepted, so `tirx explain` shows each
+//! one's verdict; the first accepted plan whose emit succeeds is chosen.
+//! `dispatch="name"` restricts the trial to that variant; an unknown name is an
+//! error listing the registered ones, and a forced variant that declines is an
+//! error with its reason. When nothing applies the error carries a table of
+//! every variant and its reason; picking a slow variant (fallback) is a warning
+//! that names why each faster variant declined.
+//!
+//! New variants (`reg`, `ldstmatrix`, elementwise `reg`, ...) are new modules
+//! registered in [`Registry::cuda`]; nothing else changes.
+
+use crate::build::Builder;
+use crate::explain::{CallExplain, Tried};
+use crate::scope::{ScopeView, TidKind};
+use crate::stmt::Env;
+use crate::LowerOptions;
+use std::any::Any;
+use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
+use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::{DType, Diagnostic, Span};
+use tirx_layout::Axis;
+
+/// Why a variant does not apply: the predicate that failed and a reason a user can act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decline {
+    pub predicate: &'static str,
+    pub reason: String,
+}
+
+impl Decline {
+    pub fn new(predicate: &'static str, reason: impl Into<String>) -> Decline {
+        Decline { predicate, reason: reason.into() }
+    }
+}
+
+/// An accepted plan: what explain reports, and the variant's own data for `emit`.
+pub struct Plan {
+    /// One line for explain (`vec 4 × 32 threads, 8 rounds`).
+    pub summary: String,
+    pub vec: Option<u32>,
+    pub rounds: Option<u64>,
+    /// What limited the plan (e.g. why a wider vector was not possible).
+    pub limits: Vec<String>,
+    pub data: Box<dyn Any>,
+}
+
+impl Plan {
+    pub fn new(summary: impl Into<String>, data: impl Any) -> Plan {
+        Plan { summary: summary.into(), vec: None, rounds: None, limits: vec![], data: Box::new(data) }
+    }
+    /// The variant's data, or a decline if a plan of another variant was passed.
+    pub fn data<T: 'static>(&self, who: &'static str) -> Result<&T, Decline> {
+        self.data.downcast_ref::<T>().ok_or_else(|| Decline::new("plan", format!("internal: {who} got a plan it did not make")))
+    }
+}
+
+pub trait Variant: Sync {
+    fn name(&self) -> &'static str;
+    fn priority(&self) -> u8;
+    fn ops(&self) -> &'static [TileOp];
+    fn plan(&self, cx: &CallCx) -> Result<Plan, Decline>;
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline>;
+    /// Picking this variant deserves a warning (slow catch-alls).
+    fn warns(&self) -> bool {
+        false
+    }
+}
+
+/// What a variant sees of one tile call.
+pub struct CallCx<'a> {
+    pub kernel: &'a Kernel,
+    pub call: &'a TileCall,
+    pub scope: &'a ScopeView,
+    pub opts: &'a LowerOptions,
+    pub(crate) env: &'a Env,
+}
+
+impl<'a> CallCx<'a> {
+    /// The region operand at position `i`, if it is one.
+    pub fn region(&self, i: usize) -> Option<&'a BufferRegion> {
+        match self.call.args.get(i) {
+            Some(TileArg::Region(r)) => Some(r),
+            _ => None,
+        }
+    }
+    pub fn buf(&self, id: BufId) -> &'a tirx_ir::hir::Buffer {
+        self.kernel.buf(id)
+    }
+    /// Decomposes an index expression into constant + Σ coefficient·var.
+    pub fn affine(&self, e: &Expr) -> Option<crate::expr::Affine> {
+        crate::expr::affine(self.env, e)
+    }
+}
+
+/// Where a variant writes its LIR.
+pub struct Emitter<'a> {
+    pub(crate) b: &'a mut Builder,
+    pub(crate) env: &'a Env,
+    pub(crate) kernel: &'a Kernel,
+    pub span: Span,
+    pub stmts: Vec<LStmt>,
+}
+
+impl Emitter<'_> {
+    pub fn push(&mut self, kind: LStmtKind) {
+        self.stmts.push(LStmt::new(kind, self.span));
+    }
+    pub fn builder(&self) -> &Builder {
+        self.b
+    }
+    pub fn var(&mut self, name: &str, dtype: DType, range: Option<(i64, i64)>) -> LVarId {
+        self.b.var(name, dtype, range)
+    }
+    /// The thread id of a scope (a kernel-level `let`, declared once).
+    pub fn thread_id(&mut self, kind: TidKind) -> LExpr {
+        crate::stmt::thread_id(self.b, kind)
+    }
+    /// The executing thread's coordinate on a thread axis (`laneid` → `lane`),
+    /// `None` for axes outside a CTA.
+    pub fn axis_id(&mut self, axis: Axis) -> Option<LExpr> {
+        use crate::build::Hw;
+        let (hw, name) = match axis {
+            Axis::LaneId => (Hw::Lane, "lane"),
+            Axis::WarpId => (Hw::WarpId, "warp_id"),
+            Axis::Tx => (Hw::Tx, "tid"),
+            Axis::TidInWg => (Hw::TidInWg, "tid_in_wg"),
+            Axis::WidInWg => (Hw::WarpInWg, "warp_in_wg"),
+            Axis::WgId => (Hw::WgId, "wg_id"),
+            _ => return None,
+        };
+        Some(self.b.hw(hw, name))
+    }
+    /// Thread-axis coordinates of the owner of `buf[idx]`.
+    pub fn owner(&mut self, buf: BufId, idx: &[LExpr]) -> Result<Vec<(Axis, LExpr)>, Decline> {
+        crate::addr::owner(self.kernel, self.b, buf, idx).map_err(|m| Decline::new("address", m))
+    }
+    pub fn expr(&mut self, e: &Expr) -> Result<LExpr, Decline> {
+        crate::expr::lower(self.kernel, self.env, self.b, e).map_err(|d| Decline::new("operand", d.message))
+    }
+    /// Element index of `buf[idx]` through the buffer's layout (memory axis only).
+    pub fn address(&mut self, buf: BufId, idx: &[LExpr]) -> Result<(LBufId, LExpr), Decline> {
+        crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new("address", m))
+    }
+    pub fn lbuf(&self, buf: BufId) -> Result<(LBufId, DType), Decline> {
+        self.env.lbuf(buf).ok_or_else(|| Decline::new("operand", format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name)))
+    }
+}
+
+/// All registered variants.
+#[derive(Default)]
+pub struct Registry {
+    variants: Vec<Box<dyn Variant>>,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        Registry::default()
+    }
+
+    /// The CUDA variants.
+    pub fn cuda() -> Registry {
+        let mut r = Registry::new();
+        crate::copy::register(&mut r);
+        crate::elementwise::register(&mut r);
+        r
+    }
+
+    pub fn register(&mut self, v: Box<dyn Variant>) {
+        self.variants.push(v);
+    }
+
+    /// Variants of `op` in trial order: priority descending, then name.
+    pub fn for_op(&self, op: TileOp) -> Vec<&dyn Variant> {
+        let mut v: Vec<&dyn Variant> = self.variants.iter().map(|b| b.as_ref()).filter(|v| v.ops().contains(&op)).collect();
+        v.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.name().cmp(b.name())));
+        v
+    }
+}
+
+/// The result of dispatching one call.
+pub struct Dispatched {
+    pub stmts: Vec<LStmt>,
+    pub explain: CallExplain,
+    pub errors: Vec<Diagnostic>,
+    pub warnings: Vec<Diagnostic>,
+}
+
+pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatched {
+    let call = cx.call;
+    let mut ex = CallExplain::new(cx);
+    let mut out = Dispatched { stmts: vec![], explain: CallExplain::default(), errors: vec![], warnings: vec![] };
+    let all = reg.for_op(call.op);
+    if all.is_empty() {
+        out.errors.push(
+            Diagnostic::error(call.span, format!("no variant registered for op `{}` yet", call.op.name()))
+                .with_label("this tile call cannot be lowered")
+                .with_note(format!("ops with variants: {}", ops_with_variants(reg))),
+        );
+        out.explain = ex;
+        return out;
+    }
+    let cases: Vec<&dyn Variant> = match &call.dispatch {
+        Some(name) => {
+            let c: Vec<_> = all.iter().copied().filter(|v| v.name() == name).collect();
+            if c.is_empty() {
+                let names: Vec<_> = all.iter().map(|v| v.name()).collect();
+                out.errors.push(
+                    Diagnostic::error(call.span, format!("no variant named '{name}' is registered for `{}`", call.op.name()))
+                        .with_label("unknown dispatch name")
+                        .with_help(format!("registered variants: {}", names.join(", "))),
+                );
+                out.explain = ex;
+                return out;
+            }
+            ex.forced = Some(name.clone());
+            c
+        }
+        None => all,
+    };
+    let plans: Vec<Result<Plan, Decline>> = cases.iter().map(|v| v.plan(cx)).collect();
+    let mut chosen = None;
+    for (i, (v, p)) in cases.iter().zip(&plans).enumerate() {
+        let mut tried = Tried::new(*v, p);
+        if let (Ok(plan), None) = (p, chosen) {
+            let mut em = Emitter { b: &mut *b, env: cx.env, kernel: cx.kernel, span: call.span, stmts: vec![] };
+            match v.emit(plan, cx, &mut em) {
+                Ok(()) => {
+                    chosen = Some(i);
+                    out.stmts = em.stmts;
+                    ex.chosen = Some(v.name().to_string());
+                    ex.vec = plan.vec;
+                    ex.rounds = plan.rounds;
+                    ex.limits = plan.limits.clone();
+                }
+                Err(d) => tried.decline(&d, true),
+            }
+        }
+        ex.tried.push(tried);
+    }
+    match chosen {
+        None => out.errors.push(no_variant_error(cx, &ex)),
+        Some(i) if cases[i].warns() => out.warnings.push(slow_pick_warning(cx, &ex, cases[i])),
+        Some(_) => {}
+    }
+    out.explain = ex;
+    out
+}
+
+fn ops_with_variants(reg: &Registry) -> String {
+    let ops: Vec<&str> = TileOp::ALL.iter().filter(|op| !reg.for_op(**op).is_empty()).map(|op| op.name()).collect();
+    if ops.is_empty() {
+        "none".into()
+    } else {
+        ops.join(", ")
+    }
+}
+
+fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
+    let call = cx.call;
+    let msg = match &ex.forced {
+        Some(name) => format!("the forced variant '{name}' does not apply to this `{}`", call.op.name()),
+        None => format!("no lowering variant applies to this `{}` at {} scope", call.op.name(), call.scope),
+    };
+    let mut d = Diagnostic::error(call.span, msg).with_label("cannot be lowered").with_note(decline_table(ex));
+    if ex.forced.is_some() {
+        d = d.with_help("remove `dispatch=` to let the dispatcher pick a variant");
+    }
+    d
+}
+
+/// `variant (prio) | reason` rows, one per variant tried.
+pub fn decline_table(ex: &CallExplain) -> String {
+    let w = ex.tried.iter().map(|t| t.variant.len() + 8).max().unwrap_or(7).max(7);
+    let mut s = format!("{:<w$} | reason", "variant");
+    for t in &ex.tried {
+        let label = format!("{} (prio={})", t.variant, t.priority);
+        let verdict = if t.accepted { "accepted".to_string() } else { t.reason.clone() };
+        s.push_str(&format!("\n{label:<w$} | {verdict}"));
+    }
+    s
+}
+
+fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnostic {
+    let call = cx.call;
+    let scopes: Vec<String> = [1usize, 0]
+        .iter()
+        .filter_map(|&i| cx.region(i))
+        .map(|r| cx.buf(r.buf).scope.name().to_string())
+        .collect();
+    let pair = if scopes.len() == 2 { format!(" for {} -> {}", scopes[0], scopes[1]) } else { String::new() };
+    let how = ex.tried.iter().find(|t| t.variant == v.name()).map(|t| t.reason.clone()).unwrap_or_default();
+    let mut d = Diagnostic::warning(
+        call.span,
+        format!("{}/{} (scalar) picked{pair} at {} scope; all faster variants declined", call.op.name(), v.name(), call.scope),
+    )
+    .with_label(format!("lowered to a slow scalar loop: {how}"));
+    for t in ex.tried.iter().filter(|t| t.priority > v.priority()) {
+        d = d.with_note(format!("{} declined: {}", t.variant, t.reason));
+    }
+    d
+}

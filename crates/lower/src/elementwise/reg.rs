@@ -1,0 +1,496 @@
+//! elementwise → reg (priority 10, seed 001, tile-primitives.md §3.7).
+//!
+//! **Accepts** an elementwise op (zero, fill, reciprocal, sqrt, exp, exp2,
+//! log2, silu, add, sub, mul, fdiv, maximum, minimum, fma, cast) at thread,
+//! warp, warpgroup or cta scope with every thread active, when every region
+//! operand is in registers (`local`) with f32/f16/bf16 elements, and the
+//! destination (the *anchor*) carries a layout whose thread axes tile the whole
+//! scope (`laneid` 32:1, `tid_in_wg` 128:1, `tx`; none at thread scope, where
+//! `.local()` views and trivial layouts work). Sources broadcast NumPy-style
+//! (right-aligned, each dim equal or 1); scalars are allowed anywhere an op
+//! takes a value. Every source must be owned by the same thread as the
+//! destination element it feeds: no data moves between threads.
+//!
+//! **Algorithm**: slice and canonicalize the anchor, drop its thread iters;
+//! what remains is each thread's bundle, walked by one loop per register iter.
+//! Each source is lifted to the destination shape (broadcast dims become
+//! stride-0 iters) and grouped by the anchor's iters, giving its register
+//! index per loop coordinate. When the destination and every source form
+//! aligned consecutive pairs (checked element by element over the bundle),
+//! f16/bf16 add/sub/mul/fma/max/min use packed pair arithmetic (`Packed2`,
+//! `__hadd2`…; bf16 from sm_80) and f32↔f16/bf16 casts use pair conversions
+//! (`Cast2`, `__float22half2_rn`…); otherwise one scalar op per element in
+//! the compute type (the widest operand type; f32 when f16 meets bf16).
+//!
+//! **Generated code** (seed: warp sqrt of 32×8 f32, lane i owns row i):
+//! ```text
+//! for f in 0..8 (unroll) { R[f] = sqrt(R[f]) }
+//! ```
+//! (loops over bundles up to 256 elements are unrolled: constant register indices).
+//! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
+
+use super::{parse, scalar, OpCall, Operand, OPS};
+use crate::addr::dim_offset;
+use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
+use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
+use tirx_ir::DType;
+use tirx_layout::{Axis, ExecScope, Fusion, Iter, TileLayout};
+
+pub struct EwiseReg;
+
+/// Bundles up to this many elements are checked pair by pair for packing.
+const PAIR_CHECK_LIMIT: i64 = 1 << 14;
+
+/// Where a region operand's element lives in its thread's registers, per
+/// coordinate of the anchor's register loops: `offset + Σ_k group_k(c_k)`.
+#[derive(Clone, Debug, PartialEq)]
+struct RegMap {
+    offset: i64,
+    /// One iter group per anchor loop (stride 0 where broadcast).
+    groups: Vec<Vec<Iter>>,
+}
+
+impl RegMap {
+    fn at(&self, c: &[i64]) -> i64 {
+        self.offset + self.groups.iter().zip(c).map(|(g, &x)| group_offset(g, x)).sum::<i64>()
+    }
+}
+
+/// How each pair operand of a packed op is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PairKind {
+    /// Two consecutive registers, the first at an even index.
+    Pair,
+    /// One register feeding both lanes (a broadcast dim).
+    Splat,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Mode {
+    Scalar,
+    Packed { op: PackedOp, dtype: DType, kinds: Vec<PairKind> },
+    Cast2,
+}
+
+struct EwPlan {
+    /// Extents of the anchor's register loops, outermost first.
+    loops: Vec<i64>,
+    dst: RegMap,
+    /// Per source: its map when it is a region.
+    srcs: Vec<Option<RegMap>>,
+    compute: DType,
+    mode: Mode,
+}
+
+impl Variant for EwiseReg {
+    fn name(&self) -> &'static str {
+        "reg"
+    }
+    fn priority(&self) -> u8 {
+        10
+    }
+    fn ops(&self) -> &'static [TileOp] {
+        OPS
+    }
+
+    fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        let kind = cx.scope.kind;
+        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
+            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
+        }
+        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let call = parse(cx)?;
+        check_operands(cx, &call)?;
+        let compute = compute_type(cx, &call);
+        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
+        let dst_name = &cx.buf(call.dst.buf).name;
+        let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new("anchor_layout", m))?;
+        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new("scope_level", m))?;
+        let loop_iters: Vec<Iter> = anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
+        let dst = RegMap { offset: m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
+        let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
+        let mut srcs = Vec::with_capacity(call.srcs.len());
+        for s in &call.srcs {
+            srcs.push(match s {
+                Operand::Region(r) => Some(align(cx, r, &anchor, &dst_ext, dst_name)?),
+                Operand::Scalar(_) => None,
+            });
+        }
+        let loops: Vec<i64> = loop_iters.iter().map(|i| i.extent).collect();
+        let mut limits = Vec::new();
+        let mode = choose_mode(cx, &call, compute, &loops, &dst, &srcs, &mut limits);
+        let bundle: i64 = loops.iter().product();
+        let pairs = !matches!(mode, Mode::Scalar);
+        let rounds = if pairs { bundle / 2 } else { bundle };
+        let how = match &mode {
+            Mode::Scalar => format!("one {compute} op per element"),
+            Mode::Packed { dtype, .. } => format!("packed {dtype} pairs ({} ops)", rounds),
+            Mode::Cast2 => format!("pair conversions ({} ops)", rounds),
+        };
+        let summary = format!("per-thread bundle {bundle} element{} (register loops {loops:?}); {how}", if bundle == 1 { "" } else { "s" });
+        let mut p = Plan::new(summary, EwPlan { loops, dst, srcs, compute, mode });
+        p.vec = Some(if pairs { 2 } else { 1 });
+        p.rounds = Some(rounds as u64);
+        p.limits = limits;
+        Ok(p)
+    }
+
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+        let p = plan.data::<EwPlan>("elementwise/reg")?;
+        let call = parse(cx)?;
+        let value_type = match &p.mode {
+            Mode::Packed { dtype, .. } => *dtype,
+            _ => p.compute,
+        };
+        // Scalars are evaluated once, before the loops.
+        let mut scalars = Vec::with_capacity(call.srcs.len());
+        for s in &call.srcs {
+            scalars.push(match s {
+                Operand::Scalar(e) => Some(scalar_value(em, e, value_type)?),
+                Operand::Region(_) => None,
+            });
+        }
+        let scale = match call.scale {
+            Some(e) => Some(scalar_value(em, e, p.compute)?),
+            None => None,
+        };
+        let pairs = !matches!(p.mode, Mode::Scalar);
+        let n = p.loops.len();
+        let vars: Vec<_> = p
+            .loops
+            .iter()
+            .enumerate()
+            .map(|(k, &e)| {
+                let trip = if pairs && k + 1 == n { e / 2 } else { e };
+                let name = if n == 1 { "f".to_string() } else { format!("f{k}") };
+                (em.var(&name, DType::I32, Some((0, trip - 1))), trip)
+            })
+            .collect();
+        let coords: Vec<LExpr> = vars
+            .iter()
+            .enumerate()
+            .map(|(k, (v, _))| if pairs && k + 1 == n { em.builder().mul(LExpr::Var(*v), LExpr::i32(2)) } else { LExpr::Var(*v) })
+            .collect();
+        let (dst_buf, dst_ity) = em.lbuf(call.dst.buf)?;
+        let dst_index = index(em, &p.dst, &coords, dst_ity);
+        let mut src_refs = Vec::with_capacity(call.srcs.len());
+        for (s, map) in call.srcs.iter().zip(&p.srcs) {
+            src_refs.push(match (s, map) {
+                (Operand::Region(r), Some(m)) => {
+                    let (lb, ity) = em.lbuf(r.buf)?;
+                    Some((lb, index(em, m, &coords, ity)))
+                }
+                _ => None,
+            });
+        }
+        let kind = match &p.mode {
+            Mode::Scalar => {
+                let b = em.builder();
+                let vals: Vec<LExpr> = src_refs
+                    .iter()
+                    .zip(&scalars)
+                    .map(|(r, s)| match (r, s) {
+                        (Some((lb, i)), _) => b.convert(LExpr::Load(*lb, Box::new(i.clone())), p.compute),
+                        (None, Some(v)) => v.clone(),
+                        (None, None) => LExpr::Float(0.0, p.compute),
+                    })
+                    .collect();
+                let dst_dtype = b.bufs[dst_buf.0 as usize].dtype;
+                let value = b.convert(scalar(call.op, &vals, scale, p.compute), dst_dtype);
+                LStmtKind::Store { buf: dst_buf, index: dst_index, value }
+            }
+            Mode::Packed { op, dtype, kinds } => {
+                let mut srcs = Vec::with_capacity(src_refs.len());
+                let mut kinds = kinds.iter();
+                for (r, s) in src_refs.iter().zip(&scalars) {
+                    srcs.push(match (r, s) {
+                        (Some((lb, i)), _) => match kinds.next() {
+                            Some(PairKind::Pair) => PairSrc::Buf(*lb, i.clone()),
+                            _ => PairSrc::Scalar(LExpr::Load(*lb, Box::new(i.clone()))),
+                        },
+                        (None, Some(v)) => PairSrc::Scalar(v.clone()),
+                        (None, None) => return Err(Decline::new("emit", "internal: an operand has neither a region nor a value")),
+                    });
+                }
+                LStmtKind::Packed2 { op: *op, dtype: *dtype, dst: dst_buf, dst_index, srcs }
+            }
+            Mode::Cast2 => {
+                let Some(Some((src, src_index))) = src_refs.first().cloned() else {
+                    return Err(Decline::new("emit", "internal: cast without a source region"));
+                };
+                LStmtKind::Cast2 { dst: dst_buf, dst_index, src, src_index }
+            }
+        };
+        let mut body = vec![LStmt::new(kind, em.span)];
+        let unroll = p.loops.iter().product::<i64>() <= UNROLL_ELEMS;
+        for (v, trip) in vars.into_iter().rev() {
+            body = vec![LStmt::new(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(trip), unroll, body }, em.span)];
+        }
+        em.stmts.extend(body);
+        Ok(())
+    }
+}
+
+fn m_offset(l: &TileLayout) -> i64 {
+    l.offset.get(&Axis::M).copied().unwrap_or(0)
+}
+
+/// Every region operand is a register buffer of a float type this variant computes in.
+fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
+    for r in call.regions() {
+        let b = cx.buf(r.buf);
+        if b.scope != MemScope::Local {
+            return Err(Decline::new(
+                "operand_scope",
+                format!(
+                    "operand `{}` is in {} memory; elementwise `reg` needs every operand in registers (scope=\"local\")",
+                    b.name,
+                    b.scope.name()
+                ),
+            ));
+        }
+        if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
+            return Err(Decline::new("dtype", format!("operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16", b.name, b.dtype)));
+        }
+    }
+    Ok(())
+}
+
+/// The widest region dtype; f32 when 16-bit types of different formats meet.
+fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
+    let mut types = call.regions().map(|r| cx.buf(r.buf).dtype);
+    let first = types.next().unwrap_or(DType::F32);
+    if types.all(|t| t == first) {
+        first
+    } else {
+        DType::F32
+    }
+}
+
+/// Lifts a source region to the destination shape (broadcast dims become
+/// stride-0 iters), groups it by the anchor's iters and checks that every
+/// thread owns the same elements of both.
+fn align(cx: &CallCx, r: &BufferRegion, anchor: &TileLayout, dst_ext: &[i64], dst_name: &str) -> Result<RegMap, Decline> {
+    let name = &cx.buf(r.buf).name;
+    let sliced = register_layout(cx, r).map_err(|m| Decline::new("operand_layout", m))?;
+    let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new("broadcast", m))?;
+    let lerr = |e: tirx_layout::LayoutError| Decline::new("align", format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"));
+    let (g, seps) = sliced.group(&shape).map_err(lerr)?;
+    let mut shard = Vec::new();
+    for (d, (&o, &e)) in shape.iter().zip(dst_ext).enumerate() {
+        if o == e {
+            shard.extend_from_slice(&g.shard[seps[d]..seps[d + 1]]);
+        } else {
+            shard.push(Iter::m(e, 0));
+        }
+    }
+    let lifted = TileLayout::new(shard, sliced.replica.clone(), sliced.offset.clone());
+    let (og, oseps) = lifted.group(&anchor.extents()).map_err(lerr)?;
+    let mismatch = |what: String| {
+        Decline::new(
+            "thread_part",
+            format!("thread part mismatch between anchor `{dst_name}` and operand `{name}` after alignment: {what}; every thread must own the elements it combines"),
+        )
+    };
+    if let Some((a, v)) = lifted.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
+        return Err(mismatch(format!("`{name}` is offset by {v}@{a}")));
+    }
+    let mut groups = Vec::new();
+    for (k, it) in anchor.shard.iter().enumerate() {
+        let grp = &og.shard[oseps[k]..oseps[k + 1]];
+        if it.axis.is_thread() {
+            let canon = TileLayout::from_shard(grp.to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
+            if canon.shard != [*it] {
+                return Err(mismatch(format!("anchor thread iter {}:{}@{} meets {}", it.extent, it.stride, it.axis, iters_text(grp))));
+            }
+        } else if let Some(t) = grp.iter().find(|i| i.axis.is_thread() && i.extent > 1) {
+            return Err(mismatch(format!("register iter {}:{} of the anchor meets thread iter {}:{}@{}", it.extent, it.stride, t.extent, t.stride, t.axis)));
+        } else if it.extent > 1 {
+            groups.push(grp.to_vec());
+        }
+    }
+    Ok(RegMap { offset: m_offset(&lifted), groups })
+}
+
+fn iters_text(g: &[Iter]) -> String {
+    let parts: Vec<String> = g.iter().map(|i| format!("{}:{}@{}", i.extent, i.stride, i.axis)).collect();
+    format!("[{}]", parts.join(", "))
+}
+
+/// NumPy right-aligned broadcast of the region shape to the destination's:
+/// the operand's extents padded with leading 1s (extra leading unit dims dropped).
+fn broadcast_shape(r: &BufferRegion, dst_ext: &[i64], name: &str) -> Result<Vec<i64>, String> {
+    let mut ext: Vec<i64> = r.ranges.iter().map(|g| g.extent).collect();
+    while ext.len() > dst_ext.len() && ext[0] == 1 {
+        ext.remove(0);
+    }
+    if ext.len() > dst_ext.len() {
+        return Err(format!("`{name}` region rank {} > anchor rank {}", ext.len(), dst_ext.len()));
+    }
+    let mut shape = vec![1; dst_ext.len() - ext.len()];
+    shape.extend(ext);
+    for (d, (&o, &e)) in shape.iter().zip(dst_ext).enumerate() {
+        if o != e && o != 1 {
+            return Err(format!("shape incompat: dim {d}: `{name}` extent {o} vs anchor {e} (need equal or 1)"));
+        }
+    }
+    Ok(shape)
+}
+
+/// The packed op for `op`, if one exists.
+fn packed_op(op: TileOp) -> Option<PackedOp> {
+    Some(match op {
+        TileOp::Add => PackedOp::Add,
+        TileOp::Sub => PackedOp::Sub,
+        TileOp::Mul => PackedOp::Mul,
+        TileOp::Fma => PackedOp::Fma,
+        TileOp::Maximum => PackedOp::Max,
+        TileOp::Minimum => PackedOp::Min,
+        _ => return None,
+    })
+}
+
+/// `sm_90a` → 90.
+fn sm_version(arch: &str) -> Option<u32> {
+    let digits: String = arch.strip_prefix("sm_")?.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// Pair arithmetic or pair conversion when the types and every operand's
+/// register pairs allow it; why not goes to `limits`.
+fn choose_mode(cx: &CallCx, call: &OpCall, compute: DType, loops: &[i64], dst: &RegMap, srcs: &[Option<RegMap>], limits: &mut Vec<String>) -> Mode {
+    let dst_t = cx.buf(call.dst.buf).dtype;
+    let region_types: Vec<DType> = call.regions().skip(1).map(|r| cx.buf(r.buf).dtype).collect();
+    let sm = sm_version(&cx.opts.arch).unwrap_or(0);
+    let wanted = if call.op == TileOp::Cast {
+        let pair_cast = matches!(
+            (region_types.first(), dst_t),
+            (Some(DType::F32), DType::F16 | DType::BF16) | (Some(DType::F16 | DType::BF16), DType::F32)
+        );
+        if !pair_cast {
+            return Mode::Scalar;
+        }
+        Mode::Cast2
+    } else {
+        let Some(op) = packed_op(call.op) else { return Mode::Scalar };
+        let min_sm = match dst_t {
+            DType::F16 => 53,
+            DType::BF16 => 80,
+            t => {
+                limits.push(format!("packed pairs: {t} has no packed arithmetic on {}", cx.opts.arch));
+                return Mode::Scalar;
+            }
+        };
+        if sm < min_sm {
+            limits.push(format!("packed pairs: {dst_t} pair arithmetic needs sm_{min_sm}, target is {}", cx.opts.arch));
+            return Mode::Scalar;
+        }
+        if compute != dst_t {
+            limits.push(format!("packed pairs: operands mix types, computed in {compute}"));
+            return Mode::Scalar;
+        }
+        Mode::Packed { op, dtype: dst_t, kinds: vec![] }
+    };
+    let splat_ok = matches!(wanted, Mode::Packed { .. });
+    match pair_kinds(loops, dst, srcs, splat_ok) {
+        Ok(kinds) => match wanted {
+            Mode::Packed { op, dtype, .. } => Mode::Packed { op, dtype, kinds },
+            m => m,
+        },
+        Err(why) => {
+            limits.push(format!("pairs: {why}"));
+            Mode::Scalar
+        }
+    }
+}
+
+/// Checks, element by element, that the destination and every region source
+/// form aligned consecutive register pairs (or, with `splat_ok`, a broadcast
+/// register) along the innermost loop; returns each source's pair kind.
+fn pair_kinds(loops: &[i64], dst: &RegMap, srcs: &[Option<RegMap>], splat_ok: bool) -> Result<Vec<PairKind>, String> {
+    let Some(&inner) = loops.last() else { return Err("the bundle is a single element".into()) };
+    if inner % 2 != 0 {
+        return Err(format!("the innermost register loop has odd extent {inner}"));
+    }
+    let total: i64 = loops.iter().product();
+    if total > PAIR_CHECK_LIMIT {
+        return Err(format!("bundle of {total} elements is too large to check pairs"));
+    }
+    let maps: Vec<&RegMap> = srcs.iter().flatten().collect();
+    let mut kinds: Vec<Option<PairKind>> = vec![None; maps.len()];
+    let mut c = vec![0i64; loops.len()];
+    for pos in (0..total).step_by(2) {
+        let mut x = pos;
+        for k in (0..loops.len()).rev() {
+            c[k] = x % loops[k];
+            x /= loops[k];
+        }
+        let mut c1 = c.clone();
+        *c1.last_mut().expect("loops is not empty") += 1;
+        let (d0, d1) = (dst.at(&c), dst.at(&c1));
+        if d1 != d0 + 1 || d0 % 2 != 0 {
+            return Err(format!("destination registers {d0}, {d1} are not an aligned pair"));
+        }
+        for (i, m) in maps.iter().enumerate() {
+            let (s0, s1) = (m.at(&c), m.at(&c1));
+            let kind = if s1 == s0 + 1 && s0 % 2 == 0 {
+                PairKind::Pair
+            } else if s1 == s0 && splat_ok {
+                PairKind::Splat
+            } else {
+                return Err(format!("source {} registers {s0}, {s1} are not an aligned pair", i + 1));
+            };
+            if *kinds[i].get_or_insert(kind) != kind {
+                return Err(format!("source {} mixes register pairs and broadcast registers", i + 1));
+            }
+        }
+    }
+    Ok(kinds.into_iter().map(|k| k.unwrap_or(PairKind::Pair)).collect())
+}
+
+/// `offset + Σ_k group_k(c_k)` as an index expression.
+fn index(em: &Emitter, m: &RegMap, coords: &[LExpr], ity: DType) -> LExpr {
+    let b = em.builder();
+    let mut acc = LExpr::Int(m.offset, ity);
+    for (g, c) in m.groups.iter().zip(coords) {
+        acc = b.add(acc, dim_offset(b, g, b.to_int(c.clone(), ity)));
+    }
+    acc
+}
+
+/// A scalar operand in type `t`, bound to a `let` unless it is a constant.
+fn scalar_value(em: &mut Emitter, e: &tirx_ir::hir::Expr, t: DType) -> Result<LExpr, Decline> {
+    let v = em.expr(e)?;
+    let v = em.builder().convert(v, t);
+    if matches!(v, LExpr::Float(..) | LExpr::Int(..) | LExpr::Var(_)) {
+        return Ok(v);
+    }
+    let var = em.var("x", t, None);
+    em.push(LStmtKind::Let { var, value: v });
+    Ok(LExpr::Var(var))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_versions() {
+        assert_eq!(sm_version("sm_90a"), Some(90));
+        assert_eq!(sm_version("sm_100"), Some(100));
+        assert_eq!(sm_version("gfx90a"), None);
+    }
+
+    #[test]
+    fn pairs_of_contiguous_and_broadcast_operands() {
+        let dst = RegMap { offset: 0, groups: vec![vec![Iter::m(4, 8)], vec![Iter::m(8, 1)]] };
+        let splat = RegMap { offset: 0, groups: vec![vec![Iter::m(4, 1)], vec![Iter::m(8, 0)]] };
+        let kinds = pair_kinds(&[4, 8], &dst, &[Some(dst.clone()), Some(splat.clone())], true).unwrap();
+        assert_eq!(kinds, vec![PairKind::Pair, PairKind::Splat]);
+        assert!(pair_kinds(&[4, 8], &dst, &[Some(splat)], false).is_err());
+        let odd = RegMap { offset: 1, ..dst.clone() };
+        assert!(pair_kinds(&[4, 8], &dst, &[Some(odd)], true).is_err());
+    }
+}

@@ -1,0 +1,287 @@
+//! The dispatch record of one tile call (`tirx explain`): op, scope, location,
+//! operands with their layouts, every variant tried with its verdict, the
+//! chosen variant, vector width, rounds and what limited the vector width.
+
+use crate::dispatch::{CallCx, Decline, Plan, Variant};
+use serde::Serialize;
+use std::fmt::Write;
+use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, TileOp, UnOp};
+use tirx_ir::Span;
+use tirx_layout::Layout;
+
+/// Where a call is: byte span, and file/line/col once [`CallExplain::locate`]d.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SpanInfo {
+    pub lo: u32,
+    pub hi: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub col: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct OperandExplain {
+    /// `dst`, `src`, ...
+    pub role: String,
+    /// `A[0:32, 0:32]`
+    pub region: String,
+    pub buffer: String,
+    pub memory: String,
+    pub dtype: String,
+    pub shape: Vec<i64>,
+    pub layout: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tried {
+    pub variant: String,
+    pub priority: u8,
+    pub accepted: bool,
+    /// Why it declined, or a summary of the accepted plan.
+    pub reason: String,
+    /// The predicate that failed (`all_threads_active`, `divides_thread_cnt`, `emit`, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicate: Option<String>,
+}
+
+impl Tried {
+    pub(crate) fn new(v: &dyn Variant, p: &Result<Plan, Decline>) -> Tried {
+        let mut t = Tried { variant: v.name().into(), priority: v.priority(), ..Default::default() };
+        match p {
+            Ok(plan) => {
+                t.accepted = true;
+                t.reason = plan.summary.clone();
+            }
+            Err(d) => t.decline(d, false),
+        }
+        t
+    }
+
+    pub(crate) fn decline(&mut self, d: &Decline, at_emit: bool) {
+        self.accepted = false;
+        self.reason = if at_emit { format!("declined at emit: {}", d.reason) } else { d.reason.clone() };
+        self.predicate = Some(d.predicate.to_string());
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CallExplain {
+    pub op: String,
+    pub scope: String,
+    pub span: SpanInfo,
+    /// Cooperating threads (`intra`) and instances (`inter`) of the scope.
+    pub threads: String,
+    pub operands: Vec<OperandExplain>,
+    /// `dispatch="name"` of the call, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forced: Option<String>,
+    pub chosen: Option<String>,
+    pub vec: Option<u32>,
+    pub rounds: Option<u64>,
+    pub tried: Vec<Tried>,
+    pub limits: Vec<String>,
+}
+
+impl CallExplain {
+    pub(crate) fn new(cx: &CallCx) -> CallExplain {
+        let call = cx.call;
+        let roles = arg_roles(call.op);
+        let operands = call
+            .args
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| match a {
+                TileArg::Region(r) => Some(operand(cx.kernel, r, roles.get(i).copied().unwrap_or("arg"))),
+                _ => None,
+            })
+            .collect();
+        CallExplain {
+            op: call.op.name().into(),
+            scope: call.scope.name().into(),
+            span: SpanInfo { lo: call.span.lo, hi: call.span.hi, ..Default::default() },
+            threads: cx.scope.describe(),
+            operands,
+            ..Default::default()
+        }
+    }
+
+    /// Fills file/line/col from the source text.
+    pub fn locate(&mut self, file: &str, source: &str) {
+        let (line, col) = tirx_ir::diag::line_col(source, self.span.lo as usize);
+        self.span.file = Some(file.to_string());
+        self.span.line = Some(line);
+        self.span.col = Some(col);
+    }
+
+    pub fn span(&self) -> Span {
+        Span { lo: self.span.lo, hi: self.span.hi }
+    }
+
+    /// Human-readable block for `tirx explain`.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let loc = match (&self.span.file, self.span.line, self.span.col) {
+            (Some(f), Some(l), Some(c)) => format!("{f}:{l}:{c}"),
+            _ => format!("bytes {}..{}", self.span.lo, self.span.hi),
+        };
+        let _ = writeln!(s, "{loc}: {}.{}", self.scope, self.op);
+        let _ = writeln!(s, "  threads: {}", self.threads);
+        for o in &self.operands {
+            let _ = writeln!(s, "  {:<4} {}  ({} {} {:?}, layout {})", o.role, o.region, o.memory, o.dtype, o.shape, o.layout);
+        }
+        if let Some(f) = &self.forced {
+            let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
+        }
+        for t in &self.tried {
+            let mark = if Some(&t.variant) == self.chosen.as_ref() {
+                "chosen  "
+            } else if t.accepted {
+                "accepts "
+            } else {
+                "declines"
+            };
+            let pred = t.predicate.as_ref().map(|p| format!(" [{p}]")).unwrap_or_default();
+            let _ = writeln!(s, "  {mark} {:<12} (prio {:>2}): {}{pred}", t.variant, t.priority, t.reason);
+        }
+        match &self.chosen {
+            Some(c) => {
+                let _ = write!(s, "  => {c}");
+                if let Some(v) = self.vec {
+                    let _ = write!(s, ", vec {v}");
+                }
+                if let Some(r) = self.rounds {
+                    let _ = write!(s, ", {r} rounds");
+                }
+                s.push('\n');
+            }
+            None => s.push_str("  => no variant applies\n"),
+        }
+        for l in &self.limits {
+            let _ = writeln!(s, "  limit: {l}");
+        }
+        s
+    }
+}
+
+/// Operand names per op signature (tile-primitives.md §2.2).
+fn arg_roles(op: TileOp) -> &'static [&'static str] {
+    match op {
+        TileOp::Copy | TileOp::Zero | TileOp::Reciprocal | TileOp::Silu | TileOp::Cast => &["dst", "src"],
+        TileOp::Fill => &["dst", "value"],
+        TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => &["out", "in", "bias", "scale"],
+        TileOp::Fma => &["out", "in", "scale", "bias"],
+        _ => &["out", "lhs", "rhs"],
+    }
+}
+
+fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
+    let b = k.buf(r.buf);
+    OperandExplain {
+        role: role.into(),
+        region: region_text(k, r),
+        buffer: b.name.clone(),
+        memory: b.scope.name().into(),
+        dtype: b.dtype.name().into(),
+        shape: b.shape.clone(),
+        layout: layout_text(&b.layout),
+    }
+}
+
+pub fn region_text(k: &Kernel, r: &BufferRegion) -> String {
+    let dims: Vec<String> = r
+        .ranges
+        .iter()
+        .map(|rg| {
+            let b = top_text(k, &rg.begin);
+            if rg.extent == 1 {
+                b
+            } else if let ExprKind::Int(v) = rg.begin.kind {
+                format!("{v}:{}", v + rg.extent)
+            } else {
+                format!("{b}:{b} + {}", rg.extent)
+            }
+        })
+        .collect();
+    format!("{}[{}]", k.buf(r.buf).name, dims.join(", "))
+}
+
+/// An expression without the parentheses of its outermost operator.
+pub fn top_text(k: &Kernel, e: &Expr) -> String {
+    let t = expr_text(k, e);
+    match (&e.kind, t.strip_prefix('(').and_then(|t| t.strip_suffix(')'))) {
+        (ExprKind::Binary(..), Some(inner)) => inner.to_string(),
+        _ => t,
+    }
+}
+
+/// A compact rendering of an index expression.
+pub fn expr_text(k: &Kernel, e: &Expr) -> String {
+    match &e.kind {
+        ExprKind::Int(v) => v.to_string(),
+        ExprKind::Float(v) => format!("{v}"),
+        ExprKind::Bool(b) => if *b { "True" } else { "False" }.into(),
+        ExprKind::Var(v) => k.var(*v).name.clone(),
+        ExprKind::Binary(op, a, b) => {
+            let sym = match op {
+                BinOp::Add => "+",
+                BinOp::Sub => "-",
+                BinOp::Mul => "*",
+                BinOp::Div => "/",
+                BinOp::FloorDiv => "//",
+                BinOp::FloorMod => "%",
+                BinOp::Eq => "==",
+                BinOp::Ne => "!=",
+                BinOp::Lt => "<",
+                BinOp::Le => "<=",
+                BinOp::Gt => ">",
+                BinOp::Ge => ">=",
+                BinOp::And => "and",
+                BinOp::Or => "or",
+                BinOp::BitAnd => "&",
+                BinOp::BitOr => "|",
+                BinOp::BitXor => "^",
+                BinOp::Shl => "<<",
+                BinOp::Shr => ">>",
+                BinOp::Min => return format!("T.min({}, {})", expr_text(k, a), expr_text(k, b)),
+                BinOp::Max => return format!("T.max({}, {})", expr_text(k, a), expr_text(k, b)),
+            };
+            format!("({} {sym} {})", expr_text(k, a), expr_text(k, b))
+        }
+        ExprKind::Unary(op, a) => {
+            let sym = match op {
+                UnOp::Neg => "-",
+                UnOp::Not => "not ",
+                UnOp::BitNot => "~",
+            };
+            format!("{sym}{}", expr_text(k, a))
+        }
+        ExprKind::Cast(a) => format!("T.cast({}, \"{}\")", expr_text(k, a), e.dtype),
+        ExprKind::Select(c, a, b) => format!("T.if_then_else({}, {}, {})", expr_text(k, c), expr_text(k, a), expr_text(k, b)),
+        ExprKind::Call(f, args) => {
+            format!("T.{}({})", f.name(), args.iter().map(|a| expr_text(k, a)).collect::<Vec<_>>().join(", "))
+        }
+        ExprKind::Load(b, idx) => {
+            format!("{}[{}]", k.buf(*b).name, idx.iter().map(|a| expr_text(k, a)).collect::<Vec<_>>().join(", "))
+        }
+    }
+}
+
+/// The layout as scripts write it (`S[(32, 32):(32, 1)]`).
+pub fn layout_text(l: &Layout) -> String {
+    l.to_string()
+}
+
+/// Text for `tirx explain` over all calls (each [`CallExplain::locate`]d first).
+pub fn render_all(calls: &[CallExplain]) -> String {
+    let mut s = String::new();
+    for (i, c) in calls.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        s.push_str(&c.render());
+    }
+    s
+}

@@ -1,0 +1,80 @@
+//! Adapters over `tirx_layout` for the shapes lowering works in: shard iter
+//! lists (canonicalize, group), region slices, storage spans and the tile a
+//! swizzled layout addresses through. Copy-specific partition steps live in
+//! `copy/partition.rs`.
+//!
+//! Thread-axis fusion is off (`Fusion::None`): lowering addresses memory (`m`)
+//! only, and global/shared layouts carry no thread axes.
+
+use tirx_layout::{Fusion, Iter, Layout, TileLayout};
+
+/// Unit iters dropped, adjacent chains fused (thread axes as written).
+pub fn canon(shard: &[Iter]) -> Vec<Iter> {
+    match TileLayout::from_shard(shard.to_vec()).canonicalize(Fusion::None) {
+        Ok(t) => t.shard,
+        Err(_) => shard.to_vec(),
+    }
+}
+
+/// Refines `shard` so dim `d` of `shape` owns `iters[seps[d]..seps[d+1]]`.
+pub fn group(shard: &[Iter], shape: &[i64]) -> Option<(Vec<Iter>, Vec<usize>)> {
+    TileLayout::from_shard(shard.to_vec()).group(shape).ok().map(|(t, seps)| (t.shard, seps))
+}
+
+/// The layout of the region `begins[d] .. begins[d] + extents[d]` of a buffer of
+/// `shape`, over the region's extents.
+pub fn slice(t: &TileLayout, shape: &[i64], begins: &[i64], extents: &[i64]) -> Result<TileLayout, String> {
+    let region: Vec<(i64, i64)> = begins.iter().copied().zip(extents.iter().copied()).collect();
+    t.slice(shape, &region, Fusion::None).map_err(|e| e.to_string())
+}
+
+/// Elements of storage the layout touches on memory axes (a swizzled layout
+/// rounds up to whole swizzle periods, which it permutes within).
+pub fn memory_span(l: &Layout) -> Result<i64, String> {
+    let span = tile_of(l).span(None).map_err(|e| e.to_string())?.max(1);
+    Ok(match l {
+        Layout::Tile(_) => span,
+        Layout::Compose(c) => {
+            let period = c.swizzle.period();
+            (span + period - 1) / period * period
+        }
+    })
+}
+
+pub fn tile_of(l: &Layout) -> &TileLayout {
+    match l {
+        Layout::Tile(t) => t,
+        Layout::Compose(c) => &c.tile,
+    }
+}
+
+/// The tile a layout addresses through over a buffer of `shape` (a bare
+/// swizzle stands for the row-major identity).
+pub fn compose_base(l: &Layout, shape: &[i64]) -> TileLayout {
+    match l {
+        Layout::Tile(t) => t.clone(),
+        Layout::Compose(c) => c.base_tile(shape).unwrap_or_else(|_| c.tile.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tirx_layout::Axis;
+
+    #[test]
+    fn group_splits_row_major() {
+        let (g, seps) = group(&[Iter::m(4096, 1)], &[64, 64]).unwrap();
+        assert_eq!(g, vec![Iter::m(64, 64), Iter::m(64, 1)]);
+        assert_eq!(seps, vec![0, 1, 2]);
+        assert!(group(&[Iter::m(6, 1)], &[4]).is_none());
+    }
+
+    #[test]
+    fn slice_column_and_offsets() {
+        let t = TileLayout::row_major(&[64, 64]);
+        let s = slice(&t, &[64, 64], &[0, 3], &[64, 1]).unwrap();
+        assert_eq!(s.shard.iter().map(|i| i.extent).product::<i64>(), 64);
+        assert_eq!(s.offset.get(&Axis::M), Some(&3));
+    }
+}

@@ -1,0 +1,568 @@
+//! Execution scopes (tile-primitives.md §1.2–§1.6).
+//!
+//! * [`resolve_launch`]: scope-id declarations → binding extents (with the
+//!   Compose/Complement closure, e.g. `warp_id([4]) + lane_id([32])` ⇒
+//!   `cta→thread = 128`) → grid and block.
+//! * [`Active`]: the threads active at a program point: lane and warp ranges in
+//!   the CTA and the CTA range in the grid, narrowed by `if` on scope ids
+//!   (then-branch, and the else-branch of a single range test). A condition on
+//!   thread ids that cannot be tracked marks the set *untracked*, which every
+//!   multi-thread variant treats as "not all threads active".
+//! * [`ScopeView`]: what one tile call sees: its scope, the cooperating threads
+//!   (`intra`) and the instances (`inter`), thread count and thread-id kind.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tirx_ir::hir::{ScopeIdDef, ScopeIdKind};
+use tirx_ir::{Diagnostic, Span};
+use tirx_layout::ExecScope;
+
+const KINDS: [ScopeIdKind; 9] = [
+    ScopeIdKind::CtaId,
+    ScopeIdKind::ClusterId,
+    ScopeIdKind::CtaIdInCluster,
+    ScopeIdKind::WarpgroupId,
+    ScopeIdKind::WarpId,
+    ScopeIdKind::WarpIdInWg,
+    ScopeIdKind::LaneId,
+    ScopeIdKind::ThreadId,
+    ScopeIdKind::ThreadIdInWg,
+];
+
+fn kind_of(binding: (ExecScope, ExecScope)) -> Option<ScopeIdKind> {
+    KINDS.iter().copied().find(|k| k.binding() == binding)
+}
+
+/// Grid, block and the extent of every scope binding (declared or inferred).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Launch {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Fused extent per binding kind.
+    pub extents: BTreeMap<ScopeIdKindKey, i64>,
+}
+
+/// `ScopeIdKind` as an ordered map key.
+pub type ScopeIdKindKey = u8;
+
+pub fn key(k: ScopeIdKind) -> ScopeIdKindKey {
+    KINDS.iter().position(|x| *x == k).unwrap_or(0) as u8
+}
+
+impl Launch {
+    pub fn threads(&self) -> i64 {
+        self.block.iter().map(|&b| b as i64).product()
+    }
+    pub fn extent(&self, k: ScopeIdKind) -> Option<i64> {
+        self.extents.get(&key(k)).copied()
+    }
+}
+
+/// Resolves every scope-id declaration into launch dimensions (§1.2).
+pub fn resolve_launch(defs: &[&ScopeIdDef], kernel_span: Span) -> Result<Launch, Vec<Diagnostic>> {
+    let mut errs = Vec::new();
+    // Known fused extents per binding, with the declaration that fixed them.
+    let mut known: BTreeMap<ScopeIdKindKey, (i64, Span)> = BTreeMap::new();
+    let mut dims: BTreeMap<ScopeIdKindKey, Vec<i64>> = BTreeMap::new();
+    for d in defs {
+        let Some(ext) = &d.extents else { continue };
+        if ext.is_empty() || ext.len() > 3 || ext.iter().any(|&e| e <= 0) {
+            errs.push(Diagnostic::error(d.span, format!("`T.{}` needs 1 to 3 positive extents, got {ext:?}", d.kind.script_name())));
+            continue;
+        }
+        let multi_ok = matches!(d.kind, ScopeIdKind::CtaId | ScopeIdKind::ThreadId | ScopeIdKind::ClusterId | ScopeIdKind::CtaIdInCluster);
+        if ext.len() > 1 && !multi_ok {
+            errs.push(Diagnostic::error(d.span, format!("`T.{}` must be 1-D, got extents {ext:?}", d.kind.script_name())));
+            continue;
+        }
+        let Some(fe) = ext.iter().try_fold(1i64, |a, &e| a.checked_mul(e)) else {
+            errs.push(Diagnostic::error(d.span, format!("`T.{}` extents {ext:?} overflow", d.kind.script_name())));
+            continue;
+        };
+        let k = key(d.kind);
+        match known.get(&k) {
+            Some(&(prev, span)) if prev != fe => errs.push(
+                Diagnostic::error(d.span, format!("inconsistent extents for `T.{}`: {fe} here, {prev} before", d.kind.script_name()))
+                    .with_secondary(span, "first declared here"),
+            ),
+            Some(_) => {}
+            None => {
+                known.insert(k, (fe, d.span));
+                dims.insert(k, ext.clone());
+            }
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let mut ext: BTreeMap<ScopeIdKindKey, i64> = known.iter().map(|(k, (e, _))| (*k, *e)).collect();
+    close(&mut ext).map_err(|m| vec![Diagnostic::error(kernel_span, m)])?;
+    for d in defs.iter().filter(|d| d.extents.is_none()) {
+        if !ext.contains_key(&key(d.kind)) {
+            errs.push(
+                Diagnostic::error(d.span, format!("cannot infer the extent of `T.{}()`", d.kind.script_name()))
+                    .with_help("declare it explicitly (e.g. `T.lane_id([32])`) or declare sibling scope ids that pin it down, e.g. `T.lane_id([32]); T.thread_id([32])`"),
+            );
+        }
+    }
+    if let Some(&c) = ext.get(&key(ScopeIdKind::CtaIdInCluster)) {
+        if c != 1 {
+            errs.push(Diagnostic::error(kernel_span, "thread-block clusters (cta_id_in_cluster extent > 1) are not supported yet"));
+        }
+    }
+    if !errs.is_empty() {
+        return Err(errs);
+    }
+    let threads = ext.get(&key(ScopeIdKind::ThreadId)).copied();
+    let block = match (threads, dims.get(&key(ScopeIdKind::ThreadId))) {
+        (_, Some(d)) => dims3(d),
+        (Some(t), None) => [t as u32, 1, 1],
+        (None, None) if defs.is_empty() => [1, 1, 1],
+        (None, None) => {
+            return Err(vec![Diagnostic::error(kernel_span, "the kernel has no thread launch extent")
+                .with_help("declare the threads of a CTA, e.g. `T.thread_id([128])`, or scope ids that imply it (`T.warp_id([4]); T.lane_id([32])`)")]);
+        }
+    };
+    // CUDA: gridDim.x < 2^31, gridDim.y/z ≤ 65535.
+    let grid_dims = dims.get(&key(ScopeIdKind::CtaId)).cloned().or_else(|| ext.get(&key(ScopeIdKind::CtaId)).map(|&c| vec![c]));
+    if let Some(d) = grid_dims {
+        if d.iter().enumerate().any(|(i, &e)| e > if i == 0 { i64::from(i32::MAX) } else { 65535 }) {
+            return Err(vec![Diagnostic::error(kernel_span, format!("the grid {d:?} exceeds CUDA's launch limits (x < 2^31, y and z ≤ 65535)"))]);
+        }
+    }
+    let grid = match (dims.get(&key(ScopeIdKind::CtaId)), ext.get(&key(ScopeIdKind::CtaId))) {
+        (Some(d), _) => dims3(d),
+        (None, Some(&c)) => [c as u32, 1, 1],
+        (None, None) => [1, 1, 1],
+    };
+    let t: i64 = block.iter().map(|&b| b as i64).product();
+    if t > 1024 {
+        return Err(vec![Diagnostic::error(kernel_span, format!("the CTA has {t} threads; CUDA allows at most 1024"))]);
+    }
+    Ok(Launch { grid, block, extents: ext })
+}
+
+fn dims3(d: &[i64]) -> [u32; 3] {
+    let mut out = [1u32; 3];
+    for (i, &e) in d.iter().take(3).enumerate() {
+        out[i] = e as u32;
+    }
+    out
+}
+
+/// Compose/Complement closure to a fixpoint (§1.2).
+fn close(ext: &mut BTreeMap<ScopeIdKindKey, i64>) -> Result<(), String> {
+    loop {
+        let mut added = false;
+        let known: Vec<(ScopeIdKind, i64)> = ext.iter().map(|(k, e)| (KINDS[*k as usize], *e)).collect();
+        for &(l, fl) in &known {
+            for &(r, fr) in &known {
+                let ((lp, lc), (rp, rc)) = (l.binding(), r.binding());
+                let mut derive = |b: (ExecScope, ExecScope), v: i64| {
+                    if let Some(k) = kind_of(b) {
+                        if let std::collections::btree_map::Entry::Vacant(e) = ext.entry(key(k)) {
+                            e.insert(v);
+                            added = true;
+                        }
+                    }
+                };
+                if lc == rp {
+                    let fe = fl.checked_mul(fr).ok_or_else(|| format!("scope ids `{}` × `{}` overflow", l.script_name(), r.script_name()))?;
+                    derive((lp, rc), fe);
+                }
+                if lp == rp && rc.wider_than(lc) && l != r {
+                    if fl % fr != 0 {
+                        return Err(format!("scope ids `{}` ({fl}) and `{}` ({fr}) have non-divisible extents", l.script_name(), r.script_name()));
+                    }
+                    derive((rc, lc), fl / fr);
+                }
+                if lc == rc && lp.wider_than(rp) && l != r {
+                    if fl % fr != 0 {
+                        return Err(format!("scope ids `{}` ({fl}) and `{}` ({fr}) have non-divisible extents", l.script_name(), r.script_name()));
+                    }
+                    derive((lp, rp), fl / fr);
+                }
+            }
+        }
+        if !added {
+            return Ok(());
+        }
+    }
+}
+
+/// `extent` values `offset + i·stride`, `i < extent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct AxisRange {
+    pub extent: i64,
+    pub offset: i64,
+    pub stride: i64,
+}
+
+impl AxisRange {
+    pub fn full(extent: i64) -> AxisRange {
+        AxisRange { extent, offset: 0, stride: 1 }
+    }
+
+    /// Keeps the values in `[lo, hi)`.
+    pub fn intersect(self, lo: i64, hi: i64) -> AxisRange {
+        let s = self.stride;
+        let i_lo = if lo <= self.offset { 0 } else { (lo - self.offset + s - 1) / s };
+        let i_hi = if hi <= self.offset { 0 } else { ((hi - 1 - self.offset) / s + 1).min(self.extent) };
+        let n = (i_hi - i_lo).max(0);
+        AxisRange { extent: n, offset: if n > 0 { self.offset + i_lo * s } else { self.offset }, stride: s }
+    }
+
+    /// Keeps the values `≡ r (mod m)`; `None` when the result is not one strided range.
+    pub fn residue(self, m: i64, r: i64) -> Option<AxisRange> {
+        if m <= 0 || self.stride != 1 {
+            return None;
+        }
+        let first = self.offset + (r - self.offset).rem_euclid(m);
+        let last = self.offset + self.extent - 1;
+        let n = if first > last { 0 } else { (last - first) / m + 1 };
+        Some(AxisRange { extent: n, offset: first, stride: m })
+    }
+
+    fn is_full(&self, n: i64) -> bool {
+        self.extent == n && self.offset == 0 && (self.stride == 1 || n <= 1)
+    }
+
+    fn text(&self) -> String {
+        if self.stride == 1 {
+            format!("[{}, {})", self.offset, self.offset + self.extent)
+        } else {
+            format!("{{{} + {}·i, i < {}}}", self.offset, self.stride, self.extent)
+        }
+    }
+}
+
+/// The active threads at a program point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Active {
+    pub lane: AxisRange,
+    pub warp: AxisRange,
+    pub cta: AxisRange,
+    /// Threads in the CTA (the launch block size).
+    pub threads: i64,
+    /// Set when an enclosing condition selects threads in a way not tracked.
+    pub untracked: Option<String>,
+}
+
+/// Which hardware id a condition tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdRange {
+    /// Values in `[lo, hi)`.
+    Range(i64, i64),
+    /// Values `≡ r (mod m)`.
+    Residue(i64, i64),
+}
+
+impl Active {
+    pub fn at_entry(l: &Launch) -> Active {
+        let threads = l.threads();
+        let ctas: i64 = l.grid.iter().map(|&g| g as i64).product();
+        Active {
+            lane: AxisRange::full(threads.min(32)),
+            warp: AxisRange::full((threads + 31) / 32),
+            cta: AxisRange::full(ctas),
+            threads,
+            untracked: None,
+        }
+    }
+
+    pub fn mark_untracked(&mut self, why: String) {
+        if self.untracked.is_none() {
+            self.untracked = Some(why);
+        }
+    }
+
+    /// Narrows by `id ∈ r` for the scope id `kind` (dim `dim` of its declaration).
+    /// Returns false when the narrowing cannot be represented (caller marks untracked).
+    pub fn narrow(&mut self, kind: ScopeIdKind, dim: usize, multi_dim: bool, r: IdRange) -> bool {
+        let apply = |a: AxisRange| -> Option<AxisRange> {
+            match r {
+                IdRange::Range(lo, hi) => Some(a.intersect(lo, hi)),
+                IdRange::Residue(m, k) => a.residue(m, k),
+            }
+        };
+        match kind {
+            ScopeIdKind::LaneId => apply(self.lane).map(|a| self.lane = a).is_some(),
+            ScopeIdKind::WarpId => apply(self.warp).map(|a| self.warp = a).is_some(),
+            ScopeIdKind::CtaId if !multi_dim => apply(self.cta).map(|a| self.cta = a).is_some(),
+            ScopeIdKind::WarpgroupId => match r {
+                IdRange::Range(lo, hi) if self.warp.stride == 1 => {
+                    self.warp = self.warp.intersect(lo.saturating_mul(4), hi.saturating_mul(4));
+                    true
+                }
+                _ => false,
+            },
+            ScopeIdKind::WarpIdInWg => {
+                let one_wg = self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
+                match r {
+                    IdRange::Range(lo, hi) if one_wg => {
+                        let base = self.warp.offset / 4 * 4;
+                        self.warp = self.warp.intersect(base + lo, base + hi);
+                        true
+                    }
+                    IdRange::Range(lo, hi) if hi - lo == 1 => apply_residue(&mut self.warp, 4, lo),
+                    _ => false,
+                }
+            }
+            ScopeIdKind::ThreadId if !multi_dim && dim == 0 => self.narrow_threads(0, r),
+            ScopeIdKind::ThreadIdInWg => {
+                let one_wg = self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
+                one_wg && self.narrow_threads(self.warp.offset / 4 * 128, r)
+            }
+            _ => false,
+        }
+    }
+
+    /// Linear thread ids `base + [lo, hi)`: whole warps, or lanes of one warp.
+    fn narrow_threads(&mut self, base: i64, r: IdRange) -> bool {
+        let IdRange::Range(lo, hi) = r else { return false };
+        let (lo, hi) = (base + lo.max(0), base + hi.min(self.threads - base).max(0));
+        if hi <= lo {
+            self.lane = self.lane.intersect(0, 0);
+            return true;
+        }
+        if self.warp.stride != 1 {
+            return false;
+        }
+        if lo % 32 == 0 && (hi % 32 == 0 || hi == self.threads) {
+            self.warp = self.warp.intersect(lo / 32, (hi + 31) / 32);
+            true
+        } else if lo / 32 == (hi - 1) / 32 {
+            self.warp = self.warp.intersect(lo / 32, lo / 32 + 1);
+            self.lane = self.lane.intersect(lo % 32, (hi - 1) % 32 + 1);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+fn apply_residue(a: &mut AxisRange, m: i64, r: i64) -> bool {
+    match a.residue(m, r) {
+        Some(n) => {
+            *a = n;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Which thread id numbers the threads of a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TidKind {
+    /// `tx % 32`
+    Lane,
+    /// `tx % 128`
+    TidInWg,
+    /// the linear thread index in the CTA
+    Tx,
+}
+
+/// What a tile call sees of the execution scopes (§1.4).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ScopeView {
+    pub kind: ExecScope,
+    /// Threads cooperating in one instance of the call: `axis → range`.
+    pub intra: Vec<(&'static str, AxisRange)>,
+    /// Instances of the call.
+    pub inter: Vec<(&'static str, AxisRange)>,
+    /// Why the intra/inter split failed, if it did.
+    pub switch_error: Option<String>,
+    pub untracked: Option<String>,
+    /// Threads in the CTA.
+    pub cta_threads: i64,
+}
+
+impl ScopeView {
+    pub fn new(kind: ExecScope, a: &Active) -> ScopeView {
+        let mut v = ScopeView {
+            kind,
+            intra: vec![],
+            inter: vec![],
+            switch_error: None,
+            untracked: a.untracked.clone(),
+            cta_threads: a.threads,
+        };
+        let (lane, warp, cta) = (("laneid", a.lane), ("warpid", a.warp), ("cta_id", a.cta));
+        match kind {
+            ExecScope::Thread => v.inter = vec![lane, warp, cta],
+            ExecScope::Warp => (v.intra, v.inter) = (vec![lane], vec![warp, cta]),
+            ExecScope::Cta => (v.intra, v.inter) = (vec![lane, warp], vec![cta]),
+            ExecScope::Warpgroup => match split_warpgroup(a.warp) {
+                Ok((wid, wg)) => (v.intra, v.inter) = (vec![lane, ("wid_in_wg", wid)], vec![("wgid", wg), cta]),
+                Err(m) => v.switch_error = Some(m),
+            },
+            ExecScope::Cluster | ExecScope::Kernel => v.switch_error = Some(format!("{kind} scope is not supported")),
+        }
+        v
+    }
+
+    fn axis(&self, name: &str) -> Option<AxisRange> {
+        self.intra.iter().find(|(n, _)| *n == name).map(|(_, r)| *r)
+    }
+
+    /// `_all_threads_active` (§1.5) plus the checks for untracked narrowing and
+    /// partial warps that the reference lacks.
+    pub fn all_threads_active(&self) -> Result<(), String> {
+        if self.kind == ExecScope::Thread {
+            return Ok(());
+        }
+        if let Some(e) = &self.switch_error {
+            return Err(e.clone());
+        }
+        if let Some(u) = &self.untracked {
+            return Err(u.clone());
+        }
+        let warps = (self.cta_threads + 31) / 32;
+        let required: Vec<(&str, i64)> = match self.kind {
+            ExecScope::Warp => vec![("laneid", 32)],
+            ExecScope::Warpgroup => vec![("laneid", 32), ("wid_in_wg", 4)],
+            _ => vec![("laneid", 32), ("warpid", warps.max(1))],
+        };
+        if self.kind != ExecScope::Cta && self.cta_threads % 32 != 0 {
+            return Err(format!("the CTA has {} threads, not a whole number of warps", self.cta_threads));
+        }
+        for (name, n) in required {
+            let r = self.axis(name).ok_or_else(|| format!("{name} is not part of the {} scope", self.kind))?;
+            let full = if name == "laneid" && self.kind == ExecScope::Cta { self.cta_threads.min(32) } else { n };
+            if !r.is_full(full) {
+                return Err(format!("{name} narrowed to {} vs full [0, {full})", r.text()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Threads cooperating in one instance (valid when all are active).
+    pub fn thread_count(&self) -> Option<i64> {
+        match self.kind {
+            ExecScope::Thread => Some(1),
+            ExecScope::Warp => Some(32),
+            ExecScope::Warpgroup => Some(128),
+            ExecScope::Cta => Some(self.cta_threads),
+            _ => None,
+        }
+    }
+
+    pub fn tid_kind(&self) -> Option<TidKind> {
+        match self.kind {
+            ExecScope::Warp => Some(TidKind::Lane),
+            ExecScope::Warpgroup => Some(TidKind::TidInWg),
+            ExecScope::Cta => Some(TidKind::Tx),
+            _ => None,
+        }
+    }
+
+    /// The first active thread of the scope, numbered by [`Self::tid_kind`]:
+    /// lane base plus 32 × the warp offset inside the scope.
+    pub fn first_thread(&self) -> Result<i64, String> {
+        if let Some(e) = &self.switch_error {
+            return Err(e.clone());
+        }
+        if let Some(u) = &self.untracked {
+            return Err(format!("cannot elect a thread: {u}"));
+        }
+        let lane = self.axis("laneid").ok_or("no laneid range")?;
+        if lane.extent == 0 {
+            return Err("no thread of the scope is active here".into());
+        }
+        let warp_off = match self.kind {
+            ExecScope::Warpgroup => self.axis("wid_in_wg").map_or(0, |r| r.offset),
+            ExecScope::Cta => self.axis("warpid").map_or(0, |r| r.offset),
+            _ => 0,
+        };
+        Ok(lane.offset + 32 * warp_off)
+    }
+
+    /// The intra/inter split as text for explain.
+    pub fn describe(&self) -> String {
+        let f = |v: &[(&str, AxisRange)]| v.iter().map(|(n, r)| format!("{n} {}", r.text())).collect::<Vec<_>>().join(", ");
+        format!("intra {{{}}} inter {{{}}}", f(&self.intra), f(&self.inter))
+    }
+}
+
+/// Factors the warp range into (warp in warpgroup, warpgroup) (§1.4).
+fn split_warpgroup(w: AxisRange) -> Result<(AxisRange, AxisRange), String> {
+    if w.stride != 1 {
+        return Err(format!("warps {} do not form warpgroups", w.text()));
+    }
+    if w.offset % 4 == 0 && w.extent % 4 == 0 {
+        Ok((AxisRange::full(4), AxisRange { extent: w.extent / 4, offset: w.offset / 4, stride: 1 }))
+    } else if w.extent <= 4 - w.offset % 4 {
+        Ok((AxisRange { extent: w.extent, offset: w.offset % 4, stride: 1 }, AxisRange { extent: 1, offset: w.offset / 4, stride: 1 }))
+    } else {
+        Err(format!("warps {} span a warpgroup boundary partially", w.text()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(kind: ScopeIdKind, ext: Option<Vec<i64>>) -> ScopeIdDef {
+        ScopeIdDef { kind, vars: vec![], extents: ext, span: Span::default() }
+    }
+
+    #[test]
+    fn closure_infers_threads_from_warps_and_lanes() {
+        let d = [def(ScopeIdKind::WarpId, Some(vec![4])), def(ScopeIdKind::LaneId, Some(vec![32]))];
+        let l = resolve_launch(&d.iter().collect::<Vec<_>>(), Span::default()).unwrap();
+        assert_eq!(l.block, [128, 1, 1]);
+        assert_eq!(l.grid, [1, 1, 1]);
+    }
+
+    #[test]
+    fn closure_complement_and_deferred() {
+        let d = [
+            def(ScopeIdKind::CtaId, Some(vec![2, 3])),
+            def(ScopeIdKind::ThreadId, Some(vec![256])),
+            def(ScopeIdKind::LaneId, Some(vec![32])),
+            def(ScopeIdKind::WarpId, None),
+        ];
+        let l = resolve_launch(&d.iter().collect::<Vec<_>>(), Span::default()).unwrap();
+        assert_eq!(l.extent(ScopeIdKind::WarpId), Some(8));
+        assert_eq!(l.grid, [2, 3, 1]);
+        let bad = [def(ScopeIdKind::ThreadId, Some(vec![32])), def(ScopeIdKind::ThreadId, Some(vec![64]))];
+        assert!(resolve_launch(&bad.iter().collect::<Vec<_>>(), Span::default()).is_err());
+        let deferred = [def(ScopeIdKind::ThreadId, Some(vec![32])), def(ScopeIdKind::WarpgroupId, None)];
+        assert!(resolve_launch(&deferred.iter().collect::<Vec<_>>(), Span::default()).is_err());
+    }
+
+    fn active(threads: i64) -> Active {
+        Active::at_entry(&Launch { grid: [1, 1, 1], block: [threads as u32, 1, 1], extents: BTreeMap::new() })
+    }
+
+    #[test]
+    fn views_per_scope() {
+        let a = active(256);
+        let cta = ScopeView::new(ExecScope::Cta, &a);
+        assert_eq!(cta.intra, vec![("laneid", AxisRange::full(32)), ("warpid", AxisRange::full(8))]);
+        assert!(cta.all_threads_active().is_ok());
+        let wg = ScopeView::new(ExecScope::Warpgroup, &a);
+        assert_eq!(wg.intra[1], ("wid_in_wg", AxisRange::full(4)));
+        assert_eq!(wg.thread_count(), Some(128));
+    }
+
+    #[test]
+    fn narrowing_by_scope_ids() {
+        let mut a = active(256);
+        assert!(a.narrow(ScopeIdKind::WarpId, 0, false, IdRange::Range(5, 6)));
+        assert!(ScopeView::new(ExecScope::Warp, &a).all_threads_active().is_ok());
+        assert!(ScopeView::new(ExecScope::Cta, &a).all_threads_active().is_err());
+        assert_eq!(ScopeView::new(ExecScope::Cta, &a).first_thread(), Ok(160));
+        let mut b = active(256);
+        assert!(b.narrow(ScopeIdKind::LaneId, 0, false, IdRange::Range(i64::MIN, 16)));
+        let v = ScopeView::new(ExecScope::Warp, &b);
+        assert_eq!(v.all_threads_active(), Err("laneid narrowed to [0, 16) vs full [0, 32)".into()));
+        let mut c = active(256);
+        assert!(c.narrow(ScopeIdKind::WarpgroupId, 0, false, IdRange::Range(1, 2)));
+        assert!(ScopeView::new(ExecScope::Warpgroup, &c).all_threads_active().is_ok());
+        let mut d = active(256);
+        assert!(d.narrow(ScopeIdKind::ThreadId, 0, false, IdRange::Range(33, 40)));
+        assert_eq!(ScopeView::new(ExecScope::Warp, &d).first_thread(), Ok(1));
+        assert!(!d.clone().narrow(ScopeIdKind::ThreadId, 0, false, IdRange::Range(16, 48)));
+    }
+}

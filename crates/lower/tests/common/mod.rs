@@ -1,0 +1,153 @@
+//! Shared helpers of the lowering tests: kernel scripts for copy round trips,
+//! lowering with rendered diagnostics on failure, and simulation.
+#![allow(dead_code)]
+
+use tirx_ir::hir::Kernel;
+use tirx_ir::{DType, Diagnostic};
+use tirx_lower::{CallExplain, Lowered};
+
+pub fn parse(src: &str) -> Kernel {
+    match tirx_script::parse_kernel("k.py", src) {
+        Ok(k) => k,
+        Err(d) => panic!("parse failed:\n{}\n{src}", tirx_ir::diag::render(&d, "k.py", src, false)),
+    }
+}
+
+pub fn lower(src: &str) -> Lowered {
+    let k = parse(src);
+    match tirx_lower::lower_kernel(&k, &Default::default()) {
+        Ok(l) => l,
+        Err(d) => panic!("lowering failed:\n{}", tirx_ir::diag::render(&d, "k.py", src, false)),
+    }
+}
+
+pub fn lower_errors(src: &str) -> Vec<Diagnostic> {
+    match tirx_lower::lower_kernel(&parse(src), &Default::default()) {
+        Ok(l) => panic!("expected lowering to fail, got:\n{}", l.lir),
+        Err(d) => d,
+    }
+}
+
+pub fn render(d: &[Diagnostic], src: &str) -> String {
+    tirx_ir::diag::render(d, "k.py", src, false)
+}
+
+/// One global → shared → global round trip.
+#[derive(Clone, Debug)]
+pub struct RoundTrip {
+    /// `warp`, `wg`, `cta` or `thread`.
+    pub scope: &'static str,
+    pub threads: i64,
+    pub ctas: i64,
+    pub dtype: &'static str,
+    pub g_shape: Vec<i64>,
+    /// `(begin, extent)` per dim of the global region.
+    pub g_region: Vec<(i64, i64)>,
+    pub s_shape: Vec<i64>,
+    /// Script layout expression of the shared buffer (default row-major).
+    pub s_layout: Option<String>,
+}
+
+impl RoundTrip {
+    pub fn full(scope: &'static str, threads: i64, shape: &[i64], dtype: &'static str) -> RoundTrip {
+        RoundTrip {
+            scope,
+            threads,
+            ctas: 1,
+            dtype,
+            g_shape: shape.to_vec(),
+            g_region: shape.iter().map(|&e| (0, e)).collect(),
+            s_shape: shape.to_vec(),
+            s_layout: None,
+        }
+    }
+
+    pub fn script(&self) -> String {
+        let tup = |v: &[i64]| format!("({},)", v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
+        let g_reg = self.g_region.iter().map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ");
+        let s_reg = self.s_shape.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ");
+        let layout = self.s_layout.as_ref().map(|l| format!(", layout={l}")).unwrap_or_default();
+        let call = match self.scope {
+            "thread" => "Tx.copy".to_string(),
+            s => format!("Tx.{s}.copy"),
+        };
+        format!(
+            r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout, ComposeLayout
+
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {g}, "{dt}")
+    B = T.match_buffer(B_ptr, {g}, "{dt}")
+    T.device_entry()
+    T.cta_id([{ctas}]); T.thread_id([{threads}])
+    A_smem = T.alloc_buffer({s}, "{dt}", scope="shared"{layout})
+    {call}(A_smem[{s_reg}], A[{g_reg}])
+    T.cuda.cta_sync()
+    {call}(B[{g_reg}], A_smem[{s_reg}])
+"#,
+            g = tup(&self.g_shape),
+            s = tup(&self.s_shape),
+            dt = self.dtype,
+            ctas = self.ctas,
+            threads = self.threads,
+        )
+    }
+
+    /// Lowers, simulates with A = a distinct pattern and B = 0, and checks
+    /// B[region] == A[region] with the rest of B untouched. Returns the lowering.
+    pub fn check(&self) -> Lowered {
+        let src = self.script();
+        let l = lower(&src);
+        let dt = DType::from_name(self.dtype).unwrap();
+        let n: i64 = self.g_shape.iter().product();
+        let a = pattern(dt, n as usize);
+        let mut params = vec![a.clone(), vec![0u8; a.len()]];
+        if let Err(e) = tirx_sim::simulate(&l.lir, &mut params, &tirx_sim::SimOptions::default()) {
+            panic!("simulation failed: {e:?}\n{}\n{src}", l.lir);
+        }
+        let bytes = dt.bytes() as usize;
+        for i in 0..n as usize {
+            let inside = in_region(i as i64, &self.g_shape, &self.g_region);
+            let want = if inside { &a[i * bytes..(i + 1) * bytes] } else { &[0u8; 8][..bytes] };
+            let got = &params[1][i * bytes..(i + 1) * bytes];
+            assert_eq!(got, want, "B element {i} (inside region: {inside}) wrong\n{}\n{src}", l.lir);
+        }
+        l
+    }
+}
+
+fn in_region(mut i: i64, shape: &[i64], region: &[(i64, i64)]) -> bool {
+    let mut inside = true;
+    for d in (0..shape.len()).rev() {
+        let c = i % shape[d];
+        i /= shape[d];
+        inside &= c >= region[d].0 && c < region[d].0 + region[d].1;
+    }
+    inside
+}
+
+/// Distinct, finite element bit patterns (no NaNs, so any copy path preserves them).
+pub fn pattern(dt: DType, n: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n * dt.bytes() as usize);
+    for i in 0..n {
+        match dt.bytes() {
+            1 => out.push((i % 120) as u8 + 1),
+            2 => out.extend_from_slice(&(0x3C00u16 + (i % 0x3000) as u16).to_le_bytes()),
+            4 if dt.is_float() => out.extend_from_slice(&((i + 1) as f32).to_le_bytes()),
+            4 => out.extend_from_slice(&((i + 1) as u32).to_le_bytes()),
+            _ => out.extend_from_slice(&((i + 1) as f64).to_le_bytes()),
+        }
+    }
+    out
+}
+
+/// The explain record of call `i`.
+pub fn call(l: &Lowered, i: usize) -> &CallExplain {
+    &l.explain[i]
+}
+
+pub fn tried<'a>(c: &'a CallExplain, variant: &str) -> &'a tirx_lower::Tried {
+    c.tried.iter().find(|t| t.variant == variant).unwrap_or_else(|| panic!("{variant} not tried: {c:?}"))
+}

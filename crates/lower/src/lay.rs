@@ -30,8 +30,10 @@ pub fn slice(t: &TileLayout, shape: &[i64], begins: &[i64], extents: &[i64]) -> 
 
 /// Elements of storage the layout touches on memory axes (a swizzled layout
 /// rounds up to whole swizzle periods, which it permutes within).
-pub fn memory_span(l: &Layout) -> Result<i64, String> {
-    let span = tile_of(l).span(None).map_err(|e| e.to_string())?.max(1);
+pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
+    // A bare swizzle addresses through the row-major identity over the whole
+    // buffer (see `compose_base`), so it must be sized from that, not its period tile.
+    let span = compose_base(l, shape).span(None).map_err(|e| e.to_string())?.max(1);
     Ok(match l {
         Layout::Tile(_) => span,
         Layout::Compose(c) => {

@@ -198,7 +198,7 @@ impl Lowerer<'_> {
                     Some(root) => {
                         let (lb, _) = self.env.bufs[&root];
                         let elems = self.b.bufs[lb.0 as usize].elems;
-                        let view_span = lay::memory_span(&hb.layout).unwrap_or(i64::MAX);
+                        let view_span = lay::memory_span(&hb.layout, &hb.shape).unwrap_or(i64::MAX);
                         if view_span > elems {
                             self.errors.push(Diagnostic::error(
                                 hb.span,
@@ -226,7 +226,7 @@ impl Lowerer<'_> {
 
     fn new_buf(&mut self, id: BufId, space: Space) -> LBufId {
         let hb = self.k.buf(id);
-        let elems = lay::memory_span(&hb.layout).unwrap_or_else(|m| {
+        let elems = lay::memory_span(&hb.layout, &hb.shape).unwrap_or_else(|m| {
             self.errors.push(Diagnostic::error(hb.span, format!("`{}`: cannot size its storage: {m}", hb.name)));
             1
         });

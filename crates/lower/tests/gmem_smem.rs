@@ -214,6 +214,17 @@ fn swizzle_fast_path() {
     assert!(call(&l, 0).limits.iter().any(|m| m.contains("fast path does not apply")), "{:?}", call(&l, 0).limits);
 }
 
+/// A bare swizzle written over one period (`S[512]`) on a larger buffer addresses the
+/// whole buffer row-major, so the allocation must cover the buffer, not the period tile.
+#[test]
+fn bare_swizzle_period_tile_allocates_whole_buffer() {
+    let mut rt = RoundTrip::full("warp", 32, &[32, 64], "float16");
+    rt.s_layout = Some("ComposeLayout(3, 3, 3, TileLayout(S[512]))".into());
+    let l = rt.check();
+    let smem = l.lir.bufs.iter().find(|b| b.name == "A_smem").expect("A_smem allocated");
+    assert_eq!(smem.elems, 32 * 64, "{}", l.lir);
+}
+
 /// Region begins in cta ids: `A[by*16 : by*16 + 16, bx*32 : bx*32 + 32]` per CTA.
 #[test]
 fn symbolic_region_begins() {

@@ -1,1 +1,102 @@
-//! tirx-sim (in progress)
+//! # tirx-sim: the CPU simulator of the lowered per-thread IR
+//!
+//! [`simulate`] executes exactly the [`LKernel`] the CUDA generator prints —
+//! every CTA of the grid, every thread of a CTA — with CUDA's scalar semantics
+//! (f32 math in f32, f16/bf16 rounded on every store and cast, integer wrap),
+//! real barrier phases, and the PTX fragment semantics of ldmatrix/stmatrix.
+//! Along the way it checks what a GPU would not tell you: out-of-bounds and
+//! misaligned accesses, data races between threads and between CTAs, barriers
+//! not reached by every thread, warp-collectives run by partial warps, and
+//! reads of uninitialised shared/local memory (warnings). With
+//! [`SimOptions::stats`] it also measures shared-memory bank conflicts per
+//! instruction.
+//!
+//! Semantics worth knowing:
+//! * threads of a CTA run one after another between synchronisation points;
+//!   every conflicting unordered access pair is reported as a race, so the
+//!   result of a race-free kernel is the GPU's;
+//! * `__syncthreads()` must be reached by every thread of the CTA at the same
+//!   statement, `__syncwarp()` by every lane of the warp at the same statement;
+//! * ldmatrix/stmatrix need all 32 lanes at the same statement; they move data
+//!   but do not order memory (a write by another lane needs a barrier first);
+//! * each CTA starts with zeroed shared and local memory; reading it before a
+//!   write is a warning, since a GPU would return garbage;
+//! * `a * b + c` rounds twice, as the LIR says; nvcc contracts it into an FMA
+//!   unless compiled with `--fmad=false` (see `arith`);
+//! * the kernel is checked with [`LKernel::validate`] first; a malformed one is
+//!   an [`SimErrorKind::InvalidKernel`] error, never a panic.
+//!
+//! Modules: [`value`] (element conversions, parameter buffers), `compile`
+//! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
+//! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
+//! `arith` (scalar semantics), `error` (errors and warnings).
+
+mod arith;
+mod bank;
+mod compile;
+mod error;
+mod exec;
+mod memory;
+pub mod value;
+
+pub use error::{SimError, SimErrorKind, SimWarning};
+use serde::Serialize;
+use tirx_ir::lir::LKernel;
+use tirx_ir::Span;
+
+/// How to simulate.
+#[derive(Clone, Debug)]
+pub struct SimOptions {
+    /// Run only the first N CTAs (launch order, x fastest); `None` runs the whole grid.
+    pub grid_limit: Option<u64>,
+    /// Track shared and global accesses for data races (default true).
+    pub check_races: bool,
+    /// Collect shared-memory bank-conflict statistics.
+    pub stats: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions { grid_limit: None, check_races: true, stats: false }
+    }
+}
+
+/// Bank-conflict statistics of one shared-memory instruction (per statement span, buffer and kind).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BankStat {
+    pub span: Span,
+    pub buf: String,
+    /// `"load"`, `"store"`, `"ldmatrix"` or `"stmatrix"`.
+    pub kind: &'static str,
+    /// Warp executions measured.
+    pub executions: u64,
+    /// The most passes one warp execution needed (1 = conflict-free, 32 = fully serialised).
+    pub worst_ways: u32,
+    pub avg_ways: f64,
+}
+
+/// What a successful simulation observed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SimReport {
+    pub warnings: Vec<SimWarning>,
+    /// Empty unless [`SimOptions::stats`].
+    pub bank: Vec<BankStat>,
+    pub ctas_run: u64,
+    /// Bytecode instructions executed over all threads (a measure of simulation work).
+    pub instructions: u64,
+}
+
+/// Runs kernel `k` on the CPU.
+///
+/// `params[i]` holds the bytes of `k.params[i]` (little-endian, `elems * dtype.bytes()` long);
+/// they are updated in place — also when an error stops the simulation, in which case they
+/// hold what ran until then.
+pub fn simulate(k: &LKernel, params: &mut [Vec<u8>], opts: &SimOptions) -> Result<SimReport, SimError> {
+    exec::check_launch(k, params)?;
+    k.validate().map_err(|m| {
+        SimError::new(SimErrorKind::InvalidKernel, Span::default(), format!("the lowered kernel is malformed: {m}"))
+            .help("this is a bug in the lowering, please report it")
+    })?;
+    let prog = compile::compile(k)?;
+    exec::run(k, &prog, params, opts)
+}

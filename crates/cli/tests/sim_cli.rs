@@ -1,0 +1,196 @@
+//! `tirx sim` end to end: script → lowering → simulator → .npy outputs.
+//!
+//! These need the script front end (`frontend::load_kernel`); while it reports
+//! "not wired yet" the tests say so on stderr and return early.
+use npyz::WriterBuilder;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tirx(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tirx"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run tirx")
+}
+
+fn front_end_missing(out: &Output) -> bool {
+    let missing = String::from_utf8_lossy(&out.stderr).contains("not wired yet");
+    if missing {
+        eprintln!("skipped: the script front end is not wired yet");
+    }
+    missing
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tirx-sim-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write_f32(path: &Path, shape: &[u64], data: &[f32]) {
+    let f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(f).begin_nd().unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+}
+
+fn write_f16(path: &Path, shape: &[u64], data: &[f32]) {
+    let f = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut w = npyz::WriteOptions::new().default_dtype().shape(shape).writer(f).begin_nd().unwrap();
+    w.extend(data.iter().map(|x| npyz::half::f16::from_f32(*x))).unwrap();
+    w.finish().unwrap();
+}
+
+fn read<T: npyz::Deserialize>(path: &Path) -> Vec<T> {
+    npyz::NpyFile::new(std::io::BufReader::new(std::fs::File::open(path).unwrap())).unwrap().into_vec().unwrap()
+}
+
+/// Runs an example with A = 0, 1, 2, ... and returns B (as f32) and stdout.
+fn run_example(name: &str, shape: &[u64], f16: bool) -> Option<(Vec<f32>, Vec<f32>, String)> {
+    let n: u64 = shape.iter().product();
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let (ap, bp) = (tmp(&format!("{name}-a.npy")), tmp(&format!("{name}-b.npy")));
+    if f16 {
+        write_f16(&ap, shape, &a);
+    } else {
+        write_f32(&ap, shape, &a);
+    }
+    let out = tirx(&[
+        "sim",
+        &format!("examples/{name}.py"),
+        "--arg",
+        &format!("A={}", ap.display()),
+        "--out",
+        &format!("B={}", bp.display()),
+    ]);
+    if front_end_missing(&out) {
+        return None;
+    }
+    assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let b = if f16 { read::<npyz::half::f16>(&bp).into_iter().map(|x| x.to_f32()).collect() } else { read::<f32>(&bp) };
+    Some((a, b, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+fn copies_a_to_b(name: &str, shape: &[u64], f16: bool) {
+    let Some((a, b, stdout)) = run_example(name, shape, f16) else { return };
+    assert_eq!(a, b, "{name}");
+    assert!(stdout.contains("no races"), "{stdout}");
+}
+
+#[test]
+fn example_copy_fallback() {
+    copies_a_to_b("copy_fallback", &[4, 6], false);
+}
+
+#[test]
+fn example_copy_gmem_smem() {
+    copies_a_to_b("copy_gmem_smem", &[32, 32], false);
+}
+
+#[test]
+fn example_copy_reg() {
+    copies_a_to_b("copy_reg", &[32, 8], false);
+}
+
+#[test]
+fn example_copy_ldstmatrix() {
+    copies_a_to_b("copy_ldstmatrix", &[8, 16], true);
+}
+
+#[test]
+fn elementwise_sqrt() {
+    let Some((a, b, _)) = run_example("elementwise_reg", &[32, 8], false) else { return };
+    let want: Vec<f32> = a.iter().map(|x| x.sqrt()).collect();
+    assert_eq!(b, want);
+}
+
+/// Each thread writes its element of `A_smem`, then reads its mirror image.
+const REVERSE: &str = r#"from tvm.script import tirx as T
+
+
+@T.prim_func
+def reverse(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), "float32")
+    B = T.match_buffer(B_ptr, (64,), "float32")
+    T.device_entry(); T.cta_id([1]); tid = T.thread_id([64])
+    A_smem = T.alloc_buffer((64,), "float32", scope="shared")
+    A_smem[tid] = A[tid]
+    T.cuda.cta_sync()
+    B[tid] = A_smem[63 - tid]
+"#;
+
+#[test]
+fn reverse_through_shared_memory() {
+    let (p, a, b) = (tmp("reverse.py"), tmp("reverse-a.npy"), tmp("reverse-b.npy"));
+    std::fs::write(&p, REVERSE).unwrap();
+    let input: Vec<f32> = (0..64).map(|i| i as f32 * 0.5).collect();
+    write_f32(&a, &[64], &input);
+    let out = tirx(&[
+        "sim",
+        p.to_str().unwrap(),
+        "--arg",
+        &format!("A={}", a.display()),
+        "--out",
+        &format!("B={}", b.display()),
+    ]);
+    if front_end_missing(&out) {
+        return;
+    }
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let got = read::<f32>(&b);
+    let want: Vec<f32> = input.iter().rev().copied().collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_missing_barrier_is_reported_at_its_line() {
+    let racy = REVERSE.replace("    T.cuda.cta_sync()\n", "");
+    assert_ne!(racy, REVERSE);
+    let p = tmp("racy.py");
+    std::fs::write(&p, racy).unwrap();
+    let out = tirx(&["sim", p.to_str().unwrap()]);
+    if front_end_missing(&out) {
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for want in ["data race", "`A_smem`", "racy.py:10:5", "A_smem[tid] = A[tid]", "read here by thread 31", "help:"] {
+        assert!(err.contains(want), "missing `{want}` in:\n{err}");
+    }
+}
+
+#[test]
+fn stats_and_bad_arguments() {
+    let out = tirx(&["sim", "examples/copy_gmem_smem.py", "--stats", "--arg", "Nope=x.npy"]);
+    if front_end_missing(&out) {
+        return;
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no parameter buffer `Nope`"), "{err}");
+    let out = tirx(&["sim", "examples/copy_gmem_smem.py", "--stats"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("bank conflicts"), "{stdout}");
+}
+
+#[test]
+fn help_lists_the_flags() {
+    let out = tirx(&["sim", "--help"]);
+    let h = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--arg", "--out", "--grid-limit", "--stats", "--no-race-check"] {
+        assert!(h.contains(flag), "{h}");
+    }
+}
+
+#[test]
+fn grid_limit_and_race_check_switch() {
+    let out = tirx(&["sim", "examples/bench/tiled_copy_f32.py", "--grid-limit", "2", "--no-race-check"]);
+    if front_end_missing(&out) {
+        return;
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("2 of 8192 CTAs × 128 threads") && stdout.contains("race check off"), "{stdout}");
+}

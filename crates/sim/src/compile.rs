@@ -1,0 +1,726 @@
+//! LIR → flat register bytecode, compiled once per simulation.
+//!
+//! Every thread owns a register file laid out as
+//! `[threadIdx.xyz, blockIdx.xyz | one register per LIR var | constants | temporaries]`;
+//! constants are preloaded from a template, so literals cost nothing at run time.
+//! Structured control flow becomes jumps; `&&`, `||` and `?:` short-circuit
+//! like the C the CUDA generator prints. The compiler also validates the LIR
+//! (ids, widths, buffer spaces) and reports malformed input as `InvalidKernel`.
+
+use crate::error::{SimError, SimErrorKind};
+use crate::value::{round_to, wrap_int};
+use std::collections::HashMap;
+use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, PackedOp, PairSrc, Space, Special};
+use tirx_ir::{DType, Span};
+
+pub(crate) type Reg = u32;
+
+/// Registers 0..3 hold threadIdx.{x,y,z}, 3..6 blockIdx.{x,y,z}.
+pub(crate) const SPECIAL_REGS: u32 = 6;
+/// Temporaries are numbered from here while compiling, then moved after the constants.
+const TEMP_TAG: u32 = 1 << 30;
+/// The site of an instruction that can never report an error.
+pub(crate) const NO_SITE: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+pub(crate) struct MatrixIns {
+    pub site: u32,
+    pub store: bool,
+    pub num: u8,
+    pub trans: bool,
+    pub smem: u32,
+    pub smem_idx: Reg,
+    pub regs: u32,
+    pub reg_idx: Vec<Reg>,
+}
+
+/// A packed-pair source: a buffer pair or a scalar broadcast (already in the pair's dtype).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum PairOperand {
+    Buf { buf: u32, idx: Reg },
+    Scalar(Reg),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Packed2Ins {
+    pub site: u32,
+    pub op: PackedOp,
+    pub ty: DType,
+    pub dst: u32,
+    pub dst_idx: Reg,
+    pub srcs: Vec<PairOperand>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Ins {
+    Mov {
+        dst: Reg,
+        src: Reg,
+    },
+    Bin {
+        op: LBinOp,
+        ty: DType,
+        dst: Reg,
+        a: Reg,
+        b: Reg,
+        site: u32,
+    },
+    Un {
+        op: UnOp,
+        ty: DType,
+        dst: Reg,
+        a: Reg,
+    },
+    Cast {
+        from: DType,
+        to: DType,
+        dst: Reg,
+        a: Reg,
+    },
+    Math {
+        f: MathFn,
+        ty: DType,
+        dst: Reg,
+        a: Reg,
+    },
+    Load {
+        site: u32,
+        buf: u32,
+        dst: Reg,
+        idx: Reg,
+    },
+    Store {
+        site: u32,
+        buf: u32,
+        idx: Reg,
+        val: Reg,
+    },
+    VecCopy {
+        site: u32,
+        dst: u32,
+        dst_idx: Reg,
+        src: u32,
+        src_idx: Reg,
+        lanes: u32,
+        nc: bool,
+    },
+    Jmp {
+        to: u32,
+    },
+    /// Jump when the register is zero / non-zero (conditions are bool- or int-valued).
+    Jz {
+        cond: Reg,
+        to: u32,
+    },
+    Jnz {
+        cond: Reg,
+        to: u32,
+    },
+    /// Exit the loop at `exit` unless `var < end` (both normalised ints).
+    LoopTest {
+        var: Reg,
+        end: Reg,
+        exit: u32,
+    },
+    Inc {
+        var: Reg,
+        ty: DType,
+    },
+    Barrier {
+        site: u32,
+        kind: BarrierKind,
+    },
+    Matrix(Box<MatrixIns>),
+    Packed2(Box<Packed2Ins>),
+    Cast2 {
+        site: u32,
+        dst: u32,
+        dst_idx: Reg,
+        src: u32,
+        src_idx: Reg,
+    },
+    Exit,
+}
+
+impl Ins {
+    fn for_each_reg(&mut self, mut f: impl FnMut(&mut Reg)) {
+        match self {
+            Ins::Mov { dst, src } => {
+                f(dst);
+                f(src)
+            }
+            Ins::Bin { dst, a, b, .. } => {
+                f(dst);
+                f(a);
+                f(b)
+            }
+            Ins::Un { dst, a, .. } | Ins::Cast { dst, a, .. } | Ins::Math { dst, a, .. } => {
+                f(dst);
+                f(a)
+            }
+            Ins::Load { dst, idx, .. } => {
+                f(dst);
+                f(idx)
+            }
+            Ins::Store { idx, val, .. } => {
+                f(idx);
+                f(val)
+            }
+            Ins::VecCopy { dst_idx, src_idx, .. } | Ins::Cast2 { dst_idx, src_idx, .. } => {
+                f(dst_idx);
+                f(src_idx)
+            }
+            Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => f(cond),
+            Ins::LoopTest { var, end, .. } => {
+                f(var);
+                f(end)
+            }
+            Ins::Inc { var, .. } => f(var),
+            Ins::Matrix(m) => {
+                f(&mut m.smem_idx);
+                m.reg_idx.iter_mut().for_each(f)
+            }
+            Ins::Packed2(p) => {
+                f(&mut p.dst_idx);
+                for s in &mut p.srcs {
+                    match s {
+                        PairOperand::Buf { idx, .. } => f(idx),
+                        PairOperand::Scalar(r) => f(r),
+                    }
+                }
+            }
+            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Exit => {}
+        }
+    }
+}
+
+/// The compiled kernel.
+pub(crate) struct Program {
+    pub code: Vec<Ins>,
+    /// Source span of each memory / barrier instruction (`site` ids).
+    pub sites: Vec<Span>,
+    pub nregs: usize,
+    /// Register file template (constants filled in, everything else zero).
+    pub template: Vec<u64>,
+}
+
+pub(crate) fn compile(k: &LKernel) -> Result<Program, SimError> {
+    let mut c = Compiler {
+        k,
+        code: vec![],
+        sites: vec![],
+        consts: HashMap::new(),
+        const_vals: vec![],
+        top: 0,
+        max_top: 0,
+        span: Span::default(),
+    };
+    c.block(&k.body)?;
+    c.code.push(Ins::Exit);
+    Ok(c.finish())
+}
+
+struct Compiler<'k> {
+    k: &'k LKernel,
+    code: Vec<Ins>,
+    sites: Vec<Span>,
+    consts: HashMap<u64, Reg>,
+    const_vals: Vec<u64>,
+    top: u32,
+    max_top: u32,
+    /// Span of the statement being compiled, for errors.
+    span: Span,
+}
+
+impl Compiler<'_> {
+    fn finish(mut self) -> Program {
+        let nvars = self.k.vars.len() as u32;
+        let const_base = SPECIAL_REGS + nvars;
+        let temp_base = const_base + self.const_vals.len() as u32;
+        for ins in &mut self.code {
+            ins.for_each_reg(|r| {
+                if *r >= TEMP_TAG {
+                    *r = temp_base + (*r - TEMP_TAG);
+                }
+            });
+        }
+        let nregs = (temp_base + self.max_top) as usize;
+        let mut template = vec![0u64; nregs];
+        for (i, v) in self.const_vals.iter().enumerate() {
+            template[(const_base as usize) + i] = *v;
+        }
+        Program { code: self.code, sites: self.sites, nregs, template }
+    }
+
+    fn invalid(&self, msg: impl Into<String>) -> SimError {
+        SimError::new(SimErrorKind::InvalidKernel, self.span, msg)
+            .help("the lowered IR is malformed; this is a bug in the lowering, please report it")
+    }
+
+    fn temp(&mut self) -> Reg {
+        let r = TEMP_TAG + self.top;
+        self.top += 1;
+        self.max_top = self.max_top.max(self.top);
+        r
+    }
+
+    fn site(&mut self) -> u32 {
+        self.sites.push(self.span);
+        (self.sites.len() - 1) as u32
+    }
+
+    /// A constant register; the constant index is resolved in `finish`.
+    fn constant(&mut self, bits: u64) -> Reg {
+        let base = SPECIAL_REGS + self.k.vars.len() as u32;
+        if let Some(r) = self.consts.get(&bits) {
+            return *r;
+        }
+        let r = base + self.const_vals.len() as u32;
+        self.const_vals.push(bits);
+        self.consts.insert(bits, r);
+        r
+    }
+
+    fn var_reg(&self, v: tirx_ir::lir::LVarId) -> Result<Reg, SimError> {
+        if (v.0 as usize) < self.k.vars.len() {
+            Ok(SPECIAL_REGS + v.0)
+        } else {
+            Err(self.invalid(format!("variable id {} is out of range", v.0)))
+        }
+    }
+
+    fn buf(&self, b: LBufId) -> Result<u32, SimError> {
+        if (b.0 as usize) < self.k.bufs.len() {
+            Ok(b.0)
+        } else {
+            Err(self.invalid(format!("buffer id {} is out of range", b.0)))
+        }
+    }
+
+    fn emit(&mut self, i: Ins) -> u32 {
+        self.code.push(i);
+        (self.code.len() - 1) as u32
+    }
+
+    fn here(&self) -> u32 {
+        self.code.len() as u32
+    }
+
+    fn patch(&mut self, at: u32, target: u32) {
+        match &mut self.code[at as usize] {
+            Ins::Jmp { to } | Ins::Jz { to, .. } | Ins::Jnz { to, .. } => *to = target,
+            Ins::LoopTest { exit, .. } => *exit = target,
+            _ => {}
+        }
+    }
+
+    fn block(&mut self, body: &[LStmt]) -> Result<(), SimError> {
+        for s in body {
+            let mark = self.top;
+            self.span = s.span;
+            self.stmt(s)?;
+            self.top = mark;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &LStmt) -> Result<(), SimError> {
+        match &s.kind {
+            LStmtKind::Let { var, value } => {
+                let dst = self.var_reg(*var)?;
+                let ty = self.k.var(*var).dtype;
+                self.expr_into(value, ty, dst)?;
+            }
+            LStmtKind::For { var, begin, extent, body, .. } => self.for_loop(*var, begin, extent, body)?,
+            LStmtKind::If { cond, then_body, else_body } => {
+                let c = self.cond(cond)?;
+                let jz = self.emit(Ins::Jz { cond: c, to: 0 });
+                self.block(then_body)?;
+                if else_body.is_empty() {
+                    let end = self.here();
+                    self.patch(jz, end);
+                } else {
+                    let jmp = self.emit(Ins::Jmp { to: 0 });
+                    let else_at = self.here();
+                    self.patch(jz, else_at);
+                    self.block(else_body)?;
+                    let end = self.here();
+                    self.patch(jmp, end);
+                }
+            }
+            LStmtKind::Store { buf, index, value } => {
+                let b = self.buf(*buf)?;
+                let idx = self.index(index)?;
+                let ty = self.k.bufs[b as usize].dtype;
+                let val = self.expr_as(value, ty)?;
+                let site = self.site();
+                self.emit(Ins::Store { site, buf: b, idx, val });
+            }
+            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+                let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
+                self.check_vec(d, s, *lanes)?;
+                let dst_idx = self.index(dst_index)?;
+                let src_idx = self.index(src_index)?;
+                let site = self.site();
+                let nc = *cache == tirx_ir::lir::CacheHint::NonCoherent;
+                self.emit(Ins::VecCopy { site, dst: d, dst_idx, src: s, src_idx, lanes: *lanes, nc });
+            }
+            LStmtKind::Barrier(kind) => {
+                let site = self.site();
+                self.emit(Ins::Barrier { site, kind: *kind });
+            }
+            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index } => {
+                self.matrix(false, *num, *trans, *smem, smem_index, *regs, reg_index)?
+            }
+            LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
+                self.matrix(true, *num, *trans, *smem, smem_index, *regs, reg_index)?
+            }
+            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
+                self.packed2(*op, *dtype, *dst, dst_index, srcs)?
+            }
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
+                let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
+                let dst_idx = self.index(dst_index)?;
+                let src_idx = self.index(src_index)?;
+                let site = self.site();
+                self.emit(Ins::Cast2 { site, dst: d, dst_idx, src: s, src_idx });
+            }
+            LStmtKind::Comment(_) => {}
+        }
+        Ok(())
+    }
+
+    fn for_loop(
+        &mut self,
+        var: tirx_ir::lir::LVarId,
+        begin: &LExpr,
+        extent: &LExpr,
+        body: &[LStmt],
+    ) -> Result<(), SimError> {
+        let v = self.var_reg(var)?;
+        let ty = self.k.var(var).dtype;
+        if !ty.is_int() {
+            return Err(self.invalid(format!("loop variable `{}` has type {ty}, not an integer", self.k.var(var).name)));
+        }
+        self.expr_into(begin, ty, v)?;
+        let ext = self.expr_as(extent, ty)?;
+        let end = self.temp();
+        self.emit(Ins::Bin { op: LBinOp::Add, ty, dst: end, a: v, b: ext, site: NO_SITE });
+        let head = self.emit(Ins::LoopTest { var: v, end, exit: 0 });
+        let span = self.span;
+        self.block(body)?;
+        self.span = span;
+        self.emit(Ins::Inc { var: v, ty });
+        self.emit(Ins::Jmp { to: head });
+        let exit = self.here();
+        self.patch(head, exit);
+        Ok(())
+    }
+
+    fn check_vec(&self, d: u32, s: u32, lanes: u32) -> Result<(), SimError> {
+        let (db, sb) = (&self.k.bufs[d as usize], &self.k.bufs[s as usize]);
+        if db.dtype != sb.dtype {
+            return Err(self.invalid(format!(
+                "vector copy between `{}` ({}) and `{}` ({}) of different dtypes",
+                db.name, db.dtype, sb.name, sb.dtype
+            )));
+        }
+        let bits = lanes * db.dtype.bits();
+        if ![8, 16, 32, 64, 128].contains(&bits) {
+            return Err(self.invalid(format!(
+                "vector copy of {lanes} × {} is {bits} bits; the width must be 8, 16, 32, 64 or 128",
+                db.dtype
+            )));
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn matrix(
+        &mut self,
+        store: bool,
+        num: u8,
+        trans: bool,
+        smem: LBufId,
+        smem_index: &LExpr,
+        regs: LBufId,
+        reg_index: &[LExpr],
+    ) -> Result<(), SimError> {
+        let name = if store { "stmatrix" } else { "ldmatrix" };
+        let (s, r) = (self.buf(smem)?, self.buf(regs)?);
+        if ![1, 2, 4].contains(&num) || reg_index.len() != num as usize {
+            return Err(self.invalid(format!(
+                "{name}.x{num} with {} register operands (need x1, x2 or x4 and one register per matrix)",
+                reg_index.len()
+            )));
+        }
+        let (sb, rb) = (&self.k.bufs[s as usize], &self.k.bufs[r as usize]);
+        if sb.space != Space::Shared || sb.dtype.bits() != 16 {
+            return Err(self.invalid(format!(
+                "{name} needs a 16-bit shared buffer; `{}` is {} {:?}",
+                sb.name, sb.dtype, sb.space
+            )));
+        }
+        if rb.space != Space::Local || rb.dtype.bits() != 16 {
+            return Err(self.invalid(format!(
+                "{name} needs a 16-bit local register buffer; `{}` is {} {:?}",
+                rb.name, rb.dtype, rb.space
+            )));
+        }
+        let smem_idx = self.index(smem_index)?;
+        let reg_idx = reg_index.iter().map(|e| self.index(e)).collect::<Result<Vec<_>, _>>()?;
+        let site = self.site();
+        self.emit(Ins::Matrix(Box::new(MatrixIns { site, store, num, trans, smem: s, smem_idx, regs: r, reg_idx })));
+        Ok(())
+    }
+
+    fn packed2(
+        &mut self,
+        op: PackedOp,
+        ty: DType,
+        dst: LBufId,
+        dst_index: &LExpr,
+        srcs: &[PairSrc],
+    ) -> Result<(), SimError> {
+        let d = self.buf(dst)?;
+        if !matches!(ty, DType::F16 | DType::BF16) {
+            return Err(self.invalid(format!("packed pair op on {ty}; only float16 and bfloat16 pairs exist")));
+        }
+        let want = if op == PackedOp::Fma { 3 } else { 2 };
+        if srcs.len() != want {
+            return Err(self.invalid(format!("packed {op:?} with {} operands (needs {want})", srcs.len())));
+        }
+        for b in std::iter::once(d).chain(srcs.iter().filter_map(|s| match s {
+            PairSrc::Buf(b, _) => Some(b.0),
+            PairSrc::Scalar(_) => None,
+        })) {
+            let lb =
+                self.k.bufs.get(b as usize).ok_or_else(|| self.invalid(format!("buffer id {b} is out of range")))?;
+            if lb.dtype != ty {
+                return Err(self.invalid(format!("packed {ty} op on `{}` of dtype {}", lb.name, lb.dtype)));
+            }
+        }
+        let dst_idx = self.index(dst_index)?;
+        let mut ops = vec![];
+        for s in srcs {
+            ops.push(match s {
+                PairSrc::Buf(b, i) => PairOperand::Buf { buf: b.0, idx: self.index(i)? },
+                PairSrc::Scalar(e) => PairOperand::Scalar(self.expr_as(e, ty)?),
+            });
+        }
+        let site = self.site();
+        self.emit(Ins::Packed2(Box::new(Packed2Ins { site, op, ty, dst: d, dst_idx, srcs: ops })));
+        Ok(())
+    }
+
+    /// An element index: any integer expression, used as i64.
+    fn index(&mut self, e: &LExpr) -> Result<Reg, SimError> {
+        let t = self.ty(e)?;
+        if !t.is_int() {
+            return Err(self.invalid(format!("an index has type {t}; indices are integers")));
+        }
+        self.expr(e)
+    }
+
+    /// A branch condition register (any scalar; zero is false).
+    fn cond(&mut self, e: &LExpr) -> Result<Reg, SimError> {
+        let t = self.ty(e)?;
+        if t.is_float() {
+            self.expr_as(e, DType::Bool)
+        } else {
+            self.expr(e)
+        }
+    }
+
+    /// The type an expression evaluates in (C-like promotion of mixed operands).
+    fn ty(&self, e: &LExpr) -> Result<DType, SimError> {
+        Ok(match e {
+            LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
+            LExpr::Bool(_) => DType::Bool,
+            LExpr::Var(v) => {
+                self.var_reg(*v)?;
+                self.k.var(*v).dtype
+            }
+            LExpr::Special(_) => DType::I32,
+            LExpr::Bin(op, a, b) => {
+                if op.is_compare() || op.is_logic() {
+                    DType::Bool
+                } else {
+                    promote(self.ty(a)?, self.ty(b)?)
+                }
+            }
+            LExpr::Un(UnOp::Not, _) => DType::Bool,
+            LExpr::Un(_, a) => self.ty(a)?,
+            LExpr::Select(_, a, b) => promote(self.ty(a)?, self.ty(b)?),
+            LExpr::Math(f, args) => {
+                let t = match args.first() {
+                    Some(a) => self.ty(a)?,
+                    None => return Err(self.invalid(format!("{}() without an argument", f.name()))),
+                };
+                if t.is_float() || *f == MathFn::Abs {
+                    t
+                } else {
+                    DType::F32
+                }
+            }
+            LExpr::Load(b, _) => self.k.bufs[self.buf(*b)? as usize].dtype,
+        })
+    }
+
+    /// Evaluates `e` converted to `ty` into `dst`.
+    fn expr_into(&mut self, e: &LExpr, ty: DType, dst: Reg) -> Result<(), SimError> {
+        let from = self.ty(e)?;
+        let r = self.expr(e)?;
+        if from != ty {
+            self.emit(Ins::Cast { from, to: ty, dst, a: r });
+        } else if r != dst {
+            self.emit(Ins::Mov { dst, src: r });
+        }
+        Ok(())
+    }
+
+    /// Evaluates `e` converted to `ty` into some register.
+    fn expr_as(&mut self, e: &LExpr, ty: DType) -> Result<Reg, SimError> {
+        let from = self.ty(e)?;
+        let r = self.expr(e)?;
+        if from == ty {
+            return Ok(r);
+        }
+        let dst = self.temp();
+        self.emit(Ins::Cast { from, to: ty, dst, a: r });
+        Ok(dst)
+    }
+
+    fn expr(&mut self, e: &LExpr) -> Result<Reg, SimError> {
+        Ok(match e {
+            LExpr::Int(v, t) => self.int_const(*v, *t),
+            LExpr::Float(v, t) => {
+                let bits = if t.is_float() { round_to(*t, *v).to_bits() } else { wrap_int(*t, *v as i64) as u64 };
+                self.constant(bits)
+            }
+            LExpr::Bool(b) => self.constant(*b as u64),
+            LExpr::Var(v) => self.var_reg(*v)?,
+            LExpr::Special(Special::ThreadIdx(d)) if *d < 3 => *d as u32,
+            LExpr::Special(Special::BlockIdx(d)) if *d < 3 => 3 + *d as u32,
+            LExpr::Special(s) => return Err(self.invalid(format!("{s:?} has no such dimension"))),
+            LExpr::Bin(op, a, b) if op.is_logic() => self.short_circuit(*op, a, b)?,
+            LExpr::Bin(op, a, b) => self.binary(*op, a, b)?,
+            LExpr::Un(op, a) => {
+                let t = self.ty(a)?;
+                if *op == UnOp::BitNot && t.is_float() {
+                    return Err(self.invalid(format!("`~` on a {t} value")));
+                }
+                let a = self.expr(a)?;
+                let dst = self.temp();
+                self.emit(Ins::Un { op: *op, ty: t, dst, a });
+                dst
+            }
+            LExpr::Cast(to, a) => {
+                let from = self.ty(a)?;
+                let a = self.expr(a)?;
+                let dst = self.temp();
+                self.emit(Ins::Cast { from, to: *to, dst, a });
+                dst
+            }
+            LExpr::Select(c, a, b) => {
+                let ty = self.ty(e)?;
+                let c = self.cond(c)?;
+                let dst = self.temp();
+                let jz = self.emit(Ins::Jz { cond: c, to: 0 });
+                self.expr_into(a, ty, dst)?;
+                let jmp = self.emit(Ins::Jmp { to: 0 });
+                let else_at = self.here();
+                self.patch(jz, else_at);
+                self.expr_into(b, ty, dst)?;
+                let end = self.here();
+                self.patch(jmp, end);
+                dst
+            }
+            LExpr::Math(f, args) => {
+                if args.len() != 1 {
+                    return Err(self.invalid(format!("{}() takes one argument, got {}", f.name(), args.len())));
+                }
+                let ty = self.ty(e)?;
+                let a = self.expr_as(&args[0], ty)?;
+                let dst = self.temp();
+                self.emit(Ins::Math { f: *f, ty, dst, a });
+                dst
+            }
+            LExpr::Load(b, i) => {
+                let buf = self.buf(*b)?;
+                let idx = self.index(i)?;
+                let dst = self.temp();
+                let site = self.site();
+                self.emit(Ins::Load { site, buf, dst, idx });
+                dst
+            }
+        })
+    }
+
+    fn int_const(&mut self, v: i64, t: DType) -> Reg {
+        let bits = if t.is_float() { round_to(t, v as f64).to_bits() } else { wrap_int(t, v) as u64 };
+        self.constant(bits)
+    }
+
+    fn binary(&mut self, op: LBinOp, a: &LExpr, b: &LExpr) -> Result<Reg, SimError> {
+        let ty = promote(self.ty(a)?, self.ty(b)?);
+        if ty.is_float() && matches!(op, LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr) {
+            return Err(self.invalid(format!("bitwise {op:?} on {ty} operands")));
+        }
+        let ra = self.expr_as(a, ty)?;
+        let rb = self.expr_as(b, ty)?;
+        let dst = self.temp();
+        // Only a division can fault; other operators need no source location.
+        let divides = matches!(op, LBinOp::Div | LBinOp::Rem | LBinOp::FloorDiv | LBinOp::FloorMod);
+        let site = if divides && !ty.is_float() { self.site() } else { NO_SITE };
+        self.emit(Ins::Bin { op, ty, dst, a: ra, b: rb, site });
+        Ok(dst)
+    }
+
+    fn short_circuit(&mut self, op: LBinOp, a: &LExpr, b: &LExpr) -> Result<Reg, SimError> {
+        let dst = self.temp();
+        self.expr_into(a, DType::Bool, dst)?;
+        let j = if op == LBinOp::And {
+            self.emit(Ins::Jz { cond: dst, to: 0 })
+        } else {
+            self.emit(Ins::Jnz { cond: dst, to: 0 })
+        };
+        self.expr_into(b, DType::Bool, dst)?;
+        let end = self.here();
+        self.patch(j, end);
+        Ok(dst)
+    }
+}
+
+/// The common type of two operands: float beats int, wider beats narrower,
+/// unsigned wins a tie of widths (C's usual arithmetic conversions).
+pub(crate) fn promote(a: DType, b: DType) -> DType {
+    if a == b {
+        return a;
+    }
+    match (a.is_float(), b.is_float()) {
+        (true, false) => a,
+        (false, true) => b,
+        (true, true) => {
+            if a.bits() == b.bits() {
+                DType::F32 // f16 with bf16, e4m3 with e5m2
+            } else if a.bits() > b.bits() {
+                a
+            } else {
+                b
+            }
+        }
+        (false, false) => {
+            if a == DType::Bool {
+                b
+            } else if b == DType::Bool || a.bits() > b.bits() {
+                a
+            } else if b.bits() > a.bits() || !b.is_signed() {
+                b
+            } else {
+                a
+            }
+        }
+    }
+}

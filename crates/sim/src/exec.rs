@@ -1,0 +1,800 @@
+//! The machine: runs every CTA, every thread, with barrier and warp-collective
+//! semantics.
+//!
+//! Scheduling: within a CTA each thread runs until it blocks (a barrier or a
+//! warp-collective instruction) or exits. When no thread can run, a warp whose
+//! lanes all wait at the same warp-level instruction (`__syncwarp`, ldmatrix,
+//! stmatrix) executes it; otherwise, if every thread waits at the same
+//! `__syncthreads`, the CTA passes it. Anything else is a hang on the GPU and is
+//! reported with who waits where. Threads only communicate through memory, and
+//! unordered conflicting accesses are reported as races, so running threads one
+//! after another gives the GPU's result for every race-free kernel.
+
+use crate::arith::{self, ArithFault};
+use crate::bank::{BankCollector, PointKey};
+use crate::compile::{Ins, MatrixIns, Packed2Ins, PairOperand, Program};
+use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
+use crate::memory::{BufMem, Dir};
+use crate::value::{decode, encode};
+use crate::{SimOptions, SimReport};
+use std::collections::HashMap;
+use tirx_ir::hir::BarrierKind;
+use tirx_ir::lir::{LKernel, Space};
+use tirx_ir::DType;
+
+/// Static shared memory a kernel may declare without `extern __shared__` (48 KiB).
+const STATIC_SMEM_LIMIT: usize = 48 * 1024;
+/// Shared memory per CTA on sm_90 (227 KiB with the opt-in attribute).
+const SMEM_LIMIT: usize = 227 * 1024;
+/// Local memory per thread CUDA allows (512 KiB).
+const LOCAL_LIMIT: usize = 512 * 1024;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum State {
+    Runnable,
+    Waiting,
+    Exited,
+}
+
+pub(crate) struct Machine<'a> {
+    pub k: &'a LKernel,
+    pub prog: &'a Program,
+    pub opts: &'a SimOptions,
+    pub bufs: Vec<BufMem>,
+    /// Threads per CTA.
+    n: usize,
+    regs: Vec<u64>,
+    pcs: Vec<u32>,
+    state: Vec<State>,
+    pub cta: [u32; 3],
+    clock: u32,
+    pub cta_start: u32,
+    pub cta_sync: u32,
+    pub wsync: Vec<u32>,
+    /// `(cta_start stamp, CTA)` of every CTA run so far, in stamp order.
+    pub cta_starts: Vec<(u32, [u32; 3])>,
+    pub warnings: Vec<SimWarning>,
+    pub warn_at: HashMap<(u32, u32), usize>,
+    bank: Option<BankCollector>,
+    insts: u64,
+}
+
+pub(crate) fn run(
+    k: &LKernel,
+    prog: &Program,
+    params: &mut [Vec<u8>],
+    opts: &SimOptions,
+) -> Result<SimReport, SimError> {
+    let mut m = Machine::new(k, prog, opts, params);
+    let result = m.run_grid();
+    // Hand the parameter bytes back, also after an error (they hold what ran so far).
+    for (i, id) in k.params.iter().enumerate() {
+        params[i] = std::mem::take(&mut m.bufs[id.0 as usize].data);
+    }
+    let ctas_run = result?;
+    let names: Vec<String> = m.bufs.iter().map(|b| b.name.clone()).collect();
+    let bank = m.bank.take().map(|b| b.report(|i| names[i as usize].clone())).unwrap_or_default();
+    Ok(SimReport { warnings: m.warnings, bank, ctas_run, instructions: m.insts })
+}
+
+fn limit_error(msg: String) -> SimError {
+    SimError::new(SimErrorKind::ResourceLimit, Default::default(), msg)
+}
+
+/// Launch shape, parameters and memory limits, checked before anything runs.
+pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimError> {
+    if k.grid.contains(&0) || k.block.contains(&0) {
+        return Err(limit_error(format!("launch of grid {:?} × block {:?} has an empty dimension", k.grid, k.block)));
+    }
+    let threads: u64 = k.block.iter().map(|d| *d as u64).product();
+    if threads > 1024 {
+        return Err(limit_error(format!("{threads} threads per CTA; CUDA allows at most 1024"))
+            .help("use fewer threads per CTA and more CTAs"));
+    }
+    if params.len() != k.params.len() {
+        return Err(SimError::new(
+            SimErrorKind::BadArgument,
+            Default::default(),
+            format!("kernel `{}` takes {} parameters, {} buffers were given", k.name, k.params.len(), params.len()),
+        ));
+    }
+    let invalid = |msg: String| SimError::new(SimErrorKind::InvalidKernel, Default::default(), msg);
+    for (i, id) in k.params.iter().enumerate() {
+        if k.params[..i].contains(id) {
+            return Err(invalid(format!("buffer id {} is passed as two parameters", id.0)));
+        }
+        let b = k.bufs.get(id.0 as usize).ok_or_else(|| {
+            SimError::new(
+                SimErrorKind::InvalidKernel,
+                Default::default(),
+                format!("parameter {i} names buffer id {}, which does not exist", id.0),
+            )
+        })?;
+        if b.space != Space::Global {
+            return Err(SimError::new(
+                SimErrorKind::InvalidKernel,
+                Default::default(),
+                format!("parameter `{}` is not a global buffer", b.name),
+            ));
+        }
+        let want = b.elems.max(0) as usize * b.dtype.bytes() as usize;
+        if params[i].len() != want {
+            return Err(SimError::new(
+                SimErrorKind::BadArgument,
+                Default::default(),
+                format!(
+                    "parameter `{}` ({} × {}) needs {want} bytes, got {}",
+                    b.name,
+                    b.elems,
+                    b.dtype,
+                    params[i].len()
+                ),
+            ));
+        }
+    }
+    for (i, b) in k.bufs.iter().enumerate() {
+        if b.space == Space::Global && !k.params.contains(&tirx_ir::lir::LBufId(i as u32)) {
+            return Err(invalid(format!("global buffer `{}` is not a kernel parameter", b.name)));
+        }
+        let bytes = b.elems.max(0) as usize * b.dtype.bytes() as usize;
+        if b.space == Space::Local && bytes > LOCAL_LIMIT {
+            return Err(limit_error(format!(
+                "local buffer `{}` takes {bytes} bytes per thread; CUDA allows at most {LOCAL_LIMIT}",
+                b.name
+            )));
+        }
+    }
+    let smem = |dynamic: Option<bool>| -> usize {
+        k.bufs
+            .iter()
+            .filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d))
+            .map(|b| (b.elems.max(0) as usize * b.dtype.bytes() as usize).next_multiple_of(128))
+            .sum()
+    };
+    if smem(Some(false)) > STATIC_SMEM_LIMIT {
+        return Err(limit_error(format!(
+            "{} bytes of static shared memory; a kernel may declare at most {STATIC_SMEM_LIMIT} statically",
+            smem(Some(false))
+        ))
+        .help("allocate large shared buffers with scope=\"shared.dyn\""));
+    }
+    if smem(None) > SMEM_LIMIT {
+        return Err(limit_error(format!(
+            "{} bytes of shared memory per CTA; sm_90 allows at most {SMEM_LIMIT}",
+            smem(None)
+        )));
+    }
+    Ok(())
+}
+
+impl<'a> Machine<'a> {
+    fn new(k: &'a LKernel, prog: &'a Program, opts: &'a SimOptions, params: &mut [Vec<u8>]) -> Machine<'a> {
+        let n = k.threads_per_cta() as usize;
+        let mut bufs = Vec::with_capacity(k.bufs.len());
+        let mut smem_top = 0u32;
+        for b in &k.bufs {
+            let esize = b.dtype.bytes() as usize;
+            let elems = b.elems.max(0) as usize;
+            let (data, shadow, init, smem_base) = match b.space {
+                Space::Global => {
+                    let shadow = if opts.check_races { vec![[0u32; 4]; elems] } else { vec![] };
+                    (vec![], shadow, vec![], 0)
+                }
+                Space::Shared => {
+                    let base = smem_top;
+                    smem_top += ((elems * esize) as u32).next_multiple_of(128);
+                    (vec![0; elems * esize], vec![[0u32; 4]; elems], vec![], base)
+                }
+                Space::Local => (vec![0; n * elems * esize], vec![], vec![0; n * elems], 0),
+            };
+            bufs.push(BufMem {
+                name: b.name.clone(),
+                space: b.space,
+                dtype: b.dtype,
+                esize,
+                elems,
+                data,
+                shadow,
+                init,
+                smem_base,
+            });
+        }
+        for (i, id) in k.params.iter().enumerate() {
+            bufs[id.0 as usize].data = std::mem::take(&mut params[i]);
+        }
+        Machine {
+            k,
+            prog,
+            opts,
+            bufs,
+            n,
+            regs: vec![0; n * prog.nregs],
+            pcs: vec![0; n],
+            state: vec![State::Runnable; n],
+            cta: [0; 3],
+            clock: 0,
+            cta_start: 0,
+            cta_sync: 0,
+            wsync: vec![0; n.div_ceil(32)],
+            cta_starts: vec![],
+            warnings: vec![],
+            warn_at: HashMap::new(),
+            bank: opts.stats.then(BankCollector::default),
+            insts: 0,
+        }
+    }
+
+    /// Runs the CTAs in launch order (x fastest); returns how many ran.
+    fn run_grid(&mut self) -> Result<u64, SimError> {
+        let [gx, gy, gz] = self.k.grid.map(|d| d as u64);
+        let total = gx.saturating_mul(gy).saturating_mul(gz);
+        let count = self.opts.grid_limit.map_or(total, |l| l.min(total));
+        for i in 0..count {
+            let cta = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
+            self.run_cta(cta)?;
+        }
+        Ok(count)
+    }
+
+    fn tick(&mut self) -> Result<u32, SimError> {
+        if self.clock >= u32::MAX - 1 {
+            return Err(limit_error(
+                "the simulation passed 4 billion barriers; simulate fewer CTAs (--grid-limit)".into(),
+            ));
+        }
+        self.clock += 1;
+        Ok(self.clock)
+    }
+
+    fn run_cta(&mut self, cta: [u32; 3]) -> Result<(), SimError> {
+        self.cta = cta;
+        let now = self.tick()?;
+        self.cta_start = now;
+        self.cta_sync = now;
+        self.wsync.iter_mut().for_each(|w| *w = now);
+        self.cta_starts.push((now, cta));
+        self.reset_cta_memory();
+        self.init_threads();
+        loop {
+            for t in 0..self.n {
+                if self.state[t] == State::Runnable {
+                    self.run_thread(t)?;
+                }
+            }
+            if self.state.iter().all(|s| *s == State::Exited) {
+                break;
+            }
+            if self.release_warps()? || self.release_cta_barrier()? {
+                continue;
+            }
+            return Err(self.diagnose_hang());
+        }
+        if let Some(b) = &mut self.bank {
+            b.flush_cta();
+        }
+        Ok(())
+    }
+
+    /// Fresh shared and local memory for a new CTA (zeroed, so results are deterministic).
+    fn reset_cta_memory(&mut self) {
+        for b in &mut self.bufs {
+            if b.space != Space::Global {
+                b.data.fill(0);
+            }
+        }
+    }
+
+    fn init_threads(&mut self) {
+        let nr = self.prog.nregs;
+        let [bx, by, _] = self.k.block;
+        for t in 0..self.n {
+            let regs = &mut self.regs[t * nr..(t + 1) * nr];
+            regs.copy_from_slice(&self.prog.template);
+            let t32 = t as u32;
+            regs[0] = (t32 % bx) as u64;
+            regs[1] = ((t32 / bx) % by) as u64;
+            regs[2] = (t32 / (bx * by)) as u64;
+            for d in 0..3 {
+                regs[3 + d] = self.cta[d] as u64;
+            }
+        }
+        self.pcs.fill(0);
+        self.state.fill(State::Runnable);
+    }
+
+    /// Runs thread `t` until it blocks or exits.
+    fn run_thread(&mut self, t: usize) -> Result<(), SimError> {
+        let prog = self.prog;
+        let code = &prog.code[..];
+        let base = t * prog.nregs;
+        let tid = t as u32;
+        let mut pc = self.pcs[t] as usize;
+        let mut steps = 0u64;
+        macro_rules! reg {
+            ($r:expr) => {
+                self.regs[base + $r as usize]
+            };
+        }
+        let result = loop {
+            steps += 1;
+            match &code[pc] {
+                Ins::Mov { dst, src } => reg!(*dst) = reg!(*src),
+                Ins::Bin { op, ty, dst, a, b, site } => {
+                    let (x, y) = (reg!(*a), reg!(*b));
+                    let fast = if *ty == DType::I32 { arith::bin_i32_fast(*op, x, y) } else { None };
+                    match fast.map_or_else(|| arith::bin(*op, *ty, x, y), Ok) {
+                        Ok(v) => reg!(*dst) = v,
+                        Err(ArithFault::DivByZero) => break Err(self.div_by_zero(tid, *site)),
+                    }
+                }
+                Ins::Un { op, ty, dst, a } => reg!(*dst) = arith::un(*op, *ty, reg!(*a)),
+                Ins::Cast { from, to, dst, a } => reg!(*dst) = arith::cast(*from, *to, reg!(*a)),
+                Ins::Math { f, ty, dst, a } => reg!(*dst) = arith::math(*f, *ty, reg!(*a)),
+                Ins::Load { site, buf, dst, idx } => match self.load(*buf, tid, reg!(*idx) as i64, *site) {
+                    Ok(v) => reg!(*dst) = v,
+                    Err(e) => break Err(e),
+                },
+                Ins::Store { site, buf, idx, val } => {
+                    let (i, v) = (reg!(*idx) as i64, reg!(*val));
+                    if let Err(e) = self.store(*buf, tid, i, v, *site) {
+                        break Err(e);
+                    }
+                }
+                Ins::VecCopy { site, dst, dst_idx, src, src_idx, lanes, nc } => {
+                    let (di, si) = (reg!(*dst_idx) as i64, reg!(*src_idx) as i64);
+                    let read = if *nc { Dir::ReadNc } else { Dir::Read };
+                    if let Err(e) = self.vec_copy(tid, *dst, di, *src, si, *lanes as usize, read, *site) {
+                        break Err(e);
+                    }
+                }
+                Ins::Jmp { to } => {
+                    pc = *to as usize;
+                    continue;
+                }
+                Ins::Jz { cond, to } => {
+                    if reg!(*cond) == 0 {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Ins::Jnz { cond, to } => {
+                    if reg!(*cond) != 0 {
+                        pc = *to as usize;
+                        continue;
+                    }
+                }
+                Ins::LoopTest { var, end, exit } => {
+                    if (reg!(*var) as i64) >= (reg!(*end) as i64) {
+                        pc = *exit as usize;
+                        continue;
+                    }
+                }
+                Ins::Inc { var, ty } => {
+                    reg!(*var) = crate::value::wrap_int(*ty, (reg!(*var) as i64).wrapping_add(1)) as u64
+                }
+                Ins::Packed2(p) => {
+                    let p: &Packed2Ins = p;
+                    if let Err(e) = self.packed2(tid, base, p) {
+                        break Err(e);
+                    }
+                }
+                Ins::Cast2 { site, dst, dst_idx, src, src_idx } => {
+                    let (di, si) = (reg!(*dst_idx) as i64, reg!(*src_idx) as i64);
+                    if let Err(e) = self.cast2(tid, *dst, di, *src, si, *site) {
+                        break Err(e);
+                    }
+                }
+                Ins::Barrier { .. } | Ins::Matrix(_) => {
+                    self.state[t] = State::Waiting;
+                    break Ok(());
+                }
+                Ins::Exit => {
+                    self.state[t] = State::Exited;
+                    break Ok(());
+                }
+            }
+            pc += 1;
+        };
+        self.pcs[t] = pc as u32;
+        self.insts += steps;
+        result
+    }
+
+    fn div_by_zero(&self, t: u32, site: u32) -> SimError {
+        SimError::new(
+            SimErrorKind::DivisionByZero,
+            self.prog.sites[site as usize],
+            format!("integer division or remainder by zero in {}", self.who(t)),
+        )
+    }
+
+    fn bank_record(&mut self, b: u32, kind: &'static str, t: u32, e: usize, width: usize, site: u32) {
+        if let Some(bank) = &mut self.bank {
+            let buf = &self.bufs[b as usize];
+            if buf.space == Space::Shared {
+                let addr = buf.smem_base + (e * buf.esize) as u32;
+                bank.record(PointKey { span: self.prog.sites[site as usize], buf: b, kind }, t, addr, width as u32);
+            }
+        }
+    }
+
+    fn load(&mut self, b: u32, t: u32, idx: i64, site: u32) -> Result<u64, SimError> {
+        let e = self.bounds(b, t, idx, 1, site, "load")?;
+        self.touch(b, t, e, Dir::Read, site)?;
+        let buf = &self.bufs[b as usize];
+        let esize = buf.esize;
+        self.bank_record(b, "load", t, e, esize, site);
+        let off = self.byte_off(b, t, e);
+        let buf = &self.bufs[b as usize];
+        Ok(decode(buf.dtype, &buf.data[off..off + esize]))
+    }
+
+    fn store(&mut self, b: u32, t: u32, idx: i64, v: u64, site: u32) -> Result<(), SimError> {
+        let e = self.bounds(b, t, idx, 1, site, "store")?;
+        self.touch(b, t, e, Dir::Write, site)?;
+        let esize = self.bufs[b as usize].esize;
+        self.bank_record(b, "store", t, e, esize, site);
+        let off = self.byte_off(b, t, e);
+        let buf = &mut self.bufs[b as usize];
+        encode(buf.dtype, v, &mut buf.data[off..off + esize]);
+        Ok(())
+    }
+
+    /// Reads `n` elements starting at `e` as raw bytes into `out` (after bounds checks).
+    fn read_raw(&mut self, b: u32, t: u32, e: usize, n: usize, site: u32, out: &mut [u8]) -> Result<(), SimError> {
+        self.read_raw_via(b, t, e, n, Dir::Read, site, out)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn read_raw_via(
+        &mut self,
+        b: u32,
+        t: u32,
+        e: usize,
+        n: usize,
+        dir: Dir,
+        site: u32,
+        out: &mut [u8],
+    ) -> Result<(), SimError> {
+        for i in 0..n {
+            self.touch(b, t, e + i, dir, site)?;
+        }
+        let off = self.byte_off(b, t, e);
+        out.copy_from_slice(&self.bufs[b as usize].data[off..off + out.len()]);
+        Ok(())
+    }
+
+    fn write_raw(&mut self, b: u32, t: u32, e: usize, n: usize, site: u32, bytes: &[u8]) -> Result<(), SimError> {
+        for i in 0..n {
+            self.touch(b, t, e + i, Dir::Write, site)?;
+        }
+        let off = self.byte_off(b, t, e);
+        self.bufs[b as usize].data[off..off + bytes.len()].copy_from_slice(bytes);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn vec_copy(
+        &mut self,
+        t: u32,
+        dst: u32,
+        di: i64,
+        src: u32,
+        si: i64,
+        lanes: usize,
+        read: Dir,
+        site: u32,
+    ) -> Result<(), SimError> {
+        let width = lanes * self.bufs[src as usize].esize;
+        let s = self.bounds(src, t, si, lanes, site, "vector load")?;
+        self.aligned(src, t, s, width, site, "vector load")?;
+        let d = self.bounds(dst, t, di, lanes, site, "vector store")?;
+        self.aligned(dst, t, d, width, site, "vector store")?;
+        let mut tmp = [0u8; 16];
+        self.read_raw_via(src, t, s, lanes, read, site, &mut tmp[..width])?;
+        self.bank_record(src, "load", t, s, width, site);
+        self.write_raw(dst, t, d, lanes, site, &tmp[..width])?;
+        self.bank_record(dst, "store", t, d, width, site);
+        Ok(())
+    }
+
+    /// One element pair `[i, i+2)` as values (4-byte aligned for 16-bit pairs, 8-byte for 32-bit).
+    fn read_pair(&mut self, b: u32, t: u32, idx: i64, site: u32) -> Result<[f64; 2], SimError> {
+        let e = self.bounds(b, t, idx, 2, site, "pair load")?;
+        let esize = self.bufs[b as usize].esize;
+        self.aligned(b, t, e, 2 * esize, site, "pair load")?;
+        let mut raw = [0u8; 16];
+        self.read_raw(b, t, e, 2, site, &mut raw[..2 * esize])?;
+        self.bank_record(b, "load", t, e, 2 * esize, site);
+        let dt = self.bufs[b as usize].dtype;
+        let v = |i: usize| f64::from_bits(decode(dt, &raw[i * esize..(i + 1) * esize]));
+        Ok([v(0), v(1)])
+    }
+
+    fn write_pair(&mut self, b: u32, t: u32, idx: i64, vals: [u64; 2], site: u32) -> Result<(), SimError> {
+        let e = self.bounds(b, t, idx, 2, site, "pair store")?;
+        let (esize, dt) = (self.bufs[b as usize].esize, self.bufs[b as usize].dtype);
+        self.aligned(b, t, e, 2 * esize, site, "pair store")?;
+        let mut raw = [0u8; 16];
+        encode(dt, vals[0], &mut raw[..esize]);
+        encode(dt, vals[1], &mut raw[esize..2 * esize]);
+        self.write_raw(b, t, e, 2, site, &raw[..2 * esize])?;
+        self.bank_record(b, "store", t, e, 2 * esize, site);
+        Ok(())
+    }
+
+    fn packed2(&mut self, t: u32, base: usize, p: &Packed2Ins) -> Result<(), SimError> {
+        let mut args = [[0f64; 2]; 3];
+        for (i, s) in p.srcs.iter().enumerate() {
+            args[i] = match *s {
+                PairOperand::Buf { buf, idx } => {
+                    self.read_pair(buf, t, self.regs[base + idx as usize] as i64, p.site)?
+                }
+                PairOperand::Scalar(r) => [f64::from_bits(self.regs[base + r as usize]); 2],
+            };
+        }
+        let out = [0, 1].map(|j| arith::packed(p.op, p.ty, args[0][j], args[1][j], args[2][j]).to_bits());
+        self.write_pair(p.dst, t, self.regs[base + p.dst_idx as usize] as i64, out, p.site)
+    }
+
+    fn cast2(&mut self, t: u32, dst: u32, di: i64, src: u32, si: i64, site: u32) -> Result<(), SimError> {
+        let (from, to) = (self.bufs[src as usize].dtype, self.bufs[dst as usize].dtype);
+        let vals = self.read_pair(src, t, si, site)?;
+        let out = vals.map(|v| {
+            let slot = if from.is_float() { v.to_bits() } else { v as i64 as u64 };
+            arith::cast(from, to, slot)
+        });
+        self.write_pair(dst, t, di, out, site)
+    }
+
+    fn lanes(&self, w: usize) -> std::ops::Range<usize> {
+        w * 32..(w * 32 + 32).min(self.n)
+    }
+
+    fn is_warp_level(&self, pc: u32) -> bool {
+        matches!(self.prog.code[pc as usize], Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_))
+    }
+
+    /// Executes every warp-level instruction that all lanes of its warp wait at.
+    fn release_warps(&mut self) -> Result<bool, SimError> {
+        let mut progressed = false;
+        for w in 0..self.wsync.len() {
+            let lanes = self.lanes(w);
+            let first = lanes.start;
+            let pc = self.pcs[first];
+            if self.state[first] != State::Waiting || !self.is_warp_level(pc) {
+                continue;
+            }
+            if !lanes.clone().all(|t| self.state[t] == State::Waiting && self.pcs[t] == pc) {
+                continue;
+            }
+            match &self.prog.code[pc as usize] {
+                Ins::Matrix(m) => {
+                    if lanes.len() != 32 {
+                        return Err(self.partial_block_warp(w, m));
+                    }
+                    self.matrix(w, m)?;
+                }
+                _ => self.wsync[w] = self.tick()?,
+            }
+            for t in lanes {
+                self.state[t] = State::Runnable;
+                self.pcs[t] = pc + 1;
+            }
+            progressed = true;
+        }
+        Ok(progressed)
+    }
+
+    fn release_cta_barrier(&mut self) -> Result<bool, SimError> {
+        let pc = self.pcs[0];
+        let at_barrier = matches!(self.prog.code[pc as usize], Ins::Barrier { kind: BarrierKind::Cta, .. });
+        if !at_barrier || !(0..self.n).all(|t| self.state[t] == State::Waiting && self.pcs[t] == pc) {
+            return Ok(false);
+        }
+        let now = self.tick()?;
+        self.cta_sync = now;
+        self.wsync.iter_mut().for_each(|w| *w = now);
+        self.state.fill(State::Runnable);
+        self.pcs.fill(pc + 1);
+        Ok(true)
+    }
+
+    fn site_of(&self, pc: u32) -> tirx_ir::Span {
+        match &self.prog.code[pc as usize] {
+            Ins::Barrier { site, .. } => self.prog.sites[*site as usize],
+            Ins::Matrix(m) => self.prog.sites[m.site as usize],
+            _ => Default::default(),
+        }
+    }
+
+    fn ins_name(&self, pc: u32) -> String {
+        match &self.prog.code[pc as usize] {
+            Ins::Barrier { kind: BarrierKind::Cta, .. } => "`__syncthreads()` (cta_sync)".into(),
+            Ins::Barrier { kind: BarrierKind::Warp, .. } => "`__syncwarp()` (warp_sync)".into(),
+            Ins::Matrix(m) => format!(
+                "`{}.x{}{}`",
+                if m.store { "stmatrix" } else { "ldmatrix" },
+                m.num,
+                if m.trans { ".trans" } else { "" }
+            ),
+            _ => "an instruction".into(),
+        }
+    }
+
+    /// Describes where the threads of `ids` that are not at `pc` are: exited, or waiting elsewhere.
+    fn whereabouts(&self, ids: impl Iterator<Item = usize>, pc: u32, unit: &str, err: &mut SimError) -> String {
+        let (mut exited, mut elsewhere): (Vec<u32>, HashMap<u32, Vec<u32>>) = (vec![], HashMap::new());
+        let name = |t: usize| if unit == "lanes" { (t % 32) as u32 } else { t as u32 };
+        for t in ids {
+            match self.state[t] {
+                State::Exited => exited.push(name(t)),
+                _ if self.pcs[t] != pc => elsewhere.entry(self.pcs[t]).or_default().push(name(t)),
+                _ => {}
+            }
+        }
+        let mut parts = vec![];
+        if !exited.is_empty() {
+            parts.push(format!("{unit} {} exited without reaching it", ranges(&exited)));
+        }
+        let mut other: Vec<_> = elsewhere.into_iter().collect();
+        other.sort();
+        for (opc, ids) in other {
+            parts.push(format!("{unit} {} wait at {} instead", ranges(&ids), self.ins_name(opc)));
+            err.labels.push((self.site_of(opc), format!("{unit} {} wait here", ranges(&ids))));
+        }
+        parts.join("; ")
+    }
+
+    /// No thread can run and no barrier can be passed: explain the hang.
+    fn diagnose_hang(&self) -> SimError {
+        for w in 0..self.wsync.len() {
+            let lanes = self.lanes(w);
+            let Some(t0) = lanes.clone().find(|t| self.state[*t] == State::Waiting && self.is_warp_level(self.pcs[*t]))
+            else {
+                continue;
+            };
+            let pc = self.pcs[t0];
+            let arrived: Vec<u32> = lanes
+                .clone()
+                .filter(|t| self.state[*t] == State::Waiting && self.pcs[*t] == pc)
+                .map(|t| (t % 32) as u32)
+                .collect();
+            let is_matrix = matches!(self.prog.code[pc as usize], Ins::Matrix(_));
+            let (kind, help) = if is_matrix {
+                (
+                    SimErrorKind::PartialWarp,
+                    "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
+                )
+            } else {
+                (
+                    SimErrorKind::BarrierDivergence,
+                    "`__syncwarp()` waits for all lanes of the warp; do not place it under a lane-dependent condition",
+                )
+            };
+            let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
+            let rest = self.whereabouts(lanes.clone(), pc, "lanes", &mut err);
+            err.message = format!(
+                "{} is not reached by every lane of warp {w} in CTA ({}, {}, {}): lanes {} wait here; {rest}",
+                self.ins_name(pc),
+                self.cta[0],
+                self.cta[1],
+                self.cta[2],
+                ranges(&arrived)
+            );
+            return err;
+        }
+        let t0 = (0..self.n).find(|t| self.state[*t] == State::Waiting).unwrap_or(0);
+        let pc = self.pcs[t0];
+        let arrived: Vec<u32> =
+            (0..self.n).filter(|t| self.state[*t] == State::Waiting && self.pcs[*t] == pc).map(|t| t as u32).collect();
+        let mut err = SimError::new(SimErrorKind::BarrierDivergence, self.site_of(pc), String::new()).help(
+            "every thread of the CTA must execute the same `T.cuda.cta_sync()`; move it out of thread-dependent `if`s and loops",
+        );
+        let rest = self.whereabouts(0..self.n, pc, "threads", &mut err);
+        err.message = format!(
+            "{} is not reached by every thread of CTA ({}, {}, {}): threads {} wait here; {rest}",
+            self.ins_name(pc),
+            self.cta[0],
+            self.cta[1],
+            self.cta[2],
+            ranges(&arrived)
+        );
+        err
+    }
+
+    fn partial_block_warp(&self, w: usize, m: &MatrixIns) -> SimError {
+        SimError::new(
+            SimErrorKind::PartialWarp,
+            self.prog.sites[m.site as usize],
+            format!(
+                "{} executed by warp {w}, which has only {} of 32 lanes (the CTA has {} threads)",
+                if m.store { "stmatrix" } else { "ldmatrix" },
+                self.lanes(w).len(),
+                self.n
+            ),
+        )
+        .help("ldmatrix/stmatrix need full warps: make the CTA size a multiple of 32")
+    }
+
+    /// ldmatrix / stmatrix for warp `w`. Matrix i's row r lives at the address lane 8i+r supplies
+    /// (lanes ≥ 8·num supply none, and their addresses are not checked, as on the GPU); lane l's
+    /// register i holds row l/4, columns 2(l%4), 2(l%4)+1 (transposed with `.trans`). For race
+    /// tracking, a row's shared-memory access belongs to the lane that supplied its address; the
+    /// collective itself does not order memory (a preceding write by another lane needs a barrier).
+    fn matrix(&mut self, w: usize, m: &MatrixIns) -> Result<(), SimError> {
+        let nr = self.prog.nregs;
+        let name = if m.store { "stmatrix row store" } else { "ldmatrix row load" };
+        let num = m.num as usize;
+        // Row element offsets, checked: only lanes 0..8·num supply addresses.
+        let mut rows = vec![0usize; 8 * num];
+        for (i, row) in rows.iter_mut().enumerate() {
+            let t = (w * 32 + i) as u32;
+            let idx = self.regs[t as usize * nr + m.smem_idx as usize] as i64;
+            let e = self.bounds(m.smem, t, idx, 8, m.site, name)?;
+            self.aligned(m.smem, t, e, 16, m.site, name)?;
+            *row = e;
+        }
+        // Register element offsets per lane and matrix (a 32-bit register = two 16-bit elements).
+        let mut regs = vec![[0usize; 4]; 32];
+        for (l, lane_regs) in regs.iter_mut().enumerate() {
+            let t = (w * 32 + l) as u32;
+            for (slot, r) in lane_regs.iter_mut().zip(&m.reg_idx) {
+                let idx = self.regs[t as usize * nr + *r as usize] as i64;
+                let e = self.bounds(m.regs, t, idx, 2, m.site, "matrix register access")?;
+                self.aligned(m.regs, t, e, 4, m.site, "matrix register access")?;
+                *slot = e;
+            }
+        }
+        let kind = if m.store { "stmatrix" } else { "ldmatrix" };
+        if let Some(bank) = &mut self.bank {
+            let base = self.bufs[m.smem as usize].smem_base;
+            let addrs: Vec<u32> = rows.iter().map(|e| base + (*e as u32) * 2).collect();
+            bank.record_rows(PointKey { span: self.prog.sites[m.site as usize], buf: m.smem, kind }, w as u32, &addrs);
+        }
+        // tile[i][r][c]: 16-bit patterns of the 8×8 matrices.
+        let mut tile = vec![[[0u8; 16]; 8]; num];
+        let wt = |l: usize| (w * 32 + l) as u32;
+        if !m.store {
+            for i in 0..num {
+                for r in 0..8 {
+                    self.read_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &mut tile[i][r])?;
+                }
+            }
+        }
+        for (l, lane_regs) in regs.iter().enumerate() {
+            let ((r0, c0), (r1, c1)) = fragment(l, m.trans);
+            for (i, &reg) in lane_regs.iter().enumerate().take(num) {
+                let mut pair = [0u8; 4];
+                if m.store {
+                    self.read_raw(m.regs, wt(l), reg, 2, m.site, &mut pair)?;
+                    tile[i][r0][2 * c0..2 * c0 + 2].copy_from_slice(&pair[..2]);
+                    tile[i][r1][2 * c1..2 * c1 + 2].copy_from_slice(&pair[2..]);
+                } else {
+                    pair[..2].copy_from_slice(&tile[i][r0][2 * c0..2 * c0 + 2]);
+                    pair[2..].copy_from_slice(&tile[i][r1][2 * c1..2 * c1 + 2]);
+                    self.write_raw(m.regs, wt(l), reg, 2, m.site, &pair)?;
+                }
+            }
+        }
+        if m.store {
+            for i in 0..num {
+                for r in 0..8 {
+                    let row = tile[i][r];
+                    self.write_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &row)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The (row, column) of the two 16-bit elements lane `l` holds of an 8×8 matrix.
+pub(crate) fn fragment(l: usize, trans: bool) -> ((usize, usize), (usize, usize)) {
+    let (r, c) = (l / 4, 2 * (l % 4));
+    if trans {
+        ((c, r), (c + 1, r))
+    } else {
+        ((r, c), (r, c + 1))
+    }
+}

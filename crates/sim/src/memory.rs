@@ -1,0 +1,477 @@
+//! Buffers, bounds checks, and the race / initialisation shadow.
+//!
+//! **Granularity.** Every LIR buffer is its own flat array and every access to
+//! it (scalar, vector, matrix row, pair) is in units of its dtype, so the shadow
+//! is element-granular and exact: two accesses overlap iff they share an element.
+//!
+//! **Epoch stamps.** A global `clock` ticks at every CTA start, CTA barrier
+//! and warp barrier. Each warp's `wsync` is the clock of its last barrier, and
+//! an access is stamped with its warp's `wsync`. For an earlier access
+//! `(tid p, stamp s)` and the current thread `t`:
+//! * `s == 0`: never accessed; `s < cta_start`: by an earlier CTA (shared: the
+//!   memory is fresh, so "never"; global: another CTA — CTAs are unordered);
+//! * `s < cta_sync` (a CTA barrier since), `p == t`, or `p` in `t`'s warp with
+//!   `s < wsync[warp]` (a `__syncwarp` since): ordered;
+//! * otherwise the two accesses race if one of them writes.
+//!
+//! One shadow record per element of a global/shared buffer (16 bytes: last
+//! writer and last reader(s), with their stamps and statement sites), allocated
+//! once per simulation and never reset: stamps make older records stale, so the
+//! cost is bounded by the buffers' size, not the grid's. A reader record that is
+//! ordered before a new read is replaced; unordered readers merge into a
+//! "several readers" record that remembers whether they span warps. A global
+//! element read by an earlier CTA keeps a sticky flag, so a later CTA writing it
+//! is caught; so does one read through `ld.global.nc`, which must never be
+//! written in the same launch. Keeping only the last writer and the last readers
+//! loses no race: a record is replaced only by an access it is ordered before, so
+//! a later access unordered with the old one is unordered with the new one too
+//! (happens-before is transitive) — a race is still reported, with the newer
+//! access. `tests/race_model.rs` checks this against a brute-force pairwise model.
+//! Local memory is private: it only tracks, per thread and element, whether the
+//! thread wrote it in this CTA (for the uninitialised-read warning).
+
+use crate::error::{SimError, SimErrorKind, SimWarning, Who};
+use crate::exec::Machine;
+use tirx_ir::lir::Space;
+use tirx_ir::DType;
+
+/// Reader record bits: the (last) reader's thread id (threads per CTA ≤ 1024),
+const TID_MASK: u16 = 0x3ff;
+/// several unordered readers in the current interval,
+const MULTI: u16 = 0x400;
+/// ... and they are not all in one warp,
+const CROSS_WARP: u16 = 0x800;
+/// an earlier CTA read the element (sticky),
+const OLD_CTA_READ: u16 = 0x1000;
+/// Read through the non-coherent (read-only) path at some point of the launch (sticky).
+const NC_READ: u16 = 0x2000;
+/// Flags that survive replacing the reader record.
+const STICKY: u16 = OLD_CTA_READ | NC_READ;
+
+#[derive(Clone, Copy, Default, Debug)]
+struct Shadow {
+    w_stamp: u32,
+    r_stamp: u32,
+    w_tid: u16,
+    r_info: u16,
+    w_site: u16,
+    r_site: u16,
+}
+
+/// A shadow record as stored: plain words, so a fresh shadow array is `calloc`ed and
+/// the pages of elements never touched (e.g. under `--grid-limit`) cost no memory.
+pub(crate) type ShadowWords = [u32; 4];
+
+impl Shadow {
+    fn unpack(w: ShadowWords) -> Shadow {
+        Shadow {
+            w_stamp: w[0],
+            r_stamp: w[1],
+            w_tid: w[2] as u16,
+            r_info: (w[2] >> 16) as u16,
+            w_site: w[3] as u16,
+            r_site: (w[3] >> 16) as u16,
+        }
+    }
+    fn pack(self) -> ShadowWords {
+        [
+            self.w_stamp,
+            self.r_stamp,
+            self.w_tid as u32 | (self.r_info as u32) << 16,
+            self.w_site as u32 | (self.r_site as u32) << 16,
+        ]
+    }
+}
+
+pub(crate) struct BufMem {
+    pub name: String,
+    pub space: Space,
+    pub dtype: DType,
+    pub esize: usize,
+    /// Elements (per thread for local buffers).
+    pub elems: usize,
+    pub data: Vec<u8>,
+    pub shadow: Vec<ShadowWords>,
+    /// Local buffers: per (thread, element), the `cta_start` stamp of the CTA that last wrote it.
+    pub init: Vec<u32>,
+    /// Byte offset of a shared buffer in the CTA's shared memory (128-B aligned).
+    pub smem_base: u32,
+}
+
+impl BufMem {
+    pub fn describe(&self) -> String {
+        let space = match self.space {
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::Local => "local",
+        };
+        format!("`{}` ({space}, {} × {})", self.name, self.elems, self.dtype)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Dir {
+    Read,
+    /// A global read through `ld.global.nc`: the element must not be written during the launch.
+    ReadNc,
+    Write,
+}
+
+impl Dir {
+    fn verb(self) -> &'static str {
+        match self {
+            Dir::Read => "reads",
+            Dir::ReadNc => "reads (ld.global.nc)",
+            Dir::Write => "writes",
+        }
+    }
+}
+
+/// Sites are kept in 16 bits in the shadow; `u16::MAX` stands for "not recorded".
+fn site16(site: u32) -> u16 {
+    site.min(u16::MAX as u32) as u16
+}
+
+impl Machine<'_> {
+    pub(crate) fn who(&self, t: u32) -> Who {
+        Who { tid: t, block: self.k.block, cta: self.cta }
+    }
+
+    /// The source span of a site recorded in the shadow, if it was recordable.
+    fn shadow_site(&self, s: u16) -> Option<tirx_ir::Span> {
+        if s == u16::MAX {
+            None
+        } else {
+            self.prog.sites.get(s as usize).copied()
+        }
+    }
+
+    /// Checks that elements `[idx, idx + n)` lie in buffer `b`; returns `idx` as an element offset.
+    #[inline]
+    pub(crate) fn bounds(&self, b: u32, t: u32, idx: i64, n: usize, site: u32, what: &str) -> Result<usize, SimError> {
+        let elems = self.bufs[b as usize].elems as u64;
+        if idx >= 0 && (idx as u64).saturating_add(n as u64) <= elems {
+            return Ok(idx as usize);
+        }
+        Err(self.out_of_bounds(b, t, idx, n, site, what))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn out_of_bounds(&self, b: u32, t: u32, idx: i64, n: usize, site: u32, what: &str) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let which = if n == 1 {
+            format!("element {idx}")
+        } else {
+            format!("elements [{idx}, {})", idx.saturating_add(n as i64))
+        };
+        SimError::new(
+            SimErrorKind::OutOfBounds,
+            self.prog.sites[site as usize],
+            format!("{what} of {} {which} by {}", buf.describe(), self.who(t)),
+        )
+        .help(format!("valid element indices of `{}` are 0..{}", buf.name, buf.elems))
+    }
+
+    /// Checks that a `bytes`-wide access at element `idx` is naturally aligned.
+    #[inline]
+    pub(crate) fn aligned(
+        &self,
+        b: u32,
+        t: u32,
+        idx: usize,
+        bytes: usize,
+        site: u32,
+        what: &str,
+    ) -> Result<(), SimError> {
+        if (idx * self.bufs[b as usize].esize).is_multiple_of(bytes) {
+            return Ok(());
+        }
+        Err(self.misaligned(b, t, idx, bytes, site, what))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn misaligned(&self, b: u32, t: u32, idx: usize, bytes: usize, site: u32, what: &str) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let off = idx * buf.esize;
+        SimError::new(
+            SimErrorKind::Misaligned,
+            self.prog.sites[site as usize],
+            format!(
+                "misaligned {bytes}-byte {what} of {} at element {idx} (byte offset {off}, not a multiple of {bytes}) by {}",
+                buf.describe(),
+                self.who(t)
+            ),
+        )
+        .help(format!(
+            "a {bytes}-byte access must start at an element index that is a multiple of {}",
+            bytes / buf.esize.max(1)
+        ))
+    }
+
+    /// Byte offset of element `e` of buffer `b` as seen by thread `t`.
+    #[inline]
+    pub(crate) fn byte_off(&self, b: u32, t: u32, e: usize) -> usize {
+        let buf = &self.bufs[b as usize];
+        match buf.space {
+            Space::Local => (t as usize * buf.elems + e) * buf.esize,
+            _ => e * buf.esize,
+        }
+    }
+
+    /// Shadow bookkeeping for one element access: race checks and uninitialised-read warnings.
+    #[inline]
+    pub(crate) fn touch(&mut self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Result<(), SimError> {
+        let space = self.bufs[b as usize].space;
+        match space {
+            Space::Local => {
+                let buf = &mut self.bufs[b as usize];
+                let slot = t as usize * buf.elems + e;
+                if dir == Dir::Write {
+                    buf.init[slot] = self.cta_start;
+                } else if buf.init[slot] != self.cta_start {
+                    self.warn_uninit(b, t, e, site);
+                }
+                Ok(())
+            }
+            Space::Shared if !self.opts.check_races => {
+                let stamp = self.cta_start;
+                let w_stamp = &mut self.bufs[b as usize].shadow[e][0];
+                if dir == Dir::Write {
+                    *w_stamp = stamp;
+                } else if *w_stamp < stamp {
+                    self.warn_uninit(b, t, e, site);
+                }
+                Ok(())
+            }
+            Space::Global if !self.opts.check_races => Ok(()),
+            _ => match dir {
+                Dir::Read => self.shadow_read(b, t, e, site, false),
+                Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global),
+                Dir::Write => self.shadow_write(b, t, e, site),
+            },
+        }
+    }
+
+    fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
+        stamp < self.cta_sync || p == t || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
+    }
+
+    fn readers_ordered(&self, sh: &Shadow, t: u32) -> bool {
+        let p = (sh.r_info & TID_MASK) as u32;
+        if sh.r_info & MULTI == 0 {
+            return self.ordered(p, sh.r_stamp, t);
+        }
+        sh.r_stamp < self.cta_sync
+            || (sh.r_info & CROSS_WARP == 0 && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
+    }
+
+    fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool) -> Result<(), SimError> {
+        let global = self.bufs[b as usize].space == Space::Global;
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        if nc && sh.w_stamp != 0 {
+            return Err(self.nc_conflict(b, t, e, site, sh.w_site));
+        }
+        if sh.w_stamp < self.cta_start {
+            if global && sh.w_stamp != 0 {
+                return Err(self.cta_race(b, t, e, Dir::Read, site, sh.w_stamp, sh.w_tid as u32, sh.w_site, "wrote"));
+            }
+            if !global {
+                self.warn_uninit(b, t, e, site);
+            }
+        } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
+            return Err(self.race(b, t, e, Dir::Read, site, sh.w_tid as u32, false, sh.w_site, "wrote"));
+        }
+        let stamp = self.wsync[(t / 32) as usize];
+        let mut rec = sh;
+        if sh.r_stamp < self.cta_start {
+            let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
+            rec.r_info = t as u16 | (sh.r_info & NC_READ) | if old { OLD_CTA_READ } else { 0 };
+        } else if self.readers_ordered(&sh, t) {
+            rec.r_info = t as u16 | (sh.r_info & STICKY);
+        } else {
+            let prev = (sh.r_info & TID_MASK) as u32;
+            let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
+            rec.r_info = t as u16 | MULTI | (sh.r_info & STICKY) | if cross { CROSS_WARP } else { 0 };
+        }
+        if nc {
+            rec.r_info |= NC_READ;
+        }
+        rec.r_stamp = stamp;
+        rec.r_site = site16(site);
+        self.bufs[b as usize].shadow[e] = rec.pack();
+        Ok(())
+    }
+
+    fn shadow_write(&mut self, b: u32, t: u32, e: usize, site: u32) -> Result<(), SimError> {
+        let global = self.bufs[b as usize].space == Space::Global;
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        if sh.w_stamp != 0 {
+            if sh.w_stamp < self.cta_start {
+                if global {
+                    return Err(self.cta_race(
+                        b,
+                        t,
+                        e,
+                        Dir::Write,
+                        site,
+                        sh.w_stamp,
+                        sh.w_tid as u32,
+                        sh.w_site,
+                        "wrote",
+                    ));
+                }
+            } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
+                return Err(self.race(b, t, e, Dir::Write, site, sh.w_tid as u32, false, sh.w_site, "wrote"));
+            }
+        }
+        if global && sh.r_info & NC_READ != 0 {
+            return Err(self.nc_conflict(b, t, e, site, sh.r_site));
+        }
+        if global && sh.r_info & OLD_CTA_READ != 0 {
+            return Err(self.cta_race(b, t, e, Dir::Write, site, 0, u32::MAX, sh.r_site, "read"));
+        }
+        if sh.r_stamp != 0 {
+            if sh.r_stamp < self.cta_start {
+                if global {
+                    let p = (sh.r_info & TID_MASK) as u32;
+                    return Err(self.cta_race(b, t, e, Dir::Write, site, sh.r_stamp, p, sh.r_site, "read"));
+                }
+            } else if !self.readers_ordered(&sh, t) {
+                let multi = sh.r_info & MULTI != 0;
+                return Err(self.race(
+                    b,
+                    t,
+                    e,
+                    Dir::Write,
+                    site,
+                    (sh.r_info & TID_MASK) as u32,
+                    multi,
+                    sh.r_site,
+                    "read",
+                ));
+            }
+        }
+        let stamp = self.wsync[(t / 32) as usize];
+        self.bufs[b as usize].shadow[e] =
+            Shadow { w_stamp: stamp, w_tid: t as u16, w_site: site16(site), ..Shadow::default() }.pack();
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn race(
+        &self,
+        b: u32,
+        t: u32,
+        e: usize,
+        dir: Dir,
+        site: u32,
+        other: u32,
+        several: bool,
+        other_site: u16,
+        other_verb: &str,
+    ) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let others = if several { " (among other threads)" } else { "" };
+        let other_who = self.who(other);
+        let mut err = SimError::new(
+            SimErrorKind::DataRace,
+            self.prog.sites[site as usize],
+            format!(
+                "{} element {e}: {} {} it, but {other_who}{others} {other_verb} it in the same barrier interval",
+                buf.describe(),
+                self.who(t),
+                dir.verb()
+            ),
+        )
+        .help("order the two accesses with `T.cuda.cta_sync()` (or `T.cuda.warp_sync()` when both threads are in one warp)");
+        if let Some(s) = self.shadow_site(other_site) {
+            err = err.label(s, format!("{other_verb} here by thread {other}{others}"));
+        }
+        err
+    }
+
+    /// A conflict with an earlier CTA (`other == u32::MAX`: some earlier CTA, thread unknown).
+    #[allow(clippy::too_many_arguments)]
+    fn cta_race(
+        &self,
+        b: u32,
+        t: u32,
+        e: usize,
+        dir: Dir,
+        site: u32,
+        stamp: u32,
+        other: u32,
+        other_site: u16,
+        other_verb: &str,
+    ) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let other_who = match (self.cta_of_stamp(stamp), other) {
+            (Some(cta), p) if p != u32::MAX => Who { tid: p, block: self.k.block, cta }.to_string(),
+            _ => "an earlier CTA".to_string(),
+        };
+        let mut err = SimError::new(
+            SimErrorKind::DataRace,
+            self.prog.sites[site as usize],
+            format!(
+                "{} element {e}: {} {} it, but {other_who} {other_verb} it; CTAs of one launch are not ordered",
+                buf.describe(),
+                self.who(t),
+                dir.verb()
+            ),
+        )
+        .help(format!("make every CTA write a part of `{}` that no other CTA reads or writes", buf.name));
+        if let Some(s) = self.shadow_site(other_site) {
+            err = err.label(s, format!("{other_verb} here by {other_who}"));
+        }
+        err
+    }
+
+    /// An element both written and read through `ld.global.nc` in one launch.
+    fn nc_conflict(&self, b: u32, t: u32, e: usize, site: u32, other_site: u16) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let mut err = SimError::new(
+            SimErrorKind::DataRace,
+            self.prog.sites[site as usize],
+            format!(
+                "{} element {e} is both written and read through the read-only path (ld.global.nc) in one launch (seen at {})",
+                buf.describe(),
+                self.who(t)
+            ),
+        )
+        .help(format!("drop cache=\"nc\" for `{}`: the non-coherent path may return stale data for memory the kernel writes", buf.name));
+        if let Some(s) = self.shadow_site(other_site) {
+            err = err.label(s, "the other access");
+        }
+        err
+    }
+
+    fn cta_of_stamp(&self, stamp: u32) -> Option<[u32; 3]> {
+        if stamp == 0 {
+            return None;
+        }
+        let i = self.cta_starts.partition_point(|(s, _)| *s <= stamp);
+        i.checked_sub(1).map(|i| self.cta_starts[i].1)
+    }
+
+    pub(crate) fn warn_uninit(&mut self, b: u32, t: u32, e: usize, site: u32) {
+        if let Some(i) = self.warn_at.get(&(site, b)) {
+            self.warnings[*i].count += 1;
+            return;
+        }
+        let buf = &self.bufs[b as usize];
+        let whom = if buf.space == Space::Local { "this thread" } else { "any thread of the CTA" };
+        let w = SimWarning {
+            span: self.prog.sites[site as usize],
+            message: format!(
+                "read of {} element {e} before {whom} wrote it (first by {}); the value is undefined on a GPU",
+                buf.describe(),
+                self.who(t)
+            ),
+            count: 1,
+        };
+        self.warn_at.insert((site, b), self.warnings.len());
+        self.warnings.push(w);
+    }
+}

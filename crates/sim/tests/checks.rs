@@ -1,0 +1,393 @@
+//! Planted bugs are caught with a message naming the buffer, element, threads and statement.
+mod common;
+use common::*;
+use tirx_ir::lir::{CacheHint, LKernel, LStmtKind};
+use tirx_ir::DType;
+use tirx_sim::value::to_bytes;
+use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions, SimReport};
+
+fn sim(k: &LKernel, params: &mut [Vec<u8>]) -> Result<SimReport, SimError> {
+    simulate(k, params, &SimOptions::default())
+}
+
+fn expect_err(k: &LKernel, params: &mut [Vec<u8>], kind: SimErrorKind, at_span: usize, words: &[&str]) -> SimError {
+    let e = sim(k, params).expect_err("the planted bug must be caught");
+    assert_eq!(e.kind, kind, "{e}");
+    assert_eq!(e.span, span(at_span), "{e}");
+    for w in words {
+        assert!(e.to_string().contains(w), "missing `{w}` in: {e}");
+    }
+    e
+}
+
+/// 64 threads: S[tid] = A[tid]; (optional barrier); B[tid] = S[63 - tid].
+fn exchange(barrier: Option<LStmtKind>) -> LKernel {
+    let mut kb = Kb::new([1, 1, 1], [64, 1, 1]);
+    let (a, b) = (kb.param("A", DType::F32, 64), kb.param("B", DType::F32, 64));
+    let s = kb.shared("A_smem", DType::F32, 64);
+    let mut body = vec![at(1, store(s, tid(), load(a, tid())))];
+    if let Some(bar) = barrier {
+        body.push(at(2, bar));
+    }
+    body.push(at(3, store(b, tid(), load(s, bin(tirx_ir::lir::LBinOp::Sub, int(63), tid())))));
+    kb.finish(body)
+}
+
+fn io(n: usize) -> Vec<Vec<u8>> {
+    vec![to_bytes(DType::F32, &(0..n).map(|x| x as f32).collect::<Vec<_>>()), vec![0; 4 * n]]
+}
+
+#[test]
+fn missing_cta_sync_is_a_race() {
+    // Threads run in order, so the conflict surfaces when thread 32 writes what thread 31 read.
+    let e = expect_err(
+        &exchange(None),
+        &mut io(64),
+        SimErrorKind::DataRace,
+        1,
+        &[
+            "`A_smem`",
+            "element 32",
+            "thread 32 (warp 1, lane 0)",
+            "writes it",
+            "thread 31 (warp 0, lane 31)",
+            "read it",
+            "same barrier interval",
+        ],
+    );
+    assert_eq!(e.labels[0].0, span(3), "the other access is pointed at");
+    assert!(e.help.as_deref().unwrap_or("").contains("cta_sync"));
+    // With the barrier it is correct.
+    let mut p = io(64);
+    sim(&exchange(Some(cta_sync())), &mut p).unwrap();
+    let out: Vec<f32> = tirx_sim::value::from_bytes(DType::F32, &p[1]);
+    assert_eq!(out[0], 63.0);
+    // A warp barrier does not order threads of different warps.
+    expect_err(
+        &exchange(Some(warp_sync())),
+        &mut io(64),
+        SimErrorKind::DataRace,
+        3,
+        &["element 63", "thread 0 ", "thread 63 "],
+    );
+}
+
+#[test]
+fn warp_sync_orders_lanes_of_one_warp() {
+    // 32 threads: lane l writes S[l], __syncwarp, reads S[31 - l]: ordered.
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::I32, 32);
+    let s = kb.shared("S", DType::I32, 32);
+    let k = kb.finish(vec![
+        at(1, store(s, tid(), tid())),
+        at(2, warp_sync()),
+        at(3, store(b, tid(), load(s, bin(tirx_ir::lir::LBinOp::Sub, int(31), tid())))),
+        // Write-after-read by another lane, ordered by the second warp barrier.
+        at(4, warp_sync()),
+        at(5, store(s, rem(add(tid(), int(1)), int(32)), int(0))),
+    ]);
+    let rep = sim(&k, &mut [vec![0; 128]]).unwrap();
+    assert!(rep.warnings.is_empty());
+}
+
+#[test]
+fn write_after_read_by_another_thread_is_a_race() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::I32, 32);
+    let s = kb.shared("S", DType::I32, 32);
+    let k = kb.finish(vec![
+        at(1, store(s, tid(), tid())),
+        at(2, cta_sync()),
+        at(3, store(b, tid(), load(s, tid()))),
+        at(4, store(s, rem(add(tid(), int(1)), int(32)), int(0))),
+    ]);
+    // Thread 0 runs first: its write of S[1] (stmt 4) conflicts with thread 1's read (stmt 3).
+    expect_err(
+        &k,
+        &mut [vec![0; 128]],
+        SimErrorKind::DataRace,
+        3,
+        &["`S`", "element 1", "thread 1 ", "reads it", "thread 0 ", "wrote it"],
+    );
+}
+
+#[test]
+fn two_ctas_writing_one_global_element_race() {
+    let mut kb = Kb::new([2, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::I32, 32);
+    let k = kb.finish(vec![at(1, store(b, tid(), bid()))]);
+    expect_err(
+        &k,
+        &mut [vec![0; 128]],
+        SimErrorKind::DataRace,
+        1,
+        &["`B`", "element 0", "CTA (1, 0, 0)", "CTA (0, 0, 0)", "not ordered"],
+    );
+}
+
+#[test]
+fn reading_what_another_cta_writes_races() {
+    // CTA 0 reads A[0..32]; CTA 1 writes A[0..32].
+    let mut kb = Kb::new([2, 1, 1], [32, 1, 1]);
+    let (a, b) = (kb.param("A", DType::I32, 32), kb.param("B", DType::I32, 64));
+    let k = kb.finish(vec![
+        at(1, if_(bin(tirx_ir::lir::LBinOp::Eq, bid(), int(0)), vec![at(2, store(b, tid(), load(a, tid())))])),
+        at(3, if_(bin(tirx_ir::lir::LBinOp::Eq, bid(), int(1)), vec![at(4, store(a, tid(), int(5)))])),
+    ]);
+    expect_err(&k, &mut [vec![0; 128], vec![0; 256]], SimErrorKind::DataRace, 4, &["`A`", "read it"]);
+}
+
+#[test]
+fn out_of_bounds_store() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::F32, 32);
+    let k = kb.finish(vec![at(9, store(b, add(tid(), int(1)), flt(1.0, DType::F32)))]);
+    let e = expect_err(
+        &k,
+        &mut [vec![0; 128]],
+        SimErrorKind::OutOfBounds,
+        9,
+        &["store", "`B` (global, 32 × float32)", "element 32", "thread 31 (warp 0, lane 31)"],
+    );
+    assert!(e.help.unwrap().contains("0..32"));
+}
+
+#[test]
+fn misaligned_16_byte_access() {
+    let mut kb = Kb::new([1, 1, 1], [8, 1, 1]);
+    let (a, b) = (kb.param("A", DType::F32, 64), kb.param("B", DType::F32, 64));
+    let k = kb.finish(vec![at(5, vcopy(b, mul(tid(), int(4)), a, add(mul(tid(), int(4)), int(2)), 4))]);
+    expect_err(
+        &k,
+        &mut io(64),
+        SimErrorKind::Misaligned,
+        5,
+        &["16-byte", "`A`", "element 2", "byte offset 8", "thread 0"],
+    );
+}
+
+#[test]
+fn barrier_under_a_lane_condition() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::I32, 32);
+    let k = kb.finish(vec![at(1, if_(lt(lane(), int(16)), vec![at(2, cta_sync())])), at(3, store(b, tid(), int(1)))]);
+    let e = expect_err(
+        &k,
+        &mut [vec![0; 128]],
+        SimErrorKind::BarrierDivergence,
+        2,
+        &["__syncthreads", "threads 0-15 wait here", "threads 16-31 exited"],
+    );
+    assert!(e.help.unwrap().contains("cta_sync"));
+}
+
+#[test]
+fn threads_at_different_barriers() {
+    let kb = Kb::new([1, 1, 1], [64, 1, 1]);
+    let k = kb.finish(
+        vec![LStmtKind::If {
+            cond: lt(tid(), int(32)),
+            then_body: vec![at(2, cta_sync())],
+            else_body: vec![at(3, cta_sync())],
+        }]
+        .into_iter()
+        .map(|kind| at(1, kind))
+        .collect(),
+    );
+    let e = expect_err(
+        &k,
+        &mut [],
+        SimErrorKind::BarrierDivergence,
+        2,
+        &["threads 0-31 wait here", "threads 32-63 wait at"],
+    );
+    assert_eq!(e.labels[0].0, span(3));
+}
+
+#[test]
+fn ldmatrix_by_a_partial_warp() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let s = kb.shared("S", DType::F16, 64);
+    let r = kb.local("R", DType::F16, 2);
+    let ld = LStmtKind::LdMatrix {
+        num: 1,
+        trans: false,
+        smem: s,
+        smem_index: mul(rem(lane(), int(8)), int(8)),
+        regs: r,
+        reg_index: vec![int(0)],
+    };
+    let k = kb.finish(vec![at(1, if_(lt(lane(), int(16)), vec![at(2, ld)]))]);
+    let e = expect_err(
+        &k,
+        &mut [],
+        SimErrorKind::PartialWarp,
+        2,
+        &["ldmatrix.x1", "lanes 0-15 wait here", "lanes 16-31 exited"],
+    );
+    assert!(e.help.unwrap().contains("warp-collective"));
+}
+
+#[test]
+fn ldmatrix_in_a_cta_smaller_than_a_warp() {
+    let mut kb = Kb::new([1, 1, 1], [16, 1, 1]);
+    let s = kb.shared("S", DType::F16, 64);
+    let r = kb.local("R", DType::F16, 2);
+    let ld =
+        LStmtKind::LdMatrix { num: 1, trans: false, smem: s, smem_index: int(0), regs: r, reg_index: vec![int(0)] };
+    let k = kb.finish(vec![at(1, ld)]);
+    expect_err(&k, &mut [], SimErrorKind::PartialWarp, 1, &["only 16 of 32 lanes"]);
+}
+
+#[test]
+fn uninitialised_shared_and_local_reads_warn() {
+    let mut kb = Kb::new([2, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::F32, 64);
+    let s = kb.shared("S", DType::F32, 32);
+    let r = kb.local("R", DType::F32, 4);
+    let k = kb.finish(vec![
+        at(1, store(b, add(mul(bid(), int(32)), tid()), load(s, tid()))),
+        at(2, store(r, int(0), flt(1.0, DType::F32))),
+        at(3, store(b, add(mul(bid(), int(32)), tid()), load(r, int(1)))),
+    ]);
+    let rep = sim(&k, &mut [vec![0; 256]]).unwrap();
+    assert_eq!(rep.warnings.len(), 2, "{:?}", rep.warnings);
+    assert_eq!(rep.warnings[0].span, span(1));
+    assert_eq!(rep.warnings[0].count, 64, "every thread of both CTAs (shared memory is fresh per CTA)");
+    assert!(rep.warnings[0].message.contains("`S`") && rep.warnings[0].message.contains("before any thread"));
+    assert_eq!(rep.warnings[1].span, span(3));
+    assert!(rep.warnings[1].message.contains("`R`") && rep.warnings[1].message.contains("element 1"));
+}
+
+#[test]
+fn integer_division_by_zero() {
+    let mut kb = Kb::new([1, 1, 1], [4, 1, 1]);
+    let b = kb.param("B", DType::I32, 4);
+    let k = kb.finish(vec![at(6, store(b, tid(), div(int(8), tid())))]);
+    expect_err(&k, &mut [vec![0; 16]], SimErrorKind::DivisionByZero, 6, &["thread 0"]);
+}
+
+#[test]
+fn non_coherent_read_of_written_memory() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, 32);
+    let k = kb.finish(vec![at(
+        1,
+        LStmtKind::VecCopy {
+            dst: a,
+            dst_index: tid(),
+            src: a,
+            src_index: rem(add(tid(), int(1)), int(32)),
+            lanes: 1,
+            cache: CacheHint::NonCoherent,
+        },
+    )]);
+    expect_err(&k, &mut [vec![0; 128]], SimErrorKind::DataRace, 1, &["ld.global.nc"]);
+}
+
+#[test]
+fn wrong_parameter_size_and_bad_launch() {
+    let mut kb = Kb::new([1, 1, 1], [2048, 1, 1]);
+    let _ = kb.param("A", DType::F32, 32);
+    let k = kb.finish(vec![]);
+    assert_eq!(sim(&k, &mut [vec![0; 128]]).unwrap_err().kind, SimErrorKind::ResourceLimit);
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let _ = kb.param("A", DType::F32, 32);
+    let k = kb.finish(vec![]);
+    let e = sim(&k, &mut [vec![0; 100]]).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::BadArgument);
+    assert!(e.to_string().contains("`A`") && e.to_string().contains("128"), "{e}");
+}
+
+#[test]
+fn malformed_lir_is_an_invalid_kernel_not_a_panic() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, 32);
+    let s = kb.shared("S", DType::F16, 32);
+    let k = kb.finish(vec![at(1, vcopy(s, int(0), a, int(0), 4))]);
+    assert_eq!(sim(&k, &mut [vec![0; 128]]).unwrap_err().kind, SimErrorKind::InvalidKernel);
+}
+
+#[test]
+fn a_write_after_reads_by_two_other_threads_names_the_race() {
+    // Threads 0 and 1 read S[0]; then thread 1 writes it: a race with thread 0's read.
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let s = kb.shared("S", DType::I32, 4);
+    let r = kb.local("R", DType::I32, 1);
+    let k = kb.finish(vec![
+        at(1, if_(lt(tid(), int(2)), vec![at(2, store(r, int(0), load(s, int(0))))])),
+        at(3, if_(bin(tirx_ir::lir::LBinOp::Eq, tid(), int(1)), vec![at(4, store(s, int(0), int(7)))])),
+    ]);
+    expect_err(&k, &mut [], SimErrorKind::DataRace, 4, &["thread 1 ", "writes it", "among other threads", "read it"]);
+}
+
+#[test]
+fn warp_sync_under_a_lane_condition() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let b = kb.param("B", DType::I32, 32);
+    let k = kb.finish(vec![at(1, if_(lt(lane(), int(16)), vec![at(2, warp_sync())])), at(3, store(b, tid(), int(1)))]);
+    let e = expect_err(
+        &k,
+        &mut [vec![0; 128]],
+        SimErrorKind::BarrierDivergence,
+        2,
+        &["__syncwarp", "warp 0", "lanes 0-15 wait here", "lanes 16-31 exited"],
+    );
+    assert!(e.help.unwrap().contains("lane-dependent"));
+}
+
+#[test]
+fn misaligned_half2_pair() {
+    let mut kb = Kb::new([1, 1, 1], [1, 1, 1]);
+    let a = kb.param("A", DType::F16, 8);
+    let k = kb.finish(vec![at(
+        4,
+        LStmtKind::Packed2 {
+            op: tirx_ir::lir::PackedOp::Add,
+            dtype: DType::F16,
+            dst: a,
+            dst_index: int(0),
+            srcs: vec![tirx_ir::lir::PairSrc::Buf(a, add(tid(), int(3))), tirx_ir::lir::PairSrc::Buf(a, int(4))],
+        },
+    )]);
+    expect_err(&k, &mut [vec![0; 16]], SimErrorKind::Misaligned, 4, &["4-byte", "`A`", "element 3"]);
+}
+
+#[test]
+fn shared_memory_limits() {
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    kb.shared("Big", DType::F32, 16 * 1024);
+    let k = kb.finish(vec![]);
+    let e = sim(&k, &mut []).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::ResourceLimit);
+    assert!(e.help.unwrap().contains("shared.dyn"), "static shared memory over 48 KiB");
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let s = kb.shared("Big", DType::F32, 16 * 1024);
+    kb.k.bufs[s.0 as usize].dynamic = true;
+    sim(&kb.finish(vec![]), &mut []).unwrap();
+}
+
+#[test]
+fn race_check_can_be_turned_off() {
+    let opts = SimOptions { check_races: false, ..Default::default() };
+    let mut p = io(64);
+    let rep = simulate(&exchange(None), &mut p, &opts).unwrap();
+    assert!(!rep.warnings.is_empty(), "uninitialised reads are still reported");
+}
+
+#[test]
+fn threads_of_2d_blocks_are_named_by_threadidx() {
+    use tirx_ir::lir::{LExpr, Special};
+    let mut kb = Kb::new([1, 1, 1], [8, 4, 1]);
+    let b = kb.param("B", DType::I32, 16);
+    let ty = LExpr::Special(Special::ThreadIdx(1));
+    // Row-major over (y, x): thread (0, 2) is the first to index past 16 elements.
+    let k = kb.finish(vec![at(1, store(b, add(mul(ty, int(8)), tid()), int(1)))]);
+    expect_err(
+        &k,
+        &mut [vec![0; 64]],
+        SimErrorKind::OutOfBounds,
+        1,
+        &["thread 16 = threadIdx (0, 2, 0) (warp 0, lane 16)"],
+    );
+}

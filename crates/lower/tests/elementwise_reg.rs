@@ -166,7 +166,7 @@ fn seed_001_warp_sqrt() {
     assert_eq!(out[1], want, "B == sqrt(A) exactly");
     assert_eq!(chosen_reg(&l, "sqrt"), (Some(1), Some(8)));
     let summary = &tried(ewise(&l, "sqrt"), "reg").reason;
-    assert!(summary.contains("per-thread bundle 8 elements (register loops [8]); one float32 op per element"), "{summary}");
+    assert!(summary.contains("per-thread bundle 8 elements (register loops [8]; register strides per loop: dst [1], src [1]); one float32 op per element"), "{summary}");
 }
 
 /// The per-warp 16×128 mma accumulator fragment of §5.5: element (r, c) on lane
@@ -352,6 +352,7 @@ fn scope_errors() {
     Y = T.alloc_buffer((128, 8), "float16", scope="local", layout=TileLayout(S[(128, 8):(1@tid_in_wg, 1)]))
     H = T.alloc_buffer((64, 8), "float16", scope="local", layout=TileLayout(S[(64, 8):(1@tid_in_wg, 1)]))
     Sm = T.alloc_buffer((128, 8), "float32", scope="shared")
+    V = T.alloc_local((1, 8), "float32")
 {body}
 "#
         )
@@ -363,6 +364,7 @@ fn scope_errors() {
         (128, "    Tx.wg.cast(Y[0:128, 0:4], X[0:128, 0:8])", "shape incompat: dim 1: `X` extent 8 vs anchor 4 (need equal or 1)|does not match the destination region (128, 4)"),
         (128, "    Tx.wg.sub(X[0:128, 0:8], 3.0, X[0:128, 0:8])", "non-commutative op sub cannot have a constant lhs"),
         (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], Sm[0:128, 0:8])", "operand `Sm` is in shared memory"),
+        (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], V[0:1, 0:8])", "thread part mismatch between anchor `X` and operand `V` after alignment"),
         (128, "    Tx.cast(Y[0:128, 0:8], X[0:128, 0:8])", "a thread-scope op cannot use `Y`, which is distributed over threads"),
         (128, "    Tx.wg.add(X[64:128, 0:8], X[64:128, 0:8], X[64:128, 0:8])", "the region of `X` selects part of the threads (offset 64@tid_in_wg)"),
         (128, "    Tx.wg.add(X[0:64, 0:8], X[0:64, 0:8], X[0:64, 0:8])", "thread axes span 64 threads, not the full 128 of the warpgroup"),

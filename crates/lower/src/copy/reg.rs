@@ -24,8 +24,8 @@
 //!
 //! **Generated code** (seed: 32×8 f32, lane i owns row i):
 //! ```text
-//! let s_base = lane * 8
-//! for f in 0..2 (unroll) { vcopy<4> R[f * 4] <- A_smem[s_base + f * 4] }
+//! let base = lane * 8
+//! for f in 0..2 (unroll) { vcopy<4> R[f * 4] <- A_smem[base + f * 4] }
 //! ```
 //! The loop is unrolled (bundles up to 256 elements) so the register array is
 //! only indexed by constants: a dynamically indexed array lives in local
@@ -157,7 +157,7 @@ impl Variant for RegCopy {
         let (rb, r_ity) = em.lbuf(r_reg.buf)?;
         let (mb, m_ity) = em.lbuf(m_reg.buf)?;
         let base = thread_base(em, p, m_ity)?;
-        let base = bind(em, "s_base", base);
+        let base = bind(em, "base", base);
         let rounds: i64 = p.outer.iter().map(|a| a.extent).product();
         let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
@@ -173,7 +173,10 @@ impl Variant for RegCopy {
             (sw, _) => {
                 let b = em.builder();
                 let idx = b.add(base, dim_offset(b, &mem_iters, b.to_int(f.clone(), m_ity)));
-                sw.as_ref().map_or(idx.clone(), |sw| swizzle(b, sw, idx))
+                match sw {
+                    Some(sw) => swizzle(b, sw, idx),
+                    None => idx,
+                }
             }
         };
         let b = em.builder();
@@ -210,7 +213,7 @@ fn plural(n: i64) -> &'static str {
 pub(crate) const UNROLL_ELEMS: i64 = 256;
 
 /// `[(8:1/1), (2:64/8)]`.
-pub(crate) fn atoms_text(atoms: &[Atom]) -> String {
+fn atoms_text(atoms: &[Atom]) -> String {
     let parts: Vec<String> = atoms.iter().map(|a| format!("({}:{}/{})", a.extent, a.mem, a.reg)).collect();
     format!("[{}]", parts.join(", "))
 }
@@ -428,7 +431,7 @@ struct Alignment<'a> {
 }
 
 /// Elements contiguous on both sides at the end of the bundle.
-pub(crate) fn contiguous_tail(atoms: &[Atom]) -> i64 {
+fn contiguous_tail(atoms: &[Atom]) -> i64 {
     let mut acc = 1;
     for a in atoms.iter().rev() {
         if a.mem != acc || a.reg != acc {
@@ -440,7 +443,7 @@ pub(crate) fn contiguous_tail(atoms: &[Atom]) -> i64 {
 }
 
 /// The atoms left once the innermost `vec` elements form the vector.
-pub(crate) fn split_for_vec(atoms: &[Atom], vec: i64) -> Option<Vec<Atom>> {
+fn split_for_vec(atoms: &[Atom], vec: i64) -> Option<Vec<Atom>> {
     let mut out = atoms.to_vec();
     let mut acc = 1i64;
     while acc < vec {

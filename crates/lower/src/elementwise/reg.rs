@@ -129,7 +129,12 @@ impl Variant for EwiseReg {
             Mode::Packed { dtype, .. } => format!("packed {dtype} pairs ({} ops)", rounds),
             Mode::Cast2 => format!("pair conversions ({} ops)", rounds),
         };
-        let summary = format!("per-thread bundle {bundle} element{} (register loops {loops:?}); {how}", if bundle == 1 { "" } else { "s" });
+        let maps: Vec<String> = std::iter::once(map_text(&dst)).chain(srcs.iter().flatten().map(map_text)).collect();
+        let summary = format!(
+            "per-thread bundle {bundle} element{} (register loops {loops:?}; register strides per loop: dst {}); {how}",
+            if bundle == 1 { "" } else { "s" },
+            maps.join(", src ")
+        );
         let mut p = Plan::new(summary, EwPlan { loops, dst, srcs, compute, mode });
         p.vec = Some(if pairs { 2 } else { 1 });
         p.rounds = Some(rounds as u64);
@@ -312,6 +317,20 @@ fn align(cx: &CallCx, r: &BufferRegion, anchor: &TileLayout, dst_ext: &[i64], ds
         }
     }
     Ok(RegMap { offset: m_offset(&lifted), groups })
+}
+
+/// `+2 [8, 1]`: the offset and each loop's stride (a group as `e:s·e:s`, 0 = broadcast).
+fn map_text(m: &RegMap) -> String {
+    let loops: Vec<String> = m
+        .groups
+        .iter()
+        .map(|g| match g.as_slice() {
+            [it] => it.stride.to_string(),
+            g => g.iter().map(|i| format!("{}:{}", i.extent, i.stride)).collect::<Vec<_>>().join("·"),
+        })
+        .collect();
+    let off = if m.offset != 0 { format!("+{} ", m.offset) } else { String::new() };
+    format!("{off}[{}]", loops.join(", "))
 }
 
 fn iters_text(g: &[Iter]) -> String {

@@ -1,11 +1,16 @@
-//! `tirx print` (being written).
-use crate::exit::{CmdResult, Failure};
+//! `tirx print FILE`: parse a kernel script and print it back in canonical
+//! form (constants inlined, regions and layouts spelled out).
+use crate::exit::CmdResult;
+use crate::frontend::load_kernel;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The kernel script.
     pub file: std::path::PathBuf,
 }
 
-pub fn run(_a: Args) -> CmdResult {
-    Err(Failure::Internal("tirx print is not implemented yet".into()))
+pub fn run(a: Args) -> CmdResult {
+    let (kernel, _) = load_kernel(&a.file)?;
+    print!("{}", tirx_script::print_kernel(&kernel));
+    Ok(())
 }

@@ -1,0 +1,555 @@
+//! Buffers: declarations (`T.Buffer`, `T.match_buffer`, `T.alloc_*`, views),
+//! scalar loads and stores, and regions, with their checks (dtype, bounds,
+//! layout/shape agreement, no scalar access to thread-partitioned buffers).
+
+use crate::ast::{self, ExprKind as AK};
+use crate::build::{Builder, R};
+use crate::eval::Args;
+use crate::value::*;
+use tirx_ir::hir::*;
+use tirx_ir::{DType, Diagnostic, Span};
+use tirx_layout::{Axis, Layout, TileLayout};
+
+/// Largest number of elements a buffer may declare (guards size arithmetic).
+const MAX_ELEMS: i64 = 1 << 40;
+
+impl Builder<'_> {
+    /// Shape, dtype, scope, layout of `T.Buffer` / `T.match_buffer` / `T.alloc_*`.
+    pub(crate) fn declare_buffer(
+        &mut self,
+        name: &str,
+        a: &mut Args,
+        default_scope: MemScope,
+        scope_kw: bool,
+        origin: BufferOrigin,
+        span: Span,
+    ) -> R<BufId> {
+        let (sv, ss) = a.req(self, "shape")?;
+        let shape = self.shape_of(sv, ss)?;
+        let dtype = match a.opt(self, "dtype")? {
+            Some((v, sp)) => self.dtype_of(v, sp)?,
+            None => DType::F32,
+        };
+        let mut scope = default_scope;
+        if scope_kw {
+            if let Some((v, sp)) = a.opt(self, "scope")? {
+                scope = self.mem_scope(v, sp)?;
+            }
+        }
+        let layout = match a.kw("layout") {
+            Some((v, sp)) => self.layout_for(v, sp, &shape)?,
+            None => Layout::Tile(TileLayout::row_major(&shape)),
+        };
+        a.kw("align");
+        a.finish(self)?;
+        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span }))
+    }
+
+    pub(crate) fn add_buffer(&mut self, b: Buffer) -> BufId {
+        let ks = self.ks();
+        ks.kernel.buffers.push(b);
+        BufId(ks.kernel.buffers.len() as u32 - 1)
+    }
+
+    pub(crate) fn shape_of(&mut self, v: Val, span: Span) -> R<Vec<i64>> {
+        let items = match v {
+            Val::Tuple(xs) | Val::List(xs) => xs,
+            other => vec![other],
+        };
+        if items.is_empty() {
+            return self.fail(
+                Diagnostic::error(span, "a buffer shape needs at least one dimension").with_label("empty shape"),
+            );
+        }
+        let mut shape = vec![];
+        let mut total: i64 = 1;
+        for x in items {
+            let e = self.positive_int(x, span)?;
+            total = total.saturating_mul(e);
+            shape.push(e);
+        }
+        if total > MAX_ELEMS {
+            return self.fail(
+                Diagnostic::error(span, format!("buffer of {total} elements is too large"))
+                    .with_label("too many elements"),
+            );
+        }
+        Ok(shape)
+    }
+
+    pub(crate) fn mem_scope(&mut self, v: Val, span: Span) -> R<MemScope> {
+        match v {
+            Val::Str(s) => match MemScope::from_name(&s) {
+                Some(m) => Ok(m),
+                None => {
+                    let names = ["global", "shared", "shared.dyn", "local"];
+                    let mut d =
+                        Diagnostic::error(span, format!("unknown memory scope `{s}`")).with_label("not a scope");
+                    d = match closest(&s, names) {
+                        Some(c) => d.with_help(format!("did you mean `\"{c}\"`?")),
+                        None => d.with_note("scopes: global, shared, shared.dyn, local"),
+                    };
+                    self.fail(d)
+                }
+            },
+            other => self.expected_kind("a scope string like \"shared\"", &other, span),
+        }
+    }
+
+    /// A `layout=` value checked against the buffer shape.
+    pub(crate) fn layout_for(&mut self, v: Val, span: Span, shape: &[i64]) -> R<Layout> {
+        let layout = match v {
+            Val::Layout(l) => l,
+            Val::Spec(s) => Layout::Tile(s.into_tile()),
+            Val::None => return Ok(Layout::Tile(TileLayout::row_major(shape))),
+            other => {
+                return self.expected_kind("a layout (`TileLayout(S[...])` or `ComposeLayout(...)`)", &other, span)
+            }
+        };
+        if let Err(e) = layout.validate().and_then(|_| layout.scope()) {
+            return self.fail(Diagnostic::error(span, format!("invalid layout: {e}")).with_label("this layout"));
+        }
+        let tile = match &layout {
+            Layout::Tile(t) => t,
+            Layout::Compose(c) => {
+                // A bare swizzle (trivial tile) stretches over the buffer shape.
+                if is_trivial_tile(&c.tile) {
+                    return Ok(layout);
+                }
+                &c.tile
+            }
+        };
+        if tile.shard.is_empty() {
+            return Ok(layout);
+        }
+        let size = tile.shard.iter().fold(1i64, |acc, it| acc.saturating_mul(it.extent));
+        let want = shape.iter().fold(1i64, |acc, &e| acc.saturating_mul(e));
+        if size != want {
+            let sh = fmt_shape(shape);
+            return self.fail(
+                Diagnostic::error(span, format!("layout covers {size} elements but the buffer shape {sh} has {want}"))
+                    .with_label(format!("{size} elements"))
+                    .with_help("make the layout extents multiply to the buffer's element count"),
+            );
+        }
+        Ok(layout)
+    }
+
+    // ------------------------------------------------------------------ buffers
+
+    pub(crate) fn target_name(&mut self, target: Option<&ast::Expr>, span: Span, what: &str) -> R<(String, Span)> {
+        match target.map(|t| (&t.kind, t.span)) {
+            Some((AK::Name(n), sp)) => {
+                self.check_rebind(n, sp)?;
+                Ok((n.clone(), sp))
+            }
+            _ => self.fail(
+                Diagnostic::error(span, format!("{what} must be assigned to a name"))
+                    .with_help(format!("write `A = {what}(...)`")),
+            ),
+        }
+    }
+
+    pub(crate) fn alloc(
+        &mut self,
+        kind: AllocKind,
+        args: &[ast::Arg],
+        target: Option<&ast::Expr>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let fname = self.builtin_name(Builtin::Alloc(kind));
+        let (name, _) = self.target_name(target, span, &fname)?;
+        let (pos, kw) = self.eval_args(args)?;
+        let mut a = Args::new(fname, pos, kw, span);
+        let (default_scope, scope_kw) = match kind {
+            AllocKind::Buffer => (MemScope::Global, true),
+            AllocKind::Shared => (MemScope::Shared, false),
+            AllocKind::Local => (MemScope::Local, false),
+        };
+        self.require_device(span)?;
+        let b = self.declare_buffer(&name, &mut a, default_scope, scope_kw, BufferOrigin::Alloc, span)?;
+        self.define(&name, Val::Buffer(b));
+        out.push(Stmt { kind: StmtKind::Alloc(b), span });
+        Ok(())
+    }
+
+    pub(crate) fn match_buffer(&mut self, args: &[ast::Arg], target: Option<&ast::Expr>, span: Span) -> R<()> {
+        let (name, _) = self.target_name(target, span, "T.match_buffer")?;
+        if self.ks().device {
+            return self.fail(
+                Diagnostic::error(span, "`T.match_buffer` after `T.device_entry()`")
+                    .with_help("bind parameters at the top of the kernel, before `T.device_entry()`"),
+            );
+        }
+        if self.ks().kernel.buffers.iter().any(|b| b.origin == BufferOrigin::Alloc) {
+            return self.fail(
+                Diagnostic::error(span, "`T.match_buffer` after a buffer allocation")
+                    .with_help("bind parameters first"),
+            );
+        }
+        let (pos, kw) = self.eval_args(args)?;
+        let mut a = Args::new("T.match_buffer".into(), pos, kw, span);
+        let (h, hs) = a.req(self, "param")?;
+        let pname = match h {
+            Val::Handle(p) => p,
+            other => return self.expected_kind("a `T.handle` parameter", &other, hs),
+        };
+        let idx = self.ks().kernel.params.iter().position(|p| p.name == pname);
+        let Some(idx) = idx else { return self.fail(Diagnostic::error(hs, format!("`{pname}` is not a parameter"))) };
+        if self.ks().kernel.params[idx].buffer.is_some() {
+            return self.fail(
+                Diagnostic::error(hs, format!("parameter `{pname}` is already bound to a buffer"))
+                    .with_help("call `T.match_buffer` once per handle"),
+            );
+        }
+        let b = self.declare_buffer(&name, &mut a, MemScope::Global, true, BufferOrigin::Param, span)?;
+        self.ks().kernel.params[idx].buffer = Some(b);
+        self.define(&name, Val::Buffer(b));
+        Ok(())
+    }
+
+    /// `X_local = X.local(*shape)` / `X_v = X.view(*shape, layout=...)`.
+    pub(crate) fn view(
+        &mut self,
+        base: BufId,
+        m: Method,
+        args: &[ast::Arg],
+        target: &ast::Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let what = if m == Method::Local { ".local" } else { ".view" };
+        let (name, _) = self.target_name(Some(target), span, what)?;
+        let (pos, kw) = self.eval_args(args)?;
+        let mut a = Args::new(what.trim_start_matches('.').into(), vec![], kw, span);
+        let b = self.buffer(base).clone();
+        let shape_given = if pos.is_empty() {
+            None
+        } else {
+            let sp = pos.iter().map(|p| p.1).fold(pos[0].1, Span::to);
+            // `X.view((32, 8))` and `X.view(32, 8)` both work.
+            let v = if pos.len() == 1 { pos[0].0.clone() } else { Val::Tuple(pos.into_iter().map(|p| p.0).collect()) };
+            if let Val::Str(_) = v {
+                return self.fail(
+                    Diagnostic::error(sp, "dtype views are not supported")
+                        .with_help("allocate a buffer of the wanted dtype"),
+                );
+            }
+            Some((self.shape_of(v, sp)?, sp))
+        };
+        let (shape, layout, origin) = match m {
+            Method::Local => {
+                if b.scope != MemScope::Local {
+                    return self.fail(
+                        Diagnostic::error(
+                            span,
+                            format!("`.local()` needs a register buffer; `{}` is in {}", b.name, b.scope.name()),
+                        )
+                        .with_help("`.local()` gives a thread its registers of a `scope=\"local\"` buffer"),
+                    );
+                }
+                let storage = storage(&b.layout);
+                let n = memory_elems(&b.layout);
+                let shape = match shape_given {
+                    None => vec![n],
+                    Some((s, sp)) => {
+                        let got = s.iter().product::<i64>();
+                        if got != n {
+                            let sh = fmt_shape(&s);
+                            return self.fail(
+                                Diagnostic::error(
+                                    sp,
+                                    format!("local view shape {sh} has {got} elements but each thread holds {n}"),
+                                )
+                                .with_help(format!("use `{}.local({n})`", b.name)),
+                            );
+                        }
+                        s
+                    }
+                };
+                (shape, storage, BufferOrigin::LocalView { base })
+            }
+            Method::View => {
+                let Some((shape, sp)) = shape_given else {
+                    return self.fail(
+                        Diagnostic::error(span, "`.view` needs the new shape").with_help("write `X.view(32, 8)`"),
+                    );
+                };
+                let layout = match a.kw("layout") {
+                    Some((v, lsp)) => self.layout_for(v, lsp, &shape)?,
+                    None => Layout::Tile(TileLayout::row_major(&shape)),
+                };
+                // A view may cover part of its base (`[4, 4]:(16, 1)` of a 4x16
+                // buffer) but must not reach past the base's storage.
+                let capacity = b.shape.iter().product::<i64>().max(b.layout.span(None).unwrap_or(0));
+                let reach = layout.span(None).unwrap_or(i64::MAX);
+                if reach > capacity {
+                    let s1 = fmt_shape(&shape);
+                    return self.fail(
+                        Diagnostic::error(
+                            sp,
+                            format!("view {s1} reaches {reach} elements but `{}` holds {capacity}", b.name),
+                        )
+                        .with_label("too large for its base")
+                        .with_help("a view must fit in its base buffer; check the shape and the layout strides"),
+                    );
+                }
+                (shape, layout, BufferOrigin::View { base })
+            }
+        };
+        a.finish(self)?;
+        self.require_device(span)?;
+        let id =
+            self.add_buffer(Buffer { name: name.clone(), shape, dtype: b.dtype, scope: b.scope, layout, origin, span });
+        self.define(&name, Val::Buffer(id));
+        out.push(Stmt { kind: StmtKind::Alloc(id), span });
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ loads, stores, regions
+
+    pub(crate) fn load(&mut self, s: Sub) -> R<Expr> {
+        let idx = self.point_indices(&s)?;
+        let dtype = self.buffer(s.buf).dtype;
+        Ok(Expr { kind: ExprKind::Load(s.buf, idx), dtype, span: s.span })
+    }
+
+    /// Checks a scalar access `B[i, j]` and returns its indices.
+    pub(crate) fn point_indices(&mut self, s: &Sub) -> R<Vec<Expr>> {
+        let b = self.buffer(s.buf).clone();
+        if let Some(axes) = thread_axes(&b.layout) {
+            return self.fail(
+                Diagnostic::error(
+                    s.span,
+                    format!("cannot index `{}` directly: its layout has thread axes ({axes})", b.name),
+                )
+                .with_label("scalar access to a thread-partitioned buffer")
+                .with_help(format!(
+                    "index this thread's registers instead: `{0}_local = {0}.local()` then `{0}_local[i]`",
+                    b.name
+                )),
+            );
+        }
+        if s.indices.len() != b.shape.len() {
+            let (n, r) = (s.indices.len(), b.shape.len());
+            return self.fail(
+                Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but {n} index(es) were given", b.name))
+                    .with_label("wrong number of indices")
+                    .with_help(format!("index every dimension of shape {}", fmt_shape(&b.shape))),
+            );
+        }
+        let mut out = vec![];
+        for (d, (ix, sp)) in s.indices.iter().enumerate() {
+            let Index::Point(v) = ix else {
+                return self.fail(
+                    Diagnostic::error(*sp, "a slice is a region, not a scalar")
+                        .with_label("region index in a scalar access")
+                        .with_help("use an integer index here, or pass the region to a tile primitive"),
+                );
+            };
+            let e = self.int_expr(v.clone(), *sp)?;
+            if let ExprKind::Int(i) = e.kind {
+                if i < 0 || i >= b.shape[d] {
+                    return self.fail(
+                        Diagnostic::error(
+                            *sp,
+                            format!(
+                                "index {i} is out of bounds for dimension {d} of `{}` (extent {})",
+                                b.name, b.shape[d]
+                            ),
+                        )
+                        .with_label("out of bounds")
+                        .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+                    );
+                }
+            }
+            out.push(e);
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn store(&mut self, target: &ast::Expr, v: Val, vspan: Span, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        let tv = self.eval(target)?;
+        let Val::Sub(s) = tv else {
+            return self.fail(
+                Diagnostic::error(target.span, "only buffer elements can be assigned by index")
+                    .with_label("not a buffer"),
+            );
+        };
+        let indices = self.point_indices(&s)?;
+        let b = self.buffer(s.buf).clone();
+        let value = self.scalar(v, vspan)?;
+        let value = if value.dtype == b.dtype {
+            value
+        } else if crate::eval::is_literal(&value) {
+            self.lit_as(value, b.dtype, target.span)?
+        } else {
+            let (vd, bd) = (value.dtype, b.dtype);
+            return self.fail(
+                Diagnostic::error(vspan, format!("dtype mismatch: storing {vd} into `{}` of {bd}", b.name))
+                    .with_label(format!("this is {vd}"))
+                    .with_secondary(target.span, format!("element of {bd}"))
+                    .with_help(format!("cast it: `T.cast(..., \"{bd}\")`")),
+            );
+        };
+        self.require_device(span)?;
+        out.push(Stmt { kind: StmtKind::Store { buf: s.buf, indices, value }, span });
+        Ok(())
+    }
+
+    /// A region operand: a bare buffer (all of it) or a subscript.
+    pub(crate) fn region(&mut self, v: Val, span: Span, what: &str) -> R<BufferRegion> {
+        match v {
+            Val::Buffer(b) => {
+                let zero = |sp| Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: sp };
+                let ranges = self.buffer(b).shape.iter().map(|&e| Range { begin: zero(span), extent: e }).collect();
+                Ok(BufferRegion { buf: b, ranges, span })
+            }
+            Val::Sub(s) => self.sub_region(s),
+            other => self.expected_kind(&format!("a buffer region for {what}"), &other, span),
+        }
+    }
+
+    pub(crate) fn sub_region(&mut self, s: Sub) -> R<BufferRegion> {
+        let b = self.buffer(s.buf).clone();
+        if s.indices.len() > b.shape.len() {
+            let (n, r) = (s.indices.len(), b.shape.len());
+            return self.fail(
+                Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but the region gives {n}", b.name))
+                    .with_label("too many indices")
+                    .with_help(format!("shape is {}", fmt_shape(&b.shape))),
+            );
+        }
+        let mut ranges = vec![];
+        for d in 0..b.shape.len() {
+            let dim = b.shape[d];
+            let r = match s.indices.get(d) {
+                None => Range { begin: Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: s.span }, extent: dim },
+                Some((Index::Point(v), sp)) => Range { begin: self.int_expr(v.clone(), *sp)?, extent: 1 },
+                Some((Index::Slice(lo, hi, sp), _)) => {
+                    let begin = match lo {
+                        Some(v) => self.int_expr((**v).clone(), *sp)?,
+                        None => Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: *sp },
+                    };
+                    let extent = match hi {
+                        None => match begin.kind {
+                            ExprKind::Int(b0) => dim - b0,
+                            _ => {
+                                return self.fail(
+                                    Diagnostic::error(*sp, "an open-ended slice needs a constant start")
+                                        .with_help("write `x : x + n`"),
+                                )
+                            }
+                        },
+                        Some(v) => {
+                            let end = self.int_expr((**v).clone(), *sp)?;
+                            let e = self.extent_between(&begin, &end, *sp)?;
+                            match e.kind {
+                                ExprKind::Int(x) => x,
+                                _ => {
+                                    return self.fail(
+                                        Diagnostic::error(*sp, "region extents must be compile-time constants")
+                                            .with_label("extent depends on a runtime value")
+                                            .with_help("write the slice as `x : x + n` with a constant `n`"),
+                                    )
+                                }
+                            }
+                        }
+                    };
+                    if extent <= 0 {
+                        return self.fail(
+                            Diagnostic::error(
+                                *sp,
+                                format!("empty region: extent {extent} in dimension {d} of `{}`", b.name),
+                            )
+                            .with_label("empty slice"),
+                        );
+                    }
+                    Range { begin, extent }
+                }
+            };
+            let sp = s.indices.get(d).map_or(s.span, |x| x.1);
+            self.check_range(&b, d, &r, sp)?;
+            ranges.push(r);
+        }
+        Ok(BufferRegion { buf: s.buf, ranges, span: s.span })
+    }
+
+    pub(crate) fn check_range(&mut self, b: &Buffer, d: usize, r: &Range, sp: Span) -> R<()> {
+        let dim = b.shape[d];
+        let oob = match r.begin.kind {
+            ExprKind::Int(lo) => lo < 0 || lo.checked_add(r.extent).is_none_or(|hi| hi > dim),
+            _ => r.extent > dim,
+        };
+        if oob {
+            let shown = match r.begin.kind {
+                ExprKind::Int(lo) => format!("{lo}:{}", lo.saturating_add(r.extent)),
+                _ => format!("extent {}", r.extent),
+            };
+            return self.fail(
+                Diagnostic::error(
+                    sp,
+                    format!("region {shown} is out of bounds for dimension {d} of `{}` (extent {dim})", b.name),
+                )
+                .with_label("out of bounds")
+                .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+            );
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn fmt_shape(s: &[i64]) -> String {
+    let items: Vec<String> = s.iter().map(i64::to_string).collect();
+    if items.len() == 1 {
+        format!("({},)", items[0])
+    } else {
+        format!("({})", items.join(", "))
+    }
+}
+
+/// The thread axes in a layout's shard, as text, when there are any.
+pub(crate) fn thread_axes(l: &Layout) -> Option<String> {
+    let tile = match l {
+        Layout::Tile(t) => t,
+        Layout::Compose(c) => &c.tile,
+    };
+    let mut axes: Vec<&str> = tile.shard.iter().filter(|i| i.axis.is_thread()).map(|i| i.axis.name()).collect();
+    axes.dedup();
+    if axes.is_empty() {
+        None
+    } else {
+        Some(axes.join(", "))
+    }
+}
+
+/// `storage()`: the layout with every thread-axis iter and offset dropped.
+pub(crate) fn storage(l: &Layout) -> Layout {
+    let strip = |t: &TileLayout| {
+        let keep = |v: &Vec<tirx_layout::Iter>| v.iter().copied().filter(|i| i.axis.is_memory()).collect::<Vec<_>>();
+        let offset = t.offset.iter().filter(|(a, _)| a.is_memory()).map(|(a, v)| (*a, *v)).collect();
+        TileLayout::new(keep(&t.shard), keep(&t.replica), offset)
+    };
+    match l {
+        Layout::Tile(t) => Layout::Tile(strip(t)),
+        Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(&c.tile) }),
+    }
+}
+
+/// Elements one thread holds: the product of the memory-axis shard extents.
+pub(crate) fn memory_elems(l: &Layout) -> i64 {
+    let tile = match l {
+        Layout::Tile(t) => t,
+        Layout::Compose(c) => &c.tile,
+    };
+    tile.shard.iter().filter(|i| i.axis.is_memory()).fold(1i64, |a, i| a.saturating_mul(i.extent))
+}
+
+fn is_trivial_tile(t: &TileLayout) -> bool {
+    let nonunit: Vec<_> = t.shard.iter().filter(|i| i.extent != 1).collect();
+    t.replica.is_empty()
+        && t.offset.values().all(|&v| v == 0)
+        && nonunit.len() <= 1
+        && nonunit.iter().all(|i| i.axis == Axis::M && i.stride == 1)
+}

@@ -1,0 +1,874 @@
+//! From syntax tree to HIR: module constants, the `@T.prim_func` kernel and
+//! its statements (bindings, scope ids, loops, ifs; buffers in `buffers`,
+//! tile calls in `tile`). User errors are reported as
+//! diagnostics on the exact operand; a failed statement is skipped and the
+//! build goes on, so one run reports every independent error.
+
+use crate::ast::{self, ExprKind as AK, StmtKind as AS};
+use crate::eval::{is_statement_builtin, Args};
+use crate::value::*;
+use std::collections::HashMap;
+use tirx_ir::hir::*;
+use tirx_ir::{DType, Diagnostic, Span};
+use tirx_layout::Axis;
+
+pub(crate) type R<T> = Result<T, ()>;
+
+pub(crate) struct Builder<'s> {
+    pub src: &'s str,
+    pub diags: Vec<Diagnostic>,
+    /// Innermost last; `scopes[0]` is the module.
+    pub scopes: Vec<HashMap<String, Val>>,
+    pub k: Option<KState>,
+    kernel_done: Option<Kernel>,
+}
+
+pub(crate) struct KState {
+    pub kernel: Kernel,
+    /// `T.device_entry()` seen (or its absence already reported).
+    pub device: bool,
+    pub device_span: Option<Span>,
+    /// Names bound to runtime variables in each scope (immutable bindings).
+    pub var_scopes: Vec<HashMap<String, Span>>,
+}
+
+impl<'s> Builder<'s> {
+    pub fn new(src: &'s str) -> Builder<'s> {
+        let mut module = HashMap::new();
+        // Not "__main__": a script's `if __name__ == "__main__":` test harness is skipped.
+        module.insert("__name__".to_string(), Val::Str("tirx_script".into()));
+        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None }
+    }
+
+    pub fn fail<T>(&mut self, d: Diagnostic) -> R<T> {
+        self.diags.push(d);
+        Err(())
+    }
+
+    pub fn warn(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    pub fn define(&mut self, name: &str, v: Val) {
+        if let Some(s) = self.scopes.last_mut() {
+            s.insert(name.to_string(), v);
+        }
+    }
+
+    pub fn buffer(&self, b: BufId) -> &Buffer {
+        let k = self.k.as_ref().expect("buffers exist only inside a kernel");
+        &k.kernel.buffers[b.0 as usize]
+    }
+
+    pub(crate) fn ks(&mut self) -> &mut KState {
+        self.k.as_mut().expect("inside a kernel")
+    }
+
+    // ------------------------------------------------------------------ module
+
+    /// `syntax_errors`: earlier stages failed, so a missing kernel is expected.
+    pub fn module(mut self, stmts: &[ast::Stmt], syntax_errors: bool) -> (Option<Kernel>, Vec<Diagnostic>) {
+        for s in stmts {
+            let _ = self.module_stmt(s);
+        }
+        if self.kernel_done.is_none() && !syntax_errors && !self.diags.iter().any(|d| d.is_error()) {
+            let end = self.src.len();
+            self.diags.push(
+                Diagnostic::error(Span::new(end, end), "no kernel found")
+                    .with_help("define one with `@T.prim_func` followed by `def kernel(A_ptr: T.handle): ...`"),
+            );
+        }
+        (self.kernel_done, self.diags)
+    }
+
+    pub(crate) fn module_stmt(&mut self, s: &ast::Stmt) -> R<()> {
+        match &s.kind {
+            AS::FromImport { module, names } => {
+                for n in names {
+                    let bound = n.alias.clone().unwrap_or_else(|| n.name.clone());
+                    let v = self.import_value(module, &n.name, n.span)?;
+                    self.define(&bound, v);
+                }
+                Ok(())
+            }
+            AS::Import { module, alias } => {
+                let bound = alias.clone().unwrap_or_else(|| module.split('.').next().unwrap_or("").to_string());
+                self.define(&bound, Val::Builtin(Builtin::Opaque));
+                Ok(())
+            }
+            AS::Assign { target, value } => {
+                let r = self.eval(value).and_then(|v| self.bind_const_target(target, v));
+                self.poison_on_error(r, target)
+            }
+            AS::FuncDef { decorators, name, name_span, params, body } => {
+                if !self.is_prim_func(decorators)? {
+                    // Plain Python helpers (test harness code) are not kernels.
+                    return Ok(());
+                }
+                if self.kernel_done.is_some() {
+                    return self.fail(
+                        Diagnostic::error(*name_span, "only one kernel per file is supported")
+                            .with_label("second `@T.prim_func`")
+                            .with_help("move this kernel to its own file"),
+                    );
+                }
+                self.kernel(name, *name_span, params, body, s.span);
+                Ok(())
+            }
+            AS::Pass => Ok(()),
+            // Docstrings.
+            AS::Expr(ast::Expr { kind: AK::Str(_), .. }) => Ok(()),
+            // `if __name__ == "__main__":` and other compile-time switches.
+            AS::If { cond, body, orelse } => {
+                let c = self.eval(cond)?;
+                let Some(t) = crate::eval::truthy(&c) else {
+                    return self.expected_kind("a compile-time condition", &c, cond.span);
+                };
+                for st in if t { body } else { orelse } {
+                    let _ = self.module_stmt(st);
+                }
+                Ok(())
+            }
+            _ => self.fail(
+                Diagnostic::error(s.span, "unsupported statement at module level")
+                    .with_label("not an import, constant or kernel")
+                    .with_help(
+                        "module level may hold imports, constants (`shape = (32, 8)`) and one `@T.prim_func` kernel",
+                    ),
+            ),
+        }
+    }
+
+    pub(crate) fn import_value(&mut self, module: &str, name: &str, span: Span) -> R<Val> {
+        match (module, name) {
+            ("tvm.script", "tirx") => Ok(Val::Builtin(Builtin::T)),
+            ("tvm.script.tirx", "tile") => Ok(Val::Builtin(Builtin::Tx)),
+            ("tvm.tirx.layout" | "tvm.script.tirx.layout", n) => match layout_import(n) {
+                Some(v) => Ok(v),
+                None => {
+                    let mut names: Vec<&str> = vec!["S", "R", "TileLayout", "ComposeLayout", "wg_local_layout", "Axis"];
+                    names.extend(Axis::ALL.iter().map(|a| a.name()));
+                    let mut d = Diagnostic::error(span, format!("`{module}` has no `{n}` known to tirx"))
+                        .with_label("unknown name");
+                    if let Some(c) = closest(n, names.iter().copied()) {
+                        d = d.with_help(format!("did you mean `{c}`?"));
+                    }
+                    self.fail(d)
+                }
+            },
+            _ => Ok(Val::Builtin(Builtin::Opaque)),
+        }
+    }
+
+    /// Whether a decorator is `T.prim_func` (or `T.prim_func(...)`). Other
+    /// decorators (`@pytest.mark.gpu`) are evaluated quietly: they only mean
+    /// "not a kernel".
+    pub(crate) fn is_prim_func(&mut self, decorators: &[ast::Expr]) -> R<bool> {
+        let quiet = self.diags.len();
+        let mut found = false;
+        for d in decorators {
+            let target = match &d.kind {
+                AK::Call(f, _) => f.as_ref(),
+                _ => d,
+            };
+            if let Ok(Val::Builtin(Builtin::PrimFunc)) = self.eval(target) {
+                found = true;
+            }
+        }
+        let bare_t = decorators.iter().any(
+            |d| matches!(&d.kind, AK::Attr(b, n, _) if n == "prim_func" && matches!(&b.kind, AK::Name(t) if t == "T")),
+        );
+        if !found && bare_t {
+            // `@T.prim_func` without `T` imported: keep that error.
+            return Ok(false);
+        }
+        self.diags.truncate(quiet);
+        Ok(found)
+    }
+
+    // ------------------------------------------------------------------ kernel
+
+    pub(crate) fn kernel(
+        &mut self,
+        name: &str,
+        name_span: Span,
+        params: &[ast::Param],
+        body: &[ast::Stmt],
+        span: Span,
+    ) {
+        let kernel =
+            Kernel { name: name.to_string(), params: vec![], buffers: vec![], vars: vec![], body: vec![], span };
+        self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()] });
+        self.scopes.push(HashMap::new());
+        for p in params {
+            let _ = self.param(p);
+        }
+        let mut out = vec![];
+        self.block(body, &mut out);
+        self.scopes.pop();
+        let Some(mut ks) = self.k.take() else { return };
+        ks.kernel.body = out;
+        if !ks.device && !self.diags.iter().any(|d| d.is_error()) {
+            self.diags.push(
+                Diagnostic::error(name_span, format!("kernel `{name}` has no `T.device_entry()`"))
+                    .with_help("mark where device code starts with `T.device_entry()`, then declare scope ids"),
+            );
+        }
+        self.kernel_done = Some(ks.kernel);
+    }
+
+    pub(crate) fn param(&mut self, p: &ast::Param) -> R<()> {
+        let Some(ann) = &p.annotation else {
+            return self.fail(
+                Diagnostic::error(p.span, format!("parameter `{}` needs a type annotation", p.name)).with_help(
+                    format!(
+                        "write `{}: T.handle` and bind it with `T.match_buffer`, or `{}: T.Buffer(shape, dtype)`",
+                        p.name, p.name
+                    ),
+                ),
+            );
+        };
+        let (f, args) = match &ann.kind {
+            AK::Call(f, args) => (f.as_ref(), Some(args)),
+            _ => (ann, None),
+        };
+        let fv = self.eval(f)?;
+        match (fv, args) {
+            (Val::Builtin(Builtin::Handle), None) => {
+                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: None, span: p.span });
+                self.define(&p.name, Val::Handle(p.name.clone()));
+                Ok(())
+            }
+            (Val::Builtin(Builtin::Buffer), Some(args)) => {
+                let (pos, kw) = self.eval_args(args)?;
+                let mut a = Args::new("T.Buffer".into(), pos, kw, ann.span);
+                let b = self.declare_buffer(&p.name, &mut a, MemScope::Global, true, BufferOrigin::Param, p.span)?;
+                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: Some(b), span: p.span });
+                self.define(&p.name, Val::Buffer(b));
+                Ok(())
+            }
+            _ => self.fail(
+                Diagnostic::error(
+                    ann.span,
+                    "parameter annotations must be `T.handle` or `T.Buffer(shape, dtype, ...)`",
+                )
+                .with_label("unsupported annotation")
+                .with_help("scalar kernel parameters are not supported; pass a buffer"),
+            ),
+        }
+    }
+
+    // ------------------------------------------------------------------ blocks
+
+    pub(crate) fn block(&mut self, stmts: &[ast::Stmt], out: &mut Vec<Stmt>) {
+        for s in stmts {
+            let _ = self.stmt(s, out);
+        }
+    }
+
+    pub(crate) fn scoped_block(&mut self, stmts: &[ast::Stmt]) -> Vec<Stmt> {
+        self.scopes.push(HashMap::new());
+        self.ks().var_scopes.push(HashMap::new());
+        let mut out = vec![];
+        self.block(stmts, &mut out);
+        self.ks().var_scopes.pop();
+        self.scopes.pop();
+        out
+    }
+
+    /// Device-only statements must follow `T.device_entry()`; a missing entry is
+    /// reported once.
+    pub(crate) fn require_device(&mut self, span: Span) -> R<()> {
+        if self.ks().device {
+            return Ok(());
+        }
+        self.ks().device = true;
+        self.fail(
+            Diagnostic::error(span, "device code before `T.device_entry()`")
+                .with_label("this runs on the GPU")
+                .with_help("put `T.device_entry()` after the `T.match_buffer` lines and before device code"),
+        )
+    }
+
+    pub(crate) fn stmt(&mut self, s: &ast::Stmt, out: &mut Vec<Stmt>) -> R<()> {
+        match &s.kind {
+            AS::Pass => Ok(()),
+            AS::Expr(e) => self.expr_stmt(e, out),
+            AS::Assign { target, value } => {
+                let r = self.assign(target, value, s.span, out);
+                self.poison_on_error(r, target)
+            }
+            AS::AnnAssign { target, annotation, value } => {
+                let r = self.ann_assign(target, annotation, value.as_ref(), s.span, out);
+                self.poison_on_error(r, target)
+            }
+            AS::AugAssign { target, op, value } => {
+                let AK::Subscript(..) = &target.kind else {
+                    return self.fail(
+                        Diagnostic::error(
+                            target.span,
+                            "bindings are immutable; augmented assignment is only for buffer elements",
+                        )
+                        .with_help("bind a new name (`x2 = x + 1`) or store into a local buffer"),
+                    );
+                };
+                let lhs = self.eval(target)?;
+                let rhs = self.eval(value)?;
+                let v = self.binary(*op, lhs, target.span, rhs, value.span, s.span)?;
+                self.store(target, v, value.span, s.span, out)
+            }
+            AS::For { target, iter, body } => self.for_loop(target, iter, body, s.span, out),
+            AS::If { cond, body, orelse } => {
+                let c = self.eval(cond)?;
+                if let Some(t) = crate::eval::truthy(&c) {
+                    // A compile-time condition selects its branch at parse time;
+                    // like Python, names it defines stay visible afterwards.
+                    self.block(if t { body } else { orelse }, out);
+                    return Ok(());
+                }
+                let cond = self.bool_expr(c, cond.span)?;
+                self.require_device(s.span)?;
+                let then_body = self.scoped_block(body);
+                let else_body = self.scoped_block(orelse);
+                out.push(Stmt { kind: StmtKind::If { cond, then_body, else_body }, span: s.span });
+                Ok(())
+            }
+            AS::FromImport { .. } | AS::Import { .. } => self.fail(
+                Diagnostic::error(s.span, "imports belong at module level")
+                    .with_help("move the import above the kernel"),
+            ),
+            AS::FuncDef { name_span, .. } => self.fail(
+                Diagnostic::error(*name_span, "nested functions are not supported")
+                    .with_help("define helpers at module level"),
+            ),
+            AS::While { .. } => self.fail(
+                Diagnostic::error(s.span, "`while` loops are not supported")
+                    .with_help("use `for i in range(n):` with a constant trip count"),
+            ),
+            AS::With { .. } => self.fail(
+                Diagnostic::error(s.span, "`with` blocks are not supported in TIRx kernels")
+                    .with_help("write the body directly"),
+            ),
+            AS::Return(_) => self.fail(
+                Diagnostic::error(s.span, "kernels do not return values")
+                    .with_help("write results to an output buffer"),
+            ),
+        }
+    }
+
+    pub(crate) fn expr_stmt(&mut self, e: &ast::Expr, out: &mut Vec<Stmt>) -> R<()> {
+        if let AK::Call(f, args) = &e.kind {
+            let fv = self.eval(f)?;
+            if let Val::Builtin(b) = fv {
+                if is_statement_builtin(b) {
+                    return self.builtin_stmt(b, args, None, e.span, out);
+                }
+            }
+            if let Val::Method(..) = fv {
+                return self.fail(
+                    Diagnostic::error(e.span, "a buffer view must be bound to a name")
+                        .with_help("write `X_local = X.local()`"),
+                );
+            }
+        }
+        if let AK::Str(_) = e.kind {
+            return Ok(()); // docstring
+        }
+        self.eval(e)?;
+        self.fail(
+            Diagnostic::error(e.span, "expression statement has no effect")
+                .with_label("value is discarded")
+                .with_help("assign it to a name or remove it"),
+        )
+    }
+
+    pub(crate) fn builtin_stmt(
+        &mut self,
+        b: Builtin,
+        args: &[ast::Arg],
+        target: Option<&ast::Expr>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        match b {
+            Builtin::DeviceEntry => {
+                self.no_target(target, "T.device_entry()")?;
+                if !args.is_empty() {
+                    return self.fail(Diagnostic::error(span, "`T.device_entry()` takes no arguments"));
+                }
+                if let Some(prev) = self.ks().device_span {
+                    return self.fail(
+                        Diagnostic::error(span, "`T.device_entry()` appears twice")
+                            .with_secondary(prev, "first here")
+                            .with_help("a kernel has one device entry"),
+                    );
+                }
+                let ks = self.ks();
+                if ks.device {
+                    // Already reported as missing; keep going quietly.
+                    return Ok(());
+                }
+                ks.device = true;
+                ks.device_span = Some(span);
+                out.push(Stmt { kind: StmtKind::DeviceEntry, span });
+                Ok(())
+            }
+            Builtin::CtaSync | Builtin::WarpSync => {
+                self.no_target(target, "a barrier")?;
+                if !args.is_empty() {
+                    return self.fail(Diagnostic::error(span, "barriers take no arguments"));
+                }
+                self.require_device(span)?;
+                let k = if b == Builtin::CtaSync { BarrierKind::Cta } else { BarrierKind::Warp };
+                out.push(Stmt { kind: StmtKind::Barrier(k), span });
+                Ok(())
+            }
+            Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
+            Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
+            Builtin::MatchBuffer => self.match_buffer(args, target, span),
+            Builtin::Tile(scope, op) => {
+                self.no_target(target, "a tile primitive")?;
+                let call = self.tile_call(scope, op, args, span)?;
+                self.require_device(span)?;
+                out.push(Stmt { kind: StmtKind::Tile(call), span });
+                Ok(())
+            }
+            Builtin::Serial | Builtin::Unroll | Builtin::Grid => self.fail(
+                Diagnostic::error(span, "loop iterators belong in a `for` header")
+                    .with_help("write `for i in T.serial(n):`"),
+            ),
+            _ => self.fail(Diagnostic::error(span, "unsupported statement")),
+        }
+    }
+
+    pub(crate) fn no_target(&mut self, target: Option<&ast::Expr>, what: &str) -> R<()> {
+        match target {
+            Some(t) => self.fail(
+                Diagnostic::error(t.span, format!("{what} does not produce a value"))
+                    .with_label("nothing to assign")
+                    .with_help("call it as a statement"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    // ------------------------------------------------------------------ bindings
+
+    /// After a failed definition, its names fail silently from now on.
+    pub(crate) fn poison_on_error(&mut self, r: R<()>, target: &ast::Expr) -> R<()> {
+        if r.is_err() {
+            let names: Vec<String> = match &target.kind {
+                AK::Name(n) => vec![n.clone()],
+                AK::Tuple(ts) | AK::List(ts) => {
+                    ts.iter().filter_map(|t| if let AK::Name(n) = &t.kind { Some(n.clone()) } else { None }).collect()
+                }
+                _ => vec![],
+            };
+            for n in names {
+                self.define(&n, Val::Poison);
+            }
+        }
+        r
+    }
+
+    pub(crate) fn assign(&mut self, target: &ast::Expr, value: &ast::Expr, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        if let AK::Subscript(..) = &target.kind {
+            let v = self.eval(value)?;
+            return self.store(target, v, value.span, span, out);
+        }
+        if let AK::Call(f, args) = &value.kind {
+            let fv = self.eval(f)?;
+            match fv {
+                Val::Builtin(b) if is_statement_builtin(b) => {
+                    return self.builtin_stmt(b, args, Some(target), value.span, out)
+                }
+                Val::Method(buf, m) => return self.view(buf, m, args, target, value.span, out),
+                _ => {}
+            }
+        }
+        let v = self.eval(value)?;
+        self.bind(target, v, span, out)
+    }
+
+    pub(crate) fn ann_assign(
+        &mut self,
+        target: &ast::Expr,
+        ann: &ast::Expr,
+        value: Option<&ast::Expr>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let Some(value) = value else {
+            return self
+                .fail(Diagnostic::error(span, "a declaration needs a value").with_help("write `x: T.let = expr`"));
+        };
+        let a = self.eval(ann)?;
+        let v = self.eval(value)?;
+        let v = match a {
+            Val::Builtin(Builtin::Let) => v,
+            Val::Builtin(Builtin::DTypeFn(dt)) => {
+                let e = self.scalar(v, value.span)?;
+                let e = if e.dtype == dt { e } else { self.lit_as(e, dt, ann.span)? };
+                Val::Expr(e)
+            }
+            _ => {
+                return self
+                    .fail(Diagnostic::error(ann.span, "binding annotations must be `T.let` or a dtype like `T.int32`"))
+            }
+        };
+        let v = match v {
+            Val::Int(_) | Val::Float(_) | Val::Bool(_) => Val::Expr(self.const_expr(&v, value.span)?),
+            other => other,
+        };
+        self.bind(target, v, span, out)
+    }
+
+    /// `name = value`: runtime values become `Let` bindings, compile-time values
+    /// and buffers just name the value.
+    pub(crate) fn bind(&mut self, target: &ast::Expr, v: Val, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        match &target.kind {
+            AK::Name(n) => {
+                self.check_rebind(n, target.span)?;
+                match v {
+                    Val::Expr(e) => {
+                        self.require_device(span)?;
+                        let var = self.new_var(n, e.dtype, target.span);
+                        out.push(Stmt { kind: StmtKind::Let { var, value: e }, span });
+                    }
+                    Val::Sub(s) => {
+                        let e = self.load(s)?;
+                        self.require_device(span)?;
+                        let var = self.new_var(n, e.dtype, target.span);
+                        out.push(Stmt { kind: StmtKind::Let { var, value: e }, span });
+                    }
+                    other => self.define(n, other),
+                }
+                Ok(())
+            }
+            AK::Tuple(ts) | AK::List(ts) => {
+                let Some(items) = v.items().map(<[Val]>::to_vec) else {
+                    return self.expected_kind("a tuple to unpack", &v, target.span);
+                };
+                if items.len() != ts.len() {
+                    let (want, got) = (ts.len(), items.len());
+                    return self
+                        .fail(Diagnostic::error(target.span, format!("cannot unpack {got} values into {want} names")));
+                }
+                for (t, x) in ts.iter().zip(items) {
+                    self.bind(t, x, span, out)?;
+                }
+                Ok(())
+            }
+            _ => self.fail(
+                Diagnostic::error(target.span, "cannot assign to this").with_label("not a name or buffer element"),
+            ),
+        }
+    }
+
+    pub(crate) fn check_rebind(&mut self, name: &str, span: Span) -> R<()> {
+        let prev = self.k.as_ref().and_then(|k| k.var_scopes.iter().rev().find_map(|s| s.get(name).copied()));
+        if let Some(prev) = prev {
+            return self.fail(
+                Diagnostic::error(span, format!("`{name}` is already bound; kernel bindings are immutable"))
+                    .with_secondary(prev, "first bound here")
+                    .with_help("use a new name, or store into a `T.alloc_local` buffer"),
+            );
+        }
+        Ok(())
+    }
+
+    /// A variable in the kernel's table, not bound to any name.
+    pub(crate) fn fresh_var(&mut self, name: &str, dtype: DType, span: Span) -> VarId {
+        let ks = self.ks();
+        ks.kernel.vars.push(Var { name: name.to_string(), dtype, span });
+        VarId(ks.kernel.vars.len() as u32 - 1)
+    }
+
+    /// A variable bound to `name` for the rest of the block (immutable).
+    pub(crate) fn new_var(&mut self, name: &str, dtype: DType, span: Span) -> VarId {
+        let id = self.fresh_var(name, dtype, span);
+        let ks = self.ks();
+        if let Some(s) = ks.var_scopes.last_mut() {
+            s.insert(name.to_string(), span);
+        }
+        let e = Expr { kind: ExprKind::Var(id), dtype, span };
+        self.define(name, Val::Expr(e));
+        id
+    }
+
+    // ------------------------------------------------------------------ scope ids
+
+    pub(crate) fn scope_id(
+        &mut self,
+        kind: ScopeIdKind,
+        args: &[ast::Arg],
+        target: Option<&ast::Expr>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let (pos, kw) = self.eval_args(args)?;
+        let fname = format!("T.{}", kind.script_name());
+        let mut a = Args::new(fname.clone(), pos, kw, span);
+        let extents = match a.opt(self, "extents")? {
+            None => None,
+            Some((v, sp)) => {
+                let items = match v {
+                    Val::Tuple(xs) | Val::List(xs) => xs,
+                    other => vec![other],
+                };
+                let mut ext = vec![];
+                for x in items {
+                    ext.push(self.positive_int(x, sp)?);
+                }
+                let max_dims = if matches!(
+                    kind,
+                    ScopeIdKind::CtaId | ScopeIdKind::ThreadId | ScopeIdKind::ClusterId | ScopeIdKind::CtaIdInCluster
+                ) {
+                    3
+                } else {
+                    1
+                };
+                if ext.is_empty() || ext.len() > max_dims {
+                    let want =
+                        if max_dims == 1 { "exactly one extent".to_string() } else { "1 to 3 extents".to_string() };
+                    return self.fail(
+                        Diagnostic::error(sp, format!("`{fname}` takes {want}, found {}", ext.len()))
+                            .with_label("extents")
+                            .with_help(format!("for example `{fname}([{}])`", default_extent(kind))),
+                    );
+                }
+                Some(ext)
+            }
+        };
+        a.finish(self)?;
+        self.require_device(span)?;
+        let n = extents.as_ref().map_or(1, Vec::len);
+        let names = self.scope_id_names(kind, n, target)?;
+        let vars = names
+            .into_iter()
+            .map(|(name, sp)| match sp {
+                Some(sp) => self.new_var(&name, DType::I32, sp),
+                // Unbound declarators get a variable no user code can name.
+                None => self.fresh_var(&name, DType::I32, span),
+            })
+            .collect();
+        out.push(Stmt { kind: StmtKind::ScopeId(ScopeIdDef { kind, vars, extents, span }), span });
+        Ok(())
+    }
+
+    /// Names of the variables a declarator defines. Unbound ones get
+    /// `cta_id` / `cta_id_0..` (the printer omits those bindings again).
+    pub(crate) fn scope_id_names(
+        &mut self,
+        kind: ScopeIdKind,
+        n: usize,
+        target: Option<&ast::Expr>,
+    ) -> R<Vec<(String, Option<Span>)>> {
+        let base = kind.script_name();
+        match target.map(|t| &t.kind) {
+            None => Ok(if n == 1 {
+                vec![(base.to_string(), None)]
+            } else {
+                (0..n).map(|i| (format!("{base}_{i}"), None)).collect()
+            }),
+            Some(AK::Name(name)) => {
+                let sp = target.map(|t| t.span);
+                self.check_rebind(name, sp.unwrap_or_default())?;
+                Ok(if n == 1 {
+                    vec![(name.clone(), sp)]
+                } else {
+                    (0..n).map(|i| (format!("{name}_{i}"), sp)).collect()
+                })
+            }
+            Some(AK::Tuple(ts)) if ts.len() == n => {
+                let mut names = vec![];
+                for t in ts {
+                    let AK::Name(name) = &t.kind else {
+                        return self.fail(Diagnostic::error(t.span, "expected a name").with_label("not a name"));
+                    };
+                    self.check_rebind(name, t.span)?;
+                    names.push((name.clone(), Some(t.span)));
+                }
+                Ok(names)
+            }
+            Some(_) => {
+                let t = target.map(|t| t.span).unwrap_or_default();
+                self.fail(
+                    Diagnostic::error(t, format!("`T.{base}` declares {n} variable(s); the left side does not match"))
+                        .with_help(format!("bind {n} name(s), e.g. `bx, by = T.cta_id([2, 2])`")),
+                )
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ loops
+
+    pub(crate) fn for_loop(
+        &mut self,
+        target: &ast::Expr,
+        iter: &ast::Expr,
+        body: &[ast::Stmt],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let AK::Call(f, args) = &iter.kind else {
+            return self.fail(
+                Diagnostic::error(iter.span, "loops iterate over `range(...)`, `T.serial`, `T.unroll` or `T.grid`")
+                    .with_label("not a loop iterator"),
+            );
+        };
+        let fv = self.eval(f)?;
+        let kind = match fv {
+            Val::Builtin(Builtin::Range | Builtin::Serial) => ForKind::Serial,
+            Val::Builtin(Builtin::Unroll) => ForKind::Unroll,
+            Val::Builtin(Builtin::Grid) => return self.grid(target, args, iter.span, body, span, out),
+            _ => {
+                return self.fail(
+                    Diagnostic::error(iter.span, "loops iterate over `range(...)`, `T.serial`, `T.unroll` or `T.grid`")
+                        .with_label("not a loop iterator"),
+                )
+            }
+        };
+        let (pos, kw) = self.eval_args(args)?;
+        if let Some(k) = kw.first() {
+            return self.fail(Diagnostic::error(k.1, format!("unexpected keyword `{}` in a loop header", k.0)));
+        }
+        let (begin, extent) = match pos.len() {
+            1 => {
+                let (e, es) = pos[0].clone();
+                let extent = self.int_expr(e, es)?;
+                let begin = Expr { kind: ExprKind::Int(0), dtype: extent.dtype, span: es };
+                (begin, extent)
+            }
+            2 => {
+                let (b, bs) = pos[0].clone();
+                let (e, es) = pos[1].clone();
+                let b = self.int_expr(b, bs)?;
+                let e = self.int_expr(e, es)?;
+                let (b, e, _) = self.unify(b, e, es)?;
+                let ext = self.extent_between(&b, &e, es)?;
+                (b, ext)
+            }
+            _ => {
+                return self.fail(
+                    Diagnostic::error(iter.span, "loops take `(extent)` or `(begin, end)`; steps are not supported")
+                        .with_label("wrong number of arguments"),
+                )
+            }
+        };
+        let AK::Name(name) = &target.kind else {
+            return self.fail(
+                Diagnostic::error(target.span, "the loop variable must be a single name").with_label("not a name"),
+            );
+        };
+        self.require_device(span)?;
+        self.scopes.push(HashMap::new());
+        self.ks().var_scopes.push(HashMap::new());
+        let var = self.new_var(name, extent.dtype, target.span);
+        let mut inner = vec![];
+        self.block(body, &mut inner);
+        self.ks().var_scopes.pop();
+        self.scopes.pop();
+        out.push(Stmt { kind: StmtKind::For { var, begin, extent, kind, body: inner }, span });
+        Ok(())
+    }
+
+    pub(crate) fn grid(
+        &mut self,
+        target: &ast::Expr,
+        args: &[ast::Arg],
+        ispan: Span,
+        body: &[ast::Stmt],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let (pos, kw) = self.eval_args(args)?;
+        if let Some(k) = kw.first() {
+            return self.fail(Diagnostic::error(k.1, format!("unexpected keyword `{}` in `T.grid`", k.0)));
+        }
+        let names: Vec<&ast::Expr> = match &target.kind {
+            AK::Tuple(ts) => ts.iter().collect(),
+            _ => vec![target],
+        };
+        if names.len() != pos.len() || pos.is_empty() {
+            let (n, e) = (names.len(), pos.len());
+            return self.fail(
+                Diagnostic::error(ispan, format!("`T.grid` has {e} extents but the loop binds {n} variables"))
+                    .with_secondary(target.span, format!("{n} variables"))
+                    .with_help("bind one variable per extent: `for i, j in T.grid(4, 6):`"),
+            );
+        }
+        let mut extents = vec![];
+        for (v, sp) in pos {
+            extents.push(self.int_expr(v, sp)?);
+        }
+        self.require_device(span)?;
+        self.scopes.push(HashMap::new());
+        self.ks().var_scopes.push(HashMap::new());
+        let mut vars = vec![];
+        for (n, extent) in names.iter().zip(&extents) {
+            let AK::Name(name) = &n.kind else {
+                self.ks().var_scopes.pop();
+                self.scopes.pop();
+                return self.fail(Diagnostic::error(n.span, "loop variables must be names"));
+            };
+            if vars.iter().any(|(x, _): &(String, VarId)| x == name) {
+                self.ks().var_scopes.pop();
+                self.scopes.pop();
+                return self.fail(Diagnostic::error(n.span, format!("`{name}` is bound twice in this loop header")));
+            }
+            let v = self.new_var(name, extent.dtype, n.span);
+            vars.push((name.clone(), v));
+        }
+        let mut inner = vec![];
+        self.block(body, &mut inner);
+        self.ks().var_scopes.pop();
+        self.scopes.pop();
+        // Innermost first: wrap the body from the last variable outwards.
+        for ((_, var), extent) in vars.into_iter().zip(extents).rev() {
+            let begin = Expr { kind: ExprKind::Int(0), dtype: extent.dtype, span: extent.span };
+            inner = vec![Stmt { kind: StmtKind::For { var, begin, extent, kind: ForKind::Serial, body: inner }, span }];
+        }
+        out.append(&mut inner);
+        Ok(())
+    }
+
+    pub(crate) fn int_expr(&mut self, v: Val, span: Span) -> R<Expr> {
+        let e = self.scalar(v, span)?;
+        if !e.dtype.is_int() {
+            let dt = e.dtype;
+            return self.fail(
+                Diagnostic::error(span, format!("expected an integer, found {dt}")).with_label("not an integer"),
+            );
+        }
+        Ok(e)
+    }
+
+    /// `end - begin`: a constant when it is one for all variable values
+    /// (`t * 8 : (t + 1) * 8`), `c` when `end` is `begin + c`, else a subtraction.
+    pub(crate) fn extent_between(&mut self, begin: &Expr, end: &Expr, span: Span) -> R<Expr> {
+        if let (ExprKind::Int(b), ExprKind::Int(e)) = (&begin.kind, &end.kind) {
+            let Some(x) = e.checked_sub(*b) else { return self.overflow(span) };
+            return Ok(Expr { kind: ExprKind::Int(x), dtype: end.dtype, span });
+        }
+        if let Some(x) = crate::affine::constant_difference(begin, end) {
+            return Ok(Expr { kind: ExprKind::Int(x), dtype: end.dtype, span });
+        }
+        if let ExprKind::Binary(BinOp::Add, l, r) = &end.kind {
+            if crate::spans::same_expr(l, begin) {
+                return Ok((**r).clone());
+            }
+        }
+        let (b, e) = (begin.clone(), end.clone());
+        Ok(Expr { dtype: e.dtype, span, kind: ExprKind::Binary(BinOp::Sub, Box::new(e), Box::new(b)) })
+    }
+}
+fn default_extent(kind: ScopeIdKind) -> &'static str {
+    match kind {
+        ScopeIdKind::LaneId => "32",
+        ScopeIdKind::WarpIdInWg => "4",
+        ScopeIdKind::ThreadIdInWg => "128",
+        ScopeIdKind::ThreadId => "128",
+        _ => "1",
+    }
+}

@@ -1,0 +1,200 @@
+//! Tile-primitive calls `Tx.<scope>.<op>(operands..., dispatch=, **config)`:
+//! operands bound to the op's signature ([`crate::sig`]), config values,
+//! and the checks made before lowering (copy dtypes and region shapes,
+//! elementwise operand shapes).
+
+use crate::ast;
+use crate::buffers::fmt_shape;
+use crate::build::{Builder, R};
+use crate::value::*;
+use tirx_ir::hir::*;
+use tirx_ir::{Diagnostic, Span};
+use tirx_layout::ExecScope;
+
+impl Builder<'_> {
+    // ------------------------------------------------------------------ tile calls
+
+    pub(crate) fn tile_call(&mut self, scope: ExecScope, op: TileOp, args: &[ast::Arg], span: Span) -> R<TileCall> {
+        let (pos, kw) = self.eval_args(args)?;
+        let sig = crate::sig::signature(op);
+        let mut slots: Vec<Option<(Val, Span)>> = vec![None; sig.len()];
+        if pos.len() > sig.len() {
+            let sp = pos[sig.len()].1;
+            return self.fail(
+                Diagnostic::error(sp, format!("`{}` takes at most {} operands", op.name(), sig.len()))
+                    .with_label("extra operand")
+                    .with_help(format!("signature: {}", crate::sig::describe(op))),
+            );
+        }
+        for (i, p) in pos.into_iter().enumerate() {
+            slots[i] = Some(p);
+        }
+        let mut config = vec![];
+        let mut dispatch = None;
+        for (k, ksp, v, vsp) in kw {
+            if let Some(i) = sig.iter().position(|s| s.names.contains(&k.as_str())) {
+                if slots[i].is_some() {
+                    return self.fail(
+                        Diagnostic::error(ksp, format!("operand `{k}` given twice"))
+                            .with_label("already given by position"),
+                    );
+                }
+                slots[i] = Some((v, vsp));
+                continue;
+            }
+            match (k.as_str(), v) {
+                ("dispatch", Val::Str(s)) => dispatch = Some(s),
+                ("dispatch", Val::None) => {}
+                ("dispatch", other) => return self.expected_kind("a variant name string", &other, vsp),
+                ("workspace", Val::None) => {}
+                ("workspace", _) => {
+                    return self.fail(
+                        Diagnostic::error(ksp, "`workspace=` is not supported by these tile primitives")
+                            .with_help("remove it"),
+                    )
+                }
+                (_, v) => {
+                    let cv = match v {
+                        Val::Int(i) => ConfigValue::Int(i),
+                        Val::Float(f) => ConfigValue::Float(f),
+                        Val::Str(s) => ConfigValue::Str(s),
+                        Val::Bool(b) => ConfigValue::Bool(b),
+                        other => return self.expected_kind(&format!("a constant for config `{k}`"), &other, vsp),
+                    };
+                    if !crate::sig::CONFIG_KEYS.contains(&k.as_str()) {
+                        let mut d = Diagnostic::warning(ksp, format!("config key `{k}` is not used by any variant"))
+                            .with_label("ignored");
+                        if let Some(c) = closest(&k, crate::sig::CONFIG_KEYS) {
+                            d = d.with_help(format!("did you mean `{c}`?"));
+                        }
+                        self.warn(d);
+                    }
+                    config.push((k, cv));
+                }
+            }
+        }
+        let mut out = vec![];
+        for (i, s) in sig.iter().enumerate() {
+            let arg = match slots[i].take() {
+                Some((v, sp)) => self.tile_arg(op, s, v, sp)?,
+                None => match s.default {
+                    crate::sig::SlotDefault::Required => {
+                        return self.fail(
+                            Diagnostic::error(span, format!("`{}` is missing its `{}` operand", op.name(), s.names[0]))
+                                .with_label("in this call")
+                                .with_help(format!("signature: {}", crate::sig::describe(op))),
+                        )
+                    }
+                    crate::sig::SlotDefault::Dst => out.first().cloned().unwrap_or(TileArg::None),
+                    crate::sig::SlotDefault::Absent => TileArg::None,
+                },
+            };
+            out.push(arg);
+        }
+        let call = TileCall { op, scope, args: out, config, dispatch, span };
+        self.check_tile(&call)?;
+        Ok(call)
+    }
+
+    pub(crate) fn tile_arg(&mut self, op: TileOp, slot: &crate::sig::Slot, v: Val, sp: Span) -> R<TileArg> {
+        use crate::sig::SlotKind;
+        let is_region = match &v {
+            Val::Buffer(_) => true,
+            Val::Sub(s) => s.indices.iter().any(|(i, _)| matches!(i, Index::Slice(..))),
+            _ => false,
+        };
+        let what = format!("`{}` of `{}`", slot.names[0], op.name());
+        match slot.kind {
+            SlotKind::Region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
+            SlotKind::RegionOrScalar if is_region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
+            SlotKind::RegionOrScalar | SlotKind::Scalar => {
+                if let Val::Buffer(_) = v {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("{what} must be a scalar, found a buffer"))
+                            .with_help("pass a constant or an element like `s[0]`"),
+                    );
+                }
+                Ok(TileArg::Scalar(self.scalar(v, sp)?))
+            }
+        }
+    }
+
+    /// Checks before lowering: copy dtypes and region shapes; elementwise
+    /// operands broadcast to the destination.
+    pub(crate) fn check_tile(&mut self, call: &TileCall) -> R<()> {
+        if call.op != TileOp::Copy {
+            return self.check_broadcast(call);
+        }
+        let (TileArg::Region(dst), TileArg::Region(src)) = (&call.args[0], &call.args[1]) else { return Ok(()) };
+        let (db, sb) = (self.buffer(dst.buf).clone(), self.buffer(src.buf).clone());
+        if db.dtype != sb.dtype {
+            return self.fail(
+                Diagnostic::error(
+                    src.span,
+                    format!("copy dtype mismatch: `{}` is {} but `{}` is {}", sb.name, sb.dtype, db.name, db.dtype),
+                )
+                .with_label(format!("{}", sb.dtype))
+                .with_secondary(dst.span, format!("{}", db.dtype))
+                .with_help("copy between buffers of one dtype; convert with `Tx.cast(dst, src)`"),
+            );
+        }
+        let squeeze = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).filter(|&e| e != 1).collect::<Vec<_>>();
+        let (ds, ss) = (squeeze(dst), squeeze(src));
+        if ds != ss {
+            let all = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>();
+            return self.fail(
+                Diagnostic::error(
+                    src.span,
+                    format!(
+                        "copy operands cover different regions: dst {} vs src {} (unit dims dropped: {} vs {})",
+                        fmt_shape(&all(dst)),
+                        fmt_shape(&all(src)),
+                        fmt_shape(&ds),
+                        fmt_shape(&ss)
+                    ),
+                )
+                .with_label(format!("src region {}", fmt_shape(&all(src))))
+                .with_secondary(dst.span, format!("dst region {}", fmt_shape(&all(dst))))
+                .with_help("make both regions the same shape, or reshape one buffer with `.view(...)`"),
+            );
+        }
+        Ok(())
+    }
+
+    /// Every region operand of an elementwise op must match the destination
+    /// region: NumPy broadcast (right-aligned, each dim equal or 1), or equal
+    /// extents once unit dims are dropped.
+    pub(crate) fn check_broadcast(&mut self, call: &TileCall) -> R<()> {
+        let Some(TileArg::Region(dst)) = call.args.first() else { return Ok(()) };
+        let extents = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>();
+        let squeeze = |v: &[i64]| v.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
+        let want = extents(dst);
+        for a in &call.args[1..] {
+            let TileArg::Region(r) = a else { continue };
+            let got = extents(r);
+            let broadcasts =
+                got.len() <= want.len() && got.iter().rev().zip(want.iter().rev()).all(|(g, w)| g == w || *g == 1);
+            let fits = broadcasts || squeeze(&got) == squeeze(&want);
+            if !fits {
+                let all = |r: &BufferRegion| fmt_shape(&r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>());
+                return self.fail(
+                    Diagnostic::error(
+                        r.span,
+                        format!(
+                            "operand region {} does not match the destination region {} of `{}`",
+                            all(r),
+                            all(dst),
+                            call.op.name()
+                        ),
+                    )
+                    .with_label(format!("region {}", all(r)))
+                    .with_secondary(dst.span, format!("destination {}", all(dst)))
+                    .with_help(
+                        "give the operand the destination's extents, or extent 1 in the dims it broadcasts over",
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}

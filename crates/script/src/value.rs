@@ -1,0 +1,415 @@
+//! Python values the evaluator computes at parse time: constants, tuples,
+//! slices, axes and layout builders (`S[...]`, `R[...]`, `TileLayout`,
+//! `ComposeLayout`), the script namespaces (`T`, `Tx`, ...), and — inside a
+//! kernel — runtime scalars, buffers and buffer subscripts.
+
+use std::collections::BTreeMap;
+use tirx_ir::hir::{BufId, Expr, MathFn, ScopeIdKind, TileOp};
+use tirx_ir::{DType, Span};
+use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
+
+/// Largest tuple / range the evaluator materializes (fuzz guard).
+pub const MAX_SEQ: usize = 1 << 16;
+
+/// Deepest nesting of compile-time tuples / lists.
+pub const MAX_VAL_DEPTH: usize = 32;
+
+/// A partially built layout: `S[...]` gives a shard, `R[...]` a replica,
+/// `+ k@axis` offsets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub shard: Option<Vec<Iter>>,
+    pub replica: Option<Vec<Iter>>,
+    pub offset: BTreeMap<Axis, i64>,
+}
+
+impl Spec {
+    pub fn into_tile(self) -> TileLayout {
+        TileLayout::new(self.shard.unwrap_or_default(), self.replica.unwrap_or_default(), self.offset)
+    }
+}
+
+/// `buf.local` / `buf.view` before the call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    Local,
+    View,
+}
+
+/// One index of a buffer subscript.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Index {
+    Point(Val),
+    /// `lo:hi` (either may be missing); `span` covers the slice text.
+    Slice(Option<Box<Val>>, Option<Box<Val>>, Span),
+}
+
+/// `B[i, 0:8]` before it is known whether it is a load or a region.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sub {
+    pub buf: BufId,
+    pub indices: Vec<(Index, Span)>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AllocKind {
+    /// `T.alloc_buffer` (scope kwarg, default global)
+    Buffer,
+    Shared,
+    Local,
+}
+
+/// Everything callable or namespace-like a script can name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    // namespaces
+    T,
+    TCuda,
+    Tx,
+    TxScope(ExecScope),
+    AxisNs,
+    /// An imported module we do not model (`import numpy as np`).
+    Opaque,
+    // Python builtins
+    Slice,
+    Tuple,
+    List,
+    Range,
+    Len,
+    Min,
+    Max,
+    Int,
+    Float,
+    Abs,
+    // layout builders
+    S,
+    R,
+    TileLayout,
+    ComposeLayout,
+    WgLocalLayout,
+    // T.*
+    PrimFunc,
+    Handle,
+    Buffer,
+    MatchBuffer,
+    DeviceEntry,
+    ScopeId(ScopeIdKind),
+    Alloc(AllocKind),
+    Serial,
+    Unroll,
+    Grid,
+    Cast,
+    IfThenElse,
+    Math(MathFn),
+    TMin,
+    TMax,
+    DTypeFn(DType),
+    Let,
+    CtaSync,
+    WarpSync,
+    // Tx.*
+    Tile(ExecScope, TileOp),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(String),
+    None,
+    Tuple(Vec<Val>),
+    List(Vec<Val>),
+    Slice(Option<Box<Val>>, Option<Box<Val>>),
+    Axis(Axis),
+    AxisStride(i64, Axis),
+    Spec(Spec),
+    Layout(Layout),
+    Builtin(Builtin),
+    /// A runtime scalar (kernel only).
+    Expr(Expr),
+    Buffer(BufId),
+    Sub(Sub),
+    Method(BufId, Method),
+    /// A `T.handle` kernel parameter (by name), for `T.match_buffer`.
+    Handle(String),
+    /// The name of a definition that failed (already reported): uses of it
+    /// fail silently instead of cascading into "unknown name" errors.
+    Poison,
+}
+
+impl Val {
+    /// What the value is, for messages ("expected an int, found a tuple").
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Val::Int(_) => "an int",
+            Val::Float(_) => "a float",
+            Val::Bool(_) => "a bool",
+            Val::Str(_) => "a string",
+            Val::None => "None",
+            Val::Tuple(_) => "a tuple",
+            Val::List(_) => "a list",
+            Val::Slice(..) => "a slice",
+            Val::Axis(_) => "an axis",
+            Val::AxisStride(..) => "an axis stride (`k @ axis`)",
+            Val::Spec(_) => "a layout spec",
+            Val::Layout(_) => "a layout",
+            Val::Builtin(_) => "a function or module",
+            Val::Expr(_) => "a runtime value",
+            Val::Buffer(_) => "a buffer",
+            Val::Sub(_) => "a buffer element/region",
+            Val::Method(..) => "a buffer method",
+            Val::Handle(_) => "a handle parameter",
+            Val::Poison => "an invalid value",
+        }
+    }
+
+    /// Tuple and list items.
+    pub fn items(&self) -> Option<&[Val]> {
+        match self {
+            Val::Tuple(v) | Val::List(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Names of the `T.` namespace (also used for "did you mean").
+pub fn t_attr(name: &str) -> Option<Builtin> {
+    use Builtin as B;
+    let kind = |k| Some(B::ScopeId(k));
+    match name {
+        "prim_func" => Some(B::PrimFunc),
+        "handle" => Some(B::Handle),
+        "Buffer" => Some(B::Buffer),
+        "match_buffer" => Some(B::MatchBuffer),
+        "device_entry" => Some(B::DeviceEntry),
+        "cta_id" => kind(ScopeIdKind::CtaId),
+        "cluster_id" => kind(ScopeIdKind::ClusterId),
+        "cta_id_in_cluster" => kind(ScopeIdKind::CtaIdInCluster),
+        "warpgroup_id" => kind(ScopeIdKind::WarpgroupId),
+        "warp_id" => kind(ScopeIdKind::WarpId),
+        "warp_id_in_wg" => kind(ScopeIdKind::WarpIdInWg),
+        "lane_id" => kind(ScopeIdKind::LaneId),
+        "thread_id" => kind(ScopeIdKind::ThreadId),
+        "thread_id_in_wg" => kind(ScopeIdKind::ThreadIdInWg),
+        "alloc_buffer" => Some(B::Alloc(AllocKind::Buffer)),
+        "alloc_shared" => Some(B::Alloc(AllocKind::Shared)),
+        "alloc_local" => Some(B::Alloc(AllocKind::Local)),
+        "serial" => Some(B::Serial),
+        "unroll" => Some(B::Unroll),
+        "grid" => Some(B::Grid),
+        "cast" => Some(B::Cast),
+        "if_then_else" => Some(B::IfThenElse),
+        "min" => Some(B::TMin),
+        "max" => Some(B::TMax),
+        "let" => Some(B::Let),
+        "cuda" => Some(B::TCuda),
+        "S" => Some(B::S),
+        "R" => Some(B::R),
+        "TileLayout" => Some(B::TileLayout),
+        "ComposeLayout" => Some(B::ComposeLayout),
+        "sqrt" => Some(B::Math(MathFn::Sqrt)),
+        "rsqrt" => Some(B::Math(MathFn::Rsqrt)),
+        "exp" => Some(B::Math(MathFn::Exp)),
+        "exp2" => Some(B::Math(MathFn::Exp2)),
+        "log" => Some(B::Math(MathFn::Log)),
+        "log2" => Some(B::Math(MathFn::Log2)),
+        "abs" => Some(B::Math(MathFn::Abs)),
+        "floor" => Some(B::Math(MathFn::Floor)),
+        "ceil" => Some(B::Math(MathFn::Ceil)),
+        "tanh" => Some(B::Math(MathFn::Tanh)),
+        "sin" => Some(B::Math(MathFn::Sin)),
+        "cos" => Some(B::Math(MathFn::Cos)),
+        _ => DType::from_name(name).map(B::DTypeFn),
+    }
+}
+
+pub const T_ATTRS: [&str; 45] = [
+    "prim_func",
+    "handle",
+    "Buffer",
+    "match_buffer",
+    "device_entry",
+    "cta_id",
+    "cluster_id",
+    "cta_id_in_cluster",
+    "warpgroup_id",
+    "warp_id",
+    "warp_id_in_wg",
+    "lane_id",
+    "thread_id",
+    "thread_id_in_wg",
+    "alloc_buffer",
+    "alloc_shared",
+    "alloc_local",
+    "serial",
+    "unroll",
+    "grid",
+    "cast",
+    "if_then_else",
+    "min",
+    "max",
+    "let",
+    "cuda",
+    "S",
+    "R",
+    "TileLayout",
+    "ComposeLayout",
+    "sqrt",
+    "rsqrt",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "abs",
+    "floor",
+    "ceil",
+    "tanh",
+    "sin",
+    "cos",
+    "float32",
+    "float16",
+    "int32",
+];
+
+pub fn cuda_attr(name: &str) -> Option<Builtin> {
+    match name {
+        "cta_sync" => Some(Builtin::CtaSync),
+        "warp_sync" => Some(Builtin::WarpSync),
+        _ => None,
+    }
+}
+
+pub const CUDA_ATTRS: [&str; 2] = ["cta_sync", "warp_sync"];
+
+/// `Tx.<x>`: a scope namespace or a thread-scope op.
+pub fn tx_attr(name: &str) -> Option<Builtin> {
+    if let Some(op) = TileOp::from_name(name) {
+        return Some(Builtin::Tile(ExecScope::Thread, op));
+    }
+    match name {
+        "thread" => Some(Builtin::TxScope(ExecScope::Thread)),
+        "warp" => Some(Builtin::TxScope(ExecScope::Warp)),
+        "wg" | "warpgroup" => Some(Builtin::TxScope(ExecScope::Warpgroup)),
+        "cta" => Some(Builtin::TxScope(ExecScope::Cta)),
+        "cluster" => Some(Builtin::TxScope(ExecScope::Cluster)),
+        _ => None,
+    }
+}
+
+/// Names importable from `tvm.tirx.layout`.
+pub fn layout_import(name: &str) -> Option<Val> {
+    if let Some(a) = Axis::from_name(name) {
+        return Some(Val::Axis(a));
+    }
+    Some(Val::Builtin(match name {
+        "S" => Builtin::S,
+        "R" => Builtin::R,
+        "TileLayout" => Builtin::TileLayout,
+        "ComposeLayout" => Builtin::ComposeLayout,
+        "wg_local_layout" => Builtin::WgLocalLayout,
+        "Axis" => Builtin::AxisNs,
+        _ => return None,
+    }))
+}
+
+/// Python builtins visible everywhere.
+pub fn python_builtin(name: &str) -> Option<Builtin> {
+    Some(match name {
+        "slice" => Builtin::Slice,
+        "tuple" => Builtin::Tuple,
+        "list" => Builtin::List,
+        "range" => Builtin::Range,
+        "len" => Builtin::Len,
+        "min" => Builtin::Min,
+        "max" => Builtin::Max,
+        "int" => Builtin::Int,
+        "float" => Builtin::Float,
+        "abs" => Builtin::Abs,
+        _ => return None,
+    })
+}
+
+pub const PY_BUILTINS: [&str; 10] = ["slice", "tuple", "list", "range", "len", "min", "max", "int", "float", "abs"];
+
+/// Python floor division / modulo on ints (`None` on division by zero or overflow).
+pub fn py_floordiv(a: i64, b: i64) -> Option<i64> {
+    if b == 0 {
+        return None;
+    }
+    let q = a.checked_div(b)?;
+    if (a % b != 0) && ((a < 0) != (b < 0)) {
+        q.checked_sub(1)
+    } else {
+        Some(q)
+    }
+}
+
+pub fn py_mod(a: i64, b: i64) -> Option<i64> {
+    if b == 0 {
+        return None;
+    }
+    let r = a.checked_rem(b)?;
+    Some(if r != 0 && ((r < 0) != (b < 0)) { r + b } else { r })
+}
+
+pub fn py_float_mod(a: f64, b: f64) -> f64 {
+    let r = a % b;
+    if r != 0.0 && ((r < 0.0) != (b < 0.0)) {
+        r + b
+    } else {
+        r
+    }
+}
+
+/// Edit distance for "did you mean" suggestions.
+pub fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The closest candidate within a small edit distance.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if name.len() > 64 {
+        return None;
+    }
+    let limit = (name.chars().count() / 3).clamp(1, 3);
+    candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .map(|c| (levenshtein(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_division_semantics() {
+        assert_eq!(py_floordiv(-7, 2), Some(-4));
+        assert_eq!(py_mod(-7, 2), Some(1));
+        assert_eq!(py_mod(7, -2), Some(-1));
+        assert_eq!(py_floordiv(7, 0), None);
+        assert_eq!(py_floordiv(i64::MIN, -1), None);
+        assert_eq!(py_float_mod(-1.0, 3.0), 2.0);
+    }
+
+    #[test]
+    fn suggestions() {
+        assert_eq!(closest("lane_idd", ["lane_id", "warp_id"]), Some("lane_id"));
+        assert_eq!(closest("xyz", ["lane_id"]), None);
+    }
+}

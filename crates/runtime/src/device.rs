@@ -1,0 +1,298 @@
+//! The GPU side: context, CUBIN load, parameter buffers, launch, timing.
+//!
+//! One context on device 0 and its default stream; everything is ordered on that
+//! stream. cudarc's per-buffer event tracking is turned off (one stream needs none,
+//! and it would add work to every timed launch). Each launch is checked against
+//! the device limits first, so an impossible configuration is a clear error rather
+//! than `CUDA_ERROR_INVALID_VALUE`.
+//!
+//! Timing: every timed launch (or memcpy) gets its own pair of CUDA events created
+//! with timing enabled (`CU_EVENT_DEFAULT`; cudarc's default disables timing). Launches
+//! are queued back to back in chunks, and the host waits once per chunk, so the
+//! caller can show progress without putting gaps between launches.
+
+use crate::libs::ensure_loaded;
+use crate::nvrtc::arch_for;
+use crate::stats::{summarize, Summary};
+use crate::RuntimeError;
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use std::sync::Arc;
+
+/// The device, as `probe` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    pub name: String,
+    /// Compute capability.
+    pub cc: (i32, i32),
+    /// `cuDriverGetVersion`, e.g. 13000 for CUDA 13.0.
+    pub driver_version: i32,
+    pub nvrtc_version: (i32, i32),
+    pub sm_count: i32,
+    pub total_mem_bytes: usize,
+    pub max_threads_per_block: i32,
+    /// Opt-in maximum of shared memory per block (static + dynamic).
+    pub max_smem_per_block_optin: i32,
+    /// `sm_90a` etc.
+    pub arch: String,
+}
+
+/// How to launch a kernel: the `LaunchMeta` fields the runtime needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaunchSpec {
+    /// The `extern "C"` kernel name.
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_smem_bytes: u32,
+}
+
+/// Bytes above which dynamic shared memory needs the opt-in function attribute.
+const DEFAULT_DYNAMIC_SMEM_LIMIT: u32 = 48 * 1024;
+
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: GpuInfo,
+}
+
+/// A kernel loaded from a CUBIN, ready to launch.
+pub struct Kernel {
+    func: CudaFunction,
+    cfg: LaunchConfig,
+    pub spec: LaunchSpec,
+}
+
+/// Device copies of the kernel parameters, in parameter order.
+pub struct DeviceBuffers {
+    slices: Vec<CudaSlice<u8>>,
+    lens: Vec<usize>,
+}
+
+/// Median and spread of timed launches, milliseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Timing {
+    pub summary: Summary,
+}
+
+fn driver(what: &str) -> impl Fn(DriverError) -> RuntimeError + '_ {
+    move |e| RuntimeError::Driver { what: what.to_string(), error: format!("{e}"), code: e.0 }
+}
+
+/// Checks the libraries, initialises the driver and describes device 0.
+pub fn probe() -> Result<GpuInfo, RuntimeError> {
+    Ok(Gpu::open()?.info)
+}
+
+impl Gpu {
+    /// Loads the libraries and creates the context on device 0.
+    pub fn open() -> Result<Gpu, RuntimeError> {
+        ensure_loaded()?;
+        let count = CudaContext::device_count().map_err(no_device)?;
+        if count < 1 {
+            return Err(RuntimeError::Unavailable("no CUDA driver/NVRTC found: the driver reports no GPU".into()));
+        }
+        let ctx = CudaContext::new(0).map_err(no_device)?;
+        // SAFETY: this crate uses one stream only, so cross-stream tracking is not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let info = describe(&ctx)?;
+        Ok(Gpu { ctx, stream, info })
+    }
+
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// Loads `cubin` and finds `spec.kernel` in it, after checking `spec` against the device.
+    pub fn load(&self, cubin: Vec<u8>, spec: &LaunchSpec) -> Result<Kernel, RuntimeError> {
+        self.check_spec(spec)?;
+        if spec.kernel.contains('\0') {
+            return Err(RuntimeError::Internal(format!("kernel name {:?} contains NUL", spec.kernel)));
+        }
+        let module = self.ctx.load_module(Ptx::from_binary(cubin)).map_err(driver("loading the CUBIN"))?;
+        let func = module
+            .load_function(&spec.kernel)
+            .map_err(driver(&format!("finding kernel `{}` in the CUBIN", spec.kernel)))?;
+        if spec.dynamic_smem_bytes > DEFAULT_DYNAMIC_SMEM_LIMIT {
+            func.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                spec.dynamic_smem_bytes as i32,
+            )
+            .map_err(driver("allowing more than 48 KB of dynamic shared memory"))?;
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (spec.grid[0], spec.grid[1], spec.grid[2]),
+            block_dim: (spec.block[0], spec.block[1], spec.block[2]),
+            shared_mem_bytes: spec.dynamic_smem_bytes,
+        };
+        Ok(Kernel { func, cfg, spec: spec.clone() })
+    }
+
+    fn check_spec(&self, s: &LaunchSpec) -> Result<(), RuntimeError> {
+        let threads: u64 = s.block.iter().map(|&b| b as u64).product();
+        let bad = |m: String| Err(RuntimeError::Invalid(format!("kernel `{}`: {m}", s.kernel)));
+        if s.grid.contains(&0) || s.block.contains(&0) {
+            return bad(format!("grid {:?} / block {:?} has a zero extent", s.grid, s.block));
+        }
+        if threads > self.info.max_threads_per_block as u64 {
+            return bad(format!(
+                "{threads} threads per CTA (block {:?}) exceed the device limit {}",
+                s.block, self.info.max_threads_per_block
+            ));
+        }
+        if s.grid[1] > 65535 || s.grid[2] > 65535 || s.grid[0] > i32::MAX as u32 {
+            return bad(format!("grid {:?} exceeds the CUDA limits (2^31-1, 65535, 65535)", s.grid));
+        }
+        if s.dynamic_smem_bytes as i64 > self.info.max_smem_per_block_optin as i64 {
+            return bad(format!(
+                "{} bytes of dynamic shared memory exceed the device's {} per CTA",
+                s.dynamic_smem_bytes, self.info.max_smem_per_block_optin
+            ));
+        }
+        Ok(())
+    }
+
+    /// Copies the parameter buffers to the device.
+    pub fn upload(&self, bufs: &[Vec<u8>]) -> Result<DeviceBuffers, RuntimeError> {
+        let mut slices = Vec::with_capacity(bufs.len());
+        for (i, b) in bufs.iter().enumerate() {
+            // Never a zero-byte allocation: a parameter with no elements still gets a valid pointer.
+            let mut s = self
+                .stream
+                .alloc_zeros::<u8>(b.len().max(16))
+                .map_err(driver(&format!("allocating {} bytes for parameter {i}", b.len())))?;
+            if !b.is_empty() {
+                let mut view = s.slice_mut(..b.len());
+                self.stream.memcpy_htod(b.as_slice(), &mut view).map_err(driver("copying a parameter to the GPU"))?;
+            }
+            slices.push(s);
+        }
+        Ok(DeviceBuffers { slices, lens: bufs.iter().map(Vec::len).collect() })
+    }
+
+    /// Queues one launch (asynchronous).
+    pub fn launch(&self, k: &Kernel, bufs: &DeviceBuffers) -> Result<(), RuntimeError> {
+        let mut b = self.stream.launch_builder(&k.func);
+        for s in &bufs.slices {
+            b.arg(s);
+        }
+        // SAFETY: the argument list matches the generated kernel's signature (one pointer
+        // per parameter, in order, each buffer sized for its parameter) and the
+        // configuration was checked against the device limits in `load`.
+        unsafe { b.launch(k.cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+    }
+
+    /// Waits for all queued work; a kernel fault surfaces here.
+    pub fn sync(&self, what: &str) -> Result<(), RuntimeError> {
+        self.stream.synchronize().map_err(driver(what))
+    }
+
+    /// Copies the parameters back into `bufs`.
+    pub fn download(&self, dev: &DeviceBuffers, bufs: &mut [Vec<u8>]) -> Result<(), RuntimeError> {
+        for ((s, len), out) in dev.slices.iter().zip(&dev.lens).zip(bufs.iter_mut()) {
+            if *len > 0 {
+                let view = s.slice(..*len);
+                self.stream.memcpy_dtoh(&view, out.as_mut_slice()).map_err(driver("copying a parameter back"))?;
+            }
+        }
+        self.sync("copying the parameters back")
+    }
+
+    /// Times `iters` launches of `k` after `warmup` untimed ones; `progress(done)` after each chunk.
+    pub fn time_kernel(
+        &self,
+        k: &Kernel,
+        bufs: &DeviceBuffers,
+        warmup: u32,
+        iters: u32,
+        progress: &mut dyn FnMut(u32),
+    ) -> Result<Timing, RuntimeError> {
+        self.time(warmup, iters, progress, &mut || self.launch(k, bufs))
+    }
+
+    /// Times a device-to-device memcpy of `bytes` (reads and writes `bytes` each) the same way.
+    pub fn time_memcpy_dtod(
+        &self,
+        bytes: u64,
+        warmup: u32,
+        iters: u32,
+        progress: &mut dyn FnMut(u32),
+    ) -> Result<Timing, RuntimeError> {
+        let n = bytes.max(1) as usize;
+        let src = self.stream.alloc_zeros::<u8>(n).map_err(driver(&format!("allocating {n} bytes for memcpy")))?;
+        let mut dst = self.stream.alloc_zeros::<u8>(n).map_err(driver(&format!("allocating {n} bytes for memcpy")))?;
+        self.time(warmup, iters, progress, &mut || {
+            self.stream.memcpy_dtod(&src, &mut dst).map_err(driver("cuMemcpyDtoD"))
+        })
+    }
+
+    fn time(
+        &self,
+        warmup: u32,
+        iters: u32,
+        progress: &mut dyn FnMut(u32),
+        op: &mut dyn FnMut() -> Result<(), RuntimeError>,
+    ) -> Result<Timing, RuntimeError> {
+        for _ in 0..warmup {
+            op()?;
+        }
+        self.sync("warm-up")?;
+        const CHUNK: u32 = 20;
+        let mut samples = Vec::with_capacity(iters as usize);
+        let mut done = 0;
+        while done < iters {
+            let n = CHUNK.min(iters - done);
+            let mut pairs: Vec<(CudaEvent, CudaEvent)> = Vec::with_capacity(n as usize);
+            for _ in 0..n {
+                let start = self.timing_event()?;
+                let end = self.timing_event()?;
+                start.record(&self.stream).map_err(driver("recording an event"))?;
+                op()?;
+                end.record(&self.stream).map_err(driver("recording an event"))?;
+                pairs.push((start, end));
+            }
+            for (start, end) in &pairs {
+                samples.push(start.elapsed_ms(end).map_err(driver("timed run"))? as f64);
+            }
+            done += n;
+            progress(done);
+        }
+        let summary = summarize(&samples)
+            .ok_or_else(|| RuntimeError::Internal(format!("no usable timing samples ({iters} iterations)")))?;
+        Ok(Timing { summary })
+    }
+
+    fn timing_event(&self) -> Result<CudaEvent, RuntimeError> {
+        self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver("creating a timing event"))
+    }
+}
+
+fn no_device(e: DriverError) -> RuntimeError {
+    RuntimeError::Unavailable(format!(
+        "no CUDA driver/NVRTC found: the driver is installed but no usable GPU was found ({e})\n\
+         help: check `nvidia-smi`; without a GPU, `tirx sim` runs the same kernel on the CPU"
+    ))
+}
+
+fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, RuntimeError> {
+    let attr = |a| ctx.attribute(a).map_err(driver("reading a device attribute"));
+    let cc = ctx.compute_capability().map_err(driver("reading the compute capability"))?;
+    let mut driver_version = 0;
+    // SAFETY: the driver is loaded and initialised (a context exists); valid out-pointer.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) };
+    Ok(GpuInfo {
+        name: ctx.name().map_err(driver("reading the device name"))?,
+        cc,
+        driver_version,
+        nvrtc_version: crate::nvrtc::nvrtc_version()?,
+        sm_count: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        total_mem_bytes: ctx.total_mem().map_err(driver("reading the memory size"))?,
+        max_threads_per_block: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        max_smem_per_block_optin: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        arch: arch_for(cc.0, cc.1),
+    })
+}

@@ -1,0 +1,164 @@
+//! CUDA C++ → CUBIN with NVRTC (raw `cudarc::nvrtc::sys` calls: cudarc's safe API
+//! returns PTX only, and PTX from a newer NVRTC than the driver cannot be JIT-loaded,
+//! while a CUBIN loads as is).
+//!
+//! Options: `--gpu-architecture=sm_XY[a]` ([`arch_for`]), `-std=c++17`, `-lineinfo`
+//! (so compute-sanitizer reports source lines), one `--include-path` per header dir.
+
+use crate::libs::ensure_nvrtc_loaded;
+use crate::RuntimeError;
+use cudarc::nvrtc::sys;
+use std::ffi::{c_char, CStr, CString};
+use std::path::PathBuf;
+
+/// The NVRTC target for a compute capability: `sm_90a` for 9.0 (the arch-specific
+/// feature set — wgmma, setmaxnreg — exists only there and on later `a` targets),
+/// `sm_86` below 9.0.
+pub fn arch_for(major: i32, minor: i32) -> String {
+    let suffix = if major >= 9 { "a" } else { "" };
+    format!("sm_{major}{minor}{suffix}")
+}
+
+/// The NVRTC options for `arch` with `include_dirs`, in a stable order (they are part of the cache key).
+pub fn options(arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
+    let mut o = vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into()];
+    o.extend(include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
+    o
+}
+
+/// `(major, minor)` of the loaded NVRTC.
+pub fn nvrtc_version() -> Result<(i32, i32), RuntimeError> {
+    ensure_nvrtc_loaded()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC is loaded (checked above); out-pointers are valid.
+    check(unsafe { sys::nvrtcVersion(&mut major, &mut minor) }, "nvrtcVersion")?;
+    Ok((major, minor))
+}
+
+/// Compiles `source` for `arch` to a CUBIN (no cache; see [`crate::cache`]).
+pub fn compile_cubin(source: &str, arch: &str) -> Result<Vec<u8>, RuntimeError> {
+    let loaded = ensure_nvrtc_loaded()?;
+    compile_with_options(source, &options(arch, &loaded.include_dirs))
+}
+
+/// Compiles with exactly `opts`. The NVRTC program log is part of the error on failure.
+pub fn compile_with_options(source: &str, opts: &[String]) -> Result<Vec<u8>, RuntimeError> {
+    ensure_nvrtc_loaded()?;
+    let src = CString::new(source).map_err(|_| RuntimeError::Internal("CUDA source contains a NUL byte".into()))?;
+    let copts: Vec<CString> = opts
+        .iter()
+        .map(|o| CString::new(o.as_str()))
+        .collect::<Result<_, _>>()
+        .map_err(|_| RuntimeError::Internal("an NVRTC option contains a NUL byte".into()))?;
+    let ptrs: Vec<*const c_char> = copts.iter().map(|c| c.as_ptr()).collect();
+    let program = Program::create(&src)?;
+    // SAFETY: `program` is live; `ptrs` points at `copts`, alive for the call.
+    let status = unsafe { sys::nvrtcCompileProgram(program.0, ptrs.len() as i32, ptrs.as_ptr()) };
+    if status != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(RuntimeError::Compile {
+            status: format!("{status:?}"),
+            log: program.log(),
+            options: opts.to_vec(),
+        });
+    }
+    program.cubin()
+}
+
+/// An NVRTC program, destroyed on drop.
+struct Program(sys::nvrtcProgram);
+
+impl Program {
+    fn create(src: &CStr) -> Result<Program, RuntimeError> {
+        let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+        // SAFETY: valid out-pointer, NUL-terminated source and name, no headers.
+        let status = unsafe {
+            sys::nvrtcCreateProgram(
+                &mut prog,
+                src.as_ptr(),
+                c"tirx_kernel.cu".as_ptr(),
+                0,
+                std::ptr::null(),
+                std::ptr::null(),
+            )
+        };
+        check(status, "nvrtcCreateProgram")?;
+        Ok(Program(prog))
+    }
+
+    fn log(&self) -> String {
+        let mut size = 0usize;
+        // SAFETY: live program; the buffer has `size` bytes as NVRTC asked.
+        unsafe {
+            if sys::nvrtcGetProgramLogSize(self.0, &mut size) != sys::nvrtcResult::NVRTC_SUCCESS || size == 0 {
+                return String::new();
+            }
+            let mut buf = vec![0u8; size];
+            if sys::nvrtcGetProgramLog(self.0, buf.as_mut_ptr() as *mut c_char) != sys::nvrtcResult::NVRTC_SUCCESS {
+                return String::new();
+            }
+            String::from_utf8_lossy(buf.split(|b| *b == 0).next().unwrap_or(&[])).into_owned()
+        }
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>, RuntimeError> {
+        let mut size = 0usize;
+        // SAFETY: live, compiled program; the buffer has the size NVRTC reported.
+        unsafe {
+            check(sys::nvrtcGetCUBINSize(self.0, &mut size), "nvrtcGetCUBINSize")?;
+            if size == 0 {
+                return Err(RuntimeError::Internal(
+                    "NVRTC produced no CUBIN (a `compute_XX` virtual arch gives PTX only; use `sm_XX`)".into(),
+                ));
+            }
+            let mut buf = vec![0u8; size];
+            check(sys::nvrtcGetCUBIN(self.0, buf.as_mut_ptr() as *mut c_char), "nvrtcGetCUBIN")?;
+            Ok(buf)
+        }
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by nvrtcCreateProgram and destroyed once.
+        unsafe {
+            sys::nvrtcDestroyProgram(&mut self.0);
+        }
+    }
+}
+
+fn check(status: sys::nvrtcResult, call: &str) -> Result<(), RuntimeError> {
+    if status == sys::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(RuntimeError::Internal(format!("{call} failed: {status:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_string_uses_the_a_suffix_from_hopper_on() {
+        assert_eq!(arch_for(9, 0), "sm_90a");
+        assert_eq!(arch_for(10, 0), "sm_100a");
+        assert_eq!(arch_for(12, 0), "sm_120a");
+        assert_eq!(arch_for(8, 6), "sm_86");
+        assert_eq!(arch_for(8, 0), "sm_80");
+    }
+
+    #[test]
+    fn options_are_stable_and_carry_every_include_dir() {
+        let o = options("sm_90a", &[PathBuf::from("/x/include"), PathBuf::from("/x/include/cccl")]);
+        assert_eq!(
+            o,
+            [
+                "--gpu-architecture=sm_90a",
+                "-std=c++17",
+                "-lineinfo",
+                "--include-path=/x/include",
+                "--include-path=/x/include/cccl"
+            ]
+        );
+    }
+}

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# gpu-test.sh: the GPU acceptance run of tirx, on a machine with an NVIDIA GPU.
+#
+# Usage (from the repository root):
+#   scripts/gpu-test.sh                      # uses $TIRX, else ./target/release/tirx
+#   TIRX=/path/to/tirx scripts/gpu-test.sh
+#
+# Needs only: the `tirx` binary, an NVIDIA driver, NVRTC + CUDA headers where tirx finds
+# them (CUDA_HOME, /usr/local/cuda, or a pip nvidia/cu13 in $VIRTUAL_ENV or
+# /opt/torch/.venv; TIRX_CUDA_LIB_DIR overrides), python3 with numpy (and ml_dtypes for
+# bfloat16/fp8; $PYTHON, else python3, else /opt/torch/.venv/bin/python), and
+# compute-sanitizer (PATH or /usr/local/cuda/bin).
+#
+# What it does:
+#   1. for every examples/*.py: `tirx lower --emit cuda --meta` gives the parameters
+#      (an example whose lowering fails with a user error, exit 1, is skipped and counted);
+#      numpy writes one input .npy per parameter (uniform in [0.25, 4) for floats, small
+#      integers otherwise); `tirx run --check-sim` runs it on the GPU and compares every
+#      parameter with the CPU simulator; every --out file is read back and checked for
+#      dtype and shape;
+#   2. compute-sanitizer --tool memcheck and --tool racecheck over each example's `tirx run`;
+#   3. `tirx bench --json` on examples/bench/*.py (kernel vs cuMemcpyDtoD, same traffic);
+#   4. a summary table. Exit status 1 on any failure or sanitizer finding, else 0.
+# Logs stay in $WORK (default: a fresh temp dir, printed at the end). Budget: < 8 minutes
+# (each step has a timeout; the bench uses 50 timed launches).
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+TIRX=${TIRX:-./target/release/tirx}
+WORK=${WORK:-$(mktemp -d /tmp/tirx-gpu-test.XXXXXX)}
+BENCH_ITERS=${BENCH_ITERS:-50}
+mkdir -p "$WORK"
+export TIRX_CACHE_DIR="$WORK/cubin-cache"
+
+die() { echo "gpu-test: $*" >&2; exit 1; }
+[ -x "$TIRX" ] || die "no tirx binary at $TIRX (build it with 'cargo build --release -p tirx-cli' or set TIRX)"
+
+PY=""
+for cand in ${PYTHON:-} python3 /opt/torch/.venv/bin/python; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then PY=$cand; break; fi
+done
+[ -n "$PY" ] || die "no python with numpy (set PYTHON)"
+
+SAN=$(command -v compute-sanitizer || true)
+[ -z "$SAN" ] && [ -x /usr/local/cuda/bin/compute-sanitizer ] && SAN=/usr/local/cuda/bin/compute-sanitizer
+[ -n "$SAN" ] || die "compute-sanitizer not found (PATH or /usr/local/cuda/bin)"
+
+echo "tirx: $TIRX   python: $PY   sanitizer: $SAN   work: $WORK"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+# Writes one .npy per parameter of META into DIR and prints the --arg/--out options.
+make_inputs() { # META DIR
+    "$PY" - "$1" "$2" <<'EOF'
+import json, sys, numpy as np
+meta, d = json.load(open(sys.argv[1])), sys.argv[2]
+rng = np.random.default_rng(0)
+names = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
+         "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
+         "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "bool": np.bool_}
+try:
+    import ml_dtypes
+    names.update(bfloat16=ml_dtypes.bfloat16, float8_e4m3fn=ml_dtypes.float8_e4m3fn,
+                 float8_e5m2=ml_dtypes.float8_e5m2)
+except ImportError:
+    pass
+opts = []
+for p in meta["params"]:
+    dt = names.get(p["dtype"])
+    if dt is None:
+        sys.exit(f"no numpy dtype for {p['dtype']} (install ml_dtypes)")
+    shape = tuple(p["shape"])
+    if np.issubdtype(np.dtype(dt), np.integer):
+        a = rng.integers(0, 100, size=shape).astype(dt)
+    elif dt is np.bool_:
+        a = rng.integers(0, 2, size=shape).astype(dt)
+    else:
+        a = rng.uniform(0.25, 4.0, size=shape).astype(np.float32).astype(dt)
+    np.save(f"{d}/in_{p['name']}.npy", a)
+    opts += ["--arg", f"{p['name']}={d}/in_{p['name']}.npy", "--out", f"{p['name']}={d}/out_{p['name']}.npy"]
+print(" ".join(opts))
+EOF
+}
+
+# Reads every out_*.npy back and checks it against the metadata's dtype and shape.
+check_outputs() { # META DIR
+    "$PY" - "$1" "$2" <<'EOF'
+import json, sys, numpy as np
+meta, d = json.load(open(sys.argv[1])), sys.argv[2]
+try:
+    import ml_dtypes  # registers bfloat16/fp8 names
+except ImportError:
+    pass
+bad = 0
+for p in meta["params"]:
+    a = np.load(f"{d}/out_{p['name']}.npy")
+    if list(a.shape) != list(p["shape"]) or a.dtype.itemsize * a.size != p["bytes"]:
+        print(f"  {p['name']}: out file has shape {a.shape} dtype {a.dtype}, expected {p['shape']} {p['dtype']}")
+        bad += 1
+sys.exit(1 if bad else 0)
+EOF
+}
+
+# Findings in a compute-sanitizer log: "ERROR SUMMARY: N errors" / "RACECHECK SUMMARY: N hazards".
+san_findings() { # LOG
+    local n
+    n=$(grep -Eo '(ERROR SUMMARY|RACECHECK SUMMARY): [0-9]+' "$1" | grep -Eo '[0-9]+$' | awk '{s+=$1} END {print s+0}')
+    # No summary line at all means the tool itself failed: count it as a finding.
+    grep -Eq '(ERROR|RACECHECK) SUMMARY' "$1" || n=1
+    echo "$n"
+}
+
+run_ok=0; run_fail=0; skipped=0; memcheck_total=0; racecheck_total=0
+ROWS=(); SKIPS=(); BROWS=()
+
+for ex in examples/*.py; do
+    name=$(basename "$ex" .py)
+    d="$WORK/$name"; mkdir -p "$d"
+    timeout 60 "$TIRX" lower "$ex" --emit cuda -o "$d/kernel.cu" --meta "$d/meta.json" >"$d/lower.log" 2>&1
+    rc=$?
+    if [ $rc -eq 1 ]; then
+        skipped=$((skipped + 1)); SKIPS+=("$ex: $(grep -m1 -E 'error' "$d/lower.log" || head -n1 "$d/lower.log")")
+        continue
+    elif [ $rc -ne 0 ]; then
+        run_fail=$((run_fail + 1)); ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "LOWER($rc)" - -)")
+        continue
+    fi
+    status=pass
+    if ! opts=$(make_inputs "$d/meta.json" "$d" 2>"$d/inputs.log"); then
+        status=inputs
+    elif ! timeout 120 "$TIRX" run "$ex" $opts --check-sim --timing >"$d/run.log" 2>&1; then
+        status=FAIL
+    elif ! check_outputs "$d/meta.json" "$d" >>"$d/run.log" 2>&1; then
+        status=outputs
+    fi
+    timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
+    mc=$(san_findings "$d/memcheck.log")
+    timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
+    rcn=$(san_findings "$d/racecheck.log")
+    memcheck_total=$((memcheck_total + mc)); racecheck_total=$((racecheck_total + rcn))
+    if [ "$status" = pass ]; then run_ok=$((run_ok + 1)); else run_fail=$((run_fail + 1)); fi
+    ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "$mc" "$rcn")")
+    [ "$status" = pass ] || { echo "--- $ex ($status):"; tail -n 20 "$d/run.log" "$d/inputs.log" 2>/dev/null; }
+done
+
+bench_fail=0
+for ex in examples/bench/*.py; do
+    name=bench_$(basename "$ex" .py)
+    if timeout 150 "$TIRX" bench "$ex" --json --iters "$BENCH_ITERS" --warmup 5 >"$WORK/$name.json" 2>"$WORK/$name.log"; then
+        BROWS+=("$("$PY" - "$WORK/$name.json" "$ex" <<'EOF'
+import json, sys
+r, ex = json.load(open(sys.argv[1])), sys.argv[2]
+f = lambda v, fmt: format(v, fmt) if v is not None else "-"
+m = r.get("memcpy") or {}
+print(f"{ex:<40} {r['kernel_ms']['median']:>9.4f} {f(r.get('kernel_gbps'), '9.1f'):>9} "
+      f"{f(m.get('gbps'), '9.1f'):>11} {f(r.get('ratio_to_memcpy'), '6.3f'):>6}")
+EOF
+)")
+    else
+        rc=$?
+        if [ $rc -eq 1 ] && grep -q '^error' "$WORK/$name.log"; then
+            BROWS+=("$(printf '%-40s skipped: lowering user error (%s)' "$ex" "$(grep -m1 '^error' "$WORK/$name.log")")")
+            skipped=$((skipped + 1))
+        else
+            bench_fail=$((bench_fail + 1))
+            BROWS+=("$(printf '%-40s FAILED (exit %s): %s' "$ex" "$rc" "$(tail -n1 "$WORK/$name.log")")")
+        fi
+    fi
+done
+
+echo
+echo "== examples: GPU vs simulator, compute-sanitizer findings =="
+printf '%-40s %-10s %-9s %-9s\n' example check-sim memcheck racecheck
+for r in "${ROWS[@]}"; do echo "$r"; done
+if [ ${#SKIPS[@]} -gt 0 ]; then
+    echo "skipped (lowering reports a user error):"
+    for s in "${SKIPS[@]}"; do echo "  $s"; done
+fi
+echo
+echo "== bench: median of $BENCH_ITERS launches; traffic = bytes read + written =="
+printf '%-40s %9s %9s %11s %6s\n' kernel ms GB/s memcpyGB/s ratio
+for r in "${BROWS[@]}"; do echo "$r"; done
+echo
+echo "cases run: $((run_ok + run_fail)), passed: $run_ok, failed: $run_fail, skipped: $skipped; bench failures: $bench_fail"
+echo "sanitizer findings: memcheck $memcheck_total, racecheck $racecheck_total"
+echo "logs: $WORK"
+if [ $run_fail -gt 0 ] || [ $bench_fail -gt 0 ] || [ $memcheck_total -gt 0 ] || [ $racecheck_total -gt 0 ]; then
+    exit 1
+fi
+exit 0

@@ -3,7 +3,12 @@
 //! while a CUBIN loads as is).
 //!
 //! Options: `--gpu-architecture=sm_XY[a]` ([`arch_for`]), `-std=c++17`, `-lineinfo`
-//! (so compute-sanitizer reports source lines), one `--include-path` per header dir.
+//! (so compute-sanitizer reports source lines), `--fmad=false`, one `--include-path` per header dir.
+//!
+//! `--fmad=false`: the LIR says `a*b + c` is a multiply and an add, each rounded, and the
+//! simulator computes exactly that. NVRTC would otherwise contract them into one FMA (one
+//! rounding), so GPU and simulator could differ by more than an ulp when the sum cancels.
+//! Fused operations the LIR asks for (packed `__hfma2`) are explicit intrinsics and stay fused.
 
 use crate::libs::ensure_nvrtc_loaded;
 use crate::RuntimeError;
@@ -21,7 +26,7 @@ pub fn arch_for(major: i32, minor: i32) -> String {
 
 /// The NVRTC options for `arch` with `include_dirs`, in a stable order (they are part of the cache key).
 pub fn options(arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
-    let mut o = vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into()];
+    let mut o = vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into(), "--fmad=false".into()];
     o.extend(include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
     o
 }
@@ -156,6 +161,7 @@ mod tests {
                 "--gpu-architecture=sm_90a",
                 "-std=c++17",
                 "-lineinfo",
+                "--fmad=false",
                 "--include-path=/x/include",
                 "--include-path=/x/include/cccl"
             ]

@@ -36,11 +36,11 @@ use tirx_layout::{Axis, ExecScope, Layout, Swizzle, TileLayout};
 pub struct GmemSmem;
 
 /// One side of the copy, sliced to its region.
-struct Side {
-    tile: TileLayout,
+pub(super) struct Side {
+    pub(super) tile: TileLayout,
     /// Symbolic begin: Σ coefficient(elements) · var.
-    sym: Vec<(VarId, i64)>,
-    swizzle: Option<Swizzle>,
+    pub(super) sym: Vec<(VarId, i64)>,
+    pub(super) swizzle: Option<Swizzle>,
 }
 
 struct GsPlan {
@@ -53,7 +53,7 @@ struct GsPlan {
     threads: i64,
 }
 
-const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
+pub(super) const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
 
 impl Variant for GmemSmem {
     fn name(&self) -> &'static str {
@@ -193,13 +193,13 @@ fn split_offset(group: &[tirx_layout::Iter], mut x: i64) -> i64 {
     acc
 }
 
-fn divisor(sym: &[(VarId, i64)]) -> i64 {
+pub(super) fn divisor(sym: &[(VarId, i64)]) -> i64 {
     sym.iter().fold(0, |g, t| gcd(g, t.1.abs()))
 }
 
 /// Slices one operand's layout to its region; symbolic begins become a
 /// separate affine element offset.
-fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
+pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
     let b = cx.buf(r.buf);
     let (tile, swz) = match &b.layout {
         Layout::Tile(t) => (t.clone(), None),
@@ -249,13 +249,13 @@ fn grid_offset(em: &Emitter, l: &TileLayout, shape: &[i64; 3], f: &LExpr, tid: &
 }
 
 /// Element `l` of the region split over the side's own shard.
-fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
+pub(super) fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
     let b = em.builder();
     let base = LExpr::Int(t.offset.get(&Axis::M).copied().unwrap_or(0), ity);
     b.add(dim_offset(b, &t.shard, b.to_int(l.clone(), ity)), base)
 }
 
-fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
+pub(super) fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
     let mut acc = off;
     for &(v, c) in sym {
         let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
@@ -287,7 +287,7 @@ fn name_offsets(em: &mut Emitter, body: &mut Vec<LStmt>, g: LExpr, s: LExpr) -> 
     }
 }
 
-fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
+pub(super) fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
     let kind = if vec == 1 {
         LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
     } else {

@@ -3,6 +3,7 @@
 //! | variant | prio | accepts |
 //! |---|---|---|
 //! | [`gmem_smem`] | 10 | global ↔ shared, all threads of the scope active, region divisible by the threads |
+//! | [`gmem_smem_predicated`] | 5 | global ↔ shared when the region does not divide over the threads: all threads, widest aligned vector, guarded last round |
 //! | [`ldstmatrix`] | 10 | shared ↔ 16-bit register fragments, warp-collective `ldmatrix`/`stmatrix` |
 //! | [`reg`] | 10 | registers ↔ shared or global (one side local) |
 //! | [`fallback`] | 0 | any valid copy without thread-distributed operands; one elected thread copies element by element (warns) |
@@ -15,6 +16,7 @@
 
 pub mod fallback;
 pub mod gmem_smem;
+pub mod gmem_smem_predicated;
 pub mod ldstmatrix;
 pub mod partition;
 pub mod reg;
@@ -28,6 +30,7 @@ pub const COPY: &[TileOp] = &[TileOp::Copy];
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(gmem_smem::GmemSmem));
+    r.register(Box::new(gmem_smem_predicated::GmemSmemPredicated));
     r.register(Box::new(ldstmatrix::LdStMatrix));
     r.register(Box::new(fallback::Fallback));
     r.register(Box::new(reg::RegCopy));

@@ -5,6 +5,8 @@
 //!   consumed by `tirx-lower`.
 //! * [`lir`]: the lowered per-thread program. Produced by `tirx-lower`, consumed
 //!   by `tirx-cuda` (CUDA C++) and `tirx-sim` (CPU execution).
+//! * [`scope_ids`]: the scope-id extent closure (§1.2) shared by the script
+//!   checks and the launch computation.
 //! * [`diag`]: diagnostics with spans, rendered as `file:line:col` + source + caret.
 
 pub mod diag;
@@ -13,6 +15,7 @@ pub mod hir;
 pub mod lir;
 pub mod lir_check;
 pub mod lir_print;
+pub mod scope_ids;
 pub mod span;
 
 pub use diag::{Diagnostic, Severity};

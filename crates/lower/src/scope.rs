@@ -1,8 +1,8 @@
 //! Execution scopes (tile-primitives.md §1.2–§1.6).
 //!
-//! * [`resolve_launch`]: scope-id declarations → binding extents (with the
-//!   Compose/Complement closure, e.g. `warp_id([4]) + lane_id([32])` ⇒
-//!   `cta→thread = 128`) → grid and block.
+//! * [`resolve_launch`]: scope-id declarations → binding extents (the shared
+//!   Compose/Complement closure of [`tirx_ir::scope_ids`], e.g.
+//!   `warp_id([4]) + lane_id([32])` ⇒ `cta→thread = 128`) → grid and block.
 //! * [`Active`]: the threads active at a program point: lane and warp ranges in
 //!   the CTA and the CTA range in the grid, narrowed by `if` on scope ids
 //!   (then-branch, and the else-branch of a single range test). A condition on
@@ -14,24 +14,9 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tirx_ir::hir::{ScopeIdDef, ScopeIdKind};
+use tirx_ir::scope_ids::{infer_extents, kind_of, KINDS};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
-
-const KINDS: [ScopeIdKind; 9] = [
-    ScopeIdKind::CtaId,
-    ScopeIdKind::ClusterId,
-    ScopeIdKind::CtaIdInCluster,
-    ScopeIdKind::WarpgroupId,
-    ScopeIdKind::WarpId,
-    ScopeIdKind::WarpIdInWg,
-    ScopeIdKind::LaneId,
-    ScopeIdKind::ThreadId,
-    ScopeIdKind::ThreadIdInWg,
-];
-
-fn kind_of(binding: (ExecScope, ExecScope)) -> Option<ScopeIdKind> {
-    KINDS.iter().copied().find(|k| k.binding() == binding)
-}
 
 /// Grid, block and the extent of every scope binding (declared or inferred).
 #[derive(Clone, Debug, PartialEq)]
@@ -58,88 +43,40 @@ impl Launch {
     }
 }
 
-/// Resolves every scope-id declaration into launch dimensions (§1.2).
+/// Resolves every scope-id declaration into launch dimensions (§1.2): the
+/// closure fixes the fused extents (and checks them, incl. the 1024-thread
+/// limit); the declared dims of `T.cta_id` / `T.thread_id` shape grid and block.
 pub fn resolve_launch(defs: &[&ScopeIdDef], kernel_span: Span) -> Result<Launch, Vec<Diagnostic>> {
-    let mut errs = Vec::new();
-    // Known fused extents per binding, with the declaration that fixed them.
-    let mut known: BTreeMap<ScopeIdKindKey, (i64, Span)> = BTreeMap::new();
-    let mut dims: BTreeMap<ScopeIdKindKey, Vec<i64>> = BTreeMap::new();
-    for d in defs {
-        let Some(ext) = &d.extents else { continue };
-        if ext.is_empty() || ext.len() > 3 || ext.iter().any(|&e| e <= 0) {
-            errs.push(Diagnostic::error(d.span, format!("`T.{}` needs 1 to 3 positive extents, got {ext:?}", d.kind.script_name())));
-            continue;
-        }
-        let multi_ok = matches!(d.kind, ScopeIdKind::CtaId | ScopeIdKind::ThreadId | ScopeIdKind::ClusterId | ScopeIdKind::CtaIdInCluster);
-        if ext.len() > 1 && !multi_ok {
-            errs.push(Diagnostic::error(d.span, format!("`T.{}` must be 1-D, got extents {ext:?}", d.kind.script_name())));
-            continue;
-        }
-        let Some(fe) = ext.iter().try_fold(1i64, |a, &e| a.checked_mul(e)) else {
-            errs.push(Diagnostic::error(d.span, format!("`T.{}` extents {ext:?} overflow", d.kind.script_name())));
-            continue;
-        };
-        let k = key(d.kind);
-        match known.get(&k) {
-            Some(&(prev, span)) if prev != fe => errs.push(
-                Diagnostic::error(d.span, format!("inconsistent extents for `T.{}`: {fe} here, {prev} before", d.kind.script_name()))
-                    .with_secondary(span, "first declared here"),
-            ),
-            Some(_) => {}
-            None => {
-                known.insert(k, (fe, d.span));
-                dims.insert(k, ext.clone());
-            }
-        }
+    let ext = infer_extents(defs).map_err(|errs| errs.into_iter().map(Diagnostic::from).collect::<Vec<_>>())?;
+    if ext.of(ScopeIdKind::CtaIdInCluster).is_some_and(|c| c != 1) {
+        return Err(vec![Diagnostic::error(
+            kernel_span,
+            "thread-block clusters (cta_id_in_cluster extent > 1) are not supported yet",
+        )]);
     }
-    if !errs.is_empty() {
-        return Err(errs);
-    }
-    let mut ext: BTreeMap<ScopeIdKindKey, i64> = known.iter().map(|(k, (e, _))| (*k, *e)).collect();
-    close(&mut ext).map_err(|m| vec![Diagnostic::error(kernel_span, m)])?;
-    for d in defs.iter().filter(|d| d.extents.is_none()) {
-        if !ext.contains_key(&key(d.kind)) {
-            errs.push(
-                Diagnostic::error(d.span, format!("cannot infer the extent of `T.{}()`", d.kind.script_name()))
-                    .with_help("declare it explicitly (e.g. `T.lane_id([32])`) or declare sibling scope ids that pin it down, e.g. `T.lane_id([32]); T.thread_id([32])`"),
-            );
-        }
-    }
-    if let Some(&c) = ext.get(&key(ScopeIdKind::CtaIdInCluster)) {
-        if c != 1 {
-            errs.push(Diagnostic::error(kernel_span, "thread-block clusters (cta_id_in_cluster extent > 1) are not supported yet"));
-        }
-    }
-    if !errs.is_empty() {
-        return Err(errs);
-    }
-    let threads = ext.get(&key(ScopeIdKind::ThreadId)).copied();
-    let block = match (threads, dims.get(&key(ScopeIdKind::ThreadId))) {
-        (_, Some(d)) => dims3(d),
-        (Some(t), None) => [t as u32, 1, 1],
-        (None, None) if defs.is_empty() => [1, 1, 1],
-        (None, None) => {
-            return Err(vec![Diagnostic::error(kernel_span, "the kernel has no thread launch extent")
-                .with_help("declare the threads of a CTA, e.g. `T.thread_id([128])`, or scope ids that imply it (`T.warp_id([4]); T.lane_id([32])`)")]);
-        }
-    };
+    // A kernel without scope ids runs one thread.
+    let threads = if defs.is_empty() { 1 } else { ext.require_threads(kernel_span).map_err(|e| vec![e.into()])? };
+    let block = declared_dims(defs, ScopeIdKind::ThreadId).map_or([threads as u32, 1, 1], dims3);
+    let cta_dims = declared_dims(defs, ScopeIdKind::CtaId)
+        .map(<[i64]>::to_vec)
+        .or_else(|| ext.of(ScopeIdKind::CtaId).map(|c| vec![c]));
     // CUDA: gridDim.x < 2^31, gridDim.y/z ≤ 65535.
-    let grid_dims = dims.get(&key(ScopeIdKind::CtaId)).cloned().or_else(|| ext.get(&key(ScopeIdKind::CtaId)).map(|&c| vec![c]));
-    if let Some(d) = grid_dims {
+    if let Some(d) = &cta_dims {
         if d.iter().enumerate().any(|(i, &e)| e > if i == 0 { i64::from(i32::MAX) } else { 65535 }) {
-            return Err(vec![Diagnostic::error(kernel_span, format!("the grid {d:?} exceeds CUDA's launch limits (x < 2^31, y and z ≤ 65535)"))]);
+            return Err(vec![Diagnostic::error(
+                kernel_span,
+                format!("the grid {d:?} exceeds CUDA's launch limits (x < 2^31, y and z ≤ 65535)"),
+            )]);
         }
     }
-    let grid = match (dims.get(&key(ScopeIdKind::CtaId)), ext.get(&key(ScopeIdKind::CtaId))) {
-        (Some(d), _) => dims3(d),
-        (None, Some(&c)) => [c as u32, 1, 1],
-        (None, None) => [1, 1, 1],
-    };
-    let t: i64 = block.iter().map(|&b| b as i64).product();
-    if t > 1024 {
-        return Err(vec![Diagnostic::error(kernel_span, format!("the CTA has {t} threads; CUDA allows at most 1024"))]);
-    }
-    Ok(Launch { grid, block, extents: ext })
+    let grid = cta_dims.as_deref().map_or([1, 1, 1], dims3);
+    let extents = ext.iter().filter_map(|(b, e)| kind_of(b).map(|k| (key(k), e))).collect();
+    Ok(Launch { grid, block, extents })
+}
+
+/// The extents of the first declaration of `kind` that gives them.
+fn declared_dims<'a>(defs: &[&'a ScopeIdDef], kind: ScopeIdKind) -> Option<&'a [i64]> {
+    defs.iter().filter(|d| d.kind == kind).find_map(|d| d.extents.as_deref())
 }
 
 fn dims3(d: &[i64]) -> [u32; 3] {
@@ -148,46 +85,6 @@ fn dims3(d: &[i64]) -> [u32; 3] {
         out[i] = e as u32;
     }
     out
-}
-
-/// Compose/Complement closure to a fixpoint (§1.2).
-fn close(ext: &mut BTreeMap<ScopeIdKindKey, i64>) -> Result<(), String> {
-    loop {
-        let mut added = false;
-        let known: Vec<(ScopeIdKind, i64)> = ext.iter().map(|(k, e)| (KINDS[*k as usize], *e)).collect();
-        for &(l, fl) in &known {
-            for &(r, fr) in &known {
-                let ((lp, lc), (rp, rc)) = (l.binding(), r.binding());
-                let mut derive = |b: (ExecScope, ExecScope), v: i64| {
-                    if let Some(k) = kind_of(b) {
-                        if let std::collections::btree_map::Entry::Vacant(e) = ext.entry(key(k)) {
-                            e.insert(v);
-                            added = true;
-                        }
-                    }
-                };
-                if lc == rp {
-                    let fe = fl.checked_mul(fr).ok_or_else(|| format!("scope ids `{}` × `{}` overflow", l.script_name(), r.script_name()))?;
-                    derive((lp, rc), fe);
-                }
-                if lp == rp && rc.wider_than(lc) && l != r {
-                    if fl % fr != 0 {
-                        return Err(format!("scope ids `{}` ({fl}) and `{}` ({fr}) have non-divisible extents", l.script_name(), r.script_name()));
-                    }
-                    derive((rc, lc), fl / fr);
-                }
-                if lc == rc && lp.wider_than(rp) && l != r {
-                    if fl % fr != 0 {
-                        return Err(format!("scope ids `{}` ({fl}) and `{}` ({fr}) have non-divisible extents", l.script_name(), r.script_name()));
-                    }
-                    derive((lp, rp), fl / fr);
-                }
-            }
-        }
-        if !added {
-            return Ok(());
-        }
-    }
 }
 
 /// `extent` values `offset + i·stride`, `i < extent`.

@@ -205,29 +205,27 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
         out.explain = ex;
         return out;
     }
-    let cases: Vec<&dyn Variant> = match &call.dispatch {
-        Some(name) => {
-            let c: Vec<_> = all.iter().copied().filter(|v| v.name() == name).collect();
-            if c.is_empty() {
-                let names: Vec<_> = all.iter().map(|v| v.name()).collect();
-                out.errors.push(
-                    Diagnostic::error(call.span, format!("no variant named '{name}' is registered for `{}`", call.op.name()))
-                        .with_label("unknown dispatch name")
-                        .with_help(format!("registered variants: {}", names.join(", "))),
-                );
-                out.explain = ex;
-                return out;
-            }
-            ex.forced = Some(name.clone());
-            c
+    if let Some(name) = &call.dispatch {
+        if !all.iter().any(|v| v.name() == name) {
+            let names: Vec<_> = all.iter().map(|v| v.name()).collect();
+            out.errors.push(
+                Diagnostic::error(call.span, format!("no variant named '{name}' is registered for `{}`", call.op.name()))
+                    .with_label("unknown dispatch name")
+                    .with_help(format!("registered variants: {}", names.join(", "))),
+            );
+            out.explain = ex;
+            return out;
         }
-        None => all,
-    };
-    let plans: Vec<Result<Plan, Decline>> = cases.iter().map(|v| v.plan(cx)).collect();
+        ex.forced = Some(name.clone());
+    }
+    // Every variant is planned so explain can show each verdict; with `dispatch=`
+    // only the forced one may be chosen, the others are marked skipped.
+    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| v.plan(cx)).collect();
     let mut chosen = None;
-    for (i, (v, p)) in cases.iter().zip(&plans).enumerate() {
+    for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
         let mut tried = Tried::new(*v, p);
-        if let (Ok(plan), None) = (p, chosen) {
+        tried.skipped = ex.forced.as_deref().is_some_and(|f| f != v.name());
+        if let (Ok(plan), None, false) = (p, chosen, tried.skipped) {
             let mut em = Emitter { b: &mut *b, env: cx.env, kernel: cx.kernel, span: call.span, stmts: vec![] };
             match v.emit(plan, cx, &mut em) {
                 Ok(()) => {
@@ -245,7 +243,7 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     }
     match chosen {
         None => out.errors.push(no_variant_error(cx, &ex)),
-        Some(i) if cases[i].warns() => out.warnings.push(slow_pick_warning(cx, &ex, cases[i])),
+        Some(i) if all[i].warns() => out.warnings.push(slow_pick_warning(cx, &ex, all[i])),
         Some(_) => {}
     }
     out.explain = ex;
@@ -280,7 +278,11 @@ pub fn decline_table(ex: &CallExplain) -> String {
     let mut s = format!("{:<w$} | reason", "variant");
     for t in &ex.tried {
         let label = format!("{} (prio={})", t.variant, t.priority);
-        let verdict = if t.accepted { "accepted".to_string() } else { t.reason.clone() };
+        let verdict = match (t.accepted, t.skipped) {
+            (true, true) => "would accept (not used: dispatch= forces another variant)".to_string(),
+            (true, false) => "accepted".to_string(),
+            (false, _) => t.reason.clone(),
+        };
         s.push_str(&format!("\n{label:<w$} | {verdict}"));
     }
     s
@@ -295,13 +297,18 @@ fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnost
         .collect();
     let pair = if scopes.len() == 2 { format!(" for {} -> {}", scopes[0], scopes[1]) } else { String::new() };
     let how = ex.tried.iter().find(|t| t.variant == v.name()).map(|t| t.reason.clone()).unwrap_or_default();
+    let why = match &ex.forced {
+        Some(name) => format!("forced by dispatch=\"{name}\""),
+        None => "all faster variants declined".to_string(),
+    };
     let mut d = Diagnostic::warning(
         call.span,
-        format!("{}/{} (scalar) picked{pair} at {} scope; all faster variants declined", call.op.name(), v.name(), call.scope),
+        format!("{}/{} (scalar) picked{pair} at {} scope; {why}", call.op.name(), v.name(), call.scope),
     )
     .with_label(format!("lowered to a slow scalar loop: {how}"));
     for t in ex.tried.iter().filter(|t| t.priority > v.priority()) {
-        d = d.with_note(format!("{} declined: {}", t.variant, t.reason));
+        let verdict = if t.accepted { "would accept" } else { "declined" };
+        d = d.with_note(format!("{} {verdict}: {}", t.variant, t.reason));
     }
     d
 }

@@ -45,6 +45,9 @@ pub struct Tried {
     /// The predicate that failed (`all_threads_active`, `divides_thread_cnt`, `emit`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicate: Option<String>,
+    /// Planned for the record only: `dispatch=` forced another variant.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 impl Tried {
@@ -135,6 +138,7 @@ impl CallExplain {
         if let Some(f) = &self.forced {
             let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
         }
+        let w = self.tried.iter().map(|t| t.variant.len()).max().unwrap_or(0);
         for t in &self.tried {
             let mark = if Some(&t.variant) == self.chosen.as_ref() {
                 "chosen  "
@@ -143,8 +147,11 @@ impl CallExplain {
             } else {
                 "declines"
             };
-            let pred = t.predicate.as_ref().map(|p| format!(" [{p}]")).unwrap_or_default();
-            let _ = writeln!(s, "  {mark} {:<12} (prio {:>2}): {}{pred}", t.variant, t.priority, t.reason);
+            let mut pred = t.predicate.as_ref().map(|p| format!(" [{p}]")).unwrap_or_default();
+            if t.skipped {
+                pred.push_str(" (not used: dispatch= forces another variant)");
+            }
+            let _ = writeln!(s, "  {mark} {:<w$} (prio {:>2}): {}{pred}", t.variant, t.priority, t.reason);
         }
         match &self.chosen {
             Some(c) => {
@@ -153,7 +160,7 @@ impl CallExplain {
                     let _ = write!(s, ", vec {v}");
                 }
                 if let Some(r) = self.rounds {
-                    let _ = write!(s, ", {r} rounds");
+                    let _ = write!(s, ", {}", rounds(r));
                 }
                 s.push('\n');
             }
@@ -164,6 +171,12 @@ impl CallExplain {
         }
         s
     }
+}
+
+/// `1 round`, `8 rounds`.
+pub fn rounds(n: impl Into<i128> + Copy) -> String {
+    let n: i128 = n.into();
+    format!("{n} round{}", if n == 1 { "" } else { "s" })
 }
 
 /// Operand names per op signature (tile-primitives.md §2.2).

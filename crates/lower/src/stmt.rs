@@ -85,8 +85,7 @@ pub struct Outcome {
 }
 
 pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
-    let mut defs = Vec::new();
-    collect_defs(&k.body, &mut defs);
+    let defs = tirx_ir::scope_ids::collect_defs(&k.body);
     let launch = match resolve_launch(&defs, k.span) {
         Ok(l) => l,
         Err(e) => return Outcome { lowered: Err(e), explain: vec![] },
@@ -128,20 +127,6 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     }
     let explain = lw.explain.clone();
     Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings }), explain }
-}
-
-fn collect_defs<'a>(body: &'a [Stmt], out: &mut Vec<&'a ScopeIdDef>) {
-    for s in body {
-        match &s.kind {
-            StmtKind::ScopeId(d) => out.push(d),
-            StmtKind::For { body, .. } => collect_defs(body, out),
-            StmtKind::If { then_body, else_body, .. } => {
-                collect_defs(then_body, out);
-                collect_defs(else_body, out);
-            }
-            _ => {}
-        }
-    }
 }
 
 struct Lowerer<'a> {

@@ -19,8 +19,12 @@ fn forced_fallback_still_warns() {
     let l = lower(&src);
     let c = call(&l, 0);
     assert_eq!((c.chosen.as_deref(), c.forced.as_deref()), (Some("fallback"), Some("fallback")));
-    assert_eq!(c.tried.len(), 1);
+    // Every variant is still planned for the record; only the forced one may be used.
+    assert!(c.tried.len() > 1, "{}", c.render());
+    assert!(c.tried.iter().all(|t| t.skipped == (t.variant != "fallback")), "{}", c.render());
+    assert!(tried(c, "gmem_smem").accepted, "{}", c.render());
     assert_eq!(l.warnings.len(), 1);
+    assert!(l.warnings[0].notes.iter().any(|n| n.starts_with("gmem_smem would accept: vec 4")), "{:?}", l.warnings[0].notes);
     assert_eq!(call(&l, 1).chosen.as_deref(), Some("gmem_smem"));
 }
 

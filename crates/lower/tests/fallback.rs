@@ -4,43 +4,84 @@
 mod common;
 use common::*;
 
-fn falls_back(rt: &RoundTrip) -> tirx_lower::Lowered {
+/// The reference's fallback cases (a region that does not divide over the
+/// threads) now keep every thread working: `gmem_smem_predicated` takes them,
+/// with no warning, and `fallback` is still tried and would accept.
+fn cooperates(rt: &RoundTrip) -> tirx_lower::Lowered {
     let l = rt.check();
     for i in 0..2 {
         let c = call(&l, i);
-        assert_eq!(c.chosen.as_deref(), Some("fallback"), "{rt:?}\n{}", c.render());
+        assert_eq!(c.chosen.as_deref(), Some("gmem_smem_predicated"), "{rt:?}\n{}", c.render());
         assert!(!tried(c, "gmem_smem").accepted);
+        assert!(tried(c, "fallback").accepted);
+    }
+    assert!(l.warnings.is_empty(), "{:?}", l.warnings);
+    l
+}
+
+/// `dispatch="fallback"`: one thread copies, values are right, and the slow pick warns.
+fn falls_back(rt: &RoundTrip) -> tirx_lower::Lowered {
+    let l = rt.clone().forced("fallback").check();
+    for i in 0..2 {
+        assert_eq!(call(&l, i).chosen.as_deref(), Some("fallback"), "{rt:?}\n{}", call(&l, i).render());
     }
     assert_eq!(l.warnings.len(), 2, "{:?}", l.warnings);
     for w in &l.warnings {
         assert!(w.message.contains("copy/fallback (scalar) picked"), "{}", w.message);
-        assert!(w.notes.iter().any(|n| n.starts_with("gmem_smem declined: ")), "{:?}", w.notes);
+        assert!(w.message.ends_with("forced by dispatch=\"fallback\""), "{}", w.message);
     }
     l
 }
 
+/// Seed 003: a warp copies a 4×6 f32 tile; 24 elements do not divide over 32 lanes.
 #[test]
 fn seed_003_warp_4x6_f32() {
     let rt = RoundTrip::full("warp", 32, &[4, 6], "float32");
-    let l = falls_back(&rt);
+    let l = cooperates(&rt);
     let c = call(&l, 0);
     assert_eq!(tried(c, "gmem_smem").reason, "region size 24 not divisible by thread_cnt=32");
     assert_eq!(tried(c, "gmem_smem").predicate.as_deref(), Some("divides_thread_cnt"));
+    assert_eq!(tried(c, "fallback").reason, "thread 0 of the warp copies 24 elements one by one");
+
+    let l = falls_back(&rt);
     let w = &l.warnings[0];
-    assert_eq!(w.message, "copy/fallback (scalar) picked for global -> shared at warp scope; all faster variants declined");
+    assert_eq!(w.message, "copy/fallback (scalar) picked for global -> shared at warp scope; forced by dispatch=\"fallback\"");
     assert_eq!(w.labels[0].message, "lowered to a slow scalar loop: thread 0 of the warp copies 24 elements one by one");
-    let src = rt.script();
-    let text = render(&l.warnings, &src);
+    let text = render(&l.warnings, &rt.clone().forced("fallback").script());
     assert!(text.contains("k.py:12:5"), "{text}");
 }
 
+/// test_fallback_round_trip's cases: cooperative by default, and still exact through the fallback when forced.
 #[test]
 fn round_trips() {
     let cases: [(&str, i64, [i64; 2]); 6] =
         [("warp", 32, [4, 6]), ("warp", 32, [1, 8]), ("wg", 128, [4, 6]), ("wg", 128, [4, 8]), ("cta", 256, [4, 8]), ("cta", 1024, [8, 8])];
     for (scope, t, shape) in cases {
-        falls_back(&RoundTrip::full(scope, t, &shape, "float32"));
+        let rt = RoundTrip::full(scope, t, &shape, "float32");
+        cooperates(&rt);
+        falls_back(&rt);
     }
+}
+
+/// When nothing faster applies (a warp copy inside `if lane < 16`), fallback is
+/// picked on its own and the warning names why each faster variant declined.
+#[test]
+fn picked_when_nothing_faster_applies() {
+    let src = RoundTrip::full("warp", 32, &[4, 6], "float32")
+        .script()
+        .replace("T.thread_id([32])", "lane = T.thread_id([32])")
+        .replace("    Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])", "    if lane < 16:\n        Tx.copy(A_smem[0:4, 0:6], A[0:4, 0:6])");
+    let l = lower(&src);
+    let c = call(&l, 0);
+    assert_eq!(c.chosen.as_deref(), Some("gmem_smem"), "thread scope inside the if: {}", c.render());
+    let src = src.replace("        Tx.copy(A_smem", "        Tx.warp.copy(A_smem");
+    let l = lower(&src);
+    let c = call(&l, 0);
+    assert_eq!(c.chosen.as_deref(), Some("fallback"), "{}", c.render());
+    let w = &l.warnings[0];
+    assert!(w.message.ends_with("all faster variants declined"), "{}", w.message);
+    assert!(w.notes.iter().any(|n| n.starts_with("gmem_smem declined: ") && n.contains("laneid narrowed")), "{:?}", w.notes);
+    assert!(w.notes.iter().any(|n| n.starts_with("gmem_smem_predicated declined: ")), "{:?}", w.notes);
 }
 
 /// test_fallback_thread_scope: one thread, 24 elements → gmem_smem with vec 4 (no fallback).

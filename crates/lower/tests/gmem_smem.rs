@@ -66,6 +66,7 @@ fn g2s_s2g_tasks() {
                     g_region: g_region.clone(),
                     s_shape: s_shape.clone(),
                     s_layout: layout.map(str::to_string),
+                    dispatch: None,
                 };
                 let l = rt.check();
                 let c = call(&l, 0);
@@ -143,6 +144,7 @@ fn region_offset_clamps_vec() {
             g_region: vec![(0, 4), (col, 16)],
             s_shape: vec![4, 16],
             s_layout: None,
+            dispatch: None,
         };
         let l = rt.check();
         let c = call(&l, 0);
@@ -166,6 +168,7 @@ fn column_copy_moves_only_the_column() {
         g_region: vec![(0, 64), (0, 1)],
         s_shape: vec![64, 1],
         s_layout: None,
+        dispatch: None,
     };
     let l = rt.check();
     let c = call(&l, 0);
@@ -271,6 +274,7 @@ fn unstructured_partition() {
         g_region: vec![(0, 2), (0, 3), (0, 4)],
         s_shape: vec![2, 3, 4],
         s_layout: None,
+        dispatch: None,
     };
     let l = rt.check();
     let c = call(&l, 0);

@@ -17,6 +17,7 @@ fn ragged(scope: &'static str, threads: i64, g_shape: &[i64], region: &[(i64, i6
         g_region: region.to_vec(),
         s_shape: region.iter().map(|r| r.1).collect(),
         s_layout: None,
+        dispatch: None,
     }
 }
 

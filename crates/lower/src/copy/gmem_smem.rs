@@ -103,7 +103,7 @@ impl Variant for GmemSmem {
             limits.push("swizzle: the fast path does not apply; the shared offset is swizzled with xor/shift every round".into());
         }
         let how = if walk.is_some() { ", swizzle fast path" } else { "" };
-        let summary = format!("vec {vec} ({} B) × {t} threads, {rounds} rounds{how}", vec * bytes);
+        let summary = format!("vec {vec} ({} B) × {t} threads, {}{how}", vec * bytes, crate::explain::rounds(rounds));
         let mut p = Plan::new(summary, GsPlan { part, walk, g, s, g_is_src, threads: t });
         p.vec = Some(vec as u32);
         p.rounds = Some(rounds as u64);

@@ -123,7 +123,7 @@ impl Variant for GmemSmemPredicated {
         if p.s.swizzle.is_some() {
             limits.push("swizzle: the shared offset is swizzled with xor/shift every round".into());
         }
-        let summary = format!("vec {vec} ({} B) × {t} threads, {chunks} vectors in {rounds} rounds, {last}", vec * bytes);
+        let summary = format!("vec {vec} ({} B) × {t} threads, {chunks} vectors in {}, {last}", vec * bytes, crate::explain::rounds(rounds));
         let mut plan = Plan::new(summary, p);
         plan.vec = Some(vec as u32);
         plan.rounds = Some(rounds as u64);

@@ -46,6 +46,8 @@ pub struct RoundTrip {
     pub s_shape: Vec<i64>,
     /// Script layout expression of the shared buffer (default row-major).
     pub s_layout: Option<String>,
+    /// `dispatch=` forced on both copies.
+    pub dispatch: Option<&'static str>,
 }
 
 impl RoundTrip {
@@ -59,7 +61,14 @@ impl RoundTrip {
             g_region: shape.iter().map(|&e| (0, e)).collect(),
             s_shape: shape.to_vec(),
             s_layout: None,
+            dispatch: None,
         }
+    }
+
+    /// The same round trip with `dispatch=variant` on both copies.
+    pub fn forced(mut self, variant: &'static str) -> RoundTrip {
+        self.dispatch = Some(variant);
+        self
     }
 
     pub fn script(&self) -> String {
@@ -67,6 +76,7 @@ impl RoundTrip {
         let g_reg = self.g_region.iter().map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ");
         let s_reg = self.s_shape.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ");
         let layout = self.s_layout.as_ref().map(|l| format!(", layout={l}")).unwrap_or_default();
+        let forced = self.dispatch.map(|v| format!(", dispatch=\"{v}\"")).unwrap_or_default();
         let call = match self.scope {
             "thread" => "Tx.copy".to_string(),
             s => format!("Tx.{s}.copy"),
@@ -83,9 +93,9 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     T.device_entry()
     T.cta_id([{ctas}]); T.thread_id([{threads}])
     A_smem = T.alloc_buffer({s}, "{dt}", scope="shared"{layout})
-    {call}(A_smem[{s_reg}], A[{g_reg}])
+    {call}(A_smem[{s_reg}], A[{g_reg}]{forced})
     T.cuda.cta_sync()
-    {call}(B[{g_reg}], A_smem[{s_reg}])
+    {call}(B[{g_reg}], A_smem[{s_reg}]{forced})
 "#,
             g = tup(&self.g_shape),
             s = tup(&self.s_shape),

@@ -24,6 +24,7 @@ use std::any::Any;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::{DType, Diagnostic, Span};
+use tirx_layout::ExecScope;
 use tirx_layout::Axis;
 
 /// Why a variant does not apply: the predicate that failed and a reason a user can act on.
@@ -92,6 +93,22 @@ impl<'a> CallCx<'a> {
     pub fn buf(&self, id: BufId) -> &'a tirx_ir::hir::Buffer {
         self.kernel.buf(id)
     }
+    /// The scope checks every cooperative variant starts with: the call's scope is
+    /// one of `scopes` and all of its threads are active. Returns how many threads
+    /// cooperate on one instance of the call.
+    pub fn cooperating_threads(&self, scopes: &[ExecScope]) -> Result<i64, Decline> {
+        let kind = self.scope.kind;
+        let unsupported = || {
+            let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
+            Decline::new("exec_scope", format!("unsupported exec_scope {kind} (need {})", names.join(", ")))
+        };
+        if !scopes.contains(&kind) {
+            return Err(unsupported());
+        }
+        self.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        self.scope.thread_count().ok_or_else(unsupported)
+    }
+
     /// Decomposes an index expression into constant + Σ coefficient·var.
     pub fn affine(&self, e: &Expr) -> Option<crate::expr::Affine> {
         crate::expr::affine(self.env, e)

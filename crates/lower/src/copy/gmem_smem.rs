@@ -31,7 +31,7 @@ use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
-use tirx_layout::{Axis, ExecScope, Layout, Swizzle, TileLayout};
+use tirx_layout::{Axis, Layout, Swizzle, TileLayout};
 
 pub struct GmemSmem;
 
@@ -67,14 +67,9 @@ impl Variant for GmemSmem {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let kind = cx.scope.kind;
-        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
-            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
-        }
-        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let t = cx.cooperating_threads(super::ANY_SCOPE)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
-        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
         let (g_reg, s_reg, g_is_src) =
             if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
         let n = CopyOps::elems(g_reg);

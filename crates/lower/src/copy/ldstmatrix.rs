@@ -128,11 +128,7 @@ impl Variant for LdStMatrix {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let kind = cx.scope.kind;
-        if !matches!(kind, ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
-            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind} (need warp, warpgroup, or cta)")));
-        }
-        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
         let dt = ops.src_buf.dtype;
@@ -142,9 +138,8 @@ impl Variant for LdStMatrix {
                 format!("ldmatrix/stmatrix move 16-bit elements (.b16); `{}` is {dt}", ops.src_buf.name),
             ));
         }
-        let t = cx.scope.thread_count().unwrap_or(0);
         if t <= 0 || t % 32 != 0 {
-            return Err(Decline::new("exec_scope", format!("the {kind} scope has {t} threads; ldmatrix/stmatrix need whole warps")));
+            return Err(Decline::new("exec_scope", format!("the {} scope has {t} threads; ldmatrix/stmatrix need whole warps", cx.scope.kind)));
         }
         let store = ops.src_buf.scope == MemScope::Local;
         let (r_reg, s_reg) = if store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };

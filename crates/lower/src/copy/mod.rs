@@ -25,8 +25,12 @@ pub mod swizzle_iter;
 use crate::dispatch::{CallCx, Decline, Registry};
 use crate::expr::Affine;
 use tirx_ir::hir::{Buffer, BufferRegion, MemScope, TileOp};
+use tirx_layout::ExecScope;
 
 pub const COPY: &[TileOp] = &[TileOp::Copy];
+
+/// The scopes whose threads can cooperate on one call (clusters cannot, yet).
+pub const ANY_SCOPE: &[ExecScope] = &[ExecScope::Thread, ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta];
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(gmem_smem::GmemSmem));

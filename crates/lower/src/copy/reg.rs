@@ -103,19 +103,14 @@ impl Variant for RegCopy {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let kind = cx.scope.kind;
-        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
-            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
-        }
-        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        let t = cx.cooperating_threads(super::ANY_SCOPE)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
-        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
         let r_is_src = ops.src_buf.scope == MemScope::Local;
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
         let r = register_layout(cx, r_reg).map_err(|m| Decline::new("register_layout", m))?;
-        let tid = thread_part(&r, r_name, kind, t).map_err(|m| Decline::new("register_layout", m))?;
+        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new("register_layout", m))?;
         let m = mem_side(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
         let (cache, mut limits) = cache_hint(cx, global_load)?;

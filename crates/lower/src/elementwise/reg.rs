@@ -36,7 +36,7 @@ use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
 use tirx_ir::DType;
-use tirx_layout::{Axis, ExecScope, Fusion, Iter, TileLayout};
+use tirx_layout::{Axis, Fusion, Iter, TileLayout};
 
 pub struct EwiseReg;
 
@@ -96,15 +96,11 @@ impl Variant for EwiseReg {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        let t = cx.cooperating_threads(crate::copy::ANY_SCOPE)?;
         let kind = cx.scope.kind;
-        if !matches!(kind, ExecScope::Thread | ExecScope::Warp | ExecScope::Warpgroup | ExecScope::Cta) {
-            return Err(Decline::new("exec_scope", format!("unsupported exec_scope {kind}")));
-        }
-        cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
         let call = parse(cx)?;
         check_operands(cx, &call)?;
         let compute = compute_type(cx, &call);
-        let t = cx.scope.thread_count().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {kind}")))?;
         let dst_name = &cx.buf(call.dst.buf).name;
         let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new("anchor_layout", m))?;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new("scope_level", m))?;

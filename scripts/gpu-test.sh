@@ -4,6 +4,8 @@
 # Usage (from the repository root):
 #   scripts/gpu-test.sh                      # uses $TIRX, else ./target/release/tirx
 #   TIRX=/path/to/tirx scripts/gpu-test.sh
+#   scripts/gpu-test.sh DIR...               # also every DIR/*.py (e.g. the ported reference
+#                                            # matrix: `TIRX_DUMP_KERNELS=DIR cargo test -p tirx-lower`)
 #
 # Needs only: the `tirx` binary, an NVIDIA driver, NVRTC + CUDA headers where tirx finds
 # them (CUDA_HOME, /usr/local/cuda, or a pip nvidia/cu13 in $VIRTUAL_ENV or
@@ -18,6 +20,7 @@
 #      integers otherwise); `tirx run --check-sim` runs it on the GPU and compares every
 #      parameter with the CPU simulator; every --out file is read back and checked for
 #      dtype and shape;
+#      kernels in the DIR arguments get the same, without the sanitizers (there are hundreds);
 #   2. compute-sanitizer --tool memcheck and --tool racecheck over each example's `tirx run`;
 #   3. `tirx bench --json` on examples/bench/*.py (kernel vs cuMemcpyDtoD, same traffic);
 #   4. a summary table. Exit status 1 on any failure or sanitizer finding, else 0.
@@ -112,8 +115,14 @@ san_findings() { # LOG
 run_ok=0; run_fail=0; skipped=0; memcheck_total=0; racecheck_total=0
 ROWS=(); SKIPS=(); BROWS=()
 
-for ex in examples/*.py; do
-    name=$(basename "$ex" .py)
+kernels=(examples/*.py)
+for dir in "$@"; do
+    [ -d "$dir" ] || die "$dir is not a directory"
+    kernels+=("$dir"/*.py)
+done
+
+for ex in "${kernels[@]}"; do
+    name=$(echo "${ex%.py}" | tr '/' '_')
     d="$WORK/$name"; mkdir -p "$d"
     timeout 60 "$TIRX" lower "$ex" --emit cuda -o "$d/kernel.cu" --meta "$d/meta.json" >"$d/lower.log" 2>&1
     rc=$?
@@ -132,13 +141,19 @@ for ex in examples/*.py; do
     elif ! check_outputs "$d/meta.json" "$d" >>"$d/run.log" 2>&1; then
         status=outputs
     fi
-    timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
-    mc=$(san_findings "$d/memcheck.log")
-    timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
-    rcn=$(san_findings "$d/racecheck.log")
-    memcheck_total=$((memcheck_total + mc)); racecheck_total=$((racecheck_total + rcn))
+    mc=-; rcn=-
+    if [[ $ex == examples/* ]]; then
+        timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
+        mc=$(san_findings "$d/memcheck.log")
+        timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
+        rcn=$(san_findings "$d/racecheck.log")
+    fi
+    [ "$mc" = - ] || { memcheck_total=$((memcheck_total + mc)); racecheck_total=$((racecheck_total + rcn)); }
     if [ "$status" = pass ]; then run_ok=$((run_ok + 1)); else run_fail=$((run_fail + 1)); fi
-    ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "$mc" "$rcn")")
+    # Every example gets a row; kernels from DIR arguments only when they fail.
+    if [[ $ex == examples/* ]] || [ "$status" != pass ]; then
+        ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "$mc" "$rcn")")
+    fi
     [ "$status" = pass ] || { echo "--- $ex ($status):"; tail -n 20 "$d/run.log" "$d/inputs.log" 2>/dev/null; }
 done
 

@@ -14,11 +14,24 @@ pub fn parse(src: &str) -> Kernel {
 }
 
 pub fn lower(src: &str) -> Lowered {
+    dump(src);
     let k = parse(src);
     match tirx_lower::lower_kernel(&k, &Default::default()) {
         Ok(l) => l,
         Err(d) => panic!("lowering failed:\n{}", tirx_ir::diag::render(&d, "k.py", src, false)),
     }
+}
+
+/// With `TIRX_DUMP_KERNELS=DIR`, every kernel a test lowers is also written to
+/// `DIR/<test>_<hash>.py`, so `scripts/gpu-test.sh DIR` can run the same matrix on a GPU.
+fn dump(src: &str) {
+    use std::hash::{Hash, Hasher};
+    let Some(dir) = std::env::var_os("TIRX_DUMP_KERNELS") else { return };
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    src.hash(&mut h);
+    let test = std::thread::current().name().unwrap_or("kernel").replace("::", "_");
+    let path = std::path::Path::new(&dir).join(format!("{test}_{:016x}.py", h.finish()));
+    std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, src)).expect("write TIRX_DUMP_KERNELS");
 }
 
 pub fn lower_errors(src: &str) -> Vec<Diagnostic> {

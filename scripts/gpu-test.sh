@@ -20,7 +20,8 @@
 #      integers otherwise); `tirx run --check-sim` runs it on the GPU and compares every
 #      parameter with the CPU simulator; every --out file is read back and checked for
 #      dtype and shape;
-#      kernels in the DIR arguments get the same, without the sanitizers (there are hundreds);
+#      kernels in the DIR arguments get the same, in parallel ($JOBS, default 8), without
+#      the sanitizers (there are hundreds);
 #   2. compute-sanitizer --tool memcheck and --tool racecheck over each example's `tirx run`;
 #   3. `tirx bench --json` on examples/bench/*.py (kernel vs cuMemcpyDtoD, same traffic);
 #   4. a summary table. Exit status 1 on any failure or sanitizer finding, else 0.
@@ -72,6 +73,8 @@ for p in meta["params"]:
     if dt is None:
         sys.exit(f"no numpy dtype for {p['dtype']} (install ml_dtypes)")
     shape = tuple(p["shape"])
+    if int(np.prod(shape)) != p["elems"]:  # a padded layout: the file holds the flat storage
+        shape = (p["elems"],)
     if np.issubdtype(np.dtype(dt), np.integer):
         a = rng.integers(0, 100, size=shape).astype(dt)
     elif dt is np.bool_:
@@ -96,7 +99,8 @@ except ImportError:
 bad = 0
 for p in meta["params"]:
     a = np.load(f"{d}/out_{p['name']}.npy")
-    if list(a.shape) != list(p["shape"]) or a.dtype.itemsize * a.size != p["bytes"]:
+    want = list(p["shape"]) if int(np.prod(p["shape"])) == p["elems"] else [p["elems"]]
+    if list(a.shape) != want or a.dtype.itemsize * a.size != p["bytes"]:
         print(f"  {p['name']}: out file has shape {a.shape} dtype {a.dtype}, expected {p['shape']} {p['dtype']}")
         bad += 1
 sys.exit(1 if bad else 0)
@@ -115,24 +119,16 @@ san_findings() { # LOG
 run_ok=0; run_fail=0; skipped=0; memcheck_total=0; racecheck_total=0
 ROWS=(); SKIPS=(); BROWS=()
 
-kernels=(examples/*.py)
-for dir in "$@"; do
-    [ -d "$dir" ] || die "$dir is not a directory"
-    kernels+=("$dir"/*.py)
-done
-
-for ex in "${kernels[@]}"; do
+# One kernel: lower (+ launch metadata), numpy inputs, `tirx run --check-sim`, outputs read back.
+# Writes its verdict to $WORK/<name>/status: pass | FAIL | inputs | outputs | LOWER(rc) | skipped.
+check_one() { # EX
+    local ex=$1 name d rc status
     name=$(echo "${ex%.py}" | tr '/' '_')
     d="$WORK/$name"; mkdir -p "$d"
     timeout 60 "$TIRX" lower "$ex" --emit cuda -o "$d/kernel.cu" --meta "$d/meta.json" >"$d/lower.log" 2>&1
     rc=$?
-    if [ $rc -eq 1 ]; then
-        skipped=$((skipped + 1)); SKIPS+=("$ex: $(grep -m1 -E 'error' "$d/lower.log" || head -n1 "$d/lower.log")")
-        continue
-    elif [ $rc -ne 0 ]; then
-        run_fail=$((run_fail + 1)); ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "LOWER($rc)" - -)")
-        continue
-    fi
+    if [ $rc -eq 1 ]; then echo skipped >"$d/status"; return; fi
+    if [ $rc -ne 0 ]; then echo "LOWER($rc)" >"$d/status"; return; fi
     status=pass
     if ! opts=$(make_inputs "$d/meta.json" "$d" 2>"$d/inputs.log"); then
         status=inputs
@@ -141,20 +137,49 @@ for ex in "${kernels[@]}"; do
     elif ! check_outputs "$d/meta.json" "$d" >>"$d/run.log" 2>&1; then
         status=outputs
     fi
-    mc=-; rcn=-
-    if [[ $ex == examples/* ]]; then
-        timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
-        mc=$(san_findings "$d/memcheck.log")
-        timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
-        rcn=$(san_findings "$d/racecheck.log")
-    fi
-    [ "$mc" = - ] || { memcheck_total=$((memcheck_total + mc)); racecheck_total=$((racecheck_total + rcn)); }
-    if [ "$status" = pass ]; then run_ok=$((run_ok + 1)); else run_fail=$((run_fail + 1)); fi
+    echo "$status" >"$d/status"
+}
+
+examples=(examples/*.py)
+extra=()
+for dir in "$@"; do
+    [ -d "$dir" ] || die "$dir is not a directory"
+    extra+=("$dir"/*.py)
+done
+
+# Examples one by one, each also under compute-sanitizer memcheck and racecheck.
+declare -A MC RC
+for ex in "${examples[@]}"; do
+    check_one "$ex"
+    d="$WORK/$(echo "${ex%.py}" | tr '/' '_')"
+    MC[$ex]=-; RC[$ex]=-
+    [ "$(cat "$d/status")" = skipped ] && continue
+    timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
+    MC[$ex]=$(san_findings "$d/memcheck.log")
+    timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
+    RC[$ex]=$(san_findings "$d/racecheck.log")
+    memcheck_total=$((memcheck_total + MC[$ex])); racecheck_total=$((racecheck_total + RC[$ex]))
+done
+
+# Kernels from DIR arguments (hundreds): in parallel, without the sanitizers.
+if [ ${#extra[@]} -gt 0 ]; then
+    export TIRX PY WORK
+    export -f check_one make_inputs check_outputs
+    printf '%s\0' "${extra[@]}" | xargs -0 -n 1 -P "${JOBS:-8}" bash -c 'check_one "$1"' _
+fi
+
+for ex in "${examples[@]}" "${extra[@]}"; do
+    d="$WORK/$(echo "${ex%.py}" | tr '/' '_')"
+    status=$(cat "$d/status" 2>/dev/null || echo missing)
+    case $status in
+        skipped) skipped=$((skipped + 1)); SKIPS+=("$ex: $(grep -m1 -E 'error' "$d/lower.log" || head -n1 "$d/lower.log")"); continue ;;
+        pass) run_ok=$((run_ok + 1)) ;;
+        *) run_fail=$((run_fail + 1)); echo "--- $ex ($status):"; tail -n 20 "$d/lower.log" "$d/run.log" "$d/inputs.log" 2>/dev/null ;;
+    esac
     # Every example gets a row; kernels from DIR arguments only when they fail.
     if [[ $ex == examples/* ]] || [ "$status" != pass ]; then
-        ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "$mc" "$rcn")")
+        ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "${MC[$ex]:--}" "${RC[$ex]:--}")")
     fi
-    [ "$status" = pass ] || { echo "--- $ex ($status):"; tail -n 20 "$d/run.log" "$d/inputs.log" 2>/dev/null; }
 done
 
 bench_fail=0

@@ -4,9 +4,14 @@
 //! `match_buffer` name). An argument's dtype and shape must equal the buffer's
 //! exactly; parameters without an argument start zeroed.
 //!
+//! A buffer whose layout is padded (its storage holds more elements than its
+//! logical shape, e.g. rows of 16 stored 20 apart) is read and written as its
+//! flat storage: a 1-D array of that many elements.
+//!
 //! Narrow floats follow numpy / ml_dtypes conventions. On input, bfloat16
-//! accepts `|V2` (what `np.save` writes for an ml_dtypes array) and the plain
-//! `<u2` bit pattern; float8 (e4m3fn, e5m2) accepts `|V1` and `|u1`. On output,
+//! accepts `|V2`/`<V2` (what `np.save` writes for an ml_dtypes array) and the plain
+//! `<u2` bit pattern; float8 accepts `|V1`/`<V1` and `|u1`, and also `<f1`, which
+//! ml_dtypes 0.6 writes for `float8_e5m2` (numpy itself cannot load it). On output,
 //! bfloat16 is written as `<u2` and float8 as `|u1` bit patterns: read them back
 //! with `np.load(f).view(ml_dtypes.bfloat16)` (or `float8_e4m3fn`, `float8_e5m2`).
 //! Every other dtype is written with its own numpy descr (`<f2`, `<f4`, `|b1`, ...).
@@ -14,7 +19,7 @@
 use crate::exit::Failure;
 use npyz::{TypeChar, WriterBuilder};
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::path::Path;
 use tirx_ir::lir::{LBuf, LKernel};
 use tirx_ir::DType;
@@ -98,19 +103,51 @@ fn accepted(t: DType) -> &'static [(TypeChar, u64)] {
     }
 }
 
+/// The array shape a buffer's `.npy` has: its logical shape, or its flat storage
+/// when the layout is padded.
+fn file_shape(b: &LBuf) -> Vec<u64> {
+    let logical: Vec<u64> = b.shape.iter().map(|d| (*d).max(0) as u64).collect();
+    if logical.iter().product::<u64>() == b.elems.max(0) as u64 {
+        logical
+    } else {
+        vec![b.elems.max(0) as u64]
+    }
+}
+
+/// ml_dtypes 0.6 saves `float8_e5m2` arrays with descr `'<f1'`, which no npy
+/// parser accepts; for a float8 buffer read those bytes as the raw `'|V1'` they are.
+/// (Same length, so the header stays valid.)
+fn normalize_fp8_descr(bytes: &mut [u8], dtype: DType) {
+    if !matches!(dtype, DType::F8E4M3 | DType::F8E5M2) {
+        return;
+    }
+    let header_end = bytes.len().min(4096);
+    for pat in [&b"'descr': '<f1'"[..], &b"'descr': '|f1'"[..]] {
+        if let Some(i) = bytes[..header_end].windows(pat.len()).position(|w| w == pat) {
+            bytes[i + pat.len() - 4..i + pat.len() - 1].copy_from_slice(b"|V1");
+        }
+    }
+}
+
 fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::User(format!("cannot read {}: {e}", path.display()));
-    let file = File::open(path).map_err(io_err)?;
-    let npy = npyz::NpyFile::new(BufReader::new(file)).map_err(io_err)?;
-    let want_shape: Vec<u64> = b.shape.iter().map(|d| (*d).max(0) as u64).collect();
+    let mut raw_file = std::fs::read(path).map_err(io_err)?;
+    normalize_fp8_descr(&mut raw_file, b.dtype);
+    let npy = npyz::NpyFile::new(&raw_file[..]).map_err(io_err)?;
+    let want_shape = file_shape(b);
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
     let mismatch = || {
         Failure::User(format!(
-            "{}: buffer `{}` is {} with shape {}, but the file holds {descr} with shape {}",
+            "{}: buffer `{}` is {} with shape {}{}, but the file holds {descr} with shape {}",
             path.display(),
             b.name,
             b.dtype,
             shape_str(&want_shape),
+            if want_shape.len() == 1 && b.shape.len() != 1 {
+                format!(" (its layout is padded: pass the flat storage of logical shape {})", shape_str(&b.shape.iter().map(|d| (*d).max(0) as u64).collect::<Vec<_>>()))
+            } else {
+                String::new()
+            },
             shape_str(npy.shape())
         ))
     };
@@ -163,7 +200,7 @@ fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
 }
 
 fn write_npy(path: &Path, b: &LBuf, data: &[u8]) -> Result<(), Failure> {
-    let shape: Vec<u64> = b.shape.iter().map(|d| (*d).max(0) as u64).collect();
+    let shape = file_shape(b);
     let io_err = |e: std::io::Error| Failure::User(format!("cannot write {}: {e}", path.display()));
     let out = BufWriter::new(File::create(path).map_err(io_err)?);
     let n = b.dtype.bytes() as usize;
@@ -252,12 +289,9 @@ mod tests {
         let _ = std::fs::remove_file(p);
     }
 
-    #[test]
-    fn ml_dtypes_void_arrays_are_accepted_for_bf16() {
-        // np.save of an ml_dtypes bfloat16 array: descr '|V2'.
-        let p = tmp("v2.npy");
-        let header = "{'descr': '|V2', 'fortran_order': False, 'shape': (2,), }";
-        let mut h = header.to_string();
+    /// An `.npy` file as `np.save` writes it, with `descr` and a 1-D `shape`.
+    fn npy_bytes(descr: &str, n: usize, data: &[u8]) -> Vec<u8> {
+        let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}");
         while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
@@ -265,11 +299,56 @@ mod tests {
         let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
         bytes.extend((h.len() as u16).to_le_bytes());
         bytes.extend(h.as_bytes());
-        bytes.extend([0x80, 0x3f, 0x00, 0x40]); // bf16 1.0, 2.0
-        std::fs::write(&p, bytes).unwrap();
-        let k = kernel(DType::BF16, vec![2]);
-        let got = load_args(&[format!("A={}", p.display())], &k).unwrap();
-        assert_eq!(got[0], vec![0x80, 0x3f, 0x00, 0x40]);
+        bytes.extend(data);
+        bytes
+    }
+
+    #[test]
+    fn ml_dtypes_void_arrays_are_accepted_for_bf16() {
+        // np.save of an ml_dtypes bfloat16 array: descr '<V2' (or '|V2').
+        for descr in ["|V2", "<V2"] {
+            let p = tmp("v2.npy");
+            std::fs::write(&p, npy_bytes(descr, 2, &[0x80, 0x3f, 0x00, 0x40])).unwrap(); // bf16 1.0, 2.0
+            let k = kernel(DType::BF16, vec![2]);
+            let got = load_args(&[format!("A={}", p.display())], &k).unwrap();
+            assert_eq!(got[0], vec![0x80, 0x3f, 0x00, 0x40], "{descr}");
+            let _ = std::fs::remove_file(p);
+        }
+    }
+
+    /// ml_dtypes 0.6: float8_e4m3fn saves as '<V1', float8_e5m2 as '<f1'.
+    #[test]
+    fn ml_dtypes_float8_files_are_accepted() {
+        for (t, descr) in [(DType::F8E4M3, "<V1"), (DType::F8E5M2, "<f1"), (DType::F8E5M2, "|u1")] {
+            let p = tmp("f8.npy");
+            std::fs::write(&p, npy_bytes(descr, 3, &[0x38, 0x3c, 0xc0])).unwrap();
+            let got = load_args(&[format!("A={}", p.display())], &kernel(t, vec![3])).unwrap();
+            assert_eq!(got[0], vec![0x38, 0x3c, 0xc0], "{t} {descr}");
+            let _ = std::fs::remove_file(p);
+        }
+        // '<f1' is only taken as raw fp8 bits for a float8 buffer.
+        let p = tmp("f1.npy");
+        std::fs::write(&p, npy_bytes("<f1", 3, &[1, 2, 3])).unwrap();
+        assert!(load_args(&[format!("A={}", p.display())], &kernel(DType::U8, vec![3])).is_err());
         let _ = std::fs::remove_file(p);
+    }
+
+    /// A padded layout (rows of 4 stored 5 apart) is passed as its flat storage.
+    #[test]
+    fn padded_buffers_use_their_flat_storage() {
+        let mut k = kernel(DType::F32, vec![2, 4]);
+        for b in &mut k.bufs {
+            b.elems = 9;
+        }
+        let data: Vec<u8> = (0..36).collect();
+        let p = tmp("padded.npy");
+        save_outs(&[format!("B={}", p.display())], &k, &[vec![], data.clone()]).unwrap();
+        assert_eq!(load_args(&[format!("A={}", p.display())], &k).unwrap()[0], data);
+        let logical = tmp("logical.npy");
+        save_outs(&[format!("B={}", logical.display())], &kernel(DType::F32, vec![2, 4]), &[vec![], vec![0; 32]]).unwrap();
+        let Err(Failure::User(m)) = load_args(&[format!("A={}", logical.display())], &k) else { panic!("must fail") };
+        assert!(m.contains("shape (9,) (its layout is padded: pass the flat storage of logical shape (2, 4))"), "{m}");
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(logical);
     }
 }

@@ -67,14 +67,15 @@ fn round_trips() {
 /// picked on its own and the warning names why each faster variant declined.
 #[test]
 fn picked_when_nothing_faster_applies() {
-    let src = RoundTrip::full("warp", 32, &[4, 6], "float32")
-        .script()
-        .replace("T.thread_id([32])", "lane = T.thread_id([32])")
-        .replace("    Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])", "    if lane < 16:\n        Tx.copy(A_smem[0:4, 0:6], A[0:4, 0:6])");
-    let l = lower(&src);
+    let script = RoundTrip::full("warp", 32, &[4, 6], "float32").script().replace("T.thread_id([32])", "lane = T.thread_id([32])");
+    let guarded = |cond: &str, call: &str| {
+        script.replace("    Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])", &format!("    if {cond}:\n        {call}(A_smem[0:4, 0:6], A[0:4, 0:6])"))
+    };
+    // One thread alone: a thread-scope copy (every thread of `if lane < 16` copying the tile would race).
+    let l = lower(&guarded("lane == 0", "Tx.copy"));
     let c = call(&l, 0);
     assert_eq!(c.chosen.as_deref(), Some("gmem_smem"), "thread scope inside the if: {}", c.render());
-    let src = src.replace("        Tx.copy(A_smem", "        Tx.warp.copy(A_smem");
+    let src = guarded("lane < 16", "Tx.warp.copy");
     let l = lower(&src);
     let c = call(&l, 0);
     assert_eq!(c.chosen.as_deref(), Some("fallback"), "{}", c.render());

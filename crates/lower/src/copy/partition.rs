@@ -68,7 +68,13 @@ pub fn align(x: &Sides) -> (Partition, Vec<String>) {
     let g_sorted = canon(&perm.iter().map(|&d| x.g.shard[d]).collect::<Vec<_>>());
     for vec in super::vec_candidates((x.elem_bytes * 8) as u32) {
         match try_vec(x, &g_sorted, &s_aligned, vec, n) {
-            Ok(p) => return (p, limits),
+            Ok(p) => {
+                if limits.is_empty() {
+                    // The first candidate is 16 bytes: only the hardware limits it.
+                    limits.push(format!("vec {vec} × {} B = 16 B, the widest vector access", x.elem_bytes));
+                }
+                return (p, limits);
+            }
             Err(why) => limits.push(why),
         }
     }

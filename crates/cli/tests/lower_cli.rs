@@ -120,3 +120,20 @@ def k(A_ptr: T.handle):
     assert!(err.contains("operand scope shared != local") || err.contains("local"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn explain_sim_shows_bank_conflicts_per_call() {
+    // Seed 000: lanes read 16-byte pieces of rows 32 bytes apart: lanes l and l+4 of a
+    // quarter-warp hit the same banks (2-way).
+    let out = tirx(&["explain", example("copy_reg.py").to_str().unwrap(), "--sim"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("bank: load from `A_smem`: 2-way conflicts at worst"), "{t}");
+    // The 128B-swizzled ldmatrix/stmatrix example is conflict-free.
+    let out = tirx(&["explain", example("ldstmatrix_swizzle_x4.py").to_str().unwrap(), "--sim", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ld = j.as_array().unwrap().iter().find(|c| c["chosen"] == "ldstmatrix").expect("an ldstmatrix call");
+    assert_eq!(ld["bank"][0]["kind"], "ldmatrix");
+    assert_eq!(ld["bank"][0]["worst_ways"], 1);
+}

@@ -1,19 +1,33 @@
-//! `tirx explain FILE [--json]`: for every tile call, the operands with their
-//! layouts, each variant tried with its verdict and reason, the chosen variant,
-//! vector width, rounds and what limited the vector width. Also explains calls
-//! that cannot be lowered (exit 1 after the report).
+//! `tirx explain FILE [--json] [--sim]`: for every tile call, the operands with
+//! their layouts, each variant tried with its verdict and reason, the chosen
+//! variant, vector width, rounds and what limited the vector width. Also
+//! explains calls that cannot be lowered (exit 1 after the report).
+//!
+//! `--sim` also runs the lowered kernel in the simulator (zeroed inputs, the
+//! first `--sim-ctas` CTAs: bank behaviour repeats from CTA to CTA) and shows,
+//! under each call, the shared-memory bank conflicts of the accesses it emitted.
 use super::lower::eprint_diags;
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::load_kernel;
+use crate::frontend::{load_kernel, Source};
 use std::path::PathBuf;
+use tirx_ir::hir::Kernel;
+use tirx_lower::CallExplain;
+use tirx_sim::{BankStat, SimOptions};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// The kernel script.
     pub file: PathBuf,
-    /// A JSON list of objects (`op`, `scope`, `span`, `operands`, `chosen`, `vec`, `rounds`, `tried`, `limits`).
+    /// A JSON list of objects (`op`, `scope`, `span`, `operands`, `chosen`, `vec`, `rounds`, `tried`, `limits`;
+    /// with `--sim` also `bank`).
     #[arg(long)]
     pub json: bool,
+    /// Also simulate the kernel and show each call's shared-memory bank conflicts.
+    #[arg(long)]
+    pub sim: bool,
+    /// With `--sim`: how many CTAs to simulate.
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub sim_ctas: u64,
 }
 
 pub fn run(a: Args) -> CmdResult {
@@ -22,17 +36,76 @@ pub fn run(a: Args) -> CmdResult {
     for c in &mut calls {
         c.locate(&src.name, &src.text);
     }
+    let lowered = !diags.iter().any(|d| d.is_error());
+    let bank = if a.sim && lowered { bank_stats(&k, &src, a.sim_ctas)? } else { vec![] };
+    let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
     if a.json {
-        let j = serde_json::to_string_pretty(&calls).map_err(|e| Failure::Internal(e.to_string()))?;
-        println!("{j}");
+        let mut j = serde_json::to_value(&calls).map_err(|e| Failure::Internal(e.to_string()))?;
+        if a.sim {
+            for (c, v) in calls.iter().zip(j.as_array_mut().into_iter().flatten()) {
+                v["bank"] = serde_json::to_value(of_call(c)).map_err(|e| Failure::Internal(e.to_string()))?;
+            }
+        }
+        let text = serde_json::to_string_pretty(&j).map_err(|e| Failure::Internal(e.to_string()))?;
+        println!("{text}");
     } else if calls.is_empty() {
         println!("no tile calls");
     } else {
-        print!("{}", tirx_lower::explain::render_all(&calls));
+        for (i, c) in calls.iter().enumerate() {
+            if i > 0 {
+                println!();
+            }
+            print!("{}", c.render());
+            if a.sim {
+                print_bank(&of_call(c));
+            }
+        }
     }
     eprint_diags(&diags, &src);
-    if diags.iter().any(|d| d.is_error()) {
+    if !lowered {
         return Err(Failure::Reported);
     }
     Ok(())
+}
+
+/// Simulates the first `ctas` CTAs with zeroed inputs and returns the bank statistics.
+/// A kernel the simulator rejects (a race, an out-of-bounds access) is a user error.
+fn bank_stats(k: &Kernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
+    let l = tirx_lower::lower_kernel(k, &Default::default()).map_err(|d| {
+        eprint_diags(&d, src);
+        Failure::Reported
+    })?;
+    let mut params: Vec<Vec<u8>> =
+        l.lir.params.iter().map(|p| l.lir.buf(*p)).map(|b| vec![0u8; (b.elems.max(0) as usize) * b.dtype.bytes() as usize]).collect();
+    let opts = SimOptions { grid_limit: Some(ctas.max(1)), check_races: true, stats: true };
+    match tirx_sim::simulate(&l.lir, &mut params, &opts) {
+        Ok(report) => Ok(report.bank),
+        Err(e) => {
+            eprint_diags(&[e.to_diagnostic()], src);
+            Err(Failure::Reported)
+        }
+    }
+}
+
+/// The access was emitted by this call (its statement carries the call's span).
+fn within(s: &BankStat, c: &CallExplain) -> bool {
+    let call = c.span();
+    call.lo <= s.span.lo && s.span.hi <= call.hi
+}
+
+fn print_bank(stats: &[&BankStat]) {
+    if stats.is_empty() {
+        println!("  bank: no shared-memory access");
+    }
+    for s in stats {
+        let verdict = if s.worst_ways <= 1 { "conflict-free".to_string() } else { format!("{}-way conflicts at worst", s.worst_ways) };
+        println!(
+            "  bank: {} {} `{}`: {verdict}, {:.2} ways on average over {} warp accesses (simulated)",
+            s.kind,
+            if s.kind.ends_with("load") || s.kind == "ldmatrix" { "from" } else { "to" },
+            s.buf,
+            s.avg_ways,
+            s.executions
+        );
+    }
 }

@@ -1,0 +1,716 @@
+//! Every example (`examples/*.py`, `examples/bench/*.py`) round-trips through
+//! script → lowering → simulator and is value-checked against a reference
+//! computed here in plain Rust from the same inputs.
+//!
+//! The examples are listed at test time: one without an entry in [`spec`] fails
+//! the test by name, and so does a table entry whose example is gone. Each
+//! example gets deterministic inputs exact in their dtype; its outputs start at
+//! [`SENTINEL`] so an element the kernel forgets to write is caught; every other
+//! parameter must come back byte-identical. The simulator must report no error
+//! (race, bounds, alignment, barrier) and no warning (uninitialised reads).
+//!
+//! Tolerances: copies, casts, `+ - * /`, `max`, `sqrt` are IEEE correctly
+//! rounded (or exact) both in the simulator and in the reference, so they are
+//! compared bit for bit. Transcendentals (`exp`, `exp2`, `log2`, `silu`) are
+//! computed here in f64 and rounded once, while the simulator (like CUDA's
+//! `expf`) uses an f32 implementation that may be off by an ulp or two: they
+//! are allowed [`TRANSCENDENTAL_ULPS`] ulps of their output type.
+//!
+//! The bench kernels have grids of thousands of CTAs over 64–256 MiB tensors:
+//! they run with `grid_limit` = one row of tiles plus one CTA (so both grid
+//! axes are exercised), and the check covers exactly the tiles of the CTAs
+//! simulated; the rest of the output must stay untouched.
+
+use std::path::{Path, PathBuf};
+use tirx_ir::lir::LKernel;
+use tirx_ir::DType;
+use tirx_sim::value::{
+    bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, from_bytes, round_to,
+    to_bytes,
+};
+use tirx_sim::SimOptions;
+
+/// What an output element starts as (exact in f32, f16 and bf16; never a result here).
+const SENTINEL: f64 = -1000.0;
+
+/// Allowed distance, in ulps of the output dtype, of a transcendental result (see the module doc).
+const TRANSCENDENTAL_ULPS: u32 = 2;
+
+// ---------------------------------------------------------------------------
+// The reference table
+// ---------------------------------------------------------------------------
+
+/// How one example is checked.
+enum Spec {
+    /// A small kernel: the whole grid is simulated and every output element compared.
+    Whole(Whole),
+    /// A big tiled kernel `B[tile] = scale * A[tile]` over 2-D `A`/`B`; only the first
+    /// grid row of CTAs plus one is simulated and checked.
+    Tiled { tile: [usize; 2], scale: f64 },
+}
+
+struct Whole {
+    /// The value of element `e` of input parameter `name` (rounded to its dtype).
+    fill: fn(name: &str, dt: DType, e: usize) -> f64,
+    /// Parameters the kernel writes; each starts at [`SENTINEL`].
+    outputs: &'static [&'static str],
+    /// The expected contents of every output, from the inputs.
+    reference: fn(&Env) -> Expected,
+}
+
+/// The expected contents of each output parameter, by name.
+type Expected = Vec<(&'static str, Vec<Want>)>;
+
+/// One expected element: its value and how many ulps (of the output dtype) it may be off.
+#[derive(Clone, Copy, Debug)]
+struct Want {
+    v: f64,
+    ulps: u32,
+}
+
+fn exact(v: f64) -> Want {
+    Want { v, ulps: 0 }
+}
+
+fn transcendental(v: f64) -> Want {
+    Want {
+        v,
+        ulps: TRANSCENDENTAL_ULPS,
+    }
+}
+
+fn f32r(x: f64) -> f64 {
+    round_to(DType::F32, x)
+}
+
+fn f16r(x: f64) -> f64 {
+    round_to(DType::F16, x)
+}
+
+fn whole(
+    fill: fn(&str, DType, usize) -> f64,
+    outputs: &'static [&'static str],
+    reference: fn(&Env) -> Expected,
+) -> Option<Spec> {
+    Some(Spec::Whole(Whole {
+        fill,
+        outputs,
+        reference,
+    }))
+}
+
+/// `B == A` element for element.
+fn copy_a_to_b(e: &Env) -> Expected {
+    vec![("B", e.map("A", exact))]
+}
+
+/// The table `example name → inputs, outputs, reference`.
+fn spec(name: &str) -> Option<Spec> {
+    match name {
+        // Copies: B == A, over distinct values.
+        "constructs_swizzle"
+        | "copy_fallback"
+        | "copy_gmem_smem"
+        | "copy_gmem_smem_u8"
+        | "copy_ldstmatrix"
+        | "copy_reg"
+        | "ldstmatrix_wg_trans"
+        | "reg_padded_rows"
+        | "reg_roundtrip_wg"
+        | "reg_swizzle_wg" => whole(distinct, &["B"], copy_a_to_b),
+        // B = A + A, C = A (forced fallback copy).
+        "constructs_dispatch" => whole(distinct, &["B", "C"], |e| {
+            vec![
+                ("B", e.map("A", |a| exact(f32r(a + a)))),
+                ("C", e.map("A", exact)),
+            ]
+        }),
+        "constructs_elementwise" => whole(elementwise_inputs, &["Out"], elementwise_rows),
+        "constructs_loops" => whole(quarters, &["B"], |e| {
+            let [_, n] = e.dims2("A");
+            let a = e.get("A");
+            let b = (0..a.len())
+                .map(|i| {
+                    let (t, j) = (i / n, i % n);
+                    let v = a[i] as f32;
+                    exact(if t % 2 == 0 {
+                        (v * 2.0 - 1.0).max(0.0) as f64
+                    } else if t < 32 {
+                        (v.abs().sqrt() + (j % 3) as f32) as f64
+                    } else {
+                        a[t * n + (j + t) % n]
+                    })
+                })
+                .collect();
+            vec![("B", b)]
+        }),
+        // B[r] = 2 A[r] (+ 1 for the second warpgroup's rows r >= 128).
+        "constructs_scopes" => whole(distinct, &["B"], |e| {
+            let [_, n] = e.dims2("A");
+            let b = e.get("A").iter().enumerate();
+            vec![(
+                "B",
+                b.map(|(i, &a)| exact(f32r(2.0 * a + if i / n >= 128 { 1.0 } else { 0.0 })))
+                    .collect(),
+            )]
+        }),
+        // B[i, j] = 3 A[i, j] + j, two f32 roundings as written.
+        "constructs_views" => whole(quarters, &["B"], |e| {
+            let [_, n] = e.dims2("A");
+            let b = e.get("A").iter().enumerate();
+            vec![(
+                "B",
+                b.map(|(i, &a)| exact(((a as f32) * 3.0 + (i % n) as f32) as f64))
+                    .collect(),
+            )]
+        }),
+        "elementwise_reg" | "ewise_sqrt_warp" => whole(quarters_positive, &["B"], |e| {
+            vec![("B", e.map("A", |a| exact((a as f32).sqrt() as f64)))]
+        }),
+        // B = f32(max(f16(A), 0)): RNE rounding, overflow to inf included.
+        "ewise_cast_wg" => whole(cast_inputs, &["B"], |e| {
+            vec![("B", e.map("A", |a| exact(f16r(a).max(0.0))))]
+        }),
+        // B = bf16(exp(1.5 A + 0.25)); the argument is exact (A is a multiple of 1/64). The f32
+        // exp may be an ulp or two off (module doc), which can flip the bf16 rounding: 1 bf16 ulp.
+        "ewise_fragment_exp" => whole(exp_inputs, &["B"], |e| {
+            let b = e.map("A", |a| {
+                let y = f32r((f32r(a * 1.5) + 0.25).exp());
+                Want {
+                    v: round_to(DType::BF16, y),
+                    ulps: 1,
+                }
+            });
+            vec![("B", b)]
+        }),
+        // C = fma((A + B) * B, 0.5, A), each packed op rounded once to f16.
+        "ewise_packed_f16" => whole(packed_inputs, &["Cg"], |e| {
+            let (a, b) = (e.get("Ag"), e.get("Bg"));
+            let c = (0..a.len())
+                .map(|i| exact(f16r(f16r(f16r(a[i] + b[i]) * b[i]) * 0.5 + a[i])))
+                .collect();
+            vec![("Cg", c)]
+        }),
+        // B = A + A through ldmatrix / stmatrix on swizzled tiles.
+        "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| {
+            vec![("B", e.map("A", |a| exact(f16r(a + a))))]
+        }),
+        "reg_stream_f16" => Some(Spec::Tiled {
+            tile: [128, 64],
+            scale: 2.0,
+        }),
+        "ragged_copy_f32" => Some(Spec::Tiled {
+            tile: [60, 100],
+            scale: 1.0,
+        }),
+        "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled {
+            tile: [64, 128],
+            scale: 1.0,
+        }),
+        _ => None,
+    }
+}
+
+/// Every name [`spec`] knows, to catch entries whose example was removed.
+const TABLE: &[&str] = &[
+    "constructs_dispatch",
+    "constructs_elementwise",
+    "constructs_loops",
+    "constructs_scopes",
+    "constructs_swizzle",
+    "constructs_views",
+    "copy_fallback",
+    "copy_gmem_smem",
+    "copy_gmem_smem_u8",
+    "copy_ldstmatrix",
+    "copy_reg",
+    "elementwise_reg",
+    "ewise_cast_wg",
+    "ewise_fragment_exp",
+    "ewise_packed_f16",
+    "ewise_sqrt_warp",
+    "ldstmatrix_swizzle_x4",
+    "ldstmatrix_wg_trans",
+    "reg_padded_rows",
+    "reg_roundtrip_wg",
+    "reg_stream_f16",
+    "reg_swizzle_wg",
+    "ragged_copy_f32",
+    "tiled_copy_f16",
+    "tiled_copy_f32",
+];
+
+// ---------------------------------------------------------------------------
+// Inputs
+// ---------------------------------------------------------------------------
+
+/// Distinct, finite values exact in `dt` (so a misplaced element is always seen),
+/// alternating in sign for floats.
+fn distinct(_: &str, dt: DType, e: usize) -> f64 {
+    let neg = e % 2 == 1;
+    match dt {
+        DType::F32 | DType::F64 => (e as f64 + 1.0) * if neg { -0.5 } else { 0.5 },
+        DType::F16 => {
+            f16_bits_to_f32((0x3C00 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64
+        }
+        DType::BF16 => {
+            bf16_bits_to_f32((0x3F80 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64
+        }
+        // 8-bit integers: consecutive blocks of 256 are shifted so rows differ.
+        _ => ((e * 37 + e / 256) % 256) as f64,
+    }
+}
+
+/// Distinct signed multiples of 1/4 (so `2a - 1`, `3a + j` are exact in f32).
+fn quarters(_: &str, _: DType, e: usize) -> f64 {
+    (e as f64 - 500.0) * 0.25
+}
+
+fn quarters_positive(_: &str, _: DType, e: usize) -> f64 {
+    e as f64 * 0.25 + 0.5
+}
+
+/// `A` positive (reciprocal, log2), with values that are not exact in f16 (one a tie);
+/// `B` signed. Every `1.5 a + 0.25`, `a * b + 1` is exact in f32.
+fn elementwise_inputs(name: &str, _: DType, e: usize) -> f64 {
+    const A: [f64; 8] = [
+        0.5,
+        1.0,
+        1.5,
+        2.0,
+        3.25,
+        0.125,
+        1.0 + 1.0 / 4096.0,
+        6.0 + 1.0 / 512.0,
+    ];
+    const B: [f64; 8] = [2.0, -1.0, 0.5, -4.0, 1.0, 8.0, -0.25, 3.0];
+    if name == "A" {
+        A[e]
+    } else {
+        B[e]
+    }
+}
+
+/// Rows of `constructs_elementwise`'s `Out`, each from `a = A[j]`, `b = B[j]`.
+fn elementwise_rows(e: &Env) -> Expected {
+    let (a, b) = (e.get("A"), e.get("B"));
+    let ex = |f: &dyn Fn(f32, f32) -> f32| {
+        (0..a.len())
+            .map(|j| exact(f(a[j] as f32, b[j] as f32) as f64))
+            .collect()
+    };
+    let tr = |f: &dyn Fn(f64) -> f64| {
+        (0..a.len())
+            .map(|j| transcendental(f32r(f(a[j]))))
+            .collect::<Vec<_>>()
+    };
+    let rows: Vec<Vec<Want>> = vec![
+        ex(&|_, _| 0.0),
+        ex(&|_, _| 2.5),
+        ex(&|a, _| 1.0 / a),
+        ex(&|a, _| (a * 1.5 + 0.25).sqrt()),
+        tr(&|a| a.exp()),
+        tr(&|a| a.exp2()),
+        tr(&|a| a.log2()),
+        tr(&|a| a / (1.0 + (-a).exp())),
+        ex(&|a, b| a + b),
+        ex(&|a, b| a - b),
+        ex(&|a, _| a * 0.5),
+        ex(&|a, b| a / b),
+        ex(&|a, b| a.max(b)),
+        ex(&|a, b| a.min(b)),
+        ex(&|a, b| a * b + 1.0),
+        ex(&|a, _| f16r(a as f64) as f32),
+    ];
+    vec![("Out", rows.concat())]
+}
+
+/// Signed values mostly not exact in f16, plus the f16 overflow edge (65520 → inf, 65519 → 65504).
+fn cast_inputs(_: &str, _: DType, e: usize) -> f64 {
+    match e {
+        1000 => 65520.0,
+        1001 => 65519.0,
+        _ => (e as f64 - 300.0) * 0.3,
+    }
+}
+
+/// Multiples of 1/64 in [-4, 4].
+fn exp_inputs(_: &str, _: DType, e: usize) -> f64 {
+    ((e % 509) as f64 - 254.0) / 64.0
+}
+
+/// Small signed multiples of 1/4 (`Ag`) and 1/8 (`Bg`), different patterns.
+fn packed_inputs(name: &str, _: DType, e: usize) -> f64 {
+    if name == "Ag" {
+        ((e * 7) % 61) as f64 * 0.25 - 7.5
+    } else {
+        ((e * 5) % 53) as f64 * 0.125 - 3.25
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The harness
+// ---------------------------------------------------------------------------
+
+/// The kernel parameters' input values, by name.
+struct Env {
+    bufs: Vec<(String, Vec<i64>, Vec<f64>)>,
+}
+
+impl Env {
+    fn find(&self, name: &str) -> &(String, Vec<i64>, Vec<f64>) {
+        self.bufs
+            .iter()
+            .find(|b| b.0 == name)
+            .unwrap_or_else(|| panic!("the reference reads `{name}`, not a parameter"))
+    }
+    fn get(&self, name: &str) -> &[f64] {
+        &self.find(name).2
+    }
+    fn dims2(&self, name: &str) -> [usize; 2] {
+        match self.find(name).1[..] {
+            [m, n] => [m as usize, n as usize],
+            ref s => panic!("`{name}` has shape {s:?}, the reference expects 2-D"),
+        }
+    }
+    fn map(&self, name: &str, f: impl Fn(f64) -> Want) -> Vec<Want> {
+        self.get(name).iter().map(|&v| f(v)).collect()
+    }
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `(name, path)` of every example, sorted.
+fn examples() -> Vec<(String, PathBuf)> {
+    let mut out = vec![];
+    for dir in ["examples", "examples/bench"] {
+        let dir = repo_root().join(dir);
+        for entry in
+            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        {
+            let path = entry.expect("read examples entry").path();
+            if path.extension().is_some_and(|x| x == "py") {
+                out.push((
+                    path.file_stem().unwrap().to_string_lossy().into_owned(),
+                    path,
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Parses and lowers an example, rendering diagnostics on failure.
+fn lower(path: &Path, src: &str) -> Result<LKernel, String> {
+    let file = path.display().to_string();
+    let k = tirx_script::parse_kernel(&file, src)
+        .map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
+    let l = tirx_lower::lower_kernel(&k, &Default::default())
+        .map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
+    Ok(l.lir)
+}
+
+/// Simulates, turning an error or a warning into a rendered failure.
+fn simulate(
+    k: &LKernel,
+    params: &mut [Vec<u8>],
+    opts: &SimOptions,
+    path: &Path,
+    src: &str,
+) -> Result<String, String> {
+    let file = path.display().to_string();
+    let r = tirx_sim::simulate(k, params, opts).map_err(|e| {
+        format!(
+            "simulator error:\n{}",
+            tirx_ir::diag::render(&[e.to_diagnostic()], &file, src, false)
+        )
+    })?;
+    if !r.warnings.is_empty() {
+        let d: Vec<_> = r.warnings.iter().map(|w| w.to_diagnostic()).collect();
+        return Err(format!(
+            "simulator warnings:\n{}",
+            tirx_ir::diag::render(&d, &file, src, false)
+        ));
+    }
+    Ok(format!(
+        "{} CTA(s), {} instructions, no races/bounds/alignment errors",
+        r.ctas_run, r.instructions
+    ))
+}
+
+/// Runs one example; `Ok` says what was checked.
+fn check_example(name: &str, path: &Path) -> Result<String, String> {
+    let src = std::fs::read_to_string(path).map_err(|e| format!("read: {e}"))?;
+    let spec = spec(name).ok_or_else(|| {
+        format!("no reference: add `{name}` to `spec()` and `TABLE` in crates/lower/tests/examples_sim.rs")
+    })?;
+    let k = lower(path, &src)?;
+    match spec {
+        Spec::Whole(w) => check_whole(&k, &w, path, &src),
+        Spec::Tiled { tile, scale } => check_tiled(&k, tile, scale, path, &src),
+    }
+}
+
+fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String, String> {
+    let mut env = Env { bufs: vec![] };
+    let mut params = vec![];
+    for id in &k.params {
+        let b = k.buf(*id);
+        let vals: Vec<f64> = if w.outputs.contains(&b.name.as_str()) {
+            vec![SENTINEL; b.elems as usize]
+        } else {
+            (0..b.elems as usize)
+                .map(|e| round_to_dtype(b.dtype, (w.fill)(&b.name, b.dtype, e)))
+                .collect()
+        };
+        params.push(to_bytes(b.dtype, &vals));
+        env.bufs.push((b.name.clone(), b.shape.clone(), vals));
+    }
+    for o in w.outputs {
+        if !env.bufs.iter().any(|b| b.0 == *o) {
+            return Err(format!(
+                "the table names output `{o}`, which is not a parameter"
+            ));
+        }
+    }
+    let given = params.clone();
+    let sim = simulate(k, &mut params, &SimOptions::default(), path, src)?;
+    let expected = (w.reference)(&env);
+    let mut checked = vec![];
+    for (i, id) in k.params.iter().enumerate() {
+        let b = k.buf(*id);
+        if let Some((_, want)) = expected.iter().find(|(n, _)| *n == b.name) {
+            let got: Vec<f64> = from_bytes(b.dtype, &params[i]);
+            let seen = compare(&b.name, b.dtype, &b.shape, &got, want)?;
+            let tol = want.iter().map(|w| w.ulps).max().unwrap_or(0);
+            checked.push(format!(
+                "{} ({} elems, {seen} ulp off at most, {tol} allowed)",
+                b.name,
+                got.len()
+            ));
+        } else if w.outputs.contains(&b.name.as_str()) {
+            return Err(format!(
+                "the reference gives no values for output `{}`",
+                b.name
+            ));
+        } else if params[i] != given[i] {
+            return Err(format!("input `{}` was modified", b.name));
+        } else {
+            checked.push(format!("{} unchanged", b.name));
+        }
+    }
+    Ok(format!("{}; {sim}", checked.join(", ")))
+}
+
+fn round_to_dtype(dt: DType, v: f64) -> f64 {
+    if dt.is_float() {
+        round_to(dt, v)
+    } else {
+        v
+    }
+}
+
+/// Compares `got` with `want`, reporting the first mismatches with their coordinates;
+/// `Ok` is the largest distance seen, in ulps.
+fn compare(
+    name: &str,
+    dt: DType,
+    shape: &[i64],
+    got: &[f64],
+    want: &[Want],
+) -> Result<u64, String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "`{name}`: {} elements, the reference has {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let dist: Vec<u64> = (0..got.len())
+        .map(|i| distance(dt, got[i], want[i].v))
+        .collect();
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| dist[i] > want[i].ulps as u64)
+        .collect();
+    if bad.is_empty() {
+        return Ok(dist.into_iter().max().unwrap_or(0));
+    }
+    let lines: Vec<String> = bad
+        .iter()
+        .take(8)
+        .map(|&i| {
+            format!(
+                "  {name}{:?}: got {}, want {} (±{} ulp)",
+                coords(i, shape),
+                got[i],
+                want[i].v,
+                want[i].ulps
+            )
+        })
+        .collect();
+    Err(format!(
+        "`{name}`: {} of {} elements wrong:\n{}",
+        bad.len(),
+        got.len(),
+        lines.join("\n")
+    ))
+}
+
+fn coords(mut i: usize, shape: &[i64]) -> Vec<usize> {
+    let mut c = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        c[d] = i % shape[d] as usize;
+        i /= shape[d] as usize;
+    }
+    c
+}
+
+/// How many ulps of `dt` apart two values are: 0 when equal (NaN equals NaN),
+/// `u64::MAX` when not comparable (a NaN against a number, integers that differ).
+fn distance(dt: DType, got: f64, want: f64) -> u64 {
+    if got == want || (got.is_nan() && want.is_nan()) {
+        return 0;
+    }
+    match (ordered(dt, got), ordered(dt, want)) {
+        (Some(g), Some(w)) if got.is_finite() && want.is_finite() => g.abs_diff(w),
+        _ => u64::MAX,
+    }
+}
+
+/// The float's position on the number line of its dtype (adjacent values differ by 1).
+fn ordered(dt: DType, v: f64) -> Option<i64> {
+    let (bits, width) = match dt {
+        DType::F32 => ((v as f32).to_bits() as u64, 32),
+        DType::F16 => (f32_to_f16_bits(v as f32) as u64, 16),
+        DType::BF16 => (f32_to_bf16_bits(v as f32) as u64, 16),
+        DType::F64 => (v.to_bits(), 64),
+        _ => return None,
+    };
+    let sign = 1u64 << (width - 1);
+    let magnitude = (bits & (sign - 1)) as i64;
+    Some(if bits & sign != 0 {
+        -magnitude
+    } else {
+        magnitude
+    })
+}
+
+// ----- big tiled kernels -----
+
+/// Byte that fills `A` outside the window of simulated tiles: a finite, nonzero value
+/// in every float dtype, so a read from a wrong tile shows up in `B`.
+const FAR: u8 = 0x3C;
+
+fn check_tiled(
+    k: &LKernel,
+    tile: [usize; 2],
+    scale: f64,
+    path: &Path,
+    src: &str,
+) -> Result<String, String> {
+    let (a, b) = match k.params[..] {
+        [a, b] => (k.buf(a), k.buf(b)),
+        _ => {
+            return Err(format!(
+                "a tiled bench kernel takes (A, B); this one takes {} parameters",
+                k.params.len()
+            ))
+        }
+    };
+    let (dt, [m, n]) = match b.shape[..] {
+        [m, n] if a.shape == b.shape && a.dtype == b.dtype => (a.dtype, [m as usize, n as usize]),
+        _ => return Err("a tiled bench kernel takes A and B of one 2-D shape and dtype".into()),
+    };
+    let grid = [n / tile[1], m / tile[0]];
+    if k.grid != [grid[0] as u32, grid[1] as u32, 1] || m % tile[0] != 0 || n % tile[1] != 0 {
+        return Err(format!(
+            "grid {:?} does not tile {m}x{n} by the table's {tile:?}",
+            k.grid
+        ));
+    }
+    // One full row of tiles, plus the first tile of the next row (so `by` varies too).
+    let ctas = grid[0] + 1;
+    let window = 2 * tile[0] * n;
+    let bytes = dt.bytes() as usize;
+    let near: Vec<f64> = (0..window).map(|e| distinct("A", dt, e)).collect();
+    let mut a_bytes = vec![FAR; m * n * bytes];
+    a_bytes[..window * bytes].copy_from_slice(&to_bytes(dt, &near));
+    let mut params = vec![a_bytes, vec![0u8; m * n * bytes]];
+    let opts = SimOptions {
+        grid_limit: Some(ctas as u64),
+        ..Default::default()
+    };
+    let sim = simulate(k, &mut params, &opts, path, src)?;
+
+    let simulated = |r: usize, c: usize| (r / tile[0]) * grid[0] + c / tile[1] < ctas;
+    let want: Vec<Want> = (0..window)
+        .map(|e| {
+            exact(if simulated(e / n, e % n) {
+                round_to(dt, scale * near[e])
+            } else {
+                0.0
+            })
+        })
+        .collect();
+    let got: Vec<f64> = from_bytes(dt, &params[1][..window * bytes]);
+    compare(&b.name, dt, &[2 * tile[0] as i64, n as i64], &got, &want)?;
+    if !all_bytes(&params[1][window * bytes..], 0) {
+        return Err(format!(
+            "`{}` was written beyond the tiles of the {ctas} CTAs simulated",
+            b.name
+        ));
+    }
+    if params[0][..window * bytes] != to_bytes(dt, &near)[..]
+        || !all_bytes(&params[0][window * bytes..], FAR)
+    {
+        return Err(format!("input `{}` was modified", a.name));
+    }
+    Ok(format!(
+        "{} == {scale} * {} on the {ctas} of {} CTAs simulated ({} elems), rest of {} untouched, {} unchanged; {sim}",
+        b.name,
+        a.name,
+        grid[0] * grid[1],
+        ctas * tile[0] * tile[1],
+        b.name,
+        a.name
+    ))
+}
+
+/// Whether every byte is `v` (slice compares are memcmp: fast even unoptimised).
+fn all_bytes(s: &[u8], v: u8) -> bool {
+    let block = [v; 1 << 16];
+    s.chunks(block.len()).all(|c| c == &block[..c.len()])
+}
+
+#[test]
+fn every_example_matches_its_rust_reference() {
+    let found = examples();
+    let mut failures = vec![];
+    for (name, path) in &found {
+        let t = std::time::Instant::now();
+        match check_example(name, path) {
+            Ok(what) => eprintln!("ok   {name} ({:.2?}): {what}", t.elapsed()),
+            Err(e) => failures.push(format!("FAIL {name} ({}):\n{e}", path.display())),
+        }
+    }
+    for name in TABLE {
+        if !found.iter().any(|(n, _)| n == name) {
+            failures.push(format!(
+                "FAIL {name}: in the reference table but no examples/{name}.py exists"
+            ));
+        }
+        assert!(
+            spec(name).is_some(),
+            "TABLE lists `{name}`, which `spec()` does not know"
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} example(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}

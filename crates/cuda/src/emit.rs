@@ -146,7 +146,7 @@ impl Ctx<'_> {
             match (b.space, b.dynamic) {
                 (Space::Shared, true) => dyn_bufs.push((id, bytes)),
                 (Space::Shared, false) => {
-                    static_smem += bytes.div_ceil(ARRAY_ALIGN) * ARRAY_ALIGN;
+                    static_smem = static_smem.saturating_add(padded(bytes));
                     self.line(&format!(
                         "__shared__ alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}",
                         b.elems
@@ -187,7 +187,7 @@ impl Ctx<'_> {
             self.line(&format!(
                 "{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"
             ));
-            offset += bytes.div_ceil(ARRAY_ALIGN) * ARRAY_ALIGN;
+            offset = offset.saturating_add(padded(bytes));
         }
         u32::try_from(offset).map_err(|_| {
             CodegenError::Unsupported(format!(
@@ -572,6 +572,12 @@ fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
         .ok()
         .and_then(|n| n.checked_mul(u64::from(t.bytes())))
         .ok_or_else(|| CodegenError::InvalidLir(format!("array of {elems} x {t}")))
+}
+
+/// `bytes` rounded up to whole [`ARRAY_ALIGN`] units (the next array starts
+/// aligned), saturated so that absurd sizes reach the limit checks.
+fn padded(bytes: u64) -> u64 {
+    bytes.checked_next_multiple_of(ARRAY_ALIGN).unwrap_or(u64::MAX)
 }
 
 /// `  // (32, 32)` after a declaration whose source shape is not flat.

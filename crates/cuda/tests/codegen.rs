@@ -704,3 +704,17 @@ fn loop_bounds_keep_their_grouping() {
         "{s}"
     );
 }
+
+#[test]
+fn absurd_shared_sizes_are_an_error_not_an_overflow() {
+    let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);
+    // 2^64 - 8 bytes each: rounding up to 16 B and summing saturate.
+    let s = kb.shared("s", DType::F64, &[(1 << 61) - 1]);
+    let t = kb.shared("t", DType::F64, &[(1 << 61) - 1]);
+    let out = kb.param("out", DType::F64, &[1]);
+    let k = kb.finish(vec![store(out, i(0), add(load(s, l(0)), load(t, l(0))))]);
+    match generate(&k) {
+        Err(CodegenError::Unsupported(m)) => assert!(m.contains("shared.dyn"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -31,7 +31,7 @@ pub fn element(k: &Kernel, env: &Env, b: &Builder, buf: BufId, idx: &[LExpr], th
     }
     let (g, seps) = lay::group(&lay::canon(&tile.shard), &hb.shape)
         .ok_or_else(|| format!("the layout of `{}` does not split over its shape {:?}", hb.name, hb.shape))?;
-    let mut flat = LExpr::Int(tile.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    let mut flat = LExpr::Int(lay::m_offset(&tile), ity);
     for (d, x) in idx.iter().enumerate() {
         let x = b.to_int(x.clone(), ity);
         flat = b.add(flat, dim_offset(b, &g[seps[d]..seps[d + 1]], x));

@@ -12,8 +12,8 @@
 //! every variant and its reason; picking a slow variant (fallback) is a warning
 //! that names why each faster variant declined.
 //!
-//! New variants (`reg`, `ldstmatrix`, elementwise `reg`, ...) are new modules
-//! registered in [`Registry::cuda`]; nothing else changes.
+//! A new variant is a new module registered in [`Registry::cuda`] (through
+//! its family's `register`); nothing else changes.
 
 use crate::build::Builder;
 use crate::explain::{CallExplain, Tried};
@@ -24,8 +24,7 @@ use std::any::Any;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::{DType, Diagnostic, Span};
-use tirx_layout::ExecScope;
-use tirx_layout::Axis;
+use tirx_layout::{Axis, ExecScope};
 
 /// Why a variant does not apply: the predicate that failed and a reason a user can act on.
 #[derive(Clone, Debug, PartialEq, Eq)]

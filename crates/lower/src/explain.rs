@@ -212,7 +212,7 @@ pub fn region_text(k: &Kernel, r: &BufferRegion) -> String {
             if rg.extent == 1 {
                 b
             } else if let ExprKind::Int(v) = rg.begin.kind {
-                format!("{v}:{}", v + rg.extent)
+                format!("{v}:{}", v.saturating_add(rg.extent))
             } else {
                 format!("{b}:{b} + {}", rg.extent)
             }

@@ -159,31 +159,34 @@ pub struct Affine {
     pub terms: Vec<(VarId, i64)>,
 }
 
+// Both return `None` on i64 overflow (a user-written index), which makes the index non-affine.
 impl Affine {
-    fn scale(mut self, c: i64) -> Affine {
-        self.constant *= c;
+    fn scale(mut self, c: i64) -> Option<Affine> {
+        self.constant = self.constant.checked_mul(c)?;
         for t in &mut self.terms {
-            t.1 *= c;
+            t.1 = t.1.checked_mul(c)?;
         }
         self.terms.retain(|t| t.1 != 0);
-        self
+        Some(self)
     }
-    fn plus(mut self, o: Affine) -> Affine {
-        self.constant += o.constant;
+    fn plus(mut self, o: Affine) -> Option<Affine> {
+        self.constant = self.constant.checked_add(o.constant)?;
         for (v, c) in o.terms {
             match self.terms.iter_mut().find(|t| t.0 == v) {
-                Some(t) => t.1 += c,
+                Some(t) => t.1 = t.1.checked_add(c)?,
                 None => self.terms.push((v, c)),
             }
         }
         self.terms.retain(|t| t.1 != 0);
-        self
+        Some(self)
     }
-    /// The largest constant every value of the symbolic part is a multiple of
-    /// (0 when there is no symbolic part).
-    pub fn divisor(&self) -> i64 {
-        self.terms.iter().fold(0, |g, t| gcd(g, t.1.abs()))
-    }
+}
+
+/// The largest constant every value of `Σ coefficient · var` is a multiple of
+/// (0 when there are no terms). It serves alignment proofs, so a coefficient
+/// of `i64::MIN` (no positive `i64`) counts as the odd `i64::MAX`: conservative.
+pub fn divisor(terms: &[(VarId, i64)]) -> i64 {
+    terms.iter().fold(0, |g, t| gcd(g, t.1.checked_abs().unwrap_or(i64::MAX)))
 }
 
 pub fn gcd(a: i64, b: i64) -> i64 {
@@ -200,14 +203,14 @@ pub fn affine(env: &Env, e: &Expr) -> Option<Affine> {
         ExprKind::Int(v) => Some(Affine { constant: *v, terms: vec![] }),
         ExprKind::Var(v) => env.var(*v).map(|_| Affine { constant: 0, terms: vec![(*v, 1)] }),
         ExprKind::Cast(x) if e.dtype.is_int() => affine(env, x),
-        ExprKind::Unary(UnOp::Neg, x) => Some(affine(env, x)?.scale(-1)),
-        ExprKind::Binary(BinOp::Add, x, y) => Some(affine(env, x)?.plus(affine(env, y)?)),
-        ExprKind::Binary(BinOp::Sub, x, y) => Some(affine(env, x)?.plus(affine(env, y)?.scale(-1))),
+        ExprKind::Unary(UnOp::Neg, x) => affine(env, x)?.scale(-1),
+        ExprKind::Binary(BinOp::Add, x, y) => affine(env, x)?.plus(affine(env, y)?),
+        ExprKind::Binary(BinOp::Sub, x, y) => affine(env, x)?.plus(affine(env, y)?.scale(-1)?),
         ExprKind::Binary(BinOp::Mul, x, y) => {
             let (a, c) = (affine(env, x)?, affine(env, y)?);
             match (a.terms.is_empty(), c.terms.is_empty()) {
-                (true, _) => Some(c.scale(a.constant)),
-                (_, true) => Some(a.scale(c.constant)),
+                (true, _) => c.scale(a.constant),
+                (_, true) => a.scale(c.constant),
                 _ => None,
             }
         }

@@ -6,7 +6,7 @@
 //! Thread-axis fusion is off (`Fusion::None`): lowering addresses memory (`m`)
 //! only, and global/shared layouts carry no thread axes.
 
-use tirx_layout::{Fusion, Iter, Layout, TileLayout};
+use tirx_layout::{Axis, Fusion, Iter, Layout, TileLayout};
 
 /// Unit iters dropped, adjacent chains fused (thread axes as written).
 pub fn canon(shard: &[Iter]) -> Vec<Iter> {
@@ -38,9 +38,15 @@ pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
         Layout::Tile(_) => span,
         Layout::Compose(c) => {
             let period = c.swizzle.period();
-            (span + period - 1) / period * period
+            let whole = span.checked_add(period - 1).ok_or_else(|| format!("{span} elements overflow i64 when rounded to swizzle periods"))?;
+            whole / period * period
         }
     })
+}
+
+/// The constant element offset of `l` on the memory axis.
+pub fn m_offset(l: &TileLayout) -> i64 {
+    l.offset.get(&Axis::M).copied().unwrap_or(0)
 }
 
 pub fn tile_of(l: &Layout) -> &TileLayout {

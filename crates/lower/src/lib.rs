@@ -8,8 +8,9 @@
 //!   cooperate (`intra`) and the thread-id expression of the call's scope.
 //! * [`dispatch`]: the registry of lowering variants per tile op, trial order,
 //!   forced variants (`dispatch="name"`), decline tables and fallback warnings.
-//! * [`copy`]: the copy variants (`gmem_smem`, `ldstmatrix`, `reg`, `fallback`),
-//!   one module each; [`elementwise`]: the elementwise variants.
+//! * [`copy`]: the copy variants (`gmem_smem`, `gmem_smem_predicated`,
+//!   `ldstmatrix`, `reg`, `fallback`), one module each; [`elementwise`]: the
+//!   elementwise variants.
 //! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
 //! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
 //!   addressing through layouts, constant folding and name keeping.

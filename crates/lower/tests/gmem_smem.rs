@@ -291,3 +291,29 @@ fn unstructured_partition() {
     assert_eq!((c.chosen.as_deref(), c.vec, c.rounds), (Some("gmem_smem"), Some(1), Some(3)), "{}", c.render());
     assert!(c.limits.last().unwrap().contains("one element per thread and round"), "{:?}", c.limits);
 }
+
+/// A symbolic begin whose element step (`by * 2^48` rows of 2^20) overflows i64
+/// is a decline, not a panic.
+#[test]
+fn overflowing_symbolic_begin_declines() {
+    let src = r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+
+@T.prim_func
+def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 1048576), "float16")
+    T.device_entry()
+    by = T.cta_id([2])
+    tx = T.thread_id([32])
+    A_smem = T.alloc_buffer((1, 32), "float16", scope="shared")
+    Tx.cta.copy(A_smem[0:1, 0:32], A[by * 65536 * 65536 * 65536 : by * 65536 * 65536 * 65536 + 1, 0:32])
+"#;
+    let (calls, _) = tirx_lower::explain_kernel(&parse(src), &Default::default());
+    let t = tried(&calls[0], "gmem_smem");
+    assert!(!t.accepted && t.reason.contains("overflows i64"), "{t:?}");
+    // A coefficient of 2^64 has no affine form in i64.
+    let wider = src.replace("by * 65536 * 65536 * 65536", "by * 65536 * 65536 * 65536 * 65536");
+    let (calls, _) = tirx_lower::explain_kernel(&parse(&wider), &Default::default());
+    let t = tried(&calls[0], "gmem_smem");
+    assert!(!t.accepted && t.reason.contains("not affine"), "{t:?}");
+}

@@ -133,7 +133,7 @@ impl Gpu {
     }
 
     fn check_spec(&self, s: &LaunchSpec) -> Result<(), RuntimeError> {
-        let threads: u64 = s.block.iter().map(|&b| b as u64).product();
+        let threads = s.block.iter().fold(1u64, |a, &b| a.saturating_mul(b as u64));
         let bad = |m: String| Err(RuntimeError::Invalid(format!("kernel `{}`: {m}", s.kernel)));
         if s.grid.contains(&0) || s.block.contains(&0) {
             return bad(format!("grid {:?} / block {:?} has a zero extent", s.grid, s.block));
@@ -193,6 +193,10 @@ impl Gpu {
 
     /// Copies the parameters back into `bufs`.
     pub fn download(&self, dev: &DeviceBuffers, bufs: &mut [Vec<u8>]) -> Result<(), RuntimeError> {
+        let sizes: Vec<usize> = bufs.iter().map(Vec::len).collect();
+        if sizes != dev.lens {
+            return Err(RuntimeError::Internal(format!("downloading into buffers of {sizes:?} bytes; the device holds {:?}", dev.lens)));
+        }
         for ((s, len), out) in dev.slices.iter().zip(&dev.lens).zip(bufs.iter_mut()) {
             if *len > 0 {
                 let view = s.slice(..*len);

@@ -46,9 +46,9 @@ pub fn analyze(k: &LKernel) -> Traffic {
             .filter(|p| flags.get(p.0 as usize).copied().unwrap_or(false))
             .map(|p| {
                 let b = k.buf(*p);
-                b.elems.max(0) as u64 * b.dtype.bytes() as u64
+                (b.elems.max(0) as u64).saturating_mul(b.dtype.bytes() as u64)
             })
-            .sum()
+            .fold(0u64, u64::saturating_add)
     };
     let data_only = w.compute.is_none() && w.stores > 0;
     let because = match (&w.compute, w.stores) {

@@ -19,7 +19,7 @@ use crate::value::{decode, encode};
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
 use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{LKernel, Space};
+use tirx_ir::lir::{LBuf, LKernel, Space};
 use tirx_ir::DType;
 
 /// Static shared memory a kernel may declare without `extern __shared__` (48 KiB).
@@ -86,7 +86,7 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
     if k.grid.contains(&0) || k.block.contains(&0) {
         return Err(limit_error(format!("launch of grid {:?} × block {:?} has an empty dimension", k.grid, k.block)));
     }
-    let threads: u64 = k.block.iter().map(|d| *d as u64).product();
+    let threads = k.block.iter().fold(1u64, |a, &d| a.saturating_mul(d as u64));
     if threads > 1024 {
         return Err(limit_error(format!("{threads} threads per CTA; CUDA allows at most 1024"))
             .help("use fewer threads per CTA and more CTAs"));
@@ -103,21 +103,14 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
         if k.params[..i].contains(id) {
             return Err(invalid(format!("buffer id {} is passed as two parameters", id.0)));
         }
-        let b = k.bufs.get(id.0 as usize).ok_or_else(|| {
-            SimError::new(
-                SimErrorKind::InvalidKernel,
-                Default::default(),
-                format!("parameter {i} names buffer id {}, which does not exist", id.0),
-            )
-        })?;
+        let b = k
+            .bufs
+            .get(id.0 as usize)
+            .ok_or_else(|| invalid(format!("parameter {i} names buffer id {}, which does not exist", id.0)))?;
         if b.space != Space::Global {
-            return Err(SimError::new(
-                SimErrorKind::InvalidKernel,
-                Default::default(),
-                format!("parameter `{}` is not a global buffer", b.name),
-            ));
+            return Err(invalid(format!("parameter `{}` is not a global buffer", b.name)));
         }
-        let want = b.elems.max(0) as usize * b.dtype.bytes() as usize;
+        let want = byte_size(b);
         if params[i].len() != want {
             return Err(SimError::new(
                 SimErrorKind::BadArgument,
@@ -136,7 +129,7 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
         if b.space == Space::Global && !k.params.contains(&tirx_ir::lir::LBufId(i as u32)) {
             return Err(invalid(format!("global buffer `{}` is not a kernel parameter", b.name)));
         }
-        let bytes = b.elems.max(0) as usize * b.dtype.bytes() as usize;
+        let bytes = byte_size(b);
         if b.space == Space::Local && bytes > LOCAL_LIMIT {
             return Err(limit_error(format!(
                 "local buffer `{}` takes {bytes} bytes per thread; CUDA allows at most {LOCAL_LIMIT}",
@@ -148,8 +141,7 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
         k.bufs
             .iter()
             .filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d))
-            .map(|b| (b.elems.max(0) as usize * b.dtype.bytes() as usize).next_multiple_of(128))
-            .sum()
+            .fold(0usize, |a, b| a.saturating_add(byte_size(b).checked_next_multiple_of(128).unwrap_or(usize::MAX)))
     };
     if smem(Some(false)) > STATIC_SMEM_LIMIT {
         return Err(limit_error(format!(
@@ -165,6 +157,12 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
         )));
     }
     Ok(())
+}
+
+/// The bytes of buffer `b` (per thread for local memory), saturated: a
+/// malformed size must reach the limit checks, not overflow.
+fn byte_size(b: &LBuf) -> usize {
+    (b.elems.max(0) as usize).saturating_mul(b.dtype.bytes() as usize)
 }
 
 impl<'a> Machine<'a> {

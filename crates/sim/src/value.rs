@@ -157,7 +157,8 @@ pub fn wrap_int(t: DType, v: i64) -> i64 {
     }
 }
 
-/// Decodes one element (little-endian `bytes`, `t.bytes()` long) into a value slot.
+/// Decodes one element (little-endian `b`, at least `t.bytes()` long: panics if
+/// shorter) into a value slot.
 pub fn decode(t: DType, b: &[u8]) -> u64 {
     let int = |v: i64| v as u64;
     let flt = |v: f64| v.to_bits();
@@ -179,7 +180,8 @@ pub fn decode(t: DType, b: &[u8]) -> u64 {
     }
 }
 
-/// Encodes a value slot of type `t` into `out` (`t.bytes()` long), little-endian.
+/// Encodes a value slot of type `t` into `out` (at least `t.bytes()` long: panics
+/// if shorter), little-endian.
 /// Float slots hold values already rounded to `t`, so this is exact.
 pub fn encode(t: DType, v: u64, out: &mut [u8]) {
     let i = v as i64;

@@ -391,3 +391,21 @@ fn threads_of_2d_blocks_are_named_by_threadidx() {
         &["thread 16 = threadIdx (0, 2, 0) (warp 0, lane 16)"],
     );
 }
+
+#[test]
+fn absurd_sizes_are_errors_not_overflows() {
+    // 2^32 threads per CTA: the thread count saturates instead of overflowing.
+    let k = Kb::new([1, 1, 1], [u32::MAX, u32::MAX, u32::MAX]).finish(vec![]);
+    assert_eq!(sim(&k, &mut []).unwrap_err().kind, SimErrorKind::ResourceLimit);
+    // i64::MAX elements of f32 in each of several memory spaces: byte sizes saturate.
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let _ = kb.param("A", DType::F32, i64::MAX);
+    assert_eq!(sim(&kb.finish(vec![]), &mut [vec![0; 4]]).unwrap_err().kind, SimErrorKind::BadArgument);
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    kb.local("R", DType::F32, i64::MAX);
+    assert_eq!(sim(&kb.finish(vec![]), &mut []).unwrap_err().kind, SimErrorKind::ResourceLimit);
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    kb.shared("S", DType::F32, i64::MAX);
+    kb.shared("T", DType::F32, i64::MAX);
+    assert_eq!(sim(&kb.finish(vec![]), &mut []).unwrap_err().kind, SimErrorKind::ResourceLimit);
+}

@@ -23,10 +23,10 @@
 
 use super::partition::{self, Partition, Sides};
 use super::swizzle_iter::{recognize, Walk};
-use super::{operands, scope_pair, CopyOps, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
-use crate::expr::gcd;
+use crate::expr::divisor;
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
@@ -53,6 +53,58 @@ struct GsPlan {
     threads: i64,
 }
 
+/// The global and shared operands of a gmem ↔ smem copy, each sliced to its region.
+pub(super) struct GsOperands {
+    pub(super) g: Side,
+    pub(super) s: Side,
+    pub(super) g_is_src: bool,
+    pub(super) elem_bytes: i64,
+}
+
+impl GsOperands {
+    /// Slices both sides; only the shared one may be swizzled.
+    pub(super) fn resolve(cx: &CallCx, ops: &CopyOps) -> Result<GsOperands, Decline> {
+        let (g_reg, s_reg, g_is_src) =
+            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
+        let g = side(cx, g_reg)?;
+        if g.swizzle.is_some() {
+            return Err(Decline::new("layout", format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name)));
+        }
+        let s = side(cx, s_reg)?;
+        Ok(GsOperands { g, s, g_is_src, elem_bytes: cx.buf(g_reg.buf).dtype.bytes() as i64 })
+    }
+
+    /// The partition problem over `threads` threads.
+    pub(super) fn sides(&self, threads: i64) -> Sides<'_> {
+        Sides {
+            g: &self.g.tile,
+            s: &self.s.tile,
+            elem_bytes: self.elem_bytes,
+            threads,
+            chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
+            g_sym_div: divisor(&self.g.sym),
+            s_sym_div: divisor(&self.s.sym),
+        }
+    }
+
+    /// `(global, shared)` regions of the call's operands.
+    pub(super) fn regions<'a>(g_is_src: bool, ops: &CopyOps<'a>) -> (&'a BufferRegion, &'a BufferRegion) {
+        if g_is_src {
+            (ops.src, ops.dst)
+        } else {
+            (ops.dst, ops.src)
+        }
+    }
+}
+
+/// The call's thread id, or 0 when one thread does the copy.
+pub(super) fn thread_id(cx: &CallCx, em: &mut Emitter, threads: i64) -> LExpr {
+    match cx.scope.tid_kind() {
+        Some(k) if threads > 1 => em.thread_id(k),
+        _ => LExpr::i32(0),
+    }
+}
+
 pub(super) const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
 
 impl Variant for GmemSmem {
@@ -70,28 +122,14 @@ impl Variant for GmemSmem {
         let t = cx.cooperating_threads(super::ANY_SCOPE)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
-        let (g_reg, s_reg, g_is_src) =
-            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
-        let n = CopyOps::elems(g_reg);
+        // Both regions hold the same elements (`operands` checked their extents).
+        let n = CopyOps::elems(ops.src);
         if n % t != 0 {
             return Err(Decline::new("divides_thread_cnt", format!("region size {n} not divisible by thread_cnt={t}")));
         }
-        let g = side(cx, g_reg)?;
-        if g.swizzle.is_some() {
-            return Err(Decline::new("layout", format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name)));
-        }
-        let s = side(cx, s_reg)?;
-        let bytes = cx.buf(g_reg.buf).dtype.bytes() as i64;
-        let sides = Sides {
-            g: &g.tile,
-            s: &s.tile,
-            elem_bytes: bytes,
-            threads: t,
-            chunk: s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: divisor(&g.sym),
-            s_sym_div: divisor(&s.sym),
-        };
-        let (part, mut limits) = partition::align(&sides);
+        let o = GsOperands::resolve(cx, &ops)?;
+        let (part, mut limits) = partition::align(&o.sides(t));
+        let GsOperands { g, s, g_is_src, elem_bytes: bytes } = o;
         let (vec, rounds) = (part.vec(), part.rounds());
         let walk = s.swizzle.as_ref().and_then(|sw| swizzle_walk(sw, &part, &s, t));
         if s.swizzle.is_some() && walk.is_none() {
@@ -109,13 +147,10 @@ impl Variant for GmemSmem {
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
         let p = plan.data::<GsPlan>("gmem_smem")?;
         let ops = operands(cx)?;
-        let (g_reg, s_reg) = if p.g_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+        let (g_reg, s_reg) = GsOperands::regions(p.g_is_src, &ops);
         let (gb, g_ity) = em.lbuf(g_reg.buf)?;
         let (sb, s_ity) = em.lbuf(s_reg.buf)?;
-        let tid = match cx.scope.tid_kind() {
-            Some(k) if p.threads > 1 => em.thread_id(k),
-            _ => LExpr::i32(0),
-        };
+        let tid = thread_id(cx, em, p.threads);
         let rounds = p.part.rounds();
         let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
@@ -169,7 +204,7 @@ fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &Side, threads: i64) -> Optio
         return None;
     }
     let (g, seps) = lay::group(&s_p.shard, &[*rounds, threads, *vec])?;
-    let base = s_p.offset.get(&Axis::M).copied().unwrap_or(0);
+    let base = lay::m_offset(s_p);
     let tgroup = &g[seps[1]..seps[2]];
     let m0: Vec<i64> = (0..threads).map(|t| base + split_offset(tgroup, t)).collect();
     recognize(sw, &g[seps[0]..seps[1]], &m0)
@@ -188,10 +223,6 @@ fn split_offset(group: &[tirx_layout::Iter], mut x: i64) -> i64 {
     acc
 }
 
-pub(super) fn divisor(sym: &[(VarId, i64)]) -> i64 {
-    sym.iter().fold(0, |g, t| gcd(g, t.1.abs()))
-}
-
 /// Slices one operand's layout to its region; symbolic begins become a
 /// separate affine element offset.
 pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
@@ -208,12 +239,7 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
     let mut begins = Vec::new();
     let mut sym: Vec<(VarId, i64)> = Vec::new();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = cx.affine(&rg.begin).ok_or_else(|| {
-            Decline::new(
-                "symbolic_begin",
-                format!("dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids", b.name, crate::explain::top_text(cx.kernel, &rg.begin)),
-            )
-        })?;
+        let a = affine_begin(cx, b, d, &rg.begin)?;
         begins.push(a.constant);
         if a.terms.is_empty() {
             continue;
@@ -225,7 +251,7 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
         let stride = stride.ok_or_else(|| {
             Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
         })?;
-        sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+        push_sym(&mut sym, &a, stride, b, d)?;
     }
     let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
     let sliced = lay::slice(&tile, &b.shape, &begins, &ext).map_err(|m| Decline::new("slice", format!("`{}`: {m}", b.name)))?;
@@ -238,7 +264,7 @@ fn grid_offset(em: &Emitter, l: &TileLayout, shape: &[i64; 3], f: &LExpr, tid: &
     let (g, seps) = lay::group(&l.shard, shape).ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as {shape:?}")))?;
     let f = b.to_int(f.clone(), ity);
     let tid = b.to_int(tid.clone(), ity);
-    let base = LExpr::Int(l.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    let base = LExpr::Int(lay::m_offset(l), ity);
     let off = b.add(dim_offset(b, &g[seps[0]..seps[1]], f), dim_offset(b, &g[seps[1]..seps[2]], tid));
     Ok(b.add(off, base))
 }
@@ -246,38 +272,18 @@ fn grid_offset(em: &Emitter, l: &TileLayout, shape: &[i64; 3], f: &LExpr, tid: &
 /// Element `l` of the region split over the side's own shard.
 pub(super) fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
     let b = em.builder();
-    let base = LExpr::Int(t.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    let base = LExpr::Int(lay::m_offset(t), ity);
     b.add(dim_offset(b, &t.shard, b.to_int(l.clone(), ity)), base)
-}
-
-pub(super) fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
-    let mut acc = off;
-    for &(v, c) in sym {
-        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
-        let b = em.builder();
-        acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
-    }
-    Ok(acc)
 }
 
 /// Per-round offsets as `let g_off` / `let s_off` (one `off` when equal).
 fn name_offsets(em: &mut Emitter, body: &mut Vec<LStmt>, g: LExpr, s: LExpr) -> (LExpr, LExpr) {
-    let mut bind = |em: &mut Emitter, name: &str, e: LExpr| -> LExpr {
-        if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
-            return e;
-        }
-        let t = em.builder().ity(&e);
-        let range = em.builder().bounds(&e);
-        let v = em.var(name, t, range);
-        body.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
-        LExpr::Var(v)
-    };
     if g == s {
-        let o = bind(em, "off", g);
+        let o = bind(em, body, "off", g);
         (o.clone(), o)
     } else {
-        let go = bind(em, "g_off", g);
-        let so = bind(em, "s_off", s);
+        let go = bind(em, body, "g_off", g);
+        let so = bind(em, body, "s_off", s);
         (go, so)
     }
 }

@@ -30,16 +30,16 @@
 //! }
 //! ```
 
-use super::gmem_smem::{add_sym, copy_stmt, divisor, linear_offset, side, Side, PAIRS};
-use super::partition::{self, Partition, Sides};
-use super::{operands, scope_pair, CopyOps, COPY};
+use super::gmem_smem::{copy_stmt, linear_offset, thread_id, GsOperands, Side, PAIRS};
+use super::partition::{self, Partition};
+use super::{add_sym, operands, scope_pair, CopyOps, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
-use tirx_ir::hir::{MemScope, TileOp};
+use tirx_ir::hir::TileOp;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
-use tirx_layout::{Axis, TileLayout};
+use tirx_layout::TileLayout;
 
 pub struct GmemSmemPredicated;
 
@@ -82,29 +82,14 @@ impl Variant for GmemSmemPredicated {
         let t = cx.cooperating_threads(super::ANY_SCOPE)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
-        let (g_reg, s_reg, g_is_src) =
-            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
-        let g = side(cx, g_reg)?;
-        if g.swizzle.is_some() {
-            return Err(Decline::new("layout", format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name)));
-        }
-        let s = side(cx, s_reg)?;
-        let bytes = cx.buf(g_reg.buf).dtype.bytes() as i64;
-        let sides = Sides {
-            g: &g.tile,
-            s: &s.tile,
-            elem_bytes: bytes,
-            // One thread: the chunking needs no thread split; threads are dealt chunks afterwards.
-            threads: 1,
-            chunk: s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: divisor(&g.sym),
-            s_sym_div: divisor(&s.sym),
-        };
-        let (part, mut limits) = partition::align(&sides);
+        let o = GsOperands::resolve(cx, &ops)?;
+        // One thread: the chunking needs no thread split; threads are dealt chunks afterwards.
+        let (part, mut limits) = partition::align(&o.sides(1));
+        let GsOperands { g, s, g_is_src, elem_bytes: bytes } = o;
         let chunks = part.rounds();
         let p = PredPlan { part, g, s, g_is_src, threads: t, chunks };
         let (vec, rounds) = (p.vec(), p.full_rounds() + (p.tail_threads() > 0) as i64);
-        let n = CopyOps::elems(g_reg);
+        let n = CopyOps::elems(ops.src);
         let last = match p.tail_threads() {
             0 => "no guarded round".to_string(),
             r => format!("last round guarded: {r} of {t} threads active"),
@@ -128,10 +113,7 @@ impl Variant for GmemSmemPredicated {
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
         let p = plan.data::<PredPlan>("gmem_smem_predicated")?;
-        let tid = match cx.scope.tid_kind() {
-            Some(k) if p.threads > 1 => em.thread_id(k),
-            _ => LExpr::i32(0),
-        };
+        let tid = thread_id(cx, em, p.threads);
         let t = p.threads;
         let full = p.full_rounds();
         if full == 1 {
@@ -157,7 +139,7 @@ impl Variant for GmemSmemPredicated {
 /// The statements that move chunk `c` (an `I32` expression in `0..chunks`).
 fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<Vec<LStmt>, Decline> {
     let ops = operands(cx)?;
-    let (g_reg, s_reg) = if p.g_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
+    let (g_reg, s_reg) = GsOperands::regions(p.g_is_src, &ops);
     let (gb, g_ity) = em.lbuf(g_reg.buf)?;
     let (sb, s_ity) = em.lbuf(s_reg.buf)?;
     let mut body = Vec::new();
@@ -189,6 +171,6 @@ fn chunk_offset(em: &Emitter, l: &TileLayout, chunks: i64, vec: i64, c: &LExpr, 
     let b = em.builder();
     let (g, seps) =
         lay::group(&l.shard, &[chunks, vec]).ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as [{chunks}, {vec}]")))?;
-    let base = LExpr::Int(l.offset.get(&Axis::M).copied().unwrap_or(0), ity);
+    let base = LExpr::Int(lay::m_offset(l), ity);
     Ok(b.add(dim_offset(b, &g[seps[0]..seps[1]], b.to_int(c.clone(), ity)), base))
 }

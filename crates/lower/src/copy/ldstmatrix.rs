@@ -33,10 +33,11 @@
 //! it is recognised.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{operands, scope_pair, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
 use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
@@ -223,11 +224,6 @@ fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, De
         (_, Axis::TidInWg) => em.b.hw(Hw::WarpInWg, "warp_in_wg"),
         _ => em.b.hw(Hw::WarpId, "warp"),
     };
-    let mut sym = Vec::with_capacity(p.sym.len());
-    for &(v, c) in &p.sym {
-        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
-        sym.push((val, c));
-    }
     let b = em.builder();
     let lane = b.to_int(lane, ity);
     let num = p.split.num;
@@ -236,22 +232,7 @@ fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, De
     at = b.add(at, dim_offset(b, &p.s_warp, b.to_int(warp, ity)));
     at = b.add(at, dim_offset(b, &p.split.s_tile, tile));
     at = b.add(at, b.mul(b.rem_c(lane, 8), LExpr::Int(p.row_stride, ity)));
-    for (val, c) in sym {
-        at = b.add(at, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
-    }
-    Ok(at)
-}
-
-/// A per-thread `let` for a non-trivial value.
-fn bind(em: &mut Emitter, pre: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
-    if matches!(e, LExpr::Int(..) | LExpr::Var(_)) {
-        return e;
-    }
-    let t = em.builder().ity(&e);
-    let range = em.builder().bounds(&e);
-    let v = em.var(name, t, range);
-    pre.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
-    LExpr::Var(v)
+    add_sym(em, at, &p.sym, ity)
 }
 
 // ---------------------------------------------------------------- operands
@@ -374,22 +355,13 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     let mut region = Vec::with_capacity(r.ranges.len());
     let mut sym: Vec<(VarId, i64)> = Vec::new();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = cx.affine(&rg.begin).ok_or_else(|| {
-            Decline::new(
-                "symbolic_begin",
-                format!(
-                    "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
-                    b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin)
-                ),
-            )
-        })?;
+        let a = affine_begin(cx, b, d, &rg.begin)?;
         region.push((a.constant, rg.extent));
         if !a.terms.is_empty() {
             let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
                 Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
             })?;
-            sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+            push_sym(&mut sym, &a, stride, b, d)?;
         }
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
@@ -417,8 +389,8 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
     let c = coarse(&regs, &shared)?;
     check_fragment(&c, regs.axis)?;
     let (trans, row_stride) = shared_pattern(&c, (&regs.name, &shared.name))?;
-    let s_off = shared.tile.offset.get(&Axis::M).copied().unwrap_or(0);
-    let r_off = regs.tile.offset.get(&Axis::M).copied().unwrap_or(0);
+    let s_off = lay::m_offset(&shared.tile);
+    let r_off = lay::m_offset(&regs.tile);
     check_alignment(&c, &shared, s_off, r_off)?;
     let mut limits = Vec::new();
     let mut chosen = None;

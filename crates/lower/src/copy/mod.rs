@@ -12,7 +12,8 @@
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
 //! This module holds what they share: operand resolution, `validate_copy_op`,
-//! the memory-pair predicate and the vector-width candidates.
+//! the memory-pair predicate, the affine view of region begins and the
+//! vector-width candidates.
 
 pub mod fallback;
 pub mod gmem_smem;
@@ -22,9 +23,11 @@ pub mod partition;
 pub mod reg;
 pub mod swizzle_iter;
 
-use crate::dispatch::{CallCx, Decline, Registry};
+use crate::dispatch::{CallCx, Decline, Emitter, Registry};
 use crate::expr::Affine;
-use tirx_ir::hir::{Buffer, BufferRegion, MemScope, TileOp};
+use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, TileOp, VarId};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::DType;
 use tirx_layout::ExecScope;
 
 pub const COPY: &[TileOp] = &[TileOp::Copy];
@@ -88,14 +91,65 @@ fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decl
     }
     for (d, (rg, &n)) in r.ranges.iter().zip(&b.shape).enumerate() {
         let Some(Affine { constant, terms }) = cx.affine(&rg.begin) else { continue };
-        if rg.extent < 1 || (terms.is_empty() && (constant < 0 || constant + rg.extent > n)) {
+        let end = constant.saturating_add(rg.extent);
+        if rg.extent < 1 || (terms.is_empty() && (constant < 0 || end > n)) {
             return Err(Decline::new(
                 "validate_copy_op",
-                format!("dim {d} of `{}`: rows {constant}..{} are outside 0..{n}", b.name, constant + rg.extent),
+                format!("dim {d} of `{}`: rows {constant}..{end} are outside 0..{n}", b.name),
             ));
         }
     }
     Ok(())
+}
+
+/// The affine begin of dim `d` of a region of `b`, in loop variables and scope ids.
+fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affine, Decline> {
+    cx.affine(begin).ok_or_else(|| {
+        Decline::new(
+            "symbolic_begin",
+            format!(
+                "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
+                b.name,
+                crate::explain::top_text(cx.kernel, begin)
+            ),
+        )
+    })
+}
+
+/// Appends the symbolic terms of `a`, a begin on dim `d` of `b` whose layout
+/// stride is `stride`, to `sym` as element-offset terms.
+fn push_sym(sym: &mut Vec<(VarId, i64)>, a: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
+    for &(v, c) in &a.terms {
+        let step = c.checked_mul(stride).ok_or_else(|| {
+            Decline::new("symbolic_begin", format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name))
+        })?;
+        sym.push((v, step));
+    }
+    Ok(())
+}
+
+/// `off` plus the symbolic begin terms `Σ coefficient · var`, in index type `ity`.
+fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
+    let mut acc = off;
+    for &(v, c) in sym {
+        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+        let b = em.builder();
+        acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
+    }
+    Ok(acc)
+}
+
+/// `e` as a per-thread `let` named `name` appended to `out`, unless it is
+/// already a variable or a constant.
+fn bind(em: &mut Emitter, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
+    if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
+        return e;
+    }
+    let t = em.builder().ity(&e);
+    let range = em.builder().bounds(&e);
+    let v = em.var(name, t, range);
+    out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
+    LExpr::Var(v)
 }
 
 /// The threads of one instance must agree on the region (a cooperative copy

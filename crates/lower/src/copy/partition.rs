@@ -11,8 +11,8 @@
 //! * when the shared layout cannot follow the global iters, both sides are
 //!   walked in their unsorted logical order (vec 1), never a mixed order.
 
-use crate::lay::{canon, group};
-use tirx_layout::{Axis, Iter, TileLayout};
+use crate::lay::{self, canon, group};
+use tirx_layout::{Iter, TileLayout};
 
 /// Inputs: both sides sliced to the region (memory-only tile layouts).
 pub struct Sides<'a> {
@@ -141,7 +141,7 @@ fn check_aligned(vec: i64, bytes: i64, side: &str, l: &TileLayout, sym_div: i64)
     let fail = |what: &str, v: i64| {
         Err(format!(
             "vec {vec}: {side} {what} {v} × {bytes} B = {} B is not {}-B aligned",
-            v * bytes,
+            v.saturating_mul(bytes),
             vec * bytes
         ))
     };
@@ -151,7 +151,7 @@ fn check_aligned(vec: i64, bytes: i64, side: &str, l: &TileLayout, sym_div: i64)
             return fail("stride", it.stride);
         }
     }
-    let off = l.offset.get(&Axis::M).copied().unwrap_or(0);
+    let off = lay::m_offset(l);
     if off % vec != 0 {
         return fail("region offset", off);
     }

@@ -32,10 +32,11 @@
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{operands, scope_pair, vec_candidates, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
-use crate::expr::gcd;
+use crate::lay;
+use crate::expr::divisor;
 use crate::scope::TidKind;
 use tirx_ir::hir::{BufferRegion, ConfigValue, MemScope, TileOp, VarId};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
@@ -117,9 +118,9 @@ impl Variant for RegCopy {
         let (threads, atoms) = partition(&r, &m.tile, r_name, &cx.buf(m_reg.buf).name)?;
         let dtype = cx.buf(r_reg.buf).dtype;
         let bytes = dtype.bytes() as i64;
-        let reg_off = r.offset.get(&Axis::M).copied().unwrap_or(0);
-        let mem_off = m.tile.offset.get(&Axis::M).copied().unwrap_or(0);
-        let sym_div = m.sym.iter().fold(0, |g, t| gcd(g, t.1.abs()));
+        let reg_off = lay::m_offset(&r);
+        let mem_off = lay::m_offset(&m.tile);
+        let sym_div = divisor(&m.sym);
         let align = Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
         let (vec, outer) = choose_vec(&atoms, dtype.bits(), &align, &mut limits);
         let rounds: i64 = outer.iter().map(|a| a.extent).product();
@@ -152,7 +153,10 @@ impl Variant for RegCopy {
         let (rb, r_ity) = em.lbuf(r_reg.buf)?;
         let (mb, m_ity) = em.lbuf(m_reg.buf)?;
         let base = thread_base(em, p, m_ity)?;
-        let base = bind(em, "base", base);
+        // Computed once before the rounds.
+        let mut lets = Vec::new();
+        let base = bind(em, &mut lets, "base", base);
+        em.stmts.extend(lets);
         let rounds: i64 = p.outer.iter().map(|a| a.extent).product();
         let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
@@ -306,7 +310,8 @@ pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -
                 it.stride
             ));
         }
-        expected *= it.extent;
+        // Saturated: a huge extent then fails the checks instead of overflowing.
+        expected = expected.saturating_mul(it.extent);
     }
     if expected != t {
         return Err(format!("{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"));
@@ -334,16 +339,7 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     let mut region = Vec::with_capacity(r.ranges.len());
     let mut sym = Vec::new();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = cx.affine(&rg.begin).ok_or_else(|| {
-            Decline::new(
-                "symbolic_begin",
-                format!(
-                    "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
-                    b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin)
-                ),
-            )
-        })?;
+        let a = affine_begin(cx, b, d, &rg.begin)?;
         region.push((a.constant, rg.extent));
         if a.terms.is_empty() {
             continue;
@@ -358,7 +354,7 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
                 ))
             }
         };
-        sym.extend(a.terms.iter().map(|&(v, c)| (v, c * stride)));
+        push_sym(&mut sym, &a, stride, b, d)?;
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
@@ -504,7 +500,7 @@ fn misaligned(vec: i64, outer: &[Atom], al: &Alignment) -> Option<String> {
     Some(format!(
         "vec {vec}: {what} {v} × {} B = {} B is not {}-B aligned",
         al.bytes,
-        v * al.bytes,
+        v.saturating_mul(al.bytes),
         vec * al.bytes
     ))
 }
@@ -542,24 +538,7 @@ fn thread_base(em: &mut Emitter, p: &RegPlan, ity: DType) -> Result<LExpr, Decli
             base = b.add(base, dim_offset(b, &g.mem, c));
         }
     }
-    for &(v, c) in &p.sym {
-        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
-        let b = em.builder();
-        base = b.add(base, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
-    }
-    Ok(base)
-}
-
-/// A `let` for a non-trivial per-thread value computed once before the rounds.
-fn bind(em: &mut Emitter, name: &str, e: LExpr) -> LExpr {
-    if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
-        return e;
-    }
-    let t = em.builder().ity(&e);
-    let range = em.builder().bounds(&e);
-    let v = em.var(name, t, range);
-    em.push(LStmtKind::Let { var: v, value: e });
-    LExpr::Var(v)
+    add_sym(em, base, &p.sym, ity)
 }
 
 #[cfg(test)]

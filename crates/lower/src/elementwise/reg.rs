@@ -33,10 +33,11 @@ use super::{parse, scalar, OpCall, Operand, OPS};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
 use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
 use tirx_ir::DType;
-use tirx_layout::{Axis, Fusion, Iter, TileLayout};
+use tirx_layout::{Fusion, Iter, TileLayout};
 
 pub struct EwiseReg;
 
@@ -105,7 +106,7 @@ impl Variant for EwiseReg {
         let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new("anchor_layout", m))?;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new("scope_level", m))?;
         let loop_iters: Vec<Iter> = anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
-        let dst = RegMap { offset: m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
+        let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
         let mut srcs = Vec::with_capacity(call.srcs.len());
         for s in &call.srcs {
@@ -234,10 +235,6 @@ impl Variant for EwiseReg {
     }
 }
 
-fn m_offset(l: &TileLayout) -> i64 {
-    l.offset.get(&Axis::M).copied().unwrap_or(0)
-}
-
 /// Every region operand is a register buffer of a float type this variant computes in.
 fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
     for r in call.regions() {
@@ -312,7 +309,7 @@ fn align(cx: &CallCx, r: &BufferRegion, anchor: &TileLayout, dst_ext: &[i64], ds
             groups.push(grp.to_vec());
         }
     }
-    Ok(RegMap { offset: m_offset(&lifted), groups })
+    Ok(RegMap { offset: lay::m_offset(&lifted), groups })
 }
 
 /// `+2 [8, 1]`: the offset and each loop's stride (a group as `e:s·e:s`, 0 = broadcast).

@@ -26,20 +26,17 @@ use tirx_ir::DType;
 
 /// One byte buffer per kernel parameter, filled from the `NAME=file.npy` specs (zeros elsewhere).
 pub fn load_args(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>>, Failure> {
-    let mut bufs: Vec<Vec<u8>> = k
-        .params
-        .iter()
-        .map(|p| {
-            let b = k.buf(*p);
-            vec![0u8; b.elems.max(0) as usize * b.dtype.bytes() as usize]
-        })
-        .collect();
+    load_args_or(specs, k, |b| vec![0u8; b.elems.max(0) as usize * b.dtype.bytes() as usize])
+}
+
+/// [`load_args`] where `fill` gives the contents of every parameter no spec names.
+pub fn load_args_or(specs: &[String], k: &LKernel, fill: impl Fn(&LBuf) -> Vec<u8>) -> Result<Vec<Vec<u8>>, Failure> {
+    let mut given: Vec<Option<Vec<u8>>> = vec![None; k.params.len()];
     for spec in specs {
         let (i, path) = param_of(spec, k, "--arg")?;
-        let b = k.buf(k.params[i]);
-        bufs[i] = read_npy(Path::new(path), b)?;
+        given[i] = Some(read_npy(Path::new(path), k.buf(k.params[i]))?);
     }
-    Ok(bufs)
+    Ok(given.into_iter().zip(&k.params).map(|(g, p)| g.unwrap_or_else(|| fill(k.buf(*p)))).collect())
 }
 
 /// Writes the parameters named by `NAME=file.npy` specs from `bufs` (one per kernel parameter).
@@ -106,12 +103,16 @@ fn accepted(t: DType) -> &'static [(TypeChar, u64)] {
 /// The array shape a buffer's `.npy` has: its logical shape, or its flat storage
 /// when the layout is padded.
 fn file_shape(b: &LBuf) -> Vec<u64> {
-    let logical: Vec<u64> = b.shape.iter().map(|d| (*d).max(0) as u64).collect();
+    let logical = logical_shape(b);
     if logical.iter().product::<u64>() == b.elems.max(0) as u64 {
         logical
     } else {
         vec![b.elems.max(0) as u64]
     }
+}
+
+fn logical_shape(b: &LBuf) -> Vec<u64> {
+    b.shape.iter().map(|d| (*d).max(0) as u64).collect()
 }
 
 /// ml_dtypes 0.6 saves `float8_e5m2` arrays with descr `'<f1'`, which no npy
@@ -136,18 +137,18 @@ fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
     let npy = npyz::NpyFile::new(&raw_file[..]).map_err(io_err)?;
     let want_shape = file_shape(b);
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
+    let padded = if want_shape.len() == 1 && b.shape.len() != 1 {
+        format!(" (its layout is padded: pass the flat storage of logical shape {})", shape_str(&logical_shape(b)))
+    } else {
+        String::new()
+    };
     let mismatch = || {
         Failure::User(format!(
-            "{}: buffer `{}` is {} with shape {}{}, but the file holds {descr} with shape {}",
+            "{}: buffer `{}` is {} with shape {}{padded}, but the file holds {descr} with shape {}",
             path.display(),
             b.name,
             b.dtype,
             shape_str(&want_shape),
-            if want_shape.len() == 1 && b.shape.len() != 1 {
-                format!(" (its layout is padded: pass the flat storage of logical shape {})", shape_str(&b.shape.iter().map(|d| (*d).max(0) as u64).collect::<Vec<_>>()))
-            } else {
-                String::new()
-            },
             shape_str(npy.shape())
         ))
     };

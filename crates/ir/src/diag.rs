@@ -147,4 +147,13 @@ mod tests {
         assert!(out.contains("help: did you mean"), "{out}");
         assert_eq!(line_col(src, 10), (2, 5));
     }
+
+    #[test]
+    fn renders_spans_past_the_end_or_inside_a_character() {
+        let src = "x = \"é\"\n";
+        for span in [Span::new(6, 7), Span::new(5, 6), Span::new(3, 400), Span::new(400, 500)] {
+            let out = render(&[Diagnostic::error(span, "here")], "k.py", src, false);
+            assert!(out.contains("error: here"), "{span:?}: {out}");
+        }
+    }
 }

@@ -99,6 +99,20 @@ impl DType {
         )
     }
 
+    /// `(min, max)` of an integer dtype; `None` for bool and the floats.
+    pub fn int_range(self) -> Option<(i64, i64)> {
+        Some(match self {
+            DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            DType::I64 => (i64::MIN, i64::MAX),
+            DType::U8 => (0, u8::MAX.into()),
+            DType::U16 => (0, u16::MAX.into()),
+            DType::U32 => (0, u32::MAX.into()),
+            _ => return None,
+        })
+    }
+
     pub fn is_signed(self) -> bool {
         matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64) || self.is_float()
     }

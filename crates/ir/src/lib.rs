@@ -8,6 +8,9 @@
 //! * [`scope_ids`]: the scope-id extent closure (§1.2) shared by the script
 //!   checks and the launch computation.
 //! * [`diag`]: diagnostics with spans, rendered as `file:line:col` + source + caret.
+//! * [`lir_check`] (`LKernel::validate`) and [`lir_print`] (`Display`) go with
+//!   [`lir`]; [`dtype`] and [`span`] are the element types and byte spans all
+//!   of the above use.
 
 pub mod diag;
 pub mod dtype;

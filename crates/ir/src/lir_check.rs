@@ -8,6 +8,7 @@
 
 use crate::dtype::DType;
 use crate::hir::{MathFn, UnOp};
+use crate::scope_ids::MAX_CTA_THREADS;
 use crate::lir::{
     LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special,
 };
@@ -46,11 +47,12 @@ impl Checker<'_> {
                 k.grid, k.block
             ));
         }
-        if k.threads_per_cta() > 1024 {
+        // Wide enough for any three u32 (`threads_per_cta` would overflow on absurd blocks).
+        let threads: u128 = k.block.iter().map(|&d| u128::from(d)).product();
+        if threads > MAX_CTA_THREADS as u128 {
             return Err(format!(
-                "block {:?} has {} threads; CUDA allows at most 1024",
-                k.block,
-                k.threads_per_cta()
+                "block {:?} has {threads} threads; CUDA allows at most {MAX_CTA_THREADS}",
+                k.block
             ));
         }
         for (i, b) in k.bufs.iter().enumerate() {
@@ -508,16 +510,7 @@ fn is_index(t: DType) -> bool {
 }
 
 fn int_fits(v: i64, t: DType) -> bool {
-    let (lo, hi): (i64, i64) = match t {
-        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
-        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
-        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
-        DType::U8 => (0, u8::MAX.into()),
-        DType::U16 => (0, u16::MAX.into()),
-        DType::U32 => (0, u32::MAX.into()),
-        _ => (i64::MIN, i64::MAX),
-    };
-    (lo..=hi).contains(&v)
+    t.int_range().is_none_or(|(lo, hi)| (lo..=hi).contains(&v))
 }
 
 /// The pair conversions with a CUDA intrinsic (tile-primitives.md §4).
@@ -529,4 +522,50 @@ pub fn cast2_supported(src: DType, dst: DType) -> bool {
             | (DType::F32, DType::BF16)
             | (DType::BF16, DType::F32)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dtype::DType;
+    use crate::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, Space, Special};
+    use crate::Span;
+
+    /// `B[tid] = A[tid]`, 32 float32 elements.
+    fn copy(block: [u32; 3]) -> LKernel {
+        let buf = |name: &str| LBuf {
+            name: name.into(),
+            dtype: DType::F32,
+            space: Space::Global,
+            elems: 32,
+            shape: vec![32],
+            dynamic: false,
+        };
+        let tid = || LExpr::Var(LVarId(0));
+        let stmt = |k| LStmt::new(k, Span::default());
+        LKernel {
+            name: "copy".into(),
+            grid: [1, 1, 1],
+            block,
+            params: vec![LBufId(0), LBufId(1)],
+            bufs: vec![buf("A"), buf("B")],
+            vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
+            body: vec![
+                stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
+                stmt(LStmtKind::Store {
+                    buf: LBufId(1),
+                    index: tid(),
+                    value: LExpr::Load(LBufId(0), Box::new(tid())),
+                }),
+            ],
+        }
+    }
+
+    #[test]
+    fn block_size_is_checked_without_overflow() {
+        assert_eq!(copy([32, 1, 1]).validate(), Ok(()));
+        let err = copy([64, 32, 1]).validate().unwrap_err();
+        assert!(err.contains("2048 threads; CUDA allows at most 1024"), "{err}");
+        let err = copy([u32::MAX, u32::MAX, 2]).validate().unwrap_err();
+        assert!(err.contains("CUDA allows at most 1024"), "{err}");
+    }
 }

@@ -110,11 +110,6 @@ impl TileLayout {
         self.shard.iter().any(|it| it.axis.is_thread())
     }
 
-    /// Any shard iter on a memory axis.
-    pub fn has_memory_axis(&self) -> bool {
-        self.shard.iter().any(|it| it.axis.is_memory())
-    }
-
     /// Every thread axis used anywhere (shard, replica, offset keys), each once, in first-seen order.
     pub fn thread_axes(&self) -> Vec<Axis> {
         let mut out: Vec<Axis> = Vec::new();

@@ -83,13 +83,8 @@ impl Builder<'_> {
                 Some(m) => Ok(m),
                 None => {
                     let names = ["global", "shared", "shared.dyn", "local"];
-                    let mut d =
-                        Diagnostic::error(span, format!("unknown memory scope `{s}`")).with_label("not a scope");
-                    d = match closest(&s, names) {
-                        Some(c) => d.with_help(format!("did you mean `\"{c}\"`?")),
-                        None => d.with_note("scopes: global, shared, shared.dyn, local"),
-                    };
-                    self.fail(d)
+                    let d = Diagnostic::error(span, format!("unknown memory scope `{s}`")).with_label("not a scope");
+                    self.fail(did_you_mean(d, &s, &names, "scopes", true))
                 }
             },
             other => self.expected_kind("a scope string like \"shared\"", &other, span),
@@ -393,6 +388,7 @@ impl Builder<'_> {
                     .with_help(format!("cast it: `T.cast(..., \"{bd}\")`")),
             );
         };
+        self.int_literal_fits(&value, target.span)?;
         self.require_device(span)?;
         out.push(Stmt { kind: StmtKind::Store { buf: s.buf, indices, value }, span });
         Ok(())
@@ -434,7 +430,8 @@ impl Builder<'_> {
                     };
                     let extent = match hi {
                         None => match begin.kind {
-                            ExprKind::Int(b0) => dim - b0,
+                            // Saturating: a huge negative start is then reported out of bounds.
+                            ExprKind::Int(b0) => dim.saturating_sub(b0),
                             _ => {
                                 return self.fail(
                                     Diagnostic::error(*sp, "an open-ended slice needs a constant start")

@@ -267,13 +267,24 @@ impl<'s> Builder<'s> {
     }
 
     pub(crate) fn scoped_block(&mut self, stmts: &[ast::Stmt]) -> Vec<Stmt> {
+        self.scoped_block_binding(&[], stmts).1
+    }
+
+    /// A block in a fresh scope that first binds `vars` (name, dtype, span):
+    /// a loop body and its loop variables.
+    pub(crate) fn scoped_block_binding(
+        &mut self,
+        vars: &[(&str, DType, Span)],
+        stmts: &[ast::Stmt],
+    ) -> (Vec<VarId>, Vec<Stmt>) {
         self.scopes.push(HashMap::new());
         self.ks().var_scopes.push(HashMap::new());
+        let ids = vars.iter().map(|&(name, dtype, span)| self.new_var(name, dtype, span)).collect();
         let mut out = vec![];
         self.block(stmts, &mut out);
         self.ks().var_scopes.pop();
         self.scopes.pop();
-        out
+        (ids, out)
     }
 
     /// Device-only statements must follow `T.device_entry()`; a missing entry is
@@ -711,23 +722,16 @@ impl<'s> Builder<'s> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) -> R<()> {
-        let AK::Call(f, args) = &iter.kind else {
-            return self.fail(
-                Diagnostic::error(iter.span, "loops iterate over `range(...)`, `T.serial`, `T.unroll` or `T.grid`")
-                    .with_label("not a loop iterator"),
-            );
+        let not_an_iterator = || {
+            Diagnostic::error(iter.span, "loops iterate over `range(...)`, `T.serial`, `T.unroll` or `T.grid`")
+                .with_label("not a loop iterator")
         };
-        let fv = self.eval(f)?;
-        let kind = match fv {
+        let AK::Call(f, args) = &iter.kind else { return self.fail(not_an_iterator()) };
+        let kind = match self.eval(f)? {
             Val::Builtin(Builtin::Range | Builtin::Serial) => ForKind::Serial,
             Val::Builtin(Builtin::Unroll) => ForKind::Unroll,
             Val::Builtin(Builtin::Grid) => return self.grid(target, args, iter.span, body, span, out),
-            _ => {
-                return self.fail(
-                    Diagnostic::error(iter.span, "loops iterate over `range(...)`, `T.serial`, `T.unroll` or `T.grid`")
-                        .with_label("not a loop iterator"),
-                )
-            }
+            _ => return self.fail(not_an_iterator()),
         };
         let (pos, kw) = self.eval_args(args)?;
         if let Some(k) = kw.first() {
@@ -762,14 +766,8 @@ impl<'s> Builder<'s> {
             );
         };
         self.require_device(span)?;
-        self.scopes.push(HashMap::new());
-        self.ks().var_scopes.push(HashMap::new());
-        let var = self.new_var(name, extent.dtype, target.span);
-        let mut inner = vec![];
-        self.block(body, &mut inner);
-        self.ks().var_scopes.pop();
-        self.scopes.pop();
-        out.push(Stmt { kind: StmtKind::For { var, begin, extent, kind, body: inner }, span });
+        let (vars, inner) = self.scoped_block_binding(&[(name, extent.dtype, target.span)], body);
+        out.push(Stmt { kind: StmtKind::For { var: vars[0], begin, extent, kind, body: inner }, span });
         Ok(())
     }
 
@@ -803,29 +801,19 @@ impl<'s> Builder<'s> {
             extents.push(self.int_expr(v, sp)?);
         }
         self.require_device(span)?;
-        self.scopes.push(HashMap::new());
-        self.ks().var_scopes.push(HashMap::new());
-        let mut vars = vec![];
+        let mut bound: Vec<(&str, DType, Span)> = vec![];
         for (n, extent) in names.iter().zip(&extents) {
             let AK::Name(name) = &n.kind else {
-                self.ks().var_scopes.pop();
-                self.scopes.pop();
                 return self.fail(Diagnostic::error(n.span, "loop variables must be names"));
             };
-            if vars.iter().any(|(x, _): &(String, VarId)| x == name) {
-                self.ks().var_scopes.pop();
-                self.scopes.pop();
+            if bound.iter().any(|b| b.0 == name) {
                 return self.fail(Diagnostic::error(n.span, format!("`{name}` is bound twice in this loop header")));
             }
-            let v = self.new_var(name, extent.dtype, n.span);
-            vars.push((name.clone(), v));
+            bound.push((name, extent.dtype, n.span));
         }
-        let mut inner = vec![];
-        self.block(body, &mut inner);
-        self.ks().var_scopes.pop();
-        self.scopes.pop();
+        let (vars, mut inner) = self.scoped_block_binding(&bound, body);
         // Innermost first: wrap the body from the last variable outwards.
-        for ((_, var), extent) in vars.into_iter().zip(extents).rev() {
+        for (var, extent) in vars.into_iter().zip(extents).rev() {
             let begin = Expr { kind: ExprKind::Int(0), dtype: extent.dtype, span: extent.span };
             inner = vec![Stmt { kind: StmtKind::For { var, begin, extent, kind: ForKind::Serial, body: inner }, span }];
         }

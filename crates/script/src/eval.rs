@@ -419,7 +419,9 @@ impl Builder<'_> {
                 match v {
                     Val::Int(_) | Val::Float(_) | Val::Bool(_) => {
                         let e = self.const_expr(&v, span)?;
-                        Val::Expr(self.lit_as(e, dt, vs)?)
+                        let e = self.lit_as(e, dt, vs)?;
+                        self.int_literal_fits(&e, vs)?;
+                        Val::Expr(e)
                     }
                     other => {
                         let e = self.scalar(other, vs)?;
@@ -818,17 +820,9 @@ impl Builder<'_> {
 
     fn compare(&mut self, op: CmpOp, lv: Val, ls: Span, rv: Val, rs: Span, span: Span) -> R<Val> {
         if let (Some(a), Some(b)) = (num(&lv), num(&rv)) {
-            let (x, y) = (a.f(), b.f());
             let t = match (a, b) {
-                (Num::I(x), Num::I(y)) => cmp_i(op, x, y),
-                _ => match op {
-                    CmpOp::Eq => x == y,
-                    CmpOp::Ne => x != y,
-                    CmpOp::Lt => x < y,
-                    CmpOp::Le => x <= y,
-                    CmpOp::Gt => x > y,
-                    CmpOp::Ge => x >= y,
-                },
+                (Num::I(x), Num::I(y)) => holds(op, x, y),
+                _ => holds(op, a.f(), b.f()),
             };
             return Ok(Val::Bool(t));
         }
@@ -969,6 +963,21 @@ impl Builder<'_> {
         Ok(Expr { kind, dtype: dt, span: e.span })
     }
 
+    /// An integer literal given a dtype explicitly (`T.int8(300)`) or stored
+    /// into a buffer element must fit that dtype.
+    pub(crate) fn int_literal_fits(&mut self, e: &Expr, at: Span) -> R<()> {
+        let (ExprKind::Int(v), Some((lo, hi))) = (&e.kind, e.dtype.int_range()) else { return Ok(()) };
+        if (lo..=hi).contains(v) {
+            return Ok(());
+        }
+        let dt = e.dtype;
+        self.fail(
+            Diagnostic::error(e.span, format!("integer {v} does not fit {dt} ({lo}..={hi})"))
+                .with_secondary(at, format!("{dt} here"))
+                .with_help("use a value in that range or a wider dtype"),
+        )
+    }
+
     pub(crate) fn const_expr(&mut self, v: &Val, span: Span) -> R<Expr> {
         let (kind, dtype) = match v {
             Val::Int(i) => (ExprKind::Int(*i), DType::I32),
@@ -1045,13 +1054,8 @@ impl Builder<'_> {
                 Some(d) => Ok(d),
                 None => {
                     let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
-                    let mut d = Diagnostic::error(span, format!("unknown dtype `{s}`")).with_label("not a dtype");
-                    if let Some(c) = closest(&s, names.iter().copied()) {
-                        d = d.with_help(format!("did you mean `\"{c}\"`?"));
-                    } else {
-                        d = d.with_note(format!("dtypes: {}", names.join(", ")));
-                    }
-                    self.fail(d)
+                    let d = Diagnostic::error(span, format!("unknown dtype `{s}`")).with_label("not a dtype");
+                    self.fail(did_you_mean(d, &s, &names, "dtypes", true))
                 }
             },
             Val::Builtin(Builtin::DTypeFn(d)) => Ok(d),
@@ -1221,7 +1225,8 @@ fn num(v: &Val) -> Option<Num> {
     }
 }
 
-fn cmp_i(op: CmpOp, x: i64, y: i64) -> bool {
+/// `x op y`; ints compare exactly, floats with IEEE semantics (NaN is unordered).
+fn holds<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
     match op {
         CmpOp::Eq => x == y,
         CmpOp::Ne => x != y,

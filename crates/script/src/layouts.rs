@@ -107,13 +107,8 @@ impl Builder<'_> {
             Some(a) => Ok(a),
             None => {
                 let names: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
-                let mut d = Diagnostic::error(sp, format!("unknown axis `{name}`")).with_label("not an axis");
-                if let Some(c) = closest(name, names.iter().copied()) {
-                    d = d.with_help(format!("did you mean `{c}`?"));
-                } else {
-                    d = d.with_note(format!("axes: {}", names.join(", ")));
-                }
-                self.fail(d)
+                let d = Diagnostic::error(sp, format!("unknown axis `{name}`")).with_label("not an axis");
+                self.fail(did_you_mean(d, name, &names, "axes", false))
             }
         }
     }
@@ -199,7 +194,10 @@ impl Builder<'_> {
                     .with_help("swap the arguments: ComposeLayout(per_element, swizzle_len, atom_len, tile)"),
             );
         }
-        let swizzle = Swizzle { per_element: p[0], swizzle_len: p[1], atom_len: p[2], inner };
+        let swizzle = match Swizzle::new(p[0], p[1], p[2], inner) {
+            Ok(s) => s,
+            Err(e) => return self.fail(Diagnostic::error(a.span, format!("invalid layout: {e}"))),
+        };
         Ok(Val::Layout(Layout::Compose(ComposeLayout { swizzle, tile })))
     }
 }

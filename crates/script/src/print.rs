@@ -6,6 +6,7 @@
 //! type or fold them differently. Layouts print through `tirx_layout`'s
 //! `Display` (`S[(32, 8):(1@laneid, 1)]`) wrapped in `TileLayout(...)`.
 
+use crate::buffers::fmt_shape;
 use std::collections::{BTreeSet, HashSet};
 use std::fmt::Write;
 use tirx_ir::hir::*;
@@ -105,14 +106,21 @@ impl Printer<'_> {
 
     /// `shape, "dtype"[, scope=...][, layout=...]`
     fn buffer_args(&self, b: &Buffer, scope_kw: bool) -> String {
-        let mut s = format!("{}, \"{}\"", shape(&b.shape), b.dtype.name());
+        let mut s = format!("{}, \"{}\"", fmt_shape(&b.shape), b.dtype.name());
         if scope_kw && b.scope != MemScope::Global {
             let _ = write!(s, ", scope=\"{}\"", b.scope.name());
         }
-        if !is_default(b) {
-            let _ = write!(s, ", layout={}", self.layout_name(&b.layout));
-        }
+        s.push_str(&self.layout_kw(b));
         s
+    }
+
+    /// `, layout=...` unless the buffer has the default row-major layout.
+    fn layout_kw(&self, b: &Buffer) -> String {
+        if is_default(b) {
+            String::new()
+        } else {
+            format!(", layout={}", self.layout_name(&b.layout))
+        }
     }
 
     fn block(&mut self, body: &[Stmt], depth: usize) {
@@ -229,27 +237,16 @@ impl Printer<'_> {
                 format!("{} = {}.local({})", b.name, self.k.buf(*base).name, dims.join(", "))
             }
             BufferOrigin::View { base } => {
-                let mut s = format!("{} = {}.view({}", b.name, self.k.buf(*base).name, shape(&b.shape));
-                if !is_default(b) {
-                    let _ = write!(s, ", layout={}", self.layout_name(&b.layout));
-                }
-                s.push(')');
-                s
+                format!("{} = {}.view({}{})", b.name, self.k.buf(*base).name, fmt_shape(&b.shape), self.layout_kw(b))
             }
-            BufferOrigin::Alloc | BufferOrigin::Param => {
-                let mut s = format!(
-                    "{} = T.alloc_buffer({}, \"{}\", scope=\"{}\"",
-                    b.name,
-                    shape(&b.shape),
-                    b.dtype.name(),
-                    b.scope.name()
-                );
-                if !is_default(b) {
-                    let _ = write!(s, ", layout={}", self.layout_name(&b.layout));
-                }
-                s.push(')');
-                s
-            }
+            BufferOrigin::Alloc | BufferOrigin::Param => format!(
+                "{} = T.alloc_buffer({}, \"{}\", scope=\"{}\"{})",
+                b.name,
+                fmt_shape(&b.shape),
+                b.dtype.name(),
+                b.scope.name(),
+                self.layout_kw(b)
+            ),
         }
     }
 
@@ -551,15 +548,6 @@ fn quote(s: &str) -> String {
     }
     out.push('"');
     out
-}
-
-fn shape(s: &[i64]) -> String {
-    let items: Vec<String> = s.iter().map(i64::to_string).collect();
-    if items.len() == 1 {
-        format!("({},)", items[0])
-    } else {
-        format!("({})", items.join(", "))
-    }
 }
 
 /// A buffer whose layout is the default row-major one (printed without `layout=`).

@@ -138,23 +138,21 @@ impl Builder<'_> {
                 .with_help("copy between buffers of one dtype; convert with `Tx.cast(dst, src)`"),
             );
         }
-        let squeeze = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).filter(|&e| e != 1).collect::<Vec<_>>();
-        let (ds, ss) = (squeeze(dst), squeeze(src));
+        let (de, se) = (extents(dst), extents(src));
+        let (ds, ss) = (squeezed(&de), squeezed(&se));
         if ds != ss {
-            let all = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>();
+            let (de, se) = (fmt_shape(&de), fmt_shape(&se));
             return self.fail(
                 Diagnostic::error(
                     src.span,
                     format!(
-                        "copy operands cover different regions: dst {} vs src {} (unit dims dropped: {} vs {})",
-                        fmt_shape(&all(dst)),
-                        fmt_shape(&all(src)),
+                        "copy operands cover different regions: dst {de} vs src {se} (unit dims dropped: {} vs {})",
                         fmt_shape(&ds),
                         fmt_shape(&ss)
                     ),
                 )
-                .with_label(format!("src region {}", fmt_shape(&all(src))))
-                .with_secondary(dst.span, format!("dst region {}", fmt_shape(&all(dst))))
+                .with_label(format!("src region {se}"))
+                .with_secondary(dst.span, format!("dst region {de}"))
                 .with_help("make both regions the same shape, or reshape one buffer with `.view(...)`"),
             );
         }
@@ -166,29 +164,25 @@ impl Builder<'_> {
     /// extents once unit dims are dropped.
     pub(crate) fn check_broadcast(&mut self, call: &TileCall) -> R<()> {
         let Some(TileArg::Region(dst)) = call.args.first() else { return Ok(()) };
-        let extents = |r: &BufferRegion| r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>();
-        let squeeze = |v: &[i64]| v.iter().copied().filter(|&e| e != 1).collect::<Vec<_>>();
         let want = extents(dst);
         for a in &call.args[1..] {
             let TileArg::Region(r) = a else { continue };
             let got = extents(r);
             let broadcasts =
                 got.len() <= want.len() && got.iter().rev().zip(want.iter().rev()).all(|(g, w)| g == w || *g == 1);
-            let fits = broadcasts || squeeze(&got) == squeeze(&want);
+            let fits = broadcasts || squeezed(&got) == squeezed(&want);
             if !fits {
-                let all = |r: &BufferRegion| fmt_shape(&r.ranges.iter().map(|x| x.extent).collect::<Vec<_>>());
+                let (got, want) = (fmt_shape(&got), fmt_shape(&want));
                 return self.fail(
                     Diagnostic::error(
                         r.span,
                         format!(
-                            "operand region {} does not match the destination region {} of `{}`",
-                            all(r),
-                            all(dst),
+                            "operand region {got} does not match the destination region {want} of `{}`",
                             call.op.name()
                         ),
                     )
-                    .with_label(format!("region {}", all(r)))
-                    .with_secondary(dst.span, format!("destination {}", all(dst)))
+                    .with_label(format!("region {got}"))
+                    .with_secondary(dst.span, format!("destination {want}"))
                     .with_help(
                         "give the operand the destination's extents, or extent 1 in the dims it broadcasts over",
                     ),
@@ -197,4 +191,14 @@ impl Builder<'_> {
         }
         Ok(())
     }
+}
+
+/// A region's extents, one per dimension.
+fn extents(r: &BufferRegion) -> Vec<i64> {
+    r.ranges.iter().map(|x| x.extent).collect()
+}
+
+/// `extents` without its unit dimensions.
+fn squeezed(extents: &[i64]) -> Vec<i64> {
+    extents.iter().copied().filter(|&e| e != 1).collect()
 }

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use tirx_ir::hir::{BufId, Expr, MathFn, ScopeIdKind, TileOp};
-use tirx_ir::{DType, Span};
+use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
 
 /// Largest tuple / range the evaluator materializes (fuzz guard).
@@ -376,6 +376,17 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// `d` with a `did you mean ...?` help naming the closest of `names`, or, when
+/// none is close, a note listing them all (`kind: a, b, c`). `quoted`: the
+/// names are written as strings in a script (`"float32"`).
+pub fn did_you_mean(d: Diagnostic, name: &str, names: &[&str], kind: &str, quoted: bool) -> Diagnostic {
+    match closest(name, names.iter().copied()) {
+        Some(c) if quoted => d.with_help(format!("did you mean `\"{c}\"`?")),
+        Some(c) => d.with_help(format!("did you mean `{c}`?")),
+        None => d.with_note(format!("{kind}: {}", names.join(", "))),
+    }
 }
 
 /// The closest candidate within a small edit distance.

@@ -68,6 +68,9 @@ fn cases() -> Vec<Case> {
             Some(".view("),
         ),
         c("region out of bounds", Body("    Tx.warp.copy(B[0:32, 0:8], A[0:40, 0:8])\n"), "region 0:40 is out of bounds for dimension 0 of `A` (extent 32)", (1, 34), None),
+        c("open slice from a huge negative start", Body("    Tx.warp.copy(B[0:32, 0:8], A[-9223372036854775807:, 0:8])\n"), "is out of bounds for dimension 0 of `A` (extent 32)", (1, 34), None),
+        c("int literal too wide for int8", Body("    x = T.int8(300)\n"), "integer 300 does not fit int8 (-128..=127)", (1, 9), Some("wider dtype")),
+        c("int literal too wide for a uint8 element", Body("    I = T.alloc_buffer((1,), \"uint8\", scope=\"shared\")\n    I[0] = 256\n"), "integer 256 does not fit uint8 (0..=255)", (2, 12), Some("wider dtype")),
         c("index out of bounds", Body("    B[tid, 8] = 1.0\n"), "index 8 is out of bounds for dimension 1 of `B`", (1, 12), None),
         c(
             "thread-axis buffer indexed directly",
@@ -169,6 +172,7 @@ fn cases() -> Vec<Case> {
         c("view larger than base", Body("    V = A.view(16, 17)\n"), "view (16, 17) reaches 272 elements but `A` holds 256", (1, 16), Some("must fit")),
         c("too many threads", Raw("    T.device_entry(); T.warp_id([64]); T.lane_id([32])\n"), "a CTA has at most 1024 threads, this kernel declares 2048", (1, 23), Some("more CTAs")),
         c("compose swizzle args", File("from tvm.tirx.layout import S, TileLayout, ComposeLayout\nL = ComposeLayout(3, 3, 1, TileLayout(S[64]))\n"), "ComposeLayout needs atom_len >= swizzle_len", (2, 5), None),
+        c("compose swizzle too wide", File("from tvm.tirx.layout import S, TileLayout, ComposeLayout\nL = ComposeLayout(16, 12, 16, TileLayout(S[64]))\n"), "per_element + swizzle_len + atom_len = 44 exceeds 40", (2, 5), None),
     ]
 }
 

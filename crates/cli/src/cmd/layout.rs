@@ -54,7 +54,7 @@ pub fn run(a: Args) -> CmdResult {
     let fusion = Fusion::from_name(&a.fusion).unwrap_or_default();
     let mut layout = parse_layout(&a.expr).map_err(|e| Failure::User(e.render(&a.expr)))?;
     let mut shape = match &a.shape {
-        Some(text) => parse_list(text, "--shape", |s| s.parse::<i64>().ok().filter(|v| *v > 0))?,
+        Some(text) => parse_list(text, "--shape", "a positive integer", |s| s.parse::<i64>().ok().filter(|v| *v > 0))?,
         None => vec![layout.size(None).map_err(user)?],
     };
     layout.check_admits(&shape).map_err(user)?;
@@ -75,7 +75,7 @@ pub fn run(a: Args) -> CmdResult {
         writeln!(out, "{}", describe_scope(&layout)?).ok();
     }
     if let Some(text) = &a.apply {
-        let coord = parse_list(text, "--apply", |s| s.parse::<i64>().ok())?;
+        let coord = parse_list(text, "--apply", "an integer", |s| s.parse::<i64>().ok())?;
         out.push_str(&apply_text(&layout, &coord, &shape, a.json)?);
     }
     if a.table || a.svg.is_some() {
@@ -102,8 +102,8 @@ fn caret(flag: &str, text: &str, at: usize, message: &str) -> Failure {
     Failure::User(format!("error: {flag}: {message}\n  {text}\n  {}^", " ".repeat(col)))
 }
 
-/// Comma-separated items, each checked by `item`; errors point at the bad item.
-fn parse_list<T>(text: &str, flag: &str, item: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, Failure> {
+/// Comma-separated items, each checked by `item` (`what` names a good one); errors point at the bad item.
+fn parse_list<T>(text: &str, flag: &str, what: &str, item: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, Failure> {
     let mut out = Vec::new();
     let mut at = 0usize;
     for part in text.split(',') {
@@ -111,7 +111,6 @@ fn parse_list<T>(text: &str, flag: &str, item: impl Fn(&str) -> Option<T>) -> Re
         match item(part.trim()) {
             Some(v) => out.push(v),
             None => {
-                let what = if flag == "--shape" { "a positive integer" } else { "an integer" };
                 return Err(caret(flag, text, at + lead, &format!("expected {what}, found `{}`", part.trim())));
             }
         }
@@ -337,7 +336,8 @@ fn slot_label(c: &Coord) -> String {
     }
 }
 
-fn unflatten(mut x: i64, shape: &[i64]) -> Vec<i64> {
+/// Row-major multi-index of flat index `x` in `shape` (positive extents).
+pub(crate) fn unflatten(mut x: i64, shape: &[i64]) -> Vec<i64> {
     let mut c = vec![0; shape.len()];
     for (d, &e) in shape.iter().enumerate().rev() {
         c[d] = x % e;

@@ -1,10 +1,11 @@
 //! `tirx lower FILE --emit tir|cuda [-o OUT] [--meta META.json]`: lowers a kernel
 //! script and prints the per-thread IR or the CUDA C++ (warnings go to stderr).
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::{load_kernel, Source};
-use std::io::IsTerminal;
+use crate::frontend::{load_kernel, lower};
 use std::path::PathBuf;
-use tirx_ir::Diagnostic;
+
+/// `explain` renders its diagnostics through this path.
+pub(crate) use crate::frontend::eprint_diags;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {
@@ -31,23 +32,16 @@ pub struct Args {
 
 pub fn run(a: Args) -> CmdResult {
     let (k, src) = load_kernel(&a.file)?;
-    let lowered = match tirx_lower::lower_kernel(&k, &Default::default()) {
-        Ok(l) => l,
-        Err(diags) => {
-            eprint_diags(&diags, &src);
-            return Err(Failure::Reported);
-        }
-    };
-    eprint_diags(&lowered.warnings, &src);
+    let lir = lower(&k, &src)?;
     let text = match a.emit {
         Emit::Tir => {
             if a.meta.is_some() {
                 return Err(Failure::User("--meta needs --emit cuda".into()));
             }
-            lowered.lir.to_string()
+            lir.to_string()
         }
         Emit::Cuda => {
-            let m = tirx_cuda::generate(&lowered.lir).map_err(|e| Failure::Internal(e.to_string()))?;
+            let m = tirx_cuda::generate(&lir).map_err(|e| Failure::Internal(e.to_string()))?;
             if let Some(p) = &a.meta {
                 write(p, &m.meta.to_json())?;
             }
@@ -60,13 +54,6 @@ pub fn run(a: Args) -> CmdResult {
             print!("{text}");
             Ok(())
         }
-    }
-}
-
-pub(crate) fn eprint_diags(diags: &[Diagnostic], src: &Source) {
-    if !diags.is_empty() {
-        let color = std::io::stderr().is_terminal();
-        eprint!("{}", tirx_ir::diag::render(diags, &src.name, &src.text, color));
     }
 }
 

@@ -12,8 +12,7 @@
 //! found" message (exit 1) before anything else happens.
 
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::Source;
-use std::io::IsTerminal;
+use crate::frontend::{eprint_diags, Source};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tirx_cuda::CudaModule;
@@ -97,32 +96,14 @@ pub(crate) fn open_gpu() -> Result<Gpu, Failure> {
 /// File → HIR → LIR → CUDA, rendering diagnostics (warnings too) on stderr.
 pub(crate) fn build(file: &std::path::Path) -> Result<Built, Failure> {
     let (kernel, src) = crate::frontend::load_kernel(file)?;
-    let color = std::io::stderr().is_terminal();
-    let lowered = match tirx_lower::lower_kernel(&kernel, &tirx_lower::LowerOptions::default()) {
-        Ok(l) => l,
-        Err(diags) => {
-            eprint!("{}", tirx_ir::diag::render(&diags, &src.name, &src.text, color));
-            return Err(Failure::Reported);
-        }
-    };
-    if !lowered.warnings.is_empty() {
-        eprint!("{}", tirx_ir::diag::render(&lowered.warnings, &src.name, &src.text, color));
-    }
-    let cuda = tirx_cuda::generate(&lowered.lir).map_err(|e| Failure::Internal(e.to_string()))?;
-    Ok(Built { lir: lowered.lir, cuda, src })
+    let lir = crate::frontend::lower(&kernel, &src)?;
+    let cuda = tirx_cuda::generate(&lir).map_err(|e| Failure::Internal(e.to_string()))?;
+    Ok(Built { lir, cuda, src })
 }
 
 /// One byte buffer per parameter: the `--arg` arrays, the pattern for the others.
 pub(crate) fn param_buffers(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>>, Failure> {
-    let mut bufs = crate::npy::load_args(specs, k)?;
-    let given: Vec<&str> = specs.iter().filter_map(|s| s.split_once('=').map(|(n, _)| n.trim())).collect();
-    for (buf, id) in bufs.iter_mut().zip(&k.params) {
-        let b = k.buf(*id);
-        if !given.contains(&b.name.as_str()) {
-            *buf = fill_pattern(b.dtype, b.elems.max(0) as usize);
-        }
-    }
-    Ok(bufs)
+    crate::npy::load_args_or(specs, k, |b| fill_pattern(b.dtype, b.elems.max(0) as usize))
 }
 
 /// The deterministic contents of a parameter not given with `--arg`: element `i` is
@@ -233,8 +214,7 @@ fn simulate(k: &LKernel, src: &Source, bufs: &mut [Vec<u8>]) -> Result<(), Failu
     match tirx_sim::simulate(k, bufs, &tirx_sim::SimOptions::default()) {
         Ok(_) => Ok(()),
         Err(e) => {
-            let color = std::io::stderr().is_terminal();
-            eprint!("{}", tirx_ir::diag::render(&[e.to_diagnostic()], &src.name, &src.text, color));
+            eprint_diags(&[e.to_diagnostic()], src);
             eprintln!("check-sim: the simulator stopped, so the GPU result was not compared");
             Err(Failure::Reported)
         }
@@ -242,16 +222,12 @@ fn simulate(k: &LKernel, src: &Source, bufs: &mut [Vec<u8>]) -> Result<(), Failu
 }
 
 /// Row-major multi-index of a flat element index, `i, j` (flat when the shape does not fit).
-fn unravel(mut index: usize, shape: &[i64]) -> String {
+fn unravel(index: usize, shape: &[i64]) -> String {
     let total: i64 = shape.iter().product();
     if shape.is_empty() || shape.iter().any(|&d| d <= 0) || index as i64 >= total {
         return index.to_string();
     }
-    let mut idx = vec![0usize; shape.len()];
-    for (slot, &d) in idx.iter_mut().zip(shape).rev() {
-        *slot = index % d as usize;
-        index /= d as usize;
-    }
+    let idx = crate::cmd::layout::unflatten(index as i64, shape);
     idx.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
@@ -323,6 +299,19 @@ mod tests {
         gpu[1][8] ^= 1;
         let err = check_against_sim(&k, &src, inputs, &gpu).unwrap_err();
         assert!(matches!(err, Failure::User(ref m) if m.contains("differs from the simulator")), "{err:?}");
+    }
+
+    #[test]
+    fn parameters_without_an_arg_get_the_pattern() {
+        let k = copy_kernel();
+        let dir = std::env::temp_dir().join(format!("tirx-param-buffers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = format!("A={}", dir.join("a.npy").display());
+        let ones: Vec<u8> = [1.0f32; 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+        crate::npy::save_outs(std::slice::from_ref(&spec), &k, &[ones.clone(), vec![]]).unwrap();
+        let bufs = param_buffers(&[spec], &k).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(bufs, vec![ones, fill_pattern(DType::F32, 4)]);
     }
 
     #[test]

@@ -4,10 +4,8 @@
 //! Errors and warnings are rendered at their source span; `--stats` prints
 //! the shared-memory bank conflicts of every shared-memory instruction.
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::Source;
-use std::io::IsTerminal;
+use crate::frontend::{eprint_diags, lower, Source};
 use std::time::Instant;
-use tirx_ir::lir::LKernel;
 use tirx_ir::Diagnostic;
 use tirx_sim::{simulate, SimOptions, SimReport};
 
@@ -43,12 +41,12 @@ pub fn run(a: Args) -> CmdResult {
     let report = match result {
         Ok(r) => r,
         Err(e) => {
-            emit(&[e.to_diagnostic()], &src);
+            eprint_diags(&[e.to_diagnostic()], &src);
             return Err(Failure::Reported);
         }
     };
     let warnings: Vec<Diagnostic> = report.warnings.iter().map(|w| w.to_diagnostic()).collect();
-    emit(&warnings, &src);
+    eprint_diags(&warnings, &src);
     crate::npy::save_outs(&a.outs, &lir, &bufs)?;
     let warned = match report.warnings.len() {
         0 => String::new(),
@@ -69,28 +67,6 @@ pub fn run(a: Args) -> CmdResult {
         print_stats(&report, &src);
     }
     Ok(())
-}
-
-/// HIR → LIR through the default CUDA lowering; diagnostics are rendered here.
-fn lower(kernel: &tirx_ir::hir::Kernel, src: &Source) -> Result<LKernel, Failure> {
-    match tirx_lower::lower_kernel(kernel, &tirx_lower::LowerOptions::default()) {
-        Ok(l) => {
-            emit(&l.warnings, src);
-            Ok(l.lir)
-        }
-        Err(diags) => {
-            emit(&diags, src);
-            Err(Failure::Reported)
-        }
-    }
-}
-
-fn emit(diags: &[Diagnostic], src: &Source) {
-    if diags.is_empty() {
-        return;
-    }
-    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    eprint!("{}", tirx_ir::diag::render(diags, &src.name, &src.text, color));
 }
 
 fn print_stats(report: &SimReport, src: &Source) {

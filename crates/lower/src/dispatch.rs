@@ -290,10 +290,11 @@ fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
 
 /// `variant (prio) | reason` rows, one per variant tried.
 pub fn decline_table(ex: &CallExplain) -> String {
-    let w = ex.tried.iter().map(|t| t.variant.len() + 8).max().unwrap_or(7).max(7);
+    let label = |t: &Tried| format!("{} (prio={})", t.variant, t.priority);
+    let w = ex.tried.iter().map(|t| label(t).len()).max().unwrap_or(0).max("variant".len());
     let mut s = format!("{:<w$} | reason", "variant");
     for t in &ex.tried {
-        let label = format!("{} (prio={})", t.variant, t.priority);
+        let label = label(t);
         let verdict = match (t.accepted, t.skipped) {
             (true, true) => "would accept (not used: dispatch= forces another variant)".to_string(),
             (true, false) => "accepted".to_string(),

@@ -172,6 +172,34 @@ fn huge_buffers_use_i64_indices() {
     tirx_cuda::generate(&l.lir).unwrap();
 }
 
+/// Region begins and scalar indices past 2^31 (`A[3000000000:...]`, `A[tid + 3000000000]`):
+/// the literal is int64, the int32 side is widened, and the CUDA uses 64-bit index math
+/// for that buffer only.
+#[test]
+fn int64_literals_in_regions_and_indices() {
+    let src = r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+
+@T.prim_func
+def big(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (3000000128,), "float32")
+    B = T.match_buffer(B_ptr, (129,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.lane_id([32]); tid = T.thread_id([32])
+    S = T.alloc_buffer((128,), "float32", scope="shared")
+    Tx.warp.copy(S[0:128], A[3000000000:3000000128])
+    T.cuda.cta_sync()
+    Tx.warp.copy(B[0:128], S[0:128])
+    B[128] = A[tid + 3000000000]
+"#;
+    let l = lower(src);
+    assert_eq!((call(&l, 0).chosen.as_deref(), call(&l, 0).vec), (Some("gmem_smem"), Some(4)), "{}", call(&l, 0).render());
+    let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
+    assert!(cuda.contains("&A[(long long)lane * 4LL + 3000000000LL]"), "{cuda}");
+    assert!(cuda.contains("A[(long long)tid + 3000000000LL]"), "{cuda}");
+    assert!(cuda.contains("&S[lane * 4]"), "the small shared buffer keeps 32-bit indices:\n{cuda}");
+}
+
 fn simulate_identity(src: &str, elems: usize) -> tirx_lower::Lowered {
     let l = lower(src);
     let a = pattern(tirx_ir::DType::F32, elems);

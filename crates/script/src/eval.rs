@@ -917,9 +917,15 @@ impl Builder<'_> {
     // ------------------------------------------------------------------ conversions
 
     /// Brings two operands to one dtype: a literal takes the other side's dtype;
-    /// two non-literals must already agree.
+    /// two non-literals must already agree. An integer literal that does not fit
+    /// the other side's integer dtype (`tid + 3000000000`) widens that side to the
+    /// literal's int64 instead, as TVM does.
     pub(crate) fn unify(&mut self, a: Expr, b: Expr, span: Span) -> R<(Expr, Expr, DType)> {
         if a.dtype == b.dtype {
+            let dt = a.dtype;
+            return Ok((a, b, dt));
+        }
+        if let Some((a, b)) = widen_for_literal(&a, &b).map(|w| (w, b.clone())).or_else(|| widen_for_literal(&b, &a).map(|w| (a.clone(), w))) {
             let dt = a.dtype;
             return Ok((a, b, dt));
         }
@@ -980,7 +986,8 @@ impl Builder<'_> {
 
     pub(crate) fn const_expr(&mut self, v: &Val, span: Span) -> R<Expr> {
         let (kind, dtype) = match v {
-            Val::Int(i) => (ExprKind::Int(*i), DType::I32),
+            // Python ints are int32 when they fit, int64 otherwise (as in TVM).
+            Val::Int(i) => (ExprKind::Int(*i), if i32::try_from(*i).is_ok() { DType::I32 } else { DType::I64 }),
             Val::Float(f) => (ExprKind::Float(*f), DType::F32),
             Val::Bool(b) => (ExprKind::Bool(*b), DType::Bool),
             other => return self.expected_kind("a scalar", other, span),
@@ -1322,4 +1329,15 @@ fn statement_only(b: Builtin, span: Span) -> Diagnostic {
         _ => ("a statement", "write it on its own line inside the kernel"),
     };
     Diagnostic::error(span, format!("this call is {what}, not a value")).with_label("not allowed here").with_help(help)
+}
+
+/// `e` cast to int64 when `lit` is an int64 integer literal that does not fit `e`'s
+/// narrower integer dtype; `None` otherwise.
+fn widen_for_literal(e: &Expr, lit: &Expr) -> Option<Expr> {
+    let ExprKind::Int(v) = lit.kind else { return None };
+    let (lo, hi) = e.dtype.int_range()?;
+    if lit.dtype != DType::I64 || e.dtype == DType::I64 || (lo..=hi).contains(&v) {
+        return None;
+    }
+    Some(Expr { kind: ExprKind::Cast(Box::new(e.clone())), dtype: DType::I64, span: e.span })
 }

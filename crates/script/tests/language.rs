@@ -299,3 +299,17 @@ fn tricky_expressions_round_trip() {
         assert!(printed.contains(want), "missing `{want}` in\n{printed}");
     }
 }
+
+/// Python ints that do not fit int32 are int64 (as in TVM); an int32 operand combined
+/// with one is widened, never the literal squeezed.
+#[test]
+fn large_int_literals_are_int64() {
+    let k = kernel("", "    x = tid + 3000000000\n    y = tid + 7\n");
+    let lets: Vec<&Expr> = k.body.iter().filter_map(|s| match &s.kind { StmtKind::Let { value, .. } => Some(value), _ => None }).collect();
+    assert_eq!(lets.len(), 2);
+    assert_eq!(lets[0].dtype, DType::I64);
+    let ExprKind::Binary(BinOp::Add, a, b) = &lets[0].kind else { panic!("{:?}", lets[0]) };
+    assert!(matches!(a.kind, ExprKind::Cast(_)) && a.dtype == DType::I64, "{a:?}");
+    assert_eq!((&b.kind, b.dtype), (&ExprKind::Int(3000000000), DType::I64));
+    assert_eq!(lets[1].dtype, DType::I32);
+}

@@ -214,23 +214,28 @@ impl LKernel {
 
     /// The type of an expression in this kernel.
     pub fn dtype_of(&self, e: &LExpr) -> DType {
-        match e {
-            LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
-            LExpr::Bool(_) => DType::Bool,
-            LExpr::Var(v) => self.var(*v).dtype,
-            LExpr::Special(_) => DType::I32,
-            LExpr::Bin(op, a, _) => {
-                if op.is_compare() || op.is_logic() {
-                    DType::Bool
-                } else {
-                    self.dtype_of(a)
-                }
+        expr_dtype(e, &|v| self.var(v).dtype, &|b| self.buf(b).dtype)
+    }
+}
+
+/// The type of an expression by the LIR typing rules, given the types of its
+/// variables and buffers (a kernel under construction has no `LKernel` yet).
+pub fn expr_dtype(e: &LExpr, var: &dyn Fn(LVarId) -> DType, buf: &dyn Fn(LBufId) -> DType) -> DType {
+    match e {
+        LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
+        LExpr::Bool(_) => DType::Bool,
+        LExpr::Var(v) => var(*v),
+        LExpr::Special(_) => DType::I32,
+        LExpr::Bin(op, a, _) => {
+            if op.is_compare() || op.is_logic() {
+                DType::Bool
+            } else {
+                expr_dtype(a, var, buf)
             }
-            LExpr::Un(UnOp::Not, _) => DType::Bool,
-            LExpr::Un(_, a) => self.dtype_of(a),
-            LExpr::Select(_, a, _) => self.dtype_of(a),
-            LExpr::Math(_, args) => args.first().map_or(DType::F32, |a| self.dtype_of(a)),
-            LExpr::Load(b, _) => self.buf(*b).dtype,
         }
+        LExpr::Un(UnOp::Not, _) => DType::Bool,
+        LExpr::Un(_, a) | LExpr::Select(_, a, _) => expr_dtype(a, var, buf),
+        LExpr::Math(_, args) => args.first().map_or(DType::F32, |a| expr_dtype(a, var, buf)),
+        LExpr::Load(b, _) => buf(*b),
     }
 }

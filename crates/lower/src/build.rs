@@ -6,7 +6,6 @@
 //! reads like hand-written code.
 
 use std::collections::HashMap;
-use tirx_ir::hir::UnOp;
 use tirx_ir::lir::{LBinOp, LBuf, LBufId, LExpr, LStmt, LVar, LVarId, Special};
 use tirx_ir::DType;
 
@@ -246,25 +245,9 @@ impl Builder {
         self.vars[v.0 as usize].dtype
     }
 
-    /// The type of a lowered expression (mirrors `LKernel::dtype_of`).
+    /// The type of a lowered expression (the LIR typing rules of `tirx_ir::lir::expr_dtype`).
     pub fn dtype_of(&self, e: &LExpr) -> DType {
-        match e {
-            LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
-            LExpr::Bool(_) => DType::Bool,
-            LExpr::Var(v) => self.var_type(*v),
-            LExpr::Special(_) => DType::I32,
-            LExpr::Bin(op, a, _) => {
-                if op.is_compare() || op.is_logic() {
-                    DType::Bool
-                } else {
-                    self.dtype_of(a)
-                }
-            }
-            LExpr::Un(UnOp::Not, _) => DType::Bool,
-            LExpr::Un(_, a) | LExpr::Select(_, a, _) => self.dtype_of(a),
-            LExpr::Math(_, args) => args.first().map_or(DType::F32, |a| self.dtype_of(a)),
-            LExpr::Load(b, _) => self.bufs[b.0 as usize].dtype,
-        }
+        tirx_ir::lir::expr_dtype(e, &|v| self.var_type(v), &|b| self.bufs[b.0 as usize].dtype)
     }
 
     /// Converts any expression to `t` (no-op when it already has that type).

@@ -10,7 +10,10 @@
 //!
 //! **Algorithm**: slice both layouts to the region, synthesize the
 //! `[outer, threads, vec]` partition with the widest aligned vector
-//! ([`partition::align`]), then each thread moves one vector per round.
+//! ([`partition::align`]), then each thread moves one vector per round. When no
+//! such split exists (the region's rows do not cut into the threads), it
+//! declines: `gmem_smem_predicated` then deals aligned vectors to the threads
+//! instead of the reference's one-element-per-thread walk.
 //!
 //! **Generated code** (32×32 f32 on a warp):
 //! ```text
@@ -129,6 +132,12 @@ impl Variant for GmemSmem {
         }
         let o = GsOperands::resolve(cx, &ops)?;
         let (part, mut limits) = partition::align(&o.sides(t));
+        if let Partition::Linear { .. } = part {
+            // The last limit is the generic "no split exists"; the others say why each width failed.
+            limits.pop();
+            let why = if limits.is_empty() { String::new() } else { format!(": {}", limits.join("; ")) };
+            return Err(Decline::new("partition", format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}")));
+        }
         let GsOperands { g, s, g_is_src, elem_bytes: bytes } = o;
         let (vec, rounds) = (part.vec(), part.rounds());
         let walk = s.swizzle.as_ref().and_then(|sw| swizzle_walk(sw, &part, &s, t));
@@ -155,23 +164,11 @@ impl Variant for GmemSmem {
         let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
         let mut body = Vec::new();
-        let (g_off, s_off) = match &p.part {
-            Partition::Grid { g, s, vec, rounds } => {
-                let shape = [*rounds, p.threads, *vec];
-                (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?)
-            }
-            Partition::Linear { g, s, .. } => {
-                let b = em.builder();
-                let mut l = b.add(b.mul(f.clone(), LExpr::i32(p.threads)), tid.clone());
-                if f_var.is_some() && !matches!(l, LExpr::Var(_)) {
-                    // The region element this thread moves in round f.
-                    let v = em.var("i", DType::I32, em.builder().bounds(&l));
-                    body.push(LStmt::new(LStmtKind::Let { var: v, value: l }, em.span));
-                    l = LExpr::Var(v);
-                }
-                (linear_offset(em, g, &l, g_ity), linear_offset(em, s, &l, s_ity))
-            }
+        let Partition::Grid { g, s, vec, .. } = &p.part else {
+            return Err(Decline::new("partition", "internal: gmem_smem planned without an exact split"));
         };
+        let shape = [rounds, p.threads, *vec];
+        let (g_off, s_off) = (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?);
         let g_off = add_sym(em, g_off, &p.g.sym, g_ity)?;
         let s_lin = add_sym(em, s_off, &p.s.sym, s_ity)?;
         let mut pre = Vec::new();

@@ -110,7 +110,8 @@ fn narrowing_by_lane_and_else_branch() {
     let base = base.replace("T.thread_id([32])", "T.thread_id([32]); lane = T.lane_id([32])");
     let src = base.replace(
         "    Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
-        "    if lane < 16:\n        T.cuda.warp_sync()\n    else:\n        Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
+        // (`pass`: a `__syncwarp()` here would be reached by half the warp, which the simulator rejects.)
+        "    if lane < 16:\n        pass\n    else:\n        Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
     );
     let l = lower(&src);
     let c = call(&l, 0);

@@ -287,14 +287,3 @@ pub fn layout_text(l: &Layout) -> String {
     l.to_string()
 }
 
-/// Text for `tirx explain` over all calls (each [`CallExplain::locate`]d first).
-pub fn render_all(calls: &[CallExplain]) -> String {
-    let mut s = String::new();
-    for (i, c) in calls.iter().enumerate() {
-        if i > 0 {
-            s.push('\n');
-        }
-        s.push_str(&c.render());
-    }
-    s
-}

@@ -68,13 +68,9 @@ pub fn lower_with(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Result<Low
     stmt::lower(k, opts, reg).lowered
 }
 
-/// The dispatch record of every tile call, also when lowering fails, with all
-/// diagnostics (errors first when there are any, then warnings).
-pub fn explain_kernel(k: &Kernel, opts: &LowerOptions) -> (Vec<CallExplain>, Vec<Diagnostic>) {
+/// The dispatch record of every tile call, also when lowering fails, with the
+/// lowering itself (its warnings, or its errors).
+pub fn explain_kernel(k: &Kernel, opts: &LowerOptions) -> (Vec<CallExplain>, Result<Lowered, Vec<Diagnostic>>) {
     let out = stmt::lower(k, opts, &Registry::cuda());
-    let diags = match out.lowered {
-        Ok(l) => l.warnings,
-        Err(d) => d,
-    };
-    (out.explain, diags)
+    (out.explain, out.lowered)
 }

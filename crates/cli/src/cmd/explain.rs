@@ -6,11 +6,10 @@
 //! `--sim` also runs the lowered kernel in the simulator (zeroed inputs, the
 //! first `--sim-ctas` CTAs: bank behaviour repeats from CTA to CTA) and shows,
 //! under each call, the shared-memory bank conflicts of the accesses it emitted.
-use super::lower::eprint_diags;
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::{load_kernel, Source};
+use crate::frontend::{eprint_diags, load_kernel, Source};
 use std::path::PathBuf;
-use tirx_ir::hir::Kernel;
+use tirx_ir::lir::LKernel;
 use tirx_lower::CallExplain;
 use tirx_sim::{BankStat, SimOptions};
 
@@ -32,12 +31,14 @@ pub struct Args {
 
 pub fn run(a: Args) -> CmdResult {
     let (k, src) = load_kernel(&a.file)?;
-    let (mut calls, diags) = tirx_lower::explain_kernel(&k, &Default::default());
+    let (mut calls, lowered) = tirx_lower::explain_kernel(&k, &Default::default());
     for c in &mut calls {
         c.locate(&src.name, &src.text);
     }
-    let lowered = !diags.iter().any(|d| d.is_error());
-    let bank = if a.sim && lowered { bank_stats(&k, &src, a.sim_ctas)? } else { vec![] };
+    let bank = match &lowered {
+        Ok(l) if a.sim => bank_stats(&l.lir, &src, a.sim_ctas)?,
+        _ => vec![],
+    };
     let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
     if a.json {
         let mut j = serde_json::to_value(&calls).map_err(|e| Failure::Internal(e.to_string()))?;
@@ -61,30 +62,27 @@ pub fn run(a: Args) -> CmdResult {
             }
         }
     }
-    eprint_diags(&diags, &src);
-    if !lowered {
-        return Err(Failure::Reported);
+    match lowered {
+        Ok(l) => {
+            eprint_diags(&l.warnings, &src);
+            Ok(())
+        }
+        Err(diags) => {
+            eprint_diags(&diags, &src);
+            Err(Failure::Reported)
+        }
     }
-    Ok(())
 }
 
 /// Simulates the first `ctas` CTAs with zeroed inputs and returns the bank statistics.
 /// A kernel the simulator rejects (a race, an out-of-bounds access) is a user error.
-fn bank_stats(k: &Kernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
-    let l = tirx_lower::lower_kernel(k, &Default::default()).map_err(|d| {
-        eprint_diags(&d, src);
-        Failure::Reported
-    })?;
-    let mut params: Vec<Vec<u8>> =
-        l.lir.params.iter().map(|p| l.lir.buf(*p)).map(|b| vec![0u8; (b.elems.max(0) as usize) * b.dtype.bytes() as usize]).collect();
+fn bank_stats(lir: &LKernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
+    let mut params = crate::npy::load_args(&[], lir)?;
     let opts = SimOptions { grid_limit: Some(ctas.max(1)), check_races: true, stats: true };
-    match tirx_sim::simulate(&l.lir, &mut params, &opts) {
-        Ok(report) => Ok(report.bank),
-        Err(e) => {
-            eprint_diags(&[e.to_diagnostic()], src);
-            Err(Failure::Reported)
-        }
-    }
+    tirx_sim::simulate(lir, &mut params, &opts).map(|r| r.bank).map_err(|e| {
+        eprint_diags(&[e.to_diagnostic()], src);
+        Failure::Reported
+    })
 }
 
 /// The access was emitted by this call (its statement carries the call's span).

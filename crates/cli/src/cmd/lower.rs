@@ -5,7 +5,6 @@ use crate::frontend::{load_kernel, lower};
 use std::path::PathBuf;
 
 /// `explain` renders its diagnostics through this path.
-pub(crate) use crate::frontend::eprint_diags;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Emit {

@@ -5,7 +5,7 @@ use crate::exit::Failure;
 use std::io::IsTerminal;
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
-use tirx_ir::Diagnostic;
+use tirx_ir::{Arch, Diagnostic};
 
 pub struct Source {
     pub name: String,
@@ -38,19 +38,35 @@ pub fn load_kernel(path: &std::path::Path) -> Result<(Kernel, Source), Failure> 
     }
 }
 
-/// HIR → LIR through the default CUDA lowering. Warnings are printed to
-/// stderr; errors are printed and reported as [`Failure::Reported`].
-pub fn lower(kernel: &Kernel, src: &Source) -> Result<LKernel, Failure> {
-    match tirx_lower::lower_kernel(kernel, &tirx_lower::LowerOptions::default()) {
+/// HIR → LIR through the CUDA lowering for `arch`. Warnings are printed to
+/// stderr; errors are printed and reported as [`Failure::Reported`] (exit 1),
+/// or exit 2 when one of them is an internal error.
+pub fn lower(kernel: &Kernel, src: &Source, arch: Arch) -> Result<LKernel, Failure> {
+    match tirx_lower::lower_kernel(kernel, &tirx_lower::LowerOptions::for_arch(arch)) {
         Ok(l) => {
             eprint_diags(&l.warnings, src);
             Ok(l.lir)
         }
-        Err(diags) => {
-            eprint_diags(&diags, src);
-            Err(Failure::Reported)
-        }
+        Err(diags) => Err(report_errors(&diags, src)),
     }
+}
+
+/// Prints `diags` and says how the command fails: exit 2 if any is a bug in tirx, else exit 1.
+pub fn report_errors(diags: &[Diagnostic], src: &Source) -> Failure {
+    eprint_diags(diags, src);
+    if diags.iter().any(|d| d.internal) {
+        Failure::Internal("see the diagnostics above".into())
+    } else {
+        Failure::Reported
+    }
+}
+
+/// The `--arch` option every lowering command takes.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct ArchArg {
+    /// The target GPU architecture (sm_90a, sm_80, ...): variants and instructions it lacks are not used.
+    #[arg(long, default_value_t = Arch::DEFAULT, value_name = "SM")]
+    pub arch: Arch,
 }
 
 /// Renders `diags` (nothing when empty) on stderr at their spans in `src`;

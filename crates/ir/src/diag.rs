@@ -30,6 +30,8 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// How to fix it, when there is a fix.
     pub help: Option<String>,
+    /// A bug in tirx, not in the user's kernel (exit code 2, never 1).
+    pub internal: bool,
 }
 
 impl Diagnostic {
@@ -39,6 +41,13 @@ impl Diagnostic {
     pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(Severity::Warning, span, message)
     }
+    /// An error that is tirx's bug, located at the construct being lowered.
+    pub fn internal(span: Span, message: impl Into<String>) -> Diagnostic {
+        let mut d = Diagnostic::new(Severity::Error, span, format!("internal error: {}", message.into()))
+            .with_note("this is a bug in tirx, not in the kernel; please report it with the script");
+        d.internal = true;
+        d
+    }
     fn new(severity: Severity, span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
             severity,
@@ -46,6 +55,7 @@ impl Diagnostic {
             labels: vec![Label { span, message: String::new() }],
             notes: vec![],
             help: None,
+            internal: false,
         }
     }
     /// Text under the caret of the primary label.

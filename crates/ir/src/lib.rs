@@ -20,7 +20,9 @@ pub mod lir_check;
 pub mod lir_print;
 pub mod scope_ids;
 pub mod span;
+pub mod target;
 
 pub use diag::{Diagnostic, Severity};
 pub use dtype::DType;
 pub use span::Span;
+pub use target::Arch;

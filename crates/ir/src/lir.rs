@@ -18,6 +18,7 @@
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, MathFn, UnOp};
 use crate::span::Span;
+use crate::target::Arch;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -189,6 +190,21 @@ impl LStmt {
     }
 }
 
+impl LStmtKind {
+    /// The oldest target this instruction exists on (nested bodies not included);
+    /// `buf` gives the element type of an array.
+    pub fn min_arch(&self, buf: &dyn Fn(LBufId) -> DType) -> Arch {
+        match self {
+            LStmtKind::LdMatrix { .. } => Arch::SM_75,
+            LStmtKind::StMatrix { .. } => Arch::SM_90,
+            // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
+            LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
+            LStmtKind::Cast2 { dst, src, .. } if buf(*dst) == DType::BF16 || buf(*src) == DType::BF16 => Arch::SM_80,
+            _ => Arch::MIN,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LKernel {
     pub name: String,
@@ -210,6 +226,28 @@ impl LKernel {
     }
     pub fn threads_per_cta(&self) -> u32 {
         self.block.iter().product()
+    }
+
+    /// The oldest target statement `s` runs on.
+    pub fn min_arch(&self, s: &LStmt) -> Arch {
+        s.kind.min_arch(&|b| self.buf(b).dtype)
+    }
+
+    /// The first statement (in program order) whose instruction `arch` lacks.
+    pub fn first_unsupported(&self, arch: Arch) -> Option<&LStmt> {
+        fn walk<'a>(k: &LKernel, b: &'a [LStmt], arch: Arch) -> Option<&'a LStmt> {
+            b.iter().find_map(|s| {
+                if !arch.supports(k.min_arch(s)) {
+                    return Some(s);
+                }
+                match &s.kind {
+                    LStmtKind::For { body, .. } => walk(k, body, arch),
+                    LStmtKind::If { then_body, else_body, .. } => walk(k, then_body, arch).or_else(|| walk(k, else_body, arch)),
+                    _ => None,
+                }
+            })
+        }
+        walk(self, &self.body, arch)
     }
 
     /// The type of an expression in this kernel.

@@ -2,10 +2,15 @@
 //! selection of one variant per call (tile-primitives.md §2.2–§2.6).
 //!
 //! A [`Variant`] plans (`plan`: accept with a [`Plan`] or decline with a typed
-//! [`Decline`] naming the predicate that failed) and emits LIR (`emit`, which
-//! may still decline). Trial order is priority-descending, then name. Every
-//! variant is planned, also after one accepted, so `tirx explain` shows each
-//! one's verdict; the first accepted plan whose emit succeeds is chosen.
+//! [`Decline`] naming the predicate that failed) and emits LIR (`emit`).
+//! Everything a variant decides is decided in `plan`: once a plan is accepted,
+//! `emit` cannot decline. An emit failure is a [`Bug`], reported as an
+//! internal error at the call (exit 2) — never a fall-through to the next,
+//! slower variant — and none of its statements stay behind. A variant below
+//! its [`Variant::min_arch`] declines without planning (`needs sm_90; target
+//! is sm_80`). Trial order is priority-descending, then name. Every variant is
+//! planned, also after one accepted, so `tirx explain` shows each one's
+//! verdict; the first accepted plan is chosen.
 //! `dispatch="name"` restricts the trial to that variant; an unknown name is an
 //! error listing the registered ones, and a forced variant that declines is an
 //! error with its reason. When nothing applies the error carries a table of
@@ -23,7 +28,7 @@ use crate::LowerOptions;
 use std::any::Any;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
-use tirx_ir::{DType, Diagnostic, Span};
+use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
 
 /// Why a variant does not apply: the predicate that failed and a reason a user can act on.
@@ -36,6 +41,23 @@ pub struct Decline {
 impl Decline {
     pub fn new(predicate: &'static str, reason: impl Into<String>) -> Decline {
         Decline { predicate, reason: reason.into() }
+    }
+    /// The target is older than what `what` needs.
+    pub fn arch(what: &str, min: Arch, target: Arch) -> Decline {
+        Decline::new("arch", format!("{what} needs {min}; target is {target}"))
+    }
+}
+
+/// An emit that failed after its plan was accepted: a bug in the variant
+/// (its `plan` missed a check), reported as an internal error at the call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bug(pub String);
+
+/// Helpers shared by `plan` and `emit` return [`Decline`]; inside `emit` the
+/// same failure is a bug, so `?` converts.
+impl From<Decline> for Bug {
+    fn from(d: Decline) -> Bug {
+        Bug(format!("{} [{}]", d.reason, d.predicate))
     }
 }
 
@@ -54,9 +76,9 @@ impl Plan {
     pub fn new(summary: impl Into<String>, data: impl Any) -> Plan {
         Plan { summary: summary.into(), vec: None, rounds: None, limits: vec![], data: Box::new(data) }
     }
-    /// The variant's data, or a decline if a plan of another variant was passed.
-    pub fn data<T: 'static>(&self, who: &'static str) -> Result<&T, Decline> {
-        self.data.downcast_ref::<T>().ok_or_else(|| Decline::new("plan", format!("internal: {who} got a plan it did not make")))
+    /// The variant's data (a plan of another variant is a bug).
+    pub fn data<T: 'static>(&self, who: &'static str) -> Result<&T, Bug> {
+        self.data.downcast_ref::<T>().ok_or_else(|| Bug(format!("{who} got a plan it did not make")))
     }
 }
 
@@ -64,8 +86,14 @@ pub trait Variant: Sync {
     fn name(&self) -> &'static str;
     fn priority(&self) -> u8;
     fn ops(&self) -> &'static [TileOp];
+    /// The oldest target this variant can emit for (its newest instruction's minimum).
+    fn min_arch(&self) -> Arch {
+        Arch::MIN
+    }
+    /// Accepts with everything `emit` needs, or declines with the failed predicate.
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline>;
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline>;
+    /// Emits the accepted `plan`; an error here is a bug, never a decline.
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug>;
     /// Picking this variant deserves a warning (slow catch-alls).
     fn warns(&self) -> bool {
         false
@@ -236,23 +264,29 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     }
     // Every variant is planned so explain can show each verdict; with `dispatch=`
     // only the forced one may be chosen, the others are marked skipped.
-    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| v.plan(cx)).collect();
+    let arch = cx.opts.arch;
+    let plans: Vec<Result<Plan, Decline>> = all
+        .iter()
+        .map(|v| if arch.supports(v.min_arch()) { v.plan(cx) } else { Err(Decline::arch(v.name(), v.min_arch(), arch)) })
+        .collect();
     let mut chosen = None;
     for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
         let mut tried = Tried::new(*v, p);
         tried.skipped = ex.forced.as_deref().is_some_and(|f| f != v.name());
         if let (Ok(plan), None, false) = (p, chosen, tried.skipped) {
             let mut em = Emitter { b: &mut *b, env: cx.env, kernel: cx.kernel, span: call.span, stmts: vec![] };
+            // The first accepted plan is the choice; its emit failing is a bug, not a decline.
+            chosen = Some(i);
+            ex.chosen = Some(v.name().to_string());
+            ex.vec = plan.vec;
+            ex.rounds = plan.rounds;
+            ex.limits = plan.limits.clone();
             match v.emit(plan, cx, &mut em) {
-                Ok(()) => {
-                    chosen = Some(i);
-                    out.stmts = em.stmts;
-                    ex.chosen = Some(v.name().to_string());
-                    ex.vec = plan.vec;
-                    ex.rounds = plan.rounds;
-                    ex.limits = plan.limits.clone();
-                }
-                Err(d) => tried.decline(&d, true),
+                Ok(()) => out.stmts = em.stmts,
+                Err(Bug(m)) => out.errors.push(
+                    Diagnostic::internal(call.span, format!("variant `{}` accepted this `{}` but failed to emit it: {m}", v.name(), call.op.name()))
+                        .with_label("while lowering this tile call"),
+                ),
             }
         }
         ex.tried.push(tried);

@@ -29,23 +29,23 @@ mod lay;
 pub mod scope;
 mod stmt;
 
-pub use dispatch::{CallCx, Decline, Emitter, Plan, Registry, Variant};
+pub use dispatch::{Bug, CallCx, Decline, Emitter, Plan, Registry, Variant};
 pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
 
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
-use tirx_ir::Diagnostic;
+use tirx_ir::{Arch, Diagnostic};
 
 /// How to lower.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LowerOptions {
-    /// Target architecture (`sm_90a`); variants may consult it.
-    pub arch: String,
+    /// The target; every variant and LIR instruction states its minimum (default sm_90a).
+    pub arch: Arch,
 }
 
-impl Default for LowerOptions {
-    fn default() -> Self {
-        LowerOptions { arch: "sm_90a".to_string() }
+impl LowerOptions {
+    pub fn for_arch(arch: Arch) -> LowerOptions {
+        LowerOptions { arch }
     }
 }
 

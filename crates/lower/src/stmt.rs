@@ -121,8 +121,15 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         body: full,
     };
     if let Err(m) = lir.validate() {
-        let d = Diagnostic::error(k.span, format!("internal error: the lowered kernel is malformed: {m}"))
-            .with_note("this is a bug in tirx-lower; please report it with the script");
+        let d = Diagnostic::internal(k.span, format!("the lowered kernel is malformed: {m}"));
+        return Outcome { lowered: Err(vec![d]), explain: lw.explain };
+    }
+    // A variant that emits past its declared minimum arch is a bug, caught here rather than in NVRTC.
+    if let Some(s) = lir.first_unsupported(opts.arch) {
+        let d = Diagnostic::internal(
+            s.span,
+            format!("an instruction needing {} was emitted for target {}", lir.min_arch(s), opts.arch),
+        );
         return Outcome { lowered: Err(vec![d]), explain: lw.explain };
     }
     let explain = lw.explain.clone();

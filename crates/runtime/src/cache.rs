@@ -55,7 +55,7 @@ pub struct Compiled {
 }
 
 /// Compiles `source` for `arch`, through the cache in `dir` (`None`: no cache).
-pub fn compile_cached(source: &str, arch: &str, dir: Option<&Path>) -> Result<Compiled, RuntimeError> {
+pub fn compile_cached(source: &str, arch: tirx_ir::Arch, dir: Option<&Path>) -> Result<Compiled, RuntimeError> {
     let t0 = Instant::now();
     let opts = options(arch, &ensure_nvrtc_loaded()?.include_dirs);
     let key = cache_key(source, &opts, nvrtc_version()?);

@@ -36,8 +36,8 @@ pub struct GpuInfo {
     pub max_threads_per_block: i32,
     /// Opt-in maximum of shared memory per block (static + dynamic).
     pub max_smem_per_block_optin: i32,
-    /// `sm_90a` etc.
-    pub arch: String,
+    /// The target for this GPU (`sm_90a` on an H100): lowering and NVRTC both use it.
+    pub arch: tirx_ir::Arch,
 }
 
 /// How to launch a kernel: the `LaunchMeta` fields the runtime needs.

@@ -19,13 +19,13 @@ use std::path::PathBuf;
 /// The NVRTC target for a compute capability: `sm_90a` for 9.0 (the arch-specific
 /// feature set — wgmma, setmaxnreg — exists only there and on later `a` targets),
 /// `sm_86` below 9.0.
-pub fn arch_for(major: i32, minor: i32) -> String {
-    let suffix = if major >= 9 { "a" } else { "" };
-    format!("sm_{major}{minor}{suffix}")
+pub fn arch_for(major: i32, minor: i32) -> tirx_ir::Arch {
+    let clamp = |v: i32| v.clamp(0, i32::from(u8::MAX)) as u8;
+    tirx_ir::Arch::for_compute_capability(clamp(major), clamp(minor))
 }
 
 /// The NVRTC options for `arch` with `include_dirs`, in a stable order (they are part of the cache key).
-pub fn options(arch: &str, include_dirs: &[PathBuf]) -> Vec<String> {
+pub fn options(arch: tirx_ir::Arch, include_dirs: &[PathBuf]) -> Vec<String> {
     let mut o = vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into(), "--fmad=false".into()];
     o.extend(include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
     o
@@ -41,7 +41,7 @@ pub fn nvrtc_version() -> Result<(i32, i32), RuntimeError> {
 }
 
 /// Compiles `source` for `arch` to a CUBIN (no cache; see [`crate::cache`]).
-pub fn compile_cubin(source: &str, arch: &str) -> Result<Vec<u8>, RuntimeError> {
+pub fn compile_cubin(source: &str, arch: tirx_ir::Arch) -> Result<Vec<u8>, RuntimeError> {
     let loaded = ensure_nvrtc_loaded()?;
     compile_with_options(source, &options(arch, &loaded.include_dirs))
 }
@@ -145,16 +145,16 @@ mod tests {
 
     #[test]
     fn arch_string_uses_the_a_suffix_from_hopper_on() {
-        assert_eq!(arch_for(9, 0), "sm_90a");
-        assert_eq!(arch_for(10, 0), "sm_100a");
-        assert_eq!(arch_for(12, 0), "sm_120a");
-        assert_eq!(arch_for(8, 6), "sm_86");
-        assert_eq!(arch_for(8, 0), "sm_80");
+        assert_eq!(arch_for(9, 0).to_string(), "sm_90a");
+        assert_eq!(arch_for(10, 0).to_string(), "sm_100a");
+        assert_eq!(arch_for(12, 0).to_string(), "sm_120a");
+        assert_eq!(arch_for(8, 6).to_string(), "sm_86");
+        assert_eq!(arch_for(8, 0).to_string(), "sm_80");
     }
 
     #[test]
     fn options_are_stable_and_carry_every_include_dir() {
-        let o = options("sm_90a", &[PathBuf::from("/x/include"), PathBuf::from("/x/include/cccl")]);
+        let o = options(tirx_ir::Arch::SM_90A, &[PathBuf::from("/x/include"), PathBuf::from("/x/include/cccl")]);
         assert_eq!(
             o,
             [

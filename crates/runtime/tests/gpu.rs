@@ -62,7 +62,7 @@ fn input() -> Vec<u8> {
 #[test]
 fn runs_a_kernel_with_64kb_dynamic_smem_and_copies_results_back() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let compiled = compile_cached(SCALE, &gpu.info().arch, None).expect("NVRTC");
+    let compiled = compile_cached(SCALE, gpu.info().arch, None).expect("NVRTC");
     let kernel = gpu.load(compiled.cubin, &spec()).expect("load");
     let mut bufs = vec![input(), vec![0u8; ELEMS * 4]];
     let dev = gpu.upload(&bufs).expect("upload");
@@ -79,7 +79,7 @@ fn runs_a_kernel_with_64kb_dynamic_smem_and_copies_results_back() {
 #[test]
 fn limits_are_checked_before_launch() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let compiled = compile_cached(SCALE, &gpu.info().arch, None).expect("NVRTC");
+    let compiled = compile_cached(SCALE, gpu.info().arch, None).expect("NVRTC");
     let too_many_threads = LaunchSpec { block: [2048, 1, 1], ..spec() };
     let e = gpu.load(compiled.cubin.clone(), &too_many_threads).err().expect("rejected");
     assert!(matches!(e, RuntimeError::Invalid(_)) && e.is_user_error(), "{e}");
@@ -94,7 +94,7 @@ fn limits_are_checked_before_launch() {
 #[test]
 fn timing_gives_a_sane_median_for_kernel_and_memcpy() {
     let Some(gpu) = gpu_or_skip() else { return };
-    let compiled = compile_cached(SCALE, &gpu.info().arch, None).expect("NVRTC");
+    let compiled = compile_cached(SCALE, gpu.info().arch, None).expect("NVRTC");
     let kernel = gpu.load(compiled.cubin, &spec()).expect("load");
     let dev = gpu.upload(&[input(), vec![0u8; ELEMS * 4]]).expect("upload");
     let mut seen = Vec::new();
@@ -125,7 +125,7 @@ fn static_shared_memory_above_48kb() {
         __syncthreads();
         for (int i = threadIdx.x; i < 16384; i += 256) a[i] = s[16383 - i];
     }"#;
-    let compiled = compile_cached(src, &gpu.info().arch, None).expect("NVRTC accepts 64 KB static");
+    let compiled = compile_cached(src, gpu.info().arch, None).expect("NVRTC accepts 64 KB static");
     let spec = LaunchSpec { kernel: "big_static".into(), grid: [1, 1, 1], block: [256, 1, 1], dynamic_smem_bytes: 0 };
     let outcome = gpu.load(compiled.cubin, &spec).and_then(|k| {
         let mut bufs = vec![(0..16384u32).flat_map(|i| (i as f32).to_le_bytes()).collect::<Vec<u8>>()];

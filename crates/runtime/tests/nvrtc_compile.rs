@@ -28,10 +28,10 @@ fn compiles_to_an_sm90a_cubin_and_reports_errors_with_the_log() {
     if !nvrtc_or_skip() {
         return;
     }
-    let cubin = compile_cubin(KERNEL, "sm_90a").expect("compiles");
+    let cubin = compile_cubin(KERNEL, tirx_ir::Arch::SM_90A).expect("compiles");
     assert!(cubin.starts_with(b"\x7fELF"), "not an ELF image");
 
-    let err = compile_cubin("extern \"C\" __global__ void k() { int x = ; }", "sm_90a").unwrap_err();
+    let err = compile_cubin("extern \"C\" __global__ void k() { int x = ; }", tirx_ir::Arch::SM_90A).unwrap_err();
     let RuntimeError::Compile { log, .. } = &err else { panic!("expected a compile error, got {err:?}") };
     assert!(log.contains("expected an expression"), "{log}");
     assert!(!err.is_user_error(), "bad generated code is a tirx bug");
@@ -44,12 +44,12 @@ fn second_compile_of_the_same_source_is_a_cache_hit() {
     }
     let dir = std::env::temp_dir().join(format!("tirx-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let first = compile_cached(KERNEL, "sm_90a", Some(&dir)).expect("compiles");
+    let first = compile_cached(KERNEL, tirx_ir::Arch::SM_90A, Some(&dir)).expect("compiles");
     assert!(!first.cached && first.cache_note.is_none(), "{:?}", first.cache_note);
-    let second = compile_cached(KERNEL, "sm_90a", Some(&dir)).expect("cached");
+    let second = compile_cached(KERNEL, tirx_ir::Arch::SM_90A, Some(&dir)).expect("cached");
     assert!(second.cached);
     assert_eq!(first.cubin, second.cubin);
-    let other_arch = compile_cached(KERNEL, "sm_80", Some(&dir)).expect("compiles");
+    let other_arch = compile_cached(KERNEL, tirx_ir::Arch::SM_80, Some(&dir)).expect("compiles");
     assert!(!other_arch.cached, "another arch must not hit the sm_90a entry");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -65,7 +65,7 @@ fn more_shared_memory_than_a_cta_may_have_is_a_user_error_with_a_fix() {
         __syncthreads();
         a[threadIdx.x] = s[76799 - threadIdx.x];
     }"#;
-    let err = match compile_cubin(src, "sm_90a") {
+    let err = match compile_cubin(src, tirx_ir::Arch::SM_90A) {
         Ok(_) => panic!("300 KB of static shared memory compiled"),
         Err(e) => e,
     };

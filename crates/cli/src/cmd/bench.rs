@@ -48,7 +48,7 @@ const PROGRESS_AFTER: Duration = Duration::from_millis(800);
 
 pub fn run(a: Args) -> CmdResult {
     let gpu = open_gpu()?;
-    let built = build(&a.file)?;
+    let built = build(&a.file, gpu.info().arch)?;
     let inputs = param_buffers(&a.args, &built.lir)?;
     let (kernel, compiled, _) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
     let dev = gpu.upload(&inputs).map_err(runtime_failure)?;
@@ -72,11 +72,12 @@ pub fn run(a: Args) -> CmdResult {
     };
     progress.finish();
 
+    let arch = gpu.info().arch.to_string();
     let report = Report {
         file: a.file.display().to_string(),
         spec: &kernel.spec,
         device: &gpu.info().name,
-        arch: &gpu.info().arch,
+        arch: &arch,
         versions: versions(gpu.info()),
         iters: a.iters,
         warmup: a.warmup,

@@ -17,6 +17,8 @@ use tirx_sim::{BankStat, SimOptions};
 pub struct Args {
     /// The kernel script.
     pub file: PathBuf,
+    #[command(flatten)]
+    pub target: crate::frontend::ArchArg,
     /// A JSON list of objects (`op`, `scope`, `span`, `operands`, `chosen`, `vec`, `rounds`, `tried`, `limits`;
     /// with `--sim` also `bank`).
     #[arg(long)]
@@ -31,7 +33,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> CmdResult {
     let (k, src) = load_kernel(&a.file)?;
-    let (mut calls, lowered) = tirx_lower::explain_kernel(&k, &Default::default());
+    let (mut calls, lowered) = tirx_lower::explain_kernel(&k, &tirx_lower::LowerOptions::for_arch(a.target.arch));
     for c in &mut calls {
         c.locate(&src.name, &src.text);
     }

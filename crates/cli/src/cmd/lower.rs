@@ -27,11 +27,13 @@ pub struct Args {
     /// Also write the launch metadata (grid, block, parameters) as JSON (with `--emit cuda`).
     #[arg(long)]
     pub meta: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: crate::frontend::ArchArg,
 }
 
 pub fn run(a: Args) -> CmdResult {
     let (k, src) = load_kernel(&a.file)?;
-    let lir = lower(&k, &src)?;
+    let lir = lower(&k, &src, a.target.arch)?;
     let text = match a.emit {
         Emit::Tir => {
             if a.meta.is_some() {

@@ -45,7 +45,7 @@ pub struct Args {
 pub fn run(a: Args) -> CmdResult {
     let gpu = open_gpu()?;
     let t0 = Instant::now();
-    let built = build(&a.file)?;
+    let built = build(&a.file, gpu.info().arch)?;
     let lowering = t0.elapsed();
     let inputs = param_buffers(&a.args, &built.lir)?;
     let (kernel, compiled, load) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
@@ -94,9 +94,9 @@ pub(crate) fn open_gpu() -> Result<Gpu, Failure> {
 }
 
 /// File → HIR → LIR → CUDA, rendering diagnostics (warnings too) on stderr.
-pub(crate) fn build(file: &std::path::Path) -> Result<Built, Failure> {
+pub(crate) fn build(file: &std::path::Path, arch: tirx_ir::Arch) -> Result<Built, Failure> {
     let (kernel, src) = crate::frontend::load_kernel(file)?;
-    let lir = crate::frontend::lower(&kernel, &src)?;
+    let lir = crate::frontend::lower(&kernel, &src, arch)?;
     let cuda = tirx_cuda::generate(&lir).map_err(|e| Failure::Internal(e.to_string()))?;
     Ok(Built { lir, cuda, src })
 }
@@ -137,7 +137,7 @@ pub(crate) fn compile_and_load(
 ) -> Result<(Kernel, Compiled, Duration), Failure> {
     let cache = if no_cache { None } else { tirx_runtime::cache::default_dir() };
     let compiled =
-        tirx_runtime::compile_cached(&cuda.source, &gpu.info().arch, cache.as_deref()).map_err(runtime_failure)?;
+        tirx_runtime::compile_cached(&cuda.source, gpu.info().arch, cache.as_deref()).map_err(runtime_failure)?;
     if let Some(note) = &compiled.cache_note {
         eprintln!("note: {note}");
     }

@@ -13,6 +13,8 @@ use tirx_sim::{simulate, SimOptions, SimReport};
 pub struct Args {
     /// The kernel script.
     pub file: std::path::PathBuf,
+    #[command(flatten)]
+    pub target: crate::frontend::ArchArg,
     /// An input: NAME=file.npy, NAME a parameter buffer (repeatable; others start zeroed).
     #[arg(long = "arg", value_name = "NAME=FILE")]
     pub args: Vec<String>,
@@ -32,7 +34,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> CmdResult {
     let (kernel, src) = crate::frontend::load_kernel(&a.file)?;
-    let lir = lower(&kernel, &src)?;
+    let lir = lower(&kernel, &src, a.target.arch)?;
     let mut bufs = crate::npy::load_args(&a.args, &lir)?;
     let opts = SimOptions { grid_limit: a.grid_limit, check_races: !a.no_race_check, stats: a.stats };
     let start = Instant::now();

@@ -25,7 +25,7 @@
 //! ```
 
 use super::{operands, CopyOps, COPY};
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::scope::TidKind;
 use tirx_ir::hir::{Buffer, BufferRegion, TileOp};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
@@ -80,7 +80,7 @@ impl Variant for Fallback {
         Ok(p)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let who = plan.data::<Who>("fallback")?;
         let ops = operands(cx)?;
         let names = ["i", "j", "k", "l"];

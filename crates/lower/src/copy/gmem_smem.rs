@@ -28,7 +28,7 @@ use super::partition::{self, Partition, Sides};
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps, COPY};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::expr::divisor;
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
@@ -153,7 +153,7 @@ impl Variant for GmemSmem {
         Ok(p)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<GsPlan>("gmem_smem")?;
         let ops = operands(cx)?;
         let (g_reg, s_reg) = GsOperands::regions(p.g_is_src, &ops);
@@ -165,7 +165,7 @@ impl Variant for GmemSmem {
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
         let mut body = Vec::new();
         let Partition::Grid { g, s, vec, .. } = &p.part else {
-            return Err(Decline::new("partition", "internal: gmem_smem planned without an exact split"));
+            return Err(Bug("gmem_smem planned without an exact split".into()));
         };
         let shape = [rounds, p.threads, *vec];
         let (g_off, s_off) = (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?);

@@ -34,7 +34,7 @@ use super::gmem_smem::{copy_stmt, linear_offset, thread_id, GsOperands, Side, PA
 use super::partition::{self, Partition};
 use super::{add_sym, operands, scope_pair, CopyOps, COPY};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
 use tirx_ir::hir::TileOp;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
@@ -111,7 +111,7 @@ impl Variant for GmemSmemPredicated {
         Ok(plan)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<PredPlan>("gmem_smem_predicated")?;
         let tid = thread_id(cx, em, p.threads);
         let t = p.threads;

@@ -36,7 +36,8 @@ use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use tirx_ir::Arch;
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
@@ -127,11 +128,18 @@ impl Variant for LdStMatrix {
     fn ops(&self) -> &'static [TileOp] {
         COPY
     }
+    /// `ldmatrix` exists from sm_75; `stmatrix` needs sm_90 (checked in `plan`).
+    fn min_arch(&self) -> Arch {
+        Arch::SM_75
+    }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
+        if ops.src_buf.scope == MemScope::Local && !cx.opts.arch.supports(Arch::SM_90) {
+            return Err(Decline::arch("stmatrix", Arch::SM_90, cx.opts.arch));
+        }
         let dt = ops.src_buf.dtype;
         if dt.bits() != 16 {
             return Err(Decline::new(
@@ -154,7 +162,7 @@ impl Variant for LdStMatrix {
         Ok(plan)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<MatrixPlan>("ldstmatrix")?;
         let ops = operands(cx)?;
         let (r_reg, s_reg) = if p.store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };

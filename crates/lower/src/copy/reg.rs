@@ -34,7 +34,7 @@
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates, COPY};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
 use crate::expr::divisor;
 use crate::scope::TidKind;
@@ -146,7 +146,7 @@ impl Variant for RegCopy {
         Ok(p)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<RegPlan>("copy/reg")?;
         let ops = operands(cx)?;
         let (r_reg, m_reg) = if p.r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };

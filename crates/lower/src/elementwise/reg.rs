@@ -32,7 +32,8 @@
 use super::{parse, scalar, OpCall, Operand, OPS};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
-use crate::dispatch::{CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use tirx_ir::Arch;
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
@@ -139,7 +140,7 @@ impl Variant for EwiseReg {
         Ok(p)
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Decline> {
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<EwPlan>("elementwise/reg")?;
         let call = parse(cx)?;
         let value_type = match &p.mode {
@@ -213,14 +214,14 @@ impl Variant for EwiseReg {
                             _ => PairSrc::Scalar(LExpr::Load(*lb, Box::new(i.clone()))),
                         },
                         (None, Some(v)) => PairSrc::Scalar(v.clone()),
-                        (None, None) => return Err(Decline::new("emit", "internal: an operand has neither a region nor a value")),
+                        (None, None) => return Err(Bug("an operand has neither a region nor a value".into())),
                     });
                 }
                 LStmtKind::Packed2 { op: *op, dtype: *dtype, dst: dst_buf, dst_index, srcs }
             }
             Mode::Cast2 => {
                 let Some(Some((src, src_index))) = src_refs.first().cloned() else {
-                    return Err(Decline::new("emit", "internal: cast without a source region"));
+                    return Err(Bug("cast without a source region".into()));
                 };
                 LStmtKind::Cast2 { dst: dst_buf, dst_index, src, src_index }
             }
@@ -364,18 +365,11 @@ fn packed_op(op: TileOp) -> Option<PackedOp> {
     })
 }
 
-/// `sm_90a` → 90.
-fn sm_version(arch: &str) -> Option<u32> {
-    let digits: String = arch.strip_prefix("sm_")?.chars().take_while(|c| c.is_ascii_digit()).collect();
-    digits.parse().ok()
-}
-
 /// Pair arithmetic or pair conversion when the types and every operand's
 /// register pairs allow it; why not goes to `limits`.
 fn choose_mode(cx: &CallCx, call: &OpCall, compute: DType, loops: &[i64], dst: &RegMap, srcs: &[Option<RegMap>], limits: &mut Vec<String>) -> Mode {
     let dst_t = cx.buf(call.dst.buf).dtype;
     let region_types: Vec<DType> = call.regions().skip(1).map(|r| cx.buf(r.buf).dtype).collect();
-    let sm = sm_version(&cx.opts.arch).unwrap_or(0);
     let wanted = if call.op == TileOp::Cast {
         let pair_cast = matches!(
             (region_types.first(), dst_t),
@@ -384,19 +378,24 @@ fn choose_mode(cx: &CallCx, call: &OpCall, compute: DType, loops: &[i64], dst: &
         if !pair_cast {
             return Mode::Scalar;
         }
+        let bf16 = dst_t == DType::BF16 || region_types.first() == Some(&DType::BF16);
+        if bf16 && !cx.opts.arch.supports(Arch::SM_80) {
+            limits.push(format!("pair conversions: bfloat16 pair conversion needs {}, target is {}", Arch::SM_80, cx.opts.arch));
+            return Mode::Scalar;
+        }
         Mode::Cast2
     } else {
         let Some(op) = packed_op(call.op) else { return Mode::Scalar };
-        let min_sm = match dst_t {
-            DType::F16 => 53,
-            DType::BF16 => 80,
+        let min = match dst_t {
+            DType::F16 => Arch::new(5, 3),
+            DType::BF16 => Arch::SM_80,
             t => {
                 limits.push(format!("packed pairs: {t} has no packed arithmetic on {}", cx.opts.arch));
                 return Mode::Scalar;
             }
         };
-        if sm < min_sm {
-            limits.push(format!("packed pairs: {dst_t} pair arithmetic needs sm_{min_sm}, target is {}", cx.opts.arch));
+        if !cx.opts.arch.supports(min) {
+            limits.push(format!("packed pairs: {dst_t} pair arithmetic needs {min}, target is {}", cx.opts.arch));
             return Mode::Scalar;
         }
         if compute != dst_t {
@@ -487,13 +486,6 @@ fn scalar_value(em: &mut Emitter, e: &tirx_ir::hir::Expr, t: DType) -> Result<LE
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn arch_versions() {
-        assert_eq!(sm_version("sm_90a"), Some(90));
-        assert_eq!(sm_version("sm_100"), Some(100));
-        assert_eq!(sm_version("gfx90a"), None);
-    }
 
     #[test]
     fn pairs_of_contiguous_and_broadcast_operands() {

@@ -346,7 +346,8 @@ mod tests {
         save_outs(&[format!("B={}", p.display())], &k, &[vec![], data.clone()]).unwrap();
         assert_eq!(load_args(&[format!("A={}", p.display())], &k).unwrap()[0], data);
         let logical = tmp("logical.npy");
-        save_outs(&[format!("B={}", logical.display())], &kernel(DType::F32, vec![2, 4]), &[vec![], vec![0; 32]]).unwrap();
+        save_outs(&[format!("B={}", logical.display())], &kernel(DType::F32, vec![2, 4]), &[vec![], vec![0; 32]])
+            .unwrap();
         let Err(Failure::User(m)) = load_args(&[format!("A={}", logical.display())], &k) else { panic!("must fail") };
         assert!(m.contains("shape (9,) (its layout is padded: pass the flat storage of logical shape (2, 4))"), "{m}");
         let _ = std::fs::remove_file(p);

@@ -32,7 +32,10 @@ fn canonical_and_scope() {
         ok(&[TC, "--canonical", "--scope"]),
         "S[(8, 2, 4, 2):(4@tx, 32@tx, 1@tx, 1)] + R[2:128@tx] + 160@tx\nscope: thread in cta\n"
     );
-    assert_eq!(ok(&["S[(4,1):(1@laneid,1)] + 1@laneid + 2@warpid", "--canonical", "--fusion", "none"]), "S[4:1@laneid] + 1@laneid + 2@warpid\n");
+    assert_eq!(
+        ok(&["S[(4,1):(1@laneid,1)] + 1@laneid + 2@warpid", "--canonical", "--fusion", "none"]),
+        "S[4:1@laneid] + 1@laneid + 2@warpid\n"
+    );
     assert_eq!(ok(&["S[(4,1):(1@laneid,1)] + 1@laneid + 2@warpid", "--canonical"]), "S[4:1@tx] + 65@tx\n");
 }
 

@@ -26,7 +26,16 @@ fn lower_emits_tir_and_cuda() {
     let dir = std::env::temp_dir().join(format!("tirx_lower_cli_{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (cu, meta) = (dir.join("k.cu"), dir.join("k.json"));
-    let out = tirx(&["lower", f.to_str().unwrap(), "--emit", "cuda", "-o", cu.to_str().unwrap(), "--meta", meta.to_str().unwrap()]);
+    let out = tirx(&[
+        "lower",
+        f.to_str().unwrap(),
+        "--emit",
+        "cuda",
+        "-o",
+        cu.to_str().unwrap(),
+        "--meta",
+        meta.to_str().unwrap(),
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let src = std::fs::read_to_string(&cu).unwrap();
     assert!(src.contains("__global__") && src.contains("uint4"), "{src}");

@@ -94,11 +94,7 @@ pub fn int_literal(v: i64, t: DType) -> Result<String, CodegenError> {
         DType::Bool => (if v != 0 { "true" } else { "false" }).to_string(),
         t if t.is_int() => v.to_string(),
         t if t.is_float() => float_literal(v as f64, t)?,
-        _ => {
-            return Err(CodegenError::Unsupported(format!(
-                "integer literal {v} of type {t}"
-            )))
-        }
+        _ => return Err(CodegenError::Unsupported(format!("integer literal {v} of type {t}"))),
     })
 }
 
@@ -120,21 +116,13 @@ pub fn float_literal(v: f64, t: DType) -> Result<String, CodegenError> {
             if v.is_nan() {
                 "__longlong_as_double(0x7ff8000000000000LL)".to_string()
             } else if v.is_infinite() {
-                let bits = if v > 0.0 {
-                    "0x7ff0000000000000LL"
-                } else {
-                    "(long long)0xfff0000000000000ULL"
-                };
+                let bits = if v > 0.0 { "0x7ff0000000000000LL" } else { "(long long)0xfff0000000000000ULL" };
                 format!("__longlong_as_double({bits})")
             } else {
                 format!("{v:?}")
             }
         }
         t if is_narrow_float(t) => format!("{}({})", c_type(t), f32_lit(v as f32)),
-        _ => {
-            return Err(CodegenError::Unsupported(format!(
-                "float literal {v} of type {t}"
-            )))
-        }
+        _ => return Err(CodegenError::Unsupported(format!("float literal {v} of type {t}"))),
     })
 }

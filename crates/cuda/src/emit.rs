@@ -13,9 +13,7 @@ use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
 use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{
-    CacheHint, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space,
-};
+use tirx_ir::lir::{CacheHint, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space};
 use tirx_ir::DType;
 
 /// Static shared memory above this needs `shared.dyn` (and an opt-in at launch).
@@ -84,11 +82,7 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     }
     src.push_str(&body);
     src.push_str("}\n");
-    Ok(Emitted {
-        source: src,
-        kernel: cx.names.kernel.clone(),
-        dynamic_smem_bytes,
-    })
+    Ok(Emitted { source: src, kernel: cx.names.kernel.clone(), dynamic_smem_bytes })
 }
 
 impl Ctx<'_> {
@@ -147,15 +141,9 @@ impl Ctx<'_> {
                 (Space::Shared, true) => dyn_bufs.push((id, bytes)),
                 (Space::Shared, false) => {
                     static_smem = static_smem.saturating_add(padded(bytes));
-                    self.line(&format!(
-                        "__shared__ alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}",
-                        b.elems
-                    ));
+                    self.line(&format!("__shared__ alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems));
                 }
-                _ => self.line(&format!(
-                    "alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}",
-                    b.elems
-                )),
+                _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
         }
         if static_smem > STATIC_SMEM_LIMIT {
@@ -168,31 +156,21 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        self.line(&format!(
-            "extern __shared__ __align__({ARRAY_ALIGN}) unsigned char {DYN_SMEM}[];"
-        ));
+        self.line(&format!("extern __shared__ __align__({ARRAY_ALIGN}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
             let b = self.k.buf(id);
             let (t, n) = (c_type(b.dtype), self.names.buf(id));
-            let at = if offset == 0 {
-                DYN_SMEM.to_string()
-            } else {
-                format!("{DYN_SMEM} + {offset}")
-            };
+            let at = if offset == 0 { DYN_SMEM.to_string() } else { format!("{DYN_SMEM} + {offset}") };
             let note = match shape_note(&b.shape) {
                 s if s.is_empty() => format!("  // {} elements", b.elems),
                 s => s,
             };
-            self.line(&format!(
-                "{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"
-            ));
+            self.line(&format!("{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"));
             offset = offset.saturating_add(padded(bytes));
         }
         u32::try_from(offset).map_err(|_| {
-            CodegenError::Unsupported(format!(
-                "{offset} bytes of dynamic shared memory do not fit a launch"
-            ))
+            CodegenError::Unsupported(format!("{offset} bytes of dynamic shared memory do not fit a launch"))
         })
     }
 
@@ -228,18 +206,9 @@ impl Ctx<'_> {
     }
 
     /// `*reinterpret_cast<T*>(&buf[index])`: `buf[index..]` viewed as one `T`.
-    fn view(
-        &mut self,
-        t: &str,
-        constant: bool,
-        b: LBufId,
-        index: &LExpr,
-    ) -> Result<String, CodegenError> {
+    fn view(&mut self, t: &str, constant: bool, b: LBufId, index: &LExpr) -> Result<String, CodegenError> {
         let c = if constant { "const " } else { "" };
-        Ok(format!(
-            "*reinterpret_cast<{c}{t}*>({})",
-            self.addr(b, index)?
-        ))
+        Ok(format!("*reinterpret_cast<{c}{t}*>({})", self.addr(b, index)?))
     }
 
     fn stmt(&mut self, s: &LStmt) -> Result<bool, CodegenError> {
@@ -254,13 +223,7 @@ impl Ctx<'_> {
                 let n = self.names.declare(*var, &self.k.var(*var).name);
                 self.line(&format!("const {} {n} = {v};", c_type(t)));
             }
-            LStmtKind::For {
-                var,
-                begin,
-                extent,
-                unroll,
-                body,
-            } => {
+            LStmtKind::For { var, begin, extent, unroll, body } => {
                 if matches!(extent, LExpr::Int(0, _)) {
                     return Ok(false);
                 }
@@ -281,95 +244,34 @@ impl Ctx<'_> {
                 if *unroll {
                     self.line("#pragma unroll");
                 }
-                self.line(&format!(
-                    "for ({} {n} = {}; {n} < {end}; ++{n}) {{",
-                    c_type(t),
-                    init
-                ));
+                self.line(&format!("for ({} {n} = {}; {n} < {end}; ++{n}) {{", c_type(t), init));
                 self.out.push_str(&text);
                 self.line("}");
             }
-            LStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => return self.if_chain(cond, then_body, else_body, false),
+            LStmtKind::If { cond, then_body, else_body } => return self.if_chain(cond, then_body, else_body, false),
             LStmtKind::Store { buf, index, value } => {
                 let (i, v) = (self.e(index)?, self.e(value)?);
                 self.line(&format!("{}[{i}] = {v};", self.names.buf(*buf)));
             }
-            LStmtKind::VecCopy {
-                dst,
-                dst_index,
-                src,
-                src_index,
-                lanes,
-                cache,
-            } => {
+            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy(*dst, dst_index, *src, src_index, *lanes, *cache)?;
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
-            LStmtKind::LdMatrix {
-                num,
-                trans,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-            } => {
-                self.matrix(
-                    Helper::LdMatrix {
-                        num: *num,
-                        trans: *trans,
-                    },
-                    *smem,
-                    smem_index,
-                    *regs,
-                    reg_index,
-                )?;
+            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index } => {
+                self.matrix(Helper::LdMatrix { num: *num, trans: *trans }, *smem, smem_index, *regs, reg_index)?;
             }
-            LStmtKind::StMatrix {
-                num,
-                trans,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-            } => {
-                self.matrix(
-                    Helper::StMatrix {
-                        num: *num,
-                        trans: *trans,
-                    },
-                    *smem,
-                    smem_index,
-                    *regs,
-                    reg_index,
-                )?;
+            LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
+                self.matrix(Helper::StMatrix { num: *num, trans: *trans }, *smem, smem_index, *regs, reg_index)?;
             }
-            LStmtKind::Packed2 {
-                op,
-                dtype,
-                dst,
-                dst_index,
-                srcs,
-            } => {
+            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
             }
-            LStmtKind::Cast2 {
-                dst,
-                dst_index,
-                src,
-                src_index,
-            } => self.cast2(*dst, dst_index, *src, src_index)?,
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2(*dst, dst_index, *src, src_index)?,
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     // A trailing backslash would continue the comment onto the next line of code.
-                    let l: String = l
-                        .chars()
-                        .map(|c| if c.is_control() { ' ' } else { c })
-                        .collect();
+                    let l: String = l.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
                     let l = l.trim_end_matches(|c: char| c == '\\' || c.is_whitespace());
                     self.line(format!("// {l}").trim_end());
                 }
@@ -390,15 +292,7 @@ impl Ctx<'_> {
         let c = self.e(cond)?;
         let (then_text, then_live) = self.nested(then_body)?;
         let else_if = match else_body {
-            [LStmt {
-                kind:
-                    LStmtKind::If {
-                        cond,
-                        then_body,
-                        else_body,
-                    },
-                ..
-            }] => Some((cond, then_body, else_body)),
+            [LStmt { kind: LStmtKind::If { cond, then_body, else_body }, .. }] => Some((cond, then_body, else_body)),
             _ => None,
         };
         // Print the else part first into its own buffer to learn whether it is live.
@@ -456,25 +350,17 @@ impl Ctx<'_> {
         let t = self.k.buf(dst).dtype;
         if lanes == 1 && cache == CacheHint::Default {
             let (d, s) = (self.e(dst_index)?, self.e(src_index)?);
-            self.line(&format!(
-                "{}[{d}] = {}[{s}];",
-                self.names.buf(dst),
-                self.names.buf(src)
-            ));
+            self.line(&format!("{}[{d}] = {}[{s}];", self.names.buf(dst), self.names.buf(src)));
             return Ok(());
         }
         let bits = lanes * t.bits();
-        let vt = vector_type(bits).ok_or_else(|| {
-            CodegenError::InvalidLir(format!("vector copy of {lanes} x {t} ({bits} bits)"))
-        })?;
+        let vt = vector_type(bits)
+            .ok_or_else(|| CodegenError::InvalidLir(format!("vector copy of {lanes} x {t} ({bits} bits)")))?;
         let lhs = self.view(vt, false, dst, dst_index)?;
         let rhs = match cache {
             CacheHint::Default => self.view(vt, true, src, src_index)?,
             CacheHint::NonCoherent => {
-                format!(
-                    "__ldg(reinterpret_cast<const {vt}*>({}))",
-                    self.addr(src, src_index)?
-                )
+                format!("__ldg(reinterpret_cast<const {vt}*>({}))", self.addr(src, src_index)?)
             }
         };
         self.line(&format!("{lhs} = {rhs};"));
@@ -518,11 +404,7 @@ impl Ctx<'_> {
             PackedOp::Max => "__hmax2",
             PackedOp::Min => "__hmin2",
         };
-        let splat = if t == DType::F16 {
-            "__half2half2"
-        } else {
-            "__bfloat162bfloat162"
-        };
+        let splat = if t == DType::F16 { "__half2half2" } else { "__bfloat162bfloat162" };
         let mut args = Vec::new();
         for p in srcs {
             args.push(match p {
@@ -535,31 +417,18 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn cast2(
-        &mut self,
-        dst: LBufId,
-        dst_index: &LExpr,
-        src: LBufId,
-        src_index: &LExpr,
-    ) -> Result<(), CodegenError> {
+    fn cast2(&mut self, dst: LBufId, dst_index: &LExpr, src: LBufId, src_index: &LExpr) -> Result<(), CodegenError> {
         let (from, to) = (self.k.buf(src).dtype, self.k.buf(dst).dtype);
         let f = match (from, to) {
             (DType::F32, DType::F16) => "__float22half2_rn",
             (DType::F16, DType::F32) => "__half22float2",
             (DType::F32, DType::BF16) => "__float22bfloat162_rn",
             (DType::BF16, DType::F32) => "__bfloat1622float2",
-            _ => {
-                return Err(CodegenError::InvalidLir(format!(
-                    "no pair conversion {from} -> {to}"
-                )))
-            }
+            _ => return Err(CodegenError::InvalidLir(format!("no pair conversion {from} -> {to}"))),
         };
         self.note_type(from);
         self.note_type(to);
-        let (st, dt) = (
-            pair_type(from).unwrap_or("float2"),
-            pair_type(to).unwrap_or("float2"),
-        );
+        let (st, dt) = (pair_type(from).unwrap_or("float2"), pair_type(to).unwrap_or("float2"));
         let rhs = self.view(st, true, src, src_index)?;
         let lhs = self.view(dt, false, dst, dst_index)?;
         self.line(&format!("{lhs} = {f}({rhs});"));
@@ -614,21 +483,12 @@ fn walk_exprs(body: &[LStmt], f: &mut dyn FnMut(&LExpr)) {
     for s in body {
         match &s.kind {
             LStmtKind::Let { value, .. } => expr(value, f),
-            LStmtKind::For {
-                begin,
-                extent,
-                body,
-                ..
-            } => {
+            LStmtKind::For { begin, extent, body, .. } => {
                 expr(begin, f);
                 expr(extent, f);
                 walk_exprs(body, f);
             }
-            LStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
+            LStmtKind::If { cond, then_body, else_body } => {
                 expr(cond, f);
                 walk_exprs(then_body, f);
                 walk_exprs(else_body, f);
@@ -637,35 +497,15 @@ fn walk_exprs(body: &[LStmt], f: &mut dyn FnMut(&LExpr)) {
                 expr(index, f);
                 expr(value, f);
             }
-            LStmtKind::VecCopy {
-                dst_index,
-                src_index,
-                ..
-            }
-            | LStmtKind::Cast2 {
-                dst_index,
-                src_index,
-                ..
-            } => {
+            LStmtKind::VecCopy { dst_index, src_index, .. } | LStmtKind::Cast2 { dst_index, src_index, .. } => {
                 expr(dst_index, f);
                 expr(src_index, f);
             }
-            LStmtKind::LdMatrix {
-                smem_index,
-                reg_index,
-                ..
-            }
-            | LStmtKind::StMatrix {
-                smem_index,
-                reg_index,
-                ..
-            } => {
+            LStmtKind::LdMatrix { smem_index, reg_index, .. } | LStmtKind::StMatrix { smem_index, reg_index, .. } => {
                 expr(smem_index, f);
                 reg_index.iter().for_each(|i| expr(i, f));
             }
-            LStmtKind::Packed2 {
-                dst_index, srcs, ..
-            } => {
+            LStmtKind::Packed2 { dst_index, srcs, .. } => {
                 expr(dst_index, f);
                 for p in srcs {
                     match p {
@@ -685,11 +525,7 @@ fn used_bufs(k: &LKernel) -> HashSet<LBufId> {
         for s in body {
             match &s.kind {
                 LStmtKind::For { body, .. } => stmts(body, used),
-                LStmtKind::If {
-                    then_body,
-                    else_body,
-                    ..
-                } => {
+                LStmtKind::If { then_body, else_body, .. } => {
                     stmts(then_body, used);
                     stmts(else_body, used);
                 }
@@ -745,21 +581,12 @@ fn collect_reads(body: &[LStmt], live: &HashSet<LVarId>, reads: &mut HashSet<LVa
                     expr_reads(value, reads);
                 }
             }
-            LStmtKind::For {
-                begin,
-                extent,
-                body,
-                ..
-            } => {
+            LStmtKind::For { begin, extent, body, .. } => {
                 expr_reads(begin, reads);
                 expr_reads(extent, reads);
                 collect_reads(body, live, reads);
             }
-            LStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
+            LStmtKind::If { cond, then_body, else_body } => {
                 expr_reads(cond, reads);
                 collect_reads(then_body, live, reads);
                 collect_reads(else_body, live, reads);

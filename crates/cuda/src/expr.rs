@@ -30,18 +30,10 @@ pub struct Doc {
 
 impl Doc {
     fn atom(text: String) -> Doc {
-        Doc {
-            text,
-            prec: POSTFIX,
-            op: None,
-        }
+        Doc { text, prec: POSTFIX, op: None }
     }
     fn unary(text: String) -> Doc {
-        Doc {
-            text,
-            prec: UNARY,
-            op: None,
-        }
+        Doc { text, prec: UNARY, op: None }
     }
     fn wrap_below(self, min: u8) -> String {
         if self.prec < min {
@@ -78,10 +70,7 @@ fn infix(op: LBinOp) -> Option<(&'static str, u8)> {
 }
 
 fn is_bit_op(op: LBinOp) -> bool {
-    matches!(
-        op,
-        LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr
-    )
+    matches!(op, LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr)
 }
 
 /// Whether operand `child` of infix `parent` (precedence `p`) is parenthesized.
@@ -103,21 +92,9 @@ fn needs_parens(parent: LBinOp, p: u8, child: &Doc, right: bool, assoc: bool) ->
 
 /// `a sym b`; `assoc`: the operator is associative on these operands (integers).
 fn join(a: Doc, sym: &str, b: Doc, op: LBinOp, p: u8, assoc: bool) -> Doc {
-    let l = if needs_parens(op, p, &a, false, assoc) {
-        format!("({})", a.text)
-    } else {
-        a.text
-    };
-    let r = if needs_parens(op, p, &b, true, assoc) {
-        format!("({})", b.text)
-    } else {
-        b.text
-    };
-    Doc {
-        text: format!("{l} {sym} {r}"),
-        prec: p,
-        op: Some(op),
-    }
+    let l = if needs_parens(op, p, &a, false, assoc) { format!("({})", a.text) } else { a.text };
+    let r = if needs_parens(op, p, &b, true, assoc) { format!("({})", b.text) } else { b.text };
+    Doc { text: format!("{l} {sym} {r}"), prec: p, op: Some(op) }
 }
 
 /// The bound of `for (.. ; v < bound; ..)`: `begin + extent`, parenthesized as
@@ -125,14 +102,7 @@ fn join(a: Doc, sym: &str, b: Doc, op: LBinOp, p: u8, assoc: bool) -> Doc {
 pub fn loop_bound(begin: Option<Doc>, extent: Doc) -> String {
     let (_, lt) = infix(LBinOp::Lt).expect("`<` is infix");
     let end = match begin {
-        Some(b) => join(
-            b,
-            "+",
-            extent,
-            LBinOp::Add,
-            infix(LBinOp::Add).expect("`+` is infix").1,
-            true,
-        ),
+        Some(b) => join(b, "+", extent, LBinOp::Add, infix(LBinOp::Add).expect("`+` is infix").1, true),
         None => extent,
     };
     end.wrap_below(lt + 1)
@@ -165,9 +135,7 @@ impl Ctx<'_> {
                 let t = self.k.dtype_of(a);
                 let a = self.operand(a)?;
                 match op {
-                    UnOp::Neg if is_fp8(t) => {
-                        cast_to(c_type(t), Doc::unary(format!("-{}", as_float(a).text)))
-                    }
+                    UnOp::Neg if is_fp8(t) => cast_to(c_type(t), Doc::unary(format!("-{}", as_float(a).text))),
                     // `--x` would be a decrement: parenthesize an operand that starts with a minus.
                     UnOp::Neg if a.text.starts_with('-') => Doc::unary(format!("-({})", a.text)),
                     UnOp::Neg => Doc::unary(format!("-{}", a.wrap_below(UNARY))),
@@ -193,18 +161,11 @@ impl Ctx<'_> {
                     a.wrap_below(TERNARY + 1),
                     b.wrap_below(TERNARY + 1)
                 );
-                Doc {
-                    text,
-                    prec: TERNARY,
-                    op: None,
-                }
+                Doc { text, prec: TERNARY, op: None }
             }
             LExpr::Math(f, args) => {
                 let [a] = args.as_slice() else {
-                    return Err(CodegenError::InvalidLir(format!(
-                        "{} takes one argument",
-                        f.name()
-                    )));
+                    return Err(CodegenError::InvalidLir(format!("{} takes one argument", f.name())));
                 };
                 let t = self.k.dtype_of(a);
                 let a = self.operand(a)?;
@@ -229,11 +190,7 @@ impl Ctx<'_> {
             _ => false,
         };
         let narrow_int = matches!(t, DType::I8 | DType::I16 | DType::U8 | DType::U16);
-        Ok(if int_arith && narrow_int {
-            cast_to(c_type(t), d)
-        } else {
-            d
-        })
+        Ok(if int_arith && narrow_int { cast_to(c_type(t), d) } else { d })
     }
 
     fn literal(&mut self, text: String, t: DType) -> Doc {
@@ -250,11 +207,7 @@ impl Ctx<'_> {
         // 8-bit floats have no arithmetic: compute in float (and convert back unless it is a comparison).
         if is_fp8(t) && !matches!(op, And | Or) {
             let r = self.binary(op, DType::F32, as_float(a), as_float(b))?;
-            return Ok(if op.is_compare() {
-                r
-            } else {
-                cast_to(c_type(t), r)
-            });
+            return Ok(if op.is_compare() { r } else { cast_to(c_type(t), r) });
         }
         let narrow = is_narrow_float(t);
         Ok(match op {
@@ -271,11 +224,7 @@ impl Ctx<'_> {
             }
             FloorDiv | FloorMod if matches!(t, DType::U8 | DType::U16 | DType::U32) => {
                 // Unsigned operands are never negative: floor and truncation agree.
-                let (sym, o) = if op == FloorDiv {
-                    ("/", Div)
-                } else {
-                    ("%", Rem)
-                };
+                let (sym, o) = if op == FloorDiv { ("/", Div) } else { ("%", Rem) };
                 join(a, sym, b, o, 11, false)
             }
             FloorDiv | FloorMod => {
@@ -312,11 +261,7 @@ impl Ctx<'_> {
             DType::F64 if op == LBinOp::FloorMod => Num::Double,
             _ => return Err(CodegenError::Unsupported(format!("{op:?} of {t} values"))),
         };
-        Ok(if op == LBinOp::FloorDiv {
-            Helper::FloorDiv { ty }
-        } else {
-            Helper::FloorMod { ty }
-        })
+        Ok(if op == LBinOp::FloorDiv { Helper::FloorDiv { ty } } else { Helper::FloorMod { ty } })
     }
 }
 
@@ -342,17 +287,13 @@ fn convert(a: Doc, from: DType, to: DType) -> Doc {
     let narrow_from = is_narrow_float(from);
     if to == DType::Bool {
         return if narrow_from {
-            Doc {
-                text: format!("{} != 0.0f", as_float(a).text),
-                prec: 7,
-                op: Some(LBinOp::Ne),
-            }
+            Doc { text: format!("{} != 0.0f", as_float(a).text), prec: 7, op: Some(LBinOp::Ne) }
         } else {
             cast_to("bool", a)
         };
     }
-    let via_float = (narrow_from && to != DType::F32)
-        || (is_narrow_float(to) && from != DType::F32 && from != DType::F64);
+    let via_float =
+        (narrow_from && to != DType::F32) || (is_narrow_float(to) && from != DType::F32 && from != DType::F64);
     if via_float {
         cast_to(c_type(to), as_float(a))
     } else {
@@ -369,10 +310,7 @@ fn math(f: MathFn, t: DType, a: Doc) -> Result<Doc, CodegenError> {
             (Abs, DType::I64) => Ok(call("llabs", vec![a])),
             // 8/16-bit operands promote to `int`; `operand` narrows the result where it matters.
             (Abs, _) => Ok(call("abs", vec![a])),
-            _ => Err(CodegenError::Unsupported(format!(
-                "{} of an integer ({t})",
-                f.name()
-            ))),
+            _ => Err(CodegenError::Unsupported(format!("{} of an integer ({t})", f.name()))),
         };
     }
     let (f32_name, f64_name, half_name) = match f {

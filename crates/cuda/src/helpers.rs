@@ -89,9 +89,7 @@ fn matrix_helper(h: Helper, instr: &str, num: u8, trans: bool) -> String {
     let load = instr == "ldmatrix";
     let n = usize::from(num);
     let regs: Vec<String> = (0..n).map(|i| format!("void* r{i}")).collect();
-    let ptx_regs: Vec<String> = (0..n)
-        .map(|i| format!("%{}", if load { i } else { i + 1 }))
-        .collect();
+    let ptx_regs: Vec<String> = (0..n).map(|i| format!("%{}", if load { i } else { i + 1 })).collect();
     let addr_slot = if load { n } else { 0 };
     let t = if trans { ".trans" } else { "" };
     let body = if load {
@@ -101,20 +99,9 @@ fn matrix_helper(h: Helper, instr: &str, num: u8, trans: bool) -> String {
     };
     let reg = |i: usize| format!("*static_cast<unsigned*>(r{i})");
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "__device__ __forceinline__ void {}(const void* row, {}) {{",
-        h.name(),
-        regs.join(", ")
-    );
-    let _ = writeln!(
-        s,
-        "    unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));"
-    );
-    let _ = writeln!(
-        s,
-        "    asm volatile(\"{instr}.sync.aligned.m8n8.x{num}{t}.shared.b16 {body};\""
-    );
+    let _ = writeln!(s, "__device__ __forceinline__ void {}(const void* row, {}) {{", h.name(), regs.join(", "));
+    let _ = writeln!(s, "    unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));");
+    let _ = writeln!(s, "    asm volatile(\"{instr}.sync.aligned.m8n8.x{num}{t}.shared.b16 {body};\"");
     if load {
         let outs: Vec<String> = (0..n).map(|i| format!("\"=r\"({})", reg(i))).collect();
         let _ = writeln!(s, "                 : {}", outs.join(", "));

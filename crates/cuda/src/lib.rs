@@ -107,8 +107,5 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
         dynamic_smem_bytes: out.dynamic_smem_bytes,
         params,
     };
-    Ok(CudaModule {
-        source: out.source,
-        meta,
-    })
+    Ok(CudaModule { source: out.source, meta })
 }

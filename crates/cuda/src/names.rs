@@ -32,25 +32,13 @@ const RESERVED: &[&str] = &[
 
 /// `name` as a valid, unreserved C identifier (`A.smem` -> `A_smem`, `int` -> `int_`).
 pub fn sanitize(name: &str) -> String {
-    let mut s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
     if s.is_empty() {
         s.push('v');
     }
     let b = s.as_bytes();
     // Identifiers starting with a digit are invalid; `__x` and `_X` are reserved to the implementation.
-    if b[0].is_ascii_digit()
-        || s.starts_with("__")
-        || (b[0] == b'_' && b.get(1).is_some_and(u8::is_ascii_uppercase))
-    {
+    if b[0].is_ascii_digit() || s.starts_with("__") || (b[0] == b'_' && b.get(1).is_some_and(u8::is_ascii_uppercase)) {
         s.insert(0, 'v');
     }
     if RESERVED.contains(&s.as_str()) || s.starts_with("tirx_") || is_vector_type(&s) {
@@ -66,10 +54,7 @@ fn is_vector_type(s: &str) -> bool {
         return false;
     };
     let base = base.strip_prefix('u').unwrap_or(base);
-    matches!(
-        base,
-        "char" | "short" | "int" | "long" | "longlong" | "float" | "double"
-    )
+    matches!(base, "char" | "short" | "int" | "long" | "longlong" | "float" | "double")
 }
 
 /// `base`, else `base_1`, `base_2`, ... : the first not in `taken`.
@@ -77,10 +62,7 @@ fn unique(base: String, taken: impl Fn(&str) -> bool) -> String {
     if !taken(&base) {
         return base;
     }
-    (1..)
-        .map(|i| format!("{base}_{i}"))
-        .find(|n| !taken(n))
-        .expect("an unbounded range has a free name")
+    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).expect("an unbounded range has a free name")
 }
 
 pub struct Names {
@@ -107,13 +89,7 @@ impl Names {
             }
         }
         let kernel = sanitize(&k.name);
-        Names {
-            kernel,
-            bufs,
-            buf_set,
-            vars: HashMap::new(),
-            scopes: vec![Vec::new()],
-        }
+        Names { kernel, bufs, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] }
     }
 
     pub fn buf(&self, b: LBufId) -> &str {
@@ -126,13 +102,9 @@ impl Names {
 
     /// A fresh name for `v` declared in the innermost scope.
     pub fn declare(&mut self, v: LVarId, source: &str) -> String {
-        let in_scope =
-            |n: &str| self.buf_set.contains(n) || self.scopes.iter().flatten().any(|s| s == n);
+        let in_scope = |n: &str| self.buf_set.contains(n) || self.scopes.iter().flatten().any(|s| s == n);
         let n = unique(sanitize(source), in_scope);
-        self.scopes
-            .last_mut()
-            .expect("the kernel scope is never popped")
-            .push(n.clone());
+        self.scopes.last_mut().expect("the kernel scope is never popped").push(n.clone());
         self.vars.insert(v, n.clone());
         n
     }

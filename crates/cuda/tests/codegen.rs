@@ -11,9 +11,7 @@ use tirx_ir::lir::{LBinOp, LExpr, LKernel, LStmt, PackedOp, PairSrc};
 use tirx_ir::DType;
 
 fn src(k: &LKernel) -> String {
-    generate(k)
-        .unwrap_or_else(|e| panic!("generate failed: {e}"))
-        .source
+    generate(k).unwrap_or_else(|e| panic!("generate failed: {e}")).source
 }
 
 fn invalid(k: &LKernel) -> String {
@@ -49,43 +47,24 @@ fn int_expr(build: impl FnOnce(LExpr, LExpr, LExpr) -> LExpr) -> String {
 
 #[test]
 fn parentheses_only_where_c_needs_them() {
-    assert_eq!(
-        int_expr(|a, b, c| sub(a, sub(b, c))),
-        "x[0] - (x[1] - x[2])"
-    );
+    assert_eq!(int_expr(|a, b, c| sub(a, sub(b, c))), "x[0] - (x[1] - x[2])");
     assert_eq!(int_expr(|a, b, c| sub(sub(a, b), c)), "x[0] - x[1] - x[2]");
-    assert_eq!(
-        int_expr(|a, b, c| mul(add(a, b), c)),
-        "(x[0] + x[1]) * x[2]"
-    );
+    assert_eq!(int_expr(|a, b, c| mul(add(a, b), c)), "(x[0] + x[1]) * x[2]");
     assert_eq!(int_expr(|a, b, c| add(mul(a, b), c)), "x[0] * x[1] + x[2]");
     assert_eq!(int_expr(|a, _, _| sub(a, i(-3))), "x[0] - -3");
     // Integer + and * regroup freely (they wrap); float ones keep the LIR's grouping.
     assert_eq!(int_expr(|a, b, c| add(a, add(b, c))), "x[0] + x[1] + x[2]");
     assert_eq!(int_expr(|a, b, c| mul(a, mul(b, c))), "x[0] * x[1] * x[2]");
-    assert_eq!(
-        int_expr(|a, b, c| sub(a, add(b, c))),
-        "x[0] - (x[1] + x[2])"
-    );
+    assert_eq!(int_expr(|a, b, c| sub(a, add(b, c))), "x[0] - (x[1] + x[2])");
     let float_sum = store_line(DType::F32, |kb| {
         let x = kb.param("x", DType::F32, &[3]);
         add(load(x, i(0)), add(load(x, i(1)), load(x, i(2))))
     });
     assert_eq!(float_sum, "x[0] + (x[1] + x[2])");
+    assert_eq!(store_line(DType::I32, |_| LExpr::Un(UnOp::Neg, Box::new(i(-3)))), "-(-3)");
+    assert_eq!(int_expr(|a, _, _| LExpr::Un(UnOp::Neg, Box::new(LExpr::Un(UnOp::Neg, Box::new(a))))), "-(-x[0])");
     assert_eq!(
-        store_line(DType::I32, |_| LExpr::Un(UnOp::Neg, Box::new(i(-3)))),
-        "-(-3)"
-    );
-    assert_eq!(
-        int_expr(|a, _, _| LExpr::Un(UnOp::Neg, Box::new(LExpr::Un(UnOp::Neg, Box::new(a))))),
-        "-(-x[0])"
-    );
-    assert_eq!(
-        int_expr(|a, b, c| LExpr::Select(
-            Box::new(lt(a.clone(), b.clone())),
-            Box::new(add(a, c)),
-            Box::new(b)
-        )),
+        int_expr(|a, b, c| LExpr::Select(Box::new(lt(a.clone(), b.clone())), Box::new(add(a, c)), Box::new(b))),
         "x[0] < x[1] ? x[0] + x[2] : x[1]"
     );
 }
@@ -93,34 +72,15 @@ fn parentheses_only_where_c_needs_them() {
 #[test]
 fn parentheses_for_readability_around_mixed_bit_and_modulo_ops() {
     let (and, or, xor, shl) = (LBinOp::BitAnd, LBinOp::BitOr, LBinOp::BitXor, LBinOp::Shl);
-    assert_eq!(
-        int_expr(|a, b, c| bin(and, a, add(b, c))),
-        "x[0] & (x[1] + x[2])"
-    );
-    assert_eq!(
-        int_expr(|a, b, _| bin(or, bin(shl, a, i(2)), b)),
-        "(x[0] << 2) | x[1]"
-    );
-    assert_eq!(
-        int_expr(|a, b, c| bin(xor, bin(xor, a, b), c)),
-        "x[0] ^ x[1] ^ x[2]"
-    );
-    assert_eq!(
-        int_expr(|a, b, _| mul(rem(a, i(16)), b)),
-        "(x[0] % 16) * x[1]"
-    );
-    assert_eq!(
-        int_expr(|a, b, _| mul(div(a, i(8)), b)),
-        "(x[0] / 8) * x[1]"
-    );
+    assert_eq!(int_expr(|a, b, c| bin(and, a, add(b, c))), "x[0] & (x[1] + x[2])");
+    assert_eq!(int_expr(|a, b, _| bin(or, bin(shl, a, i(2)), b)), "(x[0] << 2) | x[1]");
+    assert_eq!(int_expr(|a, b, c| bin(xor, bin(xor, a, b), c)), "x[0] ^ x[1] ^ x[2]");
+    assert_eq!(int_expr(|a, b, _| mul(rem(a, i(16)), b)), "(x[0] % 16) * x[1]");
+    assert_eq!(int_expr(|a, b, _| mul(div(a, i(8)), b)), "(x[0] / 8) * x[1]");
     let logic = store_line(DType::Bool, |kb| {
         let x = kb.param("x", DType::I32, &[4]);
         let cmp = |j, k| lt(load(x, i(j)), load(x, i(k)));
-        bin(
-            LBinOp::Or,
-            bin(LBinOp::And, cmp(0, 1), cmp(1, 2)),
-            cmp(2, 3),
-        )
+        bin(LBinOp::Or, bin(LBinOp::And, cmp(0, 1), cmp(1, 2)), cmp(2, 3))
     });
     assert_eq!(logic, "(x[0] < x[1] && x[1] < x[2]) || x[2] < x[3]");
 }
@@ -128,22 +88,13 @@ fn parentheses_for_readability_around_mixed_bit_and_modulo_ops() {
 #[test]
 fn literals_carry_their_type() {
     assert_eq!(store_line(DType::I64, |_| l(5)), "5LL");
-    assert_eq!(
-        store_line(DType::I32, |_| i(i64::from(i32::MIN))),
-        "(-2147483647 - 1)"
-    );
+    assert_eq!(store_line(DType::I32, |_| i(i64::from(i32::MIN))), "(-2147483647 - 1)");
     assert_eq!(store_line(DType::U32, |_| LExpr::Int(7, DType::U32)), "7u");
     assert_eq!(store_line(DType::F32, |_| f(0.1, DType::F32)), "0.1f");
     assert_eq!(store_line(DType::F32, |_| f(1e-7, DType::F32)), "1e-7f");
     assert_eq!(store_line(DType::F64, |_| f(0.1, DType::F64)), "0.1");
-    assert_eq!(
-        store_line(DType::F16, |_| f(1.5, DType::F16)),
-        "__half(1.5f)"
-    );
-    assert_eq!(
-        store_line(DType::F32, |_| f(f64::INFINITY, DType::F32)),
-        "__int_as_float(0x7f800000)"
-    );
+    assert_eq!(store_line(DType::F16, |_| f(1.5, DType::F16)), "__half(1.5f)");
+    assert_eq!(store_line(DType::F32, |_| f(f64::INFINITY, DType::F32)), "__int_as_float(0x7f800000)");
     assert_eq!(store_line(DType::Bool, |_| LExpr::Bool(true)), "true");
 }
 
@@ -161,14 +112,8 @@ fn math_functions_follow_the_dtype() {
     assert_eq!(unary_math(DType::F16, MathFn::Sqrt), "hsqrt(x[0])");
     assert_eq!(unary_math(DType::F16, MathFn::Exp2), "hexp2(x[0])");
     assert_eq!(unary_math(DType::BF16, MathFn::Rsqrt), "hrsqrt(x[0])");
-    assert_eq!(
-        unary_math(DType::F16, MathFn::Tanh),
-        "(__half)tanhf((float)x[0])"
-    );
-    assert_eq!(
-        unary_math(DType::F8E4M3, MathFn::Exp),
-        "(__nv_fp8_e4m3)expf((float)x[0])"
-    );
+    assert_eq!(unary_math(DType::F16, MathFn::Tanh), "(__half)tanhf((float)x[0])");
+    assert_eq!(unary_math(DType::F8E4M3, MathFn::Exp), "(__nv_fp8_e4m3)expf((float)x[0])");
     assert_eq!(unary_math(DType::I32, MathFn::Abs), "abs(x[0])");
     assert_eq!(unary_math(DType::I64, MathFn::Abs), "llabs(x[0])");
     assert_eq!(unary_math(DType::F32, MathFn::Abs), "fabsf(x[0])");
@@ -191,14 +136,8 @@ fn min_max_rem_and_floor_ops_follow_the_dtype() {
     assert_eq!(binary(DType::F32, LBinOp::FloorDiv), "floorf(x[0] / x[1])");
     assert_eq!(binary(DType::U32, LBinOp::FloorDiv), "x[0] / x[1]");
     assert_eq!(binary(DType::U32, LBinOp::FloorMod), "x[0] % x[1]");
-    assert_eq!(
-        binary(DType::I64, LBinOp::FloorMod),
-        "tirx_floormod(x[0], x[1])"
-    );
-    assert_eq!(
-        binary(DType::F8E5M2, LBinOp::Add),
-        "(__nv_fp8_e5m2)((float)x[0] + (float)x[1])"
-    );
+    assert_eq!(binary(DType::I64, LBinOp::FloorMod), "tirx_floormod(x[0], x[1])");
+    assert_eq!(binary(DType::F8E5M2, LBinOp::Add), "(__nv_fp8_e5m2)((float)x[0] + (float)x[1])");
     assert_eq!(binary(DType::F16, LBinOp::Mul), "x[0] * x[1]");
 }
 
@@ -213,17 +152,8 @@ fn floor_helpers_are_emitted_once_per_width_and_only_when_used() {
         store(out, i(2), cast(DType::I64, fd(tid(), i(4)))),
     ]);
     let s = src(&k);
-    assert_eq!(
-        s.matches("long long tirx_floordiv(long long a, long long b)")
-            .count(),
-        1,
-        "{s}"
-    );
-    assert_eq!(
-        s.matches("int tirx_floordiv(int a, int b)").count(),
-        1,
-        "{s}"
-    );
+    assert_eq!(s.matches("long long tirx_floordiv(long long a, long long b)").count(), 1, "{s}");
+    assert_eq!(s.matches("int tirx_floordiv(int a, int b)").count(), 1, "{s}");
     assert!(!s.contains("tirx_floormod"), "{s}");
     let plain = src(&Kb::new("k", [1, 1, 1], [32, 1, 1]).finish(vec![]));
     assert!(!plain.contains("tirx_"), "{plain}");
@@ -244,14 +174,8 @@ fn casts_go_through_float_for_narrow_floats() {
     assert_eq!(c(DType::F16, DType::I32), "(int)(float)x[0]");
     assert_eq!(c(DType::F16, DType::Bool), "(float)x[0] != 0.0f");
     assert_eq!(c(DType::I32, DType::I64), "(long long)x[0]");
-    assert_eq!(
-        store_line(DType::I64, |_| cast(DType::I64, bid())),
-        "(long long)blockIdx.x"
-    );
-    assert_eq!(
-        store_line(DType::F32, |_| cast(DType::F32, add(tid(), i(1)))),
-        "(float)((int)threadIdx.x + 1)"
-    );
+    assert_eq!(store_line(DType::I64, |_| cast(DType::I64, bid())), "(long long)blockIdx.x");
+    assert_eq!(store_line(DType::F32, |_| cast(DType::F32, add(tid(), i(1)))), "(float)((int)threadIdx.x + 1)");
 }
 
 #[test]
@@ -264,10 +188,7 @@ fn headers_only_for_the_types_used() {
     };
     assert!(!with(DType::F32).contains("#include"));
     let bf = with(DType::BF16);
-    assert!(
-        bf.contains("#include <cuda_bf16.h>") && !bf.contains("cuda_fp16.h"),
-        "{bf}"
-    );
+    assert!(bf.contains("#include <cuda_bf16.h>") && !bf.contains("cuda_fp16.h"), "{bf}");
     assert!(with(DType::F8E4M3).contains("#include <cuda_fp8.h>"));
 }
 
@@ -300,28 +221,17 @@ fn names_are_sanitized_and_unique() {
         assert!(s.contains(want), "{want:?} in {s}");
     }
     assert!(s.contains("const int A_in_2 = (int)threadIdx.x;"), "{s}");
-    assert_eq!(
-        generate(&k).map(|m| m.meta.kernel).ok().as_deref(),
-        Some("v2d_copy")
-    );
+    assert_eq!(generate(&k).map(|m| m.meta.kernel).ok().as_deref(), Some("v2d_copy"));
 }
 
 #[test]
 fn sibling_loops_reuse_a_name_and_nested_ones_do_not() {
     let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);
     let out = kb.param("out", DType::I32, &[64]);
-    let (f1, f2, f3) = (
-        kb.var("f", DType::I32),
-        kb.var("f", DType::I32),
-        kb.var("f", DType::I32),
-    );
+    let (f1, f2, f3) = (kb.var("f", DType::I32), kb.var("f", DType::I32), kb.var("f", DType::I32));
     let k = kb.finish(vec![
         for_(f1, i(2), vec![store(out, v(f1), i(1))]),
-        for_(
-            f2,
-            i(2),
-            vec![for_(f3, i(2), vec![store(out, add(v(f2), v(f3)), i(2))])],
-        ),
+        for_(f2, i(2), vec![for_(f3, i(2), vec![store(out, add(v(f2), v(f3)), i(2))])]),
     ]);
     let s = src(&k);
     assert_eq!(s.matches("for (int f = 0; f < 2; ++f)").count(), 2, "{s}");
@@ -334,12 +244,8 @@ fn dead_statements_are_not_printed() {
     let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);
     let out = kb.param("out", DType::I32, &[32]);
     let scratch = kb.local("scratch", DType::I32, &[4]);
-    let (a, b, f1, f2) = (
-        kb.var("a", DType::I32),
-        kb.var("b", DType::I32),
-        kb.var("f", DType::I32),
-        kb.var("g", DType::I32),
-    );
+    let (a, b, f1, f2) =
+        (kb.var("a", DType::I32), kb.var("b", DType::I32), kb.var("f", DType::I32), kb.var("g", DType::I32));
     let k = kb.finish(vec![
         let_(a, tid()),
         let_(b, mul(v(a), i(2))),
@@ -371,11 +277,7 @@ fn if_else_chains_and_unroll() {
         if_else(
             lt(tid(), i(8)),
             vec![store(out, tid(), i(1))],
-            vec![if_else(
-                lt(tid(), i(16)),
-                vec![store(out, tid(), i(2))],
-                vec![store(out, tid(), i(3))],
-            )],
+            vec![if_else(lt(tid(), i(16)), vec![store(out, tid(), i(2))], vec![store(out, tid(), i(3))])],
         ),
         unroll(f, i(4), vec![store(out, v(f), i(0))]),
     ]);
@@ -399,15 +301,9 @@ fn if_else_chains_and_unroll() {
 fn comments_stay_comments() {
     let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);
     let out = kb.param("out", DType::I32, &[32]);
-    let k = kb.finish(vec![
-        comment("line one \\\nline two"),
-        store(out, tid(), i(1)),
-    ]);
+    let k = kb.finish(vec![comment("line one \\\nline two"), store(out, tid(), i(1))]);
     let s = src(&k);
-    assert!(
-        s.contains("    // line one\n    // line two\n    out["),
-        "{s}"
-    );
+    assert!(s.contains("    // line one\n    // line two\n    out["), "{s}");
 }
 
 #[test]
@@ -424,24 +320,10 @@ fn shared_memory_declarations_and_metadata() {
         store(a, i(1), cast(DType::F16, load(s3, i(0)))),
     ]);
     let m = generate(&k).expect("generates");
-    assert!(
-        m.source
-            .contains("    __shared__ alignas(16) float S3[4];\n"),
-        "{}",
-        m.source
-    );
-    assert!(
-        m.source
-            .contains("extern __shared__ __align__(16) unsigned char tirx_dyn_smem[];"),
-        "{}",
-        m.source
-    );
-    assert!(m
-        .source
-        .contains("__half* const S1 = reinterpret_cast<__half*>(tirx_dyn_smem);  // 3 elements"));
-    assert!(m.source.contains(
-        "float* const S2 = reinterpret_cast<float*>(tirx_dyn_smem + 16);  // 4 elements"
-    ));
+    assert!(m.source.contains("    __shared__ alignas(16) float S3[4];\n"), "{}", m.source);
+    assert!(m.source.contains("extern __shared__ __align__(16) unsigned char tirx_dyn_smem[];"), "{}", m.source);
+    assert!(m.source.contains("__half* const S1 = reinterpret_cast<__half*>(tirx_dyn_smem);  // 3 elements"));
+    assert!(m.source.contains("float* const S2 = reinterpret_cast<float*>(tirx_dyn_smem + 16);  // 4 elements"));
     assert!(m.source.contains("__launch_bounds__(128)"));
     assert_eq!(m.meta.dynamic_smem_bytes, 32);
     let json: serde_json::Value = serde_json::from_str(&m.meta.to_json()).expect("valid JSON");
@@ -477,10 +359,7 @@ fn packed_scalar_operands_broadcast() {
         DType::BF16,
         a,
         mul(tid(), i(2)),
-        vec![
-            PairSrc::Buf(a, mul(tid(), i(2))),
-            PairSrc::Scalar(f(0.0, DType::BF16)),
-        ],
+        vec![PairSrc::Buf(a, mul(tid(), i(2))), PairSrc::Scalar(f(0.0, DType::BF16))],
     )]);
     let s = src(&k);
     assert!(
@@ -551,30 +430,21 @@ fn validation_rejects_type_errors() {
         ),
         (
             one_stmt(|kb| {
-                let (a, b) = (
-                    kb.param("a", DType::F32, &[8]),
-                    kb.param("b", DType::F32, &[8]),
-                );
+                let (a, b) = (kb.param("a", DType::F32, &[8]), kb.param("b", DType::F32, &[8]));
                 vec![vcopy(a, i(0), b, i(0), 3)]
             }),
             "96 bits",
         ),
         (
             one_stmt(|kb| {
-                let (a, b) = (
-                    kb.param("a", DType::F32, &[8]),
-                    kb.param("b", DType::F16, &[8]),
-                );
+                let (a, b) = (kb.param("a", DType::F32, &[8]), kb.param("b", DType::F16, &[8]));
                 vec![vcopy(a, i(0), b, i(0), 2)]
             }),
             "mixes float32 and float16",
         ),
         (
             one_stmt(|kb| {
-                let (a, b) = (
-                    kb.param("a", DType::F32, &[8]),
-                    kb.param("b", DType::F32, &[8]),
-                );
+                let (a, b) = (kb.param("a", DType::F32, &[8]), kb.param("b", DType::F32, &[8]));
                 vec![vcopy(a, i(2), b, i(0), 4)]
             }),
             "vector copy of 4 lanes: index 2 into `a` is not a multiple of 4",
@@ -582,35 +452,20 @@ fn validation_rejects_type_errors() {
         (
             one_stmt(|kb| {
                 let a = kb.param("a", DType::F32, &[8]);
-                vec![packed2(
-                    PackedOp::Add,
-                    DType::F32,
-                    a,
-                    i(0),
-                    vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))],
-                )]
+                vec![packed2(PackedOp::Add, DType::F32, a, i(0), vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))])]
             }),
             "packed op on float32",
         ),
         (
             one_stmt(|kb| {
                 let a = kb.param("a", DType::F16, &[8]);
-                vec![packed2(
-                    PackedOp::Fma,
-                    DType::F16,
-                    a,
-                    i(0),
-                    vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))],
-                )]
+                vec![packed2(PackedOp::Fma, DType::F16, a, i(0), vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))])]
             }),
             "takes 3 operands",
         ),
         (
             one_stmt(|kb| {
-                let (a, b) = (
-                    kb.param("a", DType::F16, &[8]),
-                    kb.param("b", DType::BF16, &[8]),
-                );
+                let (a, b) = (kb.param("a", DType::F16, &[8]), kb.param("b", DType::BF16, &[8]));
                 vec![cast2(b, i(0), a, i(0))]
             }),
             "no pair conversion float16 -> bfloat16",
@@ -642,13 +497,7 @@ fn validation_rejects_type_errors() {
     cases.push((
         one_stmt(|kb| {
             let a = kb.param("a", DType::F16, &[8]);
-            vec![packed2(
-                PackedOp::Add,
-                DType::F16,
-                a,
-                i(1),
-                vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))],
-            )]
+            vec![packed2(PackedOp::Add, DType::F16, a, i(1), vec![PairSrc::Buf(a, i(0)), PairSrc::Buf(a, i(2))])]
         }),
         "packed op: index 1 into `a` is not a multiple of 2",
     ));
@@ -695,14 +544,8 @@ fn loop_bounds_keep_their_grouping() {
     }
     let k = kb.finish(vec![from4, for_(g, pick, vec![store(out, v(g), i(2))])]);
     let s = src(&k);
-    assert!(
-        s.contains("for (int f = 4; f < 4 + ((int)threadIdx.x < 4 ? 1 : 2); ++f) {"),
-        "{s}"
-    );
-    assert!(
-        s.contains("for (int g = 0; g < ((int)threadIdx.x < 4 ? 1 : 2); ++g) {"),
-        "{s}"
-    );
+    assert!(s.contains("for (int f = 4; f < 4 + ((int)threadIdx.x < 4 ? 1 : 2); ++f) {"), "{s}");
+    assert!(s.contains("for (int g = 0; g < ((int)threadIdx.x < 4 ? 1 : 2); ++g) {"), "{s}");
 }
 
 #[test]

@@ -367,11 +367,28 @@ pub enum BarrierKind {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
-    For { var: VarId, begin: Expr, extent: Expr, kind: ForKind, body: Vec<Stmt> },
-    If { cond: Expr, then_body: Vec<Stmt>, else_body: Vec<Stmt> },
+    For {
+        var: VarId,
+        begin: Expr,
+        extent: Expr,
+        kind: ForKind,
+        body: Vec<Stmt>,
+    },
+    If {
+        cond: Expr,
+        then_body: Vec<Stmt>,
+        else_body: Vec<Stmt>,
+    },
     /// `row = tid // 4` (immutable binding for the rest of the block).
-    Let { var: VarId, value: Expr },
-    Store { buf: BufId, indices: Vec<Expr>, value: Expr },
+    Let {
+        var: VarId,
+        value: Expr,
+    },
+    Store {
+        buf: BufId,
+        indices: Vec<Expr>,
+        value: Expr,
+    },
     /// The allocation point of an `Alloc`/view buffer.
     Alloc(BufId),
     ScopeId(ScopeIdDef),

@@ -155,24 +155,73 @@ pub enum PackedOp {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum LStmtKind {
     /// Declares `var` and initialises it (immutable afterwards).
-    Let { var: LVarId, value: LExpr },
-    For { var: LVarId, begin: LExpr, extent: LExpr, unroll: bool, body: Vec<LStmt> },
-    If { cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt> },
+    Let {
+        var: LVarId,
+        value: LExpr,
+    },
+    For {
+        var: LVarId,
+        begin: LExpr,
+        extent: LExpr,
+        unroll: bool,
+        body: Vec<LStmt>,
+    },
+    If {
+        cond: LExpr,
+        then_body: Vec<LStmt>,
+        else_body: Vec<LStmt>,
+    },
     /// Scalar element store `buf[index] = value`.
-    Store { buf: LBufId, index: LExpr, value: LExpr },
+    Store {
+        buf: LBufId,
+        index: LExpr,
+        value: LExpr,
+    },
     /// `dst[dst_index .. +lanes] = src[src_index .. +lanes]` as one vector access on each side.
-    VecCopy { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32, cache: CacheHint },
+    VecCopy {
+        dst: LBufId,
+        dst_index: LExpr,
+        src: LBufId,
+        src_index: LExpr,
+        lanes: u32,
+        cache: CacheHint,
+    },
     Barrier(BarrierKind),
     /// Warp-collective `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`: this lane
     /// supplies the row address `smem[smem_index]` and receives `num` 32-bit registers,
     /// register i stored at `regs[reg_index[i] .. +2]` (two 16-bit elements).
-    LdMatrix { num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr> },
+    LdMatrix {
+        num: u8,
+        trans: bool,
+        smem: LBufId,
+        smem_index: LExpr,
+        regs: LBufId,
+        reg_index: Vec<LExpr>,
+    },
     /// Warp-collective `stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16` (mirror of `LdMatrix`).
-    StMatrix { num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr> },
+    StMatrix {
+        num: u8,
+        trans: bool,
+        smem: LBufId,
+        smem_index: LExpr,
+        regs: LBufId,
+        reg_index: Vec<LExpr>,
+    },
     /// `dst[i..i+2] = op(srcs...)` on a 16-bit float pair (`dtype` is F16 or BF16).
-    Packed2 { op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc> },
+    Packed2 {
+        op: PackedOp,
+        dtype: DType,
+        dst: LBufId,
+        dst_index: LExpr,
+        srcs: Vec<PairSrc>,
+    },
     /// Pair conversion `dst[i..i+2] = cvt(src[j..j+2])` (`__float22half2_rn` and friends).
-    Cast2 { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr },
+    Cast2 {
+        dst: LBufId,
+        dst_index: LExpr,
+        src: LBufId,
+        src_index: LExpr,
+    },
     /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
     Comment(String),
 }
@@ -242,7 +291,9 @@ impl LKernel {
                 }
                 match &s.kind {
                     LStmtKind::For { body, .. } => walk(k, body, arch),
-                    LStmtKind::If { then_body, else_body, .. } => walk(k, then_body, arch).or_else(|| walk(k, else_body, arch)),
+                    LStmtKind::If { then_body, else_body, .. } => {
+                        walk(k, then_body, arch).or_else(|| walk(k, else_body, arch))
+                    }
                     _ => None,
                 }
             })

@@ -8,10 +8,8 @@
 
 use crate::dtype::DType;
 use crate::hir::{MathFn, UnOp};
+use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special};
 use crate::scope_ids::MAX_CTA_THREADS;
-use crate::lir::{
-    LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special,
-};
 
 /// Buffers with at least this many elements need 64-bit indices.
 const I64_INDEX_ELEMS: i64 = 1 << 31;
@@ -19,11 +17,7 @@ const I64_INDEX_ELEMS: i64 = 1 << 31;
 impl LKernel {
     /// Checks the kernel against the LIR rules; the error names the first violation.
     pub fn validate(&self) -> Result<(), String> {
-        let mut c = Checker {
-            k: self,
-            in_scope: vec![false; self.vars.len()],
-            located: false,
-        };
+        let mut c = Checker { k: self, in_scope: vec![false; self.vars.len()], located: false };
         c.header()?;
         c.block(&self.body)
     }
@@ -42,72 +36,48 @@ impl Checker<'_> {
     fn header(&self) -> Check {
         let k = self.k;
         if k.grid.contains(&0) || k.block.contains(&0) {
-            return Err(format!(
-                "grid {:?} and block {:?} must be non-zero in every dimension",
-                k.grid, k.block
-            ));
+            return Err(format!("grid {:?} and block {:?} must be non-zero in every dimension", k.grid, k.block));
         }
         // Wide enough for any three u32 (`threads_per_cta` would overflow on absurd blocks).
         let threads: u128 = k.block.iter().map(|&d| u128::from(d)).product();
         if threads > MAX_CTA_THREADS as u128 {
-            return Err(format!(
-                "block {:?} has {threads} threads; CUDA allows at most {MAX_CTA_THREADS}",
-                k.block
-            ));
+            return Err(format!("block {:?} has {threads} threads; CUDA allows at most {MAX_CTA_THREADS}", k.block));
         }
         for (i, b) in k.bufs.iter().enumerate() {
             if b.elems < 1 {
                 return Err(format!("buffer `{}` has {} elements", b.name, b.elems));
             }
             if b.dynamic && b.space != Space::Shared {
-                return Err(format!(
-                    "buffer `{}` is dynamic but not in shared memory",
-                    b.name
-                ));
+                return Err(format!("buffer `{}` is dynamic but not in shared memory", b.name));
             }
             if b.space == Space::Global && !k.params.contains(&LBufId(i as u32)) {
-                return Err(format!(
-                    "global buffer `{}` is not a kernel parameter",
-                    b.name
-                ));
+                return Err(format!("global buffer `{}` is not a kernel parameter", b.name));
             }
         }
         for (n, &p) in k.params.iter().enumerate() {
             let b = self.buf(p)?;
             if b.space != Space::Global {
-                return Err(format!(
-                    "parameter {n} (`{}`) is not a global buffer",
-                    b.name
-                ));
+                return Err(format!("parameter {n} (`{}`) is not a global buffer", b.name));
             }
             if k.params[..n].contains(&p) {
-                return Err(format!(
-                    "buffer `{}` is passed twice as a parameter",
-                    b.name
-                ));
+                return Err(format!("buffer `{}` is passed twice as a parameter", b.name));
             }
         }
         Ok(())
     }
 
     fn buf(&self, b: LBufId) -> Result<&crate::lir::LBuf, String> {
-        self.k.bufs.get(b.0 as usize).ok_or_else(|| {
-            format!(
-                "buffer id {} out of range ({} buffers)",
-                b.0,
-                self.k.bufs.len()
-            )
-        })
+        self.k
+            .bufs
+            .get(b.0 as usize)
+            .ok_or_else(|| format!("buffer id {} out of range ({} buffers)", b.0, self.k.bufs.len()))
     }
 
     fn var(&self, v: LVarId) -> Result<&crate::lir::LVar, String> {
-        self.k.vars.get(v.0 as usize).ok_or_else(|| {
-            format!(
-                "variable id {} out of range ({} variables)",
-                v.0,
-                self.k.vars.len()
-            )
-        })
+        self.k
+            .vars
+            .get(v.0 as usize)
+            .ok_or_else(|| format!("variable id {} out of range ({} variables)", v.0, self.k.vars.len()))
     }
 
     fn block(&mut self, body: &[LStmt]) -> Check {
@@ -118,10 +88,7 @@ impl Checker<'_> {
                     return Err(m);
                 }
                 self.located = true;
-                return Err(format!(
-                    "{m} (statement at source bytes {}..{})",
-                    s.span.lo, s.span.hi
-                ));
+                return Err(format!("{m} (statement at source bytes {}..{})", s.span.lo, s.span.hi));
             }
         }
         for v in declared {
@@ -134,9 +101,7 @@ impl Checker<'_> {
         let name = &self.var(v)?.name;
         let i = v.0 as usize;
         if self.in_scope[i] {
-            return Err(format!(
-                "variable `{name}` is declared again while still in scope"
-            ));
+            return Err(format!("variable `{name}` is declared again while still in scope"));
         }
         self.in_scope[i] = true;
         Ok(i)
@@ -148,45 +113,26 @@ impl Checker<'_> {
                 let t = self.expr(value)?;
                 let v = self.var(*var)?;
                 if t != v.dtype {
-                    return Err(format!(
-                        "`let {}: {}` is initialised with a {t} value",
-                        v.name, v.dtype
-                    ));
+                    return Err(format!("`let {}: {}` is initialised with a {t} value", v.name, v.dtype));
                 }
                 declared.push(self.declare(*var)?);
             }
-            LStmtKind::For {
-                var,
-                begin,
-                extent,
-                body,
-                ..
-            } => {
+            LStmtKind::For { var, begin, extent, body, .. } => {
                 let v = self.var(*var)?;
                 if !is_index(v.dtype) {
-                    return Err(format!(
-                        "loop variable `{}` is {}, not int32/int64",
-                        v.name, v.dtype
-                    ));
+                    return Err(format!("loop variable `{}` is {}, not int32/int64", v.name, v.dtype));
                 }
                 for (what, e) in [("begin", begin), ("extent", extent)] {
                     let t = self.expr(e)?;
                     if t != v.dtype {
-                        return Err(format!(
-                            "loop `{}`: {what} is {t}, the variable is {}",
-                            v.name, v.dtype
-                        ));
+                        return Err(format!("loop `{}`: {what} is {t}, the variable is {}", v.name, v.dtype));
                     }
                 }
                 let i = self.declare(*var)?;
                 self.block(body)?;
                 self.in_scope[i] = false;
             }
-            LStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
+            LStmtKind::If { cond, then_body, else_body } => {
                 self.expect(cond, DType::Bool, "if condition")?;
                 self.block(then_body)?;
                 self.block(else_body)?;
@@ -196,20 +142,10 @@ impl Checker<'_> {
                 self.index(*buf, index)?;
                 let t = self.expr(value)?;
                 if t != b.dtype {
-                    return Err(format!(
-                        "store of a {t} value into {} buffer `{}`",
-                        b.dtype, b.name
-                    ));
+                    return Err(format!("store of a {t} value into {} buffer `{}`", b.dtype, b.name));
                 }
             }
-            LStmtKind::VecCopy {
-                dst,
-                dst_index,
-                src,
-                src_index,
-                lanes,
-                cache,
-            } => {
+            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
                 self.index(*dst, dst_index)?;
                 self.index(*src, src_index)?;
@@ -230,29 +166,12 @@ impl Checker<'_> {
                 self.aligned(*dst, dst_index, i64::from(*lanes), &what)?;
                 self.aligned(*src, src_index, i64::from(*lanes), &what)?;
                 if *cache == crate::lir::CacheHint::NonCoherent && sb.space != Space::Global {
-                    return Err(format!(
-                        "non-coherent load from `{}`, which is not global memory",
-                        sb.name
-                    ));
+                    return Err(format!("non-coherent load from `{}`, which is not global memory", sb.name));
                 }
             }
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            LStmtKind::LdMatrix {
-                num,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-                ..
-            }
-            | LStmtKind::StMatrix {
-                num,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-                ..
-            } => {
+            LStmtKind::LdMatrix { num, smem, smem_index, regs, reg_index, .. }
+            | LStmtKind::StMatrix { num, smem, smem_index, regs, reg_index, .. } => {
                 if !matches!(num, 1 | 2 | 4) {
                     return Err(format!("ldmatrix/stmatrix .x{num}: num must be 1, 2 or 4"));
                 }
@@ -264,23 +183,14 @@ impl Checker<'_> {
                 }
                 let (s, r) = (self.buf(*smem)?, self.buf(*regs)?);
                 if s.space != Space::Shared {
-                    return Err(format!(
-                        "ldmatrix/stmatrix address `{}` is not in shared memory",
-                        s.name
-                    ));
+                    return Err(format!("ldmatrix/stmatrix address `{}` is not in shared memory", s.name));
                 }
                 if r.space != Space::Local {
-                    return Err(format!(
-                        "ldmatrix/stmatrix registers `{}` are not a local buffer",
-                        r.name
-                    ));
+                    return Err(format!("ldmatrix/stmatrix registers `{}` are not a local buffer", r.name));
                 }
                 for b in [s, r] {
                     if b.dtype.bits() != 16 {
-                        return Err(format!(
-                            "ldmatrix/stmatrix move 16-bit elements; `{}` is {}",
-                            b.name, b.dtype
-                        ));
+                        return Err(format!("ldmatrix/stmatrix move 16-bit elements; `{}` is {}", b.name, b.dtype));
                     }
                 }
                 self.index(*smem, smem_index)?;
@@ -291,31 +201,17 @@ impl Checker<'_> {
                     self.aligned(*regs, i, 2, "ldmatrix/stmatrix register")?;
                 }
             }
-            LStmtKind::Packed2 {
-                op,
-                dtype,
-                dst,
-                dst_index,
-                srcs,
-            } => {
+            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 if !matches!(dtype, DType::F16 | DType::BF16) {
-                    return Err(format!(
-                        "packed op on {dtype}; only float16 and bfloat16 pairs exist"
-                    ));
+                    return Err(format!("packed op on {dtype}; only float16 and bfloat16 pairs exist"));
                 }
                 let arity = if *op == PackedOp::Fma { 3 } else { 2 };
                 if srcs.len() != arity {
-                    return Err(format!(
-                        "packed {op:?} takes {arity} operands, got {}",
-                        srcs.len()
-                    ));
+                    return Err(format!("packed {op:?} takes {arity} operands, got {}", srcs.len()));
                 }
                 let d = self.buf(*dst)?;
                 if d.dtype != *dtype {
-                    return Err(format!(
-                        "packed {dtype} op writes {} buffer `{}`",
-                        d.dtype, d.name
-                    ));
+                    return Err(format!("packed {dtype} op writes {} buffer `{}`", d.dtype, d.name));
                 }
                 self.index(*dst, dst_index)?;
                 self.aligned(*dst, dst_index, 2, "packed op")?;
@@ -324,10 +220,7 @@ impl Checker<'_> {
                         PairSrc::Buf(b, i) => {
                             let sb = self.buf(*b)?;
                             if sb.dtype != *dtype {
-                                return Err(format!(
-                                    "packed {dtype} op reads {} buffer `{}`",
-                                    sb.dtype, sb.name
-                                ));
+                                return Err(format!("packed {dtype} op reads {} buffer `{}`", sb.dtype, sb.name));
                             }
                             self.index(*b, i)?;
                             self.aligned(*b, i, 2, "packed op")?;
@@ -336,12 +229,7 @@ impl Checker<'_> {
                     }
                 }
             }
-            LStmtKind::Cast2 {
-                dst,
-                dst_index,
-                src,
-                src_index,
-            } => {
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
                 let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
                 if !cast2_supported(sb.dtype, d.dtype) {
                     return Err(format!(
@@ -370,10 +258,9 @@ impl Checker<'_> {
     /// is `multiple` elements wide and must be naturally aligned).
     fn aligned(&self, b: LBufId, e: &LExpr, multiple: i64, what: &str) -> Check {
         match e {
-            LExpr::Int(v, _) if v % multiple != 0 => Err(format!(
-                "{what}: index {v} into `{}` is not a multiple of {multiple}",
-                self.buf(b)?.name
-            )),
+            LExpr::Int(v, _) if v % multiple != 0 => {
+                Err(format!("{what}: index {v} into `{}` is not a multiple of {multiple}", self.buf(b)?.name))
+            }
             _ => Ok(()),
         }
     }
@@ -386,10 +273,7 @@ impl Checker<'_> {
             return Err(format!("index into `{}` is {t}, not int32/int64", buf.name));
         }
         if buf.elems >= I64_INDEX_ELEMS && t != DType::I64 {
-            return Err(format!(
-                "`{}` has {} elements (>= 2^31); its indices must be int64",
-                buf.name, buf.elems
-            ));
+            return Err(format!("`{}` has {} elements (>= 2^31); its indices must be int64", buf.name, buf.elems));
         }
         Ok(())
     }
@@ -416,10 +300,7 @@ impl Checker<'_> {
             LExpr::Var(v) => {
                 let var = self.var(*v)?;
                 if !self.in_scope[v.0 as usize] {
-                    return Err(format!(
-                        "variable `{}` is used outside the scope that declares it",
-                        var.name
-                    ));
+                    return Err(format!("variable `{}` is used outside the scope that declares it", var.name));
                 }
                 var.dtype
             }
@@ -460,11 +341,7 @@ impl Checker<'_> {
             }
             LExpr::Math(f, args) => {
                 let [a] = args.as_slice() else {
-                    return Err(format!(
-                        "{} takes one argument, got {}",
-                        f.name(),
-                        args.len()
-                    ));
+                    return Err(format!("{} takes one argument, got {}", f.name(), args.len()));
                 };
                 let t = self.expr(a)?;
                 let ok = t.is_float() || (*f == MathFn::Abs && t.is_int());
@@ -482,26 +359,18 @@ impl Checker<'_> {
 
     fn binary(&self, op: LBinOp, a: DType, b: DType) -> Result<DType, String> {
         if a != b {
-            return Err(format!(
-                "{op:?} of {a} and {b}; operands must have equal types"
-            ));
+            return Err(format!("{op:?} of {a} and {b}; operands must have equal types"));
         }
         let ok = match op {
             LBinOp::And | LBinOp::Or => a == DType::Bool,
             LBinOp::Eq | LBinOp::Ne => true,
-            LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr => {
-                a.is_int()
-            }
+            LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr => a.is_int(),
             _ => a.is_int() || a.is_float(),
         };
         if !ok {
             return Err(format!("{op:?} on {a} operands"));
         }
-        Ok(if op.is_compare() || op.is_logic() {
-            DType::Bool
-        } else {
-            a
-        })
+        Ok(if op.is_compare() || op.is_logic() { DType::Bool } else { a })
     }
 }
 
@@ -517,10 +386,7 @@ fn int_fits(v: i64, t: DType) -> bool {
 pub fn cast2_supported(src: DType, dst: DType) -> bool {
     matches!(
         (src, dst),
-        (DType::F32, DType::F16)
-            | (DType::F16, DType::F32)
-            | (DType::F32, DType::BF16)
-            | (DType::BF16, DType::F32)
+        (DType::F32, DType::F16) | (DType::F16, DType::F32) | (DType::F32, DType::BF16) | (DType::BF16, DType::F32)
     )
 }
 
@@ -551,11 +417,7 @@ mod tests {
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
                 stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
-                stmt(LStmtKind::Store {
-                    buf: LBufId(1),
-                    index: tid(),
-                    value: LExpr::Load(LBufId(0), Box::new(tid())),
-                }),
+                stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
             ],
         }
     }

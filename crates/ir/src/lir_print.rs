@@ -13,8 +13,7 @@
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, UnOp};
 use crate::lir::{
-    CacheHint, LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space,
-    Special,
+    CacheHint, LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special,
 };
 use std::fmt::{self, Write};
 
@@ -22,11 +21,7 @@ impl fmt::Display for LKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let [gx, gy, gz] = self.grid;
         let [bx, by, bz] = self.block;
-        writeln!(
-            f,
-            "kernel {}  grid=({gx}, {gy}, {gz})  block=({bx}, {by}, {bz})",
-            self.name
-        )?;
+        writeln!(f, "kernel {}  grid=({gx}, {gy}, {gz})  block=({bx}, {by}, {bz})", self.name)?;
         for &p in &self.params {
             writeln!(f, "  param  {}", BufDecl(self, p))?;
         }
@@ -43,10 +38,7 @@ impl fmt::Display for LKernel {
             }
         }
         writeln!(f, "{{")?;
-        let mut p = Printer {
-            k: self,
-            out: String::new(),
-        };
+        let mut p = Printer { k: self, out: String::new() };
         p.block(&self.body, 1);
         f.write_str(&p.out)?;
         writeln!(f, "}}")
@@ -103,21 +95,11 @@ impl Printer<'_> {
     fn stmt(&mut self, s: &LStmt, d: usize) {
         match &s.kind {
             LStmtKind::Let { var, value } => {
-                let ty = self
-                    .k
-                    .vars
-                    .get(var.0 as usize)
-                    .map_or("?", |v| v.dtype.name());
+                let ty = self.k.vars.get(var.0 as usize).map_or("?", |v| v.dtype.name());
                 let text = format!("let {}: {ty} = {}", var_name(self.k, *var), self.e(value));
                 self.line(d, &text);
             }
-            LStmtKind::For {
-                var,
-                begin,
-                extent,
-                unroll,
-                body,
-            } => {
+            LStmtKind::For { var, begin, extent, unroll, body } => {
                 let name = var_name(self.k, *var);
                 let range = match begin {
                     LExpr::Int(0, _) => format!("0..{}", self.e(extent)),
@@ -128,11 +110,7 @@ impl Printer<'_> {
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
-            LStmtKind::If {
-                cond,
-                then_body,
-                else_body,
-            } => {
+            LStmtKind::If { cond, then_body, else_body } => {
                 self.line(d, &format!("if {} {{", self.e(cond)));
                 self.block(then_body, d + 1);
                 self.else_chain(else_body, d);
@@ -141,66 +119,23 @@ impl Printer<'_> {
                 let text = format!("{} = {}", self.at(*buf, index), self.e(value));
                 self.line(d, &text);
             }
-            LStmtKind::VecCopy {
-                dst,
-                dst_index,
-                src,
-                src_index,
-                lanes,
-                cache,
-            } => {
-                let nc = if *cache == CacheHint::NonCoherent {
-                    ".nc"
-                } else {
-                    ""
-                };
-                let text = format!(
-                    "vcopy<{lanes}>{nc} {} <- {}",
-                    self.at(*dst, dst_index),
-                    self.at(*src, src_index)
-                );
+            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+                let nc = if *cache == CacheHint::NonCoherent { ".nc" } else { "" };
+                let text = format!("vcopy<{lanes}>{nc} {} <- {}", self.at(*dst, dst_index), self.at(*src, src_index));
                 self.line(d, &text);
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
-            LStmtKind::LdMatrix {
-                num,
-                trans,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-            }
-            | LStmtKind::StMatrix {
-                num,
-                trans,
-                smem,
-                smem_index,
-                regs,
-                reg_index,
-            } => {
+            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index }
+            | LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
                 let ld = matches!(s.kind, LStmtKind::LdMatrix { .. });
                 let t = if *trans { ".trans" } else { "" };
                 let rs: Vec<String> = reg_index.iter().map(|i| self.at(*regs, i)).collect();
-                let (name, arrow) = if ld {
-                    ("ldmatrix", "<-")
-                } else {
-                    ("stmatrix", "->")
-                };
-                let text = format!(
-                    "{name}.x{num}{t} {{{}}} {arrow} {}",
-                    rs.join(", "),
-                    self.at(*smem, smem_index)
-                );
+                let (name, arrow) = if ld { ("ldmatrix", "<-") } else { ("stmatrix", "->") };
+                let text = format!("{name}.x{num}{t} {{{}}} {arrow} {}", rs.join(", "), self.at(*smem, smem_index));
                 self.line(d, &text);
             }
-            LStmtKind::Packed2 {
-                op,
-                dtype,
-                dst,
-                dst_index,
-                srcs,
-            } => {
+            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 let args: Vec<String> = srcs
                     .iter()
                     .map(|p| match p {
@@ -219,18 +154,8 @@ impl Printer<'_> {
                 );
                 self.line(d, &text);
             }
-            LStmtKind::Cast2 {
-                dst,
-                dst_index,
-                src,
-                src_index,
-            } => {
-                let dtype = |b: LBufId| {
-                    self.k
-                        .bufs
-                        .get(b.0 as usize)
-                        .map_or("?", |b| b.dtype.name())
-                };
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
+                let dtype = |b: LBufId| self.k.bufs.get(b.0 as usize).map_or("?", |b| b.dtype.name());
                 let text = format!(
                     "{}[{}..+2] = cast2<{} -> {}>({}[{}..+2])",
                     buf_name(self.k, *dst),
@@ -256,15 +181,7 @@ impl Printer<'_> {
     fn else_chain(&mut self, else_body: &[LStmt], d: usize) {
         match else_body {
             [] => {}
-            [LStmt {
-                kind:
-                    LStmtKind::If {
-                        cond,
-                        then_body,
-                        else_body,
-                    },
-                ..
-            }] => {
+            [LStmt { kind: LStmtKind::If { cond, then_body, else_body }, .. }] => {
                 self.line(d, &format!("}} else if {} {{", self.e(cond)));
                 self.block(then_body, d + 1);
                 return self.else_chain(else_body, d);
@@ -357,10 +274,7 @@ fn needs_parens(parent: LBinOp, child: &LExpr, right: bool) -> bool {
     let LExpr::Bin(cop, ..) = child else {
         return false;
     };
-    let bitwise = matches!(
-        parent,
-        LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr
-    );
+    let bitwise = matches!(parent, LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr);
     let multiplicative = |o: LBinOp| matches!(o, LBinOp::Mul | LBinOp::Div | LBinOp::Rem);
     (bitwise && infix(*cop).is_some() && *cop != parent)
         || (multiplicative(parent) && multiplicative(*cop) && *cop != parent)
@@ -464,13 +378,9 @@ fn axis_name(a: u8) -> char {
 
 /// The buffer's name, or `buf#N` for an id out of range (printing never panics).
 fn buf_name(k: &LKernel, b: LBufId) -> String {
-    k.bufs
-        .get(b.0 as usize)
-        .map_or_else(|| format!("buf#{}", b.0), |x| x.name.clone())
+    k.bufs.get(b.0 as usize).map_or_else(|| format!("buf#{}", b.0), |x| x.name.clone())
 }
 
 fn var_name(k: &LKernel, v: LVarId) -> String {
-    k.vars
-        .get(v.0 as usize)
-        .map_or_else(|| format!("var#{}", v.0), |x| x.name.clone())
+    k.vars.get(v.0 as usize).map_or_else(|| format!("var#{}", v.0), |x| x.name.clone())
 }

@@ -84,7 +84,9 @@ impl FromStr for Arch {
 
     /// `sm_90a`, `sm_80`, `sm_86`, `sm_100a`, `sm_120`: `sm_` + major + one minor digit + optional `a`.
     fn from_str(s: &str) -> Result<Arch, ArchParseError> {
-        let bad = || ArchParseError(format!("`{s}` is not a CUDA target; expected sm_<major><minor>[a], e.g. sm_90a or sm_80"));
+        let bad = || {
+            ArchParseError(format!("`{s}` is not a CUDA target; expected sm_<major><minor>[a], e.g. sm_90a or sm_80"))
+        };
         let rest = s.strip_prefix("sm_").ok_or_else(bad)?;
         let (digits, specific) = match rest.strip_suffix('a') {
             Some(d) => (d, true),
@@ -100,8 +102,11 @@ impl FromStr for Arch {
         if specific && major < 9 {
             return Err(ArchParseError(format!("`{s}`: the `a` suffix exists from sm_90a on")));
         }
-        if !arch.supports(Arch::MIN) && !(specific && major >= 9) {
-            return Err(ArchParseError(format!("`{s}` is older than {}, the oldest target tirx-rs lowers for", Arch::MIN)));
+        if !arch.supports(Arch::MIN) {
+            return Err(ArchParseError(format!(
+                "`{s}` is older than {}, the oldest target tirx-rs lowers for",
+                Arch::MIN
+            )));
         }
         Ok(arch)
     }

@@ -31,7 +31,11 @@ pub fn split_coord(mut x: i64, extents: &[i64]) -> Vec<i64> {
 /// Row-major flat index of `coord` in `shape` (bounds-checked).
 pub fn flatten_coord(coord: &[i64], shape: &[i64]) -> Result<i64> {
     if coord.len() != shape.len() {
-        return Err(LayoutError::RankMismatch { what: "coordinate rank vs shape rank", expected: shape.len(), got: coord.len() });
+        return Err(LayoutError::RankMismatch {
+            what: "coordinate rank vs shape rank",
+            expected: shape.len(),
+            got: coord.len(),
+        });
     }
     check_shape(shape)?;
     let mut acc = 0i64;
@@ -49,7 +53,11 @@ impl TileLayout {
     pub fn apply_shard(&self, c: &[i64]) -> Result<Coord> {
         self.validate()?;
         if c.len() != self.shard.len() {
-            return Err(LayoutError::RankMismatch { what: "shard coordinate", expected: self.shard.len(), got: c.len() });
+            return Err(LayoutError::RankMismatch {
+                what: "shard coordinate",
+                expected: self.shard.len(),
+                got: c.len(),
+            });
         }
         for (dim, (it, &digit)) in self.shard.iter().zip(c).enumerate() {
             if !(0..it.extent).contains(&digit) {

@@ -63,7 +63,9 @@ impl fmt::Display for LayoutError {
                 f,
                 "{part} iter {index} has extent {extent}; extents must be positive (use extent 1 for a unit iter)"
             ),
-            TooLarge { what } => write!(f, "{what} is too large (limit {LIMIT}); check for a typo in extents or strides"),
+            TooLarge { what } => {
+                write!(f, "{what} is too large (limit {LIMIT}); check for a typo in extents or strides")
+            }
             ScopeConflict { first, second } => {
                 let (s1, sub) = first.scopes().unwrap_or((ExecScope::Kernel, ExecScope::Thread));
                 let (s2, _) = second.scopes().unwrap_or((ExecScope::Kernel, ExecScope::Thread));
@@ -85,11 +87,12 @@ impl fmt::Display for LayoutError {
                 "grid axis `{grid}` (a CTA index in the grid) cannot be combined with `{inner}` in one layout: \
                  a tile layout distributes data inside one CTA or cluster; slice per CTA instead"
             ),
-            BadShape { shape } => write!(f, "shape {shape:?} has a non-positive dimension; every dimension must be >= 1"),
-            ShapeMismatch { shape, extents, detail } => write!(
-                f,
-                "layout with shard extents {extents:?} does not admit shape {shape:?}: {detail}"
-            ),
+            BadShape { shape } => {
+                write!(f, "shape {shape:?} has a non-positive dimension; every dimension must be >= 1")
+            }
+            ShapeMismatch { shape, extents, detail } => {
+                write!(f, "layout with shard extents {extents:?} does not admit shape {shape:?}: {detail}")
+            }
             RankMismatch { what, expected, got } => write!(f, "{what}: expected {expected} entries, got {got}"),
             CoordOutOfRange { dim, value, extent } => {
                 write!(f, "coordinate {value} in dimension {dim} is outside [0, {extent})")
@@ -106,15 +109,13 @@ impl fmt::Display for LayoutError {
                 begin.saturating_add(*extent)
             ),
             BadPermutation { perm, len } => write!(f, "{perm:?} is not a permutation of 0..{len}"),
-            BadSeparators { seps, len } => write!(
-                f,
-                "group separators {seps:?} must start at 0, be non-decreasing and end at {len}"
-            ),
+            BadSeparators { seps, len } => {
+                write!(f, "group separators {seps:?} must start at 0, be non-decreasing and end at {len}")
+            }
             BadSwizzle { reason } => write!(f, "invalid swizzle: {reason}"),
-            TooManyReplicas { count } => write!(
-                f,
-                "an element has {count} replicas, more than the {MAX_REPLICAS} that can be listed"
-            ),
+            TooManyReplicas { count } => {
+                write!(f, "an element has {count} replicas, more than the {MAX_REPLICAS} that can be listed")
+            }
             TileRank { outer, inner } => {
                 write!(f, "tile: outer shape has rank {outer} but inner shape has rank {inner}; ranks must be equal")
             }

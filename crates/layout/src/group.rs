@@ -15,11 +15,8 @@ impl TileLayout {
     pub fn group(&self, shape: &[i64]) -> Result<(TileLayout, Vec<usize>)> {
         self.validate()?;
         let total = check_shape(shape)?;
-        let mismatch = |detail: String| LayoutError::ShapeMismatch {
-            shape: shape.to_vec(),
-            extents: self.extents(),
-            detail,
-        };
+        let mismatch =
+            |detail: String| LayoutError::ShapeMismatch { shape: shape.to_vec(), extents: self.extents(), detail };
         let size = self.size(None)?;
         if size != total {
             return Err(mismatch(format!("the layout holds {size} elements but the shape {total}")));

@@ -43,7 +43,11 @@ impl TileLayout {
 pub(crate) fn check_region(shape: &[i64], region: &[(i64, i64)]) -> Result<()> {
     check_shape(shape)?;
     if region.len() != shape.len() {
-        return Err(LayoutError::RankMismatch { what: "region rank vs shape rank", expected: shape.len(), got: region.len() });
+        return Err(LayoutError::RankMismatch {
+            what: "region rank vs shape rank",
+            expected: shape.len(),
+            got: region.len(),
+        });
     }
     for (dim, (&(begin, extent), &size)) in region.iter().zip(shape).enumerate() {
         let end = begin.checked_add(extent);
@@ -94,7 +98,11 @@ fn slice_group(group: &[Iter], begin: i64, n: i64) -> Result<(Vec<Iter>, Coord),
     }
     let peeled = &iters[p..];
     if p == 0 {
-        return if rem == 1 { Ok((peeled.to_vec(), start)) } else { Err("the region is larger than the dimension".into()) };
+        return if rem == 1 {
+            Ok((peeled.to_vec(), start))
+        } else {
+            Err("the region is larger than the dimension".into())
+        };
     }
     let pivot = iters[p - 1];
     let d = digits[p - 1];

@@ -39,7 +39,10 @@ impl Swizzle {
         }
         if p.saturating_add(sw).saturating_add(at) > MAX_SWIZZLE_BITS {
             return Err(LayoutError::BadSwizzle {
-                reason: format!("per_element + swizzle_len + atom_len = {} exceeds {MAX_SWIZZLE_BITS}", p as u64 + sw as u64 + at as u64),
+                reason: format!(
+                    "per_element + swizzle_len + atom_len = {} exceeds {MAX_SWIZZLE_BITS}",
+                    p as u64 + sw as u64 + at as u64
+                ),
             });
         }
         Ok(())

@@ -229,7 +229,8 @@ impl<'a> Parser<'a> {
             self.skip_ws();
             let at = self.pos;
             let v = self.integer()?;
-            params[i] = u32::try_from(v).map_err(|_| self.error_at(at, format!("{name} must be a small non-negative integer")))?;
+            params[i] = u32::try_from(v)
+                .map_err(|_| self.error_at(at, format!("{name} must be a small non-negative integer")))?;
             self.expect(',', &format!("after {name}"))?;
         }
         let tile = self.sum()?;
@@ -336,7 +337,9 @@ impl<'a> Parser<'a> {
         let (extents, parenthesized) = self.extent_list()?;
         let iters = if self.eat(':') {
             if extents.len() > 1 && !parenthesized {
-                return Err(self.error_at(ext_at, "parenthesize several extents when giving strides: `S[(8, 4):(4, 1)]`"));
+                return Err(
+                    self.error_at(ext_at, "parenthesize several extents when giving strides: `S[(8, 4):(4, 1)]`")
+                );
             }
             self.skip_ws();
             let str_at = self.pos;

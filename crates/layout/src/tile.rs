@@ -154,8 +154,7 @@ impl TileLayout {
 
 fn check_permutation(perm: &[usize], len: usize) -> Result<()> {
     let mut seen = vec![false; len];
-    let ok = perm.len() == len
-        && perm.iter().all(|&i| i < len && !std::mem::replace(&mut seen[i], true));
+    let ok = perm.len() == len && perm.iter().all(|&i| i < len && !std::mem::replace(&mut seen[i], true));
     if ok {
         Ok(())
     } else {

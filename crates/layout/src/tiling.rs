@@ -14,7 +14,13 @@ use std::collections::BTreeMap;
 impl TileLayout {
     /// `self` (inner, over `inner_shape`) tiled by `outer` (over `outer_shape`);
     /// the result is over `outer_shape[d]·inner_shape[d]` per dimension, canonicalized with `fusion`.
-    pub fn tile(&self, outer: &TileLayout, outer_shape: &[i64], inner_shape: &[i64], fusion: Fusion) -> Result<TileLayout> {
+    pub fn tile(
+        &self,
+        outer: &TileLayout,
+        outer_shape: &[i64],
+        inner_shape: &[i64],
+        fusion: Fusion,
+    ) -> Result<TileLayout> {
         if outer_shape.len() != inner_shape.len() {
             return Err(LayoutError::TileRank { outer: outer_shape.len(), inner: inner_shape.len() });
         }

@@ -5,7 +5,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::Config;
-use tirx_layout::{normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Iter, Layout, LayoutError, Swizzle, TileLayout};
+use tirx_layout::{
+    normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Iter, Layout, LayoutError, Swizzle, TileLayout,
+};
 
 fn config() -> Config {
     let cases = std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
@@ -32,27 +34,28 @@ fn iter_in(axes: &'static [Axis]) -> impl Strategy<Value = Iter> {
 
 /// A well-formed layout of at most 8·8·... elements on one profile.
 fn layout() -> impl Strategy<Value = TileLayout> {
-    (0..PROFILES.len()).prop_flat_map(|p| {
-        let axes = PROFILES[p];
-        (
-            prop::collection::vec(iter_in(axes), 1..=5),
-            prop::collection::vec(iter_in(axes), 0..=2),
-            prop::collection::vec((0..axes.len(), -3i64..70), 0..=3),
-        )
-            .prop_map(move |(mut shard, replica, offs)| {
-                // Keep enumeration cheap: at most 512 elements.
-                while shard.iter().map(|it| it.extent).product::<i64>() > 512 {
-                    shard.pop();
-                }
-                let mut offset = Coord::new();
-                for (a, v) in offs {
-                    *offset.entry(axes[a]).or_insert(0) += v;
-                }
-                TileLayout::new(shard, replica, offset)
-            })
-    })
-    // e.g. laneid + wgid without wid_in_wg: a broken chain, tested separately.
-    .prop_filter("thread axes must form a scope chain", |l| l.scope().is_ok())
+    (0..PROFILES.len())
+        .prop_flat_map(|p| {
+            let axes = PROFILES[p];
+            (
+                prop::collection::vec(iter_in(axes), 1..=5),
+                prop::collection::vec(iter_in(axes), 0..=2),
+                prop::collection::vec((0..axes.len(), -3i64..70), 0..=3),
+            )
+                .prop_map(move |(mut shard, replica, offs)| {
+                    // Keep enumeration cheap: at most 512 elements.
+                    while shard.iter().map(|it| it.extent).product::<i64>() > 512 {
+                        shard.pop();
+                    }
+                    let mut offset = Coord::new();
+                    for (a, v) in offs {
+                        *offset.entry(axes[a]).or_insert(0) += v;
+                    }
+                    TileLayout::new(shard, replica, offset)
+                })
+        })
+        // e.g. laneid + wgid without wid_in_wg: a broken chain, tested separately.
+        .prop_filter("thread axes must form a scope chain", |l| l.scope().is_ok())
 }
 
 fn sorted(mut v: Vec<Coord>) -> Vec<Coord> {

@@ -92,7 +92,10 @@ fn slice_crossing_two_digits_is_correct() {
 #[test]
 fn slice_rejects_out_of_range_and_inexpressible_regions() {
     let l = TileLayout::row_major(&[4, 4]);
-    assert!(matches!(l.slice(&[4, 4], &[(3, 2), (0, 4)], Fusion::Cuda), Err(LayoutError::RegionOutOfRange { dim: 0, .. })));
+    assert!(matches!(
+        l.slice(&[4, 4], &[(3, 2), (0, 4)], Fusion::Cuda),
+        Err(LayoutError::RegionOutOfRange { dim: 0, .. })
+    ));
     assert!(matches!(l.slice(&[4, 4], &[(0, 0), (0, 4)], Fusion::Cuda), Err(LayoutError::RegionOutOfRange { .. })));
     // Single iter (m == 1 case) is bounds-checked too.
     let one = TileLayout::from_shard(vec![Iter::m(16, 1)]);

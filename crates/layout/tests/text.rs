@@ -26,7 +26,10 @@ fn accepted_forms() {
     let full = tile("S[(8,2,4,2):(4@laneid,1@warpid,1@laneid,1)] + R[2:4@warpid] + 5@warpid + 64");
     assert_eq!(full.replica, vec![Iter::new(2, 4, WarpId)]);
     assert_eq!(full.offset, [(WarpId, 5), (M, 64)].into_iter().collect());
-    assert_eq!(tile("TileLayout(S[8:1] + 1@laneid + 2@laneid - 1@warpid)").offset, [(LaneId, 3), (WarpId, -1)].into_iter().collect());
+    assert_eq!(
+        tile("TileLayout(S[8:1] + 1@laneid + 2@laneid - 1@warpid)").offset,
+        [(LaneId, 3), (WarpId, -1)].into_iter().collect()
+    );
     assert_eq!(tile("T.TileLayout(T.S[(4, 2):(1@Axis.laneid, 1)])").shard[0].axis, LaneId);
     assert_eq!(tile("S[(4,):(\"laneid\",)]").shard, vec![Iter::new(4, 1, LaneId)]);
     assert_eq!(tile("TileLayout(R[32:1@laneid])").shard, vec![]);
@@ -45,7 +48,10 @@ fn printed_form() {
     assert_eq!(printed("S[4:1] + 5@warpid + 1@laneid + 64"), "S[4:1] + 1@laneid + 64 + 5@warpid");
     assert_eq!(printed("S[4:1] - 5@warpid"), "S[4:1] - 5@warpid");
     assert_eq!(printed("ComposeLayout(3, 3, 3, TileLayout(S[(8, 64)]))"), "ComposeLayout(3, 3, 3, S[(8, 64):(64, 1)])");
-    assert_eq!(printed("ComposeLayout(3,3,3,S[8:1],swizzle_inner=False)"), "ComposeLayout(3, 3, 3, S[8:1], swizzle_inner=False)");
+    assert_eq!(
+        printed("ComposeLayout(3,3,3,S[8:1],swizzle_inner=False)"),
+        "ComposeLayout(3, 3, 3, S[8:1], swizzle_inner=False)"
+    );
     assert_eq!(printed("R[32:1@laneid]"), "R[32:1@laneid]");
     assert_eq!(printed("-3@tx"), "-3@tx");
     assert_eq!(printed("S[()]"), "S[()]");

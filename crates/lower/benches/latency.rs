@@ -32,7 +32,8 @@ fn examples() -> Vec<String> {
 
 fn pipeline(name: &str, src: &str) -> usize {
     let k = tirx_script::parse_kernel(name, src).unwrap_or_else(|d| panic!("{name}: parse failed: {d:?}"));
-    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{name}: lowering failed: {d:?}"));
+    let l =
+        tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{name}: lowering failed: {d:?}"));
     tirx_cuda::generate(&l.lir).unwrap_or_else(|e| panic!("{name}: CUDA generation failed: {e:?}")).source.len()
 }
 

@@ -37,5 +37,6 @@ fn parse_lower_cuda(bencher: divan::Bencher, rel: &str) {
 fn lower_only(bencher: divan::Bencher, rel: &str) {
     let src = source(rel);
     let k = tirx_script::parse_kernel(rel, &src).expect("parses");
-    bencher.bench(|| tirx_lower::lower_kernel(divan::black_box(&k), &Default::default()).expect("lowers").lir.body.len());
+    bencher
+        .bench(|| tirx_lower::lower_kernel(divan::black_box(&k), &Default::default()).expect("lowers").lir.body.len());
 }

@@ -13,7 +13,14 @@ use tirx_layout::{Axis, Iter, Layout, Swizzle};
 /// `(flat buffer, element index)` of `buf[idx]`. `thread_axes` allows layouts
 /// with thread axes (their memory part is addressed); scalar accesses in
 /// scripts pass false and get a diagnostic suggesting `.local()`.
-pub fn element(k: &Kernel, env: &Env, b: &Builder, buf: BufId, idx: &[LExpr], thread_axes: bool) -> Result<(LBufId, LExpr), String> {
+pub fn element(
+    k: &Kernel,
+    env: &Env,
+    b: &Builder,
+    buf: BufId,
+    idx: &[LExpr],
+    thread_axes: bool,
+) -> Result<(LBufId, LExpr), String> {
     let hb = k.buf(buf);
     let (lb, ity) = env.lbuf(buf).ok_or_else(|| format!("buffer `{}` is used before its allocation", hb.name))?;
     if idx.len() != hb.shape.len() {
@@ -50,7 +57,8 @@ pub fn owner(k: &Kernel, b: &Builder, buf: BufId, idx: &[LExpr]) -> Result<Vec<(
     let tile = lay::tile_of(&hb.layout);
     let (g, seps) = lay::group(&lay::canon(&tile.shard), &hb.shape)
         .ok_or_else(|| format!("the layout of `{}` does not split over its shape {:?}", hb.name, hb.shape))?;
-    let mut axes: Vec<Axis> = tile.shard.iter().map(|i| i.axis).chain(tile.offset.keys().copied()).filter(|a| a.is_thread()).collect();
+    let mut axes: Vec<Axis> =
+        tile.shard.iter().map(|i| i.axis).chain(tile.offset.keys().copied()).filter(|a| a.is_thread()).collect();
     axes.sort();
     axes.dedup();
     Ok(axes

@@ -110,10 +110,12 @@ impl Builder {
             (_, LExpr::Int(0, _)) => a,
             (LExpr::Int(0, _), _) => b,
             // (x + c1) + c2 → x + (c1 + c2): keeps constants together.
-            (LExpr::Bin(LBinOp::Add, x, c1), LExpr::Int(c2, t)) => match int_of(c1).and_then(|c1| c1.checked_add(*c2)) {
-                Some(c) => self.add((**x).clone(), LExpr::Int(c, *t)),
-                None => LExpr::bin(LBinOp::Add, a, b),
-            },
+            (LExpr::Bin(LBinOp::Add, x, c1), LExpr::Int(c2, t)) => {
+                match int_of(c1).and_then(|c1| c1.checked_add(*c2)) {
+                    Some(c) => self.add((**x).clone(), LExpr::Int(c, *t)),
+                    None => LExpr::bin(LBinOp::Add, a, b),
+                }
+            }
             // Constants last: `c + x` → `x + c`.
             (LExpr::Int(..), _) => LExpr::bin(LBinOp::Add, b, a),
             _ => LExpr::bin(LBinOp::Add, a, b),
@@ -137,10 +139,12 @@ impl Builder {
             (LExpr::Int(..), LExpr::Int(..)) => LExpr::bin(LBinOp::Mul, a, b),
             (LExpr::Int(..), _) => self.mul(b, a),
             // (x * c1) * c2 → x * (c1 * c2)
-            (LExpr::Bin(LBinOp::Mul, x, c1), LExpr::Int(c2, t)) => match int_of(c1).and_then(|c1| c1.checked_mul(*c2)) {
-                Some(c) => self.mul((**x).clone(), LExpr::Int(c, *t)),
-                None => LExpr::bin(LBinOp::Mul, a, b),
-            },
+            (LExpr::Bin(LBinOp::Mul, x, c1), LExpr::Int(c2, t)) => {
+                match int_of(c1).and_then(|c1| c1.checked_mul(*c2)) {
+                    Some(c) => self.mul((**x).clone(), LExpr::Int(c, *t)),
+                    None => LExpr::bin(LBinOp::Mul, a, b),
+                }
+            }
             _ => LExpr::bin(LBinOp::Mul, a, b),
         }
     }
@@ -208,10 +212,20 @@ impl Builder {
         match (op, &a) {
             (LBinOp::Shr | LBinOp::Shl, _) if c == 0 => a,
             (LBinOp::Shr, LExpr::Int(x, _)) if (0..63).contains(&c) => LExpr::Int(x >> c, t),
-            (LBinOp::Shl, LExpr::Int(x, _)) if (0..32).contains(&c) && x.checked_mul(1 << c).is_some() => LExpr::Int(x << c, t),
+            (LBinOp::Shl, LExpr::Int(x, _)) if (0..32).contains(&c) && x.checked_mul(1 << c).is_some() => {
+                LExpr::Int(x << c, t)
+            }
             (LBinOp::BitAnd, LExpr::Int(x, _)) => LExpr::Int(x & c, t),
-            (LBinOp::BitAnd, _) if self.bounds(&a).is_some_and(|(lo, hi)| lo >= 0 && hi & !c == 0 && hi < c + 1 && (c + 1) & c == 0) => a,
-            (LBinOp::BitAnd, _) if self.bounds(&a).is_some_and(|(lo, hi)| lo >= 0 && (hi == 0 || c == 0)) => LExpr::Int(0, t),
+            (LBinOp::BitAnd, _)
+                if self
+                    .bounds(&a)
+                    .is_some_and(|(lo, hi)| lo >= 0 && hi & !c == 0 && hi < c + 1 && (c + 1) & c == 0) =>
+            {
+                a
+            }
+            (LBinOp::BitAnd, _) if self.bounds(&a).is_some_and(|(lo, hi)| lo >= 0 && (hi == 0 || c == 0)) => {
+                LExpr::Int(0, t)
+            }
             _ => LExpr::bin(op, a, LExpr::Int(c, t)),
         }
     }

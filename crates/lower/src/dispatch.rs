@@ -192,7 +192,9 @@ impl Emitter<'_> {
         crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new("address", m))
     }
     pub fn lbuf(&self, buf: BufId) -> Result<(LBufId, DType), Decline> {
-        self.env.lbuf(buf).ok_or_else(|| Decline::new("operand", format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name)))
+        self.env.lbuf(buf).ok_or_else(|| {
+            Decline::new("operand", format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
+        })
     }
 }
 
@@ -221,7 +223,8 @@ impl Registry {
 
     /// Variants of `op` in trial order: priority descending, then name.
     pub fn for_op(&self, op: TileOp) -> Vec<&dyn Variant> {
-        let mut v: Vec<&dyn Variant> = self.variants.iter().map(|b| b.as_ref()).filter(|v| v.ops().contains(&op)).collect();
+        let mut v: Vec<&dyn Variant> =
+            self.variants.iter().map(|b| b.as_ref()).filter(|v| v.ops().contains(&op)).collect();
         v.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.name().cmp(b.name())));
         v
     }
@@ -253,9 +256,12 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
         if !all.iter().any(|v| v.name() == name) {
             let names: Vec<_> = all.iter().map(|v| v.name()).collect();
             out.errors.push(
-                Diagnostic::error(call.span, format!("no variant named '{name}' is registered for `{}`", call.op.name()))
-                    .with_label("unknown dispatch name")
-                    .with_help(format!("registered variants: {}", names.join(", "))),
+                Diagnostic::error(
+                    call.span,
+                    format!("no variant named '{name}' is registered for `{}`", call.op.name()),
+                )
+                .with_label("unknown dispatch name")
+                .with_help(format!("registered variants: {}", names.join(", "))),
             );
             out.explain = ex;
             return out;
@@ -267,7 +273,9 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     let arch = cx.opts.arch;
     let plans: Vec<Result<Plan, Decline>> = all
         .iter()
-        .map(|v| if arch.supports(v.min_arch()) { v.plan(cx) } else { Err(Decline::arch(v.name(), v.min_arch(), arch)) })
+        .map(
+            |v| if arch.supports(v.min_arch()) { v.plan(cx) } else { Err(Decline::arch(v.name(), v.min_arch(), arch)) },
+        )
         .collect();
     let mut chosen = None;
     for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
@@ -284,8 +292,11 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
             match v.emit(plan, cx, &mut em) {
                 Ok(()) => out.stmts = em.stmts,
                 Err(Bug(m)) => out.errors.push(
-                    Diagnostic::internal(call.span, format!("variant `{}` accepted this `{}` but failed to emit it: {m}", v.name(), call.op.name()))
-                        .with_label("while lowering this tile call"),
+                    Diagnostic::internal(
+                        call.span,
+                        format!("variant `{}` accepted this `{}` but failed to emit it: {m}", v.name(), call.op.name()),
+                    )
+                    .with_label("while lowering this tile call"),
                 ),
             }
         }
@@ -341,11 +352,8 @@ pub fn decline_table(ex: &CallExplain) -> String {
 
 fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnostic {
     let call = cx.call;
-    let scopes: Vec<String> = [1usize, 0]
-        .iter()
-        .filter_map(|&i| cx.region(i))
-        .map(|r| cx.buf(r.buf).scope.name().to_string())
-        .collect();
+    let scopes: Vec<String> =
+        [1usize, 0].iter().filter_map(|&i| cx.region(i)).map(|r| cx.buf(r.buf).scope.name().to_string()).collect();
     let pair = if scopes.len() == 2 { format!(" for {} -> {}", scopes[0], scopes[1]) } else { String::new() };
     let how = ex.tried.iter().find(|t| t.variant == v.name()).map(|t| t.reason.clone()).unwrap_or_default();
     let why = match &ex.forced {

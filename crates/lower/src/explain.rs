@@ -133,7 +133,11 @@ impl CallExplain {
         let _ = writeln!(s, "{loc}: {}.{}", self.scope, self.op);
         let _ = writeln!(s, "  threads: {}", self.threads);
         for o in &self.operands {
-            let _ = writeln!(s, "  {:<4} {}  ({} {} {:?}, layout {})", o.role, o.region, o.memory, o.dtype, o.shape, o.layout);
+            let _ = writeln!(
+                s,
+                "  {:<4} {}  ({} {} {:?}, layout {})",
+                o.role, o.region, o.memory, o.dtype, o.shape, o.layout
+            );
         }
         if let Some(f) = &self.forced {
             let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
@@ -272,7 +276,9 @@ pub fn expr_text(k: &Kernel, e: &Expr) -> String {
             format!("{sym}{}", expr_text(k, a))
         }
         ExprKind::Cast(a) => format!("T.cast({}, \"{}\")", expr_text(k, a), e.dtype),
-        ExprKind::Select(c, a, b) => format!("T.if_then_else({}, {}, {})", expr_text(k, c), expr_text(k, a), expr_text(k, b)),
+        ExprKind::Select(c, a, b) => {
+            format!("T.if_then_else({}, {}, {})", expr_text(k, c), expr_text(k, a), expr_text(k, b))
+        }
         ExprKind::Call(f, args) => {
             format!("T.{}({})", f.name(), args.iter().map(|a| expr_text(k, a)).collect::<Vec<_>>().join(", "))
         }
@@ -286,4 +292,3 @@ pub fn expr_text(k: &Kernel, e: &Expr) -> String {
 pub fn layout_text(l: &Layout) -> String {
     l.to_string()
 }
-

@@ -53,7 +53,8 @@ pub fn lower(k: &Kernel, env: &Env, b: &Builder, e: &Expr) -> Result<LExpr, Diag
         }
         ExprKind::Load(buf, idx) => {
             let idx = idx.iter().map(|i| lower(k, env, b, i)).collect::<Result<Vec<_>, _>>()?;
-            let (lb, index) = crate::addr::element(k, env, b, *buf, &idx, false).map_err(|m| Diagnostic::error(e.span, m))?;
+            let (lb, index) =
+                crate::addr::element(k, env, b, *buf, &idx, false).map_err(|m| Diagnostic::error(e.span, m))?;
             b.convert(LExpr::Load(lb, Box::new(index)), t)
         }
     })
@@ -62,7 +63,13 @@ pub fn lower(k: &Kernel, env: &Env, b: &Builder, e: &Expr) -> Result<LExpr, Diag
 fn binary(b: &Builder, op: BinOp, x: LExpr, y: LExpr, t: DType) -> LExpr {
     let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
     let logic = matches!(op, BinOp::And | BinOp::Or);
-    let ty = if cmp { common(b.dtype_of(&x), b.dtype_of(&y)) } else if logic { DType::Bool } else { t };
+    let ty = if cmp {
+        common(b.dtype_of(&x), b.dtype_of(&y))
+    } else if logic {
+        DType::Bool
+    } else {
+        t
+    };
     let (x, y) = (b.convert(x, ty), b.convert(y, ty));
     let int = ty.is_int();
     let lop = match op {

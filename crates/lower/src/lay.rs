@@ -38,7 +38,9 @@ pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
         Layout::Tile(_) => span,
         Layout::Compose(c) => {
             let period = c.swizzle.period();
-            let whole = span.checked_add(period - 1).ok_or_else(|| format!("{span} elements overflow i64 when rounded to swizzle periods"))?;
+            let whole = span
+                .checked_add(period - 1)
+                .ok_or_else(|| format!("{span} elements overflow i64 when rounded to swizzle periods"))?;
             whole / period * period
         }
     })

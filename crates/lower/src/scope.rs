@@ -194,7 +194,8 @@ impl Active {
                 _ => false,
             },
             ScopeIdKind::WarpIdInWg => {
-                let one_wg = self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
+                let one_wg =
+                    self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
                 match r {
                     IdRange::Range(lo, hi) if one_wg => {
                         let base = self.warp.offset / 4 * 4;
@@ -207,7 +208,8 @@ impl Active {
             }
             ScopeIdKind::ThreadId if !multi_dim && dim == 0 => self.narrow_threads(0, r),
             ScopeIdKind::ThreadIdInWg => {
-                let one_wg = self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
+                let one_wg =
+                    self.warp.stride == 1 && self.warp.offset / 4 == (self.warp.offset + self.warp.extent - 1) / 4;
                 one_wg && self.narrow_threads(self.warp.offset / 4 * 128, r)
             }
             _ => false,
@@ -376,7 +378,8 @@ impl ScopeView {
 
     /// The intra/inter split as text for explain.
     pub fn describe(&self) -> String {
-        let f = |v: &[(&str, AxisRange)]| v.iter().map(|(n, r)| format!("{n} {}", r.text())).collect::<Vec<_>>().join(", ");
+        let f =
+            |v: &[(&str, AxisRange)]| v.iter().map(|(n, r)| format!("{n} {}", r.text())).collect::<Vec<_>>().join(", ");
         format!("intra {{{}}} inter {{{}}}", f(&self.intra), f(&self.inter))
     }
 }
@@ -389,7 +392,10 @@ fn split_warpgroup(w: AxisRange) -> Result<(AxisRange, AxisRange), String> {
     if w.offset % 4 == 0 && w.extent % 4 == 0 {
         Ok((AxisRange::full(4), AxisRange { extent: w.extent / 4, offset: w.offset / 4, stride: 1 }))
     } else if w.extent <= 4 - w.offset % 4 {
-        Ok((AxisRange { extent: w.extent, offset: w.offset % 4, stride: 1 }, AxisRange { extent: 1, offset: w.offset / 4, stride: 1 }))
+        Ok((
+            AxisRange { extent: w.extent, offset: w.offset % 4, stride: 1 },
+            AxisRange { extent: 1, offset: w.offset / 4, stride: 1 },
+        ))
     } else {
         Err(format!("warps {} span a warpgroup boundary partially", w.text()))
     }

@@ -10,7 +10,8 @@ use crate::scope::{resolve_launch, Active, IdRange, Launch, ScopeView, TidKind};
 use crate::{addr, expr, lay, LowerOptions, Lowered};
 use std::collections::{HashMap, HashSet};
 use tirx_ir::hir::{
-    BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind, VarId,
+    BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
+    VarId,
 };
 use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
 use tirx_ir::{DType, Diagnostic};
@@ -172,8 +173,11 @@ impl Lowerer<'_> {
                     self.new_buf(id, Space::Local);
                 }
                 (BufferOrigin::Alloc, MemScope::Global) => self.errors.push(
-                    Diagnostic::error(hb.span, format!("`{}`: global buffers cannot be allocated inside a kernel", hb.name))
-                        .with_help("pass it as a kernel parameter (`T.match_buffer`)"),
+                    Diagnostic::error(
+                        hb.span,
+                        format!("`{}`: global buffers cannot be allocated inside a kernel", hb.name),
+                    )
+                    .with_help("pass it as a kernel parameter (`T.match_buffer`)"),
                 ),
                 (BufferOrigin::Param, _) => self.errors.push(Diagnostic::error(
                     hb.span,
@@ -194,12 +198,18 @@ impl Lowerer<'_> {
                         if view_span > elems {
                             self.errors.push(Diagnostic::error(
                                 hb.span,
-                                format!("view `{}` spans {view_span} elements but its base `{}` has {elems}", hb.name, k.buf(root).name),
+                                format!(
+                                    "view `{}` spans {view_span} elements but its base `{}` has {elems}",
+                                    hb.name,
+                                    k.buf(root).name
+                                ),
                             ));
                         }
                         self.env.bufs.insert(id, (lb, index_type(elems)));
                     }
-                    None => self.errors.push(Diagnostic::error(hb.span, format!("view `{}` has no allocated base buffer", hb.name))),
+                    None => self
+                        .errors
+                        .push(Diagnostic::error(hb.span, format!("view `{}` has no allocated base buffer", hb.name))),
                 }
             }
         }
@@ -257,7 +267,8 @@ impl Lowerer<'_> {
                     ScopeIdKind::WarpIdInWg => Hw::WarpInWg,
                     ScopeIdKind::ThreadIdInWg => Hw::TidInWg,
                     ScopeIdKind::ClusterId => {
-                        self.errors.push(Diagnostic::error(d.span, "`T.cluster_id` is not supported yet (no cluster launch)"));
+                        self.errors
+                            .push(Diagnostic::error(d.span, "`T.cluster_id` is not supported yet (no cluster launch)"));
                         continue;
                     }
                 };

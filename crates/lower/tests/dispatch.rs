@@ -6,16 +6,18 @@ use common::*;
 use tirx_lower::{lower_with, Registry};
 
 fn warp_4x6(extra: &str) -> String {
-    RoundTrip::full("warp", 32, &[4, 6], "float32")
-        .script()
-        .replace("Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])", &format!("Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6]{extra})"))
+    RoundTrip::full("warp", 32, &[4, 6], "float32").script().replace(
+        "Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])",
+        &format!("Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6]{extra})"),
+    )
 }
 
 #[test]
 fn forced_fallback_still_warns() {
-    let src = RoundTrip::full("warp", 32, &[32, 32], "float32")
-        .script()
-        .replace("Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])", "Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32], dispatch=\"fallback\")");
+    let src = RoundTrip::full("warp", 32, &[32, 32], "float32").script().replace(
+        "Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
+        "Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32], dispatch=\"fallback\")",
+    );
     let l = lower(&src);
     let c = call(&l, 0);
     assert_eq!((c.chosen.as_deref(), c.forced.as_deref()), (Some("fallback"), Some("fallback")));
@@ -24,7 +26,11 @@ fn forced_fallback_still_warns() {
     assert!(c.tried.iter().all(|t| t.skipped == (t.variant != "fallback")), "{}", c.render());
     assert!(tried(c, "gmem_smem").accepted, "{}", c.render());
     assert_eq!(l.warnings.len(), 1);
-    assert!(l.warnings[0].notes.iter().any(|n| n.starts_with("gmem_smem would accept: vec 4")), "{:?}", l.warnings[0].notes);
+    assert!(
+        l.warnings[0].notes.iter().any(|n| n.starts_with("gmem_smem would accept: vec 4")),
+        "{:?}",
+        l.warnings[0].notes
+    );
     assert_eq!(call(&l, 1).chosen.as_deref(), Some("gmem_smem"));
 }
 
@@ -156,7 +162,12 @@ fn lane_dependent_region_is_rejected() {
         .replace("T.thread_id([32])", "lane = T.thread_id([32])")
         .replace("Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])", "Tx.warp.copy(A_smem[0:1, 0:32], A[lane, 0:32])");
     let errs = lower_errors(&src);
-    assert!(errs[0].notes[0].contains("dim 0 of `A` begins at `lane`, which differs between the threads of one warp instance"), "{:?}", errs[0].notes);
+    assert!(
+        errs[0].notes[0]
+            .contains("dim 0 of `A` begins at `lane`, which differs between the threads of one warp instance"),
+        "{:?}",
+        errs[0].notes
+    );
 }
 
 /// Buffers of ≥ 2^31 elements are addressed with 64-bit indices.
@@ -194,7 +205,12 @@ def big(A_ptr: T.handle, B_ptr: T.handle):
     B[128] = A[tid + 3000000000]
 "#;
     let l = lower(src);
-    assert_eq!((call(&l, 0).chosen.as_deref(), call(&l, 0).vec), (Some("gmem_smem"), Some(4)), "{}", call(&l, 0).render());
+    assert_eq!(
+        (call(&l, 0).chosen.as_deref(), call(&l, 0).vec),
+        (Some("gmem_smem"), Some(4)),
+        "{}",
+        call(&l, 0).render()
+    );
     let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
     assert!(cuda.contains("&A[(long long)lane * 4LL + 3000000000LL]"), "{cuda}");
     assert!(cuda.contains("A[(long long)tid + 3000000000LL]"), "{cuda}");

@@ -81,7 +81,9 @@ fn decode(dt: DType, b: &[u8]) -> Vec<f64> {
     match dt {
         DType::F32 => b.chunks(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64).collect(),
         DType::F16 => b.chunks(2).map(|c| f16_value(u16::from_le_bytes([c[0], c[1]]))).collect(),
-        DType::BF16 => b.chunks(2).map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16) as f64).collect(),
+        DType::BF16 => {
+            b.chunks(2).map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16) as f64).collect()
+        }
         other => panic!("no decoding for {other}"),
     }
 }
@@ -159,7 +161,8 @@ fn chosen_reg(l: &Lowered, op: &str) -> (Option<u32>, Option<u64>) {
 
 #[test]
 fn seed_001_warp_sqrt() {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ewise_sqrt_warp.py")).unwrap();
+    let src =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/ewise_sqrt_warp.py")).unwrap();
     let a = spread(256, 0.0, 50.0);
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 256])]);
     let want: Vec<f64> = a.iter().map(|&x| (x as f32).sqrt() as f64).collect();
@@ -268,7 +271,8 @@ fn thread_wise_unary() {
 #[test]
 fn thread_local_casts() {
     for shape in [vec![8i64], vec![16, 16], vec![5, 5]] {
-        for (s, d) in [("float16", "float32"), ("float32", "float16"), ("float32", "bfloat16"), ("bfloat16", "float32")] {
+        for (s, d) in [("float16", "float32"), ("float32", "float16"), ("float32", "bfloat16"), ("bfloat16", "float32")]
+        {
             let n: i64 = shape.iter().product();
             let tup = format!("({},)", shape.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
             let full = shape.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ");
@@ -291,7 +295,10 @@ fn thread_local_casts() {
             assert_eq!(out[1], want, "cast {s}->{d} {shape:?}");
             let pairs = n % 2 == 0;
             assert_eq!(cast2_count(&l) > 0, pairs, "{shape:?} {s}->{d}\n{}", l.lir);
-            assert_eq!(chosen_reg(&l, "cast"), (Some(if pairs { 2 } else { 1 }), Some(if pairs { n as u64 / 2 } else { n as u64 })));
+            assert_eq!(
+                chosen_reg(&l, "cast"),
+                (Some(if pairs { 2 } else { 1 }), Some(if pairs { n as u64 / 2 } else { n as u64 }))
+            );
         }
     }
 }
@@ -318,7 +325,8 @@ fn scoped_cast(scope: &str, threads: i64, layout: &str, shape: (i64, i64), cols:
     let n = (rows * k) as usize;
     let a = spread(n, -3.0, 3.0);
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (dt(d), vec![1.0; n])]);
-    let want: Vec<f64> = (0..n).map(|i| if ((i as i64) % k) >= c0 && ((i as i64) % k) < c1 { q(dt(d), a[i]) } else { 0.0 }).collect();
+    let want: Vec<f64> =
+        (0..n).map(|i| if ((i as i64) % k) >= c0 && ((i as i64) % k) < c1 { q(dt(d), a[i]) } else { 0.0 }).collect();
     assert_eq!(out[1], want, "{scope} cast {layout} cols {cols:?} -> {d}");
     assert!(cast2_count(&l) > 0, "{}", l.lir);
     assert_eq!(chosen_reg(&l, "cast").0, Some(2));
@@ -407,8 +415,12 @@ fn thread_binary_under_guards() {
             for op in ["add", "sub", "mul", "fdiv", "maximum", "minimum"] {
                 let ind = if guard.is_empty() { "    " } else { "        " };
                 let (rhs_load, rhs_arg) = match rhs {
-                    "region" => (format!("{ind}Tx.copy(Bl[0:4, 0:8], Bg[tid, 0:4, 0:8])\n"), "Bl[0:4, 0:8]".to_string()),
-                    "broadcast" => (format!("{ind}Tx.copy(Bc[0:4, 0:1], Bg[tid, 0:4, 0:1])\n"), "Bc[0:4, 0:1]".to_string()),
+                    "region" => {
+                        (format!("{ind}Tx.copy(Bl[0:4, 0:8], Bg[tid, 0:4, 0:8])\n"), "Bl[0:4, 0:8]".to_string())
+                    }
+                    "broadcast" => {
+                        (format!("{ind}Tx.copy(Bc[0:4, 0:1], Bg[tid, 0:4, 0:1])\n"), "Bc[0:4, 0:1]".to_string())
+                    }
                     _ => (String::new(), "1.25".to_string()),
                 };
                 let guard_line = if guard.is_empty() { String::new() } else { format!("    {guard}\n") };
@@ -432,7 +444,8 @@ fn thread_binary_under_guards() {
                 let n = 256 * 32;
                 let a: Vec<f64> = spread(n, -2.0, 2.0).into_iter().map(|x| q(DType::F16, x)).collect();
                 let b: Vec<f64> = spread(n, 0.5, 3.0).iter().rev().map(|&x| q(DType::F16, x)).collect();
-                let (l, out) = run(&src, &[(DType::F16, a.clone()), (DType::F16, b.clone()), (DType::F16, vec![0.0; n])]);
+                let (l, out) =
+                    run(&src, &[(DType::F16, a.clone()), (DType::F16, b.clone()), (DType::F16, vec![0.0; n])]);
                 let active = |t: usize| match gname {
                     "warpgroup" => t / 128 == 1,
                     "warp" => t / 32 == 3,

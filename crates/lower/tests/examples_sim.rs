@@ -25,8 +25,7 @@ use std::path::{Path, PathBuf};
 use tirx_ir::lir::LKernel;
 use tirx_ir::DType;
 use tirx_sim::value::{
-    bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, from_bytes, round_to,
-    to_bytes,
+    bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, from_bytes, round_to, to_bytes,
 };
 use tirx_sim::SimOptions;
 
@@ -73,10 +72,7 @@ fn exact(v: f64) -> Want {
 }
 
 fn transcendental(v: f64) -> Want {
-    Want {
-        v,
-        ulps: TRANSCENDENTAL_ULPS,
-    }
+    Want { v, ulps: TRANSCENDENTAL_ULPS }
 }
 
 fn f32r(x: f64) -> f64 {
@@ -92,11 +88,7 @@ fn whole(
     outputs: &'static [&'static str],
     reference: fn(&Env) -> Expected,
 ) -> Option<Spec> {
-    Some(Spec::Whole(Whole {
-        fill,
-        outputs,
-        reference,
-    }))
+    Some(Spec::Whole(Whole { fill, outputs, reference }))
 }
 
 /// `B == A` element for element.
@@ -119,12 +111,9 @@ fn spec(name: &str) -> Option<Spec> {
         | "reg_roundtrip_wg"
         | "reg_swizzle_wg" => whole(distinct, &["B"], copy_a_to_b),
         // B = A + A, C = A (forced fallback copy).
-        "constructs_dispatch" => whole(distinct, &["B", "C"], |e| {
-            vec![
-                ("B", e.map("A", |a| exact(f32r(a + a)))),
-                ("C", e.map("A", exact)),
-            ]
-        }),
+        "constructs_dispatch" => {
+            whole(distinct, &["B", "C"], |e| vec![("B", e.map("A", |a| exact(f32r(a + a)))), ("C", e.map("A", exact))])
+        }
         "constructs_elementwise" => whole(elementwise_inputs, &["Out"], elementwise_rows),
         "constructs_loops" => whole(quarters, &["B"], |e| {
             let [_, n] = e.dims2("A");
@@ -148,65 +137,39 @@ fn spec(name: &str) -> Option<Spec> {
         "constructs_scopes" => whole(distinct, &["B"], |e| {
             let [_, n] = e.dims2("A");
             let b = e.get("A").iter().enumerate();
-            vec![(
-                "B",
-                b.map(|(i, &a)| exact(f32r(2.0 * a + if i / n >= 128 { 1.0 } else { 0.0 })))
-                    .collect(),
-            )]
+            vec![("B", b.map(|(i, &a)| exact(f32r(2.0 * a + if i / n >= 128 { 1.0 } else { 0.0 }))).collect())]
         }),
         // B[i, j] = 3 A[i, j] + j, two f32 roundings as written.
         "constructs_views" => whole(quarters, &["B"], |e| {
             let [_, n] = e.dims2("A");
             let b = e.get("A").iter().enumerate();
-            vec![(
-                "B",
-                b.map(|(i, &a)| exact(((a as f32) * 3.0 + (i % n) as f32) as f64))
-                    .collect(),
-            )]
+            vec![("B", b.map(|(i, &a)| exact(((a as f32) * 3.0 + (i % n) as f32) as f64)).collect())]
         }),
-        "elementwise_reg" | "ewise_sqrt_warp" => whole(quarters_positive, &["B"], |e| {
-            vec![("B", e.map("A", |a| exact((a as f32).sqrt() as f64)))]
-        }),
+        "elementwise_reg" | "ewise_sqrt_warp" => {
+            whole(quarters_positive, &["B"], |e| vec![("B", e.map("A", |a| exact((a as f32).sqrt() as f64)))])
+        }
         // B = f32(max(f16(A), 0)): RNE rounding, overflow to inf included.
-        "ewise_cast_wg" => whole(cast_inputs, &["B"], |e| {
-            vec![("B", e.map("A", |a| exact(f16r(a).max(0.0))))]
-        }),
+        "ewise_cast_wg" => whole(cast_inputs, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a).max(0.0))))]),
         // B = bf16(exp(1.5 A + 0.25)); the argument is exact (A is a multiple of 1/64). The f32
         // exp may be an ulp or two off (module doc), which can flip the bf16 rounding: 1 bf16 ulp.
         "ewise_fragment_exp" => whole(exp_inputs, &["B"], |e| {
             let b = e.map("A", |a| {
                 let y = f32r((f32r(a * 1.5) + 0.25).exp());
-                Want {
-                    v: round_to(DType::BF16, y),
-                    ulps: 1,
-                }
+                Want { v: round_to(DType::BF16, y), ulps: 1 }
             });
             vec![("B", b)]
         }),
         // C = fma((A + B) * B, 0.5, A), each packed op rounded once to f16.
         "ewise_packed_f16" => whole(packed_inputs, &["Cg"], |e| {
             let (a, b) = (e.get("Ag"), e.get("Bg"));
-            let c = (0..a.len())
-                .map(|i| exact(f16r(f16r(f16r(a[i] + b[i]) * b[i]) * 0.5 + a[i])))
-                .collect();
+            let c = (0..a.len()).map(|i| exact(f16r(f16r(f16r(a[i] + b[i]) * b[i]) * 0.5 + a[i]))).collect();
             vec![("Cg", c)]
         }),
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
-        "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| {
-            vec![("B", e.map("A", |a| exact(f16r(a + a))))]
-        }),
-        "reg_stream_f16" => Some(Spec::Tiled {
-            tile: [128, 64],
-            scale: 2.0,
-        }),
-        "ragged_copy_f32" => Some(Spec::Tiled {
-            tile: [60, 100],
-            scale: 1.0,
-        }),
-        "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled {
-            tile: [64, 128],
-            scale: 1.0,
-        }),
+        "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
+        "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
+        "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
+        "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
         _ => None,
     }
 }
@@ -250,12 +213,8 @@ fn distinct(_: &str, dt: DType, e: usize) -> f64 {
     let neg = e % 2 == 1;
     match dt {
         DType::F32 | DType::F64 => (e as f64 + 1.0) * if neg { -0.5 } else { 0.5 },
-        DType::F16 => {
-            f16_bits_to_f32((0x3C00 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64
-        }
-        DType::BF16 => {
-            bf16_bits_to_f32((0x3F80 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64
-        }
+        DType::F16 => f16_bits_to_f32((0x3C00 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64,
+        DType::BF16 => bf16_bits_to_f32((0x3F80 + (e % 0x3000) as u16) | if neg { 0x8000 } else { 0 }) as f64,
         // 8-bit integers: consecutive blocks of 256 are shifted so rows differ.
         _ => ((e * 37 + e / 256) % 256) as f64,
     }
@@ -273,16 +232,7 @@ fn quarters_positive(_: &str, _: DType, e: usize) -> f64 {
 /// `A` positive (reciprocal, log2), with values that are not exact in f16 (one a tie);
 /// `B` signed. Every `1.5 a + 0.25`, `a * b + 1` is exact in f32.
 fn elementwise_inputs(name: &str, _: DType, e: usize) -> f64 {
-    const A: [f64; 8] = [
-        0.5,
-        1.0,
-        1.5,
-        2.0,
-        3.25,
-        0.125,
-        1.0 + 1.0 / 4096.0,
-        6.0 + 1.0 / 512.0,
-    ];
+    const A: [f64; 8] = [0.5, 1.0, 1.5, 2.0, 3.25, 0.125, 1.0 + 1.0 / 4096.0, 6.0 + 1.0 / 512.0];
     const B: [f64; 8] = [2.0, -1.0, 0.5, -4.0, 1.0, 8.0, -0.25, 3.0];
     if name == "A" {
         A[e]
@@ -294,16 +244,8 @@ fn elementwise_inputs(name: &str, _: DType, e: usize) -> f64 {
 /// Rows of `constructs_elementwise`'s `Out`, each from `a = A[j]`, `b = B[j]`.
 fn elementwise_rows(e: &Env) -> Expected {
     let (a, b) = (e.get("A"), e.get("B"));
-    let ex = |f: &dyn Fn(f32, f32) -> f32| {
-        (0..a.len())
-            .map(|j| exact(f(a[j] as f32, b[j] as f32) as f64))
-            .collect()
-    };
-    let tr = |f: &dyn Fn(f64) -> f64| {
-        (0..a.len())
-            .map(|j| transcendental(f32r(f(a[j]))))
-            .collect::<Vec<_>>()
-    };
+    let ex = |f: &dyn Fn(f32, f32) -> f32| (0..a.len()).map(|j| exact(f(a[j] as f32, b[j] as f32) as f64)).collect();
+    let tr = |f: &dyn Fn(f64) -> f64| (0..a.len()).map(|j| transcendental(f32r(f(a[j])))).collect::<Vec<_>>();
     let rows: Vec<Vec<Want>> = vec![
         ex(&|_, _| 0.0),
         ex(&|_, _| 2.5),
@@ -387,15 +329,10 @@ fn examples() -> Vec<(String, PathBuf)> {
     let mut out = vec![];
     for dir in ["examples", "examples/bench"] {
         let dir = repo_root().join(dir);
-        for entry in
-            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
-        {
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display())) {
             let path = entry.expect("read examples entry").path();
             if path.extension().is_some_and(|x| x == "py") {
-                out.push((
-                    path.file_stem().unwrap().to_string_lossy().into_owned(),
-                    path,
-                ));
+                out.push((path.file_stem().unwrap().to_string_lossy().into_owned(), path));
             }
         }
     }
@@ -406,39 +343,22 @@ fn examples() -> Vec<(String, PathBuf)> {
 /// Parses and lowers an example, rendering diagnostics on failure.
 fn lower(path: &Path, src: &str) -> Result<LKernel, String> {
     let file = path.display().to_string();
-    let k = tirx_script::parse_kernel(&file, src)
-        .map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
-    let l = tirx_lower::lower_kernel(&k, &Default::default())
-        .map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
+    let k = tirx_script::parse_kernel(&file, src).map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
+    let l =
+        tirx_lower::lower_kernel(&k, &Default::default()).map_err(|d| tirx_ir::diag::render(&d, &file, src, false))?;
     Ok(l.lir)
 }
 
 /// Simulates, turning an error or a warning into a rendered failure.
-fn simulate(
-    k: &LKernel,
-    params: &mut [Vec<u8>],
-    opts: &SimOptions,
-    path: &Path,
-    src: &str,
-) -> Result<String, String> {
+fn simulate(k: &LKernel, params: &mut [Vec<u8>], opts: &SimOptions, path: &Path, src: &str) -> Result<String, String> {
     let file = path.display().to_string();
-    let r = tirx_sim::simulate(k, params, opts).map_err(|e| {
-        format!(
-            "simulator error:\n{}",
-            tirx_ir::diag::render(&[e.to_diagnostic()], &file, src, false)
-        )
-    })?;
+    let r = tirx_sim::simulate(k, params, opts)
+        .map_err(|e| format!("simulator error:\n{}", tirx_ir::diag::render(&[e.to_diagnostic()], &file, src, false)))?;
     if !r.warnings.is_empty() {
         let d: Vec<_> = r.warnings.iter().map(|w| w.to_diagnostic()).collect();
-        return Err(format!(
-            "simulator warnings:\n{}",
-            tirx_ir::diag::render(&d, &file, src, false)
-        ));
+        return Err(format!("simulator warnings:\n{}", tirx_ir::diag::render(&d, &file, src, false)));
     }
-    Ok(format!(
-        "{} CTA(s), {} instructions, no races/bounds/alignment errors",
-        r.ctas_run, r.instructions
-    ))
+    Ok(format!("{} CTA(s), {} instructions, no races/bounds/alignment errors", r.ctas_run, r.instructions))
 }
 
 /// Runs one example; `Ok` says what was checked.
@@ -462,18 +382,14 @@ fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String,
         let vals: Vec<f64> = if w.outputs.contains(&b.name.as_str()) {
             vec![SENTINEL; b.elems as usize]
         } else {
-            (0..b.elems as usize)
-                .map(|e| round_to_dtype(b.dtype, (w.fill)(&b.name, b.dtype, e)))
-                .collect()
+            (0..b.elems as usize).map(|e| round_to_dtype(b.dtype, (w.fill)(&b.name, b.dtype, e))).collect()
         };
         params.push(to_bytes(b.dtype, &vals));
         env.bufs.push((b.name.clone(), b.shape.clone(), vals));
     }
     for o in w.outputs {
         if !env.bufs.iter().any(|b| b.0 == *o) {
-            return Err(format!(
-                "the table names output `{o}`, which is not a parameter"
-            ));
+            return Err(format!("the table names output `{o}`, which is not a parameter"));
         }
     }
     let given = params.clone();
@@ -486,16 +402,9 @@ fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String,
             let got: Vec<f64> = from_bytes(b.dtype, &params[i]);
             let seen = compare(&b.name, b.dtype, &b.shape, &got, want)?;
             let tol = want.iter().map(|w| w.ulps).max().unwrap_or(0);
-            checked.push(format!(
-                "{} ({} elems, {seen} ulp off at most, {tol} allowed)",
-                b.name,
-                got.len()
-            ));
+            checked.push(format!("{} ({} elems, {seen} ulp off at most, {tol} allowed)", b.name, got.len()));
         } else if w.outputs.contains(&b.name.as_str()) {
-            return Err(format!(
-                "the reference gives no values for output `{}`",
-                b.name
-            ));
+            return Err(format!("the reference gives no values for output `{}`", b.name));
         } else if params[i] != given[i] {
             return Err(format!("input `{}` was modified", b.name));
         } else {
@@ -515,48 +424,21 @@ fn round_to_dtype(dt: DType, v: f64) -> f64 {
 
 /// Compares `got` with `want`, reporting the first mismatches with their coordinates;
 /// `Ok` is the largest distance seen, in ulps.
-fn compare(
-    name: &str,
-    dt: DType,
-    shape: &[i64],
-    got: &[f64],
-    want: &[Want],
-) -> Result<u64, String> {
+fn compare(name: &str, dt: DType, shape: &[i64], got: &[f64], want: &[Want]) -> Result<u64, String> {
     if got.len() != want.len() {
-        return Err(format!(
-            "`{name}`: {} elements, the reference has {}",
-            got.len(),
-            want.len()
-        ));
+        return Err(format!("`{name}`: {} elements, the reference has {}", got.len(), want.len()));
     }
-    let dist: Vec<u64> = (0..got.len())
-        .map(|i| distance(dt, got[i], want[i].v))
-        .collect();
-    let bad: Vec<usize> = (0..got.len())
-        .filter(|&i| dist[i] > want[i].ulps as u64)
-        .collect();
+    let dist: Vec<u64> = (0..got.len()).map(|i| distance(dt, got[i], want[i].v)).collect();
+    let bad: Vec<usize> = (0..got.len()).filter(|&i| dist[i] > want[i].ulps as u64).collect();
     if bad.is_empty() {
         return Ok(dist.into_iter().max().unwrap_or(0));
     }
     let lines: Vec<String> = bad
         .iter()
         .take(8)
-        .map(|&i| {
-            format!(
-                "  {name}{:?}: got {}, want {} (±{} ulp)",
-                coords(i, shape),
-                got[i],
-                want[i].v,
-                want[i].ulps
-            )
-        })
+        .map(|&i| format!("  {name}{:?}: got {}, want {} (±{} ulp)", coords(i, shape), got[i], want[i].v, want[i].ulps))
         .collect();
-    Err(format!(
-        "`{name}`: {} of {} elements wrong:\n{}",
-        bad.len(),
-        got.len(),
-        lines.join("\n")
-    ))
+    Err(format!("`{name}`: {} of {} elements wrong:\n{}", bad.len(), got.len(), lines.join("\n")))
 }
 
 fn coords(mut i: usize, shape: &[i64]) -> Vec<usize> {
@@ -591,11 +473,7 @@ fn ordered(dt: DType, v: f64) -> Option<i64> {
     };
     let sign = 1u64 << (width - 1);
     let magnitude = (bits & (sign - 1)) as i64;
-    Some(if bits & sign != 0 {
-        -magnitude
-    } else {
-        magnitude
-    })
+    Some(if bits & sign != 0 { -magnitude } else { magnitude })
 }
 
 // ----- big tiled kernels -----
@@ -604,21 +482,10 @@ fn ordered(dt: DType, v: f64) -> Option<i64> {
 /// in every float dtype, so a read from a wrong tile shows up in `B`.
 const FAR: u8 = 0x3C;
 
-fn check_tiled(
-    k: &LKernel,
-    tile: [usize; 2],
-    scale: f64,
-    path: &Path,
-    src: &str,
-) -> Result<String, String> {
+fn check_tiled(k: &LKernel, tile: [usize; 2], scale: f64, path: &Path, src: &str) -> Result<String, String> {
     let (a, b) = match k.params[..] {
         [a, b] => (k.buf(a), k.buf(b)),
-        _ => {
-            return Err(format!(
-                "a tiled bench kernel takes (A, B); this one takes {} parameters",
-                k.params.len()
-            ))
-        }
+        _ => return Err(format!("a tiled bench kernel takes (A, B); this one takes {} parameters", k.params.len())),
     };
     let (dt, [m, n]) = match b.shape[..] {
         [m, n] if a.shape == b.shape && a.dtype == b.dtype => (a.dtype, [m as usize, n as usize]),
@@ -626,10 +493,7 @@ fn check_tiled(
     };
     let grid = [n / tile[1], m / tile[0]];
     if k.grid != [grid[0] as u32, grid[1] as u32, 1] || m % tile[0] != 0 || n % tile[1] != 0 {
-        return Err(format!(
-            "grid {:?} does not tile {m}x{n} by the table's {tile:?}",
-            k.grid
-        ));
+        return Err(format!("grid {:?} does not tile {m}x{n} by the table's {tile:?}", k.grid));
     }
     // One full row of tiles, plus the first tile of the next row (so `by` varies too).
     let ctas = grid[0] + 1;
@@ -639,33 +503,18 @@ fn check_tiled(
     let mut a_bytes = vec![FAR; m * n * bytes];
     a_bytes[..window * bytes].copy_from_slice(&to_bytes(dt, &near));
     let mut params = vec![a_bytes, vec![0u8; m * n * bytes]];
-    let opts = SimOptions {
-        grid_limit: Some(ctas as u64),
-        ..Default::default()
-    };
+    let opts = SimOptions { grid_limit: Some(ctas as u64), ..Default::default() };
     let sim = simulate(k, &mut params, &opts, path, src)?;
 
     let simulated = |r: usize, c: usize| (r / tile[0]) * grid[0] + c / tile[1] < ctas;
-    let want: Vec<Want> = (0..window)
-        .map(|e| {
-            exact(if simulated(e / n, e % n) {
-                round_to(dt, scale * near[e])
-            } else {
-                0.0
-            })
-        })
-        .collect();
+    let want: Vec<Want> =
+        (0..window).map(|e| exact(if simulated(e / n, e % n) { round_to(dt, scale * near[e]) } else { 0.0 })).collect();
     let got: Vec<f64> = from_bytes(dt, &params[1][..window * bytes]);
     compare(&b.name, dt, &[2 * tile[0] as i64, n as i64], &got, &want)?;
     if !all_bytes(&params[1][window * bytes..], 0) {
-        return Err(format!(
-            "`{}` was written beyond the tiles of the {ctas} CTAs simulated",
-            b.name
-        ));
+        return Err(format!("`{}` was written beyond the tiles of the {ctas} CTAs simulated", b.name));
     }
-    if params[0][..window * bytes] != to_bytes(dt, &near)[..]
-        || !all_bytes(&params[0][window * bytes..], FAR)
-    {
+    if params[0][..window * bytes] != to_bytes(dt, &near)[..] || !all_bytes(&params[0][window * bytes..], FAR) {
         return Err(format!("input `{}` was modified", a.name));
     }
     Ok(format!(
@@ -698,19 +547,9 @@ fn every_example_matches_its_rust_reference() {
     }
     for name in TABLE {
         if !found.iter().any(|(n, _)| n == name) {
-            failures.push(format!(
-                "FAIL {name}: in the reference table but no examples/{name}.py exists"
-            ));
+            failures.push(format!("FAIL {name}: in the reference table but no examples/{name}.py exists"));
         }
-        assert!(
-            spec(name).is_some(),
-            "TABLE lists `{name}`, which `spec()` does not know"
-        );
+        assert!(spec(name).is_some(), "TABLE lists `{name}`, which `spec()` does not know");
     }
-    assert!(
-        failures.is_empty(),
-        "{} example(s) failed:\n{}",
-        failures.len(),
-        failures.join("\n\n")
-    );
+    assert!(failures.is_empty(), "{} example(s) failed:\n{}", failures.len(), failures.join("\n\n"));
 }

@@ -45,8 +45,14 @@ fn seed_003_warp_4x6_f32() {
 
     let l = falls_back(&rt);
     let w = &l.warnings[0];
-    assert_eq!(w.message, "copy/fallback (scalar) picked for global -> shared at warp scope; forced by dispatch=\"fallback\"");
-    assert_eq!(w.labels[0].message, "lowered to a slow scalar loop: thread 0 of the warp copies 24 elements one by one");
+    assert_eq!(
+        w.message,
+        "copy/fallback (scalar) picked for global -> shared at warp scope; forced by dispatch=\"fallback\""
+    );
+    assert_eq!(
+        w.labels[0].message,
+        "lowered to a slow scalar loop: thread 0 of the warp copies 24 elements one by one"
+    );
     let text = render(&l.warnings, &rt.clone().forced("fallback").script());
     assert!(text.contains("k.py:12:5"), "{text}");
 }
@@ -54,8 +60,14 @@ fn seed_003_warp_4x6_f32() {
 /// test_fallback_round_trip's cases: cooperative by default, and still exact through the fallback when forced.
 #[test]
 fn round_trips() {
-    let cases: [(&str, i64, [i64; 2]); 6] =
-        [("warp", 32, [4, 6]), ("warp", 32, [1, 8]), ("wg", 128, [4, 6]), ("wg", 128, [4, 8]), ("cta", 256, [4, 8]), ("cta", 1024, [8, 8])];
+    let cases: [(&str, i64, [i64; 2]); 6] = [
+        ("warp", 32, [4, 6]),
+        ("warp", 32, [1, 8]),
+        ("wg", 128, [4, 6]),
+        ("wg", 128, [4, 8]),
+        ("cta", 256, [4, 8]),
+        ("cta", 1024, [8, 8]),
+    ];
     for (scope, t, shape) in cases {
         let rt = RoundTrip::full(scope, t, &shape, "float32");
         cooperates(&rt);
@@ -67,9 +79,14 @@ fn round_trips() {
 /// picked on its own and the warning names why each faster variant declined.
 #[test]
 fn picked_when_nothing_faster_applies() {
-    let script = RoundTrip::full("warp", 32, &[4, 6], "float32").script().replace("T.thread_id([32])", "lane = T.thread_id([32])");
+    let script = RoundTrip::full("warp", 32, &[4, 6], "float32")
+        .script()
+        .replace("T.thread_id([32])", "lane = T.thread_id([32])");
     let guarded = |cond: &str, call: &str| {
-        script.replace("    Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])", &format!("    if {cond}:\n        {call}(A_smem[0:4, 0:6], A[0:4, 0:6])"))
+        script.replace(
+            "    Tx.warp.copy(A_smem[0:4, 0:6], A[0:4, 0:6])",
+            &format!("    if {cond}:\n        {call}(A_smem[0:4, 0:6], A[0:4, 0:6])"),
+        )
     };
     // One thread alone: a thread-scope copy (every thread of `if lane < 16` copying the tile would race).
     let l = lower(&guarded("lane == 0", "Tx.copy"));
@@ -81,7 +98,11 @@ fn picked_when_nothing_faster_applies() {
     assert_eq!(c.chosen.as_deref(), Some("fallback"), "{}", c.render());
     let w = &l.warnings[0];
     assert!(w.message.ends_with("all faster variants declined"), "{}", w.message);
-    assert!(w.notes.iter().any(|n| n.starts_with("gmem_smem declined: ") && n.contains("laneid narrowed")), "{:?}", w.notes);
+    assert!(
+        w.notes.iter().any(|n| n.starts_with("gmem_smem declined: ") && n.contains("laneid narrowed")),
+        "{:?}",
+        w.notes
+    );
     assert!(w.notes.iter().any(|n| n.starts_with("gmem_smem_predicated declined: ")), "{:?}", w.notes);
 }
 
@@ -112,7 +133,11 @@ fn elects_first_thread_of_the_narrowed_scope() {
     let l = lower(&src);
     let text = l.lir.to_string();
     assert!(text.contains("tid == 32"), "{text}");
-    assert!(tried(call(&l, 0), "gmem_smem").reason.contains("warpid narrowed to [1, 2) vs full [0, 2)"), "{:?}", call(&l, 0));
+    assert!(
+        tried(call(&l, 0), "gmem_smem").reason.contains("warpid narrowed to [1, 2) vs full [0, 2)"),
+        "{:?}",
+        call(&l, 0)
+    );
 }
 
 /// test_copy_fallback_handles_scalar_regions: thread scope `dst[2:3] ← src[0:1]` between locals.
@@ -172,7 +197,10 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     tirx_sim::simulate(&l.lir, &mut params, &Default::default()).unwrap_or_else(|e| panic!("{e:?}\n{}", l.lir));
     assert_eq!(params[1], a);
     // Two distributed sides: nobody owns both.
-    let both = src.replace("Tx.warp.copy(B[0:32, 0:8], R[0:32, 0:8], dispatch=\"fallback\")", "Tx.warp.copy(R[0:32, 0:8], R[0:32, 0:8], dispatch=\"fallback\")");
+    let both = src.replace(
+        "Tx.warp.copy(B[0:32, 0:8], R[0:32, 0:8], dispatch=\"fallback\")",
+        "Tx.warp.copy(R[0:32, 0:8], R[0:32, 0:8], dispatch=\"fallback\")",
+    );
     let errs = lower_errors(&both);
     assert!(errs[0].notes[0].contains("no single thread owns both sides"), "{:?}", errs[0].notes);
 }

@@ -91,7 +91,11 @@ fn swizzled_smem_vec_fits_chunk() {
         let l = rt.check();
         let c = call(&l, 0);
         assert_eq!(c.vec, Some(1 << p), "{}", c.render());
-        assert!(c.limits.iter().any(|m| m.contains(&format!("swizzle chunk of {} elements", 1 << p))), "{:?}", c.limits);
+        assert!(
+            c.limits.iter().any(|m| m.contains(&format!("swizzle chunk of {} elements", 1 << p))),
+            "{:?}",
+            c.limits
+        );
     }
 }
 
@@ -248,7 +252,13 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
 "#;
     let l = lower(src);
     let c = call(&l, 0);
-    assert_eq!((c.chosen.as_deref(), c.vec, c.rounds), (Some("gmem_smem"), Some(8), Some(2)), "{}\n{}", c.render(), l.lir);
+    assert_eq!(
+        (c.chosen.as_deref(), c.vec, c.rounds),
+        (Some("gmem_smem"), Some(8), Some(2)),
+        "{}\n{}",
+        c.render(),
+        l.lir
+    );
     let a = pattern(tirx_ir::DType::F16, 32 * 64);
     let mut params = vec![a.clone(), vec![0u8; a.len()]];
     tirx_sim::simulate(&l.lir, &mut params, &Default::default()).unwrap();
@@ -289,11 +299,24 @@ fn unstructured_partition() {
     };
     let l = rt.check();
     let c = call(&l, 0);
-    assert_eq!((c.chosen.as_deref(), c.vec, c.rounds), (Some("gmem_smem_predicated"), Some(4), Some(1)), "{}", c.render());
+    assert_eq!(
+        (c.chosen.as_deref(), c.vec, c.rounds),
+        (Some("gmem_smem_predicated"), Some(4), Some(1)),
+        "{}",
+        c.render()
+    );
     let gs = tried(c, "gmem_smem");
     assert_eq!(gs.predicate.as_deref(), Some("partition"));
-    assert!(gs.reason.starts_with("no [outer, threads, vec] split of the 24 elements over 8 threads: vec 4: "), "{}", gs.reason);
-    assert!(gs.reason.contains("vec 1: the region's iters (2:32, 3:8, 4:1) do not split into 8 threads"), "{}", gs.reason);
+    assert!(
+        gs.reason.starts_with("no [outer, threads, vec] split of the 24 elements over 8 threads: vec 4: "),
+        "{}",
+        gs.reason
+    );
+    assert!(
+        gs.reason.contains("vec 1: the region's iters (2:32, 3:8, 4:1) do not split into 8 threads"),
+        "{}",
+        gs.reason
+    );
 }
 
 /// A symbolic begin whose element step (`by * 2^48` rows of 2^20) overflows i64

@@ -31,7 +31,8 @@ struct Kernel {
 
 fn layout_text(dims: &[Dim]) -> String {
     let e: Vec<String> = dims.iter().map(|d| d.0.to_string()).collect();
-    let s: Vec<String> = dims.iter().map(|d| if d.2.is_empty() { d.1.to_string() } else { format!("{}@{}", d.1, d.2) }).collect();
+    let s: Vec<String> =
+        dims.iter().map(|d| if d.2.is_empty() { d.1.to_string() } else { format!("{}@{}", d.1, d.2) }).collect();
     format!("TileLayout(S[({}):({})])", e.join(", "), s.join(", "))
 }
 
@@ -124,7 +125,8 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
             let (want, got) = (&a[i * bytes..(i + 1) * bytes], &params[1][i * bytes..(i + 1) * bytes]);
             assert_eq!(got, want, "B element {i} wrong\n{}\n{src}", l.lir);
         }
-        let c = l.explain.iter().find(|c| c.operands.iter().any(|o| o.memory == "local")).expect("a register copy").clone();
+        let c =
+            l.explain.iter().find(|c| c.operands.iter().any(|o| o.memory == "local")).expect("a register copy").clone();
         (l, c)
     }
 }
@@ -184,7 +186,11 @@ fn seed_demo() {
     let c = &l.explain[0];
     assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{}", c.render());
     let t = tried(c, "ldstmatrix");
-    assert!(t.reason.starts_with("ldmatrix.x2: num 2, trans false, 1 instruction per warp, rows 16 elements apart"), "{}", t.reason);
+    assert!(
+        t.reason.starts_with("ldmatrix.x2: num 2, trans false, 1 instruction per warp, rows 16 elements apart"),
+        "{}",
+        t.reason
+    );
     assert!(cuda(&l).contains(&ptx(false, 2, false)));
     // The lane addresses: tile (lane / 8) % 2 at 8 elements, row lane % 8 at 16.
     let text = l.lir.to_string();
@@ -207,7 +213,10 @@ fn matrix_scope_trans_dir_num() {
                         let (l, c) = k.check();
                         assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{k:?}\n{}", c.render());
                         let reason = &tried(&c, "ldstmatrix").reason;
-                        assert!(reason.contains(&format!("num {num}, trans {trans}, 1 instruction per warp")), "{k:?}: {reason}");
+                        assert!(
+                            reason.contains(&format!("num {num}, trans {trans}, 1 instruction per warp")),
+                            "{k:?}: {reason}"
+                        );
                         let src = cuda(&l);
                         assert!(src.contains(&ptx(store, num, trans)), "{k:?}\n{src}");
                         assert!(!src.contains(&ptx(!store, num, trans)), "{k:?}\n{src}");
@@ -263,7 +272,10 @@ fn warpgroup_bf16_swizzled_epilogue() {
         };
         let (l, c) = k.check();
         let reason = &tried(&c, "ldstmatrix").reason;
-        assert!(reason.contains("num 4, trans false, 4 instructions per warp, rows 64 elements apart, swizzle fast path"), "{reason}");
+        assert!(
+            reason.contains("num 4, trans false, 4 instructions per warp, rows 64 elements apart, swizzle fast path"),
+            "{reason}"
+        );
         assert!(cuda(&l).contains(&ptx(store, 4, false)));
     }
 }
@@ -393,7 +405,10 @@ fn narrower_num_and_limits() {
     let (l, c) = k.check();
     assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{}", c.render());
     let reason = &tried(&c, "ldstmatrix").reason;
-    assert!(reason.starts_with("ldmatrix.x1: num 1, trans false, 3 instructions per warp, rows 24 elements apart"), "{reason}");
+    assert!(
+        reason.starts_with("ldmatrix.x1: num 1, trans false, 3 instructions per warp, rows 24 elements apart"),
+        "{reason}"
+    );
     assert_eq!(
         c.limits,
         vec![
@@ -444,7 +459,11 @@ fn staged(stride: i64, symbolic: bool) -> String {
             "{ind}Tx.warp.copy(R[0:8, 0:4, 0:2, 0:2], A_smem[{s}, 0:8, 0:4, 0:2, 0:2])\n{ind}for i in T.unroll(4):\n{ind}    B[{s}, tid // 4, tid % 4, i // 2, i % 2] = R_local[i]\n"
         )
     };
-    let body = if symbolic { format!("    for s in range(2):\n{}", one("s", "        ")) } else { one("0", "    ") + &one("1", "    ") };
+    let body = if symbolic {
+        format!("    for s in range(2):\n{}", one("s", "        "))
+    } else {
+        one("0", "    ") + &one("1", "    ")
+    };
     format!(
         r#"from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -487,11 +506,17 @@ fn stage_offsets_constant_and_symbolic() {
     let calls = run_staged(&staged(132, false));
     assert_eq!(calls[0].chosen.as_deref(), Some("ldstmatrix"), "{}", calls[0].render());
     let (p, r) = decline_of(&calls[1]);
-    assert_eq!((p.as_str(), r.as_str()), ("alignment", "the shared region starts at element 132 (264 B), not 16-B aligned"));
+    assert_eq!(
+        (p.as_str(), r.as_str()),
+        ("alignment", "the shared region starts at element 132 (264 B), not 16-B aligned")
+    );
     assert_eq!(calls[1].chosen.as_deref(), Some("reg"));
     let calls = run_staged(&staged(132, true));
     let (p, r) = decline_of(&calls[0]);
-    assert_eq!((p.as_str(), r.as_str()), ("alignment", "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)"));
+    assert_eq!(
+        (p.as_str(), r.as_str()),
+        ("alignment", "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)")
+    );
     assert_eq!(calls[0].chosen.as_deref(), Some("reg"));
 }
 
@@ -514,11 +539,18 @@ fn decline_of_script_and_explain(src: &str) -> (String, String) {
 #[test]
 fn examples() {
     let cases = [
-        (include_str!("../../../examples/ldstmatrix_swizzle_x4.py"), 2048, true, ["ldmatrix.sync.aligned.m8n8.x4.shared.b16", "stmatrix.sync.aligned.m8n8.x4.shared.b16"]),
-        (include_str!("../../../examples/ldstmatrix_wg_trans.py"), 2048, false, [
-            "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
-            "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
-        ]),
+        (
+            include_str!("../../../examples/ldstmatrix_swizzle_x4.py"),
+            2048,
+            true,
+            ["ldmatrix.sync.aligned.m8n8.x4.shared.b16", "stmatrix.sync.aligned.m8n8.x4.shared.b16"],
+        ),
+        (
+            include_str!("../../../examples/ldstmatrix_wg_trans.py"),
+            2048,
+            false,
+            ["ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16"],
+        ),
     ];
     for (src, n, doubled, instrs) in cases {
         let l = lower(src);
@@ -571,11 +603,16 @@ mod props {
     /// 2 × 3 tiles: when the register order cannot group them in pairs, the shared order can.
     #[test]
     fn tiles_in_shared_order() {
-        for (order, trans, num) in [([0, 1, 2], true, 2), ([1, 0, 2], true, 2), ([1, 0, 2], false, 2), ([0, 1, 2], false, 1)] {
+        for (order, trans, num) in
+            [([0, 1, 2], true, 2), ([1, 0, 2], true, 2), ([1, 0, 2], false, 2), ([0, 1, 2], false, 1)]
+        {
             let k = kernel(2, 3, order, trans, false, false);
             let (_, c) = k.check();
             let reason = &tried(&c, "ldstmatrix").reason;
-            assert!(reason.contains(&format!("num {num}, trans {trans}, {} instructions", 6 / num)), "{order:?} {trans}: {reason}");
+            assert!(
+                reason.contains(&format!("num {num}, trans {trans}, {} instructions", 6 / num)),
+                "{order:?} {trans}: {reason}"
+            );
         }
     }
 

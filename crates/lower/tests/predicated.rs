@@ -24,7 +24,8 @@ fn ragged(scope: &'static str, threads: i64, g_shape: &[i64], region: &[(i64, i6
 /// The tile: 60×100 f32 per 128-thread CTA, symbolic begins in cta ids.
 #[test]
 fn ragged_tile_is_cooperative() {
-    let src = include_str!("../../../examples/bench/ragged_copy_f32.py").replace("M, N = 15360, 4000", "M, N = 120, 200");
+    let src =
+        include_str!("../../../examples/bench/ragged_copy_f32.py").replace("M, N = 15360, 4000", "M, N = 120, 200");
     let l = lower(&src);
     assert!(l.warnings.is_empty(), "no slow-pick warning expected: {:?}", l.warnings);
     for i in 0..2 {
@@ -67,7 +68,12 @@ fn vector_width_and_rounds() {
         let rt = ragged(scope, t, &g, &region, dt);
         let l = rt.check();
         let c = call(&l, 0);
-        assert_eq!((c.chosen.as_deref(), c.vec, c.rounds), (Some(VARIANT), Some(vec), Some(rounds)), "{rt:?}\n{}", c.render());
+        assert_eq!(
+            (c.chosen.as_deref(), c.vec, c.rounds),
+            (Some(VARIANT), Some(vec), Some(rounds)),
+            "{rt:?}\n{}",
+            c.render()
+        );
     }
 }
 

@@ -90,7 +90,13 @@ fn gen(rng: &mut Rng) -> Case {
     let rank = rng.range(1, 3) as usize;
     let max_ext = [0, 700, 72, 16][rank];
     let extent: Vec<i64> = (0..rank)
-        .map(|_| if rng.chance(1, 2) { rng.range(1, max_ext) } else { *rng.pick(&[1, 2, 3, 4, 8, 16, 24, 32, 60, 64, 100]).min(&max_ext) })
+        .map(|_| {
+            if rng.chance(1, 2) {
+                rng.range(1, max_ext)
+            } else {
+                *rng.pick(&[1, 2, 3, 4, 8, 16, 24, 32, 60, 64, 100]).min(&max_ext)
+            }
+        })
         .collect();
     let mut grid = [1i64, 1];
     if rng.chance(1, 3) {
@@ -113,7 +119,13 @@ fn gen(rng: &mut Rng) -> Case {
     let mut g_begin = Vec::new();
     let mut step = Vec::new();
     for (d, &ext) in extent.iter().enumerate() {
-        let ctas = if d == rank - 1 { grid[0] } else if d == 0 { grid[1] } else { 1 };
+        let ctas = if d == rank - 1 {
+            grid[0]
+        } else if d == 0 {
+            grid[1]
+        } else {
+            1
+        };
         let inner = aligned && d == rank - 1;
         let begin = match (inner, rng.chance(1, 2)) {
             (true, _) => 16 * rng.range(0, 2),
@@ -188,7 +200,8 @@ impl Case {
                 }
             })
             .collect();
-        let s_reg: Vec<String> = (0..rank).map(|d| format!("{}:{}", self.s_begin[d], self.s_begin[d] + self.extent[d])).collect();
+        let s_reg: Vec<String> =
+            (0..rank).map(|d| format!("{}:{}", self.s_begin[d], self.s_begin[d] + self.extent[d])).collect();
         let layout = self.s_layout.as_ref().map(|l| format!(", layout={l}")).unwrap_or_default();
         let call = match self.scope {
             "thread" => "Tx.copy".to_string(),
@@ -233,7 +246,13 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
         for d in (0..rank).rev() {
             let x = i % self.g_shape[d];
             i /= self.g_shape[d];
-            let ctas = if d == rank - 1 { self.grid[0] } else if d == 0 { self.grid[1] } else { 1 };
+            let ctas = if d == rank - 1 {
+                self.grid[0]
+            } else if d == 0 {
+                self.grid[1]
+            } else {
+                1
+            };
             ok &= (0..ctas).any(|k| {
                 let b = self.g_begin[d] + k * self.step[d];
                 x >= b && x < b + self.extent[d]

@@ -104,7 +104,14 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
     }
 
     fn label(&self) -> String {
-        format!("{} n={} k={} {} {}", self.scope, self.n, self.k, self.dtype, if self.shared { "shared" } else { "global" })
+        format!(
+            "{} n={} k={} {} {}",
+            self.scope,
+            self.n,
+            self.k,
+            self.dtype,
+            if self.shared { "shared" } else { "global" }
+        )
     }
 }
 
@@ -125,7 +132,9 @@ fn decided(l: &Lowered, label: &str, vec: u32, rounds: u64) {
 #[test]
 fn seed_000_demo_and_table() {
     // dtype × k → (vec, rounds), seed 000's table.
-    for (dt, k, vec, rounds) in [("float32", 8, 4, 2), ("float32", 16, 4, 4), ("float16", 8, 8, 1), ("float16", 16, 8, 2)] {
+    for (dt, k, vec, rounds) in
+        [("float32", 8, 4, 2), ("float32", 16, 4, 4), ("float16", 8, 8, 1), ("float16", 16, 8, 2)]
+    {
         let r = rt("warp", 32, k, dt, true);
         let l = r.check();
         decided(&l, &r.label(), vec, rounds);
@@ -139,8 +148,15 @@ fn seed_000_demo_and_table() {
 
 #[test]
 fn roundtrip_matrix() {
-    let cases: [(&str, i64, i64); 7] =
-        [("wg", 128, 16), ("wg", 128, 32), ("wg", 128, 8), ("warp", 32, 8), ("warp", 32, 16), ("cta", 256, 8), ("cta", 256, 16)];
+    let cases: [(&str, i64, i64); 7] = [
+        ("wg", 128, 16),
+        ("wg", 128, 32),
+        ("wg", 128, 8),
+        ("warp", 32, 8),
+        ("warp", 32, 16),
+        ("cta", 256, 8),
+        ("cta", 256, 16),
+    ];
     for shared in [true, false] {
         for (scope, n, k) in cases {
             for (dt, bits) in [("float16", 16), ("float32", 32), ("uint8", 8)] {
@@ -158,12 +174,17 @@ fn roundtrip_matrix() {
 #[test]
 fn padded_rows_limit_the_vector() {
     for shared in [true, false] {
-        let r = RegRoundTrip { mem_layout: Some("TileLayout(S[(128, 16):(20, 1)])"), ..rt("wg", 128, 16, "float16", shared) };
+        let r = RegRoundTrip {
+            mem_layout: Some("TileLayout(S[(128, 16):(20, 1)])"),
+            ..rt("wg", 128, 16, "float16", shared)
+        };
         let l = r.check();
         decided(&l, &r.label(), 4, 4);
         let c = call(&l, 0);
         assert!(
-            c.limits.iter().any(|m| m.contains("vec 8: memory stride between threads 20 × 2 B = 40 B is not 16-B aligned")),
+            c.limits
+                .iter()
+                .any(|m| m.contains("vec 8: memory stride between threads 20 × 2 B = 40 B is not 16-B aligned")),
             "{:?}",
             c.limits
         );
@@ -173,10 +194,16 @@ fn padded_rows_limit_the_vector() {
 /// A swizzled shared tile: vectors stay inside one 8-element chunk.
 #[test]
 fn swizzled_shared() {
-    let r = RegRoundTrip { mem_layout: Some("ComposeLayout(3, 3, 3, TileLayout(S[(32, 64)]))"), ..rt("warp", 32, 64, "float16", true) };
+    let r = RegRoundTrip {
+        mem_layout: Some("ComposeLayout(3, 3, 3, TileLayout(S[(32, 64)]))"),
+        ..rt("warp", 32, 64, "float16", true)
+    };
     let l = r.check();
     decided(&l, &r.label(), 8, 8);
-    let r = RegRoundTrip { mem_layout: Some("ComposeLayout(2, 3, 3, TileLayout(S[(32, 64)]))"), ..rt("warp", 32, 64, "float16", true) };
+    let r = RegRoundTrip {
+        mem_layout: Some("ComposeLayout(2, 3, 3, TileLayout(S[(32, 64)]))"),
+        ..rt("warp", 32, 64, "float16", true)
+    };
     let l = r.check();
     decided(&l, &r.label(), 4, 16);
     assert!(call(&l, 0).limits.iter().any(|m| m.contains("swizzle chunk of 4 elements")), "{:?}", call(&l, 0).limits);
@@ -227,11 +254,19 @@ fn strided_registers_and_permuted_threads() {
     // 16 lanes only: the warp is not tiled (another variant may still take the copy).
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
     let t = tried(&ex[0], "reg");
-    assert!(!t.accepted && t.reason.contains("thread axes span 16 threads, not the full 32 of the warp"), "{}", t.reason);
+    assert!(
+        !t.accepted && t.reason.contains("thread axes span 16 threads, not the full 32 of the warp"),
+        "{}",
+        t.reason
+    );
     let src = fragment_script("S[(2, 16, 4):(1@laneid, 2@laneid, 2)]", "float32");
     let l = check_identity(&src, DType::F32);
     decided(&l, "strided registers", 1, 4 * 4 / 4);
-    assert!(call(&l, 0).limits.iter().any(|m| m.contains("only 1 element per thread are contiguous")), "{:?}", call(&l, 0).limits);
+    assert!(
+        call(&l, 0).limits.iter().any(|m| m.contains("only 1 element per thread are contiguous")),
+        "{:?}",
+        call(&l, 0).limits
+    );
 }
 
 /// Warps read their own 32-row band of a global tensor at a symbolic offset.
@@ -379,7 +414,12 @@ def kernel(A_ptr: T.handle):
         ("warp", "S[(64, 8):(1@tid_in_wg, 1)]", 128, "wider than this warp-scope call"),
         ("warp", "S[(2, 32, 8):(8, 1@laneid, 1)]", 32, "accepted"),
         ("warp", "S[(32, 2, 8):(1@laneid, 8, 1)]", 32, "accepted"),
-        ("warp", "S[(16, 4, 8):(2@laneid, 8, 1)]", 32, "do not tile a complete 32:1 (sorted by stride: expected stride 1, got 2)"),
+        (
+            "warp",
+            "S[(16, 4, 8):(2@laneid, 8, 1)]",
+            32,
+            "do not tile a complete 32:1 (sorted by stride: expected stride 1, got 2)",
+        ),
     ];
     for (scope, layout, threads, want) in cases {
         let src = base(scope, layout, threads);
@@ -396,7 +436,10 @@ def kernel(A_ptr: T.handle):
 /// per-thread signed strides instead of xor-ing every round.
 #[test]
 fn swizzle_fast_path() {
-    let r = RegRoundTrip { mem_layout: Some("ComposeLayout(3, 3, 3, TileLayout(S[(128, 64)]))"), ..rt("wg", 128, 64, "float16", true) };
+    let r = RegRoundTrip {
+        mem_layout: Some("ComposeLayout(3, 3, 3, TileLayout(S[(128, 64)]))"),
+        ..rt("wg", 128, 64, "float16", true)
+    };
     let l = r.check();
     decided(&l, &r.label(), 8, 8);
     for i in 0..2 {
@@ -409,7 +452,9 @@ fn swizzle_fast_path() {
 /// tensor through registers; the region offset (904 elements) bounds the vector.
 #[test]
 fn thread_region_of_3d_tensor() {
-    for (dt, vec) in [("int8", 8), ("float8_e4m3fn", 8), ("float8_e5m2", 8), ("float16", 8), ("bfloat16", 8), ("float32", 4)] {
+    for (dt, vec) in
+        [("int8", 8), ("float8_e4m3fn", 8), ("float8_e5m2", 8), ("float16", 8), ("bfloat16", 8), ("float32", 4)]
+    {
         let src = format!(
             r#"from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -451,22 +496,32 @@ fn any_register_order_forced() {
         for order in orders {
             for store in [false, true] {
                 for (trans, swz) in [(false, false), (true, false), (false, true), (true, true)] {
-                let ext = [o, n, 2];
-                let mut stride = [0i64; 3];
-                let mut acc = 1;
-                for &d in order.iter().rev() { stride[d] = acc; acc *= ext[d]; }
-                let s = if trans { [8, 1, 64 * o, 16 * o, 8 * o] } else { [64 * n, 8 * n, 8, 2, 1] };
-                let r = format!("TileLayout(S[({o}, 8, {n}, 4, 2):({}, 4@laneid, {}, 1@laneid, {})])", stride[0], stride[1], stride[2]);
-                let tile = format!("TileLayout(S[({o}, 8, {n}, 4, 2):({}, {}, {}, {}, {})])", s[0], s[1], s[2], s[3], s[4]);
-                let sl = if swz { format!("ComposeLayout(3, 3, 3, {tile})") } else { tile };
-                let full = format!("0:{o}, 0:8, 0:{n}, 0:4, 0:2");
-                let tup = format!("({o}, 8, {n}, 4, 2)");
-                let (c1, c2) = if store {
-                    (format!("Tx.warp.copy(R[{full}], A[{full}], dispatch=\"reg\")"), format!("Tx.warp.copy(A_smem[{full}], R[{full}], dispatch=\"reg\")\n    T.cuda.cta_sync()\n    Tx.warp.copy(B[{full}], A_smem[{full}])"))
-                } else {
-                    (format!("Tx.warp.copy(A_smem[{full}], A[{full}])\n    T.cuda.cta_sync()\n    Tx.warp.copy(R[{full}], A_smem[{full}], dispatch=\"reg\")"), format!("Tx.warp.copy(B[{full}], R[{full}], dispatch=\"reg\")"))
-                };
-                let src = format!(r#"from tvm.script import tirx as T
+                    let ext = [o, n, 2];
+                    let mut stride = [0i64; 3];
+                    let mut acc = 1;
+                    for &d in order.iter().rev() {
+                        stride[d] = acc;
+                        acc *= ext[d];
+                    }
+                    let s = if trans { [8, 1, 64 * o, 16 * o, 8 * o] } else { [64 * n, 8 * n, 8, 2, 1] };
+                    let r = format!(
+                        "TileLayout(S[({o}, 8, {n}, 4, 2):({}, 4@laneid, {}, 1@laneid, {})])",
+                        stride[0], stride[1], stride[2]
+                    );
+                    let tile = format!(
+                        "TileLayout(S[({o}, 8, {n}, 4, 2):({}, {}, {}, {}, {})])",
+                        s[0], s[1], s[2], s[3], s[4]
+                    );
+                    let sl = if swz { format!("ComposeLayout(3, 3, 3, {tile})") } else { tile };
+                    let full = format!("0:{o}, 0:8, 0:{n}, 0:4, 0:2");
+                    let tup = format!("({o}, 8, {n}, 4, 2)");
+                    let (c1, c2) = if store {
+                        (format!("Tx.warp.copy(R[{full}], A[{full}], dispatch=\"reg\")"), format!("Tx.warp.copy(A_smem[{full}], R[{full}], dispatch=\"reg\")\n    T.cuda.cta_sync()\n    Tx.warp.copy(B[{full}], A_smem[{full}])"))
+                    } else {
+                        (format!("Tx.warp.copy(A_smem[{full}], A[{full}])\n    T.cuda.cta_sync()\n    Tx.warp.copy(R[{full}], A_smem[{full}], dispatch=\"reg\")"), format!("Tx.warp.copy(B[{full}], R[{full}], dispatch=\"reg\")"))
+                    };
+                    let src = format!(
+                        r#"from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
 
@@ -480,13 +535,14 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     R = T.alloc_buffer({tup}, "float16", scope="local", layout={r})
     {c1}
     {c2}
-"#);
-                let l = lower(&src);
-                let nel = (o * n * 64) as usize;
-                let a = pattern(DType::F16, nel);
-                let mut p = vec![a.clone(), vec![0u8; a.len()]];
-                tirx_sim::simulate(&l.lir, &mut p, &Default::default()).unwrap();
-                assert_eq!(p[1], a, "{src}\n{}", l.lir);
+"#
+                    );
+                    let l = lower(&src);
+                    let nel = (o * n * 64) as usize;
+                    let a = pattern(DType::F16, nel);
+                    let mut p = vec![a.clone(), vec![0u8; a.len()]];
+                    tirx_sim::simulate(&l.lir, &mut p, &Default::default()).unwrap();
+                    assert_eq!(p[1], a, "{src}\n{}", l.lir);
                 }
             }
         }
@@ -513,6 +569,10 @@ def kernel(A_ptr: T.handle):
 "#;
     let (ex, _) = tirx_lower::explain_kernel(&parse(src), &Default::default());
     let t = tried(&ex[0], "reg");
-    assert!(!t.accepted && t.reason.contains("pass the warp-level tensor, not its `.local()` (per-thread) view"), "{}", t.reason);
+    assert!(
+        !t.accepted && t.reason.contains("pass the warp-level tensor, not its `.local()` (per-thread) view"),
+        "{}",
+        t.reason
+    );
     assert!(tried(&ex[1], "reg").accepted, "{}", ex[1].render());
 }

@@ -195,7 +195,10 @@ impl Gpu {
     pub fn download(&self, dev: &DeviceBuffers, bufs: &mut [Vec<u8>]) -> Result<(), RuntimeError> {
         let sizes: Vec<usize> = bufs.iter().map(Vec::len).collect();
         if sizes != dev.lens {
-            return Err(RuntimeError::Internal(format!("downloading into buffers of {sizes:?} bytes; the device holds {:?}", dev.lens)));
+            return Err(RuntimeError::Internal(format!(
+                "downloading into buffers of {sizes:?} bytes; the device holds {:?}",
+                dev.lens
+            )));
         }
         for ((s, len), out) in dev.slices.iter().zip(&dev.lens).zip(bufs.iter_mut()) {
             if *len > 0 {

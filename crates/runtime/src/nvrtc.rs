@@ -26,7 +26,8 @@ pub fn arch_for(major: i32, minor: i32) -> tirx_ir::Arch {
 
 /// The NVRTC options for `arch` with `include_dirs`, in a stable order (they are part of the cache key).
 pub fn options(arch: tirx_ir::Arch, include_dirs: &[PathBuf]) -> Vec<String> {
-    let mut o = vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into(), "--fmad=false".into()];
+    let mut o =
+        vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into(), "--fmad=false".into()];
     o.extend(include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
     o
 }

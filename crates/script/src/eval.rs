@@ -925,7 +925,10 @@ impl Builder<'_> {
             let dt = a.dtype;
             return Ok((a, b, dt));
         }
-        if let Some((a, b)) = widen_for_literal(&a, &b).map(|w| (w, b.clone())).or_else(|| widen_for_literal(&b, &a).map(|w| (a.clone(), w))) {
+        if let Some((a, b)) = widen_for_literal(&a, &b)
+            .map(|w| (w, b.clone()))
+            .or_else(|| widen_for_literal(&b, &a).map(|w| (a.clone(), w)))
+        {
             let dt = a.dtype;
             return Ok((a, b, dt));
         }

@@ -305,7 +305,14 @@ fn tricky_expressions_round_trip() {
 #[test]
 fn large_int_literals_are_int64() {
     let k = kernel("", "    x = tid + 3000000000\n    y = tid + 7\n");
-    let lets: Vec<&Expr> = k.body.iter().filter_map(|s| match &s.kind { StmtKind::Let { value, .. } => Some(value), _ => None }).collect();
+    let lets: Vec<&Expr> = k
+        .body
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Let { value, .. } => Some(value),
+            _ => None,
+        })
+        .collect();
     assert_eq!(lets.len(), 2);
     assert_eq!(lets[0].dtype, DType::I64);
     let ExprKind::Binary(BinOp::Add, a, b) = &lets[0].kind else { panic!("{:?}", lets[0]) };

@@ -98,7 +98,11 @@ fn print_bank(stats: &[&BankStat]) {
         println!("  bank: no shared-memory access");
     }
     for s in stats {
-        let verdict = if s.worst_ways <= 1 { "conflict-free".to_string() } else { format!("{}-way conflicts at worst", s.worst_ways) };
+        let verdict = if s.worst_ways <= 1 {
+            "conflict-free".to_string()
+        } else {
+            format!("{}-way conflicts at worst", s.worst_ways)
+        };
         println!(
             "  bank: {} {} `{}`: {verdict}, {:.2} ways on average over {} warp accesses (simulated)",
             s.kind,

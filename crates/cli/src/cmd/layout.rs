@@ -127,15 +127,25 @@ fn parse_region(text: &str, shape: &[i64]) -> Result<Vec<(i64, i64)>, Failure> {
             "--slice",
             text,
             0,
-            &format!("{} range(s) for a {}-D shape {shape:?}; give one `begin:end` per dimension", parts.len(), shape.len()),
+            &format!(
+                "{} range(s) for a {}-D shape {shape:?}; give one `begin:end` per dimension",
+                parts.len(),
+                shape.len()
+            ),
         ));
     }
     let mut at = 0usize;
     let mut region = Vec::with_capacity(parts.len());
     for (part, &size) in parts.iter().zip(shape) {
         let lead = part.len() - part.trim_start().len();
-        let range = parse_range(part.trim(), size)
-            .ok_or_else(|| caret("--slice", text, at + lead, &format!("expected `begin:end` inside 0..{size}, found `{}`", part.trim())))?;
+        let range = parse_range(part.trim(), size).ok_or_else(|| {
+            caret(
+                "--slice",
+                text,
+                at + lead,
+                &format!("expected `begin:end` inside 0..{size}, found `{}`", part.trim()),
+            )
+        })?;
         region.push(range);
         at += part.len() + 1;
     }

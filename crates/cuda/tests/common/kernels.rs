@@ -20,18 +20,10 @@ pub fn gmem_smem_roundtrip(name: &str, dtype: DType, lanes: i64) -> LKernel {
     kb.finish(vec![
         let_(t, tid()),
         comment("copy A -> A_smem (gmem_smem: 32 threads x 16 B per round)"),
-        for_(
-            f1,
-            i(rounds),
-            vec![vcopy(s, off(f1), a, off(f1), lanes as u32)],
-        ),
+        for_(f1, i(rounds), vec![vcopy(s, off(f1), a, off(f1), lanes as u32)]),
         cta_sync(),
         comment("copy A_smem -> B (gmem_smem)"),
-        for_(
-            f2,
-            i(rounds),
-            vec![vcopy(b, off(f2), s, off(f2), lanes as u32)],
-        ),
+        for_(f2, i(rounds), vec![vcopy(b, off(f2), s, off(f2), lanes as u32)]),
     ])
 }
 
@@ -50,28 +42,12 @@ pub fn fallback_guarded() -> LKernel {
         comment("copy A -> A_smem (fallback: scalar, one thread)"),
         if_(
             eq(v(lane), i(0)),
-            vec![for_(
-                v3,
-                i(4),
-                vec![for_(
-                    v4,
-                    i(6),
-                    vec![store(s, at(v3, v4), load(a, at(v3, v4)))],
-                )],
-            )],
+            vec![for_(v3, i(4), vec![for_(v4, i(6), vec![store(s, at(v3, v4), load(a, at(v3, v4)))])])],
         ),
         warp_sync(),
         if_(
             eq(v(lane), i(0)),
-            vec![for_(
-                w3,
-                i(4),
-                vec![for_(
-                    w4,
-                    i(6),
-                    vec![store(b, at(w3, w4), load(s, at(w3, w4)))],
-                )],
-            )],
+            vec![for_(w3, i(4), vec![for_(w4, i(6), vec![store(b, at(w3, w4), load(s, at(w3, w4)))])])],
         ),
     ])
 }
@@ -93,16 +69,9 @@ pub fn scalar_grid_guarded() -> LKernel {
             vec![
                 let_(row, bin(LBinOp::FloorDiv, v(g), i(25))),
                 let_(col, bin(LBinOp::FloorMod, v(g), i(25))),
-                store(
-                    b,
-                    add(mul(v(col), i(20)), v(row)),
-                    math(MathFn::Sqrt, load(a, v(g))),
-                ),
+                store(b, add(mul(v(col), i(20)), v(row)), math(MathFn::Sqrt, load(a, v(g)))),
             ],
-            vec![if_(
-                eq(v(g), i(500)),
-                vec![comment("one past the end: nothing to do")],
-            )],
+            vec![if_(eq(v(g), i(500)), vec![comment("one past the end: nothing to do")])],
         ),
     ])
 }
@@ -122,38 +91,14 @@ pub fn reg_copy() -> LKernel {
     kb.finish(vec![
         let_(lane, tid()),
         comment("copy A -> r (reg, cache=\"nc\")"),
-        for_(
-            fs[0],
-            i(2),
-            vec![vcopy_nc(r, mul(v(fs[0]), i(4)), a, row(fs[0]), 4)],
-        ),
-        for_(
-            fs[1],
-            i(8),
-            vec![store(
-                r,
-                v(fs[1]),
-                mul(load(r, v(fs[1])), f(2.0, DType::F32)),
-            )],
-        ),
+        for_(fs[0], i(2), vec![vcopy_nc(r, mul(v(fs[0]), i(4)), a, row(fs[0]), 4)]),
+        for_(fs[1], i(8), vec![store(r, v(fs[1]), mul(load(r, v(fs[1])), f(2.0, DType::F32)))]),
         comment("copy r -> A_smem (reg)"),
-        for_(
-            fs[2],
-            i(2),
-            vec![vcopy(s, row(fs[2]), r, mul(v(fs[2]), i(4)), 4)],
-        ),
+        for_(fs[2], i(2), vec![vcopy(s, row(fs[2]), r, mul(v(fs[2]), i(4)), 4)]),
         warp_sync(),
         comment("copy A_smem -> r -> B (reg)"),
-        for_(
-            fs[3],
-            i(2),
-            vec![vcopy(r, mul(v(fs[3]), i(4)), s, row(fs[3]), 4)],
-        ),
-        for_(
-            fs[4],
-            i(2),
-            vec![vcopy(b, row(fs[4]), r, mul(v(fs[4]), i(4)), 4)],
-        ),
+        for_(fs[3], i(2), vec![vcopy(r, mul(v(fs[3]), i(4)), s, row(fs[3]), 4)]),
+        for_(fs[4], i(2), vec![vcopy(b, row(fs[4]), r, mul(v(fs[4]), i(4)), 4)]),
     ])
 }
 
@@ -174,22 +119,8 @@ pub fn ldstmatrix() -> LKernel {
         vcopy(sa, row(), a, row(), 8),
         cta_sync(),
         comment("copy A_smem -> r (ldstmatrix, num=2)"),
-        ldmatrix(
-            2,
-            false,
-            sa,
-            add(mul(rem(v(lane), i(16)), i(16)), i(0)),
-            r,
-            vec![i(0), i(2)],
-        ),
-        ldmatrix(
-            2,
-            false,
-            sa,
-            add(mul(rem(v(lane), i(16)), i(16)), i(8)),
-            r,
-            vec![i(4), i(6)],
-        ),
+        ldmatrix(2, false, sa, add(mul(rem(v(lane), i(16)), i(16)), i(0)), r, vec![i(0), i(2)]),
+        ldmatrix(2, false, sa, add(mul(rem(v(lane), i(16)), i(16)), i(8)), r, vec![i(4), i(6)]),
         comment("copy r -> B_smem (ldstmatrix, num=4, trans)"),
         stmatrix(
             4,
@@ -197,10 +128,7 @@ pub fn ldstmatrix() -> LKernel {
             sb,
             // lane l supplies row l % 8 of quadrant l / 8
             add(
-                mul(
-                    add(mul(div(v(lane), i(16)), i(8)), rem(v(lane), i(8))),
-                    i(16),
-                ),
+                mul(add(mul(div(v(lane), i(16)), i(8)), rem(v(lane), i(8))), i(16)),
                 mul(rem(div(v(lane), i(8)), i(2)), i(8)),
             ),
             r,
@@ -214,15 +142,9 @@ pub fn ldstmatrix() -> LKernel {
 /// elementwise -> reg with packed f16 pairs: `c = a + b`, then `c = c * b + 2`.
 pub fn packed_f16() -> LKernel {
     let mut kb = Kb::new("packed_f16", [1, 1, 1], [32, 1, 1]);
-    let (ga, gb, gc) = (
-        kb.param("A", DType::F16, &[32, 8]),
-        kb.param("B", DType::F16, &[32, 8]),
-        kb.param("C", DType::F16, &[32, 8]),
-    );
-    let (ra, rb) = (
-        kb.local("a", DType::F16, &[8]),
-        kb.local("b", DType::F16, &[8]),
-    );
+    let (ga, gb, gc) =
+        (kb.param("A", DType::F16, &[32, 8]), kb.param("B", DType::F16, &[32, 8]), kb.param("C", DType::F16, &[32, 8]));
+    let (ra, rb) = (kb.local("a", DType::F16, &[8]), kb.local("b", DType::F16, &[8]));
     let lane = kb.var("lane", DType::I32);
     let (f1, f2) = (kb.var("f", DType::I32), kb.var("f", DType::I32));
     let row = mul(v(lane), i(8));
@@ -252,11 +174,7 @@ pub fn packed_f16() -> LKernel {
                 DType::F16,
                 ra,
                 pair(f2),
-                vec![
-                    PairSrc::Buf(ra, pair(f2)),
-                    PairSrc::Buf(rb, pair(f2)),
-                    PairSrc::Scalar(f(2.0, DType::F16)),
-                ],
+                vec![PairSrc::Buf(ra, pair(f2)), PairSrc::Buf(rb, pair(f2)), PairSrc::Scalar(f(2.0, DType::F16))],
             )],
         ),
         vcopy(gc, row, ra, i(0), 8),
@@ -288,15 +206,7 @@ pub fn cast_pairs() -> LKernel {
         for_(fs[1], i(4), vec![cast2(rb, p(fs[1]), rf, p(fs[1]))]),
         for_(fs[2], i(4), vec![cast2(rg, p(fs[2]), rb, p(fs[2]))]),
         for_(fs[3], i(4), vec![cast2(rf, p(fs[3]), rh, p(fs[3]))]),
-        for_(
-            fs[3],
-            i(8),
-            vec![store(
-                rg,
-                v(fs[3]),
-                add(load(rg, v(fs[3])), load(rf, v(fs[3]))),
-            )],
-        ),
+        for_(fs[3], i(8), vec![store(rg, v(fs[3]), add(load(rg, v(fs[3])), load(rf, v(fs[3]))))]),
         vcopy(b, row(0), rg, i(0), 4),
         vcopy(b, row(4), rg, i(4), 4),
     ])
@@ -312,13 +222,7 @@ pub fn i64_index() -> LKernel {
     let k = kb.var("k", DType::I64);
     let e = kb.var("e", DType::I64);
     kb.finish(vec![
-        let_(
-            g,
-            add(
-                mul(cast(DType::I64, bid()), l(256)),
-                cast(DType::I64, tid()),
-            ),
-        ),
+        let_(g, add(mul(cast(DType::I64, bid()), l(256)), cast(DType::I64, tid()))),
         for_(
             k,
             l(3),
@@ -343,14 +247,7 @@ pub fn swizzle_xor() -> LKernel {
     let (r1, r2) = (kb.var("row", DType::I32), kb.var("row", DType::I32));
     let (c1, c2) = (kb.var("chunk", DType::I32), kb.var("chunk", DType::I32));
     let swz = |r, c| {
-        add(
-            mul(v(r), i(64)),
-            bin(
-                LBinOp::Shl,
-                bin(LBinOp::BitXor, v(c), bin(LBinOp::BitAnd, v(r), i(7))),
-                i(3),
-            ),
-        )
+        add(mul(v(r), i(64)), bin(LBinOp::Shl, bin(LBinOp::BitXor, v(c), bin(LBinOp::BitAnd, v(r), i(7))), i(3)))
     };
     let lin = |r, c| add(mul(v(r), i(64)), mul(v(c), i(8)));
     let body = |f, r, c, to_smem: bool| {
@@ -358,11 +255,7 @@ pub fn swizzle_xor() -> LKernel {
         vec![
             let_(r, bin(LBinOp::Shr, fused.clone(), i(3))),
             let_(c, bin(LBinOp::BitAnd, fused, i(7))),
-            if to_smem {
-                vcopy(s, swz(r, c), a, lin(r, c), 8)
-            } else {
-                vcopy(b, lin(r, c), s, swz(r, c), 8)
-            },
+            if to_smem { vcopy(s, swz(r, c), a, lin(r, c), 8) } else { vcopy(b, lin(r, c), s, swz(r, c), 8) },
         ]
     };
     kb.finish(vec![
@@ -394,28 +287,15 @@ pub fn dtype_zoo() -> LKernel {
         set(1, cast(t, cast(DType::I32, at(2))));
         set(2, cast(t, cast(DType::Bool, at(3))));
         set(3, cast(t, cast(DType::I64, at(4))));
-        let cmp = if t == DType::Bool {
-            eq(at(5), at(6))
-        } else {
-            lt(at(5), at(6))
-        };
-        set(
-            4,
-            LExpr::Select(Box::new(cmp), Box::new(at(5)), Box::new(lit.clone())),
-        );
+        let cmp = if t == DType::Bool { eq(at(5), at(6)) } else { lt(at(5), at(6)) };
+        set(4, LExpr::Select(Box::new(cmp), Box::new(at(5)), Box::new(lit.clone())));
         if t == DType::Bool {
-            set(
-                5,
-                bin(LBinOp::And, at(6), LExpr::Un(UnOp::Not, Box::new(at(7)))),
-            );
+            set(5, bin(LBinOp::And, at(6), LExpr::Un(UnOp::Not, Box::new(at(7)))));
             continue;
         }
         set(5, add(mul(at(6), at(7)), sub(at(8), lit.clone())));
         set(6, div(at(7), lit.clone()));
-        set(
-            7,
-            bin(LBinOp::Max, at(8), bin(LBinOp::Min, at(9), lit.clone())),
-        );
+        set(7, bin(LBinOp::Max, at(8), bin(LBinOp::Min, at(9), lit.clone())));
         set(8, bin(LBinOp::FloorDiv, at(9), lit.clone()));
         set(9, bin(LBinOp::FloorMod, at(10), lit.clone()));
         set(10, rem(at(11), lit.clone()));
@@ -467,18 +347,9 @@ pub fn dtype_zoo() -> LKernel {
 
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
-        (
-            "copy_f32_gmem_smem",
-            gmem_smem_roundtrip("copy_f32", DType::F32, 4),
-        ),
-        (
-            "copy_f16_gmem_smem",
-            gmem_smem_roundtrip("copy_f16", DType::F16, 8),
-        ),
-        (
-            "copy_u8_gmem_smem",
-            gmem_smem_roundtrip("copy_u8", DType::U8, 16),
-        ),
+        ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
+        ("copy_f16_gmem_smem", gmem_smem_roundtrip("copy_f16", DType::F16, 8)),
+        ("copy_u8_gmem_smem", gmem_smem_roundtrip("copy_u8", DType::U8, 16)),
         ("fallback_guarded", fallback_guarded()),
         ("scalar_grid_guarded", scalar_grid_guarded()),
         ("reg_copy", reg_copy()),

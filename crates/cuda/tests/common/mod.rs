@@ -5,8 +5,7 @@ pub mod kernels;
 
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
-    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, PackedOp,
-    PairSrc, Space, Special,
+    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, PackedOp, PairSrc, Space, Special,
 };
 use tirx_ir::{DType, Span};
 
@@ -16,27 +15,10 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb {
-            k: LKernel {
-                name: name.into(),
-                grid,
-                block,
-                params: vec![],
-                bufs: vec![],
-                vars: vec![],
-                body: vec![],
-            },
-        }
+        Kb { k: LKernel { name: name.into(), grid, block, params: vec![], bufs: vec![], vars: vec![], body: vec![] } }
     }
 
-    fn buf(
-        &mut self,
-        name: &str,
-        dtype: DType,
-        space: Space,
-        shape: &[i64],
-        dynamic: bool,
-    ) -> LBufId {
+    fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {
         let id = LBufId(self.k.bufs.len() as u32);
         self.k.bufs.push(LBuf {
             name: name.into(),
@@ -69,10 +51,7 @@ impl Kb {
 
     pub fn var(&mut self, name: &str, dtype: DType) -> LVarId {
         let id = LVarId(self.k.vars.len() as u32);
-        self.k.vars.push(LVar {
-            name: name.into(),
-            dtype,
-        });
+        self.k.vars.push(LVar { name: name.into(), dtype });
         id
     }
 
@@ -150,13 +129,7 @@ pub fn for_(var: LVarId, extent: LExpr, body: Vec<LStmt>) -> LStmt {
         LExpr::Int(_, t) => LExpr::Int(0, t),
         _ => i(0),
     };
-    st(LStmtKind::For {
-        var,
-        begin,
-        extent,
-        unroll: false,
-        body,
-    })
+    st(LStmtKind::For { var, begin, extent, unroll: false, body })
 }
 pub fn unroll(var: LVarId, extent: LExpr, body: Vec<LStmt>) -> LStmt {
     let mut s = for_(var, extent, body);
@@ -166,41 +139,19 @@ pub fn unroll(var: LVarId, extent: LExpr, body: Vec<LStmt>) -> LStmt {
     s
 }
 pub fn if_(cond: LExpr, then_body: Vec<LStmt>) -> LStmt {
-    st(LStmtKind::If {
-        cond,
-        then_body,
-        else_body: vec![],
-    })
+    st(LStmtKind::If { cond, then_body, else_body: vec![] })
 }
 pub fn if_else(cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt>) -> LStmt {
-    st(LStmtKind::If {
-        cond,
-        then_body,
-        else_body,
-    })
+    st(LStmtKind::If { cond, then_body, else_body })
 }
 pub fn store(buf: LBufId, index: LExpr, value: LExpr) -> LStmt {
     st(LStmtKind::Store { buf, index, value })
 }
 pub fn vcopy(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
-    st(LStmtKind::VecCopy {
-        dst,
-        dst_index,
-        src,
-        src_index,
-        lanes,
-        cache: CacheHint::Default,
-    })
+    st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::Default })
 }
 pub fn vcopy_nc(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
-    st(LStmtKind::VecCopy {
-        dst,
-        dst_index,
-        src,
-        src_index,
-        lanes,
-        cache: CacheHint::NonCoherent,
-    })
+    st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::NonCoherent })
 }
 pub fn cta_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Cta))
@@ -208,62 +159,17 @@ pub fn cta_sync() -> LStmt {
 pub fn warp_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Warp))
 }
-pub fn ldmatrix(
-    num: u8,
-    trans: bool,
-    smem: LBufId,
-    smem_index: LExpr,
-    regs: LBufId,
-    reg_index: Vec<LExpr>,
-) -> LStmt {
-    st(LStmtKind::LdMatrix {
-        num,
-        trans,
-        smem,
-        smem_index,
-        regs,
-        reg_index,
-    })
+pub fn ldmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
+    st(LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index })
 }
-pub fn stmatrix(
-    num: u8,
-    trans: bool,
-    smem: LBufId,
-    smem_index: LExpr,
-    regs: LBufId,
-    reg_index: Vec<LExpr>,
-) -> LStmt {
-    st(LStmtKind::StMatrix {
-        num,
-        trans,
-        smem,
-        smem_index,
-        regs,
-        reg_index,
-    })
+pub fn stmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
+    st(LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index })
 }
-pub fn packed2(
-    op: PackedOp,
-    dtype: DType,
-    dst: LBufId,
-    dst_index: LExpr,
-    srcs: Vec<PairSrc>,
-) -> LStmt {
-    st(LStmtKind::Packed2 {
-        op,
-        dtype,
-        dst,
-        dst_index,
-        srcs,
-    })
+pub fn packed2(op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc>) -> LStmt {
+    st(LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs })
 }
 pub fn cast2(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr) -> LStmt {
-    st(LStmtKind::Cast2 {
-        dst,
-        dst_index,
-        src,
-        src_index,
-    })
+    st(LStmtKind::Cast2 { dst, dst_index, src, src_index })
 }
 pub fn comment(text: &str) -> LStmt {
     st(LStmtKind::Comment(text.into()))

@@ -60,12 +60,13 @@ impl Variant for Fallback {
         let ops = operands(cx)?;
         let n = CopyOps::elems(ops.dst);
         let (who, summary) = match (distributed(ops.dst_buf), distributed(ops.src_buf)) {
-            (true, true) => {
-                return Err(Decline::new(
-                    "owner_computes",
-                    format!("both `{}` and `{}` are distributed over threads; no single thread owns both sides of an element", ops.dst_buf.name, ops.src_buf.name),
-                ))
-            }
+            (true, true) => return Err(Decline::new(
+                "owner_computes",
+                format!(
+                    "both `{}` and `{}` are distributed over threads; no single thread owns both sides of an element",
+                    ops.dst_buf.name, ops.src_buf.name
+                ),
+            )),
             (false, false) => elected(cx, n)?,
             (dst_distributed, _) => {
                 let d = if dst_distributed { ops.dst_buf } else { ops.src_buf };
@@ -107,7 +108,10 @@ impl Variant for Fallback {
             body = vec![LStmt::new(LStmtKind::If { cond, then_body: body, else_body: vec![] }, em.span)];
         }
         for (v, n) in loop_vars.into_iter().rev() {
-            body = vec![LStmt::new(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(n), unroll: false, body }, em.span)];
+            body = vec![LStmt::new(
+                LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(n), unroll: false, body },
+                em.span,
+            )];
         }
         if let Who::Elected(Some((kind, first))) = who {
             let tid = em.thread_id(*kind);
@@ -128,24 +132,38 @@ fn elected(cx: &CallCx, n: i64) -> Result<(Who, String), Decline> {
     if cx.scope.kind == ExecScope::Thread {
         return Ok((Who::Elected(None), format!("the thread copies {n} elements one by one")));
     }
-    let kind = cx.scope.tid_kind().ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {}", cx.scope.kind)))?;
+    let kind = cx
+        .scope
+        .tid_kind()
+        .ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {}", cx.scope.kind)))?;
     let first = cx.scope.first_thread().map_err(|m| Decline::new("elect", m))?;
-    Ok((Who::Elected(Some((kind, first))), format!("thread {first} of the {} copies {n} elements one by one", cx.scope.kind)))
+    Ok((
+        Who::Elected(Some((kind, first))),
+        format!("thread {first} of the {} copies {n} elements one by one", cx.scope.kind),
+    ))
 }
 
 /// Owner-computes needs every owner present and exactly one home per element.
 fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
     let tile = crate::lay::tile_of(&d.layout);
-    cx.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", format!("`{}` is distributed over threads: {m}", d.name)))?;
+    cx.scope
+        .all_threads_active()
+        .map_err(|m| Decline::new("all_threads_active", format!("`{}` is distributed over threads: {m}", d.name)))?;
     if let Some(r) = tile.replica.iter().find(|i| i.axis.is_thread()) {
-        return Err(Decline::new("owner_computes", format!("`{}` is replicated over {}; owner-computes needs one home per element", d.name, r.axis)));
+        return Err(Decline::new(
+            "owner_computes",
+            format!("`{}` is replicated over {}; owner-computes needs one home per element", d.name, r.axis),
+        ));
     }
     for it in tile.shard.iter().filter(|i| i.axis.is_thread()) {
         let outer = it.axis.scopes().map(|s| s.0);
         if outer.is_none_or(|o| o.wider_than(cx.scope.kind) || o == ExecScope::Kernel || o == ExecScope::Cluster) {
             return Err(Decline::new(
                 "owner_computes",
-                format!("`{}` is distributed over {}, wider than the {} scope of the call", d.name, it.axis, cx.scope.kind),
+                format!(
+                    "`{}` is distributed over {}, wider than the {} scope of the call",
+                    d.name, it.axis, cx.scope.kind
+                ),
             ));
         }
     }
@@ -173,7 +191,9 @@ fn indices(em: &mut Emitter, r: &BufferRegion, lv: &[LExpr]) -> Result<Vec<LExpr
 fn owned(em: &mut Emitter, buf: tirx_ir::hir::BufId, idx: &[LExpr]) -> Result<LExpr, Decline> {
     let mut cond: Option<LExpr> = None;
     for (axis, value) in em.owner(buf, idx)? {
-        let me = em.axis_id(axis).ok_or_else(|| Decline::new("owner_computes", format!("thread axis {axis} has no id inside a CTA")))?;
+        let me = em
+            .axis_id(axis)
+            .ok_or_else(|| Decline::new("owner_computes", format!("thread axis {axis} has no id inside a CTA")))?;
         let eq = LExpr::bin(LBinOp::Eq, value, me);
         cond = Some(match cond {
             Some(c) => LExpr::bin(LBinOp::And, c, eq),

@@ -71,7 +71,10 @@ impl GsOperands {
             if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
         let g = side(cx, g_reg)?;
         if g.swizzle.is_some() {
-            return Err(Decline::new("layout", format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name)));
+            return Err(Decline::new(
+                "layout",
+                format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name),
+            ));
         }
         let s = side(cx, s_reg)?;
         Ok(GsOperands { g, s, g_is_src, elem_bytes: cx.buf(g_reg.buf).dtype.bytes() as i64 })
@@ -108,7 +111,8 @@ pub(super) fn thread_id(cx: &CallCx, em: &mut Emitter, threads: i64) -> LExpr {
     }
 }
 
-pub(super) const PAIRS: &[(MemScope, MemScope)] = &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
+pub(super) const PAIRS: &[(MemScope, MemScope)] =
+    &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
 
 impl Variant for GmemSmem {
     fn name(&self) -> &'static str {
@@ -136,13 +140,19 @@ impl Variant for GmemSmem {
             // The last limit is the generic "no split exists"; the others say why each width failed.
             limits.pop();
             let why = if limits.is_empty() { String::new() } else { format!(": {}", limits.join("; ")) };
-            return Err(Decline::new("partition", format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}")));
+            return Err(Decline::new(
+                "partition",
+                format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}"),
+            ));
         }
         let GsOperands { g, s, g_is_src, elem_bytes: bytes } = o;
         let (vec, rounds) = (part.vec(), part.rounds());
         let walk = s.swizzle.as_ref().and_then(|sw| swizzle_walk(sw, &part, &s, t));
         if s.swizzle.is_some() && walk.is_none() {
-            limits.push("swizzle: the fast path does not apply; the shared offset is swizzled with xor/shift every round".into());
+            limits.push(
+                "swizzle: the fast path does not apply; the shared offset is swizzled with xor/shift every round"
+                    .into(),
+            );
         }
         let how = if walk.is_some() { ", swizzle fast path" } else { "" };
         let summary = format!("vec {vec} ({} B) × {t} threads, {}{how}", vec * bytes, crate::explain::rounds(rounds));
@@ -168,7 +178,8 @@ impl Variant for GmemSmem {
             return Err(Bug("gmem_smem planned without an exact split".into()));
         };
         let shape = [rounds, p.threads, *vec];
-        let (g_off, s_off) = (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?);
+        let (g_off, s_off) =
+            (grid_offset(em, g, &shape, &f, &tid, g_ity)?, grid_offset(em, s, &shape, &f, &tid, s_ity)?);
         let g_off = add_sym(em, g_off, &p.g.sym, g_ity)?;
         let s_lin = add_sym(em, s_off, &p.s.sym, s_ity)?;
         let mut pre = Vec::new();
@@ -183,11 +194,16 @@ impl Variant for GmemSmem {
         em.stmts.extend(pre);
         let (g_idx, s_idx) = if f_var.is_some() { name_offsets(em, &mut body, g_off, s_off) } else { (g_off, s_off) };
         let vec = p.part.vec() as u32;
-        let (dst, dst_index, src, src_index) =
-            if p.g_is_src { (sb, s_idx, gb, g_idx) } else { (gb, g_idx, sb, s_idx) };
+        let (dst, dst_index, src, src_index) = if p.g_is_src { (sb, s_idx, gb, g_idx) } else { (gb, g_idx, sb, s_idx) };
         body.push(copy_stmt(em, dst, dst_index, src, src_index, vec));
         match f_var {
-            Some(v) => em.push(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(rounds), unroll: false, body }),
+            Some(v) => em.push(LStmtKind::For {
+                var: v,
+                begin: LExpr::i32(0),
+                extent: LExpr::i32(rounds),
+                unroll: false,
+                body,
+            }),
             None => em.stmts.extend(body),
         }
         Ok(())
@@ -246,19 +262,31 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
             (grp.len() == 1 && grp[0].axis == Axis::M).then_some(grp[0].stride)
         });
         let stride = stride.ok_or_else(|| {
-            Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
+            Decline::new(
+                "symbolic_begin",
+                format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
+            )
         })?;
         push_sym(&mut sym, &a, stride, b, d)?;
     }
     let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
-    let sliced = lay::slice(&tile, &b.shape, &begins, &ext).map_err(|m| Decline::new("slice", format!("`{}`: {m}", b.name)))?;
+    let sliced =
+        lay::slice(&tile, &b.shape, &begins, &ext).map_err(|m| Decline::new("slice", format!("`{}`: {m}", b.name)))?;
     Ok(Side { tile: sliced, sym, swizzle: swz })
 }
 
 /// `l.apply(f, tid, 0)` against `[rounds, threads, vec]` on the `m` axis.
-fn grid_offset(em: &Emitter, l: &TileLayout, shape: &[i64; 3], f: &LExpr, tid: &LExpr, ity: DType) -> Result<LExpr, Decline> {
+fn grid_offset(
+    em: &Emitter,
+    l: &TileLayout,
+    shape: &[i64; 3],
+    f: &LExpr,
+    tid: &LExpr,
+    ity: DType,
+) -> Result<LExpr, Decline> {
     let b = em.builder();
-    let (g, seps) = lay::group(&l.shard, shape).ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as {shape:?}")))?;
+    let (g, seps) = lay::group(&l.shard, shape)
+        .ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as {shape:?}")))?;
     let f = b.to_int(f.clone(), ity);
     let tid = b.to_int(tid.clone(), ity);
     let base = LExpr::Int(lay::m_offset(l), ity);

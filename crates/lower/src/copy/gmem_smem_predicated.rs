@@ -103,7 +103,11 @@ impl Variant for GmemSmemPredicated {
         if p.s.swizzle.is_some() {
             limits.push("swizzle: the shared offset is swizzled with xor/shift every round".into());
         }
-        let summary = format!("vec {vec} ({} B) × {t} threads, {chunks} vectors in {}, {last}", vec * bytes, crate::explain::rounds(rounds));
+        let summary = format!(
+            "vec {vec} ({} B) × {t} threads, {chunks} vectors in {}, {last}",
+            vec * bytes,
+            crate::explain::rounds(rounds)
+        );
         let mut plan = Plan::new(summary, p);
         plan.vec = Some(vec as u32);
         plan.rounds = Some(rounds as u64);
@@ -151,7 +155,9 @@ fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<V
         LExpr::Var(v)
     };
     let (g_off, s_lin) = match &p.part {
-        Partition::Grid { g, s, vec, .. } => (chunk_offset(em, g, p.chunks, *vec, &c, g_ity)?, chunk_offset(em, s, p.chunks, *vec, &c, s_ity)?),
+        Partition::Grid { g, s, vec, .. } => {
+            (chunk_offset(em, g, p.chunks, *vec, &c, g_ity)?, chunk_offset(em, s, p.chunks, *vec, &c, s_ity)?)
+        }
         Partition::Linear { g, s, .. } => (linear_offset(em, g, &c, g_ity), linear_offset(em, s, &c, s_ity)),
     };
     let g_off = add_sym(em, g_off, &p.g.sym, g_ity)?;
@@ -161,7 +167,8 @@ fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<V
         None => s_lin,
     };
     let vec = p.vec() as u32;
-    let stmt = if p.g_is_src { copy_stmt(em, sb, s_off, gb, g_off, vec) } else { copy_stmt(em, gb, g_off, sb, s_off, vec) };
+    let stmt =
+        if p.g_is_src { copy_stmt(em, sb, s_off, gb, g_off, vec) } else { copy_stmt(em, gb, g_off, sb, s_off, vec) };
     body.push(stmt);
     Ok(body)
 }
@@ -169,8 +176,8 @@ fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<V
 /// Element offset of chunk `c` of a `[chunks, vec]` split of `l` (its `m` axis).
 fn chunk_offset(em: &Emitter, l: &TileLayout, chunks: i64, vec: i64, c: &LExpr, ity: DType) -> Result<LExpr, Decline> {
     let b = em.builder();
-    let (g, seps) =
-        lay::group(&l.shard, &[chunks, vec]).ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as [{chunks}, {vec}]")))?;
+    let (g, seps) = lay::group(&l.shard, &[chunks, vec])
+        .ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as [{chunks}, {vec}]")))?;
     let base = LExpr::Int(lay::m_offset(l), ity);
     Ok(b.add(dim_offset(b, &g[seps[0]..seps[1]], b.to_int(c.clone(), ity)), base))
 }

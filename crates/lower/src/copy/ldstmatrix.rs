@@ -36,13 +36,13 @@ use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
-use tirx_ir::Arch;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::Arch;
 use tirx_ir::DType;
 use tirx_layout::apply::split_coord;
 use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
@@ -148,7 +148,10 @@ impl Variant for LdStMatrix {
             ));
         }
         if t <= 0 || t % 32 != 0 {
-            return Err(Decline::new("exec_scope", format!("the {} scope has {t} threads; ldmatrix/stmatrix need whole warps", cx.scope.kind)));
+            return Err(Decline::new(
+                "exec_scope",
+                format!("the {} scope has {t} threads; ldmatrix/stmatrix need whole warps", cx.scope.kind),
+            ));
         }
         let store = ops.src_buf.scope == MemScope::Local;
         let (r_reg, s_reg) = if store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
@@ -187,8 +190,9 @@ impl Variant for LdStMatrix {
         };
         let b = em.builder();
         let r_base = b.add(LExpr::Int(p.r_off, r_ity), dim_offset(b, &p.split.r_outer, b.to_int(mm, r_ity)));
-        let reg_index: Vec<LExpr> =
-            (0..p.split.num).map(|i| b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity)))).collect();
+        let reg_index: Vec<LExpr> = (0..p.split.num)
+            .map(|i| b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity))))
+            .collect();
         let num = p.split.num as u8;
         let kind = if p.store {
             LStmtKind::StMatrix { num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index }
@@ -199,7 +203,13 @@ impl Variant for LdStMatrix {
         match mm_var {
             Some(v) => {
                 let body = vec![LStmt::new(kind, em.span)];
-                em.push(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(m_outer), unroll: true, body });
+                em.push(LStmtKind::For {
+                    var: v,
+                    begin: LExpr::i32(0),
+                    extent: LExpr::i32(m_outer),
+                    unroll: true,
+                    body,
+                });
             }
             None => em.push(kind),
         }
@@ -220,7 +230,10 @@ fn summary(p: &MatrixPlan) -> String {
         (Some(_), None) => ", swizzled with xor/shift",
     };
     let per = if n == 1 { "instruction" } else { "instructions" };
-    format!("{instr}.x{num}{t}: num {num}, trans {}, {n} {per} per warp, rows {} elements apart{swz}", p.trans, p.row_stride)
+    format!(
+        "{instr}.x{num}{t}: num {num}, trans {}, {n} {per} per warp, rows {} elements apart{swz}",
+        p.trans, p.row_stride
+    )
 }
 
 /// Lane's row address with `mm = 0` (before the swizzle):
@@ -255,7 +268,10 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let b = cx.buf(r.buf);
     let kind = cx.scope.kind;
     let Layout::Tile(tile) = &b.layout else {
-        return Err(Decline::new("fragment", format!("register operand `{}` has a swizzled layout; {FRAGMENT_HINT}", b.name)));
+        return Err(Decline::new(
+            "fragment",
+            format!("register operand `{}` has a swizzled layout; {FRAGMENT_HINT}", b.name),
+        ));
     };
     let mut region = Vec::with_capacity(r.ranges.len());
     for (d, rg) in r.ranges.iter().enumerate() {
@@ -264,7 +280,10 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
             _ => {
                 return Err(Decline::new(
                     "fragment",
-                    format!("dim {d} of register operand `{}` has a non-constant begin; registers need constant indices", b.name),
+                    format!(
+                        "dim {d} of register operand `{}` has a non-constant begin; registers need constant indices",
+                        b.name
+                    ),
                 ))
             }
         }
@@ -272,7 +291,10 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let err = layout_err(&b.name);
     let t = tile.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
     if !t.replica.is_empty() {
-        return Err(Decline::new("fragment", format!("`{}` replicates its elements ({t}); ldmatrix needs each element in one register", b.name)));
+        return Err(Decline::new(
+            "fragment",
+            format!("`{}` replicates its elements ({t}); ldmatrix needs each element in one register", b.name),
+        ));
     }
     let axes: BTreeSet<Axis> = t.shard.iter().filter(|i| i.axis.is_thread() && i.extent > 1).map(|i| i.axis).collect();
     let axis = match axes.iter().collect::<Vec<_>>()[..] {
@@ -287,12 +309,19 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
             let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
             return Err(Decline::new(
                 "fragment",
-                format!("`{}` is distributed over several thread axes ({}); ldmatrix needs one of laneid, tid_in_wg, tx", b.name, names.join(", ")),
+                format!(
+                    "`{}` is distributed over several thread axes ({}); ldmatrix needs one of laneid, tid_in_wg, tx",
+                    b.name,
+                    names.join(", ")
+                ),
             ));
         }
     };
     if !matches!(axis, Axis::LaneId | Axis::TidInWg | Axis::Tx) {
-        return Err(Decline::new("fragment", format!("`{}` is distributed over `{axis}`; ldmatrix needs laneid, tid_in_wg or tx", b.name)));
+        return Err(Decline::new(
+            "fragment",
+            format!("`{}` is distributed over `{axis}`; ldmatrix needs laneid, tid_in_wg or tx", b.name),
+        ));
     }
     if let Some((a, v)) = t.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
         return Err(Decline::new(
@@ -301,13 +330,19 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
         ));
     }
     if let Some(it) = t.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M && i.extent > 1) {
-        return Err(Decline::new("fragment", format!("`{}` has iters on the `{}` axis; registers are addressed on `m`", b.name, it.axis)));
+        return Err(Decline::new(
+            "fragment",
+            format!("`{}` has iters on the `{}` axis; registers are addressed on `m`", b.name, it.axis),
+        ));
     }
     let (owner, _) = axis.scopes().unwrap_or((ExecScope::Cta, ExecScope::Thread));
     if owner.wider_than(kind) {
         return Err(Decline::new(
             "fragment",
-            format!("`{}` is distributed over `{axis}` (threads of a {owner}) but the copy runs at {kind} scope", b.name),
+            format!(
+                "`{}` is distributed over `{axis}` (threads of a {owner}) but the copy runs at {kind} scope",
+                b.name
+            ),
         ));
     }
     let axis_threads = match axis {
@@ -367,7 +402,10 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
         region.push((a.constant, rg.extent));
         if !a.terms.is_empty() {
             let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
-                Decline::new("symbolic_begin", format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name))
+                Decline::new(
+                    "symbolic_begin",
+                    format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
+                )
             })?;
             push_sym(&mut sym, &a, stride, b, d)?;
         }
@@ -412,7 +450,10 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
         }
     }
     let Some(split) = chosen else {
-        return Err(Decline::new("fragment", format!("ldstmatrix layout doesn't fit any num ∈ {{4,2,1}}: {}", limits.join("; "))));
+        return Err(Decline::new(
+            "fragment",
+            format!("ldstmatrix layout doesn't fit any num ∈ {{4,2,1}}: {}", limits.join("; ")),
+        ));
     };
     let mut p = MatrixPlan {
         store,
@@ -438,7 +479,10 @@ fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let r = &regs.tile;
     let internal = |e: tirx_layout::LayoutError| Decline::new("fragment", format!("internal: {e}"));
     let (sg, seps) = shared.tile.group(&r.extents()).map_err(|e| {
-        Decline::new("fragment", format!("the shared layout does not follow the register layout {r} element for element: {e}"))
+        Decline::new(
+            "fragment",
+            format!("the shared layout does not follow the register layout {r} element for element: {e}"),
+        )
     })?;
     let mut perm: Vec<usize> = (0..r.shard.len()).collect();
     perm.sort_by_key(|&i| (r.shard[i].axis.is_memory(), -r.shard[i].stride));
@@ -504,14 +548,24 @@ fn check_fragment(c: &Coarse, axis: Axis) -> Result<(), Decline> {
         } else {
             Err(Decline::new(
                 "fragment",
-                format!("register side is not the m8n8 fragment: {what} ({}), got {}; {FRAGMENT_HINT}", text(&[Iter::new(e, s, a)]), text(&c.r[seg])),
+                format!(
+                    "register side is not the m8n8 fragment: {what} ({}), got {}; {FRAGMENT_HINT}",
+                    text(&[Iter::new(e, s, a)]),
+                    text(&c.r[seg])
+                ),
             ))
         }
     };
     want(ROW, 8, 4, axis, format!("the 8 rows of a tile must be lanes 4·r, 4 apart on `{axis}`"))?;
     want(COLS, 4, 1, axis, format!("the 4 column pairs of a row must be adjacent lanes on `{axis}`"))?;
     if c.warps > 1 {
-        want(WARP, c.warps, 32, axis, format!("the {} warps must own consecutive fragments, 32 apart on `{axis}`", c.warps))?;
+        want(
+            WARP,
+            c.warps,
+            32,
+            axis,
+            format!("the {} warps must own consecutive fragments, 32 apart on `{axis}`", c.warps),
+        )?;
     }
     want(PAIR, 2, 1, Axis::M, "the two 16-bit elements of a column pair must be adjacent registers".into())
 }
@@ -531,7 +585,10 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
         [it] => Ok(it.stride),
         _ => Err(Decline::new(
             "fragment",
-            format!("{pairing} the {what} of a tile are not evenly strided in `{s}` ({}); {FRAGMENT_HINT}", text(&c.s[seg])),
+            format!(
+                "{pairing} the {what} of a tile are not evenly strided in `{s}` ({}); {FRAGMENT_HINT}",
+                text(&c.s[seg])
+            ),
         )),
     };
     let (s8, s4, s2) = (one(ROW, "8 rows")?, one(COLS, "4 column pairs")?, one(PAIR, "2 elements of a column pair")?);
@@ -548,7 +605,11 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
         return if s8 > 0 && s8 % 8 == 0 { Ok((false, s8)) } else { Err(misaligned(s8, "the rows (row-major tiles)")) };
     }
     if s8 == 1 && s4 == 2 * s2 {
-        return if s2 > 0 && s2 % 8 == 0 { Ok((true, s2)) } else { Err(misaligned(s2, "the columns (column-major tiles, .trans)")) };
+        return if s2 > 0 && s2 % 8 == 0 {
+            Ok((true, s2))
+        } else {
+            Err(misaligned(s2, "the columns (column-major tiles, .trans)"))
+        };
     }
     Err(Decline::new(
         "fragment",
@@ -566,7 +627,10 @@ fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Resul
         return Err(bad(format!("the shared region starts at element {s_off} ({} B), not 16-B aligned", 2 * s_off)));
     }
     if let Some(it) = c.s[WARP].iter().find(|i| i.stride % 8 != 0) {
-        return Err(bad(format!("the warps' tiles are {} elements apart in shared memory, not a multiple of 8 (16 B)", it.stride)));
+        return Err(bad(format!(
+            "the warps' tiles are {} elements apart in shared memory, not a multiple of 8 (16 B)",
+            it.stride
+        )));
     }
     if let Some((_, k)) = shared.sym.iter().find(|(_, k)| k % 8 != 0) {
         return Err(bad(format!("the symbolic region begin moves by {k} elements, not a multiple of 8 (16 B)")));
@@ -627,10 +691,16 @@ fn split_order(r: &[Iter], s: &[Iter], num: i64, pairs: i64) -> Result<Split, St
         return Err(format!("register pairs {} apart would start inside a 32-bit register", it.stride));
     }
     if let Some(it) = s[1].iter().find(|i| i.stride <= 0 || i.stride % 8 != 0) {
-        return Err(format!("the {num} tiles are {} elements apart in shared memory, not a positive multiple of 8 (16 B)", it.stride));
+        return Err(format!(
+            "the {num} tiles are {} elements apart in shared memory, not a positive multiple of 8 (16 B)",
+            it.stride
+        ));
     }
     if let Some(it) = s[0].iter().find(|i| i.stride % 8 != 0) {
-        return Err(format!("tile groups are {} elements apart in shared memory, not a multiple of 8 (16 B)", it.stride));
+        return Err(format!(
+            "tile groups are {} elements apart in shared memory, not a multiple of 8 (16 B)",
+            it.stride
+        ));
     }
     let [r_outer, r_tile] = <[Vec<Iter>; 2]>::try_from(r).map_err(|_| fail())?;
     let [s_outer, s_tile] = <[Vec<Iter>; 2]>::try_from(s).map_err(|_| fail())?;

@@ -71,7 +71,10 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     if ops.dst_buf.dtype != ops.src_buf.dtype {
         return Err(Decline::new(
             "validate_copy_op",
-            format!("dtype mismatch: src `{}` is {}, dst `{}` is {}", ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype),
+            format!(
+                "dtype mismatch: src `{}` is {}, dst `{}` is {}",
+                ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype
+            ),
         ));
     }
     let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
@@ -87,7 +90,10 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
 
 fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
-        return Err(Decline::new("validate_copy_op", format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len())));
+        return Err(Decline::new(
+            "validate_copy_op",
+            format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len()),
+        ));
     }
     for (d, (rg, &n)) in r.ranges.iter().zip(&b.shape).enumerate() {
         let Some(Affine { constant, terms }) = cx.affine(&rg.begin) else { continue };
@@ -121,7 +127,10 @@ fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affin
 fn push_sym(sym: &mut Vec<(VarId, i64)>, a: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
     for &(v, c) in &a.terms {
         let step = c.checked_mul(stride).ok_or_else(|| {
-            Decline::new("symbolic_begin", format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name))
+            Decline::new(
+                "symbolic_begin",
+                format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
+            )
         })?;
         sym.push((v, step));
     }
@@ -132,7 +141,10 @@ fn push_sym(sym: &mut Vec<(VarId, i64)>, a: &Affine, stride: i64, b: &Buffer, d:
 fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
     let mut acc = off;
     for &(v, c) in sym {
-        let val = em.env.var(v).ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+        let val = em
+            .env
+            .var(v)
+            .ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
         let b = em.builder();
         acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
     }
@@ -181,7 +193,12 @@ pub fn scope_pair(ops: &CopyOps, allowed: &[(MemScope, MemScope)]) -> Result<(),
     let list: Vec<String> = allowed.iter().map(|(a, b)| format!("{}->{}", a.name(), b.name())).collect();
     Err(Decline::new(
         "scope_allowed",
-        format!("unsupported memory scopes src={} dst={}; allowed: {}", ops.src_buf.scope.name(), ops.dst_buf.scope.name(), list.join(", ")),
+        format!(
+            "unsupported memory scopes src={} dst={}; allowed: {}",
+            ops.src_buf.scope.name(),
+            ops.dst_buf.scope.name(),
+            list.join(", ")
+        ),
     ))
 }
 

@@ -95,7 +95,8 @@ fn try_vec(x: &Sides, g: &[Iter], s: &[Iter], vec: i64, n: i64) -> Result<Partit
         v.push(Iter::m(1, 1));
         v
     } else {
-        carve_tail(g, vec).ok_or_else(|| format!("vec {vec}: the global region ({} elements) has no contiguous tail of {vec}", n))?
+        carve_tail(g, vec)
+            .ok_or_else(|| format!("vec {vec}: the global region ({} elements) has no contiguous tail of {vec}", n))?
     };
     let Some((&vit, outer)) = gav.split_last() else { return Err("empty region".into()) };
     if vec > 1 && (vit.extent != vec || vit.stride != 1) {
@@ -228,7 +229,10 @@ mod tests {
 
     #[test]
     fn carve_and_tail() {
-        assert_eq!(carve_tail(&[Iter::m(32, 32), Iter::m(32, 1)], 4).unwrap(), vec![Iter::m(32, 32), Iter::m(8, 4), Iter::m(4, 1)]);
+        assert_eq!(
+            carve_tail(&[Iter::m(32, 32), Iter::m(32, 1)], 4).unwrap(),
+            vec![Iter::m(32, 32), Iter::m(8, 4), Iter::m(4, 1)]
+        );
         assert!(carve_tail(&[Iter::m(6, 1)], 4).is_none());
         assert!(tail_contiguous(&[Iter::m(8, 4), Iter::m(4, 1)], 4));
         assert!(!tail_contiguous(&[Iter::m(4, 2)], 4));

@@ -35,8 +35,8 @@ use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
-use crate::lay;
 use crate::expr::divisor;
+use crate::lay;
 use crate::scope::TidKind;
 use tirx_ir::hir::{BufferRegion, ConfigValue, MemScope, TileOp, VarId};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
@@ -121,13 +121,21 @@ impl Variant for RegCopy {
         let reg_off = lay::m_offset(&r);
         let mem_off = lay::m_offset(&m.tile);
         let sym_div = divisor(&m.sym);
-        let align = Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
+        let align =
+            Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
         let (vec, outer) = choose_vec(&atoms, dtype.bits(), &align, &mut limits);
         let rounds: i64 = outer.iter().map(|a| a.extent).product();
         let bundle: i64 = atoms.iter().map(|a| a.extent).product();
-        let walk = m.swizzle.as_ref().filter(|_| m.sym.is_empty()).and_then(|sw| swizzle_walk(sw, &threads, &outer, mem_off, t));
+        let walk = m
+            .swizzle
+            .as_ref()
+            .filter(|_| m.sym.is_empty())
+            .and_then(|sw| swizzle_walk(sw, &threads, &outer, mem_off, t));
         if m.swizzle.is_some() && walk.is_none() {
-            limits.push("swizzle: the fast path does not apply; the memory offset is swizzled with xor/shift every round".into());
+            limits.push(
+                "swizzle: the fast path does not apply; the memory offset is swizzled with xor/shift every round"
+                    .into(),
+            );
         }
         let summary = format!(
             "vec {vec} ({} B) × {t} thread{}, {rounds} round{}{}; per-thread bundle {bundle} element{} as atoms (extent:mem/reg) {}",
@@ -138,7 +146,19 @@ impl Variant for RegCopy {
             plural(bundle),
             atoms_text(&atoms)
         );
-        let data = RegPlan { r_is_src, tid, threads, outer, vec, mem_off, reg_off, sym: m.sym, swizzle: m.swizzle, walk, cache };
+        let data = RegPlan {
+            r_is_src,
+            tid,
+            threads,
+            outer,
+            vec,
+            mem_off,
+            reg_off,
+            sym: m.sym,
+            swizzle: m.swizzle,
+            walk,
+            cache,
+        };
         let mut p = Plan::new(summary, data);
         p.vec = Some(vec as u32);
         p.rounds = Some(rounds as u64);
@@ -232,7 +252,10 @@ fn scope_axis(kind: ExecScope) -> Option<Axis> {
 pub(crate) fn register_layout(cx: &CallCx, r: &BufferRegion) -> Result<TileLayout, String> {
     let b = cx.buf(r.buf);
     let Layout::Tile(t) = &b.layout else {
-        return Err(format!("`{}` has a swizzled layout ({}); register layouts are plain tile layouts", b.name, b.layout));
+        return Err(format!(
+            "`{}` has a swizzled layout ({}); register layouts are plain tile layouts",
+            b.name, b.layout
+        ));
     };
     let mut region = Vec::with_capacity(r.ranges.len());
     for (d, rg) in r.ranges.iter().enumerate() {
@@ -263,7 +286,10 @@ pub(crate) fn register_layout(cx: &CallCx, r: &BufferRegion) -> Result<TileLayou
 /// thread id they use. At thread scope `l` must carry no thread axes.
 pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Result<Option<TidKind>, String> {
     if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()) {
-        return Err(format!("`{name}` replicates elements over threads (replica on {}); register variants need one owner per element", it.axis));
+        return Err(format!(
+            "`{name}` replicates elements over threads (replica on {}); register variants need one owner per element",
+            it.axis
+        ));
     }
     if let Some((a, v)) = l.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
         return Err(format!("the region of `{name}` selects part of the threads (offset {v}@{a}); a region must cover every thread dimension"));
@@ -286,7 +312,9 @@ pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -
     let mut axes: Vec<Axis> = iters.iter().map(|i| i.axis).collect();
     axes.dedup();
     // In a CTA of ≤ 32 (≤ 128) threads, `laneid` (`tid_in_wg`) numbers threads as `tx` does.
-    let same_numbering = |a: Axis| a == axis || (kind == ExecScope::Cta && ((a == Axis::LaneId && t <= 32) || (a == Axis::TidInWg && t <= 128)));
+    let same_numbering = |a: Axis| {
+        a == axis || (kind == ExecScope::Cta && ((a == Axis::LaneId && t <= 32) || (a == Axis::TidInWg && t <= 128)))
+    };
     if axes.len() != 1 || !same_numbering(axes[0]) {
         let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
         if let Some((scope, _)) = axes.iter().find_map(|a| a.scopes()).filter(|(s, _)| s.wider_than(kind)) {
@@ -314,7 +342,9 @@ pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -
         expected = expected.saturating_mul(it.extent);
     }
     if expected != t {
-        return Err(format!("{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"));
+        return Err(format!(
+            "{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"
+        ));
     }
     Ok(Some(match axes[0] {
         Axis::LaneId => TidKind::Lane,
@@ -333,7 +363,10 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
         Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle)),
     };
     if !base.thread_axes().is_empty() {
-        return Err(Decline::new("layout", format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name())));
+        return Err(Decline::new(
+            "layout",
+            format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name()),
+        ));
     }
     let (grouped, seps) = base.canonicalize(Fusion::Cuda).and_then(|c| c.group(&b.shape)).map_err(lerr)?;
     let mut region = Vec::with_capacity(r.ranges.len());
@@ -344,13 +377,18 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
         if a.terms.is_empty() {
             continue;
         }
-        let group = TileLayout::from_shard(grouped.shard[seps[d]..seps[d + 1]].to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
+        let group = TileLayout::from_shard(grouped.shard[seps[d]..seps[d + 1]].to_vec())
+            .canonicalize(Fusion::None)
+            .map_err(lerr)?;
         let stride = match group.shard.as_slice() {
             [it] if it.axis == Axis::M => it.stride,
             _ => {
                 return Err(Decline::new(
                     "symbolic_begin",
-                    format!("dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters", b.name),
+                    format!(
+                        "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters",
+                        b.name
+                    ),
                 ))
             }
         };
@@ -358,14 +396,19 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
-        return Err(Decline::new("layout", format!("`{}` has replicated elements; a copy needs one address per element", b.name)));
+        return Err(Decline::new(
+            "layout",
+            format!("`{}` has replicated elements; a copy needs one address per element", b.name),
+        ));
     }
     Ok(MemSide { tile, swizzle, sym })
 }
 
 /// `cache="nc"` on a global → register load; anything else is refused or noted.
 fn cache_hint(cx: &CallCx, global_load: bool) -> Result<(CacheHint, Vec<String>), Decline> {
-    let Some((_, v)) = cx.call.config.iter().find(|(k, _)| k == "cache") else { return Ok((CacheHint::Default, vec![])) };
+    let Some((_, v)) = cx.call.config.iter().find(|(k, _)| k == "cache") else {
+        return Ok((CacheHint::Default, vec![]));
+    };
     match v {
         ConfigValue::Str(s) if s == "nc" && global_load => Ok((CacheHint::NonCoherent, vec![])),
         ConfigValue::Str(s) if s == "nc" => {
@@ -377,12 +420,23 @@ fn cache_hint(cx: &CallCx, global_load: bool) -> Result<(CacheHint, Vec<String>)
 
 /// Groups the memory side by the register iters: thread groups, and atoms of
 /// the register iters ordered by register stride (outermost first).
-fn partition(r: &TileLayout, m: &TileLayout, r_name: &str, m_name: &str) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
+fn partition(
+    r: &TileLayout,
+    m: &TileLayout,
+    r_name: &str,
+    m_name: &str,
+) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
     let (g, seps) = m.group(&r.extents()).map_err(|e| {
-        Decline::new("align", format!("the layout of `{m_name}` does not split along the register iters of `{r_name}` ({e})"))
+        Decline::new(
+            "align",
+            format!("the layout of `{m_name}` does not split along the register iters of `{r_name}` ({e})"),
+        )
     })?;
     if let Some(it) = g.shard.iter().find(|i| i.axis != Axis::M) {
-        return Err(Decline::new("layout", format!("`{m_name}` addresses the {} axis; memory operands use `m`", it.axis)));
+        return Err(Decline::new(
+            "layout",
+            format!("`{m_name}` addresses the {} axis; memory operands use `m`", it.axis),
+        ));
     }
     let mut threads = Vec::new();
     let mut regs: Vec<(i64, &[Iter])> = Vec::new();
@@ -462,7 +516,10 @@ fn choose_vec(atoms: &[Atom], bits: u32, al: &Alignment, limits: &mut Vec<String
             return (1, atoms.to_vec());
         }
         if tail % vec != 0 {
-            limits.push(format!("vec {vec}: only {tail} element{} per thread are contiguous in both memory and registers", plural(tail)));
+            limits.push(format!(
+                "vec {vec}: only {tail} element{} per thread are contiguous in both memory and registers",
+                plural(tail)
+            ));
             continue;
         }
         if let Some(c) = al.chunk.filter(|&c| vec > c) {

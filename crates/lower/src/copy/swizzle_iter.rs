@@ -98,7 +98,8 @@ impl Walk {
         let base = crate::addr::swizzle(em.builder(), &self.sw, m0.clone());
         let base = bind(em, pre, "s_base", base);
         let sigma = |em: &Emitter, b: u32| -> LExpr {
-            let bit = em.builder().bin_c(LBinOp::BitAnd, em.builder().bin_c(LBinOp::Shr, m0.clone(), (p + b) as i64), 1);
+            let bit =
+                em.builder().bin_c(LBinOp::BitAnd, em.builder().bin_c(LBinOp::Shr, m0.clone(), (p + b) as i64), 1);
             em.builder().sub(LExpr::Int(1, ity), em.builder().mul(bit, LExpr::Int(2, ity)))
         };
         let t = |b: u32| LExpr::Int(1i64 << (b + p), ity);
@@ -174,7 +175,13 @@ mod tests {
                     if (f >> j) & 1 == 1 {
                         let sig = |b: u32| 1 - 2 * ((m >> (3 + b)) & 1);
                         let t = |b: u32| 1i64 << (b + 3);
-                        off += if bj < 3 { sig(3 + bj) * t(bj) } else if bj < 6 { t(bj) + sig(bj - 3) * t(bj - 3) } else { t(bj) };
+                        off += if bj < 3 {
+                            sig(3 + bj) * t(bj)
+                        } else if bj < 6 {
+                            t(bj) + sig(bj - 3) * t(bj - 3)
+                        } else {
+                            t(bj)
+                        };
                     }
                 }
                 assert_eq!(off, swizzle_const(&sw, m + f * 256), "m0 {m} f {f}");

@@ -65,8 +65,12 @@ fn commutative(op: TileOp) -> bool {
 /// The call's operands by the op's signature (`spec.parse`, §4).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     let op = cx.call.op;
-    let dst = cx.region(0).ok_or_else(|| Decline::new("parse", format!("the destination of `{}` must be a buffer region", op.name())))?;
-    let need = |i: usize, what: &str| operand(cx, i).ok_or_else(|| Decline::new("parse", format!("`{}` is missing its {what}", op.name())));
+    let dst = cx
+        .region(0)
+        .ok_or_else(|| Decline::new("parse", format!("the destination of `{}` must be a buffer region", op.name())))?;
+    let need = |i: usize, what: &str| {
+        operand(cx, i).ok_or_else(|| Decline::new("parse", format!("`{}` is missing its {what}", op.name())))
+    };
     let mut scale = None;
     let srcs = match op {
         TileOp::Zero => vec![],
@@ -74,7 +78,9 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         TileOp::Reciprocal | TileOp::Silu => vec![need(1, "source")?],
         TileOp::Cast => match need(1, "source")? {
             r @ Operand::Region(_) => vec![r],
-            Operand::Scalar(_) => return Err(Decline::new("parse", "cast src must be a buffer region; use `fill` for a constant")),
+            Operand::Scalar(_) => {
+                return Err(Decline::new("parse", "cast src must be a buffer region; use `fill` for a constant"))
+            }
         },
         TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => {
             if let Some(TileArg::Scalar(e)) = cx.call.args.get(3) {
@@ -92,7 +98,10 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
                 }
                 (Operand::Scalar(_), _) if commutative(op) => vec![b, a],
                 (Operand::Scalar(_), _) => {
-                    return Err(Decline::new("parse", format!("non-commutative op {} cannot have a constant lhs", op.name())))
+                    return Err(Decline::new(
+                        "parse",
+                        format!("non-commutative op {} cannot have a constant lhs", op.name()),
+                    ))
                 }
                 _ => vec![a, b],
             }

@@ -33,10 +33,10 @@ use super::{parse, scalar, OpCall, Operand, OPS};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
-use tirx_ir::Arch;
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
+use tirx_ir::Arch;
 use tirx_ir::DType;
 use tirx_layout::{Fusion, Iter, TileLayout};
 
@@ -106,7 +106,8 @@ impl Variant for EwiseReg {
         let dst_name = &cx.buf(call.dst.buf).name;
         let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new("anchor_layout", m))?;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new("scope_level", m))?;
-        let loop_iters: Vec<Iter> = anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
+        let loop_iters: Vec<Iter> =
+            anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
         let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
         let mut srcs = Vec::with_capacity(call.srcs.len());
@@ -174,7 +175,15 @@ impl Variant for EwiseReg {
         let coords: Vec<LExpr> = vars
             .iter()
             .enumerate()
-            .map(|(k, (v, _))| if pairs && k + 1 == n { em.builder().mul(LExpr::Var(*v), LExpr::i32(2)) } else { LExpr::Var(*v) })
+            .map(
+                |(k, (v, _))| {
+                    if pairs && k + 1 == n {
+                        em.builder().mul(LExpr::Var(*v), LExpr::i32(2))
+                    } else {
+                        LExpr::Var(*v)
+                    }
+                },
+            )
             .collect();
         let (dst_buf, dst_ity) = em.lbuf(call.dst.buf)?;
         let dst_index = index(em, &p.dst, &coords, dst_ity);
@@ -229,7 +238,10 @@ impl Variant for EwiseReg {
         let mut body = vec![LStmt::new(kind, em.span)];
         let unroll = p.loops.iter().product::<i64>() <= UNROLL_ELEMS;
         for (v, trip) in vars.into_iter().rev() {
-            body = vec![LStmt::new(LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(trip), unroll, body }, em.span)];
+            body = vec![LStmt::new(
+                LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(trip), unroll, body },
+                em.span,
+            )];
         }
         em.stmts.extend(body);
         Ok(())
@@ -251,7 +263,13 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
             ));
         }
         if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
-            return Err(Decline::new("dtype", format!("operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16", b.name, b.dtype)));
+            return Err(Decline::new(
+                "dtype",
+                format!(
+                    "operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16",
+                    b.name, b.dtype
+                ),
+            ));
         }
     }
     Ok(())
@@ -271,11 +289,19 @@ fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
 /// Lifts a source region to the destination shape (broadcast dims become
 /// stride-0 iters), groups it by the anchor's iters and checks that every
 /// thread owns the same elements of both.
-fn align(cx: &CallCx, r: &BufferRegion, anchor: &TileLayout, dst_ext: &[i64], dst_name: &str) -> Result<RegMap, Decline> {
+fn align(
+    cx: &CallCx,
+    r: &BufferRegion,
+    anchor: &TileLayout,
+    dst_ext: &[i64],
+    dst_name: &str,
+) -> Result<RegMap, Decline> {
     let name = &cx.buf(r.buf).name;
     let sliced = register_layout(cx, r).map_err(|m| Decline::new("operand_layout", m))?;
     let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new("broadcast", m))?;
-    let lerr = |e: tirx_layout::LayoutError| Decline::new("align", format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"));
+    let lerr = |e: tirx_layout::LayoutError| {
+        Decline::new("align", format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"))
+    };
     let (g, seps) = sliced.group(&shape).map_err(lerr)?;
     let mut shard = Vec::new();
     for (d, (&o, &e)) in shape.iter().zip(dst_ext).enumerate() {
@@ -302,10 +328,19 @@ fn align(cx: &CallCx, r: &BufferRegion, anchor: &TileLayout, dst_ext: &[i64], ds
         if it.axis.is_thread() {
             let canon = TileLayout::from_shard(grp.to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
             if canon.shard != [*it] {
-                return Err(mismatch(format!("anchor thread iter {}:{}@{} meets {}", it.extent, it.stride, it.axis, iters_text(grp))));
+                return Err(mismatch(format!(
+                    "anchor thread iter {}:{}@{} meets {}",
+                    it.extent,
+                    it.stride,
+                    it.axis,
+                    iters_text(grp)
+                )));
             }
         } else if let Some(t) = grp.iter().find(|i| i.axis.is_thread() && i.extent > 1) {
-            return Err(mismatch(format!("register iter {}:{} of the anchor meets thread iter {}:{}@{}", it.extent, it.stride, t.extent, t.stride, t.axis)));
+            return Err(mismatch(format!(
+                "register iter {}:{} of the anchor meets thread iter {}:{}@{}",
+                it.extent, it.stride, t.extent, t.stride, t.axis
+            )));
         } else if it.extent > 1 {
             groups.push(grp.to_vec());
         }
@@ -367,7 +402,15 @@ fn packed_op(op: TileOp) -> Option<PackedOp> {
 
 /// Pair arithmetic or pair conversion when the types and every operand's
 /// register pairs allow it; why not goes to `limits`.
-fn choose_mode(cx: &CallCx, call: &OpCall, compute: DType, loops: &[i64], dst: &RegMap, srcs: &[Option<RegMap>], limits: &mut Vec<String>) -> Mode {
+fn choose_mode(
+    cx: &CallCx,
+    call: &OpCall,
+    compute: DType,
+    loops: &[i64],
+    dst: &RegMap,
+    srcs: &[Option<RegMap>],
+    limits: &mut Vec<String>,
+) -> Mode {
     let dst_t = cx.buf(call.dst.buf).dtype;
     let region_types: Vec<DType> = call.regions().skip(1).map(|r| cx.buf(r.buf).dtype).collect();
     let wanted = if call.op == TileOp::Cast {
@@ -380,7 +423,11 @@ fn choose_mode(cx: &CallCx, call: &OpCall, compute: DType, loops: &[i64], dst: &
         }
         let bf16 = dst_t == DType::BF16 || region_types.first() == Some(&DType::BF16);
         if bf16 && !cx.opts.arch.supports(Arch::SM_80) {
-            limits.push(format!("pair conversions: bfloat16 pair conversion needs {}, target is {}", Arch::SM_80, cx.opts.arch));
+            limits.push(format!(
+                "pair conversions: bfloat16 pair conversion needs {}, target is {}",
+                Arch::SM_80,
+                cx.opts.arch
+            ));
             return Mode::Scalar;
         }
         Mode::Cast2

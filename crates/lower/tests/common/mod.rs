@@ -29,15 +29,23 @@ pub fn lower(src: &str) -> Lowered {
 /// or misaligned access, divergent barrier or partial-warp collective in the
 /// simulator (zeroed inputs; kernels with parameters over 64 MiB are skipped).
 fn simulates_cleanly(l: &Lowered, src: &str) {
-    let sizes: Vec<usize> =
-        l.lir.params.iter().map(|p| l.lir.buf(*p)).map(|b| b.elems.max(0) as usize * b.dtype.bytes() as usize).collect();
+    let sizes: Vec<usize> = l
+        .lir
+        .params
+        .iter()
+        .map(|p| l.lir.buf(*p))
+        .map(|b| b.elems.max(0) as usize * b.dtype.bytes() as usize)
+        .collect();
     if sizes.iter().sum::<usize>() > 64 << 20 {
         return;
     }
     let mut params: Vec<Vec<u8>> = sizes.iter().map(|&n| vec![0u8; n]).collect();
     let opts = tirx_sim::SimOptions { grid_limit: Some(64), ..Default::default() };
     if let Err(e) = tirx_sim::simulate(&l.lir, &mut params, &opts) {
-        panic!("the lowered kernel is not a valid program:\n{}\n{src}", tirx_ir::diag::render(&[e.to_diagnostic()], "k.py", src, false));
+        panic!(
+            "the lowered kernel is not a valid program:\n{}\n{src}",
+            tirx_ir::diag::render(&[e.to_diagnostic()], "k.py", src, false)
+        );
     }
 }
 

@@ -24,7 +24,9 @@
 #      the sanitizers (there are hundreds);
 #   2. compute-sanitizer --tool memcheck and --tool racecheck over each example's `tirx run`;
 #   3. `tirx bench --json` on examples/bench/*.py (kernel vs cuMemcpyDtoD, same traffic);
-#   4. a summary table. Exit status 1 on any failure or sanitizer finding, else 0.
+#   4. the prebuilt GPU test executables in $TIRX_TEST_BINS, if set (TIRX_REQUIRE_GPU=1 is
+#      exported, so a test that finds no GPU fails rather than skipping);
+#   5. a summary table. Exit status 1 on any failure or sanitizer finding, else 0.
 # Logs stay in $WORK (default: a fresh temp dir, printed at the end). Budget: < 8 minutes
 # (each step has a timeout; the bench uses 50 timed launches).
 set -u -o pipefail
@@ -35,6 +37,8 @@ WORK=${WORK:-$(mktemp -d /tmp/tirx-gpu-test.XXXXXX)}
 BENCH_ITERS=${BENCH_ITERS:-50}
 mkdir -p "$WORK"
 export TIRX_CACHE_DIR="$WORK/cubin-cache"
+# Tests that skip without a GPU must fail here instead.
+export TIRX_REQUIRE_GPU=1
 
 die() { echo "gpu-test: $*" >&2; exit 1; }
 [ -x "$TIRX" ] || die "no tirx binary at $TIRX (build it with 'cargo build --release -p tirx-cli' or set TIRX)"
@@ -207,6 +211,20 @@ EOF
     fi
 done
 
+# Prebuilt Rust test executables that need the GPU (no Rust toolchain on GPU machines):
+# build them with `cargo test --release -p tirx-runtime --no-run` and copy the binaries into
+# $TIRX_TEST_BINS. With TIRX_REQUIRE_GPU=1 a test that finds no GPU fails instead of skipping.
+test_bin_fail=0; test_bin_ok=0
+for t in ${TIRX_TEST_BINS:+"$TIRX_TEST_BINS"/*}; do
+    [ -x "$t" ] || continue
+    if timeout 300 "$t" >"$WORK/testbin_$(basename "$t").log" 2>&1; then
+        test_bin_ok=$((test_bin_ok + 1))
+    else
+        test_bin_fail=$((test_bin_fail + 1))
+        echo "FAILED: $t (log: $WORK/testbin_$(basename "$t").log)"
+    fi
+done
+
 echo
 echo "== examples: GPU vs simulator, compute-sanitizer findings =="
 printf '%-40s %-10s %-9s %-9s\n' example check-sim memcheck racecheck
@@ -222,8 +240,9 @@ for r in "${BROWS[@]}"; do echo "$r"; done
 echo
 echo "cases run: $((run_ok + run_fail)), passed: $run_ok, failed: $run_fail, skipped: $skipped; bench failures: $bench_fail"
 echo "sanitizer findings: memcheck $memcheck_total, racecheck $racecheck_total"
+[ -n "${TIRX_TEST_BINS:-}" ] && echo "GPU test executables: $test_bin_ok passed, $test_bin_fail failed"
 echo "logs: $WORK"
-if [ $run_fail -gt 0 ] || [ $bench_fail -gt 0 ] || [ $memcheck_total -gt 0 ] || [ $racecheck_total -gt 0 ]; then
+if [ $run_fail -gt 0 ] || [ $bench_fail -gt 0 ] || [ $test_bin_fail -gt 0 ] || [ $memcheck_total -gt 0 ] || [ $racecheck_total -gt 0 ]; then
     exit 1
 fi
 exit 0

@@ -146,3 +146,42 @@ fn explain_sim_shows_bank_conflicts_per_call() {
     assert_eq!(ld["bank"][0]["kind"], "ldmatrix");
     assert_eq!(ld["bank"][0]["worst_ways"], 1);
 }
+
+/// `check` ok ⇔ `lower` ok, for every example and target; an unknown target is a user error.
+#[test]
+fn check_agrees_with_lower_on_every_example_and_target() {
+    let mut files: Vec<PathBuf> = vec![];
+    for dir in [example(""), example("bench")] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "py") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 20);
+    for arch in ["sm_90a", "sm_80"] {
+        for f in &files {
+            let f = f.to_str().unwrap();
+            let check = tirx(&["check", f, "--arch", arch]);
+            let lower = tirx(&["lower", f, "--emit", "cuda", "--arch", arch]);
+            assert_eq!(check.status.code(), lower.status.code(), "{f} on {arch}: {}", text(&lower.stderr));
+            assert_eq!(check.status.code(), Some(0), "{f} on {arch}: {}", text(&check.stderr));
+            let cuda = text(&lower.stdout);
+            if arch == "sm_80" {
+                assert!(!cuda.contains("stmatrix.sync"), "{f}: stmatrix emitted for sm_80");
+            }
+        }
+    }
+    let out = tirx(&["check", files[0].to_str().unwrap(), "--arch", "sm_9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("expected sm_<major><minor>[a]"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn explain_names_the_target_and_arch_declines() {
+    let f = example("ldstmatrix_wg_trans.py");
+    let out = tirx(&["explain", f.to_str().unwrap(), "--arch", "sm_70"]);
+    let s = text(&out.stdout);
+    assert!(s.contains("ldstmatrix needs sm_75; target is sm_70"), "{s}{}", text(&out.stderr));
+}

@@ -176,3 +176,9 @@ pub(crate) mod testutil {
         }
     }
 }
+
+/// Tests that need a GPU (or NVRTC) skip without one and say so; with
+/// `TIRX_REQUIRE_GPU=1` (set by `scripts/gpu-test.sh`) a missing GPU fails them instead.
+pub fn gpu_required() -> bool {
+    std::env::var_os("TIRX_REQUIRE_GPU").is_some_and(|v| v == "1")
+}

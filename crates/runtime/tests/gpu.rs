@@ -40,7 +40,9 @@ fn gpu_or_skip() -> Option<Gpu> {
             Some(g)
         }
         Err(e) => {
-            eprintln!("skipped: {}", e.to_string().lines().next().unwrap_or_default());
+            let why = e.to_string().lines().next().unwrap_or_default().to_string();
+            assert!(!tirx_runtime::gpu_required(), "TIRX_REQUIRE_GPU=1 but no usable GPU: {why}");
+            eprintln!("skipped (no GPU; TIRX_REQUIRE_GPU=1 makes this a failure): {why}");
             None
         }
     }

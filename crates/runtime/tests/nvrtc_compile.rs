@@ -17,7 +17,9 @@ fn nvrtc_or_skip() -> bool {
     match ensure_nvrtc_loaded() {
         Ok(_) => true,
         Err(e) => {
-            eprintln!("skipped: {}", e.to_string().lines().next().unwrap_or_default());
+            let why = e.to_string().lines().next().unwrap_or_default().to_string();
+            assert!(!tirx_runtime::gpu_required(), "TIRX_REQUIRE_GPU=1 but NVRTC is missing: {why}");
+            eprintln!("skipped (no NVRTC; TIRX_REQUIRE_GPU=1 makes this a failure): {why}");
             false
         }
     }

@@ -44,8 +44,9 @@ pub fn run(a: Args) -> CmdResult {
     let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
     if a.json {
         let mut j = serde_json::to_value(&calls).map_err(|e| Failure::Internal(e.to_string()))?;
-        if a.sim {
-            for (c, v) in calls.iter().zip(j.as_array_mut().into_iter().flatten()) {
+        for (c, v) in calls.iter().zip(j.as_array_mut().into_iter().flatten()) {
+            v["target"] = a.target.arch.to_string().into();
+            if a.sim {
                 v["bank"] = serde_json::to_value(of_call(c)).map_err(|e| Failure::Internal(e.to_string()))?;
             }
         }
@@ -54,6 +55,7 @@ pub fn run(a: Args) -> CmdResult {
     } else if calls.is_empty() {
         println!("no tile calls");
     } else {
+        println!("target: {}\n", a.target.arch);
         for (i, c) in calls.iter().enumerate() {
             if i > 0 {
                 println!();
@@ -69,10 +71,7 @@ pub fn run(a: Args) -> CmdResult {
             eprint_diags(&l.warnings, &src);
             Ok(())
         }
-        Err(diags) => {
-            eprint_diags(&diags, &src);
-            Err(Failure::Reported)
-        }
+        Err(diags) => Err(crate::frontend::report_errors(&diags, &src)),
     }
 }
 

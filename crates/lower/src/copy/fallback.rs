@@ -60,13 +60,15 @@ impl Variant for Fallback {
         let ops = operands(cx)?;
         let n = CopyOps::elems(ops.dst);
         let (who, summary) = match (distributed(ops.dst_buf), distributed(ops.src_buf)) {
-            (true, true) => return Err(Decline::new(
-                "owner_computes",
-                format!(
+            (true, true) => {
+                return Err(Decline::new(
+                    "owner_computes",
+                    format!(
                     "both `{}` and `{}` are distributed over threads; no single thread owns both sides of an element",
                     ops.dst_buf.name, ops.src_buf.name
                 ),
-            )),
+                ))
+            }
             (false, false) => elected(cx, n)?,
             (dst_distributed, _) => {
                 let d = if dst_distributed { ops.dst_buf } else { ops.src_buf };

@@ -19,9 +19,26 @@ pub fn lower(src: &str) -> Lowered {
     match tirx_lower::lower_kernel(&k, &Default::default()) {
         Ok(l) => {
             simulates_cleanly(&l, src);
+            lowers_for_older_targets(&k, src);
             l
         }
         Err(d) => panic!("lowering failed:\n{}", tirx_ir::diag::render(&d, "k.py", src, false)),
+    }
+}
+
+/// Every kernel a test lowers, lowered for older targets: no instruction the target
+/// lacks (e.g. no sm_90 `stmatrix` for sm_80), and never an internal error.
+fn lowers_for_older_targets(k: &Kernel, src: &str) {
+    use tirx_ir::Arch;
+    for arch in [Arch::SM_80, Arch::SM_75] {
+        match tirx_lower::lower_kernel(k, &tirx_lower::LowerOptions::for_arch(arch)) {
+            Ok(l) => assert!(l.lir.first_unsupported(arch).is_none(), "{arch}: an instruction it lacks\n{src}"),
+            Err(d) => assert!(
+                !d.iter().any(|d| d.internal),
+                "{arch}: internal error\n{}",
+                tirx_ir::diag::render(&d, "k.py", src, false)
+            ),
+        }
     }
 }
 

@@ -31,20 +31,130 @@ use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
 
-/// Why a variant does not apply: the predicate that failed and a reason a user can act on.
+/// The predicate a decline failed: tests and tools match on it, `tirx explain`
+/// shows its [`Rule::name`] (`[divides_thread_cnt]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// An element cannot be addressed through its buffer's layout.
+    Address,
+    /// One operand does not split along the iters of the other.
+    Align,
+    /// An access would not be aligned to its width.
+    Alignment,
+    /// Some threads of the call's scope are inactive (an `if` on scope ids).
+    AllThreadsActive,
+    /// The destination of an elementwise op has no usable register layout.
+    AnchorLayout,
+    /// The target is older than the variant or instruction needs.
+    Arch,
+    /// A source does not broadcast to the destination's shape.
+    Broadcast,
+    /// A call config value the variant cannot honour.
+    Config,
+    /// The region does not divide over the cooperating threads.
+    DividesThreadCnt,
+    /// An element type the variant cannot move or compute on.
+    Dtype,
+    /// No thread can be elected to do the work.
+    Elect,
+    /// The call's execution scope is not one the variant supports.
+    ExecScope,
+    /// The register operand is not the instruction's fragment.
+    Fragment,
+    /// An operand's layout has a form the variant cannot address (thread axes, replicas, swizzled global).
+    Layout,
+    /// An operand is missing, not allocated here, or not lowerable.
+    Operand,
+    /// A source of an elementwise op has no usable register layout.
+    OperandLayout,
+    /// An operand is in a memory scope the variant does not accept.
+    OperandScope,
+    /// No thread owns every element it would copy.
+    OwnerComputes,
+    /// The call's operands do not match the op's signature.
+    Parse,
+    /// No split of the region over the threads exists.
+    Partition,
+    /// The register operand's layout does not number the scope's threads.
+    RegisterLayout,
+    /// A store from registers replicated over threads.
+    Replicated,
+    /// The memory scopes of the operands are not a pair the variant moves.
+    ScopeAllowed,
+    /// The destination's thread axes do not tile the call's scope.
+    ScopeLevel,
+    /// The region cannot be sliced out of the layout.
+    Slice,
+    /// A swizzle the instruction cannot keep together.
+    Swizzle,
+    /// A region begin that is not affine, or falls on a split dim.
+    SymbolicBegin,
+    /// Operands are owned by different threads.
+    ThreadPart,
+    /// The threads of one instance disagree on the region.
+    UniformRegion,
+    /// The copy is not valid (dtype, shapes, bounds).
+    ValidateCopyOp,
+}
+
+impl Rule {
+    /// The snake_case name explain and its JSON show.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rule::Address => "address",
+            Rule::Align => "align",
+            Rule::Alignment => "alignment",
+            Rule::AllThreadsActive => "all_threads_active",
+            Rule::AnchorLayout => "anchor_layout",
+            Rule::Arch => "arch",
+            Rule::Broadcast => "broadcast",
+            Rule::Config => "config",
+            Rule::DividesThreadCnt => "divides_thread_cnt",
+            Rule::Dtype => "dtype",
+            Rule::Elect => "elect",
+            Rule::ExecScope => "exec_scope",
+            Rule::Fragment => "fragment",
+            Rule::Layout => "layout",
+            Rule::Operand => "operand",
+            Rule::OperandLayout => "operand_layout",
+            Rule::OperandScope => "operand_scope",
+            Rule::OwnerComputes => "owner_computes",
+            Rule::Parse => "parse",
+            Rule::Partition => "partition",
+            Rule::RegisterLayout => "register_layout",
+            Rule::Replicated => "replicated",
+            Rule::ScopeAllowed => "scope_allowed",
+            Rule::ScopeLevel => "scope_level",
+            Rule::Slice => "slice",
+            Rule::Swizzle => "swizzle",
+            Rule::SymbolicBegin => "symbolic_begin",
+            Rule::ThreadPart => "thread_part",
+            Rule::UniformRegion => "uniform_region",
+            Rule::ValidateCopyOp => "validate_copy_op",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a variant does not apply: the rule that failed and a reason a user can act on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decline {
-    pub predicate: &'static str,
+    pub rule: Rule,
     pub reason: String,
 }
 
 impl Decline {
-    pub fn new(predicate: &'static str, reason: impl Into<String>) -> Decline {
-        Decline { predicate, reason: reason.into() }
+    pub fn new(rule: Rule, reason: impl Into<String>) -> Decline {
+        Decline { rule, reason: reason.into() }
     }
     /// The target is older than what `what` needs.
     pub fn arch(what: &str, min: Arch, target: Arch) -> Decline {
-        Decline::new("arch", format!("{what} needs {min}; target is {target}"))
+        Decline::new(Rule::Arch, format!("{what} needs {min}; target is {target}"))
     }
 }
 
@@ -57,7 +167,7 @@ pub struct Bug(pub String);
 /// same failure is a bug, so `?` converts.
 impl From<Decline> for Bug {
     fn from(d: Decline) -> Bug {
-        Bug(format!("{} [{}]", d.reason, d.predicate))
+        Bug(format!("{} [{}]", d.reason, d.rule))
     }
 }
 
@@ -127,12 +237,12 @@ impl<'a> CallCx<'a> {
         let kind = self.scope.kind;
         let unsupported = || {
             let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
-            Decline::new("exec_scope", format!("unsupported exec_scope {kind} (need {})", names.join(", ")))
+            Decline::new(Rule::ExecScope, format!("unsupported exec_scope {kind} (need {})", names.join(", ")))
         };
         if !scopes.contains(&kind) {
             return Err(unsupported());
         }
-        self.scope.all_threads_active().map_err(|m| Decline::new("all_threads_active", m))?;
+        self.scope.all_threads_active().map_err(|m| Decline::new(Rule::AllThreadsActive, m))?;
         self.scope.thread_count().ok_or_else(unsupported)
     }
 
@@ -182,18 +292,18 @@ impl Emitter<'_> {
     }
     /// Thread-axis coordinates of the owner of `buf[idx]`.
     pub fn owner(&mut self, buf: BufId, idx: &[LExpr]) -> Result<Vec<(Axis, LExpr)>, Decline> {
-        crate::addr::owner(self.kernel, self.b, buf, idx).map_err(|m| Decline::new("address", m))
+        crate::addr::owner(self.kernel, self.b, buf, idx).map_err(|m| Decline::new(Rule::Address, m))
     }
     pub fn expr(&mut self, e: &Expr) -> Result<LExpr, Decline> {
-        crate::expr::lower(self.kernel, self.env, self.b, e).map_err(|d| Decline::new("operand", d.message))
+        crate::expr::lower(self.kernel, self.env, self.b, e).map_err(|d| Decline::new(Rule::Operand, d.message))
     }
     /// Element index of `buf[idx]` through the buffer's layout (memory axis only).
     pub fn address(&mut self, buf: BufId, idx: &[LExpr]) -> Result<(LBufId, LExpr), Decline> {
-        crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new("address", m))
+        crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new(Rule::Address, m))
     }
     pub fn lbuf(&self, buf: BufId) -> Result<(LBufId, DType), Decline> {
         self.env.lbuf(buf).ok_or_else(|| {
-            Decline::new("operand", format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
+            Decline::new(Rule::Operand, format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
         })
     }
 }

@@ -2,7 +2,7 @@
 //! operands with their layouts, every variant tried with its verdict, the
 //! chosen variant, vector width, rounds and what limited the vector width.
 
-use crate::dispatch::{CallCx, Decline, Plan, Variant};
+use crate::dispatch::{CallCx, Decline, Plan, Rule, Variant};
 use serde::Serialize;
 use std::fmt::Write;
 use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, TileOp, UnOp};
@@ -42,9 +42,12 @@ pub struct Tried {
     pub accepted: bool,
     /// Why it declined, or a summary of the accepted plan.
     pub reason: String,
-    /// The predicate that failed (`all_threads_active`, `divides_thread_cnt`, `emit`, ...).
+    /// The predicate that failed ([`Rule::name`]: `all_threads_active`, `divides_thread_cnt`, ...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicate: Option<String>,
+    /// The same predicate, typed (what tests match on).
+    #[serde(skip)]
+    pub rule: Option<Rule>,
     /// Planned for the record only: `dispatch=` forced another variant.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skipped: bool,
@@ -58,15 +61,16 @@ impl Tried {
                 t.accepted = true;
                 t.reason = plan.summary.clone();
             }
-            Err(d) => t.decline(d, false),
+            Err(d) => t.decline(d),
         }
         t
     }
 
-    pub(crate) fn decline(&mut self, d: &Decline, at_emit: bool) {
+    pub(crate) fn decline(&mut self, d: &Decline) {
         self.accepted = false;
-        self.reason = if at_emit { format!("declined at emit: {}", d.reason) } else { d.reason.clone() };
-        self.predicate = Some(d.predicate.to_string());
+        self.reason = d.reason.clone();
+        self.predicate = Some(d.rule.name().to_string());
+        self.rule = Some(d.rule);
     }
 }
 

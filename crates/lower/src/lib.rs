@@ -29,7 +29,7 @@ mod lay;
 pub mod scope;
 mod stmt;
 
-pub use dispatch::{Bug, CallCx, Decline, Emitter, Plan, Registry, Variant};
+pub use dispatch::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};
 pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
 
 use tirx_ir::hir::Kernel;

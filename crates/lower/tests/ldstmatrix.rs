@@ -317,17 +317,16 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     }
 }
 
-fn decline_of(c: &CallExplain) -> (String, String) {
-    let t = tried(c, "ldstmatrix");
-    assert!(!t.accepted, "{}", c.render());
-    (t.predicate.clone().unwrap_or_default(), t.reason.clone())
+fn decline_of(c: &CallExplain) -> (Rule, String) {
+    (rule(c, "ldstmatrix"), tried(c, "ldstmatrix").reason.clone())
 }
 
-/// Declined copies are lowered by copy→reg, with the same values.
-fn declined(k: &Kernel, predicate: &str, reason: &str) {
+/// Declined copies are lowered by copy→reg, with the same values. The reason
+/// is checked too: it names the fragment condition a user must fix.
+fn declined(k: &Kernel, want: Rule, reason: &str) {
     let (_, c) = k.check();
     let (p, r) = decline_of(&c);
-    assert_eq!(p, predicate, "{r}");
+    assert_eq!(p, want, "{r}");
     assert!(r.contains(reason), "{r}");
     assert_eq!(c.chosen.as_deref(), Some("reg"), "{}", c.render());
 }
@@ -337,7 +336,7 @@ fn declines_32_bit_dtype() {
     for store in [false, true] {
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.dtype = "float32";
-        declined(&k, "dtype", "ldmatrix/stmatrix move 16-bit elements (.b16); `");
+        declined(&k, Rule::Dtype, "ldmatrix/stmatrix move 16-bit elements (.b16); `");
     }
 }
 
@@ -357,7 +356,7 @@ fn declines_non_fragment_registers() {
         // Lanes transposed: lane l holds row l % 8.
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.r = vec![(8, 1, "laneid"), (4, 8, "laneid"), (2, 2, ""), (2, 1, "")];
-        declined(&k, "fragment", "`R` is not the m8n8 fragment of `A_smem`: in the fragment's register order (lane l holds row l/4, column pair l%4 of each tile) the 8 rows of a tile are not evenly strided in `A_smem`");
+        declined(&k, Rule::Fragment, "`R` is not the m8n8 fragment of `A_smem`: in the fragment's register order (lane l holds row l/4, column pair l%4 of each tile) the 8 rows of a tile are not evenly strided in `A_smem`");
         // Lane i holds row i of a 32×8 tile: in register order the shared tiles are not row-major.
         let k = Kernel {
             scope: "warp",
@@ -367,7 +366,7 @@ fn declines_non_fragment_registers() {
             s_layout: "TileLayout(S[(32, 8):(8, 1)])".into(),
             store,
         };
-        declined(&k, "fragment", "the tiles of `A_smem` are neither row-major");
+        declined(&k, Rule::Fragment, "the tiles of `A_smem` are neither row-major");
     }
 }
 
@@ -376,11 +375,11 @@ fn declines_misaligned_shared_rows() {
     for store in [false, true] {
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.s_layout = "TileLayout(S[(8, 4, 2, 2):(20, 2, 8, 1)])".into();
-        declined(&k, "alignment", "the rows (row-major tiles) of `A_smem` are 20 elements (40 B) apart");
+        declined(&k, Rule::Alignment, "the rows (row-major tiles) of `A_smem` are 20 elements (40 B) apart");
         // Tiles 12 elements apart: misaligned whether one instruction moves both (num 2) or each (num 1).
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.s_layout = "TileLayout(S[(8, 4, 2, 2):(32, 2, 12, 1)])".into();
-        declined(&k, "fragment", "num 2: the 2 tiles are 12 elements apart in shared memory");
+        declined(&k, Rule::Fragment, "num 2: the 2 tiles are 12 elements apart in shared memory");
     }
 }
 
@@ -388,7 +387,7 @@ fn declines_misaligned_shared_rows() {
 fn declines_small_swizzle_chunk() {
     let mut k = matrix_kernel("warp", 2, false, false, false);
     k.s_layout = "ComposeLayout(2, 3, 3, TileLayout(S[(8, 4, 2, 2):(16, 2, 8, 1)]))".into();
-    declined(&k, "swizzle", "per_element=2 < 3");
+    declined(&k, Rule::Swizzle, "per_element=2 < 3");
 }
 
 /// Narrower `num` when wider ones do not divide the tiles, and the limits say why.
@@ -434,7 +433,7 @@ fn replicated_registers() {
             assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{}", c.render());
         } else {
             let (p, r) = decline_of(c);
-            assert_eq!(p, "replicated", "{r}");
+            assert_eq!(p, Rule::Replicated, "{r}");
             assert!(r.contains("every warp would store the same shared elements"), "{r}");
         }
     }
@@ -449,6 +448,7 @@ fn explain_shows_the_failed_condition() {
     assert!(text.contains("declines ldstmatrix"), "{text}");
     assert!(text.contains("`R` is not the m8n8 fragment of `A_smem`"), "{text}");
     assert!(text.contains("[fragment]"), "{text}");
+    assert_eq!(rule(&calls[1], "ldstmatrix"), Rule::Fragment);
 }
 
 /// Two 8×16 stages in shared memory `stride` elements apart, loaded one after the
@@ -506,16 +506,13 @@ fn stage_offsets_constant_and_symbolic() {
     let calls = run_staged(&staged(132, false));
     assert_eq!(calls[0].chosen.as_deref(), Some("ldstmatrix"), "{}", calls[0].render());
     let (p, r) = decline_of(&calls[1]);
-    assert_eq!(
-        (p.as_str(), r.as_str()),
-        ("alignment", "the shared region starts at element 132 (264 B), not 16-B aligned")
-    );
+    assert_eq!((p, r.as_str()), (Rule::Alignment, "the shared region starts at element 132 (264 B), not 16-B aligned"));
     assert_eq!(calls[1].chosen.as_deref(), Some("reg"));
     let calls = run_staged(&staged(132, true));
     let (p, r) = decline_of(&calls[0]);
     assert_eq!(
-        (p.as_str(), r.as_str()),
-        ("alignment", "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)")
+        (p, r.as_str()),
+        (Rule::Alignment, "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)")
     );
     assert_eq!(calls[0].chosen.as_deref(), Some("reg"));
 }
@@ -525,11 +522,12 @@ fn declines_sparse_register_pairs() {
     // Registers 2 apart: a column pair would straddle two 32-bit registers.
     let mut k = matrix_kernel("warp", 2, false, false, false);
     k.r = vec![(8, 4, "laneid"), (4, 1, "laneid"), (2, 4, ""), (2, 2, "")];
-    let (_, c) = decline_of_script_and_explain(&k.script());
+    let (p, c) = decline_of_script_and_explain(&k.script());
+    assert_eq!(p, Rule::Fragment);
     assert!(c.contains("the two 16-bit elements of a column pair must be adjacent registers"), "{c}");
 }
 
-fn decline_of_script_and_explain(src: &str) -> (String, String) {
+fn decline_of_script_and_explain(src: &str) -> (Rule, String) {
     let (calls, _) = tirx_lower::explain_kernel(&parse(src), &Default::default());
     let c = calls.iter().find(|c| c.operands.iter().any(|o| o.memory == "local")).expect("a register copy");
     decline_of(c)
@@ -637,7 +635,7 @@ mod props {
                 prop_assert!(cuda(&l).contains(&ptx(store, num, trans)));
             } else {
                 let (p, r) = decline_of(&c);
-                prop_assert_eq!(p.as_str(), "fragment", "{}", r);
+                prop_assert_eq!(p, Rule::Fragment, "{}", r);
                 prop_assert_eq!(c.chosen.as_deref(), Some("reg"), "{}", c.render());
             }
         }

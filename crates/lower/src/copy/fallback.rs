@@ -25,7 +25,7 @@
 //! ```
 
 use super::{operands, CopyOps, COPY};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::scope::TidKind;
 use tirx_ir::hir::{Buffer, BufferRegion, TileOp};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
@@ -62,7 +62,7 @@ impl Variant for Fallback {
         let (who, summary) = match (distributed(ops.dst_buf), distributed(ops.src_buf)) {
             (true, true) => {
                 return Err(Decline::new(
-                    "owner_computes",
+                    Rule::OwnerComputes,
                     format!(
                     "both `{}` and `{}` are distributed over threads; no single thread owns both sides of an element",
                     ops.dst_buf.name, ops.src_buf.name
@@ -137,8 +137,8 @@ fn elected(cx: &CallCx, n: i64) -> Result<(Who, String), Decline> {
     let kind = cx
         .scope
         .tid_kind()
-        .ok_or_else(|| Decline::new("exec_scope", format!("unsupported exec_scope {}", cx.scope.kind)))?;
-    let first = cx.scope.first_thread().map_err(|m| Decline::new("elect", m))?;
+        .ok_or_else(|| Decline::new(Rule::ExecScope, format!("unsupported exec_scope {}", cx.scope.kind)))?;
+    let first = cx.scope.first_thread().map_err(|m| Decline::new(Rule::Elect, m))?;
     Ok((
         Who::Elected(Some((kind, first))),
         format!("thread {first} of the {} copies {n} elements one by one", cx.scope.kind),
@@ -150,10 +150,10 @@ fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
     let tile = crate::lay::tile_of(&d.layout);
     cx.scope
         .all_threads_active()
-        .map_err(|m| Decline::new("all_threads_active", format!("`{}` is distributed over threads: {m}", d.name)))?;
+        .map_err(|m| Decline::new(Rule::AllThreadsActive, format!("`{}` is distributed over threads: {m}", d.name)))?;
     if let Some(r) = tile.replica.iter().find(|i| i.axis.is_thread()) {
         return Err(Decline::new(
-            "owner_computes",
+            Rule::OwnerComputes,
             format!("`{}` is replicated over {}; owner-computes needs one home per element", d.name, r.axis),
         ));
     }
@@ -161,7 +161,7 @@ fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
         let outer = it.axis.scopes().map(|s| s.0);
         if outer.is_none_or(|o| o.wider_than(cx.scope.kind) || o == ExecScope::Kernel || o == ExecScope::Cluster) {
             return Err(Decline::new(
-                "owner_computes",
+                Rule::OwnerComputes,
                 format!(
                     "`{}` is distributed over {}, wider than the {} scope of the call",
                     d.name, it.axis, cx.scope.kind
@@ -173,14 +173,14 @@ fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
 }
 
 /// `region.begin + (loop vars on the non-unit dims)`.
-fn indices(em: &mut Emitter, r: &BufferRegion, lv: &[LExpr]) -> Result<Vec<LExpr>, Decline> {
+fn indices(em: &mut Emitter, r: &BufferRegion, lv: &[LExpr]) -> Result<Vec<LExpr>, Bug> {
     let mut next = lv.iter();
     let mut idx = Vec::with_capacity(r.ranges.len());
     for rg in &r.ranges {
         let b = em.expr(&rg.begin)?;
         let b = em.builder().to_int(b, DType::I32);
         idx.push(if rg.extent != 1 {
-            let v = next.next().cloned().ok_or_else(|| Decline::new("emit", "internal: region rank mismatch"))?;
+            let v = next.next().cloned().ok_or_else(|| Bug("region rank mismatch".into()))?;
             em.builder().add(b, v)
         } else {
             b
@@ -190,19 +190,19 @@ fn indices(em: &mut Emitter, r: &BufferRegion, lv: &[LExpr]) -> Result<Vec<LExpr
 }
 
 /// `owner(buf[idx]) == this thread` on every thread axis of the layout.
-fn owned(em: &mut Emitter, buf: tirx_ir::hir::BufId, idx: &[LExpr]) -> Result<LExpr, Decline> {
+fn owned(em: &mut Emitter, buf: tirx_ir::hir::BufId, idx: &[LExpr]) -> Result<LExpr, Bug> {
     let mut cond: Option<LExpr> = None;
     for (axis, value) in em.owner(buf, idx)? {
         let me = em
             .axis_id(axis)
-            .ok_or_else(|| Decline::new("owner_computes", format!("thread axis {axis} has no id inside a CTA")))?;
+            .ok_or_else(|| Decline::new(Rule::OwnerComputes, format!("thread axis {axis} has no id inside a CTA")))?;
         let eq = LExpr::bin(LBinOp::Eq, value, me);
         cond = Some(match cond {
             Some(c) => LExpr::bin(LBinOp::And, c, eq),
             None => eq,
         });
     }
-    cond.ok_or_else(|| Decline::new("emit", "internal: a distributed operand without thread axes"))
+    cond.ok_or_else(|| Bug("a distributed operand without thread axes".into()))
 }
 
 fn copy_stmt(em: &Emitter, dst: LBufId, di: LExpr, src: LBufId, si: LExpr) -> LStmt {

@@ -28,7 +28,7 @@ use super::partition::{self, Partition, Sides};
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps, COPY};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
@@ -72,7 +72,7 @@ impl GsOperands {
         let g = side(cx, g_reg)?;
         if g.swizzle.is_some() {
             return Err(Decline::new(
-                "layout",
+                Rule::Layout,
                 format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name),
             ));
         }
@@ -132,7 +132,10 @@ impl Variant for GmemSmem {
         // Both regions hold the same elements (`operands` checked their extents).
         let n = CopyOps::elems(ops.src);
         if n % t != 0 {
-            return Err(Decline::new("divides_thread_cnt", format!("region size {n} not divisible by thread_cnt={t}")));
+            return Err(Decline::new(
+                Rule::DividesThreadCnt,
+                format!("region size {n} not divisible by thread_cnt={t}"),
+            ));
         }
         let o = GsOperands::resolve(cx, &ops)?;
         let (part, mut limits) = partition::align(&o.sides(t));
@@ -141,7 +144,7 @@ impl Variant for GmemSmem {
             limits.pop();
             let why = if limits.is_empty() { String::new() } else { format!(": {}", limits.join("; ")) };
             return Err(Decline::new(
-                "partition",
+                Rule::Partition,
                 format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}"),
             ));
         }
@@ -245,7 +248,7 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
         Layout::Compose(c) => (lay::compose_base(&b.layout, &b.shape), Some(c.swizzle)),
     };
     if tile.shard.iter().chain(&tile.replica).any(|i| i.axis.is_thread()) || tile.offset.keys().any(|a| a.is_thread()) {
-        return Err(Decline::new("layout", format!("`{}` has thread axes in its layout", b.name)));
+        return Err(Decline::new(Rule::Layout, format!("`{}` has thread axes in its layout", b.name)));
     }
     let canon = lay::canon(&tile.shard);
     let groups = lay::group(&canon, &b.shape);
@@ -263,15 +266,15 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
         });
         let stride = stride.ok_or_else(|| {
             Decline::new(
-                "symbolic_begin",
+                Rule::SymbolicBegin,
                 format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
             )
         })?;
         push_sym(&mut sym, &a, stride, b, d)?;
     }
     let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
-    let sliced =
-        lay::slice(&tile, &b.shape, &begins, &ext).map_err(|m| Decline::new("slice", format!("`{}`: {m}", b.name)))?;
+    let sliced = lay::slice(&tile, &b.shape, &begins, &ext)
+        .map_err(|m| Decline::new(Rule::Slice, format!("`{}`: {m}", b.name)))?;
     Ok(Side { tile: sliced, sym, swizzle: swz })
 }
 
@@ -283,10 +286,10 @@ fn grid_offset(
     f: &LExpr,
     tid: &LExpr,
     ity: DType,
-) -> Result<LExpr, Decline> {
+) -> Result<LExpr, Bug> {
     let b = em.builder();
-    let (g, seps) = lay::group(&l.shard, shape)
-        .ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as {shape:?}")))?;
+    let (g, seps) =
+        lay::group(&l.shard, shape).ok_or_else(|| Bug(format!("the partition does not split as {shape:?}")))?;
     let f = b.to_int(f.clone(), ity);
     let tid = b.to_int(tid.clone(), ity);
     let base = LExpr::Int(lay::m_offset(l), ity);

@@ -141,7 +141,7 @@ impl Variant for GmemSmemPredicated {
 }
 
 /// The statements that move chunk `c` (an `I32` expression in `0..chunks`).
-fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<Vec<LStmt>, Decline> {
+fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<Vec<LStmt>, Bug> {
     let ops = operands(cx)?;
     let (g_reg, s_reg) = GsOperands::regions(p.g_is_src, &ops);
     let (gb, g_ity) = em.lbuf(g_reg.buf)?;
@@ -174,10 +174,10 @@ fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<V
 }
 
 /// Element offset of chunk `c` of a `[chunks, vec]` split of `l` (its `m` axis).
-fn chunk_offset(em: &Emitter, l: &TileLayout, chunks: i64, vec: i64, c: &LExpr, ity: DType) -> Result<LExpr, Decline> {
+fn chunk_offset(em: &Emitter, l: &TileLayout, chunks: i64, vec: i64, c: &LExpr, ity: DType) -> Result<LExpr, Bug> {
     let b = em.builder();
     let (g, seps) = lay::group(&l.shard, &[chunks, vec])
-        .ok_or_else(|| Decline::new("emit", format!("internal: partition does not split as [{chunks}, {vec}]")))?;
+        .ok_or_else(|| Bug(format!("the partition does not split as [{chunks}, {vec}]")))?;
     let base = LExpr::Int(lay::m_offset(l), ity);
     Ok(b.add(dim_offset(b, &g[seps[0]..seps[1]], b.to_int(c.clone(), ity)), base))
 }

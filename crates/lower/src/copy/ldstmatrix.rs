@@ -36,7 +36,7 @@ use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, COPY};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
@@ -143,13 +143,13 @@ impl Variant for LdStMatrix {
         let dt = ops.src_buf.dtype;
         if dt.bits() != 16 {
             return Err(Decline::new(
-                "dtype",
+                Rule::Dtype,
                 format!("ldmatrix/stmatrix move 16-bit elements (.b16); `{}` is {dt}", ops.src_buf.name),
             ));
         }
         if t <= 0 || t % 32 != 0 {
             return Err(Decline::new(
-                "exec_scope",
+                Rule::ExecScope,
                 format!("the {} scope has {t} threads; ldmatrix/stmatrix need whole warps", cx.scope.kind),
             ));
         }
@@ -259,7 +259,7 @@ fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, De
 // ---------------------------------------------------------------- operands
 
 fn layout_err(who: &str) -> impl Fn(tirx_layout::LayoutError) -> Decline + '_ {
-    move |e| Decline::new("slice", format!("`{who}`: {e}"))
+    move |e| Decline::new(Rule::Slice, format!("`{who}`: {e}"))
 }
 
 /// The register operand: a tile layout over exactly one thread axis that
@@ -269,7 +269,7 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let kind = cx.scope.kind;
     let Layout::Tile(tile) = &b.layout else {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("register operand `{}` has a swizzled layout; {FRAGMENT_HINT}", b.name),
         ));
     };
@@ -279,7 +279,7 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
             Some(a) if a.terms.is_empty() => region.push((a.constant, rg.extent)),
             _ => {
                 return Err(Decline::new(
-                    "fragment",
+                    Rule::Fragment,
                     format!(
                         "dim {d} of register operand `{}` has a non-constant begin; registers need constant indices",
                         b.name
@@ -292,7 +292,7 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let t = tile.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
     if !t.replica.is_empty() {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("`{}` replicates its elements ({t}); ldmatrix needs each element in one register", b.name),
         ));
     }
@@ -301,14 +301,14 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
         [a] => *a,
         [] => {
             return Err(Decline::new(
-                "fragment",
+                Rule::Fragment,
                 format!("`{}` is not distributed over threads (layout {t}); {FRAGMENT_HINT}", b.name),
             ))
         }
         _ => {
             let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
             return Err(Decline::new(
-                "fragment",
+                Rule::Fragment,
                 format!(
                     "`{}` is distributed over several thread axes ({}); ldmatrix needs one of laneid, tid_in_wg, tx",
                     b.name,
@@ -319,26 +319,26 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     };
     if !matches!(axis, Axis::LaneId | Axis::TidInWg | Axis::Tx) {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("`{}` is distributed over `{axis}`; ldmatrix needs laneid, tid_in_wg or tx", b.name),
         ));
     }
     if let Some((a, v)) = t.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("the region of `{}` selects part of the threads (offset {v}@{a}); copy whole fragments", b.name),
         ));
     }
     if let Some(it) = t.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M && i.extent > 1) {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("`{}` has iters on the `{}` axis; registers are addressed on `m`", b.name, it.axis),
         ));
     }
     let (owner, _) = axis.scopes().unwrap_or((ExecScope::Cta, ExecScope::Thread));
     if owner.wider_than(kind) {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!(
                 "`{}` is distributed over `{axis}` (threads of a {owner}) but the copy runs at {kind} scope",
                 b.name
@@ -353,13 +353,13 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let tt: i64 = t.shard.iter().filter(|i| i.axis.is_thread()).map(|i| i.extent).product();
     if tt != axis_threads {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("`{}` spreads over {tt} values of `{axis}`, which has {axis_threads}; every lane of every warp must hold a fragment", b.name),
         ));
     }
     if store && axis_threads < threads {
         return Err(Decline::new(
-            "replicated",
+            Rule::Replicated,
             format!(
                 "`{}` holds one copy per {owner} at {kind} scope: every {owner} would store the same shared elements; copy at {owner} scope",
                 b.name
@@ -381,7 +381,7 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     if let Some(sw) = swizzle {
         if sw.per_element < 3 && sw.swizzle_len > 0 {
             return Err(Decline::new(
-                "swizzle",
+                Rule::Swizzle,
                 format!(
                     "`{}` swizzles chunks of {} elements (per_element={} < 3); ldmatrix rows are 8 elements (16 B) that a swizzle must keep together",
                     b.name,
@@ -392,7 +392,7 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
         }
     }
     if base.has_thread_axis() {
-        return Err(Decline::new("layout", format!("shared operand `{}` has thread axes in its layout", b.name)));
+        return Err(Decline::new(Rule::Layout, format!("shared operand `{}` has thread axes in its layout", b.name)));
     }
     let canon = base.canonicalize(Fusion::Cuda).map_err(&err)?;
     let mut region = Vec::with_capacity(r.ranges.len());
@@ -403,7 +403,7 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
         if !a.terms.is_empty() {
             let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
                 Decline::new(
-                    "symbolic_begin",
+                    Rule::SymbolicBegin,
                     format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
                 )
             })?;
@@ -412,7 +412,10 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
     if !tile.replica.is_empty() {
-        return Err(Decline::new("layout", format!("shared operand `{}` has a replicated layout ({tile})", b.name)));
+        return Err(Decline::new(
+            Rule::Layout,
+            format!("shared operand `{}` has a replicated layout ({tile})", b.name),
+        ));
     }
     Ok(Shared { name: b.name.clone(), tile, swizzle: swizzle.filter(|s| s.swizzle_len > 0), sym })
 }
@@ -451,7 +454,7 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
     }
     let Some(split) = chosen else {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("ldstmatrix layout doesn't fit any num ∈ {{4,2,1}}: {}", limits.join("; ")),
         ));
     };
@@ -477,10 +480,10 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
 /// (then registers, strides descending) and splits both as `[T/32, 8, 4, M/2, 2]`.
 fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let r = &regs.tile;
-    let internal = |e: tirx_layout::LayoutError| Decline::new("fragment", format!("internal: {e}"));
+    let internal = |e: tirx_layout::LayoutError| Decline::new(Rule::Fragment, format!("internal: {e}"));
     let (sg, seps) = shared.tile.group(&r.extents()).map_err(|e| {
         Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("the shared layout does not follow the register layout {r} element for element: {e}"),
         )
     })?;
@@ -492,7 +495,7 @@ fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let m: i64 = r.shard.iter().filter(|i| i.axis.is_memory()).map(|i| i.extent).product();
     if m % 2 != 0 {
         return Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!("each thread holds {m} elements of the region; ldmatrix moves pairs of 16-bit elements (32-bit registers)"),
         ));
     }
@@ -500,7 +503,7 @@ fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let split = |l: &TileLayout, side: &str| {
         segments(l, &shape).ok_or_else(|| {
             Decline::new(
-                "fragment",
+                Rule::Fragment,
                 format!("the {side} layout {l} does not split as [warps {}, rows 8, column pairs 4, pairs {}, 2]; {FRAGMENT_HINT}", tt / 32, m / 2),
             )
         })
@@ -547,7 +550,7 @@ fn check_fragment(c: &Coarse, axis: Axis) -> Result<(), Decline> {
             Ok(())
         } else {
             Err(Decline::new(
-                "fragment",
+                Rule::Fragment,
                 format!(
                     "register side is not the m8n8 fragment: {what} ({}), got {}; {FRAGMENT_HINT}",
                     text(&[Iter::new(e, s, a)]),
@@ -584,7 +587,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
     let one = |seg: usize, what: &str| match c.s[seg][..] {
         [it] => Ok(it.stride),
         _ => Err(Decline::new(
-            "fragment",
+            Rule::Fragment,
             format!(
                 "{pairing} the {what} of a tile are not evenly strided in `{s}` ({}); {FRAGMENT_HINT}",
                 text(&c.s[seg])
@@ -594,7 +597,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
     let (s8, s4, s2) = (one(ROW, "8 rows")?, one(COLS, "4 column pairs")?, one(PAIR, "2 elements of a column pair")?);
     let misaligned = |p: i64, what: &str| {
         Decline::new(
-            "alignment",
+            Rule::Alignment,
             format!(
                 "{what} of `{s}` are {p} elements ({} B) apart; ldmatrix/stmatrix rows are 16-B aligned, so that must be a positive multiple of 8 elements",
                 2 * p
@@ -612,7 +615,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
         };
     }
     Err(Decline::new(
-        "fragment",
+        Rule::Fragment,
         format!(
             "{pairing} the tiles of `{s}` are neither row-major (column pair stride 2, element stride 1) nor column-major (row stride 1, column pair stride 2 × element stride): strides rows {s8}, column pairs {s4}, elements {s2}; {FRAGMENT_HINT}"
         ),
@@ -622,7 +625,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
 /// The region start, the warps' tiles and a symbolic begin keep rows 16-B
 /// aligned; the register region starts on a whole 32-bit register.
 fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Result<(), Decline> {
-    let bad = |what: String| Decline::new("alignment", what);
+    let bad = |what: String| Decline::new(Rule::Alignment, what);
     if s_off % 8 != 0 {
         return Err(bad(format!("the shared region starts at element {s_off} ({} B), not 16-B aligned", 2 * s_off)));
     }

@@ -23,7 +23,7 @@ pub mod partition;
 pub mod reg;
 pub mod swizzle_iter;
 
-use crate::dispatch::{CallCx, Decline, Emitter, Registry};
+use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
 use crate::expr::Affine;
 use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, TileOp, VarId};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
@@ -65,12 +65,12 @@ impl CopyOps<'_> {
 /// equal non-unit extents, constant parts of the region inside the buffer.
 pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
-        return Err(Decline::new("validate_copy_op", "copy needs two buffer regions (dst, src)"));
+        return Err(Decline::new(Rule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
     };
     let ops = CopyOps { dst, src, dst_buf: cx.buf(dst.buf), src_buf: cx.buf(src.buf) };
     if ops.dst_buf.dtype != ops.src_buf.dtype {
         return Err(Decline::new(
-            "validate_copy_op",
+            Rule::ValidateCopyOp,
             format!(
                 "dtype mismatch: src `{}` is {}, dst `{}` is {}",
                 ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype
@@ -79,7 +79,7 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     }
     let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
     if de != se {
-        return Err(Decline::new("validate_copy_op", format!("dst region shape {de:?} != src region shape {se:?}")));
+        return Err(Decline::new(Rule::ValidateCopyOp, format!("dst region shape {de:?} != src region shape {se:?}")));
     }
     for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
         check_in_bounds(cx, r, b)?;
@@ -91,7 +91,7 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
 fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
-            "validate_copy_op",
+            Rule::ValidateCopyOp,
             format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len()),
         ));
     }
@@ -100,7 +100,7 @@ fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decl
         let end = constant.saturating_add(rg.extent);
         if rg.extent < 1 || (terms.is_empty() && (constant < 0 || end > n)) {
             return Err(Decline::new(
-                "validate_copy_op",
+                Rule::ValidateCopyOp,
                 format!("dim {d} of `{}`: rows {constant}..{end} are outside 0..{n}", b.name),
             ));
         }
@@ -112,7 +112,7 @@ fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decl
 fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affine, Decline> {
     cx.affine(begin).ok_or_else(|| {
         Decline::new(
-            "symbolic_begin",
+            Rule::SymbolicBegin,
             format!(
                 "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
                 b.name,
@@ -128,7 +128,7 @@ fn push_sym(sym: &mut Vec<(VarId, i64)>, a: &Affine, stride: i64, b: &Buffer, d:
     for &(v, c) in &a.terms {
         let step = c.checked_mul(stride).ok_or_else(|| {
             Decline::new(
-                "symbolic_begin",
+                Rule::SymbolicBegin,
                 format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
             )
         })?;
@@ -144,7 +144,7 @@ fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Re
         let val = em
             .env
             .var(v)
-            .ok_or_else(|| Decline::new("symbolic_begin", "a region begin uses a variable not defined here"))?;
+            .ok_or_else(|| Decline::new(Rule::SymbolicBegin, "a region begin uses a variable not defined here"))?;
         let b = em.builder();
         acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
     }
@@ -170,7 +170,7 @@ fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Declin
     for (d, rg) in r.ranges.iter().enumerate() {
         if cx.env.varies_within(cx.kernel, &rg.begin, cx.scope.kind) {
             return Err(Decline::new(
-                "uniform_region",
+                Rule::UniformRegion,
                 format!(
                     "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
                     b.name,
@@ -192,7 +192,7 @@ pub fn scope_pair(ops: &CopyOps, allowed: &[(MemScope, MemScope)]) -> Result<(),
     }
     let list: Vec<String> = allowed.iter().map(|(a, b)| format!("{}->{}", a.name(), b.name())).collect();
     Err(Decline::new(
-        "scope_allowed",
+        Rule::ScopeAllowed,
         format!(
             "unsupported memory scopes src={} dst={}; allowed: {}",
             ops.src_buf.scope.name(),

@@ -34,7 +34,7 @@
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates, COPY};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
 use crate::scope::TidKind;
@@ -110,8 +110,8 @@ impl Variant for RegCopy {
         let r_is_src = ops.src_buf.scope == MemScope::Local;
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
-        let r = register_layout(cx, r_reg).map_err(|m| Decline::new("register_layout", m))?;
-        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new("register_layout", m))?;
+        let r = register_layout(cx, r_reg).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
+        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
         let m = mem_side(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
         let (cache, mut limits) = cache_hint(cx, global_load)?;
@@ -357,14 +357,14 @@ pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -
 /// and scope ids become a separate symbolic element offset.
 fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     let b = cx.buf(r.buf);
-    let lerr = |e: tirx_layout::LayoutError| Decline::new("slice", format!("`{}`: {e}", b.name));
+    let lerr = |e: tirx_layout::LayoutError| Decline::new(Rule::Slice, format!("`{}`: {e}", b.name));
     let (base, swizzle) = match &b.layout {
         Layout::Tile(t) => (t.clone(), None),
         Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle)),
     };
     if !base.thread_axes().is_empty() {
         return Err(Decline::new(
-            "layout",
+            Rule::Layout,
             format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name()),
         ));
     }
@@ -384,7 +384,7 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
             [it] if it.axis == Axis::M => it.stride,
             _ => {
                 return Err(Decline::new(
-                    "symbolic_begin",
+                    Rule::SymbolicBegin,
                     format!(
                         "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters",
                         b.name
@@ -397,7 +397,7 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
         return Err(Decline::new(
-            "layout",
+            Rule::Layout,
             format!("`{}` has replicated elements; a copy needs one address per element", b.name),
         ));
     }
@@ -414,7 +414,7 @@ fn cache_hint(cx: &CallCx, global_load: bool) -> Result<(CacheHint, Vec<String>)
         ConfigValue::Str(s) if s == "nc" => {
             Ok((CacheHint::Default, vec!["cache=\"nc\" applies to global → register loads only; ignored here".into()]))
         }
-        other => Err(Decline::new("config", format!("unsupported cache config {other:?}; expected \"nc\""))),
+        other => Err(Decline::new(Rule::Config, format!("unsupported cache config {other:?}; expected \"nc\""))),
     }
 }
 
@@ -428,13 +428,13 @@ fn partition(
 ) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
     let (g, seps) = m.group(&r.extents()).map_err(|e| {
         Decline::new(
-            "align",
+            Rule::Align,
             format!("the layout of `{m_name}` does not split along the register iters of `{r_name}` ({e})"),
         )
     })?;
     if let Some(it) = g.shard.iter().find(|i| i.axis != Axis::M) {
         return Err(Decline::new(
-            "layout",
+            Rule::Layout,
             format!("`{m_name}` addresses the {} axis; memory operands use `m`", it.axis),
         ));
     }

@@ -11,7 +11,7 @@
 
 pub mod reg;
 
-use crate::dispatch::{CallCx, Decline, Registry};
+use crate::dispatch::{CallCx, Decline, Registry, Rule};
 use tirx_ir::hir::{BufferRegion, Expr, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::{LBinOp, LExpr};
 use tirx_ir::DType;
@@ -65,11 +65,11 @@ fn commutative(op: TileOp) -> bool {
 /// The call's operands by the op's signature (`spec.parse`, §4).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     let op = cx.call.op;
-    let dst = cx
-        .region(0)
-        .ok_or_else(|| Decline::new("parse", format!("the destination of `{}` must be a buffer region", op.name())))?;
+    let dst = cx.region(0).ok_or_else(|| {
+        Decline::new(Rule::Parse, format!("the destination of `{}` must be a buffer region", op.name()))
+    })?;
     let need = |i: usize, what: &str| {
-        operand(cx, i).ok_or_else(|| Decline::new("parse", format!("`{}` is missing its {what}", op.name())))
+        operand(cx, i).ok_or_else(|| Decline::new(Rule::Parse, format!("`{}` is missing its {what}", op.name())))
     };
     let mut scale = None;
     let srcs = match op {
@@ -79,7 +79,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         TileOp::Cast => match need(1, "source")? {
             r @ Operand::Region(_) => vec![r],
             Operand::Scalar(_) => {
-                return Err(Decline::new("parse", "cast src must be a buffer region; use `fill` for a constant"))
+                return Err(Decline::new(Rule::Parse, "cast src must be a buffer region; use `fill` for a constant"))
             }
         },
         TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => {
@@ -94,12 +94,15 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             let (a, b) = (need(1, "lhs")?, need(2, "rhs")?);
             match (a, b) {
                 (Operand::Scalar(_), Operand::Scalar(_)) => {
-                    return Err(Decline::new("parse", "both inputs are constants; use `fill` with the computed value"))
+                    return Err(Decline::new(
+                        Rule::Parse,
+                        "both inputs are constants; use `fill` with the computed value",
+                    ))
                 }
                 (Operand::Scalar(_), _) if commutative(op) => vec![b, a],
                 (Operand::Scalar(_), _) => {
                     return Err(Decline::new(
-                        "parse",
+                        Rule::Parse,
                         format!("non-commutative op {} cannot have a constant lhs", op.name()),
                     ))
                 }
@@ -107,7 +110,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             }
         }
         TileOp::Fma => vec![need(1, "a")?, need(2, "scale (b)")?, need(3, "bias (c)")?],
-        TileOp::Copy => return Err(Decline::new("parse", "copy is not an elementwise op")),
+        TileOp::Copy => return Err(Decline::new(Rule::Parse, "copy is not an elementwise op")),
     };
     Ok(OpCall { op, dst, srcs, scale })
 }

@@ -32,7 +32,7 @@
 use super::{parse, scalar, OpCall, Operand, OPS};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
@@ -104,8 +104,8 @@ impl Variant for EwiseReg {
         check_operands(cx, &call)?;
         let compute = compute_type(cx, &call);
         let dst_name = &cx.buf(call.dst.buf).name;
-        let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new("anchor_layout", m))?;
-        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new("scope_level", m))?;
+        let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?;
+        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(Rule::ScopeLevel, m))?;
         let loop_iters: Vec<Iter> =
             anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
         let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
@@ -254,7 +254,7 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
         let b = cx.buf(r.buf);
         if b.scope != MemScope::Local {
             return Err(Decline::new(
-                "operand_scope",
+                Rule::OperandScope,
                 format!(
                     "operand `{}` is in {} memory; elementwise `reg` needs every operand in registers (scope=\"local\")",
                     b.name,
@@ -264,7 +264,7 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
         }
         if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
             return Err(Decline::new(
-                "dtype",
+                Rule::Dtype,
                 format!(
                     "operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16",
                     b.name, b.dtype
@@ -297,10 +297,10 @@ fn align(
     dst_name: &str,
 ) -> Result<RegMap, Decline> {
     let name = &cx.buf(r.buf).name;
-    let sliced = register_layout(cx, r).map_err(|m| Decline::new("operand_layout", m))?;
-    let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new("broadcast", m))?;
+    let sliced = register_layout(cx, r).map_err(|m| Decline::new(Rule::OperandLayout, m))?;
+    let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new(Rule::Broadcast, m))?;
     let lerr = |e: tirx_layout::LayoutError| {
-        Decline::new("align", format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"))
+        Decline::new(Rule::Align, format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"))
     };
     let (g, seps) = sliced.group(&shape).map_err(lerr)?;
     let mut shard = Vec::new();
@@ -315,7 +315,7 @@ fn align(
     let (og, oseps) = lifted.group(&anchor.extents()).map_err(lerr)?;
     let mismatch = |what: String| {
         Decline::new(
-            "thread_part",
+            Rule::ThreadPart,
             format!("thread part mismatch between anchor `{dst_name}` and operand `{name}` after alignment: {what}; every thread must own the elements it combines"),
         )
     };

@@ -4,6 +4,7 @@
 
 use tirx_ir::hir::Kernel;
 use tirx_ir::{DType, Diagnostic};
+pub use tirx_lower::Rule;
 use tirx_lower::{CallExplain, Lowered};
 
 pub fn parse(src: &str) -> Kernel {
@@ -217,4 +218,11 @@ pub fn call(l: &Lowered, i: usize) -> &CallExplain {
 
 pub fn tried<'a>(c: &'a CallExplain, variant: &str) -> &'a tirx_lower::Tried {
     c.tried.iter().find(|t| t.variant == variant).unwrap_or_else(|| panic!("{variant} not tried: {c:?}"))
+}
+
+/// The rule `variant` declined call `c` by (it must have declined).
+pub fn rule(c: &CallExplain, variant: &str) -> Rule {
+    let t = tried(c, variant);
+    assert!(!t.accepted, "{variant} accepted:\n{}", c.render());
+    t.rule.unwrap_or_else(|| panic!("{variant} declined without a rule: {t:?}"))
 }

@@ -4,16 +4,18 @@
 //! the helpers the body calls, then the kernel — signature, shared and local
 //! arrays, and the body with 4-space indentation. Statements with no effect are
 //! not printed: `let`s whose variable is never read, and loops or branches
-//! whose bodies print nothing but comments.
+//! whose bodies print nothing but comments. The instructions of each LIR family
+//! print in their own module (`memory`, `pair`, `matrix`, ...), through the
+//! helpers of [`Ctx`].
 
-use crate::ctype::{c_type, header_of, pair_type, vector_type, Header};
+use crate::ctype::{c_type, header_of, Header};
 use crate::expr::loop_bound;
 use crate::helpers::Helper;
 use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
 use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{CacheHint, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space};
+use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space};
 use tirx_ir::DType;
 
 /// Static shared memory above this needs `shared.dyn` (and an opt-in at launch).
@@ -92,7 +94,7 @@ impl Ctx<'_> {
         }
     }
 
-    fn line(&mut self, text: &str) {
+    pub(crate) fn line(&mut self, text: &str) {
         for _ in 0..self.depth {
             self.out.push_str("    ");
         }
@@ -195,18 +197,18 @@ impl Ctx<'_> {
         Ok((text, live?))
     }
 
-    fn e(&mut self, e: &LExpr) -> Result<String, CodegenError> {
+    pub(crate) fn e(&mut self, e: &LExpr) -> Result<String, CodegenError> {
         Ok(self.expr(e)?.text)
     }
 
     /// `&buf[index]`.
-    fn addr(&mut self, b: LBufId, index: &LExpr) -> Result<String, CodegenError> {
+    pub(crate) fn addr(&mut self, b: LBufId, index: &LExpr) -> Result<String, CodegenError> {
         let i = self.e(index)?;
         Ok(format!("&{}[{i}]", self.names.buf(b)))
     }
 
     /// `*reinterpret_cast<T*>(&buf[index])`: `buf[index..]` viewed as one `T`.
-    fn view(&mut self, t: &str, constant: bool, b: LBufId, index: &LExpr) -> Result<String, CodegenError> {
+    pub(crate) fn view(&mut self, t: &str, constant: bool, b: LBufId, index: &LExpr) -> Result<String, CodegenError> {
         let c = if constant { "const " } else { "" };
         Ok(format!("*reinterpret_cast<{c}{t}*>({})", self.addr(b, index)?))
     }
@@ -249,21 +251,13 @@ impl Ctx<'_> {
                 self.line("}");
             }
             LStmtKind::If { cond, then_body, else_body } => return self.if_chain(cond, then_body, else_body, false),
-            LStmtKind::Store { buf, index, value } => {
-                let (i, v) = (self.e(index)?, self.e(value)?);
-                self.line(&format!("{}[{i}] = {v};", self.names.buf(*buf)));
-            }
+            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value)?,
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
-                self.vec_copy(*dst, dst_index, *src, src_index, *lanes, *cache)?;
+                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?;
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
-            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index } => {
-                self.matrix(Helper::LdMatrix { num: *num, trans: *trans }, *smem, smem_index, *regs, reg_index)?;
-            }
-            LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
-                self.matrix(Helper::StMatrix { num: *num, trans: *trans }, *smem, smem_index, *regs, reg_index)?;
-            }
+            LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
             }
@@ -337,103 +331,6 @@ impl Ctx<'_> {
             self.out.push_str("    ");
         }
     }
-
-    fn vec_copy(
-        &mut self,
-        dst: LBufId,
-        dst_index: &LExpr,
-        src: LBufId,
-        src_index: &LExpr,
-        lanes: u32,
-        cache: CacheHint,
-    ) -> Result<(), CodegenError> {
-        let t = self.k.buf(dst).dtype;
-        if lanes == 1 && cache == CacheHint::Default {
-            let (d, s) = (self.e(dst_index)?, self.e(src_index)?);
-            self.line(&format!("{}[{d}] = {}[{s}];", self.names.buf(dst), self.names.buf(src)));
-            return Ok(());
-        }
-        let bits = lanes * t.bits();
-        let vt = vector_type(bits)
-            .ok_or_else(|| CodegenError::InvalidLir(format!("vector copy of {lanes} x {t} ({bits} bits)")))?;
-        let lhs = self.view(vt, false, dst, dst_index)?;
-        let rhs = match cache {
-            CacheHint::Default => self.view(vt, true, src, src_index)?,
-            CacheHint::NonCoherent => {
-                format!("__ldg(reinterpret_cast<const {vt}*>({}))", self.addr(src, src_index)?)
-            }
-        };
-        self.line(&format!("{lhs} = {rhs};"));
-        Ok(())
-    }
-
-    fn matrix(
-        &mut self,
-        h: Helper,
-        smem: LBufId,
-        smem_index: &LExpr,
-        regs: LBufId,
-        reg_index: &[LExpr],
-    ) -> Result<(), CodegenError> {
-        self.helpers.insert(h);
-        let mut args = vec![self.addr(smem, smem_index)?];
-        for i in reg_index {
-            args.push(self.addr(regs, i)?);
-        }
-        self.line(&format!("{}({});", h.name(), args.join(", ")));
-        Ok(())
-    }
-
-    fn packed2(
-        &mut self,
-        op: PackedOp,
-        t: DType,
-        dst: LBufId,
-        dst_index: &LExpr,
-        srcs: &[PairSrc],
-    ) -> Result<(), CodegenError> {
-        let pt = pair_type(t)
-            .filter(|_| matches!(t, DType::F16 | DType::BF16))
-            .ok_or_else(|| CodegenError::InvalidLir(format!("packed op on {t}")))?;
-        self.note_type(t);
-        let f = match op {
-            PackedOp::Add => "__hadd2",
-            PackedOp::Sub => "__hsub2",
-            PackedOp::Mul => "__hmul2",
-            PackedOp::Fma => "__hfma2",
-            PackedOp::Max => "__hmax2",
-            PackedOp::Min => "__hmin2",
-        };
-        let splat = if t == DType::F16 { "__half2half2" } else { "__bfloat162bfloat162" };
-        let mut args = Vec::new();
-        for p in srcs {
-            args.push(match p {
-                PairSrc::Buf(b, i) => self.view(pt, true, *b, i)?,
-                PairSrc::Scalar(x) => format!("{splat}({})", self.e(x)?),
-            });
-        }
-        let lhs = self.view(pt, false, dst, dst_index)?;
-        self.line(&format!("{lhs} = {f}({});", args.join(", ")));
-        Ok(())
-    }
-
-    fn cast2(&mut self, dst: LBufId, dst_index: &LExpr, src: LBufId, src_index: &LExpr) -> Result<(), CodegenError> {
-        let (from, to) = (self.k.buf(src).dtype, self.k.buf(dst).dtype);
-        let f = match (from, to) {
-            (DType::F32, DType::F16) => "__float22half2_rn",
-            (DType::F16, DType::F32) => "__half22float2",
-            (DType::F32, DType::BF16) => "__float22bfloat162_rn",
-            (DType::BF16, DType::F32) => "__bfloat1622float2",
-            _ => return Err(CodegenError::InvalidLir(format!("no pair conversion {from} -> {to}"))),
-        };
-        self.note_type(from);
-        self.note_type(to);
-        let (st, dt) = (pair_type(from).unwrap_or("float2"), pair_type(to).unwrap_or("float2"));
-        let rhs = self.view(st, true, src, src_index)?;
-        let lhs = self.view(dt, false, dst, dst_index)?;
-        self.line(&format!("{lhs} = {f}({rhs});"));
-        Ok(())
-    }
 }
 
 fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
@@ -479,76 +376,22 @@ fn walk_expr(e: &LExpr, f: &mut dyn FnMut(&LExpr)) {
 
 /// Calls `f` on every expression (and sub-expression) of `body`.
 fn walk_exprs(body: &[LStmt], f: &mut dyn FnMut(&LExpr)) {
-    let expr = walk_expr;
     for s in body {
-        match &s.kind {
-            LStmtKind::Let { value, .. } => expr(value, f),
-            LStmtKind::For { begin, extent, body, .. } => {
-                expr(begin, f);
-                expr(extent, f);
-                walk_exprs(body, f);
-            }
-            LStmtKind::If { cond, then_body, else_body } => {
-                expr(cond, f);
-                walk_exprs(then_body, f);
-                walk_exprs(else_body, f);
-            }
-            LStmtKind::Store { index, value, .. } => {
-                expr(index, f);
-                expr(value, f);
-            }
-            LStmtKind::VecCopy { dst_index, src_index, .. } | LStmtKind::Cast2 { dst_index, src_index, .. } => {
-                expr(dst_index, f);
-                expr(src_index, f);
-            }
-            LStmtKind::LdMatrix { smem_index, reg_index, .. } | LStmtKind::StMatrix { smem_index, reg_index, .. } => {
-                expr(smem_index, f);
-                reg_index.iter().for_each(|i| expr(i, f));
-            }
-            LStmtKind::Packed2 { dst_index, srcs, .. } => {
-                expr(dst_index, f);
-                for p in srcs {
-                    match p {
-                        PairSrc::Buf(_, i) | PairSrc::Scalar(i) => expr(i, f),
-                    }
-                }
-            }
-            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-        }
+        s.kind.operands().into_iter().for_each(|e| walk_expr(e, f));
+        s.kind.bodies().into_iter().for_each(|b| walk_exprs(b, f));
     }
 }
 
 /// Buffers the body names (in statements or loads).
 fn used_bufs(k: &LKernel) -> HashSet<LBufId> {
-    let mut used = HashSet::new();
     fn stmts(body: &[LStmt], used: &mut HashSet<LBufId>) {
         for s in body {
-            match &s.kind {
-                LStmtKind::For { body, .. } => stmts(body, used),
-                LStmtKind::If { then_body, else_body, .. } => {
-                    stmts(then_body, used);
-                    stmts(else_body, used);
-                }
-                LStmtKind::Store { buf, .. } => {
-                    used.insert(*buf);
-                }
-                LStmtKind::VecCopy { dst, src, .. } | LStmtKind::Cast2 { dst, src, .. } => {
-                    used.extend([*dst, *src]);
-                }
-                LStmtKind::LdMatrix { smem, regs, .. } | LStmtKind::StMatrix { smem, regs, .. } => {
-                    used.extend([*smem, *regs]);
-                }
-                LStmtKind::Packed2 { dst, srcs, .. } => {
-                    used.insert(*dst);
-                    used.extend(srcs.iter().filter_map(|p| match p {
-                        PairSrc::Buf(b, _) => Some(*b),
-                        PairSrc::Scalar(_) => None,
-                    }));
-                }
-                LStmtKind::Let { .. } | LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            }
+            let (reads, writes) = s.kind.accesses();
+            used.extend(reads.into_iter().chain(writes));
+            s.kind.bodies().into_iter().for_each(|b| stmts(b, used));
         }
     }
+    let mut used = HashSet::new();
     stmts(&k.body, &mut used);
     walk_exprs(&k.body, &mut |e| {
         if let LExpr::Load(b, _) = e {

@@ -12,6 +12,10 @@
 //! ptxas emits 128-bit loads and stores; packed pairs use the `__half2` /
 //! `__nv_bfloat162` intrinsics. Nothing is printed for statements without effect.
 //!
+//! Each LIR instruction family prints in its own module (`memory`, `pair`,
+//! `matrix`; see `docs/lir.md`), core statements and declarations in `emit`,
+//! expressions in `expr`.
+//!
 //! The output compiles with nvcc and NVRTC 13.0 for sm_90a; `scripts/ci-cuda.sh`
 //! checks that and the SASS each kernel must (not) contain, and
 //! `crates/cuda/gpu/check.cu` runs the test kernels on a GPU against references.
@@ -20,7 +24,10 @@ mod ctype;
 mod emit;
 mod expr;
 mod helpers;
+mod matrix;
+mod memory;
 mod names;
+mod pair;
 
 use serde::Serialize;
 use std::fmt;

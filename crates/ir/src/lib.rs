@@ -3,24 +3,24 @@
 //! * [`hir`]: kernels as scripts write them — buffers with layouts, scope ids,
 //!   structured statements, tile-primitive calls. Produced by `tirx-script`,
 //!   consumed by `tirx-lower`.
-//! * [`lir`]: the lowered per-thread program. Produced by `tirx-lower`, consumed
-//!   by `tirx-cuda` (CUDA C++) and `tirx-sim` (CPU execution).
+//! * [`lir`]: the lowered per-thread program, in instruction families (one
+//!   module each, with its checker and printer; `docs/lir.md`). Produced by
+//!   `tirx-lower`, consumed by `tirx-cuda` (CUDA C++) and `tirx-sim` (CPU execution).
+//! * [`traffic`]: an analysis of the LIR — whether a kernel only moves data, and
+//!   the global bytes it reads and writes.
 //! * [`scope_ids`]: the scope-id extent closure (§1.2) shared by the script
 //!   checks and the launch computation.
 //! * [`diag`]: diagnostics with spans, rendered as `file:line:col` + source + caret.
-//! * [`lir_check`] (`LKernel::validate`) and [`lir_print`] (`Display`) go with
-//!   [`lir`]; [`dtype`] and [`span`] are the element types and byte spans all
-//!   of the above use.
+//! * [`dtype`] and [`span`] are the element types and byte spans all of the above use.
 
 pub mod diag;
 pub mod dtype;
 pub mod hir;
 pub mod lir;
-pub mod lir_check;
-pub mod lir_print;
 pub mod scope_ids;
 pub mod span;
 pub mod target;
+pub mod traffic;
 
 pub use diag::{Diagnostic, Severity};
 pub use dtype::DType;

@@ -1,6 +1,6 @@
 //! Host-side costs of the GPU path that run on every `tirx run` / `tirx bench`:
 //! the CUBIN cache key (blake3 over the CUDA source), the GPU-vs-simulator
-//! comparison of a 256 MiB buffer, and the traffic analysis of a kernel.
+//! comparison of a 256 MiB buffer.
 //! Run: `cargo bench -p tirx-runtime --bench host`.
 
 use tirx_ir::DType;

@@ -1,7 +1,7 @@
 //! GPU-vs-simulator comparison of one buffer, element by element.
 //!
 //! The rule ([`tolerance_for`]):
-//! * kernels that only move data (see [`crate::traffic`]) and every integer or bool
+//! * kernels that only move data (see `tirx_ir::traffic`) and every integer or bool
 //!   buffer: **bit-exact** (a copy must not even turn `-0.0` into `0.0` or change a NaN payload);
 //! * float buffers of kernels that compute: at most **2 ulp** for `float32`/`float64`,
 //!   **1 ulp** for `float16`/`bfloat16`/fp8. CUDA's `sqrtf`, `expf`, ... and the host's libm

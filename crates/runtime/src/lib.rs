@@ -10,7 +10,6 @@
 //! * [`nvrtc`]: [`compile_cubin`], the arch string ([`arch_for`]);
 //! * [`cache`]: the on-disk CUBIN cache ([`compile_cached`]);
 //! * [`device`]: [`probe`], [`Gpu`] (load, upload, launch, download, timing);
-//! * [`traffic`]: data-only detection and global bytes moved, from the LIR;
 //! * [`compare`]: the GPU-vs-simulator comparison rule (bit-exact / ulp bounds);
 //! * [`stats`]: median and spread.
 
@@ -21,7 +20,6 @@ pub mod discover;
 pub mod libs;
 pub mod nvrtc;
 pub mod stats;
-pub mod traffic;
 
 pub use cache::{compile_cached, Compiled};
 pub use device::{probe, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchSpec, Timing};

@@ -8,10 +8,12 @@
 //! (ids, widths, buffer spaces) and reports malformed input as `InvalidKernel`.
 
 use crate::error::{SimError, SimErrorKind};
+use crate::matrix::MatrixIns;
+use crate::pair::{Packed2Ins, PairOperand};
 use crate::value::{round_to, wrap_int};
 use std::collections::HashMap;
 use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, PackedOp, PairSrc, Space, Special};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, Special};
 use tirx_ir::{DType, Span};
 
 pub(crate) type Reg = u32;
@@ -22,35 +24,6 @@ pub(crate) const SPECIAL_REGS: u32 = 6;
 const TEMP_TAG: u32 = 1 << 30;
 /// The site of an instruction that can never report an error.
 pub(crate) const NO_SITE: u32 = u32::MAX;
-
-#[derive(Clone, Debug)]
-pub(crate) struct MatrixIns {
-    pub site: u32,
-    pub store: bool,
-    pub num: u8,
-    pub trans: bool,
-    pub smem: u32,
-    pub smem_idx: Reg,
-    pub regs: u32,
-    pub reg_idx: Vec<Reg>,
-}
-
-/// A packed-pair source: a buffer pair or a scalar broadcast (already in the pair's dtype).
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum PairOperand {
-    Buf { buf: u32, idx: Reg },
-    Scalar(Reg),
-}
-
-#[derive(Clone, Debug)]
-pub(crate) struct Packed2Ins {
-    pub site: u32,
-    pub op: PackedOp,
-    pub ty: DType,
-    pub dst: u32,
-    pub dst_idx: Reg,
-    pub srcs: Vec<PairOperand>,
-}
 
 #[derive(Clone, Debug)]
 pub(crate) enum Ins {
@@ -221,8 +194,8 @@ pub(crate) fn compile(k: &LKernel) -> Result<Program, SimError> {
     Ok(c.finish())
 }
 
-struct Compiler<'k> {
-    k: &'k LKernel,
+pub(crate) struct Compiler<'k> {
+    pub(crate) k: &'k LKernel,
     code: Vec<Ins>,
     sites: Vec<Span>,
     consts: HashMap<u64, Reg>,
@@ -253,19 +226,19 @@ impl Compiler<'_> {
         Program { code: self.code, sites: self.sites, nregs, template }
     }
 
-    fn invalid(&self, msg: impl Into<String>) -> SimError {
+    pub(crate) fn invalid(&self, msg: impl Into<String>) -> SimError {
         SimError::new(SimErrorKind::InvalidKernel, self.span, msg)
             .help("the lowered IR is malformed; this is a bug in the lowering, please report it")
     }
 
-    fn temp(&mut self) -> Reg {
+    pub(crate) fn temp(&mut self) -> Reg {
         let r = TEMP_TAG + self.top;
         self.top += 1;
         self.max_top = self.max_top.max(self.top);
         r
     }
 
-    fn site(&mut self) -> u32 {
+    pub(crate) fn site(&mut self) -> u32 {
         self.sites.push(self.span);
         (self.sites.len() - 1) as u32
     }
@@ -282,7 +255,7 @@ impl Compiler<'_> {
         r
     }
 
-    fn var_reg(&self, v: tirx_ir::lir::LVarId) -> Result<Reg, SimError> {
+    pub(crate) fn var_reg(&self, v: tirx_ir::lir::LVarId) -> Result<Reg, SimError> {
         if (v.0 as usize) < self.k.vars.len() {
             Ok(SPECIAL_REGS + v.0)
         } else {
@@ -290,7 +263,7 @@ impl Compiler<'_> {
         }
     }
 
-    fn buf(&self, b: LBufId) -> Result<u32, SimError> {
+    pub(crate) fn buf(&self, b: LBufId) -> Result<u32, SimError> {
         if (b.0 as usize) < self.k.bufs.len() {
             Ok(b.0)
         } else {
@@ -298,7 +271,7 @@ impl Compiler<'_> {
         }
     }
 
-    fn emit(&mut self, i: Ins) -> u32 {
+    pub(crate) fn emit(&mut self, i: Ins) -> u32 {
         self.code.push(i);
         (self.code.len() - 1) as u32
     }
@@ -370,12 +343,7 @@ impl Compiler<'_> {
                 let site = self.site();
                 self.emit(Ins::Barrier { site, kind: *kind });
             }
-            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index } => {
-                self.matrix(false, *num, *trans, *smem, smem_index, *regs, reg_index)?
-            }
-            LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
-                self.matrix(true, *num, *trans, *smem, smem_index, *regs, reg_index)?
-            }
+            LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }
@@ -436,86 +404,8 @@ impl Compiler<'_> {
         Ok(())
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn matrix(
-        &mut self,
-        store: bool,
-        num: u8,
-        trans: bool,
-        smem: LBufId,
-        smem_index: &LExpr,
-        regs: LBufId,
-        reg_index: &[LExpr],
-    ) -> Result<(), SimError> {
-        let name = if store { "stmatrix" } else { "ldmatrix" };
-        let (s, r) = (self.buf(smem)?, self.buf(regs)?);
-        if ![1, 2, 4].contains(&num) || reg_index.len() != num as usize {
-            return Err(self.invalid(format!(
-                "{name}.x{num} with {} register operands (need x1, x2 or x4 and one register per matrix)",
-                reg_index.len()
-            )));
-        }
-        let (sb, rb) = (&self.k.bufs[s as usize], &self.k.bufs[r as usize]);
-        if sb.space != Space::Shared || sb.dtype.bits() != 16 {
-            return Err(self.invalid(format!(
-                "{name} needs a 16-bit shared buffer; `{}` is {} {:?}",
-                sb.name, sb.dtype, sb.space
-            )));
-        }
-        if rb.space != Space::Local || rb.dtype.bits() != 16 {
-            return Err(self.invalid(format!(
-                "{name} needs a 16-bit local register buffer; `{}` is {} {:?}",
-                rb.name, rb.dtype, rb.space
-            )));
-        }
-        let smem_idx = self.index(smem_index)?;
-        let reg_idx = reg_index.iter().map(|e| self.index(e)).collect::<Result<Vec<_>, _>>()?;
-        let site = self.site();
-        self.emit(Ins::Matrix(Box::new(MatrixIns { site, store, num, trans, smem: s, smem_idx, regs: r, reg_idx })));
-        Ok(())
-    }
-
-    fn packed2(
-        &mut self,
-        op: PackedOp,
-        ty: DType,
-        dst: LBufId,
-        dst_index: &LExpr,
-        srcs: &[PairSrc],
-    ) -> Result<(), SimError> {
-        let d = self.buf(dst)?;
-        if !matches!(ty, DType::F16 | DType::BF16) {
-            return Err(self.invalid(format!("packed pair op on {ty}; only float16 and bfloat16 pairs exist")));
-        }
-        let want = if op == PackedOp::Fma { 3 } else { 2 };
-        if srcs.len() != want {
-            return Err(self.invalid(format!("packed {op:?} with {} operands (needs {want})", srcs.len())));
-        }
-        for b in std::iter::once(d).chain(srcs.iter().filter_map(|s| match s {
-            PairSrc::Buf(b, _) => Some(b.0),
-            PairSrc::Scalar(_) => None,
-        })) {
-            let lb =
-                self.k.bufs.get(b as usize).ok_or_else(|| self.invalid(format!("buffer id {b} is out of range")))?;
-            if lb.dtype != ty {
-                return Err(self.invalid(format!("packed {ty} op on `{}` of dtype {}", lb.name, lb.dtype)));
-            }
-        }
-        let dst_idx = self.index(dst_index)?;
-        let mut ops = vec![];
-        for s in srcs {
-            ops.push(match s {
-                PairSrc::Buf(b, i) => PairOperand::Buf { buf: b.0, idx: self.index(i)? },
-                PairSrc::Scalar(e) => PairOperand::Scalar(self.expr_as(e, ty)?),
-            });
-        }
-        let site = self.site();
-        self.emit(Ins::Packed2(Box::new(Packed2Ins { site, op, ty, dst: d, dst_idx, srcs: ops })));
-        Ok(())
-    }
-
     /// An element index: any integer expression, used as i64.
-    fn index(&mut self, e: &LExpr) -> Result<Reg, SimError> {
+    pub(crate) fn index(&mut self, e: &LExpr) -> Result<Reg, SimError> {
         let t = self.ty(e)?;
         if !t.is_int() {
             return Err(self.invalid(format!("an index has type {t}; indices are integers")));
@@ -534,7 +424,7 @@ impl Compiler<'_> {
     }
 
     /// The type an expression evaluates in (C-like promotion of mixed operands).
-    fn ty(&self, e: &LExpr) -> Result<DType, SimError> {
+    pub(crate) fn ty(&self, e: &LExpr) -> Result<DType, SimError> {
         Ok(match e {
             LExpr::Int(_, t) | LExpr::Float(_, t) | LExpr::Cast(t, _) => *t,
             LExpr::Bool(_) => DType::Bool,
@@ -581,7 +471,7 @@ impl Compiler<'_> {
     }
 
     /// Evaluates `e` converted to `ty` into some register.
-    fn expr_as(&mut self, e: &LExpr, ty: DType) -> Result<Reg, SimError> {
+    pub(crate) fn expr_as(&mut self, e: &LExpr, ty: DType) -> Result<Reg, SimError> {
         let from = self.ty(e)?;
         let r = self.expr(e)?;
         if from == ty {
@@ -592,7 +482,7 @@ impl Compiler<'_> {
         Ok(dst)
     }
 
-    fn expr(&mut self, e: &LExpr) -> Result<Reg, SimError> {
+    pub(crate) fn expr(&mut self, e: &LExpr) -> Result<Reg, SimError> {
         Ok(match e {
             LExpr::Int(v, t) => self.int_const(*v, *t),
             LExpr::Float(v, t) => {

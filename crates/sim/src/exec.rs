@@ -12,9 +12,10 @@
 
 use crate::arith::{self, ArithFault};
 use crate::bank::{BankCollector, PointKey};
-use crate::compile::{Ins, MatrixIns, Packed2Ins, PairOperand, Program};
+use crate::compile::{Ins, Program};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
 use crate::memory::{BufMem, Dir};
+use crate::pair::Packed2Ins;
 use crate::value::{decode, encode};
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
@@ -42,10 +43,10 @@ pub(crate) struct Machine<'a> {
     pub opts: &'a SimOptions,
     pub bufs: Vec<BufMem>,
     /// Threads per CTA.
-    n: usize,
-    regs: Vec<u64>,
-    pcs: Vec<u32>,
-    state: Vec<State>,
+    pub(crate) n: usize,
+    pub(crate) regs: Vec<u64>,
+    pub(crate) pcs: Vec<u32>,
+    pub(crate) state: Vec<State>,
     pub cta: [u32; 3],
     clock: u32,
     pub cta_start: u32,
@@ -55,7 +56,7 @@ pub(crate) struct Machine<'a> {
     pub cta_starts: Vec<(u32, [u32; 3])>,
     pub warnings: Vec<SimWarning>,
     pub warn_at: HashMap<(u32, u32), usize>,
-    bank: Option<BankCollector>,
+    pub(crate) bank: Option<BankCollector>,
     insts: u64,
 }
 
@@ -234,7 +235,7 @@ impl<'a> Machine<'a> {
         Ok(count)
     }
 
-    fn tick(&mut self) -> Result<u32, SimError> {
+    pub(crate) fn tick(&mut self) -> Result<u32, SimError> {
         if self.clock >= u32::MAX - 1 {
             return Err(limit_error(
                 "the simulation passed 4 billion barriers; simulate fewer CTAs (--grid-limit)".into(),
@@ -406,7 +407,7 @@ impl<'a> Machine<'a> {
         )
     }
 
-    fn bank_record(&mut self, b: u32, kind: &'static str, t: u32, e: usize, width: usize, site: u32) {
+    pub(crate) fn bank_record(&mut self, b: u32, kind: &'static str, t: u32, e: usize, width: usize, site: u32) {
         if let Some(bank) = &mut self.bank {
             let buf = &self.bufs[b as usize];
             if buf.space == Space::Shared {
@@ -439,12 +440,20 @@ impl<'a> Machine<'a> {
     }
 
     /// Reads `n` elements starting at `e` as raw bytes into `out` (after bounds checks).
-    fn read_raw(&mut self, b: u32, t: u32, e: usize, n: usize, site: u32, out: &mut [u8]) -> Result<(), SimError> {
+    pub(crate) fn read_raw(
+        &mut self,
+        b: u32,
+        t: u32,
+        e: usize,
+        n: usize,
+        site: u32,
+        out: &mut [u8],
+    ) -> Result<(), SimError> {
         self.read_raw_via(b, t, e, n, Dir::Read, site, out)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn read_raw_via(
+    pub(crate) fn read_raw_via(
         &mut self,
         b: u32,
         t: u32,
@@ -462,7 +471,15 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn write_raw(&mut self, b: u32, t: u32, e: usize, n: usize, site: u32, bytes: &[u8]) -> Result<(), SimError> {
+    pub(crate) fn write_raw(
+        &mut self,
+        b: u32,
+        t: u32,
+        e: usize,
+        n: usize,
+        site: u32,
+        bytes: &[u8],
+    ) -> Result<(), SimError> {
         for i in 0..n {
             self.touch(b, t, e + i, Dir::Write, site)?;
         }
@@ -496,56 +513,7 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    /// One element pair `[i, i+2)` as values (4-byte aligned for 16-bit pairs, 8-byte for 32-bit).
-    fn read_pair(&mut self, b: u32, t: u32, idx: i64, site: u32) -> Result<[f64; 2], SimError> {
-        let e = self.bounds(b, t, idx, 2, site, "pair load")?;
-        let esize = self.bufs[b as usize].esize;
-        self.aligned(b, t, e, 2 * esize, site, "pair load")?;
-        let mut raw = [0u8; 16];
-        self.read_raw(b, t, e, 2, site, &mut raw[..2 * esize])?;
-        self.bank_record(b, "load", t, e, 2 * esize, site);
-        let dt = self.bufs[b as usize].dtype;
-        let v = |i: usize| f64::from_bits(decode(dt, &raw[i * esize..(i + 1) * esize]));
-        Ok([v(0), v(1)])
-    }
-
-    fn write_pair(&mut self, b: u32, t: u32, idx: i64, vals: [u64; 2], site: u32) -> Result<(), SimError> {
-        let e = self.bounds(b, t, idx, 2, site, "pair store")?;
-        let (esize, dt) = (self.bufs[b as usize].esize, self.bufs[b as usize].dtype);
-        self.aligned(b, t, e, 2 * esize, site, "pair store")?;
-        let mut raw = [0u8; 16];
-        encode(dt, vals[0], &mut raw[..esize]);
-        encode(dt, vals[1], &mut raw[esize..2 * esize]);
-        self.write_raw(b, t, e, 2, site, &raw[..2 * esize])?;
-        self.bank_record(b, "store", t, e, 2 * esize, site);
-        Ok(())
-    }
-
-    fn packed2(&mut self, t: u32, base: usize, p: &Packed2Ins) -> Result<(), SimError> {
-        let mut args = [[0f64; 2]; 3];
-        for (i, s) in p.srcs.iter().enumerate() {
-            args[i] = match *s {
-                PairOperand::Buf { buf, idx } => {
-                    self.read_pair(buf, t, self.regs[base + idx as usize] as i64, p.site)?
-                }
-                PairOperand::Scalar(r) => [f64::from_bits(self.regs[base + r as usize]); 2],
-            };
-        }
-        let out = [0, 1].map(|j| arith::packed(p.op, p.ty, args[0][j], args[1][j], args[2][j]).to_bits());
-        self.write_pair(p.dst, t, self.regs[base + p.dst_idx as usize] as i64, out, p.site)
-    }
-
-    fn cast2(&mut self, t: u32, dst: u32, di: i64, src: u32, si: i64, site: u32) -> Result<(), SimError> {
-        let (from, to) = (self.bufs[src as usize].dtype, self.bufs[dst as usize].dtype);
-        let vals = self.read_pair(src, t, si, site)?;
-        let out = vals.map(|v| {
-            let slot = if from.is_float() { v.to_bits() } else { v as i64 as u64 };
-            arith::cast(from, to, slot)
-        });
-        self.write_pair(dst, t, di, out, site)
-    }
-
-    fn lanes(&self, w: usize) -> std::ops::Range<usize> {
+    pub(crate) fn lanes(&self, w: usize) -> std::ops::Range<usize> {
         w * 32..(w * 32 + 32).min(self.n)
     }
 
@@ -699,100 +667,5 @@ impl<'a> Machine<'a> {
             ranges(&arrived)
         );
         err
-    }
-
-    fn partial_block_warp(&self, w: usize, m: &MatrixIns) -> SimError {
-        SimError::new(
-            SimErrorKind::PartialWarp,
-            self.prog.sites[m.site as usize],
-            format!(
-                "{} executed by warp {w}, which has only {} of 32 lanes (the CTA has {} threads)",
-                if m.store { "stmatrix" } else { "ldmatrix" },
-                self.lanes(w).len(),
-                self.n
-            ),
-        )
-        .help("ldmatrix/stmatrix need full warps: make the CTA size a multiple of 32")
-    }
-
-    /// ldmatrix / stmatrix for warp `w`. Matrix i's row r lives at the address lane 8i+r supplies
-    /// (lanes ≥ 8·num supply none, and their addresses are not checked, as on the GPU); lane l's
-    /// register i holds row l/4, columns 2(l%4), 2(l%4)+1 (transposed with `.trans`). For race
-    /// tracking, a row's shared-memory access belongs to the lane that supplied its address; the
-    /// collective itself does not order memory (a preceding write by another lane needs a barrier).
-    fn matrix(&mut self, w: usize, m: &MatrixIns) -> Result<(), SimError> {
-        let nr = self.prog.nregs;
-        let name = if m.store { "stmatrix row store" } else { "ldmatrix row load" };
-        let num = m.num as usize;
-        // Row element offsets, checked: only lanes 0..8·num supply addresses.
-        let mut rows = vec![0usize; 8 * num];
-        for (i, row) in rows.iter_mut().enumerate() {
-            let t = (w * 32 + i) as u32;
-            let idx = self.regs[t as usize * nr + m.smem_idx as usize] as i64;
-            let e = self.bounds(m.smem, t, idx, 8, m.site, name)?;
-            self.aligned(m.smem, t, e, 16, m.site, name)?;
-            *row = e;
-        }
-        // Register element offsets per lane and matrix (a 32-bit register = two 16-bit elements).
-        let mut regs = vec![[0usize; 4]; 32];
-        for (l, lane_regs) in regs.iter_mut().enumerate() {
-            let t = (w * 32 + l) as u32;
-            for (slot, r) in lane_regs.iter_mut().zip(&m.reg_idx) {
-                let idx = self.regs[t as usize * nr + *r as usize] as i64;
-                let e = self.bounds(m.regs, t, idx, 2, m.site, "matrix register access")?;
-                self.aligned(m.regs, t, e, 4, m.site, "matrix register access")?;
-                *slot = e;
-            }
-        }
-        let kind = if m.store { "stmatrix" } else { "ldmatrix" };
-        if let Some(bank) = &mut self.bank {
-            let base = self.bufs[m.smem as usize].smem_base;
-            let addrs: Vec<u32> = rows.iter().map(|e| base + (*e as u32) * 2).collect();
-            bank.record_rows(PointKey { span: self.prog.sites[m.site as usize], buf: m.smem, kind }, w as u32, &addrs);
-        }
-        // tile[i][r][c]: 16-bit patterns of the 8×8 matrices.
-        let mut tile = vec![[[0u8; 16]; 8]; num];
-        let wt = |l: usize| (w * 32 + l) as u32;
-        if !m.store {
-            for i in 0..num {
-                for r in 0..8 {
-                    self.read_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &mut tile[i][r])?;
-                }
-            }
-        }
-        for (l, lane_regs) in regs.iter().enumerate() {
-            let ((r0, c0), (r1, c1)) = fragment(l, m.trans);
-            for (i, &reg) in lane_regs.iter().enumerate().take(num) {
-                let mut pair = [0u8; 4];
-                if m.store {
-                    self.read_raw(m.regs, wt(l), reg, 2, m.site, &mut pair)?;
-                    tile[i][r0][2 * c0..2 * c0 + 2].copy_from_slice(&pair[..2]);
-                    tile[i][r1][2 * c1..2 * c1 + 2].copy_from_slice(&pair[2..]);
-                } else {
-                    pair[..2].copy_from_slice(&tile[i][r0][2 * c0..2 * c0 + 2]);
-                    pair[2..].copy_from_slice(&tile[i][r1][2 * c1..2 * c1 + 2]);
-                    self.write_raw(m.regs, wt(l), reg, 2, m.site, &pair)?;
-                }
-            }
-        }
-        if m.store {
-            for i in 0..num {
-                for r in 0..8 {
-                    let row = tile[i][r];
-                    self.write_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &row)?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The (row, column) of the two 16-bit elements lane `l` holds of an 8×8 matrix.
-pub(crate) fn fragment(l: usize, trans: bool) -> ((usize, usize), (usize, usize)) {
-    let (r, c) = (l / 4, 2 * (l % 4));
-    if trans {
-        ((c, r), (c + 1, r))
-    } else {
-        ((r, c), (r, c + 1))
     }
 }

@@ -29,14 +29,18 @@
 //! Modules: [`value`] (element conversions, parameter buffers), `compile`
 //! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
 //! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
-//! `arith` (scalar semantics), `error` (errors and warnings).
+//! `arith` (scalar semantics), `error` (errors and warnings); the LIR instruction
+//! families beyond scalar and vector memory each compile and execute in their own
+//! module: `pair`, `matrix` (`docs/lir.md`).
 
 mod arith;
 mod bank;
 mod compile;
 mod error;
 mod exec;
+mod matrix;
 mod memory;
+mod pair;
 pub mod value;
 
 pub use error::{SimError, SimErrorKind, SimWarning};

@@ -1,7 +1,7 @@
 //! Shared-memory bank-conflict statistics per instruction.
 mod common;
 use common::*;
-use tirx_ir::lir::LStmtKind;
+use tirx_ir::lir::{LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::{simulate, BankStat, SimOptions};
 
@@ -55,14 +55,15 @@ fn vector_and_matrix_phases() {
                 // ldmatrix.x4 with rows 64 elements (128 B) apart: each matrix phase is 8-way.
                 at(
                     3,
-                    LStmtKind::LdMatrix {
+                    LStmtKind::Matrix(MatrixOp {
+                        dir: MatrixDir::Load,
                         num: 4,
                         trans: false,
                         smem: s,
                         smem_index: mul(tid(), int(64)),
                         regs: r,
                         reg_index: ri,
-                    },
+                    }),
                 ),
             ]
         },

@@ -1,7 +1,7 @@
 //! Planted bugs are caught with a message naming the buffer, element, threads and statement.
 mod common;
 use common::*;
-use tirx_ir::lir::{CacheHint, LKernel, LStmtKind};
+use tirx_ir::lir::{CacheHint, LKernel, LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::value::to_bytes;
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions, SimReport};
@@ -209,14 +209,15 @@ fn ldmatrix_by_a_partial_warp() {
     let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
     let s = kb.shared("S", DType::F16, 64);
     let r = kb.local("R", DType::F16, 2);
-    let ld = LStmtKind::LdMatrix {
+    let ld = LStmtKind::Matrix(MatrixOp {
+        dir: MatrixDir::Load,
         num: 1,
         trans: false,
         smem: s,
         smem_index: mul(rem(lane(), int(8)), int(8)),
         regs: r,
         reg_index: vec![int(0)],
-    };
+    });
     let k = kb.finish(vec![at(1, if_(lt(lane(), int(16)), vec![at(2, ld)]))]);
     let e = expect_err(
         &k,
@@ -233,8 +234,15 @@ fn ldmatrix_in_a_cta_smaller_than_a_warp() {
     let mut kb = Kb::new([1, 1, 1], [16, 1, 1]);
     let s = kb.shared("S", DType::F16, 64);
     let r = kb.local("R", DType::F16, 2);
-    let ld =
-        LStmtKind::LdMatrix { num: 1, trans: false, smem: s, smem_index: int(0), regs: r, reg_index: vec![int(0)] };
+    let ld = LStmtKind::Matrix(MatrixOp {
+        dir: MatrixDir::Load,
+        num: 1,
+        trans: false,
+        smem: s,
+        smem_index: int(0),
+        regs: r,
+        reg_index: vec![int(0)],
+    });
     let k = kb.finish(vec![at(1, ld)]);
     expect_err(&k, &mut [], SimErrorKind::PartialWarp, 1, &["only 16 of 32 lanes"]);
 }

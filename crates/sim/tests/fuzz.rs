@@ -3,7 +3,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind, LVarId, MatrixDir, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::{simulate, SimOptions};
 
@@ -91,9 +91,25 @@ fn stmt() -> impl Strategy<Value = LStmt> {
                 at(
                     6,
                     if st {
-                        LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index }
+                        LStmtKind::Matrix(MatrixOp {
+                            dir: MatrixDir::Store,
+                            num,
+                            trans,
+                            smem,
+                            smem_index,
+                            regs,
+                            reg_index,
+                        })
                     } else {
-                        LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index }
+                        LStmtKind::Matrix(MatrixOp {
+                            dir: MatrixDir::Load,
+                            num,
+                            trans,
+                            smem,
+                            smem_index,
+                            regs,
+                            reg_index,
+                        })
                     },
                 )
             }

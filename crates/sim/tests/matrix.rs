@@ -6,7 +6,7 @@
 //! 4c + r/2, half r%2.
 mod common;
 use common::*;
-use tirx_ir::lir::{LKernel, LStmtKind};
+use tirx_ir::lir::{LKernel, LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimOptions};
@@ -45,7 +45,18 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
     let mut body = vec![];
     if store_dir {
         body.push(at(0, for_(j, 2 * n, vec![at(1, store(r, v(j), load(inp, add(mul(tid(), int(2 * n)), v(j)))))])));
-        body.push(at(2, LStmtKind::StMatrix { num, trans, smem: s, smem_index: smem_index(n), regs: r, reg_index }));
+        body.push(at(
+            2,
+            LStmtKind::Matrix(MatrixOp {
+                dir: MatrixDir::Store,
+                num,
+                trans,
+                smem: s,
+                smem_index: smem_index(n),
+                regs: r,
+                reg_index,
+            }),
+        ));
         body.push(at(3, cta_sync()));
         body.push(at(
             4,
@@ -65,7 +76,18 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
             ),
         ));
         body.push(at(2, cta_sync()));
-        body.push(at(3, LStmtKind::LdMatrix { num, trans, smem: s, smem_index: smem_index(n), regs: r, reg_index }));
+        body.push(at(
+            3,
+            LStmtKind::Matrix(MatrixOp {
+                dir: MatrixDir::Load,
+                num,
+                trans,
+                smem: s,
+                smem_index: smem_index(n),
+                regs: r,
+                reg_index,
+            }),
+        ));
         body.push(at(4, for_(j, 2 * n, vec![at(5, store(out, add(mul(tid(), int(2 * n)), v(j)), load(r, v(j))))])));
     }
     kb.finish(body)
@@ -130,14 +152,15 @@ fn ldmatrix_row_address_must_be_16_byte_aligned() {
     let r = kb.local("R", DType::F16, 2);
     let k = kb.finish(vec![at(
         7,
-        LStmtKind::LdMatrix {
+        LStmtKind::Matrix(MatrixOp {
+            dir: MatrixDir::Load,
             num: 1,
             trans: false,
             smem: s,
             smem_index: add(mul(rem(lane(), int(8)), int(8)), int(4)),
             regs: r,
             reg_index: vec![int(0)],
-        },
+        }),
     )]);
     let e = simulate(&k, &mut [], &SimOptions::default()).unwrap_err();
     assert_eq!(e.kind, tirx_sim::SimErrorKind::Misaligned, "{e}");

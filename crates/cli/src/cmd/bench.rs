@@ -4,7 +4,7 @@
 //!
 //! Method: `warmup` untimed launches, then `iters` launches queued back to back, each
 //! bracketed by its own pair of timing-enabled CUDA events; median and spread (min,
-//! p10, p90, max) of the per-launch times. Traffic (see `tirx_runtime::traffic`): the
+//! p10, p90, max) of the per-launch times. Traffic (see `tirx_ir::traffic`): the
 //! full size of every parameter the kernel reads plus every one it writes; the memcpy
 //! copies half of that, so it also reads and writes that total — equal bytes each way
 //! for a copy kernel. GB/s = traffic / median time (10^9 B/s); ratio = kernel GB/s over
@@ -18,8 +18,8 @@ use serde_json::json;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use tirx_ir::traffic::{analyze, Traffic};
 use tirx_runtime::stats::{gbps, Summary};
-use tirx_runtime::traffic::{analyze, Traffic};
 use tirx_runtime::LaunchSpec;
 
 #[derive(clap::Args)]

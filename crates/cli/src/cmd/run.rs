@@ -184,7 +184,7 @@ const SHOW_MISMATCHES: usize = 8;
 fn check_against_sim(k: &LKernel, src: &Source, inputs: Vec<Vec<u8>>, gpu: &[Vec<u8>]) -> CmdResult {
     let mut sim = inputs;
     simulate(k, src, &mut sim)?;
-    let data_only = tirx_runtime::traffic::analyze(k).data_only;
+    let data_only = tirx_ir::traffic::analyze(k).data_only;
     let mut failed = false;
     for ((id, g), s) in k.params.iter().zip(gpu).zip(&sim) {
         let b = k.buf(*id);

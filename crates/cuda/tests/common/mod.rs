@@ -5,7 +5,8 @@ pub mod kernels;
 
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
-    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, PackedOp, PairSrc, Space, Special,
+    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir, MatrixOp, PackedOp,
+    PairSrc, Space, Special,
 };
 use tirx_ir::{DType, Span};
 
@@ -160,10 +161,10 @@ pub fn warp_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Warp))
 }
 pub fn ldmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
-    st(LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index })
+    st(LStmtKind::Matrix(MatrixOp { dir: MatrixDir::Load, num, trans, smem, smem_index, regs, reg_index }))
 }
 pub fn stmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
-    st(LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index })
+    st(LStmtKind::Matrix(MatrixOp { dir: MatrixDir::Store, num, trans, smem, smem_index, regs, reg_index }))
 }
 pub fn packed2(op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc>) -> LStmt {
     st(LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs })

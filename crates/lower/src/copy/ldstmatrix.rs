@@ -41,7 +41,7 @@ use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::Arch;
 use tirx_ir::DType;
 use tirx_layout::apply::split_coord;
@@ -194,11 +194,8 @@ impl Variant for LdStMatrix {
             .map(|i| b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity))))
             .collect();
         let num = p.split.num as u8;
-        let kind = if p.store {
-            LStmtKind::StMatrix { num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index }
-        } else {
-            LStmtKind::LdMatrix { num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index }
-        };
+        let dir = if p.store { MatrixDir::Store } else { MatrixDir::Load };
+        let kind = LStmtKind::Matrix(MatrixOp { dir, num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index });
         em.stmts.extend(pre);
         match mm_var {
             Some(v) => {

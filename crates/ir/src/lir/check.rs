@@ -3,12 +3,13 @@
 //! Lowering bugs surface here with a message naming the statement, instead of
 //! as uncompilable CUDA or a simulator crash. Checked: ids in range, buffers
 //! and launch shape, variables declared before use and never redeclared while
-//! in scope, expression typing, index types, and the operand rules of the vector
-//! and warp-collective statements.
+//! in scope, expression typing and index types here; the operand rules of each
+//! instruction family in its module (`memory`, `pair`, `matrix`, ...), through
+//! the helpers of [`Checker`].
 
 use crate::dtype::DType;
 use crate::hir::{MathFn, UnOp};
-use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special};
+use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space, Special};
 use crate::scope_ids::MAX_CTA_THREADS;
 
 /// Buffers with at least this many elements need 64-bit indices.
@@ -23,14 +24,16 @@ impl LKernel {
     }
 }
 
-struct Checker<'a> {
-    k: &'a LKernel,
+/// The typing context: which variables are in scope. Family modules add their
+/// `impl Checker` with one method per instruction.
+pub(crate) struct Checker<'a> {
+    pub(crate) k: &'a LKernel,
     in_scope: Vec<bool>,
     /// Whether the error being returned already names its (innermost) statement.
     located: bool,
 }
 
-type Check = Result<(), String>;
+pub(crate) type Check = Result<(), String>;
 
 impl Checker<'_> {
     fn header(&self) -> Check {
@@ -66,14 +69,14 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn buf(&self, b: LBufId) -> Result<&crate::lir::LBuf, String> {
+    pub(crate) fn buf(&self, b: LBufId) -> Result<&crate::lir::LBuf, String> {
         self.k
             .bufs
             .get(b.0 as usize)
             .ok_or_else(|| format!("buffer id {} out of range ({} buffers)", b.0, self.k.bufs.len()))
     }
 
-    fn var(&self, v: LVarId) -> Result<&crate::lir::LVar, String> {
+    pub(crate) fn var(&self, v: LVarId) -> Result<&crate::lir::LVar, String> {
         self.k
             .vars
             .get(v.0 as usize)
@@ -97,7 +100,7 @@ impl Checker<'_> {
         Ok(())
     }
 
-    fn declare(&mut self, v: LVarId) -> Result<usize, String> {
+    pub(crate) fn declare(&mut self, v: LVarId) -> Result<usize, String> {
         let name = &self.var(v)?.name;
         let i = v.0 as usize;
         if self.in_scope[i] {
@@ -137,116 +140,21 @@ impl Checker<'_> {
                 self.block(then_body)?;
                 self.block(else_body)?;
             }
-            LStmtKind::Store { buf, index, value } => {
-                let b = self.buf(*buf)?;
-                self.index(*buf, index)?;
-                let t = self.expr(value)?;
-                if t != b.dtype {
-                    return Err(format!("store of a {t} value into {} buffer `{}`", b.dtype, b.name));
-                }
-            }
+            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value)?,
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
-                let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
-                self.index(*dst, dst_index)?;
-                self.index(*src, src_index)?;
-                if d.dtype != sb.dtype {
-                    return Err(format!(
-                        "vector copy `{}` <- `{}` mixes {} and {}",
-                        d.name, sb.name, d.dtype, sb.dtype
-                    ));
-                }
-                let bits = lanes * d.dtype.bits();
-                if !matches!(bits, 8 | 16 | 32 | 64 | 128) {
-                    return Err(format!(
-                        "vector copy of {lanes} x {} is {bits} bits; need 8, 16, 32, 64 or 128",
-                        d.dtype
-                    ));
-                }
-                let what = format!("vector copy of {lanes} lanes");
-                self.aligned(*dst, dst_index, i64::from(*lanes), &what)?;
-                self.aligned(*src, src_index, i64::from(*lanes), &what)?;
-                if *cache == crate::lir::CacheHint::NonCoherent && sb.space != Space::Global {
-                    return Err(format!("non-coherent load from `{}`, which is not global memory", sb.name));
-                }
+                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            LStmtKind::LdMatrix { num, smem, smem_index, regs, reg_index, .. }
-            | LStmtKind::StMatrix { num, smem, smem_index, regs, reg_index, .. } => {
-                if !matches!(num, 1 | 2 | 4) {
-                    return Err(format!("ldmatrix/stmatrix .x{num}: num must be 1, 2 or 4"));
-                }
-                if reg_index.len() != usize::from(*num) {
-                    return Err(format!(
-                        "ldmatrix/stmatrix .x{num} needs {num} register indices, got {}",
-                        reg_index.len()
-                    ));
-                }
-                let (s, r) = (self.buf(*smem)?, self.buf(*regs)?);
-                if s.space != Space::Shared {
-                    return Err(format!("ldmatrix/stmatrix address `{}` is not in shared memory", s.name));
-                }
-                if r.space != Space::Local {
-                    return Err(format!("ldmatrix/stmatrix registers `{}` are not a local buffer", r.name));
-                }
-                for b in [s, r] {
-                    if b.dtype.bits() != 16 {
-                        return Err(format!("ldmatrix/stmatrix move 16-bit elements; `{}` is {}", b.name, b.dtype));
-                    }
-                }
-                self.index(*smem, smem_index)?;
-                // Each lane's row is 8 x 16 bits = 16 bytes, 16-byte aligned.
-                self.aligned(*smem, smem_index, 8, "ldmatrix/stmatrix row")?;
-                for i in reg_index {
-                    self.index(*regs, i)?;
-                    self.aligned(*regs, i, 2, "ldmatrix/stmatrix register")?;
-                }
-            }
+            LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
-                if !matches!(dtype, DType::F16 | DType::BF16) {
-                    return Err(format!("packed op on {dtype}; only float16 and bfloat16 pairs exist"));
-                }
-                let arity = if *op == PackedOp::Fma { 3 } else { 2 };
-                if srcs.len() != arity {
-                    return Err(format!("packed {op:?} takes {arity} operands, got {}", srcs.len()));
-                }
-                let d = self.buf(*dst)?;
-                if d.dtype != *dtype {
-                    return Err(format!("packed {dtype} op writes {} buffer `{}`", d.dtype, d.name));
-                }
-                self.index(*dst, dst_index)?;
-                self.aligned(*dst, dst_index, 2, "packed op")?;
-                for p in srcs {
-                    match p {
-                        PairSrc::Buf(b, i) => {
-                            let sb = self.buf(*b)?;
-                            if sb.dtype != *dtype {
-                                return Err(format!("packed {dtype} op reads {} buffer `{}`", sb.dtype, sb.name));
-                            }
-                            self.index(*b, i)?;
-                            self.aligned(*b, i, 2, "packed op")?;
-                        }
-                        PairSrc::Scalar(e) => self.expect(e, *dtype, "packed scalar operand")?,
-                    }
-                }
+                self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
-                let (d, sb) = (self.buf(*dst)?, self.buf(*src)?);
-                if !cast2_supported(sb.dtype, d.dtype) {
-                    return Err(format!(
-                        "no pair conversion {} -> {}; supported: float32<->float16, float32<->bfloat16",
-                        sb.dtype, d.dtype
-                    ));
-                }
-                self.index(*dst, dst_index)?;
-                self.index(*src, src_index)?;
-                self.aligned(*dst, dst_index, 2, "pair conversion")?;
-                self.aligned(*src, src_index, 2, "pair conversion")?;
-            }
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2((*dst, dst_index), (*src, src_index))?,
         }
         Ok(())
     }
 
-    fn expect(&self, e: &LExpr, want: DType, what: &str) -> Check {
+    pub(crate) fn expect(&self, e: &LExpr, want: DType, what: &str) -> Check {
         let t = self.expr(e)?;
         if t != want {
             return Err(format!("{what} is {t}, expected {want}"));
@@ -256,7 +164,7 @@ impl Checker<'_> {
 
     /// A constant index `e` into `b` must be a multiple of `multiple` (the access
     /// is `multiple` elements wide and must be naturally aligned).
-    fn aligned(&self, b: LBufId, e: &LExpr, multiple: i64, what: &str) -> Check {
+    pub(crate) fn aligned(&self, b: LBufId, e: &LExpr, multiple: i64, what: &str) -> Check {
         match e {
             LExpr::Int(v, _) if v % multiple != 0 => {
                 Err(format!("{what}: index {v} into `{}` is not a multiple of {multiple}", self.buf(b)?.name))
@@ -266,7 +174,7 @@ impl Checker<'_> {
     }
 
     /// An element index into `b`: int32 or int64, and int64 for buffers of ≥ 2^31 elements.
-    fn index(&self, b: LBufId, e: &LExpr) -> Check {
+    pub(crate) fn index(&self, b: LBufId, e: &LExpr) -> Check {
         let buf = self.buf(b)?;
         let t = self.expr(e)?;
         if !is_index(t) {
@@ -279,7 +187,7 @@ impl Checker<'_> {
     }
 
     /// Type-checks `e` and returns its type (agrees with [`LKernel::dtype_of`]).
-    fn expr(&self, e: &LExpr) -> Result<DType, String> {
+    pub(crate) fn expr(&self, e: &LExpr) -> Result<DType, String> {
         Ok(match e {
             LExpr::Int(v, t) => {
                 if !t.is_int() {
@@ -380,14 +288,6 @@ fn is_index(t: DType) -> bool {
 
 fn int_fits(v: i64, t: DType) -> bool {
     t.int_range().is_none_or(|(lo, hi)| (lo..=hi).contains(&v))
-}
-
-/// The pair conversions with a CUDA intrinsic (tile-primitives.md §4).
-pub fn cast2_supported(src: DType, dst: DType) -> bool {
-    matches!(
-        (src, dst),
-        (DType::F32, DType::F16) | (DType::F16, DType::F32) | (DType::F32, DType::BF16) | (DType::BF16, DType::F32)
-    )
 }
 
 #[cfg(test)]

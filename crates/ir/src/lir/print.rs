@@ -2,7 +2,8 @@
 //!
 //! One statement per line, two-space indent, expressions with C precedence and
 //! only the parentheses precedence needs. Vector and warp-collective operations
-//! keep their LIR names so the output reads as "what each thread does":
+//! keep their LIR names so the output reads as "what each thread does"; each
+//! instruction family prints its statements in its own module:
 //!
 //! ```text
 //! for f in 0..8 {
@@ -12,9 +13,7 @@
 
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, UnOp};
-use crate::lir::{
-    CacheHint, LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, PackedOp, PairSrc, Space, Special,
-};
+use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space, Special};
 use std::fmt::{self, Write};
 
 impl fmt::Display for LKernel {
@@ -62,13 +61,15 @@ impl fmt::Display for BufDecl<'_> {
     }
 }
 
-struct Printer<'a> {
-    k: &'a LKernel,
+/// The output being built. Family modules add their `impl Printer` with one
+/// method per instruction.
+pub(crate) struct Printer<'a> {
+    pub(crate) k: &'a LKernel,
     out: String,
 }
 
 impl Printer<'_> {
-    fn line(&mut self, depth: usize, text: &str) {
+    pub(crate) fn line(&mut self, depth: usize, text: &str) {
         for _ in 0..depth {
             self.out.push_str("  ");
         }
@@ -82,13 +83,13 @@ impl Printer<'_> {
         }
     }
 
-    fn e(&self, e: &LExpr) -> String {
+    pub(crate) fn e(&self, e: &LExpr) -> String {
         let mut s = String::new();
         write_expr(self.k, e, &mut s);
         s
     }
 
-    fn at(&self, b: LBufId, i: &LExpr) -> String {
+    pub(crate) fn at(&self, b: LBufId, i: &LExpr) -> String {
         format!("{}[{}]", buf_name(self.k, b), self.e(i))
     }
 
@@ -115,58 +116,17 @@ impl Printer<'_> {
                 self.block(then_body, d + 1);
                 self.else_chain(else_body, d);
             }
-            LStmtKind::Store { buf, index, value } => {
-                let text = format!("{} = {}", self.at(*buf, index), self.e(value));
-                self.line(d, &text);
-            }
+            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value, d),
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
-                let nc = if *cache == CacheHint::NonCoherent { ".nc" } else { "" };
-                let text = format!("vcopy<{lanes}>{nc} {} <- {}", self.at(*dst, dst_index), self.at(*src, src_index));
-                self.line(d, &text);
+                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache, d)
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
-            LStmtKind::LdMatrix { num, trans, smem, smem_index, regs, reg_index }
-            | LStmtKind::StMatrix { num, trans, smem, smem_index, regs, reg_index } => {
-                let ld = matches!(s.kind, LStmtKind::LdMatrix { .. });
-                let t = if *trans { ".trans" } else { "" };
-                let rs: Vec<String> = reg_index.iter().map(|i| self.at(*regs, i)).collect();
-                let (name, arrow) = if ld { ("ldmatrix", "<-") } else { ("stmatrix", "->") };
-                let text = format!("{name}.x{num}{t} {{{}}} {arrow} {}", rs.join(", "), self.at(*smem, smem_index));
-                self.line(d, &text);
-            }
+            LStmtKind::Matrix(m) => self.matrix(m, d),
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
-                let args: Vec<String> = srcs
-                    .iter()
-                    .map(|p| match p {
-                        PairSrc::Buf(b, i) => {
-                            format!("{}[{}..+2]", buf_name(self.k, *b), self.e(i))
-                        }
-                        PairSrc::Scalar(x) => format!("splat({})", self.e(x)),
-                    })
-                    .collect();
-                let text = format!(
-                    "{}[{}..+2] = {}2<{dtype}>({})",
-                    buf_name(self.k, *dst),
-                    self.e(dst_index),
-                    packed_name(*op),
-                    args.join(", ")
-                );
-                self.line(d, &text);
+                self.packed2(*op, *dtype, *dst, dst_index, srcs, d)
             }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
-                let dtype = |b: LBufId| self.k.bufs.get(b.0 as usize).map_or("?", |b| b.dtype.name());
-                let text = format!(
-                    "{}[{}..+2] = cast2<{} -> {}>({}[{}..+2])",
-                    buf_name(self.k, *dst),
-                    self.e(dst_index),
-                    dtype(*src),
-                    dtype(*dst),
-                    buf_name(self.k, *src),
-                    self.e(src_index)
-                );
-                self.line(d, &text);
-            }
+            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2((*dst, dst_index), (*src, src_index), d),
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     self.line(d, &format!("// {l}"));
@@ -177,6 +137,10 @@ impl Printer<'_> {
 }
 
 impl Printer<'_> {
+    pub(crate) fn buf_name(&self, b: LBufId) -> String {
+        buf_name(self.k, b)
+    }
+
     /// `} else if c {` for an else branch that is exactly one `if`, then `}`.
     fn else_chain(&mut self, else_body: &[LStmt], d: usize) {
         match else_body {
@@ -192,17 +156,6 @@ impl Printer<'_> {
             }
         }
         self.line(d, "}");
-    }
-}
-
-fn packed_name(op: PackedOp) -> &'static str {
-    match op {
-        PackedOp::Add => "add",
-        PackedOp::Sub => "sub",
-        PackedOp::Mul => "mul",
-        PackedOp::Fma => "fma",
-        PackedOp::Max => "max",
-        PackedOp::Min => "min",
     }
 }
 

@@ -7,6 +7,16 @@
 //! warp-collective instructions copy variants need. There are no layouts, no
 //! tile calls, no exec scopes left.
 //!
+//! Instructions come in families, each in its own module with its types, its
+//! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
+//! instruction touches one module per crate (`docs/lir.md` has the recipe):
+//! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
+//! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
+//! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
+//! * [`matrix`]: `ldmatrix`/`stmatrix` ([`MatrixOp`], one instruction with a direction);
+//! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
+//! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]).
+//!
 //! Typing rules (checked by [`LKernel::validate`]):
 //! * every expression has a [`DType`] ([`LKernel::dtype_of`]); binary arithmetic
 //!   needs equal operand types, comparisons give `Bool`;
@@ -14,6 +24,16 @@
 //! * `VecCopy` moves `lanes` consecutive elements of the same dtype; `lanes ×
 //!   bits ∈ {8, 16, 32, 64, 128}` and both element indices are multiples of `lanes`
 //!   (the byte address is then naturally aligned, since every array is 16-B aligned).
+
+pub mod check;
+pub mod matrix;
+pub mod memory;
+pub mod pair;
+pub mod print;
+
+pub use matrix::{MatrixDir, MatrixOp};
+pub use memory::CacheHint;
+pub use pair::{PackedOp, PairSrc};
 
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, MathFn, UnOp};
@@ -125,33 +145,6 @@ impl LExpr {
     }
 }
 
-/// Cache hint of a global load.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub enum CacheHint {
-    #[default]
-    Default,
-    /// `ld.global.nc` (read-only path).
-    NonCoherent,
-}
-
-/// An element-pair operand of a packed op: two consecutive elements of a buffer, or a scalar broadcast to both.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub enum PairSrc {
-    Buf(LBufId, LExpr),
-    Scalar(LExpr),
-}
-
-/// Packed two-lane arithmetic (`__hadd2`, `__hfma2`, ...).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum PackedOp {
-    Add,
-    Sub,
-    Mul,
-    Fma,
-    Max,
-    Min,
-}
-
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum LStmtKind {
     /// Declares `var` and initialises it (immutable afterwards).
@@ -171,7 +164,7 @@ pub enum LStmtKind {
         then_body: Vec<LStmt>,
         else_body: Vec<LStmt>,
     },
-    /// Scalar element store `buf[index] = value`.
+    /// Scalar element store `buf[index] = value` ([`memory`]).
     Store {
         buf: LBufId,
         index: LExpr,
@@ -187,26 +180,8 @@ pub enum LStmtKind {
         cache: CacheHint,
     },
     Barrier(BarrierKind),
-    /// Warp-collective `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`: this lane
-    /// supplies the row address `smem[smem_index]` and receives `num` 32-bit registers,
-    /// register i stored at `regs[reg_index[i] .. +2]` (two 16-bit elements).
-    LdMatrix {
-        num: u8,
-        trans: bool,
-        smem: LBufId,
-        smem_index: LExpr,
-        regs: LBufId,
-        reg_index: Vec<LExpr>,
-    },
-    /// Warp-collective `stmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16` (mirror of `LdMatrix`).
-    StMatrix {
-        num: u8,
-        trans: bool,
-        smem: LBufId,
-        smem_index: LExpr,
-        regs: LBufId,
-        reg_index: Vec<LExpr>,
-    },
+    /// The matrix family: `ldmatrix` / `stmatrix` ([`matrix`]).
+    Matrix(MatrixOp),
     /// `dst[i..i+2] = op(srcs...)` on a 16-bit float pair (`dtype` is F16 or BF16).
     Packed2 {
         op: PackedOp,
@@ -244,12 +219,72 @@ impl LStmtKind {
     /// `buf` gives the element type of an array.
     pub fn min_arch(&self, buf: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
-            LStmtKind::LdMatrix { .. } => Arch::SM_75,
-            LStmtKind::StMatrix { .. } => Arch::SM_90,
+            LStmtKind::Matrix(m) => m.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
             LStmtKind::Cast2 { dst, src, .. } if buf(*dst) == DType::BF16 || buf(*src) == DType::BF16 => Arch::SM_80,
             _ => Arch::MIN,
+        }
+    }
+}
+
+impl LStmtKind {
+    /// The expressions this statement evaluates itself (nested bodies not included).
+    pub fn operands(&self) -> Vec<&LExpr> {
+        match self {
+            LStmtKind::Let { value, .. } => vec![value],
+            LStmtKind::For { begin, extent, .. } => vec![begin, extent],
+            LStmtKind::If { cond, .. } => vec![cond],
+            LStmtKind::Store { index, value, .. } => vec![index, value],
+            LStmtKind::VecCopy { dst_index, src_index, .. } | LStmtKind::Cast2 { dst_index, src_index, .. } => {
+                vec![dst_index, src_index]
+            }
+            LStmtKind::Packed2 { dst_index, srcs, .. } => std::iter::once(dst_index)
+                .chain(srcs.iter().map(|p| match p {
+                    PairSrc::Buf(_, i) | PairSrc::Scalar(i) => i,
+                }))
+                .collect(),
+            LStmtKind::Matrix(m) => m.operands(),
+            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => vec![],
+        }
+    }
+
+    /// `(read, written)`: the buffers this statement itself reads and writes as
+    /// operands (loads inside its expressions and nested bodies not included).
+    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
+        match self {
+            LStmtKind::Store { buf, .. } => (vec![], vec![*buf]),
+            LStmtKind::VecCopy { dst, src, .. } | LStmtKind::Cast2 { dst, src, .. } => (vec![*src], vec![*dst]),
+            LStmtKind::Packed2 { dst, srcs, .. } => (
+                srcs.iter()
+                    .filter_map(|p| match p {
+                        PairSrc::Buf(b, _) => Some(*b),
+                        PairSrc::Scalar(_) => None,
+                    })
+                    .collect(),
+                vec![*dst],
+            ),
+            LStmtKind::Matrix(m) => m.accesses(),
+            LStmtKind::Let { .. }
+            | LStmtKind::For { .. }
+            | LStmtKind::If { .. }
+            | LStmtKind::Barrier(_)
+            | LStmtKind::Comment(_) => (vec![], vec![]),
+        }
+    }
+
+    /// Whether the statement writes values it computed, not values it read unchanged
+    /// (for [`crate::traffic`]; a `Store` depends on its value and is decided there).
+    pub fn computes(&self) -> bool {
+        matches!(self, LStmtKind::Packed2 { .. } | LStmtKind::Cast2 { .. })
+    }
+
+    /// The nested statement lists (loop body, both branches).
+    pub fn bodies(&self) -> Vec<&[LStmt]> {
+        match self {
+            LStmtKind::For { body, .. } => vec![body],
+            LStmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
+            _ => vec![],
         }
     }
 }

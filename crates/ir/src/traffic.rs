@@ -2,18 +2,21 @@
 //! data, and how many bytes it reads and writes.
 //!
 //! *Data-only*: every statement that writes memory stores a value it loaded, unchanged:
-//! `VecCopy`, `LdMatrix`/`StMatrix`, and `Store` whose value is a `Load`, a same-type
-//! `Cast` of one, or a `Select` among loads and literals (a guarded copy with a fill
-//! value). `Packed2`, `Cast2`, and stores of computed values are arithmetic. A kernel
-//! with no store at all moves nothing and is not data-only.
+//! `Store` whose value is a `Load`, a same-type `Cast` of one, or a `Select` among
+//! loads and literals (a guarded copy with a fill value), and every instruction of the
+//! other families that writes a buffer without computing ([`LStmtKind::computes`] is
+//! false: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, and stores
+//! of computed values are arithmetic. A kernel with no store at all moves nothing and
+//! is not data-only. The walk is generic over the families: it reads each statement's
+//! buffers off [`LStmtKind::accesses`] and its expressions off [`LStmtKind::operands`].
 //!
 //! *Traffic*: each parameter that is read anywhere counts its full size once as read,
 //! each one stored to counts its full size once as written. This is exact for kernels
 //! that touch every element of each parameter once (the copy benchmarks) and an
 //! estimate otherwise; `tirx bench` says so next to the number.
 
-use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, PairSrc};
-use tirx_ir::DType;
+use crate::dtype::DType;
+use crate::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Traffic {
@@ -75,67 +78,26 @@ impl Walk<'_> {
     }
 
     fn stmt(&mut self, s: &LStmt) {
+        s.kind.operands().into_iter().for_each(|e| self.expr(e));
+        let (reads, writes) = s.kind.accesses();
+        reads.into_iter().for_each(|b| self.mark_read(b));
+        for &b in &writes {
+            self.write(b);
+        }
         match &s.kind {
-            LStmtKind::Let { value, .. } => self.expr(value),
-            LStmtKind::For { begin, extent, body, .. } => {
-                self.expr(begin);
-                self.expr(extent);
-                self.stmts(body);
+            LStmtKind::Store { buf, value, .. } if !self.is_moved_value(value, self.k.buf(*buf).dtype) => {
+                self.computes(format!("`{}[...] = ...` stores a computed value", self.k.buf(*buf).name));
             }
-            LStmtKind::If { cond, then_body, else_body } => {
-                self.expr(cond);
-                self.stmts(then_body);
-                self.stmts(else_body);
-            }
-            LStmtKind::Store { buf, index, value } => {
-                self.expr(index);
-                self.expr(value);
-                self.write(*buf);
-                if !self.is_moved_value(value, self.k.buf(*buf).dtype) {
-                    self.computes(format!("`{}[...] = ...` stores a computed value", self.k.buf(*buf).name));
-                }
-            }
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, .. } => {
-                self.expr(dst_index);
-                self.expr(src_index);
-                self.mark_read(*src);
-                self.write(*dst);
-            }
-            LStmtKind::LdMatrix { smem, smem_index, regs, reg_index, .. } => {
-                self.expr(smem_index);
-                reg_index.iter().for_each(|e| self.expr(e));
-                self.mark_read(*smem);
-                self.write(*regs);
-            }
-            LStmtKind::StMatrix { smem, smem_index, regs, reg_index, .. } => {
-                self.expr(smem_index);
-                reg_index.iter().for_each(|e| self.expr(e));
-                self.mark_read(*regs);
-                self.write(*smem);
-            }
-            LStmtKind::Packed2 { op, dst, dst_index, srcs, .. } => {
-                self.expr(dst_index);
-                for src in srcs {
-                    match src {
-                        PairSrc::Buf(b, i) => {
-                            self.mark_read(*b);
-                            self.expr(i);
-                        }
-                        PairSrc::Scalar(e) => self.expr(e),
-                    }
-                }
-                self.write(*dst);
+            LStmtKind::Packed2 { op, dst, .. } => {
                 self.computes(format!("packed {op:?} into `{}`", self.k.buf(*dst).name));
             }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
-                self.expr(dst_index);
-                self.expr(src_index);
-                self.mark_read(*src);
-                self.write(*dst);
+            LStmtKind::Cast2 { dst, .. } => {
                 self.computes(format!("a pair conversion into `{}`", self.k.buf(*dst).name));
             }
-            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
+            k if k.computes() => self.computes(format!("{k:?} computes")),
+            _ => {}
         }
+        s.kind.bodies().into_iter().for_each(|b| self.stmts(b));
     }
 
     fn expr(&mut self, e: &LExpr) {
@@ -197,9 +159,9 @@ fn is_literal(e: &LExpr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tirx_ir::hir::BarrierKind;
-    use tirx_ir::lir::{CacheHint, LBinOp, LBuf, LVar, LVarId, PackedOp, Space, Special};
-    use tirx_ir::Span;
+    use crate::hir::BarrierKind;
+    use crate::lir::{CacheHint, LBinOp, LBuf, LVar, LVarId, PackedOp, PairSrc, Space, Special};
+    use crate::Span;
 
     fn buf(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
         LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false }
@@ -265,7 +227,7 @@ mod tests {
 
     #[test]
     fn arithmetic_on_a_loaded_value_is_not_data_only() {
-        let sqrt = LExpr::Math(tirx_ir::hir::MathFn::Sqrt, vec![load(0)]);
+        let sqrt = LExpr::Math(crate::hir::MathFn::Sqrt, vec![load(0)]);
         let t = analyze(&kernel(vec![let_tid(), store(1, sqrt)]));
         assert!(!t.data_only);
         assert!(t.not_data_only_because.unwrap().contains("`B[...] = ...` stores a computed value"));

@@ -1,0 +1,68 @@
+//! CUDA for the **pair** family: packed 16-bit pair arithmetic through the
+//! `__half2` / `__nv_bfloat162` intrinsics, pair conversions through
+//! `__float22half2_rn` and friends.
+
+use crate::ctype::pair_type;
+use crate::emit::Ctx;
+use crate::CodegenError;
+use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairSrc};
+use tirx_ir::DType;
+
+impl Ctx<'_> {
+    pub(crate) fn packed2(
+        &mut self,
+        op: PackedOp,
+        t: DType,
+        dst: LBufId,
+        dst_index: &LExpr,
+        srcs: &[PairSrc],
+    ) -> Result<(), CodegenError> {
+        let pt = pair_type(t)
+            .filter(|_| matches!(t, DType::F16 | DType::BF16))
+            .ok_or_else(|| CodegenError::InvalidLir(format!("packed op on {t}")))?;
+        self.note_type(t);
+        let f = match op {
+            PackedOp::Add => "__hadd2",
+            PackedOp::Sub => "__hsub2",
+            PackedOp::Mul => "__hmul2",
+            PackedOp::Fma => "__hfma2",
+            PackedOp::Max => "__hmax2",
+            PackedOp::Min => "__hmin2",
+        };
+        let splat = if t == DType::F16 { "__half2half2" } else { "__bfloat162bfloat162" };
+        let mut args = Vec::new();
+        for p in srcs {
+            args.push(match p {
+                PairSrc::Buf(b, i) => self.view(pt, true, *b, i)?,
+                PairSrc::Scalar(x) => format!("{splat}({})", self.e(x)?),
+            });
+        }
+        let lhs = self.view(pt, false, dst, dst_index)?;
+        self.line(&format!("{lhs} = {f}({});", args.join(", ")));
+        Ok(())
+    }
+
+    pub(crate) fn cast2(
+        &mut self,
+        dst: LBufId,
+        dst_index: &LExpr,
+        src: LBufId,
+        src_index: &LExpr,
+    ) -> Result<(), CodegenError> {
+        let (from, to) = (self.k.buf(src).dtype, self.k.buf(dst).dtype);
+        let f = match (from, to) {
+            (DType::F32, DType::F16) => "__float22half2_rn",
+            (DType::F16, DType::F32) => "__half22float2",
+            (DType::F32, DType::BF16) => "__float22bfloat162_rn",
+            (DType::BF16, DType::F32) => "__bfloat1622float2",
+            _ => return Err(CodegenError::InvalidLir(format!("no pair conversion {from} -> {to}"))),
+        };
+        self.note_type(from);
+        self.note_type(to);
+        let (st, dt) = (pair_type(from).unwrap_or("float2"), pair_type(to).unwrap_or("float2"));
+        let rhs = self.view(st, true, src, src_index)?;
+        let lhs = self.view(dt, false, dst, dst_index)?;
+        self.line(&format!("{lhs} = {f}({rhs});"));
+        Ok(())
+    }
+}

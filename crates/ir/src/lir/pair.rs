@@ -44,7 +44,7 @@ impl PackedOp {
     }
 }
 
-/// The pair conversions with a CUDA intrinsic (tile-primitives.md §4).
+/// The pair conversions with a CUDA intrinsic (`docs/tile-primitives.md` §4).
 pub fn cast2_supported(src: DType, dst: DType) -> bool {
     matches!(
         (src, dst),

@@ -6,6 +6,7 @@
 //! [`Span`] of the source text it came from so later stages can point at it.
 
 use crate::dtype::DType;
+pub use crate::op::{ConfigKey, ConfigValue, TileOp};
 use crate::span::Span;
 use serde::Serialize;
 use tirx_layout::{ExecScope, Layout};
@@ -191,75 +192,8 @@ pub struct BufferRegion {
     pub span: Span,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum TileOp {
-    Copy,
-    Zero,
-    Fill,
-    Reciprocal,
-    Sqrt,
-    Exp,
-    Exp2,
-    Log2,
-    Silu,
-    Add,
-    Sub,
-    Mul,
-    Fdiv,
-    Maximum,
-    Minimum,
-    Fma,
-    Cast,
-}
-
-impl TileOp {
-    pub const ALL: [TileOp; 17] = [
-        TileOp::Copy,
-        TileOp::Zero,
-        TileOp::Fill,
-        TileOp::Reciprocal,
-        TileOp::Sqrt,
-        TileOp::Exp,
-        TileOp::Exp2,
-        TileOp::Log2,
-        TileOp::Silu,
-        TileOp::Add,
-        TileOp::Sub,
-        TileOp::Mul,
-        TileOp::Fdiv,
-        TileOp::Maximum,
-        TileOp::Minimum,
-        TileOp::Fma,
-        TileOp::Cast,
-    ];
-    pub fn name(self) -> &'static str {
-        match self {
-            TileOp::Copy => "copy",
-            TileOp::Zero => "zero",
-            TileOp::Fill => "fill",
-            TileOp::Reciprocal => "reciprocal",
-            TileOp::Sqrt => "sqrt",
-            TileOp::Exp => "exp",
-            TileOp::Exp2 => "exp2",
-            TileOp::Log2 => "log2",
-            TileOp::Silu => "silu",
-            TileOp::Add => "add",
-            TileOp::Sub => "sub",
-            TileOp::Mul => "mul",
-            TileOp::Fdiv => "fdiv",
-            TileOp::Maximum => "maximum",
-            TileOp::Minimum => "minimum",
-            TileOp::Fma => "fma",
-            TileOp::Cast => "cast",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<TileOp> {
-        TileOp::ALL.iter().copied().find(|o| o.name() == s)
-    }
-}
-
 /// A positional operand of a tile call. Named arguments (`bias=`, `scale=`) are
-/// stored positionally per the op's signature (tile-primitives.md §2.2), absent ones as `None`.
+/// stored positionally per the op's row of [`crate::op`] (tile-primitives.md §2.2), absent ones as `None`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum TileArg {
     Region(BufferRegion),
@@ -267,13 +201,13 @@ pub enum TileArg {
     None,
 }
 
-/// A keyword config value (`cache="nc"`, `rounding_mode="rn"`).
+/// One `key=value` config keyword of a tile call, typed by [`crate::op::ConfigKey::parse`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub enum ConfigValue {
-    Int(i64),
-    Float(f64),
-    Str(String),
-    Bool(bool),
+pub struct ConfigEntry {
+    pub key: ConfigKey,
+    pub value: ConfigValue,
+    /// The keyword (`rounding_mode="rz"`), for diagnostics at it.
+    pub span: Span,
 }
 
 /// `Tx.<scope>.<op>(args..., dispatch=.., **config)`.
@@ -282,9 +216,16 @@ pub struct TileCall {
     pub op: TileOp,
     pub scope: ExecScope,
     pub args: Vec<TileArg>,
-    pub config: Vec<(String, ConfigValue)>,
+    pub config: Vec<ConfigEntry>,
     pub dispatch: Option<String>,
     pub span: Span,
+}
+
+impl TileCall {
+    /// The call's value for `key`, if it gives one.
+    pub fn config(&self, key: ConfigKey) -> Option<&ConfigEntry> {
+        self.config.iter().find(|c| c.key == key)
+    }
 }
 
 /// Which scope-id declarator (tile-primitives.md §1.2).

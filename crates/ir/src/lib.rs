@@ -3,6 +3,8 @@
 //! * [`hir`]: kernels as scripts write them — buffers with layouts, scope ids,
 //!   structured statements, tile-primitive calls. Produced by `tirx-script`,
 //!   consumed by `tirx-lower`.
+//! * [`op`]: the tile-op table — every op's family, operands (names, roles,
+//!   kinds, defaults) and config keys with their typed values.
 //! * [`lir`]: the lowered per-thread program, in instruction families (one
 //!   module each, with its checker and printer; `docs/lir.md`). Produced by
 //!   `tirx-lower`, consumed by `tirx-cuda` (CUDA C++) and `tirx-sim` (CPU execution).
@@ -17,6 +19,7 @@ pub mod diag;
 pub mod dtype;
 pub mod hir;
 pub mod lir;
+pub mod op;
 pub mod scope_ids;
 pub mod span;
 pub mod target;

@@ -27,6 +27,7 @@ use crate::stmt::Env;
 use crate::LowerOptions;
 use std::any::Any;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
+use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
@@ -195,7 +196,13 @@ impl Plan {
 pub trait Variant: Sync {
     fn name(&self) -> &'static str;
     fn priority(&self) -> u8;
-    fn ops(&self) -> &'static [TileOp];
+    /// The family of ops it lowers (`tirx_ir::op`).
+    fn family(&self) -> Family;
+    /// The config keys it reads; a call with any other key is declined
+    /// (`Rule::Config`), so no key is silently ignored.
+    fn honours(&self) -> &'static [ConfigKey] {
+        &[]
+    }
     /// The oldest target this variant can emit for (its newest instruction's minimum).
     fn min_arch(&self) -> Arch {
         Arch::MIN
@@ -331,10 +338,10 @@ impl Registry {
         self.variants.push(v);
     }
 
-    /// Variants of `op` in trial order: priority descending, then name.
+    /// Variants of `op` (those of its family) in trial order: priority descending, then name.
     pub fn for_op(&self, op: TileOp) -> Vec<&dyn Variant> {
         let mut v: Vec<&dyn Variant> =
-            self.variants.iter().map(|b| b.as_ref()).filter(|v| v.ops().contains(&op)).collect();
+            self.variants.iter().map(|b| b.as_ref()).filter(|v| v.family() == op.family()).collect();
         v.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.name().cmp(b.name())));
         v
     }
@@ -381,12 +388,7 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     // Every variant is planned so explain can show each verdict; with `dispatch=`
     // only the forced one may be chosen, the others are marked skipped.
     let arch = cx.opts.arch;
-    let plans: Vec<Result<Plan, Decline>> = all
-        .iter()
-        .map(
-            |v| if arch.supports(v.min_arch()) { v.plan(cx) } else { Err(Decline::arch(v.name(), v.min_arch(), arch)) },
-        )
-        .collect();
+    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &all, arch)).collect();
     let mut chosen = None;
     for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
         let mut tried = Tried::new(*v, p);
@@ -421,6 +423,32 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     out
 }
 
+/// A variant's verdict: below its minimum target it declines without
+/// planning; a plan that would accept a call with a config key the variant
+/// does not read becomes a `config` decline (explain still shows the plan).
+fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> Result<Plan, Decline> {
+    if !arch.supports(v.min_arch()) {
+        return Err(Decline::arch(v.name(), v.min_arch(), arch));
+    }
+    let plan = v.plan(cx)?;
+    match cx.call.config.iter().find(|e| !v.honours().contains(&e.key)) {
+        None => Ok(plan),
+        Some(e) => {
+            let by: Vec<&str> = all.iter().filter(|o| o.honours().contains(&e.key)).map(|o| o.name()).collect();
+            let by = if by.is_empty() { "no variant yet".to_string() } else { by.join(", ") };
+            Err(Decline::new(
+                Rule::Config,
+                format!(
+                    "would accept ({}) but does not honour `{}={}` (honoured by: {by})",
+                    plan.summary,
+                    e.key.name(),
+                    e.value.script()
+                ),
+            ))
+        }
+    }
+}
+
 fn ops_with_variants(reg: &Registry) -> String {
     let ops: Vec<&str> = TileOp::ALL.iter().filter(|op| !reg.for_op(**op).is_empty()).map(|op| op.name()).collect();
     if ops.is_empty() {
@@ -437,6 +465,12 @@ fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
         None => format!("no lowering variant applies to this `{}` at {} scope", call.op.name(), call.scope),
     };
     let mut d = Diagnostic::error(call.span, msg).with_label("cannot be lowered").with_note(decline_table(ex));
+    // A config key some variant could not honour: point at the keyword too.
+    if let Some(e) = call.config.first().filter(|_| ex.tried.iter().any(|t| t.rule == Some(Rule::Config))) {
+        d = d
+            .with_secondary(e.span, format!("`{}` is not honoured here", e.key.name()))
+            .with_help(format!("remove `{}=` or change the operands so a variant that honours it applies", e.key.name()));
+    }
     if ex.forced.is_some() {
         d = d.with_help("remove `dispatch=` to let the dispatcher pick a variant");
     }

@@ -5,7 +5,7 @@
 use crate::dispatch::{CallCx, Decline, Plan, Rule, Variant};
 use serde::Serialize;
 use std::fmt::Write;
-use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, TileOp, UnOp};
+use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, UnOp};
 use tirx_ir::Span;
 use tirx_layout::Layout;
 
@@ -95,13 +95,13 @@ pub struct CallExplain {
 impl CallExplain {
     pub(crate) fn new(cx: &CallCx) -> CallExplain {
         let call = cx.call;
-        let roles = arg_roles(call.op);
+        let slots = call.op.operands();
         let operands = call
             .args
             .iter()
             .enumerate()
             .filter_map(|(i, a)| match a {
-                TileArg::Region(r) => Some(operand(cx.kernel, r, roles.get(i).copied().unwrap_or("arg"))),
+                TileArg::Region(r) => Some(operand(cx.kernel, r, slots.get(i).map_or("arg", |s| s.name()))),
                 _ => None,
             })
             .collect();
@@ -187,16 +187,6 @@ pub fn rounds(n: impl Into<i128> + Copy) -> String {
     format!("{n} round{}", if n == 1 { "" } else { "s" })
 }
 
-/// Operand names per op signature (tile-primitives.md §2.2).
-fn arg_roles(op: TileOp) -> &'static [&'static str] {
-    match op {
-        TileOp::Copy | TileOp::Zero | TileOp::Reciprocal | TileOp::Silu | TileOp::Cast => &["dst", "src"],
-        TileOp::Fill => &["dst", "value"],
-        TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => &["out", "in", "bias", "scale"],
-        TileOp::Fma => &["out", "in", "scale", "bias"],
-        _ => &["out", "lhs", "rhs"],
-    }
-}
 
 fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
     let b = k.buf(r.buf);

@@ -45,10 +45,6 @@ impl<'s> Builder<'s> {
         Err(())
     }
 
-    pub fn warn(&mut self, d: Diagnostic) {
-        self.diags.push(d);
-    }
-
     pub fn define(&mut self, name: &str, v: Val) {
         if let Some(s) = self.scopes.last_mut() {
             s.insert(name.to_string(), v);

@@ -41,7 +41,6 @@ mod lexer;
 mod parser;
 mod print;
 mod scope_ids;
-mod sig;
 mod spans;
 mod tile;
 mod value;

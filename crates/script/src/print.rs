@@ -258,7 +258,7 @@ impl Printer<'_> {
         };
         let slots = signature_names(c.op);
         let optional =
-            |i: usize| crate::sig::signature(c.op).get(i).is_some_and(|s| s.default == crate::sig::SlotDefault::Absent);
+            |i: usize| c.op.operands().get(i).is_some_and(|s| s.default == tirx_ir::op::SlotDefault::Absent);
         let mut args: Vec<(usize, &TileArg)> = c.args.iter().enumerate().collect();
         while matches!(args.last(), Some((_, TileArg::None))) {
             args.pop();
@@ -284,14 +284,8 @@ impl Printer<'_> {
                 }
             }
         }
-        for (k, v) in &c.config {
-            let v = match v {
-                ConfigValue::Int(i) => i.to_string(),
-                ConfigValue::Float(f) => float(*f),
-                ConfigValue::Str(s) => quote(s),
-                ConfigValue::Bool(b) => if *b { "True" } else { "False" }.to_string(),
-            };
-            parts.push(format!("{k}={v}"));
+        for c in &c.config {
+            parts.push(format!("{}={}", c.key.name(), c.value.script()));
         }
         if let Some(d) = &c.dispatch {
             parts.push(format!("dispatch={}", quote(d)));
@@ -566,7 +560,7 @@ fn layout_text(l: &Layout) -> String {
 
 /// (keyword name, defaults-to-dst) per operand slot.
 fn signature_names(op: TileOp) -> Vec<(&'static str, bool)> {
-    crate::sig::signature(op).iter().map(|s| (s.names[0], s.default == crate::sig::SlotDefault::Dst)).collect()
+    op.operands().iter().map(|s| (s.name(), s.default == tirx_ir::op::SlotDefault::Dst)).collect()
 }
 
 fn same_arg(a: &TileArg, b: &TileArg) -> bool {

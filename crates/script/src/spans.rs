@@ -64,6 +64,7 @@ fn stmt(s: &mut Stmt) {
         StmtKind::ScopeId(d) => d.span = Span::default(),
         StmtKind::Tile(c) => {
             c.span = Span::default();
+            c.config.iter_mut().for_each(|e| e.span = Span::default());
             for a in &mut c.args {
                 match a {
                     TileArg::Region(r) => region(r),

@@ -1,5 +1,6 @@
 //! Tile-primitive calls `Tx.<scope>.<op>(operands..., dispatch=, **config)`:
-//! operands bound to the op's signature ([`crate::sig`]), config values,
+//! operands bound to the op's row of the tile-op table ([`tirx_ir::op`]),
+//! config keys checked against the op and typed there,
 //! and the checks made before lowering (copy dtypes and region shapes,
 //! elementwise operand shapes).
 
@@ -8,6 +9,7 @@ use crate::buffers::fmt_shape;
 use crate::build::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
+use tirx_ir::op::{ConfigKey, RawConfig, Slot, SlotDefault, SlotKind};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -16,14 +18,14 @@ impl Builder<'_> {
 
     pub(crate) fn tile_call(&mut self, scope: ExecScope, op: TileOp, args: &[ast::Arg], span: Span) -> R<TileCall> {
         let (pos, kw) = self.eval_args(args)?;
-        let sig = crate::sig::signature(op);
+        let sig = op.operands();
         let mut slots: Vec<Option<(Val, Span)>> = vec![None; sig.len()];
         if pos.len() > sig.len() {
             let sp = pos[sig.len()].1;
             return self.fail(
                 Diagnostic::error(sp, format!("`{}` takes at most {} operands", op.name(), sig.len()))
                     .with_label("extra operand")
-                    .with_help(format!("signature: {}", crate::sig::describe(op))),
+                    .with_help(format!("signature: {}", op.describe())),
             );
         }
         for (i, p) in pos.into_iter().enumerate() {
@@ -54,22 +56,14 @@ impl Builder<'_> {
                     )
                 }
                 (_, v) => {
-                    let cv = match v {
-                        Val::Int(i) => ConfigValue::Int(i),
-                        Val::Float(f) => ConfigValue::Float(f),
-                        Val::Str(s) => ConfigValue::Str(s),
-                        Val::Bool(b) => ConfigValue::Bool(b),
+                    let raw = match v {
+                        Val::Int(i) => RawConfig::Int(i),
+                        Val::Float(f) => RawConfig::Float(f),
+                        Val::Str(s) => RawConfig::Str(s),
+                        Val::Bool(b) => RawConfig::Bool(b),
                         other => return self.expected_kind(&format!("a constant for config `{k}`"), &other, vsp),
                     };
-                    if !crate::sig::CONFIG_KEYS.contains(&k.as_str()) {
-                        let mut d = Diagnostic::warning(ksp, format!("config key `{k}` is not used by any variant"))
-                            .with_label("ignored");
-                        if let Some(c) = closest(&k, crate::sig::CONFIG_KEYS) {
-                            d = d.with_help(format!("did you mean `{c}`?"));
-                        }
-                        self.warn(d);
-                    }
-                    config.push((k, cv));
+                    config.push(self.config_entry(op, &k, ksp, &raw, vsp)?);
                 }
             }
         }
@@ -78,15 +72,15 @@ impl Builder<'_> {
             let arg = match slots[i].take() {
                 Some((v, sp)) => self.tile_arg(op, s, v, sp)?,
                 None => match s.default {
-                    crate::sig::SlotDefault::Required => {
+                    SlotDefault::Required => {
                         return self.fail(
                             Diagnostic::error(span, format!("`{}` is missing its `{}` operand", op.name(), s.names[0]))
                                 .with_label("in this call")
-                                .with_help(format!("signature: {}", crate::sig::describe(op))),
+                                .with_help(format!("signature: {}", op.describe())),
                         )
                     }
-                    crate::sig::SlotDefault::Dst => out.first().cloned().unwrap_or(TileArg::None),
-                    crate::sig::SlotDefault::Absent => TileArg::None,
+                    SlotDefault::Dst => out.first().cloned().unwrap_or(TileArg::None),
+                    SlotDefault::Absent => TileArg::None,
                 },
             };
             out.push(arg);
@@ -96,8 +90,7 @@ impl Builder<'_> {
         Ok(call)
     }
 
-    pub(crate) fn tile_arg(&mut self, op: TileOp, slot: &crate::sig::Slot, v: Val, sp: Span) -> R<TileArg> {
-        use crate::sig::SlotKind;
+    pub(crate) fn tile_arg(&mut self, op: TileOp, slot: &Slot, v: Val, sp: Span) -> R<TileArg> {
         let is_region = match &v {
             Val::Buffer(_) => true,
             Val::Sub(s) => s.indices.iter().any(|(i, _)| matches!(i, Index::Slice(..))),
@@ -116,6 +109,33 @@ impl Builder<'_> {
                 }
                 Ok(TileArg::Scalar(self.scalar(v, sp)?))
             }
+        }
+    }
+
+    /// `key=value` typed by the tile-op table: an unknown key, a key the op
+    /// does not take and a value of the wrong kind are errors at the keyword.
+    fn config_entry(&mut self, op: TileOp, k: &str, ksp: Span, raw: &RawConfig, vsp: Span) -> R<ConfigEntry> {
+        let Some(key) = ConfigKey::from_name(k) else {
+            let mut d = Diagnostic::error(ksp, format!("unknown config key `{k}` for `{}`", op.name()))
+                .with_label("not a config key");
+            let keys = op.spec().config.iter().map(|c| c.name());
+            d = match closest(k, keys.clone()) {
+                Some(c) => d.with_help(format!("did you mean `{c}`?")),
+                None => d.with_help(format!("`{}` takes: {}", op.name(), keys.collect::<Vec<_>>().join(", "))),
+            };
+            return self.fail(d);
+        };
+        if !op.spec().config.contains(&key) {
+            let takers: Vec<&str> = TileOp::ALL.iter().filter(|o| o.spec().config.contains(&key)).map(|o| o.name()).collect();
+            return self.fail(
+                Diagnostic::error(ksp, format!("`{k}` does not apply to `{}`", op.name()))
+                    .with_label(format!("not a config key of {} ops", op.family().name()))
+                    .with_help(format!("`{k}` applies to: {}; remove it here", takers.join(", "))),
+            );
+        }
+        match key.parse(raw) {
+            Ok(value) => Ok(ConfigEntry { key, value, span: Span { lo: ksp.lo, hi: vsp.hi } }),
+            Err(m) => self.fail(Diagnostic::error(vsp, m.clone()).with_label("unsupported value").with_help(m)),
         }
     }
 

@@ -53,6 +53,10 @@ fn cases() -> Vec<Case> {
         c("unknown T attribute", Body("    T.cuda.cta_synk()\n"), "`T.cuda` has no attribute `cta_synk`", (1, 12), Some("did you mean `T.cuda.cta_sync`?")),
         c("unknown tile op", Body("    Tx.warp.cpy(B[0:32, 0:8], A[0:32, 0:8])\n"), "`Tx.warp` has no attribute `cpy`", (1, 13), Some("did you mean `Tx.warp.copy`?")),
         c("unknown exec scope", Body("    Tx.warps.copy(B[0:32, 0:8], A[0:32, 0:8])\n"), "`Tx` has no attribute `warps`", (1, 8), Some("did you mean `Tx.warp`?")),
+        c("unknown config key", Body("    Tx.copy(B[tid, 0:8], A[tid, 0:8], cach=\"nc\")\n"), "unknown config key `cach` for `copy`", (1, 39), Some("did you mean `cache`?")),
+        c("config key of another family", Body("    Tx.copy(B[tid, 0:8], A[tid, 0:8], rounding_mode=\"rz\")\n"), "`rounding_mode` does not apply to `copy`", (1, 39), None),
+        c("config value of the wrong kind", Body("    Tx.copy(B[tid, 0:8], A[tid, 0:8], prefetch_size=100)\n"), "`prefetch_size` expects 64, 128 or 256", (1, 53), Some("`prefetch_size` expects 64, 128 or 256")),
+        c("unknown rounding mode", Body("    L = T.alloc_local((8,), \"float32\")\n    Tx.add(L, L, L, rounding_mode=\"rq\")\n"), "`rounding_mode` expects \"rn\", \"rz\", \"rm\" or \"rp\"", (2, 35), None),
         c(
             "copy dtype mismatch",
             Body("    H = T.alloc_buffer((32, 8), \"float16\", scope=\"shared\")\n    Tx.warp.copy(H[0:32, 0:8], A[0:32, 0:8])\n"),
@@ -235,15 +239,6 @@ fn a_failed_definition_does_not_cascade() {
     let diags = errors(&src);
     assert_eq!(diags.len(), 1, "{diags:#?}");
     assert!(diags[0].message.contains("unknown dtype"));
-}
-
-#[test]
-fn unknown_config_key_is_a_warning_with_a_suggestion() {
-    let src = format!("{PREAMBLE}{DEVICE}    Tx.copy(B[tid, 0:8], A[tid, 0:8], cach=\"nc\")\n");
-    let (_, warnings) = tirx_script::parse_kernel_with_warnings("w.py", &src).expect("warnings do not fail the parse");
-    assert_eq!(warnings.len(), 1);
-    assert!(warnings[0].message.contains("config key `cach`"));
-    assert_eq!(warnings[0].help.as_deref(), Some("did you mean `cache`?"));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use tirx_ir::hir::*;
+use tirx_ir::op::CacheMode;
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
 
@@ -172,9 +173,13 @@ fn tile_calls_store_operands_by_signature() {
     assert_eq!(calls[2].scope, ExecScope::Warpgroup);
     let copy = calls[3];
     assert_eq!(copy.dispatch.as_deref(), Some("vec_auto"));
+    let config: Vec<(ConfigKey, ConfigValue)> = copy.config.iter().map(|c| (c.key, c.value)).collect();
     assert_eq!(
-        copy.config,
-        vec![("cache".to_string(), ConfigValue::Str("nc".into())), ("prefetch_size".to_string(), ConfigValue::Int(64))]
+        config,
+        vec![
+            (ConfigKey::Cache, ConfigValue::Cache(CacheMode::NonCoherent)),
+            (ConfigKey::PrefetchSize, ConfigValue::PrefetchSize(64))
+        ]
     );
 }
 

@@ -24,10 +24,11 @@
 //! for i in 0..32 { for j in 0..8 { if i == lane { R[j] = A_smem[i * 8 + j] } } }
 //! ```
 
-use super::{operands, CopyOps, COPY};
+use super::{operands, CopyOps};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::scope::TidKind;
-use tirx_ir::hir::{Buffer, BufferRegion, TileOp};
+use tirx_ir::op::Family;
+use tirx_ir::hir::{Buffer, BufferRegion};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
@@ -49,8 +50,8 @@ impl Variant for Fallback {
     fn priority(&self) -> u8 {
         0
     }
-    fn ops(&self) -> &'static [TileOp] {
-        COPY
+    fn family(&self) -> Family {
+        Family::Copy
     }
     fn warns(&self) -> bool {
         true

@@ -26,12 +26,13 @@
 
 use super::partition::{self, Partition, Sides};
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
-use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
+use tirx_ir::op::Family;
+use tirx_ir::hir::{BufferRegion, MemScope, VarId};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::{Axis, Layout, Swizzle, TileLayout};
@@ -121,8 +122,8 @@ impl Variant for GmemSmem {
     fn priority(&self) -> u8 {
         10
     }
-    fn ops(&self) -> &'static [TileOp] {
-        COPY
+    fn family(&self) -> Family {
+        Family::Copy
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {

@@ -32,11 +32,11 @@
 
 use super::gmem_smem::{copy_stmt, linear_offset, thread_id, GsOperands, Side, PAIRS};
 use super::partition::{self, Partition};
-use super::{add_sym, operands, scope_pair, CopyOps, COPY};
+use super::{add_sym, operands, scope_pair, CopyOps};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
-use tirx_ir::hir::TileOp;
+use tirx_ir::op::Family;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
@@ -74,8 +74,8 @@ impl Variant for GmemSmemPredicated {
     fn priority(&self) -> u8 {
         5
     }
-    fn ops(&self) -> &'static [TileOp] {
-        COPY
+    fn family(&self) -> Family {
+        Family::Copy
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {

@@ -33,14 +33,15 @@
 //! it is recognised.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
-use tirx_ir::hir::{BufferRegion, MemScope, TileOp, VarId};
+use tirx_ir::op::Family;
+use tirx_ir::hir::{BufferRegion, MemScope, VarId};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::Arch;
 use tirx_ir::DType;
@@ -125,8 +126,8 @@ impl Variant for LdStMatrix {
     fn priority(&self) -> u8 {
         10
     }
-    fn ops(&self) -> &'static [TileOp] {
-        COPY
+    fn family(&self) -> Family {
+        Family::Copy
     }
     /// `ldmatrix` exists from sm_75; `stmatrix` needs sm_90 (checked in `plan`).
     fn min_arch(&self) -> Arch {

@@ -25,12 +25,10 @@ pub mod swizzle_iter;
 
 use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
 use crate::expr::Affine;
-use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, TileOp, VarId};
+use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, VarId};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
-
-pub const COPY: &[TileOp] = &[TileOp::Copy];
 
 /// The scopes whose threads can cooperate on one call (clusters cannot, yet).
 pub const ANY_SCOPE: &[ExecScope] = &[ExecScope::Thread, ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta];

@@ -32,13 +32,14 @@
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates, COPY};
+use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
 use crate::scope::TidKind;
-use tirx_ir::hir::{BufferRegion, ConfigValue, MemScope, TileOp, VarId};
+use tirx_ir::op::Family;
+use tirx_ir::hir::{BufferRegion, ConfigKey, MemScope, VarId};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
@@ -99,8 +100,11 @@ impl Variant for RegCopy {
     fn priority(&self) -> u8 {
         10
     }
-    fn ops(&self) -> &'static [TileOp] {
-        COPY
+    fn family(&self) -> Family {
+        Family::Copy
+    }
+    fn honours(&self) -> &'static [ConfigKey] {
+        &[ConfigKey::Cache]
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
@@ -114,7 +118,8 @@ impl Variant for RegCopy {
         let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
         let m = mem_side(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
-        let (cache, mut limits) = cache_hint(cx, global_load)?;
+        let cache = cache_hint(cx, global_load)?;
+        let mut limits = vec![];
         let (threads, atoms) = partition(&r, &m.tile, r_name, &cx.buf(m_reg.buf).name)?;
         let dtype = cx.buf(r_reg.buf).dtype;
         let bytes = dtype.bytes() as i64;
@@ -404,17 +409,13 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     Ok(MemSide { tile, swizzle, sym })
 }
 
-/// `cache="nc"` on a global → register load; anything else is refused or noted.
-fn cache_hint(cx: &CallCx, global_load: bool) -> Result<(CacheHint, Vec<String>), Decline> {
-    let Some((_, v)) = cx.call.config.iter().find(|(k, _)| k == "cache") else {
-        return Ok((CacheHint::Default, vec![]));
-    };
-    match v {
-        ConfigValue::Str(s) if s == "nc" && global_load => Ok((CacheHint::NonCoherent, vec![])),
-        ConfigValue::Str(s) if s == "nc" => {
-            Ok((CacheHint::Default, vec!["cache=\"nc\" applies to global → register loads only; ignored here".into()]))
-        }
-        other => Err(Decline::new(Rule::Config, format!("unsupported cache config {other:?}; expected \"nc\""))),
+/// `cache="nc"` applies to global → register loads; on any other copy the
+/// variant cannot honour it and declines (no key is silently ignored).
+fn cache_hint(cx: &CallCx, global_load: bool) -> Result<CacheHint, Decline> {
+    match cx.call.config(ConfigKey::Cache) {
+        None => Ok(CacheHint::Default),
+        Some(_) if global_load => Ok(CacheHint::NonCoherent),
+        Some(_) => Err(Decline::new(Rule::Config, "cache=\"nc\" applies to loads from global memory into registers")),
     }
 }
 

@@ -29,11 +29,12 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
-use super::{parse, scalar, OpCall, Operand, OPS};
+use super::{parse, scalar, OpCall, Operand};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
+use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
 use tirx_ir::Arch;
@@ -93,8 +94,11 @@ impl Variant for EwiseReg {
     fn priority(&self) -> u8 {
         10
     }
-    fn ops(&self) -> &'static [TileOp] {
-        OPS
+    fn family(&self) -> Family {
+        Family::Elementwise
+    }
+    fn honours(&self) -> &'static [ConfigKey] {
+        &[ConfigKey::RoundingMode]
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {

@@ -1,0 +1,422 @@
+//! The tile-op table (`docs/tile-primitives.md` §2.2, §2.5): every tile
+//! primitive with its family, its operands (names, roles, kinds, defaults) and
+//! the config keys it takes, each key with its typed values.
+//!
+//! This is the one table the script front end (binding operands, checking
+//! config), the dispatcher (which variants exist for an op, which keys a
+//! variant honours) and `tirx explain` (operand roles) read. A new op is a new
+//! [`TileOp`] and its [`OpSpec`] row; the matches below are exhaustive, so the
+//! compiler lists every place that must say something about it.
+
+use serde::Serialize;
+
+/// The families of tile ops. A variant lowers the ops of one family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Family {
+    /// Moves a region (`copy`).
+    Copy,
+    /// Computes each destination element from the same-index source elements.
+    Elementwise,
+}
+
+impl Family {
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Copy => "copy",
+            Family::Elementwise => "elementwise",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TileOp {
+    Copy,
+    Zero,
+    Fill,
+    Reciprocal,
+    Sqrt,
+    Exp,
+    Exp2,
+    Log2,
+    Silu,
+    Add,
+    Sub,
+    Mul,
+    Fdiv,
+    Maximum,
+    Minimum,
+    Fma,
+    Cast,
+}
+
+/// What an operand is to the op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Role {
+    /// Written by the op.
+    Dst,
+    /// Read element by element (`src`, `lhs`, `a`, ...).
+    Src,
+    /// Added after scaling (`op(x * scale + bias)`).
+    Bias,
+    /// Multiplied before the op.
+    Scale,
+    /// The scalar a `fill` writes.
+    Value,
+}
+
+/// What an operand slot accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SlotKind {
+    Region,
+    RegionOrScalar,
+    Scalar,
+}
+
+/// What an absent operand becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum SlotDefault {
+    Required,
+    /// Defaults to the destination region (`Tx.sqrt(R)` is in place).
+    Dst,
+    /// Stored as `TileArg::None`.
+    Absent,
+}
+
+/// One positional operand of an op.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Slot {
+    /// Keyword names; the first is the canonical one (explain shows it).
+    pub names: &'static [&'static str],
+    pub role: Role,
+    pub kind: SlotKind,
+    pub default: SlotDefault,
+}
+
+impl Slot {
+    pub fn name(&self) -> &'static str {
+        self.names[0]
+    }
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct OpSpec {
+    pub family: Family,
+    pub operands: &'static [Slot],
+    /// The config keys a call of this op may carry; a variant honours a subset.
+    pub config: &'static [ConfigKey],
+}
+
+const fn slot(names: &'static [&'static str], role: Role, kind: SlotKind, default: SlotDefault) -> Slot {
+    Slot { names, role, kind, default }
+}
+
+use SlotDefault::{Absent, Dst as DefDst, Required};
+use SlotKind::{Region, RegionOrScalar, Scalar};
+
+const DST: Slot = slot(&["dst", "output", "out"], Role::Dst, Region, Required);
+const SRC_REGION: Slot = slot(&["src", "input"], Role::Src, Region, Required);
+const SRC_INPLACE: Slot = slot(&["src", "input"], Role::Src, RegionOrScalar, DefDst);
+const BIAS: Slot = slot(&["bias"], Role::Bias, RegionOrScalar, Absent);
+const SCALE: Slot = slot(&["scale"], Role::Scale, Scalar, Absent);
+const VALUE: Slot = slot(&["value"], Role::Value, Scalar, Required);
+const LHS: Slot = slot(&["lhs", "a"], Role::Src, RegionOrScalar, Required);
+const RHS: Slot = slot(&["rhs", "b"], Role::Src, RegionOrScalar, Required);
+const FMA_A: Slot = slot(&["a", "input", "src"], Role::Src, RegionOrScalar, Required);
+const FMA_B: Slot = slot(&["scale", "b"], Role::Src, RegionOrScalar, Required);
+const FMA_C: Slot = slot(&["bias", "c"], Role::Src, RegionOrScalar, Required);
+const ZERO_SRC: Slot = slot(&["src"], Role::Src, Region, DefDst);
+
+const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
+const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
+
+const fn ewise(operands: &'static [Slot]) -> OpSpec {
+    OpSpec { family: Family::Elementwise, operands, config: EWISE_CONFIG }
+}
+
+impl TileOp {
+    pub const ALL: [TileOp; 17] = [
+        TileOp::Copy,
+        TileOp::Zero,
+        TileOp::Fill,
+        TileOp::Reciprocal,
+        TileOp::Sqrt,
+        TileOp::Exp,
+        TileOp::Exp2,
+        TileOp::Log2,
+        TileOp::Silu,
+        TileOp::Add,
+        TileOp::Sub,
+        TileOp::Mul,
+        TileOp::Fdiv,
+        TileOp::Maximum,
+        TileOp::Minimum,
+        TileOp::Fma,
+        TileOp::Cast,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TileOp::Copy => "copy",
+            TileOp::Zero => "zero",
+            TileOp::Fill => "fill",
+            TileOp::Reciprocal => "reciprocal",
+            TileOp::Sqrt => "sqrt",
+            TileOp::Exp => "exp",
+            TileOp::Exp2 => "exp2",
+            TileOp::Log2 => "log2",
+            TileOp::Silu => "silu",
+            TileOp::Add => "add",
+            TileOp::Sub => "sub",
+            TileOp::Mul => "mul",
+            TileOp::Fdiv => "fdiv",
+            TileOp::Maximum => "maximum",
+            TileOp::Minimum => "minimum",
+            TileOp::Fma => "fma",
+            TileOp::Cast => "cast",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<TileOp> {
+        TileOp::ALL.iter().copied().find(|o| o.name() == s)
+    }
+
+    /// The op's row of the table.
+    pub fn spec(self) -> OpSpec {
+        match self {
+            TileOp::Copy => OpSpec { family: Family::Copy, operands: &[DST, SRC_REGION], config: COPY_CONFIG },
+            TileOp::Cast => ewise(&[DST, SRC_REGION]),
+            TileOp::Zero => ewise(&[DST, ZERO_SRC]),
+            TileOp::Fill => ewise(&[DST, VALUE]),
+            TileOp::Reciprocal | TileOp::Silu => ewise(&[DST, SRC_INPLACE]),
+            TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => ewise(&[DST, SRC_INPLACE, BIAS, SCALE]),
+            TileOp::Add | TileOp::Sub | TileOp::Mul | TileOp::Fdiv | TileOp::Maximum | TileOp::Minimum => {
+                ewise(&[DST, LHS, RHS])
+            }
+            TileOp::Fma => ewise(&[DST, FMA_A, FMA_B, FMA_C]),
+        }
+    }
+
+    pub fn family(self) -> Family {
+        self.spec().family
+    }
+
+    pub fn operands(self) -> &'static [Slot] {
+        self.spec().operands
+    }
+
+    /// The ops of `family`, in table order.
+    pub fn of_family(family: Family) -> impl Iterator<Item = TileOp> {
+        TileOp::ALL.into_iter().filter(move |o| o.family() == family)
+    }
+
+    /// `copy(dst, src)`, `sqrt(dst, src=dst, bias=None, scale=None)`, ...
+    pub fn describe(self) -> String {
+        let parts: Vec<String> = self
+            .operands()
+            .iter()
+            .map(|s| match s.default {
+                SlotDefault::Required => s.name().to_string(),
+                SlotDefault::Dst => format!("{}=dst", s.name()),
+                SlotDefault::Absent => format!("{}=None", s.name()),
+            })
+            .collect();
+        format!("{}({})", self.name(), parts.join(", "))
+    }
+}
+
+/// A config key of a tile call (`cache="nc"`). Its value is typed when the
+/// script is read ([`ConfigKey::parse`]); which variants honour it is theirs to say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub enum ConfigKey {
+    /// `cache="nc"`: global loads through the non-coherent (read-only) path.
+    Cache,
+    /// `l1_evict=`: L1 eviction priority of global accesses.
+    L1Evict,
+    /// `l2_evict=`: L2 eviction priority of global accesses.
+    L2Evict,
+    /// `prefetch_size=`: L2 prefetch of global loads, in bytes.
+    PrefetchSize,
+    /// `rounding_mode=`: IEEE rounding of the op's result.
+    RoundingMode,
+}
+
+impl ConfigKey {
+    pub const ALL: [ConfigKey; 5] =
+        [ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize, ConfigKey::RoundingMode];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ConfigKey::Cache => "cache",
+            ConfigKey::L1Evict => "l1_evict",
+            ConfigKey::L2Evict => "l2_evict",
+            ConfigKey::PrefetchSize => "prefetch_size",
+            ConfigKey::RoundingMode => "rounding_mode",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<ConfigKey> {
+        ConfigKey::ALL.into_iter().find(|k| k.name() == s)
+    }
+
+    /// The values the key takes, as a user would write them.
+    pub fn expects(self) -> &'static str {
+        match self {
+            ConfigKey::Cache => "\"nc\"",
+            ConfigKey::L1Evict | ConfigKey::L2Evict => {
+                "\"evict_normal\", \"evict_first\", \"evict_last\", \"evict_unchanged\" or \"no_allocate\""
+            }
+            ConfigKey::PrefetchSize => "64, 128 or 256",
+            ConfigKey::RoundingMode => "\"rn\", \"rz\", \"rm\" or \"rp\"",
+        }
+    }
+
+    /// Types a script value; `Err` says what the key expects.
+    pub fn parse(self, v: &RawConfig) -> Result<ConfigValue, String> {
+        let bad = || format!("`{}` expects {}", self.name(), self.expects());
+        let s = match v {
+            RawConfig::Str(s) => Some(s.as_str()),
+            _ => None,
+        };
+        match self {
+            ConfigKey::Cache => match s {
+                Some("nc") => Ok(ConfigValue::Cache(CacheMode::NonCoherent)),
+                _ => Err(bad()),
+            },
+            ConfigKey::L1Evict | ConfigKey::L2Evict => {
+                s.and_then(Evict::from_name).map(ConfigValue::Evict).ok_or_else(bad)
+            }
+            ConfigKey::PrefetchSize => match v {
+                RawConfig::Int(n @ (64 | 128 | 256)) => Ok(ConfigValue::PrefetchSize(*n as u32)),
+                _ => Err(bad()),
+            },
+            ConfigKey::RoundingMode => s.and_then(RoundingMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
+        }
+    }
+}
+
+/// A config value as the script wrote it, before typing.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RawConfig {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+}
+
+/// `cache=` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum CacheMode {
+    /// `ld.global.nc`.
+    NonCoherent,
+}
+
+/// PTX eviction priorities (`L1::evict_last`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Evict {
+    Normal,
+    First,
+    Last,
+    Unchanged,
+    NoAllocate,
+}
+
+impl Evict {
+    pub const ALL: [Evict; 5] = [Evict::Normal, Evict::First, Evict::Last, Evict::Unchanged, Evict::NoAllocate];
+    pub fn name(self) -> &'static str {
+        match self {
+            Evict::Normal => "evict_normal",
+            Evict::First => "evict_first",
+            Evict::Last => "evict_last",
+            Evict::Unchanged => "evict_unchanged",
+            Evict::NoAllocate => "no_allocate",
+        }
+    }
+    fn from_name(s: &str) -> Option<Evict> {
+        Evict::ALL.into_iter().find(|e| e.name() == s)
+    }
+}
+
+/// IEEE rounding modes, by their PTX names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum RoundingMode {
+    /// To nearest, ties to even (the default).
+    Rn,
+    /// Toward zero.
+    Rz,
+    /// Toward −∞.
+    Rm,
+    /// Toward +∞.
+    Rp,
+}
+
+impl RoundingMode {
+    pub const ALL: [RoundingMode; 4] = [RoundingMode::Rn, RoundingMode::Rz, RoundingMode::Rm, RoundingMode::Rp];
+    pub fn name(self) -> &'static str {
+        match self {
+            RoundingMode::Rn => "rn",
+            RoundingMode::Rz => "rz",
+            RoundingMode::Rm => "rm",
+            RoundingMode::Rp => "rp",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<RoundingMode> {
+        RoundingMode::ALL.into_iter().find(|m| m.name() == s)
+    }
+}
+
+/// A typed config value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ConfigValue {
+    Cache(CacheMode),
+    Evict(Evict),
+    PrefetchSize(u32),
+    Rounding(RoundingMode),
+}
+
+impl ConfigValue {
+    /// The value in script syntax (`"nc"`, `128`).
+    pub fn script(&self) -> String {
+        match self {
+            ConfigValue::Cache(CacheMode::NonCoherent) => "\"nc\"".into(),
+            ConfigValue::Evict(e) => format!("\"{}\"", e.name()),
+            ConfigValue::PrefetchSize(n) => n.to_string(),
+            ConfigValue::Rounding(m) => format!("\"{}\"", m.name()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_op_has_a_destination_first_and_unique_name() {
+        for op in TileOp::ALL {
+            assert_eq!(op.operands()[0].role, Role::Dst, "{op:?}");
+            assert_eq!(TileOp::from_name(op.name()), Some(op));
+        }
+    }
+
+    #[test]
+    fn config_values_round_trip_through_script_text() {
+        let cases = [
+            (ConfigKey::Cache, RawConfig::Str("nc".into())),
+            (ConfigKey::L2Evict, RawConfig::Str("evict_last".into())),
+            (ConfigKey::PrefetchSize, RawConfig::Int(128)),
+            (ConfigKey::RoundingMode, RawConfig::Str("rz".into())),
+        ];
+        for (k, raw) in cases {
+            let v = k.parse(&raw).unwrap();
+            let text = v.script();
+            let back = match text.strip_prefix('"') {
+                Some(s) => RawConfig::Str(s.trim_end_matches('"').into()),
+                None => RawConfig::Int(text.parse().unwrap()),
+            };
+            assert_eq!(k.parse(&back), Ok(v));
+        }
+        assert!(ConfigKey::RoundingMode.parse(&RawConfig::Str("rq".into())).is_err());
+        assert!(ConfigKey::PrefetchSize.parse(&RawConfig::Int(100)).is_err());
+        assert!(ConfigKey::Cache.parse(&RawConfig::Bool(true)).is_err());
+    }
+}

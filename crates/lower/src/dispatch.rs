@@ -27,8 +27,8 @@ use crate::stmt::Env;
 use crate::LowerOptions;
 use std::any::Any;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
-use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
 
@@ -338,6 +338,11 @@ impl Registry {
         self.variants.push(v);
     }
 
+    /// The registered variants (to wrap or filter them in a new registry).
+    pub fn into_variants(self) -> Vec<Box<dyn Variant>> {
+        self.variants
+    }
+
     /// Variants of `op` (those of its family) in trial order: priority descending, then name.
     pub fn for_op(&self, op: TileOp) -> Vec<&dyn Variant> {
         let mut v: Vec<&dyn Variant> =
@@ -467,9 +472,10 @@ fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
     let mut d = Diagnostic::error(call.span, msg).with_label("cannot be lowered").with_note(decline_table(ex));
     // A config key some variant could not honour: point at the keyword too.
     if let Some(e) = call.config.first().filter(|_| ex.tried.iter().any(|t| t.rule == Some(Rule::Config))) {
-        d = d
-            .with_secondary(e.span, format!("`{}` is not honoured here", e.key.name()))
-            .with_help(format!("remove `{}=` or change the operands so a variant that honours it applies", e.key.name()));
+        d = d.with_secondary(e.span, format!("`{}` is not honoured here", e.key.name())).with_help(format!(
+            "remove `{}=` or change the operands so a variant that honours it applies",
+            e.key.name()
+        ));
     }
     if ex.forced.is_some() {
         d = d.with_help("remove `dispatch=` to let the dispatcher pick a variant");

@@ -187,7 +187,6 @@ pub fn rounds(n: impl Into<i128> + Copy) -> String {
     format!("{n} round{}", if n == 1 { "" } else { "s" })
 }
 
-
 fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
     let b = k.buf(r.buf);
     OperandExplain {

@@ -1,5 +1,6 @@
 //! The target is a parameter of lowering: for every example and every older
-//! target, lowering either succeeds with no instruction the target lacks, or
+//! target, lowering either succeeds (and then CUDA generation does too: `check`
+//! ok ⇒ `lower` ok) with no instruction the target lacks, or
 //! fails with user errors (a forced variant the target cannot run), never an
 //! internal error; the variants that need a newer target say so in explain.
 
@@ -62,6 +63,7 @@ fn no_example_emits_an_instruction_its_target_lacks() {
         for arch in TARGETS {
             match lower_kernel(&k, &LowerOptions::for_arch(arch)) {
                 Ok(l) => {
+                    common::generates_cuda(&l, &src);
                     if let Some(s) = l.lir.first_unsupported(arch) {
                         panic!(
                             "{}: {arch} got an instruction needing {}: {:?}",

@@ -257,8 +257,7 @@ impl Printer<'_> {
             s => format!("Tx.{}", s.name()),
         };
         let slots = signature_names(c.op);
-        let optional =
-            |i: usize| c.op.operands().get(i).is_some_and(|s| s.default == tirx_ir::op::SlotDefault::Absent);
+        let optional = |i: usize| c.op.operands().get(i).is_some_and(|s| s.default == tirx_ir::op::SlotDefault::Absent);
         let mut args: Vec<(usize, &TileArg)> = c.args.iter().enumerate().collect();
         while matches!(args.last(), Some((_, TileArg::None))) {
             args.pop();

@@ -126,7 +126,8 @@ impl Builder<'_> {
             return self.fail(d);
         };
         if !op.spec().config.contains(&key) {
-            let takers: Vec<&str> = TileOp::ALL.iter().filter(|o| o.spec().config.contains(&key)).map(|o| o.name()).collect();
+            let takers: Vec<&str> =
+                TileOp::ALL.iter().filter(|o| o.spec().config.contains(&key)).map(|o| o.name()).collect();
             return self.fail(
                 Diagnostic::error(ksp, format!("`{k}` does not apply to `{}`", op.name()))
                     .with_label(format!("not a config key of {} ops", op.family().name()))

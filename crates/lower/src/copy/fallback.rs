@@ -27,9 +27,9 @@
 use super::{operands, CopyOps};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::scope::TidKind;
-use tirx_ir::op::Family;
 use tirx_ir::hir::{Buffer, BufferRegion};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
 

@@ -31,9 +31,9 @@ use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
-use tirx_ir::op::Family;
 use tirx_ir::hir::{BufferRegion, MemScope, VarId};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Axis, Layout, Swizzle, TileLayout};
 

@@ -36,8 +36,8 @@ use super::{add_sym, operands, scope_pair, CopyOps};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
-use tirx_ir::op::Family;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
+use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
 

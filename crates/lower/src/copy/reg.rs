@@ -38,9 +38,9 @@ use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::divisor;
 use crate::lay;
 use crate::scope::TidKind;
-use tirx_ir::op::Family;
 use tirx_ir::hir::{BufferRegion, ConfigKey, MemScope, VarId};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
+use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
 

@@ -19,11 +19,20 @@ pub fn lower(src: &str) -> Lowered {
     let k = parse(src);
     match tirx_lower::lower_kernel(&k, &Default::default()) {
         Ok(l) => {
+            generates_cuda(&l, src);
             simulates_cleanly(&l, src);
             lowers_for_older_targets(&k, src);
             l
         }
         Err(d) => panic!("lowering failed:\n{}", tirx_ir::diag::render(&d, "k.py", src, false)),
+    }
+}
+
+/// `check` ok ⇒ `lower` ok: a kernel that lowers also generates CUDA (every
+/// check CUDA generation makes is a lowering check first).
+pub fn generates_cuda(l: &Lowered, src: &str) {
+    if let Err(e) = tirx_cuda::generate(&l.lir) {
+        panic!("lowered, but CUDA generation failed: {e}\n{src}");
     }
 }
 
@@ -33,7 +42,10 @@ fn lowers_for_older_targets(k: &Kernel, src: &str) {
     use tirx_ir::Arch;
     for arch in [Arch::SM_80, Arch::SM_75] {
         match tirx_lower::lower_kernel(k, &tirx_lower::LowerOptions::for_arch(arch)) {
-            Ok(l) => assert!(l.lir.first_unsupported(arch).is_none(), "{arch}: an instruction it lacks\n{src}"),
+            Ok(l) => {
+                assert!(l.lir.first_unsupported(arch).is_none(), "{arch}: an instruction it lacks\n{src}");
+                generates_cuda(&l, src);
+            }
             Err(d) => assert!(
                 !d.iter().any(|d| d.internal),
                 "{arch}: internal error\n{}",

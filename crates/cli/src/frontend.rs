@@ -61,6 +61,29 @@ pub fn report_errors(diags: &[Diagnostic], src: &Source) -> Failure {
     }
 }
 
+/// Refuses (exit 1) a simulation of `lir` that would take more host memory
+/// than `opts` allow, before any buffer is allocated; the diagnostic points at
+/// the declaration of the buffer that takes the most (found in `kernel` by name).
+pub fn check_sim_memory(
+    kernel: &Kernel,
+    lir: &LKernel,
+    src: &Source,
+    opts: &tirx_sim::SimOptions,
+) -> Result<(), Failure> {
+    let Err(mut e) = tirx_sim::check_memory(lir, opts) else { return Ok(()) };
+    let used = tirx_sim::memory_use(lir, opts);
+    let mut label = String::new();
+    if let Some(big) = used.largest() {
+        let name = &lir.buf(big.buf).name;
+        if let Some(b) = kernel.buffers.iter().find(|b| &b.name == name) {
+            e.span = b.span;
+            label = format!("`{name}` takes {} in the simulator", tirx_sim::bytes_text(big.total()));
+        }
+    }
+    eprint_diags(&[e.to_diagnostic().with_label(label)], src);
+    Err(Failure::Reported)
+}
+
 /// The `--arch` option every lowering command takes.
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct ArchArg {

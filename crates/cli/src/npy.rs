@@ -26,17 +26,49 @@ use tirx_ir::DType;
 
 /// One byte buffer per kernel parameter, filled from the `NAME=file.npy` specs (zeros elsewhere).
 pub fn load_args(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>>, Failure> {
-    load_args_or(specs, k, |b| vec![0u8; b.elems.max(0) as usize * b.dtype.bytes() as usize])
+    load_args_or(specs, k, |b| tirx_sim::try_zeroed_bytes(byte_len(b)?))
 }
 
-/// [`load_args`] where `fill` gives the contents of every parameter no spec names.
-pub fn load_args_or(specs: &[String], k: &LKernel, fill: impl Fn(&LBuf) -> Vec<u8>) -> Result<Vec<Vec<u8>>, Failure> {
+/// [`load_args`] where `fill` gives the contents of every parameter no spec
+/// names, or `None` when the host cannot allocate them.
+pub fn load_args_or(
+    specs: &[String],
+    k: &LKernel,
+    fill: impl Fn(&LBuf) -> Option<Vec<u8>>,
+) -> Result<Vec<Vec<u8>>, Failure> {
     let mut given: Vec<Option<Vec<u8>>> = vec![None; k.params.len()];
     for spec in specs {
         let (i, path) = param_of(spec, k, "--arg")?;
         given[i] = Some(read_npy(Path::new(path), k.buf(k.params[i]))?);
     }
-    Ok(given.into_iter().zip(&k.params).map(|(g, p)| g.unwrap_or_else(|| fill(k.buf(*p)))).collect())
+    given
+        .into_iter()
+        .zip(&k.params)
+        .map(|(g, p)| match g {
+            Some(bytes) => Ok(bytes),
+            None => fill(k.buf(*p)).ok_or_else(|| too_large(k.buf(*p))),
+        })
+        .collect()
+}
+
+/// The bytes of parameter `b`, when they fit the address space.
+pub fn byte_len(b: &LBuf) -> Option<usize> {
+    usize::try_from(b.elems.max(0)).ok()?.checked_mul(b.dtype.bytes() as usize)
+}
+
+/// A parameter the host cannot hold: its size in bytes and what to do.
+fn too_large(b: &LBuf) -> Failure {
+    let bytes = (b.elems.max(0) as u64).saturating_mul(u64::from(b.dtype.bytes()));
+    Failure::User(format!(
+        "error: parameter `{}` ({} × {}, shape {}) needs {} of host memory, which cannot be allocated\n\
+         help: use a smaller shape for `{}`",
+        b.name,
+        b.elems,
+        b.dtype,
+        shape_str(&logical_shape(b)),
+        tirx_sim::bytes_text(bytes),
+        b.name
+    ))
 }
 
 /// Writes the parameters named by `NAME=file.npy` specs from `bufs` (one per kernel parameter).
@@ -157,6 +189,17 @@ fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
     };
     if !accepted(b.dtype).contains(&(ts.type_char(), ts.size_field())) || npy.shape() != want_shape.as_slice() {
         return Err(mismatch());
+    }
+    // A header that promises more data than the file holds is refused before
+    // anything is sized from it (the decoded arrays are as large as the file).
+    let want_bytes = (b.elems.max(0) as u64).saturating_mul(u64::from(b.dtype.bytes()));
+    if (raw_file.len() as u64) < want_bytes {
+        return Err(Failure::User(format!(
+            "{}: the header says shape {} ({want_bytes} bytes of data) but the file has only {} bytes",
+            path.display(),
+            shape_str(&want_shape),
+            raw_file.len()
+        )));
     }
     if npy.order() == npyz::Order::Fortran && want_shape.iter().filter(|d| **d > 1).count() > 1 {
         return Err(Failure::User(format!(
@@ -332,6 +375,17 @@ mod tests {
         std::fs::write(&p, npy_bytes("<f1", 3, &[1, 2, 3])).unwrap();
         assert!(load_args(&[format!("A={}", p.display())], &kernel(DType::U8, vec![3])).is_err());
         let _ = std::fs::remove_file(p);
+    }
+
+    /// A parameter the host cannot hold is a user error with its size, never an abort.
+    #[test]
+    fn a_parameter_too_large_for_the_host_is_refused_with_its_size() {
+        let k = kernel(DType::F32, vec![1 << 31, 1 << 31]);
+        let Err(Failure::User(m)) = load_args(&[], &k) else { panic!("must fail") };
+        assert!(m.contains("`A` (4611686018427387904 × float32, shape (2147483648, 2147483648))"), "{m}");
+        assert!(m.contains("18446744073709551615 bytes") && m.contains("help: use a smaller shape"), "{m}");
+        let Err(Failure::User(m)) = load_args_or(&[], &kernel(DType::F32, vec![4]), |_| None) else { panic!() };
+        assert!(m.contains("needs 16 bytes of host memory"), "{m}");
     }
 
     /// A padded layout (rows of 4 stored 5 apart) is passed as its flat storage.

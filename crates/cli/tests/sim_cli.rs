@@ -89,6 +89,12 @@ fn example_copy_gmem_smem() {
     copies_a_to_b("copy_gmem_smem", &[32, 32], false);
 }
 
+/// 64 KiB through `scope="shared.dyn"` (dynamic shared memory).
+#[test]
+fn example_copy_shared_dyn() {
+    copies_a_to_b("copy_shared_dyn", &[128, 128], false);
+}
+
 #[test]
 fn example_copy_reg() {
     copies_a_to_b("copy_reg", &[32, 8], false);

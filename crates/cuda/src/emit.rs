@@ -16,12 +16,11 @@ use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space};
+use tirx_ir::target::STATIC_SMEM_LIMIT;
 use tirx_ir::DType;
 
-/// Static shared memory above this needs `shared.dyn` (and an opt-in at launch).
-const STATIC_SMEM_LIMIT: u64 = 48 * 1024;
 /// Every array starts on a 16-byte boundary, so 128-bit accesses at multiples of the lane count are aligned.
-const ARRAY_ALIGN: u64 = 16;
+const ARRAY_ALIGN: u64 = tirx_ir::target::SMEM_ARRAY_ALIGN;
 /// The `extern __shared__` byte array that dynamic buffers are carved from.
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
@@ -148,6 +147,7 @@ impl Ctx<'_> {
                 _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
         }
+        // Lowering reports this at the allocation (a user error); reaching it here is a bug.
         if static_smem > STATIC_SMEM_LIMIT {
             return Err(CodegenError::Unsupported(format!(
                 "{static_smem} bytes of static shared memory exceed the 48 KiB CUDA allows; \
@@ -341,7 +341,8 @@ fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
 }
 
 /// `bytes` rounded up to whole [`ARRAY_ALIGN`] units (the next array starts
-/// aligned), saturated so that absurd sizes reach the limit checks.
+/// aligned), saturated so that absurd sizes reach the limit checks; the same
+/// footprint as `tirx_ir::target::smem_array_bytes`, which lowering checks.
 fn padded(bytes: u64) -> u64 {
     bytes.checked_next_multiple_of(ARRAY_ALIGN).unwrap_or(u64::MAX)
 }

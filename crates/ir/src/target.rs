@@ -6,10 +6,35 @@
 //! target as a parameter; every variant and every LIR instruction states the
 //! minimum it needs ([`Arch::supports`]), and below it the variant declines
 //! with the reason (`stmatrix needs sm_90; target is sm_80`).
+//!
+//! Resource limits live here too, so that lowering (user errors at the
+//! allocation), the CUDA generator, the simulator and the runtime agree:
+//! [`STATIC_SMEM_LIMIT`], [`Arch::max_smem_per_cta`] and the footprint of one
+//! shared array, [`smem_array_bytes`].
 
 use serde::Serialize;
 use std::fmt;
 use std::str::FromStr;
+
+/// Static shared memory (`__shared__` arrays) a kernel may declare, on every
+/// target: 48 KiB. More needs `shared.dyn` (`extern __shared__`) and the
+/// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` opt-in at launch.
+pub const STATIC_SMEM_LIMIT: u64 = 48 * 1024;
+
+/// Every shared and local array starts on this many bytes (16: a 128-bit
+/// access at a multiple of its width is aligned).
+pub const SMEM_ARRAY_ALIGN: u64 = 16;
+
+/// The bytes an array of `elems` elements of `elem_bytes` takes in shared
+/// memory, rounded up to [`SMEM_ARRAY_ALIGN`] (the next array starts aligned);
+/// saturated, so absurd sizes reach the limit checks instead of wrapping.
+pub fn smem_array_bytes(elems: i64, elem_bytes: u32) -> u64 {
+    u64::try_from(elems.max(0))
+        .unwrap_or(0)
+        .saturating_mul(u64::from(elem_bytes))
+        .checked_next_multiple_of(SMEM_ARRAY_ALIGN)
+        .unwrap_or(u64::MAX)
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Arch {
@@ -47,6 +72,23 @@ impl Arch {
             return self.specific && (self.major, self.minor) == (min.major, min.minor);
         }
         (self.major, self.minor) >= (min.major, min.minor)
+    }
+
+    /// Shared memory one CTA may use, static + dynamic, with the opt-in
+    /// attribute (CUDA C++ Programming Guide, "Technical Specifications per
+    /// Compute Capability"): 227 KiB on sm_90 and sm_100, 163 KiB on sm_80 and
+    /// sm_87, 99 KiB on sm_86/sm_89/sm_120, 96 KiB on sm_70/72, 64 KiB on sm_75.
+    /// Targets the table does not list (sm_12x and later) get the conservative 99 KiB.
+    pub const fn max_smem_per_cta(self) -> u64 {
+        const KIB: u64 = 1024;
+        KIB * match (self.major, self.minor) {
+            (7, 5) => 64,
+            (7, _) => 96,
+            (8, 0) | (8, 7) => 163,
+            (8, _) => 99,
+            (9, _) | (10, _) | (11, _) => 227,
+            _ => 99,
+        }
     }
 
     /// `sm_90a`: the NVRTC / nvcc `--gpu-architecture` value.
@@ -124,6 +166,18 @@ mod tests {
         for s in ["sm90", "sm_9", "sm_80a", "sm_60", "compute_90", "sm_x0", "sm_9000", ""] {
             assert!(s.parse::<Arch>().is_err(), "{s}");
         }
+    }
+
+    #[test]
+    fn shared_memory_limits_follow_the_compute_capability() {
+        assert_eq!(Arch::SM_90A.max_smem_per_cta(), 227 * 1024);
+        assert_eq!(Arch::SM_80.max_smem_per_cta(), 163 * 1024);
+        assert_eq!("sm_86".parse::<Arch>().unwrap().max_smem_per_cta(), 99 * 1024);
+        assert_eq!(Arch::SM_75.max_smem_per_cta(), 64 * 1024);
+        assert!(Arch::MIN.max_smem_per_cta() > STATIC_SMEM_LIMIT);
+        assert_eq!(smem_array_bytes(3, 4), 16);
+        assert_eq!(smem_array_bytes(0, 4), 0);
+        assert_eq!(smem_array_bytes(i64::MAX, 8), u64::MAX);
     }
 
     #[test]

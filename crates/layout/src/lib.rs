@@ -37,6 +37,9 @@
 //! * **text**: `parse_layout(&l.to_string()) == l`, structurally.
 //! * **swizzle**: a bijection on every aligned period `2^(p+sw+at)` that never
 //!   moves the low `p` bits; a swizzled slice addresses the same elements.
+//! * **injectivity**: [`TileLayout::injectivity`] answers `Injective` iff no two
+//!   distinct elements share a home (checked against brute force), and every
+//!   reported [`Collision`] is real: both elements reach the reported point.
 //! * **totality**: no operation or parse panics on any input; each failure is a
 //!   [`LayoutError`] (or [`LayoutParseError`] with a byte offset).
 //!
@@ -51,6 +54,7 @@
 //! | [`TileLayout::apply_set`] | as `apply`, ≤ 65536 replicas | every home, replica axes present |
 //! | [`TileLayout::slice`] | region inside the shape, groupable | the exact sub-layout or `SliceInexpressible` |
 //! | [`TileLayout::tile`] | equal ranks, both groupable | the tiled layout, canonicalized |
+//! | [`TileLayout::injectivity`] | valid layout | `Injective`, a real `Collision`, or `Unknown` above 2^20 entangled points |
 //! | [`Swizzle::new`] | `at >= sw`, `p+sw+at <= 40` | `apply` is total |
 //!
 //! Every operation validates its input first: extents must be positive and
@@ -86,6 +90,7 @@ pub mod axis;
 pub mod canon;
 pub mod error;
 pub mod group;
+pub mod inject;
 pub mod scope;
 pub mod slice;
 pub mod swizzle;
@@ -97,5 +102,6 @@ pub use apply::{normalize, Coord};
 pub use axis::{Axis, ExecScope};
 pub use canon::Fusion;
 pub use error::{LayoutError, Result};
+pub use inject::{Collision, Injectivity, IterRef};
 pub use text::{parse_layout, LayoutParseError};
 pub use tile::{ComposeLayout, Iter, Layout, Swizzle, TileLayout};

@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use tirx_layout::{
-    normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Iter, Layout, LayoutError, Swizzle, TileLayout,
+    normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Injectivity, Iter, Layout, LayoutError, Swizzle,
+    TileLayout,
 };
 
 fn config() -> Config {
@@ -58,6 +59,39 @@ fn layout() -> impl Strategy<Value = TileLayout> {
         .prop_filter("thread axes must form a scope chain", |l| l.scope().is_ok())
 }
 
+/// An injective layout by construction: per axis, the iters on it get the
+/// strides of a compact (optionally padded) layout in a random nesting order,
+/// possibly negative, plus offsets.
+fn compact() -> impl Strategy<Value = TileLayout> {
+    (0..PROFILES.len())
+        .prop_flat_map(|p| {
+            let axes = PROFILES[p];
+            (
+                prop::collection::vec((1i64..5, 0..axes.len(), any::<u32>(), any::<bool>()), 1..=5),
+                0i64..3,
+                prop::collection::vec((0..axes.len(), -3i64..70), 0..=2),
+            )
+                .prop_map(move |(iters, pad, offs)| {
+                    let mut shard: Vec<Iter> = iters.iter().map(|&(e, a, _, _)| Iter::new(e, 0, axes[a])).collect();
+                    // Nesting order per axis: by the random key; each stride clears the ones inside.
+                    let mut order: Vec<usize> = (0..shard.len()).collect();
+                    order.sort_by_key(|&i| iters[i].2);
+                    let mut next: std::collections::BTreeMap<Axis, i64> = Default::default();
+                    for i in order {
+                        let slot = next.entry(shard[i].axis).or_insert(1);
+                        shard[i].stride = if iters[i].3 { -*slot } else { *slot };
+                        *slot = *slot * shard[i].extent + pad;
+                    }
+                    let mut offset = Coord::new();
+                    for (a, v) in offs {
+                        *offset.entry(axes[a]).or_insert(0) += v;
+                    }
+                    TileLayout::new(shard, vec![], offset)
+                })
+        })
+        .prop_filter("thread axes must form a scope chain", |l| l.scope().is_ok())
+}
+
 fn sorted(mut v: Vec<Coord>) -> Vec<Coord> {
     v.sort();
     v
@@ -89,6 +123,29 @@ fn coords(shape: &[i64]) -> Vec<Vec<i64>> {
         out = out.into_iter().flat_map(|c| (0..e).map(move |i| [c.clone(), vec![i]].concat())).collect();
     }
     out
+}
+
+/// Brute force: two distinct elements with a common home, as (first, second), if any.
+fn brute_collision(l: &TileLayout) -> Option<(i64, i64)> {
+    let mut owner: std::collections::BTreeMap<Coord, i64> = Default::default();
+    for (x, homes) in full_map(l, normalize).into_iter().enumerate() {
+        for h in homes {
+            match owner.get(&h) {
+                Some(&y) if y != x as i64 => return Some((y, x as i64)),
+                _ => {
+                    owner.insert(h, x as i64);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// `c.at` is a home of both reported elements.
+fn collision_is_real(l: &TileLayout, c: &tirx_layout::Collision) -> bool {
+    let homes = |x: i64| l.apply_set(&[x], &[l.size(None).unwrap()]).unwrap().iter().map(normalize).collect::<Vec<_>>();
+    let at = normalize(&c.at);
+    c.first < c.second && homes(c.first).contains(&at) && homes(c.second).contains(&at)
 }
 
 fn fusion(cuda: bool) -> Fusion {
@@ -127,6 +184,39 @@ proptest! {
                 }
             }
             Err(e) => prop_assert!(matches!(e, LayoutError::ShapeMismatch { .. }), "{}", e),
+        }
+    }
+
+    #[test]
+    fn injectivity_agrees_with_brute_force(l in layout()) {
+        let brute = brute_collision(&l);
+        match l.injectivity().unwrap() {
+            Injectivity::Injective => prop_assert_eq!(brute, None, "{} is not injective", l),
+            Injectivity::Collides(c) => prop_assert!(collision_is_real(&l, &c), "{} reported {:?}", l, c),
+            Injectivity::Unknown { .. } => prop_assert!(false, "at most 512 elements are always decided: {}", l),
+        }
+    }
+
+    #[test]
+    fn compact_layouts_are_injective_and_a_duplicated_stride_collides(
+        l in compact(),
+        pick in any::<prop::sample::Index>(),
+        extent in 2i64..4,
+    ) {
+        prop_assert_eq!(l.injectivity().unwrap(), Injectivity::Injective, "{}", l);
+        // Repeat one iter of extent > 1 next to itself (or add a repeated pair).
+        let mut dup = l.clone();
+        let wide: Vec<usize> = (0..l.shard.len()).filter(|&i| l.shard[i].extent > 1).collect();
+        if wide.is_empty() {
+            let it = Iter::new(extent, 1 + pick.index(7) as i64, l.shard.first().map_or(Axis::M, |it| it.axis));
+            dup.shard.extend([it, it]);
+        } else {
+            let i = wide[pick.index(wide.len())];
+            dup.shard.insert(i, Iter::new(extent, l.shard[i].stride, l.shard[i].axis));
+        }
+        match dup.injectivity().unwrap() {
+            Injectivity::Collides(c) => prop_assert!(collision_is_real(&dup, &c), "{} reported {:?}", dup, c),
+            v => prop_assert!(false, "{} with a duplicated stride: {:?}", dup, v),
         }
     }
 
@@ -253,6 +343,7 @@ proptest! {
             if let Ok(c) = l.canonicalize(f) { let _ = l.fuse_coord(&c.offset, f); }
         }
         let _ = (l.scope(), l.size(None), l.span(None), l.span(Some(Axis::M)), l.group(&shape));
+        let _ = l.injectivity();
         let _ = (l.apply_linear(x), l.apply(&coord, &shape), l.apply_set(&coord, &shape), l.apply_shard(&coord));
         let text = l.to_string();
         let parsed = parse_layout(&text);

@@ -26,7 +26,7 @@ pub fn element(
     if idx.len() != hb.shape.len() {
         return Err(format!("`{}` has {} dims but is indexed with {}", hb.name, hb.shape.len(), idx.len()));
     }
-    let tile = lay::compose_base(&hb.layout, &hb.shape);
+    let tile = lay::try_compose_base(&hb.layout, &hb.shape).map_err(|e| format!("the layout of `{}`: {e}", hb.name))?;
     if !thread_axes && tile.shard.iter().any(|i| i.axis.is_thread()) {
         return Err(format!(
             "`{}` has a thread-axis layout ({}) and cannot be indexed directly; index its per-thread storage instead, e.g. `{}_l = {}.local()`",

@@ -33,7 +33,7 @@ pub fn slice(t: &TileLayout, shape: &[i64], begins: &[i64], extents: &[i64]) -> 
 pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
     // A bare swizzle addresses through the row-major identity over the whole
     // buffer (see `compose_base`), so it must be sized from that, not its period tile.
-    let span = compose_base(l, shape).span(None).map_err(|e| e.to_string())?.max(1);
+    let span = try_compose_base(l, shape)?.span(None).map_err(|e| e.to_string())?.max(1);
     Ok(match l {
         Layout::Tile(_) => span,
         Layout::Compose(c) => {
@@ -59,7 +59,17 @@ pub fn tile_of(l: &Layout) -> &TileLayout {
 }
 
 /// The tile a layout addresses through over a buffer of `shape` (a bare
-/// swizzle stands for the row-major identity).
+/// swizzle stands for the row-major identity); the layout error when the
+/// swizzle's tile is invalid.
+pub fn try_compose_base(l: &Layout, shape: &[i64]) -> Result<TileLayout, String> {
+    match l {
+        Layout::Tile(t) => Ok(t.clone()),
+        Layout::Compose(c) => c.base_tile(shape).map_err(|e| e.to_string()),
+    }
+}
+
+/// [`try_compose_base`] for layouts the script checked (valid tile, positive
+/// shape), where it cannot fail; falls back to the swizzle's own tile.
 pub fn compose_base(l: &Layout, shape: &[i64]) -> TileLayout {
     match l {
         Layout::Tile(t) => t.clone(),

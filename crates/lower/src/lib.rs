@@ -13,7 +13,8 @@
 //!   elementwise variants.
 //! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
 //! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
-//!   addressing through layouts, constant folding and name keeping.
+//!   addressing through layouts, constant folding and name keeping; `smem`: the
+//!   shared-memory budget of the allocations against the target.
 //!
 //! Nothing here keeps ambient state: every decision reads the explicit
 //! [`scope::ScopeView`] of its call.
@@ -27,6 +28,7 @@ pub mod explain;
 mod expr;
 mod lay;
 pub mod scope;
+mod smem;
 mod stmt;
 
 pub use dispatch::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};

@@ -102,6 +102,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         warnings: vec![],
     };
     let params = lw.declare_buffers();
+    lw.errors.extend(crate::smem::check(k, opts.arch));
     lw.bind_scope_vars(&defs, &launch);
     let active = Active::at_entry(&launch);
     let body = lw.block(&k.body, &active);
@@ -194,16 +195,20 @@ impl Lowerer<'_> {
                     Some(root) => {
                         let (lb, _) = self.env.bufs[&root];
                         let elems = self.b.bufs[lb.0 as usize].elems;
-                        let view_span = lay::memory_span(&hb.layout, &hb.shape).unwrap_or(i64::MAX);
-                        if view_span > elems {
-                            self.errors.push(Diagnostic::error(
+                        match lay::memory_span(&hb.layout, &hb.shape) {
+                            Err(m) => self.errors.push(Diagnostic::error(
+                                hb.span,
+                                format!("view `{}`: cannot size its storage: {m}", hb.name),
+                            )),
+                            Ok(view_span) if view_span > elems => self.errors.push(Diagnostic::error(
                                 hb.span,
                                 format!(
                                     "view `{}` spans {view_span} elements but its base `{}` has {elems}",
                                     hb.name,
                                     k.buf(root).name
                                 ),
-                            ));
+                            )),
+                            Ok(_) => {}
                         }
                         self.env.bufs.insert(id, (lb, index_type(elems)));
                     }

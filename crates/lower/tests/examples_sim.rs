@@ -106,6 +106,7 @@ fn spec(name: &str) -> Option<Spec> {
         | "copy_gmem_smem_u8"
         | "copy_ldstmatrix"
         | "copy_reg"
+        | "copy_shared_dyn"
         | "ldstmatrix_wg_trans"
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
@@ -187,6 +188,7 @@ const TABLE: &[&str] = &[
     "copy_gmem_smem_u8",
     "copy_ldstmatrix",
     "copy_reg",
+    "copy_shared_dyn",
     "elementwise_reg",
     "ewise_cast_wg",
     "ewise_fragment_exp",

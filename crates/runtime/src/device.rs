@@ -117,6 +117,17 @@ impl Gpu {
         let func = module
             .load_function(&spec.kernel)
             .map_err(driver(&format!("finding kernel `{}` in the CUBIN", spec.kernel)))?;
+        // The opt-in maximum bounds static + dynamic shared memory together; the
+        // static part is only known from the compiled function.
+        let static_smem = func.shared_size_bytes().map_err(driver("reading the kernel's static shared memory"))?;
+        let total = i64::from(static_smem) + i64::from(spec.dynamic_smem_bytes);
+        if total > i64::from(self.info.max_smem_per_block_optin) {
+            return Err(RuntimeError::Invalid(format!(
+                "kernel `{}`: {static_smem} bytes of static + {} of dynamic shared memory exceed the device's {} per CTA",
+                spec.kernel, spec.dynamic_smem_bytes, self.info.max_smem_per_block_optin
+            )));
+        }
+        // Above 48 KiB, dynamic shared memory needs the function's opt-in (cudaFuncSetAttribute).
         if spec.dynamic_smem_bytes > DEFAULT_DYNAMIC_SMEM_LIMIT {
             func.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

@@ -8,7 +8,7 @@ use crate::eval::Args;
 use crate::value::*;
 use tirx_ir::hir::*;
 use tirx_ir::{DType, Diagnostic, Span};
-use tirx_layout::{Axis, Layout, TileLayout};
+use tirx_layout::{Axis, Injectivity, IterRef, Layout, TileLayout};
 
 /// Largest number of elements a buffer may declare (guards size arithmetic).
 const MAX_ELEMS: i64 = 1 << 40;
@@ -37,7 +37,7 @@ impl Builder<'_> {
             }
         }
         let layout = match a.kw("layout") {
-            Some((v, sp)) => self.layout_for(v, sp, &shape)?,
+            Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
             None => Layout::Tile(TileLayout::row_major(&shape)),
         };
         a.kw("align");
@@ -91,8 +91,9 @@ impl Builder<'_> {
         }
     }
 
-    /// A `layout=` value checked against the buffer shape.
-    pub(crate) fn layout_for(&mut self, v: Val, span: Span, shape: &[i64]) -> R<Layout> {
+    /// A `layout=` value of buffer `name` in `scope`, checked against the buffer
+    /// shape and for injectivity (no two elements in one slot).
+    pub(crate) fn layout_for(&mut self, v: Val, span: Span, shape: &[i64], name: &str, scope: MemScope) -> R<Layout> {
         let layout = match v {
             Val::Layout(l) => l,
             Val::Spec(s) => Layout::Tile(s.into_tile()),
@@ -127,7 +128,81 @@ impl Builder<'_> {
                     .with_help("make the layout extents multiply to the buffer's element count"),
             );
         }
+        self.check_injective(tile, span, shape, name, scope)?;
         Ok(layout)
+    }
+
+    /// Two elements of one buffer must never share a home: a store to one would
+    /// overwrite the other (layout-model.md §1.8). `tile` admits `shape`.
+    fn check_injective(&mut self, tile: &TileLayout, span: Span, shape: &[i64], name: &str, scope: MemScope) -> R<()> {
+        let c = match tile.injectivity() {
+            Ok(Injectivity::Collides(c)) => c,
+            // Undecided (a huge entangled layout) is not proof of a bug.
+            Ok(Injectivity::Injective | Injectivity::Unknown { .. }) => return Ok(()),
+            Err(e) => {
+                return self.fail(Diagnostic::error(span, format!("invalid layout: {e}")).with_label("this layout"))
+            }
+        };
+        let at = |x: i64| fmt_index(&tirx_layout::apply::split_coord(x, shape));
+        let memory: Vec<(Axis, i64)> = c.at.iter().filter(|(a, _)| a.is_memory()).map(|(a, v)| (*a, *v)).collect();
+        let threads: Vec<String> =
+            tile.thread_axes().into_iter().map(|a| format!("{a} {}", c.at.get(&a).copied().unwrap_or(0))).collect();
+        let (noun, unit) = match scope {
+            MemScope::Local => ("register", "a (thread, register)"),
+            MemScope::Shared | MemScope::SharedDyn => ("shared-memory offset", "an address"),
+            MemScope::Global => ("global-memory offset", "an address"),
+        };
+        let slot = match memory.as_slice() {
+            [] => format!("{noun} 0"),
+            [(Axis::M, v)] => format!("{noun} {v}"),
+            more => {
+                let parts: Vec<String> = more.iter().map(|(a, v)| format!("{a} {v}")).collect();
+                format!("{noun} ({})", parts.join(", "))
+            }
+        };
+        let whose = if threads.is_empty() { String::new() } else { format!(" of thread ({})", threads.join(", ")) };
+        let iter = |r: IterRef| {
+            let kind = if r.replica { "replica iter" } else { "iter" };
+            let it = tile.iter_at(r).copied().unwrap_or(tirx_layout::Iter::m(1, 1));
+            format!("{kind} {} (extent {}, stride {})", r.index, it.extent, it.stride)
+        };
+        let overlap = match c.iters.as_slice() {
+            [one] => format!("{} repeats one home", iter(*one)),
+            many => {
+                let named: Vec<String> = many.iter().map(|&r| iter(r)).collect();
+                format!("{} overlap", named.join(" and "))
+            }
+        };
+        let mut help = format!("on `{}`, {overlap}", c.axis);
+        if let Some((r, need)) = c.fix {
+            let mut fixed = tile.clone();
+            let target = if r.replica { &mut fixed.replica } else { &mut fixed.shard };
+            if let Some(it) = target.get_mut(r.index) {
+                it.stride = if it.stride < 0 { -need } else { need };
+            }
+            let name = iter(r);
+            let name = name.split(" (").next().unwrap_or("the iter");
+            help.push_str(&format!("; {name} needs a stride of at least {need} to clear the iters of smaller stride"));
+            if fixed.injectivity() == Ok(Injectivity::Injective) {
+                help.push_str(&format!(", e.g. `{fixed}`"));
+            }
+        }
+        if c.iters.iter().all(|r| !r.replica) {
+            help.push_str("; to keep copies of an element on purpose, use a replica `R[...]`");
+        }
+        self.fail(
+            Diagnostic::error(
+                span,
+                format!(
+                    "non-injective layout for `{name}`: elements {} and {} both map to {slot}{whose}",
+                    at(c.first),
+                    at(c.second)
+                ),
+            )
+            .with_label(format!("two elements share {slot}"))
+            .with_note(format!("every element needs {unit} of its own, else a store to one overwrites the other"))
+            .with_help(help),
+        )
     }
 
     // ------------------------------------------------------------------ buffers
@@ -272,13 +347,22 @@ impl Builder<'_> {
                     );
                 };
                 let layout = match a.kw("layout") {
-                    Some((v, lsp)) => self.layout_for(v, lsp, &shape)?,
+                    Some((v, lsp)) => self.layout_for(v, lsp, &shape, &name, b.scope)?,
                     None => Layout::Tile(TileLayout::row_major(&shape)),
                 };
                 // A view may cover part of its base (`[4, 4]:(16, 1)` of a 4x16
                 // buffer) but must not reach past the base's storage.
-                let capacity = b.shape.iter().product::<i64>().max(b.layout.span(None).unwrap_or(0));
-                let reach = layout.span(None).unwrap_or(i64::MAX);
+                let (base_span, reach) = match (b.layout.span(None), layout.span(None)) {
+                    (Ok(base), Ok(view)) => (base, view),
+                    (Err(e), _) | (_, Err(e)) => {
+                        return self.fail(
+                            Diagnostic::error(sp, format!("cannot size view `{name}` of `{}`: {e}", b.name))
+                                .with_label("storage size unknown")
+                                .with_help("check the extents and strides of both layouts"),
+                        )
+                    }
+                };
+                let capacity = b.shape.iter().product::<i64>().max(base_span);
                 if reach > capacity {
                     let s1 = fmt_shape(&shape);
                     return self.fail(
@@ -495,6 +579,11 @@ impl Builder<'_> {
         }
         Ok(())
     }
+}
+
+/// An element index, `(0, 4)` (one dimension: `(4,)`).
+fn fmt_index(c: &[i64]) -> String {
+    fmt_shape(c)
 }
 
 pub(crate) fn fmt_shape(s: &[i64]) -> String {

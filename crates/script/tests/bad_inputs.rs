@@ -8,7 +8,7 @@ use tirx_ir::Diagnostic;
 const PREAMBLE: &str = "\
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, laneid, tx
+from tvm.tirx.layout import S, TileLayout, laneid, tx, warpid
 
 @T.prim_func
 def k(A_ptr: T.handle, B_ptr: T.handle):
@@ -172,6 +172,34 @@ fn cases() -> Vec<Case> {
             "operand region (32, 4) does not match the destination region (32, 8) of `sqrt`",
             (2, 27),
             Some("destination's extents"),
+        ),
+        c(
+            "non-injective register layout",
+            Body("    R = T.alloc_buffer((8, 4, 4, 8, 8), \"float32\", scope=\"local\", layout=TileLayout(S[(8, 4, 4, 8, 8):(4, 1@warpid, 8@laneid, 1@laneid, 1)]))\n"),
+            "non-injective layout for `R`: elements (0, 0, 0, 0, 4) and (1, 0, 0, 0, 0) both map to register 4 of thread (warpid 0, laneid 0)",
+            (1, 74),
+            Some("e.g. `S[(8, 4, 4, 8, 8):(8, 1@warpid, 8@laneid, 1@laneid, 1)]`"),
+        ),
+        c(
+            "duplicated stride in shared memory",
+            Body("    H = T.alloc_buffer((32, 8), \"float32\", scope=\"shared\", layout=TileLayout(S[(32, 8):(1, 1)]))\n"),
+            "non-injective layout for `H`: elements (0, 1) and (1, 0) both map to shared-memory offset 1",
+            (1, 67),
+            Some("iter 0 needs a stride of at least 8"),
+        ),
+        c(
+            "broadcast stride in a parameter",
+            File("from tvm.script import tirx as T\nfrom tvm.tirx.layout import S, TileLayout\n@T.prim_func\ndef k(C_ptr: T.handle):\n    C = T.match_buffer(C_ptr, (4, 8), \"float32\", layout=TileLayout(S[(4, 8):(8, 0)]))\n"),
+            "non-injective layout for `C`: elements (0, 0) and (0, 1) both map to global-memory offset 0",
+            (5, 57),
+            Some("iter 1 (extent 8, stride 0) repeats one home"),
+        ),
+        c(
+            "non-injective view",
+            Body("    V = A.view(16, 16, layout=TileLayout(S[(16, 16):(8, 1)]))\n"),
+            "non-injective layout for `V`: elements (0, 8) and (1, 0) both map to global-memory offset 8",
+            (1, 31),
+            Some("iter 0 needs a stride of at least 16"),
         ),
         c("view larger than base", Body("    V = A.view(16, 17)\n"), "view (16, 17) reaches 272 elements but `A` holds 256", (1, 16), Some("must fit")),
         c("too many threads", Raw("    T.device_entry(); T.warp_id([64]); T.lane_id([32])\n"), "a CTA has at most 1024 threads, this kernel declares 2048", (1, 23), Some("more CTAs")),

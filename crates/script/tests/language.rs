@@ -44,7 +44,7 @@ fn tile(shard: Vec<Iter>, replica: Vec<Iter>, offset: &[(Axis, i64)]) -> Layout 
 fn layout_expressions() {
     let k = kernel(
         "L1 = TileLayout(S[8 : 4 @ laneid])\n\
-         L2 = TileLayout(S[(8, 4):(\"laneid\", (2, \"warpid\"))] + R[2 : 4 @ warpid] + 2 @ warpid + 64)\n\
+         L2 = TileLayout(S[(8, 4):(\"laneid\", (2, \"warpid\"))] + R[2 : 8 @ warpid] + 2 @ warpid + 64)\n\
          L3 = T.TileLayout(T.S[(2, 32):(Axis.warpid, 1 @ laneid)])\n\
          L4 = ComposeLayout(3, 3, 3, S[(16, 64)], swizzle_inner=False)\n\
          L5 = TileLayout(S[4, 2])\n",
@@ -59,7 +59,7 @@ fn layout_expressions() {
         layout_of(&k, "b"),
         tile(
             vec![Iter::new(8, 1, Axis::LaneId), Iter::new(4, 2, Axis::WarpId)],
-            vec![Iter::new(2, 4, Axis::WarpId)],
+            vec![Iter::new(2, 8, Axis::WarpId)],
             &[(Axis::WarpId, 2), (Axis::M, 64)]
         )
     );

@@ -24,9 +24,10 @@ use tirx_ir::lir::{LBuf, LKernel, Space};
 use tirx_ir::DType;
 
 /// Static shared memory a kernel may declare without `extern __shared__` (48 KiB).
-const STATIC_SMEM_LIMIT: usize = 48 * 1024;
-/// Shared memory per CTA on sm_90 (227 KiB with the opt-in attribute).
-const SMEM_LIMIT: usize = 227 * 1024;
+const STATIC_SMEM_LIMIT: u64 = tirx_ir::target::STATIC_SMEM_LIMIT;
+/// Shared memory per CTA: the simulator models sm_90 (227 KiB with the opt-in
+/// attribute); lowering checks the actual target's limit at the allocation.
+const SMEM_LIMIT: u64 = tirx_ir::Arch::SM_90.max_smem_per_cta();
 /// Local memory per thread CUDA allows (512 KiB).
 const LOCAL_LIMIT: usize = 512 * 1024;
 
@@ -66,7 +67,7 @@ pub(crate) fn run(
     params: &mut [Vec<u8>],
     opts: &SimOptions,
 ) -> Result<SimReport, SimError> {
-    let mut m = Machine::new(k, prog, opts, params);
+    let mut m = Machine::new(k, prog, opts, params)?;
     let result = m.run_grid();
     // Hand the parameter bytes back, also after an error (they hold what ran so far).
     for (i, id) in k.params.iter().enumerate() {
@@ -83,7 +84,7 @@ fn limit_error(msg: String) -> SimError {
 }
 
 /// Launch shape, parameters and memory limits, checked before anything runs.
-pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimError> {
+pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>], opts: &SimOptions) -> Result<(), SimError> {
     if k.grid.contains(&0) || k.block.contains(&0) {
         return Err(limit_error(format!("launch of grid {:?} × block {:?} has an empty dimension", k.grid, k.block)));
     }
@@ -138,11 +139,12 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
             )));
         }
     }
-    let smem = |dynamic: Option<bool>| -> usize {
+    // Sized as the CUDA generator lays the arrays out (and lowering checks them).
+    let smem = |dynamic: Option<bool>| -> u64 {
         k.bufs
             .iter()
             .filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d))
-            .fold(0usize, |a, b| a.saturating_add(byte_size(b).checked_next_multiple_of(128).unwrap_or(usize::MAX)))
+            .fold(0u64, |a, b| a.saturating_add(tirx_ir::target::smem_array_bytes(b.elems, b.dtype.bytes())))
     };
     if smem(Some(false)) > STATIC_SMEM_LIMIT {
         return Err(limit_error(format!(
@@ -157,6 +159,7 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>]) -> Result<(), SimErr
             smem(None)
         )));
     }
+    crate::memory::check_memory(k, opts)?;
     Ok(())
 }
 
@@ -167,24 +170,37 @@ fn byte_size(b: &LBuf) -> usize {
 }
 
 impl<'a> Machine<'a> {
-    fn new(k: &'a LKernel, prog: &'a Program, opts: &'a SimOptions, params: &mut [Vec<u8>]) -> Machine<'a> {
+    /// Allocates every buffer (fallibly: `check_launch` budgeted them first).
+    fn new(
+        k: &'a LKernel,
+        prog: &'a Program,
+        opts: &'a SimOptions,
+        params: &mut [Vec<u8>],
+    ) -> Result<Machine<'a>, SimError> {
+        use crate::memory::try_zeroed;
         let n = k.threads_per_cta() as usize;
         let mut bufs = Vec::with_capacity(k.bufs.len());
         let mut smem_top = 0u32;
         for b in &k.bufs {
             let esize = b.dtype.bytes() as usize;
             let elems = b.elems.max(0) as usize;
+            let what = || format!("buffer `{}`", b.name);
             let (data, shadow, init, smem_base) = match b.space {
                 Space::Global => {
-                    let shadow = if opts.check_races { vec![[0u32; 4]; elems] } else { vec![] };
+                    let shadow = if opts.check_races { try_zeroed(elems, &what)? } else { vec![] };
                     (vec![], shadow, vec![], 0)
                 }
                 Space::Shared => {
                     let base = smem_top;
-                    smem_top += ((elems * esize) as u32).next_multiple_of(128);
-                    (vec![0; elems * esize], vec![[0u32; 4]; elems], vec![], base)
+                    let bytes = elems.saturating_mul(esize);
+                    let padded = bytes.checked_next_multiple_of(128).and_then(|p| u32::try_from(p).ok());
+                    smem_top = smem_top.saturating_add(padded.unwrap_or(u32::MAX));
+                    (try_zeroed(bytes, &what)?, try_zeroed(elems, &what)?, vec![], base)
                 }
-                Space::Local => (vec![0; n * elems * esize], vec![], vec![0; n * elems], 0),
+                Space::Local => {
+                    let slots = n.saturating_mul(elems);
+                    (try_zeroed(slots.saturating_mul(esize), &what)?, vec![], try_zeroed(slots, &what)?, 0)
+                }
             };
             bufs.push(BufMem {
                 name: b.name.clone(),
@@ -201,13 +217,13 @@ impl<'a> Machine<'a> {
         for (i, id) in k.params.iter().enumerate() {
             bufs[id.0 as usize].data = std::mem::take(&mut params[i]);
         }
-        Machine {
+        Ok(Machine {
             k,
             prog,
             opts,
             bufs,
             n,
-            regs: vec![0; n * prog.nregs],
+            regs: try_zeroed(n.saturating_mul(prog.nregs), &|| "registers".to_string())?,
             pcs: vec![0; n],
             state: vec![State::Runnable; n],
             cta: [0; 3],
@@ -220,7 +236,7 @@ impl<'a> Machine<'a> {
             warn_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
             insts: 0,
-        }
+        })
     }
 
     /// Runs the CTAs in launch order (x fastest); returns how many ran.

@@ -24,7 +24,11 @@
 //! * `a * b + c` rounds twice, as the LIR says; nvcc contracts it into an FMA
 //!   unless compiled with `--fmad=false` (see `arith`);
 //! * the kernel is checked with [`LKernel::validate`] first; a malformed one is
-//!   an [`SimErrorKind::InvalidKernel`] error, never a panic.
+//!   an [`SimErrorKind::InvalidKernel`] error, never a panic;
+//! * memory is budgeted before it is allocated ([`memory_use`]: data plus a
+//!   16-byte race shadow per global/shared element), capped by
+//!   [`SimOptions::memory_limit`] (16 GiB by default), and every allocation is
+//!   fallible: a kernel too large to simulate is a `ResourceLimit` error, never an abort.
 //!
 //! Modules: [`value`] (element conversions, parameter buffers), `compile`
 //! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
@@ -44,6 +48,9 @@ mod pair;
 pub mod value;
 
 pub use error::{SimError, SimErrorKind, SimWarning};
+pub use memory::{
+    bytes_text, check_memory, memory_use, try_zeroed_bytes, BufUse, MemoryUse, DEFAULT_MEMORY_LIMIT, SHADOW_BYTES,
+};
 use serde::Serialize;
 use tirx_ir::lir::LKernel;
 use tirx_ir::Span;
@@ -57,11 +64,15 @@ pub struct SimOptions {
     pub check_races: bool,
     /// Collect shared-memory bank-conflict statistics.
     pub stats: bool,
+    /// Most bytes of host memory the simulation may take, parameters and race
+    /// shadow included ([`memory_use`]); above it `simulate` refuses with a
+    /// [`SimErrorKind::ResourceLimit`] error before allocating anything.
+    pub memory_limit: u64,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { grid_limit: None, check_races: true, stats: false }
+        SimOptions { grid_limit: None, check_races: true, stats: false, memory_limit: DEFAULT_MEMORY_LIMIT }
     }
 }
 
@@ -96,7 +107,7 @@ pub struct SimReport {
 /// they are updated in place — also when an error stops the simulation, in which case they
 /// hold what ran until then.
 pub fn simulate(k: &LKernel, params: &mut [Vec<u8>], opts: &SimOptions) -> Result<SimReport, SimError> {
-    exec::check_launch(k, params)?;
+    exec::check_launch(k, params, opts)?;
     k.validate().map_err(|m| {
         SimError::new(SimErrorKind::InvalidKernel, Span::default(), format!("the lowered kernel is malformed: {m}"))
             .help("this is a bug in the lowering, please report it")

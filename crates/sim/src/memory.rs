@@ -32,8 +32,172 @@
 
 use crate::error::{SimError, SimErrorKind, SimWarning, Who};
 use crate::exec::Machine;
-use tirx_ir::lir::Space;
+use crate::SimOptions;
+use serde::Serialize;
+use tirx_ir::lir::{LBufId, LKernel, Space};
 use tirx_ir::DType;
+
+/// Bytes of the race/initialisation shadow per element of a global or shared buffer.
+pub const SHADOW_BYTES: u64 = std::mem::size_of::<ShadowWords>() as u64;
+
+/// Default of [`SimOptions::memory_limit`]: 16 GiB of simulated memory in all.
+pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
+
+/// The host memory one buffer takes in a simulation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BufUse {
+    pub buf: LBufId,
+    /// Its contents: elements × element size (× threads per CTA for local memory).
+    pub data: u64,
+    /// The race shadow ([`SHADOW_BYTES`] per element of global and shared
+    /// memory; global only with race checks on) or, for local memory, the
+    /// initialisation stamps (4 bytes per thread and element).
+    pub shadow: u64,
+}
+
+impl BufUse {
+    pub fn total(&self) -> u64 {
+        self.data.saturating_add(self.shadow)
+    }
+}
+
+/// The host memory a simulation of a kernel takes, parameters included
+/// (saturated: an absurd size stays absurd instead of wrapping).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MemoryUse {
+    pub total: u64,
+    /// Every buffer, in kernel order.
+    pub bufs: Vec<BufUse>,
+}
+
+impl MemoryUse {
+    /// The buffer that takes the most.
+    pub fn largest(&self) -> Option<&BufUse> {
+        self.bufs.iter().max_by_key(|b| b.total())
+    }
+}
+
+/// What simulating `k` with `opts` allocates: the parameters, shared and local
+/// memory, and the race shadow. Checked against [`SimOptions::memory_limit`]
+/// before anything is allocated.
+pub fn memory_use(k: &LKernel, opts: &SimOptions) -> MemoryUse {
+    let threads = k.block.iter().fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
+    let bufs: Vec<BufUse> = k
+        .bufs
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let elems = u64::try_from(b.elems.max(0)).unwrap_or(0);
+            let data = elems.saturating_mul(u64::from(b.dtype.bytes()));
+            let (data, shadow) = match b.space {
+                Space::Global => (data, if opts.check_races { elems.saturating_mul(SHADOW_BYTES) } else { 0 }),
+                Space::Shared => (data, elems.saturating_mul(SHADOW_BYTES)),
+                Space::Local => (data.saturating_mul(threads), elems.saturating_mul(threads).saturating_mul(4)),
+            };
+            BufUse { buf: LBufId(i as u32), data, shadow }
+        })
+        .collect();
+    let total = bufs.iter().fold(0u64, |a, b| a.saturating_add(b.total()));
+    MemoryUse { total, bufs }
+}
+
+/// Refuses a simulation that would take more than [`SimOptions::memory_limit`]
+/// bytes, naming the buffer that takes the most and its bytes.
+pub fn check_memory(k: &LKernel, opts: &SimOptions) -> Result<MemoryUse, SimError> {
+    let used = memory_use(k, opts);
+    if used.total <= opts.memory_limit {
+        return Ok(used);
+    }
+    let mut msg = format!(
+        "simulating `{}` needs {} of host memory, more than the simulator's limit of {}",
+        k.name,
+        bytes_text(used.total),
+        bytes_text(opts.memory_limit)
+    );
+    if let Some(big) = used.largest() {
+        let b = k.buf(big.buf);
+        let space = match b.space {
+            Space::Global => "global",
+            Space::Shared => "shared",
+            Space::Local => "local, per thread",
+        };
+        let dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
+        msg.push_str(&format!(
+            ": `{}` ({space}, {} {}) takes {} of data",
+            b.name,
+            dims.join(" × "),
+            b.dtype,
+            bytes_text(big.data)
+        ));
+        if big.shadow > 0 {
+            let shadow = if b.space == Space::Local { "initialisation stamps" } else { "race-check shadow" };
+            msg.push_str(&format!(" and {} of {shadow}", bytes_text(big.shadow)));
+        }
+    }
+    let race = if opts.check_races {
+        "; `--no-race-check` saves the 16 bytes per global element of the race shadow"
+    } else {
+        ""
+    };
+    Err(SimError::new(SimErrorKind::ResourceLimit, Default::default(), msg)
+        .help(format!("simulate a smaller shape (a few tiles show the same code paths){race}")))
+}
+
+/// `4398046511104 bytes (4.0 TiB)`.
+pub fn bytes_text(b: u64) -> String {
+    let units = [("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)];
+    match units.iter().find(|(_, shift)| b >= 1u64 << shift) {
+        Some((unit, shift)) => format!("{b} bytes ({:.1} {unit})", b as f64 / (1u64 << shift) as f64),
+        None => format!("{b} bytes"),
+    }
+}
+
+/// Element types whose all-zero bit pattern is a valid value.
+pub(crate) trait Zeroable: Copy {}
+impl Zeroable for u8 {}
+impl Zeroable for u32 {}
+impl Zeroable for u64 {}
+impl Zeroable for ShadowWords {}
+
+/// `vec![0; n]`, but an allocation failure is an error instead of an abort.
+/// Like `vec![0; n]` the memory comes zeroed from the allocator (`calloc`), so
+/// pages that are never touched (shadow of elements a `--grid-limit` run never
+/// reaches) cost nothing.
+pub(crate) fn try_zeroed<T: Zeroable>(n: usize, what: &dyn Fn() -> String) -> Result<Vec<T>, SimError> {
+    let fail = || {
+        SimError::new(
+            SimErrorKind::ResourceLimit,
+            Default::default(),
+            format!(
+                "out of host memory allocating {} for {}",
+                bytes_text((n as u64).saturating_mul(size_of::<T>() as u64)),
+                what()
+            ),
+        )
+        .help("simulate a smaller shape, or pass --no-race-check to drop the race shadow of global buffers")
+    };
+    if n == 0 || size_of::<T>() == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| fail())?;
+    // SAFETY: `layout` has a non-zero size (n > 0, T not zero-sized). The pointer is
+    // checked for null; it comes from the global allocator with exactly the layout
+    // `Vec<T>` uses for capacity `n`, so `from_raw_parts` takes ownership soundly,
+    // and every element is initialised: all-zero bytes are a valid `T` (`Zeroable`).
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<T>();
+        if ptr.is_null() {
+            return Err(fail());
+        }
+        Ok(Vec::from_raw_parts(ptr, n, n))
+    }
+}
+
+/// [`try_zeroed`] bytes for callers outside the simulator (the CLI's parameter
+/// buffers): `None` when the allocator refuses.
+pub fn try_zeroed_bytes(n: usize) -> Option<Vec<u8>> {
+    try_zeroed::<u8>(n, &String::new).ok()
+}
 
 /// Reader record bits: the (last) reader's thread id (threads per CTA ≤ 1024),
 const TID_MASK: u16 = 0x3ff;

@@ -9,6 +9,7 @@
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{eprint_diags, load_kernel, Source};
 use std::path::PathBuf;
+use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
 use tirx_lower::CallExplain;
 use tirx_sim::{BankStat, SimOptions};
@@ -38,7 +39,7 @@ pub fn run(a: Args) -> CmdResult {
         c.locate(&src.name, &src.text);
     }
     let bank = match &lowered {
-        Ok(l) if a.sim => bank_stats(&l.lir, &src, a.sim_ctas)?,
+        Ok(l) if a.sim => bank_stats(&k, &l.lir, &src, a.sim_ctas)?,
         _ => vec![],
     };
     let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
@@ -77,9 +78,15 @@ pub fn run(a: Args) -> CmdResult {
 
 /// Simulates the first `ctas` CTAs with zeroed inputs and returns the bank statistics.
 /// A kernel the simulator rejects (a race, an out-of-bounds access) is a user error.
-fn bank_stats(lir: &LKernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
+fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
+    let opts = SimOptions {
+        grid_limit: Some(ctas.max(1)),
+        check_races: true,
+        stats: true,
+        memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+    };
+    crate::frontend::check_sim_memory(k, lir, src, &opts)?;
     let mut params = crate::npy::load_args(&[], lir)?;
-    let opts = SimOptions { grid_limit: Some(ctas.max(1)), check_races: true, stats: true };
     tirx_sim::simulate(lir, &mut params, &opts).map(|r| r.bank).map_err(|e| {
         eprint_diags(&[e.to_diagnostic()], src);
         Failure::Reported

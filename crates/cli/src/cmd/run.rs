@@ -103,7 +103,7 @@ pub(crate) fn build(file: &std::path::Path, arch: tirx_ir::Arch) -> Result<Built
 
 /// One byte buffer per parameter: the `--arg` arrays, the pattern for the others.
 pub(crate) fn param_buffers(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>>, Failure> {
-    crate::npy::load_args_or(specs, k, |b| fill_pattern(b.dtype, b.elems.max(0) as usize))
+    crate::npy::load_args_or(specs, k, |b| fill_pattern(b.dtype, usize::try_from(b.elems.max(0)).ok()?))
 }
 
 /// The deterministic contents of a parameter not given with `--arg`: element `i` is
@@ -111,8 +111,10 @@ pub(crate) fn param_buffers(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>
 /// positive, so sqrt/log stay finite, and exact in all four), the byte `0x30 + (7·i mod 48)`
 /// for fp8 (positive, finite in e4m3fn and e5m2), `(7·i + 3) mod 97` for integers and
 /// `i mod 2` for bool.
-pub(crate) fn fill_pattern(dtype: DType, elems: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(elems * dtype.bytes() as usize);
+/// `None` when the host cannot allocate the bytes.
+pub(crate) fn fill_pattern(dtype: DType, elems: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    out.try_reserve_exact(elems.checked_mul(dtype.bytes() as usize)?).ok()?;
     for i in 0..elems {
         let f = 0.25 + ((7 * i) % 31) as f64 / 4.0;
         let n = ((7 * i + 3) % 97) as u64;
@@ -126,7 +128,7 @@ pub(crate) fn fill_pattern(dtype: DType, elems: usize) -> Vec<u8> {
             _ => out.extend(&n.to_le_bytes()[..dtype.bytes() as usize]),
         }
     }
-    out
+    Some(out)
 }
 
 /// NVRTC (through the cache unless `no_cache`) and module load, timed.
@@ -237,27 +239,36 @@ mod tests {
 
     #[test]
     fn pattern_is_deterministic_positive_and_exact() {
-        let f32s: Vec<f32> =
-            fill_pattern(DType::F32, 40).chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        let f32s: Vec<f32> = fill_pattern(DType::F32, 40)
+            .unwrap()
+            .chunks(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
         assert_eq!(&f32s[..4], &[0.25, 2.0, 3.75, 5.5]);
         assert!(f32s.iter().all(|&v| (0.25..=7.75).contains(&v)));
-        assert_eq!(fill_pattern(DType::F32, 40), fill_pattern(DType::F32, 40));
+        assert_eq!(fill_pattern(DType::F32, 40).unwrap(), fill_pattern(DType::F32, 40).unwrap());
         // f16/bf16 hold the same values exactly.
-        let h: Vec<f32> =
-            fill_pattern(DType::F16, 40).chunks(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect();
+        let h: Vec<f32> = fill_pattern(DType::F16, 40)
+            .unwrap()
+            .chunks(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect();
         assert_eq!(h, f32s);
-        let b: Vec<f32> =
-            fill_pattern(DType::BF16, 40).chunks(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect();
+        let b: Vec<f32> = fill_pattern(DType::BF16, 40)
+            .unwrap()
+            .chunks(2)
+            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect();
         assert_eq!(b, f32s);
     }
 
     #[test]
     fn pattern_sizes_and_integer_values() {
         for d in DType::ALL {
-            assert_eq!(fill_pattern(d, 5).len(), 5 * d.bytes() as usize, "{d}");
+            assert_eq!(fill_pattern(d, 5).unwrap().len(), 5 * d.bytes() as usize, "{d}");
         }
-        assert_eq!(fill_pattern(DType::I16, 2), [3, 0, 10, 0]);
-        assert!(fill_pattern(DType::F8E4M3, 100).iter().all(|&b| (0x30..0x60).contains(&b)));
+        assert_eq!(fill_pattern(DType::I16, 2).unwrap(), [3, 0, 10, 0]);
+        assert!(fill_pattern(DType::F8E4M3, 100).unwrap().iter().all(|&b| (0x30..0x60).contains(&b)));
     }
 
     /// `B[tid] = A[tid]` over 4 float32 elements, one CTA of 4 threads.
@@ -291,7 +302,7 @@ mod tests {
     fn check_sim_accepts_the_same_result_and_rejects_a_flipped_bit() {
         let k = copy_kernel();
         let src = Source { name: "copy4.py".into(), text: String::new() };
-        let inputs = vec![fill_pattern(DType::F32, 4), fill_pattern(DType::F32, 4)];
+        let inputs = vec![fill_pattern(DType::F32, 4).unwrap(), fill_pattern(DType::F32, 4).unwrap()];
         let mut gpu = inputs.clone();
         gpu[1] = gpu[0].clone();
         assert!(check_against_sim(&k, &src, inputs.clone(), &gpu).is_ok());
@@ -311,7 +322,7 @@ mod tests {
         crate::npy::save_outs(std::slice::from_ref(&spec), &k, &[ones.clone(), vec![]]).unwrap();
         let bufs = param_buffers(&[spec], &k).unwrap();
         std::fs::remove_dir_all(&dir).ok();
-        assert_eq!(bufs, vec![ones, fill_pattern(DType::F32, 4)]);
+        assert_eq!(bufs, vec![ones, fill_pattern(DType::F32, 4).unwrap()]);
     }
 
     #[test]

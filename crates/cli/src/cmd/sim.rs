@@ -2,7 +2,9 @@
 //! the CPU simulator, with race, bounds, alignment and barrier checks.
 //!
 //! Errors and warnings are rendered at their source span; `--stats` prints
-//! the shared-memory bank conflicts of every shared-memory instruction.
+//! the shared-memory bank conflicts of every shared-memory instruction. A
+//! kernel whose buffers (with the race shadow) would take more than 16 GiB of
+//! host memory is refused before anything is allocated (exit 1).
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{eprint_diags, lower, Source};
 use std::time::Instant;
@@ -35,8 +37,14 @@ pub struct Args {
 pub fn run(a: Args) -> CmdResult {
     let (kernel, src) = crate::frontend::load_kernel(&a.file)?;
     let lir = lower(&kernel, &src, a.target.arch)?;
+    let opts = SimOptions {
+        grid_limit: a.grid_limit,
+        check_races: !a.no_race_check,
+        stats: a.stats,
+        memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+    };
+    crate::frontend::check_sim_memory(&kernel, &lir, &src, &opts)?;
     let mut bufs = crate::npy::load_args(&a.args, &lir)?;
-    let opts = SimOptions { grid_limit: a.grid_limit, check_races: !a.no_race_check, stats: a.stats };
     let start = Instant::now();
     let result = simulate(&lir, &mut bufs, &opts);
     let elapsed = start.elapsed();

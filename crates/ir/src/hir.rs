@@ -276,6 +276,18 @@ pub enum ConfigValue {
     Bool(bool),
 }
 
+impl std::fmt::Display for ConfigValue {
+    /// As the script writes it (`'rn'`, `3`, `True`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigValue::Int(v) => write!(f, "{v}"),
+            ConfigValue::Float(v) => write!(f, "{v:?}"),
+            ConfigValue::Str(s) => write!(f, "'{s}'"),
+            ConfigValue::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
+        }
+    }
+}
+
 /// `Tx.<scope>.<op>(args..., dispatch=.., **config)`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct TileCall {

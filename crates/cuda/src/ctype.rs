@@ -1,6 +1,8 @@
 //! C spellings of LIR types and literals, and the headers they need.
 
 use crate::CodegenError;
+use tirx_ir::lir::round::round_value;
+use tirx_ir::lir::RoundMode;
 use tirx_ir::DType;
 
 /// A CUDA header the generated source includes only when a type needs it.
@@ -122,7 +124,8 @@ pub fn float_literal(v: f64, t: DType) -> Result<String, CodegenError> {
                 format!("{v:?}")
             }
         }
-        t if is_narrow_float(t) => format!("{}({})", c_type(t), f32_lit(v as f32)),
+        // The value of the type, exact as an f32: `__half(0.1f)` would round twice.
+        t if is_narrow_float(t) => format!("{}({})", c_type(t), f32_lit(round_value(t, v, RoundMode::Rn) as f32)),
         _ => return Err(CodegenError::Unsupported(format!("float literal {v} of type {t}"))),
     })
 }

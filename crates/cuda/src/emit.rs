@@ -356,29 +356,10 @@ fn shape_note(shape: &[i64]) -> String {
     format!("  // ({})", dims.join(", "))
 }
 
-/// Calls `f` on `e` and each of its sub-expressions.
-fn walk_expr(e: &LExpr, f: &mut dyn FnMut(&LExpr)) {
-    f(e);
-    match e {
-        LExpr::Bin(_, a, b) => {
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        LExpr::Un(_, a) | LExpr::Cast(_, a) | LExpr::Load(_, a) => walk_expr(a, f),
-        LExpr::Select(c, a, b) => {
-            walk_expr(c, f);
-            walk_expr(a, f);
-            walk_expr(b, f);
-        }
-        LExpr::Math(_, args) => args.iter().for_each(|a| walk_expr(a, f)),
-        LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_) | LExpr::Var(_) | LExpr::Special(_) => {}
-    }
-}
-
 /// Calls `f` on every expression (and sub-expression) of `body`.
 fn walk_exprs(body: &[LStmt], f: &mut dyn FnMut(&LExpr)) {
     for s in body {
-        s.kind.operands().into_iter().for_each(|e| walk_expr(e, f));
+        s.kind.operands().into_iter().for_each(|e| e.walk(f));
         s.kind.bodies().into_iter().for_each(|b| walk_exprs(b, f));
     }
 }
@@ -445,7 +426,7 @@ fn collect_reads(body: &[LStmt], live: &HashSet<LVarId>, reads: &mut HashSet<LVa
 }
 
 fn expr_reads(e: &LExpr, reads: &mut HashSet<LVarId>) {
-    walk_expr(e, &mut |x| {
+    e.walk(&mut |x| {
         if let LExpr::Var(v) = x {
             reads.insert(*v);
         }

@@ -5,14 +5,15 @@
 //! expect them (mixed operands of bit operations, `&&` inside `||`, comparisons
 //! of comparisons). Per-dtype choices: `sqrtf`/`sqrt`/`hsqrt`, `fminf`/`__hmin`;
 //! 8-bit floats and the few operations CUDA lacks for 16-bit floats compute
-//! through `float`; Python-style `FloorDiv`/`FloorMod` call small helpers.
+//! through `float`; Python-style `FloorDiv`/`FloorMod` call small helpers;
+//! rounded arithmetic is one intrinsic per operation and mode (`round`).
 
 use crate::ctype::{c_type, float_literal, int_literal, is_fp8, is_narrow_float};
 use crate::emit::Ctx;
 use crate::helpers::{Helper, Num};
 use crate::CodegenError;
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LExpr, Special};
+use tirx_ir::lir::{LBinOp, LExpr, RoundOp, Special};
 use tirx_ir::DType;
 
 /// C precedence levels (higher binds tighter).
@@ -170,6 +171,18 @@ impl Ctx<'_> {
                 let t = self.k.dtype_of(a);
                 let a = self.operand(a)?;
                 math(*f, t, a)?
+            }
+            LExpr::Rounded(op, mode, args) => {
+                let t = args.first().map_or(DType::F32, |a| self.k.dtype_of(a));
+                let f = crate::round::intrinsic(*op, *mode, t)?;
+                if let RoundOp::Cvt(to) = op {
+                    self.note_type(*to);
+                }
+                let mut docs = Vec::with_capacity(args.len());
+                for a in args {
+                    docs.push(self.operand(a)?);
+                }
+                call(&f, docs)
             }
             LExpr::Load(b, i) => {
                 let i = self.operand(i)?;

@@ -13,7 +13,7 @@
 //! `__nv_bfloat162` intrinsics. Nothing is printed for statements without effect.
 //!
 //! Each LIR instruction family prints in its own module (`memory`, `pair`,
-//! `matrix`; see `docs/lir.md`), core statements and declarations in `emit`,
+//! `matrix`, `round`; see `docs/lir.md`), core statements and declarations in `emit`,
 //! expressions in `expr`.
 //!
 //! The output compiles with nvcc and NVRTC 13.0 for sm_90a; `scripts/ci-cuda.sh`
@@ -28,6 +28,7 @@ mod matrix;
 mod memory;
 mod names;
 mod pair;
+mod round;
 
 use serde::Serialize;
 use std::fmt;

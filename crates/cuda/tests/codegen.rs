@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use tirx_cuda::{generate, CodegenError};
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LExpr, LKernel, LStmt, PackedOp, PairSrc};
+use tirx_ir::lir::{LBinOp, LExpr, LKernel, LStmt, PackedOp, PairSrc, RoundMode, RoundOp};
 use tirx_ir::DType;
 
 fn src(k: &LKernel) -> String {
@@ -94,6 +94,12 @@ fn literals_carry_their_type() {
     assert_eq!(store_line(DType::F32, |_| f(1e-7, DType::F32)), "1e-7f");
     assert_eq!(store_line(DType::F64, |_| f(0.1, DType::F64)), "0.1");
     assert_eq!(store_line(DType::F16, |_| f(1.5, DType::F16)), "__half(1.5f)");
+    // A 16-bit literal is printed as its value of the type, so that it rounds once.
+    assert_eq!(store_line(DType::F16, |_| f(0.1, DType::F16)), "__half(0.099975586f)");
+    assert_eq!(
+        store_line(DType::BF16, |_| f(1.0 + 2f64.powi(-8) + 2f64.powi(-40), DType::BF16)),
+        "__nv_bfloat16(1.0078125f)"
+    );
     assert_eq!(store_line(DType::F32, |_| f(f64::INFINITY, DType::F32)), "__int_as_float(0x7f800000)");
     assert_eq!(store_line(DType::Bool, |_| LExpr::Bool(true)), "true");
 }
@@ -117,6 +123,36 @@ fn math_functions_follow_the_dtype() {
     assert_eq!(unary_math(DType::I32, MathFn::Abs), "abs(x[0])");
     assert_eq!(unary_math(DType::I64, MathFn::Abs), "llabs(x[0])");
     assert_eq!(unary_math(DType::F32, MathFn::Abs), "fabsf(x[0])");
+}
+
+/// `op.mode` on loads of `x[0..]` of type `t`, stored into an `out` of the result type.
+fn rounded(op: RoundOp, mode: RoundMode, t: DType) -> String {
+    let out_t = if let RoundOp::Cvt(to) = op { to } else { t };
+    store_line(out_t, |kb| {
+        let x = kb.param("x", t, &[3]);
+        LExpr::Rounded(op, mode, (0..op.arity() as i64).map(|j| load(x, i(j))).collect())
+    })
+}
+
+#[test]
+fn rounded_arithmetic_is_one_intrinsic_per_mode() {
+    use RoundMode::*;
+    assert_eq!(rounded(RoundOp::Fma, Rn, DType::F32), "__fmaf_rn(x[0], x[1], x[2])");
+    assert_eq!(rounded(RoundOp::Fma, Rz, DType::F32), "__fmaf_rz(x[0], x[1], x[2])");
+    assert_eq!(rounded(RoundOp::Fma, Rn, DType::F16), "__hfma(x[0], x[1], x[2])");
+    assert_eq!(rounded(RoundOp::Fma, Rn, DType::BF16), "__hfma(x[0], x[1], x[2])");
+    assert_eq!(rounded(RoundOp::Add, Rz, DType::F32), "__fadd_rz(x[0], x[1])");
+    assert_eq!(rounded(RoundOp::Sub, Rm, DType::F32), "__fsub_rd(x[0], x[1])");
+    assert_eq!(rounded(RoundOp::Mul, Rp, DType::F32), "__fmul_ru(x[0], x[1])");
+    assert_eq!(rounded(RoundOp::Div, Rn, DType::F32), "__fdiv_rn(x[0], x[1])");
+    assert_eq!(rounded(RoundOp::Cvt(DType::F16), Rm, DType::F32), "__float2half_rd(x[0])");
+    assert_eq!(rounded(RoundOp::Cvt(DType::BF16), Rz, DType::F32), "__float2bfloat16_rz(x[0])");
+    // 16-bit arithmetic has no directed rounding: invalid LIR.
+    let m = invalid(&one_stmt(|kb| {
+        let x = kb.param("x", DType::F16, &[2]);
+        vec![store(x, i(0), LExpr::Rounded(RoundOp::Add, Rz, vec![load(x, i(0)), load(x, i(1))]))]
+    }));
+    assert!(m.contains("no add.rz instruction on float16 operands"), "{m}");
 }
 
 fn binary(t: DType, op: LBinOp) -> String {

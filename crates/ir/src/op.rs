@@ -8,6 +8,7 @@
 //! [`TileOp`] and its [`OpSpec`] row; the matches below are exhaustive, so the
 //! compiler lists every place that must say something about it.
 
+pub use crate::lir::RoundMode;
 use serde::Serialize;
 
 /// The families of tile ops. A variant lowers the ops of one family.
@@ -290,7 +291,7 @@ impl ConfigKey {
                 RawConfig::Int(n @ (64 | 128 | 256)) => Ok(ConfigValue::PrefetchSize(*n as u32)),
                 _ => Err(bad()),
             },
-            ConfigKey::RoundingMode => s.and_then(RoundingMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
+            ConfigKey::RoundingMode => s.and_then(RoundMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
         }
     }
 }
@@ -337,41 +338,13 @@ impl Evict {
     }
 }
 
-/// IEEE rounding modes, by their PTX names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum RoundingMode {
-    /// To nearest, ties to even (the default).
-    Rn,
-    /// Toward zero.
-    Rz,
-    /// Toward −∞.
-    Rm,
-    /// Toward +∞.
-    Rp,
-}
-
-impl RoundingMode {
-    pub const ALL: [RoundingMode; 4] = [RoundingMode::Rn, RoundingMode::Rz, RoundingMode::Rm, RoundingMode::Rp];
-    pub fn name(self) -> &'static str {
-        match self {
-            RoundingMode::Rn => "rn",
-            RoundingMode::Rz => "rz",
-            RoundingMode::Rm => "rm",
-            RoundingMode::Rp => "rp",
-        }
-    }
-    pub fn from_name(s: &str) -> Option<RoundingMode> {
-        RoundingMode::ALL.into_iter().find(|m| m.name() == s)
-    }
-}
-
 /// A typed config value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum ConfigValue {
     Cache(CacheMode),
     Evict(Evict),
     PrefetchSize(u32),
-    Rounding(RoundingMode),
+    Rounding(RoundMode),
 }
 
 impl ConfigValue {

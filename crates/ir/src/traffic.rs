@@ -101,24 +101,11 @@ impl Walk<'_> {
     }
 
     fn expr(&mut self, e: &LExpr) {
-        match e {
-            LExpr::Load(b, i) => {
+        e.walk(&mut |x| {
+            if let LExpr::Load(b, _) = x {
                 self.mark_read(*b);
-                self.expr(i);
             }
-            LExpr::Bin(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            LExpr::Un(_, a) | LExpr::Cast(_, a) => self.expr(a),
-            LExpr::Select(c, a, b) => {
-                self.expr(c);
-                self.expr(a);
-                self.expr(b);
-            }
-            LExpr::Math(_, args) => args.iter().for_each(|a| self.expr(a)),
-            LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_) | LExpr::Var(_) | LExpr::Special(_) => {}
-        }
+        });
     }
 
     /// A loaded value passed through unchanged (see the module doc).

@@ -556,8 +556,8 @@ fn f32_add_on_wg_local_layout() {
     let a = spread(2048, -5.0, 5.0);
     let b = spread(2048, 0.0, 7.0);
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, b.clone()), (DType::F32, vec![0.0; 2048])]);
-    let want: Vec<f64> = (0..2048).map(|i| (((a[i] as f32 + b[i] as f32) * 1.5f32) + -0.25f32) as f64).collect();
-    close(&out[2], &want, 0.0, "fma(add)");
+    let want: Vec<f64> = (0..2048).map(|i| (a[i] as f32 + b[i] as f32).mul_add(1.5, -0.25) as f64).collect();
+    close(&out[2], &want, 0.0, "fma(add), fused");
     let c = ewise(&l, "add");
     assert!(c.limits.iter().any(|m| m.contains("float32 has no packed arithmetic on sm_90a")), "{:?}", c.limits);
     assert_eq!(chosen_reg(&l, "fma"), (Some(1), Some(16)));
@@ -597,9 +597,9 @@ fn fma_and_scalar_operands() {
     let a = spread(16, -3.0, 3.0);
     let (_, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 23])]);
     let f = |x: f64| x as f32;
-    let mut want = vec![(f(a[0]) * 0.5 + -1.0) as f64];
-    want.extend((0..2).map(|i| (f(a[i]) * f(a[2 + i]) + 0.695f32) as f64));
+    let mut want = vec![f(a[0]).mul_add(0.5, -1.0) as f64];
+    want.extend((0..2).map(|i| f(a[i]).mul_add(f(a[2 + i]), 0.695) as f64));
     want.extend((0..16).map(|i| (f(a[i]) * 2.5) as f64));
-    want.extend((0..4).map(|i| (f(a[i]) * 2.0 + 1.0) as f64));
+    want.extend((0..4).map(|i| f(a[i]).mul_add(2.0, 1.0) as f64));
     close(&out[1], &want, 0.0, "fma / scalar operands");
 }

@@ -9,7 +9,7 @@
 //! parameter must come back byte-identical. The simulator must report no error
 //! (race, bounds, alignment, barrier) and no warning (uninitialised reads).
 //!
-//! Tolerances: copies, casts, `+ - * /`, `max`, `sqrt` are IEEE correctly
+//! Tolerances: copies, casts, `+ - * /`, `fma` (in any `rounding_mode`), `max`, `sqrt` are IEEE correctly
 //! rounded (or exact) both in the simulator and in the reference, so they are
 //! compared bit for bit. Transcendentals (`exp`, `exp2`, `log2`, `silu`) are
 //! computed here in f64 and rounded once, while the simulator (like CUDA's
@@ -160,12 +160,13 @@ fn spec(name: &str) -> Option<Spec> {
             });
             vec![("B", b)]
         }),
-        // C = fma((A + B) * B, 0.5, A), each packed op rounded once to f16.
+        // C = fma((A + B) * B, 0.5, A), each packed op rounded once to f16 (the f64 sums are exact here).
         "ewise_packed_f16" => whole(packed_inputs, &["Cg"], |e| {
             let (a, b) = (e.get("Ag"), e.get("Bg"));
             let c = (0..a.len()).map(|i| exact(f16r(f16r(f16r(a[i] + b[i]) * b[i]) * 0.5 + a[i]))).collect();
             vec![("Cg", c)]
         }),
+        "ewise_rounding" => whole(significands, &["Cg", "Hg"], rounding_rows),
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
@@ -193,6 +194,7 @@ const TABLE: &[&str] = &[
     "ewise_cast_wg",
     "ewise_fragment_exp",
     "ewise_packed_f16",
+    "ewise_rounding",
     "ewise_sqrt_warp",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
@@ -243,6 +245,45 @@ fn elementwise_inputs(name: &str, _: DType, e: usize) -> f64 {
     }
 }
 
+/// Signed f32 values in [1, 2) with all 24 significand bits in use, so that
+/// every rounding is visible; sums and `s·b + a` of them are exact in f64.
+fn significands(name: &str, _: DType, e: usize) -> f64 {
+    let h = (e as u32 ^ if name == "Ag" { 0x5bd1_e995 } else { 0x1b87_3593 }).wrapping_mul(0x9e37_79b9);
+    let x = f32::from_bits(0x3f80_0000 | (h >> 9));
+    if h & 1 == 1 {
+        -x as f64
+    } else {
+        x as f64
+    }
+}
+
+/// `x` (exact) rounded to f32 toward −∞ (`rm`) or toward zero (`rz`).
+fn f32_directed(x: f64, mode: &str) -> f64 {
+    let r = x as f32;
+    let up = mode == "rz" && x < 0.0;
+    if r as f64 == x || (r as f64 > x) == up {
+        return r as f64;
+    }
+    // `r` is on the wrong side of `x`: its neighbour toward `x`.
+    let away = (r as f64 > 0.0) == up;
+    f32::from_bits(if away { r.to_bits() + 1 } else { r.to_bits() - 1 }) as f64
+}
+
+/// An f32 value rounded to bf16 toward +∞.
+fn bf16_up(y: f64) -> f64 {
+    let b = (y as f32).to_bits();
+    let up = b & 0xffff != 0 && b >> 31 == 0;
+    f32::from_bits(((b >> 16) + u32::from(up)) << 16) as f64
+}
+
+/// `ewise_rounding`: C = rm(rz(A + B)·B + A), H = bf16_rp(fma(C, 0.5, A)).
+fn rounding_rows(e: &Env) -> Expected {
+    let (a, b) = (e.get("Ag"), e.get("Bg"));
+    let c: Vec<f64> = (0..a.len()).map(|i| f32_directed(f32_directed(a[i] + b[i], "rz") * b[i] + a[i], "rm")).collect();
+    let h = (0..a.len()).map(|i| exact(bf16_up(f32r(c[i] * 0.5 + a[i])))).collect();
+    vec![("Cg", c.into_iter().map(exact).collect()), ("Hg", h)]
+}
+
 /// Rows of `constructs_elementwise`'s `Out`, each from `a = A[j]`, `b = B[j]`.
 fn elementwise_rows(e: &Env) -> Expected {
     let (a, b) = (e.get("A"), e.get("B"));
@@ -263,7 +304,7 @@ fn elementwise_rows(e: &Env) -> Expected {
         ex(&|a, b| a / b),
         ex(&|a, b| a.max(b)),
         ex(&|a, b| a.min(b)),
-        ex(&|a, b| a * b + 1.0),
+        ex(&|a, b| a.mul_add(b, 1.0)),
         ex(&|a, _| f16r(a as f64) as f32),
     ];
     vec![("Out", rows.concat())]

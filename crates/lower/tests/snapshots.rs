@@ -40,6 +40,12 @@ fn constructs_swizzle() {
     snapshot("constructs_swizzle.py");
 }
 
+/// Fused fma and `rounding_mode=`: the LIR's rounded family and its intrinsics.
+#[test]
+fn ewise_rounding() {
+    snapshot("ewise_rounding.py");
+}
+
 #[test]
 fn bench_examples() {
     for rel in ["bench/tiled_copy_f16.py", "bench/tiled_copy_f32.py", "bench/ragged_copy_f32.py"] {

@@ -8,7 +8,8 @@
 //! `--fmad=false`: the LIR says `a*b + c` is a multiply and an add, each rounded, and the
 //! simulator computes exactly that. NVRTC would otherwise contract them into one FMA (one
 //! rounding), so GPU and simulator could differ by more than an ulp when the sum cancels.
-//! Fused operations the LIR asks for (packed `__hfma2`) are explicit intrinsics and stay fused.
+//! Fused operations the LIR asks for (`fma`: `__fmaf_rn`, `__hfma`, `__hfma2`) are explicit
+//! intrinsics and stay fused (`docs/numerics.md` §3).
 
 use crate::libs::ensure_nvrtc_loaded;
 use crate::RuntimeError;

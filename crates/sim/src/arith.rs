@@ -16,11 +16,12 @@
 //! `expf`/`rsqrtf`/`hexp` may differ by a few ulp, so compare those with a tolerance.
 //! `a * b + c` is two roundings here, as the LIR says; nvcc/NVRTC contract it into
 //! one FMA by default (`--fmad=true`), also across statements (`gpu/contract.cu`):
-//! compile with `--fmad=false` to get the simulator's bits on the GPU.
+//! compile with `--fmad=false` to get the simulator's bits on the GPU. A fused
+//! multiply-add (`fma`, packed `fma2`) and directed roundings are `round`'s.
 
 use crate::value::{round_to, wrap_int};
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::LBinOp;
+use tirx_ir::lir::{LBinOp, PackedOp, RoundMode, RoundOp};
 use tirx_ir::DType;
 
 /// An arithmetic fault the GPU would not report but the simulator does.
@@ -306,8 +307,8 @@ fn math_f64(fun: MathFn, x: f64) -> f64 {
 }
 
 /// The element-wise op of a packed pair instruction, computed like the `__h*2` intrinsics.
-pub(crate) fn packed(op: tirx_ir::lir::PackedOp, ty: DType, a: f64, b: f64, c: f64) -> f64 {
-    use tirx_ir::lir::PackedOp::*;
+pub(crate) fn packed(op: PackedOp, ty: DType, a: f64, b: f64, c: f64) -> f64 {
+    use PackedOp::*;
     let (x, y) = (a as f32, b as f32);
     let r = match op {
         Add => (x + y) as f64,
@@ -315,8 +316,7 @@ pub(crate) fn packed(op: tirx_ir::lir::PackedOp, ty: DType, a: f64, b: f64, c: f
         Mul => (x * y) as f64,
         Max => x.max(y) as f64,
         Min => x.min(y) as f64,
-        // Fused: one rounding of a·b + c (a·b is exact in f64 for 16-bit inputs).
-        Fma => a.mul_add(b, c),
+        Fma => return crate::round::rounded(RoundOp::Fma, RoundMode::Rn, ty, a, b, c),
     };
     round_to(ty, r)
 }

@@ -13,7 +13,7 @@ use crate::pair::{Packed2Ins, PairOperand};
 use crate::value::{round_to, wrap_int};
 use std::collections::HashMap;
 use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, Special};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, RoundMode, RoundOp, Special};
 use tirx_ir::{DType, Span};
 
 pub(crate) type Reg = u32;
@@ -56,6 +56,14 @@ pub(crate) enum Ins {
         ty: DType,
         dst: Reg,
         a: Reg,
+    },
+    /// `op` on operands of type `ty` rounded once (`round`); operands the op does not take are ignored.
+    Rounded {
+        op: RoundOp,
+        mode: RoundMode,
+        ty: DType,
+        dst: Reg,
+        args: [Reg; 3],
     },
     Load {
         site: u32,
@@ -131,6 +139,10 @@ impl Ins {
             Ins::Un { dst, a, .. } | Ins::Cast { dst, a, .. } | Ins::Math { dst, a, .. } => {
                 f(dst);
                 f(a)
+            }
+            Ins::Rounded { dst, args, .. } => {
+                f(dst);
+                args.iter_mut().for_each(f)
             }
             Ins::Load { dst, idx, .. } => {
                 f(dst);
@@ -454,8 +466,18 @@ impl Compiler<'_> {
                     DType::F32
                 }
             }
+            LExpr::Rounded(RoundOp::Cvt(t), ..) => *t,
+            LExpr::Rounded(_, _, args) => self.rounded_operand_ty(args)?,
             LExpr::Load(b, _) => self.k.bufs[self.buf(*b)? as usize].dtype,
         })
+    }
+
+    /// The operand type of a rounded expression (the LIR makes them all equal).
+    fn rounded_operand_ty(&self, args: &[LExpr]) -> Result<DType, SimError> {
+        match args.first() {
+            Some(a) => self.ty(a),
+            None => Err(self.invalid("a rounded operation without operands")),
+        }
     }
 
     /// Evaluates `e` converted to `ty` into `dst`.
@@ -535,6 +557,16 @@ impl Compiler<'_> {
                 let a = self.expr_as(&args[0], ty)?;
                 let dst = self.temp();
                 self.emit(Ins::Math { f: *f, ty, dst, a });
+                dst
+            }
+            LExpr::Rounded(op, mode, args) => {
+                let ty = self.rounded_operand_ty(args)?;
+                let mut regs = [0; 3];
+                for (r, a) in regs.iter_mut().zip(args) {
+                    *r = self.expr_as(a, ty)?;
+                }
+                let dst = self.temp();
+                self.emit(Ins::Rounded { op: *op, mode: *mode, ty, dst, args: regs });
                 dst
             }
             LExpr::Load(b, i) => {

@@ -16,6 +16,7 @@ use crate::compile::{Ins, Program};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
 use crate::memory::{BufMem, Dir};
 use crate::pair::Packed2Ins;
+use crate::round;
 use crate::value::{decode, encode};
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
@@ -345,6 +346,10 @@ impl<'a> Machine<'a> {
                 Ins::Un { op, ty, dst, a } => reg!(*dst) = arith::un(*op, *ty, reg!(*a)),
                 Ins::Cast { from, to, dst, a } => reg!(*dst) = arith::cast(*from, *to, reg!(*a)),
                 Ins::Math { f, ty, dst, a } => reg!(*dst) = arith::math(*f, *ty, reg!(*a)),
+                Ins::Rounded { op, mode, ty, dst, args } => {
+                    let [a, b, c] = args.map(|r| f64::from_bits(reg!(r)));
+                    reg!(*dst) = round::rounded(*op, *mode, *ty, a, b, c).to_bits()
+                }
                 Ins::Load { site, buf, dst, idx } => match self.load(*buf, tid, reg!(*idx) as i64, *site) {
                     Ok(v) => reg!(*dst) = v,
                     Err(e) => break Err(e),

@@ -22,7 +22,9 @@
 //! * each CTA starts with zeroed shared and local memory; reading it before a
 //!   write is a warning, since a GPU would return garbage;
 //! * `a * b + c` rounds twice, as the LIR says; nvcc contracts it into an FMA
-//!   unless compiled with `--fmad=false` (see `arith`);
+//!   unless compiled with `--fmad=false` (see `arith`); the LIR's rounded
+//!   arithmetic (`fma`, directed roundings) is one rounding of the exact result
+//!   (`round`, `docs/numerics.md` §5);
 //! * the kernel is checked with [`LKernel::validate`] first; a malformed one is
 //!   an [`SimErrorKind::InvalidKernel`] error, never a panic;
 //! * memory is budgeted before it is allocated ([`memory_use`]: data plus a
@@ -33,7 +35,7 @@
 //! Modules: [`value`] (element conversions, parameter buffers), `compile`
 //! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
 //! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
-//! `arith` (scalar semantics), `error` (errors and warnings); the LIR instruction
+//! `arith` (scalar semantics), `round` (exact rounded arithmetic), `error` (errors and warnings); the LIR instruction
 //! families beyond scalar and vector memory each compile and execute in their own
 //! module: `pair`, `matrix` (`docs/lir.md`).
 
@@ -45,6 +47,7 @@ mod exec;
 mod matrix;
 mod memory;
 mod pair;
+mod round;
 pub mod value;
 
 pub use error::{SimError, SimErrorKind, SimWarning};

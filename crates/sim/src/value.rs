@@ -1,7 +1,8 @@
 //! Element values: conversions between the narrow float formats and `f32`, and
 //! helpers that build / read little-endian parameter buffers.
 //!
-//! * f16 / bf16 go through the `half` crate (round-to-nearest-even).
+//! * f16 / bf16 are decoded and encoded (values already of the type) through the
+//!   `half` crate; rounding to them is `tirx_ir`'s `round_value` (exact from any f64).
 //! * fp8 (`float8_e4m3fn`, `float8_e5m2`) are written here: round-to-nearest-even,
 //!   and *saturating* like CUDA's `__nv_cvt_float_to_fp8(x, __NV_SATFINITE, ..)`
 //!   (the `__nv_fp8_*` constructors): a finite overflow or an infinity becomes
@@ -14,6 +15,8 @@
 //! exactly representable value of their type ([`decode`] / [`encode`]).
 
 use half::{bf16, f16};
+use tirx_ir::lir::round::round_value;
+use tirx_ir::lir::RoundMode;
 use tirx_ir::DType;
 
 pub fn f32_to_f16_bits(x: f32) -> u16 {
@@ -135,8 +138,9 @@ pub fn round_to(t: DType, x: f64) -> f64 {
     match t {
         DType::F64 => x,
         DType::F32 => x as f32 as f64,
-        DType::F16 => f16::from_f64(x).to_f64(),
-        DType::BF16 => bf16::from_f64(x).to_f64(),
+        // Not `half`'s `from_f64`: it ignores the low 32 bits of the f64 (and with
+        // F16C rounds through f32), so results that are not f32 values round wrongly.
+        DType::F16 | DType::BF16 => round_value(t, x, RoundMode::Rn),
         DType::F8E4M3 => E4M3.decode(E4M3.encode(x)),
         DType::F8E5M2 => E5M2.decode(E5M2.encode(x)),
         _ => x,

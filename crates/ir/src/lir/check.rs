@@ -258,6 +258,7 @@ impl Checker<'_> {
                 }
                 t
             }
+            LExpr::Rounded(op, mode, args) => self.rounded(*op, *mode, args)?,
             LExpr::Load(b, i) => {
                 self.index(*b, i)?;
                 self.buf(*b)?.dtype

@@ -13,6 +13,8 @@
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
 //! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
+//! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
+//!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
 //! * [`matrix`]: `ldmatrix`/`stmatrix` ([`MatrixOp`], one instruction with a direction);
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
 //! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]).
@@ -30,10 +32,12 @@ pub mod matrix;
 pub mod memory;
 pub mod pair;
 pub mod print;
+pub mod round;
 
 pub use matrix::{MatrixDir, MatrixOp};
 pub use memory::CacheHint;
 pub use pair::{PackedOp, PairSrc};
+pub use round::{RoundMode, RoundOp};
 
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, MathFn, UnOp};
@@ -132,6 +136,8 @@ pub enum LExpr {
     Cast(DType, Box<LExpr>),
     Select(Box<LExpr>, Box<LExpr>, Box<LExpr>),
     Math(MathFn, Vec<LExpr>),
+    /// `op` on the operands, rounded once in the given mode ([`round`]).
+    Rounded(RoundOp, RoundMode, Vec<LExpr>),
     /// Scalar element load `buf[index]`.
     Load(LBufId, Box<LExpr>),
 }
@@ -142,6 +148,25 @@ impl LExpr {
     }
     pub fn bin(op: LBinOp, a: LExpr, b: LExpr) -> LExpr {
         LExpr::Bin(op, Box::new(a), Box::new(b))
+    }
+
+    /// Calls `f` on this expression and every subexpression, parents first.
+    pub fn walk(&self, f: &mut dyn FnMut(&LExpr)) {
+        f(self);
+        match self {
+            LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_) | LExpr::Var(_) | LExpr::Special(_) => {}
+            LExpr::Bin(_, a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            LExpr::Un(_, a) | LExpr::Cast(_, a) | LExpr::Load(_, a) => a.walk(f),
+            LExpr::Select(c, a, b) => {
+                c.walk(f);
+                a.walk(f);
+                b.walk(f);
+            }
+            LExpr::Math(_, args) | LExpr::Rounded(_, _, args) => args.iter().for_each(|a| a.walk(f)),
+        }
     }
 }
 
@@ -312,9 +337,21 @@ impl LKernel {
         self.block.iter().product()
     }
 
-    /// The oldest target statement `s` runs on.
+    /// The oldest target statement `s` runs on: its instruction's and that of the
+    /// rounded arithmetic in its operands.
     pub fn min_arch(&self, s: &LStmt) -> Arch {
-        s.kind.min_arch(&|b| self.buf(b).dtype)
+        let mut arch = s.kind.min_arch(&|b| self.buf(b).dtype);
+        for e in s.kind.operands() {
+            e.walk(&mut |x| {
+                if let LExpr::Rounded(op, _, args) = x {
+                    let need = round::rounded_min_arch(*op, args.first().map_or(DType::F32, |a| self.dtype_of(a)));
+                    if !arch.supports(need) {
+                        arch = need;
+                    }
+                }
+            });
+        }
+        arch
     }
 
     /// The first statement (in program order) whose instruction `arch` lacks.
@@ -360,6 +397,8 @@ pub fn expr_dtype(e: &LExpr, var: &dyn Fn(LVarId) -> DType, buf: &dyn Fn(LBufId)
         LExpr::Un(UnOp::Not, _) => DType::Bool,
         LExpr::Un(_, a) | LExpr::Select(_, a, _) => expr_dtype(a, var, buf),
         LExpr::Math(_, args) => args.first().map_or(DType::F32, |a| expr_dtype(a, var, buf)),
+        LExpr::Rounded(RoundOp::Cvt(t), ..) => *t,
+        LExpr::Rounded(_, _, args) => args.first().map_or(DType::F32, |a| expr_dtype(a, var, buf)),
         LExpr::Load(b, _) => buf(*b),
     }
 }

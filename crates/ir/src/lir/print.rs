@@ -303,22 +303,26 @@ fn write_expr(k: &LKernel, e: &LExpr, out: &mut String) {
             write_expr(k, b, out);
             out.push(')');
         }
-        LExpr::Math(f, args) => {
-            let _ = write!(out, "{}(", f.name());
-            for (i, a) in args.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_expr(k, a, out);
-            }
-            out.push(')');
-        }
+        LExpr::Math(f, args) => write_call(k, f.name(), args, out),
+        LExpr::Rounded(op, mode, args) => write_call(k, &op.spelled(*mode), args, out),
         LExpr::Load(b, i) => {
             let _ = write!(out, "{}[", buf_name(k, *b));
             write_expr(k, i, out);
             out.push(']');
         }
     }
+}
+
+/// `name(a, b, ...)`.
+fn write_call(k: &LKernel, name: &str, args: &[LExpr], out: &mut String) {
+    let _ = write!(out, "{name}(");
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_expr(k, a, out);
+    }
+    out.push(')');
 }
 
 fn axis_name(a: u8) -> char {

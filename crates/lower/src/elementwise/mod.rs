@@ -6,14 +6,18 @@
 //! | [`reg`] | 10 | every operand in registers, the destination's thread axes tile the scope |
 //!
 //! This module holds the op registry shared by variants: [`parse`] turns a
-//! call into an [`OpCall`] (destination, sources in op order, unary `scale`)
-//! and [`scalar`] is the per-element value `op(x·scale + bias)` in LIR.
+//! call into an [`OpCall`] (destination, sources in op order, unary `scale`),
+//! [`f32_compute`] and [`rounding`] decide how an op is computed and rounded
+//! ([`rounding_mode`] reads the call's `rounding_mode=`)
+//! (`docs/numerics.md` §1, §4), and [`scalar`] is the per-element value
+//! `op(x·scale + bias)` in LIR.
 
 pub mod reg;
 
+use crate::build::Builder;
 use crate::dispatch::{CallCx, Decline, Registry, Rule};
-use tirx_ir::hir::{BufferRegion, Expr, MathFn, TileArg, TileOp, UnOp};
-use tirx_ir::lir::{LBinOp, LExpr};
+use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
+use tirx_ir::lir::{LBinOp, LExpr, RoundMode, RoundOp};
 use tirx_ir::DType;
 
 pub fn register(r: &mut Registry) {
@@ -112,13 +116,86 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     Ok(OpCall { op, dst, srcs, scale })
 }
 
+/// Ops computed in f32 whatever their operand types, rounded once to the
+/// destination (`docs/numerics.md` §1): the 16-bit types have no correctly
+/// rounded division, and their `hexp`/`hsqrt`/... round in every step.
+pub fn f32_compute(op: TileOp) -> bool {
+    matches!(
+        op,
+        TileOp::Reciprocal | TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 | TileOp::Silu | TileOp::Fdiv
+    )
+}
+
+/// The ops `rounding_mode=` applies to: one IEEE-rounded operation each.
+const ROUNDED_OPS: &[TileOp] =
+    &[TileOp::Add, TileOp::Sub, TileOp::Mul, TileOp::Fdiv, TileOp::Reciprocal, TileOp::Fma, TileOp::Cast];
+
+const ROUNDING_SUPPORT: &str = "rounding_mode is supported on add, sub, mul, fdiv, reciprocal and fma (rn on every \
+     type; rz, rm, rp when computed in float32) and on cast (every mode)";
+
+/// The call's `rounding_mode=` (PTX names), if given: the one reader of the key.
+pub fn rounding_mode(cx: &CallCx) -> Option<RoundMode> {
+    match cx.call.config(ConfigKey::RoundingMode)?.value {
+        ConfigValue::Rounding(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// How `op` computed in `compute` rounds (`docs/numerics.md` §4): to nearest
+/// unless `requested`; every mode on f32 arithmetic and on casts, `rn` on
+/// 16-bit arithmetic, none on the other ops.
+pub fn rounding(op: TileOp, compute: DType, requested: Option<RoundMode>) -> Result<RoundMode, Decline> {
+    let Some(mode) = requested else { return Ok(RoundMode::Rn) };
+    let name = op.name();
+    if !ROUNDED_OPS.contains(&op) {
+        return Err(Decline::new(Rule::Config, format!("rounding_mode='{mode}' on {name}: {ROUNDING_SUPPORT}")));
+    }
+    if mode != RoundMode::Rn && op != TileOp::Cast && compute != DType::F32 {
+        return Err(Decline::new(
+            Rule::Config,
+            format!(
+                "rounding_mode='{mode}' on {compute} {name}: the GPU has no {compute} {name} with directed rounding; {ROUNDING_SUPPORT}"
+            ),
+        ));
+    }
+    Ok(mode)
+}
+
 fn fbin(op: LBinOp, a: LExpr, b: LExpr) -> LExpr {
     LExpr::bin(op, a, b)
 }
 
+/// `a op b` rounded in `mode`: the plain operator to nearest, the rounded
+/// instruction in a directed mode (only f32 arithmetic gets one).
+fn arith(op: RoundOp, mode: RoundMode, a: LExpr, b: LExpr) -> LExpr {
+    let bin = match op {
+        RoundOp::Add => LBinOp::Add,
+        RoundOp::Sub => LBinOp::Sub,
+        RoundOp::Mul => LBinOp::Mul,
+        _ => LBinOp::Div,
+    };
+    if mode == RoundMode::Rn {
+        fbin(bin, a, b)
+    } else {
+        LExpr::Rounded(op, mode, vec![a, b])
+    }
+}
+
+/// `value` converted to the destination type `to`; an f32 narrowed in a
+/// directed mode converts in that mode (directed roundings compose: the
+/// result is the exact value rounded once that way).
+pub(crate) fn convert(b: &Builder, value: LExpr, to: DType, mode: RoundMode) -> LExpr {
+    if mode != RoundMode::Rn && b.dtype_of(&value) == DType::F32 && matches!(to, DType::F16 | DType::BF16) {
+        LExpr::Rounded(RoundOp::Cvt(to), mode, vec![value])
+    } else {
+        b.convert(value, to)
+    }
+}
+
 /// The value of one destination element in the compute type `ct`: `x` are the
-/// sources (already in `ct`), `scale` the unary scale (in `ct`).
-pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType) -> LExpr {
+/// sources (already in `ct`), `scale` the unary scale (in `ct`); arithmetic
+/// rounds in `mode` ([`rounding`]), `fma` always once.
+pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: RoundMode) -> LExpr {
     let one = LExpr::Float(1.0, ct);
     let math = |f: MathFn| {
         let mut arg = x[0].clone();
@@ -133,7 +210,7 @@ pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType) -> LExpr
     match op {
         TileOp::Zero => LExpr::Float(0.0, ct),
         TileOp::Fill | TileOp::Cast | TileOp::Copy => x[0].clone(),
-        TileOp::Reciprocal => fbin(LBinOp::Div, one, x[0].clone()),
+        TileOp::Reciprocal => arith(RoundOp::Div, mode, one, x[0].clone()),
         TileOp::Sqrt => math(MathFn::Sqrt),
         TileOp::Exp => math(MathFn::Exp),
         TileOp::Exp2 => math(MathFn::Exp2),
@@ -143,12 +220,12 @@ pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType) -> LExpr
             let e = LExpr::Math(MathFn::Exp, vec![LExpr::Un(UnOp::Neg, Box::new(x[0].clone()))]);
             fbin(LBinOp::Div, x[0].clone(), fbin(LBinOp::Add, one, e))
         }
-        TileOp::Add => fbin(LBinOp::Add, x[0].clone(), x[1].clone()),
-        TileOp::Sub => fbin(LBinOp::Sub, x[0].clone(), x[1].clone()),
-        TileOp::Mul => fbin(LBinOp::Mul, x[0].clone(), x[1].clone()),
-        TileOp::Fdiv => fbin(LBinOp::Div, x[0].clone(), x[1].clone()),
+        TileOp::Add => arith(RoundOp::Add, mode, x[0].clone(), x[1].clone()),
+        TileOp::Sub => arith(RoundOp::Sub, mode, x[0].clone(), x[1].clone()),
+        TileOp::Mul => arith(RoundOp::Mul, mode, x[0].clone(), x[1].clone()),
+        TileOp::Fdiv => arith(RoundOp::Div, mode, x[0].clone(), x[1].clone()),
         TileOp::Maximum => fbin(LBinOp::Max, x[0].clone(), x[1].clone()),
         TileOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
-        TileOp::Fma => fbin(LBinOp::Add, fbin(LBinOp::Mul, x[0].clone(), x[1].clone()), x[2].clone()),
+        TileOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
     }
 }

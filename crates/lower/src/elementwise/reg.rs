@@ -19,8 +19,12 @@
 //! aligned consecutive pairs (checked element by element over the bundle),
 //! f16/bf16 add/sub/mul/fma/max/min use packed pair arithmetic (`Packed2`,
 //! `__hadd2`…; bf16 from sm_80) and f32↔f16/bf16 casts use pair conversions
-//! (`Cast2`, `__float22half2_rn`…); otherwise one scalar op per element in
-//! the compute type (the widest operand type; f32 when f16 meets bf16).
+//! (`Cast2`, `__float22half2_rn`…, to nearest only); otherwise one scalar op
+//! per element in the compute type (`docs/numerics.md` §1: f32 for division,
+//! sqrt and the transcendentals, else the widest operand type; f32 when f16
+//! meets bf16), converted to the destination. `fma` is one rounding on every
+//! type (§3); `rounding_mode=` is honoured or declined (`config`, §4), and a
+//! bf16 fma declines below sm_80 (`arch`), where CUDA would round twice.
 //!
 //! **Generated code** (seed: warp sqrt of 32×8 f32, lane i owns row i):
 //! ```text
@@ -29,13 +33,14 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
-use super::{parse, scalar, OpCall, Operand};
+use super::{convert, f32_compute, parse, rounding, rounding_mode, scalar, OpCall, Operand};
 use crate::addr::dim_offset;
 use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc};
+use tirx_ir::lir::round::rounded_min_arch;
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode, RoundOp};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::Arch;
 use tirx_ir::DType;
@@ -84,6 +89,8 @@ struct EwPlan {
     /// Per source: its map when it is a region.
     srcs: Vec<Option<RegMap>>,
     compute: DType,
+    /// How arithmetic and the conversion to the destination round.
+    rounding: RoundMode,
     mode: Mode,
 }
 
@@ -107,6 +114,8 @@ impl Variant for EwiseReg {
         let call = parse(cx)?;
         check_operands(cx, &call)?;
         let compute = compute_type(cx, &call);
+        let rounding = rounding(call.op, compute, rounding_mode(cx))?;
+        fma_arch(cx, call.op, compute)?;
         let dst_name = &cx.buf(call.dst.buf).name;
         let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(Rule::ScopeLevel, m))?;
@@ -123,22 +132,25 @@ impl Variant for EwiseReg {
         }
         let loops: Vec<i64> = loop_iters.iter().map(|i| i.extent).collect();
         let mut limits = Vec::new();
-        let mode = choose_mode(cx, &call, compute, &loops, &dst, &srcs, &mut limits);
+        let mode = choose_mode(cx, &call, (compute, rounding), &loops, &dst, &srcs, &mut limits);
         let bundle: i64 = loops.iter().product();
         let pairs = !matches!(mode, Mode::Scalar);
         let rounds = if pairs { bundle / 2 } else { bundle };
-        let how = match &mode {
+        let mut how = match &mode {
             Mode::Scalar => format!("one {compute} op per element"),
             Mode::Packed { dtype, .. } => format!("packed {dtype} pairs ({} ops)", rounds),
             Mode::Cast2 => format!("pair conversions ({} ops)", rounds),
         };
+        if rounding != RoundMode::Rn {
+            how += &format!(", rounding {rounding}");
+        }
         let maps: Vec<String> = std::iter::once(map_text(&dst)).chain(srcs.iter().flatten().map(map_text)).collect();
         let summary = format!(
             "per-thread bundle {bundle} element{} (register loops {loops:?}; register strides per loop: dst {}); {how}",
             if bundle == 1 { "" } else { "s" },
             maps.join(", src ")
         );
-        let mut p = Plan::new(summary, EwPlan { loops, dst, srcs, compute, mode });
+        let mut p = Plan::new(summary, EwPlan { loops, dst, srcs, compute, rounding, mode });
         p.vec = Some(if pairs { 2 } else { 1 });
         p.rounds = Some(rounds as u64);
         p.limits = limits;
@@ -214,7 +226,8 @@ impl Variant for EwiseReg {
                     })
                     .collect();
                 let dst_dtype = b.bufs[dst_buf.0 as usize].dtype;
-                let value = b.convert(scalar(call.op, &vals, scale, p.compute), dst_dtype);
+                let value = scalar(call.op, &vals, scale, p.compute, p.rounding);
+                let value = convert(b, value, dst_dtype, p.rounding);
                 LStmtKind::Store { buf: dst_buf, index: dst_index, value }
             }
             Mode::Packed { op, dtype, kinds } => {
@@ -279,8 +292,12 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
     Ok(())
 }
 
-/// The widest region dtype; f32 when 16-bit types of different formats meet.
+/// f32 for the ops [`f32_compute`] names; else the widest region dtype, f32
+/// when 16-bit types of different formats meet.
 fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
+    if f32_compute(call.op) {
+        return DType::F32;
+    }
     let mut types = call.regions().map(|r| cx.buf(r.buf).dtype);
     let first = types.next().unwrap_or(DType::F32);
     if types.all(|t| t == first) {
@@ -288,6 +305,22 @@ fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
     } else {
         DType::F32
     }
+}
+
+/// A 16-bit fma rounds once only with the `fma.rn` instruction of its type
+/// (bf16: sm_80); older targets decline rather than round twice.
+fn fma_arch(cx: &CallCx, op: TileOp, compute: DType) -> Result<(), Decline> {
+    let need = rounded_min_arch(RoundOp::Fma, compute);
+    if op == TileOp::Fma && !cx.opts.arch.supports(need) {
+        return Err(Decline::new(
+            Rule::Arch,
+            format!(
+                "{compute} fma needs {need} (one rounding: fma.rn; older targets would round twice); target is {}",
+                cx.opts.arch
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Lifts a source region to the destination shape (broadcast dims become
@@ -409,7 +442,7 @@ fn packed_op(op: TileOp) -> Option<PackedOp> {
 fn choose_mode(
     cx: &CallCx,
     call: &OpCall,
-    compute: DType,
+    (compute, rounding): (DType, RoundMode),
     loops: &[i64],
     dst: &RegMap,
     srcs: &[Option<RegMap>],
@@ -423,6 +456,12 @@ fn choose_mode(
             (Some(DType::F32), DType::F16 | DType::BF16) | (Some(DType::F16 | DType::BF16), DType::F32)
         );
         if !pair_cast {
+            return Mode::Scalar;
+        }
+        if rounding != RoundMode::Rn {
+            limits.push(format!(
+                "pair conversions: round to nearest only; rounding_mode='{rounding}' converts each element"
+            ));
             return Mode::Scalar;
         }
         let bf16 = dst_t == DType::BF16 || region_types.first() == Some(&DType::BF16);

@@ -185,3 +185,50 @@ fn explain_names_the_target_and_arch_declines() {
     let s = text(&out.stdout);
     assert!(s.contains("ldstmatrix needs sm_75; target is sm_70"), "{s}{}", text(&out.stderr));
 }
+
+/// A warp copy under `if w >= 1` is cooperative (explain shows the narrowed range it used);
+/// forced to the fallback, every command prints its warning exactly once.
+#[test]
+fn narrowed_copy_and_warnings_once() {
+    let src = r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+
+@T.prim_func
+def w1(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (96, 32), "float32")
+    B = T.match_buffer(B_ptr, (96, 32), "float32")
+    T.device_entry(); T.cta_id([1]); T.lane_id([32]); w = T.warp_id([4]); T.thread_id([128])
+    S1 = T.alloc_buffer((96, 32), "float32", scope="shared")
+    if w >= 1:
+        Tx.warp.copy(S1[(w - 1) * 32: (w - 1) * 32 + 32, 0:32], A[(w - 1) * 32: (w - 1) * 32 + 32, 0:32])
+    T.cuda.cta_sync()
+    Tx.cta.copy(B[0:96, 0:32], S1[0:96, 0:32])
+"#;
+    let dir = std::env::temp_dir().join(format!("tirx-narrowed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("w1.py");
+    std::fs::write(&f, src).unwrap();
+    let out = tirx(&["explain", f.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let t = text(&out.stdout);
+    assert!(t.contains("  ranges: w in [1, 3]\n"), "{t}");
+    assert!(t.contains("=> gmem_smem, vec 4, 8 rounds"), "{t}");
+    assert!(!text(&out.stderr).contains("warning"), "{}", text(&out.stderr));
+
+    let forced = src.replace(", 0:32])\n    T.cuda", ", 0:32], dispatch=\"fallback\")\n    T.cuda");
+    std::fs::write(&f, forced).unwrap();
+    let p = f.to_str().unwrap();
+    for args in [
+        vec!["check", p],
+        vec!["explain", p],
+        vec!["explain", p, "--sim"],
+        vec!["lower", p, "--emit", "cuda"],
+        vec!["sim", p],
+    ] {
+        let out = tirx(&args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        let err = text(&out.stderr);
+        assert_eq!(err.matches("warning: copy/fallback").count(), 1, "{args:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -22,11 +22,12 @@
 
 use crate::build::Builder;
 use crate::explain::{CallExplain, Tried};
-use crate::scope::{ScopeView, TidKind};
+use crate::expr::{Affine, Interval, VarBounds};
+use crate::scope::{Facts, ScopeView, TidKind};
 use crate::stmt::Env;
 use crate::LowerOptions;
 use std::any::Any;
-use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp};
+use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
@@ -224,6 +225,8 @@ pub struct CallCx<'a> {
     pub scope: &'a ScopeView,
     pub opts: &'a LowerOptions,
     pub(crate) env: &'a Env,
+    /// What is known at the call: active threads and loop-variable ranges (§1.3).
+    pub(crate) facts: &'a Facts,
 }
 
 impl<'a> CallCx<'a> {
@@ -253,9 +256,23 @@ impl<'a> CallCx<'a> {
         self.scope.thread_count().ok_or_else(unsupported)
     }
 
-    /// Decomposes an index expression into constant + Σ coefficient·var.
-    pub fn affine(&self, e: &Expr) -> Option<crate::expr::Affine> {
-        crate::expr::affine(self.env, e)
+    /// Decomposes an index expression into constant + Σ coefficient·term
+    /// (terms: variables, `affine // c`, `affine % c`); a variable with a
+    /// single value at the call (`w` inside `if w == 1:`) is that constant.
+    pub fn affine(&self, e: &Expr) -> Option<Affine> {
+        let pinned = |v| self.var_bounds(v).filter(|b| b.lo == b.hi).map(|b| b.lo);
+        crate::expr::affine(self.env, e)?.substitute(&pinned)
+    }
+
+    /// The range of variable `v` at the call (scope ids over the narrowed
+    /// active set, loop variables over their narrowed extents).
+    pub fn var_bounds(&self, v: VarId) -> Option<VarBounds> {
+        self.env.var_bounds(self.facts, v)
+    }
+
+    /// The values an affine index takes at the call, from [`Self::var_bounds`].
+    pub fn range(&self, a: &Affine) -> Option<Interval> {
+        a.range(&|v| self.var_bounds(v))
     }
 }
 

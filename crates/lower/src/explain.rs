@@ -5,7 +5,7 @@
 use crate::dispatch::{CallCx, Decline, Plan, Rule, Variant};
 use serde::Serialize;
 use std::fmt::Write;
-use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, UnOp};
+use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, UnOp, VarId};
 use tirx_ir::Span;
 use tirx_layout::Layout;
 
@@ -81,6 +81,10 @@ pub struct CallExplain {
     pub span: SpanInfo,
     /// Cooperating threads (`intra`) and instances (`inter`) of the scope.
     pub threads: String,
+    /// The range at the call of each variable the region begins use (scope
+    /// ids narrowed by enclosing `if`s, loop variables): `w in [1, 3]`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<String>,
     pub operands: Vec<OperandExplain>,
     /// `dispatch="name"` of the call, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -105,11 +109,25 @@ impl CallExplain {
                 _ => None,
             })
             .collect();
+        let mut vars = Vec::new();
+        for a in call.args.iter() {
+            if let TileArg::Region(r) = a {
+                // Before pinning single-valued variables: explain shows those too.
+                let begins = r.ranges.iter().filter_map(|rg| crate::expr::affine(cx.env, &rg.begin));
+                for v in begins.flat_map(|a| a.vars()) {
+                    if !vars.contains(&v) {
+                        vars.push(v);
+                    }
+                }
+            }
+        }
+        let ranges = vars.into_iter().map(|v| var_range(cx, v)).collect();
         CallExplain {
             op: call.op.name().into(),
             scope: call.scope.name().into(),
             span: SpanInfo { lo: call.span.lo, hi: call.span.hi, ..Default::default() },
             threads: cx.scope.describe(),
+            ranges,
             operands,
             ..Default::default()
         }
@@ -136,6 +154,9 @@ impl CallExplain {
         };
         let _ = writeln!(s, "{loc}: {}.{}", self.scope, self.op);
         let _ = writeln!(s, "  threads: {}", self.threads);
+        if !self.ranges.is_empty() {
+            let _ = writeln!(s, "  ranges: {}", self.ranges.join(", "));
+        }
         for o in &self.operands {
             let _ = writeln!(
                 s,
@@ -178,6 +199,15 @@ impl CallExplain {
             let _ = writeln!(s, "  limit: {l}");
         }
         s
+    }
+}
+
+/// `w in [1, 3]`: the range of `v` at the call (explain and declines show it).
+pub(crate) fn var_range(cx: &CallCx, v: VarId) -> String {
+    let name = &cx.kernel.var(v).name;
+    match cx.var_bounds(v) {
+        Some(r) => format!("{name} in [{}, {}]", r.lo, r.hi),
+        None => format!("{name} (range unknown)"),
     }
 }
 

@@ -8,12 +8,17 @@
 //!   (then-branch, and the else-branch of a single range test). A condition on
 //!   thread ids that cannot be tracked marks the set *untracked*, which every
 //!   multi-thread variant treats as "not all threads active".
+//! * [`Facts`]: the active set and the ranges of loop variables at a program
+//!   point (both narrowed by `if`s); [`Active::hw_bounds`] gives the values of
+//!   a hardware id over the active threads, the source of every scope-id range.
 //! * [`ScopeView`]: what one tile call sees: its scope, the cooperating threads
 //!   (`intra`) and the instances (`inter`), thread count and thread-id kind.
 
+use crate::build::Hw;
+use crate::expr::{Source, VarBounds};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tirx_ir::hir::{ScopeIdDef, ScopeIdKind};
+use tirx_ir::hir::{ScopeIdDef, ScopeIdKind, VarId};
 use tirx_ir::scope_ids::{infer_extents, kind_of, KINDS};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
@@ -100,13 +105,25 @@ impl AxisRange {
         AxisRange { extent, offset: 0, stride: 1 }
     }
 
-    /// Keeps the values in `[lo, hi)`.
+    /// Keeps the values in `[lo, hi)` (`i64::MIN`/`i64::MAX`: unbounded).
     pub fn intersect(self, lo: i64, hi: i64) -> AxisRange {
-        let s = self.stride;
-        let i_lo = if lo <= self.offset { 0 } else { (lo - self.offset + s - 1) / s };
-        let i_hi = if hi <= self.offset { 0 } else { ((hi - 1 - self.offset) / s + 1).min(self.extent) };
+        // In i128: `lo - offset` may not fit an i64 for unbounded ends.
+        let (s, off) = (i128::from(self.stride.max(1)), i128::from(self.offset));
+        let (lo, hi) = (i128::from(lo), i128::from(hi));
+        let i_lo = if lo <= off { 0 } else { (lo - off + s - 1) / s };
+        let i_hi = if hi <= off { 0 } else { ((hi - 1 - off) / s + 1).min(i128::from(self.extent)) };
         let n = (i_hi - i_lo).max(0);
-        AxisRange { extent: n, offset: if n > 0 { self.offset + i_lo * s } else { self.offset }, stride: s }
+        let offset = if n > 0 { off + i_lo * s } else { off };
+        // `n ≤ extent` and `offset` is a value of the range: both fit.
+        AxisRange { extent: n as i64, offset: offset as i64, stride: self.stride }
+    }
+
+    /// Keeps the values `r` selects; `None` when the result is not one strided range.
+    pub fn narrow(self, r: IdRange) -> Option<AxisRange> {
+        match r {
+            IdRange::Range(lo, hi) => Some(self.intersect(lo, hi)),
+            IdRange::Residue(m, k) => self.residue(m, k),
+        }
     }
 
     /// Keeps the values `≡ r (mod m)`; `None` when the result is not one strided range.
@@ -114,10 +131,20 @@ impl AxisRange {
         if m <= 0 || self.stride != 1 {
             return None;
         }
-        let first = self.offset + (r - self.offset).rem_euclid(m);
-        let last = self.offset + self.extent - 1;
+        let first = self.offset.checked_add(r.checked_sub(self.offset)?.rem_euclid(m))?;
+        let last = self.offset.checked_add(self.extent - 1)?;
         let n = if first > last { 0 } else { (last - first) / m + 1 };
         Some(AxisRange { extent: n, offset: first, stride: m })
+    }
+
+    /// The smallest and largest value; `None` when empty.
+    pub fn bounds(&self) -> Option<(i64, i64)> {
+        let last = (self.extent - 1).checked_mul(self.stride).and_then(|d| self.offset.checked_add(d));
+        (self.extent > 0).then_some((self.offset, last?))
+    }
+
+    fn values(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.extent.max(0)).map(|i| self.offset + i * self.stride)
     }
 
     fn is_full(&self, n: i64) -> bool {
@@ -141,6 +168,9 @@ pub struct Active {
     pub cta: AxisRange,
     /// Threads in the CTA (the launch block size).
     pub threads: i64,
+    /// The launch block and grid dims (thread ids of multi-dim blocks, CTA ids of multi-dim grids).
+    pub block: [u32; 3],
+    pub grid: [u32; 3],
     /// Set when an enclosing condition selects threads in a way not tracked.
     pub untracked: Option<String>,
 }
@@ -163,6 +193,8 @@ impl Active {
             warp: AxisRange::full((threads + 31) / 32),
             cta: AxisRange::full(ctas),
             threads,
+            block: l.block,
+            grid: l.grid,
             untracked: None,
         }
     }
@@ -176,12 +208,7 @@ impl Active {
     /// Narrows by `id ∈ r` for the scope id `kind` (dim `dim` of its declaration).
     /// Returns false when the narrowing cannot be represented (caller marks untracked).
     pub fn narrow(&mut self, kind: ScopeIdKind, dim: usize, multi_dim: bool, r: IdRange) -> bool {
-        let apply = |a: AxisRange| -> Option<AxisRange> {
-            match r {
-                IdRange::Range(lo, hi) => Some(a.intersect(lo, hi)),
-                IdRange::Residue(m, k) => a.residue(m, k),
-            }
-        };
+        let apply = |a: AxisRange| a.narrow(r);
         match kind {
             ScopeIdKind::LaneId => apply(self.lane).map(|a| self.lane = a).is_some(),
             ScopeIdKind::WarpId => apply(self.warp).map(|a| self.warp = a).is_some(),
@@ -199,10 +226,15 @@ impl Active {
                 match r {
                     IdRange::Range(lo, hi) if one_wg => {
                         let base = self.warp.offset / 4 * 4;
-                        self.warp = self.warp.intersect(base + lo, base + hi);
+                        self.warp = self.warp.intersect(base.saturating_add(lo), base.saturating_add(hi));
                         true
                     }
-                    IdRange::Range(lo, hi) if hi - lo == 1 => apply_residue(&mut self.warp, 4, lo),
+                    // `== k` across warpgroups: warps ≡ k (mod 4); none for k outside 0..4.
+                    IdRange::Range(lo, hi) if hi.checked_sub(lo) == Some(1) && !(0..4).contains(&lo) => {
+                        self.warp = self.warp.intersect(0, 0);
+                        true
+                    }
+                    IdRange::Range(lo, hi) if hi.checked_sub(lo) == Some(1) => apply_residue(&mut self.warp, 4, lo),
                     _ => false,
                 }
             }
@@ -219,7 +251,7 @@ impl Active {
     /// Linear thread ids `base + [lo, hi)`: whole warps, or lanes of one warp.
     fn narrow_threads(&mut self, base: i64, r: IdRange) -> bool {
         let IdRange::Range(lo, hi) = r else { return false };
-        let (lo, hi) = (base + lo.max(0), base + hi.min(self.threads - base).max(0));
+        let (lo, hi) = (base.saturating_add(lo.max(0)), base + hi.min(self.threads - base).max(0));
         if hi <= lo {
             self.lane = self.lane.intersect(0, 0);
             return true;
@@ -237,6 +269,83 @@ impl Active {
         } else {
             false
         }
+    }
+
+    /// The values the hardware id `hw` takes in the active threads (a CTA id:
+    /// in the active CTAs), by enumerating them (at most 1024); `None` when
+    /// no thread is active. Exact unless the set is untracked.
+    pub fn hw_bounds(&self, hw: Hw) -> Option<VarBounds> {
+        let exact = self.untracked.is_none();
+        if let Hw::BlockIdx(d) = hw {
+            // The CTA range of a 1-D grid; a multi-dim grid's ids are narrowed in `Facts::values`.
+            let one_d = self.grid[1] == 1 && self.grid[2] == 1;
+            let r = if one_d && d == 0 { self.cta } else { AxisRange::full(i64::from(*self.grid.get(d as usize)?)) };
+            let (lo, hi) = r.bounds()?;
+            return Some(VarBounds { lo, hi, exact, source: Source::Cta(d) });
+        }
+        let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+        for w in self.warp.values() {
+            for l in self.lane.values() {
+                let tx = 32 * w + l;
+                if tx < self.threads {
+                    let v = thread_hw(hw, tx, self.block);
+                    (lo, hi) = (lo.min(v), hi.max(v));
+                }
+            }
+        }
+        (lo <= hi).then_some(VarBounds { lo, hi, exact, source: Source::Thread })
+    }
+}
+
+/// The value of a thread-level hardware id in thread `tx` (as `Builder::hw` computes it).
+fn thread_hw(hw: Hw, tx: i64, block: [u32; 3]) -> i64 {
+    match hw {
+        Hw::Tx => tx,
+        Hw::Lane => tx % 32,
+        Hw::TidInWg => tx % 128,
+        Hw::WarpId => tx / 32,
+        Hw::WgId => tx / 128,
+        Hw::WarpInWg => (tx / 32) % 4,
+        Hw::ThreadIdx(d) => {
+            let below: i64 = block.iter().take(d as usize).map(|&e| i64::from(e)).product();
+            let e = block.get(d as usize).map_or(1, |&e| i64::from(e));
+            (tx / below.max(1)) % e.max(1)
+        }
+        Hw::BlockIdx(_) => 0,
+    }
+}
+
+/// What lowering knows at a program point (§1.3): the active threads and the
+/// values of every loop variable with constant bounds, both narrowed by the
+/// enclosing `if`s.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Facts {
+    pub active: Active,
+    /// Variables tracked by value, with the values they take here: loop
+    /// variables with constant bounds, and the CTA ids of a multi-dim grid
+    /// once an `if` narrows them (the active set keeps the linear CTA range).
+    pub values: BTreeMap<VarId, AxisRange>,
+    /// Set when an enclosing condition on variables was not captured (data,
+    /// `let` values, products of ids): every range stays a sound enclosure,
+    /// but its ends may not be reached, so none is exact.
+    pub uncaptured: bool,
+}
+
+impl Facts {
+    pub fn at_entry(l: &Launch) -> Facts {
+        Facts { active: Active::at_entry(l), values: BTreeMap::new(), uncaptured: false }
+    }
+
+    /// The range of the scope id bound to `hw` here.
+    pub fn hw_bounds(&self, hw: Hw) -> Option<VarBounds> {
+        let b = self.active.hw_bounds(hw)?;
+        Some(VarBounds { exact: b.exact && !self.uncaptured, ..b })
+    }
+
+    /// The range of `v` if it is tracked by value ([`Facts::values`]).
+    pub fn value_bounds(&self, v: VarId, source: Source) -> Option<VarBounds> {
+        let (lo, hi) = self.values.get(&v)?.bounds()?;
+        Some(VarBounds { lo, hi, exact: !self.uncaptured, source })
     }
 }
 
@@ -467,5 +576,51 @@ mod tests {
         assert!(d.narrow(ScopeIdKind::ThreadId, 0, false, IdRange::Range(33, 40)));
         assert_eq!(ScopeView::new(ExecScope::Warp, &d).first_thread(), Ok(1));
         assert!(!d.clone().narrow(ScopeIdKind::ThreadId, 0, false, IdRange::Range(16, 48)));
+    }
+
+    #[test]
+    fn hw_bounds_follow_the_narrowed_set() {
+        let b = |a: &Active, hw| a.hw_bounds(hw).map(|b| (b.lo, b.hi, b.exact));
+        let mut a = active(256);
+        assert_eq!(b(&a, Hw::Tx), Some((0, 255, true)));
+        assert_eq!(b(&a, Hw::WgId), Some((0, 1, true)));
+        assert!(a.narrow(ScopeIdKind::WarpId, 0, false, IdRange::Range(1, i64::MAX)));
+        assert_eq!(b(&a, Hw::WarpId), Some((1, 7, true)));
+        assert_eq!(b(&a, Hw::Tx), Some((32, 255, true)));
+        assert_eq!(b(&a, Hw::WarpInWg), Some((0, 3, true)));
+        assert!(a.narrow(ScopeIdKind::WarpId, 0, false, IdRange::Range(i64::MIN, 3)));
+        assert_eq!(b(&a, Hw::WarpInWg), Some((1, 2, true)));
+        assert!(a.narrow(ScopeIdKind::LaneId, 0, false, IdRange::Residue(2, 1)));
+        assert_eq!(b(&a, Hw::Tx), Some((33, 95, true)));
+        assert_eq!(b(&a, Hw::TidInWg), Some((33, 95, true)));
+        // A partial last warp: 48 threads, lanes 16.. of warp 1 do not exist.
+        let p = active(48);
+        assert_eq!(b(&p, Hw::Lane), Some((0, 31, true)));
+        assert_eq!(b(&p, Hw::Tx), Some((0, 47, true)));
+        // Untracked: still an enclosure, no longer exact; no thread active: unknown.
+        a.mark_untracked("test".into());
+        assert_eq!(b(&a, Hw::Tx), Some((33, 95, false)));
+        let mut none = active(64);
+        assert!(none.narrow(ScopeIdKind::WarpId, 0, false, IdRange::Range(5, 6)));
+        assert_eq!(b(&none, Hw::Lane), None);
+        // CTA ids: the narrowed range of a 1-D grid, the full extent of each dim of a 2-D one.
+        let l = |grid| Launch { grid, block: [128, 1, 1], extents: BTreeMap::new() };
+        let mut c = Active::at_entry(&l([4, 1, 1]));
+        assert!(c.narrow(ScopeIdKind::CtaId, 0, false, IdRange::Range(i64::MIN, 3)));
+        assert_eq!(b(&c, Hw::BlockIdx(0)), Some((0, 2, true)));
+        let c2 = Active::at_entry(&l([4, 3, 1]));
+        assert_eq!(b(&c2, Hw::BlockIdx(1)), Some((0, 2, true)));
+        // A 2-D block: threadIdx.y of 128 = 32 × 4 threads.
+        let t2 = Active::at_entry(&Launch { grid: [1, 1, 1], block: [32, 4, 1], extents: BTreeMap::new() });
+        assert_eq!(b(&t2, Hw::ThreadIdx(1)), Some((0, 3, true)));
+    }
+
+    #[test]
+    fn axis_range_narrowing_saturates() {
+        let r = AxisRange { extent: 8, offset: -5, stride: 1 };
+        assert_eq!(r.intersect(i64::MIN, i64::MAX), r);
+        assert_eq!(r.narrow(IdRange::Range(0, i64::MAX)), Some(AxisRange { extent: 3, offset: 0, stride: 1 }));
+        assert_eq!(r.narrow(IdRange::Residue(2, 1)).and_then(|x| x.bounds()), Some((-5, 1)));
+        assert_eq!(r.intersect(10, 20).bounds(), None);
     }
 }

@@ -6,7 +6,8 @@
 use crate::build::{Builder, Hw};
 use crate::dispatch::{dispatch, CallCx, Registry};
 use crate::explain::CallExplain;
-use crate::scope::{resolve_launch, Active, IdRange, Launch, ScopeView, TidKind};
+use crate::expr::{Source, Term, VarBounds};
+use crate::scope::{resolve_launch, AxisRange, Facts, IdRange, Launch, ScopeView, TidKind};
 use crate::{addr, expr, lay, LowerOptions, Lowered};
 use std::collections::{HashMap, HashSet};
 use tirx_ir::hir::{
@@ -22,8 +23,11 @@ use tirx_layout::ExecScope;
 pub struct Env {
     bufs: HashMap<BufId, (LBufId, DType)>,
     vars: HashMap<VarId, LExpr>,
-    /// Scope-id vars: (kind, dim, declared with several dims).
-    scope_vars: HashMap<VarId, (ScopeIdKind, usize, bool)>,
+    /// `let` variables bound to an affine value: that value (`row = tid // 4`).
+    lets: HashMap<VarId, expr::Affine>,
+    /// Scope-id vars: (kind, dim, declared with several dims, the hardware id
+    /// it is; `None` for ids with no hardware id such as cluster ids).
+    scope_vars: HashMap<VarId, (ScopeIdKind, usize, bool, Option<Hw>)>,
     /// Per var, the narrowest scope its value can differ between (`Thread` for
     /// lane-derived values, `Warpgroup` for `wg * 128`, `Cta` for cta ids);
     /// absent = the same in every thread.
@@ -37,6 +41,23 @@ impl Env {
     }
     pub fn var(&self, v: VarId) -> Option<LExpr> {
         self.vars.get(&v).cloned()
+    }
+
+    /// The affine value of a `let` variable, when it has one.
+    pub fn let_affine(&self, v: VarId) -> Option<&expr::Affine> {
+        self.lets.get(&v)
+    }
+
+    /// The range of `v` at a program point whose facts are `at`: a scope id
+    /// over the active threads (CTAs), a loop variable over its narrowed
+    /// extent; `None` for anything else (lets, loops with symbolic bounds).
+    /// Every range lowering reasons with comes from here (tile-primitives.md §1.3).
+    pub fn var_bounds(&self, at: &Facts, v: VarId) -> Option<VarBounds> {
+        match self.scope_vars.get(&v) {
+            Some(&(.., Some(Hw::BlockIdx(d)))) if at.values.contains_key(&v) => at.value_bounds(v, Source::Cta(d)),
+            Some(&(.., hw)) => at.hw_bounds(hw?),
+            None => at.value_bounds(v, Source::Loop(v)),
+        }
     }
 
     /// The value of `e` may differ between threads of one instance of `scope`
@@ -104,8 +125,8 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     let params = lw.declare_buffers();
     lw.errors.extend(crate::smem::check(k, opts.arch));
     lw.bind_scope_vars(&defs, &launch);
-    let active = Active::at_entry(&launch);
-    let body = lw.block(&k.body, &active);
+    let facts = Facts::at_entry(&launch);
+    let body = lw.block(&k.body, &facts);
     if !lw.errors.is_empty() {
         let mut errs = lw.errors;
         errs.extend(lw.warnings);
@@ -257,25 +278,26 @@ impl Lowerer<'_> {
         for d in defs {
             let multi = d.vars.len() > 1;
             for (dim, &v) in d.vars.iter().enumerate() {
-                self.env.scope_vars.insert(v, (d.kind, dim, multi));
+                let hw = match d.kind {
+                    ScopeIdKind::CtaId | ScopeIdKind::CtaIdInCluster => Some(Hw::BlockIdx(dim as u8)),
+                    ScopeIdKind::ThreadId if one_d_block => Some(Hw::Tx),
+                    ScopeIdKind::ThreadId => Some(Hw::ThreadIdx(dim as u8)),
+                    ScopeIdKind::LaneId => Some(Hw::Lane),
+                    ScopeIdKind::WarpId => Some(Hw::WarpId),
+                    ScopeIdKind::WarpgroupId => Some(Hw::WgId),
+                    ScopeIdKind::WarpIdInWg => Some(Hw::WarpInWg),
+                    ScopeIdKind::ThreadIdInWg => Some(Hw::TidInWg),
+                    ScopeIdKind::ClusterId => None,
+                };
+                self.env.scope_vars.insert(v, (d.kind, dim, multi, hw));
                 self.env.grain.insert(v, d.kind.binding().1);
                 if !used.contains(&v) {
                     continue;
                 }
-                let hw = match d.kind {
-                    ScopeIdKind::CtaId | ScopeIdKind::CtaIdInCluster => Hw::BlockIdx(dim as u8),
-                    ScopeIdKind::ThreadId if one_d_block => Hw::Tx,
-                    ScopeIdKind::ThreadId => Hw::ThreadIdx(dim as u8),
-                    ScopeIdKind::LaneId => Hw::Lane,
-                    ScopeIdKind::WarpId => Hw::WarpId,
-                    ScopeIdKind::WarpgroupId => Hw::WgId,
-                    ScopeIdKind::WarpIdInWg => Hw::WarpInWg,
-                    ScopeIdKind::ThreadIdInWg => Hw::TidInWg,
-                    ScopeIdKind::ClusterId => {
-                        self.errors
-                            .push(Diagnostic::error(d.span, "`T.cluster_id` is not supported yet (no cluster launch)"));
-                        continue;
-                    }
+                let Some(hw) = hw else {
+                    self.errors
+                        .push(Diagnostic::error(d.span, "`T.cluster_id` is not supported yet (no cluster launch)"));
+                    continue;
                 };
                 let var = self.k.var(v);
                 let val = self.b.hw(hw, &var.name);
@@ -285,20 +307,21 @@ impl Lowerer<'_> {
         }
     }
 
-    fn block(&mut self, body: &[Stmt], active: &Active) -> Vec<LStmt> {
+    fn block(&mut self, body: &[Stmt], at: &Facts) -> Vec<LStmt> {
         let mut out = Vec::new();
         let mut bound = Vec::new();
         for s in body {
-            self.stmt(s, active, &mut out, &mut bound);
+            self.stmt(s, at, &mut out, &mut bound);
         }
         // Lets and loop vars go out of scope with their block.
         for v in bound {
             self.env.vars.remove(&v);
+            self.env.lets.remove(&v);
         }
         out
     }
 
-    fn stmt(&mut self, s: &Stmt, active: &Active, out: &mut Vec<LStmt>, bound: &mut Vec<VarId>) {
+    fn stmt(&mut self, s: &Stmt, at: &Facts, out: &mut Vec<LStmt>, bound: &mut Vec<VarId>) {
         let push = |out: &mut Vec<LStmt>, kind| out.push(LStmt::new(kind, s.span));
         match &s.kind {
             StmtKind::For { var, begin, extent, kind, body } => {
@@ -312,18 +335,23 @@ impl Lowerer<'_> {
                     // A one-trip loop is its body with the variable bound to `begin`.
                     self.set_grain(*var, &[begin]);
                     self.env.vars.insert(*var, b0);
-                    out.extend(self.block(body, active));
+                    out.extend(self.block(body, at));
                     self.env.vars.remove(var);
                     return;
                 }
+                // A loop with constant bounds: its variable's range, for the body's facts.
+                let mut inner = at.clone();
                 let range = match (&b0, &n) {
-                    (LExpr::Int(a, _), LExpr::Int(e, _)) => Some((*a, a + e - 1)),
+                    (LExpr::Int(a, _), LExpr::Int(e, _)) => {
+                        inner.values.insert(*var, AxisRange { extent: *e, offset: *a, stride: 1 });
+                        a.checked_add(e - 1).map(|hi| (*a, hi))
+                    }
                     _ => None,
                 };
                 let lv = self.b.var(&hv.name, hv.dtype, range);
                 self.set_grain(*var, &[begin, extent]);
                 self.env.vars.insert(*var, LExpr::Var(lv));
-                let body = self.block(body, active);
+                let body = self.block(body, &inner);
                 self.env.vars.remove(var);
                 if !body.is_empty() {
                     push(out, LStmtKind::For { var: lv, begin: b0, extent: n, unroll: *kind == ForKind::Unroll, body });
@@ -331,10 +359,10 @@ impl Lowerer<'_> {
             }
             StmtKind::If { cond, then_body, else_body } => {
                 let Some(c) = self.expr(cond) else { return };
-                let (then_a, else_a) = self.narrow(cond, active);
+                let (then_a, else_a) = self.narrow(cond, at);
                 match c {
-                    LExpr::Bool(true) => out.extend(self.block(then_body, active)),
-                    LExpr::Bool(false) => out.extend(self.block(else_body, active)),
+                    LExpr::Bool(true) => out.extend(self.block(then_body, at)),
+                    LExpr::Bool(false) => out.extend(self.block(else_body, at)),
                     c => {
                         let t = self.block(then_body, &then_a);
                         let e = self.block(else_body, &else_a);
@@ -356,6 +384,11 @@ impl Lowerer<'_> {
                     let range = self.b.bounds(&v);
                     let lv = self.b.var(&hv.name, hv.dtype, range);
                     push(out, LStmtKind::Let { var: lv, value: v });
+                    if hv.dtype.is_int() {
+                        if let Some(a) = expr::affine(&self.env, value) {
+                            self.env.lets.insert(*var, a);
+                        }
+                    }
                     self.env.vars.insert(*var, LExpr::Var(lv));
                 }
                 bound.push(*var);
@@ -373,8 +406,8 @@ impl Lowerer<'_> {
             }
             StmtKind::Barrier(kind) => push(out, LStmtKind::Barrier(*kind)),
             StmtKind::Tile(call) => {
-                let view = ScopeView::new(call.scope, active);
-                let cx = CallCx { kernel: self.k, call, scope: &view, opts: self.opts, env: &self.env };
+                let view = ScopeView::new(call.scope, &at.active);
+                let cx = CallCx { kernel: self.k, call, scope: &view, opts: self.opts, env: &self.env, facts: at };
                 let d = dispatch(self.reg, &cx, &mut self.b);
                 if let Some(chosen) = &d.explain.chosen {
                     push(out, LStmtKind::Comment(format!("{}.{} -> {chosen}", call.scope, call.op.name())));
@@ -411,99 +444,238 @@ impl Lowerer<'_> {
         };
     }
 
-    /// Active sets of the then- and else-branch of `if cond` (§1.3).
-    fn narrow(&self, cond: &Expr, active: &Active) -> (Active, Active) {
-        let (mut then_a, mut else_a) = (active.clone(), active.clone());
+    /// Facts of the then- and else-branch of `if cond` (§1.3): each conjunct
+    /// `lhs <op> rhs` that is affine in one tracked variable (a scope id, a
+    /// loop variable) narrows its range in the then-branch; the else-branch
+    /// is narrowed by the complement of a single such conjunct. A conjunct
+    /// that is not captured makes the active set untracked when it depends on
+    /// the thread, and every range inexact when it mentions a variable.
+    fn narrow(&self, cond: &Expr, at: &Facts) -> (Facts, Facts) {
+        let (mut then_f, mut else_f) = (at.clone(), at.clone());
         let mut atoms = Vec::new();
         conjuncts(cond, &mut atoms);
-        let ranges: Vec<Option<(VarId, IdRange)>> = atoms.iter().map(|a| self.atom(a)).collect();
-        let untracked = || {
+        let solved: Vec<Option<(Subject, Cond)>> = atoms.iter().map(|a| self.solve(a)).collect();
+        let why = || {
             format!(
-                "the enclosing `if {}` selects threads in a way tirx cannot track (tracked: `scope_id <op> constant` conjunctions, `scope_id % m == r`)",
+                "the enclosing `if {}` selects threads in a way tirx cannot track (tracked: conjunctions of `scope_id <op> constant`, `scope_id % m == r`)",
                 crate::explain::top_text(self.k, cond)
             )
         };
-        let mut then_ok = true;
-        for (atom, r) in atoms.iter().zip(&ranges) {
-            match r {
-                Some((v, r)) => {
-                    let (kind, dim, multi) = self.env.scope_vars[v];
-                    then_ok &= then_a.narrow(kind, dim, multi, *r);
-                }
-                None if self.dep(atom) => then_ok = false,
-                None => {}
+        for (atom, s) in atoms.iter().zip(&solved) {
+            if !s.is_some_and(|(v, c)| self.restrict(&mut then_f, v, c)) {
+                self.not_captured(&mut then_f, atom, &why);
             }
         }
-        if !then_ok {
-            then_a.mark_untracked(untracked());
-        }
-        // Else-branch: the complement of a single one-sided range stays a range.
-        if self.dep(cond) {
-            let complement = match ranges.as_slice() {
-                [Some((v, IdRange::Range(lo, hi)))] if *lo == i64::MIN => Some((*v, IdRange::Range(*hi, i64::MAX))),
-                [Some((v, IdRange::Range(lo, hi)))] if *hi == i64::MAX => Some((*v, IdRange::Range(i64::MIN, *lo))),
+        if mentions_var(cond) {
+            let complement = match solved.as_slice() {
+                [Some((v, c))] => c.complement().map(|c| (*v, c)),
                 _ => None,
             };
-            let ok = complement.is_some_and(|(v, r)| {
-                let (kind, dim, multi) = self.env.scope_vars[&v];
-                else_a.narrow(kind, dim, multi, r)
-            });
-            if !ok {
-                else_a.mark_untracked(untracked());
+            if !complement.is_some_and(|(v, c)| self.restrict(&mut else_f, v, c)) {
+                self.not_captured(&mut else_f, cond, &why);
             }
         }
-        (then_a, else_a)
+        (then_f, else_f)
     }
 
-    /// `scope_var (+ c) <op> const` or `scope_var % m == r` → the id range it selects.
-    fn atom(&self, e: &Expr) -> Option<(VarId, IdRange)> {
-        let ExprKind::Binary(op, l, r) = &e.kind else { return None };
-        let konst = |e: &Expr| match e.kind {
-            ExprKind::Int(v) => Some(v),
-            _ => None,
-        };
-        if let (BinOp::Eq, ExprKind::Binary(BinOp::FloorMod, v, m)) = (op, &l.kind) {
-            let (v, m, res) = (self.scope_var(v)?.0, konst(m)?, konst(r)?);
-            return Some((v, IdRange::Residue(m, res)));
+    /// `e` restricts values in a way the facts do not capture.
+    fn not_captured(&self, f: &mut Facts, e: &Expr, why: &dyn Fn() -> String) {
+        if self.dep(e) {
+            f.active.mark_untracked(why());
         }
-        let (side, c, op) = match (konst(l), konst(r)) {
-            (None, Some(c)) => (l, c, *op),
-            (Some(c), None) => (r, c, flip(*op)?),
-            _ => return None,
-        };
-        let (v, shift) = self.scope_var(side)?;
-        let c = c - shift;
-        let range = match op {
-            BinOp::Lt => IdRange::Range(i64::MIN, c),
-            BinOp::Le => IdRange::Range(i64::MIN, c + 1),
-            BinOp::Gt => IdRange::Range(c + 1, i64::MAX),
-            BinOp::Ge => IdRange::Range(c, i64::MAX),
-            BinOp::Eq => IdRange::Range(c, c + 1),
-            _ => return None,
-        };
-        Some((v, range))
+        if mentions_var(e) {
+            f.uncaptured = true;
+        }
     }
 
-    /// `v` or `v ± c` for a scope-id var `v`: (v, c).
-    fn scope_var(&self, e: &Expr) -> Option<(VarId, i64)> {
-        let a = expr::affine(&self.env, e)?;
-        match a.terms.as_slice() {
-            [(v, 1)] if self.env.scope_vars.contains_key(v) => Some((*v, a.constant)),
-            _ => None,
+    /// Narrows the range of the subject's variable in `f` by `c`; false when
+    /// the variable is not tracked or the result is not one strided range.
+    fn restrict(&self, f: &mut Facts, subj: Subject, c: Cond) -> bool {
+        let Subject { var: v, shift, div } = subj;
+        let r = match c {
+            Cond::Always => return true,
+            Cond::In(r) => r,
+            // `q != x` is a range when `x` is an end of q's current range (or outside it).
+            Cond::Except(x) => {
+                let Some(b) = self.env.var_bounds(f, v) else { return false };
+                let q = |v: i64| v.checked_add(shift).and_then(|v| floor_div(v, div));
+                let (Some(lo), Some(hi)) = (q(b.lo), q(b.hi)) else { return false };
+                if x < lo || x > hi {
+                    return true;
+                } else if x == lo {
+                    IdRange::Range(x.saturating_add(1), i64::MAX)
+                } else if x == hi {
+                    IdRange::Range(i64::MIN, x)
+                } else {
+                    return false;
+                }
+            }
+        };
+        let Some(r) = subj.on_var(r) else { return false };
+        let current = match self.env.scope_vars.get(&v) {
+            // A CTA id of a multi-dim grid is narrowed by value.
+            Some(&(ScopeIdKind::CtaId, _, true, Some(Hw::BlockIdx(d)))) => f.values.get(&v).copied().or_else(|| {
+                let e = f.active.grid.get(d as usize)?;
+                Some(AxisRange::full(i64::from(*e)))
+            }),
+            Some(&(kind, dim, multi, _)) => return f.active.narrow(kind, dim, multi, r),
+            None => f.values.get(&v).copied(),
+        };
+        match current.and_then(|a| a.narrow(r)) {
+            Some(n) => {
+                f.values.insert(v, n);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `lhs <op> rhs` with `lhs - rhs` affine in one term: `a·v + k`,
+    /// `a·⌊(v + s) / c⌋ + k`, or `(v + s) % m` compared for (in)equality →
+    /// what it says of `v` (or of the quotient).
+    fn solve(&self, e: &Expr) -> Option<(Subject, Cond)> {
+        let ExprKind::Binary(op, l, r) = &e.kind else { return None };
+        if !matches!(op, BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq | BinOp::Ne) {
+            return None;
+        }
+        let d = expr::affine(&self.env, l)?.minus(expr::affine(&self.env, r)?)?;
+        let [(t, a)] = d.terms.as_slice() else { return None };
+        let k = d.constant;
+        match t {
+            Term::Var(v) => Some((Subject::var(*v), linear(*a, k, *op)?)),
+            Term::FloorMod(x, m) => {
+                let [(Term::Var(v), 1)] = x.terms.as_slice() else { return None };
+                // a·(x mod m) + k = 0 ⇔ x mod m = -k / a, and x = v + s.
+                let nk = k.checked_neg()?;
+                let res = (nk.checked_rem(*a)? == 0).then(|| nk / a).filter(|r| (0..*m).contains(r));
+                let s = x.constant;
+                let cond = match (op, res) {
+                    (BinOp::Eq, Some(r)) => Cond::In(IdRange::Residue(*m, (r - s).rem_euclid(*m))),
+                    (BinOp::Eq, None) => Cond::NEVER,
+                    (BinOp::Ne, None) => Cond::Always,
+                    (BinOp::Ne, Some(r)) if *m == 2 => Cond::In(IdRange::Residue(2, (1 - r - s).rem_euclid(2))),
+                    _ => return None,
+                };
+                Some((Subject::var(*v), cond))
+            }
+            Term::FloorDiv(x, c) => {
+                let [(Term::Var(v), 1)] = x.terms.as_slice() else { return None };
+                Some((Subject { var: *v, shift: x.constant, div: *c }, linear(*a, k, *op)?))
+            }
         }
     }
 }
 
-fn flip(op: BinOp) -> Option<BinOp> {
-    Some(match op {
-        BinOp::Lt => BinOp::Gt,
-        BinOp::Le => BinOp::Ge,
-        BinOp::Gt => BinOp::Lt,
-        BinOp::Ge => BinOp::Le,
-        BinOp::Eq => BinOp::Eq,
-        BinOp::Ne => BinOp::Ne,
-        _ => return None,
-    })
+/// What a condition is about: `⌊(var + shift) / div⌋` (`div ≥ 1`; the variable
+/// itself for `shift = 0, div = 1`): `tid // 32 == 1` is about `tid`'s warp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Subject {
+    var: VarId,
+    shift: i64,
+    div: i64,
+}
+
+impl Subject {
+    fn var(var: VarId) -> Subject {
+        Subject { var, shift: 0, div: 1 }
+    }
+
+    /// A range of the subject as a range of its variable: `q ∈ [lo, hi)` ⇔
+    /// `var ∈ [div·lo - shift, div·hi - shift)`; residues only of the variable itself.
+    fn on_var(self, r: IdRange) -> Option<IdRange> {
+        if (self.shift, self.div) == (0, 1) {
+            return Some(r);
+        }
+        let IdRange::Range(lo, hi) = r else { return None };
+        let scale = |q: i64| {
+            if q == i64::MIN || q == i64::MAX {
+                q
+            } else {
+                q.saturating_mul(self.div).saturating_sub(self.shift)
+            }
+        };
+        Some(IdRange::Range(scale(lo), scale(hi)))
+    }
+}
+
+/// What one conjunct says of one variable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cond {
+    In(IdRange),
+    /// Every value but this one.
+    Except(i64),
+    Always,
+}
+
+impl Cond {
+    /// No value.
+    const NEVER: Cond = Cond::In(IdRange::Range(0, 0));
+
+    /// The complement, when it is one condition.
+    fn complement(self) -> Option<Cond> {
+        Some(match self {
+            Cond::In(IdRange::Range(lo, hi)) if lo == i64::MIN => Cond::In(IdRange::Range(hi, i64::MAX)),
+            Cond::In(IdRange::Range(lo, hi)) if hi == i64::MAX => Cond::In(IdRange::Range(i64::MIN, lo)),
+            Cond::In(IdRange::Range(lo, hi)) if hi.checked_sub(lo) == Some(1) => Cond::Except(lo),
+            Cond::In(IdRange::Residue(2, r)) => Cond::In(IdRange::Residue(2, 1 - r)),
+            Cond::Except(c) => Cond::In(IdRange::Range(c, c.saturating_add(1))),
+            Cond::Always => Cond::NEVER,
+            Cond::In(_) => return None,
+        })
+    }
+}
+
+/// `a·v + k <op> 0` as a condition on `v` (`a ≠ 0`); `None` on overflow.
+fn linear(a: i64, k: i64, op: BinOp) -> Option<Cond> {
+    let nk = k.checked_neg()?;
+    // a·v ≤ x and a·v ≥ x, dividing by a (flipping for a < 0).
+    let at_most = |x: i64| -> Option<Cond> {
+        Some(Cond::In(if a > 0 {
+            IdRange::Range(i64::MIN, floor_div(x, a)?.saturating_add(1))
+        } else {
+            IdRange::Range(ceil_div(x, a)?, i64::MAX)
+        }))
+    };
+    let at_least = |x: i64| -> Option<Cond> {
+        Some(Cond::In(if a > 0 {
+            IdRange::Range(ceil_div(x, a)?, i64::MAX)
+        } else {
+            IdRange::Range(i64::MIN, floor_div(x, a)?.saturating_add(1))
+        }))
+    };
+    let exact = (nk.checked_rem(a)? == 0).then(|| nk / a);
+    match op {
+        BinOp::Lt => at_most(nk.checked_sub(1)?),
+        BinOp::Le => at_most(nk),
+        BinOp::Gt => at_least(nk.checked_add(1)?),
+        BinOp::Ge => at_least(nk),
+        BinOp::Eq => Some(exact.map_or(Cond::NEVER, |x| Cond::In(IdRange::Range(x, x.saturating_add(1))))),
+        BinOp::Ne => Some(exact.map_or(Cond::Always, Cond::Except)),
+        _ => None,
+    }
+}
+
+/// `⌊x / a⌋` for any nonzero `a`.
+fn floor_div(x: i64, a: i64) -> Option<i64> {
+    let q = x.checked_div(a)?;
+    Some(if x.checked_rem(a)? != 0 && ((x < 0) != (a < 0)) { q - 1 } else { q })
+}
+
+/// `⌈x / a⌉` for any nonzero `a`.
+fn ceil_div(x: i64, a: i64) -> Option<i64> {
+    floor_div(x.checked_neg()?, a)?.checked_neg()
+}
+
+/// Some variable occurs in `e`.
+fn mentions_var(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Var(_) => true,
+        ExprKind::Binary(_, a, b) => mentions_var(a) || mentions_var(b),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => mentions_var(a),
+        ExprKind::Select(c, a, b) => mentions_var(c) || mentions_var(a) || mentions_var(b),
+        ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(mentions_var),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
+    }
 }
 
 fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
@@ -575,6 +747,97 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 }
             }
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: i64 = i64::MIN;
+    const MAX: i64 = i64::MAX;
+
+    fn range(lo: i64, hi: i64) -> Option<Cond> {
+        Some(Cond::In(IdRange::Range(lo, hi)))
+    }
+
+    #[test]
+    fn linear_conditions_solve_for_the_variable() {
+        // w - 1 >= 0, 1 <= w (as w·(-1) + 1 <= 0), w > 0, 2·w >= 2: all w >= 1.
+        assert_eq!(linear(1, -1, BinOp::Ge), range(1, MAX));
+        assert_eq!(linear(-1, 1, BinOp::Le), range(1, MAX));
+        assert_eq!(linear(1, 0, BinOp::Gt), range(1, MAX));
+        assert_eq!(linear(2, -2, BinOp::Ge), range(1, MAX));
+        // 2·v < 7 ⇔ v <= 3; 2·v <= -7 ⇔ v <= -4; -3·v < 7 ⇔ v >= -2.
+        assert_eq!(linear(2, -7, BinOp::Lt), range(MIN, 4));
+        assert_eq!(linear(2, 7, BinOp::Le), range(MIN, -3));
+        assert_eq!(linear(-3, -7, BinOp::Lt), range(-2, MAX));
+        // Equalities: 2·v == 6 ⇔ v == 3; 2·v == 7 never; 2·v != 7 always; v != 4.
+        assert_eq!(linear(2, -6, BinOp::Eq), range(3, 4));
+        assert_eq!(linear(2, -7, BinOp::Eq), Some(Cond::NEVER));
+        assert_eq!(linear(2, -7, BinOp::Ne), Some(Cond::Always));
+        assert_eq!(linear(1, -4, BinOp::Ne), Some(Cond::Except(4)));
+        assert_eq!(linear(1, MIN, BinOp::Lt), None);
+        assert_eq!(linear(1, 0, BinOp::Add), None);
+    }
+
+    #[test]
+    fn complements() {
+        assert_eq!(Cond::In(IdRange::Range(MIN, 3)).complement(), range(3, MAX));
+        assert_eq!(Cond::In(IdRange::Range(1, MAX)).complement(), range(MIN, 1));
+        assert_eq!(Cond::In(IdRange::Range(2, 3)).complement(), Some(Cond::Except(2)));
+        assert_eq!(Cond::Except(2).complement(), range(2, 3));
+        assert_eq!(Cond::In(IdRange::Residue(2, 0)).complement(), Some(Cond::In(IdRange::Residue(2, 1))));
+        assert_eq!(Cond::In(IdRange::Residue(4, 0)).complement(), None);
+        assert_eq!(Cond::In(IdRange::Range(2, 5)).complement(), None);
+        assert_eq!(Cond::Always.complement(), Some(Cond::NEVER));
+    }
+
+    #[test]
+    fn floor_and_ceil_division() {
+        assert_eq!(
+            (floor_div(7, 2), floor_div(-7, 2), floor_div(7, -2), floor_div(-7, -2)),
+            (Some(3), Some(-4), Some(-4), Some(3))
+        );
+        assert_eq!((ceil_div(7, 2), ceil_div(-7, 2), ceil_div(6, 3)), (Some(4), Some(-3), Some(2)));
+        assert_eq!(floor_div(MIN, -1), None);
+    }
+
+    /// Against enumeration over `v` in [0, 8): every `a·v + k <op> 0` selects exactly
+    /// the values its condition keeps (`Except` applied at an end, as `restrict` does).
+    #[test]
+    fn linear_against_enumeration() {
+        let ops = [BinOp::Lt, BinOp::Le, BinOp::Gt, BinOp::Ge, BinOp::Eq, BinOp::Ne];
+        for a in [-3i64, -2, -1, 1, 2, 3] {
+            for k in -12..=12 {
+                for op in ops {
+                    let holds = |v: i64| {
+                        let x = a * v + k;
+                        match op {
+                            BinOp::Lt => x < 0,
+                            BinOp::Le => x <= 0,
+                            BinOp::Gt => x > 0,
+                            BinOp::Ge => x >= 0,
+                            BinOp::Eq => x == 0,
+                            _ => x != 0,
+                        }
+                    };
+                    let want: Vec<i64> = (0..8).filter(|&v| holds(v)).collect();
+                    let full = AxisRange::full(8);
+                    let got = match linear(a, k, op).unwrap() {
+                        Cond::Always => Some(full),
+                        Cond::In(r) => full.narrow(r),
+                        Cond::Except(0) => full.narrow(IdRange::Range(1, MAX)),
+                        Cond::Except(7) => full.narrow(IdRange::Range(MIN, 7)),
+                        Cond::Except(x) if !(0..8).contains(&x) => Some(full),
+                        Cond::Except(_) => None,
+                    };
+                    let Some(got) = got else { continue };
+                    let got: Vec<i64> = (0..got.extent).map(|i| got.offset + i * got.stride).collect();
+                    assert_eq!(got, want, "{a}·v + {k} {op:?} 0");
+                }
+            }
         }
     }
 }

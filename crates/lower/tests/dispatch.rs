@@ -126,10 +126,10 @@ fn narrowing_by_lane_and_else_branch() {
     // The narrowed range is what the user needs to see.
     assert_eq!(tried(c, "gmem_smem").reason, "laneid narrowed to [16, 32) vs full [0, 32)");
     assert!(l.lir.to_string().contains("lane == 16"), "{}", l.lir);
-    // A condition on thread ids that is not tracked: nothing can elect a thread.
+    // A condition on thread ids that is not tracked (not affine in the id): nothing can elect a thread.
     let src = base.replace(
         "    Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
-        "    if lane * 2 < 16:\n        Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
+        "    if lane * lane < 16:\n        Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])",
     );
     let errs = lower_errors(&src);
     assert!(errs[0].notes[0].contains("cannot track"), "{:?}", errs[0].notes);

@@ -111,6 +111,10 @@ fn spec(name: &str) -> Option<Spec> {
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
         | "reg_swizzle_wg" => whole(distinct, &["B"], copy_a_to_b),
+        // B = A; C = the first 96 rows (tiles 0..2) of A.
+        "copy_double_buffer" => whole(distinct, &["B", "C"], |e| {
+            vec![("B", e.map("A", exact)), ("C", e.get("A")[..96 * 32].iter().map(|&a| exact(a)).collect())]
+        }),
         // B = A + A, C = A (forced fallback copy).
         "constructs_dispatch" => {
             whole(distinct, &["B", "C"], |e| vec![("B", e.map("A", |a| exact(f32r(a + a)))), ("C", e.map("A", exact))])
@@ -184,6 +188,7 @@ const TABLE: &[&str] = &[
     "constructs_scopes",
     "constructs_swizzle",
     "constructs_views",
+    "copy_double_buffer",
     "copy_fallback",
     "copy_gmem_smem",
     "copy_gmem_smem_u8",

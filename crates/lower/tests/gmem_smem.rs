@@ -319,8 +319,9 @@ fn unstructured_partition() {
     );
 }
 
-/// A symbolic begin whose element step (`by * 2^48` rows of 2^20) overflows i64
-/// is a decline, not a panic.
+/// A symbolic begin whose element step (`i * 2^48` rows of 2^20) overflows i64
+/// is a decline, not a panic. With a known range (`by` in [0, 1]) the region is
+/// provably outside the buffer first.
 #[test]
 fn overflowing_symbolic_begin_declines() {
     let src = r#"from tvm.script import tirx as T
@@ -336,11 +337,19 @@ def kernel(A_ptr: T.handle):
     Tx.cta.copy(A_smem[0:1, 0:32], A[by * 65536 * 65536 * 65536 : by * 65536 * 65536 * 65536 + 1, 0:32])
 "#;
     let (calls, _) = tirx_lower::explain_kernel(&parse(src), &Default::default());
+    assert_eq!(rule(&calls[0], "gmem_smem"), Rule::ValidateCopyOp);
+    // A loop bound by a runtime value: the range of `i` is unknown, the step overflows.
+    let unknown = src.replace(
+        "    Tx.cta.copy(A_smem[0:1, 0:32], A[by",
+        "    for i in range(by + 1):\n        Tx.cta.copy(A_smem[0:1, 0:32], A[by",
+    );
+    let unknown = unknown.replace("by * 65536 * 65536 * 65536", "i * 65536 * 65536 * 65536");
+    let (calls, _) = tirx_lower::explain_kernel(&parse(&unknown), &Default::default());
     let t = tried(&calls[0], "gmem_smem");
     assert_eq!(rule(&calls[0], "gmem_smem"), Rule::SymbolicBegin);
     assert!(t.reason.contains("overflows i64"), "{t:?}");
     // A coefficient of 2^64 has no affine form in i64.
-    let wider = src.replace("by * 65536 * 65536 * 65536", "by * 65536 * 65536 * 65536 * 65536");
+    let wider = unknown.replace("i * 65536 * 65536 * 65536", "i * 65536 * 65536 * 65536 * 65536");
     let (calls, _) = tirx_lower::explain_kernel(&parse(&wider), &Default::default());
     let t = tried(&calls[0], "gmem_smem");
     assert_eq!(rule(&calls[0], "gmem_smem"), Rule::SymbolicBegin);

@@ -4,9 +4,10 @@
 //! warpgroup or cta scope when every thread of the scope is active, the copy
 //! is valid (same dtype, equal non-unit extents) and the region's element count
 //! is divisible by the scope's thread count. Region begins may be symbolic
-//! (`A[by*64 : by*64 + 64, ..]`): constant part + affine part in loop vars and
-//! scope ids, where the affine part must fall on a dim whose layout is a single
-//! strided iter. Only the shared side may be swizzled.
+//! (`A[by*64 : by*64 + 64, ..]`, `S[(k + 1) % 2, ..]`): affine in loop vars and
+//! scope ids with `//` and `%` atoms (tile-primitives.md §3.1), where the
+//! symbolic part must fall on a dim whose layout is a single strided iter.
+//! Only the shared side may be swizzled.
 //!
 //! **Algorithm**: slice both layouts to the region, synthesize the
 //! `[outer, threads, vec]` partition with the widest aligned vector
@@ -26,12 +27,12 @@
 
 use super::partition::{self, Partition, Sides};
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, CopyOps};
+use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin, CopyOps};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::divisor;
+use crate::expr::Affine;
 use crate::lay;
-use tirx_ir::hir::{BufferRegion, MemScope, VarId};
+use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -42,8 +43,8 @@ pub struct GmemSmem;
 /// One side of the copy, sliced to its region.
 pub(super) struct Side {
     pub(super) tile: TileLayout,
-    /// Symbolic begin: Σ coefficient(elements) · var.
-    pub(super) sym: Vec<(VarId, i64)>,
+    /// The symbolic part of the region start, in elements (zero when constant).
+    pub(super) sym: Affine,
     pub(super) swizzle: Option<Swizzle>,
 }
 
@@ -89,8 +90,8 @@ impl GsOperands {
             elem_bytes: self.elem_bytes,
             threads,
             chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: divisor(&self.g.sym),
-            s_sym_div: divisor(&self.s.sym),
+            g_sym_div: self.g.sym.divisor(),
+            s_sym_div: self.s.sym.divisor(),
         }
     }
 
@@ -217,7 +218,7 @@ impl Variant for GmemSmem {
 /// The §3.6 walk for a grid partition with a swizzled, non-symbolic shared side.
 fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &Side, threads: i64) -> Option<Walk> {
     let Partition::Grid { s: s_p, vec, rounds, .. } = part else { return None };
-    if !s.sym.is_empty() {
+    if !s.sym.is_zero() {
         return None;
     }
     let (g, seps) = lay::group(&s_p.shard, &[*rounds, threads, *vec])?;
@@ -254,11 +255,11 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
     let canon = lay::canon(&tile.shard);
     let groups = lay::group(&canon, &b.shape);
     let mut begins = Vec::new();
-    let mut sym: Vec<(VarId, i64)> = Vec::new();
+    let mut sym = Affine::default();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = affine_begin(cx, b, d, &rg.begin)?;
-        begins.push(a.constant);
-        if a.terms.is_empty() {
+        let (base, rest) = split_begin(cx, b, d, rg)?;
+        begins.push(base);
+        if rest.is_zero() {
             continue;
         }
         let stride = groups.as_ref().and_then(|(g, seps)| {
@@ -271,7 +272,7 @@ pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
                 format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
             )
         })?;
-        push_sym(&mut sym, &a, stride, b, d)?;
+        push_sym(&mut sym, &rest, stride, b, d)?;
     }
     let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
     let sliced = lay::slice(&tile, &b.shape, &begins, &ext)

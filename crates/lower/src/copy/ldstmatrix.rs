@@ -33,14 +33,15 @@
 //! it is recognised.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair};
+use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::expr::Affine;
 use crate::lay;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
-use tirx_ir::hir::{BufferRegion, MemScope, VarId};
+use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixOp};
 use tirx_ir::op::Family;
 use tirx_ir::Arch;
@@ -75,7 +76,7 @@ struct Shared {
     tile: TileLayout,
     swizzle: Option<Swizzle>,
     /// Symbolic part of the region start: Σ coefficient(elements) · var.
-    sym: Vec<(VarId, i64)>,
+    sym: Affine,
 }
 
 /// Both sides split as `[T/32, 8, 4, M/2, 2]`, each segment canonical (unit iters dropped).
@@ -109,7 +110,7 @@ struct MatrixPlan {
     r_off: i64,
     s_off: i64,
     swizzle: Option<Swizzle>,
-    sym: Vec<(VarId, i64)>,
+    sym: Affine,
     walk: Option<Walk>,
 }
 
@@ -394,18 +395,18 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     }
     let canon = base.canonicalize(Fusion::Cuda).map_err(&err)?;
     let mut region = Vec::with_capacity(r.ranges.len());
-    let mut sym: Vec<(VarId, i64)> = Vec::new();
+    let mut sym = Affine::default();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = affine_begin(cx, b, d, &rg.begin)?;
-        region.push((a.constant, rg.extent));
-        if !a.terms.is_empty() {
+        let (begin, rest) = split_begin(cx, b, d, rg)?;
+        region.push((begin, rg.extent));
+        if !rest.is_zero() {
             let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
                 Decline::new(
                     Rule::SymbolicBegin,
                     format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
                 )
             })?;
-            push_sym(&mut sym, &a, stride, b, d)?;
+            push_sym(&mut sym, &rest, stride, b, d)?;
         }
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
@@ -633,7 +634,8 @@ fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Resul
             it.stride
         )));
     }
-    if let Some((_, k)) = shared.sym.iter().find(|(_, k)| k % 8 != 0) {
+    let k = shared.sym.divisor();
+    if k % 8 != 0 {
         return Err(bad(format!("the symbolic region begin moves by {k} elements, not a multiple of 8 (16 B)")));
     }
     if r_off % 2 != 0 {
@@ -711,7 +713,7 @@ fn split_order(r: &[Iter], s: &[Iter], num: i64, pairs: i64) -> Result<Split, St
 /// The §3.6 walk over the tile groups, checked for every warp and lane.
 fn swizzle_walk(p: &MatrixPlan) -> Option<Walk> {
     let sw = p.swizzle.as_ref()?;
-    if !p.sym.is_empty() || p.m_outer() <= 1 {
+    if !p.sym.is_zero() || p.m_outer() <= 1 {
         return None;
     }
     let num = p.split.num;

@@ -11,9 +11,10 @@
 //! Shared helpers: [`partition`] (the `[outer, threads, vec]` split of
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
-//! This module holds what they share: operand resolution, `validate_copy_op`,
-//! the memory-pair predicate, the affine view of region begins and the
-//! vector-width candidates.
+//! This module holds what they share: operand resolution, `validate_copy_op`
+//! (with the region bounds checked over the ranges of the begin's variables),
+//! the memory-pair predicate, the split of region begins into a sliced
+//! constant and a symbolic element offset, and the vector-width candidates.
 
 pub mod fallback;
 pub mod gmem_smem;
@@ -25,7 +26,7 @@ pub mod swizzle_iter;
 
 use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
 use crate::expr::Affine;
-use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, VarId};
+use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, Range};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
@@ -86,6 +87,12 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     Ok(ops)
 }
 
+/// Every region dim lies inside its buffer dim. A begin affine in variables
+/// with known ranges (scope ids over the narrowed active set, loop variables
+/// over their narrowed extents, [`CallCx::range`]) is checked over that range:
+/// provably inside is fine; provably outside for some value in range (the
+/// range is exact) declines; a begin whose range is unknown or only enclosed
+/// is left to the variants (and the simulator's bounds check).
 fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
@@ -94,16 +101,46 @@ fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decl
         ));
     }
     for (d, (rg, &n)) in r.ranges.iter().zip(&b.shape).enumerate() {
-        let Some(Affine { constant, terms }) = cx.affine(&rg.begin) else { continue };
-        let end = constant.saturating_add(rg.extent);
-        if rg.extent < 1 || (terms.is_empty() && (constant < 0 || end > n)) {
+        let a = cx.affine(&rg.begin);
+        let outside = |lo: i64| format!("rows {lo}..{} are outside 0..{n}", lo.saturating_add(rg.extent));
+        let constant =
+            |lo: i64| Decline::new(Rule::ValidateCopyOp, format!("dim {d} of `{}`: {}", b.name, outside(lo)));
+        if rg.extent < 1 {
+            return Err(constant(a.map_or(0, |a| a.constant)));
+        }
+        let Some(a) = a else { continue };
+        let Some(iv) = cx.range(&a) else { continue };
+        let first_out = if iv.lo < 0 {
+            iv.lo
+        } else if iv.hi.saturating_add(rg.extent) > n {
+            iv.hi
+        } else {
+            continue;
+        };
+        if a.is_constant() {
+            return Err(constant(first_out));
+        }
+        if iv.exact {
             return Err(Decline::new(
                 Rule::ValidateCopyOp,
-                format!("dim {d} of `{}`: rows {constant}..{end} are outside 0..{n}", b.name),
+                format!(
+                    "dim {d} of `{}` begins at `{}`, in [{}, {}] here ({}): at {first_out}, {}",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin),
+                    iv.lo,
+                    iv.hi,
+                    var_ranges(cx, &a),
+                    outside(first_out)
+                ),
             ));
         }
     }
     Ok(())
+}
+
+/// `w in [1, 3], k in [0, 6]`: the range of every variable of `a` at the call.
+fn var_ranges(cx: &CallCx, a: &Affine) -> String {
+    a.vars().into_iter().map(|v| crate::explain::var_range(cx, v)).collect::<Vec<_>>().join(", ")
 }
 
 /// The affine begin of dim `d` of a region of `b`, in loop variables and scope ids.
@@ -112,7 +149,7 @@ fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affin
         Decline::new(
             Rule::SymbolicBegin,
             format!(
-                "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids",
+                "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids (`//` and `%` by constants allowed)",
                 b.name,
                 crate::explain::top_text(cx.kernel, begin)
             ),
@@ -120,33 +157,40 @@ fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affin
     })
 }
 
-/// Appends the symbolic terms of `a`, a begin on dim `d` of `b` whose layout
-/// stride is `stride`, to `sym` as element-offset terms.
-fn push_sym(sym: &mut Vec<(VarId, i64)>, a: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
-    for &(v, c) in &a.terms {
-        let step = c.checked_mul(stride).ok_or_else(|| {
-            Decline::new(
-                Rule::SymbolicBegin,
-                format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
-            )
-        })?;
-        sym.push((v, step));
+/// A region begin split for slicing: the constant `base` the layout is
+/// sliced at, and the symbolic rest `begin - base` (in index units; zero for
+/// a constant begin). `base` is the begin's constant clamped into the
+/// buffer dim, so a begin like `(w - 1) * 32` slices at 0 with rest `32·w - 32`.
+fn split_begin(cx: &CallCx, b: &Buffer, d: usize, rg: &Range) -> Result<(i64, Affine), Decline> {
+    let a = affine_begin(cx, b, d, &rg.begin)?;
+    if a.is_constant() {
+        return Ok((a.constant, Affine::default()));
     }
+    let n = b.shape.get(d).copied().unwrap_or(0);
+    let base = a.constant.clamp(0, n.saturating_sub(rg.extent).max(0));
+    let rest = a.minus(Affine::constant(base)).ok_or_else(|| overflow(b, d))?;
+    Ok((base, rest))
+}
+
+fn overflow(b: &Buffer, d: usize) -> Decline {
+    Decline::new(
+        Rule::SymbolicBegin,
+        format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
+    )
+}
+
+/// Adds `rest`, the symbolic part of a begin on dim `d` of `b` whose layout
+/// stride is `stride`, to the element offset `sym`.
+fn push_sym(sym: &mut Affine, rest: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
+    let step = rest.clone().scale(stride).ok_or_else(|| overflow(b, d))?;
+    *sym = std::mem::take(sym).plus(step).ok_or_else(|| overflow(b, d))?;
     Ok(())
 }
 
-/// `off` plus the symbolic begin terms `Σ coefficient · var`, in index type `ity`.
-fn add_sym(em: &mut Emitter, off: LExpr, sym: &[(VarId, i64)], ity: DType) -> Result<LExpr, Decline> {
-    let mut acc = off;
-    for &(v, c) in sym {
-        let val = em
-            .env
-            .var(v)
-            .ok_or_else(|| Decline::new(Rule::SymbolicBegin, "a region begin uses a variable not defined here"))?;
-        let b = em.builder();
-        acc = b.add(acc, b.mul(b.to_int(val, ity), LExpr::Int(c, ity)));
-    }
-    Ok(acc)
+/// `off` plus the symbolic element offset `sym`, in index type `ity`.
+fn add_sym(em: &mut Emitter, off: LExpr, sym: &Affine, ity: DType) -> Result<LExpr, Decline> {
+    sym.add_to(off, em.env, em.builder(), ity)
+        .ok_or_else(|| Decline::new(Rule::SymbolicBegin, "a region begin uses a variable not defined here"))
 }
 
 /// `e` as a per-thread `let` named `name` appended to `out`, unless it is

@@ -7,7 +7,7 @@
 //! compact chain (`laneid` 32:1 for a warp, `tid_in_wg` 128:1 for a warpgroup,
 //! `tx` for a cta; none at thread scope), and the region does not split a
 //! thread dimension. The memory side may be swizzled and may begin at a
-//! symbolic offset (`A[by * 32 : by * 32 + 32, 0:8]`).
+//! symbolic offset (`A[by * 32 : by * 32 + 32, 0:8]`, `A[(k + 1) % 4, ..]`).
 //!
 //! **Algorithm**: the register layout induces the partition. The memory side
 //! is grouped by the register iters: the group of a thread iter gives each
@@ -32,13 +32,13 @@
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, affine_begin, bind, operands, push_sym, scope_pair, vec_candidates};
+use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin, vec_candidates};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::divisor;
+use crate::expr::Affine;
 use crate::lay;
 use crate::scope::TidKind;
-use tirx_ir::hir::{BufferRegion, ConfigKey, MemScope, VarId};
+use tirx_ir::hir::{BufferRegion, ConfigKey, MemScope};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -74,7 +74,7 @@ struct MemSide {
     tile: TileLayout,
     swizzle: Option<Swizzle>,
     /// Symbolic part of the region begin: Σ coefficient (elements) · var.
-    sym: Vec<(VarId, i64)>,
+    sym: Affine,
 }
 
 struct RegPlan {
@@ -86,7 +86,7 @@ struct RegPlan {
     vec: i64,
     mem_off: i64,
     reg_off: i64,
-    sym: Vec<(VarId, i64)>,
+    sym: Affine,
     swizzle: Option<Swizzle>,
     /// The swizzle fast path over the rounds (§3.6), when it applies.
     walk: Option<Walk>,
@@ -125,7 +125,7 @@ impl Variant for RegCopy {
         let bytes = dtype.bytes() as i64;
         let reg_off = lay::m_offset(&r);
         let mem_off = lay::m_offset(&m.tile);
-        let sym_div = divisor(&m.sym);
+        let sym_div = m.sym.divisor();
         let align =
             Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
         let (vec, outer) = choose_vec(&atoms, dtype.bits(), &align, &mut limits);
@@ -134,7 +134,7 @@ impl Variant for RegCopy {
         let walk = m
             .swizzle
             .as_ref()
-            .filter(|_| m.sym.is_empty())
+            .filter(|_| m.sym.is_zero())
             .and_then(|sw| swizzle_walk(sw, &threads, &outer, mem_off, t));
         if m.swizzle.is_some() && walk.is_none() {
             limits.push(
@@ -375,11 +375,11 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
     }
     let (grouped, seps) = base.canonicalize(Fusion::Cuda).and_then(|c| c.group(&b.shape)).map_err(lerr)?;
     let mut region = Vec::with_capacity(r.ranges.len());
-    let mut sym = Vec::new();
+    let mut sym = Affine::default();
     for (d, rg) in r.ranges.iter().enumerate() {
-        let a = affine_begin(cx, b, d, &rg.begin)?;
-        region.push((a.constant, rg.extent));
-        if a.terms.is_empty() {
+        let (base, rest) = split_begin(cx, b, d, rg)?;
+        region.push((base, rg.extent));
+        if rest.is_zero() {
             continue;
         }
         let group = TileLayout::from_shard(grouped.shard[seps[d]..seps[d + 1]].to_vec())
@@ -397,7 +397,7 @@ fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
                 ))
             }
         };
-        push_sym(&mut sym, &a, stride, b, d)?;
+        push_sym(&mut sym, &rest, stride, b, d)?;
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {

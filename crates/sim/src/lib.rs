@@ -34,7 +34,9 @@
 //! module: `pair`, `matrix` (`docs/lir.md`).
 
 mod arith;
+mod asynch;
 mod bank;
+mod collective;
 mod compile;
 mod error;
 mod exec;

@@ -327,7 +327,7 @@ impl Machine<'_> {
         let d = self.bounds(dst, t, di, elems, site, "cp.async store")?;
         self.aligned(dst, t, d, bytes as usize, site, "cp.async store")?;
         let read = fill.unwrap_or(i64::from(bytes));
-        if !(0..=i64::from(bytes)).contains(&read) || read as usize % esize != 0 {
+        if !(0..=i64::from(bytes)).contains(&read) || !(read as usize).is_multiple_of(esize) {
             let msg = format!(
                 "cp.async of {bytes} bytes by {} with source size {read}: it must be 0..={bytes} and a whole number of {}-byte elements",
                 self.who(t),
@@ -368,9 +368,13 @@ impl Machine<'_> {
     pub(crate) fn inflight_conflict(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Option<SimError> {
         let &(p, issued) = self.asy.inflight.get(&(b, e))?;
         let verb = if dir == Dir::Write { "writes" } else { "reads" };
-        let whose = if p == t { "its own".to_string() } else { format!("{}'s", self.who(p)) };
+        let copy = if p == t {
+            "its own cp.async into it".to_string()
+        } else {
+            format!("a cp.async into it by {}", self.who(p))
+        };
         let msg = format!(
-            "{} element {e}: {} {verb} it while {whose} cp.async into it has not completed",
+            "{} element {e}: {} {verb} it while {copy} has not completed",
             self.bufs[b as usize].describe(),
             self.who(t)
         );
@@ -389,11 +393,14 @@ impl Machine<'_> {
             return Ok(());
         };
         let waiting: usize = groups.iter().map(Vec::len).sum();
-        let msg = format!(
-            "{} exits with {} cp.async not committed and {waiting} in committed groups not waited for; their data never lands",
-            self.who(t),
-            open.len()
-        );
+        let mut pending = vec![];
+        if !open.is_empty() {
+            pending.push(format!("{} cp.async not committed (cp.async.commit_group)", open.len()));
+        }
+        if waiting > 0 {
+            pending.push(format!("{waiting} cp.async in committed groups not waited for (cp.async.wait_group)"));
+        }
+        let msg = format!("{} exits with {}; their data never lands", self.who(t), pending.join(" and "));
         Err(SimError::new(SimErrorKind::AsyncCopy, self.prog.sites[first.site as usize], msg).help(
             "end every batch of cp.async with cp.async.commit_group and cp.async.wait_group before the data is used",
         ))

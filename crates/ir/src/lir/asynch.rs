@@ -292,3 +292,155 @@ impl Printer<'_> {
         self.line(d, &text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lir::{LBuf, LStmt};
+    use crate::span::Span;
+
+    /// Buffers: 0 `A` global f32[64], 1 `S` shared f32[64], 2 `bars` shared i64[2],
+    /// 3 `G` global i64[2], 4 `R` local i64[2].
+    fn kernel(body: Vec<LStmtKind>) -> LKernel {
+        let buf = |name: &str, dtype, space| LBuf {
+            name: name.into(),
+            dtype,
+            space,
+            elems: 64,
+            shape: vec![64],
+            dynamic: false,
+        };
+        LKernel {
+            name: "k".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            params: vec![LBufId(0), LBufId(3)],
+            bufs: vec![
+                buf("A", DType::F32, Space::Global),
+                buf("S", DType::F32, Space::Shared),
+                buf("bars", DType::I64, Space::Shared),
+                buf("G", DType::I64, Space::Global),
+                buf("R", DType::I64, Space::Local),
+            ],
+            vars: vec![],
+            body: body.into_iter().map(|k| LStmt::new(k, Span::default())).collect(),
+        }
+    }
+
+    fn cp(dst: u32, di: i64, src: u32, si: i64, bytes: u32, src_bytes: Option<LExpr>) -> LStmtKind {
+        let (dst_index, src_index) = (LExpr::i32(di), LExpr::i32(si));
+        LStmtKind::Async(AsyncOp::CpAsync {
+            dst: LBufId(dst),
+            dst_index,
+            src: LBufId(src),
+            src_index,
+            bytes,
+            src_bytes,
+        })
+    }
+
+    fn mbar(buf: u32) -> Mbar {
+        Mbar { buf: LBufId(buf), index: LExpr::i32(1) }
+    }
+
+    fn all_ops() -> Vec<LStmtKind> {
+        vec![
+            LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(2), count: LExpr::i32(32) }),
+            cp(1, 4, 0, 8, 16, None),
+            cp(1, 2, 0, 2, 8, Some(LExpr::i32(4))),
+            cp(1, 1, 0, 63, 4, None),
+            LStmtKind::Async(AsyncOp::CommitGroup),
+            LStmtKind::Async(AsyncOp::WaitGroup(0)),
+            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2) }),
+            LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(1024) }),
+            LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(1) }),
+            LStmtKind::Async(AsyncOp::FenceProxyAsync),
+        ]
+    }
+
+    fn rejects(body: Vec<LStmtKind>, words: &str) {
+        let err = kernel(body).validate().expect_err("must be rejected");
+        assert!(err.contains(words), "`{words}` not in: {err}");
+    }
+
+    #[test]
+    fn accepts_every_instruction() {
+        assert_eq!(kernel(all_ops()).validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_bad_copies() {
+        rejects(vec![cp(1, 0, 0, 0, 12, None)], "cp.async of 12 bytes; it copies 4, 8 or 16");
+        rejects(vec![cp(0, 0, 1, 0, 16, None)], "cp.async copies global -> shared");
+        rejects(vec![cp(1, 2, 0, 0, 16, None)], "cp.async of 16 bytes: index 2 into `S` is not a multiple of 4");
+        rejects(vec![cp(1, 0, 0, 0, 16, Some(LExpr::i32(20)))], "cp.async: source size 20 is outside 0..=16");
+        rejects(
+            vec![cp(1, 0, 0, 0, 16, Some(LExpr::i32(6)))],
+            "source size 6 is not a whole number of float32 elements",
+        );
+        rejects(
+            vec![cp(1, 0, 0, 0, 16, Some(LExpr::Int(8, DType::I64)))],
+            "cp.async source size is int64, expected int32",
+        );
+    }
+
+    #[test]
+    fn rejects_bad_mbarriers() {
+        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar });
+        rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 buffer");
+        rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 buffer");
+        rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 buffer");
+        let init = |n| LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(2), count: LExpr::i32(n) });
+        rejects(vec![init(0)], "mbarrier.init: arrival count 0 is outside 1..=1048575");
+        rejects(vec![init(1 << 20)], "arrival count 1048576 is outside");
+        let tx = LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(-4) });
+        rejects(vec![tx], "tx byte count -4 is outside 0..=1048575");
+        let wait = LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(2) });
+        rejects(vec![wait], "phase parity 2 is outside 0..=1");
+        // A barrier buffer is not data: no plain store or load may touch it.
+        let store = LStmtKind::Store { buf: LBufId(2), index: LExpr::i32(0), value: LExpr::Int(0, DType::I64) };
+        rejects(
+            vec![init(1), store],
+            "`bars` holds mbarriers, but a statement at source bytes 0..0 accesses it as data",
+        );
+        let load = LStmtKind::Store {
+            buf: LBufId(3),
+            index: LExpr::i32(0),
+            value: LExpr::Load(LBufId(2), Box::new(LExpr::i32(0))),
+        };
+        rejects(vec![init(1), load], "`bars` holds mbarriers");
+    }
+
+    #[test]
+    fn minimum_targets() {
+        let k = kernel(all_ops());
+        let archs: Vec<Arch> = k.body.iter().map(|s| k.min_arch(s)).collect();
+        let sm80 = Arch::SM_80;
+        let sm90 = Arch::SM_90;
+        assert_eq!(archs, vec![sm80, sm80, sm80, sm80, sm80, sm80, sm80, sm90, sm80, sm90]);
+        let first = k.first_unsupported(Arch::SM_80).map(|s| &s.kind);
+        assert!(matches!(first, Some(LStmtKind::Async(AsyncOp::MbarArriveExpectTx { .. }))));
+        assert!(k.first_unsupported(Arch::SM_75).is_some());
+        assert!(k.first_unsupported(Arch::SM_90A).is_none());
+        assert!(k.uses_mbarriers());
+    }
+
+    #[test]
+    fn prints_one_line_each() {
+        let text = kernel(all_ops()).to_string();
+        for line in [
+            "mbarrier.init bars[1] count=32",
+            "cp.async.cg<16> S[4] <- A[8]",
+            "cp.async.ca<8> S[2] <- A[2] src_bytes=4",
+            "cp.async.ca<4> S[1] <- A[63]",
+            "cp.async.commit_group",
+            "cp.async.wait_group 0",
+            "mbarrier.arrive bars[1]",
+            "mbarrier.arrive.expect_tx bars[1] tx=1024",
+            "mbarrier.try_wait.parity bars[1] parity=1",
+            "fence.proxy.async.shared::cta",
+        ] {
+            assert!(text.contains(&format!("\n  {line}\n")), "`{line}` not in:\n{text}");
+        }
+    }
+}

@@ -157,3 +157,95 @@ impl Printer<'_> {
         self.line(d, &text);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lir::{LBuf, LBufId, LKernel, LStmt, LStmtKind, LVar, Space, Special};
+    use crate::span::Span;
+
+    /// `let y: yt = shuffle(A[tid], operand); B[tid] = y`, `A: t`, `B: yt`.
+    fn kernel(t: DType, yt: DType, mode: ShuffleMode, operand: LExpr, width: u32, mask: u32) -> LKernel {
+        let buf = |name: &str, dtype| LBuf {
+            name: name.into(),
+            dtype,
+            space: Space::Global,
+            elems: 32,
+            shape: vec![32],
+            dynamic: false,
+        };
+        let tid = || LExpr::Special(Special::ThreadIdx(0));
+        let value = LExpr::Load(LBufId(0), Box::new(tid()));
+        let op = CollectiveOp::Shuffle { var: LVarId(0), value, mode, lane_or_delta: operand, width, mask };
+        LKernel {
+            name: "k".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            params: vec![LBufId(0), LBufId(1)],
+            bufs: vec![buf("A", t), buf("B", yt)],
+            vars: vec![LVar { name: "y".into(), dtype: yt }],
+            body: vec![
+                LStmt::new(LStmtKind::Collective(op), Span::default()),
+                LStmt::new(
+                    LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Var(LVarId(0)) },
+                    Span::default(),
+                ),
+            ],
+        }
+    }
+
+    fn bfly(t: DType, delta: i64, width: u32, mask: u32) -> LKernel {
+        kernel(t, t, ShuffleMode::Bfly, LExpr::i32(delta), width, mask)
+    }
+
+    #[test]
+    fn accepts_every_shuffle_type_and_width() {
+        for t in SHUFFLE_TYPES {
+            for width in [1, 2, 4, 8, 16, 32] {
+                assert_eq!(bfly(t, 0, width, u32::MAX).validate(), Ok(()), "{t} width {width}");
+            }
+        }
+        for mode in [ShuffleMode::Down, ShuffleMode::Up, ShuffleMode::Idx] {
+            let k = kernel(DType::F32, DType::F32, mode, LExpr::Special(Special::ThreadIdx(0)), 32, 0xff);
+            assert_eq!(k.validate(), Ok(()));
+        }
+    }
+
+    fn rejects(k: LKernel, words: &str) {
+        let err = k.validate().expect_err("must be rejected");
+        assert!(err.contains(words), "`{words}` not in: {err}");
+    }
+
+    #[test]
+    fn rejects_bad_shuffles() {
+        for width in [0, 3, 12, 64] {
+            rejects(bfly(DType::F32, 1, width, u32::MAX), &format!("width {width} is not a power of two in 1..=32"));
+        }
+        rejects(bfly(DType::F32, 1, 32, 0), "the member mask is empty");
+        for t in [DType::I8, DType::U16, DType::Bool, DType::F8E4M3] {
+            rejects(bfly(t, 1, 32, u32::MAX), &format!("shfl.sync.bfly of a {t} value"));
+        }
+        rejects(
+            kernel(DType::F32, DType::F16, ShuffleMode::Bfly, LExpr::i32(1), 32, 1),
+            "is defined by shfl.sync.bfly of a float32 value",
+        );
+        rejects(bfly(DType::F32, 32, 32, u32::MAX), "xor mask 32 is outside 0..32");
+        rejects(kernel(DType::I32, DType::I32, ShuffleMode::Down, LExpr::i32(-1), 32, 1), "delta -1 is outside 0..32");
+        let k = kernel(DType::I32, DType::I32, ShuffleMode::Idx, LExpr::Float(1.0, DType::F32), 32, 1);
+        rejects(k, "shfl.sync.idx source lane is float32, expected int32");
+        // The variable is declared by the shuffle: a second definition is rejected.
+        let mut k = bfly(DType::F32, 1, 32, u32::MAX);
+        k.body.insert(1, k.body[0].clone());
+        rejects(k, "declared again");
+    }
+
+    #[test]
+    fn prints_and_needs_no_newer_target() {
+        let k = bfly(DType::BF16, 16, 8, 0xff);
+        assert!(
+            k.to_string().contains("let y: bfloat16 = shfl.sync.bfly(A[threadIdx.x], 16; width=8, mask=0x000000ff)"),
+            "{k}"
+        );
+        assert_eq!(k.min_arch(&k.body[0]), Arch::MIN);
+    }
+}

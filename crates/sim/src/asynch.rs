@@ -499,6 +499,9 @@ impl Machine<'_> {
     /// Wakes the threads whose mbarrier wait has completed; returns whether any woke.
     pub(crate) fn release_mbar_waits(&mut self) -> Result<bool, SimError> {
         let mut progressed = false;
+        if self.asy.bars.is_empty() {
+            return Ok(false); // nobody can be waiting on a barrier
+        }
         for t in 0..self.n {
             if self.state[t] != State::Waiting {
                 continue;

@@ -1,12 +1,14 @@
 //! The machine: runs every CTA, every thread, with barrier and warp-collective
 //! semantics.
 //!
-//! Scheduling: within a CTA each thread runs until it blocks (a barrier or a
-//! warp-collective instruction) or exits. When no thread can run, a warp whose
-//! lanes all wait at the same warp-level instruction (`__syncwarp`, ldmatrix,
-//! stmatrix) executes it; otherwise, if every thread waits at the same
-//! `__syncthreads`, the CTA passes it. Anything else is a hang on the GPU and is
-//! reported with who waits where. Threads only communicate through memory, and
+//! Scheduling: within a CTA each thread runs until it blocks (a barrier, a
+//! warp-collective instruction, or an mbarrier wait whose phase has not
+//! completed) or exits. When no thread can run, the lanes a warp-level
+//! instruction needs (`__syncwarp`, ldmatrix, stmatrix: the whole warp; a
+//! shuffle: its member mask) execute it once they all wait at it; if every
+//! thread waits at the same `__syncthreads`, the CTA passes it; threads whose
+//! mbarrier phase has completed wake up. Anything else is a hang on the GPU and
+//! is reported with who waits where (a deadlock when threads wait on mbarriers). Threads only communicate through memory, and
 //! unordered conflicting accesses are reported as races, so running threads one
 //! after another gives the GPU's result for every race-free kernel.
 

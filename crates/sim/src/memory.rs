@@ -4,15 +4,24 @@
 //! it (scalar, vector, matrix row, pair) is in units of its dtype, so the shadow
 //! is element-granular and exact: two accesses overlap iff they share an element.
 //!
-//! **Epoch stamps.** A global `clock` ticks at every CTA start, CTA barrier
-//! and warp barrier. Each warp's `wsync` is the clock of its last barrier, and
-//! an access is stamped with its warp's `wsync`. For an earlier access
+//! **Epoch stamps.** A global `clock` ticks at every CTA start, CTA barrier,
+//! warp barrier and mbarrier arrive. Each warp's `wsync` is the clock of its
+//! last barrier, and an access is stamped with the newer of its warp's `wsync`
+//! and its thread's last arrive tick ([`Machine::stamp`]). For an earlier access
 //! `(tid p, stamp s)` and the current thread `t`:
 //! * `s == 0`: never accessed; `s < cta_start`: by an earlier CTA (shared: the
 //!   memory is fresh, so "never"; global: another CTA — CTAs are unordered);
-//! * `s < cta_sync` (a CTA barrier since), `p == t`, or `p` in `t`'s warp with
-//!   `s < wsync[warp]` (a `__syncwarp` since): ordered;
+//! * `s < cta_sync` (a CTA barrier since), `p == t`, `p` in `t`'s warp with
+//!   `s < wsync[warp]` (a `__syncwarp` since), or `s` older than an arrive of
+//!   `p` that `t` acquired through mbarrier waits (`asynch`; a vector clock, so
+//!   chains of waits order transitively): ordered;
 //! * otherwise the two accesses race if one of them writes.
+//!
+//! A "several readers" record keeps the newest of their stamps; an mbarrier
+//! orders it before `t` only if `t` acquired an arrive newer than that from
+//! every thread that may be one of the readers (their warp, or the whole CTA
+//! when they span warps), which is exact for pipelines whose whole consumer
+//! warp(s) arrive and may report a race for other patterns.
 //!
 //! One shadow record per element of a global/shared buffer (16 bytes: last
 //! writer and last reader(s), with their stamps and statement sites), allocated

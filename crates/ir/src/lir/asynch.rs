@@ -2,7 +2,7 @@
 //! and the objects that say when they have: `cp.async` global → shared with
 //! commit / wait groups (sm_80), mbarriers (sm_80; `expect_tx` sm_90) and the
 //! async-proxy fence (sm_90). TMA bulk copies complete mbarrier transactions and
-//! belong here later. See `docs/lir.md`.
+//! belong here later. See `docs/lir.md` §2.6.
 //!
 //! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
 //! shared buffer, both indices naturally aligned; its optional source size is an

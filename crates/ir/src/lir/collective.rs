@@ -1,12 +1,12 @@
 //! The **collective** family: warp-level instructions that exchange registers
 //! between the lanes of a warp without going through memory. Today: shuffles
 //! (`shfl.sync` in its four modes), the building block of warp reductions; a
-//! `redux.sync`/`warp_reduce` belongs here later. See `docs/lir.md`.
+//! `redux.sync`/`warp_reduce` belongs here later.
 //!
 //! A shuffle defines a new immutable variable, like `let`: every lane in `mask`
 //! supplies `value` and `lane_or_delta`, and receives the `value` of the source
 //! lane its mode picks inside its `width`-lane segment (PTX `shfl.sync`
-//! semantics, `docs/lir.md` §collective). Typing: `width` a power of two in
+//! semantics, `docs/lir.md` §2.5). Typing: `width` a power of two in
 //! 1..=32, `mask` non-zero, `value` one of [`SHUFFLE_TYPES`] and the variable's
 //! type, `lane_or_delta` int32 (a constant one in 0..32, as the hardware reads
 //! only its low five bits).

@@ -3,13 +3,13 @@
 //! `lower` produces it; `cuda` prints it as CUDA C++ and `sim` executes it on
 //! the CPU, so the simulator checks exactly the code the GPU runs. It is
 //! deliberately small and explicit: flat element-indexed buffers, scalar and
-//! vector memory operations, structured control flow, barriers, and the few
-//! warp-collective instructions copy variants need. There are no layouts, no
-//! tile calls, no exec scopes left.
+//! vector memory operations, structured control flow, barriers, and the
+//! warp-collective and asynchronous instructions tile ops need. There are no
+//! layouts, no tile calls, no exec scopes left.
 //!
 //! Instructions come in families, each in its own module with its types, its
 //! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
-//! instruction touches one module per crate (`docs/lir.md` has the recipe):
+//! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
 //! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);

@@ -442,6 +442,14 @@ impl Machine<'_> {
     fn mbar_arrive(&mut self, t: u32, site: u32, bar: u32, idx: i64, tx: i64) -> Result<(), SimError> {
         let what = if tx == 0 { "mbarrier.arrive" } else { "mbarrier.arrive.expect_tx" };
         let e = self.mbar_elem(t, site, bar, idx, what)?;
+        if !(0..=MBAR_MAX_COUNT).contains(&tx) {
+            let msg = format!(
+                "{what} on `{}[{e}]` by {} with {tx} transaction bytes; it must be 0..={MBAR_MAX_COUNT}",
+                self.bufs[bar as usize].name,
+                self.who(t)
+            );
+            return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg));
+        }
         if !self.asy.bars.contains_key(&(bar, e)) {
             return Err(self.uninit_barrier(t, site, bar, e, what));
         }

@@ -4,7 +4,7 @@
 // element with a host (or, for the 12 GiB kernel, device-side) reference.
 //
 //   TIRX_CU_OUT=$PWD/out/cu cargo test -p tirx-cuda --test kernels
-//   nvcc -arch=sm_90a -o check crates/cuda/gpu/check.cu out/cu/*.cu && ./check
+//   nvcc -arch=sm_90a -o check crates/cuda/gpu/check.cu out/cu/*.cu && ./check [NAME...]
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -25,6 +25,9 @@ __global__ void packed_f16(__half*, __half*, __half*);
 __global__ void cast_pairs(float*, __half*, float*);
 __global__ void swizzle_copy(__half*, __half*);
 __global__ void big_scale(float*, float*);
+__global__ void warp_shuffle(float*, float*, __nv_bfloat16*, __nv_bfloat16*, int*, int*);
+__global__ void cp_async_copy(float*, float*);
+__global__ void mbarrier_pipeline(float*, float*);
 }
 
 #define CK(x)                                                                               \
@@ -65,6 +68,8 @@ static std::vector<T> download(const T* d, size_t n) {
 static float f(float x) { return x; }
 static float f(__half x) { return __half2float(x); }
 static float f(unsigned char x) { return x; }
+static float f(int x) { return float(x); }
+static float f(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 /// Compares bit patterns (exact), printing the first few mismatches.
 template <class T>
@@ -157,6 +162,66 @@ static void check_cast_pairs() {
     expect("cast_pairs.Bf", download(dbf, 256), want_bf);
 }
 
+/// PTX shfl.sync source lanes (lane within the warp) for width-`w` segments.
+static int shfl_down(int l, int d, int w) { return l + d <= (l & ~(w - 1)) + w - 1 ? l + d : l; }
+static int shfl_up(int l, int d, int w) { return l - d >= (l & ~(w - 1)) ? l - d : l; }
+
+static void check_warp_shuffle() {
+    std::vector<float> a(64), want_b(64, 0.0f);
+    std::vector<__nv_bfloat16> c(64), want_d(64);
+    std::vector<int> e(64), want_f(256);
+    for (int i = 0; i < 64; ++i) {
+        a[i] = float((i * 7 + 3) % 13) - 6.0f;  // small integers: every partial sum is exact
+        c[i] = __float2bfloat16_rn(float(i) * 0.37f - 5.0f);
+        e[i] = (i * 13 + 5) % 101 - 50;
+    }
+    for (int t = 0; t < 64; ++t) {
+        int w = t / 32 * 32, l = t % 32, seg8 = t & ~7;
+        for (int k = 0; k < 32; ++k) want_b[t] += a[w + k];
+        want_d[t] = c[t ^ 5];
+        int sum = 0;
+        for (int k = 0; k < 8; ++k) sum += e[seg8 + k];
+        want_f[t * 4 + 0] = sum;
+        want_f[t * 4 + 1] = e[w + shfl_down(l, 3, 16)];
+        want_f[t * 4 + 2] = e[w + (l & ~15) + 7];
+        want_f[t * 4 + 3] = e[w + shfl_up(l, 1, 8)];
+    }
+    float *da = upload(a), *db = zeros<float>(64);
+    __nv_bfloat16 *dc = upload(c), *dd = zeros<__nv_bfloat16>(64);
+    int *de = upload(e), *df = zeros<int>(256);
+    warp_shuffle<<<1, 64>>>(da, db, dc, dd, de, df);
+    CK(cudaGetLastError());
+    expect("warp_shuffle.B", download(db, 64), want_b);
+    expect("warp_shuffle.D", download(dd, 64), want_d);
+    expect("warp_shuffle.F", download(df, 256), want_f);
+}
+
+static void check_cp_async() {
+    std::vector<float> a(256), want(256);
+    for (int i = 0; i < 256; ++i) a[i] = float(i) + 0.5f;
+    for (int t = 0; t < 32; ++t)
+        for (int j = 0; j < 4; ++j) {
+            want[t * 4 + j] = a[(31 - t) * 4 + j];
+            int k = 128 + t * 4 + j;
+            want[k] = (j < 2 && t % 2 == 0) ? 0.0f : a[k];  // even threads zero-fill their 8-byte copy
+        }
+    float *da = upload(a), *db = zeros<float>(256);
+    cp_async_copy<<<1, 32>>>(da, db);
+    CK(cudaGetLastError());
+    expect("cp_async_copy", download(db, 256), want);
+}
+
+static void check_mbarrier_pipeline() {
+    std::vector<float> a(128), want(128);
+    for (int i = 0; i < 128; ++i) a[i] = float(i % 37) * 0.25f;
+    for (int r = 0; r < 4; ++r)
+        for (int l = 0; l < 32; ++l) want[r * 32 + l] = a[r * 32 + l] * 2.0f + a[r * 32] * 2.0f;
+    float *da = upload(a), *db = zeros<float>(128);
+    mbarrier_pipeline<<<1, 64>>>(da, db);
+    CK(cudaGetLastError());
+    expect("mbarrier_pipe", download(db, 128), want);
+}
+
 __global__ void fill_pattern(float* a, long long n) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         a[i] = float(i % 1000003);
@@ -195,18 +260,36 @@ static void check_big_scale() {
     cudaFree(dbad);
 }
 
-int main() {
-    roundtrip<float>("copy_f32", copy_f32, 1024, 1, 32);
-    roundtrip<__half>("copy_f16", copy_f16, 1024, 1, 32);
-    roundtrip<unsigned char>("copy_u8", copy_u8, 1024, 1, 32);
-    roundtrip<float>("fallback_copy", fallback_copy, 24, 1, 32);
-    roundtrip<__half>("swizzle_copy", swizzle_copy, 4096, 1, 128, 8192);
-    check_scalar_grid();
-    check_reg_copy();
-    check_ldstmatrix();
-    check_packed_f16();
-    check_cast_pairs();
-    check_big_scale();
+/// `check [NAME...]`: runs the named checks (all without arguments), e.g.
+/// `check warp_shuffle cp_async mbarrier` under compute-sanitizer.
+int main(int argc, char** argv) {
+    struct Check {
+        const char* name;
+        void (*run)();
+    };
+    const Check checks[] = {
+        {"copy", [] {
+             roundtrip<float>("copy_f32", copy_f32, 1024, 1, 32);
+             roundtrip<__half>("copy_f16", copy_f16, 1024, 1, 32);
+             roundtrip<unsigned char>("copy_u8", copy_u8, 1024, 1, 32);
+             roundtrip<float>("fallback_copy", fallback_copy, 24, 1, 32);
+             roundtrip<__half>("swizzle_copy", swizzle_copy, 4096, 1, 128, 8192);
+         }},
+        {"scalar_grid", check_scalar_grid},
+        {"reg_copy", check_reg_copy},
+        {"ldstmatrix", check_ldstmatrix},
+        {"packed_f16", check_packed_f16},
+        {"cast_pairs", check_cast_pairs},
+        {"warp_shuffle", check_warp_shuffle},
+        {"cp_async", check_cp_async},
+        {"mbarrier", check_mbarrier_pipeline},
+        {"big_scale", check_big_scale},
+    };
+    for (const Check& c : checks) {
+        bool named = argc == 1;
+        for (int i = 1; i < argc; ++i) named |= std::strcmp(argv[i], c.name) == 0;
+        if (named) c.run();
+    }
     std::printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }

@@ -5,8 +5,8 @@
 //! arrays, and the body with 4-space indentation. Statements with no effect are
 //! not printed: `let`s whose variable is never read, and loops or branches
 //! whose bodies print nothing but comments. The instructions of each LIR family
-//! print in their own module (`memory`, `pair`, `matrix`, ...), through the
-//! helpers of [`Ctx`].
+//! print in their own module (`memory`, `pair`, `matrix`, `collective`,
+//! `asynch`), through the helpers of [`Ctx`].
 
 use crate::ctype::{c_type, header_of, Header};
 use crate::expr::loop_bound;
@@ -258,6 +258,8 @@ impl Ctx<'_> {
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
             LStmtKind::Matrix(m) => self.matrix(m)?,
+            LStmtKind::Collective(c) => self.collective(c)?,
+            LStmtKind::Async(a) => self.asynch(a)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
             }

@@ -29,6 +29,10 @@ pub enum Helper {
     FloorMod { ty: Num },
     /// `ldmatrix` (store = false) / `stmatrix`; loads sort first.
     Matrix { store: bool, num: u8, trans: bool },
+    /// `cp.async` of `bytes`, with a source size (`fill`) or without.
+    CpAsync { bytes: u32, fill: bool },
+    /// An mbarrier operation.
+    Mbar(crate::asynch::MbarHelper),
 }
 
 impl Helper {
@@ -37,6 +41,8 @@ impl Helper {
             Helper::FloorDiv { .. } => "tirx_floordiv".into(),
             Helper::FloorMod { .. } => "tirx_floormod".into(),
             Helper::Matrix { store, num, trans } => crate::matrix::helper_name(store, num, trans),
+            Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_name(bytes, fill),
+            Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
         }
     }
 
@@ -65,6 +71,8 @@ impl Helper {
                 )
             }
             Helper::Matrix { store, num, trans } => crate::matrix::helper_source(store, num, trans),
+            Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_source(bytes, fill),
+            Helper::Mbar(h) => crate::asynch::mbar_source(h),
         }
     }
 }

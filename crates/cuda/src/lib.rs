@@ -6,20 +6,23 @@
 //! [`generate`] validates the LIR ([`LKernel::validate`]) and then prints, in order:
 //! a banner, the CUDA headers its types need (`cuda_fp16.h`, `cuda_bf16.h`,
 //! `cuda_fp8.h`; nothing else), the `__device__ __forceinline__` helpers its body
-//! calls (Python floor division, `ldmatrix`/`stmatrix` inline PTX), and the
-//! `extern "C" __global__` kernel. Names come from the source, made valid and
-//! unique; vector copies are plain `uint4`/`uint2`/... accesses so that
-//! ptxas emits 128-bit loads and stores; packed pairs use the `__half2` /
-//! `__nv_bfloat162` intrinsics. Nothing is printed for statements without effect.
+//! calls (Python floor division, inline PTX for `ldmatrix`/`stmatrix`, `cp.async`
+//! and mbarriers), and the `extern "C" __global__` kernel. Names come from the
+//! source, made valid and unique; vector copies are plain `uint4`/`uint2`/...
+//! accesses so that ptxas emits 128-bit loads and stores; packed pairs use the
+//! `__half2` / `__nv_bfloat162` intrinsics; shuffles the `__shfl_*_sync`
+//! overloads. Nothing is printed for statements without effect.
 //!
 //! Each LIR instruction family prints in its own module (`memory`, `pair`,
-//! `matrix`, `round`; see `docs/lir.md`), core statements and declarations in `emit`,
-//! expressions in `expr`.
+//! `matrix`, `round`, `collective`, `asynch`; see `docs/lir.md`), core statements and
+//! declarations in `emit`, expressions in `expr`.
 //!
 //! The output compiles with nvcc and NVRTC 13.0 for sm_90a; `scripts/ci-cuda.sh`
 //! checks that and the SASS each kernel must (not) contain, and
 //! `crates/cuda/gpu/check.cu` runs the test kernels on a GPU against references.
 
+mod asynch;
+mod collective;
 mod ctype;
 mod emit;
 mod expr;

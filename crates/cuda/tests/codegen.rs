@@ -597,3 +597,122 @@ fn absurd_shared_sizes_are_an_error_not_an_overflow() {
         other => panic!("{other:?}"),
     }
 }
+
+// ---- collective and async families ----
+
+/// The line of `src` that calls `what`, trimmed.
+fn line_with(src: &str, what: &str) -> String {
+    src.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no `{what}` in\n{src}")).trim().to_string()
+}
+
+#[test]
+fn shuffles_use_the_overload_of_their_type_and_need_its_header() {
+    use tirx_ir::lir::ShuffleMode::{Bfly, Down, Idx, Up};
+    for (t, ty, header) in [
+        (DType::F32, "float", None),
+        (DType::F64, "double", None),
+        (DType::I32, "int", None),
+        (DType::U32, "unsigned int", None),
+        (DType::I64, "long long", None),
+        (DType::F16, "__half", Some("cuda_fp16.h")),
+        (DType::BF16, "__nv_bfloat16", Some("cuda_bf16.h")),
+    ] {
+        for (mode, f) in
+            [(Bfly, "__shfl_xor_sync"), (Down, "__shfl_down_sync"), (Up, "__shfl_up_sync"), (Idx, "__shfl_sync")]
+        {
+            let k = one_stmt(|kb| {
+                let a = kb.param("A", t, &[32]);
+                let y = kb.var("y", t);
+                vec![shfl(y, load(a, tid()), mode, i(4), 8, 0x0000_ff00), store(a, tid(), v(y))]
+            });
+            let s = src(&k);
+            assert_eq!(line_with(&s, f), format!("const {ty} y = {f}(0x0000ff00u, A[(int)threadIdx.x], 4, 8);"));
+            assert_eq!(header.is_some_and(|h| s.contains(&format!("#include <{h}>"))), header.is_some(), "{s}");
+        }
+    }
+}
+
+#[test]
+fn an_unread_shuffle_is_still_printed() {
+    // Every lane of the mask executes it together, so it is never dropped like a dead `let`.
+    let k = one_stmt(|kb| {
+        let y = kb.var("y", DType::I32);
+        vec![shfl(y, tid(), tirx_ir::lir::ShuffleMode::Bfly, i(1), 32, u32::MAX)]
+    });
+    assert!(src(&k).contains("__shfl_xor_sync(0xffffffffu, (int)threadIdx.x, 1, 32);"));
+}
+
+#[test]
+fn cp_async_helpers_by_size_and_source_size() {
+    let k = one_stmt(|kb| {
+        let a = kb.param("A", DType::F16, &[64]);
+        let s = kb.shared("S", DType::F16, &[64]);
+        vec![
+            cp_async(s, i(0), a, i(0), 16, None),
+            cp_async(s, i(8), a, i(8), 16, None),
+            cp_async(s, i(16), a, i(16), 8, Some(i(4))),
+            cp_async(s, i(24), a, i(24), 4, None),
+            commit_group(),
+            wait_group(2),
+        ]
+    });
+    let s = src(&k);
+    // One helper per (size, source size), defined once.
+    assert_eq!(s.matches("void tirx_cp_async_16(void* dst, const void* src)").count(), 1, "{s}");
+    assert!(s.contains("cp.async.cg.shared.global [%0], [%1], 16;"), "{s}");
+    assert!(s.contains("cp.async.ca.shared.global [%0], [%1], 8, %2;"), "{s}");
+    assert!(s.contains("cp.async.ca.shared.global [%0], [%1], 4;"), "{s}");
+    assert!(s.contains("__cvta_generic_to_shared(dst)"), "{s}");
+    assert_eq!(line_with(&s, "tirx_cp_async_8_fill(&"), "tirx_cp_async_8_fill(&S[16], &A[16], 4);");
+    assert_eq!(line_with(&s, "\"cp.async.commit_group"), "asm volatile(\"cp.async.commit_group;\" ::: \"memory\");");
+    assert_eq!(line_with(&s, "\"cp.async.wait_group"), "asm volatile(\"cp.async.wait_group 2;\" ::: \"memory\");");
+}
+
+#[test]
+fn mbarrier_operations() {
+    let k = one_stmt(|kb| {
+        let bars = kb.shared("bars", DType::I64, &[2]);
+        vec![
+            mbar_init(bars, i(1), i(64)),
+            mbar_arrive(bars, i(1)),
+            mbar_arrive_expect_tx(bars, i(1), i(4096)),
+            mbar_wait(bars, i(1), rem(tid(), i(2))),
+            fence_proxy_async(),
+        ]
+    });
+    let s = src(&k);
+    assert!(s.contains("__shared__ alignas(16) long long bars[2];"), "{s}");
+    for (call, ptx) in [
+        ("tirx_mbarrier_init(&bars[1], 64);", "mbarrier.init.shared.b64 [%0], %1;"),
+        ("tirx_mbarrier_arrive(&bars[1]);", "mbarrier.arrive.shared.b64 state, [%0];"),
+        (
+            "tirx_mbarrier_arrive_expect_tx(&bars[1], 4096);",
+            "mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;",
+        ),
+        (
+            "tirx_mbarrier_wait(&bars[1], (int)threadIdx.x % 2);",
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;",
+        ),
+    ] {
+        assert!(s.contains(&format!("    {call}\n")), "`{call}` not in\n{s}");
+        assert!(s.contains(ptx), "`{ptx}` not in\n{s}");
+    }
+    // Below sm_90 the wait spins on test_wait, which sm_80 has.
+    assert!(s.contains("#if __CUDA_ARCH__ >= 900") && s.contains("mbarrier.test_wait.parity.shared.b64"), "{s}");
+    assert!(s.contains("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");"), "{s}");
+}
+
+#[test]
+fn validation_rejects_bad_family_operands() {
+    let m = invalid(&one_stmt(|kb| {
+        let y = kb.var("y", DType::F32);
+        vec![shfl(y, f(1.0, DType::F32), tirx_ir::lir::ShuffleMode::Bfly, i(1), 6, u32::MAX)]
+    }));
+    assert!(m.contains("width 6 is not a power of two"), "{m}");
+    let m = invalid(&one_stmt(|kb| {
+        let a = kb.param("A", DType::F32, &[64]);
+        let s = kb.shared("S", DType::F32, &[64]);
+        vec![cp_async(s, i(0), a, i(0), 32, None)]
+    }));
+    assert!(m.contains("cp.async of 32 bytes"), "{m}");
+}

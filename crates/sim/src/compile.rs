@@ -7,6 +7,8 @@
 //! like the C the CUDA generator prints. The compiler also validates the LIR
 //! (ids, widths, buffer spaces) and reports malformed input as `InvalidKernel`.
 
+use crate::asynch::AsyncIns;
+use crate::collective::ShuffleIns;
 use crate::error::{SimError, SimErrorKind};
 use crate::matrix::MatrixIns;
 use crate::pair::{Packed2Ins, PairOperand};
@@ -113,6 +115,8 @@ pub(crate) enum Ins {
         kind: BarrierKind,
     },
     Matrix(Box<MatrixIns>),
+    Shuffle(Box<ShuffleIns>),
+    Async(Box<AsyncIns>),
     Packed2(Box<Packed2Ins>),
     Cast2 {
         site: u32,
@@ -166,6 +170,12 @@ impl Ins {
                 f(&mut m.smem_idx);
                 m.reg_idx.iter_mut().for_each(f)
             }
+            Ins::Shuffle(s) => {
+                f(&mut s.val);
+                f(&mut s.lane);
+                f(&mut s.dst)
+            }
+            Ins::Async(a) => a.for_each_reg(f),
             Ins::Packed2(p) => {
                 f(&mut p.dst_idx);
                 for s in &mut p.srcs {
@@ -356,6 +366,8 @@ impl Compiler<'_> {
                 self.emit(Ins::Barrier { site, kind: *kind });
             }
             LStmtKind::Matrix(m) => self.matrix(m)?,
+            LStmtKind::Collective(c) => self.collective(c)?,
+            LStmtKind::Async(a) => self.asynch(a)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }

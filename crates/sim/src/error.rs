@@ -16,8 +16,15 @@ pub enum SimErrorKind {
     Misaligned,
     /// A barrier not reached by every thread it waits for.
     BarrierDivergence,
-    /// A warp-collective instruction executed by fewer than 32 converged lanes.
+    /// A warp-collective instruction not executed by exactly the lanes it needs
+    /// (all 32 for ldmatrix/stmatrix, the member mask for a shuffle), or reading a lane outside them.
     PartialWarp,
+    /// Threads blocked on mbarrier phases that can never complete.
+    Deadlock,
+    /// A `cp.async` misused: a bad source size, or a thread exiting with copies not committed or not waited for.
+    AsyncCopy,
+    /// An mbarrier misused: not initialised, a bad count or parity, more arrivals than its count.
+    Mbarrier,
     /// Integer division or remainder by zero.
     DivisionByZero,
     /// A parameter buffer of the wrong size.
@@ -36,6 +43,9 @@ impl SimErrorKind {
             SimErrorKind::Misaligned => "misaligned access",
             SimErrorKind::BarrierDivergence => "barrier divergence",
             SimErrorKind::PartialWarp => "partial-warp collective",
+            SimErrorKind::Deadlock => "deadlock",
+            SimErrorKind::AsyncCopy => "async copy misuse",
+            SimErrorKind::Mbarrier => "mbarrier misuse",
             SimErrorKind::DivisionByZero => "division by zero",
             SimErrorKind::BadArgument => "bad argument",
             SimErrorKind::ResourceLimit => "resource limit",

@@ -1,16 +1,19 @@
 //! The machine: runs every CTA, every thread, with barrier and warp-collective
 //! semantics.
 //!
-//! Scheduling: within a CTA each thread runs until it blocks (a barrier or a
-//! warp-collective instruction) or exits. When no thread can run, a warp whose
-//! lanes all wait at the same warp-level instruction (`__syncwarp`, ldmatrix,
-//! stmatrix) executes it; otherwise, if every thread waits at the same
-//! `__syncthreads`, the CTA passes it. Anything else is a hang on the GPU and is
-//! reported with who waits where. Threads only communicate through memory, and
+//! Scheduling: within a CTA each thread runs until it blocks (a barrier, a
+//! warp-collective instruction, or an mbarrier wait whose phase has not
+//! completed) or exits. When no thread can run, the lanes a warp-level
+//! instruction needs (`__syncwarp`, ldmatrix, stmatrix: the whole warp; a
+//! shuffle: its member mask) execute it once they all wait at it; if every
+//! thread waits at the same `__syncthreads`, the CTA passes it; threads whose
+//! mbarrier phase has completed wake up. Anything else is a hang on the GPU and
+//! is reported with who waits where (a deadlock when threads wait on mbarriers). Threads only communicate through memory, and
 //! unordered conflicting accesses are reported as races, so running threads one
 //! after another gives the GPU's result for every race-free kernel.
 
 use crate::arith::{self, ArithFault};
+use crate::asynch::{AsyncState, Flow};
 use crate::bank::{BankCollector, PointKey};
 use crate::compile::{Ins, Program};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
@@ -59,6 +62,8 @@ pub(crate) struct Machine<'a> {
     pub warnings: Vec<SimWarning>,
     pub warn_at: HashMap<(u32, u32), usize>,
     pub(crate) bank: Option<BankCollector>,
+    /// cp.async groups, mbarriers and the ordering they create (`asynch`).
+    pub(crate) asy: AsyncState,
     insts: u64,
 }
 
@@ -236,6 +241,7 @@ impl<'a> Machine<'a> {
             warnings: vec![],
             warn_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
+            asy: AsyncState::new(n, k.uses_mbarriers()),
             insts: 0,
         })
     }
@@ -270,6 +276,7 @@ impl<'a> Machine<'a> {
         self.wsync.iter_mut().for_each(|w| *w = now);
         self.cta_starts.push((now, cta));
         self.reset_cta_memory();
+        self.asy.reset();
         self.init_threads();
         loop {
             for t in 0..self.n {
@@ -280,7 +287,7 @@ impl<'a> Machine<'a> {
             if self.state.iter().all(|s| *s == State::Exited) {
                 break;
             }
-            if self.release_warps()? || self.release_cta_barrier()? {
+            if self.release_warps()? || self.release_cta_barrier()? || self.release_mbar_waits()? {
                 continue;
             }
             return Err(self.diagnose_hang());
@@ -408,9 +415,21 @@ impl<'a> Machine<'a> {
                     self.state[t] = State::Waiting;
                     break Ok(());
                 }
+                Ins::Shuffle(s) => {
+                    self.state[t] = State::Waiting;
+                    break self.shuffle_arrive(tid, s);
+                }
+                Ins::Async(a) => match self.asynch(tid, base, a) {
+                    Ok(Flow::Next) => {}
+                    Ok(Flow::Block) => {
+                        self.state[t] = State::Waiting;
+                        break Ok(());
+                    }
+                    Err(e) => break Err(e),
+                },
                 Ins::Exit => {
                     self.state[t] = State::Exited;
-                    break Ok(());
+                    break self.async_exit(tid);
                 }
             }
             pc += 1;
@@ -539,38 +558,70 @@ impl<'a> Machine<'a> {
     }
 
     fn is_warp_level(&self, pc: u32) -> bool {
-        matches!(self.prog.code[pc as usize], Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_))
+        matches!(
+            self.prog.code[pc as usize],
+            Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_) | Ins::Shuffle(_)
+        )
     }
 
-    /// Executes every warp-level instruction that all lanes of its warp wait at.
+    /// The threads of warp `w` that execute the warp-level instruction at `pc`
+    /// together: the member mask of a shuffle, every lane otherwise.
+    fn members(&self, w: usize, pc: u32) -> Vec<usize> {
+        let lanes = self.lanes(w);
+        match &self.prog.code[pc as usize] {
+            Ins::Shuffle(s) => lanes.filter(|t| s.mask >> (t % 32) & 1 == 1).collect(),
+            _ => lanes.collect(),
+        }
+    }
+
+    /// The warp-level instructions some lane of warp `w` waits at.
+    fn warp_level_pcs(&self, w: usize) -> Vec<u32> {
+        let mut pcs: Vec<u32> = self
+            .lanes(w)
+            .filter(|&t| self.state[t] == State::Waiting && self.is_warp_level(self.pcs[t]))
+            .map(|t| self.pcs[t])
+            .collect();
+        pcs.sort_unstable();
+        pcs.dedup();
+        pcs
+    }
+
+    /// Executes every warp-level instruction that all its lanes wait at.
     fn release_warps(&mut self) -> Result<bool, SimError> {
         let mut progressed = false;
         for w in 0..self.wsync.len() {
-            let lanes = self.lanes(w);
-            let first = lanes.start;
-            let pc = self.pcs[first];
-            if self.state[first] != State::Waiting || !self.is_warp_level(pc) {
-                continue;
-            }
-            if !lanes.clone().all(|t| self.state[t] == State::Waiting && self.pcs[t] == pc) {
-                continue;
-            }
-            match &self.prog.code[pc as usize] {
-                Ins::Matrix(m) => {
-                    if lanes.len() != 32 {
-                        return Err(self.partial_block_warp(w, m));
-                    }
-                    self.matrix(w, m)?;
+            for pc in self.warp_level_pcs(w) {
+                let members = self.members(w, pc);
+                if !members.iter().all(|&t| self.state[t] == State::Waiting && self.pcs[t] == pc) {
+                    continue;
                 }
-                _ => self.wsync[w] = self.tick()?,
+                self.warp_execute(w, pc)?;
+                for t in members {
+                    self.state[t] = State::Runnable;
+                    self.pcs[t] = pc + 1;
+                }
+                progressed = true;
             }
-            for t in lanes {
-                self.state[t] = State::Runnable;
-                self.pcs[t] = pc + 1;
-            }
-            progressed = true;
         }
         Ok(progressed)
+    }
+
+    fn warp_execute(&mut self, w: usize, pc: u32) -> Result<(), SimError> {
+        let prog = self.prog;
+        match &prog.code[pc as usize] {
+            Ins::Matrix(m) => {
+                if self.lanes(w).len() != 32 {
+                    return Err(self.partial_block_warp(w, m));
+                }
+                self.matrix(w, m)
+            }
+            Ins::Shuffle(s) => self.shuffle(w, s),
+            _ => {
+                self.wsync[w] = self.tick()?;
+                self.asy.warp_sync(self.lanes(w));
+                Ok(())
+            }
+        }
     }
 
     fn release_cta_barrier(&mut self) -> Result<bool, SimError> {
@@ -591,6 +642,8 @@ impl<'a> Machine<'a> {
         match &self.prog.code[pc as usize] {
             Ins::Barrier { site, .. } => self.prog.sites[*site as usize],
             Ins::Matrix(m) => self.prog.sites[m.site as usize],
+            Ins::Shuffle(s) => self.prog.sites[s.site as usize],
+            Ins::Async(a) => a.site().map_or_else(Default::default, |s| self.prog.sites[s as usize]),
             _ => Default::default(),
         }
     }
@@ -605,12 +658,20 @@ impl<'a> Machine<'a> {
                 m.num,
                 if m.trans { ".trans" } else { "" }
             ),
+            Ins::Shuffle(s) => s.name(),
+            Ins::Async(a) => format!("`{}`", a.name()),
             _ => "an instruction".into(),
         }
     }
 
     /// Describes where the threads of `ids` that are not at `pc` are: exited, or waiting elsewhere.
-    fn whereabouts(&self, ids: impl Iterator<Item = usize>, pc: u32, unit: &str, err: &mut SimError) -> String {
+    pub(crate) fn whereabouts(
+        &self,
+        ids: impl Iterator<Item = usize>,
+        pc: u32,
+        unit: &str,
+        err: &mut SimError,
+    ) -> String {
         let (mut exited, mut elsewhere): (Vec<u32>, HashMap<u32, Vec<u32>>) = (vec![], HashMap::new());
         let name = |t: usize| if unit == "lanes" { (t % 32) as u32 } else { t as u32 };
         for t in ids {
@@ -633,43 +694,15 @@ impl<'a> Machine<'a> {
         parts.join("; ")
     }
 
-    /// No thread can run and no barrier can be passed: explain the hang.
+    /// No thread can run and no barrier can be passed: explain the hang — a
+    /// warp-level instruction missing lanes, then threads blocked on mbarriers,
+    /// then a CTA barrier not reached by every thread.
     fn diagnose_hang(&self) -> SimError {
-        for w in 0..self.wsync.len() {
-            let lanes = self.lanes(w);
-            let Some(t0) = lanes.clone().find(|t| self.state[*t] == State::Waiting && self.is_warp_level(self.pcs[*t]))
-            else {
-                continue;
-            };
-            let pc = self.pcs[t0];
-            let arrived: Vec<u32> = lanes
-                .clone()
-                .filter(|t| self.state[*t] == State::Waiting && self.pcs[*t] == pc)
-                .map(|t| (t % 32) as u32)
-                .collect();
-            let is_matrix = matches!(self.prog.code[pc as usize], Ins::Matrix(_));
-            let (kind, help) = if is_matrix {
-                (
-                    SimErrorKind::PartialWarp,
-                    "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
-                )
-            } else {
-                (
-                    SimErrorKind::BarrierDivergence,
-                    "`__syncwarp()` waits for all lanes of the warp; do not place it under a lane-dependent condition",
-                )
-            };
-            let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
-            let rest = self.whereabouts(lanes.clone(), pc, "lanes", &mut err);
-            err.message = format!(
-                "{} is not reached by every lane of warp {w} in CTA ({}, {}, {}): lanes {} wait here; {rest}",
-                self.ins_name(pc),
-                self.cta[0],
-                self.cta[1],
-                self.cta[2],
-                ranges(&arrived)
-            );
-            return err;
+        if let Some(e) = (0..self.wsync.len()).find_map(|w| self.diagnose_warp(w)) {
+            return e;
+        }
+        if let Some(e) = self.diagnose_mbar_deadlock() {
+            return e;
         }
         let t0 = (0..self.n).find(|t| self.state[*t] == State::Waiting).unwrap_or(0);
         let pc = self.pcs[t0];
@@ -688,5 +721,44 @@ impl<'a> Machine<'a> {
             ranges(&arrived)
         );
         err
+    }
+
+    /// A warp-level instruction of warp `w` that some of its lanes wait at and others never reach.
+    fn diagnose_warp(&self, w: usize) -> Option<SimError> {
+        let pc = *self.warp_level_pcs(w).first()?;
+        let members = self.members(w, pc);
+        let arrived: Vec<u32> = members
+            .iter()
+            .filter(|&&t| self.state[t] == State::Waiting && self.pcs[t] == pc)
+            .map(|&t| (t % 32) as u32)
+            .collect();
+        let (kind, scope, help) = match &self.prog.code[pc as usize] {
+            Ins::Matrix(_) => (
+                SimErrorKind::PartialWarp,
+                "every lane",
+                "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
+            ),
+            Ins::Shuffle(_) => (
+                SimErrorKind::PartialWarp,
+                "every lane of its mask",
+                "a shuffle waits for every lane of its member mask at the same instruction; guard it only with a condition the whole mask agrees on, or narrow the mask",
+            ),
+            _ => (
+                SimErrorKind::BarrierDivergence,
+                "every lane",
+                "`__syncwarp()` waits for all lanes of the warp; do not place it under a lane-dependent condition",
+            ),
+        };
+        let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
+        let rest = self.whereabouts(members.into_iter(), pc, "lanes", &mut err);
+        err.message = format!(
+            "{} is not reached by {scope} in warp {w} of CTA ({}, {}, {}): lanes {} wait here; {rest}",
+            self.ins_name(pc),
+            self.cta[0],
+            self.cta[1],
+            self.cta[2],
+            ranges(&arrived)
+        );
+        Some(err)
     }
 }

@@ -6,7 +6,8 @@
 //! real barrier phases, and the PTX fragment semantics of ldmatrix/stmatrix.
 //! Along the way it checks what a GPU would not tell you: out-of-bounds and
 //! misaligned accesses, data races between threads and between CTAs, barriers
-//! not reached by every thread, warp-collectives run by partial warps, and
+//! not reached by every thread, warp-collectives run by partial warps, mbarrier
+//! deadlocks, cp.async results used before they land, and
 //! reads of uninitialised shared/local memory (warnings). With
 //! [`SimOptions::stats`] it also measures shared-memory bank conflicts per
 //! instruction.
@@ -17,8 +18,16 @@
 //!   result of a race-free kernel is the GPU's;
 //! * `__syncthreads()` must be reached by every thread of the CTA at the same
 //!   statement, `__syncwarp()` by every lane of the warp at the same statement;
-//! * ldmatrix/stmatrix need all 32 lanes at the same statement; they move data
-//!   but do not order memory (a write by another lane needs a barrier first);
+//! * ldmatrix/stmatrix need all 32 lanes at the same statement, a shuffle every
+//!   lane of its member mask (PTX `shfl.sync` source lanes); they move data but
+//!   do not order memory (a write by another lane needs a barrier first);
+//! * `cp.async` reads its source when issued and writes its destination when
+//!   `cp.async.wait_group` completes its group; touching the destination in
+//!   between is a race, exiting with copies not waited for an error;
+//! * mbarriers have real phases: a wait blocks the thread until the phase of its
+//!   parity completes, arrivals release and completed waits acquire (so a
+//!   producer/consumer pipeline is race-free), and a wait that can never
+//!   complete is a deadlock error naming who waits where;
 //! * each CTA starts with zeroed shared and local memory; reading it before a
 //!   write is a warning, since a GPU would return garbage;
 //! * `a * b + c` rounds twice, as the LIR says; nvcc contracts it into an FMA
@@ -37,10 +46,12 @@
 //! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
 //! `arith` (scalar semantics), `round` (exact rounded arithmetic), `error` (errors and warnings); the LIR instruction
 //! families beyond scalar and vector memory each compile and execute in their own
-//! module: `pair`, `matrix` (`docs/lir.md`).
+//! module: `pair`, `matrix`, `collective`, `asynch` (`docs/lir.md`).
 
 mod arith;
+mod asynch;
 mod bank;
+mod collective;
 mod compile;
 mod error;
 mod exec;

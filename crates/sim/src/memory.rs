@@ -4,15 +4,24 @@
 //! it (scalar, vector, matrix row, pair) is in units of its dtype, so the shadow
 //! is element-granular and exact: two accesses overlap iff they share an element.
 //!
-//! **Epoch stamps.** A global `clock` ticks at every CTA start, CTA barrier
-//! and warp barrier. Each warp's `wsync` is the clock of its last barrier, and
-//! an access is stamped with its warp's `wsync`. For an earlier access
+//! **Epoch stamps.** A global `clock` ticks at every CTA start, CTA barrier,
+//! warp barrier and mbarrier arrive. Each warp's `wsync` is the clock of its
+//! last barrier, and an access is stamped with the newer of its warp's `wsync`
+//! and its thread's last arrive tick ([`Machine::stamp`]). For an earlier access
 //! `(tid p, stamp s)` and the current thread `t`:
 //! * `s == 0`: never accessed; `s < cta_start`: by an earlier CTA (shared: the
 //!   memory is fresh, so "never"; global: another CTA — CTAs are unordered);
-//! * `s < cta_sync` (a CTA barrier since), `p == t`, or `p` in `t`'s warp with
-//!   `s < wsync[warp]` (a `__syncwarp` since): ordered;
+//! * `s < cta_sync` (a CTA barrier since), `p == t`, `p` in `t`'s warp with
+//!   `s < wsync[warp]` (a `__syncwarp` since), or `s` older than an arrive of
+//!   `p` that `t` acquired through mbarrier waits (`asynch`; a vector clock, so
+//!   chains of waits order transitively): ordered;
 //! * otherwise the two accesses race if one of them writes.
+//!
+//! A "several readers" record keeps the newest of their stamps; an mbarrier
+//! orders it before `t` only if `t` acquired an arrive newer than that from
+//! every thread that may be one of the readers (their warp, or the whole CTA
+//! when they span warps), which is exact for pipelines whose whole consumer
+//! warp(s) arrive and may report a race for other patterns.
 //!
 //! One shadow record per element of a global/shared buffer (16 bytes: last
 //! writer and last reader(s), with their stamps and statement sites), allocated
@@ -410,25 +419,47 @@ impl Machine<'_> {
                 Ok(())
             }
             Space::Global if !self.opts.check_races => Ok(()),
-            _ => match dir {
-                Dir::Read => self.shadow_read(b, t, e, site, false),
-                Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global),
-                Dir::Write => self.shadow_write(b, t, e, site),
-            },
+            _ => {
+                if !self.asy.inflight.is_empty() {
+                    if let Some(err) = self.inflight_conflict(b, t, e, dir, site) {
+                        return Err(err);
+                    }
+                }
+                match dir {
+                    Dir::Read => self.shadow_read(b, t, e, site, false),
+                    Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global),
+                    Dir::Write => self.shadow_write(b, t, e, site),
+                }
+            }
         }
     }
 
-    fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
-        stamp < self.cta_sync || p == t || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
+    /// The stamp of thread `t`'s accesses now: its warp's last barrier, or its last mbarrier arrive if newer.
+    #[inline]
+    pub(crate) fn stamp(&self, t: u32) -> u32 {
+        self.wsync[(t / 32) as usize].max(self.asy.rel[t as usize])
     }
 
+    fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
+        stamp < self.cta_sync
+            || p == t
+            || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
+            || stamp < self.asy.acquired(t, p)
+    }
+
+    /// Several readers: ordered by a barrier after all of them, or by mbarrier
+    /// releases `t` acquired from every thread that may be one of them (its warp
+    /// or the CTA); `r_stamp` is the newest of their stamps.
     fn readers_ordered(&self, sh: &Shadow, t: u32) -> bool {
         let p = (sh.r_info & TID_MASK) as u32;
         if sh.r_info & MULTI == 0 {
             return self.ordered(p, sh.r_stamp, t);
         }
+        let one_warp = sh.r_info & CROSS_WARP == 0;
+        let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
         sh.r_stamp < self.cta_sync
-            || (sh.r_info & CROSS_WARP == 0 && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
+            || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
+            || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
     }
 
     fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool) -> Result<(), SimError> {
@@ -447,7 +478,7 @@ impl Machine<'_> {
         } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
             return Err(self.race(b, t, e, Dir::Read, site, sh.w_tid as u32, false, sh.w_site, "wrote"));
         }
-        let stamp = self.wsync[(t / 32) as usize];
+        let stamp = self.stamp(t);
         let mut rec = sh;
         if sh.r_stamp < self.cta_start {
             let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
@@ -462,7 +493,8 @@ impl Machine<'_> {
         if nc {
             rec.r_info |= NC_READ;
         }
-        rec.r_stamp = stamp;
+        // Several readers keep the newest stamp of all of them (stamps are per thread).
+        rec.r_stamp = if rec.r_info & MULTI != 0 { stamp.max(sh.r_stamp) } else { stamp };
         rec.r_site = site16(site);
         self.bufs[b as usize].shadow[e] = rec.pack();
         Ok(())
@@ -517,7 +549,7 @@ impl Machine<'_> {
                 ));
             }
         }
-        let stamp = self.wsync[(t / 32) as usize];
+        let stamp = self.stamp(t);
         self.bufs[b as usize].shadow[e] =
             Shadow { w_stamp: stamp, w_tid: t as u16, w_site: site16(site), ..Shadow::default() }.pack();
         Ok(())

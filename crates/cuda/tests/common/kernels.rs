@@ -3,7 +3,7 @@
 
 use super::*;
 use tirx_ir::hir::MathFn;
-use tirx_ir::lir::{LBinOp, LExpr, LKernel, PackedOp, PairSrc};
+use tirx_ir::lir::{LBinOp, LExpr, LKernel, PackedOp, PairSrc, ShuffleMode};
 use tirx_ir::DType;
 
 /// Seed 002: a 32x32 tile global -> shared as full-row vector copies, a CTA
@@ -345,6 +345,128 @@ pub fn dtype_zoo() -> LKernel {
     kb.finish(vec![if_(eq(tid(), i(0)), body)])
 }
 
+const FULL: u32 = 0xffff_ffff;
+
+/// Warp shuffles over two warps: a 32-lane xor-butterfly sum of float32 (every
+/// lane ends with its warp's total), a bfloat16 exchange with lane ^ 5, and on
+/// int32 width-8 segment sums, shfl.down by 3 and shfl.idx of lane 7 in width-16
+/// segments, and shfl.up by 1 in width-8 segments (`F[tid][0..4]`).
+pub fn warp_shuffle() -> LKernel {
+    let mut kb = Kb::new("warp_shuffle", [1, 1, 1], [64, 1, 1]);
+    let a = kb.param("A", DType::F32, &[64]);
+    let b = kb.param("B", DType::F32, &[64]);
+    let c = kb.param("C", DType::BF16, &[64]);
+    let d = kb.param("D", DType::BF16, &[64]);
+    let e = kb.param("E", DType::I32, &[64]);
+    let o = kb.param("F", DType::I32, &[64, 4]);
+    let t = kb.var("tid", DType::I32);
+    let mut body = vec![let_(t, tid()), comment("warp sum: xor butterfly over 32 lanes")];
+    let mut x = kb.var("x", DType::F32);
+    body.push(let_(x, load(a, v(t))));
+    for delta in [16, 8, 4, 2, 1] {
+        let (s, next) = (kb.var("s", DType::F32), kb.var("x", DType::F32));
+        body.push(shfl(s, v(x), ShuffleMode::Bfly, i(delta), 32, FULL));
+        body.push(let_(next, add(v(x), v(s))));
+        x = next;
+    }
+    body.push(store(b, v(t), v(x)));
+    let (y, z) = (kb.var("y", DType::BF16), kb.var("z", DType::BF16));
+    body.extend([let_(y, load(c, v(t))), shfl(z, v(y), ShuffleMode::Bfly, i(5), 32, FULL), store(d, v(t), v(z))]);
+    body.push(comment("int32: segment sums (width 8), down / idx (width 16), up (width 8)"));
+    let mut q = kb.var("q", DType::I32);
+    let q0 = q;
+    body.push(let_(q, load(e, v(t))));
+    for delta in [4, 2, 1] {
+        let (s, next) = (kb.var("s", DType::I32), kb.var("q", DType::I32));
+        body.push(shfl(s, v(q), ShuffleMode::Bfly, i(delta), 8, FULL));
+        body.push(let_(next, add(v(q), v(s))));
+        q = next;
+    }
+    let (dn, ix, up) = (kb.var("dn", DType::I32), kb.var("ix", DType::I32), kb.var("up", DType::I32));
+    let out = |k| add(mul(v(t), i(4)), i(k));
+    body.extend([
+        shfl(dn, v(q0), ShuffleMode::Down, i(3), 16, FULL),
+        shfl(ix, v(q0), ShuffleMode::Idx, i(7), 16, FULL),
+        shfl(up, v(q0), ShuffleMode::Up, i(1), 8, FULL),
+        store(o, out(0), v(q)),
+        store(o, out(1), v(dn)),
+        store(o, out(2), v(ix)),
+        store(o, out(3), v(up)),
+    ]);
+    kb.finish(body)
+}
+
+/// cp.async global -> shared in two groups: 16 B per thread (.cg), then 8 B
+/// with a source size (odd threads copy, even threads zero-fill) and two 4 B
+/// copies (.ca). After wait_group 1 the first group has landed and is read back
+/// reversed across threads; after wait_group 0 the second.
+pub fn cp_async_copy() -> LKernel {
+    let mut kb = Kb::new("cp_async_copy", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[256]);
+    let b = kb.param("B", DType::F32, &[256]);
+    let s = kb.shared("A_smem", DType::F32, &[256]);
+    let t = kb.var("tid", DType::I32);
+    let (j1, j2) = (kb.var("j", DType::I32), kb.var("j", DType::I32));
+    let lo = || mul(v(t), i(4));
+    let hi = |j: LExpr| add(add(i(128), mul(v(t), i(4))), j);
+    kb.finish(vec![
+        let_(t, tid()),
+        comment("group 0: 16 bytes per thread"),
+        cp_async(s, lo(), a, lo(), 16, None),
+        commit_group(),
+        comment("group 1: 8 bytes read by odd threads (zero-filled by even ones), 2 x 4 bytes"),
+        cp_async(s, hi(i(0)), a, hi(i(0)), 8, Some(mul(rem(v(t), i(2)), i(8)))),
+        cp_async(s, hi(i(2)), a, hi(i(2)), 4, None),
+        cp_async(s, hi(i(3)), a, hi(i(3)), 4, None),
+        commit_group(),
+        wait_group(1),
+        cta_sync(),
+        for_(j1, i(4), vec![store(b, add(lo(), v(j1)), load(s, add(mul(sub(i(31), v(t)), i(4)), v(j1))))]),
+        wait_group(0),
+        for_(j2, i(4), vec![store(b, hi(v(j2)), load(s, hi(v(j2))))]),
+    ])
+}
+
+/// A one-slot producer/consumer pipeline over mbarriers: warp 0 produces
+/// `S = 2 A[round]` four times, warp 1 consumes `B[round] = S + S[0]`. `full`
+/// (32 arrivals, lane 0 through arrive.expect_tx of 0 bytes) says the slot is
+/// written, `empty` (32 arrivals) that it was read; round r waits on parity
+/// r & 1 (the producer on the opposite one, so its first wait passes at once).
+pub fn mbarrier_pipeline() -> LKernel {
+    let mut kb = Kb::new("mbarrier_pipeline", [1, 1, 1], [64, 1, 1]);
+    let a = kb.param("A", DType::F32, &[4, 32]);
+    let b = kb.param("B", DType::F32, &[4, 32]);
+    let s = kb.shared("slot", DType::F32, &[32]);
+    let bars = kb.shared("bars", DType::I64, &[2]);
+    let (full, empty) = (i(0), i(1));
+    let (t, lane) = (kb.var("tid", DType::I32), kb.var("lane", DType::I32));
+    let (r1, r2) = (kb.var("r", DType::I32), kb.var("r", DType::I32));
+    let parity = |r| bin(LBinOp::BitAnd, v(r), i(1));
+    let at = |r| add(mul(v(r), i(32)), v(lane));
+    let produce = vec![
+        mbar_wait(bars, empty.clone(), bin(LBinOp::BitXor, parity(r1), i(1))),
+        store(s, v(lane), mul(load(a, at(r1)), f(2.0, DType::F32))),
+        fence_proxy_async(),
+        if_else(
+            eq(v(lane), i(0)),
+            vec![mbar_arrive_expect_tx(bars, full.clone(), i(0))],
+            vec![mbar_arrive(bars, full.clone())],
+        ),
+    ];
+    let consume = vec![
+        mbar_wait(bars, full.clone(), parity(r2)),
+        store(b, at(r2), add(load(s, v(lane)), load(s, i(0)))),
+        mbar_arrive(bars, empty.clone()),
+    ];
+    kb.finish(vec![
+        let_(t, tid()),
+        let_(lane, rem(v(t), i(32))),
+        if_(eq(v(t), i(0)), vec![mbar_init(bars, full.clone(), i(32)), mbar_init(bars, empty.clone(), i(32))]),
+        cta_sync(),
+        if_else(lt(v(t), i(32)), vec![for_(r1, i(4), produce)], vec![for_(r2, i(4), consume)]),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -359,5 +481,8 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("i64_index", i64_index()),
         ("swizzle_xor", swizzle_xor()),
         ("dtype_zoo", dtype_zoo()),
+        ("warp_shuffle", warp_shuffle()),
+        ("cp_async_copy", cp_async_copy()),
+        ("mbarrier_pipeline", mbarrier_pipeline()),
     ]
 }

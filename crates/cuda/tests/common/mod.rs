@@ -5,8 +5,8 @@ pub mod kernels;
 
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
-    CacheHint, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir, MatrixOp, PackedOp,
-    PairSrc, Space, Special,
+    AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir,
+    MatrixOp, Mbar, PackedOp, PairSrc, ShuffleMode, Space, Special,
 };
 use tirx_ir::{DType, Span};
 
@@ -171,6 +171,41 @@ pub fn packed2(op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: 
 }
 pub fn cast2(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr) -> LStmt {
     st(LStmtKind::Cast2 { dst, dst_index, src, src_index })
+}
+/// `let var = shfl.sync.mode(value, lane_or_delta)` over `mask`, in segments of `width`.
+pub fn shfl(var: LVarId, value: LExpr, mode: ShuffleMode, lane_or_delta: LExpr, width: u32, mask: u32) -> LStmt {
+    st(LStmtKind::Collective(CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask }))
+}
+pub fn cp_async(
+    dst: LBufId,
+    dst_index: LExpr,
+    src: LBufId,
+    src_index: LExpr,
+    bytes: u32,
+    src_bytes: Option<LExpr>,
+) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes }))
+}
+pub fn commit_group() -> LStmt {
+    st(LStmtKind::Async(AsyncOp::CommitGroup))
+}
+pub fn wait_group(n: u32) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::WaitGroup(n)))
+}
+pub fn mbar_init(buf: LBufId, index: LExpr, count: LExpr) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::MbarInit { bar: Mbar { buf, index }, count }))
+}
+pub fn mbar_arrive(buf: LBufId, index: LExpr) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::MbarArrive { bar: Mbar { buf, index } }))
+}
+pub fn mbar_arrive_expect_tx(buf: LBufId, index: LExpr, bytes: LExpr) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: Mbar { buf, index }, bytes }))
+}
+pub fn mbar_wait(buf: LBufId, index: LExpr, parity: LExpr) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::MbarWait { bar: Mbar { buf, index }, parity }))
+}
+pub fn fence_proxy_async() -> LStmt {
+    st(LStmtKind::Async(AsyncOp::FenceProxyAsync))
 }
 pub fn comment(text: &str) -> LStmt {
     st(LStmtKind::Comment(text.into()))

@@ -4,7 +4,7 @@
 //! as uncompilable CUDA or a simulator crash. Checked: ids in range, buffers
 //! and launch shape, variables declared before use and never redeclared while
 //! in scope, expression typing and index types here; the operand rules of each
-//! instruction family in its module (`memory`, `pair`, `matrix`, ...), through
+//! instruction family in its module (`memory`, `pair`, `matrix`, `collective`, `asynch`), through
 //! the helpers of [`Checker`].
 
 use crate::dtype::DType;
@@ -20,7 +20,8 @@ impl LKernel {
     pub fn validate(&self) -> Result<(), String> {
         let mut c = Checker { k: self, in_scope: vec![false; self.vars.len()], located: false };
         c.header()?;
-        c.block(&self.body)
+        c.block(&self.body)?;
+        c.mbarriers_exclusive()
     }
 }
 
@@ -146,6 +147,11 @@ impl Checker<'_> {
             }
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
             LStmtKind::Matrix(m) => self.matrix(m)?,
+            LStmtKind::Collective(c) => {
+                let var = self.collective(c)?;
+                declared.push(self.declare(var)?);
+            }
+            LStmtKind::Async(a) => self.asynch(a)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }

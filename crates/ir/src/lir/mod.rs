@@ -3,13 +3,13 @@
 //! `lower` produces it; `cuda` prints it as CUDA C++ and `sim` executes it on
 //! the CPU, so the simulator checks exactly the code the GPU runs. It is
 //! deliberately small and explicit: flat element-indexed buffers, scalar and
-//! vector memory operations, structured control flow, barriers, and the few
-//! warp-collective instructions copy variants need. There are no layouts, no
-//! tile calls, no exec scopes left.
+//! vector memory operations, structured control flow, barriers, and the
+//! warp-collective and asynchronous instructions tile ops need. There are no
+//! layouts, no tile calls, no exec scopes left.
 //!
 //! Instructions come in families, each in its own module with its types, its
 //! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
-//! instruction touches one module per crate (`docs/lir.md` has the recipe):
+//! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
 //! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
@@ -27,13 +27,17 @@
 //!   bits ∈ {8, 16, 32, 64, 128}` and both element indices are multiples of `lanes`
 //!   (the byte address is then naturally aligned, since every array is 16-B aligned).
 
+pub mod asynch;
 pub mod check;
+pub mod collective;
 pub mod matrix;
 pub mod memory;
 pub mod pair;
 pub mod print;
 pub mod round;
 
+pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
+pub use collective::{CollectiveOp, ShuffleMode};
 pub use matrix::{MatrixDir, MatrixOp};
 pub use memory::CacheHint;
 pub use pair::{PackedOp, PairSrc};
@@ -207,6 +211,10 @@ pub enum LStmtKind {
     Barrier(BarrierKind),
     /// The matrix family: `ldmatrix` / `stmatrix` ([`matrix`]).
     Matrix(MatrixOp),
+    /// The collective family: warp shuffles ([`collective`]); a shuffle declares a variable.
+    Collective(CollectiveOp),
+    /// The asynchronous family: `cp.async`, its groups, mbarriers, proxy fences ([`asynch`]).
+    Async(AsyncOp),
     /// `dst[i..i+2] = op(srcs...)` on a 16-bit float pair (`dtype` is F16 or BF16).
     Packed2 {
         op: PackedOp,
@@ -245,10 +253,20 @@ impl LStmtKind {
     pub fn min_arch(&self, buf: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
             LStmtKind::Matrix(m) => m.min_arch(),
+            LStmtKind::Collective(c) => c.min_arch(),
+            LStmtKind::Async(a) => a.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
+            LStmtKind::Packed2 { .. } => Arch::MIN,
             LStmtKind::Cast2 { dst, src, .. } if buf(*dst) == DType::BF16 || buf(*src) == DType::BF16 => Arch::SM_80,
-            _ => Arch::MIN,
+            LStmtKind::Cast2 { .. }
+            | LStmtKind::Let { .. }
+            | LStmtKind::For { .. }
+            | LStmtKind::If { .. }
+            | LStmtKind::Store { .. }
+            | LStmtKind::VecCopy { .. }
+            | LStmtKind::Barrier(_)
+            | LStmtKind::Comment(_) => Arch::MIN,
         }
     }
 }
@@ -270,6 +288,8 @@ impl LStmtKind {
                 }))
                 .collect(),
             LStmtKind::Matrix(m) => m.operands(),
+            LStmtKind::Collective(c) => c.operands(),
+            LStmtKind::Async(a) => a.operands(),
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => vec![],
         }
     }
@@ -290,7 +310,9 @@ impl LStmtKind {
                 vec![*dst],
             ),
             LStmtKind::Matrix(m) => m.accesses(),
+            LStmtKind::Async(a) => a.accesses(),
             LStmtKind::Let { .. }
+            | LStmtKind::Collective(_)
             | LStmtKind::For { .. }
             | LStmtKind::If { .. }
             | LStmtKind::Barrier(_)
@@ -309,7 +331,16 @@ impl LStmtKind {
         match self {
             LStmtKind::For { body, .. } => vec![body],
             LStmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
-            _ => vec![],
+            LStmtKind::Let { .. }
+            | LStmtKind::Store { .. }
+            | LStmtKind::VecCopy { .. }
+            | LStmtKind::Barrier(_)
+            | LStmtKind::Matrix(_)
+            | LStmtKind::Collective(_)
+            | LStmtKind::Async(_)
+            | LStmtKind::Packed2 { .. }
+            | LStmtKind::Cast2 { .. }
+            | LStmtKind::Comment(_) => vec![],
         }
     }
 }

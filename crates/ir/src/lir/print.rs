@@ -123,6 +123,8 @@ impl Printer<'_> {
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
             LStmtKind::Matrix(m) => self.matrix(m, d),
+            LStmtKind::Collective(c) => self.collective(c, d),
+            LStmtKind::Async(a) => self.asynch(a, d),
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs, d)
             }
@@ -139,6 +141,10 @@ impl Printer<'_> {
 impl Printer<'_> {
     pub(crate) fn buf_name(&self, b: LBufId) -> String {
         buf_name(self.k, b)
+    }
+
+    pub(crate) fn var_name(&self, v: LVarId) -> String {
+        var_name(self.k, v)
     }
 
     /// `} else if c {` for an else branch that is exactly one `if`, then `}`.

@@ -1,0 +1,437 @@
+//! The **asynchronous** family: copies that complete later than they are issued,
+//! and the objects that say when they have: `cp.async` global → shared with
+//! commit / wait groups (sm_80), mbarriers (sm_80; `expect_tx` sm_90) and the
+//! async-proxy fence (sm_90). TMA bulk copies complete mbarrier transactions and
+//! belong here later. See `docs/lir.md` §2.6.
+//!
+//! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
+//! shared buffer, both indices naturally aligned; its optional source size is an
+//! int32 byte count (0..=bytes, whole elements when constant; the rest is
+//! zero-filled). An mbarrier is one element of a shared `int64` buffer (the
+//! 64-bit barrier word; tirx has no `uint64` and the word is opaque) that only
+//! mbarrier instructions touch ([`Checker::mbarriers_exclusive`]); counts, tx
+//! bytes and parities are int32, constant ones in range.
+
+use super::check::{Check, Checker};
+use super::print::Printer;
+use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
+use crate::dtype::DType;
+use crate::target::Arch;
+use serde::Serialize;
+
+/// The largest mbarrier arrival count and tx-count (2^20 - 1).
+pub const MBAR_MAX_COUNT: i64 = (1 << 20) - 1;
+
+/// An mbarrier: element `index` of a shared `int64` buffer.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Mbar {
+    pub buf: LBufId,
+    pub index: LExpr,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum AsyncOp {
+    /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes{, src_bytes}`: `bytes`
+    /// from `src[src_index..]` to `dst[dst_index..]`, landing when the thread's
+    /// group that contains it is waited for. `src_bytes` (0..=bytes) are read and
+    /// the rest of the destination is zero-filled.
+    CpAsync { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, bytes: u32, src_bytes: Option<LExpr> },
+    /// `cp.async.commit_group`: closes this thread's open group of copies.
+    CommitGroup,
+    /// `cp.async.wait_group n`: waits until at most `n` of this thread's committed groups are pending.
+    WaitGroup(u32),
+    /// `mbarrier.init`: a new barrier expecting `count` arrivals per phase.
+    MbarInit { bar: Mbar, count: LExpr },
+    /// `mbarrier.arrive`: one arrival on the current phase.
+    MbarArrive { bar: Mbar },
+    /// `mbarrier.arrive.expect_tx`: adds `bytes` of pending transactions to the phase, then arrives.
+    MbarArriveExpectTx { bar: Mbar, bytes: LExpr },
+    /// Blocks until the phase of parity `parity` (0 or 1) has completed (`try_wait.parity` loop).
+    MbarWait { bar: Mbar, parity: LExpr },
+    /// `fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared
+    /// accesses with later async-proxy ones (TMA).
+    FenceProxyAsync,
+}
+
+impl AsyncOp {
+    /// The PTX instruction name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AsyncOp::CpAsync { bytes: 16, .. } => "cp.async.cg",
+            AsyncOp::CpAsync { .. } => "cp.async.ca",
+            AsyncOp::CommitGroup => "cp.async.commit_group",
+            AsyncOp::WaitGroup(_) => "cp.async.wait_group",
+            AsyncOp::MbarInit { .. } => "mbarrier.init",
+            AsyncOp::MbarArrive { .. } => "mbarrier.arrive",
+            AsyncOp::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
+            AsyncOp::MbarWait { .. } => "mbarrier.try_wait.parity",
+            AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
+        }
+    }
+
+    pub fn min_arch(&self) -> Arch {
+        match self {
+            AsyncOp::CpAsync { .. }
+            | AsyncOp::CommitGroup
+            | AsyncOp::WaitGroup(_)
+            | AsyncOp::MbarInit { .. }
+            | AsyncOp::MbarArrive { .. }
+            // The CUDA spins on test_wait below sm_90, on try_wait from sm_90 on.
+            | AsyncOp::MbarWait { .. } => Arch::SM_80,
+            AsyncOp::MbarArriveExpectTx { .. } | AsyncOp::FenceProxyAsync => Arch::SM_90,
+        }
+    }
+
+    /// The mbarrier the instruction uses, if any.
+    pub fn mbar(&self) -> Option<&Mbar> {
+        match self {
+            AsyncOp::MbarInit { bar, .. }
+            | AsyncOp::MbarArrive { bar }
+            | AsyncOp::MbarArriveExpectTx { bar, .. }
+            | AsyncOp::MbarWait { bar, .. } => Some(bar),
+            AsyncOp::CpAsync { .. } | AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => None,
+        }
+    }
+
+    pub fn operands(&self) -> Vec<&LExpr> {
+        match self {
+            AsyncOp::CpAsync { dst_index, src_index, src_bytes, .. } => {
+                [dst_index, src_index].into_iter().chain(src_bytes).collect()
+            }
+            AsyncOp::MbarInit { bar, count: e }
+            | AsyncOp::MbarArriveExpectTx { bar, bytes: e }
+            | AsyncOp::MbarWait { bar, parity: e } => vec![&bar.index, e],
+            AsyncOp::MbarArrive { bar } => vec![&bar.index],
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => vec![],
+        }
+    }
+
+    /// `(read, written)` buffers; an mbarrier instruction reads and/or updates its barrier word.
+    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
+        match self {
+            AsyncOp::CpAsync { dst, src, .. } => (vec![*src], vec![*dst]),
+            AsyncOp::MbarInit { bar, .. } => (vec![], vec![bar.buf]),
+            AsyncOp::MbarArrive { bar } | AsyncOp::MbarArriveExpectTx { bar, .. } => (vec![bar.buf], vec![bar.buf]),
+            AsyncOp::MbarWait { bar, .. } => (vec![bar.buf], vec![]),
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => (vec![], vec![]),
+        }
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn asynch(&mut self, a: &AsyncOp) -> Check {
+        let name = a.name();
+        match a {
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
+                self.cp_async((*dst, dst_index), (*src, src_index), *bytes, src_bytes.as_ref())
+            }
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => Ok(()),
+            AsyncOp::MbarInit { bar, count } => {
+                self.mbar(bar, name)?;
+                self.int_operand(count, name, "arrival count", 1..=MBAR_MAX_COUNT)
+            }
+            AsyncOp::MbarArrive { bar } => self.mbar(bar, name),
+            AsyncOp::MbarArriveExpectTx { bar, bytes } => {
+                self.mbar(bar, name)?;
+                self.int_operand(bytes, name, "tx byte count", 0..=MBAR_MAX_COUNT)
+            }
+            AsyncOp::MbarWait { bar, parity } => {
+                self.mbar(bar, name)?;
+                self.int_operand(parity, name, "phase parity", 0..=1)
+            }
+        }
+    }
+
+    fn cp_async(
+        &mut self,
+        (dst, dst_index): (LBufId, &LExpr),
+        (src, src_index): (LBufId, &LExpr),
+        bytes: u32,
+        src_bytes: Option<&LExpr>,
+    ) -> Check {
+        let (d, s) = (self.buf(dst)?, self.buf(src)?);
+        if !matches!(bytes, 4 | 8 | 16) {
+            return Err(format!("cp.async of {bytes} bytes; it copies 4, 8 or 16"));
+        }
+        if d.space != Space::Shared || s.space != Space::Global {
+            return Err(format!("cp.async copies global -> shared; `{}` <- `{}` is not", d.name, s.name));
+        }
+        if d.dtype != s.dtype {
+            return Err(format!("cp.async `{}` <- `{}` mixes {} and {}", d.name, s.name, d.dtype, s.dtype));
+        }
+        let esize = i64::from(d.dtype.bytes());
+        let lanes = i64::from(bytes) / esize;
+        self.index(dst, dst_index)?;
+        self.index(src, src_index)?;
+        let what = format!("cp.async of {bytes} bytes");
+        self.aligned(dst, dst_index, lanes, &what)?;
+        self.aligned(src, src_index, lanes, &what)?;
+        if let Some(e) = src_bytes {
+            self.int_operand(e, "cp.async", "source size", 0..=i64::from(bytes))?;
+            if let LExpr::Int(n, _) = e {
+                if n % esize != 0 {
+                    return Err(format!("cp.async source size {n} is not a whole number of {} elements", d.dtype));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mbar(&mut self, bar: &Mbar, name: &str) -> Check {
+        let b = self.buf(bar.buf)?;
+        if b.space != Space::Shared || b.dtype != DType::I64 {
+            return Err(format!(
+                "{name}: the barrier `{}` must be a shared int64 buffer (the 64-bit barrier word), not {:?} {}",
+                b.name, b.space, b.dtype
+            ));
+        }
+        self.index(bar.buf, &bar.index)
+    }
+
+    /// An int32 operand; a constant one must lie in `range`.
+    fn int_operand(&self, e: &LExpr, name: &str, what: &str, range: std::ops::RangeInclusive<i64>) -> Check {
+        self.expect(e, DType::I32, &format!("{name} {what}"))?;
+        match e {
+            LExpr::Int(v, _) if !range.contains(v) => {
+                Err(format!("{name}: {what} {v} is outside {}..={}", range.start(), range.end()))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Buffers holding mbarriers are touched by mbarrier instructions only: a plain
+    /// load or store would read or clobber the barrier's hidden state.
+    pub(super) fn mbarriers_exclusive(&self) -> Check {
+        let mut bars = vec![];
+        walk(&self.k.body, &mut |s| {
+            if let LStmtKind::Async(a) = &s.kind {
+                bars.extend(a.mbar().map(|m| m.buf));
+            }
+        });
+        let mut err = None;
+        walk(&self.k.body, &mut |s| {
+            let mut used = vec![];
+            if !matches!(&s.kind, LStmtKind::Async(a) if a.mbar().is_some()) {
+                let (r, w) = s.kind.accesses();
+                used.extend(r.into_iter().chain(w));
+            }
+            s.kind.operands().into_iter().for_each(|e| loads(e, &mut used));
+            if let Some(b) = used.into_iter().find(|b| bars.contains(b)) {
+                err.get_or_insert((b, s.span));
+            }
+        });
+        match err {
+            Some((b, span)) => Err(format!(
+                "`{}` holds mbarriers, but a statement at source bytes {}..{} accesses it as data",
+                self.k.bufs.get(b.0 as usize).map_or("?", |x| x.name.as_str()),
+                span.lo,
+                span.hi
+            )),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Calls `f` on every statement of `body`, nested ones included.
+fn walk(body: &[LStmt], f: &mut dyn FnMut(&LStmt)) {
+    for s in body {
+        f(s);
+        s.kind.bodies().into_iter().for_each(|b| walk(b, f));
+    }
+}
+
+/// The buffers `e` loads from.
+fn loads(e: &LExpr, out: &mut Vec<LBufId>) {
+    e.walk(&mut |x| {
+        if let LExpr::Load(b, _) = x {
+            out.push(*b);
+        }
+    });
+}
+
+impl LKernel {
+    /// Whether any statement uses an mbarrier (the simulator then tracks their ordering).
+    pub fn uses_mbarriers(&self) -> bool {
+        let mut any = false;
+        walk(&self.body, &mut |s| any |= matches!(&s.kind, LStmtKind::Async(a) if a.mbar().is_some()));
+        any
+    }
+}
+
+impl Printer<'_> {
+    /// `cp.async.cg<16> S[i] <- A[j] src_bytes=n`, `mbarrier.wait bar[0] parity=p`, ...
+    pub(super) fn asynch(&mut self, a: &AsyncOp, d: usize) {
+        let name = a.name();
+        let text = match a {
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
+                let fill = src_bytes.as_ref().map_or(String::new(), |e| format!(" src_bytes={}", self.e(e)));
+                format!("{name}<{bytes}> {} <- {}{fill}", self.at(*dst, dst_index), self.at(*src, src_index))
+            }
+            AsyncOp::WaitGroup(n) => format!("{name} {n}"),
+            AsyncOp::MbarInit { bar, count } => {
+                format!("{name} {} count={}", self.at(bar.buf, &bar.index), self.e(count))
+            }
+            AsyncOp::MbarArrive { bar } => format!("{name} {}", self.at(bar.buf, &bar.index)),
+            AsyncOp::MbarArriveExpectTx { bar, bytes } => {
+                format!("{name} {} tx={}", self.at(bar.buf, &bar.index), self.e(bytes))
+            }
+            AsyncOp::MbarWait { bar, parity } => {
+                format!("{name} {} parity={}", self.at(bar.buf, &bar.index), self.e(parity))
+            }
+            AsyncOp::CommitGroup | AsyncOp::FenceProxyAsync => name.to_string(),
+        };
+        self.line(d, &text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lir::{LBuf, LStmt};
+    use crate::span::Span;
+
+    /// Buffers: 0 `A` global f32[64], 1 `S` shared f32[64], 2 `bars` shared i64[2],
+    /// 3 `G` global i64[2], 4 `R` local i64[2].
+    fn kernel(body: Vec<LStmtKind>) -> LKernel {
+        let buf = |name: &str, dtype, space| LBuf {
+            name: name.into(),
+            dtype,
+            space,
+            elems: 64,
+            shape: vec![64],
+            dynamic: false,
+        };
+        LKernel {
+            name: "k".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            params: vec![LBufId(0), LBufId(3)],
+            bufs: vec![
+                buf("A", DType::F32, Space::Global),
+                buf("S", DType::F32, Space::Shared),
+                buf("bars", DType::I64, Space::Shared),
+                buf("G", DType::I64, Space::Global),
+                buf("R", DType::I64, Space::Local),
+            ],
+            vars: vec![],
+            body: body.into_iter().map(|k| LStmt::new(k, Span::default())).collect(),
+        }
+    }
+
+    fn cp(dst: u32, di: i64, src: u32, si: i64, bytes: u32, src_bytes: Option<LExpr>) -> LStmtKind {
+        let (dst_index, src_index) = (LExpr::i32(di), LExpr::i32(si));
+        LStmtKind::Async(AsyncOp::CpAsync {
+            dst: LBufId(dst),
+            dst_index,
+            src: LBufId(src),
+            src_index,
+            bytes,
+            src_bytes,
+        })
+    }
+
+    fn mbar(buf: u32) -> Mbar {
+        Mbar { buf: LBufId(buf), index: LExpr::i32(1) }
+    }
+
+    fn all_ops() -> Vec<LStmtKind> {
+        vec![
+            LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(2), count: LExpr::i32(32) }),
+            cp(1, 4, 0, 8, 16, None),
+            cp(1, 2, 0, 2, 8, Some(LExpr::i32(4))),
+            cp(1, 1, 0, 63, 4, None),
+            LStmtKind::Async(AsyncOp::CommitGroup),
+            LStmtKind::Async(AsyncOp::WaitGroup(0)),
+            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2) }),
+            LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(1024) }),
+            LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(1) }),
+            LStmtKind::Async(AsyncOp::FenceProxyAsync),
+        ]
+    }
+
+    fn rejects(body: Vec<LStmtKind>, words: &str) {
+        let err = kernel(body).validate().expect_err("must be rejected");
+        assert!(err.contains(words), "`{words}` not in: {err}");
+    }
+
+    #[test]
+    fn accepts_every_instruction() {
+        assert_eq!(kernel(all_ops()).validate(), Ok(()));
+    }
+
+    #[test]
+    fn rejects_bad_copies() {
+        rejects(vec![cp(1, 0, 0, 0, 12, None)], "cp.async of 12 bytes; it copies 4, 8 or 16");
+        rejects(vec![cp(0, 0, 1, 0, 16, None)], "cp.async copies global -> shared");
+        rejects(vec![cp(1, 2, 0, 0, 16, None)], "cp.async of 16 bytes: index 2 into `S` is not a multiple of 4");
+        rejects(vec![cp(1, 0, 0, 0, 16, Some(LExpr::i32(20)))], "cp.async: source size 20 is outside 0..=16");
+        rejects(
+            vec![cp(1, 0, 0, 0, 16, Some(LExpr::i32(6)))],
+            "source size 6 is not a whole number of float32 elements",
+        );
+        rejects(
+            vec![cp(1, 0, 0, 0, 16, Some(LExpr::Int(8, DType::I64)))],
+            "cp.async source size is int64, expected int32",
+        );
+    }
+
+    #[test]
+    fn rejects_bad_mbarriers() {
+        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar });
+        rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 buffer");
+        rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 buffer");
+        rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 buffer");
+        let init = |n| LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(2), count: LExpr::i32(n) });
+        rejects(vec![init(0)], "mbarrier.init: arrival count 0 is outside 1..=1048575");
+        rejects(vec![init(1 << 20)], "arrival count 1048576 is outside");
+        let tx = LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(-4) });
+        rejects(vec![tx], "tx byte count -4 is outside 0..=1048575");
+        let wait = LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(2) });
+        rejects(vec![wait], "phase parity 2 is outside 0..=1");
+        // A barrier buffer is not data: no plain store or load may touch it.
+        let store = LStmtKind::Store { buf: LBufId(2), index: LExpr::i32(0), value: LExpr::Int(0, DType::I64) };
+        rejects(
+            vec![init(1), store],
+            "`bars` holds mbarriers, but a statement at source bytes 0..0 accesses it as data",
+        );
+        let load = LStmtKind::Store {
+            buf: LBufId(3),
+            index: LExpr::i32(0),
+            value: LExpr::Load(LBufId(2), Box::new(LExpr::i32(0))),
+        };
+        rejects(vec![init(1), load], "`bars` holds mbarriers");
+    }
+
+    #[test]
+    fn minimum_targets() {
+        let k = kernel(all_ops());
+        let archs: Vec<Arch> = k.body.iter().map(|s| k.min_arch(s)).collect();
+        let sm80 = Arch::SM_80;
+        let sm90 = Arch::SM_90;
+        assert_eq!(archs, vec![sm80, sm80, sm80, sm80, sm80, sm80, sm80, sm90, sm80, sm90]);
+        let first = k.first_unsupported(Arch::SM_80).map(|s| &s.kind);
+        assert!(matches!(first, Some(LStmtKind::Async(AsyncOp::MbarArriveExpectTx { .. }))));
+        assert!(k.first_unsupported(Arch::SM_75).is_some());
+        assert!(k.first_unsupported(Arch::SM_90A).is_none());
+        assert!(k.uses_mbarriers());
+    }
+
+    #[test]
+    fn prints_one_line_each() {
+        let text = kernel(all_ops()).to_string();
+        for line in [
+            "mbarrier.init bars[1] count=32",
+            "cp.async.cg<16> S[4] <- A[8]",
+            "cp.async.ca<8> S[2] <- A[2] src_bytes=4",
+            "cp.async.ca<4> S[1] <- A[63]",
+            "cp.async.commit_group",
+            "cp.async.wait_group 0",
+            "mbarrier.arrive bars[1]",
+            "mbarrier.arrive.expect_tx bars[1] tx=1024",
+            "mbarrier.try_wait.parity bars[1] parity=1",
+            "fence.proxy.async.shared::cta",
+        ] {
+            assert!(text.contains(&format!("\n  {line}\n")), "`{line}` not in:\n{text}");
+        }
+    }
+}

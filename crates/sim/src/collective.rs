@@ -1,0 +1,170 @@
+//! Simulator of the **collective** family (warp shuffles): each lane evaluates
+//! its operands and waits at the shuffle; when every lane of the member mask
+//! waits at it, the warp executes it at once with PTX `shfl.sync` semantics
+//! ([`source_lane`]). A lane outside the mask that executes it, a mask naming
+//! lanes the CTA does not have, and a source lane outside the mask are errors;
+//! mask lanes that exit or wait elsewhere leave the others waiting, which the
+//! scheduler reports as a partial-warp collective naming them. Shuffles move
+//! registers only and do not order memory.
+
+use crate::compile::{Compiler, Ins, Reg};
+use crate::error::{ranges, SimError, SimErrorKind};
+use crate::exec::Machine;
+use tirx_ir::lir::{CollectiveOp, ShuffleMode};
+use tirx_ir::DType;
+
+#[derive(Clone, Debug)]
+pub(crate) struct ShuffleIns {
+    pub site: u32,
+    pub mode: ShuffleMode,
+    pub width: u32,
+    pub mask: u32,
+    /// Registers: the value this lane offers, its lane / delta operand, the variable it defines.
+    pub val: Reg,
+    pub lane: Reg,
+    pub dst: Reg,
+}
+
+impl ShuffleIns {
+    pub(crate) fn name(&self) -> String {
+        format!("`shfl.sync.{}` (width {}, mask {:#010x})", self.mode.name(), self.width, self.mask)
+    }
+}
+
+impl Compiler<'_> {
+    pub(crate) fn collective(&mut self, c: &CollectiveOp) -> Result<(), SimError> {
+        let CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask } = c;
+        let dst = self.var_reg(*var)?;
+        let ty = self.k.var(*var).dtype;
+        if !width.is_power_of_two() || *width > 32 || *mask == 0 {
+            return Err(self.invalid(format!("shuffle of width {width} with mask {mask:#x}")));
+        }
+        if self.ty(value)? != ty {
+            return Err(self.invalid(format!(
+                "shuffle of a {} value into `{}`: {ty}",
+                self.ty(value)?,
+                self.k.var(*var).name
+            )));
+        }
+        let val = self.expr(value)?;
+        let lane = self.expr_as(lane_or_delta, DType::I32)?;
+        let site = self.site();
+        self.emit(Ins::Shuffle(Box::new(ShuffleIns { site, mode: *mode, width: *width, mask: *mask, val, lane, dst })));
+        Ok(())
+    }
+}
+
+/// The lane `lane` reads in a shuffle (PTX `shfl.sync`): `b` is the operand's
+/// low 5 bits; lanes form aligned segments of `width`; a source past the end
+/// of the segment (down, bfly) or before its start (up) reads the lane's own
+/// value; `idx` wraps inside the segment; bfly may reach an *earlier* segment.
+pub(crate) fn source_lane(mode: ShuffleMode, width: u32, lane: u32, operand: i64) -> u32 {
+    let b = (operand & 31) as u32;
+    let seg = 32 - width; // the segment-number bits of a lane id
+    let (min, max) = (lane & seg, (lane & seg) | (31 & !seg));
+    let (j, ok) = match mode {
+        ShuffleMode::Up => (lane.wrapping_sub(b), lane >= min + b),
+        ShuffleMode::Down => (lane + b, lane + b <= max),
+        ShuffleMode::Bfly => (lane ^ b, (lane ^ b) <= max),
+        ShuffleMode::Idx => (min | (b & !seg), true),
+    };
+    if ok {
+        j
+    } else {
+        lane
+    }
+}
+
+impl Machine<'_> {
+    /// Checks a lane arriving at a shuffle: it must be in the mask, and the mask
+    /// must name lanes that exist.
+    pub(crate) fn shuffle_arrive(&self, t: u32, s: &ShuffleIns) -> Result<(), SimError> {
+        let w = t as usize / 32;
+        let have = self.lanes(w).len() as u32;
+        let existing = if have == 32 { u32::MAX } else { (1u32 << have) - 1 };
+        let site = self.prog.sites[s.site as usize];
+        if s.mask & !existing != 0 {
+            let missing: Vec<u32> = (have..32).filter(|l| s.mask >> l & 1 == 1).collect();
+            return Err(SimError::new(
+                SimErrorKind::PartialWarp,
+                site,
+                format!(
+                    "{} in warp {w}, which has only {have} lanes (the CTA has {} threads): lanes {} of the mask do not exist",
+                    s.name(),
+                    self.n,
+                    ranges(&missing)
+                ),
+            )
+            .help("make the CTA size a multiple of 32, or leave the missing lanes out of the mask"));
+        }
+        if s.mask >> (t % 32) & 1 == 0 {
+            return Err(SimError::new(
+                SimErrorKind::PartialWarp,
+                site,
+                format!("{} executes {}, whose member mask does not include its lane", self.who(t), s.name()),
+            )
+            .help("every lane that executes a shuffle must be in its mask; guard the shuffle or widen the mask"));
+        }
+        Ok(())
+    }
+
+    /// Executes a shuffle for the mask lanes of warp `w` (all waiting at it).
+    pub(crate) fn shuffle(&mut self, w: usize, s: &ShuffleIns) -> Result<(), SimError> {
+        let nr = self.prog.nregs;
+        let reg = |l: u32, r: Reg| (w * 32 + l as usize) * nr + r as usize;
+        let members: Vec<u32> = (0..32).filter(|l| s.mask >> l & 1 == 1).collect();
+        let mut out = Vec::with_capacity(members.len());
+        for &l in &members {
+            let j = source_lane(s.mode, s.width, l, self.regs[reg(l, s.lane)] as i64);
+            if s.mask >> j & 1 == 0 {
+                return Err(self.foreign_source(w, l, j, s));
+            }
+            out.push(self.regs[reg(j, s.val)]);
+        }
+        for (&l, v) in members.iter().zip(out) {
+            self.regs[reg(l, s.dst)] = v;
+        }
+        Ok(())
+    }
+
+    fn foreign_source(&self, w: usize, l: u32, j: u32, s: &ShuffleIns) -> SimError {
+        SimError::new(
+            SimErrorKind::PartialWarp,
+            self.prog.sites[s.site as usize],
+            format!(
+                "{} by lane {l} of warp {w} in CTA ({}, {}, {}) reads lane {j}, which is not in the mask; the value is undefined on a GPU",
+                s.name(),
+                self.cta[0],
+                self.cta[1],
+                self.cta[2]
+            ),
+        )
+        .help("put every source lane in the mask, or keep the exchange inside the masked lanes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn source_lanes_follow_ptx() {
+        use ShuffleMode::*;
+        // Butterfly inside width-8 segments; a mask reaching the next segment reads the own value,
+        // one reaching the previous segment reads it.
+        assert_eq!(source_lane(Bfly, 8, 13, 4), 9);
+        assert_eq!(source_lane(Bfly, 8, 3, 8), 3);
+        assert_eq!(source_lane(Bfly, 8, 11, 8), 3);
+        // Down / up clamp at the segment's end / start.
+        assert_eq!(source_lane(Down, 8, 5, 2), 7);
+        assert_eq!(source_lane(Down, 8, 6, 2), 6);
+        assert_eq!(source_lane(Up, 8, 9, 1), 8);
+        assert_eq!(source_lane(Up, 8, 8, 1), 8);
+        assert_eq!(source_lane(Up, 32, 0, 3), 0);
+        // Idx wraps inside the segment; only the low five bits count.
+        assert_eq!(source_lane(Idx, 8, 13, 3), 11);
+        assert_eq!(source_lane(Idx, 8, 13, 11), 11);
+        assert_eq!(source_lane(Idx, 32, 4, 33), 1);
+        assert_eq!(source_lane(Idx, 32, 4, -1), 31);
+    }
+}

@@ -218,6 +218,10 @@ pub trait Variant: Sync {
     }
 }
 
+/// The scopes whose threads can cooperate on one call (clusters cannot, yet).
+pub const COOPERATIVE_SCOPES: &[ExecScope] =
+    &[ExecScope::Thread, ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta];
+
 /// What a variant sees of one tile call.
 pub struct CallCx<'a> {
     pub kernel: &'a Kernel,

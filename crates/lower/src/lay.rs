@@ -22,7 +22,9 @@ pub fn group(shard: &[Iter], shape: &[i64]) -> Option<(Vec<Iter>, Vec<usize>)> {
 }
 
 /// The layout of the region `begins[d] .. begins[d] + extents[d]` of a buffer of
-/// `shape`, over the region's extents.
+/// `shape`, over the region's extents (tests build partition inputs with it;
+/// lowering slices through `crate::operand`).
+#[cfg(test)]
 pub fn slice(t: &TileLayout, shape: &[i64], begins: &[i64], extents: &[i64]) -> Result<TileLayout, String> {
     let region: Vec<(i64, i64)> = begins.iter().copied().zip(extents.iter().copied()).collect();
     t.slice(shape, &region, Fusion::None).map_err(|e| e.to_string())
@@ -65,15 +67,6 @@ pub fn try_compose_base(l: &Layout, shape: &[i64]) -> Result<TileLayout, String>
     match l {
         Layout::Tile(t) => Ok(t.clone()),
         Layout::Compose(c) => c.base_tile(shape).map_err(|e| e.to_string()),
-    }
-}
-
-/// [`try_compose_base`] for layouts the script checked (valid tile, positive
-/// shape), where it cannot fail; falls back to the swizzle's own tile.
-pub fn compose_base(l: &Layout, shape: &[i64]) -> TileLayout {
-    match l {
-        Layout::Tile(t) => t.clone(),
-        Layout::Compose(c) => c.base_tile(shape).unwrap_or_else(|_| c.tile.clone()),
     }
 }
 

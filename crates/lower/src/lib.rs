@@ -11,6 +11,8 @@
 //! * [`copy`]: the copy variants (`gmem_smem`, `gmem_smem_predicated`,
 //!   `ldstmatrix`, `reg`, `fallback`), one module each; [`elementwise`]: the
 //!   elementwise variants.
+//! * [`operand`]: the one operand model — a region of a global/shared buffer
+//!   or of registers, resolved once per call for every variant.
 //! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
 //! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
 //!   addressing through layouts, constant folding and name keeping; `smem`: the
@@ -27,6 +29,7 @@ pub mod elementwise;
 pub mod explain;
 mod expr;
 mod lay;
+pub mod operand;
 pub mod scope;
 mod smem;
 mod stmt;

@@ -25,96 +25,29 @@
 //! ```
 //! A swizzled shared side addresses `swizzle(s_off)` with xor/shift arithmetic.
 
-use super::partition::{self, Partition, Sides};
+use super::partition::{self, Partition};
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin, CopyOps};
+use super::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::Affine;
 use crate::lay;
-use tirx_ir::hir::{BufferRegion, MemScope};
-use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use crate::operand::{group_offset, MemOperand};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
-use tirx_layout::{Axis, Layout, Swizzle, TileLayout};
+use tirx_layout::{Swizzle, TileLayout};
 
 pub struct GmemSmem;
-
-/// One side of the copy, sliced to its region.
-pub(super) struct Side {
-    pub(super) tile: TileLayout,
-    /// The symbolic part of the region start, in elements (zero when constant).
-    pub(super) sym: Affine,
-    pub(super) swizzle: Option<Swizzle>,
-}
 
 struct GsPlan {
     part: Partition,
     /// The recognised swizzle walk of the shared side (§3.6), if any.
     walk: Option<Walk>,
-    g: Side,
-    s: Side,
+    g: MemOperand,
+    s: MemOperand,
     g_is_src: bool,
     threads: i64,
 }
-
-/// The global and shared operands of a gmem ↔ smem copy, each sliced to its region.
-pub(super) struct GsOperands {
-    pub(super) g: Side,
-    pub(super) s: Side,
-    pub(super) g_is_src: bool,
-    pub(super) elem_bytes: i64,
-}
-
-impl GsOperands {
-    /// Slices both sides; only the shared one may be swizzled.
-    pub(super) fn resolve(cx: &CallCx, ops: &CopyOps) -> Result<GsOperands, Decline> {
-        let (g_reg, s_reg, g_is_src) =
-            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
-        let g = side(cx, g_reg)?;
-        if g.swizzle.is_some() {
-            return Err(Decline::new(
-                Rule::Layout,
-                format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name),
-            ));
-        }
-        let s = side(cx, s_reg)?;
-        Ok(GsOperands { g, s, g_is_src, elem_bytes: cx.buf(g_reg.buf).dtype.bytes() as i64 })
-    }
-
-    /// The partition problem over `threads` threads.
-    pub(super) fn sides(&self, threads: i64) -> Sides<'_> {
-        Sides {
-            g: &self.g.tile,
-            s: &self.s.tile,
-            elem_bytes: self.elem_bytes,
-            threads,
-            chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: self.g.sym.divisor(),
-            s_sym_div: self.s.sym.divisor(),
-        }
-    }
-
-    /// `(global, shared)` regions of the call's operands.
-    pub(super) fn regions<'a>(g_is_src: bool, ops: &CopyOps<'a>) -> (&'a BufferRegion, &'a BufferRegion) {
-        if g_is_src {
-            (ops.src, ops.dst)
-        } else {
-            (ops.dst, ops.src)
-        }
-    }
-}
-
-/// The call's thread id, or 0 when one thread does the copy.
-pub(super) fn thread_id(cx: &CallCx, em: &mut Emitter, threads: i64) -> LExpr {
-    match cx.scope.tid_kind() {
-        Some(k) if threads > 1 => em.thread_id(k),
-        _ => LExpr::i32(0),
-    }
-}
-
-pub(super) const PAIRS: &[(MemScope, MemScope)] =
-    &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
 
 impl Variant for GmemSmem {
     fn name(&self) -> &'static str {
@@ -128,9 +61,9 @@ impl Variant for GmemSmem {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(super::ANY_SCOPE)?;
+        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
-        scope_pair(&ops, PAIRS)?;
+        scope_pair(&ops, GLOBAL_SHARED)?;
         // Both regions hold the same elements (`operands` checked their extents).
         let n = CopyOps::elems(ops.src);
         if n % t != 0 {
@@ -216,7 +149,7 @@ impl Variant for GmemSmem {
 }
 
 /// The §3.6 walk for a grid partition with a swizzled, non-symbolic shared side.
-fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &Side, threads: i64) -> Option<Walk> {
+fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &MemOperand, threads: i64) -> Option<Walk> {
     let Partition::Grid { s: s_p, vec, rounds, .. } = part else { return None };
     if !s.sym.is_zero() {
         return None;
@@ -224,60 +157,8 @@ fn swizzle_walk(sw: &Swizzle, part: &Partition, s: &Side, threads: i64) -> Optio
     let (g, seps) = lay::group(&s_p.shard, &[*rounds, threads, *vec])?;
     let base = lay::m_offset(s_p);
     let tgroup = &g[seps[1]..seps[2]];
-    let m0: Vec<i64> = (0..threads).map(|t| base + split_offset(tgroup, t)).collect();
+    let m0: Vec<i64> = (0..threads).map(|t| base + group_offset(tgroup, t)).collect();
     recognize(sw, &g[seps[0]..seps[1]], &m0)
-}
-
-/// `dim_offset` on integers: `x` split over the group, `m` strides summed.
-fn split_offset(group: &[tirx_layout::Iter], mut x: i64) -> i64 {
-    let mut acc = 0;
-    for (k, it) in group.iter().enumerate().rev() {
-        let c = if k == 0 { x } else { x % it.extent };
-        x /= it.extent;
-        if it.axis == Axis::M {
-            acc += c * it.stride;
-        }
-    }
-    acc
-}
-
-/// Slices one operand's layout to its region; symbolic begins become a
-/// separate affine element offset.
-pub(super) fn side(cx: &CallCx, r: &BufferRegion) -> Result<Side, Decline> {
-    let b = cx.buf(r.buf);
-    let (tile, swz) = match &b.layout {
-        Layout::Tile(t) => (t.clone(), None),
-        Layout::Compose(c) => (lay::compose_base(&b.layout, &b.shape), Some(c.swizzle)),
-    };
-    if tile.shard.iter().chain(&tile.replica).any(|i| i.axis.is_thread()) || tile.offset.keys().any(|a| a.is_thread()) {
-        return Err(Decline::new(Rule::Layout, format!("`{}` has thread axes in its layout", b.name)));
-    }
-    let canon = lay::canon(&tile.shard);
-    let groups = lay::group(&canon, &b.shape);
-    let mut begins = Vec::new();
-    let mut sym = Affine::default();
-    for (d, rg) in r.ranges.iter().enumerate() {
-        let (base, rest) = split_begin(cx, b, d, rg)?;
-        begins.push(base);
-        if rest.is_zero() {
-            continue;
-        }
-        let stride = groups.as_ref().and_then(|(g, seps)| {
-            let grp = lay::canon(&g[seps[d]..seps[d + 1]]);
-            (grp.len() == 1 && grp[0].axis == Axis::M).then_some(grp[0].stride)
-        });
-        let stride = stride.ok_or_else(|| {
-            Decline::new(
-                Rule::SymbolicBegin,
-                format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
-            )
-        })?;
-        push_sym(&mut sym, &rest, stride, b, d)?;
-    }
-    let ext: Vec<i64> = r.ranges.iter().map(|rg| rg.extent).collect();
-    let sliced = lay::slice(&tile, &b.shape, &begins, &ext)
-        .map_err(|m| Decline::new(Rule::Slice, format!("`{}`: {m}", b.name)))?;
-    Ok(Side { tile: sliced, sym, swizzle: swz })
 }
 
 /// `l.apply(f, tid, 0)` against `[rounds, threads, vec]` on the `m` axis.
@@ -299,13 +180,6 @@ fn grid_offset(
     Ok(b.add(off, base))
 }
 
-/// Element `l` of the region split over the side's own shard.
-pub(super) fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
-    let b = em.builder();
-    let base = LExpr::Int(lay::m_offset(t), ity);
-    b.add(dim_offset(b, &t.shard, b.to_int(l.clone(), ity)), base)
-}
-
 /// Per-round offsets as `let g_off` / `let s_off` (one `off` when equal).
 fn name_offsets(em: &mut Emitter, body: &mut Vec<LStmt>, g: LExpr, s: LExpr) -> (LExpr, LExpr) {
     if g == s {
@@ -316,13 +190,4 @@ fn name_offsets(em: &mut Emitter, body: &mut Vec<LStmt>, g: LExpr, s: LExpr) -> 
         let so = bind(em, body, "s_off", s);
         (go, so)
     }
-}
-
-pub(super) fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
-    let kind = if vec == 1 {
-        LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
-    } else {
-        LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: vec, cache: CacheHint::Default }
-    };
-    LStmt::new(kind, em.span)
 }

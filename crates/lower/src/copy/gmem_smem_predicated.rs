@@ -30,12 +30,12 @@
 //! }
 //! ```
 
-use super::gmem_smem::{copy_stmt, linear_offset, thread_id, GsOperands, Side, PAIRS};
 use super::partition::{self, Partition};
-use super::{add_sym, operands, scope_pair, CopyOps};
+use super::{add_sym, copy_stmt, linear_offset, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
+use crate::operand::MemOperand;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -46,8 +46,8 @@ pub struct GmemSmemPredicated;
 struct PredPlan {
     /// The chunk partition: `Grid` over `[chunks, 1, vec]`, or `Linear` (vec 1).
     part: Partition,
-    g: Side,
-    s: Side,
+    g: MemOperand,
+    s: MemOperand,
     g_is_src: bool,
     threads: i64,
     chunks: i64,
@@ -79,9 +79,9 @@ impl Variant for GmemSmemPredicated {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(super::ANY_SCOPE)?;
+        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
-        scope_pair(&ops, PAIRS)?;
+        scope_pair(&ops, GLOBAL_SHARED)?;
         let o = GsOperands::resolve(cx, &ops)?;
         // One thread: the chunking needs no thread split; threads are dealt chunks afterwards.
         let (part, mut limits) = partition::align(&o.sides(1));

@@ -33,12 +33,13 @@
 //! it is recognised.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin};
+use super::{add_sym, bind, operands, scope_pair};
 use crate::addr::{dim_offset, swizzle};
 use crate::build::Hw;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::Affine;
 use crate::lay;
+use crate::operand;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope};
@@ -47,7 +48,7 @@ use tirx_ir::op::Family;
 use tirx_ir::Arch;
 use tirx_ir::DType;
 use tirx_layout::apply::split_coord;
-use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
+use tirx_layout::{Axis, ExecScope, Fusion, Iter, Swizzle, TileLayout};
 
 pub struct LdStMatrix;
 
@@ -257,38 +258,12 @@ fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, De
 
 // ---------------------------------------------------------------- operands
 
-fn layout_err(who: &str) -> impl Fn(tirx_layout::LayoutError) -> Decline + '_ {
-    move |e| Decline::new(Rule::Slice, format!("`{who}`: {e}"))
-}
-
 /// The register operand: a tile layout over exactly one thread axis that
 /// every thread of the axis owns a part of, sliced to whole fragments.
 fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result<Regs, Decline> {
     let b = cx.buf(r.buf);
     let kind = cx.scope.kind;
-    let Layout::Tile(tile) = &b.layout else {
-        return Err(Decline::new(
-            Rule::Fragment,
-            format!("register operand `{}` has a swizzled layout; {FRAGMENT_HINT}", b.name),
-        ));
-    };
-    let mut region = Vec::with_capacity(r.ranges.len());
-    for (d, rg) in r.ranges.iter().enumerate() {
-        match cx.affine(&rg.begin) {
-            Some(a) if a.terms.is_empty() => region.push((a.constant, rg.extent)),
-            _ => {
-                return Err(Decline::new(
-                    Rule::Fragment,
-                    format!(
-                        "dim {d} of register operand `{}` has a non-constant begin; registers need constant indices",
-                        b.name
-                    ),
-                ))
-            }
-        }
-    }
-    let err = layout_err(&b.name);
-    let t = tile.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
+    let t = operand::register(cx, r).map_err(|m| Decline::new(Rule::Fragment, format!("{m}; {FRAGMENT_HINT}")))?.tile;
     if !t.replica.is_empty() {
         return Err(Decline::new(
             Rule::Fragment,
@@ -368,66 +343,23 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     Ok(Regs { name: b.name.clone(), tile: t, axis })
 }
 
-/// The shared operand: its tile sliced to the region, the swizzle (chunks of
-/// at least 8 elements), and the symbolic part of the region start.
+/// The shared operand (`operand::memory`), whose swizzle (if any) must keep
+/// the 8-element (16-byte) rows of ldmatrix together.
 fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     let b = cx.buf(r.buf);
-    let err = layout_err(&b.name);
-    let (base, swizzle) = match &b.layout {
-        Layout::Tile(t) => (t.clone(), None),
-        Layout::Compose(c) => (c.base_tile(&b.shape).map_err(&err)?, Some(c.swizzle)),
-    };
-    if let Some(sw) = swizzle {
-        if sw.per_element < 3 && sw.swizzle_len > 0 {
-            return Err(Decline::new(
-                Rule::Swizzle,
-                format!(
-                    "`{}` swizzles chunks of {} elements (per_element={} < 3); ldmatrix rows are 8 elements (16 B) that a swizzle must keep together",
-                    b.name,
-                    sw.chunk(),
-                    sw.per_element
-                ),
-            ));
-        }
-    }
-    if base.has_thread_axis() {
-        return Err(Decline::new(Rule::Layout, format!("shared operand `{}` has thread axes in its layout", b.name)));
-    }
-    let canon = base.canonicalize(Fusion::Cuda).map_err(&err)?;
-    let mut region = Vec::with_capacity(r.ranges.len());
-    let mut sym = Affine::default();
-    for (d, rg) in r.ranges.iter().enumerate() {
-        let (begin, rest) = split_begin(cx, b, d, rg)?;
-        region.push((begin, rg.extent));
-        if !rest.is_zero() {
-            let stride = single_stride(&canon, &b.shape, d).ok_or_else(|| {
-                Decline::new(
-                    Rule::SymbolicBegin,
-                    format!("dim {d} of `{}` has a symbolic begin but its layout splits it into several iters", b.name),
-                )
-            })?;
-            push_sym(&mut sym, &rest, stride, b, d)?;
-        }
-    }
-    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|l| l.canonicalize(Fusion::Cuda)).map_err(&err)?;
-    if !tile.replica.is_empty() {
+    let m = operand::memory(cx, r)?;
+    if let Some(sw) = m.swizzle.filter(|sw| sw.per_element < 3) {
         return Err(Decline::new(
-            Rule::Layout,
-            format!("shared operand `{}` has a replicated layout ({tile})", b.name),
+            Rule::Swizzle,
+            format!(
+                "`{}` swizzles chunks of {} elements (per_element={} < 3); ldmatrix rows are 8 elements (16 B) that a swizzle must keep together",
+                b.name,
+                sw.chunk(),
+                sw.per_element
+            ),
         ));
     }
-    Ok(Shared { name: b.name.clone(), tile, swizzle: swizzle.filter(|s| s.swizzle_len > 0), sym })
-}
-
-/// The stride of dim `d` when its group is one `m` iter.
-fn single_stride(canon: &TileLayout, shape: &[i64], d: usize) -> Option<i64> {
-    let (g, seps) = canon.group(shape).ok()?;
-    let it = segment(&g.shard[seps[d]..seps[d + 1]]);
-    match it[..] {
-        [it] if it.axis == Axis::M => Some(it.stride),
-        [] => Some(0),
-        _ => None,
-    }
+    Ok(Shared { name: b.name.clone(), tile: m.tile, swizzle: m.swizzle, sym: m.sym })
 }
 
 // ---------------------------------------------------------------- the fit

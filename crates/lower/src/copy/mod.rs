@@ -11,10 +11,12 @@
 //! Shared helpers: [`partition`] (the `[outer, threads, vec]` split of
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
-//! This module holds what they share: operand resolution, `validate_copy_op`
-//! (with the region bounds checked over the ranges of the begin's variables),
-//! the memory-pair predicate, the split of region begins into a sliced
-//! constant and a symbolic element offset, and the vector-width candidates.
+//! This module holds what they share: the copy's two regions
+//! ([`operands`], `validate_copy_op`, with the region bounds checked over the
+//! ranges of the begin's variables), the memory-pair predicate, the vector-width
+//! candidates, and the global ↔ shared pair ([`GsOperands`]) with its emission
+//! helpers. Each region is resolved by the one operand model,
+//! [`crate::operand`].
 
 pub mod fallback;
 pub mod gmem_smem;
@@ -24,15 +26,16 @@ pub mod partition;
 pub mod reg;
 pub mod swizzle_iter;
 
+use crate::addr::dim_offset;
 use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
 use crate::expr::Affine;
-use tirx_ir::hir::{Buffer, BufferRegion, Expr, MemScope, Range};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use crate::lay;
+use crate::operand::{self, MemOperand};
+use partition::Sides;
+use tirx_ir::hir::{Buffer, BufferRegion, MemScope};
+use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
-use tirx_layout::ExecScope;
-
-/// The scopes whose threads can cooperate on one call (clusters cannot, yet).
-pub const ANY_SCOPE: &[ExecScope] = &[ExecScope::Thread, ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta];
+use tirx_layout::TileLayout;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(gmem_smem::GmemSmem));
@@ -143,50 +146,6 @@ fn var_ranges(cx: &CallCx, a: &Affine) -> String {
     a.vars().into_iter().map(|v| crate::explain::var_range(cx, v)).collect::<Vec<_>>().join(", ")
 }
 
-/// The affine begin of dim `d` of a region of `b`, in loop variables and scope ids.
-fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affine, Decline> {
-    cx.affine(begin).ok_or_else(|| {
-        Decline::new(
-            Rule::SymbolicBegin,
-            format!(
-                "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids (`//` and `%` by constants allowed)",
-                b.name,
-                crate::explain::top_text(cx.kernel, begin)
-            ),
-        )
-    })
-}
-
-/// A region begin split for slicing: the constant `base` the layout is
-/// sliced at, and the symbolic rest `begin - base` (in index units; zero for
-/// a constant begin). `base` is the begin's constant clamped into the
-/// buffer dim, so a begin like `(w - 1) * 32` slices at 0 with rest `32·w - 32`.
-fn split_begin(cx: &CallCx, b: &Buffer, d: usize, rg: &Range) -> Result<(i64, Affine), Decline> {
-    let a = affine_begin(cx, b, d, &rg.begin)?;
-    if a.is_constant() {
-        return Ok((a.constant, Affine::default()));
-    }
-    let n = b.shape.get(d).copied().unwrap_or(0);
-    let base = a.constant.clamp(0, n.saturating_sub(rg.extent).max(0));
-    let rest = a.minus(Affine::constant(base)).ok_or_else(|| overflow(b, d))?;
-    Ok((base, rest))
-}
-
-fn overflow(b: &Buffer, d: usize) -> Decline {
-    Decline::new(
-        Rule::SymbolicBegin,
-        format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
-    )
-}
-
-/// Adds `rest`, the symbolic part of a begin on dim `d` of `b` whose layout
-/// stride is `stride`, to the element offset `sym`.
-fn push_sym(sym: &mut Affine, rest: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
-    let step = rest.clone().scale(stride).ok_or_else(|| overflow(b, d))?;
-    *sym = std::mem::take(sym).plus(step).ok_or_else(|| overflow(b, d))?;
-    Ok(())
-}
-
 /// `off` plus the symbolic element offset `sym`, in index type `ity`.
 fn add_sym(em: &mut Emitter, off: LExpr, sym: &Affine, ity: DType) -> Result<LExpr, Decline> {
     sym.add_to(off, em.env, em.builder(), ity)
@@ -259,4 +218,81 @@ pub fn vec_candidates(elem_bits: u32) -> Vec<i64> {
         v.push(1);
     }
     v
+}
+
+// ---------------------------------------------------------------- global ↔ shared
+
+/// The global and shared operands of a gmem ↔ smem copy, each sliced to its region.
+pub(super) struct GsOperands {
+    pub(super) g: MemOperand,
+    pub(super) s: MemOperand,
+    pub(super) g_is_src: bool,
+    pub(super) elem_bytes: i64,
+}
+
+impl GsOperands {
+    /// Slices both sides; only the shared one may be swizzled.
+    pub(super) fn resolve(cx: &CallCx, ops: &CopyOps) -> Result<GsOperands, Decline> {
+        let (g_reg, s_reg, g_is_src) =
+            if ops.src_buf.scope == MemScope::Global { (ops.src, ops.dst, true) } else { (ops.dst, ops.src, false) };
+        let g = operand::memory(cx, g_reg)?;
+        if g.swizzle.is_some() {
+            return Err(Decline::new(
+                Rule::Layout,
+                format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name),
+            ));
+        }
+        let s = operand::memory(cx, s_reg)?;
+        Ok(GsOperands { g, s, g_is_src, elem_bytes: cx.buf(g_reg.buf).dtype.bytes() as i64 })
+    }
+
+    /// The partition problem over `threads` threads.
+    pub(super) fn sides(&self, threads: i64) -> Sides<'_> {
+        Sides {
+            g: &self.g.tile,
+            s: &self.s.tile,
+            elem_bytes: self.elem_bytes,
+            threads,
+            chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
+            g_sym_div: self.g.sym.divisor(),
+            s_sym_div: self.s.sym.divisor(),
+        }
+    }
+
+    /// `(global, shared)` regions of the call's operands.
+    pub(super) fn regions<'a>(g_is_src: bool, ops: &CopyOps<'a>) -> (&'a BufferRegion, &'a BufferRegion) {
+        if g_is_src {
+            (ops.src, ops.dst)
+        } else {
+            (ops.dst, ops.src)
+        }
+    }
+}
+
+/// The call's thread id, or 0 when one thread does the copy.
+pub(super) fn thread_id(cx: &CallCx, em: &mut Emitter, threads: i64) -> LExpr {
+    match cx.scope.tid_kind() {
+        Some(k) if threads > 1 => em.thread_id(k),
+        _ => LExpr::i32(0),
+    }
+}
+
+/// The memory pairs the global ↔ shared variants move.
+pub(super) const GLOBAL_SHARED: &[(MemScope, MemScope)] =
+    &[(MemScope::Global, MemScope::Shared), (MemScope::Shared, MemScope::Global)];
+
+/// Element `l` of the region split over the side's own shard.
+pub(super) fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType) -> LExpr {
+    let b = em.builder();
+    let base = LExpr::Int(lay::m_offset(t), ity);
+    b.add(dim_offset(b, &t.shard, b.to_int(l.clone(), ity)), base)
+}
+
+pub(super) fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
+    let kind = if vec == 1 {
+        LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
+    } else {
+        LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: vec, cache: CacheHint::Default }
+    };
+    LStmt::new(kind, em.span)
 }

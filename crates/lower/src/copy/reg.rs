@@ -32,17 +32,18 @@
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, operands, push_sym, scope_pair, split_begin, vec_candidates};
+use super::{add_sym, bind, operands, scope_pair, vec_candidates};
 use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::Affine;
 use crate::lay;
+use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::scope::TidKind;
-use tirx_ir::hir::{BufferRegion, ConfigKey, MemScope};
+use tirx_ir::hir::{ConfigKey, MemScope};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
-use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
+use tirx_layout::{Axis, Iter, Swizzle, TileLayout};
 
 pub struct RegCopy;
 
@@ -67,14 +68,6 @@ struct ThreadGroup {
     extent: i64,
     stride: i64,
     mem: Vec<Iter>,
-}
-
-/// The memory operand sliced to its region.
-struct MemSide {
-    tile: TileLayout,
-    swizzle: Option<Swizzle>,
-    /// Symbolic part of the region begin: Σ coefficient (elements) · var.
-    sym: Affine,
 }
 
 struct RegPlan {
@@ -108,15 +101,15 @@ impl Variant for RegCopy {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(super::ANY_SCOPE)?;
+        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
         let r_is_src = ops.src_buf.scope == MemScope::Local;
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
-        let r = register_layout(cx, r_reg).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
+        let r = operand::register(cx, r_reg).map_err(|m| Decline::new(Rule::RegisterLayout, m))?.tile;
         let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
-        let m = mem_side(cx, m_reg)?;
+        let m = operand::memory(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
         let cache = cache_hint(cx, global_load)?;
         let mut limits = vec![];
@@ -231,182 +224,10 @@ fn plural(n: i64) -> &'static str {
     }
 }
 
-/// Register loops over at most this many elements per thread are unrolled, so
-/// the register array is indexed by constants only (a dynamically indexed array
-/// lives in local memory); longer ones stay loops.
-pub(crate) const UNROLL_ELEMS: i64 = 256;
-
 /// `[(8:1/1), (2:64/8)]`.
 fn atoms_text(atoms: &[Atom]) -> String {
     let parts: Vec<String> = atoms.iter().map(|a| format!("({}:{}/{})", a.extent, a.mem, a.reg)).collect();
     format!("[{}]", parts.join(", "))
-}
-
-/// The thread numbering a `kind`-scope register operand must use after CUDA fusion.
-fn scope_axis(kind: ExecScope) -> Option<Axis> {
-    match kind {
-        ExecScope::Warp => Some(Axis::LaneId),
-        ExecScope::Warpgroup => Some(Axis::TidInWg),
-        ExecScope::Cta => Some(Axis::Tx),
-        _ => None,
-    }
-}
-
-/// The register layout of `r` sliced to its region and canonicalized (CUDA
-/// fusion). Region begins must be constants: registers have no runtime index.
-pub(crate) fn register_layout(cx: &CallCx, r: &BufferRegion) -> Result<TileLayout, String> {
-    let b = cx.buf(r.buf);
-    let Layout::Tile(t) = &b.layout else {
-        return Err(format!(
-            "`{}` has a swizzled layout ({}); register layouts are plain tile layouts",
-            b.name, b.layout
-        ));
-    };
-    let mut region = Vec::with_capacity(r.ranges.len());
-    for (d, rg) in r.ranges.iter().enumerate() {
-        match cx.affine(&rg.begin) {
-            Some(a) if a.terms.is_empty() => region.push((a.constant, rg.extent)),
-            _ => {
-                return Err(format!(
-                    "dim {d} of `{}` begins at `{}`; register regions need constant begins (registers cannot be indexed at run time)",
-                    b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin)
-                ))
-            }
-        }
-    }
-    let sliced = t.slice(&b.shape, &region, Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
-    let canon = sliced.canonicalize(Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
-    if let Some(it) = canon.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M) {
-        return Err(format!("`{}` stores elements on the {} axis; register layouts use `m`", b.name, it.axis));
-    }
-    if let Some(it) = canon.replica.iter().find(|i| i.axis.is_memory()) {
-        return Err(format!("`{}` keeps each element in several registers (replica {}:{}); register variants need one register per element", b.name, it.extent, it.stride));
-    }
-    Ok(canon)
-}
-
-/// Checks that the thread iters of `l` (sliced, canonical) number exactly the
-/// `t` threads of a `kind`-scope call (§3.7 scope-level check) and returns the
-/// thread id they use. At thread scope `l` must carry no thread axes.
-pub(crate) fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Result<Option<TidKind>, String> {
-    if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()) {
-        return Err(format!(
-            "`{name}` replicates elements over threads (replica on {}); register variants need one owner per element",
-            it.axis
-        ));
-    }
-    if let Some((a, v)) = l.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
-        return Err(format!("the region of `{name}` selects part of the threads (offset {v}@{a}); a region must cover every thread dimension"));
-    }
-    let iters: Vec<Iter> = l.shard.iter().filter(|i| i.axis.is_thread()).copied().collect();
-    let Some(axis) = scope_axis(kind) else {
-        return match iters.first() {
-            None => Ok(None),
-            Some(it) => Err(format!(
-                "a thread-scope op cannot use `{name}`, which is distributed over threads ({}); call it at the scope its layout describes (e.g. `Tx.warp.<op>`), or pass this thread's registers `{name}.local()`",
-                it.axis
-            )),
-        };
-    };
-    if iters.is_empty() {
-        return Err(format!(
-            "{kind}-scope op needs a {kind}-level operand whose layout carries thread axes ({axis} composing to {t}:1); got a thread-local view with no thread axes — pass the {kind}-level tensor, not its `.local()` (per-thread) view"
-        ));
-    }
-    let mut axes: Vec<Axis> = iters.iter().map(|i| i.axis).collect();
-    axes.dedup();
-    // In a CTA of ≤ 32 (≤ 128) threads, `laneid` (`tid_in_wg`) numbers threads as `tx` does.
-    let same_numbering = |a: Axis| {
-        a == axis || (kind == ExecScope::Cta && ((a == Axis::LaneId && t <= 32) || (a == Axis::TidInWg && t <= 128)))
-    };
-    if axes.len() != 1 || !same_numbering(axes[0]) {
-        let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
-        if let Some((scope, _)) = axes.iter().find_map(|a| a.scopes()).filter(|(s, _)| s.wider_than(kind)) {
-            return Err(format!(
-                "`{name}` is distributed over a {scope} (thread axes [{}]), wider than this {kind}-scope call; call it at {scope} scope",
-                names.join(", ")
-            ));
-        }
-        return Err(format!(
-            "{kind}-scope op operand `{name}` carries thread axes [{}]; after canonicalization a {kind}-level layout must use only '{axis}'",
-            names.join(", ")
-        ));
-    }
-    let mut sorted = iters.clone();
-    sorted.sort_by_key(|i| i.stride);
-    let mut expected = 1i64;
-    for it in &sorted {
-        if it.stride != expected {
-            return Err(format!(
-                "{kind}-scope op operand `{name}`: thread axes do not tile a complete {t}:1 (sorted by stride: expected stride {expected}, got {})",
-                it.stride
-            ));
-        }
-        // Saturated: a huge extent then fails the checks instead of overflowing.
-        expected = expected.saturating_mul(it.extent);
-    }
-    if expected != t {
-        return Err(format!(
-            "{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"
-        ));
-    }
-    Ok(Some(match axes[0] {
-        Axis::LaneId => TidKind::Lane,
-        Axis::TidInWg => TidKind::TidInWg,
-        _ => TidKind::Tx,
-    }))
-}
-
-/// Slices the memory operand to its region; affine begins in loop variables
-/// and scope ids become a separate symbolic element offset.
-fn mem_side(cx: &CallCx, r: &BufferRegion) -> Result<MemSide, Decline> {
-    let b = cx.buf(r.buf);
-    let lerr = |e: tirx_layout::LayoutError| Decline::new(Rule::Slice, format!("`{}`: {e}", b.name));
-    let (base, swizzle) = match &b.layout {
-        Layout::Tile(t) => (t.clone(), None),
-        Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle)),
-    };
-    if !base.thread_axes().is_empty() {
-        return Err(Decline::new(
-            Rule::Layout,
-            format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name()),
-        ));
-    }
-    let (grouped, seps) = base.canonicalize(Fusion::Cuda).and_then(|c| c.group(&b.shape)).map_err(lerr)?;
-    let mut region = Vec::with_capacity(r.ranges.len());
-    let mut sym = Affine::default();
-    for (d, rg) in r.ranges.iter().enumerate() {
-        let (base, rest) = split_begin(cx, b, d, rg)?;
-        region.push((base, rg.extent));
-        if rest.is_zero() {
-            continue;
-        }
-        let group = TileLayout::from_shard(grouped.shard[seps[d]..seps[d + 1]].to_vec())
-            .canonicalize(Fusion::None)
-            .map_err(lerr)?;
-        let stride = match group.shard.as_slice() {
-            [it] if it.axis == Axis::M => it.stride,
-            _ => {
-                return Err(Decline::new(
-                    Rule::SymbolicBegin,
-                    format!(
-                        "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters",
-                        b.name
-                    ),
-                ))
-            }
-        };
-        push_sym(&mut sym, &rest, stride, b, d)?;
-    }
-    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
-    if !tile.replica.is_empty() {
-        return Err(Decline::new(
-            Rule::Layout,
-            format!("`{}` has replicated elements; a copy needs one address per element", b.name),
-        ));
-    }
-    Ok(MemSide { tile, swizzle, sym })
 }
 
 /// `cache="nc"` applies to global → register loads; on any other copy the
@@ -570,17 +391,6 @@ fn swizzle_walk(sw: &Swizzle, threads: &[ThreadGroup], outer: &[Atom], mem_off: 
         .collect();
     let iters: Vec<Iter> = outer.iter().map(|a| Iter::m(a.extent, a.mem)).collect();
     recognize(sw, &iters, &m0)
-}
-
-/// `x` split over the group's extents (innermost fastest), strides summed.
-pub(crate) fn group_offset(g: &[Iter], mut x: i64) -> i64 {
-    let mut acc = 0;
-    for (k, it) in g.iter().enumerate().rev() {
-        let c = if k == 0 { x } else { x % it.extent };
-        x /= it.extent;
-        acc += c * it.stride;
-    }
-    acc
 }
 
 /// This thread's memory element offset: region offset, symbolic begin, and

@@ -35,9 +35,9 @@
 
 use super::{convert, f32_compute, parse, rounding, rounding_mode, scalar, OpCall, Operand};
 use crate::addr::dim_offset;
-use crate::copy::reg::{group_offset, register_layout, thread_part, UNROLL_ELEMS};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
+use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode, RoundOp};
@@ -109,7 +109,7 @@ impl Variant for EwiseReg {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::copy::ANY_SCOPE)?;
+        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let kind = cx.scope.kind;
         let call = parse(cx)?;
         check_operands(cx, &call)?;
@@ -117,7 +117,7 @@ impl Variant for EwiseReg {
         let rounding = rounding(call.op, compute, rounding_mode(cx))?;
         fma_arch(cx, call.op, compute)?;
         let dst_name = &cx.buf(call.dst.buf).name;
-        let anchor = register_layout(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?;
+        let anchor = operand::register(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?.tile;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(Rule::ScopeLevel, m))?;
         let loop_iters: Vec<Iter> =
             anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
@@ -334,7 +334,7 @@ fn align(
     dst_name: &str,
 ) -> Result<RegMap, Decline> {
     let name = &cx.buf(r.buf).name;
-    let sliced = register_layout(cx, r).map_err(|m| Decline::new(Rule::OperandLayout, m))?;
+    let sliced = operand::register(cx, r).map_err(|m| Decline::new(Rule::OperandLayout, m))?.tile;
     let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new(Rule::Broadcast, m))?;
     let lerr = |e: tirx_layout::LayoutError| {
         Decline::new(Rule::Align, format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"))

@@ -1,0 +1,274 @@
+//! One operand model for every variant (`docs/tile-primitives.md` §2.8): a
+//! tile call's region resolved once into what lowering needs of it.
+//!
+//! * [`MemOperand`] — a region of a global or shared buffer: the buffer's layout
+//!   (the swizzle's base tile for a `ComposeLayout`) sliced at the constant part
+//!   of the region's begins and canonicalized, the swizzle, and the symbolic
+//!   rest of the begins as one affine element offset (`sym`). Its alignment
+//!   facts: the tile's strides and offset, `sym.divisor()` and the swizzle chunk.
+//! * [`RegOperand`] — a region of a register (`local`) buffer: the layout sliced
+//!   and canonicalized with its thread axes, checked to hold each element in one
+//!   register; [`thread_part`] then says which thread id numbers it at a scope.
+//!
+//! Variants read these and never slice layouts themselves, so every variant
+//! agrees on what a region addresses. Errors are the variant's to type: memory
+//! operands decline with their own rules, register operands return a message
+//! the variant files under its rule (`register_layout`, `fragment`).
+
+use crate::dispatch::{CallCx, Decline, Rule};
+use crate::expr::Affine;
+use crate::scope::TidKind;
+use tirx_ir::hir::{BufId, Buffer, BufferRegion, Expr, Range};
+use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
+
+/// Register bundles up to this many elements per thread are fully unrolled
+/// (constant register indices keep them in registers).
+pub const UNROLL_ELEMS: i64 = 256;
+
+/// A region of a global or shared buffer (owned, so plans can keep it).
+#[derive(Clone, Debug)]
+pub struct MemOperand {
+    pub buf: BufId,
+    /// The layout sliced to the region at the constant part of its begins, canonical.
+    pub tile: TileLayout,
+    /// The swizzle of a `ComposeLayout` (an identity swizzle is none).
+    pub swizzle: Option<Swizzle>,
+    /// The symbolic part of the region start, in elements (zero when constant).
+    pub sym: Affine,
+}
+
+/// Resolves a global or shared region (§2.8): no thread axes, one address per
+/// element, each symbolic begin on a dim the layout keeps as one `m` iter.
+pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
+    let b = cx.buf(r.buf);
+    let lerr = |e: tirx_layout::LayoutError| Decline::new(Rule::Slice, format!("`{}`: {e}", b.name));
+    let (base, swizzle) = match &b.layout {
+        Layout::Tile(t) => (t.clone(), None),
+        Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle).filter(|s| s.swizzle_len > 0)),
+    };
+    if !base.thread_axes().is_empty() {
+        return Err(Decline::new(
+            Rule::Layout,
+            format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name()),
+        ));
+    }
+    let (grouped, seps) = base.canonicalize(Fusion::Cuda).and_then(|c| c.group(&b.shape)).map_err(lerr)?;
+    let mut region = Vec::with_capacity(r.ranges.len());
+    let mut sym = Affine::default();
+    for (d, rg) in r.ranges.iter().enumerate() {
+        let (begin, rest) = split_begin(cx, b, d, rg)?;
+        region.push((begin, rg.extent));
+        if !rest.is_zero() {
+            let stride = dim_stride(&grouped.shard[seps[d]..seps[d + 1]]).ok_or_else(|| {
+                Decline::new(
+                    Rule::SymbolicBegin,
+                    format!(
+                        "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters",
+                        b.name
+                    ),
+                )
+            })?;
+            push_sym(&mut sym, &rest, stride, b, d)?;
+        }
+    }
+    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
+    if !tile.replica.is_empty() {
+        return Err(Decline::new(
+            Rule::Layout,
+            format!("`{}` has replicated elements ({tile}); an access needs one address per element", b.name),
+        ));
+    }
+    Ok(MemOperand { buf: r.buf, tile, swizzle, sym })
+}
+
+/// The element stride of a dim whose iters (after dropping unit ones) are one
+/// `m` iter; 0 for a dim of extent 1.
+fn dim_stride(group: &[Iter]) -> Option<i64> {
+    let iters: Vec<&Iter> = group.iter().filter(|i| i.extent != 1).collect();
+    match iters[..] {
+        [] => Some(0),
+        [it] if it.axis == Axis::M => Some(it.stride),
+        _ => None,
+    }
+}
+
+/// The affine begin of dim `d` of a region of `b`, in loop variables and scope ids.
+fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affine, Decline> {
+    cx.affine(begin).ok_or_else(|| {
+        Decline::new(
+            Rule::SymbolicBegin,
+            format!(
+                "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids (`//` and `%` by constants allowed)",
+                b.name,
+                crate::explain::top_text(cx.kernel, begin)
+            ),
+        )
+    })
+}
+
+/// A region begin split for slicing: the constant `base` the layout is
+/// sliced at, and the symbolic rest `begin - base` (in index units; zero for
+/// a constant begin). `base` is the begin's constant clamped into the
+/// buffer dim, so a begin like `(w - 1) * 32` slices at 0 with rest `32·w - 32`.
+fn split_begin(cx: &CallCx, b: &Buffer, d: usize, rg: &Range) -> Result<(i64, Affine), Decline> {
+    let a = affine_begin(cx, b, d, &rg.begin)?;
+    if a.is_constant() {
+        return Ok((a.constant, Affine::default()));
+    }
+    let n = b.shape.get(d).copied().unwrap_or(0);
+    let base = a.constant.clamp(0, n.saturating_sub(rg.extent).max(0));
+    let rest = a.minus(Affine::constant(base)).ok_or_else(|| overflow(b, d))?;
+    Ok((base, rest))
+}
+
+fn overflow(b: &Buffer, d: usize) -> Decline {
+    Decline::new(
+        Rule::SymbolicBegin,
+        format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
+    )
+}
+
+/// Adds `rest`, the symbolic part of a begin on dim `d` of `b` whose layout
+/// stride is `stride`, to the element offset `sym`.
+fn push_sym(sym: &mut Affine, rest: &Affine, stride: i64, b: &Buffer, d: usize) -> Result<(), Decline> {
+    let step = rest.clone().scale(stride).ok_or_else(|| overflow(b, d))?;
+    *sym = std::mem::take(sym).plus(step).ok_or_else(|| overflow(b, d))?;
+    Ok(())
+}
+
+/// A region of a register buffer.
+#[derive(Clone, Debug)]
+pub struct RegOperand {
+    pub buf: BufId,
+    /// The layout sliced to the region and canonicalized (CUDA fusion), thread axes included.
+    pub tile: TileLayout,
+}
+
+/// Resolves a register region: a plain tile layout, constant begins (registers
+/// have no runtime index), elements on `m`, one register per element.
+pub fn register(cx: &CallCx, r: &BufferRegion) -> Result<RegOperand, String> {
+    let b = cx.buf(r.buf);
+    let Layout::Tile(t) = &b.layout else {
+        return Err(format!(
+            "`{}` has a swizzled layout ({}); register layouts are plain tile layouts",
+            b.name, b.layout
+        ));
+    };
+    let mut region = Vec::with_capacity(r.ranges.len());
+    for (d, rg) in r.ranges.iter().enumerate() {
+        match cx.affine(&rg.begin) {
+            Some(a) if a.is_constant() => region.push((a.constant, rg.extent)),
+            _ => {
+                return Err(format!(
+                    "dim {d} of `{}` begins at `{}`; register regions need constant begins (registers cannot be indexed at run time)",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin)
+                ))
+            }
+        }
+    }
+    let sliced = t.slice(&b.shape, &region, Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
+    let tile = sliced.canonicalize(Fusion::Cuda).map_err(|e| format!("`{}`: {e}", b.name))?;
+    if let Some(it) = tile.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M) {
+        return Err(format!("`{}` stores elements on the {} axis; register layouts use `m`", b.name, it.axis));
+    }
+    if let Some(it) = tile.replica.iter().find(|i| i.axis.is_memory()) {
+        return Err(format!("`{}` keeps each element in several registers (replica {}:{}); register variants need one register per element", b.name, it.extent, it.stride));
+    }
+    Ok(RegOperand { buf: r.buf, tile })
+}
+
+/// The thread axis a `kind`-scope operand's layout must number its threads by.
+fn scope_axis(kind: ExecScope) -> Option<Axis> {
+    match kind {
+        ExecScope::Warp => Some(Axis::LaneId),
+        ExecScope::Warpgroup => Some(Axis::TidInWg),
+        ExecScope::Cta => Some(Axis::Tx),
+        _ => None,
+    }
+}
+
+/// Checks that the thread iters of `l` (sliced, canonical) number exactly the
+/// `t` threads of a `kind`-scope call (§3.7 scope-level check) and returns the
+/// thread id they use. At thread scope `l` must carry no thread axes.
+pub fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Result<Option<TidKind>, String> {
+    if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()) {
+        return Err(format!(
+            "`{name}` replicates elements over threads (replica on {}); register variants need one owner per element",
+            it.axis
+        ));
+    }
+    if let Some((a, v)) = l.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
+        return Err(format!("the region of `{name}` selects part of the threads (offset {v}@{a}); a region must cover every thread dimension"));
+    }
+    let iters: Vec<Iter> = l.shard.iter().filter(|i| i.axis.is_thread()).copied().collect();
+    let Some(axis) = scope_axis(kind) else {
+        return match iters.first() {
+            None => Ok(None),
+            Some(it) => Err(format!(
+                "a thread-scope op cannot use `{name}`, which is distributed over threads ({}); call it at the scope its layout describes (e.g. `Tx.warp.<op>`), or pass this thread's registers `{name}.local()`",
+                it.axis
+            )),
+        };
+    };
+    if iters.is_empty() {
+        return Err(format!(
+            "{kind}-scope op needs a {kind}-level operand whose layout carries thread axes ({axis} composing to {t}:1); got a thread-local view with no thread axes — pass the {kind}-level tensor, not its `.local()` (per-thread) view"
+        ));
+    }
+    let mut axes: Vec<Axis> = iters.iter().map(|i| i.axis).collect();
+    axes.dedup();
+    // In a CTA of ≤ 32 (≤ 128) threads, `laneid` (`tid_in_wg`) numbers threads as `tx` does.
+    let same_numbering = |a: Axis| {
+        a == axis || (kind == ExecScope::Cta && ((a == Axis::LaneId && t <= 32) || (a == Axis::TidInWg && t <= 128)))
+    };
+    if axes.len() != 1 || !same_numbering(axes[0]) {
+        let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
+        if let Some((scope, _)) = axes.iter().find_map(|a| a.scopes()).filter(|(s, _)| s.wider_than(kind)) {
+            return Err(format!(
+                "`{name}` is distributed over a {scope} (thread axes [{}]), wider than this {kind}-scope call; call it at {scope} scope",
+                names.join(", ")
+            ));
+        }
+        return Err(format!(
+            "{kind}-scope op operand `{name}` carries thread axes [{}]; after canonicalization a {kind}-level layout must use only '{axis}'",
+            names.join(", ")
+        ));
+    }
+    let mut sorted = iters.clone();
+    sorted.sort_by_key(|i| i.stride);
+    let mut expected = 1i64;
+    for it in &sorted {
+        if it.stride != expected {
+            return Err(format!(
+                "{kind}-scope op operand `{name}`: thread axes do not tile a complete {t}:1 (sorted by stride: expected stride {expected}, got {})",
+                it.stride
+            ));
+        }
+        // Saturated: a huge extent then fails the checks instead of overflowing.
+        expected = expected.saturating_mul(it.extent);
+    }
+    if expected != t {
+        return Err(format!(
+            "{kind}-scope op operand `{name}`: thread axes span {expected} threads, not the full {t} of the {kind}"
+        ));
+    }
+    Ok(Some(match axes[0] {
+        Axis::LaneId => TidKind::Lane,
+        Axis::TidInWg => TidKind::TidInWg,
+        _ => TidKind::Tx,
+    }))
+}
+
+/// `x` split over the iters of a group (outermost first), `m` strides summed.
+pub fn group_offset(g: &[Iter], mut x: i64) -> i64 {
+    let mut acc = 0;
+    for (k, it) in g.iter().enumerate().rev() {
+        let c = if k == 0 { x } else { x % it.extent };
+        x /= it.extent;
+        if it.axis == Axis::M {
+            acc += c * it.stride;
+        }
+    }
+    acc
+}

@@ -16,7 +16,7 @@ use serde::Serialize;
 pub enum Family {
     /// Moves a region (`copy`).
     Copy,
-    /// Computes each destination element from the same-index source elements.
+    /// Computes each destination element from the same-index source elements ([`EwiseOp`]).
     Elementwise,
 }
 
@@ -29,9 +29,17 @@ impl Family {
     }
 }
 
+/// A tile op: the family, then the op within it. Each family's lowering
+/// matches its own op enum exhaustively and never sees another family's ops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum TileOp {
     Copy,
+    Ewise(EwiseOp),
+}
+
+/// The elementwise ops (`docs/tile-primitives.md` §4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum EwiseOp {
     Zero,
     Fill,
     Reciprocal,
@@ -131,70 +139,84 @@ const ZERO_SRC: Slot = slot(&["src"], Role::Src, Region, DefDst);
 const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
 const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
 
-const fn ewise(operands: &'static [Slot]) -> OpSpec {
-    OpSpec { family: Family::Elementwise, operands, config: EWISE_CONFIG }
-}
-
-impl TileOp {
-    pub const ALL: [TileOp; 17] = [
-        TileOp::Copy,
-        TileOp::Zero,
-        TileOp::Fill,
-        TileOp::Reciprocal,
-        TileOp::Sqrt,
-        TileOp::Exp,
-        TileOp::Exp2,
-        TileOp::Log2,
-        TileOp::Silu,
-        TileOp::Add,
-        TileOp::Sub,
-        TileOp::Mul,
-        TileOp::Fdiv,
-        TileOp::Maximum,
-        TileOp::Minimum,
-        TileOp::Fma,
-        TileOp::Cast,
+impl EwiseOp {
+    pub const ALL: [EwiseOp; 16] = [
+        EwiseOp::Zero,
+        EwiseOp::Fill,
+        EwiseOp::Reciprocal,
+        EwiseOp::Sqrt,
+        EwiseOp::Exp,
+        EwiseOp::Exp2,
+        EwiseOp::Log2,
+        EwiseOp::Silu,
+        EwiseOp::Add,
+        EwiseOp::Sub,
+        EwiseOp::Mul,
+        EwiseOp::Fdiv,
+        EwiseOp::Maximum,
+        EwiseOp::Minimum,
+        EwiseOp::Fma,
+        EwiseOp::Cast,
     ];
 
     pub fn name(self) -> &'static str {
         match self {
+            EwiseOp::Zero => "zero",
+            EwiseOp::Fill => "fill",
+            EwiseOp::Reciprocal => "reciprocal",
+            EwiseOp::Sqrt => "sqrt",
+            EwiseOp::Exp => "exp",
+            EwiseOp::Exp2 => "exp2",
+            EwiseOp::Log2 => "log2",
+            EwiseOp::Silu => "silu",
+            EwiseOp::Add => "add",
+            EwiseOp::Sub => "sub",
+            EwiseOp::Mul => "mul",
+            EwiseOp::Fdiv => "fdiv",
+            EwiseOp::Maximum => "maximum",
+            EwiseOp::Minimum => "minimum",
+            EwiseOp::Fma => "fma",
+            EwiseOp::Cast => "cast",
+        }
+    }
+
+    fn operands(self) -> &'static [Slot] {
+        match self {
+            EwiseOp::Cast => &[DST, SRC_REGION],
+            EwiseOp::Zero => &[DST, ZERO_SRC],
+            EwiseOp::Fill => &[DST, VALUE],
+            EwiseOp::Reciprocal | EwiseOp::Silu => &[DST, SRC_INPLACE],
+            EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
+            EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
+                &[DST, LHS, RHS]
+            }
+            EwiseOp::Fma => &[DST, FMA_A, FMA_B, FMA_C],
+        }
+    }
+}
+
+impl TileOp {
+    /// Every op, family by family.
+    pub fn all() -> impl Iterator<Item = TileOp> {
+        std::iter::once(TileOp::Copy).chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
             TileOp::Copy => "copy",
-            TileOp::Zero => "zero",
-            TileOp::Fill => "fill",
-            TileOp::Reciprocal => "reciprocal",
-            TileOp::Sqrt => "sqrt",
-            TileOp::Exp => "exp",
-            TileOp::Exp2 => "exp2",
-            TileOp::Log2 => "log2",
-            TileOp::Silu => "silu",
-            TileOp::Add => "add",
-            TileOp::Sub => "sub",
-            TileOp::Mul => "mul",
-            TileOp::Fdiv => "fdiv",
-            TileOp::Maximum => "maximum",
-            TileOp::Minimum => "minimum",
-            TileOp::Fma => "fma",
-            TileOp::Cast => "cast",
+            TileOp::Ewise(e) => e.name(),
         }
     }
 
     pub fn from_name(s: &str) -> Option<TileOp> {
-        TileOp::ALL.iter().copied().find(|o| o.name() == s)
+        TileOp::all().find(|o| o.name() == s)
     }
 
     /// The op's row of the table.
     pub fn spec(self) -> OpSpec {
         match self {
             TileOp::Copy => OpSpec { family: Family::Copy, operands: &[DST, SRC_REGION], config: COPY_CONFIG },
-            TileOp::Cast => ewise(&[DST, SRC_REGION]),
-            TileOp::Zero => ewise(&[DST, ZERO_SRC]),
-            TileOp::Fill => ewise(&[DST, VALUE]),
-            TileOp::Reciprocal | TileOp::Silu => ewise(&[DST, SRC_INPLACE]),
-            TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => ewise(&[DST, SRC_INPLACE, BIAS, SCALE]),
-            TileOp::Add | TileOp::Sub | TileOp::Mul | TileOp::Fdiv | TileOp::Maximum | TileOp::Minimum => {
-                ewise(&[DST, LHS, RHS])
-            }
-            TileOp::Fma => ewise(&[DST, FMA_A, FMA_B, FMA_C]),
+            TileOp::Ewise(e) => OpSpec { family: Family::Elementwise, operands: e.operands(), config: EWISE_CONFIG },
         }
     }
 
@@ -204,11 +226,6 @@ impl TileOp {
 
     pub fn operands(self) -> &'static [Slot] {
         self.spec().operands
-    }
-
-    /// The ops of `family`, in table order.
-    pub fn of_family(family: Family) -> impl Iterator<Item = TileOp> {
-        TileOp::ALL.into_iter().filter(move |o| o.family() == family)
     }
 
     /// `copy(dst, src)`, `sqrt(dst, src=dst, bias=None, scale=None)`, ...
@@ -365,7 +382,7 @@ mod tests {
 
     #[test]
     fn every_op_has_a_destination_first_and_unique_name() {
-        for op in TileOp::ALL {
+        for op in TileOp::all() {
             assert_eq!(op.operands()[0].role, Role::Dst, "{op:?}");
             assert_eq!(TileOp::from_name(op.name()), Some(op));
         }

@@ -476,7 +476,7 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
 }
 
 fn ops_with_variants(reg: &Registry) -> String {
-    let ops: Vec<&str> = TileOp::ALL.iter().filter(|op| !reg.for_op(**op).is_empty()).map(|op| op.name()).collect();
+    let ops: Vec<&str> = TileOp::all().filter(|op| !reg.for_op(*op).is_empty()).map(|op| op.name()).collect();
     if ops.is_empty() {
         "none".into()
     } else {

@@ -175,7 +175,7 @@ impl Builder<'_> {
             }
             d
         };
-        let ops: Vec<&str> = tirx_ir::hir::TileOp::ALL.iter().map(|o| o.name()).collect();
+        let ops: Vec<&str> = tirx_ir::hir::TileOp::all().map(|o| o.name()).collect();
         match base {
             Val::Builtin(Builtin::T) => match t_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),

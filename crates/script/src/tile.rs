@@ -9,7 +9,7 @@ use crate::buffers::fmt_shape;
 use crate::build::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
-use tirx_ir::op::{ConfigKey, RawConfig, Slot, SlotDefault, SlotKind};
+use tirx_ir::op::{ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -127,7 +127,7 @@ impl Builder<'_> {
         };
         if !op.spec().config.contains(&key) {
             let takers: Vec<&str> =
-                TileOp::ALL.iter().filter(|o| o.spec().config.contains(&key)).map(|o| o.name()).collect();
+                TileOp::all().filter(|o| o.spec().config.contains(&key)).map(|o| o.name()).collect();
             return self.fail(
                 Diagnostic::error(ksp, format!("`{k}` does not apply to `{}`", op.name()))
                     .with_label(format!("not a config key of {} ops", op.family().name()))
@@ -140,12 +140,17 @@ impl Builder<'_> {
         }
     }
 
-    /// Checks before lowering: copy dtypes and region shapes; elementwise
-    /// operands broadcast to the destination.
+    /// Checks before lowering, by the op's family: copy dtypes and region
+    /// shapes; elementwise operands broadcast to the destination.
     pub(crate) fn check_tile(&mut self, call: &TileCall) -> R<()> {
-        if call.op != TileOp::Copy {
-            return self.check_broadcast(call);
+        match call.op.family() {
+            Family::Copy => self.check_copy(call),
+            Family::Elementwise => self.check_broadcast(call),
         }
+    }
+
+    /// Copy operands: one dtype, equal regions once unit dims are dropped.
+    fn check_copy(&mut self, call: &TileCall) -> R<()> {
         let (TileArg::Region(dst), TileArg::Region(src)) = (&call.args[0], &call.args[1]) else { return Ok(()) };
         let (db, sb) = (self.buffer(dst.buf).clone(), self.buffer(src.buf).clone());
         if db.dtype != sb.dtype {

@@ -165,7 +165,10 @@ fn seed_elementwise_reg_hir() {
     assert_eq!(rb.layout, lane_rows(32, 8));
     let t = tiles(&k);
     let ops: Vec<TileOp> = t.iter().map(|c| c.op).collect();
-    assert_eq!(ops, vec![TileOp::Copy, TileOp::Copy, TileOp::Sqrt, TileOp::Copy, TileOp::Copy]);
+    assert_eq!(
+        ops,
+        vec![TileOp::Copy, TileOp::Copy, TileOp::Ewise(tirx_ir::op::EwiseOp::Sqrt), TileOp::Copy, TileOp::Copy]
+    );
     let sqrt = &t[2];
     assert_eq!(sqrt.args.len(), 4, "sqrt carries dst, src, bias, scale");
     assert_eq!(region(&sqrt.args[0]), (r, vec![(0, 32), (0, 8)]));

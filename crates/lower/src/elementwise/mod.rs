@@ -18,6 +18,7 @@ use crate::build::Builder;
 use crate::dispatch::{CallCx, Decline, Registry, Rule};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::{LBinOp, LExpr, RoundMode, RoundOp};
+use tirx_ir::op::EwiseOp;
 use tirx_ir::DType;
 
 pub fn register(r: &mut Registry) {
@@ -34,7 +35,7 @@ pub enum Operand<'a> {
 /// A parsed elementwise call.
 #[derive(Clone, Debug)]
 pub struct OpCall<'a> {
-    pub op: TileOp,
+    pub op: EwiseOp,
     pub dst: &'a BufferRegion,
     /// Sources in op order: unary `[x, bias?]`, binary `[a, b]`, fma `[a, b, c]`, fill `[value]`.
     pub srcs: Vec<Operand<'a>>,
@@ -59,13 +60,15 @@ fn operand<'a>(cx: &CallCx<'a>, i: usize) -> Option<Operand<'a>> {
     }
 }
 
-fn commutative(op: TileOp) -> bool {
-    matches!(op, TileOp::Add | TileOp::Mul | TileOp::Maximum | TileOp::Minimum)
+fn commutative(op: EwiseOp) -> bool {
+    matches!(op, EwiseOp::Add | EwiseOp::Mul | EwiseOp::Maximum | EwiseOp::Minimum)
 }
 
 /// The call's operands by the op's signature (`spec.parse`, §4).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
-    let op = cx.call.op;
+    let TileOp::Ewise(op) = cx.call.op else {
+        return Err(Decline::new(Rule::Parse, format!("`{}` is not an elementwise op", cx.call.op.name())));
+    };
     let dst = cx.region(0).ok_or_else(|| {
         Decline::new(Rule::Parse, format!("the destination of `{}` must be a buffer region", op.name()))
     })?;
@@ -74,16 +77,16 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     };
     let mut scale = None;
     let srcs = match op {
-        TileOp::Zero => vec![],
-        TileOp::Fill => vec![need(1, "value")?],
-        TileOp::Reciprocal | TileOp::Silu => vec![need(1, "source")?],
-        TileOp::Cast => match need(1, "source")? {
+        EwiseOp::Zero => vec![],
+        EwiseOp::Fill => vec![need(1, "value")?],
+        EwiseOp::Reciprocal | EwiseOp::Silu => vec![need(1, "source")?],
+        EwiseOp::Cast => match need(1, "source")? {
             r @ Operand::Region(_) => vec![r],
             Operand::Scalar(_) => {
                 return Err(Decline::new(Rule::Parse, "cast src must be a buffer region; use `fill` for a constant"))
             }
         },
-        TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 => {
+        EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => {
             if let Some(TileArg::Scalar(e)) = cx.call.args.get(3) {
                 scale = Some(e);
             }
@@ -91,7 +94,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             v.extend(operand(cx, 2));
             v
         }
-        TileOp::Add | TileOp::Sub | TileOp::Mul | TileOp::Fdiv | TileOp::Maximum | TileOp::Minimum => {
+        EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
             let (a, b) = (need(1, "lhs")?, need(2, "rhs")?);
             match (a, b) {
                 (Operand::Scalar(_), Operand::Scalar(_)) => {
@@ -110,8 +113,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
                 _ => vec![a, b],
             }
         }
-        TileOp::Fma => vec![need(1, "a")?, need(2, "scale (b)")?, need(3, "bias (c)")?],
-        TileOp::Copy => return Err(Decline::new(Rule::Parse, "copy is not an elementwise op")),
+        EwiseOp::Fma => vec![need(1, "a")?, need(2, "scale (b)")?, need(3, "bias (c)")?],
     };
     Ok(OpCall { op, dst, srcs, scale })
 }
@@ -119,16 +121,22 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
 /// Ops computed in f32 whatever their operand types, rounded once to the
 /// destination (`docs/numerics.md` §1): the 16-bit types have no correctly
 /// rounded division, and their `hexp`/`hsqrt`/... round in every step.
-pub fn f32_compute(op: TileOp) -> bool {
+pub fn f32_compute(op: EwiseOp) -> bool {
     matches!(
         op,
-        TileOp::Reciprocal | TileOp::Sqrt | TileOp::Exp | TileOp::Exp2 | TileOp::Log2 | TileOp::Silu | TileOp::Fdiv
+        EwiseOp::Reciprocal
+            | EwiseOp::Sqrt
+            | EwiseOp::Exp
+            | EwiseOp::Exp2
+            | EwiseOp::Log2
+            | EwiseOp::Silu
+            | EwiseOp::Fdiv
     )
 }
 
 /// The ops `rounding_mode=` applies to: one IEEE-rounded operation each.
-const ROUNDED_OPS: &[TileOp] =
-    &[TileOp::Add, TileOp::Sub, TileOp::Mul, TileOp::Fdiv, TileOp::Reciprocal, TileOp::Fma, TileOp::Cast];
+const ROUNDED_OPS: &[EwiseOp] =
+    &[EwiseOp::Add, EwiseOp::Sub, EwiseOp::Mul, EwiseOp::Fdiv, EwiseOp::Reciprocal, EwiseOp::Fma, EwiseOp::Cast];
 
 const ROUNDING_SUPPORT: &str = "rounding_mode is supported on add, sub, mul, fdiv, reciprocal and fma (rn on every \
      type; rz, rm, rp when computed in float32) and on cast (every mode)";
@@ -144,13 +152,13 @@ pub fn rounding_mode(cx: &CallCx) -> Option<RoundMode> {
 /// How `op` computed in `compute` rounds (`docs/numerics.md` §4): to nearest
 /// unless `requested`; every mode on f32 arithmetic and on casts, `rn` on
 /// 16-bit arithmetic, none on the other ops.
-pub fn rounding(op: TileOp, compute: DType, requested: Option<RoundMode>) -> Result<RoundMode, Decline> {
+pub fn rounding(op: EwiseOp, compute: DType, requested: Option<RoundMode>) -> Result<RoundMode, Decline> {
     let Some(mode) = requested else { return Ok(RoundMode::Rn) };
     let name = op.name();
     if !ROUNDED_OPS.contains(&op) {
         return Err(Decline::new(Rule::Config, format!("rounding_mode='{mode}' on {name}: {ROUNDING_SUPPORT}")));
     }
-    if mode != RoundMode::Rn && op != TileOp::Cast && compute != DType::F32 {
+    if mode != RoundMode::Rn && op != EwiseOp::Cast && compute != DType::F32 {
         return Err(Decline::new(
             Rule::Config,
             format!(
@@ -195,7 +203,7 @@ pub(crate) fn convert(b: &Builder, value: LExpr, to: DType, mode: RoundMode) -> 
 /// The value of one destination element in the compute type `ct`: `x` are the
 /// sources (already in `ct`), `scale` the unary scale (in `ct`); arithmetic
 /// rounds in `mode` ([`rounding`]), `fma` always once.
-pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: RoundMode) -> LExpr {
+pub fn scalar(op: EwiseOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: RoundMode) -> LExpr {
     let one = LExpr::Float(1.0, ct);
     let math = |f: MathFn| {
         let mut arg = x[0].clone();
@@ -208,24 +216,24 @@ pub fn scalar(op: TileOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: Ro
         LExpr::Math(f, vec![arg])
     };
     match op {
-        TileOp::Zero => LExpr::Float(0.0, ct),
-        TileOp::Fill | TileOp::Cast | TileOp::Copy => x[0].clone(),
-        TileOp::Reciprocal => arith(RoundOp::Div, mode, one, x[0].clone()),
-        TileOp::Sqrt => math(MathFn::Sqrt),
-        TileOp::Exp => math(MathFn::Exp),
-        TileOp::Exp2 => math(MathFn::Exp2),
-        TileOp::Log2 => math(MathFn::Log2),
+        EwiseOp::Zero => LExpr::Float(0.0, ct),
+        EwiseOp::Fill | EwiseOp::Cast => x[0].clone(),
+        EwiseOp::Reciprocal => arith(RoundOp::Div, mode, one, x[0].clone()),
+        EwiseOp::Sqrt => math(MathFn::Sqrt),
+        EwiseOp::Exp => math(MathFn::Exp),
+        EwiseOp::Exp2 => math(MathFn::Exp2),
+        EwiseOp::Log2 => math(MathFn::Log2),
         // x / (1 + exp(-x))
-        TileOp::Silu => {
+        EwiseOp::Silu => {
             let e = LExpr::Math(MathFn::Exp, vec![LExpr::Un(UnOp::Neg, Box::new(x[0].clone()))]);
             fbin(LBinOp::Div, x[0].clone(), fbin(LBinOp::Add, one, e))
         }
-        TileOp::Add => arith(RoundOp::Add, mode, x[0].clone(), x[1].clone()),
-        TileOp::Sub => arith(RoundOp::Sub, mode, x[0].clone(), x[1].clone()),
-        TileOp::Mul => arith(RoundOp::Mul, mode, x[0].clone(), x[1].clone()),
-        TileOp::Fdiv => arith(RoundOp::Div, mode, x[0].clone(), x[1].clone()),
-        TileOp::Maximum => fbin(LBinOp::Max, x[0].clone(), x[1].clone()),
-        TileOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
-        TileOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
+        EwiseOp::Add => arith(RoundOp::Add, mode, x[0].clone(), x[1].clone()),
+        EwiseOp::Sub => arith(RoundOp::Sub, mode, x[0].clone(), x[1].clone()),
+        EwiseOp::Mul => arith(RoundOp::Mul, mode, x[0].clone(), x[1].clone()),
+        EwiseOp::Fdiv => arith(RoundOp::Div, mode, x[0].clone(), x[1].clone()),
+        EwiseOp::Maximum => fbin(LBinOp::Max, x[0].clone(), x[1].clone()),
+        EwiseOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
+        EwiseOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
     }
 }

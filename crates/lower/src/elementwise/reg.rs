@@ -38,10 +38,10 @@ use crate::addr::dim_offset;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
-use tirx_ir::hir::{BufferRegion, MemScope, TileOp};
+use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode, RoundOp};
-use tirx_ir::op::{ConfigKey, Family};
+use tirx_ir::op::{ConfigKey, EwiseOp, Family};
 use tirx_ir::Arch;
 use tirx_ir::DType;
 use tirx_layout::{Fusion, Iter, TileLayout};
@@ -309,9 +309,9 @@ fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
 
 /// A 16-bit fma rounds once only with the `fma.rn` instruction of its type
 /// (bf16: sm_80); older targets decline rather than round twice.
-fn fma_arch(cx: &CallCx, op: TileOp, compute: DType) -> Result<(), Decline> {
+fn fma_arch(cx: &CallCx, op: EwiseOp, compute: DType) -> Result<(), Decline> {
     let need = rounded_min_arch(RoundOp::Fma, compute);
-    if op == TileOp::Fma && !cx.opts.arch.supports(need) {
+    if op == EwiseOp::Fma && !cx.opts.arch.supports(need) {
         return Err(Decline::new(
             Rule::Arch,
             format!(
@@ -425,14 +425,14 @@ fn broadcast_shape(r: &BufferRegion, dst_ext: &[i64], name: &str) -> Result<Vec<
 }
 
 /// The packed op for `op`, if one exists.
-fn packed_op(op: TileOp) -> Option<PackedOp> {
+fn packed_op(op: EwiseOp) -> Option<PackedOp> {
     Some(match op {
-        TileOp::Add => PackedOp::Add,
-        TileOp::Sub => PackedOp::Sub,
-        TileOp::Mul => PackedOp::Mul,
-        TileOp::Fma => PackedOp::Fma,
-        TileOp::Maximum => PackedOp::Max,
-        TileOp::Minimum => PackedOp::Min,
+        EwiseOp::Add => PackedOp::Add,
+        EwiseOp::Sub => PackedOp::Sub,
+        EwiseOp::Mul => PackedOp::Mul,
+        EwiseOp::Fma => PackedOp::Fma,
+        EwiseOp::Maximum => PackedOp::Max,
+        EwiseOp::Minimum => PackedOp::Min,
         _ => return None,
     })
 }
@@ -450,7 +450,7 @@ fn choose_mode(
 ) -> Mode {
     let dst_t = cx.buf(call.dst.buf).dtype;
     let region_types: Vec<DType> = call.regions().skip(1).map(|r| cx.buf(r.buf).dtype).collect();
-    let wanted = if call.op == TileOp::Cast {
+    let wanted = if call.op == EwiseOp::Cast {
         let pair_cast = matches!(
             (region_types.first(), dst_t),
             (Some(DType::F32), DType::F16 | DType::BF16) | (Some(DType::F16 | DType::BF16), DType::F32)

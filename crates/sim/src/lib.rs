@@ -36,10 +36,12 @@
 //!   (`round`, `docs/numerics.md` §5);
 //! * the kernel is checked with [`LKernel::validate`] first; a malformed one is
 //!   an [`SimErrorKind::InvalidKernel`] error, never a panic;
-//! * memory is budgeted before it is allocated ([`memory_use`]: data plus a
-//!   16-byte race shadow per global/shared element), capped by
-//!   [`SimOptions::memory_limit`] (16 GiB by default), and every allocation is
-//!   fallible: a kernel too large to simulate is a `ResourceLimit` error, never an abort.
+//! * memory is budgeted before it is allocated ([`memory_use`]: the contents
+//!   of every buffer; the 16-byte race shadow per global/shared element is
+//!   mapped zeroed and costs only the pages a run touches), capped by
+//!   [`SimOptions::memory_limit`] (the host's physical memory by default), and
+//!   every allocation is fallible: a kernel too large to simulate is a
+//!   `ResourceLimit` error, never an abort.
 //!
 //! Modules: [`value`] (element conversions, parameter buffers), `compile`
 //! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
@@ -63,7 +65,8 @@ pub mod value;
 
 pub use error::{SimError, SimErrorKind, SimWarning};
 pub use memory::{
-    bytes_text, check_memory, memory_use, try_zeroed_bytes, BufUse, MemoryUse, DEFAULT_MEMORY_LIMIT, SHADOW_BYTES,
+    bytes_text, check_memory, host_memory_limit, memory_use, try_zeroed_bytes, BufUse, MemoryUse, DEFAULT_MEMORY_LIMIT,
+    SHADOW_BYTES,
 };
 use serde::Serialize;
 use tirx_ir::lir::LKernel;
@@ -86,7 +89,7 @@ pub struct SimOptions {
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { grid_limit: None, check_races: true, stats: false, memory_limit: DEFAULT_MEMORY_LIMIT }
+        SimOptions { grid_limit: None, check_races: true, stats: false, memory_limit: host_memory_limit() }
     }
 }
 

@@ -49,8 +49,18 @@ use tirx_ir::DType;
 /// Bytes of the race/initialisation shadow per element of a global or shared buffer.
 pub const SHADOW_BYTES: u64 = std::mem::size_of::<ShadowWords>() as u64;
 
-/// Default of [`SimOptions::memory_limit`]: 16 GiB of simulated memory in all.
+/// [`SimOptions::memory_limit`] where the host's memory is unknown: 16 GiB.
 pub const DEFAULT_MEMORY_LIMIT: u64 = 16 << 30;
+
+/// The default [`SimOptions::memory_limit`]: the host's physical memory
+/// (`MemTotal` of `/proc/meminfo`), else [`DEFAULT_MEMORY_LIMIT`].
+pub fn host_memory_limit() -> u64 {
+    let kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let line = m.lines().find(|l| l.starts_with("MemTotal:"))?.to_string();
+        line.split_whitespace().nth(1)?.parse::<u64>().ok()
+    });
+    kib.map_or(DEFAULT_MEMORY_LIMIT, |k| k.saturating_mul(1024))
+}
 
 /// The host memory one buffer takes in a simulation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -71,7 +81,12 @@ impl BufUse {
 }
 
 /// The host memory a simulation of a kernel takes, parameters included
-/// (saturated: an absurd size stays absurd instead of wrapping).
+/// (saturated: an absurd size stays absurd instead of wrapping). `total`
+/// counts the contents of every buffer and the local-memory stamps; the race
+/// shadow of global and shared buffers is mapped zeroed (`try_zeroed`) and
+/// costs only the pages of the elements a run touches, so it is reported per
+/// buffer but not counted (a mapping the host refuses is a `ResourceLimit`
+/// error, never an abort).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MemoryUse {
     pub total: u64,
@@ -106,7 +121,11 @@ pub fn memory_use(k: &LKernel, opts: &SimOptions) -> MemoryUse {
             BufUse { buf: LBufId(i as u32), data, shadow }
         })
         .collect();
-    let total = bufs.iter().fold(0u64, |a, b| a.saturating_add(b.total()));
+    let committed = |b: &BufUse| match k.buf(b.buf).space {
+        Space::Local => b.total(),
+        Space::Global | Space::Shared => b.data,
+    };
+    let total = bufs.iter().fold(0u64, |a, b| a.saturating_add(committed(b)));
     MemoryUse { total, bufs }
 }
 
@@ -138,18 +157,12 @@ pub fn check_memory(k: &LKernel, opts: &SimOptions) -> Result<MemoryUse, SimErro
             b.dtype,
             bytes_text(big.data)
         ));
-        if big.shadow > 0 {
-            let shadow = if b.space == Space::Local { "initialisation stamps" } else { "race-check shadow" };
-            msg.push_str(&format!(" and {} of {shadow}", bytes_text(big.shadow)));
+        if big.shadow > 0 && b.space == Space::Local {
+            msg.push_str(&format!(" and {} of initialisation stamps", bytes_text(big.shadow)));
         }
     }
-    let race = if opts.check_races {
-        "; `--no-race-check` saves the 16 bytes per global element of the race shadow"
-    } else {
-        ""
-    };
     Err(SimError::new(SimErrorKind::ResourceLimit, Default::default(), msg)
-        .help(format!("simulate a smaller shape (a few tiles show the same code paths){race}")))
+        .help("simulate a smaller shape (a few tiles show the same code paths)"))
 }
 
 /// `4398046511104 bytes (4.0 TiB)`.

@@ -83,7 +83,7 @@ fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64) -> Result<Vec<
         grid_limit: Some(ctas.max(1)),
         check_races: true,
         stats: true,
-        memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+        memory_limit: tirx_sim::host_memory_limit(),
     };
     crate::frontend::check_sim_memory(k, lir, src, &opts)?;
     let mut params = crate::npy::load_args(&[], lir)?;

@@ -1,4 +1,4 @@
-# copy -> gmem_smem with value ranges (tile-primitives.md §1.3, §3.1): a CTA streams 8 tiles of
+# copy -> gmem_smem with value ranges (docs/tile-primitives.md §1.3, §3.1): a CTA streams 8 tiles of
 # 32x32 float32 through a two-stage shared buffer. Stage (k + 1) % 2 loads tile k + 1 while
 # stage k % 2 stores tile k; `if k + 1 < 8` narrows k to [0, 6], so A[k + 1] is in bounds. The
 # `%` begins are affine atoms: every copy is cooperative (128 threads, 16-byte vectors).

@@ -193,7 +193,7 @@ pub struct BufferRegion {
 }
 
 /// A positional operand of a tile call. Named arguments (`bias=`, `scale=`) are
-/// stored positionally per the op's row of [`crate::op`] (tile-primitives.md §2.2), absent ones as `None`.
+/// stored positionally per the op's row of [`crate::op`] (docs/tile-primitives.md §2.2), absent ones as `None`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum TileArg {
     Region(BufferRegion),
@@ -228,7 +228,7 @@ impl TileCall {
     }
 }
 
-/// Which scope-id declarator (tile-primitives.md §1.2).
+/// Which scope-id declarator (docs/tile-primitives.md §1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum ScopeIdKind {
     /// `T.cta_id` kernel→cta (blockIdx)

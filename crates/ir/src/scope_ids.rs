@@ -1,4 +1,4 @@
-//! Scope-id extents (tile-primitives.md §1.2), the one closure that both the
+//! Scope-id extents (docs/tile-primitives.md §1.2), the one closure that both the
 //! script checks and the launch computation use.
 //!
 //! Every `T.cta_id / lane_id / ...` declares a (parent → child) binding with a

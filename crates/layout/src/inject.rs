@@ -1,4 +1,4 @@
-//! Injectivity: does every element have a home of its own (layout-model.md §1.8)?
+//! Injectivity: does every element have a home of its own (docs/layout-model.md §1.8)?
 //!
 //! A buffer's layout must never send two logical elements to the same point:
 //! for storage that point is an address (a store to one element would

@@ -1,4 +1,4 @@
-//! Hand-derived cases of `TileLayout::injectivity` (layout-model.md §1.8).
+//! Hand-derived cases of `TileLayout::injectivity` (docs/layout-model.md §1.8).
 
 use tirx_layout::inject::MAX_ENUMERATED;
 use tirx_layout::{parse_layout, Axis, Coord, Injectivity, IterRef, Layout};

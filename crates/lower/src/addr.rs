@@ -96,7 +96,7 @@ pub fn dim_offset_on(b: &Builder, group: &[Iter], x: LExpr, axis: Axis) -> LExpr
     acc
 }
 
-/// The swizzled element index (layout-model.md §2.9):
+/// The swizzled element index (docs/layout-model.md §2.9):
 /// inner: `m ^ (((m >> (p+at)) & mask) << p)`; outer: `m ^ (((m >> p) & mask) << (p+at))`.
 pub fn swizzle(b: &Builder, sw: &Swizzle, m: LExpr) -> LExpr {
     if sw.swizzle_len == 0 {

@@ -1,5 +1,5 @@
 //! The dispatcher: a registry of lowering variants per tile op, and the
-//! selection of one variant per call (tile-primitives.md §2.2–§2.6).
+//! selection of one variant per call (docs/tile-primitives.md §2.2–§2.6).
 //!
 //! A [`Variant`] plans (`plan`: accept with a [`Plan`] or decline with a typed
 //! [`Decline`] naming the predicate that failed) and emits LIR (`emit`).

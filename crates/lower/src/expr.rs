@@ -2,7 +2,7 @@
 //! Python floor semantics kept only where an operand may be negative, integer
 //! arithmetic folded; and the affine view of an index (`by*64 + 3`,
 //! `(k + 1) % 2 * 1024`) that copy variants use for symbolic region begins,
-//! with its range given the ranges of its variables (tile-primitives.md §1.3, §3.1).
+//! with its range given the ranges of its variables (docs/tile-primitives.md §1.3, §3.1).
 
 use crate::build::Builder;
 use crate::stmt::Env;

@@ -1,4 +1,4 @@
-//! Execution scopes (tile-primitives.md §1.2–§1.6).
+//! Execution scopes (docs/tile-primitives.md §1.2–§1.6).
 //!
 //! * [`resolve_launch`]: scope-id declarations → binding extents (the shared
 //!   Compose/Complement closure of [`tirx_ir::scope_ids`], e.g.

@@ -1,4 +1,4 @@
-//! Shared-memory budget of a kernel's allocations (tile-primitives.md §2.7).
+//! Shared-memory budget of a kernel's allocations (docs/tile-primitives.md §2.7).
 //!
 //! Walks the `T.alloc_buffer(..., scope="shared" | "shared.dyn")` allocations
 //! in program order, each sized as the CUDA generator lays it out

@@ -51,7 +51,7 @@ impl Env {
     /// The range of `v` at a program point whose facts are `at`: a scope id
     /// over the active threads (CTAs), a loop variable over its narrowed
     /// extent; `None` for anything else (lets, loops with symbolic bounds).
-    /// Every range lowering reasons with comes from here (tile-primitives.md §1.3).
+    /// Every range lowering reasons with comes from here (docs/tile-primitives.md §1.3).
     pub fn var_bounds(&self, at: &Facts, v: VarId) -> Option<VarBounds> {
         match self.scope_vars.get(&v) {
             Some(&(.., Some(Hw::BlockIdx(d)))) if at.values.contains_key(&v) => at.value_bounds(v, Source::Cta(d)),

@@ -1,4 +1,4 @@
-//! Value ranges at a call (tile-primitives.md §1.3, §3.1): `if` on scope ids
+//! Value ranges at a call (docs/tile-primitives.md §1.3, §3.1): `if` on scope ids
 //! and loop variables narrows their ranges, and the region bounds check, the
 //! alignment and the dispatch use the narrowed ranges; region begins may use
 //! `//` and `%` by constants (double buffering, `tid // 4`). Values are

@@ -1,4 +1,4 @@
-//! The shared-memory budget (tile-primitives.md §2.7): static `scope="shared"`
+//! The shared-memory budget (docs/tile-primitives.md §2.7): static `scope="shared"`
 //! arrays over 48 KiB and static + dynamic over the target's per-CTA limit are
 //! user errors at the allocation that crosses the limit (never the CUDA
 //! generator's internal error); `scope="shared.dyn"` lowers to dynamic shared

@@ -133,7 +133,7 @@ impl Builder<'_> {
     }
 
     /// Two elements of one buffer must never share a home: a store to one would
-    /// overwrite the other (layout-model.md §1.8). `tile` admits `shape`.
+    /// overwrite the other (docs/layout-model.md §1.8). `tile` admits `shape`.
     fn check_injective(&mut self, tile: &TileLayout, span: Span, shape: &[i64], name: &str, scope: MemScope) -> R<()> {
         let c = match tile.injectivity() {
             Ok(Injectivity::Collides(c)) => c,

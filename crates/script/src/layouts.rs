@@ -1,4 +1,4 @@
-//! Layout expressions as Python values (layout-model.md §1.5): `S[extents :
+//! Layout expressions as Python values (docs/layout-model.md §1.5): `S[extents :
 //! strides]`, `R[...]` replicas, `k @ axis` strides, `+ k@axis` / `+ k`
 //! offsets, `TileLayout(spec)`, `ComposeLayout(p, sw, at, tile)`. Unlike the
 //! reference, an extent/stride count mismatch, a second `S[...]` or `R[...]`

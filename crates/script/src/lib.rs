@@ -24,7 +24,7 @@
 //! `layouts` are Python values, runtime scalars become HIR), `buffers`
 //! (declarations, loads, stores, regions) and `tile` (tile calls), each
 //! checking its operands → `scope_ids` (extent inference and consistency,
-//! tile-primitives.md §1.2).
+//! docs/tile-primitives.md §1.2).
 //! Every user error is a [`Diagnostic`] on the exact operand, with a fix when
 //! there is one; one run reports all independent errors.
 //!

@@ -1,4 +1,4 @@
-//! Scope-id checks (tile-primitives.md §1.2): the declarations of a kernel,
+//! Scope-id checks (docs/tile-primitives.md §1.2): the declarations of a kernel,
 //! wherever they stand, go through the shared closure
 //! ([`tirx_ir::scope_ids::infer_extents`]); a kernel with device code must also
 //! end up with a thread count.

@@ -1,4 +1,4 @@
-//! copy → fallback (priority 0, seed 003).
+//! copy → fallback (priority 0, docs/tile-primitives.md §3.5).
 //!
 //! **Accepts** any copy that passes `validate_copy_op` (any scope pair, local ↔
 //! local included). Who copies:

@@ -1,11 +1,11 @@
-//! copy → gmem_smem (priority 10, seed 002, tile-primitives.md §3.2).
+//! copy → gmem_smem (priority 10, docs/tile-primitives.md §3.2).
 //!
 //! **Accepts** a global ↔ shared copy (either direction) at thread, warp,
 //! warpgroup or cta scope when every thread of the scope is active, the copy
 //! is valid (same dtype, equal non-unit extents) and the region's element count
 //! is divisible by the scope's thread count. Region begins may be symbolic
 //! (`A[by*64 : by*64 + 64, ..]`, `S[(k + 1) % 2, ..]`): affine in loop vars and
-//! scope ids with `//` and `%` atoms (tile-primitives.md §3.1), where the
+//! scope ids with `//` and `%` atoms (docs/tile-primitives.md §3.1), where the
 //! symbolic part must fall on a dim whose layout is a single strided iter.
 //! Only the shared side may be swizzled.
 //!

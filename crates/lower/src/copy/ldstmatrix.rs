@@ -1,4 +1,4 @@
-//! copy → ldstmatrix (priority 10, seed 004, tile-primitives.md §3.4).
+//! copy → ldstmatrix (priority 10, docs/tile-primitives.md §3.4).
 //!
 //! **Accepts** a register ↔ shared copy of 16-bit elements (f16, bf16, i16,
 //! u16) at warp, warpgroup or cta scope with every thread active, when both

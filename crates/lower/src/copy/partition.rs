@@ -1,5 +1,5 @@
 //! Partition synthesis for global ↔ shared copies (`align_layouts_gs`,
-//! layout-model.md §3.3): split the region into `[outer, threads, vec]` so that
+//! docs/layout-model.md §3.3): split the region into `[outer, threads, vec]` so that
 //! thread `t` in round `f` moves the `vec` elements at `g_p.apply(f, t, 0)` and
 //! `s_p.apply(f, t, 0)` as one vector access on each side.
 //!

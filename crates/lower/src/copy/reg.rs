@@ -1,4 +1,4 @@
-//! copy → reg (priority 10, seed 000, tile-primitives.md §3.3).
+//! copy → reg (priority 10, docs/tile-primitives.md §3.3).
 //!
 //! **Accepts** a copy between registers (`local`) and shared or global memory
 //! (exactly one side local) at thread, warp, warpgroup or cta scope with every

@@ -1,4 +1,4 @@
-//! Swizzle iteration fast path (tile-primitives.md §3.6, layout-model.md §3.4).
+//! Swizzle iteration fast path (docs/tile-primitives.md §3.6, docs/layout-model.md §3.4).
 //!
 //! **Accepts** an inner swizzle and the shared-side round iters of a partition
 //! when every round offset is a sum of distinct address bits that are zero in

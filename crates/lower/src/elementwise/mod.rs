@@ -1,5 +1,5 @@
 //! Elementwise tile ops (`Tx.<scope>.sqrt(dst, src)`, `add`, `fma`, `cast`, ...;
-//! tile-primitives.md §4). One variant so far:
+//! docs/tile-primitives.md §4). One variant so far:
 //!
 //! | variant | prio | accepts |
 //! |---|---|---|

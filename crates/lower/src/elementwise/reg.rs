@@ -1,4 +1,4 @@
-//! elementwise → reg (priority 10, seed 001, tile-primitives.md §3.7).
+//! elementwise → reg (priority 10, docs/tile-primitives.md §3.7).
 //!
 //! **Accepts** an elementwise op (zero, fill, reciprocal, sqrt, exp, exp2,
 //! log2, silu, add, sub, mul, fdiv, maximum, minimum, fma, cast) at thread,

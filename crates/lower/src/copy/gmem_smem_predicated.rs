@@ -1,4 +1,4 @@
-//! copy → gmem_smem_predicated (priority 5, between `gmem_smem` and `fallback`).
+//! copy → gmem_smem_predicated (priority 5, between `gmem_smem` and `fallback`; docs/tile-primitives.md §3.8).
 //!
 //! **Accepts** what [`gmem_smem`](super::gmem_smem) accepts without its
 //! divisibility rule: a global ↔ shared copy (either direction) at thread,

@@ -21,6 +21,8 @@ pub(crate) struct Builder<'s> {
     pub scopes: Vec<HashMap<String, Val>>,
     pub k: Option<KState>,
     kernel_done: Option<Kernel>,
+    /// Compile-time work left ([`MAX_WORK`] at the start; see [`Builder::charge`]).
+    pub work: usize,
 }
 
 pub(crate) struct KState {
@@ -37,12 +39,31 @@ impl<'s> Builder<'s> {
         let mut module = HashMap::new();
         // Not "__main__": a script's `if __name__ == "__main__":` test harness is skipped.
         module.insert("__name__".to_string(), Val::Str("tirx_script".into()));
-        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None }
+        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None, work: MAX_WORK }
     }
 
     pub fn fail<T>(&mut self, d: Diagnostic) -> R<T> {
         self.diags.push(d);
         Err(())
+    }
+
+    /// Spends `n` units of compile-time work (items built or copied); past
+    /// [`MAX_WORK`] in one script, the expression at `span` is an error.
+    pub fn charge(&mut self, n: usize, span: Span) -> R<()> {
+        match self.work.checked_sub(n) {
+            Some(left) => {
+                self.work = left;
+                Ok(())
+            }
+            None => {
+                self.work = 0;
+                self.fail(
+                    Diagnostic::error(span, "too much compile-time work")
+                        .with_label(format!("the script builds or copies more than {MAX_WORK} values in all"))
+                        .with_help("compute smaller constants; large tables belong in buffers, not in the script"),
+                )
+            }
+        }
     }
 
     pub fn define(&mut self, name: &str, v: Val) {

@@ -17,7 +17,7 @@ const KEYWORDS: [&str; 24] = [
 ];
 
 pub fn parse(tokens: Vec<Token>, diags: &mut Vec<Diagnostic>) -> Vec<Stmt> {
-    let mut p = Parser { toks: tokens, pos: 0, depth: 0, diags };
+    let mut p = Parser { toks: tokens, pos: 0, depth: 0, deep_reported: false, diags };
     let mut out = vec![];
     while !p.at(&Tok::Eof) {
         if p.eat(&Tok::Newline) {
@@ -38,6 +38,8 @@ struct Parser<'d> {
     toks: Vec<Token>,
     pos: usize,
     depth: usize,
+    /// "nested too deeply" was reported (once per file).
+    deep_reported: bool,
     diags: &'d mut Vec<Diagnostic>,
 }
 
@@ -146,12 +148,17 @@ impl Parser<'_> {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            let sp = self.span();
-            self.error(
-                Diagnostic::error(sp, "nested too deeply")
-                    .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
-                    .with_help("split the expression or block into smaller pieces"),
-            );
+            // Once per file, and not at all when the lexer already reported the
+            // brackets: one deeply nested expression is one error.
+            if !self.deep_reported && !self.diags.iter().any(|d| d.message == crate::lexer::BRACKETS_TOO_DEEP) {
+                let sp = self.span();
+                self.error(
+                    Diagnostic::error(sp, "nested too deeply")
+                        .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
+                        .with_help("split the expression or block into smaller pieces"),
+                );
+            }
+            self.deep_reported = true;
             self.depth -= 1;
             return Err(());
         }

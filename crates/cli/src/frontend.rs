@@ -2,6 +2,7 @@
 //! file, parse and check it, lower it, and either return the result or print
 //! every diagnostic (`file:line:col`, source line, caret, help) and fail.
 use crate::exit::Failure;
+use crate::out::errln;
 use std::io::IsTerminal;
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
@@ -16,7 +17,7 @@ pub struct Source {
 /// printed and reported as [`Failure::Reported`] (exit 1).
 pub fn load_kernel(path: &std::path::Path) -> Result<(Kernel, Source), Failure> {
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| Failure::User(format!("error: cannot read `{name}`: {e}")))?;
+    let bytes = crate::input::read_file(path, crate::input::MAX_SCRIPT_BYTES, "kernel script")?;
     let text = String::from_utf8(bytes).map_err(|e| {
         Failure::User(format!(
             "error: `{name}` is not UTF-8 text (invalid byte at offset {})",
@@ -32,7 +33,7 @@ pub fn load_kernel(path: &std::path::Path) -> Result<(Kernel, Source), Failure> 
         Err(diags) => {
             eprint_diags(&diags, &src);
             let errors = diags.iter().filter(|d| d.is_error()).count();
-            eprintln!("error: `{}` has {errors} error{}", src.name, if errors == 1 { "" } else { "s" });
+            errln!("error: `{}` has {errors} error{}", src.name, if errors == 1 { "" } else { "s" });
             Err(Failure::Reported)
         }
     }
@@ -69,12 +70,37 @@ pub struct ArchArg {
     pub arch: Arch,
 }
 
+/// Most diagnostics rendered for one file; the rest are counted ("and K more").
+pub const MAX_SHOWN_DIAGS: usize = 50;
+
 /// Renders `diags` (nothing when empty) on stderr at their spans in `src`;
-/// coloured on a terminal unless `NO_COLOR` is set.
+/// coloured on a terminal unless `NO_COLOR` is set. At most
+/// [`MAX_SHOWN_DIAGS`] are rendered, then a line counting the others.
 pub fn eprint_diags(diags: &[Diagnostic], src: &Source) {
     if diags.is_empty() {
         return;
     }
     let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    eprint!("{}", tirx_ir::diag::render(diags, &src.name, &src.text, color));
+    let shown = &diags[..diags.len().min(MAX_SHOWN_DIAGS)];
+    crate::out::err(&tirx_ir::diag::render(shown, &src.name, &src.text, color));
+    if let Some(more) = hidden_summary(&diags[shown.len()..]) {
+        errln!("{more}");
+    }
+}
+
+/// `error: and 3 more errors and 1 more warning in this file (not shown)`, or `None` when nothing is hidden.
+fn hidden_summary(hidden: &[Diagnostic]) -> Option<String> {
+    if hidden.is_empty() {
+        return None;
+    }
+    let errors = hidden.iter().filter(|d| d.is_error()).count();
+    let others = hidden.len() - errors;
+    let count = |n: usize, what: &str| format!("{n} more {what}{}", if n == 1 { "" } else { "s" });
+    let parts: Vec<String> =
+        [(errors, "error"), (others, "warning")].iter().filter(|(n, _)| *n > 0).map(|(n, w)| count(*n, w)).collect();
+    let sev = if errors > 0 { "error" } else { "warning" };
+    Some(format!(
+        "{sev}: and {} (not shown: only the first {MAX_SHOWN_DIAGS} are; fix those first)",
+        parts.join(" and ")
+    ))
 }

@@ -134,7 +134,8 @@ fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::User(format!("cannot read {}: {e}", path.display()));
     let mut raw_file = std::fs::read(path).map_err(io_err)?;
     normalize_fp8_descr(&mut raw_file, b.dtype);
-    let npy = npyz::NpyFile::new(&raw_file[..]).map_err(io_err)?;
+    // The header is parsed with limits first (npyz's own parser is exponential in its nesting).
+    let npy = crate::npy_header::open(&raw_file).map_err(io_err)?;
     let want_shape = file_shape(b);
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
     let padded = if want_shape.len() == 1 && b.shape.len() != 1 {

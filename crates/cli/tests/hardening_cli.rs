@@ -101,11 +101,11 @@ fn special_files_are_refused_without_reading() {
 
 #[test]
 fn scripts_over_the_size_cap_are_refused() {
-    let big = vec![b'#'; (16 << 20) + 1];
+    let big = vec![b'#'; (4 << 20) + 1];
     let p = temp("big.py", &big);
     let r = run(&["check", s(&p)]);
     assert_eq!(r.code, Some(1), "{}", r.stderr);
-    assert!(r.stderr.contains("larger than 16 MiB"), "{}", r.stderr);
+    assert!(r.stderr.contains("larger than 4 MiB"), "{}", r.stderr);
 }
 
 /// 10,000 nested parentheses: 17 s and 593 MB of diagnostics before; now one error.
@@ -129,9 +129,27 @@ fn many_errors_are_capped_and_suggestions_bounded() {
     let r = run(&["check", s(&p)]);
     assert_eq!(r.code, Some(1));
     assert_eq!(r.stderr.matches("error: unknown name").count(), 50, "{}", r.stderr);
-    assert!(r.stderr.contains("error: and 3950 more errors (not shown"), "{}", r.stderr);
-    assert!(r.stderr.contains("typos.py` has 4000 errors"), "{}", r.stderr);
+    assert!(r.stderr.contains("error: and 951 more errors (not shown"), "{}", r.stderr);
+    assert!(r.stderr.contains("typos.py` has at least 1000 errors (checking stopped there)"), "{}", r.stderr);
     assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
+}
+
+/// A one-line file of 4 MiB of `$`: 4 million diagnostics, each rendered with
+/// the whole line, before. Now the lexer stops after 1,000 and the 50 shown
+/// leave out a line that long.
+#[test]
+fn a_huge_line_of_errors_is_quick_and_short() {
+    let p = temp("dollars.py", &vec![b'$'; 4 << 20]);
+    let r = run(&["check", s(&p)]);
+    assert_eq!(r.code, Some(1));
+    assert!(r.stderr.contains("dollars.py:1:1 (the line is 4194304 bytes long: not shown)"), "{}", &r.stderr[..2000]);
+    assert!(
+        r.stderr.contains("dollars.py` has at least 1000 errors (checking stopped there)"),
+        "{}",
+        &r.stderr[..2000]
+    );
+    assert!(r.stderr.len() < 100_000, "{} bytes of diagnostics", r.stderr.len());
+    assert!(r.took < Duration::from_secs(10), "took {:?}", r.took);
 }
 
 /// A 128-byte `.npy` header with 24 nested sequences hung `sim` (npyz's parser

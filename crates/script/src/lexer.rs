@@ -84,6 +84,11 @@ impl Lexer<'_> {
     fn run(mut self, diags: &mut Vec<Diagnostic>) -> Vec<Token> {
         let mut at_line_start = true;
         while self.pos < self.bytes.len() {
+            if diags.len() >= crate::MAX_DIAGS {
+                crate::stop_reporting(diags, Span::new(self.pos, self.pos));
+                self.pos = self.bytes.len();
+                break;
+            }
             if at_line_start {
                 at_line_start = false;
                 if !self.line_start(diags) {

@@ -20,6 +20,9 @@ pub fn parse(tokens: Vec<Token>, diags: &mut Vec<Diagnostic>) -> Vec<Stmt> {
     let mut p = Parser { toks: tokens, pos: 0, depth: 0, deep_reported: false, diags };
     let mut out = vec![];
     while !p.at(&Tok::Eof) {
+        if p.too_many() {
+            break;
+        }
         if p.eat(&Tok::Newline) {
             continue;
         }
@@ -102,6 +105,17 @@ impl Parser<'_> {
 
     fn error(&mut self, d: Diagnostic) {
         self.diags.push(d);
+    }
+
+    /// [`crate::MAX_DIAGS`] reached: says so once and skips to the end of the tokens.
+    fn too_many(&mut self) -> bool {
+        if self.diags.len() < crate::MAX_DIAGS {
+            return false;
+        }
+        let at = self.span();
+        crate::stop_reporting(self.diags, at);
+        self.pos = self.toks.len() - 1;
+        true
     }
 
     fn describe(t: &Tok) -> String {
@@ -476,6 +490,9 @@ impl Parser<'_> {
             return Ok(body);
         }
         while !self.at(&Tok::Dedent) && !self.at(&Tok::Eof) {
+            if self.too_many() {
+                break;
+            }
             if self.eat(&Tok::Newline) {
                 continue;
             }

@@ -89,17 +89,33 @@ fn deep_nesting_is_reported_once() {
 /// unknown name measured against every name defined so far).
 #[test]
 fn did_you_mean_is_bounded() {
+    // 1000 are reported (`MAX_DIAGS`), then "stopped".
     let src: String = (0..4000).map(|i| format!("x{i} = undefined_{i}\n")).collect();
     let (d, took) = errors(&src);
-    assert_eq!(d.iter().filter(|d| d.message.starts_with("unknown name")).count(), 4000);
+    assert_eq!(d.iter().filter(|d| d.message.starts_with("unknown name")).count(), tirx_script::MAX_DIAGS);
     assert!(took < Duration::from_secs(2), "took {took:?}");
     // Same-length names defeat a length filter: still bounded.
     let src: String = (0..4000).map(|i| format!("v{i:04} = u{i:04}\n")).collect();
     let (d, took) = errors(&src);
-    assert_eq!(d.len(), 4000);
+    assert_eq!(d.len(), tirx_script::MAX_DIAGS + 1);
     assert!(took < Duration::from_secs(2), "took {took:?}");
     // The first errors still get their suggestion.
     let src = "lane_id = 1\nx = lane_idd\n";
     let (d, _) = errors(src);
     assert_eq!(find(&d, "unknown name `lane_idd`").help.as_deref(), Some("did you mean `lane_id`?"));
+}
+
+/// A megabyte of `$` was a million diagnostics (16 MiB: 6 GB and a minute in
+/// `tirx check`); each stage now stops after `MAX_DIAGS` and says so once.
+#[test]
+fn each_stage_stops_after_max_diags() {
+    let max = tirx_script::MAX_DIAGS;
+    for (src, what) in
+        [("$".repeat(1 << 20), "lexer"), ("x x\n".repeat(100_000), "parser"), ("x = y\n".repeat(100_000), "builder")]
+    {
+        let (d, took) = errors(&src);
+        assert!(d.len() <= 2 * max + 1, "{what}: {} diagnostics", d.len());
+        assert_eq!(d.iter().filter(|d| d.message == tirx_script::STOPPED).count(), 1, "{what}");
+        assert!(took < Duration::from_secs(5), "{what}: took {took:?}");
+    }
 }

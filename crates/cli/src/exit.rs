@@ -1,5 +1,6 @@
 //! How a subcommand fails, and the exit code each failure maps to.
 
+use crate::out::errln;
 use std::process::ExitCode;
 
 #[derive(Debug)]
@@ -10,30 +11,46 @@ pub enum Failure {
     Reported,
     /// A bug in tirx. Exit 2.
     Internal(String),
+    /// Stdout was closed by its reader (`tirx ... | head -1`): stop quietly. Exit 0.
+    Closed,
 }
 
 impl Failure {
-    pub fn report(self) -> ExitCode {
+    /// Prints the message and gives the exit code.
+    pub fn report(self) -> u8 {
         match self {
             Failure::User(m) => {
-                eprintln!("{}", m.trim_end());
-                ExitCode::from(1)
+                errln!("{}", m.trim_end());
+                1
             }
-            Failure::Reported => ExitCode::from(1),
+            Failure::Reported => 1,
             Failure::Internal(m) => {
-                eprintln!("internal error: {}", m.trim_end());
-                ExitCode::from(2)
+                errln!("internal error: {}", m.trim_end());
+                2
             }
+            Failure::Closed => 0,
         }
     }
 }
 
 pub type CmdResult = Result<(), Failure>;
 
+/// The process exit code for a command's `code`: a failed write to stderr
+/// (a message the user did not get) turns success into exit 1.
+pub fn exit_code(code: u8) -> ExitCode {
+    if code == 0 && crate::out::stderr_failed() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::from(code)
+    }
+}
+
 /// A panic is always our bug: say so and exit 2 (not Rust's default 101).
+/// The message is written without `eprintln!`, which would panic again on a
+/// broken stderr.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("internal error (a bug in tirx, please report it): {info}");
+        errln!("internal error (a bug in tirx, please report it): {info}");
         std::process::exit(2);
     }));
 }

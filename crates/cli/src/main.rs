@@ -2,11 +2,17 @@
 //! with its own clap `Args` and `run`.
 //!
 //! Exit codes: 0 ok, 1 user error (diagnostics printed), 2 internal error.
+//! Output goes through [`out`] (no `println!`: it panics on a closed pipe).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod args;
 mod cmd;
 mod exit;
 mod frontend;
+mod input;
 mod npy;
+mod npy_header;
+mod out;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -44,8 +50,9 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         // --help / --version print and exit 0; a usage mistake is a user error (exit 1), not clap's 2.
         Err(e) => {
+            // `--help | head -1`: clap's own write error is ignored like ours.
             let _ = e.print();
-            return if e.use_stderr() { ExitCode::from(1) } else { ExitCode::SUCCESS };
+            return exit::exit_code(u8::from(e.use_stderr()));
         }
     };
     let result = match cli.cmd {
@@ -58,8 +65,8 @@ fn main() -> ExitCode {
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Bench(a) => cmd::bench::run(a),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
+    exit::exit_code(match result {
+        Ok(()) => 0,
         Err(f) => f.report(),
-    }
+    })
 }

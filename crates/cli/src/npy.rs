@@ -164,9 +164,13 @@ fn normalize_fp8_descr(bytes: &mut [u8], dtype: DType) {
 
 fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
     let io_err = |e: std::io::Error| Failure::User(format!("cannot read {}: {e}", path.display()));
-    let mut raw_file = std::fs::read(path).map_err(io_err)?;
+    // A regular file no larger than the buffer's data plus the largest header we parse.
+    let data = u64::try_from(b.elems.max(0)).unwrap_or(0).saturating_mul(u64::from(b.dtype.bytes()));
+    let limit = data.saturating_add(crate::npy_header::MAX_HEADER_BYTES as u64 + 16);
+    let mut raw_file = crate::input::read_file(path, limit, "`.npy`")?;
     normalize_fp8_descr(&mut raw_file, b.dtype);
-    let npy = npyz::NpyFile::new(&raw_file[..]).map_err(io_err)?;
+    // The header is parsed with limits first (npyz's own parser is exponential in its nesting).
+    let npy = crate::npy_header::open(&raw_file).map_err(io_err)?;
     let want_shape = file_shape(b);
     let descr = npy.dtype().descr().trim_matches('\'').to_string();
     let padded = if want_shape.len() == 1 && b.shape.len() != 1 {

@@ -123,6 +123,31 @@ impl TileLayout {
         self.replicate(base)
     }
 
+    /// The first `limit` coordinates of [`TileLayout::apply_set`], in the same
+    /// order, and how many it has in all. Works for any replica count: only
+    /// the returned coordinates are built (a table that shows a few replicas
+    /// per cell must not enumerate 4096 of them).
+    pub fn apply_first(&self, coord: &[i64], shape: &[i64], limit: usize) -> Result<(Vec<Coord>, i64)> {
+        let base = self.apply(coord, shape)?;
+        self.replicate_first(base, limit)
+    }
+
+    pub(crate) fn replicate_first(&self, base: Coord, limit: usize) -> Result<(Vec<Coord>, i64)> {
+        let count = error::product(self.replica.iter().map(|r| r.extent), "replica count")?;
+        let extents: Vec<i64> = self.replica.iter().map(|r| r.extent).collect();
+        let n = count.min(i64::try_from(limit).unwrap_or(i64::MAX));
+        let mut out = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        for i in 0..n {
+            let mut p = base.clone();
+            for (r, k) in self.replica.iter().zip(split_coord(i, &extents)) {
+                let slot = p.entry(r.axis).or_insert(0);
+                *slot = error::add(*slot, error::mul(k, r.stride, "replica address")?, "replica address")?;
+            }
+            out.push(p);
+        }
+        Ok((out, count))
+    }
+
     /// Expands `base` by every replica combination.
     pub(crate) fn replicate(&self, base: Coord) -> Result<Vec<Coord>> {
         let count = error::product(self.replica.iter().map(|r| r.extent), "replica count")?;

@@ -123,6 +123,13 @@ impl ComposeLayout {
         Ok(set.into_iter().map(|c| self.swizzle.on_coord(c)).collect())
     }
 
+    /// [`TileLayout::apply_first`] through the swizzle.
+    pub fn apply_first(&self, coord: &[i64], shape: &[i64], limit: usize) -> Result<(Vec<Coord>, i64)> {
+        self.swizzle.validate()?;
+        let (set, count) = self.base_tile(shape)?.apply_first(coord, shape, limit)?;
+        Ok((set.into_iter().map(|c| self.swizzle.on_coord(c)).collect(), count))
+    }
+
     /// Canonicalizes the tile; the swizzle is kept.
     pub fn canonicalize(&self, fusion: Fusion) -> Result<ComposeLayout> {
         Ok(ComposeLayout { swizzle: self.swizzle, tile: self.tile.canonicalize(fusion)? })
@@ -231,6 +238,14 @@ impl Layout {
         match self {
             Layout::Tile(t) => t.apply_set(coord, shape),
             Layout::Compose(c) => c.apply_set(coord, shape),
+        }
+    }
+
+    /// The first `limit` coordinates of [`Layout::apply_set`] and how many it has in all.
+    pub fn apply_first(&self, coord: &[i64], shape: &[i64], limit: usize) -> Result<(Vec<Coord>, i64)> {
+        match self {
+            Layout::Tile(t) => t.apply_first(coord, shape, limit),
+            Layout::Compose(c) => c.apply_first(coord, shape, limit),
         }
     }
 

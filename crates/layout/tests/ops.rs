@@ -221,3 +221,31 @@ fn swizzle_128b_fp16_permutes_chunks_by_row() {
     assert_eq!(l.swizzle(), Some(sw));
     assert!(!l.is_trivial(Fusion::Cuda).unwrap());
 }
+
+/// `apply_first` is a prefix of `apply_set` with the full count, and needs no
+/// enumeration: 10,000 replicas (and more than `MAX_REPLICAS`) are fine.
+#[test]
+fn apply_first_lists_a_prefix_and_counts_all() {
+    let l = tensor_core();
+    let all = l.apply_set(&[7, 15], &[8, 16]).unwrap();
+    assert_eq!(l.apply_first(&[7, 15], &[8, 16], 1).unwrap(), (all[..1].to_vec(), 2));
+    assert_eq!(l.apply_first(&[7, 15], &[8, 16], 5).unwrap(), (all.clone(), 2));
+    let many = TileLayout::new(vec![it(1, 1, Axis::M)], vec![it(10_000, 1, Axis::LaneId)], offsets(&[]));
+    let (set, count) = many.apply_first(&[0], &[1], 3).unwrap();
+    assert_eq!(count, 10_000);
+    assert_eq!(
+        set,
+        vec![
+            coord(&[(Axis::LaneId, 0), (Axis::M, 0)]),
+            coord(&[(Axis::LaneId, 1), (Axis::M, 0)]),
+            coord(&[(Axis::LaneId, 2), (Axis::M, 0)])
+        ]
+    );
+    let huge = TileLayout::new(vec![it(1, 1, Axis::M)], vec![it(1 << 20, 1, Axis::Tx)], offsets(&[]));
+    assert!(matches!(huge.apply_set(&[0], &[1]), Err(LayoutError::TooManyReplicas { .. })));
+    assert_eq!(huge.apply_first(&[0], &[1], 2).unwrap().1, 1 << 20);
+    // Two replica iters: the first is the slowest, as in `apply_set`.
+    let two =
+        TileLayout::new(vec![it(1, 1, Axis::M)], vec![it(3, 1, Axis::LaneId), it(2, 1, Axis::WarpId)], offsets(&[]));
+    assert_eq!(two.apply_first(&[0], &[1], 6).unwrap().0, two.apply_set(&[0], &[1]).unwrap());
+}

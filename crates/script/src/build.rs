@@ -21,6 +21,10 @@ pub(crate) struct Builder<'s> {
     pub scopes: Vec<HashMap<String, Val>>,
     pub k: Option<KState>,
     kernel_done: Option<Kernel>,
+    /// Compile-time work left ([`MAX_WORK`] at the start; see [`Builder::charge`]).
+    pub work: usize,
+    /// [`crate::MAX_DIAGS`] reached: the remaining statements are skipped.
+    stopped: bool,
 }
 
 pub(crate) struct KState {
@@ -37,12 +41,31 @@ impl<'s> Builder<'s> {
         let mut module = HashMap::new();
         // Not "__main__": a script's `if __name__ == "__main__":` test harness is skipped.
         module.insert("__name__".to_string(), Val::Str("tirx_script".into()));
-        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None }
+        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None, work: MAX_WORK, stopped: false }
     }
 
     pub fn fail<T>(&mut self, d: Diagnostic) -> R<T> {
         self.diags.push(d);
         Err(())
+    }
+
+    /// Spends `n` units of compile-time work (items built or copied); past
+    /// [`MAX_WORK`] in one script, the expression at `span` is an error.
+    pub fn charge(&mut self, n: usize, span: Span) -> R<()> {
+        match self.work.checked_sub(n) {
+            Some(left) => {
+                self.work = left;
+                Ok(())
+            }
+            None => {
+                self.work = 0;
+                self.fail(
+                    Diagnostic::error(span, "too much compile-time work")
+                        .with_label(format!("the script builds or copies more than {MAX_WORK} values in all"))
+                        .with_help("compute smaller constants; large tables belong in buffers, not in the script"),
+                )
+            }
+        }
     }
 
     pub fn define(&mut self, name: &str, v: Val) {
@@ -77,7 +100,19 @@ impl<'s> Builder<'s> {
         (self.kernel_done, self.diags)
     }
 
+    /// [`crate::MAX_DIAGS`] reached: says so once; the remaining statements are skipped.
+    fn too_many(&mut self, s: &ast::Stmt) -> bool {
+        if !self.stopped && self.diags.len() >= crate::MAX_DIAGS {
+            self.stopped = true;
+            crate::stop_reporting(&mut self.diags, Span::new(s.span.lo as usize, s.span.lo as usize));
+        }
+        self.stopped
+    }
+
     pub(crate) fn module_stmt(&mut self, s: &ast::Stmt) -> R<()> {
+        if self.too_many(s) {
+            return Err(());
+        }
         match &s.kind {
             AS::FromImport { module, names } => {
                 for n in names {
@@ -298,6 +333,9 @@ impl<'s> Builder<'s> {
     }
 
     pub(crate) fn stmt(&mut self, s: &ast::Stmt, out: &mut Vec<Stmt>) -> R<()> {
+        if self.too_many(s) {
+            return Err(());
+        }
         match &s.kind {
             AS::Pass => Ok(()),
             AS::Expr(e) => self.expr_stmt(e, out),

@@ -85,15 +85,28 @@ impl Builder<'_> {
 
     fn eval_items(&mut self, items: &[ast::Expr]) -> R<Vec<Val>> {
         let mut out = vec![];
+        // The size of the value being built, checked before each item joins it.
+        let mut total = 1usize;
         for it in items {
             if let AK::Starred(inner) = &it.kind {
                 let v = self.eval(inner)?;
                 match v.items() {
-                    Some(xs) => out.extend_from_slice(xs),
+                    Some(xs) => {
+                        total = total.saturating_add(weight(&v, MAX_SEQ).saturating_sub(1));
+                        if total > MAX_SEQ {
+                            return self.too_large(it.span);
+                        }
+                        out.extend_from_slice(xs)
+                    }
                     None => return self.expected_kind("a tuple or list to splat", &v, inner.span),
                 }
             } else {
-                out.push(self.eval(it)?);
+                let v = self.eval(it)?;
+                total = total.saturating_add(weight(&v, MAX_SEQ));
+                if total > MAX_SEQ {
+                    return self.too_large(it.span);
+                }
+                out.push(v);
             }
             if out.len() > MAX_SEQ {
                 return self.fail(
@@ -103,6 +116,15 @@ impl Builder<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// A compile-time value would exceed [`MAX_SEQ`] items (nested ones included).
+    pub(crate) fn too_large<T>(&mut self, span: Span) -> R<T> {
+        self.fail(
+            Diagnostic::error(span, "value too large")
+                .with_label(format!("this would hold more than {MAX_SEQ} items"))
+                .with_help(format!("keep compile-time values under {MAX_SEQ} items, nested ones included")),
+        )
     }
 
     /// Rejects values nested or sized beyond what scripts need (fuzz guard:
@@ -124,7 +146,9 @@ impl Builder<'_> {
             }
         }
         let mut budget = MAX_SEQ;
-        if walk(&v, 0, &mut budget) {
+        let fits = walk(&v, 0, &mut budget);
+        self.charge(MAX_SEQ - budget, span)?;
+        if fits {
             Ok(v)
         } else {
             self.fail(
@@ -149,19 +173,29 @@ impl Builder<'_> {
                 if *v == Val::Poison {
                     return Err(());
                 }
-                return Ok(respan(v.clone(), span));
+                // Copying a large constant is work too (`[len(big) for i in range(60000)]`).
+                let cost = match v {
+                    Val::Tuple(_) | Val::List(_) | Val::Str(_) | Val::Slice(..) => weight(v, self.work),
+                    _ => 1,
+                };
+                let v = v.clone();
+                self.charge(cost, span)?;
+                return Ok(respan(v, span));
             }
         }
         if let Some(b) = python_builtin(name) {
             return Ok(Val::Builtin(b));
         }
         let mut d = Diagnostic::error(span, format!("unknown name `{name}`")).with_label("not defined");
-        let visible: Vec<String> = self.scopes.iter().flat_map(|s| s.keys().cloned()).collect();
-        let cands = visible.iter().map(String::as_str).chain(PY_BUILTINS);
         if let Some(h) = import_hint(name) {
             d = d.with_help(h);
-        } else if let Some(c) = closest(name, cands) {
-            d = d.with_help(format!("did you mean `{c}`?"));
+        } else if self.diags.len() < MAX_SUGGESTED_ERRORS {
+            // Suggestions only for the errors anyone will read: a file of thousands
+            // of typos must not cost thousands × names edit distances.
+            let cands = self.scopes.iter().flat_map(|s| s.keys().map(String::as_str)).chain(PY_BUILTINS);
+            if let Some(c) = closest(name, cands) {
+                d = d.with_help(format!("did you mean `{c}`?"));
+            }
         }
         self.fail(d)
     }
@@ -479,6 +513,7 @@ impl Builder<'_> {
     pub(crate) fn iterate(&mut self, v: Val, span: Span) -> R<Vec<Val>> {
         match v {
             Val::Tuple(xs) | Val::List(xs) => Ok(xs),
+            Val::Str(s) if s.chars().nth(MAX_SEQ).is_some() => self.too_large(span),
             Val::Str(s) => Ok(s.chars().map(|c| Val::Str(c.to_string())).collect()),
             other => self.expected_kind("a tuple, list or range", &other, span),
         }
@@ -494,9 +529,11 @@ impl Builder<'_> {
         let it = self.eval(iter)?;
         let items = self.iterate(it, iter.span)?;
         let mut out = vec![];
+        let mut total = 1usize;
         self.scopes.push(HashMap::new());
         let r = (|| {
             for item in items {
+                self.charge(1, iter.span)?;
                 self.bind_const_target(target, item)?;
                 if let Some(c) = cond {
                     match self.eval(c)? {
@@ -505,7 +542,12 @@ impl Builder<'_> {
                         other => return self.expected_kind("a compile-time condition", &other, c.span),
                     }
                 }
-                out.push(self.eval(elt)?);
+                let v = self.eval(elt)?;
+                total = total.saturating_add(weight(&v, MAX_SEQ));
+                if total > MAX_SEQ {
+                    return self.too_large(elt.span);
+                }
+                out.push(v);
             }
             Ok(())
         })();
@@ -656,6 +698,9 @@ impl Builder<'_> {
                 return self.spec_add(lv.clone(), Int(neg), span);
             }
             (AOp::Add, Tuple(a), Tuple(b)) | (AOp::Add, List(a), List(b)) => {
+                if weight(&lv, MAX_SEQ).saturating_add(weight(&rv, MAX_SEQ)) > MAX_SEQ + 1 {
+                    return self.too_large(span);
+                }
                 let mut v = a.clone();
                 v.extend(b.iter().cloned());
                 if v.len() > MAX_SEQ {
@@ -671,6 +716,11 @@ impl Builder<'_> {
                         Diagnostic::error(span, "sequence too long")
                             .with_help(format!("keep sequences under {MAX_SEQ} items")),
                     );
+                }
+                // Checked before building: `[[0] * 60000] * 60000` is 60000 copies of 60001 items.
+                let each = weight(&lv, MAX_SEQ).saturating_sub(1);
+                if each.saturating_mul(n) > MAX_SEQ {
+                    return self.too_large(span);
                 }
                 let v: Vec<Val> = (0..n).flat_map(|_| a.iter().cloned()).collect();
                 let v = if matches!(lv, Tuple(_)) { Tuple(v) } else { List(v) };

@@ -37,6 +37,9 @@ const OPS: [&str; 46] = [
 /// Nesting of brackets that the lexer tolerates (fuzz guard).
 const MAX_BRACKET_DEPTH: usize = 200;
 
+/// The message of the (once per file) bracket-nesting error.
+pub const BRACKETS_TOO_DEEP: &str = "brackets nested too deeply";
+
 struct Open {
     ch: char,
     span: Span,
@@ -45,8 +48,18 @@ struct Open {
 }
 
 pub fn lex(src: &str, diags: &mut Vec<Diagnostic>) -> Vec<Token> {
-    Lexer { src, bytes: src.as_bytes(), pos: 0, out: vec![], indents: vec![0], opens: vec![], line_indent: 0 }
-        .run(diags)
+    Lexer {
+        src,
+        bytes: src.as_bytes(),
+        pos: 0,
+        out: vec![],
+        indents: vec![0],
+        opens: vec![],
+        too_deep: 0,
+        deep_reported: false,
+        line_indent: 0,
+    }
+    .run(diags)
 }
 
 struct Lexer<'a> {
@@ -56,6 +69,10 @@ struct Lexer<'a> {
     out: Vec<Token>,
     indents: Vec<usize>,
     opens: Vec<Open>,
+    /// Brackets open beyond [`MAX_BRACKET_DEPTH`] (not in `opens`): their closers match them silently.
+    too_deep: usize,
+    /// "nested too deeply" is reported once per file.
+    deep_reported: bool,
     line_indent: usize,
 }
 
@@ -67,6 +84,11 @@ impl Lexer<'_> {
     fn run(mut self, diags: &mut Vec<Diagnostic>) -> Vec<Token> {
         let mut at_line_start = true;
         while self.pos < self.bytes.len() {
+            if diags.len() >= crate::MAX_DIAGS {
+                crate::stop_reporting(diags, Span::new(self.pos, self.pos));
+                self.pos = self.bytes.len();
+                break;
+            }
             if at_line_start {
                 at_line_start = false;
                 if !self.line_start(diags) {
@@ -104,9 +126,7 @@ impl Lexer<'_> {
             }
         }
         let end = self.bytes.len();
-        for o in std::mem::take(&mut self.opens) {
-            diags.push(unclosed(&o));
-        }
+        self.close_all(diags);
         if !matches!(self.out.last().map(|t| &t.tok), None | Some(Tok::Newline)) {
             self.push(Tok::Newline, end, end);
         }
@@ -116,6 +136,20 @@ impl Lexer<'_> {
         }
         self.push(Tok::Eof, end, end);
         self.out
+    }
+
+    /// Reports the open brackets as unclosed and forgets them: each of a few,
+    /// or the outermost with a count when there are many (one `(((((` line is one error).
+    fn close_all(&mut self, diags: &mut Vec<Diagnostic>) {
+        let opens = std::mem::take(&mut self.opens);
+        let more = opens.len().saturating_sub(1) + self.too_deep;
+        self.too_deep = 0;
+        match opens.first() {
+            Some(first) if more > 2 => {
+                diags.push(unclosed(first).with_note(format!("{more} more brackets opened after it are unclosed too")))
+            }
+            _ => diags.extend(opens.iter().map(unclosed)),
+        }
     }
 
     fn peek_char(&self) -> char {
@@ -162,9 +196,7 @@ impl Lexer<'_> {
             if width > first.indent || closes {
                 return true;
             }
-            for o in std::mem::take(&mut self.opens) {
-                diags.push(unclosed(&o));
-            }
+            self.close_all(diags);
             // The bracketed statement ends here.
             let at = self.pos;
             self.push(Tok::Newline, at, at);
@@ -209,9 +241,16 @@ impl Lexer<'_> {
         match op {
             "(" | "[" | "{" => {
                 if self.opens.len() >= MAX_BRACKET_DEPTH {
-                    diags.push(
-                        Diagnostic::error(span, "brackets nested too deeply").with_help("simplify the expression"),
-                    );
+                    // Once per file: 10,000 `(` are one mistake, not 9,800.
+                    self.too_deep += 1;
+                    if !self.deep_reported {
+                        self.deep_reported = true;
+                        diags.push(
+                            Diagnostic::error(span, BRACKETS_TOO_DEEP)
+                                .with_label(format!("more than {MAX_BRACKET_DEPTH} open brackets"))
+                                .with_help("simplify the expression"),
+                        );
+                    }
                 } else {
                     let ch = op.chars().next().unwrap_or('(');
                     self.opens.push(Open { ch, span, indent: self.line_indent });
@@ -224,6 +263,7 @@ impl Lexer<'_> {
                     _ => '{',
                 };
                 match self.opens.last() {
+                    _ if self.too_deep > 0 => self.too_deep -= 1,
                     Some(o) if o.ch == want => {
                         self.opens.pop();
                     }

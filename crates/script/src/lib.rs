@@ -46,6 +46,25 @@ mod tile;
 mod value;
 
 pub use print::print_kernel;
+
+/// Each stage (lexer, parser, builder) stops checking a file once it has
+/// collected this many diagnostics, and says so once: a 16 MiB file of `$`
+/// must not become 16 million diagnostics (gigabytes, a minute).
+pub const MAX_DIAGS: usize = 1000;
+
+/// The message of the diagnostic that says a stage stopped at [`MAX_DIAGS`].
+pub const STOPPED: &str = "too many errors: stopped checking the file here";
+
+/// Pushes the "stopped here" diagnostic at `at` unless one is there already.
+pub(crate) fn stop_reporting(diags: &mut Vec<tirx_ir::Diagnostic>, at: tirx_ir::Span) {
+    if !diags.iter().any(|d| d.message == STOPPED) {
+        diags.push(
+            tirx_ir::Diagnostic::error(at, STOPPED)
+                .with_note(format!("each stage stops after {MAX_DIAGS} diagnostics"))
+                .with_help("fix the errors above first"),
+        );
+    }
+}
 pub use scope_ids::{infer_scope_extents, Binding};
 pub use spans::{normalize_spans, same_kernel};
 use tirx_ir::hir::Kernel;

@@ -17,9 +17,12 @@ const KEYWORDS: [&str; 24] = [
 ];
 
 pub fn parse(tokens: Vec<Token>, diags: &mut Vec<Diagnostic>) -> Vec<Stmt> {
-    let mut p = Parser { toks: tokens, pos: 0, depth: 0, diags };
+    let mut p = Parser { toks: tokens, pos: 0, depth: 0, deep_reported: false, diags };
     let mut out = vec![];
     while !p.at(&Tok::Eof) {
+        if p.too_many() {
+            break;
+        }
         if p.eat(&Tok::Newline) {
             continue;
         }
@@ -38,6 +41,8 @@ struct Parser<'d> {
     toks: Vec<Token>,
     pos: usize,
     depth: usize,
+    /// "nested too deeply" was reported (once per file).
+    deep_reported: bool,
     diags: &'d mut Vec<Diagnostic>,
 }
 
@@ -102,6 +107,17 @@ impl Parser<'_> {
         self.diags.push(d);
     }
 
+    /// [`crate::MAX_DIAGS`] reached: says so once and skips to the end of the tokens.
+    fn too_many(&mut self) -> bool {
+        if self.diags.len() < crate::MAX_DIAGS {
+            return false;
+        }
+        let at = self.span();
+        crate::stop_reporting(self.diags, at);
+        self.pos = self.toks.len() - 1;
+        true
+    }
+
     fn describe(t: &Tok) -> String {
         match t {
             Tok::Name(n) => format!("`{n}`"),
@@ -146,12 +162,17 @@ impl Parser<'_> {
     fn enter(&mut self) -> PResult<()> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            let sp = self.span();
-            self.error(
-                Diagnostic::error(sp, "nested too deeply")
-                    .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
-                    .with_help("split the expression or block into smaller pieces"),
-            );
+            // Once per file, and not at all when the lexer already reported the
+            // brackets: one deeply nested expression is one error.
+            if !self.deep_reported && !self.diags.iter().any(|d| d.message == crate::lexer::BRACKETS_TOO_DEEP) {
+                let sp = self.span();
+                self.error(
+                    Diagnostic::error(sp, "nested too deeply")
+                        .with_label(format!("more than {MAX_DEPTH} levels of nesting"))
+                        .with_help("split the expression or block into smaller pieces"),
+                );
+            }
+            self.deep_reported = true;
             self.depth -= 1;
             return Err(());
         }
@@ -469,6 +490,9 @@ impl Parser<'_> {
             return Ok(body);
         }
         while !self.at(&Tok::Dedent) && !self.at(&Tok::Eof) {
+            if self.too_many() {
+                break;
+            }
             if self.eat(&Tok::Newline) {
                 continue;
             }

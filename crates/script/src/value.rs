@@ -14,6 +14,37 @@ pub const MAX_SEQ: usize = 1 << 16;
 /// Deepest nesting of compile-time tuples / lists.
 pub const MAX_VAL_DEPTH: usize = 32;
 
+/// Compile-time work one script may do, in items built or copied (fuzz guard:
+/// `[len(x) for i in range(60000)]` with a large `x` builds little but copies a lot).
+pub const MAX_WORK: usize = 1 << 22;
+
+/// The size of `v` as [`MAX_SEQ`] counts it: one per value, tuple/list item and
+/// slice bound, nested items included, one per 16 bytes of a string. Stops
+/// counting past `cap` (the result is then `cap + 1`), so the cost is O(min(size, cap)).
+pub fn weight(v: &Val, cap: usize) -> usize {
+    fn walk(v: &Val, left: &mut usize) -> bool {
+        if *left == 0 {
+            return false;
+        }
+        *left -= 1;
+        match v {
+            Val::Tuple(xs) | Val::List(xs) => xs.iter().all(|x| walk(x, left)),
+            Val::Slice(a, b) => a.iter().chain(b.iter()).all(|x| walk(x, left)),
+            Val::Str(s) => match left.checked_sub(s.len() / 16) {
+                Some(l) => {
+                    *left = l;
+                    true
+                }
+                None => false,
+            },
+            _ => true,
+        }
+    }
+    let mut left = cap.saturating_add(1);
+    walk(v, &mut left);
+    cap.saturating_add(1) - left
+}
+
 /// A partially built layout: `S[...]` gives a shard, `R[...]` a replica,
 /// `+ k@axis` offsets.
 #[derive(Clone, Debug, PartialEq)]
@@ -378,6 +409,14 @@ pub fn levenshtein(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// "Did you mean" is computed for the unknown names among a file's first this
+/// many diagnostics only (no one reads further; see the CLI's error cap).
+pub const MAX_SUGGESTED_ERRORS: usize = 100;
+
+/// Most candidates one "did you mean" looks at (after the length filter), so
+/// that a file with thousands of names and thousands of typos stays linear.
+pub const MAX_SUGGEST_CANDIDATES: usize = 1000;
+
 /// `d` with a `did you mean ...?` help naming the closest of `names`, or, when
 /// none is close, a note listing them all (`kind: a, b, c`). `quoted`: the
 /// names are written as strings in a script (`"float32"`).
@@ -389,15 +428,20 @@ pub fn did_you_mean(d: Diagnostic, name: &str, names: &[&str], kind: &str, quote
     }
 }
 
-/// The closest candidate within a small edit distance.
+/// The closest candidate within a small edit distance. Bounded work: names
+/// over 64 bytes get no suggestion, candidates whose length differs by more
+/// than the distance limit are skipped unmeasured, and at most
+/// [`MAX_SUGGEST_CANDIDATES`] of the rest are measured.
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     if name.len() > 64 {
         return None;
     }
-    let limit = (name.chars().count() / 3).clamp(1, 3);
+    let chars = name.chars().count();
+    let limit = (chars / 3).clamp(1, 3);
     candidates
         .into_iter()
-        .filter(|c| *c != name)
+        .filter(|c| *c != name && c.chars().count().abs_diff(chars) <= limit)
+        .take(MAX_SUGGEST_CANDIDATES)
         .map(|c| (levenshtein(name, c), c))
         .filter(|(d, _)| *d <= limit)
         .min()
@@ -422,5 +466,15 @@ mod tests {
     fn suggestions() {
         assert_eq!(closest("lane_idd", ["lane_id", "warp_id"]), Some("lane_id"));
         assert_eq!(closest("xyz", ["lane_id"]), None);
+    }
+
+    #[test]
+    fn weight_counts_nested_items_and_stops_at_the_cap() {
+        let row = Val::List(vec![Val::Int(0); 10]);
+        assert_eq!(weight(&row, 100), 11);
+        let grid = Val::List(vec![row.clone(); 10]);
+        assert_eq!(weight(&grid, 1000), 111);
+        assert_eq!(weight(&grid, 50), 51, "stops one past the cap");
+        assert_eq!(weight(&Val::Str("x".repeat(64)), 100), 5);
     }
 }

@@ -5,13 +5,18 @@
 //!   and rendering the diagnostics works;
 //! * an accepted input prints to a script that parses back to the same HIR.
 //!
+//! * no input takes over 10 s (a watchdog fails the whole run, naming it).
+//!
 //! `fuzz_short` runs in `cargo test`; `fuzz_long` (ignored) is the long run:
-//! `FUZZ_CASES=100000 cargo test -p tirx-script --release -- --ignored fuzz`.
+//! `FUZZ_CASES=100000 cargo test -p tirx-script --release -- --ignored fuzz`
+//! (docs/fuzzing.md lists the other fuzz targets: layouts, `.npy` headers, the CLI).
 
 use proptest::prelude::*;
 use proptest::sample::Index;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Inputs that parsed (and so were round-tripped), for the long run's report.
 static ACCEPTED: AtomicUsize = AtomicUsize::new(0);
@@ -107,6 +112,14 @@ const TOKENS: &[&str] = &[
     "T.float64(0.1)",
     ".local(",
     "T.alloc_local((4,))\n",
+    // Resource limits (issue 18): huge values, deep nesting, many unknown names.
+    "[[0] * 60000] * 60000",
+    "[[0] * 60000 for i in range(60000)]",
+    "x = [0] * 60000\ny = [len(x) for i in range(60000)]\n",
+    "((((((((((((((((((((((((((((((((((((((((((((((((((",
+    "))))))))))))))))))))))))))))))))))))))))))))))))))",
+    "undefined_name",
+    "tuple('abcdefghijklmnop' * 4096)",
 ];
 
 #[derive(Clone, Debug)]
@@ -184,7 +197,29 @@ fn apply(text: &str, muts: &[Mutation]) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
+/// The input being checked and when it started, for the watchdog.
+static CURRENT: Mutex<Option<(Instant, String)>> = Mutex::new(None);
+const HANG: Duration = Duration::from_secs(10);
+
+/// Starts (once) a thread that fails the whole run, naming the input, when one
+/// input takes longer than [`HANG`]: a hang must be a failure, not a stuck test.
+fn watchdog() {
+    static START: std::sync::Once = std::sync::Once::new();
+    START.call_once(|| {
+        std::thread::spawn(|| loop {
+            std::thread::sleep(Duration::from_millis(500));
+            if let Some((t, input)) = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                if t.elapsed() > HANG {
+                    eprintln!("fuzz: input took over {HANG:?} (a hang):\n{input}");
+                    std::process::exit(3);
+                }
+            }
+        });
+    });
+}
+
 fn check(text: &str) -> Result<(), TestCaseError> {
+    *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), text.to_string()));
     match tirx_script::parse_kernel("fuzz.py", text) {
         Ok(k) => {
             ACCEPTED.fetch_add(1, Ordering::Relaxed);
@@ -232,6 +267,7 @@ fn input(corpus: Vec<String>) -> impl Strategy<Value = String> {
 }
 
 fn run(cases: u32) {
+    watchdog();
     let config = ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() };
     proptest!(config, |(text in input(examples()))| {
         check(&text)?;

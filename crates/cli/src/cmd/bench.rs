@@ -13,6 +13,7 @@
 
 use crate::cmd::run::{build, compile_and_load, open_gpu, param_buffers, runtime_failure, versions};
 use crate::exit::{CmdResult, Failure};
+use crate::out::outln;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use std::io::IsTerminal;
@@ -47,6 +48,7 @@ pub struct Args {
 const PROGRESS_AFTER: Duration = Duration::from_millis(800);
 
 pub fn run(a: Args) -> CmdResult {
+    crate::args::check_unique("--arg", &a.args)?;
     let gpu = open_gpu()?;
     let built = build(&a.file, gpu.info().arch)?;
     let inputs = param_buffers(&a.args, &built.lir)?;
@@ -88,9 +90,9 @@ pub fn run(a: Args) -> CmdResult {
     };
     if a.json {
         let v = report.json();
-        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))?);
+        outln!("{}", serde_json::to_string_pretty(&v).map_err(|e| Failure::Internal(e.to_string()))?)?;
     } else {
-        report.print();
+        report.print()?;
     }
     Ok(())
 }
@@ -115,39 +117,51 @@ impl Report<'_> {
         self.memcpy.map(|m| m.median / self.k.median)
     }
 
-    fn print(&self) {
+    fn print(&self) -> CmdResult {
         let s = self.spec;
-        println!(
+        outln!(
             "`{}` on {} ({}, {}): grid {:?}, block {:?}; {} timed launches after {} warm-up",
-            s.kernel, self.device, self.arch, self.versions, s.grid, s.block, self.iters, self.warmup
-        );
+            s.kernel,
+            self.device,
+            self.arch,
+            self.versions,
+            s.grid,
+            s.block,
+            self.iters,
+            self.warmup
+        )?;
         let t = self.traffic;
         let line = |label: &str, s: &Summary, bytes: Option<u64>| {
             let bw = bytes.map(|b| format!("  {:>8.1} GB/s", gbps(b, s.median))).unwrap_or_default();
-            println!(
+            outln!(
                 "  {label:<7} median {:>9.4} ms  (min {:.4}, p10 {:.4}, p90 {:.4}, max {:.4}){bw}",
-                s.median, s.min, s.p10, s.p90, s.max
-            );
+                s.median,
+                s.min,
+                s.p10,
+                s.p90,
+                s.max
+            )
         };
         let bytes = t.data_only.then_some(t.total());
-        line("kernel", &self.k, bytes);
+        line("kernel", &self.k, bytes)?;
         match (&self.memcpy, self.ratio()) {
             (Some(m), Some(r)) => {
-                line("memcpy", m, bytes);
-                println!(
+                line("memcpy", m, bytes)?;
+                outln!(
                     "  traffic {} B ({} read + {} written); memcpy: cuMemcpyDtoD of {} B (same traffic)",
                     t.total(),
                     t.bytes_read,
                     t.bytes_written,
                     t.memcpy_bytes()
-                );
-                println!("  ratio   {r:.3} of memcpy bandwidth");
+                )?;
+                outln!("  ratio   {r:.3} of memcpy bandwidth")?;
             }
-            _ => println!(
+            _ => outln!(
                 "  bandwidth not compared: not a data-only kernel ({})",
                 t.not_data_only_because.as_deref().unwrap_or("computes")
-            ),
+            )?,
         }
+        Ok(())
     }
 
     fn json(&self) -> serde_json::Value {

@@ -4,6 +4,7 @@
 //! Exit 1 if any file has an error, 2 if tirx itself failed.
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{load_kernel, lower};
+use crate::out::outln;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -18,13 +19,13 @@ pub fn run(a: Args) -> CmdResult {
     let mut failed = false;
     for f in &a.files {
         match load_kernel(f).and_then(|(k, src)| lower(&k, &src, a.target.arch)) {
-            Ok(_) => println!("ok: {}", f.display()),
+            Ok(_) => outln!("ok: {}", f.display())?,
             Err(Failure::Reported) => failed = true,
             Err(Failure::User(m)) => {
-                eprintln!("{}", m.trim_end());
+                crate::out::errln!("{}", m.trim_end());
                 failed = true;
             }
-            Err(e @ Failure::Internal(_)) => return Err(e),
+            Err(e @ (Failure::Internal(_) | Failure::Closed)) => return Err(e),
         }
     }
     if failed {

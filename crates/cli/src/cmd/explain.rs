@@ -8,6 +8,7 @@
 //! under each call, the shared-memory bank conflicts of the accesses it emitted.
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{eprint_diags, load_kernel, Source};
+use crate::out::outln;
 use std::path::PathBuf;
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
@@ -52,18 +53,18 @@ pub fn run(a: Args) -> CmdResult {
             }
         }
         let text = serde_json::to_string_pretty(&j).map_err(|e| Failure::Internal(e.to_string()))?;
-        println!("{text}");
+        outln!("{text}")?;
     } else if calls.is_empty() {
-        println!("no tile calls");
+        outln!("no tile calls")?;
     } else {
-        println!("target: {}\n", a.target.arch);
+        outln!("target: {}\n", a.target.arch)?;
         for (i, c) in calls.iter().enumerate() {
             if i > 0 {
-                println!();
+                outln!()?;
             }
-            print!("{}", c.render());
+            crate::out::out(&c.render())?;
             if a.sim {
-                print_bank(&of_call(c));
+                print_bank(&of_call(c))?;
             }
         }
     }
@@ -99,9 +100,9 @@ fn within(s: &BankStat, c: &CallExplain) -> bool {
     call.lo <= s.span.lo && s.span.hi <= call.hi
 }
 
-fn print_bank(stats: &[&BankStat]) {
+fn print_bank(stats: &[&BankStat]) -> CmdResult {
     if stats.is_empty() {
-        println!("  bank: no shared-memory access");
+        outln!("  bank: no shared-memory access")?;
     }
     for s in stats {
         let verdict = if s.worst_ways <= 1 {
@@ -109,13 +110,14 @@ fn print_bank(stats: &[&BankStat]) {
         } else {
             format!("{}-way conflicts at worst", s.worst_ways)
         };
-        println!(
+        outln!(
             "  bank: {} {} `{}`: {verdict}, {:.2} ways on average over {} warp accesses (simulated)",
             s.kind,
             if s.kind.ends_with("load") || s.kind == "ldmatrix" { "from" } else { "to" },
             s.buf,
             s.avg_ways,
             s.executions
-        );
+        )?;
     }
+    Ok(())
 }

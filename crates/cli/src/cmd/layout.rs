@@ -7,9 +7,14 @@
 //!
 //! Cells of `--table`/`--svg` read `T31:1`: the owning thread (after fusion;
 //! `W`/`G`/`B` for warp/warpgroup/CTA granular owners) and the register or
-//! memory slot; replicas are joined by `|`.
+//! memory slot; replicas are joined by `|`. A cell shows at most
+//! [`MAX_CELL_REPLICAS`] replicas, then `|+N` for the rest, and a note says so
+//! (`--apply` lists all of one element): a tile is at most [`MAX_CELLS`] cells,
+//! so the table and the picture stay bounded whatever the replica count
+//! (`S[16384] + R[4096:1@laneid]` draws a 4 MB picture in a fraction of a second).
 
 use crate::exit::{CmdResult, Failure};
+use crate::out::errln;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use tirx_layout::{parse_layout, Axis, Coord, ExecScope, Fusion, Layout, LayoutError};
@@ -50,6 +55,9 @@ pub struct Args {
 /// Most cells `--table` / `--svg` draw.
 const MAX_CELLS: i64 = 16384;
 
+/// Most replicas one cell of `--table` / `--svg` lists; the rest are counted (`|+4092`).
+const MAX_CELL_REPLICAS: usize = 4;
+
 pub fn run(a: Args) -> CmdResult {
     let fusion = Fusion::from_name(&a.fusion).unwrap_or_default();
     let mut layout = parse_layout(&a.expr).map_err(|e| Failure::User(e.render(&a.expr)))?;
@@ -82,14 +90,19 @@ pub fn run(a: Args) -> CmdResult {
         let grid = Grid::build(&layout, &shape, fusion)?;
         if a.table {
             out.push_str(&grid.text());
+            if let Some(note) = grid.note() {
+                writeln!(out, "{note}").ok();
+            }
         }
         if let Some(path) = &a.svg {
             std::fs::write(path, grid.svg())
                 .map_err(|e| Failure::User(format!("error: cannot write {}: {e}", path.display())))?;
+            if let (false, Some(note)) = (a.table, grid.note()) {
+                errln!("{note}");
+            }
         }
     }
-    print!("{out}");
-    Ok(())
+    crate::out::out(&out)
 }
 
 fn user(e: LayoutError) -> Failure {
@@ -210,6 +223,8 @@ struct Cell {
     label: String,
     /// Owning thread id of the first replica, for colouring.
     owner: Option<i64>,
+    /// Replicas of the element (the label lists at most [`MAX_CELL_REPLICAS`]).
+    replicas: i64,
 }
 
 impl Grid {
@@ -226,24 +241,45 @@ impl Grid {
         let mut cells = Vec::with_capacity(total as usize);
         for x in 0..total {
             let coord = unflatten(x, shape);
-            let set = layout.apply_set(&coord, shape).map_err(user)?;
-            cells.push(Cell::of(layout, &set, fusion)?);
+            let (set, replicas) = layout.apply_first(&coord, shape, MAX_CELL_REPLICAS).map_err(user)?;
+            cells.push(Cell::of(layout, &set, replicas, fusion)?);
         }
         Ok(Grid { rows, cols, cells })
+    }
+
+    /// Says that cells list only some of their replicas, when they do.
+    fn note(&self) -> Option<String> {
+        let most = self.cells.iter().map(|c| c.replicas).max()?;
+        (most > MAX_CELL_REPLICAS as i64).then(|| {
+            format!(
+                "note: elements have up to {most} replicas; cells list the first {MAX_CELL_REPLICAS} and count the \
+                 rest (`|+N`); `--apply I,J` lists all of one element"
+            )
+        })
     }
 
     fn text(&self) -> String {
         let width = self.cells.iter().map(|c| c.label.len()).max().unwrap_or(1).max(self.cols.to_string().len());
         let row_w = self.rows.iter().map(String::len).max().unwrap_or(0);
-        let mut out = format!("{:row_w$} ", "");
+        // Padding by hand: `{:>width$}` panics for widths over u16::MAX.
+        let pad = |out: &mut String, text: &str, w: usize| {
+            out.extend(std::iter::repeat_n(' ', w.saturating_sub(text.len())));
+            out.push_str(text);
+        };
+        let mut out = String::new();
+        pad(&mut out, "", row_w);
+        out.push(' ');
         for c in 0..self.cols {
-            write!(out, " {c:>width$}").ok();
+            out.push(' ');
+            pad(&mut out, &c.to_string(), width);
         }
         out.push('\n');
         for (r, label) in self.rows.iter().enumerate() {
-            write!(out, "{label:>row_w$} ").ok();
+            pad(&mut out, label, row_w);
+            out.push(' ');
             for c in 0..self.cols as usize {
-                write!(out, " {:>width$}", self.cells[r * self.cols as usize + c].label).ok();
+                out.push(' ');
+                pad(&mut out, &self.cells[r * self.cols as usize + c].label, width);
             }
             out.push('\n');
         }
@@ -286,7 +322,8 @@ impl Grid {
 }
 
 impl Cell {
-    fn of(layout: &Layout, set: &[Coord], fusion: Fusion) -> Result<Cell, Failure> {
+    /// `set`: the first replicas of an element that has `replicas` in all.
+    fn of(layout: &Layout, set: &[Coord], replicas: i64, fusion: Fusion) -> Result<Cell, Failure> {
         let mut labels = Vec::with_capacity(set.len());
         let mut owner = None;
         for c in set {
@@ -299,7 +336,11 @@ impl Cell {
                 None => slot,
             });
         }
-        Ok(Cell { label: labels.join("|"), owner })
+        let listed = set.len() as i64;
+        if replicas > listed {
+            labels.push(format!("+{}", replicas - listed));
+        }
+        Ok(Cell { label: labels.join("|"), owner, replicas })
     }
 }
 

@@ -52,7 +52,7 @@ pub fn run(a: Args) -> CmdResult {
     match &a.output {
         Some(p) => write(p, &text),
         None => {
-            print!("{text}");
+            crate::out::out(&text)?;
             Ok(())
         }
     }

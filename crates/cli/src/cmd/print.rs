@@ -11,6 +11,6 @@ pub struct Args {
 
 pub fn run(a: Args) -> CmdResult {
     let (kernel, _) = load_kernel(&a.file)?;
-    print!("{}", tirx_script::print_kernel(&kernel));
+    crate::out::out(&tirx_script::print_kernel(&kernel))?;
     Ok(())
 }

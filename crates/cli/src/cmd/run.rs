@@ -13,6 +13,7 @@
 
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{eprint_diags, Source};
+use crate::out::outln;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tirx_cuda::CudaModule;
@@ -43,6 +44,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> CmdResult {
+    crate::args::check_unique("--arg", &a.args)?;
+    crate::args::check_unique("--out", &a.outs)?;
     let gpu = open_gpu()?;
     let t0 = Instant::now();
     let built = build(&a.file, gpu.info().arch)?;
@@ -60,7 +63,7 @@ pub fn run(a: Args) -> CmdResult {
     gpu.download(&dev, &mut bufs).map_err(runtime_failure)?;
 
     let info = gpu.info();
-    println!(
+    outln!(
         "ran `{}` on {} ({}, {}): grid {:?}, block {:?}, {} B dynamic shared memory",
         kernel.spec.kernel,
         info.name,
@@ -69,9 +72,9 @@ pub fn run(a: Args) -> CmdResult {
         kernel.spec.grid,
         kernel.spec.block,
         kernel.spec.dynamic_smem_bytes
-    );
+    )?;
     if a.timing {
-        print_timing(lowering, &compiled, load, launch);
+        print_timing(lowering, &compiled, load, launch)?;
     }
     let checked = match sim_inputs {
         Some(inputs) => check_against_sim(&built.lir, &built.src, inputs, &bufs),
@@ -141,7 +144,7 @@ pub(crate) fn compile_and_load(
     let compiled =
         tirx_runtime::compile_cached(&cuda.source, gpu.info().arch, cache.as_deref()).map_err(runtime_failure)?;
     if let Some(note) = &compiled.cache_note {
-        eprintln!("note: {note}");
+        crate::out::errln!("note: {note}");
     }
     let t0 = Instant::now();
     let kernel = gpu.load(compiled.cubin.clone(), &launch_spec(cuda)).map_err(runtime_failure)?;
@@ -167,16 +170,16 @@ pub(crate) fn runtime_failure(e: RuntimeError) -> Failure {
     }
 }
 
-fn print_timing(lowering: Duration, compiled: &Compiled, load: Duration, launch: Duration) {
+fn print_timing(lowering: Duration, compiled: &Compiled, load: Duration, launch: Duration) -> CmdResult {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let nvrtc = if compiled.cached { "cache hit" } else { "NVRTC" };
-    println!(
+    outln!(
         "timing: lowering {:.2} ms | {nvrtc} {:.2} ms | load {:.2} ms | launch+sync {:.3} ms",
         ms(lowering),
         ms(compiled.elapsed),
         ms(load),
         ms(launch)
-    );
+    )
 }
 
 /// How many mismatching elements are printed per buffer.
@@ -194,14 +197,14 @@ fn check_against_sim(k: &LKernel, src: &Source, inputs: Vec<Vec<u8>>, gpu: &[Vec
         let d = compare(b.dtype, g, s, tol, SHOW_MISMATCHES);
         if d.ok() {
             let within = if d.max_ulps_ok > 0 { format!(", max {} ulp", d.max_ulps_ok) } else { String::new() };
-            println!("check-sim: {} ok ({tol}{within}, {} elements)", b.name, d.elems);
+            outln!("check-sim: {} ok ({tol}{within}, {} elements)", b.name, d.elems)?;
             continue;
         }
         failed = true;
-        println!("check-sim: {} MISMATCH ({tol}): {} of {} elements differ", b.name, d.mismatches, d.elems);
+        outln!("check-sim: {} MISMATCH ({tol}): {} of {} elements differ", b.name, d.mismatches, d.elems)?;
         for m in &d.first {
             let ulps = m.ulps.map(|u| format!(" ({u} ulp)")).unwrap_or_default();
-            println!("  {}[{}]: gpu {} vs sim {}{ulps}", b.name, unravel(m.index, &b.shape), m.gpu, m.sim);
+            outln!("  {}[{}]: gpu {} vs sim {}{ulps}", b.name, unravel(m.index, &b.shape), m.gpu, m.sim)?;
         }
     }
     if failed {
@@ -217,7 +220,7 @@ fn simulate(k: &LKernel, src: &Source, bufs: &mut [Vec<u8>]) -> Result<(), Failu
         Ok(_) => Ok(()),
         Err(e) => {
             eprint_diags(&[e.to_diagnostic()], src);
-            eprintln!("check-sim: the simulator stopped, so the GPU result was not compared");
+            crate::out::errln!("check-sim: the simulator stopped, so the GPU result was not compared");
             Err(Failure::Reported)
         }
     }

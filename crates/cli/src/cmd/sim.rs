@@ -7,6 +7,7 @@
 //! host memory is refused before anything is allocated (exit 1).
 use crate::exit::{CmdResult, Failure};
 use crate::frontend::{eprint_diags, lower, Source};
+use crate::out::outln;
 use std::time::Instant;
 use tirx_ir::Diagnostic;
 use tirx_sim::{simulate, SimOptions, SimReport};
@@ -35,6 +36,8 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> CmdResult {
+    crate::args::check_unique("--arg", &a.args)?;
+    crate::args::check_unique("--out", &a.outs)?;
     let (kernel, src) = crate::frontend::load_kernel(&a.file)?;
     let lir = lower(&kernel, &src, a.target.arch)?;
     let opts = SimOptions {
@@ -63,7 +66,7 @@ pub fn run(a: Args) -> CmdResult {
         1 => "; 1 warning".to_string(),
         n => format!("; {n} warnings"),
     };
-    println!(
+    outln!(
         "simulated `{}`: {} of {} CTAs × {} threads, {} instructions in {:.3} s{}{warned}",
         lir.name,
         report.ctas_run,
@@ -72,23 +75,22 @@ pub fn run(a: Args) -> CmdResult {
         report.instructions,
         elapsed.as_secs_f64(),
         if opts.check_races { "; no races" } else { " (race check off)" }
-    );
+    )?;
     if a.stats {
-        print_stats(&report, &src);
+        print_stats(&report, &src)?;
     }
     Ok(())
 }
 
-fn print_stats(report: &SimReport, src: &Source) {
+fn print_stats(report: &SimReport, src: &Source) -> CmdResult {
     if report.bank.is_empty() {
-        println!("no shared-memory accesses");
-        return;
+        return outln!("no shared-memory accesses");
     }
-    println!("shared-memory bank conflicts (ways per warp access; 1 = conflict-free):");
-    println!("{:<12} {:<10} {:<16} {:>10} {:>6} {:>8}", "line:col", "kind", "buffer", "warp execs", "worst", "average");
+    outln!("shared-memory bank conflicts (ways per warp access; 1 = conflict-free):")?;
+    outln!("{:<12} {:<10} {:<16} {:>10} {:>6} {:>8}", "line:col", "kind", "buffer", "warp execs", "worst", "average")?;
     for s in &report.bank {
         let (line, col) = tirx_ir::diag::line_col(&src.text, s.span.lo as usize);
-        println!(
+        outln!(
             "{:<12} {:<10} {:<16} {:>10} {:>6} {:>8.2}",
             format!("{line}:{col}"),
             s.kind,
@@ -96,6 +98,7 @@ fn print_stats(report: &SimReport, src: &Source) {
             s.executions,
             s.worst_ways,
             s.avg_ways
-        );
+        )?;
     }
+    Ok(())
 }

@@ -411,6 +411,12 @@ impl<'a> Machine<'a> {
                         break Err(e);
                     }
                 }
+                Ins::Bounds(b) => {
+                    let values: Vec<i64> = b.begins.iter().map(|r| reg!(*r) as i64).collect();
+                    if let Err(e) = self.check_region(tid, b, &values) {
+                        break Err(e);
+                    }
+                }
                 Ins::Barrier { .. } | Ins::Matrix(_) => {
                     self.state[t] = State::Waiting;
                     break Ok(());

@@ -44,10 +44,13 @@ impl Compiler<'_> {
 }
 
 impl Machine<'_> {
-    /// Checks the region whose begins thread `t` evaluated (`values`).
-    pub(crate) fn check_region(&self, t: u32, b: &BoundsIns, values: &[i64]) -> Result<(), SimError> {
+    /// The error of a region whose begins, as thread `t` evaluated them
+    /// (`values`), leave the shape (the check itself is inline in `exec`).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn region_outside(&self, t: u32, b: &BoundsIns, values: &[i64]) -> SimError {
         let c = &b.check;
-        let Some((at, d)) = BoundsCheck::first_outside(values, &c.extents, &c.shape) else { return Ok(()) };
+        let (at, d) = BoundsCheck::first_outside(values, &c.extents, &c.shape).unwrap_or((values.to_vec(), 0));
         let space = match self.bufs[b.buf as usize].space {
             Space::Global => "global",
             Space::Shared => "shared",
@@ -55,7 +58,7 @@ impl Machine<'_> {
         };
         let region: Vec<String> =
             values.iter().zip(&c.extents).map(|(v, e)| format!("{v}:{}", v.saturating_add(*e))).collect();
-        Err(SimError::new(
+        SimError::new(
             SimErrorKind::OutOfBounds,
             self.prog.sites[b.site as usize],
             format!(
@@ -73,7 +76,7 @@ impl Machine<'_> {
         .help(format!(
             "keep every index of dim {d} of `{}` in 0..{} (past the end of a row, a flat index addresses the next row)",
             c.name, c.shape[d]
-        )))
+        ))
     }
 }
 

@@ -412,9 +412,14 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Ins::Bounds(b) => {
-                    let values: Vec<i64> = b.begins.iter().map(|r| reg!(*r) as i64).collect();
-                    if let Err(e) = self.check_region(tid, b, &values) {
-                        break Err(e);
+                    let c = &b.check;
+                    let inside = b.begins.iter().zip(c.extents.iter().zip(&c.shape)).all(|(r, (&e, &n))| {
+                        let v = reg!(*r) as i64;
+                        v >= 0 && v.saturating_add(e) <= n
+                    });
+                    if !inside {
+                        let values: Vec<i64> = b.begins.iter().map(|r| reg!(*r) as i64).collect();
+                        break Err(self.region_outside(tid, b, &values));
                     }
                 }
                 Ins::Barrier { .. } | Ins::Matrix(_) => {

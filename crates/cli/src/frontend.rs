@@ -48,7 +48,12 @@ pub fn load_kernel(path: &std::path::Path) -> Result<(Kernel, Source), Failure> 
 /// stderr; errors are printed and reported as [`Failure::Reported`] (exit 1),
 /// or exit 2 when one of them is an internal error.
 pub fn lower(kernel: &Kernel, src: &Source, arch: Arch) -> Result<LKernel, Failure> {
-    match tirx_lower::lower_kernel(kernel, &tirx_lower::LowerOptions::for_arch(arch)) {
+    lower_with(kernel, src, &tirx_lower::LowerOptions::for_arch(arch))
+}
+
+/// [`lower`] with explicit options.
+pub fn lower_with(kernel: &Kernel, src: &Source, opts: &tirx_lower::LowerOptions) -> Result<LKernel, Failure> {
+    match tirx_lower::lower_kernel(kernel, opts) {
         Ok(l) => {
             eprint_diags(&l.warnings, src);
             Ok(l.lir)

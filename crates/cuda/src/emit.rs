@@ -264,6 +264,8 @@ impl Ctx<'_> {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
             }
             LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2(*dst, dst_index, *src, src_index)?,
+            // The simulator checks it; the GPU does not (`docs/lir.md` §2.7).
+            LStmtKind::Bounds(_) => return Ok(false),
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     // A trailing backslash would continue the comment onto the next line of code.
@@ -418,6 +420,8 @@ fn collect_reads(body: &[LStmt], live: &HashSet<LVarId>, reads: &mut HashSet<LVa
                 collect_reads(then_body, live, reads);
                 collect_reads(else_body, live, reads);
             }
+            // Not printed: its begins keep nothing alive.
+            LStmtKind::Bounds(_) => {}
             _ => walk_exprs(std::slice::from_ref(s), &mut |x| {
                 if let LExpr::Var(v) = x {
                     reads.insert(*v);

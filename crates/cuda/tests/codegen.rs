@@ -304,6 +304,40 @@ fn dead_statements_are_not_printed() {
     let _ = scratch;
 }
 
+/// A bounds check is for the simulator (`docs/lir.md` §2.7): no code, and a
+/// `let` only the check reads is dead. `--emit tir` prints it.
+#[test]
+fn bounds_checks_print_nothing() {
+    let mut kb = Kb::new("k", [2, 1, 1], [32, 1, 1]);
+    let out = kb.param("out", DType::I32, &[2, 32]);
+    let col = kb.var("col", DType::I32);
+    let check = tirx_ir::lir::BoundsCheck {
+        buf: out,
+        name: "out".into(),
+        shape: vec![2, 32],
+        begins: vec![bid(), v(col)],
+        extents: vec![1, 1],
+        write: true,
+    };
+    let k = kb.finish(vec![
+        let_(col, mul(tid(), i(2))),
+        LStmt::new(tirx_ir::lir::LStmtKind::Bounds(check), Default::default()),
+        store(out, tid(), i(7)),
+    ]);
+    let s = src(&k);
+    let body: Vec<&str> = s.lines().skip_while(|l| !l.starts_with("extern")).collect();
+    assert_eq!(
+        body,
+        [
+            "extern \"C\" __global__ void __launch_bounds__(32) k(int* __restrict__ out) {",
+            "    out[(int)threadIdx.x] = 7;",
+            "}"
+        ],
+        "{s}"
+    );
+    assert!(k.to_string().contains("  bounds.write out[blockIdx.x : +1, col : +1] in (2, 32)\n"), "{k}");
+}
+
 #[test]
 fn if_else_chains_and_unroll() {
     let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);

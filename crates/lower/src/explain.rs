@@ -85,6 +85,10 @@ pub struct CallExplain {
     /// ids narrowed by enclosing `if`s, loop variables): `w in [1, 3]`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranges: Vec<String>,
+    /// Regions not proven inside their buffer: out of bounds (the call is an
+    /// error and no variant is tried) or unproven (checked by the simulator).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bounds: Vec<String>,
     pub operands: Vec<OperandExplain>,
     /// `dispatch="name"` of the call, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,6 +168,9 @@ impl CallExplain {
                 o.role, o.region, o.memory, o.dtype, o.shape, o.layout
             );
         }
+        for b in &self.bounds {
+            let _ = writeln!(s, "  bounds: {b}");
+        }
         if let Some(f) = &self.forced {
             let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
         }
@@ -192,6 +199,9 @@ impl CallExplain {
                     let _ = write!(s, ", {}", rounds(r));
                 }
                 s.push('\n');
+            }
+            None if self.tried.is_empty() && !self.bounds.is_empty() => {
+                s.push_str("  => not lowered: a region is out of bounds\n")
             }
             None => s.push_str("  => no variant applies\n"),
         }

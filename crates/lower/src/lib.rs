@@ -14,6 +14,9 @@
 //! * [`operand`]: the one operand model — a region of a global/shared buffer
 //!   or of registers, resolved once per call for every variant.
 //! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
+//! * `bounds`: every region and scalar access against its buffer's shape over
+//!   the ranges of its variables, before dispatch: provably outside is a user
+//!   error, unproven a warning and a simulator check (`BoundsCheck`).
 //! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
 //!   addressing through layouts, constant folding and name keeping; `smem`: the
 //!   shared-memory budget of the allocations against the target.
@@ -22,6 +25,7 @@
 //! [`scope::ScopeView`] of its call.
 
 mod addr;
+mod bounds;
 mod build;
 pub mod copy;
 pub mod dispatch;
@@ -46,11 +50,16 @@ use tirx_ir::{Arch, Diagnostic};
 pub struct LowerOptions {
     /// The target; every variant and LIR instruction states its minimum (default sm_90a).
     pub arch: Arch,
+    /// Lower a region that provably leaves its buffer anyway (a warning, not an
+    /// error), with a `BoundsCheck` before it, so that the simulator reports its
+    /// first out-of-bounds access (`tirx sim --defer-bounds`). The kernel is for
+    /// the simulator only: the GPU would read or write the wrong elements.
+    pub defer_bounds: bool,
 }
 
 impl LowerOptions {
     pub fn for_arch(arch: Arch) -> LowerOptions {
-        LowerOptions { arch }
+        LowerOptions { arch, defer_bounds: false }
     }
 }
 

@@ -326,8 +326,9 @@ pub struct Facts {
     /// once an `if` narrows them (the active set keeps the linear CTA range).
     pub values: BTreeMap<VarId, AxisRange>,
     /// Set when an enclosing condition on variables was not captured (data,
-    /// `let` values, products of ids): every range stays a sound enclosure,
-    /// but its ends may not be reached, so none is exact.
+    /// `let` values, products of ids), or inside a loop whose trip count is
+    /// only known at run time (it may be zero for some values): every range
+    /// stays a sound enclosure, but its ends may not be reached, so none is exact.
     pub uncaptured: bool,
 }
 

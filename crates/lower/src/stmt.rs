@@ -3,6 +3,7 @@
 //! hardware ids, loops/ifs/lets/stores/barriers as such, and each tile call
 //! through the dispatcher with the active-thread set of its program point.
 
+use crate::bounds::{self, Verdict};
 use crate::build::{Builder, Hw};
 use crate::dispatch::{dispatch, CallCx, Registry};
 use crate::explain::CallExplain;
@@ -15,7 +16,7 @@ use tirx_ir::hir::{
     VarId,
 };
 use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
-use tirx_ir::{DType, Diagnostic};
+use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
 /// What lowered code refers to: HIR buffers → flat arrays, HIR vars → values.
@@ -121,6 +122,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         explain: vec![],
         errors: vec![],
         warnings: vec![],
+        warned: HashSet::new(),
     };
     let params = lw.declare_buffers();
     lw.errors.extend(crate::smem::check(k, opts.arch));
@@ -168,6 +170,8 @@ struct Lowerer<'a> {
     explain: Vec<CallExplain>,
     errors: Vec<Diagnostic>,
     warnings: Vec<Diagnostic>,
+    /// Spans already warned about (a bounds warning is given once per access).
+    warned: HashSet<Span>,
 }
 
 impl Lowerer<'_> {
@@ -199,7 +203,10 @@ impl Lowerer<'_> {
                         hb.span,
                         format!("`{}`: global buffers cannot be allocated inside a kernel", hb.name),
                     )
-                    .with_help("pass it as a kernel parameter (`T.match_buffer`)"),
+                    .with_label("`scope=\"global\"` allocation")
+                    .with_help(
+                        "pass it as a kernel parameter (a `T.handle` argument and `T.match_buffer`), or allocate it in `scope=\"shared\"` or `scope=\"local\"`",
+                    ),
                 ),
                 (BufferOrigin::Param, _) => self.errors.push(Diagnostic::error(
                     hb.span,
@@ -325,6 +332,7 @@ impl Lowerer<'_> {
         let push = |out: &mut Vec<LStmt>, kind| out.push(LStmt::new(kind, s.span));
         match &s.kind {
             StmtKind::For { var, begin, extent, kind, body } => {
+                self.scalar_bounds(&[begin, extent], None, at, out);
                 let (Some(b0), Some(n)) = (self.expr(begin), self.expr(extent)) else { return };
                 if matches!(n, LExpr::Int(e, _) if e <= 0) {
                     return;
@@ -341,6 +349,11 @@ impl Lowerer<'_> {
                 }
                 // A loop with constant bounds: its variable's range, for the body's facts.
                 let mut inner = at.clone();
+                // A run-time trip count may be zero for some values of the enclosing
+                // variables: the body need not run for every value, so no range is exact there.
+                if !matches!(n, LExpr::Int(..)) {
+                    inner.uncaptured = true;
+                }
                 let range = match (&b0, &n) {
                     (LExpr::Int(a, _), LExpr::Int(e, _)) => {
                         inner.values.insert(*var, AxisRange { extent: *e, offset: *a, stride: 1 });
@@ -358,6 +371,7 @@ impl Lowerer<'_> {
                 }
             }
             StmtKind::If { cond, then_body, else_body } => {
+                self.scalar_bounds(&[cond], None, at, out);
                 let Some(c) = self.expr(cond) else { return };
                 let (then_a, else_a) = self.narrow(cond, at);
                 match c {
@@ -373,6 +387,7 @@ impl Lowerer<'_> {
                 }
             }
             StmtKind::Let { var, value } => {
+                self.scalar_bounds(&[value], None, at, out);
                 let Some(v) = self.expr(value) else { return };
                 let hv = self.k.var(*var);
                 let v = self.b.convert(v, hv.dtype);
@@ -394,6 +409,13 @@ impl Lowerer<'_> {
                 bound.push(*var);
             }
             StmtKind::Store { buf, indices, value } => {
+                // A buffer without storage: its declaration has an error already.
+                if self.env.lbuf(*buf).is_none() && !self.errors.is_empty() {
+                    return;
+                }
+                let mut exprs: Vec<&Expr> = indices.iter().collect();
+                exprs.push(value);
+                self.scalar_bounds(&exprs, Some((*buf, indices)), at, out);
                 let idx: Option<Vec<LExpr>> = indices.iter().map(|i| self.expr(i)).collect();
                 let (Some(idx), Some(v)) = (idx, self.expr(value)) else { return };
                 match addr::element(self.k, &self.env, &self.b, *buf, &idx, false) {
@@ -408,7 +430,54 @@ impl Lowerer<'_> {
             StmtKind::Tile(call) => {
                 let view = ScopeView::new(call.scope, &at.active);
                 let cx = CallCx { kernel: self.k, call, scope: &view, opts: self.opts, env: &self.env, facts: at };
-                let d = dispatch(self.reg, &cx, &mut self.b);
+                // An operand without a flat array: its declaration has an error already.
+                if bounds::call_regions(call).any(|(r, _)| self.env.lbuf(r.buf).is_none()) {
+                    if self.errors.is_empty() {
+                        self.errors.push(Diagnostic::internal(call.span, "a tile-call operand has no storage"));
+                    }
+                    return;
+                }
+                // Bounds before dispatch (module `bounds`): no variant sees a region that
+                // provably leaves its buffer; an unproven one is checked by the simulator.
+                let mut lines = Vec::new();
+                let mut outside = false;
+                for (r, write) in bounds::call_regions(call) {
+                    let hb = self.k.buf(r.buf);
+                    let what = crate::explain::region_text(self.k, r);
+                    let dims: Vec<(&Expr, i64)> = r.ranges.iter().map(|g| (&g.begin, g.extent)).collect();
+                    match bounds::region(self.k, &self.env, at, r) {
+                        Verdict::Inside => continue,
+                        Verdict::Outside(e) if !self.opts.defer_bounds => {
+                            lines.push(format!("`{what}` is out of bounds: {}", e.reason(&hb.name, write)));
+                            self.errors.push(bounds::outside_error(hb, &what, r.span, &e, write));
+                            outside = true;
+                            continue;
+                        }
+                        Verdict::Outside(e) => {
+                            lines.push(format!("`{what}` is out of bounds (deferred): {}", e.reason(&hb.name, write)));
+                            if self.warned.insert(r.span) {
+                                self.warnings.push(bounds::deferred_warning(hb, &what, r.span, &e, write));
+                            }
+                        }
+                        Verdict::Unproven { why, .. } => {
+                            lines.push(format!("`{what}` not proven in bounds, checked by the simulator: {why}"));
+                            if self.warned.insert(r.span) {
+                                self.warnings.push(bounds::unproven_warning(hb, &what, r.span, &why));
+                            }
+                        }
+                    }
+                    if !outside {
+                        out.extend(bounds::check_stmt(self.k, &self.env, &self.b, r.buf, &dims, write, r.span));
+                    }
+                }
+                if outside {
+                    let mut ex = crate::explain::CallExplain::new(&cx);
+                    ex.bounds = lines;
+                    self.explain.push(ex);
+                    return;
+                }
+                let mut d = dispatch(self.reg, &cx, &mut self.b);
+                d.explain.bounds = lines;
                 if let Some(chosen) = &d.explain.chosen {
                     push(out, LStmtKind::Comment(format!("{}.{} -> {chosen}", call.scope, call.op.name())));
                 }
@@ -418,6 +487,47 @@ impl Lowerer<'_> {
                 self.warnings.extend(d.warnings);
             }
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::DeviceEntry => {}
+        }
+    }
+
+    /// Bounds of the scalar loads `exprs` always evaluate and of the store
+    /// `store` (module `bounds`): a provably out-of-bounds access is an error
+    /// at its index, an unproven one a warning once and a check before the
+    /// statement (appended to `out`).
+    fn scalar_bounds(&mut self, exprs: &[&Expr], store: Option<(BufId, &[Expr])>, at: &Facts, out: &mut Vec<LStmt>) {
+        let mut loads = Vec::new();
+        for e in exprs {
+            bounds::strict_loads(e, &mut loads);
+        }
+        let accesses = loads
+            .into_iter()
+            .map(|(b, idx, sp)| (b, idx, false, Some(sp)))
+            .chain(store.map(|(b, idx)| (b, idx, true, None)));
+        for (buf, indices, write, span) in accesses {
+            let hb = self.k.buf(buf);
+            let what = bounds::element_text(self.k, buf, indices);
+            let at_dim = |d: usize| indices.get(d).map_or(Span::default(), |i| i.span);
+            let dims: Vec<(&Expr, i64)> = indices.iter().map(|i| (i, 1)).collect();
+            match bounds::element(self.k, &self.env, at, buf, indices) {
+                Verdict::Inside => continue,
+                Verdict::Outside(e) if !self.opts.defer_bounds => {
+                    self.errors.push(bounds::outside_error(hb, &what, at_dim(e.dim), &e, write));
+                    continue;
+                }
+                Verdict::Outside(e) => {
+                    if self.warned.insert(at_dim(e.dim)) {
+                        self.warnings.push(bounds::deferred_warning(hb, &what, at_dim(e.dim), &e, write));
+                    }
+                }
+                Verdict::Unproven { dim, why } => {
+                    if self.warned.insert(at_dim(dim)) {
+                        self.warnings.push(bounds::unproven_warning(hb, &what, at_dim(dim), &why));
+                    }
+                }
+            }
+            let joined = || indices.first().map_or(Span::default(), |f| f.span.to(indices[indices.len() - 1].span));
+            let span = span.unwrap_or_else(joined);
+            out.extend(bounds::check_stmt(self.k, &self.env, &self.b, buf, &dims, write, span));
         }
     }
 

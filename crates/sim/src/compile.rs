@@ -8,6 +8,7 @@
 //! (ids, widths, buffer spaces) and reports malformed input as `InvalidKernel`.
 
 use crate::asynch::AsyncIns;
+use crate::bounds::BoundsIns;
 use crate::collective::ShuffleIns;
 use crate::error::{SimError, SimErrorKind};
 use crate::matrix::MatrixIns;
@@ -117,6 +118,7 @@ pub(crate) enum Ins {
     Matrix(Box<MatrixIns>),
     Shuffle(Box<ShuffleIns>),
     Async(Box<AsyncIns>),
+    Bounds(Box<BoundsIns>),
     Packed2(Box<Packed2Ins>),
     Cast2 {
         site: u32,
@@ -176,6 +178,7 @@ impl Ins {
                 f(&mut s.dst)
             }
             Ins::Async(a) => a.for_each_reg(f),
+            Ins::Bounds(b) => b.begins.iter_mut().for_each(f),
             Ins::Packed2(p) => {
                 f(&mut p.dst_idx);
                 for s in &mut p.srcs {
@@ -368,6 +371,7 @@ impl Compiler<'_> {
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,
+            LStmtKind::Bounds(c) => self.bounds(c)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }

@@ -411,6 +411,17 @@ impl<'a> Machine<'a> {
                         break Err(e);
                     }
                 }
+                Ins::Bounds(b) => {
+                    let c = &b.check;
+                    let inside = b.begins.iter().zip(c.extents.iter().zip(&c.shape)).all(|(r, (&e, &n))| {
+                        let v = reg!(*r) as i64;
+                        v >= 0 && v.saturating_add(e) <= n
+                    });
+                    if !inside {
+                        let values: Vec<i64> = b.begins.iter().map(|r| reg!(*r) as i64).collect();
+                        break Err(self.region_outside(tid, b, &values));
+                    }
+                }
                 Ins::Barrier { .. } | Ins::Matrix(_) => {
                     self.state[t] = State::Waiting;
                     break Ok(());

@@ -4,8 +4,10 @@
 //! every CTA of the grid, every thread of a CTA — with CUDA's scalar semantics
 //! (f32 math in f32, f16/bf16 rounded on every store and cast, integer wrap),
 //! real barrier phases, and the PTX fragment semantics of ldmatrix/stmatrix.
-//! Along the way it checks what a GPU would not tell you: out-of-bounds and
-//! misaligned accesses, data races between threads and between CTAs, barriers
+//! Along the way it checks what a GPU would not tell you: out-of-bounds
+//! accesses (every access against its flat array; the regions lowering could
+//! not prove in bounds, through their `BoundsCheck`, dim by dim against the
+//! logical shape), misaligned accesses, data races between threads and between CTAs, barriers
 //! not reached by every thread, warp-collectives run by partial warps, mbarrier
 //! deadlocks, cp.async results used before they land, and
 //! reads of uninitialised shared/local memory (warnings). With
@@ -48,11 +50,12 @@
 //! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
 //! `arith` (scalar semantics), `round` (exact rounded arithmetic), `error` (errors and warnings); the LIR instruction
 //! families beyond scalar and vector memory each compile and execute in their own
-//! module: `pair`, `matrix`, `collective`, `asynch` (`docs/lir.md`).
+//! module: `pair`, `matrix`, `collective`, `asynch`, `bounds` (`docs/lir.md`).
 
 mod arith;
 mod asynch;
 mod bank;
+mod bounds;
 mod collective;
 mod compile;
 mod error;

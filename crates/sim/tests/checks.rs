@@ -442,3 +442,88 @@ fn absurd_sizes_are_errors_not_overflows() {
     kb.shared("T", DType::F32, i64::MAX);
     assert_eq!(sim(&kb.finish(vec![]), &mut []).unwrap_err().kind, SimErrorKind::ResourceLimit);
 }
+
+/// The copy at LIR level: 2 CTAs of 16 threads; thread t of CTA c copies
+/// row t, columns `16c .. 16c + 32`, of a (16, 32) `A` into the same place of
+/// `B`, element by element through the flat arrays. For c = 1 the columns run
+/// past the row into the next one: flat indices stay in bounds, so without a
+/// per-dimension check the only symptom is CTA 1 writing what CTA 0 wrote (a
+/// race report), or nothing at all for the reads. With the region's
+/// `BoundsCheck` before the copy, the first out-of-bounds element is reported
+/// with its coordinates, buffer, thread and the region's span, before any race.
+fn row_copy(checked: bool) -> LKernel {
+    let mut kb = Kb::new([2, 1, 1], [16, 1, 1]);
+    let (a, b) = (kb.param("A", DType::F32, 512), kb.param("B", DType::F32, 512));
+    let j = kb.var("j", DType::I32);
+    let col = mul(bid(), int(16));
+    let flat = add(add(mul(tid(), int(32)), col.clone()), v(j));
+    let region = |buf, write| tirx_ir::lir::BoundsCheck {
+        buf,
+        name: if write { "B" } else { "A" }.into(),
+        shape: vec![16, 32],
+        begins: vec![tid(), col.clone()],
+        extents: vec![1, 32],
+        write,
+    };
+    let mut body = vec![];
+    if checked {
+        body.push(at(1, LStmtKind::Bounds(region(b, true))));
+        body.push(at(2, LStmtKind::Bounds(region(a, false))));
+    }
+    body.push(at(3, for_(j, 32, vec![at(3, store(b, flat.clone(), load(a, flat)))])));
+    kb.finish(body)
+}
+
+#[test]
+fn regions_are_checked_per_dimension_before_races() {
+    let io = || vec![vec![0; 2048], vec![0; 2048]];
+    // Unchecked: the wrapped columns of CTA 1 overwrite row t + 1 of CTA 0 — a race, not the real bug.
+    expect_err(&row_copy(false), &mut io(), SimErrorKind::DataRace, 3, &["CTAs of one launch are not ordered"]);
+    let e = expect_err(
+        &row_copy(true),
+        &mut io(),
+        SimErrorKind::OutOfBounds,
+        1,
+        &[
+            "write of element (0, 32) of `B` (global, shape (16, 32))",
+            "thread 0 (warp 0, lane 0) of CTA (1, 0, 0)",
+            "outside dim 1 (size 32) of the region B[0:1, 16:48]",
+        ],
+    );
+    assert!(e.help.as_deref().unwrap_or("").contains("0..32"), "{e}");
+    // In bounds (one CTA): the checks pass and the copy runs.
+    let mut k = row_copy(true);
+    k.grid = [1, 1, 1];
+    let a: Vec<f32> = (0..512).map(|x| x as f32).collect();
+    let mut p = vec![to_bytes(DType::F32, &a), vec![0; 2048]];
+    sim(&k, &mut p).unwrap();
+    assert_eq!(tirx_sim::value::from_bytes::<f32>(DType::F32, &p[1]), a);
+    // A malformed check (a begin per dim missing) is an invalid kernel, not a panic.
+    let mut k = row_copy(true);
+    if let LStmtKind::Bounds(c) = &mut k.body[0].kind {
+        c.begins.pop();
+    }
+    assert_eq!(sim(&k, &mut io()).unwrap_err().kind, SimErrorKind::InvalidKernel);
+}
+
+/// A begin before the buffer: the begin itself is the first element outside.
+#[test]
+fn negative_begins_are_out_of_bounds() {
+    let mut kb = Kb::new([1, 1, 1], [4, 1, 1]);
+    let a = kb.param("A", DType::I32, 64);
+    let check = tirx_ir::lir::BoundsCheck {
+        buf: a,
+        name: "A_view".into(),
+        shape: vec![4, 4, 4],
+        begins: vec![int(0), add(tid(), int(-2)), int(1)],
+        extents: vec![1, 2, 3],
+        write: false,
+    };
+    expect_err(
+        &kb.finish(vec![at(7, LStmtKind::Bounds(check))]),
+        &mut [vec![0; 256]],
+        SimErrorKind::OutOfBounds,
+        7,
+        &["read of element (0, -2, 1) of `A_view` (global, shape (4, 4, 4)) by thread 0 ", "outside dim 1 (size 4)"],
+    );
+}

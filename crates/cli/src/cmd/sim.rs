@@ -3,10 +3,13 @@
 //!
 //! Errors and warnings are rendered at their source span; `--stats` prints
 //! the shared-memory bank conflicts of every shared-memory instruction. A
-//! kernel whose buffers (with the race shadow) would take more than 16 GiB of
-//! host memory is refused before anything is allocated (exit 1).
+//! kernel whose buffers would take more than the host's physical memory is
+//! refused before anything is allocated (exit 1). With
+//! `--defer-bounds`, a region that provably leaves its buffer (an error for
+//! every other command) is lowered with a bounds check before it, so the run
+//! shows the first out-of-bounds access it makes (`docs/tile-primitives.md` §3.1).
 use crate::exit::{CmdResult, Failure};
-use crate::frontend::{eprint_diags, lower, Source};
+use crate::frontend::{eprint_diags, Source};
 use crate::out::outln;
 use std::time::Instant;
 use tirx_ir::Diagnostic;
@@ -33,13 +36,18 @@ pub struct Args {
     /// Skip data-race tracking (faster; bounds, alignment and barriers are still checked).
     #[arg(long)]
     pub no_race_check: bool,
+    /// Lower regions that are provably out of bounds anyway (a warning each instead of an
+    /// error) so that the simulator reports their first out-of-bounds access.
+    #[arg(long)]
+    pub defer_bounds: bool,
 }
 
 pub fn run(a: Args) -> CmdResult {
     crate::args::check_unique("--arg", &a.args)?;
     crate::args::check_unique("--out", &a.outs)?;
     let (kernel, src) = crate::frontend::load_kernel(&a.file)?;
-    let lir = lower(&kernel, &src, a.target.arch)?;
+    let opts = tirx_lower::LowerOptions { arch: a.target.arch, defer_bounds: a.defer_bounds };
+    let lir = crate::frontend::lower_with(&kernel, &src, &opts)?;
     let opts = SimOptions {
         grid_limit: a.grid_limit,
         check_races: !a.no_race_check,

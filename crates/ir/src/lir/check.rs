@@ -4,7 +4,7 @@
 //! as uncompilable CUDA or a simulator crash. Checked: ids in range, buffers
 //! and launch shape, variables declared before use and never redeclared while
 //! in scope, expression typing and index types here; the operand rules of each
-//! instruction family in its module (`memory`, `pair`, `matrix`, `collective`, `asynch`), through
+//! instruction family in its module (`memory`, `pair`, `matrix`, `collective`, `asynch`, `bounds`), through
 //! the helpers of [`Checker`].
 
 use crate::dtype::DType;
@@ -152,6 +152,7 @@ impl Checker<'_> {
                 declared.push(self.declare(var)?);
             }
             LStmtKind::Async(a) => self.asynch(a)?,
+            LStmtKind::Bounds(c) => self.bounds(c)?,
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }

@@ -17,7 +17,9 @@
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
 //! * [`matrix`]: `ldmatrix`/`stmatrix` ([`MatrixOp`], one instruction with a direction);
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
-//! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]).
+//! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]);
+//! * [`bounds`]: per-dimension bounds assertions on a region of a logical shape
+//!   ([`BoundsCheck`]), which the simulator checks and the GPU does not.
 //!
 //! Typing rules (checked by [`LKernel::validate`]):
 //! * every expression has a [`DType`] ([`LKernel::dtype_of`]); binary arithmetic
@@ -28,6 +30,7 @@
 //!   (the byte address is then naturally aligned, since every array is 16-B aligned).
 
 pub mod asynch;
+pub mod bounds;
 pub mod check;
 pub mod collective;
 pub mod matrix;
@@ -37,6 +40,7 @@ pub mod print;
 pub mod round;
 
 pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
+pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
 pub use matrix::{MatrixDir, MatrixOp};
 pub use memory::CacheHint;
@@ -230,6 +234,8 @@ pub enum LStmtKind {
         src: LBufId,
         src_index: LExpr,
     },
+    /// The bounds family: a region must lie inside a logical shape ([`bounds`]; no code on the GPU).
+    Bounds(BoundsCheck),
     /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
     Comment(String),
 }
@@ -266,6 +272,7 @@ impl LStmtKind {
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
             | LStmtKind::Barrier(_)
+            | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => Arch::MIN,
         }
     }
@@ -290,6 +297,7 @@ impl LStmtKind {
             LStmtKind::Matrix(m) => m.operands(),
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
+            LStmtKind::Bounds(c) => c.operands(),
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => vec![],
         }
     }
@@ -316,6 +324,7 @@ impl LStmtKind {
             | LStmtKind::For { .. }
             | LStmtKind::If { .. }
             | LStmtKind::Barrier(_)
+            | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => (vec![], vec![]),
         }
     }
@@ -340,6 +349,7 @@ impl LStmtKind {
             | LStmtKind::Async(_)
             | LStmtKind::Packed2 { .. }
             | LStmtKind::Cast2 { .. }
+            | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => vec![],
         }
     }

@@ -125,6 +125,7 @@ impl Printer<'_> {
             LStmtKind::Matrix(m) => self.matrix(m, d),
             LStmtKind::Collective(c) => self.collective(c, d),
             LStmtKind::Async(a) => self.asynch(a, d),
+            LStmtKind::Bounds(c) => self.bounds(c, d),
             LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs, d)
             }

@@ -12,8 +12,8 @@
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
 //! This module holds what they share: the copy's two regions
-//! ([`operands`], `validate_copy_op`, with the region bounds checked over the
-//! ranges of the begin's variables), the memory-pair predicate, the vector-width
+//! ([`operands`], `validate_copy_op`, with the region bounds of
+//! `crate::bounds`), the memory-pair predicate, the vector-width
 //! candidates, and the global ↔ shared pair ([`GsOperands`]) with its emission
 //! helpers. Each region is resolved by the one operand model,
 //! [`crate::operand`].
@@ -90,12 +90,11 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     Ok(ops)
 }
 
-/// Every region dim lies inside its buffer dim. A begin affine in variables
-/// with known ranges (scope ids over the narrowed active set, loop variables
-/// over their narrowed extents, [`CallCx::range`]) is checked over that range:
-/// provably inside is fine; provably outside for some value in range (the
-/// range is exact) declines; a begin whose range is unknown or only enclosed
-/// is left to the variants (and the simulator's bounds check).
+/// Every region dim lies inside its buffer dim, by the verdict of
+/// [`crate::bounds::region`] (the statement lowering checks every call's
+/// regions before dispatch, so a provably outside one never gets here unless
+/// [`crate::LowerOptions::defer_bounds`] lets it through); a region not
+/// proven inside is left to the variants (and the simulator's check).
 fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
@@ -103,47 +102,13 @@ fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decl
             format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len()),
         ));
     }
-    for (d, (rg, &n)) in r.ranges.iter().zip(&b.shape).enumerate() {
-        let a = cx.affine(&rg.begin);
-        let outside = |lo: i64| format!("rows {lo}..{} are outside 0..{n}", lo.saturating_add(rg.extent));
-        let constant =
-            |lo: i64| Decline::new(Rule::ValidateCopyOp, format!("dim {d} of `{}`: {}", b.name, outside(lo)));
-        if rg.extent < 1 {
-            return Err(constant(a.map_or(0, |a| a.constant)));
+    match crate::bounds::region(cx.kernel, cx.env, cx.facts, r) {
+        crate::bounds::Verdict::Outside(e) if !cx.opts.defer_bounds => {
+            let write = cx.region(0).is_some_and(|dst| std::ptr::eq(dst, r));
+            Err(Decline::new(Rule::ValidateCopyOp, e.reason(&b.name, write)))
         }
-        let Some(a) = a else { continue };
-        let Some(iv) = cx.range(&a) else { continue };
-        let first_out = if iv.lo < 0 {
-            iv.lo
-        } else if iv.hi.saturating_add(rg.extent) > n {
-            iv.hi
-        } else {
-            continue;
-        };
-        if a.is_constant() {
-            return Err(constant(first_out));
-        }
-        if iv.exact {
-            return Err(Decline::new(
-                Rule::ValidateCopyOp,
-                format!(
-                    "dim {d} of `{}` begins at `{}`, in [{}, {}] here ({}): at {first_out}, {}",
-                    b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin),
-                    iv.lo,
-                    iv.hi,
-                    var_ranges(cx, &a),
-                    outside(first_out)
-                ),
-            ));
-        }
+        _ => Ok(()),
     }
-    Ok(())
-}
-
-/// `w in [1, 3], k in [0, 6]`: the range of every variable of `a` at the call.
-fn var_ranges(cx: &CallCx, a: &Affine) -> String {
-    a.vars().into_iter().map(|v| crate::explain::var_range(cx, v)).collect::<Vec<_>>().join(", ")
 }
 
 /// `off` plus the symbolic element offset `sym`, in index type `ity`.

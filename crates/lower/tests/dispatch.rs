@@ -208,7 +208,8 @@ def big(A_ptr: T.handle, B_ptr: T.handle):
     Tx.warp.copy(S[0:128], A[3000000000:3000000128])
     T.cuda.cta_sync()
     Tx.warp.copy(B[0:128], S[0:128])
-    B[128] = A[tid + 3000000000]
+    if tid == 5:
+        B[128] = A[tid + 3000000000]
 "#;
     let l = lower(src);
     assert_eq!(

@@ -339,16 +339,10 @@ mod tests {
 
     /// An `.npy` file as `np.save` writes it, with `descr` and a 1-D `shape`.
     fn npy_bytes(descr: &str, n: usize, data: &[u8]) -> Vec<u8> {
-        let mut h = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}");
-        while !(10 + h.len() + 1).is_multiple_of(64) {
-            h.push(' ');
-        }
-        h.push('\n');
-        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-        bytes.extend((h.len() as u16).to_le_bytes());
-        bytes.extend(h.as_bytes());
-        bytes.extend(data);
-        bytes
+        crate::npy_header::tests::file(
+            &format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({n},), }}"),
+            data,
+        )
     }
 
     #[test]

@@ -303,11 +303,11 @@ impl Lexer<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A `.npy` file with header `dict` (padded as numpy pads it) and `data`.
-    fn file(dict: &str, data: &[u8]) -> Vec<u8> {
+    pub(crate) fn file(dict: &str, data: &[u8]) -> Vec<u8> {
         let mut h = dict.to_string();
         while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');

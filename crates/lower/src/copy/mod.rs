@@ -12,8 +12,8 @@
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
 //! This module holds what they share: the copy's two regions
-//! ([`operands`], `validate_copy_op`, with the region bounds of
-//! `crate::bounds`), the memory-pair predicate, the vector-width
+//! ([`operands`], `validate_copy_op`; region bounds are checked once per call,
+//! before dispatch, by `crate::bounds`), the memory-pair predicate, the vector-width
 //! candidates, and the global ↔ shared pair ([`GsOperands`]) with its emission
 //! helpers. Each region is resolved by the one operand model,
 //! [`crate::operand`].
@@ -64,7 +64,8 @@ impl CopyOps<'_> {
 }
 
 /// `dst`/`src` as regions, checked by `validate_copy_op` (§3.1): same dtype,
-/// equal non-unit extents, constant parts of the region inside the buffer.
+/// equal non-unit extents, one range per buffer dim, uniform begins (bounds
+/// were checked before dispatch).
 pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
         return Err(Decline::new(Rule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
@@ -84,31 +85,25 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
         return Err(Decline::new(Rule::ValidateCopyOp, format!("dst region shape {de:?} != src region shape {se:?}")));
     }
     for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
-        check_in_bounds(cx, r, b)?;
+        check_rank(r, b)?;
         check_uniform(cx, r, b)?;
     }
     Ok(ops)
 }
 
-/// Every region dim lies inside its buffer dim, by the verdict of
-/// [`crate::bounds::region`] (the statement lowering checks every call's
-/// regions before dispatch, so a provably outside one never gets here unless
-/// [`crate::LowerOptions::defer_bounds`] lets it through); a region not
-/// proven inside is left to the variants (and the simulator's check).
-fn check_in_bounds(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
+/// The region names every dim of its buffer. Bounds are not checked here:
+/// the statement lowering checks every call's regions before dispatch
+/// ([`crate::bounds::region`]) and never dispatches a provably outside one
+/// (unless [`crate::LowerOptions::defer_bounds`] lets it through with a
+/// simulator check), so every variant sees the same verdict once.
+fn check_rank(r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
             Rule::ValidateCopyOp,
             format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len()),
         ));
     }
-    match crate::bounds::region(cx.kernel, cx.env, cx.facts, r) {
-        crate::bounds::Verdict::Outside(e) if !cx.opts.defer_bounds => {
-            let write = cx.region(0).is_some_and(|dst| std::ptr::eq(dst, r));
-            Err(Decline::new(Rule::ValidateCopyOp, e.reason(&b.name, write)))
-        }
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// `off` plus the symbolic element offset `sym`, in index type `ity`.

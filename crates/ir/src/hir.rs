@@ -6,7 +6,7 @@
 //! [`Span`] of the source text it came from so later stages can point at it.
 
 use crate::dtype::DType;
-pub use crate::op::{ConfigKey, ConfigValue, TileOp};
+pub use crate::op::{AttrValue, ConfigKey, ConfigValue, TileOp};
 use crate::span::Span;
 use serde::Serialize;
 use tirx_layout::{ExecScope, Layout};
@@ -198,6 +198,8 @@ pub struct BufferRegion {
 pub enum TileArg {
     Region(BufferRegion),
     Scalar(Expr),
+    /// A compile-time op parameter (`axes=(0, 2)`, `transpose_A=True`); absent ones hold the table's default.
+    Attr(AttrValue),
     None,
 }
 

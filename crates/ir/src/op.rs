@@ -18,6 +18,10 @@ pub enum Family {
     Copy,
     /// Computes each destination element from the same-index source elements ([`EwiseOp`]).
     Elementwise,
+    /// Combines the source elements along `axes` into the destination ([`ReduceOp`]).
+    Reduce,
+    /// Matrix multiply-accumulate `D = alpha·A·B + beta·C` on tensor cores.
+    Gemm,
 }
 
 impl Family {
@@ -25,6 +29,8 @@ impl Family {
         match self {
             Family::Copy => "copy",
             Family::Elementwise => "elementwise",
+            Family::Reduce => "reduce",
+            Family::Gemm => "gemm",
         }
     }
 }
@@ -35,6 +41,28 @@ impl Family {
 pub enum TileOp {
     Copy,
     Ewise(EwiseOp),
+    Reduce(ReduceOp),
+    Gemm,
+}
+
+/// The reduction ops (`Tx.<scope>.sum|max|min(dst, src, axes=-1, accum=False)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum ReduceOp {
+    Sum,
+    Max,
+    Min,
+}
+
+impl ReduceOp {
+    pub const ALL: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+        }
+    }
 }
 
 /// The elementwise ops (`docs/tile-primitives.md` §4).
@@ -71,6 +99,10 @@ pub enum Role {
     Scale,
     /// The scalar a `fill` writes.
     Value,
+    /// A compile-time parameter of the op (`axes=`, `transpose_A=`): not data.
+    Attr,
+    /// Accumulated into (`gemm`'s `C`): read, never written.
+    Acc,
 }
 
 /// What an operand slot accepts.
@@ -79,6 +111,86 @@ pub enum SlotKind {
     Region,
     RegionOrScalar,
     Scalar,
+    /// A compile-time constant of the given kind ([`AttrValue`]), fixed per call.
+    Attr(AttrKind),
+}
+
+/// The kinds of compile-time op parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum AttrKind {
+    /// An int or a tuple/list of ints (`axes=-1`, `axes=(0, 2)`); negative ints count from the end.
+    Axes,
+    /// `True` / `False`.
+    Bool,
+}
+
+impl AttrKind {
+    /// What the kind accepts, as a user would write it.
+    pub fn expects(self) -> &'static str {
+        match self {
+            AttrKind::Axes => "an int or a tuple of ints (`axes=-1`, `axes=(0, 2)`)",
+            AttrKind::Bool => "`True` or `False`",
+        }
+    }
+}
+
+/// A compile-time op parameter's value (`TileArg::Attr`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum AttrValue {
+    Axes(Vec<i64>),
+    Bool(bool),
+}
+
+impl AttrValue {
+    /// The value in script syntax (`(0, 2)`, `-1`, `True`).
+    pub fn script(&self) -> String {
+        match self {
+            AttrValue::Axes(a) if a.len() == 1 => a[0].to_string(),
+            AttrValue::Axes(a) => format!("({})", a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
+            AttrValue::Bool(true) => "True".into(),
+            AttrValue::Bool(false) => "False".into(),
+        }
+    }
+}
+
+/// `axes` of a reduction over a source of `rank` dims: negatives count from the end; the
+/// result is sorted. `Err` says what is wrong (out of range, repeated, empty).
+pub fn normalize_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
+    if axes.is_empty() {
+        return Err("`axes` is empty: name at least one dim to reduce".into());
+    }
+    let r = rank as i64;
+    let mut out = vec![];
+    for &a in axes {
+        if a < -r || a >= r {
+            return Err(format!(
+                "axis {a} is out of range for a source region of {rank} dims (valid: -{rank}..{rank})"
+            ));
+        }
+        let n = if a < 0 { a + r } else { a } as usize;
+        if out.contains(&n) {
+            return Err(format!("axis {a} names dim {n} twice"));
+        }
+        out.push(n);
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The default of an attribute slot, as a constant of the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum AttrDefault {
+    Axes(&'static [i64]),
+    Bool(bool),
+}
+
+impl AttrDefault {
+    pub fn value(self) -> AttrValue {
+        match self {
+            AttrDefault::Axes(a) => AttrValue::Axes(a.to_vec()),
+            AttrDefault::Bool(b) => AttrValue::Bool(b),
+        }
+    }
 }
 
 /// What an absent operand becomes.
@@ -89,6 +201,8 @@ pub enum SlotDefault {
     Dst,
     /// Stored as `TileArg::None`.
     Absent,
+    /// An attribute slot's default, stored as `TileArg::Attr`.
+    Attr(AttrDefault),
 }
 
 /// One positional operand of an op.
@@ -135,9 +249,24 @@ const FMA_A: Slot = slot(&["a", "input", "src"], Role::Src, RegionOrScalar, Requ
 const FMA_B: Slot = slot(&["scale", "b"], Role::Src, RegionOrScalar, Required);
 const FMA_C: Slot = slot(&["bias", "c"], Role::Src, RegionOrScalar, Required);
 const ZERO_SRC: Slot = slot(&["src"], Role::Src, Region, DefDst);
+const AXES: Slot =
+    slot(&["axes"], Role::Attr, SlotKind::Attr(AttrKind::Axes), SlotDefault::Attr(AttrDefault::Axes(&[-1])));
+const ACCUM: Slot =
+    slot(&["accum"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
+const GEMM_D: Slot = slot(&["D", "dst", "output"], Role::Dst, Region, Required);
+const GEMM_A: Slot = slot(&["A"], Role::Src, Region, Required);
+const GEMM_B: Slot = slot(&["B"], Role::Src, Region, Required);
+const GEMM_C: Slot = slot(&["C"], Role::Acc, Region, DefDst);
+const TRANS_A: Slot =
+    slot(&["transpose_A"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
+const TRANS_B: Slot =
+    slot(&["transpose_B"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
+const ALPHA: Slot = slot(&["alpha"], Role::Scale, Scalar, Absent);
+const BETA: Slot = slot(&["beta"], Role::Scale, Scalar, Absent);
 
 const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
 const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
+const REDUCE_CONFIG: &[ConfigKey] = &[ConfigKey::ThreadReduce];
 
 impl EwiseOp {
     pub const ALL: [EwiseOp; 16] = [
@@ -198,13 +327,18 @@ impl EwiseOp {
 impl TileOp {
     /// Every op, family by family.
     pub fn all() -> impl Iterator<Item = TileOp> {
-        std::iter::once(TileOp::Copy).chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
+        std::iter::once(TileOp::Copy)
+            .chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
+            .chain(ReduceOp::ALL.into_iter().map(TileOp::Reduce))
+            .chain(std::iter::once(TileOp::Gemm))
     }
 
     pub fn name(self) -> &'static str {
         match self {
             TileOp::Copy => "copy",
             TileOp::Ewise(e) => e.name(),
+            TileOp::Reduce(r) => r.name(),
+            TileOp::Gemm => "gemm",
         }
     }
 
@@ -217,6 +351,14 @@ impl TileOp {
         match self {
             TileOp::Copy => OpSpec { family: Family::Copy, operands: &[DST, SRC_REGION], config: COPY_CONFIG },
             TileOp::Ewise(e) => OpSpec { family: Family::Elementwise, operands: e.operands(), config: EWISE_CONFIG },
+            TileOp::Reduce(_) => {
+                OpSpec { family: Family::Reduce, operands: &[DST, SRC_REGION, AXES, ACCUM], config: REDUCE_CONFIG }
+            }
+            TileOp::Gemm => OpSpec {
+                family: Family::Gemm,
+                operands: &[GEMM_D, GEMM_A, GEMM_B, GEMM_C, TRANS_A, TRANS_B, ALPHA, BETA],
+                config: &[],
+            },
         }
     }
 
@@ -237,6 +379,7 @@ impl TileOp {
                 SlotDefault::Required => s.name().to_string(),
                 SlotDefault::Dst => format!("{}=dst", s.name()),
                 SlotDefault::Absent => format!("{}=None", s.name()),
+                SlotDefault::Attr(d) => format!("{}={}", s.name(), d.value().script()),
             })
             .collect();
         format!("{}({})", self.name(), parts.join(", "))
@@ -257,11 +400,19 @@ pub enum ConfigKey {
     PrefetchSize,
     /// `rounding_mode=`: IEEE rounding of the op's result.
     RoundingMode,
+    /// `thread_reduce=True`: a register reduction also combines across the threads that hold the reduced dims.
+    ThreadReduce,
 }
 
 impl ConfigKey {
-    pub const ALL: [ConfigKey; 5] =
-        [ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize, ConfigKey::RoundingMode];
+    pub const ALL: [ConfigKey; 6] = [
+        ConfigKey::Cache,
+        ConfigKey::L1Evict,
+        ConfigKey::L2Evict,
+        ConfigKey::PrefetchSize,
+        ConfigKey::RoundingMode,
+        ConfigKey::ThreadReduce,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -270,6 +421,7 @@ impl ConfigKey {
             ConfigKey::L2Evict => "l2_evict",
             ConfigKey::PrefetchSize => "prefetch_size",
             ConfigKey::RoundingMode => "rounding_mode",
+            ConfigKey::ThreadReduce => "thread_reduce",
         }
     }
 
@@ -286,6 +438,7 @@ impl ConfigKey {
             }
             ConfigKey::PrefetchSize => "64, 128 or 256",
             ConfigKey::RoundingMode => "\"rn\", \"rz\", \"rm\" or \"rp\"",
+            ConfigKey::ThreadReduce => "`True` or `False`",
         }
     }
 
@@ -309,6 +462,10 @@ impl ConfigKey {
                 _ => Err(bad()),
             },
             ConfigKey::RoundingMode => s.and_then(RoundMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
+            ConfigKey::ThreadReduce => match v {
+                RawConfig::Bool(b) => Ok(ConfigValue::Flag(*b)),
+                _ => Err(bad()),
+            },
         }
     }
 }
@@ -362,6 +519,8 @@ pub enum ConfigValue {
     Evict(Evict),
     PrefetchSize(u32),
     Rounding(RoundMode),
+    /// A boolean key (`thread_reduce=True`).
+    Flag(bool),
 }
 
 impl ConfigValue {
@@ -372,6 +531,7 @@ impl ConfigValue {
             ConfigValue::Evict(e) => format!("\"{}\"", e.name()),
             ConfigValue::PrefetchSize(n) => n.to_string(),
             ConfigValue::Rounding(m) => format!("\"{}\"", m.name()),
+            ConfigValue::Flag(b) => if *b { "True" } else { "False" }.into(),
         }
     }
 }
@@ -386,6 +546,23 @@ mod tests {
             assert_eq!(op.operands()[0].role, Role::Dst, "{op:?}");
             assert_eq!(TileOp::from_name(op.name()), Some(op));
         }
+    }
+
+    #[test]
+    fn axes_normalize_from_the_end_and_reject_repeats() {
+        assert_eq!(normalize_axes(&[-1], 3), Ok(vec![2]));
+        assert_eq!(normalize_axes(&[2, 0], 3), Ok(vec![0, 2]));
+        assert!(normalize_axes(&[3], 3).is_err());
+        assert!(normalize_axes(&[-4], 3).is_err());
+        assert!(normalize_axes(&[1, -2], 3).is_err());
+        assert!(normalize_axes(&[], 3).is_err());
+    }
+
+    #[test]
+    fn attribute_defaults_print_as_script() {
+        let s = TileOp::Reduce(ReduceOp::Sum).describe();
+        assert_eq!(s, "sum(dst, src, axes=-1, accum=False)");
+        assert_eq!(AttrValue::Axes(vec![0, 2]).script(), "(0, 2)");
     }
 
     #[test]

@@ -852,7 +852,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                     match a {
                         tirx_ir::hir::TileArg::Region(r) => r.ranges.iter().for_each(|rg| ex(&rg.begin, out)),
                         tirx_ir::hir::TileArg::Scalar(e) => ex(e, out),
-                        tirx_ir::hir::TileArg::None => {}
+                        tirx_ir::hir::TileArg::Attr(_) | tirx_ir::hir::TileArg::None => {}
                     }
                 }
             }

@@ -269,6 +269,15 @@ impl Printer<'_> {
         let mut parts = vec![];
         let mut by_name = false;
         for (i, a) in args {
+            // Attributes read best by name, and not at all when they hold the default.
+            if let TileArg::Attr(v) = a {
+                let slot = &c.op.operands()[i];
+                if !matches!(slot.default, tirx_ir::op::SlotDefault::Attr(d) if d.value() == *v) {
+                    parts.push(format!("{}={}", slot.name(), v.script()));
+                }
+                by_name = true;
+                continue;
+            }
             match a {
                 TileArg::None => by_name = true,
                 a => {
@@ -296,6 +305,7 @@ impl Printer<'_> {
         match a {
             TileArg::Region(r) => self.region(r),
             TileArg::Scalar(e) => self.expr(e, 0),
+            TileArg::Attr(a) => a.script(),
             TileArg::None => "None".into(),
         }
     }
@@ -413,7 +423,7 @@ impl Printer<'_> {
                         match a {
                             TileArg::Region(r) => r.ranges.iter().for_each(|x| self.use_expr(&x.begin)),
                             TileArg::Scalar(e) => self.use_expr(e),
-                            TileArg::None => {}
+                            TileArg::Attr(_) | TileArg::None => {}
                         }
                     }
                 }

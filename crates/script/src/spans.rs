@@ -69,7 +69,7 @@ fn stmt(s: &mut Stmt) {
                 match a {
                     TileArg::Region(r) => region(r),
                     TileArg::Scalar(e) => expr(e),
-                    TileArg::None => {}
+                    TileArg::Attr(_) | TileArg::None => {}
                 }
             }
         }

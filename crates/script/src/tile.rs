@@ -9,7 +9,7 @@ use crate::buffers::fmt_shape;
 use crate::build::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
-use tirx_ir::op::{ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind};
+use tirx_ir::op::{normalize_axes, AttrKind, AttrValue, ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -68,9 +68,13 @@ impl Builder<'_> {
             }
         }
         let mut out = vec![];
+        let mut spans = vec![span; sig.len()];
         for (i, s) in sig.iter().enumerate() {
             let arg = match slots[i].take() {
-                Some((v, sp)) => self.tile_arg(op, s, v, sp)?,
+                Some((v, sp)) => {
+                    spans[i] = sp;
+                    self.tile_arg(op, s, v, sp)?
+                }
                 None => match s.default {
                     SlotDefault::Required => {
                         return self.fail(
@@ -81,12 +85,13 @@ impl Builder<'_> {
                     }
                     SlotDefault::Dst => out.first().cloned().unwrap_or(TileArg::None),
                     SlotDefault::Absent => TileArg::None,
+                    SlotDefault::Attr(d) => TileArg::Attr(d.value()),
                 },
             };
             out.push(arg);
         }
         let call = TileCall { op, scope, args: out, config, dispatch, span };
-        self.check_tile(&call)?;
+        self.check_tile(&call, &spans)?;
         Ok(call)
     }
 
@@ -98,6 +103,7 @@ impl Builder<'_> {
         };
         let what = format!("`{}` of `{}`", slot.names[0], op.name());
         match slot.kind {
+            SlotKind::Attr(kind) => self.attr_value(kind, v, sp, &what).map(TileArg::Attr),
             SlotKind::Region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
             SlotKind::RegionOrScalar if is_region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
             SlotKind::RegionOrScalar | SlotKind::Scalar => {
@@ -109,6 +115,31 @@ impl Builder<'_> {
                 }
                 Ok(TileArg::Scalar(self.scalar(v, sp)?))
             }
+        }
+    }
+
+    /// A compile-time op parameter: `axes=-1`, `axes=(0, 2)`, `accum=True`.
+    fn attr_value(&mut self, kind: AttrKind, v: Val, sp: Span, what: &str) -> R<AttrValue> {
+        let got = match (kind, &v) {
+            (AttrKind::Bool, Val::Bool(b)) => Some(AttrValue::Bool(*b)),
+            (AttrKind::Axes, Val::Int(i)) => Some(AttrValue::Axes(vec![*i])),
+            (AttrKind::Axes, Val::Tuple(xs) | Val::List(xs)) => xs
+                .iter()
+                .map(|x| match x {
+                    Val::Int(i) => Some(*i),
+                    _ => None,
+                })
+                .collect::<Option<Vec<i64>>>()
+                .map(AttrValue::Axes),
+            _ => None,
+        };
+        match got {
+            Some(a) => Ok(a),
+            None => self.fail(
+                Diagnostic::error(sp, format!("{what} must be {}, found {}", kind.expects(), v.kind_name()))
+                    .with_label("not a compile-time constant of that kind")
+                    .with_help(format!("pass {}", kind.expects())),
+            ),
         }
     }
 
@@ -142,11 +173,71 @@ impl Builder<'_> {
 
     /// Checks before lowering, by the op's family: copy dtypes and region
     /// shapes; elementwise operands broadcast to the destination.
-    pub(crate) fn check_tile(&mut self, call: &TileCall) -> R<()> {
+    /// `spans[i]` is where operand `i` was written (the call when it was not).
+    pub(crate) fn check_tile(&mut self, call: &TileCall, spans: &[Span]) -> R<()> {
         match call.op.family() {
             Family::Copy => self.check_copy(call),
             Family::Elementwise => self.check_broadcast(call),
+            Family::Reduce => self.check_reduce(call, spans[2]),
+            // Shapes, dtypes and fragments are the variants' to check (typed declines).
+            Family::Gemm => Ok(()),
         }
+    }
+
+    /// Reduction operands: one dtype, valid `axes` of the source region, and a
+    /// destination covering exactly the source's kept (spatial) extents.
+    fn check_reduce(&mut self, call: &TileCall, axes_span: Span) -> R<()> {
+        let (TileArg::Region(dst), TileArg::Region(src), Some(TileArg::Attr(AttrValue::Axes(axes)))) =
+            (&call.args[0], &call.args[1], call.args.get(2))
+        else {
+            return Ok(());
+        };
+        let (db, sb) = (self.buffer(dst.buf).clone(), self.buffer(src.buf).clone());
+        if db.dtype != sb.dtype {
+            return self.fail(
+                Diagnostic::error(
+                    src.span,
+                    format!(
+                        "reduction dtype mismatch: `{}` is {} but `{}` is {}",
+                        sb.name, sb.dtype, db.name, db.dtype
+                    ),
+                )
+                .with_label(format!("{}", sb.dtype))
+                .with_secondary(dst.span, format!("{}", db.dtype))
+                .with_help("reduce into a buffer of the source's dtype, then convert with `Tx.cast`"),
+            );
+        }
+        let se = extents(src);
+        let axes = match normalize_axes(axes, se.len()) {
+            Ok(a) => a,
+            Err(m) => {
+                return self.fail(
+                    Diagnostic::error(axes_span, format!("bad `axes` for `{}`: {m}", call.op.name()))
+                        .with_secondary(src.span, format!("source region {}", fmt_shape(&se)))
+                        .with_help("name dims of the source region, e.g. `axes=-1` for the last"),
+                )
+            }
+        };
+        let kept: Vec<i64> = se.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &e)| e).collect();
+        let de = extents(dst);
+        if squeezed(&kept) != squeezed(&de) {
+            return self.fail(
+                Diagnostic::error(
+                    dst.span,
+                    format!(
+                        "the destination region {} does not match the kept extents {} of the source {} reduced over axes {:?}",
+                        fmt_shape(&de),
+                        fmt_shape(&kept),
+                        fmt_shape(&se),
+                        axes
+                    ),
+                )
+                .with_label(format!("region {}", fmt_shape(&de)))
+                .with_secondary(src.span, format!("source {}", fmt_shape(&se)))
+                .with_help("give the destination the source's extents without the reduced dims (unit dims may be kept)"),
+            );
+        }
+        Ok(())
     }
 
     /// Copy operands: one dtype, equal regions once unit dims are dropped.

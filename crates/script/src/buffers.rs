@@ -457,24 +457,40 @@ impl Builder<'_> {
             );
         };
         let indices = self.point_indices(&s)?;
-        let b = self.buffer(s.buf).clone();
+        self.store_elem(s.buf, indices, v, vspan, target.span, span, out)
+    }
+
+    /// `buf[indices] = v` with `v` converted to the buffer's dtype (a literal) or
+    /// an error at `vspan` (`tspan`: the element written).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_elem(
+        &mut self,
+        buf: BufId,
+        indices: Vec<Expr>,
+        v: Val,
+        vspan: Span,
+        tspan: Span,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let b = self.buffer(buf).clone();
         let value = self.scalar(v, vspan)?;
         let value = if value.dtype == b.dtype {
             value
         } else if crate::eval::is_literal(&value) {
-            self.lit_as(value, b.dtype, target.span)?
+            self.lit_as(value, b.dtype, tspan)?
         } else {
             let (vd, bd) = (value.dtype, b.dtype);
             return self.fail(
                 Diagnostic::error(vspan, format!("dtype mismatch: storing {vd} into `{}` of {bd}", b.name))
                     .with_label(format!("this is {vd}"))
-                    .with_secondary(target.span, format!("element of {bd}"))
+                    .with_secondary(tspan, format!("element of {bd}"))
                     .with_help(format!("cast it: `T.cast(..., \"{bd}\")`")),
             );
         };
-        self.int_literal_fits(&value, target.span)?;
+        self.int_literal_fits(&value, tspan)?;
         self.require_device(span)?;
-        out.push(Stmt { kind: StmtKind::Store { buf: s.buf, indices, value }, span });
+        out.push(Stmt { kind: StmtKind::Store { buf, indices, value }, span });
         Ok(())
     }
 

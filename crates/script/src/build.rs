@@ -34,6 +34,9 @@ pub(crate) struct KState {
     pub device_span: Option<Span>,
     /// Names bound to runtime variables in each scope (immutable bindings).
     pub var_scopes: Vec<HashMap<String, Span>>,
+    /// Names the kernel assigns at more than one place (or with `+=`): bound to a
+    /// runtime value, such a name is a mutable scalar ([`Val::Scalar`]).
+    pub mutable: std::collections::HashSet<String>,
 }
 
 impl<'s> Builder<'s> {
@@ -229,7 +232,8 @@ impl<'s> Builder<'s> {
     ) {
         let kernel =
             Kernel { name: name.to_string(), params: vec![], buffers: vec![], vars: vec![], body: vec![], span };
-        self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()] });
+        let mutable = reassigned_names(body);
+        self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()], mutable });
         self.scopes.push(HashMap::new());
         for p in params {
             let _ = self.param(p);
@@ -348,6 +352,15 @@ impl<'s> Builder<'s> {
                 self.poison_on_error(r, target)
             }
             AS::AugAssign { target, op, value } => {
+                if let AK::Name(n) = &target.kind {
+                    if let Some(Val::Scalar(_)) = self.raw_binding(n) {
+                        let lhs = self.eval(target)?;
+                        let rhs = self.eval(value)?;
+                        let v = self.binary(*op, lhs, target.span, rhs, value.span, s.span)?;
+                        let n = n.clone();
+                        return self.assign_scalar(&n, target.span, v, None, s.span, out);
+                    }
+                }
                 let AK::Subscript(..) = &target.kind else {
                     return self.fail(
                         Diagnostic::error(
@@ -549,7 +562,18 @@ impl<'s> Builder<'s> {
         };
         let a = self.eval(ann)?;
         let v = self.eval(value)?;
+        // `x: T.float32 = 0` where the kernel assigns `x` again: a mutable scalar of that dtype.
+        if let (AK::Name(n), Val::Builtin(Builtin::DTypeFn(dt))) = (&target.kind, &a) {
+            if self.is_mutable(n, &v) {
+                let (n, dt) = (n.clone(), *dt);
+                return self.assign_scalar(&n, target.span, v, Some(dt), span, out);
+            }
+        }
         let v = match a {
+            // `x: T.let = e` is immutable even where the kernel assigns `x` again (an error there).
+            Val::Builtin(Builtin::Let) if matches!(v, Val::Expr(_) | Val::Sub(_)) => {
+                return self.bind_immutable(target, v, span, out)
+            }
             Val::Builtin(Builtin::Let) => v,
             Val::Builtin(Builtin::DTypeFn(dt)) => {
                 let e = self.scalar(v, value.span)?;
@@ -571,6 +595,14 @@ impl<'s> Builder<'s> {
     /// `name = value`: runtime values become `Let` bindings, compile-time values
     /// and buffers just name the value.
     pub(crate) fn bind(&mut self, target: &ast::Expr, v: Val, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        match &target.kind {
+            AK::Name(n) if self.is_mutable(n, &v) => self.assign_scalar(n, target.span, v, None, span, out),
+            _ => self.bind_immutable(target, v, span, out),
+        }
+    }
+
+    /// `name = value` as an immutable binding (a `Let` for a runtime value).
+    fn bind_immutable(&mut self, target: &ast::Expr, v: Val, span: Span, out: &mut Vec<Stmt>) -> R<()> {
         match &target.kind {
             AK::Name(n) => {
                 self.check_rebind(n, target.span)?;
@@ -610,13 +642,66 @@ impl<'s> Builder<'s> {
         }
     }
 
+    /// Whether binding `v` to `name` is an assignment of a mutable scalar: the
+    /// kernel assigns `name` more than once and `v` is a runtime value or a number.
+    fn is_mutable(&self, name: &str, v: &Val) -> bool {
+        let Some(k) = &self.k else { return false };
+        // A `T.let` (immutable) binding of the name is in scope: rebinding it is an error.
+        let bound_immutably = k.var_scopes.iter().any(|s| s.contains_key(name));
+        k.mutable.contains(name)
+            && !bound_immutably
+            && (matches!(v, Val::Expr(_) | Val::Sub(_) | Val::Int(_) | Val::Float(_) | Val::Bool(_))
+                || matches!(self.raw_binding(name), Some(Val::Scalar(_))))
+    }
+
+    /// The value `name` is bound to, without loading a mutable scalar.
+    pub(crate) fn raw_binding(&self, name: &str) -> Option<&Val> {
+        self.scopes.iter().rev().find_map(|s| s.get(name))
+    }
+
+    /// `name = v` for a mutable scalar: the first assignment allocates the one-element
+    /// local buffer (of `dtype`, else `v`'s type: a Python int is int32, a float
+    /// float32, as in the reference), later ones store into it.
+    pub(crate) fn assign_scalar(
+        &mut self,
+        name: &str,
+        nspan: Span,
+        v: Val,
+        dtype: Option<DType>,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let buf = match self.raw_binding(name) {
+            Some(Val::Scalar(b)) => *b,
+            _ => {
+                self.require_device(span)?;
+                let e = self.scalar(v.clone(), span)?;
+                let dtype = dtype.unwrap_or(e.dtype);
+                let b = self.add_buffer(Buffer {
+                    name: name.to_string(),
+                    shape: vec![1],
+                    dtype,
+                    scope: MemScope::Local,
+                    layout: tirx_layout::Layout::Tile(tirx_layout::TileLayout::row_major(&[1])),
+                    origin: BufferOrigin::Alloc,
+                    span: nspan,
+                });
+                out.push(Stmt { kind: StmtKind::Alloc(b), span });
+                self.define(name, Val::Scalar(b));
+                b
+            }
+        };
+        let zero = Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: nspan };
+        self.store_elem(buf, vec![zero], v, span, nspan, span, out)
+    }
+
     pub(crate) fn check_rebind(&mut self, name: &str, span: Span) -> R<()> {
         let prev = self.k.as_ref().and_then(|k| k.var_scopes.iter().rev().find_map(|s| s.get(name).copied()));
         if let Some(prev) = prev {
             return self.fail(
-                Diagnostic::error(span, format!("`{name}` is already bound; kernel bindings are immutable"))
+                Diagnostic::error(span, format!("`{name}` is already bound as `{name}: T.let`, which is immutable"))
                     .with_secondary(prev, "first bound here")
-                    .with_help("use a new name, or store into a `T.alloc_local` buffer"),
+                    .with_help(format!("use a new name, or drop `T.let` to make `{name}` a mutable scalar")),
             );
         }
         Ok(())
@@ -893,4 +978,33 @@ fn default_extent(kind: ScopeIdKind) -> &'static str {
         ScopeIdKind::ThreadId => "128",
         _ => "1",
     }
+}
+
+/// Names a kernel body assigns at two or more places, or augments (`x += 1`):
+/// the reference's mutable scalars (`docs/tile-primitives.md` §1.7).
+fn reassigned_names(body: &[ast::Stmt]) -> std::collections::HashSet<String> {
+    fn targets(t: &ast::Expr, n: usize, count: &mut HashMap<String, usize>) {
+        match &t.kind {
+            AK::Name(x) => *count.entry(x.clone()).or_default() += n,
+            AK::Tuple(ts) | AK::List(ts) => ts.iter().for_each(|t| targets(t, n, count)),
+            _ => {}
+        }
+    }
+    fn walk(stmts: &[ast::Stmt], count: &mut HashMap<String, usize>) {
+        for s in stmts {
+            match &s.kind {
+                AS::Assign { target, .. } | AS::AnnAssign { target, .. } => targets(target, 1, count),
+                AS::AugAssign { target, .. } => targets(target, 2, count),
+                AS::For { body, .. } => walk(body, count),
+                AS::If { body, orelse, .. } => {
+                    walk(body, count);
+                    walk(orelse, count);
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut count = HashMap::new();
+    walk(body, &mut count);
+    count.into_iter().filter(|(_, n)| *n >= 2).map(|(x, _)| x).collect()
 }

@@ -180,6 +180,11 @@ impl Builder<'_> {
                 };
                 let v = v.clone();
                 self.charge(cost, span)?;
+                if let Val::Scalar(b) = v {
+                    let zero = Expr { kind: ExprKind::Int(0), dtype: DType::I32, span };
+                    let dtype = self.buffer(b).dtype;
+                    return Ok(Val::Expr(Expr { kind: ExprKind::Load(b, vec![zero]), dtype, span }));
+                }
                 return Ok(respan(v, span));
             }
         }

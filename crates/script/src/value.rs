@@ -165,6 +165,9 @@ pub enum Val {
     Method(BufId, Method),
     /// A `T.handle` kernel parameter (by name), for `T.match_buffer`.
     Handle(String),
+    /// A mutable scalar: a name assigned more than once (`x = 0.0` ... `x = x + v`), kept in a
+    /// one-element local buffer as the reference does. Reading the name loads the element.
+    Scalar(BufId),
     /// The name of a definition that failed (already reported): uses of it
     /// fail silently instead of cascading into "unknown name" errors.
     Poison,
@@ -192,6 +195,7 @@ impl Val {
             Val::Sub(_) => "a buffer element/region",
             Val::Method(..) => "a buffer method",
             Val::Handle(_) => "a handle parameter",
+            Val::Scalar(_) => "a mutable scalar",
             Val::Poison => "an invalid value",
         }
     }

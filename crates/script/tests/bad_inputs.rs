@@ -108,7 +108,7 @@ fn cases() -> Vec<Case> {
         c("store dtype mismatch", Body("    B[tid, 0] = tid\n"), "dtype mismatch: storing int32 into `B` of float32", (1, 17), Some("T.cast(..., \"float32\")")),
         c("binary dtype mismatch", Body("    x = A[tid, 0] + tid\n"), "dtype mismatch: int32 operand combined with float32", (1, 21), Some("T.cast")),
         c("integer true division", Body("    x = tid / 2\n"), "`/` on integers is not allowed in kernels", (1, 9), Some("use `//`")),
-        c("immutable binding", Body("    x = tid + 1\n    x = tid + 2\n"), "`x` is already bound", (2, 5), Some("new name")),
+        c("immutable binding", Body("    x: T.let = tid + 1\n    x = tid + 2\n"), "`x` is already bound as `x: T.let`, which is immutable", (2, 5), Some("use a new name, or drop `T.let` to make `x` a mutable scalar")),
         c(
             "unknown dtype",
             Body("    L = T.alloc_buffer((4,), \"flaot32\", scope=\"local\")\n"),

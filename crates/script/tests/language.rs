@@ -325,3 +325,30 @@ fn large_int_literals_are_int64() {
     assert_eq!((&b.kind, b.dtype), (&ExprKind::Int(3000000000), DType::I64));
     assert_eq!(lets[1].dtype, DType::I32);
 }
+
+/// The reference's assignment semantics: a name assigned at two places (or
+/// augmented) holds a mutable scalar — a one-element local buffer, typed by its
+/// first value or its annotation — while a single assignment stays a `Let`.
+#[test]
+fn reassigned_names_are_mutable_scalars() {
+    let k = kernel(
+        "",
+        "    acc = 0.0\n    n: T.int32 = 0\n    once = tid * 2\n    for j in range(8):\n        \
+         acc = acc + A[tid, j]\n        n += 1\n    A[tid, 0] = acc / T.cast(n + once, \"float32\")\n",
+    );
+    let scalar = |name: &str| k.buffers.iter().find(|b| b.name == name).map(|b| (b.shape.clone(), b.dtype, b.scope));
+    assert_eq!(scalar("acc"), Some((vec![1], DType::F32, MemScope::Local)));
+    assert_eq!(scalar("n"), Some((vec![1], DType::I32, MemScope::Local)));
+    assert_eq!(scalar("once"), None, "a name assigned once is a Let");
+    assert!(k.vars.iter().any(|v| v.name == "once"));
+}
+
+#[test]
+fn a_let_binding_stays_immutable_and_compile_time_values_rebind() {
+    // Python values may be rebound freely (they never reach the kernel as variables).
+    let k = kernel(
+        "",
+        "    r = (0, 8)\n    r = (2, 4)\n    x: T.let = tid + 1\n    A[tid, r[0]] = T.cast(x, \"float32\")\n",
+    );
+    assert!(k.buffers.iter().all(|b| b.name != "r" && b.name != "x"));
+}

@@ -1,0 +1,215 @@
+//! Scripts from the Python front end → HIR ([`Parsed`]) → LIR and CUDA for one
+//! target ([`Lowered`]), with every diagnostic rendered in the user's file.
+//!
+//! This is the same pipeline as the `tirx` CLI (`docs/python.md` §3): the script
+//! crate parses and checks, `tirx_lower` lowers, `tirx_cuda` prints, `tirx_sim`
+//! simulates. Nothing here decides anything about a kernel.
+
+use crate::srcmap::{Entry, SourceMap};
+use crate::{internal_error, user_error};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::sync::Arc;
+use tirx_ir::hir::Kernel;
+use tirx_ir::lir::LKernel;
+use tirx_ir::{Arch, Diagnostic, Span};
+use tirx_lower::{CallExplain, LowerOptions};
+
+/// The user's file and the map from the generated script into it.
+pub struct Source {
+    pub file: String,
+    pub text: String,
+    pub map: SourceMap,
+}
+
+impl Source {
+    /// `diags` rendered in the user's file (`file:line:col`, the line, a caret).
+    pub fn render(&self, diags: &[Diagnostic]) -> String {
+        let mapped: Vec<Diagnostic> = diags.iter().map(|d| self.map.remap(d.clone())).collect();
+        tirx_ir::diag::render(&mapped, &self.file, &self.text, false)
+    }
+
+    /// The error for `diags`: internal (a tirx bug) when any of them is.
+    fn fail(&self, diags: &[Diagnostic]) -> PyErr {
+        let text = self.render(diags);
+        if diags.iter().any(|d| d.internal) {
+            internal_error(text)
+        } else {
+            user_error(text)
+        }
+    }
+
+    fn warnings(&self, diags: &[Diagnostic]) -> Vec<String> {
+        diags.iter().map(|d| self.render(std::slice::from_ref(d))).collect()
+    }
+}
+
+/// A checked kernel (HIR) and where its text came from.
+#[pyclass(frozen, module = "tirx._native")]
+pub struct Parsed {
+    kernel: Kernel,
+    src: Arc<Source>,
+    warnings: Vec<String>,
+}
+
+/// Parses and checks `script`, the front end's text for one kernel.
+/// `entries`: `(gen_lo, gen_hi, orig_lo, orig_hi, exact)` byte spans (see [`Entry`]).
+#[pyfunction]
+pub fn parse(
+    script: &str,
+    file: String,
+    file_text: String,
+    entries: Vec<(u32, u32, u32, u32, bool)>,
+) -> PyResult<Parsed> {
+    let map = SourceMap::new(
+        entries
+            .into_iter()
+            .map(|(glo, ghi, olo, ohi, exact)| Entry {
+                gen: Span { lo: glo, hi: ghi },
+                orig: Span { lo: olo, hi: ohi },
+                exact,
+            })
+            .collect(),
+    );
+    let src = Arc::new(Source { file, text: file_text, map });
+    match tirx_script::parse_kernel_with_warnings(&src.file, script) {
+        Ok((kernel, warnings)) => Ok(Parsed { kernel, warnings: src.warnings(&warnings), src }),
+        Err(diags) => Err(src.fail(&diags)),
+    }
+}
+
+#[pymethods]
+impl Parsed {
+    #[getter]
+    fn name(&self) -> &str {
+        &self.kernel.name
+    }
+
+    /// Warnings of the check, rendered.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// The kernel in canonical script form (`tirx print`).
+    fn canonical(&self) -> String {
+        tirx_script::print_kernel(&self.kernel)
+    }
+
+    /// Whether both kernels are the same IR (spans aside).
+    fn same_ir(&self, other: &Parsed) -> bool {
+        tirx_script::same_kernel(&self.kernel, &other.kernel)
+    }
+
+    /// Lowers for `arch` (`"sm_90a"`, `"sm_80"`, ...) and generates CUDA.
+    fn lower(&self, py: Python<'_>, arch: &str) -> PyResult<Lowered> {
+        let arch: Arch = arch.parse().map_err(|e| user_error(format!("bad target `{arch}`: {e}")))?;
+        let kernel = &self.kernel;
+        let src = self.src.clone();
+        py.detach(move || lower(kernel, src, arch))
+    }
+}
+
+fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
+    let (mut explain, lowered) = tirx_lower::explain_kernel(kernel, &LowerOptions::for_arch(arch));
+    let lowered = lowered.map_err(|d| src.fail(&d))?;
+    for c in &mut explain {
+        let s = src.map.map(c.span());
+        c.span.lo = s.lo;
+        c.span.hi = s.hi;
+        c.locate(&src.file, &src.text);
+    }
+    let cuda = tirx_cuda::generate(&lowered.lir)
+        .map_err(|e| internal_error(format!("internal error: generating CUDA for `{}`: {e}", kernel.name)))?;
+    Ok(Lowered {
+        warnings: src.warnings(&lowered.warnings),
+        lir: lowered.lir,
+        source: cuda.source,
+        meta: cuda.meta,
+        explain,
+        arch,
+        src,
+    })
+}
+
+/// A kernel lowered for one target: LIR, CUDA, launch metadata, the dispatch record.
+#[pyclass(frozen, module = "tirx._native")]
+pub struct Lowered {
+    pub lir: LKernel,
+    pub source: String,
+    pub meta: tirx_cuda::LaunchMeta,
+    explain: Vec<CallExplain>,
+    warnings: Vec<String>,
+    pub arch: Arch,
+    src: Arc<Source>,
+}
+
+#[pymethods]
+impl Lowered {
+    #[getter]
+    fn cuda_source(&self) -> &str {
+        &self.source
+    }
+
+    #[getter]
+    fn arch(&self) -> String {
+        self.arch.to_string()
+    }
+
+    /// The lowered per-thread IR as `tirx lower --emit tir` prints it.
+    fn lir(&self) -> String {
+        self.lir.to_string()
+    }
+
+    /// Launch metadata (`tirx lower --meta`), as JSON.
+    fn meta_json(&self) -> String {
+        self.meta.to_json()
+    }
+
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+
+    /// Every tile call's dispatch record, as `tirx explain` prints it (or its JSON).
+    #[pyo3(signature = (json = false))]
+    fn explain(&self, json: bool) -> PyResult<String> {
+        if json {
+            return serde_json::to_string_pretty(&self.explain).map_err(|e| internal_error(e.to_string()));
+        }
+        if self.explain.is_empty() {
+            return Ok("no tile calls\n".into());
+        }
+        let blocks: Vec<String> = self.explain.iter().map(CallExplain::render).collect();
+        Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
+    }
+
+    /// Runs the kernel in the simulator on `params` (each parameter's bytes, in
+    /// order) and returns their contents afterwards. Errors (races, out-of-bounds
+    /// accesses, ...) are raised with the user's source lines.
+    #[pyo3(signature = (params, check_races = true, grid_limit = None))]
+    fn simulate<'py>(
+        &self,
+        py: Python<'py>,
+        params: Vec<Vec<u8>>,
+        check_races: bool,
+        grid_limit: Option<u64>,
+    ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
+        let opts = tirx_sim::SimOptions {
+            grid_limit,
+            check_races,
+            stats: false,
+            memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+        };
+        let mut bufs = params;
+        let lir = &self.lir;
+        let result = py.detach(|| {
+            tirx_sim::check_memory(lir, &opts)?;
+            tirx_sim::simulate(lir, &mut bufs, &opts)
+        });
+        let report = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?;
+        let warnings: Vec<Diagnostic> = report.warnings.iter().map(|w| w.to_diagnostic()).collect();
+        let out = bufs.iter().map(|b| PyBytes::new(py, b)).collect();
+        Ok((out, self.src.warnings(&warnings)))
+    }
+}

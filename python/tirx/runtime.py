@@ -1,0 +1,182 @@
+"""Compiled kernels and their calls (docs/python.md §5).
+
+``tirx.compile(kernel, target="sm_90a")`` lowers a kernel for one target (cached per
+target). Calling the result runs it:
+
+* on NumPy arrays: the CPU simulator (every CTA and thread, with race, bounds and alignment
+  checks); the arrays are updated in place;
+* on CUDA tensors (PyTorch, CuPy, anything with ``__cuda_array_interface__`` or DLPack): a
+  launch on the tensors' device and the current stream, without copies or synchronisation.
+
+Arguments are checked against the kernel's signature (dtype, shape, contiguity, device) with
+clear exceptions before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+
+from . import _native
+
+_NUMPY_DTYPES = {
+    "bool": "bool",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+}
+_ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The NumPy dtype of a kernel dtype (bfloat16 and fp8 through ml_dtypes)."""
+    if name in _NUMPY_DTYPES:
+        return np.dtype(_NUMPY_DTYPES[name])
+    if name in _ML_DTYPES:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise TypeError(f"{name} arrays need the `ml_dtypes` package (pip install ml_dtypes)") from None
+        return np.dtype(getattr(ml_dtypes, name))
+    raise TypeError(f"no NumPy dtype for {name}")
+
+
+class Param:
+    __slots__ = ("name", "dtype", "shape", "bytes")
+
+    def __init__(self, m: dict):
+        self.name, self.dtype, self.shape, self.bytes = m["name"], m["dtype"], tuple(m["shape"]), m["bytes"]
+
+    def __repr__(self):
+        return f"{self.name}: {self.dtype}{list(self.shape)}"
+
+
+def default_target() -> str:
+    """The target a kernel is compiled for when none is named: `$TIRX_TARGET`, else the GPU's
+    (sm_90a on Hopper), else sm_90a."""
+    t = os.environ.get("TIRX_TARGET")
+    if t:
+        return t
+    from . import device
+
+    cc = device.compute_capability()
+    if cc is None:
+        return "sm_90a"
+    major, minor = cc
+    return f"sm_{major}{minor}a" if major >= 9 else f"sm_{major}{minor}"
+
+
+class Kernel:
+    """A kernel lowered for one target: ``cuda_source``, ``explain()``, ``lir()``, and calls."""
+
+    def __init__(self, prim, lowered):
+        self.prim = prim
+        self._l = lowered
+        meta = json.loads(lowered.meta_json())
+        self.meta = meta
+        self.params: List[Param] = [Param(p) for p in meta["params"]]
+        self._device = None
+
+    @property
+    def name(self) -> str:
+        return self.prim.name
+
+    @property
+    def cuda_source(self) -> str:
+        return self._l.cuda_source
+
+    @property
+    def target(self) -> str:
+        return self._l.arch
+
+    @property
+    def warnings(self) -> List[str]:
+        return list(self._l.warnings)
+
+    def explain(self, json: bool = False) -> str:
+        """Every tile call: operands, each variant tried and why, the choice (`tirx explain`)."""
+        return self._l.explain(json)
+
+    def lir(self) -> str:
+        """The lowered per-thread IR (`tirx lower --emit tir`)."""
+        return self._l.lir()
+
+    def __repr__(self):
+        return f"<tirx.Kernel {self.name} for {self.target}: {', '.join(map(repr, self.params))}>"
+
+    # ------------------------------------------------------------------ calls
+
+    def __call__(self, *args):
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name}() takes {len(self.params)} arguments ({self._sig()}), {len(args)} given")
+        if all(isinstance(a, np.ndarray) for a in args):
+            return self.simulate(*args)
+        from . import device
+
+        return device.launch(self, args)
+
+    def _sig(self) -> str:
+        return ", ".join(map(repr, self.params))
+
+    def check_array(self, i: int, a: np.ndarray) -> None:
+        p = self.params[i]
+        want = numpy_dtype(p.dtype)
+        if a.dtype != want:
+            raise TypeError(f"{self.name}(): argument {i} (`{p.name}`) must be {p.dtype}, got an array of {a.dtype}")
+        if tuple(a.shape) != p.shape:
+            raise ValueError(
+                f"{self.name}(): argument {i} (`{p.name}`) must have shape {p.shape}, got {tuple(a.shape)}"
+            )
+
+    def simulate(self, *arrays: np.ndarray, check_races: bool = True, grid_limit: Optional[int] = None):
+        """Runs the kernel in the CPU simulator on NumPy arrays, writing results in place."""
+        for i, a in enumerate(arrays):
+            self.check_array(i, a)
+        data = [np.ascontiguousarray(a).tobytes() for a in arrays]
+        out, warnings = self._l.simulate(data, check_races, grid_limit)
+        for a, b, p in zip(arrays, out, self.params):
+            if not a.flags.writeable:
+                continue
+            np.copyto(a, np.frombuffer(b, dtype=a.dtype).reshape(a.shape))
+        if warnings:
+            import warnings as _w
+
+            from . import TirxWarning
+
+            for w in warnings:
+                _w.warn(w, TirxWarning, stacklevel=3)
+        return None
+
+
+def compile(kernel, target: Optional[str] = None) -> Kernel:
+    """Lowers ``kernel`` (a ``@T.prim_func``) for ``target`` (default: the GPU's, or
+    ``$TIRX_TARGET``); the result is cached on the kernel per target."""
+    from .script.frontend import PrimFunc
+
+    if not isinstance(kernel, PrimFunc):
+        raise TypeError(f"tirx.compile takes a @T.prim_func kernel, not {type(kernel).__name__}")
+    t = target or default_target()
+    k = kernel._compiled.get(t)
+    if k is None:
+        lowered = kernel._parsed.lower(t)
+        k = Kernel(kernel, lowered)
+        if k.warnings:
+            import warnings
+
+            from . import TirxWarning
+
+            for w in k.warnings:
+                warnings.warn(w, TirxWarning, stacklevel=2)
+        kernel._compiled[t] = k
+    return k

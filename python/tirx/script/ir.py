@@ -1,0 +1,466 @@
+"""Symbolic kernel values of the Python front end (docs/python.md §2).
+
+While a decorated function is evaluated, names bound to kernel-local IR values (scope ids,
+loop variables, bindings, buffers) hold these objects. Python operators on them build
+expression trees; every object renders itself as script text through a :class:`Writer`,
+which records which byte range of the generated script stands for which node of the user's
+source, so diagnostics point into the user's file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, List, Optional, Sequence, Tuple
+
+from .. import layout as _layout
+
+
+class FrontendError(Exception):
+    """A user error found by the front end itself, at ``node`` of the user's source."""
+
+    def __init__(self, message: str, node=None, help: Optional[str] = None):
+        super().__init__(message)
+        self.message, self.node, self.help = message, node, help
+
+
+# ----------------------------------------------------------------------------- writer
+
+
+# Set by the front end while it builds a kernel: names an unnamed view when it is rendered.
+NAME_VIEW = None
+
+
+class Writer:
+    """Accumulates script text; ``marks`` are ``(gen_lo, gen_hi, span)`` in bytes."""
+
+    __slots__ = ("parts", "pos", "marks", "hoisted", "first_use", "cur_span")
+
+    def __init__(self):
+        self.parts: List[str] = []
+        self.pos = 0
+        self.marks: List[Tuple[int, int, Any]] = []
+        # Module-level constants the body refers to: layout text -> name, and the statement
+        # that used each first (where a problem with the layout is reported).
+        self.hoisted: dict = {}
+        self.first_use: dict = {}
+        self.cur_span = None
+
+    def write(self, s: str) -> None:
+        self.parts.append(s)
+        self.pos += len(s.encode("utf-8"))
+
+    def mark(self, lo: int, span) -> None:
+        if span is not None and self.pos > lo:
+            self.marks.append((lo, self.pos, span))
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+    def layout_name(self, lay: "_layout.Layout") -> str:
+        key = lay.script()
+        name = self.hoisted.get(key)
+        if name is None:
+            name = f"__tirx_layout_{len(self.hoisted)}"
+            self.hoisted[key] = name
+        self.first_use.setdefault(name, self.cur_span)
+        return name
+
+
+def render(w: Writer, v: Any, span=None) -> None:
+    """Writes ``v`` (a symbolic value or a Python value) as script text."""
+    lo = w.pos
+    if isinstance(v, Renderable):
+        v.render(w)
+        span = span if span is not None else v.span
+    elif isinstance(v, bool) or v is None:
+        w.write(repr(v))
+    elif isinstance(v, int):
+        w.write(str(v))
+    elif isinstance(v, float):
+        w.write(_float(v))
+    elif isinstance(v, str):
+        w.write(json.dumps(v))
+    elif isinstance(v, tuple):
+        w.write("(")
+        for i, x in enumerate(v):
+            if i:
+                w.write(", ")
+            render(w, x)
+        w.write(",)" if len(v) == 1 else ")")
+    elif isinstance(v, list):
+        w.write("[")
+        for i, x in enumerate(v):
+            if i:
+                w.write(", ")
+            render(w, x)
+        w.write("]")
+    elif isinstance(v, _layout.Layout):
+        w.write(w.layout_name(v))
+    elif isinstance(v, _layout.Spec):
+        w.write(w.layout_name(_layout.TileLayout(v)))
+    elif isinstance(v, slice):
+        raise FrontendError("a slice is only valid as a buffer index (`A[0:32, 4:8]`)")
+    else:
+        raise FrontendError(
+            f"a value of type `{type(v).__name__}` cannot be used in a kernel",
+            help="kernels take numbers, strings, tuples, layouts, buffers and kernel expressions",
+        )
+    w.mark(lo, span)
+
+
+def _float(x: float) -> str:
+    if math.isnan(x):
+        return 'float("nan")'
+    if math.isinf(x):
+        return 'float("inf")' if x > 0 else '-float("inf")'
+    return repr(x)
+
+
+class Renderable:
+    __slots__ = ("span",)
+
+    def render(self, w: Writer) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+# ----------------------------------------------------------------------------- expressions
+
+_BINOPS = {
+    "+": "__add__",
+    "-": "__sub__",
+    "*": "__mul__",
+    "/": "__truediv__",
+    "//": "__floordiv__",
+    "%": "__mod__",
+    "&": "__and__",
+    "|": "__or__",
+    "^": "__xor__",
+    "<<": "__lshift__",
+    ">>": "__rshift__",
+}
+
+_NO_BOOL = (
+    "a kernel value has no truth value at compile time (it is known only when the kernel runs)"
+)
+
+
+class Expr(Renderable):
+    """A runtime scalar of the kernel. Python operators build new expressions."""
+
+    __slots__ = ()
+
+    def __bool__(self):
+        raise FrontendError(
+            _NO_BOOL,
+            help="use it in an `if` of the kernel body, or `T.if_then_else(c, a, b)`; "
+            "`and`/`or`/`not` of kernel values are written `&`, `|`, `T.Not`",
+        )
+
+    def __index__(self):
+        raise FrontendError(
+            "a kernel value is not a compile-time integer",
+            help="shapes, extents and Python indices must be known when the kernel is built",
+        )
+
+    __int__ = __index__
+
+    def __float__(self):
+        raise FrontendError("a kernel value is not a compile-time number")
+
+    def __iter__(self):
+        raise FrontendError("a kernel value cannot be iterated at compile time")
+
+    # comparisons build expressions (like TVM's PrimExpr); identity hashing keeps them usable as dict keys
+    __hash__ = object.__hash__
+
+    def __eq__(self, o):
+        return BinOp("==", self, o)
+
+    def __ne__(self, o):
+        return BinOp("!=", self, o)
+
+    def __lt__(self, o):
+        return BinOp("<", self, o)
+
+    def __le__(self, o):
+        return BinOp("<=", self, o)
+
+    def __gt__(self, o):
+        return BinOp(">", self, o)
+
+    def __ge__(self, o):
+        return BinOp(">=", self, o)
+
+    def __neg__(self):
+        return Unary("-", self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return Unary("~", self)
+
+
+def _binop(op):
+    def f(self, o):
+        return BinOp(op, self, o) if _operand(o) else NotImplemented
+
+    def r(self, o):
+        return BinOp(op, o, self) if _operand(o) else NotImplemented
+
+    return f, r
+
+
+def _operand(o) -> bool:
+    return isinstance(o, (Expr, int, float, bool))
+
+
+for _op, _name in _BINOPS.items():
+    _f, _r = _binop(_op)
+    setattr(Expr, _name, _f)
+    setattr(Expr, "__r" + _name[2:], _r)
+
+
+class Var(Expr):
+    """A named kernel value: scope id, loop variable, binding, scalar parameter."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, span=None):
+        self.name, self.span = name, span
+
+    def render(self, w: Writer) -> None:
+        w.write(self.name)
+
+    def __repr__(self):
+        return f"Var({self.name})"
+
+
+class BinOp(Expr):
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op: str, a, b, span=None):
+        self.op, self.a, self.b, self.span = op, a, b, span
+
+    def render(self, w: Writer) -> None:
+        _child(w, self.a)
+        w.write(f" {self.op} ")
+        _child(w, self.b)
+
+
+class Unary(Expr):
+    __slots__ = ("op", "a")
+
+    def __init__(self, op: str, a, span=None):
+        self.op, self.a, self.span = op, a, span
+
+    def render(self, w: Writer) -> None:
+        w.write(self.op)
+        _child(w, self.a)
+
+
+def _child(w: Writer, v) -> None:
+    """Operands of operators are parenthesized unless atomic (the IR is the same either way)."""
+    if isinstance(v, (BinOp, Unary)) or (isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0):
+        lo = w.pos
+        w.write("(")
+        render(w, v)
+        w.write(")")
+        w.mark(lo, getattr(v, "span", None))
+    else:
+        render(w, v)
+
+
+class Call(Expr):
+    """``T.<path>(args, k=v)`` or ``Tx.<scope>.<op>(...)``: an intrinsic, a statement or a value."""
+
+    __slots__ = ("path", "args", "kwargs")
+
+    def __init__(self, path: str, args: Sequence, kwargs: dict, span=None):
+        self.path, self.args, self.kwargs, self.span = path, tuple(args), dict(kwargs), span
+
+    def render(self, w: Writer) -> None:
+        w.write(str(self.path))
+        w.write("(")
+        first = True
+        for a in self.args:
+            if not first:
+                w.write(", ")
+            render(w, a)
+            first = False
+        for k, v in self.kwargs.items():
+            if not first:
+                w.write(", ")
+            w.write(f"{k}=")
+            render(w, v)
+            first = False
+        w.write(")")
+
+    def __repr__(self):
+        return f"Call({self.path})"
+
+
+class Load(Expr):
+    """``buf[i, j]``: one element."""
+
+    __slots__ = ("buf", "indices")
+
+    def __init__(self, buf: "Buffer", indices: Sequence, span=None):
+        self.buf, self.indices, self.span = buf, tuple(indices), span
+
+    def render(self, w: Writer) -> None:
+        render(w, self.buf)
+        w.write("[")
+        for i, x in enumerate(self.indices):
+            if i:
+                w.write(", ")
+            render(w, x)
+        w.write("]")
+
+
+# ----------------------------------------------------------------------------- buffers and regions
+
+
+class Handle(Renderable):
+    """A ``T.handle`` kernel parameter."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, span=None):
+        self.name, self.span = name, span
+
+    def render(self, w: Writer) -> None:
+        w.write(self.name)
+
+
+def _normalize_shape(shape) -> tuple:
+    if isinstance(shape, (list, tuple)):
+        return tuple(shape)
+    return (shape,)
+
+
+class Buffer(Renderable):
+    """A kernel buffer (parameter, allocation or view). ``text`` renders an unnamed view."""
+
+    __slots__ = ("name", "shape", "dtype", "_scope", "layout", "text", "base")
+
+    def __init__(self, name, shape, dtype, scope, layout=None, text=None, base=None, span=None):
+        self.name, self.shape, self.dtype = name, _normalize_shape(shape), dtype
+        self._scope, self.layout, self.text, self.base, self.span = scope, layout, text, base, span
+
+    def render(self, w: Writer) -> None:
+        if self.name is None:
+            if NAME_VIEW is None:
+                raise FrontendError("bind this view to a name: `V = A.view(...)`")
+            NAME_VIEW(self)
+        w.write(self.name)
+
+    # TVM spells it as a method
+    def scope(self) -> str:
+        return self._scope
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, key):
+        items = key if isinstance(key, tuple) else (key,)
+        # `A[(0, *idx)]` style: a single tuple/list index is the index tuple
+        if len(items) == 1 and isinstance(items[0], list):
+            items = tuple(items[0])
+        if any(isinstance(i, slice) for i in items):
+            return Region(self, items)
+        return Load(self, items)
+
+    def local(self, *shape) -> "Buffer":
+        text = Call(_Method(self, "local"), shape, {})
+        return Buffer(None, shape if shape else (None,), self.dtype, "local", None, text=text, base=self)
+
+    def view(self, *shape, layout=None, dtype=None) -> "Buffer":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        kw = {}
+        if layout is not None:
+            kw["layout"] = layout
+        if dtype is not None:
+            raise FrontendError("dtype views are not supported", help="allocate a buffer of the wanted dtype")
+        text = Call(_Method(self, "view"), shape, kw)
+        return Buffer(None, shape, self.dtype, self._scope, layout, text=text, base=self)
+
+    def ptr_to(self, indices) -> "Call":
+        return Call(_Method(self, "ptr_to"), (list(indices),), {})
+
+    def __repr__(self):
+        return f"Buffer({self.name}, {self.shape}, {self.dtype}, {self._scope})"
+
+
+class _Method:
+    """``buf.<method>`` with the buffer's name as it is when rendered (a view is named by
+    the assignment that binds it, after it is created)."""
+
+    __slots__ = ("buf", "method")
+
+    def __init__(self, buf: Buffer, method: str):
+        self.buf, self.method = buf, method
+
+    def __str__(self):
+        if self.buf.name is None:
+            raise FrontendError(f"`.{self.method}` of an unnamed view: bind the view to a name first")
+        return f"{self.buf.name}.{self.method}"
+
+
+class Region(Renderable):
+    """``buf[0:32, i]``: a rectangular region (a tile-call operand)."""
+
+    __slots__ = ("buf", "items")
+
+    def __init__(self, buf: Buffer, items: Sequence, span=None):
+        self.buf, self.items, self.span = buf, tuple(items), span
+
+    def render(self, w: Writer) -> None:
+        render(w, self.buf)
+        w.write("[")
+        for i, x in enumerate(self.items):
+            if i:
+                w.write(", ")
+            if isinstance(x, slice):
+                if x.step not in (None, 1):
+                    raise FrontendError("slice steps are not supported in regions", help="use `a:b`")
+                if x.start is not None:
+                    render(w, x.start)
+                w.write(":")
+                if x.stop is not None:
+                    render(w, x.stop)
+            else:
+                render(w, x)
+        w.write("]")
+
+
+class Raw(Renderable):
+    """Text written as is (a dtype function such as ``T.float32`` used as a value)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str, span=None):
+        self.text, self.span = text, span
+
+    def render(self, w: Writer) -> None:
+        w.write(self.text)
+
+    def __repr__(self):
+        return self.text
+
+
+def runtime(v) -> bool:
+    """Whether ``v`` is a kernel value (known only when the kernel runs)."""
+    return isinstance(v, Expr)
+
+
+def set_span(v, span) -> None:
+    """Gives a freshly built symbolic value the span of the node that built it."""
+    if isinstance(v, Renderable) and getattr(v, "span", None) is None:
+        try:
+            v.span = span
+        except AttributeError:
+            pass

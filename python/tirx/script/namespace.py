@@ -1,0 +1,351 @@
+"""The ``T`` and ``Tx`` namespaces seen by kernels written in Python (docs/python.md §2.3).
+
+Calls of these build kernel values or emit statements into the kernel being built:
+
+* statements (``T.device_entry()``, ``T.cuda.cta_sync()``, ``T.ptx.*``, every ``Tx.*`` tile
+  call) are written where they are called — also inside a helper function the kernel calls;
+* declarations (buffers, scope ids) wait for the assignment that names them;
+* everything else (``T.cast``, ``T.max``, ``T.float16(1.5)``, ``T.cuda.warp_sum``, ...) is an
+  expression.
+
+Names are not checked here: the script front end below checks every call (with a "did you
+mean"), so Python and file kernels get the same diagnostics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import layout as _layout
+from . import ir
+
+# ----------------------------------------------------------------------------- dtypes
+
+DTYPES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "float8_e4m3fn",
+    "float8_e5m2",
+    "float4_e2m1fn",
+)
+
+ALIASES = {
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+    "bf16": "bfloat16",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+}
+
+
+class DType(ir.Renderable):
+    """``T.float32``: a dtype (as a value it is the string ``"float32"``), a constructor
+    (``T.float32(1.5)``) and an annotation (``x: T.float32 = 0``)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name, self.span = name, None
+
+    def __call__(self, value=None):
+        if value is None:
+            raise ir.FrontendError(
+                f"`T.{self.name}()` without a value declares a scalar parameter; use it as an annotation",
+                help=f"write `n: T.{self.name}` in the kernel's signature",
+            )
+        return ir.Call(f"T.{self.name}", (value,), {})
+
+    def render(self, w: ir.Writer) -> None:
+        w.write(f'"{self.name}"')
+
+    def __eq__(self, other):
+        return (isinstance(other, DType) and other.name == self.name) or other == self.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"T.{self.name}"
+
+
+def dtype_name(v: Any) -> str:
+    if isinstance(v, DType):
+        return v.name
+    if isinstance(v, str):
+        return ALIASES.get(v, v)
+    name = getattr(v, "name", None) or str(v)
+    return ALIASES.get(name, name)
+
+
+# ----------------------------------------------------------------------------- markers
+
+
+class _Marker:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self):
+        return self.text
+
+
+HANDLE = _Marker("T.handle")
+LET = _Marker("T.let")
+
+
+class MetaVar:
+    """``T.meta_var(v)``: binds the Python value ``v`` itself, never a kernel variable."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class ForFrame:
+    """The iterator of a kernel loop: ``range``, ``T.serial``, ``T.unroll``, ``T.grid``."""
+
+    __slots__ = ("path", "args", "kwargs", "nvars")
+
+    def __init__(self, path: str, args, kwargs=None, nvars: int = 1):
+        self.path, self.args, self.kwargs, self.nvars = path, tuple(args), dict(kwargs or {}), nvars
+
+    def call(self) -> ir.Call:
+        return ir.Call(self.path, self.args, self.kwargs)
+
+    def __iter__(self):
+        raise ir.FrontendError(f"`{self.path}(...)` is a kernel loop: iterate it with `for` in the kernel body")
+
+
+class ScopeIdDecl(ir.Renderable):
+    """``T.thread_id([128])``: declared where it is assigned (one variable per extent)."""
+
+    __slots__ = ("call", "nvars")
+
+    def __init__(self, call: ir.Call, nvars: int):
+        self.call, self.nvars, self.span = call, nvars, None
+
+    def render(self, w: ir.Writer) -> None:
+        self.call.render(w)
+
+    def __iter__(self):
+        raise ir.FrontendError("bind scope ids to names: `bx, by = T.cta_id([4, 2])`")
+
+
+# ----------------------------------------------------------------------------- emission
+
+
+def _emit(call: ir.Call) -> None:
+    from .frontend import current
+
+    current().emit_call(call)
+
+
+class TPath:
+    """``T.<a>.<b>...``: a namespace path; calling it is a statement or an expression."""
+
+    __slots__ = ("path",)
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __getattr__(self, name: str) -> "TPath":
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return TPath(f"{self.path}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        call = ir.Call(self.path, args, kwargs)
+        if self.path in STATEMENTS or self.path.startswith("T.ptx."):
+            _emit(call)
+            return None
+        return call
+
+    def __repr__(self):
+        return self.path
+
+
+STATEMENTS = {
+    "T.device_entry",
+    "T.evaluate",
+    "T.cuda.cta_sync",
+    "T.cuda.warp_sync",
+    "T.cuda.cluster_sync",
+    "T.cuda.warpgroup_sync",
+    "T.attr",
+}
+
+SCOPE_IDS = (
+    "cta_id",
+    "cluster_id",
+    "cta_id_in_cluster",
+    "warpgroup_id",
+    "warp_id",
+    "warp_id_in_wg",
+    "lane_id",
+    "thread_id",
+    "thread_id_in_wg",
+)
+
+
+def _scope_id(name: str):
+    def f(extents=None, *, parent=None):
+        args = () if extents is None else (list(extents) if isinstance(extents, (list, tuple)) else [extents],)
+        n = len(args[0]) if args else 1
+        return ScopeIdDecl(ir.Call(f"T.{name}", args, {}), n)
+
+    f.__name__ = name
+    return f
+
+
+# ----------------------------------------------------------------------------- buffers
+
+_UNSUPPORTED_DEFAULTS = {"data": None, "strides": None, "elem_offset": None, "axis_separators": None}
+
+
+def _buffer_call(path: str, shape, dtype, scope, layout, lead=(), extra=None, default_scope="global"):
+    for k, v in (extra or {}).items():
+        if k in _UNSUPPORTED_DEFAULTS and v is not _UNSUPPORTED_DEFAULTS[k] and v is not None:
+            raise ir.FrontendError(f"`{path}(..., {k}=...)` is not supported", help=f"remove `{k}=`")
+    shape = shape if isinstance(shape, (list, tuple)) else (shape,)
+    dt = dtype_name(dtype)
+    kwargs = {}
+    if scope is not None and path not in ("T.alloc_shared", "T.alloc_local"):
+        kwargs["scope"] = scope
+    if layout is not None:
+        kwargs["layout"] = layout
+    call = ir.Call(path, (*lead, tuple(shape), dt), kwargs)
+    sc = scope or default_scope
+    return ir.Buffer(None, tuple(shape), dt, sc, layout, text=call)
+
+
+def match_buffer(param, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global",
+                 align=-1, offset_factor=0, buffer_type="default", axis_separators=None, layout=None):
+    extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)
+    return _buffer_call("T.match_buffer", shape, dtype, None if scope == "global" else scope, layout,
+                        lead=(param,), extra=extra)
+
+
+def Buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
+           offset_factor=0, buffer_type="", axis_separators=None, layout=None):
+    extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)
+    return _buffer_call("T.Buffer", shape, dtype, None if scope == "global" else scope, layout, extra=extra)
+
+
+def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
+                 offset_factor=0, buffer_type="", axis_separators=None, layout=None):
+    extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)
+    return _buffer_call("T.alloc_buffer", shape, dtype, scope, layout, extra=extra)
+
+
+def alloc_shared(shape, dtype="float32", scope="shared", align=-1, layout=None):
+    return _buffer_call("T.alloc_shared", shape, dtype, None, layout, default_scope="shared")
+
+
+def alloc_local(shape, dtype="float32", scope="local", align=-1, layout=None):
+    return _buffer_call("T.alloc_local", shape, dtype, None, layout, default_scope="local")
+
+
+# ----------------------------------------------------------------------------- loops
+
+
+def serial(start, stop=None, step=None, *, annotations=None):
+    return ForFrame("T.serial", (start,) if stop is None else (start, stop))
+
+
+def unroll(start, stop=None, step=None, *, annotations=None):
+    return ForFrame("T.unroll", (start,) if stop is None else (start, stop))
+
+
+def vectorized(start, stop=None, step=None, *, annotations=None):
+    # A vectorized loop is a serial loop whose body the compiler vectorizes; unrolled here.
+    return ForFrame("T.unroll", (start,) if stop is None else (start, stop))
+
+
+def grid(*extents):
+    return ForFrame("T.grid", extents, nvars=len(extents))
+
+
+# ----------------------------------------------------------------------------- constants
+
+
+def FloatImm(dtype, value):
+    return ir.Call(f"T.{dtype_name(dtype)}", (float(value),), {})
+
+
+def IntImm(dtype, value):
+    return ir.Call(f"T.{dtype_name(dtype)}", (int(value),), {})
+
+
+def meta_var(value):
+    return MetaVar(value)
+
+
+def _tx_path(scope: str, op: str) -> str:
+    return f"Tx.{op}" if scope == "thread" else f"Tx.{scope}.{op}"
+
+
+class TxOp:
+    """``Tx.<scope>.<op>``: calling it emits the tile call."""
+
+    __slots__ = ("scope", "op")
+
+    def __init__(self, scope: str, op: str):
+        self.scope, self.op = scope, op
+
+    def __call__(self, *args, **kwargs):
+        _emit(ir.Call(_tx_path(self.scope, self.op), args, kwargs))
+
+    def __repr__(self):
+        return _tx_path(self.scope, self.op)
+
+
+TX_SCOPES = {"thread": "thread", "warp": "warp", "wg": "wg", "warpgroup": "wg", "cta": "cta", "cluster": "cluster"}
+
+
+class TxScope:
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: str):
+        self.scope = scope
+
+    def __getattr__(self, op: str) -> TxOp:
+        if op.startswith("__"):
+            raise AttributeError(op)
+        return TxOp(self.scope, op)
+
+    def __repr__(self):
+        return f"Tx.{self.scope}"
+
+
+LAYOUT_NAMES = {
+    "S": _layout.S,
+    "R": _layout.R,
+    "TileLayout": _layout.TileLayout,
+    "ComposeLayout": _layout.ComposeLayout,
+    "Axis": _layout.Axis,
+    "Iter": _layout.Iter,
+    "wg_local_layout": _layout.wg_local_layout,
+}

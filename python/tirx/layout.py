@@ -359,9 +359,30 @@ class ComposeLayout(Layout):
     def tile_layout(self) -> TileLayout:
         return _wrap(self._n.base())
 
+    # The reference's field names.
+    @property
+    def layout(self) -> TileLayout:
+        return self.tile_layout
+
     @property
     def swizzle(self) -> Tuple[int, int, int, bool]:
         return self._n.swizzle()
+
+    @property
+    def per_element(self) -> int:
+        return self.swizzle[0]
+
+    @property
+    def swizzle_len(self) -> int:
+        return self.swizzle[1]
+
+    @property
+    def atom_len(self) -> int:
+        return self.swizzle[2]
+
+    @property
+    def swizzle_inner(self) -> bool:
+        return self.swizzle[3]
 
 
 def wg_local_layout(cols: int, rows: int = 128) -> TileLayout:

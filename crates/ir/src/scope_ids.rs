@@ -150,6 +150,11 @@ impl fmt::Display for ScopeIdError {
                 }
             }
             ScopeIdError::Overflow { why, .. } => write!(f, "scope-id extents overflow: {why}"),
+            ScopeIdError::Hardware { kind, want, found, .. } if *found < *want && partial_wg_kind(*kind) => write!(
+                f,
+                "`T.{}` extent must be {want}, found {found}: a smaller extent needs a CTA of one warpgroup (`T.warpgroup_id([1])`)",
+                kind.script_name()
+            ),
             ScopeIdError::Hardware { kind, want, found, .. } => {
                 write!(f, "`T.{}` extent must be {want}, found {found}", kind.script_name())
             }
@@ -275,6 +280,9 @@ pub fn infer_extents(defs: &[&ScopeIdDef]) -> Result<ScopeExtents, Vec<ScopeIdEr
     if let Err(e) = close(&mut known) {
         errs.push(e);
     }
+    if errs.is_empty() {
+        errs.extend(defs.iter().filter_map(|d| partial_wg_mismatch(d, &known)));
+    }
     errs.extend(
         defs.iter()
             .filter(|d| d.extents.is_none() && !known.contains_key(&d.kind.binding()))
@@ -335,9 +343,28 @@ fn add(known: &mut BTreeMap<Binding, Known>, b: Binding, k: Known) -> Result<boo
 fn hardware_mismatch(d: &ScopeIdDef) -> Option<ScopeIdError> {
     let want = hardware_extent(d.kind)?;
     match d.extents.as_deref() {
+        // A CTA of fewer than 128 threads has one partial warpgroup (checked after the closure).
+        Some(&[found]) if found < want && partial_wg_kind(d.kind) => None,
         Some(&[found]) if found != want => Some(ScopeIdError::Hardware { span: d.span, kind: d.kind, want, found }),
         _ => None,
     }
+}
+
+/// The in-warpgroup ids, whose extent is smaller in a CTA with a single, partial warpgroup
+/// (`T.warp_id_in_wg([1])` in a 32-thread CTA), as the reference allows.
+fn partial_wg_kind(kind: ScopeIdKind) -> bool {
+    matches!(kind, ScopeIdKind::WarpIdInWg | ScopeIdKind::ThreadIdInWg)
+}
+
+/// A partial warpgroup extent is only right when the CTA is that one warpgroup.
+fn partial_wg_mismatch(d: &ScopeIdDef, known: &BTreeMap<Binding, Known>) -> Option<ScopeIdError> {
+    let want = hardware_extent(d.kind)?;
+    let &[found] = d.extents.as_deref()? else { return None };
+    if found >= want || !partial_wg_kind(d.kind) {
+        return None;
+    }
+    let one_wg = known.get(&ScopeIdKind::WarpgroupId.binding()).is_some_and(|k| k.extent == 1);
+    (!one_wg).then_some(ScopeIdError::Hardware { span: d.span, kind: d.kind, want, found })
 }
 
 /// How a binding follows from two known ones.
@@ -553,6 +580,17 @@ mod tests {
         assert_eq!(errs, vec![ScopeIdError::Hardware { span: at(0), kind: LaneId, want: 32, found: 16 }]);
         let errs = infer(&[(WarpId, Some(&[64])), (LaneId, Some(&[32]))]).unwrap_err();
         assert_eq!(errs, vec![ScopeIdError::TooManyThreads { span: at(0), threads: 2048 }]);
+    }
+
+    #[test]
+    fn a_single_partial_warpgroup_has_fewer_warps() {
+        // 32 threads: one warpgroup of one warp, as the reference allows.
+        let ok = infer(&[(WarpgroupId, Some(&[1])), (WarpIdInWg, Some(&[1])), (LaneId, Some(&[32]))]).unwrap();
+        assert_eq!(ok.known[&ThreadId.binding()].extent, 32);
+        // Two warpgroups cannot be partial.
+        let errs = infer(&[(WarpgroupId, Some(&[2])), (WarpIdInWg, Some(&[2])), (LaneId, Some(&[32]))]).unwrap_err();
+        assert_eq!(errs, vec![ScopeIdError::Hardware { span: at(1), kind: WarpIdInWg, want: 4, found: 2 }]);
+        assert!(errs[0].to_string().contains("a CTA of one warpgroup"));
     }
 
     #[test]

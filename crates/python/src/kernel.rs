@@ -122,6 +122,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
     let cuda = tirx_cuda::generate(&lowered.lir)
         .map_err(|e| internal_error(format!("internal error: generating CUDA for `{}`: {e}", kernel.name)))?;
     Ok(Lowered {
+        loaded: Default::default(),
         warnings: src.warnings(&lowered.warnings),
         lir: lowered.lir,
         source: cuda.source,
@@ -142,6 +143,30 @@ pub struct Lowered {
     warnings: Vec<String>,
     pub arch: Arch,
     src: Arc<Source>,
+    /// The kernel loaded on each device it has run on.
+    loaded: std::sync::Mutex<std::collections::HashMap<usize, Arc<crate::gpu::Loaded>>>,
+}
+
+impl Lowered {
+    fn on_device(&self, py: Python<'_>, device: usize) -> PyResult<Arc<crate::gpu::Loaded>> {
+        let mut map = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(l) = map.get(&device) {
+            return Ok(l.clone());
+        }
+        let m = &self.meta;
+        let spec = tirx_runtime::LaunchSpec {
+            kernel: m.kernel.clone(),
+            grid: m.grid,
+            block: m.block,
+            dynamic_smem_bytes: m.dynamic_smem_bytes,
+        };
+        let l = py
+            .detach(|| crate::gpu::load(device, &self.source, self.arch, &spec))
+            .map_err(crate::gpu::runtime_error)?;
+        let l = Arc::new(l);
+        map.insert(device, l.clone());
+        Ok(l)
+    }
 }
 
 #[pymethods]
@@ -182,6 +207,34 @@ impl Lowered {
         }
         let blocks: Vec<String> = self.explain.iter().map(CallExplain::render).collect();
         Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
+    }
+
+    /// Compiles and loads the kernel on `device` now (the first launch does it otherwise).
+    fn load(&self, py: Python<'_>, device: usize) -> PyResult<()> {
+        self.on_device(py, device).map(|_| ())
+    }
+
+    /// Queues a launch on `device` and `stream` (a `CUstream` of the device's primary context,
+    /// 0 for the legacy default stream) with one device pointer per parameter. The caller
+    /// (`tirx.device`) has checked every pointer's dtype, shape, contiguity and device.
+    fn launch(&self, py: Python<'_>, device: usize, stream: usize, pointers: Vec<u64>) -> PyResult<()> {
+        if pointers.len() != self.meta.params.len() {
+            return Err(user_error(format!(
+                "`{}` takes {} buffers, {} given",
+                self.meta.kernel,
+                self.meta.params.len(),
+                pointers.len()
+            )));
+        }
+        let l = self.on_device(py, device)?;
+        let mut values = pointers;
+        let mut params: Vec<*mut std::ffi::c_void> =
+            values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
+        // SAFETY: one device pointer per parameter, in order, each checked by the caller to be
+        // memory of this device of the parameter's size; the stream belongs to the device's
+        // primary context (PyTorch's and CuPy's streams do).
+        unsafe { l.gpu.launch_raw(&l.kernel, &mut params, stream as tirx_runtime::CUstream) }
+            .map_err(crate::gpu::runtime_error)
     }
 
     /// Runs the kernel in the simulator on `params` (each parameter's bytes, in

@@ -10,6 +10,7 @@
 //! Nothing panics across the boundary: user errors are `TirxError`, tirx bugs
 //! `TirxInternalError` (a subclass), both carrying the rendered diagnostics.
 
+mod gpu;
 mod kernel;
 mod layout;
 pub mod srcmap;
@@ -54,6 +55,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(render_error, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::device_info, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu::pointer_device, m)?)?;
     m.add_class::<kernel::Parsed>()?;
     m.add_class::<kernel::Lowered>()?;
     m.add_class::<layout::PyLayout>()?;

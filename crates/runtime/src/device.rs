@@ -90,12 +90,21 @@ pub fn probe() -> Result<GpuInfo, RuntimeError> {
 impl Gpu {
     /// Loads the libraries and creates the context on device 0.
     pub fn open() -> Result<Gpu, RuntimeError> {
+        Gpu::open_device(0)
+    }
+
+    /// Loads the libraries and binds the primary context of device `ordinal` (the
+    /// context PyTorch and CuPy use too, so their memory and streams are valid here).
+    pub fn open_device(ordinal: usize) -> Result<Gpu, RuntimeError> {
         ensure_loaded()?;
         let count = CudaContext::device_count().map_err(no_device)?;
         if count < 1 {
             return Err(RuntimeError::Unavailable("no CUDA driver/NVRTC found: the driver reports no GPU".into()));
         }
-        let ctx = CudaContext::new(0).map_err(no_device)?;
+        if ordinal >= count as usize {
+            return Err(RuntimeError::Invalid(format!("no GPU {ordinal}: the driver reports {count}")));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(no_device)?;
         // SAFETY: this crate uses one stream only, so cross-stream tracking is not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
@@ -195,6 +204,33 @@ impl Gpu {
         // per parameter, in order, each buffer sized for its parameter) and the
         // configuration was checked against the device limits in `load`.
         unsafe { b.launch(k.cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+    }
+
+    /// Queues one launch of `k` on `stream`, a stream of this device's primary context that
+    /// the caller owns (PyTorch's current stream), with `params` pointing at each argument's
+    /// value in the kernel's parameter order (asynchronous; nothing is synchronised).
+    ///
+    /// # Safety
+    /// `params` must match the kernel's signature, every pointer argument must point at
+    /// device memory of this context large enough for its parameter, and `stream` must be a
+    /// live stream of this context (or null for the legacy default stream).
+    pub unsafe fn launch_raw(
+        &self,
+        k: &Kernel,
+        params: &mut [*mut std::ffi::c_void],
+        stream: cudarc::driver::sys::CUstream,
+    ) -> Result<(), RuntimeError> {
+        self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
+        let c = &k.cfg;
+        cudarc::driver::result::launch_kernel(
+            k.func.cu_function(),
+            c.grid_dim,
+            c.block_dim,
+            c.shared_mem_bytes,
+            stream,
+            params,
+        )
+        .map_err(driver(&format!("launching `{}`", k.spec.kernel)))
     }
 
     /// Waits for all queued work; a kernel fault surfaces here.
@@ -313,4 +349,22 @@ fn describe(ctx: &Arc<CudaContext>) -> Result<GpuInfo, RuntimeError> {
         max_smem_per_block_optin: attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
         arch: arch_for(cc.0, cc.1),
     })
+}
+
+/// The device ordinal that owns device pointer `ptr` (a `__cuda_array_interface__` array
+/// carries no device of its own).
+pub fn pointer_device(ptr: u64) -> Result<usize, RuntimeError> {
+    ensure_loaded()?;
+    let mut ordinal: i32 = -1;
+    // SAFETY: the driver is loaded; the out-pointer is valid for the attribute's i32.
+    unsafe {
+        cudarc::driver::sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            cudarc::driver::sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            ptr as cudarc::driver::sys::CUdeviceptr,
+        )
+    }
+    .result()
+    .map_err(driver("finding the device of a pointer"))?;
+    usize::try_from(ordinal).map_err(|_| RuntimeError::Invalid(format!("{ptr:#x} is not device memory")))
 }

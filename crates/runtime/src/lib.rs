@@ -22,7 +22,9 @@ pub mod nvrtc;
 pub mod stats;
 
 pub use cache::{compile_cached, Compiled};
-pub use device::{probe, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchSpec, Timing};
+/// A raw CUDA stream handle (for launches on streams the caller owns, [`Gpu::launch_raw`]).
+pub use cudarc::driver::sys::CUstream;
+pub use device::{pointer_device, probe, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchSpec, Timing};
 pub use nvrtc::{arch_for, compile_cubin};
 
 use cudarc::driver::sys::CUresult;

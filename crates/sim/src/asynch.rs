@@ -367,7 +367,7 @@ impl Machine<'_> {
     #[cold]
     pub(crate) fn inflight_conflict(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Option<SimError> {
         let &(p, issued) = self.asy.inflight.get(&(b, e))?;
-        let verb = if dir == Dir::Write { "writes" } else { "reads" };
+        let verb = if dir.is_write() { "writes" } else { "reads" };
         let copy = if p == t {
             "its own cp.async into it".to_string()
         } else {

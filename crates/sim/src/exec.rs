@@ -61,6 +61,8 @@ pub(crate) struct Machine<'a> {
     pub cta_starts: Vec<(u32, [u32; 3])>,
     pub warnings: Vec<SimWarning>,
     pub warn_at: HashMap<(u32, u32), usize>,
+    /// Same-value write races already warned about, by (site, buffer).
+    pub warn_same_at: HashMap<(u32, u32), usize>,
     pub(crate) bank: Option<BankCollector>,
     /// cp.async groups, mbarriers and the ordering they create (`asynch`).
     pub(crate) asy: AsyncState,
@@ -240,6 +242,7 @@ impl<'a> Machine<'a> {
             cta_starts: vec![],
             warnings: vec![],
             warn_at: HashMap::new(),
+            warn_same_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
             asy: AsyncState::new(n, k.uses_mbarriers()),
             insts: 0,
@@ -481,12 +484,14 @@ impl<'a> Machine<'a> {
 
     fn store(&mut self, b: u32, t: u32, idx: i64, v: u64, site: u32) -> Result<(), SimError> {
         let e = self.bounds(b, t, idx, 1, site, "store")?;
-        self.touch(b, t, e, Dir::Write, site)?;
         let esize = self.bufs[b as usize].esize;
-        self.bank_record(b, "store", t, e, esize, site);
         let off = self.byte_off(b, t, e);
-        let buf = &mut self.bufs[b as usize];
-        encode(buf.dtype, v, &mut buf.data[off..off + esize]);
+        let mut new = [0u8; 8];
+        encode(self.bufs[b as usize].dtype, v, &mut new[..esize]);
+        let dir = Dir::write_of(&self.bufs[b as usize].data[off..off + esize], &new[..esize]);
+        self.touch(b, t, e, dir, site)?;
+        self.bank_record(b, "store", t, e, esize, site);
+        self.bufs[b as usize].data[off..off + esize].copy_from_slice(&new[..esize]);
         Ok(())
     }
 
@@ -531,10 +536,13 @@ impl<'a> Machine<'a> {
         site: u32,
         bytes: &[u8],
     ) -> Result<(), SimError> {
-        for i in 0..n {
-            self.touch(b, t, e + i, Dir::Write, site)?;
-        }
         let off = self.byte_off(b, t, e);
+        let esize = self.bufs[b as usize].esize;
+        for i in 0..n {
+            let (lo, hi) = (i * esize, (i + 1) * esize);
+            let dir = Dir::write_of(&self.bufs[b as usize].data[off + lo..off + hi], &bytes[lo..hi]);
+            self.touch(b, t, e + i, dir, site)?;
+        }
         self.bufs[b as usize].data[off..off + bytes.len()].copy_from_slice(bytes);
         Ok(())
     }

@@ -301,14 +301,30 @@ pub(crate) enum Dir {
     /// A global read through `ld.global.nc`: the element must not be written during the launch.
     ReadNc,
     Write,
+    /// A write of the bytes the element holds already: a race with another such write is
+    /// deterministic (a warning, not an error).
+    WriteSame,
 }
 
 impl Dir {
+    pub(crate) fn is_write(self) -> bool {
+        matches!(self, Dir::Write | Dir::WriteSame)
+    }
+
+    /// `Write`, or `WriteSame` when `new` equals the element's `old` bytes.
+    pub(crate) fn write_of(old: &[u8], new: &[u8]) -> Dir {
+        if old == new {
+            Dir::WriteSame
+        } else {
+            Dir::Write
+        }
+    }
+
     fn verb(self) -> &'static str {
         match self {
             Dir::Read => "reads",
             Dir::ReadNc => "reads (ld.global.nc)",
-            Dir::Write => "writes",
+            Dir::Write | Dir::WriteSame => "writes",
         }
     }
 }
@@ -414,7 +430,7 @@ impl Machine<'_> {
             Space::Local => {
                 let buf = &mut self.bufs[b as usize];
                 let slot = t as usize * buf.elems + e;
-                if dir == Dir::Write {
+                if dir.is_write() {
                     buf.init[slot] = self.cta_start;
                 } else if buf.init[slot] != self.cta_start {
                     self.warn_uninit(b, t, e, site);
@@ -424,7 +440,7 @@ impl Machine<'_> {
             Space::Shared if !self.opts.check_races => {
                 let stamp = self.cta_start;
                 let w_stamp = &mut self.bufs[b as usize].shadow[e][0];
-                if dir == Dir::Write {
+                if dir.is_write() {
                     *w_stamp = stamp;
                 } else if *w_stamp < stamp {
                     self.warn_uninit(b, t, e, site);
@@ -441,7 +457,8 @@ impl Machine<'_> {
                 match dir {
                     Dir::Read => self.shadow_read(b, t, e, site, false),
                     Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global),
-                    Dir::Write => self.shadow_write(b, t, e, site),
+                    Dir::Write => self.shadow_write(b, t, e, site, false),
+                    Dir::WriteSame => self.shadow_write(b, t, e, site, true),
                 }
             }
         }
@@ -513,26 +530,24 @@ impl Machine<'_> {
         Ok(())
     }
 
-    fn shadow_write(&mut self, b: u32, t: u32, e: usize, site: u32) -> Result<(), SimError> {
+    /// `same`: the write stores the bytes the element holds, so a race with the write that
+    /// put them there cannot change the result; it is a warning ([`Self::warn_same_value`]).
+    fn shadow_write(&mut self, b: u32, t: u32, e: usize, site: u32, same: bool) -> Result<(), SimError> {
         let global = self.bufs[b as usize].space == Space::Global;
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if sh.w_stamp != 0 {
-            if sh.w_stamp < self.cta_start {
-                if global {
-                    return Err(self.cta_race(
-                        b,
-                        t,
-                        e,
-                        Dir::Write,
-                        site,
-                        sh.w_stamp,
-                        sh.w_tid as u32,
-                        sh.w_site,
-                        "wrote",
-                    ));
-                }
+            let race = if sh.w_stamp < self.cta_start {
+                global
+                    .then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.w_tid as u32, sh.w_site, "wrote"))
             } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
-                return Err(self.race(b, t, e, Dir::Write, site, sh.w_tid as u32, false, sh.w_site, "wrote"));
+                Some(self.race(b, t, e, Dir::Write, site, sh.w_tid as u32, false, sh.w_site, "wrote"))
+            } else {
+                None
+            };
+            match race {
+                Some(err) if same => self.warn_same_value(b, site, err),
+                Some(err) => return Err(err),
+                None => {}
             }
         }
         if global && sh.r_info & NC_READ != 0 {
@@ -662,6 +677,25 @@ impl Machine<'_> {
         }
         let i = self.cta_starts.partition_point(|(s, _)| *s <= stamp);
         i.checked_sub(1).map(|i| self.cta_starts[i].1)
+    }
+
+    /// Unordered writes of one value to one element (every thread of two CTAs storing the
+    /// same copy): deterministic, so a warning per site, not an error.
+    fn warn_same_value(&mut self, b: u32, site: u32, race: SimError) {
+        if let Some(i) = self.warn_same_at.get(&(site, b)) {
+            self.warnings[*i].count += 1;
+            return;
+        }
+        let w = SimWarning {
+            span: race.span,
+            message: format!(
+                "{} (the same value, so the result does not depend on the order; the writes are redundant)",
+                race.message.replacen("element", "unordered writes of element", 1)
+            ),
+            count: 1,
+        };
+        self.warn_same_at.insert((site, b), self.warnings.len());
+        self.warnings.push(w);
     }
 
     pub(crate) fn warn_uninit(&mut self, b: u32, t: u32, e: usize, site: u32) {

@@ -476,9 +476,17 @@ fn row_copy(checked: bool) -> LKernel {
 
 #[test]
 fn regions_are_checked_per_dimension_before_races() {
-    let io = || vec![vec![0; 2048], vec![0; 2048]];
-    // Unchecked: the wrapped columns of CTA 1 overwrite row t + 1 of CTA 0 — a race, not the real bug.
-    expect_err(&row_copy(false), &mut io(), SimErrorKind::DataRace, 3, &["CTAs of one launch are not ordered"]);
+    let io = || vec![to_bytes(DType::F32, &(0..512).map(|x| x as f32).collect::<Vec<_>>()), vec![0; 2048]];
+    // Unchecked: the wrapped columns of CTA 1 overwrite row t + 1 of CTA 0 with the values CTA 0
+    // wrote there (B[x] = A[x]): a same-value race, a warning; the run goes on to the flat
+    // out-of-bounds load of the last row, the element after `A`.
+    let e = expect_err(&row_copy(false), &mut io(), SimErrorKind::OutOfBounds, 3, &["element 512"]);
+    assert!(e.message.contains("load of `A`"), "{e}");
+    let mut p = io();
+    let mut k = row_copy(false);
+    k.grid = [2, 1, 1];
+    let warned = tirx_sim::simulate(&k, &mut p, &tirx_sim::SimOptions { grid_limit: Some(1), ..Default::default() });
+    assert!(warned.is_ok(), "one CTA alone stays in bounds");
     let e = expect_err(
         &row_copy(true),
         &mut io(),
@@ -526,4 +534,27 @@ fn negative_begins_are_out_of_bounds() {
         7,
         &["read of element (0, -2, 1) of `A_view` (global, shape (4, 4, 4)) by thread 0 ", "outside dim 1 (size 4)"],
     );
+}
+
+/// Unordered writes of one value to one element cannot change the result: a warning, counted per
+/// site; unordered writes of different values stay a data race.
+#[test]
+fn same_value_write_races_are_warnings_different_values_errors() {
+    let kernel = |value: tirx_ir::lir::LExpr| {
+        let mut kb = Kb::new([2, 1, 1], [32, 1, 1]);
+        let b = kb.param("B", DType::I32, 4);
+        kb.finish(vec![at(1, store(b, int(0), value))])
+    };
+    let mut p = vec![vec![0; 16]];
+    let report = sim(&kernel(int(7)), &mut p).expect("same-value writes are deterministic");
+    assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+    let w = &report.warnings[0];
+    assert!(
+        w.message.contains("unordered writes of element 0") && w.message.contains("the same value"),
+        "{}",
+        w.message
+    );
+    assert_eq!(w.count, 63, "every write after the first races with the one before it");
+    assert_eq!(i32::from_le_bytes(p[0][..4].try_into().unwrap()), 7);
+    expect_err(&kernel(tid()), &mut vec![vec![0; 16]], SimErrorKind::DataRace, 1, &["in the same barrier interval"]);
 }

@@ -912,12 +912,48 @@ class PrimFunc:
         return f"<tirx.PrimFunc {self.name} from {self.file}>"
 
 
+# tirx.compat sets this: a module-level kernel that fails to build must not stop the
+# reference's test files from importing (the failure is raised when the kernel is used).
+DEFER_ERRORS = False
+
+
+def _decorated_at_module_level() -> bool:
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename == __file__:
+        f = f.f_back
+    return f is not None and f.f_code.co_name == "<module>"
+
+
+class FailedPrimFunc:
+    """A kernel whose build failed, with the error raised when it is used."""
+
+    def __init__(self, func, error: Exception):
+        self.__name__ = func.__name__
+        self.__wrapped__ = func
+        self.error = error
+
+    def _raise(self, *a, **k):
+        raise self.error
+
+    __call__ = script = same_ir = _raise
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self.error
+
+
 def prim_func(func=None, *, private: bool = False, check_well_formed: bool = True, s_tir: bool = False, **_):
     """Decorator: builds the kernel now (the reference parses at decoration time too)."""
 
     def deco(f):
-        text, entries, src = build_script(f)
-        return PrimFunc(f, text, entries, src)
+        try:
+            text, entries, src = build_script(f)
+            return PrimFunc(f, text, entries, src)
+        except _native.TirxError as e:
+            if DEFER_ERRORS and _decorated_at_module_level():
+                return FailedPrimFunc(f, e)
+            raise
 
     if func is None:
         return deco

@@ -301,6 +301,23 @@ class Call(Expr):
         return f"Call({self.path})"
 
 
+class Const(Expr):
+    """``T.float16(1.25)``, ``T.FloatImm("float32", 2.0)``: a typed constant (``.value``, ``.dtype``)."""
+
+    __slots__ = ("value", "dtype")
+
+    def __init__(self, value, dtype: str, span=None):
+        self.value, self.dtype, self.span = value, dtype, span
+
+    def render(self, w: Writer) -> None:
+        w.write(f"T.{self.dtype}(")
+        render(w, self.value)
+        w.write(")")
+
+    def __repr__(self):
+        return f"T.{self.dtype}({self.value!r})"
+
+
 class Load(Expr):
     """``buf[i, j]``: one element."""
 

@@ -71,6 +71,9 @@ class DType(ir.Renderable):
                 f"`T.{self.name}()` without a value declares a scalar parameter; use it as an annotation",
                 help=f"write `n: T.{self.name}` in the kernel's signature",
             )
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            v = float(value) if self.name.startswith(("float", "bfloat")) else int(value)
+            return ir.Const(v, self.name)
         return ir.Call(f"T.{self.name}", (value,), {})
 
     def render(self, w: ir.Writer) -> None:
@@ -292,11 +295,11 @@ def grid(*extents):
 
 
 def FloatImm(dtype, value):
-    return ir.Call(f"T.{dtype_name(dtype)}", (float(value),), {})
+    return ir.Const(float(value), dtype_name(dtype))
 
 
 def IntImm(dtype, value):
-    return ir.Call(f"T.{dtype_name(dtype)}", (int(value),), {})
+    return ir.Const(int(value), dtype_name(dtype))
 
 
 def meta_var(value):

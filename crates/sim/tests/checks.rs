@@ -556,5 +556,5 @@ fn same_value_write_races_are_warnings_different_values_errors() {
     );
     assert_eq!(w.count, 63, "every write after the first races with the one before it");
     assert_eq!(i32::from_le_bytes(p[0][..4].try_into().unwrap()), 7);
-    expect_err(&kernel(tid()), &mut vec![vec![0; 16]], SimErrorKind::DataRace, 1, &["in the same barrier interval"]);
+    expect_err(&kernel(tid()), &mut [vec![0; 16]], SimErrorKind::DataRace, 1, &["in the same barrier interval"]);
 }

@@ -52,6 +52,12 @@ pub struct Parsed {
     warnings: Vec<String>,
 }
 
+/// Parses and checks a kernel file's text (no source map: diagnostics point into `text`).
+#[pyfunction]
+pub fn parse_file(text: String, file: String) -> PyResult<Parsed> {
+    parse(&text.clone(), file, text, vec![(0, u32::MAX, 0, u32::MAX, true)])
+}
+
 /// Parses and checks `script`, the front end's text for one kernel.
 /// `entries`: `(gen_lo, gen_hi, orig_lo, orig_hi, exact)` byte spans (see [`Entry`]).
 #[pyfunction]

@@ -156,9 +156,11 @@ impl PyLayout {
         Ok(PyLayout(Layout::Tile(t)))
     }
 
-    /// The layout of region `[(begin, end), ...]` of a buffer of `shape`.
+    /// The layout of region `[(begin, end), ...]` of a buffer of `shape` (the reference's
+    /// convention; the crate takes `(begin, extent)`).
     #[pyo3(signature = (shape, region, fusion = None))]
     fn slice(&self, shape: Vec<i64>, region: Vec<(i64, i64)>, fusion: Option<&str>) -> PyResult<PyLayout> {
+        let region: Vec<(i64, i64)> = region.into_iter().map(|(b, e)| (b, e.saturating_sub(b))).collect();
         self.0.slice(&shape, &region, self::fusion(fusion)?).map(PyLayout).map_err(err)
     }
 

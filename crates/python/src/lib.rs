@@ -16,10 +16,10 @@ mod layout;
 pub mod srcmap;
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-create_exception!(_native, TirxError, PyException, "A user error: the diagnostics, rendered in the user's file.");
+create_exception!(_native, TirxError, PyRuntimeError, "A user error: the diagnostics, rendered in the user's file.");
 create_exception!(_native, TirxInternalError, TirxError, "A bug in tirx (the CLI's exit code 2).");
 
 pub(crate) fn user_error(msg: impl Into<String>) -> PyErr {
@@ -55,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(render_error, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse, m)?)?;
+    m.add_function(wrap_pyfunction!(kernel::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(gpu::device_info, m)?)?;
     m.add_function(wrap_pyfunction!(gpu::pointer_device, m)?)?;
     m.add_class::<kernel::Parsed>()?;

@@ -278,7 +278,7 @@ class Frontend:
     def _call_span(self):
         """The span of the statement being built: the kernel's own node when the evaluator
         made the call, else the line of the helper function (in the user's file) that did."""
-        f = sys._getframe(1)
+        f = sys._getframe(2)  # past emit_call
         while f is not None:
             fn = f.f_code.co_filename
             if fn == __file__:

@@ -26,7 +26,6 @@ import inspect
 import linecache
 import os
 import sys
-import textwrap
 import threading
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
@@ -59,52 +58,71 @@ def current() -> "Frontend":
 
 
 class Source:
-    """The user's file and where the function's lines sit in it (byte offsets)."""
+    """The user's file: its text, its syntax tree and line starts (byte offsets), read and
+    parsed once per file version and shared by every kernel built from it."""
 
-    def __init__(self, func):
+    _cache: Dict[Tuple[str, int, int], "Source"] = {}
+
+    @classmethod
+    def of(cls, func) -> "Source":
         try:
-            lines, first = inspect.getsourcelines(func)
             file = inspect.getsourcefile(func) or inspect.getfile(func)
-        except (OSError, TypeError) as e:
-            raise _native.TirxError(
-                f"cannot read the source of `{getattr(func, '__qualname__', func)}`: {e}\n"
-                "help: define kernels in a file (or a notebook cell), not in a string passed to exec"
-            ) from None
+        except TypeError as e:
+            raise _native.TirxError(f"cannot read the source of `{getattr(func, '__qualname__', func)}`: {e}") from None
+        try:
+            st = os.stat(file)
+            key = (file, st.st_mtime_ns, st.st_size)
+        except OSError:  # a notebook cell: only linecache has it
+            key = (file, 0, 0)
+        src = cls._cache.get(key)
+        if src is None:
+            if key[1]:
+                linecache.checkcache(file)
+            lines = linecache.getlines(file)
+            if not lines:
+                raise _native.TirxError(
+                    f"cannot read the source of `{getattr(func, '__qualname__', func)}` ({file})\n"
+                    "help: define kernels in a file (or a notebook cell), not in a string passed to exec"
+                )
+            src = cls._cache[key] = cls(file, lines)
+        return src
+
+    def __init__(self, file: str, lines: List[str]):
         self.file = file
-        file_lines = linecache.getlines(file)
-        if not file_lines:
-            file_lines = lines
-            first = 1
-        self.text = "".join(file_lines)
+        self.text = "".join(lines)
         self.line_start = [0]
-        for ln in file_lines:
-            self.line_start.append(self.line_start[-1] + len(ln.encode("utf-8")))
-        self.first = first
-        # Dedent every line by the first line's indentation (only where it is whitespace).
-        indent = len(lines[0]) - len(lines[0].lstrip())
-        self.dedent: List[int] = []
-        out = []
         for ln in lines:
-            cut = indent if ln[:indent].strip() == "" else 0
-            self.dedent.append(len(ln[:cut].encode("utf-8")))
-            out.append(ln[cut:])
-        self.code = "".join(out)
+            self.line_start.append(self.line_start[-1] + len(ln.encode("utf-8")))
+        self.tree = ast.parse(self.text, filename=file)
+        self._defs: Optional[Dict[Tuple[str, int], ast.FunctionDef]] = None
+
+    def function(self, func) -> ast.FunctionDef:
+        """The definition of ``func``: the one of its name starting at its code's first line
+        (a decorated function's first line is its first decorator's)."""
+        if self._defs is None:
+            self._defs = {}
+            for n in ast.walk(self.tree):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([n.lineno] + [d.lineno for d in n.decorator_list])
+                    self._defs[(n.name, first)] = n
+        node = self._defs.get((func.__name__, func.__code__.co_firstlineno))
+        if node is None:
+            raise _native.TirxError(f"cannot find the definition of `{func.__name__}` in {self.file}")
+        return node
 
     def offset(self, lineno: int, col: int) -> int:
-        """Byte offset in the file of (1-based line, byte column) of the dedented code."""
-        i = self.first + lineno - 2
-        i = max(0, min(i, len(self.line_start) - 2))
-        d = self.dedent[lineno - 1] if 0 < lineno <= len(self.dedent) else 0
-        return self.line_start[i] + d + col
+        """Byte offset in the file of (1-based line, byte column)."""
+        i = max(0, min(lineno - 1, len(self.line_start) - 2))
+        return self.line_start[i] + col
 
     def span(self, node) -> Optional[Tuple[int, int]]:
         if node is None or not hasattr(node, "lineno"):
             return None
         lo = self.offset(node.lineno, node.col_offset)
-        end_line = getattr(node, "end_lineno", None) or node.lineno
         end_col = getattr(node, "end_col_offset", None)
-        hi = self.offset(end_line, end_col) if end_col is not None else lo
-        return (lo, max(hi, lo))
+        if end_col is None:
+            return (lo, lo)
+        return (lo, max(lo, self.offset(node.end_lineno or node.lineno, end_col)))
 
     def line_span(self, file_line: int) -> Tuple[int, int]:
         """The stripped text of one line of the file (a statement inside a helper)."""
@@ -342,7 +360,8 @@ class Frontend:
             raise self.python_error(e, node) from None
         finally:
             self.node = prev
-        ir.set_span(v, self.src.span(node))
+        if isinstance(v, ir.Renderable) and getattr(v, "span", 0) is None:
+            ir.set_span(v, self.src.span(node))
         return v
 
     def python_error(self, e: Exception, node) -> ir.FrontendError:
@@ -828,18 +847,10 @@ def _capture(func) -> Dict[str, Any]:
     return env
 
 
-def _function_node(src: Source, func) -> ast.FunctionDef:
-    tree = ast.parse(src.code)
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func.__name__:
-            return node
-    raise _native.TirxError(f"cannot find the definition of `{func.__name__}` in its source")
-
-
 def build_script(func) -> Tuple[str, List[Tuple[int, int, int, int, bool]], Source]:
     """The kernel script of ``func`` and its source map entries."""
-    src = Source(func)
-    fn = _function_node(src, func)
+    src = Source.of(func)
+    fn = src.function(func)
     env = _capture(func)
     fe = Frontend(func, src, fn, env)
     stack = getattr(_state, "stack", None)

@@ -48,7 +48,7 @@ class Writer:
 
     def write(self, s: str) -> None:
         self.parts.append(s)
-        self.pos += len(s.encode("utf-8"))
+        self.pos += len(s) if s.isascii() else len(s.encode("utf-8"))
 
     def mark(self, lo: int, span) -> None:
         if span is not None and self.pos > lo:

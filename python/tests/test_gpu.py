@@ -1,0 +1,114 @@
+"""Kernels on CUDA tensors (docs/python.md §5.2): the same kernels on PyTorch (and CuPy)
+tensors give the simulator's results. Skipped without a GPU and PyTorch, except under
+TIRX_REQUIRE_GPU=1 (scripts/gpu-test.sh), where a missing GPU is a failure."""
+
+import os
+
+import numpy as np
+import pytest
+
+import tirx
+from tirx import T, Tx
+from tirx.layout import S, TileLayout, laneid
+
+
+def _gpu():
+    if os.environ.get("TIRX_DEVICE") == "sim":
+        return None
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() and tirx.device.compute_capability() else None
+
+
+torch = _gpu()
+if torch is None:
+    if os.environ.get("TIRX_REQUIRE_GPU") == "1":
+        pytest.fail("TIRX_REQUIRE_GPU=1 but no GPU with PyTorch", pytrace=False)
+    pytest.skip("needs a GPU and PyTorch", allow_module_level=True)
+
+
+def make_scale(rows, cols, dtype, factor):
+    lay = TileLayout(S[(32, cols) : (1 @ laneid, 1)])
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (rows, cols), dtype)
+        B = T.match_buffer(B_ptr, (rows, cols), dtype)
+        T.device_entry()
+        bx = T.cta_id([rows // 32])
+        T.lane_id([32])
+        T.thread_id([32])
+        R = T.alloc_local((32, cols), dtype, layout=lay)
+        Tx.warp.copy(R[:, :], A[bx * 32 : bx * 32 + 32, :])
+        Tx.warp.mul(R[:, :], R[:, :], T.float32(factor) if dtype == "float32" else T.float16(factor))
+        Tx.warp.copy(B[bx * 32 : bx * 32 + 32, :], R[:, :])
+
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_torch_tensors_match_the_simulator(dtype):
+    k = tirx.compile(make_scale(256, 8, dtype, 1.5))
+    a = torch.randn(256, 8, device="cuda").to(getattr(torch, dtype))
+    b = torch.zeros_like(a)
+    k(a, b)
+    a_np, b_np = a.cpu().numpy(), np.zeros((256, 8), dtype)
+    k(a_np, b_np)
+    np.testing.assert_array_equal(b.cpu().numpy(), b_np)
+
+
+def test_launches_follow_the_current_stream():
+    k = tirx.compile(make_scale(256, 8, "float32", 2.0))
+    s = torch.cuda.Stream()
+    a = torch.randn(256, 8, device="cuda")
+    b = torch.zeros_like(a)
+    with torch.cuda.stream(s):
+        k(a, b)  # queued on s
+        c = b * 1  # ordered after the launch on the same stream
+    s.synchronize()
+    torch.testing.assert_close(c, a * 2)
+
+
+def test_argument_checks_are_python_exceptions():
+    k = tirx.compile(make_scale(256, 8, "float32", 2.0))
+    a = torch.randn(256, 8, device="cuda")
+    with pytest.raises(TypeError, match="float32"):
+        k(a.half(), a)
+    with pytest.raises(ValueError, match="shape"):
+        k(a[:128], a)
+    with pytest.raises(ValueError, match="contiguous"):
+        k(a.t().contiguous().t(), a)
+    with pytest.raises(ValueError, match="on the CPU"):
+        k(a, a.cpu())
+
+
+def test_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    k = tirx.compile(make_scale(256, 8, "float32", 3.0))
+    a = cupy.random.rand(256, 8, dtype=cupy.float32)
+    b = cupy.zeros_like(a)
+    k(a, b)
+    cupy.cuda.get_current_stream().synchronize()
+    np.testing.assert_allclose(cupy.asnumpy(b), cupy.asnumpy(a) * 3, rtol=1e-6)
+
+
+def test_dlpack_capsule_producers():
+    k = tirx.compile(make_scale(256, 8, "float32", 0.5))
+
+    class OnlyDlpack:  # an array library known to tirx only through DLPack
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, stream=None):
+            return self.t.__dlpack__()
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    a = torch.randn(256, 8, device="cuda")
+    b = torch.zeros_like(a)
+    k(OnlyDlpack(a), OnlyDlpack(b))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b, a * 0.5)

@@ -489,6 +489,21 @@ proptest! {
             if let Ok(c) = l.canonicalize(f) { let _ = l.fuse_coord(&c.offset, f); }
         }
         let _ = (l.scope(), l.size(None), l.span(None), l.span(Some(Axis::M)), l.group(&shape));
+        let _ = (l.tile_to(&shape, &coord, Fusion::None), l.group_many(&[shape.clone(), coord.clone()]));
+        let perm: Vec<usize> = coord.iter().map(|&c| c.unsigned_abs() as usize).collect();
+        let _ = (l.permute_by_groups(&perm, &perm), l.permute_dims(&perm));
+        let _ = TileLayout::from_iters(l.shard.clone(), l.replica.clone(), l.offset.clone());
+        if let Ok(sw) = Swizzle::new(3, 3, 3, true) {
+            let _ = ComposeLayout { swizzle: sw, tile: l.clone() }.tile_to(&shape, &coord, Fusion::Cuda);
+        }
+        for mode in SwizzleMode::ALL {
+            let bits = x.unsigned_abs() as u32;
+            let _ = (mma_shared_layout(bits, mode, &shape), mma_atom_shape(bits, mode, shape.len()), mma_atom_layout(bits, mode));
+        }
+        for shape_name in tirx_layout::Tcgen05Shape::ALL {
+            let (rows, cols) = (shape.first().copied().unwrap_or(64), coord.first().copied().unwrap_or(64));
+            let _ = tirx_layout::tcgen05_atom_layout(shape_name, rows.wrapping_mul(64), cols.wrapping_mul(8), x as u32);
+        }
         let _ = l.injectivity();
         let _ = (l.apply_linear(x), l.apply(&coord, &shape), l.apply_set(&coord, &shape), l.apply_shard(&coord));
         let text = l.to_string();

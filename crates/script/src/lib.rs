@@ -36,6 +36,7 @@ mod ast;
 mod buffers;
 mod build;
 mod eval;
+mod layout_ops;
 mod layouts;
 mod lexer;
 mod parser;
@@ -46,6 +47,14 @@ mod tile;
 mod value;
 
 pub use print::print_kernel;
+
+/// Evaluates one layout expression with the script's layout builders,
+/// helpers and methods in scope (as `tirx layout` does when an expression uses
+/// them): `S[(8, 64)].tile_to((16, 128), (8, 64))`, `mma_shared_layout("float16", 3, (64, 256))`.
+/// Errors are diagnostics with byte spans into `text`.
+pub fn eval_layout(text: &str) -> Result<tirx_layout::Layout, Vec<Diagnostic>> {
+    layout_ops::eval_layout(text)
+}
 
 /// Each stage (lexer, parser, builder) stops checking a file once it has
 /// collected this many diagnostics, and says so once: a 16 MiB file of `$`

@@ -174,8 +174,9 @@ impl Builder<'_> {
         let mut a = Args::new(format!("{}()", m.name()), pos, kw, span);
         let r = match m {
             LayoutMethod::TileTo => {
-                let (shape, ss) = self.shape_arg(&mut a, "shape")?;
-                let (atom, ats) = self.shape_arg(&mut a, "atom_shape")?;
+                // The reference names them `to_shape` and `current_shape`.
+                let (shape, ss) = self.shape_arg_alias(&mut a, "shape", "to_shape")?;
+                let (atom, ats) = self.shape_arg_alias(&mut a, "atom_shape", "current_shape")?;
                 let blame = blame(m, span, vec![("shape", ss), ("atom_shape", ats)], Some("atom_shape"));
                 Val::Layout(self.layout_result(l.tile_to(&shape, &atom, FUSION), &blame)?)
             }
@@ -231,7 +232,12 @@ impl Builder<'_> {
             }
             LayoutMethod::Storage => Val::Layout(l.storage()),
             LayoutMethod::Size | LayoutMethod::Span => {
-                let axis = match a.opt(self, "axis_name")? {
+                // `axis_name=` as in the reference, or `axis=`.
+                let given = match a.opt(self, "axis_name")? {
+                    None => a.kw("axis"),
+                    some => some,
+                };
+                let axis = match given {
                     None | Some((Val::None, _)) => None,
                     Some((Val::Axis(x), _)) => Some(x),
                     Some((Val::Str(s), sp)) => Some(self.axis_named(&s, sp)?),
@@ -409,6 +415,14 @@ impl Builder<'_> {
     }
 
     // ------------------------------------------------------------------ arguments
+
+    /// A shape argument also accepted under the reference's keyword `alias`.
+    fn shape_arg_alias(&mut self, a: &mut Args, name: &str, alias: &str) -> R<(Vec<i64>, Span)> {
+        match a.kw(alias) {
+            Some((v, sp)) => Ok((self.dims_of(v, sp)?, sp)),
+            None => self.shape_arg(a, name),
+        }
+    }
 
     fn shape_arg(&mut self, a: &mut Args, name: &str) -> R<(Vec<i64>, Span)> {
         let (v, sp) = a.req(self, name)?;

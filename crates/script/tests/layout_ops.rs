@@ -60,7 +60,7 @@ fn tile(src: &str) -> TileLayout {
 fn tile_to_chains_on_specs_tiles_and_swizzles() {
     let k = kernel(
         "A_FRAG = S[(2,8,4,2):(2, 4@laneid, 1@laneid, 1)].tile_to([16,16],[16,8])\n\
-         B_FRAG = TileLayout(S[(4,2,8):(1@laneid, 1, 4@laneid)]).tile_to([16,8],[8,8])\n\
+         B_FRAG = TileLayout(S[(4,2,8):(1@laneid, 1, 4@laneid)]).tile_to(to_shape=[16,8], current_shape=[8,8])\n\
          SW = ComposeLayout(3,3,3,TileLayout(S[8,64])).tile_to((16,128),(8,64)).tile_to((32,256),(16,128))\n",
         &[("a", "(16, 16)", "A_FRAG"), ("b", "(16, 8)", "B_FRAG"), ("s", "(32, 256)", "SW")],
     );
@@ -86,7 +86,8 @@ fn group_permute_and_the_other_methods() {
          SL = TileLayout(S[(32, 8):(1@laneid, 1)]).slice((32, 8), [(16, 32), slice(0, 8)])\n\
          ST = TileLayout(S[(32, 8):(1@laneid, 1)] + 2@warpid + 8).storage()\n\
          N = T2.size()\n\
-         NL = SL.size(\"laneid\")\n\
+         NL = SL.size(axis_name=\"laneid\")\n\
+         NM = SL.size(axis=m)\n\
          SPAN = ST.span()\n\
          AP = TileLayout(S[(32, 8):(1@laneid, 1)]).apply(9, 5, shape=(32, 8))\n",
         &[
@@ -98,7 +99,7 @@ fn group_permute_and_the_other_methods() {
             ("st", "(8,)", "ST"),
             ("seps", "tuple(s + 1 for s in SEPS)", "None"),
             ("gseps", "(*[s + 1 for s in GSEPS[0]], *[s + 1 for s in GSEPS[1]])", "None"),
-            ("sizes", "(N, NL, SPAN)", "None"),
+            ("sizes", "(N, NL, SPAN, NM)", "None"),
             ("ap", "(AP[\"laneid\"] + 1, AP[\"m\"] + 1)", "None"),
         ],
     );
@@ -114,7 +115,7 @@ fn group_permute_and_the_other_methods() {
     assert_eq!(shape_of(&k, "seps"), vec![1, 3, 5]);
     assert_eq!(shape_of(&k, "gseps"), vec![1, 3, 4, 1, 2, 4]);
     // size() counts every shard iter, size("laneid") the laneid ones, span() memory only (+ offset).
-    assert_eq!(shape_of(&k, "sizes"), vec![4096, 16, 16]);
+    assert_eq!(shape_of(&k, "sizes"), vec![4096, 16, 16, 8]);
     assert_eq!(shape_of(&k, "ap"), vec![10, 6]);
 }
 

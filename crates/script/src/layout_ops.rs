@@ -270,7 +270,15 @@ impl Builder<'_> {
         }
         let blame = blame(LayoutMethod::Apply, span, spans, Some("shape"));
         let r = match (&shape, coord.as_slice()) {
-            (Some((s, _)), [x]) if s.len() != 1 => l.check_admits(s).and_then(|_| l.apply_linear(*x)),
+            // A flat index into a multi-dimensional shape: its row-major coordinate.
+            (Some((s, _)), [x]) if s.len() != 1 => {
+                let total: i64 = s.iter().product();
+                if (0..total).contains(x) {
+                    l.apply(&tirx_layout::apply::split_coord(*x, s), s)
+                } else {
+                    Err(LayoutError::CoordOutOfRange { dim: 0, value: *x, extent: total })
+                }
+            }
             (Some((s, _)), _) => l.apply(&coord, s),
             (None, [x]) => l.apply_linear(*x),
             (None, _) => match l {
@@ -348,37 +356,27 @@ impl Builder<'_> {
                 let bits = self.dtype_of(d, ds)?.bits();
                 let (mv, ms) = a.req(self, "swizzle_mode")?;
                 let mode = self.swizzle_mode(mv, ms)?;
-                let shape = match (b, a.opt(self, "shape")?) {
-                    (_, None) | (Builtin::MmaAtomShape, Some((Val::None, _))) => None,
-                    (_, Some((v, sp))) => Some((self.dims_of(v, sp)?, sp)),
-                };
                 let mut args = vec![("dtype", ds), ("swizzle_mode", ms)];
-                if let Some((_, sp)) = &shape {
-                    args.push(("shape", *sp));
-                }
-                let blame = Blame { op: op.clone(), call: span, args, shape: Some("shape") };
-                match (b, shape) {
-                    (Builtin::MmaAtomShape, s) => {
-                        let rank = s.map_or(2, |(s, _)| s.len());
+                match b {
+                    Builtin::MmaAtomLayout => {
+                        let blame = Blame { op, call: span, args, shape: None };
+                        Val::Layout(Layout::Compose(self.layout_result(mma_atom_layout(bits, mode), &blame)?))
+                    }
+                    // `shape` only gives the rank to pad the atom shape to.
+                    Builtin::MmaAtomShape => {
+                        let rank = match a.opt(self, "shape")? {
+                            None | Some((Val::None, _)) => 2,
+                            Some((v, sp)) => self.dims_of(v, sp)?.len(),
+                        };
+                        let blame = Blame { op, call: span, args, shape: None };
                         int_list(&self.layout_result(mma_atom_shape(bits, mode, rank), &blame)?)
                     }
-                    (Builtin::MmaSharedLayout, Some((s, _))) => {
-                        Val::Layout(self.layout_result(mma_shared_layout(bits, mode, &s), &blame)?)
+                    _ => {
+                        let (shape, sp) = self.shape_arg(a, "shape")?;
+                        args.push(("shape", sp));
+                        let blame = Blame { op, call: span, args, shape: Some("shape") };
+                        Val::Layout(self.layout_result(mma_shared_layout(bits, mode, &shape), &blame)?)
                     }
-                    (Builtin::MmaSharedLayout, None) => {
-                        return self.fail(
-                            Diagnostic::error(span, format!("`{op}` is missing the argument `shape`"))
-                                .with_label("in this call")
-                                .with_help("e.g. `mma_shared_layout(\"float16\", 3, (64, 256))`"),
-                        )
-                    }
-                    (_, Some((_, sp))) => {
-                        return self.fail(
-                            Diagnostic::error(sp, format!("too many arguments to `{op}`"))
-                                .with_label("unexpected argument"),
-                        )
-                    }
-                    (_, None) => Val::Layout(Layout::Compose(self.layout_result(mma_atom_layout(bits, mode), &blame)?)),
                 }
             }
             Builtin::Tcgen05AtomLayout => {

@@ -89,7 +89,10 @@ fn group_permute_and_the_other_methods() {
          NL = SL.size(axis_name=\"laneid\")\n\
          NM = SL.size(axis=m)\n\
          SPAN = ST.span()\n\
-         AP = TileLayout(S[(32, 8):(1@laneid, 1)]).apply(9, 5, shape=(32, 8))\n",
+         AP = TileLayout(S[(32, 8):(1@laneid, 1)]).apply(9, 5, shape=(32, 8))\n\
+         SWZ = ComposeLayout(3, 3, 3, S[512:1])\n\
+         SW1 = SWZ.apply(9 * 64 + 8, shape=(64, 64))[\"m\"]\n\
+         SW2 = SWZ.apply(9, 8, shape=(64, 64))[\"m\"]\n",
         &[
             ("km", "(64, 64)", "KM"),
             ("pd", "(8, 8, 8, 8)", "PD"),
@@ -101,6 +104,7 @@ fn group_permute_and_the_other_methods() {
             ("gseps", "(*[s + 1 for s in GSEPS[0]], *[s + 1 for s in GSEPS[1]])", "None"),
             ("sizes", "(N, NL, SPAN, NM)", "None"),
             ("ap", "(AP[\"laneid\"] + 1, AP[\"m\"] + 1)", "None"),
+            ("swz", "(SW1, SW2)", "None"),
         ],
     );
     let l = tile("S[(8, 8):(8, 1)]");
@@ -117,6 +121,8 @@ fn group_permute_and_the_other_methods() {
     // size() counts every shard iter, size("laneid") the laneid ones, span() memory only (+ offset).
     assert_eq!(shape_of(&k, "sizes"), vec![4096, 16, 16, 8]);
     assert_eq!(shape_of(&k, "ap"), vec![10, 6]);
+    // The bare swizzle over 64×64: address 584, chunk 73 ^ (73 >> 3 & 7 = 1) = 72 → 576.
+    assert_eq!(shape_of(&k, "swz"), vec![576, 576]);
 }
 
 #[test]

@@ -21,7 +21,8 @@
 //! Pipeline: `lexer` (tokens with `Indent`/`Dedent`) → `parser` (a Python
 //! subset AST; on a syntax error it skips to the end of the statement and
 //! goes on) → `build` (statements), `eval` (expressions: module constants and
-//! `layouts` are Python values, runtime scalars become HIR), `buffers`
+//! `layouts` are Python values, runtime scalars become HIR; `layout_ops` gives
+//! layout values their methods and helpers, docs/layout-model.md §2.14), `buffers`
 //! (declarations, loads, stores, regions) and `tile` (tile calls), each
 //! checking its operands → `scope_ids` (extent inference and consistency,
 //! docs/tile-primitives.md §1.2).

@@ -86,6 +86,10 @@ const LAYOUTS: &[&str] = &[
     "S[1] + R[10000:1@laneid]",
     "S[(16, 16):(1@TLane, 1@TCol)]",
     "TileLayout(S[8:1] + 1@laneid + 2@laneid - 1@warpid)",
+    "S[(2,8,4,2):(2, 4@laneid, 1@laneid, 1)].tile_to([16,16],[16,8])",
+    "mma_shared_layout(\"float16\", 3, (64, 256))",
+    "tcgen05_atom_layout(\"16x256b\", (64, 64), \"float32\")",
+    "TileLayout(S[(8, 8):(8, 1)]).group([4, 16])[0].slice((4, 16), [(0, 2), (0, 16)])",
 ];
 
 const LAYOUT_TOKENS: &[&str] = &[
@@ -115,6 +119,12 @@ const LAYOUT_TOKENS: &[&str] = &[
     "((((((((((((",
     "\"",
     "Axis.",
+    ".tile_to(",
+    ".group(",
+    "[0]",
+    "{m: 0}",
+    "mma_shared_layout(",
+    "(65536, 65536)",
 ];
 
 const NPY_TOKENS: &[&str] = &[

@@ -86,3 +86,34 @@ fn bad_shape_and_region_are_user_errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not expressible"));
 }
+
+#[test]
+fn script_methods_and_helpers_in_the_expression() {
+    assert_eq!(
+        ok(&["ComposeLayout(3,3,3,TileLayout(S[8,64])).tile_to((16,128),(8,64)).tile_to((32,256),(16,128))"]),
+        "ComposeLayout(3, 3, 3, S[(2, 2, 8, 2, 2, 64):(4096, 1024, 64, 2048, 512, 1)])\n"
+    );
+    // Row 9, column 70: tile address 9·64 + 4096 + 6 = 4678, swizzled (chunk 584 ^ 1) to 4686.
+    assert_eq!(
+        ok(&["mma_shared_layout(\"float16\", 3, (64, 256))", "--shape", "64,256", "--apply", "9,70"]),
+        "m=4686\n"
+    );
+    assert_eq!(
+        ok(&["tcgen05_atom_layout(\"16x256b\", (64, 64), \"float32\")", "--shape", "64,64", "--apply", "19,13"]),
+        "laneid=14 wid_in_wg=1 m=5\n"
+    );
+    assert_eq!(ok(&["TileLayout(S[(8, 8):(8, 1)]).group([4, 16])[0]"]), "S[(4, 2, 8):(16, 8, 1)]\n");
+}
+
+#[test]
+fn script_expression_errors_point_at_the_argument() {
+    let out = tirx(&["S[(8, 8):(8, 1)].tile_to((60, 64), (8, 8))"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("tile_to: `shape` dimension 0 (60) is not a multiple of the atom extent 8"), "{err}");
+    assert!(err.contains("EXPR:1:26"), "{err}");
+    assert!(err.contains("help: make every dimension of `shape` a multiple"), "{err}");
+    let out = tirx(&["S[8:1].size()"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected a layout, found an int"));
+}

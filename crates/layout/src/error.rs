@@ -51,6 +51,10 @@ pub enum LayoutError {
     TooManyReplicas { count: i64 },
     /// `tile` was called with inconsistent ranks.
     TileRank { outer: usize, inner: usize },
+    /// An argument of a layout constructor or helper is outside what it supports:
+    /// `op` names the operation, `arg` the parameter at fault (e.g. `tile_to` /
+    /// `shape`), `reason` what is wrong and what would be accepted.
+    BadArgument { op: &'static str, arg: &'static str, reason: String },
 }
 
 pub type Result<T, E = LayoutError> = std::result::Result<T, E>;
@@ -119,6 +123,7 @@ impl fmt::Display for LayoutError {
             TileRank { outer, inner } => {
                 write!(f, "tile: outer shape has rank {outer} but inner shape has rank {inner}; ranks must be equal")
             }
+            BadArgument { op, arg, reason } => write!(f, "{op}: `{arg}` {reason}"),
         }
     }
 }

@@ -4,9 +4,15 @@
 //! logical dimension `d` owns `shard[seps[d]..seps[d+1]]`. This succeeds iff the
 //! extent products match and every cumulative shape boundary falls on a point
 //! where the iter being cut divides evenly (§2.4). Replica and offset are kept.
+//!
+//! `group_many` (§2.5) refines the shard by several shapes at once: the
+//! minimal common refinement of their cumulative boundaries, with a repeated
+//! boundary (a unit dimension) kept as a unit iter, so every shape gets its
+//! own separators into one layout.
 
 use crate::error::{self, check_shape, LayoutError, Result};
 use crate::tile::{Iter, TileLayout};
+use std::collections::BTreeMap;
 
 impl TileLayout {
     /// Splits the shard into one group per dimension of `shape`. Returns the
@@ -59,4 +65,120 @@ impl TileLayout {
         let grouped = TileLayout { shard: out, replica: self.replica.clone(), offset: self.offset.clone() };
         Ok((grouped, seps))
     }
+}
+
+impl TileLayout {
+    /// Refines the shard by every shape in `shapes` at once: the result's shard
+    /// splits iters (never merges or reorders; existing unit iters keep their
+    /// stride) and `seps[i]` cuts it into the dimensions of `shapes[i]`.
+    /// Every shape must hold as many elements as the layout, and the cumulative
+    /// products of all shapes and of the shard extents must divide each other
+    /// where they interleave (`[3, 4]` and `[2, 6]` cannot both cut `12`).
+    pub fn group_many(&self, shapes: &[Vec<i64>]) -> Result<(TileLayout, Vec<Vec<usize>>)> {
+        self.validate()?;
+        let size = self.size(None)?;
+        if shapes.is_empty() {
+            return Err(bad_shapes("needs at least one shape".into()));
+        }
+        // Cumulative boundaries `[1, S0, S0·S1, ...]` of each shape, then of the shard.
+        let mut sequences = Vec::with_capacity(shapes.len() + 1);
+        for (i, shape) in shapes.iter().enumerate() {
+            if shape.is_empty() {
+                return Err(bad_shapes(format!("shape {i} is empty; give at least one dimension")));
+            }
+            let total = check_shape(shape)?;
+            if total != size {
+                return Err(LayoutError::ShapeMismatch {
+                    shape: shape.clone(),
+                    extents: self.extents(),
+                    detail: format!("the layout holds {size} elements but shape {i} holds {total}"),
+                });
+            }
+            sequences.push(boundaries(shape));
+        }
+        // An empty shard is one element: a unit iter, as in `group`.
+        let unit = [Iter::m(1, 1)];
+        let source: &[Iter] = if self.shard.is_empty() { &unit } else { &self.shard };
+        sequences.push(boundaries(&source.iter().map(|it| it.extent).collect::<Vec<_>>()));
+
+        // Each distinct boundary value, ascending, repeated as often as any sequence repeats it.
+        let mut mult: BTreeMap<i64, usize> = BTreeMap::new();
+        for seq in &sequences {
+            let mut counts: BTreeMap<i64, usize> = BTreeMap::new();
+            for &b in seq {
+                *counts.entry(b).or_insert(0) += 1;
+            }
+            for (b, n) in counts {
+                let m = mult.entry(b).or_insert(0);
+                *m = (*m).max(n);
+            }
+        }
+        let mut start: BTreeMap<i64, usize> = BTreeMap::new();
+        let mut common: Vec<i64> = Vec::new();
+        for (&b, &n) in &mult {
+            start.insert(b, common.len());
+            common.extend(std::iter::repeat_n(b, n));
+        }
+        for w in common.windows(2) {
+            if w[1] % w[0] != 0 {
+                return Err(bad_shapes(format!(
+                    "incompatible cumulative boundaries: {} does not divide {} (one shape cuts where another \
+                     cannot; e.g. [3, 4] and [2, 6] of 12)",
+                    w[0], w[1]
+                )));
+            }
+        }
+        let positions = |seq: &[i64]| -> Result<Vec<usize>> {
+            let mut seen: BTreeMap<i64, usize> = BTreeMap::new();
+            let mut out: Vec<usize> = Vec::with_capacity(seq.len());
+            for (j, &b) in seq.iter().enumerate() {
+                let k = seen.entry(b).or_insert(0);
+                let mut pos = start[&b] + *k;
+                *k += 1;
+                if j == 0 {
+                    pos = start[&b];
+                }
+                if j + 1 == seq.len() {
+                    pos = start[&b] + mult[&b] - 1;
+                }
+                if out.last().is_some_and(|&prev| pos <= prev) {
+                    return Err(bad_shapes(format!("the repeated boundary {b} cannot be kept in order")));
+                }
+                out.push(pos);
+            }
+            Ok(out)
+        };
+
+        let layout_pos = positions(&sequences[shapes.len()])?;
+        let mut shard = Vec::with_capacity(common.len());
+        for (i, it) in source.iter().enumerate() {
+            let (p0, p1) = (layout_pos[i], layout_pos[i + 1]);
+            for p in p0..p1 {
+                let inner = common[p1] / common[p + 1];
+                shard.push(Iter::new(
+                    common[p + 1] / common[p],
+                    error::mul(it.stride, inner, "group stride")?,
+                    it.axis,
+                ));
+            }
+        }
+        let seps = sequences[..shapes.len()].iter().map(|s| positions(s)).collect::<Result<Vec<_>>>()?;
+        Ok((TileLayout { shard, replica: self.replica.clone(), offset: self.offset.clone() }, seps))
+    }
+}
+
+/// `[1, e0, e0·e1, ...]` (the caller has bounded the product).
+fn boundaries(extents: &[i64]) -> Vec<i64> {
+    let mut out = Vec::with_capacity(extents.len() + 1);
+    let mut p = 1i64;
+    out.push(p);
+    for &e in extents {
+        p = p.saturating_mul(e);
+        out.push(p);
+    }
+    out
+}
+
+fn bad_shapes(reason: String) -> LayoutError {
+    LayoutError::BadArgument { op: "group_many", arg: "shapes", reason }
 }

@@ -33,7 +33,12 @@
 //!   L.canonicalize(f).apply(begin + x, shape)` for every `x` in the region.
 //!   Whole dimensions and single elements always slice when the shape groups.
 //! * **tile**: `inner.tile(outer, os, is, f)` maps `o·is + i` to
-//!   `outer(o)·span_inner + inner(i)`, per axis.
+//!   `outer(o)·span_inner + inner(i)`, per axis; `tile_to(shape, atom)` is the
+//!   tile by the row-major grid `shape / atom` (a swizzle applies to the result).
+//! * **group_many** refines the shard for several shapes at once with the same
+//!   map; **permute_by_groups** after `group` is the transposed map.
+//! * **mma_shared_layout** is a bijection onto `[0, size)` whose aligned
+//!   atom-shaped blocks are `mma_atom_layout` at period-aligned bases.
 //! * **text**: `parse_layout(&l.to_string()) == l`, structurally.
 //! * **swizzle**: a bijection on every aligned period `2^(p+sw+at)` that never
 //!   moves the low `p` bits; a swizzled slice addresses the same elements.
@@ -54,6 +59,11 @@
 //! | [`TileLayout::apply_set`] | as `apply`, ≤ 65536 replicas | every home, replica axes present |
 //! | [`TileLayout::slice`] | region inside the shape, groupable | the exact sub-layout or `SliceInexpressible` |
 //! | [`TileLayout::tile`] | equal ranks, both groupable | the tiled layout, canonicalized |
+//! | [`TileLayout::tile_to`] / [`Layout::tile_to`] | `shape` a multiple of `atom_shape`, groupable | the atom repeated row-major over `shape` |
+//! | [`TileLayout::group_many`] | equal totals, boundaries that divide each other | common refinement + separators per shape |
+//! | [`TileLayout::from_iters`] | positive extents, one scope chain | the checked layout |
+//! | [`mma_shared_layout`] / [`mma_atom_layout`] / [`mma_atom_shape`] | power-of-two element width, shape a multiple of the atom | the canonical (swizzled) shared tile |
+//! | [`tcgen05_atom_layout`] / [`wg_local_layout`] | a PTX-allowed fragment | the warpgroup register layout |
 //! | [`TileLayout::injectivity`] | valid layout | `Injective`, a real `Collision`, or `Unknown` above 2^20 entangled points |
 //! | [`Swizzle::new`] | `at >= sw`, `p+sw+at <= 40` | `apply` is total |
 //!
@@ -81,6 +91,9 @@
 //!   pass non-`m` axes through instead of failing (20).
 //! * `tile` scales the outer replicas and offsets as well as the outer shard
 //!   iters by the inner span, so its law holds for the whole layout (8).
+//! * `tile_to` and `mma_shared_layout` reject shapes that are not whole
+//!   multiples of the atom instead of flooring them into a wrong-size layout,
+//!   and `mma_atom_shape` of mode 0 is the 16-byte core matrix (24, 25).
 //!
 //! Kept as in the reference: `size` counts all shard iters while `span` counts
 //! memory axes (plus replicas and offsets) unless an axis is named (9).
@@ -91,9 +104,11 @@ pub mod canon;
 pub mod error;
 pub mod group;
 pub mod inject;
+pub mod mma;
 pub mod scope;
 pub mod slice;
 pub mod swizzle;
+pub mod tcgen05;
 pub mod text;
 pub mod tile;
 pub mod tiling;
@@ -103,5 +118,7 @@ pub use axis::{Axis, ExecScope};
 pub use canon::Fusion;
 pub use error::{LayoutError, Result};
 pub use inject::{Collision, Injectivity, IterRef};
+pub use mma::{mma_atom_layout, mma_atom_shape, mma_shared_layout, SwizzleMode};
+pub use tcgen05::{tcgen05_atom_layout, wg_local_layout, Tcgen05Shape};
 pub use text::{parse_layout, LayoutParseError};
 pub use tile::{ComposeLayout, Iter, Layout, Swizzle, TileLayout};

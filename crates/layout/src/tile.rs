@@ -39,6 +39,14 @@ impl TileLayout {
     pub fn new(shard: Vec<Iter>, replica: Vec<Iter>, offset: BTreeMap<Axis, i64>) -> TileLayout {
         TileLayout { shard, replica, offset }
     }
+    /// The checked constructor (the reference's `TileLayout.from_iters`): extents
+    /// positive, values within [`LIMIT`], thread axes forming one scope chain.
+    pub fn from_iters(shard: Vec<Iter>, replica: Vec<Iter>, offset: BTreeMap<Axis, i64>) -> Result<TileLayout> {
+        let l = TileLayout { shard, replica, offset };
+        l.validate()?;
+        l.scope()?;
+        Ok(l)
+    }
     pub fn from_shard(shard: Vec<Iter>) -> TileLayout {
         TileLayout { shard, ..Default::default() }
     }

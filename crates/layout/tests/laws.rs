@@ -6,8 +6,8 @@
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use tirx_layout::{
-    normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion, Injectivity, Iter, Layout, LayoutError, Swizzle,
-    TileLayout,
+    mma_atom_layout, mma_atom_shape, mma_shared_layout, normalize, parse_layout, Axis, ComposeLayout, Coord, Fusion,
+    Injectivity, Iter, Layout, LayoutError, Swizzle, SwizzleMode, TileLayout,
 };
 
 fn config() -> Config {
@@ -292,6 +292,152 @@ proptest! {
     }
 
     #[test]
+    fn tile_to_law(
+        inner in layout(),
+        a in any::<u32>(),
+        b in any::<u32>(),
+        grid in prop::collection::vec(1i64..4, 3),
+        sw in prop::option::of((0u32..4, 0u32..3, 0u32..2)),
+        cuda in any::<bool>(),
+    ) {
+        // `L.tile_to(to, atom).apply(o·atom + i, to)` = `L(i)` plus the row-major grid
+        // index `o` on `m`, scaled by the span of L on `m` when L occupies `m`; a
+        // ComposeLayout swizzles that address.
+        let f = fusion(cuda);
+        let atom = shape_for(inner.size(None).unwrap(), a, b);
+        let grid = &grid[..atom.len()];
+        let to: Vec<i64> = atom.iter().zip(grid).map(|(a, g)| a * g).collect();
+        let layout: Layout = match sw {
+            Some((p, s, extra)) => ComposeLayout { swizzle: Swizzle::new(p, s, s + extra, true).unwrap(), tile: inner.clone() }.into(),
+            None => inner.clone().into(),
+        };
+        let t = match layout.tile_to(&to, &atom, f) {
+            Ok(t) => t,
+            Err(e) => {
+                prop_assert!(matches!(e, LayoutError::ShapeMismatch { .. }), "{}", e);
+                return Ok(());
+            }
+        };
+        let base = match &layout {
+            Layout::Tile(_) => inner.clone(),
+            Layout::Compose(c) => c.base_tile(&atom).unwrap(),
+        };
+        let inner_c = base.canonicalize(f).unwrap();
+        let scale = if inner_c.shard.iter().any(|it| it.axis == Axis::M) { inner_c.span(Some(Axis::M)).unwrap() } else { 1 };
+        let atoms = coords(&atom);
+        for o in coords(grid).into_iter().take((4096 / atoms.len()).max(1)) {
+            let cell = o.iter().zip(grid).fold(0, |acc, (x, g)| acc * g + x);
+            for i in &atoms {
+                let x: Vec<i64> = (0..atom.len()).map(|d| o[d] * atom[d] + i[d]).collect();
+                let mut want = inner_c.apply(i, &atom).unwrap();
+                *want.entry(Axis::M).or_insert(0) += cell * scale;
+                if let Some(s) = layout.swizzle() {
+                    let m = want[&Axis::M];
+                    want.insert(Axis::M, s.apply(m));
+                }
+                prop_assert_eq!(normalize(&t.apply(&x, &to).unwrap()), normalize(&want), "{} tiled to {:?}: {}", layout, to, t);
+            }
+        }
+    }
+
+    #[test]
+    fn group_then_permute_by_groups_transposes_the_map(l in layout(), a in any::<u32>(), b in any::<u32>(), perm in Just(vec![0usize, 1, 2]).prop_shuffle()) {
+        // Group d of `g.permute_by_groups(seps, perm)` is group perm[d] of g, so the
+        // permuted layout over the permuted shape is the transposed map.
+        let shape = shape_for(l.size(None).unwrap(), a, b);
+        let Ok((g, seps)) = l.group(&shape) else { return Ok(()) };
+        let perm: Vec<usize> = perm.into_iter().filter(|&d| d < shape.len()).collect();
+        let p = g.permute_by_groups(&seps, &perm).unwrap();
+        let pshape: Vec<i64> = perm.iter().map(|&d| shape[d]).collect();
+        for c in coords(&shape) {
+            let pc: Vec<i64> = perm.iter().map(|&d| c[d]).collect();
+            prop_assert_eq!(
+                sorted(p.apply_set(&pc, &pshape).unwrap().iter().map(normalize).collect()),
+                sorted(l.apply_set(&c, &shape).unwrap().iter().map(normalize).collect())
+            );
+        }
+    }
+
+    #[test]
+    fn group_many_refines_for_every_shape(l in layout(), a in any::<u32>(), b in any::<u32>(), c in any::<u32>(), d in any::<u32>()) {
+        let n = l.size(None).unwrap();
+        let shapes = vec![shape_for(n, a, b), shape_for(n, c, d)];
+        match l.group_many(&shapes) {
+            Ok((g, seps)) => {
+                prop_assert_eq!(full_map(&g, normalize), full_map(&l, normalize));
+                prop_assert_eq!(seps.len(), 2);
+                for (shape, seps) in shapes.iter().zip(&seps) {
+                    prop_assert_eq!(seps.len(), shape.len() + 1);
+                    prop_assert_eq!(seps[0], 0);
+                    prop_assert_eq!(*seps.last().unwrap(), g.shard.len());
+                    for d in 0..shape.len() {
+                        let p: i64 = g.shard[seps[d]..seps[d + 1]].iter().map(|it| it.extent).product();
+                        prop_assert_eq!(p, shape[d]);
+                    }
+                    // A common refinement exists, so each shape alone groups too.
+                    prop_assert!(l.group(shape).is_ok(), "{} groups by {:?} jointly but not alone", l, shape);
+                }
+                // Only splits: the non-unit pieces of each non-unit input iter multiply back.
+                let mut it = g.shard.iter().filter(|it| it.extent > 1);
+                for orig in l.shard.iter().filter(|it| it.extent > 1) {
+                    let mut p = 1i64;
+                    while p < orig.extent {
+                        let next = it.next().unwrap();
+                        prop_assert_eq!(next.axis, orig.axis);
+                        p *= next.extent;
+                    }
+                    prop_assert_eq!(p, orig.extent);
+                }
+            }
+            Err(e) => prop_assert!(matches!(e, LayoutError::BadArgument { .. }), "{}", e),
+        }
+    }
+
+    #[test]
+    fn mma_shared_layout_is_a_bijection_made_of_atoms(
+        bits in prop::sample::select(vec![8u32, 16, 32]),
+        mode in 0i64..4,
+        lead in prop::option::of(1i64..4),
+        row_atoms in 1i64..5,
+        col_atoms in 1i64..4,
+    ) {
+        let mode = SwizzleMode::from_index(mode).unwrap();
+        let atom_shape = mma_atom_shape(bits, mode, 2).unwrap();
+        let (ar, ac) = (atom_shape[0], atom_shape[1]);
+        let mut shape: Vec<i64> = lead.into_iter().collect();
+        shape.extend([ar * row_atoms, ac * col_atoms]);
+        let l = mma_shared_layout(bits, mode, &shape).unwrap();
+        prop_assert_eq!(l.tile().injectivity().unwrap(), Injectivity::Injective, "{}", l);
+        let n: i64 = shape.iter().product();
+        // One address per element, together exactly [0, n): dense and injective.
+        let addr = |x: i64| -> i64 {
+            let m = l.tile().apply_linear(x).unwrap()[&Axis::M];
+            l.swizzle().map_or(m, |s| s.apply(m))
+        };
+        let mut all: Vec<i64> = (0..n).map(addr).collect();
+        all.sort();
+        prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
+        // Each aligned atom-shaped block is the atom layout at a period-aligned base.
+        let atom = mma_atom_layout(bits, mode).unwrap();
+        let period = atom.swizzle.period();
+        let flat = |c: &[i64]| c.iter().zip(&shape).fold(0, |acc, (x, e)| acc * e + x);
+        let r = shape.len();
+        for origin in coords(&shape).into_iter().filter(|c| c[r - 2] % ar == 0 && c[r - 1] % ac == 0) {
+            let base = addr(flat(&origin));
+            prop_assert_eq!(base % period, 0, "{} block {:?}", l, origin);
+            for i in 0..ar {
+                for j in 0..ac {
+                    let mut c = origin.clone();
+                    c[r - 2] += i;
+                    c[r - 1] += j;
+                    let want = base + atom.apply(&[i, j], &[ar, ac]).unwrap()[&Axis::M];
+                    prop_assert_eq!(addr(flat(&c)), want, "{} at {:?}", l, c);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn swizzled_slice_law(p in 0u32..3, s in 0u32..3, extra in 0u32..2, r0 in 0i64..8, rn in 1i64..8, c0 in 0i64..32, cn in 1i64..32) {
         let swizzle = Swizzle::new(p, s, s + extra, true).unwrap();
         let shape = [8i64, 32];
@@ -343,6 +489,21 @@ proptest! {
             if let Ok(c) = l.canonicalize(f) { let _ = l.fuse_coord(&c.offset, f); }
         }
         let _ = (l.scope(), l.size(None), l.span(None), l.span(Some(Axis::M)), l.group(&shape));
+        let _ = (l.tile_to(&shape, &coord, Fusion::None), l.group_many(&[shape.clone(), coord.clone()]));
+        let perm: Vec<usize> = coord.iter().map(|&c| c.unsigned_abs() as usize).collect();
+        let _ = (l.permute_by_groups(&perm, &perm), l.permute_dims(&perm));
+        let _ = TileLayout::from_iters(l.shard.clone(), l.replica.clone(), l.offset.clone());
+        if let Ok(sw) = Swizzle::new(3, 3, 3, true) {
+            let _ = ComposeLayout { swizzle: sw, tile: l.clone() }.tile_to(&shape, &coord, Fusion::Cuda);
+        }
+        for mode in SwizzleMode::ALL {
+            let bits = x.unsigned_abs() as u32;
+            let _ = (mma_shared_layout(bits, mode, &shape), mma_atom_shape(bits, mode, shape.len()), mma_atom_layout(bits, mode));
+        }
+        for shape_name in tirx_layout::Tcgen05Shape::ALL {
+            let (rows, cols) = (shape.first().copied().unwrap_or(64), coord.first().copied().unwrap_or(64));
+            let _ = tirx_layout::tcgen05_atom_layout(shape_name, rows.wrapping_mul(64), cols.wrapping_mul(8), x as u32);
+        }
         let _ = l.injectivity();
         let _ = (l.apply_linear(x), l.apply(&coord, &shape), l.apply_set(&coord, &shape), l.apply_shard(&coord));
         let text = l.to_string();

@@ -111,6 +111,12 @@ fn spec(name: &str) -> Option<Spec> {
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
         | "reg_swizzle_wg" => whole(distinct, &["B"], copy_a_to_b),
+        // B = A; C = A[0:16, 0:16] (A is 64 × 64).
+        "layout_helpers" => whole(distinct, &["B", "C"], |e| {
+            let a = e.get("A");
+            let c = (0..16).flat_map(|r| a[r * 64..r * 64 + 16].iter().map(|&x| exact(x))).collect();
+            vec![("B", e.map("A", exact)), ("C", c)]
+        }),
         // B = A; C = the first 96 rows (tiles 0..2) of A.
         "copy_double_buffer" => whole(distinct, &["B", "C"], |e| {
             vec![("B", e.map("A", exact)), ("C", e.get("A")[..96 * 32].iter().map(|&a| exact(a)).collect())]
@@ -203,6 +209,7 @@ const TABLE: &[&str] = &[
     "ewise_sqrt_warp",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
+    "layout_helpers",
     "reg_padded_rows",
     "reg_roundtrip_wg",
     "reg_stream_f16",

@@ -87,6 +87,8 @@ pub enum ExprKind {
     None,
     Tuple(Vec<Expr>),
     List(Vec<Expr>),
+    /// `{key: value, ...}`
+    Dict(Vec<(Expr, Expr)>),
     Attr(Box<Expr>, String, Span),
     Call(Box<Expr>, Vec<Arg>),
     Subscript(Box<Expr>, Box<Expr>),

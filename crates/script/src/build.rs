@@ -177,10 +177,22 @@ impl<'s> Builder<'s> {
         match (module, name) {
             ("tvm.script", "tirx") => Ok(Val::Builtin(Builtin::T)),
             ("tvm.script.tirx", "tile") => Ok(Val::Builtin(Builtin::Tx)),
+            (m, n) if TMA_UTILS_MODULES.contains(&m) => match tma_utils_import(n) {
+                Some(v) => Ok(v),
+                None => {
+                    let names = ["mma_shared_layout", "mma_atom_layout", "mma_atom_shape", "SwizzleMode"];
+                    let mut d = Diagnostic::error(span, format!("`{module}` has no `{n}` known to tirx"))
+                        .with_label("unknown name");
+                    if let Some(c) = closest(n, names) {
+                        d = d.with_help(format!("did you mean `{c}`?"));
+                    }
+                    self.fail(d)
+                }
+            },
             ("tvm.tirx.layout" | "tvm.script.tirx.layout", n) => match layout_import(n) {
                 Some(v) => Ok(v),
                 None => {
-                    let mut names: Vec<&str> = vec!["S", "R", "TileLayout", "ComposeLayout", "wg_local_layout", "Axis"];
+                    let mut names: Vec<&str> = LAYOUT_IMPORTS.to_vec();
                     names.extend(Axis::ALL.iter().map(|a| a.name()));
                     let mut d = Diagnostic::error(span, format!("`{module}` has no `{n}` known to tirx"))
                         .with_label("unknown name");

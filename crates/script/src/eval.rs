@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use tirx_ir::hir::Expr;
 use tirx_ir::hir::{BinOp, ExprKind, UnOp};
 use tirx_ir::{DType, Diagnostic, Span};
-use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
+use tirx_layout::{Axis, ExecScope, Layout};
 
 impl Builder<'_> {
     pub(crate) fn eval(&mut self, e: &ast::Expr) -> R<Val> {
@@ -28,6 +28,7 @@ impl Builder<'_> {
                 let v = Val::List(self.eval_items(items)?);
                 self.bounded(v, e.span)
             }
+            AK::Dict(items) => self.dict_literal(items, e.span),
             AK::Attr(base, name, nsp) => {
                 let b = self.eval(base)?;
                 self.attr(b, name, *nsp, e.span)
@@ -137,6 +138,7 @@ impl Builder<'_> {
             *budget -= 1;
             match v {
                 Val::Tuple(xs) | Val::List(xs) => xs.iter().all(|x| walk(x, depth + 1, budget)),
+                Val::Dict(kv) => kv.iter().all(|(k, v)| walk(k, depth + 1, budget) && walk(v, depth + 1, budget)),
                 Val::Slice(a, b) => a.iter().chain(b.iter()).all(|x| walk(x, depth + 1, budget)),
                 Val::Str(s) => {
                     *budget = budget.saturating_sub(s.len() / 16);
@@ -244,11 +246,23 @@ impl Builder<'_> {
             },
             Val::Builtin(Builtin::AxisNs) => match Axis::from_name(name) {
                 Some(a) => Ok(Val::Axis(a)),
+                None if name == "get" => Ok(Val::Builtin(Builtin::AxisGet)),
                 None => {
-                    let names: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
+                    let mut names: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
+                    names.push("get");
                     self.fail(unknown("Axis", &names))
                 }
             },
+            Val::Builtin(Builtin::TileLayout) => match name {
+                "from_iters" => Ok(Val::Builtin(Builtin::FromIters)),
+                _ => self.fail(unknown("TileLayout", &["from_iters"])),
+            },
+            Val::Builtin(Builtin::SwizzleModeNs) => self.swizzle_mode_attr(name, nsp),
+            Val::Layout(l) => self.layout_attr(l, name, nsp),
+            // `S[...].tile_to(...)`: a spec is the TileLayout it builds.
+            Val::Spec(sp) => self.layout_attr(Layout::Tile(sp.into_tile()), name, nsp),
+            Val::Iter(it) => self.iter_attr(it, name, nsp),
+            Val::Axis(a) => self.axis_attr(a, name, nsp),
             Val::Buffer(b) => match name {
                 "local" => Ok(Val::Method(b, Method::Local)),
                 "view" => Ok(Val::Method(b, Method::View)),
@@ -313,6 +327,10 @@ impl Builder<'_> {
     fn call(&mut self, f: Val, args: &[ast::Arg], span: Span, fspan: Span) -> R<Val> {
         let b = match f {
             Val::Builtin(b) => b,
+            Val::LayoutMethod(l, m) => {
+                let (pos, kw) = self.eval_args(args)?;
+                return self.layout_method(*l, m, pos, kw, span);
+            }
             Val::Method(..) => {
                 return self.fail(
                     Diagnostic::error(span, "buffer views must be bound to a name")
@@ -377,6 +395,7 @@ impl Builder<'_> {
                     Some(xs) => Val::Int(xs.len() as i64),
                     None => match v {
                         Val::Str(s) => Val::Int(s.chars().count() as i64),
+                        Val::Dict(kv) => Val::Int(kv.len() as i64),
                         other => return self.expected_kind("a tuple, list or string", &other, sp),
                     },
                 }
@@ -434,18 +453,14 @@ impl Builder<'_> {
                 }
             }
             Builtin::ComposeLayout => self.compose_layout(&mut a)?,
-            Builtin::WgLocalLayout => {
-                let (c, cs) = a.req(self, "cols")?;
-                let cols = self.positive_int(c, cs)?;
-                let rows = match a.opt(self, "rows")? {
-                    Some((r, rs)) => self.positive_int(r, rs)?,
-                    None => 128,
-                };
-                Val::Layout(Layout::Tile(TileLayout::from_shard(vec![
-                    Iter::new(rows, 1, Axis::TidInWg),
-                    Iter::m(cols, 1),
-                ])))
-            }
+            Builtin::WgLocalLayout
+            | Builtin::FromIters
+            | Builtin::Iter
+            | Builtin::AxisGet
+            | Builtin::MmaSharedLayout
+            | Builtin::MmaAtomLayout
+            | Builtin::MmaAtomShape
+            | Builtin::Tcgen05AtomLayout => self.layout_helper(b, &mut a, span)?,
             Builtin::Cast => {
                 let (v, vs) = a.req(self, "value")?;
                 let (d, ds) = a.req(self, "dtype")?;
@@ -480,7 +495,13 @@ impl Builder<'_> {
                 let e = self.scalar(v, vs)?;
                 self.math(f, e, span)?
             }
-            Builtin::T | Builtin::TCuda | Builtin::Tx | Builtin::TxScope(_) | Builtin::AxisNs | Builtin::Opaque => {
+            Builtin::T
+            | Builtin::TCuda
+            | Builtin::Tx
+            | Builtin::TxScope(_)
+            | Builtin::AxisNs
+            | Builtin::SwizzleModeNs
+            | Builtin::Opaque => {
                 return self.fail(Diagnostic::error(span, "a module is not callable").with_label("called here"))
             }
             Builtin::PrimFunc | Builtin::Handle | Builtin::Buffer | Builtin::Let => {
@@ -593,6 +614,7 @@ impl Builder<'_> {
             Val::Builtin(Builtin::S) => self.layout_spec(idx, true),
             Val::Builtin(Builtin::R) => self.layout_spec(idx, false),
             Val::Buffer(b) => self.buffer_subscript(b, idx, span),
+            Val::Dict(items) => self.dict_subscript(items, idx),
             Val::Tuple(xs) | Val::List(xs) => {
                 let i = self.eval(idx)?;
                 let i = self.const_int(i, idx.span)?;
@@ -1145,6 +1167,14 @@ impl Builder<'_> {
             Builtin::TileLayout => "TileLayout".into(),
             Builtin::ComposeLayout => "ComposeLayout".into(),
             Builtin::WgLocalLayout => "wg_local_layout".into(),
+            Builtin::FromIters => "TileLayout.from_iters".into(),
+            Builtin::Iter => "Iter".into(),
+            Builtin::AxisGet => "Axis.get".into(),
+            Builtin::SwizzleModeNs => "SwizzleMode".into(),
+            Builtin::MmaSharedLayout => "mma_shared_layout".into(),
+            Builtin::MmaAtomLayout => "mma_atom_layout".into(),
+            Builtin::MmaAtomShape => "mma_atom_shape".into(),
+            Builtin::Tcgen05AtomLayout => "tcgen05_atom_layout".into(),
             Builtin::PrimFunc => "T.prim_func".into(),
             Builtin::Handle => "T.handle".into(),
             Builtin::Buffer => "T.Buffer".into(),

@@ -21,7 +21,8 @@
 //! Pipeline: `lexer` (tokens with `Indent`/`Dedent`) → `parser` (a Python
 //! subset AST; on a syntax error it skips to the end of the statement and
 //! goes on) → `build` (statements), `eval` (expressions: module constants and
-//! `layouts` are Python values, runtime scalars become HIR), `buffers`
+//! `layouts` are Python values, runtime scalars become HIR; `layout_ops` gives
+//! layout values their methods and helpers, docs/layout-model.md §2.14), `buffers`
 //! (declarations, loads, stores, regions) and `tile` (tile calls), each
 //! checking its operands → `scope_ids` (extent inference and consistency,
 //! docs/tile-primitives.md §1.2).
@@ -36,6 +37,7 @@ mod ast;
 mod buffers;
 mod build;
 mod eval;
+mod layout_ops;
 mod layouts;
 mod lexer;
 mod parser;
@@ -46,6 +48,14 @@ mod tile;
 mod value;
 
 pub use print::print_kernel;
+
+/// Evaluates one layout expression with the script's layout builders,
+/// helpers and methods in scope (as `tirx layout` does when an expression uses
+/// them): `S[(8, 64)].tile_to((16, 128), (8, 64))`, `mma_shared_layout("float16", 3, (64, 256))`.
+/// Errors are diagnostics with byte spans into `text`.
+pub fn eval_layout(text: &str) -> Result<tirx_layout::Layout, Vec<Diagnostic>> {
+    layout_ops::eval_layout(text)
+}
 
 /// Each stage (lexer, parser, builder) stops checking a file once it has
 /// collected this many diagnostics, and says so once: a 16 MiB file of `$`

@@ -924,6 +924,7 @@ impl Parser<'_> {
             },
             Tok::Op("(") => return self.paren(),
             Tok::Op("[") => return self.list(),
+            Tok::Op("{") => return self.dict(),
             Tok::Op("...") => {
                 self.error(Diagnostic::error(sp, "`...` is not supported").with_help("write the elided code out"));
                 return Err(());
@@ -973,6 +974,30 @@ impl Parser<'_> {
         let r = self.list_inner(lo);
         self.leave();
         r
+    }
+
+    fn dict(&mut self) -> PResult<Expr> {
+        let lo = self.bump();
+        self.enter()?;
+        let r = self.dict_inner(lo);
+        self.leave();
+        r
+    }
+
+    /// `{k: v, ...}` (no comprehensions, no `**` splats).
+    fn dict_inner(&mut self, lo: Span) -> PResult<Expr> {
+        let mut items = vec![];
+        while !self.at_op("}") {
+            let key = self.test()?;
+            self.expect_op(":")?;
+            let value = self.test()?;
+            items.push((key, value));
+            if !self.eat_op(",") {
+                break;
+            }
+        }
+        self.expect_op("}")?;
+        Ok(Expr { kind: ExprKind::Dict(items), span: lo.to(self.prev_span()) })
     }
 
     fn list_inner(&mut self, lo: Span) -> PResult<Expr> {

@@ -562,8 +562,27 @@ fn is_default(b: &Buffer) -> bool {
 /// wrapped as `TileLayout(...)` (a `ComposeLayout(...)` prints whole).
 fn layout_text(l: &Layout) -> String {
     match l {
-        Layout::Tile(t) => format!("TileLayout({t})"),
-        Layout::Compose(c) => c.to_string(),
+        Layout::Tile(t) => format!("TileLayout({})", tile_text(t)),
+        Layout::Compose(c) => {
+            let s = c.swizzle;
+            let inner = if s.inner { "" } else { ", swizzle_inner=False" };
+            let (p, sw, at) = (s.per_element, s.swizzle_len, s.atom_len);
+            format!("ComposeLayout({p}, {sw}, {at}, {}{inner})", tile_text(&c.tile))
+        }
+    }
+}
+
+/// `Display` of a tile, except that a layout of offsets only (e.g. the
+/// `storage()` of a thread-only layout) starts from the empty shard `S[()]`:
+/// a bare `5@laneid` is a stride, not a layout, in a script.
+fn tile_text(t: &TileLayout) -> String {
+    let text = t.to_string();
+    if !(t.shard.is_empty() && t.replica.is_empty() && !t.offset.is_empty()) {
+        return text;
+    }
+    match text.strip_prefix('-') {
+        Some(rest) => format!("S[()] - {rest}"),
+        None => format!("S[()] + {text}"),
     }
 }
 

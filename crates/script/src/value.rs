@@ -29,6 +29,7 @@ pub fn weight(v: &Val, cap: usize) -> usize {
         *left -= 1;
         match v {
             Val::Tuple(xs) | Val::List(xs) => xs.iter().all(|x| walk(x, left)),
+            Val::Dict(kv) => kv.iter().all(|(k, v)| walk(k, left) && walk(v, left)),
             Val::Slice(a, b) => a.iter().chain(b.iter()).all(|x| walk(x, left)),
             Val::Str(s) => match left.checked_sub(s.len() / 16) {
                 Some(l) => {
@@ -57,6 +58,61 @@ pub struct Spec {
 impl Spec {
     pub fn into_tile(self) -> TileLayout {
         TileLayout::new(self.shard.unwrap_or_default(), self.replica.unwrap_or_default(), self.offset)
+    }
+}
+
+/// A method of a layout value (docs/layout-model.md §2.14).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutMethod {
+    TileTo,
+    Tile,
+    Group,
+    GroupMany,
+    PermuteByGroups,
+    PermuteDims,
+    Canonicalize,
+    Slice,
+    Storage,
+    Size,
+    Span,
+    Apply,
+}
+
+impl LayoutMethod {
+    pub const ALL: [LayoutMethod; 12] = [
+        LayoutMethod::TileTo,
+        LayoutMethod::Tile,
+        LayoutMethod::Group,
+        LayoutMethod::GroupMany,
+        LayoutMethod::PermuteByGroups,
+        LayoutMethod::PermuteDims,
+        LayoutMethod::Canonicalize,
+        LayoutMethod::Slice,
+        LayoutMethod::Storage,
+        LayoutMethod::Size,
+        LayoutMethod::Span,
+        LayoutMethod::Apply,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LayoutMethod::TileTo => "tile_to",
+            LayoutMethod::Tile => "tile",
+            LayoutMethod::Group => "group",
+            LayoutMethod::GroupMany => "group_many",
+            LayoutMethod::PermuteByGroups => "permute_by_groups",
+            LayoutMethod::PermuteDims => "permute_dims",
+            LayoutMethod::Canonicalize => "canonicalize",
+            LayoutMethod::Slice => "slice",
+            LayoutMethod::Storage => "storage",
+            LayoutMethod::Size => "size",
+            LayoutMethod::Span => "span",
+            LayoutMethod::Apply => "apply",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<LayoutMethod> {
+        LayoutMethod::ALL.into_iter().find(|m| m.name() == s)
     }
 }
 
@@ -113,12 +169,24 @@ pub enum Builtin {
     Int,
     Float,
     Abs,
-    // layout builders
+    // layout builders and helpers
     S,
     R,
     TileLayout,
     ComposeLayout,
     WgLocalLayout,
+    /// `TileLayout.from_iters(shard, replica, offset)`
+    FromIters,
+    /// `Iter(extent, stride, axis)`
+    Iter,
+    /// `Axis.get(name)`
+    AxisGet,
+    /// `SwizzleMode.SWIZZLE_*` (the modes are ints 0..=3)
+    SwizzleModeNs,
+    MmaSharedLayout,
+    MmaAtomLayout,
+    MmaAtomShape,
+    Tcgen05AtomLayout,
     // T.*
     PrimFunc,
     Handle,
@@ -157,6 +225,12 @@ pub enum Val {
     AxisStride(i64, Axis),
     Spec(Spec),
     Layout(Layout),
+    /// `Iter(extent, stride, axis)`: one iter of a layout.
+    Iter(Iter),
+    /// `{key: value}`, in insertion order (keys are compile-time values).
+    Dict(Vec<(Val, Val)>),
+    /// `layout.tile_to` before the call.
+    LayoutMethod(Box<Layout>, LayoutMethod),
     Builtin(Builtin),
     /// A runtime scalar (kernel only).
     Expr(Expr),
@@ -189,6 +263,9 @@ impl Val {
             Val::AxisStride(..) => "an axis stride (`k @ axis`)",
             Val::Spec(_) => "a layout spec",
             Val::Layout(_) => "a layout",
+            Val::Iter(_) => "an iter",
+            Val::Dict(_) => "a dict",
+            Val::LayoutMethod(..) => "a layout method",
             Val::Builtin(_) => "a function or module",
             Val::Expr(_) => "a runtime value",
             Val::Buffer(_) => "a buffer",
@@ -345,9 +422,43 @@ pub fn layout_import(name: &str) -> Option<Val> {
         "ComposeLayout" => Builtin::ComposeLayout,
         "wg_local_layout" => Builtin::WgLocalLayout,
         "Axis" => Builtin::AxisNs,
+        "Iter" => Builtin::Iter,
+        "tcgen05_atom_layout" => Builtin::Tcgen05AtomLayout,
+        _ => return tma_utils_import(name),
+    }))
+}
+
+/// Names importable from `tvm.tirx.layout` (axes aside), for "did you mean".
+pub const LAYOUT_IMPORTS: [&str; 12] = [
+    "S",
+    "R",
+    "TileLayout",
+    "ComposeLayout",
+    "wg_local_layout",
+    "Axis",
+    "Iter",
+    "tcgen05_atom_layout",
+    "mma_shared_layout",
+    "mma_atom_layout",
+    "mma_atom_shape",
+    "SwizzleMode",
+];
+
+/// The shared-memory atom helpers, importable from `tvm.tirx.layout` and from the
+/// reference's `...tile_primitive.tma_utils` modules.
+pub fn tma_utils_import(name: &str) -> Option<Val> {
+    Some(Val::Builtin(match name {
+        "mma_shared_layout" => Builtin::MmaSharedLayout,
+        "mma_atom_layout" => Builtin::MmaAtomLayout,
+        "mma_atom_shape" => Builtin::MmaAtomShape,
+        "SwizzleMode" => Builtin::SwizzleModeNs,
         _ => return None,
     }))
 }
+
+/// Modules that hold the reference's `mma_*` helpers and `SwizzleMode`.
+pub const TMA_UTILS_MODULES: [&str; 2] =
+    ["tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"];
 
 /// Python builtins visible everywhere.
 pub fn python_builtin(name: &str) -> Option<Builtin> {

@@ -16,12 +16,14 @@
 use crate::exit::{CmdResult, Failure};
 use crate::out::errln;
 use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use tirx_layout::{parse_layout, Axis, Coord, ExecScope, Fusion, Layout, LayoutError};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The layout expression, e.g. `S[(32,8):(1@laneid,1)]`.
+    /// The layout expression, e.g. `S[(32,8):(1@laneid,1)]`, or a script layout
+    /// expression with methods and helpers, e.g. `mma_shared_layout("float16", 3, (64, 256))`.
     pub expr: String,
     /// Logical shape of the tile, e.g. `8,16` (default: the layout size, 1-D).
     #[arg(long)]
@@ -60,7 +62,7 @@ const MAX_CELL_REPLICAS: usize = 4;
 
 pub fn run(a: Args) -> CmdResult {
     let fusion = Fusion::from_name(&a.fusion).unwrap_or_default();
-    let mut layout = parse_layout(&a.expr).map_err(|e| Failure::User(e.render(&a.expr)))?;
+    let mut layout = read_layout(&a.expr)?;
     let mut shape = match &a.shape {
         Some(text) => parse_list(text, "--shape", "a positive integer", |s| s.parse::<i64>().ok().filter(|v| *v > 0))?,
         None => vec![layout.size(None).map_err(user)?],
@@ -103,6 +105,27 @@ pub fn run(a: Args) -> CmdResult {
         }
     }
     crate::out::out(&out)
+}
+
+/// The layout of `expr`: the layout text syntax (docs/layout-model.md §1.5), else
+/// a script expression with the layout methods and helpers (§2.14), e.g.
+/// `S[8, 64].tile_to((16, 128), (8, 64))`. When both fail, the error of the
+/// reader that got further into the text is shown (the text syntax on a tie).
+fn read_layout(expr: &str) -> Result<Layout, Failure> {
+    let text_err = match parse_layout(expr) {
+        Ok(l) => return Ok(l),
+        Err(e) => e,
+    };
+    let diags = match tirx_script::eval_layout(expr) {
+        Ok(l) => return Ok(l),
+        Err(d) => d,
+    };
+    let furthest = diags.iter().map(|d| d.span().lo as usize).max().unwrap_or(0);
+    if furthest <= text_err.offset {
+        return Err(Failure::User(text_err.render(expr)));
+    }
+    let color = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    Err(Failure::User(tirx_ir::diag::render(&diags, "EXPR", expr, color)))
 }
 
 fn user(e: LayoutError) -> Failure {

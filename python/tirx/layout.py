@@ -23,6 +23,11 @@ __all__ = [
     "S",
     "Spec",
     "TileLayout",
+    "SwizzleMode",
+    "mma_atom_layout",
+    "mma_atom_shape",
+    "mma_shared_layout",
+    "tcgen05_atom_layout",
     "wg_local_layout",
 ]
 
@@ -169,6 +174,12 @@ class Spec:
     def __repr__(self):
         return repr(TileLayout(self))
 
+    def __getattr__(self, name):
+        # A spec is also its layout: `S[...].tile_to(...)`, `S[...].size()`.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(TileLayout(self), name)
+
 
 class _SpecBuilder:
     __slots__ = ("_shard",)
@@ -290,6 +301,14 @@ class Layout:
             coord = tuple(coord[0])
         return self._n.apply([int(c) for c in coord], [int(s) for s in shape])
 
+    def tile_to(self, to_shape: Sequence[int] = None, current_shape: Sequence[int] = None, **kw) -> "Layout":
+        """This layout (an atom over ``current_shape``) repeated row-major to ``to_shape``."""
+        to_shape = kw.pop("shape", to_shape)
+        current_shape = kw.pop("atom_shape", current_shape)
+        if kw:
+            raise TypeError(f"tile_to() got unexpected keywords {sorted(kw)}")
+        return _wrap(self._n.tile_to([int(x) for x in to_shape], [int(x) for x in current_shape]))
+
     def is_swizzle(self) -> bool:
         return not self._n.is_tile()
 
@@ -339,6 +358,10 @@ class TileLayout(Layout):
         n, seps = self._n.group([int(s) for s in shape])
         return _wrap(n), list(seps)
 
+    def group_many(self, shapes: Sequence[Sequence[int]]) -> Tuple["TileLayout", List[List[int]]]:
+        n, seps = self._n.group_many([[int(x) for x in sh] for sh in shapes])
+        return _wrap(n), [list(x) for x in seps]
+
     def permute_by_groups(self, seps: Sequence[int], perm: Sequence[int]) -> "TileLayout":
         return _wrap(self._n.permute_by_groups(list(seps), list(perm)))
 
@@ -383,6 +406,55 @@ class ComposeLayout(Layout):
     @property
     def swizzle_inner(self) -> bool:
         return self.swizzle[3]
+
+
+class SwizzleMode(int):
+    """The canonical shared tiles' swizzle: 0 none, 1 32B, 2 64B, 3 128B (the reference's enum)."""
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+SwizzleMode.SWIZZLE_NONE = SwizzleMode(0)
+SwizzleMode.SWIZZLE_32B_ATOM = SwizzleMode(1)
+SwizzleMode.SWIZZLE_64B_ATOM = SwizzleMode(2)
+SwizzleMode.SWIZZLE_128B_ATOM = SwizzleMode(3)
+
+
+def _bits(dtype) -> int:
+    name = getattr(dtype, "name", None) or str(dtype)
+    from .script.namespace import ALIASES
+
+    name = ALIASES.get(name, name)
+    table = {"bool": 8, "float4_e2m1fn": 4}
+    if name in table:
+        return table[name]
+    digits = "".join(c for c in name.split("_")[0] if c.isdigit())
+    if not digits:
+        raise ValueError(f"unknown dtype {dtype!r}")
+    return int(digits)
+
+
+def mma_atom_shape(dtype, swizzle_mode, shape: Optional[Sequence[int]] = None) -> List[int]:
+    """One canonical shared atom's shape ``[8, row_bytes * 8 / bits]`` (padded to ``len(shape)``)."""
+    return list(_native.mma_atom_shape_of(_bits(dtype), int(swizzle_mode), len(shape) if shape else 2))
+
+
+def mma_atom_layout(dtype, swizzle_mode) -> "ComposeLayout":
+    """One canonical shared atom: a bare swizzle over one period."""
+    return _wrap(_native.mma_atom_layout_of(_bits(dtype), int(swizzle_mode)))
+
+
+def mma_shared_layout(dtype, swizzle_mode, shape: Sequence[int]) -> Layout:
+    """The canonical (swizzled) shared-memory tile of ``shape`` for ldmatrix, wgmma and TMA."""
+    return _wrap(_native.mma_shared_layout_of(_bits(dtype), int(swizzle_mode), [int(x) for x in shape]))
+
+
+def tcgen05_atom_layout(instr_shape: str, tensor_shape: Sequence[int], dtype) -> TileLayout:
+    """The register layout of a tcgen05 ld/st atom (``"16x256b"``, ...) over ``tensor_shape``."""
+    rows, cols = (int(x) for x in tensor_shape)
+    return _wrap(_native.tcgen05_atom_layout_of(instr_shape, rows, cols, _bits(dtype)))
 
 
 def wg_local_layout(cols: int, rows: int = 128) -> TileLayout:

@@ -7,7 +7,10 @@
 use crate::user_error;
 use pyo3::prelude::*;
 use std::collections::BTreeMap;
-use tirx_layout::{Axis, ComposeLayout, Fusion, Iter, Layout, LayoutError, Swizzle, TileLayout};
+use tirx_layout::{
+    mma_atom_layout, mma_atom_shape, mma_shared_layout, tcgen05_atom_layout, Axis, ComposeLayout, Fusion, Iter, Layout,
+    LayoutError, Swizzle, SwizzleMode, Tcgen05Shape, TileLayout,
+};
 
 fn err(e: LayoutError) -> PyErr {
     user_error(format!("layout error: {e}"))
@@ -17,9 +20,11 @@ fn axis(name: &str) -> PyResult<Axis> {
     Axis::from_name(name).ok_or_else(|| user_error(format!("unknown axis `{name}`")))
 }
 
+/// Layout methods never fuse thread axes unless asked (`fusion="cuda"`), as in scripts
+/// (and the reference outside a target); lowering fuses later.
 fn fusion(name: Option<&str>) -> PyResult<Fusion> {
     match name {
-        None => Ok(Fusion::Cuda),
+        None => Ok(Fusion::None),
         Some(n) => Fusion::from_name(n).ok_or_else(|| user_error(format!("unknown fusion `{n}`"))),
     }
 }
@@ -156,6 +161,18 @@ impl PyLayout {
         Ok(PyLayout(Layout::Tile(t)))
     }
 
+    /// `self` (an atom over `atom_shape`) repeated row-major to cover `shape`.
+    #[pyo3(signature = (shape, atom_shape, fusion = None))]
+    fn tile_to(&self, shape: Vec<i64>, atom_shape: Vec<i64>, fusion: Option<&str>) -> PyResult<PyLayout> {
+        self.0.tile_to(&shape, &atom_shape, self::fusion(fusion)?).map(PyLayout).map_err(err)
+    }
+
+    /// The minimal common refinement for several logical shapes: `(layout, seps per shape)`.
+    fn group_many(&self, shapes: Vec<Vec<i64>>) -> PyResult<(PyLayout, Vec<Vec<usize>>)> {
+        let (t, seps) = self.as_tile()?.group_many(&shapes).map_err(err)?;
+        Ok((PyLayout(Layout::Tile(t)), seps))
+    }
+
     /// The layout of region `[(begin, end), ...]` of a buffer of `shape` (the reference's
     /// convention; the crate takes `(begin, extent)`).
     #[pyo3(signature = (shape, region, fusion = None))]
@@ -195,4 +212,34 @@ impl PyLayout {
         let inj = self.0.injectivity().map_err(err)?;
         Ok(inj.collision().map(|c| format!("{c:?}")))
     }
+}
+
+fn mode(m: i64) -> PyResult<SwizzleMode> {
+    SwizzleMode::from_index(m).map_err(err)
+}
+
+/// `mma_atom_shape(elem_bits, mode, rank)`: one canonical shared atom's logical shape.
+#[pyfunction]
+#[pyo3(signature = (elem_bits, swizzle_mode, rank = 2))]
+pub fn mma_atom_shape_of(elem_bits: u32, swizzle_mode: i64, rank: usize) -> PyResult<Vec<i64>> {
+    mma_atom_shape(elem_bits, mode(swizzle_mode)?, rank).map_err(err)
+}
+
+/// `mma_atom_layout(elem_bits, mode)`: one canonical shared atom (a bare swizzle).
+#[pyfunction]
+pub fn mma_atom_layout_of(elem_bits: u32, swizzle_mode: i64) -> PyResult<PyLayout> {
+    mma_atom_layout(elem_bits, mode(swizzle_mode)?).map(|c| PyLayout(Layout::Compose(c))).map_err(err)
+}
+
+/// `mma_shared_layout(elem_bits, mode, shape)`: the canonical (swizzled) shared tile.
+#[pyfunction]
+pub fn mma_shared_layout_of(elem_bits: u32, swizzle_mode: i64, shape: Vec<i64>) -> PyResult<PyLayout> {
+    mma_shared_layout(elem_bits, mode(swizzle_mode)?, &shape).map(PyLayout).map_err(err)
+}
+
+/// `tcgen05_atom_layout(shape_name, rows, cols, elem_bits)` as a register layout.
+#[pyfunction]
+pub fn tcgen05_atom_layout_of(shape: &str, rows: i64, cols: i64, elem_bits: u32) -> PyResult<PyLayout> {
+    let s = Tcgen05Shape::from_name(shape).ok_or_else(|| user_error(format!("unknown tcgen05 atom shape `{shape}`")))?;
+    tcgen05_atom_layout(s, rows, cols, elem_bits).map(|t| PyLayout(Layout::Tile(t))).map_err(err)
 }

@@ -61,5 +61,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<kernel::Parsed>()?;
     m.add_class::<kernel::Lowered>()?;
     m.add_class::<layout::PyLayout>()?;
+    m.add_function(wrap_pyfunction!(layout::mma_atom_shape_of, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::mma_atom_layout_of, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::mma_shared_layout_of, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::tcgen05_atom_layout_of, m)?)?;
     Ok(())
 }

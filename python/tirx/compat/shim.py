@@ -453,6 +453,9 @@ def install() -> None:
     sys.modules["tvm.script.tirx.tile"] = _Tx
     _module("tvm.script", tirx=_T)
     _module("tvm.tirx.layout", **_layout_module())
+    helpers = {n: getattr(_layout, n) for n in ("SwizzleMode", "mma_atom_layout", "mma_atom_shape", "mma_shared_layout")}
+    for path in ("tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"):
+        _module(path, **helpers)
     _module("tvm.tirx.transform", LowerTIRx=LowerTIRx)
     _module("tvm.tirx", layout=sys.modules["tvm.tirx.layout"], transform=sys.modules["tvm.tirx.transform"])
     tvm.target = sys.modules["tvm.target"]

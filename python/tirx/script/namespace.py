@@ -351,4 +351,6 @@ LAYOUT_NAMES = {
     "Axis": _layout.Axis,
     "Iter": _layout.Iter,
     "wg_local_layout": _layout.wg_local_layout,
+    "tcgen05_atom_layout": _layout.tcgen05_atom_layout,
+    "mma_shared_layout": _layout.mma_shared_layout,
 }

@@ -55,8 +55,8 @@ fn special_sum(terms: &[f64]) -> Option<f64> {
     if terms.iter().any(|x| x.is_nan()) {
         return Some(f64::NAN);
     }
-    let pos = terms.iter().any(|x| *x == f64::INFINITY);
-    let neg = terms.iter().any(|x| *x == f64::NEG_INFINITY);
+    let pos = terms.contains(&f64::INFINITY);
+    let neg = terms.contains(&f64::NEG_INFINITY);
     match (pos, neg) {
         (true, true) => Some(f64::NAN),
         (true, false) => Some(f64::INFINITY),

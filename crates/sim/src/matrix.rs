@@ -8,7 +8,7 @@ use crate::compile::{Compiler, Ins, Reg};
 use crate::dot;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
-use tirx_ir::lir::{LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaKind, Space};
+use tirx_ir::lir::{LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaKind, MmaOperand, Space};
 use tirx_ir::DType;
 
 #[derive(Clone, Debug)]
@@ -195,20 +195,8 @@ pub(crate) fn fragment(l: usize, trans: bool) -> ((usize, usize), (usize, usize)
 
 // ------------------------------------------------------------------ mma.sync
 
-/// The logical coordinates of the elements of one operand register, per the
-/// PTX fragment tables of the m16n8 shapes (`g = lane / 4`, `t = lane % 4`,
-/// `p` elements per 32-bit register): accumulator register `i` holds
-/// `(g + 8·(i / 2), 2t + i % 2)`; A register `r` element `e` holds row
-/// `g + 8·(r % 2)`, column `p·t + e + 4p·(r / 2)`; B register `r` element `e`
-/// holds row `p·t + e + 4p·r`, column `g`.
-pub(crate) fn mma_coord(operand: usize, p: usize, lane: usize, r: usize, e: usize) -> (usize, usize) {
-    let (g, t) = (lane / 4, lane % 4);
-    match operand {
-        1 => (g + 8 * (r % 2), p * t + e + 4 * p * (r / 2)),
-        2 => (p * t + e + 4 * p * r, g),
-        _ => (g + 8 * (r / 2), 2 * t + r % 2),
-    }
-}
+/// The fragment of each operand slot (D, A, B, C).
+const OPERANDS: [MmaOperand; 4] = [MmaOperand::Acc, MmaOperand::A, MmaOperand::B, MmaOperand::Acc];
 
 impl Machine<'_> {
     /// `mma.sync` for warp `w`: every lane's A, B and C registers are read, the
@@ -233,7 +221,7 @@ impl Machine<'_> {
                     self.read_raw(b, t, e0, per[o], m.site, &mut bytes[..per[o] * esize])?;
                     for e in 0..per[o] {
                         let v = crate::value::decode(dt, &bytes[e * esize..(e + 1) * esize]);
-                        let (row, col) = mma_coord(o, per[o], lane, r, e);
+                        let (row, col) = m.kind.coord(OPERANDS[o], lane, r, e);
                         if dt.is_float() {
                             let x = f64::from_bits(v);
                             mats[slot][row][col] = if dt == DType::F32 && o != 3 { dot::to_tf32(x) } else { x };
@@ -249,7 +237,7 @@ impl Machine<'_> {
         let d = m.bufs[0];
         let out: Vec<[u8; 4]> = (0..32 * 4)
             .map(|i| {
-                let (row, col) = mma_coord(0, 1, i / 4, i % 4, 0);
+                let (row, col) = m.kind.coord(MmaOperand::Acc, i / 4, i % 4, 0);
                 if m.kind.a.is_int() {
                     let s = (0..k).fold(ci[row][col], |s, j| s.wrapping_add(ai[row][j] * bi[j][col]));
                     (s as i32).to_le_bytes()

@@ -234,16 +234,12 @@ fn float_sums_are_exact_then_rounded_once() {
     let f = FORMS[1];
     let mut a = vec![vec![0.0; 16]; 16];
     let mut b = vec![vec![0.0; 8]; 16];
-    for r in 0..16 {
-        a[r][0] = 2f64.powi(60);
-        a[r][1] = -(2f64.powi(60));
-        a[r][2] = 2f64.powi(-60);
+    for row in a.iter_mut() {
+        row[..3].copy_from_slice(&[2f64.powi(60), -(2f64.powi(60)), 2f64.powi(-60)]);
     }
-    for col in 0..8 {
-        b[0][col] = 2f64.powi(60);
-        b[1][col] = 2f64.powi(60);
-        b[2][col] = 3.0;
-    }
+    b[0] = vec![2f64.powi(60); 8];
+    b[1] = vec![2f64.powi(60); 8];
+    b[2] = vec![3.0; 8];
     let c = vec![vec![0.0; 8]; 16];
     let got = run(&kernel(f, false, 32, false), f, &scatter(f, &a, &b, &c));
     assert!(got.iter().all(|&x| x == 3.0 * 2f64.powi(-60)), "{got:?}");
@@ -267,14 +263,11 @@ fn tf32_inputs_are_rounded_to_tf32() {
     // 1 + ulp/2 rounds (ties away) to 1 + ulp; 1 + ulp/4 rounds to 1.
     let mut a = vec![vec![0.0; 8]; 16];
     let mut b = vec![vec![0.0; 8]; 8];
-    for r in 0..16 {
-        a[r][0] = 1.0 + ulp / 2.0;
-        a[r][1] = 1.0 + ulp / 4.0;
+    for row in a.iter_mut() {
+        row[..2].copy_from_slice(&[1.0 + ulp / 2.0, 1.0 + ulp / 4.0]);
     }
-    for col in 0..8 {
-        b[0][col] = 1.0;
-        b[1][col] = 1.0;
-    }
+    b[0] = vec![1.0; 8];
+    b[1] = vec![1.0; 8];
     let c = vec![vec![0.0; 8]; 16];
     let got = run(&kernel(f, false, 32, false), f, &scatter(f, &a, &b, &c));
     assert!(got.iter().all(|&x| x == 2.0 + ulp), "{got:?}");

@@ -253,11 +253,41 @@ impl MmaKind {
         format!("{}.row.col.{c}.{}.{}.{c}", self.shape.name(), self.a.ptx(), self.b.ptx())
     }
 
+    /// The (row, column) of element `e` of register `r` of `lane`'s fragment of
+    /// `op`, per the PTX ISA fragment tables of the m16n8 shapes (`g = lane / 4`,
+    /// `t = lane % 4`, `p` elements per register): accumulator register `r`
+    /// holds `(g + 8·(r / 2), 2t + r % 2)`; A register `r` element `e` holds row
+    /// `g + 8·(r % 2)`, column `p·t + e + 4p·(r / 2)`; B register `r` element `e`
+    /// holds row `p·t + e + 4p·r`, column `g`.
+    pub fn coord(self, op: MmaOperand, lane: usize, r: usize, e: usize) -> (usize, usize) {
+        let (g, t) = (lane / 4, lane % 4);
+        match op {
+            MmaOperand::A => {
+                let p = self.a.per_reg();
+                (g + 8 * (r % 2), p * t + e + 4 * p * (r / 2))
+            }
+            MmaOperand::B => {
+                let p = self.b.per_reg();
+                (p * t + e + 4 * p * r, g)
+            }
+            MmaOperand::Acc => (g + 8 * (r / 2), 2 * t + r % 2),
+        }
+    }
+
     /// 32-bit registers per lane of A (16×k), B (k×8) and C/D (16×8).
     pub fn regs(self) -> [usize; 3] {
         let k = self.shape.k() as usize;
         [16 * k / 32 / self.a.per_reg(), k * 8 / 32 / self.b.per_reg(), 4]
     }
+}
+
+/// The operands whose fragments [`MmaKind::coord`] maps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MmaOperand {
+    A,
+    B,
+    /// C and D.
+    Acc,
 }
 
 /// `mma.sync.aligned.{shape}.row.col.{acc}.{a}.{b}.{acc} {d}, {a}, {b}, {c}`: one warp

@@ -43,7 +43,7 @@ pub mod round;
 pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
-pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaShape};
+pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
 pub use memory::CacheHint;
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};

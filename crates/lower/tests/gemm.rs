@@ -520,3 +520,44 @@ fn cta_and_warpgroup_scopes_where_each_warp_owns_its_tiles() {
     assert_eq!(r, Rule::Fragment, "{why}");
     assert!(why.contains("but warp 0 computes with it"), "{why}");
 }
+
+// ------------------------------------------------------------------ the GEMM examples
+
+/// `examples/gemm_mma*.py` at another size (M 128, N 256, K 64: 2 × 1 CTAs, 2 K steps),
+/// with full-precision random inputs: C within the documented bound of the f64
+/// product (K/16 roundings to f32 per element, then the output rounding).
+#[test]
+fn gemm_examples_at_another_size() {
+    for (file, ab, out) in [("gemm_mma.py", DType::F16, DType::F32), ("gemm_mma_bf16.py", DType::BF16, DType::BF16)] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(file);
+        let src = std::fs::read_to_string(&path).unwrap().replace("M, N, K = 256, 256, 128", "M, N, K = 128, 256, 64");
+        assert!(src.contains("M, N, K = 128, 256, 64"), "{file}: the size line moved");
+        let l = lower(&src);
+        let g = l.explain.iter().find(|c| c.op == "gemm").unwrap();
+        assert_eq!(g.chosen.as_deref(), Some("mma.m16n8k*"), "{}", g.render());
+        assert!(tried(g, "mma.m16n8k*").reason.contains("64×32×32 per warp = 4×4×2 tiles, 32 mma.sync"));
+        let (m, n, k) = (128usize, 256usize, 64usize);
+        let mut seed = 99u64;
+        let mut val =
+            || tirx_sim::value::round_to(ab, ((next(&mut seed) >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 4.0);
+        let a: Vec<f64> = (0..m * k).map(|_| val()).collect();
+        let b: Vec<f64> = (0..k * n).map(|_| val()).collect();
+        let mut p = vec![to_bytes(ab, &a), to_bytes(ab, &b), to_bytes(out, &vec![0.0; m * n])];
+        tirx_sim::simulate(&l.lir, &mut p, &Default::default()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let c: Vec<f64> = from_bytes(out, &p[2]);
+        let out_ulp = if out == DType::BF16 { 2f64.powi(-8) } else { 0.0 };
+        for i in 0..m {
+            for j in 0..n {
+                let terms: Vec<f64> = (0..k).map(|x| a[i * k + x] * b[x * n + j]).collect();
+                let exact: f64 = terms.iter().sum();
+                let mag: f64 = terms.iter().map(|t| t.abs()).sum();
+                let bound = (k / 16) as f64 * 2f64.powi(-24) * mag + out_ulp * exact.abs();
+                assert!(
+                    (c[i * n + j] - exact).abs() <= bound,
+                    "{file}: C[{i}][{j}] = {}, reference {exact}",
+                    c[i * n + j]
+                );
+            }
+        }
+    }
+}

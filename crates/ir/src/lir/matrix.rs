@@ -71,6 +71,19 @@ impl MatrixOp {
     }
 }
 
+impl super::LKernel {
+    /// Whether any statement is an `mma.sync` (its float sums round differently on the GPU,
+    /// `docs/numerics.md` §8).
+    pub fn uses_mma(&self) -> bool {
+        fn any(body: &[super::LStmt]) -> bool {
+            body.iter().any(|s| {
+                matches!(s.kind, super::LStmtKind::Matrix(MatrixOp::Mma(_))) || s.kind.bodies().into_iter().any(any)
+            })
+        }
+        any(&self.body)
+    }
+}
+
 // ------------------------------------------------------------ ldmatrix / stmatrix
 
 /// Which way the tile moves.

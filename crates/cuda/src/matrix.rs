@@ -3,10 +3,11 @@
 //! * `ldmatrix` / `stmatrix`: one helper per (direction, `.x{num}`, `.trans`),
 //!   taking this lane's row address and its fragment registers:
 //!   `tirx_ldmatrix_x2(&A_smem[row * 64 + col], &R[0], &R[2]);`
-//! * `mma.sync`: one helper per form, taking D by reference and the A, B, C
-//!   registers by value (16-bit and 8-bit elements packed into 32-bit words):
-//!   `tirx_mma_m16n8k16_f32_f16_f16_f32(acc[0], acc[1], acc[2], acc[3],
-//!   *reinterpret_cast<const unsigned*>(&a[0]), ..., acc[0], ...);`
+//! * `mma.sync`: one helper per form, taking D by reference, C by value and each
+//!   32-bit register of A and B by the address of its first element (16-bit and
+//!   8-bit elements packed in it), like the ldmatrix helpers:
+//!   `tirx_mma_m16n8k16_f32_f16_f16_f32(acc[0], acc[1], acc[2], acc[3], &a[0], &a[2],
+//!   &a[4], &a[6], &b[0], &b[2], acc[0], acc[1], acc[2], acc[3]);`
 //!   The indices are constants, so after inlining every operand is a register.
 //!   tf32 multiplicands are rounded with `cvt.rna.tf32.f32` inside the helper.
 
@@ -42,25 +43,21 @@ impl Ctx<'_> {
         let h = Helper::Mma { shape: kind.shape, a: kind.a, b: kind.b };
         self.helpers.insert(h);
         let mut args = Vec::new();
-        for (b, idx) in [(m.d, &m.d_index), (m.a, &m.a_index), (m.b, &m.b_index), (m.c, &m.c_index)] {
+        for (b, idx, by_address) in
+            [(m.d, &m.d_index, false), (m.a, &m.a_index, true), (m.b, &m.b_index, true), (m.c, &m.c_index, false)]
+        {
             for i in idx {
-                args.push(self.mma_reg(b, i)?);
+                args.push(if by_address { self.addr(b, i)? } else { self.element(b, i)? });
             }
         }
         self.line(&format!("{}({});", h.name(), args.join(", ")));
         Ok(())
     }
 
-    /// One 32-bit register: the element itself (f32, s32), or the word packing
-    /// 16-bit / 8-bit elements.
-    fn mma_reg(&mut self, b: LBufId, i: &LExpr) -> Result<String, CodegenError> {
-        match self.k.buf(b).dtype.bits() {
-            32 => {
-                let i = self.e(i)?;
-                Ok(format!("{}[{i}]", self.names.buf(b)))
-            }
-            _ => self.view("unsigned", true, b, i),
-        }
+    /// `buf[index]`.
+    fn element(&mut self, b: LBufId, i: &LExpr) -> Result<String, CodegenError> {
+        let i = self.e(i)?;
+        Ok(format!("{}[{i}]", self.names.buf(b)))
     }
 }
 
@@ -80,8 +77,8 @@ pub(crate) fn mma_source(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
     let (acc, acc_c) = if a.is_int() { ("int", "r") } else { ("float", "f") };
     let word = |t: MmaIn| if t == MmaIn::TF32 { "float" } else { "unsigned" };
     let mut params: Vec<String> = (0..4).map(|i| format!("{acc}& d{i}")).collect();
-    params.extend((0..na).map(|i| format!("{} a{i}", word(a))));
-    params.extend((0..nb).map(|i| format!("{} b{i}", word(b))));
+    params.extend((0..na).map(|i| format!("const void* a{i}")));
+    params.extend((0..nb).map(|i| format!("const void* b{i}")));
     params.extend((0..4).map(|i| format!("{acc} c{i}")));
     let mut s = String::new();
     let _ = writeln!(s, "// mma.sync {}: D = A*B + C on one 16x8 tile, all 32 lanes of the warp.", shape.name());
@@ -90,12 +87,13 @@ pub(crate) fn mma_source(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
     let mut ins = Vec::new();
     for (t, p, n) in [(a, "a", na), (b, "b", nb)] {
         for i in 0..n {
+            let reg = format!("*static_cast<const {}*>({p}{i})", word(t));
             if t == MmaIn::TF32 {
                 let _ = writeln!(s, "    unsigned {p}{i}_tf32;");
-                let _ = writeln!(s, "    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"({p}{i}_tf32) : \"f\"({p}{i}));");
+                let _ = writeln!(s, "    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"({p}{i}_tf32) : \"f\"({reg}));");
                 ins.push(format!("\"r\"({p}{i}_tf32)"));
             } else {
-                ins.push(format!("\"r\"({p}{i})"));
+                ins.push(format!("\"r\"({reg})"));
             }
         }
     }

@@ -561,3 +561,30 @@ fn gemm_examples_at_another_size() {
         }
     }
 }
+
+/// beta = 0 reads no C (any C is accepted); D may not overwrite C's registers before they are read.
+#[test]
+fn beta_zero_ignores_c_and_overlapping_c_is_declined() {
+    let g = Gemm::new(16, 8, 16, "float16");
+    let src = g.script_with("Tx.warp.gemm(D_f[0:16, 0:8], A_f[0:16, 0:16], B_f[0:16, 0:8], C_s[0:16, 0:8])").replace(
+        "    Tx.warp.copy(C_f[0:16, 0:8], C[0:16, 0:8])\n",
+        "    C_s = T.alloc_buffer((16, 8), \"float32\", scope=\"shared\")\n",
+    );
+    let l = lower(&src);
+    let c = l.explain.iter().find(|c| c.op == "gemm").unwrap();
+    assert!(c.render().contains("match: C `C_s`: not read (beta = 0)"), "{}", c.render());
+    // acc holds three m-tiles; D = tiles 1, 2 and C = tiles 0, 1: D's tile 1 overwrites C's tile 1.
+    let acc = "TileLayout(S[(3, 2, 8, 4, 2):(4, 2, 4@laneid, 1@laneid, 1)])";
+    let g = Gemm::new(32, 8, 16, "float16");
+    let src = g
+        .script_with("Tx.warp.gemm(acc[16:48, 0:8], A_f[0:32, 0:16], B_f[0:16, 0:8], acc[0:32, 0:8], beta=1.0)")
+        .replace(
+            "    Tx.warp.gemm(",
+            &format!(
+                "    acc = T.alloc_buffer((48, 8), \"float32\", scope=\"local\", layout={acc})\n    Tx.warp.gemm("
+            ),
+        );
+    let (r, why) = declined(&src, 3);
+    assert_eq!(r, Rule::Operand, "{why}");
+    assert!(why.contains("C and D are both `acc`"), "{why}");
+}

@@ -91,23 +91,29 @@ impl Variant for MmaSync {
         let warps = t / 32;
         let g = parse(cx)?;
         scalars(&g)?;
-        scopes(cx, &g)?;
-        let kinds = forms(cx, &g)?;
-        let ops = [
-            fragment::matrix_operand(cx, g.d, "D", false, warps)?,
-            fragment::matrix_operand(cx, g.a, "A", g.transpose_a, warps)?,
-            fragment::matrix_operand(cx, g.b, "B", g.transpose_b, warps)?,
-            fragment::matrix_operand(cx, g.c, "C", false, warps)?,
-        ];
-        shapes(&ops)?;
+        // C is read only when beta = 1; with beta = 0 it is not an operand of the instruction.
         let accumulate = g.beta == Some(1.0);
-        let locals = per_warp(&ops, warps, accumulate)?;
+        scopes(cx, &g, accumulate)?;
+        let kinds = forms(cx, &g)?;
+        let d = fragment::matrix_operand(cx, g.d, "D", false, warps)?;
+        let a = fragment::matrix_operand(cx, g.a, "A", g.transpose_a, warps)?;
+        let b = fragment::matrix_operand(cx, g.b, "B", g.transpose_b, warps)?;
+        let c = if accumulate { Some(fragment::matrix_operand(cx, g.c, "C", false, warps)?) } else { None };
+        shapes(&d, &a, &b, c.as_ref())?;
+        let locals = per_warp(&d, &a, &b, c.as_ref(), warps)?;
         let mut limits = Vec::new();
         for kind in kinds {
             match fit(kind, &locals, accumulate) {
                 Ok(p) => {
                     aliasing(&p)?;
-                    let (text, notes) = (summary(&p, warps), notes(&p, &ops, warps));
+                    let spread: Vec<&str> = [Some(&d), Some(&a), Some(&b), c.as_ref()]
+                        .into_iter()
+                        .flatten()
+                        .filter(|o| o.homes.iter().any(|h| h.warp.is_some()))
+                        .map(|o| o.role)
+                        .collect();
+                    let c_name = &cx.buf(g.c.buf).name;
+                    let (text, notes) = (summary(&p, warps), notes(&p, &spread, warps, c_name));
                     let mut plan = Plan::new(text, p);
                     plan.notes = notes;
                     plan.limits = limits;
@@ -177,9 +183,10 @@ fn scalars(g: &GemmCall) -> Result<(), Decline> {
     }
 }
 
-/// Every operand in registers.
-fn scopes(cx: &CallCx, g: &GemmCall) -> Result<(), Decline> {
-    for (name, r) in [("D", g.d), ("A", g.a), ("B", g.b), ("C", g.c)] {
+/// Every operand the instruction reads or writes in registers.
+fn scopes(cx: &CallCx, g: &GemmCall, accumulate: bool) -> Result<(), Decline> {
+    let c = accumulate.then_some(("C", g.c));
+    for (name, r) in [("D", g.d), ("A", g.a), ("B", g.b)].into_iter().chain(c) {
         let b = cx.buf(r.buf);
         if b.scope != MemScope::Local {
             return Err(Decline::new(
@@ -219,41 +226,49 @@ fn forms(cx: &CallCx, g: &GemmCall) -> Result<Vec<MmaKind>, Decline> {
 }
 
 /// A is M×K, B is K×N, C and D are M×N (the script checks this too).
-fn shapes(ops: &[MatrixOperand; 4]) -> Result<(), Decline> {
-    let [d, a, b, c] = ops;
-    let ok = a.rows == d.rows && b.cols == d.cols && a.cols == b.rows && (c.rows, c.cols) == (d.rows, d.cols);
-    if ok {
+fn shapes(d: &MatrixOperand, a: &MatrixOperand, b: &MatrixOperand, c: Option<&MatrixOperand>) -> Result<(), Decline> {
+    let c_ok = c.is_none_or(|c| (c.rows, c.cols) == (d.rows, d.cols));
+    if a.rows == d.rows && b.cols == d.cols && a.cols == b.rows && c_ok {
         return Ok(());
     }
     Err(Decline::new(
         Rule::Operand,
         format!(
-            "shapes do not multiply: D {}×{}, A {}×{}, B {}×{}, C {}×{} (A is M×K, B K×N, C and D M×N after transposes)",
-            d.rows, d.cols, a.rows, a.cols, b.rows, b.cols, c.rows, c.cols
+            "shapes do not multiply: D {}×{}, A {}×{}, B {}×{} (A is M×K, B K×N, C and D M×N after transposes)",
+            d.rows, d.cols, a.rows, a.cols, b.rows, b.cols
         ),
     ))
 }
 
-/// Each operand as warp 0 holds its part (the same registers in every warp);
-/// C only when it is read (`beta = 1`).
-fn per_warp(ops: &[MatrixOperand; 4], warps: i64, accumulate: bool) -> Result<[Option<Local>; 4], Decline> {
-    let [d, a, b, c] = ops;
+/// The operands as warp 0 holds its part (the same registers in every warp).
+struct Locals {
+    d: Local,
+    a: Local,
+    b: Local,
+    /// Only when C is read (`beta = 1`).
+    c: Option<Local>,
+}
+
+fn per_warp(
+    d: &MatrixOperand,
+    a: &MatrixOperand,
+    b: &MatrixOperand,
+    c: Option<&MatrixOperand>,
+    warps: i64,
+) -> Result<Locals, Decline> {
     let split = fragment::split_warps(d, warps)?;
     let all_k = vec![(0..a.cols).collect::<Vec<i64>>(); warps as usize];
-    let c = if accumulate { Some(fragment::local(c, &split.rows, &split.cols)?) } else { None };
-    Ok([
-        Some(fragment::local(d, &split.rows, &split.cols)?),
-        Some(fragment::local(a, &split.rows, &all_k)?),
-        Some(fragment::local(b, &all_k, &split.cols)?),
-        c,
-    ])
+    Ok(Locals {
+        d: fragment::local(d, &split.rows, &split.cols)?,
+        a: fragment::local(a, &split.rows, &all_k)?,
+        b: fragment::local(b, &all_k, &split.cols)?,
+        c: c.map(|c| fragment::local(c, &split.rows, &split.cols)).transpose()?,
+    })
 }
 
 /// Every operand's tiles as `kind`'s fragments (C as D's registers when it is not read).
-fn fit(kind: MmaKind, l: &[Option<Local>; 4], accumulate: bool) -> Result<MmaPlan, String> {
-    let [Some(d), Some(a), Some(b), c] = l else {
-        return Err("internal: D, A and B have no per-warp view".into());
-    };
+fn fit(kind: MmaKind, l: &Locals, accumulate: bool) -> Result<MmaPlan, String> {
+    let Locals { d, a, b, c } = l;
     let k = kind.shape.k();
     if a.cols % k != 0 {
         return Err(format!("K = {} is not a multiple of {k}", a.cols));
@@ -311,8 +326,8 @@ fn summary(p: &MmaPlan, warps: i64) -> String {
     )
 }
 
-/// Per operand: tile grid and the registers of its tiles.
-fn notes(p: &MmaPlan, ops: &[MatrixOperand; 4], warps: i64) -> Vec<String> {
+/// Per operand: tile grid and the registers of its tiles; `spread`: the operands distributed over warps.
+fn notes(p: &MmaPlan, spread: &[&str], warps: i64, c_name: &str) -> Vec<String> {
     let [mt, nt, kt] = p.tiles;
     let k = p.kind.shape.k();
     let mut out = vec![format!(
@@ -322,8 +337,6 @@ fn notes(p: &MmaPlan, ops: &[MatrixOperand; 4], warps: i64) -> Vec<String> {
         p.kind.min_arch().minor
     )];
     if warps > 1 {
-        let spread: Vec<&str> =
-            ops.iter().filter(|o| o.homes.iter().any(|h| h.warp.is_some())).map(|o| o.role).collect();
         out.push(format!(
             "{warps} warps each compute a {}×{} tile of D; distributed over warps: {}; the others are each warp's own",
             16 * mt,
@@ -349,7 +362,7 @@ fn notes(p: &MmaPlan, ops: &[MatrixOperand; 4], warps: i64) -> Vec<String> {
     if p.accumulate {
         out.push(line(&p.c, "accumulator", ["mt", "nt"]));
     } else {
-        out.push(format!("C `{}`: not read (beta = 0)", p.c.name));
+        out.push(format!("C `{c_name}`: not read (beta = 0)"));
     }
     out
 }

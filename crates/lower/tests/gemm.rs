@@ -588,3 +588,33 @@ fn beta_zero_ignores_c_and_overlapping_c_is_declined() {
     assert_eq!(r, Rule::Operand, "{why}");
     assert!(why.contains("C and D are both `acc`"), "{why}");
 }
+
+/// The fragment a decline shows as a hint is the one-tile layout the value tests use, for
+/// every form and operand; and register regions need constant begins.
+#[test]
+fn decline_hints_are_the_working_layouts() {
+    for (ab, k, inst_k) in [("float16", 16, 16), ("float16", 8, 8), ("float32", 8, 8), ("int8", 32, 32)] {
+        let mut g = Gemm::new(16, 8, k, ab);
+        g.inst_k = inst_k;
+        let strip = |l: String| l.trim_start_matches("TileLayout(").trim_end_matches(')').to_string();
+        // Lane = g + 8t instead of 4g + t: never a fragment.
+        let bad_a = g.a_layout().replace("1@laneid", "8@laneid").replace("4@laneid", "1@laneid");
+        let src = g.script().replace(&g.a_layout(), &bad_a);
+        let (r, why) = declined(&src, 3);
+        assert_eq!(r, Rule::Fragment, "{why}");
+        assert!(why.contains(&strip(g.a_layout())), "{ab} k{k}: hint is not {}: {why}", g.a_layout());
+        let bad_b = g.b_layout().replace("1@laneid", "8@laneid").replace("4@laneid", "1@laneid");
+        let (_, why) = declined(&g.script().replace(&g.b_layout(), &bad_b), 3);
+        assert!(why.contains(&strip(g.b_layout())), "{ab} k{k}: hint is not {}: {why}", g.b_layout());
+        let bad_d = g.d_layout().replace("1@laneid", "8@laneid").replace("4@laneid", "1@laneid");
+        let (_, why) = declined(&g.script().replace(&g.d_layout(), &bad_d), 3);
+        assert!(why.contains(&strip(g.d_layout())), "{ab} k{k}: hint is not {}: {why}", g.d_layout());
+    }
+    let g = Gemm::new(16, 8, 32, "float16");
+    let src = g.script_with(
+        "for i in range(2):\n        Tx.warp.gemm(D_f[0:16, 0:8], A_f[0:16, i * 16:i * 16 + 16], B_f[i * 16:i * 16 + 16, 0:8], D_f[0:16, 0:8], beta=1.0)",
+    );
+    let (r, why) = declined(&src, 3);
+    assert_eq!(r, Rule::Fragment, "{why}");
+    assert!(why.contains("register regions need constant begins"), "{why}");
+}

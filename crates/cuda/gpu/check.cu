@@ -28,6 +28,11 @@ __global__ void big_scale(float*, float*);
 __global__ void warp_shuffle(float*, float*, __nv_bfloat16*, __nv_bfloat16*, int*, int*);
 __global__ void cp_async_copy(float*, float*);
 __global__ void mbarrier_pipeline(float*, float*);
+__global__ void mma_f16(__half*, __half*, float*, float*);
+__global__ void mma_bf16(__nv_bfloat16*, __nv_bfloat16*, float*, float*);
+__global__ void mma_f16_k8(__half*, __half*, float*, float*);
+__global__ void mma_tf32(float*, float*, float*, float*);
+__global__ void mma_s8(signed char*, signed char*, int*, int*);
 }
 
 #define CK(x)                                                                               \
@@ -260,6 +265,64 @@ static void check_big_scale() {
     cudaFree(dbad);
 }
 
+static __half to(__half*, float x) { return __float2half(x); }
+static __nv_bfloat16 to(__nv_bfloat16*, float x) { return __float2bfloat16(x); }
+static float to(float*, float x) { return x; }
+static signed char to(signed char*, float x) { return (signed char)x; }
+static int to(int*, float x) { return (int)x; }
+
+/// (row, col) of element e of register r of `lane`'s fragment (PTX ISA, mma.m16n8k*):
+/// op 0 = C/D, 1 = A, 2 = B; p elements per 32-bit register.
+static void frag(int op, int p, int lane, int r, int e, int* row, int* col) {
+    int g = lane / 4, t = lane % 4;
+    if (op == 1) *row = g + 8 * (r % 2), *col = p * t + e + 4 * p * (r / 2);
+    else if (op == 2) *row = p * t + e + 4 * p * r, *col = g;
+    else *row = g + 8 * (r / 2), *col = 2 * t + r % 2;
+}
+
+/// One mma.sync of a 16x8xk tile (the hand-built `mma_*` kernels: registers loaded lane-major,
+/// D = A*B + C stored lane-major). Inputs are small multiples of 1/8 (integers for s8), so
+/// every sum is exact and D must be bit-exact.
+template <class T, class Acc, class Kern>
+static void check_mma_one(const char* name, Kern kernel, int k, int p, bool integer) {
+    int na = 16 * k / 32, nb = k * 8 / 32;
+    std::vector<float> a(16 * k), b(k * 8), c(128);
+    for (int i = 0; i < 16 * k; ++i) a[i] = integer ? float((i * 7) % 255 - 127) : float((i * 7) % 17 - 8) / 8;
+    for (int i = 0; i < k * 8; ++i) b[i] = integer ? float((i * 5) % 255 - 127) : float((i * 5) % 17 - 8) / 8;
+    for (int i = 0; i < 128; ++i) c[i] = integer ? float(i * 3 - 100) : float(i % 9) - 4;
+    std::vector<T> ha(32 * na), hb(32 * nb);
+    std::vector<Acc> hc(128), want(128);
+    for (int l = 0; l < 32; ++l) {
+        int row, col;
+        for (int j = 0; j < na; ++j) frag(1, p, l, j / p, j % p, &row, &col), ha[l * na + j] = to((T*)0, a[row * k + col]);
+        for (int j = 0; j < nb; ++j) frag(2, p, l, j / p, j % p, &row, &col), hb[l * nb + j] = to((T*)0, b[row * 8 + col]);
+        for (int j = 0; j < 4; ++j) {
+            frag(0, 1, l, j, 0, &row, &col);
+            double s = c[row * 8 + col];
+            for (int x = 0; x < k; ++x) s += double(a[row * k + x]) * b[x * 8 + col];
+            hc[l * 4 + j] = to((Acc*)0, c[row * 8 + col]);
+            want[l * 4 + j] = to((Acc*)0, float(s));
+        }
+    }
+    T *da = upload(ha), *db = upload(hb);
+    Acc *dc = upload(hc), *dd = zeros<Acc>(128);
+    kernel<<<1, 32>>>(da, db, dc, dd);
+    CK(cudaGetLastError());
+    expect(name, download(dd, 128), want);
+    cudaFree(da);
+    cudaFree(db);
+    cudaFree(dc);
+    cudaFree(dd);
+}
+
+static void check_mma() {
+    check_mma_one<__half, float>("mma_f16", mma_f16, 16, 2, false);
+    check_mma_one<__nv_bfloat16, float>("mma_bf16", mma_bf16, 16, 2, false);
+    check_mma_one<__half, float>("mma_f16_k8", mma_f16_k8, 8, 2, false);
+    check_mma_one<float, float>("mma_tf32", mma_tf32, 8, 1, false);
+    check_mma_one<signed char, int>("mma_s8", mma_s8, 32, 4, true);
+}
+
 /// `check [NAME...]`: runs the named checks (all without arguments), e.g.
 /// `check warp_shuffle cp_async mbarrier` under compute-sanitizer.
 int main(int argc, char** argv) {
@@ -283,6 +346,7 @@ int main(int argc, char** argv) {
         {"warp_shuffle", check_warp_shuffle},
         {"cp_async", check_cp_async},
         {"mbarrier", check_mbarrier_pipeline},
+        {"mma", check_mma},
         {"big_scale", check_big_scale},
     };
     for (const Check& c : checks) {

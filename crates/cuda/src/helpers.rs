@@ -29,6 +29,8 @@ pub enum Helper {
     FloorMod { ty: Num },
     /// `ldmatrix` (store = false) / `stmatrix`; loads sort first.
     Matrix { store: bool, num: u8, trans: bool },
+    /// `mma.sync` of one shape and multiplicand types.
+    Mma { shape: tirx_ir::lir::MmaShape, a: tirx_ir::lir::MmaIn, b: tirx_ir::lir::MmaIn },
     /// `cp.async` of `bytes`, with a source size (`fill`) or without.
     CpAsync { bytes: u32, fill: bool },
     /// An mbarrier operation.
@@ -41,6 +43,7 @@ impl Helper {
             Helper::FloorDiv { .. } => "tirx_floordiv".into(),
             Helper::FloorMod { .. } => "tirx_floormod".into(),
             Helper::Matrix { store, num, trans } => crate::matrix::helper_name(store, num, trans),
+            Helper::Mma { shape, a, b } => crate::matrix::mma_name(shape, a, b),
             Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_name(bytes, fill),
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
         }
@@ -71,6 +74,7 @@ impl Helper {
                 )
             }
             Helper::Matrix { store, num, trans } => crate::matrix::helper_source(store, num, trans),
+            Helper::Mma { shape, a, b } => crate::matrix::mma_source(shape, a, b),
             Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_source(bytes, fill),
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
         }

@@ -5,7 +5,7 @@
 //! `Store` whose value is a `Load`, a same-type `Cast` of one, or a `Select` among
 //! loads and literals (a guarded copy with a fill value), and every instruction of the
 //! other families that writes a buffer without computing ([`LStmtKind::computes`] is
-//! false: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, and stores
+//! false: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, `mma.sync` and stores
 //! of computed values are arithmetic. A kernel with no store at all moves nothing and
 //! is not data-only. The walk is generic over the families: it reads each statement's
 //! buffers off [`LStmtKind::accesses`] and its expressions off [`LStmtKind::operands`].
@@ -93,6 +93,9 @@ impl Walk<'_> {
             }
             LStmtKind::Cast2 { dst, .. } => {
                 self.computes(format!("a pair conversion into `{}`", self.k.buf(*dst).name));
+            }
+            LStmtKind::Matrix(crate::lir::MatrixOp::Mma(m)) => {
+                self.computes(format!("an mma.sync into `{}`", self.k.buf(m.d).name));
             }
             k if k.computes() => self.computes(format!("{k:?} computes")),
             _ => {}

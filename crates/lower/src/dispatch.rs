@@ -89,6 +89,8 @@ pub enum Rule {
     Slice,
     /// A swizzle the instruction cannot keep together.
     Swizzle,
+    /// A scalar operand (gemm's `alpha`, `beta`) with a value the variant cannot apply.
+    Scalar,
     /// A region begin that is not affine, or falls on a split dim.
     SymbolicBegin,
     /// Operands are owned by different threads.
@@ -129,6 +131,7 @@ impl Rule {
             Rule::ScopeLevel => "scope_level",
             Rule::Slice => "slice",
             Rule::Swizzle => "swizzle",
+            Rule::Scalar => "scalar",
             Rule::SymbolicBegin => "symbolic_begin",
             Rule::ThreadPart => "thread_part",
             Rule::UniformRegion => "uniform_region",
@@ -181,12 +184,14 @@ pub struct Plan {
     pub rounds: Option<u64>,
     /// What limited the plan (e.g. why a wider vector was not possible).
     pub limits: Vec<String>,
+    /// How the plan matched the operands (e.g. each gemm operand's fragment), one line each.
+    pub notes: Vec<String>,
     pub data: Box<dyn Any>,
 }
 
 impl Plan {
     pub fn new(summary: impl Into<String>, data: impl Any) -> Plan {
-        Plan { summary: summary.into(), vec: None, rounds: None, limits: vec![], data: Box::new(data) }
+        Plan { summary: summary.into(), vec: None, rounds: None, limits: vec![], notes: vec![], data: Box::new(data) }
     }
     /// The variant's data (a plan of another variant is a bug).
     pub fn data<T: 'static>(&self, who: &'static str) -> Result<&T, Bug> {
@@ -352,6 +357,7 @@ impl Registry {
         let mut r = Registry::new();
         crate::copy::register(&mut r);
         crate::elementwise::register(&mut r);
+        crate::gemm::register(&mut r);
         r
     }
 
@@ -427,6 +433,7 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
             ex.vec = plan.vec;
             ex.rounds = plan.rounds;
             ex.limits = plan.limits.clone();
+            ex.notes = plan.notes.clone();
             match v.emit(plan, cx, &mut em) {
                 Ok(()) => out.stmts = em.stmts,
                 Err(Bug(m)) => out.errors.push(

@@ -1,6 +1,7 @@
 //! The dispatch record of one tile call (`tirx explain`): op, scope, location,
 //! operands with their layouts, every variant tried with its verdict, the
-//! chosen variant, vector width, rounds and what limited the vector width.
+//! chosen variant, vector width, rounds, how the chosen plan matched its operands
+//! (`match:` lines) and what limited the vector width.
 
 use crate::dispatch::{CallCx, Decline, Plan, Rule, Variant};
 use serde::Serialize;
@@ -98,6 +99,9 @@ pub struct CallExplain {
     pub rounds: Option<u64>,
     pub tried: Vec<Tried>,
     pub limits: Vec<String>,
+    /// How the chosen plan matched the operands (gemm: each operand's fragment).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl CallExplain {
@@ -204,6 +208,9 @@ impl CallExplain {
                 s.push_str("  => not lowered: a region is out of bounds\n")
             }
             None => s.push_str("  => no variant applies\n"),
+        }
+        for n in &self.notes {
+            let _ = writeln!(s, "  match: {n}");
         }
         for l in &self.limits {
             let _ = writeln!(s, "  limit: {l}");

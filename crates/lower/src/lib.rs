@@ -10,7 +10,7 @@
 //!   forced variants (`dispatch="name"`), decline tables and fallback warnings.
 //! * [`copy`]: the copy variants (`gmem_smem`, `gmem_smem_predicated`,
 //!   `ldstmatrix`, `reg`, `fallback`), one module each; [`elementwise`]: the
-//!   elementwise variants.
+//!   elementwise variants; [`gemm`]: `mma.sync` (`mma.m16n8k*`).
 //! * [`operand`]: the one operand model — a region of a global/shared buffer
 //!   or of registers, resolved once per call for every variant.
 //! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
@@ -32,6 +32,7 @@ pub mod dispatch;
 pub mod elementwise;
 pub mod explain;
 mod expr;
+pub mod gemm;
 mod lay;
 pub mod operand;
 pub mod scope;

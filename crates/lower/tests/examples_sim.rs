@@ -179,6 +179,8 @@ fn spec(name: &str) -> Option<Spec> {
         "ewise_rounding" => whole(significands, &["Cg", "Hg"], rounding_rows),
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
+        // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
+        "gemm_mma" | "gemm_mma_bf16" => whole(eighths, &["C"], matmul),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
         "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
@@ -207,6 +209,8 @@ const TABLE: &[&str] = &[
     "ewise_packed_f16",
     "ewise_rounding",
     "ewise_sqrt_warp",
+    "gemm_mma",
+    "gemm_mma_bf16",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
     "layout_helpers",
@@ -331,6 +335,23 @@ fn cast_inputs(_: &str, _: DType, e: usize) -> f64 {
     }
 }
 
+/// Multiples of 1/8 in [-1, 1], a different sequence per input: products are multiples of
+/// 1/64 and sums of a few thousand of them stay exact in f32.
+fn eighths(name: &str, _: DType, e: usize) -> f64 {
+    let salt = if name == "A" { 3 } else { 11 };
+    ((e * 7 + e / 97 + salt) % 17) as f64 / 8.0 - 1.0
+}
+
+/// `C = A @ B` (f64, exact here), rounded to C's dtype.
+fn matmul(e: &Env) -> Expected {
+    let ([m, k], [_, n]) = (e.dims2("A"), e.dims2("B"));
+    let (a, b) = (e.get("A"), e.get("B"));
+    let dt = e.dtype("C");
+    let c =
+        (0..m * n).map(|x| exact(round_to(dt, (0..k).map(|j| a[x / n * k + j] * b[j * n + x % n]).sum()))).collect();
+    vec![("C", c)]
+}
+
 /// Multiples of 1/64 in [-4, 4].
 fn exp_inputs(_: &str, _: DType, e: usize) -> f64 {
     ((e % 509) as f64 - 254.0) / 64.0
@@ -351,11 +372,12 @@ fn packed_inputs(name: &str, _: DType, e: usize) -> f64 {
 
 /// The kernel parameters' input values, by name.
 struct Env {
-    bufs: Vec<(String, Vec<i64>, Vec<f64>)>,
+    /// `(name, shape, values, dtype)` of every parameter.
+    bufs: Vec<(String, Vec<i64>, Vec<f64>, DType)>,
 }
 
 impl Env {
-    fn find(&self, name: &str) -> &(String, Vec<i64>, Vec<f64>) {
+    fn find(&self, name: &str) -> &(String, Vec<i64>, Vec<f64>, DType) {
         self.bufs
             .iter()
             .find(|b| b.0 == name)
@@ -363,6 +385,9 @@ impl Env {
     }
     fn get(&self, name: &str) -> &[f64] {
         &self.find(name).2
+    }
+    fn dtype(&self, name: &str) -> DType {
+        self.find(name).3
     }
     fn dims2(&self, name: &str) -> [usize; 2] {
         match self.find(name).1[..] {
@@ -440,7 +465,7 @@ fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String,
             (0..b.elems as usize).map(|e| round_to_dtype(b.dtype, (w.fill)(&b.name, b.dtype, e))).collect()
         };
         params.push(to_bytes(b.dtype, &vals));
-        env.bufs.push((b.name.clone(), b.shape.clone(), vals));
+        env.bufs.push((b.name.clone(), b.shape.clone(), vals, b.dtype));
     }
     for o in w.outputs {
         if !env.bufs.iter().any(|b| b.0 == *o) {

@@ -179,8 +179,8 @@ impl Builder<'_> {
             Family::Copy => self.check_copy(call),
             Family::Elementwise => self.check_broadcast(call),
             Family::Reduce => self.check_reduce(call, spans[2]),
-            // Shapes, dtypes and fragments are the variants' to check (typed declines).
-            Family::Gemm => Ok(()),
+            // Dtypes and fragments are the variants' to check (typed declines).
+            Family::Gemm => self.check_gemm(call),
         }
     }
 
@@ -238,6 +238,59 @@ impl Builder<'_> {
             );
         }
         Ok(())
+    }
+
+    /// Gemm operands are matrices that multiply: A is M×K (K×M with
+    /// `transpose_A`), B is K×N (N×K with `transpose_B`), C and D are M×N, unit
+    /// dims dropped.
+    fn check_gemm(&mut self, call: &TileCall) -> R<()> {
+        let region = |i: usize| match call.args.get(i) {
+            Some(TileArg::Region(r)) => Some(r),
+            _ => None,
+        };
+        let flag = |i: usize| matches!(call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
+        let (Some(d), Some(a), Some(b), Some(c)) = (region(0), region(1), region(2), region(3)) else { return Ok(()) };
+        let mut dims = vec![];
+        for (name, r) in [("D", d), ("A", a), ("B", b), ("C", c)] {
+            let e = squeezed(&extents(r));
+            if e.len() != 2 {
+                return self.fail(
+                    Diagnostic::error(
+                        r.span,
+                        format!(
+                            "gemm operand {name} must be a matrix: region {} has {} dims above 1",
+                            fmt_shape(&extents(r)),
+                            e.len()
+                        ),
+                    )
+                    .with_label(format!("{name} is {}", fmt_shape(&extents(r))))
+                    .with_help("give every gemm operand a 2-D region (unit dims are allowed)"),
+                );
+            }
+            dims.push((e[0], e[1]));
+        }
+        let (dm, dn) = dims[0];
+        let (am, ak) = if flag(4) { (dims[1].1, dims[1].0) } else { dims[1] };
+        let (bk, bn) = if flag(5) { (dims[2].1, dims[2].0) } else { dims[2] };
+        let mismatch = if ak != bk {
+            Some((b, format!("A has K = {ak} but B has K = {bk}")))
+        } else if (am, bn) != (dm, dn) {
+            Some((d, format!("D is {dm}×{dn} but A·B is {am}×{bn}")))
+        } else if dims[3] != (dm, dn) {
+            Some((c, format!("C is {}×{} but D is {dm}×{dn}", dims[3].0, dims[3].1)))
+        } else {
+            None
+        };
+        match mismatch {
+            None => Ok(()),
+            Some((r, m)) => self.fail(
+                Diagnostic::error(r.span, format!("gemm operands do not multiply: {m}"))
+                    .with_label("this operand")
+                    .with_help(
+                        "A is M×K (K×M with transpose_A=True), B is K×N (N×K with transpose_B=True), C and D are M×N",
+                    ),
+            ),
+        }
     }
 
     /// Copy operands: one dtype, equal regions once unit dims are dropped.

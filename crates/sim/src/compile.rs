@@ -11,7 +11,7 @@ use crate::asynch::AsyncIns;
 use crate::bounds::BoundsIns;
 use crate::collective::ShuffleIns;
 use crate::error::{SimError, SimErrorKind};
-use crate::matrix::MatrixIns;
+use crate::matrix::{MatrixIns, MmaIns};
 use crate::pair::{Packed2Ins, PairOperand};
 use crate::value::{round_to, wrap_int};
 use std::collections::HashMap;
@@ -116,6 +116,7 @@ pub(crate) enum Ins {
         kind: BarrierKind,
     },
     Matrix(Box<MatrixIns>),
+    Mma(Box<MmaIns>),
     Shuffle(Box<ShuffleIns>),
     Async(Box<AsyncIns>),
     Bounds(Box<BoundsIns>),
@@ -188,7 +189,7 @@ impl Ins {
                     }
                 }
             }
-            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Exit => {}
+            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Mma(_) | Ins::Exit => {}
         }
     }
 }

@@ -425,7 +425,7 @@ impl<'a> Machine<'a> {
                         break Err(self.region_outside(tid, b, &values));
                     }
                 }
-                Ins::Barrier { .. } | Ins::Matrix(_) => {
+                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) => {
                     self.state[t] = State::Waiting;
                     break Ok(());
                 }
@@ -579,7 +579,7 @@ impl<'a> Machine<'a> {
     fn is_warp_level(&self, pc: u32) -> bool {
         matches!(
             self.prog.code[pc as usize],
-            Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_) | Ins::Shuffle(_)
+            Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Shuffle(_)
         )
     }
 
@@ -630,9 +630,15 @@ impl<'a> Machine<'a> {
         match &prog.code[pc as usize] {
             Ins::Matrix(m) => {
                 if self.lanes(w).len() != 32 {
-                    return Err(self.partial_block_warp(w, m));
+                    return Err(self.partial_block_warp(w, if m.store { "stmatrix" } else { "ldmatrix" }, m.site));
                 }
                 self.matrix(w, m)
+            }
+            Ins::Mma(m) => {
+                if self.lanes(w).len() != 32 {
+                    return Err(self.partial_block_warp(w, "mma.sync", m.site));
+                }
+                self.mma(w, m)
             }
             Ins::Shuffle(s) => self.shuffle(w, s),
             _ => {
@@ -661,6 +667,7 @@ impl<'a> Machine<'a> {
         match &self.prog.code[pc as usize] {
             Ins::Barrier { site, .. } => self.prog.sites[*site as usize],
             Ins::Matrix(m) => self.prog.sites[m.site as usize],
+            Ins::Mma(m) => self.prog.sites[m.site as usize],
             Ins::Shuffle(s) => self.prog.sites[s.site as usize],
             Ins::Async(a) => a.site().map_or_else(Default::default, |s| self.prog.sites[s as usize]),
             _ => Default::default(),
@@ -677,6 +684,7 @@ impl<'a> Machine<'a> {
                 m.num,
                 if m.trans { ".trans" } else { "" }
             ),
+            Ins::Mma(m) => crate::matrix::mma_name(m.kind),
             Ins::Shuffle(s) => s.name(),
             Ins::Async(a) => format!("`{}`", a.name()),
             _ => "an instruction".into(),
@@ -756,6 +764,11 @@ impl<'a> Machine<'a> {
                 SimErrorKind::PartialWarp,
                 "every lane",
                 "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
+            ),
+            Ins::Mma(_) => (
+                SimErrorKind::PartialWarp,
+                "every lane",
+                "mma.sync is warp-collective (`.aligned`): all 32 lanes must execute the same instruction; do not guard it with a lane-dependent condition",
             ),
             Ins::Shuffle(_) => (
                 SimErrorKind::PartialWarp,

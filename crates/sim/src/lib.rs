@@ -58,6 +58,7 @@ mod bank;
 mod bounds;
 mod collective;
 mod compile;
+mod dot;
 mod error;
 mod exec;
 mod matrix;

@@ -1,12 +1,15 @@
-//! Simulator of the **matrix** family (`ldmatrix` / `stmatrix`): compiled to one
-//! warp-level bytecode instruction; when all 32 lanes of a warp wait at it, the
-//! warp executes it with the PTX fragment semantics (see [`Machine::matrix`]).
+//! Simulator of the **matrix** family: `ldmatrix` / `stmatrix` and `mma.sync`,
+//! each compiled to one warp-level bytecode instruction; when all 32 lanes of a
+//! warp wait at it, the warp executes it with the PTX fragment semantics (see
+//! [`Machine::matrix`] and [`Machine::mma`], `docs/lir.md` §2.4, §2.8).
 
 use crate::bank::PointKey;
 use crate::compile::{Compiler, Ins, Reg};
+use crate::dot;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
-use tirx_ir::lir::{MatrixDir, MatrixOp, Space};
+use tirx_ir::lir::{LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaKind, MmaOperand, Space};
+use tirx_ir::DType;
 
 #[derive(Clone, Debug)]
 pub(crate) struct MatrixIns {
@@ -20,9 +23,49 @@ pub(crate) struct MatrixIns {
     pub reg_idx: Vec<Reg>,
 }
 
+/// `mma.sync`: the form and, per operand (D, A, B, C), its buffer and the first
+/// element of each 32-bit register (constants).
+#[derive(Clone, Debug)]
+pub(crate) struct MmaIns {
+    pub site: u32,
+    pub kind: MmaKind,
+    pub bufs: [u32; 4],
+    pub regs: [Vec<i64>; 4],
+}
+
 impl Compiler<'_> {
     pub(crate) fn matrix(&mut self, m: &MatrixOp) -> Result<(), SimError> {
-        let MatrixOp { num, trans, smem, ref smem_index, regs, ref reg_index, .. } = *m;
+        match m {
+            MatrixOp::Move(m) => self.matrix_move(m),
+            MatrixOp::Mma(m) => self.mma(m),
+        }
+    }
+
+    fn mma(&mut self, m: &Mma) -> Result<(), SimError> {
+        let k = self.k;
+        let kind =
+            m.kind(&|b| k.bufs.get(b.0 as usize).map_or(DType::Bool, |x| x.dtype)).map_err(|e| self.invalid(e))?;
+        let mut bufs = [0u32; 4];
+        let mut regs: [Vec<i64>; 4] = Default::default();
+        for (i, (_, b, idx, _)) in m.parts(kind).into_iter().enumerate() {
+            bufs[i] = self.buf(b)?;
+            for e in idx {
+                let LExpr::Int(v, _) = e else {
+                    return Err(self.invalid("mma.sync register indices must be constants"));
+                };
+                regs[i].push(*v);
+            }
+        }
+        if bufs.iter().any(|&b| self.k.bufs[b as usize].space != Space::Local) {
+            return Err(self.invalid("mma.sync operands must be local (register) buffers"));
+        }
+        let site = self.site();
+        self.emit(Ins::Mma(Box::new(MmaIns { site, kind, bufs, regs })));
+        Ok(())
+    }
+
+    fn matrix_move(&mut self, m: &MatrixMove) -> Result<(), SimError> {
+        let MatrixMove { num, trans, smem, ref smem_index, regs, ref reg_index, .. } = *m;
         let store = m.dir == MatrixDir::Store;
         let name = m.name();
         let (s, r) = (self.buf(smem)?, self.buf(regs)?);
@@ -54,18 +97,18 @@ impl Compiler<'_> {
 }
 
 impl Machine<'_> {
-    pub(crate) fn partial_block_warp(&self, w: usize, m: &MatrixIns) -> SimError {
+    /// A warp-collective matrix instruction (`name`) reached by a warp of fewer than 32 lanes.
+    pub(crate) fn partial_block_warp(&self, w: usize, name: &str, site: u32) -> SimError {
         SimError::new(
             SimErrorKind::PartialWarp,
-            self.prog.sites[m.site as usize],
+            self.prog.sites[site as usize],
             format!(
-                "{} executed by warp {w}, which has only {} of 32 lanes (the CTA has {} threads)",
-                if m.store { "stmatrix" } else { "ldmatrix" },
+                "{name} executed by warp {w}, which has only {} of 32 lanes (the CTA has {} threads)",
                 self.lanes(w).len(),
                 self.n
             ),
         )
-        .help("ldmatrix/stmatrix need full warps: make the CTA size a multiple of 32")
+        .help(format!("{name} needs full warps: make the CTA size a multiple of 32"))
     }
 
     /// ldmatrix / stmatrix for warp `w`. Matrix i's row r lives at the address lane 8i+r supplies
@@ -148,4 +191,74 @@ pub(crate) fn fragment(l: usize, trans: bool) -> ((usize, usize), (usize, usize)
     } else {
         ((r, c), (r, c + 1))
     }
+}
+
+// ------------------------------------------------------------------ mma.sync
+
+/// The fragment of each operand slot (D, A, B, C).
+const OPERANDS: [MmaOperand; 4] = [MmaOperand::Acc, MmaOperand::A, MmaOperand::B, MmaOperand::Acc];
+
+impl Machine<'_> {
+    /// `mma.sync` for warp `w`: every lane's A, B and C registers are read, the
+    /// 16×8 tile `D = A·B + C` computed (`dot`: exact products, the exact sum
+    /// rounded once to f32 per instruction; integers exact, wrapped to 32 bits),
+    /// then every lane's D registers written. C may be D: all reads come first.
+    pub(crate) fn mma(&mut self, w: usize, m: &MmaIns) -> Result<(), SimError> {
+        let k = m.kind.shape.k() as usize;
+        let per = [1, m.kind.a.per_reg(), m.kind.b.per_reg(), 1];
+        // mats[o][row][col] of A (16×k), B (k×8), C (16×8).
+        let mut mats = [vec![vec![0.0f64; k]; 16], vec![vec![0.0f64; 8]; k], vec![vec![0.0f64; 8]; 16]];
+        let mut ints = [vec![vec![0i64; k]; 16], vec![vec![0i64; 8]; k], vec![vec![0i64; 8]; 16]];
+        for (slot, o) in [(0usize, 1usize), (1, 2), (2, 3)] {
+            let b = m.bufs[o];
+            let dt = self.bufs[b as usize].dtype;
+            let esize = dt.bytes() as usize;
+            for lane in 0..32 {
+                let t = (w * 32 + lane) as u32;
+                for (r, &first) in m.regs[o].iter().enumerate() {
+                    let e0 = self.bounds(b, t, first, per[o], m.site, "mma.sync register read")?;
+                    let mut bytes = [0u8; 4];
+                    self.read_raw(b, t, e0, per[o], m.site, &mut bytes[..per[o] * esize])?;
+                    for e in 0..per[o] {
+                        let v = crate::value::decode(dt, &bytes[e * esize..(e + 1) * esize]);
+                        let (row, col) = m.kind.coord(OPERANDS[o], lane, r, e);
+                        if dt.is_float() {
+                            let x = f64::from_bits(v);
+                            mats[slot][row][col] = if dt == DType::F32 && o != 3 { dot::to_tf32(x) } else { x };
+                        } else {
+                            ints[slot][row][col] = v as i64;
+                        }
+                    }
+                }
+            }
+        }
+        let [a, b, c] = &mats;
+        let [ai, bi, ci] = &ints;
+        let d = m.bufs[0];
+        let out: Vec<[u8; 4]> = (0..32 * 4)
+            .map(|i| {
+                let (row, col) = m.kind.coord(MmaOperand::Acc, i / 4, i % 4, 0);
+                if m.kind.a.is_int() {
+                    let s = (0..k).fold(ci[row][col], |s, j| s.wrapping_add(ai[row][j] * bi[j][col]));
+                    (s as i32).to_le_bytes()
+                } else {
+                    let terms: Vec<f64> = (0..k).map(|j| a[row][j] * b[j][col]).chain([c[row][col]]).collect();
+                    (dot::sum_rn_f32(&terms) as f32).to_le_bytes()
+                }
+            })
+            .collect();
+        for lane in 0..32 {
+            let t = (w * 32 + lane) as u32;
+            for (r, &first) in m.regs[0].iter().enumerate() {
+                let e = self.bounds(d, t, first, 1, m.site, "mma.sync register write")?;
+                self.write_raw(d, t, e, 1, m.site, &out[lane * 4 + r])?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `mma.sync.m16n8k16` for messages.
+pub(crate) fn mma_name(kind: MmaKind) -> String {
+    format!("`mma.sync.aligned.{}`", kind.ptx())
 }

@@ -1,7 +1,7 @@
 //! Shared-memory bank-conflict statistics per instruction.
 mod common;
 use common::*;
-use tirx_ir::lir::{LStmtKind, MatrixDir, MatrixOp};
+use tirx_ir::lir::{LStmtKind, MatrixDir, MatrixMove, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::{simulate, BankStat, SimOptions};
 
@@ -55,7 +55,7 @@ fn vector_and_matrix_phases() {
                 // ldmatrix.x4 with rows 64 elements (128 B) apart: each matrix phase is 8-way.
                 at(
                     3,
-                    LStmtKind::Matrix(MatrixOp {
+                    LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
                         dir: MatrixDir::Load,
                         num: 4,
                         trans: false,
@@ -63,7 +63,7 @@ fn vector_and_matrix_phases() {
                         smem_index: mul(tid(), int(64)),
                         regs: r,
                         reg_index: ri,
-                    }),
+                    })),
                 ),
             ]
         },

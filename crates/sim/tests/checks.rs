@@ -1,7 +1,7 @@
 //! Planted bugs are caught with a message naming the buffer, element, threads and statement.
 mod common;
 use common::*;
-use tirx_ir::lir::{CacheHint, LKernel, LStmtKind, MatrixDir, MatrixOp};
+use tirx_ir::lir::{CacheHint, LKernel, LStmtKind, MatrixDir, MatrixMove, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::value::to_bytes;
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions, SimReport};
@@ -209,7 +209,7 @@ fn ldmatrix_by_a_partial_warp() {
     let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
     let s = kb.shared("S", DType::F16, 64);
     let r = kb.local("R", DType::F16, 2);
-    let ld = LStmtKind::Matrix(MatrixOp {
+    let ld = LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
         dir: MatrixDir::Load,
         num: 1,
         trans: false,
@@ -217,7 +217,7 @@ fn ldmatrix_by_a_partial_warp() {
         smem_index: mul(rem(lane(), int(8)), int(8)),
         regs: r,
         reg_index: vec![int(0)],
-    });
+    }));
     let k = kb.finish(vec![at(1, if_(lt(lane(), int(16)), vec![at(2, ld)]))]);
     let e = expect_err(
         &k,
@@ -234,7 +234,7 @@ fn ldmatrix_in_a_cta_smaller_than_a_warp() {
     let mut kb = Kb::new([1, 1, 1], [16, 1, 1]);
     let s = kb.shared("S", DType::F16, 64);
     let r = kb.local("R", DType::F16, 2);
-    let ld = LStmtKind::Matrix(MatrixOp {
+    let ld = LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
         dir: MatrixDir::Load,
         num: 1,
         trans: false,
@@ -242,7 +242,7 @@ fn ldmatrix_in_a_cta_smaller_than_a_warp() {
         smem_index: int(0),
         regs: r,
         reg_index: vec![int(0)],
-    });
+    }));
     let k = kb.finish(vec![at(1, ld)]);
     expect_err(&k, &mut [], SimErrorKind::PartialWarp, 1, &["only 16 of 32 lanes"]);
 }

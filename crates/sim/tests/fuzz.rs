@@ -3,7 +3,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind, LVarId, MatrixDir, MatrixOp};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind, LVarId, MatrixDir, MatrixMove, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::{simulate, SimOptions};
 
@@ -91,7 +91,7 @@ fn stmt() -> impl Strategy<Value = LStmt> {
                 at(
                     6,
                     if st {
-                        LStmtKind::Matrix(MatrixOp {
+                        LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
                             dir: MatrixDir::Store,
                             num,
                             trans,
@@ -99,9 +99,9 @@ fn stmt() -> impl Strategy<Value = LStmt> {
                             smem_index,
                             regs,
                             reg_index,
-                        })
+                        }))
                     } else {
-                        LStmtKind::Matrix(MatrixOp {
+                        LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
                             dir: MatrixDir::Load,
                             num,
                             trans,
@@ -109,7 +109,7 @@ fn stmt() -> impl Strategy<Value = LStmt> {
                             smem_index,
                             regs,
                             reg_index,
-                        })
+                        }))
                     },
                 )
             }

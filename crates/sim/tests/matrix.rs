@@ -6,7 +6,7 @@
 //! 4c + r/2, half r%2.
 mod common;
 use common::*;
-use tirx_ir::lir::{LKernel, LStmtKind, MatrixDir, MatrixOp};
+use tirx_ir::lir::{LKernel, LStmtKind, MatrixDir, MatrixMove, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimOptions};
@@ -47,7 +47,7 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
         body.push(at(0, for_(j, 2 * n, vec![at(1, store(r, v(j), load(inp, add(mul(tid(), int(2 * n)), v(j)))))])));
         body.push(at(
             2,
-            LStmtKind::Matrix(MatrixOp {
+            LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
                 dir: MatrixDir::Store,
                 num,
                 trans,
@@ -55,7 +55,7 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
                 smem_index: smem_index(n),
                 regs: r,
                 reg_index,
-            }),
+            })),
         ));
         body.push(at(3, cta_sync()));
         body.push(at(
@@ -78,7 +78,7 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
         body.push(at(2, cta_sync()));
         body.push(at(
             3,
-            LStmtKind::Matrix(MatrixOp {
+            LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
                 dir: MatrixDir::Load,
                 num,
                 trans,
@@ -86,7 +86,7 @@ fn matrix_kernel(num: u8, trans: bool, store_dir: bool) -> LKernel {
                 smem_index: smem_index(n),
                 regs: r,
                 reg_index,
-            }),
+            })),
         ));
         body.push(at(4, for_(j, 2 * n, vec![at(5, store(out, add(mul(tid(), int(2 * n)), v(j)), load(r, v(j))))])));
     }
@@ -152,7 +152,7 @@ fn ldmatrix_row_address_must_be_16_byte_aligned() {
     let r = kb.local("R", DType::F16, 2);
     let k = kb.finish(vec![at(
         7,
-        LStmtKind::Matrix(MatrixOp {
+        LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
             dir: MatrixDir::Load,
             num: 1,
             trans: false,
@@ -160,7 +160,7 @@ fn ldmatrix_row_address_must_be_16_byte_aligned() {
             smem_index: add(mul(rem(lane(), int(8)), int(8)), int(4)),
             regs: r,
             reg_index: vec![int(0)],
-        }),
+        })),
     )]);
     let e = simulate(&k, &mut [], &SimOptions::default()).unwrap_err();
     assert_eq!(e.kind, tirx_sim::SimErrorKind::Misaligned, "{e}");

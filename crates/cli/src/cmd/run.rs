@@ -6,7 +6,8 @@
 //! too, so an element the kernel forgets to write shows up as a pattern value, not as a
 //! plausible zero. `--check-sim` runs the CPU simulator on the same inputs and compares
 //! every parameter under the rule of `tirx_runtime::compare` (bit-exact for data-only
-//! kernels and integers; ≤ 2 ulp f32/f64, ≤ 1 ulp f16/bf16/fp8 for float math).
+//! kernels and integers; ≤ 2 ulp f32/f64, ≤ 1 ulp f16/bf16/fp8 for float math; kernels
+//! with `mma.sync` also pass within 2^-10 of the buffer's largest magnitude).
 //!
 //! The GPU is probed first, so a machine without CUDA gets the "no CUDA driver/NVRTC
 //! found" message (exit 1) before anything else happens.
@@ -190,10 +191,11 @@ fn check_against_sim(k: &LKernel, src: &Source, inputs: Vec<Vec<u8>>, gpu: &[Vec
     let mut sim = inputs;
     simulate(k, src, &mut sim)?;
     let data_only = tirx_ir::traffic::analyze(k).data_only;
+    let tensor_sums = k.uses_mma();
     let mut failed = false;
     for ((id, g), s) in k.params.iter().zip(gpu).zip(&sim) {
         let b = k.buf(*id);
-        let tol = tolerance_for(b.dtype, data_only);
+        let tol = tolerance_for(b.dtype, data_only, tensor_sums);
         let d = compare(b.dtype, g, s, tol, SHOW_MISMATCHES);
         if d.ok() {
             let within = if d.max_ulps_ok > 0 { format!(", max {} ulp", d.max_ulps_ok) } else { String::new() };

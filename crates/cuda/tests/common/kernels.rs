@@ -3,7 +3,7 @@
 
 use super::*;
 use tirx_ir::hir::MathFn;
-use tirx_ir::lir::{LBinOp, LExpr, LKernel, PackedOp, PairSrc, ShuffleMode};
+use tirx_ir::lir::{LBinOp, LExpr, LKernel, MmaShape, PackedOp, PairSrc, ShuffleMode};
 use tirx_ir::DType;
 
 /// Seed 002: a 32x32 tile global -> shared as full-row vector copies, a CTA
@@ -467,6 +467,32 @@ pub fn mbarrier_pipeline() -> LKernel {
     ])
 }
 
+/// One warp, one `mma.sync` of `shape`: each lane loads its A, B and C
+/// registers from lane-major arrays (`A[lane * na + j]`), accumulates
+/// `c = a * b + c` in place and stores its four accumulators to `D`.
+pub fn mma_one(name: &str, shape: MmaShape, ab: DType, acc: DType) -> LKernel {
+    let k = shape.k();
+    let per = 32 / i64::from(ab.bits());
+    let (na, nb) = (16 * k / 32, k * 8 / 32);
+    let mut kb = Kb::new(name, [1, 1, 1], [32, 1, 1]);
+    let (ga, gb) = (kb.param("A", ab, &[32, na]), kb.param("B", ab, &[32, nb]));
+    let (gc, gd) = (kb.param("C", acc, &[32, 4]), kb.param("D", acc, &[32, 4]));
+    let (a, b, c) = (kb.local("a", ab, &[na]), kb.local("b", ab, &[nb]), kb.local("acc", acc, &[4]));
+    let lane = kb.var("lane", DType::I32);
+    let js: Vec<_> = (0..4).map(|_| kb.var("j", DType::I32)).collect();
+    let fill = |r, g, n: i64, j| unroll(j, i(n), vec![store(r, v(j), load(g, add(mul(v(lane), i(n)), v(j))))]);
+    let regs = |n: i64, per: i64| (0..n / per).map(|r| r * per).collect::<Vec<_>>();
+    kb.finish(vec![
+        let_(lane, rem(tid(), i(32))),
+        fill(a, ga, na, js[0]),
+        fill(b, gb, nb, js[1]),
+        fill(c, gc, 4, js[2]),
+        comment(&format!("gemm -> mma.{} (one instruction)", shape.name())),
+        mma(shape, c, regs(4, 1), a, regs(na, per), b, regs(nb, per), c, regs(4, 1)),
+        unroll(js[3], i(4), vec![store(gd, add(mul(v(lane), i(4)), v(js[3])), load(c, v(js[3])))]),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -484,5 +510,10 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("warp_shuffle", warp_shuffle()),
         ("cp_async_copy", cp_async_copy()),
         ("mbarrier_pipeline", mbarrier_pipeline()),
+        ("mma_f16", mma_one("mma_f16", MmaShape::M16N8K16, DType::F16, DType::F32)),
+        ("mma_bf16", mma_one("mma_bf16", MmaShape::M16N8K16, DType::BF16, DType::F32)),
+        ("mma_f16_k8", mma_one("mma_f16_k8", MmaShape::M16N8K8, DType::F16, DType::F32)),
+        ("mma_tf32", mma_one("mma_tf32", MmaShape::M16N8K8, DType::F32, DType::F32)),
+        ("mma_s8", mma_one("mma_s8", MmaShape::M16N8K32, DType::I8, DType::I32)),
     ]
 }

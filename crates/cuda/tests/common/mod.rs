@@ -6,7 +6,7 @@ pub mod kernels;
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
     AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir,
-    MatrixOp, Mbar, PackedOp, PairSrc, ShuffleMode, Space, Special,
+    MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, ShuffleMode, Space, Special,
 };
 use tirx_ir::{DType, Span};
 
@@ -161,10 +161,52 @@ pub fn warp_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Warp))
 }
 pub fn ldmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
-    st(LStmtKind::Matrix(MatrixOp { dir: MatrixDir::Load, num, trans, smem, smem_index, regs, reg_index }))
+    st(LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
+        dir: MatrixDir::Load,
+        num,
+        trans,
+        smem,
+        smem_index,
+        regs,
+        reg_index,
+    })))
 }
 pub fn stmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
-    st(LStmtKind::Matrix(MatrixOp { dir: MatrixDir::Store, num, trans, smem, smem_index, regs, reg_index }))
+    st(LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
+        dir: MatrixDir::Store,
+        num,
+        trans,
+        smem,
+        smem_index,
+        regs,
+        reg_index,
+    })))
+}
+/// `mma.sync` of `shape` with constant register indices, accumulating into `c` in place when `d == c`.
+#[allow(clippy::too_many_arguments)]
+pub fn mma(
+    shape: MmaShape,
+    d: LBufId,
+    d_index: Vec<i64>,
+    a: LBufId,
+    a_index: Vec<i64>,
+    b: LBufId,
+    b_index: Vec<i64>,
+    c: LBufId,
+    c_index: Vec<i64>,
+) -> LStmt {
+    let ix = |v: Vec<i64>| v.into_iter().map(i).collect();
+    st(LStmtKind::Matrix(MatrixOp::Mma(Mma {
+        shape,
+        d,
+        d_index: ix(d_index),
+        a,
+        a_index: ix(a_index),
+        b,
+        b_index: ix(b_index),
+        c,
+        c_index: ix(c_index),
+    })))
 }
 pub fn packed2(op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc>) -> LStmt {
     st(LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs })

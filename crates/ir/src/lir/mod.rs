@@ -15,7 +15,8 @@
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
 //! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
-//! * [`matrix`]: `ldmatrix`/`stmatrix` ([`MatrixOp`], one instruction with a direction);
+//! * [`matrix`]: warp-collective fragment instructions ([`MatrixOp`]): `ldmatrix`/`stmatrix`
+//!   ([`MatrixMove`], one instruction with a direction) and tensor-core `mma.sync` ([`Mma`]);
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
 //! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]);
 //! * [`bounds`]: per-dimension bounds assertions on a region of a logical shape
@@ -42,7 +43,7 @@ pub mod round;
 pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
-pub use matrix::{MatrixDir, MatrixOp};
+pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
 pub use memory::CacheHint;
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
@@ -213,7 +214,7 @@ pub enum LStmtKind {
         cache: CacheHint,
     },
     Barrier(BarrierKind),
-    /// The matrix family: `ldmatrix` / `stmatrix` ([`matrix`]).
+    /// The matrix family: `ldmatrix` / `stmatrix`, `mma.sync` ([`matrix`]).
     Matrix(MatrixOp),
     /// The collective family: warp shuffles ([`collective`]); a shuffle declares a variable.
     Collective(CollectiveOp),
@@ -258,7 +259,7 @@ impl LStmtKind {
     /// `buf` gives the element type of an array.
     pub fn min_arch(&self, buf: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
-            LStmtKind::Matrix(m) => m.min_arch(),
+            LStmtKind::Matrix(m) => m.min_arch(buf),
             LStmtKind::Collective(c) => c.min_arch(),
             LStmtKind::Async(a) => a.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
@@ -332,7 +333,10 @@ impl LStmtKind {
     /// Whether the statement writes values it computed, not values it read unchanged
     /// (for [`crate::traffic`]; a `Store` depends on its value and is decided there).
     pub fn computes(&self) -> bool {
-        matches!(self, LStmtKind::Packed2 { .. } | LStmtKind::Cast2 { .. })
+        match self {
+            LStmtKind::Matrix(m) => m.computes(),
+            _ => matches!(self, LStmtKind::Packed2 { .. } | LStmtKind::Cast2 { .. }),
+        }
     }
 
     /// The nested statement lists (loop body, both branches).

@@ -43,7 +43,7 @@ use crate::operand;
 use crate::scope::TidKind;
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixOp};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixMove, MatrixOp};
 use tirx_ir::op::Family;
 use tirx_ir::Arch;
 use tirx_ir::DType;
@@ -198,7 +198,15 @@ impl Variant for LdStMatrix {
             .collect();
         let num = p.split.num as u8;
         let dir = if p.store { MatrixDir::Store } else { MatrixDir::Load };
-        let kind = LStmtKind::Matrix(MatrixOp { dir, num, trans: p.trans, smem: sb, smem_index, regs: rb, reg_index });
+        let kind = LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
+            dir,
+            num,
+            trans: p.trans,
+            smem: sb,
+            smem_index,
+            regs: rb,
+            reg_index,
+        }));
         em.stmts.extend(pre);
         match mm_var {
             Some(v) => {

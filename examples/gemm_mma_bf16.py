@@ -1,0 +1,77 @@
+# gemm -> mma.m16n8k*, bfloat16: C = A @ B with bfloat16 inputs and output, float32
+# accumulation. The main loop is examples/gemm_mma.py's (128x128 CTA tiles, 8 warps of 64x32,
+# K steps of 32 through registers and two swizzled shared stages, ldmatrix fragments, 32
+# mma.sync per warp and step); the epilogue rounds the accumulators to bfloat16 in registers
+# (packed conversions), stores them to a swizzled shared tile with stmatrix and writes C with
+# 16-byte stores. Shared memory is 64 KiB, so the tiles are dynamic shared memory.
+# Result: C == bf16(A @ B) (each mma.sync rounds its sum once to f32, docs/numerics.md §8).
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid, tx
+
+M, N, K = 256, 256, 128
+BM, BN, BK = 128, 128, 32  # CTA tile
+WM, WN = 64, 32  # warp tile: 2 x 4 warps
+dtype = "bfloat16"
+
+# Shared stages. A rows are 32 halves (64 B): the 64-B swizzle puts the 8 rows an ldmatrix
+# reads in 8 distinct 16-B bank groups. B rows are 128 halves (256 B): XOR the chunk with the
+# row (at 4) so the 8 K-rows of an ldmatrix.trans land in distinct bank groups too.
+A_SMEM = ComposeLayout(3, 2, 3, TileLayout(S[(2, BM, BK)]))
+B_SMEM = ComposeLayout(3, 3, 4, TileLayout(S[(2, BK, BN)]))
+# The C tile: rows of 256 B, swizzled like B so the 8 rows of each stmatrix tile are conflict-free.
+C_SMEM = ComposeLayout(3, 3, 4, TileLayout(S[(BM, BN)]))
+# Register staging of one K step: thread t loads rows t // 4 (+ 64) of A, 8 halves at column
+# 8 (t % 4); rows t // 16 (+ 16) of B, 8 halves at column 8 (t % 16).
+A_STAGE = TileLayout(S[(2, 64, 4, 8):(8, 4 @ tx, 1 @ tx, 1)])
+B_STAGE = TileLayout(S[(2, 16, 16, 8):(8, 16 @ tx, 1 @ tx, 1)])
+# Fragments (PTX mma.m16n8k16, lane = 4 g + t): A tile (mt, kt) in registers 16 mt + 8 kt,
+# rows g + 8 rM, columns 2 t + p + 8 kHi at register p + 2 rM + 4 kHi; B tile (kt, nt) in
+# 16 kt + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator (mt, nt) in
+# 16 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is also an
+# ldmatrix fragment (B's transposed: ldmatrix.trans).
+A_FRAG = TileLayout(S[(4, 2, 8, 2, 2, 4, 2):(16, 2, 4 @ laneid, 8, 4, 1 @ laneid, 1)])
+B_FRAG = TileLayout(S[(2, 2, 4, 2, 4, 8):(16, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
+ACC = TileLayout(S[(4, 2, 8, 4, 4, 2):(16, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+
+
+@T.prim_func
+def gemm_mma_bf16(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (M, K), dtype)
+    B = T.match_buffer(B_ptr, (K, N), dtype)
+    C = T.match_buffer(C_ptr, (M, N), dtype)
+    T.device_entry()
+    bx, by = T.cta_id([N // BN, M // BM])
+    w = T.warp_id([8]); T.lane_id([32]); T.thread_id([256])
+    wm = w // 4
+    wn = w % 4
+    A_s = T.alloc_buffer((2, BM, BK), dtype, scope="shared.dyn", layout=A_SMEM)
+    B_s = T.alloc_buffer((2, BK, BN), dtype, scope="shared.dyn", layout=B_SMEM)
+    A_r = T.alloc_buffer((BM, BK), dtype, scope="local", layout=A_STAGE)
+    B_r = T.alloc_buffer((BK, BN), dtype, scope="local", layout=B_STAGE)
+    A_f = T.alloc_buffer((WM, BK), dtype, scope="local", layout=A_FRAG)
+    B_f = T.alloc_buffer((BK, WN), dtype, scope="local", layout=B_FRAG)
+    acc = T.alloc_buffer((WM, WN), "float32", scope="local", layout=ACC)
+    acc_out = T.alloc_buffer((WM, WN), dtype, scope="local", layout=ACC)
+    C_s = T.alloc_buffer((BM, BN), dtype, scope="shared.dyn", layout=C_SMEM)
+    Tx.warp.fill(acc[0:WM, 0:WN], 0.0)
+    Tx.cta.copy(A_r[0:BM, 0:BK], A[by * BM:by * BM + BM, 0:BK])
+    Tx.cta.copy(B_r[0:BK, 0:BN], B[0:BK, bx * BN:bx * BN + BN])
+    Tx.cta.copy(A_s[0, 0:BM, 0:BK], A_r[0:BM, 0:BK])
+    Tx.cta.copy(B_s[0, 0:BK, 0:BN], B_r[0:BK, 0:BN])
+    T.cuda.cta_sync()
+    for ko in range(K // BK):
+        if ko + 1 < K // BK:
+            Tx.cta.copy(A_r[0:BM, 0:BK], A[by * BM:by * BM + BM, (ko + 1) * BK:(ko + 1) * BK + BK])
+            Tx.cta.copy(B_r[0:BK, 0:BN], B[(ko + 1) * BK:(ko + 1) * BK + BK, bx * BN:bx * BN + BN])
+        Tx.warp.copy(A_f[0:WM, 0:BK], A_s[ko % 2, wm * WM:wm * WM + WM, 0:BK])
+        Tx.warp.copy(B_f[0:BK, 0:WN], B_s[ko % 2, 0:BK, wn * WN:wn * WN + WN])
+        Tx.warp.gemm(acc[0:WM, 0:WN], A_f[0:WM, 0:BK], B_f[0:BK, 0:WN], acc[0:WM, 0:WN], beta=1.0)
+        if ko + 1 < K // BK:
+            Tx.cta.copy(A_s[(ko + 1) % 2, 0:BM, 0:BK], A_r[0:BM, 0:BK])
+            Tx.cta.copy(B_s[(ko + 1) % 2, 0:BK, 0:BN], B_r[0:BK, 0:BN])
+        T.cuda.cta_sync()
+    Tx.warp.cast(acc_out[0:WM, 0:WN], acc[0:WM, 0:WN])
+    Tx.warp.copy(C_s[wm * WM:wm * WM + WM, wn * WN:wn * WN + WN], acc_out[0:WM, 0:WN])
+    T.cuda.cta_sync()
+    Tx.cta.copy(C[by * BM:by * BM + BM, bx * BN:bx * BN + BN], C_s[0:BM, 0:BN])

@@ -467,6 +467,26 @@ pub fn mbarrier_pipeline() -> LKernel {
     ])
 }
 
+/// Named barriers: each warpgroup of 256 threads exchanges through shared
+/// memory behind its own barrier (`bar.sync 1 + wg, 128`), then warpgroup 0
+/// alone behind a constant id (`bar.sync 2, 128`).
+pub fn named_barrier() -> LKernel {
+    let mut kb = Kb::new("named_barrier", [1, 1, 1], [256, 1, 1]);
+    let a = kb.param("A", DType::F32, &[256]);
+    let b = kb.param("B", DType::F32, &[256]);
+    let s = kb.shared("S", DType::F32, &[256]);
+    let (t, wg) = (kb.var("tid", DType::I32), kb.var("wg", DType::I32));
+    let mirror = add(mul(v(wg), i(128)), sub(i(127), rem(v(t), i(128))));
+    kb.finish(vec![
+        let_(t, tid()),
+        let_(wg, div(v(t), i(128))),
+        store(s, v(t), load(a, v(t))),
+        bar_sync(add(v(wg), i(1)), 128),
+        store(b, v(t), load(s, mirror)),
+        if_(lt(v(t), i(128)), vec![bar_sync(i(2), 128), store(s, v(t), f(0.0, DType::F32))]),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -484,5 +504,6 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("warp_shuffle", warp_shuffle()),
         ("cp_async_copy", cp_async_copy()),
         ("mbarrier_pipeline", mbarrier_pipeline()),
+        ("named_barrier", named_barrier()),
     ]
 }

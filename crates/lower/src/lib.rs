@@ -34,6 +34,7 @@ pub mod explain;
 mod expr;
 mod lay;
 pub mod operand;
+pub mod reduce;
 pub mod scope;
 mod smem;
 mod stmt;

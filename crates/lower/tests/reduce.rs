@@ -1,0 +1,717 @@
+//! Reductions (`Tx.<scope>.sum|max|min`, docs/tile-primitives.md §3.10–§3.14):
+//! every variant × scope × op × dtype × accum, value-checked in the simulator
+//! against a sequential reference that follows the documented summation order
+//! (docs/numerics.md §8) bit for bit, and sums also against the exact f64 sum
+//! within the documented bound. The reference's reduction tests
+//! (test_reduction.py, ref-tests §2.10) are ported case by case: shared
+//! (6 shapes, sub-scopes), thread-wise local (10 shapes), the view path on MMA
+//! accumulators with and without `thread_reduce`, the shuffle pattern; plus
+//! what the reference gets wrong (accum on the shuffle path, warpgroup
+//! barrier ids) and the typed declines.
+
+mod common;
+use common::*;
+use tirx_ir::op::ReduceOp;
+use tirx_ir::DType;
+use tirx_lower::Lowered;
+use tirx_sim::value::{from_bytes, round_to, to_bytes};
+
+const HEAD: &str = "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, R, TileLayout, laneid, tid_in_wg, wg_local_layout
+
+@T.prim_func
+";
+
+const OPS: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
+const FLOATS: [&str; 3] = ["float32", "float16", "bfloat16"];
+
+fn dt(s: &str) -> DType {
+    DType::from_name(s).unwrap()
+}
+
+/// Deterministic values in [-2, 2), exact in `t` (distinct enough that max/min pick one).
+fn values(t: DType, n: usize, seed: usize) -> Vec<f64> {
+    (0..n).map(|i| round_to(t, -2.0 + 4.0 * (((i * 7919 + seed * 104729 + 13) % 1009) as f64 / 1009.0))).collect()
+}
+
+/// Lowers (with the common checks) and simulates; returns the parameters decoded.
+fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
+    let l = lower(src);
+    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
+    match tirx_sim::simulate(&l.lir, &mut bytes, &tirx_sim::SimOptions::default()) {
+        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
+        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
+    }
+    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
+    (l, out)
+}
+
+/// The compute type (numerics §8): f32 for sums of 16-bit floats.
+fn ct(op: ReduceOp, t: DType) -> DType {
+    if op == ReduceOp::Sum && matches!(t, DType::F16 | DType::BF16) {
+        DType::F32
+    } else {
+        t
+    }
+}
+
+/// One combine step in type `c`, rounded as the GPU rounds it.
+fn comb(op: ReduceOp, c: DType, a: f64, b: f64) -> f64 {
+    match op {
+        ReduceOp::Sum if c.is_float() => round_to(c, a + b),
+        ReduceOp::Sum => (a as i64).wrapping_add(b as i64) as f64,
+        ReduceOp::Max => a.max(b),
+        ReduceOp::Min => a.min(b),
+    }
+}
+
+/// A left fold from the first element.
+fn fold(op: ReduceOp, c: DType, xs: &[f64]) -> f64 {
+    xs[1..].iter().fold(xs[0], |a, &x| comb(op, c, a, x))
+}
+
+/// The identity a lane without elements starts from.
+fn identity(op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::Sum => -0.0,
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+    }
+}
+
+/// The xor butterfly over `lanes` (indexed by lane id), masks widest first; returns lane `at`'s value.
+fn butterfly(op: ReduceOp, c: DType, lanes: &mut [f64], masks: &[usize], at: usize) -> f64 {
+    for &m in masks {
+        let prev = lanes.to_vec();
+        for (l, v) in lanes.iter_mut().enumerate() {
+            if l ^ m < prev.len() {
+                *v = comb(op, c, prev[l], prev[l ^ m]);
+            }
+        }
+    }
+    lanes[at]
+}
+
+/// Combines the old destination last (accum) and rounds once to the destination type.
+fn finish(op: ReduceOp, t: DType, v: f64, old: Option<f64>) -> f64 {
+    let c = ct(op, t);
+    round_to(t, old.map_or(v, |o| comb(op, c, v, o)))
+}
+
+fn masks(width: usize) -> Vec<usize> {
+    let mut m = vec![];
+    let mut b = width / 2;
+    while b >= 1 {
+        m.push(b);
+        b /= 2;
+    }
+    m
+}
+
+/// docs/numerics.md §8: a sum of `n` terms computed in f32 with at most `depth` roundings on
+/// any path from a term to the result is within `depth·2^-24·Σ|x|` of the exact sum, plus half
+/// an ulp of the destination type for the final rounding.
+fn within_bound(got: f64, xs: &[f64], old: Option<f64>, depth: usize, t: DType, what: &str) {
+    let exact: f64 = xs.iter().sum::<f64>() + old.unwrap_or(0.0);
+    let mag: f64 = xs.iter().map(|x| x.abs()).sum::<f64>() + old.map_or(0.0, f64::abs);
+    let ulp = |x: f64| match t {
+        DType::F32 => 2f64.powi(-23) * x.abs().max(f64::MIN_POSITIVE),
+        DType::F16 => 2f64.powi(-10) * x.abs().max(2f64.powi(-14)),
+        _ => 2f64.powi(-7) * x.abs().max(2f64.powi(-126)),
+    };
+    let bound = depth as f64 * 2f64.powi(-24) * mag + ulp(exact) / 2.0 + ulp(got) / 2.0;
+    assert!((got - exact).abs() <= bound, "{what}: {got} vs exact {exact}, bound {bound}");
+}
+
+fn py_tuple(v: &[i64]) -> String {
+    format!("({},)", v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn full(v: &[i64]) -> String {
+    v.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ")
+}
+
+fn call_text(scope: &str, op: ReduceOp, dst: &str, src: &str, axes: &str, accum: bool, extra: &str) -> String {
+    let f = if scope == "thread" { format!("Tx.{}", op.name()) } else { format!("Tx.{scope}.{}", op.name()) };
+    let accum = if accum { ", accum=True" } else { "" };
+    format!("{f}({dst}, {src}, axes={axes}{accum}{extra})")
+}
+
+fn chosen<'a>(l: &'a Lowered, op: ReduceOp) -> &'a tirx_lower::CallExplain {
+    l.explain.iter().find(|c| c.op == op.name()).unwrap_or_else(|| panic!("no {} call", op.name()))
+}
+
+fn assert_chosen(l: &Lowered, op: ReduceOp, variant: &str) {
+    let c = chosen(l, op);
+    assert_eq!(c.chosen.as_deref(), Some(variant), "{}", c.render());
+}
+
+// ----------------------------------------------------------------------------- local_thread
+
+/// `(src shape, axes)`: the reference's 10 thread-wise cases and negative / non-contiguous axes.
+const THREAD_CASES: &[(&[i64], &[i64])] = &[
+    (&[1], &[0]),
+    (&[4], &[0]),
+    (&[7], &[0]),
+    (&[16], &[0]),
+    (&[32], &[0]),
+    (&[4, 8], &[0]),
+    (&[4, 8], &[1]),
+    (&[3, 4, 5], &[0, 2]),
+    (&[2, 3, 4], &[-1]),
+    (&[2, 3, 4], &[0]),
+    (&[2, 3, 4], &[-1, -3]),
+];
+
+/// The kept extents and, per source element, the index of its destination element.
+fn kept(shape: &[i64], axes: &[usize]) -> (Vec<i64>, Vec<usize>) {
+    let keep: Vec<usize> = (0..shape.len()).filter(|d| !axes.contains(d)).collect();
+    let kept: Vec<i64> = keep.iter().map(|&d| shape[d]).collect();
+    let n: i64 = shape.iter().product();
+    let map = (0..n as usize)
+        .map(|i| {
+            let mut x = i;
+            let mut c = vec![0; shape.len()];
+            for d in (0..shape.len()).rev() {
+                c[d] = x % shape[d] as usize;
+                x /= shape[d] as usize;
+            }
+            keep.iter().fold(0, |acc, &d| acc * shape[d] as usize + c[d])
+        })
+        .collect();
+    (kept, map)
+}
+
+fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = axes.iter().map(|&a| if a < 0 { (a + rank as i64) as usize } else { a as usize }).collect();
+    v.sort_unstable();
+    v
+}
+
+fn thread_wise(shape: &[i64], axes: &[i64], op: ReduceOp, t: &str, accum: bool) {
+    let ax = norm_axes(axes, shape.len());
+    let (kept, map) = kept(shape, &ax);
+    let kept = if kept.is_empty() { vec![1] } else { kept };
+    let threads = 4usize;
+    let axes_text = format!("({},)", axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
+    let load_old =
+        if accum { format!("Tx.copy(Y[{}], B[tid, {}])\n    ", full(&kept), full(&kept)) } else { String::new() };
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {a}, "{t}")
+    B = T.match_buffer(B_ptr, {b}, "{t}")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([{threads}])
+    X = T.alloc_local({xs}, "{t}")
+    Y = T.alloc_local({ys}, "{t}")
+    Tx.copy(X[{xf}], A[tid, {xf}])
+    {load_old}{call}
+    Tx.copy(B[tid, {yf}], Y[{yf}])
+"#,
+        a = py_tuple(&[&[threads as i64][..], shape].concat()),
+        b = py_tuple(&[&[threads as i64][..], &kept].concat()),
+        xs = py_tuple(shape),
+        ys = py_tuple(&kept),
+        xf = full(shape),
+        yf = full(&kept),
+        call = call_text(
+            "thread",
+            op,
+            &format!("Y[{}]", full(&kept)),
+            &format!("X[{}]", full(shape)),
+            &axes_text,
+            accum,
+            ""
+        ),
+    );
+    let d = dt(t);
+    let (n, m) = (map.len(), kept.iter().product::<i64>() as usize);
+    let a = values(d, threads * n, 1);
+    let b0 = values(d, threads * m, 2);
+    let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
+    assert_chosen(&l, op, "local_thread");
+    for th in 0..threads {
+        for j in 0..m {
+            let xs: Vec<f64> = (0..n).filter(|&i| map[i] == j).map(|i| round_to(ct(op, d), a[th * n + i])).collect();
+            let old = accum.then(|| b0[th * m + j]);
+            let want = finish(op, d, fold(op, ct(op, d), &xs), old);
+            let got = out[1][th * m + j];
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{t} {} {shape:?} axes {axes:?} accum {accum}: thread {th} element {j}: got {got}, want {want}\n{src}",
+                op.name()
+            );
+            if op == ReduceOp::Sum {
+                within_bound(got, &xs, old, xs.len() + 1, d, "thread-wise sum");
+            }
+        }
+    }
+}
+
+#[test]
+fn local_thread_matrix() {
+    for (shape, axes) in THREAD_CASES {
+        for op in OPS {
+            for accum in [false, true] {
+                thread_wise(shape, axes, op, "float32", accum);
+            }
+        }
+    }
+    for t in ["float16", "bfloat16"] {
+        for op in OPS {
+            for accum in [false, true] {
+                thread_wise(&[3, 4, 5], &[0, 2], op, t, accum);
+                thread_wise(&[32], &[0], op, t, accum);
+            }
+        }
+    }
+}
+
+#[test]
+fn local_thread_explains_its_order_and_code() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (2, 3, 4), "float16")
+    B = T.match_buffer(B_ptr, (3,), "float16")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    X = T.alloc_local((2, 3, 4), "float16")
+    Y = T.alloc_local((3,), "float16")
+    Tx.copy(X[0:2, 0:3, 0:4], A[0:2, 0:3, 0:4])
+    Tx.sum(Y[0:3], X[0:2, 0:3, 0:4], axes=(0, 2))
+    Tx.copy(B[0:3], Y[0:3])
+"#
+    );
+    let l = lower(&src);
+    let c = chosen(&l, ReduceOp::Sum);
+    let t = tried(c, "local_thread");
+    assert!(
+        t.reason.contains("sequential: per thread 24 source elements into 3 destination registers, each a fold of 8 registers, in row-major order of the reduced coordinates, computed in float32"),
+        "{}",
+        t.reason
+    );
+    let text = l.lir.to_string();
+    assert!(text.contains("acc[0] = acc[0] + float32(X[k * 4 + ((q / 4) * 12 + q % 4)])"), "{text}");
+    let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
+    assert!(cuda.contains("float acc[1];"), "{cuda}");
+}
+
+// ----------------------------------------------------------------------------- warp_shuffle
+
+/// A shuffle-pattern case: the source layout over `shape` (lanes in the reduced dims),
+/// the destination layout over the kept extents (replicated over those lanes), and
+/// which lane holds each source element / how many lanes a group has.
+struct Pattern {
+    shape: &'static [i64],
+    axes: &'static [i64],
+    src_layout: &'static str,
+    dst_layout: &'static str,
+    /// Lane of source element `i` (row-major).
+    lane: fn(usize) -> usize,
+    /// The butterfly's lane masks.
+    masks: &'static [usize],
+    /// Destination registers per lane, the destination element in register `k`
+    /// of lane `l`, and that index as script text (`lane`, `k` in scope).
+    regs: usize,
+    dst_elem: fn(usize, usize) -> usize,
+    dst_text: &'static str,
+}
+
+const PATTERNS: &[Pattern] = &[
+    // The reference's multi-element pattern: 4 independent column sums over 32 lanes.
+    Pattern {
+        shape: &[32, 4],
+        axes: &[0],
+        src_layout: "S[(32, 4):(1@laneid, 1)]",
+        dst_layout: "S[4:1] + R[32:1@laneid]",
+        lane: |i| i / 4,
+        masks: &[16, 8, 4, 2, 1],
+        regs: 4,
+        dst_elem: |_, k| k,
+        dst_text: "k",
+    },
+    // One element per lane.
+    Pattern {
+        shape: &[32],
+        axes: &[0],
+        src_layout: "S[32:1@laneid]",
+        dst_layout: "S[1:1] + R[32:1@laneid]",
+        lane: |i| i,
+        masks: &[16, 8, 4, 2, 1],
+        regs: 1,
+        dst_elem: |_, _| 0,
+        dst_text: "k",
+    },
+    // Groups of 8 lanes, 2 registers each: row r on lanes 8r..8r+7.
+    Pattern {
+        shape: &[4, 8, 2],
+        axes: &[1, 2],
+        src_layout: "S[(4, 8, 2):(8@laneid, 1@laneid, 1)]",
+        dst_layout: "S[4:8@laneid] + R[8:1@laneid]",
+        lane: |i| (i / 16) * 8 + (i / 2) % 8,
+        masks: &[4, 2, 1],
+        regs: 1,
+        dst_elem: |l, _| l / 8,
+        dst_text: "lane // 8",
+    },
+    // Reduced lanes are bits 0..2 (stride 1) while the kept dim sits on bits 3..4.
+    Pattern {
+        shape: &[8, 4, 3],
+        axes: &[0],
+        src_layout: "S[(8, 4, 3):(1@laneid, 8@laneid, 1)]",
+        dst_layout: "S[(4, 3):(8@laneid, 1)] + R[8:1@laneid]",
+        lane: |i| (i / 12) + 8 * ((i / 3) % 4),
+        masks: &[4, 2, 1],
+        regs: 3,
+        dst_elem: |l, k| (l / 8) * 3 + k,
+        dst_text: "(lane // 8) * 3 + k",
+    },
+];
+
+fn shuffle_case(p: &Pattern, op: ReduceOp, t: &str, accum: bool) {
+    let warps = 4usize;
+    let ax = norm_axes(p.axes, p.shape.len());
+    let (kept, map) = kept(p.shape, &ax);
+    let kept = if kept.is_empty() { vec![1] } else { kept };
+    let (n, m) = (map.len(), kept.iter().product::<i64>() as usize);
+    let axes_text = format!("({},)", p.axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
+    let regs = p.regs;
+    let old = if accum {
+        format!("for k in range({regs}):\n        Yl[k] = C[w, {}]\n    ", p.dst_text)
+    } else {
+        String::new()
+    };
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {a}, "{t}")
+    B = T.match_buffer(B_ptr, ({warps}, 32, {regs}), "{t}")
+    C = T.match_buffer(C_ptr, ({warps}, {m}), "{t}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([{th}])
+    w = T.warp_id([{warps}])
+    lane = T.lane_id([32])
+    X = T.alloc_buffer({xs}, "{t}", scope="local", layout=TileLayout({sl}))
+    Y = T.alloc_buffer({ys}, "{t}", scope="local", layout=TileLayout({dl}))
+    Tx.warp.copy(X[{xf}], A[w, {xf}])
+    Yl = Y.local()
+    {old}{call}
+    for k in range({regs}):
+        B[w, lane, k] = Yl[k]
+"#,
+        a = py_tuple(&[&[warps as i64][..], p.shape].concat()),
+        th = warps * 32,
+        xs = py_tuple(p.shape),
+        ys = py_tuple(&kept),
+        sl = p.src_layout,
+        dl = p.dst_layout,
+        xf = full(p.shape),
+        call = call_text(
+            "warp",
+            op,
+            &format!("Y[{}]", full(&kept)),
+            &format!("X[{}]", full(p.shape)),
+            &axes_text,
+            accum,
+            ""
+        ),
+    );
+    let d = dt(t);
+    let c = ct(op, d);
+    let a = values(d, warps * n, 3);
+    let c0 = values(d, warps * m, 4);
+    let (l, out) = run(&src, &[(d, a.clone()), (d, vec![0.0; warps * 32 * regs]), (d, c0.clone())]);
+    assert_chosen(&l, op, "warp_shuffle");
+    let mut seen = 0;
+    for w in 0..warps {
+        for j in 0..m {
+            // Per lane: its elements of destination element j, folded in row-major order.
+            let mut lanes = vec![identity(op); 32];
+            let mut has = [false; 32];
+            let mut xs = vec![];
+            for i in (0..n).filter(|&i| map[i] == j) {
+                let x = round_to(c, a[w * n + i]);
+                xs.push(x);
+                let ln = (p.lane)(i);
+                lanes[ln] = if has[ln] { comb(op, c, lanes[ln], x) } else { x };
+                has[ln] = true;
+            }
+            let group = (0..32).filter(|&ln| has[ln]).collect::<Vec<_>>();
+            let old = accum.then(|| c0[w * m + j]);
+            for &ln in &group {
+                let mut lv = lanes.clone();
+                let want = finish(op, d, butterfly(op, c, &mut lv, p.masks, ln), old);
+                let k = (0..regs).find(|&k| (p.dst_elem)(ln, k) == j).expect("the lane holds the element");
+                seen += 1;
+                let got = out[1][(w * 32 + ln) * regs + k];
+                assert_eq!(
+                    got.to_bits(),
+                    want.to_bits(),
+                    "{t} {} {:?} accum {accum}: warp {w} lane {ln} element {j}: got {got}, want {want}\n{src}",
+                    op.name(),
+                    p.shape
+                );
+                if op == ReduceOp::Sum {
+                    within_bound(got, &xs, old, xs.len() / group.len() + p.masks.len() + 1, d, "warp sum");
+                }
+            }
+        }
+    }
+    assert_eq!(seen, warps * 32 * regs, "every register of every lane checked");
+}
+
+#[test]
+fn warp_shuffle_matrix() {
+    for p in PATTERNS {
+        for op in OPS {
+            for t in FLOATS {
+                for accum in [false, true] {
+                    shuffle_case(p, op, t, accum);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn warp_shuffle_explains_masks_and_emits_xor_shuffles() {
+    let p = &PATTERNS[2];
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 8, 2), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((4, 8, 2), "float32", scope="local", layout=TileLayout({}))
+    Y = T.alloc_buffer((4,), "float32", scope="local", layout=TileLayout({}))
+    Tx.warp.copy(X[0:4, 0:8, 0:2], A[0:4, 0:8, 0:2])
+    Tx.warp.max(Y[0:4], X[0:4, 0:8, 0:2], axes=(1, 2), accum=True)
+"#,
+        p.src_layout, p.dst_layout
+    );
+    let l = lower(&src);
+    let r = &tried(chosen(&l, ReduceOp::Max), "warp_shuffle").reason;
+    assert!(
+        r.contains("per thread 2 source elements into 1 destination register, each a fold of 2 registers; butterfly masks 4, 2, 1 (3 shuffles per thread)"),
+        "{r}"
+    );
+    assert!(r.contains("accum: the old destination is combined last; no barrier"), "{r}");
+    let text = l.lir.to_string();
+    for m in [4, 2, 1] {
+        assert!(text.contains(&format!("shfl.sync.bfly(acc[0], {m}; width=32, mask=0xffffffff)")), "{text}");
+    }
+}
+
+// ----------------------------------------------------------------------------- local_view
+
+/// The per-warp 16×128 mma accumulator: element (r, c) on lane 4·(r%8) + (c%8)/2,
+/// register 32·(r/8) + 2·(c/8) + c%2.
+const ACC: &str = "TileLayout(S[(2, 8, 16, 4, 2):(32, 4@laneid, 2, 1@laneid, 1)])";
+/// Per-quad partials of its rows: (r, q) on lane 4·(r%8) + q, register r/8.
+const RED: &str = "TileLayout(S[(2, 8, 4):(1, 4@laneid, 1@laneid)])";
+
+/// test_reduction_local_view_complex: row reductions of per-warp accumulators
+/// into per-quad values, with `thread_reduce` (or a second in-place call).
+fn view_complex(warps: usize, op: ReduceOp, t: &str, shuffle: bool, accum: bool) {
+    let rows = 16 * warps;
+    let load_old = if accum { "Tx.warp.copy(Y[0:16, 0:4], B[w * 16 : w * 16 + 16, 0:4])\n    " } else { "" };
+    let first = call_text(
+        "warp",
+        op,
+        "Y[0:16, 0:4]",
+        "X[0:16, 0:128]",
+        "-1",
+        accum,
+        if shuffle { ", thread_reduce=True" } else { "" },
+    );
+    let second = if shuffle {
+        String::new()
+    } else {
+        format!("\n    {}", call_text("warp", op, "Y[0:16, 0:4]", "Y[0:16, 0:4]", "-1", false, ", thread_reduce=True"))
+    };
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({rows}, 128), "{t}")
+    B = T.match_buffer(B_ptr, ({rows}, 4), "{t}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([{th}])
+    w = T.warp_id([{warps}])
+    X = T.alloc_buffer((16, 128), "{t}", scope="local", layout={ACC})
+    Y = T.alloc_buffer((16, 4), "{t}", scope="local", layout={RED})
+    Tx.warp.copy(X[0:16, 0:128], A[w * 16 : w * 16 + 16, 0:128])
+    {load_old}{first}{second}
+    Tx.warp.copy(B[w * 16 : w * 16 + 16, 0:4], Y[0:16, 0:4])
+"#,
+        th = 32 * warps
+    );
+    let d = dt(t);
+    let c = ct(op, d);
+    let a = values(d, rows * 128, 5);
+    let b0 = values(d, rows * 4, 6);
+    let (l, out) = run(&src, &[(d, a.clone()), (d, if accum { b0.clone() } else { vec![0.0; rows * 4] })]);
+    assert_chosen(&l, op, "local_view");
+    for r in 0..rows {
+        // Quad lane q folds columns 8i + 2q + j in order, then the butterfly (masks 2, 1).
+        let mut quad: Vec<f64> = (0..4)
+            .map(|q| {
+                let xs: Vec<f64> = (0..16)
+                    .flat_map(|i| (0..2).map(move |j| 8 * i + 2 * q + j))
+                    .map(|col| round_to(c, a[r * 128 + col]))
+                    .collect();
+                fold(op, c, &xs)
+            })
+            .collect();
+        if !shuffle {
+            // The first call stores per-quad partials (rounded to the type); the second reduces them.
+            quad = quad.iter().map(|&v| round_to(c, round_to(d, v))).collect();
+        }
+        let full_row: Vec<f64> = (0..128).map(|col| round_to(c, a[r * 128 + col])).collect();
+        for q in 0..4 {
+            let old = (accum && shuffle).then(|| b0[r * 4 + q]);
+            let mut lanes = quad.clone();
+            let want = finish(op, d, butterfly(op, c, &mut lanes, &[2, 1], q), old);
+            let got = out[1][r * 4 + q];
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{t} {} warps {warps} shuffle {shuffle} accum {accum}: row {r} quad {q}: got {got}, want {want}",
+                op.name()
+            );
+            if op == ReduceOp::Sum && shuffle {
+                within_bound(got, &full_row, old, 32 + 2 + 1, d, "row sum");
+            }
+        }
+    }
+}
+
+#[test]
+fn local_view_mma_accumulators() {
+    for warps in [1, 4] {
+        for op in OPS {
+            for t in FLOATS {
+                view_complex(warps, op, t, true, false);
+                view_complex(warps, op, t, true, true);
+                view_complex(warps, op, t, false, false);
+            }
+        }
+    }
+}
+
+/// Without `thread_reduce`, each lane keeps its own partial; `accum` still applies.
+#[test]
+fn local_view_partials_and_accum_without_shuffle() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (16, 128), "float32")
+    B = T.match_buffer(B_ptr, (16, 4), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((16, 128), "float32", scope="local", layout={ACC})
+    Y = T.alloc_buffer((16, 4), "float32", scope="local", layout={RED})
+    Tx.warp.copy(X[0:16, 0:128], A[0:16, 0:128])
+    Tx.warp.copy(Y[0:16, 0:4], B[0:16, 0:4])
+    Tx.warp.max(Y[0:16, 0:4], X[0:16, 0:128], accum=True)
+    Tx.warp.copy(B[0:16, 0:4], Y[0:16, 0:4])
+"#
+    );
+    let a = values(DType::F32, 16 * 128, 7);
+    let b0: Vec<f64> = (0..64).map(|i| if i % 3 == 0 { 5.0 } else { -5.0 }).collect();
+    let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, b0.clone())]);
+    let reason = &tried(chosen(&l, ReduceOp::Max), "local_view").reason;
+    assert!(reason.contains("per-thread partials (no thread_reduce: no shuffle)"), "{reason}");
+    for r in 0..16 {
+        for q in 0..4 {
+            let part =
+                (0..128).filter(|col| (col / 2) % 4 == q).map(|col| a[r * 128 + col]).fold(f64::NEG_INFINITY, f64::max);
+            assert_eq!(out[1][r * 4 + q], part.max(b0[r * 4 + q]), "row {r} quad {q}");
+        }
+    }
+}
+
+/// test_reduction_local_view_basic: lanes own rows, reductions over register dims
+/// (with a kept unit dim and a sliced source).
+#[test]
+fn local_view_lane_rows() {
+    for op in OPS {
+        for (axes, dst, region, cols) in [
+            ("(1,)", (1, 8), "0:4", 4),
+            ("(1, 2)", (1, 1), "0:4", 4),
+            ("(2,)", (4, 1), "0:4", 4),
+            ("(1,)", (1, 8), "2:4", 2),
+        ] {
+            let src = format!(
+                r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 4, 8), "float32")
+    B = T.match_buffer(B_ptr, (32, {d0}, {d1}), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((32, 4, 8), "float32", scope="local", layout=TileLayout(S[(32, 4, 8):(1@laneid, 8, 1)]))
+    Y = T.alloc_buffer((32, {d0}, {d1}), "float32", scope="local", layout=TileLayout(S[(32, {d0}, {d1}):(1@laneid, {d1}, 1)]))
+    Tx.warp.copy(X[0:32, 0:4, 0:8], A[0:32, 0:4, 0:8])
+    {call}
+    Tx.warp.copy(B[0:32, 0:{d0}, 0:{d1}], Y[0:32, 0:{d0}, 0:{d1}])
+"#,
+                d0 = dst.0,
+                d1 = dst.1,
+                call = call_text(
+                    "warp",
+                    op,
+                    &format!("Y[0:32, 0:{}, 0:{}]", dst.0, dst.1),
+                    &format!("X[0:32, {region}, 0:8]"),
+                    axes,
+                    false,
+                    ""
+                ),
+            );
+            let a = values(DType::F32, 32 * 32, 8);
+            let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 32 * dst.0 * dst.1])]);
+            assert_chosen(&l, op, "local_view");
+            let lo = if region == "2:4" { 2 } else { 0 };
+            for lane in 0..32 {
+                for i in 0..dst.0 {
+                    for j in 0..dst.1 {
+                        let xs: Vec<f64> = (lo..lo + cols)
+                            .flat_map(|r| (0..8).map(move |c| (r, c)))
+                            .filter(|&(r, c)| match axes {
+                                "(1,)" => c == j,
+                                "(2,)" => r == i,
+                                _ => true,
+                            })
+                            .map(|(r, c)| a[lane * 32 + r * 8 + c])
+                            .collect();
+                        let want = fold(op, DType::F32, &xs);
+                        assert_eq!(out[1][(lane * dst.0 + i) * dst.1 + j], want, "axes {axes} lane {lane} ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// test_reduction_warpgroup_wg_local_layout: each thread of two warpgroups reduces its own row.
+#[test]
+fn local_view_warpgroup_rows() {
+    for op in OPS {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256, 16), "float32")
+    B = T.match_buffer(B_ptr, (256, 1), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([256])
+    g = T.warpgroup_id([2])
+    X = T.alloc_buffer((128, 16), "float32", scope="local", layout=wg_local_layout(16))
+    Y = T.alloc_buffer((128, 1), "float32", scope="local", layout=wg_local_layout(1))
+    Tx.wg.copy(X[0:128, 0:16], A[g * 128 : g * 128 + 128, 0:16])
+    {}
+    Tx.wg.copy(B[g * 128 : g * 128 + 128, 0:1], Y[0:128, 0:1])
+"#,
+            call_text("wg", op, "Y[0:128, 0:1]", "X[0:128, 0:16]", "[-1]", false, "")
+        );
+        let a = values(DType::F32, 256 * 16, 9);
+        let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 256])]);
+        assert_chosen(&l, op, "local_view");
+        for r in 0..256 {
+            assert_eq!(out[1][r], fold(op, DType::F32, &a[r * 16..r * 16 + 16]), "row {r}");
+        }
+    }
+}

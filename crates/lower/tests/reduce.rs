@@ -138,7 +138,7 @@ fn call_text(scope: &str, op: ReduceOp, dst: &str, src: &str, axes: &str, accum:
     format!("{f}({dst}, {src}, axes={axes}{accum}{extra})")
 }
 
-fn chosen<'a>(l: &'a Lowered, op: ReduceOp) -> &'a tirx_lower::CallExplain {
+fn chosen(l: &Lowered, op: ReduceOp) -> &tirx_lower::CallExplain {
     l.explain.iter().find(|c| c.op == op.name()).unwrap_or_else(|| panic!("no {} call", op.name()))
 }
 
@@ -714,4 +714,421 @@ fn local_view_warpgroup_rows() {
             assert_eq!(out[1][r], fold(op, DType::F32, &a[r * 16..r * 16 + 16]), "row {r}");
         }
     }
+}
+
+// ----------------------------------------------------------------------------- shared
+
+/// The reference of the shared variant: groups of `g` lanes, lane `i` folding
+/// elements i, i + g, … from the identity, then the butterfly (masks g/2 … 1).
+fn shared_reference(op: ReduceOp, c: DType, xs: &[f64], g: usize) -> f64 {
+    let mut lanes: Vec<f64> =
+        (0..g).map(|i| xs.iter().skip(i).step_by(g).fold(identity(op), |a, &x| comb(op, c, a, x))).collect();
+    butterfly(op, c, &mut lanes, &masks(g), 0)
+}
+
+fn group_size(len: usize, threads: usize) -> usize {
+    let mut g = len.next_power_of_two().min(32);
+    while g > 1 && !threads.is_multiple_of(g) {
+        g /= 2;
+    }
+    g
+}
+
+/// One shared-memory reduction of `A[src region]` into `B[dst region]` by a
+/// call of `scope` under `guard` (an `if` on scope ids, or none), `threads` per CTA.
+struct SharedCase {
+    src_shape: Vec<i64>,
+    dst_shape: Vec<i64>,
+    axes: Vec<i64>,
+    src_begin: Vec<i64>,
+    dst_begin: Vec<i64>,
+    src_ext: Vec<i64>,
+    dst_ext: Vec<i64>,
+    scope: &'static str,
+    guard: &'static str,
+    threads: usize,
+    decl: &'static str,
+}
+
+fn region(begin: &[i64], ext: &[i64]) -> String {
+    begin.iter().zip(ext).map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ")
+}
+
+fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
+    let axes_text = format!("({},)", k.axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
+    let red = call_text(
+        k.scope,
+        op,
+        &format!("B_smem[{}]", region(&k.dst_begin, &k.dst_ext)),
+        &format!("A_smem[{}]", region(&k.src_begin, &k.src_ext)),
+        &axes_text,
+        accum,
+        "",
+    );
+    let body = if k.guard.is_empty() { format!("    {red}") } else { format!("    if {}:\n        {red}", k.guard) };
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {sa}, "{t}")
+    B = T.match_buffer(B_ptr, {sb}, "{t}")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([{th}])
+    {decl}
+    A_smem = T.alloc_buffer({sa}, "{t}", scope="shared")
+    B_smem = T.alloc_buffer({sb}, "{t}", scope="shared")
+    Tx.cta.copy(A_smem[{fa}], A[{fa}])
+    Tx.cta.copy(B_smem[{fb}], B[{fb}])
+    T.cuda.cta_sync()
+{body}
+    T.cuda.cta_sync()
+    Tx.cta.copy(B[{fb}], B_smem[{fb}])
+"#,
+        sa = py_tuple(&k.src_shape),
+        sb = py_tuple(&k.dst_shape),
+        th = k.threads,
+        decl = k.decl,
+        fa = full(&k.src_shape),
+        fb = full(&k.dst_shape),
+    );
+    let d = dt(t);
+    let c = ct(op, d);
+    let na: i64 = k.src_shape.iter().product();
+    let nb: i64 = k.dst_shape.iter().product();
+    let a = values(d, na as usize, 11);
+    let b0 = values(d, nb as usize, 12);
+    let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
+    assert_chosen(&l, op, "shared");
+    // Reference: region coordinates, kept dims row-major → the destination region row-major.
+    let ax = norm_axes(&k.axes, k.src_ext.len());
+    let (_, map) = kept(&k.src_ext, &ax);
+    let n_red: usize = ax.iter().map(|&d| k.src_ext[d] as usize).product();
+    let threads = match k.scope {
+        "thread" => 1,
+        "warp" => 32,
+        "wg" => 128,
+        _ => k.threads,
+    };
+    let g = group_size(n_red, threads);
+    let flat = |shape: &[i64], begin: &[i64], ext: &[i64], mut i: usize| -> usize {
+        let mut c = vec![0i64; ext.len()];
+        for d in (0..ext.len()).rev() {
+            c[d] = begin[d] + (i % ext[d] as usize) as i64;
+            i /= ext[d] as usize;
+        }
+        c.iter().zip(shape).fold(0i64, |acc, (&x, &e)| acc * e + x) as usize
+    };
+    let n_src: usize = k.src_ext.iter().product::<i64>() as usize;
+    let n_dst: usize = k.dst_ext.iter().product::<i64>() as usize;
+    let mut want_b = b0.clone();
+    for j in 0..n_dst {
+        let xs: Vec<f64> = (0..n_src)
+            .filter(|&i| map[i] == j)
+            .map(|i| round_to(c, a[flat(&k.src_shape, &k.src_begin, &k.src_ext, i)]))
+            .collect();
+        let at = flat(&k.dst_shape, &k.dst_begin, &k.dst_ext, j);
+        let old = accum.then(|| b0[at]);
+        let v = if k.scope == "thread" {
+            xs.iter().fold(identity(op), |acc, &x| comb(op, c, acc, x))
+        } else {
+            shared_reference(op, c, &xs, g)
+        };
+        want_b[at] = finish(op, d, v, old);
+        if op == ReduceOp::Sum {
+            within_bound(want_b[at], &xs, old, xs.len().div_ceil(g) + masks(g).len() + 1, d, "shared sum");
+        }
+    }
+    for (i, (got, want)) in out[1].iter().zip(&want_b).enumerate() {
+        assert_eq!(
+            got.to_bits(),
+            want.to_bits(),
+            "{t} {} {:?} axes {:?} accum {accum}: B[{i}]: got {got}, want {want}\n{src}",
+            op.name(),
+            k.src_ext,
+            k.axes
+        );
+    }
+    l
+}
+
+fn cta_case(src: &[i64], dst: &[i64], axes: &[i64], sb: &[i64], db: &[i64], se: &[i64], de: &[i64]) -> SharedCase {
+    let threads = if src.iter().product::<i64>() > 1024 { 128 } else { 32 };
+    SharedCase {
+        src_shape: src.to_vec(),
+        dst_shape: dst.to_vec(),
+        axes: axes.to_vec(),
+        src_begin: sb.to_vec(),
+        dst_begin: db.to_vec(),
+        src_ext: se.to_vec(),
+        dst_ext: de.to_vec(),
+        scope: "cta",
+        guard: "",
+        threads,
+        decl: "",
+    }
+}
+
+/// test_reduction_shared: 6 shape/axes cases × op × {f32, f16} (+ bf16) × accum, cta scope.
+#[test]
+fn shared_cta_matrix() {
+    let cases = [
+        cta_case(&[32, 32], &[32], &[-1], &[0, 0], &[0], &[32, 32], &[32]),
+        cta_case(&[32, 32], &[32], &[0], &[0, 0], &[0], &[32, 32], &[32]),
+        cta_case(&[8, 16, 2, 22], &[8, 16], &[-2, -1], &[0, 0, 0, 0], &[0, 0], &[8, 16, 2, 22], &[8, 16]),
+        cta_case(&[4, 8, 6], &[4, 6], &[1], &[0, 0, 0], &[0, 0], &[4, 8, 6], &[4, 6]),
+        cta_case(&[32, 7], &[32], &[-1], &[0, 0], &[0], &[32, 7], &[32]),
+        cta_case(&[32, 32], &[32], &[-1], &[1, 1], &[2], &[5, 8], &[5]),
+    ];
+    for k in &cases {
+        for op in OPS {
+            for t in FLOATS {
+                for accum in [false, true] {
+                    shared_case(k, op, t, accum);
+                }
+            }
+        }
+    }
+}
+
+fn sub_scope(scope: &'static str) -> SharedCase {
+    let (guard, decl) = match scope {
+        "warp" => ("w == 5", "w = T.warp_id([8])"),
+        "wg" => ("g == 1", "g = T.warpgroup_id([2])"),
+        _ => ("tid == 65", ""),
+    };
+    SharedCase {
+        src_shape: vec![4, 8],
+        dst_shape: vec![4],
+        axes: vec![-1],
+        src_begin: vec![0, 0],
+        dst_begin: vec![0],
+        src_ext: vec![4, 8],
+        dst_ext: vec![4],
+        scope,
+        guard,
+        threads: 256,
+        decl,
+    }
+}
+
+/// test_reduction_shared_subscope: warp / warpgroup / thread calls under `if` on scope ids.
+#[test]
+fn shared_sub_scopes() {
+    for scope in ["warp", "wg", "thread"] {
+        for op in OPS {
+            for accum in [false, true] {
+                let l = shared_case(&sub_scope(scope), op, "float32", accum);
+                let r = &tried(chosen(&l, op), "shared").reason;
+                let barrier = match scope {
+                    "warp" => "barrier: __syncwarp()",
+                    "wg" => "barrier: bar.sync 1 + wg_id, 128",
+                    _ => "barrier: none (one thread)",
+                };
+                assert!(r.contains(barrier), "{r}");
+            }
+        }
+    }
+}
+
+/// Two warpgroups reduce different rows at once: each synchronises on its own
+/// barrier (1 + wg_id), so the simulator sees no collision (the reference's
+/// fixed barrier 8 would release 128 of the 256 arriving threads).
+#[test]
+fn shared_warpgroups_at_once_use_their_own_barriers() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (2, 64, 32), "float32")
+    B = T.match_buffer(B_ptr, (2, 64), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([256])
+    g = T.warpgroup_id([2])
+    A_smem = T.alloc_buffer((2, 64, 32), "float32", scope="shared")
+    B_smem = T.alloc_buffer((2, 64), "float32", scope="shared")
+    Tx.cta.copy(A_smem[0:2, 0:64, 0:32], A[0:2, 0:64, 0:32])
+    T.cuda.cta_sync()
+    Tx.wg.sum(B_smem[g, 0:64], A_smem[g, 0:64, 0:32])
+    Tx.wg.max(B_smem[g, 0:64], A_smem[g, 0:64, 0:32], accum=True)
+    T.cuda.cta_sync()
+    Tx.cta.copy(B[0:2, 0:64], B_smem[0:2, 0:64])
+"#
+    );
+    let a = values(DType::F32, 2 * 64 * 32, 13);
+    let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 128])]);
+    let text = l.lir.to_string();
+    assert_eq!(text.matches("bar.sync g + 1, 128").count(), 2, "{text}");
+    for row in 0..128 {
+        let xs: Vec<f64> = a[row * 32..row * 32 + 32].to_vec();
+        let s = shared_reference(ReduceOp::Sum, DType::F32, &xs, 32);
+        let m = shared_reference(ReduceOp::Max, DType::F32, &xs, 32);
+        assert_eq!(out[1][row], s.max(m), "row {row}");
+    }
+}
+
+/// Bank conflicts of the shared variant through the simulator's stats: lanes
+/// read consecutive elements of a row (1 way), or a column of a 32-float-wide
+/// tile (32 ways) when reducing the outer dim.
+#[test]
+fn shared_bank_conflicts_are_measured() {
+    for (axes, ways) in [("-1", 1), ("0", 32)] {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 32), "float32")
+    B = T.match_buffer(B_ptr, (32,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    A_smem = T.alloc_buffer((32, 32), "float32", scope="shared")
+    B_smem = T.alloc_buffer((32,), "float32", scope="shared")
+    Tx.cta.copy(A_smem[0:32, 0:32], A[0:32, 0:32])
+    T.cuda.cta_sync()
+    Tx.cta.sum(B_smem[0:32], A_smem[0:32, 0:32], axes={axes})
+    Tx.cta.copy(B[0:32], B_smem[0:32])
+"#
+        );
+        let l = lower(&src);
+        let mut params = vec![vec![0u8; 4096], vec![0u8; 128]];
+        let opts = tirx_sim::SimOptions { stats: true, ..Default::default() };
+        let rep = tirx_sim::simulate(&l.lir, &mut params, &opts).unwrap();
+        let sum_span = l.explain[1].span();
+        let loads: Vec<_> =
+            rep.bank.iter().filter(|b| b.span == sum_span && b.buf == "A_smem" && b.kind == "load").collect();
+        assert_eq!(loads.len(), 1, "{:?}", rep.bank);
+        assert_eq!(loads[0].worst_ways, ways, "axes={axes}: {:?}", loads[0]);
+    }
+}
+
+// ----------------------------------------------------------------------------- sub-scopes and declines
+
+/// A register reduction under `if w == 2`: only warp 2 reduces, the others keep their input.
+#[test]
+fn warp_shuffle_under_a_warp_condition() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 32), "float32")
+    B = T.match_buffer(B_ptr, (4, 32), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128])
+    w = T.warp_id([4])
+    lane = T.lane_id([32])
+    X = T.alloc_buffer((32,), "float32", scope="local", layout=TileLayout(S[32:1@laneid]))
+    Y = T.alloc_buffer((1,), "float32", scope="local", layout=TileLayout(S[1:1] + R[32:1@laneid]))
+    Tx.warp.copy(X[0:32], A[w, 0:32])
+    Yl = Y.local()
+    Xl = X.local()
+    Yl[0] = Xl[0]
+    if w == 2:
+        Tx.warp.min(Y[0:1], X[0:32])
+    B[w, lane] = Yl[0]
+"#
+    );
+    let a = values(DType::F32, 128, 14);
+    let (_, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 128])]);
+    let m = a[64..96].iter().copied().fold(f64::INFINITY, f64::min);
+    for i in 0..128 {
+        let want = if i / 32 == 2 { m } else { a[i] };
+        assert_eq!(out[1][i], want, "element {i}");
+    }
+}
+
+/// The dispatch record of every call (also when lowering fails).
+fn explain(src: &str) -> Vec<tirx_lower::CallExplain> {
+    tirx_lower::explain_kernel(&parse(src), &Default::default()).0
+}
+
+/// A warp-scope register reduction: `src` (32, 4) over laneid rows into `dst` (4,), with `layout` and `extra`.
+fn warp_regs(dst_layout: &str, extra: &str, dtype: &str) -> String {
+    format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 4), "{dtype}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((32, 4), "{dtype}", scope="local", layout=TileLayout(S[(32, 4):(1@laneid, 1)]))
+    Y = T.alloc_buffer((4,), "{dtype}", scope="local", layout=TileLayout({dst_layout}))
+    Tx.warp.copy(X[0:32, 0:4], A[0:32, 0:4])
+    Tx.warp.sum(Y[0:4], X[0:32, 0:4], axes=0{extra})
+"#
+    )
+}
+
+#[test]
+fn declines_are_typed() {
+    // A destination not replicated over the lanes the butterfly combines.
+    let c = &explain(&warp_regs("S[4:1]", "", "float32"))[1];
+    assert_eq!(rule(c, "warp_shuffle"), Rule::DstReplica, "{}", c.render());
+    let r = &tried(c, "warp_shuffle").reason;
+    assert!(
+        r.contains("thread 1 holds none of `Y` but thread 0 holds registers [0, 1, 2, 3]")
+            && r.contains("+ R[32:1@laneid]"),
+        "{r}"
+    );
+    assert_eq!(c.chosen, None);
+    // A destination replicated over 16 of the 32 lanes that hold the rows.
+    let c = &explain(&warp_regs("S[4:1] + R[16:1@laneid]", "", "float32"))[1];
+    assert_eq!(rule(c, "warp_shuffle"), Rule::DstReplica, "{}", c.render());
+    // thread_reduce=False cannot keep whole reductions in one thread.
+    let c = &explain(&warp_regs("S[4:1] + R[32:1@laneid]", ", thread_reduce=False", "float32"))[1];
+    assert_eq!(rule(c, "warp_shuffle"), Rule::Config, "{}", c.render());
+    // An element type without reductions.
+    let c = &explain(&warp_regs("S[4:1] + R[32:1@laneid]", "", "int8"))[1];
+    assert_eq!(rule(c, "warp_shuffle"), Rule::Dtype, "{}", c.render());
+    // thread_reduce=True at thread scope.
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    X = T.alloc_local((8,), "float32")
+    Y = T.alloc_local((1,), "float32")
+    Tx.copy(X[0:8], A[0:8])
+    Tx.sum(Y[0:1], X[0:8], thread_reduce=True)
+"#
+    );
+    let c = &explain(&src)[1];
+    assert_eq!(rule(c, "local_thread"), Rule::Config, "{}", c.render());
+}
+
+#[test]
+fn declines_of_the_warpgroup_and_cta_forms() {
+    // A warpgroup reduction over 128 rows spread over the whole warpgroup: lanes of 4 warps.
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128, 4), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128])
+    X = T.alloc_buffer((128, 4), "float32", scope="local", layout=TileLayout(S[(128, 4):(1@tid_in_wg, 1)]))
+    Y = T.alloc_buffer((4,), "float32", scope="local", layout=TileLayout(S[4:1] + R[128:1@tid_in_wg]))
+    Tx.wg.copy(X[0:128, 0:4], A[0:128, 0:4])
+    Tx.wg.sum(Y[0:4], X[0:128, 0:4], axes=0)
+"#
+    );
+    let c = &explain(&src)[1];
+    assert_eq!(rule(c, "warp_shuffle"), Rule::ReduceLayout, "{}", c.render());
+    assert!(tried(c, "warp_shuffle").reason.contains("spans threads of several warps"), "{}", c.render());
+    // Per-thread values of the wrong extent: 2 per row where the rows are spread over 4 lanes.
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (16, 128), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((16, 128), "float32", scope="local", layout={ACC})
+    Y = T.alloc_buffer((16, 2), "float32", scope="local")
+    Tx.warp.copy(X[0:16, 0:128], A[0:16, 0:128])
+    Tx.warp.sum(Y[0:16, 0:2], X[0:16, 0:128], thread_reduce=True)
+"#
+    );
+    let c = &explain(&src)[1];
+    assert_eq!(rule(c, "local_view"), Rule::ReduceLayout, "{}", c.render());
+    assert!(tried(c, "local_view").reason.contains("thread extent (dim 1: 4)"), "{}", c.render());
+    // A shared reduction in a CTA of 48 threads would need two lane masks.
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 16), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([48])
+    A_smem = T.alloc_buffer((4, 16), "float32", scope="shared")
+    B_smem = T.alloc_buffer((4,), "float32", scope="shared")
+    Tx.cta.copy(A_smem[0:4, 0:16], A[0:4, 0:16])
+    T.cuda.cta_sync()
+    Tx.cta.sum(B_smem[0:4], A_smem[0:4, 0:16])
+"#
+    );
+    let c = &explain(&src)[1];
+    assert_eq!(rule(c, "shared"), Rule::Partition, "{}", c.render());
 }

@@ -30,6 +30,10 @@ use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::{apply::split_coord, Axis, ExecScope, Iter, TileLayout};
 
+/// A thread's destination registers: register → (the key of its kept
+/// coordinates among the source's, its reduced coordinates in the per-thread form).
+type DstRegs = BTreeMap<i64, (Option<usize>, Vec<i64>)>;
+
 /// Largest source region whose element homes are enumerated.
 const ENUM_LIMIT: i64 = 1 << 16;
 
@@ -251,7 +255,7 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
         by_thread[th as usize].push(i as usize);
     }
     // Destination: per thread, register → (key, partial index).
-    let mut dst_at: Vec<BTreeMap<i64, (Option<usize>, Vec<i64>)>> = vec![BTreeMap::new(); t];
+    let mut dst_at: Vec<DstRegs> = vec![BTreeMap::new(); t];
     let dst_sq: Vec<usize> = (0..a.de.len()).filter(|&d| a.de[d] != 1).collect();
     let kept_sq: Vec<usize> = (0..kept.len()).filter(|&k| a.se[kept[k]] != 1).collect();
     for j in 0..n_dst {
@@ -345,12 +349,7 @@ fn thread_digits(a: &Analysis, call: &ReduceCall, x: &[i64]) -> Vec<i64> {
 }
 
 /// Every thread holds the same destination registers (one program serves all).
-fn check_uniform_dst(
-    a: &Analysis,
-    dst_at: &[BTreeMap<i64, (Option<usize>, Vec<i64>)>],
-    masks: &[u32],
-    dst: &str,
-) -> Result<(), Decline> {
+fn check_uniform_dst(a: &Analysis, dst_at: &[DstRegs], masks: &[u32], dst: &str) -> Result<(), Decline> {
     let regs = |m: &BTreeMap<i64, _>| m.keys().copied().collect::<Vec<i64>>();
     let r0 = regs(&dst_at[0]);
     for (th, m) in dst_at.iter().enumerate() {

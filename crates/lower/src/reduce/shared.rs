@@ -119,8 +119,10 @@ impl Variant for Shared {
         };
         let b = em.builder();
         let (grp, lig) = (b.div_c(tid.clone(), p.group), b.rem_c(tid, p.group));
-        let grp = bind(em, "grp", grp);
-        let lig = bind(em, "lig", lig);
+        let mut lets = vec![];
+        let grp = bind(em, &mut lets, "grp", grp);
+        let lig = bind(em, &mut lets, "lig", lig);
+        em.stmts.extend(lets);
         let acc = em.local_buf("acc", p.ct, 1);
         let at0 = || Box::new(LExpr::i32(0));
         let step = super::loop_var(em, "step", p.steps);
@@ -129,12 +131,13 @@ impl Variant for Shared {
             Some(s) => b.add(b.mul(LExpr::Var(s), LExpr::i32(p.per_step)), grp.clone()),
             None => grp.clone(),
         };
-        let spa = bind(em, "spa", spa);
+        let mut body = vec![];
+        let spa = bind(em, &mut body, "spa", spa);
         let valid = (p.spatial % p.per_step != 0).then(|| LExpr::bin(LBinOp::Lt, spa.clone(), LExpr::i32(p.spatial)));
-        let mut body = vec![LStmt::new(
+        body.push(LStmt::new(
             LStmtKind::Store { buf: acc, index: LExpr::i32(0), value: identity(call.op, p.ct) },
             em.span,
-        )];
+        ));
         // Lane `lig` folds elements lig, lig + g, ... of its reduction.
         let r = super::loop_var(em, "r", p.per_lane);
         let b = em.builder();
@@ -224,14 +227,14 @@ fn and(a: Option<LExpr>, b: Option<LExpr>) -> Option<LExpr> {
     }
 }
 
-/// `e` as a `let` named `name`, unless it is a variable or a constant.
-fn bind(em: &mut Emitter, name: &str, e: LExpr) -> LExpr {
+/// `e` as a `let` named `name` appended to `out`, unless it is a variable or a constant.
+fn bind(em: &mut Emitter, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
     if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
         return e;
     }
     let range = em.builder().bounds(&e);
     let v = em.var(name, DType::I32, range);
-    em.push(LStmtKind::Let { var: v, value: e });
+    out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
     LExpr::Var(v)
 }
 

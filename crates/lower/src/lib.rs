@@ -27,6 +27,7 @@
 mod addr;
 mod bounds;
 mod build;
+mod collective;
 pub mod copy;
 pub mod dispatch;
 pub mod elementwise;

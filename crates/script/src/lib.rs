@@ -35,6 +35,7 @@ mod affine;
 mod ast;
 mod buffers;
 mod build;
+mod collective;
 mod eval;
 mod layouts;
 mod lexer;

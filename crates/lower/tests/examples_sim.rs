@@ -396,9 +396,8 @@ fn softmax_inputs(_: &str, _: DType, e: usize) -> f64 {
 fn softmax_rows(e: &Env) -> Expected {
     let a = e.get("A");
     let lane_then_butterfly = |v: &[f64], op: &dyn Fn(f64, f64) -> f64| -> f64 {
-        let mut lanes: Vec<f64> = (0..32)
-            .map(|l| (0..1024).filter(|j| (j / 4) % 32 == l).map(|j| v[j]).reduce(|x, y| op(x, y)).unwrap())
-            .collect();
+        let mut lanes: Vec<f64> =
+            (0..32).map(|l| (0..1024).filter(|j| (j / 4) % 32 == l).map(|j| v[j]).reduce(op).unwrap()).collect();
         for m in [16, 8, 4, 2, 1] {
             let prev = lanes.clone();
             for (l, x) in lanes.iter_mut().enumerate() {

@@ -18,7 +18,7 @@ use tirx_sim::value::{from_bytes, round_to, to_bytes};
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, R, TileLayout, laneid, tid_in_wg, wg_local_layout
+from tvm.tirx.layout import S, R, TileLayout, laneid, tid_in_wg, tx, wg_local_layout
 
 @T.prim_func
 ";
@@ -1131,4 +1131,104 @@ fn declines_of_the_warpgroup_and_cta_forms() {
     );
     let c = &explain(&src)[1];
     assert_eq!(rule(c, "shared"), Rule::Partition, "{}", c.render());
+}
+
+// ----------------------------------------------------------------------------- wider scopes
+
+/// warp_shuffle at warpgroup and cta scope: each warp's lanes hold one row (2 registers
+/// each), the rows reduce within their warp and every lane of the warp gets its row's value.
+#[test]
+fn warp_shuffle_at_warpgroup_and_cta_scope() {
+    for (scope, axis, threads, warps) in [("wg", "tid_in_wg", 128usize, 4usize), ("cta", "tx", 64, 2)] {
+        for t in ["float32", "float16"] {
+            for op in OPS {
+                for accum in [false, true] {
+                    let src = format!(
+                        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({warps}, 32, 2), "{t}")
+    B = T.match_buffer(B_ptr, ({threads},), "{t}")
+    C = T.match_buffer(C_ptr, ({warps},), "{t}")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([{threads}])
+    w = T.warp_id([{warps}])
+    X = T.alloc_buffer(({warps}, 32, 2), "{t}", scope="local", layout=TileLayout(S[({warps}, 32, 2):(32@{axis}, 1@{axis}, 1)]))
+    Y = T.alloc_buffer(({warps},), "{t}", scope="local", layout=TileLayout(S[{warps}:32@{axis}] + R[32:1@{axis}]))
+    Tx.{scope}.copy(X[0:{warps}, 0:32, 0:2], A[0:{warps}, 0:32, 0:2])
+    Yl = Y.local()
+    Yl[0] = C[w]
+    {call}
+    B[tid] = Yl[0]
+"#,
+                        call = call_text(
+                            scope,
+                            op,
+                            &format!("Y[0:{warps}]"),
+                            &format!("X[0:{warps}, 0:32, 0:2]"),
+                            "(1, 2)",
+                            accum,
+                            ""
+                        ),
+                    );
+                    let d = dt(t);
+                    let c = ct(op, d);
+                    let a = values(d, warps * 64, 15);
+                    let c0 = values(d, warps, 16);
+                    let (l, out) = run(&src, &[(d, a.clone()), (d, vec![0.0; threads]), (d, c0.clone())]);
+                    assert_chosen(&l, op, "warp_shuffle");
+                    for w in 0..warps {
+                        let mut lanes: Vec<f64> = (0..32)
+                            .map(|ln| {
+                                fold(op, c, &[round_to(c, a[w * 64 + ln * 2]), round_to(c, a[w * 64 + ln * 2 + 1])])
+                            })
+                            .collect();
+                        let want = finish(op, d, butterfly(op, c, &mut lanes, &masks(32), 0), accum.then(|| c0[w]));
+                        for ln in 0..32 {
+                            let got = out[1][w * 32 + ln];
+                            assert_eq!(
+                                got.to_bits(),
+                                want.to_bits(),
+                                "{scope} {t} {} accum {accum}: warp {w} lane {ln}",
+                                op.name()
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// local_view at warpgroup scope with accum and 16-bit types: each thread's own row of 16.
+#[test]
+fn local_view_warpgroup_accum_16_bit() {
+    for t in ["float16", "bfloat16"] {
+        for op in OPS {
+            let src = format!(
+                r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128, 16), "{t}")
+    B = T.match_buffer(B_ptr, (128, 1), "{t}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128])
+    X = T.alloc_buffer((128, 16), "{t}", scope="local", layout=wg_local_layout(16))
+    Y = T.alloc_buffer((128, 1), "{t}", scope="local", layout=wg_local_layout(1))
+    Tx.wg.copy(X[0:128, 0:16], A[0:128, 0:16])
+    Tx.wg.copy(Y[0:128, 0:1], B[0:128, 0:1])
+    {}
+    Tx.wg.copy(B[0:128, 0:1], Y[0:128, 0:1])
+"#,
+                call_text("wg", op, "Y[0:128, 0:1]", "X[0:128, 0:16]", "-1", true, "")
+            );
+            let d = dt(t);
+            let c = ct(op, d);
+            let a = values(d, 128 * 16, 17);
+            let b0 = values(d, 128, 18);
+            let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
+            assert_chosen(&l, op, "local_view");
+            for r in 0..128 {
+                let xs: Vec<f64> = a[r * 16..r * 16 + 16].iter().map(|&x| round_to(c, x)).collect();
+                let want = finish(op, d, fold(op, c, &xs), Some(b0[r]));
+                assert_eq!(out[1][r].to_bits(), want.to_bits(), "{t} {} row {r}", op.name());
+            }
+        }
+    }
 }

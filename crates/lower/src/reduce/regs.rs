@@ -145,12 +145,12 @@ pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) ->
     let (src, dst) = (reg(call.src)?.tile, reg(call.dst)?.tile);
     let names = (&cx.buf(call.src.buf).name, &cx.buf(call.dst.buf).name);
     for (t, name) in [(&src, names.0), (&dst, names.1)] {
-        if let Some(it) =
-            t.shard.iter().chain(&t.replica).find(|i| i.axis.is_thread() && !allowed_axis(i.axis, kind, threads))
-        {
+        let offsets = t.offset.iter().filter(|(_, v)| **v != 0).map(|(a, _)| *a);
+        let mut axes = t.shard.iter().chain(&t.replica).map(|i| i.axis).chain(offsets);
+        if let Some(a) = axes.find(|a| a.is_thread() && !allowed_axis(*a, kind, threads)) {
             return Err(Decline::new(
                 Rule::RegisterLayout,
-                format!("`{name}` is distributed over {}, not the threads of this {kind}-scope call", it.axis),
+                format!("`{name}` is distributed over {a}, not the threads of this {kind}-scope call"),
             ));
         }
     }

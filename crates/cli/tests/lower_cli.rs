@@ -232,3 +232,20 @@ def w1(A_ptr: T.handle, B_ptr: T.handle):
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn explain_shows_reduction_plans() {
+    // Each reduction's variant, per-thread elements, butterfly masks or group size, and barrier.
+    let out = tirx(&["explain", example("reduce_warpgroup_shared.py").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    assert!(s.contains("chosen   shared       (prio 10): groups of 32 threads (min(next_pow2(40) = 64, 32, 128 threads)), 4 reductions per step, 16 steps; each lane folds 2 elements strided by 32; butterfly masks 16, 8, 4, 2, 1 in float32; barrier: bar.sync 1 + wg_id, 128"), "{s}");
+    let out = tirx(&["explain", example("reduce_softmax_warp.py").to_str().unwrap(), "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sum = j.as_array().unwrap().iter().find(|c| c["op"] == "sum").unwrap();
+    assert_eq!(sum["chosen"], "warp_shuffle");
+    let tried = sum["tried"].as_array().unwrap();
+    let why = |v: &str| tried.iter().find(|t| t["variant"] == v).unwrap()["reason"].as_str().unwrap().to_string();
+    assert!(why("warp_shuffle").contains("per thread 32 source elements into 1 destination register, each a fold of 32 registers; butterfly masks 16, 8, 4, 2, 1"), "{}", why("warp_shuffle"));
+    assert_eq!(tried.iter().find(|t| t["variant"] == "local_view").unwrap()["predicate"], "reduce_layout");
+}

@@ -269,6 +269,19 @@ fn local_thread_matrix() {
     }
 }
 
+/// test_reduction_local_optimized_3input_maxmin: on sm_90 these 1-D thread-wise max/min
+/// reductions are the generic local ones (the 3-input variant needs sm_100).
+#[test]
+fn local_thread_lengths_of_the_3_input_cases() {
+    for len in [8i64, 16, 64, 128, 256, 7, 10, 15, 100] {
+        for op in [ReduceOp::Max, ReduceOp::Min] {
+            for accum in [false, true] {
+                thread_wise(&[len], &[0], op, "float32", accum);
+            }
+        }
+    }
+}
+
 #[test]
 fn local_thread_explains_its_order_and_code() {
     let src = format!(
@@ -586,7 +599,8 @@ fn view_complex(warps: usize, op: ReduceOp, t: &str, shuffle: bool, accum: bool)
 
 #[test]
 fn local_view_mma_accumulators() {
-    for warps in [1, 4] {
+    // The reference's (groups, warps) = (1, 1), (1, 4), (2, 8): 1, 4 and 8 warps.
+    for warps in [1, 4, 8] {
         for op in OPS {
             for t in FLOATS {
                 view_complex(warps, op, t, true, false);
@@ -1230,5 +1244,59 @@ fn local_view_warpgroup_accum_16_bit() {
                 assert_eq!(out[1][r].to_bits(), want.to_bits(), "{t} {} row {r}", op.name());
             }
         }
+    }
+}
+
+/// test_reduction_warp_shuffle_multi_warp_loop: thread → warp → thread scopes in a loop —
+/// each warp sums one value per lane through 1-register views, lane 0 of each warp stores
+/// its partial, warp 0 sums the partials. (The reference lets all 32 lanes store the same
+/// partial to one shared element, a write-write race the simulator reports; here lane 0 stores.)
+#[test]
+fn warp_sums_in_a_loop_across_warps() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (3, 128), "float32")
+    B = T.match_buffer(B_ptr, (3,), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    ty = T.warp_id([4])
+    tx = T.lane_id([32])
+    sum_smem = T.alloc_buffer((4,), "float32", scope="shared")
+    partial = T.alloc_buffer((1,), "float32", scope="local")
+    result = T.alloc_buffer((1,), "float32", scope="local")
+    cross = T.alloc_buffer((1,), "float32", scope="local")
+    cross_res = T.alloc_buffer((1,), "float32", scope="local")
+    src_v = partial.view(32, layout=TileLayout(S[32:1@laneid]))
+    dst_v = result.view(1, layout=TileLayout(S[1:1] + R[32:1@laneid]))
+    cs = cross.view(32, layout=TileLayout(S[32:1@laneid]))
+    cd = cross_res.view(1, layout=TileLayout(S[1:1] + R[32:1@laneid]))
+    for it in range(3):
+        partial[0] = A[it, ty * 32 + tx]
+        Tx.warp.sum(dst_v[0:1], src_v[0:32])
+        if tx == 0:
+            sum_smem[ty] = result[0]
+        T.cuda.cta_sync()
+        if ty == 0:
+            cross[0] = T.if_then_else(tx < 4, sum_smem[tx % 4], T.float32(0))
+            Tx.warp.sum(cd[0:1], cs[0:32])
+            if tx == 0:
+                B[it] = cross_res[0]
+        T.cuda.cta_sync()
+"#
+    );
+    let a = values(DType::F32, 3 * 128, 19);
+    let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 3])]);
+    assert_chosen(&l, ReduceOp::Sum, "warp_shuffle");
+    for it in 0..3 {
+        let partials: Vec<f64> = (0..4)
+            .map(|w| {
+                let mut lanes: Vec<f64> = (0..32).map(|ln| a[it * 128 + w * 32 + ln]).collect();
+                butterfly(ReduceOp::Sum, DType::F32, &mut lanes, &masks(32), 0)
+            })
+            .collect();
+        let mut lanes: Vec<f64> = (0..32).map(|ln| if ln < 4 { partials[ln] } else { 0.0 }).collect();
+        let want = butterfly(ReduceOp::Sum, DType::F32, &mut lanes, &masks(32), 0);
+        assert_eq!(out[1][it], want, "iteration {it}");
+        within_bound(want, &a[it * 128..it * 128 + 128], None, 10, DType::F32, "loop sum");
     }
 }

@@ -1300,3 +1300,37 @@ fn warp_sums_in_a_loop_across_warps() {
         within_bound(want, &a[it * 128..it * 128 + 128], None, 10, DType::F32, "loop sum");
     }
 }
+
+/// test_reduction_local_view_basic, 2-D cases: each lane reduces its row of 64 registers
+/// (or the slice 16:32 of it), with and without accum.
+#[test]
+fn local_view_lane_rows_2d() {
+    for op in OPS {
+        for (accum, lo, hi) in [(false, 0, 64), (true, 0, 64), (false, 16, 32)] {
+            let src = format!(
+                r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 64), "float32")
+    B = T.match_buffer(B_ptr, (32, 1), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32])
+    X = T.alloc_buffer((32, 64), "float32", scope="local", layout=TileLayout(S[(32, 64):(1@laneid, 1)]))
+    Y = T.alloc_buffer((32, 1), "float32", scope="local", layout=TileLayout(S[(32, 1):(1@laneid, 1)]))
+    Tx.warp.copy(X[0:32, 0:64], A[0:32, 0:64])
+    Tx.warp.copy(Y[0:32, 0:1], B[0:32, 0:1])
+    {}
+    Tx.warp.copy(B[0:32, 0:1], Y[0:32, 0:1])
+"#,
+                call_text("warp", op, "Y[0:32, 0:1]", &format!("X[0:32, {lo}:{hi}]"), "(-1,)", accum, "")
+            );
+            let a = values(DType::F32, 32 * 64, 20);
+            let b0 = values(DType::F32, 32, 21);
+            let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, b0.clone())]);
+            assert_chosen(&l, op, "local_view");
+            for lane in 0..32 {
+                let xs = &a[lane * 64 + lo..lane * 64 + hi];
+                let want = finish(op, DType::F32, fold(op, DType::F32, xs), accum.then(|| b0[lane]));
+                assert_eq!(out[1][lane].to_bits(), want.to_bits(), "{} accum {accum} {lo}:{hi} lane {lane}", op.name());
+            }
+        }
+    }
+}

@@ -432,9 +432,18 @@ fn fit(
         })
         .collect();
     let fold: i64 = inner.iter().map(|i| i.extent).product();
-    let first: Vec<i64> = (0..regs).map(|k| lists[&rd(k)][0]).collect();
+    let list = |k: i64| {
+        lists
+            .get(&rd(k))
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| layout_err(format!("destination register {} folds no source register", rd(k))))
+    };
+    let mut first = Vec::with_capacity(regs as usize);
     for k in 0..regs {
-        let l = &lists[&rd(k)];
+        first.push(list(k)?[0]);
+    }
+    for k in 0..regs {
+        let l = list(k)?;
         let expect: Vec<i64> = (0..fold).map(|q| first[k as usize] + group_offset(&inner, q)).collect();
         if *l != expect {
             return Err(layout_err(format!(

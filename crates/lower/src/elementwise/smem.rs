@@ -27,10 +27,10 @@
 //! ```text
 //! for r in 0..2 {
 //!   let f = (r * 64 + tid) * 8
-//!   vcopy<8> a[0] <- A_smem[f]
-//!   vcopy<8> b[0] <- B_smem[f]
-//!   unroll for i in 0..8 { c[i] = a[i] + b[i] }
-//!   vcopy<8> C_smem[f] <- c[0]
+//!   vcopy<8> A_smem_r[0] <- A_smem[f]
+//!   vcopy<8> B_smem_r[0] <- B_smem[f]
+//!   unroll for i in 0..8 { C_smem_w[i] = A_smem_r[i] + B_smem_r[i] }
+//!   vcopy<8> C_smem[f] <- C_smem_w[0]
 //! }
 //! cta_sync
 //! ```

@@ -814,6 +814,7 @@ fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
     // Reference: region coordinates, kept dims row-major → the destination region row-major.
     let ax = norm_axes(&k.axes, k.src_ext.len());
     let (_, map) = kept(&k.src_ext, &ax);
+    let n_src: usize = k.src_ext.iter().product::<i64>() as usize;
     let n_red: usize = ax.iter().map(|&d| k.src_ext[d] as usize).product();
     let threads = match k.scope {
         "thread" => 1,
@@ -821,7 +822,10 @@ fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
         "wg" => 128,
         _ => k.threads,
     };
-    let g = group_size(n_red, threads);
+    // One thread per reduction when the innermost dim is kept and they cover the threads.
+    let n_spatial = n_src / n_red;
+    let inner = (0..k.src_ext.len()).rev().find(|&d| k.src_ext[d] != 1).unwrap();
+    let g = if !ax.contains(&inner) && n_spatial >= threads { 1 } else { group_size(n_red, threads) };
     let flat = |shape: &[i64], begin: &[i64], ext: &[i64], mut i: usize| -> usize {
         let mut c = vec![0i64; ext.len()];
         for d in (0..ext.len()).rev() {
@@ -830,7 +834,6 @@ fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
         }
         c.iter().zip(shape).fold(0i64, |acc, (&x, &e)| acc * e + x) as usize
     };
-    let n_src: usize = k.src_ext.iter().product::<i64>() as usize;
     let n_dst: usize = k.dst_ext.iter().product::<i64>() as usize;
     let mut want_b = b0.clone();
     for j in 0..n_dst {
@@ -977,11 +980,12 @@ fn shared_warpgroups_at_once_use_their_own_barriers() {
 }
 
 /// Bank conflicts of the shared variant through the simulator's stats: lanes
-/// read consecutive elements of a row (1 way), or a column of a 32-float-wide
-/// tile (32 ways) when reducing the outer dim.
+/// read consecutive elements of a row, both when reducing rows (lanes share a row)
+/// and columns (one thread per column: the reference's 32-lane groups would read
+/// a column of the 32-float-wide tile, 32 ways; 16 columns for 32 threads still do).
 #[test]
 fn shared_bank_conflicts_are_measured() {
-    for (axes, ways) in [("-1", 1), ("0", 32)] {
+    for (axes, ways, cols) in [("-1", 1, 32), ("0", 1, 32), ("0", 32, 16)] {
         let src = format!(
             r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
     A = T.match_buffer(A_ptr, (32, 32), "float32")
@@ -992,7 +996,7 @@ fn shared_bank_conflicts_are_measured() {
     B_smem = T.alloc_buffer((32,), "float32", scope="shared")
     Tx.cta.copy(A_smem[0:32, 0:32], A[0:32, 0:32])
     T.cuda.cta_sync()
-    Tx.cta.sum(B_smem[0:32], A_smem[0:32, 0:32], axes={axes})
+    Tx.cta.sum(B_smem[0:{cols}], A_smem[0:32, 0:{cols}], axes={axes})
     Tx.cta.copy(B[0:32], B_smem[0:32])
 "#
         );

@@ -12,7 +12,10 @@
 //! **Algorithm** (`T` threads, `L` elements per reduction, `S` reductions):
 //! groups of `g = min(next_pow2(L), 32, largest power of two dividing T)`
 //! threads (the reference's `min(next_pow2(L), 32, T)` is no power of two for a
-//! CTA of 24 threads); `T / g` groups take `T / g` destination elements per
+//! CTA of 24 threads) — or `g = 1` when the innermost dim of the source is kept
+//! and `S ≥ T`, so that consecutive threads read consecutive elements of a row
+//! instead of a column (the reference's groups read a 32-float-wide tile's
+//! column with 32-way bank conflicts); `T / g` groups take `T / g` destination elements per
 //! step, `⌈S / (T/g)⌉` steps. Lane `i` of a group folds the elements
 //! `i, i + g, i + 2g, …` of its reduction (row-major over the reduced
 //! coordinates) into a register, from the identity, in the compute type
@@ -87,15 +90,23 @@ impl Variant for Shared {
         }
         whole_destination(cx, &call)?;
         let (red_len, spatial) = call.lengths();
-        let group = group_size(red_len, t);
+        // Threads along the kept innermost dim read consecutive elements (no bank conflicts)
+        // when there are reductions enough for all of them; else lanes share each reduction.
+        let columns = innermost_kept(&call) && spatial >= t;
+        let group = if columns { 1 } else { group_size(red_len, t) };
         let member = if group > 1 { member_mask(t)? } else { u32::MAX };
         let per_step = t / group;
         let steps = (spatial + per_step - 1) / per_step;
         let per_lane = (red_len + group - 1) / group;
         let masks = super::group_masks(group);
+        let why = if columns {
+            format!("the innermost dim is kept and {spatial} reductions cover the {t} threads: one thread each")
+        } else {
+            format!("min(next_pow2({red_len}) = {}, 32, {t} threads)", next_pow2(red_len))
+        };
         let summary = format!(
-            "groups of {group} threads (min(next_pow2({red_len}) = {}, 32, {t} threads)), {per_step} reduction{} per step, {steps} step{}; each lane folds {per_lane} element{} strided by {group}; butterfly masks {} in {ct}{}; barrier: {}",
-            next_pow2(red_len),
+            "groups of {group} thread{} ({why}), {per_step} reduction{} per step, {steps} step{}; each lane folds {per_lane} element{} strided by {group}; butterfly masks {} in {ct}{}; barrier: {}",
+            plural(group),
             plural(per_step),
             plural(steps),
             plural(per_lane),
@@ -201,6 +212,12 @@ fn group_size(len: i64, threads: i64) -> i64 {
         g /= 2;
     }
     g
+}
+
+/// The last non-unit dim of the source region is a kept one.
+fn innermost_kept(call: &ReduceCall) -> bool {
+    let se = call.src_extents();
+    (0..se.len()).rev().find(|&d| se[d] != 1).is_some_and(|d| !call.axes.contains(&d))
 }
 
 /// The destination must hold the kept extents (unit dims aside).

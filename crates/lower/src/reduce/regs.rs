@@ -284,8 +284,15 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
     }
     check_uniform_dst(a, &dst_at, masks, names.1)?;
     let group = lane_group(masks);
-    let local = |th: usize, key: Option<usize>| -> Vec<usize> {
-        by_thread[th].iter().copied().filter(|&i| Some(src_key[i]) == key).collect()
+    // Per thread, its source elements by key, in row-major order.
+    let mut by_thread_key: Vec<HashMap<usize, Vec<usize>>> = vec![HashMap::new(); t];
+    for (th, elems) in by_thread.iter().enumerate() {
+        for &i in elems {
+            by_thread_key[th].entry(src_key[i]).or_default().push(i);
+        }
+    }
+    let local = |th: usize, key: Option<usize>| -> &[usize] {
+        key.and_then(|k| by_thread_key[th].get(&k)).map_or(&[][..], |v| &v[..])
     };
     let mut by_key: Vec<Vec<usize>> = vec![vec![]; keys.len()];
     for (i, &k) in src_key.iter().enumerate() {
@@ -323,7 +330,7 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
             for &b in &group {
                 let u = th ^ b as usize;
                 match dst_at.get(u).and_then(|m| m.get(&rd)) {
-                    Some((ku, _)) => got.extend(local(u, *ku)),
+                    Some((ku, _)) => got.extend_from_slice(local(u, *ku)),
                     None => return Err(incomplete(a, th, rd, masks, names)),
                 }
             }

@@ -33,6 +33,7 @@ __global__ void mma_bf16(__nv_bfloat16*, __nv_bfloat16*, float*, float*);
 __global__ void mma_f16_k8(__half*, __half*, float*, float*);
 __global__ void mma_tf32(float*, float*, float*, float*);
 __global__ void mma_s8(signed char*, signed char*, int*, int*);
+__global__ void named_barrier(float*, float*);
 }
 
 #define CK(x)                                                                               \
@@ -227,6 +228,17 @@ static void check_mbarrier_pipeline() {
     expect("mbarrier_pipe", download(db, 128), want);
 }
 
+/// Each warpgroup mirrors its 128 elements through shared memory behind its own barrier.
+static void check_named_barrier() {
+    std::vector<float> a(256), want(256);
+    for (int i = 0; i < 256; ++i) a[i] = float(i) * 0.5f;
+    for (int t = 0; t < 256; ++t) want[t] = a[t / 128 * 128 + 127 - t % 128];
+    float *da = upload(a), *db = zeros<float>(256);
+    named_barrier<<<1, 256>>>(da, db);
+    CK(cudaGetLastError());
+    expect("named_barrier", download(db, 256), want);
+}
+
 __global__ void fill_pattern(float* a, long long n) {
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
         a[i] = float(i % 1000003);
@@ -347,6 +359,7 @@ int main(int argc, char** argv) {
         {"cp_async", check_cp_async},
         {"mbarrier", check_mbarrier_pipeline},
         {"mma", check_mma},
+        {"named_barrier", check_named_barrier},
         {"big_scale", check_big_scale},
     };
     for (const Check& c : checks) {

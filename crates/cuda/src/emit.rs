@@ -257,6 +257,7 @@ impl Ctx<'_> {
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
+            LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,
@@ -328,6 +329,20 @@ impl Ctx<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// `bar.sync id, threads` (a named barrier, `docs/lir.md` §2.1): the id inline
+    /// when constant, else in a register; the count is always an immediate.
+    fn named_barrier(&mut self, id: &LExpr, threads: u32) -> Result<(), CodegenError> {
+        let text = match id {
+            LExpr::Int(v, _) => format!("asm volatile(\"bar.sync {v}, {threads};\" ::: \"memory\");"),
+            _ => {
+                let id = self.e(id)?;
+                format!("asm volatile(\"bar.sync %0, {threads};\" :: \"r\"({id}) : \"memory\");")
+            }
+        };
+        self.line(&text);
+        Ok(())
     }
 
     fn indent(&mut self) {

@@ -6,7 +6,8 @@
 //! [`Span`] of the source text it came from so later stages can point at it.
 
 use crate::dtype::DType;
-pub use crate::op::{AttrValue, ConfigKey, ConfigValue, TileOp};
+pub use crate::lir::ShuffleMode;
+pub use crate::op::{AttrValue, ConfigKey, ConfigValue, ReduceOp, TileOp};
 use crate::span::Span;
 use serde::Serialize;
 use tirx_layout::{ExecScope, Layout};
@@ -308,6 +309,44 @@ pub enum BarrierKind {
     Warp,
 }
 
+/// A collective a kernel author calls directly (`T.cuda.warp_sum`, `T.cuda.cta_sum`,
+/// `T.cuda.shfl_xor`, ...): threads exchange values and each gets one back.
+/// Bindings are immutable, so it is a statement that defines a new variable
+/// ([`StmtKind::Collective`]), lowered to shuffles (and barriers), never a pure expression.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum Collective {
+    /// `T.cuda.warp_reduce(value, op, width)`: every lane of each aligned group of
+    /// `width` lanes (a power of two in 2..=32) gets `op` over the group's values.
+    WarpReduce { op: ReduceOp, value: Expr, width: u32 },
+    /// `T.cuda.cta_reduce(value, op, num_warps, scratch.ptr_to([i..]))`: every thread
+    /// of the CTA (`num_warps` whole warps) gets `op` over all threads' values;
+    /// `scratch` (shared, `num_warps` elements from `index` on) holds the warps' partials.
+    CtaReduce { op: ReduceOp, value: Expr, num_warps: u32, scratch: BufId, index: Vec<Expr> },
+    /// `T.cuda.shfl_xor(value, lane_mask, width)` (and `shfl_down`, `shfl_up`, `shfl`):
+    /// the value of the source lane `mode` picks from `lane` within `width`-lane segments.
+    Shuffle { mode: ShuffleMode, value: Expr, lane: Expr, width: u32 },
+}
+
+impl Collective {
+    /// The value a thread contributes.
+    pub fn value(&self) -> &Expr {
+        match self {
+            Collective::WarpReduce { value, .. }
+            | Collective::CtaReduce { value, .. }
+            | Collective::Shuffle { value, .. } => value,
+        }
+    }
+
+    /// Every expression it evaluates (value, lane operand, scratch indices).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            Collective::WarpReduce { value, .. } => vec![value],
+            Collective::CtaReduce { value, index, .. } => std::iter::once(value).chain(index).collect(),
+            Collective::Shuffle { value, lane, .. } => vec![value, lane],
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     For {
@@ -336,6 +375,11 @@ pub enum StmtKind {
     Alloc(BufId),
     ScopeId(ScopeIdDef),
     Barrier(BarrierKind),
+    /// `var = T.cuda.warp_sum(v, width=8)` and the other collectives: declares `var`.
+    Collective {
+        var: VarId,
+        op: Collective,
+    },
     Tile(TileCall),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,

@@ -27,8 +27,9 @@ use crate::scope::{Facts, ScopeView, TidKind};
 use crate::stmt::Env;
 use crate::LowerOptions;
 use std::any::Any;
+use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
-use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::lir::{LBuf, LBufId, LExpr, LStmt, LStmtKind, LVarId, Space};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
@@ -55,6 +56,8 @@ pub enum Rule {
     Config,
     /// The region does not divide over the cooperating threads.
     DividesThreadCnt,
+    /// The destination is not replicated over the lanes a reduction combines.
+    DstReplica,
     /// An element type the variant cannot move or compute on.
     Dtype,
     /// No thread can be elected to do the work.
@@ -79,6 +82,8 @@ pub enum Rule {
     Partition,
     /// The register operand's layout does not number the scope's threads.
     RegisterLayout,
+    /// Source and destination layouts do not form a reduction the variant performs.
+    ReduceLayout,
     /// A store from registers replicated over threads.
     Replicated,
     /// The memory scopes of the operands are not a pair the variant moves.
@@ -114,6 +119,7 @@ impl Rule {
             Rule::Broadcast => "broadcast",
             Rule::Config => "config",
             Rule::DividesThreadCnt => "divides_thread_cnt",
+            Rule::DstReplica => "dst_replica",
             Rule::Dtype => "dtype",
             Rule::Elect => "elect",
             Rule::ExecScope => "exec_scope",
@@ -126,6 +132,7 @@ impl Rule {
             Rule::Parse => "parse",
             Rule::Partition => "partition",
             Rule::RegisterLayout => "register_layout",
+            Rule::ReduceLayout => "reduce_layout",
             Rule::Replicated => "replicated",
             Rule::ScopeAllowed => "scope_allowed",
             Rule::ScopeLevel => "scope_level",
@@ -220,6 +227,16 @@ pub trait Variant: Sync {
     /// Picking this variant deserves a warning (slow catch-alls).
     fn warns(&self) -> bool {
         false
+    }
+}
+
+/// What [`Emitter::scope_barrier`] emits for a call of scope `kind`, for explain.
+pub fn barrier_text(kind: ExecScope) -> &'static str {
+    match kind {
+        ExecScope::Cta => "__syncthreads()",
+        ExecScope::Warp => "__syncwarp()",
+        ExecScope::Warpgroup => "bar.sync 1 + wg_id, 128 (the warpgroup's own named barrier)",
+        _ => "none (one thread)",
     }
 }
 
@@ -334,6 +351,36 @@ impl Emitter<'_> {
     pub fn address(&mut self, buf: BufId, idx: &[LExpr]) -> Result<(LBufId, LExpr), Decline> {
         crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new(Rule::Address, m))
     }
+    /// A per-thread scratch array of `elems` elements (accumulators), named `name`.
+    pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
+        self.b.add_buf(LBuf {
+            name: name.into(),
+            dtype,
+            space: Space::Local,
+            elems,
+            shape: vec![elems],
+            dynamic: false,
+        })
+    }
+
+    /// The barrier that ends a cooperative call of scope `kind` whose threads
+    /// wrote shared memory others may read next (`docs/tile-primitives.md`
+    /// §2.1): `__syncthreads()`, the warpgroup's own named barrier
+    /// `bar.sync 1 + wg_id, 128` (ids never shared between warpgroups),
+    /// `__syncwarp()`; none for one thread.
+    pub fn scope_barrier(&mut self, kind: ExecScope) -> Option<LStmtKind> {
+        match kind {
+            ExecScope::Cta => Some(LStmtKind::Barrier(BarrierKind::Cta)),
+            ExecScope::Warp => Some(LStmtKind::Barrier(BarrierKind::Warp)),
+            ExecScope::Warpgroup => {
+                let wg = self.axis_id(Axis::WgId)?;
+                let id = self.b.add(wg, LExpr::i32(1));
+                Some(LStmtKind::NamedBarrier { id, threads: 128 })
+            }
+            _ => None,
+        }
+    }
+
     pub fn lbuf(&self, buf: BufId) -> Result<(LBufId, DType), Decline> {
         self.env.lbuf(buf).ok_or_else(|| {
             Decline::new(Rule::Operand, format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
@@ -358,6 +405,7 @@ impl Registry {
         crate::copy::register(&mut r);
         crate::elementwise::register(&mut r);
         crate::gemm::register(&mut r);
+        crate::reduce::register(&mut r);
         r
     }
 

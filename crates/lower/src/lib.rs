@@ -27,6 +27,7 @@
 mod addr;
 mod bounds;
 mod build;
+mod collective;
 pub mod copy;
 pub mod dispatch;
 pub mod elementwise;
@@ -35,6 +36,7 @@ mod expr;
 pub mod gemm;
 mod lay;
 pub mod operand;
+pub mod reduce;
 pub mod scope;
 mod smem;
 mod stmt;

@@ -136,6 +136,25 @@ fn push_sym(sym: &mut Affine, rest: &Affine, stride: i64, b: &Buffer, d: usize) 
     Ok(())
 }
 
+/// The threads of one instance must agree on the region (a cooperative copy
+/// of a lane-dependent region has no single meaning).
+pub fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
+    for (d, rg) in r.ranges.iter().enumerate() {
+        if cx.env.varies_within(cx.kernel, &rg.begin, cx.scope.kind) {
+            return Err(Decline::new(
+                Rule::UniformRegion,
+                format!(
+                    "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
+                    b.name,
+                    crate::explain::top_text(cx.kernel, &rg.begin),
+                    cx.scope.kind
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A region of a register buffer.
 #[derive(Clone, Debug)]
 pub struct RegOperand {

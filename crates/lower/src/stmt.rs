@@ -427,6 +427,19 @@ impl Lowerer<'_> {
                 }
             }
             StmtKind::Barrier(kind) => push(out, LStmtKind::Barrier(*kind)),
+            StmtKind::Collective { var, op } => {
+                self.scalar_bounds(&op.exprs(), None, at, out);
+                match crate::collective::lower(self.k, &self.env, &mut self.b, at, op, *var, s.span) {
+                    Ok((stmts, value)) => {
+                        out.extend(stmts);
+                        // Lanes get different values (shuffles), or at least may.
+                        self.env.grain.insert(*var, ExecScope::Thread);
+                        self.env.vars.insert(*var, value);
+                        bound.push(*var);
+                    }
+                    Err(d) => self.errors.push(d),
+                }
+            }
             StmtKind::Tile(call) => {
                 let view = ScopeView::new(call.scope, &at.active);
                 let cx = CallCx { kernel: self.k, call, scope: &view, opts: self.opts, env: &self.env, facts: at };
@@ -856,6 +869,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                     }
                 }
             }
+            StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
         }
     }

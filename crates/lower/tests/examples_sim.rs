@@ -181,6 +181,61 @@ fn spec(name: &str) -> Option<Spec> {
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
         "gemm_mma" | "gemm_mma_bf16" => whole(eighths, &["C"], matmul),
+        // Row softmax, one warp per row: the reference follows the kernel's order (each lane folds
+        // its 32 registers, then the xor butterfly 16..1) with exp in f64 rounded once; the
+        // simulator's f32 exp may differ by an ulp or two per element (module doc).
+        "reduce_softmax_warp" => whole(softmax_inputs, &["B"], softmax_rows),
+        // Row max / row sum (accum onto the sentinel) of mma accumulators, every quad lane:
+        // quarter inputs keep every f32 sum exact, so any order gives these values.
+        "reduce_mma_rows" => whole(small_quarters, &["Mx", "Sm"], |e| {
+            let a = e.get("A");
+            let row = |r: usize| &a[r * 128..r * 128 + 128];
+            let mx = (0..128).map(|i| exact(row(i / 4).iter().copied().fold(f64::NEG_INFINITY, f64::max))).collect();
+            let sm = (0..128).map(|i| exact(SENTINEL + row(i / 4).iter().sum::<f64>())).collect();
+            vec![("Mx", mx), ("Sm", sm)]
+        }),
+        // Column sums over axes (0, 2) and row maxima (accum onto the sentinel), exact.
+        "reduce_shared_cta" => whole(small_quarters, &["Cs", "Rm"], |e| {
+            let a = e.get("A");
+            let at = |i: usize, j: usize, k: usize| a[(i * 16 + j) * 12 + k];
+            let cs = (0..16)
+                .map(|j| exact((0..4).flat_map(|i| (0..12).map(move |k| (i, k))).map(|(i, k)| at(i, j, k)).sum()))
+                .collect();
+            let rm = (0..64).map(|x| exact((0..12).map(|k| at(x / 16, x % 16, k)).fold(SENTINEL, f64::max))).collect();
+            vec![("Cs", cs), ("Rm", rm)]
+        }),
+        // Per-warpgroup row sums (f32 sums of f16 eighths: exact, one rounding to f16) and minima.
+        "reduce_warpgroup_shared" => whole(small_eighths, &["Sm", "Mn"], |e| {
+            let a = e.get("A");
+            let row = |r: usize| &a[r * 40..r * 40 + 40];
+            let sm = (0..128).map(|r| exact(f16r(row(r).iter().sum()))).collect();
+            let mn = (0..128).map(|r| exact(row(r).iter().copied().fold(f64::INFINITY, f64::min))).collect();
+            vec![("Sm", sm), ("Mn", mn)]
+        }),
+        // Raw collectives on quarters (exact sums): 8-lane sums, the xor-1 neighbour, and
+        // (v - max) / sum(v - max + 1) over the CTA, one f32 rounding.
+        "collective_warp_cta" => whole(small_quarters, &["Out"], |e| {
+            let x = e.get("X");
+            let m = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = x.iter().map(|v| v - m + 1.0).sum();
+            let s8 = (0..256).map(|t| exact(x[t / 8 * 8..t / 8 * 8 + 8].iter().sum()));
+            let nb = (0..256).map(|t| exact(x[t ^ 1]));
+            let q = (0..256).map(|t| exact(f32r((x[t] - m) / z)));
+            vec![("Out", s8.chain(nb).chain(q).collect())]
+        }),
+        // C = f16(f16(f16(exp(f32(1.5 A) + B[0, j])) * S[i, 0]) + 0.25); D = 0. The exp is f32
+        // (an ulp or two from f64), which can move the f16 roundings after it: 2 f16 ulps.
+        "ewise_smem_pipeline" => whole(pipeline_inputs, &["C", "D"], |e| {
+            let (a, b, s) = (e.get("A"), e.get("B"), e.get("S"));
+            let c = (0..4096)
+                .map(|x| {
+                    let (i, j) = (x / 64, x % 64);
+                    let y = f16r(f32r(f32r(a[x] * 1.5) + b[j]).exp());
+                    Want { v: f16r(f16r(y * s[i * 64]) + 0.25), ulps: 2 }
+                })
+                .collect();
+            vec![("C", c), ("D", vec![exact(0.0); 4096])]
+        }),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
         "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
@@ -218,6 +273,12 @@ const TABLE: &[&str] = &[
     "reg_roundtrip_wg",
     "reg_stream_f16",
     "reg_swizzle_wg",
+    "reduce_mma_rows",
+    "reduce_shared_cta",
+    "reduce_softmax_warp",
+    "reduce_warpgroup_shared",
+    "collective_warp_cta",
+    "ewise_smem_pipeline",
     "ragged_copy_f32",
     "tiled_copy_f16",
     "tiled_copy_f32",
@@ -324,6 +385,56 @@ fn elementwise_rows(e: &Env) -> Expected {
         ex(&|a, _| f16r(a as f64) as f32),
     ];
     vec![("Out", rows.concat())]
+}
+
+/// Signed multiples of 1/4 in [-25, 25]: sums of a few thousand stay exact in f32.
+fn small_quarters(_: &str, _: DType, e: usize) -> f64 {
+    ((e * 37 + 11) % 201) as f64 * 0.25 - 25.0
+}
+
+/// Signed multiples of 1/8 in [-4, 4] (exact in f16; sums of 40 exact in f32).
+fn small_eighths(_: &str, _: DType, e: usize) -> f64 {
+    ((e * 29 + 5) % 65) as f64 * 0.125 - 4.0
+}
+
+/// Softmax rows: values in [-8, 8] that use the whole f32 significand.
+fn softmax_inputs(_: &str, _: DType, e: usize) -> f64 {
+    f32r(((e * 7919 + 17) % 10007) as f64 / 10007.0 * 16.0 - 8.0 + 1.0 / 3.0)
+}
+
+/// `reduce_softmax_warp`: per row, the max and the sum in the kernel's order (lane `l` folds
+/// columns j with (j / 4) % 32 == l in increasing order, then the butterfly 16, 8, 4, 2, 1).
+fn softmax_rows(e: &Env) -> Expected {
+    let a = e.get("A");
+    let lane_then_butterfly = |v: &[f64], op: &dyn Fn(f64, f64) -> f64| -> f64 {
+        let mut lanes: Vec<f64> =
+            (0..32).map(|l| (0..1024).filter(|j| (j / 4) % 32 == l).map(|j| v[j]).reduce(op).unwrap()).collect();
+        for m in [16, 8, 4, 2, 1] {
+            let prev = lanes.clone();
+            for (l, x) in lanes.iter_mut().enumerate() {
+                *x = op(prev[l], prev[l ^ m]);
+            }
+        }
+        lanes[0]
+    };
+    let mut out = Vec::with_capacity(a.len());
+    for r in 0..8 {
+        let row = &a[r * 1024..r * 1024 + 1024];
+        let m = lane_then_butterfly(row, &f64::max);
+        let ex: Vec<f64> = row.iter().map(|x| f32r(f32r(x - m).exp())).collect();
+        let z = lane_then_butterfly(&ex, &|x, y| f32r(x + y));
+        out.extend(ex.iter().map(|x| Want { v: f32r(x / z), ulps: TRANSCENDENTAL_ULPS + 2 }));
+    }
+    vec![("B", out)]
+}
+
+/// `ewise_smem_pipeline`: A in [-2, 2] by 1/64, B in [-1, 1] by 1/16, S in [0.5, 2] by 1/8.
+fn pipeline_inputs(name: &str, _: DType, e: usize) -> f64 {
+    match name {
+        "A" => ((e * 13) % 257) as f64 / 64.0 - 2.0,
+        "B" => ((e * 7) % 33) as f64 / 16.0 - 1.0,
+        _ => ((e * 5) % 13) as f64 / 8.0 + 0.5,
+    }
 }
 
 /// Signed values mostly not exact in f16, plus the f16 overflow edge (65520 → inf, 65519 → 65504).

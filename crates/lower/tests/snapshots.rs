@@ -52,3 +52,18 @@ fn bench_examples() {
         snapshot(rel);
     }
 }
+
+/// Reductions (register butterfly, quad butterfly, shared groups with a named
+/// barrier), raw collectives and elementwise on shared memory.
+#[test]
+fn reductions_and_collectives() {
+    for rel in [
+        "reduce_softmax_warp.py",
+        "reduce_mma_rows.py",
+        "reduce_warpgroup_shared.py",
+        "collective_warp_cta.py",
+        "ewise_smem_pipeline.py",
+    ] {
+        snapshot(rel);
+    }
+}

@@ -309,6 +309,8 @@ impl Builder<'_> {
             Some((self.shape_of(v, sp)?, sp))
         };
         let (shape, layout, origin) = match m {
+            // `p = X.ptr_to([0])` binds a pointer value, not a view (`Builder::assign`).
+            Method::PtrTo => return self.fail(Diagnostic::error(span, "`ptr_to` gives a pointer, not a buffer view")),
             Method::Local => {
                 if b.scope != MemScope::Local {
                     return self.fail(

@@ -494,6 +494,7 @@ impl<'s> Builder<'s> {
                 Ok(())
             }
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
+            Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
             Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
             Builtin::MatchBuffer => self.match_buffer(args, target, span),
             Builtin::Tile(scope, op) => {
@@ -552,7 +553,7 @@ impl<'s> Builder<'s> {
                 Val::Builtin(b) if is_statement_builtin(b) => {
                     return self.builtin_stmt(b, args, Some(target), value.span, out)
                 }
-                Val::Method(buf, m) => return self.view(buf, m, args, target, value.span, out),
+                Val::Method(buf, m) if m != Method::PtrTo => return self.view(buf, m, args, target, value.span, out),
                 _ => {}
             }
         }
@@ -573,6 +574,12 @@ impl<'s> Builder<'s> {
                 .fail(Diagnostic::error(span, "a declaration needs a value").with_help("write `x: T.let = expr`"));
         };
         let a = self.eval(ann)?;
+        // `s: T.float32 = T.cuda.warp_sum(v)`: a collective binds its own name.
+        if let AK::Call(f, args) = &value.kind {
+            if let Val::Builtin(Builtin::Collective(kind)) = self.eval(f)? {
+                return self.collective(kind, args, Some(target), Some((a, ann.span)), value.span, out);
+            }
+        }
         let v = self.eval(value)?;
         // `x: T.float32 = 0` where the kernel assigns `x` again: a mutable scalar of that dtype.
         if let (AK::Name(n), Val::Builtin(Builtin::DTypeFn(dt))) = (&target.kind, &a) {

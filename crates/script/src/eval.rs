@@ -266,12 +266,13 @@ impl Builder<'_> {
             Val::Buffer(b) => match name {
                 "local" => Ok(Val::Method(b, Method::Local)),
                 "view" => Ok(Val::Method(b, Method::View)),
+                "ptr_to" => Ok(Val::Method(b, Method::PtrTo)),
                 "shape" => Ok(Val::Tuple(self.buffer(b).shape.iter().map(|&e| Val::Int(e)).collect())),
                 "dtype" => Ok(Val::Str(self.buffer(b).dtype.name().to_string())),
                 "ndim" => Ok(Val::Int(self.buffer(b).shape.len() as i64)),
                 _ => {
                     let bn = self.buffer(b).name.clone();
-                    self.fail(unknown(&bn, &["local", "view", "shape", "dtype", "ndim"]))
+                    self.fail(unknown(&bn, &["local", "view", "ptr_to", "shape", "dtype", "ndim"]))
                 }
             },
             Val::Builtin(Builtin::Opaque) => self.fail(
@@ -331,6 +332,7 @@ impl Builder<'_> {
                 let (pos, kw) = self.eval_args(args)?;
                 return self.layout_method(*l, m, pos, kw, span);
             }
+            Val::Method(buf, Method::PtrTo) => return self.ptr_to(buf, args, span),
             Val::Method(..) => {
                 return self.fail(
                     Diagnostic::error(span, "buffer views must be bound to a name")
@@ -1196,6 +1198,7 @@ impl Builder<'_> {
             Builtin::Let => "T.let".into(),
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
+            Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
             Builtin::Tile(ExecScope::Thread, op) => format!("Tx.{}", op.name()),
             Builtin::Tile(s, op) => format!("Tx.{}.{}", scope_word(s), op.name()),
             Builtin::T => "T".into(),
@@ -1403,6 +1406,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::Tile(..)
             | Builtin::CtaSync
             | Builtin::WarpSync
+            | Builtin::Collective(_)
             | Builtin::Serial
             | Builtin::Unroll
             | Builtin::Grid
@@ -1414,6 +1418,14 @@ fn statement_only(b: Builtin, span: Span) -> Diagnostic {
         Builtin::Serial | Builtin::Unroll | Builtin::Grid => ("a loop header", "use it as `for i in T.serial(n):`"),
         Builtin::Alloc(_) | Builtin::MatchBuffer => ("a buffer declaration", "assign it: `A = T.alloc_buffer(...)`"),
         Builtin::ScopeId(_) => ("a scope-id declaration", "write it as a statement: `tid = T.thread_id([32])`"),
+        Builtin::Collective(k) => {
+            return Diagnostic::error(
+                span,
+                format!("`T.cuda.{}` is a statement that binds a name, not a value inside an expression", k.name()),
+            )
+            .with_label("not allowed here")
+            .with_help(format!("write it on its own line: `s = T.cuda.{}(...)`, then use `s`", k.name()))
+        }
         _ => ("a statement", "write it on its own line inside the kernel"),
     };
     Diagnostic::error(span, format!("this call is {what}, not a value")).with_label("not allowed here").with_help(help)

@@ -36,6 +36,7 @@ mod affine;
 mod ast;
 mod buffers;
 mod build;
+mod collective;
 mod eval;
 mod layout_ops;
 mod layouts;

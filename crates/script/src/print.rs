@@ -185,6 +185,39 @@ impl Printer<'_> {
                 let t = self.tile(c);
                 self.line(depth, &t);
             }
+            StmtKind::Collective { var, op } => {
+                let t = format!("{} = {}", self.k.var(*var).name, self.collective(op));
+                self.line(depth, &t);
+            }
+        }
+    }
+
+    /// `T.cuda.warp_sum(v, width=8)`, `T.cuda.cta_max(v, 4, S.ptr_to([0]))`, `T.cuda.shfl_xor(v, 1)`.
+    fn collective(&mut self, op: &Collective) -> String {
+        let width = |w: u32| if w == 32 { String::new() } else { format!(", width={w}") };
+        match op {
+            Collective::WarpReduce { op, value, width: w } => {
+                format!("T.cuda.warp_{}({}{})", op.name(), self.expr(value, 0), width(*w))
+            }
+            Collective::CtaReduce { op, value, num_warps, scratch, index } => {
+                let idx: Vec<String> = index.iter().map(|e| self.expr(e, 0)).collect();
+                format!(
+                    "T.cuda.cta_{}({}, {num_warps}, {}.ptr_to([{}]))",
+                    op.name(),
+                    self.expr(value, 0),
+                    self.k.buf(*scratch).name,
+                    idx.join(", ")
+                )
+            }
+            Collective::Shuffle { mode, value, lane, width: w } => {
+                let f = match mode {
+                    ShuffleMode::Bfly => "shfl_xor",
+                    ShuffleMode::Down => "shfl_down",
+                    ShuffleMode::Up => "shfl_up",
+                    ShuffleMode::Idx => "shfl",
+                };
+                format!("T.cuda.{f}({}, {}{})", self.expr(value, 0), self.expr(lane, 0), width(*w))
+            }
         }
     }
 
@@ -427,6 +460,7 @@ impl Printer<'_> {
                         }
                     }
                 }
+                StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
             }
         }

@@ -73,6 +73,17 @@ fn stmt(s: &mut Stmt) {
                 }
             }
         }
+        StmtKind::Collective { op, .. } => match op {
+            Collective::WarpReduce { value, .. } => expr(value),
+            Collective::CtaReduce { value, index, .. } => {
+                expr(value);
+                index.iter_mut().for_each(expr);
+            }
+            Collective::Shuffle { value, lane, .. } => {
+                expr(value);
+                expr(lane);
+            }
+        },
         StmtKind::Alloc(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
     }
 }

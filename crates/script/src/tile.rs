@@ -220,7 +220,13 @@ impl Builder<'_> {
         };
         let kept: Vec<i64> = se.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &e)| e).collect();
         let de = extents(dst);
-        if squeezed(&kept) != squeezed(&de) {
+        // Registers may also keep each reduced dim at a divisor of its extent: one
+        // value per thread that dim is spread over (the variants check the threads).
+        let per_thread = db.scope == MemScope::Local
+            && sb.scope == MemScope::Local
+            && de.len() == se.len()
+            && (0..se.len()).all(|d| if axes.contains(&d) { se[d] % de[d] == 0 } else { de[d] == se[d] });
+        if squeezed(&kept) != squeezed(&de) && !per_thread {
             return self.fail(
                 Diagnostic::error(
                     dst.span,
@@ -234,7 +240,7 @@ impl Builder<'_> {
                 )
                 .with_label(format!("region {}", fmt_shape(&de)))
                 .with_secondary(src.span, format!("source {}", fmt_shape(&se)))
-                .with_help("give the destination the source's extents without the reduced dims (unit dims may be kept)"),
+                .with_help("give the destination the source's extents without the reduced dims (unit dims may be kept); a register destination may instead keep each reduced dim at the number of threads it is spread over (one value per thread)"),
             );
         }
         Ok(())

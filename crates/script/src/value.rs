@@ -4,7 +4,7 @@
 //! kernel — runtime scalars, buffers and buffer subscripts.
 
 use std::collections::BTreeMap;
-use tirx_ir::hir::{BufId, Expr, MathFn, ScopeIdKind, TileOp};
+use tirx_ir::hir::{BufId, Expr, MathFn, ReduceOp, ScopeIdKind, ShuffleMode, TileOp};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
 
@@ -116,11 +116,39 @@ impl LayoutMethod {
     }
 }
 
-/// `buf.local` / `buf.view` before the call.
+/// `buf.local` / `buf.view` / `buf.ptr_to` before the call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Method {
     Local,
     View,
+    PtrTo,
+}
+
+/// The collectives of `T.cuda` that produce a value (`hir::Collective`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollKind {
+    /// `warp_reduce` (op given as a string) or `warp_sum` / `warp_max` / `warp_min`.
+    WarpReduce(Option<ReduceOp>),
+    /// `cta_reduce` or `cta_sum` / `cta_max` / `cta_min`.
+    CtaReduce(Option<ReduceOp>),
+    /// `shfl_xor`, `shfl_down`, `shfl_up`, `shfl`.
+    Shfl(ShuffleMode),
+}
+
+impl CollKind {
+    /// `warp_sum`, `cta_reduce`, `shfl_xor`, ...
+    pub fn name(self) -> String {
+        match self {
+            CollKind::WarpReduce(None) => "warp_reduce".into(),
+            CollKind::WarpReduce(Some(op)) => format!("warp_{}", op.name()),
+            CollKind::CtaReduce(None) => "cta_reduce".into(),
+            CollKind::CtaReduce(Some(op)) => format!("cta_{}", op.name()),
+            CollKind::Shfl(ShuffleMode::Bfly) => "shfl_xor".into(),
+            CollKind::Shfl(ShuffleMode::Down) => "shfl_down".into(),
+            CollKind::Shfl(ShuffleMode::Up) => "shfl_up".into(),
+            CollKind::Shfl(ShuffleMode::Idx) => "shfl".into(),
+        }
+    }
 }
 
 /// One index of a buffer subscript.
@@ -207,6 +235,7 @@ pub enum Builtin {
     Let,
     CtaSync,
     WarpSync,
+    Collective(CollKind),
     // Tx.*
     Tile(ExecScope, TileOp),
 }
@@ -242,6 +271,8 @@ pub enum Val {
     /// A mutable scalar: a name assigned more than once (`x = 0.0` ... `x = x + v`), kept in a
     /// one-element local buffer as the reference does. Reading the name loads the element.
     Scalar(BufId),
+    /// `buf.ptr_to([i, ..])`: the address of an element (the scratch of `T.cuda.cta_reduce`).
+    Ptr(BufId, Vec<Expr>),
     /// The name of a definition that failed (already reported): uses of it
     /// fail silently instead of cascading into "unknown name" errors.
     Poison,
@@ -273,6 +304,7 @@ impl Val {
             Val::Method(..) => "a buffer method",
             Val::Handle(_) => "a handle parameter",
             Val::Scalar(_) => "a mutable scalar",
+            Val::Ptr(..) => "a pointer",
             Val::Poison => "an invalid value",
         }
     }
@@ -386,14 +418,43 @@ pub const T_ATTRS: [&str; 45] = [
 ];
 
 pub fn cuda_attr(name: &str) -> Option<Builtin> {
-    match name {
-        "cta_sync" => Some(Builtin::CtaSync),
-        "warp_sync" => Some(Builtin::WarpSync),
-        _ => None,
-    }
+    use CollKind::*;
+    let op = |s: &str| ReduceOp::ALL.into_iter().find(|o| o.name() == s);
+    Some(match name {
+        "cta_sync" => Builtin::CtaSync,
+        "warp_sync" => Builtin::WarpSync,
+        "warp_reduce" => Builtin::Collective(WarpReduce(None)),
+        "cta_reduce" => Builtin::Collective(CtaReduce(None)),
+        "shfl_xor" => Builtin::Collective(Shfl(ShuffleMode::Bfly)),
+        "shfl_down" => Builtin::Collective(Shfl(ShuffleMode::Down)),
+        "shfl_up" => Builtin::Collective(Shfl(ShuffleMode::Up)),
+        "shfl" => Builtin::Collective(Shfl(ShuffleMode::Idx)),
+        _ => {
+            if let Some(o) = name.strip_prefix("warp_").and_then(op) {
+                Builtin::Collective(WarpReduce(Some(o)))
+            } else {
+                Builtin::Collective(CtaReduce(Some(name.strip_prefix("cta_").and_then(op)?)))
+            }
+        }
+    })
 }
 
-pub const CUDA_ATTRS: [&str; 2] = ["cta_sync", "warp_sync"];
+pub const CUDA_ATTRS: [&str; 14] = [
+    "cta_sync",
+    "warp_sync",
+    "warp_reduce",
+    "warp_sum",
+    "warp_max",
+    "warp_min",
+    "cta_reduce",
+    "cta_sum",
+    "cta_max",
+    "cta_min",
+    "shfl_xor",
+    "shfl_down",
+    "shfl_up",
+    "shfl",
+];
 
 /// `Tx.<x>`: a scope namespace or a thread-scope op.
 pub fn tx_attr(name: &str) -> Option<Builtin> {

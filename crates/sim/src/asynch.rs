@@ -191,15 +191,21 @@ impl AsyncState {
 
     /// `__syncwarp` over `lanes`: each lane now has what any of them acquired.
     pub(crate) fn warp_sync(&mut self, lanes: std::ops::Range<usize>) {
+        self.sync_threads(lanes);
+    }
+
+    /// A barrier over the threads `ts` (`__syncwarp`, a named barrier): each of
+    /// them now has what any of them acquired.
+    pub(crate) fn sync_threads(&mut self, ts: impl Iterator<Item = usize> + Clone) {
         if self.acq.is_empty() {
             return;
         }
         let n = self.n;
         let mut joined = vec![0; n];
-        for t in lanes.clone() {
+        for t in ts.clone() {
             join(&mut joined, &self.acq[t * n..(t + 1) * n]);
         }
-        for t in lanes {
+        for t in ts {
             self.acq[t * n..(t + 1) * n].copy_from_slice(&joined);
         }
     }

@@ -1,7 +1,7 @@
 //! Simulator of the **collective** family (warp shuffles): each lane evaluates
 //! its operands and waits at the shuffle; when every lane of the member mask
 //! waits at it, the warp executes it at once with PTX `shfl.sync` semantics
-//! ([`source_lane`]). A lane outside the mask that executes it, a mask naming
+//! (`ShuffleMode::source_lane`). A lane outside the mask that executes it, a mask naming
 //! lanes the CTA does not have, and a source lane outside the mask are errors;
 //! mask lanes that exit or wait elsewhere leave the others waiting, which the
 //! scheduler reports as a partial-warp collective naming them. Shuffles move
@@ -54,27 +54,6 @@ impl Compiler<'_> {
     }
 }
 
-/// The lane `lane` reads in a shuffle (PTX `shfl.sync`): `b` is the operand's
-/// low 5 bits; lanes form aligned segments of `width`; a source past the end
-/// of the segment (down, bfly) or before its start (up) reads the lane's own
-/// value; `idx` wraps inside the segment; bfly may reach an *earlier* segment.
-pub(crate) fn source_lane(mode: ShuffleMode, width: u32, lane: u32, operand: i64) -> u32 {
-    let b = (operand & 31) as u32;
-    let seg = 32 - width; // the segment-number bits of a lane id
-    let (min, max) = (lane & seg, (lane & seg) | (31 & !seg));
-    let (j, ok) = match mode {
-        ShuffleMode::Up => (lane.wrapping_sub(b), lane >= min + b),
-        ShuffleMode::Down => (lane + b, lane + b <= max),
-        ShuffleMode::Bfly => (lane ^ b, (lane ^ b) <= max),
-        ShuffleMode::Idx => (min | (b & !seg), true),
-    };
-    if ok {
-        j
-    } else {
-        lane
-    }
-}
-
 impl Machine<'_> {
     /// Checks a lane arriving at a shuffle: it must be in the mask, and the mask
     /// must name lanes that exist.
@@ -115,7 +94,7 @@ impl Machine<'_> {
         let members: Vec<u32> = (0..32).filter(|l| s.mask >> l & 1 == 1).collect();
         let mut out = Vec::with_capacity(members.len());
         for &l in &members {
-            let j = source_lane(s.mode, s.width, l, self.regs[reg(l, s.lane)] as i64);
+            let j = s.mode.source_lane(s.width, l, self.regs[reg(l, s.lane)] as i64);
             if s.mask >> j & 1 == 0 {
                 return Err(self.foreign_source(w, l, j, s));
             }
@@ -140,31 +119,5 @@ impl Machine<'_> {
             ),
         )
         .help("put every source lane in the mask, or keep the exchange inside the masked lanes")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn source_lanes_follow_ptx() {
-        use ShuffleMode::*;
-        // Butterfly inside width-8 segments; a mask reaching the next segment reads the own value,
-        // one reaching the previous segment reads it.
-        assert_eq!(source_lane(Bfly, 8, 13, 4), 9);
-        assert_eq!(source_lane(Bfly, 8, 3, 8), 3);
-        assert_eq!(source_lane(Bfly, 8, 11, 8), 3);
-        // Down / up clamp at the segment's end / start.
-        assert_eq!(source_lane(Down, 8, 5, 2), 7);
-        assert_eq!(source_lane(Down, 8, 6, 2), 6);
-        assert_eq!(source_lane(Up, 8, 9, 1), 8);
-        assert_eq!(source_lane(Up, 8, 8, 1), 8);
-        assert_eq!(source_lane(Up, 32, 0, 3), 0);
-        // Idx wraps inside the segment; only the low five bits count.
-        assert_eq!(source_lane(Idx, 8, 13, 3), 11);
-        assert_eq!(source_lane(Idx, 8, 13, 11), 11);
-        assert_eq!(source_lane(Idx, 32, 4, 33), 1);
-        assert_eq!(source_lane(Idx, 32, 4, -1), 31);
     }
 }

@@ -115,6 +115,12 @@ pub(crate) enum Ins {
         site: u32,
         kind: BarrierKind,
     },
+    /// `bar.sync id, threads` (`barrier`).
+    NamedBarrier {
+        site: u32,
+        id: Reg,
+        threads: u32,
+    },
     Matrix(Box<MatrixIns>),
     Mma(Box<MmaIns>),
     Shuffle(Box<ShuffleIns>),
@@ -169,6 +175,7 @@ impl Ins {
                 f(end)
             }
             Ins::Inc { var, .. } => f(var),
+            Ins::NamedBarrier { id, .. } => f(id),
             Ins::Matrix(m) => {
                 f(&mut m.smem_idx);
                 m.reg_idx.iter_mut().for_each(f)
@@ -368,6 +375,11 @@ impl Compiler<'_> {
             LStmtKind::Barrier(kind) => {
                 let site = self.site();
                 self.emit(Ins::Barrier { site, kind: *kind });
+            }
+            LStmtKind::NamedBarrier { id, threads } => {
+                let id = self.expr_as(id, DType::I32)?;
+                let site = self.site();
+                self.emit(Ins::NamedBarrier { site, id, threads: *threads });
             }
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,

@@ -15,6 +15,7 @@
 use crate::arith::{self, ArithFault};
 use crate::asynch::{AsyncState, Flow};
 use crate::bank::{BankCollector, PointKey};
+use crate::barrier::NamedState;
 use crate::compile::{Ins, Program};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
 use crate::memory::{BufMem, Dir};
@@ -66,6 +67,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) bank: Option<BankCollector>,
     /// cp.async groups, mbarriers and the ordering they create (`asynch`).
     pub(crate) asy: AsyncState,
+    /// Named barriers: who waits on which id, and the ordering they create (`barrier`).
+    pub(crate) named: NamedState,
     insts: u64,
 }
 
@@ -245,6 +248,7 @@ impl<'a> Machine<'a> {
             warn_same_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
             asy: AsyncState::new(n, k.uses_mbarriers()),
+            named: NamedState::new(n),
             insts: 0,
         })
     }
@@ -280,6 +284,7 @@ impl<'a> Machine<'a> {
         self.cta_starts.push((now, cta));
         self.reset_cta_memory();
         self.asy.reset();
+        self.named.reset();
         self.init_threads();
         loop {
             for t in 0..self.n {
@@ -290,7 +295,11 @@ impl<'a> Machine<'a> {
             if self.state.iter().all(|s| *s == State::Exited) {
                 break;
             }
-            if self.release_warps()? || self.release_cta_barrier()? || self.release_mbar_waits()? {
+            if self.release_warps()?
+                || self.release_cta_barrier()?
+                || self.release_named()?
+                || self.release_mbar_waits()?
+            {
                 continue;
             }
             return Err(self.diagnose_hang());
@@ -428,6 +437,10 @@ impl<'a> Machine<'a> {
                 Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) => {
                     self.state[t] = State::Waiting;
                     break Ok(());
+                }
+                Ins::NamedBarrier { site, id, .. } => {
+                    self.state[t] = State::Waiting;
+                    break self.named_arrive(tid, reg!(*id) as i64, *site);
                 }
                 Ins::Shuffle(s) => {
                     self.state[t] = State::Waiting;
@@ -663,9 +676,9 @@ impl<'a> Machine<'a> {
         Ok(true)
     }
 
-    fn site_of(&self, pc: u32) -> tirx_ir::Span {
+    pub(crate) fn site_of(&self, pc: u32) -> tirx_ir::Span {
         match &self.prog.code[pc as usize] {
-            Ins::Barrier { site, .. } => self.prog.sites[*site as usize],
+            Ins::Barrier { site, .. } | Ins::NamedBarrier { site, .. } => self.prog.sites[*site as usize],
             Ins::Matrix(m) => self.prog.sites[m.site as usize],
             Ins::Mma(m) => self.prog.sites[m.site as usize],
             Ins::Shuffle(s) => self.prog.sites[s.site as usize],
@@ -678,6 +691,7 @@ impl<'a> Machine<'a> {
         match &self.prog.code[pc as usize] {
             Ins::Barrier { kind: BarrierKind::Cta, .. } => "`__syncthreads()` (cta_sync)".into(),
             Ins::Barrier { kind: BarrierKind::Warp, .. } => "`__syncwarp()` (warp_sync)".into(),
+            Ins::NamedBarrier { threads, .. } => format!("a named barrier (`bar.sync`, {threads} threads)"),
             Ins::Matrix(m) => format!(
                 "`{}.x{}{}`",
                 if m.store { "stmatrix" } else { "ldmatrix" },
@@ -729,6 +743,9 @@ impl<'a> Machine<'a> {
             return e;
         }
         if let Some(e) = self.diagnose_mbar_deadlock() {
+            return e;
+        }
+        if let Some(e) = self.diagnose_named() {
             return e;
         }
         let t0 = (0..self.n).find(|t| self.state[*t] == State::Waiting).unwrap_or(0);

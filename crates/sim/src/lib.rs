@@ -55,6 +55,7 @@
 mod arith;
 mod asynch;
 mod bank;
+mod barrier;
 mod bounds;
 mod collective;
 mod compile;

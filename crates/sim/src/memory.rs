@@ -475,6 +475,7 @@ impl Machine<'_> {
             || p == t
             || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
             || stamp < self.asy.acquired(t, p)
+            || stamp < self.named_synced(t, p)
     }
 
     /// Several readers: ordered by a barrier after all of them, or by mbarrier
@@ -489,6 +490,8 @@ impl Machine<'_> {
         let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
         sh.r_stamp < self.cta_sync
             || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
+            || (one_warp && sh.r_stamp < self.named_synced(t, p))
+            || sh.r_stamp < self.named_synced_all(t)
             || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
     }
 

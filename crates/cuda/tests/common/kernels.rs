@@ -493,6 +493,26 @@ pub fn mma_one(name: &str, shape: MmaShape, ab: DType, acc: DType) -> LKernel {
     ])
 }
 
+/// Named barriers: each warpgroup of 256 threads exchanges through shared
+/// memory behind its own barrier (`bar.sync 1 + wg, 128`), then warpgroup 0
+/// alone behind a constant id (`bar.sync 2, 128`).
+pub fn named_barrier() -> LKernel {
+    let mut kb = Kb::new("named_barrier", [1, 1, 1], [256, 1, 1]);
+    let a = kb.param("A", DType::F32, &[256]);
+    let b = kb.param("B", DType::F32, &[256]);
+    let s = kb.shared("S", DType::F32, &[256]);
+    let (t, wg) = (kb.var("tid", DType::I32), kb.var("wg", DType::I32));
+    let mirror = add(mul(v(wg), i(128)), sub(i(127), rem(v(t), i(128))));
+    kb.finish(vec![
+        let_(t, tid()),
+        let_(wg, div(v(t), i(128))),
+        store(s, v(t), load(a, v(t))),
+        bar_sync(add(v(wg), i(1)), 128),
+        store(b, v(t), load(s, mirror)),
+        if_(lt(v(t), i(128)), vec![bar_sync(i(2), 128), store(s, v(t), f(0.0, DType::F32))]),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -515,5 +535,6 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("mma_f16_k8", mma_one("mma_f16_k8", MmaShape::M16N8K8, DType::F16, DType::F32)),
         ("mma_tf32", mma_one("mma_tf32", MmaShape::M16N8K8, DType::F32, DType::F32)),
         ("mma_s8", mma_one("mma_s8", MmaShape::M16N8K32, DType::I8, DType::I32)),
+        ("named_barrier", named_barrier()),
     ]
 }

@@ -249,6 +249,9 @@ pub fn mbar_wait(buf: LBufId, index: LExpr, parity: LExpr) -> LStmt {
 pub fn fence_proxy_async() -> LStmt {
     st(LStmtKind::Async(AsyncOp::FenceProxyAsync))
 }
+pub fn bar_sync(id: LExpr, threads: u32) -> LStmt {
+    st(LStmtKind::NamedBarrier { id, threads })
+}
 pub fn comment(text: &str) -> LStmt {
     st(LStmtKind::Comment(text.into()))
 }

@@ -12,6 +12,9 @@ use crate::hir::{MathFn, UnOp};
 use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space, Special};
 use crate::scope_ids::MAX_CTA_THREADS;
 
+/// Hardware barriers per CTA (`bar.sync` ids 0..16).
+pub const NAMED_BARRIERS: i64 = 16;
+
 /// Buffers with at least this many elements need 64-bit indices.
 const I64_INDEX_ELEMS: i64 = 1 << 31;
 
@@ -146,6 +149,7 @@ impl Checker<'_> {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
+            LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => {
                 let var = self.collective(c)?;
@@ -157,6 +161,26 @@ impl Checker<'_> {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }
             LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2((*dst, dst_index), (*src, src_index))?,
+        }
+        Ok(())
+    }
+
+    /// `bar.sync id, threads`: an int32 id, 1..16 when constant (0 is the barrier of
+    /// `__syncthreads`), and whole warps of the CTA.
+    fn named_barrier(&self, id: &LExpr, threads: u32) -> Check {
+        self.expect(id, DType::I32, "named barrier id")?;
+        if let LExpr::Int(v, _) = id {
+            if !(1..NAMED_BARRIERS).contains(v) {
+                return Err(format!(
+                    "named barrier id {v} is outside 1..{NAMED_BARRIERS} (barrier 0 is `__syncthreads`')"
+                ));
+            }
+        }
+        let cta = self.k.threads_per_cta();
+        if threads == 0 || !threads.is_multiple_of(32) || threads > cta {
+            return Err(format!(
+                "named barrier of {threads} threads: needs a multiple of 32 threads, at most the CTA's {cta}"
+            ));
         }
         Ok(())
     }
@@ -328,6 +352,27 @@ mod tests {
                 stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
             ],
         }
+    }
+
+    #[test]
+    fn named_barriers_take_an_id_and_whole_warps() {
+        let with = |id: LExpr, threads: u32| {
+            let mut k = copy([128, 1, 1]);
+            k.body.push(LStmt::new(LStmtKind::NamedBarrier { id, threads }, Span::default()));
+            k.validate()
+        };
+        assert_eq!(with(LExpr::i32(1), 128), Ok(()));
+        assert_eq!(with(LExpr::bin(crate::lir::LBinOp::Add, LExpr::Var(LVarId(0)), LExpr::i32(1)), 64), Ok(()));
+        for (id, words) in [(0, "barrier 0 is `__syncthreads`'"), (16, "outside 1..16")] {
+            let err = with(LExpr::i32(id), 128).unwrap_err();
+            assert!(err.contains(words), "{err}");
+        }
+        for threads in [0, 48, 256] {
+            let err = with(LExpr::i32(1), threads).unwrap_err();
+            assert!(err.contains("a multiple of 32 threads, at most the CTA's 128"), "{err}");
+        }
+        let err = with(LExpr::Float(1.0, DType::F32), 128).unwrap_err();
+        assert!(err.contains("named barrier id is float32"), "{err}");
     }
 
     #[test]

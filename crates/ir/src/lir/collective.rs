@@ -45,6 +45,28 @@ impl ShuffleMode {
             ShuffleMode::Idx => "idx",
         }
     }
+
+    /// The lane `lane` reads (PTX `shfl.sync`, `docs/lir.md` §2.5): `b` is the
+    /// operand's low 5 bits; lanes form aligned segments of `width`; a source
+    /// past the end of the segment (down, bfly) or before its start (up) reads
+    /// the lane's own value; `idx` wraps inside the segment; bfly may reach an
+    /// *earlier* segment.
+    pub fn source_lane(self, width: u32, lane: u32, operand: i64) -> u32 {
+        let b = (operand & 31) as u32;
+        let seg = 32 - width; // the segment-number bits of a lane id
+        let (min, max) = (lane & seg, (lane & seg) | (31 & !seg));
+        let (j, ok) = match self {
+            ShuffleMode::Up => (lane.wrapping_sub(b), lane >= min + b),
+            ShuffleMode::Down => (lane + b, lane + b <= max),
+            ShuffleMode::Bfly => (lane ^ b, (lane ^ b) <= max),
+            ShuffleMode::Idx => (min | (b & !seg), true),
+        };
+        if ok {
+            j
+        } else {
+            lane
+        }
+    }
 }
 
 /// A warp-collective instruction.
@@ -237,6 +259,27 @@ mod tests {
         let mut k = bfly(DType::F32, 1, 32, u32::MAX);
         k.body.insert(1, k.body[0].clone());
         rejects(k, "declared again");
+    }
+
+    #[test]
+    fn source_lanes_follow_ptx() {
+        use ShuffleMode::*;
+        // Butterfly inside width-8 segments; a mask reaching the next segment reads the own value,
+        // one reaching the previous segment reads it.
+        assert_eq!(Bfly.source_lane(8, 13, 4), 9);
+        assert_eq!(Bfly.source_lane(8, 3, 8), 3);
+        assert_eq!(Bfly.source_lane(8, 11, 8), 3);
+        // Down / up clamp at the segment's end / start.
+        assert_eq!(Down.source_lane(8, 5, 2), 7);
+        assert_eq!(Down.source_lane(8, 6, 2), 6);
+        assert_eq!(Up.source_lane(8, 9, 1), 8);
+        assert_eq!(Up.source_lane(8, 8, 1), 8);
+        assert_eq!(Up.source_lane(32, 0, 3), 0);
+        // Idx wraps inside the segment; only the low five bits count.
+        assert_eq!(Idx.source_lane(8, 13, 3), 11);
+        assert_eq!(Idx.source_lane(8, 13, 11), 11);
+        assert_eq!(Idx.source_lane(32, 4, 33), 1);
+        assert_eq!(Idx.source_lane(32, 4, -1), 31);
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! Instructions come in families, each in its own module with its types, its
 //! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
 //! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
-//! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
+//! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers (`__syncthreads`,
+//!   `__syncwarp`, named `bar.sync id, threads`), comments;
 //! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
 //! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
@@ -214,6 +215,13 @@ pub enum LStmtKind {
         cache: CacheHint,
     },
     Barrier(BarrierKind),
+    /// `bar.sync id, threads`: a named barrier that `threads` threads (whole warps)
+    /// of the CTA reach together; ids 1..16 (0 is `__syncthreads`'), `threads` a
+    /// multiple of 32 (core family, `docs/lir.md` §2.1).
+    NamedBarrier {
+        id: LExpr,
+        threads: u32,
+    },
     /// The matrix family: `ldmatrix` / `stmatrix`, `mma.sync` ([`matrix`]).
     Matrix(MatrixOp),
     /// The collective family: warp shuffles ([`collective`]); a shuffle declares a variable.
@@ -273,6 +281,7 @@ impl LStmtKind {
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
             | LStmtKind::Barrier(_)
+            | LStmtKind::NamedBarrier { .. }
             | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => Arch::MIN,
         }
@@ -299,6 +308,7 @@ impl LStmtKind {
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
             LStmtKind::Bounds(c) => c.operands(),
+            LStmtKind::NamedBarrier { id, .. } => vec![id],
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => vec![],
         }
     }
@@ -325,6 +335,7 @@ impl LStmtKind {
             | LStmtKind::For { .. }
             | LStmtKind::If { .. }
             | LStmtKind::Barrier(_)
+            | LStmtKind::NamedBarrier { .. }
             | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => (vec![], vec![]),
         }
@@ -348,6 +359,7 @@ impl LStmtKind {
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
             | LStmtKind::Barrier(_)
+            | LStmtKind::NamedBarrier { .. }
             | LStmtKind::Matrix(_)
             | LStmtKind::Collective(_)
             | LStmtKind::Async(_)

@@ -122,6 +122,7 @@ impl Printer<'_> {
             }
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
+            LStmtKind::NamedBarrier { id, threads } => self.line(d, &format!("bar.sync {}, {threads}", self.e(id))),
             LStmtKind::Matrix(m) => self.matrix(m, d),
             LStmtKind::Collective(c) => self.collective(c, d),
             LStmtKind::Async(a) => self.asynch(a, d),

@@ -86,7 +86,7 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     }
     for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
         check_rank(r, b)?;
-        check_uniform(cx, r, b)?;
+        crate::operand::check_uniform(cx, r, b)?;
     }
     Ok(ops)
 }
@@ -123,25 +123,6 @@ fn bind(em: &mut Emitter, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
     let v = em.var(name, t, range);
     out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
     LExpr::Var(v)
-}
-
-/// The threads of one instance must agree on the region (a cooperative copy
-/// of a lane-dependent region has no single meaning).
-fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
-    for (d, rg) in r.ranges.iter().enumerate() {
-        if cx.env.varies_within(cx.kernel, &rg.begin, cx.scope.kind) {
-            return Err(Decline::new(
-                Rule::UniformRegion,
-                format!(
-                    "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
-                    b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin),
-                    cx.scope.kind
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `src -> dst` memory scopes must be one of `allowed`.

@@ -1,9 +1,10 @@
 //! Elementwise tile ops (`Tx.<scope>.sqrt(dst, src)`, `add`, `fma`, `cast`, ...;
-//! docs/tile-primitives.md §4). One variant so far:
+//! docs/tile-primitives.md §4). Two variants:
 //!
 //! | variant | prio | accepts |
 //! |---|---|---|
 //! | [`reg`] | 10 | every operand in registers, the destination's thread axes tile the scope |
+//! | [`smem`] | 10 | every operand in shared memory, the scope's threads share the elements, vectorized where aligned |
 //!
 //! This module holds the op registry shared by variants: [`parse`] turns a
 //! call into an [`OpCall`] (destination, sources in op order, unary `scale`),
@@ -13,16 +14,19 @@
 //! `op(x·scale + bias)` in LIR.
 
 pub mod reg;
+pub mod smem;
 
 use crate::build::Builder;
-use crate::dispatch::{CallCx, Decline, Registry, Rule};
+use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
-use tirx_ir::lir::{LBinOp, LExpr, RoundMode, RoundOp};
+use tirx_ir::lir::round::rounded_min_arch;
+use tirx_ir::lir::{LBinOp, LExpr, LStmtKind, RoundMode, RoundOp};
 use tirx_ir::op::EwiseOp;
 use tirx_ir::DType;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(reg::EwiseReg));
+    r.register(Box::new(smem::EwiseSmem));
 }
 
 /// A source operand: a region (broadcast to the destination) or a scalar.
@@ -236,4 +240,67 @@ pub fn scalar(op: EwiseOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: R
         EwiseOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
         EwiseOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
     }
+}
+
+/// f32 for the ops [`f32_compute`] names; else the widest region dtype, f32
+/// when 16-bit types of different formats meet.
+pub(crate) fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
+    if f32_compute(call.op) {
+        return DType::F32;
+    }
+    let mut types = call.regions().map(|r| cx.buf(r.buf).dtype);
+    let first = types.next().unwrap_or(DType::F32);
+    if types.all(|t| t == first) {
+        first
+    } else {
+        DType::F32
+    }
+}
+
+/// A 16-bit fma rounds once only with the `fma.rn` instruction of its type
+/// (bf16: sm_80); older targets decline rather than round twice.
+pub(crate) fn fma_arch(cx: &CallCx, op: EwiseOp, compute: DType) -> Result<(), Decline> {
+    let need = rounded_min_arch(RoundOp::Fma, compute);
+    if op == EwiseOp::Fma && !cx.opts.arch.supports(need) {
+        return Err(Decline::new(
+            Rule::Arch,
+            format!(
+                "{compute} fma needs {need} (one rounding: fma.rn; older targets would round twice); target is {}",
+                cx.opts.arch
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// NumPy right-aligned broadcast of the region shape to the destination's:
+/// the operand's extents padded with leading 1s (extra leading unit dims dropped).
+pub(crate) fn broadcast_shape(r: &BufferRegion, dst_ext: &[i64], name: &str) -> Result<Vec<i64>, String> {
+    let mut ext: Vec<i64> = r.ranges.iter().map(|g| g.extent).collect();
+    while ext.len() > dst_ext.len() && ext[0] == 1 {
+        ext.remove(0);
+    }
+    if ext.len() > dst_ext.len() {
+        return Err(format!("`{name}` region rank {} > anchor rank {}", ext.len(), dst_ext.len()));
+    }
+    let mut shape = vec![1; dst_ext.len() - ext.len()];
+    shape.extend(ext);
+    for (d, (&o, &e)) in shape.iter().zip(dst_ext).enumerate() {
+        if o != e && o != 1 {
+            return Err(format!("shape incompat: dim {d}: `{name}` extent {o} vs anchor {e} (need equal or 1)"));
+        }
+    }
+    Ok(shape)
+}
+
+/// A scalar operand in type `t`, bound to a `let` unless it is a constant.
+pub(crate) fn scalar_value(em: &mut Emitter, e: &tirx_ir::hir::Expr, t: DType) -> Result<LExpr, Decline> {
+    let v = em.expr(e)?;
+    let v = em.builder().convert(v, t);
+    if matches!(v, LExpr::Float(..) | LExpr::Int(..) | LExpr::Var(_)) {
+        return Ok(v);
+    }
+    let var = em.var("x", t, None);
+    em.push(LStmtKind::Let { var, value: v });
+    Ok(LExpr::Var(var))
 }

@@ -33,14 +33,16 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
-use super::{convert, f32_compute, parse, rounding, rounding_mode, scalar, OpCall, Operand};
+use super::{
+    broadcast_shape, compute_type, convert, fma_arch, parse, rounding, rounding_mode, scalar, scalar_value, OpCall,
+    Operand,
+};
 use crate::addr::dim_offset;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use tirx_ir::hir::{BufferRegion, MemScope};
-use tirx_ir::lir::round::rounded_min_arch;
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode, RoundOp};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode};
 use tirx_ir::op::{ConfigKey, EwiseOp, Family};
 use tirx_ir::Arch;
 use tirx_ir::DType;
@@ -292,37 +294,6 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
     Ok(())
 }
 
-/// f32 for the ops [`f32_compute`] names; else the widest region dtype, f32
-/// when 16-bit types of different formats meet.
-fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
-    if f32_compute(call.op) {
-        return DType::F32;
-    }
-    let mut types = call.regions().map(|r| cx.buf(r.buf).dtype);
-    let first = types.next().unwrap_or(DType::F32);
-    if types.all(|t| t == first) {
-        first
-    } else {
-        DType::F32
-    }
-}
-
-/// A 16-bit fma rounds once only with the `fma.rn` instruction of its type
-/// (bf16: sm_80); older targets decline rather than round twice.
-fn fma_arch(cx: &CallCx, op: EwiseOp, compute: DType) -> Result<(), Decline> {
-    let need = rounded_min_arch(RoundOp::Fma, compute);
-    if op == EwiseOp::Fma && !cx.opts.arch.supports(need) {
-        return Err(Decline::new(
-            Rule::Arch,
-            format!(
-                "{compute} fma needs {need} (one rounding: fma.rn; older targets would round twice); target is {}",
-                cx.opts.arch
-            ),
-        ));
-    }
-    Ok(())
-}
-
 /// Lifts a source region to the destination shape (broadcast dims become
 /// stride-0 iters), groups it by the anchor's iters and checks that every
 /// thread owns the same elements of both.
@@ -402,26 +373,6 @@ fn map_text(m: &RegMap) -> String {
 fn iters_text(g: &[Iter]) -> String {
     let parts: Vec<String> = g.iter().map(|i| format!("{}:{}@{}", i.extent, i.stride, i.axis)).collect();
     format!("[{}]", parts.join(", "))
-}
-
-/// NumPy right-aligned broadcast of the region shape to the destination's:
-/// the operand's extents padded with leading 1s (extra leading unit dims dropped).
-fn broadcast_shape(r: &BufferRegion, dst_ext: &[i64], name: &str) -> Result<Vec<i64>, String> {
-    let mut ext: Vec<i64> = r.ranges.iter().map(|g| g.extent).collect();
-    while ext.len() > dst_ext.len() && ext[0] == 1 {
-        ext.remove(0);
-    }
-    if ext.len() > dst_ext.len() {
-        return Err(format!("`{name}` region rank {} > anchor rank {}", ext.len(), dst_ext.len()));
-    }
-    let mut shape = vec![1; dst_ext.len() - ext.len()];
-    shape.extend(ext);
-    for (d, (&o, &e)) in shape.iter().zip(dst_ext).enumerate() {
-        if o != e && o != 1 {
-            return Err(format!("shape incompat: dim {d}: `{name}` extent {o} vs anchor {e} (need equal or 1)"));
-        }
-    }
-    Ok(shape)
 }
 
 /// The packed op for `op`, if one exists.
@@ -559,18 +510,6 @@ fn index(em: &Emitter, m: &RegMap, coords: &[LExpr], ity: DType) -> LExpr {
         acc = b.add(acc, dim_offset(b, g, b.to_int(c.clone(), ity)));
     }
     acc
-}
-
-/// A scalar operand in type `t`, bound to a `let` unless it is a constant.
-fn scalar_value(em: &mut Emitter, e: &tirx_ir::hir::Expr, t: DType) -> Result<LExpr, Decline> {
-    let v = em.expr(e)?;
-    let v = em.builder().convert(v, t);
-    if matches!(v, LExpr::Float(..) | LExpr::Int(..) | LExpr::Var(_)) {
-        return Ok(v);
-    }
-    let var = em.var("x", t, None);
-    em.push(LStmtKind::Let { var, value: v });
-    Ok(LExpr::Var(var))
 }
 
 #[cfg(test)]

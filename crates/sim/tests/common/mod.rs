@@ -122,3 +122,6 @@ pub fn cta_sync() -> LStmtKind {
 pub fn warp_sync() -> LStmtKind {
     LStmtKind::Barrier(BarrierKind::Warp)
 }
+pub fn bar_sync(id: LExpr, threads: u32) -> LStmtKind {
+    LStmtKind::NamedBarrier { id, threads }
+}

@@ -1,0 +1,205 @@
+//! Simulator of named barriers (`bar.sync id, threads`, core family,
+//! `docs/lir.md` §2.1).
+//!
+//! A thread evaluates the id and waits. When no thread can run, the threads
+//! waiting on one id pass together once they are exactly `threads` threads in
+//! whole warps. More threads than that waiting on one id at once is a
+//! collision (two groups sharing an id: a GPU releases whichever `threads`
+//! arrive first) and an error; fewer, when nothing else can run, is a hang,
+//! reported naming who waits where.
+//!
+//! Ordering: passing the barrier orders the participants' earlier accesses
+//! before their later ones. Each warp keeps a vector clock over warps
+//! (`vc[w][q]`: the newest barrier tick at which `w` synchronised with `q`,
+//! directly or through a chain of named barriers); an access of warp `q` with
+//! a stamp older than that is ordered before `w`'s later accesses
+//! ([`Machine::named_synced`]). The participants' warps also restart their
+//! epochs (`wsync`), as after `__syncwarp`.
+
+use crate::compile::Ins;
+use crate::error::{ranges, SimError, SimErrorKind};
+use crate::exec::{Machine, State};
+use std::collections::BTreeMap;
+use tirx_ir::lir::check::NAMED_BARRIERS;
+
+/// Per CTA: what each thread waits on and the warps' vector clocks.
+pub(crate) struct NamedState {
+    /// The id a thread waiting at a named barrier evaluated.
+    pub wait_id: Vec<i64>,
+    /// `vc[w * warps + q]`.
+    vc: Vec<u32>,
+    warps: usize,
+}
+
+impl NamedState {
+    pub(crate) fn new(threads: usize) -> NamedState {
+        let warps = threads.div_ceil(32);
+        NamedState { wait_id: vec![0; threads], vc: vec![0; warps * warps], warps }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.vc.fill(0);
+    }
+}
+
+impl Machine<'_> {
+    /// Thread `t` arrives at a named barrier whose id evaluated to `id`.
+    pub(crate) fn named_arrive(&mut self, t: u32, id: i64, site: u32) -> Result<(), SimError> {
+        if !(1..NAMED_BARRIERS).contains(&id) {
+            return Err(SimError::new(
+                SimErrorKind::BarrierDivergence,
+                self.prog.sites[site as usize],
+                format!(
+                    "{} reaches named barrier {id}, outside 1..{NAMED_BARRIERS} (0 is `__syncthreads`')",
+                    self.who(t)
+                ),
+            ));
+        }
+        self.named.wait_id[t as usize] = id;
+        Ok(())
+    }
+
+    /// The thread count of the named barrier at `pc`, if it is one.
+    fn named_threads(&self, pc: u32) -> Option<u32> {
+        match &self.prog.code[pc as usize] {
+            Ins::NamedBarrier { threads, .. } => Some(*threads),
+            _ => None,
+        }
+    }
+
+    /// Threads waiting at named barriers, by id.
+    fn named_waiters(&self) -> BTreeMap<i64, Vec<usize>> {
+        let mut by_id: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for t in 0..self.n {
+            if self.state[t] == State::Waiting && self.named_threads(self.pcs[t]).is_some() {
+                by_id.entry(self.named.wait_id[t]).or_default().push(t);
+            }
+        }
+        by_id
+    }
+
+    /// Passes every named barrier that exactly its thread count of whole warps waits at.
+    pub(crate) fn release_named(&mut self) -> Result<bool, SimError> {
+        let mut progressed = false;
+        for (id, ts) in self.named_waiters() {
+            let count = self.expected_count(id, &ts)?;
+            if ts.len() > count as usize {
+                return Err(self.collision(id, count, &ts));
+            }
+            let whole = |w: usize| self.lanes(w).all(|l| ts.contains(&l));
+            if ts.len() < count as usize || !ts.iter().all(|&t| whole(t / 32)) {
+                continue;
+            }
+            self.pass_named(&ts)?;
+            progressed = true;
+        }
+        Ok(progressed)
+    }
+
+    /// The count every waiter of `id` names; differing counts are an error.
+    fn expected_count(&self, id: i64, ts: &[usize]) -> Result<u32, SimError> {
+        let counts: Vec<u32> = ts.iter().filter_map(|&t| self.named_threads(self.pcs[t])).collect();
+        let first = counts[0];
+        if let Some(&other) = counts.iter().find(|&&c| c != first) {
+            return Err(SimError::new(
+                SimErrorKind::BarrierDivergence,
+                self.site_of(self.pcs[ts[0]]),
+                format!("threads wait at named barrier {id} with different thread counts ({first} and {other})"),
+            ));
+        }
+        Ok(first)
+    }
+
+    fn collision(&self, id: i64, count: u32, ts: &[usize]) -> SimError {
+        let mut warps: Vec<u32> = ts.iter().map(|&t| (t / 32) as u32).collect();
+        warps.dedup();
+        SimError::new(
+            SimErrorKind::BarrierDivergence,
+            self.site_of(self.pcs[ts[0]]),
+            format!(
+                "named barrier {id} expects {count} threads, but {} threads (warps {}) of CTA ({}, {}, {}) wait at it at once; on a GPU it would release whichever {count} arrive first",
+                ts.len(),
+                ranges(&warps),
+                self.cta[0],
+                self.cta[1],
+                self.cta[2]
+            ),
+        )
+        .help("give each group of threads that synchronises on its own a barrier id of its own")
+    }
+
+    /// Releases the threads `ts` from their named barrier.
+    fn pass_named(&mut self, ts: &[usize]) -> Result<(), SimError> {
+        let now = self.tick()?;
+        let mut warps: Vec<usize> = ts.iter().map(|&t| t / 32).collect();
+        warps.dedup();
+        let n = self.named.warps;
+        let mut row = vec![0u32; n];
+        for &w in &warps {
+            for (q, r) in row.iter_mut().enumerate() {
+                *r = (*r).max(self.named.vc[w * n + q]);
+            }
+        }
+        for &q in &warps {
+            row[q] = now;
+        }
+        for &w in &warps {
+            self.named.vc[w * n..(w + 1) * n].copy_from_slice(&row);
+            self.wsync[w] = now;
+        }
+        self.asy.sync_threads(ts.iter().copied());
+        for &t in ts {
+            self.state[t] = State::Runnable;
+            self.pcs[t] += 1;
+        }
+        Ok(())
+    }
+
+    /// The newest named-barrier tick at which `t`'s warp synchronised with `p`'s
+    /// (0: never): `p`'s accesses stamped before it are ordered before `t`'s.
+    #[inline]
+    pub(crate) fn named_synced(&self, t: u32, p: u32) -> u32 {
+        let n = self.named.warps;
+        self.named.vc.get((t / 32) as usize * n + (p / 32) as usize).copied().unwrap_or(0)
+    }
+
+    /// The oldest tick up to which `t` is ordered after every warp of the CTA
+    /// (its own through its warp epoch): a bound for readers in unknown warps.
+    pub(crate) fn named_synced_all(&self, t: u32) -> u32 {
+        let n = self.named.warps;
+        let tw = (t / 32) as usize;
+        (0..n).map(|q| if q == tw { self.wsync[tw] } else { self.named.vc[tw * n + q] }).min().unwrap_or(0)
+    }
+
+    /// Threads blocked at a named barrier that can never pass: who waits, and where the others are.
+    pub(crate) fn diagnose_named(&self) -> Option<SimError> {
+        let (id, ts) = self.named_waiters().into_iter().next()?;
+        let pc = self.pcs[ts[0]];
+        let count = self.named_threads(pc).unwrap_or(0);
+        let mut warps: Vec<u32> = ts.iter().map(|&t| (t / 32) as u32).collect();
+        warps.dedup();
+        let waiting: Vec<u32> = ts.iter().map(|&t| t as u32).collect();
+        let mut err = SimError::new(SimErrorKind::BarrierDivergence, self.site_of(pc), String::new()).help(
+            "a named barrier passes when its thread count of whole warps arrive; every warp of the group must reach it",
+        );
+        let partial: Vec<u32> =
+            warps.iter().copied().filter(|&w| !self.lanes(w as usize).all(|l| ts.contains(&l))).collect();
+        let others = (0..self.n).filter(|t| !ts.contains(t));
+        let rest = self.whereabouts(others, pc, "threads", &mut err);
+        let partial = if partial.is_empty() {
+            String::new()
+        } else {
+            format!("; warps {} arrive only in part", ranges(&partial))
+        };
+        err.message = format!(
+            "named barrier {id} ({count} threads) of CTA ({}, {}, {}) is reached by {} threads (threads {}, warps {}){partial}; {rest}",
+            self.cta[0],
+            self.cta[1],
+            self.cta[2],
+            ts.len(),
+            ranges(&waiting),
+            ranges(&warps)
+        );
+        Some(err)
+    }
+}

@@ -125,6 +125,26 @@ fn spec(name: &str) -> Option<Spec> {
         "constructs_dispatch" => {
             whole(distinct, &["B", "C"], |e| vec![("B", e.map("A", |a| exact(f32r(a + a)))), ("C", e.map("A", exact))])
         }
+        // Row softmax, one CTA of 256 threads per row of 2048 (the flagship layout): the reference
+        // folds in the kernel's order (each thread's 8 registers, the warp butterfly, the 8 warp
+        // partials' butterfly) with exp2 in f64 rounded once (the simulator's exp2f may differ by
+        // an ulp or two per element, and the sum and quotient by a little more).
+        "softmax" => whole(softmax_inputs, &["B"], softmax_cta_rows),
+        // RMSNorm, bf16: eighths keep every square and the sum of squares exact in f32, so the
+        // whole computation is IEEE-exact in f32 and rounded once to bf16.
+        "rmsnorm" => whole(small_eighths, &["Y"], |e| {
+            let (x, w) = (e.get("X"), e.get("W"));
+            let h = w.len();
+            let y = x
+                .chunks(h)
+                .flat_map(|row| {
+                    let s: f64 = row.iter().map(|v| v * v).sum();
+                    let rstd = f32r(1.0 / f32r(f32r(f32r(s / h as f64) + f32r(1e-6)).sqrt()));
+                    row.iter().zip(w).map(move |(v, wj)| exact(round_to(DType::BF16, f32r(f32r(v * rstd) * wj))))
+                })
+                .collect();
+            vec![("Y", y)]
+        }),
         "constructs_elementwise" => whole(elementwise_inputs, &["Out"], elementwise_rows),
         "constructs_loops" => whole(quarters, &["B"], |e| {
             let [_, n] = e.dims2("A");
@@ -424,6 +444,44 @@ fn softmax_rows(e: &Env) -> Expected {
         let ex: Vec<f64> = row.iter().map(|x| f32r(f32r(x - m).exp())).collect();
         let z = lane_then_butterfly(&ex, &|x, y| f32r(x + y));
         out.extend(ex.iter().map(|x| Want { v: f32r(x / z), ulps: TRANSCENDENTAL_ULPS + 2 }));
+    }
+    vec![("B", out)]
+}
+
+/// `softmax`: rows of 2048 over 256 threads holding the 16-byte vectors t and t + 256; the max
+/// and the sum fold each thread's registers left to right, then the butterfly 16..1 in each
+/// warp, then lanes 0..8 read the 8 warp partials and fold them by the butterfly 4, 2, 1.
+fn softmax_cta_rows(e: &Env) -> Expected {
+    const N: usize = 2048;
+    let a = e.get("A");
+    let cta_fold = |v: &[f64], op: &dyn Fn(f64, f64) -> f64, identity: f64| -> f64 {
+        let thread = |t: usize| {
+            let regs = (0..2).flat_map(|i| (0..4).map(move |k| (i * 256 + t) * 4 + k));
+            regs.map(|j| v[j]).reduce(op).unwrap()
+        };
+        let butterfly = |mut lanes: Vec<f64>, masks: &[usize]| {
+            for &m in masks {
+                let prev = lanes.clone();
+                for (l, x) in lanes.iter_mut().enumerate() {
+                    *x = op(prev[l], prev[l ^ m]);
+                }
+            }
+            lanes[0]
+        };
+        let warps: Vec<f64> =
+            (0..8).map(|w| butterfly((0..32).map(|l| thread(w * 32 + l)).collect(), &[16, 8, 4, 2, 1])).collect();
+        let lanes = (0..32).map(|l| if l < 8 { warps[l] } else { identity }).collect();
+        butterfly(lanes, &[4, 2, 1])
+    };
+    let c = f32r(std::f64::consts::LOG2_E);
+    let mut out = Vec::with_capacity(a.len());
+    for row in a.chunks(N) {
+        let m = cta_fold(row, &f64::max, f64::NEG_INFINITY);
+        let b = f32r(-m * c);
+        let y: Vec<f64> = row.iter().map(|x| f32r(f32r(f32r(x * c) + b).exp2())).collect();
+        let s = cta_fold(&y, &|p, q| f32r(p + q), -0.0);
+        let r = f32r(1.0 / s);
+        out.extend(y.iter().map(|v| Want { v: f32r(v * r), ulps: TRANSCENDENTAL_ULPS + 2 }));
     }
     vec![("B", out)]
 }

@@ -1,0 +1,150 @@
+"""The flagship kernels on the GPU against PyTorch, in one process: row softmax, RMSNorm and
+the tensor-core GEMM, each checked against PyTorch's result first, then timed with CUDA events
+(median of --iters launches after --warmup). Memory-bound kernels report GB/s (bytes read +
+written) and the ratio to a device-to-device copy of the same traffic measured in the same run;
+the GEMM reports TFLOP/s and the ratio to torch.matmul (cuBLAS) on the same inputs.
+
+    python python/bench/kernels.py [--iters 50] [--only softmax,rmsnorm,gemm] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import re
+import runpy
+import statistics
+import sys
+import tempfile
+
+import torch
+
+import tirx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+
+from rmsnorm import rmsnorm  # noqa: E402
+from softmax import softmax  # noqa: E402
+
+
+def timed(fn, iters, warmup):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return statistics.median(times)
+
+
+def memcpy_ms(nbytes, iters, warmup):
+    """A device-to-device copy moving nbytes in total (nbytes / 2 read, nbytes / 2 written)."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return timed(lambda: dst.copy_(src), iters, warmup)
+
+
+def close(got, want, rtol, atol, what):
+    if not torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol):
+        err = (got.float() - want.float()).abs().max().item()
+        raise SystemExit(f"{what}: result differs from PyTorch (max abs diff {err})")
+
+
+def bench_softmax(args, rows):
+    M, N = 16384, 8192
+    for dtype, tdt, tol in (("float32", torch.float32, 1e-6), ("bfloat16", torch.bfloat16, 1e-2)):
+        k = tirx.compile(softmax(M, N, dtype))
+        a = torch.randn(M, N, device="cuda", dtype=tdt) * 3
+        b = torch.empty_like(a)
+        k(a, b)
+        close(b, torch.softmax(a.float(), dim=1).to(tdt), tol, tol * 1e-2, f"softmax {dtype}")
+        traffic = 2 * a.numel() * a.element_size()
+        t = timed(lambda: k(a, b), args.iters, args.warmup)
+        tt = timed(lambda: torch.softmax(a, dim=1), args.iters, args.warmup)
+        tm = memcpy_ms(traffic, args.iters, args.warmup)
+        rows.append(dict(kernel=f"softmax {dtype} {M}x{N}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
+                         torch_ms=tt, vs_torch=tt / t))
+
+
+def bench_rmsnorm(args, rows):
+    M = 32768
+    for H in (4096, 8192):
+        k = tirx.compile(rmsnorm(M, H, "bfloat16", 1e-6))
+        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16)
+        w = (torch.randn(H, device="cuda") * 0.5 + 1).to(torch.bfloat16)
+        y = torch.empty_like(x)
+        k(x, w, y)
+        ref = torch.nn.functional.rms_norm(x.float(), (H,), w.float(), 1e-6).to(torch.bfloat16)
+        close(y, ref, 1e-2, 1e-2, f"rmsnorm {H}")
+        traffic = 2 * x.numel() * x.element_size() + w.numel() * w.element_size()
+        t = timed(lambda: k(x, w, y), args.iters, args.warmup)
+        tt = timed(lambda: torch.nn.functional.rms_norm(x, (H,), w, 1e-6), args.iters, args.warmup)
+        tm = memcpy_ms(traffic, args.iters, args.warmup)
+        rows.append(dict(kernel=f"rmsnorm bf16 {M}x{H}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
+                         torch_ms=tt, vs_torch=tt / t))
+
+
+def gemm_kernel(example, M, N, K):
+    """The GEMM example with its sizes set to M, N, K (the script's own sizes are small, for the
+    simulator; the kernel takes any multiple of its tile)."""
+    src = open(os.path.join(ROOT, "examples", example)).read()
+    src, n = re.subn(r"^M, N, K = .*$", f"M, N, K = {M}, {N}, {K}", src, count=1, flags=re.M)
+    assert n == 1, example
+    d = tempfile.mkdtemp()
+    path = os.path.join(d, example)
+    with open(path, "w") as f:
+        f.write(src)
+    import tirx.compat  # noqa: F401  (the example imports tvm.script.tirx)
+
+    g = runpy.run_path(path)
+    return next(v for v in g.values() if isinstance(v, tirx.PrimFunc))
+
+
+def bench_gemm(args, rows):
+    cases = [("gemm_mma.py", torch.float16, torch.float32), ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16)]
+    for example, tin, tout in cases:
+        for size in (4096, 8192):
+            M = N = K = size
+            k = tirx.compile(gemm_kernel(example, M, N, K))
+            a = torch.randn(M, K, device="cuda", dtype=tin)
+            b = torch.randn(K, N, device="cuda", dtype=tin)
+            c = torch.empty(M, N, device="cuda", dtype=tout)
+            k(a, b, c)
+            ref = torch.matmul(a.float(), b.float())
+            close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm {example} {size}")
+            t = timed(lambda: k(a, b, c), args.iters, args.warmup)
+            tt = timed(lambda: torch.matmul(a, b), args.iters, args.warmup)
+            flops = 2 * M * N * K
+            rows.append(dict(kernel=f"gemm {tin} -> {tout} {size}^3", ms=t, tflops=flops / t / 1e9,
+                             torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--only", default="softmax,rmsnorm,gemm")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    for name in args.only.split(","):
+        {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm}[name](args, rows)
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.iters}")
+    for r in rows:
+        if "tflops" in r:
+            print(f"{r['kernel']:<34} {r['ms']:8.3f} ms {r['tflops']:7.1f} TFLOP/s   torch {r['torch_tflops']:7.1f}   "
+                  f"tirx/torch {r['vs_torch']:5.3f}")
+        else:
+            print(f"{r['kernel']:<34} {r['ms']:8.3f} ms {r['gbps']:7.0f} GB/s   of memcpy {r['memcpy_ratio']:5.3f}   "
+                  f"torch {r['torch_ms']:7.3f} ms   torch/tirx {r['vs_torch']:5.3f}")
+    if args.json:
+        json.dump(rows, open(args.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()

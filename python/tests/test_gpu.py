@@ -19,6 +19,8 @@ def _gpu():
         import torch
     except ImportError:
         return None
+    import tirx.device
+
     return torch if torch.cuda.is_available() and tirx.device.compute_capability() else None
 
 

@@ -46,8 +46,17 @@ impl Kernel {
         self.r.iter().filter(|d| d.2.is_empty()).map(|d| d.0).product()
     }
 
-    /// The logical index of element `i` of `R.local()` (the thread's elements in
-    /// logical order) on thread `tid`, per dimension.
+    /// The thread's registers in logical order: `R.local(layout=<this>)` (a plain
+    /// `R.local()` is in register order).
+    fn storage(&self) -> String {
+        let mem: Vec<_> = self.r.iter().filter(|d| d.2.is_empty()).collect();
+        let e: Vec<String> = mem.iter().map(|d| d.0.to_string()).collect();
+        let st: Vec<String> = mem.iter().map(|d| d.1.to_string()).collect();
+        format!("({},):({},)", e.join(", "), st.join(", "))
+    }
+
+    /// The logical index of element `i` of `R.local(layout=storage)` (the thread's
+    /// elements in logical order) on thread `tid`, per dimension.
     fn coords(&self) -> String {
         let mut below = 1;
         let mut c: Vec<String> = Vec::new();
@@ -101,11 +110,12 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     T.cta_id([1]); {ids}
     A_smem = T.alloc_buffer({tup}, "{dt}", scope="shared", layout={sl})
     R = T.alloc_buffer({tup}, "{dt}", scope="local", layout={rl})
-    R_local = R.local()
+    R_local = R.local(layout=TileLayout(S[{storage}]))
 {body}"#,
             dt = self.dtype,
             sl = self.s_layout,
             rl = layout_text(&self.r),
+            storage = self.storage(),
         )
     }
 

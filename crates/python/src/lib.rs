@@ -35,6 +35,15 @@ fn version() -> &'static str {
     env!("CARGO_PKG_VERSION")
 }
 
+/// Every tile op and its lowering variants in trial order (the dispatcher's registry).
+#[pyfunction]
+fn registered_variants() -> std::collections::BTreeMap<String, Vec<String>> {
+    let reg = tirx_lower::Registry::cuda();
+    tirx_ir::hir::TileOp::all()
+        .map(|op| (op.name().to_string(), reg.for_op(op).iter().map(|v| v.name().to_string()).collect()))
+        .collect()
+}
+
 /// An error the Python front end found itself, rendered like every other diagnostic:
 /// `file:line:col`, the line, a caret under `span` (byte offsets into `text`), a help.
 #[pyfunction]
@@ -54,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TirxInternalError", m.py().get_type::<TirxInternalError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(render_error, m)?)?;
+    m.add_function(wrap_pyfunction!(registered_variants, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(gpu::device_info, m)?)?;

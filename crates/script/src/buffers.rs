@@ -321,26 +321,73 @@ impl Builder<'_> {
                         .with_help("`.local()` gives a thread its registers of a `scope=\"local\"` buffer"),
                     );
                 }
+                // The thread's registers in physical order (the reference's semantics since its
+                // #20076): element `i` of `X.local()` is register `i`; the span counts gaps and
+                // offsets; `layout=` asks for another (e.g. storage-coordinate) view.
                 let storage = storage(&b.layout);
-                let n = memory_elems(&b.layout);
-                let shape = match shape_given {
-                    None => vec![n],
-                    Some((s, sp)) => {
+                let n = match storage.span(Some(Axis::M)) {
+                    Ok(n) => n.max(1),
+                    Err(e) => {
+                        return self.fail(
+                            Diagnostic::error(span, format!("cannot size the registers of `{}`: {e}", b.name))
+                                .with_help("check the layout's extents and strides"),
+                        )
+                    }
+                };
+                let explicit = a.kw("layout");
+                let shape = match (shape_given, &explicit) {
+                    // `X.local(layout=L)`: L's elements, L's order (it must stay inside the registers).
+                    (None, Some((v, lsp))) => {
+                        let l = match v {
+                            Val::Layout(l) => l.clone(),
+                            Val::Spec(s) => Layout::Tile(s.clone().into_tile()),
+                            other => return self.expected_kind("a layout", other, *lsp),
+                        };
+                        match l.size(None) {
+                            Ok(k) => vec![k],
+                            Err(e) => {
+                                return self.fail(Diagnostic::error(*lsp, format!("cannot size this layout: {e}")))
+                            }
+                        }
+                    }
+                    (None, None) => vec![n],
+                    (Some((s, _)), Some(_)) => s,
+                    (Some((s, sp)), None) => {
                         let got = s.iter().product::<i64>();
                         if got != n {
                             let sh = fmt_shape(&s);
                             return self.fail(
                                 Diagnostic::error(
                                     sp,
-                                    format!("local view shape {sh} has {got} elements but each thread holds {n}"),
+                                    format!(
+                                        "local view shape {sh} has {got} elements but each thread holds {n} registers"
+                                    ),
                                 )
-                                .with_help(format!("use `{}.local({n})`", b.name)),
+                                .with_help(format!("use `{}.local({n})`, or a shape of {n} elements", b.name)),
                             );
                         }
                         s
                     }
                 };
-                (shape, storage, BufferOrigin::LocalView { base })
+                let layout = match explicit {
+                    Some((v, lsp)) => {
+                        let l = self.layout_for(v, lsp, &shape, &name, MemScope::Local)?;
+                        match l.span(None) {
+                            Ok(reach) if reach <= n => l,
+                            _ => {
+                                return self.fail(
+                                    Diagnostic::error(
+                                        lsp,
+                                        format!("this layout reaches past the {n} registers of `{}`", b.name),
+                                    )
+                                    .with_help("a local view addresses the thread's registers 0..span of its storage"),
+                                )
+                            }
+                        }
+                    }
+                    None => Layout::Tile(TileLayout::row_major(&shape)),
+                };
+                (shape, layout, BufferOrigin::LocalView { base })
             }
             Method::View => {
                 let Some((shape, sp)) = shape_given else {
@@ -639,15 +686,6 @@ pub(crate) fn storage(l: &Layout) -> Layout {
         Layout::Tile(t) => Layout::Tile(strip(t)),
         Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(&c.tile) }),
     }
-}
-
-/// Elements one thread holds: the product of the memory-axis shard extents.
-pub(crate) fn memory_elems(l: &Layout) -> i64 {
-    let tile = match l {
-        Layout::Tile(t) => t,
-        Layout::Compose(c) => &c.tile,
-    };
-    tile.shard.iter().filter(|i| i.axis.is_memory()).fold(1i64, |a, i| a.saturating_mul(i.extent))
 }
 
 fn is_trivial_tile(t: &TileLayout) -> bool {

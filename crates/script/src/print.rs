@@ -267,7 +267,7 @@ impl Printer<'_> {
         match &b.origin {
             BufferOrigin::LocalView { base } => {
                 let dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
-                format!("{} = {}.local({})", b.name, self.k.buf(*base).name, dims.join(", "))
+                format!("{} = {}.local({}{})", b.name, self.k.buf(*base).name, dims.join(", "), self.layout_kw(b))
             }
             BufferOrigin::View { base } => {
                 format!("{} = {}.view({}{})", b.name, self.k.buf(*base).name, fmt_shape(&b.shape), self.layout_kw(b))
@@ -493,8 +493,7 @@ impl Printer<'_> {
             self.k.vars.iter().map(|v| v.name.as_str()).chain(self.k.buffers.iter().map(|b| b.name.as_str())).collect();
         let mut next = 0usize;
         for b in &self.k.buffers {
-            let printed = !matches!(b.origin, BufferOrigin::LocalView { .. });
-            if !printed || is_default(b) || self.layouts.iter().any(|(_, l)| *l == b.layout) {
+            if is_default(b) || self.layouts.iter().any(|(_, l)| *l == b.layout) {
                 continue;
             }
             let name = loop {

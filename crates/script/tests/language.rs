@@ -352,3 +352,23 @@ fn a_let_binding_stays_immutable_and_compile_time_values_rebind() {
     );
     assert!(k.buffers.iter().all(|b| b.name != "r" && b.name != "x"));
 }
+
+/// `X.local()` is the thread's registers in physical order (element `i` is register `i`, gaps
+/// counted), as the reference's views are since its #20076; `X.local(d0, d1)` reshapes that
+/// span row-major; `X.local(layout=L)` is a view through `L` (storage coordinates, say).
+#[test]
+fn local_views_are_physical_register_order() {
+    let k = kernel(
+        "P = TileLayout(S[(32, 2, 4):(1 @ laneid, 1, 2)])\nG = TileLayout(S[(32, 2, 2):(1 @ laneid, 4, 1)])\n",
+        "    R = T.alloc_local((32, 2, 4), \"float32\", layout=P)\n    \
+         a = R.local()\n    b = R.local(4, 2)\n    c = R.local(layout=TileLayout(S[(2, 4):(1, 2)]))\n    \
+         Q = T.alloc_local((32, 2, 2), \"float32\", layout=G)\n    d = Q.local()\n",
+    );
+    let view =
+        |name: &str| k.buffers.iter().find(|b| b.name == name).map(|b| (b.shape.clone(), b.layout.clone())).unwrap();
+    assert_eq!(view("a"), (vec![8], Layout::Tile(TileLayout::row_major(&[8]))));
+    assert_eq!(view("b"), (vec![4, 2], Layout::Tile(TileLayout::row_major(&[4, 2]))));
+    assert_eq!(view("c"), (vec![8], tile(vec![Iter::m(2, 1), Iter::m(4, 2)], vec![], &[])));
+    // Registers 0, 1, 4, 5: the span is 6, gaps included.
+    assert_eq!(view("d").0, vec![6]);
+}

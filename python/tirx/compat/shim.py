@@ -293,10 +293,24 @@ class _Lowered:
 
 
 def LowerTIRx():
+    """Lowers every kernel for the current target (raising as compilation would); the result's
+    functions print their lowered IR with ``script()``."""
+
     def run(mod):
-        return IRModule({k: (v if isinstance(v, _Lowered) else _Lowered(v)) for k, v in mod.items()})
+        arch = (Target.current() or Target("cuda")).arch
+        out = {}
+        for k, v in mod.items():
+            prim = v.prim if isinstance(v, _Lowered) else v
+            tirx.compile(prim, target=arch)
+            out[k] = _Lowered(prim)
+        return IRModule(out)
 
     return run
+
+
+def list_registered_schedules():
+    """``{"tirx.tile.<op>": {"cuda": [variant names]}}``, from the dispatcher's registry."""
+    return {f"tirx.tile.{op}": {"cuda": list(names)} for op, names in tirx._native.registered_variants().items()}
 
 
 # ----------------------------------------------------------------------------- tvm.testing
@@ -457,6 +471,7 @@ def install() -> None:
     for path in ("tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"):
         _module(path, **helpers)
     _module("tvm.tirx.transform", LowerTIRx=LowerTIRx)
+    _module("tvm.tirx.operator.tile_primitive", list_registered_schedules=list_registered_schedules)
     _module("tvm.tirx", layout=sys.modules["tvm.tirx.layout"], transform=sys.modules["tvm.tirx.transform"])
     tvm.target = sys.modules["tvm.target"]
     tvm.runtime = sys.modules["tvm.runtime"]

@@ -390,9 +390,11 @@ class Buffer(Renderable):
             return Region(self, items)
         return Load(self, items)
 
-    def local(self, *shape) -> "Buffer":
-        text = Call(_Method(self, "local"), shape, {})
-        return Buffer(None, shape if shape else (None,), self.dtype, "local", None, text=text, base=self)
+    def local(self, *shape, layout=None) -> "Buffer":
+        """The thread's registers in physical order (element i is register i); `layout=` views
+        them through another layout (docs/tile-primitives.md §1.8)."""
+        text = Call(_Method(self, "local"), shape, {} if layout is None else {"layout": layout})
+        return Buffer(None, shape if shape else (None,), self.dtype, "local", layout, text=text, base=self)
 
     def view(self, *shape, layout=None, dtype=None) -> "Buffer":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):

@@ -196,8 +196,44 @@ def current_stream(device: int) -> int:
     return 0
 
 
+def _torch_signature(kernel):
+    """Per parameter, the torch dtype and shape an argument must have (cached on the kernel)."""
+    sig = kernel.__dict__.get("_torch_sig")
+    if sig is None:
+        import torch
+
+        sig = kernel._torch_sig = [(getattr(torch, _TORCH_NAMES.get(p.dtype, ""), None), p.shape) for p in kernel.params]
+    return sig
+
+
+def _torch_fast(kernel, args):
+    """The launch of the common case — contiguous CUDA tensors of the right dtype and shape on
+    one device — with the fewest Python operations; None for anything else (the general path
+    then checks each argument and says what is wrong)."""
+    ptrs = []
+    dev = -1
+    for a, (dt, shape) in zip(args, _torch_signature(kernel)):
+        if a.dtype is not dt or a.shape != shape or not a.is_contiguous():
+            return None
+        d = a.get_device()
+        if d < 0 or (dev >= 0 and d != dev):
+            return None
+        dev = d
+        ptrs.append(a.data_ptr())
+    return dev, ptrs
+
+
 def launch(kernel, args: Sequence) -> None:
     """Launches ``kernel`` on CUDA arrays ``args`` (asynchronous, on the current stream)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and all(type(a) is torch.Tensor for a in args):
+        fast = _torch_fast(kernel, args)
+        if fast is not None:
+            dev, ptrs = fast
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            stream = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
+            kernel._l.launch(dev, stream, ptrs)
+            return None
     parsed = [_device_arg(kernel, i, a) for i, a in enumerate(args)]
     if any(p is None for p in parsed):
         if all(p is None for p in parsed):

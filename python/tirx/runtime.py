@@ -21,6 +21,7 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from . import _native
+from . import device as _device
 
 _NUMPY_DTYPES = {
     "bool": "bool",
@@ -122,9 +123,7 @@ class Kernel:
             raise TypeError(f"{self.name}() takes {len(self.params)} arguments ({self._sig()}), {len(args)} given")
         if all(isinstance(a, np.ndarray) for a in args):
             return self.simulate(*args)
-        from . import device
-
-        return device.launch(self, args)
+        return _device.launch(self, args)
 
     def _sig(self) -> str:
         return ", ".join(map(repr, self.params))

@@ -15,23 +15,9 @@ from typing import Optional, Sequence, Tuple
 
 from . import _native
 
-_TORCH_NAMES = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "float32": "float32",
-    "float64": "float64",
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
-}
+# Kernel dtypes PyTorch has under the same name (its float4 has none).
+_TORCH_NAMES = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                       "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"))
 
 # DLPack dtype codes: (code, bits) per kernel dtype.
 _DL = {
@@ -79,7 +65,7 @@ def _torch_arg(kernel, i: int, t) -> Optional[_Arg]:
     import torch
 
     p = kernel.params[i]
-    want = getattr(torch, _TORCH_NAMES.get(p.dtype, ""), None)
+    want = getattr(torch, p.dtype, None) if p.dtype in _TORCH_NAMES else None
     if t.dtype != want:
         raise _fail(kernel, i, f"is a tensor of {t.dtype}")
     if tuple(t.shape) != p.shape:
@@ -202,7 +188,9 @@ def _torch_signature(kernel):
     if sig is None:
         import torch
 
-        sig = kernel._torch_sig = [(getattr(torch, _TORCH_NAMES.get(p.dtype, ""), None), p.shape) for p in kernel.params]
+        sig = kernel._torch_sig = [
+            (getattr(torch, p.dtype, None) if p.dtype in _TORCH_NAMES else None, p.shape) for p in kernel.params
+        ]
     return sig
 
 

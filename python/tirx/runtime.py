@@ -23,27 +23,17 @@ import numpy as np
 from . import _native
 from . import device as _device
 
-_NUMPY_DTYPES = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-}
+# Kernel dtypes NumPy has under the same name; the others come from ml_dtypes.
+_NUMPY_DTYPES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64")
+)
 _ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of a kernel dtype (bfloat16 and fp8 through ml_dtypes)."""
     if name in _NUMPY_DTYPES:
-        return np.dtype(_NUMPY_DTYPES[name])
+        return np.dtype(name)
     if name in _ML_DTYPES:
         try:
             import ml_dtypes

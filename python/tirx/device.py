@@ -16,8 +16,10 @@ from typing import Optional, Sequence, Tuple
 from . import _native
 
 # Kernel dtypes PyTorch has under the same name (its float4 has none).
-_TORCH_NAMES = frozenset(("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                       "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2"))
+_TORCH_NAMES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    + ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
+)
 
 # DLPack dtype codes: (code, bits) per kernel dtype.
 _DL = {

@@ -121,6 +121,8 @@ impl LayoutMethod {
 pub enum Method {
     Local,
     View,
+    /// `X.sub[i, :, j, 0:4]`: a view of a sub-region (an index drops its dim).
+    Sub,
 }
 
 /// One index of a buffer subscript.
@@ -207,6 +209,7 @@ pub enum Builtin {
     Let,
     CtaSync,
     WarpSync,
+    Evaluate,
     // Tx.*
     Tile(ExecScope, TileOp),
 }
@@ -316,6 +319,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "min" => Some(B::TMin),
         "max" => Some(B::TMax),
         "let" => Some(B::Let),
+        "evaluate" => Some(B::Evaluate),
         "cuda" => Some(B::TCuda),
         "S" => Some(B::S),
         "R" => Some(B::R),
@@ -337,7 +341,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 45] = [
+pub const T_ATTRS: [&str; 46] = [
     "prim_func",
     "handle",
     "Buffer",
@@ -363,6 +367,7 @@ pub const T_ATTRS: [&str; 45] = [
     "min",
     "max",
     "let",
+    "evaluate",
     "cuda",
     "S",
     "R",

@@ -145,6 +145,7 @@ impl Checker<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => {

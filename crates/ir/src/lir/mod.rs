@@ -11,7 +11,8 @@
 //! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
 //! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers, comments;
-//! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
+//! * [`memory`]: scalar `Store` (loads are expressions), `VecCopy`, and PTX
+//!   vector loads/stores between registers and memory with cache qualifiers ([`PtxVec`]);
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
 //! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
@@ -44,7 +45,7 @@ pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
-pub use memory::CacheHint;
+pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
 
@@ -213,6 +214,8 @@ pub enum LStmtKind {
         lanes: u32,
         cache: CacheHint,
     },
+    /// One inline-PTX `ld`/`st` between registers and memory ([`memory`], docs/lir.md §2.9).
+    PtxVec(PtxVec),
     Barrier(BarrierKind),
     /// The matrix family: `ldmatrix` / `stmatrix`, `mma.sync` ([`matrix`]).
     Matrix(MatrixOp),
@@ -262,6 +265,7 @@ impl LStmtKind {
             LStmtKind::Matrix(m) => m.min_arch(buf),
             LStmtKind::Collective(c) => c.min_arch(),
             LStmtKind::Async(a) => a.min_arch(),
+            LStmtKind::PtxVec(p) => p.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
             LStmtKind::Packed2 { .. } => Arch::MIN,
@@ -295,6 +299,7 @@ impl LStmtKind {
                     PairSrc::Buf(_, i) | PairSrc::Scalar(i) => i,
                 }))
                 .collect(),
+            LStmtKind::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
             LStmtKind::Matrix(m) => m.operands(),
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
@@ -318,6 +323,7 @@ impl LStmtKind {
                     .collect(),
                 vec![*dst],
             ),
+            LStmtKind::PtxVec(p) => p.accesses(),
             LStmtKind::Matrix(m) => m.accesses(),
             LStmtKind::Async(a) => a.accesses(),
             LStmtKind::Let { .. }
@@ -347,6 +353,7 @@ impl LStmtKind {
             LStmtKind::Let { .. }
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
+            | LStmtKind::PtxVec(_)
             | LStmtKind::Barrier(_)
             | LStmtKind::Matrix(_)
             | LStmtKind::Collective(_)

@@ -198,7 +198,7 @@ impl PtxVec {
     /// Elements of `t` one access moves, when `bytes` holds a whole number of them.
     pub fn elems(&self, t: DType) -> Option<u32> {
         let b = t.bytes();
-        (b > 0 && self.bytes % b == 0).then(|| self.bytes / b)
+        (b > 0 && self.bytes.is_multiple_of(b)).then(|| self.bytes / b)
     }
 }
 

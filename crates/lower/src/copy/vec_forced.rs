@@ -118,7 +118,7 @@ impl Variant for VecForced {
         scope_pair(&ops, if self.bytes == 32 { PAIRS_256 } else { PAIRS })?;
         let dtype = ops.src_buf.dtype;
         let eb = dtype.bytes();
-        if eb == 0 || self.bytes % eb != 0 {
+        if eb == 0 || !self.bytes.is_multiple_of(eb) {
             return Err(Decline::new(
                 Rule::Dtype,
                 format!("{} is not an integral number of {dtype} elements", self.name()),

@@ -460,7 +460,9 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
     }
     // A forced-only variant is tried when `dispatch=` names it, and then shown.
     let forced = call.dispatch.as_deref();
-    let all: Vec<&dyn Variant> = all.into_iter().filter(|v| !v.forced_only() || forced == Some(v.name())).collect();
+    let every = all;
+    let all: Vec<&dyn Variant> =
+        every.iter().copied().filter(|v| !v.forced_only() || forced == Some(v.name())).collect();
     // Every variant is planned so explain can show each verdict; with `dispatch=`
     // only the forced one (or the group's members) may be chosen, the others are marked skipped.
     let allowed = |v: &dyn Variant| match (forced, group) {
@@ -469,7 +471,7 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
         (Some(f), None) => f == v.name(),
     };
     let arch = cx.opts.arch;
-    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &all, arch)).collect();
+    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &every, arch)).collect();
     let mut chosen = None;
     for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
         let mut tried = Tried::new(*v, p);
@@ -507,7 +509,8 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
 
 /// A variant's verdict: below its minimum target it declines without
 /// planning; a plan that would accept a call with a config key the variant
-/// does not read becomes a `config` decline (explain still shows the plan).
+/// does not read becomes a `config` decline (explain still shows the plan)
+/// naming the variants of `all` (forced-only ones too) that read it.
 fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> Result<Plan, Decline> {
     if !arch.supports(v.min_arch()) {
         return Err(Decline::arch(v.name(), v.min_arch(), arch));
@@ -516,8 +519,16 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
     match cx.call.config.iter().find(|e| !v.honours().contains(&e.key)) {
         None => Ok(plan),
         Some(e) => {
-            let by: Vec<&str> = all.iter().filter(|o| o.honours().contains(&e.key)).map(|o| o.name()).collect();
-            let by = if by.is_empty() { "no variant yet".to_string() } else { by.join(", ") };
+            let by = |forced: bool| -> Vec<&str> {
+                let reads = all.iter().filter(|o| o.honours().contains(&e.key) && o.forced_only() == forced);
+                reads.map(|o| o.name()).collect()
+            };
+            let by = match (by(false), by(true)) {
+                (a, f) if a.is_empty() && f.is_empty() => "no variant yet".to_string(),
+                (a, f) if f.is_empty() => a.join(", "),
+                (a, f) if a.is_empty() => format!("only when forced: {}", f.join(", ")),
+                (a, f) => format!("{}; only when forced: {}", a.join(", "), f.join(", ")),
+            };
             Err(Decline::new(
                 Rule::Config,
                 format!(

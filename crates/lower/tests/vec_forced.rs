@@ -450,3 +450,19 @@ fn hint_values_are_typed_when_the_script_is_read() {
     let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap();
     assert_eq!(ptx(&l.lir.body)[0].dir, PtxDir::Ld(LoadHints { l1: Some(Evict::First), ..Default::default() }));
 }
+
+#[test]
+fn a_hint_only_forced_variants_honour_says_so_when_no_variant_is_forced() {
+    let src = one_call("", r#"Tx.copy(reg[0:4], A[0:4], l1_evict="evict_last")"#);
+    let (ex, errs) = declined(&src, Arch::SM_90A);
+    assert_eq!(rule(&ex, "reg"), Rule::Config, "{}", ex.render());
+    assert!(
+        tried(&ex, "reg").reason.ends_with(
+            "does not honour `l1_evict=\"evict_last\"` (honoured by: only when forced: vec_128b, vec_16b, vec_256b, vec_32b, vec_64b)"
+        ),
+        "{}",
+        ex.render()
+    );
+    assert!(ex.tried.iter().all(|t| !t.variant.starts_with("vec_")), "not tried unless forced");
+    assert!(render(&errs, &src).contains("`l1_evict` is not honoured here"), "{}", render(&errs, &src));
+}

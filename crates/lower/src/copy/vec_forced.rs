@@ -29,7 +29,7 @@
 //! ```
 //! which CUDA prints as `asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" ...)`.
 
-use super::{add_sym, operands, scope_pair};
+use super::{add_sym, operands, scope_pair, CopyOps};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::Affine;
 use crate::lay;
@@ -126,7 +126,7 @@ impl Variant for VecForced {
         }
         let n = i64::from(self.bytes / eb);
         for (what, r) in [("src", ops.src), ("dst", ops.dst)] {
-            if super::CopyOps::elems(r) != n {
+            if CopyOps::elems(r) != n {
                 return Err(Decline::new(
                     Rule::RegionSize,
                     format!("{what} region does not contain exactly {n} elements"),
@@ -134,22 +134,10 @@ impl Variant for VecForced {
             }
         }
         let hints = hints(cx, self.bytes, ops.src_buf.scope)?;
-        let src = side(cx, ops.src, n, self.bytes)?;
-        let dst = side(cx, ops.dst, n, self.bytes)?;
-        let ptx = |dir, space| ptx_instruction(dir, space, self.bytes);
-        let space = |s: MemScope| if s == MemScope::Global { Space::Global } else { Space::Shared };
-        let (ss, ds) = (ops.src_buf.scope, ops.dst_buf.scope);
-        let what = match (&src, &dst) {
-            (Side::Mem { .. }, Side::Mem { .. }) => format!(
-                "{} then {} through a register temporary",
-                ptx(PtxDir::Ld(hints), space(ss)),
-                ptx(PtxDir::St, space(ds))
-            ),
-            (Side::Mem { .. }, Side::Reg { .. }) => ptx(PtxDir::Ld(hints), space(ss)),
-            _ => ptx(PtxDir::St, space(ds)),
-        };
-        let summary = format!("{what}: one {}-B access per side, {n} × {dtype}", self.bytes);
-        let mut p = Plan::new(summary, VecPlan { src, dst, hints });
+        let plan = VecPlan { src: side(cx, ops.src, n, self.bytes)?, dst: side(cx, ops.dst, n, self.bytes)?, hints };
+        let summary =
+            format!("{}: one {}-B access per side, {n} × {dtype}", self.instructions(&plan, &ops), self.bytes);
+        let mut p = Plan::new(summary, plan);
         p.vec = Some(n as u32);
         p.rounds = Some(1);
         Ok(p)
@@ -175,6 +163,20 @@ impl Variant for VecForced {
             (Side::Reg { .. }, Side::Reg { .. }) => return Err(Bug("a register-to-register vector copy".into())),
         }
         Ok(())
+    }
+}
+
+impl VecForced {
+    /// The PTX the plan emits, for explain: `ld.global.nc.v4.u32 then st.shared.v4.u32 …`.
+    fn instructions(&self, p: &VecPlan, ops: &CopyOps) -> String {
+        let space = |s: MemScope| if s == MemScope::Global { Space::Global } else { Space::Shared };
+        let ld = ptx_instruction(PtxDir::Ld(p.hints), space(ops.src_buf.scope), self.bytes);
+        let st = ptx_instruction(PtxDir::St, space(ops.dst_buf.scope), self.bytes);
+        match (&p.src, &p.dst) {
+            (Side::Mem { .. }, Side::Mem { .. }) => format!("{ld} then {st} through a register temporary"),
+            (Side::Mem { .. }, Side::Reg { .. }) => ld,
+            _ => st,
+        }
     }
 }
 

@@ -95,6 +95,12 @@ class Kernel:
     def warnings(self) -> List[str]:
         return list(self._l.warnings)
 
+    @property
+    def notes(self) -> List[str]:
+        """Decisions lowering made for the kernel (static shared memory over 48 KiB placed in
+        dynamic shared memory), rendered; not warnings."""
+        return list(self._l.notes)
+
     def explain(self, json: bool = False) -> str:
         """Every tile call: operands, each variant tried and why, the choice (`tirx explain`)."""
         return self._l.explain(json)

@@ -28,6 +28,7 @@ __global__ void big_scale(float*, float*);
 __global__ void warp_shuffle(float*, float*, __nv_bfloat16*, __nv_bfloat16*, int*, int*);
 __global__ void cp_async_copy(float*, float*);
 __global__ void mbarrier_pipeline(float*, float*);
+__global__ void ptx_vec_copy(float*, float*, unsigned short*, unsigned short*);
 __global__ void mma_f16(__half*, __half*, float*, float*);
 __global__ void mma_bf16(__nv_bfloat16*, __nv_bfloat16*, float*, float*);
 __global__ void mma_f16_k8(__half*, __half*, float*, float*);
@@ -217,6 +218,21 @@ static void check_cp_async() {
     expect("cp_async_copy", download(db, 256), want);
 }
 
+// Inline-PTX vector loads and stores (cache hints, 16/8/2-byte forms): B = A and G = H,
+// each element moved by another thread through shared memory.
+static void check_ptx_vec() {
+    std::vector<float> a(128);
+    std::vector<unsigned short> h(32);
+    for (int i = 0; i < 128; ++i) a[i] = float(i) * 0.25f - 3.0f;
+    for (int i = 0; i < 32; ++i) h[i] = (unsigned short)(0xA000u + 7u * i);
+    float *da = upload(a), *db = zeros<float>(128);
+    unsigned short *dh = upload(h), *dg = zeros<unsigned short>(32);
+    ptx_vec_copy<<<1, 32>>>(da, db, dh, dg);
+    CK(cudaGetLastError());
+    expect("ptx_vec_copy.B", download(db, 128), a);
+    expect("ptx_vec_copy.G", download(dg, 32), h);
+}
+
 static void check_mbarrier_pipeline() {
     std::vector<float> a(128), want(128);
     for (int i = 0; i < 128; ++i) a[i] = float(i % 37) * 0.25f;
@@ -357,6 +373,7 @@ int main(int argc, char** argv) {
         {"cast_pairs", check_cast_pairs},
         {"warp_shuffle", check_warp_shuffle},
         {"cp_async", check_cp_async},
+        {"ptx_vec", check_ptx_vec},
         {"mbarrier", check_mbarrier_pipeline},
         {"mma", check_mma},
         {"named_barrier", check_named_barrier},

@@ -255,6 +255,7 @@ impl Ctx<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?;
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
             LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,

@@ -381,6 +381,9 @@ pub enum StmtKind {
         op: Collective,
     },
     Tile(TileCall),
+    /// `T.evaluate(e)`: `e` is checked (types, bounds of its loads) and nothing
+    /// runs; the reference's way to mention a value.
+    Evaluate(Expr),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,
 }

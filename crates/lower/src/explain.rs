@@ -94,6 +94,9 @@ pub struct CallExplain {
     /// `dispatch="name"` of the call, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forced: Option<String>,
+    /// When `forced` names a dispatch group (`vec_auto`): its member variants.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<String>,
     pub chosen: Option<String>,
     pub vec: Option<u32>,
     pub rounds: Option<u64>,
@@ -153,6 +156,15 @@ impl CallExplain {
         Span { lo: self.span.lo, hi: self.span.hi }
     }
 
+    /// Why a planned variant was not eligible: `dispatch=` forced another one,
+    /// or a group it is not in.
+    pub fn skip_reason(&self) -> String {
+        match &self.forced {
+            Some(g) if !self.group.is_empty() => format!("not in the dispatch group \"{g}\""),
+            _ => "dispatch= forces another variant".into(),
+        }
+    }
+
     /// Human-readable block for `tirx explain`.
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -175,8 +187,14 @@ impl CallExplain {
         for b in &self.bounds {
             let _ = writeln!(s, "  bounds: {b}");
         }
-        if let Some(f) = &self.forced {
-            let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
+        match &self.forced {
+            Some(f) if !self.group.is_empty() => {
+                let _ = writeln!(s, "  forced: dispatch=\"{f}\" (group: {})", self.group.join(", "));
+            }
+            Some(f) => {
+                let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
+            }
+            None => {}
         }
         let w = self.tried.iter().map(|t| t.variant.len()).max().unwrap_or(0);
         for t in &self.tried {
@@ -189,7 +207,7 @@ impl CallExplain {
             };
             let mut pred = t.predicate.as_ref().map(|p| format!(" [{p}]")).unwrap_or_default();
             if t.skipped {
-                pred.push_str(" (not used: dispatch= forces another variant)");
+                pred.push_str(&format!(" (not used: {})", self.skip_reason()));
             }
             let _ = writeln!(s, "  {mark} {:<w$} (prio {:>2}): {}{pred}", t.variant, t.priority, t.reason);
         }

@@ -124,8 +124,9 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         warnings: vec![],
         warned: HashSet::new(),
     };
-    let params = lw.declare_buffers();
-    lw.errors.extend(crate::smem::check(k, opts.arch));
+    let budget = crate::smem::check(k, opts.arch);
+    let params = lw.declare_buffers(&budget.made_dynamic);
+    lw.errors.extend(budget.errors);
     lw.bind_scope_vars(&defs, &launch);
     let facts = Facts::at_entry(&launch);
     let body = lw.block(&k.body, &facts);
@@ -158,7 +159,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         return Outcome { lowered: Err(vec![d]), explain: lw.explain };
     }
     let explain = lw.explain.clone();
-    Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings }), explain }
+    Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings, notes: budget.notes }), explain }
 }
 
 struct Lowerer<'a> {
@@ -177,12 +178,13 @@ struct Lowerer<'a> {
 impl Lowerer<'_> {
     /// Parameters in order as global arrays, then shared/local allocations;
     /// views alias the array of their base.
-    fn declare_buffers(&mut self) -> Vec<LBufId> {
+    /// `made_dynamic`: the `scope="shared"` buffers placed in dynamic shared memory (§2.7).
+    fn declare_buffers(&mut self, made_dynamic: &HashSet<BufId>) -> Vec<LBufId> {
         let k = self.k;
         let mut params = Vec::new();
         for p in &k.params {
             if let Some(id) = p.buffer {
-                let lb = self.new_buf(id, Space::Global);
+                let lb = self.new_buf(id, Space::Global, false);
                 params.push(lb);
             }
         }
@@ -193,10 +195,11 @@ impl Lowerer<'_> {
             }
             match (&hb.origin, hb.scope) {
                 (BufferOrigin::Alloc, MemScope::Shared | MemScope::SharedDyn) => {
-                    self.new_buf(id, Space::Shared);
+                    let dynamic = hb.scope == MemScope::SharedDyn || made_dynamic.contains(&id);
+                    self.new_buf(id, Space::Shared, dynamic);
                 }
                 (BufferOrigin::Alloc, MemScope::Local) => {
-                    self.new_buf(id, Space::Local);
+                    self.new_buf(id, Space::Local, false);
                 }
                 (BufferOrigin::Alloc, MemScope::Global) => self.errors.push(
                     Diagnostic::error(
@@ -259,7 +262,7 @@ impl Lowerer<'_> {
         None
     }
 
-    fn new_buf(&mut self, id: BufId, space: Space) -> LBufId {
+    fn new_buf(&mut self, id: BufId, space: Space, dynamic: bool) -> LBufId {
         let hb = self.k.buf(id);
         let elems = lay::memory_span(&hb.layout, &hb.shape).unwrap_or_else(|m| {
             self.errors.push(Diagnostic::error(hb.span, format!("`{}`: cannot size its storage: {m}", hb.name)));
@@ -271,7 +274,7 @@ impl Lowerer<'_> {
             space,
             elems,
             shape: hb.shape.clone(),
-            dynamic: hb.scope == MemScope::SharedDyn,
+            dynamic,
         });
         self.env.bufs.insert(id, (lb, index_type(elems)));
         lb
@@ -439,6 +442,11 @@ impl Lowerer<'_> {
                     }
                     Err(d) => self.errors.push(d),
                 }
+            }
+            // Checked as an expression (bounds of its loads, lowerable); nothing runs.
+            StmtKind::Evaluate(value) => {
+                self.scalar_bounds(&[value], None, at, out);
+                let _ = self.expr(value);
             }
             StmtKind::Tile(call) => {
                 let view = ScopeView::new(call.scope, &at.active);
@@ -855,7 +863,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 used_vars(then_body, out);
                 used_vars(else_body, out);
             }
-            StmtKind::Let { value, .. } => ex(value, out),
+            StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => ex(value, out),
             StmtKind::Store { indices, value, .. } => {
                 indices.iter().for_each(|i| ex(i, out));
                 ex(value, out);

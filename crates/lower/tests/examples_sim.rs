@@ -107,6 +107,7 @@ fn spec(name: &str) -> Option<Spec> {
         | "copy_ldstmatrix"
         | "copy_reg"
         | "copy_shared_dyn"
+        | "copy_vec_forced"
         | "ldstmatrix_wg_trans"
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
@@ -278,6 +279,7 @@ const TABLE: &[&str] = &[
     "copy_ldstmatrix",
     "copy_reg",
     "copy_shared_dyn",
+    "copy_vec_forced",
     "elementwise_reg",
     "ewise_cast_wg",
     "ewise_fragment_exp",

@@ -130,6 +130,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
     Ok(Lowered {
         loaded: Default::default(),
         warnings: src.warnings(&lowered.warnings),
+        notes: src.warnings(&lowered.notes),
         lir: lowered.lir,
         source: cuda.source,
         meta: cuda.meta,
@@ -147,6 +148,8 @@ pub struct Lowered {
     pub meta: tirx_cuda::LaunchMeta,
     explain: Vec<CallExplain>,
     warnings: Vec<String>,
+    /// Decisions lowering made for the kernel (rendered notes).
+    notes: Vec<String>,
     pub arch: Arch,
     src: Arc<Source>,
     /// The kernel loaded on each device it has run on.
@@ -200,6 +203,12 @@ impl Lowered {
     #[getter]
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    /// Notes about decisions lowering made (static shared memory placed in dynamic shared memory).
+    #[getter]
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
     }
 
     /// Every tile call's dispatch record, as `tirx explain` prints it (or its JSON).

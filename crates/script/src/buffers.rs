@@ -289,6 +289,13 @@ impl Builder<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) -> R<()> {
+        if m == Method::Sub {
+            let n = self.buffer(base).name.clone();
+            return self.fail(
+                Diagnostic::error(span, format!("`{n}.sub` is indexed, not called"))
+                    .with_help(format!("write `V = {n}.sub[i, :, j, :]`")),
+            );
+        }
         let what = if m == Method::Local { ".local" } else { ".view" };
         let (name, _) = self.target_name(Some(target), span, what)?;
         let (pos, kw) = self.eval_args(args)?;
@@ -389,7 +396,7 @@ impl Builder<'_> {
                 };
                 (shape, layout, BufferOrigin::LocalView { base })
             }
-            Method::View => {
+            Method::View | Method::Sub => {
                 let Some((shape, sp)) = shape_given else {
                     return self.fail(
                         Diagnostic::error(span, "`.view` needs the new shape").with_help("write `X.view(32, 8)`"),
@@ -433,6 +440,106 @@ impl Builder<'_> {
         self.define(&name, Val::Buffer(id));
         out.push(Stmt { kind: StmtKind::Alloc(id), span });
         Ok(())
+    }
+
+    /// `V = X.sub[i, :, j, 0:4]`: the view of a sub-region of `X`, as the
+    /// reference's numpy-style indexer: an index drops its dim, a slice keeps
+    /// it (narrowed), missing trailing dims are kept whole. Its layout is `X`'s
+    /// sliced at the region (unit dims dropped), so it prints and re-reads as
+    /// `V = X.view(shape, layout=...)`. Indices are compile-time constants.
+    pub(crate) fn sub_view(
+        &mut self,
+        base: BufId,
+        idx: &ast::Expr,
+        target: &ast::Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let (name, _) = self.target_name(Some(target), span, ".sub")?;
+        let b = self.buffer(base).clone();
+        let Val::Sub(s) = self.buffer_subscript(base, idx, idx.span)? else {
+            return self.fail(Diagnostic::error(idx.span, "`.sub[...]` takes indices and slices"));
+        };
+        if s.indices.len() > b.shape.len() {
+            let (n, r) = (s.indices.len(), b.shape.len());
+            return self.fail(
+                Diagnostic::error(idx.span, format!("`{}` has {r} dimension(s) but `.sub` got {n} indices", b.name))
+                    .with_label("too many indices")
+                    .with_help(format!("shape is {}", fmt_shape(&b.shape))),
+            );
+        }
+        let mut region = Vec::with_capacity(b.shape.len());
+        let mut shape = Vec::new();
+        for (d, &dim) in b.shape.iter().enumerate() {
+            let (begin, extent, keep) = match s.indices.get(d) {
+                None => (0, dim, true),
+                Some((Index::Point(v), sp)) => (self.sub_const(v.clone(), *sp)?, 1, false),
+                Some((Index::Slice(lo, hi, sp), _)) => {
+                    let lo = match lo {
+                        Some(v) => self.sub_const((**v).clone(), *sp)?,
+                        None => 0,
+                    };
+                    let hi = match hi {
+                        Some(v) => self.sub_const((**v).clone(), *sp)?,
+                        None => dim,
+                    };
+                    (lo, hi.saturating_sub(lo), true)
+                }
+            };
+            let sp = s.indices.get(d).map_or(idx.span, |x| x.1);
+            if extent <= 0 {
+                return self.fail(
+                    Diagnostic::error(sp, format!("empty view: extent {extent} in dimension {d} of `{}`", b.name))
+                        .with_label("empty slice"),
+                );
+            }
+            let r = Range { begin: Expr { kind: ExprKind::Int(begin), dtype: DType::I32, span: sp }, extent };
+            self.check_range(&b, d, &r, sp)?;
+            region.push((begin, extent));
+            if keep {
+                shape.push(extent);
+            }
+        }
+        if shape.is_empty() {
+            return self.fail(
+                Diagnostic::error(
+                    idx.span,
+                    format!("`.sub` with an index for every dim of `{}` is one element", b.name),
+                )
+                .with_label("no dimension left")
+                .with_help("keep a dimension with a slice (`i:i + 1`), or index the element itself: `X[i, j]`"),
+            );
+        }
+        let layout = match b.layout.slice(&b.shape, &region, tirx_layout::Fusion::None) {
+            Ok(l) => drop_unit_iters(l),
+            Err(e) => {
+                return self.fail(
+                    Diagnostic::error(idx.span, format!("cannot slice the layout of `{}` here: {e}", b.name))
+                        .with_label(format!("layout {}", b.layout))
+                        .with_help("view a region the layout can express, or copy the region with a tile call"),
+                )
+            }
+        };
+        self.require_device(span)?;
+        let origin = BufferOrigin::View { base };
+        let id =
+            self.add_buffer(Buffer { name: name.clone(), shape, dtype: b.dtype, scope: b.scope, layout, origin, span });
+        self.define(&name, Val::Buffer(id));
+        out.push(Stmt { kind: StmtKind::Alloc(id), span });
+        Ok(())
+    }
+
+    /// A `.sub` index: a compile-time integer.
+    fn sub_const(&mut self, v: Val, span: Span) -> R<i64> {
+        match v {
+            Val::Int(i) => Ok(i),
+            Val::Expr(Expr { kind: ExprKind::Int(i), .. }) => Ok(i),
+            _ => self.fail(
+                Diagnostic::error(span, "`.sub` indices must be compile-time integers")
+                    .with_label("depends on a runtime value")
+                    .with_help("pass the region to the tile call instead: `Tx.copy(dst, X[i, 0:4, j, 0:4])`"),
+            ),
+        }
     }
 
     // ------------------------------------------------------------------ loads, stores, regions
@@ -685,6 +792,18 @@ pub(crate) fn storage(l: &Layout) -> Layout {
     match l {
         Layout::Tile(t) => Layout::Tile(strip(t)),
         Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(&c.tile) }),
+    }
+}
+
+/// The layout without its extent-1 iters (a sliced-away dim addresses nothing).
+fn drop_unit_iters(l: Layout) -> Layout {
+    let strip = |t: TileLayout| {
+        let keep = |v: Vec<tirx_layout::Iter>| v.into_iter().filter(|i| i.extent != 1).collect::<Vec<_>>();
+        TileLayout::new(keep(t.shard), keep(t.replica), t.offset)
+    };
+    match l {
+        Layout::Tile(t) => Layout::Tile(strip(t)),
+        Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(c.tile) }),
     }
 }
 

@@ -493,6 +493,7 @@ impl<'s> Builder<'s> {
                 out.push(Stmt { kind: StmtKind::Barrier(k), span });
                 Ok(())
             }
+            Builtin::Evaluate => self.evaluate(args, target, span, out),
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
             Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
             Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
@@ -510,6 +511,19 @@ impl<'s> Builder<'s> {
             ),
             _ => self.fail(Diagnostic::error(span, "unsupported statement")),
         }
+    }
+
+    /// `T.evaluate(e)`: one scalar, checked like any expression, that runs nothing.
+    fn evaluate(&mut self, args: &[ast::Arg], target: Option<&ast::Expr>, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        self.no_target(target, "`T.evaluate`")?;
+        let (pos, kw) = self.eval_args(args)?;
+        let mut a = Args::new("T.evaluate".into(), pos, kw, span);
+        let (v, vspan) = a.req(self, "value")?;
+        a.finish(self)?;
+        let e = self.scalar(v, vspan)?;
+        self.require_device(span)?;
+        out.push(Stmt { kind: StmtKind::Evaluate(e), span });
+        Ok(())
     }
 
     pub(crate) fn no_target(&mut self, target: Option<&ast::Expr>, what: &str) -> R<()> {
@@ -555,6 +569,11 @@ impl<'s> Builder<'s> {
                 }
                 Val::Method(buf, m) if m != Method::PtrTo => return self.view(buf, m, args, target, value.span, out),
                 _ => {}
+            }
+        }
+        if let AK::Subscript(base, idx) = &value.kind {
+            if let Val::Method(buf, Method::Sub) = self.eval(base)? {
+                return self.sub_view(buf, idx, target, value.span, out);
             }
         }
         let v = self.eval(value)?;

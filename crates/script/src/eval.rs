@@ -267,12 +267,13 @@ impl Builder<'_> {
                 "local" => Ok(Val::Method(b, Method::Local)),
                 "view" => Ok(Val::Method(b, Method::View)),
                 "ptr_to" => Ok(Val::Method(b, Method::PtrTo)),
+                "sub" => Ok(Val::Method(b, Method::Sub)),
                 "shape" => Ok(Val::Tuple(self.buffer(b).shape.iter().map(|&e| Val::Int(e)).collect())),
                 "dtype" => Ok(Val::Str(self.buffer(b).dtype.name().to_string())),
                 "ndim" => Ok(Val::Int(self.buffer(b).shape.len() as i64)),
                 _ => {
                     let bn = self.buffer(b).name.clone();
-                    self.fail(unknown(&bn, &["local", "view", "ptr_to", "shape", "dtype", "ndim"]))
+                    self.fail(unknown(&bn, &["local", "view", "ptr_to", "sub", "shape", "dtype", "ndim"]))
                 }
             },
             Val::Builtin(Builtin::Opaque) => self.fail(
@@ -630,6 +631,14 @@ impl Builder<'_> {
                 }
                 Ok(xs[k as usize].clone())
             }
+            Val::Method(b, Method::Sub) => {
+                let n = self.buffer(b).name.clone();
+                self.fail(
+                    Diagnostic::error(span, format!("a `{n}.sub[...]` view must be bound to a name"))
+                        .with_label("unnamed view")
+                        .with_help(format!("write `V = {n}.sub[...]` on its own line, then use `V`")),
+                )
+            }
             Val::Method(..) => self.fail(
                 Diagnostic::error(span, "call the view method before indexing")
                     .with_help("write `X_local = X.local()` then `X_local[i]`"),
@@ -641,7 +650,7 @@ impl Builder<'_> {
         }
     }
 
-    fn buffer_subscript(&mut self, b: tirx_ir::hir::BufId, idx: &ast::Expr, span: Span) -> R<Val> {
+    pub(crate) fn buffer_subscript(&mut self, b: tirx_ir::hir::BufId, idx: &ast::Expr, span: Span) -> R<Val> {
         let parts: Vec<&ast::Expr> = match &idx.kind {
             AK::Tuple(items) => items.iter().collect(),
             _ => vec![idx],
@@ -1196,6 +1205,7 @@ impl Builder<'_> {
             Builtin::TMax => "T.max".into(),
             Builtin::DTypeFn(d) => format!("T.{}", d.name()),
             Builtin::Let => "T.let".into(),
+            Builtin::Evaluate => "T.evaluate".into(),
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
@@ -1407,6 +1417,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::CtaSync
             | Builtin::WarpSync
             | Builtin::Collective(_)
+            | Builtin::Evaluate
             | Builtin::Serial
             | Builtin::Unroll
             | Builtin::Grid

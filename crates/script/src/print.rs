@@ -154,6 +154,10 @@ impl Printer<'_> {
                 };
                 self.line(depth, &t);
             }
+            StmtKind::Evaluate(e) => {
+                let t = format!("T.evaluate({})", self.expr(e, 0));
+                self.line(depth, &t);
+            }
             StmtKind::Store { buf, indices, value } => {
                 let idx: Vec<String> = indices.iter().map(|e| self.expr(e, 0)).collect();
                 let t = format!("{}[{}] = {}", self.k.buf(*buf).name, idx.join(", "), self.expr(value, 0));
@@ -446,7 +450,7 @@ impl Printer<'_> {
                     self.collect_used(then_body);
                     self.collect_used(else_body);
                 }
-                StmtKind::Let { value, .. } => self.use_expr(value),
+                StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => self.use_expr(value),
                 StmtKind::Store { indices, value, .. } => {
                     indices.iter().for_each(|e| self.use_expr(e));
                     self.use_expr(value);

@@ -61,6 +61,7 @@ fn stmt(s: &mut Stmt) {
             indices.iter_mut().for_each(expr);
             expr(value);
         }
+        StmtKind::Evaluate(e) => expr(e),
         StmtKind::ScopeId(d) => d.span = Span::default(),
         StmtKind::Tile(c) => {
             c.span = Span::default();

@@ -122,6 +122,8 @@ pub enum Method {
     Local,
     View,
     PtrTo,
+    /// `X.sub[i, :, j, 0:4]`: a view of a sub-region (an index drops its dim).
+    Sub,
 }
 
 /// The collectives of `T.cuda` that produce a value (`hir::Collective`).
@@ -236,6 +238,7 @@ pub enum Builtin {
     CtaSync,
     WarpSync,
     Collective(CollKind),
+    Evaluate,
     // Tx.*
     Tile(ExecScope, TileOp),
 }
@@ -348,6 +351,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "min" => Some(B::TMin),
         "max" => Some(B::TMax),
         "let" => Some(B::Let),
+        "evaluate" => Some(B::Evaluate),
         "cuda" => Some(B::TCuda),
         "S" => Some(B::S),
         "R" => Some(B::R),
@@ -369,7 +373,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 45] = [
+pub const T_ATTRS: [&str; 46] = [
     "prim_func",
     "handle",
     "Buffer",
@@ -395,6 +399,7 @@ pub const T_ATTRS: [&str; 45] = [
     "min",
     "max",
     "let",
+    "evaluate",
     "cuda",
     "S",
     "R",

@@ -120,6 +120,12 @@ const TOKENS: &[&str] = &[
     "T.float64(0.1)",
     ".local(",
     "T.alloc_local((4,))\n",
+    // Views, T.evaluate, forced-width copies with cache hints.
+    ".sub[",
+    "V = A.sub[0, 0:4]\n",
+    "T.evaluate(",
+    "dispatch=\"vec_128b\", cache=\"nc\", l1_evict=\"L1::no_allocate\", prefetch_size=\"L2::256B\"",
+    "dispatch=\"vec_auto\"",
     // Resource limits (issue 18): huge values, deep nesting, many unknown names.
     "[[0] * 60000] * 60000",
     "[[0] * 60000 for i in range(60000)]",

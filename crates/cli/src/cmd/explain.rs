@@ -71,6 +71,7 @@ pub fn run(a: Args) -> CmdResult {
     match lowered {
         Ok(l) => {
             eprint_diags(&l.warnings, &src);
+            eprint_diags(&l.notes, &src);
             Ok(())
         }
         Err(diags) => Err(crate::frontend::report_errors(&diags, &src)),

@@ -513,6 +513,41 @@ pub fn named_barrier() -> LKernel {
     ])
 }
 
+/// The forced-width copies' PTX accesses (`PtxVec`): each of 32 threads loads 16 bytes of f32
+/// through the read-only path with L1/L2 hints, stores them to shared memory, then (after the
+/// barrier) reads its neighbour's as two 8-byte halves and writes them out; and the same
+/// path for one u16 per thread in 2-byte accesses.
+pub fn ptx_vec_copy() -> LKernel {
+    let mut kb = Kb::new("ptx_vec_copy", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[32, 4]);
+    let b = kb.param("B", DType::F32, &[32, 4]);
+    let h = kb.param("H", DType::U16, &[32]);
+    let g = kb.param("G", DType::U16, &[32]);
+    let s = kb.shared("S", DType::F32, &[32, 4]);
+    let sh = kb.shared("Sh", DType::U16, &[32]);
+    let r = kb.local("R", DType::F32, &[4]);
+    let rh = kb.local("Rh", DType::U16, &[1]);
+    let (t, next) = (kb.var("tid", DType::I32), kb.var("next", DType::I32));
+    let hints = LoadHints { nc: true, l1: Some(tirx_ir::op::Evict::NoAllocate), l2: None, prefetch: Some(128) };
+    let row = |x| mul(v(x), i(4));
+    kb.finish(vec![
+        let_(t, tid()),
+        let_(next, rem(add(v(t), i(1)), i(32))),
+        comment("copy A -> S (vec_128b, cache=\"nc\", l1_evict=\"no_allocate\", prefetch_size=128)"),
+        ptx_ld(r, i(0), a, row(t), 16, hints),
+        ptx_st(s, row(t), r, i(0), 16),
+        ptx_ld(rh, i(0), h, v(t), 2, LoadHints::default()),
+        ptx_st(sh, v(t), rh, i(0), 2),
+        cta_sync(),
+        comment("copy S -> B in two 8-byte halves (vec_64b)"),
+        ptx_ld(r, i(0), s, row(next), 8, LoadHints::default()),
+        ptx_ld(r, i(2), s, add(row(next), i(2)), 8, LoadHints::default()),
+        ptx_st(b, row(next), r, i(0), 16),
+        ptx_ld(rh, i(0), sh, v(next), 2, LoadHints::default()),
+        ptx_st(g, v(next), rh, i(0), 2),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -530,6 +565,7 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("warp_shuffle", warp_shuffle()),
         ("cp_async_copy", cp_async_copy()),
         ("mbarrier_pipeline", mbarrier_pipeline()),
+        ("ptx_vec_copy", ptx_vec_copy()),
         ("mma_f16", mma_one("mma_f16", MmaShape::M16N8K16, DType::F16, DType::F32)),
         ("mma_bf16", mma_one("mma_bf16", MmaShape::M16N8K16, DType::BF16, DType::F32)),
         ("mma_f16_k8", mma_one("mma_f16_k8", MmaShape::M16N8K8, DType::F16, DType::F32)),

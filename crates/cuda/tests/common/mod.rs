@@ -5,8 +5,9 @@ pub mod kernels;
 
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
-    AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir,
-    MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, ShuffleMode, Space, Special,
+    AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, LoadHints,
+    MatrixDir, MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, PtxDir, PtxVec, ShuffleMode, Space,
+    Special,
 };
 use tirx_ir::{DType, Span};
 
@@ -153,6 +154,14 @@ pub fn vcopy(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes
 }
 pub fn vcopy_nc(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
     st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::NonCoherent })
+}
+/// `ld.<space>[hints].<form>` of `bytes` from `mem[mem_index]` into the registers `reg[reg_index..]`.
+pub fn ptx_ld(reg: LBufId, reg_index: LExpr, mem: LBufId, mem_index: LExpr, bytes: u32, hints: LoadHints) -> LStmt {
+    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes }))
+}
+/// `st.<space>.<form>` of `bytes` from the registers `reg[reg_index..]` to `mem[mem_index]`.
+pub fn ptx_st(mem: LBufId, mem_index: LExpr, reg: LBufId, reg_index: LExpr, bytes: u32) -> LStmt {
+    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes }))
 }
 pub fn cta_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Cta))

@@ -148,6 +148,7 @@ impl Checker<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
             LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
             LStmtKind::Matrix(m) => self.matrix(m)?,

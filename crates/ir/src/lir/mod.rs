@@ -12,7 +12,8 @@
 //! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers (`__syncthreads`,
 //!   `__syncwarp`, named `bar.sync id, threads`), comments;
-//! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
+//! * [`memory`]: scalar `Store` (loads are expressions), `VecCopy`, and PTX
+//!   vector loads/stores between registers and memory with cache qualifiers ([`PtxVec`]);
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
 //! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
@@ -45,7 +46,7 @@ pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
-pub use memory::CacheHint;
+pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
 
@@ -214,6 +215,8 @@ pub enum LStmtKind {
         lanes: u32,
         cache: CacheHint,
     },
+    /// One inline-PTX `ld`/`st` between registers and memory ([`memory`], docs/lir.md §2.9).
+    PtxVec(PtxVec),
     Barrier(BarrierKind),
     /// `bar.sync id, threads`: a named barrier that `threads` threads (whole warps)
     /// of the CTA reach together; ids 1..16 (0 is `__syncthreads`'), `threads` a
@@ -270,6 +273,7 @@ impl LStmtKind {
             LStmtKind::Matrix(m) => m.min_arch(buf),
             LStmtKind::Collective(c) => c.min_arch(),
             LStmtKind::Async(a) => a.min_arch(),
+            LStmtKind::PtxVec(p) => p.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
             LStmtKind::Packed2 { .. } => Arch::MIN,
@@ -304,6 +308,7 @@ impl LStmtKind {
                     PairSrc::Buf(_, i) | PairSrc::Scalar(i) => i,
                 }))
                 .collect(),
+            LStmtKind::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
             LStmtKind::Matrix(m) => m.operands(),
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
@@ -328,6 +333,7 @@ impl LStmtKind {
                     .collect(),
                 vec![*dst],
             ),
+            LStmtKind::PtxVec(p) => p.accesses(),
             LStmtKind::Matrix(m) => m.accesses(),
             LStmtKind::Async(a) => a.accesses(),
             LStmtKind::Let { .. }
@@ -358,6 +364,7 @@ impl LStmtKind {
             LStmtKind::Let { .. }
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
+            | LStmtKind::PtxVec(_)
             | LStmtKind::Barrier(_)
             | LStmtKind::NamedBarrier { .. }
             | LStmtKind::Matrix(_)

@@ -120,6 +120,7 @@ impl Printer<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache, d)
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p, d),
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
             LStmtKind::NamedBarrier { id, threads } => self.line(d, &format!("bar.sync {}, {threads}", self.e(id))),

@@ -34,6 +34,19 @@ impl Builder<'_> {
         if scope_kw {
             if let Some((v, sp)) = a.opt(self, "scope")? {
                 scope = self.mem_scope(v, sp)?;
+                // A kernel's arguments are global memory; a shared or register handle is a
+                // device-function parameter, which kernels here do not have.
+                if origin == BufferOrigin::Param && scope != MemScope::Global {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("a kernel parameter in {} memory", scope.name()))
+                            .with_label("kernel arguments are global memory")
+                            .with_help(format!(
+                                "allocate the tile inside the kernel: `{name} = T.alloc_buffer(shape, dtype, scope=\"{}\")`, \
+                                 or drop `scope=` for a global argument",
+                                scope.name()
+                            )),
+                    );
+                }
             }
         }
         let layout = match a.kw("layout") {

@@ -279,6 +279,12 @@ impl<'a> CallCx<'a> {
         self.env.var_bounds(self.facts, v)
     }
 
+    /// The largest constant every value of `a` is a multiple of (alignment proofs):
+    /// [`Affine::divisor`] with the divisibility `T.assume` states of scalar parameters.
+    pub fn divisor(&self, a: &Affine) -> i64 {
+        a.divisor_with(&|v| self.env.sym.unit(v))
+    }
+
     /// The values an affine index takes at the call, from [`Self::var_bounds`].
     pub fn range(&self, a: &Affine) -> Option<Interval> {
         a.range(&|v| self.var_bounds(v))

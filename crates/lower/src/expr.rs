@@ -278,8 +278,20 @@ impl Affine {
     /// alignment proofs, so an `i64::MIN` (no positive `i64`) counts as the
     /// odd `i64::MAX`: conservative.
     pub fn divisor(&self) -> i64 {
+        self.divisor_with(&|_| 1)
+    }
+
+    /// [`Affine::divisor`] where variable `v` is known to be a multiple of `unit(v)`
+    /// (a scalar parameter with `T.assume(v % unit == 0)`).
+    pub fn divisor_with(&self, unit: &dyn Fn(VarId) -> i64) -> i64 {
         let abs = |x: i64| x.checked_abs().unwrap_or(i64::MAX);
-        self.terms.iter().fold(abs(self.constant), |g, t| gcd(g, abs(t.1)))
+        self.terms.iter().fold(abs(self.constant), |g, (t, c)| {
+            let u = match t {
+                Term::Var(v) => unit(*v).max(1),
+                _ => 1,
+            };
+            gcd(g, c.checked_mul(u).map_or(i64::MAX, abs))
+        })
     }
 
     /// `self` with the variables `value` knows replaced by their value (atoms

@@ -33,6 +33,7 @@ pub mod elementwise;
 pub mod explain;
 mod expr;
 pub mod gemm;
+mod launch;
 mod lay;
 pub mod operand;
 pub mod scope;

@@ -187,7 +187,8 @@ pub enum IdRange {
 impl Active {
     pub fn at_entry(l: &Launch) -> Active {
         let threads = l.threads();
-        let ctas: i64 = l.grid.iter().map(|&g| g as i64).product();
+        // Saturating: symbolic grid dims are CUDA's limits here.
+        let ctas: i64 = l.grid.iter().fold(1i64, |a, &g| a.saturating_mul(i64::from(g)));
         Active {
             lane: AxisRange::full(threads.min(32)),
             warp: AxisRange::full((threads + 31) / 32),
@@ -516,7 +517,7 @@ mod tests {
     use super::*;
 
     fn def(kind: ScopeIdKind, ext: Option<Vec<i64>>) -> ScopeIdDef {
-        ScopeIdDef { kind, vars: vec![], extents: ext, span: Span::default() }
+        ScopeIdDef { kind, vars: vec![], extents: ext, span: Span::default(), dyn_extents: vec![] }
     }
 
     #[test]

@@ -240,6 +240,7 @@ pub fn mma_shared_layout_of(elem_bits: u32, swizzle_mode: i64, shape: Vec<i64>) 
 /// `tcgen05_atom_layout(shape_name, rows, cols, elem_bits)` as a register layout.
 #[pyfunction]
 pub fn tcgen05_atom_layout_of(shape: &str, rows: i64, cols: i64, elem_bits: u32) -> PyResult<PyLayout> {
-    let s = Tcgen05Shape::from_name(shape).ok_or_else(|| user_error(format!("unknown tcgen05 atom shape `{shape}`")))?;
+    let s =
+        Tcgen05Shape::from_name(shape).ok_or_else(|| user_error(format!("unknown tcgen05 atom shape `{shape}`")))?;
     tcgen05_atom_layout(s, rows, cols, elem_bits).map(|t| PyLayout(Layout::Tile(t))).map_err(err)
 }

@@ -16,7 +16,20 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb { k: LKernel { name: name.into(), grid, block, params: vec![], bufs: vec![], vars: vec![], body: vec![] } }
+        Kb {
+            k: LKernel {
+                name: name.into(),
+                grid,
+                block,
+                params: vec![],
+                scalars: vec![],
+                grid_dims: [None, None, None],
+                checks: vec![],
+                bufs: vec![],
+                vars: vec![],
+                body: vec![],
+            },
+        }
     }
 
     fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {
@@ -28,6 +41,7 @@ impl Kb {
             elems: shape.iter().product(),
             shape: shape.to_vec(),
             dynamic,
+            dyn_rows: None,
         });
         id
     }

@@ -20,6 +20,11 @@ impl LKernel {
     pub fn validate(&self) -> Result<(), String> {
         let mut c = Checker { k: self, in_scope: vec![false; self.vars.len()], located: false };
         c.header()?;
+        c.launch()?;
+        // Scalar parameters are declared by the signature, for the whole body.
+        for s in &self.scalars {
+            c.declare(s.var)?;
+        }
         c.block(&self.body)?;
         c.mbarriers_exclusive()
     }
@@ -66,6 +71,58 @@ impl Checker<'_> {
             if k.params[..n].contains(&p) {
                 return Err(format!("buffer `{}` is passed twice as a parameter", b.name));
             }
+        }
+        Ok(())
+    }
+
+    /// Scalar parameters, symbolic grid dims and buffer sizes, launch checks (`launch`).
+    fn launch(&self) -> Check {
+        let k = self.k;
+        let total = k.params.len() + k.scalars.len();
+        for (n, s) in k.scalars.iter().enumerate() {
+            let v = self.var(s.var)?;
+            if !crate::lir::launch::SCALAR_DTYPES.contains(&v.dtype) {
+                return Err(format!(
+                    "scalar parameter `{}` is {}; scalar parameters are int32, int64, uint32, float32 or float64",
+                    v.name, v.dtype
+                ));
+            }
+            if s.index >= total || k.scalars[..n].iter().any(|o| o.index == s.index || o.var == s.var) {
+                return Err(format!(
+                    "scalar parameter `{}` has position {} of {total}, taken or out of range",
+                    v.name, s.index
+                ));
+            }
+        }
+        let int_param = |e: &crate::lir::SymExpr, what: &str| -> Check {
+            let mut bad = None;
+            e.params(&mut |p| {
+                let ok =
+                    k.scalars.iter().any(|s| s.var == p) && k.vars.get(p.0 as usize).is_some_and(|v| v.dtype.is_int());
+                if !ok && bad.is_none() {
+                    bad = Some(p);
+                }
+            });
+            match bad {
+                Some(p) => Err(format!("{what} reads variable #{}, which is not an integer scalar parameter", p.0)),
+                None => Ok(()),
+            }
+        };
+        for (d, e) in k.grid_dims.iter().enumerate() {
+            if let Some(e) = e {
+                int_param(e, &format!("grid dimension {d}"))?;
+            }
+        }
+        for b in &k.bufs {
+            if let Some(r) = &b.dyn_rows {
+                if b.space != Space::Global || b.shape.is_empty() {
+                    return Err(format!("buffer `{}` has a symbolic dim 0 but is not a global buffer", b.name));
+                }
+                int_param(r, &format!("dim 0 of `{}`", b.name))?;
+            }
+        }
+        for c in &k.checks {
+            int_param(&c.cond, &format!("launch check `{}`", c.what))?;
         }
         Ok(())
     }
@@ -313,6 +370,7 @@ mod tests {
             elems: 32,
             shape: vec![32],
             dynamic: false,
+            dyn_rows: None,
         };
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, Span::default());
@@ -321,6 +379,9 @@ mod tests {
             grid: [1, 1, 1],
             block,
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![

@@ -254,8 +254,19 @@ impl<'s> Builder<'s> {
         let mutable = reassigned_names(body);
         self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()], mutable });
         self.scopes.push(HashMap::new());
-        for p in params {
+        // Scalar parameters first, so that buffer annotations may use them in any order
+        // (`A: T.Buffer((n, 128), "float32"), n: T.int32`); the signature keeps source order.
+        let scalar = |p: &ast::Param| {
+            p.annotation.as_ref().is_some_and(|a| matches!(&a.kind, AK::Attr(b, n, _) if matches!(&b.kind, AK::Name(t) if t == "T") && DType::from_name(n).is_some()))
+        };
+        for p in params.iter().filter(|p| scalar(p)) {
             let _ = self.param(p);
+        }
+        for p in params.iter().filter(|p| !scalar(p)) {
+            let _ = self.param(p);
+        }
+        if let Some(ks) = self.k.as_mut() {
+            ks.kernel.params.sort_by_key(|p| p.span.lo);
         }
         let mut out = vec![];
         self.block(body, &mut out);

@@ -91,15 +91,15 @@ impl Builder<'_> {
             other => vec![other],
         };
         let symbolic = |x: &Val| matches!(x, Val::Expr(e) if !matches!(e.kind, ExprKind::Int(_)));
-        if !items.first().is_some_and(symbolic) {
-            return Ok((self.shape_of(Val::Tuple(items), span)?, None));
-        }
         if let Some(Val::Expr(e)) = items.iter().skip(1).find(|x| symbolic(x)) {
             return self.fail(
                 Diagnostic::error(e.span, format!("only dim 0 of `{name}` may be a run-time value"))
                     .with_label("a symbolic inner dimension")
                     .with_help("make the inner dimensions constants (their strides are compile-time), e.g. `(n, 128)`"),
             );
+        }
+        if !items.first().is_some_and(symbolic) {
+            return Ok((self.shape_of(Val::Tuple(items), span)?, None));
         }
         let outer = self.param_expr(items[0].clone(), span, &format!("dim 0 of `{name}`"))?;
         let mut shape = if items.len() > 1 { self.shape_of(Val::Tuple(items[1..].to_vec()), span)? } else { vec![] };

@@ -209,7 +209,14 @@ fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr
         return unproven(format!("dim {d} begins at `{text}`, whose range overflows i64"));
     };
     let mut conds = Vec::new();
-    for (lhs, rhs) in [(Affine::constant(0), iv.lo.clone()), (end, size.clone())] {
+    // Each end: first the begin itself against what the enclosing `if`s guarantee
+    // (`if row < n:` keeps `A[row]` inside `n` rows), then its range.
+    let lo_side = (Affine::constant(0), iv.lo.clone(), Some((Affine::constant(0), a0.clone())));
+    let hi_side = (end, size.clone(), a0.clone().plus(Affine::constant(extent)).map(|e| (e, size.clone())));
+    for (lhs, rhs, own) in [lo_side, hi_side] {
+        if own.is_some_and(|(l, r)| launch::guarded_le(env, &at.guards, &l, &r)) {
+            continue;
+        }
         match launch::le(env, &lhs, &rhs) {
             Le::Proven => {}
             Le::Never if iv.exact => {

@@ -347,6 +347,32 @@ pub fn le(env: &Env, lhs: &Affine, rhs: &Affine) -> Le {
     }
 }
 
+/// Whether `lhs ≤ rhs` follows from one of `guards` (forms ≥ 0 where the access is):
+/// the variables that are not parameters must cancel against a positive multiple of
+/// the guard (`n - row - 1 ≥ 0` proves `row + 1 ≤ n`), and what is left must be
+/// ≥ 0 for every launch.
+pub fn guarded_le(env: &Env, guards: &[Affine], lhs: &Affine, rhs: &Affine) -> bool {
+    let Some(x) = rhs.clone().minus(lhs.clone()) else { return false };
+    let free = |a: &Affine| a.terms.iter().find(|(t, _)| !term_of_params(env, t)).cloned();
+    let Some((t, cx)) = free(&x) else { return false };
+    guards.iter().any(|g| {
+        let Some(cg) = g.terms.iter().find(|(u, _)| *u == t).map(|(_, c)| *c) else { return false };
+        if cg.signum() != cx.signum() {
+            return false;
+        }
+        let y = x.clone().scale(cg.abs()).and_then(|a| Some(a.minus(g.clone().scale(cx.abs())?)?));
+        y.is_some_and(|y| free(&y).is_none() && nonneg(env, &y))
+    })
+}
+
+/// A term whose value depends on scalar parameters only.
+fn term_of_params(env: &Env, t: &Term) -> bool {
+    match t {
+        Term::Var(v) => env.sym.is_param(*v),
+        Term::FloorDiv(x, _) | Term::FloorMod(x, _) => x.vars().iter().all(|v| env.sym.is_param(*v)),
+    }
+}
+
 /// `x ≥ 0` as a readable condition: terms of negative coefficient (and a negative
 /// constant) on the left, the rest on the right: `(n + 63) // 64 * 64 <= n`.
 fn condition(env: &Env, x: &Affine) -> Option<SymExpr> {

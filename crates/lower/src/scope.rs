@@ -331,11 +331,15 @@ pub struct Facts {
     /// only known at run time (it may be zero for some values): every range
     /// stays a sound enclosure, but its ends may not be reached, so none is exact.
     pub uncaptured: bool,
+    /// Affine forms the enclosing `if`s guarantee to be ≥ 0 (`if row < n:` gives
+    /// `n - row - 1`): what proves an access under a guard on a run-time size
+    /// (docs/tile-primitives.md §6.4).
+    pub guards: Vec<crate::expr::Affine>,
 }
 
 impl Facts {
     pub fn at_entry(l: &Launch) -> Facts {
-        Facts { active: Active::at_entry(l), values: BTreeMap::new(), uncaptured: false }
+        Facts { active: Active::at_entry(l), values: BTreeMap::new(), uncaptured: false, guards: vec![] }
     }
 
     /// The range of the scope id bound to `hw` here.

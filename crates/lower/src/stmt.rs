@@ -730,6 +730,7 @@ impl Lowerer<'_> {
             if !s.is_some_and(|(v, c)| self.restrict(&mut then_f, v, c)) {
                 self.not_captured(&mut then_f, atom, &why);
             }
+            then_f.guards.extend(self.guards(atom, false));
         }
         if mentions_var(cond) {
             let complement = match solved.as_slice() {
@@ -739,8 +740,36 @@ impl Lowerer<'_> {
             if !complement.is_some_and(|(v, c)| self.restrict(&mut else_f, v, c)) {
                 self.not_captured(&mut else_f, cond, &why);
             }
+            if let [atom] = atoms.as_slice() {
+                else_f.guards.extend(self.guards(atom, true));
+            }
         }
         (then_f, else_f)
+    }
+
+    /// The affine forms ≥ 0 a comparison `l <op> r` guarantees where it holds (`negated`:
+    /// where it does not), when both sides are affine and a scalar parameter is involved.
+    fn guards(&self, e: &Expr, negated: bool) -> Vec<expr::Affine> {
+        let ExprKind::Binary(op, l, r) = &e.kind else { return vec![] };
+        let (Some(l), Some(r)) = (expr::affine(&self.env, l), expr::affine(&self.env, r)) else { return vec![] };
+        let op = match (op, negated) {
+            (op, false) => *op,
+            (BinOp::Lt, true) => BinOp::Ge,
+            (BinOp::Le, true) => BinOp::Gt,
+            (BinOp::Gt, true) => BinOp::Le,
+            (BinOp::Ge, true) => BinOp::Lt,
+            _ => return vec![],
+        };
+        let one = expr::Affine::constant(1);
+        let forms = match op {
+            BinOp::Lt => vec![r.minus(l).and_then(|d| d.minus(one))],
+            BinOp::Le => vec![r.minus(l)],
+            BinOp::Gt => vec![l.minus(r).and_then(|d| d.minus(one))],
+            BinOp::Ge => vec![l.minus(r)],
+            BinOp::Eq => vec![r.clone().minus(l.clone()), l.minus(r)],
+            _ => vec![],
+        };
+        forms.into_iter().flatten().filter(|f| f.vars().iter().any(|v| self.env.sym.is_param(*v))).collect()
     }
 
     /// `e` restricts values in a way the facts do not capture.

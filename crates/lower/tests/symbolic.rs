@@ -247,3 +247,39 @@ def axpb(A_ptr: T.handle, n: T.int32, a: T.float32, b: T.float64):
     let got: Vec<f32> = p[0].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(got, [1.5, 2.0, 2.5]);
 }
+
+/// The guarded path: `if row < n:` and `if bx * 64 + 64 <= n:` keep the accesses under
+/// them inside the run-time rows (the guard cancels the begin), so a ragged last tile
+/// needs no launch check and no simulator check; n = 100 is a valid launch.
+#[test]
+fn guards_on_the_run_time_size_prove_the_accesses_under_them() {
+    let src = format!(
+        r#"{HEAD}
+@T.prim_func
+def ragged(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+    A = T.match_buffer(A_ptr, (n, 4), "float32")
+    B = T.match_buffer(B_ptr, (n, 4), "float32")
+    T.device_entry()
+    bx = T.cta_id([(n + 63) // 64])
+    tid = T.thread_id([64])
+    row = bx * 64 + tid
+    if row < n:
+        for j in range(4):
+            B[row, j] = A[row, j] * 2.0
+    S_ = T.alloc_buffer((64, 4), "float32", scope="shared")
+    if bx * 64 + 64 <= n:
+        Tx.cta.copy(S_[0:64, 0:4], A[bx * 64 : bx * 64 + 64, 0:4])
+"#
+    );
+    let l = lower(&src);
+    assert!(l.warnings.is_empty(), "{}", render(&l.warnings, &src));
+    assert!(checks(&l.lir).is_empty(), "{:?}", checks(&l.lir));
+    assert!(l.explain[0].launch.is_empty() && l.explain[0].bounds.is_empty());
+    assert!(!l.lir.to_string().contains("bounds."), "{}", l.lir);
+    let n = 100usize;
+    let a: Vec<f32> = (0..n * 4).map(|i| i as f32).collect();
+    let mut p = vec![a.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(), vec![0u8; n * 16]];
+    tirx_sim::simulate_args(&l.lir, &mut p, &[ScalarValue::Int(n as i64)], &SimOptions::default()).unwrap();
+    let b: Vec<f32> = p[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(b, a.iter().map(|x| x * 2.0).collect::<Vec<_>>());
+}

@@ -64,6 +64,22 @@ impl Kb {
         self.buf(name, dtype, Space::Local, shape, false)
     }
 
+    /// A scalar parameter at position `index` of the signature.
+    pub fn scalar(&mut self, name: &str, dtype: DType, index: usize) -> LVarId {
+        let v = self.var(name, dtype);
+        self.k.scalars.push(tirx_ir::lir::ScalarParam { var: v, index });
+        v
+    }
+
+    /// Dim 0 of parameter `b` is `rows` at run time (its shape holds the bound).
+    pub fn rows(&mut self, b: LBufId, rows: tirx_ir::lir::SymExpr) {
+        self.k.bufs[b.0 as usize].dyn_rows = Some(rows);
+    }
+
+    pub fn grid_dim(&mut self, d: usize, e: tirx_ir::lir::SymExpr) {
+        self.k.grid_dims[d] = Some(e);
+    }
+
     pub fn var(&mut self, name: &str, dtype: DType) -> LVarId {
         let id = LVarId(self.k.vars.len() as u32);
         self.k.vars.push(LVar { name: name.into(), dtype });

@@ -189,10 +189,6 @@ fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr
             "dim {d} begins at `{text}`, which is not affine in loop variables, scope ids and parameters"
         ));
     };
-    let pinned = |v: VarId| env.var_bounds(at, v).filter(|b| b.lo == b.hi && !env.sym.is_param(v)).map(|b| b.lo);
-    let Some(iv) = a0.substitute(&pinned).and_then(|a| launch::sym_range(env, at, &a)) else {
-        return unproven(format!("dim {d} begins at `{text}`, which has no known range here"));
-    };
     let size = match (&b.dyn_outer, d) {
         (Some(e), 0) => match expr::affine(env, e) {
             Some(a) => a,
@@ -203,18 +199,27 @@ fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr
         },
         _ => Affine::constant(b.shape[d]),
     };
+    // First the begin itself against what the enclosing `if`s and loops guarantee
+    // (`if row < n:` keeps `A[row]` inside `n` rows; so does `for row in range(n)`).
+    let own_end = a0.clone().plus(Affine::constant(extent));
+    let lo_guarded = launch::guarded_le(env, &at.guards, &Affine::constant(0), &a0);
+    let hi_guarded = own_end.is_some_and(|e| launch::guarded_le(env, &at.guards, &e, &size));
+    if lo_guarded && hi_guarded {
+        return Verdict::Inside;
+    }
+    let pinned = |v: VarId| env.var_bounds(at, v).filter(|b| b.lo == b.hi && !env.sym.is_param(v)).map(|b| b.lo);
+    let Some(iv) = a0.substitute(&pinned).and_then(|a| launch::sym_range(env, at, &a)) else {
+        return unproven(format!("dim {d} begins at `{text}`, which has no known range here"));
+    };
     let (one, many) = dim_nouns(b.shape.len(), d);
     let noun = if extent == 1 { one } else { many };
     let Some(end) = iv.hi.clone().plus(Affine::constant(extent)) else {
         return unproven(format!("dim {d} begins at `{text}`, whose range overflows i64"));
     };
     let mut conds = Vec::new();
-    // Each end: first the begin itself against what the enclosing `if`s guarantee
-    // (`if row < n:` keeps `A[row]` inside `n` rows), then its range.
-    let lo_side = (Affine::constant(0), iv.lo.clone(), Some((Affine::constant(0), a0.clone())));
-    let hi_side = (end, size.clone(), a0.clone().plus(Affine::constant(extent)).map(|e| (e, size.clone())));
-    for (lhs, rhs, own) in [lo_side, hi_side] {
-        if own.is_some_and(|(l, r)| launch::guarded_le(env, &at.guards, &l, &r)) {
+    // Then each end not guarded, by its range.
+    for (lhs, rhs, guarded) in [(Affine::constant(0), iv.lo.clone(), lo_guarded), (end, size.clone(), hi_guarded)] {
+        if guarded {
             continue;
         }
         match launch::le(env, &lhs, &rhs) {

@@ -360,7 +360,7 @@ pub fn guarded_le(env: &Env, guards: &[Affine], lhs: &Affine, rhs: &Affine) -> b
         if cg.signum() != cx.signum() {
             return false;
         }
-        let y = x.clone().scale(cg.abs()).and_then(|a| Some(a.minus(g.clone().scale(cx.abs())?)?));
+        let y = x.clone().scale(cg.abs()).and_then(|a| a.minus(g.clone().scale(cx.abs())?));
         y.is_some_and(|y| free(&y).is_none() && nonneg(env, &y))
     })
 }

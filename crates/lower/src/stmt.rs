@@ -479,8 +479,10 @@ impl Lowerer<'_> {
                 let mut inner = at.clone();
                 // A run-time trip count may be zero for some values of the enclosing
                 // variables: the body need not run for every value, so no range is exact there.
+                // Where it runs, `begin ≤ var < begin + extent` (guards: docs/tile-primitives.md §6.4).
                 if !matches!(n, LExpr::Int(..)) {
                     inner.uncaptured = true;
+                    inner.guards.extend(self.loop_guards(*var, begin, extent));
                 }
                 let range = match (&b0, &n) {
                     (LExpr::Int(a, _), LExpr::Int(e, _)) => {
@@ -745,6 +747,18 @@ impl Lowerer<'_> {
             }
         }
         (then_f, else_f)
+    }
+
+    /// `var - begin` and `begin + extent - 1 - var`, ≥ 0 in the body of a loop whose
+    /// trip count is known at run time only (when the bounds are affine).
+    fn loop_guards(&self, var: VarId, begin: &Expr, extent: &Expr) -> Vec<expr::Affine> {
+        let (Some(b), Some(e)) = (expr::affine(&self.env, begin), expr::affine(&self.env, extent)) else {
+            return vec![];
+        };
+        let v = expr::Affine::var(var);
+        let below = v.clone().minus(b.clone());
+        let above = b.plus(e).and_then(|x| x.minus(expr::Affine::constant(1))).and_then(|x| x.minus(v));
+        [below, above].into_iter().flatten().collect()
     }
 
     /// The affine forms ≥ 0 a comparison `l <op> r` guarantees where it holds (`negated`:

@@ -52,3 +52,11 @@ fn bench_examples() {
         snapshot(rel);
     }
 }
+
+/// Scalar parameters, run-time rows and grid, a launch check (docs/tile-primitives.md §6).
+#[test]
+fn scalar_parameter_examples() {
+    for rel in ["scale_rows.py", "copy_rows_checked.py"] {
+        snapshot(rel);
+    }
+}

@@ -283,3 +283,30 @@ def ragged(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
     let b: Vec<f32> = p[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
     assert_eq!(b, a.iter().map(|x| x * 2.0).collect::<Vec<_>>());
 }
+
+/// A loop over the run-time rows bounds its variable where it runs: `for i in range(n)`
+/// keeps `A[i]` inside `n` rows, `for i in range(1, n)` keeps `B[i - 1]` and `A[i]` inside.
+#[test]
+fn loops_over_the_run_time_size_prove_their_accesses() {
+    let src = format!(
+        r#"{HEAD}
+@T.prim_func
+def shift(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+    A = T.match_buffer(A_ptr, (n,), "float32")
+    B = T.match_buffer(B_ptr, (n,), "float32")
+    T.device_entry()
+    T.thread_id([1])
+    for i in range(n):
+        B[i] = A[i] + 1.0
+    for i in range(1, n):
+        B[i - 1] = A[i]
+"#
+    );
+    let l = lower(&src);
+    assert!(l.warnings.is_empty(), "{}", render(&l.warnings, &src));
+    assert!(checks(&l.lir).is_empty() && !l.lir.to_string().contains("bounds."), "{}", l.lir);
+    let mut p = vec![[1.0f32, 2.0, 3.0].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(), vec![0u8; 12]];
+    tirx_sim::simulate_args(&l.lir, &mut p, &[ScalarValue::Int(3)], &SimOptions::default()).unwrap();
+    let b: Vec<f32> = p[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(b, [2.0, 3.0, 4.0]);
+}

@@ -15,8 +15,11 @@ pub fn parse(src: &str) -> Kernel {
 }
 
 pub fn lower(src: &str) -> Lowered {
-    dump(src);
     let k = parse(src);
+    // A kernel with scalar parameters needs their values, which a dumped file does not carry.
+    if k.params.iter().all(|p| p.scalar.is_none()) {
+        dump(src);
+    }
     match tirx_lower::lower_kernel(&k, &Default::default()) {
         Ok(l) => {
             generates_cuda(&l, src);

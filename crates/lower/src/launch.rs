@@ -13,6 +13,8 @@
 //!   replaced by its bound — `64·((n + 63) // 64) ∈ [n, n + 63]` — and what is left
 //!   is bounded by the parameters' ranges), never true, or a condition to check at
 //!   launch.
+//! * [`guarded_le`]: the same inequality from what an enclosing `if` or loop over a
+//!   run-time size guarantees (`if row < n:` proves `row + 1 ≤ n`).
 //!
 //! Dispatch never assumes what it was not given: a fact enters only through
 //! `T.assume` (checked at every launch) or the launch's own checks.

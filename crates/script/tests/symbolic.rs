@@ -65,6 +65,9 @@ fn a_symbolic_outer_dimension_keeps_its_expression_and_a_bound() {
     let k = parse_kernel("k.py", &src).unwrap();
     assert_eq!(k.params[0].name, "A");
     assert!(k.buffers[0].dyn_outer.is_some());
+    let printed = print_kernel(&k);
+    assert!(printed.contains("def k(A: T.Buffer((2 * n, 64), \"float16\"), n: T.int32):"), "{printed}");
+    assert!(same_kernel(&k, &parse_kernel("k.py", &printed).unwrap()), "{printed}");
 }
 
 #[test]

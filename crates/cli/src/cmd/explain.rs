@@ -22,7 +22,8 @@ pub struct Args {
     #[command(flatten)]
     pub target: crate::frontend::ArchArg,
     /// A JSON list of objects (`op`, `scope`, `span`, `threads`, `ranges` (when region begins use variables),
-    /// `operands`, `chosen`, `vec`, `rounds`, `tried`, `limits`; with `--sim` also `bank`).
+    /// `bounds`, `assumes` and `launch` (when there are any), `operands`, `chosen`, `vec`, `rounds`,
+    /// `tried`, `limits`; with `--sim` also `bank`).
     #[arg(long)]
     pub json: bool,
     /// Also simulate the kernel and show each call's shared-memory bank conflicts.

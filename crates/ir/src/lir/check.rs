@@ -399,4 +399,52 @@ mod tests {
         let err = copy([u32::MAX, u32::MAX, 2]).validate().unwrap_err();
         assert!(err.contains("CUDA allows at most 1024"), "{err}");
     }
+
+    /// `copy` with a scalar `n` (var 1) at signature position 1, rows `n` of both buffers,
+    /// a grid of `n` CTAs and the launch check `n <= 32`.
+    fn with_scalar(t: DType) -> LKernel {
+        use crate::lir::{LaunchCheck, ScalarParam, SymExpr, SymOp};
+        let mut k = copy([1, 1, 1]);
+        k.vars.push(LVar { name: "n".into(), dtype: t });
+        k.scalars.push(ScalarParam { var: LVarId(1), index: 1 });
+        let n = || SymExpr::Param(LVarId(1));
+        k.grid_dims[0] = Some(n());
+        k.grid[0] = i32::MAX as u32;
+        k.bufs.iter_mut().for_each(|b| b.dyn_rows = Some(n()));
+        let cond = SymExpr::bin(SymOp::Le, n(), SymExpr::Int(32));
+        k.checks.push(LaunchCheck { cond, what: "rows of `A`".into(), span: Span::new(3, 9) });
+        k
+    }
+
+    #[test]
+    fn scalar_parameters_are_typed_and_in_scope() {
+        use crate::lir::{ParamRef, ScalarValue};
+        let k = with_scalar(DType::I32);
+        assert_eq!(k.validate(), Ok(()));
+        assert_eq!(
+            k.signature(),
+            [ParamRef::Buffer(LBufId(0)), ParamRef::Scalar(LVarId(1)), ParamRef::Buffer(LBufId(1))]
+        );
+        let err = with_scalar(DType::F16).validate().unwrap_err();
+        assert!(err.contains("scalar parameter `n` is float16"), "{err}");
+        // A float parameter cannot size anything.
+        let err = with_scalar(DType::F32).validate().unwrap_err();
+        assert!(err.contains("grid dimension 0 reads variable #1, which is not an integer scalar parameter"), "{err}");
+        let mut twice = with_scalar(DType::I32);
+        twice.scalars[0].index = 7;
+        assert!(twice.validate().unwrap_err().contains("position 7 of 3"));
+        // The launch: sizes, grid, bounds shapes concrete; the check evaluated.
+        let s = k.specialize(&[ScalarValue::Int(8)]).unwrap();
+        assert_eq!((s.grid, s.bufs[0].elems, s.bufs[0].shape.clone()), ([8, 1, 1], 8, vec![8]));
+        assert!(s.checks.is_empty() && s.grid_dims.iter().all(Option::is_none));
+        assert!(s.bufs.iter().all(|b| b.dyn_rows.is_none()));
+        assert_eq!(s.validate(), Ok(()));
+        let e = k.specialize(&[ScalarValue::Int(40)]).unwrap_err();
+        assert_eq!(e.message, "launch check `n <= 32` fails with n = 40 (rows of `A`)");
+        assert_eq!(e.span, Span::new(3, 9));
+        let e = k.specialize(&[ScalarValue::Int(0)]).unwrap_err();
+        assert!(e.message.contains("grid dimension x `n` is 0 with n = 0"), "{}", e.message);
+        let e = k.specialize(&[]).unwrap_err();
+        assert!(e.message.contains("takes 1 scalar argument(s) (`n`), 0 given"), "{}", e.message);
+    }
 }

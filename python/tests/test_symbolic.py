@@ -109,3 +109,21 @@ def test_scalars_in_the_python_front_end_round_trip():
     text = scale_rows.source
     assert "def scale_rows(A_ptr: T.handle, B_ptr: T.handle, n: T.int32, alpha: T.float32):" in text
     assert "T.assume(n % 32 == 0)" in scale_rows.script()
+
+
+def test_buffer_annotations_may_use_a_scalar_declared_after_them():
+    # Python evaluates annotations when it defines the function: a later parameter's name
+    # needs postponed (string) annotations, as `from __future__ import annotations` makes them.
+    @T.prim_func
+    def double(A: "T.Buffer((n, 8), 'float32')", B: "T.Buffer((n, 8), 'float32')", n: T.int32):
+        T.device_entry()
+        bx = T.cta_id([n])
+        t = T.thread_id([8])
+        B[bx, t] = A[bx, t] * T.float32(2)
+
+    k = kernel(double)
+    a = np.arange(24, dtype=np.float32).reshape(3, 8)
+    b = np.zeros_like(a)
+    k(a, b, 3)
+    np.testing.assert_array_equal(b, 2 * a)
+    assert "def double(A: T.Buffer((n, 8), \"float32\"), B: T.Buffer((n, 8), \"float32\"), n: T.int32):" in double.script()

@@ -157,8 +157,17 @@ impl Builder<'_> {
         Ok((GRID_LIMITS.get(d).copied().unwrap_or(1), Some(e)))
     }
 
-    /// `T.assume(cond)`: a fact about scalar parameters, checked at every launch.
+    /// `T.assume(cond)`: a fact about scalar parameters, checked at every launch. It
+    /// holds for the whole kernel, so it is a statement of the kernel body itself.
     pub(crate) fn assume(&mut self, args: &[ast::Arg], span: Span) -> R<()> {
+        // The module's scope and the kernel's: deeper is inside a loop or an `if`.
+        if self.scopes.len() > 2 {
+            return self.fail(
+                Diagnostic::error(span, "`T.assume` inside a loop or an `if`")
+                    .with_label("a fact about parameters holds for the whole kernel")
+                    .with_help("move it to the kernel body's top level (conditions on parameters: `T.assume(n < 64 or m % 8 == 0)`)"),
+            );
+        }
         let (pos, kw) = self.eval_args(args)?;
         let mut a = Args::new("T.assume".into(), pos, kw, span);
         let (v, vs) = a.req(self, "cond")?;

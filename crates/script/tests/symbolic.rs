@@ -153,6 +153,11 @@ fn errors_are_at_the_operand_at_fault() {
             (2, "e >"),
         ),
         (kernel("A_ptr: T.handle, h: T.float16", "    pass\n"), "scalar parameters of type float16 are not supported", (1, "T.float16")),
+        (
+            kernel("A_ptr: T.handle, n: T.int32", &format!("{dev}    for i in range(4):\n        T.assume(n > 0)\n")),
+            "`T.assume` inside a loop or an `if`",
+            (5, "T.assume"),
+        ),
         (kernel("A_ptr: T.handle, n: T.int32", &format!("{dev}    n = n + 1\n")), "`n` is a scalar kernel parameter, which is immutable", (4, "n =")),
         (
             kernel(

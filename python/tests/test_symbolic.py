@@ -127,3 +127,11 @@ def test_buffer_annotations_may_use_a_scalar_declared_after_them():
     k(a, b, 3)
     np.testing.assert_array_equal(b, 2 * a)
     assert "def double(A: T.Buffer((n, 8), \"float32\"), B: T.Buffer((n, 8), \"float32\"), n: T.int32):" in double.script()
+
+
+def test_integers_beyond_the_parameter_type_are_refused():
+    k = kernel(scale_rows)
+    a = np.zeros((64, 64), np.float32)
+    for n in (2**31, -(2**31) - 1, 2**70):
+        with pytest.raises(tirx.TirxError, match=f"{n} is outside the range of int32"):
+            k(a, a.copy(), n, 1.0)

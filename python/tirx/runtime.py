@@ -76,7 +76,7 @@ class Param:
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
-_INT_SCALARS = ("int32", "int64", "uint32")
+_INT_SCALARS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1)}
 
 
 def default_target() -> str:
@@ -161,6 +161,11 @@ class Kernel:
             if p.dtype in _INT_SCALARS:
                 if not isinstance(a, (int, np.integer)):
                     raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be an int, got {type(a).__name__}")
+                lo, hi = _INT_SCALARS[p.dtype]
+                if not lo <= int(a) <= hi:
+                    from . import TirxError
+
+                    raise TirxError(f"{self.name}(): argument {i} (`{p}`): {int(a)} is outside the range of {p.dtype} [{lo}, {hi}]")
                 out.append(int(a))
             else:
                 if not isinstance(a, (int, float, np.integer, np.floating)):

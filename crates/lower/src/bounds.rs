@@ -414,6 +414,21 @@ pub(crate) fn never_error(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &
     .with_help("change the region so that it ends inside the run-time size")
 }
 
+/// [`never_error`] as a warning, lowered anyway (`defer_bounds`).
+pub(crate) fn never_deferred_warning(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
+    Diagnostic::warning(
+        span,
+        format!(
+            "`{what}` is out of bounds of `{}` (shape {}) for every launch; lowered anyway (bounds deferred to the simulator)",
+            b.name,
+            shape_text(k, b)
+        ),
+    )
+    .with_label("always out of bounds")
+    .with_note(why.to_string())
+    .with_help("this kernel is for `tirx sim` only: the simulator reports the first out-of-bounds access")
+}
+
 /// The warning of a region (or scalar access) not proven in bounds.
 pub(crate) fn unproven_warning(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
     Diagnostic::warning(span, format!("cannot prove `{what}` inside `{}` (shape {}): {why}", b.name, shape_text(k, b)))

@@ -602,6 +602,9 @@ impl Lowerer<'_> {
                         }
                         Verdict::Never { why, .. } => {
                             lines.push(format!("`{what}` is out of bounds for every launch (deferred): {why}"));
+                            if self.warned.insert(r.span) {
+                                self.warnings.push(bounds::never_deferred_warning(self.k, hb, &what, r.span, &why));
+                            }
                         }
                         Verdict::Unproven { why, .. } => {
                             lines.push(format!("`{what}` not proven in bounds, checked by the simulator: {why}"));
@@ -675,7 +678,11 @@ impl Lowerer<'_> {
                         self.warnings.push(bounds::deferred_warning(self.k, hb, &what, at_dim(e.dim), &e, write));
                     }
                 }
-                Verdict::Never { .. } => {}
+                Verdict::Never { dim, why } => {
+                    if self.warned.insert(at_dim(dim)) {
+                        self.warnings.push(bounds::never_deferred_warning(self.k, hb, &what, at_dim(dim), &why));
+                    }
+                }
                 Verdict::Unproven { dim, why } => {
                     if self.warned.insert(at_dim(dim)) {
                         self.warnings.push(bounds::unproven_warning(self.k, hb, &what, at_dim(dim), &why));

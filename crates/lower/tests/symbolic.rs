@@ -134,6 +134,14 @@ def past(A_ptr: T.handle, n: T.int32):
     assert_eq!(e.message, "`A[n:n + 64, 0:128]` is out of bounds of `A` (shape (n, 128)) for every launch");
     assert_eq!(&src[e.span().lo as usize..e.span().hi as usize], "A[n : n + 64, 0:128]");
     assert!(e.notes.iter().any(|n| n.contains("its rows end at n + 64 of n")), "{:?}", e.notes);
+    // Deferred: a warning, and the simulator finds the first access past the rows of this launch.
+    let opts = tirx_lower::LowerOptions { defer_bounds: true, ..Default::default() };
+    let l = tirx_lower::lower_kernel(&parse(&src), &opts).unwrap();
+    assert!(l.warnings[0].message.ends_with("for every launch; lowered anyway (bounds deferred to the simulator)"));
+    let mut p = vec![vec![0u8; 64 * 512]];
+    let e = tirx_sim::simulate_args(&l.lir, &mut p, &[ScalarValue::Int(64)], &SimOptions::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::OutOfBounds);
+    assert!(e.message.contains("read of element (64, 0) of `A` (global, shape (64, 128))"), "{e}");
 }
 
 /// `A[off : off + 256]` of a 1024-element f16 buffer, copied by one warp.

@@ -9,7 +9,9 @@ target). Calling the result runs it:
   launch on the tensors' device and the current stream, without copies or synchronisation.
 
 Arguments are checked against the kernel's signature (dtype, shape, contiguity, device) with
-clear exceptions before anything runs.
+clear exceptions before anything runs. Scalar parameters (``n: T.int32``) take Python ints or
+floats in the same call; shapes and the grid that depend on them, and the kernel's launch checks,
+are evaluated from them first (docs/python.md §5.3).
 """
 
 from __future__ import annotations

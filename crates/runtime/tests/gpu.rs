@@ -184,7 +184,7 @@ fn scalar_arguments_and_a_grid_per_launch() {
         let b: Vec<f32> = bufs[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
         assert!(b.iter().enumerate().all(|(i, &x)| x == i as f32 * 0.5 + 3.0), "n = {n}");
         let bad = LaunchArgs { grid: [0, 1, 1], ..args };
-        let e = gpu.launch_args(&kernel, &dev, &bad).err().expect("rejected");
+        let e = gpu.launch_args(&kernel, &dev, &bad).expect_err("rejected");
         assert!(matches!(e, RuntimeError::Invalid(_)) && e.to_string().contains("outside the CUDA limits"), "{e}");
     }
 }

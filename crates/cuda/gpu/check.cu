@@ -19,6 +19,7 @@ __global__ void copy_f16(__half*, __half*);
 __global__ void copy_u8(unsigned char*, unsigned char*);
 __global__ void fallback_copy(float*, float*);
 __global__ void scalar_grid(float*, float*);
+__global__ void scalar_params(float*, int, float*, float);
 __global__ void reg_copy(float*, float*);
 __global__ void ldstmatrix(__half*, __half*);
 __global__ void packed_f16(__half*, __half*, __half*);
@@ -114,6 +115,19 @@ static void check_scalar_grid() {
     scalar_grid<<<4, 128>>>(da, db);
     CK(cudaGetLastError());
     expect("scalar_grid", download(db, 500), want);
+}
+
+/// Scalar arguments between the buffers and a grid sized by them: (n + 127) / 128 CTAs.
+static void check_scalar_params() {
+    const int n = 300;
+    const float scale = -1.5f;
+    std::vector<float> a(n), want(n);
+    for (int i = 0; i < n; ++i) a[i] = float(i) * 0.25f, want[i] = a[i] * scale;
+    float* da = upload(a);
+    float* db = zeros<float>(n);
+    scalar_params<<<(n + 127) / 128, 128>>>(da, n, db, scale);
+    CK(cudaGetLastError());
+    expect("scalar_params", download(db, n), want);
 }
 
 static void check_reg_copy() {
@@ -367,6 +381,7 @@ int main(int argc, char** argv) {
              roundtrip<__half>("swizzle_copy", swizzle_copy, 4096, 1, 128, 8192);
          }},
         {"scalar_grid", check_scalar_grid},
+        {"scalar_params", check_scalar_params},
         {"reg_copy", check_reg_copy},
         {"ldstmatrix", check_ldstmatrix},
         {"packed_f16", check_packed_f16},

@@ -315,6 +315,12 @@ impl<'a> CallCx<'a> {
         self.env.var_bounds(self.facts, v)
     }
 
+    /// The largest constant every value of `a` is a multiple of (alignment proofs):
+    /// [`Affine::divisor`] with the divisibility `T.assume` states of scalar parameters.
+    pub fn divisor(&self, a: &Affine) -> i64 {
+        a.divisor_with(&|v| self.env.sym.unit(v))
+    }
+
     /// The values an affine index takes at the call, from [`Self::var_bounds`].
     pub fn range(&self, a: &Affine) -> Option<Interval> {
         a.range(&|v| self.var_bounds(v))
@@ -349,6 +355,7 @@ impl Emitter<'_> {
             elems,
             shape: vec![elems],
             dynamic: false,
+            dyn_rows: None,
         })
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).

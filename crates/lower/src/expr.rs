@@ -280,10 +280,17 @@ impl Affine {
     /// proofs, so an `i64::MIN` (no positive `i64`) counts as the odd
     /// `i64::MAX`, and an overflowing product as the coefficient alone: conservative.
     pub fn divisor(&self) -> i64 {
+        self.divisor_with(&|_| 1)
+    }
+
+    /// [`Affine::divisor`] where variable `v` is known to be a multiple of `unit(v)`
+    /// (a scalar parameter with `T.assume(v % unit == 0)`).
+    pub fn divisor_with(&self, unit: &dyn Fn(VarId) -> i64) -> i64 {
         let abs = |x: i64| x.checked_abs().unwrap_or(i64::MAX);
         let term = |t: &Term| match t {
-            Term::Var(_) | Term::FloorDiv(..) => 1,
-            Term::FloorMod(a, c) => gcd(a.divisor(), *c),
+            Term::Var(v) => unit(*v).max(1),
+            Term::FloorDiv(..) => 1,
+            Term::FloorMod(a, c) => gcd(a.divisor_with(unit), *c),
         };
         self.terms.iter().fold(abs(self.constant), |g, (t, k)| {
             let step = abs(*k).checked_mul(term(t)).unwrap_or(abs(*k));

@@ -34,6 +34,7 @@ pub mod elementwise;
 pub mod explain;
 mod expr;
 pub mod gemm;
+mod launch;
 mod lay;
 pub mod operand;
 pub mod reduce;

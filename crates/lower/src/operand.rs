@@ -5,7 +5,8 @@
 //!   (the swizzle's base tile for a `ComposeLayout`) sliced at the constant part
 //!   of the region's begins and canonicalized, the swizzle, and the symbolic
 //!   rest of the begins as one affine element offset (`sym`). Its alignment
-//!   facts: the tile's strides and offset, `sym.divisor()` and the swizzle chunk.
+//!   facts: the tile's strides and offset, `sym_div` (the divisor of `sym`, with the
+//!   parameters' `T.assume` divisibility) and the swizzle chunk.
 //! * [`RegOperand`] — a region of a register (`local`) buffer: the layout sliced
 //!   and canonicalized with its thread axes, checked to hold each element in one
 //!   register; [`thread_part`] then says which thread id numbers it at a scope.
@@ -35,6 +36,9 @@ pub struct MemOperand {
     pub swizzle: Option<Swizzle>,
     /// The symbolic part of the region start, in elements (zero when constant).
     pub sym: Affine,
+    /// What every value of `sym` is a multiple of (alignment proofs): its divisor,
+    /// with the divisibility `T.assume` states of scalar parameters (`CallCx::divisor`).
+    pub sym_div: i64,
 }
 
 /// Resolves a global or shared region (§2.8): no thread axes, one address per
@@ -90,7 +94,8 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
             format!("`{}` has replicated elements ({tile}); an access needs one address per element", b.name),
         ));
     }
-    Ok(MemOperand { buf: r.buf, tile, swizzle, sym })
+    let sym_div = cx.divisor(&sym);
+    Ok(MemOperand { buf: r.buf, tile, swizzle, sym, sym_div })
 }
 
 /// The element stride of a dim whose iters (after dropping unit ones) are one

@@ -118,11 +118,20 @@ mod tests {
             layout: Layout::Tile(TileLayout::row_major(shape)),
             origin: BufferOrigin::Alloc,
             span: Span::new(at, at + 1),
+            dyn_outer: None,
         }
     }
 
     fn kernel(bufs: Vec<Buffer>) -> Kernel {
-        Kernel { name: "k".into(), params: vec![], buffers: bufs, vars: vec![], body: vec![], span: Span::default() }
+        Kernel {
+            name: "k".into(),
+            params: vec![],
+            buffers: bufs,
+            vars: vec![],
+            body: vec![],
+            span: Span::default(),
+            assumes: vec![],
+        }
     }
 
     #[test]

@@ -67,3 +67,11 @@ fn reductions_and_collectives() {
         snapshot(rel);
     }
 }
+
+/// Scalar parameters, run-time rows and grid, a launch check (docs/tile-primitives.md §7).
+#[test]
+fn scalar_parameter_examples() {
+    for rel in ["scale_rows.py", "copy_rows_checked.py"] {
+        snapshot(rel);
+    }
+}

@@ -25,7 +25,12 @@ impl Builder<'_> {
         span: Span,
     ) -> R<BufId> {
         let (sv, ss) = a.req(self, "shape")?;
-        let shape = self.shape_of(sv, ss)?;
+        let (shape, dyn_outer) = if origin == BufferOrigin::Param {
+            self.param_shape(sv, ss, name)?
+        } else {
+            self.constant_shape_only(&sv, &format!("`{name}`"))?;
+            (self.shape_of(sv, ss)?, None)
+        };
         let dtype = match a.opt(self, "dtype")? {
             Some((v, sp)) => self.dtype_of(v, sp)?,
             None => DType::F32,
@@ -34,6 +39,13 @@ impl Builder<'_> {
         if scope_kw {
             if let Some((v, sp)) = a.opt(self, "scope")? {
                 scope = self.mem_scope(v, sp)?;
+                if dyn_outer.is_some() && scope != MemScope::Global {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("`{name}` has a run-time dim 0, so it must be a global buffer"))
+                            .with_label(format!("{} memory", scope.name()))
+                            .with_help("shared and local sizes are compile-time constants; drop `scope=`"),
+                    );
+                }
                 // A kernel's arguments are global memory; a shared or register handle is a
                 // device-function parameter, which kernels here do not have.
                 if origin == BufferOrigin::Param && scope != MemScope::Global {
@@ -49,13 +61,21 @@ impl Builder<'_> {
                 }
             }
         }
-        let layout = match a.kw("layout") {
-            Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
-            None => Layout::Tile(TileLayout::row_major(&shape)),
-        };
+        let layout =
+            match a.kw("layout") {
+                Some((v, sp)) if dyn_outer.is_some() && v != Val::None => return self.fail(
+                    Diagnostic::error(sp, format!("`{name}` has a run-time dim 0, so its layout is row-major"))
+                        .with_label("an explicit layout")
+                        .with_help(
+                            "remove `layout=`: a symbolic buffer is addressed row-major with constant inner strides",
+                        ),
+                ),
+                Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
+                None => Layout::Tile(TileLayout::row_major(&shape)),
+            };
         a.kw("align");
         a.finish(self)?;
-        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span }))
+        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span, dyn_outer }))
     }
 
     pub(crate) fn add_buffer(&mut self, b: Buffer) -> BufId {
@@ -314,6 +334,13 @@ impl Builder<'_> {
         let (pos, kw) = self.eval_args(args)?;
         let mut a = Args::new(what.trim_start_matches('.').into(), vec![], kw, span);
         let b = self.buffer(base).clone();
+        if b.is_symbolic() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
+                    .with_label("view of a symbolic buffer")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
         let shape_given = if pos.is_empty() {
             None
         } else {
@@ -326,6 +353,7 @@ impl Builder<'_> {
                         .with_help("allocate a buffer of the wanted dtype"),
                 );
             }
+            self.constant_shape_only(&v, &format!("view `{name}`"))?;
             Some((self.shape_of(v, sp)?, sp))
         };
         let (shape, layout, origin) = match m {
@@ -448,8 +476,16 @@ impl Builder<'_> {
         };
         a.finish(self)?;
         self.require_device(span)?;
-        let id =
-            self.add_buffer(Buffer { name: name.clone(), shape, dtype: b.dtype, scope: b.scope, layout, origin, span });
+        let id = self.add_buffer(Buffer {
+            name: name.clone(),
+            shape,
+            dtype: b.dtype,
+            scope: b.scope,
+            layout,
+            origin,
+            span,
+            dyn_outer: None,
+        });
         self.define(&name, Val::Buffer(id));
         out.push(Stmt { kind: StmtKind::Alloc(id), span });
         Ok(())
@@ -470,6 +506,13 @@ impl Builder<'_> {
     ) -> R<()> {
         let (name, _) = self.target_name(Some(target), span, ".sub")?;
         let b = self.buffer(base).clone();
+        if b.is_symbolic() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
+                    .with_label("view of a symbolic buffer")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
         let Val::Sub(s) = self.buffer_subscript(base, idx, idx.span)? else {
             return self.fail(Diagnostic::error(idx.span, "`.sub[...]` takes indices and slices"));
         };
@@ -535,8 +578,16 @@ impl Builder<'_> {
         };
         self.require_device(span)?;
         let origin = BufferOrigin::View { base };
-        let id =
-            self.add_buffer(Buffer { name: name.clone(), shape, dtype: b.dtype, scope: b.scope, layout, origin, span });
+        let id = self.add_buffer(Buffer {
+            name: name.clone(),
+            shape,
+            dtype: b.dtype,
+            scope: b.scope,
+            layout,
+            origin,
+            span,
+            dyn_outer: None,
+        });
         self.define(&name, Val::Buffer(id));
         out.push(Stmt { kind: StmtKind::Alloc(id), span });
         Ok(())
@@ -584,7 +635,7 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but {n} index(es) were given", b.name))
                     .with_label("wrong number of indices")
-                    .with_help(format!("index every dimension of shape {}", fmt_shape(&b.shape))),
+                    .with_help(format!("index every dimension of shape {}", self.shape_text(&b))),
             );
         }
         let mut out = vec![];
@@ -598,7 +649,9 @@ impl Builder<'_> {
             };
             let e = self.int_expr(v.clone(), *sp)?;
             if let ExprKind::Int(i) = e.kind {
-                if i < 0 || i >= b.shape[d] {
+                // A run-time dim 0 has no constant upper end (lowering checks it at launch).
+                let limit = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
+                if i < 0 || i >= limit {
                     return self.fail(
                         Diagnostic::error(
                             *sp,
@@ -608,7 +661,7 @@ impl Builder<'_> {
                             ),
                         )
                         .with_label("out of bounds")
-                        .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+                        .with_help(format!("`{}` has shape {}", b.name, self.shape_text(&b))),
                     );
                 }
             }
@@ -666,6 +719,17 @@ impl Builder<'_> {
     /// A region operand: a bare buffer (all of it) or a subscript.
     pub(crate) fn region(&mut self, v: Val, span: Span, what: &str) -> R<BufferRegion> {
         match v {
+            Val::Buffer(b) if self.buffer(b).is_symbolic() => {
+                let n = self.buffer(b).name.clone();
+                self.fail(
+                    Diagnostic::error(
+                        span,
+                        format!("`{n}` has a run-time dim 0: a region of it needs constant extents"),
+                    )
+                    .with_label(format!("all of `{n}`"))
+                    .with_help(format!("take a tile of it, e.g. `{n}[bx * 64 : bx * 64 + 64, ...]`")),
+                )
+            }
             Val::Buffer(b) => {
                 let zero = |sp| Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: sp };
                 let ranges = self.buffer(b).shape.iter().map(|&e| Range { begin: zero(span), extent: e }).collect();
@@ -683,12 +747,15 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but the region gives {n}", b.name))
                     .with_label("too many indices")
-                    .with_help(format!("shape is {}", fmt_shape(&b.shape))),
+                    .with_help(format!("shape is {}", self.shape_text(&b))),
             );
         }
         let mut ranges = vec![];
         for d in 0..b.shape.len() {
             let dim = b.shape[d];
+            if d == 0 && b.is_symbolic() {
+                self.symbolic_dim_slice(&b, &s)?;
+            }
             let r = match s.indices.get(d) {
                 None => Range { begin: Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: s.span }, extent: dim },
                 Some((Index::Point(v), sp)) => Range { begin: self.int_expr(v.clone(), *sp)?, extent: 1 },
@@ -742,8 +809,45 @@ impl Builder<'_> {
         Ok(BufferRegion { buf: s.buf, ranges, span: s.span })
     }
 
+    /// `(n, 128)`: the shape as the source wrote it (a run-time dim 0 as its text).
+    pub(crate) fn shape_text(&self, b: &Buffer) -> String {
+        let dims: Vec<String> = (0..b.shape.len()).map(|d| self.dim_text(b, d)).collect();
+        if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        }
+    }
+
+    fn dim_text(&self, b: &Buffer, d: usize) -> String {
+        match (&b.dyn_outer, d) {
+            (Some(e), 0) => self.src.get(e.span.lo as usize..e.span.hi as usize).unwrap_or("?").to_string(),
+            _ => b.shape[d].to_string(),
+        }
+    }
+
+    /// Dim 0 of a symbolic buffer has no constant size: a region must give it a
+    /// begin and a constant extent (`bx * 64 : bx * 64 + 64`), not `:` or `x:`.
+    fn symbolic_dim_slice(&mut self, b: &Buffer, s: &Sub) -> R<()> {
+        let open = match s.indices.first() {
+            None => Some(s.span),
+            Some((Index::Slice(lo, None, sp), _)) => Some(lo.as_ref().map_or(*sp, |_| *sp)),
+            _ => None,
+        };
+        let Some(at) = open else { return Ok(()) };
+        self.fail(
+            Diagnostic::error(
+                at,
+                format!("dim 0 of `{}` is a run-time value: the region needs a constant extent there", b.name),
+            )
+            .with_label("to the end of a run-time dimension")
+            .with_help("write the rows as `x : x + k` with a constant `k`"),
+        )
+    }
+
     pub(crate) fn check_range(&mut self, b: &Buffer, d: usize, r: &Range, sp: Span) -> R<()> {
-        let dim = b.shape[d];
+        // A run-time dim 0: only its lower end is known here (lowering checks the rest).
+        let dim = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
         let oob = match r.begin.kind {
             ExprKind::Int(lo) => lo < 0 || lo.checked_add(r.extent).is_none_or(|hi| hi > dim),
             _ => r.extent > dim,
@@ -756,10 +860,14 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(
                     sp,
-                    format!("region {shown} is out of bounds for dimension {d} of `{}` (extent {dim})", b.name),
+                    format!(
+                        "region {shown} is out of bounds for dimension {d} of `{}` (extent {})",
+                        b.name,
+                        self.dim_text(b, d)
+                    ),
                 )
                 .with_label("out of bounds")
-                .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+                .with_help(format!("`{}` has shape {}", b.name, self.shape_text(b))),
             );
         }
         Ok(())

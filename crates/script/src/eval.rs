@@ -268,7 +268,14 @@ impl Builder<'_> {
                 "view" => Ok(Val::Method(b, Method::View)),
                 "ptr_to" => Ok(Val::Method(b, Method::PtrTo)),
                 "sub" => Ok(Val::Method(b, Method::Sub)),
-                "shape" => Ok(Val::Tuple(self.buffer(b).shape.iter().map(|&e| Val::Int(e)).collect())),
+                "shape" => {
+                    let buf = self.buffer(b);
+                    let mut dims: Vec<Val> = buf.shape.iter().map(|&e| Val::Int(e)).collect();
+                    if let (Some(e), Some(d0)) = (&buf.dyn_outer, dims.first_mut()) {
+                        *d0 = Val::Expr(Expr { span, ..e.clone() });
+                    }
+                    Ok(Val::Tuple(dims))
+                }
                 "dtype" => Ok(Val::Str(self.buffer(b).dtype.name().to_string())),
                 "ndim" => Ok(Val::Int(self.buffer(b).shape.len() as i64)),
                 _ => {
@@ -1191,6 +1198,7 @@ impl Builder<'_> {
             Builtin::Buffer => "T.Buffer".into(),
             Builtin::MatchBuffer => "T.match_buffer".into(),
             Builtin::DeviceEntry => "T.device_entry".into(),
+            Builtin::Assume => "T.assume".into(),
             Builtin::ScopeId(k) => format!("T.{}", k.script_name()),
             Builtin::Alloc(AllocKind::Buffer) => "T.alloc_buffer".into(),
             Builtin::Alloc(AllocKind::Shared) => "T.alloc_shared".into(),
@@ -1411,6 +1419,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
         b,
         Builtin::MatchBuffer
             | Builtin::DeviceEntry
+            | Builtin::Assume
             | Builtin::ScopeId(_)
             | Builtin::Alloc(_)
             | Builtin::Tile(..)

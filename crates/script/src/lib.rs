@@ -45,6 +45,7 @@ mod parser;
 mod print;
 mod scope_ids;
 mod spans;
+mod symbolic;
 mod tile;
 mod value;
 

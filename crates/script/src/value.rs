@@ -235,6 +235,8 @@ pub enum Builtin {
     TMax,
     DTypeFn(DType),
     Let,
+    /// `T.assume(cond)`: a fact about the scalar parameters.
+    Assume,
     CtaSync,
     WarpSync,
     Collective(CollKind),
@@ -331,6 +333,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "Buffer" => Some(B::Buffer),
         "match_buffer" => Some(B::MatchBuffer),
         "device_entry" => Some(B::DeviceEntry),
+        "assume" => Some(B::Assume),
         "cta_id" => kind(ScopeIdKind::CtaId),
         "cluster_id" => kind(ScopeIdKind::ClusterId),
         "cta_id_in_cluster" => kind(ScopeIdKind::CtaIdInCluster),
@@ -373,12 +376,13 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 46] = [
+pub const T_ATTRS: [&str; 47] = [
     "prim_func",
     "handle",
     "Buffer",
     "match_buffer",
     "device_entry",
+    "assume",
     "cta_id",
     "cluster_id",
     "cta_id_in_cluster",

@@ -60,6 +60,13 @@ const TOKENS: &[&str] = &[
     "\\",
     ";",
     "T.device_entry()",
+    // Scalar parameters, run-time sizes and grids, assumptions.
+    "n: T.int32, ",
+    "(n, 128)",
+    "T.cta_id([(n + 63) // 64])",
+    "T.assume(n % 64 == 0)\n",
+    "A[n - 1, 0]",
+    "A[n : n + 8, 0:8]",
     "T.lane_id()",
     "T.thread_id([64])",
     "dispatch=",

@@ -76,6 +76,29 @@ pub fn scalar_grid_guarded() -> LKernel {
     ])
 }
 
+/// Scalar parameters between the buffers, `(A, n, B, scale)`: a grid of
+/// `(n + 127) // 128` CTAs of 128 threads, each thread `B[g] = A[g] * scale` for
+/// `g < n`, over buffers of `n` elements (64-bit indices).
+pub fn scalar_params() -> LKernel {
+    use tirx_ir::lir::{SymExpr, SymOp};
+    let mut kb = Kb::new("scalar_params", [i32::MAX as u32, 1, 1], [128, 1, 1]);
+    let a = kb.param("A", DType::F32, &[1 << 31]);
+    let n = kb.scalar("n", DType::I32, 1);
+    let b = kb.param("B", DType::F32, &[1 << 31]);
+    let scale = kb.scalar("scale", DType::F32, 3);
+    let p = || SymExpr::Param(n);
+    kb.rows(a, p());
+    kb.rows(b, p());
+    let ctas = SymExpr::bin(SymOp::FloorDiv, SymExpr::bin(SymOp::Add, p(), SymExpr::Int(127)), SymExpr::Int(128));
+    kb.grid_dim(0, ctas);
+    let g = kb.var("g", DType::I32);
+    let wide = |e| LExpr::Cast(DType::I64, Box::new(e));
+    kb.finish(vec![
+        let_(g, add(mul(bid(), i(128)), tid())),
+        if_(lt(v(g), v(n)), vec![store(b, wide(v(g)), mul(load(a, wide(v(g))), v(scale)))]),
+    ])
+}
+
 /// Seed 000 (copy -> reg): each lane owns row `lane` of a 32x8 f32 tile; the
 /// tile comes from global (read-only path) into registers, is doubled, goes
 /// through shared memory and back to global as 128-bit accesses.
@@ -555,6 +578,7 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("copy_u8_gmem_smem", gmem_smem_roundtrip("copy_u8", DType::U8, 16)),
         ("fallback_guarded", fallback_guarded()),
         ("scalar_grid_guarded", scalar_grid_guarded()),
+        ("scalar_params", scalar_params()),
         ("reg_copy", reg_copy()),
         ("ldstmatrix", ldstmatrix()),
         ("packed_f16", packed_f16()),

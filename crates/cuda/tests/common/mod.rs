@@ -17,7 +17,20 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb { k: LKernel { name: name.into(), grid, block, params: vec![], bufs: vec![], vars: vec![], body: vec![] } }
+        Kb {
+            k: LKernel {
+                name: name.into(),
+                grid,
+                block,
+                params: vec![],
+                scalars: vec![],
+                grid_dims: [None, None, None],
+                checks: vec![],
+                bufs: vec![],
+                vars: vec![],
+                body: vec![],
+            },
+        }
     }
 
     fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {
@@ -29,6 +42,7 @@ impl Kb {
             elems: shape.iter().product(),
             shape: shape.to_vec(),
             dynamic,
+            dyn_rows: None,
         });
         id
     }
@@ -49,6 +63,22 @@ impl Kb {
 
     pub fn local(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
         self.buf(name, dtype, Space::Local, shape, false)
+    }
+
+    /// A scalar parameter at position `index` of the signature.
+    pub fn scalar(&mut self, name: &str, dtype: DType, index: usize) -> LVarId {
+        let v = self.var(name, dtype);
+        self.k.scalars.push(tirx_ir::lir::ScalarParam { var: v, index });
+        v
+    }
+
+    /// Dim 0 of parameter `b` is `rows` at run time (its shape holds the bound).
+    pub fn rows(&mut self, b: LBufId, rows: tirx_ir::lir::SymExpr) {
+        self.k.bufs[b.0 as usize].dyn_rows = Some(rows);
+    }
+
+    pub fn grid_dim(&mut self, d: usize, e: tirx_ir::lir::SymExpr) {
+        self.k.grid_dims[d] = Some(e);
     }
 
     pub fn var(&mut self, name: &str, dtype: DType) -> LVarId {

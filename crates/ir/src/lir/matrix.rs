@@ -492,6 +492,7 @@ mod tests {
             elems,
             shape: vec![elems],
             dynamic: false,
+            dyn_rows: None,
         };
         let mut bufs = vec![buf("a", DType::F16, 8), buf("b", DType::F16, 4), buf("acc", DType::F32, 4)];
         let ix = |v: &[i64]| v.iter().map(|&x| LExpr::i32(x)).collect::<Vec<_>>();
@@ -513,6 +514,9 @@ mod tests {
             grid: [1; 3],
             block: [32, 1, 1],
             params: vec![],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs,
             vars: vec![],
             body: vec![stmt],

@@ -36,6 +36,7 @@ pub mod asynch;
 pub mod bounds;
 pub mod check;
 pub mod collective;
+pub mod launch;
 pub mod matrix;
 pub mod memory;
 pub mod pair;
@@ -45,6 +46,7 @@ pub mod round;
 pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
+pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
 pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairSrc};
@@ -82,6 +84,10 @@ pub struct LBuf {
     pub shape: Vec<i64>,
     /// Shared memory declared `extern __shared__` (from `shared.dyn`).
     pub dynamic: bool,
+    /// A global buffer whose dim 0 is a run-time value ([`launch`]): its rows as an
+    /// expression of the scalar parameters. `shape[0]` and `elems` are then the bound
+    /// lowering reasoned with (≥ 2^31 elements, so indices are 64-bit), not a size.
+    pub dyn_rows: Option<SymExpr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -385,6 +391,14 @@ pub struct LKernel {
     pub block: [u32; 3],
     /// Kernel parameters in order; each is a `Global` buffer.
     pub params: Vec<LBufId>,
+    /// Scalar parameters ([`launch`]): variables in scope in the whole body, each with
+    /// its position in the signature ([`LKernel::signature`]).
+    pub scalars: Vec<ScalarParam>,
+    /// Grid dimensions that are expressions of the scalar parameters (`grid` then holds
+    /// CUDA's limit for that dimension, the bound lowering reasoned with).
+    pub grid_dims: [Option<SymExpr>; 3],
+    /// Conditions on the scalar arguments every launch checks first ([`LaunchCheck`]).
+    pub checks: Vec<LaunchCheck>,
     pub bufs: Vec<LBuf>,
     pub vars: Vec<LVar>,
     pub body: Vec<LStmt>,

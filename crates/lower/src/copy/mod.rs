@@ -208,8 +208,8 @@ impl GsOperands {
             elem_bytes: self.elem_bytes,
             threads,
             chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: self.g.sym.divisor(),
-            s_sym_div: self.s.sym.divisor(),
+            g_sym_div: self.g.sym_div,
+            s_sym_div: self.s.sym_div,
         }
     }
 

@@ -403,6 +403,7 @@ impl Registry {
     pub fn cuda() -> Registry {
         let mut r = Registry::new();
         crate::copy::register(&mut r);
+        crate::copy_async::register(&mut r);
         crate::elementwise::register(&mut r);
         crate::gemm::register(&mut r);
         crate::reduce::register(&mut r);

@@ -2,7 +2,8 @@
 //!
 //! Walks the `T.alloc_buffer(..., scope="shared" | "shared.dyn")` allocations
 //! in program order, each sized as the CUDA generator lays it out
-//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned), and
+//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned;
+//! [`dyn_smem_array_bytes`]: 128-byte aligned for `shared.dyn`), and
 //! reports at the allocation that crosses a limit:
 //! * static (`scope="shared"`) over [`STATIC_SMEM_LIMIT`] (48 KiB), which CUDA
 //!   refuses to compile: use `scope="shared.dyn"`;
@@ -14,7 +15,7 @@
 
 use crate::lay;
 use tirx_ir::hir::{BufferOrigin, Kernel, MemScope};
-use tirx_ir::target::{smem_array_bytes, STATIC_SMEM_LIMIT};
+use tirx_ir::target::{dyn_smem_array_bytes, smem_array_bytes, STATIC_SMEM_LIMIT};
 use tirx_ir::{Arch, Diagnostic};
 
 /// The diagnostics of the shared-memory budget of `k` on `arch` (none when it fits).
@@ -29,7 +30,10 @@ pub fn check(k: &Kernel, arch: Arch) -> Vec<Diagnostic> {
             continue;
         }
         let Ok(elems) = lay::memory_span(&b.layout, &b.shape) else { continue };
-        let bytes = smem_array_bytes(elems, b.dtype.bytes());
+        let bytes = match b.scope {
+            MemScope::SharedDyn => dyn_smem_array_bytes(elems, b.dtype.bytes()),
+            _ => smem_array_bytes(elems, b.dtype.bytes()),
+        };
         let what = format!("`{}` ({} {}, {bytes} bytes)", b.name, fmt_dims(&b.shape), b.dtype);
         if b.scope == MemScope::Shared {
             fixed = fixed.saturating_add(bytes);

@@ -449,7 +449,7 @@ impl Machine<'_> {
             }
             Space::Global if !self.opts.check_races => Ok(()),
             _ => {
-                if !self.asy.inflight.is_empty() {
+                if !self.asy.inflight.is_empty() || !self.asy.inflight_src.is_empty() {
                     if let Some(err) = self.inflight_conflict(b, t, e, dir, site) {
                         return Err(err);
                     }

@@ -10,7 +10,7 @@ use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions};
 
 fn cp_async(dst: LBufId, di: LExpr, src: LBufId, si: LExpr, bytes: u32, src_bytes: Option<LExpr>) -> LStmtKind {
-    LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index: di, src, src_index: si, bytes, src_bytes })
+    LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index: di, src, src_index: si, bytes, src_bytes, prefetch: None })
 }
 fn commit() -> LStmtKind {
     LStmtKind::Async(AsyncOp::CommitGroup)

@@ -226,7 +226,7 @@ pub fn cp_async(
     bytes: u32,
     src_bytes: Option<LExpr>,
 ) -> LStmt {
-    st(LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes }))
+    st(LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch: None }))
 }
 pub fn commit_group() -> LStmt {
     st(LStmtKind::Async(AsyncOp::CommitGroup))

@@ -221,6 +221,11 @@ impl AsyncState {
         }
     }
 
+    /// Whether the kernel uses mbarriers (they then order accesses too).
+    pub(crate) fn uses_mbarriers(&self) -> bool {
+        !self.acq.is_empty()
+    }
+
     /// The newest arrive tick of `p` that `t` acquired through mbarrier waits (0: none).
     #[inline]
     pub(crate) fn acquired(&self, t: u32, p: u32) -> u32 {

@@ -216,7 +216,13 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
         let mut params = vec![a.clone(), vec![0u8; 512]];
         tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).unwrap();
         for (i, (&got, &x)) in params[1].iter().zip(&a).enumerate() {
-            let want = if i / 16 < 16 { x } else if fill { 0 } else { 7 };
+            let want = if i / 16 < 16 {
+                x
+            } else if fill {
+                0
+            } else {
+                7
+            };
             assert_eq!(got, want, "element {i}, fill {fill}");
         }
     }

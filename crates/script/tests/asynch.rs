@@ -147,7 +147,9 @@ fn mbarrier_methods_are_statements() {
     let StmtKind::If { cond, .. } = &k.body.iter().find(|s| matches!(s.kind, StmtKind::If { .. })).unwrap().kind else {
         unreachable!()
     };
-    assert!(matches!(&cond.kind, ExprKind::Binary(BinOp::Eq, x, z) if matches!(x.kind, ExprKind::Var(_)) && int(z) == Some(0)));
+    assert!(
+        matches!(&cond.kind, ExprKind::Binary(BinOp::Eq, x, z) if matches!(x.kind, ExprKind::Var(_)) && int(z) == Some(0))
+    );
     // `phase_offset=1` flips the parity of every wait on `empty`.
     let AsyncStmt::MbarWait { parity, .. } = a[6] else { panic!("{:?}", a[6]) };
     assert!(matches!(&parity.kind, ExprKind::Binary(BinOp::BitXor, _, one) if int(one) == Some(1)), "{parity:?}");
@@ -189,7 +191,10 @@ fn misuse_is_an_error_at_the_operand() {
         ("    x = T.ptx.cp_async.commit_group()\n", "does not produce a value"),
         ("    y = tid + T.ptx.cp_async.commit_group()\n", "is an instruction, not a value"),
         ("    pool = T.SMEMPool()\n    X = pool.alloc((8,), \"float32\", align=256)\n", "`align=256`"),
-        ("    pool = T.SMEMPool()\n    X = pool.alloc((8,), \"float32\", scope=\"shared\")\n", "its buffers are `shared.dyn`"),
+        (
+            "    pool = T.SMEMPool()\n    X = pool.alloc((8,), \"float32\", scope=\"shared\")\n",
+            "its buffers are `shared.dyn`",
+        ),
         ("    pool = T.SMEMPool()\n    pool.alloc((8,), \"float32\")\n", "bind it to a name"),
         ("    pool = T.SMEMPool()\n    b = MBarrier(pool, 2)\n    b.wait(2, 0)\n", "stage 2 of `b`, which has 2"),
         ("    b = MBarrier(3, 2)\n", "expected a shared memory pool"),

@@ -189,7 +189,13 @@ fn overwriting_a_source_in_flight_is_a_race() {
         run(&kernel(false), 128, &[], &opts(true)),
         SimErrorKind::DataRace,
         3,
-        &["`A`", "element 124", "thread 0", "writes it while a cp.async by thread 31", "that reads it has not completed"],
+        &[
+            "`A`",
+            "element 124",
+            "thread 0",
+            "writes it while a cp.async by thread 31",
+            "that reads it has not completed",
+        ],
     );
     assert_eq!(e.labels[0].0, span(1), "the copy's site is named: {e}");
     // Its own source, too: the copy may still be reading it.

@@ -259,7 +259,8 @@ fn spec(name: &str) -> Option<Spec> {
             vec![("C", c), ("D", vec![exact(0.0); 4096])]
         }),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
-        "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
+        "ragged_copy_f32" | "ragged_copy_f16" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
+        "ragged_copy_f32_96t" => Some(Spec::Tiled { tile: [50, 90], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
         _ => None,
     }
@@ -304,6 +305,8 @@ const TABLE: &[&str] = &[
     "collective_warp_cta",
     "ewise_smem_pipeline",
     "ragged_copy_f32",
+    "ragged_copy_f16",
+    "ragged_copy_f32_96t",
     "tiled_copy_f16",
     "tiled_copy_f32",
 ];

@@ -356,6 +356,9 @@ fn case_stmts(em: &mut Emitter, p: &PeelPlan, sd: &Sides, c: &Case, tid: &LExpr)
     Ok(out)
 }
 
+/// The statements of item `i` (an `I32` expression).
+type ItemFn<'a> = dyn FnMut(&mut Emitter, LExpr) -> Result<Vec<LStmt>, Bug> + 'a;
+
 /// Items `0..items` dealt round-robin: item `f·T + ((tid - off) mod T)` to thread
 /// `tid` in round `f`, the last round guarded. `f(em, i)` gives the statements of item `i`.
 fn dealt(
@@ -365,7 +368,7 @@ fn dealt(
     t: i64,
     tid: &LExpr,
     off: i64,
-    f: &mut dyn FnMut(&mut Emitter, LExpr) -> Result<Vec<LStmt>, Bug>,
+    f: &mut ItemFn,
 ) -> Result<(), Bug> {
     if items == 0 {
         return Ok(());

@@ -21,6 +21,7 @@ use tirx_ir::DType;
 
 /// Every array starts on a 16-byte boundary, so 128-bit accesses at multiples of the lane count are aligned.
 const ARRAY_ALIGN: u64 = tirx_ir::target::SMEM_ARRAY_ALIGN;
+const DYN_ALIGN: u64 = tirx_ir::target::DYN_SMEM_ALIGN;
 /// The `extern __shared__` byte array that dynamic buffers are carved from.
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
@@ -165,7 +166,8 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        self.line(&format!("extern __shared__ __align__({ARRAY_ALIGN}) unsigned char {DYN_SMEM}[];"));
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for).
+        self.line(&format!("extern __shared__ __align__({DYN_ALIGN}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
             let b = self.k.buf(id);
@@ -176,7 +178,7 @@ impl Ctx<'_> {
                 s => s,
             };
             self.line(&format!("{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"));
-            offset = offset.saturating_add(padded(bytes));
+            offset = offset.saturating_add(dyn_padded(bytes));
         }
         u32::try_from(offset).map_err(|_| {
             CodegenError::Unsupported(format!("{offset} bytes of dynamic shared memory do not fit a launch"))
@@ -372,6 +374,12 @@ fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
 /// footprint as `tirx_ir::target::smem_array_bytes`, which lowering checks.
 fn padded(bytes: u64) -> u64 {
     bytes.checked_next_multiple_of(ARRAY_ALIGN).unwrap_or(u64::MAX)
+}
+
+/// `bytes` rounded up to whole [`DYN_ALIGN`] units: the footprint of a dynamic
+/// shared array, as `tirx_ir::target::dyn_smem_array_bytes`.
+fn dyn_padded(bytes: u64) -> u64 {
+    bytes.checked_next_multiple_of(DYN_ALIGN).unwrap_or(u64::MAX)
 }
 
 /// `  // (32, 32)` after a declaration whose source shape is not flat.

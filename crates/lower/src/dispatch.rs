@@ -43,6 +43,8 @@ use tirx_layout::{Axis, ExecScope};
 pub enum Rule {
     /// An element cannot be addressed through its buffer's layout.
     Address,
+    /// A more general variant would not move wider vectors than the plain one already does.
+    NotWider,
     /// One operand does not split along the iters of the other.
     Align,
     /// An access would not be aligned to its width.
@@ -116,6 +118,7 @@ impl Rule {
     pub fn name(self) -> &'static str {
         match self {
             Rule::Address => "address",
+            Rule::NotWider => "not_wider",
             Rule::Align => "align",
             Rule::Alignment => "alignment",
             Rule::AllThreadsActive => "all_threads_active",
@@ -430,6 +433,7 @@ impl Registry {
     pub fn cuda() -> Registry {
         let mut r = Registry::new();
         crate::copy::register(&mut r);
+        crate::copy_async::register(&mut r);
         crate::elementwise::register(&mut r);
         crate::gemm::register(&mut r);
         crate::reduce::register(&mut r);

@@ -35,7 +35,7 @@
 //! cta_sync
 //! ```
 
-use super::{broadcast_shape, compute_type, convert, fma_arch, parse, rounding, rounding_mode, scalar, scalar_value};
+use super::{broadcast_shape, convert, numerics, parse, scalar, scalar_values};
 use super::{OpCall, Operand};
 use crate::addr::dim_offset;
 use crate::dispatch::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
@@ -95,9 +95,7 @@ impl Variant for EwiseSmem {
         for r in call.regions() {
             mems.push(shared_operand(cx, r)?);
         }
-        let compute = compute_type(cx, &call);
-        let rounding = rounding(call.op, compute, rounding_mode(cx))?;
-        fma_arch(cx, call.op, compute)?;
+        let (compute, rounding) = numerics(cx, &call)?;
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
         let dst_name = &cx.buf(call.dst.buf).name;
         let mut maps = Vec::new();
@@ -147,17 +145,7 @@ impl Variant for EwiseSmem {
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<SmemPlan>("elementwise/smem")?;
         let call = parse(cx)?;
-        let mut scalars = Vec::with_capacity(call.srcs.len());
-        for s in &call.srcs {
-            scalars.push(match s {
-                Operand::Scalar(e) => Some(scalar_value(em, e, p.compute)?),
-                Operand::Region(_) => None,
-            });
-        }
-        let scale = match call.scale {
-            Some(e) => Some(scalar_value(em, e, p.compute)?),
-            None => None,
-        };
+        let (scalars, scale) = scalar_values(em, &call, p.compute, p.compute)?;
         let kind = cx.scope.kind;
         let tid = match cx.scope.tid_kind() {
             Some(k) if kind != ExecScope::Thread => em.thread_id(k),

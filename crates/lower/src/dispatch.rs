@@ -359,15 +359,7 @@ impl Emitter<'_> {
     }
     /// A register array of the variant's own (a temporary), `elems` elements of `dtype`.
     pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
-        self.b.add_buf(tirx_ir::lir::LBuf {
-            name: name.to_string(),
-            dtype,
-            space: tirx_ir::lir::Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        })
+        self.b.add_buf(tirx_ir::lir::LBuf::local(name, dtype, elems))
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).
     pub fn thread_id(&mut self, kind: TidKind) -> LExpr {

@@ -27,15 +27,7 @@ impl Kb {
         }
     }
     fn buf(&mut self, name: &str, dtype: DType, space: Space, elems: i64) -> LBufId {
-        self.k.bufs.push(LBuf {
-            name: name.into(),
-            dtype,
-            space,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        });
+        self.k.bufs.push(LBuf::flat(name, dtype, space, elems));
         LBufId(self.k.bufs.len() as u32 - 1)
     }
     pub fn param(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {

@@ -417,6 +417,22 @@ pub struct LKernel {
 }
 
 impl LKernel {
+    /// A kernel with this launch shape and nothing else yet: the start of a
+    /// kernel built by hand (tests, tools), which then adds buffers and statements.
+    pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> LKernel {
+        LKernel {
+            name: name.into(),
+            grid,
+            block,
+            params: vec![],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
+            bufs: vec![],
+            vars: vec![],
+            body: vec![],
+        }
+    }
     pub fn buf(&self, id: LBufId) -> &LBuf {
         &self.bufs[id.0 as usize]
     }

@@ -11,20 +11,7 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb {
-            k: LKernel {
-                name: "k".into(),
-                grid,
-                block,
-                params: vec![],
-                scalars: vec![],
-                grid_dims: [None, None, None],
-                checks: vec![],
-                bufs: vec![],
-                vars: vec![],
-                body: vec![],
-            },
-        }
+        Kb { k: LKernel::new("k", grid, block) }
     }
     fn buf(&mut self, name: &str, dtype: DType, space: Space, elems: i64) -> LBufId {
         self.k.bufs.push(LBuf::flat(name, dtype, space, elems));

@@ -349,17 +349,20 @@ impl Emitter<'_> {
     pub fn var(&mut self, name: &str, dtype: DType, range: Option<(i64, i64)>) -> LVarId {
         self.b.var(name, dtype, range)
     }
+    /// `e` as an `i32` `let` named `name` appended to `out` (a value used more than
+    /// once is computed once), unless it is already a variable or a constant.
+    pub fn bind_i32(&mut self, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
+        if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
+            return e;
+        }
+        let range = self.b.bounds(&e);
+        let v = self.var(name, DType::I32, range);
+        out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, self.span));
+        LExpr::Var(v)
+    }
     /// A register array of the variant's own (a temporary), `elems` elements of `dtype`.
     pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
-        self.b.add_buf(tirx_ir::lir::LBuf {
-            name: name.to_string(),
-            dtype,
-            space: tirx_ir::lir::Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        })
+        self.b.add_buf(tirx_ir::lir::LBuf::local(name, dtype, elems))
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).
     pub fn thread_id(&mut self, kind: TidKind) -> LExpr {

@@ -17,20 +17,7 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb {
-            k: LKernel {
-                name: name.into(),
-                grid,
-                block,
-                params: vec![],
-                scalars: vec![],
-                grid_dims: [None, None, None],
-                checks: vec![],
-                bufs: vec![],
-                vars: vec![],
-                body: vec![],
-            },
-        }
+        Kb { k: LKernel::new(name, grid, block) }
     }
 
     fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {

@@ -320,15 +320,7 @@ mod tests {
     /// Buffers: 0 `A` global f32[64], 1 `S` shared f32[64], 2 `bars` shared i64[2],
     /// 3 `G` global i64[2], 4 `R` local i64[2].
     fn kernel(body: Vec<LStmtKind>) -> LKernel {
-        let buf = |name: &str, dtype, space| LBuf {
-            name: name.into(),
-            dtype,
-            space,
-            elems: 64,
-            shape: vec![64],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = |name, dtype, space| LBuf::flat(name, dtype, space, 64);
         LKernel {
             name: "k".into(),
             grid: [1, 1, 1],

@@ -485,15 +485,7 @@ mod tests {
     /// One warp, one m16n8k16 f16 mma on local buffers; `edit` breaks it.
     fn kernel(edit: impl FnOnce(&mut Mma, &mut Vec<crate::lir::LBuf>)) -> Result<(), String> {
         use crate::lir::{LBuf, LKernel, LStmt, LStmtKind};
-        let buf = |name: &str, dtype, elems| LBuf {
-            name: name.into(),
-            dtype,
-            space: Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = LBuf::local;
         let mut bufs = vec![buf("a", DType::F16, 8), buf("b", DType::F16, 4), buf("acc", DType::F32, 4)];
         let ix = |v: &[i64]| v.iter().map(|&x| LExpr::i32(x)).collect::<Vec<_>>();
         let mut m = Mma {

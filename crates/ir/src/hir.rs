@@ -347,6 +347,51 @@ impl Collective {
     }
 }
 
+/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §7):
+/// the ordering of Hopper's asynchronous tensor cores, register reallocation
+/// between warpgroups, named barriers and the async-proxy fence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum PtxStmt {
+    /// `T.ptx.wgmma.fence()`: orders the warpgroup's earlier register accesses before its next wgmmas.
+    WgmmaFence,
+    /// `T.ptx.wgmma.commit_group()`: closes the warpgroup's open group of wgmmas.
+    WgmmaCommit,
+    /// `T.ptx.wgmma.wait_group(n)`: waits until at most `n` of the warpgroup's groups are pending.
+    WgmmaWait(u32),
+    /// `T.ptx.setmaxnreg.inc(n)` / `.dec(n)`: the warpgroup's per-thread register budget.
+    SetMaxNReg { inc: bool, regs: u32 },
+    /// `T.ptx.bar.sync(id, threads)`: waits at named barrier `id` until `threads` threads arrived.
+    BarSync { id: Expr, threads: u32 },
+    /// `T.ptx.bar.arrive(id, threads)`: arrives at named barrier `id` without waiting.
+    BarArrive { id: Expr, threads: u32 },
+    /// `T.ptx.fence.proxy.async_.shared__cta()`: orders this thread's shared-memory writes before later async-proxy reads (wgmma, TMA).
+    FenceProxyAsync,
+}
+
+impl PtxStmt {
+    /// The script spelling (`T.ptx.wgmma.wait_group`).
+    pub fn script_name(&self) -> &'static str {
+        match self {
+            PtxStmt::WgmmaFence => "T.ptx.wgmma.fence",
+            PtxStmt::WgmmaCommit => "T.ptx.wgmma.commit_group",
+            PtxStmt::WgmmaWait(_) => "T.ptx.wgmma.wait_group",
+            PtxStmt::SetMaxNReg { inc: true, .. } => "T.ptx.setmaxnreg.inc",
+            PtxStmt::SetMaxNReg { inc: false, .. } => "T.ptx.setmaxnreg.dec",
+            PtxStmt::BarSync { .. } => "T.ptx.bar.sync",
+            PtxStmt::BarArrive { .. } => "T.ptx.bar.arrive",
+            PtxStmt::FenceProxyAsync => "T.ptx.fence.proxy.async_.shared__cta",
+        }
+    }
+
+    /// The expressions it evaluates.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => vec![id],
+            _ => vec![],
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum StmtKind {
     For {
@@ -381,6 +426,8 @@ pub enum StmtKind {
         op: Collective,
     },
     Tile(TileCall),
+    /// `T.ptx.wgmma.fence()` and the other PTX statements.
+    Ptx(PtxStmt),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,
 }

@@ -36,6 +36,7 @@ mod expr;
 pub mod gemm;
 mod lay;
 pub mod operand;
+pub mod ptx;
 pub mod reduce;
 pub mod scope;
 mod smem;

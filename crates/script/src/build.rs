@@ -495,6 +495,7 @@ impl<'s> Builder<'s> {
             }
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
             Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
+            Builtin::Ptx(kind) => self.ptx_stmt(kind, args, target, span, out),
             Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
             Builtin::MatchBuffer => self.match_buffer(args, target, span),
             Builtin::Tile(scope, op) => {

@@ -226,6 +226,15 @@ impl Builder<'_> {
                 Some(b) => Ok(Val::Builtin(b)),
                 None => self.fail(unknown("T.cuda", &CUDA_ATTRS)),
             },
+            Val::Builtin(Builtin::TPtx(ns)) => match ns.attr(name) {
+                Some(b) => Ok(Val::Builtin(b)),
+                None => self.fail(unknown(ns.path(), ns.names())),
+            },
+            // Modifier suffixes of an instruction: `T.ptx.wgmma.fence.sync.aligned`.
+            Val::Builtin(Builtin::Ptx(k)) => match k.modifiers().contains(&name) {
+                true => Ok(Val::Builtin(Builtin::Ptx(k))),
+                false => self.fail(unknown(k.path(), k.modifiers())),
+            },
             Val::Builtin(Builtin::Tx) => match tx_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
                 None => {
@@ -499,6 +508,7 @@ impl Builder<'_> {
             }
             Builtin::T
             | Builtin::TCuda
+            | Builtin::TPtx(_)
             | Builtin::Tx
             | Builtin::TxScope(_)
             | Builtin::AxisNs
@@ -1199,6 +1209,8 @@ impl Builder<'_> {
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
+            Builtin::Ptx(k) => k.path().into(),
+            Builtin::TPtx(ns) => ns.path().into(),
             Builtin::Tile(ExecScope::Thread, op) => format!("Tx.{}", op.name()),
             Builtin::Tile(s, op) => format!("Tx.{}.{}", scope_word(s), op.name()),
             Builtin::T => "T".into(),
@@ -1407,6 +1419,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::CtaSync
             | Builtin::WarpSync
             | Builtin::Collective(_)
+            | Builtin::Ptx(_)
             | Builtin::Serial
             | Builtin::Unroll
             | Builtin::Grid

@@ -43,6 +43,7 @@ mod layouts;
 mod lexer;
 mod parser;
 mod print;
+mod ptx;
 mod scope_ids;
 mod spans;
 mod tile;

@@ -84,6 +84,10 @@ fn stmt(s: &mut Stmt) {
                 expr(lane);
             }
         },
+        StmtKind::Ptx(p) => match p {
+            PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => expr(id),
+            _ => {}
+        },
         StmtKind::Alloc(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
     }
 }

@@ -181,6 +181,8 @@ pub enum Builtin {
     // namespaces
     T,
     TCuda,
+    /// `T.ptx` and the namespaces under it (`crate::ptx`).
+    TPtx(crate::ptx::PtxNs),
     Tx,
     TxScope(ExecScope),
     AxisNs,
@@ -236,6 +238,8 @@ pub enum Builtin {
     CtaSync,
     WarpSync,
     Collective(CollKind),
+    /// A `T.ptx` instruction (`T.ptx.wgmma.fence`, ...).
+    Ptx(crate::ptx::PtxKind),
     // Tx.*
     Tile(ExecScope, TileOp),
 }
@@ -349,6 +353,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "max" => Some(B::TMax),
         "let" => Some(B::Let),
         "cuda" => Some(B::TCuda),
+        "ptx" => Some(B::TPtx(crate::ptx::PtxNs::Root)),
         "S" => Some(B::S),
         "R" => Some(B::R),
         "TileLayout" => Some(B::TileLayout),
@@ -369,7 +374,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 45] = [
+pub const T_ATTRS: [&str; 46] = [
     "prim_func",
     "handle",
     "Buffer",
@@ -396,6 +401,7 @@ pub const T_ATTRS: [&str; 45] = [
     "max",
     "let",
     "cuda",
+    "ptx",
     "S",
     "R",
     "TileLayout",

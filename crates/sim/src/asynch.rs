@@ -314,7 +314,8 @@ impl Machine<'_> {
                 self.touch(bar, t, e, Dir::Read, site)?;
                 return self.mbar_try_wait(t, site, (bar, e), parity);
             }
-            AsyncIns::Fence => {} // no async-proxy accesses exist in the simulator yet
+            // wgmma reads shared memory through the async proxy (`wgmma`).
+            AsyncIns::Fence => self.proxy_fence(t)?,
         }
         Ok(Flow::Next)
     }

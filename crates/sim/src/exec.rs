@@ -22,6 +22,7 @@ use crate::memory::{BufMem, Dir};
 use crate::pair::Packed2Ins;
 use crate::round;
 use crate::value::{decode, encode};
+use crate::wgmma::WgState;
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
 use tirx_ir::hir::BarrierKind;
@@ -69,6 +70,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) asy: AsyncState,
     /// Named barriers: who waits on which id, and the ordering they create (`barrier`).
     pub(crate) named: NamedState,
+    /// wgmma groups, pending registers and shared reads, proxy fences (`wgmma`).
+    pub(crate) wg: WgState,
     insts: u64,
 }
 
@@ -249,6 +252,7 @@ impl<'a> Machine<'a> {
             bank: opts.stats.then(BankCollector::default),
             asy: AsyncState::new(n, k.uses_mbarriers()),
             named: NamedState::new(n),
+            wg: WgState::new(k, n),
             insts: 0,
         })
     }
@@ -285,6 +289,7 @@ impl<'a> Machine<'a> {
         self.reset_cta_memory();
         self.asy.reset();
         self.named.reset();
+        self.wg.reset();
         self.init_threads();
         loop {
             for t in 0..self.n {
@@ -434,9 +439,14 @@ impl<'a> Machine<'a> {
                         break Err(self.region_outside(tid, b, &values));
                     }
                 }
-                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) => {
+                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Wgmma(_) | Ins::WgOp { .. } => {
                     self.state[t] = State::Waiting;
                     break Ok(());
+                }
+                Ins::NamedArrive { site, id, threads } => {
+                    if let Err(e) = self.named_arrive_only(tid, reg!(*id) as i64, *threads, *site) {
+                        break Err(e);
+                    }
                 }
                 Ins::NamedBarrier { site, id, .. } => {
                     self.state[t] = State::Waiting;
@@ -456,7 +466,7 @@ impl<'a> Machine<'a> {
                 },
                 Ins::Exit => {
                     self.state[t] = State::Exited;
-                    break self.async_exit(tid);
+                    break self.async_exit(tid).and_then(|()| self.wgmma_exit(tid));
                 }
             }
             pc += 1;
@@ -592,8 +602,18 @@ impl<'a> Machine<'a> {
     fn is_warp_level(&self, pc: u32) -> bool {
         matches!(
             self.prog.code[pc as usize],
-            Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Shuffle(_)
+            Ins::Barrier { kind: BarrierKind::Warp, .. }
+                | Ins::Matrix(_)
+                | Ins::Mma(_)
+                | Ins::Shuffle(_)
+                | Ins::Wgmma(_)
+                | Ins::WgOp { .. }
         )
+    }
+
+    /// Whether the instruction at `pc` is executed by a whole warpgroup together.
+    fn is_warpgroup_level(&self, pc: u32) -> bool {
+        matches!(self.prog.code[pc as usize], Ins::Wgmma(_) | Ins::WgOp { .. })
     }
 
     /// The threads of warp `w` that execute the warp-level instruction at `pc`
@@ -602,6 +622,7 @@ impl<'a> Machine<'a> {
         let lanes = self.lanes(w);
         match &self.prog.code[pc as usize] {
             Ins::Shuffle(s) => lanes.filter(|t| s.mask >> (t % 32) & 1 == 1).collect(),
+            Ins::Wgmma(_) | Ins::WgOp { .. } => self.wg_threads(w / 4).collect(),
             _ => lanes.collect(),
         }
     }
@@ -654,6 +675,7 @@ impl<'a> Machine<'a> {
                 self.mma(w, m)
             }
             Ins::Shuffle(s) => self.shuffle(w, s),
+            ins @ (Ins::Wgmma(_) | Ins::WgOp { .. }) => self.warpgroup_execute(w / 4, ins),
             _ => {
                 self.wsync[w] = self.tick()?;
                 self.asy.warp_sync(self.lanes(w));
@@ -681,6 +703,8 @@ impl<'a> Machine<'a> {
             Ins::Barrier { site, .. } | Ins::NamedBarrier { site, .. } => self.prog.sites[*site as usize],
             Ins::Matrix(m) => self.prog.sites[m.site as usize],
             Ins::Mma(m) => self.prog.sites[m.site as usize],
+            Ins::Wgmma(w) => self.prog.sites[w.site as usize],
+            Ins::WgOp { site, .. } | Ins::NamedArrive { site, .. } => self.prog.sites[*site as usize],
             Ins::Shuffle(s) => self.prog.sites[s.site as usize],
             Ins::Async(a) => a.site().map_or_else(Default::default, |s| self.prog.sites[s as usize]),
             _ => Default::default(),
@@ -699,6 +723,9 @@ impl<'a> Machine<'a> {
                 if m.trans { ".trans" } else { "" }
             ),
             Ins::Mma(m) => crate::matrix::mma_name(m.kind),
+            Ins::Wgmma(w) => format!("`wgmma.mma_async.{}`", w.kind.ptx()),
+            Ins::WgOp { op, .. } => op.name(),
+            Ins::NamedArrive { threads, .. } => format!("a named barrier arrival (`bar.arrive`, {threads} threads)"),
             Ins::Shuffle(s) => s.name(),
             Ins::Async(a) => format!("`{}`", a.name()),
             _ => "an instruction".into(),
@@ -771,10 +798,14 @@ impl<'a> Machine<'a> {
     fn diagnose_warp(&self, w: usize) -> Option<SimError> {
         let pc = *self.warp_level_pcs(w).first()?;
         let members = self.members(w, pc);
+        // Warpgroup instructions name threads of the CTA, warp ones lanes of the warp.
+        let wg = self.is_warpgroup_level(pc);
+        let (unit, group) =
+            if wg { ("threads", format!("warpgroup {}", w / 4)) } else { ("lanes", format!("warp {w}")) };
         let arrived: Vec<u32> = members
             .iter()
             .filter(|&&t| self.state[t] == State::Waiting && self.pcs[t] == pc)
-            .map(|&t| (t % 32) as u32)
+            .map(|&t| if wg { t as u32 } else { (t % 32) as u32 })
             .collect();
         let (kind, scope, help) = match &self.prog.code[pc as usize] {
             Ins::Matrix(_) => (
@@ -786,6 +817,11 @@ impl<'a> Machine<'a> {
                 SimErrorKind::PartialWarp,
                 "every lane",
                 "mma.sync is warp-collective (`.aligned`): all 32 lanes must execute the same instruction; do not guard it with a lane-dependent condition",
+            ),
+            Ins::Wgmma(_) | Ins::WgOp { .. } => (
+                SimErrorKind::PartialWarp,
+                "every thread of its warpgroup",
+                "wgmma, its fence/commit/wait and setmaxnreg are warpgroup-collective (`.sync.aligned`): all 128 threads of the warpgroup must execute the same instruction; guard them only with conditions a warpgroup agrees on (`if wg_id == 1:`)",
             ),
             Ins::Shuffle(_) => (
                 SimErrorKind::PartialWarp,
@@ -799,9 +835,9 @@ impl<'a> Machine<'a> {
             ),
         };
         let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
-        let rest = self.whereabouts(members.into_iter(), pc, "lanes", &mut err);
+        let rest = self.whereabouts(members.into_iter(), pc, unit, &mut err);
         err.message = format!(
-            "{} is not reached by {scope} in warp {w} of CTA ({}, {}, {}): lanes {} wait here; {rest}",
+            "{} is not reached by {scope} in {group} of CTA ({}, {}, {}): {unit} {} wait here; {rest}",
             self.ins_name(pc),
             self.cta[0],
             self.cta[1],

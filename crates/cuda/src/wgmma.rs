@@ -86,6 +86,9 @@ impl Ctx<'_> {
         let name = Helper::Wgmma(h).name();
         let mut lines: Vec<String> = args.chunks(ARGS_PER_LINE).map(|c| c.join(", ")).collect();
         let last = lines.len() - 1;
+        for l in &mut lines[..last] {
+            l.push(',');
+        }
         lines[last].push_str(");");
         self.line(&format!("{name}("));
         for l in lines {

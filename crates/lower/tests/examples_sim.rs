@@ -200,7 +200,7 @@ fn spec(name: &str) -> Option<Spec> {
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
-        "gemm_mma" | "gemm_mma_bf16" => whole(eighths, &["C"], matmul),
+        "gemm_mma" | "gemm_mma_bf16" | "gemm_hopper" => whole(eighths, &["C"], matmul),
         // Row softmax, one warp per row: the reference follows the kernel's order (each lane folds
         // its 32 registers, then the xor butterfly 16..1) with exp in f64 rounded once; the
         // simulator's f32 exp may differ by an ulp or two per element (module doc).
@@ -286,6 +286,7 @@ const TABLE: &[&str] = &[
     "ewise_sqrt_warp",
     "gemm_mma",
     "gemm_mma_bf16",
+    "gemm_hopper",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
     "layout_helpers",

@@ -46,8 +46,6 @@ struct Arrivals {
     site: u32,
     /// The arriving warps' arrive ticks, joined with what they had synchronised with.
     clock: Vec<u32>,
-    /// The arrive tick of each arriving warp (one per warp and phase).
-    ticks: BTreeMap<usize, u32>,
 }
 
 impl NamedState {
@@ -70,49 +68,53 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// `bar.arrive id, threads` by thread `t`: counted, not waiting; the barrier
+    /// `bar.arrive id, threads` by warp `w`, all of whose lanes reached it (`.aligned`):
+    /// counted, not waiting; one tick stamps the warp's arrival, so its lanes'
+    /// accesses before it are released and those after it are not. The barrier
     /// passes now if this completes it.
-    pub(crate) fn named_arrive_only(&mut self, t: u32, id: i64, threads: u32, site: u32) -> Result<(), SimError> {
-        self.named_id_ok(t, id, site)?;
-        let w = t as usize / 32;
+    pub(crate) fn named_arrive_warp(&mut self, w: usize, id: crate::compile::Reg, threads: u32, site: u32) -> Result<(), SimError> {
+        let lanes: Vec<usize> = self.lanes(w).collect();
+        let nr = self.prog.nregs;
+        let idv = self.regs[lanes[0] * nr + id as usize] as i64;
+        if let Some(&l) = lanes.iter().find(|&&l| self.regs[l * nr + id as usize] as i64 != idv) {
+            let msg = format!(
+                "the lanes of warp {w} arrive at different named barriers ({idv} and {}) in one `bar.arrive`",
+                self.regs[l * nr + id as usize] as i64
+            );
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
+        }
+        self.named_id_ok(lanes[0] as u32, idv, site)?;
         let n = self.named.warps;
-        self.named.arrivals.entry(id).or_insert_with(|| Arrivals {
+        let tick = self.tick()?;
+        let row: Vec<u32> = self.named.vc[w * n..(w + 1) * n].to_vec();
+        let who = self.who(lanes[0] as u32);
+        let a = self.named.arrivals.entry(idv).or_insert_with(|| Arrivals {
             threads: vec![],
             count: threads,
             site,
             clock: vec![0; n],
-            ticks: BTreeMap::new(),
         });
-        let tick = match self.named.arrivals.get(&id).and_then(|a| a.ticks.get(&w)) {
-            Some(&tick) => tick,
-            None => self.tick()?,
-        };
-        let row: Vec<u32> = self.named.vc[w * n..(w + 1) * n].to_vec();
-        let who = self.who(t);
-        let Some(a) = self.named.arrivals.get_mut(&id) else { return Ok(()) };
         if a.count != threads {
             let msg = format!(
-                "{who} arrives at named barrier {id} for {threads} threads, which other threads use for {}",
+                "{who} arrives at named barrier {idv} for {threads} threads, which other threads use for {}",
                 a.count
             );
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
         }
-        if a.threads.contains(&(t as usize)) {
-            let msg =
-                format!("{who} arrives twice at named barrier {id} before it passes (it expects {threads} threads)");
-            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
-                "a thread arrives once per phase: wait for the consumers (another barrier) before arriving again",
-            ));
+        if a.threads.contains(&lanes[0]) {
+            let msg = format!("{who} arrives twice at named barrier {idv} before it passes (it expects {threads} threads)");
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg)
+                .help("a warp arrives once per phase: wait for the consumers (another barrier) before arriving again"));
         }
-        a.threads.push(t as usize);
-        a.ticks.insert(w, tick);
+        a.threads.extend(&lanes);
         for (c, r) in a.clock.iter_mut().zip(row) {
             *c = (*c).max(r);
         }
         a.clock[w] = a.clock[w].max(tick);
-        // The thread's later accesses are not released by this arrival.
-        self.asy.rel[t as usize] = self.asy.rel[t as usize].max(tick);
-        self.try_pass_named(id)?;
+        for &l in &lanes {
+            self.asy.rel[l] = self.asy.rel[l].max(tick);
+        }
+        self.try_pass_named(idv)?;
         Ok(())
     }
 

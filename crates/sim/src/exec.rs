@@ -309,6 +309,7 @@ impl<'a> Machine<'a> {
             }
             return Err(self.diagnose_hang());
         }
+        self.setmaxnreg_check()?;
         if let Some(b) = &mut self.bank {
             b.flush_cta();
         }
@@ -443,10 +444,10 @@ impl<'a> Machine<'a> {
                     self.state[t] = State::Waiting;
                     break Ok(());
                 }
-                Ins::NamedArrive { site, id, threads } => {
-                    if let Err(e) = self.named_arrive_only(tid, reg!(*id) as i64, *threads, *site) {
-                        break Err(e);
-                    }
+                // `.aligned`: the warp arrives together (`warp_execute`), then runs on.
+                Ins::NamedArrive { .. } => {
+                    self.state[t] = State::Waiting;
+                    break Ok(());
                 }
                 Ins::NamedBarrier { site, id, .. } => {
                     self.state[t] = State::Waiting;
@@ -608,6 +609,7 @@ impl<'a> Machine<'a> {
                 | Ins::Shuffle(_)
                 | Ins::Wgmma(_)
                 | Ins::WgOp { .. }
+                | Ins::NamedArrive { .. }
         )
     }
 
@@ -676,6 +678,7 @@ impl<'a> Machine<'a> {
             }
             Ins::Shuffle(s) => self.shuffle(w, s),
             ins @ (Ins::Wgmma(_) | Ins::WgOp { .. }) => self.warpgroup_execute(w / 4, ins),
+            Ins::NamedArrive { site, id, threads } => self.named_arrive_warp(w, *id, *threads, *site),
             _ => {
                 self.wsync[w] = self.tick()?;
                 self.asy.warp_sync(self.lanes(w));
@@ -822,6 +825,11 @@ impl<'a> Machine<'a> {
                 SimErrorKind::PartialWarp,
                 "every thread of its warpgroup",
                 "wgmma, its fence/commit/wait and setmaxnreg are warpgroup-collective (`.sync.aligned`): all 128 threads of the warpgroup must execute the same instruction; guard them only with conditions a warpgroup agrees on (`if wg_id == 1:`)",
+            ),
+            Ins::NamedArrive { .. } => (
+                SimErrorKind::BarrierDivergence,
+                "every lane",
+                "`bar.arrive` is `.aligned`: all lanes of the warp execute it together; do not place it under a lane-dependent condition",
             ),
             Ins::Shuffle(_) => (
                 SimErrorKind::PartialWarp,

@@ -139,6 +139,20 @@ pub(crate) struct WgState {
     records: Vec<Record>,
     /// Per thread: the ticks of its `fence.proxy.async`, ascending.
     proxy: Vec<Vec<u32>>,
+    /// Per warpgroup: its register budget per thread and the `setmaxnreg` that set it.
+    budget: Vec<(u32, Option<u32>)>,
+    /// The budget every thread starts with: the register file over the CTA's threads.
+    cap: u32,
+}
+
+/// Registers per SM, shared by the CTA's threads (`setmaxnreg` moves them between warpgroups).
+const REGISTER_FILE: u32 = 65536;
+
+/// The per-thread registers a CTA of `n` threads starts with when its kernel reallocates
+/// registers: the register file over the threads (whole warps), in steps of 8, at most 255.
+fn register_cap(n: usize) -> u32 {
+    let threads = (n.div_ceil(32) * 32).max(32) as u32;
+    (REGISTER_FILE / threads).min(255) / 8 * 8
 }
 
 impl WgState {
@@ -175,6 +189,8 @@ impl WgState {
             wgs: vec![WgProgress::default(); nwg],
             records: vec![],
             proxy: vec![vec![]; n],
+            budget: vec![(register_cap(n), None); nwg],
+            cap: register_cap(n),
         }
     }
 
@@ -189,6 +205,8 @@ impl WgState {
         self.wgs.iter_mut().for_each(|w| *w = WgProgress::default());
         self.records.clear();
         self.proxy.iter_mut().for_each(Vec::clear);
+        let cap = self.cap;
+        self.budget.iter_mut().for_each(|b| *b = (cap, None));
     }
 }
 
@@ -283,8 +301,46 @@ impl Machine<'_> {
         match ins {
             Ins::Wgmma(w) => self.wgmma_issue(g, w),
             Ins::WgOp { op: WgOp::Sync(s), site } => self.wgmma_sync(g, *s, *site),
-            _ => Ok(()), // setmaxnreg: the register budget is not modelled; the count was checked.
+            Ins::WgOp { op: WgOp::SetMaxNReg { inc, regs }, site } => self.setmaxnreg(g, *inc, *regs, *site),
+            _ => Ok(()),
         }
+    }
+
+    /// `setmaxnreg`: `.inc` never lowers the warpgroup's budget, `.dec` never raises it
+    /// (PTX leaves both undefined); the budgets are checked against the pool at the CTA's end.
+    fn setmaxnreg(&mut self, g: usize, inc: bool, regs: u32, site: u32) -> Result<(), SimError> {
+        let (now, _) = self.wg.budget[g];
+        if (inc && regs < now) || (!inc && regs > now) {
+            let (op, rel) = if inc { ("inc", "below") } else { ("dec", "above") };
+            return Err(self
+                .wg_error(site, format!("setmaxnreg.{op} {regs} by warpgroup {g}, {rel} its current {now} registers per thread"))
+                .help("`.inc` raises the budget and `.dec` lowers it; a CTA starts at the register file over its threads"));
+        }
+        self.wg.budget[g] = (regs, Some(site));
+        Ok(())
+    }
+
+    /// At the CTA's end: the warpgroups' budgets fit the pool they started with (else a
+    /// `setmaxnreg.inc` waits for registers that are never released: a hang on the GPU).
+    pub(crate) fn setmaxnreg_check(&self) -> Result<(), SimError> {
+        let (cap, nwg) = (self.wg.cap, self.wg.nwg as u32);
+        let total: u32 = self.wg.budget.iter().map(|b| b.0).sum();
+        let Some(site) = self.wg.budget.iter().filter_map(|b| b.1).max() else { return Ok(()) };
+        if total <= cap * nwg {
+            return Ok(());
+        }
+        let each: Vec<String> = self.wg.budget.iter().map(|b| b.0.to_string()).collect();
+        Err(self
+            .wg_error(
+                site,
+                format!(
+                    "the warpgroups end with {total} registers per thread ({}), more than the {} the CTA has ({nwg} × {cap}: {REGISTER_FILE} registers over {} threads); a setmaxnreg.inc waits forever on a GPU",
+                    each.join(" + "),
+                    cap * nwg,
+                    self.n
+                ),
+            )
+            .help("balance the budgets: what the producer's setmaxnreg.dec releases is what the consumers' setmaxnreg.inc may take"))
     }
 
     fn wgmma_sync(&mut self, g: usize, s: WgmmaSync, site: u32) -> Result<(), SimError> {
@@ -592,7 +648,7 @@ impl Machine<'_> {
                     self.who(p)
                 ),
             )
-            .help("after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy_async()`, then a barrier");
+            .help("after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier");
         if let Some(s) = wsite {
             err = err.label(s, "written here");
         }

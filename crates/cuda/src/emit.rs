@@ -112,8 +112,10 @@ impl Ctx<'_> {
                 format!("{}* __restrict__ {}", c_type(t), self.names.buf(p))
             })
             .collect();
+        // setmaxnreg needs the register count at entry known: one CTA per SM fixes it.
+        let min_ctas = if self.k.uses_setmaxnreg() { ", 1" } else { "" };
         let head = format!(
-            "extern \"C\" __global__ void __launch_bounds__({}) {}(",
+            "extern \"C\" __global__ void __launch_bounds__({}{min_ctas}) {}(",
             self.k.threads_per_cta(),
             self.names.kernel
         );

@@ -67,3 +67,10 @@ fn reductions_and_collectives() {
         snapshot(rel);
     }
 }
+
+/// The Hopper GEMM: wgmma from descriptors, the named-barrier pipeline between the
+/// producer and consumer warpgroups, register reallocation, the stmatrix epilogue.
+#[test]
+fn gemm_hopper() {
+    snapshot("gemm_hopper.py");
+}

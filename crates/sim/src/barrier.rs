@@ -72,7 +72,13 @@ impl Machine<'_> {
     /// counted, not waiting; one tick stamps the warp's arrival, so its lanes'
     /// accesses before it are released and those after it are not. The barrier
     /// passes now if this completes it.
-    pub(crate) fn named_arrive_warp(&mut self, w: usize, id: crate::compile::Reg, threads: u32, site: u32) -> Result<(), SimError> {
+    pub(crate) fn named_arrive_warp(
+        &mut self,
+        w: usize,
+        id: crate::compile::Reg,
+        threads: u32,
+        site: u32,
+    ) -> Result<(), SimError> {
         let lanes: Vec<usize> = self.lanes(w).collect();
         let nr = self.prog.nregs;
         let idv = self.regs[lanes[0] * nr + id as usize] as i64;
@@ -102,9 +108,11 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
         }
         if a.threads.contains(&lanes[0]) {
-            let msg = format!("{who} arrives twice at named barrier {idv} before it passes (it expects {threads} threads)");
-            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg)
-                .help("a warp arrives once per phase: wait for the consumers (another barrier) before arriving again"));
+            let msg =
+                format!("{who} arrives twice at named barrier {idv} before it passes (it expects {threads} threads)");
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
+                "a warp arrives once per phase: wait for the consumers (another barrier) before arriving again",
+            ));
         }
         a.threads.extend(&lanes);
         for (c, r) in a.clock.iter_mut().zip(row) {

@@ -313,8 +313,13 @@ impl Machine<'_> {
         if (inc && regs < now) || (!inc && regs > now) {
             let (op, rel) = if inc { ("inc", "below") } else { ("dec", "above") };
             return Err(self
-                .wg_error(site, format!("setmaxnreg.{op} {regs} by warpgroup {g}, {rel} its current {now} registers per thread"))
-                .help("`.inc` raises the budget and `.dec` lowers it; a CTA starts at the register file over its threads"));
+                .wg_error(
+                    site,
+                    format!("setmaxnreg.{op} {regs} by warpgroup {g}, {rel} its current {now} registers per thread"),
+                )
+                .help(
+                    "`.inc` raises the budget and `.dec` lowers it; a CTA starts at the register file over its threads",
+                ));
         }
         self.wg.budget[g] = (regs, Some(site));
         Ok(())

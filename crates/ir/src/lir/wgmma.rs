@@ -445,6 +445,17 @@ impl LKernel {
     }
 }
 
+impl LKernel {
+    /// Whether any statement is a `setmaxnreg` (ptxas then needs the register count
+    /// at entry fixed: the CUDA says one CTA per SM, `__launch_bounds__(threads, 1)`).
+    pub fn uses_setmaxnreg(&self) -> bool {
+        fn any(body: &[LStmt]) -> bool {
+            body.iter().any(|s| matches!(s.kind, LStmtKind::SetMaxNReg { .. }) || s.kind.bodies().into_iter().any(any))
+        }
+        any(&self.body)
+    }
+}
+
 fn walk_wgmmas(body: &[LStmt], f: &mut dyn FnMut(&Wgmma)) {
     for s in body {
         if let LStmtKind::Matrix(super::MatrixOp::Wgmma(w)) = &s.kind {

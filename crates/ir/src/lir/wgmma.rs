@@ -537,11 +537,11 @@ impl Checker<'_> {
         self.index(s.buf, &s.index)?;
         let esize = i64::from(buf.dtype.bytes());
         if let LExpr::Int(v, _) = s.index {
-            if (v * esize) % 16 != 0 || v < 0 || v >= buf.elems {
+            let byte = v.checked_mul(esize).filter(|b| b % 16 == 0 && v >= 0 && v < buf.elems);
+            if byte.is_none() {
                 return Err(format!(
-                    "wgmma {what} descriptor starts at `{}[{v}]`: byte {} is not a 16-byte aligned address inside the buffer",
-                    buf.name,
-                    v * esize
+                    "wgmma {what} descriptor starts at `{}[{v}]`: not a 16-byte aligned element inside the buffer",
+                    buf.name
                 ));
             }
         }

@@ -57,10 +57,20 @@ echo "tirx: $TIRX   python: $PY   sanitizer: $SAN   work: $WORK"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 
 # Writes one .npy per parameter of META into DIR and prints the --arg/--out options.
-make_inputs() { # META DIR
-    "$PY" - "$1" "$2" <<'EOF'
-import json, sys, numpy as np
-meta, d = json.load(open(sys.argv[1])), sys.argv[2]
+make_inputs() { # META DIR EXAMPLE
+    "$PY" - "$1" "$2" "$3" <<'EOF'
+import json, re, sys, numpy as np
+meta, d, ex = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+# Scalar parameters take the values of the example's `# Run: ... --arg n=256 ...` line; run-time
+# shapes and sizes are Python expressions of them (docs/lir.md §6).
+vals = {}
+for line in open(ex):
+    if line.startswith("# Run:"):
+        vals.update(a.split("=", 1) for a in re.findall(r"--arg (\w+=\S+)", line))
+env = {k: int(v) if re.fullmatch(r"-?\d+", v) else float(v) for k, v in vals.items()}
+json.dump(env, open(f"{d}/scalars.json", "w"))
+def size(x):
+    return x if isinstance(x, int) else eval(x, {"__builtins__": {}, "min": min, "max": max}, env)
 rng = np.random.default_rng(0)
 names = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
          "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
@@ -73,12 +83,17 @@ except ImportError:
     pass
 opts = []
 for p in meta["params"]:
+    if p.get("kind") == "scalar":
+        if p["name"] not in vals:
+            sys.exit(f"scalar `{p['name']}` has no value: add `--arg {p['name']}=...` to the example's `# Run:` line")
+        opts += ["--arg", f"{p['name']}={vals[p['name']]}"]
+        continue
     dt = names.get(p["dtype"])
     if dt is None:
         sys.exit(f"no numpy dtype for {p['dtype']} (install ml_dtypes)")
-    shape = tuple(p["shape"])
-    if int(np.prod(shape)) != p["elems"]:  # a padded layout: the file holds the flat storage
-        shape = (p["elems"],)
+    shape = tuple(size(x) for x in p["shape"])
+    if int(np.prod(shape)) != size(p["elems"]):  # a padded layout: the file holds the flat storage
+        shape = (size(p["elems"]),)
     if np.issubdtype(np.dtype(dt), np.integer):
         a = rng.integers(0, 100, size=shape).astype(dt)
     elif dt is np.bool_:
@@ -96,15 +111,21 @@ check_outputs() { # META DIR
     "$PY" - "$1" "$2" <<'EOF'
 import json, sys, numpy as np
 meta, d = json.load(open(sys.argv[1])), sys.argv[2]
+env = json.load(open(f"{d}/scalars.json"))
+def size(x):
+    return x if isinstance(x, int) else eval(x, {"__builtins__": {}, "min": min, "max": max}, env)
 try:
     import ml_dtypes  # registers bfloat16/fp8 names
 except ImportError:
     pass
 bad = 0
 for p in meta["params"]:
+    if p.get("kind") == "scalar":
+        continue
     a = np.load(f"{d}/out_{p['name']}.npy")
-    want = list(p["shape"]) if int(np.prod(p["shape"])) == p["elems"] else [p["elems"]]
-    if list(a.shape) != want or a.dtype.itemsize * a.size != p["bytes"]:
+    shape, elems = [size(x) for x in p["shape"]], size(p["elems"])
+    want = shape if int(np.prod(shape)) == elems else [elems]
+    if list(a.shape) != want or a.dtype.itemsize * a.size != size(p["bytes"]):
         print(f"  {p['name']}: out file has shape {a.shape} dtype {a.dtype}, expected {p['shape']} {p['dtype']}")
         bad += 1
 sys.exit(1 if bad else 0)
@@ -134,7 +155,7 @@ check_one() { # EX
     if [ $rc -eq 1 ]; then echo skipped >"$d/status"; return; fi
     if [ $rc -ne 0 ]; then echo "LOWER($rc)" >"$d/status"; return; fi
     status=pass
-    if ! opts=$(make_inputs "$d/meta.json" "$d" 2>"$d/inputs.log"); then
+    if ! opts=$(make_inputs "$d/meta.json" "$d" "$ex" 2>"$d/inputs.log"); then
         status=inputs
     # 300 s: the i64-index kernels check 16 GiB of parameters against the simulator (93 s alone on an H100 host).
     elif ! timeout 300 "$TIRX" run "$ex" $opts --check-sim --timing >"$d/run.log" 2>&1; then

@@ -249,3 +249,52 @@ def test_python_values_that_are_not_kernel_values_are_refused():
             tid = T.thread_id([4])
             if bool(tid < 2):
                 A[tid] = 0
+
+
+def test_sub_views_of_unnamed_views_evaluate_and_forced_vector_copies():
+    hints = {"cache": "nc", "l1_evict": "L1::no_allocate", "prefetch_size": "L2::256B"}
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (1024,), "int32")
+        B = T.match_buffer(B_ptr, (4, 4), "int32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([1])
+        reg = T.alloc_local((4, 4), "int32")
+        # rows 4..7 of column block 1 of the (16, 4, 4, 4) view: [4, 4] at stride 16 from 4
+        blk = A.view(16, 4, 4, 4).sub[0, :, 1, :]
+        for i in [0, 1, 2, 3]:  # unrolled by Python: register regions need constant begins
+            Tx.copy(reg[i, :], blk[i, :], dispatch="vec_128b", **hints)
+        for i in T.unroll(4):
+            T.evaluate(reg[i, 0])
+        Tx.copy(B[:, :], reg[:, :])
+
+    assert ".sub[0, :, 1, :]" in kernel.source and "T.evaluate(reg[i, 0])" in kernel.source
+    k = tirx.compile(kernel, target="sm_90a")
+    assert k.cuda_source.count("ld.global.nc.L1::no_allocate.L2::256B.v4.u32") == 4
+    a, b = np.arange(1024, dtype=np.int32), np.zeros((4, 4), np.int32)
+    k(a, b)
+    np.testing.assert_array_equal(b, a.reshape(16, 4, 4, 4)[0, :, 1, :])
+
+
+def test_static_shared_memory_over_48_kib_is_dynamic_with_a_note():
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (128, 128), "float32")
+        B = T.match_buffer(B_ptr, (128, 128), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([128])
+        S_ = T.alloc_buffer((128, 128), "float32", scope="shared")
+        Tx.cta.copy(S_[:, :], A[:, :])
+        T.cuda.cta_sync()
+        Tx.cta.copy(B[:, :], S_[:, :])
+
+    k = tirx.compile(kernel, target="sm_90a")
+    assert k.warnings == []
+    assert len(k.notes) == 1 and "placed in dynamic shared memory" in k.notes[0], k.notes
+    assert "extern __shared__" in k.cuda_source
+    a, b = rand(128, 128), np.zeros((128, 128), np.float32)
+    k(a, b)
+    np.testing.assert_array_equal(b, a)

@@ -114,3 +114,31 @@ def test_dlpack_capsule_producers():
     k(OnlyDlpack(a), OnlyDlpack(b))
     torch.cuda.synchronize()
     torch.testing.assert_close(b, a * 0.5)
+
+
+@T.prim_func
+def scale_n(A_ptr: T.handle, B_ptr: T.handle, n: T.int32, alpha: T.float32):
+    A = T.match_buffer(A_ptr, (n, 8), "float32")
+    B = T.match_buffer(B_ptr, (n, 8), "float32")
+    T.assume(n % 32 == 0)
+    T.device_entry()
+    bx = T.cta_id([n // 32])
+    T.lane_id([32])
+    T.thread_id([32])
+    R = T.alloc_local((32, 8), "float32", layout=TileLayout(S[(32, 8) : (1 @ laneid, 1)]))
+    Tx.warp.copy(R[0:32, 0:8], A[bx * 32 : bx * 32 + 32, 0:8])
+    Tx.warp.mul(R[0:32, 0:8], R[0:32, 0:8], alpha)
+    Tx.warp.copy(B[bx * 32 : bx * 32 + 32, 0:8], R[0:32, 0:8])
+
+
+def test_scalar_arguments_and_a_run_time_grid_on_the_gpu():
+    k = tirx.compile(scale_n)
+    for n, alpha in ((64, 0.5), (320, -1.25)):
+        a = torch.randn(n, 8, device="cuda")
+        b = torch.zeros_like(a)
+        k(a, b, n, alpha)
+        torch.cuda.synchronize()
+        assert torch.equal(b, a * alpha), n
+    with pytest.raises(tirx.TirxError, match="launch check `n % 32 == 0` fails with n = 40"):
+        a = torch.zeros(40, 8, device="cuda")
+        k(a, torch.zeros_like(a), 40, 1.0)

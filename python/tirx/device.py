@@ -15,23 +15,11 @@ from typing import Optional, Sequence, Tuple
 
 from . import _native
 
-_TORCH_NAMES = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "bfloat16": "bfloat16",
-    "float32": "float32",
-    "float64": "float64",
-    "float8_e4m3fn": "float8_e4m3fn",
-    "float8_e5m2": "float8_e5m2",
-}
+# Kernel dtypes PyTorch has under the same name (its float4 has none).
+_TORCH_NAMES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    + ("float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2")
+)
 
 # DLPack dtype codes: (code, bits) per kernel dtype.
 _DL = {
@@ -72,17 +60,17 @@ class _Arg:
 
 def _fail(kernel, i: int, msg: str, exc=TypeError):
     p = kernel.params[i]
-    return exc(f"{kernel.name}(): argument {i} (`{p.name}`: {p.dtype}{list(p.shape)}) {msg}")
+    return exc(f"{kernel.name}(): argument {i} (`{p}`) {msg}")
 
 
-def _torch_arg(kernel, i: int, t) -> Optional[_Arg]:
+def _torch_arg(kernel, i: int, t, shape) -> Optional[_Arg]:
     import torch
 
     p = kernel.params[i]
-    want = getattr(torch, _TORCH_NAMES.get(p.dtype, ""), None)
+    want = getattr(torch, p.dtype, None) if p.dtype in _TORCH_NAMES else None
     if t.dtype != want:
         raise _fail(kernel, i, f"is a tensor of {t.dtype}")
-    if tuple(t.shape) != p.shape:
+    if tuple(t.shape) != shape:
         raise _fail(kernel, i, f"has shape {tuple(t.shape)}", ValueError)
     if not t.is_contiguous():
         raise _fail(kernel, i, "is not contiguous: pass `.contiguous()`", ValueError)
@@ -91,7 +79,7 @@ def _torch_arg(kernel, i: int, t) -> Optional[_Arg]:
     return _Arg(t.data_ptr(), t.get_device())
 
 
-def _cai_arg(kernel, i: int, a) -> _Arg:
+def _cai_arg(kernel, i: int, a, shape) -> _Arg:
     from .runtime import numpy_dtype
 
     p = kernel.params[i]
@@ -103,13 +91,13 @@ def _cai_arg(kernel, i: int, a) -> _Arg:
 
     if np.dtype(cai["typestr"]) != numpy_dtype(p.dtype):
         raise _fail(kernel, i, f"has typestr {cai['typestr']}")
-    if tuple(cai["shape"]) != p.shape:
+    if tuple(cai["shape"]) != shape:
         raise _fail(kernel, i, f"has shape {tuple(cai['shape'])}", ValueError)
     strides = cai.get("strides")
     if strides is not None:
         item = numpy_dtype(p.dtype).itemsize
         want, acc = [], item
-        for d in reversed(p.shape):
+        for d in reversed(shape):
             want.append(acc)
             acc *= d
         if tuple(strides) != tuple(reversed(want)):
@@ -147,7 +135,7 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _KDL_CUDA = 2
 
 
-def _dlpack_arg(kernel, i: int, a):
+def _dlpack_arg(kernel, i: int, a, shape):
     """Reads the DLTensor of ``a.__dlpack__()`` (the capsule stays unconsumed: its
     destructor releases it; ``a`` keeps the memory alive across the launch)."""
     p = kernel.params[i]
@@ -159,9 +147,10 @@ def _dlpack_arg(kernel, i: int, a):
     code, bits = _DL.get(p.dtype, (None, None))
     if (t.dtype.code, t.dtype.bits, t.dtype.lanes) != (code, bits, 1):
         raise _fail(kernel, i, f"has DLPack dtype code {t.dtype.code}, {t.dtype.bits} bits")
-    shape = tuple(t.shape[k] for k in range(t.ndim))
-    if shape != p.shape:
-        raise _fail(kernel, i, f"has shape {shape}", ValueError)
+    got = tuple(t.shape[k] for k in range(t.ndim))
+    if got != shape:
+        raise _fail(kernel, i, f"has shape {got}", ValueError)
+    shape = got
     if t.strides:
         acc, ok = 1, True
         for k in reversed(range(t.ndim)):
@@ -173,14 +162,14 @@ def _dlpack_arg(kernel, i: int, a):
     return _Arg((t.data or 0) + t.byte_offset, t.device.device_id)
 
 
-def _device_arg(kernel, i: int, a) -> Optional[_Arg]:
+def _device_arg(kernel, i: int, a, shape) -> Optional[_Arg]:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
-        return _torch_arg(kernel, i, a)
+        return _torch_arg(kernel, i, a, shape)
     if hasattr(a, "__cuda_array_interface__"):
-        return _cai_arg(kernel, i, a)
+        return _cai_arg(kernel, i, a, shape)
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
-        return _dlpack_arg(kernel, i, a)
+        return _dlpack_arg(kernel, i, a, shape)
     raise _fail(kernel, i, f"is a {type(a).__name__}: pass a CUDA tensor (PyTorch, CuPy, DLPack) or a NumPy array")
 
 
@@ -198,11 +187,16 @@ def current_stream(device: int) -> int:
 
 def _torch_signature(kernel):
     """Per parameter, the torch dtype and shape an argument must have (cached on the kernel)."""
-    sig = kernel.__dict__.get("_torch_sig")
-    if sig is None:
+    sig = kernel.__dict__.get("_torch_sig", False)
+    if sig is False:
         import torch
 
-        sig = kernel._torch_sig = [(getattr(torch, _TORCH_NAMES.get(p.dtype, ""), None), p.shape) for p in kernel.params]
+        # Scalar parameters (run-time shapes, launch checks) take the general path.
+        if any(p.is_scalar for p in kernel.params):
+            sig = None
+        else:
+            sig = [(getattr(torch, p.dtype, None) if p.dtype in _TORCH_NAMES else None, p.shape) for p in kernel.params]
+        kernel._torch_sig = sig
     return sig
 
 
@@ -210,9 +204,12 @@ def _torch_fast(kernel, args):
     """The launch of the common case — contiguous CUDA tensors of the right dtype and shape on
     one device — with the fewest Python operations; None for anything else (the general path
     then checks each argument and says what is wrong)."""
+    sig = _torch_signature(kernel)
+    if sig is None or len(args) != len(sig):
+        return None
     ptrs = []
     dev = -1
-    for a, (dt, shape) in zip(args, _torch_signature(kernel)):
+    for a, (dt, shape) in zip(args, sig):
         if a.dtype is not dt or a.shape != shape or not a.is_contiguous():
             return None
         d = a.get_device()
@@ -224,7 +221,8 @@ def _torch_fast(kernel, args):
 
 
 def launch(kernel, args: Sequence) -> None:
-    """Launches ``kernel`` on CUDA arrays ``args`` (asynchronous, on the current stream)."""
+    """Launches ``kernel`` on CUDA arrays (and the scalar arguments, each in signature order)
+    ``args`` (asynchronous, on the current stream)."""
     torch = sys.modules.get("torch")
     if torch is not None and all(type(a) is torch.Tensor for a in args):
         fast = _torch_fast(kernel, args)
@@ -234,17 +232,20 @@ def launch(kernel, args: Sequence) -> None:
             stream = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
             kernel._l.launch(dev, stream, ptrs)
             return None
-    parsed = [_device_arg(kernel, i, a) for i, a in enumerate(args)]
-    if any(p is None for p in parsed):
+    scalars = kernel.scalar_args(args)
+    shapes = kernel.shapes(scalars)
+    bufs = [i for i, p in enumerate(kernel.params) if not p.is_scalar]
+    parsed = [_device_arg(kernel, i, args[i], shapes[i]) for i in bufs]
+    if not parsed or any(p is None for p in parsed):
         if all(p is None for p in parsed):
-            return kernel.simulate(*[_host_array(a) for a in args])
-        host = [i for i, p in enumerate(parsed) if p is None]
+            return kernel.simulate(*[a if p.is_scalar else _host_array(a) for p, a in zip(kernel.params, args)])
+        host = [i for i, p in zip(bufs, parsed) if p is None]
         raise _fail(kernel, host[0], "is on the CPU while other arguments are on a GPU", ValueError)
     dev = parsed[0].device
-    for i, p in enumerate(parsed):
+    for i, p in zip(bufs, parsed):
         if p.device != dev:
-            raise _fail(kernel, i, f"is on GPU {p.device}, argument 0 on GPU {dev}", ValueError)
-    kernel._l.launch(dev, current_stream(dev), [p.ptr for p in parsed])
+            raise _fail(kernel, i, f"is on GPU {p.device}, argument {bufs[0]} on GPU {dev}", ValueError)
+    kernel._l.launch(dev, current_stream(dev), [p.ptr for p in parsed], scalars)
 
 
 def _host_array(a):

@@ -9,7 +9,9 @@ target). Calling the result runs it:
   launch on the tensors' device and the current stream, without copies or synchronisation.
 
 Arguments are checked against the kernel's signature (dtype, shape, contiguity, device) with
-clear exceptions before anything runs.
+clear exceptions before anything runs. Scalar parameters (``n: T.int32``) take Python ints or
+floats in the same call; shapes and the grid that depend on them, and the kernel's launch checks,
+are evaluated from them first (docs/python.md §5.3).
 """
 
 from __future__ import annotations
@@ -23,27 +25,17 @@ import numpy as np
 from . import _native
 from . import device as _device
 
-_NUMPY_DTYPES = {
-    "bool": "bool",
-    "int8": "int8",
-    "int16": "int16",
-    "int32": "int32",
-    "int64": "int64",
-    "uint8": "uint8",
-    "uint16": "uint16",
-    "uint32": "uint32",
-    "uint64": "uint64",
-    "float16": "float16",
-    "float32": "float32",
-    "float64": "float64",
-}
+# Kernel dtypes NumPy has under the same name; the others come from ml_dtypes.
+_NUMPY_DTYPES = frozenset(
+    ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16", "float32", "float64")
+)
 _ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn")
 
 
 def numpy_dtype(name: str) -> np.dtype:
     """The NumPy dtype of a kernel dtype (bfloat16 and fp8 through ml_dtypes)."""
     if name in _NUMPY_DTYPES:
-        return np.dtype(_NUMPY_DTYPES[name])
+        return np.dtype(name)
     if name in _ML_DTYPES:
         try:
             import ml_dtypes
@@ -54,13 +46,30 @@ def numpy_dtype(name: str) -> np.dtype:
 
 
 class Param:
-    __slots__ = ("name", "dtype", "shape", "bytes")
+    """One kernel parameter: a buffer (``shape``: ints, a run-time dim 0 as its expression,
+    e.g. ``("n", 128)``) or a scalar (``kind == "scalar"``, ``n: int32``)."""
+
+    __slots__ = ("name", "kind", "dtype", "shape", "bytes")
 
     def __init__(self, m: dict):
         self.name, self.dtype, self.shape, self.bytes = m["name"], m["dtype"], tuple(m["shape"]), m["bytes"]
+        self.kind = m.get("kind", "buffer")
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.kind == "scalar"
+
+    @property
+    def symbolic(self) -> bool:
+        return any(isinstance(d, str) for d in self.shape)
 
     def __repr__(self):
-        return f"{self.name}: {self.dtype}{list(self.shape)}"
+        if self.is_scalar:
+            return f"{self.name}: {self.dtype}"
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
+
+
+_INT_SCALARS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1)}
 
 
 def default_target() -> str:
@@ -105,6 +114,12 @@ class Kernel:
     def warnings(self) -> List[str]:
         return list(self._l.warnings)
 
+    @property
+    def notes(self) -> List[str]:
+        """Decisions lowering made for the kernel (static shared memory over 48 KiB placed in
+        dynamic shared memory), rendered; not warnings."""
+        return list(self._l.notes)
+
     def explain(self, json: bool = False) -> str:
         """Every tile call: operands, each variant tried and why, the choice (`tirx explain`)."""
         return self._l.explain(json)
@@ -119,32 +134,75 @@ class Kernel:
     # ------------------------------------------------------------------ calls
 
     def __call__(self, *args):
-        if len(args) != len(self.params):
-            raise TypeError(f"{self.name}() takes {len(self.params)} arguments ({self._sig()}), {len(args)} given")
-        if all(isinstance(a, np.ndarray) for a in args):
+        self._check_count(args)
+        if all(isinstance(a, np.ndarray) for p, a in zip(self.params, args) if not p.is_scalar):
             return self.simulate(*args)
         return _device.launch(self, args)
+
+    def _check_count(self, args) -> None:
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name}() takes {len(self.params)} arguments ({self._sig()}), {len(args)} given")
 
     def _sig(self) -> str:
         return ", ".join(map(repr, self.params))
 
-    def check_array(self, i: int, a: np.ndarray) -> None:
+    def scalar_args(self, args) -> List[Any]:
+        """The values of the scalar parameters among ``args`` (one per parameter), checked:
+        a Python (or NumPy) int for an integer parameter, an int or float for a float one."""
+        out = []
+        for i, (p, a) in enumerate(zip(self.params, args)):
+            if not p.is_scalar:
+                continue
+            if isinstance(a, (bool, np.bool_)):
+                raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be a number, got a bool")
+            if p.dtype in _INT_SCALARS:
+                if not isinstance(a, (int, np.integer)):
+                    raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be an int, got {type(a).__name__}")
+                lo, hi = _INT_SCALARS[p.dtype]
+                if not lo <= int(a) <= hi:
+                    from . import TirxError
+
+                    raise TirxError(f"{self.name}(): argument {i} (`{p}`): {int(a)} is outside the range of {p.dtype} [{lo}, {hi}]")
+                out.append(int(a))
+            else:
+                if not isinstance(a, (int, float, np.integer, np.floating)):
+                    raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be a float, got {type(a).__name__}")
+                out.append(float(a))
+        return out
+
+    def shapes(self, scalars: Sequence[Any]) -> dict:
+        """The shape of every buffer parameter (by parameter index) at the launch with these
+        scalar arguments; a failed launch check is raised here, before anything runs."""
+        bufs = [i for i, p in enumerate(self.params) if not p.is_scalar]
+        if not any(self.params[i].symbolic for i in bufs) and not scalars:
+            return {i: self.params[i].shape for i in bufs}
+        _, shapes = self._l.bind(list(scalars))
+        return {i: tuple(s) for i, s in zip(bufs, shapes)}
+
+    def check_array(self, i: int, a: np.ndarray, shape: Optional[tuple] = None) -> None:
         p = self.params[i]
         want = numpy_dtype(p.dtype)
+        shape = p.shape if shape is None else shape
+        if not isinstance(a, np.ndarray):
+            raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be an array, got {type(a).__name__}")
         if a.dtype != want:
             raise TypeError(f"{self.name}(): argument {i} (`{p.name}`) must be {p.dtype}, got an array of {a.dtype}")
-        if tuple(a.shape) != p.shape:
-            raise ValueError(
-                f"{self.name}(): argument {i} (`{p.name}`) must have shape {p.shape}, got {tuple(a.shape)}"
-            )
+        if tuple(a.shape) != shape:
+            of = f" ({p})" if p.symbolic else ""
+            raise ValueError(f"{self.name}(): argument {i} (`{p.name}`) must have shape {shape}{of}, got {tuple(a.shape)}")
 
-    def simulate(self, *arrays: np.ndarray, check_races: bool = True, grid_limit: Optional[int] = None):
-        """Runs the kernel in the CPU simulator on NumPy arrays, writing results in place."""
-        for i, a in enumerate(arrays):
-            self.check_array(i, a)
+    def simulate(self, *args, check_races: bool = True, grid_limit: Optional[int] = None):
+        """Runs the kernel in the CPU simulator on NumPy arrays (and the scalar arguments, in
+        signature order), writing results in place."""
+        self._check_count(args)
+        scalars = self.scalar_args(args)
+        shapes = self.shapes(scalars)
+        arrays = [a for p, a in zip(self.params, args) if not p.is_scalar]
+        for i, a in zip(shapes, arrays):
+            self.check_array(i, a, shapes[i])
         data = [np.ascontiguousarray(a).tobytes() for a in arrays]
-        out, warnings = self._l.simulate(data, check_races, grid_limit)
-        for a, b, p in zip(arrays, out, self.params):
+        out, warnings = self._l.simulate(data, scalars, check_races, grid_limit)
+        for a, b in zip(arrays, out):
             if not a.flags.writeable:
                 continue
             np.copyto(a, np.frombuffer(b, dtype=a.dtype).reshape(a.shape))

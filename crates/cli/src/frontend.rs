@@ -44,7 +44,7 @@ pub fn load_kernel(path: &std::path::Path) -> Result<(Kernel, Source), Failure> 
     }
 }
 
-/// HIR → LIR through the CUDA lowering for `arch`. Warnings are printed to
+/// HIR → LIR through the CUDA lowering for `arch`. Warnings and notes are printed to
 /// stderr; errors are printed and reported as [`Failure::Reported`] (exit 1),
 /// or exit 2 when one of them is an internal error.
 pub fn lower(kernel: &Kernel, src: &Source, arch: Arch) -> Result<LKernel, Failure> {
@@ -56,6 +56,7 @@ pub fn lower_with(kernel: &Kernel, src: &Source, opts: &tirx_lower::LowerOptions
     match tirx_lower::lower_kernel(kernel, opts) {
         Ok(l) => {
             eprint_diags(&l.warnings, src);
+            eprint_diags(&l.notes, src);
             Ok(l.lir)
         }
         Err(diags) => Err(report_errors(&diags, src)),

@@ -13,6 +13,7 @@ mod input;
 mod npy;
 mod npy_header;
 mod out;
+mod scalars;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

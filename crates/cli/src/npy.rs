@@ -83,7 +83,15 @@ pub fn save_outs(specs: &[String], k: &LKernel, bufs: &[Vec<u8>]) -> Result<(), 
 
 /// Splits `NAME=path` and finds the parameter named `NAME`.
 fn param_of<'s>(spec: &'s str, k: &LKernel, flag: &str) -> Result<(usize, &'s str), Failure> {
-    let names = || k.params.iter().map(|p| format!("`{}`", k.buf(*p).name)).collect::<Vec<_>>().join(", ");
+    let names = || {
+        let bufs = k.params.iter().map(|p| format!("`{}`", k.buf(*p).name)).collect::<Vec<_>>().join(", ");
+        let scalars: Vec<String> = k.scalars.iter().map(|s| format!("`{}`", k.var(s.var).name)).collect();
+        if scalars.is_empty() {
+            bufs
+        } else {
+            format!("{bufs} (scalars, `NAME=VALUE`: {})", scalars.join(", "))
+        }
+    };
     let Some((name, path)) = spec.split_once('=') else {
         return Err(Failure::User(format!(
             "{flag} `{spec}`: expected NAME=file.npy, where NAME is one of {}",
@@ -294,9 +302,20 @@ mod tests {
             grid: [1, 1, 1],
             block: [1, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![
-                LBuf { name: "A".into(), dtype, space: Space::Global, elems, shape: shape.clone(), dynamic: false },
-                LBuf { name: "B".into(), dtype, space: Space::Global, elems, shape, dynamic: false },
+                LBuf {
+                    name: "A".into(),
+                    dtype,
+                    space: Space::Global,
+                    elems,
+                    shape: shape.clone(),
+                    dynamic: false,
+                    dyn_rows: None,
+                },
+                LBuf { name: "B".into(), dtype, space: Space::Global, elems, shape, dynamic: false, dyn_rows: None },
             ],
             vars: vec![],
             body: vec![],

@@ -104,15 +104,31 @@ fn a_global_allocation_is_one_error_at_the_allocation() {
 }
 
 #[test]
-fn oversized_static_shared_memory_is_a_check_error() {
+fn static_shared_memory_over_48_kib_is_dynamic_and_over_the_target_limit_a_check_error() {
+    // 50 KiB of `shared`: placed in dynamic shared memory, with a note at the allocation.
     let p = script("smem.py", "T.alloc_buffer((32, 400), \"float32\", scope=\"shared\")", "");
+    let path = p.to_str().expect("utf-8");
+    for args in [vec!["check", path], vec!["lower", path, "--emit", "cuda"], vec!["explain", path]] {
+        let out = tirx(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        for w in [
+            "note: static shared memory over 48 KiB: `S_` (32 × 400 float32, 51200 bytes)",
+            "smem.py:9:10",
+            "^^^^ crosses the 48 KiB of static `__shared__` arrays CUDA allows",
+        ] {
+            assert!(err.contains(w), "{args:?}: missing `{w}` in\n{err}");
+        }
+    }
+    // 250 KiB: over the 227 KiB a CTA may use on sm_90.
+    let p = script("smem_big.py", "T.alloc_buffer((32, 2000), \"float32\", scope=\"shared\")", "");
     fails_everywhere(
         &p,
         &[
-            "error: static shared memory over 48 KiB: `S_` (32 × 400 float32, 51200 bytes)",
-            "smem.py:9:10",
-            "^^^^ crosses the 48 KiB static shared-memory limit",
-            "help: allocate it with `scope=\"shared.dyn\"`",
+            "error: shared memory over the sm_90a limit: `S_` (32 × 2000 float32, 256000 bytes)",
+            "smem_big.py:9:10",
+            "^^^^ crosses the 227 KiB per-CTA limit of sm_90a",
+            "help: use smaller tiles",
         ],
     );
 }

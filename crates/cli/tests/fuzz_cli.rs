@@ -261,6 +261,8 @@ fn fuzz(cases: usize, seed: u64, threads: usize) -> Vec<String> {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let examples = examples();
     let copy_reg = examples.iter().find(|(p, _)| p.ends_with("copy_reg.py")).expect("copy_reg.py").0.clone();
+    let rows =
+        examples.iter().find(|(p, _)| p.ends_with("copy_rows_checked.py")).expect("copy_rows_checked.py").0.clone();
     let next = AtomicUsize::new(0);
     let failures = std::sync::Mutex::new(vec![]);
     std::thread::scope(|s| {
@@ -288,6 +290,35 @@ fn fuzz(cases: usize, seed: u64, threads: usize) -> Vec<String> {
                         let views: [&[&str]; 6] =
                             [&["--table"], &["--canonical"], &["--scope"], &["--apply", "0"], &["--slice", "0:2"], &[]];
                         args.extend(views[rng.below(views.len())].iter().map(|s| s.to_string()));
+                        (args, None)
+                    }
+                    _ if rng.below(3) == 0 => {
+                        // A scalar argument: a launch check, a grid or a size out of range, text that is no number.
+                        let values = [
+                            "-1",
+                            "0",
+                            "1",
+                            "100",
+                            "2147483647",
+                            "-2147483648",
+                            "99999999999999999999",
+                            "1e3",
+                            "0x40",
+                            "",
+                            "n",
+                        ];
+                        let v = match rng.below(2) {
+                            0 => values[rng.below(values.len())].to_string(),
+                            _ => (rng.below(400) as i64 - 100).to_string(),
+                        };
+                        let args = vec![
+                            "sim".into(),
+                            rows.clone(),
+                            "--grid-limit".into(),
+                            "2".into(),
+                            "--arg".into(),
+                            format!("n={v}"),
+                        ];
                         (args, None)
                     }
                     _ => {

@@ -200,3 +200,82 @@ fn grid_limit_and_race_check_switch() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("2 of 8192 CTAs × 128 threads") && stdout.contains("race check off"), "{stdout}");
 }
+
+/// Scalar arguments (`--arg n=256`) next to `.npy` inputs: sizes follow `n`, a failed
+/// launch check is an error at its region with the value (exit 1), nothing runs, and a
+/// missing or mistyped scalar says which (docs/lir.md §6).
+#[test]
+fn scalar_arguments_bind_the_launch() {
+    let (ap, bp) = (tmp("rows-a.npy"), tmp("rows-b.npy"));
+    let a: Vec<f32> = (0..192 * 128).map(|i| i as f32).collect();
+    write_f32(&ap, &[192, 128], &a);
+    let (a_arg, b_out) = (format!("A={}", ap.display()), format!("B={}", bp.display()));
+    let ex = "examples/copy_rows_checked.py";
+    let out = tirx(&["sim", ex, "--arg", &a_arg, "--arg", "n=192", "--out", &b_out]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("3 of 3 CTAs × 128 threads"), "{stdout}");
+    assert_eq!(read::<f32>(&bp), a);
+    // The array must have n rows.
+    let out = tirx(&["sim", ex, "--arg", &a_arg, "--arg", "n=256"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("buffer `A` is float32 with shape (256, 128), but the file holds <f4 with shape (192, 128)"),
+        "{stderr}"
+    );
+    // n = 100 fails the check: at the region, with the value; nothing runs.
+    let out = tirx(&["sim", ex, "--arg", "n=100"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: invalid launch: launch check `(n + 63) // 64 * 64 <= n` fails with n = 100"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("copy_rows_checked.py:20:34"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    for (args, want) in [
+        (vec!["sim", ex], "takes the scalar argument `n` (int32), which was not given"),
+        (vec!["sim", ex, "--arg", "n=1.5"], "--arg `n=1.5`: `1.5` is not an integer; the parameter is int32"),
+        (vec!["sim", ex, "--arg", "n=0"], "grid dimension x `(n + 63) // 64` is 0 with n = 0"),
+        (vec!["sim", ex, "--arg", "n=64", "--arg", "n=128"], "both name parameter `n`"),
+    ] {
+        let out = tirx(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
+
+/// `explain --sim` takes the scalar values too; `lower --meta` says each parameter's kind
+/// and gives run-time sizes and grid dims as expressions.
+#[test]
+fn explain_and_meta_of_a_kernel_with_scalars() {
+    let ex = "examples/scale_rows.py";
+    let out = tirx(&["explain", ex, "--sim", "--arg", "n=128", "--arg", "alpha=2", "--arg", "beta=1"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("assumed: T.assume(n % 128 == 0)"), "{stdout}");
+    assert!(stdout.contains("bank: no shared-memory access"), "{stdout}");
+    let meta = tmp("scale_rows.json");
+    let out = tirx(&[
+        "lower",
+        ex,
+        "--emit",
+        "cuda",
+        "-o",
+        tmp("scale_rows.cu").to_str().unwrap(),
+        "--meta",
+        meta.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_eq!(m["grid_dims"], serde_json::json!(["n // 128", null, null]));
+    assert_eq!(m["checks"], serde_json::json!(["n % 128 == 0"]));
+    let kinds: Vec<&str> = m["params"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["buffer", "buffer", "scalar", "scalar", "scalar"]);
+    assert_eq!(m["params"][0]["shape"], serde_json::json!(["n", 64]));
+    assert_eq!(m["params"][0]["bytes"], "n * 256");
+    assert_eq!(m["params"][3]["dtype"], "float32");
+}

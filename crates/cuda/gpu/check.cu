@@ -19,6 +19,7 @@ __global__ void copy_f16(__half*, __half*);
 __global__ void copy_u8(unsigned char*, unsigned char*);
 __global__ void fallback_copy(float*, float*);
 __global__ void scalar_grid(float*, float*);
+__global__ void scalar_params(float*, int, float*, float);
 __global__ void reg_copy(float*, float*);
 __global__ void ldstmatrix(__half*, __half*);
 __global__ void packed_f16(__half*, __half*, __half*);
@@ -28,6 +29,7 @@ __global__ void big_scale(float*, float*);
 __global__ void warp_shuffle(float*, float*, __nv_bfloat16*, __nv_bfloat16*, int*, int*);
 __global__ void cp_async_copy(float*, float*);
 __global__ void mbarrier_pipeline(float*, float*);
+__global__ void ptx_vec_copy(float*, float*, unsigned short*, unsigned short*);
 __global__ void mma_f16(__half*, __half*, float*, float*);
 __global__ void mma_bf16(__nv_bfloat16*, __nv_bfloat16*, float*, float*);
 __global__ void mma_f16_k8(__half*, __half*, float*, float*);
@@ -116,6 +118,19 @@ static void check_scalar_grid() {
     scalar_grid<<<4, 128>>>(da, db);
     CK(cudaGetLastError());
     expect("scalar_grid", download(db, 500), want);
+}
+
+/// Scalar arguments between the buffers and a grid sized by them: (n + 127) / 128 CTAs.
+static void check_scalar_params() {
+    const int n = 300;
+    const float scale = -1.5f;
+    std::vector<float> a(n), want(n);
+    for (int i = 0; i < n; ++i) a[i] = float(i) * 0.25f, want[i] = a[i] * scale;
+    float* da = upload(a);
+    float* db = zeros<float>(n);
+    scalar_params<<<(n + 127) / 128, 128>>>(da, n, db, scale);
+    CK(cudaGetLastError());
+    expect("scalar_params", download(db, n), want);
 }
 
 static void check_reg_copy() {
@@ -218,6 +233,21 @@ static void check_cp_async() {
     cp_async_copy<<<1, 32>>>(da, db);
     CK(cudaGetLastError());
     expect("cp_async_copy", download(db, 256), want);
+}
+
+// Inline-PTX vector loads and stores (cache hints, 16/8/2-byte forms): B = A and G = H,
+// each element moved by another thread through shared memory.
+static void check_ptx_vec() {
+    std::vector<float> a(128);
+    std::vector<unsigned short> h(32);
+    for (int i = 0; i < 128; ++i) a[i] = float(i) * 0.25f - 3.0f;
+    for (int i = 0; i < 32; ++i) h[i] = (unsigned short)(0xA000u + 7u * i);
+    float *da = upload(a), *db = zeros<float>(128);
+    unsigned short *dh = upload(h), *dg = zeros<unsigned short>(32);
+    ptx_vec_copy<<<1, 32>>>(da, db, dh, dg);
+    CK(cudaGetLastError());
+    expect("ptx_vec_copy.B", download(db, 128), a);
+    expect("ptx_vec_copy.G", download(dg, 32), h);
 }
 
 static void check_mbarrier_pipeline() {
@@ -440,12 +470,14 @@ int main(int argc, char** argv) {
              roundtrip<__half>("swizzle_copy", swizzle_copy, 4096, 1, 128, 8192);
          }},
         {"scalar_grid", check_scalar_grid},
+        {"scalar_params", check_scalar_params},
         {"reg_copy", check_reg_copy},
         {"ldstmatrix", check_ldstmatrix},
         {"packed_f16", check_packed_f16},
         {"cast_pairs", check_cast_pairs},
         {"warp_shuffle", check_warp_shuffle},
         {"cp_async", check_cp_async},
+        {"ptx_vec", check_ptx_vec},
         {"mbarrier", check_mbarrier_pipeline},
         {"mma", check_mma},
         {"named_barrier", check_named_barrier},

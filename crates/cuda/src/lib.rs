@@ -36,7 +36,7 @@ mod wgmma;
 
 use serde::Serialize;
 use std::fmt;
-use tirx_ir::lir::LKernel;
+use tirx_ir::lir::{LKernel, ParamRef, SymExpr, SymOp};
 
 /// A generated kernel: CUDA C++ source and how to launch it.
 #[derive(Clone, Debug)]
@@ -50,22 +50,55 @@ pub struct CudaModule {
 pub struct LaunchMeta {
     /// The C identifier of the `extern "C"` entry point.
     pub kernel: String,
+    /// The grid; a dimension given in `grid_dims` holds CUDA's limit (evaluate the
+    /// expression at launch: `LKernel::specialize`).
     pub grid: [u32; 3],
+    /// Grid dimensions that are expressions of the scalar parameters (`(n + 127) // 128`).
+    #[serde(skip_serializing_if = "no_dims")]
+    pub grid_dims: [Option<String>; 3],
     pub block: [u32; 3],
     pub dynamic_smem_bytes: u32,
+    /// Every parameter in signature order: buffers and scalars.
     pub params: Vec<ParamMeta>,
+    /// Conditions on the scalar arguments every launch checks first (`docs/lir.md` §6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<String>,
 }
 
-/// One kernel parameter (a global buffer), in launch order.
+fn no_dims(d: &[Option<String>; 3]) -> bool {
+    d.iter().all(Option::is_none)
+}
+
+/// What a parameter is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamKind {
+    /// A global buffer, passed as a device pointer.
+    Buffer,
+    /// A scalar value (`n: T.int32`), passed by value.
+    Scalar,
+}
+
+/// A size that is a number, or an expression of the scalar parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum MetaDim {
+    Int(i64),
+    Sym(String),
+}
+
+/// One kernel parameter, in launch order.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ParamMeta {
-    /// The source name of the buffer.
+    /// The source name of the buffer or scalar.
     pub name: String,
+    pub kind: ParamKind,
     /// The TVMScript dtype name (`float16`).
     pub dtype: String,
-    pub shape: Vec<i64>,
-    pub elems: i64,
-    pub bytes: i64,
+    /// A buffer's shape (a run-time dim 0 as its expression); `[]` for a scalar.
+    pub shape: Vec<MetaDim>,
+    pub elems: MetaDim,
+    pub bytes: MetaDim,
 }
 
 impl LaunchMeta {
@@ -98,26 +131,55 @@ impl std::error::Error for CodegenError {}
 pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     k.validate().map_err(CodegenError::InvalidLir)?;
     let out = emit::translation_unit(k)?;
-    let params = k
-        .params
-        .iter()
-        .map(|&p| {
-            let b = k.buf(p);
-            ParamMeta {
-                name: b.name.clone(),
-                dtype: b.dtype.name().to_string(),
-                shape: b.shape.clone(),
-                elems: b.elems,
-                bytes: b.elems.saturating_mul(i64::from(b.dtype.bytes())),
-            }
-        })
-        .collect();
+    let params = k.signature().into_iter().map(|p| param_meta(k, p)).collect();
     let meta = LaunchMeta {
         kernel: out.kernel,
         grid: k.grid,
+        grid_dims: k.grid_dims.clone().map(|d| d.map(|e| k.sym_text(&e))),
         block: k.block,
         dynamic_smem_bytes: out.dynamic_smem_bytes,
         params,
+        checks: k.checks.iter().map(|c| k.sym_text(&c.cond)).collect(),
     };
     Ok(CudaModule { source: out.source, meta })
+}
+
+fn param_meta(k: &LKernel, p: ParamRef) -> ParamMeta {
+    match p {
+        ParamRef::Scalar(v) => {
+            let t = k.var(v).dtype;
+            ParamMeta {
+                name: k.var(v).name.clone(),
+                kind: ParamKind::Scalar,
+                dtype: t.name().to_string(),
+                shape: vec![],
+                elems: MetaDim::Int(1),
+                bytes: MetaDim::Int(i64::from(t.bytes())),
+            }
+        }
+        ParamRef::Buffer(p) => {
+            let b = k.buf(p);
+            let bytes = i64::from(b.dtype.bytes());
+            let mut shape: Vec<MetaDim> = b.shape.iter().map(|&d| MetaDim::Int(d)).collect();
+            let (elems, total) = match &b.dyn_rows {
+                Some(r) => {
+                    let scaled = |m: i64| {
+                        let e = if m == 1 { r.clone() } else { SymExpr::bin(SymOp::Mul, r.clone(), SymExpr::Int(m)) };
+                        MetaDim::Sym(k.sym_text(&e))
+                    };
+                    shape[0] = MetaDim::Sym(k.sym_text(r));
+                    (scaled(b.row_elems()), scaled(b.row_elems().saturating_mul(bytes)))
+                }
+                None => (MetaDim::Int(b.elems), MetaDim::Int(b.elems.saturating_mul(bytes))),
+            };
+            ParamMeta {
+                name: b.name.clone(),
+                kind: ParamKind::Buffer,
+                dtype: b.dtype.name().to_string(),
+                shape,
+                elems,
+                bytes: total,
+            }
+        }
+    }
 }

@@ -1,11 +1,24 @@
-//! CUDA for the **memory** family: `buf[i] = v;` and vector copies as one
+//! CUDA for the **memory** family: `buf[i] = v;`, vector copies as one
 //! `uint4`/`uint2`/`unsigned`/... access per side, so that ptxas emits 128-bit
-//! loads and stores (`__ldg` for the non-coherent path).
+//! loads and stores (`__ldg` for the non-coherent path), and PTX vector
+//! accesses as one inline `asm volatile` naming the instruction with all its
+//! qualifiers, each register bound to its 32-bit (or 16-bit) word of the local
+//! array:
+//!
+//! ```text
+//! asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+//!              : "=r"(*reinterpret_cast<unsigned*>(&v[0])), ... : "l"(&A[i]) : "memory");
+//! ```
+//!
+//! Every asm is `volatile` with a `"memory"` clobber, so it stays in program
+//! order with the thread's other accesses (the compiler cannot see inside).
+//!
+//! Shared addresses are shared-window addresses (`__cvta_generic_to_shared`).
 
 use crate::ctype::vector_type;
 use crate::emit::Ctx;
 use crate::CodegenError;
-use tirx_ir::lir::{CacheHint, LBufId, LExpr};
+use tirx_ir::lir::{ptx_form, CacheHint, LBinOp, LBufId, LExpr, PtxDir, PtxVec, Space};
 
 impl Ctx<'_> {
     pub(crate) fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Result<(), CodegenError> {
@@ -39,5 +52,65 @@ impl Ctx<'_> {
         };
         self.line(&format!("{lhs} = {rhs};"));
         Ok(())
+    }
+}
+
+impl Ctx<'_> {
+    pub(crate) fn ptx_vec(&mut self, p: &PtxVec) -> Result<(), CodegenError> {
+        let (m, r) = (self.k.buf(p.mem), self.k.buf(p.reg));
+        let bad = || CodegenError::InvalidLir(format!("PTX access of {} bytes of {}", p.bytes, r.dtype));
+        let (_, words, bits) = ptx_form(p.bytes).ok_or_else(bad)?;
+        let (space, elem_bytes) = (m.space, r.dtype.bytes());
+        let (word_t, constraint) = if bits == 16 { ("unsigned short", "h") } else { ("unsigned", "r") };
+        let io = if matches!(p.dir, PtxDir::St) { "" } else { "=" };
+        let mut regs = Vec::with_capacity(words as usize);
+        for w in 0..words {
+            let word = self.word(p.reg, &p.reg_index, w, bits / 8, elem_bytes, word_t)?;
+            regs.push(format!("\"{io}{constraint}\"({word})"));
+        }
+        let addr = self.addr(p.mem, &p.mem_index)?;
+        let addr = match space {
+            Space::Shared => format!("\"r\"(static_cast<unsigned>(__cvta_generic_to_shared({addr})))"),
+            _ => format!("\"l\"({addr})"),
+        };
+        let slots = |from: u32| (from..from + words).map(|i| format!("%{i}")).collect::<Vec<_>>().join(", ");
+        let vec = |from: u32| if words == 1 { slots(from) } else { format!("{{{}}}", slots(from)) };
+        let instr = p.instruction(space);
+        let regs = regs.join(", ");
+        // The instruction on its own line, its operands on the next.
+        let (asm, operands) = match p.dir {
+            PtxDir::Ld(_) => (format!("{instr} {}, [%{words}];", vec(0)), format!(": {regs} : {addr}")),
+            PtxDir::St => (format!("{instr} [%0], {};", vec(1)), format!(":: {addr}, {regs}")),
+        };
+        self.line(&format!("asm volatile(\"{asm}\""));
+        self.line(&format!("             {operands} : \"memory\");"));
+        Ok(())
+    }
+
+    /// Register word `w` (of `word_bytes`) of the local array `reg` from element
+    /// `index` on, as an lvalue: `*reinterpret_cast<unsigned*>(&v[2])`, or
+    /// `reinterpret_cast<unsigned*>(&v[i])[1]` when an element is wider than a word.
+    fn word(
+        &mut self,
+        reg: LBufId,
+        index: &LExpr,
+        w: u32,
+        word_bytes: u32,
+        elem_bytes: u32,
+        word_t: &str,
+    ) -> Result<String, CodegenError> {
+        if elem_bytes > word_bytes {
+            return Ok(format!("reinterpret_cast<{word_t}*>({})[{w}]", self.addr(reg, index)?));
+        }
+        let step = i64::from(w * (word_bytes / elem_bytes));
+        let at = match index {
+            LExpr::Int(v, t) => LExpr::Int(v + step, *t),
+            _ if step == 0 => index.clone(),
+            _ => {
+                let t = self.k.dtype_of(index);
+                LExpr::Bin(LBinOp::Add, Box::new(index.clone()), Box::new(LExpr::Int(step, t)))
+            }
+        };
+        self.view(word_t, false, reg, &at)
     }
 }

@@ -89,7 +89,14 @@ impl Names {
             }
         }
         let kernel = sanitize(&k.name);
-        Names { kernel, bufs, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] }
+        let mut names = Names { kernel, bufs, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] };
+        // Scalar parameters are declared by the signature, in scope everywhere.
+        for s in &k.scalars {
+            if let Some(v) = k.vars.get(s.var.0 as usize) {
+                names.declare(s.var, &v.name);
+            }
+        }
+        names
     }
 
     pub fn buf(&self, b: LBufId) -> &str {

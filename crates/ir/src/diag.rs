@@ -41,6 +41,11 @@ impl Diagnostic {
     pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(Severity::Warning, span, message)
     }
+    /// Something the user should know that is neither wrong nor suspicious
+    /// (a decision lowering made for them).
+    pub fn note(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(Severity::Note, span, message)
+    }
     /// An error that is tirx's bug, located at the construct being lowered.
     pub fn internal(span: Span, message: impl Into<String>) -> Diagnostic {
         let mut d = Diagnostic::new(Severity::Error, span, format!("internal error: {}", message.into()))

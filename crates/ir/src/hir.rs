@@ -80,6 +80,25 @@ pub struct Buffer {
     pub layout: Layout,
     pub origin: BufferOrigin,
     pub span: Span,
+    /// `T.match_buffer(A_ptr, (n, 128))`: dim 0 is this integer expression of scalar
+    /// parameters, known at launch. `shape[0]` then holds [`dyn_outer_bound`], a bound
+    /// for the layout algebra only (never a size); the layout is row-major.
+    pub dyn_outer: Option<Expr>,
+}
+
+/// The rows a buffer with a symbolic dim 0 is given in `shape[0]`: at least 2 and
+/// at least 2^31 elements in all (so its indices are 64-bit), for rows of
+/// `row_elems` elements. Lowering slices and addresses with it; no size is read from it.
+pub fn dyn_outer_bound(row_elems: i64) -> i64 {
+    let min_elems: i64 = 1 << 31;
+    (min_elems + row_elems.max(1) - 1) / row_elems.max(1)
+}
+
+impl Buffer {
+    /// Dim 0 is a run-time value ([`Buffer::dyn_outer`]).
+    pub fn is_symbolic(&self) -> bool {
+        self.dyn_outer.is_some()
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -293,6 +312,11 @@ pub struct ScopeIdDef {
     pub vars: Vec<VarId>,
     pub extents: Option<Vec<i64>>,
     pub span: Span,
+    /// `T.cta_id([(n + 127) // 128, 4])`: per extent, the expression of scalar
+    /// parameters it is (empty when every extent is a constant). A symbolic extent's
+    /// entry of `extents` holds CUDA's limit for its grid dimension, the bound the
+    /// launch closure and lowering reason with.
+    pub dyn_extents: Vec<Option<Expr>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -347,7 +371,7 @@ impl Collective {
     }
 }
 
-/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §7):
+/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §8):
 /// the ordering of Hopper's asynchronous tensor cores, register reallocation
 /// between warpgroups, named barriers and the async-proxy fence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -428,6 +452,9 @@ pub enum StmtKind {
     Tile(TileCall),
     /// `T.ptx.wgmma.fence()` and the other PTX statements.
     Ptx(PtxStmt),
+    /// `T.evaluate(e)`: `e` is checked (types, bounds of its loads) and nothing
+    /// runs; the reference's way to mention a value.
+    Evaluate(Expr),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,
 }
@@ -444,6 +471,8 @@ pub struct Param {
     pub name: String,
     /// The buffer this parameter carries.
     pub buffer: Option<BufId>,
+    /// `n: T.int32`: the variable of a scalar parameter (its dtype is the parameter's).
+    pub scalar: Option<VarId>,
     pub span: Span,
 }
 
@@ -455,6 +484,9 @@ pub struct Kernel {
     pub vars: Vec<Var>,
     pub body: Vec<Stmt>,
     pub span: Span,
+    /// `T.assume(cond)`: facts about the scalar parameters the kernel states, in
+    /// source order; lowering uses them and every launch checks them.
+    pub assumes: Vec<Expr>,
 }
 
 impl Kernel {

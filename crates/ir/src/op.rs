@@ -461,10 +461,14 @@ impl ConfigKey {
     pub fn expects(self) -> &'static str {
         match self {
             ConfigKey::Cache => "\"nc\"",
-            ConfigKey::L1Evict | ConfigKey::L2Evict => {
-                "\"evict_normal\", \"evict_first\", \"evict_last\", \"evict_unchanged\" or \"no_allocate\""
+            ConfigKey::L1Evict => {
+                "\"evict_normal\", \"evict_first\", \"evict_last\", \"evict_unchanged\" or \"no_allocate\" \
+                 (also spelled \"L1::evict_first\", ...)"
             }
-            ConfigKey::PrefetchSize => "64, 128 or 256",
+            ConfigKey::L2Evict => {
+                "\"evict_normal\", \"evict_first\" or \"evict_last\" (also spelled \"L2::evict_first\", ...)"
+            }
+            ConfigKey::PrefetchSize => "64, 128 or 256 (also spelled \"L2::64B\", \"L2::128B\", \"L2::256B\")",
             ConfigKey::RoundingMode => "\"rn\", \"rz\", \"rm\" or \"rp\"",
             ConfigKey::ThreadReduce => "`True` or `False`",
         }
@@ -482,13 +486,24 @@ impl ConfigKey {
                 Some("nc") => Ok(ConfigValue::Cache(CacheMode::NonCoherent)),
                 _ => Err(bad()),
             },
-            ConfigKey::L1Evict | ConfigKey::L2Evict => {
-                s.and_then(Evict::from_name).map(ConfigValue::Evict).ok_or_else(bad)
+            ConfigKey::L1Evict => s.and_then(|s| Evict::from_ptx(s, "L1::")).map(ConfigValue::Evict).ok_or_else(bad),
+            ConfigKey::L2Evict => {
+                s.and_then(|s| Evict::from_ptx(s, "L2::")).filter(|e| e.at_l2()).map(ConfigValue::Evict).ok_or_else(bad)
             }
-            ConfigKey::PrefetchSize => match v {
-                RawConfig::Int(n @ (64 | 128 | 256)) => Ok(ConfigValue::PrefetchSize(*n as u32)),
-                _ => Err(bad()),
-            },
+            ConfigKey::PrefetchSize => {
+                let n = match v {
+                    RawConfig::Int(n) => Some(*n),
+                    // The reference's spelling is the PTX qualifier.
+                    RawConfig::Str(s) => {
+                        s.strip_prefix("L2::").and_then(|b| b.strip_suffix('B')).and_then(|b| b.parse().ok())
+                    }
+                    _ => None,
+                };
+                match n {
+                    Some(n @ (64 | 128 | 256)) => Ok(ConfigValue::PrefetchSize(n as u32)),
+                    _ => Err(bad()),
+                }
+            }
             ConfigKey::RoundingMode => s.and_then(RoundMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
             ConfigKey::ThreadReduce => match v {
                 RawConfig::Bool(b) => Ok(ConfigValue::Flag(*b)),
@@ -537,6 +552,14 @@ impl Evict {
     }
     fn from_name(s: &str) -> Option<Evict> {
         Evict::ALL.into_iter().find(|e| e.name() == s)
+    }
+    /// `"evict_first"` or the PTX qualifier with its cache level (`"L1::evict_first"`).
+    fn from_ptx(s: &str, level: &str) -> Option<Evict> {
+        Evict::from_name(s.strip_prefix(level).unwrap_or(s))
+    }
+    /// A priority the L2 takes (`.L2::evict_normal/first/last`); the others are L1-only.
+    pub fn at_l2(self) -> bool {
+        matches!(self, Evict::Normal | Evict::First | Evict::Last)
     }
 }
 
@@ -613,5 +636,21 @@ mod tests {
         assert!(ConfigKey::RoundingMode.parse(&RawConfig::Str("rq".into())).is_err());
         assert!(ConfigKey::PrefetchSize.parse(&RawConfig::Int(100)).is_err());
         assert!(ConfigKey::Cache.parse(&RawConfig::Bool(true)).is_err());
+    }
+
+    #[test]
+    fn cache_hints_take_the_ptx_spellings_too() {
+        let str = |s: &str| RawConfig::Str(s.into());
+        let l1 = ConfigKey::L1Evict.parse(&str("L1::no_allocate"));
+        assert_eq!(l1, Ok(ConfigValue::Evict(Evict::NoAllocate)));
+        assert_eq!(l1, ConfigKey::L1Evict.parse(&str("no_allocate")));
+        assert_eq!(ConfigKey::L2Evict.parse(&str("L2::evict_first")), Ok(ConfigValue::Evict(Evict::First)));
+        assert_eq!(ConfigKey::PrefetchSize.parse(&str("L2::256B")), Ok(ConfigValue::PrefetchSize(256)));
+        // The wrong level, and priorities the L2 does not have.
+        assert!(ConfigKey::L1Evict.parse(&str("L2::evict_first")).is_err());
+        assert!(ConfigKey::L2Evict.parse(&str("L2::no_allocate")).is_err());
+        assert!(ConfigKey::L2Evict.parse(&str("evict_unchanged")).is_err());
+        assert!(ConfigKey::PrefetchSize.parse(&str("L2::100B")).is_err());
+        assert!(ConfigKey::PrefetchSize.parse(&str("256")).is_err());
     }
 }

@@ -451,6 +451,7 @@ mod tests {
                 vars: vec![],
                 extents: ext.map(<[i64]>::to_vec),
                 span: Span::new(10 * i, 10 * i + 5),
+                dyn_extents: vec![],
             })
             .collect()
     }

@@ -50,6 +50,7 @@ impl Arch {
     pub const SM_80: Arch = Arch::new(8, 0);
     pub const SM_90: Arch = Arch::new(9, 0);
     pub const SM_90A: Arch = Arch { major: 9, minor: 0, specific: true };
+    pub const SM_100: Arch = Arch::new(10, 0);
     /// What lowering targets when neither `--arch` nor a GPU says otherwise.
     pub const DEFAULT: Arch = Arch::SM_90A;
     /// The oldest target tirx-rs lowers for (what plain LIR needs: `__syncwarp`, `__shfl_sync`).

@@ -154,7 +154,7 @@ mod tests {
     use crate::Span;
 
     fn buf(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
-        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false }
+        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None }
     }
 
     /// A, B global f32[1024]; S shared f32[1024]; var 0 = tid.
@@ -164,6 +164,9 @@ mod tests {
             grid: [1, 1, 1],
             block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![
                 buf("A", DType::F32, Space::Global, 1024),
                 buf("B", DType::F32, Space::Global, 1024),

@@ -28,11 +28,12 @@
 
 use crate::build::Builder;
 use crate::expr::{self, Affine, Interval};
+use crate::launch::{self, Le};
 use crate::scope::Facts;
 use crate::stmt::Env;
 use std::collections::BTreeMap;
 use tirx_ir::hir::{BinOp, BufId, Buffer, BufferRegion, Expr, ExprKind, Kernel, TileArg, TileCall, VarId};
-use tirx_ir::lir::{BoundsCheck, LStmt, LStmtKind};
+use tirx_ir::lir::{BoundsCheck, LStmt, LStmtKind, SymExpr};
 use tirx_ir::op::Role;
 use tirx_ir::{DType, Diagnostic, Span};
 
@@ -48,6 +49,20 @@ pub(crate) enum Verdict {
     Outside(Escape),
     /// Neither provable: the first such dim, and why.
     Unproven { dim: usize, why: String },
+    /// Inside for every launch whose arguments satisfy these conditions (sizes or
+    /// grid dims that are run-time values, exact ranges): launch checks.
+    AtLaunch(Vec<LaunchCond>),
+    /// Outside for every launch (a run-time size that the region always passes).
+    Never { dim: usize, why: String },
+}
+
+/// A bound of one dim that only the launch's arguments decide.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct LaunchCond {
+    pub dim: usize,
+    pub cond: SymExpr,
+    /// The condition as text: `(n + 63) // 64 * 64 <= n`.
+    pub text: String,
 }
 
 /// Where a region provably leaves its buffer.
@@ -100,7 +115,7 @@ impl Escape {
 }
 
 /// How dim `d` of a rank-`rank` buffer is named: rows and columns for the last two.
-fn dim_nouns(rank: usize, d: usize) -> (String, String) {
+pub(crate) fn dim_nouns(rank: usize, d: usize) -> (String, String) {
     if rank >= 2 && d == rank - 1 {
         ("column".into(), "columns".into())
     } else if rank >= 2 && d == rank - 2 {
@@ -132,16 +147,113 @@ fn dims_verdict(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, dims: &[(&Expr, i
         return Verdict::Unproven { dim: 0, why };
     }
     let mut unproven = None;
+    let mut conds = Vec::new();
     for (d, (&(begin, extent), &size)) in dims.iter().zip(&b.shape).enumerate() {
-        match dim(k, env, at, d, b.shape.len(), begin, extent, size) {
+        let v = if symbolic(env, b, d, begin) {
+            sym_dim(k, env, at, b, d, begin, extent)
+        } else {
+            dim(k, env, at, d, b.shape.len(), begin, extent, size)
+        };
+        match v {
             Verdict::Inside => {}
-            out @ Verdict::Outside(_) => return out,
+            out @ (Verdict::Outside(_) | Verdict::Never { .. }) => return out,
             u @ Verdict::Unproven { .. } => {
                 unproven.get_or_insert(u);
             }
+            Verdict::AtLaunch(mut c) => conds.append(&mut c),
         }
     }
-    unproven.unwrap_or(Verdict::Inside)
+    match (unproven, conds.is_empty()) {
+        (Some(u), _) => u,
+        (None, false) => Verdict::AtLaunch(conds),
+        (None, true) => Verdict::Inside,
+    }
+}
+
+/// Whether dim `d` of `b` at `begin` depends on the launch: a run-time size, a
+/// scalar parameter in the begin, or a CTA id of a symbolic grid dim.
+fn symbolic(env: &Env, b: &Buffer, d: usize, begin: &Expr) -> bool {
+    (d == 0 && b.is_symbolic())
+        || expr::affine(env, begin)
+            .is_some_and(|a| a.vars().iter().any(|&v| env.sym.is_param(v) || launch::sym_grid_dim(env, v).is_some()))
+}
+
+/// The verdict of a dim that depends on the launch (module `launch`): each end
+/// compared as affine forms in the scalar parameters — proven, never, or a launch
+/// check when the range is exact; unproven otherwise.
+fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr, extent: i64) -> Verdict {
+    let text = crate::explain::top_text(k, begin);
+    let unproven = |why: String| Verdict::Unproven { dim: d, why };
+    let Some(a0) = expr::affine(env, begin) else {
+        return unproven(format!(
+            "dim {d} begins at `{text}`, which is not affine in loop variables, scope ids and parameters"
+        ));
+    };
+    let size = match (&b.dyn_outer, d) {
+        (Some(e), 0) => match expr::affine(env, e) {
+            Some(a) => a,
+            None => {
+                let n = crate::explain::top_text(k, e);
+                return unproven(format!("dim 0 of `{}` is `{n}`, not affine in the parameters", b.name));
+            }
+        },
+        _ => Affine::constant(b.shape[d]),
+    };
+    // First the begin itself against what the enclosing `if`s and loops guarantee
+    // (`if row < n:` keeps `A[row]` inside `n` rows; so does `for row in range(n)`).
+    let own_end = a0.clone().plus(Affine::constant(extent));
+    let lo_guarded = launch::guarded_le(env, &at.guards, &Affine::constant(0), &a0);
+    let hi_guarded = own_end.is_some_and(|e| launch::guarded_le(env, &at.guards, &e, &size));
+    if lo_guarded && hi_guarded {
+        return Verdict::Inside;
+    }
+    let pinned = |v: VarId| env.var_bounds(at, v).filter(|b| b.lo == b.hi && !env.sym.is_param(v)).map(|b| b.lo);
+    let Some(iv) = a0.substitute(&pinned).and_then(|a| launch::sym_range(env, at, &a)) else {
+        return unproven(format!("dim {d} begins at `{text}`, which has no known range here"));
+    };
+    let (one, many) = dim_nouns(b.shape.len(), d);
+    let noun = if extent == 1 { one } else { many };
+    let Some(end) = iv.hi.clone().plus(Affine::constant(extent)) else {
+        return unproven(format!("dim {d} begins at `{text}`, whose range overflows i64"));
+    };
+    let mut conds = Vec::new();
+    // Then each end not guarded, by its range.
+    for (lhs, rhs, guarded) in [(Affine::constant(0), iv.lo.clone(), lo_guarded), (end, size.clone(), hi_guarded)] {
+        if guarded {
+            continue;
+        }
+        match launch::le(env, &lhs, &rhs) {
+            Le::Proven => {}
+            Le::Never if iv.exact => {
+                let why = format!(
+                    "dim {d} begins at `{text}`, so its {noun} end at {} of {}",
+                    sym_text(env, &iv.hi, extent),
+                    sym_text(env, &size, 0)
+                );
+                return Verdict::Never { dim: d, why };
+            }
+            Le::AtLaunch(cond) if iv.exact => {
+                let text = env.sym.text(&cond);
+                conds.push(LaunchCond { dim: d, cond, text });
+            }
+            _ => {
+                return unproven(format!(
+                    "dim {d} begins at `{text}`, whose {noun} depend on the launch through a range that is only an enclosure (not every value is known to be reached)"
+                ))
+            }
+        }
+    }
+    if conds.is_empty() {
+        Verdict::Inside
+    } else {
+        Verdict::AtLaunch(conds)
+    }
+}
+
+/// `(n - 1) * 64 + 64`: `a + extra` in the parameters' names.
+fn sym_text(env: &Env, a: &Affine, extra: i64) -> String {
+    let a = a.clone().plus(Affine::constant(extra)).unwrap_or_else(|| a.clone());
+    launch::affine_sym(env, &a).map_or_else(|| "?".into(), |e| env.sym.text(&e))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -255,9 +367,12 @@ pub(crate) fn call_regions(call: &TileCall) -> impl Iterator<Item = (&BufferRegi
     })
 }
 
-/// `A` (shape (16, 32)).
-pub(crate) fn shape_text(b: &Buffer) -> String {
-    let dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
+/// `(16, 32)`, `(n, 128)`: the shape as the source declares it.
+pub(crate) fn shape_text(k: &Kernel, b: &Buffer) -> String {
+    let mut dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
+    if let (Some(e), Some(d0)) = (&b.dyn_outer, dims.first_mut()) {
+        *d0 = crate::explain::top_text(k, e);
+    }
     if dims.len() == 1 {
         format!("({},)", dims[0])
     } else {
@@ -266,7 +381,7 @@ pub(crate) fn shape_text(b: &Buffer) -> String {
 }
 
 /// The user error of a region (or scalar access, `what` its text) that leaves its buffer.
-pub(crate) fn outside_error(b: &Buffer, what: &str, span: Span, e: &Escape, write: bool) -> Diagnostic {
+pub(crate) fn outside_error(k: &Kernel, b: &Buffer, what: &str, span: Span, e: &Escape, write: bool) -> Diagnostic {
     let (_, many) = dim_nouns(e.rank, e.dim);
     let guard = if e.at.is_empty() {
         format!("change `{what}` so that its {many} stay inside [0, {})", e.size)
@@ -281,16 +396,42 @@ pub(crate) fn outside_error(b: &Buffer, what: &str, span: Span, e: &Escape, writ
     };
     Diagnostic::error(
         span,
-        format!("`{what}` is out of bounds of `{}` (shape {}): {}", b.name, shape_text(b), e.what(write)),
+        format!("`{what}` is out of bounds of `{}` (shape {}): {}", b.name, shape_text(k, b), e.what(write)),
     )
     .with_label(e.what(write))
     .with_note(e.location(&b.name))
     .with_help(guard)
 }
 
+/// The user error of a region (or scalar access) outside its buffer for every launch.
+pub(crate) fn never_error(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
+    Diagnostic::error(
+        span,
+        format!("`{what}` is out of bounds of `{}` (shape {}) for every launch", b.name, shape_text(k, b)),
+    )
+    .with_label("always out of bounds")
+    .with_note(why.to_string())
+    .with_help("change the region so that it ends inside the run-time size")
+}
+
+/// [`never_error`] as a warning, lowered anyway (`defer_bounds`).
+pub(crate) fn never_deferred_warning(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
+    Diagnostic::warning(
+        span,
+        format!(
+            "`{what}` is out of bounds of `{}` (shape {}) for every launch; lowered anyway (bounds deferred to the simulator)",
+            b.name,
+            shape_text(k, b)
+        ),
+    )
+    .with_label("always out of bounds")
+    .with_note(why.to_string())
+    .with_help("this kernel is for `tirx sim` only: the simulator reports the first out-of-bounds access")
+}
+
 /// The warning of a region (or scalar access) not proven in bounds.
-pub(crate) fn unproven_warning(b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
-    Diagnostic::warning(span, format!("cannot prove `{what}` inside `{}` (shape {}): {why}", b.name, shape_text(b)))
+pub(crate) fn unproven_warning(k: &Kernel, b: &Buffer, what: &str, span: Span, why: &str) -> Diagnostic {
+    Diagnostic::warning(span, format!("cannot prove `{what}` inside `{}` (shape {}): {why}", b.name, shape_text(k, b)))
         .with_label("not proven in bounds")
         .with_note("`tirx sim` checks it dim by dim at every execution; the GPU does not")
         .with_help(
@@ -299,13 +440,13 @@ pub(crate) fn unproven_warning(b: &Buffer, what: &str, span: Span, why: &str) ->
 }
 
 /// The warning of a region that leaves its buffer, lowered anyway (`defer_bounds`).
-pub(crate) fn deferred_warning(b: &Buffer, what: &str, span: Span, e: &Escape, write: bool) -> Diagnostic {
+pub(crate) fn deferred_warning(k: &Kernel, b: &Buffer, what: &str, span: Span, e: &Escape, write: bool) -> Diagnostic {
     Diagnostic::warning(
         span,
         format!(
             "`{what}` is out of bounds of `{}` (shape {}): {}; lowered anyway (bounds deferred to the simulator)",
             b.name,
-            shape_text(b),
+            shape_text(k, b),
             e.what(write)
         ),
     )

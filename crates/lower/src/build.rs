@@ -60,6 +60,12 @@ impl Builder {
         id
     }
 
+    /// Sets the known range of a variable declared without one (a scalar parameter
+    /// once its facts are known).
+    pub fn set_range(&mut self, v: LVarId, r: Bounds) {
+        self.ranges.insert(v, r);
+    }
+
     /// Bounds of an integer expression, when known.
     pub fn bounds(&self, e: &LExpr) -> Option<Bounds> {
         match e {

@@ -11,9 +11,12 @@
 //! is sm_80`). Trial order is priority-descending, then name. Every variant is
 //! planned, also after one accepted, so `tirx explain` shows each one's
 //! verdict; the first accepted plan is chosen.
-//! `dispatch="name"` restricts the trial to that variant; an unknown name is an
-//! error listing the registered ones, and a forced variant that declines is an
-//! error with its reason. When nothing applies the error carries a table of
+//! `dispatch="name"` restricts the trial to that variant, or to the members of
+//! a dispatch group (`dispatch="vec_auto"`: the automatic vectorized copies);
+//! an unknown name is an error listing the registered ones, and a forced
+//! variant that declines is an error with its reason. A *forced-only* variant
+//! ([`Variant::forced_only`]: the fixed-width `vec_16b` … `vec_256b`) is tried
+//! only when `dispatch=` names it, and explain shows it only then. When nothing applies the error carries a table of
 //! every variant and its reason; picking a slow variant (fallback) is a warning
 //! that names why each faster variant declined.
 //!
@@ -29,7 +32,7 @@ use crate::LowerOptions;
 use std::any::Any;
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
-use tirx_ir::lir::{LBuf, LBufId, LExpr, LStmt, LStmtKind, LVarId, Space};
+use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope};
@@ -96,6 +99,8 @@ pub enum Rule {
     Swizzle,
     /// A scalar operand (gemm's `alpha`, `beta`) with a value the variant cannot apply.
     Scalar,
+    /// A region does not hold the number of elements the variant moves (`vec_128b`: one 16-B vector).
+    RegionSize,
     /// A region begin that is not affine, or falls on a split dim.
     SymbolicBegin,
     /// Operands are owned by different threads.
@@ -133,6 +138,7 @@ impl Rule {
             Rule::Partition => "partition",
             Rule::RegisterLayout => "register_layout",
             Rule::ReduceLayout => "reduce_layout",
+            Rule::RegionSize => "region_size",
             Rule::Replicated => "replicated",
             Rule::ScopeAllowed => "scope_allowed",
             Rule::ScopeLevel => "scope_level",
@@ -233,6 +239,19 @@ pub trait Variant: Sync {
     fn warns(&self) -> bool {
         false
     }
+    /// Tried only when `dispatch=` names it (a fixed choice the user makes, never
+    /// an automatic one); otherwise not planned and not shown.
+    fn forced_only(&self) -> bool {
+        false
+    }
+}
+
+/// A name `dispatch=` may give for several variants of one family, tried in
+/// the usual order (`vec_auto`: the reference's automatic vectorized copies).
+pub struct Group {
+    pub name: &'static str,
+    pub family: Family,
+    pub members: &'static [&'static str],
 }
 
 /// What [`Emitter::scope_barrier`] emits for a call of scope `kind`, for explain.
@@ -301,6 +320,12 @@ impl<'a> CallCx<'a> {
         self.env.var_bounds(self.facts, v)
     }
 
+    /// The largest constant every value of `a` is a multiple of (alignment proofs):
+    /// [`Affine::divisor`] with the divisibility `T.assume` states of scalar parameters.
+    pub fn divisor(&self, a: &Affine) -> i64 {
+        a.divisor_with(&|v| self.env.sym.unit(v))
+    }
+
     /// The values an affine index takes at the call, from [`Self::var_bounds`].
     pub fn range(&self, a: &Affine) -> Option<Interval> {
         a.range(&|v| self.var_bounds(v))
@@ -325,6 +350,18 @@ impl Emitter<'_> {
     }
     pub fn var(&mut self, name: &str, dtype: DType, range: Option<(i64, i64)>) -> LVarId {
         self.b.var(name, dtype, range)
+    }
+    /// A register array of the variant's own (a temporary), `elems` elements of `dtype`.
+    pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
+        self.b.add_buf(tirx_ir::lir::LBuf {
+            name: name.to_string(),
+            dtype,
+            space: tirx_ir::lir::Space::Local,
+            elems,
+            shape: vec![elems],
+            dynamic: false,
+            dyn_rows: None,
+        })
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).
     pub fn thread_id(&mut self, kind: TidKind) -> LExpr {
@@ -356,17 +393,6 @@ impl Emitter<'_> {
     pub fn address(&mut self, buf: BufId, idx: &[LExpr]) -> Result<(LBufId, LExpr), Decline> {
         crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new(Rule::Address, m))
     }
-    /// A per-thread scratch array of `elems` elements (accumulators), named `name`.
-    pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
-        self.b.add_buf(LBuf {
-            name: name.into(),
-            dtype,
-            space: Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-        })
-    }
 
     /// The barrier that ends a cooperative call of scope `kind` whose threads
     /// wrote shared memory others may read next (`docs/tile-primitives.md`
@@ -393,10 +419,11 @@ impl Emitter<'_> {
     }
 }
 
-/// All registered variants.
+/// All registered variants and dispatch groups.
 #[derive(Default)]
 pub struct Registry {
     variants: Vec<Box<dyn Variant>>,
+    groups: Vec<Group>,
 }
 
 impl Registry {
@@ -418,7 +445,16 @@ impl Registry {
         self.variants.push(v);
     }
 
-    /// The registered variants (to wrap or filter them in a new registry).
+    pub fn register_group(&mut self, g: Group) {
+        self.groups.push(g);
+    }
+
+    /// The dispatch group `name` of `op`'s family.
+    pub fn group(&self, op: TileOp, name: &str) -> Option<&Group> {
+        self.groups.iter().find(|g| g.name == name && g.family == op.family())
+    }
+
+    /// The registered variants (to wrap or filter them in a new registry; groups are dropped).
     pub fn into_variants(self) -> Vec<Box<dyn Variant>> {
         self.variants
     }
@@ -454,30 +490,41 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
         out.explain = ex;
         return out;
     }
+    let group = call.dispatch.as_deref().and_then(|name| reg.group(call.op, name));
     if let Some(name) = &call.dispatch {
-        if !all.iter().any(|v| v.name() == name) {
-            let names: Vec<_> = all.iter().map(|v| v.name()).collect();
+        if group.is_none() && !all.iter().any(|v| v.name() == name) {
             out.errors.push(
                 Diagnostic::error(
                     call.span,
                     format!("no variant named '{name}' is registered for `{}`", call.op.name()),
                 )
                 .with_label("unknown dispatch name")
-                .with_help(format!("registered variants: {}", names.join(", "))),
+                .with_help(registered_names(reg, &all, call.op)),
             );
             out.explain = ex;
             return out;
         }
         ex.forced = Some(name.clone());
+        ex.group = group.map(|g| g.members.iter().map(|m| m.to_string()).collect()).unwrap_or_default();
     }
+    // A forced-only variant is tried when `dispatch=` names it, and then shown.
+    let forced = call.dispatch.as_deref();
+    let every = all;
+    let all: Vec<&dyn Variant> =
+        every.iter().copied().filter(|v| !v.forced_only() || forced == Some(v.name())).collect();
     // Every variant is planned so explain can show each verdict; with `dispatch=`
-    // only the forced one may be chosen, the others are marked skipped.
+    // only the forced one (or the group's members) may be chosen, the others are marked skipped.
+    let allowed = |v: &dyn Variant| match (forced, group) {
+        (None, _) => true,
+        (Some(_), Some(g)) => g.members.contains(&v.name()),
+        (Some(f), None) => f == v.name(),
+    };
     let arch = cx.opts.arch;
-    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &all, arch)).collect();
+    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &every, arch)).collect();
     let mut chosen = None;
     for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
         let mut tried = Tried::new(*v, p);
-        tried.skipped = ex.forced.as_deref().is_some_and(|f| f != v.name());
+        tried.skipped = !allowed(*v);
         if let (Ok(plan), None, false) = (p, chosen, tried.skipped) {
             let mut em = Emitter { b: &mut *b, env: cx.env, kernel: cx.kernel, span: call.span, stmts: vec![] };
             // The first accepted plan is the choice; its emit failing is a bug, not a decline.
@@ -511,7 +558,8 @@ pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatch
 
 /// A variant's verdict: below its minimum target it declines without
 /// planning; a plan that would accept a call with a config key the variant
-/// does not read becomes a `config` decline (explain still shows the plan).
+/// does not read becomes a `config` decline (explain still shows the plan)
+/// naming the variants of `all` (forced-only ones too) that read it.
 fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> Result<Plan, Decline> {
     if !arch.supports(v.min_arch()) {
         return Err(Decline::arch(v.name(), v.min_arch(), arch));
@@ -520,8 +568,16 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
     match cx.call.config.iter().find(|e| !v.honours().contains(&e.key)) {
         None => Ok(plan),
         Some(e) => {
-            let by: Vec<&str> = all.iter().filter(|o| o.honours().contains(&e.key)).map(|o| o.name()).collect();
-            let by = if by.is_empty() { "no variant yet".to_string() } else { by.join(", ") };
+            let by = |forced: bool| -> Vec<&str> {
+                let reads = all.iter().filter(|o| o.honours().contains(&e.key) && o.forced_only() == forced);
+                reads.map(|o| o.name()).collect()
+            };
+            let by = match (by(false), by(true)) {
+                (a, f) if a.is_empty() && f.is_empty() => "no variant yet".to_string(),
+                (a, f) if f.is_empty() => a.join(", "),
+                (a, f) if a.is_empty() => format!("only when forced: {}", f.join(", ")),
+                (a, f) => format!("{}; only when forced: {}", a.join(", "), f.join(", ")),
+            };
             Err(Decline::new(
                 Rule::Config,
                 format!(
@@ -533,6 +589,21 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
             ))
         }
     }
+}
+
+/// `registered variants: a, b; only when forced: c; groups: d` (the parts that exist).
+fn registered_names(reg: &Registry, all: &[&dyn Variant], op: TileOp) -> String {
+    let auto: Vec<&str> = all.iter().filter(|v| !v.forced_only()).map(|v| v.name()).collect();
+    let forced: Vec<&str> = all.iter().filter(|v| v.forced_only()).map(|v| v.name()).collect();
+    let groups: Vec<&str> = reg.groups.iter().filter(|g| g.family == op.family()).map(|g| g.name).collect();
+    let mut s = format!("registered variants: {}", auto.join(", "));
+    if !forced.is_empty() {
+        s.push_str(&format!("; only when forced: {}", forced.join(", ")));
+    }
+    if !groups.is_empty() {
+        s.push_str(&format!("; groups: {}", groups.join(", ")));
+    }
+    s
 }
 
 fn ops_with_variants(reg: &Registry) -> String {
@@ -547,6 +618,11 @@ fn ops_with_variants(reg: &Registry) -> String {
 fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
     let call = cx.call;
     let msg = match &ex.forced {
+        Some(name) if !ex.group.is_empty() => format!(
+            "no variant of the dispatch group '{name}' ({}) applies to this `{}`",
+            ex.group.join(", "),
+            call.op.name()
+        ),
         Some(name) => format!("the forced variant '{name}' does not apply to this `{}`", call.op.name()),
         None => format!("no lowering variant applies to this `{}` at {} scope", call.op.name(), call.scope),
     };
@@ -572,7 +648,7 @@ pub fn decline_table(ex: &CallExplain) -> String {
     for t in &ex.tried {
         let label = label(t);
         let verdict = match (t.accepted, t.skipped) {
-            (true, true) => "would accept (not used: dispatch= forces another variant)".to_string(),
+            (true, true) => format!("would accept (not used: {})", ex.skip_reason()),
             (true, false) => "accepted".to_string(),
             (false, _) => t.reason.clone(),
         };

@@ -32,8 +32,26 @@ pub struct OperandExplain {
     pub buffer: String,
     pub memory: String,
     pub dtype: String,
-    pub shape: Vec<i64>,
+    /// Dims as numbers; a run-time dim 0 as its expression (`["n", 128]`).
+    pub shape: Vec<Dim>,
     pub layout: String,
+}
+
+/// One dim of an operand's shape: a number, or the expression of a run-time dim.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Dim {
+    Int(i64),
+    Sym(String),
+}
+
+impl std::fmt::Display for Dim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dim::Int(v) => write!(f, "{v}"),
+            Dim::Sym(s) => f.write_str(s),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -90,10 +108,20 @@ pub struct CallExplain {
     /// error and no variant is tried) or unproven (checked by the simulator).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub bounds: Vec<String>,
+    /// Region bounds that depend on the launch's scalar arguments: conditions every
+    /// launch checks first, each with what it protects (`(n + 63) // 64 * 64 <= n (rows of `A[..]`)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch: Vec<String>,
+    /// `T.assume` facts about the parameters the call's regions use.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumes: Vec<String>,
     pub operands: Vec<OperandExplain>,
     /// `dispatch="name"` of the call, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forced: Option<String>,
+    /// When `forced` names a dispatch group (`vec_auto`): its member variants.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<String>,
     pub chosen: Option<String>,
     pub vec: Option<u32>,
     pub rounds: Option<u64>,
@@ -129,12 +157,14 @@ impl CallExplain {
                 }
             }
         }
+        let assumes = assumed_facts(cx, &vars);
         let ranges = vars.into_iter().map(|v| var_range(cx, v)).collect();
         CallExplain {
+            assumes,
             op: call.op.name().into(),
             scope: call.scope.name().into(),
             span: SpanInfo { lo: call.span.lo, hi: call.span.hi, ..Default::default() },
-            threads: cx.scope.describe(),
+            threads: threads_text(cx),
             ranges,
             operands,
             ..Default::default()
@@ -153,6 +183,15 @@ impl CallExplain {
         Span { lo: self.span.lo, hi: self.span.hi }
     }
 
+    /// Why a planned variant was not eligible: `dispatch=` forced another one,
+    /// or a group it is not in.
+    pub fn skip_reason(&self) -> String {
+        match &self.forced {
+            Some(g) if !self.group.is_empty() => format!("not in the dispatch group \"{g}\""),
+            _ => "dispatch= forces another variant".into(),
+        }
+    }
+
     /// Human-readable block for `tirx explain`.
     pub fn render(&self) -> String {
         let mut s = String::new();
@@ -166,17 +205,35 @@ impl CallExplain {
             let _ = writeln!(s, "  ranges: {}", self.ranges.join(", "));
         }
         for o in &self.operands {
+            let dims: Vec<String> = o.shape.iter().map(Dim::to_string).collect();
             let _ = writeln!(
                 s,
-                "  {:<4} {}  ({} {} {:?}, layout {})",
-                o.role, o.region, o.memory, o.dtype, o.shape, o.layout
+                "  {:<4} {}  ({} {} [{}], layout {})",
+                o.role,
+                o.region,
+                o.memory,
+                o.dtype,
+                dims.join(", "),
+                o.layout
             );
+        }
+        for a in &self.assumes {
+            let _ = writeln!(s, "  assumed: {a}");
         }
         for b in &self.bounds {
             let _ = writeln!(s, "  bounds: {b}");
         }
-        if let Some(f) = &self.forced {
-            let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
+        for l in &self.launch {
+            let _ = writeln!(s, "  assumed at launch: {l}");
+        }
+        match &self.forced {
+            Some(f) if !self.group.is_empty() => {
+                let _ = writeln!(s, "  forced: dispatch=\"{f}\" (group: {})", self.group.join(", "));
+            }
+            Some(f) => {
+                let _ = writeln!(s, "  forced: dispatch=\"{f}\"");
+            }
+            None => {}
         }
         let w = self.tried.iter().map(|t| t.variant.len()).max().unwrap_or(0);
         for t in &self.tried {
@@ -189,7 +246,7 @@ impl CallExplain {
             };
             let mut pred = t.predicate.as_ref().map(|p| format!(" [{p}]")).unwrap_or_default();
             if t.skipped {
-                pred.push_str(" (not used: dispatch= forces another variant)");
+                pred.push_str(&format!(" (not used: {})", self.skip_reason()));
             }
             let _ = writeln!(s, "  {mark} {:<w$} (prio {:>2}): {}{pred}", t.variant, t.priority, t.reason);
         }
@@ -219,13 +276,79 @@ impl CallExplain {
     }
 }
 
-/// `w in [1, 3]`: the range of `v` at the call (explain and declines show it).
+/// The scope split (`ScopeView::describe`); with a symbolic grid, the full CTA
+/// range is shown as the grid's expression (`cta_id [0, (n + 127) // 128 * 4)`).
+fn threads_text(cx: &CallCx) -> String {
+    use tirx_ir::lir::{SymExpr, SymOp};
+    let text = cx.scope.describe();
+    let sym = &cx.env.sym.grid;
+    if sym.iter().all(Option::is_none) {
+        return text;
+    }
+    let grid = cx.facts.active.grid;
+    let full = grid.iter().fold(1i64, |a, &g| a.saturating_mul(i64::from(g)));
+    let mut total: Option<SymExpr> = None;
+    for d in 0..3 {
+        let e = match &sym[d] {
+            Some(g) => g.expr.clone(),
+            None if grid[d] == 1 => continue,
+            None => SymExpr::Int(i64::from(grid[d])),
+        };
+        total = Some(match total {
+            None => e,
+            Some(t) => SymExpr::bin(SymOp::Mul, t, e),
+        });
+    }
+    match total {
+        Some(t) => text.replace(&format!("cta_id [0, {full})"), &format!("cta_id [0, {})", cx.env.sym.text(&t))),
+        None => text,
+    }
+}
+
+/// `w in [1, 3]`: the range of `v` at the call (explain and declines show it); a
+/// scalar parameter is known at launch, a CTA id of a symbolic grid dim runs to its
+/// expression (`bx in [0, (n + 63) // 64 - 1]`).
 pub(crate) fn var_range(cx: &CallCx, v: VarId) -> String {
     let name = &cx.kernel.var(v).name;
+    if cx.env.sym.is_param(v) {
+        return format!("{name} (scalar parameter, known at launch)");
+    }
     match cx.var_bounds(v) {
-        Some(r) => format!("{name} in [{}, {}]", r.lo, r.hi),
+        Some(r) => match crate::launch::sym_grid_dim(cx.env, v).and_then(|d| cx.env.sym.grid[d as usize].as_ref()) {
+            Some(g) if r.hi == tirx_ir::lir::launch::GRID_LIMITS[cx.env.cta_dim(v).unwrap_or(0) as usize] - 1 => {
+                format!("{name} in [{}, {} - 1]", r.lo, g.text)
+            }
+            _ => format!("{name} in [{}, {}]", r.lo, r.hi),
+        },
         None => format!("{name} (range unknown)"),
     }
+}
+
+/// The `T.assume` facts about the scalar parameters among `vars`, and those the
+/// call's operands' run-time sizes read.
+fn assumed_facts(cx: &CallCx, vars: &[VarId]) -> Vec<String> {
+    let mut params: Vec<VarId> = vars.iter().copied().filter(|v| cx.env.sym.is_param(*v)).collect();
+    for a in cx.call.args.iter() {
+        if let TileArg::Region(r) = a {
+            if let Some(e) = &cx.buf(r.buf).dyn_outer {
+                crate::expr::affine(cx.env, e).into_iter().flat_map(|a| a.vars()).for_each(|v| {
+                    if !params.contains(&v) {
+                        params.push(v)
+                    }
+                });
+            }
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for p in params {
+        for f in cx.env.sym.params.get(&p).map(|i| i.facts.as_slice()).unwrap_or_default() {
+            let f = format!("T.assume({f})");
+            if !out.contains(&f) {
+                out.push(f);
+            }
+        }
+    }
+    out
 }
 
 /// `1 round`, `8 rounds`.
@@ -242,8 +365,20 @@ fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
         buffer: b.name.clone(),
         memory: b.scope.name().into(),
         dtype: b.dtype.name().into(),
-        shape: b.shape.clone(),
-        layout: layout_text(&b.layout),
+        shape: b
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(d, &n)| match (&b.dyn_outer, d) {
+                (Some(e), 0) => Dim::Sym(top_text(k, e)),
+                _ => Dim::Int(n),
+            })
+            .collect(),
+        layout: match &b.dyn_outer {
+            // Row-major over the bound: show the run-time dim instead of the bound.
+            Some(e) => layout_text(&b.layout).replacen(&b.shape[0].to_string(), &top_text(k, e), 1),
+            None => layout_text(&b.layout),
+        },
     }
 }
 

@@ -273,13 +273,29 @@ impl Affine {
         Some(Affine { constant: 0, terms: vec![(Term::FloorMod(Box::new(r), c), 1)] })
     }
 
-    /// The largest constant every value is a multiple of: the gcd of the
-    /// coefficients and the constant (0 when the value is always 0). It serves
-    /// alignment proofs, so an `i64::MIN` (no positive `i64`) counts as the
-    /// odd `i64::MAX`: conservative.
+    /// The largest constant every value is a multiple of (0 when the value is
+    /// always 0): the gcd of the constant and of each coefficient times what its
+    /// term is a multiple of — 1 for a variable or a quotient, `gcd(divisor(a), c)`
+    /// for `a mod c` (`(4·q) % 32` moves in steps of 4). It serves alignment
+    /// proofs, so an `i64::MIN` (no positive `i64`) counts as the odd
+    /// `i64::MAX`, and an overflowing product as the coefficient alone: conservative.
     pub fn divisor(&self) -> i64 {
+        self.divisor_with(&|_| 1)
+    }
+
+    /// [`Affine::divisor`] where variable `v` is known to be a multiple of `unit(v)`
+    /// (a scalar parameter with `T.assume(v % unit == 0)`).
+    pub fn divisor_with(&self, unit: &dyn Fn(VarId) -> i64) -> i64 {
         let abs = |x: i64| x.checked_abs().unwrap_or(i64::MAX);
-        self.terms.iter().fold(abs(self.constant), |g, t| gcd(g, abs(t.1)))
+        let term = |t: &Term| match t {
+            Term::Var(v) => unit(*v).max(1),
+            Term::FloorDiv(..) => 1,
+            Term::FloorMod(a, c) => gcd(a.divisor_with(unit), *c),
+        };
+        self.terms.iter().fold(abs(self.constant), |g, (t, k)| {
+            let step = abs(*k).checked_mul(term(t)).unwrap_or(abs(*k));
+            gcd(g, step)
+        })
     }
 
     /// `self` with the variables `value` knows replaced by their value (atoms
@@ -531,6 +547,11 @@ mod tests {
         assert_eq!(v(0).floor_mod(2).unwrap().scale(1024).unwrap().divisor(), 1024);
         assert_eq!(Affine::default().divisor(), 0);
         assert_eq!(lin(&[(0, i64::MIN)], 0).divisor(), i64::MAX);
+        // A remainder keeps what both its argument and modulus are multiples of.
+        assert_eq!(lin(&[(0, 4)], 0).floor_mod(32).unwrap().divisor(), 4);
+        assert_eq!(lin(&[(0, 4)], 0).floor_mod(32).unwrap().scale(2).unwrap().divisor(), 8);
+        assert_eq!(lin(&[(0, 4)], 2).floor_mod(32).unwrap().divisor(), 2);
+        assert_eq!(lin(&[(0, 4)], 0).floor_div(32).unwrap().divisor(), 1);
         // Pinning w = 2 in (w - 1) * 32 + (k + w) % 2 gives 32 + k % 2 (the atom re-simplified).
         let a = lin(&[(1, 32)], -32).plus(lin(&[(0, 1), (1, 1)], 0).floor_mod(2).unwrap()).unwrap();
         let pinned = a.substitute(&|x| (x.0 == 1).then_some(2)).unwrap();

@@ -34,6 +34,7 @@ pub mod elementwise;
 pub mod explain;
 mod expr;
 pub mod gemm;
+mod launch;
 mod lay;
 pub mod operand;
 pub mod ptx;
@@ -67,12 +68,15 @@ impl LowerOptions {
     }
 }
 
-/// A lowered kernel, the dispatch record of every tile call, and warnings.
+/// A lowered kernel, the dispatch record of every tile call, warnings and notes.
 #[derive(Clone, Debug)]
 pub struct Lowered {
     pub lir: LKernel,
     pub explain: Vec<CallExplain>,
     pub warnings: Vec<Diagnostic>,
+    /// Decisions lowering made for the kernel as a whole (static shared memory
+    /// over 48 KiB placed in dynamic shared memory), as notes.
+    pub notes: Vec<Diagnostic>,
 }
 
 /// Lowers `k` with the CUDA variant registry. Errors are diagnostics at the

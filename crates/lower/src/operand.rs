@@ -5,7 +5,8 @@
 //!   (the swizzle's base tile for a `ComposeLayout`) sliced at the constant part
 //!   of the region's begins and canonicalized, the swizzle, and the symbolic
 //!   rest of the begins as one affine element offset (`sym`). Its alignment
-//!   facts: the tile's strides and offset, `sym.divisor()` and the swizzle chunk.
+//!   facts: the tile's strides and offset, `sym_div` (the divisor of `sym`, with the
+//!   parameters' `T.assume` divisibility) and the swizzle chunk.
 //! * [`RegOperand`] — a region of a register (`local`) buffer: the layout sliced
 //!   and canonicalized with its thread axes, checked to hold each element in one
 //!   register; [`thread_part`] then says which thread id numbers it at a scope.
@@ -35,6 +36,9 @@ pub struct MemOperand {
     pub swizzle: Option<Swizzle>,
     /// The symbolic part of the region start, in elements (zero when constant).
     pub sym: Affine,
+    /// What every value of `sym` is a multiple of (alignment proofs): its divisor,
+    /// with the divisibility `T.assume` states of scalar parameters (`CallCx::divisor`).
+    pub sym_div: i64,
 }
 
 /// Resolves a global or shared region (§2.8): no thread axes, one address per
@@ -57,19 +61,31 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
     let mut sym = Affine::default();
     for (d, rg) in r.ranges.iter().enumerate() {
         let (begin, rest) = split_begin(cx, b, d, rg)?;
-        region.push((begin, rg.extent));
-        if !rest.is_zero() {
-            let stride = dim_stride(&grouped.shard[seps[d]..seps[d + 1]]).ok_or_else(|| {
-                Decline::new(
-                    Rule::SymbolicBegin,
-                    format!(
-                        "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters",
-                        b.name
-                    ),
-                )
-            })?;
-            push_sym(&mut sym, &rest, stride, b, d)?;
+        if rest.is_zero() {
+            region.push((begin, rg.extent));
+            continue;
         }
+        let group = &grouped.shard[seps[d]..seps[d + 1]];
+        if let Some(stride) = dim_stride(group) {
+            region.push((begin, rg.extent));
+            push_sym(&mut sym, &rest, stride, b, d)?;
+            continue;
+        }
+        // A dim split over several iters: the whole begin goes through its digits.
+        let whole = rest.plus(Affine::constant(begin)).ok_or_else(|| overflow(b, d))?;
+        let digits = split_dim_offset(group, &whole, rg.extent).ok_or_else(|| {
+            Decline::new(
+                Rule::SymbolicBegin,
+                format!(
+                    "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters, and the \
+                     region is not provably inside one run of the innermost iter (its extent {} must divide that \
+                     iter's extent and every value of the begin)",
+                    b.name, rg.extent
+                ),
+            )
+        })?;
+        region.push((0, rg.extent));
+        sym = sym.plus(digits).ok_or_else(|| overflow(b, d))?;
     }
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
@@ -78,7 +94,8 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
             format!("`{}` has replicated elements ({tile}); an access needs one address per element", b.name),
         ));
     }
-    Ok(MemOperand { buf: r.buf, tile, swizzle, sym })
+    let sym_div = cx.divisor(&sym);
+    Ok(MemOperand { buf: r.buf, tile, swizzle, sym, sym_div })
 }
 
 /// The element stride of a dim whose iters (after dropping unit ones) are one
@@ -90,6 +107,29 @@ fn dim_stride(group: &[Iter]) -> Option<i64> {
         [it] if it.axis == Axis::M => Some(it.stride),
         _ => None,
     }
+}
+
+/// The element offset of coordinate `a` of a dim laid out as `group` (its
+/// iters outermost first, all on `m`): the digits of `a` over the iters
+/// (`⌊a / below⌋ mod extent`, the outermost without `mod`) times their
+/// strides. Only when the region `[a, a + extent)` cannot leave one run of the
+/// innermost iter — `extent` divides that iter's extent and every value of
+/// `a` — is the offset of each of its elements this plus the slice at 0.
+fn split_dim_offset(group: &[Iter], a: &Affine, extent: i64) -> Option<Affine> {
+    let iters: Vec<&Iter> = group.iter().filter(|i| i.extent != 1).collect();
+    let inner = iters.last()?;
+    if iters.iter().any(|i| i.axis != Axis::M) || inner.extent % extent != 0 || a.divisor() % extent != 0 {
+        return None;
+    }
+    let mut sym = Affine::default();
+    let mut below = 1i64;
+    for (k, it) in iters.iter().enumerate().rev() {
+        let q = a.clone().floor_div(below)?;
+        let digit = if k == 0 { q } else { q.floor_mod(it.extent)? };
+        sym = sym.plus(digit.scale(it.stride)?)?;
+        below = below.checked_mul(it.extent)?;
+    }
+    Some(sym)
 }
 
 /// The affine begin of dim `d` of a region of `b`, in loop variables and scope ids.

@@ -1,4 +1,4 @@
-//! `T.ptx.*` statements (docs/tile-primitives.md §7): each is one LIR
+//! `T.ptx.*` statements (docs/tile-primitives.md §8): each is one LIR
 //! instruction, checked here against what the kernel knows at the statement.
 //!
 //! * `wgmma.fence` / `commit_group` / `wait_group n` and `setmaxnreg.inc/dec n`

@@ -187,7 +187,8 @@ pub enum IdRange {
 impl Active {
     pub fn at_entry(l: &Launch) -> Active {
         let threads = l.threads();
-        let ctas: i64 = l.grid.iter().map(|&g| g as i64).product();
+        // Saturating: symbolic grid dims are CUDA's limits here.
+        let ctas: i64 = l.grid.iter().fold(1i64, |a, &g| a.saturating_mul(i64::from(g)));
         Active {
             lane: AxisRange::full(threads.min(32)),
             warp: AxisRange::full((threads + 31) / 32),
@@ -330,11 +331,15 @@ pub struct Facts {
     /// only known at run time (it may be zero for some values): every range
     /// stays a sound enclosure, but its ends may not be reached, so none is exact.
     pub uncaptured: bool,
+    /// Affine forms the enclosing `if`s guarantee to be ≥ 0 (`if row < n:` gives
+    /// `n - row - 1`): what proves an access under a guard on a run-time size
+    /// (docs/tile-primitives.md §7.4).
+    pub guards: Vec<crate::expr::Affine>,
 }
 
 impl Facts {
     pub fn at_entry(l: &Launch) -> Facts {
-        Facts { active: Active::at_entry(l), values: BTreeMap::new(), uncaptured: false }
+        Facts { active: Active::at_entry(l), values: BTreeMap::new(), uncaptured: false, guards: vec![] }
     }
 
     /// The range of the scope id bound to `hw` here.
@@ -516,7 +521,7 @@ mod tests {
     use super::*;
 
     fn def(kind: ScopeIdKind, ext: Option<Vec<i64>>) -> ScopeIdDef {
-        ScopeIdDef { kind, vars: vec![], extents: ext, span: Span::default() }
+        ScopeIdDef { kind, vars: vec![], extents: ext, span: Span::default(), dyn_extents: vec![] }
     }
 
     #[test]

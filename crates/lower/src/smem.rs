@@ -2,67 +2,81 @@
 //!
 //! Walks the `T.alloc_buffer(..., scope="shared" | "shared.dyn")` allocations
 //! in program order, each sized as the CUDA generator lays it out
-//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned), and
-//! reports at the allocation that crosses a limit:
-//! * static (`scope="shared"`) over [`STATIC_SMEM_LIMIT`] (48 KiB), which CUDA
-//!   refuses to compile: use `scope="shared.dyn"`;
+//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned):
+//! * static (`scope="shared"`) buffers over [`STATIC_SMEM_LIMIT`] (48 KiB),
+//!   which CUDA refuses as `__shared__` arrays, are all placed in dynamic
+//!   shared memory instead, as the reference does with every shared buffer; a
+//!   note at the allocation that crosses 48 KiB says so;
 //! * static + dynamic over what the target allows one CTA
-//!   ([`Arch::max_smem_per_cta`]: 227 KiB on sm_90, 163 KiB on sm_80).
+//!   ([`Arch::max_smem_per_cta`]: 227 KiB on sm_90, 163 KiB on sm_80) is an
+//!   error at the allocation that crosses it.
 //!
 //! Views alias their base and are not counted; a buffer whose storage cannot
 //! be sized is reported where lowering declares it.
 
 use crate::lay;
-use tirx_ir::hir::{BufferOrigin, Kernel, MemScope};
+use std::collections::HashSet;
+use tirx_ir::hir::{BufId, BufferOrigin, Kernel, MemScope};
 use tirx_ir::target::{smem_array_bytes, STATIC_SMEM_LIMIT};
 use tirx_ir::{Arch, Diagnostic};
 
-/// The diagnostics of the shared-memory budget of `k` on `arch` (none when it fits).
-pub fn check(k: &Kernel, arch: Arch) -> Vec<Diagnostic> {
+/// Where the kernel's shared buffers go, and what lowering reports about it.
+#[derive(Debug, Default)]
+pub struct Budget {
+    /// `scope="shared"` buffers placed in dynamic shared memory (all of them, or none).
+    pub made_dynamic: HashSet<BufId>,
+    pub errors: Vec<Diagnostic>,
+    pub notes: Vec<Diagnostic>,
+}
+
+/// The shared-memory budget of `k` on `arch`.
+pub fn check(k: &Kernel, arch: Arch) -> Budget {
     let limit = arch.max_smem_per_cta();
+    let mut out = Budget::default();
+    let shared: Vec<(BufId, u64)> = k
+        .buffers
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| b.origin == BufferOrigin::Alloc && b.scope.is_shared())
+        .filter_map(|(i, b)| {
+            let elems = lay::memory_span(&b.layout, &b.shape).ok()?;
+            Some((BufId(i as u32), smem_array_bytes(elems, b.dtype.bytes())))
+        })
+        .collect();
+    let is_static = |id: BufId| k.buf(id).scope == MemScope::Shared;
+    let all_static: u64 = shared.iter().filter(|(id, _)| is_static(*id)).map(|x| x.1).fold(0, u64::saturating_add);
     let (mut fixed, mut dynamic) = (0u64, 0u64);
-    let mut out = Vec::new();
-    let mut static_reported = false;
-    let mut total_reported = false;
-    for b in &k.buffers {
-        if b.origin != BufferOrigin::Alloc || !b.scope.is_shared() {
-            continue;
-        }
-        let Ok(elems) = lay::memory_span(&b.layout, &b.shape) else { continue };
-        let bytes = smem_array_bytes(elems, b.dtype.bytes());
+    let mut crossed = false;
+    for &(id, bytes) in &shared {
+        let b = k.buf(id);
         let what = format!("`{}` ({} {}, {bytes} bytes)", b.name, fmt_dims(&b.shape), b.dtype);
-        if b.scope == MemScope::Shared {
+        if is_static(id) {
             fixed = fixed.saturating_add(bytes);
-            if fixed > STATIC_SMEM_LIMIT && !static_reported {
-                static_reported = true;
-                out.push(
-                    Diagnostic::error(
+            if fixed > STATIC_SMEM_LIMIT && !crossed {
+                crossed = true;
+                out.notes.push(
+                    Diagnostic::note(
                         b.span,
                         format!(
                             "static shared memory over 48 KiB: {what} brings the kernel's `scope=\"shared\"` \
-                             buffers to {fixed} bytes; CUDA allows {STATIC_SMEM_LIMIT}"
+                             buffers to {fixed} bytes; they are placed in dynamic shared memory (`extern \
+                             __shared__`, {all_static} bytes, launched with the opt-in above 48 KiB)"
                         ),
                     )
-                    .with_label("crosses the 48 KiB static shared-memory limit")
-                    .with_help(format!(
-                        "allocate it with `scope=\"shared.dyn\"`: dynamic shared memory, up to {} with the launch \
-                         opt-in tirx sets ({arch} allows {limit} bytes per CTA in all)",
-                        kib(limit)
-                    )),
+                    .with_label("crosses the 48 KiB of static `__shared__` arrays CUDA allows"),
                 );
             }
         } else {
             dynamic = dynamic.saturating_add(bytes);
         }
         let total = fixed.saturating_add(dynamic);
-        if total > limit && !total_reported {
-            total_reported = true;
-            out.push(
+        if total > limit && out.errors.is_empty() {
+            out.errors.push(
                 Diagnostic::error(
                     b.span,
                     format!(
                         "shared memory over the {arch} limit: {what} brings the kernel to {total} bytes \
-                         ({fixed} static + {dynamic} dynamic); a CTA may use at most {limit} ({})",
+                         ({fixed} `shared` + {dynamic} `shared.dyn`); a CTA may use at most {limit} ({})",
                         kib(limit)
                     ),
                 )
@@ -73,6 +87,9 @@ pub fn check(k: &Kernel, arch: Arch) -> Vec<Diagnostic> {
                 ),
             );
         }
+    }
+    if all_static > STATIC_SMEM_LIMIT {
+        out.made_dynamic = shared.iter().map(|x| x.0).filter(|&id| is_static(id)).collect();
     }
     out
 }
@@ -101,29 +118,54 @@ mod tests {
             layout: Layout::Tile(TileLayout::row_major(shape)),
             origin: BufferOrigin::Alloc,
             span: Span::new(at, at + 1),
+            dyn_outer: None,
         }
     }
 
     fn kernel(bufs: Vec<Buffer>) -> Kernel {
-        Kernel { name: "k".into(), params: vec![], buffers: bufs, vars: vec![], body: vec![], span: Span::default() }
+        Kernel {
+            name: "k".into(),
+            params: vec![],
+            buffers: bufs,
+            vars: vec![],
+            body: vec![],
+            span: Span::default(),
+            assumes: vec![],
+        }
     }
 
     #[test]
-    fn the_allocation_crossing_48_kib_of_static_shared_memory_is_at_fault() {
+    fn static_shared_memory_over_48_kib_becomes_dynamic_with_a_note_at_the_crossing() {
         let k = kernel(vec![
             alloc("A", &[64, 128], MemScope::Shared, 10),  // 32 KiB
             alloc("R", &[64, 128], MemScope::Local, 20),   // registers: not counted
             alloc("B", &[32, 128], MemScope::Shared, 30),  // 48 KiB: still fits
             alloc("C", &[1], MemScope::Shared, 40),        // 48 KiB + 16
-            alloc("D", &[128, 128], MemScope::Shared, 50), // reported once
+            alloc("D", &[128, 128], MemScope::Shared, 50), // noted once
         ]);
-        let d = check(&k, Arch::SM_90A);
-        assert_eq!(d.len(), 1, "{d:#?}");
-        assert_eq!(d[0].span(), Span::new(40, 41));
-        assert!(d[0].message.contains("`C` (1 float32, 16 bytes)") && d[0].message.contains("49168 bytes"));
-        assert!(d[0].help.as_deref().is_some_and(|h| h.contains("scope=\"shared.dyn\"")));
+        let b = check(&k, Arch::SM_90A);
+        assert!(b.errors.is_empty(), "{:#?}", b.errors);
+        assert_eq!(b.notes.len(), 1, "{:#?}", b.notes);
+        assert_eq!(b.notes[0].span(), Span::new(40, 41));
+        let m = &b.notes[0].message;
+        assert!(m.contains("`C` (1 float32, 16 bytes)") && m.contains("49168 bytes"), "{m}");
+        assert!(m.contains("`extern __shared__`, 114704 bytes") && m.contains("dynamic shared memory"), "{m}");
+        let moved: Vec<u32> = {
+            let mut v: Vec<u32> = b.made_dynamic.iter().map(|id| id.0).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(moved, vec![0, 2, 3, 4], "every `shared` buffer, no register one");
+        // At most 48 KiB stays static; shared.dyn alone needs nothing.
+        let fits = kernel(vec![alloc("A", &[96, 128], MemScope::Shared, 10)]);
+        let b = check(&fits, Arch::SM_90A);
+        assert!(b.made_dynamic.is_empty() && b.notes.is_empty() && b.errors.is_empty());
         let dynamic = kernel(vec![alloc("A", &[128, 128], MemScope::SharedDyn, 10)]);
-        assert!(check(&dynamic, Arch::SM_90A).is_empty(), "64 KiB of shared.dyn fits sm_90");
+        let b = check(&dynamic, Arch::SM_90A);
+        assert!(
+            b.made_dynamic.is_empty() && b.notes.is_empty() && b.errors.is_empty(),
+            "64 KiB of shared.dyn fits sm_90"
+        );
     }
 
     #[test]
@@ -133,10 +175,17 @@ mod tests {
             alloc("S", &[96, 128], MemScope::Shared, 10),
             alloc("D", &[163, 256], MemScope::SharedDyn, 20),
         ]);
-        assert!(check(&k, Arch::SM_90A).is_empty());
-        let d = check(&k, Arch::SM_80);
+        assert!(check(&k, Arch::SM_90A).errors.is_empty());
+        let d = check(&k, Arch::SM_80).errors;
         assert_eq!(d.len(), 1, "{d:#?}");
         assert_eq!(d[0].span(), Span::new(20, 21));
         assert!(d[0].message.contains("sm_80") && d[0].message.contains("166912"), "{}", d[0].message);
+        // Static buffers moved to dynamic memory still count against the target.
+        let big =
+            kernel(vec![alloc("S", &[128, 256], MemScope::Shared, 10), alloc("T", &[128, 256], MemScope::Shared, 20)]);
+        let b = check(&big, Arch::SM_80);
+        assert_eq!(b.errors.len(), 1, "{:#?}", b.errors);
+        assert_eq!(b.errors[0].span(), Span::new(20, 21), "256 KiB crosses 163 KiB at T");
+        assert_eq!(b.notes.len(), 1);
     }
 }

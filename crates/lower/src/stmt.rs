@@ -15,7 +15,7 @@ use tirx_ir::hir::{
     BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
     VarId,
 };
-use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
+use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, ScalarParam, Space, SymExpr};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -33,6 +33,8 @@ pub struct Env {
     /// lane-derived values, `Warpgroup` for `wg * 128`, `Cta` for cta ids);
     /// absent = the same in every thread.
     grain: HashMap<VarId, ExecScope>,
+    /// Scalar parameters and their facts, symbolic grid dims (`launch`).
+    pub(crate) sym: crate::launch::Symbols,
 }
 
 impl Env {
@@ -54,10 +56,22 @@ impl Env {
     /// extent; `None` for anything else (lets, loops with symbolic bounds).
     /// Every range lowering reasons with comes from here (docs/tile-primitives.md §1.3).
     pub fn var_bounds(&self, at: &Facts, v: VarId) -> Option<VarBounds> {
-        match self.scope_vars.get(&v) {
+        let b = match self.scope_vars.get(&v) {
             Some(&(.., Some(Hw::BlockIdx(d)))) if at.values.contains_key(&v) => at.value_bounds(v, Source::Cta(d)),
             Some(&(.., hw)) => at.hw_bounds(hw?),
             None => at.value_bounds(v, Source::Loop(v)),
+        }?;
+        // A CTA id of a symbolic grid dim runs to CUDA's limit here: an enclosure only
+        // (`crate::launch` knows its real end).
+        let symbolic = self.cta_dim(v).is_some_and(|d| self.sym.grid[d as usize].is_some());
+        Some(VarBounds { exact: b.exact && !symbolic, ..b })
+    }
+
+    /// The grid dim of a CTA-id variable.
+    pub fn cta_dim(&self, v: VarId) -> Option<u8> {
+        match self.scope_vars.get(&v) {
+            Some(&(.., Some(Hw::BlockIdx(d)))) => Some(d),
+            _ => None,
         }
     }
 
@@ -123,9 +137,14 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         errors: vec![],
         warnings: vec![],
         warned: HashSet::new(),
+        checks: vec![],
     };
-    let params = lw.declare_buffers();
-    lw.errors.extend(crate::smem::check(k, opts.arch));
+    let scalars = lw.declare_scalars();
+    let grid_dims = lw.symbolic_grid(&defs);
+    let budget = crate::smem::check(k, opts.arch);
+    let params = lw.declare_buffers(&budget.made_dynamic);
+    lw.collect_facts();
+    lw.errors.extend(budget.errors);
     lw.bind_scope_vars(&defs, &launch);
     let facts = Facts::at_entry(&launch);
     let body = lw.block(&k.body, &facts);
@@ -141,6 +160,9 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         grid: launch.grid,
         block: launch.block,
         params,
+        scalars,
+        grid_dims,
+        checks: std::mem::take(&mut lw.checks),
         bufs: std::mem::take(&mut lw.b.bufs),
         vars: std::mem::take(&mut lw.b.vars),
         body: full,
@@ -158,7 +180,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         return Outcome { lowered: Err(vec![d]), explain: lw.explain };
     }
     let explain = lw.explain.clone();
-    Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings }), explain }
+    Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings, notes: budget.notes }), explain }
 }
 
 struct Lowerer<'a> {
@@ -172,17 +194,114 @@ struct Lowerer<'a> {
     warnings: Vec<Diagnostic>,
     /// Spans already warned about (a bounds warning is given once per access).
     warned: HashSet<Span>,
+    /// Conditions every launch checks: `T.assume` facts and region bounds decided at launch.
+    checks: Vec<LaunchCheck>,
 }
 
 impl Lowerer<'_> {
+    /// Scalar parameters as variables in scope in the whole body, each with its
+    /// position among the parameters the kernel takes (unbound handles take none).
+    fn declare_scalars(&mut self) -> Vec<ScalarParam> {
+        let mut out = Vec::new();
+        let mut index = 0;
+        for p in &self.k.params {
+            if let Some(v) = p.scalar {
+                let hv = self.k.var(v);
+                let lv = self.b.var(&hv.name, hv.dtype, None);
+                self.env.vars.insert(v, LExpr::Var(lv));
+                let (lo, hi) = hv.dtype.int_range().map_or((None, None), |(lo, hi)| (Some(lo), Some(hi)));
+                let info = crate::launch::ParamInfo {
+                    lv,
+                    name: hv.name.clone(),
+                    dtype: hv.dtype,
+                    lo,
+                    hi,
+                    unit: 1,
+                    facts: vec![],
+                };
+                self.env.sym.params.insert(v, info);
+                out.push(ScalarParam { var: lv, index });
+            }
+            if p.scalar.is_some() || p.buffer.is_some() {
+                index += 1;
+            }
+        }
+        out
+    }
+
+    /// The grid dims `T.cta_id` gives as expressions of scalar parameters; every
+    /// declaration of the CTA ids must give the same ones.
+    fn symbolic_grid(&mut self, defs: &[&ScopeIdDef]) -> [Option<SymExpr>; 3] {
+        let mut out: [Option<SymExpr>; 3] = [None, None, None];
+        let mut first: Option<&ScopeIdDef> = None;
+        for d in defs.iter().filter(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()) {
+            let dims: Vec<Option<SymExpr>> =
+                d.dyn_extents.iter().map(|e| e.as_ref().and_then(|e| crate::launch::to_sym(&self.env, e))).collect();
+            match first {
+                None => {
+                    first = Some(d);
+                    for (i, e) in dims.into_iter().enumerate().take(3) {
+                        out[i] = e;
+                    }
+                }
+                Some(f) => {
+                    let same = (0..3).all(|i| dims.get(i).cloned().flatten() == out[i]);
+                    if !same {
+                        self.errors.push(
+                            Diagnostic::error(d.span, "`T.cta_id` is declared again with other run-time extents")
+                                .with_secondary(f.span, "first declared here")
+                                .with_help("declare the grid once, or with the same expressions"),
+                        );
+                    }
+                }
+            }
+        }
+        for (i, e) in out.iter().enumerate() {
+            let Some(e) = e else { continue };
+            let hir = first.and_then(|f| f.dyn_extents.get(i).cloned().flatten());
+            let affine = hir.as_ref().and_then(|h| expr::affine(&self.env, h));
+            let text = self.env.sym.text(e);
+            self.env.sym.grid[i] = Some(crate::launch::SymGrid { expr: e.clone(), affine, text });
+        }
+        out
+    }
+
+    /// Facts of `T.assume` (and the implicit ones of a launch) about the parameters;
+    /// every `T.assume` becomes a launch check.
+    fn collect_facts(&mut self) {
+        let k = self.k;
+        let mut implied: Vec<expr::Affine> =
+            self.env.sym.grid.iter().flatten().filter_map(|g| g.affine.clone()).collect();
+        implied.extend(k.buffers.iter().filter_map(|b| b.dyn_outer.as_ref().and_then(|e| expr::affine(&self.env, e))));
+        crate::launch::collect_facts(k, &mut self.env, &implied);
+        for p in self.env.sym.params.values() {
+            if let (Some(lo), Some(hi)) = (p.lo, p.hi) {
+                self.b.set_range(p.lv, (lo, hi));
+            }
+        }
+        for a in &k.assumes {
+            match crate::launch::to_sym(&self.env, a) {
+                Some(cond) => self.checks.push(LaunchCheck {
+                    cond,
+                    what: format!("T.assume({})", crate::launch::assume_text(&self.env, k, a)),
+                    span: a.span,
+                }),
+                None => self
+                    .errors
+                    .push(Diagnostic::error(a.span, "`T.assume` needs a condition on integer scalar parameters")),
+            }
+        }
+    }
+
     /// Parameters in order as global arrays, then shared/local allocations;
     /// views alias the array of their base.
-    fn declare_buffers(&mut self) -> Vec<LBufId> {
+    /// `made_dynamic`: the `scope="shared"` buffers placed in dynamic shared memory (§2.7).
+    fn declare_buffers(&mut self, made_dynamic: &HashSet<BufId>) -> Vec<LBufId> {
         let k = self.k;
         let mut params = Vec::new();
         for p in &k.params {
             if let Some(id) = p.buffer {
-                let lb = self.new_buf(id, Space::Global);
+                let lb = self.new_buf(id, Space::Global, false);
                 params.push(lb);
             }
         }
@@ -193,10 +312,11 @@ impl Lowerer<'_> {
             }
             match (&hb.origin, hb.scope) {
                 (BufferOrigin::Alloc, MemScope::Shared | MemScope::SharedDyn) => {
-                    self.new_buf(id, Space::Shared);
+                    let dynamic = hb.scope == MemScope::SharedDyn || made_dynamic.contains(&id);
+                    self.new_buf(id, Space::Shared, dynamic);
                 }
                 (BufferOrigin::Alloc, MemScope::Local) => {
-                    self.new_buf(id, Space::Local);
+                    self.new_buf(id, Space::Local, false);
                 }
                 (BufferOrigin::Alloc, MemScope::Global) => self.errors.push(
                     Diagnostic::error(
@@ -259,11 +379,21 @@ impl Lowerer<'_> {
         None
     }
 
-    fn new_buf(&mut self, id: BufId, space: Space) -> LBufId {
+    fn new_buf(&mut self, id: BufId, space: Space, dynamic: bool) -> LBufId {
         let hb = self.k.buf(id);
         let elems = lay::memory_span(&hb.layout, &hb.shape).unwrap_or_else(|m| {
             self.errors.push(Diagnostic::error(hb.span, format!("`{}`: cannot size its storage: {m}", hb.name)));
             1
+        });
+        let dyn_rows = hb.dyn_outer.as_ref().and_then(|e| {
+            let r = crate::launch::to_sym(&self.env, e);
+            if r.is_none() {
+                self.errors.push(Diagnostic::error(
+                    e.span,
+                    format!("dim 0 of `{}` is not an integer expression of scalar parameters", hb.name),
+                ));
+            }
+            r
         });
         let lb = self.b.add_buf(LBuf {
             name: hb.name.clone(),
@@ -271,7 +401,8 @@ impl Lowerer<'_> {
             space,
             elems,
             shape: hb.shape.clone(),
-            dynamic: hb.scope == MemScope::SharedDyn,
+            dynamic,
+            dyn_rows,
         });
         self.env.bufs.insert(id, (lb, index_type(elems)));
         lb
@@ -351,8 +482,10 @@ impl Lowerer<'_> {
                 let mut inner = at.clone();
                 // A run-time trip count may be zero for some values of the enclosing
                 // variables: the body need not run for every value, so no range is exact there.
+                // Where it runs, `begin ≤ var < begin + extent` (guards: docs/tile-primitives.md §7.4).
                 if !matches!(n, LExpr::Int(..)) {
                     inner.uncaptured = true;
+                    inner.guards.extend(self.loop_guards(*var, begin, extent));
                 }
                 let range = match (&b0, &n) {
                     (LExpr::Int(a, _), LExpr::Int(e, _)) => {
@@ -440,6 +573,11 @@ impl Lowerer<'_> {
                     Err(d) => self.errors.push(d),
                 }
             }
+            // Checked as an expression (bounds of its loads, lowerable); nothing runs.
+            StmtKind::Evaluate(value) => {
+                self.scalar_bounds(&[value], None, at, out);
+                let _ = self.expr(value);
+            }
             StmtKind::Tile(call) => {
                 let view = ScopeView::new(call.scope, &at.active);
                 let cx = CallCx { kernel: self.k, call, scope: &view, opts: self.opts, env: &self.env, facts: at };
@@ -453,6 +591,7 @@ impl Lowerer<'_> {
                 // Bounds before dispatch (module `bounds`): no variant sees a region that
                 // provably leaves its buffer; an unproven one is checked by the simulator.
                 let mut lines = Vec::new();
+                let mut launch_lines = Vec::new();
                 let mut outside = false;
                 for (r, write) in bounds::call_regions(call) {
                     let hb = self.k.buf(r.buf);
@@ -460,22 +599,38 @@ impl Lowerer<'_> {
                     let dims: Vec<(&Expr, i64)> = r.ranges.iter().map(|g| (&g.begin, g.extent)).collect();
                     match bounds::region(self.k, &self.env, at, r) {
                         Verdict::Inside => continue,
+                        Verdict::AtLaunch(conds) => {
+                            launch_lines.extend(launch_checks(&mut self.checks, conds, hb.shape.len(), &what, r.span));
+                            continue;
+                        }
                         Verdict::Outside(e) if !self.opts.defer_bounds => {
                             lines.push(format!("`{what}` is out of bounds: {}", e.reason(&hb.name, write)));
-                            self.errors.push(bounds::outside_error(hb, &what, r.span, &e, write));
+                            self.errors.push(bounds::outside_error(self.k, hb, &what, r.span, &e, write));
+                            outside = true;
+                            continue;
+                        }
+                        Verdict::Never { why, .. } if !self.opts.defer_bounds => {
+                            lines.push(format!("`{what}` is out of bounds for every launch: {why}"));
+                            self.errors.push(bounds::never_error(self.k, hb, &what, r.span, &why));
                             outside = true;
                             continue;
                         }
                         Verdict::Outside(e) => {
                             lines.push(format!("`{what}` is out of bounds (deferred): {}", e.reason(&hb.name, write)));
                             if self.warned.insert(r.span) {
-                                self.warnings.push(bounds::deferred_warning(hb, &what, r.span, &e, write));
+                                self.warnings.push(bounds::deferred_warning(self.k, hb, &what, r.span, &e, write));
+                            }
+                        }
+                        Verdict::Never { why, .. } => {
+                            lines.push(format!("`{what}` is out of bounds for every launch (deferred): {why}"));
+                            if self.warned.insert(r.span) {
+                                self.warnings.push(bounds::never_deferred_warning(self.k, hb, &what, r.span, &why));
                             }
                         }
                         Verdict::Unproven { why, .. } => {
                             lines.push(format!("`{what}` not proven in bounds, checked by the simulator: {why}"));
                             if self.warned.insert(r.span) {
-                                self.warnings.push(bounds::unproven_warning(hb, &what, r.span, &why));
+                                self.warnings.push(bounds::unproven_warning(self.k, hb, &what, r.span, &why));
                             }
                         }
                     }
@@ -486,11 +641,13 @@ impl Lowerer<'_> {
                 if outside {
                     let mut ex = crate::explain::CallExplain::new(&cx);
                     ex.bounds = lines;
+                    ex.launch = launch_lines;
                     self.explain.push(ex);
                     return;
                 }
                 let mut d = dispatch(self.reg, &cx, &mut self.b);
                 d.explain.bounds = lines;
+                d.explain.launch = launch_lines;
                 if let Some(chosen) = &d.explain.chosen {
                     push(out, LStmtKind::Comment(format!("{}.{} -> {chosen}", call.scope, call.op.name())));
                 }
@@ -530,18 +687,33 @@ impl Lowerer<'_> {
             let dims: Vec<(&Expr, i64)> = indices.iter().map(|i| (i, 1)).collect();
             match bounds::element(self.k, &self.env, at, buf, indices) {
                 Verdict::Inside => continue,
+                Verdict::AtLaunch(conds) => {
+                    let joined =
+                        indices.first().map_or(Span::default(), |f| f.span.to(indices[indices.len() - 1].span));
+                    launch_checks(&mut self.checks, conds, hb.shape.len(), &what, span.unwrap_or(joined));
+                    continue;
+                }
                 Verdict::Outside(e) if !self.opts.defer_bounds => {
-                    self.errors.push(bounds::outside_error(hb, &what, at_dim(e.dim), &e, write));
+                    self.errors.push(bounds::outside_error(self.k, hb, &what, at_dim(e.dim), &e, write));
+                    continue;
+                }
+                Verdict::Never { dim, why } if !self.opts.defer_bounds => {
+                    self.errors.push(bounds::never_error(self.k, hb, &what, at_dim(dim), &why));
                     continue;
                 }
                 Verdict::Outside(e) => {
                     if self.warned.insert(at_dim(e.dim)) {
-                        self.warnings.push(bounds::deferred_warning(hb, &what, at_dim(e.dim), &e, write));
+                        self.warnings.push(bounds::deferred_warning(self.k, hb, &what, at_dim(e.dim), &e, write));
+                    }
+                }
+                Verdict::Never { dim, why } => {
+                    if self.warned.insert(at_dim(dim)) {
+                        self.warnings.push(bounds::never_deferred_warning(self.k, hb, &what, at_dim(dim), &why));
                     }
                 }
                 Verdict::Unproven { dim, why } => {
                     if self.warned.insert(at_dim(dim)) {
-                        self.warnings.push(bounds::unproven_warning(hb, &what, at_dim(dim), &why));
+                        self.warnings.push(bounds::unproven_warning(self.k, hb, &what, at_dim(dim), &why));
                     }
                 }
             }
@@ -595,6 +767,7 @@ impl Lowerer<'_> {
             if !s.is_some_and(|(v, c)| self.restrict(&mut then_f, v, c)) {
                 self.not_captured(&mut then_f, atom, &why);
             }
+            then_f.guards.extend(self.guards(atom, false));
         }
         if mentions_var(cond) {
             let complement = match solved.as_slice() {
@@ -604,8 +777,48 @@ impl Lowerer<'_> {
             if !complement.is_some_and(|(v, c)| self.restrict(&mut else_f, v, c)) {
                 self.not_captured(&mut else_f, cond, &why);
             }
+            if let [atom] = atoms.as_slice() {
+                else_f.guards.extend(self.guards(atom, true));
+            }
         }
         (then_f, else_f)
+    }
+
+    /// `var - begin` and `begin + extent - 1 - var`, ≥ 0 in the body of a loop whose
+    /// trip count is known at run time only (when the bounds are affine).
+    fn loop_guards(&self, var: VarId, begin: &Expr, extent: &Expr) -> Vec<expr::Affine> {
+        let (Some(b), Some(e)) = (expr::affine(&self.env, begin), expr::affine(&self.env, extent)) else {
+            return vec![];
+        };
+        let v = expr::Affine::var(var);
+        let below = v.clone().minus(b.clone());
+        let above = b.plus(e).and_then(|x| x.minus(expr::Affine::constant(1))).and_then(|x| x.minus(v));
+        [below, above].into_iter().flatten().collect()
+    }
+
+    /// The affine forms ≥ 0 a comparison `l <op> r` guarantees where it holds (`negated`:
+    /// where it does not), when both sides are affine and a scalar parameter is involved.
+    fn guards(&self, e: &Expr, negated: bool) -> Vec<expr::Affine> {
+        let ExprKind::Binary(op, l, r) = &e.kind else { return vec![] };
+        let (Some(l), Some(r)) = (expr::affine(&self.env, l), expr::affine(&self.env, r)) else { return vec![] };
+        let op = match (op, negated) {
+            (op, false) => *op,
+            (BinOp::Lt, true) => BinOp::Ge,
+            (BinOp::Le, true) => BinOp::Gt,
+            (BinOp::Gt, true) => BinOp::Le,
+            (BinOp::Ge, true) => BinOp::Lt,
+            _ => return vec![],
+        };
+        let one = expr::Affine::constant(1);
+        let forms = match op {
+            BinOp::Lt => vec![r.minus(l).and_then(|d| d.minus(one))],
+            BinOp::Le => vec![r.minus(l)],
+            BinOp::Gt => vec![l.minus(r).and_then(|d| d.minus(one))],
+            BinOp::Ge => vec![l.minus(r)],
+            BinOp::Eq => vec![r.clone().minus(l.clone()), l.minus(r)],
+            _ => vec![],
+        };
+        forms.into_iter().flatten().filter(|f| f.vars().iter().any(|v| self.env.sym.is_param(*v))).collect()
     }
 
     /// `e` restricts values in a way the facts do not capture.
@@ -696,6 +909,29 @@ impl Lowerer<'_> {
     }
 }
 
+/// Records the launch checks of an access (`what`, at `span`) of a buffer of
+/// `rank` dims, once per condition and access; returns explain's lines for them.
+fn launch_checks(
+    checks: &mut Vec<LaunchCheck>,
+    conds: Vec<bounds::LaunchCond>,
+    rank: usize,
+    what: &str,
+    span: Span,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    for c in conds {
+        let what = format!("{} of `{what}`", bounds::dim_nouns(rank, c.dim).1);
+        lines.push(format!("{} ({what})", c.text));
+        // One check per condition, naming every access that relies on it.
+        match checks.iter_mut().find(|x| x.cond == c.cond) {
+            Some(x) if !x.what.contains(&what) => x.what = format!("{}; {what}", x.what),
+            Some(_) => {}
+            None => checks.push(LaunchCheck { cond: c.cond, what, span }),
+        }
+    }
+    lines
+}
+
 /// What a condition is about: `⌊(var + shift) / div⌋` (`div ≥ 1`; the variable
 /// itself for `shift = 0, div = 1`): `tid // 32 == 1` is about `tid`'s warp.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -730,7 +966,7 @@ impl Subject {
 
 /// What one conjunct says of one variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cond {
+pub(crate) enum Cond {
     In(IdRange),
     /// Every value but this one.
     Except(i64),
@@ -756,7 +992,7 @@ impl Cond {
 }
 
 /// `a·v + k <op> 0` as a condition on `v` (`a ≠ 0`); `None` on overflow.
-fn linear(a: i64, k: i64, op: BinOp) -> Option<Cond> {
+pub(crate) fn linear(a: i64, k: i64, op: BinOp) -> Option<Cond> {
     let nk = k.checked_neg()?;
     // a·v ≤ x and a·v ≥ x, dividing by a (flipping for a < 0).
     let at_most = |x: i64| -> Option<Cond> {
@@ -808,7 +1044,7 @@ fn mentions_var(e: &Expr) -> bool {
     }
 }
 
-fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+pub(crate) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match &e.kind {
         ExprKind::Binary(BinOp::And, a, b) => {
             conjuncts(a, out);
@@ -862,7 +1098,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 used_vars(then_body, out);
                 used_vars(else_body, out);
             }
-            StmtKind::Let { value, .. } => ex(value, out),
+            StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => ex(value, out),
             StmtKind::Store { indices, value, .. } => {
                 indices.iter().for_each(|i| ex(i, out));
                 ex(value, out);

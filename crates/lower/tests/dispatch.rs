@@ -36,12 +36,14 @@ fn forced_fallback_still_warns() {
 
 #[test]
 fn unknown_variant_lists_registered_ones() {
-    let src = warp_4x6(", dispatch=\"vec_128b\"");
+    let src = warp_4x6(", dispatch=\"vec_512b\"");
     let errs = lower_errors(&src);
     assert_eq!(errs.iter().filter(|d| d.is_error()).count(), 1);
-    assert_eq!(errs[0].message, "no variant named 'vec_128b' is registered for `copy`");
+    assert_eq!(errs[0].message, "no variant named 'vec_512b' is registered for `copy`");
     let help = errs[0].help.as_deref().unwrap_or_default();
-    assert!(help.starts_with("registered variants: gmem_smem, ") && help.ends_with(", fallback"), "{help}");
+    assert!(help.starts_with("registered variants: gmem_smem, "), "{help}");
+    assert!(help.contains(", fallback; only when forced: vec_128b, vec_16b, vec_256b, vec_32b, vec_64b"), "{help}");
+    assert!(help.ends_with("; groups: vec_auto"), "{help}");
     assert!(render(&errs, &src).contains("k.py:12:5"));
 }
 

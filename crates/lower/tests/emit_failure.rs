@@ -48,6 +48,9 @@ impl Variant for Sabotaged {
     fn warns(&self) -> bool {
         self.inner.warns()
     }
+    fn forced_only(&self) -> bool {
+        self.inner.forced_only()
+    }
 }
 
 /// The CUDA registry with `victim`'s emit failing.

@@ -22,7 +22,7 @@
 //! simulated; the rest of the output must stay untouched.
 
 use std::path::{Path, PathBuf};
-use tirx_ir::lir::LKernel;
+use tirx_ir::lir::{LKernel, ScalarValue};
 use tirx_ir::DType;
 use tirx_sim::value::{
     bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, from_bytes, round_to, to_bytes,
@@ -55,6 +55,9 @@ struct Whole {
     outputs: &'static [&'static str],
     /// The expected contents of every output, from the inputs.
     reference: fn(&Env) -> Expected,
+    /// The launches of a kernel with scalar parameters: each its `(name, value)`
+    /// arguments (buffer sizes follow from them). Empty: one launch without scalars.
+    launches: &'static [&'static [(&'static str, f64)]],
 }
 
 /// The expected contents of each output parameter, by name.
@@ -88,7 +91,17 @@ fn whole(
     outputs: &'static [&'static str],
     reference: fn(&Env) -> Expected,
 ) -> Option<Spec> {
-    Some(Spec::Whole(Whole { fill, outputs, reference }))
+    Some(Spec::Whole(Whole { fill, outputs, reference, launches: &[] }))
+}
+
+/// [`whole`] of a kernel with scalar parameters, run once per entry of `launches`.
+fn whole_at(
+    fill: fn(&str, DType, usize) -> f64,
+    outputs: &'static [&'static str],
+    reference: fn(&Env) -> Expected,
+    launches: &'static [&'static [(&'static str, f64)]],
+) -> Option<Spec> {
+    Some(Spec::Whole(Whole { fill, outputs, reference, launches }))
 }
 
 /// `B == A` element for element.
@@ -107,6 +120,7 @@ fn spec(name: &str) -> Option<Spec> {
         | "copy_ldstmatrix"
         | "copy_reg"
         | "copy_shared_dyn"
+        | "copy_vec_forced"
         | "ldstmatrix_wg_trans"
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
@@ -256,6 +270,14 @@ fn spec(name: &str) -> Option<Spec> {
                 .collect();
             vec![("C", c), ("D", vec![exact(0.0); 4096])]
         }),
+        // Scalar parameters and a run-time row count, at two sizes each: B = fma(A, alpha, beta); B = A.
+        "scale_rows" => whole_at(
+            quarters,
+            &["B"],
+            scale_rows,
+            &[&[("n", 128.0), ("alpha", 0.5), ("beta", 2.0)], &[("n", 384.0), ("alpha", -3.0), ("beta", 0.25)]],
+        ),
+        "copy_rows_checked" => whole_at(distinct, &["B"], copy_a_to_b, &[&[("n", 64.0)], &[("n", 192.0)]]),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
         "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
@@ -277,7 +299,9 @@ const TABLE: &[&str] = &[
     "copy_gmem_smem_u8",
     "copy_ldstmatrix",
     "copy_reg",
+    "copy_rows_checked",
     "copy_shared_dyn",
+    "copy_vec_forced",
     "elementwise_reg",
     "ewise_cast_wg",
     "ewise_fragment_exp",
@@ -301,6 +325,7 @@ const TABLE: &[&str] = &[
     "collective_warp_cta",
     "ewise_smem_pipeline",
     "ragged_copy_f32",
+    "scale_rows",
     "tiled_copy_f16",
     "tiled_copy_f32",
 ];
@@ -540,10 +565,18 @@ fn packed_inputs(name: &str, _: DType, e: usize) -> f64 {
 // The harness
 // ---------------------------------------------------------------------------
 
+/// `B = fma(A, alpha, beta)` in f32, rounded once.
+fn scale_rows(e: &Env) -> Expected {
+    let (alpha, beta) = (e.scalar("alpha") as f32, e.scalar("beta") as f32);
+    vec![("B", e.map("A", |a| exact((a as f32).mul_add(alpha, beta) as f64)))]
+}
+
 /// The kernel parameters' input values, by name.
 struct Env {
     /// `(name, shape, values, dtype)` of every parameter.
     bufs: Vec<(String, Vec<i64>, Vec<f64>, DType)>,
+    /// The scalar arguments of the launch.
+    scalars: Vec<(&'static str, f64)>,
 }
 
 impl Env {
@@ -564,6 +597,9 @@ impl Env {
             [m, n] => [m as usize, n as usize],
             ref s => panic!("`{name}` has shape {s:?}, the reference expects 2-D"),
         }
+    }
+    fn scalar(&self, name: &str) -> f64 {
+        self.scalars.iter().find(|s| s.0 == name).unwrap_or_else(|| panic!("no scalar argument `{name}`")).1
     }
     fn map(&self, name: &str, f: impl Fn(f64) -> Want) -> Vec<Want> {
         self.get(name).iter().map(|&v| f(v)).collect()
@@ -601,8 +637,19 @@ fn lower(path: &Path, src: &str) -> Result<LKernel, String> {
 
 /// Simulates, turning an error or a warning into a rendered failure.
 fn simulate(k: &LKernel, params: &mut [Vec<u8>], opts: &SimOptions, path: &Path, src: &str) -> Result<String, String> {
+    simulate_args(k, params, &[], opts, path, src)
+}
+
+fn simulate_args(
+    k: &LKernel,
+    params: &mut [Vec<u8>],
+    scalars: &[ScalarValue],
+    opts: &SimOptions,
+    path: &Path,
+    src: &str,
+) -> Result<String, String> {
     let file = path.display().to_string();
-    let r = tirx_sim::simulate(k, params, opts)
+    let r = tirx_sim::simulate_args(k, params, scalars, opts)
         .map_err(|e| format!("simulator error:\n{}", tirx_ir::diag::render(&[e.to_diagnostic()], &file, src, false)))?;
     if !r.warnings.is_empty() {
         let d: Vec<_> = r.warnings.iter().map(|w| w.to_diagnostic()).collect();
@@ -625,7 +672,35 @@ fn check_example(name: &str, path: &Path) -> Result<String, String> {
 }
 
 fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String, String> {
-    let mut env = Env { bufs: vec![] };
+    if w.launches.is_empty() {
+        return check_launch(k, w, &[], path, src);
+    }
+    let mut done = vec![];
+    for args in w.launches {
+        let text: Vec<String> = args.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+        let what = check_launch(k, w, args, path, src).map_err(|e| format!("with {}: {e}", text.join(", ")))?;
+        done.push(format!("[{}] {what}", text.join(", ")));
+    }
+    Ok(done.join("; "))
+}
+
+/// One launch of a whole-grid example with scalar arguments `args` (by name).
+fn check_launch(
+    k: &LKernel,
+    w: &Whole,
+    args: &[(&'static str, f64)],
+    path: &Path,
+    src: &str,
+) -> Result<String, String> {
+    let mut values = vec![];
+    for s in &k.scalars {
+        let v = k.var(s.var);
+        let x = args.iter().find(|a| a.0 == v.name).ok_or_else(|| format!("no value for scalar `{}`", v.name))?.1;
+        values.push(if v.dtype.is_int() { ScalarValue::Int(x as i64) } else { ScalarValue::Float(x) });
+    }
+    let (spec, values) = tirx_sim::launch(k, &values).map_err(|e| format!("launch: {e}"))?;
+    let k = &spec;
+    let mut env = Env { bufs: vec![], scalars: args.to_vec() };
     let mut params = vec![];
     for id in &k.params {
         let b = k.buf(*id);
@@ -643,7 +718,7 @@ fn check_whole(k: &LKernel, w: &Whole, path: &Path, src: &str) -> Result<String,
         }
     }
     let given = params.clone();
-    let sim = simulate(k, &mut params, &SimOptions::default(), path, src)?;
+    let sim = simulate_args(k, &mut params, &values, &SimOptions::default(), path, src)?;
     let expected = (w.reference)(&env);
     let mut checked = vec![];
     for (i, id) in k.params.iter().enumerate() {

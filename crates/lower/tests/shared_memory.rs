@@ -1,8 +1,9 @@
 //! The shared-memory budget (docs/tile-primitives.md §2.7): static `scope="shared"`
-//! arrays over 48 KiB and static + dynamic over the target's per-CTA limit are
-//! user errors at the allocation that crosses the limit (never the CUDA
-//! generator's internal error); `scope="shared.dyn"` lowers to dynamic shared
-//! memory, launches with its byte count, and simulates to the right values.
+//! arrays over 48 KiB in all are placed in dynamic shared memory with a note at the
+//! allocation that crosses 48 KiB; static + dynamic over the target's per-CTA limit is
+//! a user error at the allocation that crosses it (never the CUDA generator's internal
+//! error); `scope="shared.dyn"` lowers to dynamic shared memory, launches with its byte
+//! count, and simulates to the right values.
 
 use tirx_ir::diag::line_col;
 use tirx_ir::{Arch, Diagnostic};
@@ -35,21 +36,61 @@ fn errors(src: &str, arch: Arch) -> Vec<Diagnostic> {
     }
 }
 
+/// Lowers `src`, which must lower: its notes, its CUDA, and B after simulating A = a pattern.
+fn lowers(src: &str, n: usize) -> (Vec<Diagnostic>, tirx_cuda::CudaModule, bool) {
+    let k = tirx_script::parse_kernel("k.py", src).expect("parses");
+    let l = lower_kernel(&k, &LowerOptions::default()).expect("lowers");
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA");
+    let a: Vec<u8> = (0..n * 128).flat_map(|i| (i as f32 * 0.25 - 3.0).to_le_bytes()).collect();
+    let mut params = vec![a.clone(), vec![0u8; a.len()]];
+    let report = tirx_sim::simulate(&l.lir, &mut params, &Default::default()).expect("simulates");
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    (l.notes, cuda, params[1] == a)
+}
+
 #[test]
-fn static_shared_memory_over_48_kib_is_a_user_error_at_the_allocation() {
+fn static_shared_memory_over_48_kib_is_placed_in_dynamic_shared_memory_with_a_note() {
     let src = kernel(128, "shared", ""); // 64 KiB
+    assert!(errors(&src, Arch::SM_90A).is_empty());
+    let (notes, cuda, copied) = lowers(&src, 128);
+    assert!(copied, "B == A through the 64 KiB tile");
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(notes[0].severity, tirx_ir::diag::Severity::Note);
+    assert_eq!(line_col(&src, notes[0].span().lo as usize), (9, 9), "at `S = T.alloc_buffer(...)`");
+    assert!(notes[0].message.contains("65536 bytes") && notes[0].message.contains("dynamic shared memory"));
+    assert_eq!(cuda.meta.dynamic_smem_bytes, 64 * 1024);
+    assert!(
+        cuda.source.contains("extern __shared__") && !cuda.source.contains("__shared__ alignas"),
+        "{}",
+        cuda.source
+    );
+    // Every `shared` buffer moves, the note is at the allocation that crosses 48 KiB.
+    let two = kernel(
+        64,
+        "shared",
+        "    S2 = T.alloc_buffer((64, 128), \"float32\", scope=\"shared\")\n    Tx.cta.copy(S2[0:64, 0:128], A[0:64, 0:128])\n",
+    );
+    let (notes, cuda, copied) = lowers(&two, 64);
+    assert!(copied);
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(line_col(&two, notes[0].span().lo as usize).0, 10, "at S2");
+    assert_eq!(cuda.meta.dynamic_smem_bytes, 64 * 1024, "S and S2, 32 KiB each");
+    // 48 KiB exactly stays static, without a note.
+    let (notes, cuda, copied) = lowers(&kernel(96, "shared", ""), 96);
+    assert!(copied && notes.is_empty());
+    assert_eq!(cuda.meta.dynamic_smem_bytes, 0);
+    assert!(cuda.source.contains("__shared__ alignas(16) float S[12288]"), "{}", cuda.source);
+}
+
+#[test]
+fn static_shared_memory_over_the_target_limit_is_a_user_error_at_the_allocation() {
+    // 2 × 128 KiB of `shared` (moved to dynamic memory) is over sm_90's 227 KiB.
+    let src = kernel(256, "shared", "    S2 = T.alloc_buffer((256, 128), \"float32\", scope=\"shared\")\n");
     let d = errors(&src, Arch::SM_90A);
     assert_eq!(d.len(), 1, "{d:#?}");
-    assert!(!d[0].internal, "a user error, not `cannot generate CUDA`");
-    assert_eq!(line_col(&src, d[0].span().lo as usize), (9, 9), "at `S = T.alloc_buffer(...)`");
-    assert!(d[0].message.contains("65536 bytes"), "{}", d[0].message);
-    assert!(d[0].help.as_deref().is_some_and(|h| h.contains("scope=\"shared.dyn\"")), "{:?}", d[0].help);
-    // The allocation that crosses the limit is at fault, not the first one.
-    let two = kernel(64, "shared", "    S2 = T.alloc_buffer((64, 128), \"float32\", scope=\"shared\")\n");
-    let d = errors(&two, Arch::SM_90A);
-    assert_eq!(d.len(), 1, "{d:#?}");
-    assert_eq!(line_col(&two, d[0].span().lo as usize).0, 10, "at S2");
-    assert!(errors(&kernel(96, "shared", ""), Arch::SM_90A).is_empty(), "48 KiB exactly fits");
+    assert!(!d[0].internal);
+    assert_eq!(line_col(&src, d[0].span().lo as usize).0, 10, "at S2, which crosses 227 KiB");
+    assert!(d[0].message.contains("sm_90a") && d[0].message.contains("262144 bytes"), "{}", d[0].message);
 }
 
 #[test]

@@ -68,6 +68,14 @@ fn reductions_and_collectives() {
     }
 }
 
+/// Scalar parameters, run-time rows and grid, a launch check (docs/tile-primitives.md §7).
+#[test]
+fn scalar_parameter_examples() {
+    for rel in ["scale_rows.py", "copy_rows_checked.py"] {
+        snapshot(rel);
+    }
+}
+
 /// The Hopper GEMM: wgmma from descriptors, the named-barrier pipeline between the
 /// producer and consumer warpgroups, register reallocation, the stmatrix epilogue.
 #[test]

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use std::sync::Arc;
 use tirx_ir::hir::Kernel;
-use tirx_ir::lir::LKernel;
+use tirx_ir::lir::{LKernel, ParamRef, ScalarValue};
 use tirx_ir::{Arch, Diagnostic, Span};
 use tirx_lower::{CallExplain, LowerOptions};
 
@@ -130,6 +130,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
     Ok(Lowered {
         loaded: Default::default(),
         warnings: src.warnings(&lowered.warnings),
+        notes: src.warnings(&lowered.notes),
         lir: lowered.lir,
         source: cuda.source,
         meta: cuda.meta,
@@ -137,6 +138,70 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
         arch,
         src,
     })
+}
+
+/// A scalar argument from Python: an `int` or a `float` (the caller has rejected `bool`).
+#[derive(FromPyObject, Clone, Copy)]
+pub enum PyScalar {
+    Int(i64),
+    Float(f64),
+}
+
+impl PyScalar {
+    fn value(self) -> ScalarValue {
+        match self {
+            PyScalar::Int(v) => ScalarValue::Int(v),
+            PyScalar::Float(v) => ScalarValue::Float(v),
+        }
+    }
+}
+
+/// One kernel argument's value, kept alive while the launch reads it through a pointer.
+enum RawArg {
+    Ptr(u64),
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+impl RawArg {
+    fn as_ptr(&mut self) -> *mut std::ffi::c_void {
+        match self {
+            RawArg::Ptr(v) => v as *mut u64 as *mut std::ffi::c_void,
+            RawArg::I32(v) => v as *mut i32 as *mut std::ffi::c_void,
+            RawArg::U32(v) => v as *mut u32 as *mut std::ffi::c_void,
+            RawArg::I64(v) => v as *mut i64 as *mut std::ffi::c_void,
+            RawArg::F32(v) => v as *mut f32 as *mut std::ffi::c_void,
+            RawArg::F64(v) => v as *mut f64 as *mut std::ffi::c_void,
+        }
+    }
+}
+
+/// The arguments of one launch of `k` in signature order: `pointers` for the buffers
+/// (in buffer order), the typed `values` for the scalars.
+fn launch_values(k: &LKernel, values: &[ScalarValue], pointers: Vec<u64>) -> PyResult<Vec<RawArg>> {
+    use tirx_runtime::ScalarArg;
+    let mut ptrs = pointers.into_iter();
+    let mut out = Vec::new();
+    for p in k.signature() {
+        out.push(match p {
+            ParamRef::Buffer(_) => RawArg::Ptr(ptrs.next().ok_or_else(|| internal_error("too few pointers"))?),
+            ParamRef::Scalar(v) => {
+                let i = k.scalars.iter().position(|s| s.var == v);
+                let arg = i.and_then(|i| values.get(i)).and_then(|x| ScalarArg::of(k.var(v).dtype, *x));
+                match arg.ok_or_else(|| internal_error(format!("scalar `{}` has no value", k.var(v).name)))? {
+                    ScalarArg::I32(x) => RawArg::I32(x),
+                    ScalarArg::U32(x) => RawArg::U32(x),
+                    ScalarArg::I64(x) => RawArg::I64(x),
+                    ScalarArg::F32(x) => RawArg::F32(x),
+                    ScalarArg::F64(x) => RawArg::F64(x),
+                }
+            }
+        });
+    }
+    Ok(out)
 }
 
 /// A kernel lowered for one target: LIR, CUDA, launch metadata, the dispatch record.
@@ -147,6 +212,8 @@ pub struct Lowered {
     pub meta: tirx_cuda::LaunchMeta,
     explain: Vec<CallExplain>,
     warnings: Vec<String>,
+    /// Decisions lowering made for the kernel (rendered notes).
+    notes: Vec<String>,
     pub arch: Arch,
     src: Arc<Source>,
     /// The kernel loaded on each device it has run on.
@@ -154,6 +221,12 @@ pub struct Lowered {
 }
 
 impl Lowered {
+    /// The kernel at the launch with `scalars` and their typed values (`tirx_sim::launch`).
+    fn launch_of(&self, scalars: &[PyScalar]) -> PyResult<(LKernel, Vec<ScalarValue>)> {
+        let values: Vec<ScalarValue> = scalars.iter().map(|s| s.value()).collect();
+        tirx_sim::launch(&self.lir, &values).map_err(|e| self.src.fail(&[e.to_diagnostic()]))
+    }
+
     fn on_device(&self, py: Python<'_>, device: usize) -> PyResult<Arc<crate::gpu::Loaded>> {
         let mut map = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = map.get(&device) {
@@ -202,6 +275,12 @@ impl Lowered {
         self.warnings.clone()
     }
 
+    /// Notes about decisions lowering made (static shared memory placed in dynamic shared memory).
+    #[getter]
+    fn notes(&self) -> Vec<String> {
+        self.notes.clone()
+    }
+
     /// Every tile call's dispatch record, as `tirx explain` prints it (or its JSON).
     #[pyo3(signature = (json = false))]
     fn explain(&self, json: bool) -> PyResult<String> {
@@ -220,37 +299,63 @@ impl Lowered {
         self.on_device(py, device).map(|_| ())
     }
 
+    /// Binds one launch to its scalar arguments (one per scalar parameter, in order):
+    /// `(grid, the shape of every buffer parameter)` at that launch. A mistyped
+    /// argument or a failed launch check is raised, rendered in the user's file.
+    fn bind(&self, scalars: Vec<PyScalar>) -> PyResult<([u32; 3], Vec<Vec<i64>>)> {
+        let (k, _) = self.launch_of(&scalars)?;
+        Ok((k.grid, k.params.iter().map(|p| k.buf(*p).shape.clone()).collect()))
+    }
+
     /// Queues a launch on `device` and `stream` (a `CUstream` of the device's primary context,
-    /// 0 for the legacy default stream) with one device pointer per parameter. The caller
-    /// (`tirx.device`) has checked every pointer's dtype, shape, contiguity and device.
-    fn launch(&self, py: Python<'_>, device: usize, stream: usize, pointers: Vec<u64>) -> PyResult<()> {
-        if pointers.len() != self.meta.params.len() {
+    /// 0 for the legacy default stream) with one device pointer per buffer parameter and one
+    /// value per scalar parameter (each in signature order). The caller (`tirx.device`) has
+    /// checked every pointer's dtype, shape (`bind`), contiguity and device.
+    #[pyo3(signature = (device, stream, pointers, scalars = vec![]))]
+    fn launch(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        stream: usize,
+        pointers: Vec<u64>,
+        scalars: Vec<PyScalar>,
+    ) -> PyResult<()> {
+        if pointers.len() != self.lir.params.len() {
             return Err(user_error(format!(
                 "`{}` takes {} buffers, {} given",
                 self.meta.kernel,
-                self.meta.params.len(),
+                self.lir.params.len(),
                 pointers.len()
             )));
         }
+        // Without scalars the compiled grid and signature are the launch's (no specialised copy:
+        // this is the per-call path).
+        let (grid, mut args) = if self.lir.scalars.is_empty() {
+            (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
+        } else {
+            let (k, values) = self.launch_of(&scalars)?;
+            (k.grid, launch_values(&k, &values, pointers)?)
+        };
         let l = self.on_device(py, device)?;
-        let mut values = pointers;
-        let mut params: Vec<*mut std::ffi::c_void> =
-            values.iter_mut().map(|v| v as *mut u64 as *mut std::ffi::c_void).collect();
-        // SAFETY: one device pointer per parameter, in order, each checked by the caller to be
-        // memory of this device of the parameter's size; the stream belongs to the device's
-        // primary context (PyTorch's and CuPy's streams do).
-        unsafe { l.gpu.launch_raw(&l.kernel, &mut params, stream as tirx_runtime::CUstream) }
+        let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();
+        // SAFETY: one argument per parameter in signature order: each device pointer checked by
+        // the caller to be memory of this device of the parameter's size at this launch, each
+        // scalar in its declared type; the grid is this launch's; the stream belongs to the
+        // device's primary context (PyTorch's and CuPy's streams do).
+        unsafe { l.gpu.launch_raw_grid(&l.kernel, grid, &mut params, stream as tirx_runtime::CUstream) }
             .map_err(crate::gpu::runtime_error)
     }
 
-    /// Runs the kernel in the simulator on `params` (each parameter's bytes, in
-    /// order) and returns their contents afterwards. Errors (races, out-of-bounds
-    /// accesses, ...) are raised with the user's source lines.
-    #[pyo3(signature = (params, check_races = true, grid_limit = None))]
+    /// Runs the kernel in the simulator on `params` (each buffer parameter's bytes, in
+    /// order) with `scalars` (one value per scalar parameter) and returns the buffers'
+    /// contents afterwards. Errors (races, out-of-bounds accesses, a failed launch
+    /// check, ...) are raised with the user's source lines.
+    #[pyo3(signature = (params, scalars = vec![], check_races = true, grid_limit = None))]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
         params: Vec<Vec<u8>>,
+        scalars: Vec<PyScalar>,
         check_races: bool,
         grid_limit: Option<u64>,
     ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
@@ -261,10 +366,11 @@ impl Lowered {
             memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
         };
         let mut bufs = params;
-        let lir = &self.lir;
+        let (lir, values) = self.launch_of(&scalars)?;
+        let lir = &lir;
         let result = py.detach(|| {
             tirx_sim::check_memory(lir, &opts)?;
-            tirx_sim::simulate(lir, &mut bufs, &opts)
+            tirx_sim::simulate_args(lir, &mut bufs, &values, &opts)
         });
         let report = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?;
         let warnings: Vec<Diagnostic> = report.warnings.iter().map(|w| w.to_diagnostic()).collect();

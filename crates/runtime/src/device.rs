@@ -50,6 +50,49 @@ pub struct LaunchSpec {
     pub dynamic_smem_bytes: u32,
 }
 
+/// A scalar kernel argument, typed as the kernel's signature declares it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ScalarArg {
+    I32(i32),
+    U32(u32),
+    I64(i64),
+    F32(f32),
+    F64(f64),
+}
+
+impl ScalarArg {
+    /// The argument of a scalar parameter of type `t` holding `v` (already typed by
+    /// `LKernel::bind_scalars`); `None` for a type scalar parameters cannot have.
+    pub fn of(t: tirx_ir::DType, v: tirx_ir::lir::ScalarValue) -> Option<ScalarArg> {
+        use tirx_ir::lir::ScalarValue::{Float, Int};
+        use tirx_ir::DType;
+        Some(match (t, v) {
+            (DType::I32, Int(i)) => ScalarArg::I32(i32::try_from(i).ok()?),
+            (DType::U32, Int(i)) => ScalarArg::U32(u32::try_from(i).ok()?),
+            (DType::I64, Int(i)) => ScalarArg::I64(i),
+            (DType::F32, Float(f)) => ScalarArg::F32(f as f32),
+            (DType::F64, Float(f)) => ScalarArg::F64(f),
+            _ => return None,
+        })
+    }
+}
+
+/// One argument of a launch, in the kernel's signature order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    /// Parameter buffer `i` of the [`DeviceBuffers`].
+    Buffer(usize),
+    Scalar(ScalarArg),
+}
+
+/// What one launch of a kernel with scalar parameters or a symbolic grid passes: the
+/// arguments in signature order and the grid of this launch (`LKernel::specialize`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchArgs {
+    pub args: Vec<Arg>,
+    pub grid: [u32; 3],
+}
+
 /// Bytes above which dynamic shared memory needs the opt-in function attribute.
 const DEFAULT_DYNAMIC_SMEM_LIMIT: u32 = 48 * 1024;
 
@@ -164,9 +207,7 @@ impl Gpu {
                 s.block, self.info.max_threads_per_block
             ));
         }
-        if s.grid[1] > 65535 || s.grid[2] > 65535 || s.grid[0] > i32::MAX as u32 {
-            return bad(format!("grid {:?} exceeds the CUDA limits (2^31-1, 65535, 65535)", s.grid));
-        }
+        check_grid(s.grid).map_err(|m| RuntimeError::Invalid(format!("kernel `{}`: {m}", s.kernel)))?;
         if s.dynamic_smem_bytes as i64 > self.info.max_smem_per_block_optin as i64 {
             return bad(format!(
                 "{} bytes of dynamic shared memory exceed the device's {} per CTA",
@@ -204,6 +245,80 @@ impl Gpu {
         // per parameter, in order, each buffer sized for its parameter) and the
         // configuration was checked against the device limits in `load`.
         unsafe { b.launch(k.cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+    }
+
+    /// Queues one launch with scalar arguments and this launch's grid (asynchronous).
+    pub fn launch_args(&self, k: &Kernel, bufs: &DeviceBuffers, a: &LaunchArgs) -> Result<(), RuntimeError> {
+        check_grid(a.grid).map_err(|m| RuntimeError::Invalid(format!("kernel `{}`: {m}", k.spec.kernel)))?;
+        let mut b = self.stream.launch_builder(&k.func);
+        for arg in &a.args {
+            match arg {
+                Arg::Buffer(i) => {
+                    let s = bufs.slices.get(*i).ok_or_else(|| {
+                        RuntimeError::Internal(format!("launch argument names buffer {i} of {}", bufs.slices.len()))
+                    })?;
+                    b.arg(s);
+                }
+                Arg::Scalar(ScalarArg::I32(v)) => {
+                    b.arg(v);
+                }
+                Arg::Scalar(ScalarArg::U32(v)) => {
+                    b.arg(v);
+                }
+                Arg::Scalar(ScalarArg::I64(v)) => {
+                    b.arg(v);
+                }
+                Arg::Scalar(ScalarArg::F32(v)) => {
+                    b.arg(v);
+                }
+                Arg::Scalar(ScalarArg::F64(v)) => {
+                    b.arg(v);
+                }
+            }
+        }
+        let cfg = LaunchConfig { grid_dim: (a.grid[0], a.grid[1], a.grid[2]), ..k.cfg };
+        // SAFETY: the arguments follow the generated kernel's signature (a device pointer per
+        // buffer, sized for it, and each scalar in its declared type), and the configuration
+        // was checked against the device limits in `load` (the grid just above).
+        unsafe { b.launch(cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+    }
+
+    /// [`Gpu::launch_raw`] with this launch's grid (a symbolic grid evaluated by the caller).
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch_raw`].
+    pub unsafe fn launch_raw_grid(
+        &self,
+        k: &Kernel,
+        grid: [u32; 3],
+        params: &mut [*mut std::ffi::c_void],
+        stream: cudarc::driver::sys::CUstream,
+    ) -> Result<(), RuntimeError> {
+        check_grid(grid).map_err(|m| RuntimeError::Invalid(format!("kernel `{}`: {m}", k.spec.kernel)))?;
+        self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
+        let c = &k.cfg;
+        cudarc::driver::result::launch_kernel(
+            k.func.cu_function(),
+            (grid[0], grid[1], grid[2]),
+            c.block_dim,
+            c.shared_mem_bytes,
+            stream,
+            params,
+        )
+        .map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+    }
+
+    /// Times `iters` launches with `a` after `warmup` untimed ones (as [`Gpu::time_kernel`]).
+    pub fn time_kernel_args(
+        &self,
+        k: &Kernel,
+        bufs: &DeviceBuffers,
+        a: &LaunchArgs,
+        warmup: u32,
+        iters: u32,
+        progress: &mut dyn FnMut(u32),
+    ) -> Result<Timing, RuntimeError> {
+        self.time(warmup, iters, progress, &mut || self.launch_args(k, bufs, a))
     }
 
     /// Queues one launch of `k` on `stream`, a stream of this device's primary context that
@@ -323,6 +438,14 @@ impl Gpu {
     fn timing_event(&self) -> Result<CudaEvent, RuntimeError> {
         self.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(driver("creating a timing event"))
     }
+}
+
+/// CUDA's grid limits: every dim at least 1, x < 2^31, y and z ≤ 65535.
+fn check_grid(g: [u32; 3]) -> Result<(), String> {
+    if g.contains(&0) || g[1] > 65535 || g[2] > 65535 || g[0] > i32::MAX as u32 {
+        return Err(format!("grid {g:?} is outside the CUDA limits (1 to 2^31-1, 65535, 65535)"));
+    }
+    Ok(())
 }
 
 fn no_device(e: DriverError) -> RuntimeError {

@@ -24,7 +24,9 @@ pub mod stats;
 pub use cache::{compile_cached, Compiled};
 /// A raw CUDA stream handle (for launches on streams the caller owns, [`Gpu::launch_raw`]).
 pub use cudarc::driver::sys::CUstream;
-pub use device::{pointer_device, probe, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchSpec, Timing};
+pub use device::{
+    pointer_device, probe, Arg, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchArgs, LaunchSpec, ScalarArg, Timing,
+};
 pub use nvrtc::{arch_for, compile_cubin};
 
 use cudarc::driver::sys::CUresult;

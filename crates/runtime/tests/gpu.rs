@@ -149,3 +149,42 @@ fn static_shared_memory_above_48kb() {
         }
     }
 }
+
+/// Scalar arguments between the buffers and a grid chosen per launch (`Gpu::launch_args`):
+/// `b[i] = a[i] * s + k` for `i < n`, `(a, n, b, s, k)` with int32, float32 and int64
+/// scalars; a grid outside CUDA's limits is refused before the driver sees it.
+#[test]
+fn scalar_arguments_and_a_grid_per_launch() {
+    use tirx_runtime::{Arg, LaunchArgs, ScalarArg};
+    let Some(gpu) = gpu_or_skip() else { return };
+    let src = r#"extern "C" __global__ void __launch_bounds__(128) axpk(
+        const float* __restrict__ a, int n, float* __restrict__ b, float s, long long k) {
+        int i = blockIdx.x * 128 + threadIdx.x;
+        if (i < n) b[i] = a[i] * s + (float)k;
+    }"#;
+    let compiled = compile_cached(src, gpu.info().arch, None).expect("NVRTC");
+    let spec = LaunchSpec { kernel: "axpk".into(), grid: [1, 1, 1], block: [128, 1, 1], dynamic_smem_bytes: 0 };
+    let kernel = gpu.load(compiled.cubin, &spec).expect("load");
+    for n in [100i32, 300] {
+        let a: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let mut bufs = vec![a, vec![0u8; n as usize * 4]];
+        let dev = gpu.upload(&bufs).expect("upload");
+        let args = LaunchArgs {
+            args: vec![
+                Arg::Buffer(0),
+                Arg::Scalar(ScalarArg::I32(n)),
+                Arg::Buffer(1),
+                Arg::Scalar(ScalarArg::F32(0.5)),
+                Arg::Scalar(ScalarArg::I64(3)),
+            ],
+            grid: [(n as u32).div_ceil(128), 1, 1],
+        };
+        gpu.launch_args(&kernel, &dev, &args).expect("launch");
+        gpu.download(&dev, &mut bufs).expect("download");
+        let b: Vec<f32> = bufs[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert!(b.iter().enumerate().all(|(i, &x)| x == i as f32 * 0.5 + 3.0), "n = {n}");
+        let bad = LaunchArgs { grid: [0, 1, 1], ..args };
+        let e = gpu.launch_args(&kernel, &dev, &bad).expect_err("rejected");
+        assert!(matches!(e, RuntimeError::Invalid(_)) && e.to_string().contains("outside the CUDA limits"), "{e}");
+    }
+}

@@ -25,7 +25,12 @@ impl Builder<'_> {
         span: Span,
     ) -> R<BufId> {
         let (sv, ss) = a.req(self, "shape")?;
-        let shape = self.shape_of(sv, ss)?;
+        let (shape, dyn_outer) = if origin == BufferOrigin::Param {
+            self.param_shape(sv, ss, name)?
+        } else {
+            self.constant_shape_only(&sv, &format!("`{name}`"))?;
+            (self.shape_of(sv, ss)?, None)
+        };
         let dtype = match a.opt(self, "dtype")? {
             Some((v, sp)) => self.dtype_of(v, sp)?,
             None => DType::F32,
@@ -34,15 +39,43 @@ impl Builder<'_> {
         if scope_kw {
             if let Some((v, sp)) = a.opt(self, "scope")? {
                 scope = self.mem_scope(v, sp)?;
+                if dyn_outer.is_some() && scope != MemScope::Global {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("`{name}` has a run-time dim 0, so it must be a global buffer"))
+                            .with_label(format!("{} memory", scope.name()))
+                            .with_help("shared and local sizes are compile-time constants; drop `scope=`"),
+                    );
+                }
+                // A kernel's arguments are global memory; a shared or register handle is a
+                // device-function parameter, which kernels here do not have.
+                if origin == BufferOrigin::Param && scope != MemScope::Global {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("a kernel parameter in {} memory", scope.name()))
+                            .with_label("kernel arguments are global memory")
+                            .with_help(format!(
+                                "allocate the tile inside the kernel: `{name} = T.alloc_buffer(shape, dtype, scope=\"{}\")`, \
+                                 or drop `scope=` for a global argument",
+                                scope.name()
+                            )),
+                    );
+                }
             }
         }
-        let layout = match a.kw("layout") {
-            Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
-            None => Layout::Tile(TileLayout::row_major(&shape)),
-        };
+        let layout =
+            match a.kw("layout") {
+                Some((v, sp)) if dyn_outer.is_some() && v != Val::None => return self.fail(
+                    Diagnostic::error(sp, format!("`{name}` has a run-time dim 0, so its layout is row-major"))
+                        .with_label("an explicit layout")
+                        .with_help(
+                            "remove `layout=`: a symbolic buffer is addressed row-major with constant inner strides",
+                        ),
+                ),
+                Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
+                None => Layout::Tile(TileLayout::row_major(&shape)),
+            };
         a.kw("align");
         a.finish(self)?;
-        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span }))
+        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span, dyn_outer }))
     }
 
     pub(crate) fn add_buffer(&mut self, b: Buffer) -> BufId {
@@ -289,11 +322,25 @@ impl Builder<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) -> R<()> {
+        if m == Method::Sub {
+            let n = self.buffer(base).name.clone();
+            return self.fail(
+                Diagnostic::error(span, format!("`{n}.sub` is indexed, not called"))
+                    .with_help(format!("write `V = {n}.sub[i, :, j, :]`")),
+            );
+        }
         let what = if m == Method::Local { ".local" } else { ".view" };
         let (name, _) = self.target_name(Some(target), span, what)?;
         let (pos, kw) = self.eval_args(args)?;
         let mut a = Args::new(what.trim_start_matches('.').into(), vec![], kw, span);
         let b = self.buffer(base).clone();
+        if b.is_symbolic() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
+                    .with_label("view of a symbolic buffer")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
         let shape_given = if pos.is_empty() {
             None
         } else {
@@ -306,6 +353,7 @@ impl Builder<'_> {
                         .with_help("allocate a buffer of the wanted dtype"),
                 );
             }
+            self.constant_shape_only(&v, &format!("view `{name}`"))?;
             Some((self.shape_of(v, sp)?, sp))
         };
         let (shape, layout, origin) = match m {
@@ -389,7 +437,7 @@ impl Builder<'_> {
                 };
                 (shape, layout, BufferOrigin::LocalView { base })
             }
-            Method::View => {
+            Method::View | Method::Sub => {
                 let Some((shape, sp)) = shape_given else {
                     return self.fail(
                         Diagnostic::error(span, "`.view` needs the new shape").with_help("write `X.view(32, 8)`"),
@@ -428,11 +476,134 @@ impl Builder<'_> {
         };
         a.finish(self)?;
         self.require_device(span)?;
-        let id =
-            self.add_buffer(Buffer { name: name.clone(), shape, dtype: b.dtype, scope: b.scope, layout, origin, span });
+        let id = self.add_buffer(Buffer {
+            name: name.clone(),
+            shape,
+            dtype: b.dtype,
+            scope: b.scope,
+            layout,
+            origin,
+            span,
+            dyn_outer: None,
+        });
         self.define(&name, Val::Buffer(id));
         out.push(Stmt { kind: StmtKind::Alloc(id), span });
         Ok(())
+    }
+
+    /// `V = X.sub[i, :, j, 0:4]`: the view of a sub-region of `X`, as the
+    /// reference's numpy-style indexer: an index drops its dim, a slice keeps
+    /// it (narrowed), missing trailing dims are kept whole. Its layout is `X`'s
+    /// sliced at the region (unit dims dropped), so it prints and re-reads as
+    /// `V = X.view(shape, layout=...)`. Indices are compile-time constants.
+    pub(crate) fn sub_view(
+        &mut self,
+        base: BufId,
+        idx: &ast::Expr,
+        target: &ast::Expr,
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let (name, _) = self.target_name(Some(target), span, ".sub")?;
+        let b = self.buffer(base).clone();
+        if b.is_symbolic() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
+                    .with_label("view of a symbolic buffer")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
+        let Val::Sub(s) = self.buffer_subscript(base, idx, idx.span)? else {
+            return self.fail(Diagnostic::error(idx.span, "`.sub[...]` takes indices and slices"));
+        };
+        if s.indices.len() > b.shape.len() {
+            let (n, r) = (s.indices.len(), b.shape.len());
+            return self.fail(
+                Diagnostic::error(idx.span, format!("`{}` has {r} dimension(s) but `.sub` got {n} indices", b.name))
+                    .with_label("too many indices")
+                    .with_help(format!("shape is {}", fmt_shape(&b.shape))),
+            );
+        }
+        let mut region = Vec::with_capacity(b.shape.len());
+        let mut shape = Vec::new();
+        for (d, &dim) in b.shape.iter().enumerate() {
+            let (begin, extent, keep) = match s.indices.get(d) {
+                None => (0, dim, true),
+                Some((Index::Point(v), sp)) => (self.sub_const(v.clone(), *sp)?, 1, false),
+                Some((Index::Slice(lo, hi, sp), _)) => {
+                    let lo = match lo {
+                        Some(v) => self.sub_const((**v).clone(), *sp)?,
+                        None => 0,
+                    };
+                    let hi = match hi {
+                        Some(v) => self.sub_const((**v).clone(), *sp)?,
+                        None => dim,
+                    };
+                    (lo, hi.saturating_sub(lo), true)
+                }
+            };
+            let sp = s.indices.get(d).map_or(idx.span, |x| x.1);
+            if extent <= 0 {
+                return self.fail(
+                    Diagnostic::error(sp, format!("empty view: extent {extent} in dimension {d} of `{}`", b.name))
+                        .with_label("empty slice"),
+                );
+            }
+            let r = Range { begin: Expr { kind: ExprKind::Int(begin), dtype: DType::I32, span: sp }, extent };
+            self.check_range(&b, d, &r, sp)?;
+            region.push((begin, extent));
+            if keep {
+                shape.push(extent);
+            }
+        }
+        if shape.is_empty() {
+            return self.fail(
+                Diagnostic::error(
+                    idx.span,
+                    format!("`.sub` with an index for every dim of `{}` is one element", b.name),
+                )
+                .with_label("no dimension left")
+                .with_help("keep a dimension with a slice (`i:i + 1`), or index the element itself: `X[i, j]`"),
+            );
+        }
+        let layout = match b.layout.slice(&b.shape, &region, tirx_layout::Fusion::None) {
+            Ok(l) => drop_unit_iters(l),
+            Err(e) => {
+                return self.fail(
+                    Diagnostic::error(idx.span, format!("cannot slice the layout of `{}` here: {e}", b.name))
+                        .with_label(format!("layout {}", b.layout))
+                        .with_help("view a region the layout can express, or copy the region with a tile call"),
+                )
+            }
+        };
+        self.require_device(span)?;
+        let origin = BufferOrigin::View { base };
+        let id = self.add_buffer(Buffer {
+            name: name.clone(),
+            shape,
+            dtype: b.dtype,
+            scope: b.scope,
+            layout,
+            origin,
+            span,
+            dyn_outer: None,
+        });
+        self.define(&name, Val::Buffer(id));
+        out.push(Stmt { kind: StmtKind::Alloc(id), span });
+        Ok(())
+    }
+
+    /// A `.sub` index: a compile-time integer.
+    fn sub_const(&mut self, v: Val, span: Span) -> R<i64> {
+        match v {
+            Val::Int(i) => Ok(i),
+            Val::Expr(Expr { kind: ExprKind::Int(i), .. }) => Ok(i),
+            _ => self.fail(
+                Diagnostic::error(span, "`.sub` indices must be compile-time integers")
+                    .with_label("depends on a runtime value")
+                    .with_help("pass the region to the tile call instead: `Tx.copy(dst, X[i, 0:4, j, 0:4])`"),
+            ),
+        }
     }
 
     // ------------------------------------------------------------------ loads, stores, regions
@@ -464,7 +635,7 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but {n} index(es) were given", b.name))
                     .with_label("wrong number of indices")
-                    .with_help(format!("index every dimension of shape {}", fmt_shape(&b.shape))),
+                    .with_help(format!("index every dimension of shape {}", self.shape_text(&b))),
             );
         }
         let mut out = vec![];
@@ -478,7 +649,9 @@ impl Builder<'_> {
             };
             let e = self.int_expr(v.clone(), *sp)?;
             if let ExprKind::Int(i) = e.kind {
-                if i < 0 || i >= b.shape[d] {
+                // A run-time dim 0 has no constant upper end (lowering checks it at launch).
+                let limit = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
+                if i < 0 || i >= limit {
                     return self.fail(
                         Diagnostic::error(
                             *sp,
@@ -488,7 +661,7 @@ impl Builder<'_> {
                             ),
                         )
                         .with_label("out of bounds")
-                        .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+                        .with_help(format!("`{}` has shape {}", b.name, self.shape_text(&b))),
                     );
                 }
             }
@@ -546,6 +719,17 @@ impl Builder<'_> {
     /// A region operand: a bare buffer (all of it) or a subscript.
     pub(crate) fn region(&mut self, v: Val, span: Span, what: &str) -> R<BufferRegion> {
         match v {
+            Val::Buffer(b) if self.buffer(b).is_symbolic() => {
+                let n = self.buffer(b).name.clone();
+                self.fail(
+                    Diagnostic::error(
+                        span,
+                        format!("`{n}` has a run-time dim 0: a region of it needs constant extents"),
+                    )
+                    .with_label(format!("all of `{n}`"))
+                    .with_help(format!("take a tile of it, e.g. `{n}[bx * 64 : bx * 64 + 64, ...]`")),
+                )
+            }
             Val::Buffer(b) => {
                 let zero = |sp| Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: sp };
                 let ranges = self.buffer(b).shape.iter().map(|&e| Range { begin: zero(span), extent: e }).collect();
@@ -563,12 +747,15 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(s.span, format!("`{}` has {r} dimension(s) but the region gives {n}", b.name))
                     .with_label("too many indices")
-                    .with_help(format!("shape is {}", fmt_shape(&b.shape))),
+                    .with_help(format!("shape is {}", self.shape_text(&b))),
             );
         }
         let mut ranges = vec![];
         for d in 0..b.shape.len() {
             let dim = b.shape[d];
+            if d == 0 && b.is_symbolic() {
+                self.symbolic_dim_slice(&b, &s)?;
+            }
             let r = match s.indices.get(d) {
                 None => Range { begin: Expr { kind: ExprKind::Int(0), dtype: DType::I32, span: s.span }, extent: dim },
                 Some((Index::Point(v), sp)) => Range { begin: self.int_expr(v.clone(), *sp)?, extent: 1 },
@@ -622,8 +809,45 @@ impl Builder<'_> {
         Ok(BufferRegion { buf: s.buf, ranges, span: s.span })
     }
 
+    /// `(n, 128)`: the shape as the source wrote it (a run-time dim 0 as its text).
+    pub(crate) fn shape_text(&self, b: &Buffer) -> String {
+        let dims: Vec<String> = (0..b.shape.len()).map(|d| self.dim_text(b, d)).collect();
+        if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        }
+    }
+
+    fn dim_text(&self, b: &Buffer, d: usize) -> String {
+        match (&b.dyn_outer, d) {
+            (Some(e), 0) => self.src.get(e.span.lo as usize..e.span.hi as usize).unwrap_or("?").to_string(),
+            _ => b.shape[d].to_string(),
+        }
+    }
+
+    /// Dim 0 of a symbolic buffer has no constant size: a region must give it a
+    /// begin and a constant extent (`bx * 64 : bx * 64 + 64`), not `:` or `x:`.
+    fn symbolic_dim_slice(&mut self, b: &Buffer, s: &Sub) -> R<()> {
+        let open = match s.indices.first() {
+            None => Some(s.span),
+            Some((Index::Slice(lo, None, sp), _)) => Some(lo.as_ref().map_or(*sp, |_| *sp)),
+            _ => None,
+        };
+        let Some(at) = open else { return Ok(()) };
+        self.fail(
+            Diagnostic::error(
+                at,
+                format!("dim 0 of `{}` is a run-time value: the region needs a constant extent there", b.name),
+            )
+            .with_label("to the end of a run-time dimension")
+            .with_help("write the rows as `x : x + k` with a constant `k`"),
+        )
+    }
+
     pub(crate) fn check_range(&mut self, b: &Buffer, d: usize, r: &Range, sp: Span) -> R<()> {
-        let dim = b.shape[d];
+        // A run-time dim 0: only its lower end is known here (lowering checks the rest).
+        let dim = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
         let oob = match r.begin.kind {
             ExprKind::Int(lo) => lo < 0 || lo.checked_add(r.extent).is_none_or(|hi| hi > dim),
             _ => r.extent > dim,
@@ -636,10 +860,14 @@ impl Builder<'_> {
             return self.fail(
                 Diagnostic::error(
                     sp,
-                    format!("region {shown} is out of bounds for dimension {d} of `{}` (extent {dim})", b.name),
+                    format!(
+                        "region {shown} is out of bounds for dimension {d} of `{}` (extent {})",
+                        b.name,
+                        self.dim_text(b, d)
+                    ),
                 )
                 .with_label("out of bounds")
-                .with_help(format!("`{}` has shape {}", b.name, fmt_shape(&b.shape))),
+                .with_help(format!("`{}` has shape {}", b.name, self.shape_text(b))),
             );
         }
         Ok(())
@@ -685,6 +913,18 @@ pub(crate) fn storage(l: &Layout) -> Layout {
     match l {
         Layout::Tile(t) => Layout::Tile(strip(t)),
         Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(&c.tile) }),
+    }
+}
+
+/// The layout without its extent-1 iters (a sliced-away dim addresses nothing).
+fn drop_unit_iters(l: Layout) -> Layout {
+    let strip = |t: TileLayout| {
+        let keep = |v: Vec<tirx_layout::Iter>| v.into_iter().filter(|i| i.extent != 1).collect::<Vec<_>>();
+        TileLayout::new(keep(t.shard), keep(t.replica), t.offset)
+    };
+    match l {
+        Layout::Tile(t) => Layout::Tile(strip(t)),
+        Layout::Compose(c) => Layout::Compose(tirx_layout::ComposeLayout { swizzle: c.swizzle, tile: strip(c.tile) }),
     }
 }
 

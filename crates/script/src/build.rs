@@ -242,13 +242,31 @@ impl<'s> Builder<'s> {
         body: &[ast::Stmt],
         span: Span,
     ) {
-        let kernel =
-            Kernel { name: name.to_string(), params: vec![], buffers: vec![], vars: vec![], body: vec![], span };
+        let kernel = Kernel {
+            name: name.to_string(),
+            params: vec![],
+            buffers: vec![],
+            vars: vec![],
+            body: vec![],
+            span,
+            assumes: vec![],
+        };
         let mutable = reassigned_names(body);
         self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()], mutable });
         self.scopes.push(HashMap::new());
-        for p in params {
+        // Scalar parameters first, so that buffer annotations may use them in any order
+        // (`A: T.Buffer((n, 128), "float32"), n: T.int32`); the signature keeps source order.
+        let scalar = |p: &ast::Param| {
+            p.annotation.as_ref().is_some_and(|a| matches!(&a.kind, AK::Attr(b, n, _) if matches!(&b.kind, AK::Name(t) if t == "T") && DType::from_name(n).is_some()))
+        };
+        for p in params.iter().filter(|p| scalar(p)) {
             let _ = self.param(p);
+        }
+        for p in params.iter().filter(|p| !scalar(p)) {
+            let _ = self.param(p);
+        }
+        if let Some(ks) = self.k.as_mut() {
+            ks.kernel.params.sort_by_key(|p| p.span.lo);
         }
         let mut out = vec![];
         self.block(body, &mut out);
@@ -282,7 +300,7 @@ impl<'s> Builder<'s> {
         let fv = self.eval(f)?;
         match (fv, args) {
             (Val::Builtin(Builtin::Handle), None) => {
-                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: None, span: p.span });
+                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: None, scalar: None, span: p.span });
                 self.define(&p.name, Val::Handle(p.name.clone()));
                 Ok(())
             }
@@ -290,19 +308,35 @@ impl<'s> Builder<'s> {
                 let (pos, kw) = self.eval_args(args)?;
                 let mut a = Args::new("T.Buffer".into(), pos, kw, ann.span);
                 let b = self.declare_buffer(&p.name, &mut a, MemScope::Global, true, BufferOrigin::Param, p.span)?;
-                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: Some(b), span: p.span });
+                self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: Some(b), scalar: None, span: p.span });
                 self.define(&p.name, Val::Buffer(b));
                 Ok(())
             }
+            (Val::Builtin(Builtin::DTypeFn(dt)), None) => self.scalar_param(p, dt, ann.span),
             _ => self.fail(
                 Diagnostic::error(
                     ann.span,
-                    "parameter annotations must be `T.handle` or `T.Buffer(shape, dtype, ...)`",
+                    "parameter annotations must be `T.handle`, `T.Buffer(shape, dtype, ...)` or a scalar type like `T.int32`",
                 )
                 .with_label("unsupported annotation")
-                .with_help("scalar kernel parameters are not supported; pass a buffer"),
+                .with_help("write `A_ptr: T.handle` (bound with `T.match_buffer`), `A: T.Buffer((32, 8), \"float32\")` or `n: T.int32`"),
             ),
         }
+    }
+
+    /// `n: T.int32`: a scalar parameter, a run-time value the whole kernel reads
+    /// (also shapes, grid extents and `T.assume`); immutable.
+    fn scalar_param(&mut self, p: &ast::Param, dt: DType, ann: Span) -> R<()> {
+        if !tirx_ir::lir::launch::SCALAR_DTYPES.contains(&dt) {
+            return self.fail(
+                Diagnostic::error(ann, format!("scalar parameters of type {dt} are not supported"))
+                    .with_label("unsupported scalar type")
+                    .with_help("scalar parameters are `T.int32`, `T.int64`, `T.uint32`, `T.float32` or `T.float64`"),
+            );
+        }
+        let var = self.new_var(&p.name, dt, p.span);
+        self.ks().kernel.params.push(Param { name: p.name.clone(), buffer: None, scalar: Some(var), span: p.span });
+        Ok(())
     }
 
     // ------------------------------------------------------------------ blocks
@@ -483,6 +517,10 @@ impl<'s> Builder<'s> {
                 out.push(Stmt { kind: StmtKind::DeviceEntry, span });
                 Ok(())
             }
+            Builtin::Assume => {
+                self.no_target(target, "`T.assume`")?;
+                self.assume(args, span)
+            }
             Builtin::CtaSync | Builtin::WarpSync => {
                 self.no_target(target, "a barrier")?;
                 if !args.is_empty() {
@@ -493,6 +531,7 @@ impl<'s> Builder<'s> {
                 out.push(Stmt { kind: StmtKind::Barrier(k), span });
                 Ok(())
             }
+            Builtin::Evaluate => self.evaluate(args, target, span, out),
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
             Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
             Builtin::Ptx(kind) => self.ptx_stmt(kind, args, target, span, out),
@@ -511,6 +550,19 @@ impl<'s> Builder<'s> {
             ),
             _ => self.fail(Diagnostic::error(span, "unsupported statement")),
         }
+    }
+
+    /// `T.evaluate(e)`: one scalar, checked like any expression, that runs nothing.
+    fn evaluate(&mut self, args: &[ast::Arg], target: Option<&ast::Expr>, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        self.no_target(target, "`T.evaluate`")?;
+        let (pos, kw) = self.eval_args(args)?;
+        let mut a = Args::new("T.evaluate".into(), pos, kw, span);
+        let (v, vspan) = a.req(self, "value")?;
+        a.finish(self)?;
+        let e = self.scalar(v, vspan)?;
+        self.require_device(span)?;
+        out.push(Stmt { kind: StmtKind::Evaluate(e), span });
+        Ok(())
     }
 
     pub(crate) fn no_target(&mut self, target: Option<&ast::Expr>, what: &str) -> R<()> {
@@ -556,6 +608,11 @@ impl<'s> Builder<'s> {
                 }
                 Val::Method(buf, m) if m != Method::PtrTo => return self.view(buf, m, args, target, value.span, out),
                 _ => {}
+            }
+        }
+        if let AK::Subscript(base, idx) = &value.kind {
+            if let Val::Method(buf, Method::Sub) = self.eval(base)? {
+                return self.sub_view(buf, idx, target, value.span, out);
             }
         }
         let v = self.eval(value)?;
@@ -705,6 +762,7 @@ impl<'s> Builder<'s> {
                     layout: tirx_layout::Layout::Tile(tirx_layout::TileLayout::row_major(&[1])),
                     origin: BufferOrigin::Alloc,
                     span: nspan,
+                    dyn_outer: None,
                 });
                 out.push(Stmt { kind: StmtKind::Alloc(b), span });
                 self.define(name, Val::Scalar(b));
@@ -717,6 +775,14 @@ impl<'s> Builder<'s> {
 
     pub(crate) fn check_rebind(&mut self, name: &str, span: Span) -> R<()> {
         let prev = self.k.as_ref().and_then(|k| k.var_scopes.iter().rev().find_map(|s| s.get(name).copied()));
+        let param = self.k.as_ref().and_then(|k| k.kernel.params.iter().find(|p| p.scalar.is_some() && p.name == name));
+        if let (Some(prev), Some(_)) = (prev, param) {
+            return self.fail(
+                Diagnostic::error(span, format!("`{name}` is a scalar kernel parameter, which is immutable"))
+                    .with_secondary(prev, "declared here")
+                    .with_help(format!("bind a new name, e.g. `{name}2 = {name} + 1`")),
+            );
+        }
         if let Some(prev) = prev {
             return self.fail(
                 Diagnostic::error(span, format!("`{name}` is already bound as `{name}: T.let`, which is immutable"))
@@ -759,6 +825,7 @@ impl<'s> Builder<'s> {
         let (pos, kw) = self.eval_args(args)?;
         let fname = format!("T.{}", kind.script_name());
         let mut a = Args::new(fname.clone(), pos, kw, span);
+        let mut dyn_extents = vec![];
         let extents = match a.opt(self, "extents")? {
             None => None,
             Some((v, sp)) => {
@@ -767,8 +834,13 @@ impl<'s> Builder<'s> {
                     other => vec![other],
                 };
                 let mut ext = vec![];
-                for x in items {
-                    ext.push(self.positive_int(x, sp)?);
+                for (d, x) in items.into_iter().enumerate() {
+                    let (e, sym) = self.cta_extent(x, sp, d, kind == ScopeIdKind::CtaId)?;
+                    ext.push(e);
+                    dyn_extents.push(sym);
+                }
+                if dyn_extents.iter().all(Option::is_none) {
+                    dyn_extents.clear();
                 }
                 let max_dims = if matches!(
                     kind,
@@ -802,7 +874,7 @@ impl<'s> Builder<'s> {
                 None => self.fresh_var(&name, DType::I32, span),
             })
             .collect();
-        out.push(Stmt { kind: StmtKind::ScopeId(ScopeIdDef { kind, vars, extents, span }), span });
+        out.push(Stmt { kind: StmtKind::ScopeId(ScopeIdDef { kind, vars, extents, span, dyn_extents }), span });
         Ok(())
     }
 

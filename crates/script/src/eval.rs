@@ -276,12 +276,20 @@ impl Builder<'_> {
                 "local" => Ok(Val::Method(b, Method::Local)),
                 "view" => Ok(Val::Method(b, Method::View)),
                 "ptr_to" => Ok(Val::Method(b, Method::PtrTo)),
-                "shape" => Ok(Val::Tuple(self.buffer(b).shape.iter().map(|&e| Val::Int(e)).collect())),
+                "sub" => Ok(Val::Method(b, Method::Sub)),
+                "shape" => {
+                    let buf = self.buffer(b);
+                    let mut dims: Vec<Val> = buf.shape.iter().map(|&e| Val::Int(e)).collect();
+                    if let (Some(e), Some(d0)) = (&buf.dyn_outer, dims.first_mut()) {
+                        *d0 = Val::Expr(Expr { span, ..e.clone() });
+                    }
+                    Ok(Val::Tuple(dims))
+                }
                 "dtype" => Ok(Val::Str(self.buffer(b).dtype.name().to_string())),
                 "ndim" => Ok(Val::Int(self.buffer(b).shape.len() as i64)),
                 _ => {
                     let bn = self.buffer(b).name.clone();
-                    self.fail(unknown(&bn, &["local", "view", "ptr_to", "shape", "dtype", "ndim"]))
+                    self.fail(unknown(&bn, &["local", "view", "ptr_to", "sub", "shape", "dtype", "ndim"]))
                 }
             },
             Val::Builtin(Builtin::Opaque) => self.fail(
@@ -640,6 +648,14 @@ impl Builder<'_> {
                 }
                 Ok(xs[k as usize].clone())
             }
+            Val::Method(b, Method::Sub) => {
+                let n = self.buffer(b).name.clone();
+                self.fail(
+                    Diagnostic::error(span, format!("a `{n}.sub[...]` view must be bound to a name"))
+                        .with_label("unnamed view")
+                        .with_help(format!("write `V = {n}.sub[...]` on its own line, then use `V`")),
+                )
+            }
             Val::Method(..) => self.fail(
                 Diagnostic::error(span, "call the view method before indexing")
                     .with_help("write `X_local = X.local()` then `X_local[i]`"),
@@ -651,7 +667,7 @@ impl Builder<'_> {
         }
     }
 
-    fn buffer_subscript(&mut self, b: tirx_ir::hir::BufId, idx: &ast::Expr, span: Span) -> R<Val> {
+    pub(crate) fn buffer_subscript(&mut self, b: tirx_ir::hir::BufId, idx: &ast::Expr, span: Span) -> R<Val> {
         let parts: Vec<&ast::Expr> = match &idx.kind {
             AK::Tuple(items) => items.iter().collect(),
             _ => vec![idx],
@@ -1192,6 +1208,7 @@ impl Builder<'_> {
             Builtin::Buffer => "T.Buffer".into(),
             Builtin::MatchBuffer => "T.match_buffer".into(),
             Builtin::DeviceEntry => "T.device_entry".into(),
+            Builtin::Assume => "T.assume".into(),
             Builtin::ScopeId(k) => format!("T.{}", k.script_name()),
             Builtin::Alloc(AllocKind::Buffer) => "T.alloc_buffer".into(),
             Builtin::Alloc(AllocKind::Shared) => "T.alloc_shared".into(),
@@ -1206,6 +1223,7 @@ impl Builder<'_> {
             Builtin::TMax => "T.max".into(),
             Builtin::DTypeFn(d) => format!("T.{}", d.name()),
             Builtin::Let => "T.let".into(),
+            Builtin::Evaluate => "T.evaluate".into(),
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
@@ -1413,6 +1431,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
         b,
         Builtin::MatchBuffer
             | Builtin::DeviceEntry
+            | Builtin::Assume
             | Builtin::ScopeId(_)
             | Builtin::Alloc(_)
             | Builtin::Tile(..)
@@ -1420,6 +1439,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::WarpSync
             | Builtin::Collective(_)
             | Builtin::Ptx(_)
+            | Builtin::Evaluate
             | Builtin::Serial
             | Builtin::Unroll
             | Builtin::Grid

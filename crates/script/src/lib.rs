@@ -46,6 +46,7 @@ mod print;
 mod ptx;
 mod scope_ids;
 mod spans;
+mod symbolic;
 mod tile;
 mod value;
 

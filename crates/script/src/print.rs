@@ -89,6 +89,11 @@ impl Printer<'_> {
             self.line(1, &decl);
             any = true;
         }
+        for a in &self.k.assumes {
+            let t = format!("T.assume({})", self.expr(a, 0));
+            self.line(1, &t);
+            any = true;
+        }
         if self.k.body.is_empty() && !any {
             self.line(1, "pass");
         }
@@ -96,6 +101,9 @@ impl Printer<'_> {
     }
 
     fn param(&self, p: &Param) -> String {
+        if let Some(v) = p.scalar {
+            return format!("{}: T.{}", p.name, self.k.var(v).dtype.name());
+        }
         match p.buffer {
             Some(b) if self.k.buf(b).name == p.name => {
                 format!("{}: T.Buffer({})", p.name, self.buffer_args(self.k.buf(b), true))
@@ -106,12 +114,24 @@ impl Printer<'_> {
 
     /// `shape, "dtype"[, scope=...][, layout=...]`
     fn buffer_args(&self, b: &Buffer, scope_kw: bool) -> String {
-        let mut s = format!("{}, \"{}\"", fmt_shape(&b.shape), b.dtype.name());
+        let mut s = format!("{}, \"{}\"", self.shape(b), b.dtype.name());
         if scope_kw && b.scope != MemScope::Global {
             let _ = write!(s, ", scope=\"{}\"", b.scope.name());
         }
         s.push_str(&self.layout_kw(b));
         s
+    }
+
+    /// `(n, 128)`: dim 0 of a symbolic buffer is its expression.
+    fn shape(&self, b: &Buffer) -> String {
+        let Some(e) = &b.dyn_outer else { return fmt_shape(&b.shape) };
+        let mut dims = vec![self.expr(e, 0)];
+        dims.extend(b.shape.iter().skip(1).map(i64::to_string));
+        if dims.len() == 1 {
+            format!("({},)", dims[0])
+        } else {
+            format!("({})", dims.join(", "))
+        }
     }
 
     /// `, layout=...` unless the buffer has the default row-major layout.
@@ -152,6 +172,10 @@ impl Printer<'_> {
                 } else {
                     format!("{name} = {}", self.expr(value, 0))
                 };
+                self.line(depth, &t);
+            }
+            StmtKind::Evaluate(e) => {
+                let t = format!("T.evaluate({})", self.expr(e, 0));
                 self.line(depth, &t);
             }
             StmtKind::Store { buf, indices, value } => {
@@ -257,7 +281,14 @@ impl Printer<'_> {
         let call = match &d.extents {
             None => format!("T.{}()", d.kind.script_name()),
             Some(e) => {
-                let items: Vec<String> = e.iter().map(i64::to_string).collect();
+                let items: Vec<String> = e
+                    .iter()
+                    .enumerate()
+                    .map(|(i, x)| match d.dyn_extents.get(i) {
+                        Some(Some(sym)) => self.expr(sym, 0),
+                        _ => x.to_string(),
+                    })
+                    .collect();
                 format!("T.{}([{}])", d.kind.script_name(), items.join(", "))
             }
         };
@@ -458,7 +489,7 @@ impl Printer<'_> {
                     self.collect_used(then_body);
                     self.collect_used(else_body);
                 }
-                StmtKind::Let { value, .. } => self.use_expr(value),
+                StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => self.use_expr(value),
                 StmtKind::Store { indices, value, .. } => {
                     indices.iter().for_each(|e| self.use_expr(e));
                     self.use_expr(value);

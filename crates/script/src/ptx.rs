@@ -1,5 +1,5 @@
 //! `T.ptx.*`: the PTX instructions a kernel issues itself (docs/tile-primitives.md
-//! §7), spelled as the reference spells them — a chain of names ending in a
+//! §8), spelled as the reference spells them — a chain of names ending in a
 //! call, with the instruction's modifiers as optional suffixes:
 //!
 //! | script | statement |

@@ -14,7 +14,9 @@ pub fn normalize_spans(k: &Kernel) -> Kernel {
     }
     for b in &mut k.buffers {
         b.span = z;
+        b.dyn_outer.iter_mut().for_each(expr);
     }
+    k.assumes.iter_mut().for_each(expr);
     for v in &mut k.vars {
         v.span = z;
     }
@@ -61,7 +63,11 @@ fn stmt(s: &mut Stmt) {
             indices.iter_mut().for_each(expr);
             expr(value);
         }
-        StmtKind::ScopeId(d) => d.span = Span::default(),
+        StmtKind::Evaluate(e) => expr(e),
+        StmtKind::ScopeId(d) => {
+            d.span = Span::default();
+            d.dyn_extents.iter_mut().flatten().for_each(expr);
+        }
         StmtKind::Tile(c) => {
             c.span = Span::default();
             c.config.iter_mut().for_each(|e| e.span = Span::default());

@@ -122,6 +122,8 @@ pub enum Method {
     Local,
     View,
     PtrTo,
+    /// `X.sub[i, :, j, 0:4]`: a view of a sub-region (an index drops its dim).
+    Sub,
 }
 
 /// The collectives of `T.cuda` that produce a value (`hir::Collective`).
@@ -235,11 +237,14 @@ pub enum Builtin {
     TMax,
     DTypeFn(DType),
     Let,
+    /// `T.assume(cond)`: a fact about the scalar parameters.
+    Assume,
     CtaSync,
     WarpSync,
     Collective(CollKind),
     /// A `T.ptx` instruction (`T.ptx.wgmma.fence`, ...).
     Ptx(crate::ptx::PtxKind),
+    Evaluate,
     // Tx.*
     Tile(ExecScope, TileOp),
 }
@@ -332,6 +337,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "Buffer" => Some(B::Buffer),
         "match_buffer" => Some(B::MatchBuffer),
         "device_entry" => Some(B::DeviceEntry),
+        "assume" => Some(B::Assume),
         "cta_id" => kind(ScopeIdKind::CtaId),
         "cluster_id" => kind(ScopeIdKind::ClusterId),
         "cta_id_in_cluster" => kind(ScopeIdKind::CtaIdInCluster),
@@ -352,6 +358,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "min" => Some(B::TMin),
         "max" => Some(B::TMax),
         "let" => Some(B::Let),
+        "evaluate" => Some(B::Evaluate),
         "cuda" => Some(B::TCuda),
         "ptx" => Some(B::TPtx(crate::ptx::PtxNs::Root)),
         "S" => Some(B::S),
@@ -374,12 +381,13 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 46] = [
+pub const T_ATTRS: [&str; 48] = [
     "prim_func",
     "handle",
     "Buffer",
     "match_buffer",
     "device_entry",
+    "assume",
     "cta_id",
     "cluster_id",
     "cta_id_in_cluster",
@@ -400,6 +408,7 @@ pub const T_ATTRS: [&str; 46] = [
     "min",
     "max",
     "let",
+    "evaluate",
     "cuda",
     "ptx",
     "S",

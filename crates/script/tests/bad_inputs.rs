@@ -88,6 +88,13 @@ fn cases() -> Vec<Case> {
             (2, 5),
             Some("R_local = R.local()"),
         ),
+        c(
+            "shared kernel parameter",
+            File("from tvm.script import tirx as T\n\n@T.prim_func\ndef k(s_ptr: T.handle):\n    S = T.match_buffer(s_ptr, (64, 64), \"bfloat16\", scope=\"shared\")\n"),
+            "a kernel parameter in shared memory",
+            (5, 59),
+            Some("allocate the tile inside the kernel: `S = T.alloc_buffer(shape, dtype, scope=\"shared\")`, or drop `scope=` for a global argument"),
+        ),
         c("missing thread extent", Raw("    T.device_entry(); T.cta_id([1])\n    T.cuda.cta_sync()\n"), "missing thread extent", (1, 23), Some("T.thread_id([128])")),
         c(
             "inconsistent scope-id extents",

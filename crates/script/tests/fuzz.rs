@@ -60,6 +60,13 @@ const TOKENS: &[&str] = &[
     "\\",
     ";",
     "T.device_entry()",
+    // Scalar parameters, run-time sizes and grids, assumptions.
+    "n: T.int32, ",
+    "(n, 128)",
+    "T.cta_id([(n + 63) // 64])",
+    "T.assume(n % 64 == 0)\n",
+    "A[n - 1, 0]",
+    "A[n : n + 8, 0:8]",
     "T.lane_id()",
     "T.thread_id([64])",
     "dispatch=",
@@ -120,6 +127,12 @@ const TOKENS: &[&str] = &[
     "T.float64(0.1)",
     ".local(",
     "T.alloc_local((4,))\n",
+    // Views, T.evaluate, forced-width copies with cache hints.
+    ".sub[",
+    "V = A.sub[0, 0:4]\n",
+    "T.evaluate(",
+    "dispatch=\"vec_128b\", cache=\"nc\", l1_evict=\"L1::no_allocate\", prefetch_size=\"L2::256B\"",
+    "dispatch=\"vec_auto\"",
     // Resource limits (issue 18): huge values, deep nesting, many unknown names.
     "[[0] * 60000] * 60000",
     "[[0] * 60000 for i in range(60000)]",

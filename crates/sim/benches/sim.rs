@@ -39,6 +39,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             elems,
             shape: vec![n_rows, n_cols],
             dynamic: false,
+            dyn_rows: None,
         },
         LBuf {
             name: "B".into(),
@@ -47,6 +48,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             elems,
             shape: vec![n_rows, n_cols],
             dynamic: false,
+            dyn_rows: None,
         },
         LBuf {
             name: "A_smem".into(),
@@ -55,6 +57,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             elems: rows * cols,
             shape: vec![rows, cols],
             dynamic: false,
+            dyn_rows: None,
         },
     ];
     let (a, b, s) = (LBufId(0), LBufId(1), LBufId(2));
@@ -115,6 +118,9 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
         grid: [(n_cols / cols) as u32, (n_rows / rows) as u32, 1],
         block: [threads as u32, 1, 1],
         params: vec![a, b],
+        scalars: vec![],
+        grid_dims: [None, None, None],
+        checks: vec![],
         bufs,
         vars,
         body: vec![phase(0, true), st(LStmtKind::Barrier(BarrierKind::Cta)), phase(4, false)],

@@ -387,6 +387,7 @@ impl Compiler<'_> {
                 let nc = *cache == tirx_ir::lir::CacheHint::NonCoherent;
                 self.emit(Ins::VecCopy { site, dst: d, dst_idx, src: s, src_idx, lanes: *lanes, nc });
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(kind) => {
                 let site = self.site();
                 self.emit(Ins::Barrier { site, kind: *kind });
@@ -445,6 +446,28 @@ impl Compiler<'_> {
         self.emit(Ins::Jmp { to: head });
         let exit = self.here();
         self.patch(head, exit);
+        Ok(())
+    }
+
+    /// A PTX vector `ld`/`st` is a vector copy between the register array and
+    /// memory; its cache hints are no-ops here, `.nc` keeps its read-only check.
+    fn ptx_vec(&mut self, p: &tirx_ir::lir::PtxVec) -> Result<(), SimError> {
+        let (m, r) = (self.buf(p.mem)?, self.buf(p.reg)?);
+        let Some(lanes) = p.elems(self.k.bufs[m as usize].dtype) else {
+            return Err(self.invalid(format!("a PTX access of {} bytes is not whole elements", p.bytes)));
+        };
+        let mem_idx = self.index(&p.mem_index)?;
+        let reg_idx = self.index(&p.reg_index)?;
+        let site = self.site();
+        let ins = match p.dir {
+            tirx_ir::lir::PtxDir::Ld(h) => {
+                Ins::VecCopy { site, dst: r, dst_idx: reg_idx, src: m, src_idx: mem_idx, lanes, nc: h.nc }
+            }
+            tirx_ir::lir::PtxDir::St => {
+                Ins::VecCopy { site, dst: m, dst_idx: mem_idx, src: r, src_idx: reg_idx, lanes, nc: false }
+            }
+        };
+        self.emit(ins);
         Ok(())
     }
 

@@ -30,8 +30,11 @@ pub enum SimErrorKind {
     Wgmma,
     /// Integer division or remainder by zero.
     DivisionByZero,
-    /// A parameter buffer of the wrong size.
+    /// A parameter buffer of the wrong size, a missing, extra or mistyped scalar argument.
     BadArgument,
+    /// Scalar arguments the kernel cannot launch with: a failed launch check
+    /// (`T.assume`, a region bound), a grid or buffer size out of range.
+    InvalidLaunch,
     /// The kernel exceeds a hardware limit (threads per CTA, shared memory).
     ResourceLimit,
     /// The LIR itself is malformed (a lowering bug): bad ids, types, widths.
@@ -52,6 +55,7 @@ impl SimErrorKind {
             SimErrorKind::Wgmma => "wgmma misuse",
             SimErrorKind::DivisionByZero => "division by zero",
             SimErrorKind::BadArgument => "bad argument",
+            SimErrorKind::InvalidLaunch => "invalid launch",
             SimErrorKind::ResourceLimit => "resource limit",
             SimErrorKind::InvalidKernel => "invalid kernel",
         }

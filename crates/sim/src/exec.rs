@@ -588,7 +588,8 @@ impl<'a> Machine<'a> {
         self.aligned(src, t, s, width, site, "vector load")?;
         let d = self.bounds(dst, t, di, lanes, site, "vector store")?;
         self.aligned(dst, t, d, width, site, "vector store")?;
-        let mut tmp = [0u8; 16];
+        // The widest access: a 256-bit PTX vector.
+        let mut tmp = [0u8; 32];
         self.read_raw_via(src, t, s, lanes, read, site, &mut tmp[..width])?;
         self.bank_record(src, "load", t, s, width, site);
         self.write_raw(dst, t, d, lanes, site, &tmp[..width])?;

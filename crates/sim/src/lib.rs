@@ -75,7 +75,7 @@ pub use memory::{
     SHADOW_BYTES,
 };
 use serde::Serialize;
-use tirx_ir::lir::LKernel;
+use tirx_ir::lir::{LKernel, LaunchError, ScalarValue};
 use tirx_ir::Span;
 
 /// How to simulate.
@@ -130,11 +130,50 @@ pub struct SimReport {
 /// they are updated in place — also when an error stops the simulation, in which case they
 /// hold what ran until then.
 pub fn simulate(k: &LKernel, params: &mut [Vec<u8>], opts: &SimOptions) -> Result<SimReport, SimError> {
-    exec::check_launch(k, params, opts)?;
+    simulate_args(k, params, &[], opts)
+}
+
+/// [`simulate`] of a kernel with scalar parameters: `scalars` holds one value per
+/// `k.scalars` entry, in order. The launch is bound first ([`launch`]): a missing,
+/// extra or mistyped scalar is a `BadArgument` error, a failed launch check or a grid
+/// or buffer size out of range an `InvalidLaunch` error, and nothing runs. Buffer
+/// sizes are then those of this launch.
+pub fn simulate_args(
+    k: &LKernel,
+    params: &mut [Vec<u8>],
+    scalars: &[ScalarValue],
+    opts: &SimOptions,
+) -> Result<SimReport, SimError> {
+    let (k, values) = launch(k, scalars)?;
+    exec::check_launch(&k, params, opts)?;
     k.validate().map_err(|m| {
         SimError::new(SimErrorKind::InvalidKernel, Span::default(), format!("the lowered kernel is malformed: {m}"))
             .help("this is a bug in the lowering, please report it")
     })?;
-    let prog = compile::compile(k)?;
-    exec::run(k, &prog, params, opts)
+    let mut prog = compile::compile(&k)?;
+    // Scalar parameters start in their registers with this launch's values.
+    for (s, v) in k.scalars.iter().zip(&values) {
+        let t = k.var(s.var).dtype;
+        let bits = match *v {
+            ScalarValue::Int(i) => value::wrap_int(t, i) as u64,
+            ScalarValue::Float(f) => value::round_to(t, f).to_bits(),
+        };
+        if let Some(r) = prog.template.get_mut((compile::SPECIAL_REGS + s.var.0) as usize) {
+            *r = bits;
+        }
+    }
+    exec::run(&k, &prog, params, opts)
+}
+
+/// The kernel as the launch with `scalars` runs it (`LKernel::specialize`: sizes and
+/// grid evaluated, launch checks passed) and the typed scalar values.
+pub fn launch(k: &LKernel, scalars: &[ScalarValue]) -> Result<(LKernel, Vec<ScalarValue>), SimError> {
+    let err = |e: LaunchError, kind| {
+        let mut s = SimError::new(kind, e.span, e.message);
+        s.help = e.help;
+        s
+    };
+    let values = k.bind_scalars(scalars).map_err(|e| err(e, SimErrorKind::BadArgument))?;
+    let spec = k.specialize(&values).map_err(|e| err(e, SimErrorKind::InvalidLaunch))?;
+    Ok((spec, values))
 }

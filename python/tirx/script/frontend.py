@@ -783,10 +783,25 @@ class Frontend:
         if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or getattr(a, "posonlyargs", []):
             raise self.error("kernel parameters are plain annotated names (no defaults, *args or **kwargs)", fn)
         params = []
+        # Scalar parameters first, so that buffer annotations may use them in any order
+        # (`A: T.Buffer((n, 128), "float32"), n: T.int32`), as in kernel files.
+        scalars = {}
+        for arg in a.args:
+            node = arg.annotation
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):  # `from __future__ import annotations`
+                try:
+                    node = ast.parse(node.value, mode="eval").body
+                except SyntaxError:
+                    node = None
+            if isinstance(node, (ast.Attribute, ast.Name)):
+                ann = self._annotation(arg.annotation)
+                if isinstance(ann, ns.DType):
+                    scalars[arg.arg] = ann
+                    self.bind(arg.arg, ir.Var(arg.arg, self.src.span(arg)))
         for arg in a.args:
             if arg.annotation is None:
                 raise self.error(f"parameter `{arg.arg}` needs an annotation (`T.handle`, `T.int32`, `T.Buffer(...)`)", arg)
-            ann = self._annotation(arg.annotation)
+            ann = scalars.get(arg.arg) or self._annotation(arg.annotation)
             sp = self.src.span(arg)
             if ann is ns.HANDLE:
                 params.append((f"{arg.arg}: T.handle", sp))

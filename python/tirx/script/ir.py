@@ -407,6 +407,12 @@ class Buffer(Renderable):
         text = Call(_Method(self, "view"), shape, kw)
         return Buffer(None, shape, self.dtype, self._scope, layout, text=text, base=self)
 
+    @property
+    def sub(self) -> "_SubIndexer":
+        """``buf.sub[i, :, j, 0:4]``: the view of a sub-region (an index drops its dim, a slice
+        narrows it, missing trailing dims stay whole), as the reference's indexer."""
+        return _SubIndexer(self)
+
     def ptr_to(self, indices) -> "Call":
         return Call(_Method(self, "ptr_to"), (list(indices),), {})
 
@@ -429,6 +435,61 @@ class _Method:
         return f"{self.buf.name}.{self.method}"
 
 
+class _SubIndexer:
+    """``buf.sub``: indexing it gives the view (an unnamed :class:`Buffer` bound like any view)."""
+
+    __slots__ = ("buf",)
+
+    def __init__(self, buf: Buffer):
+        self.buf = buf
+
+    def __getitem__(self, key) -> Buffer:
+        items = key if isinstance(key, tuple) else (key,)
+        b = self.buf
+        shape = []
+        for d, dim in enumerate(b.shape):
+            x = items[d] if d < len(items) else slice(None)
+            if not isinstance(x, slice):
+                continue
+            lo = 0 if x.start is None else x.start
+            hi = dim if x.stop is None else x.stop
+            shape.append(hi - lo if isinstance(lo, int) and isinstance(hi, int) else None)
+        return Buffer(None, tuple(shape), b.dtype, b._scope, None, text=_SubText(b, items), base=b)
+
+
+class _SubText(Renderable):
+    """``base.sub[...]`` (the base named first if it is an unnamed view)."""
+
+    __slots__ = ("buf", "items")
+
+    def __init__(self, buf: Buffer, items: Sequence, span=None):
+        self.buf, self.items, self.span = buf, tuple(items), span
+
+    def render(self, w: Writer) -> None:
+        render(w, self.buf)
+        w.write(".sub")
+        _render_index(w, self.items)
+
+
+def _render_index(w: Writer, items: Sequence) -> None:
+    """``[0:32, i]``."""
+    w.write("[")
+    for i, x in enumerate(items):
+        if i:
+            w.write(", ")
+        if isinstance(x, slice):
+            if x.step not in (None, 1):
+                raise FrontendError("slice steps are not supported in regions", help="use `a:b`")
+            if x.start is not None:
+                render(w, x.start)
+            w.write(":")
+            if x.stop is not None:
+                render(w, x.stop)
+        else:
+            render(w, x)
+    w.write("]")
+
+
 class Region(Renderable):
     """``buf[0:32, i]``: a rectangular region (a tile-call operand)."""
 
@@ -439,21 +500,7 @@ class Region(Renderable):
 
     def render(self, w: Writer) -> None:
         render(w, self.buf)
-        w.write("[")
-        for i, x in enumerate(self.items):
-            if i:
-                w.write(", ")
-            if isinstance(x, slice):
-                if x.step not in (None, 1):
-                    raise FrontendError("slice steps are not supported in regions", help="use `a:b`")
-                if x.start is not None:
-                    render(w, x.start)
-                w.write(":")
-                if x.stop is not None:
-                    render(w, x.stop)
-            else:
-                render(w, x)
-        w.write("]")
+        _render_index(w, self.items)
 
 
 class Raw(Renderable):

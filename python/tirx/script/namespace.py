@@ -192,6 +192,7 @@ class TPath:
 
 STATEMENTS = {
     "T.device_entry",
+    "T.assume",
     "T.evaluate",
     "T.cuda.cta_sync",
     "T.cuda.warp_sync",

@@ -27,8 +27,9 @@ use tirx_runtime::LaunchSpec;
 pub struct Args {
     /// Kernel script (TVMScript TIRx).
     pub file: PathBuf,
-    /// Input for a parameter, `NAME=file.npy` (repeatable); others get the `tirx run` pattern.
-    #[arg(long = "arg", value_name = "NAME=FILE")]
+    /// Input for a parameter, `NAME=file.npy` (repeatable; others get the `tirx run` pattern),
+    /// or `NAME=VALUE` for a scalar parameter (`--arg n=1024`).
+    #[arg(long = "arg", value_name = "NAME=FILE|VALUE")]
     pub args: Vec<String>,
     /// Timed launches.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
@@ -51,15 +52,18 @@ pub fn run(a: Args) -> CmdResult {
     crate::args::check_unique("--arg", &a.args)?;
     let gpu = open_gpu()?;
     let built = build(&a.file, gpu.info().arch)?;
-    let inputs = param_buffers(&a.args, &built.lir)?;
+    let bound = crate::scalars::bind(&a.args, &built.lir, &built.src)?;
+    let inputs = param_buffers(&bound.files, &bound.lir)?;
     let (kernel, compiled, _) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
     let dev = gpu.upload(&inputs).map_err(runtime_failure)?;
-    let traffic = analyze(&built.lir);
+    let traffic = analyze(&bound.lir);
+    let args = bound.launch_args()?;
+    let spec = LaunchSpec { grid: args.grid, ..kernel.spec.clone() };
 
     let phases = if traffic.data_only { 2 } else { 1 };
     let progress = Progress::new(a.iters as u64 * phases);
     let k = gpu
-        .time_kernel(&kernel, &dev, a.warmup, a.iters, &mut |done| progress.set(done as u64))
+        .time_kernel_args(&kernel, &dev, &args, a.warmup, a.iters, &mut |done| progress.set(done as u64))
         .map_err(runtime_failure)?
         .summary;
     let memcpy = if traffic.data_only {
@@ -77,7 +81,7 @@ pub fn run(a: Args) -> CmdResult {
     let arch = gpu.info().arch.to_string();
     let report = Report {
         file: a.file.display().to_string(),
-        spec: &kernel.spec,
+        spec: &spec,
         device: &gpu.info().name,
         arch: &arch,
         versions: versions(gpu.info()),

@@ -22,7 +22,8 @@ pub struct Args {
     #[command(flatten)]
     pub target: crate::frontend::ArchArg,
     /// A JSON list of objects (`op`, `scope`, `span`, `threads`, `ranges` (when region begins use variables),
-    /// `operands`, `chosen`, `vec`, `rounds`, `tried`, `limits`; with `--sim` also `bank`).
+    /// `bounds`, `assumes` and `launch` (when there are any), `operands`, `chosen`, `vec`, `rounds`,
+    /// `tried`, `limits`; with `--sim` also `bank`).
     #[arg(long)]
     pub json: bool,
     /// Also simulate the kernel and show each call's shared-memory bank conflicts.
@@ -31,6 +32,9 @@ pub struct Args {
     /// With `--sim`: how many CTAs to simulate.
     #[arg(long, default_value_t = 4, value_name = "N")]
     pub sim_ctas: u64,
+    /// With `--sim`: the value of a scalar parameter, `NAME=VALUE` (repeatable; every scalar needs one).
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    pub args: Vec<String>,
 }
 
 pub fn run(a: Args) -> CmdResult {
@@ -40,7 +44,7 @@ pub fn run(a: Args) -> CmdResult {
         c.locate(&src.name, &src.text);
     }
     let bank = match &lowered {
-        Ok(l) if a.sim => bank_stats(&k, &l.lir, &src, a.sim_ctas)?,
+        Ok(l) if a.sim => bank_stats(&k, &l.lir, &src, a.sim_ctas, &a.args)?,
         _ => vec![],
     };
     let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
@@ -71,6 +75,7 @@ pub fn run(a: Args) -> CmdResult {
     match lowered {
         Ok(l) => {
             eprint_diags(&l.warnings, &src);
+            eprint_diags(&l.notes, &src);
             Ok(())
         }
         Err(diags) => Err(crate::frontend::report_errors(&diags, &src)),
@@ -79,16 +84,24 @@ pub fn run(a: Args) -> CmdResult {
 
 /// Simulates the first `ctas` CTAs with zeroed inputs and returns the bank statistics.
 /// A kernel the simulator rejects (a race, an out-of-bounds access) is a user error.
-fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64) -> Result<Vec<BankStat>, Failure> {
+fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64, args: &[String]) -> Result<Vec<BankStat>, Failure> {
     let opts = SimOptions {
         grid_limit: Some(ctas.max(1)),
         check_races: true,
         stats: true,
         memory_limit: tirx_sim::host_memory_limit(),
     };
+    crate::args::check_unique("--arg", args)?;
+    let bound = crate::scalars::bind(args, lir, src)?;
+    if let Some(f) = bound.files.first() {
+        return Err(Failure::User(format!(
+            "error: --arg `{f}`: `tirx explain --sim` takes values of scalar parameters only (buffers start zeroed)"
+        )));
+    }
+    let lir = &bound.lir;
     crate::frontend::check_sim_memory(k, lir, src, &opts)?;
     let mut params = crate::npy::load_args(&[], lir)?;
-    tirx_sim::simulate(lir, &mut params, &opts).map(|r| r.bank).map_err(|e| {
+    tirx_sim::simulate_args(lir, &mut params, &bound.values, &opts).map(|r| r.bank).map_err(|e| {
         eprint_diags(&[e.to_diagnostic()], src);
         Failure::Reported
     })

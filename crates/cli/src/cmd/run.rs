@@ -18,7 +18,7 @@ use crate::out::outln;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tirx_cuda::CudaModule;
-use tirx_ir::lir::LKernel;
+use tirx_ir::lir::{LKernel, ScalarValue};
 use tirx_ir::DType;
 use tirx_runtime::compare::{compare, tolerance_for};
 use tirx_runtime::{Compiled, Gpu, GpuInfo, Kernel, LaunchSpec, RuntimeError};
@@ -27,8 +27,9 @@ use tirx_runtime::{Compiled, Gpu, GpuInfo, Kernel, LaunchSpec, RuntimeError};
 pub struct Args {
     /// Kernel script (TVMScript TIRx).
     pub file: PathBuf,
-    /// Input for a parameter, `NAME=file.npy` (repeatable); others get a deterministic pattern.
-    #[arg(long = "arg", value_name = "NAME=FILE")]
+    /// Input for a parameter, `NAME=file.npy` (repeatable; others get a deterministic pattern),
+    /// or `NAME=VALUE` for a scalar parameter (`--arg n=1024`; every scalar needs one).
+    #[arg(long = "arg", value_name = "NAME=FILE|VALUE")]
     pub args: Vec<String>,
     /// Write a parameter after the run, `NAME=file.npy` (repeatable).
     #[arg(long = "out", value_name = "NAME=FILE")]
@@ -51,12 +52,14 @@ pub fn run(a: Args) -> CmdResult {
     let t0 = Instant::now();
     let built = build(&a.file, gpu.info().arch)?;
     let lowering = t0.elapsed();
-    let inputs = param_buffers(&a.args, &built.lir)?;
+    let bound = crate::scalars::bind(&a.args, &built.lir, &built.src)?;
+    let inputs = param_buffers(&bound.files, &bound.lir)?;
     let (kernel, compiled, load) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
 
     let dev = gpu.upload(&inputs).map_err(runtime_failure)?;
+    let args = bound.launch_args()?;
     let t_launch = Instant::now();
-    gpu.launch(&kernel, &dev).map_err(runtime_failure)?;
+    gpu.launch_args(&kernel, &dev, &args).map_err(runtime_failure)?;
     gpu.sync(&format!("running `{}`", kernel.spec.kernel)).map_err(runtime_failure)?;
     let launch = t_launch.elapsed();
     // The simulator needs the inputs afterwards; otherwise their host memory is reused.
@@ -70,7 +73,7 @@ pub fn run(a: Args) -> CmdResult {
         info.name,
         info.arch,
         versions(info),
-        kernel.spec.grid,
+        args.grid,
         kernel.spec.block,
         kernel.spec.dynamic_smem_bytes
     )?;
@@ -78,10 +81,10 @@ pub fn run(a: Args) -> CmdResult {
         print_timing(lowering, &compiled, load, launch)?;
     }
     let checked = match sim_inputs {
-        Some(inputs) => check_against_sim(&built.lir, &built.src, inputs, &bufs),
+        Some(inputs) => check_against_sim(&bound.lir, &bound.values, &built.src, inputs, &bufs),
         None => Ok(()),
     };
-    crate::npy::save_outs(&a.outs, &built.lir, &bufs)?;
+    crate::npy::save_outs(&a.outs, &bound.lir, &bufs)?;
     checked
 }
 
@@ -187,9 +190,15 @@ fn print_timing(lowering: Duration, compiled: &Compiled, load: Duration, launch:
 const SHOW_MISMATCHES: usize = 8;
 
 /// Simulates `k` on `inputs` and compares each parameter with the GPU's `gpu` buffers.
-fn check_against_sim(k: &LKernel, src: &Source, inputs: Vec<Vec<u8>>, gpu: &[Vec<u8>]) -> CmdResult {
+fn check_against_sim(
+    k: &LKernel,
+    scalars: &[ScalarValue],
+    src: &Source,
+    inputs: Vec<Vec<u8>>,
+    gpu: &[Vec<u8>],
+) -> CmdResult {
     let mut sim = inputs;
-    simulate(k, src, &mut sim)?;
+    simulate(k, scalars, src, &mut sim)?;
     let data_only = tirx_ir::traffic::analyze(k).data_only;
     let tensor_sums = k.uses_mma();
     let mut failed = false;
@@ -217,8 +226,8 @@ fn check_against_sim(k: &LKernel, src: &Source, inputs: Vec<Vec<u8>>, gpu: &[Vec
 }
 
 /// The CPU simulator with its default checks; its errors render at the statement at fault.
-fn simulate(k: &LKernel, src: &Source, bufs: &mut [Vec<u8>]) -> Result<(), Failure> {
-    match tirx_sim::simulate(k, bufs, &tirx_sim::SimOptions::default()) {
+fn simulate(k: &LKernel, scalars: &[ScalarValue], src: &Source, bufs: &mut [Vec<u8>]) -> Result<(), Failure> {
+    match tirx_sim::simulate_args(k, bufs, scalars, &tirx_sim::SimOptions::default()) {
         Ok(_) => Ok(()),
         Err(e) => {
             eprint_diags(&[e.to_diagnostic()], src);
@@ -286,6 +295,7 @@ mod tests {
             elems: 4,
             shape: vec![2, 2],
             dynamic: false,
+            dyn_rows: None,
         };
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, tirx_ir::Span::default());
@@ -294,6 +304,9 @@ mod tests {
             grid: [1, 1, 1],
             block: [4, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
@@ -310,10 +323,10 @@ mod tests {
         let inputs = vec![fill_pattern(DType::F32, 4).unwrap(), fill_pattern(DType::F32, 4).unwrap()];
         let mut gpu = inputs.clone();
         gpu[1] = gpu[0].clone();
-        assert!(check_against_sim(&k, &src, inputs.clone(), &gpu).is_ok());
+        assert!(check_against_sim(&k, &[], &src, inputs.clone(), &gpu).is_ok());
         // A copy must be bit-exact: one ulp off in B[1, 0] fails.
         gpu[1][8] ^= 1;
-        let err = check_against_sim(&k, &src, inputs, &gpu).unwrap_err();
+        let err = check_against_sim(&k, &[], &src, inputs, &gpu).unwrap_err();
         assert!(matches!(err, Failure::User(ref m) if m.contains("differs from the simulator")), "{err:?}");
     }
 

@@ -13,7 +13,7 @@ use crate::frontend::{eprint_diags, Source};
 use crate::out::outln;
 use std::time::Instant;
 use tirx_ir::Diagnostic;
-use tirx_sim::{simulate, SimOptions, SimReport};
+use tirx_sim::{simulate_args, SimOptions, SimReport};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -21,8 +21,9 @@ pub struct Args {
     pub file: std::path::PathBuf,
     #[command(flatten)]
     pub target: crate::frontend::ArchArg,
-    /// An input: NAME=file.npy, NAME a parameter buffer (repeatable; others start zeroed).
-    #[arg(long = "arg", value_name = "NAME=FILE")]
+    /// An input: NAME=file.npy, NAME a parameter buffer (repeatable; others start zeroed),
+    /// or NAME=VALUE for a scalar parameter (`--arg n=1024`; every scalar needs one).
+    #[arg(long = "arg", value_name = "NAME=FILE|VALUE")]
     pub args: Vec<String>,
     /// An output to save after the run: NAME=file.npy (repeatable).
     #[arg(long = "out", value_name = "NAME=FILE")]
@@ -54,10 +55,12 @@ pub fn run(a: Args) -> CmdResult {
         stats: a.stats,
         memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
     };
+    let bound = crate::scalars::bind(&a.args, &lir, &src)?;
+    let lir = bound.lir;
     crate::frontend::check_sim_memory(&kernel, &lir, &src, &opts)?;
-    let mut bufs = crate::npy::load_args(&a.args, &lir)?;
+    let mut bufs = crate::npy::load_args(&bound.files, &lir)?;
     let start = Instant::now();
-    let result = simulate(&lir, &mut bufs, &opts);
+    let result = simulate_args(&lir, &mut bufs, &bound.values, &opts);
     let elapsed = start.elapsed();
     let report = match result {
         Ok(r) => r,

@@ -76,6 +76,29 @@ pub fn scalar_grid_guarded() -> LKernel {
     ])
 }
 
+/// Scalar parameters between the buffers, `(A, n, B, scale)`: a grid of
+/// `(n + 127) // 128` CTAs of 128 threads, each thread `B[g] = A[g] * scale` for
+/// `g < n`, over buffers of `n` elements (64-bit indices).
+pub fn scalar_params() -> LKernel {
+    use tirx_ir::lir::{SymExpr, SymOp};
+    let mut kb = Kb::new("scalar_params", [i32::MAX as u32, 1, 1], [128, 1, 1]);
+    let a = kb.param("A", DType::F32, &[1 << 31]);
+    let n = kb.scalar("n", DType::I32, 1);
+    let b = kb.param("B", DType::F32, &[1 << 31]);
+    let scale = kb.scalar("scale", DType::F32, 3);
+    let p = || SymExpr::Param(n);
+    kb.rows(a, p());
+    kb.rows(b, p());
+    let ctas = SymExpr::bin(SymOp::FloorDiv, SymExpr::bin(SymOp::Add, p(), SymExpr::Int(127)), SymExpr::Int(128));
+    kb.grid_dim(0, ctas);
+    let g = kb.var("g", DType::I32);
+    let wide = |e| LExpr::Cast(DType::I64, Box::new(e));
+    kb.finish(vec![
+        let_(g, add(mul(bid(), i(128)), tid())),
+        if_(lt(v(g), v(n)), vec![store(b, wide(v(g)), mul(load(a, wide(v(g))), v(scale)))]),
+    ])
+}
+
 /// Seed 000 (copy -> reg): each lane owns row `lane` of a 32x8 f32 tile; the
 /// tile comes from global (read-only path) into registers, is doubled, goes
 /// through shared memory and back to global as 128-bit accesses.
@@ -513,6 +536,41 @@ pub fn named_barrier() -> LKernel {
     ])
 }
 
+/// The forced-width copies' PTX accesses (`PtxVec`): each of 32 threads loads 16 bytes of f32
+/// through the read-only path with L1/L2 hints, stores them to shared memory, then (after the
+/// barrier) reads its neighbour's as two 8-byte halves and writes them out; and the same
+/// path for one u16 per thread in 2-byte accesses.
+pub fn ptx_vec_copy() -> LKernel {
+    let mut kb = Kb::new("ptx_vec_copy", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[32, 4]);
+    let b = kb.param("B", DType::F32, &[32, 4]);
+    let h = kb.param("H", DType::U16, &[32]);
+    let g = kb.param("G", DType::U16, &[32]);
+    let s = kb.shared("S", DType::F32, &[32, 4]);
+    let sh = kb.shared("Sh", DType::U16, &[32]);
+    let r = kb.local("R", DType::F32, &[4]);
+    let rh = kb.local("Rh", DType::U16, &[1]);
+    let (t, next) = (kb.var("tid", DType::I32), kb.var("next", DType::I32));
+    let hints = LoadHints { nc: true, l1: Some(tirx_ir::op::Evict::NoAllocate), l2: None, prefetch: Some(128) };
+    let row = |x| mul(v(x), i(4));
+    kb.finish(vec![
+        let_(t, tid()),
+        let_(next, rem(add(v(t), i(1)), i(32))),
+        comment("copy A -> S (vec_128b, cache=\"nc\", l1_evict=\"no_allocate\", prefetch_size=128)"),
+        ptx_ld(r, i(0), a, row(t), 16, hints),
+        ptx_st(s, row(t), r, i(0), 16),
+        ptx_ld(rh, i(0), h, v(t), 2, LoadHints::default()),
+        ptx_st(sh, v(t), rh, i(0), 2),
+        cta_sync(),
+        comment("copy S -> B in two 8-byte halves (vec_64b)"),
+        ptx_ld(r, i(0), s, row(next), 8, LoadHints::default()),
+        ptx_ld(r, i(2), s, add(row(next), i(2)), 8, LoadHints::default()),
+        ptx_st(b, row(next), r, i(0), 16),
+        ptx_ld(rh, i(0), sh, v(next), 2, LoadHints::default()),
+        ptx_st(g, v(next), rh, i(0), 2),
+    ])
+}
+
 pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
     vec![
         ("copy_f32_gmem_smem", gmem_smem_roundtrip("copy_f32", DType::F32, 4)),
@@ -520,6 +578,7 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("copy_u8_gmem_smem", gmem_smem_roundtrip("copy_u8", DType::U8, 16)),
         ("fallback_guarded", fallback_guarded()),
         ("scalar_grid_guarded", scalar_grid_guarded()),
+        ("scalar_params", scalar_params()),
         ("reg_copy", reg_copy()),
         ("ldstmatrix", ldstmatrix()),
         ("packed_f16", packed_f16()),
@@ -530,6 +589,7 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("warp_shuffle", warp_shuffle()),
         ("cp_async_copy", cp_async_copy()),
         ("mbarrier_pipeline", mbarrier_pipeline()),
+        ("ptx_vec_copy", ptx_vec_copy()),
         ("mma_f16", mma_one("mma_f16", MmaShape::M16N8K16, DType::F16, DType::F32)),
         ("mma_bf16", mma_one("mma_bf16", MmaShape::M16N8K16, DType::BF16, DType::F32)),
         ("mma_f16_k8", mma_one("mma_f16_k8", MmaShape::M16N8K8, DType::F16, DType::F32)),

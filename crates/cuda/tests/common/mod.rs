@@ -5,8 +5,9 @@ pub mod kernels;
 
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
-    AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MatrixDir,
-    MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, ShuffleMode, Space, Special,
+    AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, LoadHints,
+    MatrixDir, MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, PtxDir, PtxVec, ShuffleMode, Space,
+    Special,
 };
 pub use tirx_ir::lir::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaSwizzle, WgmmaSync};
 use tirx_ir::{DType, Span};
@@ -17,7 +18,20 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb { k: LKernel { name: name.into(), grid, block, params: vec![], bufs: vec![], vars: vec![], body: vec![] } }
+        Kb {
+            k: LKernel {
+                name: name.into(),
+                grid,
+                block,
+                params: vec![],
+                scalars: vec![],
+                grid_dims: [None, None, None],
+                checks: vec![],
+                bufs: vec![],
+                vars: vec![],
+                body: vec![],
+            },
+        }
     }
 
     fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {
@@ -29,6 +43,7 @@ impl Kb {
             elems: shape.iter().product(),
             shape: shape.to_vec(),
             dynamic,
+            dyn_rows: None,
         });
         id
     }
@@ -49,6 +64,22 @@ impl Kb {
 
     pub fn local(&mut self, name: &str, dtype: DType, shape: &[i64]) -> LBufId {
         self.buf(name, dtype, Space::Local, shape, false)
+    }
+
+    /// A scalar parameter at position `index` of the signature.
+    pub fn scalar(&mut self, name: &str, dtype: DType, index: usize) -> LVarId {
+        let v = self.var(name, dtype);
+        self.k.scalars.push(tirx_ir::lir::ScalarParam { var: v, index });
+        v
+    }
+
+    /// Dim 0 of parameter `b` is `rows` at run time (its shape holds the bound).
+    pub fn rows(&mut self, b: LBufId, rows: tirx_ir::lir::SymExpr) {
+        self.k.bufs[b.0 as usize].dyn_rows = Some(rows);
+    }
+
+    pub fn grid_dim(&mut self, d: usize, e: tirx_ir::lir::SymExpr) {
+        self.k.grid_dims[d] = Some(e);
     }
 
     pub fn var(&mut self, name: &str, dtype: DType) -> LVarId {
@@ -154,6 +185,14 @@ pub fn vcopy(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes
 }
 pub fn vcopy_nc(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
     st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::NonCoherent })
+}
+/// `ld.<space>[hints].<form>` of `bytes` from `mem[mem_index]` into the registers `reg[reg_index..]`.
+pub fn ptx_ld(reg: LBufId, reg_index: LExpr, mem: LBufId, mem_index: LExpr, bytes: u32, hints: LoadHints) -> LStmt {
+    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes }))
+}
+/// `st.<space>.<form>` of `bytes` from the registers `reg[reg_index..]` to `mem[mem_index]`.
+pub fn ptx_st(mem: LBufId, mem_index: LExpr, reg: LBufId, reg_index: LExpr, bytes: u32) -> LStmt {
+    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes }))
 }
 pub fn cta_sync() -> LStmt {
     st(LStmtKind::Barrier(BarrierKind::Cta))

@@ -300,12 +300,16 @@ mod tests {
             elems: 64,
             shape: vec![64],
             dynamic: false,
+            dyn_rows: None,
         };
         LKernel {
             name: "k".into(),
             grid: [1, 1, 1],
             block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(3)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![
                 buf("A", DType::F32, Space::Global),
                 buf("S", DType::F32, Space::Shared),

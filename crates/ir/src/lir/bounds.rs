@@ -97,7 +97,13 @@ impl Printer<'_> {
     /// `bounds.read A[bx * 16 : +32, 0 : +8] in (16, 32)`.
     pub(super) fn bounds(&mut self, c: &BoundsCheck, d: usize) {
         let dims: Vec<String> = c.begins.iter().zip(&c.extents).map(|(b, e)| format!("{} : +{e}", self.e(b))).collect();
-        let shape: Vec<String> = c.shape.iter().map(i64::to_string).collect();
+        let mut shape: Vec<String> = c.shape.iter().map(i64::to_string).collect();
+        // A symbolic buffer's rows are its expression (the shape holds the bound).
+        if let (Some(r), Some(d0)) =
+            (self.k.bufs.get(c.buf.0 as usize).and_then(|b| b.dyn_rows.as_ref()), shape.first_mut())
+        {
+            *d0 = self.k.sym_text(r);
+        }
         let text = format!("bounds.{} {}[{}] in ({})", c.verb(), c.name, dims.join(", "), shape.join(", "));
         self.line(d, &text);
     }

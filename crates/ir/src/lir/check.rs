@@ -23,6 +23,11 @@ impl LKernel {
     pub fn validate(&self) -> Result<(), String> {
         let mut c = Checker { k: self, in_scope: vec![false; self.vars.len()], located: false };
         c.header()?;
+        c.launch()?;
+        // Scalar parameters are declared by the signature, for the whole body.
+        for s in &self.scalars {
+            c.declare(s.var)?;
+        }
         c.block(&self.body)?;
         c.mbarriers_exclusive()
     }
@@ -69,6 +74,58 @@ impl Checker<'_> {
             if k.params[..n].contains(&p) {
                 return Err(format!("buffer `{}` is passed twice as a parameter", b.name));
             }
+        }
+        Ok(())
+    }
+
+    /// Scalar parameters, symbolic grid dims and buffer sizes, launch checks (`launch`).
+    fn launch(&self) -> Check {
+        let k = self.k;
+        let total = k.params.len() + k.scalars.len();
+        for (n, s) in k.scalars.iter().enumerate() {
+            let v = self.var(s.var)?;
+            if !crate::lir::launch::SCALAR_DTYPES.contains(&v.dtype) {
+                return Err(format!(
+                    "scalar parameter `{}` is {}; scalar parameters are int32, int64, uint32, float32 or float64",
+                    v.name, v.dtype
+                ));
+            }
+            if s.index >= total || k.scalars[..n].iter().any(|o| o.index == s.index || o.var == s.var) {
+                return Err(format!(
+                    "scalar parameter `{}` has position {} of {total}, taken or out of range",
+                    v.name, s.index
+                ));
+            }
+        }
+        let int_param = |e: &crate::lir::SymExpr, what: &str| -> Check {
+            let mut bad = None;
+            e.params(&mut |p| {
+                let ok =
+                    k.scalars.iter().any(|s| s.var == p) && k.vars.get(p.0 as usize).is_some_and(|v| v.dtype.is_int());
+                if !ok && bad.is_none() {
+                    bad = Some(p);
+                }
+            });
+            match bad {
+                Some(p) => Err(format!("{what} reads variable #{}, which is not an integer scalar parameter", p.0)),
+                None => Ok(()),
+            }
+        };
+        for (d, e) in k.grid_dims.iter().enumerate() {
+            if let Some(e) = e {
+                int_param(e, &format!("grid dimension {d}"))?;
+            }
+        }
+        for b in &k.bufs {
+            if let Some(r) = &b.dyn_rows {
+                if b.space != Space::Global || b.shape.is_empty() {
+                    return Err(format!("buffer `{}` has a symbolic dim 0 but is not a global buffer", b.name));
+                }
+                int_param(r, &format!("dim 0 of `{}`", b.name))?;
+            }
+        }
+        for c in &k.checks {
+            int_param(&c.cond, &format!("launch check `{}`", c.what))?;
         }
         Ok(())
     }
@@ -148,6 +205,7 @@ impl Checker<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
             LStmtKind::NamedBarrier { id, threads } | LStmtKind::NamedBarrierArrive { id, threads } => {
                 self.named_barrier(id, *threads)?
@@ -340,6 +398,7 @@ mod tests {
             elems: 32,
             shape: vec![32],
             dynamic: false,
+            dyn_rows: None,
         };
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, Span::default());
@@ -348,6 +407,9 @@ mod tests {
             grid: [1, 1, 1],
             block,
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
@@ -385,5 +447,53 @@ mod tests {
         assert!(err.contains("2048 threads; CUDA allows at most 1024"), "{err}");
         let err = copy([u32::MAX, u32::MAX, 2]).validate().unwrap_err();
         assert!(err.contains("CUDA allows at most 1024"), "{err}");
+    }
+
+    /// `copy` with a scalar `n` (var 1) at signature position 1, rows `n` of both buffers,
+    /// a grid of `n` CTAs and the launch check `n <= 32`.
+    fn with_scalar(t: DType) -> LKernel {
+        use crate::lir::{LaunchCheck, ScalarParam, SymExpr, SymOp};
+        let mut k = copy([1, 1, 1]);
+        k.vars.push(LVar { name: "n".into(), dtype: t });
+        k.scalars.push(ScalarParam { var: LVarId(1), index: 1 });
+        let n = || SymExpr::Param(LVarId(1));
+        k.grid_dims[0] = Some(n());
+        k.grid[0] = i32::MAX as u32;
+        k.bufs.iter_mut().for_each(|b| b.dyn_rows = Some(n()));
+        let cond = SymExpr::bin(SymOp::Le, n(), SymExpr::Int(32));
+        k.checks.push(LaunchCheck { cond, what: "rows of `A`".into(), span: Span::new(3, 9) });
+        k
+    }
+
+    #[test]
+    fn scalar_parameters_are_typed_and_in_scope() {
+        use crate::lir::{ParamRef, ScalarValue};
+        let k = with_scalar(DType::I32);
+        assert_eq!(k.validate(), Ok(()));
+        assert_eq!(
+            k.signature(),
+            [ParamRef::Buffer(LBufId(0)), ParamRef::Scalar(LVarId(1)), ParamRef::Buffer(LBufId(1))]
+        );
+        let err = with_scalar(DType::F16).validate().unwrap_err();
+        assert!(err.contains("scalar parameter `n` is float16"), "{err}");
+        // A float parameter cannot size anything.
+        let err = with_scalar(DType::F32).validate().unwrap_err();
+        assert!(err.contains("grid dimension 0 reads variable #1, which is not an integer scalar parameter"), "{err}");
+        let mut twice = with_scalar(DType::I32);
+        twice.scalars[0].index = 7;
+        assert!(twice.validate().unwrap_err().contains("position 7 of 3"));
+        // The launch: sizes, grid, bounds shapes concrete; the check evaluated.
+        let s = k.specialize(&[ScalarValue::Int(8)]).unwrap();
+        assert_eq!((s.grid, s.bufs[0].elems, s.bufs[0].shape.clone()), ([8, 1, 1], 8, vec![8]));
+        assert!(s.checks.is_empty() && s.grid_dims.iter().all(Option::is_none));
+        assert!(s.bufs.iter().all(|b| b.dyn_rows.is_none()));
+        assert_eq!(s.validate(), Ok(()));
+        let e = k.specialize(&[ScalarValue::Int(40)]).unwrap_err();
+        assert_eq!(e.message, "launch check `n <= 32` fails with n = 40 (rows of `A`)");
+        assert_eq!(e.span, Span::new(3, 9));
+        let e = k.specialize(&[ScalarValue::Int(0)]).unwrap_err();
+        assert!(e.message.contains("grid dimension x `n` is 0 with n = 0"), "{}", e.message);
+        let e = k.specialize(&[]).unwrap_err();
+        assert!(e.message.contains("takes 1 scalar argument(s) (`n`), 0 given"), "{}", e.message);
     }
 }

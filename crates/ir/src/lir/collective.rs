@@ -195,6 +195,7 @@ mod tests {
             elems: 32,
             shape: vec![32],
             dynamic: false,
+            dyn_rows: None,
         };
         let tid = || LExpr::Special(Special::ThreadIdx(0));
         let value = LExpr::Load(LBufId(0), Box::new(tid()));
@@ -204,6 +205,9 @@ mod tests {
             grid: [1, 1, 1],
             block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs: vec![buf("A", t), buf("B", yt)],
             vars: vec![LVar { name: "y".into(), dtype: yt }],
             body: vec![

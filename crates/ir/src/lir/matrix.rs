@@ -9,7 +9,7 @@
 //!   register index per matrix, `smem` a shared and `regs` a local 16-bit
 //!   buffer, rows 16-byte aligned, registers 4-byte aligned.
 //! * [`Wgmma`], [`WgmmaSync`]: Hopper's asynchronous warpgroup MMA and its
-//!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.9).
+//!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.10).
 //! * [`Mma`]: `mma.sync.aligned.m16n8k{8,16,32}.row.col` — `D = A·B + C` on one
 //!   16×8 tile, every operand a list of registers of local buffers at constant
 //!   indices. The element types are the buffers' ([`MmaKind`]: f16/bf16 → f32,
@@ -512,6 +512,7 @@ mod tests {
             elems,
             shape: vec![elems],
             dynamic: false,
+            dyn_rows: None,
         };
         let mut bufs = vec![buf("a", DType::F16, 8), buf("b", DType::F16, 4), buf("acc", DType::F32, 4)];
         let ix = |v: &[i64]| v.iter().map(|&x| LExpr::i32(x)).collect::<Vec<_>>();
@@ -533,6 +534,9 @@ mod tests {
             grid: [1; 3],
             block: [32, 1, 1],
             params: vec![],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
             bufs,
             vars: vec![],
             body: vec![stmt],

@@ -1,15 +1,24 @@
 //! The **memory** family: scalar element stores (`buf[i] = v`; loads are the
-//! expression `LExpr::Load`) and vector copies (`VecCopy`: `lanes` consecutive
-//! elements as one access on each side). See `docs/lir.md`.
+//! expression `LExpr::Load`), vector copies (`VecCopy`: `lanes` consecutive
+//! elements as one access on each side) and PTX vector loads and stores
+//! between registers and memory with their qualifiers spelled out
+//! ([`PtxVec`]: `ld.global.nc.L1::no_allocate.v4.u32`). See `docs/lir.md` §2.2, §2.9.
 //!
 //! Typing: a store's value has the buffer's dtype; a vector copy moves elements of
 //! one dtype, `lanes × bits ∈ {8, 16, 32, 64, 128}`, and constant indices are
 //! multiples of `lanes` (every array is 16-byte aligned, so the access is then
-//! naturally aligned); `.nc` reads only global memory.
+//! naturally aligned); `.nc` reads only global memory. A PTX vector access: one
+//! local and one global or shared array of one dtype, 2, 4, 8, 16 or 32 bytes
+//! of whole elements, constant indices multiples of the elements it moves;
+//! hints only on loads from global memory, an L2 eviction priority and 32
+//! bytes only there (32 bytes: sm_100, global only).
 
 use super::check::{Check, Checker};
 use super::print::Printer;
 use super::{LBufId, LExpr, Space};
+use crate::dtype::DType;
+use crate::op::Evict;
+use crate::target::Arch;
 use serde::Serialize;
 
 /// Cache hint of a global load.
@@ -76,6 +85,181 @@ impl Printer<'_> {
     ) {
         let nc = if cache == CacheHint::NonCoherent { ".nc" } else { "" };
         let text = format!("vcopy<{lanes}>{nc} {} <- {}", self.at(dst, dst_index), self.at(src, src_index));
+        self.line(d, &text);
+    }
+}
+
+/// One PTX `ld` or `st` of a vector between registers and memory, printed as
+/// inline PTX with exactly its qualifiers (docs/lir.md §2.9): the forced-width
+/// copies `vec_16b` … `vec_256b` (docs/tile-primitives.md §3.16).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PtxVec {
+    /// `ld` (memory → registers, with its hints) or `st` (registers → memory).
+    pub dir: PtxDir,
+    /// The global or shared array and the element index of the vector's first element.
+    pub mem: LBufId,
+    pub mem_index: LExpr,
+    /// The local array the registers are, and the index of the first element.
+    pub reg: LBufId,
+    pub reg_index: LExpr,
+    /// 2, 4, 8, 16 or 32 ([`ptx_form`]).
+    pub bytes: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PtxDir {
+    Ld(LoadHints),
+    St,
+}
+
+/// The cache qualifiers of a global load; the simulator treats them as no-ops
+/// (`nc` keeps its read-only check).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct LoadHints {
+    /// `.nc`: the non-coherent (read-only) path.
+    pub nc: bool,
+    /// `.L1::<priority>`.
+    pub l1: Option<Evict>,
+    /// `.L2::<priority>` (ptxas takes it on 256-bit loads only).
+    pub l2: Option<Evict>,
+    /// `.L2::<n>B` prefetch: 64, 128 or 256.
+    pub prefetch: Option<u32>,
+}
+
+impl LoadHints {
+    pub fn is_none(&self) -> bool {
+        *self == LoadHints::default()
+    }
+}
+
+/// `(type tail, registers, register bits)` of a `bytes`-wide access: 16-bit
+/// accesses use one `.u16` register, wider ones 32-bit words (`v4.u32`).
+pub fn ptx_form(bytes: u32) -> Option<(&'static str, u32, u32)> {
+    Some(match bytes {
+        2 => ("u16", 1, 16),
+        4 => ("u32", 1, 32),
+        8 => ("v2.u32", 2, 32),
+        16 => ("v4.u32", 4, 32),
+        32 => ("v8.u32", 8, 32),
+        _ => return None,
+    })
+}
+
+/// A `bytes`-wide access of `space` memory as PTX spells it, qualifiers in the
+/// ISA's order: `ld.global.nc.L1::no_allocate.L2::evict_first.L2::256B.v8.u32`,
+/// `st.shared.v4.u32`.
+pub fn ptx_instruction(dir: PtxDir, space: Space, bytes: u32) -> String {
+    let tail = ptx_form(bytes).map_or("?", |f| f.0);
+    let space = match space {
+        Space::Global => "global",
+        Space::Shared => "shared",
+        Space::Local => "local",
+    };
+    let mut parts = vec![];
+    match dir {
+        PtxDir::St => parts.extend(["st".to_string(), space.to_string()]),
+        PtxDir::Ld(h) => {
+            parts.extend(["ld".to_string(), space.to_string()]);
+            if h.nc {
+                parts.push("nc".into());
+            }
+            parts.extend(h.l1.map(|e| format!("L1::{}", e.name())));
+            parts.extend(h.l2.map(|e| format!("L2::{}", e.name())));
+            parts.extend(h.prefetch.map(|n| format!("L2::{n}B")));
+        }
+    }
+    parts.push(tail.to_string());
+    parts.join(".")
+}
+
+impl PtxVec {
+    /// The instruction, given the space of the memory array ([`ptx_instruction`]).
+    pub fn instruction(&self, space: Space) -> String {
+        ptx_instruction(self.dir, space, self.bytes)
+    }
+
+    /// The oldest target: 256-bit accesses are sm_100, an L2 prefetch size sm_75.
+    pub fn min_arch(&self) -> Arch {
+        match self.dir {
+            _ if self.bytes == 32 => Arch::SM_100,
+            PtxDir::Ld(LoadHints { prefetch: Some(_), .. }) => Arch::SM_75,
+            _ => Arch::MIN,
+        }
+    }
+
+    /// `(read, written)` buffers.
+    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
+        match self.dir {
+            PtxDir::Ld(_) => (vec![self.mem], vec![self.reg]),
+            PtxDir::St => (vec![self.reg], vec![self.mem]),
+        }
+    }
+
+    /// Elements of `t` one access moves, when `bytes` holds a whole number of them.
+    pub fn elems(&self, t: DType) -> Option<u32> {
+        let b = t.bytes();
+        (b > 0 && self.bytes.is_multiple_of(b)).then(|| self.bytes / b)
+    }
+}
+
+impl Checker<'_> {
+    pub(super) fn ptx_vec(&mut self, p: &PtxVec) -> Check {
+        let (m, r) = (self.buf(p.mem)?, self.buf(p.reg)?);
+        self.index(p.mem, &p.mem_index)?;
+        self.index(p.reg, &p.reg_index)?;
+        let op = if matches!(p.dir, PtxDir::St) { "st" } else { "ld" };
+        if r.space != Space::Local || m.space == Space::Local {
+            return Err(format!(
+                "{op} `{}` <-> `{}`: one side must be local, the other global or shared",
+                m.name, r.name
+            ));
+        }
+        if m.dtype != r.dtype {
+            return Err(format!("{op} between `{}` ({}) and `{}` ({})", m.name, m.dtype, r.name, r.dtype));
+        }
+        if ptx_form(p.bytes).is_none() {
+            return Err(format!("{op} of {} bytes; need 2, 4, 8, 16 or 32", p.bytes));
+        }
+        let Some(n) = p.elems(m.dtype) else {
+            return Err(format!("{op} of {} bytes is not a whole number of {} elements", p.bytes, m.dtype));
+        };
+        let what = format!("{op} of {} bytes", p.bytes);
+        self.aligned(p.mem, &p.mem_index, i64::from(n), &what)?;
+        self.aligned(p.reg, &p.reg_index, i64::from(n), &what)?;
+        if p.bytes == 32 && m.space != Space::Global {
+            return Err(format!("256-bit {op} of `{}`: only global memory has 256-bit accesses", m.name));
+        }
+        match p.dir {
+            PtxDir::Ld(h) if !h.is_none() && m.space != Space::Global => {
+                Err(format!("cache hints on a load from `{}`, which is not global memory", m.name))
+            }
+            PtxDir::Ld(LoadHints { l2: Some(e), .. }) if p.bytes != 32 || !e.at_l2() => Err(format!(
+                "L2 eviction priority `{}` on a {}-byte load; ptxas takes it on 256-bit loads",
+                e.name(),
+                p.bytes
+            )),
+            PtxDir::Ld(LoadHints { prefetch: Some(n), .. }) if !matches!(n, 64 | 128 | 256) => {
+                Err(format!("prefetch size {n}; need 64, 128 or 256"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Printer<'_> {
+    /// `ld.global.nc.v4.u32 R[0..+4] <- A[i]`, `st.shared.v4.u32 S[i] <- R[0..+4]`.
+    pub(super) fn ptx_vec(&mut self, p: &PtxVec, d: usize) {
+        // Printing never panics: a bad id prints as `buf#N` (the checker reports it).
+        let (space, dtype) =
+            self.k.bufs.get(p.mem.0 as usize).map_or((Space::Global, DType::U8), |m| (m.space, m.dtype));
+        let n = p.elems(dtype).unwrap_or(1);
+        let reg = self.at(p.reg, &p.reg_index);
+        let reg = format!("{}..+{n}]", reg.strip_suffix(']').unwrap_or(&reg));
+        let mem = self.at(p.mem, &p.mem_index);
+        let text = match p.dir {
+            PtxDir::Ld(_) => format!("{} {reg} <- {mem}", p.instruction(space)),
+            PtxDir::St => format!("{} {mem} <- {reg}", p.instruction(space)),
+        };
         self.line(d, &text);
     }
 }

@@ -12,7 +12,8 @@
 //! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
 //! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers (`__syncthreads`,
 //!   `__syncwarp`, named `bar.sync id, threads`), comments;
-//! * [`memory`]: scalar `Store` (loads are expressions) and `VecCopy`;
+//! * [`memory`]: scalar `Store` (loads are expressions), `VecCopy`, and PTX
+//!   vector loads/stores between registers and memory with cache qualifiers ([`PtxVec`]);
 //! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
 //! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
@@ -37,6 +38,7 @@ pub mod asynch;
 pub mod bounds;
 pub mod check;
 pub mod collective;
+pub mod launch;
 pub mod matrix;
 pub mod memory;
 pub mod pair;
@@ -47,8 +49,9 @@ pub mod wgmma;
 pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
+pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
-pub use memory::CacheHint;
+pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
 pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};
@@ -85,6 +88,10 @@ pub struct LBuf {
     pub shape: Vec<i64>,
     /// Shared memory declared `extern __shared__` (from `shared.dyn`).
     pub dynamic: bool,
+    /// A global buffer whose dim 0 is a run-time value ([`launch`]): its rows as an
+    /// expression of the scalar parameters. `shape[0]` and `elems` are then the bound
+    /// lowering reasoned with (≥ 2^31 elements, so indices are 64-bit), not a size.
+    pub dyn_rows: Option<SymExpr>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -218,6 +225,8 @@ pub enum LStmtKind {
         lanes: u32,
         cache: CacheHint,
     },
+    /// One inline-PTX `ld`/`st` between registers and memory ([`memory`], docs/lir.md §2.9).
+    PtxVec(PtxVec),
     Barrier(BarrierKind),
     /// `bar.sync id, threads`: a named barrier that `threads` threads (whole warps)
     /// of the CTA reach together; ids 1..16 (0 is `__syncthreads`'), `threads` a
@@ -228,13 +237,13 @@ pub enum LStmtKind {
     },
     /// `bar.arrive id, threads`: counts this warp's threads towards named barrier
     /// `id` without waiting (a producer signalling `bar.sync` waiters; core family,
-    /// `docs/lir.md` §2.10).
+    /// `docs/lir.md` §2.11).
     NamedBarrierArrive {
         id: LExpr,
         threads: u32,
     },
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroup's
-    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.10).
+    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.11).
     SetMaxNReg {
         inc: bool,
         regs: u32,
@@ -287,6 +296,7 @@ impl LStmtKind {
             LStmtKind::Matrix(m) => m.min_arch(buf),
             LStmtKind::Collective(c) => c.min_arch(),
             LStmtKind::Async(a) => a.min_arch(),
+            LStmtKind::PtxVec(p) => p.min_arch(),
             // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
             LStmtKind::Packed2 { .. } => Arch::MIN,
@@ -323,6 +333,7 @@ impl LStmtKind {
                     PairSrc::Buf(_, i) | PairSrc::Scalar(i) => i,
                 }))
                 .collect(),
+            LStmtKind::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
             LStmtKind::Matrix(m) => m.operands(),
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
@@ -347,6 +358,7 @@ impl LStmtKind {
                     .collect(),
                 vec![*dst],
             ),
+            LStmtKind::PtxVec(p) => p.accesses(),
             LStmtKind::Matrix(m) => m.accesses(),
             LStmtKind::Async(a) => a.accesses(),
             LStmtKind::Let { .. }
@@ -379,6 +391,7 @@ impl LStmtKind {
             LStmtKind::Let { .. }
             | LStmtKind::Store { .. }
             | LStmtKind::VecCopy { .. }
+            | LStmtKind::PtxVec(_)
             | LStmtKind::Barrier(_)
             | LStmtKind::NamedBarrier { .. }
             | LStmtKind::NamedBarrierArrive { .. }
@@ -401,6 +414,14 @@ pub struct LKernel {
     pub block: [u32; 3],
     /// Kernel parameters in order; each is a `Global` buffer.
     pub params: Vec<LBufId>,
+    /// Scalar parameters ([`launch`]): variables in scope in the whole body, each with
+    /// its position in the signature ([`LKernel::signature`]).
+    pub scalars: Vec<ScalarParam>,
+    /// Grid dimensions that are expressions of the scalar parameters (`grid` then holds
+    /// CUDA's limit for that dimension, the bound lowering reasoned with).
+    pub grid_dims: [Option<SymExpr>; 3],
+    /// Conditions on the scalar arguments every launch checks first ([`LaunchCheck`]).
+    pub checks: Vec<LaunchCheck>,
     pub bufs: Vec<LBuf>,
     pub vars: Vec<LVar>,
     pub body: Vec<LStmt>,

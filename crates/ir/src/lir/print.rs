@@ -18,11 +18,19 @@ use std::fmt::{self, Write};
 
 impl fmt::Display for LKernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let [gx, gy, gz] = self.grid;
         let [bx, by, bz] = self.block;
-        writeln!(f, "kernel {}  grid=({gx}, {gy}, {gz})  block=({bx}, {by}, {bz})", self.name)?;
-        for &p in &self.params {
-            writeln!(f, "  param  {}", BufDecl(self, p))?;
+        writeln!(f, "kernel {}  grid={}  block=({bx}, {by}, {bz})", self.name, self.grid_text())?;
+        for p in self.signature() {
+            match p {
+                super::ParamRef::Buffer(b) => writeln!(f, "  param  {}", BufDecl(self, b))?,
+                super::ParamRef::Scalar(v) => {
+                    let t = self.vars.get(v.0 as usize).map_or("?", |x| x.dtype.name());
+                    writeln!(f, "  param  {}: {t}", var_name(self, v))?
+                }
+            }
+        }
+        for c in &self.checks {
+            writeln!(f, "  check  {}  // {}", self.sym_text(&c.cond), c.what)?;
         }
         for (i, b) in self.bufs.iter().enumerate() {
             let id = LBufId(i as u32);
@@ -52,13 +60,26 @@ impl fmt::Display for BufDecl<'_> {
         let Some(b) = self.0.bufs.get(self.1 .0 as usize) else {
             return write!(f, "buf#{}: <missing>", self.1 .0);
         };
-        write!(f, "{}: {}[{}]", b.name, b.dtype, b.elems)?;
+        let dims = shape_text(self.0, b);
+        match &b.dyn_rows {
+            Some(_) if b.shape.len() > 1 => write!(f, "{}: {}[{} * {}]", b.name, b.dtype, dims[0], b.row_elems())?,
+            Some(_) => write!(f, "{}: {}[{}]", b.name, b.dtype, dims[0])?,
+            None => write!(f, "{}: {}[{}]", b.name, b.dtype, b.elems)?,
+        }
         if b.shape.len() > 1 {
-            let dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
             write!(f, " as ({})", dims.join(", "))?;
         }
         Ok(())
     }
+}
+
+/// The dims of `b` as text: dim 0 of a symbolic buffer is its expression.
+pub(crate) fn shape_text(k: &LKernel, b: &super::LBuf) -> Vec<String> {
+    let mut dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
+    if let (Some(r), Some(d0)) = (&b.dyn_rows, dims.first_mut()) {
+        *d0 = k.sym_text(r);
+    }
+    dims
 }
 
 /// The output being built. Family modules add their `impl Printer` with one
@@ -120,6 +141,7 @@ impl Printer<'_> {
             LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache, d)
             }
+            LStmtKind::PtxVec(p) => self.ptx_vec(p, d),
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
             LStmtKind::NamedBarrier { id, threads } => self.line(d, &format!("bar.sync {}, {threads}", self.e(id))),

@@ -1,5 +1,5 @@
 //! The **matrix** family, part 2: Hopper's warpgroup tensor-core instructions
-//! (`docs/lir.md` §2.9). All are `.sync.aligned` warpgroup instructions: the 128
+//! (`docs/lir.md` §2.10). All are `.sync.aligned` warpgroup instructions: the 128
 //! threads of a warpgroup (4 consecutive warps from a multiple of 4) execute
 //! them together; all need sm_90a.
 //!
@@ -684,6 +684,7 @@ mod tests {
             elems,
             shape: vec![elems],
             dynamic: false,
+            dyn_rows: None,
         };
         let mut bufs = vec![
             buf("A_s", DType::F16, Space::Shared, 64 * 16),
@@ -711,8 +712,19 @@ mod tests {
             LStmt::new(LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Fence)), Default::default()),
             LStmt::new(LStmtKind::Matrix(MatrixOp::Wgmma(w)), Default::default()),
         ];
-        LKernel { name: "k".into(), grid: [1; 3], block: [128, 1, 1], params: vec![], bufs, vars: vec![], body }
-            .validate()
+        LKernel {
+            name: "k".into(),
+            grid: [1; 3],
+            block: [128, 1, 1],
+            params: vec![],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
+            bufs,
+            vars: vec![],
+            body,
+        }
+        .validate()
     }
 
     #[test]

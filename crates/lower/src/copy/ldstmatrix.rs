@@ -78,6 +78,8 @@ struct Shared {
     swizzle: Option<Swizzle>,
     /// Symbolic part of the region start: Σ coefficient(elements) · var.
     sym: Affine,
+    /// What `sym` is always a multiple of (`MemOperand::sym_div`).
+    sym_div: i64,
 }
 
 /// Both sides split as `[T/32, 8, 4, M/2, 2]`, each segment canonical (unit iters dropped).
@@ -367,7 +369,7 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
             ),
         ));
     }
-    Ok(Shared { name: b.name.clone(), tile: m.tile, swizzle: m.swizzle, sym: m.sym })
+    Ok(Shared { name: b.name.clone(), tile: m.tile, swizzle: m.swizzle, sym: m.sym, sym_div: m.sym_div })
 }
 
 // ---------------------------------------------------------------- the fit
@@ -574,7 +576,7 @@ fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Resul
             it.stride
         )));
     }
-    let k = shared.sym.divisor();
+    let k = shared.sym_div;
     if k % 8 != 0 {
         return Err(bad(format!("the symbolic region begin moves by {k} elements, not a multiple of 8 (16 B)")));
     }

@@ -7,6 +7,10 @@
 //! | [`ldstmatrix`] | 10 | shared ↔ 16-bit register fragments, warp-collective `ldmatrix`/`stmatrix` |
 //! | [`reg`] | 10 | registers ↔ shared or global (one side local) |
 //! | [`fallback`] | 0 | any valid copy without thread-distributed operands; one elected thread copies element by element (warns) |
+//! | [`vec_forced`] `vec_16b` … `vec_256b` | forced only | one thread copies exactly one aligned vector per side with one PTX `ld`/`st` (cache hints honoured) |
+//!
+//! `dispatch="vec_auto"` is the group of the automatic vectorized copies
+//! (`gmem_smem`, `gmem_smem_predicated`, `reg`), the reference's name for them.
 //!
 //! Shared helpers: [`partition`] (the `[outer, threads, vec]` split of
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
@@ -25,15 +29,17 @@ pub mod ldstmatrix;
 pub mod partition;
 pub mod reg;
 pub mod swizzle_iter;
+pub mod vec_forced;
 
 use crate::addr::dim_offset;
-use crate::dispatch::{CallCx, Decline, Emitter, Registry, Rule};
+use crate::dispatch::{CallCx, Decline, Emitter, Group, Registry, Rule};
 use crate::expr::Affine;
 use crate::lay;
 use crate::operand::{self, MemOperand};
 use partition::Sides;
 use tirx_ir::hir::{Buffer, BufferRegion, MemScope};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
 
@@ -43,7 +49,14 @@ pub fn register(r: &mut Registry) {
     r.register(Box::new(ldstmatrix::LdStMatrix));
     r.register(Box::new(fallback::Fallback));
     r.register(Box::new(reg::RegCopy));
+    for bytes in vec_forced::WIDTHS {
+        r.register(Box::new(vec_forced::VecForced::new(bytes)));
+    }
+    r.register_group(Group { name: "vec_auto", family: Family::Copy, members: VEC_AUTO });
 }
+
+/// The reference's automatic vectorized copies (`dispatch="vec_auto"`).
+pub const VEC_AUTO: &[&str] = &["gmem_smem", "gmem_smem_predicated", "reg"];
 
 /// The two operands of a copy.
 pub struct CopyOps<'a> {
@@ -195,8 +208,8 @@ impl GsOperands {
             elem_bytes: self.elem_bytes,
             threads,
             chunk: self.s.swizzle.map(|sw| 1i64 << sw.per_element),
-            g_sym_div: self.g.sym.divisor(),
-            s_sym_div: self.s.sym.divisor(),
+            g_sym_div: self.g.sym_div,
+            s_sym_div: self.s.sym_div,
         }
     }
 

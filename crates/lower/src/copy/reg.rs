@@ -118,7 +118,7 @@ impl Variant for RegCopy {
         let bytes = dtype.bytes() as i64;
         let reg_off = lay::m_offset(&r);
         let mem_off = lay::m_offset(&m.tile);
-        let sym_div = m.sym.divisor();
+        let sym_div = m.sym_div;
         let align =
             Alignment { threads: &threads, mem_off, reg_off, sym_div, chunk: m.swizzle.map(|s| s.chunk()), bytes };
         let (vec, outer) = choose_vec(&atoms, dtype.bits(), &align, &mut limits);

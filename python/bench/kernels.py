@@ -106,7 +106,12 @@ def gemm_kernel(example, M, N, K):
 
 
 def bench_gemm(args, rows):
-    cases = [("gemm_mma.py", torch.float16, torch.float32), ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16)]
+    cases = [
+        ("gemm_mma.py", torch.float16, torch.float32),
+        ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16),
+        ("gemm_mma_pipelined.py", torch.float16, torch.float32),
+        ("gemm_mma_pipelined_bf16.py", torch.bfloat16, torch.float32),
+    ]
     for example, tin, tout in cases:
         for size in (4096, 8192):
             M = N = K = size
@@ -120,7 +125,7 @@ def bench_gemm(args, rows):
             t = timed(lambda: k(a, b, c), args.iters, args.warmup)
             tt = timed(lambda: torch.matmul(a, b), args.iters, args.warmup)
             flops = 2 * M * N * K
-            rows.append(dict(kernel=f"gemm {tin} -> {tout} {size}^3", ms=t, tflops=flops / t / 1e9,
+            rows.append(dict(kernel=f"{example[:-3]} {tin} -> {tout} {size}^3", ms=t, tflops=flops / t / 1e9,
                              torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
 
 

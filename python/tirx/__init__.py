@@ -16,6 +16,7 @@ class TirxWarning(UserWarning):
 
 
 from .script import T, Tx  # noqa: E402
+from .script.namespace import MBarrier  # noqa: E402
 from .script.frontend import PrimFunc, prim_func  # noqa: E402
 from .runtime import Kernel, compile  # noqa: E402
 
@@ -26,6 +27,7 @@ __all__ = [
     "ComposeLayout",
     "Iter",
     "Kernel",
+    "MBarrier",
     "PrimFunc",
     "R",
     "S",

@@ -66,7 +66,7 @@ fn an_unknown_dispatch_name_lists_the_registered_ones() {
             "error: no variant named 'fastest' is registered for `copy`",
             "fastest.py:10:5",
             "^^^^",
-            "help: registered variants: gmem_smem, ldstmatrix, reg, gmem_smem_predicated, fallback",
+            "help: registered variants: gmem_smem_peel, gmem_smem, ldstmatrix, reg, gmem_smem_predicated, fallback",
         ],
     );
 }

@@ -81,7 +81,9 @@ fn explain_text_and_json() {
     assert_eq!(calls[0]["span"]["line"], 21);
     let tried = calls[0]["tried"].as_array().unwrap();
     let verdict = |v: &str| tried.iter().find(|t| t["variant"] == v).map(|t| t["accepted"].clone());
-    assert_eq!(tried[0]["variant"], "gmem_smem");
+    // Trial order: priority descending (gmem_smem_peel 12 first).
+    assert_eq!(tried[0]["variant"], "gmem_smem_peel");
+    assert_eq!(tried[1]["variant"], "gmem_smem");
     assert_eq!(verdict("gmem_smem"), Some(serde_json::json!(false)));
     assert_eq!(verdict("fallback"), Some(serde_json::json!(true)));
     // dispatch="fallback" in the example: the other variants are still planned and shown.

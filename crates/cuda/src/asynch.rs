@@ -33,8 +33,8 @@ pub enum MbarHelper {
 impl Ctx<'_> {
     pub(crate) fn asynch(&mut self, a: &AsyncOp) -> Result<(), CodegenError> {
         match a {
-            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
-                let h = Helper::CpAsync { bytes: *bytes, fill: src_bytes.is_some() };
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
+                let h = Helper::CpAsync { bytes: *bytes, fill: src_bytes.is_some(), prefetch: *prefetch };
                 let mut args = vec![self.addr(*dst, dst_index)?, self.addr(*src, src_index)?];
                 if let Some(e) = src_bytes {
                     args.push(self.e(e)?);
@@ -50,6 +50,9 @@ impl Ctx<'_> {
             }
             AsyncOp::MbarWait { bar, parity } => self.mbar_call(MbarHelper::Wait, bar, Some(parity))?,
             AsyncOp::FenceProxyAsync => self.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");"),
+            AsyncOp::FenceMbarrierInit => {
+                self.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");")
+            }
         }
         Ok(())
     }
@@ -69,17 +72,26 @@ impl Ctx<'_> {
     }
 }
 
-/// `tirx_cp_async_16` / `tirx_cp_async_16_fill`.
-pub(crate) fn cp_async_name(bytes: u32, fill: bool) -> String {
-    format!("tirx_cp_async_{bytes}{}", if fill { "_fill" } else { "" })
+/// `tirx_cp_async_16` / `tirx_cp_async_16_fill` / `tirx_cp_async_16_l2_128`.
+pub(crate) fn cp_async_name(bytes: u32, fill: bool, prefetch: Option<u32>) -> String {
+    let pf = prefetch.map_or(String::new(), |n| format!("_l2_{n}"));
+    format!("tirx_cp_async_{bytes}{}{pf}", if fill { "_fill" } else { "" })
 }
 
-/// `cp.async` of `bytes` global -> shared; `.cg` (L2 only) exists for 16 bytes, `.ca` for all.
-pub(crate) fn cp_async_source(bytes: u32, fill: bool) -> String {
+/// `cp.async` of `bytes` global -> shared; `.cg` (L2 only) exists for 16 bytes, `.ca` for all;
+/// `.L2::nB` asks the L2 to fetch `n` bytes around the source.
+pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> String {
     let cache = if bytes == 16 { "cg" } else { "ca" };
-    let name = cp_async_name(bytes, fill);
+    let cache = match prefetch {
+        Some(n) => format!("{cache}.shared.global.L2::{n}B"),
+        None => format!("{cache}.shared.global"),
+    };
+    let name = cp_async_name(bytes, fill, prefetch);
     let mut s = String::new();
     let _ = writeln!(s, "// cp.async: {bytes} bytes global -> shared, landing at cp.async.wait_group.");
+    if let Some(n) = prefetch {
+        let _ = writeln!(s, "// The L2 prefetches {n} bytes around the source.");
+    }
     if fill {
         let _ = writeln!(s, "// Reads src_bytes of them and zero-fills the rest.");
         let _ = writeln!(s, "__device__ __forceinline__ void {name}(void* dst, const void* src, int src_bytes) {{");
@@ -90,12 +102,12 @@ pub(crate) fn cp_async_source(bytes: u32, fill: bool) -> String {
     if fill {
         let _ = writeln!(
             s,
-            "    asm volatile(\"cp.async.{cache}.shared.global [%0], [%1], {bytes}, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes) : \"memory\");"
+            "    asm volatile(\"cp.async.{cache} [%0], [%1], {bytes}, %2;\" :: \"r\"(d), \"l\"(src), \"r\"(src_bytes) : \"memory\");"
         );
     } else {
         let _ = writeln!(
             s,
-            "    asm volatile(\"cp.async.{cache}.shared.global [%0], [%1], {bytes};\" :: \"r\"(d), \"l\"(src) : \"memory\");"
+            "    asm volatile(\"cp.async.{cache} [%0], [%1], {bytes};\" :: \"r\"(d), \"l\"(src) : \"memory\");"
         );
     }
     s.push_str("}\n");

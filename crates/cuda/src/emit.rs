@@ -21,6 +21,7 @@ use tirx_ir::DType;
 
 /// Every array starts on a 16-byte boundary, so 128-bit accesses at multiples of the lane count are aligned.
 const ARRAY_ALIGN: u64 = tirx_ir::target::SMEM_ARRAY_ALIGN;
+const DYN_ALIGN: u64 = tirx_ir::target::DYN_SMEM_ALIGN;
 /// The `extern __shared__` byte array that dynamic buffers are carved from.
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
@@ -138,7 +139,7 @@ impl Ctx<'_> {
         let mut static_smem = 0u64;
         let mut dyn_bufs = Vec::new();
         let k = self.k;
-        // Buffers a swizzled wgmma descriptor names start on their pattern's period (docs/lir.md §2.10).
+        // Buffers a swizzled wgmma descriptor names start on their pattern's period (docs/lir.md §2.11).
         let wgmma_align = k.wgmma_smem_align();
         let align =
             |id: LBufId| wgmma_align.iter().find(|(b, _)| *b == id).map_or(ARRAY_ALIGN, |(_, a)| (*a).max(ARRAY_ALIGN));
@@ -173,7 +174,9 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(ARRAY_ALIGN);
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), and
+        // one a swizzled wgmma descriptor names on its pattern's period.
+        let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(DYN_ALIGN).max(DYN_ALIGN);
         self.line(&format!("extern __shared__ __align__({base_align}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
@@ -186,7 +189,7 @@ impl Ctx<'_> {
                 s => s,
             };
             self.line(&format!("{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"));
-            offset = offset.saturating_add(padded(bytes));
+            offset = offset.saturating_add(dyn_padded(bytes));
         }
         u32::try_from(offset).map_err(|_| {
             CodegenError::Unsupported(format!("{offset} bytes of dynamic shared memory do not fit a launch"))
@@ -384,6 +387,12 @@ fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
 /// footprint as `tirx_ir::target::smem_array_bytes`, which lowering checks.
 fn padded(bytes: u64) -> u64 {
     bytes.checked_next_multiple_of(ARRAY_ALIGN).unwrap_or(u64::MAX)
+}
+
+/// `bytes` rounded up to whole [`DYN_ALIGN`] units: the footprint of a dynamic
+/// shared array, as `tirx_ir::target::dyn_smem_array_bytes`.
+fn dyn_padded(bytes: u64) -> u64 {
+    bytes.checked_next_multiple_of(DYN_ALIGN).unwrap_or(u64::MAX)
 }
 
 /// `  // (32, 32)` after a declaration whose source shape is not flat.

@@ -31,8 +31,8 @@ pub enum Helper {
     Matrix { store: bool, num: u8, trans: bool },
     /// `mma.sync` of one shape and multiplicand types.
     Mma { shape: tirx_ir::lir::MmaShape, a: tirx_ir::lir::MmaIn, b: tirx_ir::lir::MmaIn },
-    /// `cp.async` of `bytes`, with a source size (`fill`) or without.
-    CpAsync { bytes: u32, fill: bool },
+    /// `cp.async` of `bytes`, with a source size (`fill`) or without, with an L2 prefetch size or without.
+    CpAsync { bytes: u32, fill: bool, prefetch: Option<u32> },
     /// An mbarrier operation.
     Mbar(crate::asynch::MbarHelper),
     /// The wgmma shared-memory descriptor builder.
@@ -50,7 +50,7 @@ impl Helper {
             Helper::FloorMod { .. } => "tirx_floormod".into(),
             Helper::Matrix { store, num, trans } => crate::matrix::helper_name(store, num, trans),
             Helper::Mma { shape, a, b } => crate::matrix::mma_name(shape, a, b),
-            Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_name(bytes, fill),
+            Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_name(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
@@ -84,7 +84,7 @@ impl Helper {
             }
             Helper::Matrix { store, num, trans } => crate::matrix::helper_source(store, num, trans),
             Helper::Mma { shape, a, b } => crate::matrix::mma_source(shape, a, b),
-            Helper::CpAsync { bytes, fill } => crate::asynch::cp_async_source(bytes, fill),
+            Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_source(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),

@@ -1,4 +1,4 @@
-//! CUDA for the **matrix** family, part 2 (`docs/lir.md` §2.10): Hopper's
+//! CUDA for the **matrix** family, part 2 (`docs/lir.md` §2.11): Hopper's
 //! `wgmma.mma_async` through one inline-PTX helper per form, its descriptors
 //! through `tirx_wgmma_desc`, and the ordering instructions inline:
 //!

@@ -391,11 +391,12 @@ fn shared_memory_declarations_and_metadata() {
     ]);
     let m = generate(&k).expect("generates");
     assert!(m.source.contains("    __shared__ alignas(16) float S3[4];\n"), "{}", m.source);
-    assert!(m.source.contains("extern __shared__ __align__(16) unsigned char tirx_dyn_smem[];"), "{}", m.source);
+    // Every dynamic buffer starts on 128 bytes (the `align=` of pool allocations).
+    assert!(m.source.contains("extern __shared__ __align__(128) unsigned char tirx_dyn_smem[];"), "{}", m.source);
     assert!(m.source.contains("__half* const S1 = reinterpret_cast<__half*>(tirx_dyn_smem);  // 3 elements"));
-    assert!(m.source.contains("float* const S2 = reinterpret_cast<float*>(tirx_dyn_smem + 16);  // 4 elements"));
+    assert!(m.source.contains("float* const S2 = reinterpret_cast<float*>(tirx_dyn_smem + 128);  // 4 elements"));
     assert!(m.source.contains("__launch_bounds__(128)"));
-    assert_eq!(m.meta.dynamic_smem_bytes, 32);
+    assert_eq!(m.meta.dynamic_smem_bytes, 256);
     let json: serde_json::Value = serde_json::from_str(&m.meta.to_json()).expect("valid JSON");
     assert_eq!(json["kernel"], "k");
     assert_eq!(json["grid"], serde_json::json!([2, 3, 1]));

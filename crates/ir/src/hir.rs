@@ -371,9 +371,10 @@ impl Collective {
     }
 }
 
-/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §8):
+/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §9):
 /// the ordering of Hopper's asynchronous tensor cores, register reallocation
-/// between warpgroups, named barriers and the async-proxy fence.
+/// between warpgroups and named barriers. (The async-proxy fence is an
+/// [`AsyncStmt`].)
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum PtxStmt {
     /// `T.ptx.wgmma.fence()`: orders the warpgroup's earlier register accesses before its next wgmmas.
@@ -388,8 +389,6 @@ pub enum PtxStmt {
     BarSync { id: Expr, threads: u32 },
     /// `T.ptx.bar.arrive(id, threads)`: arrives at named barrier `id` without waiting.
     BarArrive { id: Expr, threads: u32 },
-    /// `T.ptx.fence.proxy.async_.shared__cta()`: orders this thread's shared-memory writes before later async-proxy reads (wgmma, TMA).
-    FenceProxyAsync,
 }
 
 impl PtxStmt {
@@ -403,7 +402,6 @@ impl PtxStmt {
             PtxStmt::SetMaxNReg { inc: false, .. } => "T.ptx.setmaxnreg.dec",
             PtxStmt::BarSync { .. } => "T.ptx.bar.sync",
             PtxStmt::BarArrive { .. } => "T.ptx.bar.arrive",
-            PtxStmt::FenceProxyAsync => "T.ptx.fence.proxy.async_.shared__cta",
         }
     }
 
@@ -412,6 +410,81 @@ impl PtxStmt {
         match self {
             PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => vec![id],
             _ => vec![],
+        }
+    }
+}
+
+/// An mbarrier operand: `bar.ptr_to([i])`, element `i` of a shared `int64`
+/// buffer (the 64-bit barrier word).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MbarRef {
+    pub buf: BufId,
+    pub index: Vec<Expr>,
+    /// The pointer expression (`bar.ptr_to([0])`), for diagnostics at it.
+    pub span: Span,
+}
+
+/// The kernel's own asynchronous-copy and mbarrier instructions
+/// (`T.ptx.cp_async.commit_group()`, `T.ptx.mbarrier.try_wait(p, 0)`, ...;
+/// docs/tile-primitives.md §8), one LIR instruction each (docs/lir.md §2.6).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum AsyncStmt {
+    /// `cp.async.commit_group`: closes the thread's open group of `cp.async` copies.
+    CommitGroup,
+    /// `cp.async.wait_group n`: waits until at most `n` of the thread's committed groups are pending.
+    WaitGroup(u32),
+    /// `mbarrier.init`: a barrier expecting `count` arrivals per phase.
+    MbarInit { bar: MbarRef, count: Expr },
+    /// `mbarrier.arrive`: one arrival.
+    MbarArrive { bar: MbarRef },
+    /// `mbarrier.arrive.expect_tx`: `bytes` more transaction bytes, then one arrival.
+    MbarArriveExpectTx { bar: MbarRef, bytes: Expr },
+    /// `mbarrier.try_wait.parity` until the phase of parity `parity` has completed.
+    MbarWait { bar: MbarRef, parity: Expr },
+    /// `fence.proxy.async.shared::cta`.
+    FenceProxyAsync,
+    /// `fence.mbarrier_init.release.cluster`: makes mbarrier inits visible to the cluster.
+    FenceMbarrierInit,
+}
+
+impl AsyncStmt {
+    /// The barrier it uses, if any.
+    pub fn mbar(&self) -> Option<&MbarRef> {
+        match self {
+            AsyncStmt::MbarInit { bar, .. }
+            | AsyncStmt::MbarArrive { bar }
+            | AsyncStmt::MbarArriveExpectTx { bar, .. }
+            | AsyncStmt::MbarWait { bar, .. } => Some(bar),
+            AsyncStmt::CommitGroup
+            | AsyncStmt::WaitGroup(_)
+            | AsyncStmt::FenceProxyAsync
+            | AsyncStmt::FenceMbarrierInit => None,
+        }
+    }
+
+    /// Every expression it evaluates (barrier indices first).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        let mut v: Vec<&Expr> = self.mbar().map(|b| b.index.iter().collect()).unwrap_or_default();
+        match self {
+            AsyncStmt::MbarInit { count: e, .. }
+            | AsyncStmt::MbarArriveExpectTx { bytes: e, .. }
+            | AsyncStmt::MbarWait { parity: e, .. } => v.push(e),
+            _ => {}
+        }
+        v
+    }
+
+    /// Mutable access to every expression (span stripping).
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            AsyncStmt::MbarInit { bar, count: e }
+            | AsyncStmt::MbarArriveExpectTx { bar, bytes: e }
+            | AsyncStmt::MbarWait { bar, parity: e } => bar.index.iter_mut().chain(std::iter::once(e)).collect(),
+            AsyncStmt::MbarArrive { bar } => bar.index.iter_mut().collect(),
+            AsyncStmt::CommitGroup
+            | AsyncStmt::WaitGroup(_)
+            | AsyncStmt::FenceProxyAsync
+            | AsyncStmt::FenceMbarrierInit => vec![],
         }
     }
 }
@@ -455,6 +528,8 @@ pub enum StmtKind {
     /// `T.evaluate(e)`: `e` is checked (types, bounds of its loads) and nothing
     /// runs; the reference's way to mention a value.
     Evaluate(Expr),
+    /// `T.ptx.cp_async.commit_group()`, `T.ptx.mbarrier.init(p, 1)`, ... (one instruction).
+    Async(AsyncStmt),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,
 }

@@ -23,6 +23,9 @@ pub enum Family {
     /// Matrix multiply-accumulate on tensor cores: `D = alpha·A·B + beta·C`
     /// (`gemm`), and its asynchronous form `D = A·Bᵀ (+ D)` (`gemm_async`).
     Gemm,
+    /// Moves a region asynchronously (`copy_async`): the data lands when the
+    /// kernel's completion mechanism (`cp.async.wait_group`, an mbarrier) says so.
+    CopyAsync,
 }
 
 impl Family {
@@ -32,6 +35,7 @@ impl Family {
             Family::Elementwise => "elementwise",
             Family::Reduce => "reduce",
             Family::Gemm => "gemm",
+            Family::CopyAsync => "copy_async",
         }
     }
 }
@@ -48,6 +52,7 @@ pub enum TileOp {
     /// issued, completed later (`T.ptx.wgmma.wait_group`); A is M×K, B is N×K
     /// (K×M and K×N with the flags), as the reference's `gemm_async`.
     GemmAsync,
+    CopyAsync,
 }
 
 /// The reduction ops (`Tx.<scope>.sum|max|min(dst, src, axes=-1, accum=False)`).
@@ -108,6 +113,8 @@ pub enum Role {
     Attr,
     /// Accumulated into (`gemm`'s `C`): read, never written.
     Acc,
+    /// A run-time condition: the op acts only where it holds (`copy_async`'s `predicate`).
+    Predicate,
 }
 
 /// What an operand slot accepts.
@@ -285,10 +292,12 @@ const ASYNC_TRANS_B: Slot = slot(
 );
 /// A run-time or compile-time bool: false overwrites D, true accumulates into it.
 const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
+const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 
 const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
 const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
 const REDUCE_CONFIG: &[ConfigKey] = &[ConfigKey::ThreadReduce];
+const COPY_ASYNC_CONFIG: &[ConfigKey] = &[ConfigKey::FillMode, ConfigKey::PrefetchSize, ConfigKey::Direct];
 
 impl EwiseOp {
     pub const ALL: [EwiseOp; 16] = [
@@ -352,7 +361,7 @@ impl TileOp {
         std::iter::once(TileOp::Copy)
             .chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
             .chain(ReduceOp::ALL.into_iter().map(TileOp::Reduce))
-            .chain([TileOp::Gemm, TileOp::GemmAsync])
+            .chain([TileOp::Gemm, TileOp::GemmAsync, TileOp::CopyAsync])
     }
 
     pub fn name(self) -> &'static str {
@@ -362,6 +371,7 @@ impl TileOp {
             TileOp::Reduce(r) => r.name(),
             TileOp::Gemm => "gemm",
             TileOp::GemmAsync => "gemm_async",
+            TileOp::CopyAsync => "copy_async",
         }
     }
 
@@ -387,6 +397,9 @@ impl TileOp {
                 operands: &[ASYNC_D, GEMM_A, GEMM_B, SFA, SFB, ASYNC_TRANS_A, ASYNC_TRANS_B, ASYNC_ACCUM],
                 config: &[],
             },
+            TileOp::CopyAsync => {
+                OpSpec { family: Family::CopyAsync, operands: &[DST, SRC_REGION, PREDICATE], config: COPY_ASYNC_CONFIG }
+            }
         }
     }
 
@@ -430,16 +443,22 @@ pub enum ConfigKey {
     RoundingMode,
     /// `thread_reduce=True`: a register reduction also combines across the threads that hold the reduced dims.
     ThreadReduce,
+    /// `fill_mode="zero"`: where an async copy's `predicate` is false, the destination is zero-filled.
+    FillMode,
+    /// `direct=True`: an async copy of one 4/8/16-byte region by each thread, from the region starts.
+    Direct,
 }
 
 impl ConfigKey {
-    pub const ALL: [ConfigKey; 6] = [
+    pub const ALL: [ConfigKey; 8] = [
         ConfigKey::Cache,
         ConfigKey::L1Evict,
         ConfigKey::L2Evict,
         ConfigKey::PrefetchSize,
         ConfigKey::RoundingMode,
         ConfigKey::ThreadReduce,
+        ConfigKey::FillMode,
+        ConfigKey::Direct,
     ];
 
     pub fn name(self) -> &'static str {
@@ -450,6 +469,8 @@ impl ConfigKey {
             ConfigKey::PrefetchSize => "prefetch_size",
             ConfigKey::RoundingMode => "rounding_mode",
             ConfigKey::ThreadReduce => "thread_reduce",
+            ConfigKey::FillMode => "fill_mode",
+            ConfigKey::Direct => "direct",
         }
     }
 
@@ -470,7 +491,8 @@ impl ConfigKey {
             }
             ConfigKey::PrefetchSize => "64, 128 or 256 (also spelled \"L2::64B\", \"L2::128B\", \"L2::256B\")",
             ConfigKey::RoundingMode => "\"rn\", \"rz\", \"rm\" or \"rp\"",
-            ConfigKey::ThreadReduce => "`True` or `False`",
+            ConfigKey::ThreadReduce | ConfigKey::Direct => "`True` or `False`",
+            ConfigKey::FillMode => "\"zero\"",
         }
     }
 
@@ -505,8 +527,12 @@ impl ConfigKey {
                 }
             }
             ConfigKey::RoundingMode => s.and_then(RoundMode::from_name).map(ConfigValue::Rounding).ok_or_else(bad),
-            ConfigKey::ThreadReduce => match v {
+            ConfigKey::ThreadReduce | ConfigKey::Direct => match v {
                 RawConfig::Bool(b) => Ok(ConfigValue::Flag(*b)),
+                _ => Err(bad()),
+            },
+            ConfigKey::FillMode => match s {
+                Some("zero") => Ok(ConfigValue::FillMode(FillMode::Zero)),
                 _ => Err(bad()),
             },
         }
@@ -527,6 +553,13 @@ pub enum RawConfig {
 pub enum CacheMode {
     /// `ld.global.nc`.
     NonCoherent,
+}
+
+/// `fill_mode=` values: what an async copy writes where its predicate is false.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum FillMode {
+    /// Zeros (`cp.async` with a source size of 0).
+    Zero,
 }
 
 /// PTX eviction priorities (`L1::evict_last`, ...).
@@ -572,6 +605,7 @@ pub enum ConfigValue {
     Rounding(RoundMode),
     /// A boolean key (`thread_reduce=True`).
     Flag(bool),
+    FillMode(FillMode),
 }
 
 impl ConfigValue {
@@ -583,6 +617,7 @@ impl ConfigValue {
             ConfigValue::PrefetchSize(n) => n.to_string(),
             ConfigValue::Rounding(m) => format!("\"{}\"", m.name()),
             ConfigValue::Flag(b) => if *b { "True" } else { "False" }.into(),
+            ConfigValue::FillMode(FillMode::Zero) => "\"zero\"".into(),
         }
     }
 }

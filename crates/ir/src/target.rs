@@ -25,6 +25,17 @@ pub const STATIC_SMEM_LIMIT: u64 = 48 * 1024;
 /// access at a multiple of its width is aligned).
 pub const SMEM_ARRAY_ALIGN: u64 = 16;
 
+/// Every dynamic shared (`shared.dyn`) buffer starts on this many bytes, so an
+/// allocation may ask for any power-of-two `align=` up to it (the reference's
+/// pools align TMA and mbarrier buffers to 128).
+pub const DYN_SMEM_ALIGN: u64 = 128;
+
+/// The bytes a `shared.dyn` array of `elems` elements of `elem_bytes` takes,
+/// rounded up to [`DYN_SMEM_ALIGN`] (the next one starts aligned); saturated.
+pub fn dyn_smem_array_bytes(elems: i64, elem_bytes: u32) -> u64 {
+    smem_array_bytes(elems, elem_bytes).checked_next_multiple_of(DYN_SMEM_ALIGN).unwrap_or(u64::MAX)
+}
+
 /// The bytes an array of `elems` elements of `elem_bytes` takes in shared
 /// memory, rounded up to [`SMEM_ARRAY_ALIGN`] (the next array starts aligned);
 /// saturated, so absurd sizes reach the limit checks instead of wrapping.

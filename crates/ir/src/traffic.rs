@@ -153,10 +153,6 @@ mod tests {
     use crate::lir::{CacheHint, LBinOp, LBuf, LVar, LVarId, PackedOp, PairSrc, Space, Special};
     use crate::Span;
 
-    fn buf(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
-        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None }
-    }
-
     /// A, B global f32[1024]; S shared f32[1024]; var 0 = tid.
     fn kernel(body: Vec<LStmtKind>) -> LKernel {
         LKernel {
@@ -168,9 +164,9 @@ mod tests {
             grid_dims: [None, None, None],
             checks: vec![],
             bufs: vec![
-                buf("A", DType::F32, Space::Global, 1024),
-                buf("B", DType::F32, Space::Global, 1024),
-                buf("S", DType::F32, Space::Shared, 1024),
+                LBuf::flat("A", DType::F32, Space::Global, 1024),
+                LBuf::flat("B", DType::F32, Space::Global, 1024),
+                LBuf::flat("S", DType::F32, Space::Shared, 1024),
             ],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: body.into_iter().map(|k| LStmt::new(k, Span::default())).collect(),

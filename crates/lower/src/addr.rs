@@ -96,6 +96,20 @@ pub fn dim_offset_on(b: &Builder, group: &[Iter], x: LExpr, axis: Axis) -> LExpr
     acc
 }
 
+/// `x`, a row-major flat index over the extents `ext` of `dims`, split into
+/// those dims' entries of `coords` (the outermost takes the quotient).
+pub fn split_row_major(b: &Builder, x: &LExpr, dims: &[usize], ext: &[i64], coords: &mut [LExpr]) {
+    let mut rest = x.clone();
+    for (k, &d) in dims.iter().enumerate().rev() {
+        if k == 0 {
+            coords[d] = rest.clone();
+        } else {
+            coords[d] = b.rem_c(rest.clone(), ext[d]);
+            rest = b.div_c(rest, ext[d]);
+        }
+    }
+}
+
 /// The swizzled element index (docs/layout-model.md §2.9):
 /// inner: `m ^ (((m >> (p+at)) & mask) << p)`; outer: `m ^ (((m >> p) & mask) << (p+at))`.
 pub fn swizzle(b: &Builder, sw: &Swizzle, m: LExpr) -> LExpr {

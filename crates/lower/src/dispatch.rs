@@ -43,6 +43,8 @@ use tirx_layout::{Axis, ExecScope};
 pub enum Rule {
     /// An element cannot be addressed through its buffer's layout.
     Address,
+    /// A more general variant would not move wider vectors than the plain one already does.
+    NotWider,
     /// One operand does not split along the iters of the other.
     Align,
     /// An access would not be aligned to its width.
@@ -116,6 +118,7 @@ impl Rule {
     pub fn name(self) -> &'static str {
         match self {
             Rule::Address => "address",
+            Rule::NotWider => "not_wider",
             Rule::Align => "align",
             Rule::Alignment => "alignment",
             Rule::AllThreadsActive => "all_threads_active",
@@ -351,17 +354,20 @@ impl Emitter<'_> {
     pub fn var(&mut self, name: &str, dtype: DType, range: Option<(i64, i64)>) -> LVarId {
         self.b.var(name, dtype, range)
     }
+    /// `e` as an `i32` `let` named `name` appended to `out` (a value used more than
+    /// once is computed once), unless it is already a variable or a constant.
+    pub fn bind_i32(&mut self, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
+        if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
+            return e;
+        }
+        let range = self.b.bounds(&e);
+        let v = self.var(name, DType::I32, range);
+        out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, self.span));
+        LExpr::Var(v)
+    }
     /// A register array of the variant's own (a temporary), `elems` elements of `dtype`.
     pub fn local_buf(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {
-        self.b.add_buf(tirx_ir::lir::LBuf {
-            name: name.to_string(),
-            dtype,
-            space: tirx_ir::lir::Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        })
+        self.b.add_buf(tirx_ir::lir::LBuf::local(name, dtype, elems))
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).
     pub fn thread_id(&mut self, kind: TidKind) -> LExpr {
@@ -435,6 +441,7 @@ impl Registry {
     pub fn cuda() -> Registry {
         let mut r = Registry::new();
         crate::copy::register(&mut r);
+        crate::copy_async::register(&mut r);
         crate::elementwise::register(&mut r);
         crate::gemm::register(&mut r);
         crate::reduce::register(&mut r);

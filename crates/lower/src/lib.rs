@@ -25,10 +25,12 @@
 //! [`scope::ScopeView`] of its call.
 
 mod addr;
+mod asynch;
 mod bounds;
 mod build;
 mod collective;
 pub mod copy;
+pub mod copy_async;
 pub mod dispatch;
 pub mod elementwise;
 pub mod explain;

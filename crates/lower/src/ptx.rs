@@ -1,4 +1,4 @@
-//! `T.ptx.*` statements (docs/tile-primitives.md §8): each is one LIR
+//! `T.ptx.*` statements (docs/tile-primitives.md §9): each is one LIR
 //! instruction, checked here against what the kernel knows at the statement.
 //!
 //! * `wgmma.fence` / `commit_group` / `wait_group n` and `setmaxnreg.inc/dec n`
@@ -10,7 +10,9 @@
 //!   of 32 up to the CTA's threads, and every value `id` can take in
 //!   [`USER_BARRIERS`] — ids 1..8 are the warpgroup barriers lowering emits
 //!   itself (`bar.sync 1 + wg_id, 128`), 0 is `__syncthreads`'.
-//! * `fence.proxy.async.shared::cta`: sm_90.
+//!
+//! (`fence.proxy.async`, which wgmma's shared operands need, is an
+//! asynchronous-copy statement: module `asynch`.)
 
 use crate::build::Builder;
 use crate::scope::{Facts, ScopeView};
@@ -18,7 +20,7 @@ use crate::stmt::Env;
 use crate::LowerOptions;
 use tirx_ir::hir::{Expr, Kernel, PtxStmt};
 use tirx_ir::lir::wgmma::{setmaxnreg_ok, WgmmaSync, SETMAXNREG_MAX, SETMAXNREG_MIN, WGMMA_ARCH};
-use tirx_ir::lir::{AsyncOp, LExpr, LStmt, LStmtKind, MatrixOp};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixOp};
 use tirx_ir::{Arch, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -86,10 +88,6 @@ pub(crate) fn lower(
                 PtxStmt::BarSync { .. } => LStmtKind::NamedBarrier { id: lid, threads },
                 _ => LStmtKind::NamedBarrierArrive { id: lid, threads },
             })
-        }
-        PtxStmt::FenceProxyAsync => {
-            need(Arch::SM_90)?;
-            one(LStmtKind::Async(AsyncOp::FenceProxyAsync))
         }
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Walks the `T.alloc_buffer(..., scope="shared" | "shared.dyn")` allocations
 //! in program order, each sized as the CUDA generator lays it out
-//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned):
+//! ([`smem_array_bytes`]: storage span × element size, 16-byte aligned;
+//! [`dyn_smem_array_bytes`]: 128-byte aligned in dynamic shared memory):
 //! * static (`scope="shared"`) buffers over [`STATIC_SMEM_LIMIT`] (48 KiB),
 //!   which CUDA refuses as `__shared__` arrays, are all placed in dynamic
 //!   shared memory instead, as the reference does with every shared buffer; a
@@ -17,7 +18,7 @@
 use crate::lay;
 use std::collections::HashSet;
 use tirx_ir::hir::{BufId, BufferOrigin, Kernel, MemScope};
-use tirx_ir::target::{smem_array_bytes, STATIC_SMEM_LIMIT};
+use tirx_ir::target::{dyn_smem_array_bytes, smem_array_bytes, STATIC_SMEM_LIMIT};
 use tirx_ir::{Arch, Diagnostic};
 
 /// Where the kernel's shared buffers go, and what lowering reports about it.
@@ -33,34 +34,47 @@ pub struct Budget {
 pub fn check(k: &Kernel, arch: Arch) -> Budget {
     let limit = arch.max_smem_per_cta();
     let mut out = Budget::default();
-    let shared: Vec<(BufId, u64)> = k
-        .buffers
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| b.origin == BufferOrigin::Alloc && b.scope.is_shared())
-        .filter_map(|(i, b)| {
-            let elems = lay::memory_span(&b.layout, &b.shape).ok()?;
-            Some((BufId(i as u32), smem_array_bytes(elems, b.dtype.bytes())))
-        })
-        .collect();
+    // Sizes as laid out: `dynamic` buffers start on 128-byte boundaries.
+    let sizes = |moved: bool| -> Vec<(BufId, u64)> {
+        k.buffers
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.origin == BufferOrigin::Alloc && b.scope.is_shared())
+            .filter_map(|(i, b)| {
+                let elems = lay::memory_span(&b.layout, &b.shape).ok()?;
+                let dynamic = moved || b.scope == MemScope::SharedDyn;
+                let size = if dynamic { dyn_smem_array_bytes } else { smem_array_bytes };
+                Some((BufId(i as u32), size(elems, b.dtype.bytes())))
+            })
+            .collect()
+    };
     let is_static = |id: BufId| k.buf(id).scope == MemScope::Shared;
-    let all_static: u64 = shared.iter().filter(|(id, _)| is_static(*id)).map(|x| x.1).fold(0, u64::saturating_add);
-    let (mut fixed, mut dynamic) = (0u64, 0u64);
+    let static_bytes =
+        |v: &[(BufId, u64)]| v.iter().filter(|(id, _)| is_static(*id)).map(|x| x.1).fold(0, u64::saturating_add);
+    // The 48 KiB rule is about `__shared__` arrays (16-byte aligned); the per-CTA limit about
+    // the layout the kernel gets.
+    let as_static = sizes(false);
+    let moved = static_bytes(&as_static) > STATIC_SMEM_LIMIT;
+    let shared = sizes(moved);
+    let all_static = static_bytes(&shared);
+    let (mut fixed, mut dynamic, mut arrays) = (0u64, 0u64, 0u64);
     let mut crossed = false;
-    for &(id, bytes) in &shared {
+    for (&(id, bytes), &(_, array_bytes)) in shared.iter().zip(&as_static) {
         let b = k.buf(id);
-        let what = format!("`{}` ({} {}, {bytes} bytes)", b.name, fmt_dims(&b.shape), b.dtype);
+        let what = |bytes| format!("`{}` ({} {}, {bytes} bytes)", b.name, fmt_dims(&b.shape), b.dtype);
         if is_static(id) {
             fixed = fixed.saturating_add(bytes);
-            if fixed > STATIC_SMEM_LIMIT && !crossed {
+            arrays = arrays.saturating_add(array_bytes);
+            if arrays > STATIC_SMEM_LIMIT && !crossed {
                 crossed = true;
                 out.notes.push(
                     Diagnostic::note(
                         b.span,
                         format!(
-                            "static shared memory over 48 KiB: {what} brings the kernel's `scope=\"shared\"` \
-                             buffers to {fixed} bytes; they are placed in dynamic shared memory (`extern \
-                             __shared__`, {all_static} bytes, launched with the opt-in above 48 KiB)"
+                            "static shared memory over 48 KiB: {} brings the kernel's `scope=\"shared\"` \
+                             buffers to {arrays} bytes; they are placed in dynamic shared memory (`extern \
+                             __shared__`, {all_static} bytes, launched with the opt-in above 48 KiB)",
+                            what(array_bytes)
                         ),
                     )
                     .with_label("crosses the 48 KiB of static `__shared__` arrays CUDA allows"),
@@ -75,8 +89,9 @@ pub fn check(k: &Kernel, arch: Arch) -> Budget {
                 Diagnostic::error(
                     b.span,
                     format!(
-                        "shared memory over the {arch} limit: {what} brings the kernel to {total} bytes \
+                        "shared memory over the {arch} limit: {} brings the kernel to {total} bytes \
                          ({fixed} `shared` + {dynamic} `shared.dyn`); a CTA may use at most {limit} ({})",
+                        what(bytes),
                         kib(limit)
                     ),
                 )
@@ -88,7 +103,7 @@ pub fn check(k: &Kernel, arch: Arch) -> Budget {
             );
         }
     }
-    if all_static > STATIC_SMEM_LIMIT {
+    if moved {
         out.made_dynamic = shared.iter().map(|x| x.0).filter(|&id| is_static(id)).collect();
     }
     out
@@ -149,7 +164,7 @@ mod tests {
         assert_eq!(b.notes[0].span(), Span::new(40, 41));
         let m = &b.notes[0].message;
         assert!(m.contains("`C` (1 float32, 16 bytes)") && m.contains("49168 bytes"), "{m}");
-        assert!(m.contains("`extern __shared__`, 114704 bytes") && m.contains("dynamic shared memory"), "{m}");
+        assert!(m.contains("`extern __shared__`, 114816 bytes") && m.contains("dynamic shared memory"), "{m}");
         let moved: Vec<u32> = {
             let mut v: Vec<u32> = b.made_dynamic.iter().map(|id| id.0).collect();
             v.sort_unstable();

@@ -663,6 +663,15 @@ impl Lowerer<'_> {
                     Err(d) => self.errors.push(d),
                 }
             }
+            StmtKind::Async(a) => {
+                // The barrier element is checked like a store (an mbarrier instruction updates it).
+                let store = a.mbar().map(|r| (r.buf, r.index.as_slice()));
+                self.scalar_bounds(&a.exprs(), store, at, out);
+                match crate::asynch::lower(self.k, &self.env, &self.b, self.opts.arch, a, s.span) {
+                    Ok(kind) => push(out, kind),
+                    Err(d) => self.errors.push(d),
+                }
+            }
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::DeviceEntry => {}
         }
     }
@@ -1114,6 +1123,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
             }
             StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Ptx(p) => p.exprs().into_iter().for_each(|e| ex(e, out)),
+            StmtKind::Async(a) => a.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
         }
     }

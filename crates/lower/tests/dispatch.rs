@@ -41,7 +41,7 @@ fn unknown_variant_lists_registered_ones() {
     assert_eq!(errs.iter().filter(|d| d.is_error()).count(), 1);
     assert_eq!(errs[0].message, "no variant named 'vec_512b' is registered for `copy`");
     let help = errs[0].help.as_deref().unwrap_or_default();
-    assert!(help.starts_with("registered variants: gmem_smem, "), "{help}");
+    assert!(help.starts_with("registered variants: gmem_smem_peel, gmem_smem, "), "{help}");
     assert!(help.contains(", fallback; only when forced: vec_128b, vec_16b, vec_256b, vec_32b, vec_64b"), "{help}");
     assert!(help.ends_with("; groups: vec_auto"), "{help}");
     assert!(render(&errs, &src).contains("k.py:12:5"));
@@ -153,8 +153,11 @@ fn explain_json_keys() {
         assert!(j.get(key).is_some(), "missing {key}: {j}");
     }
     assert_eq!(j["span"]["line"], 12);
-    assert_eq!(j["tried"][0]["variant"], "gmem_smem");
+    // Trial order: priority descending (gmem_smem_peel 12, gmem_smem 10, ...).
+    assert_eq!(j["tried"][0]["variant"], "gmem_smem_peel");
     assert_eq!(j["tried"][0]["accepted"], false);
+    assert_eq!(j["tried"][1]["variant"], "gmem_smem");
+    assert_eq!(j["tried"][1]["accepted"], false);
     assert_eq!(j["operands"][1]["layout"], "S[(4, 6):(6, 1)]");
 }
 

@@ -93,10 +93,6 @@ fn q(dt: DType, x: f64) -> f64 {
     decode(dt, &encode(dt, &[x]))[0]
 }
 
-fn dt(name: &str) -> DType {
-    DType::from_name(name).unwrap()
-}
-
 /// Lowers and simulates with the given parameters; returns them decoded.
 fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
     let l = lower(src);

@@ -8,32 +8,13 @@ mod common;
 use common::*;
 use tirx_ir::DType;
 use tirx_lower::Lowered;
-use tirx_sim::value::{from_bytes, round_to, to_bytes};
+use tirx_sim::value::round_to;
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 
 @T.prim_func
 ";
-
-fn dt(s: &str) -> DType {
-    DType::from_name(s).unwrap()
-}
-
-fn values(t: DType, n: usize, seed: usize, lo: f64, hi: f64) -> Vec<f64> {
-    (0..n).map(|i| round_to(t, lo + (hi - lo) * (((i * 7919 + seed * 104729 + 13) % 1009) as f64 / 1009.0))).collect()
-}
-
-fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
-    let l = lower(src);
-    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
-    match tirx_sim::simulate(&l.lir, &mut bytes, &tirx_sim::SimOptions::default()) {
-        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
-        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
-    }
-    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
-    (l, out)
-}
 
 /// Distance in units in the last place of `t` at `want`.
 fn ulps(got: f64, want: f64, t: DType) -> f64 {
@@ -44,10 +25,6 @@ fn ulps(got: f64, want: f64, t: DType) -> f64 {
     };
     let e = want.abs().max(f64::MIN_POSITIVE).log2().floor();
     (got - want).abs() / 2f64.powf(e - p as f64)
-}
-
-fn region(begin: &[i64], ext: &[i64]) -> String {
-    begin.iter().zip(ext).map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ")
 }
 
 fn tup(v: &[i64]) -> String {

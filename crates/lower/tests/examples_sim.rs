@@ -214,7 +214,9 @@ fn spec(name: &str) -> Option<Spec> {
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
-        "gemm_mma" | "gemm_mma_bf16" | "gemm_hopper" => whole(eighths, &["C"], matmul),
+        "gemm_mma" | "gemm_mma_bf16" | "gemm_mma_pipelined" | "gemm_mma_pipelined_bf16" | "gemm_hopper" => {
+            whole(eighths, &["C"], matmul)
+        }
         // Row softmax, one warp per row: the reference follows the kernel's order (each lane folds
         // its 32 registers, then the xor butterfly 16..1) with exp in f64 rounded once; the
         // simulator's f32 exp may differ by an ulp or two per element (module doc).
@@ -279,7 +281,8 @@ fn spec(name: &str) -> Option<Spec> {
         ),
         "copy_rows_checked" => whole_at(distinct, &["B"], copy_a_to_b, &[&[("n", 64.0)], &[("n", 192.0)]]),
         "reg_stream_f16" => Some(Spec::Tiled { tile: [128, 64], scale: 2.0 }),
-        "ragged_copy_f32" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
+        "ragged_copy_f32" | "ragged_copy_f16" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
+        "ragged_copy_f32_96t" => Some(Spec::Tiled { tile: [50, 90], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
         _ => None,
     }
@@ -311,6 +314,8 @@ const TABLE: &[&str] = &[
     "gemm_mma",
     "gemm_mma_bf16",
     "gemm_hopper",
+    "gemm_mma_pipelined",
+    "gemm_mma_pipelined_bf16",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
     "layout_helpers",
@@ -326,6 +331,8 @@ const TABLE: &[&str] = &[
     "ewise_smem_pipeline",
     "ragged_copy_f32",
     "scale_rows",
+    "ragged_copy_f16",
+    "ragged_copy_f32_96t",
     "tiled_copy_f16",
     "tiled_copy_f32",
 ];

@@ -65,7 +65,9 @@ fn vector_width_and_rounds() {
         ("warp", 32, vec![9, 7], vec![(0, 9), (0, 7)], "float64", 1, 2),
     ];
     for (scope, t, g, region, dt, vec, rounds) in rows {
-        let rt = ragged(scope, t, &g, &region, dt);
+        // Forced: the first two are moved with 16-byte global vectors by gmem_smem_peel
+        // (tests/peel.rs); this is the predicated split's own plan.
+        let rt = ragged(scope, t, &g, &region, dt).forced(VARIANT);
         let l = rt.check();
         let c = call(&l, 0);
         assert_eq!(

@@ -298,7 +298,8 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
 
 /// A variable with one value at the call is that constant: inside `if w == 1`
 /// the begin `(w - 1) * 3` is column 0, so 16-byte vectors are aligned (inside
-/// `if w == 2` it is column 3: scalars only).
+/// `if w == 2` it is column 3: scalars only; gmem_smem is forced, since gmem_smem_peel
+/// would peel those rows).
 #[test]
 fn pinned_variables_are_constants() {
     let src = |cond: &str| {
@@ -311,7 +312,7 @@ def k(A_ptr: T.handle, B_ptr: T.handle):
     T.device_entry(); T.cta_id([1]); T.lane_id([32]); w = T.warp_id([4]); T.thread_id([128])
     S1 = T.alloc_buffer((32, 16), "float32", scope="shared")
     if {cond}:
-        Tx.warp.copy(S1[0:32, 0:16], A[0:32, (w - 1) * 3:(w - 1) * 3 + 16])
+        Tx.warp.copy(S1[0:32, 0:16], A[0:32, (w - 1) * 3:(w - 1) * 3 + 16], dispatch="gmem_smem")
     T.cuda.cta_sync()
     Tx.cta.copy(B[0:32, 0:16], S1[0:32, 0:16])
 "#

@@ -14,7 +14,7 @@ use common::*;
 use tirx_ir::op::ReduceOp;
 use tirx_ir::DType;
 use tirx_lower::Lowered;
-use tirx_sim::value::{from_bytes, round_to, to_bytes};
+use tirx_sim::value::round_to;
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -25,27 +25,6 @@ from tvm.tirx.layout import S, R, TileLayout, laneid, tid_in_wg, tx, wg_local_la
 
 const OPS: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min];
 const FLOATS: [&str; 3] = ["float32", "float16", "bfloat16"];
-
-fn dt(s: &str) -> DType {
-    DType::from_name(s).unwrap()
-}
-
-/// Deterministic values in [-2, 2), exact in `t` (distinct enough that max/min pick one).
-fn values(t: DType, n: usize, seed: usize) -> Vec<f64> {
-    (0..n).map(|i| round_to(t, -2.0 + 4.0 * (((i * 7919 + seed * 104729 + 13) % 1009) as f64 / 1009.0))).collect()
-}
-
-/// Lowers (with the common checks) and simulates; returns the parameters decoded.
-fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
-    let l = lower(src);
-    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
-    match tirx_sim::simulate(&l.lir, &mut bytes, &tirx_sim::SimOptions::default()) {
-        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
-        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
-    }
-    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
-    (l, out)
-}
 
 /// The compute type (numerics §9): f32 for sums of 16-bit floats.
 fn ct(op: ReduceOp, t: DType) -> DType {
@@ -227,8 +206,8 @@ fn thread_wise(shape: &[i64], axes: &[i64], op: ReduceOp, t: &str, accum: bool) 
     );
     let d = dt(t);
     let (n, m) = (map.len(), kept.iter().product::<i64>() as usize);
-    let a = values(d, threads * n, 1);
-    let b0 = values(d, threads * m, 2);
+    let a = values(d, threads * n, 1, -2.0, 2.0);
+    let b0 = values(d, threads * m, 2, -2.0, 2.0);
     let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
     assert_chosen(&l, op, "local_thread");
     for th in 0..threads {
@@ -432,8 +411,8 @@ fn shuffle_case(p: &Pattern, op: ReduceOp, t: &str, accum: bool) {
     );
     let d = dt(t);
     let c = ct(op, d);
-    let a = values(d, warps * n, 3);
-    let c0 = values(d, warps * m, 4);
+    let a = values(d, warps * n, 3, -2.0, 2.0);
+    let c0 = values(d, warps * m, 4, -2.0, 2.0);
     let (l, out) = run(&src, &[(d, a.clone()), (d, vec![0.0; warps * 32 * regs]), (d, c0.clone())]);
     assert_chosen(&l, op, "warp_shuffle");
     let mut seen = 0;
@@ -559,8 +538,8 @@ fn view_complex(warps: usize, op: ReduceOp, t: &str, shuffle: bool, accum: bool)
     );
     let d = dt(t);
     let c = ct(op, d);
-    let a = values(d, rows * 128, 5);
-    let b0 = values(d, rows * 4, 6);
+    let a = values(d, rows * 128, 5, -2.0, 2.0);
+    let b0 = values(d, rows * 4, 6, -2.0, 2.0);
     let (l, out) = run(&src, &[(d, a.clone()), (d, if accum { b0.clone() } else { vec![0.0; rows * 4] })]);
     assert_chosen(&l, op, "local_view");
     for r in 0..rows {
@@ -628,7 +607,7 @@ fn local_view_partials_and_accum_without_shuffle() {
     Tx.warp.copy(B[0:16, 0:4], Y[0:16, 0:4])
 "#
     );
-    let a = values(DType::F32, 16 * 128, 7);
+    let a = values(DType::F32, 16 * 128, 7, -2.0, 2.0);
     let b0: Vec<f64> = (0..64).map(|i| if i % 3 == 0 { 5.0 } else { -5.0 }).collect();
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, b0.clone())]);
     let reason = &tried(chosen(&l, ReduceOp::Max), "local_view").reason;
@@ -677,7 +656,7 @@ fn local_view_lane_rows() {
                     ""
                 ),
             );
-            let a = values(DType::F32, 32 * 32, 8);
+            let a = values(DType::F32, 32 * 32, 8, -2.0, 2.0);
             let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 32 * dst.0 * dst.1])]);
             assert_chosen(&l, op, "local_view");
             let lo = if region == "2:4" { 2 } else { 0 };
@@ -721,7 +700,7 @@ fn local_view_warpgroup_rows() {
 "#,
             call_text("wg", op, "Y[0:128, 0:1]", "X[0:128, 0:16]", "[-1]", false, "")
         );
-        let a = values(DType::F32, 256 * 16, 9);
+        let a = values(DType::F32, 256 * 16, 9, -2.0, 2.0);
         let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 256])]);
         assert_chosen(&l, op, "local_view");
         for r in 0..256 {
@@ -764,10 +743,6 @@ struct SharedCase {
     decl: &'static str,
 }
 
-fn region(begin: &[i64], ext: &[i64]) -> String {
-    begin.iter().zip(ext).map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ")
-}
-
 fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
     let axes_text = format!("({},)", k.axes.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "));
     let red = call_text(
@@ -807,8 +782,8 @@ fn shared_case(k: &SharedCase, op: ReduceOp, t: &str, accum: bool) -> Lowered {
     let c = ct(op, d);
     let na: i64 = k.src_shape.iter().product();
     let nb: i64 = k.dst_shape.iter().product();
-    let a = values(d, na as usize, 11);
-    let b0 = values(d, nb as usize, 12);
+    let a = values(d, na as usize, 11, -2.0, 2.0);
+    let b0 = values(d, nb as usize, 12, -2.0, 2.0);
     let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
     assert_chosen(&l, op, "shared");
     // Reference: region coordinates, kept dims row-major → the destination region row-major.
@@ -967,7 +942,7 @@ fn shared_warpgroups_at_once_use_their_own_barriers() {
     Tx.cta.copy(B[0:2, 0:64], B_smem[0:2, 0:64])
 "#
     );
-    let a = values(DType::F32, 2 * 64 * 32, 13);
+    let a = values(DType::F32, 2 * 64 * 32, 13, -2.0, 2.0);
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 128])]);
     let text = l.lir.to_string();
     assert_eq!(text.matches("bar.sync g + 1, 128").count(), 2, "{text}");
@@ -1036,7 +1011,7 @@ fn warp_shuffle_under_a_warp_condition() {
     B[w, lane] = Yl[0]
 "#
     );
-    let a = values(DType::F32, 128, 14);
+    let a = values(DType::F32, 128, 14, -2.0, 2.0);
     let (_, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 128])]);
     let m = a[64..96].iter().copied().fold(f64::INFINITY, f64::min);
     for i in 0..128 {
@@ -1189,8 +1164,8 @@ fn warp_shuffle_at_warpgroup_and_cta_scope() {
                     );
                     let d = dt(t);
                     let c = ct(op, d);
-                    let a = values(d, warps * 64, 15);
-                    let c0 = values(d, warps, 16);
+                    let a = values(d, warps * 64, 15, -2.0, 2.0);
+                    let c0 = values(d, warps, 16, -2.0, 2.0);
                     let (l, out) = run(&src, &[(d, a.clone()), (d, vec![0.0; threads]), (d, c0.clone())]);
                     assert_chosen(&l, op, "warp_shuffle");
                     for w in 0..warps {
@@ -1238,8 +1213,8 @@ fn local_view_warpgroup_accum_16_bit() {
             );
             let d = dt(t);
             let c = ct(op, d);
-            let a = values(d, 128 * 16, 17);
-            let b0 = values(d, 128, 18);
+            let a = values(d, 128 * 16, 17, -2.0, 2.0);
+            let b0 = values(d, 128, 18, -2.0, 2.0);
             let (l, out) = run(&src, &[(d, a.clone()), (d, b0.clone())]);
             assert_chosen(&l, op, "local_view");
             for r in 0..128 {
@@ -1288,7 +1263,7 @@ fn warp_sums_in_a_loop_across_warps() {
         T.cuda.cta_sync()
 "#
     );
-    let a = values(DType::F32, 3 * 128, 19);
+    let a = values(DType::F32, 3 * 128, 19, -2.0, 2.0);
     let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 3])]);
     assert_chosen(&l, ReduceOp::Sum, "warp_shuffle");
     for it in 0..3 {
@@ -1326,8 +1301,8 @@ fn local_view_lane_rows_2d() {
 "#,
                 call_text("warp", op, "Y[0:32, 0:1]", &format!("X[0:32, {lo}:{hi}]"), "(-1,)", accum, "")
             );
-            let a = values(DType::F32, 32 * 64, 20);
-            let b0 = values(DType::F32, 32, 21);
+            let a = values(DType::F32, 32 * 64, 20, -2.0, 2.0);
+            let b0 = values(DType::F32, 32, 21, -2.0, 2.0);
             let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, b0.clone())]);
             assert_chosen(&l, op, "local_view");
             for lane in 0..32 {

@@ -319,15 +319,20 @@ def kernel(B_ptr: T.handle):
     for i in 0..3 {
         let c = call(&l, i);
         assert_eq!(c.chosen.as_deref(), Some("reg"), "{}", c.render());
-        assert_eq!(c.group, vec!["gmem_smem", "gmem_smem_predicated", "reg"]);
+        assert_eq!(c.group, vec!["gmem_smem_peel", "gmem_smem", "gmem_smem_predicated", "reg"]);
         assert!(tried(c, "fallback").skipped, "{}", c.render());
         assert!(!tried(c, "reg").skipped);
         let text = c.render();
-        assert!(text.contains("forced: dispatch=\"vec_auto\" (group: gmem_smem, gmem_smem_predicated, reg)"), "{text}");
+        assert!(
+            text.contains(
+                "forced: dispatch=\"vec_auto\" (group: gmem_smem_peel, gmem_smem, gmem_smem_predicated, reg)"
+            ),
+            "{text}"
+        );
         assert!(text.contains("(not used: not in the dispatch group \"vec_auto\")"), "{text}");
     }
     let json = serde_json::to_value(call(&l, 0)).unwrap();
-    assert_eq!(json["group"], serde_json::json!(["gmem_smem", "gmem_smem_predicated", "reg"]));
+    assert_eq!(json["group"], serde_json::json!(["gmem_smem_peel", "gmem_smem", "gmem_smem_predicated", "reg"]));
     let mut params = vec![vec![0u8; 16]];
     tirx_sim::simulate(&l.lir, &mut params, &Default::default()).expect("simulates");
     assert_eq!(params[0], [1f32, 2.0, 3.0, 4.0].iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
@@ -345,7 +350,7 @@ fn no_member_of_the_group_applying_is_an_error_naming_the_group() {
     let errs = lower_errors(&src);
     assert_eq!(
         errs[0].message,
-        "no variant of the dispatch group 'vec_auto' (gmem_smem, gmem_smem_predicated, reg) applies to this `copy`"
+        "no variant of the dispatch group 'vec_auto' (gmem_smem_peel, gmem_smem, gmem_smem_predicated, reg) applies to this `copy`"
     );
     let table = &errs[0].notes[0];
     let row = table.lines().find(|l| l.starts_with("fallback (prio=0)")).unwrap_or_default();

@@ -334,13 +334,7 @@ impl Builder<'_> {
         let (pos, kw) = self.eval_args(args)?;
         let mut a = Args::new(what.trim_start_matches('.').into(), vec![], kw, span);
         let b = self.buffer(base).clone();
-        if b.is_symbolic() {
-            return self.fail(
-                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
-                    .with_label("view of a symbolic buffer")
-                    .with_help(format!("use regions of `{}` directly", b.name)),
-            );
-        }
+        self.check_viewable(&b, span)?;
         let shape_given = if pos.is_empty() {
             None
         } else {
@@ -475,20 +469,7 @@ impl Builder<'_> {
             }
         };
         a.finish(self)?;
-        self.require_device(span)?;
-        let id = self.add_buffer(Buffer {
-            name: name.clone(),
-            shape,
-            dtype: b.dtype,
-            scope: b.scope,
-            layout,
-            origin,
-            span,
-            dyn_outer: None,
-        });
-        self.define(&name, Val::Buffer(id));
-        out.push(Stmt { kind: StmtKind::Alloc(id), span });
-        Ok(())
+        self.declare_view(name, &b, (shape, layout, origin), span, out)
     }
 
     /// `V = X.sub[i, :, j, 0:4]`: the view of a sub-region of `X`, as the
@@ -506,13 +487,7 @@ impl Builder<'_> {
     ) -> R<()> {
         let (name, _) = self.target_name(Some(target), span, ".sub")?;
         let b = self.buffer(base).clone();
-        if b.is_symbolic() {
-            return self.fail(
-                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
-                    .with_label("view of a symbolic buffer")
-                    .with_help(format!("use regions of `{}` directly", b.name)),
-            );
-        }
+        self.check_viewable(&b, span)?;
         let Val::Sub(s) = self.buffer_subscript(base, idx, idx.span)? else {
             return self.fail(Diagnostic::error(idx.span, "`.sub[...]` takes indices and slices"));
         };
@@ -576,13 +551,39 @@ impl Builder<'_> {
                 )
             }
         };
+        self.declare_view(name, &b, (shape, layout, BufferOrigin::View { base }), span, out)
+    }
+
+    /// A view is checked against its base's storage, which a buffer with a
+    /// run-time dim 0 has no size for at compile time: such a buffer has no views.
+    fn check_viewable(&mut self, b: &Buffer, span: Span) -> R<()> {
+        if b.is_symbolic() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has a run-time dim 0 and has no views", b.name))
+                    .with_label("view of a symbolic buffer")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
+        Ok(())
+    }
+
+    /// Declares the view `name` of `base` (its element type and memory) and
+    /// allocates it in place: the tail of `.view`, `.local` and `.sub`, so that
+    /// every view is declared alike.
+    fn declare_view(
+        &mut self,
+        name: String,
+        base: &Buffer,
+        (shape, layout, origin): (Vec<i64>, Layout, BufferOrigin),
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
         self.require_device(span)?;
-        let origin = BufferOrigin::View { base };
         let id = self.add_buffer(Buffer {
             name: name.clone(),
             shape,
-            dtype: b.dtype,
-            scope: b.scope,
+            dtype: base.dtype,
+            scope: base.scope,
             layout,
             origin,
             span,

@@ -37,6 +37,10 @@ pub(crate) struct KState {
     /// Names the kernel assigns at more than one place (or with `+=`): bound to a
     /// runtime value, such a name is a mutable scalar ([`Val::Scalar`]).
     pub mutable: std::collections::HashSet<String>,
+    /// The scope ids declared so far, in order (`MBarrier.init` elects thread 0 with them).
+    pub scope_ids: Vec<(ScopeIdKind, Vec<VarId>)>,
+    /// `T.SMEMPool()`s created so far.
+    pub pools: u32,
 }
 
 impl<'s> Builder<'s> {
@@ -202,6 +206,7 @@ impl<'s> Builder<'s> {
                     self.fail(d)
                 }
             },
+            (m, "MBarrier") if PIPELINE_MODULES.contains(&m) => Ok(Val::Builtin(Builtin::MBarrier)),
             _ => Ok(Val::Builtin(Builtin::Opaque)),
         }
     }
@@ -252,7 +257,15 @@ impl<'s> Builder<'s> {
             assumes: vec![],
         };
         let mutable = reassigned_names(body);
-        self.k = Some(KState { kernel, device: false, device_span: None, var_scopes: vec![HashMap::new()], mutable });
+        self.k = Some(KState {
+            kernel,
+            device: false,
+            device_span: None,
+            var_scopes: vec![HashMap::new()],
+            mutable,
+            scope_ids: vec![],
+            pools: 0,
+        });
         self.scopes.push(HashMap::new());
         // Scalar parameters first, so that buffer annotations may use them in any order
         // (`A: T.Buffer((n, 128), "float32"), n: T.int32`); the signature keeps source order.
@@ -468,11 +481,29 @@ impl<'s> Builder<'s> {
                     return self.builtin_stmt(b, args, None, e.span, out);
                 }
             }
-            if let Val::Method(..) = fv {
-                return self.fail(
-                    Diagnostic::error(e.span, "a buffer view must be bound to a name")
-                        .with_help("write `X_local = X.local()`"),
-                );
+            match fv {
+                Val::Method(..) => {
+                    return self.fail(
+                        Diagnostic::error(e.span, "a buffer view must be bound to a name")
+                            .with_help("write `X_local = X.local()`"),
+                    )
+                }
+                Val::PtxPath(p) => return self.ptx_path_stmt(&p, args, None, e.span, out),
+                Val::MbarMethod(o, m) => return self.mbar_method_stmt(&o, m, args, None, e.span, out),
+                Val::PoolMethod(_, PoolMethod::Commit) => {
+                    // The pool's size is the sum of its allocations (docs/tile-primitives.md §8.3).
+                    let (pos, kw) = self.eval_args(args)?;
+                    let mut a = Args::new("pool.commit".into(), pos, kw, e.span);
+                    a.opt(self, "size")?;
+                    return a.finish(self);
+                }
+                Val::PoolMethod(_, PoolMethod::Alloc) => {
+                    return self.fail(
+                        Diagnostic::error(e.span, "`pool.alloc(...)` declares a buffer: bind it to a name")
+                            .with_help("write `A_s = pool.alloc(shape, dtype)`"),
+                    )
+                }
+                _ => {}
             }
         }
         if let AK::Str(_) = e.kind {
@@ -533,8 +564,10 @@ impl<'s> Builder<'s> {
             }
             Builtin::Evaluate => self.evaluate(args, target, span, out),
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
+            Builtin::Ptx(op) => self.ptx_stmt(op, args, target, span, out),
+            Builtin::SmemPool => self.smem_pool(args, target, span),
+            Builtin::MBarrier => self.mbarrier_new(args, target, span, out),
             Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
-            Builtin::Ptx(kind) => self.ptx_stmt(kind, args, target, span, out),
             Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
             Builtin::MatchBuffer => self.match_buffer(args, target, span),
             Builtin::Tile(scope, op) => {
@@ -607,6 +640,11 @@ impl<'s> Builder<'s> {
                     return self.builtin_stmt(b, args, Some(target), value.span, out)
                 }
                 Val::Method(buf, m) if m != Method::PtrTo => return self.view(buf, m, args, target, value.span, out),
+                Val::PoolMethod(_, PoolMethod::Alloc) => return self.pool_alloc(args, Some(target), value.span, out),
+                Val::PtxPath(p) => return self.ptx_path_stmt(&p, args, Some(target), value.span, out),
+                Val::MbarMethod(o, m) if m != MbarMethod::PtrTo => {
+                    return self.mbar_method_stmt(&o, m, args, Some(target), value.span, out)
+                }
                 _ => {}
             }
         }
@@ -866,7 +904,7 @@ impl<'s> Builder<'s> {
         self.require_device(span)?;
         let n = extents.as_ref().map_or(1, Vec::len);
         let names = self.scope_id_names(kind, n, target)?;
-        let vars = names
+        let vars: Vec<VarId> = names
             .into_iter()
             .map(|(name, sp)| match sp {
                 Some(sp) => self.new_var(&name, DType::I32, sp),
@@ -874,6 +912,7 @@ impl<'s> Builder<'s> {
                 None => self.fresh_var(&name, DType::I32, span),
             })
             .collect();
+        self.ks().scope_ids.push((kind, vars.clone()));
         out.push(Stmt { kind: StmtKind::ScopeId(ScopeIdDef { kind, vars, extents, span, dyn_extents }), span });
         Ok(())
     }

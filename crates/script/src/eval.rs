@@ -222,18 +222,25 @@ impl Builder<'_> {
                 Some(b) => Ok(Val::Builtin(b)),
                 None => self.fail(unknown("T", &T_ATTRS)),
             },
+            Val::Builtin(Builtin::TPtx) => Ok(Val::PtxPath(name.to_string())),
+            Val::PtxPath(p) => Ok(Val::PtxPath(format!("{p}.{name}"))),
+            Val::Pool(id) => match name {
+                "alloc" => Ok(Val::PoolMethod(id, PoolMethod::Alloc)),
+                "commit" => Ok(Val::PoolMethod(id, PoolMethod::Commit)),
+                _ => self.fail(unknown("pool", &["alloc", "commit"])),
+            },
+            Val::MBarrier(o) => match name {
+                "init" => Ok(Val::MbarMethod(o, MbarMethod::Init)),
+                "wait" => Ok(Val::MbarMethod(o, MbarMethod::Wait)),
+                "arrive" => Ok(Val::MbarMethod(o, MbarMethod::Arrive)),
+                "ptr_to" => Ok(Val::MbarMethod(o, MbarMethod::PtrTo)),
+                "buf" => Ok(Val::Buffer(o.buf)),
+                "depth" => Ok(Val::Int(o.depth)),
+                _ => self.fail(unknown("MBarrier", &["init", "wait", "arrive", "ptr_to", "buf", "depth"])),
+            },
             Val::Builtin(Builtin::TCuda) => match cuda_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
                 None => self.fail(unknown("T.cuda", &CUDA_ATTRS)),
-            },
-            Val::Builtin(Builtin::TPtx(ns)) => match ns.attr(name) {
-                Some(b) => Ok(Val::Builtin(b)),
-                None => self.fail(unknown(ns.path(), ns.names())),
-            },
-            // Modifier suffixes of an instruction: `T.ptx.wgmma.fence.sync.aligned`.
-            Val::Builtin(Builtin::Ptx(k)) => match k.modifiers().contains(&name) {
-                true => Ok(Val::Builtin(Builtin::Ptx(k))),
-                false => self.fail(unknown(k.path(), k.modifiers())),
             },
             Val::Builtin(Builtin::Tx) => match tx_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
@@ -350,6 +357,31 @@ impl Builder<'_> {
                 return self.layout_method(*l, m, pos, kw, span);
             }
             Val::Method(buf, Method::PtrTo) => return self.ptr_to(buf, args, span),
+            Val::MbarMethod(o, MbarMethod::PtrTo) => return self.ptr_to(o.buf, args, span),
+            Val::PtxPath(p) => {
+                return self.fail(
+                    Diagnostic::error(span, format!("`T.ptx.{p}(...)` is an instruction, not a value"))
+                        .with_label("not allowed here")
+                        .with_help("write it on its own line inside the kernel"),
+                )
+            }
+            Val::MbarMethod(o, m) => {
+                let n = self.buffer(o.buf).name.clone();
+                return self.fail(
+                    Diagnostic::error(
+                        span,
+                        format!("`{n}.{}(...)` is a statement, not a value", crate::asynch::mbar_method_name(m)),
+                    )
+                    .with_label("not allowed here")
+                    .with_help("write it on its own line inside the kernel"),
+                );
+            }
+            Val::PoolMethod(..) => {
+                return self.fail(
+                    Diagnostic::error(span, "pool methods are statements: `A_s = pool.alloc(...)`, `pool.commit()`")
+                        .with_label("not allowed here"),
+                )
+            }
             Val::Method(..) => {
                 return self.fail(
                     Diagnostic::error(span, "buffer views must be bound to a name")
@@ -516,7 +548,7 @@ impl Builder<'_> {
             }
             Builtin::T
             | Builtin::TCuda
-            | Builtin::TPtx(_)
+            | Builtin::TPtx
             | Builtin::Tx
             | Builtin::TxScope(_)
             | Builtin::AxisNs
@@ -1227,8 +1259,10 @@ impl Builder<'_> {
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
-            Builtin::Ptx(k) => k.path().into(),
-            Builtin::TPtx(ns) => ns.path().into(),
+            Builtin::TPtx => "T.ptx".into(),
+            Builtin::Ptx(op) => op.script_name(),
+            Builtin::SmemPool => "T.SMEMPool".into(),
+            Builtin::MBarrier => "MBarrier".into(),
             Builtin::Tile(ExecScope::Thread, op) => format!("Tx.{}", op.name()),
             Builtin::Tile(s, op) => format!("Tx.{}.{}", scope_word(s), op.name()),
             Builtin::T => "T".into(),
@@ -1438,8 +1472,10 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::CtaSync
             | Builtin::WarpSync
             | Builtin::Collective(_)
-            | Builtin::Ptx(_)
             | Builtin::Evaluate
+            | Builtin::Ptx(_)
+            | Builtin::SmemPool
+            | Builtin::MBarrier
             | Builtin::Serial
             | Builtin::Unroll
             | Builtin::Grid

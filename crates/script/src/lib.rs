@@ -34,6 +34,7 @@
 
 mod affine;
 mod ast;
+mod asynch;
 mod buffers;
 mod build;
 mod collective;

@@ -220,11 +220,37 @@ impl Printer<'_> {
                     PtxStmt::BarSync { id, threads } | PtxStmt::BarArrive { id, threads } => {
                         format!("{}, {threads}", self.expr(id, 0))
                     }
-                    PtxStmt::WgmmaFence | PtxStmt::WgmmaCommit | PtxStmt::FenceProxyAsync => String::new(),
+                    PtxStmt::WgmmaFence | PtxStmt::WgmmaCommit => String::new(),
                 };
                 let t = format!("{}({args})", p.script_name());
                 self.line(depth, &t);
             }
+            StmtKind::Async(a) => {
+                let t = self.asynch(a);
+                self.line(depth, &t);
+            }
+        }
+    }
+
+    /// `T.ptx.cp_async.wait_group(1)`, `T.ptx.mbarrier.try_wait(bar.ptr_to([0]), 1)`, ...
+    fn asynch(&self, a: &AsyncStmt) -> String {
+        let ptr = |b: &MbarRef| {
+            let idx: Vec<String> = b.index.iter().map(|e| self.expr(e, 0)).collect();
+            format!("{}.ptr_to([{}])", self.k.buf(b.buf).name, idx.join(", "))
+        };
+        match a {
+            AsyncStmt::CommitGroup => "T.ptx.cp_async.commit_group()".into(),
+            AsyncStmt::WaitGroup(n) => format!("T.ptx.cp_async.wait_group({n})"),
+            AsyncStmt::MbarInit { bar, count } => format!("T.ptx.mbarrier.init({}, {})", ptr(bar), self.expr(count, 0)),
+            AsyncStmt::MbarArrive { bar } => format!("T.ptx.mbarrier.arrive({})", ptr(bar)),
+            AsyncStmt::MbarArriveExpectTx { bar, bytes } => {
+                format!("T.ptx.mbarrier.arrive.expect_tx({}, {})", ptr(bar), self.expr(bytes, 0))
+            }
+            AsyncStmt::MbarWait { bar, parity } => {
+                format!("T.ptx.mbarrier.try_wait({}, {})", ptr(bar), self.expr(parity, 0))
+            }
+            AsyncStmt::FenceProxyAsync => "T.ptx.fence.proxy_async(\"shared::cta\")".into(),
+            AsyncStmt::FenceMbarrierInit => "T.ptx.fence.mbarrier_init()".into(),
         }
     }
 
@@ -505,6 +531,7 @@ impl Printer<'_> {
                 }
                 StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Ptx(p) => p.exprs().into_iter().for_each(|e| self.use_expr(e)),
+                StmtKind::Async(a) => a.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
             }
         }

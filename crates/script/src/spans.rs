@@ -94,6 +94,18 @@ fn stmt(s: &mut Stmt) {
             PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => expr(id),
             _ => {}
         },
+        StmtKind::Async(a) => {
+            if let Some(b) = match a {
+                AsyncStmt::MbarInit { bar, .. }
+                | AsyncStmt::MbarArrive { bar }
+                | AsyncStmt::MbarArriveExpectTx { bar, .. }
+                | AsyncStmt::MbarWait { bar, .. } => Some(bar),
+                _ => None,
+            } {
+                b.span = Span::default();
+            }
+            a.exprs_mut().into_iter().for_each(expr);
+        }
         StmtKind::Alloc(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
     }
 }

@@ -176,7 +176,7 @@ impl Builder<'_> {
     /// `spans[i]` is where operand `i` was written (the call when it was not).
     pub(crate) fn check_tile(&mut self, call: &TileCall, spans: &[Span]) -> R<()> {
         match call.op.family() {
-            Family::Copy => self.check_copy(call),
+            Family::Copy | Family::CopyAsync => self.check_copy(call),
             Family::Elementwise => self.check_broadcast(call),
             Family::Reduce => self.check_reduce(call, spans[2]),
             // Dtypes and fragments are the variants' to check (typed declines).

@@ -183,8 +183,6 @@ pub enum Builtin {
     // namespaces
     T,
     TCuda,
-    /// `T.ptx` and the namespaces under it (`crate::ptx`).
-    TPtx(crate::ptx::PtxNs),
     Tx,
     TxScope(ExecScope),
     AxisNs,
@@ -242,11 +240,120 @@ pub enum Builtin {
     CtaSync,
     WarpSync,
     Collective(CollKind),
-    /// A `T.ptx` instruction (`T.ptx.wgmma.fence`, ...).
-    Ptx(crate::ptx::PtxKind),
     Evaluate,
+    /// `T.ptx`: the namespace of the kernel's own PTX instructions.
+    TPtx,
+    /// One of the kernel's own PTX instructions (`T.ptx.cp_async.commit_group`, `T.ptx.wgmma.fence`, ...).
+    Ptx(PtxOp),
+    /// `T.SMEMPool()`: dynamic shared memory carved in allocation order.
+    SmemPool,
+    /// `MBarrier(pool, depth)`: `depth` mbarriers (one per pipeline stage).
+    MBarrier,
     // Tx.*
     Tile(ExecScope, TileOp),
+}
+
+/// The kernel's own PTX instructions (docs/tile-primitives.md §8, §9): asynchronous
+/// copies and mbarriers (`crate::asynch`), the ordering of wgmma, register
+/// reallocation and named barriers (`crate::ptx`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PtxOp {
+    CommitGroup,
+    WaitGroup,
+    MbarInit,
+    MbarArrive,
+    MbarArriveExpectTx,
+    MbarWait,
+    FenceProxyAsync,
+    FenceMbarrierInit,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait,
+    /// `setmaxnreg.inc` (true) or `.dec`.
+    SetMaxNReg(bool),
+    BarSync,
+    BarArrive,
+}
+
+/// Every spelling of a [`PtxOp`] after `T.ptx.`: the reference's older names
+/// (`cp_async.commit_group`, `mbarrier.init`), its table-driven PTX dialect
+/// (`cp.async_.commit_group`, `mbarrier.init.shared.b64`), and the canonical
+/// name first.
+pub const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
+    ("cp_async.commit_group", PtxOp::CommitGroup),
+    ("cp.async_.commit_group", PtxOp::CommitGroup),
+    ("cp_async.wait_group", PtxOp::WaitGroup),
+    ("cp.async_.wait_group", PtxOp::WaitGroup),
+    ("mbarrier.init", PtxOp::MbarInit),
+    ("mbarrier.init.shared.b64", PtxOp::MbarInit),
+    ("mbarrier.init.shared__cta.b64", PtxOp::MbarInit),
+    ("mbarrier.arrive", PtxOp::MbarArrive),
+    ("mbarrier.arrive.shared.b64", PtxOp::MbarArrive),
+    ("mbarrier.arrive.shared__cta.b64", PtxOp::MbarArrive),
+    ("mbarrier.arrive.expect_tx", PtxOp::MbarArriveExpectTx),
+    ("mbarrier.arrive.expect_tx.shared.b64", PtxOp::MbarArriveExpectTx),
+    ("mbarrier.arrive.expect_tx.shared__cta.b64", PtxOp::MbarArriveExpectTx),
+    ("mbarrier.try_wait", PtxOp::MbarWait),
+    ("mbarrier.try_wait.parity", PtxOp::MbarWait),
+    ("mbarrier.try_wait.parity.shared.b64", PtxOp::MbarWait),
+    ("mbarrier.try_wait.parity.shared__cta.b64", PtxOp::MbarWait),
+    ("fence.proxy_async", PtxOp::FenceProxyAsync),
+    ("fence.proxy.async_.shared__cta", PtxOp::FenceProxyAsync),
+    ("fence.mbarrier_init", PtxOp::FenceMbarrierInit),
+    ("fence.mbarrier_init.release.cluster", PtxOp::FenceMbarrierInit),
+    ("wgmma.fence", PtxOp::WgmmaFence),
+    ("wgmma.fence.sync.aligned", PtxOp::WgmmaFence),
+    ("wgmma.commit_group", PtxOp::WgmmaCommit),
+    ("wgmma.commit_group.sync.aligned", PtxOp::WgmmaCommit),
+    ("wgmma.wait_group", PtxOp::WgmmaWait),
+    ("wgmma.wait_group.sync.aligned", PtxOp::WgmmaWait),
+    ("setmaxnreg.inc", PtxOp::SetMaxNReg(true)),
+    ("setmaxnreg.inc.sync.aligned.u32", PtxOp::SetMaxNReg(true)),
+    ("setmaxnreg.dec", PtxOp::SetMaxNReg(false)),
+    ("setmaxnreg.dec.sync.aligned.u32", PtxOp::SetMaxNReg(false)),
+    ("bar.sync", PtxOp::BarSync),
+    ("bar.arrive", PtxOp::BarArrive),
+];
+
+impl PtxOp {
+    /// The op a `T.ptx.` path names (`"cp.async_.commit_group"`).
+    pub fn from_path(path: &str) -> Option<PtxOp> {
+        PTX_SPELLINGS.iter().find(|(p, _)| *p == path).map(|(_, op)| *op)
+    }
+
+    /// The canonical script spelling (`T.ptx.cp_async.commit_group`).
+    pub fn script_name(self) -> String {
+        let path = PTX_SPELLINGS.iter().find(|(_, op)| *op == self).map_or("?", |(p, _)| p);
+        format!("T.ptx.{path}")
+    }
+}
+
+/// What an `MBarrier(pool, depth, phase_offset=0, leader=None)` object is.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MbarObj {
+    /// The `(depth,)` shared `int64` buffer of barrier words.
+    pub buf: BufId,
+    pub depth: i64,
+    /// XORed into the parity of every `wait`.
+    pub phase_offset: i64,
+    /// Who runs `init`: this condition, else thread 0 of the CTA.
+    pub leader: Option<Expr>,
+}
+
+/// The methods of an `MBarrier` object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MbarMethod {
+    Init,
+    Wait,
+    Arrive,
+    PtrTo,
+}
+
+/// The methods of a `T.SMEMPool()`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PoolMethod {
+    Alloc,
+    Commit,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -282,6 +389,14 @@ pub enum Val {
     Scalar(BufId),
     /// `buf.ptr_to([i, ..])`: the address of an element (the scratch of `T.cuda.cta_reduce`).
     Ptr(BufId, Vec<Expr>),
+    /// `T.ptx.<a>.<b>...` before the call.
+    PtxPath(String),
+    /// `T.SMEMPool()` (its number in the kernel).
+    Pool(u32),
+    PoolMethod(u32, PoolMethod),
+    /// An `MBarrier(pool, depth)` object.
+    MBarrier(Box<MbarObj>),
+    MbarMethod(Box<MbarObj>, MbarMethod),
     /// The name of a definition that failed (already reported): uses of it
     /// fail silently instead of cascading into "unknown name" errors.
     Poison,
@@ -314,6 +429,11 @@ impl Val {
             Val::Handle(_) => "a handle parameter",
             Val::Scalar(_) => "a mutable scalar",
             Val::Ptr(..) => "a pointer",
+            Val::PtxPath(_) => "a PTX instruction",
+            Val::Pool(_) => "a shared memory pool",
+            Val::PoolMethod(..) => "a shared memory pool method",
+            Val::MBarrier(_) => "an MBarrier",
+            Val::MbarMethod(..) => "an MBarrier method",
             Val::Poison => "an invalid value",
         }
     }
@@ -360,7 +480,8 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
         "let" => Some(B::Let),
         "evaluate" => Some(B::Evaluate),
         "cuda" => Some(B::TCuda),
-        "ptx" => Some(B::TPtx(crate::ptx::PtxNs::Root)),
+        "ptx" => Some(B::TPtx),
+        "SMEMPool" => Some(B::SmemPool),
         "S" => Some(B::S),
         "R" => Some(B::R),
         "TileLayout" => Some(B::TileLayout),
@@ -381,7 +502,7 @@ pub fn t_attr(name: &str) -> Option<Builtin> {
     }
 }
 
-pub const T_ATTRS: [&str; 48] = [
+pub const T_ATTRS: [&str; 49] = [
     "prim_func",
     "handle",
     "Buffer",
@@ -411,6 +532,7 @@ pub const T_ATTRS: [&str; 48] = [
     "evaluate",
     "cuda",
     "ptx",
+    "SMEMPool",
     "S",
     "R",
     "TileLayout",
@@ -444,6 +566,7 @@ pub fn cuda_attr(name: &str) -> Option<Builtin> {
         "shfl_down" => Builtin::Collective(Shfl(ShuffleMode::Down)),
         "shfl_up" => Builtin::Collective(Shfl(ShuffleMode::Up)),
         "shfl" => Builtin::Collective(Shfl(ShuffleMode::Idx)),
+        "mbarrier_wait" => Builtin::Ptx(PtxOp::MbarWait),
         _ => {
             if let Some(o) = name.strip_prefix("warp_").and_then(op) {
                 Builtin::Collective(WarpReduce(Some(o)))
@@ -454,7 +577,7 @@ pub fn cuda_attr(name: &str) -> Option<Builtin> {
     })
 }
 
-pub const CUDA_ATTRS: [&str; 14] = [
+pub const CUDA_ATTRS: [&str; 15] = [
     "cta_sync",
     "warp_sync",
     "warp_reduce",
@@ -469,6 +592,7 @@ pub const CUDA_ATTRS: [&str; 14] = [
     "shfl_down",
     "shfl_up",
     "shfl",
+    "mbarrier_wait",
 ];
 
 /// `Tx.<x>`: a scope namespace or a thread-scope op.
@@ -531,6 +655,9 @@ pub fn tma_utils_import(name: &str) -> Option<Val> {
         _ => return None,
     }))
 }
+
+/// Modules that hold the reference's `MBarrier` class.
+pub const PIPELINE_MODULES: [&str; 2] = ["tvm.tirx.lang.pipeline", "tvm.backend.cuda.lang.pipeline"];
 
 /// Modules that hold the reference's `mma_*` helpers and `SwizzleMode`.
 pub const TMA_UTILS_MODULES: [&str; 2] =

@@ -68,7 +68,10 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         parity: Reg,
     },
-    Fence,
+    /// `fence.proxy.async.shared::cta`: orders the thread's shared writes before later wgmma reads.
+    ProxyFence,
+    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator.
+    Fence(&'static str),
 }
 
 impl AsyncIns {
@@ -82,7 +85,8 @@ impl AsyncIns {
             AsyncIns::MbarArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncIns::MbarArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
-            AsyncIns::Fence => "fence.proxy.async.shared::cta",
+            AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
+            AsyncIns::Fence(name) => name,
         }
     }
 
@@ -93,7 +97,7 @@ impl AsyncIns {
             | AsyncIns::MbarInit { site, .. }
             | AsyncIns::MbarArrive { site, .. }
             | AsyncIns::MbarWait { site, .. } => Some(*site),
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::Fence => None,
+            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => None,
         }
     }
 
@@ -112,7 +116,7 @@ impl AsyncIns {
                 f(idx);
                 tx.iter_mut().for_each(f)
             }
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::Fence => {}
+            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => {}
         }
     }
 }
@@ -124,7 +128,8 @@ pub(crate) enum Flow {
     Block,
 }
 
-/// A copy in flight: the bytes read at issue, and where they land.
+/// A copy in flight: the bytes read at issue, where they land, and the source
+/// elements it still reads (as far as the program can tell) until it completes.
 #[derive(Clone, Debug)]
 struct Pending {
     site: u32,
@@ -132,6 +137,9 @@ struct Pending {
     elem: usize,
     elems: usize,
     data: [u8; 16],
+    src: u32,
+    src_elem: usize,
+    src_elems: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -158,6 +166,10 @@ pub(crate) struct AsyncState {
     groups: Vec<VecDeque<Vec<Pending>>>,
     /// Destination elements of copies in flight: (buffer, element) -> (thread, site).
     pub inflight: HashMap<(u32, usize), (u32, u32)>,
+    /// Source elements of copies in flight: (buffer, element) -> (thread, site, copies
+    /// reading it). The hardware may read a source any time before the copy completes,
+    /// so writing one meanwhile is a race.
+    pub inflight_src: HashMap<(u32, usize), (u32, u32, u32)>,
     bars: HashMap<(u32, usize), Barrier>,
     /// Per thread: the tick of its last arrive (0: none in this CTA).
     pub rel: Vec<u32>,
@@ -173,6 +185,7 @@ impl AsyncState {
             open: vec![vec![]; n],
             groups: vec![VecDeque::new(); n],
             inflight: HashMap::new(),
+            inflight_src: HashMap::new(),
             bars: HashMap::new(),
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
@@ -184,6 +197,7 @@ impl AsyncState {
         self.open.iter_mut().for_each(Vec::clear);
         self.groups.iter_mut().for_each(VecDeque::clear);
         self.inflight.clear();
+        self.inflight_src.clear();
         self.bars.clear();
         self.rel.fill(0);
         self.acq.fill(0);
@@ -210,6 +224,11 @@ impl AsyncState {
         }
     }
 
+    /// Whether the kernel uses mbarriers (they then order accesses too).
+    pub(crate) fn uses_mbarriers(&self) -> bool {
+        !self.acq.is_empty()
+    }
+
     /// The newest arrive tick of `p` that `t` acquired through mbarrier waits (0: none).
     #[inline]
     pub(crate) fn acquired(&self, t: u32, p: u32) -> u32 {
@@ -228,7 +247,8 @@ impl AsyncState {
 impl Compiler<'_> {
     pub(crate) fn asynch(&mut self, a: &AsyncOp) -> Result<(), SimError> {
         let ins = match a {
-            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
+            // The L2 prefetch size is a performance hint with no effect on the result.
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch: _ } => {
                 let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
                 let (db, sb) = (&self.k.bufs[d as usize], &self.k.bufs[s as usize]);
                 if db.space != Space::Shared
@@ -261,7 +281,8 @@ impl Compiler<'_> {
                 let (b, idx, parity) = self.mbar(bar, parity)?;
                 AsyncIns::MbarWait { site: self.site(), bar: b, idx, parity }
             }
-            AsyncOp::FenceProxyAsync => AsyncIns::Fence,
+            AsyncOp::FenceProxyAsync => AsyncIns::ProxyFence,
+            AsyncOp::FenceMbarrierInit => AsyncIns::Fence(a.name()),
         };
         self.emit(Ins::Async(Box::new(ins)));
         Ok(())
@@ -314,8 +335,11 @@ impl Machine<'_> {
                 self.touch(bar, t, e, Dir::Read, site)?;
                 return self.mbar_try_wait(t, site, (bar, e), parity);
             }
-            // wgmma reads shared memory through the async proxy (`wgmma`).
-            AsyncIns::Fence => self.proxy_fence(t)?,
+            // wgmma reads shared memory through the async proxy (module `wgmma`).
+            AsyncIns::ProxyFence => self.proxy_fence(t)?,
+            // No clusters exist in the simulator; within a CTA, mbarrier inits are
+            // ordered by the CTA barrier that must follow them.
+            AsyncIns::Fence(_) => {}
         }
         Ok(Flow::Next)
     }
@@ -344,8 +368,9 @@ impl Machine<'_> {
         }
         let mut data = [0u8; 16];
         let n = read as usize / esize;
+        let mut s = 0;
         if n > 0 {
-            let s = self.bounds(src, t, si, n, site, "cp.async load")?;
+            s = self.bounds(src, t, si, n, site, "cp.async load")?;
             self.aligned(src, t, s, bytes as usize, site, "cp.async load")?;
             self.read_raw(src, t, s, n, site, &mut data[..read as usize])?;
         }
@@ -356,23 +381,41 @@ impl Machine<'_> {
                 }
                 self.asy.inflight.insert((dst, e), (t, site));
             }
+            for e in s..s + n {
+                self.asy.inflight_src.entry((src, e)).and_modify(|c| c.2 += 1).or_insert((t, site, 1));
+            }
         }
-        self.asy.open[t as usize].push(Pending { site, dst, elem: d, elems, data });
+        let p = Pending { site, dst, elem: d, elems, data, src, src_elem: s, src_elems: n };
+        self.asy.open[t as usize].push(p);
         Ok(())
     }
 
-    /// Completes copy `p` of thread `t`: its bytes land, stamped now.
+    /// Completes copy `p` of thread `t`: its bytes land, stamped now, and it stops reading its source.
     fn land(&mut self, t: u32, p: Pending) -> Result<(), SimError> {
         for e in p.elem..p.elem + p.elems {
             self.asy.inflight.remove(&(p.dst, e));
+        }
+        for e in p.src_elem..p.src_elem + p.src_elems {
+            if let Some(c) = self.asy.inflight_src.get_mut(&(p.src, e)) {
+                c.2 -= 1;
+                if c.2 == 0 {
+                    self.asy.inflight_src.remove(&(p.src, e));
+                }
+            }
         }
         let len = p.elems * self.bufs[p.dst as usize].esize;
         self.write_raw(p.dst, t, p.elem, p.elems, p.site, &p.data[..len])
     }
 
-    /// An access to an element some cp.async will still write.
+    /// An access to an element some cp.async will still write, or a write of an
+    /// element some cp.async may still read.
     #[cold]
     pub(crate) fn inflight_conflict(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Option<SimError> {
+        if dir.is_write() {
+            if let Some(err) = self.source_conflict(b, t, e, site) {
+                return Some(err);
+            }
+        }
         let &(p, issued) = self.asy.inflight.get(&(b, e))?;
         let verb = if dir.is_write() { "writes" } else { "reads" };
         let copy = if p == t {
@@ -389,6 +432,23 @@ impl Machine<'_> {
             SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg)
                 .label(self.prog.sites[issued as usize], "the cp.async was issued here")
                 .help("complete the copy first: cp.async.commit_group, cp.async.wait_group, then a barrier for other threads"),
+        )
+    }
+
+    /// A write of `b[e]` while a cp.async that reads it has not completed.
+    #[cold]
+    fn source_conflict(&self, b: u32, t: u32, e: usize, site: u32) -> Option<SimError> {
+        let &(p, issued, _) = self.asy.inflight_src.get(&(b, e))?;
+        let copy = if p == t { "its own cp.async".to_string() } else { format!("a cp.async by {}", self.who(p)) };
+        let msg = format!(
+            "{} element {e}: {} writes it while {copy} that reads it has not completed (the copy may read its source until cp.async.wait_group)",
+            self.bufs[b as usize].describe(),
+            self.who(t)
+        );
+        Some(
+            SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg)
+                .label(self.prog.sites[issued as usize], "the cp.async reading it was issued here")
+                .help("overwrite a cp.async source only after the copy completes: cp.async.wait_group (and a barrier for other threads)"),
         )
     }
 

@@ -155,10 +155,17 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>], opts: &SimOptions) -
     }
     // Sized as the CUDA generator lays the arrays out (and lowering checks them).
     let smem = |dynamic: Option<bool>| -> u64 {
-        k.bufs
-            .iter()
-            .filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d))
-            .fold(0u64, |a, b| a.saturating_add(tirx_ir::target::smem_array_bytes(b.elems, b.dtype.bytes())))
+        k.bufs.iter().filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d)).fold(
+            0u64,
+            |a, b| {
+                let bytes = if b.dynamic {
+                    tirx_ir::target::dyn_smem_array_bytes(b.elems, b.dtype.bytes())
+                } else {
+                    tirx_ir::target::smem_array_bytes(b.elems, b.dtype.bytes())
+                };
+                a.saturating_add(bytes)
+            },
+        )
     };
     if smem(Some(false)) > STATIC_SMEM_LIMIT {
         return Err(limit_error(format!(

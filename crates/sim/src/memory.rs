@@ -452,7 +452,7 @@ impl Machine<'_> {
             }
             Space::Global if !self.opts.check_races => Ok(()),
             _ => {
-                if !self.asy.inflight.is_empty() {
+                if !self.asy.inflight.is_empty() || !self.asy.inflight_src.is_empty() {
                     if let Some(err) = self.inflight_conflict(b, t, e, dir, site) {
                         return Err(err);
                     }
@@ -626,7 +626,11 @@ impl Machine<'_> {
                 dir.verb()
             ),
         )
-        .help("order the two accesses with `T.cuda.cta_sync()` (or `T.cuda.warp_sync()` when both threads are in one warp)");
+        .help(if self.asy.uses_mbarriers() {
+            "order the two accesses with `T.cuda.cta_sync()`, or with an mbarrier: the first thread arrives after its access, the second waits for that phase before its own"
+        } else {
+            "order the two accesses with `T.cuda.cta_sync()` (or `T.cuda.warp_sync()` when both threads are in one warp)"
+        });
         if let Some(s) = self.shadow_site(other_site) {
             err = err.label(s, format!("{other_verb} here by thread {other}{others}"));
         }

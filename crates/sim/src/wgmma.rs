@@ -1,4 +1,4 @@
-//! Simulator of the **matrix** family, part 2 (`docs/lir.md` §2.10): Hopper's
+//! Simulator of the **matrix** family, part 2 (`docs/lir.md` §2.11): Hopper's
 //! `wgmma.mma_async` with its asynchrony, `wgmma.fence` / `commit_group` /
 //! `wait_group`, `setmaxnreg`, and the async-proxy fence the wgmma's shared
 //! reads need.

@@ -10,7 +10,7 @@ use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions};
 
 fn cp_async(dst: LBufId, di: LExpr, src: LBufId, si: LExpr, bytes: u32, src_bytes: Option<LExpr>) -> LStmtKind {
-    LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index: di, src, src_index: si, bytes, src_bytes })
+    LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index: di, src, src_index: si, bytes, src_bytes, prefetch: None })
 }
 fn commit() -> LStmtKind {
     LStmtKind::Async(AsyncOp::CommitGroup)
@@ -163,6 +163,54 @@ fn values_are_not_visible_before_the_wait() {
         3,
         &["`S`", "element 0", "thread 0 (warp 0, lane 0) of CTA (0, 0, 0) reads it while its own cp.async"],
     );
+}
+
+#[test]
+fn overwriting_a_source_in_flight_is_a_race() {
+    // Thread t copies A[4t..4t+4]; after a barrier, thread (t + 1) % 32 writes A[4t], before
+    // or after its wait. The barrier orders the issue (where the simulator reads the source)
+    // before the write, but the hardware may read the source any time until the copy completes.
+    let kernel = |after_wait: bool| {
+        let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+        let a = kb.param("A", DType::F32, 128);
+        let s = kb.shared("S", DType::F32, 128);
+        let at4 = || mul(tid(), int(4));
+        let other = || mul(rem(add(tid(), int(31)), int(32)), int(4));
+        let mut body = vec![at(1, cp_async(s, at4(), a, at4(), 16, None)), at(2, commit())];
+        let clobber = at(3, store(a, other(), flt(0.0, DType::F32)));
+        if after_wait {
+            body.extend([at(4, wait_group(0)), at(5, cta_sync()), clobber]);
+        } else {
+            body.extend([at(5, cta_sync()), clobber, at(4, wait_group(0))]);
+        }
+        kb.finish(body)
+    };
+    let e = expect_err(
+        run(&kernel(false), 128, &[], &opts(true)),
+        SimErrorKind::DataRace,
+        3,
+        &[
+            "`A`",
+            "element 124",
+            "thread 0",
+            "writes it while a cp.async by thread 31",
+            "that reads it has not completed",
+        ],
+    );
+    assert_eq!(e.labels[0].0, span(1), "the copy's site is named: {e}");
+    // Its own source, too: the copy may still be reading it.
+    let mut kb = Kb::new([1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, 128);
+    let s = kb.shared("S", DType::F32, 128);
+    let k = kb.finish(vec![
+        at(1, cp_async(s, mul(tid(), int(4)), a, mul(tid(), int(4)), 16, None)),
+        at(2, commit()),
+        at(3, store(a, add(mul(tid(), int(4)), int(2)), flt(0.0, DType::F32))),
+        at(4, wait_group(0)),
+    ]);
+    expect_err(run(&k, 128, &[], &opts(true)), SimErrorKind::DataRace, 3, &["while its own cp.async that reads it"]);
+    // After the wait (and a barrier for the other threads) the source is free again.
+    run(&kernel(true), 128, &[], &opts(true)).unwrap();
 }
 
 #[test]

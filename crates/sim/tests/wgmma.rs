@@ -1,4 +1,4 @@
-//! `wgmma.mma_async` alone (docs/lir.md §2.10), against an independent reference:
+//! `wgmma.mma_async` alone (docs/lir.md §2.11), against an independent reference:
 //! shared tiles laid out by the canonical layouts of the PTX ISA (rewritten here
 //! as core matrices and 16-byte chunks XORed by address bits), register
 //! fragments by the ISA's tables, exact small inputs (so the sum is exact and

@@ -470,6 +470,10 @@ def install() -> None:
     helpers = {n: getattr(_layout, n) for n in ("SwizzleMode", "mma_atom_layout", "mma_atom_shape", "mma_shared_layout")}
     for path in ("tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"):
         _module(path, **helpers)
+    from ..script.namespace import MBarrier
+
+    for path in ("tvm.tirx.lang.pipeline", "tvm.backend.cuda.lang.pipeline"):
+        _module(path, MBarrier=MBarrier)
     _module("tvm.tirx.transform", LowerTIRx=LowerTIRx)
     _module("tvm.tirx.operator.tile_primitive", list_registered_schedules=list_registered_schedules)
     _module("tvm.tirx", layout=sys.modules["tvm.tirx.layout"], transform=sys.modules["tvm.tirx.transform"])

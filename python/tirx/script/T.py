@@ -13,6 +13,7 @@ from .namespace import (  # noqa: F401
     Buffer,
     FloatImm,
     IntImm,
+    SMEMPool,
     alloc_buffer,
     alloc_local,
     alloc_shared,

@@ -251,6 +251,8 @@ class Frontend:
         self.node = fn  # the node being evaluated (statements emitted by helpers point here)
         self.temp = 0
         self._prelude: List[Tuple[ir.Buffer, Any]] = []
+        # An `MBarrier` was built: the script imports it (docs/tile-primitives.md §8).
+        self.uses_pipeline = False
 
     # ------------------------------------------------------------------ errors
 
@@ -563,6 +565,8 @@ class Frontend:
             self._line(lambda w: ir.render(w, v), self.src.span(s))
         elif isinstance(v, ir.Buffer) and v.name is None:
             raise self.error("bind a buffer to a name: `A = T.alloc_buffer(...)`", s)
+        elif isinstance(v, ns.KernelObject) and v.name is None:
+            raise self.error(f"bind `{v.text.path}(...)` to a name: `x = {v.text.path}(...)`", s)
 
     def st_Assign(self, s):
         v = self.eval(s.value)
@@ -615,6 +619,10 @@ class Frontend:
             self._line(lambda w: (w.write(f"{name} = "), ir.render(w, v)), span)
             self.bind(name, ir.Var(name, self.src.span(t)))
         elif isinstance(v, ir.Buffer) and v.name is None:
+            v.name = name
+            self._emit_binding(name, v.text, span)
+            self.bind(name, v)
+        elif isinstance(v, ns.KernelObject) and v.name is None:
             v.name = name
             self._emit_binding(name, v.text, span)
             self.bind(name, v)
@@ -823,6 +831,8 @@ class Frontend:
         # Header: imports, hoisted layouts, the signature.
         head = ir.Writer()
         head.write(_HEADER_IMPORTS)
+        if self.uses_pipeline:
+            head.write("from tvm.tirx.lang.pipeline import MBarrier\n")
         for text, name in body.hoisted.items():
             lo = head.pos
             head.write(f"{name} = {text}\n")

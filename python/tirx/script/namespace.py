@@ -355,3 +355,87 @@ LAYOUT_NAMES = {
     "tcgen05_atom_layout": _layout.tcgen05_atom_layout,
     "mma_shared_layout": _layout.mma_shared_layout,
 }
+
+
+# ----------------------------------------------------------------------------- pools and mbarriers
+
+
+def _mark_pipeline() -> None:
+    """The kernel uses `MBarrier`: its script imports it from the reference's module."""
+    from .frontend import current
+
+    current().uses_pipeline = True
+
+
+class KernelObject(ir.Renderable):
+    """An object of the script language (`T.SMEMPool()`, `MBarrier(pool, depth)`): declared
+    under the name it is assigned to, its methods written as the script's own calls, so the
+    script front end builds it exactly as in a kernel file (docs/tile-primitives.md §8)."""
+
+    __slots__ = ("name", "text")
+
+    def __init__(self, text: ir.Call):
+        self.name, self.text, self.span = None, text, None
+
+    def render(self, w: ir.Writer) -> None:
+        if self.name is None:
+            raise ir.FrontendError(f"bind `{self.text.path}(...)` to a name first: `x = {self.text.path}(...)`")
+        w.write(self.name)
+
+    def _call(self, method: str, *args, **kwargs) -> ir.Call:
+        return ir.Call(ir._Method(self, method), args, kwargs)
+
+
+class SMEMPool(KernelObject):
+    """``pool = T.SMEMPool()``: dynamic shared memory carved in allocation order."""
+
+    __slots__ = ()
+
+    def __init__(self, ptr=None):
+        if ptr is not None:
+            raise ir.FrontendError("a pool over a caller-managed pointer is not supported", help="write `T.SMEMPool()`")
+        super().__init__(ir.Call("T.SMEMPool", (), {}))
+
+    def alloc(self, shape, dtype="float32", strides=None, scope="shared.dyn", align=0, layout="default"):
+        shape = tuple(shape) if isinstance(shape, (list, tuple)) else (shape,)
+        kwargs = {}
+        for k, v, default in (("strides", strides, None), ("scope", scope, "shared.dyn"), ("align", align, 0)):
+            if v != default:
+                kwargs[k] = v
+        lay = None if layout is None or (isinstance(layout, str) and layout == "default") else layout
+        if lay is not None:
+            kwargs["layout"] = lay
+        dt = dtype_name(dtype)
+        return ir.Buffer(None, shape, dt, "shared.dyn", lay, text=self._call("alloc", shape, dt, **kwargs))
+
+    def commit(self, size=None) -> None:
+        _emit(self._call("commit") if size is None else self._call("commit", size))
+
+
+class MBarrier(KernelObject):
+    """``mbar = MBarrier(pool, depth)``: one mbarrier per pipeline stage; ``init(count)`` (by
+    thread 0 of the CTA), ``wait(stage, phase)``, ``arrive(stage)``, ``ptr_to([stage])``."""
+
+    __slots__ = ("depth",)
+
+    def __init__(self, pool, depth, phase_offset=0, leader=None):
+        kwargs = {}
+        if phase_offset:
+            kwargs["phase_offset"] = phase_offset
+        if leader is not None:
+            kwargs["leader"] = leader
+        super().__init__(ir.Call("MBarrier", (pool, depth), kwargs))
+        self.depth = depth
+        _mark_pipeline()
+
+    def init(self, count) -> None:
+        _emit(self._call("init", count))
+
+    def wait(self, stage, phase) -> None:
+        _emit(self._call("wait", stage, phase))
+
+    def arrive(self, stage) -> None:
+        _emit(self._call("arrive", stage))
+
+    def ptr_to(self, indices) -> ir.Call:
+        return self._call("ptr_to", list(indices))

@@ -434,8 +434,8 @@ pub fn cp_async_copy() -> LKernel {
     let hi = |j: LExpr| add(add(i(128), mul(v(t), i(4))), j);
     kb.finish(vec![
         let_(t, tid()),
-        comment("group 0: 16 bytes per thread"),
-        cp_async(s, lo(), a, lo(), 16, None),
+        comment("group 0: 16 bytes per thread, the L2 prefetching 128 bytes around them"),
+        cp_async_prefetch(s, lo(), a, lo(), 128),
         commit_group(),
         comment("group 1: 8 bytes read by odd threads (zero-filled by even ones), 2 x 4 bytes"),
         cp_async(s, hi(i(0)), a, hi(i(0)), 8, Some(mul(rem(v(t), i(2)), i(8)))),
@@ -484,7 +484,10 @@ pub fn mbarrier_pipeline() -> LKernel {
     kb.finish(vec![
         let_(t, tid()),
         let_(lane, rem(v(t), i(32))),
-        if_(eq(v(t), i(0)), vec![mbar_init(bars, full.clone(), i(32)), mbar_init(bars, empty.clone(), i(32))]),
+        if_(
+            eq(v(t), i(0)),
+            vec![mbar_init(bars, full.clone(), i(32)), mbar_init(bars, empty.clone(), i(32)), fence_mbarrier_init()],
+        ),
         cta_sync(),
         if_else(lt(v(t), i(32)), vec![for_(r1, i(4), produce)], vec![for_(r2, i(4), consume)]),
     ])

@@ -18,20 +18,7 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb {
-            k: LKernel {
-                name: name.into(),
-                grid,
-                block,
-                params: vec![],
-                scalars: vec![],
-                grid_dims: [None, None, None],
-                checks: vec![],
-                bufs: vec![],
-                vars: vec![],
-                body: vec![],
-            },
-        }
+        Kb { k: LKernel::new(name, grid, block) }
     }
 
     fn buf(&mut self, name: &str, dtype: DType, space: Space, shape: &[i64], dynamic: bool) -> LBufId {
@@ -266,7 +253,22 @@ pub fn cp_async(
     bytes: u32,
     src_bytes: Option<LExpr>,
 ) -> LStmt {
-    st(LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes }))
+    st(LStmtKind::Async(AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch: None }))
+}
+/// `cp.async` of 16 bytes with the L2 prefetching `prefetch` bytes around the source.
+pub fn cp_async_prefetch(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, prefetch: u32) -> LStmt {
+    st(LStmtKind::Async(AsyncOp::CpAsync {
+        dst,
+        dst_index,
+        src,
+        src_index,
+        bytes: 16,
+        src_bytes: None,
+        prefetch: Some(prefetch),
+    }))
+}
+pub fn fence_mbarrier_init() -> LStmt {
+    st(LStmtKind::Async(AsyncOp::FenceMbarrierInit))
 }
 pub fn commit_group() -> LStmt {
     st(LStmtKind::Async(AsyncOp::CommitGroup))

@@ -31,11 +31,20 @@ pub struct Mbar {
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum AsyncOp {
-    /// `cp.async.{ca,cg}.shared.global [dst], [src], bytes{, src_bytes}`: `bytes`
-    /// from `src[src_index..]` to `dst[dst_index..]`, landing when the thread's
-    /// group that contains it is waited for. `src_bytes` (0..=bytes) are read and
-    /// the rest of the destination is zero-filled.
-    CpAsync { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, bytes: u32, src_bytes: Option<LExpr> },
+    /// `cp.async.{ca,cg}.shared.global{.L2::nB} [dst], [src], bytes{, src_bytes}`:
+    /// `bytes` from `src[src_index..]` to `dst[dst_index..]`, landing when the
+    /// thread's group that contains it is waited for. `src_bytes` (0..=bytes) are
+    /// read and the rest of the destination is zero-filled. `prefetch` (64, 128
+    /// or 256) lets the L2 fetch that many bytes around the source (a hint).
+    CpAsync {
+        dst: LBufId,
+        dst_index: LExpr,
+        src: LBufId,
+        src_index: LExpr,
+        bytes: u32,
+        src_bytes: Option<LExpr>,
+        prefetch: Option<u32>,
+    },
     /// `cp.async.commit_group`: closes this thread's open group of copies.
     CommitGroup,
     /// `cp.async.wait_group n`: waits until at most `n` of this thread's committed groups are pending.
@@ -51,6 +60,9 @@ pub enum AsyncOp {
     /// `fence.proxy.async.shared::cta`: orders this thread's generic-proxy shared
     /// accesses with later async-proxy ones (TMA).
     FenceProxyAsync,
+    /// `fence.mbarrier_init.release.cluster`: makes this thread's earlier
+    /// `mbarrier.init`s visible to the cluster (the CTAs of a cluster, and TMA).
+    FenceMbarrierInit,
 }
 
 impl AsyncOp {
@@ -66,6 +78,7 @@ impl AsyncOp {
             AsyncOp::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
             AsyncOp::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
+            AsyncOp::FenceMbarrierInit => "fence.mbarrier_init.release.cluster",
         }
     }
 
@@ -78,7 +91,7 @@ impl AsyncOp {
             | AsyncOp::MbarArrive { .. }
             // The CUDA spins on test_wait below sm_90, on try_wait from sm_90 on.
             | AsyncOp::MbarWait { .. } => Arch::SM_80,
-            AsyncOp::MbarArriveExpectTx { .. } | AsyncOp::FenceProxyAsync => Arch::SM_90,
+            AsyncOp::MbarArriveExpectTx { .. } | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => Arch::SM_90,
         }
     }
 
@@ -89,7 +102,11 @@ impl AsyncOp {
             | AsyncOp::MbarArrive { bar }
             | AsyncOp::MbarArriveExpectTx { bar, .. }
             | AsyncOp::MbarWait { bar, .. } => Some(bar),
-            AsyncOp::CpAsync { .. } | AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => None,
+            AsyncOp::CpAsync { .. }
+            | AsyncOp::CommitGroup
+            | AsyncOp::WaitGroup(_)
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit => None,
         }
     }
 
@@ -102,7 +119,9 @@ impl AsyncOp {
             | AsyncOp::MbarArriveExpectTx { bar, bytes: e }
             | AsyncOp::MbarWait { bar, parity: e } => vec![&bar.index, e],
             AsyncOp::MbarArrive { bar } => vec![&bar.index],
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => vec![],
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
+                vec![]
+            }
         }
     }
 
@@ -113,7 +132,9 @@ impl AsyncOp {
             AsyncOp::MbarInit { bar, .. } => (vec![], vec![bar.buf]),
             AsyncOp::MbarArrive { bar } | AsyncOp::MbarArriveExpectTx { bar, .. } => (vec![bar.buf], vec![bar.buf]),
             AsyncOp::MbarWait { bar, .. } => (vec![bar.buf], vec![]),
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => (vec![], vec![]),
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
+                (vec![], vec![])
+            }
         }
     }
 }
@@ -122,10 +143,15 @@ impl Checker<'_> {
     pub(super) fn asynch(&mut self, a: &AsyncOp) -> Check {
         let name = a.name();
         match a {
-            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
+                if !matches!(prefetch, None | Some(64 | 128 | 256)) {
+                    return Err(format!("cp.async prefetch of {prefetch:?} bytes; the L2 prefetches 64, 128 or 256"));
+                }
                 self.cp_async((*dst, dst_index), (*src, src_index), *bytes, src_bytes.as_ref())
             }
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync => Ok(()),
+            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
+                Ok(())
+            }
             AsyncOp::MbarInit { bar, count } => {
                 self.mbar(bar, name)?;
                 self.int_operand(count, name, "arrival count", 1..=MBAR_MAX_COUNT)
@@ -263,9 +289,10 @@ impl Printer<'_> {
     pub(super) fn asynch(&mut self, a: &AsyncOp, d: usize) {
         let name = a.name();
         let text = match a {
-            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes } => {
+            AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
                 let fill = src_bytes.as_ref().map_or(String::new(), |e| format!(" src_bytes={}", self.e(e)));
-                format!("{name}<{bytes}> {} <- {}{fill}", self.at(*dst, dst_index), self.at(*src, src_index))
+                let pf = prefetch.map_or(String::new(), |n| format!(".L2::{n}B"));
+                format!("{name}{pf}<{bytes}> {} <- {}{fill}", self.at(*dst, dst_index), self.at(*src, src_index))
             }
             AsyncOp::WaitGroup(n) => format!("{name} {n}"),
             AsyncOp::MbarInit { bar, count } => {
@@ -278,7 +305,7 @@ impl Printer<'_> {
             AsyncOp::MbarWait { bar, parity } => {
                 format!("{name} {} parity={}", self.at(bar.buf, &bar.index), self.e(parity))
             }
-            AsyncOp::CommitGroup | AsyncOp::FenceProxyAsync => name.to_string(),
+            AsyncOp::CommitGroup | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => name.to_string(),
         };
         self.line(d, &text);
     }
@@ -293,15 +320,7 @@ mod tests {
     /// Buffers: 0 `A` global f32[64], 1 `S` shared f32[64], 2 `bars` shared i64[2],
     /// 3 `G` global i64[2], 4 `R` local i64[2].
     fn kernel(body: Vec<LStmtKind>) -> LKernel {
-        let buf = |name: &str, dtype, space| LBuf {
-            name: name.into(),
-            dtype,
-            space,
-            elems: 64,
-            shape: vec![64],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = |name, dtype, space| LBuf::flat(name, dtype, space, 64);
         LKernel {
             name: "k".into(),
             grid: [1, 1, 1],
@@ -323,6 +342,18 @@ mod tests {
     }
 
     fn cp(dst: u32, di: i64, src: u32, si: i64, bytes: u32, src_bytes: Option<LExpr>) -> LStmtKind {
+        cp_pf(dst, di, src, si, bytes, src_bytes, None)
+    }
+
+    fn cp_pf(
+        dst: u32,
+        di: i64,
+        src: u32,
+        si: i64,
+        bytes: u32,
+        src_bytes: Option<LExpr>,
+        prefetch: Option<u32>,
+    ) -> LStmtKind {
         let (dst_index, src_index) = (LExpr::i32(di), LExpr::i32(si));
         LStmtKind::Async(AsyncOp::CpAsync {
             dst: LBufId(dst),
@@ -331,6 +362,7 @@ mod tests {
             src_index,
             bytes,
             src_bytes,
+            prefetch,
         })
     }
 
@@ -350,6 +382,8 @@ mod tests {
             LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(1024) }),
             LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(1) }),
             LStmtKind::Async(AsyncOp::FenceProxyAsync),
+            LStmtKind::Async(AsyncOp::FenceMbarrierInit),
+            cp_pf(1, 8, 0, 16, 16, None, Some(128)),
         ]
     }
 
@@ -377,6 +411,7 @@ mod tests {
             vec![cp(1, 0, 0, 0, 16, Some(LExpr::Int(8, DType::I64)))],
             "cp.async source size is int64, expected int32",
         );
+        rejects(vec![cp_pf(1, 8, 0, 16, 16, None, Some(32))], "cp.async prefetch of Some(32) bytes");
     }
 
     #[test]
@@ -412,7 +447,7 @@ mod tests {
         let archs: Vec<Arch> = k.body.iter().map(|s| k.min_arch(s)).collect();
         let sm80 = Arch::SM_80;
         let sm90 = Arch::SM_90;
-        assert_eq!(archs, vec![sm80, sm80, sm80, sm80, sm80, sm80, sm80, sm90, sm80, sm90]);
+        assert_eq!(archs, vec![sm80, sm80, sm80, sm80, sm80, sm80, sm80, sm90, sm80, sm90, sm90, sm80]);
         let first = k.first_unsupported(Arch::SM_80).map(|s| &s.kind);
         assert!(matches!(first, Some(LStmtKind::Async(AsyncOp::MbarArriveExpectTx { .. }))));
         assert!(k.first_unsupported(Arch::SM_75).is_some());
@@ -434,6 +469,8 @@ mod tests {
             "mbarrier.arrive.expect_tx bars[1] tx=1024",
             "mbarrier.try_wait.parity bars[1] parity=1",
             "fence.proxy.async.shared::cta",
+            "fence.mbarrier_init.release.cluster",
+            "cp.async.cg.L2::128B<16> S[8] <- A[16]",
         ] {
             assert!(text.contains(&format!("\n  {line}\n")), "`{line}` not in:\n{text}");
         }

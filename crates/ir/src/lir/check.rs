@@ -391,15 +391,7 @@ mod tests {
 
     /// `B[tid] = A[tid]`, 32 float32 elements.
     fn copy(block: [u32; 3]) -> LKernel {
-        let buf = |name: &str| LBuf {
-            name: name.into(),
-            dtype: DType::F32,
-            space: Space::Global,
-            elems: 32,
-            shape: vec![32],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = |name| LBuf::flat(name, DType::F32, Space::Global, 32);
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, Span::default());
         LKernel {

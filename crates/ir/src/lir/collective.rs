@@ -188,15 +188,7 @@ mod tests {
 
     /// `let y: yt = shuffle(A[tid], operand); B[tid] = y`, `A: t`, `B: yt`.
     fn kernel(t: DType, yt: DType, mode: ShuffleMode, operand: LExpr, width: u32, mask: u32) -> LKernel {
-        let buf = |name: &str, dtype| LBuf {
-            name: name.into(),
-            dtype,
-            space: Space::Global,
-            elems: 32,
-            shape: vec![32],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = |name, dtype| LBuf::flat(name, dtype, Space::Global, 32);
         let tid = || LExpr::Special(Special::ThreadIdx(0));
         let value = LExpr::Load(LBufId(0), Box::new(tid()));
         let op = CollectiveOp::Shuffle { var: LVarId(0), value, mode, lane_or_delta: operand, width, mask };

@@ -9,7 +9,7 @@
 //!   register index per matrix, `smem` a shared and `regs` a local 16-bit
 //!   buffer, rows 16-byte aligned, registers 4-byte aligned.
 //! * [`Wgmma`], [`WgmmaSync`]: Hopper's asynchronous warpgroup MMA and its
-//!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.10).
+//!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.11).
 //! * [`Mma`]: `mma.sync.aligned.m16n8k{8,16,32}.row.col` — `D = A·B + C` on one
 //!   16×8 tile, every operand a list of registers of local buffers at constant
 //!   indices. The element types are the buffers' ([`MmaKind`]: f16/bf16 → f32,
@@ -505,15 +505,7 @@ mod tests {
     /// One warp, one m16n8k16 f16 mma on local buffers; `edit` breaks it.
     fn kernel(edit: impl FnOnce(&mut Mma, &mut Vec<crate::lir::LBuf>)) -> Result<(), String> {
         use crate::lir::{LBuf, LKernel, LStmt, LStmtKind};
-        let buf = |name: &str, dtype, elems| LBuf {
-            name: name.into(),
-            dtype,
-            space: Space::Local,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        };
+        let buf = LBuf::local;
         let mut bufs = vec![buf("a", DType::F16, 8), buf("b", DType::F16, 4), buf("acc", DType::F32, 4)];
         let ix = |v: &[i64]| v.iter().map(|&x| LExpr::i32(x)).collect::<Vec<_>>();
         let mut m = Mma {

@@ -94,6 +94,18 @@ pub struct LBuf {
     pub dyn_rows: Option<SymExpr>,
 }
 
+impl LBuf {
+    /// `elems` elements of `dtype` in `space`, one-dimensional and of static
+    /// size: what lowering's temporaries and most hand-built kernels need.
+    pub fn flat(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
+        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None }
+    }
+    /// A thread's register array of `elems` elements (a variant's temporary).
+    pub fn local(name: &str, dtype: DType, elems: i64) -> LBuf {
+        LBuf::flat(name, dtype, Space::Local, elems)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LVar {
     pub name: String,
@@ -237,13 +249,13 @@ pub enum LStmtKind {
     },
     /// `bar.arrive id, threads`: counts this warp's threads towards named barrier
     /// `id` without waiting (a producer signalling `bar.sync` waiters; core family,
-    /// `docs/lir.md` §2.11).
+    /// `docs/lir.md` §2.12).
     NamedBarrierArrive {
         id: LExpr,
         threads: u32,
     },
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroup's
-    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.11).
+    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.12).
     SetMaxNReg {
         inc: bool,
         regs: u32,
@@ -428,6 +440,22 @@ pub struct LKernel {
 }
 
 impl LKernel {
+    /// A kernel with this launch shape and nothing else yet: the start of a
+    /// kernel built by hand (tests, tools), which then adds buffers and statements.
+    pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> LKernel {
+        LKernel {
+            name: name.into(),
+            grid,
+            block,
+            params: vec![],
+            scalars: vec![],
+            grid_dims: [None, None, None],
+            checks: vec![],
+            bufs: vec![],
+            vars: vec![],
+            body: vec![],
+        }
+    }
     pub fn buf(&self, id: LBufId) -> &LBuf {
         &self.bufs[id.0 as usize]
     }

@@ -1,5 +1,5 @@
 //! The **matrix** family, part 2: Hopper's warpgroup tensor-core instructions
-//! (`docs/lir.md` §2.10). All are `.sync.aligned` warpgroup instructions: the 128
+//! (`docs/lir.md` §2.11). All are `.sync.aligned` warpgroup instructions: the 128
 //! threads of a warpgroup (4 consecutive warps from a multiple of 4) execute
 //! them together; all need sm_90a.
 //!

@@ -32,21 +32,24 @@ use crate::addr::{dim_offset, swizzle};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::{group_offset, MemOperand};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Swizzle, TileLayout};
 
 pub struct GmemSmem;
 
-struct GsPlan {
-    part: Partition,
+/// An exact `[outer, threads, vec]` plan of a global ↔ shared copy (also
+/// `copy_async`'s ldgsts: the same partition, another instruction).
+pub(crate) struct GsPlan {
+    pub(crate) part: Partition,
     /// The recognised swizzle walk of the shared side (§3.6), if any.
     walk: Option<Walk>,
     g: MemOperand,
     s: MemOperand,
     g_is_src: bool,
-    threads: i64,
+    pub(crate) threads: i64,
+    pub(crate) elem_bytes: i64,
 }
 
 impl Variant for GmemSmem {
@@ -64,6 +67,30 @@ impl Variant for GmemSmem {
         let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_SHARED)?;
+        let (gp, limits) = GsPlan::new(cx, &ops, t)?;
+        let summary = gp.summary();
+        let (vec, rounds) = (gp.part.vec(), gp.part.rounds());
+        let mut p = Plan::new(summary, gp);
+        p.vec = Some(vec as u32);
+        p.rounds = Some(rounds as u64);
+        p.limits = limits;
+        Ok(p)
+    }
+
+    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
+        let p = plan.data::<GsPlan>("gmem_smem")?;
+        p.emit(cx, em, &|em, dst, dst_index, src, src_index, vec| copy_stmt(em, dst, dst_index, src, src_index, vec))
+    }
+}
+
+/// Builds one vector move `dst[dst_index..] <- src[src_index..]` of `vec` elements.
+pub(crate) type MoveFn<'a> = &'a dyn Fn(&Emitter, LBufId, LExpr, LBufId, LExpr, u32) -> LStmt;
+
+impl GsPlan {
+    /// The exact `[outer, threads, vec]` split of a global ↔ shared copy over
+    /// `t` threads (§3.2), and explain's limits; declines when the region does
+    /// not divide over the threads or no exact split exists.
+    pub(crate) fn new(cx: &CallCx, ops: &CopyOps, t: i64) -> Result<(GsPlan, Vec<String>), Decline> {
         // Both regions hold the same elements (`operands` checked their extents).
         let n = CopyOps::elems(ops.src);
         if n % t != 0 {
@@ -72,7 +99,7 @@ impl Variant for GmemSmem {
                 format!("region size {n} not divisible by thread_cnt={t}"),
             ));
         }
-        let o = GsOperands::resolve(cx, &ops)?;
+        let o = GsOperands::resolve(cx, ops)?;
         let (part, mut limits) = partition::align(&o.sides(t));
         if let Partition::Linear { .. } = part {
             // The last limit is the generic "no split exists"; the others say why each width failed.
@@ -83,8 +110,7 @@ impl Variant for GmemSmem {
                 format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}"),
             ));
         }
-        let GsOperands { g, s, g_is_src, elem_bytes: bytes } = o;
-        let (vec, rounds) = (part.vec(), part.rounds());
+        let GsOperands { g, s, g_is_src, elem_bytes } = o;
         let walk = s.swizzle.as_ref().and_then(|sw| swizzle_walk(sw, &part, &s, t));
         if s.swizzle.is_some() && walk.is_none() {
             limits.push(
@@ -92,17 +118,20 @@ impl Variant for GmemSmem {
                     .into(),
             );
         }
-        let how = if walk.is_some() { ", swizzle fast path" } else { "" };
-        let summary = format!("vec {vec} ({} B) × {t} threads, {}{how}", vec * bytes, crate::explain::rounds(rounds));
-        let mut p = Plan::new(summary, GsPlan { part, walk, g, s, g_is_src, threads: t });
-        p.vec = Some(vec as u32);
-        p.rounds = Some(rounds as u64);
-        p.limits = limits;
-        Ok(p)
+        Ok((GsPlan { part, walk, g, s, g_is_src, threads: t, elem_bytes }, limits))
     }
 
-    fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
-        let p = plan.data::<GsPlan>("gmem_smem")?;
+    /// `vec 4 (16 B) × 32 threads, 8 rounds[, swizzle fast path]`.
+    pub(crate) fn summary(&self) -> String {
+        let how = if self.walk.is_some() { ", swizzle fast path" } else { "" };
+        let vec = self.part.vec();
+        let rounds = crate::explain::rounds(self.part.rounds());
+        format!("vec {vec} ({} B) × {} threads, {rounds}{how}", vec * self.elem_bytes, self.threads)
+    }
+
+    /// Thread `t` moves one vector per round with `mv`.
+    pub(crate) fn emit(&self, cx: &CallCx, em: &mut Emitter, mv: MoveFn) -> Result<(), Bug> {
+        let p = self;
         let ops = operands(cx)?;
         let (g_reg, s_reg) = GsOperands::regions(p.g_is_src, &ops);
         let (gb, g_ity) = em.lbuf(g_reg.buf)?;
@@ -133,7 +162,7 @@ impl Variant for GmemSmem {
         let (g_idx, s_idx) = if f_var.is_some() { name_offsets(em, &mut body, g_off, s_off) } else { (g_off, s_off) };
         let vec = p.part.vec() as u32;
         let (dst, dst_index, src, src_index) = if p.g_is_src { (sb, s_idx, gb, g_idx) } else { (gb, g_idx, sb, s_idx) };
-        body.push(copy_stmt(em, dst, dst_index, src, src_index, vec));
+        body.push(mv(em, dst, dst_index, src, src_index, vec));
         match f_var {
             Some(v) => em.push(LStmtKind::For {
                 var: v,

@@ -4,6 +4,7 @@
 //! |---|---|---|
 //! | [`gmem_smem`] | 10 | global ↔ shared, all threads of the scope active, region divisible by the threads |
 //! | [`gmem_smem_predicated`] | 5 | global ↔ shared when the region does not divide over the threads: all threads, widest aligned vector, guarded last round |
+//! | [`gmem_smem_peel`] | 12 | global ↔ shared rows whose misalignment keeps the plain splits below 16 B: 16-byte global vectors, narrower shared accesses, heads and tails peeled (per misalignment, chosen at run time) |
 //! | [`ldstmatrix`] | 10 | shared ↔ 16-bit register fragments, warp-collective `ldmatrix`/`stmatrix` |
 //! | [`reg`] | 10 | registers ↔ shared or global (one side local) |
 //! | [`fallback`] | 0 | any valid copy without thread-distributed operands; one elected thread copies element by element (warns) |
@@ -24,6 +25,7 @@
 
 pub mod fallback;
 pub mod gmem_smem;
+pub mod gmem_smem_peel;
 pub mod gmem_smem_predicated;
 pub mod ldstmatrix;
 pub mod partition;
@@ -46,6 +48,7 @@ use tirx_layout::TileLayout;
 pub fn register(r: &mut Registry) {
     r.register(Box::new(gmem_smem::GmemSmem));
     r.register(Box::new(gmem_smem_predicated::GmemSmemPredicated));
+    r.register(Box::new(gmem_smem_peel::GmemSmemPeel));
     r.register(Box::new(ldstmatrix::LdStMatrix));
     r.register(Box::new(fallback::Fallback));
     r.register(Box::new(reg::RegCopy));
@@ -55,8 +58,9 @@ pub fn register(r: &mut Registry) {
     r.register_group(Group { name: "vec_auto", family: Family::Copy, members: VEC_AUTO });
 }
 
-/// The reference's automatic vectorized copies (`dispatch="vec_auto"`).
-pub const VEC_AUTO: &[&str] = &["gmem_smem", "gmem_smem_predicated", "reg"];
+/// The automatic vectorized copies (`dispatch="vec_auto"`): the reference's gmem_smem ∪ reg, and
+/// our ragged-tile parts of it.
+pub const VEC_AUTO: &[&str] = &["gmem_smem_peel", "gmem_smem", "gmem_smem_predicated", "reg"];
 
 /// The two operands of a copy.
 pub struct CopyOps<'a> {

@@ -55,17 +55,10 @@ pub fn align(x: &Sides) -> (Partition, Vec<String>) {
     let n: i64 = x.g.shard.iter().map(|i| i.extent).product();
     let t = x.threads;
     let linear = |limits: Vec<String>| (Partition::Linear { g: x.g.clone(), s: x.s.clone(), rounds: n / t }, limits);
-    let gx: Vec<i64> = x.g.shard.iter().map(|i| i.extent).collect();
-    let Some((s1, seps)) = group(&x.s.shard, &gx) else {
+    let Some((g_sorted, s_aligned)) = global_order(x) else {
         limits.push("the shared layout cannot follow the global iters: one element per thread and round".into());
         return linear(limits);
     };
-    // Global drives the order (stride descending); shared keeps its own strides.
-    let mut perm: Vec<usize> = (0..x.g.shard.len()).collect();
-    perm.sort_by(|&a, &b| x.g.shard[b].stride.cmp(&x.g.shard[a].stride));
-    let s_perm: Vec<Iter> = perm.iter().flat_map(|&d| s1[seps[d]..seps[d + 1]].iter().copied()).collect();
-    let s_aligned = canon(&s_perm);
-    let g_sorted = canon(&perm.iter().map(|&d| x.g.shard[d]).collect::<Vec<_>>());
     for vec in super::vec_candidates((x.elem_bytes * 8) as u32) {
         match try_vec(x, &g_sorted, &s_aligned, vec, n) {
             Ok(p) => {
@@ -80,6 +73,19 @@ pub fn align(x: &Sides) -> (Partition, Vec<String>) {
     }
     limits.push("no [outer, threads, vec] split exists: one element per thread and round".into());
     linear(limits)
+}
+
+/// Both sides in the global side's order (step 2 of docs/layout-model.md §3.3):
+/// the global iters sorted by stride descending, and the shared side grouped by
+/// the global iters and permuted the same way (it keeps its own strides), both
+/// canonical. `None` when the shared layout cannot follow the global iters.
+pub fn global_order(x: &Sides) -> Option<(Vec<Iter>, Vec<Iter>)> {
+    let gx: Vec<i64> = x.g.shard.iter().map(|i| i.extent).collect();
+    let (s1, seps) = group(&x.s.shard, &gx)?;
+    let mut perm: Vec<usize> = (0..x.g.shard.len()).collect();
+    perm.sort_by(|&a, &b| x.g.shard[b].stride.cmp(&x.g.shard[a].stride));
+    let s_perm: Vec<Iter> = perm.iter().flat_map(|&d| s1[seps[d]..seps[d + 1]].iter().copied()).collect();
+    Some((canon(&perm.iter().map(|&d| x.g.shard[d]).collect::<Vec<_>>()), canon(&s_perm)))
 }
 
 fn try_vec(x: &Sides, g: &[Iter], s: &[Iter], vec: i64, n: i64) -> Result<Partition, String> {

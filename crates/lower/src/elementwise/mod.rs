@@ -293,6 +293,37 @@ pub(crate) fn broadcast_shape(r: &BufferRegion, dst_ext: &[i64], name: &str) -> 
     Ok(shape)
 }
 
+/// How a call computes: its compute type and rounding, checked against the
+/// target. Both variants decide these the same way, after their operand checks.
+pub(crate) fn numerics(cx: &CallCx, call: &OpCall) -> Result<(DType, RoundMode), Decline> {
+    let compute = compute_type(cx, call);
+    let rounding = rounding(call.op, compute, rounding_mode(cx))?;
+    fma_arch(cx, call.op, compute)?;
+    Ok((compute, rounding))
+}
+
+/// The call's scalar operands (`None` for regions) in type `t`, then its
+/// `scale=` in `compute`: evaluated once, before a variant's loops.
+pub(crate) fn scalar_values(
+    em: &mut Emitter,
+    call: &OpCall,
+    t: DType,
+    compute: DType,
+) -> Result<(Vec<Option<LExpr>>, Option<LExpr>), Decline> {
+    let mut scalars = Vec::with_capacity(call.srcs.len());
+    for s in &call.srcs {
+        scalars.push(match s {
+            Operand::Scalar(e) => Some(scalar_value(em, e, t)?),
+            Operand::Region(_) => None,
+        });
+    }
+    let scale = match call.scale {
+        Some(e) => Some(scalar_value(em, e, compute)?),
+        None => None,
+    };
+    Ok((scalars, scale))
+}
+
 /// A scalar operand in type `t`, bound to a `let` unless it is a constant.
 pub(crate) fn scalar_value(em: &mut Emitter, e: &tirx_ir::hir::Expr, t: DType) -> Result<LExpr, Decline> {
     let v = em.expr(e)?;

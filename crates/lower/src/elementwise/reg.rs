@@ -33,10 +33,7 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
-use super::{
-    broadcast_shape, compute_type, convert, fma_arch, parse, rounding, rounding_mode, scalar, scalar_value, OpCall,
-    Operand,
-};
+use super::{broadcast_shape, convert, numerics, parse, scalar, scalar_values, OpCall, Operand};
 use crate::addr::dim_offset;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
@@ -115,9 +112,7 @@ impl Variant for EwiseReg {
         let kind = cx.scope.kind;
         let call = parse(cx)?;
         check_operands(cx, &call)?;
-        let compute = compute_type(cx, &call);
-        let rounding = rounding(call.op, compute, rounding_mode(cx))?;
-        fma_arch(cx, call.op, compute)?;
+        let (compute, rounding) = numerics(cx, &call)?;
         let dst_name = &cx.buf(call.dst.buf).name;
         let anchor = operand::register(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?.tile;
         thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(Rule::ScopeLevel, m))?;
@@ -166,18 +161,7 @@ impl Variant for EwiseReg {
             Mode::Packed { dtype, .. } => *dtype,
             _ => p.compute,
         };
-        // Scalars are evaluated once, before the loops.
-        let mut scalars = Vec::with_capacity(call.srcs.len());
-        for s in &call.srcs {
-            scalars.push(match s {
-                Operand::Scalar(e) => Some(scalar_value(em, e, value_type)?),
-                Operand::Region(_) => None,
-            });
-        }
-        let scale = match call.scale {
-            Some(e) => Some(scalar_value(em, e, p.compute)?),
-            None => None,
-        };
+        let (scalars, scale) = scalar_values(em, &call, value_type, p.compute)?;
         let pairs = !matches!(p.mode, Mode::Scalar);
         let n = p.loops.len();
         let vars: Vec<_> = p

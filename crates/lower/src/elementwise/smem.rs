@@ -35,9 +35,9 @@
 //! cta_sync
 //! ```
 
-use super::{broadcast_shape, compute_type, convert, fma_arch, parse, rounding, rounding_mode, scalar, scalar_value};
+use super::{broadcast_shape, convert, numerics, parse, scalar, scalar_values};
 use super::{OpCall, Operand};
-use crate::addr::dim_offset;
+use crate::addr::{dim_offset, split_row_major};
 use crate::dispatch::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
 use crate::operand::{self, group_offset, MemOperand};
 use tirx_ir::hir::BufferRegion;
@@ -95,9 +95,7 @@ impl Variant for EwiseSmem {
         for r in call.regions() {
             mems.push(shared_operand(cx, r)?);
         }
-        let compute = compute_type(cx, &call);
-        let rounding = rounding(call.op, compute, rounding_mode(cx))?;
-        fma_arch(cx, call.op, compute)?;
+        let (compute, rounding) = numerics(cx, &call)?;
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
         let dst_name = &cx.buf(call.dst.buf).name;
         let mut maps = Vec::new();
@@ -147,17 +145,7 @@ impl Variant for EwiseSmem {
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<SmemPlan>("elementwise/smem")?;
         let call = parse(cx)?;
-        let mut scalars = Vec::with_capacity(call.srcs.len());
-        for s in &call.srcs {
-            scalars.push(match s {
-                Operand::Scalar(e) => Some(scalar_value(em, e, p.compute)?),
-                Operand::Region(_) => None,
-            });
-        }
-        let scale = match call.scale {
-            Some(e) => Some(scalar_value(em, e, p.compute)?),
-            None => None,
-        };
+        let (scalars, scale) = scalar_values(em, &call, p.compute, p.compute)?;
         let kind = cx.scope.kind;
         let tid = match cx.scope.tid_kind() {
             Some(k) if kind != ExecScope::Thread => em.thread_id(k),
@@ -171,7 +159,7 @@ impl Variant for EwiseSmem {
         };
         let mut body = Vec::new();
         let f = b.mul(chunk.clone(), LExpr::i32(p.vec));
-        let f = bind(em, &mut body, "f", f);
+        let f = em.bind_i32(&mut body, "f", f);
         let stmts = if p.vec > 1 {
             vector_chunk(em, p, &call, &scalars, scale, &f)?
         } else {
@@ -407,17 +395,6 @@ fn vcopy(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LE
     )
 }
 
-/// `e` as a `let` named `name` appended to `out`, unless it is a variable or a constant.
-fn bind(em: &mut Emitter, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
-    if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
-        return e;
-    }
-    let range = em.builder().bounds(&e);
-    let v = em.var(name, DType::I32, range);
-    out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
-    LExpr::Var(v)
-}
-
 /// The flat array and element index of the element of region `r` (operand `k`
 /// of the plan) that destination element `f` (flat, row-major over `dst`'s
 /// region) reads or writes. A region of the destination's extents is addressed
@@ -450,17 +427,9 @@ fn element(
         };
         return Ok((lb, off));
     }
-    let b = em.builder();
     let mut coords = vec![LExpr::i32(0); dst_ext.len()];
-    let mut rest = f.clone();
-    for d in (0..dst_ext.len()).rev() {
-        if d == 0 {
-            coords[0] = rest.clone();
-        } else {
-            coords[d] = b.rem_c(rest.clone(), dst_ext[d]);
-            rest = b.div_c(rest, dst_ext[d]);
-        }
-    }
+    let dims: Vec<usize> = (0..dst_ext.len()).collect();
+    split_row_major(em.builder(), f, &dims, &dst_ext, &mut coords);
     // Right-aligned: the operand's dims are the destination's last ones (extra leading unit dims at 0).
     let rank = r.ranges.len();
     let mut idx = Vec::with_capacity(rank);

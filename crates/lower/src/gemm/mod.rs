@@ -2,7 +2,7 @@
 //! transpose_B=False, alpha=None, beta=None)`: `D = alpha·A·B + beta·C`,
 //! docs/tile-primitives.md §3.9) and its asynchronous form `gemm_async(D, A, B,
 //! transA=False, transB=False, accum=False)` (`D = A·Bᵀ (+ D)`, issued and waited
-//! for with `T.ptx.wgmma.wait_group`, §3.17). Each variant lowers one of them:
+//! for with `T.ptx.wgmma.wait_group`, §3.19). Each variant lowers one of them:
 //!
 //! | op | variant | prio | accepts |
 //! |---|---|---|---|

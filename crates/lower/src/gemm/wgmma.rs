@@ -1,4 +1,4 @@
-//! gemm_async → wgmma (priority 10, docs/tile-primitives.md §3.17).
+//! gemm_async → wgmma (priority 10, docs/tile-primitives.md §3.19).
 //!
 //! **Accepts** `Tx.warpgroup.gemm_async(D, A, B, transA=False, transB=False,
 //! accum=False)` — `D = A·Bᵀ`, or `D = A·Bᵀ + D` when `accum` — on sm_90a
@@ -7,7 +7,7 @@
 //! * A is M×K (K×M with `transA`), B is N×K (K×N with `transB`), D M×N; M a
 //!   multiple of 64, K of the instruction's k (16 for 16-bit types, 8 tf32, 32
 //!   fp8), N of 8 (`operand`); no block scaling (`SFA`/`SFB` absent: `operand`);
-//! * the types are a wgmma form (`dtype`; docs/lir.md §2.10): f16/bf16 → f32,
+//! * the types are a wgmma form (`dtype`; docs/lir.md §2.11): f16/bf16 → f32,
 //!   f32 read as tf32 → f32, fp8 e4m3/e5m2 (mixed) → f32, f16/fp8 → f16;
 //! * D is in registers (`operand_scope`) laid out as the wgmma accumulator
 //!   (`fragment`): per 64×Nᵢ tile, register `r` of thread `tid` holds element
@@ -34,7 +34,7 @@
 //! register A likewise against the A fragment. A shared operand's elements are
 //! read through the one operand model as element offsets before the swizzle;
 //! the leading and stride byte offsets come from the first block's elements
-//! (8 rows / 8 k-rows / one swizzle atom apart, per docs/lir.md §2.10's table),
+//! (8 rows / 8 k-rows / one swizzle atom apart, per docs/lir.md §2.11's table),
 //! and then every element of every block must be where that descriptor reads
 //! it, which names the first one that is not.
 //!
@@ -551,7 +551,7 @@ fn descriptor(
     let t = 16 / esize;
     let w = swizzle.width();
     let step = |r: i64, c: i64| (v.at(r, c) - v.at(0, 0)) * esize;
-    // The probes of docs/lir.md §2.10's table; an unused offset gets its dense value.
+    // The probes of docs/lir.md §2.11's table; an unused offset gets its dense value.
     let (lbo, sbo) = match (major, swizzle) {
         (Major::K, WgmmaSwizzle::None) => (step(0, t), if rows > 8 { step(8, 0) } else { 128 }),
         (Major::K, _) => (16, if rows > 8 { step(8, 0) } else { 8 * w }),

@@ -22,17 +22,12 @@
 //! unroll for k in 0..3 { B[k] = acc[k] }
 //! ```
 
-use super::{accum_text, compute_type, operand_scopes, parse, regs, thread_reduce};
+use super::{accum_text, regs, thread_reduce};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 
 pub struct LocalThread;
-
-struct ThreadPlan {
-    regs: regs::RegPlan,
-    ct: tirx_ir::DType,
-}
 
 impl Variant for LocalThread {
     fn name(&self) -> &'static str {
@@ -55,16 +50,13 @@ impl Variant for LocalThread {
                 format!("local_thread runs at thread scope; this call is {} scope", cx.scope.kind),
             ));
         }
-        let call = parse(cx)?;
-        operand_scopes(cx, &call, false, self.name())?;
-        let ct = compute_type(call.op, call.dtype)?;
+        let regs::Checked { call, ct, names } = regs::check(cx, self.name())?;
         if thread_reduce(cx) == Some(true) {
             return Err(Decline::new(
                 Rule::Config,
                 "thread_reduce=True combines across threads, but a thread-scope call has one thread",
             ));
         }
-        let names = (cx.buf(call.src.buf).name.as_str(), cx.buf(call.dst.buf).name.as_str());
         let a = regs::analyze(cx, &call, ExecScope::Thread, 1)?;
         let p = regs::plan(&a, &call, &[], names)?;
         let summary = format!(
@@ -72,15 +64,11 @@ impl Variant for LocalThread {
             p.describe(),
             accum_text(&call)
         );
-        let mut plan = Plan::new(summary, ThreadPlan { regs: p.clone(), ct });
-        plan.vec = Some(1);
-        plan.rounds = Some((p.regs * p.fold) as u64);
-        Ok(plan)
+        let rounds = p.regs * p.fold;
+        Ok(regs::to_plan(summary, p, ct, u32::MAX, rounds))
     }
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
-        let p = plan.data::<ThreadPlan>("local_thread")?;
-        let call = parse(cx)?;
-        regs::emit(em, &p.regs, &call, p.ct, u32::MAX)
+        regs::emit_plan(plan, cx, em, "local_thread")
     }
 }

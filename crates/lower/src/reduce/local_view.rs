@@ -32,7 +32,7 @@
 //! unroll for k in 0..2 { B[k] = acc[k] }
 //! ```
 
-use super::{accum_text, compute_type, masks_text, member_mask, operand_scopes, parse, regs, thread_reduce};
+use super::{accum_text, masks_text, member_mask, regs, thread_reduce};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
@@ -55,10 +55,7 @@ impl Variant for LocalView {
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
-        let call = parse(cx)?;
-        operand_scopes(cx, &call, false, self.name())?;
-        let ct = compute_type(call.op, call.dtype)?;
-        let names = (cx.buf(call.src.buf).name.as_str(), cx.buf(call.dst.buf).name.as_str());
+        let regs::Checked { call, ct, names } = regs::check(cx, self.name())?;
         let a = regs::analyze(cx, &call, cx.scope.kind, t)?;
         let shuffle = thread_reduce(cx) == Some(true);
         let (masks, what) = match a.form {
@@ -82,15 +79,11 @@ impl Variant for LocalView {
         let member = member_mask(t)?;
         let p = regs::plan(&a, &call, &masks, names)?;
         let summary = format!("{}; {what}; computed in {ct}{}; no barrier", p.describe(), accum_text(&call));
-        let mut plan = Plan::new(summary, super::warp_shuffle::ShufflePlan { regs: p.clone(), ct, member });
-        plan.vec = Some(1);
-        plan.rounds = Some(p.regs as u64);
-        Ok(plan)
+        let rounds = p.regs;
+        Ok(regs::to_plan(summary, p, ct, member, rounds))
     }
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
-        let p = plan.data::<super::warp_shuffle::ShufflePlan>("local_view")?;
-        let call = parse(cx)?;
-        regs::emit(em, &p.regs, &call, p.ct, p.member)
+        regs::emit_plan(plan, cx, em, "local_view")
     }
 }

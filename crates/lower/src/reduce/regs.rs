@@ -22,8 +22,8 @@
 //! dims' register iters (inner), the source's base register affine in the
 //! outer loop.
 
-use super::{butterfly, combine, loop_var, wrap_loop, ReduceCall};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
+use super::{butterfly, combine, compute_type, loop_var, operand_scopes, parse, wrap_loop, ReduceCall};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule};
 use crate::operand::{self, group_offset, UNROLL_ELEMS};
 use std::collections::{BTreeMap, HashMap};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
@@ -533,4 +533,47 @@ pub fn emit(em: &mut Emitter, p: &RegPlan, call: &ReduceCall, ct: DType, member:
     let out = wrap_loop(em, k, p.regs, unroll, body);
     em.stmts.extend(out);
     Ok(())
+}
+
+/// A register reduction after the checks each register variant makes first.
+pub struct Checked<'a> {
+    pub call: ReduceCall<'a>,
+    pub ct: DType,
+    /// `(source, destination)` buffer names, for messages.
+    pub names: (&'a str, &'a str),
+}
+
+/// The operand, scope and type checks of `local_thread`, `warp_shuffle` and
+/// `local_view`, in one order so that a call none of them takes is declined
+/// with the same reason by each.
+pub fn check<'a>(cx: &CallCx<'a>, variant: &str) -> Result<Checked<'a>, Decline> {
+    let call = parse(cx)?;
+    operand_scopes(cx, &call, false, variant)?;
+    let ct = compute_type(call.op, call.dtype)?;
+    let names = (cx.buf(call.src.buf).name.as_str(), cx.buf(call.dst.buf).name.as_str());
+    Ok(Checked { call, ct, names })
+}
+
+/// What a register variant's plan carries to its emit: the three variants
+/// differ only in how they plan, so they share one emit ([`emit_plan`]).
+struct RegsPlan {
+    regs: RegPlan,
+    ct: DType,
+    /// The butterfly's lanes (`u32::MAX` when there is none).
+    member: u32,
+}
+
+/// The dispatch plan of a register variant: one element per access, `rounds` steps per thread.
+pub fn to_plan(summary: String, regs: RegPlan, ct: DType, member: u32, rounds: i64) -> Plan {
+    let mut plan = Plan::new(summary, RegsPlan { regs, ct, member });
+    plan.vec = Some(1);
+    plan.rounds = Some(rounds as u64);
+    plan
+}
+
+/// Emits a plan made by [`to_plan`]; `who` names the variant if it is not one.
+pub fn emit_plan(plan: &Plan, cx: &CallCx, em: &mut Emitter, who: &'static str) -> Result<(), Bug> {
+    let p = plan.data::<RegsPlan>(who)?;
+    let call = parse(cx)?;
+    emit(em, &p.regs, &call, p.ct, p.member)
 }

@@ -40,6 +40,7 @@
 
 use super::ReduceCall;
 use super::{accum_text, butterfly, combine, compute_type, identity, masks_text, member_mask, operand_scopes, parse};
+use crate::addr::split_row_major;
 use crate::dispatch::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
@@ -131,8 +132,8 @@ impl Variant for Shared {
         let b = em.builder();
         let (grp, lig) = (b.div_c(tid.clone(), p.group), b.rem_c(tid, p.group));
         let mut lets = vec![];
-        let grp = bind(em, &mut lets, "grp", grp);
-        let lig = bind(em, &mut lets, "lig", lig);
+        let grp = em.bind_i32(&mut lets, "grp", grp);
+        let lig = em.bind_i32(&mut lets, "lig", lig);
         em.stmts.extend(lets);
         let acc = em.local_buf("acc", p.ct, 1);
         let at0 = || Box::new(LExpr::i32(0));
@@ -143,7 +144,7 @@ impl Variant for Shared {
             None => grp.clone(),
         };
         let mut body = vec![];
-        let spa = bind(em, &mut body, "spa", spa);
+        let spa = em.bind_i32(&mut body, "spa", spa);
         let valid = (p.spatial % p.per_step != 0).then(|| LExpr::bin(LBinOp::Lt, spa.clone(), LExpr::i32(p.spatial)));
         body.push(LStmt::new(
             LStmtKind::Store { buf: acc, index: LExpr::i32(0), value: identity(call.op, p.ct) },
@@ -244,17 +245,6 @@ fn and(a: Option<LExpr>, b: Option<LExpr>) -> Option<LExpr> {
     }
 }
 
-/// `e` as a `let` named `name` appended to `out`, unless it is a variable or a constant.
-fn bind(em: &mut Emitter, out: &mut Vec<LStmt>, name: &str, e: LExpr) -> LExpr {
-    if matches!(e, LExpr::Var(_) | LExpr::Int(..)) {
-        return e;
-    }
-    let range = em.builder().bounds(&e);
-    let v = em.var(name, DType::I32, range);
-    out.push(LStmt::new(LStmtKind::Let { var: v, value: e }, em.span));
-    LExpr::Var(v)
-}
-
 /// The flat array and element index of a region element: `spa` split over the
 /// kept dims and `red` (the source's) over the reduced dims, added to the region's begins.
 fn element(
@@ -270,9 +260,9 @@ fn element(
         None => ((0..ext.len()).collect(), vec![]),
     };
     let mut coords = vec![LExpr::i32(0); ext.len()];
-    split(em, spa, &spatial_dims, &ext, &mut coords);
+    split_row_major(em.builder(), spa, &spatial_dims, &ext, &mut coords);
     if let Some(red) = red {
-        split(em, red, &reduced_dims, &ext, &mut coords);
+        split_row_major(em.builder(), red, &reduced_dims, &ext, &mut coords);
     }
     let mut idx = Vec::with_capacity(ext.len());
     for (rg, c) in r.ranges.iter().zip(coords) {
@@ -281,18 +271,4 @@ fn element(
         idx.push(b.add(b.to_int(begin, DType::I32), c));
     }
     Ok(em.address(r.buf, &idx)?)
-}
-
-/// `x` split row-major over the extents of `dims`, into `coords`.
-fn split(em: &Emitter, x: &LExpr, dims: &[usize], ext: &[i64], coords: &mut [LExpr]) {
-    let b = em.builder();
-    let mut rest = x.clone();
-    for (k, &d) in dims.iter().enumerate().rev() {
-        if k == 0 {
-            coords[d] = rest.clone();
-        } else {
-            coords[d] = b.rem_c(rest.clone(), ext[d]);
-            rest = b.div_c(rest, ext[d]);
-        }
-    }
 }

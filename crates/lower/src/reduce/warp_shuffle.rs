@@ -28,18 +28,12 @@
 //! unroll for k in 0..4 { B[k] = acc[k] }
 //! ```
 
-use super::{accum_text, compute_type, masks_text, member_mask, operand_scopes, parse, regs, thread_reduce};
+use super::{accum_text, masks_text, member_mask, regs, thread_reduce};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 
 pub struct WarpShuffle;
-
-pub(super) struct ShufflePlan {
-    pub regs: regs::RegPlan,
-    pub ct: tirx_ir::DType,
-    pub member: u32,
-}
 
 impl Variant for WarpShuffle {
     fn name(&self) -> &'static str {
@@ -57,10 +51,7 @@ impl Variant for WarpShuffle {
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
-        let call = parse(cx)?;
-        operand_scopes(cx, &call, false, self.name())?;
-        let ct = compute_type(call.op, call.dtype)?;
-        let names = (cx.buf(call.src.buf).name.as_str(), cx.buf(call.dst.buf).name.as_str());
+        let regs::Checked { call, ct, names } = regs::check(cx, self.name())?;
         let a = regs::analyze(cx, &call, cx.scope.kind, t)?;
         if a.form != regs::Form::Whole {
             return Err(Decline::new(
@@ -98,15 +89,11 @@ impl Variant for WarpShuffle {
             masks.len() as i64 * p.regs,
             accum_text(&call)
         );
-        let mut plan = Plan::new(summary, ShufflePlan { regs: p.clone(), ct, member });
-        plan.vec = Some(1);
-        plan.rounds = Some(p.regs as u64);
-        Ok(plan)
+        let rounds = p.regs;
+        Ok(regs::to_plan(summary, p, ct, member, rounds))
     }
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
-        let p = plan.data::<ShufflePlan>("warp_shuffle")?;
-        let call = parse(cx)?;
-        regs::emit(em, &p.regs, &call, p.ct, p.member)
+        regs::emit_plan(plan, cx, em, "warp_shuffle")
     }
 }

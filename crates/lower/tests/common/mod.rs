@@ -6,6 +6,7 @@ use tirx_ir::hir::Kernel;
 use tirx_ir::{DType, Diagnostic};
 pub use tirx_lower::Rule;
 use tirx_lower::{CallExplain, Lowered};
+use tirx_sim::value::{from_bytes, round_to, to_bytes};
 
 pub fn parse(src: &str) -> Kernel {
     match tirx_script::parse_kernel("k.py", src) {
@@ -107,6 +108,34 @@ pub fn lower_errors(src: &str) -> Vec<Diagnostic> {
 
 pub fn render(d: &[Diagnostic], src: &str) -> String {
     tirx_ir::diag::render(d, "k.py", src, false)
+}
+
+/// A dtype by its script name (`"float16"`).
+pub fn dt(name: &str) -> DType {
+    DType::from_name(name).unwrap()
+}
+
+/// Deterministic values in `[lo, hi)`, exact in `t` (distinct enough that max/min pick one).
+pub fn values(t: DType, n: usize, seed: usize, lo: f64, hi: f64) -> Vec<f64> {
+    (0..n).map(|i| round_to(t, lo + (hi - lo) * (((i * 7919 + seed * 104729 + 13) % 1009) as f64 / 1009.0))).collect()
+}
+
+/// Lowers (with the common checks) and simulates with `params`, which must
+/// raise no simulator warning; returns the lowering and the parameters decoded.
+pub fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
+    let l = lower(src);
+    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
+    match tirx_sim::simulate(&l.lir, &mut bytes, &tirx_sim::SimOptions::default()) {
+        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
+        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
+    }
+    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
+    (l, out)
+}
+
+/// A script region: `b0:b0+e0, b1:b1+e1, ...`.
+pub fn region(begin: &[i64], ext: &[i64]) -> String {
+    begin.iter().zip(ext).map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ")
 }
 
 /// One global → shared → global round trip.

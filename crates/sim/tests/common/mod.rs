@@ -11,31 +11,10 @@ pub struct Kb {
 
 impl Kb {
     pub fn new(grid: [u32; 3], block: [u32; 3]) -> Kb {
-        Kb {
-            k: LKernel {
-                name: "k".into(),
-                grid,
-                block,
-                params: vec![],
-                scalars: vec![],
-                grid_dims: [None, None, None],
-                checks: vec![],
-                bufs: vec![],
-                vars: vec![],
-                body: vec![],
-            },
-        }
+        Kb { k: LKernel::new("k", grid, block) }
     }
     fn buf(&mut self, name: &str, dtype: DType, space: Space, elems: i64) -> LBufId {
-        self.k.bufs.push(LBuf {
-            name: name.into(),
-            dtype,
-            space,
-            elems,
-            shape: vec![elems],
-            dynamic: false,
-            dyn_rows: None,
-        });
+        self.k.bufs.push(LBuf::flat(name, dtype, space, elems));
         LBufId(self.k.bufs.len() as u32 - 1)
     }
     pub fn param(&mut self, name: &str, dtype: DType, elems: i64) -> LBufId {

@@ -1,0 +1,51 @@
+//! The kernel's own asynchronous-copy and mbarrier instructions
+//! (`T.ptx.cp_async.commit_group()`, `T.ptx.mbarrier.init(bar.ptr_to([0]), 1)`,
+//! `MBarrier` methods; docs/tile-primitives.md §8) → one LIR statement of the
+//! asynchronous family each (docs/lir.md §2.6).
+//!
+//! A barrier operand is an element of a shared `int64` buffer, addressed
+//! through its layout like any element; counts, byte counts and parities are
+//! int32. An instruction the target lacks (`expect_tx` and the fences need
+//! sm_90) is an error at the statement, not an internal error later.
+
+use crate::build::Builder;
+use crate::stmt::Env;
+use tirx_ir::hir::{AsyncStmt, Kernel, MbarRef};
+use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar};
+use tirx_ir::{Arch, DType, Diagnostic, Span};
+
+/// Lowers one statement to its LIR instruction.
+pub(crate) fn lower(
+    k: &Kernel,
+    env: &Env,
+    b: &Builder,
+    arch: Arch,
+    a: &AsyncStmt,
+    span: Span,
+) -> Result<LStmtKind, Diagnostic> {
+    let int = |e| -> Result<LExpr, Diagnostic> { Ok(b.convert(crate::expr::lower(k, env, b, e)?, DType::I32)) };
+    let bar = |r: &MbarRef| -> Result<Mbar, Diagnostic> {
+        let idx = r.index.iter().map(|e| crate::expr::lower(k, env, b, e)).collect::<Result<Vec<_>, _>>()?;
+        let (buf, index) = crate::addr::element(k, env, b, r.buf, &idx, false)
+            .map_err(|m| Diagnostic::error(r.span, m).with_label("this barrier"))?;
+        Ok(Mbar { buf, index: b.convert(index, DType::I32) })
+    };
+    let op = match a {
+        AsyncStmt::CommitGroup => AsyncOp::CommitGroup,
+        AsyncStmt::WaitGroup(n) => AsyncOp::WaitGroup(*n),
+        AsyncStmt::MbarInit { bar: r, count } => AsyncOp::MbarInit { bar: bar(r)?, count: int(count)? },
+        AsyncStmt::MbarArrive { bar: r } => AsyncOp::MbarArrive { bar: bar(r)? },
+        AsyncStmt::MbarArriveExpectTx { bar: r, bytes } => {
+            AsyncOp::MbarArriveExpectTx { bar: bar(r)?, bytes: int(bytes)? }
+        }
+        AsyncStmt::MbarWait { bar: r, parity } => AsyncOp::MbarWait { bar: bar(r)?, parity: int(parity)? },
+        AsyncStmt::FenceProxyAsync => AsyncOp::FenceProxyAsync,
+        AsyncStmt::FenceMbarrierInit => AsyncOp::FenceMbarrierInit,
+    };
+    if !arch.supports(op.min_arch()) {
+        return Err(Diagnostic::error(span, format!("`{}` needs {}; the target is {arch}", op.name(), op.min_arch()))
+            .with_label("not available on this target")
+            .with_help(format!("compile for {} or newer (`--arch sm_90a`)", op.min_arch())));
+    }
+    Ok(LStmtKind::Async(op))
+}

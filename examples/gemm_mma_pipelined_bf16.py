@@ -1,0 +1,68 @@
+# gemm -> mma.m16n8k* with a multi-stage cp.async pipeline on bfloat16: the kernel of
+# gemm_mma_pipelined.py (which explains the pipeline) with bfloat16 A and B, float32 accumulate
+# and out. Result: C == A @ B (each mma.sync rounds its sum once to f32, docs/numerics.md §8).
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
+
+M, N, K = 256, 256, 256
+BM, BN, BK = 128, 256, 32  # CTA tile
+WM, WN = 64, 64  # warp tile: 2 x 4 warps
+STAGES = 4  # 4 x (8 + 16) KiB of dynamic shared memory
+dtype = "bfloat16"
+
+# Shared stages. A rows are 32 halves (64 B): the 64-B swizzle puts the 8 rows an ldmatrix
+# reads in 8 distinct 16-B bank groups. B rows are 256 halves (512 B): XOR the 16-B chunk with
+# the row (bits at 5) so the 8 K-rows of an ldmatrix.trans land in distinct bank groups too.
+A_SMEM = ComposeLayout(3, 2, 3, TileLayout(S[(STAGES, BM, BK)]))
+B_SMEM = ComposeLayout(3, 3, 5, TileLayout(S[(STAGES, BK, BN)]))
+# Fragments (PTX mma.m16n8k16, lane = 4 g + t): A tile (mt, kt) in registers 16 mt + 8 kt,
+# rows g + 8 rM, columns 2 t + p + 8 kHi at register p + 2 rM + 4 kHi; B tile (kt, nt) in
+# 32 kt + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator (mt, nt) in
+# 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is also an
+# ldmatrix fragment (B's transposed: ldmatrix.trans).
+A_FRAG = TileLayout(S[(4, 2, 8, 2, 2, 4, 2):(16, 2, 4 @ laneid, 8, 4, 1 @ laneid, 1)])
+B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
+ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+
+
+@T.prim_func
+def gemm_mma_pipelined_bf16(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (M, K), dtype)
+    B = T.match_buffer(B_ptr, (K, N), dtype)
+    C = T.match_buffer(C_ptr, (M, N), "float32")
+    T.device_entry()
+    bx, by = T.cta_id([N // BN, M // BM])
+    w = T.warp_id([8]); T.lane_id([32]); T.thread_id([256])
+    wm = w // 4
+    wn = w % 4
+    pool = T.SMEMPool()
+    A_s = pool.alloc((STAGES, BM, BK), dtype, align=128, layout=A_SMEM)
+    B_s = pool.alloc((STAGES, BK, BN), dtype, align=128, layout=B_SMEM)
+    pool.commit()
+    A_f = T.alloc_buffer((WM, BK), dtype, scope="local", layout=A_FRAG)
+    B_f = T.alloc_buffer((BK, WN), dtype, scope="local", layout=B_FRAG)
+    acc = T.alloc_buffer((WM, WN), "float32", scope="local", layout=ACC)
+    Tx.warp.fill(acc[0:WM, 0:WN], 0.0)
+    for s in T.unroll(STAGES - 1):
+        Tx.cta.copy_async(A_s[s, 0:BM, 0:BK], A[by * BM:by * BM + BM, s * BK:s * BK + BK])
+        Tx.cta.copy_async(B_s[s, 0:BK, 0:BN], B[s * BK:s * BK + BK, bx * BN:bx * BN + BN])
+        T.ptx.cp_async.commit_group()
+    for ko in range(K // BK):
+        T.ptx.cp_async.wait_group(STAGES - 2)
+        T.cuda.cta_sync()
+        if ko + STAGES - 1 < K // BK:
+            Tx.cta.copy_async(
+                A_s[(ko + STAGES - 1) % STAGES, 0:BM, 0:BK],
+                A[by * BM:by * BM + BM, (ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK],
+            )
+            Tx.cta.copy_async(
+                B_s[(ko + STAGES - 1) % STAGES, 0:BK, 0:BN],
+                B[(ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK, bx * BN:bx * BN + BN],
+            )
+        T.ptx.cp_async.commit_group()
+        Tx.warp.copy(A_f[0:WM, 0:BK], A_s[ko % STAGES, wm * WM:wm * WM + WM, 0:BK])
+        Tx.warp.copy(B_f[0:BK, 0:WN], B_s[ko % STAGES, 0:BK, wn * WN:wn * WN + WN])
+        Tx.warp.gemm(acc[0:WM, 0:WN], A_f[0:WM, 0:BK], B_f[0:BK, 0:WN], acc[0:WM, 0:WN], beta=1.0)
+    T.ptx.cp_async.wait_group(0)
+    Tx.warp.copy(C[by * BM + wm * WM:by * BM + wm * WM + WM, bx * BN + wn * WN:bx * BN + wn * WN + WN], acc[0:WM, 0:WN])

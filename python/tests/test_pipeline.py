@@ -1,0 +1,124 @@
+"""Asynchronous copies and pipelines from Python (docs/tile-primitives.md §3.17, §8): `Tx.copy_async`,
+`T.ptx.*` in both spellings, `T.SMEMPool()` and `MBarrier`, checked in the simulator, including the
+synchronisation mistakes the simulator reports in the user's file."""
+
+import numpy as np
+import pytest
+
+import tirx
+from tirx import T, Tx, MBarrier
+
+
+def ring(early_release: bool):
+    """Warp 0 loads stage k % 2 by cp.async and arrives on `full`; warp 1 waits for it, copies
+    the stage out and arrives on `empty` (before the copy when `early_release`: the mistake)."""
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (4, 32, 32), "float32")
+        B = T.match_buffer(B_ptr, (4, 32, 32), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        w = T.warp_id([2])
+        T.lane_id([32])
+        T.thread_id([64])
+        pool = T.SMEMPool()
+        S_ = pool.alloc((2, 32, 32), "float32", align=128)
+        full = MBarrier(pool, 2)
+        empty = MBarrier(pool, 2)
+        pool.commit()
+        full.init(32)
+        empty.init(32)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        for k in range(4):
+            if w == 0:
+                if k >= 2:
+                    empty.wait(k % 2, (k // 2 - 1) % 2)
+                Tx.warp.copy_async(S_[k % 2, 0:32, 0:32], A[k, 0:32, 0:32])
+                T.ptx.cp.async_.commit_group()
+                T.ptx.cp.async_.wait_group(0)
+                full.arrive(k % 2)
+            else:
+                full.wait(k % 2, (k // 2) % 2)
+                if early_release:
+                    empty.arrive(k % 2)
+                Tx.warp.copy(B[k, 0:32, 0:32], S_[k % 2, 0:32, 0:32])
+                if not early_release:
+                    empty.arrive(k % 2)
+
+    return kernel
+
+
+def test_an_mbarrier_ring_in_the_simulator():
+    k = ring(False)
+    assert "from tvm.tirx.lang.pipeline import MBarrier" in k.source
+    assert "full = MBarrier(pool, 2)" in k.source
+    a = np.random.default_rng(0).standard_normal((4, 32, 32)).astype(np.float32)
+    b = np.zeros_like(a)
+    tirx.compile(k, target="sm_90a")(a, b)
+    np.testing.assert_array_equal(b, a)
+
+
+def test_a_stage_released_early_is_a_race_in_the_users_file():
+    with pytest.raises(tirx.TirxError) as e:
+        tirx.compile(ring(True), target="sm_90a")(np.ones((4, 32, 32), np.float32), np.zeros((4, 32, 32), np.float32))
+    text = str(e.value)
+    assert "data race" in text and "test_pipeline.py" in text
+    assert "Tx.warp.copy_async(S_[k % 2" in text and "Tx.warp.copy(B[k" in text
+
+
+def test_copy_async_config_and_reading_before_the_wait():
+    def make(wait: bool):
+        @T.prim_func
+        def kernel(A: T.Buffer((32, 16), "uint8"), B: T.Buffer((32, 16), "uint8")):
+            T.device_entry()
+            tid = T.thread_id([32])
+            S_ = T.alloc_buffer((32, 16), "uint8", scope="shared")
+            Tx.copy_async(S_[tid, :], A[tid, :], dispatch="ldgsts", direct=True, prefetch_size=128,
+                          predicate=tid < 16, fill_mode="zero")
+            T.ptx.cp_async.commit_group()
+            if wait:
+                T.ptx.cp_async.wait_group(0)
+            Tx.copy(B[tid, :], S_[tid, :])
+            T.ptx.cp_async.wait_group(0)
+
+        return kernel
+
+    a = np.arange(512, dtype=np.uint8).reshape(32, 16)
+    b = np.zeros_like(a)
+    k = tirx.compile(make(True), target="sm_90a")
+    assert "cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" in k.cuda_source
+    k(a, b)
+    np.testing.assert_array_equal(b[:16], a[:16])
+    np.testing.assert_array_equal(b[16:], 0)
+    with pytest.raises(tirx.TirxError, match="has not completed"):
+        tirx.compile(make(False), target="sm_90a")(a, b)
+
+
+def test_the_pipelined_gemm_example_runs_from_python():
+    import runpy
+    import os
+
+    import tirx.compat  # noqa: F401  (the example imports tvm.script.tirx)
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    g = runpy.run_path(os.path.join(root, "examples", "gemm_mma_pipelined.py"))
+    k = next(v for v in g.values() if isinstance(v, tirx.PrimFunc))
+    rng = np.random.default_rng(1)
+    # Multiples of 1/8 in [-1, 1]: every partial sum is exact in f32.
+    a = (rng.integers(-8, 9, (256, 256)) / 8).astype(np.float16)
+    b = (rng.integers(-8, 9, (256, 256)) / 8).astype(np.float16)
+    c = np.zeros((256, 256), np.float32)
+    k(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))
+
+
+def test_objects_must_be_named():
+    with pytest.raises(tirx.TirxError, match="bind `T.SMEMPool"):
+
+        @T.prim_func
+        def kernel(A: T.Buffer((8,), "float32")):
+            T.device_entry()
+            T.thread_id([32])
+            T.SMEMPool()

@@ -1,19 +1,24 @@
 # gemm_async -> wgmma: C = A @ B on Hopper, bfloat16 in and out, float32 accumulation, with
 # warpgroup specialisation and a persistent tile loop. Each CTA is 3 warpgroups (384 threads):
-#   warpgroup 0, the producer (setmaxnreg.dec 72): for every K step of every tile it waits until
-#     a stage of shared memory is free, copies A (128x64) and B (64x256) into it with 16-byte
-#     loads and stores (128-byte swizzled, mma_shared_layout), fences them for the async proxy
-#     and signals the stage full;
-#   warpgroups 1 and 2, the consumers (setmaxnreg.inc 216): each waits for the stage, issues
+#   warpgroup 0, the producer (setmaxnreg.dec 56): for every K step i of every tile it waits
+#     until a stage of shared memory is free and issues the copies of A (128x64) and B (64x256)
+#     into it with cp.async (copy_async: 16-byte LDGSTS straight into the 128-byte swizzled
+#     mma_shared_layout, no registers), one commit group per step; with two steps in flight it
+#     waits for step i - 2 (cp_async.wait_group 1), fences it for the async proxy and signals
+#     that stage full;
+#   warpgroups 1 and 2, the consumers (setmaxnreg.inc 224): each waits for the stage, issues
 #     wgmma.m64n256k16 on its 64 rows (gemm_async: 4 wgmmas per K step, A and B straight from
 #     shared memory through descriptors), keeps one step in flight (wait_group 1) and frees the
 #     stage of the step before; after the last step it rounds its 64x256 accumulator to bfloat16,
 #     stores it to a swizzled shared tile with stmatrix and writes C with 16-byte stores.
-# The register budgets balance: 72 + 2 x 216 = 3 x 168, the 65536 registers over 384 threads (the
-# simulator checks it; more would make setmaxnreg.inc wait forever).
+# The register budgets balance: 56 + 2 x 224 = 3 x 168, the 65536 registers over 384 threads (the
+# simulator checks it; more would make setmaxnreg.inc wait forever). With 40 the producer spills
+# the addresses of its 24 copies per step.
 # Stages are handed over with named barriers: bar.arrive (does not wait) + bar.sync, ids
-# 9.. (full) and 12.. (empty), all 384 threads. CTAs walk the 128x256 tiles of C with a stride of
-# the grid size. The loads can be swapped for TMA + mbarriers without changing the consumers.
+# 9.. (full) and 12.. (empty), all 384 threads. The producer signals step i - 2 before it waits
+# for a free stage: consumers free a stage one step after they received the next one, so with
+# 3 stages that order never waits on itself. CTAs walk the 128x256 tiles of C with a stride of
+# the grid size. The copies can be swapped for TMA + mbarriers without changing the consumers.
 # M, N, K are multiples of the tile; the simulator checks this small size (set CTAS to the
 # number of SMs, 132 on an H100, and M = N = K = 4096 for a real run).
 # Result: C == bf16(A @ B) (each wgmma rounds its sum once to f32, docs/numerics.md §10).
@@ -55,21 +60,31 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
     out = T.alloc_buffer((64, BN), dtype, scope="local", layout=ACC)
     steps = (TILES - bx + CTAS - 1) // CTAS * KT  # K steps this CTA runs
     if wg == 0:
-        T.ptx.setmaxnreg.dec(72)
+        T.ptx.setmaxnreg.dec(56)
         for r in range(ROUNDS):
             if r * CTAS + bx < TILES:
                 pm = (r * CTAS + bx) // TN * BM
                 pn = (r * CTAS + bx) % TN * BN
                 for kt in range(KT):
-                    ps = (r * KT + kt) % STAGES
-                    if r * KT + kt >= STAGES:
-                        T.ptx.bar.sync(EMPTY + ps, 384)
-                    Tx.warpgroup.copy(A_s[ps, 0:BM, 0:BK], A[pm:pm + BM, kt * BK:kt * BK + BK])
-                    Tx.warpgroup.copy(B_s[ps, 0:BK, 0:BN], B[kt * BK:kt * BK + BK, pn:pn + BN])
-                    T.ptx.fence.proxy.async_.shared__cta()
-                    T.ptx.bar.arrive(FULL + ps, 384)
+                    i = r * KT + kt  # this CTA's K step
+                    # Step i - 2 has landed (one later group may still fly): hand it over.
+                    if i >= 2:
+                        T.ptx.cp_async.wait_group(1)
+                        T.ptx.fence.proxy.async_.shared__cta()
+                        T.ptx.bar.arrive(FULL + (i - 2) % STAGES, 384)
+                    if i >= STAGES:
+                        T.ptx.bar.sync(EMPTY + i % STAGES, 384)
+                    Tx.warpgroup.copy_async(A_s[i % STAGES, 0:BM, 0:BK], A[pm:pm + BM, kt * BK:kt * BK + BK])
+                    Tx.warpgroup.copy_async(B_s[i % STAGES, 0:BK, 0:BN], B[kt * BK:kt * BK + BK, pn:pn + BN])
+                    T.ptx.cp_async.commit_group()
+        # The last two steps (or fewer) have not been handed over yet.
+        T.ptx.cp_async.wait_group(0)
+        T.ptx.fence.proxy.async_.shared__cta()
+        for j in range(2):
+            if steps - 2 + j >= 0:
+                T.ptx.bar.arrive(FULL + (steps - 2 + j) % STAGES, 384)
     else:
-        T.ptx.setmaxnreg.inc(216)
+        T.ptx.setmaxnreg.inc(224)
         c = wg - 1
         for r in range(ROUNDS):
             if r * CTAS + bx < TILES:

@@ -458,6 +458,37 @@ fn early_reads_writes_and_overwrites_are_errors() {
 }
 
 #[test]
+fn operands_copied_with_cp_async_are_read_after_they_land() {
+    let c = Case::new(64, 64, 64, "bfloat16");
+    let copy = "    Tx.warpgroup.copy(B_s[0:64, 0:64], B[0:64, 0:64])\n";
+    let issue = "    Tx.warpgroup.copy_async(B_s[0:64, 0:64], B[0:64, 0:64])\n    T.ptx.cp_async.commit_group()\n";
+    assert!(c.script().contains(copy));
+    // Waited for, then fenced: the wgmma reads the landed bytes.
+    let src = c.script().replace(copy, &format!("{issue}    T.ptx.cp_async.wait_group(0)\n"));
+    let l = lower(&src);
+    let mut params: Vec<Vec<u8>> = l
+        .lir
+        .params
+        .iter()
+        .map(|p| vec![0u8; (l.lir.buf(*p).elems * l.lir.buf(*p).dtype.bytes() as i64) as usize])
+        .collect();
+    if let Err(e) = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
+        panic!("{e}\n{src}");
+    }
+    // Not waited for: the wgmma reads a destination the copy has yet to write.
+    let e = sim_error(&c.script().replace(copy, issue));
+    assert!(e.message.contains("cp.async"), "{e}");
+    // Waited for after the fence: the landing is a generic-proxy write no fence follows.
+    let src = c.script().replace(copy, issue).replace(
+        "    T.cuda.cta_sync()\n    Tx.warpgroup.gemm_async",
+        "    T.ptx.cp_async.wait_group(0)\n    T.cuda.cta_sync()\n    Tx.warpgroup.gemm_async",
+    );
+    let e = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::Wgmma, "{e}");
+    assert!(e.message.contains("no `fence.proxy.async` of that thread follows the write"), "{e}");
+}
+
+#[test]
 fn ptx_statements_check_warpgroups_counts_and_targets() {
     let c = Case::new(64, 64, 64, "bfloat16");
     let src = c.script();

@@ -562,6 +562,12 @@ impl Machine<'_> {
             for c in 0..k {
                 let at = s.swizzle.apply(start_byte + desc.offset(esize, r as i64, c as i64));
                 let e = self.bounds(s.buf, t, at / esize, 1, site, "wgmma shared read")?;
+                // A cp.async that still writes it is the first thing wrong (then the fence).
+                if !self.asy.inflight.is_empty() {
+                    if let Some(err) = self.inflight_conflict(s.buf, t, e, Dir::Read, site) {
+                        return Err(err);
+                    }
+                }
                 self.proxy_check(s.buf, e, t, site)?;
                 self.read_raw(s.buf, t, e, 1, site, &mut bytes[..esize as usize])?;
                 let x = f64::from_bits(decode(dt, &bytes));

@@ -120,8 +120,10 @@ impl Ctx<'_> {
                 ParamRef::Scalar(v) => format!("{} {}", c_type(self.k.var(v).dtype), self.names.var(v)),
             })
             .collect();
+        // setmaxnreg needs the register count at entry known: one CTA per SM fixes it.
+        let min_ctas = if self.k.uses_setmaxnreg() { ", 1" } else { "" };
         let head = format!(
-            "extern \"C\" __global__ void __launch_bounds__({}) {}(",
+            "extern \"C\" __global__ void __launch_bounds__({}{min_ctas}) {}(",
             self.k.threads_per_cta(),
             self.names.kernel
         );
@@ -137,6 +139,10 @@ impl Ctx<'_> {
         let mut static_smem = 0u64;
         let mut dyn_bufs = Vec::new();
         let k = self.k;
+        // Buffers a swizzled wgmma descriptor names start on their pattern's period (docs/lir.md §2.11).
+        let wgmma_align = k.wgmma_smem_align();
+        let align =
+            |id: LBufId| wgmma_align.iter().find(|(b, _)| *b == id).map_or(ARRAY_ALIGN, |(_, a)| (*a).max(ARRAY_ALIGN));
         for (i, b) in k.bufs.iter().enumerate() {
             let id = LBufId(i as u32);
             if b.space == Space::Global || !used.contains(&id) {
@@ -149,8 +155,10 @@ impl Ctx<'_> {
             match (b.space, b.dynamic) {
                 (Space::Shared, true) => dyn_bufs.push((id, bytes)),
                 (Space::Shared, false) => {
-                    static_smem = static_smem.saturating_add(padded(bytes));
-                    self.line(&format!("__shared__ alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems));
+                    let al = align(id);
+                    static_smem =
+                        static_smem.checked_next_multiple_of(al).unwrap_or(u64::MAX).saturating_add(padded(bytes));
+                    self.line(&format!("__shared__ alignas({al}) {t} {n}[{}];{shape}", b.elems));
                 }
                 _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
@@ -166,10 +174,13 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for).
-        self.line(&format!("extern __shared__ __align__({DYN_ALIGN}) unsigned char {DYN_SMEM}[];"));
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), and
+        // one a swizzled wgmma descriptor names on its pattern's period.
+        let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(DYN_ALIGN).max(DYN_ALIGN);
+        self.line(&format!("extern __shared__ __align__({base_align}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
+            offset = offset.checked_next_multiple_of(align(id)).unwrap_or(u64::MAX);
             let b = self.k.buf(id);
             let (t, n) = (c_type(b.dtype), self.names.buf(id));
             let at = if offset == 0 { DYN_SMEM.to_string() } else { format!("{DYN_SMEM} + {offset}") };
@@ -268,6 +279,8 @@ impl Ctx<'_> {
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
             LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
+            LStmtKind::NamedBarrierArrive { id, threads } => self.named_barrier_arrive(id, *threads)?,
+            LStmtKind::SetMaxNReg { inc, regs } => self.setmaxnreg(*inc, *regs),
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,

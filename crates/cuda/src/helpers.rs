@@ -35,6 +35,12 @@ pub enum Helper {
     CpAsync { bytes: u32, fill: bool, prefetch: Option<u32> },
     /// An mbarrier operation.
     Mbar(crate::asynch::MbarHelper),
+    /// The wgmma shared-memory descriptor builder.
+    WgmmaDesc,
+    /// The register fence of wgmma operands (`word`: a 32-bit word of packed elements).
+    WgmmaFenceOperand { word: bool },
+    /// `wgmma.mma_async` of one form.
+    Wgmma(crate::wgmma::WgmmaHelper),
 }
 
 impl Helper {
@@ -46,6 +52,9 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_name(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_name(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
+            Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
+            Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
+            Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
         }
     }
 
@@ -77,6 +86,9 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_source(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_source(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
+            Helper::WgmmaDesc => crate::wgmma::desc_source(),
+            Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
+            Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),
         }
     }
 }

@@ -68,7 +68,9 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         parity: Reg,
     },
-    /// A fence (`fence.proxy.async`, `fence.mbarrier_init`): nothing to order in the simulator.
+    /// `fence.proxy.async.shared::cta`: orders the thread's shared writes before later wgmma reads.
+    ProxyFence,
+    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator.
     Fence(&'static str),
 }
 
@@ -83,6 +85,7 @@ impl AsyncIns {
             AsyncIns::MbarArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncIns::MbarArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
+            AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
             AsyncIns::Fence(name) => name,
         }
     }
@@ -94,7 +97,7 @@ impl AsyncIns {
             | AsyncIns::MbarInit { site, .. }
             | AsyncIns::MbarArrive { site, .. }
             | AsyncIns::MbarWait { site, .. } => Some(*site),
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::Fence(_) => None,
+            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => None,
         }
     }
 
@@ -113,7 +116,7 @@ impl AsyncIns {
                 f(idx);
                 tx.iter_mut().for_each(f)
             }
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::Fence(_) => {}
+            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => {}
         }
     }
 }
@@ -278,7 +281,8 @@ impl Compiler<'_> {
                 let (b, idx, parity) = self.mbar(bar, parity)?;
                 AsyncIns::MbarWait { site: self.site(), bar: b, idx, parity }
             }
-            AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => AsyncIns::Fence(a.name()),
+            AsyncOp::FenceProxyAsync => AsyncIns::ProxyFence,
+            AsyncOp::FenceMbarrierInit => AsyncIns::Fence(a.name()),
         };
         self.emit(Ins::Async(Box::new(ins)));
         Ok(())
@@ -331,8 +335,10 @@ impl Machine<'_> {
                 self.touch(bar, t, e, Dir::Read, site)?;
                 return self.mbar_try_wait(t, site, (bar, e), parity);
             }
-            // No async-proxy accesses and no clusters exist in the simulator yet; within a
-            // CTA, mbarrier inits are ordered by the CTA barrier that must follow them.
+            // wgmma reads shared memory through the async proxy (module `wgmma`).
+            AsyncIns::ProxyFence => self.proxy_fence(t)?,
+            // No clusters exist in the simulator; within a CTA, mbarrier inits are
+            // ordered by the CTA barrier that must follow them.
             AsyncIns::Fence(_) => {}
         }
         Ok(Flow::Next)

@@ -67,6 +67,7 @@ mod memory;
 mod pair;
 mod round;
 pub mod value;
+mod wgmma;
 
 pub use error::{SimError, SimErrorKind, SimWarning};
 pub use memory::{

@@ -425,6 +425,9 @@ impl Machine<'_> {
     /// Shadow bookkeeping for one element access: race checks and uninitialised-read warnings.
     #[inline]
     pub(crate) fn touch(&mut self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Result<(), SimError> {
+        if self.wg.active {
+            self.wgmma_touch(b, t, e, dir, site)?;
+        }
         let space = self.bufs[b as usize].space;
         match space {
             Space::Local => {
@@ -470,7 +473,18 @@ impl Machine<'_> {
         self.wsync[(t / 32) as usize].max(self.asy.rel[t as usize])
     }
 
-    fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
+    /// The last write of element `e` of `b` in this CTA, with race checking on:
+    /// `(thread, stamp, site)`.
+    pub(crate) fn last_write(&self, b: u32, e: usize) -> Option<(u32, u32, Option<tirx_ir::Span>)> {
+        if !self.opts.check_races || self.bufs[b as usize].space == Space::Local {
+            return None;
+        }
+        let sh = Shadow::unpack(*self.bufs[b as usize].shadow.get(e)?);
+        (sh.w_stamp >= self.cta_start && sh.w_stamp != 0)
+            .then(|| (sh.w_tid as u32, sh.w_stamp, self.shadow_site(sh.w_site)))
+    }
+
+    pub(crate) fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
         stamp < self.cta_sync
             || p == t
             || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])

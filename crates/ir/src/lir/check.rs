@@ -207,7 +207,10 @@ impl Checker<'_> {
             }
             LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
+            LStmtKind::NamedBarrier { id, threads } | LStmtKind::NamedBarrierArrive { id, threads } => {
+                self.named_barrier(id, *threads)?
+            }
+            LStmtKind::SetMaxNReg { regs, .. } => self.setmaxnreg(*regs)?,
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => {
                 let var = self.collective(c)?;

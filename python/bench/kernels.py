@@ -89,12 +89,16 @@ def bench_rmsnorm(args, rows):
                          torch_ms=tt, vs_torch=tt / t))
 
 
-def gemm_kernel(example, M, N, K):
+def gemm_kernel(example, M, N, K, **consts):
     """The GEMM example with its sizes set to M, N, K (the script's own sizes are small, for the
-    simulator; the kernel takes any multiple of its tile)."""
+    simulator; the kernel takes any multiple of its tile) and its other top-level constants
+    (`CTAS`, `dtype`) replaced by `consts`."""
     src = open(os.path.join(ROOT, "examples", example)).read()
     src, n = re.subn(r"^M, N, K = .*$", f"M, N, K = {M}, {N}, {K}", src, count=1, flags=re.M)
     assert n == 1, example
+    for name, value in consts.items():
+        src, n = re.subn(rf"^{name} = [^#\n]*", f"{name} = {value!r}", src, count=1, flags=re.M)
+        assert n == 1, (example, name)
     d = tempfile.mkdtemp()
     path = os.path.join(d, example)
     with open(path, "w") as f:
@@ -129,16 +133,38 @@ def bench_gemm(args, rows):
                              torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
 
 
+def bench_hopper(args, rows):
+    """The warp-specialised wgmma GEMM (examples/gemm_hopper.py): one persistent CTA per SM."""
+    if torch.cuda.get_device_capability() < (9, 0):
+        print("hopper: skipped (needs sm_90)")
+        return
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for name, tin in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
+        for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192)):
+            k = tirx.compile(gemm_kernel("gemm_hopper.py", M, N, K, CTAS=sms, dtype=name))
+            a = torch.randn(M, K, device="cuda", dtype=tin)
+            b = torch.randn(K, N, device="cuda", dtype=tin)
+            c = torch.empty(M, N, device="cuda", dtype=tin)
+            k(a, b, c)
+            ref = torch.matmul(a.float(), b.float())
+            close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm_hopper {name} {M}x{N}x{K}")
+            t = timed(lambda: k(a, b, c), args.iters, args.warmup)
+            tt = timed(lambda: torch.matmul(a, b), args.iters, args.warmup)
+            flops = 2 * M * N * K
+            rows.append(dict(kernel=f"gemm_hopper {name} {M}x{N}x{K}", ms=t, tflops=flops / t / 1e9,
+                             torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--only", default="softmax,rmsnorm,gemm")
+    ap.add_argument("--only", default="softmax,rmsnorm,gemm,hopper")
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = []
     for name in args.only.split(","):
-        {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm}[name](args, rows)
+        {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm, "hopper": bench_hopper}[name](args, rows)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.iters}")
     for r in rows:
         if "tflops" in r:

@@ -26,6 +26,17 @@ const DYN_ALIGN: u64 = tirx_ir::target::DYN_SMEM_ALIGN;
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
 const SIGNATURE_WIDTH: usize = 100;
+/// The driver's tensor map type (cuda.h's `CUtensorMap`), declared here so the
+/// file stays self-contained: 128 opaque bytes the host encodes.
+const TENSOR_MAP_TYPE: &str =
+    "\n// A TMA descriptor (cuda.h's CUtensorMap): built on the host by cuTensorMapEncodeTiled,
+// passed by value as a __grid_constant__ parameter.
+#if !defined(__cuda_cuda_h__)
+typedef struct CUtensorMap_st {
+    alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#endif
+";
 
 pub struct Ctx<'a> {
     pub k: &'a LKernel,
@@ -76,6 +87,9 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     for h in &cx.headers {
         src.push_str(&format!("#include <{}>\n", h.file()));
     }
+    if !k.tmaps.is_empty() {
+        src.push_str(TENSOR_MAP_TYPE);
+    }
     for h in &cx.helpers {
         src.push('\n');
         src.push_str(&h.source());
@@ -118,10 +132,15 @@ impl Ctx<'_> {
                     format!("{}* __restrict__ {}", c_type(t), self.names.buf(p))
                 }
                 ParamRef::Scalar(v) => format!("{} {}", c_type(self.k.var(v).dtype), self.names.var(v)),
+                ParamRef::TensorMap(m) => format!("const __grid_constant__ CUtensorMap {}", self.names.tmap(m)),
             })
             .collect();
+        let cluster = match self.k.cluster {
+            [1, 1, 1] => String::new(),
+            [x, y, z] => format!("__cluster_dims__({x}, {y}, {z}) "),
+        };
         let head = format!(
-            "extern \"C\" __global__ void __launch_bounds__({}) {}(",
+            "extern \"C\" __global__ void {cluster}__launch_bounds__({}) {}(",
             self.k.threads_per_cta(),
             self.names.kernel
         );
@@ -150,7 +169,8 @@ impl Ctx<'_> {
                 (Space::Shared, true) => dyn_bufs.push((id, bytes)),
                 (Space::Shared, false) => {
                     static_smem = static_smem.saturating_add(padded(bytes));
-                    self.line(&format!("__shared__ alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems));
+                    let align = u64::from(b.align_bytes()).max(ARRAY_ALIGN);
+                    self.line(&format!("__shared__ alignas({align}) {t} {n}[{}];{shape}", b.elems));
                 }
                 _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
@@ -166,11 +186,14 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for).
-        self.line(&format!("extern __shared__ __align__({DYN_ALIGN}) unsigned char {DYN_SMEM}[];"));
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), or on
+        // the repeat of a TMA swizzle it holds.
+        let top = dyn_bufs.iter().map(|(id, _)| u64::from(k.buf(*id).align_bytes())).max().unwrap_or(DYN_ALIGN);
+        self.line(&format!("extern __shared__ __align__({}) unsigned char {DYN_SMEM}[];", top.max(DYN_ALIGN)));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
             let b = self.k.buf(id);
+            offset = offset.next_multiple_of(u64::from(b.align_bytes()).max(DYN_ALIGN));
             let (t, n) = (c_type(b.dtype), self.names.buf(id));
             let at = if offset == 0 { DYN_SMEM.to_string() } else { format!("{DYN_SMEM} + {offset}") };
             let note = match shape_note(&b.shape) {

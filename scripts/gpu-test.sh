@@ -22,7 +22,8 @@
 #      dtype and shape;
 #      kernels in the DIR arguments get the same, in parallel ($JOBS, default 8), without
 #      the sanitizers (there are hundreds);
-#   2. compute-sanitizer --tool memcheck and --tool racecheck over each example's `tirx run`;
+#   2. compute-sanitizer --tool memcheck, racecheck and synccheck over each example's `tirx run`
+#      with the same arguments (SANITIZE=REGEX: only the examples whose path matches);
 #   3. `tirx bench --json` on examples/bench/*.py (kernel vs cuMemcpyDtoD, same traffic);
 #   4. the prebuilt GPU test executables in $TIRX_TEST_BINS, if set (TIRX_REQUIRE_GPU=1 is
 #      exported, so a test that finds no GPU fails rather than skipping);
@@ -141,7 +142,7 @@ san_findings() { # LOG
     echo "$n"
 }
 
-run_ok=0; run_fail=0; skipped=0; memcheck_total=0; racecheck_total=0
+run_ok=0; run_fail=0; skipped=0; memcheck_total=0; racecheck_total=0; synccheck_total=0
 ROWS=(); SKIPS=(); BROWS=()
 
 # One kernel: lower (+ launch metadata), numpy inputs, `tirx run --check-sim`, outputs read back.
@@ -157,12 +158,14 @@ check_one() { # EX
     status=pass
     if ! opts=$(make_inputs "$d/meta.json" "$d" "$ex" 2>"$d/inputs.log"); then
         status=inputs
+        opts=''
     # 300 s: the i64-index kernels check 16 GiB of parameters against the simulator (93 s alone on an H100 host).
     elif ! timeout 300 "$TIRX" run "$ex" $opts --check-sim --timing >"$d/run.log" 2>&1; then
         status=FAIL
     elif ! check_outputs "$d/meta.json" "$d" >>"$d/run.log" 2>&1; then
         status=outputs
     fi
+    echo "$opts" >"$d/opts"
     echo "$status" >"$d/status"
 }
 
@@ -173,18 +176,23 @@ for dir in "$@"; do
     extra+=("$dir"/*.py)
 done
 
-# Examples one by one, each also under compute-sanitizer memcheck and racecheck.
-declare -A MC RC
+# Examples one by one, each also under compute-sanitizer memcheck, racecheck and synccheck.
+declare -A MC RC SC
 for ex in "${examples[@]}"; do
     check_one "$ex"
     d="$WORK/$(echo "${ex%.py}" | tr '/' '_')"
-    MC[$ex]=-; RC[$ex]=-
+    MC[$ex]=-; RC[$ex]=-; SC[$ex]=-
     [ "$(cat "$d/status")" = skipped ] && continue
-    timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" >"$d/memcheck.log" 2>&1
+    [[ $ex =~ ${SANITIZE:-.} ]] || continue
+    read -r -a opts <"$d/opts"
+    timeout 180 "$SAN" --tool memcheck "$TIRX" run "$ex" "${opts[@]}" >"$d/memcheck.log" 2>&1
     MC[$ex]=$(san_findings "$d/memcheck.log")
-    timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" >"$d/racecheck.log" 2>&1
+    timeout 180 "$SAN" --tool racecheck "$TIRX" run "$ex" "${opts[@]}" >"$d/racecheck.log" 2>&1
     RC[$ex]=$(san_findings "$d/racecheck.log")
+    timeout 180 "$SAN" --tool synccheck "$TIRX" run "$ex" "${opts[@]}" >"$d/synccheck.log" 2>&1
+    SC[$ex]=$(san_findings "$d/synccheck.log")
     memcheck_total=$((memcheck_total + MC[$ex])); racecheck_total=$((racecheck_total + RC[$ex]))
+    synccheck_total=$((synccheck_total + SC[$ex]))
 done
 
 # Kernels from DIR arguments (hundreds): in parallel, without the sanitizers.
@@ -204,7 +212,7 @@ for ex in "${examples[@]}" "${extra[@]}"; do
     esac
     # Every example gets a row; kernels from DIR arguments only when they fail.
     if [[ $ex == examples/* ]] || [ "$status" != pass ]; then
-        ROWS+=("$(printf '%-40s %-10s %-9s %-9s' "$ex" "$status" "${MC[$ex]:--}" "${RC[$ex]:--}")")
+        ROWS+=("$(printf '%-40s %-10s %-9s %-9s %-9s' "$ex" "$status" "${MC[$ex]:--}" "${RC[$ex]:--}" "${SC[$ex]:--}")")
     fi
 done
 
@@ -249,7 +257,7 @@ done
 
 echo
 echo "== examples: GPU vs simulator, compute-sanitizer findings =="
-printf '%-40s %-10s %-9s %-9s\n' example check-sim memcheck racecheck
+printf '%-40s %-10s %-9s %-9s %-9s\n' example check-sim memcheck racecheck synccheck
 for r in "${ROWS[@]}"; do echo "$r"; done
 if [ ${#SKIPS[@]} -gt 0 ]; then
     echo "skipped (lowering reports a user error):"
@@ -261,10 +269,10 @@ printf '%-40s %9s %9s %11s %6s\n' kernel ms GB/s memcpyGB/s ratio
 for r in "${BROWS[@]}"; do echo "$r"; done
 echo
 echo "cases run: $((run_ok + run_fail)), passed: $run_ok, failed: $run_fail, skipped: $skipped; bench failures: $bench_fail"
-echo "sanitizer findings: memcheck $memcheck_total, racecheck $racecheck_total"
+echo "sanitizer findings: memcheck $memcheck_total, racecheck $racecheck_total, synccheck $synccheck_total"
 [ -n "${TIRX_TEST_BINS:-}" ] && echo "GPU test executables: $test_bin_ok passed, $test_bin_fail failed"
 echo "logs: $WORK"
-if [ $run_fail -gt 0 ] || [ $bench_fail -gt 0 ] || [ $test_bin_fail -gt 0 ] || [ $memcheck_total -gt 0 ] || [ $racecheck_total -gt 0 ]; then
+if [ $run_fail -gt 0 ] || [ $bench_fail -gt 0 ] || [ $test_bin_fail -gt 0 ] || [ $memcheck_total -gt 0 ] || [ $racecheck_total -gt 0 ] || [ $synccheck_total -gt 0 ]; then
     exit 1
 fi
 exit 0

@@ -16,7 +16,7 @@ def test_a_reference_style_test_file_passes_under_the_plugin():
     r = run("-m", "pytest", "--noconftest", "-p", "tirx.compat", "-q", "compat_suite/refstyle_kernels.py",
             env={"TIRX_DEVICE": os.environ.get("TIRX_DEVICE", "sim")})
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "11 passed" in r.stdout, r.stdout
+    assert "12 passed" in r.stdout, r.stdout
 
 
 def test_python_m_tirx_compat_runs_a_script(tmp_path):

@@ -218,6 +218,30 @@ def test_typed_buffer_parameters():
     np.testing.assert_allclose(b, a + 1, rtol=1e-6)
 
 
+def test_annotations_see_the_builders_locals_and_carry_layouts():
+    # `lay` and `rows` appear only in annotations, so they are no closure cells of the kernel:
+    # they come from the builder's frame, as in the reference.
+    def build(rows):
+        lay = TileLayout(S[(rows, 8) : (1, rows)])  # column-major
+
+        @T.prim_func
+        def kernel(A: T.Buffer((rows, 8), "float32", layout=lay), B: T.Buffer((32, 8), "float32")):
+            T.device_entry()
+            T.cta_id([1])
+            T.lane_id([32])
+            tid = T.thread_id([32])
+            for j in range(8):
+                B[tid, j] = A[tid, j] * 2.0
+
+        return kernel
+
+    k = build(32)
+    assert "S[(32, 8):(1, 32)]" in k.script()
+    a, b = rand(32, 8), np.zeros((32, 8), np.float32)
+    run(k, a, b)
+    np.testing.assert_allclose(b, 2 * a.reshape(8, 32).T, rtol=1e-6)
+
+
 def test_prim_func_with_arguments_and_reprs():
     @T.prim_func(private=True)
     def kernel(A_ptr: T.handle):

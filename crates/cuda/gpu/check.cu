@@ -36,6 +36,9 @@ __global__ void mma_f16_k8(__half*, __half*, float*, float*);
 __global__ void mma_tf32(float*, float*, float*, float*);
 __global__ void mma_s8(signed char*, signed char*, int*, int*);
 __global__ void named_barrier(float*, float*);
+__global__ void wgmma_ss(__nv_bfloat16*, __nv_bfloat16*, int*, float*);
+__global__ void wgmma_rs_f16acc(__half*, __half*, __half*);
+__global__ void warp_specialized(float*, float*);
 }
 
 #define CK(x)                                                                               \
@@ -365,6 +368,92 @@ static void check_mma() {
     check_mma_one<signed char, int>("mma_s8", mma_s8, 32, 4, true);
 }
 
+/// The byte offset of element (mn, k) of a wgmma operand under a descriptor (PTX ISA,
+/// canonical shared-memory layouts; `sw` 0..3 = none/32B/64B/128B), swizzle applied.
+static int wg_place(bool mn_major, int sw, int lbo, int sbo, int e, int mn, int k) {
+    int w = 16 << sw, t = 16 / e, off;
+    if (!mn_major)
+        off = sw == 0 ? (mn % 8) * 16 + (mn / 8) * sbo + (k % t) * e + (k / t) * lbo : (mn % 8) * w + (mn / 8) * sbo + k * e;
+    else
+        off = sw == 0 ? (mn % t) * e + (mn / t) * sbo + (k % 8) * 16 + (k / 8) * lbo
+                      : (mn % (w / e)) * e + (mn / (w / e)) * lbo + (k % 8) * w + (k / 8) * sbo;
+    return off ^ (((off >> 7) & ((1 << sw) - 1)) << 4);
+}
+
+/// (row, col) of accumulator element i of thread tid of a warpgroup (wgmma register fragments).
+static void wg_d(int tid, int i, int* row, int* col) {
+    int w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    *row = 16 * w + g + 8 * (i / 2 % 2), *col = 8 * (i / 4) + 2 * t + i % 2;
+}
+
+/// wgmma_ss: A (K-major, 32B swizzle) and B (MN-major, 128B swizzle) copied linearly into
+/// shared memory and read through descriptors; D = A*B^T (+ 1 with flag set), 64x64x16.
+static void check_wgmma_ss() {
+    std::vector<__nv_bfloat16> a(64 * 16), b(16 * 64);
+    std::vector<float> af(a.size()), bf(b.size());
+    for (size_t i = 0; i < a.size(); ++i) af[i] = float(int(i * 7 % 17) - 8) / 8, a[i] = __float2bfloat16(af[i]);
+    for (size_t i = 0; i < b.size(); ++i) bf[i] = float(int(i * 5 % 17) - 8) / 8, b[i] = __float2bfloat16(bf[i]);
+    for (int flag = 0; flag < 2; ++flag) {
+        std::vector<float> want(128 * 32);
+        for (int t = 0; t < 128; ++t)
+            for (int i = 0; i < 32; ++i) {
+                int row, col;
+                wg_d(t, i, &row, &col);
+                double s = flag;
+                for (int k = 0; k < 16; ++k)
+                    s += double(af[wg_place(false, 1, 16, 256, 2, row, k) / 2]) * bf[wg_place(true, 3, 2048, 1024, 2, col, k) / 2];
+                want[t * 32 + i] = float(s);
+            }
+        __nv_bfloat16 *da = upload(a), *db = upload(b);
+        int* df = upload(std::vector<int>{flag});
+        float* dd = zeros<float>(128 * 32);
+        wgmma_ss<<<1, 128>>>(da, db, df, dd);
+        CK(cudaGetLastError());
+        expect(flag ? "wgmma_ss+D" : "wgmma_ss", download(dd, 128 * 32), want);
+        cudaFree(da), cudaFree(db), cudaFree(df), cudaFree(dd);
+    }
+}
+
+/// wgmma_rs_f16acc: A from each thread's four registers, B (32x16, K-major, core matrices)
+/// from shared memory, a float16 D = A*B^T, 64x32x16; sums exact in float16.
+static void check_wgmma_rs() {
+    std::vector<__half> a(128 * 8), b(32 * 16);
+    std::vector<float> am(64 * 16), bf(b.size());
+    for (int t = 0; t < 128; ++t)
+        for (int j = 0; j < 8; ++j) {
+            float x = float(int((t * 8 + j) * 7 % 5) - 2) / 2;
+            a[t * 8 + j] = __float2half(x);
+            int w = t / 32, g = t % 32 / 4, q = t % 4, r = j / 2, e = j % 2;
+            am[(16 * w + g + 8 * (r % 2)) * 16 + 2 * q + e + 8 * (r / 2)] = x;
+        }
+    for (size_t i = 0; i < b.size(); ++i) bf[i] = float(int(i * 3 % 5) - 2) / 2, b[i] = __float2half(bf[i]);
+    std::vector<__half> want(128 * 16);
+    for (int t = 0; t < 128; ++t)
+        for (int i = 0; i < 16; ++i) {
+            int row, col;
+            wg_d(t, i, &row, &col);
+            double s = 0;
+            for (int k = 0; k < 16; ++k) s += double(am[row * 16 + k]) * bf[wg_place(false, 0, 512, 128, 2, col, k) / 2];
+            want[t * 16 + i] = __float2half(float(s));
+        }
+    __half *da = upload(a), *db = upload(b), *dd = zeros<__half>(128 * 16);
+    wgmma_rs_f16acc<<<1, 128>>>(da, db, dd);
+    CK(cudaGetLastError());
+    expect("wgmma_rs_f16", download(dd, 128 * 16), want);
+    cudaFree(da), cudaFree(db), cudaFree(dd);
+}
+
+/// warp_specialized: warpgroup 0 writes shared memory and arrives, warpgroup 1 waits and reads it.
+static void check_warp_specialized() {
+    std::vector<float> a(128), want(128);
+    for (int i = 0; i < 128; ++i) a[i] = float(i) * 0.25f, want[127 - i] = a[i];
+    float *da = upload(a), *db = zeros<float>(128);
+    warp_specialized<<<1, 256>>>(da, db);
+    CK(cudaGetLastError());
+    expect("warp_specialized", download(db, 128), want);
+    cudaFree(da), cudaFree(db);
+}
+
 /// `check [NAME...]`: runs the named checks (all without arguments), e.g.
 /// `check warp_shuffle cp_async mbarrier` under compute-sanitizer.
 int main(int argc, char** argv) {
@@ -392,6 +481,11 @@ int main(int argc, char** argv) {
         {"mbarrier", check_mbarrier_pipeline},
         {"mma", check_mma},
         {"named_barrier", check_named_barrier},
+        {"wgmma", [] {
+             check_wgmma_ss();
+             check_wgmma_rs();
+         }},
+        {"warp_specialized", check_warp_specialized},
         {"big_scale", check_big_scale},
     };
     for (const Check& c : checks) {

@@ -139,8 +139,10 @@ impl Ctx<'_> {
             [1, 1, 1] => String::new(),
             [x, y, z] => format!("__cluster_dims__({x}, {y}, {z}) "),
         };
+        // setmaxnreg needs the register count at entry known: one CTA per SM fixes it.
+        let min_ctas = if self.k.uses_setmaxnreg() { ", 1" } else { "" };
         let head = format!(
-            "extern \"C\" __global__ void {cluster}__launch_bounds__({}) {}(",
+            "extern \"C\" __global__ void {cluster}__launch_bounds__({}{min_ctas}) {}(",
             self.k.threads_per_cta(),
             self.names.kernel
         );
@@ -156,6 +158,13 @@ impl Ctx<'_> {
         let mut static_smem = 0u64;
         let mut dyn_bufs = Vec::new();
         let k = self.k;
+        // A buffer starts on its own alignment (128 B when dynamic, more for a TMA swizzle's
+        // repeat) and on the period of a swizzled wgmma descriptor naming it (docs/lir.md §2.11).
+        let wgmma_align = k.wgmma_smem_align();
+        let align = |id: LBufId| {
+            let own = u64::from(k.buf(id).align_bytes()).max(ARRAY_ALIGN);
+            wgmma_align.iter().find(|(b, _)| *b == id).map_or(own, |(_, a)| (*a).max(own))
+        };
         for (i, b) in k.bufs.iter().enumerate() {
             let id = LBufId(i as u32);
             if b.space == Space::Global || !used.contains(&id) {
@@ -168,9 +177,10 @@ impl Ctx<'_> {
             match (b.space, b.dynamic) {
                 (Space::Shared, true) => dyn_bufs.push((id, bytes)),
                 (Space::Shared, false) => {
-                    static_smem = static_smem.saturating_add(padded(bytes));
-                    let align = u64::from(b.align_bytes()).max(ARRAY_ALIGN);
-                    self.line(&format!("__shared__ alignas({align}) {t} {n}[{}];{shape}", b.elems));
+                    let al = align(id);
+                    static_smem =
+                        static_smem.checked_next_multiple_of(al).unwrap_or(u64::MAX).saturating_add(padded(bytes));
+                    self.line(&format!("__shared__ alignas({al}) {t} {n}[{}];{shape}", b.elems));
                 }
                 _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
@@ -186,14 +196,14 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), or on
-        // the repeat of a TMA swizzle it holds.
-        let top = dyn_bufs.iter().map(|(id, _)| u64::from(k.buf(*id).align_bytes())).max().unwrap_or(DYN_ALIGN);
-        self.line(&format!("extern __shared__ __align__({}) unsigned char {DYN_SMEM}[];", top.max(DYN_ALIGN)));
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), on the
+        // repeat of a TMA swizzle it holds, and on the period of a swizzled wgmma descriptor naming it.
+        let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(DYN_ALIGN).max(DYN_ALIGN);
+        self.line(&format!("extern __shared__ __align__({base_align}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;
         for (id, bytes) in dyn_bufs {
+            offset = offset.checked_next_multiple_of(align(id)).unwrap_or(u64::MAX);
             let b = self.k.buf(id);
-            offset = offset.next_multiple_of(u64::from(b.align_bytes()).max(DYN_ALIGN));
             let (t, n) = (c_type(b.dtype), self.names.buf(id));
             let at = if offset == 0 { DYN_SMEM.to_string() } else { format!("{DYN_SMEM} + {offset}") };
             let note = match shape_note(&b.shape) {
@@ -291,6 +301,8 @@ impl Ctx<'_> {
             LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
             LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
+            LStmtKind::NamedBarrierArrive { id, threads } => self.named_barrier_arrive(id, *threads)?,
+            LStmtKind::SetMaxNReg { inc, regs } => self.setmaxnreg(*inc, *regs),
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,

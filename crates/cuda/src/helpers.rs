@@ -40,6 +40,12 @@ pub enum Helper {
     Tma { rank: u8, store: bool, multicast: bool, cache: bool },
     /// A bulk copy of shared memory into a peer CTA of the cluster (`mapa` + `cp.async.bulk`).
     BulkToPeer,
+    /// The wgmma shared-memory descriptor builder.
+    WgmmaDesc,
+    /// The register fence of wgmma operands (`word`: a 32-bit word of packed elements).
+    WgmmaFenceOperand { word: bool },
+    /// `wgmma.mma_async` of one form.
+    Wgmma(crate::wgmma::WgmmaHelper),
 }
 
 impl Helper {
@@ -53,6 +59,9 @@ impl Helper {
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
             Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_name(rank, store, multicast, cache),
             Helper::BulkToPeer => "tirx_bulk_copy_to_peer".into(),
+            Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
+            Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
+            Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
         }
     }
 
@@ -86,6 +95,9 @@ impl Helper {
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
             Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_source(rank, store, multicast, cache),
             Helper::BulkToPeer => crate::asynch::bulk_to_peer_source(),
+            Helper::WgmmaDesc => crate::wgmma::desc_source(),
+            Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
+            Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),
         }
     }
 }

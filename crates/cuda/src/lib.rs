@@ -32,6 +32,7 @@ mod memory;
 mod names;
 mod pair;
 mod round;
+mod wgmma;
 
 use serde::Serialize;
 use std::fmt;

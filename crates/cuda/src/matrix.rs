@@ -23,6 +23,11 @@ impl Ctx<'_> {
         match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
+            MatrixOp::Wgmma(w) => self.wgmma(w),
+            MatrixOp::WgmmaSync(s) => {
+                self.wgmma_sync(*s);
+                Ok(())
+            }
         }
     }
 

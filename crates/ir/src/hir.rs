@@ -373,6 +373,49 @@ impl Collective {
     }
 }
 
+/// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §9):
+/// the ordering of Hopper's asynchronous tensor cores, register reallocation
+/// between warpgroups and named barriers. (The async-proxy fence is an
+/// [`AsyncStmt`].)
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum PtxStmt {
+    /// `T.ptx.wgmma.fence()`: orders the warpgroup's earlier register accesses before its next wgmmas.
+    WgmmaFence,
+    /// `T.ptx.wgmma.commit_group()`: closes the warpgroup's open group of wgmmas.
+    WgmmaCommit,
+    /// `T.ptx.wgmma.wait_group(n)`: waits until at most `n` of the warpgroup's groups are pending.
+    WgmmaWait(u32),
+    /// `T.ptx.setmaxnreg.inc(n)` / `.dec(n)`: the warpgroup's per-thread register budget.
+    SetMaxNReg { inc: bool, regs: u32 },
+    /// `T.ptx.bar.sync(id, threads)`: waits at named barrier `id` until `threads` threads arrived.
+    BarSync { id: Expr, threads: u32 },
+    /// `T.ptx.bar.arrive(id, threads)`: arrives at named barrier `id` without waiting.
+    BarArrive { id: Expr, threads: u32 },
+}
+
+impl PtxStmt {
+    /// The script spelling (`T.ptx.wgmma.wait_group`).
+    pub fn script_name(&self) -> &'static str {
+        match self {
+            PtxStmt::WgmmaFence => "T.ptx.wgmma.fence",
+            PtxStmt::WgmmaCommit => "T.ptx.wgmma.commit_group",
+            PtxStmt::WgmmaWait(_) => "T.ptx.wgmma.wait_group",
+            PtxStmt::SetMaxNReg { inc: true, .. } => "T.ptx.setmaxnreg.inc",
+            PtxStmt::SetMaxNReg { inc: false, .. } => "T.ptx.setmaxnreg.dec",
+            PtxStmt::BarSync { .. } => "T.ptx.bar.sync",
+            PtxStmt::BarArrive { .. } => "T.ptx.bar.arrive",
+        }
+    }
+
+    /// The expressions it evaluates.
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match self {
+            PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => vec![id],
+            _ => vec![],
+        }
+    }
+}
+
 /// An mbarrier operand: `bar.ptr_to([i])`, element `i` of a shared `int64`
 /// buffer (the 64-bit barrier word).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -511,6 +554,8 @@ pub enum StmtKind {
         op: Collective,
     },
     Tile(TileCall),
+    /// `T.ptx.wgmma.fence()` and the other PTX statements.
+    Ptx(PtxStmt),
     /// `T.evaluate(e)`: `e` is checked (types, bounds of its loads) and nothing
     /// runs; the reference's way to mention a value.
     Evaluate(Expr),

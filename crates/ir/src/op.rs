@@ -20,7 +20,8 @@ pub enum Family {
     Elementwise,
     /// Combines the source elements along `axes` into the destination ([`ReduceOp`]).
     Reduce,
-    /// Matrix multiply-accumulate `D = alpha·A·B + beta·C` on tensor cores.
+    /// Matrix multiply-accumulate on tensor cores: `D = alpha·A·B + beta·C`
+    /// (`gemm`), and its asynchronous form `D = A·Bᵀ (+ D)` (`gemm_async`).
     Gemm,
     /// Moves a region asynchronously (`copy_async`): the data lands when the
     /// kernel's completion mechanism (`cp.async.wait_group`, an mbarrier) says so.
@@ -47,6 +48,10 @@ pub enum TileOp {
     Ewise(EwiseOp),
     Reduce(ReduceOp),
     Gemm,
+    /// `gemm_async(D, A, B, SFA=None, SFB=None, transA=False, transB=False, accum=False)`:
+    /// issued, completed later (`T.ptx.wgmma.wait_group`); A is M×K, B is N×K
+    /// (K×M and K×N with the flags), as the reference's `gemm_async`.
+    GemmAsync,
     CopyAsync,
 }
 
@@ -277,6 +282,23 @@ const TRANS_B: Slot =
     slot(&["transpose_B"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
 const ALPHA: Slot = slot(&["alpha"], Role::Scale, Scalar, Absent);
 const BETA: Slot = slot(&["beta"], Role::Scale, Scalar, Absent);
+const ASYNC_D: Slot = slot(&["D", "C", "dst", "output"], Role::Dst, Region, Required);
+const SFA: Slot = slot(&["SFA"], Role::Scale, Region, Absent);
+const SFB: Slot = slot(&["SFB"], Role::Scale, Region, Absent);
+const ASYNC_TRANS_A: Slot = slot(
+    &["transA", "transpose_A"],
+    Role::Attr,
+    SlotKind::Attr(AttrKind::Bool),
+    SlotDefault::Attr(AttrDefault::Bool(false)),
+);
+const ASYNC_TRANS_B: Slot = slot(
+    &["transB", "transpose_B"],
+    Role::Attr,
+    SlotKind::Attr(AttrKind::Bool),
+    SlotDefault::Attr(AttrDefault::Bool(false)),
+);
+/// A run-time or compile-time bool: false overwrites D, true accumulates into it.
+const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
 const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
 const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
@@ -357,7 +379,7 @@ impl TileOp {
         std::iter::once(TileOp::Copy)
             .chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
             .chain(ReduceOp::ALL.into_iter().map(TileOp::Reduce))
-            .chain([TileOp::Gemm, TileOp::CopyAsync])
+            .chain([TileOp::Gemm, TileOp::GemmAsync, TileOp::CopyAsync])
     }
 
     pub fn name(self) -> &'static str {
@@ -366,6 +388,7 @@ impl TileOp {
             TileOp::Ewise(e) => e.name(),
             TileOp::Reduce(r) => r.name(),
             TileOp::Gemm => "gemm",
+            TileOp::GemmAsync => "gemm_async",
             TileOp::CopyAsync => "copy_async",
         }
     }
@@ -385,6 +408,11 @@ impl TileOp {
             TileOp::Gemm => OpSpec {
                 family: Family::Gemm,
                 operands: &[GEMM_D, GEMM_A, GEMM_B, GEMM_C, TRANS_A, TRANS_B, ALPHA, BETA],
+                config: &[],
+            },
+            TileOp::GemmAsync => OpSpec {
+                family: Family::Gemm,
+                operands: &[ASYNC_D, GEMM_A, GEMM_B, SFA, SFB, ASYNC_TRANS_A, ASYNC_TRANS_B, ASYNC_ACCUM],
                 config: &[],
             },
             TileOp::CopyAsync => OpSpec {

@@ -274,6 +274,11 @@ pub trait Variant: Sync {
     fn priority(&self) -> u8;
     /// The family of ops it lowers (`tirx_ir::op`).
     fn family(&self) -> Family;
+    /// Whether it lowers `op` of its family (all of them unless it says otherwise:
+    /// `gemm` and `gemm_async` share the gemm family but not its variants).
+    fn lowers(&self, _op: TileOp) -> bool {
+        true
+    }
     /// The config keys it reads; a call with any other key is declined
     /// (`Rule::Config`), so no key is silently ignored.
     fn honours(&self) -> &'static [ConfigKey] {
@@ -518,7 +523,7 @@ impl Registry {
     /// Variants of `op` (those of its family) in trial order: priority descending, then name.
     pub fn for_op(&self, op: TileOp) -> Vec<&dyn Variant> {
         let mut v: Vec<&dyn Variant> =
-            self.variants.iter().map(|b| b.as_ref()).filter(|v| v.family() == op.family()).collect();
+            self.variants.iter().map(|b| b.as_ref()).filter(|v| v.family() == op.family() && v.lowers(op)).collect();
         v.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.name().cmp(b.name())));
         v
     }

@@ -39,6 +39,7 @@ pub mod gemm;
 mod launch;
 mod lay;
 pub mod operand;
+pub mod ptx;
 pub mod reduce;
 pub mod scope;
 mod smem;

@@ -662,6 +662,13 @@ impl Lowerer<'_> {
                 self.errors.extend(d.errors);
                 self.warnings.extend(d.warnings);
             }
+            StmtKind::Ptx(p) => {
+                self.scalar_bounds(&p.exprs(), None, at, out);
+                match crate::ptx::lower(self.k, &self.env, &mut self.b, at, self.opts, p, s.span) {
+                    Ok(stmts) => out.extend(stmts),
+                    Err(d) => self.errors.push(d),
+                }
+            }
             StmtKind::Async(a) => {
                 // The barrier element is checked like a store (an mbarrier instruction updates it).
                 let store = a.mbar().map(|r| (r.buf, r.index.as_slice()));
@@ -1122,6 +1129,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 }
             }
             StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| ex(e, out)),
+            StmtKind::Ptx(p) => p.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Async(a) => a.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
         }

@@ -75,3 +75,10 @@ fn scalar_parameter_examples() {
         snapshot(rel);
     }
 }
+
+/// The Hopper GEMM: wgmma from descriptors, the named-barrier pipeline between the
+/// producer and consumer warpgroups, register reallocation, the stmatrix epilogue.
+#[test]
+fn gemm_hopper() {
+    snapshot("gemm_hopper.py");
+}

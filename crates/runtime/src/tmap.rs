@@ -66,7 +66,7 @@ fn l2(mode: u8) -> CUtensorMapL2promotion {
 /// (the map's dims already evaluated for this launch).
 pub fn check_tensor_map(m: &TensorMap, base: u64) -> Result<Vec<u64>, RuntimeError> {
     let addr = base.wrapping_add(m.base_offset as u64);
-    if addr % 16 != 0 {
+    if !addr.is_multiple_of(16) {
         return Err(RuntimeError::Invalid(format!(
             "tensor map `{}`: the tensor starts at {addr:#x}, not on 16 bytes (TMA needs a 16-byte aligned global address)",
             m.name

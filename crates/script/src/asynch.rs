@@ -43,7 +43,7 @@ impl Builder<'_> {
         }
     }
 
-    /// One asynchronous-copy or mbarrier instruction.
+    /// One PTX instruction: asynchronous-copy and mbarrier ones here, the rest in `crate::ptx`.
     pub(crate) fn ptx_stmt(
         &mut self,
         op: PtxOp,
@@ -57,6 +57,18 @@ impl Builder<'_> {
         let (pos, kw) = self.eval_args(args)?;
         let mut a = Args::new(fname.clone(), pos, kw, span);
         let stmt = match op {
+            PtxOp::WgmmaFence
+            | PtxOp::WgmmaCommit
+            | PtxOp::WgmmaWait
+            | PtxOp::SetMaxNReg(_)
+            | PtxOp::BarSync
+            | PtxOp::BarArrive => {
+                let p = self.ptx_sync(op, &mut a)?;
+                a.finish(self)?;
+                self.require_device(span)?;
+                out.push(Stmt { kind: StmtKind::Ptx(p), span });
+                return Ok(());
+            }
             PtxOp::CommitGroup => AsyncStmt::CommitGroup,
             PtxOp::WaitGroup => {
                 let n = match a.opt(self, "n")? {

@@ -548,6 +548,7 @@ impl Builder<'_> {
             }
             Builtin::T
             | Builtin::TCuda
+            | Builtin::TPtx
             | Builtin::Tx
             | Builtin::TxScope(_)
             | Builtin::AxisNs

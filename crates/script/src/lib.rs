@@ -44,6 +44,7 @@ mod layouts;
 mod lexer;
 mod parser;
 mod print;
+mod ptx;
 mod scope_ids;
 mod spans;
 mod symbolic;

@@ -213,6 +213,18 @@ impl Printer<'_> {
                 let t = format!("{} = {}", self.k.var(*var).name, self.collective(op));
                 self.line(depth, &t);
             }
+            StmtKind::Ptx(p) => {
+                let args = match p {
+                    PtxStmt::WgmmaWait(n) => n.to_string(),
+                    PtxStmt::SetMaxNReg { regs, .. } => regs.to_string(),
+                    PtxStmt::BarSync { id, threads } | PtxStmt::BarArrive { id, threads } => {
+                        format!("{}, {threads}", self.expr(id, 0))
+                    }
+                    PtxStmt::WgmmaFence | PtxStmt::WgmmaCommit => String::new(),
+                };
+                let t = format!("{}({args})", p.script_name());
+                self.line(depth, &t);
+            }
             StmtKind::Async(a) => {
                 let t = self.asynch(a);
                 self.line(depth, &t);
@@ -528,6 +540,7 @@ impl Printer<'_> {
                     }
                 }
                 StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| self.use_expr(e)),
+                StmtKind::Ptx(p) => p.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Async(a) => a.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
             }

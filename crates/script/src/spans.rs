@@ -94,6 +94,10 @@ fn stmt(s: &mut Stmt) {
                 expr(lane);
             }
         },
+        StmtKind::Ptx(p) => match p {
+            PtxStmt::BarSync { id, .. } | PtxStmt::BarArrive { id, .. } => expr(id),
+            _ => {}
+        },
         StmtKind::Async(a) => {
             if let Some(b) = match a {
                 AsyncStmt::MbarInit { bar, .. }

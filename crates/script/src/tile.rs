@@ -247,25 +247,32 @@ impl Builder<'_> {
         Ok(())
     }
 
-    /// Gemm operands are matrices that multiply: A is M×K (K×M with
-    /// `transpose_A`), B is K×N (N×K with `transpose_B`), C and D are M×N, unit
-    /// dims dropped.
+    /// Gemm operands are matrices that multiply, unit dims dropped: for `gemm`,
+    /// A is M×K (K×M with `transpose_A`), B is K×N (N×K with `transpose_B`), C
+    /// and D are M×N; for `gemm_async`, A is M×K (K×M with `transA`), B is N×K
+    /// (K×N with `transB`), D is M×N.
     fn check_gemm(&mut self, call: &TileCall) -> R<()> {
         let region = |i: usize| match call.args.get(i) {
             Some(TileArg::Region(r)) => Some(r),
             _ => None,
         };
         let flag = |i: usize| matches!(call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
-        let (Some(d), Some(a), Some(b), Some(c)) = (region(0), region(1), region(2), region(3)) else { return Ok(()) };
+        let is_async = call.op == TileOp::GemmAsync;
+        // (C position, transA position, transB position, B is stored N×K unless flagged)
+        let (c_at, ta, tb, b_nk) = if is_async { (None, 5, 6, true) } else { (Some(3), 4, 5, false) };
+        let (Some(d), Some(a), Some(b)) = (region(0), region(1), region(2)) else { return Ok(()) };
+        let c = c_at.and_then(region);
         let mut dims = vec![];
-        for (name, r) in [("D", d), ("A", a), ("B", b), ("C", c)] {
+        for (name, r) in [("D", Some(d)), ("A", Some(a)), ("B", Some(b)), ("C", c)] {
+            let Some(r) = r else { continue };
             let e = squeezed(&extents(r));
             if e.len() != 2 {
                 return self.fail(
                     Diagnostic::error(
                         r.span,
                         format!(
-                            "gemm operand {name} must be a matrix: region {} has {} dims above 1",
+                            "{} operand {name} must be a matrix: region {} has {} dims above 1",
+                            call.op.name(),
                             fmt_shape(&extents(r)),
                             e.len()
                         ),
@@ -277,25 +284,27 @@ impl Builder<'_> {
             dims.push((e[0], e[1]));
         }
         let (dm, dn) = dims[0];
-        let (am, ak) = if flag(4) { (dims[1].1, dims[1].0) } else { dims[1] };
-        let (bk, bn) = if flag(5) { (dims[2].1, dims[2].0) } else { dims[2] };
+        let (am, ak) = if flag(ta) { (dims[1].1, dims[1].0) } else { dims[1] };
+        let (bk, bn) = if flag(tb) != b_nk { (dims[2].1, dims[2].0) } else { dims[2] };
         let mismatch = if ak != bk {
             Some((b, format!("A has K = {ak} but B has K = {bk}")))
         } else if (am, bn) != (dm, dn) {
             Some((d, format!("D is {dm}×{dn} but A·B is {am}×{bn}")))
-        } else if dims[3] != (dm, dn) {
-            Some((c, format!("C is {}×{} but D is {dm}×{dn}", dims[3].0, dims[3].1)))
         } else {
-            None
+            c.filter(|_| dims[3] != (dm, dn))
+                .map(|c| (c, format!("C is {}×{} but D is {dm}×{dn}", dims[3].0, dims[3].1)))
+        };
+        let help = if is_async {
+            "A is M×K (K×M with transA=True), B is N×K (K×N with transB=True), D is M×N"
+        } else {
+            "A is M×K (K×M with transpose_A=True), B is K×N (N×K with transpose_B=True), C and D are M×N"
         };
         match mismatch {
             None => Ok(()),
             Some((r, m)) => self.fail(
-                Diagnostic::error(r.span, format!("gemm operands do not multiply: {m}"))
+                Diagnostic::error(r.span, format!("{} operands do not multiply: {m}", call.op.name()))
                     .with_label("this operand")
-                    .with_help(
-                        "A is M×K (K×M with transpose_A=True), B is K×N (N×K with transpose_B=True), C and D are M×N",
-                    ),
+                    .with_help(help),
             ),
         }
     }

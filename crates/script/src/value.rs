@@ -243,7 +243,7 @@ pub enum Builtin {
     Evaluate,
     /// `T.ptx`: the namespace of the kernel's own PTX instructions.
     TPtx,
-    /// One asynchronous-copy or mbarrier instruction (`T.ptx.cp_async.commit_group`, ...).
+    /// One of the kernel's own PTX instructions (`T.ptx.cp_async.commit_group`, `T.ptx.wgmma.fence`, ...).
     Ptx(PtxOp),
     /// `T.SMEMPool()`: dynamic shared memory carved in allocation order.
     SmemPool,
@@ -253,7 +253,9 @@ pub enum Builtin {
     Tile(ExecScope, TileOp),
 }
 
-/// The kernel's own asynchronous-copy and mbarrier instructions (docs/tile-primitives.md §8).
+/// The kernel's own PTX instructions (docs/tile-primitives.md §8, §9): asynchronous
+/// copies and mbarriers (`crate::asynch`), the ordering of wgmma, register
+/// reallocation and named barriers (`crate::ptx`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtxOp {
     CommitGroup,
@@ -271,6 +273,13 @@ pub enum PtxOp {
     ClusterWait,
     /// `T.cuda.cluster_sync()`: an arrive and a wait of the cluster barrier.
     ClusterSync,
+    WgmmaFence,
+    WgmmaCommit,
+    WgmmaWait,
+    /// `setmaxnreg.inc` (true) or `.dec`.
+    SetMaxNReg(bool),
+    BarSync,
+    BarArrive,
 }
 
 /// Every spelling of a [`PtxOp`] after `T.ptx.`: the reference's older names
@@ -309,6 +318,18 @@ pub const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
     ("barrier.cluster.arrive.aligned", PtxOp::ClusterArrive),
     ("barrier.cluster.wait", PtxOp::ClusterWait),
     ("barrier.cluster.wait.aligned", PtxOp::ClusterWait),
+    ("wgmma.fence", PtxOp::WgmmaFence),
+    ("wgmma.fence.sync.aligned", PtxOp::WgmmaFence),
+    ("wgmma.commit_group", PtxOp::WgmmaCommit),
+    ("wgmma.commit_group.sync.aligned", PtxOp::WgmmaCommit),
+    ("wgmma.wait_group", PtxOp::WgmmaWait),
+    ("wgmma.wait_group.sync.aligned", PtxOp::WgmmaWait),
+    ("setmaxnreg.inc", PtxOp::SetMaxNReg(true)),
+    ("setmaxnreg.inc.sync.aligned.u32", PtxOp::SetMaxNReg(true)),
+    ("setmaxnreg.dec", PtxOp::SetMaxNReg(false)),
+    ("setmaxnreg.dec.sync.aligned.u32", PtxOp::SetMaxNReg(false)),
+    ("bar.sync", PtxOp::BarSync),
+    ("bar.arrive", PtxOp::BarArrive),
 ];
 
 impl PtxOp {

@@ -27,6 +27,12 @@
 //! remembers, per thread, the newest arrive tick of its completed phases; a
 //! thread whose wait completes acquires those ticks (`acq[t][p]`), and an earlier
 //! access by `p` stamped before that tick is ordered before `t`'s (`memory`).
+//!
+//! *Proxies*: a thread's shared writes go through the generic proxy; wgmma reads,
+//! TMA stores and bulk copies read shared memory through the async proxy. A
+//! generic-proxy write becomes visible to the async proxy after a
+//! `fence.proxy.async` of the writing thread ordered before the reader
+//! ([`Machine::proxy_check`]); TMA landings are async-proxy writes and need none.
 
 use crate::compile::{Compiler, Ins, Reg};
 use crate::error::{ranges, SimError, SimErrorKind};
@@ -68,12 +74,12 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         parity: Reg,
     },
-    /// `fence.mbarrier_init`: nothing to order in the simulator (the CTA barrier after
-    /// the inits orders them).
+    /// `fence.proxy.async.shared::cta`: the thread's earlier shared writes become visible
+    /// to the async proxy (wgmma reads, TMA stores, bulk copies) ordered after it.
+    ProxyFence,
+    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator (the CTA
+    /// barrier after the inits orders them).
     Fence(&'static str),
-    /// `fence.proxy.async.shared::cta`: this thread's earlier shared writes become
-    /// visible to the async proxy (TMA stores and bulk copies read them).
-    FenceProxy,
     /// A TMA tensor load or store (`tma`).
     Tma(crate::tma::TmaIns),
     /// `cp.async.bulk.commit_group`.
@@ -96,8 +102,8 @@ impl AsyncIns {
             AsyncIns::MbarArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncIns::MbarArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
+            AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
             AsyncIns::Fence(name) => name,
-            AsyncIns::FenceProxy => "fence.proxy.async.shared::cta",
             AsyncIns::Tma(t) => t.name(),
             AsyncIns::BulkCommit => "cp.async.bulk.commit_group",
             AsyncIns::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
@@ -116,7 +122,7 @@ impl AsyncIns {
             AsyncIns::Commit
             | AsyncIns::WaitGroup(_)
             | AsyncIns::Fence(_)
-            | AsyncIns::FenceProxy
+            | AsyncIns::ProxyFence
             | AsyncIns::BulkCommit
             | AsyncIns::BulkWait { .. } => None,
         }
@@ -141,7 +147,7 @@ impl AsyncIns {
             AsyncIns::Commit
             | AsyncIns::WaitGroup(_)
             | AsyncIns::Fence(_)
-            | AsyncIns::FenceProxy
+            | AsyncIns::ProxyFence
             | AsyncIns::BulkCommit
             | AsyncIns::BulkWait { .. } => {}
         }
@@ -247,8 +253,8 @@ pub(crate) struct AsyncState {
     /// `acq_tma[t * n + p]`: the newest landing tick of a TMA load issued by `p` that
     /// `t` acquired (through mbarrier waits, then barriers); empty without TMA loads.
     acq_tma: Vec<u32>,
-    /// Per thread: the tick of its last `fence.proxy.async` (0: none in this CTA).
-    fence: Vec<u32>,
+    /// Per thread: the ticks of its `fence.proxy.async`, ascending.
+    proxy: Vec<Vec<u32>>,
     /// Per thread: bulk stores issued since its last `cp.async.bulk.commit_group`, and
     /// its committed bulk groups, oldest first (`tma`).
     pub(crate) bulk_open: Vec<Vec<crate::tma::BulkStore>>,
@@ -267,7 +273,7 @@ impl AsyncState {
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
             acq_tma: if tma_loads { vec![0; n * n] } else { vec![] },
-            fence: vec![0; n],
+            proxy: vec![vec![]; n],
             bulk_open: vec![vec![]; n],
             bulk_groups: vec![VecDeque::new(); n],
             n,
@@ -283,14 +289,9 @@ impl AsyncState {
         self.rel.fill(0);
         self.acq.fill(0);
         self.acq_tma.fill(0);
-        self.fence.fill(0);
+        self.proxy.iter_mut().for_each(Vec::clear);
         self.bulk_open.iter_mut().for_each(Vec::clear);
         self.bulk_groups.iter_mut().for_each(VecDeque::clear);
-    }
-
-    /// The tick of thread `p`'s last `fence.proxy.async` (0: none).
-    pub(crate) fn fenced(&self, p: u32) -> u32 {
-        self.fence.get(p as usize).copied().unwrap_or(0)
     }
 
     /// The newest landing tick of a TMA load issued by `p` that `t` acquired (0: none).
@@ -395,7 +396,7 @@ impl Compiler<'_> {
                 AsyncIns::MbarWait { site: self.site(), bar: b, idx, parity }
             }
             AsyncOp::FenceMbarrierInit => AsyncIns::Fence(a.name()),
-            AsyncOp::FenceProxyAsync => AsyncIns::FenceProxy,
+            AsyncOp::FenceProxyAsync => AsyncIns::ProxyFence,
             AsyncOp::TmaLoad(c) => AsyncIns::Tma(self.tma(c, true)?),
             AsyncOp::TmaStore(c) => AsyncIns::Tma(self.tma(c, false)?),
             AsyncOp::BulkCommit => AsyncIns::BulkCommit,
@@ -425,7 +426,63 @@ impl Compiler<'_> {
     }
 }
 
+/// An async-proxy reader of shared memory, for the messages of [`Machine::proxy_check`].
+pub(crate) struct ProxyReader {
+    /// What reads, as the message's subject.
+    pub what: &'static str,
+    pub kind: SimErrorKind,
+    pub help: &'static str,
+}
+
+pub(crate) const WGMMA_READER: ProxyReader = ProxyReader {
+    what: "wgmma.mma_async",
+    kind: SimErrorKind::Wgmma,
+    help: "after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier",
+};
+
+pub(crate) const TMA_STORE_READER: ProxyReader = ProxyReader {
+    what: "the TMA store",
+    kind: SimErrorKind::DataRace,
+    help: "after writing shared memory a TMA store reads, every writing thread runs `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier orders the writes before the store",
+};
+
 impl Machine<'_> {
+    /// `fence.proxy.async` by thread `t`: its earlier shared writes become visible to
+    /// async-proxy readers it is ordered before; its later accesses are stamped after it.
+    pub(crate) fn proxy_fence(&mut self, t: u32) -> Result<(), SimError> {
+        let tick = self.tick()?;
+        self.asy.rel[t as usize] = tick;
+        self.asy.proxy[t as usize].push(tick);
+        Ok(())
+    }
+
+    /// A shared element the async proxy reads for `reader`: its last generic write must
+    /// be followed by a `fence.proxy.async` of the writer that is ordered before `reader`.
+    pub(crate) fn proxy_check(&self, b: u32, e: usize, reader: u32, site: u32, r: ProxyReader) -> Result<(), SimError> {
+        let Some((p, stamp, wsite)) = self.last_write(b, e) else { return Ok(()) };
+        let fences = &self.asy.proxy[p as usize];
+        let next = fences.partition_point(|&f| f <= stamp);
+        if fences.get(next).is_some_and(|&f| self.ordered(p, f, reader)) {
+            return Ok(());
+        }
+        let why = if next == fences.len() {
+            "no `fence.proxy.async` of that thread follows the write"
+        } else {
+            "the `fence.proxy.async` after it is not ordered before the reader (fence, then a barrier)"
+        };
+        let msg = format!(
+            "{} reads {} element {e} through the async proxy, but {} wrote it through the generic proxy and {why}",
+            r.what,
+            self.bufs[b as usize].describe(),
+            self.who(p)
+        );
+        let mut err = SimError::new(r.kind, self.prog.sites[site as usize], msg).help(r.help);
+        if let Some(s) = wsite {
+            err = err.label(s, "written here");
+        }
+        Err(err)
+    }
+
     /// Executes one instruction of the family for thread `t` (registers at `base`).
     pub(crate) fn asynch(&mut self, t: u32, base: usize, a: &AsyncIns) -> Result<Flow, SimError> {
         let r = |reg: Reg| self.regs[base + reg as usize] as i64;
@@ -455,14 +512,10 @@ impl Machine<'_> {
                 self.touch(bar, t, e, Dir::Read, site)?;
                 return self.mbar_try_wait(t, site, (bar, e), parity);
             }
+            // The async proxy (wgmma, TMA stores) reads shared memory after it.
+            AsyncIns::ProxyFence => self.proxy_fence(t)?,
             // Within a CTA, mbarrier inits are ordered by the CTA barrier that must follow them.
             AsyncIns::Fence(_) => {}
-            AsyncIns::FenceProxy => {
-                // A new epoch: writes before it are fenced, later ones are not.
-                let tick = self.tick()?;
-                self.asy.fence[t as usize] = tick;
-                self.asy.rel[t as usize] = tick;
-            }
             AsyncIns::Tma(ref x) => self.tma(t, base, x)?,
             AsyncIns::BulkCommit => {
                 let stores = std::mem::take(&mut self.asy.bulk_open[t as usize]);

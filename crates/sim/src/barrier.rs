@@ -8,6 +8,12 @@
 //! arrive first) and an error; fewer, when nothing else can run, is a hang,
 //! reported naming who waits where.
 //!
+//! `bar.arrive id, threads` counts the arriving threads towards the barrier
+//! without waiting: the barrier passes once the waiting and the arrived threads
+//! together are exactly `threads` in whole warps (checked as each one arrives
+//! and when nothing can run). Waiters acquire what the arrivals release (their
+//! accesses before the arrive); arriving threads acquire nothing.
+//!
 //! Ordering: passing the barrier orders the participants' earlier accesses
 //! before their later ones. Each warp keeps a vector clock over warps
 //! (`vc[w][q]`: the newest barrier tick at which `w` synchronised with `q`,
@@ -29,22 +35,98 @@ pub(crate) struct NamedState {
     /// `vc[w * warps + q]`.
     vc: Vec<u32>,
     warps: usize,
+    /// `bar.arrive`s on each id since it last passed.
+    arrivals: BTreeMap<i64, Arrivals>,
+}
+
+/// The threads that arrived on one barrier id without waiting, and what they release.
+struct Arrivals {
+    threads: Vec<usize>,
+    count: u32,
+    site: u32,
+    /// The arriving warps' arrive ticks, joined with what they had synchronised with.
+    clock: Vec<u32>,
 }
 
 impl NamedState {
     pub(crate) fn new(threads: usize) -> NamedState {
         let warps = threads.div_ceil(32);
-        NamedState { wait_id: vec![0; threads], vc: vec![0; warps * warps], warps }
+        NamedState { wait_id: vec![0; threads], vc: vec![0; warps * warps], warps, arrivals: BTreeMap::new() }
     }
 
     pub(crate) fn reset(&mut self) {
         self.vc.fill(0);
+        self.arrivals.clear();
     }
 }
 
 impl Machine<'_> {
     /// Thread `t` arrives at a named barrier whose id evaluated to `id`.
     pub(crate) fn named_arrive(&mut self, t: u32, id: i64, site: u32) -> Result<(), SimError> {
+        self.named_id_ok(t, id, site)?;
+        self.named.wait_id[t as usize] = id;
+        Ok(())
+    }
+
+    /// `bar.arrive id, threads` by warp `w`, all of whose lanes reached it (`.aligned`):
+    /// counted, not waiting; one tick stamps the warp's arrival, so its lanes'
+    /// accesses before it are released and those after it are not. The barrier
+    /// passes now if this completes it.
+    pub(crate) fn named_arrive_warp(
+        &mut self,
+        w: usize,
+        id: crate::compile::Reg,
+        threads: u32,
+        site: u32,
+    ) -> Result<(), SimError> {
+        let lanes: Vec<usize> = self.lanes(w).collect();
+        let nr = self.prog.nregs;
+        let idv = self.regs[lanes[0] * nr + id as usize] as i64;
+        if let Some(&l) = lanes.iter().find(|&&l| self.regs[l * nr + id as usize] as i64 != idv) {
+            let msg = format!(
+                "the lanes of warp {w} arrive at different named barriers ({idv} and {}) in one `bar.arrive`",
+                self.regs[l * nr + id as usize] as i64
+            );
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
+        }
+        self.named_id_ok(lanes[0] as u32, idv, site)?;
+        let n = self.named.warps;
+        let tick = self.tick()?;
+        let row: Vec<u32> = self.named.vc[w * n..(w + 1) * n].to_vec();
+        let who = self.who(lanes[0] as u32);
+        let a = self.named.arrivals.entry(idv).or_insert_with(|| Arrivals {
+            threads: vec![],
+            count: threads,
+            site,
+            clock: vec![0; n],
+        });
+        if a.count != threads {
+            let msg = format!(
+                "{who} arrives at named barrier {idv} for {threads} threads, which other threads use for {}",
+                a.count
+            );
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
+        }
+        if a.threads.contains(&lanes[0]) {
+            let msg =
+                format!("{who} arrives twice at named barrier {idv} before it passes (it expects {threads} threads)");
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
+                "a warp arrives once per phase: wait for the consumers (another barrier) before arriving again",
+            ));
+        }
+        a.threads.extend(&lanes);
+        for (c, r) in a.clock.iter_mut().zip(row) {
+            *c = (*c).max(r);
+        }
+        a.clock[w] = a.clock[w].max(tick);
+        for &l in &lanes {
+            self.asy.rel[l] = self.asy.rel[l].max(tick);
+        }
+        self.try_pass_named(idv)?;
+        Ok(())
+    }
+
+    fn named_id_ok(&self, t: u32, id: i64, site: u32) -> Result<(), SimError> {
         if !(1..NAMED_BARRIERS).contains(&id) {
             return Err(SimError::new(
                 SimErrorKind::BarrierDivergence,
@@ -55,7 +137,6 @@ impl Machine<'_> {
                 ),
             ));
         }
-        self.named.wait_id[t as usize] = id;
         Ok(())
     }
 
@@ -78,27 +159,43 @@ impl Machine<'_> {
         by_id
     }
 
-    /// Passes every named barrier that exactly its thread count of whole warps waits at.
+    /// Passes every named barrier that exactly its thread count of whole warps
+    /// waits at or arrived at.
     pub(crate) fn release_named(&mut self) -> Result<bool, SimError> {
         let mut progressed = false;
-        for (id, ts) in self.named_waiters() {
-            let count = self.expected_count(id, &ts)?;
-            if ts.len() > count as usize {
-                return Err(self.collision(id, count, &ts));
-            }
-            let whole = |w: usize| self.lanes(w).all(|l| ts.contains(&l));
-            if ts.len() < count as usize || !ts.iter().all(|&t| whole(t / 32)) {
-                continue;
-            }
-            self.pass_named(&ts)?;
-            progressed = true;
+        let mut ids: Vec<i64> = self.named_waiters().into_keys().collect();
+        ids.extend(self.named.arrivals.keys());
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            progressed |= self.try_pass_named(id)?;
         }
         Ok(progressed)
     }
 
-    /// The count every waiter of `id` names; differing counts are an error.
+    /// Passes barrier `id` if its waiters and arrivals are exactly its count in whole warps.
+    fn try_pass_named(&mut self, id: i64) -> Result<bool, SimError> {
+        let ts = self.named_waiters().remove(&id).unwrap_or_default();
+        let arrived: Vec<usize> = self.named.arrivals.get(&id).map_or(vec![], |a| a.threads.clone());
+        let count = self.expected_count(id, &ts)?;
+        let mut all: Vec<usize> = ts.iter().chain(&arrived).copied().collect();
+        all.sort_unstable();
+        if all.len() > count as usize {
+            return Err(self.collision(id, count, &all));
+        }
+        let whole = |w: usize| self.lanes(w).all(|l| all.binary_search(&l).is_ok());
+        if all.len() < count as usize || !all.iter().all(|&t| whole(t / 32)) {
+            return Ok(false);
+        }
+        let clock = self.named.arrivals.remove(&id).map(|a| a.clock);
+        self.pass_named(&ts, clock.as_deref())?;
+        Ok(true)
+    }
+
+    /// The count every waiter and arrival of `id` names; differing counts are an error.
     fn expected_count(&self, id: i64, ts: &[usize]) -> Result<u32, SimError> {
-        let counts: Vec<u32> = ts.iter().filter_map(|&t| self.named_threads(self.pcs[t])).collect();
+        let mut counts: Vec<u32> = ts.iter().filter_map(|&t| self.named_threads(self.pcs[t])).collect();
+        counts.extend(self.named.arrivals.get(&id).map(|a| a.count));
         let first = counts[0];
         if let Some(&other) = counts.iter().find(|&&c| c != first) {
             return Err(SimError::new(
@@ -128,13 +225,14 @@ impl Machine<'_> {
         .help("give each group of threads that synchronises on its own a barrier id of its own")
     }
 
-    /// Releases the threads `ts` from their named barrier.
-    fn pass_named(&mut self, ts: &[usize]) -> Result<(), SimError> {
+    /// Releases the threads `ts` from their named barrier; `arrived` is what the
+    /// threads that arrived without waiting release.
+    fn pass_named(&mut self, ts: &[usize], arrived: Option<&[u32]>) -> Result<(), SimError> {
         let now = self.tick()?;
         let mut warps: Vec<usize> = ts.iter().map(|&t| t / 32).collect();
         warps.dedup();
         let n = self.named.warps;
-        let mut row = vec![0u32; n];
+        let mut row = arrived.map_or_else(|| vec![0u32; n], <[u32]>::to_vec);
         for &w in &warps {
             for (q, r) in row.iter_mut().enumerate() {
                 *r = (*r).max(self.named.vc[w * n + q]);
@@ -191,8 +289,18 @@ impl Machine<'_> {
         } else {
             format!("; warps {} arrive only in part", ranges(&partial))
         };
+        let arrived = match self.named.arrivals.get(&id) {
+            Some(a) => {
+                err.labels.push((
+                    self.prog.sites[a.site as usize],
+                    format!("{} threads arrived here (bar.arrive)", a.threads.len()),
+                ));
+                format!(" and {} more arrived without waiting", a.threads.len())
+            }
+            None => String::new(),
+        };
         err.message = format!(
-            "named barrier {id} ({count} threads) of CTA ({}, {}, {}) is reached by {} threads (threads {}, warps {}){partial}; {rest}",
+            "named barrier {id} ({count} threads) of CTA ({}, {}, {}) is reached by {} threads (threads {}, warps {}){arrived}{partial}; {rest}",
             self.cta[0],
             self.cta[1],
             self.cta[2],

@@ -14,6 +14,7 @@ use crate::error::{SimError, SimErrorKind};
 use crate::matrix::{MatrixIns, MmaIns};
 use crate::pair::{Packed2Ins, PairOperand};
 use crate::value::{round_to, wrap_int};
+use crate::wgmma::{WgOp, WgmmaIns};
 use std::collections::HashMap;
 use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, RoundMode, RoundOp, Special};
@@ -123,6 +124,19 @@ pub(crate) enum Ins {
     },
     Matrix(Box<MatrixIns>),
     Mma(Box<MmaIns>),
+    /// `wgmma.mma_async` (`wgmma`).
+    Wgmma(Box<WgmmaIns>),
+    /// A warpgroup instruction: `wgmma.fence` / `commit_group` / `wait_group`, `setmaxnreg` (`wgmma`).
+    WgOp {
+        site: u32,
+        op: WgOp,
+    },
+    /// `bar.arrive id, threads` (`barrier`).
+    NamedArrive {
+        site: u32,
+        id: Reg,
+        threads: u32,
+    },
     Shuffle(Box<ShuffleIns>),
     Async(Box<AsyncIns>),
     Bounds(Box<BoundsIns>),
@@ -175,7 +189,8 @@ impl Ins {
                 f(end)
             }
             Ins::Inc { var, .. } => f(var),
-            Ins::NamedBarrier { id, .. } => f(id),
+            Ins::NamedBarrier { id, .. } | Ins::NamedArrive { id, .. } => f(id),
+            Ins::Wgmma(w) => w.for_each_reg(f),
             Ins::Matrix(m) => {
                 f(&mut m.smem_idx);
                 m.reg_idx.iter_mut().for_each(f)
@@ -196,7 +211,7 @@ impl Ins {
                     }
                 }
             }
-            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Mma(_) | Ins::Exit => {}
+            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Mma(_) | Ins::WgOp { .. } | Ins::Exit => {}
         }
     }
 }
@@ -382,6 +397,12 @@ impl Compiler<'_> {
                 let site = self.site();
                 self.emit(Ins::NamedBarrier { site, id, threads: *threads });
             }
+            LStmtKind::NamedBarrierArrive { id, threads } => {
+                let id = self.expr_as(id, DType::I32)?;
+                let site = self.site();
+                self.emit(Ins::NamedArrive { site, id, threads: *threads });
+            }
+            LStmtKind::SetMaxNReg { inc, regs } => self.wg_op(WgOp::SetMaxNReg { inc: *inc, regs: *regs }),
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,

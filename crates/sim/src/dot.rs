@@ -32,8 +32,23 @@ pub(crate) fn to_tf32(x: f64) -> f64 {
     f32::from_bits(bits) as f64
 }
 
+/// An f32 value read as tf32 by truncation (the low 13 fraction bits ignored), as
+/// `wgmma` reads float32 multiplicands from shared memory (`docs/numerics.md` §10).
+pub(crate) fn to_tf32_trunc(x: f64) -> f64 {
+    let f = x as f32;
+    if !f.is_finite() {
+        return x;
+    }
+    f32::from_bits(f.to_bits() & !0x1fff) as f64
+}
+
 /// `Σ terms` (finite or not) rounded once to nearest f32, as an f64 holding the f32 value.
 pub(crate) fn sum_rn_f32(terms: &[f64]) -> f64 {
+    sum_rn(terms, DType::F32)
+}
+
+/// `Σ terms` rounded once to nearest `t` (float32 or float16), as an f64 holding that value.
+pub(crate) fn sum_rn(terms: &[f64], t: DType) -> f64 {
     if let Some(special) = special_sum(terms) {
         return special;
     }
@@ -47,7 +62,7 @@ pub(crate) fn sum_rn_f32(terms: &[f64]) -> f64 {
         Some(s) => s,
         None => Fixed::sum(&nonzero).round_to_odd(),
     };
-    round_value(DType::F32, exact, RoundMode::Rn)
+    round_value(t, exact, RoundMode::Rn)
 }
 
 /// NaN when a term is NaN or infinities of both signs meet; the infinity otherwise.

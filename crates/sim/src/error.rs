@@ -25,6 +25,9 @@ pub enum SimErrorKind {
     AsyncCopy,
     /// An mbarrier misused: not initialised, a bad count or parity, more arrivals than its count.
     Mbarrier,
+    /// A wgmma misused: its accumulator or shared inputs accessed before the wait that
+    /// covers it, a missing `wgmma.fence` or `fence.proxy.async`, an exit before the wait.
+    Wgmma,
     /// Integer division or remainder by zero.
     DivisionByZero,
     /// A parameter buffer of the wrong size, a missing, extra or mistyped scalar argument.
@@ -49,6 +52,7 @@ impl SimErrorKind {
             SimErrorKind::Deadlock => "deadlock",
             SimErrorKind::AsyncCopy => "async copy misuse",
             SimErrorKind::Mbarrier => "mbarrier misuse",
+            SimErrorKind::Wgmma => "wgmma misuse",
             SimErrorKind::DivisionByZero => "division by zero",
             SimErrorKind::BadArgument => "bad argument",
             SimErrorKind::InvalidLaunch => "invalid launch",

@@ -22,6 +22,7 @@ use crate::memory::{BufMem, Dir};
 use crate::pair::Packed2Ins;
 use crate::round;
 use crate::value::{decode, encode};
+use crate::wgmma::WgState;
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
 use tirx_ir::hir::BarrierKind;
@@ -69,6 +70,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) asy: AsyncState,
     /// Named barriers: who waits on which id, and the ordering they create (`barrier`).
     pub(crate) named: NamedState,
+    /// wgmma groups, pending registers and shared reads, proxy fences (`wgmma`).
+    pub(crate) wg: WgState,
     insts: u64,
 }
 
@@ -258,6 +261,7 @@ impl<'a> Machine<'a> {
             bank: opts.stats.then(BankCollector::default),
             asy: AsyncState::new(n, k.uses_mbarriers(), k.uses_tma_loads()),
             named: NamedState::new(n),
+            wg: WgState::new(k, n),
             insts: 0,
         })
     }
@@ -294,6 +298,7 @@ impl<'a> Machine<'a> {
         self.reset_cta_memory();
         self.asy.reset();
         self.named.reset();
+        self.wg.reset();
         self.init_threads();
         loop {
             for t in 0..self.n {
@@ -316,6 +321,7 @@ impl<'a> Machine<'a> {
         if let Some(e) = self.tma_unlanded() {
             return Err(e);
         }
+        self.setmaxnreg_check()?;
         if let Some(b) = &mut self.bank {
             b.flush_cta();
         }
@@ -446,7 +452,12 @@ impl<'a> Machine<'a> {
                         break Err(self.region_outside(tid, b, &values));
                     }
                 }
-                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) => {
+                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Wgmma(_) | Ins::WgOp { .. } => {
+                    self.state[t] = State::Waiting;
+                    break Ok(());
+                }
+                // `.aligned`: the warp arrives together (`warp_execute`), then runs on.
+                Ins::NamedArrive { .. } => {
                     self.state[t] = State::Waiting;
                     break Ok(());
                 }
@@ -468,7 +479,7 @@ impl<'a> Machine<'a> {
                 },
                 Ins::Exit => {
                     self.state[t] = State::Exited;
-                    break self.async_exit(tid).and_then(|()| self.bulk_exit(tid));
+                    break self.async_exit(tid).and_then(|()| self.bulk_exit(tid)).and_then(|()| self.wgmma_exit(tid));
                 }
             }
             pc += 1;
@@ -605,8 +616,19 @@ impl<'a> Machine<'a> {
     fn is_warp_level(&self, pc: u32) -> bool {
         matches!(
             self.prog.code[pc as usize],
-            Ins::Barrier { kind: BarrierKind::Warp, .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Shuffle(_)
+            Ins::Barrier { kind: BarrierKind::Warp, .. }
+                | Ins::Matrix(_)
+                | Ins::Mma(_)
+                | Ins::Shuffle(_)
+                | Ins::Wgmma(_)
+                | Ins::WgOp { .. }
+                | Ins::NamedArrive { .. }
         )
+    }
+
+    /// Whether the instruction at `pc` is executed by a whole warpgroup together.
+    fn is_warpgroup_level(&self, pc: u32) -> bool {
+        matches!(self.prog.code[pc as usize], Ins::Wgmma(_) | Ins::WgOp { .. })
     }
 
     /// The threads of warp `w` that execute the warp-level instruction at `pc`
@@ -615,6 +637,7 @@ impl<'a> Machine<'a> {
         let lanes = self.lanes(w);
         match &self.prog.code[pc as usize] {
             Ins::Shuffle(s) => lanes.filter(|t| s.mask >> (t % 32) & 1 == 1).collect(),
+            Ins::Wgmma(_) | Ins::WgOp { .. } => self.wg_threads(w / 4).collect(),
             _ => lanes.collect(),
         }
     }
@@ -667,6 +690,8 @@ impl<'a> Machine<'a> {
                 self.mma(w, m)
             }
             Ins::Shuffle(s) => self.shuffle(w, s),
+            ins @ (Ins::Wgmma(_) | Ins::WgOp { .. }) => self.warpgroup_execute(w / 4, ins),
+            Ins::NamedArrive { site, id, threads } => self.named_arrive_warp(w, *id, *threads, *site),
             _ => {
                 self.wsync[w] = self.tick()?;
                 self.asy.warp_sync(self.lanes(w));
@@ -695,6 +720,8 @@ impl<'a> Machine<'a> {
             Ins::Barrier { site, .. } | Ins::NamedBarrier { site, .. } => self.prog.sites[*site as usize],
             Ins::Matrix(m) => self.prog.sites[m.site as usize],
             Ins::Mma(m) => self.prog.sites[m.site as usize],
+            Ins::Wgmma(w) => self.prog.sites[w.site as usize],
+            Ins::WgOp { site, .. } | Ins::NamedArrive { site, .. } => self.prog.sites[*site as usize],
             Ins::Shuffle(s) => self.prog.sites[s.site as usize],
             Ins::Async(a) => a.site().map_or_else(Default::default, |s| self.prog.sites[s as usize]),
             _ => Default::default(),
@@ -713,6 +740,9 @@ impl<'a> Machine<'a> {
                 if m.trans { ".trans" } else { "" }
             ),
             Ins::Mma(m) => crate::matrix::mma_name(m.kind),
+            Ins::Wgmma(w) => format!("`wgmma.mma_async.{}`", w.kind.ptx()),
+            Ins::WgOp { op, .. } => op.name(),
+            Ins::NamedArrive { threads, .. } => format!("a named barrier arrival (`bar.arrive`, {threads} threads)"),
             Ins::Shuffle(s) => s.name(),
             Ins::Async(a) => format!("`{}`", a.name()),
             _ => "an instruction".into(),
@@ -785,10 +815,14 @@ impl<'a> Machine<'a> {
     fn diagnose_warp(&self, w: usize) -> Option<SimError> {
         let pc = *self.warp_level_pcs(w).first()?;
         let members = self.members(w, pc);
+        // Warpgroup instructions name threads of the CTA, warp ones lanes of the warp.
+        let wg = self.is_warpgroup_level(pc);
+        let (unit, group) =
+            if wg { ("threads", format!("warpgroup {}", w / 4)) } else { ("lanes", format!("warp {w}")) };
         let arrived: Vec<u32> = members
             .iter()
             .filter(|&&t| self.state[t] == State::Waiting && self.pcs[t] == pc)
-            .map(|&t| (t % 32) as u32)
+            .map(|&t| if wg { t as u32 } else { (t % 32) as u32 })
             .collect();
         let (kind, scope, help) = match &self.prog.code[pc as usize] {
             Ins::Matrix(_) => (
@@ -800,6 +834,16 @@ impl<'a> Machine<'a> {
                 SimErrorKind::PartialWarp,
                 "every lane",
                 "mma.sync is warp-collective (`.aligned`): all 32 lanes must execute the same instruction; do not guard it with a lane-dependent condition",
+            ),
+            Ins::Wgmma(_) | Ins::WgOp { .. } => (
+                SimErrorKind::PartialWarp,
+                "every thread of its warpgroup",
+                "wgmma, its fence/commit/wait and setmaxnreg are warpgroup-collective (`.sync.aligned`): all 128 threads of the warpgroup must execute the same instruction; guard them only with conditions a warpgroup agrees on (`if wg_id == 1:`)",
+            ),
+            Ins::NamedArrive { .. } => (
+                SimErrorKind::BarrierDivergence,
+                "every lane",
+                "`bar.arrive` is `.aligned`: all lanes of the warp execute it together; do not place it under a lane-dependent condition",
             ),
             Ins::Shuffle(_) => (
                 SimErrorKind::PartialWarp,
@@ -813,9 +857,9 @@ impl<'a> Machine<'a> {
             ),
         };
         let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
-        let rest = self.whereabouts(members.into_iter(), pc, "lanes", &mut err);
+        let rest = self.whereabouts(members.into_iter(), pc, unit, &mut err);
         err.message = format!(
-            "{} is not reached by {scope} in warp {w} of CTA ({}, {}, {}): lanes {} wait here; {rest}",
+            "{} is not reached by {scope} in {group} of CTA ({}, {}, {}): {unit} {} wait here; {rest}",
             self.ins_name(pc),
             self.cta[0],
             self.cta[1],

@@ -68,6 +68,7 @@ mod pair;
 mod round;
 mod tma;
 pub mod value;
+mod wgmma;
 
 pub use error::{SimError, SimErrorKind, SimWarning};
 pub use memory::{

@@ -38,6 +38,11 @@ impl Compiler<'_> {
         match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
+            MatrixOp::Wgmma(w) => self.wgmma(w),
+            MatrixOp::WgmmaSync(s) => {
+                self.wg_op(crate::wgmma::WgOp::Sync(*s));
+                Ok(())
+            }
         }
     }
 

@@ -429,6 +429,9 @@ impl Machine<'_> {
     /// Shadow bookkeeping for one element access: race checks and uninitialised-read warnings.
     #[inline]
     pub(crate) fn touch(&mut self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Result<(), SimError> {
+        if self.wg.active {
+            self.wgmma_touch(b, t, e, dir, site)?;
+        }
         let space = self.bufs[b as usize].space;
         match space {
             Space::Local => {
@@ -483,7 +486,18 @@ impl Machine<'_> {
         self.ordered(u32::from(sh.w_tid), sh.w_stamp, t)
     }
 
-    fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
+    /// The last generic-proxy (thread) write of element `e` of `b` in this CTA, with race
+    /// checking on: `(thread, stamp, site)`. A TMA landing is an async-proxy write: `None`.
+    pub(crate) fn last_write(&self, b: u32, e: usize) -> Option<(u32, u32, Option<tirx_ir::Span>)> {
+        if !self.opts.check_races || self.bufs[b as usize].space == Space::Local {
+            return None;
+        }
+        let sh = Shadow::unpack(*self.bufs[b as usize].shadow.get(e)?);
+        (sh.w_stamp >= self.cta_start && sh.w_stamp != 0 && sh.w_tid & LANDED == 0)
+            .then(|| (u32::from(sh.w_tid), sh.w_stamp, self.shadow_site(sh.w_site)))
+    }
+
+    pub(crate) fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
         stamp < self.cta_sync
             || p == t
             || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
@@ -617,15 +631,6 @@ impl Machine<'_> {
             Shadow { w_stamp: stamp, ..Shadow::unpack(self.bufs[b as usize].shadow[e]) }
         };
         self.bufs[b as usize].shadow[e] = rec.pack();
-    }
-
-    /// The last writer of `b[e]`, when it is a generic-proxy (thread) write of this CTA
-    /// not followed by a `fence.proxy.async` of its thread: `(thread, site)`.
-    pub(crate) fn unfenced_writer(&self, b: u32, e: usize) -> Option<(u32, u16)> {
-        let sh = Shadow::unpack(*self.bufs[b as usize].shadow.get(e)?);
-        let p = u32::from(sh.w_tid);
-        let generic = sh.w_stamp >= self.cta_start && sh.w_tid & LANDED == 0;
-        (generic && sh.w_stamp >= self.asy.fenced(p)).then_some((p, sh.w_site))
     }
 
     /// A race with the element's last writer: a thread, or a TMA copy's landing.

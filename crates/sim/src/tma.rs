@@ -34,7 +34,7 @@
 //! store whose source reads it has not waited for is an error; writes still
 //! pending at exit land then (the launch's end makes them visible).
 
-use crate::asynch::{CopyKind, Flight};
+use crate::asynch::{CopyKind, Flight, TMA_STORE_READER};
 use crate::compile::{Compiler, Reg};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
@@ -308,7 +308,7 @@ impl Machine<'_> {
         for b in &box_ {
             if self.opts.check_races {
                 for e in b.smem..b.smem + per {
-                    self.fenced_for_async(t, x.smem, e, site)?;
+                    self.proxy_check(x.smem, e, t, site, TMA_STORE_READER)?;
                 }
             }
             self.read_raw(x.smem, t, b.smem, per, site, &mut tmp[..size])?;
@@ -332,23 +332,6 @@ impl Machine<'_> {
         }
         self.asy.bulk_open[t as usize].push(store);
         Ok(())
-    }
-
-    /// An element the async proxy reads must not hold an unfenced generic write.
-    fn fenced_for_async(&self, t: u32, b: u32, e: usize, site: u32) -> Result<(), SimError> {
-        let Some((p, wsite)) = self.unfenced_writer(b, e) else { return Ok(()) };
-        let msg = format!(
-            "{} element {e}: the TMA store issued by {} reads it, but thread {p} wrote it without a fence.proxy.async.shared::cta afterwards (the async proxy may read stale data)",
-            self.bufs[b as usize].describe(),
-            self.who(t)
-        );
-        let mut err = SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg).help(
-            "after writing shared memory a TMA store reads, every writing thread runs `T.ptx.fence.proxy_async(\"shared::cta\")`, then a barrier orders the writes before the store",
-        );
-        if let Some(s) = self.prog.sites.get(wsite as usize).filter(|_| wsite != u16::MAX) {
-            err = err.label(*s, format!("written here by thread {p}"));
-        }
-        Err(err)
     }
 
     /// `cp.async.bulk.wait_group[.read] n`: all but the newest `n` committed groups
@@ -382,7 +365,7 @@ impl Machine<'_> {
         let esize = self.bufs[s.dst as usize].esize;
         for (i, &g) in s.dst_elems.iter().enumerate() {
             self.asy.inflight.remove(&(s.dst, g));
-            self.write_raw(s.dst, t, g, 1, s.site, &s.data[i * esize..(i + 1) * esize].to_vec())?;
+            self.write_raw(s.dst, t, g, 1, s.site, &s.data[i * esize..(i + 1) * esize])?;
         }
         Ok(())
     }

@@ -129,3 +129,101 @@ fn an_id_out_of_range_at_run_time() {
     assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{e}");
     assert!(e.to_string().contains("reaches named barrier 16, outside 1..16"), "{e}");
 }
+
+/// Producer warpgroup 0 writes `S` and arrives (`bar.arrive 9, 256`); consumer warpgroup 1
+/// waits (`bar.sync 9, 256`) and reads it: ordered. `late` moves the producer's write after
+/// its arrival (a race); `twice` arrives twice while the consumers never come (the second
+/// arrival falls in the same phase).
+fn hand_over(late: bool, twice: bool) -> LKernel {
+    let mut kb = Kb::new([1, 1, 1], [256, 1, 1]);
+    let (a, b) = (kb.param("A", DType::F32, 128), kb.param("B", DType::F32, 128));
+    let s = kb.shared("S", DType::F32, 128);
+    let write = at(1, store(s, tid(), load(a, tid())));
+    let mut producer = vec![at(2, bar_arrive(int(9), 256))];
+    producer.insert(if late { 1 } else { 0 }, write);
+    if twice {
+        producer.push(at(4, bar_arrive(int(9), 256)));
+    }
+    let consumer = if twice {
+        vec![]
+    } else {
+        vec![
+            at(3, bar_sync(int(9), 256)),
+            at(5, store(b, bin(LBinOp::Sub, tid(), int(128)), load(s, bin(LBinOp::Sub, int(255), tid())))),
+        ]
+    };
+    kb.finish(vec![at(0, LStmtKind::If { cond: lt(tid(), int(128)), then_body: producer, else_body: consumer })])
+}
+
+#[test]
+fn an_arrival_releases_what_came_before_it() {
+    let out = run2(&hand_over(false, false)).unwrap();
+    assert_eq!(out[0], 127.0);
+    assert_eq!(out[127], 0.0);
+    // A write after the arrival is not ordered before the waiters' reads.
+    let e = run2(&hand_over(true, false)).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{e}");
+    // Arriving again before the barrier passed is a second phase's arrival: an error.
+    let e = run2(&hand_over(false, true)).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{e}");
+    assert!(e.to_string().contains("arrives twice at named barrier 9"), "{e}");
+}
+
+/// Arrivals and waiters of one id must name one count, and an arrival alone (nobody waits) passes.
+#[test]
+fn arrivals_count_towards_the_barrier() {
+    let kb = Kb::new([1, 1, 1], [256, 1, 1]);
+    let k = kb.finish(vec![at(1, bar_arrive(int(10), 256))]);
+    assert!(run2(&k).is_ok(), "256 arrivals complete the barrier");
+    let kb = Kb::new([1, 1, 1], [256, 1, 1]);
+    let k = kb.finish(vec![at(
+        1,
+        LStmtKind::If {
+            cond: lt(tid(), int(128)),
+            then_body: vec![at(2, bar_arrive(int(10), 256))],
+            else_body: vec![at(3, bar_sync(int(10), 128))],
+        },
+    )]);
+    let e = run2(&k).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{e}");
+}
+
+/// `setmaxnreg`: the budgets of all warpgroups must fit the CTA's register file
+/// (384 threads: 3 × 168), `.inc` may not lower and `.dec` may not raise a budget.
+#[test]
+fn setmaxnreg_budgets_balance() {
+    let kernel = |dec: u32, inc: u32| {
+        let kb = Kb::new([1, 1, 1], [384, 1, 1]);
+        kb.finish(vec![at(
+            1,
+            LStmtKind::If {
+                cond: lt(tid(), int(128)),
+                then_body: vec![at(2, setmaxnreg(false, dec))],
+                else_body: vec![at(3, setmaxnreg(true, inc))],
+            },
+        )])
+    };
+    assert!(run2(&kernel(40, 232)).is_ok());
+    let e = run2(&kernel(72, 232)).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::Wgmma, "{e}");
+    assert!(e.to_string().contains("536 registers per thread (72 + 232 + 232), more than the 504"), "{e}");
+    let e = run2(&kernel(200, 232)).unwrap_err();
+    assert!(e.to_string().contains("setmaxnreg.dec 200 by warpgroup 0, above its current 168"), "{e}");
+    // Under a thread-dependent condition the warpgroup is not whole: a partial-warpgroup error.
+    let kb = Kb::new([1, 1, 1], [128, 1, 1]);
+    let k = kb.finish(vec![at(1, if_(lt(tid(), int(64)), vec![at(2, setmaxnreg(false, 40))]))]);
+    assert_eq!(run2(&k).unwrap_err().kind, SimErrorKind::PartialWarp);
+}
+
+/// Runs a kernel whose parameters (if any) are `A` (0..) and `B` (zeros), 128 floats each.
+fn run2(k: &LKernel) -> Result<Vec<f32>, tirx_sim::SimError> {
+    let a: Vec<f32> = (0..128).map(|x| x as f32).collect();
+    let mut p: Vec<Vec<u8>> = k
+        .params
+        .iter()
+        .enumerate()
+        .map(|(i, _)| if i == 0 { to_bytes(DType::F32, &a) } else { vec![0; 512] })
+        .collect();
+    simulate(k, &mut p, &SimOptions::default())?;
+    Ok(p.get(1).map_or(vec![], |b| from_bytes(DType::F32, b)))
+}

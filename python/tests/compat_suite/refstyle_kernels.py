@@ -93,6 +93,22 @@ def test_dispatch_errors_are_runtime_errors():
         tvm.compile(tvm.IRModule({"main": kernel}), target=tvm.target.Target("cuda"))
 
 
+def test_a_call_no_variant_lowers_fails_with_the_reference_header_and_the_decline_table():
+    @T.prim_func
+    def kernel(A_ptr: T.handle) -> None:
+        A = T.match_buffer(A_ptr, (32,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([32])
+        R = T.alloc_buffer((4,), "float32", scope="local")
+        Tx.copy(R[0:4], R[0:4], dispatch="vec_auto")
+
+    with pytest.raises(RuntimeError, match="TIRx schedule dispatch failed: op=tirx.tile.copy") as e:
+        tvm.compile(tvm.IRModule({"main": kernel}), target=tvm.target.Target("cuda"))
+    assert "no variant of the dispatch group 'vec_auto'" in str(e.value)
+    assert "fallback" in str(e.value)
+
+
 def test_target_arch_and_device():
     t = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
     assert t.arch == "sm_80"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import os
+import re
 import sys
 import types
 from typing import Any, Dict, Optional
@@ -262,6 +263,25 @@ def _call(kernel, args):
     kernel(*unwrapped)
 
 
+_DISPATCH_FAILED = re.compile(
+    r"error: (?:no lowering variant applies to this `(\w+)`|the forced variant '[^']+' does not apply to this `(\w+)`"
+    r"|no variant of the dispatch group '[^']+' \([^)]*\) applies to this `(\w+)`)"
+)
+
+
+def _compile(prim, arch):
+    """``tirx.compile``; a call no variant lowers raises with the reference's header first
+    (``TIRx schedule dispatch failed: op=... target=cuda``), then tirx's diagnostic."""
+    try:
+        return tirx.compile(prim, target=arch)
+    except tirx.TirxError as e:
+        m = _DISPATCH_FAILED.match(str(e))
+        if m is None:
+            raise
+        op = next(g for g in m.groups() if g)
+        raise tirx.TirxError(f"TIRx schedule dispatch failed: op=tirx.tile.{op} target=cuda\n{e}") from None
+
+
 def compile(mod, target=None, tir_pipeline: str = "tirx", **_) -> Executable:
     """``tvm.compile(mod, target, tir_pipeline="tirx")``: every kernel of ``mod`` through tirx."""
     t = Target(target) if target is not None and not isinstance(target, Target) else target
@@ -271,7 +291,7 @@ def compile(mod, target=None, tir_pipeline: str = "tirx", **_) -> Executable:
     for name, f in funcs:
         if isinstance(f, _Lowered):
             f = f.prim
-        kernels[name] = tirx.compile(f, target=t.arch)
+        kernels[name] = _compile(f, t.arch)
     return Executable(kernels)
 
 
@@ -286,7 +306,7 @@ class _Lowered:
 
     def script(self, **_) -> str:
         arch = (Target.current() or Target("cuda")).arch
-        return tirx.compile(self.prim, target=arch).lir()
+        return _compile(self.prim, arch).lir()
 
     def __getattr__(self, name):
         return getattr(self.prim, name)
@@ -301,7 +321,7 @@ def LowerTIRx():
         out = {}
         for k, v in mod.items():
             prim = v.prim if isinstance(v, _Lowered) else v
-            tirx.compile(prim, target=arch)
+            _compile(prim, arch)
             out[k] = _Lowered(prim)
         return IRModule(out)
 

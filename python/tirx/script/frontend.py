@@ -828,6 +828,19 @@ class Frontend:
         if self.w.pos == body_start:
             self._line(lambda w: w.write("pass"), None)
         body = self.w
+        # The signature first: layouts in its annotations are hoisted with the body's.
+        sig = ir.Writer()
+        sig.hoisted, sig.first_use = body.hoisted, body.first_use
+        for i, p in enumerate(params):
+            if i:
+                sig.write(", ")
+            plo = sig.pos
+            if len(p) == 3:
+                sig.write(f"{p[2]}: ")
+                ir.render(sig, p[0])
+            else:
+                sig.write(p[0])
+            sig.mark(plo, p[1])
         # Header: imports, hoisted layouts, the signature.
         head = ir.Writer()
         head.write(_HEADER_IMPORTS)
@@ -842,16 +855,9 @@ class Frontend:
         head.mark(lo, self.src.span(fn.decorator_list[0]) if fn.decorator_list else None)
         lo = head.pos
         head.write(f"def {fn.name}(")
-        for i, p in enumerate(params):
-            if i:
-                head.write(", ")
-            plo = head.pos
-            if len(p) == 3:
-                head.write(f"{p[2]}: ")
-                ir.render(head, p[0])
-            else:
-                head.write(p[0])
-            head.mark(plo, p[1])
+        at = head.pos
+        head.write(sig.text())
+        head.marks += [(lo + at, hi + at, sp) for lo, hi, sp in sig.marks]
         head.write("):\n")
         head.mark(lo, self.src.span(fn))
         shift = head.pos
@@ -872,11 +878,37 @@ def _capture(func) -> Dict[str, Any]:
     return env
 
 
+def _annotation_locals(func, fn: ast.FunctionDef, env: Dict[str, Any]) -> None:
+    """Names the parameter annotations use that are neither globals nor closure cells — an
+    annotation is evaluated where the function is defined, so its names need not be free
+    variables of the body — from the locals of the enclosing functions' frames (the
+    reference's ``resolve_closure_vars``). Called at decoration time, while they run."""
+    args = fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs
+    names = {
+        n.id
+        for a in args
+        if a.annotation is not None
+        for n in ast.walk(a.annotation)
+        if isinstance(n, ast.Name) and n.id not in env and not hasattr(builtins, n.id)
+    }
+    if not names:
+        return
+    scopes = {p for p in func.__qualname__.split(".") if p != "<locals>"}
+    f = sys._getframe(1)
+    while f is not None and names:
+        if f.f_code.co_name in scopes:
+            for n in [n for n in names if n in f.f_locals]:
+                env[n] = f.f_locals[n]
+                names.discard(n)
+        f = f.f_back
+
+
 def build_script(func) -> Tuple[str, List[Tuple[int, int, int, int, bool]], Source]:
     """The kernel script of ``func`` and its source map entries."""
     src = Source.of(func)
     fn = src.function(func)
     env = _capture(func)
+    _annotation_locals(func, fn, env)
     fe = Frontend(func, src, fn, env)
     stack = getattr(_state, "stack", None)
     if stack is None:

@@ -599,5 +599,92 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("mma_tf32", mma_one("mma_tf32", MmaShape::M16N8K8, DType::F32, DType::F32)),
         ("mma_s8", mma_one("mma_s8", MmaShape::M16N8K32, DType::I8, DType::I32)),
         ("named_barrier", named_barrier()),
+        ("wgmma_ss", wgmma_ss()),
+        ("wgmma_rs_f16acc", wgmma_rs_f16acc()),
+        ("warp_specialized", warp_specialized()),
     ]
+}
+
+/// One warpgroup, one 64x64x16 bf16 tile: A (64x16, K-major, 32-byte swizzle) and B
+/// (16x64 stored K x N, MN-major, 128-byte swizzle) global -> shared, the proxy fence,
+/// then `wgmma.m64n64k16` accumulating when `flag[0]` says so, and the accumulator out.
+pub fn wgmma_ss() -> LKernel {
+    let mut kb = Kb::new("wgmma_ss", [1, 1, 1], [128, 1, 1]);
+    let (ga, gb) = (kb.param("A", DType::BF16, &[64, 16]), kb.param("B", DType::BF16, &[16, 64]));
+    let flag = kb.param("flag", DType::I32, &[1]);
+    let gd = kb.param("D", DType::F32, &[128, 32]);
+    let (sa, sb) = (kb.shared("A_smem", DType::BF16, &[64, 16]), kb.shared("B_smem", DType::BF16, &[16, 64]));
+    let acc = kb.local("acc", DType::F32, &[32]);
+    let (t, j) = (kb.var("tid", DType::I32), kb.var("j", DType::I32));
+    // 16-byte chunks: A has 128 (one per thread), B 128.
+    kb.finish(vec![
+        let_(t, tid()),
+        vcopy(sa, mul(v(t), i(8)), ga, mul(v(t), i(8)), 8),
+        vcopy(sb, mul(v(t), i(8)), gb, mul(v(t), i(8)), 8),
+        fence_proxy_async(),
+        cta_sync(),
+        unroll(j, i(32), vec![store(acc, v(j), f(1.0, DType::F32))]),
+        comment("warpgroup.gemm_async -> wgmma"),
+        wgmma_sync(WgmmaSync::Fence),
+        wgmma(Wgmma {
+            n: 64,
+            d: acc,
+            d_index: (0..32).map(i).collect(),
+            a: WgmmaA::Smem(desc(sa, i(0), Major::K, WgmmaSwizzle::B32, 16, 256)),
+            b: desc(sb, i(0), Major::MN, WgmmaSwizzle::B128, 2048, 1024),
+            scale_d: bin(LBinOp::Ne, load(flag, i(0)), i(0)),
+        }),
+        wgmma_sync(WgmmaSync::Commit),
+        wgmma_sync(WgmmaSync::Wait(0)),
+        unroll(j, i(32), vec![store(gd, add(mul(v(t), i(32)), v(j)), load(acc, v(j)))]),
+    ])
+}
+
+/// The register form with a float16 accumulator: A's four registers per thread
+/// from global, B (32x16 f16, K-major, no swizzle: core matrices) from shared.
+pub fn wgmma_rs_f16acc() -> LKernel {
+    let mut kb = Kb::new("wgmma_rs_f16acc", [1, 1, 1], [128, 1, 1]);
+    let ga = kb.param("A", DType::F16, &[128, 8]);
+    let gb = kb.param("B", DType::F16, &[32, 16]);
+    let gd = kb.param("D", DType::F16, &[128, 16]);
+    let sb = kb.shared("B_smem", DType::F16, &[32, 16]);
+    let (a, acc) = (kb.local("a", DType::F16, &[8]), kb.local("acc", DType::F16, &[16]));
+    let (t, j) = (kb.var("tid", DType::I32), kb.var("j", DType::I32));
+    kb.finish(vec![
+        let_(t, tid()),
+        vcopy(a, i(0), ga, mul(v(t), i(8)), 8),
+        if_(lt(v(t), i(64)), vec![vcopy(sb, mul(v(t), i(8)), gb, mul(v(t), i(8)), 8)]),
+        fence_proxy_async(),
+        cta_sync(),
+        wgmma_sync(WgmmaSync::Fence),
+        wgmma(Wgmma {
+            n: 32,
+            d: acc,
+            d_index: (0..8).map(|r| i(2 * r)).collect(),
+            a: WgmmaA::Regs { buf: a, index: vec![i(0), i(2), i(4), i(6)] },
+            b: desc(sb, i(0), Major::K, WgmmaSwizzle::None, 512, 128),
+            scale_d: LExpr::Bool(false),
+        }),
+        wgmma_sync(WgmmaSync::Commit),
+        wgmma_sync(WgmmaSync::Wait(0)),
+        unroll(j, i(16), vec![store(gd, add(mul(v(t), i(16)), v(j)), load(acc, v(j)))]),
+    ])
+}
+
+/// Warpgroup specialisation: warpgroup 0 gives registers up and signals with
+/// `bar.arrive`, warpgroup 1 takes them and waits with `bar.sync`.
+pub fn warp_specialized() -> LKernel {
+    let mut kb = Kb::new("warp_specialized", [1, 1, 1], [256, 1, 1]);
+    let a = kb.param("A", DType::F32, &[128]);
+    let b = kb.param("B", DType::F32, &[128]);
+    let s = kb.shared("S", DType::F32, &[128]);
+    let t = kb.var("tid", DType::I32);
+    kb.finish(vec![
+        let_(t, tid()),
+        if_else(
+            lt(v(t), i(128)),
+            vec![setmaxnreg(false, 40), store(s, v(t), load(a, v(t))), bar_arrive(i(9), 256)],
+            vec![setmaxnreg(true, 216), bar_sync(i(9), 256), store(b, sub(v(t), i(128)), load(s, sub(i(255), v(t))))],
+        ),
+    ])
 }

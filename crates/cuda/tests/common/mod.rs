@@ -9,6 +9,7 @@ use tirx_ir::lir::{
     MatrixDir, MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, PtxDir, PtxVec, ShuffleMode, Space,
     Special,
 };
+pub use tirx_ir::lir::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaSwizzle, WgmmaSync};
 use tirx_ir::{DType, Span};
 
 pub struct Kb {
@@ -296,4 +297,19 @@ pub fn bar_sync(id: LExpr, threads: u32) -> LStmt {
 }
 pub fn comment(text: &str) -> LStmt {
     st(LStmtKind::Comment(text.into()))
+}
+pub fn wgmma_sync(s: WgmmaSync) -> LStmt {
+    st(LStmtKind::Matrix(MatrixOp::WgmmaSync(s)))
+}
+pub fn wgmma(w: Wgmma) -> LStmt {
+    st(LStmtKind::Matrix(MatrixOp::Wgmma(w)))
+}
+pub fn desc(buf: LBufId, index: LExpr, major: Major, swizzle: WgmmaSwizzle, lbo: u32, sbo: u32) -> SmemDesc {
+    SmemDesc { buf, index, major, swizzle, lbo, sbo }
+}
+pub fn bar_arrive(id: LExpr, threads: u32) -> LStmt {
+    st(LStmtKind::NamedBarrierArrive { id, threads })
+}
+pub fn setmaxnreg(inc: bool, regs: u32) -> LStmt {
+    st(LStmtKind::SetMaxNReg { inc, regs })
 }

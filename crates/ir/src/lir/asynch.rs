@@ -385,7 +385,7 @@ impl Checker<'_> {
         if d.dtype != s.dtype {
             return Err(format!("{name} `{}` <- `{}` mixes {} and {}", d.name, s.name, d.dtype, s.dtype));
         }
-        if bytes == 0 || bytes % 16 != 0 || bytes % d.dtype.bytes() != 0 {
+        if bytes == 0 || !bytes.is_multiple_of(16) || !bytes.is_multiple_of(d.dtype.bytes()) {
             return Err(format!("{name} of {bytes} bytes; it moves a positive multiple of 16"));
         }
         self.index(dst, dst_index)?;

@@ -147,7 +147,7 @@ impl Checker<'_> {
             return Err(format!("cluster {:?}: 1 to {MAX_CLUSTER_CTAS} CTAs per cluster", k.cluster));
         }
         for d in 0..3 {
-            if k.grid_dims[d].is_none() && k.grid[d] % k.cluster[d] != 0 {
+            if k.grid_dims[d].is_none() && !k.grid[d].is_multiple_of(k.cluster[d]) {
                 return Err(format!("grid {:?} is not a whole number of clusters {:?}", k.grid, k.cluster));
             }
         }
@@ -231,7 +231,10 @@ impl Checker<'_> {
             }
             LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
             LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
+            LStmtKind::NamedBarrier { id, threads } | LStmtKind::NamedBarrierArrive { id, threads } => {
+                self.named_barrier(id, *threads)?
+            }
+            LStmtKind::SetMaxNReg { regs, .. } => self.setmaxnreg(*regs)?,
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => {
                 let var = self.collective(c)?;

@@ -8,6 +8,8 @@
 //!   register i at `regs[reg_index[i] .. +2]`. Typing: `num` ∈ {1, 2, 4}, one
 //!   register index per matrix, `smem` a shared and `regs` a local 16-bit
 //!   buffer, rows 16-byte aligned, registers 4-byte aligned.
+//! * [`Wgmma`], [`WgmmaSync`]: Hopper's asynchronous warpgroup MMA and its
+//!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.11).
 //! * [`Mma`]: `mma.sync.aligned.m16n8k{8,16,32}.row.col` — `D = A·B + C` on one
 //!   16×8 tile, every operand a list of registers of local buffers at constant
 //!   indices. The element types are the buffers' ([`MmaKind`]: f16/bf16 → f32,
@@ -16,6 +18,7 @@
 
 use super::check::{Check, Checker};
 use super::print::Printer;
+use super::wgmma::{Wgmma, WgmmaSync};
 use super::{LBufId, LExpr, Space};
 use crate::dtype::DType;
 use crate::target::Arch;
@@ -28,6 +31,10 @@ pub enum MatrixOp {
     Move(MatrixMove),
     /// `mma.sync` (tensor cores).
     Mma(Mma),
+    /// `wgmma.mma_async` (Hopper warpgroup tensor cores, [`super::wgmma`]).
+    Wgmma(Wgmma),
+    /// `wgmma.fence` / `commit_group` / `wait_group` ([`super::wgmma`]).
+    WgmmaSync(WgmmaSync),
 }
 
 impl MatrixOp {
@@ -36,6 +43,8 @@ impl MatrixOp {
         match self {
             MatrixOp::Move(m) => m.name(),
             MatrixOp::Mma(_) => "mma.sync",
+            MatrixOp::Wgmma(_) => "wgmma.mma_async",
+            MatrixOp::WgmmaSync(s) => s.name(),
         }
     }
 
@@ -44,6 +53,7 @@ impl MatrixOp {
         match self {
             MatrixOp::Move(m) => m.min_arch(),
             MatrixOp::Mma(m) => m.kind(dtype).map_or(Arch::SM_80, |k| k.min_arch()),
+            MatrixOp::Wgmma(_) | MatrixOp::WgmmaSync(_) => super::wgmma::WGMMA_ARCH,
         }
     }
 
@@ -51,6 +61,8 @@ impl MatrixOp {
         match self {
             MatrixOp::Move(m) => std::iter::once(&m.smem_index).chain(&m.reg_index).collect(),
             MatrixOp::Mma(m) => m.d_index.iter().chain(&m.a_index).chain(&m.b_index).chain(&m.c_index).collect(),
+            MatrixOp::Wgmma(w) => w.operands(),
+            MatrixOp::WgmmaSync(_) => vec![],
         }
     }
 
@@ -62,22 +74,25 @@ impl MatrixOp {
                 MatrixDir::Store => (vec![m.regs], vec![m.smem]),
             },
             MatrixOp::Mma(m) => (vec![m.a, m.b, m.c], vec![m.d]),
+            MatrixOp::Wgmma(w) => (vec![w.a_buf(), w.b.buf, w.d], vec![w.d]),
+            MatrixOp::WgmmaSync(_) => (vec![], vec![]),
         }
     }
 
     /// Whether it writes computed values (an mma does; a move copies).
     pub fn computes(&self) -> bool {
-        matches!(self, MatrixOp::Mma(_))
+        matches!(self, MatrixOp::Mma(_) | MatrixOp::Wgmma(_))
     }
 }
 
 impl super::LKernel {
-    /// Whether any statement is an `mma.sync` (its float sums round differently on the GPU,
-    /// `docs/numerics.md` §8).
+    /// Whether any statement is a tensor-core sum, `mma.sync` or `wgmma.mma_async` (its
+    /// float sums round differently on the GPU, `docs/numerics.md` §8, §10).
     pub fn uses_mma(&self) -> bool {
         fn any(body: &[super::LStmt]) -> bool {
             body.iter().any(|s| {
-                matches!(s.kind, super::LStmtKind::Matrix(MatrixOp::Mma(_))) || s.kind.bodies().into_iter().any(any)
+                matches!(s.kind, super::LStmtKind::Matrix(MatrixOp::Mma(_) | MatrixOp::Wgmma(_)))
+                    || s.kind.bodies().into_iter().any(any)
             })
         }
         any(&self.body)
@@ -342,6 +357,8 @@ impl Checker<'_> {
         match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
+            MatrixOp::Wgmma(w) => self.wgmma(w),
+            MatrixOp::WgmmaSync(_) => Ok(()),
         }
     }
 
@@ -422,6 +439,9 @@ impl Printer<'_> {
         let text = match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
+            MatrixOp::Wgmma(w) => self.wgmma(w),
+            MatrixOp::WgmmaSync(WgmmaSync::Wait(n)) => format!("wgmma.wait_group {n}"),
+            MatrixOp::WgmmaSync(s) => s.name().to_string(),
         };
         self.line(d, &text);
     }

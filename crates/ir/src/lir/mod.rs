@@ -19,6 +19,8 @@
 //!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
 //! * [`matrix`]: warp-collective fragment instructions ([`MatrixOp`]): `ldmatrix`/`stmatrix`
 //!   ([`MatrixMove`], one instruction with a direction) and tensor-core `mma.sync` ([`Mma`]);
+//!   with [`wgmma`], Hopper's warpgroup `wgmma.mma_async` ([`Wgmma`]) and its `fence` /
+//!   `commit_group` / `wait_group` ([`WgmmaSync`]);
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
 //! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]);
 //! * [`bounds`]: per-dimension bounds assertions on a region of a logical shape
@@ -43,6 +45,7 @@ pub mod pair;
 pub mod print;
 pub mod round;
 pub mod tmap;
+pub mod wgmma;
 
 pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
@@ -53,6 +56,7 @@ pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
 pub use tmap::{TensorMap, TmapDtype, TmapId};
+pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};
 
 use crate::dtype::DType;
 use crate::hir::{BarrierKind, MathFn, UnOp};
@@ -257,6 +261,19 @@ pub enum LStmtKind {
         id: LExpr,
         threads: u32,
     },
+    /// `bar.arrive id, threads`: counts this warp's threads towards named barrier
+    /// `id` without waiting (a producer signalling `bar.sync` waiters; core family,
+    /// `docs/lir.md` §2.12).
+    NamedBarrierArrive {
+        id: LExpr,
+        threads: u32,
+    },
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroup's
+    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.12).
+    SetMaxNReg {
+        inc: bool,
+        regs: u32,
+    },
     /// The matrix family: `ldmatrix` / `stmatrix`, `mma.sync` ([`matrix`]).
     Matrix(MatrixOp),
     /// The collective family: warp shuffles ([`collective`]); a shuffle declares a variable.
@@ -310,7 +327,9 @@ impl LStmtKind {
             LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
             LStmtKind::Packed2 { .. } => Arch::MIN,
             LStmtKind::Cast2 { dst, src, .. } if buf(*dst) == DType::BF16 || buf(*src) == DType::BF16 => Arch::SM_80,
+            LStmtKind::SetMaxNReg { .. } => wgmma::WGMMA_ARCH,
             LStmtKind::Cast2 { .. }
+            | LStmtKind::NamedBarrierArrive { .. }
             | LStmtKind::Let { .. }
             | LStmtKind::For { .. }
             | LStmtKind::If { .. }
@@ -345,8 +364,8 @@ impl LStmtKind {
             LStmtKind::Collective(c) => c.operands(),
             LStmtKind::Async(a) => a.operands(),
             LStmtKind::Bounds(c) => c.operands(),
-            LStmtKind::NamedBarrier { id, .. } => vec![id],
-            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => vec![],
+            LStmtKind::NamedBarrier { id, .. } | LStmtKind::NamedBarrierArrive { id, .. } => vec![id],
+            LStmtKind::Barrier(_) | LStmtKind::SetMaxNReg { .. } | LStmtKind::Comment(_) => vec![],
         }
     }
 
@@ -374,6 +393,8 @@ impl LStmtKind {
             | LStmtKind::If { .. }
             | LStmtKind::Barrier(_)
             | LStmtKind::NamedBarrier { .. }
+            | LStmtKind::NamedBarrierArrive { .. }
+            | LStmtKind::SetMaxNReg { .. }
             | LStmtKind::Bounds(_)
             | LStmtKind::Comment(_) => (vec![], vec![]),
         }
@@ -399,6 +420,8 @@ impl LStmtKind {
             | LStmtKind::PtxVec(_)
             | LStmtKind::Barrier(_)
             | LStmtKind::NamedBarrier { .. }
+            | LStmtKind::NamedBarrierArrive { .. }
+            | LStmtKind::SetMaxNReg { .. }
             | LStmtKind::Matrix(_)
             | LStmtKind::Collective(_)
             | LStmtKind::Async(_)

@@ -182,6 +182,12 @@ impl Printer<'_> {
             LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
             LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
             LStmtKind::NamedBarrier { id, threads } => self.line(d, &format!("bar.sync {}, {threads}", self.e(id))),
+            LStmtKind::NamedBarrierArrive { id, threads } => {
+                self.line(d, &format!("bar.arrive {}, {threads}", self.e(id)))
+            }
+            LStmtKind::SetMaxNReg { inc, regs } => {
+                self.line(d, &format!("setmaxnreg.{} {regs}", if *inc { "inc" } else { "dec" }))
+            }
             LStmtKind::Matrix(m) => self.matrix(m, d),
             LStmtKind::Collective(c) => self.collective(c, d),
             LStmtKind::Async(a) => self.asynch(a, d),

@@ -277,7 +277,7 @@ impl Checker<'_> {
         if m.oob_nan && !m.dtype.is_float() {
             return Err(format!("a NaN out-of-bounds fill needs a float type, not {}", m.dtype.name()));
         }
-        if m.dtype.bytes() % b.dtype.bytes() != 0 && b.dtype.bytes() % m.dtype.bytes() != 0 {
+        if !m.dtype.bytes().is_multiple_of(b.dtype.bytes()) && b.dtype.bytes() % m.dtype.bytes() != 0 {
             return Err(format!("element type {} does not tile `{}`'s {}", m.dtype.name(), b.name, b.dtype));
         }
         Ok(())

@@ -311,13 +311,15 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
         match iters[..] {
             [] => strides.push(0),
             [it] if it.axis == Axis::M => strides.push(it.stride),
-            _ => return Err(Decline::new(
-                Rule::Layout,
-                format!(
+            _ => {
+                return Err(Decline::new(
+                    Rule::Layout,
+                    format!(
                     "dim {d} of `{}` is split over several layout iters; a TMA descriptor has one stride per dimension",
                     b.name
                 ),
-            )),
+                ))
+            }
         }
     }
     let mut sizes: Vec<SymExpr> = b.shape.iter().map(|&n| SymExpr::Int(n)).collect();

@@ -46,7 +46,7 @@ use super::{parse, GemmCall};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::MemScope;
 use tirx_ir::lir::{LExpr, LStmtKind, MatrixOp, Mma, MmaKind, MmaOperand, MmaShape};
-use tirx_ir::op::Family;
+use tirx_ir::op::{Family, TileOp};
 use tirx_ir::{Arch, DType};
 use tirx_layout::ExecScope;
 
@@ -74,6 +74,9 @@ impl Variant for MmaSync {
     }
     fn family(&self) -> Family {
         Family::Gemm
+    }
+    fn lowers(&self, op: TileOp) -> bool {
+        op == TileOp::Gemm
     }
     /// The oldest form (`m16n8k8` on f16) exists from sm_75; the others need sm_80 (checked in `plan`).
     fn min_arch(&self) -> Arch {

@@ -125,3 +125,9 @@ pub fn warp_sync() -> LStmtKind {
 pub fn bar_sync(id: LExpr, threads: u32) -> LStmtKind {
     LStmtKind::NamedBarrier { id, threads }
 }
+pub fn bar_arrive(id: LExpr, threads: u32) -> LStmtKind {
+    LStmtKind::NamedBarrierArrive { id, threads }
+}
+pub fn setmaxnreg(inc: bool, regs: u32) -> LStmtKind {
+    LStmtKind::SetMaxNReg { inc, regs }
+}

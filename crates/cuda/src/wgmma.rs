@@ -1,0 +1,276 @@
+//! CUDA for the **matrix** family, part 2 (`docs/lir.md` §2.11): Hopper's
+//! `wgmma.mma_async` through one inline-PTX helper per form, its descriptors
+//! through `tirx_wgmma_desc`, and the ordering instructions inline:
+//!
+//! ```text
+//! for (int i = 0; i < 64; ++i) tirx_wgmma_fence_operand(acc[i]);   (unrolled)
+//! asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+//! tirx_wgmma_m64n128k16_f32_bf16_bf16_ss(acc[0], ..., acc[63],
+//!     tirx_wgmma_desc(&A_s[0], 16, 1024, 1), tirx_wgmma_desc(&B_s[0], 16, 1024, 1), 1);
+//! asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+//! asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+//! for (int i = 0; i < 64; ++i) tirx_wgmma_fence_operand(acc[i]);   (unrolled)
+//! ```
+//!
+//! The accumulator is passed by reference (`"+f"`), register by register, as
+//! the instruction reads and writes it in place; A registers (the `rs` form)
+//! by the address of their first element, read as one 32-bit word (as the
+//! `mma.sync` helpers do). Every asm is `volatile`, so the compiler keeps
+//! wgmmas, fences, commits and waits in program order. It does not know that a
+//! wgmma writes its registers *later*, at the wait: so after every
+//! `wgmma.wait_group` (and before every `wgmma.fence`) each register of every
+//! buffer a wgmma uses goes through an empty `asm volatile` that reads and
+//! writes it — later reads cannot be hoisted above the wait, and the registers
+//! cannot be reused while a wgmma may still access them (CUTLASS's
+//! `warpgroup_fence_operand`). `setmaxnreg` and `bar.arrive` are inline asm too.
+
+use crate::emit::Ctx;
+use crate::helpers::Helper;
+use crate::CodegenError;
+use std::fmt::Write;
+use tirx_ir::lir::wgmma::{SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSync};
+use tirx_ir::lir::{LExpr, Space};
+use tirx_ir::DType;
+
+/// One `wgmma.mma_async` helper: the form and the operand sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WgmmaHelper {
+    pub n: u32,
+    pub a: WgmmaIn,
+    pub b: WgmmaIn,
+    /// A float16 accumulator (two per 32-bit register).
+    pub acc_f16: bool,
+    /// A from registers (`rs`), else from shared memory (`ss`).
+    pub regs_a: bool,
+    pub trans_a: bool,
+    pub trans_b: bool,
+}
+
+impl WgmmaHelper {
+    fn kind(self) -> WgmmaKind {
+        WgmmaKind { n: self.n, a: self.a, b: self.b, acc: if self.acc_f16 { DType::F16 } else { DType::F32 } }
+    }
+}
+
+/// Registers printed per line of a wgmma call.
+const ARGS_PER_LINE: usize = 8;
+
+impl Ctx<'_> {
+    pub(crate) fn wgmma(&mut self, w: &Wgmma) -> Result<(), CodegenError> {
+        let k = self.k;
+        let kind = w.kind(&|b| k.buf(b).dtype).map_err(CodegenError::InvalidLir)?;
+        let h = WgmmaHelper {
+            n: kind.n,
+            a: kind.a,
+            b: kind.b,
+            acc_f16: kind.acc == DType::F16,
+            regs_a: matches!(w.a, WgmmaA::Regs { .. }),
+            trans_a: w.trans_a(),
+            trans_b: w.trans_b(),
+        };
+        self.helpers.insert(Helper::Wgmma(h));
+        let mut args = Vec::new();
+        for i in &w.d_index {
+            args.push(if h.acc_f16 { self.addr(w.d, i)? } else { self.element_of(w.d, i)? });
+        }
+        match &w.a {
+            WgmmaA::Smem(s) => args.push(self.desc(s)?),
+            WgmmaA::Regs { buf, index } => {
+                for i in index {
+                    args.push(self.addr(*buf, i)?);
+                }
+            }
+        }
+        args.push(self.desc(&w.b)?);
+        args.push(self.e(&w.scale_d)?);
+        let name = Helper::Wgmma(h).name();
+        let mut lines: Vec<String> = args.chunks(ARGS_PER_LINE).map(|c| c.join(", ")).collect();
+        let last = lines.len() - 1;
+        for l in &mut lines[..last] {
+            l.push(',');
+        }
+        lines[last].push_str(");");
+        self.line(&format!("{name}("));
+        for l in lines {
+            self.line(&format!("    {l}"));
+        }
+        Ok(())
+    }
+
+    /// `tirx_wgmma_desc(&B_s[i], lbo, sbo, layout)`.
+    fn desc(&mut self, s: &SmemDesc) -> Result<String, CodegenError> {
+        self.helpers.insert(Helper::WgmmaDesc);
+        let at = self.addr(s.buf, &s.index)?;
+        Ok(format!("tirx_wgmma_desc({at}, {}, {}, {})", s.lbo, s.sbo, s.swizzle.code()))
+    }
+
+    /// `buf[index]`.
+    fn element_of(&mut self, b: tirx_ir::lir::LBufId, i: &LExpr) -> Result<String, CodegenError> {
+        let i = self.e(i)?;
+        Ok(format!("{}[{i}]", self.names.buf(b)))
+    }
+
+    pub(crate) fn wgmma_sync(&mut self, s: WgmmaSync) {
+        match s {
+            WgmmaSync::Fence => {
+                self.fence_operands();
+                self.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+            }
+            WgmmaSync::Commit => self.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"),
+            WgmmaSync::Wait(n) => {
+                self.line(&format!("asm volatile(\"wgmma.wait_group.sync.aligned {n};\" ::: \"memory\");"));
+                self.fence_operands();
+            }
+        }
+    }
+
+    /// Every register of every buffer a wgmma reads or writes through an empty
+    /// volatile asm (one 32-bit register per call).
+    fn fence_operands(&mut self) {
+        let k = self.k;
+        for b in k.wgmma_register_bufs() {
+            let buf = k.buf(b);
+            if buf.space != Space::Local {
+                continue;
+            }
+            let name = self.names.buf(b).to_string();
+            let (per, call) = match buf.dtype {
+                DType::F32 => (1, format!("tirx_wgmma_fence_operand({name}[i])")),
+                t => (4 / t.bytes().max(1) as i64, format!("tirx_wgmma_fence_operand(&{name}[i])")),
+            };
+            self.helpers.insert(Helper::WgmmaFenceOperand { word: buf.dtype != DType::F32 });
+            let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
+            self.line("#pragma unroll");
+            self.line(&format!("for (int i = 0; i < {}; {step}) {call};", buf.elems - buf.elems % per));
+        }
+    }
+
+    pub(crate) fn setmaxnreg(&mut self, inc: bool, regs: u32) {
+        let dir = if inc { "inc" } else { "dec" };
+        self.line(&format!("asm volatile(\"setmaxnreg.{dir}.sync.aligned.u32 {regs};\" ::: \"memory\");"));
+    }
+
+    /// `bar.arrive id, threads`: the id inline when constant, else in a register.
+    pub(crate) fn named_barrier_arrive(&mut self, id: &LExpr, threads: u32) -> Result<(), CodegenError> {
+        let text = match id {
+            LExpr::Int(v, _) => format!("asm volatile(\"bar.arrive {v}, {threads};\" ::: \"memory\");"),
+            _ => {
+                let id = self.e(id)?;
+                format!("asm volatile(\"bar.arrive %0, {threads};\" :: \"r\"({id}) : \"memory\");")
+            }
+        };
+        self.line(&text);
+        Ok(())
+    }
+}
+
+/// `tirx_wgmma_m64n128k16_f32_bf16_bf16_ss_tb`: shape and types, `ss`/`rs`, `_ta`/`_tb` for MN-major operands.
+pub(crate) fn wgmma_name(h: WgmmaHelper) -> String {
+    let form = if h.regs_a { "rs" } else { "ss" };
+    let t = format!("{}{}", if h.trans_a { "_ta" } else { "" }, if h.trans_b { "_tb" } else { "" });
+    format!("tirx_wgmma_{}_{form}{t}", h.kind().ptx().replace('.', "_"))
+}
+
+/// The helper: `D = A·B + scale_d·D` on a 64×N tile, issued by the warpgroup.
+pub(crate) fn wgmma_source(h: WgmmaHelper) -> String {
+    let kind = h.kind();
+    let nd = kind.d_regs();
+    let mut params: Vec<String> =
+        (0..nd).map(|i| if h.acc_f16 { format!("void* d{i}") } else { format!("float& d{i}") }).collect();
+    let mut ins = Vec::new();
+    let mut body = String::new();
+    if h.regs_a {
+        params.extend((0..4).map(|i| format!("const void* a{i}")));
+        for i in 0..4 {
+            if h.a == WgmmaIn::TF32 {
+                // tf32 registers hold f32 values rounded to tf32 (nearest, ties away), as for mma.sync.
+                let _ = writeln!(body, "    unsigned a{i}_tf32;");
+                let _ = writeln!(
+                    body,
+                    "    asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(a{i}_tf32) : \"f\"(*static_cast<const float*>(a{i})));"
+                );
+                ins.push(format!("\"r\"(a{i}_tf32)"));
+            } else {
+                ins.push(format!("\"r\"(*static_cast<const unsigned*>(a{i}))"));
+            }
+        }
+    } else {
+        params.push("unsigned long long desc_a".into());
+        ins.push("\"l\"(desc_a)".into());
+    }
+    params.push("unsigned long long desc_b".into());
+    ins.push("\"l\"(desc_b)".into());
+    params.push("int scale_d".into());
+    ins.push("\"r\"(scale_d)".into());
+    let outs: Vec<String> = (0..nd)
+        .map(|i| if h.acc_f16 { format!("\"+r\"(*static_cast<unsigned*>(d{i}))") } else { format!("\"+f\"(d{i})") })
+        .collect();
+    let a = if h.regs_a { format!("{{%{}, %{}, %{}, %{}}}", nd, nd + 1, nd + 2, nd + 3) } else { format!("%{nd}") };
+    let na = if h.regs_a { 4 } else { 1 };
+    let (b, p) = (format!("%{}", nd + na), nd + na + 1);
+    // imm-trans exists for 16-bit inputs only; the register form has no trans-a.
+    let trans = match (kind.a.transposable(), h.regs_a) {
+        (false, _) => String::new(),
+        (true, true) => format!(", {}", u8::from(h.trans_b)),
+        (true, false) => format!(", {}, {}", u8::from(h.trans_a), u8::from(h.trans_b)),
+    };
+    let source = if h.regs_a { "A from registers" } else { "A from shared memory (descriptor)" };
+    let major = |t: bool| if t { "MN-major" } else { "K-major" };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "// wgmma.mma_async {}: D = A*B (+ D if scale_d) on a 64x{} tile by the whole warpgroup, asynchronously;",
+        kind.ptx(),
+        kind.n
+    );
+    let _ = writeln!(
+        s,
+        "// {source}{}, B {} (descriptor). D is defined again after wgmma.wait_group.",
+        if h.regs_a { String::new() } else { format!(", {}", major(h.trans_a)) },
+        major(h.trans_b)
+    );
+    let _ = writeln!(s, "__device__ __forceinline__ void {}({}) {{", wgmma_name(h), params.join(", "));
+    s.push_str(&body);
+    let _ = writeln!(s, "    asm volatile(");
+    let _ = writeln!(s, "        \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n\"");
+    let _ = writeln!(s, "        \"wgmma.mma_async.sync.aligned.{} \"", kind.ptx());
+    let regs: Vec<String> = (0..nd).map(|i| format!("%{i}")).collect();
+    let lines: Vec<String> = regs.chunks(16).map(|c| c.join(", ")).collect();
+    for (i, l) in lines.iter().enumerate() {
+        let (open, close) = (if i == 0 { "{" } else { "" }, if i + 1 == lines.len() { "}" } else { ", " });
+        let _ = writeln!(s, "        \"{open}{l}{close}\"");
+    }
+    let _ = writeln!(s, "        \", {a}, {b}, p, 1, 1{trans};\\n}}\\n\"");
+    let outs: Vec<String> = outs.chunks(ARGS_PER_LINE).map(|c| c.join(", ")).collect();
+    let _ = writeln!(s, "        : {}", outs.join(",\n          "));
+    let _ = writeln!(s, "        : {});", ins.join(", "));
+    s.push_str("}\n");
+    s
+}
+
+/// The descriptor helper (PTX ISA, "Matrix Descriptor Format").
+pub(crate) fn desc_source() -> String {
+    "// A wgmma shared-memory matrix descriptor: start address (bits 0-13, 16-byte units),\n\
+     // leading and stride byte offsets (bits 16-29, 32-45, 16-byte units), base offset 0,\n\
+     // layout (bits 62-63: 0 no swizzle, 1 128B, 2 64B, 3 32B).\n\
+     __device__ __forceinline__ unsigned long long tirx_wgmma_desc(const void* start, unsigned lbo, unsigned sbo, unsigned layout) {\n    \
+     unsigned long long addr = static_cast<unsigned long long>(__cvta_generic_to_shared(start));\n    \
+     return ((addr & 0x3FFFFull) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16)\n        \
+     | (static_cast<unsigned long long>(sbo >> 4) << 32) | (static_cast<unsigned long long>(layout) << 62);\n}\n"
+        .to_string()
+}
+
+/// The register fence of one 32-bit register (`word`: given by its address, 16- and 8-bit elements).
+pub(crate) fn fence_operand_source(word: bool) -> String {
+    if word {
+        "// Orders a wgmma register (a 32-bit word of packed elements) with wgmma.fence / wait_group.\n\
+         __device__ __forceinline__ void tirx_wgmma_fence_operand(void* r) {\n    \
+         asm volatile(\"\" : \"+r\"(*static_cast<unsigned*>(r)) :: \"memory\");\n}\n"
+            .to_string()
+    } else {
+        "// Orders a wgmma register with wgmma.fence / wait_group: the compiler may not move its accesses across.\n\
+         __device__ __forceinline__ void tirx_wgmma_fence_operand(float& r) {\n    \
+         asm volatile(\"\" : \"+f\"(r) :: \"memory\");\n}\n"
+            .to_string()
+    }
+}

@@ -896,15 +896,18 @@ impl Machine<'_> {
         let others = self.whereabouts(0..self.n, pc, "threads", &mut err);
         let tx = crate::tma::missing_bytes(b.tx, &b.copies);
         let others = if others.is_empty() { String::new() } else { format!("; {others}") };
+        let arrivals = if b.pending > 0 {
+            format!(" with {} of {} arrivals still missing", b.pending, b.count)
+        } else {
+            String::new()
+        };
         err.message = format!(
-            "threads {} of CTA ({}, {}, {}) wait at mbarrier.try_wait.parity on `{name}[{e}]` for the phase of parity {parity}, but the barrier is in phase {} with {} of {} arrivals{tx} still missing, and no thread can arrive{others}",
+            "threads {} of CTA ({}, {}, {}) wait at mbarrier.try_wait.parity on `{name}[{e}]` for the phase of parity {parity}, but the barrier is in phase {}{arrivals}{tx}, and no thread can arrive{others}",
             ranges(&same),
             self.cta[0],
             self.cta[1],
             self.cta[2],
             b.phase,
-            b.pending,
-            b.count,
         );
         Some(err)
     }

@@ -149,18 +149,18 @@ fn nan_bytes(size: usize) -> Vec<u8> {
 /// What a phase short of (or over) its bytes misses, for a deadlock report.
 pub(crate) fn missing_bytes(tx: i64, copies: &[Landing]) -> String {
     let delivered: u64 = copies.iter().map(|c| c.bytes).sum();
+    let announced = delivered as i64 + tx;
     match tx {
         0 => String::new(),
         t if t > 0 && copies.is_empty() => format!(
-            " and {t} transaction bytes (expect_tx announced them, but no TMA copy completes on this barrier in this phase)"
+            "; {t} transaction bytes are still missing (expect_tx announced them, but no TMA copy completes on this barrier in this phase)"
         ),
         t if t > 0 => format!(
-            " and {t} transaction bytes (expect_tx announced {} bytes, the TMA copies in this phase deliver {delivered}: a wrong byte count)",
-            delivered as i64 + t
+            "; {t} transaction bytes are still missing (expect_tx announced {announced} bytes, the TMA copies in this phase deliver {delivered}: a wrong byte count)"
         ),
         t => format!(
-            "; its TMA copies delivered {} bytes more than expect_tx announced ({} bytes of copies: a missing or too small mbarrier.arrive.expect_tx)",
-            -t, delivered
+            "; its TMA copies delivered {delivered} bytes, {} more than expect_tx announced ({announced}): a missing or too small mbarrier.arrive.expect_tx",
+            -t
         ),
     }
 }

@@ -1,5 +1,5 @@
 //! TMA descriptors on the host: `cuTensorMapEncodeTiled` through the driver cudarc
-//! loads (docs/lir.md §6). A kernel's [`TensorMap`]s describe views of its buffer
+//! loads (docs/lir.md §6.1). A kernel's [`TensorMap`]s describe views of its buffer
 //! parameters; a launch encodes each from its buffer's device pointer and passes
 //! the 128 bytes by value ([`TensorMapArg`], after the other arguments).
 //!

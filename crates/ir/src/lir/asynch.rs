@@ -4,7 +4,7 @@
 //! async-proxy fence (sm_90), and the bulk copies of the async proxy (sm_90):
 //! TMA tensor loads that complete mbarrier transactions, TMA tensor stores in
 //! bulk groups (`cp.async.bulk.commit_group` / `wait_group[.read]`), and
-//! shared → peer-CTA bulk copies (DSMEM). See `docs/lir.md` §2.6, §2.12, §2.13.
+//! shared → peer-CTA bulk copies (DSMEM). See `docs/lir.md` §2.6, §2.10, §2.13.
 //!
 //! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
 //! shared buffer, both indices naturally aligned; its optional source size is an

@@ -1,4 +1,4 @@
-//! What `tma_auto` and `tma_explicit` share (docs/tile-primitives.md §3.19): the
+//! What `tma_auto` and `tma_explicit` share (docs/tile-primitives.md §3.20): the
 //! call's configuration, the descriptor plan ([`TmaPlan`]: dimensions in the
 //! driver's order — innermost first — with sizes, byte strides, box extents and
 //! coordinates, plus the issue loops of `tma_auto`), the hardware rules every
@@ -334,7 +334,7 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
     Ok(GlobalView { sizes, strides, base: crate::lay::m_offset(t) })
 }
 
-/// Checks `plan` against the hardware's descriptor rules (docs/tile-primitives.md §3.19).
+/// Checks `plan` against the hardware's descriptor rules (docs/tile-primitives.md §3.20).
 pub(crate) fn validate(p: &TmaPlan) -> Result<(), Decline> {
     let esize = i64::from(p.dtype.bytes());
     if !(1..=TMAP_MAX_RANK).contains(&p.rank()) {

@@ -1,4 +1,4 @@
-//! copy_async → tma_auto (priority 10, docs/tile-primitives.md §3.19).
+//! copy_async → tma_auto (priority 10, docs/tile-primitives.md §3.20).
 //!
 //! **Accepts** a global ↔ shared copy at thread scope (one thread issues it;
 //! sm_90) whose regions hold one dtype and as many elements (shapes may differ:

@@ -1,4 +1,4 @@
-//! copy_async → tma_explicit (priority 10, docs/tile-primitives.md §3.19).
+//! copy_async → tma_explicit (priority 10, docs/tile-primitives.md §3.20).
 //!
 //! **Accepts** what `tma_auto` does (thread scope, sm_90, global ↔ shared, one
 //! dtype and as many elements on each side, `mbar=` on loads) when the global

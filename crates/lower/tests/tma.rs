@@ -165,7 +165,8 @@ fn every_variant_dtype_and_swizzle() {
 
 #[test]
 fn boxes_of_rank_1_to_5() {
-    let cases: [(&[i64], &[(i64, i64)]); 5] = [
+    type Case<'a> = (&'a [i64], &'a [(i64, i64)]);
+    let cases: [Case; 5] = [
         (&[256], &[(64, 128)]),
         (&[16, 32], &[(4, 8), (16, 16)]),
         (&[4, 8, 16], &[(1, 2), (2, 4), (0, 16)]),

@@ -1,10 +1,11 @@
-"""The flagship kernels on the GPU against PyTorch, in one process: row softmax, RMSNorm and
-the tensor-core GEMM, each checked against PyTorch's result first, then timed with CUDA events
-(median of --iters launches after --warmup). Memory-bound kernels report GB/s (bytes read +
-written) and the ratio to a device-to-device copy of the same traffic measured in the same run;
-the GEMM reports TFLOP/s and the ratio to torch.matmul (cuBLAS) on the same inputs.
+"""The flagship kernels on the GPU against PyTorch, in one process: row softmax, RMSNorm, the
+tensor-core GEMM and the copy benches (examples/bench: tiled, ragged and TMA tiled copies), each
+checked against PyTorch's result first, then timed with CUDA events (median of --iters launches
+after --warmup). Memory-bound kernels report GB/s (bytes read + written) and the ratio to a
+device-to-device copy of the same traffic measured in the same run; the GEMM reports TFLOP/s and
+the ratio to torch.matmul (cuBLAS) on the same inputs.
 
-    python python/bench/kernels.py [--iters 50] [--only softmax,rmsnorm,gemm] [--json out.json]
+    python python/bench/kernels.py [--iters 50] [--only softmax,rmsnorm,gemm,copy] [--json out.json]
 """
 
 import argparse
@@ -109,6 +110,29 @@ def gemm_kernel(example, M, N, K, **consts):
     return next(v for v in g.values() if isinstance(v, tirx.PrimFunc))
 
 
+def bench_copy(args, rows):
+    """examples/bench/{tiled,ragged,tma}_copy_*.py: B = A at the script's own size."""
+    import tirx.compat  # noqa: F401  (the examples import tvm.script.tirx)
+
+    bench = os.path.join(ROOT, "examples", "bench")
+    names = sorted(f for f in os.listdir(bench) if re.match(r"(tiled|ragged|tma)_copy_.*\.py$", f))
+    tdt = {"float16": torch.float16, "float32": torch.float32, "bfloat16": torch.bfloat16}
+    for name in names:
+        g = runpy.run_path(os.path.join(bench, name))
+        k = tirx.compile(next(v for v in g.values() if isinstance(v, tirx.PrimFunc)))
+        a = torch.randn(g["M"], g["N"], device="cuda").to(tdt[g["dtype"]])
+        b = torch.zeros_like(a)
+        k(a, b)
+        if not torch.equal(a, b):
+            raise SystemExit(f"{name}: B != A")
+        traffic = 2 * a.numel() * a.element_size()
+        t = timed(lambda: k(a, b), args.iters, args.warmup)
+        tt = timed(lambda: b.copy_(a), args.iters, args.warmup)
+        tm = memcpy_ms(traffic, args.iters, args.warmup)
+        rows.append(dict(kernel=f"{name[:-3]} {g['M']}x{g['N']}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
+                         torch_ms=tt, vs_torch=tt / t))
+
+
 def bench_gemm(args, rows):
     cases = [
         ("gemm_mma.py", torch.float16, torch.float32),
@@ -159,12 +183,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
-    ap.add_argument("--only", default="softmax,rmsnorm,gemm,hopper")
+    ap.add_argument("--only", default="softmax,rmsnorm,gemm,hopper,copy")
     ap.add_argument("--json")
     args = ap.parse_args()
     rows = []
     for name in args.only.split(","):
-        {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm, "hopper": bench_hopper}[name](args, rows)
+        benches = {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm, "hopper": bench_hopper,
+                   "copy": bench_copy}
+        benches[name](args, rows)
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, median of {args.iters}")
     for r in rows:
         if "tflops" in r:

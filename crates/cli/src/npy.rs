@@ -305,6 +305,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![
                 LBuf {
                     name: "A".into(),
@@ -314,8 +316,18 @@ mod tests {
                     shape: shape.clone(),
                     dynamic: false,
                     dyn_rows: None,
+                    align: 0,
                 },
-                LBuf { name: "B".into(), dtype, space: Space::Global, elems, shape, dynamic: false, dyn_rows: None },
+                LBuf {
+                    name: "B".into(),
+                    dtype,
+                    space: Space::Global,
+                    elems,
+                    shape,
+                    dynamic: false,
+                    dyn_rows: None,
+                    align: 0,
+                },
             ],
             vars: vec![],
             body: vec![],

@@ -20,13 +20,25 @@ pub struct Bound {
 
 impl Bound {
     /// The launch's arguments in signature order (buffers by their position among the
-    /// buffer parameters) and grid, for `Gpu::launch_args`.
-    pub fn launch_args(&self) -> Result<LaunchArgs, Failure> {
+    /// buffer parameters, tensor maps encoded over `ptr(i)`, the device address of
+    /// buffer parameter `i`) and grid, for `Gpu::launch_args`.
+    pub fn launch_args(
+        &self,
+        ptr: &dyn Fn(usize) -> Result<u64, tirx_runtime::RuntimeError>,
+    ) -> Result<LaunchArgs, Failure> {
         let k = &self.lir;
         let mut args = Vec::new();
+        let param = |b| k.params.iter().position(|x| *x == b).unwrap_or(usize::MAX);
         for p in k.signature() {
             args.push(match p {
-                ParamRef::Buffer(b) => Arg::Buffer(k.params.iter().position(|x| *x == b).unwrap_or(usize::MAX)),
+                ParamRef::Buffer(b) => Arg::Buffer(param(b)),
+                ParamRef::TensorMap(m) => {
+                    let map = k.tmap(m);
+                    let base = ptr(param(map.buf)).map_err(crate::cmd::run::runtime_failure)?;
+                    Arg::TensorMap(
+                        tirx_runtime::encode_tensor_map(map, base).map_err(crate::cmd::run::runtime_failure)?,
+                    )
+                }
                 ParamRef::Scalar(v) => {
                     let i = k.scalars.iter().position(|s| s.var == v);
                     let value = i.and_then(|i| self.values.get(i)).copied();

@@ -14,12 +14,17 @@
 //! memory accesses the compiler cannot see. The mbarrier wait spins on
 //! `try_wait.parity` (which suspends the thread for a while) on sm_90 and on
 //! `test_wait.parity` below it, chosen by `__CUDA_ARCH__`.
+//!
+//! TMA copies call one helper per form (`tirx_tma_load_2d(&A_s[0], &A_tmap, c0,
+//! c1, &bar[0])`), taking the tensor map by the generic address of its
+//! `__grid_constant__` parameter; bulk groups and cluster barriers are inline;
+//! a bulk copy to a peer CTA maps both addresses with `mapa` in its helper.
 
 use crate::emit::Ctx;
 use crate::helpers::Helper;
 use crate::CodegenError;
 use std::fmt::Write;
-use tirx_ir::lir::{AsyncOp, Mbar};
+use tirx_ir::lir::{cache_policy, AsyncOp, LExpr, Mbar, TmaCopy};
 
 /// The mbarrier helpers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -53,11 +58,65 @@ impl Ctx<'_> {
             AsyncOp::FenceMbarrierInit => {
                 self.line("asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: \"memory\");")
             }
+            AsyncOp::TmaLoad(c) => self.tma(c, false)?,
+            AsyncOp::TmaStore(c) => self.tma(c, true)?,
+            AsyncOp::BulkCommit => self.line("asm volatile(\"cp.async.bulk.commit_group;\" ::: \"memory\");"),
+            AsyncOp::BulkWait { n, read } => {
+                let r = if *read { ".read" } else { "" };
+                self.line(&format!("asm volatile(\"cp.async.bulk.wait_group{r} {n};\" ::: \"memory\");"))
+            }
+            AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => {
+                let args = vec![
+                    self.addr(*dst, dst_index)?,
+                    self.addr(*src, src_index)?,
+                    format!("{bytes}u"),
+                    self.addr(bar.buf, &bar.index)?,
+                    self.e(rank)?,
+                ];
+                self.call(Helper::BulkToPeer, &args);
+            }
+            AsyncOp::ClusterBarrier { wait } => {
+                let which = if *wait { "wait" } else { "arrive" };
+                self.line(&format!("asm volatile(\"barrier.cluster.{which}.aligned;\" ::: \"memory\");"))
+            }
         }
         Ok(())
     }
 
-    fn mbar_call(&mut self, h: MbarHelper, bar: &Mbar, arg: Option<&tirx_ir::lir::LExpr>) -> Result<(), CodegenError> {
+    /// `tirx_tma_load_2d(&A_s[0], &A_tmap, c0, c1, &bar[0])` / `tirx_tma_store_2d(&A_tmap, c0, c1, &A_s[0])`.
+    fn tma(&mut self, c: &TmaCopy, store: bool) -> Result<(), CodegenError> {
+        let map = format!("&{}", self.names.tmap(c.map));
+        let coords = c.coords.iter().map(|e| self.e(e)).collect::<Result<Vec<_>, _>>()?;
+        let smem = self.addr(c.smem, &c.smem_index)?;
+        let mut args = vec![];
+        if store {
+            args.push(map);
+            args.extend(coords);
+            args.push(smem);
+        } else {
+            args.push(smem);
+            args.push(map);
+            args.extend(coords);
+            let bar = c.bar.as_ref().ok_or_else(|| CodegenError::InvalidLir("a TMA load without a barrier".into()))?;
+            args.push(self.addr(bar.buf, &bar.index)?);
+            if let Some(m) = &c.multicast {
+                args.push(self.e(m)?);
+            }
+        }
+        if let Some(e) = c.cache {
+            args.push(format!("{:#x}ull /* {} */", cache_policy(e), e.name()));
+        }
+        let h = Helper::Tma {
+            rank: c.coords.len() as u8,
+            store,
+            multicast: c.multicast.is_some(),
+            cache: c.cache.is_some(),
+        };
+        self.call(h, &args);
+        Ok(())
+    }
+
+    fn mbar_call(&mut self, h: MbarHelper, bar: &Mbar, arg: Option<&LExpr>) -> Result<(), CodegenError> {
         let mut args = vec![self.addr(bar.buf, &bar.index)?];
         if let Some(e) = arg {
             args.push(self.e(e)?);
@@ -112,6 +171,122 @@ pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> 
     }
     s.push_str("}\n");
     s
+}
+
+/// `tirx_tma_load_2d`, `tirx_tma_load_3d_multicast_l2`, `tirx_tma_store_2d`.
+pub(crate) fn tma_name(rank: u8, store: bool, multicast: bool, cache: bool) -> String {
+    let dir = if store { "store" } else { "load" };
+    let mc = if multicast { "_multicast" } else { "" };
+    let l2 = if cache { "_l2" } else { "" };
+    format!("tirx_tma_{dir}_{rank}d{mc}{l2}")
+}
+
+/// A TMA tensor copy of a `rank`-D box. Loads: box of `map` at the coordinates into
+/// shared memory, its bytes completing on the mbarrier (and with a multicast mask
+/// into every CTA of the cluster the mask names). Stores: shared memory into the box,
+/// in the thread's open bulk group. Coordinates are innermost first.
+pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool) -> String {
+    let name = tma_name(rank, store, multicast, cache);
+    let coords: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
+    let n = usize::from(rank);
+    // Operand numbers: the map and the coordinates first for stores, after the shared address for loads.
+    let first = if store { 1 } else { 2 };
+    let slots: Vec<String> = (first..first + n).map(|i| format!("%{i}")).collect();
+    let cin: Vec<String> = (0..n).map(|i| format!("\"r\"(c{i})")).collect();
+    let mut s = String::new();
+    let l2 = if cache { ".L2::cache_hint" } else { "" };
+    if store {
+        let _ = writeln!(s, "// TMA store: the shared box at `src` to the {rank}-D box of `map` at (c0..), in this thread's bulk group.");
+        let mut sig = vec!["const CUtensorMap* map".to_string()];
+        sig.extend(coords);
+        sig.push("const void* src".into());
+        if cache {
+            sig.push("unsigned long long policy".into());
+        }
+        let _ = writeln!(s, "__device__ __forceinline__ void {name}({}) {{", sig.join(", "));
+        let _ = writeln!(s, "    unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(src));");
+        let src = n + 1;
+        let pol = if cache { format!(", %{}", n + 2) } else { String::new() };
+        let _ = writeln!(
+            s,
+            "    asm volatile(\"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group{l2} [%0, {{{}}}], [%{src}]{pol};\"",
+            slots.join(", ")
+        );
+        let mut ins = vec!["\"l\"(reinterpret_cast<unsigned long long>(map))".to_string()];
+        ins.extend(cin);
+        ins.push("\"r\"(sa)".into());
+        if cache {
+            ins.push("\"l\"(policy)".into());
+        }
+        let _ = writeln!(s, "                 :: {} : \"memory\");", ins.join(", "));
+    } else {
+        let what = if multicast { " into every CTA of the cluster in `cta_mask`" } else { "" };
+        let _ = writeln!(
+            s,
+            "// TMA load: the {rank}-D box of `map` at (c0..) to shared memory at `dst`{what}, its bytes completing on `bar`."
+        );
+        let mut sig = vec!["void* dst".to_string(), "const CUtensorMap* map".to_string()];
+        sig.extend(coords);
+        sig.push("void* bar".into());
+        if multicast {
+            sig.push("unsigned short cta_mask".into());
+        }
+        if cache {
+            sig.push("unsigned long long policy".into());
+        }
+        let _ = writeln!(s, "__device__ __forceinline__ void {name}({}) {{", sig.join(", "));
+        let _ = writeln!(s, "    unsigned da = static_cast<unsigned>(__cvta_generic_to_shared(dst));");
+        let _ = writeln!(s, "    unsigned ba = static_cast<unsigned>(__cvta_generic_to_shared(bar));");
+        let mut next = n + 2;
+        let bar = next;
+        next += 1;
+        let mut tail = String::new();
+        if multicast {
+            tail.push_str(&format!(", %{next}"));
+            next += 1;
+        }
+        if cache {
+            tail.push_str(&format!(", %{next}"));
+        }
+        let mc = if multicast { ".multicast::cluster" } else { "" };
+        let _ = writeln!(
+            s,
+            "    asm volatile(\"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes{mc}{l2} [%0], [%1, {{{}}}], [%{bar}]{tail};\"",
+            slots.join(", ")
+        );
+        let mut ins = vec!["\"r\"(da)".to_string(), "\"l\"(reinterpret_cast<unsigned long long>(map))".to_string()];
+        ins.extend(cin);
+        ins.push("\"r\"(ba)".into());
+        if multicast {
+            ins.push("\"h\"(cta_mask)".into());
+        }
+        if cache {
+            ins.push("\"l\"(policy)".into());
+        }
+        let _ = writeln!(s, "                 :: {} : \"memory\");", ins.join(", "));
+    }
+    s.push_str("}\n");
+    s
+}
+
+/// `bytes` of this CTA's shared memory at `src` to `dst` of the CTA of `rank` in the
+/// cluster (both addresses mapped with `mapa`), completing them on that CTA's `bar`.
+pub(crate) fn bulk_to_peer_source() -> String {
+    concat!(
+        "// Bulk copy of `bytes` from this CTA's shared memory to the same-offset buffer `dst` of CTA `rank` of the\n",
+        "// cluster (DSMEM), completing them on that CTA's mbarrier at `bar`'s offset.\n",
+        "__device__ __forceinline__ void tirx_bulk_copy_to_peer(void* dst, const void* src, unsigned bytes, void* bar, unsigned rank) {\n",
+        "    unsigned da = static_cast<unsigned>(__cvta_generic_to_shared(dst));\n",
+        "    unsigned sa = static_cast<unsigned>(__cvta_generic_to_shared(src));\n",
+        "    unsigned ba = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n",
+        "    unsigned rda, rba;\n",
+        "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(rda) : \"r\"(da), \"r\"(rank));\n",
+        "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(rba) : \"r\"(ba), \"r\"(rank));\n",
+        "    asm volatile(\"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\"\n",
+        "                 :: \"r\"(rda), \"r\"(sa), \"r\"(bytes), \"r\"(rba) : \"memory\");\n",
+        "}\n",
+    )
+    .to_string()
 }
 
 pub(crate) fn mbar_name(h: MbarHelper) -> &'static str {

@@ -26,6 +26,17 @@ const DYN_ALIGN: u64 = tirx_ir::target::DYN_SMEM_ALIGN;
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
 const SIGNATURE_WIDTH: usize = 100;
+/// The driver's tensor map type (cuda.h's `CUtensorMap`), declared here so the
+/// file stays self-contained: 128 opaque bytes the host encodes.
+const TENSOR_MAP_TYPE: &str =
+    "\n// A TMA descriptor (cuda.h's CUtensorMap): built on the host by cuTensorMapEncodeTiled,
+// passed by value as a __grid_constant__ parameter.
+#if !defined(__cuda_cuda_h__)
+typedef struct CUtensorMap_st {
+    alignas(64) unsigned long long opaque[16];
+} CUtensorMap;
+#endif
+";
 
 pub struct Ctx<'a> {
     pub k: &'a LKernel,
@@ -76,6 +87,9 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     for h in &cx.headers {
         src.push_str(&format!("#include <{}>\n", h.file()));
     }
+    if !k.tmaps.is_empty() {
+        src.push_str(TENSOR_MAP_TYPE);
+    }
     for h in &cx.helpers {
         src.push('\n');
         src.push_str(&h.source());
@@ -118,12 +132,17 @@ impl Ctx<'_> {
                     format!("{}* __restrict__ {}", c_type(t), self.names.buf(p))
                 }
                 ParamRef::Scalar(v) => format!("{} {}", c_type(self.k.var(v).dtype), self.names.var(v)),
+                ParamRef::TensorMap(m) => format!("const __grid_constant__ CUtensorMap {}", self.names.tmap(m)),
             })
             .collect();
+        let cluster = match self.k.cluster {
+            [1, 1, 1] => String::new(),
+            [x, y, z] => format!("__cluster_dims__({x}, {y}, {z}) "),
+        };
         // setmaxnreg needs the register count at entry known: one CTA per SM fixes it.
         let min_ctas = if self.k.uses_setmaxnreg() { ", 1" } else { "" };
         let head = format!(
-            "extern \"C\" __global__ void __launch_bounds__({}{min_ctas}) {}(",
+            "extern \"C\" __global__ void {cluster}__launch_bounds__({}{min_ctas}) {}(",
             self.k.threads_per_cta(),
             self.names.kernel
         );
@@ -139,10 +158,13 @@ impl Ctx<'_> {
         let mut static_smem = 0u64;
         let mut dyn_bufs = Vec::new();
         let k = self.k;
-        // Buffers a swizzled wgmma descriptor names start on their pattern's period (docs/lir.md §2.11).
+        // A buffer starts on its own alignment (128 B when dynamic, more for a TMA swizzle's
+        // repeat) and on the period of a swizzled wgmma descriptor naming it (docs/lir.md §2.11).
         let wgmma_align = k.wgmma_smem_align();
-        let align =
-            |id: LBufId| wgmma_align.iter().find(|(b, _)| *b == id).map_or(ARRAY_ALIGN, |(_, a)| (*a).max(ARRAY_ALIGN));
+        let align = |id: LBufId| {
+            let own = u64::from(k.buf(id).align_bytes()).max(ARRAY_ALIGN);
+            wgmma_align.iter().find(|(b, _)| *b == id).map_or(own, |(_, a)| (*a).max(own))
+        };
         for (i, b) in k.bufs.iter().enumerate() {
             let id = LBufId(i as u32);
             if b.space == Space::Global || !used.contains(&id) {
@@ -174,8 +196,8 @@ impl Ctx<'_> {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), and
-        // one a swizzled wgmma descriptor names on its pattern's period.
+        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), on the
+        // repeat of a TMA swizzle it holds, and on the period of a swizzled wgmma descriptor naming it.
         let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(DYN_ALIGN).max(DYN_ALIGN);
         self.line(&format!("extern __shared__ __align__({base_align}) unsigned char {DYN_SMEM}[];"));
         let mut offset = 0u64;

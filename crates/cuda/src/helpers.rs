@@ -35,6 +35,11 @@ pub enum Helper {
     CpAsync { bytes: u32, fill: bool, prefetch: Option<u32> },
     /// An mbarrier operation.
     Mbar(crate::asynch::MbarHelper),
+    /// A TMA tensor copy of a `rank`-D box: a load (with a multicast mask or not) or a store,
+    /// with an L2 cache policy or not.
+    Tma { rank: u8, store: bool, multicast: bool, cache: bool },
+    /// A bulk copy of shared memory into a peer CTA of the cluster (`mapa` + `cp.async.bulk`).
+    BulkToPeer,
     /// The wgmma shared-memory descriptor builder.
     WgmmaDesc,
     /// The register fence of wgmma operands (`word`: a 32-bit word of packed elements).
@@ -52,6 +57,8 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_name(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_name(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
+            Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_name(rank, store, multicast, cache),
+            Helper::BulkToPeer => "tirx_bulk_copy_to_peer".into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
             Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
@@ -86,6 +93,8 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_source(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_source(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
+            Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_source(rank, store, multicast, cache),
+            Helper::BulkToPeer => crate::asynch::bulk_to_peer_source(),
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
             Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),

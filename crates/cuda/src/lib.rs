@@ -36,7 +36,7 @@ mod wgmma;
 
 use serde::Serialize;
 use std::fmt;
-use tirx_ir::lir::{LKernel, ParamRef, SymExpr, SymOp};
+use tirx_ir::lir::{LKernel, ParamRef, SymExpr, SymOp, TmapId};
 
 /// A generated kernel: CUDA C++ source and how to launch it.
 #[derive(Clone, Debug)]
@@ -63,6 +63,44 @@ pub struct LaunchMeta {
     /// Conditions on the scalar arguments every launch checks first (`docs/lir.md` §6).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<String>,
+    /// CTAs per cluster (compiled into the kernel as `__cluster_dims__`; absent when 1, 1, 1).
+    #[serde(skip_serializing_if = "no_cluster")]
+    pub cluster: [u32; 3],
+    /// The TMA descriptors every launch builds (`cuTensorMapEncodeTiled`) and passes
+    /// after the other parameters, in this order (`docs/lir.md` §6).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tensormaps: Vec<TensorMapMeta>,
+}
+
+fn no_cluster(c: &[u32; 3]) -> bool {
+    *c == [1, 1, 1]
+}
+
+/// One TMA descriptor: the arguments of `cuTensorMapEncodeTiled`, innermost dimension first.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TensorMapMeta {
+    /// The kernel parameter (`A_tmap`).
+    pub name: String,
+    /// The buffer parameter whose device pointer (plus `base_offset`) is `globalAddress`,
+    /// and its index in `params`.
+    pub buffer: String,
+    pub param: usize,
+    /// The element type (`float16`) and its `CUtensorMapDataType`.
+    pub dtype: String,
+    pub cu_dtype: u32,
+    /// Bytes from the buffer's pointer to the tensor's first element.
+    pub base_offset: i64,
+    /// `globalDim` (a run-time size as its expression of the scalar parameters).
+    pub dims: Vec<MetaDim>,
+    /// `globalStrides`, bytes, of dims 1 and up.
+    pub strides: Vec<i64>,
+    pub box_dims: Vec<u32>,
+    pub element_strides: Vec<u32>,
+    /// `CUtensorMapInterleave`, `CUtensorMapSwizzle`, `CUtensorMapL2promotion`, `CUtensorMapFloatOOBfill`.
+    pub interleave: u32,
+    pub swizzle: u32,
+    pub l2_promotion: u32,
+    pub oob_fill: u32,
 }
 
 fn no_dims(d: &[Option<String>; 3]) -> bool {
@@ -77,6 +115,9 @@ pub enum ParamKind {
     Buffer,
     /// A scalar value (`n: T.int32`), passed by value.
     Scalar,
+    /// A TMA descriptor (`CUtensorMap`, 128 bytes), passed by value; see `tensormaps`.
+    #[serde(rename = "tensormap")]
+    TensorMap,
 }
 
 /// A size that is a number, or an expression of the scalar parameters.
@@ -131,7 +172,8 @@ impl std::error::Error for CodegenError {}
 pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     k.validate().map_err(CodegenError::InvalidLir)?;
     let out = emit::translation_unit(k)?;
-    let params = k.signature().into_iter().map(|p| param_meta(k, p)).collect();
+    let names = names::Names::new(k);
+    let params = k.signature().into_iter().map(|p| param_meta(k, &names, p)).collect();
     let meta = LaunchMeta {
         kernel: out.kernel,
         grid: k.grid,
@@ -140,12 +182,47 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
         dynamic_smem_bytes: out.dynamic_smem_bytes,
         params,
         checks: k.checks.iter().map(|c| k.sym_text(&c.cond)).collect(),
+        cluster: k.cluster,
+        tensormaps: (0..k.tmaps.len()).map(|i| tmap_meta(k, &names, TmapId(i as u32))).collect(),
     };
     Ok(CudaModule { source: out.source, meta })
 }
 
-fn param_meta(k: &LKernel, p: ParamRef) -> ParamMeta {
+fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> TensorMapMeta {
+    let m = k.tmap(id);
+    let dim = |d: &SymExpr| match d {
+        SymExpr::Int(v) => MetaDim::Int(*v),
+        e => MetaDim::Sym(k.sym_text(e)),
+    };
+    let param = k.signature().iter().position(|p| *p == ParamRef::Buffer(m.buf)).unwrap_or(usize::MAX);
+    TensorMapMeta {
+        name: names.tmap(id).to_string(),
+        buffer: k.buf(m.buf).name.clone(),
+        param,
+        dtype: m.dtype.name().to_string(),
+        cu_dtype: m.dtype.cu_enum(),
+        base_offset: m.base_offset,
+        dims: m.dims.iter().map(dim).collect(),
+        strides: m.strides.clone(),
+        box_dims: m.boxes.clone(),
+        element_strides: m.elem_strides.clone(),
+        interleave: 0,
+        swizzle: u32::from(m.swizzle),
+        l2_promotion: u32::from(m.l2_promotion),
+        oob_fill: u32::from(m.oob_nan),
+    }
+}
+
+fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> ParamMeta {
     match p {
+        ParamRef::TensorMap(m) => ParamMeta {
+            name: names.tmap(m).to_string(),
+            kind: ParamKind::TensorMap,
+            dtype: k.tmap(m).dtype.name().to_string(),
+            shape: vec![],
+            elems: MetaDim::Int(1),
+            bytes: MetaDim::Int(128),
+        },
         ParamRef::Scalar(v) => {
             let t = k.var(v).dtype;
             ParamMeta {

@@ -7,7 +7,7 @@
 //! scope where it is declared, so sibling loops can all be called `f`.
 
 use std::collections::{HashMap, HashSet};
-use tirx_ir::lir::{LBufId, LKernel, LVarId};
+use tirx_ir::lir::{LBufId, LKernel, LVarId, TmapId};
 
 /// Words a generated name must not be: C++ keywords, CUDA built-ins and the
 /// functions generated code calls.
@@ -68,6 +68,8 @@ fn unique(base: String, taken: impl Fn(&str) -> bool) -> String {
 pub struct Names {
     pub kernel: String,
     bufs: Vec<String>,
+    /// Tensor map parameters (`A_tmap`), unique among the buffers.
+    tmaps: Vec<String>,
     buf_set: HashSet<String>,
     /// The current C name of each declared variable.
     vars: HashMap<LVarId, String>,
@@ -88,8 +90,17 @@ impl Names {
                 bufs[i] = n;
             }
         }
+        let tmaps = k
+            .tmaps
+            .iter()
+            .map(|m| {
+                let n = unique(sanitize(&m.name), |n| buf_set.contains(n));
+                buf_set.insert(n.clone());
+                n
+            })
+            .collect();
         let kernel = sanitize(&k.name);
-        let mut names = Names { kernel, bufs, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] };
+        let mut names = Names { kernel, bufs, tmaps, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] };
         // Scalar parameters are declared by the signature, in scope everywhere.
         for s in &k.scalars {
             if let Some(v) = k.vars.get(s.var.0 as usize) {
@@ -101,6 +112,10 @@ impl Names {
 
     pub fn buf(&self, b: LBufId) -> &str {
         &self.bufs[b.0 as usize]
+    }
+
+    pub fn tmap(&self, m: TmapId) -> &str {
+        self.tmaps.get(m.0 as usize).map_or("/*no tensor map*/", String::as_str)
     }
 
     pub fn var(&self, v: LVarId) -> &str {

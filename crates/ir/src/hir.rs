@@ -218,6 +218,8 @@ pub struct BufferRegion {
 pub enum TileArg {
     Region(BufferRegion),
     Scalar(Expr),
+    /// An mbarrier's address (`mbar.ptr_to([0])`).
+    Barrier(MbarRef),
     /// A compile-time op parameter (`axes=(0, 2)`, `transpose_A=True`); absent ones hold the table's default.
     Attr(AttrValue),
     None,
@@ -434,17 +436,38 @@ pub enum AsyncStmt {
     /// `cp.async.wait_group n`: waits until at most `n` of the thread's committed groups are pending.
     WaitGroup(u32),
     /// `mbarrier.init`: a barrier expecting `count` arrivals per phase.
-    MbarInit { bar: MbarRef, count: Expr },
+    MbarInit {
+        bar: MbarRef,
+        count: Expr,
+    },
     /// `mbarrier.arrive`: one arrival.
-    MbarArrive { bar: MbarRef },
+    MbarArrive {
+        bar: MbarRef,
+    },
     /// `mbarrier.arrive.expect_tx`: `bytes` more transaction bytes, then one arrival.
-    MbarArriveExpectTx { bar: MbarRef, bytes: Expr },
+    MbarArriveExpectTx {
+        bar: MbarRef,
+        bytes: Expr,
+    },
     /// `mbarrier.try_wait.parity` until the phase of parity `parity` has completed.
-    MbarWait { bar: MbarRef, parity: Expr },
+    MbarWait {
+        bar: MbarRef,
+        parity: Expr,
+    },
     /// `fence.proxy.async.shared::cta`.
     FenceProxyAsync,
     /// `fence.mbarrier_init.release.cluster`: makes mbarrier inits visible to the cluster.
     FenceMbarrierInit,
+    /// `cp.async.bulk.commit_group`: closes this thread's group of bulk (TMA) stores.
+    BulkCommitGroup,
+    /// `cp.async.bulk.wait_group[.read] n`.
+    BulkWaitGroup {
+        n: u32,
+        read: bool,
+    },
+    /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`T.cuda.cluster_sync()` is both).
+    ClusterArrive,
+    ClusterWait,
 }
 
 impl AsyncStmt {
@@ -458,7 +481,11 @@ impl AsyncStmt {
             AsyncStmt::CommitGroup
             | AsyncStmt::WaitGroup(_)
             | AsyncStmt::FenceProxyAsync
-            | AsyncStmt::FenceMbarrierInit => None,
+            | AsyncStmt::FenceMbarrierInit
+            | AsyncStmt::BulkCommitGroup
+            | AsyncStmt::BulkWaitGroup { .. }
+            | AsyncStmt::ClusterArrive
+            | AsyncStmt::ClusterWait => None,
         }
     }
 
@@ -484,7 +511,11 @@ impl AsyncStmt {
             AsyncStmt::CommitGroup
             | AsyncStmt::WaitGroup(_)
             | AsyncStmt::FenceProxyAsync
-            | AsyncStmt::FenceMbarrierInit => vec![],
+            | AsyncStmt::FenceMbarrierInit
+            | AsyncStmt::BulkCommitGroup
+            | AsyncStmt::BulkWaitGroup { .. }
+            | AsyncStmt::ClusterArrive
+            | AsyncStmt::ClusterWait => vec![],
         }
     }
 }

@@ -115,6 +115,11 @@ pub enum Role {
     Acc,
     /// A run-time condition: the op acts only where it holds (`copy_async`'s `predicate`).
     Predicate,
+    /// The mbarrier an asynchronous copy completes its bytes on (`copy_async`'s `mbar`).
+    Barrier,
+    /// Which CTAs of the cluster an asynchronous copy writes: a multicast mask
+    /// (`cta_mask`) or a peer's rank (`remote_cta_id`).
+    Peer,
 }
 
 /// What an operand slot accepts.
@@ -125,6 +130,8 @@ pub enum SlotKind {
     Scalar,
     /// A compile-time constant of the given kind ([`AttrValue`]), fixed per call.
     Attr(AttrKind),
+    /// The address of an mbarrier (`mbar.ptr_to([i])`).
+    Barrier,
 }
 
 /// The kinds of compile-time op parameters.
@@ -293,11 +300,22 @@ const ASYNC_TRANS_B: Slot = slot(
 /// A run-time or compile-time bool: false overwrites D, true accumulates into it.
 const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
 const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
+const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
+const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
+const REMOTE_CTA: Slot = slot(&["remote_cta_id"], Role::Peer, Scalar, Absent);
 
 const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
 const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
 const REDUCE_CONFIG: &[ConfigKey] = &[ConfigKey::ThreadReduce];
-const COPY_ASYNC_CONFIG: &[ConfigKey] = &[ConfigKey::FillMode, ConfigKey::PrefetchSize, ConfigKey::Direct];
+const COPY_ASYNC_CONFIG: &[ConfigKey] = &[
+    ConfigKey::FillMode,
+    ConfigKey::PrefetchSize,
+    ConfigKey::Direct,
+    ConfigKey::CacheHint,
+    ConfigKey::Oob,
+    ConfigKey::TensormapL2Promotion,
+    ConfigKey::CtaGroup,
+];
 
 impl EwiseOp {
     pub const ALL: [EwiseOp; 16] = [
@@ -397,9 +415,11 @@ impl TileOp {
                 operands: &[ASYNC_D, GEMM_A, GEMM_B, SFA, SFB, ASYNC_TRANS_A, ASYNC_TRANS_B, ASYNC_ACCUM],
                 config: &[],
             },
-            TileOp::CopyAsync => {
-                OpSpec { family: Family::CopyAsync, operands: &[DST, SRC_REGION, PREDICATE], config: COPY_ASYNC_CONFIG }
-            }
+            TileOp::CopyAsync => OpSpec {
+                family: Family::CopyAsync,
+                operands: &[DST, SRC_REGION, PREDICATE, MBAR, CTA_MASK, REMOTE_CTA],
+                config: COPY_ASYNC_CONFIG,
+            },
         }
     }
 
@@ -447,10 +467,18 @@ pub enum ConfigKey {
     FillMode,
     /// `direct=True`: an async copy of one 4/8/16-byte region by each thread, from the region starts.
     Direct,
+    /// `cache_hint="evict_first"`: the L2 cache policy of a bulk (TMA) copy.
+    CacheHint,
+    /// `oob="zero"|"nan"`: what a TMA load reads outside its tensor.
+    Oob,
+    /// `tensormap_l2_promotion=`: the L2 promotion of a TMA descriptor.
+    TensormapL2Promotion,
+    /// `cta_group=1|2`: the CTA pair a TMA copy serves (2: sm_100).
+    CtaGroup,
 }
 
 impl ConfigKey {
-    pub const ALL: [ConfigKey; 8] = [
+    pub const ALL: [ConfigKey; 12] = [
         ConfigKey::Cache,
         ConfigKey::L1Evict,
         ConfigKey::L2Evict,
@@ -459,6 +487,10 @@ impl ConfigKey {
         ConfigKey::ThreadReduce,
         ConfigKey::FillMode,
         ConfigKey::Direct,
+        ConfigKey::CacheHint,
+        ConfigKey::Oob,
+        ConfigKey::TensormapL2Promotion,
+        ConfigKey::CtaGroup,
     ];
 
     pub fn name(self) -> &'static str {
@@ -471,6 +503,10 @@ impl ConfigKey {
             ConfigKey::ThreadReduce => "thread_reduce",
             ConfigKey::FillMode => "fill_mode",
             ConfigKey::Direct => "direct",
+            ConfigKey::CacheHint => "cache_hint",
+            ConfigKey::Oob => "oob",
+            ConfigKey::TensormapL2Promotion => "tensormap_l2_promotion",
+            ConfigKey::CtaGroup => "cta_group",
         }
     }
 
@@ -493,6 +529,12 @@ impl ConfigKey {
             ConfigKey::RoundingMode => "\"rn\", \"rz\", \"rm\" or \"rp\"",
             ConfigKey::ThreadReduce | ConfigKey::Direct => "`True` or `False`",
             ConfigKey::FillMode => "\"zero\"",
+            ConfigKey::CacheHint => "\"evict_normal\", \"evict_first\" or \"evict_last\"",
+            ConfigKey::Oob => "\"zero\" or \"nan\"",
+            ConfigKey::TensormapL2Promotion => {
+                "0 to 3, or \"none\", \"L2::64B\", \"L2::128B\", \"L2::256B\" (the default is \"L2::128B\")"
+            }
+            ConfigKey::CtaGroup => "1 or 2",
         }
     }
 
@@ -535,8 +577,42 @@ impl ConfigKey {
                 Some("zero") => Ok(ConfigValue::FillMode(FillMode::Zero)),
                 _ => Err(bad()),
             },
+            ConfigKey::CacheHint => {
+                s.and_then(|s| Evict::from_ptx(s, "L2::")).filter(|e| e.at_l2()).map(ConfigValue::Evict).ok_or_else(bad)
+            }
+            ConfigKey::Oob => match s {
+                Some("zero") => Ok(ConfigValue::Oob(OobFill::Zero)),
+                Some("nan") => Ok(ConfigValue::Oob(OobFill::Nan)),
+                _ => Err(bad()),
+            },
+            ConfigKey::TensormapL2Promotion => {
+                let n = match v {
+                    RawConfig::Int(n) => Some(*n),
+                    RawConfig::Str(s) => ["none", "L2::64B", "L2::128B", "L2::256B"]
+                        .iter()
+                        .position(|x| *x == s || (s == "L2::none" && *x == "none"))
+                        .map(|i| i as i64),
+                    _ => None,
+                };
+                match n {
+                    Some(n @ 0..=3) => Ok(ConfigValue::L2Promotion(n as u8)),
+                    _ => Err(bad()),
+                }
+            }
+            ConfigKey::CtaGroup => match v {
+                RawConfig::Int(n @ (1 | 2)) => Ok(ConfigValue::CtaGroup(*n as u8)),
+                _ => Err(bad()),
+            },
         }
     }
+}
+
+/// `oob=` values: what a TMA load reads outside its tensor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum OobFill {
+    Zero,
+    /// NaN (float tensors only).
+    Nan,
 }
 
 /// A config value as the script wrote it, before typing.
@@ -606,6 +682,10 @@ pub enum ConfigValue {
     /// A boolean key (`thread_reduce=True`).
     Flag(bool),
     FillMode(FillMode),
+    Oob(OobFill),
+    /// A TMA descriptor's L2 promotion, 0..=3 (none, 64 B, 128 B, 256 B).
+    L2Promotion(u8),
+    CtaGroup(u8),
 }
 
 impl ConfigValue {
@@ -618,6 +698,12 @@ impl ConfigValue {
             ConfigValue::Rounding(m) => format!("\"{}\"", m.name()),
             ConfigValue::Flag(b) => if *b { "True" } else { "False" }.into(),
             ConfigValue::FillMode(FillMode::Zero) => "\"zero\"".into(),
+            ConfigValue::Oob(OobFill::Zero) => "\"zero\"".into(),
+            ConfigValue::Oob(OobFill::Nan) => "\"nan\"".into(),
+            ConfigValue::L2Promotion(n) => ["\"none\"", "\"L2::64B\"", "\"L2::128B\"", "\"L2::256B\""]
+                .get(usize::from(*n))
+                .map_or_else(|| n.to_string(), |s| s.to_string()),
+            ConfigValue::CtaGroup(n) => n.to_string(),
         }
     }
 }

@@ -163,6 +163,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![
                 LBuf::flat("A", DType::F32, Space::Global, 1024),
                 LBuf::flat("B", DType::F32, Space::Global, 1024),

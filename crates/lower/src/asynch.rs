@@ -41,6 +41,10 @@ pub(crate) fn lower(
         AsyncStmt::MbarWait { bar: r, parity } => AsyncOp::MbarWait { bar: bar(r)?, parity: int(parity)? },
         AsyncStmt::FenceProxyAsync => AsyncOp::FenceProxyAsync,
         AsyncStmt::FenceMbarrierInit => AsyncOp::FenceMbarrierInit,
+        AsyncStmt::BulkCommitGroup => AsyncOp::BulkCommit,
+        AsyncStmt::BulkWaitGroup { n, read } => AsyncOp::BulkWait { n: *n, read: *read },
+        AsyncStmt::ClusterArrive => AsyncOp::ClusterBarrier { wait: false },
+        AsyncStmt::ClusterWait => AsyncOp::ClusterBarrier { wait: true },
     };
     if !arch.supports(op.min_arch()) {
         return Err(Diagnostic::error(span, format!("`{}` needs {}; the target is {arch}", op.name(), op.min_arch()))

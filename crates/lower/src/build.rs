@@ -6,7 +6,7 @@
 //! reads like hand-written code.
 
 use std::collections::HashMap;
-use tirx_ir::lir::{LBinOp, LBuf, LBufId, LExpr, LStmt, LVar, LVarId, Special};
+use tirx_ir::lir::{LBinOp, LBuf, LBufId, LExpr, LStmt, LVar, LVarId, Special, TensorMap, TmapId};
 use tirx_ir::DType;
 
 /// Hardware-derived thread/CTA ids, each declared once as a kernel-level `let`.
@@ -36,11 +36,29 @@ pub struct Builder {
     /// Kernel-level lets of hardware ids, in declaration order.
     pub prelude: Vec<LStmt>,
     pub hw_vars: HashMap<Hw, LVarId>,
+    /// TMA descriptors, one per distinct map the copies use (`copy_async::tma`).
+    pub tmaps: Vec<TensorMap>,
 }
 
 impl Builder {
     pub fn new(grid: [u32; 3], block: [u32; 3]) -> Builder {
         Builder { grid, block, ..Default::default() }
+    }
+
+    /// The tensor map equal to `m` (its name aside), else `m` added as a new one named
+    /// `{buffer}_tmap` (then `_1`, `_2`, ...).
+    pub fn tmap(&mut self, mut m: TensorMap) -> TmapId {
+        let same = |x: &TensorMap| TensorMap { name: String::new(), ..x.clone() };
+        let key = same(&m);
+        if let Some(i) = self.tmaps.iter().position(|x| same(x) == key) {
+            return TmapId(i as u32);
+        }
+        let base = format!("{}_tmap", self.bufs[m.buf.0 as usize].name);
+        let taken = |n: &str| self.tmaps.iter().any(|x| x.name == n);
+        m.name =
+            if taken(&base) { (1..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).unwrap_or(base) } else { base };
+        self.tmaps.push(m);
+        TmapId(self.tmaps.len() as u32 - 1)
     }
 
     pub fn add_buf(&mut self, b: LBuf) -> LBufId {

@@ -111,6 +111,42 @@ pub enum Rule {
     UniformRegion,
     /// The copy is not valid (dtype, shapes, bounds).
     ValidateCopyOp,
+    /// A TMA descriptor would have more than 5 dimensions.
+    Rank,
+    /// A TMA descriptor's global address is not 16-byte aligned.
+    GlobalBase,
+    /// A TMA descriptor's global dimension is outside (0, 2^32].
+    GlobalDim,
+    /// A TMA descriptor's byte stride is not a multiple of 16 (or not below 2^40).
+    GlobalStride,
+    /// The innermost dimension of a TMA box is not the tensor's stride-1 dimension.
+    InnerStride,
+    /// A TMA box extent is outside 1..=256.
+    BoxDim,
+    /// A TMA box's innermost run is not a multiple of 16 bytes.
+    InnerBoxBytes,
+    /// A swizzled TMA box's innermost run is not the swizzle's atom row.
+    SwizzleInnerBox,
+    /// The shared side of a TMA copy is not one dense box (a chain of strides from 1).
+    SharedChain,
+    /// A TMA box does not start on its shared-memory alignment.
+    SharedPointer,
+    /// A region start is not a whole number of the descriptor dimension's unit.
+    Coordinate,
+    /// A tensor dimension is not a whole number of the descriptor dimension's unit.
+    GlobalShape,
+    /// A TMA load without its completion mbarrier.
+    Mbar,
+    /// A configuration that applies to the other copy direction (`mbar`, `oob` on a store).
+    Direction,
+    /// A NaN out-of-bounds fill of a tensor that is not floating point.
+    NanOobDtype,
+    /// A copy that needs a cluster launch (multicast, a peer CTA).
+    Cluster,
+    /// A bulk copy's contiguous chunk is not a positive multiple of 16 bytes.
+    BulkChunk,
+    /// A copy to a peer CTA without the peer's rank.
+    RemoteCta,
 }
 
 impl Rule {
@@ -152,6 +188,24 @@ impl Rule {
             Rule::ThreadPart => "thread_part",
             Rule::UniformRegion => "uniform_region",
             Rule::ValidateCopyOp => "validate_copy_op",
+            Rule::Rank => "rank",
+            Rule::GlobalBase => "global_base_alignment",
+            Rule::GlobalDim => "global_dim",
+            Rule::GlobalStride => "global_stride_alignment",
+            Rule::InnerStride => "inner_stride",
+            Rule::BoxDim => "box_dim",
+            Rule::InnerBoxBytes => "inner_box_bytes",
+            Rule::SwizzleInnerBox => "swizzle_inner_box",
+            Rule::SharedChain => "shared_chain",
+            Rule::SharedPointer => "shared_pointer",
+            Rule::Coordinate => "coordinate",
+            Rule::GlobalShape => "global_shape",
+            Rule::Mbar => "mbar",
+            Rule::Direction => "direction",
+            Rule::NanOobDtype => "nan_oob_dtype",
+            Rule::Cluster => "cluster",
+            Rule::BulkChunk => "bulk_chunk",
+            Rule::RemoteCta => "remote_cta_id",
         }
     }
 }

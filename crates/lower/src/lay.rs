@@ -70,6 +70,24 @@ pub fn try_compose_base(l: &Layout, shape: &[i64]) -> Result<TileLayout, String>
     }
 }
 
+/// The TMA swizzle mode (1, 2, 3: 32, 64, 128 bytes) a swizzled layout of `dtype`
+/// elements is, when it is one the TMA unit applies: 16-byte chunks, the chunk bits
+/// XORed with the bits 3 above them (`ComposeLayout(p, s, 3, ..)` with `2^p`
+/// elements = 16 bytes, inner). `None` for any other swizzle or none.
+pub fn tma_swizzle(l: &Layout, dtype: tirx_ir::DType) -> Option<u8> {
+    let sw = l.swizzle().filter(|s| s.swizzle_len > 0)?;
+    let chunk_bytes = sw.chunk().checked_mul(i64::from(dtype.bytes()))?;
+    (sw.inner && sw.atom_len == 3 && chunk_bytes == 16 && (1..=3).contains(&sw.swizzle_len))
+        .then_some(sw.swizzle_len as u8)
+}
+
+/// The start alignment a shared buffer with layout `l` needs beyond the default: the
+/// repeat of a TMA swizzle it has (256, 512, 1024 bytes), so the hardware's pattern,
+/// computed from shared addresses, is the layout's (docs/tile-primitives.md §2.7).
+pub fn smem_align(l: &Layout, dtype: tirx_ir::DType) -> u32 {
+    tma_swizzle(l, dtype).map_or(0, tirx_ir::lir::tmap::swizzle_repeat)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,8 @@
 //!   which CUDA refuses as `__shared__` arrays, are all placed in dynamic
 //!   shared memory instead, as the reference does with every shared buffer; a
 //!   note at the allocation that crosses 48 KiB says so;
+//! * a buffer whose layout is a TMA swizzle starts on the swizzle's repeat (256,
+//!   512 or 1024 bytes): its size counts the padding that may take;
 //! * static + dynamic over what the target allows one CTA
 //!   ([`Arch::max_smem_per_cta`]: 227 KiB on sm_90, 163 KiB on sm_80) is an
 //!   error at the allocation that crosses it.
@@ -44,7 +46,9 @@ pub fn check(k: &Kernel, arch: Arch) -> Budget {
                 let elems = lay::memory_span(&b.layout, &b.shape).ok()?;
                 let dynamic = moved || b.scope == MemScope::SharedDyn;
                 let size = if dynamic { dyn_smem_array_bytes } else { smem_array_bytes };
-                Some((BufId(i as u32), size(elems, b.dtype.bytes())))
+                // A swizzled buffer starts on its pattern's repeat: at most that much padding before it.
+                let pad = u64::from(lay::smem_align(&b.layout, b.dtype)).saturating_sub(if dynamic { 128 } else { 16 });
+                Some((BufId(i as u32), size(elems, b.dtype.bytes()).saturating_add(pad)))
             })
             .collect()
     };

@@ -163,6 +163,8 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         scalars,
         grid_dims,
         checks: std::mem::take(&mut lw.checks),
+        tmaps: std::mem::take(&mut lw.b.tmaps),
+        cluster: [1, 1, 1],
         bufs: std::mem::take(&mut lw.b.bufs),
         vars: std::mem::take(&mut lw.b.vars),
         body: full,
@@ -403,6 +405,7 @@ impl Lowerer<'_> {
             shape: hb.shape.clone(),
             dynamic,
             dyn_rows,
+            align: if space == Space::Shared { lay::smem_align(&hb.layout, hb.dtype) } else { 0 },
         });
         self.env.bufs.insert(id, (lb, index_type(elems)));
         lb
@@ -595,6 +598,9 @@ impl Lowerer<'_> {
                 let mut outside = false;
                 for (r, write) in bounds::call_regions(call) {
                     let hb = self.k.buf(r.buf);
+                    if bounds::hardware_bounded(call, hb) {
+                        continue;
+                    }
                     let what = crate::explain::region_text(self.k, r);
                     let dims: Vec<(&Expr, i64)> = r.ranges.iter().map(|g| (&g.begin, g.extent)).collect();
                     match bounds::region(self.k, &self.env, at, r) {
@@ -1117,6 +1123,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                     match a {
                         tirx_ir::hir::TileArg::Region(r) => r.ranges.iter().for_each(|rg| ex(&rg.begin, out)),
                         tirx_ir::hir::TileArg::Scalar(e) => ex(e, out),
+                        tirx_ir::hir::TileArg::Barrier(b) => b.index.iter().for_each(|e| ex(e, out)),
                         tirx_ir::hir::TileArg::Attr(_) | tirx_ir::hir::TileArg::None => {}
                     }
                 }

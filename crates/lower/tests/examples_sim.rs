@@ -124,7 +124,8 @@ fn spec(name: &str) -> Option<Spec> {
         | "ldstmatrix_wg_trans"
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
-        | "reg_swizzle_wg" => whole(distinct, &["B"], copy_a_to_b),
+        | "reg_swizzle_wg"
+        | "tma_copy" => whole(distinct, &["B"], copy_a_to_b),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -284,6 +285,8 @@ fn spec(name: &str) -> Option<Spec> {
         "ragged_copy_f32" | "ragged_copy_f16" => Some(Spec::Tiled { tile: [60, 100], scale: 1.0 }),
         "ragged_copy_f32_96t" => Some(Spec::Tiled { tile: [50, 90], scale: 1.0 }),
         "tiled_copy_f16" | "tiled_copy_f32" => Some(Spec::Tiled { tile: [64, 128], scale: 1.0 }),
+        "tma_copy_f16" => Some(Spec::Tiled { tile: [64, 1024], scale: 1.0 }),
+        "tma_copy_f32" => Some(Spec::Tiled { tile: [64, 512], scale: 1.0 }),
         _ => None,
     }
 }
@@ -335,6 +338,9 @@ const TABLE: &[&str] = &[
     "ragged_copy_f32_96t",
     "tiled_copy_f16",
     "tiled_copy_f32",
+    "tma_copy",
+    "tma_copy_f16",
+    "tma_copy_f32",
 ];
 
 // ---------------------------------------------------------------------------

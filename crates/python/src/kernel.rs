@@ -129,6 +129,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
         .map_err(|e| internal_error(format!("internal error: generating CUDA for `{}`: {e}", kernel.name)))?;
     Ok(Lowered {
         loaded: Default::default(),
+        tmap_cache: Default::default(),
         warnings: src.warnings(&lowered.warnings),
         notes: src.warnings(&lowered.notes),
         lir: lowered.lir,
@@ -164,6 +165,7 @@ enum RawArg {
     I64(i64),
     F32(f32),
     F64(f64),
+    TensorMap(tirx_runtime::TensorMapArg),
 }
 
 impl RawArg {
@@ -175,19 +177,63 @@ impl RawArg {
             RawArg::I64(v) => v as *mut i64 as *mut std::ffi::c_void,
             RawArg::F32(v) => v as *mut f32 as *mut std::ffi::c_void,
             RawArg::F64(v) => v as *mut f64 as *mut std::ffi::c_void,
+            RawArg::TensorMap(v) => v as *mut tirx_runtime::TensorMapArg as *mut std::ffi::c_void,
         }
     }
 }
 
+/// The encoded tensor maps of `k` (this launch's dims) over the buffer `pointers`, from
+/// `cache` when the same pointers and dims were encoded before (docs/python.md §5.4).
+fn tensor_maps(
+    k: &LKernel,
+    pointers: &[u64],
+    cache: &std::sync::Mutex<TmapCache>,
+) -> PyResult<Vec<tirx_runtime::TensorMapArg>> {
+    let base = |b| k.params.iter().position(|p| *p == b).and_then(|i| pointers.get(i).copied());
+    let key: Vec<(u64, Vec<i64>)> =
+        k.tmaps.iter().map(|m| (base(m.buf).unwrap_or(0), m.const_dims().unwrap_or_default())).collect();
+    let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(v) = c.get(&key) {
+        return Ok(v.clone());
+    }
+    let maps = k
+        .tmaps
+        .iter()
+        .map(|m| {
+            let ptr =
+                base(m.buf).ok_or_else(|| internal_error(format!("no pointer for the buffer of `{}`", m.name)))?;
+            tirx_runtime::encode_tensor_map(m, ptr).map_err(crate::gpu::runtime_error)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    // A bounded cache: launches over a few tensors reuse their maps; churn starts over.
+    if c.len() >= TMAP_CACHE_ENTRIES {
+        c.clear();
+    }
+    c.insert(key, maps.clone());
+    Ok(maps)
+}
+
+/// Encoded tensor maps by (buffer pointer, dims) of each map.
+type TmapCache = std::collections::HashMap<Vec<(u64, Vec<i64>)>, Vec<tirx_runtime::TensorMapArg>>;
+const TMAP_CACHE_ENTRIES: usize = 64;
+
 /// The arguments of one launch of `k` in signature order: `pointers` for the buffers
-/// (in buffer order), the typed `values` for the scalars.
-fn launch_values(k: &LKernel, values: &[ScalarValue], pointers: Vec<u64>) -> PyResult<Vec<RawArg>> {
+/// (in buffer order), the typed `values` for the scalars, the encoded `maps`.
+fn launch_values(
+    k: &LKernel,
+    values: &[ScalarValue],
+    pointers: Vec<u64>,
+    maps: &[tirx_runtime::TensorMapArg],
+) -> PyResult<Vec<RawArg>> {
     use tirx_runtime::ScalarArg;
     let mut ptrs = pointers.into_iter();
     let mut out = Vec::new();
     for p in k.signature() {
         out.push(match p {
             ParamRef::Buffer(_) => RawArg::Ptr(ptrs.next().ok_or_else(|| internal_error("too few pointers"))?),
+            ParamRef::TensorMap(m) => RawArg::TensorMap(
+                *maps.get(m.0 as usize).ok_or_else(|| internal_error("a tensor map was not encoded"))?,
+            ),
             ParamRef::Scalar(v) => {
                 let i = k.scalars.iter().position(|s| s.var == v);
                 let arg = i.and_then(|i| values.get(i)).and_then(|x| ScalarArg::of(k.var(v).dtype, *x));
@@ -218,6 +264,8 @@ pub struct Lowered {
     src: Arc<Source>,
     /// The kernel loaded on each device it has run on.
     loaded: std::sync::Mutex<std::collections::HashMap<usize, Arc<crate::gpu::Loaded>>>,
+    /// TMA descriptors encoded for the pointer sets launches used.
+    tmap_cache: std::sync::Mutex<TmapCache>,
 }
 
 impl Lowered {
@@ -328,13 +376,14 @@ impl Lowered {
                 pointers.len()
             )));
         }
-        // Without scalars the compiled grid and signature are the launch's (no specialised copy:
-        // this is the per-call path).
-        let (grid, mut args) = if self.lir.scalars.is_empty() {
+        // Without scalars or tensor maps the compiled grid and signature are the launch's (no
+        // specialised copy: this is the per-call path).
+        let (grid, mut args) = if self.lir.scalars.is_empty() && self.lir.tmaps.is_empty() {
             (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
         } else {
             let (k, values) = self.launch_of(&scalars)?;
-            (k.grid, launch_values(&k, &values, pointers)?)
+            let maps = tensor_maps(&k, &pointers, &self.tmap_cache)?;
+            (k.grid, launch_values(&k, &values, pointers, &maps)?)
         };
         let l = self.on_device(py, device)?;
         let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();

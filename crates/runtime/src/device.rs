@@ -83,6 +83,8 @@ pub enum Arg {
     /// Parameter buffer `i` of the [`DeviceBuffers`].
     Buffer(usize),
     Scalar(ScalarArg),
+    /// An encoded TMA descriptor ([`crate::encode_tensor_map`]), passed by value.
+    TensorMap(crate::TensorMapArg),
 }
 
 /// What one launch of a kernel with scalar parameters or a symbolic grid passes: the
@@ -274,6 +276,9 @@ impl Gpu {
                 Arg::Scalar(ScalarArg::F64(v)) => {
                     b.arg(v);
                 }
+                Arg::TensorMap(m) => {
+                    b.arg(m);
+                }
             }
         }
         let cfg = LaunchConfig { grid_dim: (a.grid[0], a.grid[1], a.grid[2]), ..k.cfg };
@@ -351,6 +356,17 @@ impl Gpu {
     /// Waits for all queued work; a kernel fault surfaces here.
     pub fn sync(&self, what: &str) -> Result<(), RuntimeError> {
         self.stream.synchronize().map_err(driver(what))
+    }
+
+    /// The device address of parameter buffer `i` (a TMA descriptor's base).
+    pub fn device_ptr(&self, bufs: &DeviceBuffers, i: usize) -> Result<u64, RuntimeError> {
+        use cudarc::driver::DevicePtr;
+        let s = bufs
+            .slices
+            .get(i)
+            .ok_or_else(|| RuntimeError::Internal(format!("no parameter buffer {i} of {}", bufs.slices.len())))?;
+        let (ptr, _sync) = s.device_ptr(&self.stream);
+        Ok(ptr)
     }
 
     /// Copies the parameters back into `bufs`.

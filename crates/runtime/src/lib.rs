@@ -11,7 +11,8 @@
 //! * [`cache`]: the on-disk CUBIN cache ([`compile_cached`]);
 //! * [`device`]: [`probe`], [`Gpu`] (load, upload, launch, download, timing);
 //! * [`compare`]: the GPU-vs-simulator comparison rule (bit-exact / ulp bounds);
-//! * [`stats`]: median and spread.
+//! * [`stats`]: median and spread;
+//! * [`tmap`]: TMA descriptors encoded on the host ([`encode_tensor_map`]).
 
 pub mod cache;
 pub mod compare;
@@ -20,6 +21,7 @@ pub mod discover;
 pub mod libs;
 pub mod nvrtc;
 pub mod stats;
+pub mod tmap;
 
 pub use cache::{compile_cached, Compiled};
 /// A raw CUDA stream handle (for launches on streams the caller owns, [`Gpu::launch_raw`]).
@@ -28,6 +30,7 @@ pub use device::{
     pointer_device, probe, Arg, DeviceBuffers, Gpu, GpuInfo, Kernel, LaunchArgs, LaunchSpec, ScalarArg, Timing,
 };
 pub use nvrtc::{arch_for, compile_cubin};
+pub use tmap::{encode_tensor_map, TensorMapArg};
 
 use cudarc::driver::sys::CUresult;
 

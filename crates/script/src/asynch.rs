@@ -121,9 +121,22 @@ impl Builder<'_> {
                 AsyncStmt::FenceProxyAsync
             }
             PtxOp::FenceMbarrierInit => AsyncStmt::FenceMbarrierInit,
+            PtxOp::BulkCommitGroup => AsyncStmt::BulkCommitGroup,
+            PtxOp::BulkWaitGroup | PtxOp::BulkWaitGroupRead => {
+                let n = match a.opt(self, "n")? {
+                    Some((v, sp)) => self.group_count(v, sp)?,
+                    None => 0,
+                };
+                AsyncStmt::BulkWaitGroup { n, read: op == PtxOp::BulkWaitGroupRead }
+            }
+            PtxOp::ClusterArrive => AsyncStmt::ClusterArrive,
+            PtxOp::ClusterWait | PtxOp::ClusterSync => AsyncStmt::ClusterWait,
         };
         a.finish(self)?;
         self.require_device(span)?;
+        if op == PtxOp::ClusterSync {
+            out.push(Stmt { kind: StmtKind::Async(AsyncStmt::ClusterArrive), span });
+        }
         out.push(Stmt { kind: StmtKind::Async(stmt), span });
         Ok(())
     }
@@ -169,7 +182,8 @@ impl Builder<'_> {
         self.mbar_ref(v, sp)
     }
 
-    fn mbar_ref(&mut self, v: Val, sp: Span) -> R<MbarRef> {
+    /// A barrier address value (`mbar.ptr_to([i])`) as an operand.
+    pub(crate) fn mbar_ref(&mut self, v: Val, sp: Span) -> R<MbarRef> {
         let Val::Ptr(buf, index) = v else {
             return self.expected_kind("a barrier address like `mbar.ptr_to([0])`", &v, sp);
         };

@@ -232,12 +232,15 @@ impl Printer<'_> {
         }
     }
 
+    /// `mbar.ptr_to([i])`.
+    fn mbar_ptr(&self, b: &MbarRef) -> String {
+        let idx: Vec<String> = b.index.iter().map(|e| self.expr(e, 0)).collect();
+        format!("{}.ptr_to([{}])", self.k.buf(b.buf).name, idx.join(", "))
+    }
+
     /// `T.ptx.cp_async.wait_group(1)`, `T.ptx.mbarrier.try_wait(bar.ptr_to([0]), 1)`, ...
     fn asynch(&self, a: &AsyncStmt) -> String {
-        let ptr = |b: &MbarRef| {
-            let idx: Vec<String> = b.index.iter().map(|e| self.expr(e, 0)).collect();
-            format!("{}.ptr_to([{}])", self.k.buf(b.buf).name, idx.join(", "))
-        };
+        let ptr = |b: &MbarRef| self.mbar_ptr(b);
         match a {
             AsyncStmt::CommitGroup => "T.ptx.cp_async.commit_group()".into(),
             AsyncStmt::WaitGroup(n) => format!("T.ptx.cp_async.wait_group({n})"),
@@ -251,6 +254,11 @@ impl Printer<'_> {
             }
             AsyncStmt::FenceProxyAsync => "T.ptx.fence.proxy_async(\"shared::cta\")".into(),
             AsyncStmt::FenceMbarrierInit => "T.ptx.fence.mbarrier_init()".into(),
+            AsyncStmt::BulkCommitGroup => "T.ptx.cp.async_.bulk.commit_group()".into(),
+            AsyncStmt::BulkWaitGroup { n, read: false } => format!("T.ptx.cp.async_.bulk.wait_group({n})"),
+            AsyncStmt::BulkWaitGroup { n, read: true } => format!("T.ptx.cp.async_.bulk.wait_group.read({n})"),
+            AsyncStmt::ClusterArrive => "T.ptx.barrier.cluster.arrive()".into(),
+            AsyncStmt::ClusterWait => "T.ptx.barrier.cluster.wait()".into(),
         }
     }
 
@@ -407,6 +415,7 @@ impl Printer<'_> {
         match a {
             TileArg::Region(r) => self.region(r),
             TileArg::Scalar(e) => self.expr(e, 0),
+            TileArg::Barrier(b) => self.mbar_ptr(b),
             TileArg::Attr(a) => a.script(),
             TileArg::None => "None".into(),
         }
@@ -525,6 +534,7 @@ impl Printer<'_> {
                         match a {
                             TileArg::Region(r) => r.ranges.iter().for_each(|x| self.use_expr(&x.begin)),
                             TileArg::Scalar(e) => self.use_expr(e),
+                            TileArg::Barrier(b) => b.index.iter().for_each(|e| self.use_expr(e)),
                             TileArg::Attr(_) | TileArg::None => {}
                         }
                     }

@@ -48,7 +48,13 @@ impl Builder<'_> {
             | PtxOp::MbarArriveExpectTx
             | PtxOp::MbarWait
             | PtxOp::FenceProxyAsync
-            | PtxOp::FenceMbarrierInit => unreachable!("{op:?} is an asynchronous-copy statement (crate::asynch)"),
+            | PtxOp::FenceMbarrierInit
+            | PtxOp::BulkCommitGroup
+            | PtxOp::BulkWaitGroup
+            | PtxOp::BulkWaitGroupRead
+            | PtxOp::ClusterArrive
+            | PtxOp::ClusterWait
+            | PtxOp::ClusterSync => unreachable!("{op:?} is an asynchronous-copy statement (crate::asynch)"),
         })
     }
 

@@ -75,6 +75,10 @@ fn stmt(s: &mut Stmt) {
                 match a {
                     TileArg::Region(r) => region(r),
                     TileArg::Scalar(e) => expr(e),
+                    TileArg::Barrier(b) => {
+                        b.span = Span::default();
+                        b.index.iter_mut().for_each(expr);
+                    }
                     TileArg::Attr(_) | TileArg::None => {}
                 }
             }

@@ -104,6 +104,7 @@ impl Builder<'_> {
         let what = format!("`{}` of `{}`", slot.names[0], op.name());
         match slot.kind {
             SlotKind::Attr(kind) => self.attr_value(kind, v, sp, &what).map(TileArg::Attr),
+            SlotKind::Barrier => self.mbar_ref(v, sp).map(TileArg::Barrier),
             SlotKind::Region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
             SlotKind::RegionOrScalar if is_region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
             SlotKind::RegionOrScalar | SlotKind::Scalar => {
@@ -325,7 +326,11 @@ impl Builder<'_> {
         }
         let (de, se) = (extents(dst), extents(src));
         let (ds, ss) = (squeezed(&de), squeezed(&se));
-        if ds != ss {
+        // An async bulk copy pairs elements in row-major order (TMA boxes of another
+        // rank): its variants decide which shapes they move; the counts must match.
+        let count = |e: &[i64]| e.iter().product::<i64>();
+        let async_ok = call.op.family() == Family::CopyAsync && count(&de) == count(&se);
+        if ds != ss && !async_ok {
             let (de, se) = (fmt_shape(&de), fmt_shape(&se));
             return self.fail(
                 Diagnostic::error(

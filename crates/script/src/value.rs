@@ -266,6 +266,13 @@ pub enum PtxOp {
     MbarWait,
     FenceProxyAsync,
     FenceMbarrierInit,
+    BulkCommitGroup,
+    BulkWaitGroup,
+    BulkWaitGroupRead,
+    ClusterArrive,
+    ClusterWait,
+    /// `T.cuda.cluster_sync()`: an arrive and a wait of the cluster barrier.
+    ClusterSync,
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait,
@@ -301,6 +308,16 @@ pub const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
     ("fence.proxy.async_.shared__cta", PtxOp::FenceProxyAsync),
     ("fence.mbarrier_init", PtxOp::FenceMbarrierInit),
     ("fence.mbarrier_init.release.cluster", PtxOp::FenceMbarrierInit),
+    ("cp_async.bulk.commit_group", PtxOp::BulkCommitGroup),
+    ("cp.async_.bulk.commit_group", PtxOp::BulkCommitGroup),
+    ("cp_async.bulk.wait_group", PtxOp::BulkWaitGroup),
+    ("cp.async_.bulk.wait_group", PtxOp::BulkWaitGroup),
+    ("cp_async.bulk.wait_group_read", PtxOp::BulkWaitGroupRead),
+    ("cp.async_.bulk.wait_group.read", PtxOp::BulkWaitGroupRead),
+    ("barrier.cluster.arrive", PtxOp::ClusterArrive),
+    ("barrier.cluster.arrive.aligned", PtxOp::ClusterArrive),
+    ("barrier.cluster.wait", PtxOp::ClusterWait),
+    ("barrier.cluster.wait.aligned", PtxOp::ClusterWait),
     ("wgmma.fence", PtxOp::WgmmaFence),
     ("wgmma.fence.sync.aligned", PtxOp::WgmmaFence),
     ("wgmma.commit_group", PtxOp::WgmmaCommit),
@@ -323,6 +340,9 @@ impl PtxOp {
 
     /// The canonical script spelling (`T.ptx.cp_async.commit_group`).
     pub fn script_name(self) -> String {
+        if self == PtxOp::ClusterSync {
+            return "T.cuda.cluster_sync".into();
+        }
         let path = PTX_SPELLINGS.iter().find(|(_, op)| *op == self).map_or("?", |(p, _)| p);
         format!("T.ptx.{path}")
     }
@@ -567,6 +587,7 @@ pub fn cuda_attr(name: &str) -> Option<Builtin> {
         "shfl_up" => Builtin::Collective(Shfl(ShuffleMode::Up)),
         "shfl" => Builtin::Collective(Shfl(ShuffleMode::Idx)),
         "mbarrier_wait" => Builtin::Ptx(PtxOp::MbarWait),
+        "cluster_sync" => Builtin::Ptx(PtxOp::ClusterSync),
         _ => {
             if let Some(o) = name.strip_prefix("warp_").and_then(op) {
                 Builtin::Collective(WarpReduce(Some(o)))
@@ -577,7 +598,7 @@ pub fn cuda_attr(name: &str) -> Option<Builtin> {
     })
 }
 
-pub const CUDA_ATTRS: [&str; 15] = [
+pub const CUDA_ATTRS: [&str; 16] = [
     "cta_sync",
     "warp_sync",
     "warp_reduce",
@@ -593,6 +614,7 @@ pub const CUDA_ATTRS: [&str; 15] = [
     "shfl_up",
     "shfl",
     "mbarrier_wait",
+    "cluster_sync",
 ];
 
 /// `Tx.<x>`: a scope namespace or a thread-scope op.

@@ -40,6 +40,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![n_rows, n_cols],
             dynamic: false,
             dyn_rows: None,
+            align: 0,
         },
         LBuf {
             name: "B".into(),
@@ -49,6 +50,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![n_rows, n_cols],
             dynamic: false,
             dyn_rows: None,
+            align: 0,
         },
         LBuf {
             name: "A_smem".into(),
@@ -58,6 +60,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![rows, cols],
             dynamic: false,
             dyn_rows: None,
+            align: 0,
         },
     ];
     let (a, b, s) = (LBufId(0), LBufId(1), LBufId(2));
@@ -121,6 +124,8 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
         scalars: vec![],
         grid_dims: [None, None, None],
         checks: vec![],
+        tmaps: vec![],
+        cluster: [1, 1, 1],
         bufs,
         vars,
         body: vec![phase(0, true), st(LStmtKind::Barrier(BarrierKind::Cta)), phase(4, false)],

@@ -27,6 +27,12 @@
 //! remembers, per thread, the newest arrive tick of its completed phases; a
 //! thread whose wait completes acquires those ticks (`acq[t][p]`), and an earlier
 //! access by `p` stamped before that tick is ordered before `t`'s (`memory`).
+//!
+//! *Proxies*: a thread's shared writes go through the generic proxy; wgmma reads,
+//! TMA stores and bulk copies read shared memory through the async proxy. A
+//! generic-proxy write becomes visible to the async proxy after a
+//! `fence.proxy.async` of the writing thread ordered before the reader
+//! ([`Machine::proxy_check`]); TMA landings are async-proxy writes and need none.
 
 use crate::compile::{Compiler, Ins, Reg};
 use crate::error::{ranges, SimError, SimErrorKind};
@@ -68,10 +74,21 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         parity: Reg,
     },
-    /// `fence.proxy.async.shared::cta`: orders the thread's shared writes before later wgmma reads.
+    /// `fence.proxy.async.shared::cta`: the thread's earlier shared writes become visible
+    /// to the async proxy (wgmma reads, TMA stores, bulk copies) ordered after it.
     ProxyFence,
-    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator.
+    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator (the CTA
+    /// barrier after the inits orders them).
     Fence(&'static str),
+    /// A TMA tensor load or store (`tma`).
+    Tma(crate::tma::TmaIns),
+    /// `cp.async.bulk.commit_group`.
+    BulkCommit,
+    /// `cp.async.bulk.wait_group[.read] n`.
+    BulkWait {
+        n: u32,
+        read: bool,
+    },
 }
 
 impl AsyncIns {
@@ -87,6 +104,10 @@ impl AsyncIns {
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
             AsyncIns::Fence(name) => name,
+            AsyncIns::Tma(t) => t.name(),
+            AsyncIns::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncIns::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
+            AsyncIns::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
         }
     }
 
@@ -97,7 +118,13 @@ impl AsyncIns {
             | AsyncIns::MbarInit { site, .. }
             | AsyncIns::MbarArrive { site, .. }
             | AsyncIns::MbarWait { site, .. } => Some(*site),
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => None,
+            AsyncIns::Tma(t) => Some(t.site),
+            AsyncIns::Commit
+            | AsyncIns::WaitGroup(_)
+            | AsyncIns::Fence(_)
+            | AsyncIns::ProxyFence
+            | AsyncIns::BulkCommit
+            | AsyncIns::BulkWait { .. } => None,
         }
     }
 
@@ -116,9 +143,50 @@ impl AsyncIns {
                 f(idx);
                 tx.iter_mut().for_each(f)
             }
-            AsyncIns::Commit | AsyncIns::WaitGroup(_) | AsyncIns::ProxyFence | AsyncIns::Fence(_) => {}
+            AsyncIns::Tma(t) => t.for_each_reg(f),
+            AsyncIns::Commit
+            | AsyncIns::WaitGroup(_)
+            | AsyncIns::Fence(_)
+            | AsyncIns::ProxyFence
+            | AsyncIns::BulkCommit
+            | AsyncIns::BulkWait { .. } => {}
         }
     }
+}
+
+/// The kind of an asynchronous copy, for the reports of accesses it conflicts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyKind {
+    CpAsync,
+    TmaLoad,
+    TmaStore,
+}
+
+impl CopyKind {
+    fn name(self) -> &'static str {
+        match self {
+            CopyKind::CpAsync => "cp.async",
+            CopyKind::TmaLoad => "TMA load",
+            CopyKind::TmaStore => "TMA store",
+        }
+    }
+
+    /// What completes it.
+    fn completion(self) -> &'static str {
+        match self {
+            CopyKind::CpAsync => "cp.async.wait_group",
+            CopyKind::TmaLoad => "the completion of its mbarrier phase",
+            CopyKind::TmaStore => "cp.async.bulk.wait_group (`.read` for its source)",
+        }
+    }
+}
+
+/// A copy in flight at an element: the issuing thread, its site, its kind.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Flight {
+    pub t: u32,
+    pub site: u32,
+    pub kind: CopyKind,
 }
 
 /// What the thread does after an instruction.
@@ -143,19 +211,25 @@ struct Pending {
 }
 
 #[derive(Clone, Debug)]
-struct Barrier {
-    count: u32,
+pub(crate) struct Barrier {
+    pub(crate) count: u32,
     /// Arrivals still expected in the current phase.
-    pending: u32,
+    pub(crate) pending: u32,
     /// Transaction bytes still expected in the current phase.
-    tx: i64,
+    pub(crate) tx: i64,
     /// The current phase (completed phases so far).
-    phase: u32,
+    pub(crate) phase: u32,
     /// What the current phase's arrivals release, per thread: the arrive ticks,
     /// joined with what each arriving thread had acquired (so ordering is transitive).
     arriving: Vec<u32>,
     /// The same for the completed phases: what a waiter acquires.
     released: Vec<u32>,
+    /// TMA loads completing on the current phase: they land when it completes.
+    pub(crate) copies: Vec<crate::tma::Landing>,
+    /// What the current phase's arrivals and landings release of TMA landings, per
+    /// issuing thread (the landing ticks; joined like `arriving`), and the completed phases'.
+    arriving_tma: Vec<u32>,
+    released_tma: Vec<u32>,
 }
 
 /// The per-CTA state of the family.
@@ -164,23 +238,32 @@ pub(crate) struct AsyncState {
     open: Vec<Vec<Pending>>,
     /// Per thread: committed groups, oldest first.
     groups: Vec<VecDeque<Vec<Pending>>>,
-    /// Destination elements of copies in flight: (buffer, element) -> (thread, site).
-    pub inflight: HashMap<(u32, usize), (u32, u32)>,
+    /// Destination elements of copies in flight: (buffer, element) -> who issued which copy.
+    pub inflight: HashMap<(u32, usize), Flight>,
     /// Source elements of copies in flight: (buffer, element) -> (thread, site, copies
     /// reading it). The hardware may read a source any time before the copy completes,
     /// so writing one meanwhile is a race.
-    pub inflight_src: HashMap<(u32, usize), (u32, u32, u32)>,
-    bars: HashMap<(u32, usize), Barrier>,
+    pub inflight_src: HashMap<(u32, usize), (Flight, u32)>,
+    pub(crate) bars: HashMap<(u32, usize), Barrier>,
     /// Per thread: the tick of its last arrive (0: none in this CTA).
     pub rel: Vec<u32>,
     /// `acq[t * n + p]`: the newest arrive tick of `p` that `t` acquired; empty
     /// unless the kernel uses mbarriers.
     acq: Vec<u32>,
+    /// `acq_tma[t * n + p]`: the newest landing tick of a TMA load issued by `p` that
+    /// `t` acquired (through mbarrier waits, then barriers); empty without TMA loads.
+    acq_tma: Vec<u32>,
+    /// Per thread: the ticks of its `fence.proxy.async`, ascending.
+    proxy: Vec<Vec<u32>>,
+    /// Per thread: bulk stores issued since its last `cp.async.bulk.commit_group`, and
+    /// its committed bulk groups, oldest first (`tma`).
+    pub(crate) bulk_open: Vec<Vec<crate::tma::BulkStore>>,
+    pub(crate) bulk_groups: Vec<VecDeque<crate::tma::BulkGroup>>,
     n: usize,
 }
 
 impl AsyncState {
-    pub(crate) fn new(n: usize, mbarriers: bool) -> AsyncState {
+    pub(crate) fn new(n: usize, mbarriers: bool, tma_loads: bool) -> AsyncState {
         AsyncState {
             open: vec![vec![]; n],
             groups: vec![VecDeque::new(); n],
@@ -189,6 +272,10 @@ impl AsyncState {
             bars: HashMap::new(),
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
+            acq_tma: if tma_loads { vec![0; n * n] } else { vec![] },
+            proxy: vec![vec![]; n],
+            bulk_open: vec![vec![]; n],
+            bulk_groups: vec![VecDeque::new(); n],
             n,
         }
     }
@@ -201,6 +288,31 @@ impl AsyncState {
         self.bars.clear();
         self.rel.fill(0);
         self.acq.fill(0);
+        self.acq_tma.fill(0);
+        self.proxy.iter_mut().for_each(Vec::clear);
+        self.bulk_open.iter_mut().for_each(Vec::clear);
+        self.bulk_groups.iter_mut().for_each(VecDeque::clear);
+    }
+
+    /// The newest landing tick of a TMA load issued by `p` that `t` acquired (0: none).
+    #[inline]
+    pub(crate) fn acquired_landing(&self, t: u32, p: u32) -> u32 {
+        self.acq_tma.get(t as usize * self.n + p as usize).copied().unwrap_or(0)
+    }
+
+    /// A CTA barrier: every thread now has what any of them acquired of TMA landings.
+    pub(crate) fn cta_sync(&mut self) {
+        if self.acq_tma.is_empty() {
+            return;
+        }
+        let n = self.n;
+        let mut joined = vec![0; n];
+        for t in 0..n {
+            join(&mut joined, &self.acq_tma[t * n..(t + 1) * n]);
+        }
+        for t in 0..n {
+            self.acq_tma[t * n..(t + 1) * n].copy_from_slice(&joined);
+        }
     }
 
     /// `__syncwarp` over `lanes`: each lane now has what any of them acquired.
@@ -211,16 +323,18 @@ impl AsyncState {
     /// A barrier over the threads `ts` (`__syncwarp`, a named barrier): each of
     /// them now has what any of them acquired.
     pub(crate) fn sync_threads(&mut self, ts: impl Iterator<Item = usize> + Clone) {
-        if self.acq.is_empty() {
-            return;
-        }
         let n = self.n;
-        let mut joined = vec![0; n];
-        for t in ts.clone() {
-            join(&mut joined, &self.acq[t * n..(t + 1) * n]);
-        }
-        for t in ts {
-            self.acq[t * n..(t + 1) * n].copy_from_slice(&joined);
+        for m in [&mut self.acq, &mut self.acq_tma] {
+            if m.is_empty() {
+                continue;
+            }
+            let mut joined = vec![0; n];
+            for t in ts.clone() {
+                join(&mut joined, &m[t * n..(t + 1) * n]);
+            }
+            for t in ts.clone() {
+                m[t * n..(t + 1) * n].copy_from_slice(&joined);
+            }
         }
     }
 
@@ -281,21 +395,28 @@ impl Compiler<'_> {
                 let (b, idx, parity) = self.mbar(bar, parity)?;
                 AsyncIns::MbarWait { site: self.site(), bar: b, idx, parity }
             }
-            AsyncOp::FenceProxyAsync => AsyncIns::ProxyFence,
             AsyncOp::FenceMbarrierInit => AsyncIns::Fence(a.name()),
+            AsyncOp::FenceProxyAsync => AsyncIns::ProxyFence,
+            AsyncOp::TmaLoad(c) => AsyncIns::Tma(self.tma(c, true)?),
+            AsyncOp::TmaStore(c) => AsyncIns::Tma(self.tma(c, false)?),
+            AsyncOp::BulkCommit => AsyncIns::BulkCommit,
+            AsyncOp::BulkWait { n, read } => AsyncIns::BulkWait { n: *n, read: *read },
+            AsyncOp::BulkToPeer { .. } | AsyncOp::ClusterBarrier { .. } => {
+                return Err(self.invalid(format!("`{}` needs a cluster launch", a.name())))
+            }
         };
         self.emit(Ins::Async(Box::new(ins)));
         Ok(())
     }
 
     /// The barrier's buffer, index register and an int32 operand register.
-    fn mbar(&mut self, bar: &Mbar, operand: &LExpr) -> Result<(u32, Reg, Reg), SimError> {
+    pub(crate) fn mbar(&mut self, bar: &Mbar, operand: &LExpr) -> Result<(u32, Reg, Reg), SimError> {
         let b = self.mbar_buf(bar)?;
         let idx = self.index(&bar.index)?;
         Ok((b, idx, self.expr_as(operand, DType::I32)?))
     }
 
-    fn mbar_buf(&self, bar: &Mbar) -> Result<u32, SimError> {
+    pub(crate) fn mbar_buf(&self, bar: &Mbar) -> Result<u32, SimError> {
         let b = self.buf(bar.buf)?;
         let lb = &self.k.bufs[b as usize];
         if lb.space != Space::Shared || lb.dtype != DType::I64 {
@@ -305,7 +426,63 @@ impl Compiler<'_> {
     }
 }
 
+/// An async-proxy reader of shared memory, for the messages of [`Machine::proxy_check`].
+pub(crate) struct ProxyReader {
+    /// What reads, as the message's subject.
+    pub what: &'static str,
+    pub kind: SimErrorKind,
+    pub help: &'static str,
+}
+
+pub(crate) const WGMMA_READER: ProxyReader = ProxyReader {
+    what: "wgmma.mma_async",
+    kind: SimErrorKind::Wgmma,
+    help: "after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier",
+};
+
+pub(crate) const TMA_STORE_READER: ProxyReader = ProxyReader {
+    what: "the TMA store",
+    kind: SimErrorKind::DataRace,
+    help: "after writing shared memory a TMA store reads, every writing thread runs `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier orders the writes before the store",
+};
+
 impl Machine<'_> {
+    /// `fence.proxy.async` by thread `t`: its earlier shared writes become visible to
+    /// async-proxy readers it is ordered before; its later accesses are stamped after it.
+    pub(crate) fn proxy_fence(&mut self, t: u32) -> Result<(), SimError> {
+        let tick = self.tick()?;
+        self.asy.rel[t as usize] = tick;
+        self.asy.proxy[t as usize].push(tick);
+        Ok(())
+    }
+
+    /// A shared element the async proxy reads for `reader`: its last generic write must
+    /// be followed by a `fence.proxy.async` of the writer that is ordered before `reader`.
+    pub(crate) fn proxy_check(&self, b: u32, e: usize, reader: u32, site: u32, r: ProxyReader) -> Result<(), SimError> {
+        let Some((p, stamp, wsite)) = self.last_write(b, e) else { return Ok(()) };
+        let fences = &self.asy.proxy[p as usize];
+        let next = fences.partition_point(|&f| f <= stamp);
+        if fences.get(next).is_some_and(|&f| self.ordered(p, f, reader)) {
+            return Ok(());
+        }
+        let why = if next == fences.len() {
+            "no `fence.proxy.async` of that thread follows the write"
+        } else {
+            "the `fence.proxy.async` after it is not ordered before the reader (fence, then a barrier)"
+        };
+        let msg = format!(
+            "{} reads {} element {e} through the async proxy, but {} wrote it through the generic proxy and {why}",
+            r.what,
+            self.bufs[b as usize].describe(),
+            self.who(p)
+        );
+        let mut err = SimError::new(r.kind, self.prog.sites[site as usize], msg).help(r.help);
+        if let Some(s) = wsite {
+            err = err.label(s, "written here");
+        }
+        Err(err)
+    }
+
     /// Executes one instruction of the family for thread `t` (registers at `base`).
     pub(crate) fn asynch(&mut self, t: u32, base: usize, a: &AsyncIns) -> Result<Flow, SimError> {
         let r = |reg: Reg| self.regs[base + reg as usize] as i64;
@@ -335,11 +512,16 @@ impl Machine<'_> {
                 self.touch(bar, t, e, Dir::Read, site)?;
                 return self.mbar_try_wait(t, site, (bar, e), parity);
             }
-            // wgmma reads shared memory through the async proxy (module `wgmma`).
+            // The async proxy (wgmma, TMA stores) reads shared memory after it.
             AsyncIns::ProxyFence => self.proxy_fence(t)?,
-            // No clusters exist in the simulator; within a CTA, mbarrier inits are
-            // ordered by the CTA barrier that must follow them.
+            // Within a CTA, mbarrier inits are ordered by the CTA barrier that must follow them.
             AsyncIns::Fence(_) => {}
+            AsyncIns::Tma(ref x) => self.tma(t, base, x)?,
+            AsyncIns::BulkCommit => {
+                let stores = std::mem::take(&mut self.asy.bulk_open[t as usize]);
+                self.asy.bulk_groups[t as usize].push_back(crate::tma::BulkGroup { stores, read: false });
+            }
+            AsyncIns::BulkWait { n, read } => self.bulk_wait(t, n as usize, read)?,
         }
         Ok(Flow::Next)
     }
@@ -379,10 +561,10 @@ impl Machine<'_> {
                 if let Some(err) = self.inflight_conflict(dst, t, e, Dir::Write, site) {
                     return Err(err);
                 }
-                self.asy.inflight.insert((dst, e), (t, site));
+                self.asy.inflight.insert((dst, e), Flight { t, site, kind: CopyKind::CpAsync });
             }
             for e in s..s + n {
-                self.asy.inflight_src.entry((src, e)).and_modify(|c| c.2 += 1).or_insert((t, site, 1));
+                self.hold_source(src, e, Flight { t, site, kind: CopyKind::CpAsync });
             }
         }
         let p = Pending { site, dst, elem: d, elems, data, src, src_elem: s, src_elems: n };
@@ -396,19 +578,29 @@ impl Machine<'_> {
             self.asy.inflight.remove(&(p.dst, e));
         }
         for e in p.src_elem..p.src_elem + p.src_elems {
-            if let Some(c) = self.asy.inflight_src.get_mut(&(p.src, e)) {
-                c.2 -= 1;
-                if c.2 == 0 {
-                    self.asy.inflight_src.remove(&(p.src, e));
-                }
-            }
+            self.release_source(p.src, e);
         }
         let len = p.elems * self.bufs[p.dst as usize].esize;
         self.write_raw(p.dst, t, p.elem, p.elems, p.site, &p.data[..len])
     }
 
-    /// An access to an element some cp.async will still write, or a write of an
-    /// element some cp.async may still read.
+    /// A copy in flight reads source element `b[e]` (counted per copy).
+    pub(crate) fn hold_source(&mut self, b: u32, e: usize, f: Flight) {
+        self.asy.inflight_src.entry((b, e)).and_modify(|c| c.1 += 1).or_insert((f, 1));
+    }
+
+    /// A copy reading `b[e]` completed its read.
+    pub(crate) fn release_source(&mut self, b: u32, e: usize) {
+        if let Some(c) = self.asy.inflight_src.get_mut(&(b, e)) {
+            c.1 -= 1;
+            if c.1 == 0 {
+                self.asy.inflight_src.remove(&(b, e));
+            }
+        }
+    }
+
+    /// An access to an element some asynchronous copy will still write, or a write of
+    /// an element some asynchronous copy may still read.
     #[cold]
     pub(crate) fn inflight_conflict(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Option<SimError> {
         if dir.is_write() {
@@ -416,39 +608,48 @@ impl Machine<'_> {
                 return Some(err);
             }
         }
-        let &(p, issued) = self.asy.inflight.get(&(b, e))?;
+        let f = *self.asy.inflight.get(&(b, e))?;
         let verb = if dir.is_write() { "writes" } else { "reads" };
-        let copy = if p == t {
-            "its own cp.async into it".to_string()
-        } else {
-            format!("a cp.async into it by {}", self.who(p))
-        };
+        let name = f.kind.name();
+        let copy =
+            if f.t == t { format!("its own {name} into it") } else { format!("a {name} into it by {}", self.who(f.t)) };
         let msg = format!(
             "{} element {e}: {} {verb} it while {copy} has not completed",
             self.bufs[b as usize].describe(),
             self.who(t)
         );
+        let help = match f.kind {
+            CopyKind::CpAsync => "complete the copy first: cp.async.commit_group, cp.async.wait_group, then a barrier for other threads",
+            CopyKind::TmaLoad => "wait for the copy's mbarrier phase first (`T.ptx.mbarrier.try_wait(bar, phase)`, or `mbar.wait(stage, phase)`)",
+            CopyKind::TmaStore => "complete the store first: cp.async.bulk.commit_group, then cp.async.bulk.wait_group",
+        };
         Some(
             SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg)
-                .label(self.prog.sites[issued as usize], "the cp.async was issued here")
-                .help("complete the copy first: cp.async.commit_group, cp.async.wait_group, then a barrier for other threads"),
+                .label(self.prog.sites[f.site as usize], format!("the {name} was issued here"))
+                .help(help),
         )
     }
 
-    /// A write of `b[e]` while a cp.async that reads it has not completed.
+    /// A write of `b[e]` while an asynchronous copy that reads it has not completed.
     #[cold]
     fn source_conflict(&self, b: u32, t: u32, e: usize, site: u32) -> Option<SimError> {
-        let &(p, issued, _) = self.asy.inflight_src.get(&(b, e))?;
-        let copy = if p == t { "its own cp.async".to_string() } else { format!("a cp.async by {}", self.who(p)) };
+        let &(f, _) = self.asy.inflight_src.get(&(b, e))?;
+        let name = f.kind.name();
+        let copy = if f.t == t { format!("its own {name}") } else { format!("a {name} by {}", self.who(f.t)) };
         let msg = format!(
-            "{} element {e}: {} writes it while {copy} that reads it has not completed (the copy may read its source until cp.async.wait_group)",
+            "{} element {e}: {} writes it while {copy} that reads it has not completed (the copy may read its source until {})",
             self.bufs[b as usize].describe(),
-            self.who(t)
+            self.who(t),
+            f.kind.completion()
         );
+        let help = match f.kind {
+            CopyKind::TmaStore => "overwrite a TMA store's source only after cp.async.bulk.wait_group.read (and a barrier for other threads)",
+            _ => "overwrite a cp.async source only after the copy completes: cp.async.wait_group (and a barrier for other threads)",
+        };
         Some(
             SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg)
-                .label(self.prog.sites[issued as usize], "the cp.async reading it was issued here")
-                .help("overwrite a cp.async source only after the copy completes: cp.async.wait_group (and a barrier for other threads)"),
+                .label(self.prog.sites[f.site as usize], format!("the {name} reading it was issued here"))
+                .help(help),
         )
     }
 
@@ -490,9 +691,23 @@ impl Machine<'_> {
         }
         self.touch(bar, t, e, Dir::Write, site)?;
         let count = count as u32;
-        let b =
-            Barrier { count, pending: count, tx: 0, phase: 0, arriving: vec![0; self.n], released: vec![0; self.n] };
-        self.asy.bars.insert((bar, e), b);
+        let tma = if self.asy.acq_tma.is_empty() { 0 } else { self.n };
+        let b = Barrier {
+            count,
+            pending: count,
+            tx: 0,
+            phase: 0,
+            arriving: vec![0; self.n],
+            released: vec![0; self.n],
+            copies: vec![],
+            arriving_tma: vec![0; tma],
+            released_tma: vec![0; tma],
+        };
+        if let Some(old) = self.asy.bars.insert((bar, e), b) {
+            if let Some(c) = old.copies.first() {
+                return Err(self.reinit_in_flight(t, site, (bar, e), c));
+            }
+        }
         Ok(())
     }
 
@@ -539,12 +754,66 @@ impl Machine<'_> {
         if let Some(row) = self.asy.acq.get(t as usize * n..(t as usize + 1) * n) {
             join(&mut b.arriving, row);
         }
+        if let Some(row) = self.asy.acq_tma.get(t as usize * n..(t as usize + 1) * n) {
+            join(&mut b.arriving_tma, row);
+        }
         b.arriving[t as usize] = tick;
-        if b.pending == 0 && b.tx == 0 {
+        self.asy.rel[t as usize] = tick;
+        self.tx_in_range(t, site, (bar, e))?;
+        self.complete_if_done((bar, e))
+    }
+
+    /// The phase's transaction count stays within the hardware's ±(2^20 - 1).
+    pub(crate) fn tx_in_range(&self, t: u32, site: u32, key: (u32, usize)) -> Result<(), SimError> {
+        let Some(b) = self.asy.bars.get(&key) else { return Ok(()) };
+        if b.tx.abs() <= MBAR_MAX_COUNT {
+            return Ok(());
+        }
+        let msg = format!(
+            "the transaction count of `{}[{}]` reaches {} bytes in phase {} (by {}); an mbarrier phase counts at most {MBAR_MAX_COUNT}",
+            self.bufs[key.0 as usize].name,
+            key.1,
+            b.tx,
+            b.phase,
+            self.who(t)
+        );
+        Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg)
+            .help("split the copies over more phases (more pipeline stages, or smaller tiles)"))
+    }
+
+    /// Completes the current phase of barrier `key` when its arrivals and bytes are all
+    /// in: the TMA loads attached to it land (stamped now), and waiters may pass.
+    pub(crate) fn complete_if_done(&mut self, key: (u32, usize)) -> Result<(), SimError> {
+        let done = self.asy.bars.get(&key).is_some_and(|b| b.pending == 0 && b.tx == 0);
+        if !done {
+            return Ok(());
+        }
+        let copies = self.asy.bars.get_mut(&key).map(|b| std::mem::take(&mut b.copies)).unwrap_or_default();
+        let landed = if copies.is_empty() { 0 } else { self.tick()? };
+        for c in &copies {
+            self.land_tma(c, landed)?;
+        }
+        if let Some(b) = self.asy.bars.get_mut(&key) {
+            for c in &copies {
+                let slot = &mut b.arriving_tma[c.issuer as usize];
+                *slot = (*slot).max(landed);
+            }
             complete_phase(b);
         }
-        self.asy.rel[t as usize] = tick;
         Ok(())
+    }
+
+    /// Re-initialising a barrier whose phase still has TMA loads to complete.
+    fn reinit_in_flight(&self, t: u32, site: u32, (bar, e): (u32, usize), c: &crate::tma::Landing) -> SimError {
+        let msg = format!(
+            "mbarrier.init of `{}[{e}]` by {} while a TMA load issued by thread {} still completes on it",
+            self.bufs[bar as usize].name,
+            self.who(t),
+            c.issuer
+        );
+        SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg)
+            .label(self.prog.sites[c.site as usize], "the TMA load was issued here")
+            .help("initialise each barrier once, before the copies that complete on it")
     }
 
     /// Whether the phase of parity `parity` of barrier `(bar, e)` has completed;
@@ -567,6 +836,9 @@ impl Machine<'_> {
         let n = self.n;
         if let Some(row) = self.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
             join(row, &b.released);
+        }
+        if let Some(row) = self.asy.acq_tma.get_mut(t as usize * n..(t as usize + 1) * n) {
+            join(row, &b.released_tma);
         }
         Ok(Flow::Next)
     }
@@ -622,21 +894,20 @@ impl Machine<'_> {
             "every phase a thread waits for needs its full arrival count (and its transaction bytes); check the init count and which threads arrive",
         );
         let others = self.whereabouts(0..self.n, pc, "threads", &mut err);
-        let tx = if b.tx > 0 {
-            format!(" and {} transaction bytes (which only bulk async copies complete; none are in flight)", b.tx)
+        let tx = crate::tma::missing_bytes(b.tx, &b.copies);
+        let others = if others.is_empty() { String::new() } else { format!("; {others}") };
+        let arrivals = if b.pending > 0 {
+            format!(" with {} of {} arrivals still missing", b.pending, b.count)
         } else {
             String::new()
         };
-        let others = if others.is_empty() { String::new() } else { format!("; {others}") };
         err.message = format!(
-            "threads {} of CTA ({}, {}, {}) wait at mbarrier.try_wait.parity on `{name}[{e}]` for the phase of parity {parity}, but the barrier is in phase {} with {} of {} arrivals{tx} still missing, and no thread can arrive{others}",
+            "threads {} of CTA ({}, {}, {}) wait at mbarrier.try_wait.parity on `{name}[{e}]` for the phase of parity {parity}, but the barrier is in phase {}{arrivals}{tx}, and no thread can arrive{others}",
             ranges(&same),
             self.cta[0],
             self.cta[1],
             self.cta[2],
             b.phase,
-            b.pending,
-            b.count,
         );
         Some(err)
     }
@@ -646,6 +917,8 @@ impl Machine<'_> {
 fn complete_phase(b: &mut Barrier) {
     join(&mut b.released, &b.arriving);
     b.arriving.fill(0);
+    join(&mut b.released_tma, &b.arriving_tma);
+    b.arriving_tma.fill(0);
     b.phase = b.phase.wrapping_add(1);
     b.pending = b.count;
     b.tx = 0;

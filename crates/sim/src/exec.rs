@@ -163,7 +163,9 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>], opts: &SimOptions) -
                 } else {
                     tirx_ir::target::smem_array_bytes(b.elems, b.dtype.bytes())
                 };
-                a.saturating_add(bytes)
+                // Padding before a buffer aligned beyond its space's default.
+                let pad = u64::from(b.align_bytes()).saturating_sub(if b.dynamic { 128 } else { 16 });
+                a.saturating_add(bytes).saturating_add(pad)
             },
         )
     };
@@ -257,7 +259,7 @@ impl<'a> Machine<'a> {
             warn_at: HashMap::new(),
             warn_same_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
-            asy: AsyncState::new(n, k.uses_mbarriers()),
+            asy: AsyncState::new(n, k.uses_mbarriers(), k.uses_tma_loads()),
             named: NamedState::new(n),
             wg: WgState::new(k, n),
             insts: 0,
@@ -315,6 +317,9 @@ impl<'a> Machine<'a> {
                 continue;
             }
             return Err(self.diagnose_hang());
+        }
+        if let Some(e) = self.tma_unlanded() {
+            return Err(e);
         }
         self.setmaxnreg_check()?;
         if let Some(b) = &mut self.bank {
@@ -474,7 +479,7 @@ impl<'a> Machine<'a> {
                 },
                 Ins::Exit => {
                     self.state[t] = State::Exited;
-                    break self.async_exit(tid).and_then(|()| self.wgmma_exit(tid));
+                    break self.async_exit(tid).and_then(|()| self.bulk_exit(tid)).and_then(|()| self.wgmma_exit(tid));
                 }
             }
             pc += 1;
@@ -704,6 +709,7 @@ impl<'a> Machine<'a> {
         let now = self.tick()?;
         self.cta_sync = now;
         self.wsync.iter_mut().for_each(|w| *w = now);
+        self.asy.cta_sync();
         self.state.fill(State::Runnable);
         self.pcs.fill(pc + 1);
         Ok(true)

@@ -66,6 +66,7 @@ mod matrix;
 mod memory;
 mod pair;
 mod round;
+mod tma;
 pub mod value;
 mod wgmma;
 

@@ -233,6 +233,10 @@ const OLD_CTA_READ: u16 = 0x1000;
 const NC_READ: u16 = 0x2000;
 /// Flags that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
+/// Writer record bit: the write was a TMA copy's landing (the async proxy), issued by
+/// the thread in the low bits; it is ordered only through the mbarrier phase it
+/// completed (`asynch`: `acq_tma`), not by barriers that nobody waited before.
+pub(crate) const LANDED: u16 = 0x8000;
 
 #[derive(Clone, Copy, Default, Debug)]
 struct Shadow {
@@ -473,15 +477,24 @@ impl Machine<'_> {
         self.wsync[(t / 32) as usize].max(self.asy.rel[t as usize])
     }
 
-    /// The last write of element `e` of `b` in this CTA, with race checking on:
-    /// `(thread, stamp, site)`.
+    /// The writer of a record ordered before thread `t`: a landing only through the
+    /// mbarrier phase it completed (which `t` acquired, directly or through barriers).
+    fn writer_ordered(&self, sh: &Shadow, t: u32) -> bool {
+        if sh.w_tid & LANDED != 0 {
+            return sh.w_stamp <= self.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
+        }
+        self.ordered(u32::from(sh.w_tid), sh.w_stamp, t)
+    }
+
+    /// The last generic-proxy (thread) write of element `e` of `b` in this CTA, with race
+    /// checking on: `(thread, stamp, site)`. A TMA landing is an async-proxy write: `None`.
     pub(crate) fn last_write(&self, b: u32, e: usize) -> Option<(u32, u32, Option<tirx_ir::Span>)> {
         if !self.opts.check_races || self.bufs[b as usize].space == Space::Local {
             return None;
         }
         let sh = Shadow::unpack(*self.bufs[b as usize].shadow.get(e)?);
-        (sh.w_stamp >= self.cta_start && sh.w_stamp != 0)
-            .then(|| (sh.w_tid as u32, sh.w_stamp, self.shadow_site(sh.w_site)))
+        (sh.w_stamp >= self.cta_start && sh.w_stamp != 0 && sh.w_tid & LANDED == 0)
+            .then(|| (u32::from(sh.w_tid), sh.w_stamp, self.shadow_site(sh.w_site)))
     }
 
     pub(crate) fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
@@ -522,8 +535,8 @@ impl Machine<'_> {
             if !global {
                 self.warn_uninit(b, t, e, site);
             }
-        } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
-            return Err(self.race(b, t, e, Dir::Read, site, sh.w_tid as u32, false, sh.w_site, "wrote"));
+        } else if !self.writer_ordered(&sh, t) {
+            return Err(self.writer_race(b, t, e, Dir::Read, site, &sh));
         }
         let stamp = self.stamp(t);
         let mut rec = sh;
@@ -550,14 +563,25 @@ impl Machine<'_> {
     /// `same`: the write stores the bytes the element holds, so a race with the write that
     /// put them there cannot change the result; it is a warning ([`Self::warn_same_value`]).
     fn shadow_write(&mut self, b: u32, t: u32, e: usize, site: u32, same: bool) -> Result<(), SimError> {
+        self.write_ordered(b, t, e, site, same)?;
+        let stamp = self.stamp(t);
+        self.bufs[b as usize].shadow[e] =
+            Shadow { w_stamp: stamp, w_tid: t as u16, w_site: site16(site), ..Shadow::default() }.pack();
+        Ok(())
+    }
+
+    /// Checks a write of `b[e]` by thread `t` against the element's earlier accesses
+    /// (without recording it): an asynchronous copy's write, checked when it is
+    /// issued and recorded when it lands ([`Self::land_shadow`]).
+    pub(crate) fn write_ordered(&mut self, b: u32, t: u32, e: usize, site: u32, same: bool) -> Result<(), SimError> {
         let global = self.bufs[b as usize].space == Space::Global;
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if sh.w_stamp != 0 {
             let race = if sh.w_stamp < self.cta_start {
                 global
                     .then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.w_tid as u32, sh.w_site, "wrote"))
-            } else if !self.ordered(sh.w_tid as u32, sh.w_stamp, t) {
-                Some(self.race(b, t, e, Dir::Write, site, sh.w_tid as u32, false, sh.w_site, "wrote"))
+            } else if !self.writer_ordered(&sh, t) {
+                Some(self.writer_race(b, t, e, Dir::Write, site, &sh))
             } else {
                 None
             };
@@ -594,10 +618,42 @@ impl Machine<'_> {
                 ));
             }
         }
-        let stamp = self.stamp(t);
-        self.bufs[b as usize].shadow[e] =
-            Shadow { w_stamp: stamp, w_tid: t as u16, w_site: site16(site), ..Shadow::default() }.pack();
         Ok(())
+    }
+
+    /// Records the landing of an asynchronous (TMA) write of `b[e]` issued by thread
+    /// `issuer` at `site`, stamped `stamp` (its mbarrier phase's completion): the
+    /// element's earlier accesses were checked at the issue ([`Self::write_ordered`]).
+    pub(crate) fn land_shadow(&mut self, b: u32, issuer: u32, e: usize, site: u32, stamp: u32) {
+        let rec = if self.opts.check_races {
+            Shadow { w_stamp: stamp, w_tid: issuer as u16 | LANDED, w_site: site16(site), ..Shadow::default() }
+        } else {
+            Shadow { w_stamp: stamp, ..Shadow::unpack(self.bufs[b as usize].shadow[e]) }
+        };
+        self.bufs[b as usize].shadow[e] = rec.pack();
+    }
+
+    /// A race with the element's last writer: a thread, or a TMA copy's landing.
+    fn writer_race(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32, sh: &Shadow) -> SimError {
+        if sh.w_tid & LANDED == 0 {
+            return self.race(b, t, e, dir, site, u32::from(sh.w_tid), false, sh.w_site, "wrote");
+        }
+        let p = u32::from(sh.w_tid & !LANDED);
+        let mut err = SimError::new(
+            SimErrorKind::DataRace,
+            self.prog.sites[site as usize],
+            format!(
+                "{} element {e}: {} {} it, but a TMA copy issued by thread {p} wrote it, and this thread has not waited for the mbarrier phase that copy completed",
+                self.bufs[b as usize].describe(),
+                self.who(t),
+                dir.verb()
+            ),
+        )
+        .help("wait for the copy's mbarrier phase (`T.ptx.mbarrier.try_wait`) before touching its destination, or order this access after a thread that waited (a barrier)");
+        if let Some(s) = self.shadow_site(sh.w_site) {
+            err = err.label(s, format!("the TMA copy issued here by thread {p}"));
+        }
+        err
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -31,6 +31,7 @@
 //! The race shadow sees the wgmma's shared reads as reads by the warpgroup's
 //! first thread, at issue and again at the wait.
 
+use crate::asynch::WGMMA_READER;
 use crate::compile::{Compiler, Ins, Reg};
 use crate::dot;
 use crate::error::{SimError, SimErrorKind};
@@ -137,8 +138,6 @@ pub(crate) struct WgState {
     smem: Vec<Option<Vec<u32>>>,
     wgs: Vec<WgProgress>,
     records: Vec<Record>,
-    /// Per thread: the ticks of its `fence.proxy.async`, ascending.
-    proxy: Vec<Vec<u32>>,
     /// Per warpgroup: its register budget per thread and the `setmaxnreg` that set it.
     budget: Vec<(u32, Option<u32>)>,
     /// The budget every thread starts with: the register file over the CTA's threads.
@@ -188,7 +187,6 @@ impl WgState {
             smem,
             wgs: vec![WgProgress::default(); nwg],
             records: vec![],
-            proxy: vec![vec![]; n],
             budget: vec![(register_cap(n), None); nwg],
             cap: register_cap(n),
         }
@@ -204,7 +202,6 @@ impl WgState {
         }
         self.wgs.iter_mut().for_each(|w| *w = WgProgress::default());
         self.records.clear();
-        self.proxy.iter_mut().for_each(Vec::clear);
         let cap = self.cap;
         self.budget.iter_mut().for_each(|b| *b = (cap, None));
     }
@@ -568,7 +565,7 @@ impl Machine<'_> {
                         return Err(err);
                     }
                 }
-                self.proxy_check(s.buf, e, t, site)?;
+                self.proxy_check(s.buf, e, t, site, WGMMA_READER)?;
                 self.read_raw(s.buf, t, e, 1, site, &mut bytes[..esize as usize])?;
                 let x = f64::from_bits(decode(dt, &bytes));
                 m.v[r * k + c] = if ty == WgmmaIn::TF32 { dot::to_tf32_trunc(x) } else { x };
@@ -633,47 +630,6 @@ impl Machine<'_> {
         if buf.init[t as usize * buf.elems + e] != self.cta_start {
             self.warn_uninit(b, t, e, site);
         }
-    }
-
-    /// A shared element a wgmma reads: its last generic write must be followed by
-    /// a `fence.proxy.async` of the writer that is ordered before `reader`.
-    fn proxy_check(&self, b: u32, e: usize, reader: u32, site: u32) -> Result<(), SimError> {
-        let Some((p, stamp, wsite)) = self.last_write(b, e) else { return Ok(()) };
-        let fences = &self.wg.proxy[p as usize];
-        let next = fences.partition_point(|&f| f <= stamp);
-        let ok = fences.get(next).is_some_and(|&f| self.ordered(p, f, reader));
-        if ok {
-            return Ok(());
-        }
-        let why = if next == fences.len() {
-            "no `fence.proxy.async` of that thread follows the write".to_string()
-        } else {
-            "the `fence.proxy.async` after it is not ordered before the wgmma (fence, then a barrier)".to_string()
-        };
-        let mut err = self
-            .wg_error(
-                site,
-                format!(
-                    "wgmma.mma_async reads {} element {e} through the async proxy, but {} wrote it through the generic proxy and {why}",
-                    self.bufs[b as usize].describe(),
-                    self.who(p)
-                ),
-            )
-            .help("after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier");
-        if let Some(s) = wsite {
-            err = err.label(s, "written here");
-        }
-        Err(err)
-    }
-
-    /// `fence.proxy.async` by thread `t`: its later accesses are stamped after it.
-    pub(crate) fn proxy_fence(&mut self, t: u32) -> Result<(), SimError> {
-        let tick = self.tick()?;
-        self.asy.rel[t as usize] = tick;
-        if self.wg.active {
-            self.wg.proxy[t as usize].push(tick);
-        }
-        Ok(())
     }
 
     /// The hooks of `touch` (only for kernels with wgmma): a register of a pending

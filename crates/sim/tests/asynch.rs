@@ -324,12 +324,12 @@ fn a_phase_that_never_completes_is_a_deadlock() {
         &["threads 0-63", "`bar[0]`", "parity 0", "phase 0 with 16 of 64 arrivals", "no thread can arrive"],
     );
     assert!(e.help.unwrap().contains("arrival count"));
-    // All arrivals, but transaction bytes only a bulk copy could complete.
+    // All arrivals, but transaction bytes that no TMA copy completes.
     expect_err(
         run(&arrive_then_wait(64, 64, 1024), 0, &[64], &opts(true)),
         SimErrorKind::Deadlock,
         8,
-        &["0 of 64 arrivals and 1024 transaction bytes", "only bulk async copies complete"],
+        &["phase 0; 1024 transaction bytes are still missing", "no TMA copy completes on this barrier"],
     );
 }
 

@@ -57,7 +57,7 @@ pub fn run(a: Args) -> CmdResult {
     let (kernel, compiled, _) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
     let dev = gpu.upload(&inputs).map_err(runtime_failure)?;
     let traffic = analyze(&bound.lir);
-    let args = bound.launch_args()?;
+    let args = bound.launch_args(&|i| gpu.device_ptr(&dev, i))?;
     let spec = LaunchSpec { grid: args.grid, ..kernel.spec.clone() };
 
     let phases = if traffic.data_only { 2 } else { 1 };

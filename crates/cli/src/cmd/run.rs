@@ -57,7 +57,7 @@ pub fn run(a: Args) -> CmdResult {
     let (kernel, compiled, load) = compile_and_load(&gpu, &built.cuda, a.no_cache)?;
 
     let dev = gpu.upload(&inputs).map_err(runtime_failure)?;
-    let args = bound.launch_args()?;
+    let args = bound.launch_args(&|i| gpu.device_ptr(&dev, i))?;
     let t_launch = Instant::now();
     gpu.launch_args(&kernel, &dev, &args).map_err(runtime_failure)?;
     gpu.sync(&format!("running `{}`", kernel.spec.kernel)).map_err(runtime_failure)?;
@@ -296,6 +296,7 @@ mod tests {
             shape: vec![2, 2],
             dynamic: false,
             dyn_rows: None,
+            align: 0,
         };
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, tirx_ir::Span::default());
@@ -307,6 +308,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![

@@ -1,8 +1,10 @@
 //! The **asynchronous** family: copies that complete later than they are issued,
 //! and the objects that say when they have: `cp.async` global → shared with
-//! commit / wait groups (sm_80), mbarriers (sm_80; `expect_tx` sm_90) and the
-//! async-proxy fence (sm_90). TMA bulk copies complete mbarrier transactions and
-//! belong here later. See `docs/lir.md` §2.6.
+//! commit / wait groups (sm_80), mbarriers (sm_80; `expect_tx` sm_90), the
+//! async-proxy fence (sm_90), and the bulk copies of the async proxy (sm_90):
+//! TMA tensor loads that complete mbarrier transactions, TMA tensor stores in
+//! bulk groups (`cp.async.bulk.commit_group` / `wait_group[.read]`), and
+//! shared → peer-CTA bulk copies (DSMEM). See `docs/lir.md` §2.6, §2.10, §2.13.
 //!
 //! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
 //! shared buffer, both indices naturally aligned; its optional source size is an
@@ -10,12 +12,20 @@
 //! zero-filled). An mbarrier is one element of a shared `int64` buffer (the
 //! 64-bit barrier word; tirx has no `uint64` and the word is opaque) that only
 //! mbarrier instructions touch ([`Checker::mbarriers_exclusive`]); counts, tx
-//! bytes and parities are int32, constant ones in range.
+//! bytes and parities are int32, constant ones in range. A TMA copy names a
+//! tensor map of the kernel ([`super::tmap`]) and one int32 coordinate per
+//! dimension; its shared side is a shared buffer of the map's element size
+//! whose start is aligned to the box rule ([`super::tmap::box_alignment`],
+//! constant indices checked, the buffer itself aligned to the swizzle's repeat);
+//! a load completes its bytes on an mbarrier. A bulk copy to a peer CTA moves a
+//! multiple of 16 bytes between 16-byte aligned shared addresses.
 
 use super::check::{Check, Checker};
 use super::print::Printer;
+use super::tmap::{box_alignment, swizzle_repeat, TmapId};
 use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
 use crate::dtype::DType;
+use crate::op::Evict;
 use crate::target::Arch;
 use serde::Serialize;
 
@@ -63,6 +73,54 @@ pub enum AsyncOp {
     /// `fence.mbarrier_init.release.cluster`: makes this thread's earlier
     /// `mbarrier.init`s visible to the cluster (the CTAs of a cluster, and TMA).
     FenceMbarrierInit,
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes`:
+    /// the box of `map` at `coords` into `dst[dst_index..]` (box-linear, swizzled as
+    /// the map says), completing its bytes on `bar`; with `multicast` (a CTA mask)
+    /// into the same offset of every CTA of the cluster the mask names, each
+    /// completing on its own barrier at `bar`'s offset.
+    TmaLoad(TmaCopy),
+    /// `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`: the box at
+    /// `src[src_index..]` to `map` at `coords`, in this thread's open bulk group.
+    TmaStore(TmaCopy),
+    /// `cp.async.bulk.commit_group`: closes this thread's open group of bulk stores.
+    BulkCommit,
+    /// `cp.async.bulk.wait_group[.read] n`: waits until at most `n` of this thread's
+    /// committed bulk groups are pending (`read`: until their sources have been read).
+    BulkWait { n: u32, read: bool },
+    /// `cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes`:
+    /// `bytes` from this CTA's `src[src_index..]` to `dst[dst_index..]` of the CTA
+    /// of rank `rank` in the cluster (`mapa`), completing them on that CTA's `bar`.
+    BulkToPeer { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, bytes: u32, bar: Mbar, rank: LExpr },
+    /// `barrier.cluster.arrive[.relaxed]` (`wait: false`) or `barrier.cluster.wait`
+    /// (`wait: true`): the two halves of `cluster.sync` (every thread of the cluster).
+    ClusterBarrier { wait: bool },
+}
+
+/// One TMA tensor copy: the tensor map and the box's coordinates (innermost
+/// first), the shared side, and for loads the completion barrier.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TmaCopy {
+    pub map: TmapId,
+    pub coords: Vec<LExpr>,
+    /// The shared buffer and the element index where the box starts.
+    pub smem: LBufId,
+    pub smem_index: LExpr,
+    /// The barrier a load completes its bytes on (`None` for a store).
+    pub bar: Option<Mbar>,
+    /// `.multicast::cluster` with this 16-bit CTA mask (loads).
+    pub multicast: Option<LExpr>,
+    /// `.L2::cache_hint` with the policy of this eviction priority.
+    pub cache: Option<Evict>,
+}
+
+/// The 64-bit L2 cache policy `createpolicy` gives a priority (`.L2::cache_hint`
+/// operands; the reference's constants).
+pub fn cache_policy(e: Evict) -> u64 {
+    match e {
+        Evict::First => 0x12F0_0000_0000_0000,
+        Evict::Last => 0x14F0_0000_0000_0000,
+        _ => 0x1000_0000_0000_0000,
+    }
 }
 
 impl AsyncOp {
@@ -79,6 +137,14 @@ impl AsyncOp {
             AsyncOp::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
             AsyncOp::FenceMbarrierInit => "fence.mbarrier_init.release.cluster",
+            AsyncOp::TmaLoad(_) => "cp.async.bulk.tensor.shared::cluster.global",
+            AsyncOp::TmaStore(_) => "cp.async.bulk.tensor.global.shared::cta",
+            AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
+            AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
+            AsyncOp::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
+            AsyncOp::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
+            AsyncOp::ClusterBarrier { wait: false } => "barrier.cluster.arrive",
+            AsyncOp::ClusterBarrier { wait: true } => "barrier.cluster.wait",
         }
     }
 
@@ -91,7 +157,15 @@ impl AsyncOp {
             | AsyncOp::MbarArrive { .. }
             // The CUDA spins on test_wait below sm_90, on try_wait from sm_90 on.
             | AsyncOp::MbarWait { .. } => Arch::SM_80,
-            AsyncOp::MbarArriveExpectTx { .. } | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => Arch::SM_90,
+            AsyncOp::MbarArriveExpectTx { .. }
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::TmaLoad(_)
+            | AsyncOp::TmaStore(_)
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. }
+            | AsyncOp::BulkToPeer { .. }
+            | AsyncOp::ClusterBarrier { .. } => Arch::SM_90,
         }
     }
 
@@ -101,12 +175,18 @@ impl AsyncOp {
             AsyncOp::MbarInit { bar, .. }
             | AsyncOp::MbarArrive { bar }
             | AsyncOp::MbarArriveExpectTx { bar, .. }
-            | AsyncOp::MbarWait { bar, .. } => Some(bar),
+            | AsyncOp::MbarWait { bar, .. }
+            | AsyncOp::BulkToPeer { bar, .. } => Some(bar),
+            AsyncOp::TmaLoad(c) => c.bar.as_ref(),
             AsyncOp::CpAsync { .. }
             | AsyncOp::CommitGroup
             | AsyncOp::WaitGroup(_)
             | AsyncOp::FenceProxyAsync
-            | AsyncOp::FenceMbarrierInit => None,
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::TmaStore(_)
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. }
+            | AsyncOp::ClusterBarrier { .. } => None,
         }
     }
 
@@ -119,9 +199,21 @@ impl AsyncOp {
             | AsyncOp::MbarArriveExpectTx { bar, bytes: e }
             | AsyncOp::MbarWait { bar, parity: e } => vec![&bar.index, e],
             AsyncOp::MbarArrive { bar } => vec![&bar.index],
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
-                vec![]
-            }
+            AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => c
+                .coords
+                .iter()
+                .chain([&c.smem_index])
+                .chain(c.bar.as_ref().map(|b| &b.index))
+                .chain(&c.multicast)
+                .collect(),
+            AsyncOp::BulkToPeer { dst_index, src_index, bar, rank, .. } => vec![dst_index, src_index, &bar.index, rank],
+            AsyncOp::CommitGroup
+            | AsyncOp::WaitGroup(_)
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. }
+            | AsyncOp::ClusterBarrier { .. } => vec![],
         }
     }
 
@@ -132,9 +224,26 @@ impl AsyncOp {
             AsyncOp::MbarInit { bar, .. } => (vec![], vec![bar.buf]),
             AsyncOp::MbarArrive { bar } | AsyncOp::MbarArriveExpectTx { bar, .. } => (vec![bar.buf], vec![bar.buf]),
             AsyncOp::MbarWait { bar, .. } => (vec![bar.buf], vec![]),
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
-                (vec![], vec![])
+            AsyncOp::TmaLoad(c) => {
+                (c.bar.iter().map(|b| b.buf).collect(), c.bar.iter().map(|b| b.buf).chain([c.smem]).collect())
             }
+            AsyncOp::TmaStore(c) => (vec![c.smem], vec![]),
+            AsyncOp::BulkToPeer { dst, src, bar, .. } => (vec![*src, bar.buf], vec![*dst, bar.buf]),
+            AsyncOp::CommitGroup
+            | AsyncOp::WaitGroup(_)
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::BulkWait { .. }
+            | AsyncOp::ClusterBarrier { .. } => (vec![], vec![]),
+        }
+    }
+
+    /// The tensor map a TMA copy reads, if any.
+    pub fn tmap(&self) -> Option<TmapId> {
+        match self {
+            AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => Some(c.map),
+            _ => None,
         }
     }
 }
@@ -149,8 +258,20 @@ impl Checker<'_> {
                 }
                 self.cp_async((*dst, dst_index), (*src, src_index), *bytes, src_bytes.as_ref())
             }
-            AsyncOp::CommitGroup | AsyncOp::WaitGroup(_) | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => {
-                Ok(())
+            AsyncOp::CommitGroup
+            | AsyncOp::WaitGroup(_)
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::ClusterBarrier { .. } => Ok(()),
+            AsyncOp::BulkWait { n, .. } if *n > 64 => Err(format!("{name} {n}: at most 64 groups may stay pending")),
+            AsyncOp::BulkWait { .. } => Ok(()),
+            AsyncOp::TmaLoad(c) => self.tma(c, true),
+            AsyncOp::TmaStore(c) => self.tma(c, false),
+            AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => {
+                self.mbar(bar, name)?;
+                self.expect(rank, DType::I32, &format!("{name} CTA rank"))?;
+                self.bulk_to_peer((*dst, dst_index), (*src, src_index), *bytes)
             }
             AsyncOp::MbarInit { bar, count } => {
                 self.mbar(bar, name)?;
@@ -201,6 +322,77 @@ impl Checker<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A TMA copy: a map of the kernel, one int32 coordinate per dimension, a shared
+    /// buffer of the map's element size aligned for the box, a barrier for loads only.
+    fn tma(&mut self, c: &TmaCopy, load: bool) -> Check {
+        let m = self.tmap_ref(c.map)?;
+        let what = if load { "TMA load" } else { "TMA store" };
+        if c.coords.len() != m.rank() {
+            return Err(format!("{what} of `{}` gives {} coordinates for rank {}", m.name, c.coords.len(), m.rank()));
+        }
+        for e in &c.coords {
+            self.expect(e, DType::I32, &format!("{what} coordinate"))?;
+        }
+        let s = self.buf(c.smem)?;
+        if s.space != Space::Shared {
+            return Err(format!("{what}: `{}` is not shared memory", s.name));
+        }
+        let (sb, mb) = (i64::from(s.dtype.bytes()), i64::from(m.dtype.bytes()));
+        if sb != mb && mb % sb != 0 {
+            return Err(format!("{what}: `{}` ({}) does not hold {} elements", s.name, s.dtype, m.dtype.name()));
+        }
+        if u64::from(s.align_bytes()) < u64::from(swizzle_repeat(m.swizzle)) {
+            return Err(format!(
+                "{what}: `{}` starts on {} bytes, but the {}-byte swizzle of `{}` repeats every {} bytes",
+                s.name,
+                s.align_bytes(),
+                m.swizzle_bytes(),
+                m.name,
+                swizzle_repeat(m.swizzle)
+            ));
+        }
+        self.index(c.smem, &c.smem_index)?;
+        self.aligned(c.smem, &c.smem_index, i64::from(box_alignment(m.swizzle)) / sb, what)?;
+        match (&c.bar, load) {
+            (Some(b), true) => self.mbar(b, what)?,
+            (None, false) => {}
+            (Some(_), false) => return Err("a TMA store completes in a bulk group, not on an mbarrier".into()),
+            (None, true) => return Err("a TMA load needs an mbarrier to complete on".into()),
+        }
+        if let Some(e) = &c.multicast {
+            if !load {
+                return Err("multicast applies to TMA loads".into());
+            }
+            self.int_operand(e, what, "CTA mask", 0..=0xffff)?;
+        }
+        Ok(())
+    }
+
+    /// A bulk copy to a peer CTA: whole 16-byte units between 16-byte aligned shared addresses.
+    fn bulk_to_peer(
+        &mut self,
+        (dst, dst_index): (LBufId, &LExpr),
+        (src, src_index): (LBufId, &LExpr),
+        bytes: u32,
+    ) -> Check {
+        let (d, s) = (self.buf(dst)?, self.buf(src)?);
+        let name = "cp.async.bulk.shared::cluster";
+        if d.space != Space::Shared || s.space != Space::Shared {
+            return Err(format!("{name} copies shared -> shared; `{}` <- `{}` is not", d.name, s.name));
+        }
+        if d.dtype != s.dtype {
+            return Err(format!("{name} `{}` <- `{}` mixes {} and {}", d.name, s.name, d.dtype, s.dtype));
+        }
+        if bytes == 0 || !bytes.is_multiple_of(16) || !bytes.is_multiple_of(d.dtype.bytes()) {
+            return Err(format!("{name} of {bytes} bytes; it moves a positive multiple of 16"));
+        }
+        self.index(dst, dst_index)?;
+        self.index(src, src_index)?;
+        let lanes = 16 / i64::from(d.dtype.bytes()).min(16);
+        self.aligned(dst, dst_index, lanes, name)?;
+        self.aligned(src, src_index, lanes, name)
     }
 
     fn mbar(&mut self, bar: &Mbar, name: &str) -> Check {
@@ -282,6 +474,16 @@ impl LKernel {
         walk(&self.body, &mut |s| any |= matches!(&s.kind, LStmtKind::Async(a) if a.mbar().is_some()));
         any
     }
+
+    /// Whether any statement is a TMA load or a bulk copy that lands on an mbarrier
+    /// (the simulator then tracks who acquired their landings).
+    pub fn uses_tma_loads(&self) -> bool {
+        let mut any = false;
+        walk(&self.body, &mut |s| {
+            any |= matches!(&s.kind, LStmtKind::Async(AsyncOp::TmaLoad(_) | AsyncOp::BulkToPeer { .. }))
+        });
+        any
+    }
 }
 
 impl Printer<'_> {
@@ -305,9 +507,46 @@ impl Printer<'_> {
             AsyncOp::MbarWait { bar, parity } => {
                 format!("{name} {} parity={}", self.at(bar.buf, &bar.index), self.e(parity))
             }
-            AsyncOp::CommitGroup | AsyncOp::FenceProxyAsync | AsyncOp::FenceMbarrierInit => name.to_string(),
+            AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => self.tma_text(c, matches!(a, AsyncOp::TmaLoad(_))),
+            AsyncOp::BulkWait { n, .. } => format!("{name} {n}"),
+            AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => format!(
+                "{name}<{bytes}> {} @ cta {} <- {} bar={}",
+                self.at(*dst, dst_index),
+                self.e(rank),
+                self.at(*src, src_index),
+                self.at(bar.buf, &bar.index)
+            ),
+            AsyncOp::CommitGroup
+            | AsyncOp::FenceProxyAsync
+            | AsyncOp::FenceMbarrierInit
+            | AsyncOp::BulkCommit
+            | AsyncOp::ClusterBarrier { .. } => name.to_string(),
         };
         self.line(d, &text);
+    }
+
+    /// `tma.load.2d A_s[0] <- A_tmap[bx * 64, by * 128] bar=mbar[0]`, `tma.store.2d A_tmap[..] <- A_s[0]`.
+    fn tma_text(&self, c: &TmaCopy, load: bool) -> String {
+        let map = self.k.tmaps.get(c.map.0 as usize);
+        let mname = map.map_or_else(|| format!("tmap#{}", c.map.0), |m| m.name.clone());
+        let coords: Vec<String> = c.coords.iter().map(|e| self.e(e)).collect();
+        let tile = format!("{mname}[{}]", coords.join(", "));
+        let smem = self.at(c.smem, &c.smem_index);
+        let mut s = if load {
+            format!("tma.load.{}d {smem} <- {tile}", c.coords.len())
+        } else {
+            format!("tma.store.{}d {tile} <- {smem}", c.coords.len())
+        };
+        if let Some(b) = &c.bar {
+            s.push_str(&format!(" bar={}", self.at(b.buf, &b.index)));
+        }
+        if let Some(m) = &c.multicast {
+            s.push_str(&format!(" multicast={}", self.e(m)));
+        }
+        if let Some(e) = c.cache {
+            s.push_str(&format!(" L2::{}", e.name()));
+        }
+        s
     }
 }
 
@@ -329,6 +568,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![
                 buf("A", DType::F32, Space::Global),
                 buf("S", DType::F32, Space::Shared),

@@ -15,6 +15,9 @@ use crate::scope_ids::MAX_CTA_THREADS;
 /// Hardware barriers per CTA (`bar.sync` ids 0..16).
 pub const NAMED_BARRIERS: i64 = 16;
 
+/// CTAs per cluster a kernel may ask for without the non-portable opt-in.
+pub const MAX_CLUSTER_CTAS: u32 = 8;
+
 /// Buffers with at least this many elements need 64-bit indices.
 const I64_INDEX_ELEMS: i64 = 1 << 31;
 
@@ -28,6 +31,7 @@ impl LKernel {
         for s in &self.scalars {
             c.declare(s.var)?;
         }
+        c.tmaps()?;
         c.block(&self.body)?;
         c.mbarriers_exclusive()
     }
@@ -126,6 +130,26 @@ impl Checker<'_> {
         }
         for c in &k.checks {
             int_param(&c.cond, &format!("launch check `{}`", c.what))?;
+        }
+        for m in &k.tmaps {
+            for (i, d) in m.dims.iter().enumerate() {
+                int_param(d, &format!("globalDim[{i}] of tensor map `{}`", m.name))?;
+            }
+        }
+        self.cluster_shape()
+    }
+
+    /// Clusters: at most 8 CTAs (the portable size), dividing a constant grid.
+    fn cluster_shape(&self) -> Check {
+        let k = self.k;
+        let size: u64 = k.cluster.iter().map(|&d| u64::from(d)).product();
+        if k.cluster.contains(&0) || size > u64::from(MAX_CLUSTER_CTAS) {
+            return Err(format!("cluster {:?}: 1 to {MAX_CLUSTER_CTAS} CTAs per cluster", k.cluster));
+        }
+        for d in 0..3 {
+            if k.grid_dims[d].is_none() && !k.grid[d].is_multiple_of(k.cluster[d]) {
+                return Err(format!("grid {:?} is not a whole number of clusters {:?}", k.grid, k.cluster));
+            }
         }
         Ok(())
     }
@@ -402,6 +426,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![

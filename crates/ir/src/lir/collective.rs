@@ -200,6 +200,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![buf("A", t), buf("B", yt)],
             vars: vec![LVar { name: "y".into(), dtype: yt }],
             body: vec![

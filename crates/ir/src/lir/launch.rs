@@ -11,7 +11,7 @@
 //! of that made concrete. Nothing runs when any of it fails: the error names the
 //! expression or condition, what it protects and the argument values.
 
-use super::{LBuf, LBufId, LKernel, LStmt, LStmtKind, LVarId};
+use super::{LBuf, LBufId, LKernel, LStmt, LStmtKind, LVarId, TmapId};
 use crate::dtype::DType;
 use crate::span::Span;
 use serde::Serialize;
@@ -37,6 +37,8 @@ pub struct ScalarParam {
 pub enum ParamRef {
     Buffer(LBufId),
     Scalar(LVarId),
+    /// A TMA tensor map (`const __grid_constant__ CUtensorMap`), after every buffer and scalar.
+    TensorMap(TmapId),
 }
 
 /// The value of a scalar argument.
@@ -290,6 +292,7 @@ impl LKernel {
         for s in scalars {
             out.insert(s.index.min(out.len()), ParamRef::Scalar(s.var));
         }
+        out.extend((0..self.tmaps.len()).map(|i| ParamRef::TensorMap(TmapId(i as u32))));
         out
     }
 
@@ -449,6 +452,26 @@ impl LKernel {
         let rows: Vec<Option<i64>> =
             k.bufs.iter().zip(&self.bufs).map(|(kb, b)| b.dyn_rows.as_ref().map(|_| kb.shape[0])).collect();
         concrete_bounds(&mut k.body, &rows);
+        for m in &mut k.tmaps {
+            for (i, d) in m.dims.iter_mut().enumerate() {
+                let v = d.eval(&value).map_err(|e| {
+                    LaunchError::new(format!("globalDim[{i}] of `{}`: {e}", m.name), Span::default(), None)
+                })?;
+                if !(1..=i128::from(super::tmap::TMAP_MAX_DIM)).contains(&v) {
+                    return Err(LaunchError::new(
+                        format!(
+                            "globalDim[{i}] of tensor map `{}` is `{}` = {v} with {}; TMA takes 1 to 2^32",
+                            m.name,
+                            self.sym_text(d),
+                            self.values_text(&[d], &value)
+                        ),
+                        Span::default(),
+                        None,
+                    ));
+                }
+                *d = SymExpr::Int(v as i64);
+            }
+        }
         k.checks.clear();
         Ok(k)
     }

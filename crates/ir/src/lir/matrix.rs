@@ -529,6 +529,8 @@ mod tests {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs,
             vars: vec![],
             body: vec![stmt],

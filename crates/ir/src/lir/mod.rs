@@ -44,9 +44,10 @@ pub mod memory;
 pub mod pair;
 pub mod print;
 pub mod round;
+pub mod tmap;
 pub mod wgmma;
 
-pub use asynch::{AsyncOp, Mbar, MBAR_MAX_COUNT};
+pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
 pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
@@ -54,6 +55,7 @@ pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperan
 pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
+pub use tmap::{TensorMap, TmapDtype, TmapId};
 pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};
 
 use crate::dtype::DType;
@@ -92,13 +94,25 @@ pub struct LBuf {
     /// expression of the scalar parameters. `shape[0]` and `elems` are then the bound
     /// lowering reasoned with (≥ 2^31 elements, so indices are 64-bit), not a size.
     pub dyn_rows: Option<SymExpr>,
+    /// A shared array's start is a multiple of this many bytes beyond its space's
+    /// default ([`LBuf::align_bytes`]): the repeat of a swizzle a TMA copy applies
+    /// to it (0: the default).
+    pub align: u32,
 }
 
 impl LBuf {
     /// `elems` elements of `dtype` in `space`, one-dimensional and of static
     /// size: what lowering's temporaries and most hand-built kernels need.
     pub fn flat(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
-        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None }
+        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None, align: 0 }
+    }
+
+    /// The bytes the array's start is a multiple of: 16 for every array, 128 in
+    /// dynamic shared memory (`docs/tile-primitives.md` §2.7), more when `align` asks.
+    pub fn align_bytes(&self) -> u32 {
+        let base =
+            if self.dynamic { crate::target::DYN_SMEM_ALIGN as u32 } else { crate::target::SMEM_ARRAY_ALIGN as u32 };
+        base.max(self.align)
     }
     /// A thread's register array of `elems` elements (a variant's temporary).
     pub fn local(name: &str, dtype: DType, elems: i64) -> LBuf {
@@ -434,6 +448,10 @@ pub struct LKernel {
     pub grid_dims: [Option<SymExpr>; 3],
     /// Conditions on the scalar arguments every launch checks first ([`LaunchCheck`]).
     pub checks: Vec<LaunchCheck>,
+    /// TMA tensor maps, passed after the other parameters ([`tmap`]).
+    pub tmaps: Vec<TensorMap>,
+    /// CTAs per cluster in each dimension (`__cluster_dims__`; `[1, 1, 1]`: no clusters).
+    pub cluster: [u32; 3],
     pub bufs: Vec<LBuf>,
     pub vars: Vec<LVar>,
     pub body: Vec<LStmt>,
@@ -451,10 +469,17 @@ impl LKernel {
             scalars: vec![],
             grid_dims: [None, None, None],
             checks: vec![],
+            tmaps: vec![],
+            cluster: [1, 1, 1],
             bufs: vec![],
             vars: vec![],
             body: vec![],
         }
+    }
+
+    /// CTAs per cluster.
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product()
     }
     pub fn buf(&self, id: LBufId) -> &LBuf {
         &self.bufs[id.0 as usize]

@@ -27,7 +27,12 @@ impl fmt::Display for LKernel {
                     let t = self.vars.get(v.0 as usize).map_or("?", |x| x.dtype.name());
                     writeln!(f, "  param  {}: {t}", var_name(self, v))?
                 }
+                super::ParamRef::TensorMap(m) => writeln!(f, "  param  {}", TmapDecl(self, m))?,
             }
+        }
+        if self.cluster != [1, 1, 1] {
+            let [x, y, z] = self.cluster;
+            writeln!(f, "  cluster ({x}, {y}, {z})")?;
         }
         for c in &self.checks {
             writeln!(f, "  check  {}  // {}", self.sym_text(&c.cond), c.what)?;
@@ -49,6 +54,38 @@ impl fmt::Display for LKernel {
         p.block(&self.body, 1);
         f.write_str(&p.out)?;
         writeln!(f, "}}")
+    }
+}
+
+/// `A_tmap: tensormap(A, float16, dims=[64, 8, 4], strides=[512, 128], box=[64, 8, 4], swizzle=128B)`.
+struct TmapDecl<'a>(&'a LKernel, super::TmapId);
+
+impl fmt::Display for TmapDecl<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = self.0;
+        let Some(m) = k.tmaps.get(self.1 .0 as usize) else {
+            return write!(f, "tmap#{}: <missing>", self.1 .0);
+        };
+        let buf = k.bufs.get(m.buf.0 as usize).map_or("?", |b| b.name.as_str());
+        let list = |v: Vec<String>| v.join(", ");
+        let dims = list(m.dims.iter().map(|d| k.sym_text(d)).collect());
+        let strides = list(m.strides.iter().map(i64::to_string).collect());
+        let boxes = list(m.boxes.iter().map(u32::to_string).collect());
+        write!(f, "{}: tensormap({buf}", m.name)?;
+        if m.base_offset != 0 {
+            write!(f, " + {} B", m.base_offset)?;
+        }
+        write!(f, ", {}, dims=[{dims}], strides=[{strides}], box=[{boxes}]", m.dtype.name())?;
+        if m.swizzle > 0 {
+            write!(f, ", swizzle={}B", m.swizzle_bytes())?;
+        }
+        if m.l2_promotion != 2 {
+            write!(f, ", l2_promotion={}", m.l2_promotion)?;
+        }
+        if m.oob_nan {
+            write!(f, ", oob=nan")?;
+        }
+        write!(f, ")")
     }
 }
 

@@ -685,6 +685,7 @@ mod tests {
             shape: vec![elems],
             dynamic: false,
             dyn_rows: None,
+            align: 0,
         };
         let mut bufs = vec![
             buf("A_s", DType::F16, Space::Shared, 64 * 16),
@@ -723,6 +724,8 @@ mod tests {
             bufs,
             vars: vec![],
             body,
+            tmaps: vec![],
+            cluster: [1, 1, 1],
         }
         .validate()
     }

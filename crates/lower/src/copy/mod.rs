@@ -113,7 +113,7 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
 /// ([`crate::bounds::region`]) and never dispatches a provably outside one
 /// (unless [`crate::LowerOptions::defer_bounds`] lets it through with a
 /// simulator check), so every variant sees the same verdict once.
-fn check_rank(r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
+pub(crate) fn check_rank(r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
             Rule::ValidateCopyOp,

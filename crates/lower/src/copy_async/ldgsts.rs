@@ -79,6 +79,7 @@ impl Variant for Ldgsts {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
+        bulk_operands_absent(cx)?;
         let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_TO_SHARED)?;
@@ -159,6 +160,21 @@ impl Variant for Ldgsts {
         };
         p.grid.emit(cx, em, &mv)
     }
+}
+
+/// `mbar=`, `cta_mask=` and `remote_cta_id=` belong to bulk copies (TMA, DSMEM):
+/// `cp.async` completes in commit groups and writes this CTA only.
+fn bulk_operands_absent(cx: &CallCx) -> Result<(), Decline> {
+    use super::tma::{CTA_MASK, MBAR, REMOTE_CTA};
+    for (i, name) in [(MBAR, "mbar"), (CTA_MASK, "cta_mask"), (REMOTE_CTA, "remote_cta_id")] {
+        if !matches!(cx.call.args.get(i), None | Some(TileArg::None)) {
+            return Err(Decline::new(
+                Rule::Config,
+                format!("`{name}=` is for bulk copies (TMA, dsmem); cp.async completes in commit groups"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `predicate=` (bool, or an int where non-zero is true) and `fill_mode=`.

@@ -4,16 +4,24 @@
 //! | variant | prio | accepts |
 //! |---|---|---|
 //! | [`ldgsts`] | 20 | global → shared with `cp.async` (4/8/16 B), the partition of the synchronous `gmem_smem` |
+//! | [`tma_auto`] | 10 | global ↔ shared by TMA (`cp.async.bulk.tensor`), the largest legal box from the shared layout, issue loops for the rest |
+//! | [`tma_explicit`] | 10 | global ↔ shared by TMA, the tensor and region as the descriptor, one instruction |
 //!
 //! An async copy only issues: the data lands when the kernel's completion
 //! mechanism says so (`cp.async.commit_group` + `cp.async.wait_group` for
-//! ldgsts), and the kernel — not the variant — writes those (the reference's
-//! contract; docs/tile-primitives.md §3.17, §8).
+//! ldgsts, an mbarrier phase for TMA loads, bulk groups for TMA stores), and the
+//! kernel — not the variant — writes those (the reference's contract;
+//! docs/tile-primitives.md §3.17, §3.20, §8). [`tma`] holds what the TMA variants share.
 
 pub mod ldgsts;
+pub mod tma;
+pub mod tma_auto;
+pub mod tma_explicit;
 
 use crate::dispatch::Registry;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(ldgsts::Ldgsts));
+    r.register(Box::new(tma_auto::TmaAuto));
+    r.register(Box::new(tma_explicit::TmaExplicit));
 }

@@ -1,0 +1,655 @@
+//! copy_async → tma_auto / tma_explicit (docs/tile-primitives.md §3.20) and the
+//! bulk-group / mbarrier transaction statements (§8): every variant × direction ×
+//! dtype × swizzle as simulated round trips (global → shared by a TMA load on an
+//! mbarrier, read back by the generic proxy; shared → global by TMA stores, from
+//! the TMA-landed tile and from a generically written one), 1-D to 5-D boxes,
+//! out-of-bounds fill and clipping, the gemm_hopper stage shapes, each validation
+//! rule as a decline naming it, and the simulator's report of every
+//! synchronisation mistake (missing expect_tx, wrong byte count, early reads,
+//! early overwrites, missing proxy fence, a phase that never completes).
+
+mod common;
+use common::*;
+use tirx_ir::{DType, Span};
+use tirx_sim::{SimError, SimErrorKind, SimOptions};
+
+const HEAD: &str = "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout, mma_shared_layout
+from tvm.tirx.lang.pipeline import MBarrier
+";
+
+fn tup(v: &[i64]) -> String {
+    format!("({},)", v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "))
+}
+
+fn reg(r: &[(i64, i64)]) -> String {
+    r.iter().map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ")
+}
+
+/// A TMA round trip of `A[g_region]` through a shared tile of `s_shape`:
+/// a TMA load into `S_`, a generic copy `S_ → C`, a generic copy `A → S2`, a proxy
+/// fence, then TMA stores `S_ → B` and `S2 → D`. B, C and D must equal A on the region.
+struct TmaTrip {
+    variant: &'static str,
+    dtype: &'static str,
+    g_shape: Vec<i64>,
+    g_region: Vec<(i64, i64)>,
+    s_shape: Vec<i64>,
+    /// `mma_shared_layout` swizzle mode, or a plain layout.
+    swizzle: Option<u8>,
+}
+
+impl TmaTrip {
+    fn new(variant: &'static str, dtype: &'static str, g_shape: &[i64], s_shape: &[i64]) -> TmaTrip {
+        TmaTrip {
+            variant,
+            dtype,
+            g_shape: g_shape.to_vec(),
+            g_region: g_shape.iter().map(|&e| (0, e)).collect(),
+            s_shape: s_shape.to_vec(),
+            swizzle: None,
+        }
+    }
+
+    fn bytes(&self) -> i64 {
+        self.s_shape.iter().product::<i64>() * dt(self.dtype).bytes() as i64
+    }
+
+    fn script(&self) -> String {
+        let (g, s, dt) = (tup(&self.g_shape), tup(&self.s_shape), self.dtype);
+        let layout = match self.swizzle {
+            Some(m) => format!(", layout=mma_shared_layout(\"{dt}\", {m}, {s})"),
+            None => String::new(),
+        };
+        let gr = reg(&self.g_region);
+        let sr = self.s_shape.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ");
+        let v = self.variant;
+        format!(
+            "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, D_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {g}, \"{dt}\")
+    B = T.match_buffer(B_ptr, {g}, \"{dt}\")
+    C = T.match_buffer(C_ptr, {g}, \"{dt}\")
+    D = T.match_buffer(D_ptr, {g}, \"{dt}\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc({s}, \"{dt}\"{layout})
+    S2 = pool.alloc({s}, \"{dt}\"{layout})
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(S_[{sr}], A[{gr}], dispatch=\"{v}\", mbar=bar.ptr_to([0]))
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), {bytes})
+    bar.wait(0, 0)
+    Tx.cta.copy(C[{gr}], S_[{sr}])
+    Tx.cta.copy(S2[{sr}], A[{gr}])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(B[{gr}], S_[{sr}], dispatch=\"{v}\")
+        Tx.copy_async(D[{gr}], S2[{sr}], dispatch=\"{v}\")
+        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+",
+            bytes = self.bytes()
+        )
+    }
+
+    /// Lowers, simulates and checks B, C, D against A on the region (zero elsewhere);
+    /// returns the lowering and the LIR text.
+    fn check(&self) -> (tirx_lower::Lowered, String) {
+        let src = self.script();
+        let l = lower(&src);
+        let d = dt(self.dtype);
+        let n: i64 = self.g_shape.iter().product();
+        let a = pattern(d, n as usize);
+        let mut params = vec![a.clone(), vec![0u8; a.len()], vec![0u8; a.len()], vec![0u8; a.len()]];
+        if let Err(e) = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
+            panic!("{}\n{}\n{src}", render(&[e.to_diagnostic()], &src), l.lir);
+        }
+        let bytes = d.bytes() as usize;
+        for i in 0..n as usize {
+            let mut rest = i as i64;
+            let mut inside = true;
+            for k in (0..self.g_shape.len()).rev() {
+                let c = rest % self.g_shape[k];
+                rest /= self.g_shape[k];
+                inside &= (self.g_region[k].0..self.g_region[k].0 + self.g_region[k].1).contains(&c);
+            }
+            let want = if inside { &a[i * bytes..(i + 1) * bytes] } else { &[0u8; 8][..bytes] };
+            for (p, name) in [(1, "B (TMA store of the TMA load)"), (2, "C (generic read)"), (3, "D (TMA store)")] {
+                assert_eq!(&params[p][i * bytes..(i + 1) * bytes], want, "{name} element {i}\n{}\n{src}", l.lir);
+            }
+        }
+        for c in [0, 3, 4] {
+            assert_eq!(call(&l, c).chosen.as_deref(), Some(self.variant), "{}", call(&l, c).render());
+        }
+        let text = l.lir.to_string();
+        (l, text)
+    }
+}
+
+/// The row width in elements that fills a swizzle atom row (mode 0: 64 bytes).
+fn row(dtype: &str, mode: u8) -> i64 {
+    let span = if mode == 0 { 64 } else { 16i64 << mode };
+    span / dt(dtype).bytes() as i64
+}
+
+#[test]
+fn every_variant_dtype_and_swizzle() {
+    for variant in ["tma_auto", "tma_explicit"] {
+        for dtype in ["float16", "bfloat16", "float32", "uint8"] {
+            for mode in 0..=3u8 {
+                let cols = row(dtype, mode);
+                // A 16-row box at a non-zero origin of a larger tensor.
+                let mut t = TmaTrip::new(variant, dtype, &[32, 2 * cols], &[16, cols]);
+                t.g_region = vec![(8, 16), (cols, cols)];
+                t.swizzle = (mode > 0).then_some(mode);
+                let (_, text) = t.check();
+                assert!(
+                    text.contains("tma.load.2d") && text.contains("tma.store.2d"),
+                    "{variant} {dtype} {mode}\n{text}"
+                );
+                let sw = if mode == 0 { String::new() } else { format!("swizzle={}B", 16 << mode) };
+                assert!(text.contains(&sw), "{variant} {dtype} {mode}: {sw}\n{text}");
+            }
+        }
+    }
+}
+
+#[test]
+fn boxes_of_rank_1_to_5() {
+    type Case<'a> = (&'a [i64], &'a [(i64, i64)]);
+    let cases: [Case; 5] = [
+        (&[256], &[(64, 128)]),
+        (&[16, 32], &[(4, 8), (16, 16)]),
+        (&[4, 8, 16], &[(1, 2), (2, 4), (0, 16)]),
+        (&[3, 4, 4, 8], &[(1, 2), (1, 2), (0, 4), (0, 8)]),
+        (&[2, 3, 2, 4, 8], &[(1, 1), (1, 2), (0, 2), (2, 2), (0, 8)]),
+    ];
+    for (rank, (g, r)) in cases.iter().enumerate() {
+        let s: Vec<i64> = r.iter().map(|x| x.1).collect();
+        let mut t = TmaTrip::new("tma_explicit", "float32", g, &s);
+        t.g_region = r.to_vec();
+        let (_, text) = t.check();
+        let d = format!("tma.load.{}d", rank + 1);
+        assert!(text.contains(&d) && text.contains(&format!("tma.store.{}d", rank + 1)), "{d}\n{text}");
+        // tma_auto merges what chains (the same bytes in fewer dimensions).
+        t.variant = "tma_auto";
+        t.check();
+    }
+}
+
+/// gemm_hopper's stages: A_s[stage, 0:128, 0:64] and B_s[stage, 0:64, 0:256] bf16 in a
+/// 3-stage ring of 128-byte-swizzled `mma_shared_layout` buffers.
+#[test]
+fn gemm_hopper_stages() {
+    for (g, s_full, stage_shape, boxes) in [
+        ([384i64, 128], [3i64, 128, 64], [128i64, 64], "2-D box 64×128"),
+        ([192, 512], [3, 64, 256], [64, 256], "3-D box 64×64×4"),
+    ] {
+        let dtype = "bfloat16";
+        let src = format!(
+            "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {g}, \"{dtype}\")
+    B = T.match_buffer(B_ptr, {g}, \"{dtype}\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc({s}, \"{dtype}\", layout=mma_shared_layout(\"{dtype}\", 3, {s}))
+    bar = MBarrier(pool, 3)
+    pool.commit()
+    for i in range(3):
+        bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    for st in range(3):
+        if tid == 0:
+            Tx.copy_async(S_[st, 0:{r}, 0:{c}], A[st * {rs}:st * {rs} + {r}, {co}:{co} + {c}], dispatch=\"tma_auto\", mbar=bar.ptr_to([st]))
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([st]), {bytes})
+    for st in range(3):
+        bar.wait(st, 0)
+        if tid == 0:
+            Tx.copy_async(B[st * {rs}:st * {rs} + {r}, {co}:{co} + {c}], S_[st, 0:{r}, 0:{c}], dispatch=\"tma_auto\")
+    if tid == 0:
+        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+",
+            g = tup(&g),
+            s = tup(&s_full),
+            r = stage_shape[0],
+            c = stage_shape[1],
+            rs = stage_shape[0],
+            co = g[1] - stage_shape[1],
+            bytes = stage_shape[0] * stage_shape[1] * 2,
+        );
+        let l = lower(&src);
+        let n = (g[0] * g[1]) as usize;
+        let a = pattern(DType::BF16, n);
+        let mut params = vec![a.clone(), vec![0u8; a.len()]];
+        tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+            .unwrap_or_else(|e| panic!("{}\n{}", render(&[e.to_diagnostic()], &src), l.lir));
+        let rs = stage_shape[0];
+        for i in 0..n {
+            let (r, c) = (i as i64 / g[1], i as i64 % g[1]);
+            let inside =
+                (0..3).any(|st| (st * rs..st * rs + stage_shape[0]).contains(&r)) && c >= g[1] - stage_shape[1];
+            let want = if inside { &a[2 * i..2 * i + 2] } else { &[0u8, 0][..] };
+            assert_eq!(&params[1][2 * i..2 * i + 2], want, "element {i}\n{}", l.lir);
+        }
+        let summary = tried(call(&l, 0), "tma_auto").reason.clone();
+        // One instruction per stage: a 64×256 tile is 4 swizzle-atom columns, a third box dimension.
+        assert!(summary.contains(boxes) && summary.contains("in 1 instruction,"), "{summary}");
+    }
+}
+
+/// oob: a box partly outside the tensor loads zeros (or NaN) and stores clipped.
+#[test]
+fn out_of_bounds_boxes_fill_and_clip() {
+    for (oob, fill) in [("", 0u32), (", oob=\"zero\"", 0), (", oob=\"nan\"", 0x7fff_ffff)] {
+        let src = format!(
+            "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (20, 16), \"float32\")
+    B = T.match_buffer(B_ptr, (20, 16), \"float32\")
+    C = T.match_buffer(C_ptr, (16, 16), \"float32\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((16, 16), \"float32\")
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    for r in range(1, 2):
+        if tid == 0:
+            Tx.copy_async(S_[0:16, 0:16], A[r * 12:r * 12 + 16, 0:16], dispatch=\"tma_explicit\", mbar=bar.ptr_to([0]){oob})
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 1024)
+        bar.wait(0, 0)
+        Tx.cta.copy(C[0:16, 0:16], S_[0:16, 0:16])
+        T.cuda.cta_sync()
+        if tid == 0:
+            Tx.copy_async(B[r * 12:r * 12 + 16, 0:16], S_[0:16, 0:16], dispatch=\"tma_explicit\")
+            T.ptx.cp_async.bulk.commit_group()
+            T.ptx.cp_async.bulk.wait_group(0)
+"
+        );
+        let l = lower(&src);
+        let a = pattern(DType::F32, 320);
+        let mut params = vec![a.clone(), vec![0u8; a.len()], vec![0u8; 1024]];
+        tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+            .unwrap_or_else(|e| panic!("{}\n{}", render(&[e.to_diagnostic()], &src), l.lir));
+        let word = |p: &[u8], i: usize| u32::from_le_bytes(p[4 * i..4 * i + 4].try_into().unwrap());
+        for i in 0..256 {
+            let want = if i < 128 { word(&a, 12 * 16 + i) } else { fill };
+            let got = word(&params[2], i);
+            if fill == 0 || i < 128 {
+                assert_eq!(got, want, "C element {i} {oob}");
+            } else {
+                assert!(f32::from_bits(got).is_nan(), "C element {i} {oob}: {got:#x}");
+            }
+        }
+        for i in 0..320 {
+            let want = if i >= 12 * 16 { word(&a, i) } else { 0 };
+            assert_eq!(word(&params[1], i), want, "B element {i} {oob}");
+        }
+    }
+}
+
+fn one_load(body: &str) -> String {
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), \"float16\")
+    B = T.match_buffer(B_ptr, (64, 64), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64, 64), \"float16\", layout=mma_shared_layout(\"float16\", 3, (64, 64)))
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+{body}"
+    )
+}
+
+const LOAD: &str =
+    "        Tx.copy_async(S_[0:64, 0:64], A[0:64, 0:64], dispatch=\"tma_auto\", mbar=bar.ptr_to([0]))\n";
+const STORE: &str = "        Tx.copy_async(B[0:64, 0:64], S_[0:64, 0:64], dispatch=\"tma_auto\")\n";
+
+fn sim_error(src: &str) -> (SimError, String) {
+    let k = parse(src);
+    let l = tirx_lower::lower_kernel(&k, &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let mut params: Vec<Vec<u8>> = vec![pattern(DType::F16, 4096), vec![0u8; 8192]];
+    let e = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("the simulator must fail");
+    let text = render(&[e.to_diagnostic()], src);
+    (e, text)
+}
+
+fn line_of(src: &str, span: Span) -> usize {
+    src[..span.lo as usize].matches('\n').count() + 1
+}
+
+fn at_line(e: &SimError, src: &str, needle: &str, text: &str) {
+    let line = src.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    assert_eq!(line_of(src, e.span), line, "primary site:\n{text}");
+}
+
+#[test]
+fn the_synchronised_load_and_store_pass() {
+    let src = one_load(&format!(
+        "    if tid == 0:
+{LOAD}        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 8192)
+    bar.wait(0, 0)
+    if tid == 0:
+{STORE}        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+"
+    ));
+    let l = lower(&src);
+    let a = pattern(DType::F16, 4096);
+    let mut params = vec![a.clone(), vec![0u8; 8192]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).unwrap();
+    assert_eq!(params[1], a);
+}
+
+#[test]
+fn a_missing_expect_tx_is_reported() {
+    // Without expect_tx the phase completes at the arrive, before the bytes land.
+    let src = one_load(&format!(
+        "    if tid == 0:
+{LOAD}        bar.arrive(0)
+    bar.wait(0, 0)
+    Tx.cta.copy(B[0:64, 0:64], S_[0:64, 0:64])
+"
+    ));
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::Deadlock, "{text}");
+    assert!(text.contains("delivered 8192 bytes, 8192 more than expect_tx announced (0)"), "{text}");
+    assert!(text.contains("a missing or too small mbarrier.arrive.expect_tx"), "{text}");
+}
+
+#[test]
+fn a_wrong_byte_count_is_reported() {
+    for bytes in [4096, 16384] {
+        let src = one_load(&format!(
+            "    if tid == 0:
+{LOAD}        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), {bytes})
+    bar.wait(0, 0)
+    Tx.cta.copy(B[0:64, 0:64], S_[0:64, 0:64])
+"
+        ));
+        let (e, text) = sim_error(&src);
+        assert_eq!(e.kind, SimErrorKind::Deadlock, "{text}");
+        let want = if bytes < 8192 {
+            format!("delivered 8192 bytes, {} more than expect_tx announced ({bytes})", 8192 - bytes)
+        } else {
+            format!("expect_tx announced {bytes} bytes, the TMA copies in this phase deliver 8192: a wrong byte count")
+        };
+        assert!(text.contains(&want), "{bytes}: {text}");
+    }
+}
+
+#[test]
+fn reading_a_tma_destination_before_the_wait_is_a_race() {
+    let src = one_load(&format!(
+        "    if tid == 0:
+{LOAD}        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 8192)
+    Tx.cta.copy(B[0:64, 0:64], S_[0:64, 0:64])
+    bar.wait(0, 0)
+"
+    ));
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    at_line(&e, &src, "Tx.cta.copy(B", &text);
+    assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("Tx.copy_async(S_")), "{text}");
+}
+
+#[test]
+fn overwriting_a_tma_store_source_before_wait_group_read_is_a_race() {
+    let src = one_load(&format!(
+        "    Tx.cta.copy(S_[0:64, 0:64], A[0:64, 0:64])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    if tid == 0:
+{STORE}        T.ptx.cp_async.bulk.commit_group()
+        Tx.thread.fill(S_[0:1, 0:8], T.float16(0))
+        T.ptx.cp.async_.bulk.wait_group.read(0)
+"
+    ));
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    at_line(&e, &src, "fill(S_", &text);
+    assert!(text.contains("wait_group"), "{text}");
+}
+
+#[test]
+fn a_tma_store_without_the_proxy_fence_is_reported() {
+    let src = one_load(&format!(
+        "    Tx.cta.copy(S_[0:64, 0:64], A[0:64, 0:64])
+    T.cuda.cta_sync()
+    if tid == 0:
+{STORE}        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+"
+    ));
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(text.contains("fence.proxy.async") && text.contains("TMA store"), "{text}");
+    at_line(&e, &src, "Tx.copy_async(B", &text);
+    assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("Tx.cta.copy(S_")), "{text}");
+}
+
+#[test]
+fn a_never_completing_mbarrier_is_a_deadlock() {
+    // expect_tx announces the bytes, but the copy is never issued.
+    let src = one_load(
+        "    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 8192)
+    bar.wait(0, 0)
+",
+    );
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::Deadlock, "{text}");
+    assert!(
+        text.contains("8192 transaction bytes are still missing") && text.contains("no TMA copy completes"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_unwaited_store_at_exit_is_reported() {
+    let src = one_load(&format!(
+        "    if tid == 0:
+{LOAD}        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 8192)
+    bar.wait(0, 0)
+    if tid == 0:
+{STORE}        T.ptx.cp_async.bulk.commit_group()
+"
+    ));
+    let (_, text) = sim_error(&src);
+    assert!(text.contains("wait_group"), "{text}");
+}
+
+/// Every TMA rule as a decline naming it (`tirx explain` shows the same).
+#[test]
+fn each_rule_declines() {
+    let base = |g: &str, s: &str, dt: &str, layout: &str, dst: &str, src_: &str, extra: &str, scope: &str| {
+        format!(
+            "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, {g}, \"{dt}\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc({s}, \"{dt}\"{layout})
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    {scope}copy_async({dst}, {src_}{extra})
+"
+        )
+    };
+    let mbar = ", mbar=bar.ptr_to([0])";
+    let cases: Vec<(&str, String, Rule)> = vec![
+        (
+            "tma_auto",
+            base("(64, 64)", "(64, 64)", "float16", "", "S_[0:64, 0:64]", "A[0:64, 0:64]", mbar, "Tx.cta."),
+            Rule::ExecScope,
+        ),
+        (
+            "tma_auto",
+            base("(64, 64)", "(64, 64)", "float16", "", "S_[0:64, 0:64]", "A[0:64, 0:64]", "", "Tx."),
+            Rule::Mbar,
+        ),
+        (
+            "tma_auto",
+            base("(64, 64)", "(64, 64)", "float16", "", "A[0:64, 0:64]", "S_[0:64, 0:64]", mbar, "Tx."),
+            Rule::Direction,
+        ),
+        (
+            "tma_explicit",
+            base("(64, 64)", "(64, 64)", "float16", "", "A[0:64, 0:64]", "S_[0:64, 0:64]", ", oob=\"zero\"", "Tx."),
+            Rule::Direction,
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(64, 64)",
+                "(64, 64)",
+                "int32",
+                "",
+                "S_[0:64, 0:64]",
+                "A[0:64, 0:64]",
+                ", mbar=bar.ptr_to([0]), oob=\"nan\"",
+                "Tx.",
+            ),
+            Rule::NanOobDtype,
+        ),
+        (
+            "tma_explicit",
+            base("(64, 300)", "(4, 300)", "float16", "", "S_[0:4, 0:300]", "A[0:4, 0:300]", mbar, "Tx."),
+            Rule::BoxDim,
+        ),
+        (
+            "tma_explicit",
+            base("(64, 64)", "(8, 4)", "float16", "", "S_[0:8, 0:4]", "A[0:8, 0:4]", mbar, "Tx."),
+            Rule::InnerBoxBytes,
+        ),
+        (
+            "tma_explicit",
+            base("(64, 36)", "(8, 32)", "float16", "", "S_[0:8, 0:32]", "A[0:8, 0:32]", mbar, "Tx."),
+            Rule::GlobalStride,
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(64, 128)",
+                "(8, 128)",
+                "float16",
+                ", layout=mma_shared_layout(\"float16\", 3, (8, 128))",
+                "S_[0:8, 0:128]",
+                "A[0:8, 0:128]",
+                mbar,
+                "Tx.",
+            ),
+            Rule::SharedChain,
+        ),
+        (
+            "tma_auto",
+            base(
+                "(64, 48)",
+                "(8, 64)",
+                "float16",
+                ", layout=mma_shared_layout(\"float16\", 3, (8, 64))",
+                "S_[0:8, 0:64]",
+                "A[0:16, 0:32]",
+                mbar,
+                "Tx.",
+            ),
+            Rule::SwizzleInnerBox,
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(2, 2, 2, 2, 2, 8)",
+                "(2, 2, 2, 2, 2, 8)",
+                "float32",
+                "",
+                "S_[0:2, 0:2, 0:2, 0:2, 0:2, 0:8]",
+                "A[0:2, 0:2, 0:2, 0:2, 0:2, 0:8]",
+                mbar,
+                "Tx.",
+            ),
+            Rule::Rank,
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(64, 64)",
+                "(8, 64)",
+                "float16",
+                "",
+                "S_[0:8, 0:64]",
+                "A[0:8, 0:64]",
+                ", mbar=bar.ptr_to([0]), cta_mask=3",
+                "Tx.",
+            ),
+            Rule::Cluster,
+        ),
+        (
+            "tma_auto",
+            base(
+                "(64, 64)",
+                "(64, 64)",
+                "float16",
+                "",
+                "S_[0:64, 0:64]",
+                "A[0:64, 0:64]",
+                ", mbar=bar.ptr_to([0]), oob=\"zero\"",
+                "Tx.",
+            ),
+            Rule::Config,
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(64, 64)",
+                "(8, 64)",
+                "float64",
+                "",
+                "S_[0:8, 0:64]",
+                "A[0:8, 0:64]",
+                ", mbar=bar.ptr_to([0]), predicate=tid == 0",
+                "Tx.",
+            ),
+            Rule::Config,
+        ),
+        ("tma_explicit", base("(64,)", "(64,)", "float16", "", "S_[4:12]", "A[0:8]", mbar, "Tx."), Rule::SharedPointer),
+    ];
+    let mut failures = vec![];
+    for (variant, src, want) in &cases {
+        let k = parse(src);
+        let (explain, _) = tirx_lower::explain_kernel(&k, &Default::default());
+        let c = &explain[0];
+        let t = c.tried.iter().find(|t| t.variant == *variant).unwrap();
+        if t.accepted || t.rule != Some(*want) {
+            failures.push(format!("{variant}: want {want:?}, got {:?}\n{}\n{src}", t.rule, c.render()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -84,6 +84,8 @@ except ImportError:
     pass
 opts = []
 for p in meta["params"]:
+    if p.get("kind") == "tensormap":  # built by the launcher from its buffer (docs/lir.md §6.1)
+        continue
     if p.get("kind") == "scalar":
         if p["name"] not in vals:
             sys.exit(f"scalar `{p['name']}` has no value: add `--arg {p['name']}=...` to the example's `# Run:` line")
@@ -121,7 +123,7 @@ except ImportError:
     pass
 bad = 0
 for p in meta["params"]:
-    if p.get("kind") == "scalar":
+    if p.get("kind") in ("scalar", "tensormap"):
         continue
     a = np.load(f"{d}/out_{p['name']}.npy")
     shape, elems = [size(x) for x in p["shape"]], size(p["elems"])
@@ -148,7 +150,7 @@ ROWS=(); SKIPS=(); BROWS=()
 # One kernel: lower (+ launch metadata), numpy inputs, `tirx run --check-sim`, outputs read back.
 # Writes its verdict to $WORK/<name>/status: pass | FAIL | inputs | outputs | LOWER(rc) | skipped.
 check_one() { # EX
-    local ex=$1 name d rc status
+    local ex=$1 name d rc status t0=$SECONDS
     name=$(echo "${ex%.py}" | tr '/' '_')
     d="$WORK/$name"; mkdir -p "$d"
     timeout 60 "$TIRX" lower "$ex" --emit cuda -o "$d/kernel.cu" --meta "$d/meta.json" >"$d/lower.log" 2>&1
@@ -166,6 +168,7 @@ check_one() { # EX
         status=outputs
     fi
     echo "$opts" >"$d/opts"
+    echo "$((SECONDS - t0))" >"$d/seconds"
     echo "$status" >"$d/status"
 }
 

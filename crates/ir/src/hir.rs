@@ -154,6 +154,12 @@ pub enum MathFn {
 }
 
 impl MathFn {
+    /// Whether CUDA's function and the host's may differ in the last bits (`sqrtf` is
+    /// correctly rounded on both; `abs`, `floor`, `ceil` are exact).
+    pub fn is_inexact(self) -> bool {
+        !matches!(self, MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             MathFn::Sqrt => "sqrt",

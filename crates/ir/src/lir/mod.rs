@@ -458,6 +458,24 @@ pub struct LKernel {
 }
 
 impl LKernel {
+    /// Whether a libm-style function (`exp`, `log2`, `tanh`, ..., whose CUDA and host results
+    /// differ in the last bits, docs/numerics.md §7) runs in a kernel that also reduces across
+    /// threads: the difference then spreads through sums and the quotients by them (softmax).
+    pub fn compounds_inexact_math(&self) -> bool {
+        fn any(body: &[LStmt], f: &dyn Fn(&LStmt) -> bool) -> bool {
+            body.iter().any(|s| f(s) || s.kind.bodies().into_iter().any(|b| any(b, f)))
+        }
+        let inexact = |s: &LStmt| {
+            s.kind.operands().into_iter().any(|e| {
+                let mut hit = false;
+                e.walk(&mut |x| hit |= matches!(x, LExpr::Math(f, _) if f.is_inexact()));
+                hit
+            })
+        };
+        let reduces = |s: &LStmt| matches!(s.kind, LStmtKind::Collective(_));
+        any(&self.body, &inexact) && any(&self.body, &reduces)
+    }
+
     /// A kernel with this launch shape and nothing else yet: the start of a
     /// kernel built by hand (tests, tools), which then adds buffers and statements.
     pub fn new(name: &str, grid: [u32; 3], block: [u32; 3]) -> LKernel {

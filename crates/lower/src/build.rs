@@ -21,6 +21,10 @@ pub enum Hw {
     WarpInWg,
     ThreadIdx(u8),
     BlockIdx(u8),
+    /// `%cluster_ctaid.d`: `blockIdx.d % cluster[d]` (the grid is a whole number of clusters).
+    ClusterCta(u8, u32),
+    /// `%clusterid.d`: `blockIdx.d / cluster[d]`.
+    ClusterIdx(u8, u32),
 }
 
 /// Inclusive value bounds.
@@ -330,6 +334,8 @@ impl Builder {
             Hw::WarpInWg => self.rem_c(self.div_c(self.linear_tid(), 32), 4),
             Hw::ThreadIdx(d) => LExpr::Special(Special::ThreadIdx(d)),
             Hw::BlockIdx(d) => LExpr::Special(Special::BlockIdx(d)),
+            Hw::ClusterCta(d, c) => self.rem_c(LExpr::Special(Special::BlockIdx(d)), i64::from(c)),
+            Hw::ClusterIdx(d, c) => self.div_c(LExpr::Special(Special::BlockIdx(d)), i64::from(c)),
         };
         let range = self.bounds(&value);
         let v = self.var(name, DType::I32, range);

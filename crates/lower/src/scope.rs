@@ -30,6 +30,8 @@ pub struct Launch {
     pub block: [u32; 3],
     /// Fused extent per binding kind.
     pub extents: BTreeMap<ScopeIdKindKey, i64>,
+    /// CTAs per cluster in each dimension (`T.cta_id_in_cluster([..])`; `[1, 1, 1]`: no clusters).
+    pub cluster: [u32; 3],
 }
 
 /// `ScopeIdKind` as an ordered map key.
@@ -53,12 +55,7 @@ impl Launch {
 /// limit); the declared dims of `T.cta_id` / `T.thread_id` shape grid and block.
 pub fn resolve_launch(defs: &[&ScopeIdDef], kernel_span: Span) -> Result<Launch, Vec<Diagnostic>> {
     let ext = infer_extents(defs).map_err(|errs| errs.into_iter().map(Diagnostic::from).collect::<Vec<_>>())?;
-    if ext.of(ScopeIdKind::CtaIdInCluster).is_some_and(|c| c != 1) {
-        return Err(vec![Diagnostic::error(
-            kernel_span,
-            "thread-block clusters (cta_id_in_cluster extent > 1) are not supported yet",
-        )]);
-    }
+    let cluster = cluster_dims(defs, &ext, kernel_span)?;
     // A kernel without scope ids runs one thread.
     let threads = if defs.is_empty() { 1 } else { ext.require_threads(kernel_span).map_err(|e| vec![e.into()])? };
     let block = declared_dims(defs, ScopeIdKind::ThreadId).map_or([threads as u32, 1, 1], dims3);
@@ -76,7 +73,29 @@ pub fn resolve_launch(defs: &[&ScopeIdDef], kernel_span: Span) -> Result<Launch,
     }
     let grid = cta_dims.as_deref().map_or([1, 1, 1], dims3);
     let extents = ext.iter().filter_map(|(b, e)| kind_of(b).map(|k| (key(k), e))).collect();
-    Ok(Launch { grid, block, extents })
+    Ok(Launch { grid, block, extents, cluster })
+}
+
+/// The cluster shape: the declared dims of `T.cta_id_in_cluster` (its fused extent in x
+/// when undeclared); at most 8 CTAs, the portable cluster size (docs/tile-primitives.md §3.21).
+fn cluster_dims(
+    defs: &[&ScopeIdDef],
+    ext: &tirx_ir::scope_ids::ScopeExtents,
+    span: Span,
+) -> Result<[u32; 3], Vec<Diagnostic>> {
+    let dims = declared_dims(defs, ScopeIdKind::CtaIdInCluster)
+        .map(<[i64]>::to_vec)
+        .or_else(|| ext.of(ScopeIdKind::CtaIdInCluster).map(|c| vec![c]))
+        .unwrap_or_else(|| vec![1]);
+    let size: i64 = dims.iter().product();
+    let max = i64::from(tirx_ir::lir::check::MAX_CLUSTER_CTAS);
+    if dims.len() > 3 || dims.iter().any(|&d| d < 1) || size > max {
+        return Err(vec![Diagnostic::error(
+            span,
+            format!("a cluster of {dims:?} CTAs; clusters hold 1 to {max} CTAs in up to 3 dimensions"),
+        )]);
+    }
+    Ok(dims3(&dims))
 }
 
 /// The extents of the first declaration of `kind` that gives them.
@@ -284,6 +303,16 @@ impl Active {
             let (lo, hi) = r.bounds()?;
             return Some(VarBounds { lo, hi, exact, source: Source::Cta(d) });
         }
+        match hw {
+            Hw::ClusterCta(d, c) => {
+                return Some(VarBounds { lo: 0, hi: i64::from(c) - 1, exact, source: Source::Cta(d) })
+            }
+            Hw::ClusterIdx(d, c) => {
+                let n = i64::from(*self.grid.get(d as usize)?) / i64::from(c.max(1));
+                return Some(VarBounds { lo: 0, hi: n - 1, exact, source: Source::Cta(d) });
+            }
+            _ => {}
+        }
         let (mut lo, mut hi) = (i64::MAX, i64::MIN);
         for w in self.warp.values() {
             for l in self.lane.values() {
@@ -312,7 +341,7 @@ fn thread_hw(hw: Hw, tx: i64, block: [u32; 3]) -> i64 {
             let e = block.get(d as usize).map_or(1, |&e| i64::from(e));
             (tx / below.max(1)) % e.max(1)
         }
-        Hw::BlockIdx(_) => 0,
+        Hw::BlockIdx(_) | Hw::ClusterCta(..) | Hw::ClusterIdx(..) => 0,
     }
 }
 
@@ -550,7 +579,12 @@ mod tests {
     }
 
     fn active(threads: i64) -> Active {
-        Active::at_entry(&Launch { grid: [1, 1, 1], block: [threads as u32, 1, 1], extents: BTreeMap::new() })
+        Active::at_entry(&Launch {
+            grid: [1, 1, 1],
+            block: [threads as u32, 1, 1],
+            extents: BTreeMap::new(),
+            cluster: [1, 1, 1],
+        })
     }
 
     #[test]
@@ -610,14 +644,19 @@ mod tests {
         assert!(none.narrow(ScopeIdKind::WarpId, 0, false, IdRange::Range(5, 6)));
         assert_eq!(b(&none, Hw::Lane), None);
         // CTA ids: the narrowed range of a 1-D grid, the full extent of each dim of a 2-D one.
-        let l = |grid| Launch { grid, block: [128, 1, 1], extents: BTreeMap::new() };
+        let l = |grid| Launch { grid, block: [128, 1, 1], extents: BTreeMap::new(), cluster: [1, 1, 1] };
         let mut c = Active::at_entry(&l([4, 1, 1]));
         assert!(c.narrow(ScopeIdKind::CtaId, 0, false, IdRange::Range(i64::MIN, 3)));
         assert_eq!(b(&c, Hw::BlockIdx(0)), Some((0, 2, true)));
         let c2 = Active::at_entry(&l([4, 3, 1]));
         assert_eq!(b(&c2, Hw::BlockIdx(1)), Some((0, 2, true)));
         // A 2-D block: threadIdx.y of 128 = 32 × 4 threads.
-        let t2 = Active::at_entry(&Launch { grid: [1, 1, 1], block: [32, 4, 1], extents: BTreeMap::new() });
+        let t2 = Active::at_entry(&Launch {
+            grid: [1, 1, 1],
+            block: [32, 4, 1],
+            extents: BTreeMap::new(),
+            cluster: [1, 1, 1],
+        });
         assert_eq!(b(&t2, Hw::ThreadIdx(1)), Some((0, 3, true)));
     }
 

@@ -35,12 +35,18 @@ pub struct Env {
     grain: HashMap<VarId, ExecScope>,
     /// Scalar parameters and their facts, symbolic grid dims (`launch`).
     pub(crate) sym: crate::launch::Symbols,
+    /// CTAs per cluster (`[1, 1, 1]` or all zero before the launch is resolved: no clusters).
+    pub(crate) cluster: [u32; 3],
 }
 
 impl Env {
     /// The flat array of a buffer and the index type of its addressing.
     pub fn lbuf(&self, b: BufId) -> Option<(LBufId, DType)> {
         self.bufs.get(&b).copied()
+    }
+    /// CTAs per cluster (1: the kernel is not launched in clusters).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product::<u32>().max(1)
     }
     pub fn var(&self, v: VarId) -> Option<LExpr> {
         self.vars.get(&v).cloned()
@@ -141,10 +147,12 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     };
     let scalars = lw.declare_scalars();
     let grid_dims = lw.symbolic_grid(&defs);
+    lw.cluster_divides_grid(&launch, &grid_dims, k.span);
     let budget = crate::smem::check(k, opts.arch);
     let params = lw.declare_buffers(&budget.made_dynamic);
     lw.collect_facts();
     lw.errors.extend(budget.errors);
+    lw.env.cluster = launch.cluster;
     lw.bind_scope_vars(&defs, &launch);
     let facts = Facts::at_entry(&launch);
     let body = lw.block(&k.body, &facts);
@@ -164,7 +172,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         grid_dims,
         checks: std::mem::take(&mut lw.checks),
         tmaps: std::mem::take(&mut lw.b.tmaps),
-        cluster: [1, 1, 1],
+        cluster: launch.cluster,
         bufs: std::mem::take(&mut lw.b.bufs),
         vars: std::mem::take(&mut lw.b.vars),
         body: full,
@@ -233,6 +241,20 @@ impl Lowerer<'_> {
 
     /// The grid dims `T.cta_id` gives as expressions of scalar parameters; every
     /// declaration of the CTA ids must give the same ones.
+    /// A constant grid dimension is a whole number of clusters (a run-time one is checked at launch).
+    fn cluster_divides_grid(&mut self, launch: &Launch, grid_dims: &[Option<SymExpr>; 3], span: Span) {
+        let (grid, cluster) = (launch.grid, launch.cluster);
+        if let Some(d) = (0..3).find(|&d| grid_dims[d].is_none() && grid[d] % cluster[d] != 0) {
+            self.errors.push(
+                Diagnostic::error(
+                    span,
+                    format!("the grid {grid:?} is not a whole number of clusters {cluster:?} (dimension {d})"),
+                )
+                .with_help("declare `T.cta_id([...])` with a multiple of the cluster size in every dimension"),
+            );
+        }
+    }
+
     fn symbolic_grid(&mut self, defs: &[&ScopeIdDef]) -> [Option<SymExpr>; 3] {
         let mut out: [Option<SymExpr>; 3] = [None, None, None];
         let mut first: Option<&ScopeIdDef> = None;
@@ -420,26 +442,22 @@ impl Lowerer<'_> {
             let multi = d.vars.len() > 1;
             for (dim, &v) in d.vars.iter().enumerate() {
                 let hw = match d.kind {
-                    ScopeIdKind::CtaId | ScopeIdKind::CtaIdInCluster => Some(Hw::BlockIdx(dim as u8)),
-                    ScopeIdKind::ThreadId if one_d_block => Some(Hw::Tx),
-                    ScopeIdKind::ThreadId => Some(Hw::ThreadIdx(dim as u8)),
-                    ScopeIdKind::LaneId => Some(Hw::Lane),
-                    ScopeIdKind::WarpId => Some(Hw::WarpId),
-                    ScopeIdKind::WarpgroupId => Some(Hw::WgId),
-                    ScopeIdKind::WarpIdInWg => Some(Hw::WarpInWg),
-                    ScopeIdKind::ThreadIdInWg => Some(Hw::TidInWg),
-                    ScopeIdKind::ClusterId => None,
+                    ScopeIdKind::CtaId => Hw::BlockIdx(dim as u8),
+                    ScopeIdKind::CtaIdInCluster => Hw::ClusterCta(dim as u8, launch.cluster[dim.min(2)]),
+                    ScopeIdKind::ClusterId => Hw::ClusterIdx(dim as u8, launch.cluster[dim.min(2)]),
+                    ScopeIdKind::ThreadId if one_d_block => Hw::Tx,
+                    ScopeIdKind::ThreadId => Hw::ThreadIdx(dim as u8),
+                    ScopeIdKind::LaneId => Hw::Lane,
+                    ScopeIdKind::WarpId => Hw::WarpId,
+                    ScopeIdKind::WarpgroupId => Hw::WgId,
+                    ScopeIdKind::WarpIdInWg => Hw::WarpInWg,
+                    ScopeIdKind::ThreadIdInWg => Hw::TidInWg,
                 };
-                self.env.scope_vars.insert(v, (d.kind, dim, multi, hw));
+                self.env.scope_vars.insert(v, (d.kind, dim, multi, Some(hw)));
                 self.env.grain.insert(v, d.kind.binding().1);
                 if !used.contains(&v) {
                     continue;
                 }
-                let Some(hw) = hw else {
-                    self.errors
-                        .push(Diagnostic::error(d.span, "`T.cluster_id` is not supported yet (no cluster launch)"));
-                    continue;
-                };
                 let var = self.k.var(v);
                 let val = self.b.hw(hw, &var.name);
                 let val = self.b.convert(val, var.dtype);

@@ -125,7 +125,10 @@ fn spec(name: &str) -> Option<Spec> {
         | "reg_padded_rows"
         | "reg_roundtrip_wg"
         | "reg_swizzle_wg"
-        | "tma_copy" => whole(distinct, &["B"], copy_a_to_b),
+        | "tma_copy"
+        // Each CTA writes the tile its cluster peer sent at the peer's columns: B = A (a copy
+        // landing in the wrong CTA would swap tiles).
+        | "dsmem_exchange" => whole(distinct, &["B"], copy_a_to_b),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -308,6 +311,7 @@ const TABLE: &[&str] = &[
     "copy_rows_checked",
     "copy_shared_dyn",
     "copy_vec_forced",
+    "dsmem_exchange",
     "elementwise_reg",
     "ewise_cast_wg",
     "ewise_fragment_exp",

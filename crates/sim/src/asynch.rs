@@ -89,6 +89,25 @@ pub(crate) enum AsyncIns {
         n: u32,
         read: bool,
     },
+    /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`cluster`).
+    ClusterArrive {
+        site: u32,
+    },
+    ClusterWait {
+        site: u32,
+    },
+    /// `cp.async.bulk.shared::cluster.shared::cta` into the CTA of rank `rank` (`cluster`).
+    BulkToPeer {
+        site: u32,
+        dst: u32,
+        dst_idx: Reg,
+        src: u32,
+        src_idx: Reg,
+        bytes: u32,
+        bar: u32,
+        bar_idx: Reg,
+        rank: Reg,
+    },
 }
 
 impl AsyncIns {
@@ -108,6 +127,9 @@ impl AsyncIns {
             AsyncIns::BulkCommit => "cp.async.bulk.commit_group",
             AsyncIns::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
             AsyncIns::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
+            AsyncIns::ClusterArrive { .. } => "barrier.cluster.arrive",
+            AsyncIns::ClusterWait { .. } => "barrier.cluster.wait",
+            AsyncIns::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
         }
     }
 
@@ -117,7 +139,10 @@ impl AsyncIns {
             AsyncIns::CpAsync { site, .. }
             | AsyncIns::MbarInit { site, .. }
             | AsyncIns::MbarArrive { site, .. }
-            | AsyncIns::MbarWait { site, .. } => Some(*site),
+            | AsyncIns::MbarWait { site, .. }
+            | AsyncIns::ClusterArrive { site }
+            | AsyncIns::ClusterWait { site }
+            | AsyncIns::BulkToPeer { site, .. } => Some(*site),
             AsyncIns::Tma(t) => Some(t.site),
             AsyncIns::Commit
             | AsyncIns::WaitGroup(_)
@@ -144,6 +169,13 @@ impl AsyncIns {
                 tx.iter_mut().for_each(f)
             }
             AsyncIns::Tma(t) => t.for_each_reg(f),
+            AsyncIns::BulkToPeer { dst_idx, src_idx, bar_idx, rank, .. } => {
+                f(dst_idx);
+                f(src_idx);
+                f(bar_idx);
+                f(rank)
+            }
+            AsyncIns::ClusterArrive { .. } | AsyncIns::ClusterWait { .. } => {}
             AsyncIns::Commit
             | AsyncIns::WaitGroup(_)
             | AsyncIns::Fence(_)
@@ -160,6 +192,8 @@ pub(crate) enum CopyKind {
     CpAsync,
     TmaLoad,
     TmaStore,
+    /// A dsmem copy from a peer CTA (`cluster`).
+    Dsmem,
 }
 
 impl CopyKind {
@@ -168,6 +202,7 @@ impl CopyKind {
             CopyKind::CpAsync => "cp.async",
             CopyKind::TmaLoad => "TMA load",
             CopyKind::TmaStore => "TMA store",
+            CopyKind::Dsmem => "dsmem copy",
         }
     }
 
@@ -175,7 +210,7 @@ impl CopyKind {
     fn completion(self) -> &'static str {
         match self {
             CopyKind::CpAsync => "cp.async.wait_group",
-            CopyKind::TmaLoad => "the completion of its mbarrier phase",
+            CopyKind::TmaLoad | CopyKind::Dsmem => "the completion of its mbarrier phase",
             CopyKind::TmaStore => "cp.async.bulk.wait_group (`.read` for its source)",
         }
     }
@@ -401,8 +436,28 @@ impl Compiler<'_> {
             AsyncOp::TmaStore(c) => AsyncIns::Tma(self.tma(c, false)?),
             AsyncOp::BulkCommit => AsyncIns::BulkCommit,
             AsyncOp::BulkWait { n, read } => AsyncIns::BulkWait { n: *n, read: *read },
-            AsyncOp::BulkToPeer { .. } | AsyncOp::ClusterBarrier { .. } => {
-                return Err(self.invalid(format!("`{}` needs a cluster launch", a.name())))
+            AsyncOp::ClusterBarrier { wait: false } => AsyncIns::ClusterArrive { site: self.site() },
+            AsyncOp::ClusterBarrier { wait: true } => AsyncIns::ClusterWait { site: self.site() },
+            AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => {
+                let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
+                let (db, sb) = (&self.k.bufs[d as usize], &self.k.bufs[s as usize]);
+                if db.space != Space::Shared || sb.space != Space::Shared || db.dtype != sb.dtype {
+                    return Err(self.invalid(format!("dsmem copy `{}` <- `{}`", db.name, sb.name)));
+                }
+                let dst_idx = self.index(dst_index)?;
+                let src_idx = self.index(src_index)?;
+                let (b, bar_idx, rank) = self.mbar(bar, rank)?;
+                AsyncIns::BulkToPeer {
+                    site: self.site(),
+                    dst: d,
+                    dst_idx,
+                    src: s,
+                    src_idx,
+                    bytes: *bytes,
+                    bar: b,
+                    bar_idx,
+                    rank,
+                }
             }
         };
         self.emit(Ins::Async(Box::new(ins)));
@@ -438,6 +493,12 @@ pub(crate) const WGMMA_READER: ProxyReader = ProxyReader {
     what: "wgmma.mma_async",
     kind: SimErrorKind::Wgmma,
     help: "after writing a wgmma's shared operands, the writing threads execute `T.ptx.fence.proxy.async_.shared__cta()`, then a barrier",
+};
+
+pub(crate) const DSMEM_READER: ProxyReader = ProxyReader {
+    what: "the dsmem copy",
+    kind: SimErrorKind::DataRace,
+    help: "after writing shared memory a dsmem copy reads, the writing thread runs `T.ptx.fence.proxy.async_.shared__cta()` (then a barrier for other threads) before the copy",
 };
 
 pub(crate) const TMA_STORE_READER: ProxyReader = ProxyReader {
@@ -522,6 +583,12 @@ impl Machine<'_> {
                 self.asy.bulk_groups[t as usize].push_back(crate::tma::BulkGroup { stores, read: false });
             }
             AsyncIns::BulkWait { n, read } => self.bulk_wait(t, n as usize, read)?,
+            AsyncIns::ClusterArrive { site } => self.cluster_arrive(t, site)?,
+            AsyncIns::ClusterWait { site } => return self.cluster_wait(t, site),
+            AsyncIns::BulkToPeer { site, dst, dst_idx, src, src_idx, bytes, bar, bar_idx, rank } => {
+                let (dst, src, bar) = ((dst, r(dst_idx)), (src, r(src_idx)), (bar, r(bar_idx)));
+                self.bulk_to_peer(t, site, dst, src, bytes, bar, r(rank))?
+            }
         }
         Ok(Flow::Next)
     }
@@ -620,7 +687,7 @@ impl Machine<'_> {
         );
         let help = match f.kind {
             CopyKind::CpAsync => "complete the copy first: cp.async.commit_group, cp.async.wait_group, then a barrier for other threads",
-            CopyKind::TmaLoad => "wait for the copy's mbarrier phase first (`T.ptx.mbarrier.try_wait(bar, phase)`, or `mbar.wait(stage, phase)`)",
+            CopyKind::TmaLoad | CopyKind::Dsmem => "wait for the copy's mbarrier phase first (`T.ptx.mbarrier.try_wait(bar, phase)`, or `mbar.wait(stage, phase)`)",
             CopyKind::TmaStore => "complete the store first: cp.async.bulk.commit_group, then cp.async.bulk.wait_group",
         };
         Some(

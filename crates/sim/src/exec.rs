@@ -73,6 +73,17 @@ pub(crate) struct Machine<'a> {
     /// wgmma groups, pending registers and shared reads, proxy fences (`wgmma`).
     pub(crate) wg: WgState,
     insts: u64,
+    /// The parked CTAs of the running cluster (`cluster`; empty without clusters) and
+    /// the rank of the running CTA.
+    pub(crate) ctxs: Vec<crate::cluster::CtaCtx>,
+    pub(crate) rank: usize,
+    /// Per thread: cluster barrier arrivals and completed waits.
+    pub(crate) carrive: Vec<u32>,
+    pub(crate) cwait: Vec<u32>,
+    /// Completed cluster barrier phases, and the tick of the last one.
+    pub(crate) cluster_phase: u32,
+    pub(crate) cluster_sync_tick: u32,
+    pub(crate) peer_copies: Vec<crate::cluster::PeerCopy>,
 }
 
 pub(crate) fn run(
@@ -263,19 +274,40 @@ impl<'a> Machine<'a> {
             named: NamedState::new(n),
             wg: WgState::new(k, n),
             insts: 0,
+            ctxs: vec![],
+            rank: 0,
+            carrive: vec![0; n],
+            cwait: vec![0; n],
+            cluster_phase: 0,
+            cluster_sync_tick: 0,
+            peer_copies: vec![],
         })
     }
 
-    /// Runs the CTAs in launch order (x fastest); returns how many ran.
+    /// Runs the clusters in launch order (x fastest; a CTA is a cluster of one), each
+    /// cluster's CTAs together; returns how many CTAs ran (`grid_limit` rounded up to
+    /// whole clusters).
     fn run_grid(&mut self) -> Result<u64, SimError> {
-        let [gx, gy, gz] = self.k.grid.map(|d| d as u64);
-        let total = gx.saturating_mul(gy).saturating_mul(gz);
-        let count = self.opts.grid_limit.map_or(total, |l| l.min(total));
-        for i in 0..count {
-            let cta = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
-            self.run_cta(cta)?;
+        let c = self.k.cluster.map(|d| d.max(1));
+        let size = self.cluster_size();
+        if size > 1 {
+            self.ctxs = (0..size).map(|_| self.fresh_ctx()).collect::<Result<_, _>>()?;
         }
-        Ok(count)
+        let [gx, gy, gz] = [0, 1, 2].map(|d| (self.k.grid[d] / c[d]).max(1) as u64);
+        let total = gx.saturating_mul(gy).saturating_mul(gz);
+        let limit = self.opts.grid_limit.map(|l| l.div_ceil(size as u64));
+        let count = limit.map_or(total, |l| l.min(total));
+        for i in 0..count {
+            let cl = [(i % gx) as u32, ((i / gx) % gy) as u32, (i / (gx * gy)) as u32];
+            let ctas: Vec<[u32; 3]> = (0..size as u32)
+                .map(|r| {
+                    let rank = [r % c[0], (r / c[0]) % c[1], r / (c[0] * c[1])];
+                    [0, 1, 2].map(|d| cl[d] * c[d] + rank[d])
+                })
+                .collect();
+            self.run_cluster(&ctas)?;
+        }
+        Ok(count * size as u64)
     }
 
     pub(crate) fn tick(&mut self) -> Result<u32, SimError> {
@@ -288,7 +320,77 @@ impl<'a> Machine<'a> {
         Ok(self.clock)
     }
 
-    fn run_cta(&mut self, cta: [u32; 3]) -> Result<(), SimError> {
+    /// Runs the CTAs of one cluster (rank order) until every thread exited.
+    fn run_cluster(&mut self, ctas: &[[u32; 3]]) -> Result<(), SimError> {
+        self.cluster_phase = 0;
+        self.cluster_sync_tick = 0;
+        self.peer_copies.clear();
+        for (r, &cta) in ctas.iter().enumerate() {
+            self.switch_to(r);
+            self.start_cta(cta)?;
+        }
+        loop {
+            let mut progressed = false;
+            for r in 0..ctas.len() {
+                self.switch_to(r);
+                progressed |= self.run_slice()?;
+            }
+            let mut done = true;
+            for r in 0..ctas.len() {
+                self.switch_to(r);
+                done &= self.state.iter().all(|s| *s == State::Exited);
+            }
+            if done {
+                break;
+            }
+            if self.release_cluster_barrier()? || progressed {
+                continue;
+            }
+            let stuck = (0..ctas.len()).find(|&r| {
+                self.switch_to(r);
+                self.state.iter().any(|s| *s != State::Exited)
+            });
+            self.switch_to(stuck.unwrap_or(0));
+            return Err(self.diagnose_hang());
+        }
+        for r in 0..ctas.len() {
+            self.switch_to(r);
+            self.end_cta()?;
+        }
+        self.switch_to(0);
+        match self.peer_copies_settled() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs the running CTA's threads until none can run; returns whether anything ran or passed.
+    fn run_slice(&mut self) -> Result<bool, SimError> {
+        let mut any = false;
+        loop {
+            for t in 0..self.n {
+                if self.state[t] == State::Runnable {
+                    self.run_thread(t)?;
+                    any = true;
+                }
+            }
+            if self.state.iter().all(|s| *s == State::Exited) {
+                return Ok(any);
+            }
+            if self.release_warps()?
+                || self.release_cta_barrier()?
+                || self.release_named()?
+                || self.release_mbar_waits()?
+                || self.release_cluster_waits()
+            {
+                any = true;
+                continue;
+            }
+            return Ok(any);
+        }
+    }
+
+    fn start_cta(&mut self, cta: [u32; 3]) -> Result<(), SimError> {
         self.cta = cta;
         let now = self.tick()?;
         self.cta_start = now;
@@ -300,24 +402,13 @@ impl<'a> Machine<'a> {
         self.named.reset();
         self.wg.reset();
         self.init_threads();
-        loop {
-            for t in 0..self.n {
-                if self.state[t] == State::Runnable {
-                    self.run_thread(t)?;
-                }
-            }
-            if self.state.iter().all(|s| *s == State::Exited) {
-                break;
-            }
-            if self.release_warps()?
-                || self.release_cta_barrier()?
-                || self.release_named()?
-                || self.release_mbar_waits()?
-            {
-                continue;
-            }
-            return Err(self.diagnose_hang());
-        }
+        self.carrive.fill(0);
+        self.cwait.fill(0);
+        Ok(())
+    }
+
+    /// After every thread of the CTA exited: copies never landed, register and bank checks.
+    fn end_cta(&mut self) -> Result<(), SimError> {
         if let Some(e) = self.tma_unlanded() {
             return Err(e);
         }

@@ -57,6 +57,7 @@ mod asynch;
 mod bank;
 mod barrier;
 mod bounds;
+mod cluster;
 mod collective;
 mod compile;
 mod dot;

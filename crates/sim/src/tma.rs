@@ -52,6 +52,8 @@ pub(crate) struct TmaIns {
     smem_idx: Reg,
     /// The barrier of a load: buffer and index register.
     bar: Option<(u32, Reg)>,
+    /// `.multicast::cluster`: the CTA mask (`cluster`).
+    mask: Option<Reg>,
 }
 
 impl TmaIns {
@@ -69,6 +71,9 @@ impl TmaIns {
         if let Some((_, r)) = &mut self.bar {
             f(r);
         }
+        if let Some(r) = &mut self.mask {
+            f(r);
+        }
     }
 }
 
@@ -81,6 +86,8 @@ pub(crate) struct Landing {
     pub elems: Vec<usize>,
     pub data: Vec<u8>,
     pub bytes: u64,
+    /// A dsmem copy: its index in the cluster's `peer_copies`.
+    pub peer: Option<usize>,
 }
 
 /// A TMA store in a bulk group: the shared elements it read, the global elements it writes.
@@ -121,10 +128,8 @@ impl Compiler<'_> {
             Some(b) => Some((self.mbar_buf(b)?, self.index(&b.index)?)),
             None => None,
         };
-        if c.multicast.is_some() {
-            return Err(self.invalid("a multicast TMA load needs a cluster launch"));
-        }
-        Ok(TmaIns { site: self.site(), load, map, coords, smem, smem_idx, bar })
+        let mask = c.multicast.as_ref().map(|m| self.expr_as(m, DType::I32)).transpose()?;
+        Ok(TmaIns { site: self.site(), load, map, coords, smem, smem_idx, bar, mask })
     }
 }
 
@@ -174,7 +179,8 @@ impl Machine<'_> {
         let elems = self.tma_box(t, x, map, &coords, start)?;
         if x.load {
             let (bar, idx) = x.bar.map_or((0, 0), |(b, i)| (b, r(i)));
-            self.tma_load(t, x, (bar, idx), elems)
+            let mask = x.mask.map(r);
+            self.tma_load(t, x, (bar, idx), elems, mask)
         } else {
             self.tma_store(t, x, elems)
         }
@@ -233,7 +239,14 @@ impl Machine<'_> {
         Ok(out)
     }
 
-    fn tma_load(&mut self, t: u32, x: &TmaIns, (bar, idx): (u32, i64), box_: Vec<BoxElem>) -> Result<(), SimError> {
+    fn tma_load(
+        &mut self,
+        t: u32,
+        x: &TmaIns,
+        (bar, idx): (u32, i64),
+        box_: Vec<BoxElem>,
+        mask: Option<i64>,
+    ) -> Result<(), SimError> {
         let site = x.site;
         let map = &self.k.tmaps[x.map as usize];
         let (gbuf, nan) = (map.buf.0, map.oob_nan);
@@ -265,27 +278,43 @@ impl Machine<'_> {
             }
             elems.extend(b.smem..b.smem + per);
         }
-        if self.opts.check_races {
-            for &d in &elems {
-                if let Some(err) = self.inflight_conflict(x.smem, t, d, Dir::Write, site) {
-                    return Err(err);
-                }
-                self.write_ordered(x.smem, t, d, site, false)?;
-                self.asy.inflight.insert((x.smem, d), Flight { t, site, kind: CopyKind::TmaLoad });
-            }
+        let Some(mask) = mask else {
+            return self.attach_landing(t, site, x.smem, elems, data, (bar, e), CopyKind::TmaLoad, None);
+        };
+        let size = self.cluster_size();
+        if !(1..1i64 << size).contains(&mask) {
+            let msg = format!(
+                "multicast TMA load by {} with cta_mask {mask:#x}; the cluster has {size} CTAs (mask bits 0..{})",
+                self.who(t),
+                size - 1
+            );
+            return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
-        let bytes = data.len() as u64;
-        let landing = Landing { site, issuer: t, buf: x.smem, elems, data, bytes };
-        if let Some(b) = self.asy.bars.get_mut(&(bar, e)) {
-            b.tx -= bytes as i64;
-            b.copies.push(landing);
+        let me = self.rank;
+        for r in (0..size).filter(|r| mask >> r & 1 == 1) {
+            self.switch_to(r);
+            let res = if self.asy.bars.contains_key(&(bar, e)) {
+                self.attach_landing(t, site, x.smem, elems.clone(), data.clone(), (bar, e), CopyKind::TmaLoad, None)
+            } else {
+                let msg = format!(
+                    "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised",
+                    self.bufs[bar as usize].name
+                );
+                Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg).help(
+                    "initialise the barrier in every CTA of the mask, then a cluster barrier, before the multicast",
+                ))
+            };
+            self.switch_to(me);
+            res?;
         }
-        self.tx_in_range(t, site, (bar, e))?;
-        self.complete_if_done((bar, e))
+        Ok(())
     }
 
     /// Writes a TMA load's bytes into shared memory, stamped `tick` (its phase's completion).
     pub(crate) fn land_tma(&mut self, c: &Landing, tick: u32) -> Result<(), SimError> {
+        if let Some(p) = c.peer.and_then(|i| self.peer_copies.get_mut(i)) {
+            p.landed = Some(tick);
+        }
         let esize = self.bufs[c.buf as usize].esize;
         for (i, &e) in c.elems.iter().enumerate() {
             self.asy.inflight.remove(&(c.buf, e));

@@ -1,0 +1,149 @@
+//! DSMEM and clusters (docs/tile-primitives.md §3.21, §8.8): a ring of dsmem copies
+//! between the CTAs of 2- and 4-CTA clusters value-checked in the simulator, the
+//! simulator's cluster reports (no cluster barrier after a copy, a read before the
+//! peer's phase completed, a barrier initialised after the cluster barrier, a rank out
+//! of the cluster, a cluster barrier not reached by a peer) and the dsmem rules as
+//! named declines.
+
+mod common;
+use common::*;
+use tirx_ir::DType;
+use tirx_lower::Rule;
+use tirx_sim::{SimError, SimErrorKind, SimOptions};
+
+/// CTA `r` of each cluster of `c` sends its 64-element f32 row of A to CTA `(r + 1) % c`,
+/// which writes it to its own row of B: B[i] = A[i - 1 within the cluster].
+fn ring(c: usize, grid: usize, wait: &str, tail: &str, init_fence: &str) -> String {
+    format!(
+        "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def ring(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({grid}, 64), \"float32\")
+    B = T.match_buffer(B_ptr, ({grid}, 64), \"float32\")
+    T.device_entry()
+    bx = T.cta_id([{grid}])
+    rank = T.cta_id_in_cluster([{c}])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    mine = pool.alloc((64,), \"float32\")
+    theirs = pool.alloc((64,), \"float32\")
+    bar = MBarrier(pool, 1)
+    pool.commit()
+{init_fence}    Tx.warp.copy(mine[0:64], A[bx, 0:64])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.warp_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 256)
+        Tx.copy_async(theirs[0:64], mine[0:64], dispatch=\"dsmem\", mbar=bar.ptr_to([0]), remote_cta_id=(rank + 1) % {c})
+{wait}    Tx.warp.copy(B[bx, 0:64], theirs[0:64])
+{tail}"
+    )
+}
+
+const INIT: &str = "    bar.init(1)\n    T.ptx.fence.mbarrier_init.release.cluster()\n    T.cuda.cluster_sync()\n";
+const WAIT: &str = "    bar.wait(0, 0)\n";
+const TAIL: &str = "    T.cuda.cluster_sync()\n";
+
+fn run_ring(src: &str, grid: usize) -> Result<(Vec<u8>, Vec<u8>), SimError> {
+    let k = parse(src);
+    let l = tirx_lower::lower_kernel(&k, &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let a = pattern(DType::F32, grid * 64);
+    let mut params = vec![a.clone(), vec![0u8; grid * 64 * 4]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())?;
+    Ok((a, params.pop().unwrap_or_default()))
+}
+
+fn expect_ring(c: usize, grid: usize) {
+    let src = ring(c, grid, WAIT, TAIL, INIT);
+    let (a, b) = run_ring(&src, grid).unwrap_or_else(|e| panic!("{}", render(&[e.to_diagnostic()], &src)));
+    for row in 0..grid {
+        let from = row / c * c + (row % c + c - 1) % c;
+        assert_eq!(b[row * 256..row * 256 + 256], a[from * 256..from * 256 + 256], "row {row} (cluster of {c})");
+    }
+}
+
+#[test]
+fn a_ring_of_dsmem_copies_in_2_and_4_cta_clusters() {
+    expect_ring(2, 8);
+    expect_ring(4, 8);
+}
+
+#[test]
+fn the_kernel_head_declares_the_cluster() {
+    let src = ring(4, 8, WAIT, TAIL, INIT);
+    let l = lower(&src);
+    assert_eq!(l.lir.cluster, [4, 1, 1]);
+    let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
+    assert!(cuda.contains("__cluster_dims__(4, 1, 1)"), "{cuda}");
+    assert!(cuda.contains("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"), "{cuda}");
+    assert!(cuda.contains("barrier.cluster.wait"), "{cuda}");
+}
+
+fn sim_err(src: &str) -> (SimError, String) {
+    let e = run_ring(src, 8).expect_err("the simulator must fail");
+    let text = render(&[e.to_diagnostic()], src);
+    (e, text)
+}
+
+#[test]
+fn exiting_without_a_cluster_barrier_after_the_copy_is_reported() {
+    let (e, text) = sim_err(&ring(2, 8, WAIT, "", INIT));
+    assert_eq!(e.kind, SimErrorKind::AsyncCopy, "{text}");
+    assert!(e.message.contains("no cluster barrier after the copy completed"), "{text}");
+}
+
+#[test]
+fn reading_the_destination_before_the_phase_completes_is_a_race() {
+    let (e, text) = sim_err(&ring(2, 8, "", TAIL, INIT));
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("`theirs`"), "{text}");
+}
+
+#[test]
+fn a_barrier_initialised_without_a_cluster_barrier_is_reported() {
+    let (e, text) = sim_err(&ring(2, 8, WAIT, TAIL, "    bar.init(1)\n    T.cuda.cta_sync()\n"));
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+    assert!(e.message.contains("not initialised before a cluster barrier"), "{text}");
+}
+
+#[test]
+fn a_rank_out_of_the_cluster_is_reported() {
+    let src = ring(2, 8, WAIT, TAIL, INIT).replace("remote_cta_id=(rank + 1) % 2", "remote_cta_id=rank + 1");
+    let (e, text) = sim_err(&src);
+    assert_eq!(e.kind, SimErrorKind::OutOfBounds, "{text}");
+    assert!(e.message.contains("not in the cluster of 2 CTAs"), "{text}");
+}
+
+#[test]
+fn a_cluster_barrier_one_cta_skips_hangs_with_a_report() {
+    let src = ring(2, 8, WAIT, "    if rank == 0:\n        T.cuda.cluster_sync()\n", INIT);
+    let (e, text) = sim_err(&src);
+    assert!(matches!(e.kind, SimErrorKind::BarrierDivergence | SimErrorKind::Deadlock), "{text}");
+}
+
+#[test]
+fn dsmem_rules_are_named_declines() {
+    let base = ring(2, 8, WAIT, TAIL, INIT);
+    let cases = [
+        ("remote_cta_id=(rank + 1) % 2", "remote_cta_id=2", Rule::RemoteCta),
+        (", remote_cta_id=(rank + 1) % 2", "", Rule::RemoteCta),
+        (", mbar=bar.ptr_to([0])", "", Rule::Mbar),
+        ("theirs[0:64], mine[0:64]", "theirs[0:62], mine[0:62]", Rule::BulkChunk),
+        ("theirs[0:64], mine[0:64]", "theirs[2:62], mine[2:62]", Rule::Alignment),
+    ];
+    for (from, to, rule) in cases {
+        let src = base.replace(from, to);
+        assert_ne!(src, base, "{from}");
+        let (explain, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
+        let c = explain.iter().find(|c| c.tried.iter().any(|t| t.variant == "dsmem")).expect("the dsmem call");
+        let t = c.tried.iter().find(|t| t.variant == "dsmem").unwrap();
+        assert!(!t.accepted && t.rule == Some(rule), "want {rule:?}, got {:?}\n{}", t.rule, c.render());
+    }
+    let no_cluster = base.replace("    rank = T.cta_id_in_cluster([2])\n", "    rank = bx % 2\n");
+    let text = render(&lower_errors(&no_cluster), &no_cluster);
+    assert!(text.contains("cluster"), "{text}");
+}

@@ -1,0 +1,338 @@
+//! Clusters (`docs/lir.md` §2.14): the CTAs of a cluster run together, and the
+//! instructions that reach a peer CTA.
+//!
+//! *Scheduling.* The machine holds one CTA's state (shared and local memory with
+//! their shadows, registers, barriers, async state); the other CTAs of the
+//! cluster are parked in [`CtaCtx`]s and swapped in by [`Machine::switch_to`].
+//! Each CTA runs until none of its threads can; then the next one runs; when a
+//! whole round makes no progress, the cluster barrier may complete, else the
+//! kernel hangs (reported as for one CTA).
+//!
+//! *Cluster barrier.* `barrier.cluster.arrive` counts the thread's arrivals,
+//! `barrier.cluster.wait` blocks until every thread of every CTA of the cluster
+//! has arrived as often as it has; arriving twice without a wait, or waiting
+//! without an arrive, is an error. Its completion orders every access before it
+//! before every access after it in every CTA of the cluster (it acts as a CTA
+//! barrier in each CTA, and peers' writes into a CTA are ordered by it).
+//!
+//! *Peer copies.* `cp.async.bulk.shared::cluster.shared::cta` reads the source
+//! when issued (async proxy: a generic write needs `fence.proxy.async` first)
+//! and lands in the peer CTA like a TMA load (in flight until the peer's mbarrier
+//! phase completes; its bytes complete that phase's transaction count). The
+//! peer's barrier must have been initialised before a cluster barrier the issuer
+//! passed. The issuing CTA must pass a cluster barrier after the copy completed
+//! before it exits (the hardware reads its source until then, and a CTA's shared
+//! memory is gone when it exits); a multicast TMA load lands in every CTA of its
+//! mask at the same offset and completes each one's barrier.
+
+use crate::asynch::{AsyncState, CopyKind, Flight};
+use crate::barrier::NamedState;
+use crate::error::{SimError, SimErrorKind};
+use crate::exec::{Machine, State};
+use crate::memory::{Dir, ShadowWords};
+use crate::tma::Landing;
+use crate::wgmma::WgState;
+use tirx_ir::lir::Space;
+
+/// A parked CTA of the cluster.
+pub(crate) struct CtaCtx {
+    /// Per buffer: data, shadow and init of shared and local buffers (global: empty).
+    mem: Vec<(Vec<u8>, Vec<ShadowWords>, Vec<u32>)>,
+    regs: Vec<u64>,
+    pcs: Vec<u32>,
+    state: Vec<State>,
+    cta: [u32; 3],
+    cta_start: u32,
+    cta_sync: u32,
+    wsync: Vec<u32>,
+    asy: AsyncState,
+    named: NamedState,
+    wg: WgState,
+    carrive: Vec<u32>,
+    cwait: Vec<u32>,
+}
+
+/// A dsmem copy issued in this cluster: who, where, and the cluster barrier it still needs.
+#[derive(Clone, Debug)]
+pub(crate) struct PeerCopy {
+    pub rank: usize,
+    pub t: u32,
+    pub site: u32,
+    pub peer: usize,
+    /// The tick its bytes landed in the peer.
+    pub landed: Option<u32>,
+    /// A cluster barrier completed after it landed.
+    pub settled: bool,
+}
+
+impl<'a> Machine<'a> {
+    /// A fresh parked CTA: zeroed memory of every shared and local buffer.
+    pub(crate) fn fresh_ctx(&self) -> Result<CtaCtx, SimError> {
+        use crate::memory::try_zeroed;
+        let n = self.n;
+        let mut mem = Vec::with_capacity(self.bufs.len());
+        for b in &self.bufs {
+            let what = || format!("buffer `{}` of a cluster's CTA", b.name);
+            mem.push(match b.space {
+                Space::Global => (vec![], vec![], vec![]),
+                Space::Shared => (try_zeroed(b.data.len(), &what)?, try_zeroed(b.shadow.len(), &what)?, vec![]),
+                Space::Local => (try_zeroed(b.data.len(), &what)?, vec![], try_zeroed(b.init.len(), &what)?),
+            });
+        }
+        Ok(CtaCtx {
+            mem,
+            regs: try_zeroed(self.regs.len(), &|| "registers".to_string())?,
+            pcs: vec![0; n],
+            state: vec![State::Exited; n],
+            cta: [0; 3],
+            cta_start: 0,
+            cta_sync: 0,
+            wsync: vec![0; self.wsync.len()],
+            asy: AsyncState::new(n, self.k.uses_mbarriers(), self.k.uses_tma_loads()),
+            named: NamedState::new(n),
+            wg: WgState::new(self.k, n),
+            carrive: vec![0; n],
+            cwait: vec![0; n],
+        })
+    }
+
+    /// Exchanges the machine's CTA state with parked slot `r`.
+    fn exchange(&mut self, r: usize) {
+        let c = &mut self.ctxs[r];
+        for (b, m) in self.bufs.iter_mut().zip(&mut c.mem) {
+            if b.space != Space::Global {
+                std::mem::swap(&mut b.data, &mut m.0);
+                std::mem::swap(&mut b.shadow, &mut m.1);
+                std::mem::swap(&mut b.init, &mut m.2);
+            }
+        }
+        std::mem::swap(&mut self.regs, &mut c.regs);
+        std::mem::swap(&mut self.pcs, &mut c.pcs);
+        std::mem::swap(&mut self.state, &mut c.state);
+        std::mem::swap(&mut self.cta, &mut c.cta);
+        std::mem::swap(&mut self.cta_start, &mut c.cta_start);
+        std::mem::swap(&mut self.cta_sync, &mut c.cta_sync);
+        std::mem::swap(&mut self.wsync, &mut c.wsync);
+        std::mem::swap(&mut self.asy, &mut c.asy);
+        std::mem::swap(&mut self.named, &mut c.named);
+        std::mem::swap(&mut self.wg, &mut c.wg);
+        std::mem::swap(&mut self.carrive, &mut c.carrive);
+        std::mem::swap(&mut self.cwait, &mut c.cwait);
+    }
+
+    /// Makes the CTA of rank `r` the running one (the slot of the running CTA holds a spare).
+    pub(crate) fn switch_to(&mut self, r: usize) {
+        if r == self.rank || self.ctxs.is_empty() {
+            return;
+        }
+        let cur = self.rank;
+        self.exchange(cur);
+        self.exchange(r);
+        self.rank = r;
+    }
+
+    /// CTAs per cluster.
+    pub(crate) fn cluster_size(&self) -> usize {
+        self.k.cluster_size().max(1) as usize
+    }
+
+    /// `barrier.cluster.arrive` by thread `t`.
+    pub(crate) fn cluster_arrive(&mut self, t: u32, site: u32) -> Result<(), SimError> {
+        let i = t as usize;
+        if self.carrive[i] > self.cwait[i] {
+            let msg = format!("{} arrives at the cluster barrier twice without waiting in between", self.who(t));
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
+                "pair every `barrier.cluster.arrive` with a `barrier.cluster.wait` (or use `T.cuda.cluster_sync()`)",
+            ));
+        }
+        self.carrive[i] += 1;
+        Ok(())
+    }
+
+    /// `barrier.cluster.wait` by thread `t`: passes once the phase it arrived at completed.
+    pub(crate) fn cluster_wait(&mut self, t: u32, site: u32) -> Result<crate::asynch::Flow, SimError> {
+        let i = t as usize;
+        if self.carrive[i] != self.cwait[i] + 1 {
+            let msg = format!("{} waits at the cluster barrier without arriving first", self.who(t));
+            return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg)
+                .help("`barrier.cluster.wait` follows the thread's `barrier.cluster.arrive`"));
+        }
+        if self.cluster_phase >= self.carrive[i] {
+            self.cwait[i] += 1;
+            return Ok(crate::asynch::Flow::Next);
+        }
+        Ok(crate::asynch::Flow::Block)
+    }
+
+    /// Threads of the running CTA whose cluster barrier phase completed pass their wait.
+    pub(crate) fn release_cluster_waits(&mut self) -> bool {
+        let mut progressed = false;
+        for t in 0..self.n {
+            if self.state[t] == State::Waiting
+                && self.carrive[t] == self.cwait[t] + 1
+                && self.cluster_phase >= self.carrive[t]
+                && self.at_cluster_wait(t)
+            {
+                self.cwait[t] += 1;
+                self.state[t] = State::Runnable;
+                self.pcs[t] += 1;
+                progressed = true;
+            }
+        }
+        progressed
+    }
+
+    fn at_cluster_wait(&self, t: usize) -> bool {
+        matches!(&self.prog.code[self.pcs[t] as usize], crate::compile::Ins::Async(a) if matches!(**a, crate::asynch::AsyncIns::ClusterWait { .. }))
+    }
+
+    /// Completes the cluster barrier when every thread of every CTA has arrived for
+    /// the next phase: a barrier in every CTA; dsmem copies landed before it settle.
+    pub(crate) fn release_cluster_barrier(&mut self) -> Result<bool, SimError> {
+        let next = self.cluster_phase + 1;
+        let me = self.rank;
+        let mut all = true;
+        for r in 0..self.cluster_size() {
+            self.switch_to(r);
+            all &= self.carrive.iter().all(|&a| a >= next);
+        }
+        if !all {
+            self.switch_to(me);
+            return Ok(false);
+        }
+        let now = self.tick()?;
+        self.cluster_phase = next;
+        self.cluster_sync_tick = now;
+        for r in 0..self.cluster_size() {
+            self.switch_to(r);
+            self.cta_sync = now;
+            self.wsync.iter_mut().for_each(|w| *w = now);
+            self.asy.cta_sync();
+        }
+        self.switch_to(me);
+        for c in &mut self.peer_copies {
+            c.settled |= c.landed.is_some();
+        }
+        Ok(true)
+    }
+
+    /// `cp.async.bulk.shared::cluster.shared::cta`: reads `n` elements of `src` from
+    /// `s` now, lands them at `d` of `dst` in the CTA of rank `peer`, completing on its `bar`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn bulk_to_peer(
+        &mut self,
+        t: u32,
+        site: u32,
+        (dst, di): (u32, i64),
+        (src, si): (u32, i64),
+        bytes: u32,
+        (bar, bi): (u32, i64),
+        peer: i64,
+    ) -> Result<(), SimError> {
+        let size = self.cluster_size();
+        let Some(peer) = usize::try_from(peer).ok().filter(|&p| p < size) else {
+            let msg =
+                format!("dsmem copy by {} to CTA rank {peer}, which is not in the cluster of {size} CTAs", self.who(t));
+            return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg)
+                .help("`remote_cta_id` is a rank of the cluster: 0 .. cluster size - 1"));
+        };
+        let esize = self.bufs[src as usize].esize;
+        let n = bytes as usize / esize;
+        let s = self.bounds(src, t, si, n, site, "dsmem copy source")?;
+        self.aligned(src, t, s, 16, site, "dsmem copy source")?;
+        let mut data = vec![0u8; n * esize];
+        if self.opts.check_races {
+            for e in s..s + n {
+                self.proxy_check(src, e, t, site, crate::asynch::DSMEM_READER)?;
+            }
+        }
+        self.read_raw(src, t, s, n, site, &mut data)?;
+        let id = self.peer_copies.len();
+        self.peer_copies.push(PeerCopy { rank: self.rank, t, site, peer, landed: None, settled: false });
+        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        self.switch_to(peer);
+        let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), id, barrier_tick);
+        self.switch_to(me);
+        r
+    }
+
+    /// In the destination CTA: the copy's bytes attach to its barrier's phase.
+    #[allow(clippy::too_many_arguments)]
+    fn land_from_peer(
+        &mut self,
+        t: u32,
+        site: u32,
+        (dst, di, n): (u32, i64, usize),
+        data: Vec<u8>,
+        (bar, bi): (u32, i64),
+        id: usize,
+        barrier_tick: u32,
+    ) -> Result<(), SimError> {
+        let d = self.bounds(dst, t, di, n, site, "dsmem copy destination")?;
+        self.aligned(dst, t, d, 16, site, "dsmem copy destination")?;
+        let e = self.bounds(bar, t, bi, 1, site, "dsmem copy's mbarrier")?;
+        let init_after =
+            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
+        if !self.asy.bars.contains_key(&(bar, e)) || init_after {
+            let msg = format!(
+                "dsmem copy by thread {t} of CTA rank {} completes on `{}[{e}]` of CTA ({}, {}, {}), which is not initialised before a cluster barrier the copy follows",
+                self.peer_copies[id].rank,
+                self.bufs[bar as usize].name,
+                self.cta[0],
+                self.cta[1],
+                self.cta[2],
+            );
+            return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg).help(
+                "initialise the barrier in every CTA, then `T.ptx.fence.mbarrier_init.release.cluster()` and `T.cuda.cluster_sync()`, before peers copy into it",
+            ));
+        }
+        let elems: Vec<usize> = (d..d + n).collect();
+        self.attach_landing(t, site, dst, elems, data, (bar, e), CopyKind::Dsmem, Some(id))
+    }
+
+    /// Registers an asynchronous write of `elems` of `buf` completing on barrier `key` of
+    /// the running CTA: checked against earlier accesses, in flight until the phase completes.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn attach_landing(
+        &mut self,
+        t: u32,
+        site: u32,
+        buf: u32,
+        elems: Vec<usize>,
+        data: Vec<u8>,
+        key: (u32, usize),
+        kind: CopyKind,
+        peer: Option<usize>,
+    ) -> Result<(), SimError> {
+        self.touch(key.0, t, key.1, Dir::Read, site)?;
+        if self.opts.check_races {
+            for &d in &elems {
+                if let Some(err) = self.inflight_conflict(buf, t, d, Dir::Write, site) {
+                    return Err(err);
+                }
+                self.write_ordered(buf, t, d, site, false)?;
+                self.asy.inflight.insert((buf, d), Flight { t, site, kind });
+            }
+        }
+        let bytes = data.len() as u64;
+        let landing = Landing { site, issuer: t, buf, elems, data, bytes, peer };
+        if let Some(b) = self.asy.bars.get_mut(&key) {
+            b.tx -= bytes as i64;
+            b.copies.push(landing);
+        }
+        self.tx_in_range(t, site, key)?;
+        self.complete_if_done(key)
+    }
+
+    /// After the cluster ran: every dsmem copy's issuing CTA passed a cluster barrier after it completed.
+    pub(crate) fn peer_copies_settled(&self) -> Option<SimError> {
+        let c = self.peer_copies.iter().find(|c| !c.settled)?;
+        let msg = format!(
+            "thread {} of CTA rank {} copies into CTA rank {} (dsmem), and the cluster passes no cluster barrier after the copy completed: the issuing CTA may exit while the hardware still reads its source (and a CTA may exit while a peer still accesses its shared memory)",
+            c.t, c.rank, c.peer
+        );
+        Some(SimError::new(SimErrorKind::AsyncCopy, self.prog.sites[c.site as usize], msg).help(
+            "end the kernel with `T.cuda.cluster_sync()` in every CTA, after the peer waited for the copy's mbarrier phase",
+        ))
+    }
+}

@@ -43,6 +43,7 @@ use crate::error::{SimError, SimErrorKind, SimWarning, Who};
 use crate::exec::Machine;
 use crate::SimOptions;
 use serde::Serialize;
+use tirx_ir::lir::wgmma::WARPGROUP;
 use tirx_ir::lir::{LBufId, LKernel, Space};
 use tirx_ir::DType;
 
@@ -231,6 +232,10 @@ const CROSS_WARP: u16 = 0x800;
 const OLD_CTA_READ: u16 = 0x1000;
 /// Read through the non-coherent (read-only) path at some point of the launch (sticky).
 const NC_READ: u16 = 0x2000;
+/// ... and every one of them is the first thread of its warpgroup (`t % 128 == 0`: the
+/// thread a wgmma's shared reads are recorded under, `wgmma`), so ordering after those
+/// threads orders after all of them (two consumer warpgroups reading one stage).
+const WG_LEADERS: u16 = 0x4000;
 /// Flags that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
 /// Writer record bit: the write was a TMA copy's landing (the async proxy), issued by
@@ -514,12 +519,17 @@ impl Machine<'_> {
             return self.ordered(p, sh.r_stamp, t);
         }
         let one_warp = sh.r_info & CROSS_WARP == 0;
-        let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
+        let n = self.n as u32;
+        let (candidates, step) = match (one_warp, sh.r_info & WG_LEADERS != 0) {
+            (true, _) => (p / 32 * 32..(p / 32 * 32 + 32).min(n), 1),
+            (false, true) => (0..n, WARPGROUP),
+            (false, false) => (0..n, 1),
+        };
         sh.r_stamp < self.cta_sync
             || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
             || (one_warp && sh.r_stamp < self.named_synced(t, p))
             || sh.r_stamp < self.named_synced_all(t)
-            || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
+            || sh.r_stamp < self.asy.acquired_from_all(t, candidates.step_by(step as usize))
     }
 
     fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool) -> Result<(), SimError> {
@@ -548,7 +558,9 @@ impl Machine<'_> {
         } else {
             let prev = (sh.r_info & TID_MASK) as u32;
             let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
-            rec.r_info = t as u16 | MULTI | (sh.r_info & STICKY) | if cross { CROSS_WARP } else { 0 };
+            let prev_leaders = if sh.r_info & MULTI != 0 { sh.r_info & WG_LEADERS != 0 } else { prev % WARPGROUP == 0 };
+            let leaders = if prev_leaders && t % WARPGROUP == 0 { WG_LEADERS } else { 0 };
+            rec.r_info = t as u16 | MULTI | (sh.r_info & STICKY) | if cross { CROSS_WARP } else { 0 } | leaders;
         }
         if nc {
             rec.r_info |= NC_READ;

@@ -85,8 +85,8 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                             empty.wait((r * KT + kt) % STAGES, ((r * KT + kt) // STAGES + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * KT + kt) % STAGES]), STAGE_BYTES)
                         Tx.copy_async(A_s[(r * KT + kt) % STAGES, 0:BM, 0:BK],
-                                      A[((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM:
-                                        ((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM + BM,
+                                      A[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM:
+                                        ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + BM,
                                         kt * BK:kt * BK + BK],
                                       dispatch="tma_auto", mbar=full.ptr_to([(r * KT + kt) % STAGES]))
                         Tx.copy_async(B_s[(r * KT + kt) % STAGES, 0:BK, 0:BN],
@@ -121,8 +121,8 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE + c, 128)
                 if tid % 128 == 0:
-                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
-                                    ((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                    ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
                                     (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 0:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128],
                                   C_s[c, 0:64, 0:128], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()
@@ -134,8 +134,8 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE + c, 128)
                 if tid % 128 == 0:
-                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
-                                    ((r * CTAS + bx) // (GROUP * TN) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                    ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
                                     (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 256],
                                   C_s[c, 0:64, 0:128], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()

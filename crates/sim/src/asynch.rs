@@ -350,7 +350,7 @@ impl AsyncState {
     }
 
     /// The oldest tick `t` acquired from every thread of `ps` other than itself.
-    pub(crate) fn acquired_from_all(&self, t: u32, ps: impl Iterator<Item = u32>) -> u32 {
+    pub(crate) fn acquired_from_all(&self, t: u32, ps: std::ops::Range<u32>) -> u32 {
         if self.acq.is_empty() {
             return 0;
         }

@@ -1,5 +1,6 @@
 # gemm_async -> wgmma: C = A @ B on Hopper, bfloat16 in and out, float32 accumulation, with
-# warpgroup specialisation, TMA and a persistent tile loop. Each CTA is 3 warpgroups (384 threads):
+# warpgroup specialisation, TMA and a persistent tile loop (docs/tile-primitives.md §9, §8.6, §3.20).
+# Each CTA is 3 warpgroups (384 threads):
 #   warpgroup 0, the producer (setmaxnreg.dec 40): one thread issues everything. For every K step i
 #     of every tile it waits until stage i % STAGES is free (mbarrier empty[s]), announces the
 #     stage's bytes on full[s] (mbarrier.arrive.expect_tx) and loads A (128x64, one 2-D TMA box)
@@ -23,8 +24,12 @@
 # would leave room for only 3.
 # The register budgets balance: 40 + 2 x 232 = 3 x 168, the 65536 registers over 384 threads (the
 # simulator checks it; more would make setmaxnreg.inc wait forever).
-# CTAs walk the 128x256 tiles of C with a stride of the grid size, in groups of GROUP tile rows
-# (column-major inside a group), so the CTAs running at once share A rows and B columns in L2.
+# CTAs walk the 128x256 tiles of C with a stride of the grid size: tile t = r * CTAS + bx is in
+# group g = t // (GROUP * TN) of GROUP tile rows, at tile row g * GROUP + t % GROUP and tile column
+# t % (GROUP * TN) // GROUP (down a group's rows first), so the CTAs running at once share A rows
+# and B columns in L2. (g is taken modulo the number of groups, which changes nothing for t < TILES
+# but keeps the region begins provably inside A and C; they are written out in full, not through
+# local variables, so that copy_async and gemm_async see them as affine in r, kt, bx and wg.)
 # M, N, K are multiples of the tile; the simulator checks this small size (set CTAS to the
 # number of SMs, 132 on an H100, and M = N = K = 8192 for a real run); idle CTAs just exit.
 # Result: C == bf16(A @ B) (each wgmma rounds its sum once to f32, docs/numerics.md §10).

@@ -574,8 +574,8 @@ impl Machine<'_> {
             let prev = (sh.r_info & TID_MASK) as u32;
             let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
             let multi = sh.r_info & MULTI != 0;
-            let prev_leaders = if multi { sh.r_info & WG_LEADERS != 0 } else { prev % WARPGROUP == 0 };
-            let leaders = prev_leaders && t % WARPGROUP == 0;
+            let prev_leaders = if multi { sh.r_info & WG_LEADERS != 0 } else { prev.is_multiple_of(WARPGROUP) };
+            let leaders = prev_leaders && t.is_multiple_of(WARPGROUP);
             if leaders {
                 self.note_leader_read(b, e, (!multi).then_some((prev, sh.r_stamp)), t, stamp);
             }

@@ -525,6 +525,66 @@ fn reusing_a_stage_before_its_consumer_released_it() {
     assert!(lines.contains(&line("Tx.warp.copy(B")), "{text}");
 }
 
+/// A two-stage ring read by the first thread of each of two consumer warpgroups (as
+/// gemm_hopper's wgmma reads are recorded): thread 0 fills stage `k % 2` and arrives on
+/// `full[s]`; threads 128 and 256 wait, copy the stage out and arrive on `empty[s]` (count
+/// 2); thread 0 waits `empty[s]` before refilling. The two readers are in different warps,
+/// so the race shadow keeps them as "several readers", ordered for the refill because both
+/// are warpgroup-first threads whose arrivals thread 0 acquired. With `one_release` (the
+/// mistake) only warpgroup 1 arrives (count 1): warpgroup 2's read races with the refill.
+fn leaders_ring(one_release: bool) -> String {
+    let (count, release) = if one_release { (1, "if wg == 1:\n                ") } else { (2, "") };
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 32), \"float32\")
+    B = T.match_buffer(B_ptr, (2, 4, 32), \"float32\")
+    T.device_entry()
+    T.cta_id([1]); wg = T.warpgroup_id([3]); tid = T.thread_id([384])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((2, 32), \"float32\", align=128)
+    full = MBarrier(pool, 2)
+    empty = MBarrier(pool, 2)
+    pool.commit()
+    full.init(1)
+    empty.init({count})
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    for k in range(4):
+        if tid == 0:
+            if k >= 2:
+                empty.wait(k % 2, (k // 2 - 1) % 2)
+            Tx.copy(S_[k % 2, 0:32], A[k, 0:32])
+            full.arrive(k % 2)
+        if wg >= 1 and tid % 128 == 0:
+            full.wait(k % 2, (k // 2) % 2)
+            Tx.copy(B[wg - 1, k, 0:32], S_[k % 2, 0:32])
+            {release}empty.arrive(k % 2)
+"
+    )
+}
+
+#[test]
+fn a_ring_read_by_two_warpgroup_leaders_is_race_free() {
+    let src = leaders_ring(false);
+    let l = lower(&src);
+    let a = pattern(DType::F32, 128);
+    let mut params = vec![a.clone(), vec![0u8; 2 * a.len()]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}\n{}", render(&[e.to_diagnostic()], &src), l.lir));
+    assert_eq!(params[1], [a.clone(), a].concat());
+}
+
+#[test]
+fn a_leader_that_does_not_release_its_stage_races_with_the_refill() {
+    let src = leaders_ring(true);
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(text.contains("thread 256"), "{text}");
+    names_both(&e, &src, "Tx.copy(S_", "Tx.copy(B", &text);
+}
+
 #[test]
 fn a_never_completing_mbarrier_is_a_deadlock() {
     // 64 arrivals expected, only warp 0's 32 arrive.

@@ -895,3 +895,36 @@ fn every_example_matches_its_rust_reference() {
     }
     assert!(failures.is_empty(), "{} example(s) failed:\n{}", failures.len(), failures.join("\n\n"));
 }
+
+/// `src` with its top-level line `prefix…` replaced by `prefix value` (the way
+/// python/bench/kernels.py resizes an example); exactly one line must match.
+fn set_line(src: &str, prefix: &str, value: &str) -> String {
+    let hits = src.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(hits, 1, "`{prefix}` lines in the example");
+    let lines: Vec<String> =
+        src.lines().map(|l| if l.starts_with(prefix) { format!("{prefix}{value}") } else { l.to_string() }).collect();
+    lines.join("\n") + "\n"
+}
+
+/// examples/gemm_hopper.py resized as the bench does: float16; one tile row (M = 128) with
+/// more CTAs than tiles (an idle CTA) and K steps wrapping the stage ring within a tile; one
+/// CTA walking tiles in groups of 4 and 8 tile rows with fewer K steps than stages (the
+/// phases wrap across tiles).
+#[test]
+fn gemm_hopper_shapes() {
+    let path = repo_root().join("examples/gemm_hopper.py");
+    let base = std::fs::read_to_string(&path).expect("read gemm_hopper.py");
+    for (mnk, ctas, dtype) in [
+        ("256, 512, 256", "2", "\"float16\""),
+        ("128, 512, 640", "3", "\"bfloat16\""),
+        ("512, 512, 128", "1", "\"bfloat16\""),
+        ("1024, 256, 64", "3", "\"float16\""),
+    ] {
+        let src = set_line(&set_line(&set_line(&base, "M, N, K = ", mnk), "CTAS = ", ctas), "dtype = ", dtype);
+        let Some(Spec::Whole(w)) = spec("gemm_hopper") else { panic!("gemm_hopper is a whole-grid example") };
+        let what = lower(&path, &src)
+            .and_then(|k| check_whole(&k, &w, &path, &src))
+            .unwrap_or_else(|e| panic!("M, N, K = {mnk}, CTAS = {ctas}, dtype = {dtype}:\n{e}"));
+        eprintln!("ok   gemm_hopper {mnk} CTAS={ctas} {dtype}: {what}");
+    }
+}

@@ -246,6 +246,7 @@ impl<'a> Machine<'a> {
                 shadow,
                 init,
                 smem_base,
+                leaders: Default::default(),
             });
         }
         for (i, id) in k.params.iter().enumerate() {

@@ -21,7 +21,11 @@
 //! orders it before `t` only if `t` acquired an arrive newer than that from
 //! every thread that may be one of the readers (their warp, or the whole CTA
 //! when they span warps), which is exact for pipelines whose whole consumer
-//! warp(s) arrive and may report a race for other patterns.
+//! warp(s) arrive and may report a race for other patterns. Readers that are all
+//! first threads of their warpgroups (what a wgmma's shared reads are recorded as:
+//! two consumer warpgroups reading one pipeline stage) keep one stamp per
+//! warpgroup beside the record (`BufMem::leaders`), and each is ordered on its
+//! own: exact for consumers releasing a stage through their first thread.
 //!
 //! One shadow record per element of a global/shared buffer (16 bytes: last
 //! writer and last reader(s), with their stamps and statement sites), allocated
@@ -43,6 +47,8 @@ use crate::error::{SimError, SimErrorKind, SimWarning, Who};
 use crate::exec::Machine;
 use crate::SimOptions;
 use serde::Serialize;
+use std::collections::HashMap;
+use tirx_ir::lir::wgmma::WARPGROUP;
 use tirx_ir::lir::{LBufId, LKernel, Space};
 use tirx_ir::DType;
 
@@ -231,6 +237,12 @@ const CROSS_WARP: u16 = 0x800;
 const OLD_CTA_READ: u16 = 0x1000;
 /// Read through the non-coherent (read-only) path at some point of the launch (sticky).
 const NC_READ: u16 = 0x2000;
+/// ... and every one of them is the first thread of its warpgroup (`t % 128 == 0`: the
+/// thread a wgmma's shared reads are recorded under, `wgmma`), so ordering after those
+/// threads orders after all of them (two consumer warpgroups reading one stage).
+const WG_LEADERS: u16 = 0x4000;
+/// Warpgroups in a CTA of at most 1024 threads.
+pub(crate) const MAX_WARPGROUPS: usize = 8;
 /// Flags that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
 /// Writer record bit: the write was a TMA copy's landing (the async proxy), issued by
@@ -286,6 +298,9 @@ pub(crate) struct BufMem {
     pub init: Vec<u32>,
     /// Byte offset of a shared buffer in the CTA's shared memory (128-B aligned).
     pub smem_base: u32,
+    /// Per element whose reader record is several warpgroup-first threads (`WG_LEADERS`):
+    /// each warpgroup's newest read stamp + 1 (0: none), so each reader is ordered on its own.
+    pub leaders: HashMap<usize, [u32; MAX_WARPGROUPS]>,
 }
 
 impl BufMem {
@@ -507,18 +522,28 @@ impl Machine<'_> {
 
     /// Several readers: ordered by a barrier after all of them, or by mbarrier
     /// releases `t` acquired from every thread that may be one of them (its warp
-    /// or the CTA); `r_stamp` is the newest of their stamps.
-    fn readers_ordered(&self, sh: &Shadow, t: u32) -> bool {
+    /// or the CTA); `r_stamp` is the newest of their stamps. Readers that are all
+    /// warpgroup-first threads are checked one by one against their own stamps
+    /// ([`BufMem::leaders`]).
+    fn readers_ordered(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> bool {
         let p = (sh.r_info & TID_MASK) as u32;
         if sh.r_info & MULTI == 0 {
             return self.ordered(p, sh.r_stamp, t);
         }
         let one_warp = sh.r_info & CROSS_WARP == 0;
+        let barrier = sh.r_stamp < self.cta_sync || sh.r_stamp < self.named_synced_all(t);
+        if sh.r_info & WG_LEADERS != 0 {
+            let Some(stamps) = self.bufs[b as usize].leaders.get(&e) else { return barrier };
+            return barrier
+                || stamps
+                    .iter()
+                    .zip((0..).step_by(WARPGROUP as usize))
+                    .all(|(&s, q)| s == 0 || q == t || s - 1 < self.asy.acquired(t, q));
+        }
         let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
-        sh.r_stamp < self.cta_sync
+        barrier
             || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
             || (one_warp && sh.r_stamp < self.named_synced(t, p))
-            || sh.r_stamp < self.named_synced_all(t)
             || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
     }
 
@@ -543,12 +568,22 @@ impl Machine<'_> {
         if sh.r_stamp < self.cta_start {
             let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
             rec.r_info = t as u16 | (sh.r_info & NC_READ) | if old { OLD_CTA_READ } else { 0 };
-        } else if self.readers_ordered(&sh, t) {
+        } else if self.readers_ordered(b, e, &sh, t) {
             rec.r_info = t as u16 | (sh.r_info & STICKY);
         } else {
             let prev = (sh.r_info & TID_MASK) as u32;
             let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
-            rec.r_info = t as u16 | MULTI | (sh.r_info & STICKY) | if cross { CROSS_WARP } else { 0 };
+            let multi = sh.r_info & MULTI != 0;
+            let prev_leaders = if multi { sh.r_info & WG_LEADERS != 0 } else { prev.is_multiple_of(WARPGROUP) };
+            let leaders = prev_leaders && t.is_multiple_of(WARPGROUP);
+            if leaders {
+                self.note_leader_read(b, e, (!multi).then_some((prev, sh.r_stamp)), t, stamp);
+            }
+            rec.r_info = t as u16
+                | MULTI
+                | (sh.r_info & STICKY)
+                | if cross { CROSS_WARP } else { 0 }
+                | if leaders { WG_LEADERS } else { 0 };
         }
         if nc {
             rec.r_info |= NC_READ;
@@ -558,6 +593,19 @@ impl Machine<'_> {
         rec.r_site = site16(site);
         self.bufs[b as usize].shadow[e] = rec.pack();
         Ok(())
+    }
+
+    /// Records warpgroup-first thread `t`'s read of `b[e]` at `stamp` in the element's
+    /// per-warpgroup stamps (each + 1; 0: no read), starting them afresh from `first`,
+    /// the single reader before, when a several-leaders record begins.
+    fn note_leader_read(&mut self, b: u32, e: usize, first: Option<(u32, u32)>, t: u32, stamp: u32) {
+        let stamps = self.bufs[b as usize].leaders.entry(e).or_default();
+        if let Some((p, s)) = first {
+            *stamps = [0; MAX_WARPGROUPS];
+            stamps[(p / WARPGROUP) as usize] = s + 1;
+        }
+        let slot = &mut stamps[(t / WARPGROUP) as usize];
+        *slot = (*slot).max(stamp + 1);
     }
 
     /// `same`: the write stores the bytes the element holds, so a race with the write that
@@ -603,7 +651,7 @@ impl Machine<'_> {
                     let p = (sh.r_info & TID_MASK) as u32;
                     return Err(self.cta_race(b, t, e, Dir::Write, site, sh.r_stamp, p, sh.r_site, "read"));
                 }
-            } else if !self.readers_ordered(&sh, t) {
+            } else if !self.readers_ordered(b, e, &sh, t) {
                 let multi = sh.r_info & MULTI != 0;
                 return Err(self.race(
                     b,

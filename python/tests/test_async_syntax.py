@@ -169,3 +169,18 @@ def test_compat_lowers_one_dsmem_call_through_the_dispatcher():
         impl((64,), S[64], S[64], {"mbar": d.Var("mbar", "handle")})
     with pytest.raises(d.DispatchFail, match="dense"):
         impl((4, 64), S[4, 64], S[(4, 64):(1, 4)], {"mbar": d.Var("m", "handle"), "remote_cta_id": 1})
+
+
+def test_compat_lowers_one_tma_load_through_the_dispatcher():
+    from tirx.compat import dispatch as d
+    from tirx.layout import S, TileLayout
+
+    g = d.decl_buffer((64, 128), "float16", "A", layout=TileLayout(S[64, 128]))
+    s = d.decl_buffer((64, 128), "float16", "A_smem", scope="shared.dyn", layout=TileLayout(S[64, 128]))
+    rng = [d.Range.from_min_extent(0, 64), d.Range.from_min_extent(0, 128)]
+    op = d.CopyAsync(d.BufferRegion(s, rng), d.BufferRegion(g, rng), config={"mbar": d.Var("mbar", "handle")})
+    impl = d.impl_of("tma_auto")(op, d.DispatchContext(None, d.ExecScope("thread")))
+    calls = [x.value.op.name for x in impl.body.seq if isinstance(x, d.Evaluate)]
+    assert calls.count("tirx.ptx.cp_async_bulk_tensor_g2s_cluster") == 1
+    with pytest.raises(NotImplementedError, match="launcher"):
+        d.DispatchContext(None, d.ExecScope("thread")).callbacks.get("host_init_stmt", [])

@@ -243,19 +243,22 @@ class StmtExprVisitor:
 
 
 # The reference's op names of the LIR instructions a copy_async lowers to.
-_OPS = [
-    ("cp.async.bulk.shared::cluster.shared::cta", "tirx.ptx.cp_async_bulk_s2c"),
-    ("cp.async.bulk.tensor", "tirx.ptx.cp_async_bulk_tensor_g2s_cluster"),
-    ("cp.async.bulk.tensor.store", "tirx.ptx.cp_async_bulk_tensor_s2g"),
-    ("cp.async", "tirx.ptx.cp_async"),
-]
+_OPS = {
+    "cp.async.bulk.shared::cluster.shared::cta": "tirx.ptx.cp_async_bulk_s2c",
+    "tma.load": "tirx.ptx.cp_async_bulk_tensor_g2s_cluster",
+    "tma.store": "tirx.ptx.cp_async_bulk_tensor_s2g",
+    "cp.async.ca": "tirx.ptx.cp_async",
+    "cp.async.cg": "tirx.ptx.cp_async",
+}
 
 
 def _op_name(line: str) -> str:
+    """The reference's op of an LIR instruction line (`tma.load.2d ...`, `cp.async.cg<16> ...`),
+    else its LIR mnemonic."""
     mnemonic = line.split("<", 1)[0].split(" ", 1)[0]
-    for prefix, name in sorted(_OPS, key=lambda p: -len(p[0])):
-        if mnemonic == prefix or mnemonic.startswith(prefix + "."):
-            return name
+    for prefix in sorted(_OPS, key=len, reverse=True):
+        if mnemonic == prefix or re.fullmatch(re.escape(prefix) + r"\.\d+d", mnemonic):
+            return _OPS[prefix]
     return mnemonic
 
 

@@ -52,6 +52,8 @@ AXIS_NAMES = (
     "TCol",
 )
 
+MEMORY_AXES = frozenset(("m", "P", "F", "Bank", "TLane", "TCol"))
+
 
 class Axis:
     """A hardware or memory axis; ``4 @ laneid`` is a stride (or offset) on it."""
@@ -66,6 +68,14 @@ class Axis:
     @staticmethod
     def get(name: str) -> "Axis":
         return Axis(name)
+
+    def is_memory(self) -> bool:
+        """A memory axis (``m``, ``P``, ``F``, ``Bank``, ``TLane``, ``TCol``), as ``Axis::is_memory``."""
+        return self.name in MEMORY_AXES
+
+    def is_thread(self) -> bool:
+        """A thread (or CTA) axis: every axis that is not a memory axis."""
+        return not self.is_memory()
 
     def __rmatmul__(self, k):
         if not isinstance(k, int) or isinstance(k, bool):

@@ -95,7 +95,9 @@ class Kernel:
         self._l = lowered
         meta = json.loads(lowered.meta_json())
         self.meta = meta
-        self.params: List[Param] = [Param(p) for p in meta["params"]]
+        # A TMA tensor map is a parameter of the CUDA kernel that the launcher encodes from its
+        # buffer's pointer: not an argument of the call.
+        self.params: List[Param] = [Param(p) for p in meta["params"] if p.get("kind") != "tensormap"]
         self._device = None
 
     @property

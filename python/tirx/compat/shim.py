@@ -452,6 +452,26 @@ def _layout_module() -> dict:
     return names
 
 
+def _install_dispatch(tvm) -> None:
+    """The reference's IR values and dispatcher entry points (``dispatch.py``)."""
+    from . import dispatch as d
+
+    tvm.DataType = d.DataType
+    _module("tvm.ir", Range=d.Range, PrimType=d.PrimType, PointerType=d.PointerType, Call=d.Call, Op=d.Op)
+    _module("tvm.tirx", decl_buffer=d.decl_buffer, Var=d.Var, IntImm=d.IntImm, StringImm=d.StringImm,
+            For=d.For, Evaluate=d.Evaluate, SeqStmt=d.SeqStmt)
+    _module("tvm.tirx.stmt", BufferRegion=d.BufferRegion, For=d.For, Evaluate=d.Evaluate, SeqStmt=d.SeqStmt)
+    _module("tvm.tirx.stmt_functor", StmtExprVisitor=d.StmtExprVisitor)
+    _module("tvm.tirx.exec_scope", ExecScope=d.ExecScope)
+    _module("tvm.tirx.tile_primitive", DispatchContext=d.DispatchContext)
+    _module("tvm.tirx.operator.tile_primitive.ops", CopyAsync=d.CopyAsync)
+    _module("tvm.tirx.operator.tile_primitive.dispatcher", DispatchFail=d.DispatchFail)
+    for root in ("tvm.tirx.cuda.tile_primitive.copy_async", "tvm.backend.cuda.tile_primitive.copy_async"):
+        _module(f"{root}.dsmem", copy_dsmem_impl=d.impl_of("dsmem"))
+        _module(f"{root}.ldgsts", copy_ldgsts_impl=d.impl_of("ldgsts"))
+        _module(f"{root}.tma", copy_tma_auto_impl=d.impl_of("tma_auto"), copy_tma_explicit_impl=d.impl_of("tma_explicit"))
+
+
 def install() -> None:
     """Puts the shim into ``sys.modules`` (idempotent)."""
     if getattr(sys.modules.get("tvm"), "__tirx_compat__", False):
@@ -496,6 +516,7 @@ def install() -> None:
         _module(path, MBarrier=MBarrier)
     _module("tvm.tirx.transform", LowerTIRx=LowerTIRx)
     _module("tvm.tirx.operator.tile_primitive", list_registered_schedules=list_registered_schedules)
+    _install_dispatch(tvm)
     _module("tvm.tirx", layout=sys.modules["tvm.tirx.layout"], transform=sys.modules["tvm.tirx.transform"])
     tvm.target = sys.modules["tvm.target"]
     tvm.runtime = sys.modules["tvm.runtime"]

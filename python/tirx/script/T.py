@@ -17,6 +17,7 @@ from .namespace import (  # noqa: F401
     alloc_buffer,
     alloc_local,
     alloc_shared,
+    decl_buffer,
     grid,
     match_buffer,
     meta_var,

@@ -416,8 +416,22 @@ class Buffer(Renderable):
     def ptr_to(self, indices) -> "Call":
         return Call(_Method(self, "ptr_to"), (list(indices),), {})
 
+    @property
+    def data(self) -> "BufferData":
+        """``buf.data``: the buffer's storage, for ``T.decl_buffer(shape, dtype, buf.data, ...)``."""
+        return BufferData(self)
+
     def __repr__(self):
         return f"Buffer({self.name}, {self.shape}, {self.dtype}, {self._scope})"
+
+
+class BufferData:
+    """The storage of a buffer (``buf.data``); ``T.decl_buffer`` views it."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, buffer: Buffer):
+        self.buffer = buffer
 
 
 class _Method:

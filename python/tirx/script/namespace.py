@@ -258,6 +258,36 @@ def Buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, sc
     return _buffer_call("T.Buffer", shape, dtype, None if scope == "global" else scope, layout, extra=extra)
 
 
+def decl_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, align=-1,
+                offset_factor=0, buffer_type="", axis_separators=None, layout=None):
+    """``T.decl_buffer(shape, dtype, X.data, layout=L)``: the storage of ``X`` under another shape
+    and layout, i.e. the view ``X.view(shape, layout=L)`` (docs/tile-primitives.md §1.8)."""
+    if not isinstance(data, ir.BufferData):
+        raise ir.FrontendError(
+            "`T.decl_buffer` declares a view of a buffer's storage: pass `X.data` as `data`",
+            help="allocate a new buffer with `T.alloc_buffer` or `pool.alloc`",
+        )
+    base = data.buffer
+    if dtype_name(dtype) != base.dtype:
+        raise ir.FrontendError(
+            f"`T.decl_buffer` of {dtype_name(dtype)} over {base.dtype} storage: dtype views are not supported",
+            help="allocate a buffer of the wanted dtype",
+        )
+    if elem_offset not in (None, 0):
+        raise ir.FrontendError(
+            "`T.decl_buffer(..., elem_offset=...)` is not supported",
+            help="view the whole storage and index the region in the tile call, or use `X.sub[...]`",
+        )
+    for k, v in (("strides", strides), ("axis_separators", axis_separators)):
+        if v is not None:
+            raise ir.FrontendError(f"`T.decl_buffer(..., {k}=...)` is not supported", help=f"remove `{k}=`")
+    if scope is not None and scope != base.scope():
+        raise ir.FrontendError(
+            f"`T.decl_buffer` in scope {scope!r} over {base.scope()!r} storage", help=f"use scope={base.scope()!r}"
+        )
+    return base.view(*(shape if isinstance(shape, (list, tuple)) else (shape,)), layout=layout)
+
+
 def alloc_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
                  offset_factor=0, buffer_type="", axis_separators=None, layout=None):
     extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)

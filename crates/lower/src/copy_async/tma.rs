@@ -145,7 +145,13 @@ impl TmaPlan {
             list(self.dims.iter().map(|d| d.boxed.to_string()).collect()),
             list(coords),
             if self.base_offset != 0 { format!(", base + {} B", self.base_offset) } else { String::new() }
-        )
+        ) + &self.cfg.mask.as_ref().map_or(String::new(), |m| {
+            format!(
+                "; multicast cta_mask={} to the cluster of {}",
+                crate::explain::top_text(cx.kernel, m),
+                cx.env.cluster_size()
+            )
+        })
     }
 }
 

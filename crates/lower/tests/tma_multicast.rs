@@ -3,7 +3,8 @@
 //! every CTA, and every CTA receives the whole tile (its mbarrier expects the whole
 //! tile's bytes) — value-checked in the simulator for `tma_auto` and `tma_explicit`;
 //! the simulator's reports of a barrier expecting too few bytes, a read before the
-//! wait and a run-time mask naming a CTA outside the cluster; the `cta_mask` rules as
+//! wait, a run-time mask naming a CTA outside the cluster and a multicast before the
+//! peers initialised their barriers; the `cta_mask` rules as
 //! named declines; the CUDA's `.multicast::cluster`.
 
 mod common;
@@ -158,6 +159,18 @@ fn a_run_time_mask_naming_a_cta_outside_the_cluster_is_reported() {
     let (e, text) = m.error();
     assert_eq!(e.kind, SimErrorKind::OutOfBounds, "{text}");
     assert!(e.message.contains("cta_mask 0x6") && e.message.contains("the cluster has 2 CTAs"), "{text}");
+}
+
+#[test]
+fn a_multicast_before_the_peers_initialised_their_barriers_is_reported() {
+    let m = Mc::new(2, "tma_auto");
+    let src = m.script().replacen("    T.cuda.cluster_sync()\n", "", 1);
+    let l = tirx_lower::lower_kernel(&parse(&src), &Default::default()).expect("lowers");
+    let mut params = vec![pattern(DType::F16, 4 * TM * TN), vec![0u8; 8 * TM * TN * 2]];
+    let e = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("must fail");
+    let text = render(&[e.to_diagnostic()], &src);
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+    assert!(e.message.contains("of CTA rank 1, which is not initialised"), "{text}");
 }
 
 /// The rule `variant` declined the copy_async of `src` by.

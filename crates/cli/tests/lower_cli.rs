@@ -149,8 +149,9 @@ fn explain_sim_shows_bank_conflicts_per_call() {
     assert_eq!(ld["bank"][0]["worst_ways"], 1);
 }
 
-/// The examples that need sm_90 or sm_90a (wgmma, setmaxnreg, TMA).
-const HOPPER_ONLY: [&str; 4] = ["gemm_hopper.py", "tma_copy.py", "tma_copy_f16.py", "tma_copy_f32.py"];
+/// The examples that need sm_90 or sm_90a (wgmma, setmaxnreg, TMA, clusters).
+const HOPPER_ONLY: [&str; 6] =
+    ["gemm_hopper.py", "tma_copy.py", "tma_copy_f16.py", "tma_copy_f32.py", "tma_multicast.py", "dsmem_exchange.py"];
 
 /// `check` ok ⇔ `lower` ok, for every example and target; an unknown target is a user error.
 #[test]

@@ -269,9 +269,10 @@ pub fn collect_defs(body: &[Stmt]) -> Vec<&ScopeIdDef> {
 pub fn infer_extents(defs: &[&ScopeIdDef]) -> Result<ScopeExtents, Vec<ScopeIdError>> {
     let mut errs = vec![];
     let mut known: BTreeMap<Binding, Known> = BTreeMap::new();
+    let cluster = defs.iter().filter(|d| d.kind == ScopeIdKind::CtaIdInCluster).find_map(|d| d.extents.clone());
     for d in defs {
         errs.extend(hardware_mismatch(d));
-        match declared(d) {
+        match declared(&whole_clusters(d, cluster.as_deref())) {
             Ok(None) => {}
             Ok(Some(k)) => record(d, k, &mut known, &mut errs),
             Err(e) => errs.push(e),
@@ -298,6 +299,27 @@ pub fn infer_extents(defs: &[&ScopeIdDef]) -> Result<ScopeExtents, Vec<ScopeIdEr
     } else {
         Err(errs)
     }
+}
+
+/// A run-time `T.cta_id` extent stands for its largest value, CUDA's limit; in a
+/// cluster launch the largest whole number of clusters below it (the launch checks
+/// that the grid is one, docs/tile-primitives.md §7.3).
+fn whole_clusters<'a>(d: &'a ScopeIdDef, cluster: Option<&[i64]>) -> std::borrow::Cow<'a, ScopeIdDef> {
+    let (Some(ext), Some(c)) = (&d.extents, cluster) else { return std::borrow::Cow::Borrowed(d) };
+    if d.kind != ScopeIdKind::CtaId || d.dyn_extents.iter().all(Option::is_none) {
+        return std::borrow::Cow::Borrowed(d);
+    }
+    let mut out = d.clone();
+    let rounded = ext.iter().enumerate().map(|(i, &e)| {
+        let n = c.get(i).copied().unwrap_or(1).max(1);
+        if d.dyn_extents.get(i).is_some_and(Option::is_some) && e >= n {
+            e / n * n
+        } else {
+            e
+        }
+    });
+    out.extents = Some(rounded.collect());
+    std::borrow::Cow::Owned(out)
 }
 
 /// The declaration's fused extent (`None` when deferred).

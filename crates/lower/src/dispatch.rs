@@ -147,6 +147,8 @@ pub enum Rule {
     BulkChunk,
     /// A copy to a peer CTA without the peer's rank.
     RemoteCta,
+    /// A multicast mask that is not an integer or names CTAs outside the cluster.
+    CtaMask,
 }
 
 impl Rule {
@@ -206,6 +208,7 @@ impl Rule {
             Rule::Cluster => "cluster",
             Rule::BulkChunk => "bulk_chunk",
             Rule::RemoteCta => "remote_cta_id",
+            Rule::CtaMask => "cta_mask",
         }
     }
 }

@@ -15,7 +15,7 @@ use tirx_ir::hir::{
     BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
     VarId,
 };
-use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, ScalarParam, Space, SymExpr};
+use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, ScalarParam, Space, SymExpr, SymOp};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -147,7 +147,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     };
     let scalars = lw.declare_scalars();
     let grid_dims = lw.symbolic_grid(&defs);
-    lw.cluster_divides_grid(&launch, &grid_dims, k.span);
+    lw.cluster_divides_grid(&launch, &grid_dims, &defs);
     let budget = crate::smem::check(k, opts.arch);
     let params = lw.declare_buffers(&budget.made_dynamic);
     lw.collect_facts();
@@ -241,9 +241,25 @@ impl Lowerer<'_> {
 
     /// The grid dims `T.cta_id` gives as expressions of scalar parameters; every
     /// declaration of the CTA ids must give the same ones.
-    /// A constant grid dimension is a whole number of clusters (a run-time one is checked at launch).
-    fn cluster_divides_grid(&mut self, launch: &Launch, grid_dims: &[Option<SymExpr>; 3], span: Span) {
+    /// A constant grid dimension is a whole number of clusters; a run-time one is a
+    /// launch check (at the `T.cta_id` declaring it): CUDA refuses such a launch.
+    fn cluster_divides_grid(&mut self, launch: &Launch, grid_dims: &[Option<SymExpr>; 3], defs: &[&ScopeIdDef]) {
         let (grid, cluster) = (launch.grid, launch.cluster);
+        let span = self.k.span;
+        let at = defs.iter().find(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()).map_or(span, |d| d.span);
+        for d in (0..3).filter(|&d| cluster[d] > 1) {
+            let Some(e) = &grid_dims[d] else { continue };
+            let m = SymExpr::bin(SymOp::FloorMod, e.clone(), SymExpr::Int(i64::from(cluster[d])));
+            let cond = SymExpr::bin(SymOp::Eq, m, SymExpr::Int(0));
+            let what = format!(
+                "grid dimension {} is a whole number of clusters (`__cluster_dims__({}, {}, {})`)",
+                ["x", "y", "z"][d],
+                cluster[0],
+                cluster[1],
+                cluster[2]
+            );
+            self.checks.push(LaunchCheck { cond, what, span: at });
+        }
         if let Some(d) = (0..3).find(|&d| grid_dims[d].is_none() && grid[d] % cluster[d] != 0) {
             self.errors.push(
                 Diagnostic::error(

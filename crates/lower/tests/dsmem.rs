@@ -147,3 +147,52 @@ fn dsmem_rules_are_named_declines() {
     let text = render(&lower_errors(&no_cluster), &no_cluster);
     assert!(text.contains("cluster"), "{text}");
 }
+
+/// A run-time grid in a cluster launch: a launch check that the grid is a whole number
+/// of clusters (CUDA refuses the launch otherwise), evaluated by every launcher
+/// (`LKernel::specialize`: the CLI, the runtime, the Python package, the simulator).
+#[test]
+fn a_run_time_grid_is_checked_to_be_a_whole_number_of_clusters() {
+    use tirx_ir::lir::ScalarValue;
+    let src = ring(2, 0, WAIT, TAIL, INIT)
+        .replace("B_ptr: T.handle):", "B_ptr: T.handle, n: T.int32):")
+        .replace("(0, 64)", "(n, 64)")
+        .replace("T.cta_id([0])", "T.cta_id([n])");
+    let l = lower(&src);
+    let checks: Vec<String> = l.lir.checks.iter().map(|c| l.lir.sym_text(&c.cond)).collect();
+    assert!(checks.contains(&"n % 2 == 0".to_string()), "{checks:?}");
+    let c = l.lir.checks.iter().find(|c| l.lir.sym_text(&c.cond) == "n % 2 == 0").unwrap();
+    assert!(c.what.contains("whole number of clusters") && c.what.contains("__cluster_dims__(2, 1, 1)"), "{}", c.what);
+    let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
+    assert!(cuda.contains("// launch check: n % 2 == 0"), "{cuda}");
+    assert!(l.lir.specialize(&[ScalarValue::Int(6)]).is_ok());
+    let e = l.lir.specialize(&[ScalarValue::Int(5)]).unwrap_err();
+    assert!(e.to_string().contains("n % 2 == 0") && e.to_string().contains("n = 5"), "{e}");
+    // The simulator runs a whole number of clusters and refuses the rest before running.
+    let run = |n: usize| {
+        let a = pattern(DType::F32, n * 64);
+        let mut p = vec![a.clone(), vec![0u8; n * 256]];
+        tirx_sim::simulate_args(&l.lir, &mut p, &[ScalarValue::Int(n as i64)], &SimOptions::default()).map(|_| (a, p))
+    };
+    let (a, p) = run(6).unwrap_or_else(|e| panic!("{}", render(&[e.to_diagnostic()], &src)));
+    assert_eq!(p[1][256..512], a[0..256], "CTA 1 holds CTA 0's row");
+    let e = run(5).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::InvalidLaunch, "{e}");
+}
+
+/// The runtime's own evaluation of a grid (a kernel built without lowering's launch
+/// check): a symbolic grid dimension that is not a whole number of clusters is refused.
+#[test]
+fn specialize_refuses_a_grid_that_splits_a_cluster() {
+    use tirx_ir::lir::ScalarValue;
+    let src = ring(2, 0, WAIT, TAIL, INIT)
+        .replace("B_ptr: T.handle):", "B_ptr: T.handle, n: T.int32):")
+        .replace("(0, 64)", "(n, 64)")
+        .replace("T.cta_id([0])", "T.cta_id([n])");
+    let mut k = lower(&src).lir;
+    k.checks.clear();
+    let e = k.specialize(&[ScalarValue::Int(7)]).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("grid dimension x `n` is 7") && text.contains("clusters of 2 CTAs"), "{text}");
+    assert!(k.specialize(&[ScalarValue::Int(8)]).is_ok());
+}

@@ -129,6 +129,12 @@ fn spec(name: &str) -> Option<Spec> {
         // Each CTA writes the tile its cluster peer sent at the peer's columns: B = A (a copy
         // landing in the wrong CTA would swap tiles).
         | "dsmem_exchange" => whole(distinct, &["B"], copy_a_to_b),
+        // Both CTAs of a cluster receive the band of A both halves of the multicast load bring,
+        // and store it at their own columns: B (256 × 256) = [A, A] (A is 256 × 128).
+        "tma_multicast" => whole(distinct, &["B"], |e| {
+            let a = e.get("A");
+            vec![("B", (0..256 * 256).map(|i| exact(a[i / 256 * 128 + i % 128])).collect())]
+        }),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -343,6 +349,7 @@ const TABLE: &[&str] = &[
     "tiled_copy_f16",
     "tiled_copy_f32",
     "tma_copy",
+    "tma_multicast",
     "tma_copy_f16",
     "tma_copy_f32",
 ];

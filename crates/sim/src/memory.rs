@@ -112,6 +112,8 @@ impl MemoryUse {
 /// before anything is allocated.
 pub fn memory_use(k: &LKernel, opts: &SimOptions) -> MemoryUse {
     let threads = k.block.iter().fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
+    // The CTAs of a cluster run together: each holds its own shared and local memory.
+    let ctas = u64::from(k.cluster_size().max(1));
     let bufs: Vec<BufUse> = k
         .bufs
         .iter()
@@ -121,8 +123,11 @@ pub fn memory_use(k: &LKernel, opts: &SimOptions) -> MemoryUse {
             let data = elems.saturating_mul(u64::from(b.dtype.bytes()));
             let (data, shadow) = match b.space {
                 Space::Global => (data, if opts.check_races { elems.saturating_mul(SHADOW_BYTES) } else { 0 }),
-                Space::Shared => (data, elems.saturating_mul(SHADOW_BYTES)),
-                Space::Local => (data.saturating_mul(threads), elems.saturating_mul(threads).saturating_mul(4)),
+                Space::Shared => (data.saturating_mul(ctas), elems.saturating_mul(SHADOW_BYTES).saturating_mul(ctas)),
+                Space::Local => {
+                    let per_cta = elems.saturating_mul(threads);
+                    (data.saturating_mul(threads).saturating_mul(ctas), per_cta.saturating_mul(4).saturating_mul(ctas))
+                }
             };
             BufUse { buf: LBufId(i as u32), data, shadow }
         })

@@ -305,7 +305,15 @@ impl Machine<'_> {
                 ))
             };
             self.switch_to(me);
-            res?;
+            res.map_err(|mut e| {
+                if r != me {
+                    // The report names the issuing thread as if it were of the receiving CTA.
+                    e.message.push_str(&format!(
+                        " (the access is the multicast TMA load by thread {t} of CTA rank {me}, landing in CTA rank {r})"
+                    ));
+                }
+                e
+            })?;
         }
         Ok(())
     }

@@ -401,6 +401,21 @@ fn a_simulation_over_the_memory_limit_is_refused_before_allocating() {
 }
 
 #[test]
+fn a_cluster_counts_the_shared_memory_of_each_of_its_ctas() {
+    let mut kb = Kb::new([4, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, 1024);
+    let s = kb.shared("S", DType::F32, 256);
+    let mut k = kb.finish(vec![at(1, store(a, tid(), flt(0.0, DType::F32)))]);
+    let one = tirx_sim::memory_use(&k, &SimOptions::default());
+    k.cluster = [4, 1, 1];
+    let four = tirx_sim::memory_use(&k, &SimOptions::default());
+    let shared = |u: &tirx_sim::MemoryUse| u.bufs.iter().find(|b| b.buf == s).map(|b| (b.data, b.shadow));
+    assert_eq!(shared(&one), Some((256 * 4, 256 * 16)));
+    assert_eq!(shared(&four), Some((4 * 256 * 4, 4 * 256 * 16)));
+    assert_eq!(four.total, 1024 * 4 + 4 * 256 * 4);
+}
+
+#[test]
 fn race_check_can_be_turned_off() {
     let opts = SimOptions { check_races: false, ..Default::default() };
     let mut p = io(64);

@@ -423,6 +423,21 @@ impl LKernel {
                 ));
             }
             k.grid[d] = v as u32;
+            let c = self.cluster[d].max(1);
+            if v % i128::from(c) != 0 {
+                return Err(LaunchError::new(
+                    format!(
+                        "grid dimension {axis} `{}` is {v} with {}, not a whole number of clusters of {c} CTAs (`__cluster_dims__({}, {}, {})`)",
+                        self.sym_text(e),
+                        self.values_text(&[e], &value),
+                        self.cluster[0],
+                        self.cluster[1],
+                        self.cluster[2]
+                    ),
+                    Span::default(),
+                    Some(format!("pass arguments that give a multiple of {c} CTAs in {axis}; nothing was run")),
+                ));
+            }
         }
         k.grid_dims = [None, None, None];
         for (i, b) in self.bufs.iter().enumerate() {

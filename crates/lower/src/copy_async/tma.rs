@@ -11,7 +11,7 @@ use crate::copy::CopyOps;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
 use crate::expr::Affine;
 use crate::operand::MemOperand;
-use tirx_ir::hir::{BufId, Expr, MbarRef, MemScope, TileArg};
+use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{box_alignment, swizzle_bytes, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, Mbar, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
 use tirx_ir::op::{ConfigKey, ConfigValue, Evict, OobFill};
@@ -78,6 +78,8 @@ pub(crate) struct TmaConfig {
     pub cache: Option<Evict>,
     pub l2: u8,
     pub oob: Option<OobFill>,
+    /// `cta_mask=`: a multicast load's CTAs of the cluster (bit r: rank r).
+    pub mask: Option<Expr>,
 }
 
 /// A planned TMA copy: the descriptor, the issues, the shared start.
@@ -123,6 +125,9 @@ impl TmaPlan {
         if self.swizzle > 0 {
             s.push_str(&format!(", {}-B swizzle", swizzle_bytes(self.swizzle)));
         }
+        if self.cfg.mask.is_some() {
+            s.push_str(", multicast to the CTAs of cta_mask");
+        }
         s
     }
 
@@ -140,7 +145,13 @@ impl TmaPlan {
             list(self.dims.iter().map(|d| d.boxed.to_string()).collect()),
             list(coords),
             if self.base_offset != 0 { format!(", base + {} B", self.base_offset) } else { String::new() }
-        )
+        ) + &self.cfg.mask.as_ref().map_or(String::new(), |m| {
+            format!(
+                "; multicast cta_mask={} to the cluster of {}",
+                crate::explain::top_text(cx.kernel, m),
+                cx.env.cluster_size()
+            )
+        })
     }
 }
 
@@ -167,7 +178,7 @@ fn coord_text(cx: &CallCx, c: &Coord, issue: Option<usize>) -> String {
 
 /// The call's configuration, checked for the TMA variants: thread scope, a
 /// global ↔ shared pair, `mbar` on loads only, no `predicate`/`remote_cta_id`, and
-/// `cta_mask` only in a cluster.
+/// `cta_mask` only on loads in a cluster, naming CTAs of the cluster.
 pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
     if cx.scope.kind != ExecScope::Thread {
         return Err(Decline::new(
@@ -208,7 +219,8 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
         Some(TileArg::Barrier(b)) => Some(b.clone()),
         _ => None,
     };
-    let has_mask = !matches!(cx.call.args.get(CTA_MASK), None | Some(TileArg::None));
+    let mask = cta_mask(cx)?;
+    let has_mask = mask.is_some();
     let oob = match cx.call.config(ConfigKey::Oob).map(|e| e.value) {
         Some(ConfigValue::Oob(o)) => Some(o),
         _ => None,
@@ -232,12 +244,6 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
             return Err(Decline::new(Rule::Direction, format!("shared -> global TMA takes no {w}")));
         }
     }
-    if has_mask {
-        return Err(Decline::new(
-            Rule::Cluster,
-            "`cta_mask=` multicasts to the CTAs of a cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
-        ));
-    }
     if let Some(ConfigValue::CtaGroup(2)) = cx.call.config(ConfigKey::CtaGroup).map(|e| e.value) {
         return Err(Decline::arch("cta_group=2", tirx_ir::Arch::new(10, 0), cx.opts.arch));
     }
@@ -249,7 +255,40 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
         Some(ConfigValue::L2Promotion(n)) => n,
         _ => 2,
     };
-    Ok(TmaConfig { load, bar, cache, l2, oob })
+    Ok(TmaConfig { load, bar, cache, l2, oob, mask })
+}
+
+/// `cta_mask=`: absent or the constant 0 (the reference's default) is no multicast;
+/// otherwise an integer in a cluster launch, and a constant names only CTAs of the
+/// cluster (a run-time mask is checked by the simulator, docs/tile-primitives.md §3.20).
+fn cta_mask(cx: &CallCx) -> Result<Option<Expr>, Decline> {
+    let Some(TileArg::Scalar(e)) = cx.call.args.get(CTA_MASK) else { return Ok(None) };
+    if !e.dtype.is_int() {
+        return Err(Decline::new(Rule::CtaMask, format!("`cta_mask=` is an integer bit mask, not {}", e.dtype)));
+    }
+    let value = match e.kind {
+        ExprKind::Int(0) => return Ok(None),
+        ExprKind::Int(v) => Some(v),
+        _ => None,
+    };
+    let size = cx.env.cluster_size();
+    if size == 1 {
+        return Err(Decline::new(
+            Rule::Cluster,
+            "`cta_mask=` multicasts to the CTAs of a cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
+        ));
+    }
+    if let Some(v) = value.filter(|&v| !(1..1i64 << size).contains(&v)) {
+        return Err(Decline::new(
+            Rule::CtaMask,
+            format!(
+                "`cta_mask={v:#x}` names CTAs outside the cluster of {size} (bits 0..{} are ranks 0..{})",
+                size - 1,
+                size - 1
+            ),
+        ));
+    }
+    Ok(Some(e.clone()))
 }
 
 /// The descriptor element type of `t`, or a `dtype` decline.
@@ -576,13 +615,20 @@ pub(crate) fn emit(p: &TmaPlan, em: &mut Emitter) -> Result<(), Bug> {
         }
         None => None,
     };
+    let multicast = match &p.cfg.mask {
+        Some(m) => {
+            let v = em.expr(m)?;
+            Some(em.builder().convert(v, DType::I32))
+        }
+        None => None,
+    };
     let copy = |coords: Vec<LExpr>, smem_index: LExpr| TmaCopy {
         map: id,
         coords,
         smem,
         smem_index,
         bar: bar.clone(),
-        multicast: None,
+        multicast: multicast.clone(),
         cache: p.cfg.cache,
     };
     let op = |c: TmaCopy| {

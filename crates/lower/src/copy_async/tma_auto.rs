@@ -12,7 +12,9 @@
 //! `inner_box_bytes`, `swizzle_inner_box`, `global_dim`, `global_base_alignment`,
 //! `shared_pointer`). The shared layout may carry a TMA swizzle (`swizzle`
 //! otherwise). Config: `cache_hint`, `tensormap_l2_promotion`; `oob=` only with
-//! `dispatch="tma_explicit"`.
+//! `dispatch="tma_explicit"`. A load in a cluster launch may multicast
+//! (`cta_mask=`, an integer; a constant names only CTAs of the cluster: `cluster`,
+//! `cta_mask`; `cta_mask=0` is a plain load).
 //!
 //! **Algorithm**: the global region's dims (one stride each) and the shared
 //! region's layout (sliced, canonical, pre-swizzle) are refined into common
@@ -32,7 +34,10 @@
 //! ```text
 //! tma.load.2d A_s[0] <- A_tmap[0, by * 64] bar=bars[0]
 //! ```
-//! (`tirx_tma_load_2d(&A_s[0], &A_tmap, 0, by * 64, &bars[0])`, SASS `UTMALDG.2D`.)
+//! (`tirx_tma_load_2d(&A_s[0], &A_tmap, 0, by * 64, &bars[0])`, SASS `UTMALDG.2D`;
+//! with `cta_mask=3`: `... bar=bars[0] multicast=3`, `tirx_tma_load_2d_multicast`,
+//! `.multicast::cluster`, SASS `UTMALDG.2D.MULTICAST`, every instruction of the
+//! issue loop to the same CTAs.)
 //! The kernel arms the barrier (`mbarrier.arrive.expect_tx` with the copy's bytes)
 //! and waits; stores are committed and waited for in bulk groups.
 //!

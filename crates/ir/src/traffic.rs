@@ -8,7 +8,8 @@
 //! false: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, `mma.sync` and stores
 //! of computed values are arithmetic. A kernel with no store at all moves nothing and
 //! is not data-only. The walk is generic over the families: it reads each statement's
-//! buffers off [`LStmtKind::accesses`] and its expressions off [`LStmtKind::operands`].
+//! buffers off [`LStmtKind::accesses`] and its expressions off [`LStmtKind::operands`]; a TMA
+//! copy's global buffer is the one its tensor map describes.
 //!
 //! *Traffic*: each parameter that is read anywhere counts its full size once as read,
 //! each one stored to counts its full size once as written. This is exact for kernels
@@ -16,7 +17,7 @@
 //! estimate otherwise; `tirx bench` says so next to the number.
 
 use crate::dtype::DType;
-use crate::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind};
+use crate::lir::{AsyncOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, TmapId};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Traffic {
@@ -83,6 +84,15 @@ impl Walk<'_> {
         reads.into_iter().for_each(|b| self.mark_read(b));
         for &b in &writes {
             self.write(b);
+        }
+        // A TMA copy names its global buffer through its tensor map.
+        if let LStmtKind::Async(a) = &s.kind {
+            let global = |m: TmapId| self.k.tmaps.get(m.0 as usize).map(|t| t.buf);
+            match a {
+                AsyncOp::TmaLoad(c) => global(c.map).into_iter().for_each(|b| self.mark_read(b)),
+                AsyncOp::TmaStore(c) => global(c.map).into_iter().for_each(|b| self.write(b)),
+                _ => {}
+            }
         }
         match &s.kind {
             LStmtKind::Store { buf, value, .. } if !self.is_moved_value(value, self.k.buf(*buf).dtype) => {

@@ -653,3 +653,14 @@ def kernel(A_ptr: T.handle):
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+#[test]
+fn bench_traffic_counts_the_buffers_behind_the_tensor_maps() {
+    // `tirx bench` compares against a memcpy of this traffic: TMA copies name A and B only
+    // through their tensor maps.
+    let k = parse(include_str!("../../../examples/bench/tma_copy_f16.py"));
+    let l = tirx_lower::lower_kernel(&k, &Default::default()).expect("lowers");
+    let t = tirx_ir::traffic::analyze(&l.lir);
+    assert!(t.data_only, "{t:?}");
+    assert_eq!((t.bytes_read, t.bytes_written), (16384 * 4096 * 2, 16384 * 4096 * 2));
+}

@@ -29,18 +29,18 @@ from softmax import softmax  # noqa: E402
 
 
 def timed(fn, iters, warmup):
+    """Median GPU time of one call, in ms. The calls are queued back to back (as `tirx bench`
+    does) so that each pair of events brackets the kernel, not the CPU's launch of it."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for a, b in events:
         a.record()
         fn()
         b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in events)
 
 
 def memcpy_ms(nbytes, iters, warmup):

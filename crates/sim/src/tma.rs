@@ -142,13 +142,11 @@ pub(crate) fn swizzle_bytes(a: usize, mode: u8) -> usize {
     a ^ (((a >> 7) & mask) << 4)
 }
 
-/// The bit pattern of a NaN of `size` bytes (the canonical all-ones mantissa).
+/// The bit pattern the TMA unit fills an out-of-bounds element with under `oob="nan"`:
+/// 0x7ff7 in every 16-bit half (a NaN in f16, bf16, f32 and f64 alike; an H100 fills f32
+/// with 0x7ff77ff7).
 fn nan_bytes(size: usize) -> Vec<u8> {
-    match size {
-        2 => 0x7fffu16.to_le_bytes().to_vec(),
-        4 => 0x7fff_ffffu32.to_le_bytes().to_vec(),
-        _ => 0x7fff_ffff_ffff_ffffu64.to_le_bytes()[..size].to_vec(),
-    }
+    0x7ff7u16.to_le_bytes().repeat(size / 2)
 }
 
 /// What a phase short of (or over) its bytes misses, for a deadlock report.

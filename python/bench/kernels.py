@@ -58,7 +58,8 @@ def close(got, want, rtol, atol, what):
 
 def bench_softmax(args, rows):
     M, N = 16384, 8192
-    for dtype, tdt, tol in (("float32", torch.float32, 1e-6), ("bfloat16", torch.bfloat16, 1e-2)):
+    # f32: PyTorch sums a row in another order; over 8192 terms the sums differ by ~sqrt(N) ulps.
+    for dtype, tdt, tol in (("float32", torch.float32, 1e-5), ("bfloat16", torch.bfloat16, 1e-2)):
         k = tirx.compile(softmax(M, N, dtype))
         a = torch.randn(M, N, device="cuda", dtype=tdt) * 3
         b = torch.empty_like(a)
@@ -186,6 +187,7 @@ def main():
     ap.add_argument("--only", default="softmax,rmsnorm,gemm,hopper,copy")
     ap.add_argument("--json")
     args = ap.parse_args()
+    torch.manual_seed(0)
     rows = []
     for name in args.only.split(","):
         benches = {"softmax": bench_softmax, "rmsnorm": bench_rmsnorm, "gemm": bench_gemm, "hopper": bench_hopper,

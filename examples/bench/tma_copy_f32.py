@@ -1,8 +1,9 @@
 # TMA tiled copy benchmark: B = A for a 16384 x 4096 float32 tensor (the traffic of
 # tiled_copy_f32.py), global -> shared by TMA loads on mbarriers, shared -> global by TMA stores.
-# Each CTA copies a 64 x 512 band as 64 x 64 boxes (64 rows of 256 bytes) through a 4-stage ring
-# (64 KiB of shared memory): one thread issues every copy, so later loads are in flight while
-# earlier boxes are stored; a stage is refilled once the store that read it has finished reading.
+# Each CTA copies a 64 x 512 band as 64 x 64 boxes (64 rows of 256 bytes) with 8 stages, one per
+# box (128 KiB of shared memory): one thread issues all 8 loads, then stores each box as it lands,
+# so loads and stores overlap within the CTA and across its SM's CTAs. On an H100 this measured
+# 0.990 of memcpy; a 4-stage ring refilled as stores finish reading measured 0.963.
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.lang.pipeline import MBarrier
@@ -11,7 +12,7 @@ M, N = 16384, 4096
 TM, TN = 64, 64
 BAND = 512
 SUB = BAND // TN
-STAGES = 4
+STAGES = 8
 dtype = "float32"
 BOX_BYTES = TM * TN * 4
 
@@ -41,7 +42,7 @@ def tma_copy_f32(A_ptr: T.handle, B_ptr: T.handle):
             full.wait(i % STAGES, (i // STAGES) % 2)
             Tx.copy_async(B[r0 : r0 + TM, c0 + i * TN : c0 + i * TN + TN], S_[i % STAGES, 0:TM, 0:TN], dispatch="tma_auto")
             T.ptx.cp_async.bulk.commit_group()
-            if i >= 1:
+            if STAGES < SUB and i >= 1:  # refills exist only when the ring is shorter than the band
                 if i - 1 + STAGES < SUB:
                     T.ptx.cp.async_.bulk.wait_group.read(1)
                     j = i - 1 + STAGES

@@ -84,6 +84,19 @@ impl CopyOps<'_> {
 /// equal non-unit extents, one range per buffer dim, uniform begins (bounds
 /// were checked before dispatch).
 pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
+    operands_matching(cx, |dst, src| {
+        let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
+        (de != se).then(|| format!("dst region shape {de:?} != src region shape {se:?}"))
+    })
+}
+
+/// Two buffer regions of one dtype whose extents `mismatch` accepts (it says why not),
+/// each naming every dim of its buffer with uniform begins: the checks every copy-like
+/// op shares (`copy`'s and the async copies' `validate_copy_op`).
+pub(crate) fn operands_matching<'a>(
+    cx: &CallCx<'a>,
+    mismatch: impl Fn(&BufferRegion, &BufferRegion) -> Option<String>,
+) -> Result<CopyOps<'a>, Decline> {
     let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
         return Err(Decline::new(Rule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
     };
@@ -97,9 +110,8 @@ pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
             ),
         ));
     }
-    let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
-    if de != se {
-        return Err(Decline::new(Rule::ValidateCopyOp, format!("dst region shape {de:?} != src region shape {se:?}")));
+    if let Some(why) = mismatch(dst, src) {
+        return Err(Decline::new(Rule::ValidateCopyOp, why));
     }
     for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
         check_rank(r, b)?;

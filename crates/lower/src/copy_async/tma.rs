@@ -677,26 +677,8 @@ pub(crate) fn begin_affine(cx: &CallCx, e: &Expr) -> Option<Affine> {
 /// (their shapes may differ: elements correspond in row-major order), one range per
 /// buffer dim (the reference's TMA contract).
 pub(crate) fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
-    let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
-        return Err(Decline::new(Rule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
-    };
-    let ops = CopyOps { dst, src, dst_buf: cx.buf(dst.buf), src_buf: cx.buf(src.buf) };
-    if ops.dst_buf.dtype != ops.src_buf.dtype {
-        return Err(Decline::new(
-            Rule::ValidateCopyOp,
-            format!(
-                "dtype mismatch: src `{}` is {}, dst `{}` is {}",
-                ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype
-            ),
-        ));
-    }
-    let (de, se) = (CopyOps::elems(dst), CopyOps::elems(src));
-    if de != se {
-        return Err(Decline::new(Rule::ValidateCopyOp, format!("dst region has {de} elements, src region {se}")));
-    }
-    for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
-        crate::copy::check_rank(r, b)?;
-        crate::operand::check_uniform(cx, r, b)?;
-    }
-    Ok(ops)
+    crate::copy::operands_matching(cx, |dst, src| {
+        let (de, se) = (CopyOps::elems(dst), CopyOps::elems(src));
+        (de != se).then(|| format!("dst region has {de} elements, src region {se}"))
+    })
 }

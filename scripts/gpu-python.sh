@@ -5,7 +5,8 @@
 #   TIRX_WHEEL=path/to/tirx-*.whl scripts/gpu-python.sh [STEP...]
 # Steps (default: all, in this order):
 #   pytest    python/tests on the GPU (TIRX_REQUIRE_GPU=1: a missing GPU fails, nothing skips)
-#   bench     python/bench/kernels.py (softmax, RMSNorm, GEMM vs PyTorch) and launch_overhead.py
+#   bench     python/bench/kernels.py (softmax, RMSNorm, the mma.sync and Hopper wgmma GEMMs vs
+#             PyTorch, the copy benches) and launch_overhead.py
 #   ref       the reference's test files through `pytest --noconftest -p tirx.compat` on the GPU,
 #             from $TIRX_REFTESTS (a copy of apache/tvm's tests/python/tirx/operator/tile_primitive/cuda);
 #             pass/fail counts per file and failures by cause

@@ -267,6 +267,12 @@ if [ ${#SKIPS[@]} -gt 0 ]; then
     for s in "${SKIPS[@]}"; do echo "  $s"; done
 fi
 echo
+echo "== slowest kernels (seconds for lowering, inputs, run --check-sim and outputs) =="
+for ex in "${examples[@]}" "${extra[@]}"; do
+    d="$WORK/$(echo "${ex%.py}" | tr '/' '_')"
+    [ -f "$d/seconds" ] && printf '%6s  %s\n' "$(cat "$d/seconds")" "$ex"
+done | sort -rn | head -n 5
+echo
 echo "== bench: median of $BENCH_ITERS launches; traffic = bytes read + written =="
 printf '%-40s %9s %9s %11s %6s\n' kernel ms GB/s memcpyGB/s ratio
 for r in "${BROWS[@]}"; do echo "$r"; done

@@ -102,7 +102,7 @@ def test_a_dsmem_exchange_from_python(view):
     np.testing.assert_array_equal(b, a)
 
 
-def test_decl_buffer_needs_the_storage_of_a_buffer():
+def test_decl_buffer_over_a_narrower_dtype_is_an_error():
     with pytest.raises(tirx.TirxError, match="T.decl_buffer.*float32 over float16"):
 
         @T.prim_func
@@ -184,3 +184,62 @@ def test_compat_lowers_one_tma_load_through_the_dispatcher():
     assert calls.count("tirx.ptx.cp_async_bulk_tensor_g2s_cluster") == 1
     with pytest.raises(NotImplementedError, match="launcher"):
         d.DispatchContext(None, d.ExecScope("thread")).callbacks.get("host_init_stmt", [])
+
+
+def test_compat_tree_keeps_unrolled_loops_and_symbolic_ranges():
+    from tirx.compat import dispatch as d
+
+    lines = [
+        "unroll for issue in 0..4 {",
+        "  tma.load.2d A_smem[0]",
+        "}",
+        "for i in b..b + n {",
+        "  if i < 3 {",
+        "    cp.async.cg<16> S[i]",
+        "  } else {",
+        "    cta_sync",
+        "  }",
+        "}",
+    ]
+    tree = d._tree(lines)
+    unrolled, loop = tree.seq
+    assert isinstance(unrolled, d.For) and (unrolled.loop_var, unrolled.min, unrolled.extent) == ("issue", 0, 4)
+    assert unrolled.body.seq[0].value.op.name == "tirx.ptx.cp_async_bulk_tensor_g2s_cluster"
+    assert isinstance(loop, d.For) and (loop.min, loop.extent) == ("b", "n")
+    # The if's two branches are walked through: both statements, once each.
+    names = [s.value.op.name for s in loop.body.seq[0].seq]
+    assert names == ["tirx.ptx.cp_async", "cta_sync"]
+    with pytest.raises(tirx.TirxInternalError, match="neither `for` nor `if`"):
+        d._tree(["while x {", "cta_sync", "}"])
+
+
+def test_compat_call_block_counts_else_like_the_tree():
+    from tirx.compat import dispatch as d
+
+    lir = "\n".join(
+        [
+            "  // thread.copy_async -> tma_auto",
+            "  if tid == 0 {",
+            "    tma.load.2d S[0]",
+            "  } else {",
+            "    cta_sync",
+            "  }",
+            "  // warp.copy -> next",
+            "  cta_sync",
+        ]
+    )
+    block = d._call_block(lir, "tma_auto")
+    assert [b.strip() for b in block] == ["if tid == 0 {", "tma.load.2d S[0]", "} else {", "cta_sync", "}"]
+
+
+def test_compat_refuses_what_it_would_ignore():
+    from tirx.compat import dispatch as d
+
+    with pytest.raises(NotImplementedError, match="elem_offset"):
+        d.decl_buffer((64,), "float16", "A", elem_offset=8)
+    with pytest.raises(NotImplementedError, match="data="):
+        d.decl_buffer((64,), "float16", "A", data=d.Var("p", "handle"))
+    assert d.decl_buffer((64,), "float16", "A", elem_offset=0).elem_offset == 0
+    with pytest.raises(NotImplementedError, match="exec scope 'cluster'"):
+        d._threads(d.DispatchContext(None, d.ExecScope("cluster")))
+    assert d._threads(d.DispatchContext(None, d.ExecScope("warp"))) == 32

@@ -85,7 +85,7 @@ impl Ctx<'_> {
 
     /// `tirx_tma_load_2d(&A_s[0], &A_tmap, c0, c1, &bar[0])` / `tirx_tma_store_2d(&A_tmap, c0, c1, &A_s[0])`.
     fn tma(&mut self, c: &TmaCopy, store: bool) -> Result<(), CodegenError> {
-        let map = format!("&{}", self.names.tmap(c.map));
+        let map = format!("&{}", self.names.tmap(c.map)?);
         let coords = c.coords.iter().map(|e| self.e(e)).collect::<Result<Vec<_>, _>>()?;
         let smem = self.addr(c.smem, &c.smem_index)?;
         let mut args = vec![];

@@ -71,7 +71,7 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     let decls = std::mem::take(&mut cx.out);
     cx.block(&k.body)?;
     let body = std::mem::take(&mut cx.out);
-    let signature = cx.signature();
+    let signature = cx.signature()?;
 
     let mut src = String::new();
     let [bx, by, bz] = k.block;
@@ -120,21 +120,23 @@ impl Ctx<'_> {
         self.out.push('\n');
     }
 
-    fn signature(&mut self) -> String {
+    fn signature(&mut self) -> Result<String, CodegenError> {
         let params: Vec<String> = self
             .k
             .signature()
             .into_iter()
-            .map(|p| match p {
-                ParamRef::Buffer(p) => {
-                    let t = self.k.buf(p).dtype;
-                    self.note_type(t);
-                    format!("{}* __restrict__ {}", c_type(t), self.names.buf(p))
-                }
-                ParamRef::Scalar(v) => format!("{} {}", c_type(self.k.var(v).dtype), self.names.var(v)),
-                ParamRef::TensorMap(m) => format!("const __grid_constant__ CUtensorMap {}", self.names.tmap(m)),
+            .map(|p| {
+                Ok(match p {
+                    ParamRef::Buffer(p) => {
+                        let t = self.k.buf(p).dtype;
+                        self.note_type(t);
+                        format!("{}* __restrict__ {}", c_type(t), self.names.buf(p))
+                    }
+                    ParamRef::Scalar(v) => format!("{} {}", c_type(self.k.var(v).dtype), self.names.var(v)),
+                    ParamRef::TensorMap(m) => format!("const __grid_constant__ CUtensorMap {}", self.names.tmap(m)?),
+                })
             })
-            .collect();
+            .collect::<Result<_, CodegenError>>()?;
         let cluster = match self.k.cluster {
             [1, 1, 1] => String::new(),
             [x, y, z] => format!("__cluster_dims__({x}, {y}, {z}) "),
@@ -148,9 +150,9 @@ impl Ctx<'_> {
         );
         let one_line = format!("{head}{}) {{\n", params.join(", "));
         if one_line.len() <= SIGNATURE_WIDTH || params.len() < 2 {
-            return one_line;
+            return Ok(one_line);
         }
-        format!("{head}\n    {}) {{\n", params.join(",\n    "))
+        Ok(format!("{head}\n    {}) {{\n", params.join(",\n    ")))
     }
 
     /// Declares the shared and local arrays the body uses; returns the dynamic shared bytes.

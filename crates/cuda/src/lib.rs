@@ -173,7 +173,7 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     k.validate().map_err(CodegenError::InvalidLir)?;
     let out = emit::translation_unit(k)?;
     let names = names::Names::new(k);
-    let params = k.signature().into_iter().map(|p| param_meta(k, &names, p)).collect();
+    let params = k.signature().into_iter().map(|p| param_meta(k, &names, p)).collect::<Result<_, _>>()?;
     let meta = LaunchMeta {
         kernel: out.kernel,
         grid: k.grid,
@@ -183,20 +183,27 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
         params,
         checks: k.checks.iter().map(|c| k.sym_text(&c.cond)).collect(),
         cluster: k.cluster,
-        tensormaps: (0..k.tmaps.len()).map(|i| tmap_meta(k, &names, TmapId(i as u32))).collect(),
+        tensormaps: (0..k.tmaps.len()).map(|i| tmap_meta(k, &names, TmapId(i as u32))).collect::<Result<_, _>>()?,
     };
     Ok(CudaModule { source: out.source, meta })
 }
 
-fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> TensorMapMeta {
+/// The launcher's view of tensor map `id`; its buffer must be a parameter (the base it encodes).
+fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> Result<TensorMapMeta, CodegenError> {
     let m = k.tmap(id);
     let dim = |d: &SymExpr| match d {
         SymExpr::Int(v) => MetaDim::Int(*v),
         e => MetaDim::Sym(k.sym_text(e)),
     };
-    let param = k.signature().iter().position(|p| *p == ParamRef::Buffer(m.buf)).unwrap_or(usize::MAX);
-    TensorMapMeta {
-        name: names.tmap(id).to_string(),
+    let param = k.signature().iter().position(|p| *p == ParamRef::Buffer(m.buf)).ok_or_else(|| {
+        CodegenError::InvalidLir(format!(
+            "tensor map `{}` maps `{}`, which is not a parameter",
+            m.name,
+            k.buf(m.buf).name
+        ))
+    })?;
+    Ok(TensorMapMeta {
+        name: names.tmap(id)?.to_string(),
         buffer: k.buf(m.buf).name.clone(),
         param,
         dtype: m.dtype.name().to_string(),
@@ -210,13 +217,13 @@ fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> TensorMapMeta {
         swizzle: u32::from(m.swizzle),
         l2_promotion: u32::from(m.l2_promotion),
         oob_fill: u32::from(m.oob_nan),
-    }
+    })
 }
 
-fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> ParamMeta {
-    match p {
+fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> Result<ParamMeta, CodegenError> {
+    Ok(match p {
         ParamRef::TensorMap(m) => ParamMeta {
-            name: names.tmap(m).to_string(),
+            name: names.tmap(m)?.to_string(),
             kind: ParamKind::TensorMap,
             dtype: k.tmap(m).dtype.name().to_string(),
             shape: vec![],
@@ -258,5 +265,5 @@ fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> ParamMeta {
                 bytes: total,
             }
         }
-    }
+    })
 }

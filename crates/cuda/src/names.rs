@@ -6,6 +6,7 @@
 //! a variable only has to differ from the buffers and from the variables in
 //! scope where it is declared, so sibling loops can all be called `f`.
 
+use crate::CodegenError;
 use std::collections::{HashMap, HashSet};
 use tirx_ir::lir::{LBufId, LKernel, LVarId, TmapId};
 
@@ -114,8 +115,12 @@ impl Names {
         &self.bufs[b.0 as usize]
     }
 
-    pub fn tmap(&self, m: TmapId) -> &str {
-        self.tmaps.get(m.0 as usize).map_or("/*no tensor map*/", String::as_str)
+    /// The parameter name of tensor map `m`; a map the kernel does not declare is invalid LIR.
+    pub fn tmap(&self, m: TmapId) -> Result<&str, CodegenError> {
+        self.tmaps
+            .get(m.0 as usize)
+            .map(String::as_str)
+            .ok_or_else(|| CodegenError::InvalidLir(format!("tensor map {} is not declared by the kernel", m.0)))
     }
 
     pub fn var(&self, v: LVarId) -> &str {

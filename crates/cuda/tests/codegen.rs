@@ -751,3 +751,41 @@ fn validation_rejects_bad_family_operands() {
     }));
     assert!(m.contains("cp.async of 32 bytes"), "{m}");
 }
+
+/// A TMA copy naming a map the kernel does not declare, or a map over a buffer that is
+/// not a parameter, is invalid LIR: validation refuses both before the printer (which
+/// itself errs rather than writing `/*no tensor map*/` or a `usize::MAX` parameter index).
+#[test]
+fn tensor_maps_must_be_declared_and_map_a_parameter() {
+    use tirx_ir::lir::{AsyncOp, LStmtKind, SymExpr, TensorMap, TmaCopy, TmapDtype, TmapId};
+    let mut kb = Kb::new("k", [1, 1, 1], [32, 1, 1]);
+    kb.param("A", DType::F16, &[64]);
+    let s = kb.shared("S", DType::F16, &[64]);
+    let copy = TmaCopy {
+        map: TmapId(0),
+        coords: vec![i(0)],
+        smem: s,
+        smem_index: i(0),
+        bar: None,
+        multicast: None,
+        cache: None,
+    };
+    let mut k = kb.finish(vec![LStmt::new(LStmtKind::Async(AsyncOp::TmaStore(copy)), Default::default())]);
+    let m = invalid(&k);
+    assert!(m.contains("tensor map #0 does not exist"), "{m}");
+    k.tmaps.push(TensorMap {
+        name: "S_tmap".into(),
+        buf: s,
+        dtype: TmapDtype::F16,
+        base_offset: 0,
+        dims: vec![SymExpr::Int(64)],
+        strides: vec![],
+        boxes: vec![64],
+        elem_strides: vec![1],
+        swizzle: 0,
+        l2_promotion: 0,
+        oob_nan: false,
+    });
+    let m = invalid(&k);
+    assert!(m.contains("`S` is not a global buffer parameter"), "{m}");
+}

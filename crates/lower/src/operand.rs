@@ -16,10 +16,12 @@
 //! operands decline with their own rules, register operands return a message
 //! the variant files under its rule (`register_layout`, `fragment`).
 
-use crate::dispatch::{CallCx, Decline, Rule};
+use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
 use crate::expr::Affine;
 use crate::scope::TidKind;
 use tirx_ir::hir::{BufId, Buffer, BufferRegion, Expr, Range};
+use tirx_ir::lir::{LBufId, LExpr};
+use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Fusion, Iter, Layout, Swizzle, TileLayout};
 
 /// Register bundles up to this many elements per thread are fully unrolled
@@ -39,6 +41,27 @@ pub struct MemOperand {
     /// What every value of `sym` is a multiple of (alignment proofs): its divisor,
     /// with the divisibility `T.assume` states of scalar parameters (`CallCx::divisor`).
     pub sym_div: i64,
+}
+
+impl MemOperand {
+    /// Whether the region is one dense row-major chain: every non-unit iter is a single
+    /// stride-1 memory iter (what a bulk copy or a TMA box moves in one run).
+    pub fn is_dense_chain(&self) -> bool {
+        let dense = self.tile.shard.iter().filter(|i| i.extent != 1).collect::<Vec<_>>();
+        matches!(dense[..], [] | [Iter { stride: 1, axis: Axis::M, .. }])
+    }
+
+    /// The flat array and the start index of the region: the layout's element offset
+    /// plus the symbolic begin.
+    pub fn start(&self, em: &mut Emitter) -> Result<(LBufId, LExpr), Bug> {
+        let (buf, _) = em.lbuf(self.buf)?;
+        let s = LExpr::i32(crate::lay::m_offset(&self.tile));
+        let s = self
+            .sym
+            .add_to(s, em.env, em.builder(), DType::I32)
+            .ok_or_else(|| Bug("the region's begin uses a variable not defined here".into()))?;
+        Ok((buf, s))
+    }
 }
 
 /// Resolves a global or shared region (§2.8): no thread axes, one address per

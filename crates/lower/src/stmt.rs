@@ -147,6 +147,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     };
     let scalars = lw.declare_scalars();
     let grid_dims = lw.symbolic_grid(&defs);
+    lw.clusters_need_sm90(&launch, &defs);
     lw.cluster_divides_grid(&launch, &grid_dims, &defs);
     let budget = crate::smem::check(k, opts.arch);
     let params = lw.declare_buffers(&budget.made_dynamic);
@@ -239,8 +240,24 @@ impl Lowerer<'_> {
         out
     }
 
-    /// The grid dims `T.cta_id` gives as expressions of scalar parameters; every
-    /// declaration of the CTA ids must give the same ones.
+    /// Clusters (`__cluster_dims__`) are an sm_90 feature: an older target is a user
+    /// error at the `T.cta_id_in_cluster` declaring them, so `check` fails as nvcc would.
+    fn clusters_need_sm90(&mut self, launch: &Launch, defs: &[&ScopeIdDef]) {
+        if launch.cluster == [1, 1, 1] || self.opts.arch.supports(tirx_ir::Arch::SM_90) {
+            return;
+        }
+        let at = defs.iter().find(|d| d.kind == ScopeIdKind::CtaIdInCluster).map_or(self.k.span, |d| d.span);
+        let c = launch.cluster;
+        self.errors.push(
+            Diagnostic::error(
+                at,
+                format!("a cluster of {}x{}x{} CTAs needs sm_90; the target is {}", c[0], c[1], c[2], self.opts.arch),
+            )
+            .with_label("clusters (`__cluster_dims__`) need sm_90")
+            .with_help("compile for a Hopper GPU (`--arch sm_90a`), or drop `T.cta_id_in_cluster`"),
+        );
+    }
+
     /// A constant grid dimension is a whole number of clusters; a run-time one is a
     /// launch check (at the `T.cta_id` declaring it): CUDA refuses such a launch.
     fn cluster_divides_grid(&mut self, launch: &Launch, grid_dims: &[Option<SymExpr>; 3], defs: &[&ScopeIdDef]) {
@@ -263,14 +280,19 @@ impl Lowerer<'_> {
         if let Some(d) = (0..3).find(|&d| grid_dims[d].is_none() && grid[d] % cluster[d] != 0) {
             self.errors.push(
                 Diagnostic::error(
-                    span,
-                    format!("the grid {grid:?} is not a whole number of clusters {cluster:?} (dimension {d})"),
+                    at,
+                    format!(
+                        "the grid {grid:?} is not a whole number of clusters {cluster:?} (dimension {})",
+                        ["x", "y", "z"][d]
+                    ),
                 )
                 .with_help("declare `T.cta_id([...])` with a multiple of the cluster size in every dimension"),
             );
         }
     }
 
+    /// The grid dims `T.cta_id` gives as expressions of scalar parameters; every
+    /// declaration of the CTA ids must give the same ones.
     fn symbolic_grid(&mut self, defs: &[&ScopeIdDef]) -> [Option<SymExpr>; 3] {
         let mut out: [Option<SymExpr>; 3] = [None, None, None];
         let mut first: Option<&ScopeIdDef> = None;

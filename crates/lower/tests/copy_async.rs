@@ -603,3 +603,26 @@ fn a_never_completing_mbarrier_is_a_deadlock() {
     assert!(text.contains("32 of 64 arrivals") && text.contains("still missing"), "{text}");
     assert!(src.lines().nth(line_of(&src, e.span) - 1).unwrap().contains("bar.wait"), "{text}");
 }
+
+/// A TMA box whose shared start is not 16-byte aligned: the decline names the shared buffer.
+#[test]
+fn a_misaligned_tma_box_names_its_shared_buffer() {
+    let src = format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64,), \"float16\")
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    Tx.copy_async(S_[4:12], A[0:8], mbar=bar.ptr_to([0]))
+"
+    );
+    let (explain, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
+    let t = explain[0].tried.iter().find(|t| t.variant == "tma_explicit").expect("tma_explicit tried");
+    assert_eq!(t.rule, Some(Rule::SharedPointer), "{}", explain[0].render());
+    assert!(t.reason.contains("a box starts at byte 8 of `S_`"), "{}", t.reason);
+}

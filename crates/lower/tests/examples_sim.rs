@@ -915,8 +915,8 @@ fn set_line(src: &str, prefix: &str, value: &str) -> String {
 
 /// examples/gemm_hopper.py resized as the bench does: float16; one tile row (M = 128) with
 /// more CTAs than tiles (an idle CTA) and K steps wrapping the stage ring within a tile; one
-/// CTA walking tiles in groups of 4 and 8 tile rows with fewer K steps than stages (the
-/// phases wrap across tiles).
+/// CTA walking tiles in groups of 4 tile rows and three CTAs in groups of 8, both with fewer
+/// K steps than stages (the phases wrap across tiles).
 #[test]
 fn gemm_hopper_shapes() {
     let path = repo_root().join("examples/gemm_hopper.py");

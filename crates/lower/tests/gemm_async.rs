@@ -296,6 +296,20 @@ fn register_a_accum_and_instruction_widths() {
     }
 }
 
+/// A width the shared B cannot take is a limit, not a decline: MN-major B of 320 columns
+/// in 128-byte swizzle atoms (64 bf16) fits neither m64n160 nor m64n80, and m64n64 ×5 runs.
+#[test]
+fn a_width_the_shared_operand_refuses_falls_back_to_a_narrower_one() {
+    let mut c = Case::new(64, 320, 16, "bfloat16");
+    c.trans_b = true;
+    c.sw_b = 3;
+    let l = c.check();
+    let g = l.explain.iter().find(|x| x.op == "gemm_async").unwrap();
+    let text = g.render();
+    assert!(text.contains("m64n64k16"), "{text}");
+    assert!(text.contains("m64n160:"), "{text}");
+}
+
 #[test]
 fn explain_shows_instructions_registers_and_descriptors() {
     let mut c = Case::new(128, 256, 64, "bfloat16");

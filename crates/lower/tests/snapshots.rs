@@ -76,7 +76,7 @@ fn scalar_parameter_examples() {
     }
 }
 
-/// The Hopper GEMM: wgmma from descriptors, the named-barrier pipeline between the
+/// The Hopper GEMM: wgmma from descriptors, the full/empty mbarrier pipeline between the
 /// producer and consumer warpgroups, register reallocation, the stmatrix epilogue.
 #[test]
 fn gemm_hopper() {

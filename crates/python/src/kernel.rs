@@ -183,7 +183,7 @@ impl RawArg {
 }
 
 /// The encoded tensor maps of `k` (this launch's dims) over the buffer `pointers`, from
-/// `cache` when the same pointers and dims were encoded before (docs/python.md §5.4).
+/// `cache` when the same pointers and dims were encoded before (docs/lir.md §6.1).
 fn tensor_maps(
     k: &LKernel,
     pointers: &[u64],

@@ -9,7 +9,10 @@
 //!   When such a function runs in a kernel that also reduces across threads (softmax: `exp2f`
 //!   terms, their row sum, a quotient by it), the difference compounds: **8 ulp** for
 //!   `float32` (each term ≤ 2 ulp, the sum of such terms ≤ 2 ulp relative plus differently
-//!   rounded partial sums, the quotient both: GPU runs show 3–4), 16-bit types stay at 1;
+//!   rounded partial sums, the quotient both: GPU runs show 3–4), `docs/numerics.md` §7.
+//!   The allowance is kernel-wide: it covers every `float32` output of such a kernel, not
+//!   only the reduced ones. `float64` stays at 2 (the observed differences are `float32`
+//!   `exp2f`), 16-bit types at 1;
 //!   NaN equals NaN (any payload), infinities must match exactly, `-0.0 == 0.0`;
 //! * float buffers of kernels that run `mma.sync` (tensor-core sums, `docs/numerics.md` §8):
 //!   those ulps, **or** a difference of at most 2^-10 × the largest magnitude in the
@@ -51,7 +54,7 @@ pub fn tolerance_for(dtype: DType, data_only: bool, tensor_sums: bool, compounde
         return Tolerance::BitExact;
     }
     let ulps = match dtype {
-        DType::F32 | DType::F64 if compounded => 8,
+        DType::F32 if compounded => 8,
         DType::F32 | DType::F64 => 2,
         _ => 1,
     };
@@ -291,6 +294,7 @@ mod tests {
         assert_eq!(tolerance_for(DType::I32, false, true, false), Tolerance::BitExact);
         assert_eq!(tolerance_for(DType::F32, false, false, true), Tolerance::Ulps(8));
         assert_eq!(tolerance_for(DType::BF16, false, false, true), Tolerance::Ulps(1));
+        assert_eq!(tolerance_for(DType::F64, false, false, true), Tolerance::Ulps(2));
     }
 
     #[test]

@@ -54,7 +54,12 @@ impl Builder<'_> {
             | PtxOp::BulkWaitGroupRead
             | PtxOp::ClusterArrive
             | PtxOp::ClusterWait
-            | PtxOp::ClusterSync => unreachable!("{op:?} is an asynchronous-copy statement (crate::asynch)"),
+            | PtxOp::ClusterSync => {
+                let d =
+                    Diagnostic::internal(a.span, format!("`{}` reached the wgmma/barrier builder", op.script_name()))
+                        .with_note("it is an asynchronous-copy statement (crate::asynch builds it)");
+                return self.fail(d);
+            }
         })
     }
 

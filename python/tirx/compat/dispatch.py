@@ -134,7 +134,13 @@ def decl_buffer(shape, dtype="float32", name="buffer", data=None, strides=None, 
                 layout=None, **_):
     if strides is not None:
         raise NotImplementedError("tirx.compat: decl_buffer(strides=...) — give the strides as a layout")
-    return Buffer(shape, dtype, name, data, elem_offset or 0, scope, layout)
+    if data is not None:
+        raise NotImplementedError("tirx.compat: decl_buffer(data=...) — a lowered call's buffers own their storage")
+    if elem_offset is not None and int(getattr(elem_offset, "value", elem_offset)) != 0:
+        raise NotImplementedError(
+            "tirx.compat: decl_buffer(elem_offset=...) — declare the buffer at its start and take a region of it"
+        )
+    return Buffer(shape, dtype, name, None, 0, scope, layout)
 
 
 class BufferRegion:
@@ -262,7 +268,31 @@ def _op_name(line: str) -> str:
     return mnemonic
 
 
-_FOR = re.compile(r"for (\w+) in (-?\d+)\.\.(-?\d+) \{$")
+# `for i in 0..E {`, `unroll for i in B..B + E {` (crates/ir/src/lir/print.rs).
+_FOR = re.compile(r"(?:unroll )?for (\w+) in (.+?)\.\.(.+) \{$")
+
+
+def _depth(line: str) -> int:
+    """How a stripped LIR line changes the block depth: `{` opens, `}` closes, `} else {` both."""
+    if line.startswith("//"):
+        return 0
+    return int(line.endswith("{")) - int(line == "}" or line.startswith("} else"))
+
+
+def _int_or_text(e: str):
+    return int(e) if re.fullmatch(r"-?\d+", e) else e
+
+
+def _for(line: str, body) -> Optional[For]:
+    """The ``For`` of a loop header line, else None."""
+    m = _FOR.match(line)
+    if m is None:
+        return None
+    var, begin, end = m.group(1), m.group(2), m.group(3)
+    extent = end if begin == "0" else end[len(begin) + 3 :] if end.startswith(f"{begin} + ") else None
+    if extent is None:
+        raise tirx.TirxInternalError(f"tirx.compat: a loop range neither `0..E` nor `B..B + E`: {line!r}")
+    return For(var, _int_or_text(begin), _int_or_text(extent), body)
 
 
 def _tree(lines: List[str]):
@@ -277,12 +307,13 @@ def _tree(lines: List[str]):
         if line.endswith("{"):
             depth, j = 1, i
             while j < len(lines) and depth:
-                s = lines[j].strip()
-                depth += s.endswith("{") - (s == "}" or s.startswith("} else"))
+                depth += _depth(lines[j].strip())
                 j += 1
             body = _tree(lines[i : j - 1])
-            m = _FOR.match(line)
-            out.append(For(m.group(1), int(m.group(2)), int(m.group(3)) - int(m.group(2)), body) if m else body)
+            loop = _for(line, body)
+            if loop is None and not line.startswith("if "):
+                raise tirx.TirxInternalError(f"tirx.compat: an LIR block neither `for` nor `if`: {line!r}")
+            out.append(loop if loop is not None else body)
             i = j
         else:
             out.append(Evaluate(Call(_op_name(line), line)))
@@ -301,7 +332,7 @@ def _call_block(lir: str, variant: str) -> List[str]:
         s = line.strip()
         if depth == 0 and (s == "}" or (s.startswith("//") and len(line) - len(line.lstrip()) == indent)):
             break
-        depth += s.endswith("{") - (s == "}")
+        depth += _depth(s)
         block.append(line)
     return block
 
@@ -333,8 +364,15 @@ def _config(config: Dict[str, Any], mbar_ptr) -> Dict[str, Any]:
     return out
 
 
+_THREADS = {"thread": 1, "warp": 32, "warpgroup": 128, "cta": 128}
+
+
 def _threads(sctx: DispatchContext) -> int:
-    return {"thread": 1, "warp": 32, "warpgroup": 128, "cta": 128}.get(sctx.exec_scope.name, 128)
+    """The threads of the one-call kernel: those of the context's scope."""
+    name = sctx.exec_scope.name
+    if name not in _THREADS:
+        raise NotImplementedError(f"tirx.compat: exec scope {name!r}; one of {', '.join(_THREADS)}")
+    return _THREADS[name]
 
 
 def _shared_shared(op: CopyAsync, sctx: DispatchContext, variant: str):

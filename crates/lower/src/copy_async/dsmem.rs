@@ -33,10 +33,10 @@ use super::tma::{self, CTA_MASK, MBAR, REMOTE_CTA};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::operand::MemOperand;
 use tirx_ir::hir::{Expr, ExprKind, TileArg};
-use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar};
+use tirx_ir::lir::{AsyncOp, LStmtKind};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType};
-use tirx_layout::{Axis, ExecScope};
+use tirx_layout::ExecScope;
 
 pub struct Dsmem;
 
@@ -116,14 +116,12 @@ impl Variant for Dsmem {
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<DsPlan>("dsmem")?;
-        let (src, src_index) = start(em, &p.src)?;
-        let (dst, dst_index) = start(em, &p.dst)?;
+        let (src, src_index) = p.src.start(em)?;
+        let (dst, dst_index) = p.dst.start(em)?;
         let Some(TileArg::Barrier(r)) = cx.call.args.get(MBAR) else {
             return Err(Bug("the dsmem plan has no barrier".into()));
         };
-        let idx = r.index.iter().map(|e| em.expr(e)).collect::<Result<Vec<_>, _>>()?;
-        let (buf, index) = em.address(r.buf, &idx)?;
-        let bar = Mbar { buf, index: em.builder().convert(index, DType::I32) };
+        let bar = super::mbar(em, r)?;
         let rank = em.expr(&p.rank)?;
         let rank = em.builder().convert(rank, DType::I32);
         em.push(LStmtKind::Async(AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes: p.bytes, bar, rank }));
@@ -163,8 +161,7 @@ fn remote_rank(cx: &CallCx) -> Result<Expr, Decline> {
 /// A region that is one dense row-major chain, starting 16-byte aligned.
 fn dense_chain(cx: &CallCx, m: &MemOperand, buf: tirx_ir::hir::BufId, esize: i64) -> Result<(), Decline> {
     let name = &cx.buf(buf).name;
-    let dense = m.tile.shard.iter().filter(|i| i.extent != 1).collect::<Vec<_>>();
-    if m.swizzle.is_some() || !matches!(dense[..], [] | [tirx_layout::Iter { stride: 1, axis: Axis::M, .. }]) {
+    if m.swizzle.is_some() || !m.is_dense_chain() {
         return Err(Decline::new(
             Rule::BulkChunk,
             format!(
@@ -184,15 +181,4 @@ fn dense_chain(cx: &CallCx, m: &MemOperand, buf: tirx_ir::hir::BufId, esize: i64
         ));
     }
     Ok(())
-}
-
-/// The flat array and start index of a region.
-fn start(em: &mut Emitter, m: &MemOperand) -> Result<(tirx_ir::lir::LBufId, LExpr), Bug> {
-    let (buf, _) = em.lbuf(m.buf)?;
-    let s = LExpr::i32(crate::lay::m_offset(&m.tile));
-    let s = m
-        .sym
-        .add_to(s, em.env, em.builder(), DType::I32)
-        .ok_or_else(|| Bug("the region's begin uses a variable not defined here".into()))?;
-    Ok((buf, s))
 }

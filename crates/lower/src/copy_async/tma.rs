@@ -9,11 +9,10 @@
 
 use crate::copy::CopyOps;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
-use crate::expr::Affine;
 use crate::operand::MemOperand;
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{box_alignment, swizzle_bytes, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, Mbar, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
 use tirx_ir::op::{ConfigKey, ConfigValue, Evict, OobFill};
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Layout};
@@ -374,7 +373,7 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
 }
 
 /// Checks `plan` against the hardware's descriptor rules (docs/tile-primitives.md §3.20).
-pub(crate) fn validate(p: &TmaPlan) -> Result<(), Decline> {
+pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
     let esize = i64::from(p.dtype.bytes());
     if !(1..=TMAP_MAX_RANK).contains(&p.rank()) {
         return Err(Decline::new(Rule::Rank, format!("the descriptor needs {} dimensions; TMA has 1 to 5", p.rank())));
@@ -430,11 +429,11 @@ pub(crate) fn validate(p: &TmaPlan) -> Result<(), Decline> {
             format!("oob=\"nan\" fills with NaN, which a {} tensor has not", p.dtype.name()),
         ));
     }
-    shared_aligned(p)
+    shared_aligned(p, &cx.buf(p.smem.buf).name)
 }
 
 /// Every instruction's shared start is aligned for its box (16 B; a swizzle's repeat).
-fn shared_aligned(p: &TmaPlan) -> Result<(), Decline> {
+fn shared_aligned(p: &TmaPlan, name: &str) -> Result<(), Decline> {
     let align = i64::from(box_alignment(p.swizzle));
     let off = crate::lay::m_offset(&p.smem.tile) * p.elem;
     let step = p.smem.sym_div.saturating_mul(p.elem);
@@ -443,9 +442,8 @@ fn shared_aligned(p: &TmaPlan) -> Result<(), Decline> {
         return Err(Decline::new(
             Rule::SharedPointer,
             format!(
-                "a box starts at byte {off}{} of `{}`; a TMA box starts on {align} bytes{}",
+                "a box starts at byte {off}{} of `{name}`; a TMA box starts on {align} bytes{}",
                 if p.smem.sym.is_zero() { String::new() } else { format!(" + multiples of {step}") },
-                "the shared buffer",
                 if p.swizzle > 0 { " (the swizzle pattern's repeat)" } else { "" }
             ),
         ));
@@ -596,25 +594,12 @@ pub(crate) fn emit(p: &TmaPlan, em: &mut Emitter) -> Result<(), Bug> {
         oob_nan: p.cfg.oob == Some(OobFill::Nan),
     };
     let id = em.b.tmap(map);
-    let (smem, _) = em.lbuf(p.smem.buf)?;
-    let start = LExpr::i32(crate::lay::m_offset(&p.smem.tile));
-    let start = p
-        .smem
-        .sym
-        .add_to(start, em.env, em.builder(), DType::I32)
-        .ok_or_else(|| Bug("the shared region's begin uses a variable not defined here".into()))?;
+    let (smem, start) = p.smem.start(em)?;
     let mut coords = Vec::with_capacity(p.rank());
     for d in &p.dims {
         coords.push(coord_expr(em, &d.coord)?);
     }
-    let bar = match &p.cfg.bar {
-        Some(r) => {
-            let idx = r.index.iter().map(|e| em.expr(e)).collect::<Result<Vec<_>, _>>()?;
-            let (buf, index) = em.address(r.buf, &idx)?;
-            Some(Mbar { buf, index: em.builder().convert(index, DType::I32) })
-        }
-        None => None,
-    };
+    let bar = p.cfg.bar.as_ref().map(|r| super::mbar(em, r)).transpose()?;
     let multicast = match &p.cfg.mask {
         Some(m) => {
             let v = em.expr(m)?;
@@ -666,11 +651,6 @@ fn coord_expr(em: &mut Emitter, c: &Coord) -> Result<LExpr, Bug> {
     let v = b.convert(v, DType::I32);
     let v = b.div_c(v, c.div);
     Ok(b.mul(v, LExpr::i32(c.mul)))
-}
-
-/// The affine value of a region begin, for divisibility proofs.
-pub(crate) fn begin_affine(cx: &CallCx, e: &Expr) -> Option<Affine> {
-    cx.affine(e)
 }
 
 /// The two regions of an async bulk copy: one dtype and as many elements on each side

@@ -252,7 +252,7 @@ fn outer_size(cx: &CallCx, r: &BufferRegion, gv: &tma::GlobalView, d: usize, inn
 /// `start[d] / inner`, which must divide for every value of the start.
 fn start_coord(cx: &CallCx, r: &BufferRegion, d: usize, inner: i64) -> Result<Coord, Decline> {
     let begin = &r.ranges[d].begin;
-    let a = tma::begin_affine(cx, begin);
+    let a = cx.affine(begin);
     let divides = a.as_ref().is_some_and(|a| {
         let g = cx.divisor(a);
         g == 0 || g % inner == 0
@@ -289,7 +289,7 @@ fn coordinate_dims(r: &BufferRegion, gv: &tma::GlobalView, elem: i64) -> Vec<Dim
 /// Canonicalizes and validates `p`, promoting the descriptor unit while that is what fails.
 fn repaired(cx: &CallCx, mut p: TmaPlan) -> Result<TmaPlan, Decline> {
     tma::canonicalize(&mut p);
-    let mut err = match tma::validate(&p) {
+    let mut err = match tma::validate(cx, &p) {
         Ok(()) => return Ok(p),
         Err(e) => e,
     };
@@ -297,7 +297,7 @@ fn repaired(cx: &CallCx, mut p: TmaPlan) -> Result<TmaPlan, Decline> {
     while matches!(err.rule, Rule::BoxDim | Rule::Rank | Rule::InnerBoxBytes | Rule::GlobalStride) {
         let Some(mut w) = tma::promote(&q).filter(|w| tma::coord_divides(cx, &w.dims[0].coord)) else { break };
         tma::canonicalize(&mut w);
-        match tma::validate(&w) {
+        match tma::validate(cx, &w) {
             Ok(()) => return Ok(w),
             Err(e) => {
                 err = e;

@@ -34,7 +34,6 @@ use super::tma::{self, Coord, Dim, TmaPlan};
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::Arch;
-use tirx_layout::Axis;
 
 pub struct TmaExplicit;
 
@@ -63,8 +62,7 @@ impl Variant for TmaExplicit {
         let gv = tma::global_view(cx, g_reg.buf)?;
         let swizzle = tma::shared_swizzle(cx, s_reg.buf)?;
         let smem = crate::operand::memory(cx, s_reg)?;
-        let dense = smem.tile.shard.iter().filter(|i| i.extent != 1).collect::<Vec<_>>();
-        if !matches!(dense[..], [] | [tirx_layout::Iter { stride: 1, axis: Axis::M, .. }]) {
+        if !smem.is_dense_chain() {
             return Err(Decline::new(
                 Rule::SharedChain,
                 format!(
@@ -96,7 +94,7 @@ impl Variant for TmaExplicit {
             smem,
             elem,
         };
-        tma::validate(&p)?;
+        tma::validate(cx, &p)?;
         let mut plan = Plan::new(p.summary(), ());
         plan.rounds = Some(1);
         plan.notes.push(p.descriptor_note(cx));

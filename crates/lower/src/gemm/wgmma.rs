@@ -169,25 +169,21 @@ impl Variant for WgmmaAsync {
             MemScope::Local => Some(fragment::matrix_operand(cx, g.a, "A", g.trans_a, 4)?),
             _ => None,
         };
+        // Widest instruction first; a width any operand cannot take (accumulator
+        // fragment, shared descriptor, A fragment) is a limit, and a narrower one may fit.
         let mut limits = vec![];
+        let mut rule = Rule::Fragment;
         for ni in instruction_ns(n) {
             let kind = WgmmaKind::new(ni as u32, a_buf.dtype, b_buf.dtype, d.dtype)
                 .map_err(|e| Decline::new(Rule::Dtype, e))?;
-            let dregs = match acc_regs(kind, &dm) {
-                Ok(r) => r,
+            let (dregs, a, b) = match operands_at(cx, &g, kind, &dm, am.as_ref(), k) {
+                Ok(ops) => ops,
                 Err(why) => {
-                    limits.push(format!("m64n{ni}: {why}"));
+                    limits.push(format!("m64n{ni}: {}", why.reason));
+                    rule = why.rule;
                     continue;
                 }
             };
-            let b = smem_plan(cx, g.b, "B", g.trans_b, (ni, k), kind.b)?;
-            let a = match &am {
-                Some(am) => APlan::Regs(a_regs_plan(kind, am).map_err(|m| Decline::new(Rule::Fragment, m))?),
-                None => APlan::Smem(smem_plan(cx, g.a, "A", g.trans_a, (WGMMA_M, k), kind.a)?),
-            };
-            if let APlan::Regs(ar) = &a {
-                aliasing(kind, &dregs, ar)?;
-            }
             let tiles = [m / WGMMA_M, n / ni, kk / k];
             let p = WgPlan { kind, tiles, d: dregs, a, b, accum };
             let mut plan = Plan::new(summary(&p), ());
@@ -196,7 +192,7 @@ impl Variant for WgmmaAsync {
             plan.data = Box::new(p);
             return Ok(plan);
         }
-        Err(Decline::new(Rule::Fragment, limits.join("; ")))
+        Err(Decline::new(rule, limits.join("; ")))
     }
 
     fn emit(&self, plan: &Plan, _cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
@@ -241,6 +237,27 @@ impl Variant for WgmmaAsync {
         em.push(LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Commit)));
         Ok(())
     }
+}
+
+/// The accumulator, A and B of one instruction width `kind` (`k` per instruction).
+fn operands_at(
+    cx: &CallCx,
+    g: &Call,
+    kind: WgmmaKind,
+    dm: &MatrixOperand,
+    am: Option<&MatrixOperand>,
+    k: i64,
+) -> Result<(TileRegs, APlan, SmemPlan), Decline> {
+    let dregs = acc_regs(kind, dm).map_err(|m| Decline::new(Rule::Fragment, m))?;
+    let b = smem_plan(cx, g.b, "B", g.trans_b, (kind.n as i64, k), kind.b)?;
+    let a = match am {
+        Some(am) => APlan::Regs(a_regs_plan(kind, am).map_err(|m| Decline::new(Rule::Fragment, m))?),
+        None => APlan::Smem(smem_plan(cx, g.a, "A", g.trans_a, (WGMMA_M, k), kind.a)?),
+    };
+    if let APlan::Regs(ar) = &a {
+        aliasing(kind, &dregs, ar)?;
+    }
+    Ok((dregs, a, b))
 }
 
 /// The descriptor of block (u, v) of `s`: its start, plus the region's symbolic begin.
@@ -681,19 +698,25 @@ fn describe(t: &TileRegs, per: usize, names: [&str; 2]) -> String {
     let per = per as i64;
     let run = |r: &[i64]| r.windows(2).all(|w| w[1] == w[0] + per);
     let base = t.regs[0][0];
-    let step = |u: i64, v: i64| t.at(u, v)[0] - base;
-    let (su, sv) = (if t.grid[0] > 1 { step(1, 0) } else { 0 }, if t.grid[1] > 1 { step(0, 1) } else { 0 });
-    let affine = (0..t.grid[0]).all(|u| (0..t.grid[1]).all(|v| step(u, v) == su * u + sv * v));
-    if !t.regs.iter().all(|r| run(r)) || !affine {
-        return t.describe(names);
-    }
-    let mut s = format!("registers [{base}, {})", base + per * t.regs[0].len() as i64);
-    for (st, n, g) in [(su, names[0], t.grid[0]), (sv, names[1], t.grid[1])] {
-        if g > 1 {
-            s.push_str(&format!(" + {st}·{n}"));
+    match affine_steps(t.grid, |u, v| t.at(u, v)[0], names) {
+        Some(steps) if t.regs.iter().all(|r| run(r)) => {
+            format!("registers [{base}, {}){steps}", base + per * t.regs[0].len() as i64)
         }
+        _ => t.describe(names),
     }
-    s
+}
+
+/// ` + su·mt + sv·nt` when `at(u, v) = at(0, 0) + su·u + sv·v` over the `grid` (a term
+/// per dimension of more than one block), else None.
+fn affine_steps(grid: [i64; 2], at: impl Fn(i64, i64) -> i64, names: [&str; 2]) -> Option<String> {
+    let base = at(0, 0);
+    let step = |u: i64, v: i64| at(u, v) - base;
+    let (su, sv) = (if grid[0] > 1 { step(1, 0) } else { 0 }, if grid[1] > 1 { step(0, 1) } else { 0 });
+    if !(0..grid[0]).all(|u| (0..grid[1]).all(|v| step(u, v) == su * u + sv * v)) {
+        return None;
+    }
+    let terms = [(su, names[0], grid[0]), (sv, names[1], grid[1])];
+    Some(terms.iter().filter(|t| t.2 > 1).map(|(st, n, _)| format!(" + {st}·{n}")).collect())
 }
 
 /// `B `B_s`: shared, MN-major, 128B swizzle, LBO 8192 B, SBO 1024 B; 1×4 blocks (nt, kt) start at element 2048·kt`.
@@ -702,21 +725,13 @@ fn smem_note(role: &str, s: &SmemPlan, names: [&str; 2]) -> String {
         (Major::K, WgmmaSwizzle::None) | (Major::MN, _) => "",
         (Major::K, _) => " (unused)",
     };
-    let base = s.starts[0];
-    let step = |u: i64, v: i64| s.start(u, v) - base;
-    let (su, sv) = (if s.grid[0] > 1 { step(1, 0) } else { 0 }, if s.grid[1] > 1 { step(0, 1) } else { 0 });
-    let affine = (0..s.grid[0]).all(|u| (0..s.grid[1]).all(|v| step(u, v) == su * u + sv * v));
-    let mut at = base.to_string();
-    if affine {
-        for (st, n, g) in [(su, names[0], s.grid[0]), (sv, names[1], s.grid[1])] {
-            if g > 1 {
-                at.push_str(&format!(" + {st}·{n}"));
-            }
+    let at = match affine_steps(s.grid, |u, v| s.start(u, v), names) {
+        Some(steps) => format!("{}{steps}", s.starts[0]),
+        None => {
+            let all: Vec<String> = s.starts.iter().map(|x| x.to_string()).collect();
+            format!("[{}] (row-major blocks)", all.join(", "))
         }
-    } else {
-        let all: Vec<String> = s.starts.iter().map(|x| x.to_string()).collect();
-        at = format!("[{}] (row-major blocks)", all.join(", "));
-    }
+    };
     let sym = if s.sym.is_zero() { "" } else { " + the region's symbolic begin" };
     format!(
         "{role} `{}`: shared, {}, {} swizzle, LBO {} B{unused}, SBO {} B; {}×{} blocks ({}, {}) start at element {at}{sym}",

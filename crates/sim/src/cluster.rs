@@ -256,6 +256,16 @@ impl<'a> Machine<'a> {
         r
     }
 
+    /// In a peer CTA of the issuer (the running one): `bar[e]` was initialised before
+    /// the last cluster barrier (completed at `barrier_tick`), so the issuer's copy is
+    /// ordered after the init (the thread-level check would compare thread ids of
+    /// different CTAs). The init is the barrier word's last write (arrive and wait read it).
+    pub(crate) fn peer_barrier_ready(&self, bar: u32, e: usize, barrier_tick: u32) -> bool {
+        let init_after =
+            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
+        self.asy.bars.contains_key(&(bar, e)) && !init_after
+    }
+
     /// In the destination CTA: the copy's bytes attach to its barrier's phase.
     #[allow(clippy::too_many_arguments)]
     fn land_from_peer(
@@ -271,9 +281,7 @@ impl<'a> Machine<'a> {
         let d = self.bounds(dst, t, di, n, site, "dsmem copy destination")?;
         self.aligned(dst, t, d, 16, site, "dsmem copy destination")?;
         let e = self.bounds(bar, t, bi, 1, site, "dsmem copy's mbarrier")?;
-        let init_after =
-            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
-        if !self.asy.bars.contains_key(&(bar, e)) || init_after {
+        if !self.peer_barrier_ready(bar, e, barrier_tick) {
             let msg = format!(
                 "dsmem copy by thread {t} of CTA rank {} completes on `{}[{e}]` of CTA ({}, {}, {}), which is not initialised before a cluster barrier the copy follows",
                 self.peer_copies[id].rank,

@@ -292,14 +292,19 @@ impl Machine<'_> {
             );
             return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
-        let me = self.rank;
+        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
         for r in (0..size).filter(|r| mask >> r & 1 == 1) {
             self.switch_to(r);
-            let res = if self.asy.bars.contains_key(&(bar, e)) {
+            let ready = if r == me {
+                self.asy.bars.contains_key(&(bar, e))
+            } else {
+                self.peer_barrier_ready(bar, e, barrier_tick)
+            };
+            let res = if ready {
                 self.attach_landing(t, site, x.smem, elems.clone(), data.clone(), (bar, e), CopyKind::TmaLoad, None)
             } else {
                 let msg = format!(
-                    "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised",
+                    "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised before a cluster barrier the load follows",
                     self.bufs[bar as usize].name
                 );
                 Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg).help(

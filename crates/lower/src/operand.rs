@@ -1,4 +1,4 @@
-//! One operand model for every variant (`docs/tile-primitives.md` §2.8): a
+//! One operand model for every variant (`docs/tile-primitives.md` §3.1): a
 //! tile call's region resolved once into what lowering needs of it.
 //!
 //! * [`MemOperand`] — a region of a global or shared buffer: the buffer's layout

@@ -2,8 +2,9 @@
 //! between the CTAs of 2- and 4-CTA clusters value-checked in the simulator, the
 //! simulator's cluster reports (no cluster barrier after a copy, a read before the
 //! peer's phase completed, a barrier initialised after the cluster barrier, a rank out
-//! of the cluster, a cluster barrier not reached by a peer) and the dsmem rules as
-//! named declines.
+//! of the cluster, a cluster barrier not reached by a peer, arriving twice or waiting
+//! without an arrive, a source written without `fence.proxy.async`), the split
+//! `barrier.cluster.arrive`/`.wait` spellings, and the dsmem rules as named declines.
 
 mod common;
 use common::*;
@@ -58,8 +59,11 @@ fn run_ring(src: &str, grid: usize) -> Result<(Vec<u8>, Vec<u8>), SimError> {
 }
 
 fn expect_ring(c: usize, grid: usize) {
-    let src = ring(c, grid, WAIT, TAIL, INIT);
-    let (a, b) = run_ring(&src, grid).unwrap_or_else(|e| panic!("{}", render(&[e.to_diagnostic()], &src)));
+    expect_ring_of(&ring(c, grid, WAIT, TAIL, INIT), c, grid);
+}
+
+fn expect_ring_of(src: &str, c: usize, grid: usize) {
+    let (a, b) = run_ring(src, grid).unwrap_or_else(|e| panic!("{}", render(&[e.to_diagnostic()], src)));
     for row in 0..grid {
         let from = row / c * c + (row % c + c - 1) % c;
         assert_eq!(b[row * 256..row * 256 + 256], a[from * 256..from * 256 + 256], "row {row} (cluster of {c})");
@@ -144,8 +148,39 @@ fn dsmem_rules_are_named_declines() {
         assert!(!t.accepted && t.rule == Some(rule), "want {rule:?}, got {:?}\n{}", t.rule, c.render());
     }
     let no_cluster = base.replace("    rank = T.cta_id_in_cluster([2])\n", "    rank = bx % 2\n");
-    let text = render(&lower_errors(&no_cluster), &no_cluster);
-    assert!(text.contains("cluster"), "{text}");
+    assert_ne!(no_cluster, base);
+    let (explain, _) = tirx_lower::explain_kernel(&parse(&no_cluster), &Default::default());
+    let c = explain.iter().find(|c| c.tried.iter().any(|t| t.variant == "dsmem")).expect("the dsmem call");
+    assert_eq!(rule(c, "dsmem"), Rule::Cluster, "{}", c.render());
+}
+
+const SPLIT: &str = "    T.ptx.barrier.cluster.arrive()\n    T.ptx.barrier.cluster.wait()\n";
+
+#[test]
+fn the_split_cluster_barrier_spellings_order_like_cluster_sync() {
+    let init = INIT.replace("    T.cuda.cluster_sync()\n", SPLIT);
+    expect_ring_of(&ring(2, 8, WAIT, SPLIT, &init), 2, 8);
+}
+
+#[test]
+fn arriving_twice_or_waiting_without_an_arrive_at_the_cluster_barrier_is_reported() {
+    let twice = "    T.ptx.barrier.cluster.arrive()\n".to_string() + SPLIT;
+    let (e, text) = sim_err(&ring(2, 8, WAIT, &twice, INIT));
+    assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{text}");
+    assert!(e.message.contains("arrives at the cluster barrier twice without waiting in between"), "{text}");
+    let (e, text) = sim_err(&ring(2, 8, WAIT, "    T.ptx.barrier.cluster.wait()\n", INIT));
+    assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{text}");
+    assert!(e.message.contains("waits at the cluster barrier without arriving first"), "{text}");
+}
+
+#[test]
+fn a_dsmem_source_written_without_the_async_proxy_fence_is_a_race() {
+    let base = ring(2, 8, WAIT, TAIL, INIT);
+    let src = base.replacen("    T.ptx.fence.proxy.async_.shared__cta()\n", "", 1);
+    assert_ne!(src, base);
+    let (e, text) = sim_err(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("`mine`") && e.message.contains("the dsmem copy"), "{text}");
 }
 
 /// A run-time grid in a cluster launch: a launch check that the grid is a whole number

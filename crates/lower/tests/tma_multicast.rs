@@ -4,7 +4,7 @@
 //! tile's bytes) — value-checked in the simulator for `tma_auto` and `tma_explicit`;
 //! the simulator's reports of a barrier expecting too few bytes, a read before the
 //! wait, a run-time mask naming a CTA outside the cluster and a multicast before the
-//! peers initialised their barriers; the `cta_mask` rules as
+//! peers initialised their barriers (or after, with only a CTA barrier between); the `cta_mask` rules as
 //! named declines; the CUDA's `.multicast::cluster`.
 
 mod common;
@@ -171,6 +171,50 @@ fn a_multicast_before_the_peers_initialised_their_barriers_is_reported() {
     let text = render(&[e.to_diagnostic()], &src);
     assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
     assert!(e.message.contains("of CTA rank 1, which is not initialised"), "{text}");
+}
+
+/// A 2-CTA cluster where only rank 1 issues the whole tile to both CTAs (each expects it).
+fn rank_1_multicasts_the_tile() -> String {
+    let src = Mc::new(2, "tma_auto").script();
+    let one = src.replace(
+        "        Tx.copy_async(S_[rank * 32 : rank * 32 + 32, 0:64], A[q * 64 + rank * 32 : q * 64 + rank * 32 + 32, 0:64],",
+        "        if rank == 1:\n            Tx.copy_async(S_[0:64, 0:64], A[q * 64 : q * 64 + 64, 0:64],",
+    );
+    assert_ne!(one, src);
+    one
+}
+
+fn simulate_src(src: &str) -> Result<Vec<u8>, (SimError, String)> {
+    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let mut params = vec![pattern(DType::F16, 4 * TM * TN), vec![0u8; 8 * TM * TN * 2]];
+    match tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
+        Ok(_) => Ok(params.pop().unwrap_or_default()),
+        Err(e) => {
+            let text = render(&[e.to_diagnostic()], src);
+            Err((e, text))
+        }
+    }
+}
+
+#[test]
+fn a_multicast_into_a_peer_whose_init_no_cluster_barrier_ordered_is_reported() {
+    // With the cluster barrier after the inits, every CTA receives the tile.
+    let src = rank_1_multicasts_the_tile();
+    let b = simulate_src(&src).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let a = pattern(DType::F16, 4 * TM * TN);
+    for cta in 0..8 {
+        assert!(b[cta * TILE_BYTES..(cta + 1) * TILE_BYTES] == a[cta / 2 * TILE_BYTES..(cta / 2 + 1) * TILE_BYTES]);
+    }
+    // A CTA barrier orders rank 0's init with rank 0's threads only, not with rank 1's copy.
+    let src = src.replacen("    T.cuda.cluster_sync()\n", "    T.cuda.cta_sync()\n", 1);
+    let (e, text) = simulate_src(&src).expect_err("rank 0's init is not ordered before the multicast");
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+    assert!(
+        e.message.contains("thread 0 of CTA rank 1 completes on `bar[0]` of CTA rank 0")
+            && e.message.contains("not initialised before a cluster barrier"),
+        "{text}"
+    );
 }
 
 /// The rule `variant` declined the copy_async of `src` by.

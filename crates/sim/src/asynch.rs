@@ -13,8 +13,8 @@
 //!
 //! *mbarriers* live beside memory, keyed by (buffer, element), fresh for each
 //! CTA. `init` sets the expected arrival count (phase 0); each arrive counts one
-//! down, `expect_tx` adds pending transaction bytes (only bulk async copies
-//! complete them, and none exist yet); when both reach zero the phase completes
+//! down, `expect_tx` adds pending transaction bytes (TMA loads, multicast TMA
+//! loads and dsmem copies complete them); when both reach zero the phase completes
 //! and the next begins with the full count. A wait on parity `p` returns once
 //! the current phase's parity differs from `p` (the phase of parity `p` has
 //! completed, as `try_wait.parity` does), else blocks the thread until an arrive

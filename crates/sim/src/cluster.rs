@@ -29,15 +29,25 @@ use crate::asynch::{AsyncState, CopyKind, Flight};
 use crate::barrier::NamedState;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::{Machine, State};
-use crate::memory::{Dir, ShadowWords};
+use crate::memory::{Dir, Leaders, ShadowWords};
 use crate::tma::Landing;
 use crate::wgmma::WgState;
 use tirx_ir::lir::Space;
 
+/// A parked CTA's copy of one buffer (global buffers: empty, they are shared by the cluster).
+#[derive(Default)]
+struct ParkedBuf {
+    data: Vec<u8>,
+    shadow: Vec<ShadowWords>,
+    init: Vec<u32>,
+    /// The per-warpgroup read stamps of the shadow's several-leaders records.
+    leaders: Leaders,
+}
+
 /// A parked CTA of the cluster.
 pub(crate) struct CtaCtx {
-    /// Per buffer: data, shadow and init of shared and local buffers (global: empty).
-    mem: Vec<(Vec<u8>, Vec<ShadowWords>, Vec<u32>)>,
+    /// Per buffer: its shared or local memory in this CTA.
+    mem: Vec<ParkedBuf>,
     regs: Vec<u64>,
     pcs: Vec<u32>,
     state: Vec<State>,
@@ -74,9 +84,17 @@ impl<'a> Machine<'a> {
         for b in &self.bufs {
             let what = || format!("buffer `{}` of a cluster's CTA", b.name);
             mem.push(match b.space {
-                Space::Global => (vec![], vec![], vec![]),
-                Space::Shared => (try_zeroed(b.data.len(), &what)?, try_zeroed(b.shadow.len(), &what)?, vec![]),
-                Space::Local => (try_zeroed(b.data.len(), &what)?, vec![], try_zeroed(b.init.len(), &what)?),
+                Space::Global => ParkedBuf::default(),
+                Space::Shared => ParkedBuf {
+                    data: try_zeroed(b.data.len(), &what)?,
+                    shadow: try_zeroed(b.shadow.len(), &what)?,
+                    ..ParkedBuf::default()
+                },
+                Space::Local => ParkedBuf {
+                    data: try_zeroed(b.data.len(), &what)?,
+                    init: try_zeroed(b.init.len(), &what)?,
+                    ..ParkedBuf::default()
+                },
             });
         }
         Ok(CtaCtx {
@@ -101,9 +119,10 @@ impl<'a> Machine<'a> {
         let c = &mut self.ctxs[r];
         for (b, m) in self.bufs.iter_mut().zip(&mut c.mem) {
             if b.space != Space::Global {
-                std::mem::swap(&mut b.data, &mut m.0);
-                std::mem::swap(&mut b.shadow, &mut m.1);
-                std::mem::swap(&mut b.init, &mut m.2);
+                std::mem::swap(&mut b.data, &mut m.data);
+                std::mem::swap(&mut b.shadow, &mut m.shadow);
+                std::mem::swap(&mut b.init, &mut m.init);
+                std::mem::swap(&mut b.leaders, &mut m.leaders);
             }
         }
         std::mem::swap(&mut self.regs, &mut c.regs);
@@ -256,6 +275,16 @@ impl<'a> Machine<'a> {
         r
     }
 
+    /// In a peer CTA of the issuer (the running one): `bar[e]` was initialised before
+    /// the last cluster barrier (completed at `barrier_tick`), so the issuer's copy is
+    /// ordered after the init (the thread-level check would compare thread ids of
+    /// different CTAs). The init is the barrier word's last write (arrive and wait read it).
+    pub(crate) fn peer_barrier_ready(&self, bar: u32, e: usize, barrier_tick: u32) -> bool {
+        let init_after =
+            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
+        self.asy.bars.contains_key(&(bar, e)) && !init_after
+    }
+
     /// In the destination CTA: the copy's bytes attach to its barrier's phase.
     #[allow(clippy::too_many_arguments)]
     fn land_from_peer(
@@ -271,9 +300,7 @@ impl<'a> Machine<'a> {
         let d = self.bounds(dst, t, di, n, site, "dsmem copy destination")?;
         self.aligned(dst, t, d, 16, site, "dsmem copy destination")?;
         let e = self.bounds(bar, t, bi, 1, site, "dsmem copy's mbarrier")?;
-        let init_after =
-            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
-        if !self.asy.bars.contains_key(&(bar, e)) || init_after {
+        if !self.peer_barrier_ready(bar, e, barrier_tick) {
             let msg = format!(
                 "dsmem copy by thread {t} of CTA rank {} completes on `{}[{e}]` of CTA ({}, {}, {}), which is not initialised before a cluster barrier the copy follows",
                 self.peer_copies[id].rank,

@@ -305,8 +305,11 @@ pub(crate) struct BufMem {
     pub smem_base: u32,
     /// Per element whose reader record is several warpgroup-first threads (`WG_LEADERS`):
     /// each warpgroup's newest read stamp + 1 (0: none), so each reader is ordered on its own.
-    pub leaders: HashMap<usize, [u32; MAX_WARPGROUPS]>,
+    pub leaders: Leaders,
 }
+
+/// [`BufMem::leaders`]: per element, each warpgroup's newest read stamp + 1.
+pub(crate) type Leaders = HashMap<usize, [u32; MAX_WARPGROUPS]>;
 
 impl BufMem {
     pub fn describe(&self) -> String {

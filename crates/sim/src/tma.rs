@@ -1,5 +1,5 @@
 //! Simulator of the TMA instructions of the asynchronous family (`docs/lir.md`
-//! §2.12): tensor loads completing on mbarriers, tensor stores in bulk groups.
+//! §2.13): tensor loads completing on mbarriers, tensor stores in bulk groups.
 //!
 //! *The box.* A copy moves the box of its tensor map at the instruction's
 //! coordinates: box element `j` (box-linear, innermost dimension fastest) is
@@ -109,7 +109,8 @@ pub(crate) struct BulkGroup {
 }
 
 /// One box element: its first shared element and, inside the map's dims, its first
-/// global element (a map element may span several buffer elements).
+/// global element (a map element may span several buffer elements, a different
+/// number on each side: the checker only makes it a whole number of each).
 struct BoxElem {
     smem: usize,
     global: Option<usize>,
@@ -203,7 +204,7 @@ impl Machine<'_> {
         })?;
         let (sb, gb) = (&self.bufs[x.smem as usize], &self.bufs[map.buf.0 as usize]);
         let size = map.dtype.bytes() as usize;
-        let align = tirx_ir::lir::tmap::box_alignment(map.swizzle) as usize;
+        let align = tirx_ir::lir::tmap::swizzle_repeat(map.swizzle) as usize;
         let total = map.box_elems() as usize;
         let s = self.bounds(x.smem, t, start, total * size / sb.esize, site, "TMA shared box")?;
         self.aligned(x.smem, t, s, align, site, "TMA shared box")?;
@@ -212,15 +213,17 @@ impl Machine<'_> {
         let mut digits = vec![0i64; map.rank()];
         for j in 0..total {
             let mut inside = true;
-            let mut off = map.base_offset;
+            // i128: dims up to 2^32 times strides up to 2^40 over 5 dims overflow i64.
+            let mut off = i128::from(map.base_offset);
             for (k, &b) in digits.iter().enumerate() {
                 let g = coords[k] + b;
                 inside &= (0..dims[k]).contains(&g);
-                off += g * strides[k];
+                off += i128::from(g) * i128::from(strides[k]);
             }
             let global = if inside {
-                let e = (off / gb.esize as i64) as usize;
-                Some(self.bounds(map.buf.0, t, e as i64, size / gb.esize, site, "TMA global box")?)
+                // An element past i64 is past every buffer: `bounds` reports it (saturated).
+                let e = i64::try_from(off / gb.esize as i128).unwrap_or(i64::MAX);
+                Some(self.bounds(map.buf.0, t, e, size / gb.esize, site, "TMA global box")?)
             } else {
                 None
             };
@@ -250,6 +253,7 @@ impl Machine<'_> {
         let (gbuf, nan) = (map.buf.0, map.oob_nan);
         let sesize = self.bufs[x.smem as usize].esize;
         let per = map.dtype.bytes() as usize / sesize;
+        let gper = map.dtype.bytes() as usize / self.bufs[gbuf as usize].esize;
         let e = self.bounds(bar, t, idx, 1, site, "TMA load's mbarrier")?;
         if !self.asy.bars.contains_key(&(bar, e)) {
             let msg = format!(
@@ -269,7 +273,7 @@ impl Machine<'_> {
         for b in &box_ {
             match b.global {
                 Some(g) => {
-                    self.read_raw(gbuf, t, g, per, site, &mut tmp[..size])?;
+                    self.read_raw(gbuf, t, g, gper, site, &mut tmp[..size])?;
                     data.extend_from_slice(&tmp[..size]);
                 }
                 None => data.extend_from_slice(&fill),
@@ -288,14 +292,19 @@ impl Machine<'_> {
             );
             return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
-        let me = self.rank;
+        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
         for r in (0..size).filter(|r| mask >> r & 1 == 1) {
             self.switch_to(r);
-            let res = if self.asy.bars.contains_key(&(bar, e)) {
+            let ready = if r == me {
+                self.asy.bars.contains_key(&(bar, e))
+            } else {
+                self.peer_barrier_ready(bar, e, barrier_tick)
+            };
+            let res = if ready {
                 self.attach_landing(t, site, x.smem, elems.clone(), data.clone(), (bar, e), CopyKind::TmaLoad, None)
             } else {
                 let msg = format!(
-                    "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised",
+                    "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised before a cluster barrier the load follows",
                     self.bufs[bar as usize].name
                 );
                 Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg).help(
@@ -337,6 +346,7 @@ impl Machine<'_> {
         let gbuf = map.buf.0;
         let sesize = self.bufs[x.smem as usize].esize;
         let per = map.dtype.bytes() as usize / sesize;
+        let gper = map.dtype.bytes() as usize / self.bufs[gbuf as usize].esize;
         let size = per * sesize;
         let mut store = BulkStore { site, src: x.smem, src_elems: vec![], dst: gbuf, dst_elems: vec![], data: vec![] };
         let mut tmp = [0u8; 8];
@@ -350,7 +360,7 @@ impl Machine<'_> {
             store.src_elems.extend(b.smem..b.smem + per);
             let Some(g) = b.global else { continue };
             store.data.extend_from_slice(&tmp[..size]);
-            store.dst_elems.extend(g..g + per);
+            store.dst_elems.extend(g..g + gper);
         }
         if self.opts.check_races {
             let f = Flight { t, site, kind: CopyKind::TmaStore };

@@ -414,25 +414,13 @@ impl Machine<'_> {
         if let AIns::Regs { buf, .. } = &w.a {
             self.check_operand_regs(g, w, *buf, &a_elems, false)?;
         }
-        let reader = ts.start as u32;
         let mut smem = vec![];
         let a = match &w.a {
-            AIns::Smem(s) => self.read_desc(reader, w.site, s, (64, k), kind.a, &mut smem)?,
+            AIns::Smem(s) => self.read_desc(g, w.site, s, (64, k), kind.a, &mut smem)?,
             AIns::Regs { buf, regs } => self.read_a_regs(g, w.site, kind, *buf, regs)?,
         };
-        let b = self.read_desc(reader, w.site, &w.b, (n, k), kind.b, &mut smem)?;
-        let base = ts.start * self.prog.nregs;
-        let scale = self.regs[base + w.scale_d as usize] != 0;
-        // Every thread of the warpgroup evaluates scale_d; they must agree.
-        if let Some(t) = ts.clone().find(|&t| (self.regs[t * self.prog.nregs + w.scale_d as usize] != 0) != scale) {
-            return Err(self.wg_error(
-                w.site,
-                format!(
-                    "the threads of warpgroup {g} disagree on scale_d of a wgmma (thread {t} differs from {})",
-                    ts.start
-                ),
-            ));
-        }
+        let b = self.read_desc(g, w.site, &w.b, (n, k), kind.b, &mut smem)?;
+        let scale = self.wg_uniform(g, w.site, w.scale_d, "scale_d", |v| v != 0)?;
         self.write_d(g, w, &a, &b, scale)?;
         // Record it: registers pending, shared reads in flight.
         let id = self.wg.records.len() as u32 + 1;
@@ -510,11 +498,34 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// Reads a `rows × k` operand through descriptor `s` (start register of thread `t`).
+    /// Every thread of warpgroup `g` evaluates register `reg` (a warpgroup-wide operand
+    /// of a wgmma, `what`, seen through `key`): they must agree; the value they agree on.
+    fn wg_uniform<T: PartialEq>(
+        &self,
+        g: usize,
+        site: u32,
+        reg: Reg,
+        what: &str,
+        key: impl Fn(u64) -> T,
+    ) -> Result<T, SimError> {
+        let ts = self.wg_threads(g);
+        let at = |t: usize| key(self.regs[t * self.prog.nregs + reg as usize]);
+        let first = at(ts.start);
+        if let Some(t) = ts.clone().find(|&t| at(t) != first) {
+            let msg = format!(
+                "the threads of warpgroup {g} disagree on {what} of a wgmma (thread {t} differs from {})",
+                ts.start
+            );
+            return Err(self.wg_error(site, msg));
+        }
+        Ok(first)
+    }
+
+    /// Reads a `rows × k` operand through descriptor `s` (start register of warpgroup `g`'s threads).
     #[allow(clippy::too_many_arguments)]
     fn read_desc(
         &mut self,
-        t: u32,
+        g: usize,
         site: u32,
         s: &DescIns,
         (rows, k): (usize, usize),
@@ -523,9 +534,12 @@ impl Machine<'_> {
     ) -> Result<Mat, SimError> {
         let dt = self.bufs[s.buf as usize].dtype;
         let esize = self.bufs[s.buf as usize].esize as i64;
-        let start = self.regs[t as usize * self.prog.nregs + s.idx as usize] as i64;
-        let start_byte = start.saturating_mul(esize);
         let name = self.bufs[s.buf as usize].name.clone();
+        let start =
+            self.wg_uniform(g, site, s.idx, &format!("the start of the descriptor of `{name}`"), |v| v as i64)?;
+        let start_byte = start.saturating_mul(esize);
+        // The warpgroup's reads are recorded as its first thread's.
+        let t = self.wg_threads(g).start as u32;
         if start < 0 || start_byte % 16 != 0 {
             return Err(SimError::new(
                 SimErrorKind::Misaligned,

@@ -438,3 +438,30 @@ fn register_accesses_need_a_fence_before_the_wgmma() {
 fn span_of(k: &LKernel, name: &str) -> usize {
     k.bufs.iter().find(|b| b.name == name).map_or(0, |b| b.elems as usize)
 }
+
+/// A descriptor's start is one value for the warpgroup, as scale_d is: threads that
+/// disagree are reported (the wgmma read the first thread's before).
+#[test]
+fn the_threads_of_a_warpgroup_agree_on_a_descriptors_start() {
+    let f = Form { n: 16, a: DType::F16, b: DType::F16, acc: DType::F32 };
+    let mut k = kernel(&Case { f, la: Some(K128), lb: K128, twist: Twist::None });
+    let w = k
+        .body
+        .iter_mut()
+        .find_map(|s| match &mut s.kind {
+            LStmtKind::Matrix(MatrixOp::Wgmma(w)) => Some(w),
+            _ => None,
+        })
+        .unwrap();
+    // Threads 64.. start one 1024-byte swizzle atom further: aligned, only not uniform.
+    w.b.index = mul(div(tid(), int(64)), int(512));
+    let (na, nb) = (span_of(&k, "A_img"), span_of(&k, "B_img"));
+    let mut p = vec![vec![0; na * 2], vec![0; nb * 2], vec![0; 128 * 8 * 4], vec![0; 128 * 8 * 4]];
+    let e = simulate(&k, &mut p, &SimOptions::default()).unwrap_err();
+    assert_eq!(e.kind, SimErrorKind::Wgmma, "{e}");
+    assert!(
+        e.message.contains("disagree on the start of the descriptor of `B_s`") && e.message.contains("thread 64"),
+        "{e}"
+    );
+    assert_eq!(e.span, span(5), "{e}");
+}

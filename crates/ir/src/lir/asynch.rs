@@ -4,7 +4,7 @@
 //! async-proxy fence (sm_90), and the bulk copies of the async proxy (sm_90):
 //! TMA tensor loads that complete mbarrier transactions, TMA tensor stores in
 //! bulk groups (`cp.async.bulk.commit_group` / `wait_group[.read]`), and
-//! shared → peer-CTA bulk copies (DSMEM). See `docs/lir.md` §2.6, §2.10, §2.13.
+//! shared → peer-CTA bulk copies (DSMEM). See `docs/lir.md` §2.6, §2.10, §2.13, §2.14 (DSMEM).
 //!
 //! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
 //! shared buffer, both indices naturally aligned; its optional source size is an
@@ -15,14 +15,14 @@
 //! bytes and parities are int32, constant ones in range. A TMA copy names a
 //! tensor map of the kernel ([`super::tmap`]) and one int32 coordinate per
 //! dimension; its shared side is a shared buffer of the map's element size
-//! whose start is aligned to the box rule ([`super::tmap::box_alignment`],
+//! whose start is aligned to the swizzle's repeat ([`super::tmap::swizzle_repeat`],
 //! constant indices checked, the buffer itself aligned to the swizzle's repeat);
 //! a load completes its bytes on an mbarrier. A bulk copy to a peer CTA moves a
 //! multiple of 16 bytes between 16-byte aligned shared addresses.
 
 use super::check::{Check, Checker};
 use super::print::Printer;
-use super::tmap::{box_alignment, swizzle_repeat, TmapId};
+use super::tmap::{swizzle_repeat, TmapId};
 use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
 use crate::dtype::DType;
 use crate::op::Evict;
@@ -354,7 +354,7 @@ impl Checker<'_> {
             ));
         }
         self.index(c.smem, &c.smem_index)?;
-        self.aligned(c.smem, &c.smem_index, i64::from(box_alignment(m.swizzle)) / sb, what)?;
+        self.aligned(c.smem, &c.smem_index, i64::from(swizzle_repeat(m.swizzle)) / sb, what)?;
         match (&c.bar, load) {
             (Some(b), true) => self.mbar(b, what)?,
             (None, false) => {}

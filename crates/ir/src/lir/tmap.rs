@@ -1,4 +1,4 @@
-//! TMA tensor maps (`docs/lir.md` §2.12, §6): the `CUtensorMap` descriptors a
+//! TMA tensor maps (`docs/lir.md` §2.13, §6.1): the `CUtensorMap` descriptors a
 //! kernel's `cp.async.bulk.tensor` copies read, one kernel parameter each.
 //!
 //! A [`TensorMap`] describes a view of one global buffer parameter in the CUDA
@@ -16,7 +16,9 @@
 //! 16 bytes; boxes in `1..=256` with the innermost box a multiple of 16 bytes and
 //! at most the swizzle span; element strides 1..=8 with the innermost 1; a base
 //! offset that keeps the 16-byte alignment of the buffer (cudaMalloc gives 256).
-//! These are the driver's own rules: a map the checker accepts encodes.
+//! These are the driver's own rules: a map the checker accepts encodes. One
+//! more of ours: the map's element is a whole number of the buffer's elements
+//! (the simulator moves buffer elements; lowering only ever widens the map).
 
 use super::check::{Check, Checker};
 use super::{LBufId, LKernel, Space, SymExpr};
@@ -205,8 +207,9 @@ pub fn swizzle_repeat(mode: u8) -> u32 {
     }
 }
 
-/// The shared-memory alignment of one instruction's box: 128 bytes with a
-/// swizzle (and the pattern's repeat, so the box starts a pattern), 16 without.
+/// The shared-memory alignment of one instruction's box: [`swizzle_repeat`] (the
+/// box starts a pattern). Kept for `tirx-lower`'s callers; new code calls
+/// [`swizzle_repeat`].
 pub fn box_alignment(mode: u8) -> u32 {
     swizzle_repeat(mode)
 }
@@ -277,8 +280,9 @@ impl Checker<'_> {
         if m.oob_nan && !m.dtype.is_float() {
             return Err(format!("a NaN out-of-bounds fill needs a float type, not {}", m.dtype.name()));
         }
-        if !m.dtype.bytes().is_multiple_of(b.dtype.bytes()) && b.dtype.bytes() % m.dtype.bytes() != 0 {
-            return Err(format!("element type {} does not tile `{}`'s {}", m.dtype.name(), b.name, b.dtype));
+        // Whole buffer elements per map element: the simulator moves buffer elements.
+        if !m.dtype.bytes().is_multiple_of(b.dtype.bytes()) {
+            return Err(format!("element type {} is not a whole number of `{}`'s {}", m.dtype.name(), b.name, b.dtype));
         }
         Ok(())
     }

@@ -207,13 +207,6 @@ pub fn swizzle_repeat(mode: u8) -> u32 {
     }
 }
 
-/// The shared-memory alignment of one instruction's box: [`swizzle_repeat`] (the
-/// box starts a pattern). Kept for `tirx-lower`'s callers; new code calls
-/// [`swizzle_repeat`].
-pub fn box_alignment(mode: u8) -> u32 {
-    swizzle_repeat(mode)
-}
-
 impl Checker<'_> {
     /// Every tensor map of the kernel follows the driver's rules (module docs).
     pub(super) fn tmaps(&self) -> Check {

@@ -11,7 +11,7 @@ use crate::copy::CopyOps;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
 use crate::operand::MemOperand;
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
-use tirx_ir::lir::tmap::{box_alignment, swizzle_bytes, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
+use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
 use tirx_ir::op::{ConfigKey, ConfigValue, Evict, OobFill};
 use tirx_ir::DType;
@@ -434,7 +434,7 @@ pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
 
 /// Every instruction's shared start is aligned for its box (16 B; a swizzle's repeat).
 fn shared_aligned(p: &TmaPlan, name: &str) -> Result<(), Decline> {
-    let align = i64::from(box_alignment(p.swizzle));
+    let align = i64::from(swizzle_repeat(p.swizzle));
     let off = crate::lay::m_offset(&p.smem.tile) * p.elem;
     let step = p.smem.sym_div.saturating_mul(p.elem);
     let issue = p.issues.iter().map(|i| i.smem_stride * p.elem).find(|s| s % align != 0);

@@ -140,6 +140,7 @@ def bench_gemm(args, rows):
         ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16),
         ("gemm_mma_pipelined.py", torch.float16, torch.float32),
         ("gemm_mma_pipelined_bf16.py", torch.bfloat16, torch.float32),
+        ("gemm_mma_pipelined_bk64.py", torch.bfloat16, torch.float32),
     ]
     for example, tin, tout in cases:
         for size in (4096, 8192):

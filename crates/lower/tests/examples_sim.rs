@@ -224,7 +224,8 @@ fn spec(name: &str) -> Option<Spec> {
         // B = A + A through ldmatrix / stmatrix on swizzled tiles.
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
-        "gemm_mma" | "gemm_mma_bf16" | "gemm_mma_pipelined" | "gemm_mma_pipelined_bf16" | "gemm_hopper" => {
+        "gemm_mma" | "gemm_mma_bf16" | "gemm_mma_pipelined" | "gemm_mma_pipelined_bf16" | "gemm_mma_pipelined_bk64"
+        | "gemm_hopper" => {
             whole(eighths, &["C"], matmul)
         }
         // Row softmax, one warp per row: the reference follows the kernel's order (each lane folds
@@ -329,6 +330,7 @@ const TABLE: &[&str] = &[
     "gemm_hopper",
     "gemm_mma_pipelined",
     "gemm_mma_pipelined_bf16",
+    "gemm_mma_pipelined_bk64",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
     "layout_helpers",

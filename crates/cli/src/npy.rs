@@ -298,15 +298,7 @@ mod tests {
     fn kernel(dtype: DType, shape: Vec<i64>) -> LKernel {
         let elems = shape.iter().product();
         LKernel {
-            name: "k".into(),
-            grid: [1, 1, 1],
-            block: [1, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![
                 LBuf {
                     name: "A".into(),
@@ -329,8 +321,7 @@ mod tests {
                     align: 0,
                 },
             ],
-            vars: vec![],
-            body: vec![],
+            ..LKernel::new("k", [1, 1, 1], [1, 1, 1])
         }
     }
 

@@ -166,15 +166,7 @@ mod tests {
     /// A, B global f32[1024]; S shared f32[1024]; var 0 = tid.
     fn kernel(body: Vec<LStmtKind>) -> LKernel {
         LKernel {
-            name: "k".into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![
                 LBuf::flat("A", DType::F32, Space::Global, 1024),
                 LBuf::flat("B", DType::F32, Space::Global, 1024),
@@ -182,6 +174,7 @@ mod tests {
             ],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: body.into_iter().map(|k| LStmt::new(k, Span::default())).collect(),
+            ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
         }
     }
 

@@ -117,18 +117,11 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
         })
     };
     LKernel {
-        name: "tiled_copy".into(),
-        grid: [(n_cols / cols) as u32, (n_rows / rows) as u32, 1],
-        block: [threads as u32, 1, 1],
         params: vec![a, b],
-        scalars: vec![],
-        grid_dims: [None, None, None],
-        checks: vec![],
-        tmaps: vec![],
-        cluster: [1, 1, 1],
         bufs,
         vars,
         body: vec![phase(0, true), st(LStmtKind::Barrier(BarrierKind::Cta)), phase(4, false)],
+        ..LKernel::new("tiled_copy", [(n_cols / cols) as u32, (n_rows / rows) as u32, 1], [threads as u32, 1, 1])
     }
 }
 

@@ -303,21 +303,14 @@ mod tests {
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, tirx_ir::Span::default());
         LKernel {
-            name: "copy4".into(),
-            grid: [1, 1, 1],
-            block: [4, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
                 stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
                 stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
             ],
+            ..LKernel::new("copy4", [1, 1, 1], [4, 1, 1])
         }
     }
 

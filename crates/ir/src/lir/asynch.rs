@@ -561,15 +561,7 @@ mod tests {
     fn kernel(body: Vec<LStmtKind>) -> LKernel {
         let buf = |name, dtype, space| LBuf::flat(name, dtype, space, 64);
         LKernel {
-            name: "k".into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(3)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![
                 buf("A", DType::F32, Space::Global),
                 buf("S", DType::F32, Space::Shared),
@@ -577,8 +569,8 @@ mod tests {
                 buf("G", DType::I64, Space::Global),
                 buf("R", DType::I64, Space::Local),
             ],
-            vars: vec![],
             body: body.into_iter().map(|k| LStmt::new(k, Span::default())).collect(),
+            ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
         }
     }
 

@@ -419,21 +419,14 @@ mod tests {
         let tid = || LExpr::Var(LVarId(0));
         let stmt = |k| LStmt::new(k, Span::default());
         LKernel {
-            name: "copy".into(),
-            grid: [1, 1, 1],
-            block,
             params: vec![LBufId(0), LBufId(1)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![buf("A"), buf("B")],
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
                 stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
                 stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
             ],
+            ..LKernel::new("copy", [1, 1, 1], block)
         }
     }
 

@@ -193,15 +193,7 @@ mod tests {
         let value = LExpr::Load(LBufId(0), Box::new(tid()));
         let op = CollectiveOp::Shuffle { var: LVarId(0), value, mode, lane_or_delta: operand, width, mask };
         LKernel {
-            name: "k".into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
             params: vec![LBufId(0), LBufId(1)],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
             bufs: vec![buf("A", t), buf("B", yt)],
             vars: vec![LVar { name: "y".into(), dtype: yt }],
             body: vec![
@@ -211,6 +203,7 @@ mod tests {
                     Span::default(),
                 ),
             ],
+            ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
         }
     }
 

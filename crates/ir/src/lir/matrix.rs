@@ -521,21 +521,7 @@ mod tests {
         };
         edit(&mut m, &mut bufs);
         let stmt = LStmt::new(LStmtKind::Matrix(MatrixOp::Mma(m)), Default::default());
-        LKernel {
-            name: "k".into(),
-            grid: [1; 3],
-            block: [32, 1, 1],
-            params: vec![],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            tmaps: vec![],
-            cluster: [1, 1, 1],
-            bufs,
-            vars: vec![],
-            body: vec![stmt],
-        }
-        .validate()
+        LKernel { bufs, body: vec![stmt], ..LKernel::new("k", [1; 3], [32, 1, 1]) }.validate()
     }
 
     #[test]

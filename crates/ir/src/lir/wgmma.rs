@@ -713,21 +713,7 @@ mod tests {
             LStmt::new(LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Fence)), Default::default()),
             LStmt::new(LStmtKind::Matrix(MatrixOp::Wgmma(w)), Default::default()),
         ];
-        LKernel {
-            name: "k".into(),
-            grid: [1; 3],
-            block: [128, 1, 1],
-            params: vec![],
-            scalars: vec![],
-            grid_dims: [None, None, None],
-            checks: vec![],
-            bufs,
-            vars: vec![],
-            body,
-            tmaps: vec![],
-            cluster: [1, 1, 1],
-        }
-        .validate()
+        LKernel { bufs, body, ..LKernel::new("k", [1; 3], [128, 1, 1]) }.validate()
     }
 
     #[test]

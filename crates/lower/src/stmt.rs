@@ -13,7 +13,7 @@ use crate::{addr, expr, lay, LowerOptions, Lowered};
 use std::collections::{HashMap, HashSet};
 use tirx_ir::hir::{
     BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
-    VarId,
+    TileArg, VarId,
 };
 use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, ScalarParam, Space, SymExpr, SymOp};
 use tirx_ir::{DType, Diagnostic, Span};
@@ -536,6 +536,20 @@ impl Lowerer<'_> {
                     out.extend(self.block(body, at));
                     self.env.vars.remove(var);
                     return;
+                }
+                // `T.unroll` whose variable indexes registers (`A_f[kk % 2, ...]`): registers
+                // cannot be indexed at run time, so the loop is unrolled here and the variable is
+                // a constant in each copy (docs/python.md §2.2).
+                if let (ForKind::Unroll, LExpr::Int(a, _), LExpr::Int(e, _)) = (kind, &b0, &n) {
+                    if *e <= MAX_UNROLL && indexes_registers(self.k, *var, body) {
+                        self.set_grain(*var, &[begin, extent]);
+                        for i in *a..a + e {
+                            self.env.vars.insert(*var, LExpr::Int(i, hv.dtype));
+                            out.extend(self.block(body, at));
+                        }
+                        self.env.vars.remove(var);
+                        return;
+                    }
                 }
                 // A loop with constant bounds: its variable's range, for the body's facts.
                 let mut inner = at.clone();
@@ -1101,6 +1115,55 @@ fn floor_div(x: i64, a: i64) -> Option<i64> {
 /// `⌈x / a⌉` for any nonzero `a`.
 fn ceil_div(x: i64, a: i64) -> Option<i64> {
     floor_div(x.checked_neg()?, a)?.checked_neg()
+}
+
+/// The most trips a `T.unroll` loop is unrolled at lowering (when its variable indexes registers).
+const MAX_UNROLL: i64 = 64;
+
+/// `v` occurs in `e`.
+fn uses(e: &Expr, v: VarId) -> bool {
+    match &e.kind {
+        ExprKind::Var(x) => *x == v,
+        ExprKind::Binary(_, a, b) => uses(a, v) || uses(b, v),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => uses(a, v),
+        ExprKind::Select(c, a, b) => uses(c, v) || uses(a, v) || uses(b, v),
+        ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(|x| uses(x, v)),
+        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
+    }
+}
+
+/// `v` occurs in an index of a register (`local`) buffer in `body`: a tile call's region or a
+/// scalar load or store.
+fn indexes_registers(k: &Kernel, v: VarId, body: &[Stmt]) -> bool {
+    let local = |b: BufId| k.buf(b).scope == MemScope::Local;
+    fn in_expr(e: &Expr, v: VarId, local: &dyn Fn(BufId) -> bool) -> bool {
+        match &e.kind {
+            ExprKind::Load(b, idx) if local(*b) && idx.iter().any(|x| uses(x, v)) => true,
+            ExprKind::Binary(_, a, b) => in_expr(a, v, local) || in_expr(b, v, local),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => in_expr(a, v, local),
+            ExprKind::Select(c, a, b) => in_expr(c, v, local) || in_expr(a, v, local) || in_expr(b, v, local),
+            ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(|x| in_expr(x, v, local)),
+            _ => false,
+        }
+    }
+    body.iter().any(|s| match &s.kind {
+        StmtKind::For { begin, extent, body, .. } => {
+            in_expr(begin, v, &local) || in_expr(extent, v, &local) || indexes_registers(k, v, body)
+        }
+        StmtKind::If { cond, then_body, else_body } => {
+            in_expr(cond, v, &local) || indexes_registers(k, v, then_body) || indexes_registers(k, v, else_body)
+        }
+        StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => in_expr(value, v, &local),
+        StmtKind::Store { buf, indices, value } => {
+            (local(*buf) && indices.iter().any(|x| uses(x, v))) || in_expr(value, v, &local)
+        }
+        StmtKind::Tile(call) => call.args.iter().any(|a| match a {
+            TileArg::Region(r) => local(r.buf) && r.ranges.iter().any(|x| uses(&x.begin, v)),
+            TileArg::Scalar(e) => in_expr(e, v, &local),
+            _ => false,
+        }),
+        _ => false,
+    })
 }
 
 /// Some variable occurs in `e`.

@@ -342,3 +342,33 @@ fn each_warning_once() {
     let l = identity(&src, 8 * 32 * 32);
     assert_eq!(l.warnings.len(), 1, "{}", render(&l.warnings, &src));
 }
+
+/// A `T.unroll` loop whose variable indexes registers (`R[kk % 2]`, double buffering in
+/// registers) is unrolled by the lowering: each copy sees a constant, the register copies lower
+/// to vector moves, and B == A. A `T.unroll` loop that indexes only memory stays a loop.
+#[test]
+fn unroll_loop_indexing_registers_is_unrolled() {
+    let src = format!(
+        r#"{HEAD}
+@T.prim_func
+def dbuf(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 16), "float32")
+    B = T.match_buffer(B_ptr, (32, 16), "float32")
+    T.device_entry(); T.cta_id([1]); tid = T.thread_id([32])
+    R = T.alloc_buffer((2, 4), "float32", scope="local")
+    Tx.copy(R[0, 0:4], A[tid, 0:4])
+    for kk in T.unroll(4):
+        if kk + 1 < 4:
+            Tx.copy(R[(kk + 1) % 2, 0:4], A[tid, kk * 4 + 4:kk * 4 + 8])
+        Tx.copy(B[tid, kk * 4:kk * 4 + 4], R[kk % 2, 0:4])
+    for j in T.unroll(4):
+        B[tid, j] = B[tid, j] + T.float32(0)
+"#
+    );
+    let l = identity(&src, 32 * 16);
+    assert!(chosen(&l).iter().all(|v| *v == "reg"), "{:?}\n{}", chosen(&l), l.lir);
+    let lir = l.lir.to_string();
+    // Four copies of the first loop's body (no loop over kk), the second loop kept.
+    assert!(!lir.contains("for kk"), "{lir}");
+    assert!(lir.contains("unroll for j in 0..4"), "{lir}");
+}

@@ -171,21 +171,18 @@ impl Variant for EwiseReg {
             .map(|(k, &e)| {
                 let trip = if pairs && k + 1 == n { e / 2 } else { e };
                 let name = if n == 1 { "f".to_string() } else { format!("f{k}") };
-                (em.var(&name, DType::I32, Some((0, trip - 1))), trip)
+                // A one-trip dimension is its coordinate 0, not a loop.
+                (trip > 1).then(|| (em.var(&name, DType::I32, Some((0, trip - 1))), trip))
             })
             .collect();
         let coords: Vec<LExpr> = vars
             .iter()
             .enumerate()
-            .map(
-                |(k, (v, _))| {
-                    if pairs && k + 1 == n {
-                        em.builder().mul(LExpr::Var(*v), LExpr::i32(2))
-                    } else {
-                        LExpr::Var(*v)
-                    }
-                },
-            )
+            .map(|(k, v)| match v {
+                None => LExpr::i32(0),
+                Some((v, _)) if pairs && k + 1 == n => em.builder().mul(LExpr::Var(*v), LExpr::i32(2)),
+                Some((v, _)) => LExpr::Var(*v),
+            })
             .collect();
         let (dst_buf, dst_ity) = em.lbuf(call.dst.buf)?;
         let dst_index = index(em, &p.dst, &coords, dst_ity);
@@ -240,7 +237,7 @@ impl Variant for EwiseReg {
         };
         let mut body = vec![LStmt::new(kind, em.span)];
         let unroll = p.loops.iter().product::<i64>() <= UNROLL_ELEMS;
-        for (v, trip) in vars.into_iter().rev() {
+        for (v, trip) in vars.into_iter().rev().flatten() {
             body = vec![LStmt::new(
                 LStmtKind::For { var: v, begin: LExpr::i32(0), extent: LExpr::i32(trip), unroll, body },
                 em.span,

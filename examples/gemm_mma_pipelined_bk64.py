@@ -3,18 +3,22 @@
 # tuned for fewer barriers and more L2 reuse. bfloat16 A and B, float32 accumulate and out.
 # Each CTA computes a 128x256 tile of C with 8 warps (2 x 4), each warp a 64x64 tile as 4 x 8
 # m16n8 accumulators; K advances 64 at a time through a ring of STAGES shared-memory stages
-# filled by cp.async straight from global memory (16-byte LDGSTS):
-#   prologue: stages 0 .. STAGES-2 issued, one commit group each
-#   step ko:  wait_group(STAGES - 2): this thread's copies of stage ko have landed
-#             cta_sync: every thread's have, and every warp is done with stage ko - 1
-#             issue stage ko + STAGES - 1 into the slot of ko - 1, commit (an empty group at
-#             the end keeps the count), then for each 32-wide half kk of the stage: ldmatrix
-#             fragments of A_s[.., kk*32:kk*32+32] and B_s[kk*32:kk*32+32, ..] and 64 mma.sync
-# Why BK = 64: the 32-wide pipeline spends one cp.async wait and one CTA barrier per 32 K, and
-# the warps stall at the barrier with shared memory (ldmatrix) as the limiter; 64-wide stages
-# halve the barriers and give each warp 128 mma.sync between them to overlap the ldmatrix of
-# the next half with. The fragments stay 32 wide (A_f, B_f reused by the two halves): 64-wide
-# ones would hold 64 + 64 more registers next to the 128 accumulators, past the 255 limit.
+# filled by cp.async straight from global memory (16-byte LDGSTS), and each stage is consumed in
+# four 16-wide steps whose ldmatrix fragments are double-buffered in registers (the CUTLASS sm_80
+# main loop): step kk loads the fragments of step kk + 1 into the other buffer, then issues its
+# 32 mma.sync, so the shared-memory latency of one step hides behind the mma of the other.
+#   prologue: stages 0 .. STAGES-2 issued, one commit group each; wait_group(STAGES - 2) and
+#             cta_sync: stage 0 has landed; the fragments of its first step loaded
+#   stage ko, step 0: issue stage ko + STAGES - 1 into the slot of ko - 1 (every warp passed the
+#             barrier after its last fragment load of ko - 1), commit (empty at the end: the
+#             count stays right)
+#   steps 0-2: load the fragments of step kk + 1 of stage ko; mma on step kk
+#   step 3:   wait_group(STAGES - 2) + cta_sync (stage ko + 1 landed for every thread, every warp
+#             done reading stage ko), load the fragments of step 0 of stage ko + 1; mma on step 3
+# `kk` is a `T.unroll` variable that indexes registers (`A_f[kk % 2]`), so tirx unrolls the loop
+# and each copy sees a constant (docs/python.md §2.2). Why BK = 64: one cp.async wait and one CTA
+# barrier per 64 K, half as many as 32-wide stages. Registers: 128 accumulators + 2 x (16 + 16)
+# fragment registers; 32-wide double-buffered fragments would pass the 255 limit.
 # Why the raster: the grid is 1-D, and CTA bid computes tile row pm = (bid // (GROUP * TN)) *
 # GROUP + bid % GROUP, tile column pn = bid % (GROUP * TN) // GROUP: consecutive CTAs walk down a
 # group of GROUP tile rows before moving right, so the CTAs resident at once share A row panels
@@ -33,7 +37,7 @@ from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
 
 M, N, K = 256, 512, 256
 BM, BN, BK = 128, 256, 64  # CTA tile
-KH = 32  # K width of one fragment load + mma batch (two per stage)
+KH = 16  # K width of one fragment (four per stage, double-buffered in registers)
 WM, WN = 64, 64  # warp tile: 2 x 4 warps
 STAGES = 3  # 3 x (16 + 32) KiB of dynamic shared memory
 dtype = "bfloat16"
@@ -51,7 +55,7 @@ B_SMEM = ComposeLayout(3, 3, 5, TileLayout(S[(STAGES, BK, BN)]))
 # B tile (kt, nt) in 32 kt + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator
 # (mt, nt) in 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is
 # also an ldmatrix fragment (B's transposed: ldmatrix.trans).
-A_FRAG = TileLayout(S[(4, 2, 8, 2, 2, 4, 2):(16, 2, 4 @ laneid, 8, 4, 1 @ laneid, 1)])
+A_FRAG = TileLayout(S[(2, 4, 2, 8, 2, 4, 2):(32, 8, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
 B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
 ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
 
@@ -70,8 +74,8 @@ def gemm_mma_pipelined_bk64(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
     A_s = pool.alloc((STAGES, BM, BK), dtype, align=128, layout=A_SMEM)
     B_s = pool.alloc((STAGES, BK, BN), dtype, align=128, layout=B_SMEM)
     pool.commit()
-    A_f = T.alloc_buffer((WM, KH), dtype, scope="local", layout=A_FRAG)
-    B_f = T.alloc_buffer((KH, WN), dtype, scope="local", layout=B_FRAG)
+    A_f = T.alloc_buffer((2, WM, KH), dtype, scope="local", layout=A_FRAG)
+    B_f = T.alloc_buffer((2, KH, WN), dtype, scope="local", layout=B_FRAG)
     acc = T.alloc_buffer((WM, WN), "float32", scope="local", layout=ACC)
     Tx.warp.fill(acc[0:WM, 0:WN], 0.0)
     for s in T.unroll(STAGES - 1):
@@ -81,25 +85,39 @@ def gemm_mma_pipelined_bk64(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         Tx.cta.copy_async(B_s[s, 0:BK, 0:BN],
                           B[s * BK:s * BK + BK, bid % (GROUP * TN) // GROUP * BN:bid % (GROUP * TN) // GROUP * BN + BN])
         T.ptx.cp_async.commit_group()
+    T.ptx.cp_async.wait_group(STAGES - 2)
+    T.cuda.cta_sync()
+    Tx.warp.copy(A_f[0, 0:WM, 0:KH], A_s[0, wm * WM:wm * WM + WM, 0:KH])
+    Tx.warp.copy(B_f[0, 0:KH, 0:WN], B_s[0, 0:KH, wn * WN:wn * WN + WN])
     for ko in range(K // BK):
-        T.ptx.cp_async.wait_group(STAGES - 2)
-        T.cuda.cta_sync()
-        if ko + STAGES - 1 < K // BK:
-            Tx.cta.copy_async(
-                A_s[(ko + STAGES - 1) % STAGES, 0:BM, 0:BK],
-                A[((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM:((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + BM,
-                  (ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK],
-            )
-            Tx.cta.copy_async(
-                B_s[(ko + STAGES - 1) % STAGES, 0:BK, 0:BN],
-                B[(ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK,
-                  bid % (GROUP * TN) // GROUP * BN:bid % (GROUP * TN) // GROUP * BN + BN],
-            )
-        T.ptx.cp_async.commit_group()
         for kk in T.unroll(BK // KH):
-            Tx.warp.copy(A_f[0:WM, 0:KH], A_s[ko % STAGES, wm * WM:wm * WM + WM, kk * KH:kk * KH + KH])
-            Tx.warp.copy(B_f[0:KH, 0:WN], B_s[ko % STAGES, kk * KH:kk * KH + KH, wn * WN:wn * WN + WN])
-            Tx.warp.gemm(acc[0:WM, 0:WN], A_f[0:WM, 0:KH], B_f[0:KH, 0:WN], acc[0:WM, 0:WN], beta=1.0)
+            if kk == 0:
+                # Stage ko - 1's slot is free: every warp passed the barrier after its last fragment load.
+                if ko + STAGES - 1 < K // BK:
+                    Tx.cta.copy_async(
+                        A_s[(ko + STAGES - 1) % STAGES, 0:BM, 0:BK],
+                        A[((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM:((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + BM,
+                          (ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK],
+                    )
+                    Tx.cta.copy_async(
+                        B_s[(ko + STAGES - 1) % STAGES, 0:BK, 0:BN],
+                        B[(ko + STAGES - 1) * BK:(ko + STAGES - 1) * BK + BK,
+                          bid % (GROUP * TN) // GROUP * BN:bid % (GROUP * TN) // GROUP * BN + BN],
+                    )
+                T.ptx.cp_async.commit_group()
+            if kk == BK // KH - 1:
+                # Stage ko + 1 has landed for every thread, and every warp is done reading stage ko.
+                T.ptx.cp_async.wait_group(STAGES - 2)
+                T.cuda.cta_sync()
+                if ko + 1 < K // BK:
+                    Tx.warp.copy(A_f[(kk + 1) % 2, 0:WM, 0:KH], A_s[(ko + 1) % STAGES, wm * WM:wm * WM + WM, 0:KH])
+                    Tx.warp.copy(B_f[(kk + 1) % 2, 0:KH, 0:WN], B_s[(ko + 1) % STAGES, 0:KH, wn * WN:wn * WN + WN])
+            else:
+                Tx.warp.copy(A_f[(kk + 1) % 2, 0:WM, 0:KH],
+                             A_s[ko % STAGES, wm * WM:wm * WM + WM, (kk + 1) * KH:(kk + 1) * KH + KH])
+                Tx.warp.copy(B_f[(kk + 1) % 2, 0:KH, 0:WN],
+                             B_s[ko % STAGES, (kk + 1) * KH:(kk + 1) * KH + KH, wn * WN:wn * WN + WN])
+            Tx.warp.gemm(acc[0:WM, 0:WN], A_f[kk % 2, 0:WM, 0:KH], B_f[kk % 2, 0:KH, 0:WN], acc[0:WM, 0:WN], beta=1.0)
     T.ptx.cp_async.wait_group(0)
     Tx.warp.copy(C[((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + wm * WM:
                    ((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + wm * WM + WM,

@@ -3,7 +3,8 @@ tensor-core GEMM and the copy benches (examples/bench: tiled, ragged and TMA til
 checked against PyTorch's result first, then timed with CUDA events (median of --iters launches
 after --warmup). Memory-bound kernels report GB/s (bytes read + written) and the ratio to a
 device-to-device copy of the same traffic measured in the same run; the GEMM reports TFLOP/s and
-the ratio to torch.matmul (cuBLAS) on the same inputs.
+the ratio to torch.matmul (cuBLAS) on the same inputs, the two timed in alternating rounds after
+0.2 s of warm-up (`timed_pair`).
 
     python python/bench/kernels.py [--iters 50] [--only softmax,rmsnorm,gemm,copy] [--json out.json]
 """
@@ -16,6 +17,7 @@ import runpy
 import statistics
 import sys
 import tempfile
+import time
 
 import torch
 
@@ -34,13 +36,36 @@ def timed(fn, iters, warmup):
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+    return statistics.median(samples(fn, iters))
+
+
+def timed_pair(fa, fb, iters, warmup, rounds=5):
+    """Median GPU times of fa and fb (ms), as `timed`, measured in alternating rounds after both
+    have run for at least 0.2 s: the clocks settle first, and a drift of clock or power during the
+    measurement touches both alike (two separate runs of one GEMM differ by up to 10% otherwise)."""
+    start, n = time.perf_counter(), 0
+    while n < warmup or time.perf_counter() - start < 0.2:
+        fa()
+        fb()
+        torch.cuda.synchronize()
+        n += 1
+    ta, tb = [], []
+    per = max(1, iters // rounds)
+    for _ in range(rounds):
+        ta += samples(fa, per)
+        tb += samples(fb, per)
+    return statistics.median(ta), statistics.median(tb)
+
+
+def samples(fn, iters):
+    """GPU times of iters back-to-back calls (ms each)."""
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
     for a, b in events:
         a.record()
         fn()
         b.record()
     torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in events)
+    return [a.elapsed_time(b) for a, b in events]
 
 
 def memcpy_ms(nbytes, iters, warmup):
@@ -152,8 +177,7 @@ def bench_gemm(args, rows):
             k(a, b, c)
             ref = torch.matmul(a.float(), b.float())
             close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm {example} {size}")
-            t = timed(lambda: k(a, b, c), args.iters, args.warmup)
-            tt = timed(lambda: torch.matmul(a, b), args.iters, args.warmup)
+            t, tt = timed_pair(lambda: k(a, b, c), lambda: torch.matmul(a, b), args.iters, args.warmup)
             flops = 2 * M * N * K
             rows.append(dict(kernel=f"{example[:-3]} {tin} -> {tout} {size}^3", ms=t, tflops=flops / t / 1e9,
                              torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
@@ -174,8 +198,7 @@ def bench_hopper(args, rows):
             k(a, b, c)
             ref = torch.matmul(a.float(), b.float())
             close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm_hopper {name} {M}x{N}x{K}")
-            t = timed(lambda: k(a, b, c), args.iters, args.warmup)
-            tt = timed(lambda: torch.matmul(a, b), args.iters, args.warmup)
+            t, tt = timed_pair(lambda: k(a, b, c), lambda: torch.matmul(a, b), args.iters, args.warmup)
             flops = 2 * M * N * K
             rows.append(dict(kernel=f"gemm_hopper {name} {M}x{N}x{K}", ms=t, tflops=flops / t / 1e9,
                              torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))

@@ -148,3 +148,39 @@ def test_a_slow_pick_is_a_warning_naming_the_variant():
     msgs = [str(x.message) for x in w if issubclass(x.category, tirx.TirxWarning)]
     assert any("copy/fallback" in m for m in msgs), msgs
     assert any(location(m)[0] == line_of("# MARK-slow") for m in msgs)
+
+
+def test_bare_tile_op_is_thread_scope_and_a_shared_tile_update_races():
+    """The reference's test_binary_op_vectorized[...-cta-shared-...] kernel: a bare `Tx.add` is
+    thread scope (as in the reference), so every thread read-modify-writes the whole shared tile.
+    The simulator reports the race at the call; with `Tx.cta.add` the kernel is correct."""
+
+    def build(op):
+        @T.prim_func
+        def kernel(A_ptr: T.handle, B_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (64, 32), "float16")
+            B = T.match_buffer(B_ptr, (64, 32), "float16")
+            T.device_entry()
+            T.cta_id([1])
+            T.thread_id([64])
+            A_smem = T.alloc_buffer((64, 32), "float16", scope="shared")
+            B_smem = T.alloc_buffer((64, 32), "float16", scope="shared")
+            Tx.cta.copy(A_smem, A)
+            Tx.cta.copy(B_smem, B)
+            T.cuda.cta_sync()
+            op(A_smem, A_smem, B_smem)  # MARK-bare-add
+            T.cuda.cta_sync()
+            Tx.cta.copy(A, A_smem)
+
+        return kernel
+
+    a = np.arange(64 * 32).reshape(64, 32).astype(np.float16) % 17
+    b = np.ones((64, 32), np.float16)
+    with pytest.raises(tirx.TirxError) as e:
+        tirx.compile(build(Tx.add), target="sm_90a")(a.copy(), b)
+    msg = str(e.value)
+    assert "data race" in msg and "A_smem" in msg
+    assert location(msg)[0] == line_of("# MARK-bare-add")
+    out = a.copy()
+    tirx.compile(build(Tx.cta.add), target="sm_90a")(out, b)
+    np.testing.assert_array_equal(out, a + b)

@@ -34,7 +34,7 @@
 
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, bind, operands, scope_pair};
-use crate::addr::{dim_offset, swizzle};
+use crate::addr::{dim_offset, period_bits, split_multiples, swizzle};
 use crate::build::Hw;
 use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::expr::Affine;
@@ -178,7 +178,14 @@ impl Variant for LdStMatrix {
         let (sb, s_ity) = em.lbuf(s_reg.buf)?;
         let mut pre = Vec::new();
         let row = row_address(em, p, s_ity)?;
+        // The row's multiples of the swizzle period (stage, warp and tile offsets) go after the
+        // swizzle (addr::swizzle), in their own binding: `s_row` stays loop-invariant.
+        let (row, row_hi) = match (&p.walk, &p.swizzle) {
+            (None, Some(sw)) => split_multiples(em.builder(), &row, period_bits(sw)),
+            _ => (row, LExpr::Int(0, s_ity)),
+        };
         let row = bind(em, &mut pre, "s_row", row);
+        let row_hi = bind(em, &mut pre, "s_row_hi", row_hi);
         let m_outer = p.m_outer();
         let mm_var = (m_outer > 1).then(|| em.var("mm", DType::I32, Some((0, m_outer - 1))));
         let mm = mm_var.map_or(LExpr::i32(0), LExpr::Var);
@@ -188,7 +195,7 @@ impl Variant for LdStMatrix {
                 let b = em.builder();
                 let at = b.add(row, dim_offset(b, &p.split.s_outer, b.to_int(mm.clone(), s_ity)));
                 match sw {
-                    Some(sw) => swizzle(b, sw, at),
+                    Some(sw) => b.add(swizzle(b, sw, at), row_hi),
                     None => at,
                 }
             }

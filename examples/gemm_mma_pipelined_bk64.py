@@ -1,6 +1,7 @@
 # gemm -> mma.m16n8k* with a multi-stage cp.async pipeline, K steps of 64 and a grouped tile
 # raster: the kernel of gemm_mma_pipelined_bf16.py (gemm_mma_pipelined.py explains the pipeline)
-# tuned for fewer barriers and more L2 reuse. bfloat16 A and B, float32 accumulate and out.
+# tuned for fewer barriers and more L2 reuse. bfloat16 A, B and C (as torch.matmul), float32
+# accumulate; `dtype = "float16"` makes it an f16 GEMM.
 # Each CTA computes a 128x256 tile of C with 8 warps (2 x 4), each warp a 64x64 tile as 4 x 8
 # m16n8 accumulators; K advances 64 at a time through a ring of STAGES shared-memory stages
 # filled by cp.async straight from global memory (16-byte LDGSTS), and each stage is consumed in
@@ -30,7 +31,8 @@
 # 144 KiB, which also fits sm_80's 163 KiB; 4 (192 KiB) fit only sm_90's 227. M, N, K are multiples of
 # the tile (and K >= (STAGES - 1) * BK); change them below (the simulator checks this small size;
 # the GPU takes any).
-# Result: C == A @ B (each mma.sync rounds its sum once to f32, docs/numerics.md §8).
+# Result: C == A @ B (each mma.sync rounds its sum once to f32, docs/numerics.md §8; C is the f32
+# accumulator rounded once to dtype).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
@@ -64,7 +66,7 @@ ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
 def gemm_mma_pipelined_bk64(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
     A = T.match_buffer(A_ptr, (M, K), dtype)
     B = T.match_buffer(B_ptr, (K, N), dtype)
-    C = T.match_buffer(C_ptr, (M, N), "float32")
+    C = T.match_buffer(C_ptr, (M, N), dtype)
     T.device_entry()
     bid = T.cta_id([TILES])  # tile row (bid // (GROUP * TN)) * GROUP + bid % GROUP, column bid % (GROUP * TN) // GROUP
     w = T.warp_id([8]); T.lane_id([32]); T.thread_id([256])
@@ -119,7 +121,9 @@ def gemm_mma_pipelined_bk64(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                              B_s[ko % STAGES, (kk + 1) * KH:(kk + 1) * KH + KH, wn * WN:wn * WN + WN])
             Tx.warp.gemm(acc[0:WM, 0:WN], A_f[kk % 2, 0:WM, 0:KH], B_f[kk % 2, 0:KH, 0:WN], acc[0:WM, 0:WN], beta=1.0)
     T.ptx.cp_async.wait_group(0)
+    out = T.alloc_buffer((WM, WN), dtype, scope="local", layout=ACC)  # C's values: the accumulators rounded once
+    Tx.warp.cast(out[0:WM, 0:WN], acc[0:WM, 0:WN])
     Tx.warp.copy(C[((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + wm * WM:
                    ((bid // (GROUP * TN)) * GROUP + bid % GROUP) * BM + wm * WM + WM,
                    bid % (GROUP * TN) // GROUP * BN + wn * WN:bid % (GROUP * TN) // GROUP * BN + wn * WN + WN],
-                 acc[0:WM, 0:WN])
+                 out[0:WM, 0:WN])

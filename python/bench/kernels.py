@@ -161,16 +161,17 @@ def bench_copy(args, rows):
 
 def bench_gemm(args, rows):
     cases = [
-        ("gemm_mma.py", torch.float16, torch.float32),
-        ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16),
-        ("gemm_mma_pipelined.py", torch.float16, torch.float32),
-        ("gemm_mma_pipelined_bf16.py", torch.bfloat16, torch.float32),
-        ("gemm_mma_pipelined_bk64.py", torch.bfloat16, torch.float32),
+        ("gemm_mma.py", torch.float16, torch.float32, {}),
+        ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16, {}),
+        ("gemm_mma_pipelined.py", torch.float16, torch.float32, {}),
+        ("gemm_mma_pipelined_bf16.py", torch.bfloat16, torch.float32, {}),
+        ("gemm_mma_pipelined_bk64.py", torch.bfloat16, torch.bfloat16, {}),
+        ("gemm_mma_pipelined_bk64.py", torch.float16, torch.float16, {"dtype": "float16"}),
     ]
-    for example, tin, tout in cases:
+    for example, tin, tout, consts in cases:
         for size in (4096, 8192):
             M = N = K = size
-            k = tirx.compile(gemm_kernel(example, M, N, K))
+            k = tirx.compile(gemm_kernel(example, M, N, K, **consts))
             a = torch.randn(M, K, device="cuda", dtype=tin)
             b = torch.randn(K, N, device="cuda", dtype=tin)
             c = torch.empty(M, N, device="cuda", dtype=tout)

@@ -23,7 +23,7 @@ CAUSES = [
     ("sm_100 only: gather4 / selectors (Blackwell TMA), not on Hopper", r"config `gather4`|gather4"),
     ("reference's error text: the test matches the reference planner's message format; tirx declines with its own rule",
      r"Regex pattern did not match"),
-    ("deliberate: dsmem copies one dense chunk, no stride-gap chunking (tile-primitives §3.21, rule bulk_chunk)",
+    ("deliberate: dsmem declines a region it cannot split into 16-byte bulk chunks (tile-primitives §3.21, rules bulk_chunk, alignment)",
      r"forced variant 'dsmem' does not apply"),
     ("reference kernel is racy: no cluster barrier after the dsmem copy completed (simulator, tile-primitives §8.8)",
      r"no cluster barrier after the copy completed"),

@@ -231,3 +231,321 @@ fn specialize_refuses_a_grid_that_splits_a_cluster() {
     assert!(text.contains("grid dimension x `n` is 7") && text.contains("clusters of 2 CTAs"), "{text}");
     assert!(k.specialize(&[ScalarValue::Int(8)]).is_ok());
 }
+
+// ---------------------------------------------------------------------------
+// Strided regions: one bulk copy per chunk contiguous on both sides (the
+// reference's stride-gap chunking), value-checked in the simulator.
+// ---------------------------------------------------------------------------
+
+/// One side of a strided dsmem copy: the shared buffer (shape, optional layout
+/// expression) and the region of it that is copied.
+#[derive(Clone, Copy)]
+struct Side {
+    shape: &'static [i64],
+    layout: Option<&'static str>,
+    region: &'static [(i64, i64)],
+}
+
+/// CTA `r` of each 2-CTA cluster (4 CTAs) loads `A[bx]` into the source region of
+/// `mine`, zeroes all of `theirs`, and copies the source region into the destination
+/// region of `theirs` in its peer with one dsmem call; every CTA then writes all of
+/// its `theirs` to `B[bx]`. B[bx] holds the peer's A in the destination region (row-major
+/// order), zero elsewhere.
+fn strided(dtype: &str, src: Side, dst: Side) -> String {
+    let tup = |v: &[i64]| format!("({})", v.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "));
+    let reg = |r: &[(i64, i64)]| r.iter().map(|(b, e)| format!("{b}:{}", b + e)).collect::<Vec<_>>().join(", ");
+    let full = |s: &[i64]| s.iter().map(|e| format!("0:{e}")).collect::<Vec<_>>().join(", ");
+    let ext: Vec<i64> = src.region.iter().map(|r| r.1).collect();
+    let layout = |s: &Side| s.layout.map(|l| format!(", layout={l}")).unwrap_or_default();
+    let bytes = ext.iter().product::<i64>() * dt(dtype).bytes() as i64;
+    format!(
+        "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout, mma_shared_layout
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def strided(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, {a}), \"{dtype}\")
+    B = T.match_buffer(B_ptr, (4, {b}), \"{dtype}\")
+    T.device_entry()
+    bx = T.cta_id([4])
+    rank = T.cta_id_in_cluster([2])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    mine = pool.alloc({ms}, \"{dtype}\"{ml})
+    theirs = pool.alloc({ts}, \"{dtype}\"{tl})
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    Tx.warp.fill(theirs[{tfull}], 0.0)
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.ptx.fence.mbarrier_init.release.cluster()
+    T.cuda.cluster_sync()
+    Tx.warp.copy(mine[{sreg}], A[bx, {afull}])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.warp_sync()
+    if tid == 0:
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), {bytes})
+        Tx.copy_async(theirs[{dreg}], mine[{sreg}], dispatch=\"dsmem\", mbar=bar.ptr_to([0]), remote_cta_id=(rank + 1) % 2)
+    bar.wait(0, 0)
+    Tx.warp.copy(B[bx, {tfull}], theirs[{tfull}])
+    T.cuda.cluster_sync()
+",
+        a = ext.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "),
+        b = dst.shape.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", "),
+        ms = tup(src.shape),
+        ml = layout(&src),
+        ts = tup(dst.shape),
+        tl = layout(&dst),
+        tfull = full(dst.shape),
+        afull = full(&ext),
+        sreg = reg(src.region),
+        dreg = reg(dst.region),
+    )
+}
+
+/// Lowers (dumped for the GPU matrix, CUDA generated, simulated clean), simulates with
+/// a distinct A and checks B; returns the LIR text of the kernel.
+fn expect_strided(dtype: &str, src: Side, dst: Side) -> String {
+    let text = strided(dtype, src, dst);
+    let l = lower(&text);
+    let t = dt(dtype);
+    let esize = t.bytes() as usize;
+    let n: usize = src.region.iter().map(|r| r.1 as usize).product();
+    let per_b: usize = dst.shape.iter().map(|&e| e as usize).product();
+    let a = pattern(t, 4 * n);
+    let mut params = vec![a.clone(), vec![0u8; 4 * per_b * esize]];
+    if let Err(e) = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
+        panic!("{}\n{}", render(&[e.to_diagnostic()], &text), l.lir);
+    }
+    let b = &params[1];
+    for bx in 0..4 {
+        let from = bx / 2 * 2 + (bx % 2 + 1) % 2;
+        let mut k = 0; // row-major index within the destination region
+        for i in 0..per_b {
+            let (mut rest, mut inside) = (i as i64, true);
+            for (d, &e) in dst.shape.iter().enumerate().rev() {
+                let c = rest % e;
+                rest /= e;
+                inside &= c >= dst.region[d].0 && c < dst.region[d].0 + dst.region[d].1;
+            }
+            let got = &b[(bx * per_b + i) * esize..][..esize];
+            if inside {
+                assert_eq!(
+                    got,
+                    &a[(from * n + k) * esize..][..esize],
+                    "CTA {bx}: element {i} (region element {k})\n{text}"
+                );
+                k += 1;
+            } else {
+                assert!(got.iter().all(|&x| x == 0), "CTA {bx}: element {i} outside the region written\n{text}");
+            }
+        }
+        assert_eq!(k, n);
+    }
+    l.lir.to_string()
+}
+
+/// The dsmem call's LIR lines (the bulk copies and their loops).
+fn bulk_lines(lir: &str) -> Vec<String> {
+    let lines: Vec<&str> = lir.lines().collect();
+    let start = lines.iter().position(|l| l.contains("copy_async -> dsmem")).expect("the dsmem call") + 1;
+    let (mut out, mut depth) = (Vec::new(), 0);
+    for l in &lines[start..] {
+        let t = l.trim();
+        match t {
+            _ if t.starts_with("for ") => depth += 1,
+            "}" if depth > 0 => depth -= 1,
+            _ if t.starts_with("cp.async.bulk") => {}
+            _ => break,
+        }
+        out.push(t.to_string());
+    }
+    out
+}
+
+const ROW_MAJOR_64X32: Side = Side { shape: &[64, 32], layout: None, region: &[(0, 64), (0, 32)] };
+
+#[test]
+fn a_column_slice_is_one_bulk_copy_per_row() {
+    // 64 x 32 of a (64, 64) f16 buffer: rows of 64 B, 128 B apart; the destination dense.
+    let src = Side { shape: &[64, 64], layout: None, region: &[(0, 64), (0, 32)] };
+    let lir = expect_strided("float16", src, ROW_MAJOR_64X32);
+    let lines = bulk_lines(&lir);
+    assert_eq!(
+        lines,
+        [
+            "for chunk in 0..64 {",
+            "cp.async.bulk.shared::cluster.shared::cta<64> theirs[chunk * 32] @ cta (rank + 1) % 2 <- mine[chunk * 64] bar=bar[0]",
+            "}",
+        ],
+        "{lir}"
+    );
+    // The other column half, and f32 (rows of 128 B).
+    let right = Side { shape: &[64, 64], layout: None, region: &[(0, 64), (32, 32)] };
+    expect_strided("float16", right, ROW_MAJOR_64X32);
+    let lir = expect_strided("float32", src, ROW_MAJOR_64X32);
+    assert!(bulk_lines(&lir)[1].contains("<128>"), "{lir}");
+}
+
+#[test]
+fn the_generated_cuda_loops_over_the_rows() {
+    let src = Side { shape: &[64, 64], layout: None, region: &[(0, 64), (0, 32)] };
+    let l = lower(&strided("float16", src, ROW_MAJOR_64X32));
+    let cuda = tirx_cuda::generate(&l.lir).unwrap().source;
+    assert_eq!(cuda.matches("tirx_bulk_copy_to_peer(").count(), 2, "one call site and the helper\n{cuda}");
+    let call = cuda.lines().position(|s| s.contains("tirx_bulk_copy_to_peer(&")).expect("the call");
+    let lines: Vec<&str> = cuda.lines().collect();
+    assert!(lines[call - 1].trim_start().starts_with("for ("), "{cuda}");
+    assert!(lines[call].contains("64u"), "{cuda}");
+    let ex = l.explain.iter().find(|c| c.chosen.as_deref() == Some("dsmem")).expect("the dsmem call");
+    let t = tried(ex, "dsmem");
+    assert!(t.reason.contains("4096 B in 64 chunks of 64 B"), "{}", ex.render());
+}
+
+#[test]
+fn different_row_strides_on_the_two_sides() {
+    // Source rows 128 B apart, destination rows 96 B apart starting at byte 16.
+    let src = Side { shape: &[64, 64], layout: None, region: &[(0, 64), (0, 32)] };
+    let dst = Side { shape: &[64, 48], layout: None, region: &[(0, 64), (8, 32)] };
+    let lir = expect_strided("float16", src, dst);
+    assert_eq!(bulk_lines(&lir).len(), 3, "{lir}");
+    assert!(bulk_lines(&lir)[1].contains("theirs[chunk * 48 + 8]"), "{lir}");
+    // The reference's stride-gap cases: explicit layouts with gaps, 256 B rows 512 B and
+    // 1 KiB apart (8 bulk copies each).
+    let gap = |l| Side { shape: &[8, 128], layout: Some(l), region: &[(0, 8), (0, 128)] };
+    let a = gap("TileLayout(S[(8, 128):(256, 1)])");
+    let lir = expect_strided("float16", a, a);
+    assert_eq!(bulk_lines(&lir)[0], "for chunk in 0..8 {", "{lir}");
+    let lir = expect_strided("float16", a, gap("TileLayout(S[(8, 128):(512, 1)])"));
+    assert_eq!(bulk_lines(&lir)[0], "for chunk in 0..8 {", "{lir}");
+    // A shorter contiguous run on one side sets the chunk: 128 B source rows into 64 B
+    // destination rows of a wider buffer (two chunks per source row).
+    let src = Side { shape: &[16, 64], layout: None, region: &[(0, 16), (0, 32)] };
+    let dst = Side { shape: &[32, 32], layout: None, region: &[(0, 32), (0, 16)] };
+    let lir = expect_strided("float32", src, dst);
+    let lines = bulk_lines(&lir);
+    assert_eq!(lines[..2], ["for chunk0 in 0..16 {", "for chunk1 in 0..2 {"], "{lir}");
+    assert!(lines[2].contains("<64> theirs[chunk0 * 64 + chunk1 * 32]"), "{lir}");
+}
+
+#[test]
+fn a_3d_region_is_two_loops() {
+    // (4, 8, 32) of a (4, 16, 64) f16 buffer into (4, 8, 32) of a (4, 8, 48) one.
+    let src = Side { shape: &[4, 16, 64], layout: None, region: &[(0, 4), (0, 8), (16, 32)] };
+    let dst = Side { shape: &[4, 8, 48], layout: None, region: &[(0, 4), (0, 8), (8, 32)] };
+    let lir = expect_strided("float16", src, dst);
+    let lines = bulk_lines(&lir);
+    assert_eq!(lines[0], "for chunk0 in 0..4 {", "{lir}");
+    assert_eq!(lines[1], "for chunk1 in 0..8 {", "{lir}");
+    // A 3-D region whose rows chain on both sides is one loop (the dims fuse).
+    let src = Side { shape: &[2, 8, 64], layout: None, region: &[(0, 2), (0, 8), (0, 32)] };
+    let dst = Side { shape: &[2, 8, 32], layout: None, region: &[(0, 2), (0, 8), (0, 32)] };
+    let lir = expect_strided("float32", src, dst);
+    assert_eq!(bulk_lines(&lir)[0], "for chunk in 0..16 {", "{lir}");
+}
+
+#[test]
+fn shapes_that_split_the_chunks_differently_still_copy_in_order() {
+    // 6 x 8 f32 (32 B runs) into 4 x 12 (48 B runs): chunks of 16 B, two per source row
+    // and three per destination row; neither radix divides the other, so the chunk
+    // index is split into each side's digits.
+    let src = Side { shape: &[6, 16], layout: None, region: &[(0, 6), (0, 8)] };
+    let dst = Side { shape: &[4, 16], layout: None, region: &[(0, 4), (0, 12)] };
+    let lir = expect_strided("float32", src, dst);
+    let lines = bulk_lines(&lir);
+    assert_eq!(lines[0], "for chunk in 0..12 {", "{lir}");
+    assert!(lines[1].contains("<16>"), "{lir}");
+}
+
+#[test]
+fn a_dense_region_is_still_one_bulk_copy() {
+    let src = Side { shape: &[64, 32], layout: None, region: &[(0, 64), (0, 32)] };
+    let lir = expect_strided("float16", src, ROW_MAJOR_64X32);
+    let lines = bulk_lines(&lir);
+    assert_eq!(lines.len(), 1, "{lir}");
+    assert!(lines[0].contains("<4096>"), "{lir}");
+}
+
+/// The rule and reason the dsmem variant declines the strided copy by.
+fn strided_decline(dtype: &str, src: Side, dst: Side) -> (Rule, String) {
+    let text = strided(dtype, src, dst);
+    let (explain, _) = tirx_lower::explain_kernel(&parse(&text), &Default::default());
+    let c = explain.iter().find(|c| c.tried.iter().any(|t| t.variant == "dsmem")).expect("the dsmem call");
+    let t = tried(c, "dsmem");
+    assert!(!t.accepted, "dsmem accepted\n{}", c.render());
+    (t.rule.expect("a rule"), t.reason.clone())
+}
+
+#[test]
+fn strided_regions_that_bulk_copies_cannot_move_decline_by_name() {
+    let dense = |shape: &'static [i64], region: &'static [(i64, i64)]| Side { shape, layout: None, region };
+    // 64 x 4 f16: rows of 8 B.
+    let (r, why) =
+        strided_decline("float16", dense(&[64, 64], &[(0, 64), (0, 4)]), dense(&[64, 4], &[(0, 64), (0, 4)]));
+    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert!(why.contains("4 element(s) (8 B)") && why.contains("multiple of 16 bytes"), "{why}");
+    // A column slice starting at byte 8.
+    let (r, why) = strided_decline("float16", dense(&[64, 64], &[(0, 64), (4, 32)]), ROW_MAJOR_64X32);
+    assert_eq!(r, Rule::Alignment, "{why}");
+    assert!(why.contains("`mine` starts at byte 8"), "{why}");
+    // 64 B rows 72 B apart: the second chunk starts at byte 72.
+    let (r, why) = strided_decline("float16", dense(&[64, 36], &[(0, 64), (0, 32)]), ROW_MAJOR_64X32);
+    assert_eq!(r, Rule::Alignment, "{why}");
+    assert!(why.contains("chunk 1 of `mine` starts at byte 72") && why.contains("step by 72 B"), "{why}");
+    // ... and on the destination side.
+    let (r, why) = strided_decline("float16", ROW_MAJOR_64X32, dense(&[64, 36], &[(0, 64), (0, 32)]));
+    assert_eq!(r, Rule::Alignment, "{why}");
+    assert!(why.contains("chunk 1 of `theirs`"), "{why}");
+    // Row-major into column-major (the reference's incompatible case): 1-element runs.
+    let (r, why) = strided_decline(
+        "float16",
+        Side { shape: &[4, 64], layout: None, region: &[(0, 4), (0, 64)] },
+        Side { shape: &[4, 64], layout: Some("TileLayout(S[(4, 64):(1, 4)])"), region: &[(0, 4), (0, 64)] },
+    );
+    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert!(why.contains("dense") && why.contains("1 element(s) (2 B)"), "{why}");
+    // 16 B chunks, 300 of them: over the cap.
+    let (r, why) =
+        strided_decline("float32", dense(&[300, 8], &[(0, 300), (0, 4)]), dense(&[300, 4], &[(0, 300), (0, 4)]));
+    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert!(why.contains("300 chunks of 16 B") && why.contains("256"), "{why}");
+    // A swizzled side still declines.
+    let sw = Side {
+        shape: &[64, 64],
+        layout: Some("mma_shared_layout(\"float16\", 3, (64, 64))"),
+        region: &[(0, 64), (0, 64)],
+    };
+    let (r, why) = strided_decline("float16", dense(&[64, 64], &[(0, 64), (0, 64)]), sw);
+    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert!(why.contains("swizzled"), "{why}");
+}
+
+#[test]
+fn every_chunk_counts_toward_the_peer_barrier() {
+    // 64 chunks of 64 B complete on the peer's barrier, each counting its bytes.
+    let src = Side { shape: &[64, 64], layout: None, region: &[(0, 64), (0, 32)] };
+    let text = strided("float16", src, ROW_MAJOR_64X32);
+    let sim = |tx: &str| {
+        let k = text.replace("bar.ptr_to([0]), 4096)", &format!("bar.ptr_to([0]), {tx})"));
+        assert_ne!(k, text);
+        let l = tirx_lower::lower_kernel(&parse(&k), &Default::default()).unwrap();
+        let mut params = vec![pattern(DType::F16, 4 * 2048), vec![0u8; 4 * 2048 * 2]];
+        let e =
+            tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("a wrong expect_tx must fail");
+        let shown = render(&[e.to_diagnostic()], &k);
+        (e, shown)
+    };
+    // The bytes of one chunk only: the phase completes when the first chunk lands, and
+    // the read after the wait races with the other chunks.
+    let (e, text) = sim("64");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(
+        e.message.contains("`theirs`") && e.message.contains("dsmem copy into it by thread 0 of the issuing CTA"),
+        "{text}"
+    );
+    // One byte count more than the chunks bring: the phase never completes.
+    let (e, text) = sim("4112");
+    assert!(matches!(e.kind, SimErrorKind::Deadlock | SimErrorKind::Mbarrier), "{text}");
+}

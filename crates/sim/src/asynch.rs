@@ -678,8 +678,12 @@ impl Machine<'_> {
         let f = *self.asy.inflight.get(&(b, e))?;
         let verb = if dir.is_write() { "writes" } else { "reads" };
         let name = f.kind.name();
-        let copy =
-            if f.t == t { format!("its own {name} into it") } else { format!("a {name} into it by {}", self.who(f.t)) };
+        let copy = match f.kind {
+            // Issued by a CTA of the cluster: `f.t` numbers a thread of that CTA, not of this one.
+            CopyKind::Dsmem => format!("a {name} into it by thread {} of the issuing CTA", f.t),
+            _ if f.t == t => format!("its own {name} into it"),
+            _ => format!("a {name} into it by {}", self.who(f.t)),
+        };
         let msg = format!(
             "{} element {e}: {} {verb} it while {copy} has not completed",
             self.bufs[b as usize].describe(),

@@ -6,7 +6,7 @@
 //! | [`ldgsts`] | 20 | global → shared with `cp.async` (4/8/16 B), the partition of the synchronous `gmem_smem` |
 //! | [`tma_auto`] | 10 | global ↔ shared by TMA (`cp.async.bulk.tensor`), the largest legal box from the shared layout, issue loops for the rest |
 //! | [`tma_explicit`] | 10 | global ↔ shared by TMA, the tensor and region as the descriptor, one instruction |
-//! | [`dsmem`] | 10 | shared → a peer CTA's shared memory in the cluster (`cp.async.bulk.shared::cluster`), one dense chunk |
+//! | [`dsmem`] | 10 | shared → a peer CTA's shared memory in the cluster (`cp.async.bulk.shared::cluster`), one bulk copy per chunk contiguous on both sides |
 //!
 //! An async copy only issues: the data lands when the kernel's completion
 //! mechanism says so (`cp.async.commit_group` + `cp.async.wait_group` for

@@ -3,8 +3,8 @@ tensor-core GEMM and the copy benches (examples/bench: tiled, ragged and TMA til
 checked against PyTorch's result first, then timed with CUDA events (median of --iters launches
 after --warmup). Memory-bound kernels report GB/s (bytes read + written) and the ratio to a
 device-to-device copy of the same traffic measured in the same run; the GEMM reports TFLOP/s and
-the ratio to torch.matmul (cuBLAS) on the same inputs, the two timed in alternating rounds after
-0.2 s of warm-up (`timed_pair`).
+the ratio to torch.matmul (cuBLAS) on the same inputs. Each kernel and its baseline (the copy, or
+torch.matmul) are timed in alternating rounds after 0.2 s of warm-up (`timed_pair`).
 
     python python/bench/kernels.py [--iters 50] [--only softmax,rmsnorm,gemm,copy] [--json out.json]
 """
@@ -68,11 +68,15 @@ def samples(fn, iters):
     return [a.elapsed_time(b) for a, b in events]
 
 
-def memcpy_ms(nbytes, iters, warmup):
+def memcpy(nbytes):
     """A device-to-device copy moving nbytes in total (nbytes / 2 read, nbytes / 2 written)."""
     src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    return timed(lambda: dst.copy_(src), iters, warmup)
+    return lambda: dst.copy_(src)
+
+
+def memcpy_ms(nbytes, iters, warmup):
+    return timed(memcpy(nbytes), iters, warmup)
 
 
 def close(got, want, rtol, atol, what):
@@ -91,9 +95,8 @@ def bench_softmax(args, rows):
         k(a, b)
         close(b, torch.softmax(a.float(), dim=1).to(tdt), tol, tol * 1e-2, f"softmax {dtype}")
         traffic = 2 * a.numel() * a.element_size()
-        t = timed(lambda: k(a, b), args.iters, args.warmup)
+        t, tm = timed_pair(lambda: k(a, b), memcpy(traffic), args.iters, args.warmup)
         tt = timed(lambda: torch.softmax(a, dim=1), args.iters, args.warmup)
-        tm = memcpy_ms(traffic, args.iters, args.warmup)
         rows.append(dict(kernel=f"softmax {dtype} {M}x{N}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
                          torch_ms=tt, vs_torch=tt / t))
 
@@ -109,9 +112,8 @@ def bench_rmsnorm(args, rows):
         ref = torch.nn.functional.rms_norm(x.float(), (H,), w.float(), 1e-6).to(torch.bfloat16)
         close(y, ref, 1e-2, 1e-2, f"rmsnorm {H}")
         traffic = 2 * x.numel() * x.element_size() + w.numel() * w.element_size()
-        t = timed(lambda: k(x, w, y), args.iters, args.warmup)
+        t, tm = timed_pair(lambda: k(x, w, y), memcpy(traffic), args.iters, args.warmup)
         tt = timed(lambda: torch.nn.functional.rms_norm(x, (H,), w, 1e-6), args.iters, args.warmup)
-        tm = memcpy_ms(traffic, args.iters, args.warmup)
         rows.append(dict(kernel=f"rmsnorm bf16 {M}x{H}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
                          torch_ms=tt, vs_torch=tt / t))
 
@@ -152,9 +154,8 @@ def bench_copy(args, rows):
         if not torch.equal(a, b):
             raise SystemExit(f"{name}: B != A")
         traffic = 2 * a.numel() * a.element_size()
-        t = timed(lambda: k(a, b), args.iters, args.warmup)
+        t, tm = timed_pair(lambda: k(a, b), memcpy(traffic), args.iters, args.warmup)
         tt = timed(lambda: b.copy_(a), args.iters, args.warmup)
-        tm = memcpy_ms(traffic, args.iters, args.warmup)
         rows.append(dict(kernel=f"{name[:-3]} {g['M']}x{g['N']}", ms=t, gbps=traffic / t / 1e6, memcpy_ratio=tm / t,
                          torch_ms=tt, vs_torch=tt / t))
 

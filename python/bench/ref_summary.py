@@ -25,6 +25,9 @@ CAUSES = [
      r"Regex pattern did not match"),
     ("deliberate: dsmem declines a region it cannot split into 16-byte bulk chunks (tile-primitives §3.21, rules bulk_chunk, alignment)",
      r"forced variant 'dsmem' does not apply"),
+    ("reference kernel is racy: a bare Tx.<op> is thread scope, every thread read-modify-writes the shared tile "
+     "(simulator, docs/python.md §6.4)",
+     r"data race: `A_smem`[\s\S]*tx_op\(A_smem, A_smem, B_smem\)"),
     ("reference kernel is racy: no cluster barrier after the dsmem copy completed (simulator, tile-primitives §8.8)",
      r"no cluster barrier after the copy completed"),
     ("symbolic strides in a layout (S[...] with a Var stride) are not supported",

@@ -1,0 +1,77 @@
+"""Steady-state GEMM throughput at the GPU's power cap: the mma.sync GEMM
+(examples/gemm_mma_pipelined_bk64.py) and torch.matmul, each run back to back for --seconds, with
+the SM clock and board power sampled by nvidia-smi while it runs. kernels.py times short
+alternating rounds instead; this shows where each settles when it has the GPU to itself.
+
+    python python/bench/sustained.py [--size 8192] [--seconds 3] [--dtype bfloat16]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import torch
+
+import tirx
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernels import gemm_kernel  # noqa: E402
+
+
+def sustained(label, fn, flops, seconds):
+    fn()
+    torch.cuda.synchronize()
+    samples, stop = [], threading.Event()
+
+    def poll():
+        q = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits"]
+        while not stop.is_set():
+            samples.append(subprocess.run(q, capture_output=True, text=True).stdout.strip())
+            time.sleep(0.2)
+
+    th = threading.Thread(target=poll)
+    th.start()
+    start, n = time.time(), 0
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    while time.time() - start < seconds:
+        for _ in range(10):
+            fn()
+        torch.cuda.synchronize()
+        n += 10
+    b.record()
+    torch.cuda.synchronize()
+    stop.set()
+    th.join()
+    ms = a.elapsed_time(b) / n
+    late = samples[len(samples) // 2:]  # the second half: settled
+    mhz = [float(s.split(",")[0]) for s in late if s]
+    watts = [float(s.split(",")[1]) for s in late if s]
+    print(f"{label:<34} {flops / ms / 1e9:7.1f} TFLOP/s over {seconds} s; SM clock {min(mhz):.0f}-{max(mhz):.0f} MHz, "
+          f"{sum(watts) / len(watts):.0f} W")
+    return ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size", type=int, default=8192)
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
+    args = ap.parse_args()
+    n, dt = args.size, getattr(torch, args.dtype)
+    k = tirx.compile(gemm_kernel("gemm_mma_pipelined_bk64.py", n, n, n, dtype=args.dtype))
+    a = torch.randn(n, n, device="cuda", dtype=dt)
+    b = torch.randn(n, n, device="cuda", dtype=dt)
+    c = torch.empty(n, n, device="cuda", dtype=dt)
+    flops = 2 * n**3
+    print(f"{torch.cuda.get_device_name()}, {args.dtype} {n}^3")
+    t = sustained("gemm_mma_pipelined_bk64", lambda: k(a, b, c), flops, args.seconds)
+    tt = sustained("torch.matmul", lambda: torch.matmul(a, b), flops, args.seconds)
+    print(f"tirx/torch {tt / t:.3f}")
+
+
+if __name__ == "__main__":
+    main()

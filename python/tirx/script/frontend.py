@@ -275,8 +275,9 @@ class Frontend:
             self._emit_binding(buf.name, buf.text, sp)
         self.w.write("    " * self.indent)
         base = self.w.pos
-        for part in scratch.parts:
-            self.w.write(part)
+        # The line's text in one piece: `scratch.pos` already counts its bytes.
+        self.w.parts.append("".join(scratch.parts))
+        self.w.pos += scratch.pos
         for lo, hi, s in scratch.marks:
             self.w.marks.append((base + lo, base + hi, s))
         self.w.mark(base, span)

@@ -57,6 +57,11 @@ def current() -> "Frontend":
 # ----------------------------------------------------------------------------- source
 
 
+_NO_SPAN = object()
+# The evaluator method of each AST node type (`ev_<Type>`, None: Python evaluates it).
+_EVALUATORS: Dict[type, Any] = {}
+
+
 class Source:
     """The user's file: its text, its syntax tree and line starts (byte offsets), read and
     parsed once per file version and shared by every kernel built from it."""
@@ -95,6 +100,8 @@ class Source:
             self.line_start.append(self.line_start[-1] + len(ln.encode("utf-8")))
         self.tree = ast.parse(self.text, filename=file)
         self._defs: Optional[Dict[Tuple[str, int], ast.FunctionDef]] = None
+        # Spans by node id; the nodes live as long as `tree`, so ids are not reused.
+        self._spans: Dict[int, Optional[Tuple[int, int]]] = {}
 
     def function(self, func) -> ast.FunctionDef:
         """The definition of ``func``: the one of its name starting at its code's first line
@@ -116,6 +123,16 @@ class Source:
         return self.line_start[i] + col
 
     def span(self, node) -> Optional[Tuple[int, int]]:
+        # Sources are cached, and so are their trees: a node's span is computed once. (Only
+        # nodes with a position are cached: the tree's own, alive as long as it is.)
+        if node is None or not hasattr(node, "lineno"):
+            return None
+        sp = self._spans.get(id(node), _NO_SPAN)
+        if sp is _NO_SPAN:
+            sp = self._spans[id(node)] = self._span(node)
+        return sp
+
+    def _span(self, node) -> Optional[Tuple[int, int]]:
         if node is None or not hasattr(node, "lineno"):
             return None
         lo = self.offset(node.lineno, node.col_offset)
@@ -351,8 +368,10 @@ class Frontend:
     def eval(self, node):
         prev, self.node = self.node, node
         try:
-            m = getattr(self, "ev_" + type(node).__name__, None)
-            v = m(node) if m is not None else self.py_eval(node)
+            m = _EVALUATORS.get(type(node), _NO_SPAN)
+            if m is _NO_SPAN:
+                m = _EVALUATORS[type(node)] = getattr(type(self), "ev_" + type(node).__name__, None)
+            v = m(self, node) if m is not None else self.py_eval(node)
         except ir.FrontendError as e:
             if e.node is None:
                 e.node = node

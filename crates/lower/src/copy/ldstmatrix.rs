@@ -30,7 +30,10 @@
 //! ```
 //! With `M/(2·num) > 1` an unrolled loop issues one instruction per tile group;
 //! a swizzled shared side addresses `swizzle(row)`, through the §3.6 walk when
-//! it is recognised.
+//! it is recognised, else as `swizzle(s_row + ..) + s_row_hi`: the row's terms
+//! that are multiples of the swizzle period (stage, warp and tile offsets) are
+//! bound apart and added after the swizzle (`addr::swizzle`), e.g.
+//! `A_s[(s_row ^ ((s_row >> 6) << 3)) + mm * 1024 + s_row_hi]`.
 
 use super::swizzle_iter::{recognize, Walk};
 use super::{add_sym, bind, operands, scope_pair};

@@ -157,6 +157,9 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
     lw.bind_scope_vars(&defs, &launch);
     let facts = Facts::at_entry(&launch);
     let body = lw.block(&k.body, &facts);
+    // A body lowered several times (an unrolled `T.unroll` loop) reports a problem once.
+    dedup(&mut lw.errors);
+    dedup(&mut lw.warnings);
     if !lw.errors.is_empty() {
         let mut errs = lw.errors;
         errs.extend(lw.warnings);
@@ -1115,6 +1118,17 @@ fn floor_div(x: i64, a: i64) -> Option<i64> {
 /// `⌈x / a⌉` for any nonzero `a`.
 fn ceil_div(x: i64, a: i64) -> Option<i64> {
     floor_div(x.checked_neg()?, a)?.checked_neg()
+}
+
+/// Drops the diagnostics equal to an earlier one.
+fn dedup(ds: &mut Vec<Diagnostic>) {
+    let mut kept: Vec<Diagnostic> = Vec::with_capacity(ds.len());
+    for d in ds.drain(..) {
+        if !kept.contains(&d) {
+            kept.push(d);
+        }
+    }
+    *ds = kept;
 }
 
 /// The most trips a `T.unroll` loop is unrolled at lowering (when its variable indexes registers).

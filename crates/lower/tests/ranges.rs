@@ -372,3 +372,24 @@ def dbuf(A_ptr: T.handle, B_ptr: T.handle):
     assert!(!lir.contains("for kk"), "{lir}");
     assert!(lir.contains("unroll for j in 0..4"), "{lir}");
 }
+
+/// A problem inside an unrolled `T.unroll` body is reported once, not once per copy.
+#[test]
+fn an_error_in_an_unrolled_loop_is_reported_once() {
+    let src = format!(
+        r#"{HEAD}
+@T.prim_func
+def dbuf(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 16), "float32")
+    B = T.match_buffer(B_ptr, (32, 16), "float32")
+    T.device_entry(); T.cta_id([1]); tid = T.thread_id([32])
+    R = T.alloc_buffer((2, 4), "float32", scope="local")
+    for kk in T.unroll(4):
+        Tx.copy(R[kk % 2, 0:4], A[tid, kk * 4:kk * 4 + 4])
+        Tx.copy(B[tid, kk * 4:kk * 4 + 4], R[kk % 2, 0:4], dispatch="ldstmatrix")
+"#
+    );
+    let errs = lower_errors(&src);
+    assert_eq!(errs.len(), 1, "{}", render(&errs, &src));
+    assert!(errs[0].message.contains("forced variant 'ldstmatrix' does not apply"), "{}", render(&errs, &src));
+}

@@ -1,7 +1,7 @@
 //! DSMEM and clusters (docs/tile-primitives.md §3.21, §8.8): a ring of dsmem copies
 //! between the CTAs of 2- and 4-CTA clusters value-checked in the simulator, the
 //! simulator's cluster reports (no cluster barrier after a copy, a read before the
-//! peer's phase completed, a barrier initialised after the cluster barrier, a rank out
+//! peer's phase completed, a CTA barrier standing in for the wait, a barrier initialised after the cluster barrier, a rank out
 //! of the cluster, a cluster barrier not reached by a peer, arriving twice or waiting
 //! without an arrive, a source written without `fence.proxy.async`), the split
 //! `barrier.cluster.arrive`/`.wait` spellings, and the dsmem rules as named declines.
@@ -548,4 +548,115 @@ fn every_chunk_counts_toward_the_peer_barrier() {
     // One byte count more than the chunks bring: the phase never completes.
     let (e, text) = sim("4112");
     assert!(matches!(e.kind, SimErrorKind::Deadlock | SimErrorKind::Mbarrier), "{text}");
+}
+
+// ---------------------------------------------------------------------------
+// A CTA barrier in the receiving CTA does not complete a peer's copy into it:
+// only the mbarrier phase the copy completes on does, for the threads that wait
+// for it (and, through the CTA barrier, the threads ordered after a waiter).
+// ---------------------------------------------------------------------------
+
+/// Only thread 0 of the receiving CTA waits for the copy's phase; a CTA barrier hands
+/// the landing to the whole warp.
+const ONE_WAITS: &str = "    if tid == 0:\n        bar.wait(0, 0)\n    T.cuda.cta_sync()\n";
+/// Nobody waits: the CTA barrier alone.
+const CTA_SYNC_ONLY: &str = "    T.cuda.cta_sync()\n";
+
+#[test]
+fn one_waiter_and_a_cta_barrier_hand_a_dsmem_landing_to_every_thread() {
+    let src = ring(2, 8, ONE_WAITS, TAIL, INIT);
+    lower(&src);
+    expect_ring_of(&src, 2, 8);
+}
+
+#[test]
+fn a_cta_barrier_without_an_mbarrier_wait_does_not_order_a_dsmem_landing() {
+    let (e, text) = sim_err(&ring(2, 8, CTA_SYNC_ONLY, TAIL, INIT));
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("`theirs`"), "{text}");
+}
+
+/// Rank 1 of each 2-CTA cluster copies its row of A into `theirs` of rank 0, which
+/// announces the bytes and runs `receiver` (under `if rank == 0`, 8 spaces deep);
+/// `after` follows the copy in both CTAs, then a cluster barrier ends the kernel.
+fn one_way(receiver: &str, after: &str) -> String {
+    format!(
+        "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def one_way(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), \"float32\")
+    B = T.match_buffer(B_ptr, (8, 64), \"float32\")
+    T.device_entry()
+    bx = T.cta_id([8])
+    rank = T.cta_id_in_cluster([2])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    mine = pool.alloc((64,), \"float32\")
+    theirs = pool.alloc((64,), \"float32\")
+    bar = MBarrier(pool, 1)
+    pool.commit()
+{INIT}    Tx.warp.copy(mine[0:64], A[bx, 0:64])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.warp_sync()
+    if rank == 0:
+        if tid == 0:
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 256)
+{receiver}    if rank == 1:
+        if tid == 0:
+            Tx.copy_async(theirs[0:64], mine[0:64], dispatch=\"dsmem\", mbar=bar.ptr_to([0]), remote_cta_id=0)
+{after}{TAIL}"
+    )
+}
+
+/// Rank 0: thread 0 waits for the copy's phase, a CTA barrier, then the warp reads.
+const RECEIVE: &str =
+    "        if tid == 0:\n            bar.wait(0, 0)\n        T.cuda.cta_sync()\n        Tx.warp.copy(B[bx, 0:64], theirs[0:64])\n";
+
+#[test]
+fn a_one_way_dsmem_copy_waited_for_by_one_thread_reaches_its_cta() {
+    for (receiver, after) in [(RECEIVE, ""), ("", &*format!("    T.cuda.cluster_sync()\n    if rank == 0:\n{RECEIVE}"))]
+    {
+        let src = one_way(receiver, after);
+        lower(&src);
+        let (a, b) = run_ring(&src, 8).unwrap_or_else(|e| panic!("{}", render(&[e.to_diagnostic()], &src)));
+        for row in (0..8).step_by(2) {
+            assert_eq!(b[row * 256..row * 256 + 256], a[(row + 1) * 256..(row + 2) * 256], "row {row}\n{src}");
+            assert!(b[(row + 1) * 256..(row + 2) * 256].iter().all(|&x| x == 0), "row {}", row + 1);
+        }
+    }
+}
+
+#[test]
+fn a_dsmem_copy_into_a_cta_that_only_passed_a_cta_barrier_is_a_race() {
+    // Rank 0's thread 0 reads `theirs` after a CTA barrier, waiting for nothing. Rank 0 runs
+    // first here, so the read comes before rank 1's copy; the copy is then unordered with
+    // it (thread 0 of rank 1 is not thread 0 of rank 0, and rank 0's CTA barrier does not
+    // order rank 1's copy).
+    let racy = "        T.cuda.cta_sync()\n        if tid == 0:\n            B[bx, 0] = theirs[0]\n";
+    let src = one_way(racy, "");
+    let (e, text) = sim_err(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(
+        e.message.contains("`theirs`")
+            && e.message.contains("a dsmem copy by thread 0 of CTA rank 1 writes it into CTA (0, 0, 0)")
+            && e.message.contains("thread 0 (warp 0, lane 0) of CTA (0, 0, 0) read it there")
+            && e.message.contains("no cluster barrier orders that before the copy"),
+        "{text}"
+    );
+    assert!(src[e.span.lo as usize..].starts_with("Tx.copy_async(theirs"), "{text}");
+    assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("B[bx, 0] = theirs[0]")), "{text}");
+    // The same reads after a cluster barrier that follows the copy: the copy has landed,
+    // but nobody in rank 0 waited for its phase, and neither barrier completes it.
+    let src = one_way("", &format!("    T.cuda.cluster_sync()\n    if rank == 0:\n{racy}"));
+    let (e, text) = sim_err(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(
+        e.message.contains("`theirs`")
+            && e.message.contains("has not waited for the mbarrier phase that copy completed"),
+        "{text}"
+    );
+    assert!(src[e.span.lo as usize..].starts_with("B[bx, 0] = theirs[0]"), "{text}");
 }

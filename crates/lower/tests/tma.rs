@@ -674,3 +674,85 @@ fn bench_traffic_counts_the_buffers_behind_the_tensor_maps() {
     assert!(t.data_only, "{t:?}");
     assert_eq!((t.bytes_read, t.bytes_written), (16384 * 4096 * 2, 16384 * 4096 * 2));
 }
+
+// ---------------------------------------------------------------------------
+// A TMA landing handed from the warp that waited for it to other warps through
+// a barrier: a named barrier's `bar.arrive` (producer) / `bar.sync` (consumers),
+// a `bar.sync` of all of them, or the CTA barrier. The waiting warp acquired the
+// landing; the barrier releases what it acquired to the warps it orders after it.
+// Without the mbarrier wait nobody acquired the landing, and the read is a race.
+// ---------------------------------------------------------------------------
+
+/// Warp 0 (thread 0) loads A into `S_` by TMA; `wait` is warp 0's mbarrier wait (or
+/// nothing); `handoff` is what warp 0 (`w == 0`) and warps 1..3 (`w >= 1`) then run;
+/// warp `w >= 1` finally copies rows `16(w - 1) ..` of `S_` to B.
+fn handoff(wait: &str, producer: &str, consumers: &str, cta: &str) -> String {
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), \"float16\")
+    B = T.match_buffer(B_ptr, (64, 64), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); T.lane_id([32]); w = T.warp_id([4]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64, 64), \"float16\", layout=mma_shared_layout(\"float16\", 3, (64, 64)))
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if w == 0:
+        if tid == 0:
+    {LOAD}            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 8192)
+{wait}{producer}    if w >= 1:
+{consumers}{cta}    if w >= 1:
+        Tx.warp.copy(B[(w - 1) * 16 : (w - 1) * 16 + 16, 0:64], S_[(w - 1) * 16 : (w - 1) * 16 + 16, 0:64])
+"
+    )
+}
+
+const HANDOFF_WAIT: &str = "        bar.wait(0, 0)\n";
+const ARRIVE: &str = "        T.ptx.bar.arrive(9, 128)\n";
+const SYNC: &str = "        T.ptx.bar.sync(9, 128)\n";
+const CTA_SYNC: &str = "    T.cuda.cta_sync()\n";
+
+/// The three hand-offs: (name, warp 0's part, warps 1..3's part, a CTA barrier after).
+const HANDOFFS: [(&str, &str, &str, &str); 3] = [
+    ("bar.arrive / bar.sync", ARRIVE, SYNC, ""),
+    ("bar.sync / bar.sync", SYNC, SYNC, ""),
+    ("cta_sync", "", "        pass\n", CTA_SYNC),
+];
+
+#[test]
+fn a_tma_landing_acquired_by_one_warp_reaches_others_through_a_barrier() {
+    for (name, producer, consumers, cta) in HANDOFFS {
+        let src = handoff(HANDOFF_WAIT, producer, consumers, cta);
+        let l = lower(&src);
+        let a = pattern(DType::F16, 4096);
+        let mut params = vec![a.clone(), vec![0u8; 8192]];
+        tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+            .unwrap_or_else(|e| panic!("{name}:\n{}\n{src}", render(&[e.to_diagnostic()], &src)));
+        assert_eq!(params[1][..48 * 64 * 2], a[..48 * 64 * 2], "{name}");
+    }
+    // Only thread 0 waits; the warp's `bar.arrive` releases what any of its lanes acquired.
+    let src = handoff("        if tid == 0:\n            bar.wait(0, 0)\n", ARRIVE, SYNC, "");
+    let l = lower(&src);
+    let mut params = vec![pattern(DType::F16, 4096), vec![0u8; 8192]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}\n{src}", render(&[e.to_diagnostic()], &src)));
+}
+
+#[test]
+fn a_tma_landing_nobody_waited_for_is_a_race_after_any_barrier() {
+    for (name, producer, consumers, cta) in HANDOFFS {
+        let src = handoff("", producer, consumers, cta);
+        let (e, text) = sim_error(&src);
+        assert_eq!(e.kind, SimErrorKind::DataRace, "{name}: {text}");
+        assert!(
+            e.message.contains("`S_`") && e.message.contains("has not waited for the mbarrier phase"),
+            "{name}: {text}"
+        );
+        at_line(&e, &src, "Tx.warp.copy(B", &text);
+    }
+}

@@ -3,7 +3,7 @@
 //! every CTA, and every CTA receives the whole tile (its mbarrier expects the whole
 //! tile's bytes) — value-checked in the simulator for `tma_auto` and `tma_explicit`;
 //! the simulator's reports of a barrier expecting too few bytes, a read before the
-//! wait, a run-time mask naming a CTA outside the cluster and a multicast before the
+//! wait (a CTA barrier does not stand in for it), a run-time mask naming a CTA outside the cluster and a multicast before the
 //! peers initialised their barriers (or after, with only a CTA barrier between); the `cta_mask` rules as
 //! named declines; the CUDA's `.multicast::cluster`.
 
@@ -257,4 +257,58 @@ fn a_store_takes_no_cta_mask() {
     let (explain, _) = tirx_lower::explain_kernel(&parse(&store), &Default::default());
     let c = explain.iter().rfind(|c| c.tried.iter().any(|t| t.variant == "tma_explicit")).expect("the store");
     assert_eq!(rule(c, "tma_explicit"), Rule::Direction);
+}
+
+// ---------------------------------------------------------------------------
+// A CTA barrier in a receiving CTA does not complete a multicast landing there:
+// only the mbarrier phase it completes on does, for the threads that waited for it
+// (and, through the CTA barrier, for the threads ordered after a waiter).
+// ---------------------------------------------------------------------------
+
+const WAIT: &str = "    bar.wait(0, 0)\n";
+
+#[test]
+fn one_waiter_and_a_cta_barrier_hand_the_multicast_tile_to_every_thread() {
+    let one_waits = "    if tid == 0:\n        bar.wait(0, 0)\n    T.cuda.cta_sync()\n";
+    for src in [Mc::new(2, "tma_auto").script(), rank_1_multicasts_the_tile()] {
+        let src = src.replacen(WAIT, one_waits, 1);
+        assert!(src.contains(one_waits));
+        lower(&src);
+        let b = simulate_src(&src).unwrap_or_else(|(_, text)| panic!("{text}"));
+        let a = pattern(DType::F16, 4 * TM * TN);
+        for cta in 0..8 {
+            let q = cta / 2;
+            assert!(
+                b[cta * TILE_BYTES..(cta + 1) * TILE_BYTES] == a[q * TILE_BYTES..(q + 1) * TILE_BYTES],
+                "CTA {cta}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_cta_barrier_without_an_mbarrier_wait_does_not_order_a_multicast_landing() {
+    // Every CTA multicasts its slice; the CTA barrier replaces the wait.
+    let src = Mc::new(2, "tma_auto").script().replacen(WAIT, "    T.cuda.cta_sync()\n", 1);
+    let (e, text) = simulate_src(&src).expect_err("a race");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("`S_`"), "{text}");
+    // Rank 1 multicasts the whole tile; in rank 0 only, thread 0 reads one element after
+    // the CTA barrier. Rank 0 runs first, so the read comes before the multicast, which
+    // lands on it unordered (thread 0 of rank 1 is not thread 0 of rank 0).
+    let src = rank_1_multicasts_the_tile().replacen(
+        &format!("{WAIT}    Tx.cta.copy(B[bx * 64 : bx * 64 + 64, 0:64], S_[0:64, 0:64])\n"),
+        "    T.cuda.cta_sync()\n    if rank == 0:\n        if tid == 0:\n            B[bx * 64, 0] = S_[0, 0]\n",
+        1,
+    );
+    assert!(src.contains("B[bx * 64, 0] = S_[0, 0]"));
+    let (e, text) = simulate_src(&src).expect_err("a race");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(
+        e.message.contains("`S_`")
+            && e.message.contains("a multicast TMA load by thread 0 of CTA rank 1 writes it into CTA (0, 0, 0)")
+            && e.message.contains("no cluster barrier orders that before the copy"),
+        "{text}"
+    );
+    assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("B[bx * 64, 0] = S_[0, 0]")), "{text}");
 }

@@ -26,7 +26,11 @@
 //! a new clock tick that stamps the arriving thread's later accesses; a barrier
 //! remembers, per thread, the newest arrive tick of its completed phases; a
 //! thread whose wait completes acquires those ticks (`acq[t][p]`), and an earlier
-//! access by `p` stamped before that tick is ordered before `t`'s (`memory`).
+//! access by `p` stamped before that tick is ordered before `t`'s (`memory`). TMA
+//! landings are acquired the same way (`acq_tma`, by issuing thread); a CTA barrier,
+//! `__syncwarp` or named barrier passes what any participant acquired to all of them,
+//! and a named barrier's `bar.arrive` releases what the arriving warp had acquired to
+//! the threads that wait there ([`Acquired`], `barrier`).
 //!
 //! *Proxies*: a thread's shared writes go through the generic proxy; wgmma reads,
 //! TMA stores and bulk copies read shared memory through the async proxy. A
@@ -267,6 +271,26 @@ pub(crate) struct Barrier {
     released_tma: Vec<u32>,
 }
 
+/// What some threads acquired through mbarrier waits (and barriers since), joined over
+/// them: rows of [`AsyncState`]'s `acq` and `acq_tma` (each empty where that one is).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Acquired {
+    acq: Vec<u32>,
+    acq_tma: Vec<u32>,
+}
+
+impl Acquired {
+    /// Adds what `other` holds (an empty row, as in `Acquired::default()`, grows to its length).
+    pub(crate) fn join(&mut self, other: &Acquired) {
+        for (row, from) in [(&mut self.acq, &other.acq), (&mut self.acq_tma, &other.acq_tma)] {
+            if row.len() < from.len() {
+                row.resize(from.len(), 0);
+            }
+            join(row, from);
+        }
+    }
+}
+
 /// The per-CTA state of the family.
 pub(crate) struct AsyncState {
     /// Per thread: copies issued since its last commit.
@@ -352,18 +376,39 @@ impl AsyncState {
 
     /// `__syncwarp` over `lanes`: each lane now has what any of them acquired.
     pub(crate) fn warp_sync(&mut self, lanes: std::ops::Range<usize>) {
-        self.sync_threads(lanes);
+        self.sync_threads(lanes, None);
+    }
+
+    /// What the threads `ts` have acquired so far, joined: what a `bar.arrive` of
+    /// theirs releases to the threads that wait at the barrier (`barrier`).
+    pub(crate) fn acquired_by(&self, ts: impl Iterator<Item = usize> + Clone) -> Acquired {
+        let n = self.n;
+        let joined = |m: &[u32]| {
+            if m.is_empty() {
+                return vec![];
+            }
+            let mut row = vec![0; n];
+            for t in ts.clone() {
+                join(&mut row, &m[t * n..(t + 1) * n]);
+            }
+            row
+        };
+        Acquired { acq: joined(&self.acq), acq_tma: joined(&self.acq_tma) }
     }
 
     /// A barrier over the threads `ts` (`__syncwarp`, a named barrier): each of
-    /// them now has what any of them acquired.
-    pub(crate) fn sync_threads(&mut self, ts: impl Iterator<Item = usize> + Clone) {
+    /// them now has what any of them acquired, and what `arrived` releases (the
+    /// threads that arrived at a named barrier without waiting, as they arrived).
+    pub(crate) fn sync_threads(&mut self, ts: impl Iterator<Item = usize> + Clone, arrived: Option<&Acquired>) {
         let n = self.n;
-        for m in [&mut self.acq, &mut self.acq_tma] {
+        let none = Acquired::default();
+        let arrived = arrived.unwrap_or(&none);
+        for (m, released) in [(&mut self.acq, &arrived.acq), (&mut self.acq_tma, &arrived.acq_tma)] {
             if m.is_empty() {
                 continue;
             }
             let mut joined = vec![0; n];
+            join(&mut joined, released);
             for t in ts.clone() {
                 join(&mut joined, &m[t * n..(t + 1) * n]);
             }

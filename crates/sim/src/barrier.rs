@@ -12,7 +12,10 @@
 //! without waiting: the barrier passes once the waiting and the arrived threads
 //! together are exactly `threads` in whole warps (checked as each one arrives
 //! and when nothing can run). Waiters acquire what the arrivals release (their
-//! accesses before the arrive); arriving threads acquire nothing.
+//! accesses before the arrive, and what the arriving threads had acquired by
+//! then: mbarrier releases and TMA landings they waited for, so a landing one
+//! producer warp waited for is ordered before the consumers' reads after their
+//! `bar.sync`); arriving threads acquire nothing.
 //!
 //! Ordering: passing the barrier orders the participants' earlier accesses
 //! before their later ones. Each warp keeps a vector clock over warps
@@ -46,6 +49,9 @@ struct Arrivals {
     site: u32,
     /// The arriving warps' arrive ticks, joined with what they had synchronised with.
     clock: Vec<u32>,
+    /// What the arriving threads had acquired through mbarrier waits (of arrives and
+    /// of TMA landings) when they arrived: released to the waiters with `clock`.
+    acquired: crate::asynch::Acquired,
 }
 
 impl NamedState {
@@ -93,12 +99,14 @@ impl Machine<'_> {
         let n = self.named.warps;
         let tick = self.tick()?;
         let row: Vec<u32> = self.named.vc[w * n..(w + 1) * n].to_vec();
+        let acquired = self.asy.acquired_by(lanes.iter().copied());
         let who = self.who(lanes[0] as u32);
         let a = self.named.arrivals.entry(idv).or_insert_with(|| Arrivals {
             threads: vec![],
             count: threads,
             site,
             clock: vec![0; n],
+            acquired: Default::default(),
         });
         if a.count != threads {
             let msg = format!(
@@ -119,6 +127,7 @@ impl Machine<'_> {
             *c = (*c).max(r);
         }
         a.clock[w] = a.clock[w].max(tick);
+        a.acquired.join(&acquired);
         for &l in &lanes {
             self.asy.rel[l] = self.asy.rel[l].max(tick);
         }
@@ -187,8 +196,8 @@ impl Machine<'_> {
         if all.len() < count as usize || !all.iter().all(|&t| whole(t / 32)) {
             return Ok(false);
         }
-        let clock = self.named.arrivals.remove(&id).map(|a| a.clock);
-        self.pass_named(&ts, clock.as_deref())?;
+        let arrived = self.named.arrivals.remove(&id);
+        self.pass_named(&ts, arrived.as_ref())?;
         Ok(true)
     }
 
@@ -227,12 +236,12 @@ impl Machine<'_> {
 
     /// Releases the threads `ts` from their named barrier; `arrived` is what the
     /// threads that arrived without waiting release.
-    fn pass_named(&mut self, ts: &[usize], arrived: Option<&[u32]>) -> Result<(), SimError> {
+    fn pass_named(&mut self, ts: &[usize], arrived: Option<&Arrivals>) -> Result<(), SimError> {
         let now = self.tick()?;
         let mut warps: Vec<usize> = ts.iter().map(|&t| t / 32).collect();
         warps.dedup();
         let n = self.named.warps;
-        let mut row = arrived.map_or_else(|| vec![0u32; n], <[u32]>::to_vec);
+        let mut row = arrived.map_or_else(|| vec![0u32; n], |a| a.clock.clone());
         for &w in &warps {
             for (q, r) in row.iter_mut().enumerate() {
                 *r = (*r).max(self.named.vc[w * n + q]);
@@ -245,7 +254,9 @@ impl Machine<'_> {
             self.named.vc[w * n..(w + 1) * n].copy_from_slice(&row);
             self.wsync[w] = now;
         }
-        self.asy.sync_threads(ts.iter().copied());
+        // The waiters join what they acquired, and what the arriving threads had acquired
+        // (`bar.arrive` releases it like their own accesses: ordering is transitive).
+        self.asy.sync_threads(ts.iter().copied(), arrived.map(|a| &a.acquired));
         for &t in ts {
             self.state[t] = State::Runnable;
             self.pcs[t] += 1;

@@ -20,7 +20,11 @@
 //! and lands in the peer CTA like a TMA load (in flight until the peer's mbarrier
 //! phase completes; its bytes complete that phase's transaction count). The
 //! peer's barrier must have been initialised before a cluster barrier the issuer
-//! passed. The issuing CTA must pass a cluster barrier after the copy completed
+//! passed. In the receiving CTA such a write (and a multicast load's from another CTA)
+//! is checked against that CTA's earlier accesses by the cluster barrier alone
+//! ([`Machine::peer_write_ordered`]: the issuing thread's id names a thread of another
+//! CTA); its landing is ordered before a reader there only through the phase it
+//! completes, as a TMA load's is. The issuing CTA must pass a cluster barrier after the copy completed
 //! before it exits (the hardware reads its source until then, and a CTA's shared
 //! memory is gone when it exits); a multicast TMA load lands in every CTA of its
 //! mask at the same offset and completes each one's barrier.
@@ -314,11 +318,16 @@ impl<'a> Machine<'a> {
             ));
         }
         let elems: Vec<usize> = (d..d + n).collect();
-        self.attach_landing(t, site, dst, elems, data, (bar, e), CopyKind::Dsmem, Some(id))
+        let from = self.peer_copies[id].rank;
+        let foreign = (from != self.rank).then_some(from);
+        self.attach_landing(t, site, dst, elems, data, (bar, e), (CopyKind::Dsmem, foreign), Some(id))
     }
 
     /// Registers an asynchronous write of `elems` of `buf` completing on barrier `key` of
     /// the running CTA: checked against earlier accesses, in flight until the phase completes.
+    /// `from`: the rank of the issuing CTA when it is not the running one (thread `t` is
+    /// one of its threads): then only a cluster barrier orders this CTA's earlier accesses
+    /// before the write ([`Machine::peer_write_ordered`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn attach_landing(
         &mut self,
@@ -328,16 +337,23 @@ impl<'a> Machine<'a> {
         elems: Vec<usize>,
         data: Vec<u8>,
         key: (u32, usize),
-        kind: CopyKind,
+        (kind, from): (CopyKind, Option<usize>),
         peer: Option<usize>,
     ) -> Result<(), SimError> {
         self.touch(key.0, t, key.1, Dir::Read, site)?;
         if self.opts.check_races {
+            let what = match (kind, from) {
+                (CopyKind::TmaLoad, Some(_)) => "a multicast TMA load",
+                _ => "a dsmem copy",
+            };
             for &d in &elems {
                 if let Some(err) = self.inflight_conflict(buf, t, d, Dir::Write, site) {
                     return Err(err);
                 }
-                self.write_ordered(buf, t, d, site, false)?;
+                match from {
+                    None => self.write_ordered(buf, t, d, site, false)?,
+                    Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what)?,
+                }
                 self.asy.inflight.insert((buf, d), Flight { t, site, kind });
             }
         }

@@ -677,6 +677,59 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// Checks a write of shared `b[e]` by an asynchronous copy that thread `t` of the
+    /// cluster's CTA of rank `rank` issued into this (the running) CTA — a dsmem copy, or
+    /// a multicast TMA load landing here — against the element's earlier accesses in
+    /// this CTA (without recording it), as [`Self::write_ordered`] does for a copy of this
+    /// CTA. `t` numbers a thread of the issuing CTA, so this CTA's rules (same thread,
+    /// same warp, its CTA and named barriers, its mbarriers) say nothing about it: only a
+    /// cluster barrier orders this CTA's accesses before the copy — the last one, which
+    /// the issuer passed before issuing (the approximation `peer_barrier_ready` makes).
+    /// An earlier landing here is ordered if it completed before that barrier and every
+    /// thread of this CTA acquired it (a waiter then passed the barrier, which joins).
+    pub(crate) fn peer_write_ordered(
+        &self,
+        b: u32,
+        (rank, t): (usize, u32),
+        e: usize,
+        site: u32,
+        what: &str,
+    ) -> Result<(), SimError> {
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        let barrier = self.cluster_sync_tick;
+        let fresh = |stamp: u32| stamp != 0 && stamp >= self.cta_start;
+        let (p, other_site, verb, several) = if fresh(sh.w_stamp)
+            && !(sh.w_stamp < barrier
+                && (sh.w_tid & LANDED == 0
+                    || (0..self.n as u32)
+                        .all(|q| sh.w_stamp <= self.asy.acquired_landing(q, u32::from(sh.w_tid & !LANDED)))))
+        {
+            (u32::from(sh.w_tid & !LANDED), sh.w_site, if sh.w_tid & LANDED != 0 { "landed" } else { "wrote" }, false)
+        } else if fresh(sh.r_stamp) && sh.r_stamp >= barrier {
+            ((sh.r_info & TID_MASK) as u32, sh.r_site, "read", sh.r_info & MULTI != 0)
+        } else {
+            return Ok(());
+        };
+        let whom = match verb {
+            "landed" => format!("an asynchronous copy issued by thread {p} (of the CTA that issued it)"),
+            _ => format!("{}{}", self.who(p), if several { " (among other threads)" } else { "" }),
+        };
+        let msg = format!(
+            "{} element {e}: {what} by thread {t} of CTA rank {rank} writes it into CTA ({}, {}, {}), but {whom} {verb} it there and no cluster barrier orders that before the copy",
+            self.bufs[b as usize].describe(),
+            self.cta[0],
+            self.cta[1],
+            self.cta[2],
+        );
+        let mut err = SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg).help(
+            "a copy from another CTA of the cluster is ordered after this CTA's accesses to its destination only by a cluster barrier (`T.cuda.cluster_sync()`) after them and before the copy; a CTA barrier or mbarrier of the receiving CTA does not order it",
+        );
+        if let Some(s) = self.shadow_site(other_site) {
+            err = err.label(s, format!("{verb} here"));
+        }
+        Err(err)
+    }
+
     /// Records the landing of an asynchronous (TMA) write of `b[e]` issued by thread
     /// `issuer` at `site`, stamped `stamp` (its mbarrier phase's completion): the
     /// element's earlier accesses were checked at the issue ([`Self::write_ordered`]).

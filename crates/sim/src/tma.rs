@@ -281,7 +281,7 @@ impl Machine<'_> {
             elems.extend(b.smem..b.smem + per);
         }
         let Some(mask) = mask else {
-            return self.attach_landing(t, site, x.smem, elems, data, (bar, e), CopyKind::TmaLoad, None);
+            return self.attach_landing(t, site, x.smem, elems, data, (bar, e), (CopyKind::TmaLoad, None), None);
         };
         let size = self.cluster_size();
         if !(1..1i64 << size).contains(&mask) {
@@ -301,7 +301,17 @@ impl Machine<'_> {
                 self.peer_barrier_ready(bar, e, barrier_tick)
             };
             let res = if ready {
-                self.attach_landing(t, site, x.smem, elems.clone(), data.clone(), (bar, e), CopyKind::TmaLoad, None)
+                let from = (r != me).then_some(me);
+                self.attach_landing(
+                    t,
+                    site,
+                    x.smem,
+                    elems.clone(),
+                    data.clone(),
+                    (bar, e),
+                    (CopyKind::TmaLoad, from),
+                    None,
+                )
             } else {
                 let msg = format!(
                     "multicast TMA load by thread {t} of CTA rank {me} completes on `{}[{e}]` of CTA rank {r}, which is not initialised before a cluster barrier the load follows",

@@ -227,3 +227,54 @@ fn run2(k: &LKernel) -> Result<Vec<f32>, tirx_sim::SimError> {
     simulate(k, &mut p, &SimOptions::default())?;
     Ok(p.get(1).map_or(vec![], |b| from_bytes(DType::F32, b)))
 }
+
+/// 96 threads: thread 32 (warp 1) writes `S[0]` and arrives at mbarrier `M` (count 1);
+/// warp 0 waits for that phase (when `wait`) and then `bar.arrive 9, 64`s (or, with
+/// `sync`, `bar.sync 9, 64`s); warp 2 `bar.sync 9, 64`s and thread 64 reads `S[0]` into B.
+/// The chain write → mbarrier arrive → wait → named barrier → read orders the read.
+fn mbarrier_then_named(wait: bool, sync: bool) -> LKernel {
+    use tirx_ir::lir::{AsyncOp, Mbar};
+    let mut kb = Kb::new([1, 1, 1], [96, 1, 1]);
+    let (a, b) = (kb.param("A", DType::F32, 128), kb.param("B", DType::F32, 128));
+    let s = kb.shared("S", DType::F32, 1);
+    let m = kb.shared("M", DType::I64, 1);
+    let mbar = || Mbar { buf: m, index: int(0) };
+    let is = |e: LExpr, k: i64| bin(LBinOp::Eq, e, int(k));
+    let warp = || div(tid(), int(32));
+    let mut warp0 = vec![];
+    if wait {
+        warp0.push(at(4, LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(), parity: int(0) })));
+    }
+    warp0.push(at(5, if sync { bar_sync(int(9), 64) } else { bar_arrive(int(9), 64) }));
+    kb.finish(vec![
+        at(1, if_(is(tid(), 0), vec![at(1, LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(), count: int(1) }))])),
+        at(2, cta_sync()),
+        at(
+            3,
+            if_(
+                is(tid(), 32),
+                vec![
+                    at(3, store(s, int(0), load(a, int(7)))),
+                    at(3, LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar() })),
+                ],
+            ),
+        ),
+        at(4, if_(is(warp(), 0), warp0)),
+        at(6, if_(is(warp(), 2), vec![at(6, bar_sync(int(9), 64))])),
+        at(7, if_(is(tid(), 64), vec![at(7, store(b, int(0), load(s, int(0))))])),
+    ])
+}
+
+#[test]
+fn an_arrival_releases_what_the_arriving_warp_acquired_through_an_mbarrier() {
+    // bar.arrive and bar.sync on the producer side both pass on the mbarrier's release.
+    for sync in [false, true] {
+        let out = run2(&mbarrier_then_named(true, sync)).unwrap_or_else(|e| panic!("sync {sync}: {e}"));
+        assert_eq!(out[0], 7.0, "sync {sync}");
+        // Without warp 0's wait nothing orders thread 32's write before thread 64's read.
+        let e = run2(&mbarrier_then_named(false, sync)).unwrap_err();
+        assert_eq!(e.kind, SimErrorKind::DataRace, "sync {sync}: {e}");
+        assert_eq!(e.span, span(7), "sync {sync}: {e}");
+        assert!(e.to_string().contains("`S`"), "{e}");
+    }
+}

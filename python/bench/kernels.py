@@ -75,10 +75,6 @@ def memcpy(nbytes):
     return lambda: dst.copy_(src)
 
 
-def memcpy_ms(nbytes, iters, warmup):
-    return timed(memcpy(nbytes), iters, warmup)
-
-
 def close(got, want, rtol, atol, what):
     if not torch.allclose(got.float(), want.float(), rtol=rtol, atol=atol):
         err = (got.float() - want.float()).abs().max().item()

@@ -57,7 +57,7 @@ def current() -> "Frontend":
 # ----------------------------------------------------------------------------- source
 
 
-_NO_SPAN = object()
+_MISSING = object()  # a sentinel: not in the cache
 # The evaluator method of each AST node type (`ev_<Type>`, None: Python evaluates it).
 _EVALUATORS: Dict[type, Any] = {}
 
@@ -127,14 +127,12 @@ class Source:
         # nodes with a position are cached: the tree's own, alive as long as it is.)
         if node is None or not hasattr(node, "lineno"):
             return None
-        sp = self._spans.get(id(node), _NO_SPAN)
-        if sp is _NO_SPAN:
+        sp = self._spans.get(id(node), _MISSING)
+        if sp is _MISSING:
             sp = self._spans[id(node)] = self._span(node)
         return sp
 
-    def _span(self, node) -> Optional[Tuple[int, int]]:
-        if node is None or not hasattr(node, "lineno"):
-            return None
+    def _span(self, node) -> Tuple[int, int]:
         lo = self.offset(node.lineno, node.col_offset)
         end_col = getattr(node, "end_col_offset", None)
         if end_col is None:
@@ -368,8 +366,8 @@ class Frontend:
     def eval(self, node):
         prev, self.node = self.node, node
         try:
-            m = _EVALUATORS.get(type(node), _NO_SPAN)
-            if m is _NO_SPAN:
+            m = _EVALUATORS.get(type(node), _MISSING)
+            if m is _MISSING:
                 m = _EVALUATORS[type(node)] = getattr(type(self), "ev_" + type(node).__name__, None)
             v = m(self, node) if m is not None else self.py_eval(node)
         except ir.FrontendError as e:

@@ -57,7 +57,6 @@ def current() -> "Frontend":
 # ----------------------------------------------------------------------------- source
 
 
-_MISSING = object()  # a sentinel: not in the cache
 # The evaluator method of each AST node type (`ev_<Type>`, None: Python evaluates it).
 _EVALUATORS: Dict[type, Any] = {}
 

@@ -52,11 +52,11 @@ GROUP = 8 if TM % 8 == 0 else (4 if TM % 4 == 0 else (2 if TM % 2 == 0 else 1)) 
 # the row (bits at 5) so the 8 K-rows of an ldmatrix.trans land in distinct bank groups too.
 A_SMEM = ComposeLayout(3, 3, 3, TileLayout(S[(STAGES, BM, BK)]))
 B_SMEM = ComposeLayout(3, 3, 5, TileLayout(S[(STAGES, BK, BN)]))
-# Fragments of one 32-wide K half (PTX mma.m16n8k16, lane = 4 g + t): A tile (mt, kt) in
-# registers 16 mt + 8 kt, rows g + 8 rM, columns 2 t + p + 8 kHi at register p + 2 rM + 4 kHi;
-# B tile (kt, nt) in 32 kt + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator
-# (mt, nt) in 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is
-# also an ldmatrix fragment (B's transposed: ldmatrix.trans).
+# Fragments, two buffers b of one 16-wide K step each (PTX mma.m16n8k16, lane = 4 g + t): A tile
+# mt in elements 32 b + 8 mt, rows g + 8 rM, columns 2 t + p + 8 kHi at p + 2 rM + 4 kHi; B tile
+# nt in 32 b + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator (mt, nt) in
+# 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is also an
+# ldmatrix fragment (B's transposed: ldmatrix.trans).
 A_FRAG = TileLayout(S[(2, 4, 2, 8, 2, 4, 2):(32, 8, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
 B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
 ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])

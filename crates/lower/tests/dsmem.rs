@@ -1,7 +1,8 @@
 //! DSMEM and clusters (docs/tile-primitives.md §3.21, §8.8): a ring of dsmem copies
 //! between the CTAs of 2- and 4-CTA clusters value-checked in the simulator, the
 //! simulator's cluster reports (no cluster barrier after a copy, a read before the
-//! peer's phase completed, a CTA barrier standing in for the wait, a barrier initialised after the cluster barrier, a rank out
+//! peer's phase completed, a CTA barrier standing in for the wait, a wait on another mbarrier
+//! (the one the CTA's own TMA load completes on) standing in for it, a barrier initialised after the cluster barrier, a rank out
 //! of the cluster, a cluster barrier not reached by a peer, arriving twice or waiting
 //! without an arrive, a source written without `fence.proxy.async`), the split
 //! `barrier.cluster.arrive`/`.wait` spellings, and the dsmem rules as named declines.
@@ -659,4 +660,77 @@ fn a_dsmem_copy_into_a_cta_that_only_passed_a_cta_barrier_is_a_race() {
         "{text}"
     );
     assert!(src[e.span.lo as usize..].starts_with("B[bx, 0] = theirs[0]"), "{text}");
+}
+
+/// Rank 1's thread 0 copies its row of A into rank 0's `theirs` (dsmem) completing on rank
+/// 0's `bar[0]`; after a cluster barrier, rank 0's thread 0 loads A's next row into `own`
+/// by TMA completing on `bar[1]`; rank 0 runs `waits`, then its warp copies `theirs` to
+/// its row of B and `own` to the next row.
+fn dsmem_and_own_load(waits: &str) -> String {
+    format!(
+        "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def two_sources(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), \"float32\")
+    B = T.match_buffer(B_ptr, (8, 64), \"float32\")
+    T.device_entry()
+    bx = T.cta_id([8])
+    rank = T.cta_id_in_cluster([2])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    mine = pool.alloc((64,), \"float32\")
+    theirs = pool.alloc((64,), \"float32\")
+    own = pool.alloc((64,), \"float32\")
+    bar = MBarrier(pool, 2)
+    pool.commit()
+{INIT}    Tx.warp.copy(mine[0:64], A[bx, 0:64])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.warp_sync()
+    if rank == 0:
+        if tid == 0:
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 256)
+    if rank == 1:
+        if tid == 0:
+            Tx.copy_async(theirs[0:64], mine[0:64], dispatch=\"dsmem\", mbar=bar.ptr_to([0]), remote_cta_id=0)
+    T.cuda.cluster_sync()
+    if rank == 0:
+        if tid == 0:
+            Tx.copy_async(own[0:64], A[bx + 1, 0:64], dispatch=\"tma_auto\", mbar=bar.ptr_to([1]))
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([1]), 256)
+{waits}        Tx.warp.copy(B[bx + 1, 0:64], own[0:64])
+        Tx.warp.copy(B[bx, 0:64], theirs[0:64])
+{TAIL}"
+    )
+}
+
+#[test]
+fn waiting_for_the_own_load_does_not_acquire_a_peer_copy_on_another_mbarrier() {
+    // The dsmem copy (by thread 0 of rank 1) landed on bar[0] before the cluster barrier;
+    // rank 0 waits only for bar[1], its own thread 0's load: `theirs` is not ordered.
+    let src = dsmem_and_own_load("        bar.wait(1, 0)\n");
+    let (e, text) = sim_err(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(
+        e.message.contains("`theirs`")
+            && e.message.contains("a TMA copy completing on `bar[0]` wrote it")
+            && e.message.contains("has not waited for the mbarrier phase that copy completed")
+            && e.message.contains("only of `bar[1]`"),
+        "{text}"
+    );
+    assert!(src[e.span.lo as usize..].starts_with("Tx.warp.copy(B[bx, 0:64], theirs"), "{text}");
+    // Waiting for both phases orders both tiles.
+    for waits in
+        ["        bar.wait(1, 0)\n        bar.wait(0, 0)\n", "        bar.wait(0, 0)\n        bar.wait(1, 0)\n"]
+    {
+        let src = dsmem_and_own_load(waits);
+        lower(&src);
+        let (a, b) = run_ring(&src, 8).unwrap_or_else(|e| panic!("{}\n{src}", render(&[e.to_diagnostic()], &src)));
+        for row in (0..8).step_by(2) {
+            assert_eq!(b[row * 256..row * 256 + 256], a[(row + 1) * 256..(row + 2) * 256], "row {row}\n{src}");
+            assert_eq!(b[(row + 1) * 256..(row + 2) * 256], a[(row + 1) * 256..(row + 2) * 256], "row {}", row + 1);
+        }
+    }
 }

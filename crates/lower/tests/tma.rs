@@ -6,7 +6,8 @@
 //! out-of-bounds fill and clipping, the gemm_hopper stage shapes, each validation
 //! rule as a decline naming it, and the simulator's report of every
 //! synchronisation mistake (missing expect_tx, wrong byte count, early reads,
-//! early overwrites, missing proxy fence, a phase that never completes).
+//! early overwrites, missing proxy fence, a phase that never completes, a wait on
+//! one mbarrier standing in for another's).
 
 mod common;
 use common::*;
@@ -754,5 +755,80 @@ fn a_tma_landing_nobody_waited_for_is_a_race_after_any_barrier() {
             "{name}: {text}"
         );
         at_line(&e, &src, "Tx.warp.copy(B", &text);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Landings are acquired per mbarrier: waiting on one barrier does not acquire the
+// landings of another, even when one thread issued both copies.
+// ---------------------------------------------------------------------------
+
+/// Thread 0 loads the top half of A into `S1` completing on `bar[0]` and the bottom half
+/// into `S2` completing on `bar[1]`; then `waits`, and every thread copies both tiles to B.
+fn two_barriers(waits: &str) -> String {
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), \"float16\")
+    B = T.match_buffer(B_ptr, (64, 64), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S1 = pool.alloc((32, 64), \"float16\", layout=mma_shared_layout(\"float16\", 3, (32, 64)))
+    S2 = pool.alloc((32, 64), \"float16\", layout=mma_shared_layout(\"float16\", 3, (32, 64)))
+    bar = MBarrier(pool, 2)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(S1[0:32, 0:64], A[0:32, 0:64], dispatch=\"tma_auto\", mbar=bar.ptr_to([0]))
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 4096)
+        Tx.copy_async(S2[0:32, 0:64], A[32:64, 0:64], dispatch=\"tma_auto\", mbar=bar.ptr_to([1]))
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([1]), 4096)
+{waits}    Tx.cta.copy(B[32:64, 0:64], S2[0:32, 0:64])
+    Tx.cta.copy(B[0:32, 0:64], S1[0:32, 0:64])
+"
+    )
+}
+
+#[test]
+fn waiting_on_one_mbarrier_does_not_acquire_another_ones_landing() {
+    // Both phases complete (thread 0 issues the copies and arrives), but only bar[1]'s is
+    // waited for: S2 is ordered, S1 is not, though thread 0 issued both copies.
+    let src = two_barriers("    bar.wait(1, 0)\n");
+    let (e, text) = sim_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    at_line(&e, &src, "Tx.cta.copy(B[0:32", &text);
+    assert!(
+        e.message.contains("`S1`")
+            && e.message.contains("a TMA copy completing on `bar[0]` wrote it")
+            && e.message.contains("has not waited for the mbarrier phase that copy completed")
+            && e.message
+                .contains("it acquired no phase of `bar[0]` (only of `bar[1]`, which does not order this copy)"),
+        "{text}"
+    );
+    assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("Tx.copy_async(S1")), "{text}");
+    // Thread 0 alone waits on bar[0]; a CTA barrier hands it to the others.
+    let src = two_barriers("    bar.wait(1, 0)\n    if tid == 0:\n        bar.wait(0, 0)\n    T.cuda.cta_sync()\n");
+    let l = lower(&src);
+    let a = pattern(DType::F16, 4096);
+    let mut params = vec![a.clone(), vec![0u8; 8192]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}\n{src}", render(&[e.to_diagnostic()], &src)));
+    assert_eq!(params[1], a);
+}
+
+#[test]
+fn waiting_on_both_mbarriers_acquires_both_landings() {
+    for waits in ["    bar.wait(1, 0)\n    bar.wait(0, 0)\n", "    bar.wait(0, 0)\n    bar.wait(1, 0)\n"] {
+        let src = two_barriers(waits);
+        let l = lower(&src);
+        let a = pattern(DType::F16, 4096);
+        let mut params = vec![a.clone(), vec![0u8; 8192]];
+        tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+            .unwrap_or_else(|e| panic!("{}\n{src}", render(&[e.to_diagnostic()], &src)));
+        assert_eq!(params[1], a, "{waits}");
     }
 }

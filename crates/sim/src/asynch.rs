@@ -26,11 +26,21 @@
 //! a new clock tick that stamps the arriving thread's later accesses; a barrier
 //! remembers, per thread, the newest arrive tick of its completed phases; a
 //! thread whose wait completes acquires those ticks (`acq[t][p]`), and an earlier
-//! access by `p` stamped before that tick is ordered before `t`'s (`memory`). TMA
-//! landings are acquired the same way (`acq_tma`, by issuing thread); a CTA barrier,
-//! `__syncwarp` or named barrier passes what any participant acquired to all of them,
-//! and a named barrier's `bar.arrive` releases what the arriving warp had acquired to
-//! the threads that wait there ([`Acquired`], `barrier`).
+//! access by `p` stamped before that tick is ordered before `t`'s (`memory`).
+//!
+//! TMA landings (TMA loads, multicast loads, dsmem copies) are acquired *per mbarrier*:
+//! each barrier initialised in the CTA gets a slot (its index in `slots`, in init
+//! order); the copies completing on a phase land when it completes, stamped with one
+//! new tick and the barrier's slot (`memory::LANDED`); `acq_tma[t][s]` is the newest
+//! landing tick of slot `s` that `t` acquired, and a landing is ordered before `t`'s
+//! access iff its tick is at most that. A wait on a barrier acquires its completed
+//! phases' landing ticks for its own slot (phases complete in order, so that covers
+//! every earlier phase), plus what the phases' arrivers had acquired of any slot
+//! (transitivity); never another barrier's landings, even of the same issuing thread
+//! or a peer CTA's thread of the same id. A CTA barrier, `__syncwarp` or named
+//! barrier passes what any participant acquired (of arrive ticks and of landings) to
+//! all of them, and a named barrier's `bar.arrive` releases what the arriving warp had
+//! acquired to the threads that wait there ([`Acquired`], `barrier`).
 //!
 //! *Proxies*: a thread's shared writes go through the generic proxy; wgmma reads,
 //! TMA stores and bulk copies read shared memory through the async proxy. A
@@ -265,14 +275,17 @@ pub(crate) struct Barrier {
     released: Vec<u32>,
     /// TMA loads completing on the current phase: they land when it completes.
     pub(crate) copies: Vec<crate::tma::Landing>,
+    /// The barrier's slot in [`AsyncState`]'s `slots`: what its landings are stamped with.
+    pub(crate) slot: u32,
     /// What the current phase's arrivals and landings release of TMA landings, per
-    /// issuing thread (the landing ticks; joined like `arriving`), and the completed phases'.
+    /// barrier slot (the landing ticks; joined like `arriving`; rows grow as slots
+    /// appear), and the completed phases'.
     arriving_tma: Vec<u32>,
     released_tma: Vec<u32>,
 }
 
 /// What some threads acquired through mbarrier waits (and barriers since), joined over
-/// them: rows of [`AsyncState`]'s `acq` and `acq_tma` (each empty where that one is).
+/// them: rows of [`AsyncState`]'s `acq` (per thread) and `acq_tma` (per barrier slot).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Acquired {
     acq: Vec<u32>,
@@ -282,12 +295,8 @@ pub(crate) struct Acquired {
 impl Acquired {
     /// Adds what `other` holds (an empty row, as in `Acquired::default()`, grows to its length).
     pub(crate) fn join(&mut self, other: &Acquired) {
-        for (row, from) in [(&mut self.acq, &other.acq), (&mut self.acq_tma, &other.acq_tma)] {
-            if row.len() < from.len() {
-                row.resize(from.len(), 0);
-            }
-            join(row, from);
-        }
+        join_grow(&mut self.acq, &other.acq);
+        join_grow(&mut self.acq_tma, &other.acq_tma);
     }
 }
 
@@ -309,9 +318,12 @@ pub(crate) struct AsyncState {
     /// `acq[t * n + p]`: the newest arrive tick of `p` that `t` acquired; empty
     /// unless the kernel uses mbarriers.
     acq: Vec<u32>,
-    /// `acq_tma[t * n + p]`: the newest landing tick of a TMA load issued by `p` that
-    /// `t` acquired (through mbarrier waits, then barriers); empty without TMA loads.
-    acq_tma: Vec<u32>,
+    /// `acq_tma[t][s]`: the newest landing tick of a copy completing on the barrier of
+    /// slot `s` that `t` acquired (through mbarrier waits, then barriers; a row is as
+    /// long as the slots it has seen); empty without TMA loads or dsmem copies.
+    acq_tma: Vec<Vec<u32>>,
+    /// Per slot: the barrier `(buffer, element)` it numbers, in the order of first init.
+    pub(crate) slots: Vec<(u32, usize)>,
     /// Per thread: the ticks of its `fence.proxy.async`, ascending.
     proxy: Vec<Vec<u32>>,
     /// Per thread: bulk stores issued since its last `cp.async.bulk.commit_group`, and
@@ -331,7 +343,8 @@ impl AsyncState {
             bars: HashMap::new(),
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
-            acq_tma: if tma_loads { vec![0; n * n] } else { vec![] },
+            acq_tma: if tma_loads { vec![vec![]; n] } else { vec![] },
+            slots: vec![],
             proxy: vec![vec![]; n],
             bulk_open: vec![vec![]; n],
             bulk_groups: vec![VecDeque::new(); n],
@@ -347,30 +360,44 @@ impl AsyncState {
         self.bars.clear();
         self.rel.fill(0);
         self.acq.fill(0);
-        self.acq_tma.fill(0);
+        self.acq_tma.iter_mut().for_each(Vec::clear);
+        self.slots.clear();
         self.proxy.iter_mut().for_each(Vec::clear);
         self.bulk_open.iter_mut().for_each(Vec::clear);
         self.bulk_groups.iter_mut().for_each(VecDeque::clear);
     }
 
-    /// The newest landing tick of a TMA load issued by `p` that `t` acquired (0: none).
+    /// The newest landing tick of a copy completing on the barrier of slot `s` that `t`
+    /// acquired (0: none).
     #[inline]
-    pub(crate) fn acquired_landing(&self, t: u32, p: u32) -> u32 {
-        self.acq_tma.get(t as usize * self.n + p as usize).copied().unwrap_or(0)
+    pub(crate) fn acquired_landing(&self, t: u32, s: u32) -> u32 {
+        self.acq_tma.get(t as usize).and_then(|row| row.get(s as usize)).copied().unwrap_or(0)
+    }
+
+    /// The barrier slots of which `t` acquired a landing, for reports.
+    pub(crate) fn acquired_slots(&self, t: u32) -> impl Iterator<Item = u32> + '_ {
+        let row = self.acq_tma.get(t as usize).map_or(&[][..], Vec::as_slice);
+        (0..row.len() as u32).filter(move |&s| row[s as usize] != 0)
     }
 
     /// A CTA barrier: every thread now has what any of them acquired of TMA landings.
     pub(crate) fn cta_sync(&mut self) {
+        self.sync_landings(0..self.n, &[]);
+    }
+
+    /// Every thread of `ts` now has what any of them acquired of TMA landings, and `released`.
+    fn sync_landings(&mut self, ts: impl Iterator<Item = usize> + Clone, released: &[u32]) {
         if self.acq_tma.is_empty() {
             return;
         }
-        let n = self.n;
-        let mut joined = vec![0; n];
-        for t in 0..n {
-            join(&mut joined, &self.acq_tma[t * n..(t + 1) * n]);
+        let mut joined = released.to_vec();
+        for t in ts.clone() {
+            join_grow(&mut joined, &self.acq_tma[t]);
         }
-        for t in 0..n {
-            self.acq_tma[t * n..(t + 1) * n].copy_from_slice(&joined);
+        for t in ts {
+            let row = &mut self.acq_tma[t];
+            row.clear();
+            row.extend_from_slice(&joined);
         }
     }
 
@@ -383,17 +410,17 @@ impl AsyncState {
     /// theirs releases to the threads that wait at the barrier (`barrier`).
     pub(crate) fn acquired_by(&self, ts: impl Iterator<Item = usize> + Clone) -> Acquired {
         let n = self.n;
-        let joined = |m: &[u32]| {
-            if m.is_empty() {
-                return vec![];
+        let mut acq = if self.acq.is_empty() { vec![] } else { vec![0; n] };
+        let mut acq_tma = vec![];
+        for t in ts {
+            if !acq.is_empty() {
+                join(&mut acq, &self.acq[t * n..(t + 1) * n]);
             }
-            let mut row = vec![0; n];
-            for t in ts.clone() {
-                join(&mut row, &m[t * n..(t + 1) * n]);
+            if let Some(row) = self.acq_tma.get(t) {
+                join_grow(&mut acq_tma, row);
             }
-            row
-        };
-        Acquired { acq: joined(&self.acq), acq_tma: joined(&self.acq_tma) }
+        }
+        Acquired { acq, acq_tma }
     }
 
     /// A barrier over the threads `ts` (`__syncwarp`, a named barrier): each of
@@ -403,19 +430,17 @@ impl AsyncState {
         let n = self.n;
         let none = Acquired::default();
         let arrived = arrived.unwrap_or(&none);
-        for (m, released) in [(&mut self.acq, &arrived.acq), (&mut self.acq_tma, &arrived.acq_tma)] {
-            if m.is_empty() {
-                continue;
-            }
+        if !self.acq.is_empty() {
             let mut joined = vec![0; n];
-            join(&mut joined, released);
+            join(&mut joined, &arrived.acq);
             for t in ts.clone() {
-                join(&mut joined, &m[t * n..(t + 1) * n]);
+                join(&mut joined, &self.acq[t * n..(t + 1) * n]);
             }
             for t in ts.clone() {
-                m[t * n..(t + 1) * n].copy_from_slice(&joined);
+                self.acq[t * n..(t + 1) * n].copy_from_slice(&joined);
             }
         }
+        self.sync_landings(ts, &arrived.acq_tma);
     }
 
     /// Whether the kernel uses mbarriers (they then order accesses too).
@@ -807,7 +832,24 @@ impl Machine<'_> {
         }
         self.touch(bar, t, e, Dir::Write, site)?;
         let count = count as u32;
-        let tma = if self.asy.acq_tma.is_empty() { 0 } else { self.n };
+        // A re-initialised barrier keeps its slot: landing ticks only grow, so what a
+        // thread acquired of its earlier life stays older than its new landings.
+        let slot = match self.asy.bars.get(&(bar, e)) {
+            Some(old) => old.slot,
+            None if self.asy.slots.len() > usize::from(!crate::memory::LANDED) => {
+                let msg = format!(
+                    "mbarrier.init of `{}[{e}]` by {}: more than {} mbarriers in one CTA",
+                    self.bufs[bar as usize].name,
+                    self.who(t),
+                    u32::from(!crate::memory::LANDED) + 1
+                );
+                return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg));
+            }
+            None => {
+                self.asy.slots.push((bar, e));
+                self.asy.slots.len() as u32 - 1
+            }
+        };
         let b = Barrier {
             count,
             pending: count,
@@ -816,8 +858,9 @@ impl Machine<'_> {
             arriving: vec![0; self.n],
             released: vec![0; self.n],
             copies: vec![],
-            arriving_tma: vec![0; tma],
-            released_tma: vec![0; tma],
+            slot,
+            arriving_tma: vec![],
+            released_tma: vec![],
         };
         if let Some(old) = self.asy.bars.insert((bar, e), b) {
             if let Some(c) = old.copies.first() {
@@ -870,8 +913,8 @@ impl Machine<'_> {
         if let Some(row) = self.asy.acq.get(t as usize * n..(t as usize + 1) * n) {
             join(&mut b.arriving, row);
         }
-        if let Some(row) = self.asy.acq_tma.get(t as usize * n..(t as usize + 1) * n) {
-            join(&mut b.arriving_tma, row);
+        if let Some(row) = self.asy.acq_tma.get(t as usize) {
+            join_grow(&mut b.arriving_tma, row);
         }
         b.arriving[t as usize] = tick;
         self.asy.rel[t as usize] = tick;
@@ -904,15 +947,21 @@ impl Machine<'_> {
         if !done {
             return Ok(());
         }
-        let copies = self.asy.bars.get_mut(&key).map(|b| std::mem::take(&mut b.copies)).unwrap_or_default();
+        let Some(b) = self.asy.bars.get_mut(&key) else {
+            return Ok(());
+        };
+        let (copies, slot) = (std::mem::take(&mut b.copies), b.slot);
         let landed = if copies.is_empty() { 0 } else { self.tick()? };
         for c in &copies {
-            self.land_tma(c, landed)?;
+            self.land_tma(c, slot, landed)?;
         }
         if let Some(b) = self.asy.bars.get_mut(&key) {
-            for c in &copies {
-                let slot = &mut b.arriving_tma[c.issuer as usize];
-                *slot = (*slot).max(landed);
+            if !copies.is_empty() {
+                let s = slot as usize;
+                if b.arriving_tma.len() <= s {
+                    b.arriving_tma.resize(s + 1, 0);
+                }
+                b.arriving_tma[s] = b.arriving_tma[s].max(landed);
             }
             complete_phase(b);
         }
@@ -953,8 +1002,8 @@ impl Machine<'_> {
         if let Some(row) = self.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
             join(row, &b.released);
         }
-        if let Some(row) = self.asy.acq_tma.get_mut(t as usize * n..(t as usize + 1) * n) {
-            join(row, &b.released_tma);
+        if let Some(row) = self.asy.acq_tma.get_mut(t as usize) {
+            join_grow(row, &b.released_tma);
         }
         Ok(Flow::Next)
     }
@@ -1033,8 +1082,8 @@ impl Machine<'_> {
 fn complete_phase(b: &mut Barrier) {
     join(&mut b.released, &b.arriving);
     b.arriving.fill(0);
-    join(&mut b.released_tma, &b.arriving_tma);
-    b.arriving_tma.fill(0);
+    join_grow(&mut b.released_tma, &b.arriving_tma);
+    b.arriving_tma.clear();
     b.phase = b.phase.wrapping_add(1);
     b.pending = b.count;
     b.tx = 0;
@@ -1045,4 +1094,12 @@ pub(crate) fn join(into: &mut [u32], from: &[u32]) {
     for (a, &b) in into.iter_mut().zip(from) {
         *a = (*a).max(b);
     }
+}
+
+/// [`join`] into a row that may be shorter (missing entries are 0): it grows to `from`'s length.
+fn join_grow(into: &mut Vec<u32>, from: &[u32]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    join(into, from);
 }

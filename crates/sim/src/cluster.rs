@@ -23,8 +23,9 @@
 //! passed. In the receiving CTA such a write (and a multicast load's from another CTA)
 //! is checked against that CTA's earlier accesses by the cluster barrier alone
 //! ([`Machine::peer_write_ordered`]: the issuing thread's id names a thread of another
-//! CTA); its landing is ordered before a reader there only through the phase it
-//! completes, as a TMA load's is. The issuing CTA must pass a cluster barrier after the copy completed
+//! CTA); its landing is ordered before a reader there only through the phase of the
+//! barrier it completes, as a TMA load's is (acquired per barrier, `asynch`: a wait on
+//! the receiving CTA's other barriers does not acquire it). The issuing CTA must pass a cluster barrier after the copy completed
 //! before it exits (the hardware reads its source until then, and a CTA's shared
 //! memory is gone when it exits); a multicast TMA load lands in every CTA of its
 //! mask at the same offset and completes each one's barrier.

@@ -250,9 +250,11 @@ const WG_LEADERS: u16 = 0x4000;
 pub(crate) const MAX_WARPGROUPS: usize = 8;
 /// Flags that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
-/// Writer record bit: the write was a TMA copy's landing (the async proxy), issued by
-/// the thread in the low bits; it is ordered only through the mbarrier phase it
-/// completed (`asynch`: `acq_tma`), not by barriers that nobody waited before.
+/// Writer record bit: the write was a TMA copy's landing (the async proxy: a TMA load,
+/// multicast load or dsmem copy) on the mbarrier whose slot (`asynch`: `slots`) is in the
+/// low bits, stamped with its phase's completion tick; it is ordered only through that
+/// barrier's phase (`asynch`: `acq_tma`), not by barriers that nobody waited before, nor
+/// by waits on other mbarriers.
 pub(crate) const LANDED: u16 = 0x8000;
 
 #[derive(Clone, Copy, Default, Debug)]
@@ -501,7 +503,7 @@ impl Machine<'_> {
     }
 
     /// The writer of a record ordered before thread `t`: a landing only through the
-    /// mbarrier phase it completed (which `t` acquired, directly or through barriers).
+    /// phase of the mbarrier it completed (which `t` acquired, directly or through barriers).
     fn writer_ordered(&self, sh: &Shadow, t: u32) -> bool {
         if sh.w_tid & LANDED != 0 {
             return sh.w_stamp <= self.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
@@ -711,7 +713,7 @@ impl Machine<'_> {
             return Ok(());
         };
         let whom = match verb {
-            "landed" => format!("an asynchronous copy issued by thread {p} (of the CTA that issued it)"),
+            "landed" => format!("an asynchronous copy completing on {}", self.landing_barrier(p)),
             _ => format!("{}{}", self.who(p), if several { " (among other threads)" } else { "" }),
         };
         let msg = format!(
@@ -730,12 +732,12 @@ impl Machine<'_> {
         Err(err)
     }
 
-    /// Records the landing of an asynchronous (TMA) write of `b[e]` issued by thread
-    /// `issuer` at `site`, stamped `stamp` (its mbarrier phase's completion): the
-    /// element's earlier accesses were checked at the issue ([`Self::write_ordered`]).
-    pub(crate) fn land_shadow(&mut self, b: u32, issuer: u32, e: usize, site: u32, stamp: u32) {
+    /// Records the landing of an asynchronous (TMA) write of `b[e]` issued at `site` and
+    /// completing on the mbarrier of slot `slot`, stamped `stamp` (its phase's completion):
+    /// the element's earlier accesses were checked at the issue ([`Self::write_ordered`]).
+    pub(crate) fn land_shadow(&mut self, b: u32, slot: u32, e: usize, site: u32, stamp: u32) {
         let rec = if self.opts.check_races {
-            Shadow { w_stamp: stamp, w_tid: issuer as u16 | LANDED, w_site: site16(site), ..Shadow::default() }
+            Shadow { w_stamp: stamp, w_tid: slot as u16 | LANDED, w_site: site16(site), ..Shadow::default() }
         } else {
             Shadow { w_stamp: stamp, ..Shadow::unpack(self.bufs[b as usize].shadow[e]) }
         };
@@ -747,22 +749,43 @@ impl Machine<'_> {
         if sh.w_tid & LANDED == 0 {
             return self.race(b, t, e, dir, site, u32::from(sh.w_tid), false, sh.w_site, "wrote");
         }
-        let p = u32::from(sh.w_tid & !LANDED);
+        let slot = u32::from(sh.w_tid & !LANDED);
+        let bar = self.landing_barrier(slot);
+        let acquired = if self.asy.acquired_landing(t, slot) == 0 {
+            let others: Vec<String> = self.asy.acquired_slots(t).map(|s| self.landing_barrier(s)).collect();
+            match others.is_empty() {
+                true => format!("it acquired no phase of {bar}"),
+                false => format!(
+                    "it acquired no phase of {bar} (only of {}, which does not order this copy)",
+                    others.join(", ")
+                ),
+            }
+        } else {
+            format!("it acquired only an earlier phase of {bar}")
+        };
         let mut err = SimError::new(
             SimErrorKind::DataRace,
             self.prog.sites[site as usize],
             format!(
-                "{} element {e}: {} {} it, but a TMA copy issued by thread {p} wrote it, and this thread has not waited for the mbarrier phase that copy completed",
+                "{} element {e}: {} {} it, but a TMA copy completing on {bar} wrote it, and this thread has not waited for the mbarrier phase that copy completed: {acquired}",
                 self.bufs[b as usize].describe(),
                 self.who(t),
                 dir.verb()
             ),
         )
-        .help("wait for the copy's mbarrier phase (`T.ptx.mbarrier.try_wait`) before touching its destination, or order this access after a thread that waited (a barrier)");
+        .help(format!("wait for the copy's phase of {bar} (`T.ptx.mbarrier.try_wait`) before touching its destination, or order this access after a thread that waited for it (a barrier)"));
         if let Some(s) = self.shadow_site(sh.w_site) {
-            err = err.label(s, format!("the TMA copy issued here by thread {p}"));
+            err = err.label(s, format!("the TMA copy completing on {bar} issued here"));
         }
         err
+    }
+
+    /// The mbarrier of landing slot `slot`, for reports: "`bar[1]`".
+    fn landing_barrier(&self, slot: u32) -> String {
+        match self.asy.slots.get(slot as usize) {
+            Some(&(bar, e)) => format!("`{}[{e}]`", self.bufs[bar as usize].name),
+            None => "its mbarrier".to_string(),
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

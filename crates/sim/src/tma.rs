@@ -18,8 +18,9 @@
 //! completes its bytes on that phase at issue (`tx -= bytes`; the count may go
 //! negative until `expect_tx` adds them); when the phase has all its arrivals and
 //! `tx` is 0 it completes and every copy attached to it lands, stamped as a
-//! landing of its issuing thread (`memory::LANDED`) that only threads that waited
-//! for the phase — or synchronised with one that did — may touch. A phase short
+//! landing on that barrier (`memory::LANDED`, with the barrier's slot and the
+//! phase's completion tick) that only threads that waited for that phase of that
+//! barrier — or synchronised with one that did — may touch (`asynch`, *Ordering*). A phase short
 //! of bytes (a missing or too small `expect_tx`, a copy into the wrong barrier)
 //! never completes: its waiters deadlock, and the report says how many bytes are
 //! missing or extra; copies still attached when every thread has exited never
@@ -335,8 +336,9 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// Writes a TMA load's bytes into shared memory, stamped `tick` (its phase's completion).
-    pub(crate) fn land_tma(&mut self, c: &Landing, tick: u32) -> Result<(), SimError> {
+    /// Writes a TMA load's bytes into shared memory, stamped `tick` (its phase's completion)
+    /// and the slot of the barrier it completed on.
+    pub(crate) fn land_tma(&mut self, c: &Landing, slot: u32, tick: u32) -> Result<(), SimError> {
         if let Some(p) = c.peer.and_then(|i| self.peer_copies.get_mut(i)) {
             p.landed = Some(tick);
         }
@@ -345,7 +347,7 @@ impl Machine<'_> {
             self.asy.inflight.remove(&(c.buf, e));
             let off = self.byte_off(c.buf, c.issuer, e);
             self.bufs[c.buf as usize].data[off..off + esize].copy_from_slice(&c.data[i * esize..(i + 1) * esize]);
-            self.land_shadow(c.buf, c.issuer, e, c.site, tick);
+            self.land_shadow(c.buf, slot, e, c.site, tick);
         }
         Ok(())
     }

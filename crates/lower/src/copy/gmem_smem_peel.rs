@@ -97,6 +97,9 @@ impl PeelPlan {
     }
 }
 
+/// A DRAM sector (32 bytes): sectors written partly by two CTAs are slow on an H100.
+const SECTOR: i64 = 32;
+
 impl Variant for GmemSmemPeel {
     fn name(&self) -> &'static str {
         "gmem_smem_peel"
@@ -162,6 +165,16 @@ impl Variant for GmemSmemPeel {
                 c.ws,
                 VEC_BYTES / c.ws,
                 c.ws
+            ));
+        }
+        let row_bytes = p.rows.len * p.esize;
+        if !p.g_is_src && (row_bytes % SECTOR != 0 || p.cases.iter().any(|c| c.mis != 0)) {
+            // Not a choice this variant can change: a copy writes exactly its region.
+            limits.push(format!(
+                "global: rows of {row_bytes} B do not cover whole 32-byte sectors; the sectors at their ends may be \
+                 shared with the neighbouring tiles' CTAs, and such partial-sector writes are slow on an H100 (the \
+                 60 x 100 f16 tiling stores at 0.61 of a flat store; README, Performance): tile rows of a multiple \
+                 of 32 bytes avoid them"
             ));
         }
         let mut plan = Plan::new(summary, p);

@@ -202,6 +202,28 @@ pub struct Expr {
     pub span: Span,
 }
 
+impl Expr {
+    /// Whether `f` holds for this expression or one of its subexpressions (parents
+    /// first; stops at the first that does).
+    pub fn any(&self, f: &mut dyn FnMut(&Expr) -> bool) -> bool {
+        if f(self) {
+            return true;
+        }
+        match &self.kind {
+            ExprKind::Binary(_, a, b) => a.any(f) || b.any(f),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.any(f),
+            ExprKind::Select(c, a, b) => c.any(f) || a.any(f) || b.any(f),
+            ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(|x| x.any(f)),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) | ExprKind::Var(_) => false,
+        }
+    }
+
+    /// Whether variable `v` occurs in it.
+    pub fn uses(&self, v: VarId) -> bool {
+        self.any(&mut |e| matches!(e.kind, ExprKind::Var(x) if x == v))
+    }
+}
+
 /// One dimension of a region: `begin : begin + extent`. Extents are constants;
 /// begins may depend on loop variables and scope ids.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -1134,46 +1134,24 @@ fn dedup(ds: &mut Vec<Diagnostic>) {
 /// The most trips a `T.unroll` loop is unrolled at lowering (when its variable indexes registers).
 const MAX_UNROLL: i64 = 64;
 
-/// `v` occurs in `e`.
-fn uses(e: &Expr, v: VarId) -> bool {
-    match &e.kind {
-        ExprKind::Var(x) => *x == v,
-        ExprKind::Binary(_, a, b) => uses(a, v) || uses(b, v),
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => uses(a, v),
-        ExprKind::Select(c, a, b) => uses(c, v) || uses(a, v) || uses(b, v),
-        ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(|x| uses(x, v)),
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
-    }
-}
-
 /// `v` occurs in an index of a register (`local`) buffer in `body`: a tile call's region or a
 /// scalar load or store.
 fn indexes_registers(k: &Kernel, v: VarId, body: &[Stmt]) -> bool {
     let local = |b: BufId| k.buf(b).scope == MemScope::Local;
-    fn in_expr(e: &Expr, v: VarId, local: &dyn Fn(BufId) -> bool) -> bool {
-        match &e.kind {
-            ExprKind::Load(b, idx) if local(*b) && idx.iter().any(|x| uses(x, v)) => true,
-            ExprKind::Binary(_, a, b) => in_expr(a, v, local) || in_expr(b, v, local),
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => in_expr(a, v, local),
-            ExprKind::Select(c, a, b) => in_expr(c, v, local) || in_expr(a, v, local) || in_expr(b, v, local),
-            ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(|x| in_expr(x, v, local)),
-            _ => false,
-        }
-    }
+    // A scalar load of a register at an index that uses `v`.
+    let in_expr = |e: &Expr| {
+        e.any(&mut |x| matches!(&x.kind, ExprKind::Load(b, idx) if local(*b) && idx.iter().any(|i| i.uses(v))))
+    };
     body.iter().any(|s| match &s.kind {
-        StmtKind::For { begin, extent, body, .. } => {
-            in_expr(begin, v, &local) || in_expr(extent, v, &local) || indexes_registers(k, v, body)
-        }
+        StmtKind::For { begin, extent, body, .. } => in_expr(begin) || in_expr(extent) || indexes_registers(k, v, body),
         StmtKind::If { cond, then_body, else_body } => {
-            in_expr(cond, v, &local) || indexes_registers(k, v, then_body) || indexes_registers(k, v, else_body)
+            in_expr(cond) || indexes_registers(k, v, then_body) || indexes_registers(k, v, else_body)
         }
-        StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => in_expr(value, v, &local),
-        StmtKind::Store { buf, indices, value } => {
-            (local(*buf) && indices.iter().any(|x| uses(x, v))) || in_expr(value, v, &local)
-        }
+        StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => in_expr(value),
+        StmtKind::Store { buf, indices, value } => (local(*buf) && indices.iter().any(|x| x.uses(v))) || in_expr(value),
         StmtKind::Tile(call) => call.args.iter().any(|a| match a {
-            TileArg::Region(r) => local(r.buf) && r.ranges.iter().any(|x| uses(&x.begin, v)),
-            TileArg::Scalar(e) => in_expr(e, v, &local),
+            TileArg::Region(r) => local(r.buf) && r.ranges.iter().any(|x| x.begin.uses(v)),
+            TileArg::Scalar(e) => in_expr(e),
             _ => false,
         }),
         _ => false,
@@ -1182,14 +1160,7 @@ fn indexes_registers(k: &Kernel, v: VarId, body: &[Stmt]) -> bool {
 
 /// Some variable occurs in `e`.
 fn mentions_var(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Var(_) => true,
-        ExprKind::Binary(_, a, b) => mentions_var(a) || mentions_var(b),
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => mentions_var(a),
-        ExprKind::Select(c, a, b) => mentions_var(c) || mentions_var(a) || mentions_var(b),
-        ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().any(mentions_var),
-        ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => false,
-    }
+    e.any(&mut |x| matches!(x.kind, ExprKind::Var(_)))
 }
 
 pub(crate) fn conjuncts<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
@@ -1216,23 +1187,12 @@ fn index_type(elems: i64) -> DType {
 
 fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
     fn ex(e: &Expr, out: &mut HashSet<VarId>) {
-        match &e.kind {
-            ExprKind::Var(v) => {
-                out.insert(*v);
+        e.any(&mut |x| {
+            if let ExprKind::Var(v) = x.kind {
+                out.insert(v);
             }
-            ExprKind::Binary(_, a, b) => {
-                ex(a, out);
-                ex(b, out);
-            }
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => ex(a, out),
-            ExprKind::Select(c, a, b) => {
-                ex(c, out);
-                ex(a, out);
-                ex(b, out);
-            }
-            ExprKind::Call(_, args) | ExprKind::Load(_, args) => args.iter().for_each(|a| ex(a, out)),
-            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => {}
-        }
+            false
+        });
     }
     for s in body {
         match &s.kind {

@@ -156,6 +156,21 @@ def bench_copy(args, rows):
                          torch_ms=tt, vs_torch=tt / t))
 
 
+def gemm_row(args, rows, k, label, shape, tin, tout):
+    """C = A @ B by the compiled GEMM `k` on random inputs: checked against an f32 matmul, then
+    timed against torch.matmul (alternating rounds); one row of TFLOP/s."""
+    M, N, K = shape
+    a = torch.randn(M, K, device="cuda", dtype=tin)
+    b = torch.randn(K, N, device="cuda", dtype=tin)
+    c = torch.empty(M, N, device="cuda", dtype=tout)
+    k(a, b, c)
+    close(c, torch.matmul(a.float(), b.float()), 2e-2, 2e-2 * K ** 0.5, label)
+    t, tt = timed_pair(lambda: k(a, b, c), lambda: torch.matmul(a, b), args.iters, args.warmup)
+    flops = 2 * M * N * K
+    rows.append(dict(kernel=label, ms=t, tflops=flops / t / 1e9, torch_ms=tt, torch_tflops=flops / tt / 1e9,
+                     vs_torch=tt / t))
+
+
 def bench_gemm(args, rows):
     cases = [
         ("gemm_mma.py", torch.float16, torch.float32, {}),
@@ -167,18 +182,8 @@ def bench_gemm(args, rows):
     ]
     for example, tin, tout, consts in cases:
         for size in (4096, 8192):
-            M = N = K = size
-            k = tirx.compile(gemm_kernel(example, M, N, K, **consts))
-            a = torch.randn(M, K, device="cuda", dtype=tin)
-            b = torch.randn(K, N, device="cuda", dtype=tin)
-            c = torch.empty(M, N, device="cuda", dtype=tout)
-            k(a, b, c)
-            ref = torch.matmul(a.float(), b.float())
-            close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm {example} {size}")
-            t, tt = timed_pair(lambda: k(a, b, c), lambda: torch.matmul(a, b), args.iters, args.warmup)
-            flops = 2 * M * N * K
-            rows.append(dict(kernel=f"{example[:-3]} {tin} -> {tout} {size}^3", ms=t, tflops=flops / t / 1e9,
-                             torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
+            k = tirx.compile(gemm_kernel(example, size, size, size, **consts))
+            gemm_row(args, rows, k, f"{example[:-3]} {tin} -> {tout} {size}^3", (size, size, size), tin, tout)
 
 
 def bench_hopper(args, rows):
@@ -190,16 +195,7 @@ def bench_hopper(args, rows):
     for name, tin in (("bfloat16", torch.bfloat16), ("float16", torch.float16)):
         for M, N, K in ((4096, 4096, 4096), (8192, 8192, 8192), (128, 8192, 8192)):
             k = tirx.compile(gemm_kernel("gemm_hopper.py", M, N, K, CTAS=sms, dtype=name))
-            a = torch.randn(M, K, device="cuda", dtype=tin)
-            b = torch.randn(K, N, device="cuda", dtype=tin)
-            c = torch.empty(M, N, device="cuda", dtype=tin)
-            k(a, b, c)
-            ref = torch.matmul(a.float(), b.float())
-            close(c, ref, 2e-2, 2e-2 * K ** 0.5, f"gemm_hopper {name} {M}x{N}x{K}")
-            t, tt = timed_pair(lambda: k(a, b, c), lambda: torch.matmul(a, b), args.iters, args.warmup)
-            flops = 2 * M * N * K
-            rows.append(dict(kernel=f"gemm_hopper {name} {M}x{N}x{K}", ms=t, tflops=flops / t / 1e9,
-                             torch_ms=tt, torch_tflops=flops / tt / 1e9, vs_torch=tt / t))
+            gemm_row(args, rows, k, f"gemm_hopper {name} {M}x{N}x{K}", (M, N, K), tin, tin)
 
 
 def main():

@@ -172,6 +172,7 @@ def gemm_row(args, rows, k, label, shape, tin, tout):
 
 
 def bench_gemm(args, rows):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
     cases = [
         ("gemm_mma.py", torch.float16, torch.float32, {}),
         ("gemm_mma_bf16.py", torch.bfloat16, torch.bfloat16, {}),
@@ -180,6 +181,11 @@ def bench_gemm(args, rows):
         ("gemm_mma_pipelined_bk64.py", torch.bfloat16, torch.bfloat16, {}),
         ("gemm_mma_pipelined_bk64.py", torch.float16, torch.float16, {"dtype": "float16"}),
     ]
+    if torch.cuda.get_device_capability() >= (9, 0):  # TMA-fed, warp-specialised mma.sync (sm_90)
+        cases += [
+            ("gemm_mma_tma.py", torch.bfloat16, torch.bfloat16, {"CTAS": sms}),
+            ("gemm_mma_tma.py", torch.float16, torch.float16, {"CTAS": sms, "dtype": "float16"}),
+        ]
     for example, tin, tout, consts in cases:
         for size in (4096, 8192):
             k = tirx.compile(gemm_kernel(example, size, size, size, **consts))

@@ -150,8 +150,15 @@ fn explain_sim_shows_bank_conflicts_per_call() {
 }
 
 /// The examples that need sm_90 or sm_90a (wgmma, setmaxnreg, TMA, clusters).
-const HOPPER_ONLY: [&str; 6] =
-    ["gemm_hopper.py", "tma_copy.py", "tma_copy_f16.py", "tma_copy_f32.py", "tma_multicast.py", "dsmem_exchange.py"];
+const HOPPER_ONLY: [&str; 7] = [
+    "gemm_hopper.py",
+    "gemm_mma_tma.py",
+    "tma_copy.py",
+    "tma_copy_f16.py",
+    "tma_copy_f32.py",
+    "tma_multicast.py",
+    "dsmem_exchange.py",
+];
 
 /// `check` ok ⇔ `lower` ok, for every example and target; an unknown target is a user error.
 #[test]

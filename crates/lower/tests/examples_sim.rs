@@ -225,7 +225,7 @@ fn spec(name: &str) -> Option<Spec> {
         "ldstmatrix_swizzle_x4" => whole(distinct, &["B"], |e| vec![("B", e.map("A", |a| exact(f16r(a + a))))]),
         // C = A @ B on tensor cores; the inputs keep every partial sum exact in f32.
         "gemm_mma" | "gemm_mma_bf16" | "gemm_mma_pipelined" | "gemm_mma_pipelined_bf16" | "gemm_mma_pipelined_bk64"
-        | "gemm_hopper" => {
+        | "gemm_mma_tma" | "gemm_hopper" => {
             whole(eighths, &["C"], matmul)
         }
         // Row softmax, one warp per row: the reference follows the kernel's order (each lane folds
@@ -331,6 +331,7 @@ const TABLE: &[&str] = &[
     "gemm_mma_pipelined",
     "gemm_mma_pipelined_bf16",
     "gemm_mma_pipelined_bk64",
+    "gemm_mma_tma",
     "ldstmatrix_swizzle_x4",
     "ldstmatrix_wg_trans",
     "layout_helpers",
@@ -913,6 +914,27 @@ fn set_line(src: &str, prefix: &str, value: &str) -> String {
     let lines: Vec<String> =
         src.lines().map(|l| if l.starts_with(prefix) { format!("{prefix}{value}") } else { l.to_string() }).collect();
     lines.join("\n") + "\n"
+}
+
+/// examples/gemm_mma_tma.py resized: two rounds of tiles whose K steps wrap the stage ring
+/// within a tile and across tiles (float16), a K of one stage per tile (phases wrap across
+/// tiles only), and an idle CTA.
+#[test]
+fn gemm_mma_tma_shapes() {
+    let path = repo_root().join("examples/gemm_mma_tma.py");
+    let base = std::fs::read_to_string(&path).expect("read gemm_mma_tma.py");
+    for (mnk, ctas, dtype) in [
+        ("256, 512, 640", "2", "\"float16\""),
+        ("512, 256, 64", "3", "\"bfloat16\""),
+        ("128, 256, 192", "2", "\"bfloat16\""),
+    ] {
+        let src = set_line(&set_line(&set_line(&base, "M, N, K = ", mnk), "CTAS = ", ctas), "dtype = ", dtype);
+        let Some(Spec::Whole(w)) = spec("gemm_mma_tma") else { panic!("gemm_mma_tma is a whole-grid example") };
+        let what = lower(&path, &src)
+            .and_then(|k| check_whole(&k, &w, &path, &src))
+            .unwrap_or_else(|e| panic!("M, N, K = {mnk}, CTAS = {ctas}, dtype = {dtype}:\n{e}"));
+        eprintln!("ok   gemm_mma_tma {mnk} CTAS={ctas} {dtype}: {what}");
+    }
 }
 
 /// examples/gemm_hopper.py resized as the bench does: float16; one tile row (M = 128) with

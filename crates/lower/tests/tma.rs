@@ -832,3 +832,123 @@ fn waiting_on_both_mbarriers_acquires_both_landings() {
         assert_eq!(params[1], a, "{waits}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Releasing a stage that a TMA load refills (docs/tile-primitives.md §8.9): two consumer
+// warps read each stage through the generic proxy, each warp's lane 0 releases it.
+// ---------------------------------------------------------------------------
+
+/// Thread 0 loads the four 64x64 tiles of A (256x64) through a two-stage ring with TMA; warps 1
+/// and 2 both copy each tile out (generic reads of the same elements by two warps) to their half
+/// of B, then `release` (the statements before the arrive, at the consumers' indent) and arrive
+/// on `empty` (count `count`) under `arrive_if`. Thread 0 waits on `empty` before each refill.
+fn reader_ring(release: &str, arrive_if: &str, count: u32) -> String {
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (256, 64), \"float16\")
+    B = T.match_buffer(B_ptr, (2, 256, 64), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); lane = T.lane_id([32]); w = T.warp_id([3]); tid = T.thread_id([96])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((2, 64, 64), \"float16\", layout=mma_shared_layout(\"float16\", 3, (2, 64, 64)))
+    full = MBarrier(pool, 2)
+    empty = MBarrier(pool, 2)
+    pool.commit()
+    full.init(1)
+    empty.init({count})
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if w == 0:
+        if tid == 0:
+            for i in range(4):
+                if i >= 2:
+                    empty.wait(i % 2, (i // 2 + 1) % 2)
+                T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([i % 2]), 8192)
+                Tx.copy_async(S_[i % 2, 0:64, 0:64], A[i * 64:i * 64 + 64, 0:64], dispatch=\"tma_auto\", mbar=full.ptr_to([i % 2]))
+    else:
+        for i in range(4):
+            full.wait(i % 2, (i // 2) % 2)
+            Tx.warp.copy(B[w - 1, i * 64:i * 64 + 64, 0:64], S_[i % 2, 0:64, 0:64])
+{release}            if {arrive_if}:
+                empty.arrive(i % 2)
+"
+    )
+}
+
+const FENCE: &str = "            T.ptx.fence.proxy.async_.shared__cta()\n";
+const WARP_SYNC: &str = "            T.cuda.warp_sync()\n";
+
+fn ring_params() -> (Vec<u8>, Vec<Vec<u8>>) {
+    let a = pattern(DType::F16, 256 * 64);
+    let params = vec![a.clone(), vec![0u8; 2 * 256 * 64 * 2]];
+    (a, params)
+}
+
+/// The simulator's report on [`reader_ring`] (which must fail).
+fn ring_error(src: &str) -> (SimError, String) {
+    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let (_, mut params) = ring_params();
+    let e = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("the simulator must fail");
+    let text = render(&[e.to_diagnostic()], src);
+    (e, text)
+}
+
+#[test]
+fn a_fenced_release_by_one_lane_per_warp_lets_the_ring_run() {
+    // Every lane fences, the warp syncs, lane 0 arrives (count 2: one per consumer warp);
+    // or every thread fences and arrives (count 64).
+    for (release, arrive_if, count) in
+        [(format!("{FENCE}{WARP_SYNC}"), "lane == 0", 2), (FENCE.to_string(), "True", 64)]
+    {
+        let src = reader_ring(&release, arrive_if, count);
+        let l = lower(&src);
+        let (a, mut params) = ring_params();
+        tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+            .unwrap_or_else(|e| panic!("{}\n{src}", render(&[e.to_diagnostic()], &src)));
+        assert_eq!(params[1][..a.len()], a[..], "{arrive_if}");
+        assert_eq!(params[1][a.len()..], a[..], "{arrive_if}");
+    }
+}
+
+#[test]
+fn a_release_without_the_proxy_fence_is_a_race_across_proxies() {
+    for (release, arrive_if, count) in [(WARP_SYNC, "lane == 0", 2), ("", "True", 64)] {
+        let src = reader_ring(release, arrive_if, count);
+        let (e, text) = ring_error(&src);
+        assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+        assert!(
+            e.message.contains("through the async proxy")
+                && e.message.contains(
+                    "read it through the generic proxy and no `fence.proxy.async` of that thread follows its read"
+                ),
+            "{text}"
+        );
+        at_line(&e, &src, "Tx.copy_async(S_", &text);
+        let read = src.lines().position(|l| l.contains("Tx.warp.copy(B")).unwrap() + 1;
+        assert!(e.labels.iter().any(|l| line_of(&src, l.0) == read), "{text}");
+    }
+}
+
+#[test]
+fn a_lane_arriving_without_the_warp_sync_releases_only_its_own_reads() {
+    // Lane 0 arrives right after its own fence: the other lanes' reads are not ordered
+    // before the refill.
+    let src = reader_ring(FENCE, "lane == 0", 2);
+    let (e, text) = ring_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(!e.message.contains("async proxy"), "an ordinary race, not the proxy rule: {text}");
+    at_line(&e, &src, "Tx.copy_async(S_", &text);
+}
+
+#[test]
+fn a_warp_that_does_not_release_races_with_the_refill() {
+    // Only warp 1 arrives (count 1): warp 2's reads of the stage race with the refill.
+    let src = reader_ring(&format!("{FENCE}{WARP_SYNC}"), "tid == 32", 1);
+    let (e, text) = ring_error(&src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("warp 2"), "{text}");
+    at_line(&e, &src, "Tx.copy_async(S_", &text);
+}

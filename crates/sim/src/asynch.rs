@@ -443,6 +443,11 @@ impl AsyncState {
         self.sync_landings(ts, &arrived.acq_tma);
     }
 
+    /// The ticks of thread `t`'s `fence.proxy.async`, ascending.
+    pub(crate) fn proxy_fences(&self, t: u32) -> &[u32] {
+        &self.proxy[t as usize]
+    }
+
     /// Whether the kernel uses mbarriers (they then order accesses too).
     pub(crate) fn uses_mbarriers(&self) -> bool {
         !self.acq.is_empty()
@@ -896,6 +901,10 @@ impl Machine<'_> {
         }
         self.touch(bar, t, e, Dir::Read, site)?;
         let tick = self.tick()?;
+        // The lanes of the arriving thread's warp: their accesses before its last `__syncwarp`
+        // (or CTA / named barrier) happen before the arrive, so it releases them too.
+        let (w, warp_sync) = (t / 32, self.wsync[(t / 32) as usize]);
+        let lanes = (w * 32) as usize..((w * 32 + 32) as usize).min(self.n);
         let (name, who, span) = (&self.bufs[bar as usize].name, self.who(t), self.prog.sites[site as usize]);
         let Some(b) = self.asy.bars.get_mut(&(bar, e)) else {
             return Ok(());
@@ -915,6 +924,9 @@ impl Machine<'_> {
         }
         if let Some(row) = self.asy.acq_tma.get(t as usize) {
             join_grow(&mut b.arriving_tma, row);
+        }
+        for q in lanes {
+            b.arriving[q] = b.arriving[q].max(warp_sync);
         }
         b.arriving[t as usize] = tick;
         self.asy.rel[t as usize] = tick;

@@ -34,7 +34,7 @@ use crate::asynch::{AsyncState, CopyKind, Flight};
 use crate::barrier::NamedState;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::{Machine, State};
-use crate::memory::{Dir, Leaders, ShadowWords};
+use crate::memory::{Dir, Leaders, ShadowWords, WarpReads};
 use crate::tma::Landing;
 use crate::wgmma::WgState;
 use tirx_ir::lir::Space;
@@ -47,6 +47,8 @@ struct ParkedBuf {
     init: Vec<u32>,
     /// The per-warpgroup read stamps of the shadow's several-leaders records.
     leaders: Leaders,
+    /// The per-warp read stamps of its several-warps records.
+    warps: WarpReads,
 }
 
 /// A parked CTA of the cluster.
@@ -128,6 +130,7 @@ impl<'a> Machine<'a> {
                 std::mem::swap(&mut b.shadow, &mut m.shadow);
                 std::mem::swap(&mut b.init, &mut m.init);
                 std::mem::swap(&mut b.leaders, &mut m.leaders);
+                std::mem::swap(&mut b.warps, &mut m.warps);
             }
         }
         std::mem::swap(&mut self.regs, &mut c.regs);
@@ -270,7 +273,8 @@ impl<'a> Machine<'a> {
                 self.proxy_check(src, e, t, site, crate::asynch::DSMEM_READER)?;
             }
         }
-        self.read_raw(src, t, s, n, site, &mut data)?;
+        // The dsmem copy reads its source through the async proxy.
+        self.read_raw_via(src, t, s, n, Dir::ReadAsync, site, &mut data)?;
         let id = self.peer_copies.len();
         self.peer_copies.push(PeerCopy { rank: self.rank, t, site, peer, landed: None, settled: false });
         let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
@@ -352,7 +356,11 @@ impl<'a> Machine<'a> {
                     return Err(err);
                 }
                 match from {
-                    None => self.write_ordered(buf, t, d, site, false)?,
+                    None => {
+                        self.write_ordered(buf, t, d, site, false)?;
+                        let what = if kind == CopyKind::TmaLoad { "the TMA load" } else { "the dsmem copy" };
+                        self.proxy_war_check(buf, t, d, site, what)?;
+                    }
                     Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what)?,
                 }
                 self.asy.inflight.insert((buf, d), Flight { t, site, kind });

@@ -247,6 +247,7 @@ impl<'a> Machine<'a> {
                 init,
                 smem_base,
                 leaders: Default::default(),
+                warps: Default::default(),
             });
         }
         for (i, id) in k.params.iter().enumerate() {

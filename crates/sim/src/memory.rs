@@ -248,6 +248,10 @@ const NC_READ: u16 = 0x2000;
 const WG_LEADERS: u16 = 0x4000;
 /// Warpgroups in a CTA of at most 1024 threads.
 pub(crate) const MAX_WARPGROUPS: usize = 8;
+/// Some reader of the record read through the generic proxy (plain loads, ldmatrix; not a
+/// wgmma's operand reads), so an async-proxy write (a TMA load landing) over the element needs
+/// a `fence.proxy.async` of that reader first ([`Machine::proxy_war_check`]).
+const GENERIC_READ: u16 = 0x8000;
 /// Flags that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
 /// Writer record bit: the write was a TMA copy's landing (the async proxy: a TMA load,
@@ -308,10 +312,37 @@ pub(crate) struct BufMem {
     /// Per element whose reader record is several warpgroup-first threads (`WG_LEADERS`):
     /// each warpgroup's newest read stamp + 1 (0: none), so each reader is ordered on its own.
     pub leaders: Leaders,
+    /// Per shared element whose reader record is several readers in more than one warp
+    /// (not all warpgroup-first threads), in a kernel that uses mbarriers: each warp's
+    /// newest read stamp + 1 (0: none), so each reading warp is ordered on its own.
+    pub warps: WarpReads,
 }
 
 /// [`BufMem::leaders`]: per element, each warpgroup's newest read stamp + 1.
 pub(crate) type Leaders = HashMap<usize, [u32; MAX_WARPGROUPS]>;
+
+/// Warps in a CTA of at most 1024 threads.
+pub(crate) const MAX_WARPS: usize = 32;
+
+/// [`BufMem::warps`]: per element, each warp's reads.
+pub(crate) type WarpReads = HashMap<usize, [WarpRead; MAX_WARPS]>;
+
+/// One warp's reads of an element: the newest read stamp + 1 (0: none) and the reading lane,
+/// or [`SEVERAL_LANES`] (then every lane of the warp stands for a reader).
+#[derive(Clone, Copy, Default, Debug)]
+pub(crate) struct WarpRead {
+    stamp1: u32,
+    lane: u8,
+}
+
+const SEVERAL_LANES: u8 = u8::MAX;
+
+impl WarpRead {
+    fn add(&mut self, lane: u8, stamp: u32) {
+        self.lane = if self.stamp1 == 0 || self.lane == lane { lane } else { SEVERAL_LANES };
+        self.stamp1 = self.stamp1.max(stamp + 1);
+    }
+}
 
 impl BufMem {
     pub fn describe(&self) -> String {
@@ -327,6 +358,8 @@ impl BufMem {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Dir {
     Read,
+    /// A shared read through the async proxy (a wgmma's operands).
+    ReadAsync,
     /// A global read through `ld.global.nc`: the element must not be written during the launch.
     ReadNc,
     Write,
@@ -352,6 +385,7 @@ impl Dir {
     fn verb(self) -> &'static str {
         match self {
             Dir::Read => "reads",
+            Dir::ReadAsync => "reads (async proxy)",
             Dir::ReadNc => "reads (ld.global.nc)",
             Dir::Write | Dir::WriteSame => "writes",
         }
@@ -487,8 +521,9 @@ impl Machine<'_> {
                     }
                 }
                 match dir {
-                    Dir::Read => self.shadow_read(b, t, e, site, false),
-                    Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global),
+                    Dir::Read => self.shadow_read(b, t, e, site, false, true),
+                    Dir::ReadAsync => self.shadow_read(b, t, e, site, false, false),
+                    Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global, true),
                     Dir::Write => self.shadow_write(b, t, e, site, false),
                     Dir::WriteSame => self.shadow_write(b, t, e, site, true),
                 }
@@ -550,6 +585,10 @@ impl Machine<'_> {
                     .zip((0..).step_by(WARPGROUP as usize))
                     .all(|(&s, q)| s == 0 || q == t || s - 1 < self.asy.acquired(t, q));
         }
+        if !one_warp && self.tracks_warps(b) {
+            let Some(reads) = self.bufs[b as usize].warps.get(&e) else { return barrier };
+            return barrier || reads.iter().zip(0..).all(|(r, w)| r.stamp1 == 0 || self.warp_ordered(w, r, t));
+        }
         let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
         barrier
             || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
@@ -557,7 +596,57 @@ impl Machine<'_> {
             || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
     }
 
-    fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool) -> Result<(), SimError> {
+    /// Warp `w`'s reads `r` are ordered before thread `t`: a single lane's as any access; several
+    /// lanes' through `t`'s own warp since its last `__syncwarp`, a named barrier of both warps
+    /// since, or mbarrier releases `t` acquired from every lane of `w` (a lane's arrive after a
+    /// `__syncwarp` releases the whole warp's earlier accesses: `asynch`'s `mbar_arrive`).
+    fn warp_ordered(&self, w: u32, r: &WarpRead, t: u32) -> bool {
+        let s = r.stamp1 - 1;
+        if r.lane != SEVERAL_LANES {
+            return self.ordered(w * 32 + u32::from(r.lane), s, t);
+        }
+        let lanes = w * 32..(w * 32 + 32).min(self.n as u32);
+        (w == t / 32 && s < self.wsync[w as usize])
+            || s < self.named_synced(t, w * 32)
+            || s < self.asy.acquired_from_all(t, lanes)
+    }
+
+    /// Several readers in more than one warp of shared `b` keep one stamp per warp
+    /// ([`BufMem::warps`]) where mbarriers may order them warp by warp.
+    fn tracks_warps(&self, b: u32) -> bool {
+        self.bufs[b as usize].space == Space::Shared && self.asy.uses_mbarriers()
+    }
+
+    /// Records thread `t`'s read of `b[e]` at `stamp` in the element's per-warp stamps
+    /// (each + 1), seeding them from the record `sh` it joins unless that already had them.
+    fn note_warp_read(&mut self, b: u32, e: usize, sh: &Shadow, t: u32, stamp: u32) {
+        let multi = sh.r_info & MULTI != 0;
+        let p = (sh.r_info & TID_MASK) as u32;
+        let seed = if multi && sh.r_info & CROSS_WARP != 0 {
+            // Several warpgroup-first threads (per-warpgroup stamps) become per-warp ones.
+            (sh.r_info & WG_LEADERS != 0).then(|| {
+                let mut seed = [WarpRead::default(); MAX_WARPS];
+                if let Some(l) = self.bufs[b as usize].leaders.get(&e) {
+                    for (g, &s) in l.iter().enumerate().filter(|(_, &s)| s != 0) {
+                        seed[g * (WARPGROUP as usize / 32)] = WarpRead { stamp1: s, lane: 0 };
+                    }
+                }
+                seed
+            })
+        } else {
+            let mut seed = [WarpRead::default(); MAX_WARPS];
+            let lane = if multi { SEVERAL_LANES } else { (p % 32) as u8 };
+            seed[(p / 32) as usize] = WarpRead { stamp1: sh.r_stamp + 1, lane };
+            Some(seed)
+        };
+        let reads = self.bufs[b as usize].warps.entry(e).or_default();
+        if let Some(seed) = seed {
+            *reads = seed;
+        }
+        reads[(t / 32) as usize].add((t % 32) as u8, stamp);
+    }
+
+    fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool, generic: bool) -> Result<(), SimError> {
         let global = self.bufs[b as usize].space == Space::Global;
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if nc && sh.w_stamp != 0 {
@@ -575,11 +664,12 @@ impl Machine<'_> {
         }
         let stamp = self.stamp(t);
         let mut rec = sh;
+        let generic_bit = if generic { GENERIC_READ } else { 0 };
         if sh.r_stamp < self.cta_start {
             let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
-            rec.r_info = t as u16 | (sh.r_info & NC_READ) | if old { OLD_CTA_READ } else { 0 };
+            rec.r_info = t as u16 | (sh.r_info & NC_READ) | if old { OLD_CTA_READ } else { 0 } | generic_bit;
         } else if self.readers_ordered(b, e, &sh, t) {
-            rec.r_info = t as u16 | (sh.r_info & STICKY);
+            rec.r_info = t as u16 | (sh.r_info & STICKY) | generic_bit;
         } else {
             let prev = (sh.r_info & TID_MASK) as u32;
             let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
@@ -588,10 +678,13 @@ impl Machine<'_> {
             let leaders = prev_leaders && t.is_multiple_of(WARPGROUP);
             if leaders {
                 self.note_leader_read(b, e, (!multi).then_some((prev, sh.r_stamp)), t, stamp);
+            } else if cross && self.tracks_warps(b) {
+                self.note_warp_read(b, e, &sh, t, stamp);
             }
             rec.r_info = t as u16
                 | MULTI
-                | (sh.r_info & STICKY)
+                | (sh.r_info & (STICKY | GENERIC_READ))
+                | generic_bit
                 | if cross { CROSS_WARP } else { 0 }
                 | if leaders { WG_LEADERS } else { 0 };
         }
@@ -675,6 +768,73 @@ impl Machine<'_> {
                     "read",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// An async-proxy write of shared `b[e]` (a TMA load or dsmem copy landing) issued by
+    /// thread `t`, after [`Self::write_ordered`] found the element's readers ordered before
+    /// it: every reader that read through the generic proxy must also have executed a
+    /// `fence.proxy.async` after its read that is ordered before `t` — the two proxies are
+    /// not ordered otherwise, and on an H100 a TMA load released by an mbarrier arrive right
+    /// after an `ldmatrix` overwrites the stage before the `ldmatrix` read it. Where the
+    /// record knows only the reading warp (several lanes of it read), every lane of that warp
+    /// needs the fence.
+    pub(crate) fn proxy_war_check(&self, b: u32, t: u32, e: usize, site: u32, what: &str) -> Result<(), SimError> {
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        if sh.r_info & GENERIC_READ == 0 || sh.r_stamp < self.cta_start || sh.r_stamp == 0 {
+            return Ok(());
+        }
+        let p = (sh.r_info & TID_MASK) as u32;
+        let warp = |w: u32| (w * 32..(w * 32 + 32).min(self.n as u32)).map(move |q| (q, sh.r_stamp));
+        let readers: Vec<(u32, u32)> = if sh.r_info & MULTI == 0 {
+            vec![(p, sh.r_stamp)]
+        } else if sh.r_info & CROSS_WARP == 0 {
+            warp(p / 32).collect()
+        } else if sh.r_info & WG_LEADERS != 0 {
+            let stamps = self.bufs[b as usize].leaders.get(&e).copied().unwrap_or_default();
+            stamps
+                .iter()
+                .zip((0..).step_by(WARPGROUP as usize))
+                .filter(|(&s, _)| s != 0)
+                .map(|(&s, q)| (q, s - 1))
+                .collect()
+        } else if let Some(reads) = self.bufs[b as usize].warps.get(&e) {
+            let per_warp = reads.iter().zip(0u32..).filter(|(r, _)| r.stamp1 != 0);
+            per_warp
+                .flat_map(|(r, w)| {
+                    let lanes = if r.lane == SEVERAL_LANES { 0..32 } else { u32::from(r.lane)..u32::from(r.lane) + 1 };
+                    lanes.map(move |l| w * 32 + l).filter(|&q| q < self.n as u32).map(move |q| (q, r.stamp1 - 1))
+                })
+                .collect()
+        } else {
+            (0..self.n as u32).map(|q| (q, sh.r_stamp)).collect()
+        };
+        for (q, stamp) in readers {
+            let fences = self.asy.proxy_fences(q);
+            let next = fences.partition_point(|&f| f <= stamp);
+            if fences.get(next).is_some_and(|&f| self.ordered(q, f, t)) {
+                continue;
+            }
+            let why = if next == fences.len() {
+                "no `fence.proxy.async` of that thread follows its read"
+            } else {
+                "the `fence.proxy.async` after its read is not ordered before the copy (fence, then release)"
+            };
+            let multi = if sh.r_info & MULTI != 0 { " (among the threads that read it)" } else { "" };
+            let msg = format!(
+                "{what} issued by {} writes {} element {e} through the async proxy, but {}{multi} read it through the generic proxy and {why}",
+                self.who(t),
+                self.bufs[b as usize].describe(),
+                self.who(q)
+            );
+            let mut err = SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg).help(
+                "after its last read of a buffer that a TMA load or dsmem copy refills, every reading thread (each lane of a reading warp) runs `T.ptx.fence.proxy.async_.shared__cta()` before it releases the buffer (the mbarrier arrive, or the `__syncwarp` before one lane's arrive)",
+            );
+            if let Some(s) = self.shadow_site(sh.r_site) {
+                err = err.label(s, "read here");
+            }
+            return Err(err);
         }
         Ok(())
     }

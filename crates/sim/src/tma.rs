@@ -368,7 +368,8 @@ impl Machine<'_> {
                     self.proxy_check(x.smem, e, t, site, TMA_STORE_READER)?;
                 }
             }
-            self.read_raw(x.smem, t, b.smem, per, site, &mut tmp[..size])?;
+            // The TMA store reads through the async proxy.
+            self.read_raw_via(x.smem, t, b.smem, per, Dir::ReadAsync, site, &mut tmp[..size])?;
             store.src_elems.extend(b.smem..b.smem + per);
             let Some(g) = b.global else { continue };
             store.data.extend_from_slice(&tmp[..size]);

@@ -1,9 +1,9 @@
-"""Steady-state GEMM throughput at the GPU's power cap: the mma.sync GEMM
-(examples/gemm_mma_pipelined_bk64.py) and torch.matmul, each run back to back for --seconds, with
+"""Steady-state GEMM throughput at the GPU's power cap: an mma.sync GEMM example
+(examples/gemm_mma_pipelined_bk64.py, or --example gemm_mma_tma.py) and torch.matmul, each run back to back for --seconds, with
 the SM clock and board power sampled by nvidia-smi while it runs. kernels.py times short
 alternating rounds instead; this shows where each settles when it has the GPU to itself.
 
-    python python/bench/sustained.py [--size 8192] [--seconds 3] [--dtype bfloat16]
+    python python/bench/sustained.py [--size 8192] [--seconds 3] [--dtype bfloat16] [--example gemm_mma_tma.py]
 """
 
 import argparse
@@ -60,15 +60,20 @@ def main():
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--dtype", default="bfloat16", choices=("bfloat16", "float16"))
+    ap.add_argument("--example", default="gemm_mma_pipelined_bk64.py",
+                    choices=("gemm_mma_pipelined_bk64.py", "gemm_mma_tma.py"))
     args = ap.parse_args()
     n, dt = args.size, getattr(torch, args.dtype)
-    k = tirx.compile(gemm_kernel("gemm_mma_pipelined_bk64.py", n, n, n, dtype=args.dtype))
+    consts = {"dtype": args.dtype}
+    if args.example == "gemm_mma_tma.py":  # persistent: one CTA per SM
+        consts["CTAS"] = torch.cuda.get_device_properties(0).multi_processor_count
+    k = tirx.compile(gemm_kernel(args.example, n, n, n, **consts))
     a = torch.randn(n, n, device="cuda", dtype=dt)
     b = torch.randn(n, n, device="cuda", dtype=dt)
     c = torch.empty(n, n, device="cuda", dtype=dt)
     flops = 2 * n**3
     print(f"{torch.cuda.get_device_name()}, {args.dtype} {n}^3")
-    t = sustained("gemm_mma_pipelined_bk64", lambda: k(a, b, c), flops, args.seconds)
+    t = sustained(args.example[:-3], lambda: k(a, b, c), flops, args.seconds)
     tt = sustained("torch.matmul", lambda: torch.matmul(a, b), flops, args.seconds)
     print(f"tirx/torch {tt / t:.3f}")
 

@@ -916,46 +916,49 @@ fn set_line(src: &str, prefix: &str, value: &str) -> String {
     lines.join("\n") + "\n"
 }
 
-/// examples/gemm_mma_tma.py resized: two rounds of tiles whose K steps wrap the stage ring
-/// within a tile and across tiles (float16), a K of one stage per tile (phases wrap across
-/// tiles only), and an idle CTA.
-#[test]
-fn gemm_mma_tma_shapes() {
-    let path = repo_root().join("examples/gemm_mma_tma.py");
-    let base = std::fs::read_to_string(&path).expect("read gemm_mma_tma.py");
-    for (mnk, ctas, dtype) in [
-        ("256, 512, 640", "2", "\"float16\""),
-        ("512, 256, 64", "3", "\"bfloat16\""),
-        ("128, 256, 192", "2", "\"bfloat16\""),
-    ] {
+/// The persistent GEMM example `name` (examples/`name`.py) resized as the bench does, once per
+/// `(M, N, K, CTAS, dtype)`, each value-checked against its matmul reference.
+fn check_resized(name: &str, cases: &[(&str, &str, &str)]) {
+    let path = repo_root().join(format!("examples/{name}.py"));
+    let base = std::fs::read_to_string(&path).expect("read the example");
+    let Some(Spec::Whole(w)) = spec(name) else { panic!("{name} is a whole-grid example") };
+    for (mnk, ctas, dtype) in cases {
         let src = set_line(&set_line(&set_line(&base, "M, N, K = ", mnk), "CTAS = ", ctas), "dtype = ", dtype);
-        let Some(Spec::Whole(w)) = spec("gemm_mma_tma") else { panic!("gemm_mma_tma is a whole-grid example") };
         let what = lower(&path, &src)
             .and_then(|k| check_whole(&k, &w, &path, &src))
-            .unwrap_or_else(|e| panic!("M, N, K = {mnk}, CTAS = {ctas}, dtype = {dtype}:\n{e}"));
-        eprintln!("ok   gemm_mma_tma {mnk} CTAS={ctas} {dtype}: {what}");
+            .unwrap_or_else(|e| panic!("{name}: M, N, K = {mnk}, CTAS = {ctas}, dtype = {dtype}:\n{e}"));
+        eprintln!("ok   {name} {mnk} CTAS={ctas} {dtype}: {what}");
     }
 }
 
-/// examples/gemm_hopper.py resized as the bench does: float16; one tile row (M = 128) with
-/// more CTAs than tiles (an idle CTA) and K steps wrapping the stage ring within a tile; one
-/// CTA walking tiles in groups of 4 tile rows and three CTAs in groups of 8, both with fewer
-/// K steps than stages (the phases wrap across tiles).
+/// examples/gemm_mma_tma.py: two rounds of tiles whose K steps wrap the stage ring within a tile
+/// and across tiles (float16), a K of one stage per tile (phases wrap across tiles only), and an
+/// idle CTA.
+#[test]
+fn gemm_mma_tma_shapes() {
+    check_resized(
+        "gemm_mma_tma",
+        &[
+            ("256, 512, 640", "2", "\"float16\""),
+            ("512, 256, 64", "3", "\"bfloat16\""),
+            ("128, 256, 192", "2", "\"bfloat16\""),
+        ],
+    );
+}
+
+/// examples/gemm_hopper.py: float16; one tile row (M = 128) with more CTAs than tiles (an idle
+/// CTA) and K steps wrapping the stage ring within a tile; one CTA walking tiles in groups of 4
+/// tile rows and three CTAs in groups of 8, both with fewer K steps than stages (the phases wrap
+/// across tiles).
 #[test]
 fn gemm_hopper_shapes() {
-    let path = repo_root().join("examples/gemm_hopper.py");
-    let base = std::fs::read_to_string(&path).expect("read gemm_hopper.py");
-    for (mnk, ctas, dtype) in [
-        ("256, 512, 256", "2", "\"float16\""),
-        ("128, 512, 640", "3", "\"bfloat16\""),
-        ("512, 512, 128", "1", "\"bfloat16\""),
-        ("1024, 256, 64", "3", "\"float16\""),
-    ] {
-        let src = set_line(&set_line(&set_line(&base, "M, N, K = ", mnk), "CTAS = ", ctas), "dtype = ", dtype);
-        let Some(Spec::Whole(w)) = spec("gemm_hopper") else { panic!("gemm_hopper is a whole-grid example") };
-        let what = lower(&path, &src)
-            .and_then(|k| check_whole(&k, &w, &path, &src))
-            .unwrap_or_else(|e| panic!("M, N, K = {mnk}, CTAS = {ctas}, dtype = {dtype}:\n{e}"));
-        eprintln!("ok   gemm_hopper {mnk} CTAS={ctas} {dtype}: {what}");
-    }
+    check_resized(
+        "gemm_hopper",
+        &[
+            ("256, 512, 256", "2", "\"float16\""),
+            ("128, 512, 640", "3", "\"bfloat16\""),
+            ("512, 512, 128", "1", "\"bfloat16\""),
+            ("1024, 256, 64", "3", "\"float16\""),
+        ],
+    );
 }

@@ -24,8 +24,8 @@
 # Phases: step i = r * KT + kt uses stage s = i % STAGES for the (i // STAGES)-th time, so the
 # consumers wait on full[s] with parity (i // STAGES) % 2 and the producer, refilling it, on
 # empty[s] with the parity of the previous release, (i // STAGES + 1) % 2.
-# Registers: 24 + 2 x 240 = 3 x 168, the 65536 registers over 384 threads. ptxas keeps one value
-# of the consumers in local memory (4 bytes, reloaded once per tile).
+# Registers: 24 + 2 x 240 = 3 x 168, the 65536 registers over 384 threads. Under the 240 cap
+# ptxas keeps the lane index in local memory (4 bytes, reloaded once per tile).
 # Shared memory: 4 stages of 48 KiB (A 16 + B 32) = 192 KiB. M, N, K are multiples of the tile;
 # the simulator checks this small size (set CTAS to the number of SMs, 132 on an H100).
 # Result: C == A @ B (each mma.sync rounds its sum once to f32, docs/numerics.md §8; C is the f32

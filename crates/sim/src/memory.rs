@@ -25,7 +25,14 @@
 //! first threads of their warpgroups (what a wgmma's shared reads are recorded as:
 //! two consumer warpgroups reading one pipeline stage) keep one stamp per
 //! warpgroup beside the record (`BufMem::leaders`), and each is ordered on its
-//! own: exact for consumers releasing a stage through their first thread.
+//! own: exact for consumers releasing a stage through their first thread. Likewise,
+//! in kernels with mbarriers, readers of a shared element in several warps keep one
+//! stamp per warp, with the lane when only one lane of that warp read it
+//! (`BufMem::warps`): a stage that the warps of a warpgroup share is ordered warp by
+//! warp, as each warp's release (one lane's arrive after `__syncwarp`) reaches the
+//! producer. A record also remembers whether a reader used the generic proxy: an
+//! async-proxy write over it (a TMA load) then needs that reader's `fence.proxy.async`
+//! (`Machine::proxy_war_check`).
 //!
 //! One shadow record per element of a global/shared buffer (16 bytes: last
 //! writer and last reader(s), with their stamps and statement sites), allocated
@@ -313,8 +320,8 @@ pub(crate) struct BufMem {
     /// each warpgroup's newest read stamp + 1 (0: none), so each reader is ordered on its own.
     pub leaders: Leaders,
     /// Per shared element whose reader record is several readers in more than one warp
-    /// (not all warpgroup-first threads), in a kernel that uses mbarriers: each warp's
-    /// newest read stamp + 1 (0: none), so each reading warp is ordered on its own.
+    /// (not all warpgroup-first threads), in a kernel that uses mbarriers: each warp's newest
+    /// read stamp and reading lane ([`WarpRead`]), so each reading warp is ordered on its own.
     pub warps: WarpReads,
 }
 

@@ -576,7 +576,8 @@ impl Machine<'_> {
     /// releases `t` acquired from every thread that may be one of them (its warp
     /// or the CTA); `r_stamp` is the newest of their stamps. Readers that are all
     /// warpgroup-first threads are checked one by one against their own stamps
-    /// ([`BufMem::leaders`]).
+    /// ([`BufMem::leaders`]), and readers in several warps of a shared buffer in a kernel
+    /// with mbarriers warp by warp ([`BufMem::warps`]).
     fn readers_ordered(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> bool {
         let p = (sh.r_info & TID_MASK) as u32;
         if sh.r_info & MULTI == 0 {
@@ -592,30 +593,34 @@ impl Machine<'_> {
                     .zip((0..).step_by(WARPGROUP as usize))
                     .all(|(&s, q)| s == 0 || q == t || s - 1 < self.asy.acquired(t, q));
         }
-        if !one_warp && self.tracks_warps(b) {
-            let Some(reads) = self.bufs[b as usize].warps.get(&e) else { return barrier };
-            return barrier || reads.iter().zip(0..).all(|(r, w)| r.stamp1 == 0 || self.warp_ordered(w, r, t));
+        if one_warp {
+            return barrier || self.lanes_ordered(p / 32, sh.r_stamp, t);
         }
-        let candidates = if one_warp { p / 32 * 32..(p / 32 * 32 + 32).min(self.n as u32) } else { 0..self.n as u32 };
-        barrier
-            || (one_warp && p / 32 == t / 32 && sh.r_stamp < self.wsync[(t / 32) as usize])
-            || (one_warp && sh.r_stamp < self.named_synced(t, p))
-            || sh.r_stamp < self.asy.acquired_from_all(t, candidates)
+        if self.tracks_warps(b) {
+            let Some(reads) = self.bufs[b as usize].warps.get(&e) else { return barrier };
+            return barrier
+                || reads.iter().zip(0..).all(|(r, w)| match (r.stamp1, r.lane) {
+                    (0, _) => true,
+                    (s1, SEVERAL_LANES) => self.lanes_ordered(w, s1 - 1, t),
+                    (s1, lane) => self.ordered(w * 32 + u32::from(lane), s1 - 1, t),
+                });
+        }
+        barrier || sh.r_stamp < self.asy.acquired_from_all(t, 0..self.n as u32)
     }
 
-    /// Warp `w`'s reads `r` are ordered before thread `t`: a single lane's as any access; several
-    /// lanes' through `t`'s own warp since its last `__syncwarp`, a named barrier of both warps
+    /// The threads of warp `w`.
+    fn warp_lanes(&self, w: u32) -> std::ops::Range<u32> {
+        w * 32..(w * 32 + 32).min(self.n as u32)
+    }
+
+    /// Reads by several lanes of warp `w`, the newest stamped `s`, are ordered before thread
+    /// `t`: through `t`'s own warp since its last `__syncwarp`, a named barrier of both warps
     /// since, or mbarrier releases `t` acquired from every lane of `w` (a lane's arrive after a
     /// `__syncwarp` releases the whole warp's earlier accesses: `asynch`'s `mbar_arrive`).
-    fn warp_ordered(&self, w: u32, r: &WarpRead, t: u32) -> bool {
-        let s = r.stamp1 - 1;
-        if r.lane != SEVERAL_LANES {
-            return self.ordered(w * 32 + u32::from(r.lane), s, t);
-        }
-        let lanes = w * 32..(w * 32 + 32).min(self.n as u32);
+    fn lanes_ordered(&self, w: u32, s: u32, t: u32) -> bool {
         (w == t / 32 && s < self.wsync[w as usize])
             || s < self.named_synced(t, w * 32)
-            || s < self.asy.acquired_from_all(t, lanes)
+            || s < self.asy.acquired_from_all(t, self.warp_lanes(w))
     }
 
     /// Several readers in more than one warp of shared `b` keep one stamp per warp
@@ -793,11 +798,10 @@ impl Machine<'_> {
             return Ok(());
         }
         let p = (sh.r_info & TID_MASK) as u32;
-        let warp = |w: u32| (w * 32..(w * 32 + 32).min(self.n as u32)).map(move |q| (q, sh.r_stamp));
         let readers: Vec<(u32, u32)> = if sh.r_info & MULTI == 0 {
             vec![(p, sh.r_stamp)]
         } else if sh.r_info & CROSS_WARP == 0 {
-            warp(p / 32).collect()
+            self.warp_lanes(p / 32).map(|q| (q, sh.r_stamp)).collect()
         } else if sh.r_info & WG_LEADERS != 0 {
             let stamps = self.bufs[b as usize].leaders.get(&e).copied().unwrap_or_default();
             stamps
@@ -810,8 +814,11 @@ impl Machine<'_> {
             let per_warp = reads.iter().zip(0u32..).filter(|(r, _)| r.stamp1 != 0);
             per_warp
                 .flat_map(|(r, w)| {
-                    let lanes = if r.lane == SEVERAL_LANES { 0..32 } else { u32::from(r.lane)..u32::from(r.lane) + 1 };
-                    lanes.map(move |l| w * 32 + l).filter(|&q| q < self.n as u32).map(move |q| (q, r.stamp1 - 1))
+                    let lanes = match r.lane {
+                        SEVERAL_LANES => self.warp_lanes(w),
+                        lane => w * 32 + u32::from(lane)..w * 32 + u32::from(lane) + 1,
+                    };
+                    lanes.map(move |q| (q, r.stamp1 - 1))
                 })
                 .collect()
         } else {

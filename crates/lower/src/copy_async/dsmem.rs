@@ -292,19 +292,11 @@ fn side_iters(m: &MemOperand, name: &str) -> Result<Vec<(i64, i64)>, Decline> {
 /// How many elements from each multiple of it on are contiguous: the product of
 /// the innermost iters whose strides chain from 1.
 fn contiguous_run(iters: &[(i64, i64)]) -> i64 {
-    let mut run = 1i64;
-    for &(extent, stride) in iters.iter().rev() {
-        if stride != run {
-            break;
-        }
-        run = run.saturating_mul(extent);
-    }
-    run
+    contiguous_tail(iters).0
 }
 
-/// The steps between chunks of `elems` elements on one side, innermost first:
-/// the contiguous run split into `run / elems` chunks, then the outer iters.
-fn chunk_steps(iters: &[(i64, i64)], elems: i64) -> Vec<(i64, i64)> {
+/// The contiguous run ([`contiguous_run`]) and how many innermost iters make it.
+fn contiguous_tail(iters: &[(i64, i64)]) -> (i64, usize) {
     let mut run = 1i64;
     let mut inner = 0;
     for &(extent, stride) in iters.iter().rev() {
@@ -314,6 +306,13 @@ fn chunk_steps(iters: &[(i64, i64)], elems: i64) -> Vec<(i64, i64)> {
         run = run.saturating_mul(extent);
         inner += 1;
     }
+    (run, inner)
+}
+
+/// The steps between chunks of `elems` elements on one side, innermost first:
+/// the contiguous run split into `run / elems` chunks, then the outer iters.
+fn chunk_steps(iters: &[(i64, i64)], elems: i64) -> Vec<(i64, i64)> {
+    let (run, inner) = contiguous_tail(iters);
     let mut steps = Vec::with_capacity(iters.len() + 1);
     if run / elems > 1 {
         steps.push((run / elems, elems));

@@ -4,8 +4,8 @@
 //! several iters), then a swizzle is applied with xor/shift arithmetic.
 
 use crate::build::Builder;
+use crate::env::Env;
 use crate::lay;
-use crate::stmt::Env;
 use tirx_ir::hir::{BufId, Kernel};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr};
 use tirx_layout::{Axis, Iter, Layout, Swizzle};
@@ -31,7 +31,7 @@ pub fn element(
         return Err(format!(
             "`{}` has a thread-axis layout ({}) and cannot be indexed directly; index its per-thread storage instead, e.g. `{}_l = {}.local()`",
             hb.name,
-            crate::explain::layout_text(&hb.layout),
+            crate::text::layout_text(&hb.layout),
             hb.name,
             hb.name
         ));

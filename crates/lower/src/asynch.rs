@@ -9,7 +9,7 @@
 //! sm_90) is an error at the statement, not an internal error later.
 
 use crate::build::Builder;
-use crate::stmt::Env;
+use crate::env::Env;
 use tirx_ir::hir::{AsyncStmt, Kernel, MbarRef};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar};
 use tirx_ir::{Arch, DType, Diagnostic, Span};

@@ -4,7 +4,7 @@
 //! variables its indices use, before any variant sees the call.
 //!
 //! Per dim `[b, b + e)` of a buffer dim of size `n`, with `b` affine
-//! ([`crate::expr::Affine`]) and its range `[lo, hi]` from [`Env::var_bounds`]:
+//! ([`crate::affine::Affine`]) and its range `[lo, hi]` from [`Env::var_bounds`]:
 //!
 //! * **inside** when `lo ≥ 0` and `hi + e ≤ n` (an enclosure is enough);
 //! * **outside** when the range is *exact* (its ends are taken: every
@@ -14,7 +14,7 @@
 //!   its variables and no two terms share a source), and the corner is
 //!   evaluated to make sure. Lowering reports it as a user error at the region
 //!   naming the values (`bx = 1 reads columns [16, 48) of 32`); no variant
-//!   lowers the call (with [`crate::LowerOptions::defer_bounds`] it is a
+//!   lowers the call (with [`crate::options::LowerOptions::defer_bounds`] it is a
 //!   warning and the simulator reports the access instead);
 //! * **unproven** otherwise (a begin that is not affine, a variable without a
 //!   range, an enclosure that reaches out): a warning once at the region, and a
@@ -26,11 +26,12 @@
 //! side of `and`/`or`), which their guard may keep in bounds and which are not
 //! checked here.
 
+use crate::affine::{Affine, Interval};
 use crate::build::Builder;
-use crate::expr::{self, Affine, Interval};
+use crate::env::Env;
+use crate::expr;
 use crate::launch::{self, Le};
 use crate::scope::Facts;
-use crate::stmt::Env;
 use std::collections::BTreeMap;
 use tirx_ir::hir::{BinOp, BufId, Buffer, BufferRegion, Expr, ExprKind, Kernel, TileArg, TileCall, VarId};
 use tirx_ir::lir::{BoundsCheck, LStmt, LStmtKind, SymExpr};
@@ -182,7 +183,7 @@ fn symbolic(env: &Env, b: &Buffer, d: usize, begin: &Expr) -> bool {
 /// compared as affine forms in the scalar parameters — proven, never, or a launch
 /// check when the range is exact; unproven otherwise.
 fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr, extent: i64) -> Verdict {
-    let text = crate::explain::top_text(k, begin);
+    let text = crate::text::top_text(k, begin);
     let unproven = |why: String| Verdict::Unproven { dim: d, why };
     let Some(a0) = expr::affine(env, begin) else {
         return unproven(format!(
@@ -193,7 +194,7 @@ fn sym_dim(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, d: usize, begin: &Expr
         (Some(e), 0) => match expr::affine(env, e) {
             Some(a) => a,
             None => {
-                let n = crate::explain::top_text(k, e);
+                let n = crate::text::top_text(k, e);
                 return unproven(format!("dim 0 of `{}` is `{n}`, not affine in the parameters", b.name));
             }
         },
@@ -258,7 +259,7 @@ fn sym_text(env: &Env, a: &Affine, extra: i64) -> String {
 
 #[allow(clippy::too_many_arguments)]
 fn dim(k: &Kernel, env: &Env, at: &Facts, d: usize, rank: usize, begin: &Expr, extent: i64, size: i64) -> Verdict {
-    let text = crate::explain::top_text(k, begin);
+    let text = crate::text::top_text(k, begin);
     let Some(a0) = expr::affine(env, begin) else {
         let why = format!(
             "dim {d} begins at `{text}`, which is not affine in loop variables and scope ids (data, a product of variables, ...)"
@@ -380,7 +381,7 @@ pub(crate) fn call_regions(call: &TileCall) -> impl Iterator<Item = (&BufferRegi
 pub(crate) fn shape_text(k: &Kernel, b: &Buffer) -> String {
     let mut dims: Vec<String> = b.shape.iter().map(i64::to_string).collect();
     if let (Some(e), Some(d0)) = (&b.dyn_outer, dims.first_mut()) {
-        *d0 = crate::explain::top_text(k, e);
+        *d0 = crate::text::top_text(k, e);
     }
     if dims.len() == 1 {
         format!("({},)", dims[0])
@@ -516,6 +517,6 @@ pub(crate) fn strict_loads<'e>(e: &'e Expr, out: &mut Vec<(BufId, &'e [Expr], Sp
 
 /// `B[i, j + 1]`.
 pub(crate) fn element_text(k: &Kernel, b: BufId, indices: &[Expr]) -> String {
-    let idx: Vec<String> = indices.iter().map(|i| crate::explain::top_text(k, i)).collect();
+    let idx: Vec<String> = indices.iter().map(|i| crate::text::top_text(k, i)).collect();
     format!("{}[{}]", k.buf(b).name, idx.join(", "))
 }

@@ -21,9 +21,9 @@
 //! overwrites `scratch[0]` while other warps may still read the first result).
 
 use crate::build::{Builder, Hw};
-use crate::reduce::{combine, compute_type, group_masks, identity};
+use crate::env::Env;
+use crate::reduce::call::{combine, compute_type, group_masks, identity};
 use crate::scope::{Facts, ScopeView};
-use crate::stmt::Env;
 use tirx_ir::hir::{BarrierKind, Collective, Kernel, ReduceOp, ShuffleMode, VarId};
 use tirx_ir::lir::{CollectiveOp, LBinOp, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::{DType, Diagnostic, Span};

@@ -3,12 +3,12 @@
 //! chosen variant, vector width, rounds, how the chosen plan matched its operands
 //! (`match:` lines) and what limited the vector width.
 
-use crate::dispatch::{CallCx, Decline, Plan, Rule, Variant};
+use crate::text::{layout_text, region_text, rounds, top_text};
+use crate::variant::{CallCx, Decline, Plan, Rule, Variant};
 use serde::Serialize;
 use std::fmt::Write;
-use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, Kernel, TileArg, UnOp, VarId};
+use tirx_ir::hir::{BufferRegion, Kernel, TileArg, VarId};
 use tirx_ir::Span;
-use tirx_layout::Layout;
 
 /// Where a call is: byte span, and file/line/col once [`CallExplain::locate`]d.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -351,12 +351,6 @@ fn assumed_facts(cx: &CallCx, vars: &[VarId]) -> Vec<String> {
     out
 }
 
-/// `1 round`, `8 rounds`.
-pub fn rounds(n: impl Into<i128> + Copy) -> String {
-    let n: i128 = n.into();
-    format!("{n} round{}", if n == 1 { "" } else { "s" })
-}
-
 fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
     let b = k.buf(r.buf);
     OperandExplain {
@@ -380,90 +374,4 @@ fn operand(k: &Kernel, r: &BufferRegion, role: &str) -> OperandExplain {
             None => layout_text(&b.layout),
         },
     }
-}
-
-pub fn region_text(k: &Kernel, r: &BufferRegion) -> String {
-    let dims: Vec<String> = r
-        .ranges
-        .iter()
-        .map(|rg| {
-            let b = top_text(k, &rg.begin);
-            if rg.extent == 1 {
-                b
-            } else if let ExprKind::Int(v) = rg.begin.kind {
-                format!("{v}:{}", v.saturating_add(rg.extent))
-            } else {
-                format!("{b}:{b} + {}", rg.extent)
-            }
-        })
-        .collect();
-    format!("{}[{}]", k.buf(r.buf).name, dims.join(", "))
-}
-
-/// An expression without the parentheses of its outermost operator.
-pub fn top_text(k: &Kernel, e: &Expr) -> String {
-    let t = expr_text(k, e);
-    match (&e.kind, t.strip_prefix('(').and_then(|t| t.strip_suffix(')'))) {
-        (ExprKind::Binary(..), Some(inner)) => inner.to_string(),
-        _ => t,
-    }
-}
-
-/// A compact rendering of an index expression.
-pub fn expr_text(k: &Kernel, e: &Expr) -> String {
-    match &e.kind {
-        ExprKind::Int(v) => v.to_string(),
-        ExprKind::Float(v) => format!("{v}"),
-        ExprKind::Bool(b) => if *b { "True" } else { "False" }.into(),
-        ExprKind::Var(v) => k.var(*v).name.clone(),
-        ExprKind::Binary(op, a, b) => {
-            let sym = match op {
-                BinOp::Add => "+",
-                BinOp::Sub => "-",
-                BinOp::Mul => "*",
-                BinOp::Div => "/",
-                BinOp::FloorDiv => "//",
-                BinOp::FloorMod => "%",
-                BinOp::Eq => "==",
-                BinOp::Ne => "!=",
-                BinOp::Lt => "<",
-                BinOp::Le => "<=",
-                BinOp::Gt => ">",
-                BinOp::Ge => ">=",
-                BinOp::And => "and",
-                BinOp::Or => "or",
-                BinOp::BitAnd => "&",
-                BinOp::BitOr => "|",
-                BinOp::BitXor => "^",
-                BinOp::Shl => "<<",
-                BinOp::Shr => ">>",
-                BinOp::Min => return format!("T.min({}, {})", expr_text(k, a), expr_text(k, b)),
-                BinOp::Max => return format!("T.max({}, {})", expr_text(k, a), expr_text(k, b)),
-            };
-            format!("({} {sym} {})", expr_text(k, a), expr_text(k, b))
-        }
-        ExprKind::Unary(op, a) => {
-            let sym = match op {
-                UnOp::Neg => "-",
-                UnOp::Not => "not ",
-                UnOp::BitNot => "~",
-            };
-            format!("{sym}{}", expr_text(k, a))
-        }
-        ExprKind::Cast(a) => format!("T.cast({}, \"{}\")", expr_text(k, a), e.dtype),
-        ExprKind::Select(c, a, b) => {
-            format!("T.if_then_else({}, {}, {})", expr_text(k, c), expr_text(k, a), expr_text(k, b))
-        }
-        ExprKind::Call(f, args) => {
-            format!("T.{}({})", f.name(), args.iter().map(|a| expr_text(k, a)).collect::<Vec<_>>().join(", "))
-        }
-        ExprKind::Load(b, idx) => {
-            format!("{}[{}]", k.buf(*b).name, idx.iter().map(|a| expr_text(k, a)).collect::<Vec<_>>().join(", "))
-        }
-    }
-}
-
-/// The layout as scripts write it (`S[(32, 32):(32, 1)]`).
-pub fn layout_text(l: &Layout) -> String {
-    l.to_string()
 }

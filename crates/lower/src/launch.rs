@@ -19,69 +19,17 @@
 //! Dispatch never assumes what it was not given: a fact enters only through
 //! `T.assume` (checked at every launch) or the launch's own checks.
 
-use crate::expr::{self, Affine, Source, Term};
+use crate::affine::{Affine, Source, Term};
+use crate::cond::{conjuncts, linear, Cond};
+use crate::env::Env;
+use crate::expr;
 use crate::scope::{Facts, IdRange};
-use crate::stmt::{conjuncts, linear, Cond, Env};
-use std::collections::HashMap;
 use tirx_ir::hir::{BinOp, Expr, ExprKind, Kernel, UnOp, VarId};
 use tirx_ir::lir::launch::GRID_LIMITS;
-use tirx_ir::lir::{LVarId, SymExpr, SymOp};
-use tirx_ir::DType;
+use tirx_ir::lir::{SymExpr, SymOp};
 
 /// Atoms eliminated at most, proving one inequality (nesting is shallow in practice).
 const MAX_STEPS: usize = 32;
-
-/// What is known of one scalar parameter.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ParamInfo {
-    pub lv: LVarId,
-    pub name: String,
-    pub dtype: DType,
-    /// Inclusive range from its type, `T.assume` and the launch's implicit facts.
-    pub lo: Option<i64>,
-    pub hi: Option<i64>,
-    /// Every value is a multiple of this (`T.assume(n % 64 == 0)`); 1 when nothing is known.
-    pub unit: i64,
-    /// The `T.assume` conditions that mention it, as written.
-    pub facts: Vec<String>,
-}
-
-/// Scalar parameters and symbolic grid dims of the kernel being lowered.
-#[derive(Clone, Debug, Default)]
-pub struct Symbols {
-    pub params: HashMap<VarId, ParamInfo>,
-    /// Per grid dim: its expression in the parameters when symbolic (`None` for a
-    /// constant dim); the affine form when it has one.
-    pub grid: [Option<SymGrid>; 3],
-}
-
-/// A grid dim that is a run-time value.
-#[derive(Clone, Debug)]
-pub struct SymGrid {
-    pub expr: SymExpr,
-    pub affine: Option<Affine>,
-    pub text: String,
-}
-
-impl Symbols {
-    pub fn is_param(&self, v: VarId) -> bool {
-        self.params.contains_key(&v)
-    }
-
-    /// `n` for a parameter's LIR variable.
-    pub fn name_of(&self, lv: LVarId) -> String {
-        self.params.values().find(|p| p.lv == lv).map_or_else(|| format!("var#{}", lv.0), |p| p.name.clone())
-    }
-
-    pub fn text(&self, e: &SymExpr) -> String {
-        e.text(&|v| self.name_of(v))
-    }
-
-    /// The unit (known divisor) of variable `v`: a parameter's from `T.assume`, else 1.
-    pub fn unit(&self, v: VarId) -> i64 {
-        self.params.get(&v).map_or(1, |p| p.unit)
-    }
-}
 
 /// An integer expression of scalar parameters (HIR) as the launch evaluates it.
 pub fn to_sym(env: &Env, e: &Expr) -> Option<SymExpr> {
@@ -190,7 +138,7 @@ pub fn collect_facts(k: &Kernel, env: &mut Env, implied: &[Affine]) {
 
 /// A `T.assume` condition as text, with Python's precedence (`n % 64 == 0 and n >= 128`).
 pub fn assume_text(env: &Env, k: &Kernel, a: &Expr) -> String {
-    to_sym(env, a).map_or_else(|| crate::explain::top_text(k, a), |e| env.sym.text(&e))
+    to_sym(env, a).map_or_else(|| crate::text::top_text(k, a), |e| env.sym.text(&e))
 }
 
 enum Fact {
@@ -233,7 +181,7 @@ fn used(e: &Expr, out: &mut Vec<VarId>) {
 }
 
 fn lcm(a: i64, b: i64) -> i64 {
-    let g = expr::gcd(a.abs(), b.abs()).max(1);
+    let g = crate::affine::gcd(a.abs(), b.abs()).max(1);
     (a / g).checked_mul(b).map_or(a, i64::abs)
 }
 

@@ -23,7 +23,7 @@ pub fn group(shard: &[Iter], shape: &[i64]) -> Option<(Vec<Iter>, Vec<usize>)> {
 
 /// The layout of the region `begins[d] .. begins[d] + extents[d]` of a buffer of
 /// `shape`, over the region's extents (tests build partition inputs with it;
-/// lowering slices through `crate::operand`).
+/// lowering slices through the operand module).
 #[cfg(test)]
 pub fn slice(t: &TileLayout, shape: &[i64], begins: &[i64], extents: &[i64]) -> Result<TileLayout, String> {
     let region: Vec<(i64, i64)> = begins.iter().copied().zip(extents.iter().copied()).collect();

@@ -25,50 +25,41 @@
 //! [`scope::ScopeView`] of its call.
 
 mod addr;
+mod affine;
 mod asynch;
 mod bounds;
 mod build;
 mod collective;
+mod cond;
 pub mod copy;
 pub mod copy_async;
-pub mod dispatch;
 pub mod elementwise;
+mod env;
 pub mod explain;
 mod expr;
 pub mod gemm;
 mod launch;
 mod lay;
 pub mod operand;
+mod options;
 pub mod ptx;
 pub mod reduce;
+mod registry;
 pub mod scope;
+mod select;
 mod smem;
 mod stmt;
+mod symbols;
+mod text;
+pub mod variant;
 
-pub use dispatch::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};
 pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
+pub use options::LowerOptions;
+pub use variant::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};
 
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;
-use tirx_ir::{Arch, Diagnostic};
-
-/// How to lower.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LowerOptions {
-    /// The target; every variant and LIR instruction states its minimum (default sm_90a).
-    pub arch: Arch,
-    /// Lower a region that provably leaves its buffer anyway (a warning, not an
-    /// error), with a `BoundsCheck` before it, so that the simulator reports its
-    /// first out-of-bounds access (`tirx sim --defer-bounds`). The kernel is for
-    /// the simulator only: the GPU would read or write the wrong elements.
-    pub defer_bounds: bool,
-}
-
-impl LowerOptions {
-    pub fn for_arch(arch: Arch) -> LowerOptions {
-        LowerOptions { arch, defer_bounds: false }
-    }
-}
+use tirx_ir::Diagnostic;
 
 /// A lowered kernel, the dispatch record of every tile call, warnings and notes.
 #[derive(Clone, Debug)]

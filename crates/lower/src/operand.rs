@@ -16,9 +16,9 @@
 //! operands decline with their own rules, register operands return a message
 //! the variant files under its rule (`register_layout`, `fragment`).
 
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
-use crate::expr::Affine;
+use crate::affine::Affine;
 use crate::scope::TidKind;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Rule};
 use tirx_ir::hir::{BufId, Buffer, BufferRegion, Expr, Range};
 use tirx_ir::lir::{LBufId, LExpr};
 use tirx_ir::DType;
@@ -58,7 +58,7 @@ impl MemOperand {
         let s = LExpr::i32(crate::lay::m_offset(&self.tile));
         let s = self
             .sym
-            .add_to(s, em.env, em.builder(), DType::I32)
+            .add_to(s, &|v| em.env.var(v), em.builder(), DType::I32)
             .ok_or_else(|| Bug("the region's begin uses a variable not defined here".into()))?;
         Ok((buf, s))
     }
@@ -163,7 +163,7 @@ fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affin
             format!(
                 "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids (`//` and `%` by constants allowed)",
                 b.name,
-                crate::explain::top_text(cx.kernel, begin)
+                crate::text::top_text(cx.kernel, begin)
             ),
         )
     })
@@ -209,7 +209,7 @@ pub fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), De
                 format!(
                     "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
                     b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin),
+                    crate::text::top_text(cx.kernel, &rg.begin),
                     cx.scope.kind
                 ),
             ));
@@ -244,7 +244,7 @@ pub fn register(cx: &CallCx, r: &BufferRegion) -> Result<RegOperand, String> {
                 return Err(format!(
                     "dim {d} of `{}` begins at `{}`; register regions need constant begins (registers cannot be indexed at run time)",
                     b.name,
-                    crate::explain::top_text(cx.kernel, &rg.begin)
+                    crate::text::top_text(cx.kernel, &rg.begin)
                 ))
             }
         }

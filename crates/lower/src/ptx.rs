@@ -15,9 +15,9 @@
 //! asynchronous-copy statement: module `asynch`.)
 
 use crate::build::Builder;
+use crate::env::Env;
+use crate::options::LowerOptions;
 use crate::scope::{Facts, ScopeView};
-use crate::stmt::Env;
-use crate::LowerOptions;
 use tirx_ir::hir::{Expr, Kernel, PtxStmt};
 use tirx_ir::lir::wgmma::{setmaxnreg_ok, WgmmaSync, SETMAXNREG_MAX, SETMAXNREG_MIN, WGMMA_ARCH};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixOp};

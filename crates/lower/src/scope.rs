@@ -14,8 +14,8 @@
 //! * [`ScopeView`]: what one tile call sees: its scope, the cooperating threads
 //!   (`intra`) and the instances (`inter`), thread count and thread-id kind.
 
+use crate::affine::{Source, VarBounds};
 use crate::build::Hw;
-use crate::expr::{Source, VarBounds};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tirx_ir::hir::{ScopeIdDef, ScopeIdKind, VarId};
@@ -363,7 +363,7 @@ pub struct Facts {
     /// Affine forms the enclosing `if`s guarantee to be ≥ 0 (`if row < n:` gives
     /// `n - row - 1`): what proves an access under a guard on a run-time size
     /// (docs/tile-primitives.md §7.4).
-    pub guards: Vec<crate::expr::Affine>,
+    pub guards: Vec<crate::affine::Affine>,
 }
 
 impl Facts {

@@ -24,9 +24,9 @@
 //! for i in 0..32 { for j in 0..8 { if i == lane { R[j] = A_smem[i * 8 + j] } } }
 //! ```
 
-use super::{operands, CopyOps};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use super::call::{operands, CopyOps};
 use crate::scope::TidKind;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{Buffer, BufferRegion};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;

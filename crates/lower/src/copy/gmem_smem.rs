@@ -25,13 +25,13 @@
 //! ```
 //! A swizzled shared side addresses `swizzle(s_off)` with xor/shift arithmetic.
 
+use super::call::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use super::partition::{self, Partition};
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::{group_offset, MemOperand};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -64,7 +64,7 @@ impl Variant for GmemSmem {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_SHARED)?;
         let (gp, limits) = GsPlan::new(cx, &ops, t)?;
@@ -125,7 +125,7 @@ impl GsPlan {
     pub(crate) fn summary(&self) -> String {
         let how = if self.walk.is_some() { ", swizzle fast path" } else { "" };
         let vec = self.part.vec();
-        let rounds = crate::explain::rounds(self.part.rounds());
+        let rounds = crate::text::rounds(self.part.rounds());
         format!("vec {vec} ({} B) × {} threads, {rounds}{how}", vec * self.elem_bytes, self.threads)
     }
 

@@ -38,12 +38,12 @@
 //! }
 //! ```
 
+use super::call::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use super::partition::{self, Partition};
-use super::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use crate::addr::dim_offset;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::MemOperand;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -112,7 +112,7 @@ impl Variant for GmemSmemPeel {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_SHARED)?;
         let o = GsOperands::resolve(cx, &ops)?;

@@ -30,12 +30,14 @@
 //! }
 //! ```
 
+use super::call::{
+    add_sym, copy_stmt, linear_offset, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED,
+};
 use super::partition::{self, Partition};
-use super::{add_sym, copy_stmt, linear_offset, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use crate::lay;
 use crate::operand::MemOperand;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -79,7 +81,7 @@ impl Variant for GmemSmemPredicated {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_SHARED)?;
         let o = GsOperands::resolve(cx, &ops)?;
@@ -106,7 +108,7 @@ impl Variant for GmemSmemPredicated {
         let summary = format!(
             "vec {vec} ({} B) × {t} threads, {chunks} vectors in {}, {last}",
             vec * bytes,
-            crate::explain::rounds(rounds)
+            crate::text::rounds(rounds)
         );
         let mut plan = Plan::new(summary, p);
         plan.vec = Some(vec as u32);

@@ -35,15 +35,15 @@
 //! bound apart and added after the swizzle (`addr::swizzle`), e.g.
 //! `A_s[(s_row ^ ((s_row >> 6) << 3)) + mm * 1024 + s_row_hi]`.
 
+use super::call::{add_sym, bind, operands, scope_pair};
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, operands, scope_pair};
 use crate::addr::{dim_offset, period_bits, split_multiples, swizzle};
+use crate::affine::Affine;
 use crate::build::Hw;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::Affine;
 use crate::lay;
 use crate::operand;
 use crate::scope::TidKind;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixMove, MatrixOp};

@@ -59,7 +59,7 @@ pub fn align(x: &Sides) -> (Partition, Vec<String>) {
         limits.push("the shared layout cannot follow the global iters: one element per thread and round".into());
         return linear(limits);
     };
-    for vec in super::vec_candidates((x.elem_bytes * 8) as u32) {
+    for vec in vec_candidates((x.elem_bytes * 8) as u32) {
         match try_vec(x, &g_sorted, &s_aligned, vec, n) {
             Ok(p) => {
                 if limits.is_empty() {
@@ -222,6 +222,23 @@ fn tail_contiguous(iters: &[Iter], vec: i64) -> bool {
         }
     }
     acc >= vec && acc % vec == 0
+}
+
+/// Vector widths to try, widest first: 128/64/32/16/8-bit groups of elements, then 1.
+pub fn vec_candidates(elem_bits: u32) -> Vec<i64> {
+    let mut v: Vec<i64> = Vec::new();
+    for bits in [128u32, 64, 32, 16, 8] {
+        if bits >= elem_bits && bits % elem_bits == 0 {
+            let n = (bits / elem_bits) as i64;
+            if !v.contains(&n) {
+                v.push(n);
+            }
+        }
+    }
+    if !v.contains(&1) {
+        v.push(1);
+    }
+    v
 }
 
 #[cfg(test)]

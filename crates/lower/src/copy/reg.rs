@@ -31,14 +31,15 @@
 //! only indexed by constants: a dynamically indexed array lives in local
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
+use super::call::{add_sym, bind, operands, scope_pair};
+use super::partition::vec_candidates;
 use super::swizzle_iter::{recognize, Walk};
-use super::{add_sym, bind, operands, scope_pair, vec_candidates};
 use crate::addr::{dim_offset, swizzle};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::Affine;
+use crate::affine::Affine;
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::scope::TidKind;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{ConfigKey, MemScope};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
@@ -101,7 +102,7 @@ impl Variant for RegCopy {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, PAIRS)?;
         let r_is_src = ops.src_buf.scope == MemScope::Local;

@@ -14,7 +14,7 @@
 //! **Generated code**: `let s_base = swizzle(M0)`, `let ss0 = ..` per data-dependent
 //! stride, and per round `s_off = s_base + ((f >> 2) & 1) * ss0 + ...`.
 
-use crate::dispatch::Emitter;
+use crate::variant::Emitter;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::{Iter, Swizzle};

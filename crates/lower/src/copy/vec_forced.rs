@@ -29,11 +29,11 @@
 //! ```
 //! which CUDA prints as `asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" ...)`.
 
-use super::{add_sym, operands, scope_pair, CopyOps};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::Affine;
+use super::call::{add_sym, operands, scope_pair, CopyOps};
+use crate::affine::Affine;
 use crate::lay;
 use crate::operand::{self, thread_part};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, MemScope};
 use tirx_ir::lir::{ptx_instruction, LBufId, LExpr, LStmtKind, LoadHints, PtxDir, PtxVec, Space};
 use tirx_ir::op::{CacheMode, Family};

@@ -55,8 +55,8 @@
 //! A swizzled side declines (`bulk_chunk`).
 
 use super::tma::{self, CTA_MASK, MBAR, REMOTE_CTA};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::operand::MemOperand;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{Expr, ExprKind, TileArg};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::{ConfigKey, Family};
@@ -158,7 +158,7 @@ impl Variant for Dsmem {
         let (src_name, dst_name) = (&ops.src_buf.name, &ops.dst_buf.name);
         let src_iters = side_iters(&src, src_name)?;
         let dst_iters = side_iters(&dst, dst_name)?;
-        let total = crate::copy::CopyOps::elems(ops.src);
+        let total = crate::copy::call::CopyOps::elems(ops.src);
         let c = chunking(&src_iters, &dst_iters);
         let chunk_bytes = c.elems * esize;
         let bytes = total * esize;
@@ -212,7 +212,7 @@ impl Variant for Dsmem {
         let Some(TileArg::Barrier(r)) = cx.call.args.get(MBAR) else {
             return Err(Bug("the dsmem plan has no barrier".into()));
         };
-        let bar = super::mbar(em, r)?;
+        let bar = super::call::mbar(em, r)?;
         let rank = em.expr(&p.rank)?;
         let rank = em.builder().convert(rank, DType::I32);
         let named = p.loops.len() > 1;
@@ -324,7 +324,7 @@ fn chunk_steps(iters: &[(i64, i64)], elems: i64) -> Vec<(i64, i64)> {
 /// Both sides split into the same sequence of chunks, each contiguous on both:
 /// `gcd` of the two contiguous runs elements per chunk, and the loops over them.
 fn chunking(src: &[(i64, i64)], dst: &[(i64, i64)]) -> Chunking {
-    let elems = crate::expr::gcd(contiguous_run(src), contiguous_run(dst)).max(1);
+    let elems = crate::affine::gcd(contiguous_run(src), contiguous_run(dst)).max(1);
     let (mut a, mut b) = (chunk_steps(src, elems), chunk_steps(dst, elems));
     let (mut ia, mut ib) = (0, 0);
     let mut loops: Vec<ChunkLoop> = Vec::new(); // innermost first

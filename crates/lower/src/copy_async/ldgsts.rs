@@ -38,9 +38,9 @@
 //! instead of trusting the caller; `fill_mode` without a predicate declines
 //! (it would fill nothing); `predicate` may be an int (non-zero is true).
 
+use crate::copy::call::{operands, scope_pair};
 use crate::copy::gmem_smem::GsPlan;
-use crate::copy::{operands, scope_pair};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{Expr, MemScope, TileArg};
 use tirx_ir::lir::{AsyncOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::{ConfigKey, ConfigValue, Family, FillMode};
@@ -80,7 +80,7 @@ impl Variant for Ldgsts {
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         bulk_operands_absent(cx)?;
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let ops = operands(cx)?;
         scope_pair(&ops, GLOBAL_TO_SHARED)?;
         let direct = matches!(cx.call.config(ConfigKey::Direct), Some(e) if e.value == ConfigValue::Flag(true));
@@ -111,7 +111,7 @@ impl Variant for Ldgsts {
             ));
         }
         if direct && grid.part.rounds() != 1 {
-            let n = crate::copy::CopyOps::elems(ops.src) * grid.elem_bytes;
+            let n = crate::copy::call::CopyOps::elems(ops.src) * grid.elem_bytes;
             return Err(Decline::new(
                 Rule::Partition,
                 format!("direct=True needs a region of exactly one aligned 4/8/16-byte vector; this one is {n} B in {} vectors of {bytes} B", grid.part.rounds()),

@@ -14,27 +14,18 @@
 //! kernel — not the variant — writes those (the reference's contract;
 //! docs/tile-primitives.md §3.17, §3.20, §8). [`tma`] holds what the TMA variants share.
 
+mod call;
 pub mod dsmem;
 pub mod ldgsts;
 pub mod tma;
 pub mod tma_auto;
 pub mod tma_explicit;
 
-use crate::dispatch::{Bug, Emitter, Registry};
-use tirx_ir::hir::MbarRef;
-use tirx_ir::lir::Mbar;
-use tirx_ir::DType;
+use crate::variant::Registry;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(ldgsts::Ldgsts));
     r.register(Box::new(tma_auto::TmaAuto));
     r.register(Box::new(tma_explicit::TmaExplicit));
     r.register(Box::new(dsmem::Dsmem));
-}
-
-/// The LIR mbarrier of an `mbar=` argument: its array and int32 element index.
-pub(crate) fn mbar(em: &mut Emitter, r: &MbarRef) -> Result<Mbar, Bug> {
-    let idx = r.index.iter().map(|e| em.expr(e)).collect::<Result<Vec<_>, _>>()?;
-    let (buf, index) = em.address(r.buf, &idx)?;
-    Ok(Mbar { buf, index: em.builder().convert(index, DType::I32) })
 }

@@ -7,9 +7,9 @@
 //! repairs with, and the emission: the descriptor registered once per kernel
 //! (`A_tmap`, a kernel parameter) and one `cp.async.bulk.tensor` per issue.
 
-use crate::copy::CopyOps;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Rule};
+use crate::copy::call::CopyOps;
 use crate::operand::MemOperand;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Rule};
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
@@ -147,7 +147,7 @@ impl TmaPlan {
         ) + &self.cfg.mask.as_ref().map_or(String::new(), |m| {
             format!(
                 "; multicast cta_mask={} to the cluster of {}",
-                crate::explain::top_text(cx.kernel, m),
+                crate::text::top_text(cx.kernel, m),
                 cx.env.cluster_size()
             )
         })
@@ -158,7 +158,7 @@ fn coord_text(cx: &CallCx, c: &Coord, issue: Option<usize>) -> String {
     let mut s = match &c.begin {
         None => "0".to_string(),
         Some(e) => {
-            let t = crate::explain::top_text(cx.kernel, e);
+            let t = crate::text::top_text(cx.kernel, e);
             if c.div == 1 {
                 t
             } else {
@@ -599,7 +599,7 @@ pub(crate) fn emit(p: &TmaPlan, em: &mut Emitter) -> Result<(), Bug> {
     for d in &p.dims {
         coords.push(coord_expr(em, &d.coord)?);
     }
-    let bar = p.cfg.bar.as_ref().map(|r| super::mbar(em, r)).transpose()?;
+    let bar = p.cfg.bar.as_ref().map(|r| super::call::mbar(em, r)).transpose()?;
     let multicast = match &p.cfg.mask {
         Some(m) => {
             let v = em.expr(m)?;
@@ -657,7 +657,7 @@ fn coord_expr(em: &mut Emitter, c: &Coord) -> Result<LExpr, Bug> {
 /// (their shapes may differ: elements correspond in row-major order), one range per
 /// buffer dim (the reference's TMA contract).
 pub(crate) fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
-    crate::copy::operands_matching(cx, |dst, src| {
+    crate::copy::call::operands_matching(cx, |dst, src| {
         let (de, se) = (CopyOps::elems(dst), CopyOps::elems(src));
         (de != se).then(|| format!("dst region has {de} elements, src region {se}"))
     })

@@ -48,8 +48,8 @@
 //! first run of legal prefixes.
 
 use super::tma::{self, Coord, Dim, Issue, TmaConfig, TmaPlan};
-use crate::copy::CopyOps;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::copy::call::CopyOps;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::SymExpr;
 use tirx_ir::op::{ConfigKey, Family};
@@ -262,7 +262,7 @@ fn start_coord(cx: &CallCx, r: &BufferRegion, d: usize, inner: i64) -> Result<Co
             Rule::Coordinate,
             format!(
                 "dim {d} of the region starts at `{}`, not provably a multiple of the box's {inner}-element runs along it",
-                crate::explain::top_text(cx.kernel, begin)
+                crate::text::top_text(cx.kernel, begin)
             ),
         ));
     }

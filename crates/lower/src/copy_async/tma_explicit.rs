@@ -31,7 +31,7 @@
 //! unknown config key at the script); symbolic strides do not exist here.
 
 use super::tma::{self, Coord, Dim, TmaPlan};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::Arch;
 

@@ -33,11 +33,11 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
-use super::{broadcast_shape, convert, numerics, parse, scalar, scalar_values, OpCall, Operand};
+use super::call::{broadcast_shape, convert, numerics, parse, scalar, scalar_values, OpCall, Operand};
 use crate::addr::dim_offset;
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode};
 use tirx_ir::op::{ConfigKey, EwiseOp, Family};
@@ -108,7 +108,7 @@ impl Variant for EwiseReg {
     }
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
-        let t = cx.cooperating_threads(crate::dispatch::COOPERATIVE_SCOPES)?;
+        let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
         let kind = cx.scope.kind;
         let call = parse(cx)?;
         check_operands(cx, &call)?;

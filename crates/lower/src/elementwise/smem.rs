@@ -35,11 +35,11 @@
 //! cta_sync
 //! ```
 
-use super::{broadcast_shape, convert, numerics, parse, scalar, scalar_values};
-use super::{OpCall, Operand};
+use super::call::{broadcast_shape, convert, numerics, parse, scalar, scalar_values};
+use super::call::{OpCall, Operand};
 use crate::addr::{dim_offset, split_row_major};
-use crate::dispatch::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
 use crate::operand::{self, group_offset, MemOperand};
+use crate::variant::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, RoundMode};
 use tirx_ir::op::{ConfigKey, Family};
@@ -242,7 +242,7 @@ fn choose_vec(
         ));
         return (1, scalar);
     }
-    'vec: for v in crate::copy::vec_candidates(bits).into_iter().filter(|&v| v > 1) {
+    'vec: for v in crate::copy::partition::vec_candidates(bits).into_iter().filter(|&v| v > 1) {
         if total % v != 0 {
             limits.push(format!("vec {v}: {total} elements are not whole chunks of {v}"));
             continue;
@@ -419,7 +419,7 @@ fn element(
         );
         let off = m
             .sym
-            .add_to(off, em.env, b, ity)
+            .add_to(off, &|v| em.env.var(v), b, ity)
             .ok_or_else(|| Bug("a region begin uses a variable not defined here".into()))?;
         let off = match &m.swizzle {
             Some(sw) => crate::addr::swizzle(b, sw, off),

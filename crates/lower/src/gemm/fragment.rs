@@ -27,8 +27,8 @@
 //! any register order the layout describes and names the first element that
 //! is not where the instruction reads it.
 
-use crate::dispatch::{CallCx, Decline, Rule};
 use crate::operand;
+use crate::variant::{CallCx, Decline, Rule};
 use tirx_ir::hir::{BufId, BufferRegion};
 use tirx_ir::lir::{MmaKind, MmaOperand};
 use tirx_ir::DType;

@@ -41,9 +41,9 @@
 //! and fails at emit); tf32 and int8 forms exist; D may not silently overwrite
 //! registers A, B or C still read.
 
+use super::call::{parse, GemmCall};
 use super::fragment::{self, Local, MatrixOperand, TileRegs};
-use super::{parse, GemmCall};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::MemScope;
 use tirx_ir::lir::{LExpr, LStmtKind, MatrixOp, Mma, MmaKind, MmaOperand, MmaShape};
 use tirx_ir::op::{Family, TileOp};

@@ -59,9 +59,9 @@
 //! (`transA`/`transB` only say which region dim is K).
 
 use super::fragment::{self, MatrixOperand, TileRegs};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
-use crate::expr::Affine;
+use crate::affine::Affine;
 use crate::operand::{self, group_offset};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{BufId, BufferRegion, Expr, ExprKind, MemScope, TileArg, TileOp};
 use tirx_ir::lir::wgmma::{
     Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync, DESC_MAX_OFFSET, WGMMA_ARCH, WGMMA_M,
@@ -265,7 +265,7 @@ fn desc(em: &mut Emitter, s: &SmemPlan, u: i64, v: i64) -> Result<SmemDesc, Bug>
     let buf = em.lbuf(s.buf)?.0;
     let index = s
         .sym
-        .add_to(LExpr::i32(s.start(u, v)), em.env, em.builder(), DType::I32)
+        .add_to(LExpr::i32(s.start(u, v)), &|v| em.env.var(v), em.builder(), DType::I32)
         .ok_or_else(|| Bug(format!("the begin of `{}` uses a variable not defined here", s.name)))?;
     Ok(SmemDesc { buf, index, major: s.major, swizzle: s.swizzle, lbo: s.lbo, sbo: s.sbo })
 }

@@ -32,8 +32,9 @@
 //! unroll for k in 0..2 { B[k] = acc[k] }
 //! ```
 
-use super::{accum_text, masks_text, member_mask, regs, thread_reduce};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use super::call::{accum_text, masks_text, member_mask, thread_reduce};
+use super::regs;
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 

@@ -22,9 +22,9 @@
 //! dims' register iters (inner), the source's base register affine in the
 //! outer loop.
 
-use super::{butterfly, combine, compute_type, loop_var, operand_scopes, parse, wrap_loop, ReduceCall};
-use crate::dispatch::{Bug, CallCx, Decline, Emitter, Plan, Rule};
+use super::call::{butterfly, combine, compute_type, loop_var, operand_scopes, parse, wrap_loop, ReduceCall};
 use crate::operand::{self, group_offset, UNROLL_ELEMS};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule};
 use std::collections::{BTreeMap, HashMap};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
@@ -371,7 +371,7 @@ fn check_uniform_dst(a: &Analysis, dst_at: &[DstRegs], masks: &[u32], dst: &str)
                 Rule::DstReplica,
                 format!(
                     "{msg}: every lane of a butterfly group ends with the whole reduction, so the destination must be replicated over the lanes it combines (masks {}), e.g. `+ R[32:1@laneid]`",
-                    super::masks_text(masks)
+                    super::call::masks_text(masks)
                 ),
             ));
         }
@@ -399,7 +399,7 @@ fn incomplete(a: &Analysis, th: usize, rd: i64, masks: &[u32], names: (&str, &st
     let how = if masks.is_empty() {
         "its own registers".to_string()
     } else {
-        format!("a butterfly over masks {}", super::masks_text(masks))
+        format!("a butterfly over masks {}", super::call::masks_text(masks))
     };
     let form = match a.form {
         Form::Whole => "the whole reduction of its kept coordinates",

@@ -38,10 +38,12 @@
 //! cta_sync
 //! ```
 
-use super::ReduceCall;
-use super::{accum_text, butterfly, combine, compute_type, identity, masks_text, member_mask, operand_scopes, parse};
+use super::call::ReduceCall;
+use super::call::{
+    accum_text, butterfly, combine, compute_type, identity, masks_text, member_mask, operand_scopes, parse,
+};
 use crate::addr::split_row_major;
-use crate::dispatch::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
+use crate::variant::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
@@ -99,7 +101,7 @@ impl Variant for Shared {
         let per_step = t / group;
         let steps = (spatial + per_step - 1) / per_step;
         let per_lane = (red_len + group - 1) / group;
-        let masks = super::group_masks(group);
+        let masks = super::call::group_masks(group);
         let why = if columns {
             format!("the innermost dim is kept and {spatial} reductions cover the {t} threads: one thread each")
         } else {
@@ -137,7 +139,7 @@ impl Variant for Shared {
         em.stmts.extend(lets);
         let acc = em.local_buf("acc", p.ct, 1);
         let at0 = || Box::new(LExpr::i32(0));
-        let step = super::loop_var(em, "step", p.steps);
+        let step = super::call::loop_var(em, "step", p.steps);
         let b = em.builder();
         let spa = match step {
             Some(s) => b.add(b.mul(LExpr::Var(s), LExpr::i32(p.per_step)), grp.clone()),
@@ -151,7 +153,7 @@ impl Variant for Shared {
             em.span,
         ));
         // Lane `lig` folds elements lig, lig + g, ... of its reduction.
-        let r = super::loop_var(em, "r", p.per_lane);
+        let r = super::call::loop_var(em, "r", p.per_lane);
         let b = em.builder();
         let red = match r {
             Some(r) => b.add(b.mul(LExpr::Var(r), LExpr::i32(p.group)), lig.clone()),
@@ -170,8 +172,8 @@ impl Variant for Shared {
         if let Some(c) = guard {
             fold = vec![LStmt::new(LStmtKind::If { cond: c, then_body: fold, else_body: vec![] }, em.span)];
         }
-        body.extend(super::wrap_loop(em, r, p.per_lane, p.per_lane <= crate::operand::UNROLL_ELEMS, fold));
-        body.extend(butterfly(em, call.op, acc, &LExpr::i32(0), &super::group_masks(p.group), p.ct, p.member));
+        body.extend(super::call::wrap_loop(em, r, p.per_lane, p.per_lane <= crate::operand::UNROLL_ELEMS, fold));
+        body.extend(butterfly(em, call.op, acc, &LExpr::i32(0), &super::call::group_masks(p.group), p.ct, p.member));
         // Lane 0 of the group stores.
         let (dst, di) = element(em, call.dst, &call, &spa, None)?;
         let mut value = LExpr::Load(acc, at0());
@@ -185,7 +187,7 @@ impl Variant for Shared {
             store = vec![LStmt::new(LStmtKind::If { cond: c, then_body: store, else_body: vec![] }, em.span)];
         }
         body.extend(store);
-        let out = super::wrap_loop(em, step, p.steps, false, body);
+        let out = super::call::wrap_loop(em, step, p.steps, false, body);
         em.stmts.extend(out);
         if let Some(bar) = em.scope_barrier(kind) {
             em.push(bar);

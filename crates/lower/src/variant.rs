@@ -1,40 +1,35 @@
-//! The dispatcher: a registry of lowering variants per tile op, and the
-//! selection of one variant per call (docs/tile-primitives.md §2.2–§2.6).
-//!
-//! A [`Variant`] plans (`plan`: accept with a [`Plan`] or decline with a typed
-//! [`Decline`] naming the predicate that failed) and emits LIR (`emit`).
-//! Everything a variant decides is decided in `plan`: once a plan is accepted,
-//! `emit` cannot decline. An emit failure is a [`Bug`], reported as an
-//! internal error at the call (exit 2) — never a fall-through to the next,
-//! slower variant — and none of its statements stay behind. A variant below
-//! its [`Variant::min_arch`] declines without planning (`needs sm_90; target
-//! is sm_80`). Trial order is priority-descending, then name. Every variant is
-//! planned, also after one accepted, so `tirx explain` shows each one's
-//! verdict; the first accepted plan is chosen.
-//! `dispatch="name"` restricts the trial to that variant, or to the members of
-//! a dispatch group (`dispatch="vec_auto"`: the automatic vectorized copies);
-//! an unknown name is an error listing the registered ones, and a forced
-//! variant that declines is an error with its reason. A *forced-only* variant
+//! The variant API: what a lowering variant is and what it may use. A
+//! [`Variant`] plans (`plan`: accept with a [`Plan`] or decline with a typed
+//! [`Decline`] naming the predicate that failed) and emits LIR (`emit`, into an
+//! [`Emitter`]). Everything a variant decides is decided in `plan`: once a
+//! plan is accepted, `emit` cannot decline — an emit failure is a [`Bug`],
+//! reported as an internal error at the call (exit 2), never a fall-through to
+//! the next, slower variant. A variant below its [`Variant::min_arch`]
+//! declines without planning. A *forced-only* variant
 //! ([`Variant::forced_only`]: the fixed-width `vec_16b` … `vec_256b`) is tried
-//! only when `dispatch=` names it, and explain shows it only then. When nothing applies the error carries a table of
-//! every variant and its reason; picking a slow variant (fallback) is a warning
-//! that names why each faster variant declined.
+//! only when `dispatch=` names it.
 //!
-//! A new variant is a new module registered in [`Registry::cuda`] (through
-//! its family's `register`); nothing else changes.
+//! This layer sits below every family and below the selection loop
+//! (`select`), the CUDA registry (`registry`) and the statement lowerer: it
+//! imports none of them. What it offers variants: the call context
+//! ([`CallCx`]: the kernel, the call, its scope and the facts at the call), the
+//! emitter (fresh variables, addresses through layouts, thread ids, scope
+//! barriers) and the [`Registry`] container a family registers into.
+//!
+//! A new variant is a new module registered by its family's `register`;
+//! nothing else changes.
 
+use crate::affine::{Affine, Interval, VarBounds};
 use crate::build::Builder;
-use crate::explain::{CallExplain, Tried};
-use crate::expr::{Affine, Interval, VarBounds};
+use crate::env::Env;
+use crate::options::LowerOptions;
 use crate::scope::{Facts, ScopeView, TidKind};
-use crate::stmt::Env;
-use crate::LowerOptions;
 use std::any::Any;
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
 use tirx_ir::op::{ConfigKey, Family};
-use tirx_ir::{Arch, DType, Diagnostic, Span};
+use tirx_ir::{Arch, DType, Span};
 use tirx_layout::{Axis, ExecScope};
 
 /// The predicate a decline failed: tests and tools match on it, `tirx explain`
@@ -428,7 +423,7 @@ impl Emitter<'_> {
     }
     /// The thread id of a scope (a kernel-level `let`, declared once).
     pub fn thread_id(&mut self, kind: TidKind) -> LExpr {
-        crate::stmt::thread_id(self.b, kind)
+        crate::env::thread_id(self.b, kind)
     }
     /// The executing thread's coordinate on a thread axis (`laneid` → `lane`),
     /// `None` for axes outside a CTA.
@@ -494,23 +489,17 @@ impl Registry {
         Registry::default()
     }
 
-    /// The CUDA variants.
-    pub fn cuda() -> Registry {
-        let mut r = Registry::new();
-        crate::copy::register(&mut r);
-        crate::copy_async::register(&mut r);
-        crate::elementwise::register(&mut r);
-        crate::gemm::register(&mut r);
-        crate::reduce::register(&mut r);
-        r
-    }
-
     pub fn register(&mut self, v: Box<dyn Variant>) {
         self.variants.push(v);
     }
 
     pub fn register_group(&mut self, g: Group) {
         self.groups.push(g);
+    }
+
+    /// The dispatch groups of `op`'s family.
+    pub fn groups_of(&self, op: TileOp) -> impl Iterator<Item = &Group> {
+        self.groups.iter().filter(move |g| g.family == op.family())
     }
 
     /// The dispatch group `name` of `op`'s family.
@@ -530,215 +519,4 @@ impl Registry {
         v.sort_by(|a, b| b.priority().cmp(&a.priority()).then(a.name().cmp(b.name())));
         v
     }
-}
-
-/// The result of dispatching one call.
-pub struct Dispatched {
-    pub stmts: Vec<LStmt>,
-    pub explain: CallExplain,
-    pub errors: Vec<Diagnostic>,
-    pub warnings: Vec<Diagnostic>,
-}
-
-pub(crate) fn dispatch(reg: &Registry, cx: &CallCx, b: &mut Builder) -> Dispatched {
-    let call = cx.call;
-    let mut ex = CallExplain::new(cx);
-    let mut out = Dispatched { stmts: vec![], explain: CallExplain::default(), errors: vec![], warnings: vec![] };
-    let all = reg.for_op(call.op);
-    if all.is_empty() {
-        out.errors.push(
-            Diagnostic::error(call.span, format!("no variant registered for op `{}` yet", call.op.name()))
-                .with_label("this tile call cannot be lowered")
-                .with_note(format!("ops with variants: {}", ops_with_variants(reg))),
-        );
-        out.explain = ex;
-        return out;
-    }
-    let group = call.dispatch.as_deref().and_then(|name| reg.group(call.op, name));
-    if let Some(name) = &call.dispatch {
-        if group.is_none() && !all.iter().any(|v| v.name() == name) {
-            out.errors.push(
-                Diagnostic::error(
-                    call.span,
-                    format!("no variant named '{name}' is registered for `{}`", call.op.name()),
-                )
-                .with_label("unknown dispatch name")
-                .with_help(registered_names(reg, &all, call.op)),
-            );
-            out.explain = ex;
-            return out;
-        }
-        ex.forced = Some(name.clone());
-        ex.group = group.map(|g| g.members.iter().map(|m| m.to_string()).collect()).unwrap_or_default();
-    }
-    // A forced-only variant is tried when `dispatch=` names it, and then shown.
-    let forced = call.dispatch.as_deref();
-    let every = all;
-    let all: Vec<&dyn Variant> =
-        every.iter().copied().filter(|v| !v.forced_only() || forced == Some(v.name())).collect();
-    // Every variant is planned so explain can show each verdict; with `dispatch=`
-    // only the forced one (or the group's members) may be chosen, the others are marked skipped.
-    let allowed = |v: &dyn Variant| match (forced, group) {
-        (None, _) => true,
-        (Some(_), Some(g)) => g.members.contains(&v.name()),
-        (Some(f), None) => f == v.name(),
-    };
-    let arch = cx.opts.arch;
-    let plans: Vec<Result<Plan, Decline>> = all.iter().map(|v| plan_one(*v, cx, &every, arch)).collect();
-    let mut chosen = None;
-    for (i, (v, p)) in all.iter().zip(&plans).enumerate() {
-        let mut tried = Tried::new(*v, p);
-        tried.skipped = !allowed(*v);
-        if let (Ok(plan), None, false) = (p, chosen, tried.skipped) {
-            let mut em = Emitter { b: &mut *b, env: cx.env, kernel: cx.kernel, span: call.span, stmts: vec![] };
-            // The first accepted plan is the choice; its emit failing is a bug, not a decline.
-            chosen = Some(i);
-            ex.chosen = Some(v.name().to_string());
-            ex.vec = plan.vec;
-            ex.rounds = plan.rounds;
-            ex.limits = plan.limits.clone();
-            ex.notes = plan.notes.clone();
-            match v.emit(plan, cx, &mut em) {
-                Ok(()) => out.stmts = em.stmts,
-                Err(Bug(m)) => out.errors.push(
-                    Diagnostic::internal(
-                        call.span,
-                        format!("variant `{}` accepted this `{}` but failed to emit it: {m}", v.name(), call.op.name()),
-                    )
-                    .with_label("while lowering this tile call"),
-                ),
-            }
-        }
-        ex.tried.push(tried);
-    }
-    match chosen {
-        None => out.errors.push(no_variant_error(cx, &ex)),
-        Some(i) if all[i].warns() => out.warnings.push(slow_pick_warning(cx, &ex, all[i])),
-        Some(_) => {}
-    }
-    out.explain = ex;
-    out
-}
-
-/// A variant's verdict: below its minimum target it declines without
-/// planning; a plan that would accept a call with a config key the variant
-/// does not read becomes a `config` decline (explain still shows the plan)
-/// naming the variants of `all` (forced-only ones too) that read it.
-fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> Result<Plan, Decline> {
-    if !arch.supports(v.min_arch()) {
-        return Err(Decline::arch(v.name(), v.min_arch(), arch));
-    }
-    let plan = v.plan(cx)?;
-    match cx.call.config.iter().find(|e| !v.honours().contains(&e.key)) {
-        None => Ok(plan),
-        Some(e) => {
-            let by = |forced: bool| -> Vec<&str> {
-                let reads = all.iter().filter(|o| o.honours().contains(&e.key) && o.forced_only() == forced);
-                reads.map(|o| o.name()).collect()
-            };
-            let by = match (by(false), by(true)) {
-                (a, f) if a.is_empty() && f.is_empty() => "no variant yet".to_string(),
-                (a, f) if f.is_empty() => a.join(", "),
-                (a, f) if a.is_empty() => format!("only when forced: {}", f.join(", ")),
-                (a, f) => format!("{}; only when forced: {}", a.join(", "), f.join(", ")),
-            };
-            Err(Decline::new(
-                Rule::Config,
-                format!(
-                    "would accept ({}) but does not honour `{}={}` (honoured by: {by})",
-                    plan.summary,
-                    e.key.name(),
-                    e.value.script()
-                ),
-            ))
-        }
-    }
-}
-
-/// `registered variants: a, b; only when forced: c; groups: d` (the parts that exist).
-fn registered_names(reg: &Registry, all: &[&dyn Variant], op: TileOp) -> String {
-    let auto: Vec<&str> = all.iter().filter(|v| !v.forced_only()).map(|v| v.name()).collect();
-    let forced: Vec<&str> = all.iter().filter(|v| v.forced_only()).map(|v| v.name()).collect();
-    let groups: Vec<&str> = reg.groups.iter().filter(|g| g.family == op.family()).map(|g| g.name).collect();
-    let mut s = format!("registered variants: {}", auto.join(", "));
-    if !forced.is_empty() {
-        s.push_str(&format!("; only when forced: {}", forced.join(", ")));
-    }
-    if !groups.is_empty() {
-        s.push_str(&format!("; groups: {}", groups.join(", ")));
-    }
-    s
-}
-
-fn ops_with_variants(reg: &Registry) -> String {
-    let ops: Vec<&str> = TileOp::all().filter(|op| !reg.for_op(*op).is_empty()).map(|op| op.name()).collect();
-    if ops.is_empty() {
-        "none".into()
-    } else {
-        ops.join(", ")
-    }
-}
-
-fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
-    let call = cx.call;
-    let msg = match &ex.forced {
-        Some(name) if !ex.group.is_empty() => format!(
-            "no variant of the dispatch group '{name}' ({}) applies to this `{}`",
-            ex.group.join(", "),
-            call.op.name()
-        ),
-        Some(name) => format!("the forced variant '{name}' does not apply to this `{}`", call.op.name()),
-        None => format!("no lowering variant applies to this `{}` at {} scope", call.op.name(), call.scope),
-    };
-    let mut d = Diagnostic::error(call.span, msg).with_label("cannot be lowered").with_note(decline_table(ex));
-    // A config key some variant could not honour: point at the keyword too.
-    if let Some(e) = call.config.first().filter(|_| ex.tried.iter().any(|t| t.rule == Some(Rule::Config))) {
-        d = d.with_secondary(e.span, format!("`{}` is not honoured here", e.key.name())).with_help(format!(
-            "remove `{}=` or change the operands so a variant that honours it applies",
-            e.key.name()
-        ));
-    }
-    if ex.forced.is_some() {
-        d = d.with_help("remove `dispatch=` to let the dispatcher pick a variant");
-    }
-    d
-}
-
-/// `variant (prio) | reason` rows, one per variant tried.
-pub fn decline_table(ex: &CallExplain) -> String {
-    let label = |t: &Tried| format!("{} (prio={})", t.variant, t.priority);
-    let w = ex.tried.iter().map(|t| label(t).len()).max().unwrap_or(0).max("variant".len());
-    let mut s = format!("{:<w$} | reason", "variant");
-    for t in &ex.tried {
-        let label = label(t);
-        let verdict = match (t.accepted, t.skipped) {
-            (true, true) => format!("would accept (not used: {})", ex.skip_reason()),
-            (true, false) => "accepted".to_string(),
-            (false, _) => t.reason.clone(),
-        };
-        s.push_str(&format!("\n{label:<w$} | {verdict}"));
-    }
-    s
-}
-
-fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnostic {
-    let call = cx.call;
-    let scopes: Vec<String> =
-        [1usize, 0].iter().filter_map(|&i| cx.region(i)).map(|r| cx.buf(r.buf).scope.name().to_string()).collect();
-    let pair = if scopes.len() == 2 { format!(" for {} -> {}", scopes[0], scopes[1]) } else { String::new() };
-    let how = ex.tried.iter().find(|t| t.variant == v.name()).map(|t| t.reason.clone()).unwrap_or_default();
-    let why = match &ex.forced {
-        Some(name) => format!("forced by dispatch=\"{name}\""),
-        None => "all faster variants declined".to_string(),
-    };
-    let mut d = Diagnostic::warning(
-        call.span,
-        format!("{}/{} (scalar) picked{pair} at {} scope; {why}", call.op.name(), v.name(), call.scope),
-    )
-    .with_label(format!("lowered to a slow scalar loop: {how}"));
-    for t in ex.tried.iter().filter(|t| t.priority > v.priority()) {
-        let verdict = if t.accepted { "would accept" } else { "declined" };
-        d = d.with_note(format!("{} {verdict}: {}", t.variant, t.reason));
-    }
-    d
 }

@@ -1,0 +1,110 @@
+//! [`Env`]: what lowered code refers to — HIR buffers as flat LIR arrays, HIR
+//! variables as LIR values, the ranges and grain of scope ids — and the thread
+//! ids a call's scope names. The statement lowerer fills it; variants read it
+//! through their call context.
+
+use crate::affine::{Affine, Source, VarBounds};
+use crate::build::{Builder, Hw};
+use crate::scope::{Facts, TidKind};
+use std::collections::HashMap;
+use tirx_ir::hir::{BufId, Expr, ExprKind, Kernel, MemScope, ScopeIdKind, VarId};
+use tirx_ir::lir::{LBufId, LExpr};
+use tirx_ir::DType;
+use tirx_layout::ExecScope;
+
+/// What lowered code refers to: HIR buffers → flat arrays, HIR vars → values.
+#[derive(Default)]
+pub struct Env {
+    pub(crate) bufs: HashMap<BufId, (LBufId, DType)>,
+    pub(crate) vars: HashMap<VarId, LExpr>,
+    /// `let` variables bound to an affine value: that value (`row = tid // 4`).
+    pub(crate) lets: HashMap<VarId, Affine>,
+    /// Scope-id vars: (kind, dim, declared with several dims, the hardware id
+    /// it is; `None` for ids with no hardware id such as cluster ids).
+    pub(crate) scope_vars: HashMap<VarId, (ScopeIdKind, usize, bool, Option<Hw>)>,
+    /// Per var, the narrowest scope its value can differ between (`Thread` for
+    /// lane-derived values, `Warpgroup` for `wg * 128`, `Cta` for cta ids);
+    /// absent = the same in every thread.
+    pub(crate) grain: HashMap<VarId, ExecScope>,
+    /// Scalar parameters and their facts, symbolic grid dims (`launch`).
+    pub(crate) sym: crate::symbols::Symbols,
+    /// CTAs per cluster (`[1, 1, 1]` or all zero before the launch is resolved: no clusters).
+    pub(crate) cluster: [u32; 3],
+}
+
+impl Env {
+    /// The flat array of a buffer and the index type of its addressing.
+    pub fn lbuf(&self, b: BufId) -> Option<(LBufId, DType)> {
+        self.bufs.get(&b).copied()
+    }
+    /// CTAs per cluster (1: the kernel is not launched in clusters).
+    pub fn cluster_size(&self) -> u32 {
+        self.cluster.iter().product::<u32>().max(1)
+    }
+    pub fn var(&self, v: VarId) -> Option<LExpr> {
+        self.vars.get(&v).cloned()
+    }
+
+    /// The affine value of a `let` variable, when it has one.
+    pub fn let_affine(&self, v: VarId) -> Option<&Affine> {
+        self.lets.get(&v)
+    }
+
+    /// The range of `v` at a program point whose facts are `at`: a scope id
+    /// over the active threads (CTAs), a loop variable over its narrowed
+    /// extent; `None` for anything else (lets, loops with symbolic bounds).
+    /// Every range lowering reasons with comes from here (docs/tile-primitives.md §1.3).
+    pub fn var_bounds(&self, at: &Facts, v: VarId) -> Option<VarBounds> {
+        let b = match self.scope_vars.get(&v) {
+            Some(&(.., Some(Hw::BlockIdx(d)))) if at.values.contains_key(&v) => at.value_bounds(v, Source::Cta(d)),
+            Some(&(.., hw)) => at.hw_bounds(hw?),
+            None => at.value_bounds(v, Source::Loop(v)),
+        }?;
+        // A CTA id of a symbolic grid dim runs to CUDA's limit here: an enclosure only
+        // (the launch module knows its real end).
+        let symbolic = self.cta_dim(v).is_some_and(|d| self.sym.grid[d as usize].is_some());
+        Some(VarBounds { exact: b.exact && !symbolic, ..b })
+    }
+
+    /// The grid dim of a CTA-id variable.
+    pub fn cta_dim(&self, v: VarId) -> Option<u8> {
+        match self.scope_vars.get(&v) {
+            Some(&(.., Some(Hw::BlockIdx(d)))) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The value of `e` may differ between threads of one instance of `scope`
+    /// (lane ids within a warp, warp ids within a CTA, values derived from them).
+    pub fn varies_within(&self, k: &Kernel, e: &Expr, scope: ExecScope) -> bool {
+        self.grain(k, e).is_some_and(|g| scope.wider_than(g))
+    }
+
+    /// The narrowest scope whose instances may see different values of `e`.
+    pub fn grain(&self, k: &Kernel, e: &Expr) -> Option<ExecScope> {
+        let narrowest = |a: Option<ExecScope>, b: Option<ExecScope>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, None) | (None, x) => x,
+        };
+        match &e.kind {
+            ExprKind::Var(v) => self.grain.get(v).copied(),
+            ExprKind::Load(b, idx) => {
+                let own = (k.buf(*b).scope == MemScope::Local).then_some(ExecScope::Thread);
+                idx.iter().fold(own, |g, i| narrowest(g, self.grain(k, i)))
+            }
+            ExprKind::Binary(_, a, b) => narrowest(self.grain(k, a), self.grain(k, b)),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => self.grain(k, a),
+            ExprKind::Select(c, a, b) => narrowest(self.grain(k, c), narrowest(self.grain(k, a), self.grain(k, b))),
+            ExprKind::Call(_, args) => args.iter().fold(None, |g, a| narrowest(g, self.grain(k, a))),
+            ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::Bool(_) => None,
+        }
+    }
+}
+
+pub fn thread_id(b: &mut Builder, kind: TidKind) -> LExpr {
+    match kind {
+        TidKind::Lane => b.hw(Hw::Lane, "lane"),
+        TidKind::TidInWg => b.hw(Hw::TidInWg, "tid_in_wg"),
+        TidKind::Tx => b.hw(Hw::Tx, "tid"),
+    }
+}

@@ -53,9 +53,14 @@ mod symbols;
 mod text;
 pub mod variant;
 
+pub use copy::CopyRule;
+pub use copy_async::CopyAsyncRule;
+pub use elementwise::EwiseRule;
 pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
+pub use gemm::GemmRule;
 pub use options::LowerOptions;
-pub use variant::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};
+pub use reduce::ReduceRule;
+pub use variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Registry, Rule, RuleKind, Variant};
 
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;

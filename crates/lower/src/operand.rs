@@ -18,7 +18,7 @@
 
 use crate::affine::Affine;
 use crate::scope::TidKind;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Rule};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufId, Buffer, BufferRegion, Expr, Range};
 use tirx_ir::lir::{LBufId, LExpr};
 use tirx_ir::DType;
@@ -68,14 +68,14 @@ impl MemOperand {
 /// element, each symbolic begin on a dim the layout keeps as one `m` iter.
 pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
     let b = cx.buf(r.buf);
-    let lerr = |e: tirx_layout::LayoutError| Decline::new(Rule::Slice, format!("`{}`: {e}", b.name));
+    let lerr = |e: tirx_layout::LayoutError| Decline::new(CommonRule::Slice, format!("`{}`: {e}", b.name));
     let (base, swizzle) = match &b.layout {
         Layout::Tile(t) => (t.clone(), None),
         Layout::Compose(c) => (c.base_tile(&b.shape).map_err(lerr)?, Some(c.swizzle).filter(|s| s.swizzle_len > 0)),
     };
     if !base.thread_axes().is_empty() {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("`{}` is in {} memory but its layout has thread axes", b.name, b.scope.name()),
         ));
     }
@@ -98,7 +98,7 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
         let whole = rest.plus(Affine::constant(begin)).ok_or_else(|| overflow(b, d))?;
         let digits = split_dim_offset(group, &whole, rg.extent).ok_or_else(|| {
             Decline::new(
-                Rule::SymbolicBegin,
+                CommonRule::SymbolicBegin,
                 format!(
                     "dim {d} of `{}` has a symbolic begin but its layout splits the dim into several iters, and the \
                      region is not provably inside one run of the innermost iter (its extent {} must divide that \
@@ -113,7 +113,7 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
     let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("`{}` has replicated elements ({tile}); an access needs one address per element", b.name),
         ));
     }
@@ -159,7 +159,7 @@ fn split_dim_offset(group: &[Iter], a: &Affine, extent: i64) -> Option<Affine> {
 fn affine_begin(cx: &CallCx, b: &Buffer, d: usize, begin: &Expr) -> Result<Affine, Decline> {
     cx.affine(begin).ok_or_else(|| {
         Decline::new(
-            Rule::SymbolicBegin,
+            CommonRule::SymbolicBegin,
             format!(
                 "dim {d} of `{}` begins at `{}`, which is not affine in loop variables and scope ids (`//` and `%` by constants allowed)",
                 b.name,
@@ -186,7 +186,7 @@ fn split_begin(cx: &CallCx, b: &Buffer, d: usize, rg: &Range) -> Result<(i64, Af
 
 fn overflow(b: &Buffer, d: usize) -> Decline {
     Decline::new(
-        Rule::SymbolicBegin,
+        CommonRule::SymbolicBegin,
         format!("dim {d} of `{}`: the symbolic begin's element offset overflows i64", b.name),
     )
 }
@@ -205,7 +205,7 @@ pub fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), De
     for (d, rg) in r.ranges.iter().enumerate() {
         if cx.env.varies_within(cx.kernel, &rg.begin, cx.scope.kind) {
             return Err(Decline::new(
-                Rule::UniformRegion,
+                CommonRule::UniformRegion,
                 format!(
                     "dim {d} of `{}` begins at `{}`, which differs between the threads of one {} instance",
                     b.name,

@@ -5,7 +5,7 @@
 
 use crate::build::Builder;
 use crate::explain::{CallExplain, Tried};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Registry, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Registry, Variant};
 use tirx_ir::hir::TileOp;
 use tirx_ir::lir::LStmt;
 use tirx_ir::{Arch, Diagnostic};
@@ -121,7 +121,7 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
                 (a, f) => format!("{}; only when forced: {}", a.join(", "), f.join(", ")),
             };
             Err(Decline::new(
-                Rule::Config,
+                CommonRule::Config,
                 format!(
                     "would accept ({}) but does not honour `{}={}` (honoured by: {by})",
                     plan.summary,
@@ -170,7 +170,8 @@ fn no_variant_error(cx: &CallCx, ex: &CallExplain) -> Diagnostic {
     };
     let mut d = Diagnostic::error(call.span, msg).with_label("cannot be lowered").with_note(decline_table(ex));
     // A config key some variant could not honour: point at the keyword too.
-    if let Some(e) = call.config.first().filter(|_| ex.tried.iter().any(|t| t.rule == Some(Rule::Config))) {
+    if let Some(e) = call.config.first().filter(|_| ex.tried.iter().any(|t| t.rule == Some(CommonRule::Config.into())))
+    {
         d = d.with_secondary(e.span, format!("`{}` is not honoured here", e.key.name())).with_help(format!(
             "remove `{}=` or change the operands so a variant that honours it applies",
             e.key.name()

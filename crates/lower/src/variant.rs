@@ -24,7 +24,7 @@ use crate::build::Builder;
 use crate::env::Env;
 use crate::options::LowerOptions;
 use crate::scope::{Facts, ScopeView, TidKind};
-use std::any::Any;
+use std::any::{Any, TypeId};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
@@ -32,185 +32,123 @@ use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::{Arch, DType, Span};
 use tirx_layout::{Axis, ExecScope};
 
-/// The predicate a decline failed: tests and tools match on it, `tirx explain`
-/// shows its [`Rule::name`] (`[divides_thread_cnt]`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Rule {
-    /// An element cannot be addressed through its buffer's layout.
-    Address,
-    /// A more general variant would not move wider vectors than the plain one already does.
-    NotWider,
-    /// One operand does not split along the iters of the other.
-    Align,
-    /// An access would not be aligned to its width.
-    Alignment,
-    /// Some threads of the call's scope are inactive (an `if` on scope ids).
-    AllThreadsActive,
-    /// The destination of an elementwise op has no usable register layout.
-    AnchorLayout,
-    /// The target is older than the variant or instruction needs.
-    Arch,
-    /// A source does not broadcast to the destination's shape.
-    Broadcast,
-    /// A call config value the variant cannot honour.
-    Config,
-    /// The region does not divide over the cooperating threads.
-    DividesThreadCnt,
-    /// The destination is not replicated over the lanes a reduction combines.
-    DstReplica,
-    /// An element type the variant cannot move or compute on.
-    Dtype,
-    /// No thread can be elected to do the work.
-    Elect,
-    /// The call's execution scope is not one the variant supports.
-    ExecScope,
-    /// The register operand is not the instruction's fragment.
-    Fragment,
-    /// An operand's layout has a form the variant cannot address (thread axes, replicas, swizzled global).
-    Layout,
-    /// An operand is missing, not allocated here, or not lowerable.
-    Operand,
-    /// A source of an elementwise op has no usable register layout.
-    OperandLayout,
-    /// An operand is in a memory scope the variant does not accept.
-    OperandScope,
-    /// No thread owns every element it would copy.
-    OwnerComputes,
-    /// The call's operands do not match the op's signature.
-    Parse,
-    /// No split of the region over the threads exists.
-    Partition,
-    /// The register operand's layout does not number the scope's threads.
-    RegisterLayout,
-    /// Source and destination layouts do not form a reduction the variant performs.
-    ReduceLayout,
-    /// A store from registers replicated over threads.
-    Replicated,
-    /// The memory scopes of the operands are not a pair the variant moves.
-    ScopeAllowed,
-    /// The destination's thread axes do not tile the call's scope.
-    ScopeLevel,
-    /// The region cannot be sliced out of the layout.
-    Slice,
-    /// A swizzle the instruction cannot keep together.
-    Swizzle,
-    /// A scalar operand (gemm's `alpha`, `beta`) with a value the variant cannot apply.
-    Scalar,
-    /// A region does not hold the number of elements the variant moves (`vec_128b`: one 16-B vector).
-    RegionSize,
-    /// A region begin that is not affine, or falls on a split dim.
-    SymbolicBegin,
-    /// Operands are owned by different threads.
-    ThreadPart,
-    /// The threads of one instance disagree on the region.
-    UniformRegion,
-    /// The copy is not valid (dtype, shapes, bounds).
-    ValidateCopyOp,
-    /// A TMA descriptor would have more than 5 dimensions.
-    Rank,
-    /// A TMA descriptor's global address is not 16-byte aligned.
-    GlobalBase,
-    /// A TMA descriptor's global dimension is outside (0, 2^32].
-    GlobalDim,
-    /// A TMA descriptor's byte stride is not a multiple of 16 (or not below 2^40).
-    GlobalStride,
-    /// The innermost dimension of a TMA box is not the tensor's stride-1 dimension.
-    InnerStride,
-    /// A TMA box extent is outside 1..=256.
-    BoxDim,
-    /// A TMA box's innermost run is not a multiple of 16 bytes.
-    InnerBoxBytes,
-    /// A swizzled TMA box's innermost run is not the swizzle's atom row.
-    SwizzleInnerBox,
-    /// The shared side of a TMA copy is not one dense box (a chain of strides from 1).
-    SharedChain,
-    /// A TMA box does not start on its shared-memory alignment.
-    SharedPointer,
-    /// A region start is not a whole number of the descriptor dimension's unit.
-    Coordinate,
-    /// A tensor dimension is not a whole number of the descriptor dimension's unit.
-    GlobalShape,
-    /// A TMA load without its completion mbarrier.
-    Mbar,
-    /// A configuration that applies to the other copy direction (`mbar`, `oob` on a store).
-    Direction,
-    /// A NaN out-of-bounds fill of a tensor that is not floating point.
-    NanOobDtype,
-    /// A copy that needs a cluster launch (multicast, a peer CTA).
-    Cluster,
-    /// A bulk copy's contiguous chunk is not a positive multiple of 16 bytes.
-    BulkChunk,
-    /// A copy to a peer CTA without the peer's rank.
-    RemoteCta,
-    /// A multicast mask that is not an integer or names CTAs outside the cluster.
-    CtaMask,
+/// A family's decline predicates: a fieldless enum, declared with
+/// [`decline_rules!`] in the family's own module, whose variants name what
+/// failed. The variant API's own are [`CommonRule`].
+pub trait RuleKind: Copy + std::fmt::Debug + 'static {
+    /// The snake_case name explain and its JSON show (`divides_thread_cnt`).
+    fn name(self) -> &'static str;
+}
+
+/// The predicate a decline failed, of whichever family declared it: tests and
+/// tools match on it (`rule == CopyRule::Partition`), `tirx explain` shows its
+/// [`Rule::name`] (`[divides_thread_cnt]`).
+#[derive(Clone, Copy)]
+pub struct Rule {
+    kind: TypeId,
+    /// The declaring enum's name (`CopyRule`), for `Debug`.
+    set: &'static str,
+    name: &'static str,
 }
 
 impl Rule {
     /// The snake_case name explain and its JSON show.
     pub fn name(self) -> &'static str {
-        match self {
-            Rule::Address => "address",
-            Rule::NotWider => "not_wider",
-            Rule::Align => "align",
-            Rule::Alignment => "alignment",
-            Rule::AllThreadsActive => "all_threads_active",
-            Rule::AnchorLayout => "anchor_layout",
-            Rule::Arch => "arch",
-            Rule::Broadcast => "broadcast",
-            Rule::Config => "config",
-            Rule::DividesThreadCnt => "divides_thread_cnt",
-            Rule::DstReplica => "dst_replica",
-            Rule::Dtype => "dtype",
-            Rule::Elect => "elect",
-            Rule::ExecScope => "exec_scope",
-            Rule::Fragment => "fragment",
-            Rule::Layout => "layout",
-            Rule::Operand => "operand",
-            Rule::OperandLayout => "operand_layout",
-            Rule::OperandScope => "operand_scope",
-            Rule::OwnerComputes => "owner_computes",
-            Rule::Parse => "parse",
-            Rule::Partition => "partition",
-            Rule::RegisterLayout => "register_layout",
-            Rule::ReduceLayout => "reduce_layout",
-            Rule::RegionSize => "region_size",
-            Rule::Replicated => "replicated",
-            Rule::ScopeAllowed => "scope_allowed",
-            Rule::ScopeLevel => "scope_level",
-            Rule::Slice => "slice",
-            Rule::Swizzle => "swizzle",
-            Rule::Scalar => "scalar",
-            Rule::SymbolicBegin => "symbolic_begin",
-            Rule::ThreadPart => "thread_part",
-            Rule::UniformRegion => "uniform_region",
-            Rule::ValidateCopyOp => "validate_copy_op",
-            Rule::Rank => "rank",
-            Rule::GlobalBase => "global_base_alignment",
-            Rule::GlobalDim => "global_dim",
-            Rule::GlobalStride => "global_stride_alignment",
-            Rule::InnerStride => "inner_stride",
-            Rule::BoxDim => "box_dim",
-            Rule::InnerBoxBytes => "inner_box_bytes",
-            Rule::SwizzleInnerBox => "swizzle_inner_box",
-            Rule::SharedChain => "shared_chain",
-            Rule::SharedPointer => "shared_pointer",
-            Rule::Coordinate => "coordinate",
-            Rule::GlobalShape => "global_shape",
-            Rule::Mbar => "mbar",
-            Rule::Direction => "direction",
-            Rule::NanOobDtype => "nan_oob_dtype",
-            Rule::Cluster => "cluster",
-            Rule::BulkChunk => "bulk_chunk",
-            Rule::RemoteCta => "remote_cta_id",
-            Rule::CtaMask => "cta_mask",
-        }
+        self.name
+    }
+}
+
+impl<R: RuleKind> From<R> for Rule {
+    fn from(r: R) -> Rule {
+        let set = std::any::type_name::<R>().rsplit("::").next().unwrap_or("Rule");
+        Rule { kind: TypeId::of::<R>(), set, name: r.name() }
+    }
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, o: &Rule) -> bool {
+        (self.kind, self.name) == (o.kind, o.name)
+    }
+}
+
+impl Eq for Rule {}
+
+impl std::hash::Hash for Rule {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.kind, self.name).hash(h)
+    }
+}
+
+impl<R: RuleKind> PartialEq<R> for Rule {
+    fn eq(&self, r: &R) -> bool {
+        *self == Rule::from(*r)
+    }
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.set, self.name)
     }
 }
 
 impl std::fmt::Display for Rule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name)
+    }
+}
+
+/// Declares a family's decline predicates: `Name = "snake_name",` per rule,
+/// each with its doc comment.
+macro_rules! decline_rules {
+    ($(#[$doc:meta])* $vis:vis enum $set:ident { $($(#[$vdoc:meta])* $rule:ident = $name:literal,)* }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $set {
+            $($(#[$vdoc])* $rule,)*
+        }
+
+        impl $crate::variant::RuleKind for $set {
+            fn name(self) -> &'static str {
+                match self {
+                    $($set::$rule => $name,)*
+                }
+            }
+        }
+    };
+}
+pub(crate) use decline_rules;
+
+decline_rules! {
+    /// The predicates the variant API and its services check, shared by every family: the target, the call's configuration, scope and operands.
+    pub enum CommonRule {
+        /// An element cannot be addressed through its buffer's layout.
+        Address = "address",
+        /// Some threads of the call's scope are inactive (an `if` on scope ids).
+        AllThreadsActive = "all_threads_active",
+        /// The target is older than the variant or instruction needs.
+        Arch = "arch",
+        /// A call config value the variant cannot honour.
+        Config = "config",
+        /// An element type the variant cannot move or compute on.
+        Dtype = "dtype",
+        /// The call's execution scope is not one the variant supports.
+        ExecScope = "exec_scope",
+        /// An operand's layout has a form the variant cannot address (thread axes, replicas, swizzled global).
+        Layout = "layout",
+        /// An operand is missing, not allocated here, or not lowerable.
+        Operand = "operand",
+        /// An operand is in a memory scope the variant does not accept.
+        OperandScope = "operand_scope",
+        /// The call's operands do not match the op's signature.
+        Parse = "parse",
+        /// The memory scopes of the operands are not a pair the variant moves.
+        ScopeAllowed = "scope_allowed",
+        /// The region cannot be sliced out of the layout.
+        Slice = "slice",
+        /// A region begin that is not affine, or falls on a split dim.
+        SymbolicBegin = "symbolic_begin",
+        /// The threads of one instance disagree on the region.
+        UniformRegion = "uniform_region",
     }
 }
 
@@ -222,12 +160,12 @@ pub struct Decline {
 }
 
 impl Decline {
-    pub fn new(rule: Rule, reason: impl Into<String>) -> Decline {
-        Decline { rule, reason: reason.into() }
+    pub fn new(rule: impl Into<Rule>, reason: impl Into<String>) -> Decline {
+        Decline { rule: rule.into(), reason: reason.into() }
     }
     /// The target is older than what `what` needs.
     pub fn arch(what: &str, min: Arch, target: Arch) -> Decline {
-        Decline::new(Rule::Arch, format!("{what} needs {min}; target is {target}"))
+        Decline::new(CommonRule::Arch, format!("{what} needs {min}; target is {target}"))
     }
 }
 
@@ -278,7 +216,7 @@ pub trait Variant: Sync {
         true
     }
     /// The config keys it reads; a call with any other key is declined
-    /// (`Rule::Config`), so no key is silently ignored.
+    /// (`CommonRule::Config`), so no key is silently ignored.
     fn honours(&self) -> &'static [ConfigKey] {
         &[]
     }
@@ -352,12 +290,12 @@ impl<'a> CallCx<'a> {
         let kind = self.scope.kind;
         let unsupported = || {
             let names: Vec<&str> = scopes.iter().map(|s| s.name()).collect();
-            Decline::new(Rule::ExecScope, format!("unsupported exec_scope {kind} (need {})", names.join(", ")))
+            Decline::new(CommonRule::ExecScope, format!("unsupported exec_scope {kind} (need {})", names.join(", ")))
         };
         if !scopes.contains(&kind) {
             return Err(unsupported());
         }
-        self.scope.all_threads_active().map_err(|m| Decline::new(Rule::AllThreadsActive, m))?;
+        self.scope.all_threads_active().map_err(|m| Decline::new(CommonRule::AllThreadsActive, m))?;
         self.scope.thread_count().ok_or_else(unsupported)
     }
 
@@ -442,14 +380,15 @@ impl Emitter<'_> {
     }
     /// Thread-axis coordinates of the owner of `buf[idx]`.
     pub fn owner(&mut self, buf: BufId, idx: &[LExpr]) -> Result<Vec<(Axis, LExpr)>, Decline> {
-        crate::addr::owner(self.kernel, self.b, buf, idx).map_err(|m| Decline::new(Rule::Address, m))
+        crate::addr::owner(self.kernel, self.b, buf, idx).map_err(|m| Decline::new(CommonRule::Address, m))
     }
     pub fn expr(&mut self, e: &Expr) -> Result<LExpr, Decline> {
-        crate::expr::lower(self.kernel, self.env, self.b, e).map_err(|d| Decline::new(Rule::Operand, d.message))
+        crate::expr::lower(self.kernel, self.env, self.b, e).map_err(|d| Decline::new(CommonRule::Operand, d.message))
     }
     /// Element index of `buf[idx]` through the buffer's layout (memory axis only).
     pub fn address(&mut self, buf: BufId, idx: &[LExpr]) -> Result<(LBufId, LExpr), Decline> {
-        crate::addr::element(self.kernel, self.env, self.b, buf, idx, true).map_err(|m| Decline::new(Rule::Address, m))
+        crate::addr::element(self.kernel, self.env, self.b, buf, idx, true)
+            .map_err(|m| Decline::new(CommonRule::Address, m))
     }
 
     /// The barrier that ends a cooperative call of scope `kind` whose threads
@@ -472,7 +411,7 @@ impl Emitter<'_> {
 
     pub fn lbuf(&self, buf: BufId) -> Result<(LBufId, DType), Decline> {
         self.env.lbuf(buf).ok_or_else(|| {
-            Decline::new(Rule::Operand, format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
+            Decline::new(CommonRule::Operand, format!("buffer `{}` is not allocated here", self.kernel.buf(buf).name))
         })
     }
 }

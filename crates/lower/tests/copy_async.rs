@@ -9,6 +9,7 @@
 mod common;
 use common::*;
 use tirx_ir::{DType, Span};
+use tirx_lower::{CommonRule, CopyAsyncRule, CopyRule};
 use tirx_sim::{SimError, SimErrorKind, SimOptions};
 
 const HEAD: &str = "from tvm.script import tirx as T
@@ -298,17 +299,42 @@ def kernel(A_ptr: T.handle):
 fn declines_name_their_rule() {
     let smem = "S_ = T.alloc_buffer((64, 64), \"float16\", scope=\"shared\")";
     let cases: [(&str, &str, Rule, &str); 8] = [
-        (smem, "Tx.cta.copy_async(A[0:64, 0:64], S_[0:64, 0:64])", Rule::ScopeAllowed, "allowed: global->shared"),
-        (smem, "Tx.cta.copy_async(S_[0:3, 0:64], A[0:3, 0:64])", Rule::DividesThreadCnt, "not divisible"),
-        (smem, "Tx.cta.copy_async(S_[0:64, 0:16], A[0:64, 1:17])", Rule::Alignment, "cp.async moves 4, 8 or 16 bytes"),
-        (smem, "Tx.cta.copy_async(S_[0:8, 0:8], A[0:8, 0:8], direct=True)", Rule::ExecScope, "thread scope only"),
-        (smem, "Tx.copy_async(S_[0:1, 0:16], A[0:1, 0:16], direct=True)", Rule::Partition, "exactly one"),
-        (smem, "Tx.cta.copy_async(S_[0:64, 0:64], A[0:64, 0:64], fill_mode=\"zero\")", Rule::Config, "no predicate"),
-        (smem, "Tx.copy_async(S_[0:1, 0:8], A[0:1, 0:8], predicate=1.5)", Rule::Operand, "not float32"),
+        (
+            smem,
+            "Tx.cta.copy_async(A[0:64, 0:64], S_[0:64, 0:64])",
+            CommonRule::ScopeAllowed.into(),
+            "allowed: global->shared",
+        ),
+        (smem, "Tx.cta.copy_async(S_[0:3, 0:64], A[0:3, 0:64])", CopyRule::DividesThreadCnt.into(), "not divisible"),
+        (
+            smem,
+            "Tx.cta.copy_async(S_[0:64, 0:16], A[0:64, 1:17])",
+            CopyAsyncRule::Alignment.into(),
+            "cp.async moves 4, 8 or 16 bytes",
+        ),
+        (
+            smem,
+            "Tx.cta.copy_async(S_[0:8, 0:8], A[0:8, 0:8], direct=True)",
+            CommonRule::ExecScope.into(),
+            "thread scope only",
+        ),
+        (
+            smem,
+            "Tx.copy_async(S_[0:1, 0:16], A[0:1, 0:16], direct=True)",
+            CopyAsyncRule::Partition.into(),
+            "exactly one",
+        ),
+        (
+            smem,
+            "Tx.cta.copy_async(S_[0:64, 0:64], A[0:64, 0:64], fill_mode=\"zero\")",
+            CommonRule::Config.into(),
+            "no predicate",
+        ),
+        (smem, "Tx.copy_async(S_[0:1, 0:8], A[0:1, 0:8], predicate=1.5)", CommonRule::Operand.into(), "not float32"),
         (
             smem,
             "if lane < 16:\n        Tx.warp.copy_async(S_[0:32, 0:64], A[0:32, 0:64])",
-            Rule::AllThreadsActive,
+            CommonRule::AllThreadsActive.into(),
             "laneid",
         ),
     ];
@@ -330,7 +356,7 @@ fn older_targets_decline_by_arch() {
     let opts = tirx_lower::LowerOptions::for_arch(tirx_ir::Arch::SM_75);
     let (ex, _) = tirx_lower::explain_kernel(&k, &opts);
     let t = ex[0].tried.iter().find(|t| t.variant == "ldgsts").unwrap();
-    assert_eq!(t.rule, Some(Rule::Arch), "{t:?}");
+    assert_eq!(t.rule, Some(CommonRule::Arch.into()), "{t:?}");
     assert!(t.reason.contains("ldgsts needs sm_80; target is sm_75"), "{}", t.reason);
     // The kernel's own cp.async statements are errors at the statement on sm_75, never internal ones.
     let d = tirx_lower::lower_kernel(&k, &opts).unwrap_err();
@@ -623,6 +649,6 @@ def kernel(A_ptr: T.handle):
     );
     let (explain, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
     let t = explain[0].tried.iter().find(|t| t.variant == "tma_explicit").expect("tma_explicit tried");
-    assert_eq!(t.rule, Some(Rule::SharedPointer), "{}", explain[0].render());
+    assert_eq!(t.rule, Some(CopyAsyncRule::SharedPointer.into()), "{}", explain[0].render());
     assert!(t.reason.contains("a box starts at byte 8 of `S_`"), "{}", t.reason);
 }

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use tirx_lower::CommonRule;
 use tirx_lower::{lower_with, Registry};
 
 fn warp_4x6(extra: &str) -> String {
@@ -124,7 +125,7 @@ fn narrowing_by_lane_and_else_branch() {
     let l = lower(&src);
     let c = call(&l, 0);
     assert_eq!(c.chosen.as_deref(), Some("fallback"));
-    assert_eq!(rule(c, "gmem_smem"), Rule::AllThreadsActive);
+    assert_eq!(rule(c, "gmem_smem"), CommonRule::AllThreadsActive);
     // The narrowed range is what the user needs to see.
     assert_eq!(tried(c, "gmem_smem").reason, "laneid narrowed to [16, 32) vs full [0, 32)");
     assert!(l.lir.to_string().contains("lane == 16"), "{}", l.lir);
@@ -170,7 +171,7 @@ fn lane_dependent_region_is_rejected() {
         .replace("Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])", "Tx.warp.copy(A_smem[0:1, 0:32], A[lane, 0:32])");
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
     for v in ["gmem_smem", "gmem_smem_predicated", "fallback"] {
-        assert_eq!(rule(&ex[0], v), Rule::UniformRegion, "{v}");
+        assert_eq!(rule(&ex[0], v), CommonRule::UniformRegion, "{v}");
     }
     let errs = lower_errors(&src);
     assert!(

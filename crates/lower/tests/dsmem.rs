@@ -10,7 +10,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
-use tirx_lower::Rule;
+use tirx_lower::CopyAsyncRule;
 use tirx_sim::{SimError, SimErrorKind, SimOptions};
 
 /// CTA `r` of each cluster of `c` sends its 64-element f32 row of A to CTA `(r + 1) % c`,
@@ -134,11 +134,11 @@ fn a_cluster_barrier_one_cta_skips_hangs_with_a_report() {
 fn dsmem_rules_are_named_declines() {
     let base = ring(2, 8, WAIT, TAIL, INIT);
     let cases = [
-        ("remote_cta_id=(rank + 1) % 2", "remote_cta_id=2", Rule::RemoteCta),
-        (", remote_cta_id=(rank + 1) % 2", "", Rule::RemoteCta),
-        (", mbar=bar.ptr_to([0])", "", Rule::Mbar),
-        ("theirs[0:64], mine[0:64]", "theirs[0:62], mine[0:62]", Rule::BulkChunk),
-        ("theirs[0:64], mine[0:64]", "theirs[2:62], mine[2:62]", Rule::Alignment),
+        ("remote_cta_id=(rank + 1) % 2", "remote_cta_id=2", CopyAsyncRule::RemoteCta),
+        (", remote_cta_id=(rank + 1) % 2", "", CopyAsyncRule::RemoteCta),
+        (", mbar=bar.ptr_to([0])", "", CopyAsyncRule::Mbar),
+        ("theirs[0:64], mine[0:64]", "theirs[0:62], mine[0:62]", CopyAsyncRule::BulkChunk),
+        ("theirs[0:64], mine[0:64]", "theirs[2:62], mine[2:62]", CopyAsyncRule::Alignment),
     ];
     for (from, to, rule) in cases {
         let src = base.replace(from, to);
@@ -146,13 +146,13 @@ fn dsmem_rules_are_named_declines() {
         let (explain, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
         let c = explain.iter().find(|c| c.tried.iter().any(|t| t.variant == "dsmem")).expect("the dsmem call");
         let t = c.tried.iter().find(|t| t.variant == "dsmem").unwrap();
-        assert!(!t.accepted && t.rule == Some(rule), "want {rule:?}, got {:?}\n{}", t.rule, c.render());
+        assert!(!t.accepted && t.rule == Some(rule.into()), "want {rule:?}, got {:?}\n{}", t.rule, c.render());
     }
     let no_cluster = base.replace("    rank = T.cta_id_in_cluster([2])\n", "    rank = bx % 2\n");
     assert_ne!(no_cluster, base);
     let (explain, _) = tirx_lower::explain_kernel(&parse(&no_cluster), &Default::default());
     let c = explain.iter().find(|c| c.tried.iter().any(|t| t.variant == "dsmem")).expect("the dsmem call");
-    assert_eq!(rule(c, "dsmem"), Rule::Cluster, "{}", c.render());
+    assert_eq!(rule(c, "dsmem"), CopyAsyncRule::Cluster, "{}", c.render());
 }
 
 const SPLIT: &str = "    T.ptx.barrier.cluster.arrive()\n    T.ptx.barrier.cluster.wait()\n";
@@ -485,19 +485,19 @@ fn strided_regions_that_bulk_copies_cannot_move_decline_by_name() {
     // 64 x 4 f16: rows of 8 B.
     let (r, why) =
         strided_decline("float16", dense(&[64, 64], &[(0, 64), (0, 4)]), dense(&[64, 4], &[(0, 64), (0, 4)]));
-    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert_eq!(r, CopyAsyncRule::BulkChunk, "{why}");
     assert!(why.contains("4 element(s) (8 B)") && why.contains("multiple of 16 bytes"), "{why}");
     // A column slice starting at byte 8.
     let (r, why) = strided_decline("float16", dense(&[64, 64], &[(0, 64), (4, 32)]), ROW_MAJOR_64X32);
-    assert_eq!(r, Rule::Alignment, "{why}");
+    assert_eq!(r, CopyAsyncRule::Alignment, "{why}");
     assert!(why.contains("`mine` starts at byte 8"), "{why}");
     // 64 B rows 72 B apart: the second chunk starts at byte 72.
     let (r, why) = strided_decline("float16", dense(&[64, 36], &[(0, 64), (0, 32)]), ROW_MAJOR_64X32);
-    assert_eq!(r, Rule::Alignment, "{why}");
+    assert_eq!(r, CopyAsyncRule::Alignment, "{why}");
     assert!(why.contains("chunk 1 of `mine` starts at byte 72") && why.contains("step by 72 B"), "{why}");
     // ... and on the destination side.
     let (r, why) = strided_decline("float16", ROW_MAJOR_64X32, dense(&[64, 36], &[(0, 64), (0, 32)]));
-    assert_eq!(r, Rule::Alignment, "{why}");
+    assert_eq!(r, CopyAsyncRule::Alignment, "{why}");
     assert!(why.contains("chunk 1 of `theirs`"), "{why}");
     // Row-major into column-major (the reference's incompatible case): 1-element runs.
     let (r, why) = strided_decline(
@@ -505,12 +505,12 @@ fn strided_regions_that_bulk_copies_cannot_move_decline_by_name() {
         Side { shape: &[4, 64], layout: None, region: &[(0, 4), (0, 64)] },
         Side { shape: &[4, 64], layout: Some("TileLayout(S[(4, 64):(1, 4)])"), region: &[(0, 4), (0, 64)] },
     );
-    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert_eq!(r, CopyAsyncRule::BulkChunk, "{why}");
     assert!(why.contains("dense") && why.contains("1 element(s) (2 B)"), "{why}");
     // 16 B chunks, 300 of them: over the cap.
     let (r, why) =
         strided_decline("float32", dense(&[300, 8], &[(0, 300), (0, 4)]), dense(&[300, 4], &[(0, 300), (0, 4)]));
-    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert_eq!(r, CopyAsyncRule::BulkChunk, "{why}");
     assert!(why.contains("300 chunks of 16 B") && why.contains("256"), "{why}");
     // A swizzled side still declines.
     let sw = Side {
@@ -519,7 +519,7 @@ fn strided_regions_that_bulk_copies_cannot_move_decline_by_name() {
         region: &[(0, 64), (0, 64)],
     };
     let (r, why) = strided_decline("float16", dense(&[64, 64], &[(0, 64), (0, 64)]), sw);
-    assert_eq!(r, Rule::BulkChunk, "{why}");
+    assert_eq!(r, CopyAsyncRule::BulkChunk, "{why}");
     assert!(why.contains("swizzled"), "{why}");
 }
 

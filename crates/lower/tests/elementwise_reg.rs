@@ -9,6 +9,7 @@ use common::*;
 use tirx_ir::lir::{LStmt, LStmtKind, PackedOp};
 use tirx_ir::DType;
 use tirx_lower::Lowered;
+use tirx_lower::{CommonRule, EwiseRule, Rule};
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -361,18 +362,18 @@ fn scope_errors() {
 "#
         )
     };
-    let cases = [
-        (128, "    X_l = X.local()\n    Y_l = Y.local()\n    Tx.wg.cast(Y_l[0:8], X_l[0:8])", Rule::ScopeLevel, "pass the warpgroup-level tensor, not its `.local()` (per-thread) view"),
-        (128, "    X_l = X.local()\n    Y_l = Y.local()\n    Tx.cta.cast(Y_l[0:8], X_l[0:8])", Rule::ScopeLevel, "pass the cta-level tensor, not its `.local()` (per-thread) view"),
-        (128, "    Tx.wg.zero(H[0:64, 0:8])", Rule::ScopeLevel, "thread axes span 64 threads, not the full 128 of the warpgroup"),
-        (128, "    Tx.wg.cast(Y[0:128, 0:4], X[0:128, 0:8])", Rule::Broadcast, "shape incompat: dim 1: `X` extent 8 vs anchor 4 (need equal or 1)|does not match the destination region (128, 4)"),
-        (128, "    Tx.wg.sub(X[0:128, 0:8], 3.0, X[0:128, 0:8])", Rule::Parse, "non-commutative op sub cannot have a constant lhs"),
-        (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], Sm[0:128, 0:8])", Rule::OperandScope, "operand `Sm` is in shared memory"),
-        (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], V[0:1, 0:8])", Rule::ThreadPart, "thread part mismatch between anchor `X` and operand `V` after alignment"),
-        (128, "    Tx.cast(Y[0:128, 0:8], X[0:128, 0:8])", Rule::ScopeLevel, "a thread-scope op cannot use `Y`, which is distributed over threads"),
-        (128, "    Tx.wg.add(X[64:128, 0:8], X[64:128, 0:8], X[64:128, 0:8])", Rule::ScopeLevel, "the region of `X` selects part of the threads (offset 64@tid_in_wg)"),
-        (128, "    Tx.wg.add(X[0:64, 0:8], X[0:64, 0:8], X[0:64, 0:8])", Rule::ScopeLevel, "thread axes span 64 threads, not the full 128 of the warpgroup"),
-        (128, "    Tx.wg.add(Y[0:128, 0:8], Y[0:128, 0:8], H[0:64, 0:8])", Rule::Broadcast, "shape incompat: dim 0: `H` extent 64 vs anchor 128|does not match the destination region (128, 8)"),
+    let cases: [(i64, &str, Rule, &str); 11] = [
+        (128, "    X_l = X.local()\n    Y_l = Y.local()\n    Tx.wg.cast(Y_l[0:8], X_l[0:8])", EwiseRule::ScopeLevel.into(), "pass the warpgroup-level tensor, not its `.local()` (per-thread) view"),
+        (128, "    X_l = X.local()\n    Y_l = Y.local()\n    Tx.cta.cast(Y_l[0:8], X_l[0:8])", EwiseRule::ScopeLevel.into(), "pass the cta-level tensor, not its `.local()` (per-thread) view"),
+        (128, "    Tx.wg.zero(H[0:64, 0:8])", EwiseRule::ScopeLevel.into(), "thread axes span 64 threads, not the full 128 of the warpgroup"),
+        (128, "    Tx.wg.cast(Y[0:128, 0:4], X[0:128, 0:8])", EwiseRule::Broadcast.into(), "shape incompat: dim 1: `X` extent 8 vs anchor 4 (need equal or 1)|does not match the destination region (128, 4)"),
+        (128, "    Tx.wg.sub(X[0:128, 0:8], 3.0, X[0:128, 0:8])", CommonRule::Parse.into(), "non-commutative op sub cannot have a constant lhs"),
+        (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], Sm[0:128, 0:8])", CommonRule::OperandScope.into(), "operand `Sm` is in shared memory"),
+        (128, "    Tx.wg.add(X[0:128, 0:8], X[0:128, 0:8], V[0:1, 0:8])", EwiseRule::ThreadPart.into(), "thread part mismatch between anchor `X` and operand `V` after alignment"),
+        (128, "    Tx.cast(Y[0:128, 0:8], X[0:128, 0:8])", EwiseRule::ScopeLevel.into(), "a thread-scope op cannot use `Y`, which is distributed over threads"),
+        (128, "    Tx.wg.add(X[64:128, 0:8], X[64:128, 0:8], X[64:128, 0:8])", EwiseRule::ScopeLevel.into(), "the region of `X` selects part of the threads (offset 64@tid_in_wg)"),
+        (128, "    Tx.wg.add(X[0:64, 0:8], X[0:64, 0:8], X[0:64, 0:8])", EwiseRule::ScopeLevel.into(), "thread axes span 64 threads, not the full 128 of the warpgroup"),
+        (128, "    Tx.wg.add(Y[0:128, 0:8], Y[0:128, 0:8], H[0:64, 0:8])", EwiseRule::Broadcast.into(), "shape incompat: dim 0: `H` extent 64 vs anchor 128|does not match the destination region (128, 8)"),
     ];
     for (threads, body, want_rule, want) in cases {
         let src = kernel(threads, body);

@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use tirx_lower::{CommonRule, CopyRule};
 
 /// The reference's fallback cases (a region that does not divide over the
 /// threads) now keep every thread working: `gmem_smem_predicated` takes them,
@@ -39,7 +40,7 @@ fn seed_003_warp_4x6_f32() {
     let rt = RoundTrip::full("warp", 32, &[4, 6], "float32");
     let l = cooperates(&rt);
     let c = call(&l, 0);
-    assert_eq!(rule(c, "gmem_smem"), Rule::DividesThreadCnt);
+    assert_eq!(rule(c, "gmem_smem"), CopyRule::DividesThreadCnt);
     assert_eq!(tried(c, "gmem_smem").predicate.as_deref(), Some("divides_thread_cnt"));
     assert_eq!(tried(c, "gmem_smem").reason, "region size 24 not divisible by thread_cnt=32");
     assert_eq!(tried(c, "fallback").reason, "thread 0 of the warp copies 24 elements one by one");
@@ -134,7 +135,7 @@ fn elects_first_thread_of_the_narrowed_scope() {
     let l = lower(&src);
     let text = l.lir.to_string();
     assert!(text.contains("tid == 32"), "{text}");
-    assert_eq!(rule(call(&l, 0), "gmem_smem"), Rule::AllThreadsActive);
+    assert_eq!(rule(call(&l, 0), "gmem_smem"), CommonRule::AllThreadsActive);
     assert!(
         tried(call(&l, 0), "gmem_smem").reason.contains("warpid narrowed to [1, 2) vs full [0, 2)"),
         "{:?}",

@@ -14,6 +14,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
+use tirx_lower::{CommonRule, GemmRule};
 use tirx_sim::value::{from_bytes, to_bytes};
 
 /// One gemm kernel of the matrix.
@@ -370,10 +371,10 @@ fn declines_alpha_beta_and_dtypes() {
     let g = Gemm::new(16, 8, 16, "float16");
     let with = |extra: &str| g.script_with(&format!("{}{extra})", g.call().trim_end_matches(')')));
     let (r, why) = declined(&with(", alpha=2.0"), 3);
-    assert_eq!(r, Rule::Scalar, "{why}");
+    assert_eq!(r, GemmRule::Scalar, "{why}");
     assert!(why.contains("alpha = 2"), "{why}");
     let (r, why) = declined(&with(", beta=0.5"), 3);
-    assert_eq!(r, Rule::Scalar, "{why}");
+    assert_eq!(r, GemmRule::Scalar, "{why}");
     assert!(why.contains("beta = 0.5"), "{why}");
     // The reference's unsupported signatures: (f16, f16, f16, f16), (bf16, f16, f32, f32), f32 with int8 A/B.
     for (ab_a, ab_b, acc) in
@@ -385,7 +386,7 @@ fn declines_alpha_beta_and_dtypes() {
             .replace("(16, 8), \"float16\"", &format!("(16, 8), \"{ab_b}\""))
             .replace("\"float32\"", &format!("\"{acc}\""));
         let (r, why) = declined(&src, 3);
-        assert_eq!(r, Rule::Dtype, "{ab_a} {ab_b} {acc}: {why}\n{src}");
+        assert_eq!(r, CommonRule::Dtype, "{ab_a} {ab_b} {acc}: {why}\n{src}");
         assert!(why.contains("no mma.sync takes"), "{why}");
     }
 }
@@ -399,7 +400,7 @@ fn declines_fragment_mismatch_and_names_the_element() {
         "TileLayout(S[(2, 8, 2, 4, 2):(2, 1@laneid, 4, 8@laneid, 1)])",
     );
     let (r, why) = declined(&bad, 3);
-    assert_eq!(r, Rule::Fragment, "{why}");
+    assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("A `A_f` is not the m16n8k16 A fragment: its element (0, 2)"), "{why}");
     assert!(why.contains("S[(2, 8, 2, 4, 2):(2, 4@laneid, 4, 1@laneid, 1)]"), "{why}");
     // Pairs not adjacent in registers: the k pair at stride 2, rM at stride 1.
@@ -408,7 +409,7 @@ fn declines_fragment_mismatch_and_names_the_element() {
         "TileLayout(S[(2, 8, 2, 4, 2):(1, 4@laneid, 4, 1@laneid, 2)])",
     );
     let (r, why) = declined(&bad, 3);
-    assert_eq!(r, Rule::Fragment, "{why}");
+    assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("element 1 of the 32-bit register packing 2"), "{why}");
 }
 
@@ -417,7 +418,7 @@ fn declines_inactive_lanes_shared_operands_and_old_targets() {
     let g = Gemm::new(16, 8, 16, "float16");
     let guarded = g.script().replace("    Tx.warp.gemm(", "    if lane < 16:\n        Tx.warp.gemm(");
     let (r, why) = declined(&guarded, 3);
-    assert_eq!(r, Rule::AllThreadsActive, "{why}");
+    assert_eq!(r, CommonRule::AllThreadsActive, "{why}");
     let shared = g.script().replace(
         "A_f = T.alloc_buffer((16, 16), \"float16\", scope=\"local\", layout=TileLayout(S[(2, 8, 2, 4, 2):(2, 4@laneid, 4, 1@laneid, 1)]))",
         "A_f = T.alloc_buffer((16, 16), \"float16\", scope=\"shared\")",
@@ -425,13 +426,13 @@ fn declines_inactive_lanes_shared_operands_and_old_targets() {
     let k = parse(&shared);
     let (ex, _) = tirx_lower::explain_kernel(&k, &Default::default());
     let t = tried(&ex[3], "mma.m16n8k*");
-    assert_eq!(t.rule, Some(Rule::OperandScope), "{}", ex[3].render());
+    assert_eq!(t.rule, Some(CommonRule::OperandScope.into()), "{}", ex[3].render());
     // bf16 mma needs sm_80.
     let g = Gemm::new(16, 8, 16, "bfloat16");
     let k = parse(&g.script());
     let (ex, _) = tirx_lower::explain_kernel(&k, &tirx_lower::LowerOptions::for_arch(tirx_ir::Arch::SM_75));
     let t = tried(&ex[3], "mma.m16n8k*");
-    assert_eq!(t.rule, Some(Rule::Arch), "{}", ex[3].render());
+    assert_eq!(t.rule, Some(CommonRule::Arch.into()), "{}", ex[3].render());
     assert!(t.reason.contains("needs sm_80; target is sm_75"), "{}", t.reason);
 }
 
@@ -510,14 +511,14 @@ fn cta_and_warpgroup_scopes_where_each_warp_owns_its_tiles() {
         "TileLayout(S[(2, 4, 2, 8):(2, 1@laneid, 1, 4@laneid)] + R[4:1@warpid])",
     );
     let (r, why) = declined(&src, 2);
-    assert_eq!(r, Rule::Replicated, "{why}");
+    assert_eq!(r, GemmRule::Replicated, "{why}");
     // A distributed over warps along K: warp w's D rows need A rows another warp holds.
     let src = wide_script("cta").replace(
         "TileLayout(S[(4, 2, 8, 2, 4, 2):(1@warpid, 2, 4@laneid, 4, 1@laneid, 1)])",
         "TileLayout(S[(4, 2, 8, 2, 4, 2):(8, 2, 4@laneid, 1@warpid, 1@laneid, 1)])",
     );
     let (r, why) = declined(&src, 2);
-    assert_eq!(r, Rule::Fragment, "{why}");
+    assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("but warp 0 computes with it"), "{why}");
 }
 
@@ -585,7 +586,7 @@ fn beta_zero_ignores_c_and_overlapping_c_is_declined() {
             ),
         );
     let (r, why) = declined(&src, 3);
-    assert_eq!(r, Rule::Operand, "{why}");
+    assert_eq!(r, CommonRule::Operand, "{why}");
     assert!(why.contains("C and D are both `acc`"), "{why}");
 }
 
@@ -601,7 +602,7 @@ fn decline_hints_are_the_working_layouts() {
         let bad_a = g.a_layout().replace("1@laneid", "8@laneid").replace("4@laneid", "1@laneid");
         let src = g.script().replace(&g.a_layout(), &bad_a);
         let (r, why) = declined(&src, 3);
-        assert_eq!(r, Rule::Fragment, "{why}");
+        assert_eq!(r, GemmRule::Fragment, "{why}");
         assert!(why.contains(&strip(g.a_layout())), "{ab} k{k}: hint is not {}: {why}", g.a_layout());
         let bad_b = g.b_layout().replace("1@laneid", "8@laneid").replace("4@laneid", "1@laneid");
         let (_, why) = declined(&g.script().replace(&g.b_layout(), &bad_b), 3);
@@ -615,6 +616,6 @@ fn decline_hints_are_the_working_layouts() {
         "for i in range(2):\n        Tx.warp.gemm(D_f[0:16, 0:8], A_f[0:16, i * 16:i * 16 + 16], B_f[i * 16:i * 16 + 16, 0:8], D_f[0:16, 0:8], beta=1.0)",
     );
     let (r, why) = declined(&src, 3);
-    assert_eq!(r, Rule::Fragment, "{why}");
+    assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("register regions need constant begins"), "{why}");
 }

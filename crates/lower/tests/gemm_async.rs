@@ -14,6 +14,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
+use tirx_lower::{CommonRule, GemmRule};
 use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{SimErrorKind, SimOptions};
 
@@ -354,7 +355,7 @@ fn declines_per_rule() {
         "layout=TileLayout(S[64, 64]))\n    acc",
     );
     let (r, why) = declined(&bad);
-    assert_eq!(r, Rule::Layout, "{why}");
+    assert_eq!(r, CommonRule::Layout, "{why}");
     assert!(why.contains("B `B_s` is not a canonical wgmma tile") && why.contains("element (1, 0)"), "{why}");
     // Wrong swizzle: the 128-byte XOR at chunk granularity 16 rows (atom 4).
     let bad = src.replace(
@@ -362,7 +363,7 @@ fn declines_per_rule() {
         "layout=ComposeLayout(3, 3, 4, TileLayout(S[64, 64])))\n    acc",
     );
     let (r, why) = declined(&bad);
-    assert_eq!(r, Rule::Swizzle, "{why}");
+    assert_eq!(r, GemmRule::Swizzle, "{why}");
     assert!(why.contains("ComposeLayout(3, 3, 4)"), "{why}");
     // Misaligned base: a region one row into the swizzle pattern, and a symbolic begin of half a pattern.
     let mut big = Case::new(64, 64, 64, "bfloat16");
@@ -376,24 +377,24 @@ fn declines_per_rule() {
         )
         .replace("A_s[0:64, 0:64], B_s", "A_s[1:65, 0:64], B_s");
     let (r, why) = declined(&shifted);
-    assert_eq!(r, Rule::Alignment, "{why}");
+    assert_eq!(r, GemmRule::Alignment, "{why}");
     assert!(why.contains("misaligned base") && why.contains("block 0 starts at element 64"), "{why}");
     let symbolic = shifted
         .replace("A_s[1:65, 0:64], B_s", "A_s[i * 4:i * 4 + 64, 0:64], B_s")
         .replace("    Tx.warpgroup.gemm_async", "    for i in range(2):\n        Tx.warpgroup.gemm_async");
     let (r, why) = declined(&symbolic);
-    assert_eq!(r, Rule::Alignment, "{why}");
+    assert_eq!(r, GemmRule::Alignment, "{why}");
     assert!(why.contains("steps of 256 elements (512 bytes), not whole 1024-byte swizzle periods"), "{why}");
     // Wrong register layout: the accumulator laid out row by row per thread.
     let bad = src.replace(&c.acc_layout(), "TileLayout(S[(64, 2, 32):(1@tid_in_wg, 64@tid_in_wg, 1)])");
     let (r, why) = declined(&bad);
-    assert_eq!(r, Rule::Fragment, "{why}");
+    assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("not the wgmma accumulator fragment") && why.contains("S[(4, 2, 8, 8, 4, 2)"), "{why}");
     // Types: bfloat16 has no float16 accumulator.
     let mut h = Case::new(64, 64, 64, "bfloat16");
     h.acc = "float16";
     let (r, why) = declined(&h.script());
-    assert_eq!(r, Rule::Dtype, "{why}");
+    assert_eq!(r, CommonRule::Dtype, "{why}");
     // B in registers.
     let bad = src.replace(
         "B_s = T.alloc_buffer((64, 64), \"bfloat16\", scope=\"shared\"",
@@ -403,7 +404,7 @@ fn declines_per_rule() {
         "layout=mma_shared_layout(\"bfloat16\", 3, (64, 64)))\n    acc",
         "layout=TileLayout(S[(64, 64):(1@tid_in_wg, 1)]))\n    acc",
     ));
-    assert_eq!(r, Rule::OperandScope);
+    assert_eq!(r, CommonRule::OperandScope);
     // Part of the warpgroup.
     let bad =
         src.replace("    Tx.warpgroup.gemm_async", "    if T.thread_id_in_wg() < 64:\n        Tx.warpgroup.gemm_async");
@@ -411,7 +412,7 @@ fn declines_per_rule() {
         &bad.replace("T.thread_id([128])", "tw = T.thread_id_in_wg([128]); T.thread_id([128])")
             .replace("T.thread_id_in_wg() < 64", "tw < 64"),
     );
-    assert_eq!(r, Rule::AllThreadsActive, "{why}");
+    assert_eq!(r, CommonRule::AllThreadsActive, "{why}");
 }
 
 #[test]
@@ -420,7 +421,7 @@ fn declines_older_targets() {
     let k = parse(&src);
     let (ex, _) = tirx_lower::explain_kernel(&k, &tirx_lower::LowerOptions::for_arch(tirx_ir::Arch::SM_90));
     let c = ex.iter().find(|c| c.op == "gemm_async").unwrap();
-    assert_eq!(rule(c, "wgmma"), Rule::Arch);
+    assert_eq!(rule(c, "wgmma"), CommonRule::Arch);
     assert!(tried(c, "wgmma").reason.contains("needs sm_90a; target is sm_90"), "{}", c.render());
 }
 

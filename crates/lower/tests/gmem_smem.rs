@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use tirx_lower::{CommonRule, CopyRule};
 
 fn decided(rt: &RoundTrip, vec: u32, rounds: u64) {
     let l = rt.check();
@@ -306,7 +307,7 @@ fn unstructured_partition() {
         c.render()
     );
     let gs = tried(c, "gmem_smem");
-    assert_eq!(rule(c, "gmem_smem"), Rule::Partition);
+    assert_eq!(rule(c, "gmem_smem"), CopyRule::Partition);
     assert!(
         gs.reason.starts_with("no [outer, threads, vec] split of the 24 elements over 8 threads: vec 4: "),
         "{}",
@@ -349,12 +350,12 @@ def kernel(A_ptr: T.handle):
     let unknown = unknown.replace("by * 65536 * 65536 * 65536", "i * 65536 * 65536 * 65536");
     let (calls, _) = tirx_lower::explain_kernel(&parse(&unknown), &Default::default());
     let t = tried(&calls[0], "gmem_smem");
-    assert_eq!(rule(&calls[0], "gmem_smem"), Rule::SymbolicBegin);
+    assert_eq!(rule(&calls[0], "gmem_smem"), CommonRule::SymbolicBegin);
     assert!(t.reason.contains("overflows i64"), "{t:?}");
     // A coefficient of 2^64 has no affine form in i64.
     let wider = unknown.replace("i * 65536 * 65536 * 65536", "i * 65536 * 65536 * 65536 * 65536");
     let (calls, _) = tirx_lower::explain_kernel(&parse(&wider), &Default::default());
     let t = tried(&calls[0], "gmem_smem");
-    assert_eq!(rule(&calls[0], "gmem_smem"), Rule::SymbolicBegin);
+    assert_eq!(rule(&calls[0], "gmem_smem"), CommonRule::SymbolicBegin);
     assert!(t.reason.contains("not affine"), "{t:?}");
 }

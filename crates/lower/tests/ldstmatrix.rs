@@ -8,6 +8,7 @@ mod common;
 use common::*;
 use tirx_ir::DType;
 use tirx_lower::{CallExplain, Lowered};
+use tirx_lower::{CommonRule, CopyRule};
 
 /// One iter of a test layout: a whole dimension `(extent, stride, axis)`, axis "" = memory.
 type Dim = (i64, i64, &'static str);
@@ -346,7 +347,7 @@ fn declines_32_bit_dtype() {
     for store in [false, true] {
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.dtype = "float32";
-        declined(&k, Rule::Dtype, "ldmatrix/stmatrix move 16-bit elements (.b16); `");
+        declined(&k, CommonRule::Dtype.into(), "ldmatrix/stmatrix move 16-bit elements (.b16); `");
     }
 }
 
@@ -366,7 +367,7 @@ fn declines_non_fragment_registers() {
         // Lanes transposed: lane l holds row l % 8.
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.r = vec![(8, 1, "laneid"), (4, 8, "laneid"), (2, 2, ""), (2, 1, "")];
-        declined(&k, Rule::Fragment, "`R` is not the m8n8 fragment of `A_smem`: in the fragment's register order (lane l holds row l/4, column pair l%4 of each tile) the 8 rows of a tile are not evenly strided in `A_smem`");
+        declined(&k, CopyRule::Fragment.into(), "`R` is not the m8n8 fragment of `A_smem`: in the fragment's register order (lane l holds row l/4, column pair l%4 of each tile) the 8 rows of a tile are not evenly strided in `A_smem`");
         // Lane i holds row i of a 32×8 tile: in register order the shared tiles are not row-major.
         let k = Kernel {
             scope: "warp",
@@ -376,7 +377,7 @@ fn declines_non_fragment_registers() {
             s_layout: "TileLayout(S[(32, 8):(8, 1)])".into(),
             store,
         };
-        declined(&k, Rule::Fragment, "the tiles of `A_smem` are neither row-major");
+        declined(&k, CopyRule::Fragment.into(), "the tiles of `A_smem` are neither row-major");
     }
 }
 
@@ -385,11 +386,11 @@ fn declines_misaligned_shared_rows() {
     for store in [false, true] {
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.s_layout = "TileLayout(S[(8, 4, 2, 2):(20, 2, 8, 1)])".into();
-        declined(&k, Rule::Alignment, "the rows (row-major tiles) of `A_smem` are 20 elements (40 B) apart");
+        declined(&k, CopyRule::Alignment.into(), "the rows (row-major tiles) of `A_smem` are 20 elements (40 B) apart");
         // Tiles 12 elements apart: misaligned whether one instruction moves both (num 2) or each (num 1).
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.s_layout = "TileLayout(S[(8, 4, 2, 2):(32, 2, 12, 1)])".into();
-        declined(&k, Rule::Fragment, "num 2: the 2 tiles are 12 elements apart in shared memory");
+        declined(&k, CopyRule::Fragment.into(), "num 2: the 2 tiles are 12 elements apart in shared memory");
     }
 }
 
@@ -397,7 +398,7 @@ fn declines_misaligned_shared_rows() {
 fn declines_small_swizzle_chunk() {
     let mut k = matrix_kernel("warp", 2, false, false, false);
     k.s_layout = "ComposeLayout(2, 3, 3, TileLayout(S[(8, 4, 2, 2):(16, 2, 8, 1)]))".into();
-    declined(&k, Rule::Swizzle, "per_element=2 < 3");
+    declined(&k, CopyRule::Swizzle.into(), "per_element=2 < 3");
 }
 
 /// Narrower `num` when wider ones do not divide the tiles, and the limits say why.
@@ -443,7 +444,7 @@ fn replicated_registers() {
             assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{}", c.render());
         } else {
             let (p, r) = decline_of(c);
-            assert_eq!(p, Rule::Replicated, "{r}");
+            assert_eq!(p, CopyRule::Replicated, "{r}");
             assert!(r.contains("every warp would store the same shared elements"), "{r}");
         }
     }
@@ -458,7 +459,7 @@ fn explain_shows_the_failed_condition() {
     assert!(text.contains("declines ldstmatrix"), "{text}");
     assert!(text.contains("`R` is not the m8n8 fragment of `A_smem`"), "{text}");
     assert!(text.contains("[fragment]"), "{text}");
-    assert_eq!(rule(&calls[1], "ldstmatrix"), Rule::Fragment);
+    assert_eq!(rule(&calls[1], "ldstmatrix"), CopyRule::Fragment);
 }
 
 /// Two 8×16 stages in shared memory `stride` elements apart, loaded one after the
@@ -516,13 +517,16 @@ fn stage_offsets_constant_and_symbolic() {
     let calls = run_staged(&staged(132, false));
     assert_eq!(calls[0].chosen.as_deref(), Some("ldstmatrix"), "{}", calls[0].render());
     let (p, r) = decline_of(&calls[1]);
-    assert_eq!((p, r.as_str()), (Rule::Alignment, "the shared region starts at element 132 (264 B), not 16-B aligned"));
+    assert_eq!(
+        (p, r.as_str()),
+        (CopyRule::Alignment.into(), "the shared region starts at element 132 (264 B), not 16-B aligned")
+    );
     assert_eq!(calls[1].chosen.as_deref(), Some("reg"));
     let calls = run_staged(&staged(132, true));
     let (p, r) = decline_of(&calls[0]);
     assert_eq!(
         (p, r.as_str()),
-        (Rule::Alignment, "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)")
+        (CopyRule::Alignment.into(), "the symbolic region begin moves by 132 elements, not a multiple of 8 (16 B)")
     );
     assert_eq!(calls[0].chosen.as_deref(), Some("reg"));
 }
@@ -533,7 +537,7 @@ fn declines_sparse_register_pairs() {
     let mut k = matrix_kernel("warp", 2, false, false, false);
     k.r = vec![(8, 4, "laneid"), (4, 1, "laneid"), (2, 4, ""), (2, 2, "")];
     let (p, c) = decline_of_script_and_explain(&k.script());
-    assert_eq!(p, Rule::Fragment);
+    assert_eq!(p, CopyRule::Fragment);
     assert!(c.contains("the two 16-bit elements of a column pair must be adjacent registers"), "{c}");
 }
 
@@ -645,7 +649,7 @@ mod props {
                 prop_assert!(cuda(&l).contains(&ptx(store, num, trans)));
             } else {
                 let (p, r) = decline_of(&c);
-                prop_assert_eq!(p, Rule::Fragment, "{}", r);
+                prop_assert_eq!(p, CopyRule::Fragment, "{}", r);
                 prop_assert_eq!(c.chosen.as_deref(), Some("reg"), "{}", c.render());
             }
         }

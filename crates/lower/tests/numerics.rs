@@ -1,7 +1,7 @@
 //! docs/numerics.md, checked by value through the simulator: `fma` rounds once
 //! on every dtype, 16-bit unary math and division compute in f32 and round
 //! once, each honoured `rounding_mode` is exact, the others decline with
-//! `Rule::Config`. References are independent of the simulator's method:
+//! `CommonRule::Config`. References are independent of the simulator's method:
 //! Rust's `f32::mul_add`, `half`'s f32 conversions, and exact integer
 //! arithmetic rounded by [`round_exact`].
 
@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use tirx_ir::{Arch, DType};
+use tirx_lower::CommonRule;
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -422,25 +423,25 @@ fn unsupported_rounding_declines() {
         (
             DType::F16,
             "Tx.warp.add(D[0:32, 0:8], A[0:32, 0:8], B[0:32, 0:8], rounding_mode=\"rz\")",
-            Rule::Config,
+            CommonRule::Config,
             "rounding_mode='rz' on float16 add: the GPU has no float16 add with directed rounding",
         ),
         (
             DType::BF16,
             "Tx.warp.fma(D[0:32, 0:8], A[0:32, 0:8], B[0:32, 0:8], C[0:32, 0:8], rounding_mode=\"rm\")",
-            Rule::Config,
+            CommonRule::Config,
             "supported on add, sub, mul, fdiv, reciprocal and fma",
         ),
         (
             DType::F32,
             "Tx.warp.exp(D[0:32, 0:8], A[0:32, 0:8], rounding_mode=\"rn\")",
-            Rule::Config,
+            CommonRule::Config,
             "rounding_mode='rn' on exp",
         ),
         (
             DType::F32,
             "Tx.warp.maximum(D[0:32, 0:8], A[0:32, 0:8], B[0:32, 0:8], rounding_mode=\"rz\")",
-            Rule::Config,
+            CommonRule::Config,
             "on maximum",
         ),
     ];
@@ -462,6 +463,6 @@ fn unsupported_rounding_declines() {
     let src = warp_kernel(DType::BF16, DType::BF16, 8, "Tx.warp.fma(D[0:32, 0:8], A[0:32, 0:8], 2.0, C[0:32, 0:8])");
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &tirx_lower::LowerOptions::for_arch(Arch::SM_75));
     let c = ex.iter().find(|c| c.op != "copy").expect("the fma call");
-    assert_eq!(rule(c, "reg"), Rule::Arch, "{}", c.render());
+    assert_eq!(rule(c, "reg"), CommonRule::Arch, "{}", c.render());
     assert!(tried(c, "reg").reason.contains("bfloat16 fma needs sm_80"), "{}", c.render());
 }

@@ -5,6 +5,7 @@
 
 mod common;
 use common::*;
+use tirx_lower::CopyRule;
 
 const VARIANT: &str = "gmem_smem_peel";
 
@@ -102,19 +103,27 @@ fn declines_name_their_rule() {
     let swz = "ComposeLayout(2, 3, 3, TileLayout(S[(30, 32)]))";
     let cases: Vec<(RoundTrip, Rule, &str)> = vec![
         // Aligned tiles: the plain split moves 16 bytes already.
-        (rt(vec![64, 128], vec![(0, 64), (0, 128)], "float32", 128, None), Rule::NotWider, "already moves 16-byte"),
+        (
+            rt(vec![64, 128], vec![(0, 64), (0, 128)], "float32", 128, None),
+            CopyRule::NotWider.into(),
+            "already moves 16-byte",
+        ),
         // 8×8 f16 of a 16×16 tensor on 32 threads: one round either way.
-        (rt(vec![16, 16], vec![(0, 8), (0, 8)], "float16", 32, None), Rule::NotWider, "not a quarter fewer"),
+        (rt(vec![16, 16], vec![(0, 8), (0, 8)], "float16", 32, None), CopyRule::NotWider.into(), "not a quarter fewer"),
         // Column 3 of f16: 2-byte shared boundaries.
-        (rt(vec![4, 32], vec![(0, 4), (3, 16)], "float16", 4, None), Rule::Alignment, "2-byte shared boundary"),
+        (
+            rt(vec![4, 32], vec![(0, 4), (3, 16)], "float16", 4, None),
+            CopyRule::Alignment.into(),
+            "2-byte shared boundary",
+        ),
         // Rows 101 floats apart start at different alignments.
         (
             rt(vec![8, 101], vec![(0, 8), (0, 100)], "float32", 32, None),
-            Rule::Alignment,
+            CopyRule::Alignment.into(),
             "start at different alignments",
         ),
         // A swizzled shared side.
-        (rt(vec![30, 33], vec![(0, 30), (1, 32)], "float32", 32, Some(swz)), Rule::Swizzle, "swizzled"),
+        (rt(vec![30, 33], vec![(0, 30), (1, 32)], "float32", 32, Some(swz)), CopyRule::Swizzle.into(), "swizzled"),
     ];
     for (t, want, words) in cases {
         let l = t.check();

@@ -4,6 +4,7 @@
 
 mod common;
 use common::*;
+use tirx_lower::{CommonRule, CopyRule};
 
 const VARIANT: &str = "gmem_smem_predicated";
 
@@ -31,7 +32,7 @@ fn ragged_tile_is_cooperative() {
     for i in 0..2 {
         let c = call(&l, i);
         assert_eq!((c.chosen.as_deref(), c.vec, c.rounds), (Some(VARIANT), Some(4), Some(12)), "{}", c.render());
-        assert_eq!(rule(c, "gmem_smem"), Rule::DividesThreadCnt);
+        assert_eq!(rule(c, "gmem_smem"), CopyRule::DividesThreadCnt);
         let mine = tried(c, VARIANT);
         assert!(mine.reason.contains("vec 4 (16 B) × 128 threads, 1500 vectors in 12 rounds"), "{}", mine.reason);
         assert!(mine.reason.contains("last round guarded: 92 of 128 threads active"), "{}", mine.reason);
@@ -147,6 +148,6 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
 "#;
     let l = lower(src);
     let c = call(&l, 0);
-    assert_eq!(rule(c, VARIANT), Rule::AllThreadsActive);
+    assert_eq!(rule(c, VARIANT), CommonRule::AllThreadsActive);
     assert_eq!(c.chosen.as_deref(), Some("fallback"), "{}", c.render());
 }

@@ -7,6 +7,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
+use tirx_lower::CommonRule;
 use tirx_lower::Lowered;
 
 const HEAD: &str = "from tvm.script import tirx as T\nfrom tvm.script.tirx import tile as Tx\nfrom tvm.tirx.layout import S, TileLayout, laneid\n";
@@ -110,11 +111,11 @@ fn narrowing_forms() {
 fn not_equal_on_lanes() {
     let src = warp_branch("    if lane != 0:").replace("(w - 1) * 32", "w * 0");
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
-    assert_eq!(rule(&ex[0], "gmem_smem"), Rule::AllThreadsActive);
+    assert_eq!(rule(&ex[0], "gmem_smem"), CommonRule::AllThreadsActive);
     assert_eq!(tried(&ex[0], "gmem_smem").reason, "laneid narrowed to [1, 32) vs full [0, 32)");
     let src = warp_branch("    if lane != 5:").replace("(w - 1) * 32", "w * 0");
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
-    assert_eq!(rule(&ex[0], "gmem_smem"), Rule::AllThreadsActive);
+    assert_eq!(rule(&ex[0], "gmem_smem"), CommonRule::AllThreadsActive);
     assert!(tried(&ex[0], "gmem_smem").reason.contains("cannot track"), "{}", ex[0].render());
 }
 

@@ -14,6 +14,7 @@ use common::*;
 use tirx_ir::op::ReduceOp;
 use tirx_ir::DType;
 use tirx_lower::Lowered;
+use tirx_lower::{CommonRule, ReduceRule};
 use tirx_sim::value::round_to;
 
 const HEAD: &str = "from tvm.script import tirx as T
@@ -1044,7 +1045,7 @@ fn warp_regs(dst_layout: &str, extra: &str, dtype: &str) -> String {
 fn declines_are_typed() {
     // A destination not replicated over the lanes the butterfly combines.
     let c = &explain(&warp_regs("S[4:1]", "", "float32"))[1];
-    assert_eq!(rule(c, "warp_shuffle"), Rule::DstReplica, "{}", c.render());
+    assert_eq!(rule(c, "warp_shuffle"), ReduceRule::DstReplica, "{}", c.render());
     let r = &tried(c, "warp_shuffle").reason;
     assert!(
         r.contains("thread 1 holds none of `Y` but thread 0 holds registers [0, 1, 2, 3]")
@@ -1054,13 +1055,13 @@ fn declines_are_typed() {
     assert_eq!(c.chosen, None);
     // A destination replicated over 16 of the 32 lanes that hold the rows.
     let c = &explain(&warp_regs("S[4:1] + R[16:1@laneid]", "", "float32"))[1];
-    assert_eq!(rule(c, "warp_shuffle"), Rule::DstReplica, "{}", c.render());
+    assert_eq!(rule(c, "warp_shuffle"), ReduceRule::DstReplica, "{}", c.render());
     // thread_reduce=False cannot keep whole reductions in one thread.
     let c = &explain(&warp_regs("S[4:1] + R[32:1@laneid]", ", thread_reduce=False", "float32"))[1];
-    assert_eq!(rule(c, "warp_shuffle"), Rule::Config, "{}", c.render());
+    assert_eq!(rule(c, "warp_shuffle"), CommonRule::Config, "{}", c.render());
     // An element type without reductions.
     let c = &explain(&warp_regs("S[4:1] + R[32:1@laneid]", "", "int8"))[1];
-    assert_eq!(rule(c, "warp_shuffle"), Rule::Dtype, "{}", c.render());
+    assert_eq!(rule(c, "warp_shuffle"), CommonRule::Dtype, "{}", c.render());
     // thread_reduce=True at thread scope.
     let src = format!(
         r#"{HEAD}def kernel(A_ptr: T.handle):
@@ -1074,7 +1075,7 @@ fn declines_are_typed() {
 "#
     );
     let c = &explain(&src)[1];
-    assert_eq!(rule(c, "local_thread"), Rule::Config, "{}", c.render());
+    assert_eq!(rule(c, "local_thread"), CommonRule::Config, "{}", c.render());
 }
 
 #[test]
@@ -1092,7 +1093,7 @@ fn declines_of_the_warpgroup_and_cta_forms() {
 "#
     );
     let c = &explain(&src)[1];
-    assert_eq!(rule(c, "warp_shuffle"), Rule::ReduceLayout, "{}", c.render());
+    assert_eq!(rule(c, "warp_shuffle"), ReduceRule::ReduceLayout, "{}", c.render());
     assert!(tried(c, "warp_shuffle").reason.contains("spans threads of several warps"), "{}", c.render());
     // Per-thread values of the wrong extent: 2 per row where the rows are spread over 4 lanes.
     let src = format!(
@@ -1107,7 +1108,7 @@ fn declines_of_the_warpgroup_and_cta_forms() {
 "#
     );
     let c = &explain(&src)[1];
-    assert_eq!(rule(c, "local_view"), Rule::ReduceLayout, "{}", c.render());
+    assert_eq!(rule(c, "local_view"), ReduceRule::ReduceLayout, "{}", c.render());
     assert!(tried(c, "local_view").reason.contains("thread extent (dim 1: 4)"), "{}", c.render());
     // A shared reduction in a CTA of 48 threads would need two lane masks.
     let src = format!(
@@ -1123,7 +1124,7 @@ fn declines_of_the_warpgroup_and_cta_forms() {
 "#
     );
     let c = &explain(&src)[1];
-    assert_eq!(rule(c, "shared"), Rule::Partition, "{}", c.render());
+    assert_eq!(rule(c, "shared"), ReduceRule::Partition, "{}", c.render());
 }
 
 // ----------------------------------------------------------------------------- wider scopes

@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use tirx_ir::lir::{CacheHint, LStmt, LStmtKind};
 use tirx_ir::DType;
+use tirx_lower::CopyRule;
 use tirx_lower::Lowered;
 
 fn simulate(l: &Lowered, params: &mut [Vec<u8>], src: &str) {
@@ -254,7 +255,7 @@ fn strided_registers_and_permuted_threads() {
     // 16 lanes only: the warp is not tiled (another variant may still take the copy).
     let (ex, _) = tirx_lower::explain_kernel(&parse(&src), &Default::default());
     let t = tried(&ex[0], "reg");
-    assert_eq!(rule(&ex[0], "reg"), Rule::RegisterLayout);
+    assert_eq!(rule(&ex[0], "reg"), CopyRule::RegisterLayout);
     assert!(t.reason.contains("thread axes span 16 threads, not the full 32 of the warp"), "{}", t.reason);
     let src = fragment_script("S[(2, 16, 4):(1@laneid, 2@laneid, 2)]", "float32");
     let l = check_identity(&src, DType::F32);
@@ -425,7 +426,7 @@ def kernel(A_ptr: T.handle):
         let t = tried(&ex[0], "reg");
         let got = if t.accepted { "accepted".to_string() } else { t.reason.clone() };
         if want != "accepted" {
-            assert_eq!(rule(&ex[0], "reg"), Rule::RegisterLayout, "{layout} at {scope}");
+            assert_eq!(rule(&ex[0], "reg"), CopyRule::RegisterLayout, "{layout} at {scope}");
         }
         assert!(got.contains(want), "{layout} at {scope}: {got}");
     }
@@ -569,7 +570,7 @@ def kernel(A_ptr: T.handle):
 "#;
     let (ex, _) = tirx_lower::explain_kernel(&parse(src), &Default::default());
     let t = tried(&ex[0], "reg");
-    assert_eq!(rule(&ex[0], "reg"), Rule::RegisterLayout);
+    assert_eq!(rule(&ex[0], "reg"), CopyRule::RegisterLayout);
     assert!(t.reason.contains("pass the warp-level tensor, not its `.local()` (per-thread) view"), "{}", t.reason);
     assert!(tried(&ex[1], "reg").accepted, "{}", ex[1].render());
 }

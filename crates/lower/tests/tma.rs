@@ -12,6 +12,7 @@
 mod common;
 use common::*;
 use tirx_ir::{DType, Span};
+use tirx_lower::{CommonRule, CopyAsyncRule};
 use tirx_sim::{SimError, SimErrorKind, SimOptions};
 
 const HEAD: &str = "from tvm.script import tirx as T
@@ -520,22 +521,22 @@ def kernel(A_ptr: T.handle):
         (
             "tma_auto",
             base("(64, 64)", "(64, 64)", "float16", "", "S_[0:64, 0:64]", "A[0:64, 0:64]", mbar, "Tx.cta."),
-            Rule::ExecScope,
+            CommonRule::ExecScope.into(),
         ),
         (
             "tma_auto",
             base("(64, 64)", "(64, 64)", "float16", "", "S_[0:64, 0:64]", "A[0:64, 0:64]", "", "Tx."),
-            Rule::Mbar,
+            CopyAsyncRule::Mbar.into(),
         ),
         (
             "tma_auto",
             base("(64, 64)", "(64, 64)", "float16", "", "A[0:64, 0:64]", "S_[0:64, 0:64]", mbar, "Tx."),
-            Rule::Direction,
+            CopyAsyncRule::Direction.into(),
         ),
         (
             "tma_explicit",
             base("(64, 64)", "(64, 64)", "float16", "", "A[0:64, 0:64]", "S_[0:64, 0:64]", ", oob=\"zero\"", "Tx."),
-            Rule::Direction,
+            CopyAsyncRule::Direction.into(),
         ),
         (
             "tma_explicit",
@@ -549,22 +550,22 @@ def kernel(A_ptr: T.handle):
                 ", mbar=bar.ptr_to([0]), oob=\"nan\"",
                 "Tx.",
             ),
-            Rule::NanOobDtype,
+            CopyAsyncRule::NanOobDtype.into(),
         ),
         (
             "tma_explicit",
             base("(64, 300)", "(4, 300)", "float16", "", "S_[0:4, 0:300]", "A[0:4, 0:300]", mbar, "Tx."),
-            Rule::BoxDim,
+            CopyAsyncRule::BoxDim.into(),
         ),
         (
             "tma_explicit",
             base("(64, 64)", "(8, 4)", "float16", "", "S_[0:8, 0:4]", "A[0:8, 0:4]", mbar, "Tx."),
-            Rule::InnerBoxBytes,
+            CopyAsyncRule::InnerBoxBytes.into(),
         ),
         (
             "tma_explicit",
             base("(64, 36)", "(8, 32)", "float16", "", "S_[0:8, 0:32]", "A[0:8, 0:32]", mbar, "Tx."),
-            Rule::GlobalStride,
+            CopyAsyncRule::GlobalStride.into(),
         ),
         (
             "tma_explicit",
@@ -578,7 +579,7 @@ def kernel(A_ptr: T.handle):
                 mbar,
                 "Tx.",
             ),
-            Rule::SharedChain,
+            CopyAsyncRule::SharedChain.into(),
         ),
         (
             "tma_auto",
@@ -592,7 +593,7 @@ def kernel(A_ptr: T.handle):
                 mbar,
                 "Tx.",
             ),
-            Rule::SwizzleInnerBox,
+            CopyAsyncRule::SwizzleInnerBox.into(),
         ),
         (
             "tma_explicit",
@@ -606,7 +607,7 @@ def kernel(A_ptr: T.handle):
                 mbar,
                 "Tx.",
             ),
-            Rule::Rank,
+            CopyAsyncRule::Rank.into(),
         ),
         (
             "tma_explicit",
@@ -620,7 +621,7 @@ def kernel(A_ptr: T.handle):
                 ", mbar=bar.ptr_to([0]), cta_mask=3",
                 "Tx.",
             ),
-            Rule::Cluster,
+            CopyAsyncRule::Cluster.into(),
         ),
         (
             "tma_auto",
@@ -634,7 +635,7 @@ def kernel(A_ptr: T.handle):
                 ", mbar=bar.ptr_to([0]), oob=\"zero\"",
                 "Tx.",
             ),
-            Rule::Config,
+            CommonRule::Config.into(),
         ),
         (
             "tma_explicit",
@@ -648,9 +649,13 @@ def kernel(A_ptr: T.handle):
                 ", mbar=bar.ptr_to([0]), predicate=tid == 0",
                 "Tx.",
             ),
-            Rule::Config,
+            CommonRule::Config.into(),
         ),
-        ("tma_explicit", base("(64,)", "(64,)", "float16", "", "S_[4:12]", "A[0:8]", mbar, "Tx."), Rule::SharedPointer),
+        (
+            "tma_explicit",
+            base("(64,)", "(64,)", "float16", "", "S_[4:12]", "A[0:8]", mbar, "Tx."),
+            CopyAsyncRule::SharedPointer.into(),
+        ),
     ];
     let mut failures = vec![];
     for (variant, src, want) in &cases {

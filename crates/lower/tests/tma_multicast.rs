@@ -10,6 +10,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
+use tirx_lower::CopyAsyncRule;
 use tirx_sim::{SimError, SimErrorKind, SimOptions};
 
 /// Rows of a cluster's tile and its columns (f16: 64 × 64, 8 KiB).
@@ -229,9 +230,9 @@ fn cta_mask_rules_are_named_declines() {
     let base = Mc::new(2, "tma_auto").script();
     let no_cluster = base.replace("    rank = T.cta_id_in_cluster([2])\n", "    rank = bx % 2\n");
     let cases = [
-        (base.replace("cta_mask=3", "cta_mask=7"), Rule::CtaMask),
-        (base.replace("cta_mask=3", "cta_mask=1.5"), Rule::CtaMask),
-        (no_cluster.clone(), Rule::Cluster),
+        (base.replace("cta_mask=3", "cta_mask=7"), CopyAsyncRule::CtaMask),
+        (base.replace("cta_mask=3", "cta_mask=1.5"), CopyAsyncRule::CtaMask),
+        (no_cluster.clone(), CopyAsyncRule::Cluster),
     ];
     for (src, want) in cases {
         for v in ["tma_auto", "tma_explicit"] {
@@ -256,7 +257,7 @@ fn a_store_takes_no_cta_mask() {
     assert_ne!(store, src);
     let (explain, _) = tirx_lower::explain_kernel(&parse(&store), &Default::default());
     let c = explain.iter().rfind(|c| c.tried.iter().any(|t| t.variant == "tma_explicit")).expect("the store");
-    assert_eq!(rule(c, "tma_explicit"), Rule::Direction);
+    assert_eq!(rule(c, "tma_explicit"), CopyAsyncRule::Direction);
 }
 
 // ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ use tirx_ir::lir::{LStmt, LStmtKind, LoadHints, PtxDir, PtxVec};
 use tirx_ir::op::Evict;
 use tirx_ir::{Arch, DType};
 use tirx_lower::LowerOptions;
+use tirx_lower::{CommonRule, CopyRule};
 
 const HEAD: &str = "from tvm.script import tirx as T\nfrom tvm.script.tirx import tile as Tx\nfrom tvm.tirx.layout import S, TileLayout, ComposeLayout\n";
 
@@ -198,33 +199,33 @@ def kernel(A_ptr: T.handle):
 #[test]
 fn declines_name_the_rule_and_the_reference_message() {
     let cases: &[(&str, &str, Rule, &str)] = &[
-        ("", r#"Tx.warp.copy(smem[0:4], A[0:4], dispatch="vec_128b")"#, Rule::ExecScope, "expected thread exec_scope, got warp"),
-        ("", r#"Tx.copy(smem[0:4], reg[0:4], dispatch="vec_64b")"#, Rule::RegionSize, "src region does not contain exactly 2 elements"),
-        ("", r#"Tx.copy(smem[0:1], reg[0:1], dispatch="vec_16b")"#, Rule::Dtype, "vec_16b is not an integral number of float32 elements"),
-        ("", r#"Tx.copy(reg[0:4], smem[0:4], dispatch="vec_128b", cache="nc")"#, Rule::Config, "requires src scope 'global', got 'shared'"),
-        ("", r#"Tx.copy(reg[0:4], A[0:4], dispatch="vec_128b", l2_evict="evict_first")"#, Rule::Config, "on 256-bit loads only"),
-        ("", r#"Tx.copy(reg[0:4], reg[4:8], dispatch="vec_128b")"#, Rule::ScopeAllowed, "src=local dst=local"),
-        ("", r#"Tx.copy(reg[0:4], A[2:6], dispatch="vec_128b")"#, Rule::Alignment, "the region of `A` starts at element 2"),
-        ("", r#"Tx.copy(reg[2:6], A[0:4], dispatch="vec_128b")"#, Rule::Alignment, "the registers of `reg` start at element 2"),
+        ("", r#"Tx.warp.copy(smem[0:4], A[0:4], dispatch="vec_128b")"#, CommonRule::ExecScope.into(), "expected thread exec_scope, got warp"),
+        ("", r#"Tx.copy(smem[0:4], reg[0:4], dispatch="vec_64b")"#, CopyRule::RegionSize.into(), "src region does not contain exactly 2 elements"),
+        ("", r#"Tx.copy(smem[0:1], reg[0:1], dispatch="vec_16b")"#, CommonRule::Dtype.into(), "vec_16b is not an integral number of float32 elements"),
+        ("", r#"Tx.copy(reg[0:4], smem[0:4], dispatch="vec_128b", cache="nc")"#, CommonRule::Config.into(), "requires src scope 'global', got 'shared'"),
+        ("", r#"Tx.copy(reg[0:4], A[0:4], dispatch="vec_128b", l2_evict="evict_first")"#, CommonRule::Config.into(), "on 256-bit loads only"),
+        ("", r#"Tx.copy(reg[0:4], reg[4:8], dispatch="vec_128b")"#, CommonRule::ScopeAllowed.into(), "src=local dst=local"),
+        ("", r#"Tx.copy(reg[0:4], A[2:6], dispatch="vec_128b")"#, CopyRule::Alignment.into(), "the region of `A` starts at element 2"),
+        ("", r#"Tx.copy(reg[2:6], A[0:4], dispatch="vec_128b")"#, CopyRule::Alignment.into(), "the registers of `reg` start at element 2"),
         (
             "    G = T.alloc_buffer((4, 16), \"float32\", scope=\"shared\")\n",
             r#"Tx.copy(reg[0:4], G[0:4, 0], dispatch="vec_128b")"#,
-            Rule::Layout,
+            CommonRule::Layout.into(),
             "the region of `G` is not 4 consecutive elements",
         ),
         (
             "    W = T.alloc_buffer((64,), \"float32\", scope=\"shared\", layout=ComposeLayout(1, 2, 2, TileLayout(S[64])))\n",
             r#"Tx.copy(reg[0:4], W[0:4], dispatch="vec_128b")"#,
-            Rule::Swizzle,
+            CopyRule::Swizzle.into(),
             "swizzled in chunks of 2 elements",
         ),
         (
             "",
             r#"Tx.copy(reg[0:4], A[(tid % 16) * 2 : (tid % 16) * 2 + 4], dispatch="vec_128b")"#,
-            Rule::Alignment,
+            CopyRule::Alignment.into(),
             "the symbolic begin of `A` moves in steps of 2 elements",
         ),
-        ("", r#"Tx.copy(reg[0:8], A[0:8], dispatch="vec_256b")"#, Rule::Arch, "vec_256b needs sm_100; target is sm_90a"),
+        ("", r#"Tx.copy(reg[0:8], A[0:8], dispatch="vec_256b")"#, CommonRule::Arch.into(), "vec_256b needs sm_100; target is sm_90a"),
     ];
     for (decls, c, want, msg) in cases {
         let src = one_call(decls, c);
@@ -277,7 +278,7 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
         "",
     );
     let (ex, _) = declined(&shared, Arch::SM_100);
-    assert_eq!(rule(&ex, "vec_256b"), Rule::ScopeAllowed, "{}", ex.render());
+    assert_eq!(rule(&ex, "vec_256b"), CommonRule::ScopeAllowed, "{}", ex.render());
 }
 
 #[test]
@@ -399,7 +400,7 @@ def kernel(B_ptr: T.handle):
     // Where the begin is not a multiple of the vector, the same copy declines alignment.
     let odd = src.replace("col: T.let = (tid // 64) * 4", "col: T.let = (tid // 64) * 2");
     let (ex, _) = declined(&odd, Arch::SM_90A);
-    assert_eq!(rule(&ex, "vec_128b"), Rule::SymbolicBegin, "{}", ex.render());
+    assert_eq!(rule(&ex, "vec_128b"), CommonRule::SymbolicBegin, "{}", ex.render());
 }
 
 /// The automatic copies get the same operand model: `reg` moves a row of the split, swizzled
@@ -460,7 +461,7 @@ fn hint_values_are_typed_when_the_script_is_read() {
 fn a_hint_only_forced_variants_honour_says_so_when_no_variant_is_forced() {
     let src = one_call("", r#"Tx.copy(reg[0:4], A[0:4], l1_evict="evict_last")"#);
     let (ex, errs) = declined(&src, Arch::SM_90A);
-    assert_eq!(rule(&ex, "reg"), Rule::Config, "{}", ex.render());
+    assert_eq!(rule(&ex, "reg"), CommonRule::Config, "{}", ex.render());
     assert!(
         tried(&ex, "reg").reason.ends_with(
             "does not honour `l1_evict=\"evict_last\"` (honoured by: only when forced: vec_128b, vec_16b, vec_256b, vec_32b, vec_64b)"

@@ -9,11 +9,44 @@ use crate::addr::dim_offset;
 use crate::affine::Affine;
 use crate::lay;
 use crate::operand::{self, MemOperand};
-use crate::variant::{CallCx, Decline, Emitter, Rule};
+use crate::variant::decline_rules;
+use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{Buffer, BufferRegion, MemScope};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
+
+decline_rules! {
+    /// The copy family's decline predicates.
+    pub enum CopyRule {
+        /// One operand does not split along the iters of the other.
+        Align = "align",
+        /// An access would not be aligned to its width.
+        Alignment = "alignment",
+        /// The region does not divide over the cooperating threads.
+        DividesThreadCnt = "divides_thread_cnt",
+        /// No thread can be elected to do the work.
+        Elect = "elect",
+        /// The register operand is not the instruction's fragment.
+        Fragment = "fragment",
+        /// A more general variant would not move wider vectors than the plain one already does.
+        NotWider = "not_wider",
+        /// No thread owns every element it would copy.
+        OwnerComputes = "owner_computes",
+        /// No split of the region over the threads exists.
+        Partition = "partition",
+        /// A region does not hold the number of elements the variant moves (`vec_128b`: one 16-B vector).
+        RegionSize = "region_size",
+        /// The register operand's layout does not number the scope's threads.
+        RegisterLayout = "register_layout",
+        /// A store from registers replicated over threads.
+        Replicated = "replicated",
+        /// A swizzle the instruction cannot keep together.
+        Swizzle = "swizzle",
+        /// The copy is not valid (dtype, shapes, bounds).
+        ValidateCopyOp = "validate_copy_op",
+    }
+}
 
 /// The two operands of a copy.
 pub struct CopyOps<'a> {
@@ -51,12 +84,12 @@ pub(crate) fn operands_matching<'a>(
     mismatch: impl Fn(&BufferRegion, &BufferRegion) -> Option<String>,
 ) -> Result<CopyOps<'a>, Decline> {
     let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
-        return Err(Decline::new(Rule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
+        return Err(Decline::new(CopyRule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
     };
     let ops = CopyOps { dst, src, dst_buf: cx.buf(dst.buf), src_buf: cx.buf(src.buf) };
     if ops.dst_buf.dtype != ops.src_buf.dtype {
         return Err(Decline::new(
-            Rule::ValidateCopyOp,
+            CopyRule::ValidateCopyOp,
             format!(
                 "dtype mismatch: src `{}` is {}, dst `{}` is {}",
                 ops.src_buf.name, ops.src_buf.dtype, ops.dst_buf.name, ops.dst_buf.dtype
@@ -64,7 +97,7 @@ pub(crate) fn operands_matching<'a>(
         ));
     }
     if let Some(why) = mismatch(dst, src) {
-        return Err(Decline::new(Rule::ValidateCopyOp, why));
+        return Err(Decline::new(CopyRule::ValidateCopyOp, why));
     }
     for (r, b) in [(dst, ops.dst_buf), (src, ops.src_buf)] {
         check_rank(r, b)?;
@@ -81,7 +114,7 @@ pub(crate) fn operands_matching<'a>(
 pub(crate) fn check_rank(r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
     if r.ranges.len() != b.shape.len() {
         return Err(Decline::new(
-            Rule::ValidateCopyOp,
+            CopyRule::ValidateCopyOp,
             format!("`{}` has {} dims, the region {}", b.name, b.shape.len(), r.ranges.len()),
         ));
     }
@@ -91,7 +124,7 @@ pub(crate) fn check_rank(r: &BufferRegion, b: &Buffer) -> Result<(), Decline> {
 /// `off` plus the symbolic element offset `sym`, in index type `ity`.
 pub(super) fn add_sym(em: &mut Emitter, off: LExpr, sym: &Affine, ity: DType) -> Result<LExpr, Decline> {
     sym.add_to(off, &|v| em.env.var(v), em.builder(), ity)
-        .ok_or_else(|| Decline::new(Rule::SymbolicBegin, "a region begin uses a variable not defined here"))
+        .ok_or_else(|| Decline::new(CommonRule::SymbolicBegin, "a region begin uses a variable not defined here"))
 }
 
 /// `e` as a per-thread `let` named `name` appended to `out`, unless it is
@@ -116,7 +149,7 @@ pub fn scope_pair(ops: &CopyOps, allowed: &[(MemScope, MemScope)]) -> Result<(),
     }
     let list: Vec<String> = allowed.iter().map(|(a, b)| format!("{}->{}", a.name(), b.name())).collect();
     Err(Decline::new(
-        Rule::ScopeAllowed,
+        CommonRule::ScopeAllowed,
         format!(
             "unsupported memory scopes src={} dst={}; allowed: {}",
             ops.src_buf.scope.name(),
@@ -144,7 +177,7 @@ impl GsOperands {
         let g = operand::memory(cx, g_reg)?;
         if g.swizzle.is_some() {
             return Err(Decline::new(
-                Rule::Layout,
+                CommonRule::Layout,
                 format!("global operand `{}` is swizzled; only the shared side may be", cx.buf(g_reg.buf).name),
             ));
         }

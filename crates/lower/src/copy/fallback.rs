@@ -24,9 +24,10 @@
 //! for i in 0..32 { for j in 0..8 { if i == lane { R[j] = A_smem[i * 8 + j] } } }
 //! ```
 
+use super::call::CopyRule;
 use super::call::{operands, CopyOps};
 use crate::scope::TidKind;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Buffer, BufferRegion};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
@@ -63,7 +64,7 @@ impl Variant for Fallback {
         let (who, summary) = match (distributed(ops.dst_buf), distributed(ops.src_buf)) {
             (true, true) => {
                 return Err(Decline::new(
-                    Rule::OwnerComputes,
+                    CopyRule::OwnerComputes,
                     format!(
                     "both `{}` and `{}` are distributed over threads; no single thread owns both sides of an element",
                     ops.dst_buf.name, ops.src_buf.name
@@ -138,8 +139,8 @@ fn elected(cx: &CallCx, n: i64) -> Result<(Who, String), Decline> {
     let kind = cx
         .scope
         .tid_kind()
-        .ok_or_else(|| Decline::new(Rule::ExecScope, format!("unsupported exec_scope {}", cx.scope.kind)))?;
-    let first = cx.scope.first_thread().map_err(|m| Decline::new(Rule::Elect, m))?;
+        .ok_or_else(|| Decline::new(CommonRule::ExecScope, format!("unsupported exec_scope {}", cx.scope.kind)))?;
+    let first = cx.scope.first_thread().map_err(|m| Decline::new(CopyRule::Elect, m))?;
     Ok((
         Who::Elected(Some((kind, first))),
         format!("thread {first} of the {} copies {n} elements one by one", cx.scope.kind),
@@ -149,12 +150,12 @@ fn elected(cx: &CallCx, n: i64) -> Result<(Who, String), Decline> {
 /// Owner-computes needs every owner present and exactly one home per element.
 fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
     let tile = crate::lay::tile_of(&d.layout);
-    cx.scope
-        .all_threads_active()
-        .map_err(|m| Decline::new(Rule::AllThreadsActive, format!("`{}` is distributed over threads: {m}", d.name)))?;
+    cx.scope.all_threads_active().map_err(|m| {
+        Decline::new(CommonRule::AllThreadsActive, format!("`{}` is distributed over threads: {m}", d.name))
+    })?;
     if let Some(r) = tile.replica.iter().find(|i| i.axis.is_thread()) {
         return Err(Decline::new(
-            Rule::OwnerComputes,
+            CopyRule::OwnerComputes,
             format!("`{}` is replicated over {}; owner-computes needs one home per element", d.name, r.axis),
         ));
     }
@@ -162,7 +163,7 @@ fn owners_ok(cx: &CallCx, d: &Buffer) -> Result<(), Decline> {
         let outer = it.axis.scopes().map(|s| s.0);
         if outer.is_none_or(|o| o.wider_than(cx.scope.kind) || o == ExecScope::Kernel || o == ExecScope::Cluster) {
             return Err(Decline::new(
-                Rule::OwnerComputes,
+                CopyRule::OwnerComputes,
                 format!(
                     "`{}` is distributed over {}, wider than the {} scope of the call",
                     d.name, it.axis, cx.scope.kind
@@ -194,9 +195,9 @@ fn indices(em: &mut Emitter, r: &BufferRegion, lv: &[LExpr]) -> Result<Vec<LExpr
 fn owned(em: &mut Emitter, buf: tirx_ir::hir::BufId, idx: &[LExpr]) -> Result<LExpr, Bug> {
     let mut cond: Option<LExpr> = None;
     for (axis, value) in em.owner(buf, idx)? {
-        let me = em
-            .axis_id(axis)
-            .ok_or_else(|| Decline::new(Rule::OwnerComputes, format!("thread axis {axis} has no id inside a CTA")))?;
+        let me = em.axis_id(axis).ok_or_else(|| {
+            Decline::new(CopyRule::OwnerComputes, format!("thread axis {axis} has no id inside a CTA"))
+        })?;
         let eq = LExpr::bin(LBinOp::Eq, value, me);
         cond = Some(match cond {
             Some(c) => LExpr::bin(LBinOp::And, c, eq),

@@ -25,13 +25,14 @@
 //! ```
 //! A swizzled shared side addresses `swizzle(s_off)` with xor/shift arithmetic.
 
+use super::call::CopyRule;
 use super::call::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use super::partition::{self, Partition};
 use super::swizzle_iter::{recognize, Walk};
 use crate::addr::{dim_offset, swizzle};
 use crate::lay;
 use crate::operand::{group_offset, MemOperand};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -95,7 +96,7 @@ impl GsPlan {
         let n = CopyOps::elems(ops.src);
         if n % t != 0 {
             return Err(Decline::new(
-                Rule::DividesThreadCnt,
+                CopyRule::DividesThreadCnt,
                 format!("region size {n} not divisible by thread_cnt={t}"),
             ));
         }
@@ -106,7 +107,7 @@ impl GsPlan {
             limits.pop();
             let why = if limits.is_empty() { String::new() } else { format!(": {}", limits.join("; ")) };
             return Err(Decline::new(
-                Rule::Partition,
+                CopyRule::Partition,
                 format!("no [outer, threads, vec] split of the {n} elements over {t} threads{why}"),
             ));
         }

@@ -38,12 +38,13 @@
 //! }
 //! ```
 
+use super::call::CopyRule;
 use super::call::{add_sym, bind, copy_stmt, operands, scope_pair, thread_id, CopyOps, GsOperands, GLOBAL_SHARED};
 use super::partition::{self, Partition};
 use crate::addr::dim_offset;
 use crate::lay;
 use crate::operand::MemOperand;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
@@ -120,13 +121,13 @@ impl Variant for GmemSmemPeel {
         let (plain, plain_rounds) = plain_split(&o, t, n);
         if plain >= VEC_BYTES {
             return Err(Decline::new(
-                Rule::NotWider,
+                CopyRule::NotWider,
                 format!("the plain split already moves {plain}-byte vectors: nothing to peel"),
             ));
         }
         if o.s.swizzle.is_some() {
             return Err(Decline::new(
-                Rule::Swizzle,
+                CopyRule::Swizzle,
                 "the shared side is swizzled; rows are peeled on plain layouts only",
             ));
         }
@@ -136,7 +137,7 @@ impl Variant for GmemSmemPeel {
         let loads = cases.iter().map(|c| global_accesses(c, &rows, t, o.elem_bytes)).max().unwrap_or(0);
         if 4 * loads >= 3 * plain_rounds {
             return Err(Decline::new(
-                Rule::NotWider,
+                CopyRule::NotWider,
                 format!(
                     "{loads} global accesses per thread against the plain split's {plain_rounds} of {plain} B: not a quarter fewer"
                 ),
@@ -244,7 +245,7 @@ fn global_accesses(c: &Case, rows: &Rows, t: i64, e: i64) -> i64 {
 /// The region as rows of one contiguous run on both sides, each global row at the
 /// same misalignment.
 fn rows(o: &GsOperands) -> Result<Rows, Decline> {
-    let no = |why: String| Decline::new(Rule::Partition, why);
+    let no = |why: String| Decline::new(CopyRule::Partition, why);
     let (g, s) = partition::global_order(&o.sides(1))
         .ok_or_else(|| no("the shared layout cannot follow the global iters".into()))?;
     let Some((&last, outer)) = g.split_last() else { return Err(no("an empty region".into())) };
@@ -260,7 +261,7 @@ fn rows(o: &GsOperands) -> Result<Rows, Decline> {
     }
     if let Some(it) = outer.iter().find(|it| it.extent > 1 && (it.stride * o.elem_bytes) % VEC_BYTES != 0) {
         return Err(Decline::new(
-            Rule::Alignment,
+            CopyRule::Alignment,
             format!(
                 "global rows {} B apart start at different alignments (a row pitch that is a multiple of 16 B peels the same way every row)",
                 it.stride * o.elem_bytes
@@ -295,7 +296,7 @@ fn cases(o: &GsOperands, rows: &Rows) -> Result<Vec<Case>, Decline> {
         let body = (lb - hb) / VEC_BYTES;
         if body == 0 {
             return Err(Decline::new(
-                Rule::Partition,
+                CopyRule::Partition,
                 format!("a row of {lb} B starting {m} B past a 16-byte boundary holds no aligned 16-byte vector"),
             ));
         }
@@ -303,7 +304,7 @@ fn cases(o: &GsOperands, rows: &Rows) -> Result<Vec<Case>, Decline> {
         let ws = pow2(gcd(sa, hb));
         if ws < 4 {
             return Err(Decline::new(
-                Rule::Alignment,
+                CopyRule::Alignment,
                 format!("with the rows {m} B off, a 16-byte vector lands on a {ws}-byte shared boundary: {} shared accesses per vector", VEC_BYTES / ws),
             ));
         }

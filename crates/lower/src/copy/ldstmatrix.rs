@@ -35,6 +35,7 @@
 //! bound apart and added after the swizzle (`addr::swizzle`), e.g.
 //! `A_s[(s_row ^ ((s_row >> 6) << 3)) + mm * 1024 + s_row_hi]`.
 
+use super::call::CopyRule;
 use super::call::{add_sym, bind, operands, scope_pair};
 use super::swizzle_iter::{recognize, Walk};
 use crate::addr::{dim_offset, period_bits, split_multiples, swizzle};
@@ -43,7 +44,7 @@ use crate::build::Hw;
 use crate::lay;
 use crate::operand;
 use crate::scope::TidKind;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use std::collections::BTreeSet;
 use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixDir, MatrixMove, MatrixOp};
@@ -151,13 +152,13 @@ impl Variant for LdStMatrix {
         let dt = ops.src_buf.dtype;
         if dt.bits() != 16 {
             return Err(Decline::new(
-                Rule::Dtype,
+                CommonRule::Dtype,
                 format!("ldmatrix/stmatrix move 16-bit elements (.b16); `{}` is {dt}", ops.src_buf.name),
             ));
         }
         if t <= 0 || t % 32 != 0 {
             return Err(Decline::new(
-                Rule::ExecScope,
+                CommonRule::ExecScope,
                 format!("the {} scope has {t} threads; ldmatrix/stmatrix need whole warps", cx.scope.kind),
             ));
         }
@@ -283,10 +284,11 @@ fn row_address(em: &mut Emitter, p: &MatrixPlan, ity: DType) -> Result<LExpr, De
 fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result<Regs, Decline> {
     let b = cx.buf(r.buf);
     let kind = cx.scope.kind;
-    let t = operand::register(cx, r).map_err(|m| Decline::new(Rule::Fragment, format!("{m}; {FRAGMENT_HINT}")))?.tile;
+    let t =
+        operand::register(cx, r).map_err(|m| Decline::new(CopyRule::Fragment, format!("{m}; {FRAGMENT_HINT}")))?.tile;
     if !t.replica.is_empty() {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("`{}` replicates its elements ({t}); ldmatrix needs each element in one register", b.name),
         ));
     }
@@ -295,14 +297,14 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
         [a] => *a,
         [] => {
             return Err(Decline::new(
-                Rule::Fragment,
+                CopyRule::Fragment,
                 format!("`{}` is not distributed over threads (layout {t}); {FRAGMENT_HINT}", b.name),
             ))
         }
         _ => {
             let names: Vec<&str> = axes.iter().map(|a| a.name()).collect();
             return Err(Decline::new(
-                Rule::Fragment,
+                CopyRule::Fragment,
                 format!(
                     "`{}` is distributed over several thread axes ({}); ldmatrix needs one of laneid, tid_in_wg, tx",
                     b.name,
@@ -313,26 +315,26 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     };
     if !matches!(axis, Axis::LaneId | Axis::TidInWg | Axis::Tx) {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("`{}` is distributed over `{axis}`; ldmatrix needs laneid, tid_in_wg or tx", b.name),
         ));
     }
     if let Some((a, v)) = t.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("the region of `{}` selects part of the threads (offset {v}@{a}); copy whole fragments", b.name),
         ));
     }
     if let Some(it) = t.shard.iter().find(|i| i.axis.is_memory() && i.axis != Axis::M && i.extent > 1) {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("`{}` has iters on the `{}` axis; registers are addressed on `m`", b.name, it.axis),
         ));
     }
     let (owner, _) = axis.scopes().unwrap_or((ExecScope::Cta, ExecScope::Thread));
     if owner.wider_than(kind) {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!(
                 "`{}` is distributed over `{axis}` (threads of a {owner}) but the copy runs at {kind} scope",
                 b.name
@@ -347,13 +349,13 @@ fn regs_side(cx: &CallCx, r: &BufferRegion, store: bool, threads: i64) -> Result
     let tt: i64 = t.shard.iter().filter(|i| i.axis.is_thread()).map(|i| i.extent).product();
     if tt != axis_threads {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("`{}` spreads over {tt} values of `{axis}`, which has {axis_threads}; every lane of every warp must hold a fragment", b.name),
         ));
     }
     if store && axis_threads < threads {
         return Err(Decline::new(
-            Rule::Replicated,
+            CopyRule::Replicated,
             format!(
                 "`{}` holds one copy per {owner} at {kind} scope: every {owner} would store the same shared elements; copy at {owner} scope",
                 b.name
@@ -370,7 +372,7 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     let m = operand::memory(cx, r)?;
     if let Some(sw) = m.swizzle.filter(|sw| sw.per_element < 3) {
         return Err(Decline::new(
-            Rule::Swizzle,
+            CopyRule::Swizzle,
             format!(
                 "`{}` swizzles chunks of {} elements (per_element={} < 3); ldmatrix rows are 8 elements (16 B) that a swizzle must keep together",
                 b.name,
@@ -405,7 +407,7 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
     }
     let Some(split) = chosen else {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("ldstmatrix layout doesn't fit any num ∈ {{4,2,1}}: {}", limits.join("; ")),
         ));
     };
@@ -431,10 +433,10 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
 /// (then registers, strides descending) and splits both as `[T/32, 8, 4, M/2, 2]`.
 fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let r = &regs.tile;
-    let internal = |e: tirx_layout::LayoutError| Decline::new(Rule::Fragment, format!("internal: {e}"));
+    let internal = |e: tirx_layout::LayoutError| Decline::new(CopyRule::Fragment, format!("internal: {e}"));
     let (sg, seps) = shared.tile.group(&r.extents()).map_err(|e| {
         Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("the shared layout does not follow the register layout {r} element for element: {e}"),
         )
     })?;
@@ -446,7 +448,7 @@ fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let m: i64 = r.shard.iter().filter(|i| i.axis.is_memory()).map(|i| i.extent).product();
     if m % 2 != 0 {
         return Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!("each thread holds {m} elements of the region; ldmatrix moves pairs of 16-bit elements (32-bit registers)"),
         ));
     }
@@ -454,7 +456,7 @@ fn coarse(regs: &Regs, shared: &Shared) -> Result<Coarse, Decline> {
     let split = |l: &TileLayout, side: &str| {
         segments(l, &shape).ok_or_else(|| {
             Decline::new(
-                Rule::Fragment,
+                CopyRule::Fragment,
                 format!("the {side} layout {l} does not split as [warps {}, rows 8, column pairs 4, pairs {}, 2]; {FRAGMENT_HINT}", tt / 32, m / 2),
             )
         })
@@ -501,7 +503,7 @@ fn check_fragment(c: &Coarse, axis: Axis) -> Result<(), Decline> {
             Ok(())
         } else {
             Err(Decline::new(
-                Rule::Fragment,
+                CopyRule::Fragment,
                 format!(
                     "register side is not the m8n8 fragment: {what} ({}), got {}; {FRAGMENT_HINT}",
                     text(&[Iter::new(e, s, a)]),
@@ -538,7 +540,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
     let one = |seg: usize, what: &str| match c.s[seg][..] {
         [it] => Ok(it.stride),
         _ => Err(Decline::new(
-            Rule::Fragment,
+            CopyRule::Fragment,
             format!(
                 "{pairing} the {what} of a tile are not evenly strided in `{s}` ({}); {FRAGMENT_HINT}",
                 text(&c.s[seg])
@@ -548,7 +550,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
     let (s8, s4, s2) = (one(ROW, "8 rows")?, one(COLS, "4 column pairs")?, one(PAIR, "2 elements of a column pair")?);
     let misaligned = |p: i64, what: &str| {
         Decline::new(
-            Rule::Alignment,
+            CopyRule::Alignment,
             format!(
                 "{what} of `{s}` are {p} elements ({} B) apart; ldmatrix/stmatrix rows are 16-B aligned, so that must be a positive multiple of 8 elements",
                 2 * p
@@ -566,7 +568,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
         };
     }
     Err(Decline::new(
-        Rule::Fragment,
+        CopyRule::Fragment,
         format!(
             "{pairing} the tiles of `{s}` are neither row-major (column pair stride 2, element stride 1) nor column-major (row stride 1, column pair stride 2 × element stride): strides rows {s8}, column pairs {s4}, elements {s2}; {FRAGMENT_HINT}"
         ),
@@ -576,7 +578,7 @@ fn shared_pattern(c: &Coarse, names: (&str, &str)) -> Result<(bool, i64), Declin
 /// The region start, the warps' tiles and a symbolic begin keep rows 16-B
 /// aligned; the register region starts on a whole 32-bit register.
 fn check_alignment(c: &Coarse, shared: &Shared, s_off: i64, r_off: i64) -> Result<(), Decline> {
-    let bad = |what: String| Decline::new(Rule::Alignment, what);
+    let bad = |what: String| Decline::new(CopyRule::Alignment, what);
     if s_off % 8 != 0 {
         return Err(bad(format!("the shared region starts at element {s_off} ({} B), not 16-B aligned", 2 * s_off)));
     }

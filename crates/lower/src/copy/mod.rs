@@ -35,6 +35,7 @@ pub mod swizzle_iter;
 pub mod vec_forced;
 
 use crate::variant::{Group, Registry};
+pub use call::CopyRule;
 use tirx_ir::op::Family;
 
 pub fn register(r: &mut Registry) {

@@ -31,6 +31,7 @@
 //! only indexed by constants: a dynamically indexed array lives in local
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
+use super::call::CopyRule;
 use super::call::{add_sym, bind, operands, scope_pair};
 use super::partition::vec_candidates;
 use super::swizzle_iter::{recognize, Walk};
@@ -39,7 +40,7 @@ use crate::affine::Affine;
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::scope::TidKind;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{ConfigKey, MemScope};
 use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
@@ -108,8 +109,8 @@ impl Variant for RegCopy {
         let r_is_src = ops.src_buf.scope == MemScope::Local;
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
-        let r = operand::register(cx, r_reg).map_err(|m| Decline::new(Rule::RegisterLayout, m))?.tile;
-        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
+        let r = operand::register(cx, r_reg).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?.tile;
+        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
         let m = operand::memory(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
         let cache = cache_hint(cx, global_load)?;
@@ -237,7 +238,9 @@ fn cache_hint(cx: &CallCx, global_load: bool) -> Result<CacheHint, Decline> {
     match cx.call.config(ConfigKey::Cache) {
         None => Ok(CacheHint::Default),
         Some(_) if global_load => Ok(CacheHint::NonCoherent),
-        Some(_) => Err(Decline::new(Rule::Config, "cache=\"nc\" applies to loads from global memory into registers")),
+        Some(_) => {
+            Err(Decline::new(CommonRule::Config, "cache=\"nc\" applies to loads from global memory into registers"))
+        }
     }
 }
 
@@ -251,13 +254,13 @@ fn partition(
 ) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
     let (g, seps) = m.group(&r.extents()).map_err(|e| {
         Decline::new(
-            Rule::Align,
+            CopyRule::Align,
             format!("the layout of `{m_name}` does not split along the register iters of `{r_name}` ({e})"),
         )
     })?;
     if let Some(it) = g.shard.iter().find(|i| i.axis != Axis::M) {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("`{m_name}` addresses the {} axis; memory operands use `m`", it.axis),
         ));
     }

@@ -29,11 +29,12 @@
 //! ```
 //! which CUDA prints as `asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];" ...)`.
 
+use super::call::CopyRule;
 use super::call::{add_sym, operands, scope_pair, CopyOps};
 use crate::affine::Affine;
 use crate::lay;
 use crate::operand::{self, thread_part};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, MemScope};
 use tirx_ir::lir::{ptx_instruction, LBufId, LExpr, LStmtKind, LoadHints, PtxDir, PtxVec, Space};
 use tirx_ir::op::{CacheMode, Family};
@@ -112,7 +113,7 @@ impl Variant for VecForced {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let kind = cx.scope.kind;
         if kind != ExecScope::Thread {
-            return Err(Decline::new(Rule::ExecScope, format!("expected thread exec_scope, got {kind}")));
+            return Err(Decline::new(CommonRule::ExecScope, format!("expected thread exec_scope, got {kind}")));
         }
         let ops = operands(cx)?;
         scope_pair(&ops, if self.bytes == 32 { PAIRS_256 } else { PAIRS })?;
@@ -120,7 +121,7 @@ impl Variant for VecForced {
         let eb = dtype.bytes();
         if eb == 0 || !self.bytes.is_multiple_of(eb) {
             return Err(Decline::new(
-                Rule::Dtype,
+                CommonRule::Dtype,
                 format!("{} is not an integral number of {dtype} elements", self.name()),
             ));
         }
@@ -128,7 +129,7 @@ impl Variant for VecForced {
         for (what, r) in [("src", ops.src), ("dst", ops.dst)] {
             if CopyOps::elems(r) != n {
                 return Err(Decline::new(
-                    Rule::RegionSize,
+                    CopyRule::RegionSize,
                     format!("{what} region does not contain exactly {n} elements"),
                 ));
             }
@@ -199,7 +200,7 @@ fn hints(cx: &CallCx, bytes: u32, src: MemScope) -> Result<LoadHints, Decline> {
     }
     if src != MemScope::Global {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             format!(
                 "cache/L1/L2 hint config applies to global loads; requires src scope 'global', got '{}'",
                 src.name()
@@ -208,7 +209,7 @@ fn hints(cx: &CallCx, bytes: u32, src: MemScope) -> Result<LoadHints, Decline> {
     }
     if let (Some(e), true) = (h.l2, bytes != 32) {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             format!(
                 "l2_evict=\"{}\" on a {bytes}-byte load: ptxas takes an L2 eviction priority on 256-bit loads only (vec_256b)",
                 e.name()
@@ -225,8 +226,8 @@ fn hints(cx: &CallCx, bytes: u32, src: MemScope) -> Result<LoadHints, Decline> {
 fn side(cx: &CallCx, r: &BufferRegion, n: i64, bytes: u32) -> Result<Side, Decline> {
     let b = cx.buf(r.buf);
     if b.scope == MemScope::Local {
-        let t = operand::register(cx, r).map_err(|m| Decline::new(Rule::RegisterLayout, m))?.tile;
-        thread_part(&t, &b.name, ExecScope::Thread, 1).map_err(|m| Decline::new(Rule::RegisterLayout, m))?;
+        let t = operand::register(cx, r).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?.tile;
+        thread_part(&t, &b.name, ExecScope::Thread, 1).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
         contiguous(&t, n, &b.name)?;
         let offset = lay::m_offset(&t);
         aligned(offset, n, bytes, || format!("the registers of `{}` start at element {offset}", b.name))?;
@@ -236,7 +237,7 @@ fn side(cx: &CallCx, r: &BufferRegion, n: i64, bytes: u32) -> Result<Side, Decli
     contiguous(&m.tile, n, &b.name)?;
     if let Some(sw) = m.swizzle.filter(|sw| sw.chunk() < n) {
         return Err(Decline::new(
-            Rule::Swizzle,
+            CopyRule::Swizzle,
             format!("`{}` is swizzled in chunks of {} elements; a vector of {n} would cross one", b.name, sw.chunk()),
         ));
     }
@@ -259,7 +260,7 @@ fn contiguous(t: &TileLayout, n: i64, name: &str) -> Result<(), Decline> {
         return Ok(());
     }
     Err(Decline::new(
-        Rule::Layout,
+        CommonRule::Layout,
         format!("the region of `{name}` is not {n} consecutive elements (sliced layout {t})"),
     ))
 }
@@ -269,7 +270,7 @@ fn aligned(x: i64, n: i64, bytes: u32, what: impl Fn() -> String) -> Result<(), 
     if x % n == 0 {
         return Ok(());
     }
-    Err(Decline::new(Rule::Alignment, format!("{}: not aligned to the {bytes}-B vector", what())))
+    Err(Decline::new(CopyRule::Alignment, format!("{}: not aligned to the {bytes}-B vector", what())))
 }
 
 /// `(array, element index)` of a side.

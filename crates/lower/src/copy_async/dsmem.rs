@@ -54,9 +54,10 @@
 //! (`bulk_chunk`); `remote_cta_id` out of the cluster declines when constant.
 //! A swizzled side declines (`bulk_chunk`).
 
+use super::call::CopyAsyncRule;
 use super::tma::{self, CTA_MASK, MBAR, REMOTE_CTA};
 use crate::operand::MemOperand;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Expr, ExprKind, TileArg};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::{ConfigKey, Family};
@@ -122,7 +123,7 @@ impl Variant for Dsmem {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         if cx.scope.kind != ExecScope::Thread {
             return Err(Decline::new(
-                Rule::ExecScope,
+                CommonRule::ExecScope,
                 format!(
                     "unsupported exec_scope {}, expected single thread: one thread issues a dsmem copy (`if tid == 0: Tx.copy_async(...)`)",
                     cx.scope.kind
@@ -132,7 +133,7 @@ impl Variant for Dsmem {
         let ops = tma::operands(cx)?;
         if !ops.src_buf.scope.is_shared() || !ops.dst_buf.scope.is_shared() {
             return Err(Decline::new(
-                Rule::ScopeAllowed,
+                CommonRule::ScopeAllowed,
                 format!(
                     "dsmem copies shared -> shared (of a peer CTA), not {} -> {}",
                     ops.src_buf.scope.name(),
@@ -142,12 +143,12 @@ impl Variant for Dsmem {
         }
         for (i, name) in [(tma::PREDICATE, "predicate"), (CTA_MASK, "cta_mask")] {
             if !matches!(cx.call.args.get(i), None | Some(TileArg::None)) {
-                return Err(Decline::new(Rule::Config, format!("a dsmem copy takes no `{name}=`")));
+                return Err(Decline::new(CommonRule::Config, format!("a dsmem copy takes no `{name}=`")));
             }
         }
         if !matches!(cx.call.args.get(MBAR), Some(TileArg::Barrier(_))) {
             return Err(Decline::new(
-                Rule::Mbar,
+                CopyAsyncRule::Mbar,
                 "a dsmem copy completes on the peer's mbarrier: pass `mbar=bar.ptr_to([i])` (the barrier at the same offset in the peer CTA)",
             ));
         }
@@ -176,12 +177,12 @@ impl Variant for Dsmem {
                     dst.tile
                 )
             };
-            return Err(Decline::new(Rule::BulkChunk, reason));
+            return Err(Decline::new(CopyAsyncRule::BulkChunk, reason));
         }
         let n = c.count();
         if n > MAX_CHUNKS {
             return Err(Decline::new(
-                Rule::BulkChunk,
+                CopyAsyncRule::BulkChunk,
                 format!(
                     "the region splits into {n} chunks of {chunk_bytes} B (contiguous runs: `{src_name}` {}, `{dst_name}` {}), \
                      more than the {MAX_CHUNKS} bulk copies one dsmem copy issues; copy wider contiguous rows",
@@ -268,7 +269,7 @@ enum Side {
 fn side_iters(m: &MemOperand, name: &str) -> Result<Vec<(i64, i64)>, Decline> {
     if m.swizzle.is_some() {
         return Err(Decline::new(
-            Rule::BulkChunk,
+            CopyAsyncRule::BulkChunk,
             format!(
                 "`{name}` has a swizzled layout (the region is {} before the swizzle); a bulk copy moves bytes as they lie, \
                  not one dense unswizzled chunk per run",
@@ -280,7 +281,7 @@ fn side_iters(m: &MemOperand, name: &str) -> Result<Vec<(i64, i64)>, Decline> {
     for it in m.tile.shard.iter().filter(|i| i.extent != 1) {
         if it.axis != Axis::M {
             return Err(Decline::new(
-                Rule::BulkChunk,
+                CopyAsyncRule::BulkChunk,
                 format!("the region of `{name}` is {} once sliced, with elements on the {} axis; a bulk copy moves memory rows", m.tile, it.axis),
             ));
         }
@@ -379,7 +380,7 @@ fn aligned(m: &MemOperand, name: &str, side: Side, c: &Chunking, esize: i64) -> 
     let off = crate::lay::m_offset(&m.tile) * esize;
     if off % 16 != 0 || (m.sym_div * esize) % 16 != 0 {
         return Err(Decline::new(
-            Rule::Alignment,
+            CopyAsyncRule::Alignment,
             format!(
                 "the region of `{name}` starts at byte {off} (steps of {} B); a bulk copy starts 16-byte aligned",
                 m.sym_div * esize
@@ -394,7 +395,7 @@ fn aligned(m: &MemOperand, name: &str, side: Side, c: &Chunking, esize: i64) -> 
             let step = stride * esize;
             if step % 16 != 0 {
                 return Err(Decline::new(
-                    Rule::Alignment,
+                    CopyAsyncRule::Alignment,
                     format!(
                         "chunk {} of `{name}` starts at byte {}: its chunks of {} B step by {step} B (the region is {} once \
                          sliced), and a bulk copy starts 16-byte aligned",
@@ -417,23 +418,26 @@ fn remote_rank(cx: &CallCx) -> Result<Expr, Decline> {
     let size = cx.env.cluster_size();
     if size == 1 {
         return Err(Decline::new(
-            Rule::Cluster,
+            CopyAsyncRule::Cluster,
             "a dsmem copy writes a peer CTA of the cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
         ));
     }
     let Some(TileArg::Scalar(e)) = cx.call.args.get(REMOTE_CTA) else {
         return Err(Decline::new(
-            Rule::RemoteCta,
+            CopyAsyncRule::RemoteCta,
             "a dsmem copy needs `remote_cta_id=` (the peer's rank in the cluster)",
         ));
     };
     if !e.dtype.is_int() {
-        return Err(Decline::new(Rule::RemoteCta, format!("`remote_cta_id=` is an integer rank, not {}", e.dtype)));
+        return Err(Decline::new(
+            CopyAsyncRule::RemoteCta,
+            format!("`remote_cta_id=` is an integer rank, not {}", e.dtype),
+        ));
     }
     if let ExprKind::Int(v) = e.kind {
         if !(0..i64::from(size)).contains(&v) {
             return Err(Decline::new(
-                Rule::RemoteCta,
+                CopyAsyncRule::RemoteCta,
                 format!("`remote_cta_id={v}` is not a CTA of the cluster of {size} (ranks 0..{})", size - 1),
             ));
         }

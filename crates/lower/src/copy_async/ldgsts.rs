@@ -38,9 +38,10 @@
 //! instead of trusting the caller; `fill_mode` without a predicate declines
 //! (it would fill nothing); `predicate` may be an int (non-zero is true).
 
+use super::call::CopyAsyncRule;
 use crate::copy::call::{operands, scope_pair};
 use crate::copy::gmem_smem::GsPlan;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Expr, MemScope, TileArg};
 use tirx_ir::lir::{AsyncOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::{ConfigKey, ConfigValue, Family, FillMode};
@@ -86,7 +87,7 @@ impl Variant for Ldgsts {
         let direct = matches!(cx.call.config(ConfigKey::Direct), Some(e) if e.value == ConfigValue::Flag(true));
         if direct && cx.scope.kind != ExecScope::Thread {
             return Err(Decline::new(
-                Rule::ExecScope,
+                CommonRule::ExecScope,
                 format!(
                     "direct=True issues one cp.async per thread from the region starts: thread scope only, not {}",
                     cx.scope.kind
@@ -103,7 +104,7 @@ impl Variant for Ldgsts {
         if ![4, 8, 16].contains(&bytes) {
             limits.retain(|l| l.starts_with("vec"));
             return Err(Decline::new(
-                Rule::Alignment,
+                CopyAsyncRule::Alignment,
                 format!(
                     "cp.async moves 4, 8 or 16 bytes, but the widest aligned vector here is {bytes} B ({})",
                     limits.join("; ")
@@ -113,7 +114,7 @@ impl Variant for Ldgsts {
         if direct && grid.part.rounds() != 1 {
             let n = crate::copy::call::CopyOps::elems(ops.src) * grid.elem_bytes;
             return Err(Decline::new(
-                Rule::Partition,
+                CopyAsyncRule::Partition,
                 format!("direct=True needs a region of exactly one aligned 4/8/16-byte vector; this one is {n} B in {} vectors of {bytes} B", grid.part.rounds()),
             ));
         }
@@ -169,7 +170,7 @@ fn bulk_operands_absent(cx: &CallCx) -> Result<(), Decline> {
     for (i, name) in [(MBAR, "mbar"), (CTA_MASK, "cta_mask"), (REMOTE_CTA, "remote_cta_id")] {
         if !matches!(cx.call.args.get(i), None | Some(TileArg::None)) {
             return Err(Decline::new(
-                Rule::Config,
+                CommonRule::Config,
                 format!("`{name}=` is for bulk copies (TMA, dsmem); cp.async completes in commit groups"),
             ));
         }
@@ -182,12 +183,12 @@ fn predicate(cx: &CallCx) -> Result<(Option<Expr>, bool), Decline> {
     let pred = match cx.call.args.get(2) {
         Some(TileArg::Scalar(e)) => Some(e.clone()),
         Some(TileArg::None) | None => None,
-        Some(_) => return Err(Decline::new(Rule::Operand, "`predicate=` must be a scalar condition")),
+        Some(_) => return Err(Decline::new(CommonRule::Operand, "`predicate=` must be a scalar condition")),
     };
     if let Some(e) = &pred {
         if e.dtype != DType::Bool && !e.dtype.is_int() {
             return Err(Decline::new(
-                Rule::Operand,
+                CommonRule::Operand,
                 format!("`predicate=` is a condition (bool or int), not {}", e.dtype),
             ));
         }
@@ -196,7 +197,7 @@ fn predicate(cx: &CallCx) -> Result<(Option<Expr>, bool), Decline> {
         matches!(cx.call.config(ConfigKey::FillMode).map(|e| e.value), Some(ConfigValue::FillMode(FillMode::Zero)));
     if fill && pred.is_none() {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             "fill_mode=\"zero\" zero-fills where `predicate` is false, and there is no predicate: give one, or drop fill_mode",
         ));
     }

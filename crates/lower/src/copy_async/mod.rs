@@ -22,6 +22,7 @@ pub mod tma_auto;
 pub mod tma_explicit;
 
 use crate::variant::Registry;
+pub use call::CopyAsyncRule;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(ldgsts::Ldgsts));

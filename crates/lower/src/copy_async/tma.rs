@@ -7,9 +7,10 @@
 //! repairs with, and the emission: the descriptor registered once per kernel
 //! (`A_tmap`, a kernel parameter) and one `cp.async.bulk.tensor` per issue.
 
+use super::call::CopyAsyncRule;
 use crate::copy::call::CopyOps;
 use crate::operand::MemOperand;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Rule};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
@@ -181,7 +182,7 @@ fn coord_text(cx: &CallCx, c: &Coord, issue: Option<usize>) -> String {
 pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
     if cx.scope.kind != ExecScope::Thread {
         return Err(Decline::new(
-            Rule::ExecScope,
+            CommonRule::ExecScope,
             format!(
                 "unsupported exec_scope {}, expected single thread: one thread issues a TMA copy (`if tid == 0: Tx.copy_async(...)`)",
                 cx.scope.kind
@@ -193,7 +194,7 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
         (s, MemScope::Global) if s.is_shared() => false,
         _ => {
             return Err(Decline::new(
-                Rule::ScopeAllowed,
+                CommonRule::ScopeAllowed,
                 format!(
                     "TMA copies global <-> shared, not {} -> {}",
                     ops.src_buf.scope.name(),
@@ -204,13 +205,13 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
     };
     if !matches!(cx.call.args.get(PREDICATE), None | Some(TileArg::None)) {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             "a TMA copy takes no `predicate=`: one thread issues it; guard the call with an `if` instead",
         ));
     }
     if !matches!(cx.call.args.get(REMOTE_CTA), None | Some(TileArg::None)) {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             "`remote_cta_id=` is for shared -> peer-CTA copies (dispatch=\"dsmem\")",
         ));
     }
@@ -226,7 +227,7 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
     };
     if load && bar.is_none() {
         return Err(Decline::new(
-            Rule::Mbar,
+            CopyAsyncRule::Mbar,
             "a TMA load completes on an mbarrier: pass `mbar=bar.ptr_to([i])` (and announce its bytes with mbarrier.arrive.expect_tx)",
         ));
     }
@@ -240,7 +241,7 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
             _ => None,
         };
         if let Some(w) = what {
-            return Err(Decline::new(Rule::Direction, format!("shared -> global TMA takes no {w}")));
+            return Err(Decline::new(CopyAsyncRule::Direction, format!("shared -> global TMA takes no {w}")));
         }
     }
     if let Some(ConfigValue::CtaGroup(2)) = cx.call.config(ConfigKey::CtaGroup).map(|e| e.value) {
@@ -263,7 +264,10 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
 fn cta_mask(cx: &CallCx) -> Result<Option<Expr>, Decline> {
     let Some(TileArg::Scalar(e)) = cx.call.args.get(CTA_MASK) else { return Ok(None) };
     if !e.dtype.is_int() {
-        return Err(Decline::new(Rule::CtaMask, format!("`cta_mask=` is an integer bit mask, not {}", e.dtype)));
+        return Err(Decline::new(
+            CopyAsyncRule::CtaMask,
+            format!("`cta_mask=` is an integer bit mask, not {}", e.dtype),
+        ));
     }
     let value = match e.kind {
         ExprKind::Int(0) => return Ok(None),
@@ -273,13 +277,13 @@ fn cta_mask(cx: &CallCx) -> Result<Option<Expr>, Decline> {
     let size = cx.env.cluster_size();
     if size == 1 {
         return Err(Decline::new(
-            Rule::Cluster,
+            CopyAsyncRule::Cluster,
             "`cta_mask=` multicasts to the CTAs of a cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
         ));
     }
     if let Some(v) = value.filter(|&v| !(1..1i64 << size).contains(&v)) {
         return Err(Decline::new(
-            Rule::CtaMask,
+            CopyAsyncRule::CtaMask,
             format!(
                 "`cta_mask={v:#x}` names CTAs outside the cluster of {size} (bits 0..{} are ranks 0..{})",
                 size - 1,
@@ -292,7 +296,7 @@ fn cta_mask(cx: &CallCx) -> Result<Option<Expr>, Decline> {
 
 /// The descriptor element type of `t`, or a `dtype` decline.
 pub(crate) fn dtype_of(t: DType) -> Result<TmapDtype, Decline> {
-    TmapDtype::of(t).ok_or_else(|| Decline::new(Rule::Dtype, format!("TMA has no descriptor type for {t}")))
+    TmapDtype::of(t).ok_or_else(|| Decline::new(CommonRule::Dtype, format!("TMA has no descriptor type for {t}")))
 }
 
 /// The TMA swizzle mode of the shared buffer's layout (0 without one), or a decline
@@ -304,7 +308,7 @@ pub(crate) fn shared_swizzle(cx: &CallCx, buf: BufId) -> Result<u8, Decline> {
         (Layout::Compose(c), _) if c.swizzle.swizzle_len == 0 => Ok(0),
         (_, Some(m)) => Ok(m),
         (Layout::Compose(c), None) => Err(Decline::new(
-            Rule::Swizzle,
+            CopyAsyncRule::Swizzle,
             format!(
                 "`{}` is swizzled as ComposeLayout({}, {}, {}, ..){}; TMA swizzles 16-byte chunks with the row bits 3 above them (`mma_shared_layout(dtype, 1..3, shape)`: per_element = log2(16 / {} B), atom_len 3)",
                 b.name,
@@ -330,18 +334,21 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
     let b = cx.buf(buf);
     let Layout::Tile(t) = &b.layout else {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("global `{}` is swizzled; a TMA tensor is a plain strided view", b.name),
         ));
     };
     if t.has_thread_axis() || !t.replica.is_empty() {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("the layout of global `{}` is not one address per element", b.name),
         ));
     }
     let (g, seps) = crate::lay::group(&crate::lay::canon(&t.shard), &b.shape).ok_or_else(|| {
-        Decline::new(Rule::Layout, format!("the layout of `{}` does not split over its shape {:?}", b.name, b.shape))
+        Decline::new(
+            CommonRule::Layout,
+            format!("the layout of `{}` does not split over its shape {:?}", b.name, b.shape),
+        )
     })?;
     let mut strides = Vec::with_capacity(b.shape.len());
     for d in 0..b.shape.len() {
@@ -351,7 +358,7 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
             [it] if it.axis == Axis::M => strides.push(it.stride),
             _ => {
                 return Err(Decline::new(
-                    Rule::Layout,
+                    CommonRule::Layout,
                     format!(
                     "dim {d} of `{}` is split over several layout iters; a TMA descriptor has one stride per dimension",
                     b.name
@@ -364,7 +371,7 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
     if let Some(rows) = &b.dyn_outer {
         sizes[0] = crate::launch::to_sym(cx.env, rows).ok_or_else(|| {
             Decline::new(
-                Rule::GlobalDim,
+                CopyAsyncRule::GlobalDim,
                 format!("dim 0 of `{}` is not an integer expression of scalar parameters", b.name),
             )
         })?;
@@ -376,17 +383,20 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
 pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
     let esize = i64::from(p.dtype.bytes());
     if !(1..=TMAP_MAX_RANK).contains(&p.rank()) {
-        return Err(Decline::new(Rule::Rank, format!("the descriptor needs {} dimensions; TMA has 1 to 5", p.rank())));
+        return Err(Decline::new(
+            CopyAsyncRule::Rank,
+            format!("the descriptor needs {} dimensions; TMA has 1 to 5", p.rank()),
+        ));
     }
     if p.base_offset % 16 != 0 {
         return Err(Decline::new(
-            Rule::GlobalBase,
+            CopyAsyncRule::GlobalBase,
             format!("the tensor starts {} bytes into its buffer, not a multiple of 16", p.base_offset),
         ));
     }
     if p.dims[0].stride != esize {
         return Err(Decline::new(
-            Rule::InnerStride,
+            CopyAsyncRule::InnerStride,
             format!(
                 "the box's innermost dimension has a global stride of {} bytes, not one element: TMA's innermost dimension is the tensor's contiguous one",
                 p.dims[0].stride
@@ -396,36 +406,39 @@ pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
     for (i, d) in p.dims.iter().enumerate() {
         if let SymExpr::Int(n) = d.size {
             if !(1..=TMAP_MAX_DIM).contains(&n) {
-                return Err(Decline::new(Rule::GlobalDim, format!("globalDim[{i}] = {n} is outside (0, 2^32]")));
+                return Err(Decline::new(
+                    CopyAsyncRule::GlobalDim,
+                    format!("globalDim[{i}] = {n} is outside (0, 2^32]"),
+                ));
             }
         }
         if i > 0 && (d.stride % 16 != 0 || !(0..TMAP_MAX_STRIDE).contains(&d.stride)) {
             return Err(Decline::new(
-                Rule::GlobalStride,
+                CopyAsyncRule::GlobalStride,
                 format!("globalStrides[{i}] = {} bytes is not a multiple of 16 (below 2^40)", d.stride),
             ));
         }
         if !(1..=i64::from(TMAP_MAX_BOX)).contains(&d.boxed) {
-            return Err(Decline::new(Rule::BoxDim, format!("boxDim[{i}] = {} is outside 1..=256", d.boxed)));
+            return Err(Decline::new(CopyAsyncRule::BoxDim, format!("boxDim[{i}] = {} is outside 1..=256", d.boxed)));
         }
     }
     let inner = p.dims[0].boxed * esize;
     if inner % 16 != 0 {
         return Err(Decline::new(
-            Rule::InnerBoxBytes,
+            CopyAsyncRule::InnerBoxBytes,
             format!("the box's innermost run is {inner} bytes; TMA moves multiples of 16"),
         ));
     }
     let span = i64::from(swizzle_bytes(p.swizzle));
     if span > 0 && inner != span {
         return Err(Decline::new(
-            Rule::SwizzleInnerBox,
+            CopyAsyncRule::SwizzleInnerBox,
             format!("the box's innermost run is {inner} bytes, but a {span}-B swizzle needs rows of exactly {span}"),
         ));
     }
     if p.cfg.oob == Some(OobFill::Nan) && !p.dtype.is_float() {
         return Err(Decline::new(
-            Rule::NanOobDtype,
+            CopyAsyncRule::NanOobDtype,
             format!("oob=\"nan\" fills with NaN, which a {} tensor has not", p.dtype.name()),
         ));
     }
@@ -440,7 +453,7 @@ fn shared_aligned(p: &TmaPlan, name: &str) -> Result<(), Decline> {
     let issue = p.issues.iter().map(|i| i.smem_stride * p.elem).find(|s| s % align != 0);
     if off % align != 0 || (step != 0 && step % align != 0) || issue.is_some() {
         return Err(Decline::new(
-            Rule::SharedPointer,
+            CopyAsyncRule::SharedPointer,
             format!(
                 "a box starts at byte {off}{} of `{name}`; a TMA box starts on {align} bytes{}",
                 if p.smem.sym.is_zero() { String::new() } else { format!(" + multiples of {step}") },

@@ -47,9 +47,10 @@
 //! one strided iter; the search keeps the largest legal box rather than the
 //! first run of legal prefixes.
 
+use super::call::CopyAsyncRule;
 use super::tma::{self, Coord, Dim, Issue, TmaConfig, TmaPlan};
 use crate::copy::call::CopyOps;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::SymExpr;
 use tirx_ir::op::{ConfigKey, Family};
@@ -80,7 +81,7 @@ impl Variant for TmaAuto {
         let cfg = tma::config(cx, &ops)?;
         if cfg.oob.is_some() {
             return Err(Decline::new(
-                Rule::Config,
+                CommonRule::Config,
                 "tma_auto copies boxes inside the tensor; `oob=` (a box partly outside) needs dispatch=\"tma_explicit\"",
             ));
         }
@@ -116,7 +117,7 @@ fn auto_plan(cx: &CallCx, ops: &CopyOps, cfg: TmaConfig) -> Result<TmaPlan, Decl
     let dtype = tma::dtype_of(gb.dtype)?;
     if let Some(it) = smem.tile.shard.iter().find(|i| i.axis != Axis::M && i.extent != 1) {
         return Err(Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!("the shared region lies on the {} axis; TMA writes `m`", it.axis),
         ));
     }
@@ -130,7 +131,7 @@ fn auto_plan(cx: &CallCx, ops: &CopyOps, cfg: TmaConfig) -> Result<TmaPlan, Decl
         smem.tile.shard.iter().rev().filter(|i| i.extent != 1).map(|i| (i.extent, i.stride)).collect();
     let modes = refine(&global, &shared).ok_or_else(|| {
         Decline::new(
-            Rule::Layout,
+            CommonRule::Layout,
             format!(
                 "the shared layout of `{}` ({}) and the global region do not split along common iters",
                 cx.buf(s_reg.buf).name,
@@ -173,7 +174,7 @@ fn auto_plan(cx: &CallCx, ops: &CopyOps, cfg: TmaConfig) -> Result<TmaPlan, Decl
             }
         }
     }
-    Err(first.unwrap_or_else(|| Decline::new(Rule::Partition, "the copy is empty")))
+    Err(first.unwrap_or_else(|| Decline::new(CopyAsyncRule::Partition, "the copy is empty")))
 }
 
 /// The common refinement of two iter lists (innermost first, equal products): each
@@ -202,7 +203,7 @@ fn shared_chain(modes: &[Mode]) -> Result<Vec<usize>, Decline> {
     for &i in &order {
         if modes[i].sh != next {
             return Err(Decline::new(
-                Rule::SharedChain,
+                CopyAsyncRule::SharedChain,
                 format!(
                     "the shared region is not one dense box: an iter of extent {} has stride {} where {next} follows the iters below it",
                     modes[i].e, modes[i].sh
@@ -239,7 +240,7 @@ fn outer_size(cx: &CallCx, r: &BufferRegion, gv: &tma::GlobalView, d: usize, inn
         SymExpr::Int(n) if n % inner == 0 => Ok(SymExpr::Int(n / inner)),
         _ if inner == 1 => Ok(gv.sizes[d].clone()),
         s => Err(Decline::new(
-            Rule::GlobalShape,
+            CopyAsyncRule::GlobalShape,
             format!(
                 "dim {d} of `{}` ({}) is not a whole number of the box's {inner}-element runs along it",
                 cx.buf(r.buf).name,
@@ -259,7 +260,7 @@ fn start_coord(cx: &CallCx, r: &BufferRegion, d: usize, inner: i64) -> Result<Co
     });
     if !divides {
         return Err(Decline::new(
-            Rule::Coordinate,
+            CopyAsyncRule::Coordinate,
             format!(
                 "dim {d} of the region starts at `{}`, not provably a multiple of the box's {inner}-element runs along it",
                 crate::text::top_text(cx.kernel, begin)
@@ -294,7 +295,9 @@ fn repaired(cx: &CallCx, mut p: TmaPlan) -> Result<TmaPlan, Decline> {
         Err(e) => e,
     };
     let mut q = p;
-    while matches!(err.rule, Rule::BoxDim | Rule::Rank | Rule::InnerBoxBytes | Rule::GlobalStride) {
+    let promotable =
+        [CopyAsyncRule::BoxDim, CopyAsyncRule::Rank, CopyAsyncRule::InnerBoxBytes, CopyAsyncRule::GlobalStride];
+    while promotable.iter().any(|r| err.rule == *r) {
         let Some(mut w) = tma::promote(&q).filter(|w| tma::coord_divides(cx, &w.dims[0].coord)) else { break };
         tma::canonicalize(&mut w);
         match tma::validate(cx, &w) {

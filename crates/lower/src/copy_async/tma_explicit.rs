@@ -30,8 +30,9 @@
 //! `tma_dtype`, `use_tma_reduce`, `prefetch_tensormap` are not supported (an
 //! unknown config key at the script); symbolic strides do not exist here.
 
+use super::call::CopyAsyncRule;
 use super::tma::{self, Coord, Dim, TmaPlan};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::Arch;
 
@@ -64,7 +65,7 @@ impl Variant for TmaExplicit {
         let smem = crate::operand::memory(cx, s_reg)?;
         if !smem.is_dense_chain() {
             return Err(Decline::new(
-                Rule::SharedChain,
+                CopyAsyncRule::SharedChain,
                 format!(
                     "the shared region of `{}` is {} once sliced, not one dense box in row-major order; copy it in boxes that are (or use dispatch=\"tma_auto\")",
                     cx.buf(s_reg.buf).name,

@@ -3,12 +3,31 @@
 //! scalar operands.
 
 use crate::build::Builder;
-use crate::variant::{CallCx, Decline, Emitter, Rule};
+use crate::variant::decline_rules;
+use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LBinOp, LExpr, LStmtKind, RoundMode, RoundOp};
 use tirx_ir::op::EwiseOp;
 use tirx_ir::DType;
+
+decline_rules! {
+    /// The elementwise family's decline predicates.
+    pub enum EwiseRule {
+        /// One operand does not split along the iters of the other.
+        Align = "align",
+        /// The destination of an elementwise op has no usable register layout.
+        AnchorLayout = "anchor_layout",
+        /// A source does not broadcast to the destination's shape.
+        Broadcast = "broadcast",
+        /// A source of an elementwise op has no usable register layout.
+        OperandLayout = "operand_layout",
+        /// The destination's thread axes do not tile the call's scope.
+        ScopeLevel = "scope_level",
+        /// Operands are owned by different threads.
+        ThreadPart = "thread_part",
+    }
+}
 
 /// A source operand: a region (broadcast to the destination) or a scalar.
 #[derive(Clone, Copy, Debug)]
@@ -52,13 +71,13 @@ pub(super) fn commutative(op: EwiseOp) -> bool {
 /// The call's operands by the op's signature (`spec.parse`, §4).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     let TileOp::Ewise(op) = cx.call.op else {
-        return Err(Decline::new(Rule::Parse, format!("`{}` is not an elementwise op", cx.call.op.name())));
+        return Err(Decline::new(CommonRule::Parse, format!("`{}` is not an elementwise op", cx.call.op.name())));
     };
     let dst = cx.region(0).ok_or_else(|| {
-        Decline::new(Rule::Parse, format!("the destination of `{}` must be a buffer region", op.name()))
+        Decline::new(CommonRule::Parse, format!("the destination of `{}` must be a buffer region", op.name()))
     })?;
     let need = |i: usize, what: &str| {
-        operand(cx, i).ok_or_else(|| Decline::new(Rule::Parse, format!("`{}` is missing its {what}", op.name())))
+        operand(cx, i).ok_or_else(|| Decline::new(CommonRule::Parse, format!("`{}` is missing its {what}", op.name())))
     };
     let mut scale = None;
     let srcs = match op {
@@ -68,7 +87,10 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         EwiseOp::Cast => match need(1, "source")? {
             r @ Operand::Region(_) => vec![r],
             Operand::Scalar(_) => {
-                return Err(Decline::new(Rule::Parse, "cast src must be a buffer region; use `fill` for a constant"))
+                return Err(Decline::new(
+                    CommonRule::Parse,
+                    "cast src must be a buffer region; use `fill` for a constant",
+                ))
             }
         },
         EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => {
@@ -84,14 +106,14 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             match (a, b) {
                 (Operand::Scalar(_), Operand::Scalar(_)) => {
                     return Err(Decline::new(
-                        Rule::Parse,
+                        CommonRule::Parse,
                         "both inputs are constants; use `fill` with the computed value",
                     ))
                 }
                 (Operand::Scalar(_), _) if commutative(op) => vec![b, a],
                 (Operand::Scalar(_), _) => {
                     return Err(Decline::new(
-                        Rule::Parse,
+                        CommonRule::Parse,
                         format!("non-commutative op {} cannot have a constant lhs", op.name()),
                     ))
                 }
@@ -142,11 +164,11 @@ pub fn rounding(op: EwiseOp, compute: DType, requested: Option<RoundMode>) -> Re
     let Some(mode) = requested else { return Ok(RoundMode::Rn) };
     let name = op.name();
     if !ROUNDED_OPS.contains(&op) {
-        return Err(Decline::new(Rule::Config, format!("rounding_mode='{mode}' on {name}: {ROUNDING_SUPPORT}")));
+        return Err(Decline::new(CommonRule::Config, format!("rounding_mode='{mode}' on {name}: {ROUNDING_SUPPORT}")));
     }
     if mode != RoundMode::Rn && op != EwiseOp::Cast && compute != DType::F32 {
         return Err(Decline::new(
-            Rule::Config,
+            CommonRule::Config,
             format!(
                 "rounding_mode='{mode}' on {compute} {name}: the GPU has no {compute} {name} with directed rounding; {ROUNDING_SUPPORT}"
             ),
@@ -245,7 +267,7 @@ pub(crate) fn fma_arch(cx: &CallCx, op: EwiseOp, compute: DType) -> Result<(), D
     let need = rounded_min_arch(RoundOp::Fma, compute);
     if op == EwiseOp::Fma && !cx.opts.arch.supports(need) {
         return Err(Decline::new(
-            Rule::Arch,
+            CommonRule::Arch,
             format!(
                 "{compute} fma needs {need} (one rounding: fma.rn; older targets would round twice); target is {}",
                 cx.opts.arch

@@ -18,6 +18,7 @@ pub mod reg;
 pub mod smem;
 
 use crate::variant::Registry;
+pub use call::EwiseRule;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(reg::EwiseReg));

@@ -33,11 +33,12 @@
 //! (loops over bundles up to 256 elements are unrolled: constant register indices).
 //! f16 pairs: `for f in 0..4 (unroll) { C[2f..2f+2] = __hadd2(A[2f..], B[2f..]) }`.
 
+use super::call::EwiseRule;
 use super::call::{broadcast_shape, convert, numerics, parse, scalar, scalar_values, OpCall, Operand};
 use crate::addr::dim_offset;
 use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, MemScope};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode};
 use tirx_ir::op::{ConfigKey, EwiseOp, Family};
@@ -114,8 +115,8 @@ impl Variant for EwiseReg {
         check_operands(cx, &call)?;
         let (compute, rounding) = numerics(cx, &call)?;
         let dst_name = &cx.buf(call.dst.buf).name;
-        let anchor = operand::register(cx, call.dst).map_err(|m| Decline::new(Rule::AnchorLayout, m))?.tile;
-        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(Rule::ScopeLevel, m))?;
+        let anchor = operand::register(cx, call.dst).map_err(|m| Decline::new(EwiseRule::AnchorLayout, m))?.tile;
+        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(EwiseRule::ScopeLevel, m))?;
         let loop_iters: Vec<Iter> =
             anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
         let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
@@ -254,7 +255,7 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
         let b = cx.buf(r.buf);
         if b.scope != MemScope::Local {
             return Err(Decline::new(
-                Rule::OperandScope,
+                CommonRule::OperandScope,
                 format!(
                     "operand `{}` is in {} memory; elementwise `reg` needs every operand in registers (scope=\"local\")",
                     b.name,
@@ -264,7 +265,7 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
         }
         if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
             return Err(Decline::new(
-                Rule::Dtype,
+                CommonRule::Dtype,
                 format!(
                     "operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16",
                     b.name, b.dtype
@@ -286,10 +287,13 @@ fn align(
     dst_name: &str,
 ) -> Result<RegMap, Decline> {
     let name = &cx.buf(r.buf).name;
-    let sliced = operand::register(cx, r).map_err(|m| Decline::new(Rule::OperandLayout, m))?.tile;
-    let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new(Rule::Broadcast, m))?;
+    let sliced = operand::register(cx, r).map_err(|m| Decline::new(EwiseRule::OperandLayout, m))?.tile;
+    let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new(EwiseRule::Broadcast, m))?;
     let lerr = |e: tirx_layout::LayoutError| {
-        Decline::new(Rule::Align, format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"))
+        Decline::new(
+            EwiseRule::Align,
+            format!("`{name}` does not split along the register iters of `{dst_name}` ({e})"),
+        )
     };
     let (g, seps) = sliced.group(&shape).map_err(lerr)?;
     let mut shard = Vec::new();
@@ -304,7 +308,7 @@ fn align(
     let (og, oseps) = lifted.group(&anchor.extents()).map_err(lerr)?;
     let mismatch = |what: String| {
         Decline::new(
-            Rule::ThreadPart,
+            EwiseRule::ThreadPart,
             format!("thread part mismatch between anchor `{dst_name}` and operand `{name}` after alignment: {what}; every thread must own the elements it combines"),
         )
     };

@@ -35,11 +35,12 @@
 //! cta_sync
 //! ```
 
+use super::call::EwiseRule;
 use super::call::{broadcast_shape, convert, numerics, parse, scalar, scalar_values};
 use super::call::{OpCall, Operand};
 use crate::addr::{dim_offset, split_row_major};
 use crate::operand::{self, group_offset, MemOperand};
-use crate::variant::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
+use crate::variant::{barrier_text, Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, RoundMode};
 use tirx_ir::op::{ConfigKey, Family};
@@ -103,7 +104,7 @@ impl Variant for EwiseSmem {
             maps.push(match s {
                 Operand::Region(r) => {
                     let shape = broadcast_shape(r, &dst_ext, &cx.buf(r.buf).name)
-                        .map_err(|m| Decline::new(Rule::Broadcast, format!("{m} (destination `{dst_name}`)")))?;
+                        .map_err(|m| Decline::new(EwiseRule::Broadcast, format!("{m} (destination `{dst_name}`)")))?;
                     Some(shape)
                 }
                 Operand::Scalar(_) => None,
@@ -205,7 +206,7 @@ fn shared_operand(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> 
     let b = cx.buf(r.buf);
     if !b.scope.is_shared() {
         return Err(Decline::new(
-            Rule::OperandScope,
+            CommonRule::OperandScope,
             format!(
                 "operand `{}` is in {} memory; elementwise `smem` needs every operand in shared memory",
                 b.name,
@@ -215,7 +216,7 @@ fn shared_operand(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> 
     }
     if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
         return Err(Decline::new(
-            Rule::Dtype,
+            CommonRule::Dtype,
             format!(
                 "operand `{}` is {}; elementwise `smem` computes on float32, float16 and bfloat16",
                 b.name, b.dtype

@@ -1,8 +1,25 @@
 //! What every gemm variant shares: the call ([`GemmCall`], [`parse`]).
 
-use crate::variant::{CallCx, Decline, Rule};
+use crate::variant::decline_rules;
+use crate::variant::{CallCx, CommonRule, Decline};
 use tirx_ir::hir::{BufferRegion, Expr, ExprKind, TileArg, UnOp};
 use tirx_ir::op::AttrValue;
+
+decline_rules! {
+    /// The gemm family's decline predicates.
+    pub enum GemmRule {
+        /// An access would not be aligned to its width.
+        Alignment = "alignment",
+        /// The register operand is not the instruction's fragment.
+        Fragment = "fragment",
+        /// A store from registers replicated over threads.
+        Replicated = "replicated",
+        /// A scalar operand (gemm's `alpha`, `beta`) with a value the variant cannot apply.
+        Scalar = "scalar",
+        /// A swizzle the instruction cannot keep together.
+        Swizzle = "swizzle",
+    }
+}
 
 /// A gemm call's operands.
 pub struct GemmCall<'a> {
@@ -23,7 +40,8 @@ pub struct GemmCall<'a> {
 /// Reads the call by the op table's slots (D, A, B, C, transpose_A, transpose_B, alpha, beta).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<GemmCall<'a>, Decline> {
     let region = |i: usize, name: &str| {
-        cx.region(i).ok_or_else(|| Decline::new(Rule::Parse, format!("gemm operand {name} is not a buffer region")))
+        cx.region(i)
+            .ok_or_else(|| Decline::new(CommonRule::Parse, format!("gemm operand {name} is not a buffer region")))
     };
     let flag = |i: usize| matches!(cx.call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
     let scalar = |i: usize, absent: f64| match cx.call.args.get(i) {

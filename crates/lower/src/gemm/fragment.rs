@@ -27,8 +27,9 @@
 //! any register order the layout describes and names the first element that
 //! is not where the instruction reads it.
 
+use super::call::GemmRule;
 use crate::operand;
-use crate::variant::{CallCx, Decline, Rule};
+use crate::variant::{CallCx, Decline};
 use tirx_ir::hir::{BufId, BufferRegion};
 use tirx_ir::lir::{MmaKind, MmaOperand};
 use tirx_ir::DType;
@@ -75,11 +76,11 @@ pub fn matrix_operand(
     warps: i64,
 ) -> Result<MatrixOperand, Decline> {
     let b = cx.buf(r.buf);
-    let frag = |m: String| Decline::new(Rule::Fragment, m);
+    let frag = |m: String| Decline::new(GemmRule::Fragment, m);
     let tile = operand::register(cx, r).map_err(frag)?.tile;
     if let Some(it) = tile.replica.iter().find(|i| i.axis.is_thread()) {
         return Err(Decline::new(
-            Rule::Replicated,
+            GemmRule::Replicated,
             format!(
                 "{role} `{}` replicates its elements over threads ({}:{}@{}); mma.sync reads each element from one lane",
                 b.name, it.extent, it.stride, it.axis
@@ -149,7 +150,7 @@ pub fn split_warps(d: &MatrixOperand, warps: i64) -> Result<WarpSplit, Decline> 
     if !d.distributed() {
         return Ok(WarpSplit { rows: vec![all(d.rows); warps as usize], cols: vec![all(d.cols); warps as usize] });
     }
-    let bad = |m: String| Decline::new(Rule::Fragment, format!("D `{}` {m}", d.name));
+    let bad = |m: String| Decline::new(GemmRule::Fragment, format!("D `{}` {m}", d.name));
     let mut split = WarpSplit { rows: vec![], cols: vec![] };
     for w in 0..warps {
         let mut rows = vec![];
@@ -218,7 +219,7 @@ pub fn local(x: &MatrixOperand, rows: &[Vec<i64>], cols: &[Vec<i64>]) -> Result<
                 let h = x.home(r, c);
                 if h.warp.is_some_and(|hw| hw != w as i64) {
                     return Err(Decline::new(
-                        Rule::Fragment,
+                        GemmRule::Fragment,
                         format!(
                             "{} `{}` element ({r}, {c}) is in warp {}, but warp {w} computes with it (its D tile needs it)",
                             x.role,
@@ -232,7 +233,7 @@ pub fn local(x: &MatrixOperand, rows: &[Vec<i64>], cols: &[Vec<i64>]) -> Result<
                 } else if cells[i * nc + j] != (h.lane, h.reg) {
                     let (l0, r0) = cells[i * nc + j];
                     return Err(Decline::new(
-                        Rule::Fragment,
+                        GemmRule::Fragment,
                         format!(
                             "{} `{}`: warp {w} holds its element ({i}, {j}) of the warp tile in lane {}, register {}, warp 0 in lane {l0}, register {r0}; every warp must use the same registers",
                             x.role, x.name, h.lane, h.reg

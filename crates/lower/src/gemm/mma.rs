@@ -41,9 +41,10 @@
 //! and fails at emit); tf32 and int8 forms exist; D may not silently overwrite
 //! registers A, B or C still read.
 
+use super::call::GemmRule;
 use super::call::{parse, GemmCall};
 use super::fragment::{self, Local, MatrixOperand, TileRegs};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::MemScope;
 use tirx_ir::lir::{LExpr, LStmtKind, MatrixOp, Mma, MmaKind, MmaOperand, MmaShape};
 use tirx_ir::op::{Family, TileOp};
@@ -87,7 +88,7 @@ impl Variant for MmaSync {
         let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
         if t <= 0 || t % 32 != 0 {
             return Err(Decline::new(
-                Rule::ExecScope,
+                CommonRule::ExecScope,
                 format!("the {} scope has {t} threads; mma.sync needs whole warps", cx.scope.kind),
             ));
         }
@@ -125,7 +126,7 @@ impl Variant for MmaSync {
                 Err(why) => limits.push(format!("{}: {why}", kind.shape.name())),
             }
         }
-        Err(Decline::new(Rule::Fragment, limits.join("; ")))
+        Err(Decline::new(GemmRule::Fragment, limits.join("; ")))
     }
 
     fn emit(&self, plan: &Plan, _cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
@@ -168,21 +169,24 @@ fn scalars(g: &GemmCall) -> Result<(), Decline> {
         Some(1.0) => {}
         Some(a) => {
             return Err(Decline::new(
-                Rule::Scalar,
+                GemmRule::Scalar,
                 format!("alpha = {a}: mma.sync computes A·B + C unscaled; only alpha = 1 (or absent) is supported"),
             ))
         }
         None => {
-            return Err(Decline::new(Rule::Scalar, "alpha is not a compile-time constant; only alpha = 1 is supported"))
+            return Err(Decline::new(
+                GemmRule::Scalar,
+                "alpha is not a compile-time constant; only alpha = 1 is supported",
+            ))
         }
     }
     match g.beta {
         Some(b) if b == 0.0 || b == 1.0 => Ok(()),
         Some(b) => Err(Decline::new(
-            Rule::Scalar,
+            GemmRule::Scalar,
             format!("beta = {b}: only beta = 0 (D = A·B) or beta = 1 (D = A·B + C) is supported; scale C first with an elementwise op"),
         )),
-        None => Err(Decline::new(Rule::Scalar, "beta is not a compile-time constant 0 or 1")),
+        None => Err(Decline::new(GemmRule::Scalar, "beta is not a compile-time constant 0 or 1")),
     }
 }
 
@@ -193,7 +197,7 @@ fn scopes(cx: &CallCx, g: &GemmCall, accumulate: bool) -> Result<(), Decline> {
         let b = cx.buf(r.buf);
         if b.scope != MemScope::Local {
             return Err(Decline::new(
-                Rule::OperandScope,
+                CommonRule::OperandScope,
                 format!(
                     "{name} `{}` is in {} memory; mma.sync takes register (local) fragments: load A and B with `Tx.warp.copy` (ldmatrix) first",
                     b.name,
@@ -213,7 +217,7 @@ fn forms(cx: &CallCx, g: &GemmCall) -> Result<Vec<MmaKind>, Decline> {
     let kinds: Vec<MmaKind> = shapes.iter().filter_map(|&s| MmaKind::new(s, a, b, c, d).ok()).collect();
     if kinds.is_empty() {
         return Err(Decline::new(
-            Rule::Dtype,
+            CommonRule::Dtype,
             format!(
                 "no mma.sync takes A {a}, B {b}, C {c}, D {d}: float16 or bfloat16 A and B (one type) with float32 C and D, float32 (as tf32) with float32, or int8/uint8 with int32"
             ),
@@ -235,7 +239,7 @@ fn shapes(d: &MatrixOperand, a: &MatrixOperand, b: &MatrixOperand, c: Option<&Ma
         return Ok(());
     }
     Err(Decline::new(
-        Rule::Operand,
+        CommonRule::Operand,
         format!(
             "shapes do not multiply: D {}×{}, A {}×{}, B {}×{} (A is M×K, B K×N, C and D M×N after transposes)",
             d.rows, d.cols, a.rows, a.cols, b.rows, b.cols
@@ -295,7 +299,7 @@ fn aliasing(p: &MmaPlan) -> Result<(), Decline> {
     for (t, per) in [(&p.a, p.kind.a.per_reg()), (&p.b, p.kind.b.per_reg())] {
         if t.buf == p.d.buf && regs(t, per).iter().any(|r| dset.contains(r)) {
             return Err(Decline::new(
-                Rule::Operand,
+                CommonRule::Operand,
                 format!("D and {} `{}` share registers: D is written while {} is still read", t.role, t.name, t.role),
             ));
         }
@@ -303,7 +307,7 @@ fn aliasing(p: &MmaPlan) -> Result<(), Decline> {
     let c_overlaps = p.c.buf == p.d.buf && p.c.regs != p.d.regs && regs(&p.c, 1).iter().any(|r| dset.contains(r));
     if p.accumulate && c_overlaps {
         return Err(Decline::new(
-            Rule::Operand,
+            CommonRule::Operand,
             format!(
                 "C and D are both `{}` at registers that hold different elements: D's first tiles would overwrite C before it is read; use C = D or separate registers",
                 p.d.name

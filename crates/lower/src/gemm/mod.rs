@@ -19,6 +19,7 @@ pub mod mma;
 pub mod wgmma;
 
 use crate::variant::Registry;
+pub use call::GemmRule;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(mma::MmaSync));

@@ -58,10 +58,11 @@
 //! of taking them as arguments, and infers major-ness from the layout
 //! (`transA`/`transB` only say which region dim is K).
 
+use super::call::GemmRule;
 use super::fragment::{self, MatrixOperand, TileRegs};
 use crate::affine::Affine;
 use crate::operand::{self, group_offset};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Rule, Variant};
 use tirx_ir::hir::{BufId, BufferRegion, Expr, ExprKind, MemScope, TileArg, TileOp};
 use tirx_ir::lir::wgmma::{
     Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync, DESC_MAX_OFFSET, WGMMA_ARCH, WGMMA_M,
@@ -138,7 +139,7 @@ impl Variant for WgmmaAsync {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(&[ExecScope::Warpgroup])?;
         if t != 128 {
-            return Err(Decline::new(Rule::ExecScope, format!("a warpgroup of {t} threads; wgmma needs 128")));
+            return Err(Decline::new(CommonRule::ExecScope, format!("a warpgroup of {t} threads; wgmma needs 128")));
         }
         let g = parse(cx)?;
         let accum = accum(cx)?;
@@ -150,18 +151,19 @@ impl Variant for WgmmaAsync {
         let kk = ad.1;
         if ad.0 != m || bd.0 != n || bd.1 != kk {
             return Err(Decline::new(
-                Rule::Operand,
+                CommonRule::Operand,
                 format!(
                     "shapes do not multiply: D {m}×{n}, A {}×{} (M×K), B {}×{} (N×K), after transA/transB",
                     ad.0, ad.1, bd.0, bd.1
                 ),
             ));
         }
-        let probe = WgmmaKind::new(8, a_buf.dtype, b_buf.dtype, d.dtype).map_err(|e| Decline::new(Rule::Dtype, e))?;
+        let probe =
+            WgmmaKind::new(8, a_buf.dtype, b_buf.dtype, d.dtype).map_err(|e| Decline::new(CommonRule::Dtype, e))?;
         let k = probe.k();
         if m % WGMMA_M != 0 || kk % k != 0 || n % 8 != 0 {
             return Err(Decline::new(
-                Rule::Operand,
+                CommonRule::Operand,
                 format!("D {m}×{n} with K = {kk}: wgmma tiles M in 64s, K in {k}s ({}) and N in 8s", probe.a.ptx()),
             ));
         }
@@ -172,10 +174,10 @@ impl Variant for WgmmaAsync {
         // Widest instruction first; a width any operand cannot take (accumulator
         // fragment, shared descriptor, A fragment) is a limit, and a narrower one may fit.
         let mut limits = vec![];
-        let mut rule = Rule::Fragment;
+        let mut rule = Rule::from(GemmRule::Fragment);
         for ni in instruction_ns(n) {
             let kind = WgmmaKind::new(ni as u32, a_buf.dtype, b_buf.dtype, d.dtype)
-                .map_err(|e| Decline::new(Rule::Dtype, e))?;
+                .map_err(|e| Decline::new(CommonRule::Dtype, e))?;
             let (dregs, a, b) = match operands_at(cx, &g, kind, &dm, am.as_ref(), k) {
                 Ok(ops) => ops,
                 Err(why) => {
@@ -248,10 +250,10 @@ fn operands_at(
     am: Option<&MatrixOperand>,
     k: i64,
 ) -> Result<(TileRegs, APlan, SmemPlan), Decline> {
-    let dregs = acc_regs(kind, dm).map_err(|m| Decline::new(Rule::Fragment, m))?;
+    let dregs = acc_regs(kind, dm).map_err(|m| Decline::new(GemmRule::Fragment, m))?;
     let b = smem_plan(cx, g.b, "B", g.trans_b, (kind.n as i64, k), kind.b)?;
     let a = match am {
-        Some(am) => APlan::Regs(a_regs_plan(kind, am).map_err(|m| Decline::new(Rule::Fragment, m))?),
+        Some(am) => APlan::Regs(a_regs_plan(kind, am).map_err(|m| Decline::new(GemmRule::Fragment, m))?),
         None => APlan::Smem(smem_plan(cx, g.a, "A", g.trans_a, (WGMMA_M, k), kind.a)?),
     };
     if let APlan::Regs(ar) = &a {
@@ -282,11 +284,11 @@ struct Call<'a> {
 fn parse<'a>(cx: &CallCx<'a>) -> Result<Call<'a>, Decline> {
     let region = |i: usize, name: &str| {
         cx.region(i)
-            .ok_or_else(|| Decline::new(Rule::Parse, format!("gemm_async operand {name} is not a buffer region")))
+            .ok_or_else(|| Decline::new(CommonRule::Parse, format!("gemm_async operand {name} is not a buffer region")))
     };
     if cx.region(3).is_some() || cx.region(4).is_some() {
         return Err(Decline::new(
-            Rule::Operand,
+            CommonRule::Operand,
             "block-scaled gemm_async (SFA, SFB) is tcgen05's (sm_100a); wgmma has no scale factors",
         ));
     }
@@ -298,14 +300,14 @@ fn parse<'a>(cx: &CallCx<'a>) -> Result<Call<'a>, Decline> {
 fn scopes(d: &tirx_ir::hir::Buffer, a: &tirx_ir::hir::Buffer, b: &tirx_ir::hir::Buffer) -> Result<(), Decline> {
     if d.scope != MemScope::Local {
         return Err(Decline::new(
-            Rule::OperandScope,
+            CommonRule::OperandScope,
             format!("D `{}` is in {} memory; wgmma accumulates in registers (local)", d.name, d.scope.name()),
         ));
     }
     for (who, x, regs_ok) in [("A", a, true), ("B", b, false)] {
         if !(x.scope.is_shared() || (regs_ok && x.scope == MemScope::Local)) {
             return Err(Decline::new(
-                Rule::OperandScope,
+                CommonRule::OperandScope,
                 format!(
                     "{who} `{}` is in {} memory; wgmma reads B from shared memory and A from shared memory or registers: stage it with `Tx.copy` first",
                     x.name,
@@ -327,13 +329,13 @@ fn accum(cx: &CallCx) -> Result<Accum, Decline> {
     }
     if !(e.dtype == DType::Bool || e.dtype.is_int()) {
         return Err(Decline::new(
-            Rule::Scalar,
+            GemmRule::Scalar,
             format!("accum is {}; it is a bool (or an int, nonzero = true)", e.dtype),
         ));
     }
     if cx.env.varies_within(cx.kernel, e, ExecScope::Warpgroup) {
         return Err(Decline::new(
-            Rule::Scalar,
+            GemmRule::Scalar,
             "accum differs between the threads of the warpgroup; a wgmma's scale-d is one value for all of them",
         ));
     }
@@ -452,7 +454,7 @@ fn aliasing(kind: WgmmaKind, d: &TileRegs, a: &TileRegs) -> Result<(), Decline> 
     let dset = span(d, kind.acc_per_reg());
     if span(a, kind.a.per_reg()).iter().any(|r| dset.contains(r)) {
         return Err(Decline::new(
-            Rule::Operand,
+            CommonRule::Operand,
             format!("D and A `{}` share registers: D is written while A is read", d.name),
         ));
     }
@@ -470,7 +472,7 @@ fn wgmma_swizzle(
     let chunk_ok = (1i64 << s.per_element) * esize == 16;
     WgmmaSwizzle::from_mode(s.swizzle_len).filter(|_| s.inner && s.atom_len == 3 && chunk_ok).ok_or_else(|| {
         Decline::new(
-            Rule::Swizzle,
+            GemmRule::Swizzle,
             format!(
                 "{role} `{}` swizzles as ComposeLayout({}, {}, {}{}); wgmma XORs 16-byte chunks with the row in rows of 32, 64 or 128 bytes: ComposeLayout({}, 1..3, 3) for {} (what mma_shared_layout(\"{}\", mode, shape) builds)",
                 b.name,
@@ -500,8 +502,8 @@ fn smem_plan(
     let mem = operand::memory(cx, r)?;
     operand::check_uniform(cx, r, b)?;
     let swizzle = wgmma_swizzle(mem.swizzle, role, b)?;
-    let view =
-        View::new(r, &mem.tile, transposed).map_err(|m| Decline::new(Rule::Slice, format!("`{}`: {m}", b.name)))?;
+    let view = View::new(r, &mem.tile, transposed)
+        .map_err(|m| Decline::new(CommonRule::Slice, format!("`{}`: {m}", b.name)))?;
     let grid = [view.rows / rows, view.cols / k];
     let majors: &[Major] = if ty.transposable() { &[Major::K, Major::MN] } else { &[Major::K] };
     let mut why = vec![];
@@ -518,7 +520,7 @@ fn smem_plan(
     }
     let shape = if role == "A" { "M×K, or K×M with transA" } else { "N×K, or K×N with transB" };
     Err(Decline::new(
-        Rule::Layout,
+        CommonRule::Layout,
         format!(
             "{role} `{}` is not a canonical wgmma tile: {}; lay it out with mma_shared_layout(\"{}\", mode, shape) as {shape}{}",
             b.name,
@@ -620,7 +622,7 @@ fn aligned(p: &SmemPlan, role: &str, esize: i64) -> Result<(), Decline> {
                 String::new()
             };
             return Err(Decline::new(
-                Rule::Alignment,
+                GemmRule::Alignment,
                 format!(
                     "misaligned base: {role} `{}` block {i} starts at element {s} (byte {byte}); a {} wgmma descriptor starts at a multiple of 16 bytes{row}",
                     p.name,
@@ -632,7 +634,7 @@ fn aligned(p: &SmemPlan, role: &str, esize: i64) -> Result<(), Decline> {
     let unit = p.sym.divisor().saturating_mul(esize);
     if !p.sym.is_zero() && unit % period != 0 {
         return Err(Decline::new(
-            Rule::Alignment,
+            GemmRule::Alignment,
             format!(
                 "misaligned base: the region begin of {role} `{}` moves it in steps of {} elements ({unit} bytes), not whole {period}-byte {} periods",
                 p.name,

@@ -2,11 +2,28 @@
 //! compute types and identities, butterflies over lane masks and the loops
 //! around them.
 
-use crate::variant::{CallCx, Decline, Emitter, Rule};
+use crate::variant::decline_rules;
+use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, TileArg, TileOp};
 use tirx_ir::lir::{CollectiveOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind, ShuffleMode};
 use tirx_ir::op::{normalize_axes, AttrValue, ReduceOp};
 use tirx_ir::DType;
+
+decline_rules! {
+    /// The reduction family's decline predicates.
+    pub enum ReduceRule {
+        /// The destination is not replicated over the lanes a reduction combines.
+        DstReplica = "dst_replica",
+        /// No split of the region over the threads exists.
+        Partition = "partition",
+        /// Source and destination layouts do not form a reduction the variant performs.
+        ReduceLayout = "reduce_layout",
+        /// The register operand's layout does not number the scope's threads.
+        RegisterLayout = "register_layout",
+        /// A store from registers replicated over threads.
+        Replicated = "replicated",
+    }
+}
 
 /// A parsed reduction call.
 #[derive(Clone, Debug)]
@@ -41,21 +58,24 @@ impl ReduceCall<'_> {
 /// The call's operands by the op's row: `(dst, src, axes, accum)`.
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<ReduceCall<'a>, Decline> {
     let TileOp::Reduce(op) = cx.call.op else {
-        return Err(Decline::new(Rule::Parse, format!("`{}` is not a reduction", cx.call.op.name())));
+        return Err(Decline::new(CommonRule::Parse, format!("`{}` is not a reduction", cx.call.op.name())));
     };
     let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
-        return Err(Decline::new(Rule::Parse, format!("`{}` takes a destination and a source region", op.name())));
+        return Err(Decline::new(
+            CommonRule::Parse,
+            format!("`{}` takes a destination and a source region", op.name()),
+        ));
     };
     let axes = match cx.call.args.get(2) {
         Some(TileArg::Attr(AttrValue::Axes(a))) => a.clone(),
         _ => vec![-1],
     };
-    let axes = normalize_axes(&axes, src.ranges.len()).map_err(|m| Decline::new(Rule::Parse, m))?;
+    let axes = normalize_axes(&axes, src.ranges.len()).map_err(|m| Decline::new(CommonRule::Parse, m))?;
     let accum = matches!(cx.call.args.get(3), Some(TileArg::Attr(AttrValue::Bool(true))));
     let (db, sb) = (cx.buf(dst.buf), cx.buf(src.buf));
     if db.dtype != sb.dtype {
         return Err(Decline::new(
-            Rule::Dtype,
+            CommonRule::Dtype,
             format!("`{}` is {} but `{}` is {}", sb.name, sb.dtype, db.name, db.dtype),
         ));
     }
@@ -70,7 +90,7 @@ pub fn compute_type(op: ReduceOp, t: DType) -> Result<DType, Decline> {
         DType::F16 | DType::BF16 if op == ReduceOp::Sum => Ok(DType::F32),
         DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64 => Ok(t),
         _ => Err(Decline::new(
-            Rule::Dtype,
+            CommonRule::Dtype,
             format!(
                 "{} of {t}: reductions compute on float32, float16, bfloat16, float64, int32, uint32 and int64",
                 op.name()
@@ -189,7 +209,7 @@ pub fn member_mask(threads: i64) -> Result<u32, Decline> {
         Ok((1u32 << threads) - 1)
     } else {
         Err(Decline::new(
-            Rule::Partition,
+            ReduceRule::Partition,
             format!("the {threads} threads are not whole warps: the last warp's shuffles would need another lane mask"),
         ))
     }
@@ -204,7 +224,7 @@ pub fn operand_scopes(cx: &CallCx, call: &ReduceCall, shared: bool, variant: &st
             let want =
                 if shared { "shared memory (\"shared\" or \"shared.dyn\")" } else { "registers (scope=\"local\")" };
             return Err(Decline::new(
-                Rule::OperandScope,
+                CommonRule::OperandScope,
                 format!("`{}` is in {} memory; `{variant}` reduces {want}", b.name, b.scope.name()),
             ));
         }

@@ -24,7 +24,7 @@
 
 use super::call::{accum_text, thread_reduce};
 use super::regs;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 
@@ -47,14 +47,14 @@ impl Variant for LocalThread {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         if cx.scope.kind != ExecScope::Thread {
             return Err(Decline::new(
-                Rule::ExecScope,
+                CommonRule::ExecScope,
                 format!("local_thread runs at thread scope; this call is {} scope", cx.scope.kind),
             ));
         }
         let regs::Checked { call, ct, names } = regs::check(cx, self.name())?;
         if thread_reduce(cx) == Some(true) {
             return Err(Decline::new(
-                Rule::Config,
+                CommonRule::Config,
                 "thread_reduce=True combines across threads, but a thread-scope call has one thread",
             ));
         }

@@ -32,9 +32,10 @@
 //! unroll for k in 0..2 { B[k] = acc[k] }
 //! ```
 
+use super::call::ReduceRule;
 use super::call::{accum_text, masks_text, member_mask, thread_reduce};
 use super::regs;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 
@@ -62,7 +63,7 @@ impl Variant for LocalView {
         let (masks, what) = match a.form {
             regs::Form::Whole if !a.reduced_threads.is_empty() => {
                 return Err(Decline::new(
-                    Rule::ReduceLayout,
+                    ReduceRule::ReduceLayout,
                     format!(
                         "`{}` holds whole reductions of dims spread over lanes: that is `warp_shuffle`'s form (or keep the reduced dims' thread extent in `{}` for per-thread values)",
                         names.1, names.1
@@ -71,7 +72,7 @@ impl Variant for LocalView {
             }
             regs::Form::Whole => (vec![], "each thread reduces its own registers".to_string()),
             regs::Form::PerThread if shuffle => {
-                let m = a.lane_masks().map_err(|m| Decline::new(Rule::ReduceLayout, m))?;
+                let m = a.lane_masks().map_err(|m| Decline::new(ReduceRule::ReduceLayout, m))?;
                 let text = format!("thread_reduce: butterfly masks {} across the reduced dims' lanes", masks_text(&m));
                 (m, text)
             }

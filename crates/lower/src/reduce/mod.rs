@@ -21,6 +21,7 @@ pub mod shared;
 pub mod warp_shuffle;
 
 use crate::variant::Registry;
+pub use call::ReduceRule;
 
 pub fn register(r: &mut Registry) {
     r.register(Box::new(local_thread::LocalThread));

@@ -22,9 +22,10 @@
 //! dims' register iters (inner), the source's base register affine in the
 //! outer loop.
 
+use super::call::ReduceRule;
 use super::call::{butterfly, combine, compute_type, loop_var, operand_scopes, parse, wrap_loop, ReduceCall};
 use crate::operand::{self, group_offset, UNROLL_ELEMS};
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule};
+use crate::variant::{Bug, CallCx, Decline, Emitter, Plan};
 use std::collections::{BTreeMap, HashMap};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
 use tirx_ir::DType;
@@ -141,7 +142,7 @@ fn allowed_axis(a: Axis, kind: ExecScope, threads: i64) -> bool {
 
 /// Resolves both operands and decides the destination's form.
 pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) -> Result<Analysis, Decline> {
-    let reg = |r| operand::register(cx, r).map_err(|m| Decline::new(Rule::RegisterLayout, m));
+    let reg = |r| operand::register(cx, r).map_err(|m| Decline::new(ReduceRule::RegisterLayout, m));
     let (src, dst) = (reg(call.src)?.tile, reg(call.dst)?.tile);
     let names = (&cx.buf(call.src.buf).name, &cx.buf(call.dst.buf).name);
     for (t, name) in [(&src, names.0), (&dst, names.1)] {
@@ -149,14 +150,14 @@ pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) ->
         let mut axes = t.shard.iter().chain(&t.replica).map(|i| i.axis).chain(offsets);
         if let Some(a) = axes.find(|a| a.is_thread() && !allowed_axis(*a, kind, threads)) {
             return Err(Decline::new(
-                Rule::RegisterLayout,
+                ReduceRule::RegisterLayout,
                 format!("`{name}` is distributed over {a}, not the threads of this {kind}-scope call"),
             ));
         }
     }
     if let Some(it) = src.replica.iter().find(|i| i.axis.is_thread()) {
         return Err(Decline::new(
-            Rule::Replicated,
+            ReduceRule::Replicated,
             format!(
                 "the source `{}` is replicated over {} (a reduction would count its elements several times)",
                 names.0, it.axis
@@ -166,7 +167,7 @@ pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) ->
     let (se, de) = (call.src_extents(), call.dst_extents());
     let (g, seps) = src.group(&se).map_err(|e| {
         Decline::new(
-            Rule::ReduceLayout,
+            ReduceRule::ReduceLayout,
             format!("the layout of `{}` does not split over its region {se:?}: {e}", names.0),
         )
     })?;
@@ -185,7 +186,7 @@ pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) ->
     } else {
         let per: Vec<String> = call.axes.iter().map(|&d| format!("dim {d}: {}", dim_threads(d))).collect();
         return Err(Decline::new(
-            Rule::ReduceLayout,
+            ReduceRule::ReduceLayout,
             format!(
                 "the destination region {de:?} is neither the kept extents of {se:?} nor the source's rank with each reduced dim at its thread extent ({})",
                 per.join(", ")
@@ -220,7 +221,7 @@ fn home_of(c: &tirx_layout::Coord) -> Result<(i64, i64), String> {
 }
 
 fn layout_err(m: String) -> Decline {
-    Decline::new(Rule::ReduceLayout, m)
+    Decline::new(ReduceRule::ReduceLayout, m)
 }
 
 /// Checks that one register program with butterfly `masks` computes the
@@ -368,7 +369,7 @@ fn check_uniform_dst(a: &Analysis, dst_at: &[DstRegs], masks: &[u32], dst: &str)
         let msg = format!("thread {th} holds {} of `{dst}` but thread 0 holds {}", what(&r), what(&r0));
         if a.form == Form::Whole && !masks.is_empty() {
             return Err(Decline::new(
-                Rule::DstReplica,
+                ReduceRule::DstReplica,
                 format!(
                     "{msg}: every lane of a butterfly group ends with the whole reduction, so the destination must be replicated over the lanes it combines (masks {}), e.g. `+ R[32:1@laneid]`",
                     super::call::masks_text(masks)

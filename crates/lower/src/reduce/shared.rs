@@ -39,11 +39,12 @@
 //! ```
 
 use super::call::ReduceCall;
+use super::call::ReduceRule;
 use super::call::{
     accum_text, butterfly, combine, compute_type, identity, masks_text, member_mask, operand_scopes, parse,
 };
 use crate::addr::split_row_major;
-use crate::variant::{barrier_text, Bug, CallCx, Decline, Emitter, Plan, Rule, Variant, COOPERATIVE_SCOPES};
+use crate::variant::{barrier_text, Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::Family;
@@ -85,7 +86,7 @@ impl Variant for Shared {
             let b = cx.buf(r.buf);
             if !crate::lay::tile_of(&b.layout).thread_axes().is_empty() {
                 return Err(Decline::new(
-                    Rule::Layout,
+                    CommonRule::Layout,
                     format!("`{}` is in shared memory but its layout has thread axes", b.name),
                 ));
             }
@@ -230,7 +231,7 @@ fn whole_destination(cx: &CallCx, call: &ReduceCall) -> Result<(), Decline> {
     let kept = sq(se.iter().enumerate().filter(|(d, _)| !call.axes.contains(d)).map(|(_, &e)| e).collect());
     if kept != sq(call.dst_extents()) {
         return Err(Decline::new(
-            Rule::ReduceLayout,
+            ReduceRule::ReduceLayout,
             format!(
                 "`{}` must hold the kept extents {kept:?} of the source; per-thread partials exist only in registers",
                 cx.buf(call.dst.buf).name

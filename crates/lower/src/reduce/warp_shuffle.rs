@@ -28,9 +28,10 @@
 //! unroll for k in 0..4 { B[k] = acc[k] }
 //! ```
 
+use super::call::ReduceRule;
 use super::call::{accum_text, masks_text, member_mask, thread_reduce};
 use super::regs;
-use crate::variant::{Bug, CallCx, Decline, Emitter, Plan, Rule, Variant};
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_layout::ExecScope;
 
@@ -56,7 +57,7 @@ impl Variant for WarpShuffle {
         let a = regs::analyze(cx, &call, cx.scope.kind, t)?;
         if a.form != regs::Form::Whole {
             return Err(Decline::new(
-                Rule::ReduceLayout,
+                ReduceRule::ReduceLayout,
                 format!(
                     "`{}` keeps the reduced dims' thread extent (one value per thread): that is `local_view`'s form",
                     names.1
@@ -65,14 +66,14 @@ impl Variant for WarpShuffle {
         }
         if a.reduced_threads.is_empty() {
             return Err(Decline::new(
-                Rule::ReduceLayout,
+                ReduceRule::ReduceLayout,
                 format!("the reduced dims of `{}` lie in each thread's registers: nothing to combine across lanes (`local_view` reduces them)", names.0),
             ));
         }
-        let masks = a.lane_masks().map_err(|m| Decline::new(Rule::ReduceLayout, m))?;
+        let masks = a.lane_masks().map_err(|m| Decline::new(ReduceRule::ReduceLayout, m))?;
         if thread_reduce(cx) == Some(false) {
             return Err(Decline::new(
-                Rule::Config,
+                CommonRule::Config,
                 format!(
                     "thread_reduce=False keeps reductions in each thread, but `{}` is spread over lanes (masks {}) and `{}` holds whole reductions",
                     names.0,

@@ -256,53 +256,56 @@ const fn slot(names: &'static [&'static str], role: Role, kind: SlotKind, defaul
 use SlotDefault::{Absent, Dst as DefDst, Required};
 use SlotKind::{Region, RegionOrScalar, Scalar};
 
-const DST: Slot = slot(&["dst", "output", "out"], Role::Dst, Region, Required);
-const SRC_REGION: Slot = slot(&["src", "input"], Role::Src, Region, Required);
-const SRC_INPLACE: Slot = slot(&["src", "input"], Role::Src, RegionOrScalar, DefDst);
-const BIAS: Slot = slot(&["bias"], Role::Bias, RegionOrScalar, Absent);
-const SCALE: Slot = slot(&["scale"], Role::Scale, Scalar, Absent);
-const VALUE: Slot = slot(&["value"], Role::Value, Scalar, Required);
-const LHS: Slot = slot(&["lhs", "a"], Role::Src, RegionOrScalar, Required);
-const RHS: Slot = slot(&["rhs", "b"], Role::Src, RegionOrScalar, Required);
-const FMA_A: Slot = slot(&["a", "input", "src"], Role::Src, RegionOrScalar, Required);
-const FMA_B: Slot = slot(&["scale", "b"], Role::Src, RegionOrScalar, Required);
-const FMA_C: Slot = slot(&["bias", "c"], Role::Src, RegionOrScalar, Required);
-const ZERO_SRC: Slot = slot(&["src"], Role::Src, Region, DefDst);
-const AXES: Slot =
+// The operand slots of the table. Public so that a lowering reads an operand by
+// its slot (`cx.region(&op::DST)`, found by [`TileOp::position`]), never by a number.
+
+pub const DST: Slot = slot(&["dst", "output", "out"], Role::Dst, Region, Required);
+pub const SRC_REGION: Slot = slot(&["src", "input"], Role::Src, Region, Required);
+pub const SRC_INPLACE: Slot = slot(&["src", "input"], Role::Src, RegionOrScalar, DefDst);
+pub const BIAS: Slot = slot(&["bias"], Role::Bias, RegionOrScalar, Absent);
+pub const SCALE: Slot = slot(&["scale"], Role::Scale, Scalar, Absent);
+pub const VALUE: Slot = slot(&["value"], Role::Value, Scalar, Required);
+pub const LHS: Slot = slot(&["lhs", "a"], Role::Src, RegionOrScalar, Required);
+pub const RHS: Slot = slot(&["rhs", "b"], Role::Src, RegionOrScalar, Required);
+pub const FMA_A: Slot = slot(&["a", "input", "src"], Role::Src, RegionOrScalar, Required);
+pub const FMA_B: Slot = slot(&["scale", "b"], Role::Src, RegionOrScalar, Required);
+pub const FMA_C: Slot = slot(&["bias", "c"], Role::Src, RegionOrScalar, Required);
+pub const ZERO_SRC: Slot = slot(&["src"], Role::Src, Region, DefDst);
+pub const AXES: Slot =
     slot(&["axes"], Role::Attr, SlotKind::Attr(AttrKind::Axes), SlotDefault::Attr(AttrDefault::Axes(&[-1])));
-const ACCUM: Slot =
+pub const ACCUM: Slot =
     slot(&["accum"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
-const GEMM_D: Slot = slot(&["D", "dst", "output"], Role::Dst, Region, Required);
-const GEMM_A: Slot = slot(&["A"], Role::Src, Region, Required);
-const GEMM_B: Slot = slot(&["B"], Role::Src, Region, Required);
-const GEMM_C: Slot = slot(&["C"], Role::Acc, Region, DefDst);
-const TRANS_A: Slot =
+pub const GEMM_D: Slot = slot(&["D", "dst", "output"], Role::Dst, Region, Required);
+pub const GEMM_A: Slot = slot(&["A"], Role::Src, Region, Required);
+pub const GEMM_B: Slot = slot(&["B"], Role::Src, Region, Required);
+pub const GEMM_C: Slot = slot(&["C"], Role::Acc, Region, DefDst);
+pub const TRANS_A: Slot =
     slot(&["transpose_A"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
-const TRANS_B: Slot =
+pub const TRANS_B: Slot =
     slot(&["transpose_B"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
-const ALPHA: Slot = slot(&["alpha"], Role::Scale, Scalar, Absent);
-const BETA: Slot = slot(&["beta"], Role::Scale, Scalar, Absent);
-const ASYNC_D: Slot = slot(&["D", "C", "dst", "output"], Role::Dst, Region, Required);
-const SFA: Slot = slot(&["SFA"], Role::Scale, Region, Absent);
-const SFB: Slot = slot(&["SFB"], Role::Scale, Region, Absent);
-const ASYNC_TRANS_A: Slot = slot(
+pub const ALPHA: Slot = slot(&["alpha"], Role::Scale, Scalar, Absent);
+pub const BETA: Slot = slot(&["beta"], Role::Scale, Scalar, Absent);
+pub const ASYNC_D: Slot = slot(&["D", "C", "dst", "output"], Role::Dst, Region, Required);
+pub const SFA: Slot = slot(&["SFA"], Role::Scale, Region, Absent);
+pub const SFB: Slot = slot(&["SFB"], Role::Scale, Region, Absent);
+pub const ASYNC_TRANS_A: Slot = slot(
     &["transA", "transpose_A"],
     Role::Attr,
     SlotKind::Attr(AttrKind::Bool),
     SlotDefault::Attr(AttrDefault::Bool(false)),
 );
-const ASYNC_TRANS_B: Slot = slot(
+pub const ASYNC_TRANS_B: Slot = slot(
     &["transB", "transpose_B"],
     Role::Attr,
     SlotKind::Attr(AttrKind::Bool),
     SlotDefault::Attr(AttrDefault::Bool(false)),
 );
 /// A run-time or compile-time bool: false overwrites D, true accumulates into it.
-const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
-const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
-const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
-const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
-const REMOTE_CTA: Slot = slot(&["remote_cta_id"], Role::Peer, Scalar, Absent);
+pub const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
+pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
+pub const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
+pub const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
+pub const REMOTE_CTA: Slot = slot(&["remote_cta_id"], Role::Peer, Scalar, Absent);
 
 const COPY_CONFIG: &[ConfigKey] = &[ConfigKey::Cache, ConfigKey::L1Evict, ConfigKey::L2Evict, ConfigKey::PrefetchSize];
 const EWISE_CONFIG: &[ConfigKey] = &[ConfigKey::RoundingMode];
@@ -429,6 +432,12 @@ impl TileOp {
 
     pub fn operands(self) -> &'static [Slot] {
         self.spec().operands
+    }
+
+    /// The position of `slot` (matched by its canonical name) in this op's row: how a
+    /// lowering reads an operand by name (`PREDICATE`), never by a number.
+    pub fn position(self, slot: &Slot) -> Option<usize> {
+        self.operands().iter().position(|s| s.name() == slot.name())
     }
 
     /// `copy(dst, src)`, `sqrt(dst, src=dst, bias=None, scale=None)`, ...

@@ -8,6 +8,7 @@ use crate::explain::{CallExplain, Tried};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Registry, Variant};
 use tirx_ir::hir::TileOp;
 use tirx_ir::lir::LStmt;
+use tirx_ir::op;
 use tirx_ir::{Arch, Diagnostic};
 
 /// The result of dispatching one call.
@@ -202,8 +203,11 @@ pub fn decline_table(ex: &CallExplain) -> String {
 
 fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnostic {
     let call = cx.call;
-    let scopes: Vec<String> =
-        [1usize, 0].iter().filter_map(|&i| cx.region(i)).map(|r| cx.buf(r.buf).scope.name().to_string()).collect();
+    let scopes: Vec<String> = [&op::SRC_REGION, &op::DST]
+        .iter()
+        .filter_map(|s| cx.region(s))
+        .map(|r| cx.buf(r.buf).scope.name().to_string())
+        .collect();
     let pair = if scopes.len() == 2 { format!(" for {} -> {}", scopes[0], scopes[1]) } else { String::new() };
     let how = ex.tried.iter().find(|t| t.variant == v.name()).map(|t| t.reason.clone()).unwrap_or_default();
     let why = match &ex.forced {

@@ -13,6 +13,7 @@ use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{Buffer, BufferRegion, MemScope};
 use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::op;
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
 
@@ -83,7 +84,7 @@ pub(crate) fn operands_matching<'a>(
     cx: &CallCx<'a>,
     mismatch: impl Fn(&BufferRegion, &BufferRegion) -> Option<String>,
 ) -> Result<CopyOps<'a>, Decline> {
-    let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
+    let (Some(dst), Some(src)) = (cx.region(&op::DST), cx.region(&op::SRC_REGION)) else {
         return Err(Decline::new(CopyRule::ValidateCopyOp, "copy needs two buffer regions (dst, src)"));
     };
     let ops = CopyOps { dst, src, dst_buf: cx.buf(dst.buf), src_buf: cx.buf(src.buf) };

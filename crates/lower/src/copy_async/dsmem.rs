@@ -55,12 +55,12 @@
 //! A swizzled side declines (`bulk_chunk`).
 
 use super::call::CopyAsyncRule;
-use super::tma::{self, CTA_MASK, MBAR, REMOTE_CTA};
+use super::tma;
 use crate::operand::MemOperand;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Expr, ExprKind, TileArg};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmt, LStmtKind};
-use tirx_ir::op::{ConfigKey, Family};
+use tirx_ir::op::{self, ConfigKey, Family};
 use tirx_ir::{Arch, DType};
 use tirx_layout::{Axis, ExecScope};
 
@@ -141,12 +141,12 @@ impl Variant for Dsmem {
                 ),
             ));
         }
-        for (i, name) in [(tma::PREDICATE, "predicate"), (CTA_MASK, "cta_mask")] {
-            if !matches!(cx.call.args.get(i), None | Some(TileArg::None)) {
-                return Err(Decline::new(CommonRule::Config, format!("a dsmem copy takes no `{name}=`")));
+        for slot in [&op::PREDICATE, &op::CTA_MASK] {
+            if cx.arg(slot).is_some() {
+                return Err(Decline::new(CommonRule::Config, format!("a dsmem copy takes no `{}=`", slot.name())));
             }
         }
-        if !matches!(cx.call.args.get(MBAR), Some(TileArg::Barrier(_))) {
+        if !matches!(cx.arg(&op::MBAR), Some(TileArg::Barrier(_))) {
             return Err(Decline::new(
                 CopyAsyncRule::Mbar,
                 "a dsmem copy completes on the peer's mbarrier: pass `mbar=bar.ptr_to([i])` (the barrier at the same offset in the peer CTA)",
@@ -210,7 +210,7 @@ impl Variant for Dsmem {
         let p = plan.data::<DsPlan>("dsmem")?;
         let (src, src_start) = p.src.start(em)?;
         let (dst, dst_start) = p.dst.start(em)?;
-        let Some(TileArg::Barrier(r)) = cx.call.args.get(MBAR) else {
+        let Some(TileArg::Barrier(r)) = cx.arg(&op::MBAR) else {
             return Err(Bug("the dsmem plan has no barrier".into()));
         };
         let bar = super::call::mbar(em, r)?;
@@ -422,7 +422,7 @@ fn remote_rank(cx: &CallCx) -> Result<Expr, Decline> {
             "a dsmem copy writes a peer CTA of the cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
         ));
     }
-    let Some(TileArg::Scalar(e)) = cx.call.args.get(REMOTE_CTA) else {
+    let Some(e) = cx.scalar(&op::REMOTE_CTA) else {
         return Err(Decline::new(
             CopyAsyncRule::RemoteCta,
             "a dsmem copy needs `remote_cta_id=` (the peer's rank in the cluster)",

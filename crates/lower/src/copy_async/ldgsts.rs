@@ -44,7 +44,7 @@ use crate::copy::gmem_smem::GsPlan;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Expr, MemScope, TileArg};
 use tirx_ir::lir::{AsyncOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind};
-use tirx_ir::op::{ConfigKey, ConfigValue, Family, FillMode};
+use tirx_ir::op::{self, ConfigKey, ConfigValue, Family, FillMode};
 use tirx_ir::{Arch, DType};
 use tirx_layout::ExecScope;
 
@@ -166,12 +166,11 @@ impl Variant for Ldgsts {
 /// `mbar=`, `cta_mask=` and `remote_cta_id=` belong to bulk copies (TMA, DSMEM):
 /// `cp.async` completes in commit groups and writes this CTA only.
 fn bulk_operands_absent(cx: &CallCx) -> Result<(), Decline> {
-    use super::tma::{CTA_MASK, MBAR, REMOTE_CTA};
-    for (i, name) in [(MBAR, "mbar"), (CTA_MASK, "cta_mask"), (REMOTE_CTA, "remote_cta_id")] {
-        if !matches!(cx.call.args.get(i), None | Some(TileArg::None)) {
+    for slot in [&op::MBAR, &op::CTA_MASK, &op::REMOTE_CTA] {
+        if cx.arg(slot).is_some() {
             return Err(Decline::new(
                 CommonRule::Config,
-                format!("`{name}=` is for bulk copies (TMA, dsmem); cp.async completes in commit groups"),
+                format!("`{}=` is for bulk copies (TMA, dsmem); cp.async completes in commit groups", slot.name()),
             ));
         }
     }
@@ -180,9 +179,9 @@ fn bulk_operands_absent(cx: &CallCx) -> Result<(), Decline> {
 
 /// `predicate=` (bool, or an int where non-zero is true) and `fill_mode=`.
 fn predicate(cx: &CallCx) -> Result<(Option<Expr>, bool), Decline> {
-    let pred = match cx.call.args.get(2) {
+    let pred = match cx.arg(&op::PREDICATE) {
         Some(TileArg::Scalar(e)) => Some(e.clone()),
-        Some(TileArg::None) | None => None,
+        None => None,
         Some(_) => return Err(Decline::new(CommonRule::Operand, "`predicate=` must be a scalar condition")),
     };
     if let Some(e) = &pred {

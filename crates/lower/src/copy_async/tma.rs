@@ -14,15 +14,9 @@ use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
-use tirx_ir::op::{ConfigKey, ConfigValue, Evict, OobFill};
+use tirx_ir::op::{self, ConfigKey, ConfigValue, Evict, OobFill};
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Layout};
-
-/// Operand positions of `copy_async` (the tile-op table).
-pub(crate) const PREDICATE: usize = 2;
-pub(crate) const MBAR: usize = 3;
-pub(crate) const CTA_MASK: usize = 4;
-pub(crate) const REMOTE_CTA: usize = 5;
 
 /// The config keys the TMA variants read.
 pub(crate) const HONOURS: &[ConfigKey] =
@@ -203,19 +197,19 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
             ))
         }
     };
-    if !matches!(cx.call.args.get(PREDICATE), None | Some(TileArg::None)) {
+    if cx.arg(&op::PREDICATE).is_some() {
         return Err(Decline::new(
             CommonRule::Config,
             "a TMA copy takes no `predicate=`: one thread issues it; guard the call with an `if` instead",
         ));
     }
-    if !matches!(cx.call.args.get(REMOTE_CTA), None | Some(TileArg::None)) {
+    if cx.arg(&op::REMOTE_CTA).is_some() {
         return Err(Decline::new(
             CommonRule::Config,
             "`remote_cta_id=` is for shared -> peer-CTA copies (dispatch=\"dsmem\")",
         ));
     }
-    let bar = match cx.call.args.get(MBAR) {
+    let bar = match cx.arg(&op::MBAR) {
         Some(TileArg::Barrier(b)) => Some(b.clone()),
         _ => None,
     };
@@ -262,7 +256,7 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
 /// otherwise an integer in a cluster launch, and a constant names only CTAs of the
 /// cluster (a run-time mask is checked by the simulator, docs/tile-primitives.md §3.20).
 fn cta_mask(cx: &CallCx) -> Result<Option<Expr>, Decline> {
-    let Some(TileArg::Scalar(e)) = cx.call.args.get(CTA_MASK) else { return Ok(None) };
+    let Some(e) = cx.scalar(&op::CTA_MASK) else { return Ok(None) };
     if !e.dtype.is_int() {
         return Err(Decline::new(
             CopyAsyncRule::CtaMask,

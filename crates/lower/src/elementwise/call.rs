@@ -8,7 +8,7 @@ use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LBinOp, LExpr, LStmtKind, RoundMode, RoundOp};
-use tirx_ir::op::EwiseOp;
+use tirx_ir::op::{self, EwiseOp, Slot};
 use tirx_ir::DType;
 
 decline_rules! {
@@ -56,8 +56,8 @@ impl OpCall<'_> {
     }
 }
 
-pub(super) fn operand<'a>(cx: &CallCx<'a>, i: usize) -> Option<Operand<'a>> {
-    match cx.call.args.get(i) {
+pub(super) fn operand<'a>(cx: &CallCx<'a>, slot: &Slot) -> Option<Operand<'a>> {
+    match cx.arg(slot) {
         Some(TileArg::Region(r)) => Some(Operand::Region(r)),
         Some(TileArg::Scalar(e)) => Some(Operand::Scalar(e)),
         _ => None,
@@ -73,18 +73,19 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     let TileOp::Ewise(op) = cx.call.op else {
         return Err(Decline::new(CommonRule::Parse, format!("`{}` is not an elementwise op", cx.call.op.name())));
     };
-    let dst = cx.region(0).ok_or_else(|| {
+    let dst = cx.region(&op::DST).ok_or_else(|| {
         Decline::new(CommonRule::Parse, format!("the destination of `{}` must be a buffer region", op.name()))
     })?;
-    let need = |i: usize, what: &str| {
-        operand(cx, i).ok_or_else(|| Decline::new(CommonRule::Parse, format!("`{}` is missing its {what}", op.name())))
+    let need = |slot: &Slot, what: &str| {
+        operand(cx, slot)
+            .ok_or_else(|| Decline::new(CommonRule::Parse, format!("`{}` is missing its {what}", op.name())))
     };
     let mut scale = None;
     let srcs = match op {
         EwiseOp::Zero => vec![],
-        EwiseOp::Fill => vec![need(1, "value")?],
-        EwiseOp::Reciprocal | EwiseOp::Silu => vec![need(1, "source")?],
-        EwiseOp::Cast => match need(1, "source")? {
+        EwiseOp::Fill => vec![need(&op::VALUE, "value")?],
+        EwiseOp::Reciprocal | EwiseOp::Silu => vec![need(&op::SRC_INPLACE, "source")?],
+        EwiseOp::Cast => match need(&op::SRC_REGION, "source")? {
             r @ Operand::Region(_) => vec![r],
             Operand::Scalar(_) => {
                 return Err(Decline::new(
@@ -94,15 +95,13 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             }
         },
         EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => {
-            if let Some(TileArg::Scalar(e)) = cx.call.args.get(3) {
-                scale = Some(e);
-            }
-            let mut v = vec![need(1, "source")?];
-            v.extend(operand(cx, 2));
+            scale = cx.scalar(&op::SCALE);
+            let mut v = vec![need(&op::SRC_INPLACE, "source")?];
+            v.extend(operand(cx, &op::BIAS));
             v
         }
         EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
-            let (a, b) = (need(1, "lhs")?, need(2, "rhs")?);
+            let (a, b) = (need(&op::LHS, "lhs")?, need(&op::RHS, "rhs")?);
             match (a, b) {
                 (Operand::Scalar(_), Operand::Scalar(_)) => {
                     return Err(Decline::new(
@@ -120,7 +119,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
                 _ => vec![a, b],
             }
         }
-        EwiseOp::Fma => vec![need(1, "a")?, need(2, "scale (b)")?, need(3, "bias (c)")?],
+        EwiseOp::Fma => vec![need(&op::FMA_A, "a")?, need(&op::FMA_B, "scale (b)")?, need(&op::FMA_C, "bias (c)")?],
     };
     Ok(OpCall { op, dst, srcs, scale })
 }

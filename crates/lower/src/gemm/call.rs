@@ -2,8 +2,8 @@
 
 use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline};
-use tirx_ir::hir::{BufferRegion, Expr, ExprKind, TileArg, UnOp};
-use tirx_ir::op::AttrValue;
+use tirx_ir::hir::{BufferRegion, Expr, ExprKind, UnOp};
+use tirx_ir::op::{self, Slot};
 
 decline_rules! {
     /// The gemm family's decline predicates.
@@ -39,24 +39,20 @@ pub struct GemmCall<'a> {
 
 /// Reads the call by the op table's slots (D, A, B, C, transpose_A, transpose_B, alpha, beta).
 pub fn parse<'a>(cx: &CallCx<'a>) -> Result<GemmCall<'a>, Decline> {
-    let region = |i: usize, name: &str| {
-        cx.region(i)
+    let region = |slot: &Slot, name: &str| {
+        cx.region(slot)
             .ok_or_else(|| Decline::new(CommonRule::Parse, format!("gemm operand {name} is not a buffer region")))
     };
-    let flag = |i: usize| matches!(cx.call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
-    let scalar = |i: usize, absent: f64| match cx.call.args.get(i) {
-        Some(TileArg::Scalar(e)) => constant(e),
-        _ => Some(absent),
-    };
+    let scalar = |slot: &Slot, absent: f64| cx.scalar(slot).map_or(Some(absent), constant);
     Ok(GemmCall {
-        d: region(0, "D")?,
-        a: region(1, "A")?,
-        b: region(2, "B")?,
-        c: region(3, "C")?,
-        transpose_a: flag(4),
-        transpose_b: flag(5),
-        alpha: scalar(6, 1.0),
-        beta: scalar(7, 0.0),
+        d: region(&op::GEMM_D, "D")?,
+        a: region(&op::GEMM_A, "A")?,
+        b: region(&op::GEMM_B, "B")?,
+        c: region(&op::GEMM_C, "C")?,
+        transpose_a: cx.flag(&op::TRANS_A),
+        transpose_b: cx.flag(&op::TRANS_B),
+        alpha: scalar(&op::ALPHA, 1.0),
+        beta: scalar(&op::BETA, 0.0),
     })
 }
 

@@ -63,12 +63,12 @@ use super::fragment::{self, MatrixOperand, TileRegs};
 use crate::affine::Affine;
 use crate::operand::{self, group_offset};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Rule, Variant};
-use tirx_ir::hir::{BufId, BufferRegion, Expr, ExprKind, MemScope, TileArg, TileOp};
+use tirx_ir::hir::{BufId, BufferRegion, Expr, ExprKind, MemScope, TileOp};
 use tirx_ir::lir::wgmma::{
     Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync, DESC_MAX_OFFSET, WGMMA_ARCH, WGMMA_M,
 };
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmtKind, MatrixOp};
-use tirx_ir::op::{AttrValue, Family};
+use tirx_ir::op::{self, Family, Slot};
 use tirx_ir::{Arch, DType};
 use tirx_layout::{ExecScope, Iter, TileLayout};
 
@@ -282,18 +282,23 @@ struct Call<'a> {
 }
 
 fn parse<'a>(cx: &CallCx<'a>) -> Result<Call<'a>, Decline> {
-    let region = |i: usize, name: &str| {
-        cx.region(i)
+    let region = |slot: &Slot, name: &str| {
+        cx.region(slot)
             .ok_or_else(|| Decline::new(CommonRule::Parse, format!("gemm_async operand {name} is not a buffer region")))
     };
-    if cx.region(3).is_some() || cx.region(4).is_some() {
+    if cx.region(&op::SFA).is_some() || cx.region(&op::SFB).is_some() {
         return Err(Decline::new(
             CommonRule::Operand,
             "block-scaled gemm_async (SFA, SFB) is tcgen05's (sm_100a); wgmma has no scale factors",
         ));
     }
-    let flag = |i: usize| matches!(cx.call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
-    Ok(Call { d: region(0, "D")?, a: region(1, "A")?, b: region(2, "B")?, trans_a: flag(5), trans_b: flag(6) })
+    Ok(Call {
+        d: region(&op::ASYNC_D, "D")?,
+        a: region(&op::GEMM_A, "A")?,
+        b: region(&op::GEMM_B, "B")?,
+        trans_a: cx.flag(&op::ASYNC_TRANS_A),
+        trans_b: cx.flag(&op::ASYNC_TRANS_B),
+    })
 }
 
 /// D in registers, B in shared memory, A in either.
@@ -321,7 +326,7 @@ fn scopes(d: &tirx_ir::hir::Buffer, a: &tirx_ir::hir::Buffer, b: &tirx_ir::hir::
 
 /// `accum=`: absent (false), a constant, or a bool (or int) uniform over the warpgroup.
 fn accum(cx: &CallCx) -> Result<Accum, Decline> {
-    let Some(TileArg::Scalar(e)) = cx.call.args.get(7) else { return Ok(Accum::Const(false)) };
+    let Some(e) = cx.scalar(&op::ASYNC_ACCUM) else { return Ok(Accum::Const(false)) };
     match &e.kind {
         ExprKind::Bool(b) => return Ok(Accum::Const(*b)),
         ExprKind::Int(v) => return Ok(Accum::Const(*v != 0)),

@@ -6,7 +6,7 @@ use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, TileArg, TileOp};
 use tirx_ir::lir::{CollectiveOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind, ShuffleMode};
-use tirx_ir::op::{normalize_axes, AttrValue, ReduceOp};
+use tirx_ir::op::{self, normalize_axes, AttrValue, ReduceOp};
 use tirx_ir::DType;
 
 decline_rules! {
@@ -60,18 +60,18 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<ReduceCall<'a>, Decline> {
     let TileOp::Reduce(op) = cx.call.op else {
         return Err(Decline::new(CommonRule::Parse, format!("`{}` is not a reduction", cx.call.op.name())));
     };
-    let (Some(dst), Some(src)) = (cx.region(0), cx.region(1)) else {
+    let (Some(dst), Some(src)) = (cx.region(&op::DST), cx.region(&op::SRC_REGION)) else {
         return Err(Decline::new(
             CommonRule::Parse,
             format!("`{}` takes a destination and a source region", op.name()),
         ));
     };
-    let axes = match cx.call.args.get(2) {
+    let axes = match cx.arg(&op::AXES) {
         Some(TileArg::Attr(AttrValue::Axes(a))) => a.clone(),
         _ => vec![-1],
     };
     let axes = normalize_axes(&axes, src.ranges.len()).map_err(|m| Decline::new(CommonRule::Parse, m))?;
-    let accum = matches!(cx.call.args.get(3), Some(TileArg::Attr(AttrValue::Bool(true))));
+    let accum = cx.flag(&op::ACCUM);
     let (db, sb) = (cx.buf(dst.buf), cx.buf(src.buf));
     if db.dtype != sb.dtype {
         return Err(Decline::new(
@@ -86,9 +86,10 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<ReduceCall<'a>, Decline> {
 /// floats accumulate in f32 and round once to the destination; everything
 /// else in the element type. Types without a shuffle or arithmetic here decline.
 pub fn compute_type(op: ReduceOp, t: DType) -> Result<DType, Decline> {
-    match t {
-        DType::F16 | DType::BF16 if op == ReduceOp::Sum => Ok(DType::F32),
-        DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64 => Ok(t),
+    match (op, t) {
+        // 16-bit sums accumulate in f32 (max and min are exact in their own type).
+        (ReduceOp::Sum, DType::F16 | DType::BF16) => Ok(DType::F32),
+        (_, DType::F32 | DType::F16 | DType::BF16 | DType::F64 | DType::I32 | DType::U32 | DType::I64) => Ok(t),
         _ => Err(Decline::new(
             CommonRule::Dtype,
             format!(

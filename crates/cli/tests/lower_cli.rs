@@ -194,15 +194,20 @@ fn check_agrees_with_lower_on_every_example_and_target() {
     }
     let out = tirx(&["check", files[0].to_str().unwrap(), "--arch", "sm_9"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("expected sm_<major><minor>[a]"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("expected sm_<major><minor>[f|a]"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn explain_names_the_target_and_arch_declines() {
     let f = example("ldstmatrix_wg_trans.py");
-    let out = tirx(&["explain", f.to_str().unwrap(), "--arch", "sm_70"]);
+    let out = tirx(&["explain", f.to_str().unwrap(), "--arch", "sm_80"]);
     let s = text(&out.stdout);
-    assert!(s.contains("ldstmatrix needs sm_75; target is sm_70"), "{s}{}", text(&out.stderr));
+    assert!(s.contains("stmatrix needs sm_90; target is sm_80"), "{s}{}", text(&out.stderr));
+    // CUDA 13 compiles for sm_75 and newer: an older target is a user error naming the ones it takes.
+    let out = tirx(&["explain", f.to_str().unwrap(), "--arch", "sm_70"]);
+    assert_eq!(out.status.code(), Some(1));
+    let e = text(&out.stderr);
+    assert!(e.contains("`sm_70` is older than sm_75, the oldest target CUDA 13 compiles for"), "{e}");
 }
 
 /// A warp copy under `if w >= 1` is cooperative (explain shows the narrowed range it used);

@@ -28,4 +28,4 @@ pub mod traffic;
 pub use diag::{Diagnostic, Severity};
 pub use dtype::DType;
 pub use span::Span;
-pub use target::Arch;
+pub use target::{Arch, Features};

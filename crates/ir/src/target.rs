@@ -47,55 +47,101 @@ pub fn smem_array_bytes(elems: i64, elem_bytes: u32) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// Which instructions beyond the compute capability's portable set code may use
+/// (the suffix of `sm_XY`, `sm_XYf`, `sm_XYa`; `ptxas --help`, `--gpu-name`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum Features {
+    /// `sm_90`: runs on every GPU of this compute capability or newer.
+    Portable,
+    /// `sm_100f`: adds the family's instructions; runs on this family's GPUs of
+    /// this minor version or newer (sm_100f on sm_103).
+    Family,
+    /// `sm_90a`: adds the chip's own instructions (`wgmma`, `setmaxnreg`,
+    /// `tcgen05`); runs on exactly this chip.
+    Specific,
+}
+
+impl Features {
+    fn suffix(self) -> &'static str {
+        match self {
+            Features::Portable => "",
+            Features::Family => "f",
+            Features::Specific => "a",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Arch {
     pub major: u8,
     pub minor: u8,
-    /// The `a` suffix: architecture-specific features of exactly this chip.
-    pub specific: bool,
+    pub features: Features,
 }
 
+/// Every target CUDA 13's `ptxas` compiles for (`--gpu-name`): Turing and newer.
+pub const KNOWN_TARGETS: &[&str] = &[
+    "sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100f", "sm_100a", "sm_103",
+    "sm_103f", "sm_103a", "sm_110", "sm_110f", "sm_110a", "sm_120", "sm_120f", "sm_120a", "sm_121", "sm_121f",
+    "sm_121a",
+];
+
 impl Arch {
-    pub const SM_70: Arch = Arch::new(7, 0);
     pub const SM_75: Arch = Arch::new(7, 5);
     pub const SM_80: Arch = Arch::new(8, 0);
     pub const SM_90: Arch = Arch::new(9, 0);
-    pub const SM_90A: Arch = Arch { major: 9, minor: 0, specific: true };
+    pub const SM_90A: Arch = Arch::specific(9, 0);
     pub const SM_100: Arch = Arch::new(10, 0);
+    pub const SM_100A: Arch = Arch::specific(10, 0);
+    /// The Blackwell datacenter family's instructions (tcgen05, CTA pairs), on sm_100 and sm_103.
+    pub const SM_100F: Arch = Arch { major: 10, minor: 0, features: Features::Family };
     /// What lowering targets when neither `--arch` nor a GPU says otherwise.
     pub const DEFAULT: Arch = Arch::SM_90A;
-    /// The oldest target tirx-rs lowers for (what plain LIR needs: `__syncwarp`, `__shfl_sync`).
-    pub const MIN: Arch = Arch::SM_70;
+    /// The oldest target tirx-rs lowers for: the oldest CUDA 13 compiles for
+    /// (plain LIR needs `__syncwarp` and `__shfl_sync`, which it has).
+    pub const MIN: Arch = Arch::SM_75;
 
+    /// `sm_XY`: the portable target of compute capability X.Y.
     pub const fn new(major: u8, minor: u8) -> Arch {
-        Arch { major, minor, specific: false }
+        Arch { major, minor, features: Features::Portable }
+    }
+
+    /// `sm_XYa`: the chip-specific target of compute capability X.Y.
+    pub const fn specific(major: u8, minor: u8) -> Arch {
+        Arch { major, minor, features: Features::Specific }
     }
 
     /// The target for a GPU of compute capability `major.minor`: the `a`
     /// variant from Hopper on, so its specific instructions are usable.
     pub fn for_compute_capability(major: u8, minor: u8) -> Arch {
-        Arch { major, minor, specific: major >= 9 }
+        if major >= 9 {
+            Arch::specific(major, minor)
+        } else {
+            Arch::new(major, minor)
+        }
     }
 
-    /// Code that needs `min` runs on this target: a newer or equal compute
-    /// capability, and for an arch-specific `min` exactly that chip with `a`.
+    /// Code that needs `min` runs on this target, by `ptxas`'s rule: a portable
+    /// `min` on any newer or equal compute capability; a family `min` on this
+    /// family (same major) from its minor version on, with the `f` or `a`
+    /// features; a specific `min` on exactly that chip with `a`.
     pub fn supports(self, min: Arch) -> bool {
-        if min.specific {
-            return self.specific && (self.major, self.minor) == (min.major, min.minor);
+        let at_least = (self.major, self.minor) >= (min.major, min.minor);
+        match min.features {
+            Features::Portable => at_least,
+            Features::Family => self.major == min.major && at_least && self.features != Features::Portable,
+            Features::Specific => self == min,
         }
-        (self.major, self.minor) >= (min.major, min.minor)
     }
 
     /// Shared memory one CTA may use, static + dynamic, with the opt-in
     /// attribute (CUDA C++ Programming Guide, "Technical Specifications per
     /// Compute Capability"): 227 KiB on sm_90 and sm_100, 163 KiB on sm_80 and
-    /// sm_87, 99 KiB on sm_86/sm_89/sm_120, 96 KiB on sm_70/72, 64 KiB on sm_75.
+    /// sm_87, 99 KiB on sm_86/sm_89/sm_120, 64 KiB on sm_75.
     /// Targets the table does not list (sm_12x and later) get the conservative 99 KiB.
     pub const fn max_smem_per_cta(self) -> u64 {
         const KIB: u64 = 1024;
         KIB * match (self.major, self.minor) {
             (7, 5) => 64,
-            (7, _) => 96,
             (8, 0) | (8, 7) => 163,
             (8, _) => 99,
             (9, _) | (10, _) | (11, _) => 227,
@@ -117,7 +163,7 @@ impl Default for Arch {
 
 impl fmt::Display for Arch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}{}{}", self.major, self.minor, if self.specific { "a" } else { "" })
+        write!(f, "sm_{}{}{}", self.major, self.minor, self.features.suffix())
     }
 }
 
@@ -136,15 +182,17 @@ impl std::error::Error for ArchParseError {}
 impl FromStr for Arch {
     type Err = ArchParseError;
 
-    /// `sm_90a`, `sm_80`, `sm_86`, `sm_100a`, `sm_120`: `sm_` + major + one minor digit + optional `a`.
+    /// `sm_90a`, `sm_80`, `sm_100f`, `sm_120`: `sm_` + major + one minor digit +
+    /// optional `f` or `a`, one of the targets CUDA 13 compiles for ([`KNOWN_TARGETS`]).
     fn from_str(s: &str) -> Result<Arch, ArchParseError> {
         let bad = || {
-            ArchParseError(format!("`{s}` is not a CUDA target; expected sm_<major><minor>[a], e.g. sm_90a or sm_80"))
+            ArchParseError(format!("`{s}` is not a CUDA target; expected sm_<major><minor>[f|a], e.g. sm_90a or sm_80"))
         };
         let rest = s.strip_prefix("sm_").ok_or_else(bad)?;
-        let (digits, specific) = match rest.strip_suffix('a') {
-            Some(d) => (d, true),
-            None => (rest, false),
+        let (digits, features) = match rest.as_bytes().last() {
+            Some(b'a') => (&rest[..rest.len() - 1], Features::Specific),
+            Some(b'f') => (&rest[..rest.len() - 1], Features::Family),
+            _ => (rest, Features::Portable),
         };
         if digits.len() < 2 || digits.len() > 3 || !digits.bytes().all(|c| c.is_ascii_digit()) {
             return Err(bad());
@@ -152,15 +200,14 @@ impl FromStr for Arch {
         let (maj, min) = digits.split_at(digits.len() - 1);
         let major: u8 = maj.parse().map_err(|_| bad())?;
         let minor: u8 = min.parse().map_err(|_| bad())?;
-        let arch = Arch { major, minor, specific };
-        if specific && major < 9 {
-            return Err(ArchParseError(format!("`{s}`: the `a` suffix exists from sm_90a on")));
-        }
-        if !arch.supports(Arch::MIN) {
-            return Err(ArchParseError(format!(
-                "`{s}` is older than {}, the oldest target tirx-rs lowers for",
-                Arch::MIN
-            )));
+        let arch = Arch { major, minor, features };
+        if !KNOWN_TARGETS.contains(&arch.to_string().as_str()) {
+            let why = if !arch.supports(Arch::MIN) && features == Features::Portable {
+                format!("older than {}, the oldest target CUDA 13 compiles for", Arch::MIN)
+            } else {
+                "not a target CUDA 13 compiles for".to_string()
+            };
+            return Err(ArchParseError(format!("`{s}` is {why}; targets: {}", KNOWN_TARGETS.join(", "))));
         }
         Ok(arch)
     }
@@ -172,12 +219,16 @@ mod tests {
 
     #[test]
     fn parses_and_prints() {
-        for s in ["sm_90a", "sm_80", "sm_86", "sm_100a", "sm_120", "sm_70", "sm_75", "sm_89"] {
-            assert_eq!(s.parse::<Arch>().unwrap().to_string(), s);
+        for s in KNOWN_TARGETS {
+            assert_eq!(s.parse::<Arch>().unwrap().to_string(), *s);
         }
-        for s in ["sm90", "sm_9", "sm_80a", "sm_60", "compute_90", "sm_x0", "sm_9000", ""] {
+        for s in ["sm90", "sm_9", "sm_80a", "sm_89f", "sm_60", "sm_70", "sm_101a", "compute_90", "sm_x0", "sm_9000", ""]
+        {
             assert!(s.parse::<Arch>().is_err(), "{s}");
         }
+        let e = "sm_70".parse::<Arch>().unwrap_err().0;
+        assert!(e.contains("older than sm_75, the oldest target CUDA 13 compiles for"), "{e}");
+        assert_eq!("sm_100a".parse::<Arch>(), Ok(Arch::SM_100A));
     }
 
     #[test]
@@ -199,9 +250,13 @@ mod tests {
         assert!(Arch::SM_90A.supports(Arch::SM_90A));
         assert!(!Arch::SM_90.supports(Arch::SM_90A));
         assert!(!Arch::SM_80.supports(Arch::SM_90));
-        let sm100a: Arch = "sm_100a".parse().unwrap();
-        assert!(sm100a.supports(Arch::SM_90));
-        assert!(!sm100a.supports(Arch::SM_90A), "wgmma is sm_90a only");
+        assert!(Arch::SM_100A.supports(Arch::SM_90));
+        assert!(!Arch::SM_100A.supports(Arch::SM_90A), "wgmma is sm_90a only");
+        // Family features: sm_100f code runs on sm_103f and sm_103a, not on sm_103 or sm_110f.
+        let p = |s: &str| s.parse::<Arch>().unwrap();
+        assert!(p("sm_103f").supports(p("sm_100f")) && p("sm_103a").supports(p("sm_100f")));
+        assert!(!p("sm_103").supports(p("sm_100f")) && !p("sm_110f").supports(p("sm_100f")));
+        assert!(p("sm_100a").supports(p("sm_100f")) && !p("sm_100f").supports(Arch::SM_100A));
         assert_eq!(Arch::for_compute_capability(9, 0), Arch::SM_90A);
         assert_eq!(Arch::for_compute_capability(8, 6).to_string(), "sm_86");
     }

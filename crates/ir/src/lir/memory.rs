@@ -178,12 +178,13 @@ impl PtxVec {
         ptx_instruction(self.dir, space, self.bytes)
     }
 
-    /// The oldest target: 256-bit accesses are sm_100, an L2 prefetch size sm_75.
+    /// The oldest target: 256-bit accesses are sm_100; the rest (an L2 prefetch
+    /// size, sm_75, included) every target.
     pub fn min_arch(&self) -> Arch {
-        match self.dir {
-            _ if self.bytes == 32 => Arch::SM_100,
-            PtxDir::Ld(LoadHints { prefetch: Some(_), .. }) => Arch::SM_75,
-            _ => Arch::MIN,
+        if self.bytes == 32 {
+            Arch::SM_100
+        } else {
+            Arch::MIN
         }
     }
 

@@ -216,9 +216,6 @@ fn hints(cx: &CallCx, bytes: u32, src: MemScope) -> Result<LoadHints, Decline> {
             ),
         ));
     }
-    if h.prefetch.is_some() && !cx.opts.arch.supports(Arch::SM_75) {
-        return Err(Decline::arch("prefetch_size (`.L2::<n>B`)", Arch::SM_75, cx.opts.arch));
-    }
     Ok(h)
 }
 

@@ -15,7 +15,7 @@ use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
 use tirx_ir::op::{self, ConfigKey, ConfigValue, Evict, OobFill};
-use tirx_ir::DType;
+use tirx_ir::{Arch, DType};
 use tirx_layout::{Axis, ExecScope, Layout};
 
 /// The config keys the TMA variants read.
@@ -239,7 +239,13 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
         }
     }
     if let Some(ConfigValue::CtaGroup(2)) = cx.call.config(ConfigKey::CtaGroup).map(|e| e.value) {
-        return Err(Decline::arch("cta_group=2", tirx_ir::Arch::new(10, 0), cx.opts.arch));
+        if !cx.opts.arch.supports(Arch::SM_100F) {
+            return Err(Decline::arch("cta_group=2", Arch::SM_100F, cx.opts.arch));
+        }
+        return Err(Decline::new(
+            CommonRule::Config,
+            "cta_group=2 (one TMA copy for a CTA pair of tcgen05 MMAs) is not implemented yet; write cta_group=1",
+        ));
     }
     let cache = match cx.call.config(ConfigKey::CacheHint).map(|e| e.value) {
         Some(ConfigValue::Evict(e)) => Some(e),

@@ -413,7 +413,8 @@ fn choose_mode(
     } else {
         let Some(op) = packed_op(call.op) else { return Mode::Scalar };
         let min = match dst_t {
-            DType::F16 => Arch::new(5, 3),
+            // half2 arithmetic exists from sm_53, older than any target.
+            DType::F16 => Arch::MIN,
             DType::BF16 => Arch::SM_80,
             t => {
                 limits.push(format!("packed pairs: {t} has no packed arithmetic on {}", cx.opts.arch));

@@ -15,7 +15,7 @@ use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
 use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, ParamRef, Space};
+use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, MemOp, PairOp, ParamRef, Space, SyncOp};
 use tirx_ir::target::STATIC_SMEM_LIMIT;
 use tirx_ir::DType;
 
@@ -295,23 +295,25 @@ impl Ctx<'_> {
                 self.line("}");
             }
             LStmtKind::If { cond, then_body, else_body } => return self.if_chain(cond, then_body, else_body, false),
-            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value)?,
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+            LStmtKind::Memory(MemOp::Store { buf, index, value }) => self.store(*buf, index, value)?,
+            LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache }) => {
                 self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?;
             }
-            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
-            LStmtKind::Barrier(BarrierKind::Cta) => self.line("__syncthreads();"),
-            LStmtKind::Barrier(BarrierKind::Warp) => self.line("__syncwarp();"),
-            LStmtKind::NamedBarrier { id, threads } => self.named_barrier(id, *threads)?,
-            LStmtKind::NamedBarrierArrive { id, threads } => self.named_barrier_arrive(id, *threads)?,
-            LStmtKind::SetMaxNReg { inc, regs } => self.setmaxnreg(*inc, *regs),
+            LStmtKind::Memory(MemOp::PtxVec(p)) => self.ptx_vec(p)?,
+            LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)) => self.line("__syncthreads();"),
+            LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Warp)) => self.line("__syncwarp();"),
+            LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }) => self.named_barrier(id, *threads)?,
+            LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads }) => self.named_barrier_arrive(id, *threads)?,
+            LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs }) => self.setmaxnreg(*inc, *regs),
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,
-            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
+            LStmtKind::Pair(PairOp::Packed2 { op, dtype, dst, dst_index, srcs }) => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
             }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2(*dst, dst_index, *src, src_index)?,
+            LStmtKind::Pair(PairOp::Cast2 { dst, dst_index, src, src_index }) => {
+                self.cast2(*dst, dst_index, *src, src_index)?
+            }
             // The simulator checks it; the GPU does not (`docs/lir.md` §2.7).
             LStmtKind::Bounds(_) => return Ok(false),
             LStmtKind::Comment(c) => {

@@ -4,20 +4,21 @@
 //! *Data-only*: every statement that writes memory stores a value it loaded, unchanged:
 //! `Store` whose value is a `Load`, a same-type `Cast` of one, or a `Select` among
 //! loads and literals (a guarded copy with a fill value), and every instruction of the
-//! other families that writes a buffer without computing ([`LStmtKind::computes`] is
-//! false: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, `mma.sync` and stores
+//! other families that writes a buffer without computing ([`Instr::computes`](crate::lir::Instr::computes) is
+//! `None`: `VecCopy`, `ldmatrix`/`stmatrix`, `cp.async`). `Packed2`, `Cast2`, `mma.sync` and stores
 //! of computed values are arithmetic. A kernel with no store at all moves nothing and
 //! is not data-only. The walk is generic over the families: it reads each statement's
-//! buffers off [`LStmtKind::accesses`] and its expressions off [`LStmtKind::operands`]; a TMA
-//! copy's global buffer is the one its tensor map describes.
+//! buffers off [`Instr::traffic`](crate::lir::Instr::traffic) (a TMA copy's global buffer is the one its tensor
+//! map describes) and its expressions off [`LStmtKind::operands`](crate::lir::LStmtKind::operands).
 //!
 //! *Traffic*: each parameter that is read anywhere counts its full size once as read,
 //! each one stored to counts its full size once as written. This is exact for kernels
 //! that touch every element of each parameter once (the copy benchmarks) and an
 //! estimate otherwise; `tirx bench` says so next to the number.
 
+#[cfg(test)]
 use crate::dtype::DType;
-use crate::lir::{AsyncOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, TmapId};
+use crate::lir::{LBufId, LExpr, LKernel, LStmt};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Traffic {
@@ -80,35 +81,13 @@ impl Walk<'_> {
 
     fn stmt(&mut self, s: &LStmt) {
         s.kind.operands().into_iter().for_each(|e| self.expr(e));
-        let (reads, writes) = s.kind.accesses();
-        reads.into_iter().for_each(|b| self.mark_read(b));
-        for &b in &writes {
-            self.write(b);
-        }
-        // A TMA copy names its global buffer through its tensor map.
-        if let LStmtKind::Async(a) = &s.kind {
-            let global = |m: TmapId| self.k.tmaps.get(m.0 as usize).map(|t| t.buf);
-            match a {
-                AsyncOp::TmaLoad(c) => global(c.map).into_iter().for_each(|b| self.mark_read(b)),
-                AsyncOp::TmaStore(c) => global(c.map).into_iter().for_each(|b| self.write(b)),
-                _ => {}
+        if let Some(i) = s.kind.instr() {
+            let (reads, writes) = i.traffic(self.k);
+            reads.into_iter().for_each(|b| self.mark_read(b));
+            writes.into_iter().for_each(|b| self.write(b));
+            if let Some(why) = i.computes(self.k) {
+                self.computes(why);
             }
-        }
-        match &s.kind {
-            LStmtKind::Store { buf, value, .. } if !self.is_moved_value(value, self.k.buf(*buf).dtype) => {
-                self.computes(format!("`{}[...] = ...` stores a computed value", self.k.buf(*buf).name));
-            }
-            LStmtKind::Packed2 { op, dst, .. } => {
-                self.computes(format!("packed {op:?} into `{}`", self.k.buf(*dst).name));
-            }
-            LStmtKind::Cast2 { dst, .. } => {
-                self.computes(format!("a pair conversion into `{}`", self.k.buf(*dst).name));
-            }
-            LStmtKind::Matrix(crate::lir::MatrixOp::Mma(m)) => {
-                self.computes(format!("an mma.sync into `{}`", self.k.buf(m.d).name));
-            }
-            k if k.computes() => self.computes(format!("{k:?} computes")),
-            _ => {}
         }
         s.kind.bodies().into_iter().for_each(|b| self.stmts(b));
     }
@@ -119,19 +98,6 @@ impl Walk<'_> {
                 self.mark_read(*b);
             }
         });
-    }
-
-    /// A loaded value passed through unchanged (see the module doc).
-    fn is_moved_value(&self, e: &LExpr, dtype: DType) -> bool {
-        match e {
-            LExpr::Load(b, _) => self.k.buf(*b).dtype == dtype,
-            LExpr::Cast(t, a) => *t == dtype && self.is_moved_value(a, dtype),
-            LExpr::Select(_, a, b) => {
-                let ok = |x: &LExpr| self.is_moved_value(x, dtype) || is_literal(x);
-                ok(a) && ok(b) && !(is_literal(a) && is_literal(b))
-            }
-            _ => false,
-        }
     }
 
     fn mark_read(&mut self, b: LBufId) {
@@ -152,15 +118,13 @@ impl Walk<'_> {
     }
 }
 
-fn is_literal(e: &LExpr) -> bool {
-    matches!(e, LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hir::BarrierKind;
-    use crate::lir::{CacheHint, LBinOp, LBuf, LVar, LVarId, PackedOp, PairSrc, Space, Special};
+    use crate::lir::{
+        CacheHint, LBinOp, LBuf, LStmtKind, LVar, LVarId, MemOp, PackedOp, PairOp, PairSrc, Space, Special, SyncOp,
+    };
     use crate::Span;
 
     /// A, B global f32[1024]; S shared f32[1024]; var 0 = tid.
@@ -185,7 +149,7 @@ mod tests {
         LExpr::Load(LBufId(b), Box::new(tid()))
     }
     fn store(b: u32, value: LExpr) -> LStmtKind {
-        LStmtKind::Store { buf: LBufId(b), index: tid(), value }
+        LStmtKind::Memory(MemOp::Store { buf: LBufId(b), index: tid(), value })
     }
     fn let_tid() -> LStmtKind {
         LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }
@@ -193,15 +157,17 @@ mod tests {
 
     #[test]
     fn gmem_smem_round_trip_is_data_only_with_full_traffic() {
-        let vcopy = |dst, src| LStmtKind::VecCopy {
-            dst: LBufId(dst),
-            dst_index: tid(),
-            src: LBufId(src),
-            src_index: tid(),
-            lanes: 4,
-            cache: CacheHint::Default,
+        let vcopy = |dst, src| {
+            LStmtKind::Memory(MemOp::VecCopy {
+                dst: LBufId(dst),
+                dst_index: tid(),
+                src: LBufId(src),
+                src_index: tid(),
+                lanes: 4,
+                cache: CacheHint::Default,
+            })
         };
-        let k = kernel(vec![let_tid(), vcopy(2, 0), LStmtKind::Barrier(BarrierKind::Cta), vcopy(1, 2)]);
+        let k = kernel(vec![let_tid(), vcopy(2, 0), LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)), vcopy(1, 2)]);
         let t = analyze(&k);
         assert!(t.data_only, "{t:?}");
         // Shared memory is not global traffic: A read 4 KiB, B written 4 KiB.
@@ -240,13 +206,13 @@ mod tests {
 
     #[test]
     fn packed_math_is_not_data_only_and_no_store_moves_nothing() {
-        let packed = LStmtKind::Packed2 {
+        let packed = LStmtKind::Pair(PairOp::Packed2 {
             op: PackedOp::Add,
             dtype: DType::F16,
             dst: LBufId(1),
             dst_index: tid(),
             srcs: vec![PairSrc::Buf(LBufId(0), tid()), PairSrc::Scalar(LExpr::Float(1.0, DType::F16))],
-        };
+        });
         let t = analyze(&kernel(vec![let_tid(), packed]));
         assert!(!t.data_only);
         assert_eq!((t.bytes_read, t.bytes_written), (4096, 4096));

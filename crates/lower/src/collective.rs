@@ -25,7 +25,7 @@ use crate::env::Env;
 use crate::reduce::call::{combine, compute_type, group_masks, identity};
 use crate::scope::{Facts, ScopeView};
 use tirx_ir::hir::{BarrierKind, Collective, Kernel, ReduceOp, ShuffleMode, VarId};
-use tirx_ir::lir::{CollectiveOp, LBinOp, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::lir::{CollectiveOp, LBinOp, LExpr, LStmt, LStmtKind, LVarId, MemOp, SyncOp};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -238,10 +238,10 @@ fn cta_reduce(
     let lane = cx.b.hw(Hw::Lane, "lane");
     let warp = cx.b.hw(Hw::WarpId, "warp_id");
     let slot = |b: &Builder, i: LExpr| b.add(LExpr::Int(base, ity), b.to_int(i, ity));
-    let store = LStmtKind::Store { buf: lb, index: slot(cx.b, warp), value: cx.b.convert(x, sb.dtype) };
+    let store = LStmtKind::Memory(MemOp::Store { buf: lb, index: slot(cx.b, warp), value: cx.b.convert(x, sb.dtype) });
     let first = LExpr::bin(LBinOp::Eq, lane.clone(), LExpr::i32(0));
     cx.push(LStmtKind::If { cond: first, then_body: vec![LStmt::new(store, cx.span)], else_body: vec![] });
-    cx.push(LStmtKind::Barrier(BarrierKind::Cta));
+    cx.push(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)));
     let read = cx.b.convert(LExpr::Load(lb, Box::new(slot(cx.b, lane.clone()))), ct);
     let y = if warps == 32 {
         read
@@ -256,6 +256,6 @@ fn cta_reduce(
         let name = cx.name.clone();
         y = LExpr::Var(cx.shuffle(&name, y, ShuffleMode::Idx, 0, ct, u32::MAX));
     }
-    cx.push(LStmtKind::Barrier(BarrierKind::Cta));
+    cx.push(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)));
     Ok(cx.bind(cx.b.convert(y, dtype), dtype))
 }

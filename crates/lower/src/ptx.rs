@@ -20,7 +20,7 @@ use crate::options::LowerOptions;
 use crate::scope::{Facts, ScopeView};
 use tirx_ir::hir::{Expr, Kernel, PtxStmt};
 use tirx_ir::lir::wgmma::{setmaxnreg_ok, WgmmaSync, SETMAXNREG_MAX, SETMAXNREG_MIN, WGMMA_ARCH};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixOp};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MatrixOp, SyncOp};
 use tirx_ir::{Arch, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -72,7 +72,7 @@ pub(crate) fn lower(
                     "`{name}({regs})`: the register count is a multiple of 8 in {SETMAXNREG_MIN}..={SETMAXNREG_MAX}"
                 )));
             }
-            one(LStmtKind::SetMaxNReg { inc: *inc, regs: *regs })
+            one(LStmtKind::Sync(SyncOp::SetMaxNReg { inc: *inc, regs: *regs }))
         }
         PtxStmt::BarSync { id, threads } | PtxStmt::BarArrive { id, threads } => {
             group(ExecScope::Warp, "warp")?;
@@ -85,8 +85,8 @@ pub(crate) fn lower(
             let lid = barrier_id(k, env, b, at, id).map_err(err)?;
             let threads = *threads;
             one(match p {
-                PtxStmt::BarSync { .. } => LStmtKind::NamedBarrier { id: lid, threads },
-                _ => LStmtKind::NamedBarrierArrive { id: lid, threads },
+                PtxStmt::BarSync { .. } => LStmtKind::Sync(SyncOp::NamedBarrier { id: lid, threads }),
+                _ => LStmtKind::Sync(SyncOp::NamedBarrierArrive { id: lid, threads }),
             })
         }
     }

@@ -19,7 +19,9 @@ use tirx_ir::hir::{
     BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
     TileArg, VarId,
 };
-use tirx_ir::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, ScalarParam, Space, SymExpr, SymOp};
+use tirx_ir::lir::{
+    LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, MemOp, ScalarParam, Space, SymExpr, SymOp, SyncOp,
+};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -537,12 +539,12 @@ impl Lowerer<'_> {
                 match addr::element(self.k, &self.env, &self.b, *buf, &idx, false) {
                     Ok((lb, index)) => {
                         let v = self.b.convert(v, self.k.buf(*buf).dtype);
-                        push(out, LStmtKind::Store { buf: lb, index, value: v });
+                        push(out, LStmtKind::Memory(MemOp::Store { buf: lb, index, value: v }));
                     }
                     Err(m) => self.errors.push(Diagnostic::error(s.span, m).with_label("direct store")),
                 }
             }
-            StmtKind::Barrier(kind) => push(out, LStmtKind::Barrier(*kind)),
+            StmtKind::Barrier(kind) => push(out, LStmtKind::Sync(SyncOp::Barrier(*kind))),
             StmtKind::Collective { var, op } => {
                 self.scalar_bounds(&op.exprs(), None, at, out);
                 match crate::collective::lower(self.k, &self.env, &mut self.b, at, op, *var, s.span) {

@@ -27,7 +27,7 @@ use crate::scope::{Facts, ScopeView, TidKind};
 use std::any::{Any, TypeId};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
-use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId};
+use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId, SyncOp};
 use tirx_ir::op::{AttrValue, ConfigKey, Family, Slot};
 use tirx_ir::{Arch, DType, Span};
 use tirx_layout::{Axis, ExecScope};
@@ -415,12 +415,12 @@ impl Emitter<'_> {
     /// `__syncwarp()`; none for one thread.
     pub fn scope_barrier(&mut self, kind: ExecScope) -> Option<LStmtKind> {
         match kind {
-            ExecScope::Cta => Some(LStmtKind::Barrier(BarrierKind::Cta)),
-            ExecScope::Warp => Some(LStmtKind::Barrier(BarrierKind::Warp)),
+            ExecScope::Cta => Some(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta))),
+            ExecScope::Warp => Some(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Warp))),
             ExecScope::Warpgroup => {
                 let wg = self.axis_id(Axis::WgId)?;
                 let id = self.b.add(wg, LExpr::i32(1));
-                Some(LStmtKind::NamedBarrier { id, threads: 128 })
+                Some(LStmtKind::Sync(SyncOp::NamedBarrier { id, threads: 128 }))
             }
             _ => None,
         }

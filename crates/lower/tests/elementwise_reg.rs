@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use tirx_ir::lir::{LStmt, LStmtKind, PackedOp};
+use tirx_ir::lir::{LStmt, LStmtKind, PackedOp, PairOp};
 use tirx_ir::DType;
 use tirx_lower::Lowered;
 use tirx_lower::{CommonRule, EwiseRule, Rule};
@@ -138,11 +138,14 @@ fn stmts(l: &Lowered) -> Vec<LStmtKind> {
 }
 
 fn packed_ops(l: &Lowered) -> Vec<PackedOp> {
-    stmts(l).into_iter().filter_map(|k| if let LStmtKind::Packed2 { op, .. } = k { Some(op) } else { None }).collect()
+    stmts(l)
+        .into_iter()
+        .filter_map(|k| if let LStmtKind::Pair(PairOp::Packed2 { op, .. }) = k { Some(op) } else { None })
+        .collect()
 }
 
 fn cast2_count(l: &Lowered) -> usize {
-    stmts(l).into_iter().filter(|k| matches!(k, LStmtKind::Cast2 { .. })).count()
+    stmts(l).into_iter().filter(|k| matches!(k, LStmtKind::Pair(PairOp::Cast2 { .. }))).count()
 }
 
 /// The explain record of the first call of `op`.

@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use tirx_ir::lir::{CacheHint, LStmt, LStmtKind};
+use tirx_ir::lir::{CacheHint, LStmt, LStmtKind, MemOp};
 use tirx_ir::DType;
 use tirx_lower::CopyRule;
 use tirx_lower::Lowered;
@@ -317,7 +317,7 @@ fn vec_copies(l: &Lowered) -> Vec<(u32, CacheHint)> {
     walk(&l.lir.body, &mut all);
     all.into_iter()
         .filter_map(|k| match k {
-            LStmtKind::VecCopy { lanes, cache, .. } => Some((*lanes, *cache)),
+            LStmtKind::Memory(MemOp::VecCopy { lanes, cache, .. }) => Some((*lanes, *cache)),
             _ => None,
         })
         .collect()

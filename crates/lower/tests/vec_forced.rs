@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use tirx_ir::lir::{LStmt, LStmtKind, LoadHints, PtxDir, PtxVec};
+use tirx_ir::lir::{LStmt, LStmtKind, LoadHints, MemOp, PtxDir, PtxVec};
 use tirx_ir::op::Evict;
 use tirx_ir::{Arch, DType};
 use tirx_lower::LowerOptions;
@@ -55,7 +55,7 @@ fn run(l: &tirx_lower::Lowered, dt: DType, n: usize) -> (Vec<u8>, Vec<u8>, Vec<u
 fn ptx(body: &[LStmt]) -> Vec<PtxVec> {
     let mut out = vec![];
     for s in body {
-        if let LStmtKind::PtxVec(p) = &s.kind {
+        if let LStmtKind::Memory(MemOp::PtxVec(p)) = &s.kind {
             out.push(p.clone());
         }
         for b in s.kind.bodies() {

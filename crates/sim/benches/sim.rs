@@ -82,23 +82,23 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
     let phase = |iv: u32, to_smem: bool| {
         let (f, row, cv) = (iv + 1, iv + 2, iv + 3);
         let copy = if to_smem {
-            LStmtKind::VecCopy {
+            LStmtKind::Memory(MemOp::VecCopy {
                 dst: s,
                 dst_index: sidx(v(row), v(cv)),
                 src: a,
                 src_index: gidx(v(row), v(cv)),
                 lanes: 4,
                 cache: CacheHint::Default,
-            }
+            })
         } else {
-            LStmtKind::VecCopy {
+            LStmtKind::Memory(MemOp::VecCopy {
                 dst: b,
                 dst_index: gidx(v(row), v(cv)),
                 src: s,
                 src_index: sidx(v(row), v(cv)),
                 lanes: 4,
                 cache: CacheHint::Default,
-            }
+            })
         };
         st(LStmtKind::For {
             var: LVarId(iv),
@@ -120,7 +120,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
         params: vec![a, b],
         bufs,
         vars,
-        body: vec![phase(0, true), st(LStmtKind::Barrier(BarrierKind::Cta)), phase(4, false)],
+        body: vec![phase(0, true), st(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta))), phase(4, false)],
         ..LKernel::new("tiled_copy", [(n_cols / cols) as u32, (n_rows / rows) as u32, 1], [threads as u32, 1, 1])
     }
 }

@@ -17,7 +17,9 @@ use crate::value::{round_to, wrap_int};
 use crate::wgmma::{WgOp, WgmmaIns};
 use std::collections::HashMap;
 use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, RoundMode, RoundOp, Special};
+use tirx_ir::lir::{
+    LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, MemOp, PairOp, RoundMode, RoundOp, Special, SyncOp,
+};
 use tirx_ir::{DType, Span};
 
 pub(crate) type Reg = u32;
@@ -370,7 +372,7 @@ impl Compiler<'_> {
                     self.patch(jmp, end);
                 }
             }
-            LStmtKind::Store { buf, index, value } => {
+            LStmtKind::Memory(MemOp::Store { buf, index, value }) => {
                 let b = self.buf(*buf)?;
                 let idx = self.index(index)?;
                 let ty = self.k.bufs[b as usize].dtype;
@@ -378,7 +380,7 @@ impl Compiler<'_> {
                 let site = self.site();
                 self.emit(Ins::Store { site, buf: b, idx, val });
             }
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+            LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache }) => {
                 let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
                 self.check_vec(d, s, *lanes)?;
                 let dst_idx = self.index(dst_index)?;
@@ -387,30 +389,32 @@ impl Compiler<'_> {
                 let nc = *cache == tirx_ir::lir::CacheHint::NonCoherent;
                 self.emit(Ins::VecCopy { site, dst: d, dst_idx, src: s, src_idx, lanes: *lanes, nc });
             }
-            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
-            LStmtKind::Barrier(kind) => {
+            LStmtKind::Memory(MemOp::PtxVec(p)) => self.ptx_vec(p)?,
+            LStmtKind::Sync(SyncOp::Barrier(kind)) => {
                 let site = self.site();
                 self.emit(Ins::Barrier { site, kind: *kind });
             }
-            LStmtKind::NamedBarrier { id, threads } => {
+            LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }) => {
                 let id = self.expr_as(id, DType::I32)?;
                 let site = self.site();
                 self.emit(Ins::NamedBarrier { site, id, threads: *threads });
             }
-            LStmtKind::NamedBarrierArrive { id, threads } => {
+            LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads }) => {
                 let id = self.expr_as(id, DType::I32)?;
                 let site = self.site();
                 self.emit(Ins::NamedArrive { site, id, threads: *threads });
             }
-            LStmtKind::SetMaxNReg { inc, regs } => self.wg_op(WgOp::SetMaxNReg { inc: *inc, regs: *regs }),
+            LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs }) => {
+                self.wg_op(WgOp::SetMaxNReg { inc: *inc, regs: *regs })
+            }
             LStmtKind::Matrix(m) => self.matrix(m)?,
             LStmtKind::Collective(c) => self.collective(c)?,
             LStmtKind::Async(a) => self.asynch(a)?,
             LStmtKind::Bounds(c) => self.bounds(c)?,
-            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
+            LStmtKind::Pair(PairOp::Packed2 { op, dtype, dst, dst_index, srcs }) => {
                 self.packed2(*op, *dtype, *dst, dst_index, srcs)?
             }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => {
+            LStmtKind::Pair(PairOp::Cast2 { dst, dst_index, src, src_index }) => {
                 let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
                 let dst_idx = self.index(dst_index)?;
                 let src_idx = self.index(src_index)?;

@@ -1,7 +1,7 @@
 //! Planted bugs are caught with a message naming the buffer, element, threads and statement.
 mod common;
 use common::*;
-use tirx_ir::lir::{CacheHint, LKernel, LStmtKind, MatrixDir, MatrixMove, MatrixOp};
+use tirx_ir::lir::{CacheHint, LKernel, LStmtKind, MatrixDir, MatrixMove, MatrixOp, MemOp, PairOp};
 use tirx_ir::DType;
 use tirx_sim::value::to_bytes;
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions, SimReport};
@@ -281,14 +281,14 @@ fn non_coherent_read_of_written_memory() {
     let a = kb.param("A", DType::F32, 32);
     let k = kb.finish(vec![at(
         1,
-        LStmtKind::VecCopy {
+        LStmtKind::Memory(MemOp::VecCopy {
             dst: a,
             dst_index: tid(),
             src: a,
             src_index: rem(add(tid(), int(1)), int(32)),
             lanes: 1,
             cache: CacheHint::NonCoherent,
-        },
+        }),
     )]);
     expect_err(&k, &mut [vec![0; 128]], SimErrorKind::DataRace, 1, &["ld.global.nc"]);
 }
@@ -350,13 +350,13 @@ fn misaligned_half2_pair() {
     let a = kb.param("A", DType::F16, 8);
     let k = kb.finish(vec![at(
         4,
-        LStmtKind::Packed2 {
+        LStmtKind::Pair(PairOp::Packed2 {
             op: tirx_ir::lir::PackedOp::Add,
             dtype: DType::F16,
             dst: a,
             dst_index: int(0),
             srcs: vec![tirx_ir::lir::PairSrc::Buf(a, add(tid(), int(3))), tirx_ir::lir::PairSrc::Buf(a, int(4))],
-        },
+        }),
     )]);
     expect_err(&k, &mut [vec![0; 16]], SimErrorKind::Misaligned, 4, &["4-byte", "`A`", "element 3"]);
 }

@@ -6,17 +6,17 @@
 mod common;
 
 use common::*;
-use tirx_ir::lir::{LBufId, LExpr, LStmtKind, LoadHints, PtxDir, PtxVec};
+use tirx_ir::lir::{LBufId, LExpr, LStmtKind, LoadHints, MemOp, PtxDir, PtxVec};
 use tirx_ir::op::Evict;
 use tirx_ir::DType;
 use tirx_sim::{simulate, SimErrorKind, SimOptions};
 
 fn ld(reg: LBufId, reg_index: LExpr, mem: LBufId, mem_index: LExpr, bytes: u32, hints: LoadHints) -> LStmtKind {
-    LStmtKind::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes })
+    LStmtKind::Memory(MemOp::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes }))
 }
 
 fn st(mem: LBufId, mem_index: LExpr, reg: LBufId, reg_index: LExpr, bytes: u32) -> LStmtKind {
-    LStmtKind::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes })
+    LStmtKind::Memory(MemOp::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes }))
 }
 
 /// 32 threads, `bytes` per thread of `dt`: A (global) → registers → S (shared) → registers (a

@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use proptest::prelude::*;
 use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{LBinOp, LStmtKind};
+use tirx_ir::lir::{LBinOp, LStmtKind, SyncOp};
 use tirx_ir::DType;
 use tirx_sim::{simulate, SimErrorKind, SimOptions};
 
@@ -69,7 +69,7 @@ fn simulate_program(cta_barrier: &[bool], acc: &[Access]) -> Result<(), tirx_sim
     for seg in 0..=cta_barrier.len() {
         if seg > 0 {
             let kind = if cta_barrier[seg - 1] { BarrierKind::Cta } else { BarrierKind::Warp };
-            body.push(at(100 + seg, LStmtKind::Barrier(kind)));
+            body.push(at(100 + seg, LStmtKind::Sync(SyncOp::Barrier(kind))));
         }
         for (i, a) in acc.iter().enumerate().filter(|(_, a)| a.seg == seg) {
             let buf = if a.global { g } else { s };

@@ -3,7 +3,7 @@ mod common;
 use common::*;
 use half::{bf16, f16};
 use tirx_ir::hir::{MathFn, UnOp};
-use tirx_ir::lir::{LBinOp, LKernel, LStmtKind, PackedOp, PairSrc};
+use tirx_ir::lir::{LBinOp, LKernel, LStmtKind, PackedOp, PairOp, PairSrc};
 use tirx_ir::DType;
 use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimOptions};
@@ -151,35 +151,35 @@ fn packed_pairs_and_pair_casts() {
     let k = kb.finish(vec![
         at(
             0,
-            LStmtKind::Packed2 {
+            LStmtKind::Pair(PairOp::Packed2 {
                 op: PackedOp::Add,
                 dtype: DType::F16,
                 dst: out,
                 dst_index: int(0),
                 srcs: vec![PairSrc::Buf(a, int(0)), PairSrc::Buf(b, int(0))],
-            },
+            }),
         ),
         at(
             1,
-            LStmtKind::Packed2 {
+            LStmtKind::Pair(PairOp::Packed2 {
                 op: PackedOp::Fma,
                 dtype: DType::F16,
                 dst: out,
                 dst_index: int(2),
                 srcs: vec![PairSrc::Buf(a, int(0)), PairSrc::Scalar(flt(2.0, DType::F16)), PairSrc::Buf(b, int(0))],
-            },
+            }),
         ),
         at(
             2,
-            LStmtKind::Packed2 {
+            LStmtKind::Pair(PairOp::Packed2 {
                 op: PackedOp::Max,
                 dtype: DType::F16,
                 dst: out,
                 dst_index: int(4),
                 srcs: vec![PairSrc::Buf(a, int(0)), PairSrc::Buf(b, int(0))],
-            },
+            }),
         ),
-        at(3, LStmtKind::Cast2 { dst: out, dst_index: int(6), src: f, src_index: int(0) }),
+        at(3, LStmtKind::Pair(PairOp::Cast2 { dst: out, dst_index: int(6), src: f, src_index: int(0) })),
     ]);
     let mut p = vec![
         to_bytes(DType::F16, &[1.0f32, -3.0]),

@@ -289,7 +289,7 @@ mod tests {
 
     /// `B[tid] = A[tid]` over 4 float32 elements, one CTA of 4 threads.
     fn copy_kernel() -> LKernel {
-        use tirx_ir::lir::{LBuf, LBufId, LExpr, LStmt, LStmtKind, LVar, LVarId, Space, Special};
+        use tirx_ir::lir::{LBuf, LBufId, LExpr, LStmt, LStmtKind, LVar, LVarId, MemOp, Space, Special};
         let buf = |name: &str| LBuf {
             name: name.into(),
             dtype: DType::F32,
@@ -308,7 +308,11 @@ mod tests {
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
                 stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
-                stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
+                stmt(LStmtKind::Memory(MemOp::Store {
+                    buf: LBufId(1),
+                    index: tid(),
+                    value: LExpr::Load(LBufId(0), Box::new(tid())),
+                })),
             ],
             ..LKernel::new("copy4", [1, 1, 1], [4, 1, 1])
         }

@@ -6,8 +6,8 @@ pub mod kernels;
 use tirx_ir::hir::{BarrierKind, MathFn};
 use tirx_ir::lir::{
     AsyncOp, CacheHint, CollectiveOp, LBinOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, LoadHints,
-    MatrixDir, MatrixMove, MatrixOp, Mbar, Mma, MmaShape, PackedOp, PairSrc, PtxDir, PtxVec, ShuffleMode, Space,
-    Special,
+    MatrixDir, MatrixMove, MatrixOp, Mbar, MemOp, Mma, MmaShape, PackedOp, PairOp, PairSrc, PtxDir, PtxVec,
+    ShuffleMode, Space, Special, SyncOp,
 };
 pub use tirx_ir::lir::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaSwizzle, WgmmaSync};
 use tirx_ir::{DType, Span};
@@ -166,27 +166,27 @@ pub fn if_else(cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt>) -> LSt
     st(LStmtKind::If { cond, then_body, else_body })
 }
 pub fn store(buf: LBufId, index: LExpr, value: LExpr) -> LStmt {
-    st(LStmtKind::Store { buf, index, value })
+    st(LStmtKind::Memory(MemOp::Store { buf, index, value }))
 }
 pub fn vcopy(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
-    st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::Default })
+    st(LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::Default }))
 }
 pub fn vcopy_nc(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32) -> LStmt {
-    st(LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::NonCoherent })
+    st(LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache: CacheHint::NonCoherent }))
 }
 /// `ld.<space>[hints].<form>` of `bytes` from `mem[mem_index]` into the registers `reg[reg_index..]`.
 pub fn ptx_ld(reg: LBufId, reg_index: LExpr, mem: LBufId, mem_index: LExpr, bytes: u32, hints: LoadHints) -> LStmt {
-    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes }))
+    st(LStmtKind::Memory(MemOp::PtxVec(PtxVec { dir: PtxDir::Ld(hints), mem, mem_index, reg, reg_index, bytes })))
 }
 /// `st.<space>.<form>` of `bytes` from the registers `reg[reg_index..]` to `mem[mem_index]`.
 pub fn ptx_st(mem: LBufId, mem_index: LExpr, reg: LBufId, reg_index: LExpr, bytes: u32) -> LStmt {
-    st(LStmtKind::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes }))
+    st(LStmtKind::Memory(MemOp::PtxVec(PtxVec { dir: PtxDir::St, mem, mem_index, reg, reg_index, bytes })))
 }
 pub fn cta_sync() -> LStmt {
-    st(LStmtKind::Barrier(BarrierKind::Cta))
+    st(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)))
 }
 pub fn warp_sync() -> LStmt {
-    st(LStmtKind::Barrier(BarrierKind::Warp))
+    st(LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Warp)))
 }
 pub fn ldmatrix(num: u8, trans: bool, smem: LBufId, smem_index: LExpr, regs: LBufId, reg_index: Vec<LExpr>) -> LStmt {
     st(LStmtKind::Matrix(MatrixOp::Move(MatrixMove {
@@ -237,10 +237,10 @@ pub fn mma(
     })))
 }
 pub fn packed2(op: PackedOp, dtype: DType, dst: LBufId, dst_index: LExpr, srcs: Vec<PairSrc>) -> LStmt {
-    st(LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs })
+    st(LStmtKind::Pair(PairOp::Packed2 { op, dtype, dst, dst_index, srcs }))
 }
 pub fn cast2(dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr) -> LStmt {
-    st(LStmtKind::Cast2 { dst, dst_index, src, src_index })
+    st(LStmtKind::Pair(PairOp::Cast2 { dst, dst_index, src, src_index }))
 }
 /// `let var = shfl.sync.mode(value, lane_or_delta)` over `mask`, in segments of `width`.
 pub fn shfl(var: LVarId, value: LExpr, mode: ShuffleMode, lane_or_delta: LExpr, width: u32, mask: u32) -> LStmt {
@@ -293,7 +293,7 @@ pub fn fence_proxy_async() -> LStmt {
     st(LStmtKind::Async(AsyncOp::FenceProxyAsync))
 }
 pub fn bar_sync(id: LExpr, threads: u32) -> LStmt {
-    st(LStmtKind::NamedBarrier { id, threads })
+    st(LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }))
 }
 pub fn comment(text: &str) -> LStmt {
     st(LStmtKind::Comment(text.into()))
@@ -308,8 +308,8 @@ pub fn desc(buf: LBufId, index: LExpr, major: Major, swizzle: WgmmaSwizzle, lbo:
     SmemDesc { buf, index, major, swizzle, lbo, sbo }
 }
 pub fn bar_arrive(id: LExpr, threads: u32) -> LStmt {
-    st(LStmtKind::NamedBarrierArrive { id, threads })
+    st(LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads }))
 }
 pub fn setmaxnreg(inc: bool, regs: u32) -> LStmt {
-    st(LStmtKind::SetMaxNReg { inc, regs })
+    st(LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs }))
 }

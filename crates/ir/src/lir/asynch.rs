@@ -21,6 +21,7 @@
 //! multiple of 16 bytes between 16-byte aligned shared addresses.
 
 use super::check::{Check, Checker};
+use super::instr::{Accesses, Instr};
 use super::print::Printer;
 use super::tmap::{swizzle_repeat, TmapId};
 use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
@@ -148,6 +149,7 @@ impl AsyncOp {
         }
     }
 
+    /// The oldest target with the instruction (cp.async and mbarriers sm_80, the rest sm_90).
     pub fn min_arch(&self) -> Arch {
         match self {
             AsyncOp::CpAsync { .. }
@@ -190,7 +192,25 @@ impl AsyncOp {
         }
     }
 
-    pub fn operands(&self) -> Vec<&LExpr> {
+    /// The tensor map a TMA copy reads, if any.
+    pub fn tmap(&self) -> Option<TmapId> {
+        match self {
+            AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => Some(c.map),
+            _ => None,
+        }
+    }
+}
+
+impl Instr for AsyncOp {
+    fn name(&self) -> String {
+        AsyncOp::name(self).into()
+    }
+
+    fn min_arch(&self, _: &dyn Fn(LBufId) -> DType) -> Arch {
+        AsyncOp::min_arch(self)
+    }
+
+    fn operands(&self) -> Vec<&LExpr> {
         match self {
             AsyncOp::CpAsync { dst_index, src_index, src_bytes, .. } => {
                 [dst_index, src_index].into_iter().chain(src_bytes).collect()
@@ -218,7 +238,7 @@ impl AsyncOp {
     }
 
     /// `(read, written)` buffers; an mbarrier instruction reads and/or updates its barrier word.
-    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
+    fn accesses(&self) -> Accesses {
         match self {
             AsyncOp::CpAsync { dst, src, .. } => (vec![*src], vec![*dst]),
             AsyncOp::MbarInit { bar, .. } => (vec![], vec![bar.buf]),
@@ -239,17 +259,29 @@ impl AsyncOp {
         }
     }
 
-    /// The tensor map a TMA copy reads, if any.
-    pub fn tmap(&self) -> Option<TmapId> {
+    /// A TMA copy also moves the global memory its tensor map describes.
+    fn traffic(&self, k: &LKernel) -> Accesses {
+        let (mut read, mut written) = self.accesses();
+        let global = |m: TmapId| k.tmaps.get(m.0 as usize).map(|t| t.buf);
         match self {
-            AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => Some(c.map),
-            _ => None,
+            AsyncOp::TmaLoad(c) => read.extend(global(c.map)),
+            AsyncOp::TmaStore(c) => written.extend(global(c.map)),
+            _ => {}
         }
+        (read, written)
+    }
+
+    fn check(&self, c: &mut Checker) -> Check {
+        c.asynch(self)
+    }
+
+    fn print(&self, p: &Printer) -> String {
+        p.asynch(self)
     }
 }
 
 impl Checker<'_> {
-    pub(super) fn asynch(&mut self, a: &AsyncOp) -> Check {
+    fn asynch(&mut self, a: &AsyncOp) -> Check {
         let name = a.name();
         match a {
             AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
@@ -488,9 +520,9 @@ impl LKernel {
 
 impl Printer<'_> {
     /// `cp.async.cg<16> S[i] <- A[j] src_bytes=n`, `mbarrier.wait bar[0] parity=p`, ...
-    pub(super) fn asynch(&mut self, a: &AsyncOp, d: usize) {
+    fn asynch(&self, a: &AsyncOp) -> String {
         let name = a.name();
-        let text = match a {
+        match a {
             AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
                 let fill = src_bytes.as_ref().map_or(String::new(), |e| format!(" src_bytes={}", self.e(e)));
                 let pf = prefetch.map_or(String::new(), |n| format!(".L2::{n}B"));
@@ -521,8 +553,7 @@ impl Printer<'_> {
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::BulkCommit
             | AsyncOp::ClusterBarrier { .. } => name.to_string(),
-        };
-        self.line(d, &text);
+        }
     }
 
     /// `tma.load.2d A_s[0] <- A_tmap[bx * 64, by * 128] bar=mbar[0]`, `tma.store.2d A_tmap[..] <- A_s[0]`.
@@ -553,7 +584,7 @@ impl Printer<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lir::{LBuf, LStmt};
+    use crate::lir::{LBuf, LStmt, MemOp};
     use crate::span::Span;
 
     /// Buffers: 0 `A` global f32[64], 1 `S` shared f32[64], 2 `bars` shared i64[2],
@@ -661,16 +692,17 @@ mod tests {
         let wait = LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(2) });
         rejects(vec![wait], "phase parity 2 is outside 0..=1");
         // A barrier buffer is not data: no plain store or load may touch it.
-        let store = LStmtKind::Store { buf: LBufId(2), index: LExpr::i32(0), value: LExpr::Int(0, DType::I64) };
+        let store =
+            LStmtKind::Memory(MemOp::Store { buf: LBufId(2), index: LExpr::i32(0), value: LExpr::Int(0, DType::I64) });
         rejects(
             vec![init(1), store],
             "`bars` holds mbarriers, but a statement at source bytes 0..0 accesses it as data",
         );
-        let load = LStmtKind::Store {
+        let load = LStmtKind::Memory(MemOp::Store {
             buf: LBufId(3),
             index: LExpr::i32(0),
             value: LExpr::Load(LBufId(2), Box::new(LExpr::i32(0))),
-        };
+        });
         rejects(vec![init(1), load], "`bars` holds mbarriers");
     }
 

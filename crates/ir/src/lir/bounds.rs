@@ -16,6 +16,7 @@
 //! begins integers, extents ≥ 1, shape dims ≥ 1.
 
 use super::check::{Check, Checker};
+use super::instr::Instr;
 use super::print::Printer;
 use super::{LBufId, LExpr};
 use crate::dtype::DType;
@@ -37,11 +38,26 @@ pub struct BoundsCheck {
     pub write: bool,
 }
 
-impl BoundsCheck {
-    pub fn operands(&self) -> Vec<&LExpr> {
+/// It accesses no memory itself and exists on every target (the CUDA prints nothing).
+impl Instr for BoundsCheck {
+    fn name(&self) -> String {
+        format!("bounds.{}", self.verb())
+    }
+
+    fn operands(&self) -> Vec<&LExpr> {
         self.begins.iter().collect()
     }
 
+    fn check(&self, c: &mut Checker) -> Check {
+        c.bounds(self)
+    }
+
+    fn print(&self, p: &Printer) -> String {
+        p.bounds(self)
+    }
+}
+
+impl BoundsCheck {
     /// `read` / `write`.
     pub fn verb(&self) -> &'static str {
         if self.write {
@@ -66,7 +82,7 @@ impl BoundsCheck {
 }
 
 impl Checker<'_> {
-    pub(super) fn bounds(&mut self, c: &BoundsCheck) -> Check {
+    fn bounds(&mut self, c: &BoundsCheck) -> Check {
         self.buf(c.buf)?;
         let dims = c.shape.len();
         if dims == 0 || c.begins.len() != dims || c.extents.len() != dims {
@@ -95,7 +111,7 @@ impl Checker<'_> {
 
 impl Printer<'_> {
     /// `bounds.read A[bx * 16 : +32, 0 : +8] in (16, 32)`.
-    pub(super) fn bounds(&mut self, c: &BoundsCheck, d: usize) {
+    fn bounds(&self, c: &BoundsCheck) -> String {
         let dims: Vec<String> = c.begins.iter().zip(&c.extents).map(|(b, e)| format!("{} : +{e}", self.e(b))).collect();
         let mut shape: Vec<String> = c.shape.iter().map(i64::to_string).collect();
         // A symbolic buffer's rows are its expression (the shape holds the bound).
@@ -104,8 +120,7 @@ impl Printer<'_> {
         {
             *d0 = self.k.sym_text(r);
         }
-        let text = format!("bounds.{} {}[{}] in ({})", c.verb(), c.name, dims.join(", "), shape.join(", "));
-        self.line(d, &text);
+        format!("bounds.{} {}[{}] in ({})", c.verb(), c.name, dims.join(", "), shape.join(", "))
     }
 }
 

@@ -38,15 +38,16 @@ impl LKernel {
 }
 
 /// The typing context: which variables are in scope. Family modules add their
-/// `impl Checker` with one method per instruction.
-pub(crate) struct Checker<'a> {
+/// `impl Checker` with one method per instruction, called from their
+/// [`Instr::check`](super::Instr::check).
+pub struct Checker<'a> {
     pub(crate) k: &'a LKernel,
     in_scope: Vec<bool>,
     /// Whether the error being returned already names its (innermost) statement.
     located: bool,
 }
 
-pub(crate) type Check = Result<(), String>;
+pub type Check = Result<(), String>;
 
 impl Checker<'_> {
     fn header(&self) -> Check {
@@ -225,47 +226,15 @@ impl Checker<'_> {
                 self.block(then_body)?;
                 self.block(else_body)?;
             }
-            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value)?,
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
-                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
+            LStmtKind::Comment(_) => {}
+            kind => {
+                // Every instruction: its family's rules, then the variable it declares.
+                let Some(i) = kind.instr() else { return Ok(()) };
+                i.check(self)?;
+                if let Some(v) = i.defines() {
+                    declared.push(self.declare(v)?);
+                }
             }
-            LStmtKind::PtxVec(p) => self.ptx_vec(p)?,
-            LStmtKind::Barrier(_) | LStmtKind::Comment(_) => {}
-            LStmtKind::NamedBarrier { id, threads } | LStmtKind::NamedBarrierArrive { id, threads } => {
-                self.named_barrier(id, *threads)?
-            }
-            LStmtKind::SetMaxNReg { regs, .. } => self.setmaxnreg(*regs)?,
-            LStmtKind::Matrix(m) => self.matrix(m)?,
-            LStmtKind::Collective(c) => {
-                let var = self.collective(c)?;
-                declared.push(self.declare(var)?);
-            }
-            LStmtKind::Async(a) => self.asynch(a)?,
-            LStmtKind::Bounds(c) => self.bounds(c)?,
-            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
-                self.packed2(*op, *dtype, *dst, dst_index, srcs)?
-            }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2((*dst, dst_index), (*src, src_index))?,
-        }
-        Ok(())
-    }
-
-    /// `bar.sync id, threads`: an int32 id, 1..16 when constant (0 is the barrier of
-    /// `__syncthreads`), and whole warps of the CTA.
-    fn named_barrier(&self, id: &LExpr, threads: u32) -> Check {
-        self.expect(id, DType::I32, "named barrier id")?;
-        if let LExpr::Int(v, _) = id {
-            if !(1..NAMED_BARRIERS).contains(v) {
-                return Err(format!(
-                    "named barrier id {v} is outside 1..{NAMED_BARRIERS} (barrier 0 is `__syncthreads`')"
-                ));
-            }
-        }
-        let cta = self.k.threads_per_cta();
-        if threads == 0 || !threads.is_multiple_of(32) || threads > cta {
-            return Err(format!(
-                "named barrier of {threads} threads: needs a multiple of 32 threads, at most the CTA's {cta}"
-            ));
         }
         Ok(())
     }
@@ -410,7 +379,7 @@ fn int_fits(v: i64, t: DType) -> bool {
 #[cfg(test)]
 mod tests {
     use crate::dtype::DType;
-    use crate::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, Space, Special};
+    use crate::lir::{LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVar, LVarId, MemOp, Space, Special, SyncOp};
     use crate::Span;
 
     /// `B[tid] = A[tid]`, 32 float32 elements.
@@ -424,7 +393,11 @@ mod tests {
             vars: vec![LVar { name: "tid".into(), dtype: DType::I32 }],
             body: vec![
                 stmt(LStmtKind::Let { var: LVarId(0), value: LExpr::Special(Special::ThreadIdx(0)) }),
-                stmt(LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Load(LBufId(0), Box::new(tid())) }),
+                stmt(LStmtKind::Memory(MemOp::Store {
+                    buf: LBufId(1),
+                    index: tid(),
+                    value: LExpr::Load(LBufId(0), Box::new(tid())),
+                })),
             ],
             ..LKernel::new("copy", [1, 1, 1], block)
         }
@@ -434,7 +407,7 @@ mod tests {
     fn named_barriers_take_an_id_and_whole_warps() {
         let with = |id: LExpr, threads: u32| {
             let mut k = copy([128, 1, 1]);
-            k.body.push(LStmt::new(LStmtKind::NamedBarrier { id, threads }, Span::default()));
+            k.body.push(LStmt::new(LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }), Span::default()));
             k.validate()
         };
         assert_eq!(with(LExpr::i32(1), 128), Ok(()));

@@ -11,11 +11,11 @@
 //! type, `lane_or_delta` int32 (a constant one in 0..32, as the hardware reads
 //! only its low five bits).
 
-use super::check::Checker;
+use super::check::{Check, Checker};
+use super::instr::Instr;
 use super::print::Printer;
 use super::{LExpr, LVarId};
 use crate::dtype::DType;
-use crate::target::Arch;
 use serde::Serialize;
 
 /// The element types `__shfl_*_sync` has an overload for (and that a shuffle may move).
@@ -95,26 +95,6 @@ impl CollectiveOp {
         }
     }
 
-    /// `shfl.sync` exists from sm_30 on, older than anything tirx-rs targets.
-    pub fn min_arch(&self) -> Arch {
-        match self {
-            CollectiveOp::Shuffle { .. } => Arch::MIN,
-        }
-    }
-
-    pub fn operands(&self) -> Vec<&LExpr> {
-        match self {
-            CollectiveOp::Shuffle { value, lane_or_delta, .. } => vec![value, lane_or_delta],
-        }
-    }
-
-    /// The variable the instruction declares, if any.
-    pub fn defines(&self) -> Option<LVarId> {
-        match self {
-            CollectiveOp::Shuffle { var, .. } => Some(*var),
-        }
-    }
-
     /// The lanes that must execute it together.
     pub fn mask(&self) -> u32 {
         match self {
@@ -123,9 +103,38 @@ impl CollectiveOp {
     }
 }
 
+/// `shfl.sync` exists from sm_30 on, older than anything tirx-rs targets: the
+/// default target.
+impl Instr for CollectiveOp {
+    fn name(&self) -> String {
+        CollectiveOp::name(self)
+    }
+
+    fn operands(&self) -> Vec<&LExpr> {
+        match self {
+            CollectiveOp::Shuffle { value, lane_or_delta, .. } => vec![value, lane_or_delta],
+        }
+    }
+
+    /// A shuffle declares its result, like `let`.
+    fn defines(&self) -> Option<LVarId> {
+        match self {
+            CollectiveOp::Shuffle { var, .. } => Some(*var),
+        }
+    }
+
+    fn check(&self, c: &mut Checker) -> Check {
+        c.collective(self)
+    }
+
+    fn print(&self, p: &Printer) -> String {
+        p.collective(self)
+    }
+}
+
 impl Checker<'_> {
-    /// Checks the operands; returns the variable to declare once the statement is accepted.
-    pub(super) fn collective(&mut self, c: &CollectiveOp) -> Result<LVarId, String> {
+    /// The operands; the checker declares the result once they are accepted.
+    fn collective(&mut self, c: &CollectiveOp) -> Check {
         let CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask } = c;
         let name = c.name();
         if !width.is_power_of_two() || *width > 32 {
@@ -151,7 +160,7 @@ impl Checker<'_> {
                 ));
             }
         }
-        Ok(*var)
+        Ok(())
     }
 }
 
@@ -166,25 +175,25 @@ fn operand_name(mode: ShuffleMode) -> &'static str {
 
 impl Printer<'_> {
     /// `let y: float32 = shfl.sync.bfly(x, 16; width=32, mask=0xffffffff)`.
-    pub(super) fn collective(&mut self, c: &CollectiveOp, d: usize) {
+    fn collective(&self, c: &CollectiveOp) -> String {
         let CollectiveOp::Shuffle { var, value, lane_or_delta, width, mask, .. } = c;
         let ty = self.k.vars.get(var.0 as usize).map_or("?", |v| v.dtype.name());
-        let text = format!(
+        format!(
             "let {}: {ty} = {}({}, {}; width={width}, mask={mask:#010x})",
             self.var_name(*var),
             c.name(),
             self.e(value),
             self.e(lane_or_delta)
-        );
-        self.line(d, &text);
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lir::{LBuf, LBufId, LKernel, LStmt, LStmtKind, LVar, Space, Special};
+    use crate::lir::{LBuf, LBufId, LKernel, LStmt, LStmtKind, LVar, MemOp, Space, Special};
     use crate::span::Span;
+    use crate::target::Arch;
 
     /// `let y: yt = shuffle(A[tid], operand); B[tid] = y`, `A: t`, `B: yt`.
     fn kernel(t: DType, yt: DType, mode: ShuffleMode, operand: LExpr, width: u32, mask: u32) -> LKernel {
@@ -199,7 +208,7 @@ mod tests {
             body: vec![
                 LStmt::new(LStmtKind::Collective(op), Span::default()),
                 LStmt::new(
-                    LStmtKind::Store { buf: LBufId(1), index: tid(), value: LExpr::Var(LVarId(0)) },
+                    LStmtKind::Memory(MemOp::Store { buf: LBufId(1), index: tid(), value: LExpr::Var(LVarId(0)) }),
                     Span::default(),
                 ),
             ],

@@ -17,9 +17,10 @@
 //!   `32 / bits` consecutive elements, so its index is aligned to that count.
 
 use super::check::{Check, Checker};
+use super::instr::{Accesses, Instr};
 use super::print::Printer;
 use super::wgmma::{Wgmma, WgmmaSync};
-use super::{LBufId, LExpr, Space};
+use super::{LBufId, LExpr, LKernel, Space};
 use crate::dtype::DType;
 use crate::target::Arch;
 use serde::Serialize;
@@ -47,9 +48,15 @@ impl MatrixOp {
             MatrixOp::WgmmaSync(s) => s.name(),
         }
     }
+}
 
-    /// The oldest target with the instruction (`ldmatrix` sm_75, `stmatrix` sm_90, mma per shape and type).
-    pub fn min_arch(&self, dtype: &dyn Fn(LBufId) -> DType) -> Arch {
+impl Instr for MatrixOp {
+    fn name(&self) -> String {
+        MatrixOp::name(self).into()
+    }
+
+    /// `ldmatrix` sm_75, `stmatrix` sm_90, mma per shape and type, wgmma sm_90a.
+    fn min_arch(&self, dtype: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
             MatrixOp::Move(m) => m.min_arch(),
             MatrixOp::Mma(m) => m.kind(dtype).map_or(Arch::SM_80, |k| k.min_arch()),
@@ -57,7 +64,7 @@ impl MatrixOp {
         }
     }
 
-    pub fn operands(&self) -> Vec<&LExpr> {
+    fn operands(&self) -> Vec<&LExpr> {
         match self {
             MatrixOp::Move(m) => std::iter::once(&m.smem_index).chain(&m.reg_index).collect(),
             MatrixOp::Mma(m) => m.d_index.iter().chain(&m.a_index).chain(&m.b_index).chain(&m.c_index).collect(),
@@ -66,8 +73,7 @@ impl MatrixOp {
         }
     }
 
-    /// `(read, written)` buffers.
-    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
+    fn accesses(&self) -> Accesses {
         match self {
             MatrixOp::Move(m) => match m.dir {
                 MatrixDir::Load => (vec![m.smem], vec![m.regs]),
@@ -79,9 +85,21 @@ impl MatrixOp {
         }
     }
 
-    /// Whether it writes computed values (an mma does; a move copies).
-    pub fn computes(&self) -> bool {
-        matches!(self, MatrixOp::Mma(_) | MatrixOp::Wgmma(_))
+    /// An mma sums products; a move copies.
+    fn computes(&self, k: &LKernel) -> Option<String> {
+        match self {
+            MatrixOp::Mma(m) => Some(format!("an mma.sync into `{}`", k.buf(m.d).name)),
+            MatrixOp::Wgmma(w) => Some(format!("a wgmma into `{}`", k.buf(w.d).name)),
+            MatrixOp::Move(_) | MatrixOp::WgmmaSync(_) => None,
+        }
+    }
+
+    fn check(&self, c: &mut Checker) -> Check {
+        c.matrix(self)
+    }
+
+    fn print(&self, p: &Printer) -> String {
+        p.matrix(self)
     }
 }
 
@@ -353,7 +371,7 @@ impl Mma {
 }
 
 impl Checker<'_> {
-    pub(super) fn matrix(&mut self, m: &MatrixOp) -> Check {
+    fn matrix(&mut self, m: &MatrixOp) -> Check {
         match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
@@ -435,15 +453,14 @@ impl Checker<'_> {
 }
 
 impl Printer<'_> {
-    pub(super) fn matrix(&mut self, m: &MatrixOp, d: usize) {
-        let text = match m {
+    fn matrix(&self, m: &MatrixOp) -> String {
+        match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
             MatrixOp::Wgmma(w) => self.wgmma(w),
             MatrixOp::WgmmaSync(WgmmaSync::Wait(n)) => format!("wgmma.wait_group {n}"),
             MatrixOp::WgmmaSync(s) => s.name().to_string(),
-        };
-        self.line(d, &text);
+        }
     }
 
     /// `ldmatrix.x2.trans {R[0], R[2]} <- S[i]` / `stmatrix.x4 {..} -> S[i]`.

@@ -14,8 +14,9 @@
 //! bytes only there (32 bytes: sm_100, global only).
 
 use super::check::{Check, Checker};
+use super::instr::{Accesses, Instr};
 use super::print::Printer;
-use super::{LBufId, LExpr, Space};
+use super::{LBufId, LExpr, LKernel, Space};
 use crate::dtype::DType;
 use crate::op::Evict;
 use crate::target::Arch;
@@ -30,8 +31,99 @@ pub enum CacheHint {
     NonCoherent,
 }
 
+/// An instruction of the memory family.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub enum MemOp {
+    /// Scalar element store `buf[index] = value`.
+    Store { buf: LBufId, index: LExpr, value: LExpr },
+    /// `dst[dst_index .. +lanes] = src[src_index .. +lanes]` as one vector access on each side.
+    VecCopy { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32, cache: CacheHint },
+    /// One inline-PTX `ld`/`st` between registers and memory (docs/lir.md §2.9).
+    PtxVec(PtxVec),
+}
+
+impl Instr for MemOp {
+    fn name(&self) -> String {
+        match self {
+            MemOp::Store { .. } => "store".into(),
+            MemOp::VecCopy { lanes, .. } => format!("vcopy<{lanes}>"),
+            MemOp::PtxVec(p) => if matches!(p.dir, PtxDir::St) { "st" } else { "ld" }.into(),
+        }
+    }
+
+    fn min_arch(&self, _: &dyn Fn(LBufId) -> DType) -> Arch {
+        match self {
+            MemOp::PtxVec(p) => p.min_arch(),
+            MemOp::Store { .. } | MemOp::VecCopy { .. } => Arch::MIN,
+        }
+    }
+
+    fn operands(&self) -> Vec<&LExpr> {
+        match self {
+            MemOp::Store { index, value, .. } => vec![index, value],
+            MemOp::VecCopy { dst_index, src_index, .. } => vec![dst_index, src_index],
+            MemOp::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
+        }
+    }
+
+    fn accesses(&self) -> Accesses {
+        match self {
+            MemOp::Store { buf, .. } => (vec![], vec![*buf]),
+            MemOp::VecCopy { dst, src, .. } => (vec![*src], vec![*dst]),
+            MemOp::PtxVec(p) => p.accesses(),
+        }
+    }
+
+    /// A store computes unless its value is a loaded value passed through unchanged
+    /// (the traffic count's "data-only", [`moved_value`]); copies never do.
+    fn computes(&self, k: &LKernel) -> Option<String> {
+        match self {
+            MemOp::Store { buf, value, .. } if !moved_value(k, value, k.buf(*buf).dtype) => {
+                Some(format!("`{}[...] = ...` stores a computed value", k.buf(*buf).name))
+            }
+            _ => None,
+        }
+    }
+
+    fn check(&self, c: &mut Checker) -> Check {
+        match self {
+            MemOp::Store { buf, index, value } => c.store(*buf, index, value),
+            MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+                c.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)
+            }
+            MemOp::PtxVec(p) => c.ptx_vec(p),
+        }
+    }
+
+    fn print(&self, p: &Printer) -> String {
+        match self {
+            MemOp::Store { buf, index, value } => p.store(*buf, index, value),
+            MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+                p.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)
+            }
+            MemOp::PtxVec(v) => p.ptx_vec(v),
+        }
+    }
+}
+
+/// A loaded value passed through unchanged into an element of `dtype`: a load of
+/// that type, a same-type cast of one, or a select among such values and literals
+/// (a guarded copy with a fill value).
+pub fn moved_value(k: &LKernel, e: &LExpr, dtype: DType) -> bool {
+    let literal = |e: &LExpr| matches!(e, LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_));
+    match e {
+        LExpr::Load(b, _) => k.buf(*b).dtype == dtype,
+        LExpr::Cast(t, a) => *t == dtype && moved_value(k, a, dtype),
+        LExpr::Select(_, a, b) => {
+            let ok = |x: &LExpr| moved_value(k, x, dtype) || literal(x);
+            ok(a) && ok(b) && !(literal(a) && literal(b))
+        }
+        _ => false,
+    }
+}
+
 impl Checker<'_> {
-    pub(super) fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Check {
+    fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Check {
         let b = self.buf(buf)?;
         self.index(buf, index)?;
         let t = self.expr(value)?;
@@ -41,7 +133,7 @@ impl Checker<'_> {
         Ok(())
     }
 
-    pub(super) fn vec_copy(
+    fn vec_copy(
         &mut self,
         (dst, dst_index): (LBufId, &LExpr),
         (src, src_index): (LBufId, &LExpr),
@@ -69,23 +161,20 @@ impl Checker<'_> {
 }
 
 impl Printer<'_> {
-    pub(super) fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr, d: usize) {
-        let text = format!("{} = {}", self.at(buf, index), self.e(value));
-        self.line(d, &text);
+    fn store(&self, buf: LBufId, index: &LExpr, value: &LExpr) -> String {
+        format!("{} = {}", self.at(buf, index), self.e(value))
     }
 
     /// `vcopy<4>.nc S[i] <- A[j]`.
-    pub(super) fn vec_copy(
-        &mut self,
+    fn vec_copy(
+        &self,
         (dst, dst_index): (LBufId, &LExpr),
         (src, src_index): (LBufId, &LExpr),
         lanes: u32,
         cache: CacheHint,
-        d: usize,
-    ) {
+    ) -> String {
         let nc = if cache == CacheHint::NonCoherent { ".nc" } else { "" };
-        let text = format!("vcopy<{lanes}>{nc} {} <- {}", self.at(dst, dst_index), self.at(src, src_index));
-        self.line(d, &text);
+        format!("vcopy<{lanes}>{nc} {} <- {}", self.at(dst, dst_index), self.at(src, src_index))
     }
 }
 
@@ -204,7 +293,7 @@ impl PtxVec {
 }
 
 impl Checker<'_> {
-    pub(super) fn ptx_vec(&mut self, p: &PtxVec) -> Check {
+    fn ptx_vec(&mut self, p: &PtxVec) -> Check {
         let (m, r) = (self.buf(p.mem)?, self.buf(p.reg)?);
         self.index(p.mem, &p.mem_index)?;
         self.index(p.reg, &p.reg_index)?;
@@ -249,7 +338,7 @@ impl Checker<'_> {
 
 impl Printer<'_> {
     /// `ld.global.nc.v4.u32 R[0..+4] <- A[i]`, `st.shared.v4.u32 S[i] <- R[0..+4]`.
-    pub(super) fn ptx_vec(&mut self, p: &PtxVec, d: usize) {
+    fn ptx_vec(&self, p: &PtxVec) -> String {
         // Printing never panics: a bad id prints as `buf#N` (the checker reports it).
         let (space, dtype) =
             self.k.bufs.get(p.mem.0 as usize).map_or((Space::Global, DType::U8), |m| (m.space, m.dtype));
@@ -257,10 +346,9 @@ impl Printer<'_> {
         let reg = self.at(p.reg, &p.reg_index);
         let reg = format!("{}..+{n}]", reg.strip_suffix(']').unwrap_or(&reg));
         let mem = self.at(p.mem, &p.mem_index);
-        let text = match p.dir {
+        match p.dir {
             PtxDir::Ld(_) => format!("{} {reg} <- {mem}", p.instruction(space)),
             PtxDir::St => format!("{} {mem} <- {reg}", p.instruction(space)),
-        };
-        self.line(d, &text);
+        }
     }
 }

@@ -7,24 +7,28 @@
 //! warp-collective and asynchronous instructions tile ops need. There are no
 //! layouts, no tile calls, no exec scopes left.
 //!
-//! Instructions come in families, each in its own module with its types, its
-//! typing rules ([`LKernel::validate`]) and its printer (`Display`), so that a new
-//! instruction touches one module per crate (`docs/lir.md` §4 has the recipe):
-//! * core (this module, [`check`], [`print`]): `let`, `for`, `if`, barriers (`__syncthreads`,
-//!   `__syncwarp`, named `bar.sync id, threads`), comments;
-//! * [`memory`]: scalar `Store` (loads are expressions), `VecCopy`, and PTX
+//! Instructions come in families, each in its own module with its types and
+//! one [`Instr`] implementation — its name, target, operands, buffers, typing
+//! rules and pseudo-code — from which the checker ([`LKernel::validate`]), the
+//! printer ([`print`]), the traffic count and every generic walk derive; the
+//! families are listed once ([`for_each_family!`](crate::for_each_family)), and
+//! `docs/lir.md` §4 has the recipe for a new one:
+//! * structured statements (this module, [`check`], [`print`]): `let`, `for`, `if`, comments;
+//! * [`memory`] ([`MemOp`]): scalar `Store` (loads are expressions), `VecCopy`, and PTX
 //!   vector loads/stores between registers and memory with cache qualifiers ([`PtxVec`]);
-//! * [`pair`]: packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
-//! * [`round`]: arithmetic with a stated rounding (`LExpr::Rounded`: fused `fma`,
-//!   directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`);
+//! * [`pair`] ([`PairOp`]): packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);
+//! * [`sync`] ([`SyncOp`]): `__syncthreads`, `__syncwarp`, named `bar.sync` / `bar.arrive`, `setmaxnreg`;
 //! * [`matrix`]: warp-collective fragment instructions ([`MatrixOp`]): `ldmatrix`/`stmatrix`
 //!   ([`MatrixMove`], one instruction with a direction) and tensor-core `mma.sync` ([`Mma`]);
 //!   with [`wgmma`], Hopper's warpgroup `wgmma.mma_async` ([`Wgmma`]) and its `fence` /
 //!   `commit_group` / `wait_group` ([`WgmmaSync`]);
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
-//! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences ([`AsyncOp`]);
+//! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences, TMA, bulk copies ([`AsyncOp`]);
 //! * [`bounds`]: per-dimension bounds assertions on a region of a logical shape
 //!   ([`BoundsCheck`]), which the simulator checks and the GPU does not.
+//!
+//! Arithmetic with a stated rounding is an expression ([`round`]: `LExpr::Rounded`,
+//! fused `fma`, directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`).
 //!
 //! Typing rules (checked by [`LKernel::validate`]):
 //! * every expression has a [`DType`] ([`LKernel::dtype_of`]); binary arithmetic
@@ -38,28 +42,32 @@ pub mod asynch;
 pub mod bounds;
 pub mod check;
 pub mod collective;
+pub mod instr;
 pub mod launch;
 pub mod matrix;
 pub mod memory;
 pub mod pair;
 pub mod print;
 pub mod round;
+pub mod sync;
 pub mod tmap;
 pub mod wgmma;
 
 pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
+pub use instr::{Accesses, Instr};
 pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
-pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, PtxDir, PtxVec};
-pub use pair::{PackedOp, PairSrc};
+pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, MemOp, PtxDir, PtxVec};
+pub use pair::{PackedOp, PairOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
+pub use sync::SyncOp;
 pub use tmap::{TensorMap, TmapDtype, TmapId};
 pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};
 
 use crate::dtype::DType;
-use crate::hir::{BarrierKind, MathFn, UnOp};
+use crate::hir::{MathFn, UnOp};
 use crate::span::Span;
 use crate::target::Arch;
 use serde::Serialize;
@@ -217,89 +225,36 @@ impl LExpr {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub enum LStmtKind {
-    /// Declares `var` and initialises it (immutable afterwards).
-    Let {
-        var: LVarId,
-        value: LExpr,
-    },
-    For {
-        var: LVarId,
-        begin: LExpr,
-        extent: LExpr,
-        unroll: bool,
-        body: Vec<LStmt>,
-    },
-    If {
-        cond: LExpr,
-        then_body: Vec<LStmt>,
-        else_body: Vec<LStmt>,
-    },
-    /// Scalar element store `buf[index] = value` ([`memory`]).
-    Store {
-        buf: LBufId,
-        index: LExpr,
-        value: LExpr,
-    },
-    /// `dst[dst_index .. +lanes] = src[src_index .. +lanes]` as one vector access on each side.
-    VecCopy {
-        dst: LBufId,
-        dst_index: LExpr,
-        src: LBufId,
-        src_index: LExpr,
-        lanes: u32,
-        cache: CacheHint,
-    },
-    /// One inline-PTX `ld`/`st` between registers and memory ([`memory`], docs/lir.md §2.9).
-    PtxVec(PtxVec),
-    Barrier(BarrierKind),
-    /// `bar.sync id, threads`: a named barrier that `threads` threads (whole warps)
-    /// of the CTA reach together; ids 1..16 (0 is `__syncthreads`'), `threads` a
-    /// multiple of 32 (core family, `docs/lir.md` §2.1).
-    NamedBarrier {
-        id: LExpr,
-        threads: u32,
-    },
-    /// `bar.arrive id, threads`: counts this warp's threads towards named barrier
-    /// `id` without waiting (a producer signalling `bar.sync` waiters; core family,
-    /// `docs/lir.md` §2.12).
-    NamedBarrierArrive {
-        id: LExpr,
-        threads: u32,
-    },
-    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroup's
-    /// per-thread register budget (sm_90a; core family, `docs/lir.md` §2.12).
-    SetMaxNReg {
-        inc: bool,
-        regs: u32,
-    },
-    /// The matrix family: `ldmatrix` / `stmatrix`, `mma.sync` ([`matrix`]).
-    Matrix(MatrixOp),
-    /// The collective family: warp shuffles ([`collective`]); a shuffle declares a variable.
-    Collective(CollectiveOp),
-    /// The asynchronous family: `cp.async`, its groups, mbarriers, proxy fences ([`asynch`]).
-    Async(AsyncOp),
-    /// `dst[i..i+2] = op(srcs...)` on a 16-bit float pair (`dtype` is F16 or BF16).
-    Packed2 {
-        op: PackedOp,
-        dtype: DType,
-        dst: LBufId,
-        dst_index: LExpr,
-        srcs: Vec<PairSrc>,
-    },
-    /// Pair conversion `dst[i..i+2] = cvt(src[j..j+2])` (`__float22half2_rn` and friends).
-    Cast2 {
-        dst: LBufId,
-        dst_index: LExpr,
-        src: LBufId,
-        src_index: LExpr,
-    },
-    /// The bounds family: a region must lie inside a logical shape ([`bounds`]; no code on the GPU).
-    Bounds(BoundsCheck),
-    /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
-    Comment(String),
+/// Generates [`LStmtKind`]: the structured statements, then one variant per
+/// instruction family of [`for_each_family!`](crate::for_each_family), and its
+/// [`LStmtKind::instr`].
+macro_rules! statement_kinds {
+    ($($(#[$doc:meta])* $family:ident($ty:ty),)*) => {
+        #[derive(Clone, Debug, PartialEq, Serialize)]
+        pub enum LStmtKind {
+            /// Declares `var` and initialises it (immutable afterwards).
+            Let { var: LVarId, value: LExpr },
+            For { var: LVarId, begin: LExpr, extent: LExpr, unroll: bool, body: Vec<LStmt> },
+            If { cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt> },
+            /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
+            Comment(String),
+            $($(#[$doc])* $family($ty),)*
+        }
+
+        impl LStmtKind {
+            /// The instruction, described by its family ([`Instr`]); `None` for the
+            /// structured statements (`let`, `for`, `if`, comments).
+            pub fn instr(&self) -> Option<&dyn Instr> {
+                match self {
+                    $(LStmtKind::$family(i) => Some(i),)*
+                    LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+                }
+            }
+        }
+    };
 }
+
+crate::for_each_family!(statement_kinds);
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LStmt {
@@ -318,94 +273,31 @@ impl LStmtKind {
     /// The oldest target this instruction exists on (nested bodies not included);
     /// `buf` gives the element type of an array.
     pub fn min_arch(&self, buf: &dyn Fn(LBufId) -> DType) -> Arch {
-        match self {
-            LStmtKind::Matrix(m) => m.min_arch(buf),
-            LStmtKind::Collective(c) => c.min_arch(),
-            LStmtKind::Async(a) => a.min_arch(),
-            LStmtKind::PtxVec(p) => p.min_arch(),
-            // bf16 pair arithmetic and conversions are sm_80 intrinsics; f16 ones exist everywhere we target.
-            LStmtKind::Packed2 { dtype: DType::BF16, .. } => Arch::SM_80,
-            LStmtKind::Packed2 { .. } => Arch::MIN,
-            LStmtKind::Cast2 { dst, src, .. } if buf(*dst) == DType::BF16 || buf(*src) == DType::BF16 => Arch::SM_80,
-            LStmtKind::SetMaxNReg { .. } => wgmma::WGMMA_ARCH,
-            LStmtKind::Cast2 { .. }
-            | LStmtKind::NamedBarrierArrive { .. }
-            | LStmtKind::Let { .. }
-            | LStmtKind::For { .. }
-            | LStmtKind::If { .. }
-            | LStmtKind::Store { .. }
-            | LStmtKind::VecCopy { .. }
-            | LStmtKind::Barrier(_)
-            | LStmtKind::NamedBarrier { .. }
-            | LStmtKind::Bounds(_)
-            | LStmtKind::Comment(_) => Arch::MIN,
-        }
+        self.instr().map_or(Arch::MIN, |i| i.min_arch(buf))
     }
-}
 
-impl LStmtKind {
     /// The expressions this statement evaluates itself (nested bodies not included).
     pub fn operands(&self) -> Vec<&LExpr> {
         match self {
             LStmtKind::Let { value, .. } => vec![value],
             LStmtKind::For { begin, extent, .. } => vec![begin, extent],
             LStmtKind::If { cond, .. } => vec![cond],
-            LStmtKind::Store { index, value, .. } => vec![index, value],
-            LStmtKind::VecCopy { dst_index, src_index, .. } | LStmtKind::Cast2 { dst_index, src_index, .. } => {
-                vec![dst_index, src_index]
-            }
-            LStmtKind::Packed2 { dst_index, srcs, .. } => std::iter::once(dst_index)
-                .chain(srcs.iter().map(|p| match p {
-                    PairSrc::Buf(_, i) | PairSrc::Scalar(i) => i,
-                }))
-                .collect(),
-            LStmtKind::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
-            LStmtKind::Matrix(m) => m.operands(),
-            LStmtKind::Collective(c) => c.operands(),
-            LStmtKind::Async(a) => a.operands(),
-            LStmtKind::Bounds(c) => c.operands(),
-            LStmtKind::NamedBarrier { id, .. } | LStmtKind::NamedBarrierArrive { id, .. } => vec![id],
-            LStmtKind::Barrier(_) | LStmtKind::SetMaxNReg { .. } | LStmtKind::Comment(_) => vec![],
+            LStmtKind::Comment(_) => vec![],
+            _ => self.instr().map_or_else(Vec::new, |i| i.operands()),
         }
     }
 
     /// `(read, written)`: the buffers this statement itself reads and writes as
     /// operands (loads inside its expressions and nested bodies not included).
-    pub fn accesses(&self) -> (Vec<LBufId>, Vec<LBufId>) {
-        match self {
-            LStmtKind::Store { buf, .. } => (vec![], vec![*buf]),
-            LStmtKind::VecCopy { dst, src, .. } | LStmtKind::Cast2 { dst, src, .. } => (vec![*src], vec![*dst]),
-            LStmtKind::Packed2 { dst, srcs, .. } => (
-                srcs.iter()
-                    .filter_map(|p| match p {
-                        PairSrc::Buf(b, _) => Some(*b),
-                        PairSrc::Scalar(_) => None,
-                    })
-                    .collect(),
-                vec![*dst],
-            ),
-            LStmtKind::PtxVec(p) => p.accesses(),
-            LStmtKind::Matrix(m) => m.accesses(),
-            LStmtKind::Async(a) => a.accesses(),
-            LStmtKind::Let { .. }
-            | LStmtKind::Collective(_)
-            | LStmtKind::For { .. }
-            | LStmtKind::If { .. }
-            | LStmtKind::Barrier(_)
-            | LStmtKind::NamedBarrier { .. }
-            | LStmtKind::NamedBarrierArrive { .. }
-            | LStmtKind::SetMaxNReg { .. }
-            | LStmtKind::Bounds(_)
-            | LStmtKind::Comment(_) => (vec![], vec![]),
-        }
+    pub fn accesses(&self) -> Accesses {
+        self.instr().map_or_else(|| (vec![], vec![]), |i| i.accesses())
     }
 
-    /// Whether the statement writes values it computed, not values it read unchanged
-    /// (for [`crate::traffic`]; a `Store` depends on its value and is decided there).
-    pub fn computes(&self) -> bool {
+    /// The variable this statement declares (`let`, a shuffle), if any.
+    pub fn defines(&self) -> Option<LVarId> {
         match self {
-            LStmtKind::Matrix(m) => m.computes(),
-            _ => matches!(self, LStmtKind::Packed2 { .. } | LStmtKind::Cast2 { .. }),
+            LStmtKind::Let { var, .. } => Some(*var),
+            _ => self.instr().and_then(|i| i.defines()),
         }
     }
 
@@ -414,21 +306,7 @@ impl LStmtKind {
         match self {
             LStmtKind::For { body, .. } => vec![body],
             LStmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
-            LStmtKind::Let { .. }
-            | LStmtKind::Store { .. }
-            | LStmtKind::VecCopy { .. }
-            | LStmtKind::PtxVec(_)
-            | LStmtKind::Barrier(_)
-            | LStmtKind::NamedBarrier { .. }
-            | LStmtKind::NamedBarrierArrive { .. }
-            | LStmtKind::SetMaxNReg { .. }
-            | LStmtKind::Matrix(_)
-            | LStmtKind::Collective(_)
-            | LStmtKind::Async(_)
-            | LStmtKind::Packed2 { .. }
-            | LStmtKind::Cast2 { .. }
-            | LStmtKind::Bounds(_)
-            | LStmtKind::Comment(_) => vec![],
+            _ => vec![],
         }
     }
 }
@@ -533,13 +411,7 @@ impl LKernel {
                 if !arch.supports(k.min_arch(s)) {
                     return Some(s);
                 }
-                match &s.kind {
-                    LStmtKind::For { body, .. } => walk(k, body, arch),
-                    LStmtKind::If { then_body, else_body, .. } => {
-                        walk(k, then_body, arch).or_else(|| walk(k, else_body, arch))
-                    }
-                    _ => None,
-                }
+                s.kind.bodies().into_iter().find_map(|b| walk(k, b, arch))
             })
         }
         walk(self, &self.body, arch)

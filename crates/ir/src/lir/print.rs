@@ -12,7 +12,7 @@
 //! ```
 
 use crate::dtype::DType;
-use crate::hir::{BarrierKind, UnOp};
+use crate::hir::UnOp;
 use crate::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, Space, Special};
 use std::fmt::{self, Write};
 
@@ -120,8 +120,8 @@ pub(crate) fn shape_text(k: &LKernel, b: &super::LBuf) -> Vec<String> {
 }
 
 /// The output being built. Family modules add their `impl Printer` with one
-/// method per instruction.
-pub(crate) struct Printer<'a> {
+/// method per instruction, called from their [`Instr::print`](super::Instr::print).
+pub struct Printer<'a> {
     pub(crate) k: &'a LKernel,
     out: String,
 }
@@ -174,31 +174,15 @@ impl Printer<'_> {
                 self.block(then_body, d + 1);
                 self.else_chain(else_body, d);
             }
-            LStmtKind::Store { buf, index, value } => self.store(*buf, index, value, d),
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
-                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache, d)
-            }
-            LStmtKind::PtxVec(p) => self.ptx_vec(p, d),
-            LStmtKind::Barrier(BarrierKind::Cta) => self.line(d, "cta_sync"),
-            LStmtKind::Barrier(BarrierKind::Warp) => self.line(d, "warp_sync"),
-            LStmtKind::NamedBarrier { id, threads } => self.line(d, &format!("bar.sync {}, {threads}", self.e(id))),
-            LStmtKind::NamedBarrierArrive { id, threads } => {
-                self.line(d, &format!("bar.arrive {}, {threads}", self.e(id)))
-            }
-            LStmtKind::SetMaxNReg { inc, regs } => {
-                self.line(d, &format!("setmaxnreg.{} {regs}", if *inc { "inc" } else { "dec" }))
-            }
-            LStmtKind::Matrix(m) => self.matrix(m, d),
-            LStmtKind::Collective(c) => self.collective(c, d),
-            LStmtKind::Async(a) => self.asynch(a, d),
-            LStmtKind::Bounds(c) => self.bounds(c, d),
-            LStmtKind::Packed2 { op, dtype, dst, dst_index, srcs } => {
-                self.packed2(*op, *dtype, *dst, dst_index, srcs, d)
-            }
-            LStmtKind::Cast2 { dst, dst_index, src, src_index } => self.cast2((*dst, dst_index), (*src, src_index), d),
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     self.line(d, &format!("// {l}"));
+                }
+            }
+            kind => {
+                if let Some(i) = kind.instr() {
+                    let text = i.print(self);
+                    self.line(d, &text);
                 }
             }
         }

@@ -23,7 +23,7 @@
 
 use super::check::{Check, Checker};
 use super::print::Printer;
-use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
+use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space, SyncOp};
 use crate::dtype::DType;
 use crate::target::Arch;
 use serde::Serialize;
@@ -450,7 +450,9 @@ impl LKernel {
     /// at entry fixed: the CUDA says one CTA per SM, `__launch_bounds__(threads, 1)`).
     pub fn uses_setmaxnreg(&self) -> bool {
         fn any(body: &[LStmt]) -> bool {
-            body.iter().any(|s| matches!(s.kind, LStmtKind::SetMaxNReg { .. }) || s.kind.bodies().into_iter().any(any))
+            body.iter().any(|s| {
+                matches!(s.kind, LStmtKind::Sync(SyncOp::SetMaxNReg { .. })) || s.kind.bodies().into_iter().any(any)
+            })
         }
         any(&self.body)
     }

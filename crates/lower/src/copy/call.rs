@@ -12,7 +12,7 @@ use crate::operand::{self, MemOperand};
 use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{Buffer, BufferRegion, MemScope};
-use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op;
 use tirx_ir::DType;
 use tirx_layout::TileLayout;
@@ -230,9 +230,9 @@ pub(super) fn linear_offset(em: &Emitter, t: &TileLayout, l: &LExpr, ity: DType)
 
 pub(super) fn copy_stmt(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, vec: u32) -> LStmt {
     let kind = if vec == 1 {
-        LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
+        LStmtKind::Memory(MemOp::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) })
     } else {
-        LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: vec, cache: CacheHint::Default }
+        LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes: vec, cache: CacheHint::Default })
     };
     LStmt::new(kind, em.span)
 }

@@ -29,7 +29,7 @@ use super::call::{operands, CopyOps};
 use crate::scope::TidKind;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{Buffer, BufferRegion};
-use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
@@ -208,5 +208,5 @@ fn owned(em: &mut Emitter, buf: tirx_ir::hir::BufId, idx: &[LExpr]) -> Result<LE
 }
 
 fn copy_stmt(em: &Emitter, dst: LBufId, di: LExpr, src: LBufId, si: LExpr) -> LStmt {
-    LStmt::new(LStmtKind::Store { buf: dst, index: di, value: LExpr::Load(src, Box::new(si)) }, em.span)
+    LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: di, value: LExpr::Load(src, Box::new(si)) }), em.span)
 }

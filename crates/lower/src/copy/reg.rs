@@ -42,7 +42,7 @@ use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::scope::TidKind;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{ConfigKey, MemScope};
-use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Axis, Iter, Swizzle, TileLayout};
@@ -202,9 +202,9 @@ impl Variant for RegCopy {
         let r_idx = b.add(LExpr::Int(p.reg_off, r_ity), dim_offset(b, &reg_iters, b.to_int(f, r_ity)));
         let (dst, dst_index, src, src_index) = if p.r_is_src { (mb, m_idx, rb, r_idx) } else { (rb, r_idx, mb, m_idx) };
         let kind = if p.vec == 1 {
-            LStmtKind::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) }
+            LStmtKind::Memory(MemOp::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) })
         } else {
-            LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: p.vec as u32, cache: p.cache }
+            LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes: p.vec as u32, cache: p.cache })
         };
         let body = vec![LStmt::new(kind, em.span)];
         match f_var {

@@ -36,7 +36,7 @@ use crate::lay;
 use crate::operand::{self, thread_part};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, MemScope};
-use tirx_ir::lir::{ptx_instruction, LBufId, LExpr, LStmtKind, LoadHints, PtxDir, PtxVec, Space};
+use tirx_ir::lir::{ptx_instruction, LBufId, LExpr, LStmtKind, LoadHints, MemOp, PtxDir, PtxVec, Space};
 use tirx_ir::op::{CacheMode, Family};
 use tirx_ir::Arch;
 use tirx_layout::{Axis, ExecScope, Swizzle, TileLayout};
@@ -150,7 +150,7 @@ impl Variant for VecForced {
         let src = index(em, ops.src, &p.src)?;
         let dst = index(em, ops.dst, &p.dst)?;
         let access = |dir, (mem, mem_index), (reg, reg_index)| {
-            LStmtKind::PtxVec(PtxVec { dir, mem, mem_index, reg, reg_index, bytes: self.bytes })
+            LStmtKind::Memory(MemOp::PtxVec(PtxVec { dir, mem, mem_index, reg, reg_index, bytes: self.bytes }))
         };
         match (&p.src, &p.dst) {
             (Side::Mem { .. }, Side::Reg { .. }) => em.push(access(PtxDir::Ld(p.hints), src, dst)),

@@ -40,7 +40,7 @@ use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, MemScope};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, PackedOp, PairSrc, RoundMode};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MemOp, PackedOp, PairOp, PairSrc, RoundMode};
 use tirx_ir::op::{ConfigKey, EwiseOp, Family};
 use tirx_ir::Arch;
 use tirx_ir::DType;
@@ -212,7 +212,7 @@ impl Variant for EwiseReg {
                 let dst_dtype = b.bufs[dst_buf.0 as usize].dtype;
                 let value = scalar(call.op, &vals, scale, p.compute, p.rounding);
                 let value = convert(b, value, dst_dtype, p.rounding);
-                LStmtKind::Store { buf: dst_buf, index: dst_index, value }
+                LStmtKind::Memory(MemOp::Store { buf: dst_buf, index: dst_index, value })
             }
             Mode::Packed { op, dtype, kinds } => {
                 let mut srcs = Vec::with_capacity(src_refs.len());
@@ -227,13 +227,13 @@ impl Variant for EwiseReg {
                         (None, None) => return Err(Bug("an operand has neither a region nor a value".into())),
                     });
                 }
-                LStmtKind::Packed2 { op: *op, dtype: *dtype, dst: dst_buf, dst_index, srcs }
+                LStmtKind::Pair(PairOp::Packed2 { op: *op, dtype: *dtype, dst: dst_buf, dst_index, srcs })
             }
             Mode::Cast2 => {
                 let Some(Some((src, src_index))) = src_refs.first().cloned() else {
                     return Err(Bug("cast without a source region".into()));
                 };
-                LStmtKind::Cast2 { dst: dst_buf, dst_index, src, src_index }
+                LStmtKind::Pair(PairOp::Cast2 { dst: dst_buf, dst_index, src, src_index })
             }
         };
         let mut body = vec![LStmt::new(kind, em.span)];

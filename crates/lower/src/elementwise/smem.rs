@@ -42,7 +42,7 @@ use crate::addr::{dim_offset, split_row_major};
 use crate::operand::{self, group_offset, MemOperand};
 use crate::variant::{barrier_text, Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
-use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, RoundMode};
+use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp, RoundMode};
 use tirx_ir::op::{ConfigKey, Family};
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
@@ -179,7 +179,7 @@ impl Variant for EwiseSmem {
                 });
             }
             let value = compute(em, &call, p, &vals, scale.clone(), d);
-            vec![LStmt::new(LStmtKind::Store { buf: d, index: di, value }, em.span)]
+            vec![LStmt::new(LStmtKind::Memory(MemOp::Store { buf: d, index: di, value }), em.span)]
         };
         body.extend(stmts);
         if p.total % (p.vec * p.threads) != 0 {
@@ -375,7 +375,7 @@ fn vector_chunk(
         })
         .collect();
     let value = compute(em, call, p, &vals, scale, res);
-    let store = LStmt::new(LStmtKind::Store { buf: res, index: iv, value }, em.span);
+    let store = LStmt::new(LStmtKind::Memory(MemOp::Store { buf: res, index: iv, value }), em.span);
     out.push(LStmt::new(
         LStmtKind::For { var: i, begin: LExpr::i32(0), extent: LExpr::i32(p.vec), unroll: true, body: vec![store] },
         em.span,
@@ -391,7 +391,14 @@ enum Read {
 
 fn vcopy(em: &Emitter, dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: i64) -> LStmt {
     LStmt::new(
-        LStmtKind::VecCopy { dst, dst_index, src, src_index, lanes: lanes as u32, cache: CacheHint::Default },
+        LStmtKind::Memory(MemOp::VecCopy {
+            dst,
+            dst_index,
+            src,
+            src_index,
+            lanes: lanes as u32,
+            cache: CacheHint::Default,
+        }),
         em.span,
     )
 }

@@ -46,7 +46,7 @@ use super::call::{parse, GemmCall};
 use super::fragment::{self, Local, MatrixOperand, TileRegs};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::MemScope;
-use tirx_ir::lir::{LExpr, LStmtKind, MatrixOp, Mma, MmaKind, MmaOperand, MmaShape};
+use tirx_ir::lir::{LExpr, LStmtKind, MatrixOp, MemOp, Mma, MmaKind, MmaOperand, MmaShape};
 use tirx_ir::op::{Family, TileOp};
 use tirx_ir::{Arch, DType};
 use tirx_layout::ExecScope;
@@ -137,7 +137,7 @@ impl Variant for MmaSync {
         if !p.accumulate {
             let zero = if p.kind.acc == DType::I32 { LExpr::Int(0, DType::I32) } else { LExpr::Float(0.0, DType::F32) };
             for r in p.d.regs.iter().flatten() {
-                em.push(LStmtKind::Store { buf: d, index: LExpr::i32(*r), value: zero.clone() });
+                em.push(LStmtKind::Memory(MemOp::Store { buf: d, index: LExpr::i32(*r), value: zero.clone() }));
             }
         }
         // K outermost: consecutive instructions write different accumulators.

@@ -5,7 +5,7 @@
 use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, TileArg, TileOp};
-use tirx_ir::lir::{CollectiveOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind, ShuffleMode};
+use tirx_ir::lir::{CollectiveOp, LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp, ShuffleMode};
 use tirx_ir::op::{self, normalize_axes, AttrValue, ReduceOp};
 use tirx_ir::DType;
 
@@ -179,7 +179,7 @@ pub fn butterfly(
         };
         out.push(LStmt::new(LStmtKind::Collective(shfl), em.span));
         let value = combine(op, cur, LExpr::Var(s));
-        out.push(LStmt::new(LStmtKind::Store { buf: acc, index: i.clone(), value }, em.span));
+        out.push(LStmt::new(LStmtKind::Memory(MemOp::Store { buf: acc, index: i.clone(), value }), em.span));
     }
     out
 }

@@ -27,7 +27,7 @@ use super::call::{butterfly, combine, compute_type, loop_var, operand_scopes, pa
 use crate::operand::{self, group_offset, UNROLL_ELEMS};
 use crate::variant::{Bug, CallCx, Decline, Emitter, Plan};
 use std::collections::{BTreeMap, HashMap};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::DType;
 use tirx_layout::{apply::split_coord, Axis, ExecScope, Iter, TileLayout};
 
@@ -502,14 +502,16 @@ pub fn emit(em: &mut Emitter, p: &RegPlan, call: &ReduceCall, ct: DType, member:
     let b = em.builder();
     let base = b.add(LExpr::Int(p.src_off, sity), crate::addr::dim_offset(b, &p.src_delta, b.to_int(kx.clone(), sity)));
     let load = |b: &crate::build::Builder, i: LExpr| b.convert(LExpr::Load(src, Box::new(i)), ct);
-    let mut body =
-        vec![LStmt::new(LStmtKind::Store { buf: acc, index: a0.clone(), value: load(b, base.clone()) }, em.span)];
+    let mut body = vec![LStmt::new(
+        LStmtKind::Memory(MemOp::Store { buf: acc, index: a0.clone(), value: load(b, base.clone()) }),
+        em.span,
+    )];
     if p.fold > 1 {
         let q = em.var("q", DType::I32, Some((1, p.fold - 1)));
         let b = em.builder();
         let idx = b.add(base, crate::addr::dim_offset(b, &p.inner, b.to_int(LExpr::Var(q), sity)));
         let value = combine(op, LExpr::Load(acc, Box::new(a0.clone())), load(b, idx));
-        let step = LStmt::new(LStmtKind::Store { buf: acc, index: a0.clone(), value }, em.span);
+        let step = LStmt::new(LStmtKind::Memory(MemOp::Store { buf: acc, index: a0.clone(), value }), em.span);
         body.push(LStmt::new(
             LStmtKind::For {
                 var: q,
@@ -529,7 +531,7 @@ pub fn emit(em: &mut Emitter, p: &RegPlan, call: &ReduceCall, ct: DType, member:
         value = combine(op, value, b.convert(LExpr::Load(dst, Box::new(di.clone())), ct));
     }
     let value = b.convert(value, call.dtype);
-    body.push(LStmt::new(LStmtKind::Store { buf: dst, index: di, value }, em.span));
+    body.push(LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: di, value }), em.span));
     let unroll = p.regs.saturating_mul(p.fold) <= UNROLL_ELEMS;
     let out = wrap_loop(em, k, p.regs, unroll, body);
     em.stmts.extend(out);

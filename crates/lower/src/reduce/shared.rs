@@ -46,7 +46,7 @@ use super::call::{
 use crate::addr::split_row_major;
 use crate::variant::{barrier_text, Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
-use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
+use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
@@ -150,7 +150,7 @@ impl Variant for Shared {
         let spa = em.bind_i32(&mut body, "spa", spa);
         let valid = (p.spatial % p.per_step != 0).then(|| LExpr::bin(LBinOp::Lt, spa.clone(), LExpr::i32(p.spatial)));
         body.push(LStmt::new(
-            LStmtKind::Store { buf: acc, index: LExpr::i32(0), value: identity(call.op, p.ct) },
+            LStmtKind::Memory(MemOp::Store { buf: acc, index: LExpr::i32(0), value: identity(call.op, p.ct) }),
             em.span,
         ));
         // Lane `lig` folds elements lig, lig + g, ... of its reduction.
@@ -163,7 +163,11 @@ impl Variant for Shared {
         let (src, si) = element(em, call.src, &call, &spa, Some(&red))?;
         let load = em.builder().convert(LExpr::Load(src, Box::new(si)), p.ct);
         let mut fold = vec![LStmt::new(
-            LStmtKind::Store { buf: acc, index: LExpr::i32(0), value: combine(call.op, LExpr::Load(acc, at0()), load) },
+            LStmtKind::Memory(MemOp::Store {
+                buf: acc,
+                index: LExpr::i32(0),
+                value: combine(call.op, LExpr::Load(acc, at0()), load),
+            }),
             em.span,
         )];
         let mut guard = valid.clone();
@@ -182,7 +186,7 @@ impl Variant for Shared {
             value = combine(call.op, value, em.builder().convert(LExpr::Load(dst, Box::new(di.clone())), p.ct));
         }
         let value = em.builder().convert(value, call.dtype);
-        let mut store = vec![LStmt::new(LStmtKind::Store { buf: dst, index: di, value }, em.span)];
+        let mut store = vec![LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: di, value }), em.span)];
         let first = (p.group > 1).then(|| LExpr::bin(LBinOp::Eq, lig.clone(), LExpr::i32(0)));
         if let Some(c) = and(valid, first) {
             store = vec![LStmt::new(LStmtKind::If { cond: c, then_body: store, else_body: vec![] }, em.span)];

@@ -102,7 +102,7 @@ pub fn lane() -> LExpr {
 }
 
 pub fn store(buf: LBufId, index: LExpr, value: LExpr) -> LStmtKind {
-    LStmtKind::Store { buf, index, value }
+    LStmtKind::Memory(MemOp::Store { buf, index, value })
 }
 pub fn let_(var: LVarId, value: LExpr) -> LStmtKind {
     LStmtKind::Let { var, value }
@@ -114,20 +114,20 @@ pub fn if_(cond: LExpr, then_body: Vec<LStmt>) -> LStmtKind {
     LStmtKind::If { cond, then_body, else_body: vec![] }
 }
 pub fn vcopy(dst: LBufId, di: LExpr, src: LBufId, si: LExpr, lanes: u32) -> LStmtKind {
-    LStmtKind::VecCopy { dst, dst_index: di, src, src_index: si, lanes, cache: CacheHint::Default }
+    LStmtKind::Memory(MemOp::VecCopy { dst, dst_index: di, src, src_index: si, lanes, cache: CacheHint::Default })
 }
 pub fn cta_sync() -> LStmtKind {
-    LStmtKind::Barrier(BarrierKind::Cta)
+    LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta))
 }
 pub fn warp_sync() -> LStmtKind {
-    LStmtKind::Barrier(BarrierKind::Warp)
+    LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Warp))
 }
 pub fn bar_sync(id: LExpr, threads: u32) -> LStmtKind {
-    LStmtKind::NamedBarrier { id, threads }
+    LStmtKind::Sync(SyncOp::NamedBarrier { id, threads })
 }
 pub fn bar_arrive(id: LExpr, threads: u32) -> LStmtKind {
-    LStmtKind::NamedBarrierArrive { id, threads }
+    LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads })
 }
 pub fn setmaxnreg(inc: bool, regs: u32) -> LStmtKind {
-    LStmtKind::SetMaxNReg { inc, regs }
+    LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs })
 }

@@ -69,6 +69,43 @@ def test_an_unknown_name_is_reported_at_it_with_a_suggestion():
     assert "unknown name `tidd`" in msg and "did you mean `tid`?" in msg
 
 
+def test_an_unknown_t_name_is_reported_by_the_script_check_with_a_suggestion():
+    with pytest.raises(tirx.TirxError) as e:
+
+        @T.prim_func
+        def kernel(A_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (4,), "float32")
+            T.device_entry()
+            T.cta_id([1])
+            T.thread_id([4])
+            T.cuda.cta_synk()  # MARK-unknown-attr
+
+    msg = str(e.value)
+    line, col = location(msg)
+    assert line == line_of("# MARK-unknown-attr")
+    assert open(HERE).read().splitlines()[line - 1][col - 1 :].startswith("cta_synk")
+    assert "`T.cuda` has no attribute `cta_synk`" in msg and "did you mean `T.cuda.cta_sync`?" in msg
+
+
+def test_an_unknown_ptx_instruction_in_a_helper_is_reported_at_the_helpers_line():
+    def wait_all():
+        T.ptx.cp_async.comit_group()  # MARK-unknown-ptx
+
+    with pytest.raises(tirx.TirxError) as e:
+
+        @T.prim_func
+        def kernel(A_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (4,), "float32")
+            T.device_entry()
+            T.cta_id([1])
+            T.thread_id([4])
+            wait_all()
+
+    msg = str(e.value)
+    assert location(msg)[0] == line_of("# MARK-unknown-ptx")
+    assert "did you mean `T.ptx.cp_async.commit_group`?" in msg
+
+
 def test_a_python_error_in_a_helper_is_reported_at_the_kernel_line_that_called_it():
     def helper(x):
         return x // 0  # a Python error while the kernel is built

@@ -31,28 +31,12 @@ __all__ = [
     "wg_local_layout",
 ]
 
-AXIS_NAMES = (
-    "m",
-    "laneid",
-    "warpid",
-    "tx",
-    "wgid",
-    "wid_in_wg",
-    "tid_in_wg",
-    "cbx",
-    "cby",
-    "cbz",
-    "bx",
-    "by",
-    "bz",
-    "P",
-    "F",
-    "Bank",
-    "TLane",
-    "TCol",
-)
-
-MEMORY_AXES = frozenset(("m", "P", "F", "Bank", "TLane", "TCol"))
+# The axes, from the native table of the language's names (``crates/script/src/names.rs``).
+_AXES = [
+    n for n in _native.builtins()["names"] if n["namespace"] == "layout" and n["kind"] in ("thread_axis", "memory_axis")
+]
+AXIS_NAMES = tuple(n["name"] for n in _AXES)
+MEMORY_AXES = frozenset(n["name"] for n in _AXES if n["kind"] == "memory_axis")
 
 
 class Axis:

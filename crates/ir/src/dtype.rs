@@ -59,16 +59,18 @@ impl DType {
         }
     }
 
-    /// Accepts the TVMScript names plus the common aliases (`e4m3_float8`, `float8_e4m3`).
+    /// Other spellings [`DType::from_name`] accepts, and the dtype each names.
+    pub const ALIASES: [(&'static str, DType); 4] = [
+        ("float8_e4m3", DType::F8E4M3),
+        ("e4m3_float8", DType::F8E4M3),
+        ("float8_e4m3fnuz", DType::F8E4M3),
+        ("e5m2_float8", DType::F8E5M2),
+    ];
+
+    /// Accepts the TVMScript names plus the common aliases ([`DType::ALIASES`]).
     pub fn from_name(s: &str) -> Option<DType> {
-        if let Some(d) = DType::ALL.iter().copied().find(|d| d.name() == s) {
-            return Some(d);
-        }
-        Some(match s {
-            "float8_e4m3" | "e4m3_float8" | "float8_e4m3fnuz" => DType::F8E4M3,
-            "e5m2_float8" => DType::F8E5M2,
-            _ => return None,
-        })
+        let canonical = DType::ALL.iter().map(|&d| (d.name(), d));
+        canonical.chain(DType::ALIASES).find(|(n, _)| *n == s).map(|(_, d)| d)
     }
 
     pub fn bits(self) -> u32 {

@@ -154,6 +154,21 @@ pub enum MathFn {
 }
 
 impl MathFn {
+    pub const ALL: [MathFn; 12] = [
+        MathFn::Sqrt,
+        MathFn::Rsqrt,
+        MathFn::Exp,
+        MathFn::Exp2,
+        MathFn::Log,
+        MathFn::Log2,
+        MathFn::Abs,
+        MathFn::Floor,
+        MathFn::Ceil,
+        MathFn::Tanh,
+        MathFn::Sin,
+        MathFn::Cos,
+    ];
+
     /// Whether CUDA's function and the host's may differ in the last bits (`sqrtf` is
     /// correctly rounded on both; `abs`, `floor`, `ceil` are exact).
     pub fn is_inexact(self) -> bool {
@@ -304,6 +319,18 @@ pub enum ScopeIdKind {
 }
 
 impl ScopeIdKind {
+    pub const ALL: [ScopeIdKind; 9] = [
+        ScopeIdKind::CtaId,
+        ScopeIdKind::ClusterId,
+        ScopeIdKind::CtaIdInCluster,
+        ScopeIdKind::WarpgroupId,
+        ScopeIdKind::WarpId,
+        ScopeIdKind::WarpIdInWg,
+        ScopeIdKind::LaneId,
+        ScopeIdKind::ThreadId,
+        ScopeIdKind::ThreadIdInWg,
+    ];
+
     /// (parent, child) scopes of the binding.
     pub fn binding(self) -> (ExecScope, ExecScope) {
         use ExecScope::*;

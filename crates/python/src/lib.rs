@@ -13,6 +13,7 @@
 mod gpu;
 mod kernel;
 mod layout;
+mod names;
 pub mod srcmap;
 
 use pyo3::create_exception;
@@ -64,6 +65,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
     m.add_function(wrap_pyfunction!(render_error, m)?)?;
     m.add_function(wrap_pyfunction!(registered_variants, m)?)?;
+    m.add_function(wrap_pyfunction!(names::builtins, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse, m)?)?;
     m.add_function(wrap_pyfunction!(kernel::parse_file, m)?)?;
     m.add_function(wrap_pyfunction!(gpu::device_info, m)?)?;

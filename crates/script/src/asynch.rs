@@ -1,7 +1,7 @@
 //! The kernel's own asynchronous-copy and mbarrier instructions
 //! (docs/tile-primitives.md §8): `T.ptx.cp_async.commit_group()`,
 //! `T.ptx.mbarrier.try_wait(p, 0)`, ... in every spelling the reference uses
-//! ([`PTX_SPELLINGS`]), each one [`StmtKind::Async`] statement; and the
+//! (`T.ptx` in [`crate::names`]), each one [`StmtKind::Async`] statement; and the
 //! objects its kernels build them with: `T.SMEMPool()` (dynamic shared memory
 //! carved in allocation order) and `MBarrier(pool, depth)` (one barrier per
 //! pipeline stage, `init` by one thread, `wait`/`arrive` per stage). The
@@ -11,6 +11,7 @@
 use crate::ast::{self};
 use crate::build::{Builder, R};
 use crate::eval::Args;
+use crate::names::{script_names, Namespace};
 use crate::value::*;
 use tirx_ir::hir::*;
 use tirx_ir::{DType, Diagnostic, Span};
@@ -20,7 +21,7 @@ use tirx_ir::{DType, Diagnostic, Span};
 pub const MAX_DYN_ALIGN: i64 = tirx_ir::target::DYN_SMEM_ALIGN as i64;
 
 impl Builder<'_> {
-    /// `T.ptx.<path>(...)` as a statement: the path must be one of [`PTX_SPELLINGS`].
+    /// `T.ptx.<path>(...)` as a statement: the path must be a `T.ptx` name of [`crate::names`].
     pub(crate) fn ptx_path_stmt(
         &mut self,
         path: &str,
@@ -34,10 +35,10 @@ impl Builder<'_> {
             None => {
                 let mut d = Diagnostic::error(span, format!("`T.ptx.{path}` is not an instruction tirx knows"))
                     .with_label("unknown PTX instruction");
-                if let Some(c) = closest(path, PTX_SPELLINGS.iter().map(|(p, _)| *p)) {
+                if let Some(c) = closest(path, script_names(Namespace::Ptx)) {
                     d = d.with_help(format!("did you mean `T.ptx.{c}`?"));
                 }
-                let names: Vec<String> = PTX_SPELLINGS.iter().map(|(p, _)| format!("T.ptx.{p}")).collect();
+                let names: Vec<String> = script_names(Namespace::Ptx).map(|p| format!("T.ptx.{p}")).collect();
                 self.fail(d.with_note(format!("known: {}", names.join(", "))))
             }
         }

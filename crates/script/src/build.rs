@@ -6,11 +6,14 @@
 
 use crate::ast::{self, ExprKind as AK, StmtKind as AS};
 use crate::eval::{is_statement_builtin, Args};
+use crate::names::{
+    layout_import, pipeline_import, script_names, t_attr, tma_utils_import, Namespace, PIPELINE_MODULES,
+    TMA_UTILS_MODULES,
+};
 use crate::value::*;
 use std::collections::HashMap;
 use tirx_ir::hir::*;
 use tirx_ir::{DType, Diagnostic, Span};
-use tirx_layout::Axis;
 
 pub(crate) type R<T> = Result<T, ()>;
 
@@ -184,10 +187,9 @@ impl<'s> Builder<'s> {
             (m, n) if TMA_UTILS_MODULES.contains(&m) => match tma_utils_import(n) {
                 Some(v) => Ok(v),
                 None => {
-                    let names = ["mma_shared_layout", "mma_atom_layout", "mma_atom_shape", "SwizzleMode"];
                     let mut d = Diagnostic::error(span, format!("`{module}` has no `{n}` known to tirx"))
                         .with_label("unknown name");
-                    if let Some(c) = closest(n, names) {
+                    if let Some(c) = closest(n, script_names(Namespace::TmaUtils)) {
                         d = d.with_help(format!("did you mean `{c}`?"));
                     }
                     self.fail(d)
@@ -196,17 +198,15 @@ impl<'s> Builder<'s> {
             ("tvm.tirx.layout" | "tvm.script.tirx.layout", n) => match layout_import(n) {
                 Some(v) => Ok(v),
                 None => {
-                    let mut names: Vec<&str> = LAYOUT_IMPORTS.to_vec();
-                    names.extend(Axis::ALL.iter().map(|a| a.name()));
                     let mut d = Diagnostic::error(span, format!("`{module}` has no `{n}` known to tirx"))
                         .with_label("unknown name");
-                    if let Some(c) = closest(n, names.iter().copied()) {
+                    if let Some(c) = closest(n, script_names(Namespace::Layout)) {
                         d = d.with_help(format!("did you mean `{c}`?"));
                     }
                     self.fail(d)
                 }
             },
-            (m, "MBarrier") if PIPELINE_MODULES.contains(&m) => Ok(Val::Builtin(Builtin::MBarrier)),
+            (m, n) if PIPELINE_MODULES.contains(&m) => Ok(pipeline_import(n).unwrap_or(Val::Builtin(Builtin::Opaque))),
             _ => Ok(Val::Builtin(Builtin::Opaque)),
         }
     }
@@ -270,7 +270,7 @@ impl<'s> Builder<'s> {
         // Scalar parameters first, so that buffer annotations may use them in any order
         // (`A: T.Buffer((n, 128), "float32"), n: T.int32`); the signature keeps source order.
         let scalar = |p: &ast::Param| {
-            p.annotation.as_ref().is_some_and(|a| matches!(&a.kind, AK::Attr(b, n, _) if matches!(&b.kind, AK::Name(t) if t == "T") && DType::from_name(n).is_some()))
+            p.annotation.as_ref().is_some_and(|a| matches!(&a.kind, AK::Attr(b, n, _) if matches!(&b.kind, AK::Name(t) if t == "T") && matches!(t_attr(n), Some(Builtin::DTypeFn(_)))))
         };
         for p in params.iter().filter(|p| scalar(p)) {
             let _ = self.param(p);

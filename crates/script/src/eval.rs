@@ -4,6 +4,7 @@
 
 use crate::ast::{self, BinOp as AOp, CmpOp, CompKind, ExprKind as AK, UnOp as AUn};
 use crate::build::{Builder, R};
+use crate::names::{cuda_attr, layout_import, script_names, t_attr, tx_attr, Namespace};
 use crate::value::*;
 use std::collections::HashMap;
 use tirx_ir::hir::Expr;
@@ -199,7 +200,8 @@ impl Builder<'_> {
         } else if self.diags.len() < MAX_SUGGESTED_ERRORS {
             // Suggestions only for the errors anyone will read: a file of thousands
             // of typos must not cost thousands × names edit distances.
-            let cands = self.scopes.iter().flat_map(|s| s.keys().map(String::as_str)).chain(PY_BUILTINS);
+            let cands = self.scopes.iter().flat_map(|s| s.keys().map(String::as_str));
+            let cands = cands.chain(PY_BUILTINS.iter().map(|(n, _)| *n));
             if let Some(c) = closest(name, cands) {
                 d = d.with_help(format!("did you mean `{c}`?"));
             }
@@ -216,11 +218,12 @@ impl Builder<'_> {
             }
             d
         };
+        let names = |ns: Namespace| script_names(ns).collect::<Vec<_>>();
         let ops: Vec<&str> = tirx_ir::hir::TileOp::all().map(|o| o.name()).collect();
         match base {
             Val::Builtin(Builtin::T) => match t_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
-                None => self.fail(unknown("T", &T_ATTRS)),
+                None => self.fail(unknown("T", &names(Namespace::T))),
             },
             Val::Builtin(Builtin::TPtx) => Ok(Val::PtxPath(name.to_string())),
             Val::PtxPath(p) => Ok(Val::PtxPath(format!("{p}.{name}"))),
@@ -240,18 +243,14 @@ impl Builder<'_> {
             },
             Val::Builtin(Builtin::TCuda) => match cuda_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
-                None => self.fail(unknown("T.cuda", &CUDA_ATTRS)),
+                None => self.fail(unknown("T.cuda", &names(Namespace::Cuda))),
             },
             Val::Builtin(Builtin::Tx) => match tx_attr(name) {
                 Some(b) => Ok(Val::Builtin(b)),
-                None => {
-                    let mut c = ops.clone();
-                    c.extend(["warp", "wg", "warpgroup", "cta", "thread", "cluster"]);
-                    self.fail(
-                        unknown("Tx", &c)
-                            .with_note("tile primitives are `Tx.<op>` (thread scope) or `Tx.<scope>.<op>`"),
-                    )
-                }
+                None => self.fail(
+                    unknown("Tx", &names(Namespace::Tx))
+                        .with_note("tile primitives are `Tx.<op>` (thread scope) or `Tx.<scope>.<op>`"),
+                ),
             },
             Val::Builtin(Builtin::TxScope(s)) => match tirx_ir::hir::TileOp::from_name(name) {
                 Some(op) => Ok(Val::Builtin(Builtin::Tile(s, op))),

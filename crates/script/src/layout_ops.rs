@@ -13,6 +13,7 @@
 use crate::ast;
 use crate::build::{Builder, R};
 use crate::eval::{Args, Kwarg, Posarg};
+use crate::names::{layout_import, script_names, Namespace};
 use crate::value::*;
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::{
@@ -633,8 +634,7 @@ pub(crate) fn eval_layout(text: &str) -> Result<Layout, Vec<Diagnostic>> {
         }
     };
     let mut b = Builder::new(text);
-    let names = LAYOUT_IMPORTS.iter().copied().chain(Axis::ALL.iter().map(|a| a.name()));
-    for name in names {
+    for name in script_names(Namespace::Layout) {
         if let Some(v) = layout_import(name) {
             b.define(name, v);
         }

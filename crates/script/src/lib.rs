@@ -42,6 +42,7 @@ mod eval;
 mod layout_ops;
 mod layouts;
 mod lexer;
+pub mod names;
 mod parser;
 mod print;
 mod ptx;

@@ -1,7 +1,7 @@
 //! `T.ptx.*` instructions that order Hopper's asynchronous tensor cores, move
 //! registers between warpgroups and synchronise on named barriers
 //! (docs/tile-primitives.md §9), spelled as the reference spells them, with or
-//! without the instruction's modifiers ([`PTX_SPELLINGS`]):
+//! without the instruction's modifiers (`T.ptx` in [`crate::names`]):
 //!
 //! | script | statement |
 //! |---|---|

@@ -138,6 +138,14 @@ pub enum CollKind {
 }
 
 impl CollKind {
+    /// Every collective: the reductions (generic, then one per op), then the shuffles.
+    pub fn all() -> impl Iterator<Item = CollKind> {
+        let reductions =
+            |kind: fn(Option<ReduceOp>) -> CollKind| std::iter::once(None).chain(ReduceOp::ALL.map(Some)).map(kind);
+        let shuffles = [ShuffleMode::Bfly, ShuffleMode::Down, ShuffleMode::Up, ShuffleMode::Idx].map(CollKind::Shfl);
+        reductions(CollKind::WarpReduce).chain(reductions(CollKind::CtaReduce)).chain(shuffles)
+    }
+
     /// `warp_sum`, `cta_reduce`, `shfl_xor`, ...
     pub fn name(self) -> String {
         match self {
@@ -282,72 +290,6 @@ pub enum PtxOp {
     BarArrive,
 }
 
-/// Every spelling of a [`PtxOp`] after `T.ptx.`: the reference's older names
-/// (`cp_async.commit_group`, `mbarrier.init`), its table-driven PTX dialect
-/// (`cp.async_.commit_group`, `mbarrier.init.shared.b64`), and the canonical
-/// name first.
-pub const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
-    ("cp_async.commit_group", PtxOp::CommitGroup),
-    ("cp.async_.commit_group", PtxOp::CommitGroup),
-    ("cp_async.wait_group", PtxOp::WaitGroup),
-    ("cp.async_.wait_group", PtxOp::WaitGroup),
-    ("mbarrier.init", PtxOp::MbarInit),
-    ("mbarrier.init.shared.b64", PtxOp::MbarInit),
-    ("mbarrier.init.shared__cta.b64", PtxOp::MbarInit),
-    ("mbarrier.arrive", PtxOp::MbarArrive),
-    ("mbarrier.arrive.shared.b64", PtxOp::MbarArrive),
-    ("mbarrier.arrive.shared__cta.b64", PtxOp::MbarArrive),
-    ("mbarrier.arrive.expect_tx", PtxOp::MbarArriveExpectTx),
-    ("mbarrier.arrive.expect_tx.shared.b64", PtxOp::MbarArriveExpectTx),
-    ("mbarrier.arrive.expect_tx.shared__cta.b64", PtxOp::MbarArriveExpectTx),
-    ("mbarrier.try_wait", PtxOp::MbarWait),
-    ("mbarrier.try_wait.parity", PtxOp::MbarWait),
-    ("mbarrier.try_wait.parity.shared.b64", PtxOp::MbarWait),
-    ("mbarrier.try_wait.parity.shared__cta.b64", PtxOp::MbarWait),
-    ("fence.proxy_async", PtxOp::FenceProxyAsync),
-    ("fence.proxy.async_.shared__cta", PtxOp::FenceProxyAsync),
-    ("fence.mbarrier_init", PtxOp::FenceMbarrierInit),
-    ("fence.mbarrier_init.release.cluster", PtxOp::FenceMbarrierInit),
-    ("cp_async.bulk.commit_group", PtxOp::BulkCommitGroup),
-    ("cp.async_.bulk.commit_group", PtxOp::BulkCommitGroup),
-    ("cp_async.bulk.wait_group", PtxOp::BulkWaitGroup),
-    ("cp.async_.bulk.wait_group", PtxOp::BulkWaitGroup),
-    ("cp_async.bulk.wait_group_read", PtxOp::BulkWaitGroupRead),
-    ("cp.async_.bulk.wait_group.read", PtxOp::BulkWaitGroupRead),
-    ("barrier.cluster.arrive", PtxOp::ClusterArrive),
-    ("barrier.cluster.arrive.aligned", PtxOp::ClusterArrive),
-    ("barrier.cluster.wait", PtxOp::ClusterWait),
-    ("barrier.cluster.wait.aligned", PtxOp::ClusterWait),
-    ("wgmma.fence", PtxOp::WgmmaFence),
-    ("wgmma.fence.sync.aligned", PtxOp::WgmmaFence),
-    ("wgmma.commit_group", PtxOp::WgmmaCommit),
-    ("wgmma.commit_group.sync.aligned", PtxOp::WgmmaCommit),
-    ("wgmma.wait_group", PtxOp::WgmmaWait),
-    ("wgmma.wait_group.sync.aligned", PtxOp::WgmmaWait),
-    ("setmaxnreg.inc", PtxOp::SetMaxNReg(true)),
-    ("setmaxnreg.inc.sync.aligned.u32", PtxOp::SetMaxNReg(true)),
-    ("setmaxnreg.dec", PtxOp::SetMaxNReg(false)),
-    ("setmaxnreg.dec.sync.aligned.u32", PtxOp::SetMaxNReg(false)),
-    ("bar.sync", PtxOp::BarSync),
-    ("bar.arrive", PtxOp::BarArrive),
-];
-
-impl PtxOp {
-    /// The op a `T.ptx.` path names (`"cp.async_.commit_group"`).
-    pub fn from_path(path: &str) -> Option<PtxOp> {
-        PTX_SPELLINGS.iter().find(|(p, _)| *p == path).map(|(_, op)| *op)
-    }
-
-    /// The canonical script spelling (`T.ptx.cp_async.commit_group`).
-    pub fn script_name(self) -> String {
-        if self == PtxOp::ClusterSync {
-            return "T.cuda.cluster_sync".into();
-        }
-        let path = PTX_SPELLINGS.iter().find(|(_, op)| *op == self).map_or("?", |(p, _)| p);
-        format!("T.ptx.{path}")
-    }
-}
-
 /// What an `MBarrier(pool, depth, phase_offset=0, leader=None)` object is.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MbarObj {
@@ -467,242 +409,23 @@ impl Val {
     }
 }
 
-/// Names of the `T.` namespace (also used for "did you mean").
-pub fn t_attr(name: &str) -> Option<Builtin> {
-    use Builtin as B;
-    let kind = |k| Some(B::ScopeId(k));
-    match name {
-        "prim_func" => Some(B::PrimFunc),
-        "handle" => Some(B::Handle),
-        "Buffer" => Some(B::Buffer),
-        "match_buffer" => Some(B::MatchBuffer),
-        "device_entry" => Some(B::DeviceEntry),
-        "assume" => Some(B::Assume),
-        "cta_id" => kind(ScopeIdKind::CtaId),
-        "cluster_id" => kind(ScopeIdKind::ClusterId),
-        "cta_id_in_cluster" => kind(ScopeIdKind::CtaIdInCluster),
-        "warpgroup_id" => kind(ScopeIdKind::WarpgroupId),
-        "warp_id" => kind(ScopeIdKind::WarpId),
-        "warp_id_in_wg" => kind(ScopeIdKind::WarpIdInWg),
-        "lane_id" => kind(ScopeIdKind::LaneId),
-        "thread_id" => kind(ScopeIdKind::ThreadId),
-        "thread_id_in_wg" => kind(ScopeIdKind::ThreadIdInWg),
-        "alloc_buffer" => Some(B::Alloc(AllocKind::Buffer)),
-        "alloc_shared" => Some(B::Alloc(AllocKind::Shared)),
-        "alloc_local" => Some(B::Alloc(AllocKind::Local)),
-        "serial" => Some(B::Serial),
-        "unroll" => Some(B::Unroll),
-        "grid" => Some(B::Grid),
-        "cast" => Some(B::Cast),
-        "if_then_else" => Some(B::IfThenElse),
-        "min" => Some(B::TMin),
-        "max" => Some(B::TMax),
-        "let" => Some(B::Let),
-        "evaluate" => Some(B::Evaluate),
-        "cuda" => Some(B::TCuda),
-        "ptx" => Some(B::TPtx),
-        "SMEMPool" => Some(B::SmemPool),
-        "S" => Some(B::S),
-        "R" => Some(B::R),
-        "TileLayout" => Some(B::TileLayout),
-        "ComposeLayout" => Some(B::ComposeLayout),
-        "sqrt" => Some(B::Math(MathFn::Sqrt)),
-        "rsqrt" => Some(B::Math(MathFn::Rsqrt)),
-        "exp" => Some(B::Math(MathFn::Exp)),
-        "exp2" => Some(B::Math(MathFn::Exp2)),
-        "log" => Some(B::Math(MathFn::Log)),
-        "log2" => Some(B::Math(MathFn::Log2)),
-        "abs" => Some(B::Math(MathFn::Abs)),
-        "floor" => Some(B::Math(MathFn::Floor)),
-        "ceil" => Some(B::Math(MathFn::Ceil)),
-        "tanh" => Some(B::Math(MathFn::Tanh)),
-        "sin" => Some(B::Math(MathFn::Sin)),
-        "cos" => Some(B::Math(MathFn::Cos)),
-        _ => DType::from_name(name).map(B::DTypeFn),
-    }
-}
-
-pub const T_ATTRS: [&str; 49] = [
-    "prim_func",
-    "handle",
-    "Buffer",
-    "match_buffer",
-    "device_entry",
-    "assume",
-    "cta_id",
-    "cluster_id",
-    "cta_id_in_cluster",
-    "warpgroup_id",
-    "warp_id",
-    "warp_id_in_wg",
-    "lane_id",
-    "thread_id",
-    "thread_id_in_wg",
-    "alloc_buffer",
-    "alloc_shared",
-    "alloc_local",
-    "serial",
-    "unroll",
-    "grid",
-    "cast",
-    "if_then_else",
-    "min",
-    "max",
-    "let",
-    "evaluate",
-    "cuda",
-    "ptx",
-    "SMEMPool",
-    "S",
-    "R",
-    "TileLayout",
-    "ComposeLayout",
-    "sqrt",
-    "rsqrt",
-    "exp",
-    "exp2",
-    "log",
-    "log2",
-    "abs",
-    "floor",
-    "ceil",
-    "tanh",
-    "sin",
-    "cos",
-    "float32",
-    "float16",
-    "int32",
+/// Python builtins visible everywhere (also the candidates of "did you mean").
+pub const PY_BUILTINS: [(&str, Builtin); 10] = [
+    ("slice", Builtin::Slice),
+    ("tuple", Builtin::Tuple),
+    ("list", Builtin::List),
+    ("range", Builtin::Range),
+    ("len", Builtin::Len),
+    ("min", Builtin::Min),
+    ("max", Builtin::Max),
+    ("int", Builtin::Int),
+    ("float", Builtin::Float),
+    ("abs", Builtin::Abs),
 ];
 
-pub fn cuda_attr(name: &str) -> Option<Builtin> {
-    use CollKind::*;
-    let op = |s: &str| ReduceOp::ALL.into_iter().find(|o| o.name() == s);
-    Some(match name {
-        "cta_sync" => Builtin::CtaSync,
-        "warp_sync" => Builtin::WarpSync,
-        "warp_reduce" => Builtin::Collective(WarpReduce(None)),
-        "cta_reduce" => Builtin::Collective(CtaReduce(None)),
-        "shfl_xor" => Builtin::Collective(Shfl(ShuffleMode::Bfly)),
-        "shfl_down" => Builtin::Collective(Shfl(ShuffleMode::Down)),
-        "shfl_up" => Builtin::Collective(Shfl(ShuffleMode::Up)),
-        "shfl" => Builtin::Collective(Shfl(ShuffleMode::Idx)),
-        "mbarrier_wait" => Builtin::Ptx(PtxOp::MbarWait),
-        "cluster_sync" => Builtin::Ptx(PtxOp::ClusterSync),
-        _ => {
-            if let Some(o) = name.strip_prefix("warp_").and_then(op) {
-                Builtin::Collective(WarpReduce(Some(o)))
-            } else {
-                Builtin::Collective(CtaReduce(Some(name.strip_prefix("cta_").and_then(op)?)))
-            }
-        }
-    })
-}
-
-pub const CUDA_ATTRS: [&str; 16] = [
-    "cta_sync",
-    "warp_sync",
-    "warp_reduce",
-    "warp_sum",
-    "warp_max",
-    "warp_min",
-    "cta_reduce",
-    "cta_sum",
-    "cta_max",
-    "cta_min",
-    "shfl_xor",
-    "shfl_down",
-    "shfl_up",
-    "shfl",
-    "mbarrier_wait",
-    "cluster_sync",
-];
-
-/// `Tx.<x>`: a scope namespace or a thread-scope op.
-pub fn tx_attr(name: &str) -> Option<Builtin> {
-    if let Some(op) = TileOp::from_name(name) {
-        return Some(Builtin::Tile(ExecScope::Thread, op));
-    }
-    match name {
-        "thread" => Some(Builtin::TxScope(ExecScope::Thread)),
-        "warp" => Some(Builtin::TxScope(ExecScope::Warp)),
-        "wg" | "warpgroup" => Some(Builtin::TxScope(ExecScope::Warpgroup)),
-        "cta" => Some(Builtin::TxScope(ExecScope::Cta)),
-        "cluster" => Some(Builtin::TxScope(ExecScope::Cluster)),
-        _ => None,
-    }
-}
-
-/// Names importable from `tvm.tirx.layout`.
-pub fn layout_import(name: &str) -> Option<Val> {
-    if let Some(a) = Axis::from_name(name) {
-        return Some(Val::Axis(a));
-    }
-    Some(Val::Builtin(match name {
-        "S" => Builtin::S,
-        "R" => Builtin::R,
-        "TileLayout" => Builtin::TileLayout,
-        "ComposeLayout" => Builtin::ComposeLayout,
-        "wg_local_layout" => Builtin::WgLocalLayout,
-        "Axis" => Builtin::AxisNs,
-        "Iter" => Builtin::Iter,
-        "tcgen05_atom_layout" => Builtin::Tcgen05AtomLayout,
-        _ => return tma_utils_import(name),
-    }))
-}
-
-/// Names importable from `tvm.tirx.layout` (axes aside), for "did you mean".
-pub const LAYOUT_IMPORTS: [&str; 12] = [
-    "S",
-    "R",
-    "TileLayout",
-    "ComposeLayout",
-    "wg_local_layout",
-    "Axis",
-    "Iter",
-    "tcgen05_atom_layout",
-    "mma_shared_layout",
-    "mma_atom_layout",
-    "mma_atom_shape",
-    "SwizzleMode",
-];
-
-/// The shared-memory atom helpers, importable from `tvm.tirx.layout` and from the
-/// reference's `...tile_primitive.tma_utils` modules.
-pub fn tma_utils_import(name: &str) -> Option<Val> {
-    Some(Val::Builtin(match name {
-        "mma_shared_layout" => Builtin::MmaSharedLayout,
-        "mma_atom_layout" => Builtin::MmaAtomLayout,
-        "mma_atom_shape" => Builtin::MmaAtomShape,
-        "SwizzleMode" => Builtin::SwizzleModeNs,
-        _ => return None,
-    }))
-}
-
-/// Modules that hold the reference's `MBarrier` class.
-pub const PIPELINE_MODULES: [&str; 2] = ["tvm.tirx.lang.pipeline", "tvm.backend.cuda.lang.pipeline"];
-
-/// Modules that hold the reference's `mma_*` helpers and `SwizzleMode`.
-pub const TMA_UTILS_MODULES: [&str; 2] =
-    ["tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"];
-
-/// Python builtins visible everywhere.
 pub fn python_builtin(name: &str) -> Option<Builtin> {
-    Some(match name {
-        "slice" => Builtin::Slice,
-        "tuple" => Builtin::Tuple,
-        "list" => Builtin::List,
-        "range" => Builtin::Range,
-        "len" => Builtin::Len,
-        "min" => Builtin::Min,
-        "max" => Builtin::Max,
-        "int" => Builtin::Int,
-        "float" => Builtin::Float,
-        "abs" => Builtin::Abs,
-        _ => return None,
-    })
+    PY_BUILTINS.iter().find(|(n, _)| *n == name).map(|(_, b)| *b)
 }
-
-pub const PY_BUILTINS: [&str; 10] = ["slice", "tuple", "list", "range", "len", "min", "max", "int", "float", "abs"];
 
 /// Python floor division / modulo on ints (`None` on division by zero or overflow).
 pub fn py_floordiv(a: i64, b: i64) -> Option<i64> {

@@ -51,6 +51,7 @@ fn cases() -> Vec<Case> {
     vec![
         c("unknown name", Body("    B[tid, 0] = AA[tid, 0]\n"), "unknown name `AA`", (1, 17), Some("did you mean `A`?")),
         c("unknown T attribute", Body("    T.cuda.cta_synk()\n"), "`T.cuda` has no attribute `cta_synk`", (1, 12), Some("did you mean `T.cuda.cta_sync`?")),
+        c("unknown dtype constructor", Body("    B[tid, 0] = T.bfloat15(1.0)\n"), "`T` has no attribute `bfloat15`", (1, 19), Some("did you mean `T.bfloat16`?")),
         c("unknown tile op", Body("    Tx.warp.cpy(B[0:32, 0:8], A[0:32, 0:8])\n"), "`Tx.warp` has no attribute `cpy`", (1, 13), Some("did you mean `Tx.warp.copy`?")),
         c("unknown exec scope", Body("    Tx.warps.copy(B[0:32, 0:8], A[0:32, 0:8])\n"), "`Tx` has no attribute `warps`", (1, 8), Some("did you mean `Tx.warp`?")),
         c("reduction axis out of range", Body("    L = T.alloc_local((8,), \"float32\")\n    M = T.alloc_local((1,), \"float32\")\n    Tx.sum(M, L, axes=(1,))\n"), "bad `axes` for `sum`: axis 1 is out of range for a source region of 1 dims (valid: -1..1)", (3, 23), Some("name dims of the source region, e.g. `axes=-1` for the last")),

@@ -30,6 +30,7 @@ import tirx
 from tirx import layout as _layout
 from tirx.runtime import numpy_dtype
 from tirx.script import T as _T, Tx as _Tx
+from tirx.script.namespace import names_in
 
 # ----------------------------------------------------------------------------- devices
 
@@ -507,7 +508,7 @@ def install() -> None:
     sys.modules["tvm.script.tirx.tile"] = _Tx
     _module("tvm.script", tirx=_T)
     _module("tvm.tirx.layout", **_layout_module())
-    helpers = {n: getattr(_layout, n) for n in ("SwizzleMode", "mma_atom_layout", "mma_atom_shape", "mma_shared_layout")}
+    helpers = {n["name"]: getattr(_layout, n["name"]) for n in names_in("tma_utils")}
     for path in ("tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"):
         _module(path, **helpers)
     from ..script.namespace import MBarrier

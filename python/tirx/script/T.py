@@ -1,15 +1,15 @@
 """The ``T`` namespace of kernels written in Python (``from tirx import T``): the reference's
-``tvm.script.tirx`` (docs/python.md §2.3)."""
+``tvm.script.tirx`` (docs/python.md §2.3).
+
+Its names are the native table's (``namespace.t_members``); the ones imported here are those
+whose behaviour the table cannot say. A name the table does not hold passes through to the
+script front end, which reports it with a "did you mean"."""
 
 from .namespace import (  # noqa: F401
     HANDLE as handle,
-    LAYOUT_NAMES as _LAYOUT_NAMES,
     LET as let,
-    SCOPE_IDS as _SCOPE_IDS,
-    ALIASES as _ALIASES,
-    DTYPES as _DTYPES,
-    DType as _DType,
     TPath as _TPath,
+    t_members as _t_members,
     Buffer,
     FloatImm,
     IntImm,
@@ -24,21 +24,11 @@ from .namespace import (  # noqa: F401
     serial,
     unroll,
     vectorized,
-    _scope_id,
 )
 from .frontend import prim_func  # noqa: F401
 from . import Tx as tile  # noqa: F401
 
-for _n in _SCOPE_IDS:
-    globals()[_n] = _scope_id(_n)
-for _n in _DTYPES:
-    globals()[_n] = _DType(_n)
-for _a, _n in _ALIASES.items():
-    globals()[_a] = _DType(_n)
-globals().update(_LAYOUT_NAMES)
-
-cuda = _TPath("T.cuda")
-ptx = _TPath("T.ptx")
+globals().update(_t_members(globals()))
 
 
 def __getattr__(name):

@@ -8,52 +8,57 @@ Calls of these build kernel values or emit statements into the kernel being buil
 * everything else (``T.cast``, ``T.max``, ``T.float16(1.5)``, ``T.cuda.warp_sum``, ...) is an
   expression.
 
-Names are not checked here: the script front end below checks every call (with a "did you
-mean"), so Python and file kernels get the same diagnostics.
+Which names exist and what each builds come from the native table of the language's names
+(``_native.builtins()``, ``crates/script/src/names.rs``); this module keeps only what the table
+cannot say (``match_buffer``'s keyword defaults, ``decl_buffer`` as a view, ...). A name the
+table does not hold passes through unchecked: the script front end below checks every call
+(with a "did you mean"), so Python and file kernels get the same diagnostics.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict, List, Optional
 
+from .. import _native
 from .. import layout as _layout
 from . import ir
 
+# ----------------------------------------------------------------------------- the table
+
+_BUILTINS = _native.builtins()
+
+#: Every builtin name: dicts of ``namespace`` (``T``, ``T.cuda``, ``T.ptx``, ``Tx``, ``layout``,
+#: ...), ``name``, ``kind`` (what it builds here), ``meaning`` (``script``: the script front end
+#: resolves it; ``front_end``: only this front end has it; ``unsupported``: a name of the
+#: reference the script check rejects where used) and ``alias_of``.
+NAMES: List[Dict[str, Optional[str]]] = _BUILTINS["names"]
+
+#: Per namespace, the kind of a name the table does not hold (``T.ptx.*``: statements), or None.
+UNKNOWN_MEMBERS: Dict[str, Optional[str]] = _BUILTINS["namespaces"]
+
+_KINDS = {f"{n['namespace']}.{n['name']}": n["kind"] for n in NAMES}
+
+
+def names_in(namespace: str) -> List[Dict[str, Optional[str]]]:
+    return [n for n in NAMES if n["namespace"] == namespace]
+
+
+def kind_of(path: str) -> Optional[str]:
+    """The kind of ``T.cuda.cta_sync``; of a path the table does not hold, what its innermost
+    enclosing namespace passes through (``T.ptx.cp_async.comit_group``: a statement)."""
+    kind = _KINDS.get(path)
+    while kind is None and "." in path:
+        path = path.rpartition(".")[0]
+        kind = UNKNOWN_MEMBERS.get(path)
+    return kind
+
+
 # ----------------------------------------------------------------------------- dtypes
 
-DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float16",
-    "bfloat16",
-    "float32",
-    "float64",
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "float4_e2m1fn",
-)
+DTYPES = tuple(n["name"] for n in names_in("T") if n["kind"] == "dtype" and n["alias_of"] is None)
 
-ALIASES = {
-    "f16": "float16",
-    "f32": "float32",
-    "f64": "float64",
-    "bf16": "bfloat16",
-    "i8": "int8",
-    "i16": "int16",
-    "i32": "int32",
-    "i64": "int64",
-    "u8": "uint8",
-    "u16": "uint16",
-    "u32": "uint32",
-    "u64": "uint64",
-}
+#: ``f16`` → ``float16``, ``e4m3_float8`` → ``float8_e4m3fn``: the dtype written for an alias.
+ALIASES = {n["name"]: n["alias_of"] for n in names_in("T") if n["kind"] == "dtype" and n["alias_of"]}
 
 
 class DType(ir.Renderable):
@@ -181,37 +186,13 @@ class TPath:
 
     def __call__(self, *args, **kwargs):
         call = ir.Call(self.path, args, kwargs)
-        if self.path in STATEMENTS or self.path.startswith("T.ptx."):
+        if kind_of(self.path) == "statement":
             _emit(call)
             return None
         return call
 
     def __repr__(self):
         return self.path
-
-
-STATEMENTS = {
-    "T.device_entry",
-    "T.assume",
-    "T.evaluate",
-    "T.cuda.cta_sync",
-    "T.cuda.warp_sync",
-    "T.cuda.cluster_sync",
-    "T.cuda.warpgroup_sync",
-    "T.attr",
-}
-
-SCOPE_IDS = (
-    "cta_id",
-    "cluster_id",
-    "cta_id_in_cluster",
-    "warpgroup_id",
-    "warp_id",
-    "warp_id_in_wg",
-    "lane_id",
-    "thread_id",
-    "thread_id_in_wg",
-)
 
 
 def _scope_id(name: str):
@@ -356,9 +337,6 @@ class TxOp:
         return _tx_path(self.scope, self.op)
 
 
-TX_SCOPES = {"thread": "thread", "warp": "warp", "wg": "wg", "warpgroup": "wg", "cta": "cta", "cluster": "cluster"}
-
-
 class TxScope:
     __slots__ = ("scope",)
 
@@ -374,17 +352,47 @@ class TxScope:
         return f"Tx.{self.scope}"
 
 
-LAYOUT_NAMES = {
-    "S": _layout.S,
-    "R": _layout.R,
-    "TileLayout": _layout.TileLayout,
-    "ComposeLayout": _layout.ComposeLayout,
-    "Axis": _layout.Axis,
-    "Iter": _layout.Iter,
-    "wg_local_layout": _layout.wg_local_layout,
-    "tcgen05_atom_layout": _layout.tcgen05_atom_layout,
-    "mma_shared_layout": _layout.mma_shared_layout,
+# ----------------------------------------------------------------------------- building the namespaces
+
+def _path(n) -> TPath:
+    return TPath(f"{n['namespace']}.{n['name']}")
+
+
+# What a name of each kind is when nothing hand-written stands for it.
+_BUILD = {
+    "statement": _path,
+    "expression": _path,
+    "namespace": _path,
+    "dtype": lambda n: DType(n["alias_of"] or n["name"]),
+    "scope_id": lambda n: _scope_id(n["name"]),
+    "layout": lambda n: getattr(_layout, n["name"]),
 }
+
+
+def t_members(hand_written: Dict[str, Any]) -> Dict[str, Any]:
+    """The names of ``T``: ``hand_written``'s where it has one (a behaviour the table cannot
+    say), else what the name's kind builds. Kinds that need Python code (buffers, loops, ...)
+    get a name only from ``hand_written``; the tests check that every one has it."""
+    out = {}
+    for n in names_in("T"):
+        name = n["name"]
+        if name in hand_written:
+            out[name] = hand_written[name]
+        elif n["kind"] in _BUILD:
+            out[name] = _BUILD[n["kind"]](n)
+    return out
+
+
+def tx_members() -> Dict[str, Any]:
+    """The names of ``Tx``: its scopes (``Tx.warpgroup`` is written ``Tx.wg``) and its tile
+    primitives at thread scope."""
+    out: Dict[str, Any] = {}
+    for n in names_in("Tx"):
+        if n["kind"] == "namespace":
+            out[n["name"]] = TxScope(n["alias_of"] or n["name"])
+        elif n["kind"] == "tile_op":
+            out[n["name"]] = TxOp("thread", n["name"])
+    return out
 
 
 # ----------------------------------------------------------------------------- pools and mbarriers

@@ -20,7 +20,7 @@
 //! `__grid_constant__` parameter; bulk groups and cluster barriers are inline;
 //! a bulk copy to a peer CTA maps both addresses with `mapa` in its helper.
 
-use crate::emit::Ctx;
+use crate::emit::{Ctx, Emit};
 use crate::helpers::Helper;
 use crate::CodegenError;
 use std::fmt::Write;
@@ -35,8 +35,15 @@ pub enum MbarHelper {
     Wait,
 }
 
+impl Emit for AsyncOp {
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
+        cx.asynch(self)?;
+        Ok(true)
+    }
+}
+
 impl Ctx<'_> {
-    pub(crate) fn asynch(&mut self, a: &AsyncOp) -> Result<(), CodegenError> {
+    fn asynch(&mut self, a: &AsyncOp) -> Result<(), CodegenError> {
         match a {
             AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch } => {
                 let h = Helper::CpAsync { bytes: *bytes, fill: src_bytes.is_some(), prefetch: *prefetch };

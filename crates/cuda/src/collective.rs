@@ -11,12 +11,19 @@
 //! the lanes of its mask execute it together, so dropping it is never a local decision.
 
 use crate::ctype::c_type;
-use crate::emit::Ctx;
+use crate::emit::{Ctx, Emit};
 use crate::CodegenError;
 use tirx_ir::lir::{CollectiveOp, ShuffleMode};
 
+impl Emit for CollectiveOp {
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
+        cx.collective(self)?;
+        Ok(true)
+    }
+}
+
 impl Ctx<'_> {
-    pub(crate) fn collective(&mut self, c: &CollectiveOp) -> Result<(), CodegenError> {
+    fn collective(&mut self, c: &CollectiveOp) -> Result<(), CodegenError> {
         let CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask } = c;
         let f = match mode {
             ShuffleMode::Bfly => "__shfl_xor_sync",

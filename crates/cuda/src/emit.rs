@@ -14,8 +14,7 @@ use crate::helpers::Helper;
 use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
-use tirx_ir::hir::BarrierKind;
-use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, MemOp, PairOp, ParamRef, Space, SyncOp};
+use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, ParamRef, Space};
 use tirx_ir::target::STATIC_SMEM_LIMIT;
 use tirx_ir::DType;
 
@@ -104,6 +103,35 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     src.push_str("}\n");
     Ok(Emitted { source: src, kernel: cx.names.kernel.clone(), dynamic_smem_bytes })
 }
+
+/// How an LIR instruction family prints as CUDA C++: one impl per family, in
+/// the family's module (`memory`, `pair`, `sync`, `matrix`, `collective`,
+/// `asynch`, `bounds`).
+pub(crate) trait Emit {
+    /// Prints the instruction; `false` when it printed nothing.
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError>;
+    /// Whether it prints anything at all (a bounds assertion does not: the
+    /// variables its operands read are then not kept alive for it).
+    fn prints(&self) -> bool {
+        true
+    }
+}
+
+/// Generates [`emitter`] from the list of families, so that a family without
+/// an [`Emit`] is a compile error here and no arm is written by hand.
+macro_rules! emitters {
+    ($($(#[$doc:meta])* $family:ident($ty:ty),)*) => {
+        /// The instruction's family printer; `None` for the structured statements.
+        fn emitter(kind: &LStmtKind) -> Option<&dyn Emit> {
+            match kind {
+                $(LStmtKind::$family(i) => Some(i),)*
+                LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+            }
+        }
+    };
+}
+
+tirx_ir::for_each_family!(emitters);
 
 impl Ctx<'_> {
     pub fn note_type(&mut self, t: DType) {
@@ -295,27 +323,6 @@ impl Ctx<'_> {
                 self.line("}");
             }
             LStmtKind::If { cond, then_body, else_body } => return self.if_chain(cond, then_body, else_body, false),
-            LStmtKind::Memory(MemOp::Store { buf, index, value }) => self.store(*buf, index, value)?,
-            LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache }) => {
-                self.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?;
-            }
-            LStmtKind::Memory(MemOp::PtxVec(p)) => self.ptx_vec(p)?,
-            LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Cta)) => self.line("__syncthreads();"),
-            LStmtKind::Sync(SyncOp::Barrier(BarrierKind::Warp)) => self.line("__syncwarp();"),
-            LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }) => self.named_barrier(id, *threads)?,
-            LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads }) => self.named_barrier_arrive(id, *threads)?,
-            LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs }) => self.setmaxnreg(*inc, *regs),
-            LStmtKind::Matrix(m) => self.matrix(m)?,
-            LStmtKind::Collective(c) => self.collective(c)?,
-            LStmtKind::Async(a) => self.asynch(a)?,
-            LStmtKind::Pair(PairOp::Packed2 { op, dtype, dst, dst_index, srcs }) => {
-                self.packed2(*op, *dtype, *dst, dst_index, srcs)?;
-            }
-            LStmtKind::Pair(PairOp::Cast2 { dst, dst_index, src, src_index }) => {
-                self.cast2(*dst, dst_index, *src, src_index)?
-            }
-            // The simulator checks it; the GPU does not (`docs/lir.md` §2.7).
-            LStmtKind::Bounds(_) => return Ok(false),
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     // A trailing backslash would continue the comment onto the next line of code.
@@ -325,6 +332,7 @@ impl Ctx<'_> {
                 }
                 return Ok(false);
             }
+            kind => return emitter(kind).map_or(Ok(false), |i| i.emit(self)),
         }
         Ok(true)
     }
@@ -378,20 +386,6 @@ impl Ctx<'_> {
             }
         }
         Ok(true)
-    }
-
-    /// `bar.sync id, threads` (a named barrier, `docs/lir.md` §2.1): the id inline
-    /// when constant, else in a register; the count is always an immediate.
-    fn named_barrier(&mut self, id: &LExpr, threads: u32) -> Result<(), CodegenError> {
-        let text = match id {
-            LExpr::Int(v, _) => format!("asm volatile(\"bar.sync {v}, {threads};\" ::: \"memory\");"),
-            _ => {
-                let id = self.e(id)?;
-                format!("asm volatile(\"bar.sync %0, {threads};\" :: \"r\"({id}) : \"memory\");")
-            }
-        };
-        self.line(&text);
-        Ok(())
     }
 
     fn indent(&mut self) {
@@ -490,8 +484,8 @@ fn collect_reads(body: &[LStmt], live: &HashSet<LVarId>, reads: &mut HashSet<LVa
                 collect_reads(then_body, live, reads);
                 collect_reads(else_body, live, reads);
             }
-            // Not printed: its begins keep nothing alive.
-            LStmtKind::Bounds(_) => {}
+            // An instruction that prints nothing keeps nothing alive.
+            kind if emitter(kind).is_some_and(|i| !i.prints()) => {}
             _ => walk_exprs(std::slice::from_ref(s), &mut |x| {
                 if let LExpr::Var(v) = x {
                     reads.insert(*v);

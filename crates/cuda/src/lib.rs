@@ -13,15 +13,20 @@
 //! `__half2` / `__nv_bfloat162` intrinsics; shuffles the `__shfl_*_sync`
 //! overloads. Nothing is printed for statements without effect.
 //!
-//! Each LIR instruction family prints in its own module (`memory`, `pair`,
-//! `matrix`, `round`, `collective`, `asynch`; see `docs/lir.md`), core statements and
-//! declarations in `emit`, expressions in `expr`.
+//! Each LIR instruction family prints in its own module through its `Emit`
+//! implementation (`memory`, `pair`, `sync`, `matrix` with `wgmma`,
+//! `collective`, `asynch`, `bounds`; see `docs/lir.md` §4); `emit` prints the
+//! structured statements and declarations and dispatches every instruction to
+//! its family by a match generated from the one list of families
+//! (`tirx_ir::for_each_family!`); `expr` prints expressions, `round` rounded
+//! arithmetic.
 //!
 //! The output compiles with nvcc and NVRTC 13.0 for sm_90a; `scripts/ci-cuda.sh`
 //! checks that and the SASS each kernel must (not) contain, and
 //! `crates/cuda/gpu/check.cu` runs the test kernels on a GPU against references.
 
 mod asynch;
+mod bounds;
 mod collective;
 mod ctype;
 mod emit;
@@ -32,6 +37,7 @@ mod memory;
 mod names;
 mod pair;
 mod round;
+mod sync;
 mod wgmma;
 
 use serde::Serialize;

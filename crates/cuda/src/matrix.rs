@@ -11,15 +11,22 @@
 //!   The indices are constants, so after inlining every operand is a register.
 //!   tf32 multiplicands are rounded with `cvt.rna.tf32.f32` inside the helper.
 
-use crate::emit::Ctx;
+use crate::emit::{Ctx, Emit};
 use crate::helpers::Helper;
 use crate::CodegenError;
 use std::fmt::Write;
 use tirx_ir::lir::{LBufId, LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaShape};
 use tirx_ir::DType;
 
+impl Emit for MatrixOp {
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
+        cx.matrix(self)?;
+        Ok(true)
+    }
+}
+
 impl Ctx<'_> {
-    pub(crate) fn matrix(&mut self, m: &MatrixOp) -> Result<(), CodegenError> {
+    fn matrix(&mut self, m: &MatrixOp) -> Result<(), CodegenError> {
         match m {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),

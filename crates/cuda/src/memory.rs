@@ -16,18 +16,31 @@
 //! Shared addresses are shared-window addresses (`__cvta_generic_to_shared`).
 
 use crate::ctype::vector_type;
-use crate::emit::Ctx;
+use crate::emit::{Ctx, Emit};
 use crate::CodegenError;
-use tirx_ir::lir::{ptx_form, CacheHint, LBinOp, LBufId, LExpr, PtxDir, PtxVec, Space};
+use tirx_ir::lir::{ptx_form, CacheHint, LBinOp, LBufId, LExpr, MemOp, PtxDir, PtxVec, Space};
+
+impl Emit for MemOp {
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
+        match self {
+            MemOp::Store { buf, index, value } => cx.store(*buf, index, value)?,
+            MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
+                cx.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
+            }
+            MemOp::PtxVec(p) => cx.ptx_vec(p)?,
+        }
+        Ok(true)
+    }
+}
 
 impl Ctx<'_> {
-    pub(crate) fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Result<(), CodegenError> {
+    fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Result<(), CodegenError> {
         let (i, v) = (self.e(index)?, self.e(value)?);
         self.line(&format!("{}[{i}] = {v};", self.names.buf(buf)));
         Ok(())
     }
 
-    pub(crate) fn vec_copy(
+    fn vec_copy(
         &mut self,
         (dst, dst_index): (LBufId, &LExpr),
         (src, src_index): (LBufId, &LExpr),
@@ -56,7 +69,7 @@ impl Ctx<'_> {
 }
 
 impl Ctx<'_> {
-    pub(crate) fn ptx_vec(&mut self, p: &PtxVec) -> Result<(), CodegenError> {
+    fn ptx_vec(&mut self, p: &PtxVec) -> Result<(), CodegenError> {
         let (m, r) = (self.k.buf(p.mem), self.k.buf(p.reg));
         let bad = || CodegenError::InvalidLir(format!("PTX access of {} bytes of {}", p.bytes, r.dtype));
         let (_, words, bits) = ptx_form(p.bytes).ok_or_else(bad)?;

@@ -3,13 +3,23 @@
 //! `__float22half2_rn` and friends.
 
 use crate::ctype::pair_type;
-use crate::emit::Ctx;
+use crate::emit::{Ctx, Emit};
 use crate::CodegenError;
-use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairSrc};
+use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairOp, PairSrc};
 use tirx_ir::DType;
 
+impl Emit for PairOp {
+    fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
+        match self {
+            PairOp::Packed2 { op, dtype, dst, dst_index, srcs } => cx.packed2(*op, *dtype, *dst, dst_index, srcs)?,
+            PairOp::Cast2 { dst, dst_index, src, src_index } => cx.cast2(*dst, dst_index, *src, src_index)?,
+        }
+        Ok(true)
+    }
+}
+
 impl Ctx<'_> {
-    pub(crate) fn packed2(
+    fn packed2(
         &mut self,
         op: PackedOp,
         t: DType,
@@ -42,13 +52,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    pub(crate) fn cast2(
-        &mut self,
-        dst: LBufId,
-        dst_index: &LExpr,
-        src: LBufId,
-        src_index: &LExpr,
-    ) -> Result<(), CodegenError> {
+    fn cast2(&mut self, dst: LBufId, dst_index: &LExpr, src: LBufId, src_index: &LExpr) -> Result<(), CodegenError> {
         let (from, to) = (self.k.buf(src).dtype, self.k.buf(dst).dtype);
         let f = match (from, to) {
             (DType::F32, DType::F16) => "__float22half2_rn",

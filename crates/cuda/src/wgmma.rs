@@ -144,24 +144,6 @@ impl Ctx<'_> {
             self.line(&format!("for (int i = 0; i < {}; {step}) {call};", buf.elems - buf.elems % per));
         }
     }
-
-    pub(crate) fn setmaxnreg(&mut self, inc: bool, regs: u32) {
-        let dir = if inc { "inc" } else { "dec" };
-        self.line(&format!("asm volatile(\"setmaxnreg.{dir}.sync.aligned.u32 {regs};\" ::: \"memory\");"));
-    }
-
-    /// `bar.arrive id, threads`: the id inline when constant, else in a register.
-    pub(crate) fn named_barrier_arrive(&mut self, id: &LExpr, threads: u32) -> Result<(), CodegenError> {
-        let text = match id {
-            LExpr::Int(v, _) => format!("asm volatile(\"bar.arrive {v}, {threads};\" ::: \"memory\");"),
-            _ => {
-                let id = self.e(id)?;
-                format!("asm volatile(\"bar.arrive %0, {threads};\" :: \"r\"({id}) : \"memory\");")
-            }
-        };
-        self.line(&text);
-        Ok(())
-    }
 }
 
 /// `tirx_wgmma_m64n128k16_f32_bf16_bf16_ss_tb`: shape and types, `ss`/`rs`, `_ta`/`_tb` for MN-major operands.

@@ -163,7 +163,7 @@ fn common(a: DType, b: DType) -> DType {
 
 /// The affine form of an integer index, when it has one: sums, differences,
 /// products by constants, and floor division and remainder by positive
-/// constants (as atoms, [`Term`]) of variables defined here.
+/// constants (as atoms, [`Term`](crate::affine::Term)) of variables defined here.
 pub fn affine(env: &Env, e: &Expr) -> Option<Affine> {
     let positive = |y: &Expr| affine(env, y).filter(|c| c.is_constant() && c.constant > 0).map(|c| c.constant);
     match &e.kind {

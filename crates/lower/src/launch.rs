@@ -1,7 +1,7 @@
 //! What lowering knows of values the launch decides (docs/tile-primitives.md §7):
 //! scalar parameters, a symbolic outer buffer dimension and symbolic grid dims.
 //!
-//! * [`Symbols`]: per scalar parameter its LIR variable and the facts about it —
+//! * `Symbols` (the `symbols` module): per scalar parameter its LIR variable and the facts about it —
 //!   a range and a divisor from `T.assume` and its type, and the implicit facts
 //!   every launch guarantees (a symbolic buffer dim and a grid dim are ≥ 1).
 //! * [`sym_range`]: the range of an affine index whose ends are affine in the

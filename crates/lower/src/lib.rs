@@ -1,28 +1,37 @@
 //! # tirx-lower
 //!
-//! Lowers a HIR [`Kernel`](tirx_ir::hir::Kernel) to the per-thread LIR
-//! ([`LKernel`]): what every thread of every CTA executes.
+//! Lowers a HIR [`Kernel`] to the per-thread LIR
+//! ([`LKernel`]): what every thread of every CTA executes. Its modules, from
+//! the bottom up (a module imports only those above it in this list; no
+//! import cycle, `ARCHITECTURE.md`):
 //!
-//! * [`scope`]: scope-id declarations (closure → grid/block), the set of active
-//!   threads (narrowed by `if` on scope ids), and per call the threads that
-//!   cooperate (`intra`) and the thread-id expression of the call's scope.
-//! * [`dispatch`]: the registry of lowering variants per tile op, trial order,
-//!   forced variants (`dispatch="name"`), decline tables and fallback warnings.
-//! * [`copy`]: the copy variants (`gmem_smem`, `gmem_smem_predicated`,
-//!   `ldstmatrix`, `reg`, `fallback`), one module each; [`elementwise`]: the
-//!   elementwise variants; [`gemm`]: `mma.sync` (`mma.m16n8k*`).
-//! * [`operand`]: the one operand model — a region of a global/shared buffer
-//!   or of registers, resolved once per call for every variant.
-//! * [`explain`]: per tile call, every variant tried and why (`tirx explain`).
-//! * `bounds`: every region and scalar access against its buffer's shape over
-//!   the ranges of its variables, before dispatch: provably outside is a user
-//!   error, unproven a warning and a simulator check (`BoundsCheck`).
-//! * `stmt`, `expr`, `addr`, `build`: HIR statements/expressions → LIR, buffer
-//!   addressing through layouts, constant folding and name keeping; `smem`: the
-//!   shared-memory budget of the allocations against the target.
+//! * services, pure over the HIR and the LIR under construction: `options`
+//!   ([`LowerOptions`]), `text` (source text of regions and expressions),
+//!   `build` (the LIR under construction: names, ranges, folding
+//!   constructors), `affine` (affine index forms and their ranges), `symbols`
+//!   (what the launch decides: scalar parameters, symbolic grid dims), `scope`
+//!   (scope ids → grid/block, active threads, the threads of a call), `cond`
+//!   (what a condition says of one variable), `lay` (layout adapters), `env`
+//!   (HIR buffers and variables → LIR arrays and values), `addr` (addresses
+//!   through layouts), `expr` (HIR expressions → LIR), `launch` (facts and
+//!   checks over run-time sizes), `bounds` (every region against its buffer,
+//!   before dispatch), `smem` (the shared-memory budget);
+//! * the variant API, `variant`: [`Variant`], [`Plan`], typed [`Decline`]s
+//!   ([`Rule`], [`CommonRule`]), the call context [`CallCx`] (operands read by
+//!   their slot in the tile-op table), the [`Emitter`] and the [`Registry`]
+//!   container; with `operand`, the one operand model variants share;
+//! * the families, one module per variant, each with its own rules in its
+//!   `call.rs`: `copy` ([`CopyRule`]), `copy_async` ([`CopyAsyncRule`]),
+//!   `elementwise` ([`EwiseRule`]), `gemm` ([`GemmRule`]), `reduce` ([`ReduceRule`]);
+//! * above them: `registry` (the CUDA registry, the one module naming every
+//!   family), `select` (planning every variant of a call, choosing, emitting),
+//!   `explain` (the dispatch record, [`CallExplain`]);
+//! * the statement lowerer, `stmt`, with `asynch`, `collective` and `ptx` (the
+//!   kernel's own `T.ptx.*` / `T.cuda.*` statements), and this module's entry
+//!   points.
 //!
 //! Nothing here keeps ambient state: every decision reads the explicit
-//! [`scope::ScopeView`] of its call.
+//! [`ScopeView`] and facts of its call.
 
 mod addr;
 mod affine;
@@ -31,36 +40,37 @@ mod bounds;
 mod build;
 mod collective;
 mod cond;
-pub mod copy;
-pub mod copy_async;
-pub mod elementwise;
+mod copy;
+mod copy_async;
+mod elementwise;
 mod env;
-pub mod explain;
+mod explain;
 mod expr;
-pub mod gemm;
+mod gemm;
 mod launch;
 mod lay;
-pub mod operand;
+mod operand;
 mod options;
-pub mod ptx;
-pub mod reduce;
+mod ptx;
+mod reduce;
 mod registry;
-pub mod scope;
+mod scope;
 mod select;
 mod smem;
 mod stmt;
 mod symbols;
 mod text;
-pub mod variant;
+mod variant;
 
 pub use copy::CopyRule;
 pub use copy_async::CopyAsyncRule;
 pub use elementwise::EwiseRule;
-pub use explain::{CallExplain, OperandExplain, SpanInfo, Tried};
+pub use explain::{CallExplain, Dim, OperandExplain, SpanInfo, Tried};
 pub use gemm::GemmRule;
 pub use options::LowerOptions;
 pub use reduce::ReduceRule;
-pub use variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Registry, Rule, RuleKind, Variant};
+pub use scope::ScopeView;
+pub use variant::{Bug, CallCx, CommonRule, Decline, Emitter, Group, Plan, Registry, Rule, RuleKind, Variant};
 
 use tirx_ir::hir::Kernel;
 use tirx_ir::lir::LKernel;

@@ -221,7 +221,6 @@ pub fn check_uniform(cx: &CallCx, r: &BufferRegion, b: &Buffer) -> Result<(), De
 /// A region of a register buffer.
 #[derive(Clone, Debug)]
 pub struct RegOperand {
-    pub buf: BufId,
     /// The layout sliced to the region and canonicalized (CUDA fusion), thread axes included.
     pub tile: TileLayout,
 }
@@ -257,7 +256,7 @@ pub fn register(cx: &CallCx, r: &BufferRegion) -> Result<RegOperand, String> {
     if let Some(it) = tile.replica.iter().find(|i| i.axis.is_memory()) {
         return Err(format!("`{}` keeps each element in several registers (replica {}:{}); register variants need one register per element", b.name, it.extent, it.stride));
     }
-    Ok(RegOperand { buf: r.buf, tile })
+    Ok(RegOperand { tile })
 }
 
 /// The thread axis a `kind`-scope operand's layout must number its threads by.

@@ -33,7 +33,7 @@ use tirx_ir::{Arch, DType, Span};
 use tirx_layout::{Axis, ExecScope};
 
 /// A family's decline predicates: a fieldless enum, declared with
-/// [`decline_rules!`] in the family's own module, whose variants name what
+/// `decline_rules!` in the family's own module, whose variants name what
 /// failed. The variant API's own are [`CommonRule`].
 pub trait RuleKind: Copy + std::fmt::Debug + 'static {
     /// The snake_case name explain and its JSON show (`divides_thread_cnt`).
@@ -331,7 +331,7 @@ impl<'a> CallCx<'a> {
     }
 
     /// The largest constant every value of `a` is a multiple of (alignment proofs):
-    /// [`Affine::divisor`] with the divisibility `T.assume` states of scalar parameters.
+    /// `Affine::divisor` with the divisibility `T.assume` states of scalar parameters.
     pub fn divisor(&self, a: &Affine) -> i64 {
         a.divisor_with(&|v| self.env.sym.unit(v))
     }

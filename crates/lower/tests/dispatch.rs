@@ -3,8 +3,9 @@
 
 mod common;
 use common::*;
+use tirx_ir::op::Family;
 use tirx_lower::CommonRule;
-use tirx_lower::{lower_with, Registry};
+use tirx_lower::{lower_with, Registry, Variant};
 
 fn warp_4x6(extra: &str) -> String {
     RoundTrip::full("warp", 32, &[4, 6], "float32").script().replace(
@@ -55,10 +56,16 @@ fn forced_variant_that_declines_is_an_error() {
     assert!(errs[0].notes[0].contains("region size 24 not divisible by thread_cnt=32"), "{:?}", errs[0].notes);
 }
 
+/// The CUDA variants `keep` selects, in a registry of their own.
+fn only(keep: impl Fn(&dyn Variant) -> bool) -> Registry {
+    let mut reg = Registry::new();
+    Registry::cuda().into_variants().into_iter().filter(|v| keep(v.as_ref())).for_each(|v| reg.register(v));
+    reg
+}
+
 #[test]
 fn no_applicable_variant_has_a_table() {
-    let mut reg = Registry::new();
-    reg.register(Box::new(tirx_lower::copy::gmem_smem::GmemSmem));
+    let reg = only(|v| v.name() == "gmem_smem");
     let src = warp_4x6("");
     let errs = lower_with(&parse(&src), &Default::default(), &reg).unwrap_err();
     assert_eq!(errs[0].message, "no lowering variant applies to this `copy` at warp scope");
@@ -80,8 +87,7 @@ def kernel(A_ptr: T.handle):
     Tx.sqrt(R[0:32], R[0:32])
 "#;
     // Only the copy variants registered: `sqrt` has none.
-    let mut reg = Registry::new();
-    tirx_lower::copy::register(&mut reg);
+    let reg = only(|v| v.family() == Family::Copy);
     let errs = lower_with(&parse(src), &Default::default(), &reg).unwrap_err();
     assert_eq!(errs[0].message, "no variant registered for op `sqrt` yet");
     assert_eq!(errs[0].notes, vec!["ops with variants: copy".to_string()]);

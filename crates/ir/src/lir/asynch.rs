@@ -11,7 +11,7 @@
 //! int32 byte count (0..=bytes, whole elements when constant; the rest is
 //! zero-filled). An mbarrier is one element of a shared `int64` buffer (the
 //! 64-bit barrier word; tirx has no `uint64` and the word is opaque) that only
-//! mbarrier instructions touch ([`Checker::mbarriers_exclusive`]); counts, tx
+//! mbarrier instructions touch (`Checker::mbarriers_exclusive`); counts, tx
 //! bytes and parities are int32, constant ones in range. A TMA copy names a
 //! tensor map of the kernel ([`super::tmap`]) and one int32 coordinate per
 //! dimension; its shared side is a shared buffer of the map's element size

@@ -10,10 +10,10 @@
 //! Instructions come in families, each in its own module with its types and
 //! one [`Instr`] implementation — its name, target, operands, buffers, typing
 //! rules and pseudo-code — from which the checker ([`LKernel::validate`]), the
-//! printer ([`print`]), the traffic count and every generic walk derive; the
+//! printer ([`print`](mod@print)), the traffic count and every generic walk derive; the
 //! families are listed once ([`for_each_family!`](crate::for_each_family)), and
 //! `docs/lir.md` §4 has the recipe for a new one:
-//! * structured statements (this module, [`check`], [`print`]): `let`, `for`, `if`, comments;
+//! * structured statements (this module, [`check`], [`print`](mod@print)): `let`, `for`, `if`, comments;
 //! * [`memory`] ([`MemOp`]): scalar `Store` (loads are expressions), `VecCopy`, and PTX
 //!   vector loads/stores between registers and memory with cache qualifiers ([`PtxVec`]);
 //! * [`pair`] ([`PairOp`]): packed 16-bit pair arithmetic (`Packed2`) and pair conversions (`Cast2`);

@@ -11,7 +11,7 @@
 //! A dimension may be an expression of the scalar parameters (a run-time row
 //! count); [`LKernel::specialize`] evaluates it with the launch's values.
 //!
-//! Typing ([`Checker::tmaps`]): rank 1..=5; the buffer a global parameter; dims
+//! Typing (`Checker::tmaps`): rank 1..=5; the buffer a global parameter; dims
 //! in `(0, 2^32]` when constant; strides non-negative, below 2^40, multiples of
 //! 16 bytes; boxes in `1..=256` with the innermost box a multiple of 16 bytes and
 //! at most the swizzle span; element strides 1..=8 with the innermost 1; a base

@@ -16,12 +16,12 @@
 //! Shared helpers: [`partition`] (the `[outer, threads, vec]` split of
 //! global ↔ shared copies) and [`swizzle_iter`] (the swizzle fast path).
 //!
-//! `call` holds what they share: the copy's two regions
-//! ([`operands`], `validate_copy_op`; region bounds are checked once per call,
-//! before dispatch, by `crate::bounds`), the memory-pair predicate, the vector-width
-//! candidates, and the global ↔ shared pair ([`GsOperands`]) with its emission
-//! helpers. Each region is resolved by the one operand model,
-//! [`crate::operand`].
+//! [`call`] holds what they share: the family's decline rules ([`CopyRule`]),
+//! the copy's two regions ([`call::operands`], `validate_copy_op`; region bounds
+//! are checked once per call, before dispatch, by the bounds pass), the
+//! memory-pair predicate and the global ↔ shared pair ([`call::GsOperands`])
+//! with its emission helpers. Each region is resolved by the one operand model
+//! (the crate's `operand` module). `mod.rs` only registers the variants.
 
 pub(crate) mod call;
 pub mod fallback;

@@ -12,7 +12,9 @@
 //! mechanism says so (`cp.async.commit_group` + `cp.async.wait_group` for
 //! ldgsts, an mbarrier phase for TMA loads, bulk groups for TMA stores), and the
 //! kernel — not the variant — writes those (the reference's contract;
-//! docs/tile-primitives.md §3.17, §3.20, §8). [`tma`] holds what the TMA variants share.
+//! docs/tile-primitives.md §3.17, §3.20, §8). [`tma`] holds what the TMA variants
+//! share; [`call`] the family's decline rules ([`CopyAsyncRule`]) and the
+//! completion mbarrier. `mod.rs` only registers the variants.
 
 mod call;
 pub mod dsmem;

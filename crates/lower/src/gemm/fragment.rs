@@ -13,7 +13,7 @@
 //!    columns of B and its tile of C, at the same lanes and registers as warp 0
 //!    — so one unrolled instruction list, indexed by constant registers, serves
 //!    every warp. An operand without warp axes is each warp's own copy.
-//! 3. [`fit`]: for one instruction shape, every 16×8 (D, C), 16×k (A) and k×8
+//! 3. `fit`: for one instruction shape, every 16×8 (D, C), 16×k (A) and k×8
 //!    (B) tile of the warp's view must be exactly the fragment
 //!    ([`MmaKind::coord`]): element (row, col) of register `r` of lane `l` is at
 //!    lane `l`, and the elements packed in one 32-bit register are consecutive
@@ -32,7 +32,6 @@ use crate::operand;
 use crate::variant::{CallCx, Decline};
 use tirx_ir::hir::{BufId, BufferRegion};
 use tirx_ir::lir::{MmaKind, MmaOperand};
-use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope};
 
 /// Where one element of a register operand lives.
@@ -51,7 +50,6 @@ pub struct MatrixOperand {
     pub role: &'static str,
     pub name: String,
     pub buf: BufId,
-    pub dtype: DType,
     pub rows: i64,
     pub cols: i64,
     /// Row-major homes.
@@ -107,7 +105,7 @@ pub fn matrix_operand(
             homes.push(home(&c, cx.scope.kind, warps).map_err(|m| frag(format!("{role} `{}` {m}", b.name)))?);
         }
     }
-    Ok(MatrixOperand { role, name: b.name.clone(), buf: r.buf, dtype: b.dtype, rows, cols, homes })
+    Ok(MatrixOperand { role, name: b.name.clone(), buf: r.buf, rows, cols, homes })
 }
 
 /// The home of one element from its layout coordinates at a `kind`-scope call of `warps` warps.

@@ -9,9 +9,10 @@
 //! | gemm | [`mma`] (`mma.m16n8k*`) | 10 | every operand in registers as `mma.sync` fragments, `alpha = 1`, `beta ∈ {0, 1}` |
 //! | gemm_async | [`wgmma`] (`wgmma`) | 10 | D the wgmma accumulator in registers, B (and A) canonical shared tiles (A may be register fragments), sm_90a |
 //!
-//! This module reads the call ([`GemmCall`]: the four regions, the transposes,
-//! `alpha` and `beta` as constants); [`fragment`] matches register operands to
-//! the fragments of an instruction.
+//! [`call`] reads the call ([`call::GemmCall`]: the four regions, the transposes,
+//! `alpha` and `beta` as constants) and declares the family's rules
+//! ([`GemmRule`]); [`fragment`] matches register operands to the fragments of an
+//! instruction. `mod.rs` only registers the variants.
 
 mod call;
 pub mod fragment;

@@ -8,10 +8,12 @@
 //! | [`local_view`] | 10 | registers with a per-thread destination (MMA accumulators): a thread-local fold, and with `thread_reduce=True` a butterfly over the lanes of the reduced dims |
 //! | [`shared`] | 10 | shared memory at thread/warp/warpgroup/cta scope: groups of threads, butterfly, scope barrier |
 //!
-//! This module holds what the variants share: [`parse`] (the call's operands,
-//! normalized axes, `accum`), the compute type ([`compute_type`]: f32 for sums
-//! of 16-bit floats), identities, the combine step, the xor butterfly
-//! ([`butterfly`]) and the accumulator registers.
+//! [`call`] holds what the variants share: the family's decline rules
+//! ([`ReduceRule`]), [`call::parse`] (the call's operands, normalized axes,
+//! `accum`), the compute type ([`call::compute_type`]: f32 for sums of 16-bit
+//! floats), identities, the combine step, the xor butterfly ([`call::butterfly`])
+//! and the accumulator registers; `regs` the register reductions' common plan.
+//! `mod.rs` only registers the variants.
 
 pub(crate) mod call;
 pub mod local_thread;

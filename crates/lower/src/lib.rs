@@ -70,22 +70,11 @@ pub use gemm::GemmRule;
 pub use options::LowerOptions;
 pub use reduce::ReduceRule;
 pub use scope::ScopeView;
+pub use stmt::Lowered;
 pub use variant::{Bug, CallCx, CommonRule, Decline, Emitter, Group, Plan, Registry, Rule, RuleKind, Variant};
 
 use tirx_ir::hir::Kernel;
-use tirx_ir::lir::LKernel;
 use tirx_ir::Diagnostic;
-
-/// A lowered kernel, the dispatch record of every tile call, warnings and notes.
-#[derive(Clone, Debug)]
-pub struct Lowered {
-    pub lir: LKernel,
-    pub explain: Vec<CallExplain>,
-    pub warnings: Vec<Diagnostic>,
-    /// Decisions lowering made for the kernel as a whole (static shared memory
-    /// over 48 KiB placed in dynamic shared memory), as notes.
-    pub notes: Vec<Diagnostic>,
-}
 
 /// Lowers `k` with the CUDA variant registry. Errors are diagnostics at the
 /// construct at fault (every error found, not only the first).

@@ -13,7 +13,7 @@ use crate::options::LowerOptions;
 use crate::scope::{resolve_launch, AxisRange, Facts, IdRange, Launch, ScopeView};
 use crate::select::dispatch;
 use crate::variant::{CallCx, Registry};
-use crate::{addr, expr, lay, Lowered};
+use crate::{addr, expr, lay};
 use std::collections::HashSet;
 use tirx_ir::hir::{
     BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
@@ -27,6 +27,17 @@ use tirx_layout::ExecScope;
 
 /// Buffers with at least this many elements are addressed with 64-bit indices.
 const I64_INDEX_ELEMS: i64 = 1 << 31;
+
+/// A lowered kernel, the dispatch record of every tile call, warnings and notes.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    pub lir: LKernel,
+    pub explain: Vec<CallExplain>,
+    pub warnings: Vec<Diagnostic>,
+    /// Decisions lowering made for the kernel as a whole (static shared memory
+    /// over 48 KiB placed in dynamic shared memory), as notes.
+    pub notes: Vec<Diagnostic>,
+}
 
 /// Everything lowering found: the kernel (when no error), the dispatch record
 /// of every call reached, errors and warnings.

@@ -293,6 +293,35 @@ impl TileCall {
     pub fn config(&self, key: ConfigKey) -> Option<&ConfigEntry> {
         self.config.iter().find(|c| c.key == key)
     }
+
+    /// The operand in `slot` of the tile-op table (`&op::PREDICATE`), when the
+    /// op has that slot and the call gives it: operands are read by name, never
+    /// by position.
+    pub fn arg(&self, slot: &crate::op::Slot) -> Option<&TileArg> {
+        let i = self.op.position(slot)?;
+        self.args.get(i).filter(|a| !matches!(a, TileArg::None))
+    }
+
+    /// The operand in `slot`, if it is a region.
+    pub fn region(&self, slot: &crate::op::Slot) -> Option<&BufferRegion> {
+        match self.arg(slot) {
+            Some(TileArg::Region(r)) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// The operand in `slot`, if it is a scalar.
+    pub fn scalar(&self, slot: &crate::op::Slot) -> Option<&Expr> {
+        match self.arg(slot) {
+            Some(TileArg::Scalar(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The boolean attribute in `slot` (`transpose_A=True`); false when absent.
+    pub fn flag(&self, slot: &crate::op::Slot) -> bool {
+        matches!(self.arg(slot), Some(TileArg::Attr(crate::op::AttrValue::Bool(true))))
+    }
 }
 
 /// Which scope-id declarator (docs/tile-primitives.md §1.2).

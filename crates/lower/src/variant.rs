@@ -28,7 +28,7 @@ use std::any::{Any, TypeId};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::hir::{BufId, BufferRegion, Expr, Kernel, TileArg, TileCall, TileOp, VarId};
 use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, LVarId, SyncOp};
-use tirx_ir::op::{AttrValue, ConfigKey, Family, Slot};
+use tirx_ir::op::{ConfigKey, Family, Slot};
 use tirx_ir::{Arch, DType, Span};
 use tirx_layout::{Axis, ExecScope};
 
@@ -276,26 +276,19 @@ impl<'a> CallCx<'a> {
     /// The operand in `slot` of the tile-op table (`&op::PREDICATE`), when the
     /// op has that slot and the call gives it.
     pub fn arg(&self, slot: &Slot) -> Option<&'a TileArg> {
-        let i = self.call.op.position(slot)?;
-        self.call.args.get(i).filter(|a| !matches!(a, TileArg::None))
+        self.call.arg(slot)
     }
     /// The operand in `slot`, if it is a region.
     pub fn region(&self, slot: &Slot) -> Option<&'a BufferRegion> {
-        match self.arg(slot) {
-            Some(TileArg::Region(r)) => Some(r),
-            _ => None,
-        }
+        self.call.region(slot)
     }
     /// The operand in `slot`, if it is a scalar.
     pub fn scalar(&self, slot: &Slot) -> Option<&'a Expr> {
-        match self.arg(slot) {
-            Some(TileArg::Scalar(e)) => Some(e),
-            _ => None,
-        }
+        self.call.scalar(slot)
     }
     /// The boolean attribute in `slot` (`transpose_A=True`); false when absent.
     pub fn flag(&self, slot: &Slot) -> bool {
-        matches!(self.arg(slot), Some(TileArg::Attr(AttrValue::Bool(true))))
+        self.call.flag(slot)
     }
     pub fn buf(&self, id: BufId) -> &'a tirx_ir::hir::Buffer {
         self.kernel.buf(id)

@@ -9,7 +9,9 @@ use crate::buffers::fmt_shape;
 use crate::build::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
-use tirx_ir::op::{normalize_axes, AttrKind, AttrValue, ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind};
+use tirx_ir::op::{
+    self, normalize_axes, AttrKind, AttrValue, ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind,
+};
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::ExecScope;
 
@@ -188,8 +190,8 @@ impl Builder<'_> {
     /// Reduction operands: one dtype, valid `axes` of the source region, and a
     /// destination covering exactly the source's kept (spatial) extents.
     fn check_reduce(&mut self, call: &TileCall, axes_span: Span) -> R<()> {
-        let (TileArg::Region(dst), TileArg::Region(src), Some(TileArg::Attr(AttrValue::Axes(axes)))) =
-            (&call.args[0], &call.args[1], call.args.get(2))
+        let (Some(dst), Some(src), Some(TileArg::Attr(AttrValue::Axes(axes)))) =
+            (call.region(&op::DST), call.region(&op::SRC_REGION), call.arg(&op::AXES))
         else {
             return Ok(());
         };
@@ -252,16 +254,18 @@ impl Builder<'_> {
     /// and D are M×N; for `gemm_async`, A is M×K (K×M with `transA`), B is N×K
     /// (K×N with `transB`), D is M×N.
     fn check_gemm(&mut self, call: &TileCall) -> R<()> {
-        let region = |i: usize| match call.args.get(i) {
-            Some(TileArg::Region(r)) => Some(r),
-            _ => None,
-        };
-        let flag = |i: usize| matches!(call.args.get(i), Some(TileArg::Attr(AttrValue::Bool(true))));
         let is_async = call.op == TileOp::GemmAsync;
-        // (C position, transA position, transB position, B is stored N×K unless flagged)
-        let (c_at, ta, tb, b_nk) = if is_async { (None, 5, 6, true) } else { (Some(3), 4, 5, false) };
-        let (Some(d), Some(a), Some(b)) = (region(0), region(1), region(2)) else { return Ok(()) };
-        let c = c_at.and_then(region);
+        // (D, transA, transB, B is stored N×K unless flagged); C only for `gemm`.
+        let (d_slot, ta, tb, b_nk) = if is_async {
+            (&op::ASYNC_D, &op::ASYNC_TRANS_A, &op::ASYNC_TRANS_B, true)
+        } else {
+            (&op::GEMM_D, &op::TRANS_A, &op::TRANS_B, false)
+        };
+        let (Some(d), Some(a), Some(b)) = (call.region(d_slot), call.region(&op::GEMM_A), call.region(&op::GEMM_B))
+        else {
+            return Ok(());
+        };
+        let c = if is_async { None } else { call.region(&op::GEMM_C) };
         let mut dims = vec![];
         for (name, r) in [("D", Some(d)), ("A", Some(a)), ("B", Some(b)), ("C", c)] {
             let Some(r) = r else { continue };
@@ -284,8 +288,8 @@ impl Builder<'_> {
             dims.push((e[0], e[1]));
         }
         let (dm, dn) = dims[0];
-        let (am, ak) = if flag(ta) { (dims[1].1, dims[1].0) } else { dims[1] };
-        let (bk, bn) = if flag(tb) != b_nk { (dims[2].1, dims[2].0) } else { dims[2] };
+        let (am, ak) = if call.flag(ta) { (dims[1].1, dims[1].0) } else { dims[1] };
+        let (bk, bn) = if call.flag(tb) != b_nk { (dims[2].1, dims[2].0) } else { dims[2] };
         let mismatch = if ak != bk {
             Some((b, format!("A has K = {ak} but B has K = {bk}")))
         } else if (am, bn) != (dm, dn) {

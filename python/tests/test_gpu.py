@@ -142,3 +142,53 @@ def test_scalar_arguments_and_a_run_time_grid_on_the_gpu():
     with pytest.raises(tirx.TirxError, match="launch check `n % 32 == 0` fails with n = 40"):
         a = torch.zeros(40, 8, device="cuda")
         k(a, torch.zeros_like(a), 40, 1.0)
+
+
+def make_activation(op, rows, cols, dtype, **params):
+    lay = TileLayout(S[(32, cols) : (1 @ laneid, 1)])
+    call = getattr(Tx.warp, op)
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (rows, cols), dtype)
+        B = T.match_buffer(B_ptr, (rows, cols), dtype)
+        T.device_entry()
+        bx = T.cta_id([rows // 32])
+        T.lane_id([32])
+        T.thread_id([32])
+        R = T.alloc_local((32, cols), dtype, layout=lay)
+        Tx.warp.copy(R[:, :], A[bx * 32 : bx * 32 + 32, :])
+        call(R[:, :], R[:, :], **params)
+        Tx.warp.copy(B[bx * 32 : bx * 32 + 32, :], R[:, :])
+
+    return kernel
+
+
+ACTIVATIONS = [
+    ("tanh", {}, lambda x: torch.tanh(x)),
+    ("sigmoid", {}, lambda x: torch.sigmoid(x)),
+    ("softplus", {}, lambda x: torch.nn.functional.softplus(x)),
+    ("softplus", {"beta": 2.0, "threshold": 10.0}, lambda x: torch.nn.functional.softplus(x, 2.0, 10.0)),
+    ("erf", {}, lambda x: torch.erf(x)),
+    ("gelu", {}, lambda x: torch.nn.functional.gelu(x)),
+    ("gelu", {"approximate": "tanh"}, lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
+]
+
+
+@pytest.mark.parametrize("op,params,ref", ACTIVATIONS)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_activations_match_pytorch_and_the_simulator(op, params, ref, dtype):
+    """On [-6, 6]: f32 results within docs/numerics.md §2's bounds of the f64 function
+    (4 ulps, plus up to 50 for the gelu forms at x = -6), and every type within two
+    of its own ulps of PyTorch's same-typed result."""
+    k = tirx.compile(make_activation(op, 256, 8, dtype, **params))
+    tdt = getattr(torch, dtype)
+    a = (torch.linspace(-6, 6, 256 * 8, device="cuda").reshape(256, 8)).to(tdt)
+    b = torch.zeros_like(a)
+    k(a, b)
+    want64 = ref(a.double())
+    if dtype == "float32":
+        rel = 2.0**-23 * (4 + (50 if op == "gelu" else 0))
+        torch.testing.assert_close(b.double(), want64, rtol=rel, atol=1e-30)
+    eps = torch.finfo(tdt).eps
+    torch.testing.assert_close(b.double(), ref(a).double(), rtol=2 * eps, atol=2 * eps)

@@ -339,6 +339,9 @@ fn math(f: MathFn, t: DType, a: Doc) -> Result<Doc, CodegenError> {
         Tanh => ("tanhf", "tanh", None),
         Sin => ("sinf", "sin", Some("hsin")),
         Cos => ("cosf", "cos", Some("hcos")),
+        Erf => ("erff", "erf", None),
+        Erfc => ("erfcf", "erfc", None),
+        Log1p => ("log1pf", "log1p", None),
     };
     Ok(match (t, half_name) {
         (DType::F32, _) => call(f32_name, vec![a]),

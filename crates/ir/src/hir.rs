@@ -151,10 +151,15 @@ pub enum MathFn {
     Tanh,
     Sin,
     Cos,
+    Erf,
+    /// `1 - erf(x)`, accurate where `erf(x)` is near 1.
+    Erfc,
+    /// `log(1 + x)`, accurate near 0.
+    Log1p,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 12] = [
+    pub const ALL: [MathFn; 15] = [
         MathFn::Sqrt,
         MathFn::Rsqrt,
         MathFn::Exp,
@@ -167,6 +172,9 @@ impl MathFn {
         MathFn::Tanh,
         MathFn::Sin,
         MathFn::Cos,
+        MathFn::Erf,
+        MathFn::Erfc,
+        MathFn::Log1p,
     ];
 
     /// Whether CUDA's function and the host's may differ in the last bits (`sqrtf` is
@@ -189,6 +197,9 @@ impl MathFn {
             MathFn::Tanh => "tanh",
             MathFn::Sin => "sin",
             MathFn::Cos => "cos",
+            MathFn::Erf => "erf",
+            MathFn::Erfc => "erfc",
+            MathFn::Log1p => "log1p",
         }
     }
 }

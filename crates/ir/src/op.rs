@@ -94,6 +94,13 @@ pub enum EwiseOp {
     Minimum,
     Fma,
     Cast,
+    Tanh,
+    Sigmoid,
+    /// `softplus(dst, src, beta=1, threshold=20)`: `x` where `beta·x > threshold`, else `log1p(exp(beta·x)) / beta`.
+    Softplus,
+    Erf,
+    /// `gelu(dst, src, approximate="none")`: `x·Φ(x)` (erf form), or with `"tanh"` PyTorch's tanh approximation.
+    Gelu,
 }
 
 /// What an operand is to the op.
@@ -141,14 +148,20 @@ pub enum AttrKind {
     Axes,
     /// `True` / `False`.
     Bool,
+    /// One of a fixed set of strings (`approximate="tanh"`).
+    Choice(&'static [&'static str]),
 }
 
 impl AttrKind {
     /// What the kind accepts, as a user would write it.
-    pub fn expects(self) -> &'static str {
+    pub fn expects(self) -> String {
         match self {
-            AttrKind::Axes => "an int or a tuple of ints (`axes=-1`, `axes=(0, 2)`)",
-            AttrKind::Bool => "`True` or `False`",
+            AttrKind::Axes => "an int or a tuple of ints (`axes=-1`, `axes=(0, 2)`)".into(),
+            AttrKind::Bool => "`True` or `False`".into(),
+            AttrKind::Choice(names) => {
+                let quoted: Vec<String> = names.iter().map(|n| format!("\"{n}\"")).collect();
+                format!("one of {}", quoted.join(", "))
+            }
         }
     }
 }
@@ -158,6 +171,7 @@ impl AttrKind {
 pub enum AttrValue {
     Axes(Vec<i64>),
     Bool(bool),
+    Choice(&'static str),
 }
 
 impl AttrValue {
@@ -168,6 +182,7 @@ impl AttrValue {
             AttrValue::Axes(a) => format!("({})", a.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
             AttrValue::Bool(true) => "True".into(),
             AttrValue::Bool(false) => "False".into(),
+            AttrValue::Choice(s) => format!("\"{s}\""),
         }
     }
 }
@@ -201,6 +216,7 @@ pub fn normalize_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
 pub enum AttrDefault {
     Axes(&'static [i64]),
     Bool(bool),
+    Choice(&'static str),
 }
 
 impl AttrDefault {
@@ -208,6 +224,7 @@ impl AttrDefault {
         match self {
             AttrDefault::Axes(a) => AttrValue::Axes(a.to_vec()),
             AttrDefault::Bool(b) => AttrValue::Bool(b),
+            AttrDefault::Choice(s) => AttrValue::Choice(s),
         }
     }
 }
@@ -302,6 +319,13 @@ pub const ASYNC_TRANS_B: Slot = slot(
 );
 /// A run-time or compile-time bool: false overwrites D, true accumulates into it.
 pub const ASYNC_ACCUM: Slot = slot(&["accum"], Role::Scale, Scalar, Absent);
+pub const THRESHOLD: Slot = slot(&["threshold"], Role::Scale, Scalar, Absent);
+pub const APPROXIMATE: Slot = slot(
+    &["approximate"],
+    Role::Attr,
+    SlotKind::Attr(AttrKind::Choice(&["none", "tanh"])),
+    SlotDefault::Attr(AttrDefault::Choice("none")),
+);
 pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 pub const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
 pub const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
@@ -321,7 +345,7 @@ const COPY_ASYNC_CONFIG: &[ConfigKey] = &[
 ];
 
 impl EwiseOp {
-    pub const ALL: [EwiseOp; 16] = [
+    pub const ALL: [EwiseOp; 21] = [
         EwiseOp::Zero,
         EwiseOp::Fill,
         EwiseOp::Reciprocal,
@@ -338,6 +362,11 @@ impl EwiseOp {
         EwiseOp::Minimum,
         EwiseOp::Fma,
         EwiseOp::Cast,
+        EwiseOp::Tanh,
+        EwiseOp::Sigmoid,
+        EwiseOp::Softplus,
+        EwiseOp::Erf,
+        EwiseOp::Gelu,
     ];
 
     pub fn name(self) -> &'static str {
@@ -358,6 +387,11 @@ impl EwiseOp {
             EwiseOp::Minimum => "minimum",
             EwiseOp::Fma => "fma",
             EwiseOp::Cast => "cast",
+            EwiseOp::Tanh => "tanh",
+            EwiseOp::Sigmoid => "sigmoid",
+            EwiseOp::Softplus => "softplus",
+            EwiseOp::Erf => "erf",
+            EwiseOp::Gelu => "gelu",
         }
     }
 
@@ -366,7 +400,11 @@ impl EwiseOp {
             EwiseOp::Cast => &[DST, SRC_REGION],
             EwiseOp::Zero => &[DST, ZERO_SRC],
             EwiseOp::Fill => &[DST, VALUE],
-            EwiseOp::Reciprocal | EwiseOp::Silu => &[DST, SRC_INPLACE],
+            EwiseOp::Reciprocal | EwiseOp::Silu | EwiseOp::Tanh | EwiseOp::Sigmoid | EwiseOp::Erf => {
+                &[DST, SRC_INPLACE]
+            }
+            EwiseOp::Softplus => &[DST, SRC_INPLACE, BETA, THRESHOLD],
+            EwiseOp::Gelu => &[DST, SRC_INPLACE, APPROXIMATE],
             EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
             EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
                 &[DST, LHS, RHS]

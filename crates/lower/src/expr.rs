@@ -191,3 +191,14 @@ pub fn affine(env: &Env, e: &Expr) -> Option<Affine> {
         _ => None,
     }
 }
+
+/// The value of a compile-time constant scalar (`1.0`, `-1`, `T.float32(0)`).
+pub fn constant(e: &Expr) -> Option<f64> {
+    match &e.kind {
+        ExprKind::Int(v) => Some(*v as f64),
+        ExprKind::Float(v) => Some(*v),
+        ExprKind::Unary(UnOp::Neg, a) => constant(a).map(|v| -v),
+        ExprKind::Cast(a) => constant(a),
+        _ => None,
+    }
+}

@@ -154,6 +154,40 @@ fn unary_on_shared_tiles() {
     }
 }
 
+/// The activations on shared tiles (the `smem` variant): within the error
+/// docs/numerics.md §2 states of the f64 function, on [-2, 4] (4 ulp; the gelu forms
+/// grow with x², 10 ulp here), computed in f32 and rounded once to the destination type.
+#[test]
+fn activations_on_shared_tiles() {
+    let gelu = |x: f64| 0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2));
+    let k = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::SQRT_2 * 0.5;
+    let gelu_tanh = |x: f64| 0.5 * x * (1.0 + (k * (x + 0.044715 * x * x * x)).tanh());
+    let ops: [(&str, &dyn Fn(f64) -> f64); 7] = [
+        ("tanh", &|x| x.tanh()),
+        ("sigmoid", &|x| 1.0 / (1.0 + (-x).exp())),
+        ("softplus", &|x| x.exp().ln_1p()),
+        ("softplus", &|x| (2.0 * x).exp().ln_1p() / 2.0),
+        ("erf", &|x| libm::erf(x)),
+        ("gelu", &gelu),
+        ("gelu", &gelu_tanh),
+    ];
+    let extras = ["", "", "", ", beta=2.0", "", "", ", approximate=\"tanh\""];
+    for base in [&BASIC, &OFFSET] {
+        for types in [("float32", "float32"), ("float16", "float16"), ("float32", "bfloat16")] {
+            let k = Case { types, ..*base };
+            let n: usize = k.shape.iter().product::<i64>() as usize;
+            let a = values(dt(types.0), n, 3, -2.0, 4.0);
+            for ((op, f), extra) in ops.iter().zip(extras) {
+                let call = format!("Tx.cta.{op}(C_smem[{{rc}}], A_smem[{{ra}}]{extra})");
+                let (l, out) = smem_call(&k, &call, &a, &a);
+                let tol = if *op == "gelu" { 10.0 } else { 4.0 };
+                check(&k, &out, &a, &a, tol, &|x, _| f(x), &format!("{op}{extra} {types:?}"));
+                assert_eq!(l.explain[3].chosen.as_deref(), Some("smem"), "{}", l.explain[3].render());
+            }
+        }
+    }
+}
+
 /// test_unary_op_shared_with_bias_scale: op(x·1.5 + bias), bias a constant or a region.
 #[test]
 fn unary_with_bias_and_scale() {

@@ -321,6 +321,155 @@ fn unary_16bit_rounds_once() {
     }
 }
 
+/// The f32 formula of an activation (docs/numerics.md §2), as PyTorch computes it.
+fn activation_f32(op: &str, x: f32) -> f32 {
+    let k = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::SQRT_2 * 0.5) as f32;
+    match op {
+        "tanh" => x.tanh(),
+        "sigmoid" => sigmoid_f32(x),
+        "softplus" if x > 20.0 => x,
+        "softplus" => x.exp().ln_1p(),
+        "erf" => libm::erff(x),
+        "gelu" => x * 0.5 * libm::erfcf(x * -std::f32::consts::FRAC_1_SQRT_2),
+        "gelu_tanh" => x * sigmoid_f32(2.0 * k * (x + 0.044715 * (x * x * x))),
+        other => panic!("{other}"),
+    }
+}
+
+/// `1 / (1 + exp(-t))`, evaluated as docs/numerics.md §2 says (no overflow).
+fn sigmoid_f32(t: f32) -> f32 {
+    let e = (-t.abs()).exp();
+    if t >= 0.0 {
+        1.0 / (1.0 + e)
+    } else {
+        e / (1.0 + e)
+    }
+}
+
+/// The same in f64: the reference the accuracy is measured against.
+fn activation_f64(op: &str, x: f64) -> f64 {
+    let k = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::SQRT_2 * 0.5;
+    match op {
+        "tanh" => x.tanh(),
+        "sigmoid" => 1.0 / (1.0 + (-x).exp()),
+        "softplus" if x > 20.0 => x,
+        "softplus" => x.exp().ln_1p(),
+        "erf" => libm::erf(x),
+        "gelu" => x * 0.5 * libm::erfc(-x * std::f64::consts::FRAC_1_SQRT_2),
+        "gelu_tanh" => x / (1.0 + (-2.0 * k * (x + 0.044715 * x * x * x)).exp()),
+        other => panic!("{other}"),
+    }
+}
+
+/// `op` as a tile call on `A`, writing `D`.
+fn activation_call(op: &str) -> String {
+    match op {
+        "gelu_tanh" => "Tx.warp.gelu(D[0:32, 0:{n}], A[0:32, 0:{n}], approximate=\"tanh\")".into(),
+        op => format!("Tx.warp.{op}(D[0:32, 0:{{n}}], A[0:32, 0:{{n}}])"),
+    }
+}
+
+const ACTIVATIONS: [&str; 6] = ["tanh", "sigmoid", "softplus", "erf", "gelu", "gelu_tanh"];
+
+/// Activations compute their f32 formula and round once: 16-bit results are the
+/// f32 formula rounded by `half`, bit for bit; f32 results the formula itself.
+#[test]
+fn activations_round_once_from_their_f32_formula() {
+    let mut rng = Rng(0x0dd1_7ea5_e5c0_ffee);
+    for t in [DType::F32, DType::F16, DType::BF16] {
+        let mut a: Vec<f64> = (0..2040).map(|_| rng.float(t, 5)).collect();
+        // The ends: saturation, softplus's threshold, overflow of exp.
+        a.extend([0.0, -0.0, 20.0, 21.0, -30.0, 90.0, f64::INFINITY, f64::NEG_INFINITY]);
+        let to_t = |x: f32| match t {
+            DType::F16 => f16::from_f32(x).to_f64(),
+            DType::BF16 => bf16::from_f32(x).to_f64(),
+            _ => x as f64,
+        };
+        // 16-bit inputs are what the buffer holds.
+        let a: Vec<f64> = a.iter().map(|&x| to_t(x as f32)).collect();
+        for op in ACTIVATIONS {
+            let (got, cuda) = run_warp(t, t, &activation_call(op), [&a, &a, &a]);
+            let want: Vec<f64> = a.iter().map(|&x| to_t(activation_f32(op, x as f32))).collect();
+            assert_bits(&got, &want, [&a, &a, &a], &format!("{t} {op}"));
+            let f = match op {
+                "tanh" => "tanhf(",
+                "sigmoid" | "gelu_tanh" => "expf(",
+                "softplus" => "log1pf(",
+                "gelu" => "erfcf(",
+                _ => "erff(",
+            };
+            assert!(cuda.contains(f), "{op}: {f}\n{cuda}");
+        }
+    }
+}
+
+/// The f32 results against the correctly rounded value of the formula, in units in
+/// the last place (the simulator's host math; docs/numerics.md §2 states these bounds). Where
+/// the function amplifies the rounding of its own argument — erfc(-x/√2) for very
+/// negative x, exp(-2u) in the tanh form — the bound grows with the argument's square
+/// or size: that error is in every f32 formula, PyTorch's included (its erf form
+/// cancels to no correct digit below x ≈ -5). Subnormal results are bounded absolutely.
+#[test]
+fn activations_f32_accuracy() {
+    let mut rng = Rng(0x5eed_0fac_717a_7e00);
+    let a: Vec<f64> = (0..4096).map(|_| rng.float(DType::F32, 6)).collect();
+    let k = std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::SQRT_2;
+    let bounds: [(&str, &dyn Fn(f64) -> f64); 6] = [
+        ("tanh", &|_| 2.0),
+        ("sigmoid", &|_| 3.0),
+        ("softplus", &|_| 3.0),
+        ("erf", &|_| 2.0),
+        ("gelu", &|x| 4.0 + 1.25 * x * x),
+        ("gelu_tanh", &|x| 4.0 + 2.0 * (k * (x + 0.044715 * x * x * x)).abs()),
+    ];
+    for (op, bound) in bounds {
+        let (got, _) = run_warp(DType::F32, DType::F32, &activation_call(op), [&a, &a, &a]);
+        for (&g, &x) in got.iter().zip(&a) {
+            // Ulps between the result and the correctly rounded value, counted on the f32 grid.
+            let want = activation_f64(op, x) as f32;
+            // Below the normal range only the absolute error is bounded: an overflowing
+            // exp(-2u) or an underflowing product may give 0 for a subnormal result.
+            if want.abs() < f32::MIN_POSITIVE && (g as f32 - want).abs() < f32::MIN_POSITIVE {
+                continue;
+            }
+            let err = ordered(g as f32).abs_diff(ordered(want)) as f64;
+            assert!(err <= bound(x), "f32 {op}({x:e}) = {g:e}: {err} ulp from {want:e} (bound {:.1})", bound(x));
+        }
+    }
+}
+
+/// Activation parameters are checked: `approximate=` names a form (at the keyword, by
+/// the script), softplus's `beta`/`threshold` are compile-time numbers and `beta` is
+/// non-zero (a `parse` decline of every variant).
+#[test]
+fn activation_parameters_are_checked() {
+    let src = warp_kernel(DType::F32, DType::F32, 1, "Tx.warp.gelu(D[0:32, 0:1], A[0:32, 0:1], approximate=\"fast\")");
+    let d = tirx_script::parse_kernel("k.py", &src).unwrap_err();
+    assert!(d[0].message.contains("must be one of \"none\", \"tanh\", found a string"), "{}", d[0].message);
+    for (call, words) in [
+        (
+            "Tx.warp.softplus(D[0:32, 0:1], A[0:32, 0:1], beta=0.0)",
+            "softplus `beta=0`: beta is a finite non-zero number",
+        ),
+        (
+            "Tx.warp.softplus(D[0:32, 0:1], A[0:32, 0:1], threshold=Ag[0, 0])",
+            "softplus `threshold=` must be a compile-time number",
+        ),
+    ] {
+        let (ex, _) =
+            tirx_lower::explain_kernel(&parse(&warp_kernel(DType::F32, DType::F32, 1, call)), &Default::default());
+        let t = &ex[3].tried[0];
+        assert_eq!(t.rule, Some(CommonRule::Parse.into()), "{}", ex[3].render());
+        assert!(t.reason.contains(words), "{}", t.reason);
+    }
+}
+
+/// `x`'s place on the f32 grid, in order (adjacent floats differ by 1; ±0 are one place).
+fn ordered(x: f32) -> i64 {
+    let b = x.to_bits() as i32;
+    i64::from(if b < 0 { i32::MIN.wrapping_sub(b) } else { b })
+}
+
 /// Inputs for the rounding-mode checks: random, plus exact results, zero sums and ties.
 fn mode_inputs(rng: &mut Rng) -> [Vec<f64>; 3] {
     let mut v: [Vec<f64>; 3] = [vec![], vec![], vec![]];

@@ -125,6 +125,9 @@ impl Builder<'_> {
     fn attr_value(&mut self, kind: AttrKind, v: Val, sp: Span, what: &str) -> R<AttrValue> {
         let got = match (kind, &v) {
             (AttrKind::Bool, Val::Bool(b)) => Some(AttrValue::Bool(*b)),
+            (AttrKind::Choice(names), Val::Str(s)) => {
+                names.iter().find(|n| **n == s.as_str()).map(|n| AttrValue::Choice(n))
+            }
             (AttrKind::Axes, Val::Int(i)) => Some(AttrValue::Axes(vec![*i])),
             (AttrKind::Axes, Val::Tuple(xs) | Val::List(xs)) => xs
                 .iter()

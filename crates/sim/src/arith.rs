@@ -286,6 +286,9 @@ fn math_f32(fun: MathFn, x: f32) -> f32 {
         MathFn::Tanh => x.tanh(),
         MathFn::Sin => x.sin(),
         MathFn::Cos => x.cos(),
+        MathFn::Erf => libm::erff(x),
+        MathFn::Erfc => libm::erfcf(x),
+        MathFn::Log1p => x.ln_1p(),
     }
 }
 
@@ -303,6 +306,9 @@ fn math_f64(fun: MathFn, x: f64) -> f64 {
         MathFn::Tanh => x.tanh(),
         MathFn::Sin => x.sin(),
         MathFn::Cos => x.cos(),
+        MathFn::Erf => libm::erf(x),
+        MathFn::Erfc => libm::erfc(x),
+        MathFn::Log1p => x.ln_1p(),
     }
 }
 

@@ -326,23 +326,7 @@ pub fn dtype_zoo() -> LKernel {
             set(11, LExpr::Un(UnOp::Neg, Box::new(at(12))));
         }
         if t.is_float() {
-            for (j, m) in [
-                MathFn::Sqrt,
-                MathFn::Rsqrt,
-                MathFn::Exp,
-                MathFn::Exp2,
-                MathFn::Log,
-                MathFn::Log2,
-                MathFn::Abs,
-                MathFn::Floor,
-                MathFn::Ceil,
-                MathFn::Tanh,
-                MathFn::Sin,
-                MathFn::Cos,
-            ]
-            .into_iter()
-            .enumerate()
-            {
+            for (j, m) in MathFn::ALL.into_iter().enumerate() {
                 set(12, math(m, add(at(12), LExpr::Float(j as f64, t))));
             }
         } else {

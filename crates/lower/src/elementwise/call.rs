@@ -8,7 +8,7 @@ use crate::variant::{CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LBinOp, LExpr, LStmtKind, RoundMode, RoundOp};
-use tirx_ir::op::{self, EwiseOp, Slot};
+use tirx_ir::op::{self, AttrValue, EwiseOp, Slot};
 use tirx_ir::DType;
 
 decline_rules! {
@@ -45,6 +45,23 @@ pub struct OpCall<'a> {
     pub srcs: Vec<Operand<'a>>,
     /// Unary `scale=` (sqrt, exp, exp2, log2).
     pub scale: Option<&'a Expr>,
+    /// The op's compile-time parameters beyond its operands.
+    pub params: Params,
+}
+
+/// Compile-time parameters of an op, as PyTorch's keyword arguments name them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Params {
+    None,
+    /// `softplus(x, beta, threshold)`: linear where `beta·x > threshold`.
+    Softplus {
+        beta: f64,
+        threshold: f64,
+    },
+    /// `gelu(x, approximate)`: the tanh approximation when `tanh`.
+    Gelu {
+        tanh: bool,
+    },
 }
 
 impl OpCall<'_> {
@@ -81,10 +98,23 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             .ok_or_else(|| Decline::new(CommonRule::Parse, format!("`{}` is missing its {what}", op.name())))
     };
     let mut scale = None;
+    let mut params = Params::None;
     let srcs = match op {
         EwiseOp::Zero => vec![],
         EwiseOp::Fill => vec![need(&op::VALUE, "value")?],
-        EwiseOp::Reciprocal | EwiseOp::Silu => vec![need(&op::SRC_INPLACE, "source")?],
+        EwiseOp::Reciprocal | EwiseOp::Silu | EwiseOp::Tanh | EwiseOp::Sigmoid | EwiseOp::Erf => {
+            vec![need(&op::SRC_INPLACE, "source")?]
+        }
+        EwiseOp::Softplus => {
+            params = softplus_params(cx)?;
+            vec![need(&op::SRC_INPLACE, "source")?]
+        }
+        EwiseOp::Gelu => {
+            params = Params::Gelu {
+                tanh: matches!(cx.arg(&op::APPROXIMATE), Some(TileArg::Attr(AttrValue::Choice("tanh")))),
+            };
+            vec![need(&op::SRC_INPLACE, "source")?]
+        }
         EwiseOp::Cast => match need(&op::SRC_REGION, "source")? {
             r @ Operand::Region(_) => vec![r],
             Operand::Scalar(_) => {
@@ -121,7 +151,26 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         }
         EwiseOp::Fma => vec![need(&op::FMA_A, "a")?, need(&op::FMA_B, "scale (b)")?, need(&op::FMA_C, "bias (c)")?],
     };
-    Ok(OpCall { op, dst, srcs, scale })
+    Ok(OpCall { op, dst, srcs, scale, params })
+}
+
+/// `beta=` (1 when absent) and `threshold=` (20 when absent), PyTorch's
+/// defaults: compile-time constants, `beta` non-zero.
+fn softplus_params(cx: &CallCx) -> Result<Params, Decline> {
+    let constant = |slot: &Slot, absent: f64| match cx.scalar(slot) {
+        None => Ok(absent),
+        Some(e) => crate::expr::constant(e).ok_or_else(|| {
+            Decline::new(CommonRule::Parse, format!("softplus `{}=` must be a compile-time number", slot.name()))
+        }),
+    };
+    let (beta, threshold) = (constant(&op::BETA, 1.0)?, constant(&op::THRESHOLD, 20.0)?);
+    if beta == 0.0 || !beta.is_finite() {
+        return Err(Decline::new(
+            CommonRule::Parse,
+            format!("softplus `beta={beta}`: beta is a finite non-zero number"),
+        ));
+    }
+    Ok(Params::Softplus { beta, threshold })
 }
 
 /// Ops computed in f32 whatever their operand types, rounded once to the
@@ -137,6 +186,11 @@ pub fn f32_compute(op: EwiseOp) -> bool {
             | EwiseOp::Log2
             | EwiseOp::Silu
             | EwiseOp::Fdiv
+            | EwiseOp::Tanh
+            | EwiseOp::Sigmoid
+            | EwiseOp::Softplus
+            | EwiseOp::Erf
+            | EwiseOp::Gelu
     )
 }
 
@@ -210,8 +264,10 @@ pub(crate) fn convert(b: &Builder, value: LExpr, to: DType, mode: RoundMode) -> 
 /// The value of one destination element in the compute type `ct`: `x` are the
 /// sources (already in `ct`), `scale` the unary scale (in `ct`); arithmetic
 /// rounds in `mode` ([`rounding`]), `fma` always once.
-pub fn scalar(op: EwiseOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: RoundMode) -> LExpr {
+pub fn scalar(op: EwiseOp, params: Params, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: RoundMode) -> LExpr {
     let one = LExpr::Float(1.0, ct);
+    let c = |v: f64| LExpr::Float(v, ct);
+    let f = |g: MathFn, a: LExpr| LExpr::Math(g, vec![a]);
     let math = |f: MathFn| {
         let mut arg = x[0].clone();
         if let Some(s) = scale.clone() {
@@ -242,7 +298,51 @@ pub fn scalar(op: EwiseOp, x: &[LExpr], scale: Option<LExpr>, ct: DType, mode: R
         EwiseOp::Maximum => fbin(LBinOp::Max, x[0].clone(), x[1].clone()),
         EwiseOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
         EwiseOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
+        EwiseOp::Tanh => f(MathFn::Tanh, x[0].clone()),
+        EwiseOp::Erf => f(MathFn::Erf, x[0].clone()),
+        EwiseOp::Sigmoid => sigmoid(x[0].clone(), ct),
+        // beta·x > threshold ? x : log1p(exp(beta·x)) / beta (PyTorch's formula)
+        EwiseOp::Softplus => {
+            let (beta, threshold) = match params {
+                Params::Softplus { beta, threshold } => (beta, threshold),
+                _ => (1.0, 20.0),
+            };
+            let bx = if beta == 1.0 { x[0].clone() } else { fbin(LBinOp::Mul, x[0].clone(), c(beta)) };
+            let soft = f(MathFn::Log1p, f(MathFn::Exp, bx.clone()));
+            let soft = if beta == 1.0 { soft } else { fbin(LBinOp::Div, soft, c(beta)) };
+            LExpr::Select(Box::new(fbin(LBinOp::Gt, bx, c(threshold))), Box::new(x[0].clone()), Box::new(soft))
+        }
+        // Written so that nothing cancels where the result is tiny (x very negative):
+        // x·Φ(x) = 0.5·x·erfc(-x/√2), and PyTorch's tanh form 0.5·x·(1 + tanh(u)),
+        // u = √(2/π)·(x + 0.044715·x³), as x / (1 + exp(-2u)).
+        EwiseOp::Gelu if params == (Params::Gelu { tanh: true }) => {
+            let x0 = x[0].clone();
+            let cube = fbin(LBinOp::Mul, fbin(LBinOp::Mul, x0.clone(), x0.clone()), x0.clone());
+            let arg = fbin(LBinOp::Add, x0.clone(), fbin(LBinOp::Mul, c(0.044715), cube));
+            let two_u = fbin(LBinOp::Mul, c(std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::SQRT_2), arg);
+            fbin(LBinOp::Mul, x0, sigmoid(two_u, ct))
+        }
+        EwiseOp::Gelu => {
+            let x0 = x[0].clone();
+            let tail = f(MathFn::Erfc, fbin(LBinOp::Mul, x0.clone(), c(-std::f64::consts::FRAC_1_SQRT_2)));
+            fbin(LBinOp::Mul, fbin(LBinOp::Mul, x0, c(0.5)), tail)
+        }
     }
+}
+
+/// `1 / (1 + exp(-t))` without overflow: `exp(-|t|)` never exceeds 1, and for
+/// negative `t` the result is `e / (1 + e)` (tiny results underflow gradually instead
+/// of flushing to 0 through an infinite `exp`).
+fn sigmoid(t: LExpr, ct: DType) -> LExpr {
+    let one = LExpr::Float(1.0, ct);
+    let e = LExpr::Math(MathFn::Exp, vec![LExpr::Un(UnOp::Neg, Box::new(LExpr::Math(MathFn::Abs, vec![t.clone()])))]);
+    let denom = fbin(LBinOp::Add, one.clone(), e.clone());
+    let nonneg = fbin(LBinOp::Ge, t, LExpr::Float(0.0, ct));
+    LExpr::Select(
+        Box::new(nonneg),
+        Box::new(fbin(LBinOp::Div, one, denom.clone())),
+        Box::new(fbin(LBinOp::Div, e, denom)),
+    )
 }
 
 /// f32 for the ops [`f32_compute`] names; else the widest region dtype, f32

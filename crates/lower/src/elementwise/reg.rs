@@ -210,7 +210,7 @@ impl Variant for EwiseReg {
                     })
                     .collect();
                 let dst_dtype = b.bufs[dst_buf.0 as usize].dtype;
-                let value = scalar(call.op, &vals, scale, p.compute, p.rounding);
+                let value = scalar(call.op, call.params, &vals, scale, p.compute, p.rounding);
                 let value = convert(b, value, dst_dtype, p.rounding);
                 LStmtKind::Memory(MemOp::Store { buf: dst_buf, index: dst_index, value })
             }

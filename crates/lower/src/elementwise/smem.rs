@@ -322,7 +322,7 @@ fn access(m: &MemOperand, map: &dyn Fn(i64) -> i64, total: i64, v: i64) -> Resul
 /// `op(values)` in the compute type, converted to `dst`'s type.
 fn compute(em: &Emitter, call: &OpCall, p: &SmemPlan, vals: &[LExpr], scale: Option<LExpr>, dst: LBufId) -> LExpr {
     let b = em.builder();
-    let value = scalar(call.op, vals, scale, p.compute, p.rounding);
+    let value = scalar(call.op, call.params, vals, scale, p.compute, p.rounding);
     convert(b, value, b.bufs[dst.0 as usize].dtype, p.rounding)
 }
 

@@ -2,7 +2,7 @@
 
 use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline};
-use tirx_ir::hir::{BufferRegion, Expr, ExprKind, UnOp};
+use tirx_ir::hir::BufferRegion;
 use tirx_ir::op::{self, Slot};
 
 decline_rules! {
@@ -43,7 +43,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<GemmCall<'a>, Decline> {
         cx.region(slot)
             .ok_or_else(|| Decline::new(CommonRule::Parse, format!("gemm operand {name} is not a buffer region")))
     };
-    let scalar = |slot: &Slot, absent: f64| cx.scalar(slot).map_or(Some(absent), constant);
+    let scalar = |slot: &Slot, absent: f64| cx.scalar(slot).map_or(Some(absent), crate::expr::constant);
     Ok(GemmCall {
         d: region(&op::GEMM_D, "D")?,
         a: region(&op::GEMM_A, "A")?,
@@ -54,15 +54,4 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<GemmCall<'a>, Decline> {
         alpha: scalar(&op::ALPHA, 1.0),
         beta: scalar(&op::BETA, 0.0),
     })
-}
-
-/// The value of a compile-time constant scalar (`1.0`, `-1`, `T.float32(0)`).
-pub(super) fn constant(e: &Expr) -> Option<f64> {
-    match &e.kind {
-        ExprKind::Int(v) => Some(*v as f64),
-        ExprKind::Float(v) => Some(*v),
-        ExprKind::Unary(UnOp::Neg, a) => constant(a).map(|v| -v),
-        ExprKind::Cast(a) => constant(a),
-        _ => None,
-    }
 }

@@ -26,6 +26,9 @@ pub enum Family {
     /// Moves a region asynchronously (`copy_async`): the data lands when the
     /// kernel's completion mechanism (`cp.async.wait_group`, an mbarrier) says so.
     CopyAsync,
+    /// Rearranges a region from the source's layout into the destination's, the
+    /// same logical elements (`permute_layout`).
+    Permute,
 }
 
 impl Family {
@@ -36,6 +39,7 @@ impl Family {
             Family::Reduce => "reduce",
             Family::Gemm => "gemm",
             Family::CopyAsync => "copy_async",
+            Family::Permute => "permute",
         }
     }
 }
@@ -53,6 +57,9 @@ pub enum TileOp {
     /// (K×M and K×N with the flags), as the reference's `gemm_async`.
     GemmAsync,
     CopyAsync,
+    /// `permute_layout(dst, src)`: `dst[i] = src[i]` for every logical index of the
+    /// region, both in memory under their own layouts (the reference's warp op).
+    PermuteLayout,
 }
 
 /// The reduction ops (`Tx.<scope>.sum|max|min(dst, src, axes=-1, accum=False)`).
@@ -420,7 +427,7 @@ impl TileOp {
         std::iter::once(TileOp::Copy)
             .chain(EwiseOp::ALL.into_iter().map(TileOp::Ewise))
             .chain(ReduceOp::ALL.into_iter().map(TileOp::Reduce))
-            .chain([TileOp::Gemm, TileOp::GemmAsync, TileOp::CopyAsync])
+            .chain([TileOp::Gemm, TileOp::GemmAsync, TileOp::CopyAsync, TileOp::PermuteLayout])
     }
 
     pub fn name(self) -> &'static str {
@@ -431,6 +438,7 @@ impl TileOp {
             TileOp::Gemm => "gemm",
             TileOp::GemmAsync => "gemm_async",
             TileOp::CopyAsync => "copy_async",
+            TileOp::PermuteLayout => "permute_layout",
         }
     }
 
@@ -461,6 +469,7 @@ impl TileOp {
                 operands: &[DST, SRC_REGION, PREDICATE, MBAR, CTA_MASK, REMOTE_CTA],
                 config: COPY_ASYNC_CONFIG,
             },
+            TileOp::PermuteLayout => OpSpec { family: Family::Permute, operands: &[DST, SRC_REGION], config: &[] },
         }
     }
 

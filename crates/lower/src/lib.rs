@@ -22,7 +22,8 @@
 //!   container; with `operand`, the one operand model variants share;
 //! * the families, one module per variant, each with its own rules in its
 //!   `call.rs`: `copy` ([`CopyRule`]), `copy_async` ([`CopyAsyncRule`]),
-//!   `elementwise` ([`EwiseRule`]), `gemm` ([`GemmRule`]), `reduce` ([`ReduceRule`]);
+//!   `elementwise` ([`EwiseRule`]), `gemm` ([`GemmRule`]), `permute` ([`PermuteRule`]),
+//!   `reduce` ([`ReduceRule`]);
 //! * above them: `registry` (the CUDA registry, the one module naming every
 //!   family), `select` (planning every variant of a call, choosing, emitting),
 //!   `explain` (the dispatch record, [`CallExplain`]);
@@ -51,6 +52,7 @@ mod launch;
 mod lay;
 mod operand;
 mod options;
+mod permute;
 mod ptx;
 mod reduce;
 mod registry;
@@ -68,6 +70,7 @@ pub use elementwise::EwiseRule;
 pub use explain::{CallExplain, Dim, OperandExplain, SpanInfo, Tried};
 pub use gemm::GemmRule;
 pub use options::LowerOptions;
+pub use permute::PermuteRule;
 pub use reduce::ReduceRule;
 pub use scope::ScopeView;
 pub use stmt::Lowered;

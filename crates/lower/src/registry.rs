@@ -11,6 +11,7 @@ impl Registry {
         crate::copy_async::register(&mut r);
         crate::elementwise::register(&mut r);
         crate::gemm::register(&mut r);
+        crate::permute::register(&mut r);
         crate::reduce::register(&mut r);
         r
     }

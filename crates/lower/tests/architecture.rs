@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The families: one folder each, one module per variant.
-const FAMILIES: [&str; 5] = ["copy", "copy_async", "elementwise", "gemm", "reduce"];
+const FAMILIES: [&str; 6] = ["copy", "copy_async", "elementwise", "gemm", "permute", "reduce"];
 /// What sits above the families and must never be imported by one.
 const ABOVE_FAMILIES: [&str; 7] = ["registry", "select", "explain", "stmt", "asynch", "collective", "ptx"];
 

@@ -182,7 +182,7 @@ impl Builder<'_> {
     /// `spans[i]` is where operand `i` was written (the call when it was not).
     pub(crate) fn check_tile(&mut self, call: &TileCall, spans: &[Span]) -> R<()> {
         match call.op.family() {
-            Family::Copy | Family::CopyAsync => self.check_copy(call),
+            Family::Copy | Family::CopyAsync | Family::Permute => self.check_copy(call),
             Family::Elementwise => self.check_broadcast(call),
             Family::Reduce => self.check_reduce(call, spans[2]),
             // Dtypes and fragments are the variants' to check (typed declines).
@@ -318,13 +318,18 @@ impl Builder<'_> {
 
     /// Copy operands: one dtype, equal regions once unit dims are dropped.
     fn check_copy(&mut self, call: &TileCall) -> R<()> {
-        let (TileArg::Region(dst), TileArg::Region(src)) = (&call.args[0], &call.args[1]) else { return Ok(()) };
+        let (Some(dst), Some(src)) = (call.region(&op::DST), call.region(&op::SRC_REGION)) else { return Ok(()) };
         let (db, sb) = (self.buffer(dst.buf).clone(), self.buffer(src.buf).clone());
+        // `permute_layout` says what it is (the reference's messages: "dtype mismatch", "slice shape mismatch").
+        let (what, regions) = match call.op {
+            TileOp::PermuteLayout => ("permute_layout", "permute_layout slice shape mismatch"),
+            _ => ("copy", "copy operands cover different regions"),
+        };
         if db.dtype != sb.dtype {
             return self.fail(
                 Diagnostic::error(
                     src.span,
-                    format!("copy dtype mismatch: `{}` is {} but `{}` is {}", sb.name, sb.dtype, db.name, db.dtype),
+                    format!("{what} dtype mismatch: `{}` is {} but `{}` is {}", sb.name, sb.dtype, db.name, db.dtype),
                 )
                 .with_label(format!("{}", sb.dtype))
                 .with_secondary(dst.span, format!("{}", db.dtype))
@@ -343,7 +348,7 @@ impl Builder<'_> {
                 Diagnostic::error(
                     src.span,
                     format!(
-                        "copy operands cover different regions: dst {de} vs src {se} (unit dims dropped: {} vs {})",
+                        "{regions}: dst {de} vs src {se} (unit dims dropped: {} vs {})",
                         fmt_shape(&ds),
                         fmt_shape(&ss)
                     ),

@@ -194,11 +194,19 @@ pub fn decline_table(ex: &CallExplain) -> String {
         let verdict = match (t.accepted, t.skipped) {
             (true, true) => format!("would accept (not used: {})", ex.skip_reason()),
             (true, false) => "accepted".to_string(),
-            (false, _) => t.reason.clone(),
+            (false, _) => declined(t),
         };
         s.push_str(&format!("\n{label:<w$} | {verdict}"));
     }
     s
+}
+
+/// A decline's reason with the name of its rule (`... [divides_thread_cnt]`), as explain prints it.
+fn declined(t: &Tried) -> String {
+    match &t.predicate {
+        Some(rule) => format!("{} [{rule}]", t.reason),
+        None => t.reason.clone(),
+    }
 }
 
 fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnostic {
@@ -220,8 +228,9 @@ fn slow_pick_warning(cx: &CallCx, ex: &CallExplain, v: &dyn Variant) -> Diagnost
     )
     .with_label(format!("lowered to a slow scalar loop: {how}"));
     for t in ex.tried.iter().filter(|t| t.priority > v.priority()) {
-        let verdict = if t.accepted { "would accept" } else { "declined" };
-        d = d.with_note(format!("{} {verdict}: {}", t.variant, t.reason));
+        let verdict =
+            if t.accepted { format!("would accept: {}", t.reason) } else { format!("declined: {}", declined(t)) };
+        d = d.with_note(format!("{} {verdict}", t.variant));
     }
     d
 }

@@ -70,7 +70,11 @@ fn no_applicable_variant_has_a_table() {
     let errs = lower_with(&parse(&src), &Default::default(), &reg).unwrap_err();
     assert_eq!(errs[0].message, "no lowering variant applies to this `copy` at warp scope");
     let table = &errs[0].notes[0];
-    assert!(table.contains("gmem_smem (prio=10) | region size 24 not divisible by thread_cnt=32"), "{table}");
+    // The reason carries its rule's name, as explain prints it (a test matching the name finds it).
+    assert!(
+        table.contains("gmem_smem (prio=10) | region size 24 not divisible by thread_cnt=32 [divides_thread_cnt]"),
+        "{table}"
+    );
 }
 
 #[test]

@@ -48,9 +48,10 @@
 //! `fence.proxy.async` of the writing thread ordered before the reader
 //! ([`Machine::proxy_check`]); TMA landings are async-proxy writes and need none.
 
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compile, Compiler, Reg};
 use crate::error::{ranges, SimError, SimErrorKind};
 use crate::exec::{Machine, State};
+use crate::family::{FamilyIns, Flow};
 use crate::memory::Dir;
 use std::collections::{HashMap, VecDeque};
 use tirx_ir::lir::{AsyncOp, LExpr, Mbar, Space, MBAR_MAX_COUNT};
@@ -125,8 +126,8 @@ pub(crate) enum AsyncIns {
 }
 
 impl AsyncIns {
-    /// The PTX name, for diagnostics.
-    pub(crate) fn name(&self) -> &'static str {
+    /// The PTX name.
+    fn ptx(&self) -> &'static str {
         match self {
             AsyncIns::CpAsync { .. } => "cp.async",
             AsyncIns::Commit => "cp.async.commit_group",
@@ -146,9 +147,16 @@ impl AsyncIns {
             AsyncIns::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
         }
     }
+}
+
+/// Per thread: each thread issues, waits and arrives on its own.
+impl FamilyIns for AsyncIns {
+    fn name(&self) -> String {
+        format!("`{}`", self.ptx())
+    }
 
     /// The site of the instructions that can fail or block.
-    pub(crate) fn site(&self) -> Option<u32> {
+    fn site(&self) -> Option<u32> {
         match self {
             AsyncIns::CpAsync { site, .. }
             | AsyncIns::MbarInit { site, .. }
@@ -167,7 +175,11 @@ impl AsyncIns {
         }
     }
 
-    pub(crate) fn for_each_reg(&mut self, mut f: impl FnMut(&mut Reg)) {
+    fn step(&self, m: &mut Machine<'_>, t: u32, base: usize) -> Result<Flow, SimError> {
+        m.asynch(t, base, self)
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
         match self {
             AsyncIns::CpAsync { dst_idx, src_idx, src_bytes, .. } => {
                 f(dst_idx);
@@ -236,13 +248,6 @@ pub(crate) struct Flight {
     pub t: u32,
     pub site: u32,
     pub kind: CopyKind,
-}
-
-/// What the thread does after an instruction.
-pub(crate) enum Flow {
-    Next,
-    /// Wait here (an mbarrier phase that has not completed).
-    Block,
 }
 
 /// A copy in flight: the bytes read at issue, where they land, and the source
@@ -468,8 +473,14 @@ impl AsyncState {
     }
 }
 
+impl Compile for AsyncOp {
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
+        c.asynch(self)
+    }
+}
+
 impl Compiler<'_> {
-    pub(crate) fn asynch(&mut self, a: &AsyncOp) -> Result<(), SimError> {
+    fn asynch(&mut self, a: &AsyncOp) -> Result<(), SimError> {
         let ins = match a {
             // The L2 prefetch size is a performance hint with no effect on the result.
             AsyncOp::CpAsync { dst, dst_index, src, src_index, bytes, src_bytes, prefetch: _ } => {
@@ -535,7 +546,7 @@ impl Compiler<'_> {
                 }
             }
         };
-        self.emit(Ins::Async(Box::new(ins)));
+        self.emit_family(ins);
         Ok(())
     }
 
@@ -587,8 +598,8 @@ impl Machine<'_> {
     /// async-proxy readers it is ordered before; its later accesses are stamped after it.
     pub(crate) fn proxy_fence(&mut self, t: u32) -> Result<(), SimError> {
         let tick = self.tick()?;
-        self.asy.rel[t as usize] = tick;
-        self.asy.proxy[t as usize].push(tick);
+        self.fam.asy.rel[t as usize] = tick;
+        self.fam.asy.proxy[t as usize].push(tick);
         Ok(())
     }
 
@@ -596,7 +607,7 @@ impl Machine<'_> {
     /// be followed by a `fence.proxy.async` of the writer that is ordered before `reader`.
     pub(crate) fn proxy_check(&self, b: u32, e: usize, reader: u32, site: u32, r: ProxyReader) -> Result<(), SimError> {
         let Some((p, stamp, wsite)) = self.last_write(b, e) else { return Ok(()) };
-        let fences = &self.asy.proxy[p as usize];
+        let fences = &self.fam.asy.proxy[p as usize];
         let next = fences.partition_point(|&f| f <= stamp);
         if fences.get(next).is_some_and(|&f| self.ordered(p, f, reader)) {
             return Ok(());
@@ -620,7 +631,7 @@ impl Machine<'_> {
     }
 
     /// Executes one instruction of the family for thread `t` (registers at `base`).
-    pub(crate) fn asynch(&mut self, t: u32, base: usize, a: &AsyncIns) -> Result<Flow, SimError> {
+    fn asynch(&mut self, t: u32, base: usize, a: &AsyncIns) -> Result<Flow, SimError> {
         let r = |reg: Reg| self.regs[base + reg as usize] as i64;
         match *a {
             AsyncIns::CpAsync { site, dst, dst_idx, src, src_idx, bytes, src_bytes } => {
@@ -628,12 +639,12 @@ impl Machine<'_> {
                 self.cp_async(t, site, (dst, r(dst_idx)), (src, r(src_idx)), bytes, fill)?
             }
             AsyncIns::Commit => {
-                let group = std::mem::take(&mut self.asy.open[t as usize]);
-                self.asy.groups[t as usize].push_back(group);
+                let group = std::mem::take(&mut self.fam.asy.open[t as usize]);
+                self.fam.asy.groups[t as usize].push_back(group);
             }
             AsyncIns::WaitGroup(n) => {
-                while self.asy.groups[t as usize].len() > n as usize {
-                    let group = self.asy.groups[t as usize].pop_front().unwrap_or_default();
+                while self.fam.asy.groups[t as usize].len() > n as usize {
+                    let group = self.fam.asy.groups[t as usize].pop_front().unwrap_or_default();
                     group.into_iter().try_for_each(|p| self.land(t, p))?;
                 }
             }
@@ -654,8 +665,8 @@ impl Machine<'_> {
             AsyncIns::Fence(_) => {}
             AsyncIns::Tma(ref x) => self.tma(t, base, x)?,
             AsyncIns::BulkCommit => {
-                let stores = std::mem::take(&mut self.asy.bulk_open[t as usize]);
-                self.asy.bulk_groups[t as usize].push_back(crate::tma::BulkGroup { stores, read: false });
+                let stores = std::mem::take(&mut self.fam.asy.bulk_open[t as usize]);
+                self.fam.asy.bulk_groups[t as usize].push_back(crate::tma::BulkGroup { stores, read: false });
             }
             AsyncIns::BulkWait { n, read } => self.bulk_wait(t, n as usize, read)?,
             AsyncIns::ClusterArrive { site } => self.cluster_arrive(t, site)?,
@@ -703,21 +714,21 @@ impl Machine<'_> {
                 if let Some(err) = self.inflight_conflict(dst, t, e, Dir::Write, site) {
                     return Err(err);
                 }
-                self.asy.inflight.insert((dst, e), Flight { t, site, kind: CopyKind::CpAsync });
+                self.fam.asy.inflight.insert((dst, e), Flight { t, site, kind: CopyKind::CpAsync });
             }
             for e in s..s + n {
                 self.hold_source(src, e, Flight { t, site, kind: CopyKind::CpAsync });
             }
         }
         let p = Pending { site, dst, elem: d, elems, data, src, src_elem: s, src_elems: n };
-        self.asy.open[t as usize].push(p);
+        self.fam.asy.open[t as usize].push(p);
         Ok(())
     }
 
     /// Completes copy `p` of thread `t`: its bytes land, stamped now, and it stops reading its source.
     fn land(&mut self, t: u32, p: Pending) -> Result<(), SimError> {
         for e in p.elem..p.elem + p.elems {
-            self.asy.inflight.remove(&(p.dst, e));
+            self.fam.asy.inflight.remove(&(p.dst, e));
         }
         for e in p.src_elem..p.src_elem + p.src_elems {
             self.release_source(p.src, e);
@@ -728,15 +739,15 @@ impl Machine<'_> {
 
     /// A copy in flight reads source element `b[e]` (counted per copy).
     pub(crate) fn hold_source(&mut self, b: u32, e: usize, f: Flight) {
-        self.asy.inflight_src.entry((b, e)).and_modify(|c| c.1 += 1).or_insert((f, 1));
+        self.fam.asy.inflight_src.entry((b, e)).and_modify(|c| c.1 += 1).or_insert((f, 1));
     }
 
     /// A copy reading `b[e]` completed its read.
     pub(crate) fn release_source(&mut self, b: u32, e: usize) {
-        if let Some(c) = self.asy.inflight_src.get_mut(&(b, e)) {
+        if let Some(c) = self.fam.asy.inflight_src.get_mut(&(b, e)) {
             c.1 -= 1;
             if c.1 == 0 {
-                self.asy.inflight_src.remove(&(b, e));
+                self.fam.asy.inflight_src.remove(&(b, e));
             }
         }
     }
@@ -750,7 +761,7 @@ impl Machine<'_> {
                 return Some(err);
             }
         }
-        let f = *self.asy.inflight.get(&(b, e))?;
+        let f = *self.fam.asy.inflight.get(&(b, e))?;
         let verb = if dir.is_write() { "writes" } else { "reads" };
         let name = f.kind.name();
         let copy = match f.kind {
@@ -779,7 +790,7 @@ impl Machine<'_> {
     /// A write of `b[e]` while an asynchronous copy that reads it has not completed.
     #[cold]
     fn source_conflict(&self, b: u32, t: u32, e: usize, site: u32) -> Option<SimError> {
-        let &(f, _) = self.asy.inflight_src.get(&(b, e))?;
+        let &(f, _) = self.fam.asy.inflight_src.get(&(b, e))?;
         let name = f.kind.name();
         let copy = if f.t == t { format!("its own {name}") } else { format!("a {name} by {}", self.who(f.t)) };
         let msg = format!(
@@ -801,7 +812,7 @@ impl Machine<'_> {
 
     /// At exit: every copy must be committed and waited for.
     pub(crate) fn async_exit(&self, t: u32) -> Result<(), SimError> {
-        let (open, groups) = (&self.asy.open[t as usize], &self.asy.groups[t as usize]);
+        let (open, groups) = (&self.fam.asy.open[t as usize], &self.fam.asy.groups[t as usize]);
         let first = open.first().or_else(|| groups.iter().flatten().next());
         let Some(first) = first else {
             return Ok(());
@@ -839,9 +850,9 @@ impl Machine<'_> {
         let count = count as u32;
         // A re-initialised barrier keeps its slot: landing ticks only grow, so what a
         // thread acquired of its earlier life stays older than its new landings.
-        let slot = match self.asy.bars.get(&(bar, e)) {
+        let slot = match self.fam.asy.bars.get(&(bar, e)) {
             Some(old) => old.slot,
-            None if self.asy.slots.len() > usize::from(!crate::memory::LANDED) => {
+            None if self.fam.asy.slots.len() > usize::from(!crate::memory::LANDED) => {
                 let msg = format!(
                     "mbarrier.init of `{}[{e}]` by {}: more than {} mbarriers in one CTA",
                     self.bufs[bar as usize].name,
@@ -851,8 +862,8 @@ impl Machine<'_> {
                 return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg));
             }
             None => {
-                self.asy.slots.push((bar, e));
-                self.asy.slots.len() as u32 - 1
+                self.fam.asy.slots.push((bar, e));
+                self.fam.asy.slots.len() as u32 - 1
             }
         };
         let b = Barrier {
@@ -867,7 +878,7 @@ impl Machine<'_> {
             arriving_tma: vec![],
             released_tma: vec![],
         };
-        if let Some(old) = self.asy.bars.insert((bar, e), b) {
+        if let Some(old) = self.fam.asy.bars.insert((bar, e), b) {
             if let Some(c) = old.copies.first() {
                 return Err(self.reinit_in_flight(t, site, (bar, e), c));
             }
@@ -896,7 +907,7 @@ impl Machine<'_> {
             );
             return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg));
         }
-        if !self.asy.bars.contains_key(&(bar, e)) {
+        if !self.fam.asy.bars.contains_key(&(bar, e)) {
             return Err(self.uninit_barrier(t, site, bar, e, what));
         }
         self.touch(bar, t, e, Dir::Read, site)?;
@@ -906,7 +917,7 @@ impl Machine<'_> {
         let (w, warp_sync) = (t / 32, self.wsync[(t / 32) as usize]);
         let lanes = (w * 32) as usize..((w * 32 + 32) as usize).min(self.n);
         let (name, who, span) = (&self.bufs[bar as usize].name, self.who(t), self.prog.sites[site as usize]);
-        let Some(b) = self.asy.bars.get_mut(&(bar, e)) else {
+        let Some(b) = self.fam.asy.bars.get_mut(&(bar, e)) else {
             return Ok(());
         };
         if b.pending == 0 {
@@ -919,24 +930,24 @@ impl Machine<'_> {
         b.pending -= 1;
         b.tx += tx;
         let n = self.n;
-        if let Some(row) = self.asy.acq.get(t as usize * n..(t as usize + 1) * n) {
+        if let Some(row) = self.fam.asy.acq.get(t as usize * n..(t as usize + 1) * n) {
             join(&mut b.arriving, row);
         }
-        if let Some(row) = self.asy.acq_tma.get(t as usize) {
+        if let Some(row) = self.fam.asy.acq_tma.get(t as usize) {
             join_grow(&mut b.arriving_tma, row);
         }
         for q in lanes {
             b.arriving[q] = b.arriving[q].max(warp_sync);
         }
         b.arriving[t as usize] = tick;
-        self.asy.rel[t as usize] = tick;
+        self.fam.asy.rel[t as usize] = tick;
         self.tx_in_range(t, site, (bar, e))?;
         self.complete_if_done((bar, e))
     }
 
     /// The phase's transaction count stays within the hardware's ±(2^20 - 1).
     pub(crate) fn tx_in_range(&self, t: u32, site: u32, key: (u32, usize)) -> Result<(), SimError> {
-        let Some(b) = self.asy.bars.get(&key) else { return Ok(()) };
+        let Some(b) = self.fam.asy.bars.get(&key) else { return Ok(()) };
         if b.tx.abs() <= MBAR_MAX_COUNT {
             return Ok(());
         }
@@ -955,11 +966,11 @@ impl Machine<'_> {
     /// Completes the current phase of barrier `key` when its arrivals and bytes are all
     /// in: the TMA loads attached to it land (stamped now), and waiters may pass.
     pub(crate) fn complete_if_done(&mut self, key: (u32, usize)) -> Result<(), SimError> {
-        let done = self.asy.bars.get(&key).is_some_and(|b| b.pending == 0 && b.tx == 0);
+        let done = self.fam.asy.bars.get(&key).is_some_and(|b| b.pending == 0 && b.tx == 0);
         if !done {
             return Ok(());
         }
-        let Some(b) = self.asy.bars.get_mut(&key) else {
+        let Some(b) = self.fam.asy.bars.get_mut(&key) else {
             return Ok(());
         };
         let (copies, slot) = (std::mem::take(&mut b.copies), b.slot);
@@ -967,7 +978,7 @@ impl Machine<'_> {
         for c in &copies {
             self.land_tma(c, slot, landed)?;
         }
-        if let Some(b) = self.asy.bars.get_mut(&key) {
+        if let Some(b) = self.fam.asy.bars.get_mut(&key) {
             if !copies.is_empty() {
                 let s = slot as usize;
                 if b.arriving_tma.len() <= s {
@@ -996,7 +1007,7 @@ impl Machine<'_> {
     /// Whether the phase of parity `parity` of barrier `(bar, e)` has completed;
     /// if so, thread `t` acquires what its arrivals released.
     fn mbar_try_wait(&mut self, t: u32, site: u32, (bar, e): (u32, usize), parity: i64) -> Result<Flow, SimError> {
-        let Some(b) = self.asy.bars.get(&(bar, e)) else {
+        let Some(b) = self.fam.asy.bars.get(&(bar, e)) else {
             return Err(self.uninit_barrier(t, site, bar, e, "mbarrier.try_wait.parity"));
         };
         if !(0..=1).contains(&parity) {
@@ -1011,10 +1022,10 @@ impl Machine<'_> {
             return Ok(Flow::Block);
         }
         let n = self.n;
-        if let Some(row) = self.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
+        if let Some(row) = self.fam.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
             join(row, &b.released);
         }
-        if let Some(row) = self.asy.acq_tma.get_mut(t as usize) {
+        if let Some(row) = self.fam.asy.acq_tma.get_mut(t as usize) {
             join_grow(row, &b.released_tma);
         }
         Ok(Flow::Next)
@@ -1023,7 +1034,7 @@ impl Machine<'_> {
     /// Wakes the threads whose mbarrier wait has completed; returns whether any woke.
     pub(crate) fn release_mbar_waits(&mut self) -> Result<bool, SimError> {
         let mut progressed = false;
-        if self.asy.bars.is_empty() {
+        if self.fam.asy.bars.is_empty() {
             return Ok(false); // nobody can be waiting on a barrier
         }
         for t in 0..self.n {
@@ -1044,10 +1055,7 @@ impl Machine<'_> {
 
     /// `(site, barrier buffer, element, parity)` when thread `t` waits at an mbarrier.
     fn mbar_wait_at(&self, t: usize) -> Option<(u32, u32, usize, i64)> {
-        let Ins::Async(a) = &self.prog.code[self.pcs[t] as usize] else {
-            return None;
-        };
-        let AsyncIns::MbarWait { site, bar, idx, parity } = **a else {
+        let AsyncIns::MbarWait { site, bar, idx, parity } = *self.prog.code[self.pcs[t] as usize].family()? else {
             return None;
         };
         let base = t * self.prog.nregs;
@@ -1065,7 +1073,7 @@ impl Machine<'_> {
         let same: Vec<u32> =
             waiters.iter().filter(|(_, w)| (w.1, w.2, w.3) == (bar, e, parity)).map(|(t, _)| *t as u32).collect();
         let pc = self.pcs[t0];
-        let b = self.asy.bars.get(&(bar, e))?;
+        let b = self.fam.asy.bars.get(&(bar, e))?;
         let name = &self.bufs[bar as usize].name;
         let mut err = SimError::new(SimErrorKind::Deadlock, self.prog.sites[site as usize], String::new()).help(
             "every phase a thread waits for needs its full arrival count (and its transaction bytes); check the init count and which threads arrive",

@@ -1,5 +1,5 @@
-//! Simulator of named barriers (`bar.sync id, threads`, core family,
-//! `docs/lir.md` §2.1).
+//! Simulator of named barriers (`bar.sync id, threads`, `bar.arrive`: the
+//! synchronisation family, `docs/lir.md` §2.1, §2.12).
 //!
 //! A thread evaluates the id and waits. When no thread can run, the threads
 //! waiting on one id pass together once they are exactly `threads` threads in
@@ -25,11 +25,80 @@
 //! ([`Machine::named_synced`]). The participants' warps also restart their
 //! epochs (`wsync`), as after `__syncwarp`.
 
-use crate::compile::Ins;
+use crate::compile::Reg;
 use crate::error::{ranges, SimError, SimErrorKind};
 use crate::exec::{Machine, State};
+use crate::family::{Divergence, FamilyIns, Flow, Group, WHOLE_WARP};
 use std::collections::BTreeMap;
 use tirx_ir::lir::check::NAMED_BARRIERS;
+
+/// `bar.sync id, threads`: each thread evaluates the id and waits; the barrier
+/// passes in [`Machine::release_named`].
+#[derive(Debug)]
+pub(crate) struct NamedBarrierIns {
+    pub site: u32,
+    pub id: Reg,
+    pub threads: u32,
+}
+
+impl FamilyIns for NamedBarrierIns {
+    fn name(&self) -> String {
+        format!("a named barrier (`bar.sync`, {} threads)", self.threads)
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn step(&self, m: &mut Machine<'_>, t: u32, base: usize) -> Result<Flow, SimError> {
+        let id = m.regs[base + self.id as usize] as i64;
+        m.named_arrive(t, id, self.site)?;
+        Ok(Flow::Block)
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.id)
+    }
+}
+
+/// `bar.arrive id, threads`: `.aligned`, so the warp arrives together
+/// ([`Machine::named_arrive_warp`]), then runs on.
+#[derive(Debug)]
+pub(crate) struct NamedArriveIns {
+    pub site: u32,
+    pub id: Reg,
+    pub threads: u32,
+}
+
+impl FamilyIns for NamedArriveIns {
+    fn name(&self) -> String {
+        format!("a named barrier arrival (`bar.arrive`, {} threads)", self.threads)
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        WHOLE_WARP
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        m.named_arrive_warp(w, self.id, self.threads, self.site)
+    }
+
+    fn divergence(&self) -> Divergence {
+        Divergence {
+            kind: SimErrorKind::BarrierDivergence,
+            scope: "every lane",
+            help: "`bar.arrive` is `.aligned`: all lanes of the warp execute it together; do not place it under a lane-dependent condition",
+        }
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.id)
+    }
+}
 
 /// Per CTA: what each thread waits on and the warps' vector clocks.
 pub(crate) struct NamedState {
@@ -68,9 +137,9 @@ impl NamedState {
 
 impl Machine<'_> {
     /// Thread `t` arrives at a named barrier whose id evaluated to `id`.
-    pub(crate) fn named_arrive(&mut self, t: u32, id: i64, site: u32) -> Result<(), SimError> {
+    fn named_arrive(&mut self, t: u32, id: i64, site: u32) -> Result<(), SimError> {
         self.named_id_ok(t, id, site)?;
-        self.named.wait_id[t as usize] = id;
+        self.fam.named.wait_id[t as usize] = id;
         Ok(())
     }
 
@@ -78,13 +147,7 @@ impl Machine<'_> {
     /// counted, not waiting; one tick stamps the warp's arrival, so its lanes'
     /// accesses before it are released and those after it are not. The barrier
     /// passes now if this completes it.
-    pub(crate) fn named_arrive_warp(
-        &mut self,
-        w: usize,
-        id: crate::compile::Reg,
-        threads: u32,
-        site: u32,
-    ) -> Result<(), SimError> {
+    fn named_arrive_warp(&mut self, w: usize, id: Reg, threads: u32, site: u32) -> Result<(), SimError> {
         let lanes: Vec<usize> = self.lanes(w).collect();
         let nr = self.prog.nregs;
         let idv = self.regs[lanes[0] * nr + id as usize] as i64;
@@ -96,12 +159,12 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg));
         }
         self.named_id_ok(lanes[0] as u32, idv, site)?;
-        let n = self.named.warps;
+        let n = self.fam.named.warps;
         let tick = self.tick()?;
-        let row: Vec<u32> = self.named.vc[w * n..(w + 1) * n].to_vec();
-        let acquired = self.asy.acquired_by(lanes.iter().copied());
+        let row: Vec<u32> = self.fam.named.vc[w * n..(w + 1) * n].to_vec();
+        let acquired = self.fam.asy.acquired_by(lanes.iter().copied());
         let who = self.who(lanes[0] as u32);
-        let a = self.named.arrivals.entry(idv).or_insert_with(|| Arrivals {
+        let a = self.fam.named.arrivals.entry(idv).or_insert_with(|| Arrivals {
             threads: vec![],
             count: threads,
             site,
@@ -129,7 +192,7 @@ impl Machine<'_> {
         a.clock[w] = a.clock[w].max(tick);
         a.acquired.join(&acquired);
         for &l in &lanes {
-            self.asy.rel[l] = self.asy.rel[l].max(tick);
+            self.fam.asy.rel[l] = self.fam.asy.rel[l].max(tick);
         }
         self.try_pass_named(idv)?;
         Ok(())
@@ -151,10 +214,7 @@ impl Machine<'_> {
 
     /// The thread count of the named barrier at `pc`, if it is one.
     fn named_threads(&self, pc: u32) -> Option<u32> {
-        match &self.prog.code[pc as usize] {
-            Ins::NamedBarrier { threads, .. } => Some(*threads),
-            _ => None,
-        }
+        self.prog.code[pc as usize].family::<NamedBarrierIns>().map(|b| b.threads)
     }
 
     /// Threads waiting at named barriers, by id.
@@ -162,7 +222,7 @@ impl Machine<'_> {
         let mut by_id: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
         for t in 0..self.n {
             if self.state[t] == State::Waiting && self.named_threads(self.pcs[t]).is_some() {
-                by_id.entry(self.named.wait_id[t]).or_default().push(t);
+                by_id.entry(self.fam.named.wait_id[t]).or_default().push(t);
             }
         }
         by_id
@@ -173,7 +233,7 @@ impl Machine<'_> {
     pub(crate) fn release_named(&mut self) -> Result<bool, SimError> {
         let mut progressed = false;
         let mut ids: Vec<i64> = self.named_waiters().into_keys().collect();
-        ids.extend(self.named.arrivals.keys());
+        ids.extend(self.fam.named.arrivals.keys());
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
@@ -185,7 +245,7 @@ impl Machine<'_> {
     /// Passes barrier `id` if its waiters and arrivals are exactly its count in whole warps.
     fn try_pass_named(&mut self, id: i64) -> Result<bool, SimError> {
         let ts = self.named_waiters().remove(&id).unwrap_or_default();
-        let arrived: Vec<usize> = self.named.arrivals.get(&id).map_or(vec![], |a| a.threads.clone());
+        let arrived: Vec<usize> = self.fam.named.arrivals.get(&id).map_or(vec![], |a| a.threads.clone());
         let count = self.expected_count(id, &ts)?;
         let mut all: Vec<usize> = ts.iter().chain(&arrived).copied().collect();
         all.sort_unstable();
@@ -196,7 +256,7 @@ impl Machine<'_> {
         if all.len() < count as usize || !all.iter().all(|&t| whole(t / 32)) {
             return Ok(false);
         }
-        let arrived = self.named.arrivals.remove(&id);
+        let arrived = self.fam.named.arrivals.remove(&id);
         self.pass_named(&ts, arrived.as_ref())?;
         Ok(true)
     }
@@ -204,7 +264,7 @@ impl Machine<'_> {
     /// The count every waiter and arrival of `id` names; differing counts are an error.
     fn expected_count(&self, id: i64, ts: &[usize]) -> Result<u32, SimError> {
         let mut counts: Vec<u32> = ts.iter().filter_map(|&t| self.named_threads(self.pcs[t])).collect();
-        counts.extend(self.named.arrivals.get(&id).map(|a| a.count));
+        counts.extend(self.fam.named.arrivals.get(&id).map(|a| a.count));
         let first = counts[0];
         if let Some(&other) = counts.iter().find(|&&c| c != first) {
             return Err(SimError::new(
@@ -240,23 +300,23 @@ impl Machine<'_> {
         let now = self.tick()?;
         let mut warps: Vec<usize> = ts.iter().map(|&t| t / 32).collect();
         warps.dedup();
-        let n = self.named.warps;
+        let n = self.fam.named.warps;
         let mut row = arrived.map_or_else(|| vec![0u32; n], |a| a.clock.clone());
         for &w in &warps {
             for (q, r) in row.iter_mut().enumerate() {
-                *r = (*r).max(self.named.vc[w * n + q]);
+                *r = (*r).max(self.fam.named.vc[w * n + q]);
             }
         }
         for &q in &warps {
             row[q] = now;
         }
         for &w in &warps {
-            self.named.vc[w * n..(w + 1) * n].copy_from_slice(&row);
+            self.fam.named.vc[w * n..(w + 1) * n].copy_from_slice(&row);
             self.wsync[w] = now;
         }
         // The waiters join what they acquired, and what the arriving threads had acquired
         // (`bar.arrive` releases it like their own accesses: ordering is transitive).
-        self.asy.sync_threads(ts.iter().copied(), arrived.map(|a| &a.acquired));
+        self.fam.asy.sync_threads(ts.iter().copied(), arrived.map(|a| &a.acquired));
         for &t in ts {
             self.state[t] = State::Runnable;
             self.pcs[t] += 1;
@@ -268,16 +328,16 @@ impl Machine<'_> {
     /// (0: never): `p`'s accesses stamped before it are ordered before `t`'s.
     #[inline]
     pub(crate) fn named_synced(&self, t: u32, p: u32) -> u32 {
-        let n = self.named.warps;
-        self.named.vc.get((t / 32) as usize * n + (p / 32) as usize).copied().unwrap_or(0)
+        let n = self.fam.named.warps;
+        self.fam.named.vc.get((t / 32) as usize * n + (p / 32) as usize).copied().unwrap_or(0)
     }
 
     /// The oldest tick up to which `t` is ordered after every warp of the CTA
     /// (its own through its warp epoch): a bound for readers in unknown warps.
     pub(crate) fn named_synced_all(&self, t: u32) -> u32 {
-        let n = self.named.warps;
+        let n = self.fam.named.warps;
         let tw = (t / 32) as usize;
-        (0..n).map(|q| if q == tw { self.wsync[tw] } else { self.named.vc[tw * n + q] }).min().unwrap_or(0)
+        (0..n).map(|q| if q == tw { self.wsync[tw] } else { self.fam.named.vc[tw * n + q] }).min().unwrap_or(0)
     }
 
     /// Threads blocked at a named barrier that can never pass: who waits, and where the others are.
@@ -300,7 +360,7 @@ impl Machine<'_> {
         } else {
             format!("; warps {} arrive only in part", ranges(&partial))
         };
-        let arrived = match self.named.arrivals.get(&id) {
+        let arrived = match self.fam.named.arrivals.get(&id) {
             Some(a) => {
                 err.labels.push((
                     self.prog.sites[a.site as usize],

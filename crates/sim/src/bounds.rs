@@ -9,9 +9,10 @@
 //! coordinates, the buffer, the thread and the region's source span — before
 //! the accesses that follow could report anything (a race, or nothing at all).
 
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compile, Compiler, Reg};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::family::{FamilyIns, Flow};
 use tirx_ir::lir::{BoundsCheck, Space};
 
 #[derive(Clone, Debug)]
@@ -22,33 +23,62 @@ pub(crate) struct BoundsIns {
     pub check: Box<BoundsCheck>,
 }
 
-impl Compiler<'_> {
-    pub(crate) fn bounds(&mut self, c: &BoundsCheck) -> Result<(), SimError> {
-        let buf = self.buf(c.buf)?;
-        let dims = c.shape.len();
-        if dims == 0 || c.begins.len() != dims || c.extents.len() != dims {
-            return Err(self.invalid(format!(
+impl Compile for BoundsCheck {
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
+        let buf = c.buf(self.buf)?;
+        let dims = self.shape.len();
+        if dims == 0 || self.begins.len() != dims || self.extents.len() != dims {
+            return Err(c.invalid(format!(
                 "bounds check of `{}` with {} begins and {} extents for {dims} dims",
-                c.name,
-                c.begins.len(),
-                c.extents.len()
+                self.name,
+                self.begins.len(),
+                self.extents.len()
             )));
         }
-        let begins = c.begins.iter().map(|e| self.index(e)).collect::<Result<Vec<_>, _>>()?;
-        let site = self.site();
+        let begins = self.begins.iter().map(|e| c.index(e)).collect::<Result<Vec<_>, _>>()?;
+        let site = c.site();
         // The begins are evaluated here; the instruction keeps the static part.
-        let check = Box::new(BoundsCheck { begins: vec![], ..c.clone() });
-        self.emit(Ins::Bounds(Box::new(BoundsIns { site, buf, begins, check })));
+        let check = Box::new(BoundsCheck { begins: vec![], ..self.clone() });
+        c.emit_family(BoundsIns { site, buf, begins, check });
         Ok(())
+    }
+}
+
+impl FamilyIns for BoundsIns {
+    fn name(&self) -> String {
+        format!("`bounds.{}`", self.check.verb())
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    /// Each begin `b` of the thread's region, with extent `e` in a dim of size `n`: `0 <= b`, `b + e <= n`.
+    fn step(&self, m: &mut Machine<'_>, t: u32, base: usize) -> Result<Flow, SimError> {
+        let c = &self.check;
+        let begin = |r: &Reg| m.regs[base + *r as usize] as i64;
+        let inside = self.begins.iter().zip(c.extents.iter().zip(&c.shape)).all(|(r, (&e, &n))| {
+            let v = begin(r);
+            v >= 0 && v.saturating_add(e) <= n
+        });
+        if inside {
+            return Ok(Flow::Next);
+        }
+        let values: Vec<i64> = self.begins.iter().map(begin).collect();
+        Err(m.region_outside(t, self, &values))
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        self.begins.iter_mut().for_each(f)
     }
 }
 
 impl Machine<'_> {
     /// The error of a region whose begins, as thread `t` evaluated them
-    /// (`values`), leave the shape (the check itself is inline in `exec`).
+    /// (`values`), leave the shape.
     #[cold]
     #[inline(never)]
-    pub(crate) fn region_outside(&self, t: u32, b: &BoundsIns, values: &[i64]) -> SimError {
+    fn region_outside(&self, t: u32, b: &BoundsIns, values: &[i64]) -> SimError {
         let c = &b.check;
         let (at, d) = BoundsCheck::first_outside(values, &c.extents, &c.shape).unwrap_or((values.to_vec(), 0));
         let space = match self.bufs[b.buf as usize].space {

@@ -30,13 +30,12 @@
 //! memory is gone when it exits); a multicast TMA load lands in every CTA of its
 //! mask at the same offset and completes each one's barrier.
 
-use crate::asynch::{AsyncState, CopyKind, Flight};
-use crate::barrier::NamedState;
+use crate::asynch::{AsyncIns, CopyKind, Flight};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::{Machine, State};
+use crate::family::{FamilyState, Flow};
 use crate::memory::{Dir, Leaders, ShadowWords, WarpReads};
 use crate::tma::Landing;
-use crate::wgmma::WgState;
 use tirx_ir::lir::Space;
 
 /// A parked CTA's copy of one buffer (global buffers: empty, they are shared by the cluster).
@@ -62,11 +61,24 @@ pub(crate) struct CtaCtx {
     cta_start: u32,
     cta_sync: u32,
     wsync: Vec<u32>,
-    asy: AsyncState,
-    named: NamedState,
-    wg: WgState,
-    carrive: Vec<u32>,
-    cwait: Vec<u32>,
+    fam: FamilyState,
+}
+
+/// Per thread of a CTA: its cluster barrier arrivals and completed waits.
+pub(crate) struct ClusterThreads {
+    arrive: Vec<u32>,
+    wait: Vec<u32>,
+}
+
+impl ClusterThreads {
+    pub(crate) fn new(n: usize) -> ClusterThreads {
+        ClusterThreads { arrive: vec![0; n], wait: vec![0; n] }
+    }
+
+    pub(crate) fn reset(&mut self) {
+        self.arrive.fill(0);
+        self.wait.fill(0);
+    }
 }
 
 /// A dsmem copy issued in this cluster: who, where, and the cluster barrier it still needs.
@@ -113,11 +125,7 @@ impl<'a> Machine<'a> {
             cta_start: 0,
             cta_sync: 0,
             wsync: vec![0; self.wsync.len()],
-            asy: AsyncState::new(n, self.k.uses_mbarriers(), self.k.uses_tma_loads()),
-            named: NamedState::new(n),
-            wg: WgState::new(self.k, n),
-            carrive: vec![0; n],
-            cwait: vec![0; n],
+            fam: FamilyState::new(self.k, n),
         })
     }
 
@@ -140,11 +148,7 @@ impl<'a> Machine<'a> {
         std::mem::swap(&mut self.cta_start, &mut c.cta_start);
         std::mem::swap(&mut self.cta_sync, &mut c.cta_sync);
         std::mem::swap(&mut self.wsync, &mut c.wsync);
-        std::mem::swap(&mut self.asy, &mut c.asy);
-        std::mem::swap(&mut self.named, &mut c.named);
-        std::mem::swap(&mut self.wg, &mut c.wg);
-        std::mem::swap(&mut self.carrive, &mut c.carrive);
-        std::mem::swap(&mut self.cwait, &mut c.cwait);
+        std::mem::swap(&mut self.fam, &mut c.fam);
     }
 
     /// Makes the CTA of rank `r` the running one (the slot of the running CTA holds a spare).
@@ -166,29 +170,29 @@ impl<'a> Machine<'a> {
     /// `barrier.cluster.arrive` by thread `t`.
     pub(crate) fn cluster_arrive(&mut self, t: u32, site: u32) -> Result<(), SimError> {
         let i = t as usize;
-        if self.carrive[i] > self.cwait[i] {
+        if self.fam.cluster.arrive[i] > self.fam.cluster.wait[i] {
             let msg = format!("{} arrives at the cluster barrier twice without waiting in between", self.who(t));
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
                 "pair every `barrier.cluster.arrive` with a `barrier.cluster.wait` (or use `T.cuda.cluster_sync()`)",
             ));
         }
-        self.carrive[i] += 1;
+        self.fam.cluster.arrive[i] += 1;
         Ok(())
     }
 
     /// `barrier.cluster.wait` by thread `t`: passes once the phase it arrived at completed.
-    pub(crate) fn cluster_wait(&mut self, t: u32, site: u32) -> Result<crate::asynch::Flow, SimError> {
+    pub(crate) fn cluster_wait(&mut self, t: u32, site: u32) -> Result<Flow, SimError> {
         let i = t as usize;
-        if self.carrive[i] != self.cwait[i] + 1 {
+        if self.fam.cluster.arrive[i] != self.fam.cluster.wait[i] + 1 {
             let msg = format!("{} waits at the cluster barrier without arriving first", self.who(t));
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg)
                 .help("`barrier.cluster.wait` follows the thread's `barrier.cluster.arrive`"));
         }
-        if self.cluster_phase >= self.carrive[i] {
-            self.cwait[i] += 1;
-            return Ok(crate::asynch::Flow::Next);
+        if self.cluster_phase >= self.fam.cluster.arrive[i] {
+            self.fam.cluster.wait[i] += 1;
+            return Ok(Flow::Next);
         }
-        Ok(crate::asynch::Flow::Block)
+        Ok(Flow::Block)
     }
 
     /// Threads of the running CTA whose cluster barrier phase completed pass their wait.
@@ -196,11 +200,11 @@ impl<'a> Machine<'a> {
         let mut progressed = false;
         for t in 0..self.n {
             if self.state[t] == State::Waiting
-                && self.carrive[t] == self.cwait[t] + 1
-                && self.cluster_phase >= self.carrive[t]
+                && self.fam.cluster.arrive[t] == self.fam.cluster.wait[t] + 1
+                && self.cluster_phase >= self.fam.cluster.arrive[t]
                 && self.at_cluster_wait(t)
             {
-                self.cwait[t] += 1;
+                self.fam.cluster.wait[t] += 1;
                 self.state[t] = State::Runnable;
                 self.pcs[t] += 1;
                 progressed = true;
@@ -210,7 +214,7 @@ impl<'a> Machine<'a> {
     }
 
     fn at_cluster_wait(&self, t: usize) -> bool {
-        matches!(&self.prog.code[self.pcs[t] as usize], crate::compile::Ins::Async(a) if matches!(**a, crate::asynch::AsyncIns::ClusterWait { .. }))
+        matches!(self.prog.code[self.pcs[t] as usize].family(), Some(AsyncIns::ClusterWait { .. }))
     }
 
     /// Completes the cluster barrier when every thread of every CTA has arrived for
@@ -221,7 +225,7 @@ impl<'a> Machine<'a> {
         let mut all = true;
         for r in 0..self.cluster_size() {
             self.switch_to(r);
-            all &= self.carrive.iter().all(|&a| a >= next);
+            all &= self.fam.cluster.arrive.iter().all(|&a| a >= next);
         }
         if !all {
             self.switch_to(me);
@@ -234,7 +238,7 @@ impl<'a> Machine<'a> {
             self.switch_to(r);
             self.cta_sync = now;
             self.wsync.iter_mut().for_each(|w| *w = now);
-            self.asy.cta_sync();
+            self.fam.asy.cta_sync();
         }
         self.switch_to(me);
         for c in &mut self.peer_copies {
@@ -291,7 +295,7 @@ impl<'a> Machine<'a> {
     pub(crate) fn peer_barrier_ready(&self, bar: u32, e: usize, barrier_tick: u32) -> bool {
         let init_after =
             self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
-        self.asy.bars.contains_key(&(bar, e)) && !init_after
+        self.fam.asy.bars.contains_key(&(bar, e)) && !init_after
     }
 
     /// In the destination CTA: the copy's bytes attach to its barrier's phase.
@@ -363,12 +367,12 @@ impl<'a> Machine<'a> {
                     }
                     Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what)?,
                 }
-                self.asy.inflight.insert((buf, d), Flight { t, site, kind });
+                self.fam.asy.inflight.insert((buf, d), Flight { t, site, kind });
             }
         }
         let bytes = data.len() as u64;
         let landing = Landing { site, issuer: t, buf, elems, data, bytes, peer };
-        if let Some(b) = self.asy.bars.get_mut(&key) {
+        if let Some(b) = self.fam.asy.bars.get_mut(&key) {
             b.tx -= bytes as i64;
             b.copies.push(landing);
         }

@@ -7,9 +7,10 @@
 //! scheduler reports as a partial-warp collective naming them. Shuffles move
 //! registers only and do not order memory.
 
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compile, Compiler, Reg};
 use crate::error::{ranges, SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::family::{Divergence, FamilyIns, Flow, Group};
 use tirx_ir::lir::{CollectiveOp, ShuffleMode};
 use tirx_ir::DType;
 
@@ -25,31 +26,58 @@ pub(crate) struct ShuffleIns {
     pub dst: Reg,
 }
 
-impl ShuffleIns {
-    pub(crate) fn name(&self) -> String {
+impl FamilyIns for ShuffleIns {
+    fn name(&self) -> String {
         format!("`shfl.sync.{}` (width {}, mask {:#010x})", self.mode.name(), self.width, self.mask)
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        Group::Warp(self.mask)
+    }
+
+    fn step(&self, m: &mut Machine<'_>, t: u32, _: usize) -> Result<Flow, SimError> {
+        m.shuffle_arrive(t, self)?;
+        Ok(Flow::Block)
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        m.shuffle(w, self)
+    }
+
+    fn divergence(&self) -> Divergence {
+        Divergence {
+            kind: SimErrorKind::PartialWarp,
+            scope: "every lane of its mask",
+            help: "a shuffle waits for every lane of its member mask at the same instruction; guard it only with a condition the whole mask agrees on, or narrow the mask",
+        }
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.val);
+        f(&mut self.lane);
+        f(&mut self.dst)
     }
 }
 
-impl Compiler<'_> {
-    pub(crate) fn collective(&mut self, c: &CollectiveOp) -> Result<(), SimError> {
-        let CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask } = c;
-        let dst = self.var_reg(*var)?;
-        let ty = self.k.var(*var).dtype;
+impl Compile for CollectiveOp {
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
+        let CollectiveOp::Shuffle { var, value, mode, lane_or_delta, width, mask } = self;
+        let dst = c.var_reg(*var)?;
+        let ty = c.k.var(*var).dtype;
         if !width.is_power_of_two() || *width > 32 || *mask == 0 {
-            return Err(self.invalid(format!("shuffle of width {width} with mask {mask:#x}")));
+            return Err(c.invalid(format!("shuffle of width {width} with mask {mask:#x}")));
         }
-        if self.ty(value)? != ty {
-            return Err(self.invalid(format!(
-                "shuffle of a {} value into `{}`: {ty}",
-                self.ty(value)?,
-                self.k.var(*var).name
-            )));
+        if c.ty(value)? != ty {
+            return Err(c.invalid(format!("shuffle of a {} value into `{}`: {ty}", c.ty(value)?, c.k.var(*var).name)));
         }
-        let val = self.expr(value)?;
-        let lane = self.expr_as(lane_or_delta, DType::I32)?;
-        let site = self.site();
-        self.emit(Ins::Shuffle(Box::new(ShuffleIns { site, mode: *mode, width: *width, mask: *mask, val, lane, dst })));
+        let val = c.expr(value)?;
+        let lane = c.expr_as(lane_or_delta, DType::I32)?;
+        let site = c.site();
+        c.emit_family(ShuffleIns { site, mode: *mode, width: *width, mask: *mask, val, lane, dst });
         Ok(())
     }
 }
@@ -57,7 +85,7 @@ impl Compiler<'_> {
 impl Machine<'_> {
     /// Checks a lane arriving at a shuffle: it must be in the mask, and the mask
     /// must name lanes that exist.
-    pub(crate) fn shuffle_arrive(&self, t: u32, s: &ShuffleIns) -> Result<(), SimError> {
+    fn shuffle_arrive(&self, t: u32, s: &ShuffleIns) -> Result<(), SimError> {
         let w = t as usize / 32;
         let have = self.lanes(w).len() as u32;
         let existing = if have == 32 { u32::MAX } else { (1u32 << have) - 1 };
@@ -88,7 +116,7 @@ impl Machine<'_> {
     }
 
     /// Executes a shuffle for the mask lanes of warp `w` (all waiting at it).
-    pub(crate) fn shuffle(&mut self, w: usize, s: &ShuffleIns) -> Result<(), SimError> {
+    fn shuffle(&mut self, w: usize, s: &ShuffleIns) -> Result<(), SimError> {
         let nr = self.prog.nregs;
         let reg = |l: u32, r: Reg| (w * 32 + l as usize) * nr + r as usize;
         let members: Vec<u32> = (0..32).filter(|l| s.mask >> l & 1 == 1).collect();

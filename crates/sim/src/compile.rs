@@ -6,20 +6,17 @@
 //! Structured control flow becomes jumps; `&&`, `||` and `?:` short-circuit
 //! like the C the CUDA generator prints. The compiler also validates the LIR
 //! (ids, widths, buffer spaces) and reports malformed input as `InvalidKernel`.
+//!
+//! Expressions and structured statements are compiled here; the instruction
+//! of a family statement by the family's module ([`Compile`]), to the scalar
+//! core's instructions or to its own (`Ins::Family`).
 
-use crate::asynch::AsyncIns;
-use crate::bounds::BoundsIns;
-use crate::collective::ShuffleIns;
 use crate::error::{SimError, SimErrorKind};
-use crate::matrix::{MatrixIns, MmaIns};
-use crate::pair::{Packed2Ins, PairOperand};
+use crate::family::FamilyIns;
 use crate::value::{round_to, wrap_int};
-use crate::wgmma::{WgOp, WgmmaIns};
 use std::collections::HashMap;
-use tirx_ir::hir::{BarrierKind, MathFn, UnOp};
-use tirx_ir::lir::{
-    LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, MemOp, PairOp, RoundMode, RoundOp, Special, SyncOp,
-};
+use tirx_ir::hir::{MathFn, UnOp};
+use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, RoundMode, RoundOp, Special};
 use tirx_ir::{DType, Span};
 
 pub(crate) type Reg = u32;
@@ -31,7 +28,9 @@ const TEMP_TAG: u32 = 1 << 30;
 /// The site of an instruction that can never report an error.
 pub(crate) const NO_SITE: u32 = u32::MAX;
 
-#[derive(Clone, Debug)]
+/// A bytecode instruction: the scalar core the interpreter runs inline, the CTA
+/// barrier the scheduler releases, and every family's own instructions.
+#[derive(Debug)]
 pub(crate) enum Ins {
     Mov {
         dst: Reg,
@@ -114,42 +113,12 @@ pub(crate) enum Ins {
         var: Reg,
         ty: DType,
     },
-    Barrier {
+    /// `__syncthreads()`: the scheduler passes it when every thread of the CTA waits here.
+    CtaBarrier {
         site: u32,
-        kind: BarrierKind,
     },
-    /// `bar.sync id, threads` (`barrier`).
-    NamedBarrier {
-        site: u32,
-        id: Reg,
-        threads: u32,
-    },
-    Matrix(Box<MatrixIns>),
-    Mma(Box<MmaIns>),
-    /// `wgmma.mma_async` (`wgmma`).
-    Wgmma(Box<WgmmaIns>),
-    /// A warpgroup instruction: `wgmma.fence` / `commit_group` / `wait_group`, `setmaxnreg` (`wgmma`).
-    WgOp {
-        site: u32,
-        op: WgOp,
-    },
-    /// `bar.arrive id, threads` (`barrier`).
-    NamedArrive {
-        site: u32,
-        id: Reg,
-        threads: u32,
-    },
-    Shuffle(Box<ShuffleIns>),
-    Async(Box<AsyncIns>),
-    Bounds(Box<BoundsIns>),
-    Packed2(Box<Packed2Ins>),
-    Cast2 {
-        site: u32,
-        dst: u32,
-        dst_idx: Reg,
-        src: u32,
-        src_idx: Reg,
-    },
+    /// An instruction of a family, executed through its [`FamilyIns`].
+    Family(Box<dyn FamilyIns>),
     Exit,
 }
 
@@ -181,7 +150,7 @@ impl Ins {
                 f(idx);
                 f(val)
             }
-            Ins::VecCopy { dst_idx, src_idx, .. } | Ins::Cast2 { dst_idx, src_idx, .. } => {
+            Ins::VecCopy { dst_idx, src_idx, .. } => {
                 f(dst_idx);
                 f(src_idx)
             }
@@ -191,32 +160,44 @@ impl Ins {
                 f(end)
             }
             Ins::Inc { var, .. } => f(var),
-            Ins::NamedBarrier { id, .. } | Ins::NamedArrive { id, .. } => f(id),
-            Ins::Wgmma(w) => w.for_each_reg(f),
-            Ins::Matrix(m) => {
-                f(&mut m.smem_idx);
-                m.reg_idx.iter_mut().for_each(f)
-            }
-            Ins::Shuffle(s) => {
-                f(&mut s.val);
-                f(&mut s.lane);
-                f(&mut s.dst)
-            }
-            Ins::Async(a) => a.for_each_reg(f),
-            Ins::Bounds(b) => b.begins.iter_mut().for_each(f),
-            Ins::Packed2(p) => {
-                f(&mut p.dst_idx);
-                for s in &mut p.srcs {
-                    match s {
-                        PairOperand::Buf { idx, .. } => f(idx),
-                        PairOperand::Scalar(r) => f(r),
-                    }
-                }
-            }
-            Ins::Jmp { .. } | Ins::Barrier { .. } | Ins::Mma(_) | Ins::WgOp { .. } | Ins::Exit => {}
+            Ins::Family(i) => i.for_each_reg(&mut f),
+            Ins::Jmp { .. } | Ins::CtaBarrier { .. } | Ins::Exit => {}
+        }
+    }
+
+    /// The instruction as family type `T`'s, if it is one (a family's module
+    /// recognising its own instructions, such as the waits it releases).
+    pub(crate) fn family<T: FamilyIns>(&self) -> Option<&T> {
+        match self {
+            Ins::Family(i) => i.as_any().downcast_ref(),
+            _ => None,
         }
     }
 }
+
+/// An LIR instruction family compiled to bytecode: implemented in the family's
+/// module, reached from [`Compiler::stmt`] through [`as_compile`].
+pub(crate) trait Compile {
+    /// Compiles one instruction (the span of its statement is the compiler's).
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError>;
+}
+
+/// Generates [`as_compile`] from the family list: a family type without
+/// `impl Compile` does not compile.
+macro_rules! compile_dispatch {
+    ($($(#[$doc:meta])* $family:ident($ty:ty),)*) => {
+        /// The instruction of a family statement, as something to compile; `None`
+        /// for the structured statements, which the compiler handles itself.
+        fn as_compile(s: &LStmtKind) -> Option<&dyn Compile> {
+            match s {
+                $(LStmtKind::$family(i) => Some(i),)*
+                LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+            }
+        }
+    };
+}
+
+tirx_ir::for_each_family!(compile_dispatch);
 
 /// The compiled kernel.
 pub(crate) struct Program {
@@ -326,6 +307,11 @@ impl Compiler<'_> {
         (self.code.len() - 1) as u32
     }
 
+    /// Emits a family's own instruction.
+    pub(crate) fn emit_family(&mut self, i: impl FamilyIns) -> u32 {
+        self.emit(Ins::Family(Box::new(i)))
+    }
+
     fn here(&self) -> u32 {
         self.code.len() as u32
     }
@@ -372,56 +358,12 @@ impl Compiler<'_> {
                     self.patch(jmp, end);
                 }
             }
-            LStmtKind::Memory(MemOp::Store { buf, index, value }) => {
-                let b = self.buf(*buf)?;
-                let idx = self.index(index)?;
-                let ty = self.k.bufs[b as usize].dtype;
-                let val = self.expr_as(value, ty)?;
-                let site = self.site();
-                self.emit(Ins::Store { site, buf: b, idx, val });
-            }
-            LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache }) => {
-                let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
-                self.check_vec(d, s, *lanes)?;
-                let dst_idx = self.index(dst_index)?;
-                let src_idx = self.index(src_index)?;
-                let site = self.site();
-                let nc = *cache == tirx_ir::lir::CacheHint::NonCoherent;
-                self.emit(Ins::VecCopy { site, dst: d, dst_idx, src: s, src_idx, lanes: *lanes, nc });
-            }
-            LStmtKind::Memory(MemOp::PtxVec(p)) => self.ptx_vec(p)?,
-            LStmtKind::Sync(SyncOp::Barrier(kind)) => {
-                let site = self.site();
-                self.emit(Ins::Barrier { site, kind: *kind });
-            }
-            LStmtKind::Sync(SyncOp::NamedBarrier { id, threads }) => {
-                let id = self.expr_as(id, DType::I32)?;
-                let site = self.site();
-                self.emit(Ins::NamedBarrier { site, id, threads: *threads });
-            }
-            LStmtKind::Sync(SyncOp::NamedBarrierArrive { id, threads }) => {
-                let id = self.expr_as(id, DType::I32)?;
-                let site = self.site();
-                self.emit(Ins::NamedArrive { site, id, threads: *threads });
-            }
-            LStmtKind::Sync(SyncOp::SetMaxNReg { inc, regs }) => {
-                self.wg_op(WgOp::SetMaxNReg { inc: *inc, regs: *regs })
-            }
-            LStmtKind::Matrix(m) => self.matrix(m)?,
-            LStmtKind::Collective(c) => self.collective(c)?,
-            LStmtKind::Async(a) => self.asynch(a)?,
-            LStmtKind::Bounds(c) => self.bounds(c)?,
-            LStmtKind::Pair(PairOp::Packed2 { op, dtype, dst, dst_index, srcs }) => {
-                self.packed2(*op, *dtype, *dst, dst_index, srcs)?
-            }
-            LStmtKind::Pair(PairOp::Cast2 { dst, dst_index, src, src_index }) => {
-                let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
-                let dst_idx = self.index(dst_index)?;
-                let src_idx = self.index(src_index)?;
-                let site = self.site();
-                self.emit(Ins::Cast2 { site, dst: d, dst_idx, src: s, src_idx });
-            }
             LStmtKind::Comment(_) => {}
+            kind => {
+                if let Some(i) = as_compile(kind) {
+                    i.compile(self)?
+                }
+            }
         }
         Ok(())
     }
@@ -450,46 +392,6 @@ impl Compiler<'_> {
         self.emit(Ins::Jmp { to: head });
         let exit = self.here();
         self.patch(head, exit);
-        Ok(())
-    }
-
-    /// A PTX vector `ld`/`st` is a vector copy between the register array and
-    /// memory; its cache hints are no-ops here, `.nc` keeps its read-only check.
-    fn ptx_vec(&mut self, p: &tirx_ir::lir::PtxVec) -> Result<(), SimError> {
-        let (m, r) = (self.buf(p.mem)?, self.buf(p.reg)?);
-        let Some(lanes) = p.elems(self.k.bufs[m as usize].dtype) else {
-            return Err(self.invalid(format!("a PTX access of {} bytes is not whole elements", p.bytes)));
-        };
-        let mem_idx = self.index(&p.mem_index)?;
-        let reg_idx = self.index(&p.reg_index)?;
-        let site = self.site();
-        let ins = match p.dir {
-            tirx_ir::lir::PtxDir::Ld(h) => {
-                Ins::VecCopy { site, dst: r, dst_idx: reg_idx, src: m, src_idx: mem_idx, lanes, nc: h.nc }
-            }
-            tirx_ir::lir::PtxDir::St => {
-                Ins::VecCopy { site, dst: m, dst_idx: mem_idx, src: r, src_idx: reg_idx, lanes, nc: false }
-            }
-        };
-        self.emit(ins);
-        Ok(())
-    }
-
-    fn check_vec(&self, d: u32, s: u32, lanes: u32) -> Result<(), SimError> {
-        let (db, sb) = (&self.k.bufs[d as usize], &self.k.bufs[s as usize]);
-        if db.dtype != sb.dtype {
-            return Err(self.invalid(format!(
-                "vector copy between `{}` ({}) and `{}` ({}) of different dtypes",
-                db.name, db.dtype, sb.name, sb.dtype
-            )));
-        }
-        let bits = lanes * db.dtype.bits();
-        if ![8, 16, 32, 64, 128].contains(&bits) {
-            return Err(self.invalid(format!(
-                "vector copy of {lanes} × {} is {bits} bits; the width must be 8, 16, 32, 64 or 128",
-                db.dtype
-            )));
-        }
         Ok(())
     }
 

@@ -3,29 +3,31 @@
 //!
 //! Scheduling: within a CTA each thread runs until it blocks (a barrier, a
 //! warp-collective instruction, or an mbarrier wait whose phase has not
-//! completed) or exits. When no thread can run, the lanes a warp-level
+//! completed) or exits. When no thread can run, the members a group
 //! instruction needs (`__syncwarp`, ldmatrix, stmatrix: the whole warp; a
-//! shuffle: its member mask) execute it once they all wait at it; if every
-//! thread waits at the same `__syncthreads`, the CTA passes it; threads whose
-//! mbarrier phase has completed wake up. Anything else is a hang on the GPU and
-//! is reported with who waits where (a deadlock when threads wait on mbarriers). Threads only communicate through memory, and
+//! shuffle: its member mask; wgmma: the warpgroup) execute it once they all
+//! wait at it; if every thread waits at the same `__syncthreads`, the CTA
+//! passes it; threads blocked on a family's state (named barriers, mbarrier
+//! phases, the cluster barrier) wake up when it lets them. Anything else is a
+//! hang on the GPU and is reported with who waits where (a deadlock when
+//! threads wait on mbarriers). Threads only communicate through memory, and
 //! unordered conflicting accesses are reported as races, so running threads one
 //! after another gives the GPU's result for every race-free kernel.
+//!
+//! This module runs the scalar core inline and knows every other instruction
+//! only as a family's [`FamilyIns`](crate::family::FamilyIns): who executes it,
+//! what a thread and what its group does, how to name it.
 
 use crate::arith::{self, ArithFault};
-use crate::asynch::{AsyncState, Flow};
 use crate::bank::{BankCollector, PointKey};
-use crate::barrier::NamedState;
 use crate::compile::{Ins, Program};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
+use crate::family::{Divergence, FamilyState, Flow, Group};
 use crate::memory::{BufMem, Dir};
-use crate::pair::Packed2Ins;
 use crate::round;
 use crate::value::{decode, encode};
-use crate::wgmma::WgState;
 use crate::{SimOptions, SimReport};
 use std::collections::HashMap;
-use tirx_ir::hir::BarrierKind;
 use tirx_ir::lir::{LBuf, LKernel, Space};
 use tirx_ir::DType;
 
@@ -66,20 +68,13 @@ pub(crate) struct Machine<'a> {
     /// Same-value write races already warned about, by (site, buffer).
     pub warn_same_at: HashMap<(u32, u32), usize>,
     pub(crate) bank: Option<BankCollector>,
-    /// cp.async groups, mbarriers and the ordering they create (`asynch`).
-    pub(crate) asy: AsyncState,
-    /// Named barriers: who waits on which id, and the ordering they create (`barrier`).
-    pub(crate) named: NamedState,
-    /// wgmma groups, pending registers and shared reads, proxy fences (`wgmma`).
-    pub(crate) wg: WgState,
+    /// The per-CTA state of the families that keep one (`family`).
+    pub(crate) fam: FamilyState,
     insts: u64,
     /// The parked CTAs of the running cluster (`cluster`; empty without clusters) and
     /// the rank of the running CTA.
     pub(crate) ctxs: Vec<crate::cluster::CtaCtx>,
     pub(crate) rank: usize,
-    /// Per thread: cluster barrier arrivals and completed waits.
-    pub(crate) carrive: Vec<u32>,
-    pub(crate) cwait: Vec<u32>,
     /// Completed cluster barrier phases, and the tick of the last one.
     pub(crate) cluster_phase: u32,
     pub(crate) cluster_sync_tick: u32,
@@ -272,14 +267,10 @@ impl<'a> Machine<'a> {
             warn_at: HashMap::new(),
             warn_same_at: HashMap::new(),
             bank: opts.stats.then(BankCollector::default),
-            asy: AsyncState::new(n, k.uses_mbarriers(), k.uses_tma_loads()),
-            named: NamedState::new(n),
-            wg: WgState::new(k, n),
+            fam: FamilyState::new(k, n),
             insts: 0,
             ctxs: vec![],
             rank: 0,
-            carrive: vec![0; n],
-            cwait: vec![0; n],
             cluster_phase: 0,
             cluster_sync_tick: 0,
             peer_copies: vec![],
@@ -379,12 +370,7 @@ impl<'a> Machine<'a> {
             if self.state.iter().all(|s| *s == State::Exited) {
                 return Ok(any);
             }
-            if self.release_warps()?
-                || self.release_cta_barrier()?
-                || self.release_named()?
-                || self.release_mbar_waits()?
-                || self.release_cluster_waits()
-            {
+            if self.release_warps()? || self.release_cta_barrier()? || self.release_family_waits()? {
                 any = true;
                 continue;
             }
@@ -400,21 +386,14 @@ impl<'a> Machine<'a> {
         self.wsync.iter_mut().for_each(|w| *w = now);
         self.cta_starts.push((now, cta));
         self.reset_cta_memory();
-        self.asy.reset();
-        self.named.reset();
-        self.wg.reset();
+        self.fam.reset();
         self.init_threads();
-        self.carrive.fill(0);
-        self.cwait.fill(0);
         Ok(())
     }
 
     /// After every thread of the CTA exited: copies never landed, register and bank checks.
     fn end_cta(&mut self) -> Result<(), SimError> {
-        if let Some(e) = self.tma_unlanded() {
-            return Err(e);
-        }
-        self.setmaxnreg_check()?;
+        self.family_end_cta()?;
         if let Some(b) = &mut self.bank {
             b.flush_cta();
         }
@@ -522,47 +501,7 @@ impl<'a> Machine<'a> {
                 Ins::Inc { var, ty } => {
                     reg!(*var) = crate::value::wrap_int(*ty, (reg!(*var) as i64).wrapping_add(1)) as u64
                 }
-                Ins::Packed2(p) => {
-                    let p: &Packed2Ins = p;
-                    if let Err(e) = self.packed2(tid, base, p) {
-                        break Err(e);
-                    }
-                }
-                Ins::Cast2 { site, dst, dst_idx, src, src_idx } => {
-                    let (di, si) = (reg!(*dst_idx) as i64, reg!(*src_idx) as i64);
-                    if let Err(e) = self.cast2(tid, *dst, di, *src, si, *site) {
-                        break Err(e);
-                    }
-                }
-                Ins::Bounds(b) => {
-                    let c = &b.check;
-                    let inside = b.begins.iter().zip(c.extents.iter().zip(&c.shape)).all(|(r, (&e, &n))| {
-                        let v = reg!(*r) as i64;
-                        v >= 0 && v.saturating_add(e) <= n
-                    });
-                    if !inside {
-                        let values: Vec<i64> = b.begins.iter().map(|r| reg!(*r) as i64).collect();
-                        break Err(self.region_outside(tid, b, &values));
-                    }
-                }
-                Ins::Barrier { .. } | Ins::Matrix(_) | Ins::Mma(_) | Ins::Wgmma(_) | Ins::WgOp { .. } => {
-                    self.state[t] = State::Waiting;
-                    break Ok(());
-                }
-                // `.aligned`: the warp arrives together (`warp_execute`), then runs on.
-                Ins::NamedArrive { .. } => {
-                    self.state[t] = State::Waiting;
-                    break Ok(());
-                }
-                Ins::NamedBarrier { site, id, .. } => {
-                    self.state[t] = State::Waiting;
-                    break self.named_arrive(tid, reg!(*id) as i64, *site);
-                }
-                Ins::Shuffle(s) => {
-                    self.state[t] = State::Waiting;
-                    break self.shuffle_arrive(tid, s);
-                }
-                Ins::Async(a) => match self.asynch(tid, base, a) {
+                Ins::Family(i) => match i.step(self, tid, base) {
                     Ok(Flow::Next) => {}
                     Ok(Flow::Block) => {
                         self.state[t] = State::Waiting;
@@ -570,9 +509,13 @@ impl<'a> Machine<'a> {
                     }
                     Err(e) => break Err(e),
                 },
+                Ins::CtaBarrier { .. } => {
+                    self.state[t] = State::Waiting;
+                    break Ok(());
+                }
                 Ins::Exit => {
                     self.state[t] = State::Exited;
-                    break self.async_exit(tid).and_then(|()| self.bulk_exit(tid)).and_then(|()| self.wgmma_exit(tid));
+                    break self.family_exit(tid);
                 }
             }
             pc += 1;
@@ -706,31 +649,26 @@ impl<'a> Machine<'a> {
         w * 32..(w * 32 + 32).min(self.n)
     }
 
+    /// Who executes the instruction at `pc` together, if it is a family's.
+    fn group(&self, pc: u32) -> Option<Group> {
+        match &self.prog.code[pc as usize] {
+            Ins::Family(i) => Some(i.group()),
+            _ => None,
+        }
+    }
+
+    /// Whether the instruction at `pc` is executed by a warp (or a warpgroup) together.
     fn is_warp_level(&self, pc: u32) -> bool {
-        matches!(
-            self.prog.code[pc as usize],
-            Ins::Barrier { kind: BarrierKind::Warp, .. }
-                | Ins::Matrix(_)
-                | Ins::Mma(_)
-                | Ins::Shuffle(_)
-                | Ins::Wgmma(_)
-                | Ins::WgOp { .. }
-                | Ins::NamedArrive { .. }
-        )
+        self.group(pc).is_some_and(|g| g != Group::Thread)
     }
 
-    /// Whether the instruction at `pc` is executed by a whole warpgroup together.
-    fn is_warpgroup_level(&self, pc: u32) -> bool {
-        matches!(self.prog.code[pc as usize], Ins::Wgmma(_) | Ins::WgOp { .. })
-    }
-
-    /// The threads of warp `w` that execute the warp-level instruction at `pc`
-    /// together: the member mask of a shuffle, every lane otherwise.
+    /// The threads around warp `w` that execute the warp-level instruction at `pc`
+    /// together: the lanes of its member mask, or its warpgroup.
     fn members(&self, w: usize, pc: u32) -> Vec<usize> {
         let lanes = self.lanes(w);
-        match &self.prog.code[pc as usize] {
-            Ins::Shuffle(s) => lanes.filter(|t| s.mask >> (t % 32) & 1 == 1).collect(),
-            Ins::Wgmma(_) | Ins::WgOp { .. } => self.wg_threads(w / 4).collect(),
+        match self.group(pc) {
+            Some(Group::Warp(mask)) => lanes.filter(|t| mask >> (t % 32) & 1 == 1).collect(),
+            Some(Group::Warpgroup) => self.wg_threads(w / 4).collect(),
             _ => lanes.collect(),
         }
     }
@@ -770,74 +708,39 @@ impl<'a> Machine<'a> {
     fn warp_execute(&mut self, w: usize, pc: u32) -> Result<(), SimError> {
         let prog = self.prog;
         match &prog.code[pc as usize] {
-            Ins::Matrix(m) => {
-                if self.lanes(w).len() != 32 {
-                    return Err(self.partial_block_warp(w, if m.store { "stmatrix" } else { "ldmatrix" }, m.site));
-                }
-                self.matrix(w, m)
-            }
-            Ins::Mma(m) => {
-                if self.lanes(w).len() != 32 {
-                    return Err(self.partial_block_warp(w, "mma.sync", m.site));
-                }
-                self.mma(w, m)
-            }
-            Ins::Shuffle(s) => self.shuffle(w, s),
-            ins @ (Ins::Wgmma(_) | Ins::WgOp { .. }) => self.warpgroup_execute(w / 4, ins),
-            Ins::NamedArrive { site, id, threads } => self.named_arrive_warp(w, *id, *threads, *site),
-            _ => {
-                self.wsync[w] = self.tick()?;
-                self.asy.warp_sync(self.lanes(w));
-                Ok(())
-            }
+            Ins::Family(i) => i.execute(self, w),
+            _ => Ok(()),
         }
     }
 
     fn release_cta_barrier(&mut self) -> Result<bool, SimError> {
         let pc = self.pcs[0];
-        let at_barrier = matches!(self.prog.code[pc as usize], Ins::Barrier { kind: BarrierKind::Cta, .. });
+        let at_barrier = matches!(self.prog.code[pc as usize], Ins::CtaBarrier { .. });
         if !at_barrier || !(0..self.n).all(|t| self.state[t] == State::Waiting && self.pcs[t] == pc) {
             return Ok(false);
         }
         let now = self.tick()?;
         self.cta_sync = now;
         self.wsync.iter_mut().for_each(|w| *w = now);
-        self.asy.cta_sync();
+        self.fam.asy.cta_sync();
         self.state.fill(State::Runnable);
         self.pcs.fill(pc + 1);
         Ok(true)
     }
 
     pub(crate) fn site_of(&self, pc: u32) -> tirx_ir::Span {
-        match &self.prog.code[pc as usize] {
-            Ins::Barrier { site, .. } | Ins::NamedBarrier { site, .. } => self.prog.sites[*site as usize],
-            Ins::Matrix(m) => self.prog.sites[m.site as usize],
-            Ins::Mma(m) => self.prog.sites[m.site as usize],
-            Ins::Wgmma(w) => self.prog.sites[w.site as usize],
-            Ins::WgOp { site, .. } | Ins::NamedArrive { site, .. } => self.prog.sites[*site as usize],
-            Ins::Shuffle(s) => self.prog.sites[s.site as usize],
-            Ins::Async(a) => a.site().map_or_else(Default::default, |s| self.prog.sites[s as usize]),
-            _ => Default::default(),
-        }
+        let site = match &self.prog.code[pc as usize] {
+            Ins::CtaBarrier { site } => Some(*site),
+            Ins::Family(i) => i.site(),
+            _ => None,
+        };
+        site.map_or_else(Default::default, |s| self.prog.sites[s as usize])
     }
 
     fn ins_name(&self, pc: u32) -> String {
         match &self.prog.code[pc as usize] {
-            Ins::Barrier { kind: BarrierKind::Cta, .. } => "`__syncthreads()` (cta_sync)".into(),
-            Ins::Barrier { kind: BarrierKind::Warp, .. } => "`__syncwarp()` (warp_sync)".into(),
-            Ins::NamedBarrier { threads, .. } => format!("a named barrier (`bar.sync`, {threads} threads)"),
-            Ins::Matrix(m) => format!(
-                "`{}.x{}{}`",
-                if m.store { "stmatrix" } else { "ldmatrix" },
-                m.num,
-                if m.trans { ".trans" } else { "" }
-            ),
-            Ins::Mma(m) => crate::matrix::mma_name(m.kind),
-            Ins::Wgmma(w) => format!("`wgmma.mma_async.{}`", w.kind.ptx()),
-            Ins::WgOp { op, .. } => op.name(),
-            Ins::NamedArrive { threads, .. } => format!("a named barrier arrival (`bar.arrive`, {threads} threads)"),
-            Ins::Shuffle(s) => s.name(),
-            Ins::Async(a) => format!("`{}`", a.name()),
+            Ins::CtaBarrier { .. } => "`__syncthreads()` (cta_sync)".into(),
+            Ins::Family(i) => i.name(),
             _ => "an instruction".into(),
         }
     }
@@ -879,10 +782,7 @@ impl<'a> Machine<'a> {
         if let Some(e) = (0..self.wsync.len()).find_map(|w| self.diagnose_warp(w)) {
             return e;
         }
-        if let Some(e) = self.diagnose_mbar_deadlock() {
-            return e;
-        }
-        if let Some(e) = self.diagnose_named() {
+        if let Some(e) = self.diagnose_family_hang() {
             return e;
         }
         let t0 = (0..self.n).find(|t| self.state[*t] == State::Waiting).unwrap_or(0);
@@ -909,7 +809,7 @@ impl<'a> Machine<'a> {
         let pc = *self.warp_level_pcs(w).first()?;
         let members = self.members(w, pc);
         // Warpgroup instructions name threads of the CTA, warp ones lanes of the warp.
-        let wg = self.is_warpgroup_level(pc);
+        let wg = self.group(pc) == Some(Group::Warpgroup);
         let (unit, group) =
             if wg { ("threads", format!("warpgroup {}", w / 4)) } else { ("lanes", format!("warp {w}")) };
         let arrived: Vec<u32> = members
@@ -917,38 +817,8 @@ impl<'a> Machine<'a> {
             .filter(|&&t| self.state[t] == State::Waiting && self.pcs[t] == pc)
             .map(|&t| if wg { t as u32 } else { (t % 32) as u32 })
             .collect();
-        let (kind, scope, help) = match &self.prog.code[pc as usize] {
-            Ins::Matrix(_) => (
-                SimErrorKind::PartialWarp,
-                "every lane",
-                "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
-            ),
-            Ins::Mma(_) => (
-                SimErrorKind::PartialWarp,
-                "every lane",
-                "mma.sync is warp-collective (`.aligned`): all 32 lanes must execute the same instruction; do not guard it with a lane-dependent condition",
-            ),
-            Ins::Wgmma(_) | Ins::WgOp { .. } => (
-                SimErrorKind::PartialWarp,
-                "every thread of its warpgroup",
-                "wgmma, its fence/commit/wait and setmaxnreg are warpgroup-collective (`.sync.aligned`): all 128 threads of the warpgroup must execute the same instruction; guard them only with conditions a warpgroup agrees on (`if wg_id == 1:`)",
-            ),
-            Ins::NamedArrive { .. } => (
-                SimErrorKind::BarrierDivergence,
-                "every lane",
-                "`bar.arrive` is `.aligned`: all lanes of the warp execute it together; do not place it under a lane-dependent condition",
-            ),
-            Ins::Shuffle(_) => (
-                SimErrorKind::PartialWarp,
-                "every lane of its mask",
-                "a shuffle waits for every lane of its member mask at the same instruction; guard it only with a condition the whole mask agrees on, or narrow the mask",
-            ),
-            _ => (
-                SimErrorKind::BarrierDivergence,
-                "every lane",
-                "`__syncwarp()` waits for all lanes of the warp; do not place it under a lane-dependent condition",
-            ),
-        };
+        let Ins::Family(i) = &self.prog.code[pc as usize] else { return None };
+        let Divergence { kind, scope, help } = i.divergence();
         let mut err = SimError::new(kind, self.site_of(pc), String::new()).help(help);
         let rest = self.whereabouts(members.into_iter(), pc, unit, &mut err);
         err.message = format!(

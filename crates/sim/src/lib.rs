@@ -46,11 +46,27 @@
 //!   `ResourceLimit` error, never an abort.
 //!
 //! Modules: [`value`] (element conversions, parameter buffers), `compile`
-//! (LIR → register bytecode), `exec` (scheduler and instructions), `memory`
-//! (bounds, alignment, race shadow), `bank` (bank-conflict statistics),
-//! `arith` (scalar semantics), `round` (exact rounded arithmetic), `error` (errors and warnings); the LIR instruction
-//! families beyond scalar and vector memory each compile and execute in their own
-//! module: `pair`, `matrix`, `collective`, `asynch`, `bounds` (`docs/lir.md`).
+//! (LIR → register bytecode: the scalar core and structured control flow; each
+//! family's statements through its `Compile`, dispatched from
+//! `tirx_ir::for_each_family!`), `exec` (the scheduler, the scalar core's
+//! execution, hang diagnosis), `family` (what a family plugs in: `FamilyIns` for
+//! its bytecode instructions, `FamilyState` for per-CTA state and the scheduler
+//! hooks that use it), `memory` (bounds, alignment, race shadow), `bank`
+//! (bank-conflict statistics), `arith` (scalar semantics), `round` (exact
+//! rounded arithmetic), `dot` (exact dot products), `error` (errors and
+//! warnings).
+//!
+//! Each LIR instruction family compiles and executes in its own module (some
+//! with a second one for a large part): `memop` (memory: stores, vector copies
+//! and PTX vector accesses, compiled to the scalar core's), `pair`, `sync`
+//! (`__syncthreads`, `__syncwarp`; `barrier`: named barriers), `matrix`
+//! (`wgmma`: Hopper's warpgroup instructions and `setmaxnreg`), `collective`,
+//! `asynch` (`tma`: TMA copies and bulk groups; `cluster`: clusters, cluster
+//! barriers, peer copies), `bounds`. A new family is one module and its `mod`
+//! line here: `impl Compile` for its LIR type, `impl FamilyIns` for each
+//! bytecode instruction of its own. Per-CTA state adds a field of `FamilyState`
+//! and a call in the hooks it needs (`family`); state every memory access must
+//! consult, a hook in `memory::touch` (`docs/lir.md` §4).
 
 mod arith;
 mod asynch;
@@ -63,10 +79,13 @@ mod compile;
 mod dot;
 mod error;
 mod exec;
+mod family;
 mod matrix;
+mod memop;
 mod memory;
 mod pair;
 mod round;
+mod sync;
 mod tma;
 pub mod value;
 mod wgmma;

@@ -4,13 +4,16 @@
 //! [`Machine::matrix`] and [`Machine::mma`], `docs/lir.md` §2.4, §2.8).
 
 use crate::bank::PointKey;
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compile, Compiler, Reg};
 use crate::dot;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::family::{Divergence, FamilyIns, Group, WHOLE_WARP};
+use crate::wgmma::{WgOp, WgOpIns};
 use tirx_ir::lir::{LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaKind, MmaOperand, Space};
 use tirx_ir::DType;
 
+/// `ldmatrix` / `stmatrix`.
 #[derive(Clone, Debug)]
 pub(crate) struct MatrixIns {
     pub site: u32,
@@ -33,19 +36,99 @@ pub(crate) struct MmaIns {
     pub regs: [Vec<i64>; 4],
 }
 
-impl Compiler<'_> {
-    pub(crate) fn matrix(&mut self, m: &MatrixOp) -> Result<(), SimError> {
-        match m {
-            MatrixOp::Move(m) => self.matrix_move(m),
-            MatrixOp::Mma(m) => self.mma(m),
-            MatrixOp::Wgmma(w) => self.wgmma(w),
+impl Compile for MatrixOp {
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
+        match self {
+            MatrixOp::Move(m) => c.matrix_move(m),
+            MatrixOp::Mma(m) => c.mma(m),
+            MatrixOp::Wgmma(w) => c.wgmma(w),
             MatrixOp::WgmmaSync(s) => {
-                self.wg_op(crate::wgmma::WgOp::Sync(*s));
+                let site = c.site();
+                c.emit_family(WgOpIns { site, op: WgOp::Sync(*s) });
                 Ok(())
             }
         }
     }
+}
 
+/// Warp-collective (`.sync.aligned`): all 32 lanes execute it together.
+impl FamilyIns for MatrixIns {
+    fn name(&self) -> String {
+        format!("`{}.x{}{}`", self.ptx(), self.num, if self.trans { ".trans" } else { "" })
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        WHOLE_WARP
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        if m.lanes(w).len() != 32 {
+            return Err(m.partial_block_warp(w, self.ptx(), self.site));
+        }
+        m.matrix(w, self)
+    }
+
+    fn divergence(&self) -> Divergence {
+        Divergence {
+            kind: SimErrorKind::PartialWarp,
+            scope: "every lane",
+            help: "ldmatrix/stmatrix are warp-collective: all 32 lanes must execute the same instruction; do not guard them with a lane-dependent condition",
+        }
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.smem_idx);
+        self.reg_idx.iter_mut().for_each(f)
+    }
+}
+
+impl MatrixIns {
+    fn ptx(&self) -> &'static str {
+        if self.store {
+            "stmatrix"
+        } else {
+            "ldmatrix"
+        }
+    }
+}
+
+/// Warp-collective (`.sync.aligned`): all 32 lanes execute it together.
+impl FamilyIns for MmaIns {
+    fn name(&self) -> String {
+        mma_name(self.kind)
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        WHOLE_WARP
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        if m.lanes(w).len() != 32 {
+            return Err(m.partial_block_warp(w, "mma.sync", self.site));
+        }
+        m.mma(w, self)
+    }
+
+    fn divergence(&self) -> Divergence {
+        Divergence {
+            kind: SimErrorKind::PartialWarp,
+            scope: "every lane",
+            help: "mma.sync is warp-collective (`.aligned`): all 32 lanes must execute the same instruction; do not guard it with a lane-dependent condition",
+        }
+    }
+
+    fn for_each_reg(&mut self, _: &mut dyn FnMut(&mut Reg)) {}
+}
+
+impl Compiler<'_> {
     fn mma(&mut self, m: &Mma) -> Result<(), SimError> {
         let k = self.k;
         let kind =
@@ -65,7 +148,7 @@ impl Compiler<'_> {
             return Err(self.invalid("mma.sync operands must be local (register) buffers"));
         }
         let site = self.site();
-        self.emit(Ins::Mma(Box::new(MmaIns { site, kind, bufs, regs })));
+        self.emit_family(MmaIns { site, kind, bufs, regs });
         Ok(())
     }
 
@@ -96,14 +179,14 @@ impl Compiler<'_> {
         let smem_idx = self.index(smem_index)?;
         let reg_idx = reg_index.iter().map(|e| self.index(e)).collect::<Result<Vec<_>, _>>()?;
         let site = self.site();
-        self.emit(Ins::Matrix(Box::new(MatrixIns { site, store, num, trans, smem: s, smem_idx, regs: r, reg_idx })));
+        self.emit_family(MatrixIns { site, store, num, trans, smem: s, smem_idx, regs: r, reg_idx });
         Ok(())
     }
 }
 
 impl Machine<'_> {
     /// A warp-collective matrix instruction (`name`) reached by a warp of fewer than 32 lanes.
-    pub(crate) fn partial_block_warp(&self, w: usize, name: &str, site: u32) -> SimError {
+    fn partial_block_warp(&self, w: usize, name: &str, site: u32) -> SimError {
         SimError::new(
             SimErrorKind::PartialWarp,
             self.prog.sites[site as usize],
@@ -121,7 +204,7 @@ impl Machine<'_> {
     /// register i holds row l/4, columns 2(l%4), 2(l%4)+1 (transposed with `.trans`). For race
     /// tracking, a row's shared-memory access belongs to the lane that supplied its address; the
     /// collective itself does not order memory (a preceding write by another lane needs a barrier).
-    pub(crate) fn matrix(&mut self, w: usize, m: &MatrixIns) -> Result<(), SimError> {
+    fn matrix(&mut self, w: usize, m: &MatrixIns) -> Result<(), SimError> {
         let nr = self.prog.nregs;
         let name = if m.store { "stmatrix row store" } else { "ldmatrix row load" };
         let num = m.num as usize;
@@ -208,7 +291,7 @@ impl Machine<'_> {
     /// 16×8 tile `D = A·B + C` computed (`dot`: exact products, the exact sum
     /// rounded once to f32 per instruction; integers exact, wrapped to 32 bits),
     /// then every lane's D registers written. C may be D: all reads come first.
-    pub(crate) fn mma(&mut self, w: usize, m: &MmaIns) -> Result<(), SimError> {
+    fn mma(&mut self, w: usize, m: &MmaIns) -> Result<(), SimError> {
         let k = m.kind.shape.k() as usize;
         let per = [1, m.kind.a.per_reg(), m.kind.b.per_reg(), 1];
         // mats[o][row][col] of A (16×k), B (k×8), C (16×8).
@@ -264,6 +347,6 @@ impl Machine<'_> {
 }
 
 /// `mma.sync.m16n8k16` for messages.
-pub(crate) fn mma_name(kind: MmaKind) -> String {
+fn mma_name(kind: MmaKind) -> String {
     format!("`mma.sync.aligned.{}`", kind.ptx())
 }

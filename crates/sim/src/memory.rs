@@ -495,7 +495,7 @@ impl Machine<'_> {
     /// Shadow bookkeeping for one element access: race checks and uninitialised-read warnings.
     #[inline]
     pub(crate) fn touch(&mut self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Result<(), SimError> {
-        if self.wg.active {
+        if self.fam.wg.active {
             self.wgmma_touch(b, t, e, dir, site)?;
         }
         let space = self.bufs[b as usize].space;
@@ -522,7 +522,7 @@ impl Machine<'_> {
             }
             Space::Global if !self.opts.check_races => Ok(()),
             _ => {
-                if !self.asy.inflight.is_empty() || !self.asy.inflight_src.is_empty() {
+                if !self.fam.asy.inflight.is_empty() || !self.fam.asy.inflight_src.is_empty() {
                     if let Some(err) = self.inflight_conflict(b, t, e, dir, site) {
                         return Err(err);
                     }
@@ -541,14 +541,14 @@ impl Machine<'_> {
     /// The stamp of thread `t`'s accesses now: its warp's last barrier, or its last mbarrier arrive if newer.
     #[inline]
     pub(crate) fn stamp(&self, t: u32) -> u32 {
-        self.wsync[(t / 32) as usize].max(self.asy.rel[t as usize])
+        self.wsync[(t / 32) as usize].max(self.fam.asy.rel[t as usize])
     }
 
     /// The writer of a record ordered before thread `t`: a landing only through the
     /// phase of the mbarrier it completed (which `t` acquired, directly or through barriers).
     fn writer_ordered(&self, sh: &Shadow, t: u32) -> bool {
         if sh.w_tid & LANDED != 0 {
-            return sh.w_stamp <= self.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
+            return sh.w_stamp <= self.fam.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
         }
         self.ordered(u32::from(sh.w_tid), sh.w_stamp, t)
     }
@@ -568,7 +568,7 @@ impl Machine<'_> {
         stamp < self.cta_sync
             || p == t
             || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
-            || stamp < self.asy.acquired(t, p)
+            || stamp < self.fam.asy.acquired(t, p)
             || stamp < self.named_synced(t, p)
     }
 
@@ -591,7 +591,7 @@ impl Machine<'_> {
                 || stamps
                     .iter()
                     .zip((0..).step_by(WARPGROUP as usize))
-                    .all(|(&s, q)| s == 0 || q == t || s - 1 < self.asy.acquired(t, q));
+                    .all(|(&s, q)| s == 0 || q == t || s - 1 < self.fam.asy.acquired(t, q));
         }
         if one_warp {
             return barrier || self.lanes_ordered(p / 32, sh.r_stamp, t);
@@ -605,7 +605,7 @@ impl Machine<'_> {
                     (s1, lane) => self.ordered(w * 32 + u32::from(lane), s1 - 1, t),
                 });
         }
-        barrier || sh.r_stamp < self.asy.acquired_from_all(t, 0..self.n as u32)
+        barrier || sh.r_stamp < self.fam.asy.acquired_from_all(t, 0..self.n as u32)
     }
 
     /// The threads of warp `w`.
@@ -620,13 +620,13 @@ impl Machine<'_> {
     fn lanes_ordered(&self, w: u32, s: u32, t: u32) -> bool {
         (w == t / 32 && s < self.wsync[w as usize])
             || s < self.named_synced(t, w * 32)
-            || s < self.asy.acquired_from_all(t, self.warp_lanes(w))
+            || s < self.fam.asy.acquired_from_all(t, self.warp_lanes(w))
     }
 
     /// Several readers in more than one warp of shared `b` keep one stamp per warp
     /// ([`BufMem::warps`]) where mbarriers may order them warp by warp.
     fn tracks_warps(&self, b: u32) -> bool {
-        self.bufs[b as usize].space == Space::Shared && self.asy.uses_mbarriers()
+        self.bufs[b as usize].space == Space::Shared && self.fam.asy.uses_mbarriers()
     }
 
     /// Records thread `t`'s read of `b[e]` at `stamp` in the element's per-warp stamps
@@ -825,7 +825,7 @@ impl Machine<'_> {
             (0..self.n as u32).map(|q| (q, sh.r_stamp)).collect()
         };
         for (q, stamp) in readers {
-            let fences = self.asy.proxy_fences(q);
+            let fences = self.fam.asy.proxy_fences(q);
             let next = fences.partition_point(|&f| f <= stamp);
             if fences.get(next).is_some_and(|&f| self.ordered(q, f, t)) {
                 continue;
@@ -878,7 +878,7 @@ impl Machine<'_> {
             && !(sh.w_stamp < barrier
                 && (sh.w_tid & LANDED == 0
                     || (0..self.n as u32)
-                        .all(|q| sh.w_stamp <= self.asy.acquired_landing(q, u32::from(sh.w_tid & !LANDED)))))
+                        .all(|q| sh.w_stamp <= self.fam.asy.acquired_landing(q, u32::from(sh.w_tid & !LANDED)))))
         {
             (u32::from(sh.w_tid & !LANDED), sh.w_site, if sh.w_tid & LANDED != 0 { "landed" } else { "wrote" }, false)
         } else if fresh(sh.r_stamp) && sh.r_stamp >= barrier {
@@ -925,8 +925,8 @@ impl Machine<'_> {
         }
         let slot = u32::from(sh.w_tid & !LANDED);
         let bar = self.landing_barrier(slot);
-        let acquired = if self.asy.acquired_landing(t, slot) == 0 {
-            let others: Vec<String> = self.asy.acquired_slots(t).map(|s| self.landing_barrier(s)).collect();
+        let acquired = if self.fam.asy.acquired_landing(t, slot) == 0 {
+            let others: Vec<String> = self.fam.asy.acquired_slots(t).map(|s| self.landing_barrier(s)).collect();
             match others.is_empty() {
                 true => format!("it acquired no phase of {bar}"),
                 false => format!(
@@ -956,7 +956,7 @@ impl Machine<'_> {
 
     /// The mbarrier of landing slot `slot`, for reports: "`bar[1]`".
     fn landing_barrier(&self, slot: u32) -> String {
-        match self.asy.slots.get(slot as usize) {
+        match self.fam.asy.slots.get(slot as usize) {
             Some(&(bar, e)) => format!("`{}[{e}]`", self.bufs[bar as usize].name),
             None => "its mbarrier".to_string(),
         }
@@ -988,7 +988,7 @@ impl Machine<'_> {
                 dir.verb()
             ),
         )
-        .help(if self.asy.uses_mbarriers() {
+        .help(if self.fam.asy.uses_mbarriers() {
             "order the two accesses with `T.cuda.cta_sync()`, or with an mbarrier: the first thread arrives after its access, the second waits for that phase before its own"
         } else {
             "order the two accesses with `T.cuda.cta_sync()` (or `T.cuda.warp_sync()` when both threads are in one warp)"

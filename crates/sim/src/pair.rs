@@ -2,11 +2,12 @@
 //! conversions, executed per thread, each pair one access of both elements.
 
 use crate::arith;
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compile, Compiler, Reg};
 use crate::error::SimError;
 use crate::exec::Machine;
+use crate::family::{FamilyIns, Flow};
 use crate::value::{decode, encode};
-use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairSrc};
+use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairOp, PairSrc};
 use tirx_ir::DType;
 
 /// A packed-pair source: a buffer pair or a scalar broadcast (already in the pair's dtype).
@@ -26,8 +27,81 @@ pub(crate) struct Packed2Ins {
     pub srcs: Vec<PairOperand>,
 }
 
+/// `cvt` of an element pair between f32 and f16/bf16.
+#[derive(Clone, Debug)]
+pub(crate) struct Cast2Ins {
+    pub site: u32,
+    pub dst: u32,
+    pub dst_idx: Reg,
+    pub src: u32,
+    pub src_idx: Reg,
+}
+
+impl Compile for PairOp {
+    fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
+        match self {
+            PairOp::Packed2 { op, dtype, dst, dst_index, srcs } => c.packed2(*op, *dtype, *dst, dst_index, srcs),
+            PairOp::Cast2 { dst, dst_index, src, src_index } => {
+                let (d, s) = (c.buf(*dst)?, c.buf(*src)?);
+                let dst_idx = c.index(dst_index)?;
+                let src_idx = c.index(src_index)?;
+                let site = c.site();
+                c.emit_family(Cast2Ins { site, dst: d, dst_idx, src: s, src_idx });
+                Ok(())
+            }
+        }
+    }
+}
+
+impl FamilyIns for Packed2Ins {
+    fn name(&self) -> String {
+        format!("`{}2`", self.op.name())
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn step(&self, m: &mut Machine<'_>, t: u32, base: usize) -> Result<Flow, SimError> {
+        m.packed2(t, base, self)?;
+        Ok(Flow::Next)
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.dst_idx);
+        for s in &mut self.srcs {
+            match s {
+                PairOperand::Buf { idx, .. } => f(idx),
+                PairOperand::Scalar(r) => f(r),
+            }
+        }
+    }
+}
+
+impl FamilyIns for Cast2Ins {
+    fn name(&self) -> String {
+        "`cast2`".into()
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn step(&self, m: &mut Machine<'_>, t: u32, base: usize) -> Result<Flow, SimError> {
+        let r = |reg: Reg| m.regs[base + reg as usize] as i64;
+        let (di, si) = (r(self.dst_idx), r(self.src_idx));
+        m.cast2(t, self.dst, di, self.src, si, self.site)?;
+        Ok(Flow::Next)
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
+        f(&mut self.dst_idx);
+        f(&mut self.src_idx)
+    }
+}
+
 impl Compiler<'_> {
-    pub(crate) fn packed2(
+    fn packed2(
         &mut self,
         op: PackedOp,
         ty: DType,
@@ -62,7 +136,7 @@ impl Compiler<'_> {
             });
         }
         let site = self.site();
-        self.emit(Ins::Packed2(Box::new(Packed2Ins { site, op, ty, dst: d, dst_idx, srcs: ops })));
+        self.emit_family(Packed2Ins { site, op, ty, dst: d, dst_idx, srcs: ops });
         Ok(())
     }
 }
@@ -93,7 +167,7 @@ impl Machine<'_> {
         Ok(())
     }
 
-    pub(crate) fn packed2(&mut self, t: u32, base: usize, p: &Packed2Ins) -> Result<(), SimError> {
+    fn packed2(&mut self, t: u32, base: usize, p: &Packed2Ins) -> Result<(), SimError> {
         let mut args = [[0f64; 2]; 3];
         for (i, s) in p.srcs.iter().enumerate() {
             args[i] = match *s {
@@ -107,7 +181,7 @@ impl Machine<'_> {
         self.write_pair(p.dst, t, self.regs[base + p.dst_idx as usize] as i64, out, p.site)
     }
 
-    pub(crate) fn cast2(&mut self, t: u32, dst: u32, di: i64, src: u32, si: i64, site: u32) -> Result<(), SimError> {
+    fn cast2(&mut self, t: u32, dst: u32, di: i64, src: u32, si: i64, site: u32) -> Result<(), SimError> {
         let (from, to) = (self.bufs[src as usize].dtype, self.bufs[dst as usize].dtype);
         let vals = self.read_pair(src, t, si, site)?;
         let out = vals.map(|v| {

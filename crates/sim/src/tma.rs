@@ -256,7 +256,7 @@ impl Machine<'_> {
         let per = map.dtype.bytes() as usize / sesize;
         let gper = map.dtype.bytes() as usize / self.bufs[gbuf as usize].esize;
         let e = self.bounds(bar, t, idx, 1, site, "TMA load's mbarrier")?;
-        if !self.asy.bars.contains_key(&(bar, e)) {
+        if !self.fam.asy.bars.contains_key(&(bar, e)) {
             let msg = format!(
                 "TMA load by {} completes on `{}[{e}]`, which no thread of this CTA initialised",
                 self.who(t),
@@ -297,7 +297,7 @@ impl Machine<'_> {
         for r in (0..size).filter(|r| mask >> r & 1 == 1) {
             self.switch_to(r);
             let ready = if r == me {
-                self.asy.bars.contains_key(&(bar, e))
+                self.fam.asy.bars.contains_key(&(bar, e))
             } else {
                 self.peer_barrier_ready(bar, e, barrier_tick)
             };
@@ -344,7 +344,7 @@ impl Machine<'_> {
         }
         let esize = self.bufs[c.buf as usize].esize;
         for (i, &e) in c.elems.iter().enumerate() {
-            self.asy.inflight.remove(&(c.buf, e));
+            self.fam.asy.inflight.remove(&(c.buf, e));
             let off = self.byte_off(c.buf, c.issuer, e);
             self.bufs[c.buf as usize].data[off..off + esize].copy_from_slice(&c.data[i * esize..(i + 1) * esize]);
             self.land_shadow(c.buf, slot, e, c.site, tick);
@@ -385,21 +385,21 @@ impl Machine<'_> {
                     return Err(err);
                 }
                 self.write_ordered(gbuf, t, g, site, false)?;
-                self.asy.inflight.insert((gbuf, g), f);
+                self.fam.asy.inflight.insert((gbuf, g), f);
             }
         }
-        self.asy.bulk_open[t as usize].push(store);
+        self.fam.asy.bulk_open[t as usize].push(store);
         Ok(())
     }
 
     /// `cp.async.bulk.wait_group[.read] n`: all but the newest `n` committed groups
     /// release their sources; without `.read` their global writes land too.
     pub(crate) fn bulk_wait(&mut self, t: u32, n: usize, read: bool) -> Result<(), SimError> {
-        let count = self.asy.bulk_groups[t as usize].len().saturating_sub(n);
+        let count = self.fam.asy.bulk_groups[t as usize].len().saturating_sub(n);
         for i in 0..count {
-            if !self.asy.bulk_groups[t as usize][i].read {
-                self.asy.bulk_groups[t as usize][i].read = true;
-                let stores = self.asy.bulk_groups[t as usize][i].stores.clone();
+            if !self.fam.asy.bulk_groups[t as usize][i].read {
+                self.fam.asy.bulk_groups[t as usize][i].read = true;
+                let stores = self.fam.asy.bulk_groups[t as usize][i].stores.clone();
                 for s in &stores {
                     for &e in &s.src_elems {
                         self.release_source(s.src, e);
@@ -411,7 +411,7 @@ impl Machine<'_> {
             return Ok(());
         }
         for _ in 0..count {
-            if let Some(g) = self.asy.bulk_groups[t as usize].pop_front() {
+            if let Some(g) = self.fam.asy.bulk_groups[t as usize].pop_front() {
                 g.stores.iter().try_for_each(|s| self.land_store(t, s))?;
             }
         }
@@ -422,7 +422,7 @@ impl Machine<'_> {
     fn land_store(&mut self, t: u32, s: &BulkStore) -> Result<(), SimError> {
         let esize = self.bufs[s.dst as usize].esize;
         for (i, &g) in s.dst_elems.iter().enumerate() {
-            self.asy.inflight.remove(&(s.dst, g));
+            self.fam.asy.inflight.remove(&(s.dst, g));
             self.write_raw(s.dst, t, g, 1, s.site, &s.data[i * esize..(i + 1) * esize])?;
         }
         Ok(())
@@ -430,8 +430,8 @@ impl Machine<'_> {
 
     /// At exit: every TMA store's source reads were waited for; pending writes land.
     pub(crate) fn bulk_exit(&mut self, t: u32) -> Result<(), SimError> {
-        let open = &self.asy.bulk_open[t as usize];
-        let unread = self.asy.bulk_groups[t as usize].iter().filter(|g| !g.read).flat_map(|g| &g.stores);
+        let open = &self.fam.asy.bulk_open[t as usize];
+        let unread = self.fam.asy.bulk_groups[t as usize].iter().filter(|g| !g.read).flat_map(|g| &g.stores);
         if let Some(first) = open.first().or_else(|| unread.clone().next()) {
             let mut pending = vec![];
             if !open.is_empty() {
@@ -451,16 +451,16 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::AsyncCopy, self.prog.sites[first.site as usize], msg)
                 .help("end every batch of TMA stores with cp.async.bulk.commit_group and cp.async.bulk.wait_group.read 0 before the thread exits"));
         }
-        let groups = std::mem::take(&mut self.asy.bulk_groups[t as usize]);
+        let groups = std::mem::take(&mut self.fam.asy.bulk_groups[t as usize]);
         groups.iter().flat_map(|g| &g.stores).try_for_each(|s| self.land_store(t, s))
     }
 
     /// When every thread has exited: a TMA load still attached to a phase never landed.
     pub(crate) fn tma_unlanded(&self) -> Option<SimError> {
-        let mut keys: Vec<&(u32, usize)> = self.asy.bars.keys().collect();
+        let mut keys: Vec<&(u32, usize)> = self.fam.asy.bars.keys().collect();
         keys.sort();
         let (key, b) =
-            keys.into_iter().find_map(|k| self.asy.bars.get(k).filter(|b| !b.copies.is_empty()).map(|b| (k, b)))?;
+            keys.into_iter().find_map(|k| self.fam.asy.bars.get(k).filter(|b| !b.copies.is_empty()).map(|b| (k, b)))?;
         let c = &b.copies[0];
         let msg = format!(
             "the TMA load into `{}` issued by thread {} of CTA ({}, {}, {}) never completed: mbarrier `{}[{}]` is still in phase {} with {} of {} arrivals missing{}, and every thread has exited",

@@ -4,7 +4,7 @@
 //! reads need.
 //!
 //! All are warpgroup instructions: when the 128 threads of a warpgroup wait at
-//! one, the warpgroup executes it ([`Machine::warpgroup_execute`]); a warpgroup
+//! one, the warpgroup executes it (their `FamilyIns::execute`); a warpgroup
 //! the CTA has only in part, or whose threads wait at different instructions,
 //! is an error.
 //!
@@ -32,10 +32,11 @@
 //! first thread, at issue and again at the wait.
 
 use crate::asynch::WGMMA_READER;
-use crate::compile::{Compiler, Ins, Reg};
+use crate::compile::{Compiler, Reg};
 use crate::dot;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::family::{Divergence, FamilyIns, Group};
 use crate::memory::Dir;
 use crate::value::{decode, encode};
 use std::collections::VecDeque;
@@ -71,8 +72,43 @@ pub(crate) struct WgmmaIns {
     pub scale_d: Reg,
 }
 
-impl WgmmaIns {
-    pub(crate) fn for_each_reg(&mut self, mut f: impl FnMut(&mut Reg)) {
+/// The warpgroup of warp `w`.
+fn warpgroup_of(w: usize) -> usize {
+    w * 32 / WARPGROUP as usize
+}
+
+/// How threads of a warpgroup that exit or wait elsewhere are reported, for every
+/// warpgroup instruction.
+const WARPGROUP_DIVERGENCE: Divergence = Divergence {
+    kind: SimErrorKind::PartialWarp,
+    scope: "every thread of its warpgroup",
+    help: "wgmma, its fence/commit/wait and setmaxnreg are warpgroup-collective (`.sync.aligned`): all 128 threads of the warpgroup must execute the same instruction; guard them only with conditions a warpgroup agrees on (`if wg_id == 1:`)",
+};
+
+impl FamilyIns for WgmmaIns {
+    fn name(&self) -> String {
+        format!("`wgmma.mma_async.{}`", self.kind.ptx())
+    }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        Group::Warpgroup
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        let g = warpgroup_of(w);
+        m.whole_warpgroup(g, self.site, "wgmma.mma_async")?;
+        m.wgmma_issue(g, self)
+    }
+
+    fn divergence(&self) -> Divergence {
+        WARPGROUP_DIVERGENCE
+    }
+
+    fn for_each_reg(&mut self, f: &mut dyn FnMut(&mut Reg)) {
         if let AIns::Smem(d) = &mut self.a {
             f(&mut d.idx);
         }
@@ -88,14 +124,45 @@ pub(crate) enum WgOp {
     SetMaxNReg { inc: bool, regs: u32 },
 }
 
-impl WgOp {
-    pub(crate) fn name(self) -> String {
-        match self {
+/// `wgmma.fence` / `commit_group` / `wait_group` (matrix family), `setmaxnreg`
+/// (synchronisation family): executed by a whole warpgroup.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WgOpIns {
+    pub site: u32,
+    pub op: WgOp,
+}
+
+impl FamilyIns for WgOpIns {
+    fn name(&self) -> String {
+        match self.op {
             WgOp::Sync(WgmmaSync::Wait(n)) => format!("`wgmma.wait_group {n}`"),
             WgOp::Sync(s) => format!("`{}`", s.name()),
             WgOp::SetMaxNReg { inc, regs } => format!("`setmaxnreg.{} {regs}`", if inc { "inc" } else { "dec" }),
         }
     }
+
+    fn site(&self) -> Option<u32> {
+        Some(self.site)
+    }
+
+    fn group(&self) -> Group {
+        Group::Warpgroup
+    }
+
+    fn execute(&self, m: &mut Machine<'_>, w: usize) -> Result<(), SimError> {
+        let g = warpgroup_of(w);
+        m.whole_warpgroup(g, self.site, &self.name())?;
+        match self.op {
+            WgOp::Sync(s) => m.wgmma_sync(g, s, self.site),
+            WgOp::SetMaxNReg { inc, regs } => m.setmaxnreg(g, inc, regs, self.site),
+        }
+    }
+
+    fn divergence(&self) -> Divergence {
+        WARPGROUP_DIVERGENCE
+    }
+
+    fn for_each_reg(&mut self, _: &mut dyn FnMut(&mut Reg)) {}
 }
 
 /// Per-slot state of a local buffer some wgmma uses as registers.
@@ -240,7 +307,7 @@ impl Compiler<'_> {
         let b = self.desc(&w.b)?;
         let scale_d = self.expr_as(&w.scale_d, DType::Bool)?;
         let site = self.site();
-        self.emit(Ins::Wgmma(Box::new(WgmmaIns { site, kind, d, d_regs, a, b, scale_d })));
+        self.emit_family(WgmmaIns { site, kind, d, d_regs, a, b, scale_d });
         Ok(())
     }
 
@@ -251,11 +318,6 @@ impl Compiler<'_> {
         }
         let idx = self.index(&s.index)?;
         Ok(DescIns { buf, idx, major: s.major, swizzle: s.swizzle, lbo: i64::from(s.lbo), sbo: i64::from(s.sbo) })
-    }
-
-    pub(crate) fn wg_op(&mut self, op: WgOp) {
-        let site = self.site();
-        self.emit(Ins::WgOp { site, op });
     }
 }
 
@@ -276,13 +338,8 @@ impl Machine<'_> {
         SimError::new(SimErrorKind::Wgmma, self.prog.sites[site as usize], msg)
     }
 
-    /// Executes a warpgroup instruction for warpgroup `g`, whose threads all wait at it.
-    pub(crate) fn warpgroup_execute(&mut self, g: usize, ins: &Ins) -> Result<(), SimError> {
-        let (site, what) = match ins {
-            Ins::Wgmma(w) => (w.site, "wgmma.mma_async".to_string()),
-            Ins::WgOp { site, op } => (*site, op.name()),
-            _ => return Ok(()),
-        };
+    /// Warpgroup `g`, whose threads all wait at warpgroup instruction `what`, is whole.
+    fn whole_warpgroup(&self, g: usize, site: u32, what: &str) -> Result<(), SimError> {
         if self.wg_threads(g).len() != WARPGROUP as usize {
             return Err(SimError::new(
                 SimErrorKind::PartialWarp,
@@ -295,18 +352,13 @@ impl Machine<'_> {
             )
             .help("warpgroup instructions need whole warpgroups: make the CTA size a multiple of 128"));
         }
-        match ins {
-            Ins::Wgmma(w) => self.wgmma_issue(g, w),
-            Ins::WgOp { op: WgOp::Sync(s), site } => self.wgmma_sync(g, *s, *site),
-            Ins::WgOp { op: WgOp::SetMaxNReg { inc, regs }, site } => self.setmaxnreg(g, *inc, *regs, *site),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
     /// `setmaxnreg`: `.inc` never lowers the warpgroup's budget, `.dec` never raises it
     /// (PTX leaves both undefined); the budgets are checked against the pool at the CTA's end.
     fn setmaxnreg(&mut self, g: usize, inc: bool, regs: u32, site: u32) -> Result<(), SimError> {
-        let (now, _) = self.wg.budget[g];
+        let (now, _) = self.fam.wg.budget[g];
         if (inc && regs < now) || (!inc && regs > now) {
             let (op, rel) = if inc { ("inc", "below") } else { ("dec", "above") };
             return Err(self
@@ -318,20 +370,20 @@ impl Machine<'_> {
                     "`.inc` raises the budget and `.dec` lowers it; a CTA starts at the register file over its threads",
                 ));
         }
-        self.wg.budget[g] = (regs, Some(site));
+        self.fam.wg.budget[g] = (regs, Some(site));
         Ok(())
     }
 
     /// At the CTA's end: the warpgroups' budgets fit the pool they started with (else a
     /// `setmaxnreg.inc` waits for registers that are never released: a hang on the GPU).
     pub(crate) fn setmaxnreg_check(&self) -> Result<(), SimError> {
-        let (cap, nwg) = (self.wg.cap, self.wg.nwg as u32);
-        let total: u32 = self.wg.budget.iter().map(|b| b.0).sum();
-        let Some(site) = self.wg.budget.iter().filter_map(|b| b.1).max() else { return Ok(()) };
+        let (cap, nwg) = (self.fam.wg.cap, self.fam.wg.nwg as u32);
+        let total: u32 = self.fam.wg.budget.iter().map(|b| b.0).sum();
+        let Some(site) = self.fam.wg.budget.iter().filter_map(|b| b.1).max() else { return Ok(()) };
         if total <= cap * nwg {
             return Ok(());
         }
-        let each: Vec<String> = self.wg.budget.iter().map(|b| b.0.to_string()).collect();
+        let each: Vec<String> = self.fam.wg.budget.iter().map(|b| b.0.to_string()).collect();
         Err(self
             .wg_error(
                 site,
@@ -348,19 +400,19 @@ impl Machine<'_> {
     fn wgmma_sync(&mut self, g: usize, s: WgmmaSync, site: u32) -> Result<(), SimError> {
         match s {
             WgmmaSync::Fence => {
-                self.wg.wgs[g].fenced = true;
+                self.fam.wg.wgs[g].fenced = true;
                 let ts = self.wg_threads(g);
-                for tr in self.wg.local.iter_mut().flatten() {
+                for tr in self.fam.wg.local.iter_mut().flatten() {
                     tr.dirty[ts.start * tr.elems..ts.end * tr.elems].fill(0);
                 }
             }
             WgmmaSync::Commit => {
-                let open = std::mem::take(&mut self.wg.wgs[g].open);
-                self.wg.wgs[g].groups.push_back(open);
+                let open = std::mem::take(&mut self.fam.wg.wgs[g].open);
+                self.fam.wg.wgs[g].groups.push_back(open);
             }
             WgmmaSync::Wait(n) => {
-                while self.wg.wgs[g].groups.len() > n as usize {
-                    let group = self.wg.wgs[g].groups.pop_front().unwrap_or_default();
+                while self.fam.wg.wgs[g].groups.len() > n as usize {
+                    let group = self.fam.wg.wgs[g].groups.pop_front().unwrap_or_default();
                     for id in group {
                         self.complete(id, site)?;
                     }
@@ -372,12 +424,12 @@ impl Machine<'_> {
 
     /// The wait that completes record `id`: its registers are defined, its shared reads end now.
     fn complete(&mut self, id: u32, site: u32) -> Result<(), SimError> {
-        let rec = &self.wg.records[id as usize - 1];
+        let rec = &self.fam.wg.records[id as usize - 1];
         let (g, smem, regs) = (rec.wg, rec.smem.clone(), rec.regs.clone());
-        self.wg.wgs[g].done = self.wg.wgs[g].done.max(id);
+        self.fam.wg.wgs[g].done = self.fam.wg.wgs[g].done.max(id);
         let ts = self.wg_threads(g);
         for (b, elems) in regs {
-            if let Some(tr) = self.wg.local[b as usize].as_mut() {
+            if let Some(tr) = self.fam.wg.local[b as usize].as_mut() {
                 for t in ts.clone() {
                     for &e in &elems {
                         let slot = &mut tr.pending[t * tr.elems + e];
@@ -399,7 +451,7 @@ impl Machine<'_> {
     fn wgmma_issue(&mut self, g: usize, w: &WgmmaIns) -> Result<(), SimError> {
         let kind = w.kind;
         let (n, k) = (kind.n as usize, kind.k() as usize);
-        if !self.wg.wgs[g].fenced {
+        if !self.fam.wg.wgs[g].fenced {
             return Err(self
                 .wg_error(w.site, format!("wgmma.mma_async by warpgroup {g} before any wgmma.fence"))
                 .help("issue `wgmma.fence` before the first wgmma of a warpgroup (Tx.warpgroup.gemm_async does)"));
@@ -423,13 +475,13 @@ impl Machine<'_> {
         let scale = self.wg_uniform(g, w.site, w.scale_d, "scale_d", |v| v != 0)?;
         self.write_d(g, w, &a, &b, scale)?;
         // Record it: registers pending, shared reads in flight.
-        let id = self.wg.records.len() as u32 + 1;
+        let id = self.fam.wg.records.len() as u32 + 1;
         let mut regs = vec![(w.d, d_elems.clone())];
         if let AIns::Regs { buf, .. } = &w.a {
             regs.push((*buf, a_elems.clone()));
         }
         for (b, elems) in &regs {
-            if let Some(tr) = self.wg.local[*b as usize].as_mut() {
+            if let Some(tr) = self.fam.wg.local[*b as usize].as_mut() {
                 for t in ts.clone() {
                     for &e in elems {
                         tr.pending[t * tr.elems + e] = id;
@@ -437,21 +489,21 @@ impl Machine<'_> {
                 }
             }
         }
-        let nwg = self.wg.nwg;
+        let nwg = self.fam.wg.nwg;
         for &(b, e) in &smem {
-            if let Some(rd) = self.wg.smem[b as usize].as_mut() {
+            if let Some(rd) = self.fam.wg.smem[b as usize].as_mut() {
                 rd[e * nwg + g] = id;
             }
         }
-        self.wg.records.push(Record { site: w.site, wg: g, n: kind.n, regs, smem });
-        self.wg.wgs[g].open.push(id);
+        self.fam.wg.records.push(Record { site: w.site, wg: g, n: kind.n, regs, smem });
+        self.fam.wg.wgs[g].open.push(id);
         Ok(())
     }
 
     /// The D (`acc`) or A registers of a wgmma: not accessed since the last fence;
     /// a pending accumulator only from a wgmma of the same shape.
     fn check_operand_regs(&self, g: usize, w: &WgmmaIns, b: u32, elems: &[usize], acc: bool) -> Result<(), SimError> {
-        let Some(tr) = self.wg.local[b as usize].as_ref() else { return Ok(()) };
+        let Some(tr) = self.fam.wg.local[b as usize].as_ref() else { return Ok(()) };
         let name = &self.bufs[b as usize].name;
         for t in self.wg_threads(g) {
             for &e in elems {
@@ -471,7 +523,7 @@ impl Machine<'_> {
                 }
                 let p = tr.pending[slot];
                 if p != 0 {
-                    let rec = &self.wg.records[p as usize - 1];
+                    let rec = &self.fam.wg.records[p as usize - 1];
                     // Wgmmas may share A registers, and chain accumulators of one shape (the hardware orders those).
                     let was_acc = rec.regs.first().is_some_and(|(d, _)| *d == b);
                     let ok = if acc { was_acc && rec.n == w.kind.n } else { !was_acc };
@@ -574,7 +626,7 @@ impl Machine<'_> {
                 let at = s.swizzle.apply(start_byte + desc.offset(esize, r as i64, c as i64));
                 let e = self.bounds(s.buf, t, at / esize, 1, site, "wgmma shared read")?;
                 // A cp.async that still writes it is the first thing wrong (then the fence).
-                if !self.asy.inflight.is_empty() {
+                if !self.fam.asy.inflight.is_empty() {
                     if let Some(err) = self.inflight_conflict(s.buf, t, e, Dir::Read, site) {
                         return Err(err);
                     }
@@ -652,14 +704,14 @@ impl Machine<'_> {
     pub(crate) fn wgmma_touch(&mut self, b: u32, t: u32, e: usize, dir: Dir, site: u32) -> Result<(), SimError> {
         let space = self.bufs[b as usize].space;
         if space == Space::Local {
-            let Some(tr) = self.wg.local[b as usize].as_mut() else { return Ok(()) };
+            let Some(tr) = self.fam.wg.local[b as usize].as_mut() else { return Ok(()) };
             let slot = t as usize * tr.elems + e;
             tr.dirty[slot] = site + 1;
             let p = tr.pending[slot];
             if p == 0 {
                 return Ok(());
             }
-            let rec = &self.wg.records[p as usize - 1];
+            let rec = &self.fam.wg.records[p as usize - 1];
             let verb = if dir.is_write() { "writes" } else { "reads" };
             return Err(self
                 .wg_error(
@@ -677,12 +729,12 @@ impl Machine<'_> {
         if space != Space::Shared || !dir.is_write() {
             return Ok(());
         }
-        let nwg = self.wg.nwg;
-        let Some(rd) = self.wg.smem[b as usize].as_ref() else { return Ok(()) };
+        let nwg = self.fam.wg.nwg;
+        let Some(rd) = self.fam.wg.smem[b as usize].as_ref() else { return Ok(()) };
         for g in 0..nwg {
             let id = rd[e * nwg + g];
-            if id > self.wg.wgs[g].done {
-                let rec = &self.wg.records[id as usize - 1];
+            if id > self.fam.wg.wgs[g].done {
+                let rec = &self.fam.wg.records[id as usize - 1];
                 return Err(self
                     .wg_error(
                         site,
@@ -701,13 +753,13 @@ impl Machine<'_> {
 
     /// At exit: every wgmma of the thread's warpgroup must have been waited for.
     pub(crate) fn wgmma_exit(&self, t: u32) -> Result<(), SimError> {
-        if !self.wg.active {
+        if !self.fam.wg.active {
             return Ok(());
         }
         let g = t as usize / WARPGROUP as usize;
-        let p = &self.wg.wgs[g];
+        let p = &self.fam.wg.wgs[g];
         let Some(&first) = p.open.first().or_else(|| p.groups.iter().flatten().next()) else { return Ok(()) };
-        let site = self.wg.records[first as usize - 1].site;
+        let site = self.fam.wg.records[first as usize - 1].site;
         let what =
             if p.open.is_empty() { "not waited for (wgmma.wait_group)" } else { "not committed (wgmma.commit_group)" };
         Err(self

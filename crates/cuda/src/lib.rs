@@ -29,6 +29,7 @@ mod asynch;
 mod bounds;
 mod collective;
 mod ctype;
+mod debug;
 mod emit;
 mod expr;
 mod helpers;

@@ -658,6 +658,11 @@ pub enum StmtKind {
     Async(AsyncStmt),
     /// `T.device_entry()`: everything after it is device code.
     DeviceEntry,
+    /// `T.cuda.printf(format, *args)`: every executing thread prints a line (`lir::debug`).
+    Printf {
+        format: String,
+        args: Vec<Expr>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

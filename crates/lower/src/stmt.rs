@@ -20,7 +20,8 @@ use tirx_ir::hir::{
     TileArg, VarId,
 };
 use tirx_ir::lir::{
-    LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, MemOp, ScalarParam, Space, SymExpr, SymOp, SyncOp,
+    DebugOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, MemOp, ScalarParam, Space, SymExpr, SymOp,
+    SyncOp,
 };
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::ExecScope;
@@ -569,6 +570,14 @@ impl Lowerer<'_> {
                     Err(d) => self.errors.push(d),
                 }
             }
+            StmtKind::Printf { format, args } => {
+                let refs: Vec<&Expr> = args.iter().collect();
+                self.scalar_bounds(&refs, None, at, out);
+                let args: Option<Vec<LExpr>> = args.iter().map(|a| self.expr(a)).collect();
+                if let Some(args) = args {
+                    push(out, LStmtKind::Debug(DebugOp::Printf { format: format.clone(), args }));
+                }
+            }
             // Checked as an expression (bounds of its loads, lowerable); nothing runs.
             StmtKind::Evaluate(value) => {
                 self.scalar_bounds(&[value], None, at, out);
@@ -1045,6 +1054,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 used_vars(else_body, out);
             }
             StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => ex(value, out),
+            StmtKind::Printf { args, .. } => args.iter().for_each(|a| ex(a, out)),
             StmtKind::Store { indices, value, .. } => {
                 indices.iter().for_each(|i| ex(i, out));
                 ex(value, out);

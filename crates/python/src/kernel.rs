@@ -421,9 +421,27 @@ impl Lowered {
             tirx_sim::check_memory(lir, &opts)?;
             tirx_sim::simulate_args(lir, &mut bufs, &values, &opts)
         });
+        // What the kernel printed (`T.cuda.printf`) goes to `sys.stdout`, also before an error.
+        let printed = match &result {
+            Ok(r) => &r.printed,
+            Err(e) => e.printed(),
+        };
+        write_stdout(py, printed)?;
         let report = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?;
         let warnings: Vec<Diagnostic> = report.warnings.iter().map(|w| w.to_diagnostic()).collect();
         let out = bufs.iter().map(|b| PyBytes::new(py, b)).collect();
         Ok((out, self.src.warnings(&warnings)))
     }
+}
+
+/// Writes `lines` to Python's `sys.stdout` (so that pytest's capture and redirection see them).
+fn write_stdout(py: Python<'_>, lines: &[String]) -> PyResult<()> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let out = py.import("sys")?.getattr("stdout")?;
+    for l in lines {
+        out.call_method1("write", (l.as_str(),))?;
+    }
+    Ok(())
 }

@@ -563,6 +563,7 @@ impl<'s> Builder<'s> {
                 Ok(())
             }
             Builtin::Evaluate => self.evaluate(args, target, span, out),
+            Builtin::Printf => self.printf(args, target, span, out),
             Builtin::ScopeId(kind) => self.scope_id(kind, args, target, span, out),
             Builtin::Ptx(op) => self.ptx_stmt(op, args, target, span, out),
             Builtin::SmemPool => self.smem_pool(args, target, span),
@@ -583,6 +584,69 @@ impl<'s> Builder<'s> {
             ),
             _ => self.fail(Diagnostic::error(span, "unsupported statement")),
         }
+    }
+
+    /// `T.cuda.printf(fmt, *args)`: a string constant in C's format subset
+    /// (`lir::debug`), then one scalar per conversion, of the conversion's kind.
+    fn printf(&mut self, args: &[ast::Arg], target: Option<&ast::Expr>, span: Span, out: &mut Vec<Stmt>) -> R<()> {
+        use tirx_ir::lir::debug::{conversions, parse_format, printable};
+        self.no_target(target, "`T.cuda.printf`")?;
+        let (pos, kw) = self.eval_args(args)?;
+        if let Some((k, ksp, ..)) = kw.first() {
+            return self.fail(
+                Diagnostic::error(*ksp, format!("`T.cuda.printf` takes no keyword arguments (got `{k}=`)"))
+                    .with_help("pass the format, then the values in order: `T.cuda.printf(\"%d\\n\", x)`"),
+            );
+        }
+        let mut pos = pos.into_iter();
+        let format = match pos.next() {
+            Some((Val::Str(s), fsp)) => match parse_format(&s) {
+                Ok(_) => s,
+                Err(e) => {
+                    return self.fail(
+                        Diagnostic::error(fsp, format!("bad `T.cuda.printf` format: {e}")).with_label("this format"),
+                    )
+                }
+            },
+            Some((v, fsp)) => return self.expected_kind("a format string", &v, fsp),
+            None => {
+                return self.fail(
+                    Diagnostic::error(span, "`T.cuda.printf` needs a format string")
+                        .with_help("`T.cuda.printf(\"x = %d\\n\", x)`"),
+                )
+            }
+        };
+        let convs = conversions(&format);
+        let rest: Vec<(Val, Span)> = pos.collect();
+        if rest.len() != convs.len() {
+            return self.fail(
+                Diagnostic::error(
+                    span,
+                    format!("the format has {} conversion(s) but {} value(s) follow it", convs.len(), rest.len()),
+                )
+                .with_help("pass one value per `%` conversion (`%%` prints a percent sign)"),
+            );
+        }
+        let mut exprs = Vec::with_capacity(rest.len());
+        for (c, (v, vsp)) in convs.into_iter().zip(rest) {
+            let e = self.scalar(v, vsp)?;
+            if !printable(c, e.dtype) {
+                let want = if c.integral() { "an integer or bool" } else { "a float" };
+                return self.fail(
+                    Diagnostic::error(vsp, format!("`%{}` prints {want}, but this value is {}", c.kind, e.dtype))
+                        .with_label(format!("{}", e.dtype))
+                        .with_help(if c.integral() {
+                            "print it with `%f`, `%e` or `%g`"
+                        } else {
+                            "print it with `%d`, or cast it"
+                        }),
+                );
+            }
+            exprs.push(e);
+        }
+        self.require_device(span)?;
+        out.push(Stmt { kind: StmtKind::Printf { format, args: exprs }, span });
+        Ok(())
     }
 
     /// `T.evaluate(e)`: one scalar, checked like any expression, that runs nothing.

@@ -1257,6 +1257,7 @@ impl Builder<'_> {
             Builtin::Evaluate => "T.evaluate".into(),
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
+            Builtin::Printf => "T.cuda.printf".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
             Builtin::TPtx => "T.ptx".into(),
             Builtin::Ptx(op) => op.script_name(),
@@ -1470,6 +1471,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::Tile(..)
             | Builtin::CtaSync
             | Builtin::WarpSync
+            | Builtin::Printf
             | Builtin::Collective(_)
             | Builtin::Evaluate
             | Builtin::Ptx(_)

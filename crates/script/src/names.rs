@@ -272,6 +272,7 @@ const T_DTYPE_SHORTHANDS: &[(&str, &str)] = &[
 const CUDA_NAMES: &[(&str, Kind, Meaning)] = &[
     ("cta_sync", K::Statement, Script(B::CtaSync)),
     ("warp_sync", K::Statement, Script(B::WarpSync)),
+    ("printf", K::Statement, Script(B::Printf)),
     ("cluster_sync", K::Statement, Script(B::Ptx(PtxOp::ClusterSync))),
     ("mbarrier_wait", K::Statement, Script(B::Ptx(PtxOp::MbarWait))),
     ("warpgroup_sync", K::Statement, Unsupported),

@@ -178,6 +178,13 @@ impl Printer<'_> {
                 let t = format!("T.evaluate({})", self.expr(e, 0));
                 self.line(depth, &t);
             }
+            StmtKind::Printf { format, args } => {
+                let mut t = format!("T.cuda.printf({}", quote(format));
+                for a in args {
+                    t.push_str(&format!(", {}", self.expr(a, 0)));
+                }
+                self.line(depth, &format!("{t})"));
+            }
             StmtKind::Store { buf, indices, value } => {
                 let idx: Vec<String> = indices.iter().map(|e| self.expr(e, 0)).collect();
                 let t = format!("{}[{}] = {}", self.k.buf(*buf).name, idx.join(", "), self.expr(value, 0));
@@ -525,6 +532,7 @@ impl Printer<'_> {
                     self.collect_used(else_body);
                 }
                 StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => self.use_expr(value),
+                StmtKind::Printf { args, .. } => args.iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Store { indices, value, .. } => {
                     indices.iter().for_each(|e| self.use_expr(e));
                     self.use_expr(value);

@@ -64,6 +64,7 @@ fn stmt(s: &mut Stmt) {
             expr(value);
         }
         StmtKind::Evaluate(e) => expr(e),
+        StmtKind::Printf { args, .. } => args.iter_mut().for_each(expr),
         StmtKind::ScopeId(d) => {
             d.span = Span::default();
             d.dyn_extents.iter_mut().flatten().for_each(expr);

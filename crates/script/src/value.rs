@@ -247,6 +247,8 @@ pub enum Builtin {
     Assume,
     CtaSync,
     WarpSync,
+    /// `T.cuda.printf(format, *args)`.
+    Printf,
     Collective(CollKind),
     Evaluate,
     /// `T.ptx`: the namespace of the kernel's own PTX instructions.

@@ -71,11 +71,20 @@ pub struct SimError {
     pub span: Span,
     pub labels: Vec<(Span, String)>,
     pub help: Option<String>,
+    /// What the kernel printed (`T.cuda.printf`) before the error ([`SimError::printed`]).
+    /// Boxed: one pointer keeps every `Result<_, SimError>` small (a bare `Vec` would
+    /// add three words to each error, which most runs never fill).
+    #[allow(clippy::box_collection)]
+    pub(crate) printed: Option<Box<Vec<String>>>,
 }
 
 impl SimError {
     pub(crate) fn new(kind: SimErrorKind, span: Span, message: impl Into<String>) -> SimError {
-        SimError { kind, message: message.into(), span, labels: vec![], help: None }
+        SimError { kind, message: message.into(), span, labels: vec![], help: None, printed: None }
+    }
+    /// What the kernel printed (`T.cuda.printf`) before the error, in thread order.
+    pub fn printed(&self) -> &[String] {
+        self.printed.as_deref().map_or(&[], |v| v.as_slice())
     }
     pub(crate) fn label(mut self, span: Span, msg: impl Into<String>) -> SimError {
         self.labels.push((span, msg.into()));

@@ -79,6 +79,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) cluster_phase: u32,
     pub(crate) cluster_sync_tick: u32,
     pub(crate) peer_copies: Vec<crate::cluster::PeerCopy>,
+    /// What the threads printed (`debug`), in execution order.
+    pub(crate) printed: Vec<crate::debug::Printed>,
 }
 
 pub(crate) fn run(
@@ -93,10 +95,11 @@ pub(crate) fn run(
     for (i, id) in k.params.iter().enumerate() {
         params[i] = std::mem::take(&mut m.bufs[id.0 as usize].data);
     }
-    let ctas_run = result?;
+    let printed = crate::debug::in_thread_order(std::mem::take(&mut m.printed));
+    let ctas_run = result.map_err(|e| SimError { printed: Some(Box::new(printed.clone())), ..e })?;
     let names: Vec<String> = m.bufs.iter().map(|b| b.name.clone()).collect();
     let bank = m.bank.take().map(|b| b.report(|i| names[i as usize].clone())).unwrap_or_default();
-    Ok(SimReport { warnings: m.warnings, bank, ctas_run, instructions: m.insts })
+    Ok(SimReport { warnings: m.warnings, bank, ctas_run, instructions: m.insts, printed })
 }
 
 fn limit_error(msg: String) -> SimError {
@@ -274,6 +277,7 @@ impl<'a> Machine<'a> {
             cluster_phase: 0,
             cluster_sync_tick: 0,
             peer_copies: vec![],
+            printed: vec![],
         })
     }
 

@@ -76,6 +76,7 @@ mod bounds;
 mod cluster;
 mod collective;
 mod compile;
+mod debug;
 mod dot;
 mod error;
 mod exec;
@@ -143,6 +144,9 @@ pub struct SimReport {
     pub ctas_run: u64,
     /// Bytecode instructions executed over all threads (a measure of simulation work).
     pub instructions: u64,
+    /// What the kernel printed (`T.cuda.printf`), in thread order: by CTA, then
+    /// thread, then program order.
+    pub printed: Vec<String>,
 }
 
 /// Runs kernel `k` on the CPU.

@@ -62,6 +62,14 @@ pub fn run(a: Args) -> CmdResult {
     let start = Instant::now();
     let result = simulate_args(&lir, &mut bufs, &bound.values, &opts);
     let elapsed = start.elapsed();
+    // What the kernel printed (`T.cuda.printf`), in thread order, also before an error.
+    let printed = match &result {
+        Ok(r) => &r.printed,
+        Err(e) => e.printed(),
+    };
+    for line in printed {
+        crate::out::out(line)?;
+    }
     let report = match result {
         Ok(r) => r,
         Err(e) => {

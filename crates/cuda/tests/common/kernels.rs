@@ -523,6 +523,22 @@ pub fn named_barrier() -> LKernel {
     ])
 }
 
+/// `printf` (the debug family): every thread prints its id, an element as f32 and f16,
+/// and a 64-bit integer, in the C format the CUDA printer writes back with `ll` and casts.
+pub fn printf_values() -> LKernel {
+    let mut kb = Kb::new("printf_values", [1, 1, 1], [32, 1, 1]);
+    let a = kb.param("A", DType::F32, &[32]);
+    let n = kb.param("N", DType::I64, &[1]);
+    let t = kb.var("tid", DType::I32);
+    kb.finish(vec![
+        let_(t, tid()),
+        printf(
+            "thread %2d: %8.3f %g %x %d%%\n",
+            vec![v(t), load(a, v(t)), cast(DType::F16, load(a, v(t))), load(n, i(0)), v(t)],
+        ),
+    ])
+}
+
 /// The forced-width copies' PTX accesses (`PtxVec`): each of 32 threads loads 16 bytes of f32
 /// through the read-only path with L1/L2 hints, stores them to shared memory, then (after the
 /// barrier) reads its neighbour's as two 8-byte halves and writes them out; and the same
@@ -586,6 +602,7 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("wgmma_ss", wgmma_ss()),
         ("wgmma_rs_f16acc", wgmma_rs_f16acc()),
         ("warp_specialized", warp_specialized()),
+        ("printf_values", printf_values()),
     ]
 }
 

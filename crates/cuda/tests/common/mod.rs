@@ -165,6 +165,9 @@ pub fn if_(cond: LExpr, then_body: Vec<LStmt>) -> LStmt {
 pub fn if_else(cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt>) -> LStmt {
     st(LStmtKind::If { cond, then_body, else_body })
 }
+pub fn printf(format: &str, args: Vec<LExpr>) -> LStmt {
+    st(LStmtKind::Debug(tirx_ir::lir::DebugOp::Printf { format: format.into(), args }))
+}
 pub fn store(buf: LBufId, index: LExpr, value: LExpr) -> LStmt {
     st(LStmtKind::Memory(MemOp::Store { buf, index, value }))
 }

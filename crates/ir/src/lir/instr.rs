@@ -96,6 +96,8 @@ macro_rules! for_each_family {
             Async($crate::lir::AsyncOp),
             /// The bounds family: a region must lie inside a logical shape ([`bounds`](crate::lir::bounds); no code on the GPU).
             Bounds($crate::lir::BoundsCheck),
+            /// The debug family: `printf` from a kernel ([`debug`](crate::lir::debug)).
+            Debug($crate::lir::DebugOp),
         }
     };
 }

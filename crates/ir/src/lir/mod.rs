@@ -25,7 +25,8 @@
 //! * [`collective`]: warp shuffles with a member mask and width ([`CollectiveOp`]);
 //! * [`asynch`]: `cp.async`, commit/wait groups, mbarriers, proxy fences, TMA, bulk copies ([`AsyncOp`]);
 //! * [`bounds`]: per-dimension bounds assertions on a region of a logical shape
-//!   ([`BoundsCheck`]), which the simulator checks and the GPU does not.
+//!   ([`BoundsCheck`]), which the simulator checks and the GPU does not;
+//! * [`debug`]: `printf` from a kernel ([`DebugOp`]).
 //!
 //! Arithmetic with a stated rounding is an expression ([`round`]: `LExpr::Rounded`,
 //! fused `fma`, directed `add.rz`, `cvt.rp<bfloat16>`; `docs/numerics.md`).
@@ -42,6 +43,7 @@ pub mod asynch;
 pub mod bounds;
 pub mod check;
 pub mod collective;
+pub mod debug;
 pub mod instr;
 pub mod launch;
 pub mod matrix;
@@ -56,6 +58,7 @@ pub mod wgmma;
 pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
+pub use debug::DebugOp;
 pub use instr::{Accesses, Instr};
 pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};

@@ -32,16 +32,19 @@ def test_simulator_prints_in_thread_order(capsys):
 
 
 def test_bad_formats_are_errors_at_the_call():
-    @T.prim_func
-    def kernel(A_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (32,), "float32")
-        T.device_entry()
-        T.cta_id([1])
-        tid = T.thread_id([32])
-        T.cuda.printf("%d\n", A[tid])
+    def build():
+        @T.prim_func
+        def kernel(A_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (32,), "float32")
+            T.device_entry()
+            T.cta_id([1])
+            tid = T.thread_id([32])
+            T.cuda.printf("%d\n", A[tid])
+
+        return tirx.compile(kernel)
 
     with pytest.raises(tirx.TirxError, match="`%d` prints an integer or bool, but this value is float32"):
-        tirx.compile(kernel)
+        build()
 
 
 def _torch_cuda():

@@ -29,6 +29,10 @@
 //! Every user error is a [`Diagnostic`] on the exact operand, with a fix when
 //! there is one; one run reports all independent errors.
 //!
+//! [`names`] is the one table of the language's builtin names (`T.*`, `T.cuda.*`,
+//! `T.ptx.*`, `Tx.*`, the layout and pipeline modules): the lookups and the "did you
+//! mean" lists read it, and the Python package builds its namespaces from it.
+//!
 //! [`print_kernel`] renders HIR back to the same syntax, so that
 //! `parse(print(k))` equals `k` up to spans ([`same_kernel`], [`normalize_spans`]).
 

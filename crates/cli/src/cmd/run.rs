@@ -202,11 +202,11 @@ fn check_against_sim(
     simulate(k, scalars, src, &mut sim)?;
     let data_only = tirx_ir::traffic::analyze(k).data_only;
     let tensor_sums = k.uses_mma();
-    let compounded = k.compounds_inexact_math();
+    let inexact = k.inexact_math();
     let mut failed = false;
     for ((id, g), s) in k.params.iter().zip(gpu).zip(&sim) {
         let b = k.buf(*id);
-        let tol = tolerance_for(b.dtype, data_only, tensor_sums, compounded);
+        let tol = tolerance_for(b.dtype, data_only, tensor_sums, inexact);
         let d = compare(b.dtype, g, s, tol, SHOW_MISMATCHES);
         if d.ok() {
             let within = if d.max_ulps_ok > 0 { format!(", max {} ulp", d.max_ulps_ok) } else { String::new() };

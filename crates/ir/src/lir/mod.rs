@@ -339,22 +339,31 @@ pub struct LKernel {
 }
 
 impl LKernel {
-    /// Whether a libm-style function (`exp`, `log2`, `tanh`, ..., whose CUDA and host results
-    /// differ in the last bits, docs/numerics.md §7) runs in a kernel that also reduces across
-    /// threads: the difference then spreads through sums and the quotients by them (softmax).
-    pub fn compounds_inexact_math(&self) -> bool {
+    /// How far a libm-style function (`exp`, `log2`, `tanh`, ..., whose CUDA and host results
+    /// differ in the last bits, docs/numerics.md §7) spreads in this kernel: not at all (none,
+    /// or each result stored as computed), through the arithmetic of the same expression
+    /// (`1 / (1 + exp(-x))`: [`InexactMath::Composed`]), or through a reduction across
+    /// threads (sums and the quotients by them, softmax: [`InexactMath::Reduced`]).
+    pub fn inexact_math(&self) -> InexactMath {
         fn any(body: &[LStmt], f: &dyn Fn(&LStmt) -> bool) -> bool {
             body.iter().any(|s| f(s) || s.kind.bodies().into_iter().any(|b| any(b, f)))
         }
+        let exprs = |s: &LStmt, f: &dyn Fn(&LExpr) -> bool| s.kind.operands().into_iter().any(f);
         let inexact = |s: &LStmt| {
-            s.kind.operands().into_iter().any(|e| {
+            exprs(s, &|e| {
                 let mut hit = false;
                 e.walk(&mut |x| hit |= matches!(x, LExpr::Math(f, _) if f.is_inexact()));
                 hit
             })
         };
         let reduces = |s: &LStmt| matches!(s.kind, LStmtKind::Collective(_));
-        any(&self.body, &inexact) && any(&self.body, &reduces)
+        if any(&self.body, &inexact) && any(&self.body, &reduces) {
+            InexactMath::Reduced
+        } else if any(&self.body, &|s| exprs(s, &|e| composed(e, false))) {
+            InexactMath::Composed
+        } else {
+            InexactMath::None
+        }
     }
 
     /// A kernel with this launch shape and nothing else yet: the start of a
@@ -426,6 +435,30 @@ impl LKernel {
     }
 }
 
+/// How an inexact function's last-bit differences spread through a kernel ([`LKernel::inexact_math`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InexactMath {
+    None,
+    /// An inexact function's result is an operand of more arithmetic in its expression.
+    Composed,
+    /// The kernel also reduces across threads what such functions compute.
+    Reduced,
+}
+
+/// Whether an inexact function in `e` is an operand of further arithmetic (`operand`: `e`
+/// itself is one); negations and casts pass their operand's place through.
+fn composed(e: &LExpr, operand: bool) -> bool {
+    match e {
+        LExpr::Math(f, args) => (f.is_inexact() && operand) || args.iter().any(|a| composed(a, true)),
+        LExpr::Un(_, a) | LExpr::Cast(_, a) => composed(a, operand),
+        LExpr::Bin(_, a, b) => composed(a, true) || composed(b, true),
+        LExpr::Select(c, a, b) => composed(c, true) || composed(a, operand) || composed(b, operand),
+        LExpr::Rounded(_, _, args) => args.iter().any(|a| composed(a, true)),
+        LExpr::Load(_, i) => composed(i, true),
+        LExpr::Int(..) | LExpr::Float(..) | LExpr::Bool(_) | LExpr::Var(_) | LExpr::Special(_) => false,
+    }
+}
+
 /// The type of an expression by the LIR typing rules, given the types of its
 /// variables and buffers (a kernel under construction has no `LKernel` yet).
 pub fn expr_dtype(e: &LExpr, var: &dyn Fn(LVarId) -> DType, buf: &dyn Fn(LBufId) -> DType) -> DType {
@@ -447,5 +480,54 @@ pub fn expr_dtype(e: &LExpr, var: &dyn Fn(LVarId) -> DType, buf: &dyn Fn(LBufId)
         LExpr::Rounded(RoundOp::Cvt(t), ..) => *t,
         LExpr::Rounded(_, _, args) => args.first().map_or(DType::F32, |a| expr_dtype(a, var, buf)),
         LExpr::Load(b, _) => buf(*b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hir::MathFn;
+
+    /// `B[tid] = value`, one f32 buffer pair.
+    fn kernel(value: LExpr, reduce: bool) -> LKernel {
+        let tid = LExpr::Special(Special::ThreadIdx(0));
+        let mut body = vec![];
+        if reduce {
+            body.push(LStmt::new(
+                LStmtKind::Collective(CollectiveOp::Shuffle {
+                    var: LVarId(0),
+                    value: LExpr::Float(1.0, DType::F32),
+                    mode: ShuffleMode::Bfly,
+                    lane_or_delta: LExpr::i32(1),
+                    width: 32,
+                    mask: u32::MAX,
+                }),
+                Span::default(),
+            ));
+        }
+        body.push(LStmt::new(LStmtKind::Memory(MemOp::Store { buf: LBufId(1), index: tid, value }), Span::default()));
+        LKernel {
+            params: vec![LBufId(0), LBufId(1)],
+            bufs: vec![LBuf::flat("A", DType::F32, Space::Global, 32), LBuf::flat("B", DType::F32, Space::Global, 32)],
+            vars: vec![LVar { name: "s".into(), dtype: DType::F32 }],
+            body,
+            ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
+        }
+    }
+
+    #[test]
+    fn inexact_math_spreads_by_composition_and_reduction() {
+        let x = || LExpr::Load(LBufId(0), Box::new(LExpr::Special(Special::ThreadIdx(0))));
+        let exp = |a: LExpr| LExpr::Math(MathFn::Exp, vec![a]);
+        let one = || LExpr::Float(1.0, DType::F32);
+        let sigmoid = LExpr::bin(LBinOp::Div, one(), LExpr::bin(LBinOp::Add, one(), exp(x())));
+        assert_eq!(kernel(exp(x()), false).inexact_math(), InexactMath::None);
+        assert_eq!(kernel(LExpr::Cast(DType::F32, Box::new(exp(x()))), false).inexact_math(), InexactMath::None);
+        assert_eq!(kernel(sigmoid.clone(), false).inexact_math(), InexactMath::Composed);
+        // sqrt is exact, but its argument's difference passes through it.
+        let sqrt = LExpr::Math(MathFn::Sqrt, vec![exp(x())]);
+        assert_eq!(kernel(sqrt, false).inexact_math(), InexactMath::Composed);
+        assert_eq!(kernel(LExpr::Math(MathFn::Sqrt, vec![x()]), false).inexact_math(), InexactMath::None);
+        assert_eq!(kernel(sigmoid, true).inexact_math(), InexactMath::Reduced);
     }
 }

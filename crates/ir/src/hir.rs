@@ -183,6 +183,13 @@ impl MathFn {
         !matches!(self, MathFn::Sqrt | MathFn::Abs | MathFn::Floor | MathFn::Ceil)
     }
 
+    /// Whether CUDA's function and the host's may differ by more than 2 ulp: both are
+    /// within 2 ulp of the exact value (CUDA Math API: `tanhf`, `erff`, `erfcf`, `sinf`,
+    /// `cosf`), so they may lie 4 apart (`expf`, `exp2f`, `logf`, `log2f` are seen ≤ 2 apart).
+    pub fn differs_widely(self) -> bool {
+        matches!(self, MathFn::Tanh | MathFn::Erf | MathFn::Erfc | MathFn::Sin | MathFn::Cos | MathFn::Log1p)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             MathFn::Sqrt => "sqrt",

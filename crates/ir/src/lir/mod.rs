@@ -357,9 +357,16 @@ impl LKernel {
             })
         };
         let reduces = |s: &LStmt| matches!(s.kind, LStmtKind::Collective(_));
+        let wide = |s: &LStmt| {
+            exprs(s, &|e| {
+                let mut hit = false;
+                e.walk(&mut |x| hit |= matches!(x, LExpr::Math(f, _) if f.differs_widely()));
+                hit
+            })
+        };
         if any(&self.body, &inexact) && any(&self.body, &reduces) {
             InexactMath::Reduced
-        } else if any(&self.body, &|s| exprs(s, &|e| composed(e, false))) {
+        } else if any(&self.body, &|s| exprs(s, &|e| composed(e, false))) || any(&self.body, &wide) {
             InexactMath::Composed
         } else {
             InexactMath::None
@@ -439,7 +446,8 @@ impl LKernel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InexactMath {
     None,
-    /// An inexact function's result is an operand of more arithmetic in its expression.
+    /// An inexact function's result is an operand of more arithmetic in its expression, or
+    /// the function is one whose CUDA and host results may lie 4 ulp apart ([`MathFn::differs_widely`]).
     Composed,
     /// The kernel also reduces across threads what such functions compute.
     Reduced,
@@ -529,5 +537,8 @@ mod tests {
         assert_eq!(kernel(sqrt, false).inexact_math(), InexactMath::Composed);
         assert_eq!(kernel(LExpr::Math(MathFn::Sqrt, vec![x()]), false).inexact_math(), InexactMath::None);
         assert_eq!(kernel(sigmoid, true).inexact_math(), InexactMath::Reduced);
+        // tanhf and erff are each within 2 ulp of the exact value on both sides: 4 apart.
+        let tanh = LExpr::Math(MathFn::Tanh, vec![x()]);
+        assert_eq!(kernel(tanh, false).inexact_math(), InexactMath::Composed);
     }
 }

@@ -36,8 +36,8 @@ pub enum Piece {
     Conv(Conv),
 }
 
-/// One `%...` conversion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One `%...` conversion (`Default`: no flag, width or precision; `kind` set by the parser).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Conv {
     pub left: bool,
     pub plus: bool,
@@ -94,16 +94,7 @@ pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
             text.push('%');
             continue;
         }
-        let mut conv = Conv {
-            left: false,
-            plus: false,
-            space: false,
-            alt: false,
-            zero: false,
-            width: None,
-            precision: None,
-            kind: ' ',
-        };
+        let mut conv = Conv::default();
         while let Some(&(_, f)) = it.peek() {
             let flag = match f {
                 '-' => &mut conv.left,
@@ -236,22 +227,9 @@ mod tests {
         assert!(c.left && c.zero && !c.plus);
         assert_eq!((c.width, c.precision, c.kind), (Some(8), Some(3), 'f'));
         assert_eq!(c.c_spec(""), "%-08.3f");
-        assert_eq!(p[3], Piece::Conv(Conv { kind: 'd', ..c_default() }));
+        assert_eq!(p[3], Piece::Conv(Conv { kind: 'd', ..Conv::default() }));
         assert_eq!(p[4], Piece::Text("%\n".into()));
         assert_eq!(conversions("%5.2e %x").iter().map(|c| c.c_spec("ll")).collect::<Vec<_>>(), ["%5.2lle", "%llx"]);
-    }
-
-    fn c_default() -> Conv {
-        Conv {
-            left: false,
-            plus: false,
-            space: false,
-            alt: false,
-            zero: false,
-            width: None,
-            precision: None,
-            kind: 'd',
-        }
     }
 
     #[test]

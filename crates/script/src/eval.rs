@@ -899,6 +899,8 @@ impl Builder<'_> {
                 if let Some(folded) = fold_literal_unary(op, &e) {
                     return Ok(Val::Expr(Expr { span, ..folded }));
                 }
+                // `-flag` and `~flag` compute on the integer 0 or 1, as in Python.
+                let e = if op == AUn::Not { e } else { bool_as_int(e) };
                 let (uop, dt) = match op {
                     AUn::Pos => return Ok(Val::Expr(e)),
                     AUn::Neg => (UnOp::Neg, e.dtype),
@@ -969,8 +971,13 @@ impl Builder<'_> {
                 _ => {}
             }
         }
-        let a = self.scalar(lv, ls)?;
-        let b = self.scalar(rv, rs)?;
+        let mut a = self.scalar(lv, ls)?;
+        let mut b = self.scalar(rv, rs)?;
+        if !matches!(op, CmpOp::Eq | CmpOp::Ne) {
+            // Bools order as the integers 0 and 1, as in Python and C (`flag[0] > 0`).
+            a = bool_as_int(a);
+            b = bool_as_int(b);
+        }
         let (a, b, _) = self.unify(a, b, span)?;
         let hop = match op {
             CmpOp::Eq => BinOp::Eq,
@@ -1017,6 +1024,18 @@ impl Builder<'_> {
                 )
             }
         };
+        let bitwise = matches!(hop, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor);
+        if bitwise && a.dtype == DType::Bool && b.dtype == DType::Bool {
+            // On bools these are the logical operators, as in Python (`a ^ b` is `a != b`).
+            let hop = match hop {
+                BinOp::BitAnd => BinOp::And,
+                BinOp::BitOr => BinOp::Or,
+                _ => BinOp::Ne,
+            };
+            return Ok(Expr { dtype: DType::Bool, span, kind: ExprKind::Binary(hop, Box::new(a), Box::new(b)) });
+        }
+        // Otherwise a bool computes as the integer 0 or 1, as in Python (`flag + 1`).
+        let (a, b) = (bool_as_int(a), bool_as_int(b));
         let (a, b, dt) = self.unify(a, b, span)?;
         match hop {
             BinOp::Div if dt.is_int() => {
@@ -1026,17 +1045,11 @@ impl Builder<'_> {
                         .with_help("use `//` for floor division"),
                 )
             }
-            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr
-                if !(dt.is_int() || dt == DType::Bool) =>
-            {
+            BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor | BinOp::Shl | BinOp::Shr if !dt.is_int() => {
                 return self.fail(
                     Diagnostic::error(span, format!("`{}` needs integer operands, found {dt}", op.symbol()))
                         .with_label("not integers"),
                 )
-            }
-            BinOp::FloorDiv | BinOp::FloorMod if dt == DType::Bool => {
-                return self
-                    .fail(Diagnostic::error(span, "arithmetic on bool values").with_help("cast to an integer first"))
             }
             _ => {}
         }
@@ -1510,4 +1523,13 @@ fn widen_for_literal(e: &Expr, lit: &Expr) -> Option<Expr> {
         return None;
     }
     Some(Expr { kind: ExprKind::Cast(Box::new(e.clone())), dtype: DType::I64, span: e.span })
+}
+
+/// A bool operand of arithmetic or of an ordering comparison as the int32 0 or 1.
+fn bool_as_int(e: Expr) -> Expr {
+    match e.kind {
+        _ if e.dtype != DType::Bool => e,
+        ExprKind::Bool(v) => Expr { kind: ExprKind::Int(v as i64), dtype: DType::I32, span: e.span },
+        _ => Expr { span: e.span, dtype: DType::I32, kind: ExprKind::Cast(Box::new(e)) },
+    }
 }

@@ -45,3 +45,56 @@ fn bools_compute_as_python_does() {
         assert_eq!(out[1][2 * i..2 * i + 2], want.map(f64::from), "{e}");
     }
 }
+
+/// Defect 19: `inf`, `-inf` and `nan` can be written (`float("inf")`, as the
+/// Python front end prints them), fold as in Python, print back as they were
+/// written and reach CUDA and the simulator (it was "expected a number, found a
+/// string").
+#[test]
+fn infinities_and_nan_can_be_written() {
+    let consts = [
+        ("float(\"inf\")", f64::INFINITY),
+        ("-float(\"inf\")", f64::NEG_INFINITY),
+        ("float(\" -Infinity \")", f64::NEG_INFINITY),
+        ("float(\"inf\") * 2", f64::INFINITY),
+        ("float(\"1_000.5\")", 1000.5),
+        ("float(True)", 1.0),
+        ("T.float16(float(\"-inf\"))", f64::NEG_INFINITY),
+        ("T.max(A[t], -float(\"inf\"))", 0.5),
+    ];
+    let body: String = consts.iter().enumerate().map(|(i, (e, _))| format!("    O[{i}, t] = {e}\n")).collect();
+    let n = consts.len();
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, O_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (2,), "float32")
+    O = T.match_buffer(O_ptr, ({n}, 2), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    t = T.thread_id([2])
+{body}    O[{n} - 1, t] = float("nan")
+"#
+    );
+    let k = parse(&src);
+    let printed = tirx_script::print_kernel(&k);
+    assert!(printed.contains("-float(\"inf\")") && printed.contains("float(\"nan\")"), "{printed}");
+    let (l, out) = run(&src, &[(DType::F32, vec![0.5, 0.5]), (DType::F32, vec![0.0; 2 * n])]);
+    for (i, (e, want)) in consts.iter().enumerate().take(n - 1) {
+        assert_eq!(out[1][2 * i..2 * i + 2], [*want, *want], "{e}");
+    }
+    assert!(out[1][2 * n - 2..].iter().all(|v| v.is_nan()));
+    let cuda = tirx_cuda::generate(&l.lir).expect("cuda").source;
+    assert!(cuda.contains("INFINITY") || cuda.contains("__int_as_float"), "{cuda}");
+}
+
+#[test]
+fn float_of_a_string_that_is_not_a_number_is_an_error() {
+    for bad in ["abc", "--1", "1__0", "_1", "0x10", ""] {
+        let src = format!(
+            "{HEAD}def kernel(O_ptr: T.handle):\n    O = T.match_buffer(O_ptr, (1,), \"float32\")\n    \
+             T.device_entry()\n    T.cta_id([1])\n    T.thread_id([1])\n    O[0] = float(\"{bad}\")\n"
+        );
+        let d = tirx_script::parse_kernel("k.py", &src).expect_err(bad);
+        let text = render(&d, &src);
+        assert!(text.contains("could not convert string to float") && text.contains("k.py:10:18"), "{text}");
+    }
+}

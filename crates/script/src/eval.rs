@@ -476,6 +476,17 @@ impl Builder<'_> {
                     (Builtin::Int, Val::Bool(x)) => Val::Int(x as i64),
                     (Builtin::Float, Val::Int(i)) => Val::Float(i as f64),
                     (Builtin::Float, Val::Float(f)) => Val::Float(f),
+                    (Builtin::Float, Val::Bool(x)) => Val::Float(f64::from(u8::from(x))),
+                    (Builtin::Float, Val::Str(text)) => match py_float(&text) {
+                        Some(f) => Val::Float(f),
+                        None => {
+                            return self.fail(
+                                Diagnostic::error(sp, format!("could not convert string to float: {text:?}"))
+                                    .with_label("not a number")
+                                    .with_help("write a number, or \"inf\", \"-inf\" or \"nan\""),
+                            )
+                        }
+                    },
                     (Builtin::Abs, Val::Int(i)) => match i.checked_abs() {
                         Some(v) => Val::Int(v),
                         None => return self.overflow(sp),
@@ -867,7 +878,9 @@ impl Builder<'_> {
                         )
                     }
                 };
-                Some(Val::Float(v)).filter(|_| v.is_finite())
+                // Finite operands must give a finite result (an overflow is a mistake);
+                // `float("inf") * 2` is inf, as in Python.
+                Some(Val::Float(v)).filter(|_| v.is_finite() || !(x.is_finite() && y.is_finite()))
             }
         };
         match r {
@@ -1532,4 +1545,35 @@ fn bool_as_int(e: Expr) -> Expr {
         ExprKind::Bool(v) => Expr { kind: ExprKind::Int(v as i64), dtype: DType::I32, span: e.span },
         _ => Expr { span: e.span, dtype: DType::I32, kind: ExprKind::Cast(Box::new(e)) },
     }
+}
+
+/// Python's `float(str)`: a decimal number, or `inf`/`infinity`/`nan` in any
+/// case, with an optional sign, surrounding whitespace and `_` between digits.
+fn py_float(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (sign, body) = match t.as_bytes().first() {
+        Some(b'-') => (-1.0, &t[1..]),
+        Some(b'+') => (1.0, &t[1..]),
+        _ => (1.0, t),
+    };
+    let lower = body.to_ascii_lowercase();
+    if lower == "inf" || lower == "infinity" {
+        return Some(sign * f64::INFINITY);
+    }
+    if lower == "nan" {
+        return Some(f64::NAN);
+    }
+    let b = body.as_bytes();
+    if b.first().is_none_or(|c| matches!(c, b'+' | b'-')) {
+        return None;
+    }
+    let digit_around = |i: usize| i > 0 && i + 1 < b.len() && b[i - 1].is_ascii_digit() && b[i + 1].is_ascii_digit();
+    if (0..b.len()).any(|i| b[i] == b'_' && !digit_around(i)) {
+        return None;
+    }
+    let plain: String = body.chars().filter(|&c| c != '_').collect();
+    if !plain.bytes().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-')) {
+        return None;
+    }
+    plain.parse::<f64>().ok().map(|v| sign * v)
 }

@@ -651,8 +651,14 @@ fn literal(e: &Expr, typed: bool) -> (String, u8) {
 
 /// Shortest text that reads back as the same f64.
 fn float(v: f64) -> String {
+    if v.is_nan() {
+        return "float(\"nan\")".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "float(\"inf\")" } else { "-float(\"inf\")" }.into();
+    }
     let s = format!("{v:?}");
-    if s.contains(['.', 'e', 'E']) || s.contains("inf") || s.contains("NaN") {
+    if s.contains(['.', 'e', 'E']) {
         s
     } else {
         format!("{s}.0")

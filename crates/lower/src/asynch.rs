@@ -10,8 +10,9 @@
 
 use crate::build::Builder;
 use crate::env::Env;
-use tirx_ir::hir::{AsyncStmt, Kernel, MbarRef};
-use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar};
+use std::ops::RangeInclusive;
+use tirx_ir::hir::{AsyncStmt, Expr, Kernel, MbarRef};
+use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar, MBAR_MAX_COUNT};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 
 /// Lowers one statement to its LIR instruction.
@@ -23,7 +24,28 @@ pub(crate) fn lower(
     a: &AsyncStmt,
     span: Span,
 ) -> Result<LStmtKind, Diagnostic> {
-    let int = |e| -> Result<LExpr, Diagnostic> { Ok(b.convert(crate::expr::lower(k, env, b, e)?, DType::I32)) };
+    let int = |e: &Expr| -> Result<LExpr, Diagnostic> { Ok(b.convert(crate::expr::lower(k, env, b, e)?, DType::I32)) };
+    // A constant operand is checked here, at the operand, against the instruction's range.
+    let ranged = |e: &Expr, what: &str, range: RangeInclusive<i64>, fix: &str| -> Result<LExpr, Diagnostic> {
+        let v = int(e)?;
+        match v {
+            LExpr::Int(c, _) if !range.contains(&c) => {
+                Err(Diagnostic::error(e.span, format!("{what} {c} is outside {}..={}", range.start(), range.end()))
+                    .with_label(format!("the {what}"))
+                    .with_help(fix.to_string()))
+            }
+            _ => Ok(v),
+        }
+    };
+    let count = |e: &Expr| {
+        let fix = "an mbarrier counts 1 to 2^20 - 1 arrivals: initialise it with the number of arriving threads";
+        ranged(e, "arrival count", 1..=MBAR_MAX_COUNT, fix)
+    };
+    let bytes = |e: &Expr| {
+        let fix = "one expect_tx announces at most 2^20 - 1 bytes: split the transfer over several barriers or phases";
+        ranged(e, "tx byte count", 0..=MBAR_MAX_COUNT, fix)
+    };
+    let parity = |e: &Expr| ranged(e, "phase parity", 0..=1, "the parity of a phase is 0 or 1: write `phase % 2`");
     let bar = |r: &MbarRef| -> Result<Mbar, Diagnostic> {
         let idx = r.index.iter().map(|e| crate::expr::lower(k, env, b, e)).collect::<Result<Vec<_>, _>>()?;
         let (buf, index) = crate::addr::element(k, env, b, r.buf, &idx, false)
@@ -33,12 +55,12 @@ pub(crate) fn lower(
     let op = match a {
         AsyncStmt::CommitGroup => AsyncOp::CommitGroup,
         AsyncStmt::WaitGroup(n) => AsyncOp::WaitGroup(*n),
-        AsyncStmt::MbarInit { bar: r, count } => AsyncOp::MbarInit { bar: bar(r)?, count: int(count)? },
+        AsyncStmt::MbarInit { bar: r, count: c } => AsyncOp::MbarInit { bar: bar(r)?, count: count(c)? },
         AsyncStmt::MbarArrive { bar: r } => AsyncOp::MbarArrive { bar: bar(r)? },
-        AsyncStmt::MbarArriveExpectTx { bar: r, bytes } => {
-            AsyncOp::MbarArriveExpectTx { bar: bar(r)?, bytes: int(bytes)? }
+        AsyncStmt::MbarArriveExpectTx { bar: r, bytes: n } => {
+            AsyncOp::MbarArriveExpectTx { bar: bar(r)?, bytes: bytes(n)? }
         }
-        AsyncStmt::MbarWait { bar: r, parity } => AsyncOp::MbarWait { bar: bar(r)?, parity: int(parity)? },
+        AsyncStmt::MbarWait { bar: r, parity: p } => AsyncOp::MbarWait { bar: bar(r)?, parity: parity(p)? },
         AsyncStmt::FenceProxyAsync => AsyncOp::FenceProxyAsync,
         AsyncStmt::FenceMbarrierInit => AsyncOp::FenceMbarrierInit,
         AsyncStmt::BulkCommitGroup => AsyncOp::BulkCommit,

@@ -98,3 +98,41 @@ fn float_of_a_string_that_is_not_a_number_is_an_error() {
         assert!(text.contains("could not convert string to float") && text.contains("k.py:10:18"), "{text}");
     }
 }
+
+/// Defect 5: an mbarrier constant outside its instruction's range is an error at
+/// the operand (it was an internal error from the LIR checker).
+#[test]
+fn mbarrier_constants_out_of_range_are_errors_at_the_operand() {
+    let cases = [
+        ("full.init(-1)", "arrival count -1 is outside 1..=1048575", "full.init(-1)\n   │               ^^"),
+        ("full.init(1048576)", "arrival count 1048576 is outside", "^^^^^^^ the arrival count"),
+        ("T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), -16)", "tx byte count -16 is outside 0..=1048575", "^^^"),
+        ("T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 1 << 29)", "tx byte count 536870912", "^^^^^^^"),
+        ("full.wait(0, 2)", "phase parity 2 is outside 0..=1", "write `phase % 2`"),
+        ("full.wait(0, -1)", "phase parity -1 is outside 0..=1", "^^ the phase parity"),
+    ];
+    for (stmt, msg, caret) in cases {
+        let src = format!(
+            "{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32,), \"float32\")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    full = MBarrier(pool, 2)
+    pool.commit()
+    {}
+    {stmt}
+",
+            if stmt.starts_with("full.init") { "T.ptx.fence.mbarrier_init()" } else { "full.init(1)" }
+        )
+        .replace(
+            "from tvm.script.tirx import tile as Tx\n",
+            "from tvm.script.tirx import tile as Tx\nfrom tvm.tirx.lang.pipeline import MBarrier\n",
+        );
+        let d = lower_errors(&src);
+        let text = render(&d, &src);
+        assert!(!d.iter().any(|d| d.internal), "{text}");
+        assert!(text.contains(msg) && text.contains(caret), "{stmt}:\n{text}");
+    }
+}

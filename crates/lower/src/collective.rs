@@ -213,7 +213,8 @@ fn cta_reduce(
     let ct = compute_type(op, dtype).map_err(|d| d.reason)?;
     let sb = k.buf(scratch);
     if sb.dtype != ct && sb.dtype != dtype {
-        return Err(format!("the scratch `{}` is {}; the partials are {ct} (or {dtype})", sb.name, sb.dtype));
+        let want = if ct == dtype { format!("{ct}") } else { format!("{ct} (or the value's {dtype})") };
+        return Err(format!("the scratch `{}` is {}; the partials are {want}: allocate it as {ct}", sb.name, sb.dtype));
     }
     let mut idx = Vec::with_capacity(index.len());
     for e in index {

@@ -518,7 +518,7 @@ impl Lowerer<'_> {
             }
             StmtKind::Let { var, value } => {
                 self.scalar_bounds(&[value], None, at, out);
-                let Some(v) = self.expr(value) else { return };
+                let Some(v) = self.expr(value) else { return self.poison(*var, bound) };
                 let hv = self.k.var(*var);
                 let v = self.b.convert(v, hv.dtype);
                 self.set_grain(*var, &[value]);
@@ -567,7 +567,10 @@ impl Lowerer<'_> {
                         self.env.vars.insert(*var, value);
                         bound.push(*var);
                     }
-                    Err(d) => self.errors.push(d),
+                    Err(d) => {
+                        self.errors.push(d);
+                        self.poison(*var, bound);
+                    }
                 }
             }
             StmtKind::Printf { format, args } => {
@@ -738,6 +741,17 @@ impl Lowerer<'_> {
             let span = span.unwrap_or_else(joined);
             out.extend(bounds::check_stmt(self.k, &self.env, &self.b, buf, &dims, write, span));
         }
+    }
+
+    /// After an error in the statement defining `var`: `var` stands for an
+    /// unknown value, so that its uses report their own errors and not a
+    /// follow-up "`var` is not defined" (the kernel has errors; nothing is emitted).
+    fn poison(&mut self, var: VarId, bound: &mut Vec<VarId>) {
+        let hv = self.k.var(var);
+        let lv = self.b.var(&hv.name, hv.dtype, None);
+        self.env.vars.insert(var, LExpr::Var(lv));
+        self.env.grain.insert(var, ExecScope::Thread);
+        bound.push(var);
     }
 
     fn expr(&mut self, e: &Expr) -> Option<LExpr> {

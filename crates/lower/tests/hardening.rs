@@ -136,3 +136,36 @@ fn mbarrier_constants_out_of_range_are_errors_at_the_operand() {
         assert!(text.contains(msg) && text.contains(caret), "{stmt}:\n{text}");
     }
 }
+
+/// Defect 6: a variable whose defining statement had an error (a wrong-dtype
+/// scratch in `T.cuda.cta_max`) is not reported again as undefined where it is
+/// used; independent errors after it still are.
+#[test]
+fn an_error_defining_a_variable_is_not_repeated_at_its_uses() {
+    let src = format!(
+        r#"{HEAD}def kernel(X_ptr: T.handle, Out_ptr: T.handle):
+    X = T.match_buffer(X_ptr, (256,), "float32")
+    Out = T.match_buffer(Out_ptr, (256,), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([256])
+    scratch = T.alloc_buffer((8,), "float16", scope="shared")
+    v = X[tid]
+    m = T.cuda.cta_max(v, 8, scratch.ptr_to([0]))
+    d = v - m
+    Out[tid] = d + X[tid + 256]
+"#
+    );
+    let d = lower_errors(&src);
+    let text = render(&d, &src);
+    assert!(!d.iter().any(|d| d.internal), "{text}");
+    assert!(!text.contains("not defined"), "{text}");
+    assert!(
+        text.contains("the scratch `scratch` is float16; the partials are float32: allocate it as float32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("X[tid + 256]") || text.contains("tid + 256"),
+        "the independent error is still reported:\n{text}"
+    );
+}

@@ -142,6 +142,25 @@ impl Axis {
         matches!(self, Axis::M | Axis::P | Axis::F | Axis::Bank | Axis::TLane | Axis::TCol)
     }
 
+    /// How many values a thread axis can take on the hardware (its values are
+    /// `0..limit`): 32 lanes in a warp, 4 warps in a warpgroup, at most 1024
+    /// threads (32 warps, 8 warpgroups) in a CTA, 16 CTAs in a cluster, CUDA's
+    /// grid limits. `None` for memory axes.
+    pub fn hw_limit(self) -> Option<i64> {
+        Some(match self {
+            Axis::LaneId => 32,
+            Axis::WidInWg => 4,
+            Axis::TidInWg => 128,
+            Axis::Tx => 1024,
+            Axis::WarpId => 32,
+            Axis::WgId => 8,
+            Axis::Cbx | Axis::Cby | Axis::Cbz => 16,
+            Axis::Bx => (1 << 31) - 1,
+            Axis::By | Axis::Bz => 65535,
+            _ => return None,
+        })
+    }
+
     /// `(scope, subscope)` of a thread axis: "a `subscope` index inside a `scope`".
     /// `bx/by/bz` are CTA indices in the grid (the reference registers them with
     /// scope "thread", which makes its scope chain loop; we use `Kernel`).

@@ -96,21 +96,37 @@ impl TileLayout {
         error::product(iters.map(|it| it.extent), "layout size")
     }
 
-    /// `1 + Σ (e−1)·s` over shard and replica iters plus the offsets, restricted to
-    /// `axis`, or to the memory axes when `None` (reference semantics, pitfall 9:
-    /// unlike `size` this skips thread axes and counts replicas and offsets).
+    /// One past the highest coordinate the layout reaches on `axis`, or on the
+    /// memory axes together when `None`: `1 + Σ max(0, (e−1)·s)` over shard and
+    /// replica iters plus the offsets. This is the reference's span
+    /// (`1 + Σ (e−1)·s + offsets`, pitfall 9: unlike `size` it skips thread
+    /// axes and counts replicas and offsets) wherever strides are positive; a
+    /// negative stride reaches down, not up (see [`TileLayout::reach`]).
     pub fn span(&self, axis: Option<Axis>) -> Result<i64> {
+        let (_, hi) = self.reach(axis)?;
+        error::add(hi, 1, "layout span")
+    }
+
+    /// The lowest and the highest coordinate any element (and replica) reaches
+    /// on `axis`, or on the memory axes together when `None`, offsets included.
+    /// A layout whose storage starts below 0 (`S[(4,):(-1,)]` reaches -3) or
+    /// whose thread axis leaves the hardware's range is refused where a buffer
+    /// is declared.
+    pub fn reach(&self, axis: Option<Axis>) -> Result<(i64, i64)> {
         self.validate()?;
         let wanted = |a: Axis| axis.map_or(a.is_memory(), |x| x == a);
-        let mut span = 1i64;
+        let mut offsets = self.offset.iter().filter(|(a, _)| wanted(**a)).map(|(_, &v)| v);
+        let base = offsets.try_fold(0i64, |acc, v| error::add(acc, v, "layout reach"))?;
+        let (mut lo, mut hi) = (base, base);
         for it in self.shard.iter().chain(&self.replica).filter(|it| wanted(it.axis)) {
-            let reach = error::mul(it.extent - 1, it.stride, "layout span")?;
-            span = error::add(span, reach, "layout span")?;
+            let d = error::mul(it.extent - 1, it.stride, "layout reach")?;
+            if d < 0 {
+                lo = error::add(lo, d, "layout reach")?;
+            } else {
+                hi = error::add(hi, d, "layout reach")?;
+            }
         }
-        for (_, &v) in self.offset.iter().filter(|(a, _)| wanted(**a)) {
-            span = error::add(span, v, "layout span")?;
-        }
-        Ok(span)
+        Ok((lo, hi))
     }
 
     /// Any shard iter on a thread axis.

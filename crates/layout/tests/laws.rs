@@ -187,6 +187,29 @@ proptest! {
         }
     }
 
+    /// `reach` is the lowest and highest coordinate of every element and replica
+    /// (per axis, and over the memory axes summed); `span` is one past the highest.
+    #[test]
+    fn reach_agrees_with_brute_force(l in layout()) {
+        let shape = l.extents();
+        let n: i64 = shape.iter().product();
+        let mut axes: Vec<Option<Axis>> = vec![None];
+        axes.extend(Axis::ALL.iter().map(|&a| Some(a)));
+        for axis in axes {
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
+            for x in 0..n {
+                let c = tirx_layout::apply::split_coord(x, &shape);
+                for at in l.apply_set(&c, &shape).unwrap() {
+                    let v: i64 = at.iter().filter(|(a, _)| axis.map_or(a.is_memory(), |w| **a == w)).map(|(_, v)| *v).sum();
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
+            prop_assert_eq!(l.reach(axis).unwrap(), (lo, hi), "{} on {:?}", l, axis);
+            prop_assert_eq!(l.span(axis).unwrap(), hi + 1);
+        }
+    }
+
     #[test]
     fn injectivity_agrees_with_brute_force(l in layout()) {
         let brute = brute_collision(&l);

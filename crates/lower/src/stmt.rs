@@ -366,11 +366,22 @@ impl Lowerer<'_> {
     }
 
     fn new_buf(&mut self, id: BufId, space: Space, dynamic: bool) -> LBufId {
+        /// CUDA's local memory per thread.
+        const LOCAL_BYTES: i64 = 512 << 10;
         let hb = self.k.buf(id);
         let elems = lay::memory_span(&hb.layout, &hb.shape).unwrap_or_else(|m| {
             self.errors.push(Diagnostic::error(hb.span, format!("`{}`: cannot size its storage: {m}", hb.name)));
             1
         });
+        let bytes = elems.saturating_mul(i64::from(hb.dtype.bytes()));
+        if space == Space::Local && bytes > LOCAL_BYTES {
+            self.errors.push(
+                Diagnostic::error(hb.span, format!("`{}` needs {elems} {} registers per thread", hb.name, hb.dtype))
+                    .with_label(format!("{bytes} bytes per thread"))
+                    .with_note("CUDA gives a thread at most 512 KiB of local memory (what does not fit registers spills there)")
+                    .with_help("check the shape and the register strides of the layout"),
+            );
+        }
         let dyn_rows = hb.dyn_outer.as_ref().and_then(|e| {
             let r = crate::launch::to_sym(&self.env, e);
             if r.is_none() {

@@ -169,3 +169,92 @@ fn an_error_defining_a_variable_is_not_repeated_at_its_uses() {
         "the independent error is still reported:\n{text}"
     );
 }
+
+/// Defects 2 and 4: a layout whose storage reaches below offset 0, or whose
+/// thread axis leaves the hardware's range, is refused where the buffer is
+/// declared (negative strides passed and indexed `X[-1]` in CUDA; huge lane
+/// strides were internal errors); a register buffer over CUDA's 512 KiB of
+/// local memory per thread is refused (a stride of 2^32 gave `float X[4294967297]`).
+#[test]
+fn layouts_whose_homes_cannot_exist_are_refused() {
+    let cases = [
+        ("(32, 2)", "local", "S[(32, 2):(1@laneid, -1)]", "reaches storage offset -1", "add `+ 1` to the layout"),
+        (
+            "(32, 2)",
+            "local",
+            "S[(32, 2):(1@laneid, -4294967296)]",
+            "reaches storage offset -4294967296",
+            "+ 4294967296",
+        ),
+        ("(32, 2)", "local", "S[(32, 2):(2147483648@laneid, 1)]", "at laneid 66571993088; laneid runs 0..32", "0..32"),
+        ("(32, 2)", "local", "S[(32, 2):(-1@laneid, 1)]", "at laneid -31", "laneid strides"),
+        ("(8,)", "shared", "S[(8,):(-1,)]", "reaches storage offset -7", "add `+ 7`"),
+        ("(4, 8)", "shared", "S[(4, 8):(8, 1)] - 1", "reaches storage offset -1", "add `+ 1`"),
+        (
+            "(32, 2)",
+            "local",
+            "S[(32, 2):(1@laneid, 4294967296)]",
+            "needs 4294967297 float32 registers per thread",
+            "512 KiB",
+        ),
+        ("(32, 2)", "local", "S[(32, 2):(1@laneid, 2147483648)]", "needs 2147483649 float32 registers", "512 KiB"),
+    ];
+    for (shape, scope, layout, msg, fix) in cases {
+        let src = format!(
+            "{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), \"float32\")
+    T.device_entry()
+    T.cta_id([1])
+    T.lane_id([32])
+    T.thread_id([32])
+    X = T.alloc_buffer({shape}, \"float32\", scope=\"{scope}\", layout=TileLayout({layout}))
+"
+        )
+        .replace("@T.prim_func", "from tvm.tirx.layout import S, TileLayout, laneid\n\n@T.prim_func");
+        let d = match tirx_script::parse_kernel("k.py", &src) {
+            Err(d) => d,
+            Ok(k) => tirx_lower::lower_kernel(&k, &Default::default()).err().unwrap_or_default(),
+        };
+        let text = render(&d, &src);
+        assert!(!d.is_empty() && !d.iter().any(|d| d.internal), "{layout}:\n{text}");
+        assert!(text.contains(msg) && text.contains(fix), "{layout}:\n{text}");
+    }
+}
+
+/// A negative stride with an offset that lifts it is a real layout (storage
+/// reversed) and gives the same values as the plain one.
+#[test]
+fn a_reversed_layout_is_sized_and_addressed_from_its_offset() {
+    let src = format!(
+        r#"from tvm.tirx.layout import S, TileLayout
+{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), "float32")
+    B = T.match_buffer(B_ptr, (64,), "float32")
+    C = T.match_buffer(C_ptr, (64,), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    t = T.thread_id([64])
+    X = T.alloc_buffer((64,), "float32", scope="shared", layout=TileLayout(S[(64,):(-1,)] + 63))
+    X[t] = A[t]
+    T.cuda.cta_sync()
+    B[t] = X[63 - t]
+    T.cuda.cta_sync()
+    Tx.cta.copy(X[0:64], A[0:64])
+    T.cuda.cta_sync()
+    Tx.cta.copy(C[0:64], X[0:64])
+"#
+    )
+    .replacen(
+        "from tvm.tirx.layout import S, TileLayout\nfrom tvm.script import tirx as T",
+        "from tvm.script import tirx as T",
+        1,
+    )
+    .replace("@T.prim_func", "from tvm.tirx.layout import S, TileLayout\n\n@T.prim_func");
+    let a: Vec<f64> = (0..64).map(f64::from).collect();
+    let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 64]), (DType::F32, vec![0.0; 64])]);
+    let rev: Vec<f64> = a.iter().rev().copied().collect();
+    assert_eq!(out[1], rev);
+    assert_eq!(out[2], a);
+    let x = l.lir.bufs.iter().find(|b| b.name == "X").expect("X");
+    assert_eq!(x.elems, 64, "storage is offsets 0..=63");
+}

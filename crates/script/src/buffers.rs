@@ -162,7 +162,44 @@ impl Builder<'_> {
             );
         }
         self.check_injective(tile, span, shape, name, scope)?;
+        self.check_homes(tile, span, name)?;
         Ok(layout)
+    }
+
+    /// Every home lies where it can exist: storage at offset 0 or above (a
+    /// negative stride needs an offset that lifts it), each thread axis inside
+    /// the hardware's range (32 lanes, 4 warps of a warpgroup, ...).
+    fn check_homes(&mut self, tile: &TileLayout, span: Span, name: &str) -> R<()> {
+        let fail = |this: &mut Self, msg: String, help: String| {
+            this.fail(Diagnostic::error(span, msg).with_label("this layout").with_help(help))
+        };
+        let (lo, _) = match tile.reach(None) {
+            Ok(r) => r,
+            Err(e) => return fail(self, format!("invalid layout for `{name}`: {e}"), "check the strides".into()),
+        };
+        if lo < 0 {
+            return fail(
+                self,
+                format!("the layout of `{name}` reaches storage offset {lo}, before the buffer's first element"),
+                format!("a negative stride counts down from the layout's offset: add `+ {}` to the layout", -lo),
+            );
+        }
+        for axis in tile.thread_axes() {
+            let Some(limit) = axis.hw_limit() else { continue };
+            let (lo, hi) = match tile.reach(Some(axis)) {
+                Ok(r) => r,
+                Err(e) => return fail(self, format!("invalid layout for `{name}`: {e}"), "check the strides".into()),
+            };
+            if lo < 0 || hi >= limit {
+                let bad = if lo < 0 { lo } else { hi };
+                return fail(
+                    self,
+                    format!("the layout of `{name}` places an element at {axis} {bad}; {axis} runs 0..{limit}"),
+                    format!("choose {axis} strides and offsets that keep every element in 0..{limit}"),
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Two elements of one buffer must never share a home: a store to one would

@@ -214,7 +214,7 @@ fn printed_layouts_survive_shadowing_names() {
     // Buffers named like the layout builders, a variable named like an axis,
     // a buffer named like the printer's first layout constant.
     let k = kernel(
-        "LR = TileLayout(S[(8, 4):(1@laneid, 1)] + R[2:4@warpid] - 3@warpid - 1)\n\
+        "LR = TileLayout(S[(8, 4):(1@laneid, 1)] + R[2:4@warpid] + 3@warpid + 1)\n\
          LS = TileLayout(S[(2, 32):(32@tx, 1@tx)])\n\
          LC = ComposeLayout(2, 2, 3, TileLayout(S[(8, 8):(1, 8)]))\n",
         "    tx = tid + 0\n    \
@@ -224,7 +224,7 @@ fn printed_layouts_survive_shadowing_names() {
     );
     let printed = tirx_script::print_kernel(&k);
     assert!(
-        printed.contains("layout_1 = TileLayout(S[(8, 4):(1@laneid, 1)] + R[2:4@warpid] - 1 - 3@warpid)"),
+        printed.contains("layout_1 = TileLayout(S[(8, 4):(1@laneid, 1)] + R[2:4@warpid] + 1 + 3@warpid)"),
         "{printed}"
     );
     assert!(!printed.contains("\nlayout_0 ="), "the kernel owns `layout_0`:\n{printed}");

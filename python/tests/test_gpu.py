@@ -9,7 +9,7 @@ import pytest
 
 import tirx
 from tirx import T, Tx
-from tirx.layout import S, TileLayout, laneid
+from tirx.layout import R, S, TileLayout, laneid
 
 
 def _gpu():
@@ -192,3 +192,58 @@ def test_activations_match_pytorch_and_the_simulator(op, params, ref, dtype):
         torch.testing.assert_close(b.double(), want64, rtol=rel, atol=1e-30)
     eps = torch.finfo(tdt).eps
     torch.testing.assert_close(b.double(), ref(a).double(), rtol=2 * eps, atol=2 * eps)
+
+
+
+def make_nan_reductions(dtype):
+    """Row max through shared memory, row min through registers and shuffles, and an
+    elementwise maximum, of a (4, 32) tile."""
+    rows = TileLayout(S[(4, 32) : (1, 1 @ laneid)])
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, D_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (4, 32), dtype)
+        B = T.match_buffer(B_ptr, (4,), dtype)
+        C = T.match_buffer(C_ptr, (4,), dtype)
+        D = T.match_buffer(D_ptr, (4, 32), dtype)
+        T.device_entry()
+        T.cta_id([1])
+        T.warp_id([1])
+        T.lane_id([32])
+        T.thread_id([32])
+        A_s = T.alloc_shared((4, 32), dtype)
+        B_s = T.alloc_shared((4,), dtype)
+        Tx.cta.copy(A_s[0:4, 0:32], A[0:4, 0:32])
+        T.cuda.cta_sync()
+        Tx.cta.max(B_s[0:4], A_s[0:4, 0:32])
+        T.cuda.cta_sync()
+        Tx.cta.copy(B[0:4], B_s[0:4])
+        X = T.alloc_local((4, 32), dtype, layout=rows)
+        M = T.alloc_local((4,), dtype, layout=TileLayout(S[4:1] + R[32 : 1 @ laneid]))
+        Tx.warp.copy(X[0:4, 0:32], A[0:4, 0:32])
+        Tx.warp.min(M[0:4], X[0:4, 0:32])
+        Tx.warp.copy(C[0:4], M[0:4])
+        Tx.warp.maximum(X[0:4, 0:32], X[0:4, 0:32], 0.5)
+        Tx.warp.copy(D[0:4, 0:32], X[0:4, 0:32])
+
+    return kernel
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_max_and_min_propagate_nan_as_pytorch_does(dtype):
+    """docs/numerics.md §6: rows holding a NaN reduce to NaN on the shared and the
+    register path, and the elementwise maximum propagates it, as torch.amax,
+    torch.amin and torch.maximum do."""
+    k = tirx.compile(make_nan_reductions(dtype))
+    tdt = getattr(torch, dtype)
+    a = torch.randn(4, 32, device="cuda").to(tdt)
+    a[0, :] = float("nan")
+    a[1, 17] = float("nan")
+    a[3, :] = float("-inf")
+    a[3, 3] = float("nan")
+    b, c, d = torch.zeros(4, device="cuda", dtype=tdt), torch.zeros(4, device="cuda", dtype=tdt), torch.zeros_like(a)
+    k(a, b, c, d)
+    exact = {"equal_nan": True, "rtol": 0, "atol": 0}
+    torch.testing.assert_close(b, a.amax(dim=1), **exact)
+    torch.testing.assert_close(c, a.amin(dim=1), **exact)
+    torch.testing.assert_close(d, torch.maximum(a, torch.tensor(0.5, dtype=tdt, device="cuda")), **exact)

@@ -3,7 +3,7 @@
 //! Each expression prints to a [`Doc`] that remembers its C precedence, so a
 //! parent adds parentheses only where C needs them — plus a few where readers
 //! expect them (mixed operands of bit operations, `&&` inside `||`, comparisons
-//! of comparisons). Per-dtype choices: `sqrtf`/`sqrt`/`hsqrt`, `fminf`/`__hmin`;
+//! of comparisons). Per-dtype choices: `sqrtf`/`sqrt`/`hsqrt`, `tirx_min`/`__hmin_nan` (NaN-propagating);
 //! 8-bit floats and the few operations CUDA lacks for 16-bit floats compute
 //! through `float`; Python-style `FloorDiv`/`FloorMod` call small helpers;
 //! rounded arithmetic is one intrinsic per operation and mode (`round`).
@@ -246,11 +246,18 @@ impl Ctx<'_> {
                 call(&h.name(), vec![a, b])
             }
             Min | Max => {
+                // Floats propagate NaN (docs/numerics.md §6), as PyTorch's max and min do.
                 let pick = |names: [&'static str; 2]| names[usize::from(op == Max)];
                 let f = match t {
-                    DType::F32 => pick(["fminf", "fmaxf"]),
-                    DType::F64 => pick(["fmin", "fmax"]),
-                    DType::F16 | DType::BF16 => pick(["__hmin", "__hmax"]),
+                    DType::F32 | DType::F64 => {
+                        let h = Helper::MinMax {
+                            max: op == Max,
+                            ty: if t == DType::F32 { Num::Float } else { Num::Double },
+                        };
+                        self.helpers.insert(h);
+                        return Ok(call(&h.name(), vec![a, b]));
+                    }
+                    DType::F16 | DType::BF16 => pick(["__hmin_nan", "__hmax_nan"]),
                     // CUDA's integer overloads; 8/16-bit operands promote to `int`.
                     _ if t.is_int() => pick(["min", "max"]),
                     _ => return Err(CodegenError::Unsupported(format!("min/max of {t} values"))),

@@ -40,6 +40,8 @@ pub enum Helper {
     Tma { rank: u8, store: bool, multicast: bool, cache: bool },
     /// A bulk copy of shared memory into a peer CTA of the cluster (`mapa` + `cp.async.bulk`).
     BulkToPeer,
+    /// `max`/`min` of floats propagating NaN (`torch.maximum`); `ty` is `Float` or `Double`.
+    MinMax { max: bool, ty: Num },
     /// The wgmma shared-memory descriptor builder.
     WgmmaDesc,
     /// The register fence of wgmma operands (`word`: a 32-bit word of packed elements).
@@ -59,6 +61,7 @@ impl Helper {
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
             Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_name(rank, store, multicast, cache),
             Helper::BulkToPeer => "tirx_bulk_copy_to_peer".into(),
+            Helper::MinMax { max, .. } => if max { "tirx_max" } else { "tirx_min" }.into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
             Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
@@ -95,9 +98,39 @@ impl Helper {
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
             Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_source(rank, store, multicast, cache),
             Helper::BulkToPeer => crate::asynch::bulk_to_peer_source(),
+            Helper::MinMax { max, ty } => min_max_source(max, ty),
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
             Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),
         }
     }
+}
+
+/// `tirx_max`/`tirx_min` of `float` or `double`: NaN if either operand is NaN
+/// (`torch.maximum`, IEEE 754-2019 `maximum`), else `fmaxf`/`fminf`. `float`
+/// uses PTX's `max.NaN` where the target has it (sm_80+); elsewhere, and for
+/// `double` (PTX has no `max.NaN.f64`), a NaN operand gives `a + b`, a NaN.
+fn min_max_source(max: bool, ty: Num) -> String {
+    let (name, word) = if max { ("tirx_max", "max") } else { ("tirx_min", "min") };
+    let t = ty.c();
+    let libm = match (max, ty) {
+        (true, Num::Float) => "fmaxf",
+        (false, Num::Float) => "fminf",
+        (true, _) => "fmax",
+        (false, _) => "fmin",
+    };
+    let fallback = format!("return (a != a || b != b) ? a + b : {libm}(a, b);");
+    let body = if ty == Num::Float {
+        format!(
+            "#if __CUDA_ARCH__ >= 800\n    float d;\n    asm(\"{word}.NaN.f32 %0, %1, %2;\" : \"=f\"(d) : \"f\"(a), \"f\"(b));\n    \
+             return d;\n#else\n    {fallback}\n#endif"
+        )
+    } else {
+        fallback
+    };
+    format!(
+        "// {word} propagating NaN, as torch.{word}imum does.\n\
+         __device__ __forceinline__ {t} {name}({t} a, {t} b) {{\n{indent}{body}\n}}\n",
+        indent = if ty == Num::Float { "" } else { "    " }
+    )
 }

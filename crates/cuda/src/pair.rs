@@ -36,8 +36,8 @@ impl Ctx<'_> {
             PackedOp::Sub => "__hsub2",
             PackedOp::Mul => "__hmul2",
             PackedOp::Fma => "__hfma2",
-            PackedOp::Max => "__hmax2",
-            PackedOp::Min => "__hmin2",
+            PackedOp::Max => "__hmax2_nan",
+            PackedOp::Min => "__hmin2_nan",
         };
         let splat = if t == DType::F16 { "__half2half2" } else { "__bfloat162bfloat162" };
         let mut args = Vec::new();

@@ -155,6 +155,24 @@ fn rounded_arithmetic_is_one_intrinsic_per_mode() {
     assert!(m.contains("no add.rz instruction on float16 operands"), "{m}");
 }
 
+#[test]
+fn float_max_and_min_helpers_propagate_nan() {
+    let k = |t: DType, op: LBinOp| {
+        let mut kb = Kb::new("k", [1, 1, 1], [1, 1, 1]);
+        let x = kb.param("x", t, &[2]);
+        src(&kb.finish(vec![store(x, i(0), bin(op, load(x, i(0)), load(x, i(1))))]))
+    };
+    let s = k(DType::F32, LBinOp::Max);
+    assert!(s.contains("__device__ __forceinline__ float tirx_max(float a, float b) {"), "{s}");
+    assert!(s.contains("#if __CUDA_ARCH__ >= 800\n    float d;\n    asm(\"max.NaN.f32 %0, %1, %2;\""), "{s}");
+    assert!(s.contains("return (a != a || b != b) ? a + b : fmaxf(a, b);\n#endif"), "{s}");
+    let s = k(DType::F64, LBinOp::Min);
+    assert!(
+        s.contains("double tirx_min(double a, double b) {\n    return (a != a || b != b) ? a + b : fmin(a, b);\n}"),
+        "{s}"
+    );
+}
+
 fn binary(t: DType, op: LBinOp) -> String {
     store_line(t, |kb| {
         let x = kb.param("x", t, &[2]);
@@ -164,9 +182,10 @@ fn binary(t: DType, op: LBinOp) -> String {
 
 #[test]
 fn min_max_rem_and_floor_ops_follow_the_dtype() {
-    assert_eq!(binary(DType::F32, LBinOp::Min), "fminf(x[0], x[1])");
-    assert_eq!(binary(DType::F64, LBinOp::Max), "fmax(x[0], x[1])");
-    assert_eq!(binary(DType::F16, LBinOp::Max), "__hmax(x[0], x[1])");
+    // Float max and min propagate NaN (docs/numerics.md §6).
+    assert_eq!(binary(DType::F32, LBinOp::Min), "tirx_min(x[0], x[1])");
+    assert_eq!(binary(DType::F64, LBinOp::Max), "tirx_max(x[0], x[1])");
+    assert_eq!(binary(DType::F16, LBinOp::Max), "__hmax_nan(x[0], x[1])");
     assert_eq!(binary(DType::I32, LBinOp::Min), "min(x[0], x[1])");
     assert_eq!(binary(DType::F32, LBinOp::Rem), "fmodf(x[0], x[1])");
     assert_eq!(binary(DType::F32, LBinOp::FloorDiv), "floorf(x[0] / x[1])");
@@ -434,7 +453,7 @@ fn packed_scalar_operands_broadcast() {
     )]);
     let s = src(&k);
     assert!(
-        s.contains("*reinterpret_cast<__nv_bfloat162*>(&A[(int)threadIdx.x * 2]) = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&A[(int)threadIdx.x * 2]), __bfloat162bfloat162(__nv_bfloat16(0.0f)));"),
+        s.contains("*reinterpret_cast<__nv_bfloat162*>(&A[(int)threadIdx.x * 2]) = __hmax2_nan(*reinterpret_cast<const __nv_bfloat162*>(&A[(int)threadIdx.x * 2]), __bfloat162bfloat162(__nv_bfloat16(0.0f)));"),
         "{s}"
     );
 }

@@ -258,3 +258,84 @@ fn a_reversed_layout_is_sized_and_addressed_from_its_offset() {
     let x = l.lir.bufs.iter().find(|b| b.name == "X").expect("X");
     assert_eq!(x.elems, 64, "storage is offsets 0..=63");
 }
+
+/// Defect 3: `max` and `min` propagate NaN on every path, as PyTorch's `amax`,
+/// `amin`, `maximum` and `minimum` do (an all-NaN row was ±inf on the shared
+/// path and NaN on the register path; one NaN in a row was ignored).
+#[test]
+fn max_and_min_propagate_nan_on_every_path() {
+    let nan = f64::NAN;
+    // Rows: all NaN, one NaN, none, -inf and NaN.
+    let mut a = vec![1.0; 4 * 32];
+    a[..32].fill(nan);
+    a[32 + 17] = nan;
+    a[64..96].iter_mut().enumerate().for_each(|(i, v)| *v = i as f64 - 9.5);
+    a[96..128].fill(f64::NEG_INFINITY);
+    a[96 + 3] = nan;
+    let want_max = [nan, nan, 21.5, nan];
+    let want_min = [nan, nan, -9.5, nan];
+    let same = |g: f64, w: f64| g == w || (g.is_nan() && w.is_nan());
+    for op in ["max", "min"] {
+        let want = if op == "max" { want_max } else { want_min };
+        // shared: one thread per row reduces from the identity.
+        let shared = format!(
+            r#"from tvm.tirx.layout import S, R, TileLayout, laneid
+{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, D_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 32), "float32")
+    B = T.match_buffer(B_ptr, (4,), "float32")
+    C = T.match_buffer(C_ptr, (4,), "float32")
+    D = T.match_buffer(D_ptr, (4, 32), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.warp_id([1]); T.lane_id([32]); t = T.thread_id([32])
+    A_s = T.alloc_buffer((4, 32), "float32", scope="shared")
+    B_s = T.alloc_buffer((4,), "float32", scope="shared")
+    Tx.cta.copy(A_s[0:4, 0:32], A[0:4, 0:32])
+    T.cuda.cta_sync()
+    Tx.cta.{op}(B_s[0:4], A_s[0:4, 0:32])
+    T.cuda.cta_sync()
+    Tx.cta.copy(B[0:4], B_s[0:4])
+    X = T.alloc_buffer((32,), "float32", scope="local", layout=TileLayout(S[32:1@laneid]))
+    Y = T.alloc_buffer((1,), "float32", scope="local", layout=TileLayout(S[1:1] + R[32:1@laneid]))
+    Yl = Y.local()
+    for r in range(4):
+        Tx.warp.copy(X[0:32], A[r, 0:32])
+        Tx.warp.{op}(Y[0:1], X[0:32])
+        if t == 0:
+            C[r] = Yl[0]
+    D[0, t] = T.{op}(A[0, t], 1.0)
+    D[1, t] = T.{op}(A[1, t], A[3, t])
+"#
+        )
+        .replace(
+            "from tvm.tirx.layout import S, R, TileLayout, laneid\nfrom tvm.script import tirx as T",
+            "from tvm.script import tirx as T",
+        )
+        .replace("@T.prim_func", "from tvm.tirx.layout import S, R, TileLayout, laneid\n\n@T.prim_func");
+        let (l, out) = run(
+            &shared,
+            &[
+                (DType::F32, a.clone()),
+                (DType::F32, vec![0.0; 4]),
+                (DType::F32, vec![0.0; 4]),
+                (DType::F32, vec![0.0; 128]),
+            ],
+        );
+        assert!(l.explain.iter().any(|c| c.chosen.as_deref() == Some("shared")), "the shared path runs");
+        assert!(l.explain.iter().any(|c| c.chosen.as_deref() == Some("warp_shuffle")), "the shuffle path runs");
+        for r in 0..4 {
+            assert!(same(out[1][r], want[r]), "{op} shared row {r}: {} vs {}", out[1][r], want[r]);
+            assert!(same(out[2][r], want[r]), "{op} shuffle row {r}: {} vs {}", out[2][r], want[r]);
+        }
+        assert!(out[3][..32].iter().all(|v| v.is_nan()), "{op}(NaN, 1) is NaN");
+        for t in 0..32 {
+            let w = if t == 17 || t == 3 {
+                nan
+            } else if op == "max" {
+                1.0
+            } else {
+                f64::NEG_INFINITY
+            };
+            assert!(same(out[3][32 + t], w), "{op} elementwise {t}");
+        }
+    }
+}

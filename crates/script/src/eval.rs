@@ -1007,6 +1007,8 @@ impl Builder<'_> {
         if let (Some(x), Some(y)) = (num(&a), num(&b)) {
             let pick_a = match (x, y) {
                 (Num::I(x), Num::I(y)) => (x <= y) == (op == BinOp::Min),
+                // NaN propagates, as in kernels (docs/numerics.md §6).
+                (x, y) if x.f().is_nan() || y.f().is_nan() => return Ok(Val::Float(f64::NAN)),
                 (x, y) => (x.f() <= y.f()) == (op == BinOp::Min),
             };
             return Ok(if pick_a { a } else { b });

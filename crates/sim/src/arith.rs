@@ -107,6 +107,8 @@ fn f32_arith(op: LBinOp, x: f32, y: f32) -> f32 {
         Rem => x % y,
         FloorDiv => (x / y).floor(),
         FloorMod => x - (x / y).floor() * y,
+        // NaN propagates (docs/numerics.md §6), as PTX's max.NaN and PyTorch's max.
+        Min | Max if x.is_nan() || y.is_nan() => x + y,
         Min => x.min(y),
         Max => x.max(y),
         // Bit operators on floats are rejected when the program is compiled.
@@ -124,6 +126,7 @@ fn f64_arith(op: LBinOp, x: f64, y: f64) -> f64 {
         Rem => x % y,
         FloorDiv => (x / y).floor(),
         FloorMod => x - (x / y).floor() * y,
+        Min | Max if x.is_nan() || y.is_nan() => x + y,
         Min => x.min(y),
         Max => x.max(y),
         _ => f64::NAN,
@@ -320,6 +323,7 @@ pub(crate) fn packed(op: PackedOp, ty: DType, a: f64, b: f64, c: f64) -> f64 {
         Add => (x + y) as f64,
         Sub => (x - y) as f64,
         Mul => (x * y) as f64,
+        Max | Min if x.is_nan() || y.is_nan() => f64::NAN,
         Max => x.max(y) as f64,
         Min => x.min(y) as f64,
         Fma => return crate::round::rounded(RoundOp::Fma, RoundMode::Rn, ty, a, b, c),

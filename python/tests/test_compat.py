@@ -38,3 +38,11 @@ def test_reference_internals_import_as_stubs_and_fail_when_used():
                   "try:\n    DispatchContext()\nexcept NotImplementedError as e:\n    print('stub:', e)\n")
     assert r.returncode == 0, r.stderr
     assert "does not provide" in r.stdout
+
+
+def test_tvm_testing_registers_bfloat16_with_numpy():
+    # Issue 27 defect 18: `astype("bfloat16")` failed in a fresh process.
+    code = "import tirx.compat, tvm.testing, numpy as np; print(np.zeros(2).astype('bfloat16').dtype)"
+    r = run("-c", code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "bfloat16"

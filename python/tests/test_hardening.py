@@ -32,3 +32,77 @@ def test_infinities_and_nan_reach_the_kernel():
     k.simulate(a, o)
     np.testing.assert_array_equal(o[0], a)
     assert np.all(o[1] == -np.inf) and np.all(np.isnan(o[2]))
+
+
+def _scale():
+    """O = 2 * A over 64 elements, two warps (a kernel that can run in place)."""
+
+    @T.prim_func
+    def scale(A_ptr: T.handle, O_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64,), "float32")
+        O = T.match_buffer(O_ptr, (64,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([64])
+        O[t] = A[t] * 2.0
+
+    return tirx.compile(scale)
+
+
+def test_in_place_call_updates_the_array():
+    # Defect 1: k(x, x) left x unchanged (the input's copy was written back last).
+    k = _scale()
+    x = np.arange(64, dtype=np.float32)
+    k(x, x)
+    np.testing.assert_array_equal(x, np.arange(64, dtype=np.float32) * 2)
+    # The output named first, as in the report.
+    y = np.arange(64, dtype=np.float32)
+    k.simulate(y[:], y)
+    np.testing.assert_array_equal(y, np.arange(64, dtype=np.float32) * 2)
+
+
+def test_in_place_race_is_reported():
+    # Sharing the memory, as on the GPU: thread t reads what thread t-1 writes.
+    @T.prim_func
+    def shift(A_ptr: T.handle, O_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (65,), "float32")
+        O = T.match_buffer(O_ptr, (65,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([64])
+        O[t + 1] = A[t]
+
+    k = tirx.compile(shift)
+    a, o = np.zeros(65, np.float32), np.zeros(65, np.float32)
+    k(a, o)  # separate arrays: no race
+    x = np.zeros(65, np.float32)
+    with pytest.raises(tirx.TirxError, match="race"):
+        k(x, x)
+
+
+def test_overlapping_arguments_are_refused():
+    k = _scale()
+    x = np.arange(128, dtype=np.float32)
+    with pytest.raises(ValueError, match="overlap in memory without being the same array"):
+        k(x[:64], x[32:96])
+
+
+def test_read_only_or_broadcast_output_is_an_error():
+    # Defect 11: such outputs were silently not written back.
+    k = _scale()
+    a = np.arange(64, dtype=np.float32)
+    ro = np.zeros(64, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match=r"argument 1 \(`O`\) is written by the kernel but the array is read-only"):
+        k(a, ro)
+    bc = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(64,), strides=(0,))
+    with pytest.raises(ValueError, match="broadcast view"):
+        k(a, bc)
+    # A read-only or broadcast input is fine: the kernel only reads it.
+    a.flags.writeable = False
+    o = np.zeros(64, np.float32)
+    k(a, o)
+    np.testing.assert_array_equal(o, np.arange(64, dtype=np.float32) * 2)
+    o2 = np.zeros(64, np.float32)
+    k(np.broadcast_to(np.float32(3), (64,)), o2)
+    assert np.all(o2 == 6)

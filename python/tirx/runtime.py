@@ -49,11 +49,13 @@ class Param:
     """One kernel parameter: a buffer (``shape``: ints, a run-time dim 0 as its expression,
     e.g. ``("n", 128)``) or a scalar (``kind == "scalar"``, ``n: int32``)."""
 
-    __slots__ = ("name", "kind", "dtype", "shape", "bytes")
+    __slots__ = ("name", "kind", "dtype", "shape", "bytes", "written")
 
     def __init__(self, m: dict):
         self.name, self.dtype, self.shape, self.bytes = m["name"], m["dtype"], tuple(m["shape"]), m["bytes"]
         self.kind = m.get("kind", "buffer")
+        # Whether the kernel writes the buffer: its array must take the result back.
+        self.written = bool(m.get("written", True))
 
     @property
     def is_scalar(self) -> bool:
@@ -193,6 +195,45 @@ class Kernel:
             of = f" ({p})" if p.symbolic else ""
             raise ValueError(f"{self.name}(): argument {i} (`{p.name}`) must have shape {shape}{of}, got {tuple(a.shape)}")
 
+    def check_writable(self, i: int, a: np.ndarray) -> None:
+        """A buffer the kernel writes needs an array that can take the result: not read-only,
+        not a broadcast view (stride 0, where elements share memory)."""
+        p = self.params[i]
+        if not p.written:
+            return
+        if not a.flags.writeable:
+            raise ValueError(
+                f"{self.name}(): argument {i} (`{p.name}`) is written by the kernel but the array is read-only; "
+                "pass a writable array (`a.copy()`)"
+            )
+        if a.size > 1 and 0 in a.strides:
+            raise ValueError(
+                f"{self.name}(): argument {i} (`{p.name}`) is written by the kernel but the array is a broadcast view "
+                f"(strides {a.strides}: several elements share memory); pass `np.ascontiguousarray(a)`"
+            )
+
+    def same_arrays(self, idx: List[int], arrays: List[np.ndarray]) -> List[int]:
+        """For each buffer argument, the first argument passed the same memory (itself if none),
+        so that ``k(x, x)`` runs in place as on the GPU. Arrays that overlap without being the
+        same view are refused: the kernel's two names for the memory would disagree."""
+        same = list(range(len(arrays)))
+        for j, b in enumerate(arrays):
+            for i in range(j):
+                a = arrays[i]
+                if not np.may_share_memory(a, b):
+                    continue
+                view = lambda x: (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype)  # noqa: E731
+                if view(a) == view(b):
+                    same[j] = same[i]
+                    break
+                if np.shares_memory(a, b):
+                    pi, pj = self.params[idx[i]], self.params[idx[j]]
+                    raise ValueError(
+                        f"{self.name}(): arguments {idx[i]} (`{pi.name}`) and {idx[j]} (`{pj.name}`) overlap in memory "
+                        "without being the same array; pass the same array for both, or separate arrays"
+                    )
+        return same
+
     def simulate(self, *args, check_races: bool = True, grid_limit: Optional[int] = None):
         """Runs the kernel in the CPU simulator on NumPy arrays (and the scalar arguments, in
         signature order), writing results in place."""
@@ -202,12 +243,15 @@ class Kernel:
         arrays = [a for p, a in zip(self.params, args) if not p.is_scalar]
         for i, a in zip(shapes, arrays):
             self.check_array(i, a, shapes[i])
+        idx = list(shapes)
+        for i, a in zip(idx, arrays):
+            self.check_writable(i, a)
+        same = self.same_arrays(idx, arrays)
         data = [np.ascontiguousarray(a).tobytes() for a in arrays]
-        out, warnings = self._l.simulate(data, scalars, check_races, grid_limit)
-        for a, b in zip(arrays, out):
-            if not a.flags.writeable:
-                continue
-            np.copyto(a, np.frombuffer(b, dtype=a.dtype).reshape(a.shape))
+        out, warnings = self._l.simulate(data, scalars, check_races, grid_limit, same)
+        for i, a, b in zip(idx, arrays, out):
+            if self.params[i].written:
+                np.copyto(a, np.frombuffer(b, dtype=a.dtype).reshape(a.shape))
         if warnings:
             import warnings as _w
 

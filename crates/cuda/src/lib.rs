@@ -147,6 +147,8 @@ pub struct ParamMeta {
     pub shape: Vec<MetaDim>,
     pub elems: MetaDim,
     pub bytes: MetaDim,
+    /// A buffer the kernel writes (the caller must pass memory it can write back).
+    pub written: bool,
 }
 
 impl LaunchMeta {
@@ -180,7 +182,8 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     k.validate().map_err(CodegenError::InvalidLir)?;
     let out = emit::translation_unit(k)?;
     let names = names::Names::new(k);
-    let params = k.signature().into_iter().map(|p| param_meta(k, &names, p)).collect::<Result<_, _>>()?;
+    let written = tirx_ir::traffic::written(k);
+    let params = k.signature().into_iter().map(|p| param_meta(k, &names, &written, p)).collect::<Result<_, _>>()?;
     let meta = LaunchMeta {
         kernel: out.kernel,
         grid: k.grid,
@@ -227,7 +230,7 @@ fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> Result<TensorMapM
     })
 }
 
-fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> Result<ParamMeta, CodegenError> {
+fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) -> Result<ParamMeta, CodegenError> {
     Ok(match p {
         ParamRef::TensorMap(m) => ParamMeta {
             name: names.tmap(m)?.to_string(),
@@ -236,6 +239,7 @@ fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> Result<ParamMet
             shape: vec![],
             elems: MetaDim::Int(1),
             bytes: MetaDim::Int(128),
+            written: false,
         },
         ParamRef::Scalar(v) => {
             let t = k.var(v).dtype;
@@ -246,6 +250,7 @@ fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> Result<ParamMet
                 shape: vec![],
                 elems: MetaDim::Int(1),
                 bytes: MetaDim::Int(i64::from(t.bytes())),
+                written: false,
             }
         }
         ParamRef::Buffer(p) => {
@@ -270,6 +275,7 @@ fn param_meta(k: &LKernel, names: &names::Names, p: ParamRef) -> Result<ParamMet
                 shape,
                 elems,
                 bytes: total,
+                written: written.get(p.0 as usize).copied().unwrap_or(true),
             }
         }
     })

@@ -422,7 +422,7 @@ fn shared_memory_declarations_and_metadata() {
     assert_eq!(json["block"], serde_json::json!([64, 2, 1]));
     assert_eq!(
         json["params"],
-        serde_json::json!([{"name": "A", "kind": "buffer", "dtype": "float16", "shape": [8, 16], "elems": 128, "bytes": 256}])
+        serde_json::json!([{"name": "A", "kind": "buffer", "dtype": "float16", "shape": [8, 16], "elems": 128, "bytes": 256, "written": true}])
     );
 }
 

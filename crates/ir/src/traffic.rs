@@ -64,6 +64,15 @@ pub fn analyze(k: &LKernel) -> Traffic {
     Traffic { data_only, not_data_only_because: because, bytes_read: sum(&w.read), bytes_written: sum(&w.written) }
 }
 
+/// Which buffers (by index) the kernel writes: a store, or any instruction that writes
+/// one ([`Instr::traffic`](crate::lir::Instr::traffic)).
+pub fn written(k: &LKernel) -> Vec<bool> {
+    let mut w =
+        Walk { k, read: vec![false; k.bufs.len()], written: vec![false; k.bufs.len()], compute: None, stores: 0 };
+    w.stmts(&k.body);
+    w.written
+}
+
 struct Walk<'k> {
     k: &'k LKernel,
     read: Vec<bool>,

@@ -398,8 +398,10 @@ impl Lowered {
     /// Runs the kernel in the simulator on `params` (each buffer parameter's bytes, in
     /// order) with `scalars` (one value per scalar parameter) and returns the buffers'
     /// contents afterwards. Errors (races, out-of-bounds accesses, a failed launch
-    /// check, ...) are raised with the user's source lines.
-    #[pyo3(signature = (params, scalars = vec![], check_races = true, grid_limit = None))]
+    /// check, ...) are raised with the user's source lines. `same[i]`, when given, is the
+    /// first buffer parameter passed buffer parameter `i`'s array (`i` itself if none):
+    /// those share one memory, as on the GPU.
+    #[pyo3(signature = (params, scalars = vec![], check_races = true, grid_limit = None, same = None))]
     fn simulate<'py>(
         &self,
         py: Python<'py>,
@@ -407,6 +409,7 @@ impl Lowered {
         scalars: Vec<PyScalar>,
         check_races: bool,
         grid_limit: Option<u64>,
+        same: Option<Vec<usize>>,
     ) -> PyResult<(Vec<Bound<'py, PyBytes>>, Vec<String>)> {
         let opts = tirx_sim::SimOptions {
             grid_limit,
@@ -414,12 +417,13 @@ impl Lowered {
             stats: false,
             memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
         };
+        let same = same.unwrap_or_else(|| (0..params.len()).collect());
         let mut bufs = params;
         let (lir, values) = self.launch_of(&scalars)?;
         let lir = &lir;
         let result = py.detach(|| {
             tirx_sim::check_memory(lir, &opts)?;
-            tirx_sim::simulate_args(lir, &mut bufs, &values, &opts)
+            tirx_sim::simulate_aliased(lir, &mut bufs, &same, &values, &opts)
         });
         // What the kernel printed (`T.cuda.printf`) goes to `sys.stdout`, also before an error.
         let printed = match &result {

@@ -209,9 +209,12 @@ pub(crate) struct Program {
     pub template: Vec<u64>,
 }
 
-pub(crate) fn compile(k: &LKernel) -> Result<Program, SimError> {
+/// Compiles `k`; `storage[b]` is the buffer whose memory buffer `b` uses (`b`
+/// itself but for a parameter passed the same array as an earlier one).
+pub(crate) fn compile(k: &LKernel, storage: &[u32]) -> Result<Program, SimError> {
     let mut c = Compiler {
         k,
+        storage,
         code: vec![],
         sites: vec![],
         consts: HashMap::new(),
@@ -227,6 +230,7 @@ pub(crate) fn compile(k: &LKernel) -> Result<Program, SimError> {
 
 pub(crate) struct Compiler<'k> {
     pub(crate) k: &'k LKernel,
+    storage: &'k [u32],
     code: Vec<Ins>,
     sites: Vec<Span>,
     consts: HashMap<u64, Reg>,
@@ -296,7 +300,7 @@ impl Compiler<'_> {
 
     pub(crate) fn buf(&self, b: LBufId) -> Result<u32, SimError> {
         if (b.0 as usize) < self.k.bufs.len() {
-            Ok(b.0)
+            Ok(self.storage.get(b.0 as usize).copied().unwrap_or(b.0))
         } else {
             Err(self.invalid(format!("buffer id {} is out of range", b.0)))
         }

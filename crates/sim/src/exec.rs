@@ -87,13 +87,24 @@ pub(crate) fn run(
     k: &LKernel,
     prog: &Program,
     params: &mut [Vec<u8>],
+    storage: &[u32],
     opts: &SimOptions,
 ) -> Result<SimReport, SimError> {
-    let mut m = Machine::new(k, prog, opts, params)?;
+    let own = |id: &tirx_ir::lir::LBufId| storage.get(id.0 as usize).is_none_or(|&s| s == id.0);
+    let mut m = Machine::new(k, prog, opts, params, &own)?;
     let result = m.run_grid();
-    // Hand the parameter bytes back, also after an error (they hold what ran so far).
+    // Hand the parameter bytes back, also after an error (they hold what ran so far);
+    // a parameter sharing another's memory gets a copy of it.
     for (i, id) in k.params.iter().enumerate() {
-        params[i] = std::mem::take(&mut m.bufs[id.0 as usize].data);
+        if own(id) {
+            params[i] = std::mem::take(&mut m.bufs[id.0 as usize].data);
+        }
+    }
+    for (i, id) in k.params.iter().enumerate() {
+        if !own(id) {
+            let first = k.params.iter().position(|p| p.0 == storage[id.0 as usize]).unwrap_or(i);
+            params[i] = params[first].clone();
+        }
     }
     let printed = crate::debug::in_thread_order(std::mem::take(&mut m.printed));
     let ctas_run = result.map_err(|e| SimError { printed: Some(Box::new(printed.clone())), ..e })?;
@@ -208,6 +219,7 @@ impl<'a> Machine<'a> {
         prog: &'a Program,
         opts: &'a SimOptions,
         params: &mut [Vec<u8>],
+        own: &dyn Fn(&tirx_ir::lir::LBufId) -> bool,
     ) -> Result<Machine<'a>, SimError> {
         use crate::memory::try_zeroed;
         let n = k.threads_per_cta() as usize;
@@ -249,7 +261,9 @@ impl<'a> Machine<'a> {
             });
         }
         for (i, id) in k.params.iter().enumerate() {
-            bufs[id.0 as usize].data = std::mem::take(&mut params[i]);
+            if own(id) {
+                bufs[id.0 as usize].data = std::mem::take(&mut params[i]);
+            }
         }
         Ok(Machine {
             k,

@@ -97,7 +97,7 @@ pub use memory::{
     SHADOW_BYTES,
 };
 use serde::Serialize;
-use tirx_ir::lir::{LKernel, LaunchError, ScalarValue};
+use tirx_ir::lir::{LBufId, LKernel, LaunchError, ScalarValue};
 use tirx_ir::Span;
 
 /// How to simulate.
@@ -169,13 +169,34 @@ pub fn simulate_args(
     scalars: &[ScalarValue],
     opts: &SimOptions,
 ) -> Result<SimReport, SimError> {
-    let (k, values) = launch(k, scalars)?;
+    let same: Vec<usize> = (0..params.len()).collect();
+    simulate_aliased(k, params, &same, scalars, opts)
+}
+
+/// [`simulate_args`] where some parameters are passed the same array, as a call
+/// `k(x, x)` does: `same[i]` is the first parameter given parameter `i`'s array
+/// (`i` itself when it is the first). Such parameters share one memory, as on the
+/// GPU, so an in-place kernel updates it and a thread reading what another writes
+/// through the other name is a race. They must have the same dtype and size.
+pub fn simulate_aliased(
+    k: &LKernel,
+    params: &mut [Vec<u8>],
+    same: &[usize],
+    scalars: &[ScalarValue],
+    opts: &SimOptions,
+) -> Result<SimReport, SimError> {
+    let (mut k, values) = launch(k, scalars)?;
     exec::check_launch(&k, params, opts)?;
+    let storage = storage_of(&k, same)?;
     k.validate().map_err(|m| {
         SimError::new(SimErrorKind::InvalidKernel, Span::default(), format!("the lowered kernel is malformed: {m}"))
             .help("this is a bug in the lowering, please report it")
     })?;
-    let mut prog = compile::compile(&k)?;
+    // A tensor map of an aliased parameter describes the shared memory.
+    for t in &mut k.tmaps {
+        t.buf = LBufId(storage[t.buf.0 as usize]);
+    }
+    let mut prog = compile::compile(&k, &storage)?;
     // Scalar parameters start in their registers with this launch's values.
     for (s, v) in k.scalars.iter().zip(&values) {
         let t = k.var(s.var).dtype;
@@ -187,7 +208,33 @@ pub fn simulate_args(
             *r = bits;
         }
     }
-    exec::run(&k, &prog, params, opts)
+    exec::run(&k, &prog, params, &storage, opts)
+}
+
+/// Buffer index → the buffer whose memory it uses, from `same` (per parameter).
+fn storage_of(k: &LKernel, same: &[usize]) -> Result<Vec<u32>, SimError> {
+    let mut storage: Vec<u32> = (0..k.bufs.len() as u32).collect();
+    let bad = |m: String| SimError::new(SimErrorKind::BadArgument, Span::default(), m);
+    if same.len() != k.params.len() {
+        return Err(bad(format!("{} aliasing entries for {} parameters", same.len(), k.params.len())));
+    }
+    for (i, &j) in same.iter().enumerate() {
+        if j == i {
+            continue;
+        }
+        if j > i {
+            return Err(bad(format!("parameter {i} is said to share the array of the later parameter {j}")));
+        }
+        let (a, b) = (k.buf(k.params[i]), k.buf(k.params[j]));
+        if a.dtype != b.dtype || a.elems != b.elems {
+            return Err(bad(format!(
+                "`{}` ({} × {}) and `{}` ({} × {}) are passed the same array but differ in dtype or size",
+                b.name, b.elems, b.dtype, a.name, a.elems, a.dtype
+            )));
+        }
+        storage[k.params[i].0 as usize] = storage[k.params[j].0 as usize];
+    }
+    Ok(storage)
 }
 
 /// The kernel as the launch with `scalars` runs it (`LKernel::specialize`: sizes and

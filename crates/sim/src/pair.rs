@@ -117,10 +117,13 @@ impl Compiler<'_> {
         if srcs.len() != want {
             return Err(self.invalid(format!("packed {op:?} with {} operands (needs {want})", srcs.len())));
         }
-        for b in std::iter::once(d).chain(srcs.iter().filter_map(|s| match s {
-            PairSrc::Buf(b, _) => Some(b.0),
-            PairSrc::Scalar(_) => None,
-        })) {
+        let mut bufs = vec![d];
+        for s in srcs {
+            if let PairSrc::Buf(b, _) = s {
+                bufs.push(self.buf(*b)?);
+            }
+        }
+        for b in bufs {
             let lb =
                 self.k.bufs.get(b as usize).ok_or_else(|| self.invalid(format!("buffer id {b} is out of range")))?;
             if lb.dtype != ty {
@@ -131,7 +134,7 @@ impl Compiler<'_> {
         let mut ops = vec![];
         for s in srcs {
             ops.push(match s {
-                PairSrc::Buf(b, i) => PairOperand::Buf { buf: b.0, idx: self.index(i)? },
+                PairSrc::Buf(b, i) => PairOperand::Buf { buf: self.buf(*b)?, idx: self.index(i)? },
                 PairSrc::Scalar(e) => PairOperand::Scalar(self.expr_as(e, ty)?),
             });
         }

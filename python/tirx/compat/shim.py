@@ -477,6 +477,12 @@ def install() -> None:
     """Puts the shim into ``sys.modules`` (idempotent)."""
     if getattr(sys.modules.get("tvm"), "__tirx_compat__", False):
         return
+    try:
+        # As the reference's `tvm.testing` does: registers "bfloat16" and the fp8 names with
+        # NumPy, so that `a.astype("bfloat16")` in its tests works in a fresh process.
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        pass
     from tirx.script import frontend
 
     frontend.DEFER_ERRORS = True

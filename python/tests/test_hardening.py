@@ -106,3 +106,65 @@ def test_read_only_or_broadcast_output_is_an_error():
     o2 = np.zeros(64, np.float32)
     k(np.broadcast_to(np.float32(3), (64,)), o2)
     assert np.all(o2 == 6)
+
+
+def test_numpy_scalars_build_kernels():
+    # Defect 13: np.int64 / np.float32 / np.bool_ captured by a kernel were refused, and
+    # `T.Buffer` and `alloc_buffer` disagreed about them.
+    n, f, b = np.int64(64), np.float32(2.5), np.bool_(True)
+
+    @T.prim_func
+    def kernel(A: T.Buffer((n,), "float32"), O_ptr: T.handle):
+        O = T.match_buffer(O_ptr, (np.int32(64),), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([n])
+        S = T.alloc_buffer((n,), "float32", scope="shared")
+        S[t] = A[t] * f + np.float16(1)
+        if b:
+            O[t] = S[t]
+
+    k = tirx.compile(kernel)
+    a = np.arange(64, dtype=np.float32)
+    o = np.zeros(64, np.float32)
+    k(a, o)
+    np.testing.assert_array_equal(o, a * 2.5 + 1)
+
+
+def _scaled():
+    @T.prim_func
+    def scaled(A_ptr: T.handle, O_ptr: T.handle, n: T.int32, alpha: T.float32):
+        A = T.match_buffer(A_ptr, (64,), "float32")
+        O = T.match_buffer(O_ptr, (64,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([64])
+        O[t] = A[t] * alpha + T.float32(n)
+
+    return tirx.compile(scaled)
+
+
+def test_argument_errors_name_the_argument():
+    # Defect 14: raw PyO3 errors that named nothing; a float32 of 1e300 became inf.
+    k = _scaled()
+    a, o = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    with pytest.raises(tirx.TirxError, match=r"argument 3 \(`alpha: float32`\): 1e\+300 overflows float32"):
+        k(a, o, 1, 1e300)
+    with pytest.raises(tirx.TirxError, match="overflows float32"):
+        k(a, o, 1, -np.float64(3.5e38))
+    with pytest.raises(TypeError, match="tirx.compile\\(\\): `target` must be a string"):
+        tirx.compile(_scaled().prim, target=90)
+    with pytest.raises(TypeError, match="`grid_limit` must be an int"):
+        k.simulate(a, o, 1, 1.0, grid_limit="2")
+    with pytest.raises(ValueError, match="grid_limit must be at least 1"):
+        k.simulate(a, o, 1, 1.0, grid_limit=-1)
+    with pytest.raises(TypeError, match="`check_races` must be a bool"):
+        k.simulate(a, o, 1, 1.0, check_races="no")
+    with pytest.raises(TypeError, match="`json` must be a bool"):
+        k.explain(json="yes")
+    # In range, and inf or nan given as such, pass; the largest float32 is not an overflow.
+    k(a, o, 1, float(np.finfo(np.float32).max))
+    k(a, o, 1, -math.inf)
+    assert o[1] == -np.inf
+    k.simulate(a, o, 1, 2.0, grid_limit=np.int64(1))
+    np.testing.assert_array_equal(o, a * 2 + 1)

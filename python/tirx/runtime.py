@@ -17,6 +17,7 @@ are evaluated from them first (docs/python.md §5.3).
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any, List, Optional, Sequence
 
@@ -70,6 +71,9 @@ class Param:
             return f"{self.name}: {self.dtype}"
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
 
+
+# Where each float scalar dtype's round-to-nearest reaches inf: max + half an ulp.
+_FLOAT_INF_AT = {"float16": 65520.0, "bfloat16": (2 - 2**-8) * 2.0**127, "float32": (2 - 2**-24) * 2.0**127}
 
 _INT_SCALARS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1), "uint32": (0, 2**32 - 1)}
 
@@ -126,6 +130,7 @@ class Kernel:
 
     def explain(self, json: bool = False) -> str:
         """Every tile call: operands, each variant tried and why, the choice (`tirx explain`)."""
+        _check_type("explain", "json", json, bool)
         return self._l.explain(json)
 
     def lir(self) -> str:
@@ -171,8 +176,26 @@ class Kernel:
             else:
                 if not isinstance(a, (int, float, np.integer, np.floating)):
                     raise TypeError(f"{self.name}(): argument {i} (`{p}`) must be a float, got {type(a).__name__}")
-                out.append(float(a))
+                out.append(self._float_arg(i, p, a))
         return out
+
+    def _float_arg(self, i: int, p: Param, a) -> float:
+        """``a`` as a float of ``p``'s dtype: a finite value that would round to inf there is an
+        error (inf and nan pass as given)."""
+        try:
+            v = float(a)
+        except OverflowError:  # an int beyond float64
+            v = math.inf
+        edge = _FLOAT_INF_AT.get(p.dtype)
+        finite = math.isfinite(v) or not isinstance(a, (float, np.floating))
+        if edge is not None and finite and not abs(v) < edge:
+            from . import TirxError
+
+            raise TirxError(
+                f"{self.name}(): argument {i} (`{p}`): {a!r} overflows {p.dtype} (it would become inf); "
+                "pass a value in range, or inf itself"
+            )
+        return v
 
     def shapes(self, scalars: Sequence[Any]) -> dict:
         """The shape of every buffer parameter (by parameter index) at the launch with these
@@ -238,6 +261,11 @@ class Kernel:
         """Runs the kernel in the CPU simulator on NumPy arrays (and the scalar arguments, in
         signature order), writing results in place."""
         self._check_count(args)
+        _check_type("simulate", "check_races", check_races, bool)
+        if grid_limit is not None:
+            _check_type("simulate", "grid_limit", grid_limit, int)
+            if grid_limit < 1:
+                raise ValueError(f"simulate(): grid_limit must be at least 1 (CTAs to run), got {grid_limit}")
         scalars = self.scalar_args(args)
         shapes = self.shapes(scalars)
         arrays = [a for p, a in zip(self.params, args) if not p.is_scalar]
@@ -262,6 +290,16 @@ class Kernel:
         return None
 
 
+def _check_type(fn: str, name: str, v, want: type, example: str = "") -> None:
+    """A keyword argument of the API must have its type (a bool is not an int here)."""
+    ok = (int, np.integer) if want is int else want
+    if isinstance(v, ok) and not (want is int and isinstance(v, (bool, np.bool_))):
+        return
+    eg = f" such as {example}" if example else ""
+    what = {int: "an int", bool: "a bool", str: "a string"}[want]
+    raise TypeError(f"{fn}(): `{name}` must be {what}{eg}, got {type(v).__name__} {v!r}")
+
+
 def compile(kernel, target: Optional[str] = None) -> Kernel:
     """Lowers ``kernel`` (a ``@T.prim_func``) for ``target`` (default: the GPU's, or
     ``$TIRX_TARGET``); the result is cached on the kernel per target."""
@@ -269,6 +307,8 @@ def compile(kernel, target: Optional[str] = None) -> Kernel:
 
     if not isinstance(kernel, PrimFunc):
         raise TypeError(f"tirx.compile takes a @T.prim_func kernel, not {type(kernel).__name__}")
+    if target is not None:
+        _check_type("tirx.compile", "target", target, str, example='"sm_90a"')
     t = target or default_target()
     k = kernel._compiled.get(t)
     if k is None:

@@ -381,7 +381,8 @@ class Frontend:
             self.node = prev
         if isinstance(v, ir.Renderable) and getattr(v, "span", 0) is None:
             ir.set_span(v, self.src.span(node))
-        return v
+        # A NumPy scalar computes as the Python number it holds (in shapes, layouts, constants).
+        return ir.py_value(v)
 
     def python_error(self, e: Exception, node) -> ir.FrontendError:
         tb = traceback.extract_tb(e.__traceback__)

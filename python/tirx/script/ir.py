@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any, List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .. import layout as _layout
 
 
@@ -67,9 +69,25 @@ class Writer:
         return name
 
 
+def py_value(v: Any) -> Any:
+    """A NumPy scalar as the Python scalar it holds (``np.int64`` → ``int``, ``np.bool_`` →
+    ``bool``, ``np.float32`` and the ``ml_dtypes`` floats → ``float``); anything else as is."""
+    if not isinstance(v, np.generic):
+        return v
+    kind = v.dtype.kind
+    if kind == "b":
+        return bool(v)
+    if kind in "iu":
+        return int(v)
+    if kind == "f" or v.dtype.name in ("bfloat16",) or v.dtype.name.startswith("float"):
+        return float(v)
+    return v
+
+
 def render(w: Writer, v: Any, span=None) -> None:
     """Writes ``v`` (a symbolic value or a Python value) as script text."""
     lo = w.pos
+    v = py_value(v)
     if isinstance(v, Renderable):
         v.render(w)
         span = span if span is not None else v.span

@@ -168,3 +168,21 @@ def test_argument_errors_name_the_argument():
     assert o[1] == -np.inf
     k.simulate(a, o, 1, 2.0, grid_limit=np.int64(1))
     np.testing.assert_array_equal(o, a * 2 + 1)
+
+
+def test_invalid_grid_is_reported_at_cta_id():
+    # Defect 12: it was reported at line 1, column 1.
+    @T.prim_func
+    def kernel(A_ptr: T.handle, n: T.int32):
+        A = T.match_buffer(A_ptr, (n,), "float32")
+        T.device_entry()
+        b = T.cta_id([n // 64])
+        t = T.thread_id([64])
+        A[b * 64 + t] = 1.0
+
+    k = tirx.compile(kernel)
+    with pytest.raises(tirx.TirxError) as e:
+        k(np.zeros(0, np.float32), 0)
+    msg = str(e.value)
+    assert "grid dimension x `n // 64` is 0 with n = 0" in msg
+    assert "b = T.cta_id([n // 64])" in msg and ":1:1" not in msg

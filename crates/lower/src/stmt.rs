@@ -95,6 +95,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         params,
         scalars,
         grid_dims,
+        grid_span: defs.iter().find(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()).map_or(k.span, |d| d.span),
         checks: std::mem::take(&mut lw.checks),
         tmaps: std::mem::take(&mut lw.b.tmaps),
         cluster: launch.cluster,

@@ -408,7 +408,7 @@ impl LKernel {
             let Some(e) = &self.grid_dims[d] else { continue };
             let axis = ["x", "y", "z"][d];
             let v = e.eval(&value).map_err(|m| {
-                LaunchError::new(format!("grid dimension {axis} `{}`: {m}", self.sym_text(e)), Span::default(), None)
+                LaunchError::new(format!("grid dimension {axis} `{}`: {m}", self.sym_text(e)), self.grid_span, None)
             })?;
             if v < 1 || v > i128::from(GRID_LIMITS[d]) {
                 return Err(LaunchError::new(
@@ -418,7 +418,7 @@ impl LKernel {
                         self.values_text(&[e], &value),
                         GRID_LIMITS[d]
                     ),
-                    Span::default(),
+                    self.grid_span,
                     Some("pass arguments that give a grid of at least one CTA per dimension".into()),
                 ));
             }
@@ -434,7 +434,7 @@ impl LKernel {
                         self.cluster[1],
                         self.cluster[2]
                     ),
-                    Span::default(),
+                    self.grid_span,
                     Some(format!("pass arguments that give a multiple of {c} CTAs in {axis}; nothing was run")),
                 ));
             }

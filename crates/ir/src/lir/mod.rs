@@ -327,6 +327,8 @@ pub struct LKernel {
     /// Grid dimensions that are expressions of the scalar parameters (`grid` then holds
     /// CUDA's limit for that dimension, the bound lowering reasoned with).
     pub grid_dims: [Option<SymExpr>; 3],
+    /// Where the grid is declared (`T.cta_id`), for a launch whose grid is invalid.
+    pub grid_span: Span,
     /// Conditions on the scalar arguments every launch checks first ([`LaunchCheck`]).
     pub checks: Vec<LaunchCheck>,
     /// TMA tensor maps, passed after the other parameters ([`tmap`]).
@@ -383,6 +385,7 @@ impl LKernel {
             params: vec![],
             scalars: vec![],
             grid_dims: [None, None, None],
+            grid_span: Span::default(),
             checks: vec![],
             tmaps: vec![],
             cluster: [1, 1, 1],

@@ -58,12 +58,41 @@ fn is_vector_type(s: &str) -> bool {
     matches!(base, "char" | "short" | "int" | "long" | "longlong" | "float" | "double")
 }
 
-/// `base`, else `base_1`, `base_2`, ... : the first not in `taken`.
-fn unique(base: String, taken: impl Fn(&str) -> bool) -> String {
+/// `base`, else `base_k` for the first `k ≥ from` not in `taken` (every `base_j`,
+/// `1 ≤ j < from`, is known taken); also returns that `k` (0 for `base` itself).
+fn unique(base: String, from: u32, taken: impl Fn(&str) -> bool) -> (String, u32) {
     if !taken(&base) {
-        return base;
+        return (base, 0);
     }
-    (1..).map(|i| format!("{base}_{i}")).find(|n| !taken(n)).expect("an unbounded range has a free name")
+    let mut k = from.max(1);
+    loop {
+        let n = format!("{base}_{k}");
+        if !taken(&n) {
+            return (n, k);
+        }
+        k += 1;
+    }
+}
+
+/// Names unique in one set that only grows (the buffers and tensor maps).
+#[derive(Default)]
+struct Fresh {
+    taken: HashSet<String>,
+    /// Per base, the suffix to probe from (all lower ones are taken).
+    next: HashMap<String, u32>,
+}
+
+impl Fresh {
+    fn name(&mut self, source: &str) -> String {
+        let base = sanitize(source);
+        let from = self.next.get(&base).copied().unwrap_or(1);
+        let (n, k) = unique(base.clone(), from, |n| self.taken.contains(n));
+        if k > 0 {
+            self.next.insert(base, k + 1);
+        }
+        self.taken.insert(n.clone());
+        n
+    }
 }
 
 pub struct Names {
@@ -76,32 +105,37 @@ pub struct Names {
     vars: HashMap<LVarId, String>,
     /// Names of variables in scope, innermost scope last.
     scopes: Vec<Vec<String>>,
+    /// How many variables in scope have each name (shadowing declares a name again).
+    in_scope: HashMap<String, u32>,
+    /// Per base name, a suffix below which every `base_k` is taken: probing for a fresh
+    /// name starts there, so declaring n variables of one name costs O(n), not O(n²).
+    next_suffix: HashMap<String, u32>,
 }
 
 impl Names {
     pub fn new(k: &LKernel) -> Names {
-        let mut buf_set = HashSet::new();
+        let mut fresh = Fresh::default();
         let mut bufs = vec![String::new(); k.bufs.len()];
         // Parameters first so that they keep their source names.
         let order = k.params.iter().map(|p| p.0 as usize).chain(0..k.bufs.len());
         for i in order {
             if bufs[i].is_empty() {
-                let n = unique(sanitize(&k.bufs[i].name), |n| buf_set.contains(n));
-                buf_set.insert(n.clone());
-                bufs[i] = n;
+                bufs[i] = fresh.name(&k.bufs[i].name);
             }
         }
-        let tmaps = k
-            .tmaps
-            .iter()
-            .map(|m| {
-                let n = unique(sanitize(&m.name), |n| buf_set.contains(n));
-                buf_set.insert(n.clone());
-                n
-            })
-            .collect();
+        let tmaps = k.tmaps.iter().map(|m| fresh.name(&m.name)).collect();
+        let buf_set = fresh.taken;
         let kernel = sanitize(&k.name);
-        let mut names = Names { kernel, bufs, tmaps, buf_set, vars: HashMap::new(), scopes: vec![Vec::new()] };
+        let mut names = Names {
+            kernel,
+            bufs,
+            tmaps,
+            buf_set,
+            vars: HashMap::new(),
+            scopes: vec![Vec::new()],
+            in_scope: HashMap::new(),
+            next_suffix: HashMap::new(),
+        };
         // Scalar parameters are declared by the signature, in scope everywhere.
         for s in &k.scalars {
             if let Some(v) = k.vars.get(s.var.0 as usize) {
@@ -127,10 +161,17 @@ impl Names {
         self.vars.get(&v).map_or("/*undeclared*/", String::as_str)
     }
 
-    /// A fresh name for `v` declared in the innermost scope.
+    /// A fresh name for `v` declared in the innermost scope: the source name, else
+    /// `name_k` for the smallest `k` free (not a buffer, not a variable in scope).
     pub fn declare(&mut self, v: LVarId, source: &str) -> String {
-        let in_scope = |n: &str| self.buf_set.contains(n) || self.scopes.iter().flatten().any(|s| s == n);
-        let n = unique(sanitize(source), in_scope);
+        let base = sanitize(source);
+        let taken = |n: &str| self.buf_set.contains(n) || self.in_scope.get(n).is_some_and(|&c| c > 0);
+        let from = self.next_suffix.get(&base).copied().unwrap_or(1);
+        let (n, k) = unique(base.clone(), from, taken);
+        if k > 0 {
+            self.next_suffix.insert(base, k + 1);
+        }
+        *self.in_scope.entry(n.clone()).or_insert(0) += 1;
         self.scopes.last_mut().expect("the kernel scope is never popped").push(n.clone());
         self.vars.insert(v, n.clone());
         n
@@ -140,7 +181,59 @@ impl Names {
         self.scopes.push(Vec::new());
     }
 
+    /// Leaves the innermost scope: its names are free again (and `base_k` is again the
+    /// lowest candidate suffix of its base).
     pub fn pop_scope(&mut self) {
-        self.scopes.pop();
+        for n in self.scopes.pop().unwrap_or_default() {
+            if let Some(c) = self.in_scope.get_mut(&n) {
+                *c = c.saturating_sub(1);
+            }
+            if let Some((base, k)) = n.rsplit_once('_').and_then(|(b, k)| Some((b, k.parse::<u32>().ok()?))) {
+                if let Some(next) = self.next_suffix.get_mut(base) {
+                    *next = (*next).min(k.max(1));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tirx_ir::dtype::DType;
+    use tirx_ir::lir::{LBuf, Space};
+
+    fn names(bufs: &[&str]) -> Names {
+        let k = LKernel {
+            bufs: bufs.iter().map(|b| LBuf::flat(*b, DType::F32, Space::Local, 1)).collect(),
+            ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
+        };
+        Names::new(&k)
+    }
+
+    /// The smallest free suffix, as a linear probe from 1 finds it, also after scopes
+    /// free names and when a source name already looks like `base_k`.
+    #[test]
+    fn a_fresh_name_takes_the_smallest_free_suffix() {
+        let mut n = names(&["acc", "acc", "acc_2", "acc"]);
+        assert_eq!(
+            (0..4).map(|i| n.buf(LBufId(i)).to_string()).collect::<Vec<_>>(),
+            ["acc", "acc_1", "acc_2", "acc_3"]
+        );
+        let v = |i| LVarId(i);
+        assert_eq!(n.declare(v(0), "s"), "s");
+        n.push_scope();
+        assert_eq!(n.declare(v(1), "s"), "s_1");
+        assert_eq!(n.declare(v(2), "s_2"), "s_2");
+        assert_eq!(n.declare(v(3), "s"), "s_3");
+        n.pop_scope();
+        // s_1, s_2 and s_3 are free again.
+        assert_eq!(n.declare(v(4), "s"), "s_1");
+        n.push_scope();
+        assert_eq!(n.declare(v(5), "s"), "s_2");
+        assert_eq!(n.declare(v(6), "acc"), "acc_4");
+        n.pop_scope();
+        assert_eq!(n.declare(v(7), "s"), "s_2");
+        assert_eq!(n.var(v(7)), "s_2");
     }
 }

@@ -205,7 +205,7 @@ mod tests {
 
     fn names(bufs: &[&str]) -> Names {
         let k = LKernel {
-            bufs: bufs.iter().map(|b| LBuf::flat(*b, DType::F32, Space::Local, 1)).collect(),
+            bufs: bufs.iter().map(|b| LBuf::flat(b, DType::F32, Space::Local, 1)).collect(),
             ..LKernel::new("k", [1, 1, 1], [32, 1, 1])
         };
         Names::new(&k)

@@ -308,7 +308,8 @@ fn a_width_the_shared_operand_refuses_falls_back_to_a_narrower_one() {
     let g = l.explain.iter().find(|x| x.op == "gemm_async").unwrap();
     let text = g.render();
     assert!(text.contains("m64n64k16"), "{text}");
-    assert!(text.contains("m64n160:"), "{text}");
+    // Both widths fail on the same operand: one limit names both (in the widest's words).
+    assert!(text.contains("limit: m64n160, m64n80: B `B_s` is not a canonical wgmma tile"), "{text}");
 }
 
 #[test]
@@ -390,6 +391,10 @@ fn declines_per_rule() {
     let (r, why) = declined(&bad);
     assert_eq!(r, GemmRule::Fragment, "{why}");
     assert!(why.contains("not the wgmma accumulator fragment") && why.contains("S[(4, 2, 8, 8, 4, 2)"), "{why}");
+    // Said once for every width it holds at (issue 27 defect 15: it was repeated per width).
+    let blocked = why.split("; ").filter(|w| w.contains("not the wgmma accumulator fragment")).collect::<Vec<_>>();
+    assert_eq!(blocked.len(), 1, "{why}");
+    assert!(blocked[0].starts_with("m64n64, m64n"), "{why}");
     // Types: bfloat16 has no float16 accumulator.
     let mut h = Case::new(64, 64, 64, "bfloat16");
     h.acc = "float16";

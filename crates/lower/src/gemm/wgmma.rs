@@ -173,7 +173,7 @@ impl Variant for WgmmaAsync {
         };
         // Widest instruction first; a width any operand cannot take (accumulator
         // fragment, shared descriptor, A fragment) is a limit, and a narrower one may fit.
-        let mut limits = vec![];
+        let mut limits: Vec<(Vec<i64>, String)> = vec![];
         let mut rule = Rule::from(GemmRule::Fragment);
         for ni in instruction_ns(n) {
             let kind = WgmmaKind::new(ni as u32, a_buf.dtype, b_buf.dtype, d.dtype)
@@ -181,7 +181,13 @@ impl Variant for WgmmaAsync {
             let (dregs, a, b) = match operands_at(cx, &g, kind, &dm, am.as_ref(), k) {
                 Ok(ops) => ops,
                 Err(why) => {
-                    limits.push(format!("m64n{ni}: {}", why.reason));
+                    // A reason the widths share (the same first clause: the same operand
+                    // element at fault) is said once, in the widest's words, for all of them.
+                    let head = |r: &str| r.split("; ").next().unwrap_or_default().to_string();
+                    match limits.iter_mut().find(|(_, r)| head(r) == head(&why.reason)) {
+                        Some((ns, _)) => ns.push(ni),
+                        None => limits.push((vec![ni], why.reason)),
+                    }
                     rule = why.rule;
                     continue;
                 }
@@ -190,11 +196,11 @@ impl Variant for WgmmaAsync {
             let p = WgPlan { kind, tiles, d: dregs, a, b, accum };
             let mut plan = Plan::new(summary(&p), ());
             plan.notes = notes(&p);
-            plan.limits = limits;
+            plan.limits = width_limits(&limits);
             plan.data = Box::new(p);
             return Ok(plan);
         }
-        Err(Decline::new(rule, limits.join("; ")))
+        Err(Decline::new(rule, width_limits(&limits).join("; ")))
     }
 
     fn emit(&self, plan: &Plan, _cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
@@ -279,6 +285,17 @@ struct Call<'a> {
     b: &'a BufferRegion,
     trans_a: bool,
     trans_b: bool,
+}
+
+/// `m64n256, m64n128: why` per distinct reason, widest first.
+fn width_limits(limits: &[(Vec<i64>, String)]) -> Vec<String> {
+    limits
+        .iter()
+        .map(|(ns, why)| {
+            let names: Vec<String> = ns.iter().map(|n| format!("m64n{n}")).collect();
+            format!("{}: {why}", names.join(", "))
+        })
+        .collect()
 }
 
 fn parse<'a>(cx: &CallCx<'a>) -> Result<Call<'a>, Decline> {

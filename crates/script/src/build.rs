@@ -28,6 +28,10 @@ pub(crate) struct Builder<'s> {
     pub work: usize,
     /// [`crate::MAX_DIAGS`] reached: the remaining statements are skipped.
     stopped: bool,
+    /// Evaluating a `copy_async` operand: a global region may leave its tensor (a TMA
+    /// box loads the fill value there and stores clipped; lowering refuses it for the
+    /// other variants), so its constant bounds are not checked here.
+    pub box_region: bool,
 }
 
 pub(crate) struct KState {
@@ -51,7 +55,16 @@ impl<'s> Builder<'s> {
         let mut module = HashMap::new();
         // Not "__main__": a script's `if __name__ == "__main__":` test harness is skipped.
         module.insert("__name__".to_string(), Val::Str("tirx_script".into()));
-        Builder { src, diags: vec![], scopes: vec![module], k: None, kernel_done: None, work: MAX_WORK, stopped: false }
+        Builder {
+            src,
+            diags: vec![],
+            scopes: vec![module],
+            k: None,
+            kernel_done: None,
+            work: MAX_WORK,
+            stopped: false,
+            box_region: false,
+        }
     }
 
     pub fn fail<T>(&mut self, d: Diagnostic) -> R<T> {

@@ -107,7 +107,12 @@ impl Builder<'_> {
         match slot.kind {
             SlotKind::Attr(kind) => self.attr_value(kind, v, sp, &what).map(TileArg::Attr),
             SlotKind::Barrier => self.mbar_ref(v, sp).map(TileArg::Barrier),
-            SlotKind::Region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
+            SlotKind::Region => {
+                self.box_region = op == TileOp::CopyAsync;
+                let r = self.region(v, sp, &what);
+                self.box_region = false;
+                Ok(TileArg::Region(r?))
+            }
             SlotKind::RegionOrScalar if is_region => Ok(TileArg::Region(self.region(v, sp, &what)?)),
             SlotKind::RegionOrScalar | SlotKind::Scalar => {
                 if let Val::Buffer(_) = v {

@@ -199,14 +199,15 @@ impl Affine {
                     let (i, s) = x.range_from(var)?;
                     (Interval { lo: i.lo.div_euclid(*k), hi: i.hi.div_euclid(*k), exact: i.exact }, s)
                 }
-                Term::FloorMod(x, k) => {
-                    let (i, s) = x.range_from(var)?;
-                    if i.lo.div_euclid(*k) == i.hi.div_euclid(*k) {
+                // `x mod k` is in [0, k) whatever `x` is (an enclosure unless x's range
+                // stays within one period).
+                Term::FloorMod(x, k) => match x.range_from(var) {
+                    Some((i, s)) if i.lo.div_euclid(*k) == i.hi.div_euclid(*k) => {
                         (Interval { lo: i.lo.rem_euclid(*k), hi: i.hi.rem_euclid(*k), exact: i.exact }, s)
-                    } else {
-                        (Interval { lo: 0, hi: k - 1, exact: false }, s)
                     }
-                }
+                    Some((_, s)) => (Interval { lo: 0, hi: k - 1, exact: false }, s),
+                    None => (Interval { lo: 0, hi: k - 1, exact: false }, vec![]),
+                },
             };
             let (l, h) = (ti.lo.checked_mul(*c)?, ti.hi.checked_mul(*c)?);
             let (l, h) = if *c > 0 { (l, h) } else { (h, l) };

@@ -141,8 +141,11 @@ pub(crate) fn element(k: &Kernel, env: &Env, at: &Facts, b: BufId, indices: &[Ex
 }
 
 /// The first dim that provably leaves the buffer, else the first that is not
-/// proven inside, else inside.
+/// proven inside, else inside (also where no thread gets: a dead branch).
 fn dims_verdict(k: &Kernel, env: &Env, at: &Facts, b: &Buffer, dims: &[(&Expr, i64)]) -> Verdict {
+    if at.unreachable() {
+        return Verdict::Inside;
+    }
     if dims.len() != b.shape.len() {
         let why = format!("`{}` has {} dims, the access {}", b.name, b.shape.len(), dims.len());
         return Verdict::Unproven { dim: 0, why };

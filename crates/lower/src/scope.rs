@@ -377,6 +377,13 @@ impl Facts {
         Some(VarBounds { exact: b.exact && !self.uncaptured, ..b })
     }
 
+    /// No thread gets here: the enclosing `if`s leave a loop variable or a scope id
+    /// no value (`if i > 5:` in `for i in range(4)`). Accesses here are never made.
+    pub fn unreachable(&self) -> bool {
+        let a = &self.active;
+        self.values.values().any(|r| r.extent == 0) || [a.lane, a.warp, a.cta].iter().any(|r| r.extent == 0)
+    }
+
     /// The range of `v` if it is tracked by value ([`Facts::values`]).
     pub fn value_bounds(&self, v: VarId, source: Source) -> Option<VarBounds> {
         let (lo, hi) = self.values.get(&v)?.bounds()?;

@@ -339,3 +339,45 @@ fn max_and_min_propagate_nan_on_every_path() {
         }
     }
 }
+
+/// Defect 20: a branch no thread reaches (`if i > 1 and j < 0`, nested or not) is not
+/// an out-of-bounds error, and neither it nor a `buf[j % 2]` region in a loop of run-time
+/// length draws a "cannot prove … inside" warning (a remainder by a constant is in
+/// [0, k) whatever its operand). Reachable accesses are still checked.
+#[test]
+fn dead_branches_and_remainders_are_not_out_of_bounds() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+    A = T.match_buffer(A_ptr, (64, 32), "float32")
+    B = T.match_buffer(B_ptr, (64, 32), "float32")
+    T.device_entry()
+    T.cta_id([1]); tx = T.thread_id([32]); T.lane_id([32])
+    S = T.alloc_buffer((2, 32, 32), "float32", scope="shared")
+    for j in range(n):
+        Tx.warp.copy(S[j % 2, 0:32, 0:32], A[0:32, 0:32])
+        T.cuda.cta_sync()
+    for i in range(4):
+        for j in range(2):
+            if i > 1 and j < 0:
+                B[i * 32, tx] = A[0, tx]
+            if i > 1 and tx > 40:
+                B[i * 32, tx] = A[0, tx]
+            if i > 1:
+                if tx > 40:
+                    B[i * 32, tx] = A[0, tx]
+            if j > 3 and i > 1:
+                Tx.warp.copy(B[i * 32:i * 32 + 32, 0:32], S[0, 0:32, 0:32])
+            if i < 2 and j > 0:
+                B[i * 32 + j, tx] = S[1, 0, tx]
+"#
+    );
+    let k = parse(&src);
+    let l = tirx_lower::lower_kernel(&k, &Default::default())
+        .unwrap_or_else(|d| panic!("{}", tirx_ir::diag::render(&d, "k.py", &src, false)));
+    let bounds: Vec<_> = l.warnings.iter().filter(|w| w.message.contains("cannot prove")).collect();
+    assert!(bounds.is_empty(), "{}", tirx_ir::diag::render(&l.warnings, "k.py", &src, false));
+    // The same access where it runs is still an error.
+    let live = src.replace("if i > 1 and j < 0:", "if i > 1 and j < 2:");
+    let errs = lower_errors(&live);
+    assert!(errs.iter().any(|e| e.message.contains("i = 3 writes row 96 of 64")), "{}", render(&errs, &live));
+}

@@ -416,6 +416,7 @@ impl Lowered {
             check_races,
             stats: false,
             memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+            warp_order_seed: None,
         };
         let same = same.unwrap_or_else(|| (0..params.len()).collect());
         let mut bufs = params;

@@ -714,6 +714,10 @@ impl Machine<'_> {
                 if let Some(err) = self.inflight_conflict(dst, t, e, Dir::Write, site) {
                     return Err(err);
                 }
+                // The copy may write any time from now until it lands: every earlier access
+                // must be ordered before the issue, not only before the landing (a read by
+                // another warp since the last barrier is a race whichever warp ran first).
+                self.write_ordered(dst, t, e, site, false)?;
                 self.fam.asy.inflight.insert((dst, e), Flight { t, site, kind: CopyKind::CpAsync });
             }
             for e in s..s + n {

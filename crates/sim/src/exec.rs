@@ -57,6 +57,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) pcs: Vec<u32>,
     pub(crate) state: Vec<State>,
     pub cta: [u32; 3],
+    /// The state of the warp-order generator ([`SimOptions::warp_order_seed`]).
+    order_rng: u64,
     clock: u32,
     pub cta_start: u32,
     pub cta_sync: u32,
@@ -292,6 +294,7 @@ impl<'a> Machine<'a> {
             cluster_sync_tick: 0,
             peer_copies: vec![],
             printed: vec![],
+            order_rng: opts.warp_order_seed.map_or(0, |s| s | 1),
         })
     }
 
@@ -379,10 +382,12 @@ impl<'a> Machine<'a> {
     fn run_slice(&mut self) -> Result<bool, SimError> {
         let mut any = false;
         loop {
-            for t in 0..self.n {
-                if self.state[t] == State::Runnable {
-                    self.run_thread(t)?;
-                    any = true;
+            for w in self.warp_order() {
+                for t in w * 32..(w * 32 + 32).min(self.n) {
+                    if self.state[t] == State::Runnable {
+                        self.run_thread(t)?;
+                        any = true;
+                    }
                 }
             }
             if self.state.iter().all(|s| *s == State::Exited) {
@@ -394,6 +399,22 @@ impl<'a> Machine<'a> {
             }
             return Ok(any);
         }
+    }
+
+    /// The warps in the order this round runs them: ascending, or a fresh pseudo-random
+    /// permutation (xorshift64*, Fisher–Yates) under [`SimOptions::warp_order_seed`].
+    fn warp_order(&mut self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.n.div_ceil(32)).collect();
+        if self.opts.warp_order_seed.is_some() {
+            for i in (1..order.len()).rev() {
+                self.order_rng ^= self.order_rng >> 12;
+                self.order_rng ^= self.order_rng << 25;
+                self.order_rng ^= self.order_rng >> 27;
+                let r = self.order_rng.wrapping_mul(0x2545_f491_4f6c_dd1d);
+                order.swap(i, (r % (i as u64 + 1)) as usize);
+            }
+        }
+        order
     }
 
     fn start_cta(&mut self, cta: [u32; 3]) -> Result<(), SimError> {

@@ -113,11 +113,21 @@ pub struct SimOptions {
     /// shadow included ([`memory_use`]); above it `simulate` refuses with a
     /// [`SimErrorKind::ResourceLimit`] error before allocating anything.
     pub memory_limit: u64,
+    /// The order the simulator runs the warps of a CTA in, each time it goes round them:
+    /// `None` ascending; `Some(seed)` a pseudo-random order drawn afresh each round. A
+    /// verdict (races, hangs, values) must not depend on it (the race checker's property test).
+    pub warp_order_seed: Option<u64>,
 }
 
 impl Default for SimOptions {
     fn default() -> Self {
-        SimOptions { grid_limit: None, check_races: true, stats: false, memory_limit: host_memory_limit() }
+        SimOptions {
+            grid_limit: None,
+            check_races: true,
+            stats: false,
+            memory_limit: host_memory_limit(),
+            warp_order_seed: None,
+        }
     }
 }
 

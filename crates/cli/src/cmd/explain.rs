@@ -90,6 +90,7 @@ fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64, args: &[String
         check_races: true,
         stats: true,
         memory_limit: tirx_sim::host_memory_limit(),
+        warp_order_seed: None,
     };
     crate::args::check_unique("--arg", args)?;
     let bound = crate::scalars::bind(args, lir, src)?;

@@ -54,6 +54,7 @@ pub fn run(a: Args) -> CmdResult {
         check_races: !a.no_race_check,
         stats: a.stats,
         memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+        warp_order_seed: None,
     };
     let bound = crate::scalars::bind(&a.args, &lir, &src)?;
     let lir = bound.lir;

@@ -245,8 +245,7 @@ class Kernel:
                 a = arrays[i]
                 if not np.may_share_memory(a, b):
                     continue
-                view = lambda x: (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype)  # noqa: E731
-                if view(a) == view(b):
+                if _view(a) == _view(b):
                     same[j] = same[i]
                     break
                 if np.shares_memory(a, b):
@@ -288,6 +287,11 @@ class Kernel:
             for w in warnings:
                 _w.warn(w, TirxWarning, stacklevel=3)
         return None
+
+
+def _view(a: np.ndarray) -> tuple:
+    """What makes two arrays the same view of memory: address, shape, strides, dtype."""
+    return (a.__array_interface__["data"][0], a.shape, a.strides, a.dtype)
 
 
 def _check_type(fn: str, name: str, v, want: type, example: str = "") -> None:

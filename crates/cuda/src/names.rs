@@ -58,41 +58,20 @@ fn is_vector_type(s: &str) -> bool {
     matches!(base, "char" | "short" | "int" | "long" | "longlong" | "float" | "double")
 }
 
-/// `base`, else `base_k` for the first `k ≥ from` not in `taken` (every `base_j`,
-/// `1 ≤ j < from`, is known taken); also returns that `k` (0 for `base` itself).
-fn unique(base: String, from: u32, taken: impl Fn(&str) -> bool) -> (String, u32) {
+/// `base`, else `base_k` for the smallest `k ≥ 1` not `taken`. `next` holds per base a
+/// suffix below which every `base_k` is known taken: probing starts there (so n names of
+/// one base cost O(n), not O(n²)) and it moves past the name returned.
+fn unique(next: &mut HashMap<String, u32>, base: String, taken: impl Fn(&str) -> bool) -> String {
     if !taken(&base) {
-        return (base, 0);
+        return base;
     }
-    let mut k = from.max(1);
-    loop {
-        let n = format!("{base}_{k}");
-        if !taken(&n) {
-            return (n, k);
-        }
+    let mut k = next.get(&base).copied().unwrap_or(1).max(1);
+    while taken(&format!("{base}_{k}")) {
         k += 1;
     }
-}
-
-/// Names unique in one set that only grows (the buffers and tensor maps).
-#[derive(Default)]
-struct Fresh {
-    taken: HashSet<String>,
-    /// Per base, the suffix to probe from (all lower ones are taken).
-    next: HashMap<String, u32>,
-}
-
-impl Fresh {
-    fn name(&mut self, source: &str) -> String {
-        let base = sanitize(source);
-        let from = self.next.get(&base).copied().unwrap_or(1);
-        let (n, k) = unique(base.clone(), from, |n| self.taken.contains(n));
-        if k > 0 {
-            self.next.insert(base, k + 1);
-        }
-        self.taken.insert(n.clone());
-        n
-    }
+    let n = format!("{base}_{k}");
+    next.insert(base, k + 1);
+    n
 }
 
 pub struct Names {
@@ -107,24 +86,28 @@ pub struct Names {
     scopes: Vec<Vec<String>>,
     /// How many variables in scope have each name (shadowing declares a name again).
     in_scope: HashMap<String, u32>,
-    /// Per base name, a suffix below which every `base_k` is taken: probing for a fresh
-    /// name starts there, so declaring n variables of one name costs O(n), not O(n²).
+    /// [`unique`]'s suffix hints for variables (lowered again as scopes free names).
     next_suffix: HashMap<String, u32>,
 }
 
 impl Names {
     pub fn new(k: &LKernel) -> Names {
-        let mut fresh = Fresh::default();
+        // Buffers and tensor maps are unique kernel-wide: a set that only grows.
+        let (mut buf_set, mut next) = (HashSet::new(), HashMap::new());
+        let mut fresh = |source: &str| {
+            let n = unique(&mut next, sanitize(source), |n| buf_set.contains(n));
+            buf_set.insert(n.clone());
+            n
+        };
         let mut bufs = vec![String::new(); k.bufs.len()];
         // Parameters first so that they keep their source names.
         let order = k.params.iter().map(|p| p.0 as usize).chain(0..k.bufs.len());
         for i in order {
             if bufs[i].is_empty() {
-                bufs[i] = fresh.name(&k.bufs[i].name);
+                bufs[i] = fresh(&k.bufs[i].name);
             }
         }
-        let tmaps = k.tmaps.iter().map(|m| fresh.name(&m.name)).collect();
-        let buf_set = fresh.taken;
+        let tmaps = k.tmaps.iter().map(|m| fresh(&m.name)).collect();
         let kernel = sanitize(&k.name);
         let mut names = Names {
             kernel,
@@ -164,13 +147,9 @@ impl Names {
     /// A fresh name for `v` declared in the innermost scope: the source name, else
     /// `name_k` for the smallest `k` free (not a buffer, not a variable in scope).
     pub fn declare(&mut self, v: LVarId, source: &str) -> String {
-        let base = sanitize(source);
-        let taken = |n: &str| self.buf_set.contains(n) || self.in_scope.get(n).is_some_and(|&c| c > 0);
-        let from = self.next_suffix.get(&base).copied().unwrap_or(1);
-        let (n, k) = unique(base.clone(), from, taken);
-        if k > 0 {
-            self.next_suffix.insert(base, k + 1);
-        }
+        let (bufs, in_scope) = (&self.buf_set, &self.in_scope);
+        let taken = |n: &str| bufs.contains(n) || in_scope.get(n).is_some_and(|&c| c > 0);
+        let n = unique(&mut self.next_suffix, sanitize(source), taken);
         *self.in_scope.entry(n.clone()).or_insert(0) += 1;
         self.scopes.last_mut().expect("the kernel scope is never popped").push(n.clone());
         self.vars.insert(v, n.clone());

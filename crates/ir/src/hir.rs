@@ -366,18 +366,6 @@ pub enum ScopeIdKind {
 }
 
 impl ScopeIdKind {
-    pub const ALL: [ScopeIdKind; 9] = [
-        ScopeIdKind::CtaId,
-        ScopeIdKind::ClusterId,
-        ScopeIdKind::CtaIdInCluster,
-        ScopeIdKind::WarpgroupId,
-        ScopeIdKind::WarpId,
-        ScopeIdKind::WarpIdInWg,
-        ScopeIdKind::LaneId,
-        ScopeIdKind::ThreadId,
-        ScopeIdKind::ThreadIdInWg,
-    ];
-
     /// (parent, child) scopes of the binding.
     pub fn binding(self) -> (ExecScope, ExecScope) {
         use ExecScope::*;

@@ -42,9 +42,7 @@ impl Traffic {
 }
 
 pub fn analyze(k: &LKernel) -> Traffic {
-    let mut w =
-        Walk { k, read: vec![false; k.bufs.len()], written: vec![false; k.bufs.len()], compute: None, stores: 0 };
-    w.stmts(&k.body);
+    let w = Walk::of(k);
     let sum = |flags: &[bool]| -> u64 {
         k.params
             .iter()
@@ -67,10 +65,7 @@ pub fn analyze(k: &LKernel) -> Traffic {
 /// Which buffers (by index) the kernel writes: a store, or any instruction that writes
 /// one ([`Instr::traffic`](crate::lir::Instr::traffic)).
 pub fn written(k: &LKernel) -> Vec<bool> {
-    let mut w =
-        Walk { k, read: vec![false; k.bufs.len()], written: vec![false; k.bufs.len()], compute: None, stores: 0 };
-    w.stmts(&k.body);
-    w.written
+    Walk::of(k).written
 }
 
 struct Walk<'k> {
@@ -81,7 +76,15 @@ struct Walk<'k> {
     stores: usize,
 }
 
-impl Walk<'_> {
+impl<'k> Walk<'k> {
+    /// The walk over the whole body of `k`.
+    fn of(k: &'k LKernel) -> Walk<'k> {
+        let mut w =
+            Walk { k, read: vec![false; k.bufs.len()], written: vec![false; k.bufs.len()], compute: None, stores: 0 };
+        w.stmts(&k.body);
+        w
+    }
+
     fn stmts(&mut self, body: &[LStmt]) {
         for s in body {
             self.stmt(s);

@@ -884,11 +884,11 @@ impl Builder<'_> {
     }
 
     pub(crate) fn check_range(&mut self, b: &Buffer, d: usize, r: &Range, sp: Span) -> R<()> {
-        // A run-time dim 0: only its lower end is known here (lowering checks the rest).
-        let dim = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
         if self.box_region && b.scope == MemScope::Global {
             return Ok(());
         }
+        // A run-time dim 0: only its lower end is known here (lowering checks the rest).
+        let dim = if d == 0 && b.is_symbolic() { i64::MAX } else { b.shape[d] };
         let oob = match r.begin.kind {
             ExprKind::Int(lo) => lo < 0 || lo.checked_add(r.extent).is_none_or(|hi| hi > dim),
             _ => r.extent > dim,

@@ -13,7 +13,8 @@ use crate::value::{AllocKind, Builtin, CollKind, PtxOp, Val};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::LazyLock;
-use tirx_ir::hir::{MathFn, ScopeIdKind, TileOp};
+use tirx_ir::hir::{MathFn, TileOp};
+use tirx_ir::scope_ids::KINDS;
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope};
 
@@ -369,7 +370,7 @@ const TMA_UTILS_NAMES: &[(&str, Meaning)] = &[
 fn t_names() -> impl Iterator<Item = Name> {
     let t = Namespace::T;
     let listed = T_NAMES.iter().map(move |&(n, k, m)| Name::new(t, n, k, m));
-    let scope_ids = ScopeIdKind::ALL.map(|s| Name::new(t, s.script_name(), K::ScopeId, Script(B::ScopeId(s))));
+    let scope_ids = KINDS.map(|s| Name::new(t, s.script_name(), K::ScopeId, Script(B::ScopeId(s))));
     let math = MathFn::ALL.map(|f| Name::new(t, f.name(), K::Expression, Script(B::Math(f))));
     let dtypes = DType::ALL.map(|d| Name::new(t, d.name(), K::DType, Script(B::DTypeFn(d))));
     let aliases = DType::ALIASES.map(|(n, d)| Name::new(t, n, K::DType, Script(B::DTypeFn(d))).alias(d.name()));

@@ -95,7 +95,7 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         params,
         scalars,
         grid_dims,
-        grid_span: defs.iter().find(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()).map_or(k.span, |d| d.span),
+        grid_span: grid_span(&defs, k.span),
         checks: std::mem::take(&mut lw.checks),
         tmaps: std::mem::take(&mut lw.b.tmaps),
         cluster: launch.cluster,
@@ -187,8 +187,7 @@ impl Lowerer<'_> {
     /// launch check (at the `T.cta_id` declaring it): CUDA refuses such a launch.
     fn cluster_divides_grid(&mut self, launch: &Launch, grid_dims: &[Option<SymExpr>; 3], defs: &[&ScopeIdDef]) {
         let (grid, cluster) = (launch.grid, launch.cluster);
-        let span = self.k.span;
-        let at = defs.iter().find(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()).map_or(span, |d| d.span);
+        let at = grid_span(defs, self.k.span);
         for d in (0..3).filter(|&d| cluster[d] > 1) {
             let Some(e) = &grid_dims[d] else { continue };
             let m = SymExpr::bin(SymOp::FloorMod, e.clone(), SymExpr::Int(i64::from(cluster[d])));
@@ -1101,4 +1100,9 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
             StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}
         }
     }
+}
+
+/// Where the grid is declared: the first `T.cta_id` with extents, else the kernel.
+fn grid_span(defs: &[&ScopeIdDef], kernel: Span) -> Span {
+    defs.iter().find(|d| d.kind == ScopeIdKind::CtaId && d.extents.is_some()).map_or(kernel, |d| d.span)
 }

@@ -79,7 +79,7 @@ def py_value(v: Any) -> Any:
         return bool(v)
     if kind in "iu":
         return int(v)
-    if kind == "f" or v.dtype.name in ("bfloat16",) or v.dtype.name.startswith("float"):
+    if kind == "f" or v.dtype.name.startswith(("float", "bfloat")):  # ml_dtypes' kind is "V"
         return float(v)
     return v
 

@@ -245,10 +245,8 @@ mod tests {
             ("%u", -1, "4294967295"),
             ("%c", 65, "A"),
         ] {
-            let spec = spec.trim_end_matches('|');
-            let got = int(spec, v, 32);
-            let want = want.trim_end_matches('|');
-            assert_eq!(got.trim_end_matches('|'), want, "{spec} of {v}");
+            // A `|` marks where the field ends (trailing spaces); it is not printed.
+            assert_eq!(int(spec.trim_end_matches('|'), v, 32), want.trim_end_matches('|'), "{spec} of {v}");
         }
         assert_eq!(int("%d", -(1i64 << 40), 64), "-1099511627776");
         assert_eq!(int("%x", -1, 64), "ffffffffffffffff");

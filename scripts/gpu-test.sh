@@ -6,6 +6,8 @@
 #   TIRX=/path/to/tirx scripts/gpu-test.sh
 #   scripts/gpu-test.sh DIR...               # also every DIR/*.py (e.g. the ported reference
 #                                            # matrix: `TIRX_DUMP_KERNELS=DIR cargo test -p tirx-lower`)
+#   EXAMPLES=0 scripts/gpu-test.sh DIR...    # only the DIR kernels: no examples, sanitizers or bench
+#                                            # (to split a large matrix over several runs)
 #
 # Needs only: the `tirx` binary, an NVIDIA driver, NVRTC + CUDA headers where tirx finds
 # them (CUDA_HOME, /usr/local/cuda, or a pip nvidia/cu13 in $VIRTUAL_ENV or
@@ -173,6 +175,7 @@ check_one() { # EX
 }
 
 examples=(examples/*.py)
+[ "${EXAMPLES:-1}" = 0 ] && examples=()
 extra=()
 for dir in "$@"; do
     [ -d "$dir" ] || die "$dir is not a directory"
@@ -220,7 +223,9 @@ for ex in "${examples[@]}" "${extra[@]}"; do
 done
 
 bench_fail=0
-for ex in examples/bench/*.py; do
+benches=(examples/bench/*.py)
+[ "${EXAMPLES:-1}" = 0 ] && benches=()
+for ex in "${benches[@]}"; do
     name=bench_$(basename "$ex" .py)
     if timeout 150 "$TIRX" bench "$ex" --json --iters "$BENCH_ITERS" --warmup 5 >"$WORK/$name.json" 2>"$WORK/$name.log"; then
         BROWS+=("$("$PY" - "$WORK/$name.json" "$ex" <<'EOF'

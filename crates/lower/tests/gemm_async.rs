@@ -508,6 +508,56 @@ fn operands_copied_with_cp_async_are_read_after_they_land() {
     assert!(e.message.contains("no `fence.proxy.async` of that thread follows the write"), "{e}");
 }
 
+/// Simulates `src` with zeroed parameters: `Ok` or the simulator's error.
+fn sim_run(src: &str) -> Result<(), tirx_sim::SimError> {
+    let l =
+        tirx_lower::lower_kernel(&parse(src), &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, src)));
+    let mut params: Vec<Vec<u8>> = l
+        .lir
+        .params
+        .iter()
+        .map(|p| vec![0u8; (l.lir.buf(*p).elems * l.lir.buf(*p).dtype.bytes() as i64) as usize])
+        .collect();
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).map(|_| ())
+}
+
+/// Issue 27 defect 10: after its own `wait_group`, every thread of the waiting warpgroup
+/// may overwrite the wgmma's shared operands (the wait is warpgroup-collective, and the
+/// wgmma's reads are complete when it returns); another warpgroup needs a barrier with it.
+#[test]
+fn shared_operands_may_be_overwritten_after_the_warpgroups_own_wait() {
+    let c = Case::new(64, 64, 64, "bfloat16");
+    let wait = "    T.ptx.wgmma.wait_group(0)\n";
+    let refill = "    Tx.warpgroup.copy(B_s[0:64, 0:64], B[0:64, 0:64])\n";
+    assert!(c.script().contains(wait));
+    // The same warpgroup, every thread right after its wait: not a race.
+    let src = c.script().replace(wait, &format!("{wait}{refill}"));
+    if let Err(e) = sim_run(&src) {
+        panic!("{e}\n{src}");
+    }
+    // Two warpgroups: the second overwrites B_s with no barrier after the first's wait: reported;
+    // with a CTA barrier after the wait: ordered.
+    let two = c
+        .script()
+        .replace("T.warpgroup_id([1])", "T.warpgroup_id([2])")
+        .replace("T.thread_id([128])", "T.thread_id([256])")
+        .replace("    Tx.warpgroup.gemm_async(", "    if wg == 0:\n        Tx.warpgroup.gemm_async(")
+        .replace(
+            "    T.ptx.wgmma.wait_group(0)\n    Tx.warpgroup.copy(D[0:64, 0:64], acc[0:64, 0:64])\n",
+            "        T.ptx.wgmma.wait_group(0)\n        Tx.warpgroup.copy(D[0:64, 0:64], acc[0:64, 0:64])\n",
+        );
+    for (sync, race) in [("", true), ("    T.cuda.cta_sync()\n", false)] {
+        let src = format!("{two}{sync}    if wg == 1:\n        Tx.warpgroup.copy(B_s[0:64, 0:64], B[0:64, 0:64])\n");
+        match sim_run(&src) {
+            // Reported as a race, or as a write the wgmma still reads, whichever warp order shows it.
+            Err(e) if race => assert!(matches!(e.kind, SimErrorKind::DataRace | SimErrorKind::Wgmma), "{e}\n{src}"),
+            Err(e) => panic!("{e}\n{src}"),
+            Ok(()) if race => panic!("expected a race:\n{src}"),
+            Ok(()) => {}
+        }
+    }
+}
+
 #[test]
 fn ptx_statements_check_warpgroups_counts_and_targets() {
     let c = Case::new(64, 64, 64, "bfloat16");

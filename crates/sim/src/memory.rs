@@ -25,7 +25,9 @@
 //! first threads of their warpgroups (what a wgmma's shared reads are recorded as:
 //! two consumer warpgroups reading one pipeline stage) keep one stamp per
 //! warpgroup beside the record (`BufMem::leaders`), and each is ordered on its
-//! own: exact for consumers releasing a stage through their first thread. Likewise,
+//! own: exact for consumers releasing a stage through their first thread; and since a
+//! warpgroup's `wgmma.wait_group` is collective, every thread of that warpgroup is ordered
+//! after the wgmma reads it completed (`WGMMA_READ`). Likewise,
 //! in kernels with mbarriers, readers of a shared element in several warps keep one
 //! stamp per warp, with the lane when only one lane of that warp read it
 //! (`BufMem::warps`): a stage that the warps of a warpgroup share is ordered warp by
@@ -259,8 +261,14 @@ pub(crate) const MAX_WARPGROUPS: usize = 8;
 /// wgmma's operand reads), so an async-proxy write (a TMA load landing) over the element needs
 /// a `fence.proxy.async` of that reader first ([`Machine::proxy_war_check`]).
 const GENERIC_READ: u16 = 0x8000;
-/// Flags that survive replacing the reader record.
+/// Flags of global elements that survive replacing the reader record.
 const STICKY: u16 = OLD_CTA_READ | NC_READ;
+/// Shared elements only (the bit is `OLD_CTA_READ`'s, which only global elements use): every
+/// reader of the record is a warpgroup-first thread standing for a wgmma's operand reads
+/// ([`Dir::ReadWgmma`]). Such a read is complete when its warpgroup's collective
+/// `wgmma.wait_group` returns, so every thread of that warpgroup is ordered after it (a later
+/// access is after the thread's own wait; an earlier one the wgmma hooks report as pending).
+const WGMMA_READ: u16 = 0x1000;
 /// Writer record bit: the write was a TMA copy's landing (the async proxy: a TMA load,
 /// multicast load or dsmem copy) on the mbarrier whose slot (`asynch`: `slots`) is in the
 /// low bits, stamped with its phase's completion tick; it is ordered only through that
@@ -365,8 +373,10 @@ impl BufMem {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Dir {
     Read,
-    /// A shared read through the async proxy (a wgmma's operands).
+    /// A shared read through the async proxy (a TMA store's or dsmem copy's source).
     ReadAsync,
+    /// A wgmma's shared operand read, recorded under its warpgroup's first thread ([`WGMMA_READ`]).
+    ReadWgmma,
     /// A global read through `ld.global.nc`: the element must not be written during the launch.
     ReadNc,
     Write,
@@ -392,7 +402,7 @@ impl Dir {
     fn verb(self) -> &'static str {
         match self {
             Dir::Read => "reads",
-            Dir::ReadAsync => "reads (async proxy)",
+            Dir::ReadAsync | Dir::ReadWgmma => "reads (async proxy)",
             Dir::ReadNc => "reads (ld.global.nc)",
             Dir::Write | Dir::WriteSame => "writes",
         }
@@ -528,9 +538,10 @@ impl Machine<'_> {
                     }
                 }
                 match dir {
-                    Dir::Read => self.shadow_read(b, t, e, site, false, true),
-                    Dir::ReadAsync => self.shadow_read(b, t, e, site, false, false),
-                    Dir::ReadNc => self.shadow_read(b, t, e, site, space == Space::Global, true),
+                    Dir::Read => self.shadow_read(b, t, e, site, Dir::Read),
+                    Dir::ReadAsync | Dir::ReadWgmma => self.shadow_read(b, t, e, site, dir),
+                    Dir::ReadNc if space == Space::Global => self.shadow_read(b, t, e, site, Dir::ReadNc),
+                    Dir::ReadNc => self.shadow_read(b, t, e, site, Dir::Read),
                     Dir::Write => self.shadow_write(b, t, e, site, false),
                     Dir::WriteSame => self.shadow_write(b, t, e, site, true),
                 }
@@ -580,8 +591,12 @@ impl Machine<'_> {
     /// with mbarriers warp by warp ([`BufMem::warps`]).
     fn readers_ordered(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> bool {
         let p = (sh.r_info & TID_MASK) as u32;
+        // A wgmma's operand reads (under its warpgroup's first thread) are ordered before
+        // every thread of that warpgroup ([`WGMMA_READ`]).
+        let wgmma = self.bufs[b as usize].space == Space::Shared && sh.r_info & WGMMA_READ != 0;
+        let own_warpgroup = |q: u32| q == t || (wgmma && q / WARPGROUP == t / WARPGROUP);
         if sh.r_info & MULTI == 0 {
-            return self.ordered(p, sh.r_stamp, t);
+            return own_warpgroup(p) || self.ordered(p, sh.r_stamp, t);
         }
         let one_warp = sh.r_info & CROSS_WARP == 0;
         let barrier = sh.r_stamp < self.cta_sync || sh.r_stamp < self.named_synced_all(t);
@@ -591,7 +606,7 @@ impl Machine<'_> {
                 || stamps
                     .iter()
                     .zip((0..).step_by(WARPGROUP as usize))
-                    .all(|(&s, q)| s == 0 || q == t || s - 1 < self.fam.asy.acquired(t, q));
+                    .all(|(&s, q)| s == 0 || own_warpgroup(q) || s - 1 < self.fam.asy.acquired(t, q));
         }
         if one_warp {
             return barrier || self.lanes_ordered(p / 32, sh.r_stamp, t);
@@ -658,8 +673,13 @@ impl Machine<'_> {
         reads[(t / 32) as usize].add((t % 32) as u8, stamp);
     }
 
-    fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, nc: bool, generic: bool) -> Result<(), SimError> {
+    /// `dir`: a read (`Read`, `ReadAsync`, `ReadWgmma`, or `ReadNc` of a global element).
+    fn shadow_read(&mut self, b: u32, t: u32, e: usize, site: u32, dir: Dir) -> Result<(), SimError> {
         let global = self.bufs[b as usize].space == Space::Global;
+        let nc = dir == Dir::ReadNc;
+        let generic = matches!(dir, Dir::Read | Dir::ReadNc);
+        let wgmma_bit = if dir == Dir::ReadWgmma && !global { WGMMA_READ } else { 0 };
+        let sticky = if global { STICKY } else { 0 };
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if nc && sh.w_stamp != 0 {
             return Err(self.nc_conflict(b, t, e, site, sh.w_site));
@@ -679,9 +699,13 @@ impl Machine<'_> {
         let generic_bit = if generic { GENERIC_READ } else { 0 };
         if sh.r_stamp < self.cta_start {
             let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
-            rec.r_info = t as u16 | (sh.r_info & NC_READ) | if old { OLD_CTA_READ } else { 0 } | generic_bit;
+            rec.r_info = t as u16
+                | (sh.r_info & sticky & NC_READ)
+                | if old { OLD_CTA_READ } else { 0 }
+                | generic_bit
+                | wgmma_bit;
         } else if self.readers_ordered(b, e, &sh, t) {
-            rec.r_info = t as u16 | (sh.r_info & STICKY) | generic_bit;
+            rec.r_info = t as u16 | (sh.r_info & sticky) | generic_bit | wgmma_bit;
         } else {
             let prev = (sh.r_info & TID_MASK) as u32;
             let cross = sh.r_info & CROSS_WARP != 0 || prev / 32 != t / 32;
@@ -693,10 +717,13 @@ impl Machine<'_> {
             } else if cross && self.tracks_warps(b) {
                 self.note_warp_read(b, e, &sh, t, stamp);
             }
+            // Several wgmma readers only while every one of them is.
+            let all_wgmma = if leaders { sh.r_info & wgmma_bit } else { 0 };
             rec.r_info = t as u16
                 | MULTI
-                | (sh.r_info & (STICKY | GENERIC_READ))
+                | (sh.r_info & (sticky | GENERIC_READ))
                 | generic_bit
+                | all_wgmma
                 | if cross { CROSS_WARP } else { 0 }
                 | if leaders { WG_LEADERS } else { 0 };
         }

@@ -442,7 +442,7 @@ impl Machine<'_> {
         }
         let reader = (g * WARPGROUP as usize) as u32;
         for (b, e) in smem {
-            self.touch(b, reader, e, Dir::ReadAsync, site)?;
+            self.touch(b, reader, e, Dir::ReadWgmma, site)?;
         }
         Ok(())
     }
@@ -632,7 +632,7 @@ impl Machine<'_> {
                     }
                 }
                 self.proxy_check(s.buf, e, t, site, WGMMA_READER)?;
-                self.read_raw_via(s.buf, t, e, 1, Dir::ReadAsync, site, &mut bytes[..esize as usize])?;
+                self.read_raw_via(s.buf, t, e, 1, Dir::ReadWgmma, site, &mut bytes[..esize as usize])?;
                 let x = f64::from_bits(decode(dt, &bytes));
                 m.v[r * k + c] = if ty == WgmmaIn::TF32 { dot::to_tf32_trunc(x) } else { x };
                 smem.push((s.buf, e));

@@ -77,7 +77,8 @@ def size(x):
 rng = np.random.default_rng(0)
 names = {"float64": np.float64, "float32": np.float32, "float16": np.float16,
          "int8": np.int8, "int16": np.int16, "int32": np.int32, "int64": np.int64,
-         "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "bool": np.bool_}
+         "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
+         "bool": np.bool_}
 try:
     import ml_dtypes
     names.update(bfloat16=ml_dtypes.bfloat16, float8_e4m3fn=ml_dtypes.float8_e4m3fn,

@@ -186,3 +186,36 @@ def test_invalid_grid_is_reported_at_cta_id():
     msg = str(e.value)
     assert "grid dimension x `n // 64` is 0 with n = 0" in msg
     assert "b = T.cta_id([n // 64])" in msg and ":1:1" not in msg
+
+
+def test_uint64_arrays_and_mbarriers():
+    # Defect 17: "uint64" is a dtype (unsigned 64-bit arithmetic), and the reference's
+    # `T.alloc_shared([1], "uint64")` holds an mbarrier.
+    @T.prim_func
+    def kernel(A_ptr: T.handle, O_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (2,), "uint64")
+        O = T.match_buffer(O_ptr, (4,), "uint64")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([32])
+        bar = T.alloc_shared([1], "uint64")
+        if t == 0:
+            T.ptx.mbarrier.init(bar.ptr_to([0]), 32)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        T.ptx.mbarrier.arrive(bar.ptr_to([0]))
+        T.ptx.mbarrier.try_wait.parity(bar.ptr_to([0]), 0)
+        if t == 0:
+            O[0] = A[0] // 7
+            O[1] = T.max(A[0], A[1])
+            O[2] = A[0] >> 60
+            O[3] = T.cast(A[0] > A[1], "uint64")
+
+    k = tirx.compile(kernel)
+    big = 2**64 - 11
+    a = np.array([big, 5], dtype=np.uint64)
+    want = np.array([big // 7, big, big >> 60, 1], dtype=np.uint64)
+    for run in (k.simulate, k):
+        o = np.zeros(4, np.uint64)
+        run(a, o)
+        np.testing.assert_array_equal(o, want)

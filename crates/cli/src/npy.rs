@@ -132,6 +132,7 @@ fn accepted(t: DType) -> &'static [(TypeChar, u64)] {
         DType::U8 => &[(Uint, 1)],
         DType::U16 => &[(Uint, 2)],
         DType::U32 => &[(Uint, 4)],
+        DType::U64 => &[(Uint, 8)],
         DType::F16 => &[(Float, 2)],
         DType::F32 => &[(Float, 4)],
         DType::F64 => &[(Float, 8)],
@@ -231,6 +232,7 @@ fn read_npy(path: &Path, b: &LBuf) -> Result<Vec<u8>, Failure> {
         }
         (DType::U8 | DType::F8E4M3 | DType::F8E5M2, false) => npy.into_vec::<u8>(),
         (DType::U32, _) => npy.into_vec::<u32>().map(|v| v.into_iter().flat_map(u32::to_le_bytes).collect()),
+        (DType::U64, _) => npy.into_vec::<u64>().map(|v| v.into_iter().flat_map(u64::to_le_bytes).collect()),
         (DType::F16, _) => {
             npy.into_vec::<npyz::half::f16>().map(|v| v.into_iter().flat_map(|x| x.to_bits().to_le_bytes()).collect())
         }
@@ -286,6 +288,7 @@ fn write_npy(path: &Path, b: &LBuf, data: &[u8]) -> Result<(), Failure> {
         DType::U32 => write_as!(u32, "<u4", |c: &[u8]| u32::from_le_bytes(le4(c))),
         DType::F32 => write_as!(f32, "<f4", |c: &[u8]| f32::from_le_bytes(le4(c))),
         DType::I64 => write_as!(i64, "<i8", |c: &[u8]| i64::from_le_bytes(le8(c))),
+        DType::U64 => write_as!(u64, "<u8", |c: &[u8]| u64::from_le_bytes(le8(c))),
         DType::F64 => write_as!(f64, "<f8", |c: &[u8]| f64::from_le_bytes(le8(c))),
     }
 }

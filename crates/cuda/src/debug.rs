@@ -28,7 +28,7 @@ impl Emit for DebugOp {
                     let v = cx.e(a)?;
                     let (length, v) = match (c.kind, t) {
                         ('c', _) => ("", format!("(int)({v})")),
-                        (_, DType::I64) => ("ll", v),
+                        (_, DType::I64 | DType::U64) => ("ll", v),
                         (_, DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2) => {
                             ("", format!("(double)(float)({v})"))
                         }

@@ -146,7 +146,7 @@ impl Ctx<'_> {
             }
             LExpr::Cast(t, a) => {
                 // The hardware registers are unsigned: widen them directly.
-                if let (LExpr::Special(s), DType::I64 | DType::U32) = (&**a, t) {
+                if let (LExpr::Special(s), DType::I64 | DType::U32 | DType::U64) = (&**a, t) {
                     return Ok(cast_to(c_type(*t), Doc::atom(hw_register(*s))));
                 }
                 let from = self.k.dtype_of(a);
@@ -235,7 +235,7 @@ impl Ctx<'_> {
                 let f = if t == DType::F32 { "floorf" } else { "floor" };
                 call(f, vec![join(a, "/", b, Div, 11, false)])
             }
-            FloorDiv | FloorMod if matches!(t, DType::U8 | DType::U16 | DType::U32) => {
+            FloorDiv | FloorMod if t.is_int() && !t.is_signed() => {
                 // Unsigned operands are never negative: floor and truncation agree.
                 let (sym, o) = if op == FloorDiv { ("/", Div) } else { ("%", Rem) };
                 join(a, sym, b, o, 11, false)
@@ -326,7 +326,7 @@ fn math(f: MathFn, t: DType, a: Doc) -> Result<Doc, CodegenError> {
     use MathFn::*;
     if t.is_int() {
         return match (f, t) {
-            (Abs, DType::U8 | DType::U16 | DType::U32) => Ok(a),
+            (Abs, t) if !t.is_signed() => Ok(a),
             (Abs, DType::I64) => Ok(call("llabs", vec![a])),
             // 8/16-bit operands promote to `int`; `operand` narrows the result where it matters.
             (Abs, _) => Ok(call("abs", vec![a])),

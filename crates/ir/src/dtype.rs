@@ -13,6 +13,7 @@ pub enum DType {
     U8,
     U16,
     U32,
+    U64,
     F16,
     BF16,
     F32,
@@ -22,7 +23,7 @@ pub enum DType {
 }
 
 impl DType {
-    pub const ALL: [DType; 14] = [
+    pub const ALL: [DType; 15] = [
         DType::Bool,
         DType::I8,
         DType::I16,
@@ -31,6 +32,7 @@ impl DType {
         DType::U8,
         DType::U16,
         DType::U32,
+        DType::U64,
         DType::F16,
         DType::BF16,
         DType::F32,
@@ -50,6 +52,7 @@ impl DType {
             DType::U8 => "uint8",
             DType::U16 => "uint16",
             DType::U32 => "uint32",
+            DType::U64 => "uint64",
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
             DType::F32 => "float32",
@@ -79,7 +82,7 @@ impl DType {
             DType::I8 | DType::U8 | DType::F8E4M3 | DType::F8E5M2 => 8,
             DType::I16 | DType::U16 | DType::F16 | DType::BF16 => 16,
             DType::I32 | DType::U32 | DType::F32 => 32,
-            DType::I64 | DType::F64 => 64,
+            DType::I64 | DType::U64 | DType::F64 => 64,
         }
     }
 
@@ -92,10 +95,16 @@ impl DType {
     }
 
     pub fn is_int(self) -> bool {
-        matches!(self, DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32)
+        matches!(
+            self,
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64
+        )
     }
 
-    /// `(min, max)` of an integer dtype; `None` for bool and the floats.
+    /// `(min, max)` of an integer dtype; `None` for bool and the floats. Values are `i64`
+    /// throughout (constants, scalar arguments, the simulator's slots), so `uint64`'s range
+    /// here is `0..=i64::MAX`: larger constants are refused; its arithmetic is still 64-bit
+    /// unsigned (the simulator keeps the bit pattern).
     pub fn int_range(self) -> Option<(i64, i64)> {
         Some(match self {
             DType::I8 => (i8::MIN.into(), i8::MAX.into()),
@@ -105,6 +114,7 @@ impl DType {
             DType::U8 => (0, u8::MAX.into()),
             DType::U16 => (0, u16::MAX.into()),
             DType::U32 => (0, u32::MAX.into()),
+            DType::U64 => (0, i64::MAX),
             _ => return None,
         })
     }

@@ -365,6 +365,8 @@ impl Builder {
             LExpr::Var(v) => Some(self.var_type(*v)),
             LExpr::Bin(_, a, b) => self.ity_opt(a).or_else(|| self.ity_opt(b)),
             LExpr::Un(_, a) => self.ity_opt(a),
+            // A loaded element (`A[0] // 7` of an int64 or uint64 buffer): its buffer's dtype.
+            LExpr::Load(..) => Some(self.dtype_of(e)),
             _ => None,
         }
     }

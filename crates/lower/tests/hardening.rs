@@ -381,3 +381,86 @@ fn dead_branches_and_remainders_are_not_out_of_bounds() {
     let errs = lower_errors(&live);
     assert!(errs.iter().any(|e| e.message.contains("i = 3 writes row 96 of 64")), "{}", render(&errs, &live));
 }
+
+/// Defect 17: `uint64` is a dtype (the reference allocates its mbarriers as
+/// `T.alloc_shared([1], "uint64")`): its arithmetic is 64-bit unsigned — values
+/// of 2^63 and more divide, compare, shift and convert as unsigned — and a
+/// `uint64` shared buffer holds mbarriers.
+#[test]
+fn uint64_is_unsigned_64_bit_and_holds_mbarriers() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, O_ptr: T.handle, F_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (2,), "uint64")
+    O = T.match_buffer(O_ptr, (9,), "uint64")
+    F = T.match_buffer(F_ptr, (3,), "float64")
+    T.device_entry()
+    T.cta_id([1])
+    t = T.thread_id([1])
+    O[0] = A[0] + A[1]
+    O[1] = A[0] // 7
+    O[2] = A[0] % 7
+    O[3] = A[0] >> 60
+    O[4] = T.cast(T.if_then_else(A[0] > A[1], 1, 0), "uint64")
+    O[5] = T.max(A[0], A[1])
+    O[6] = T.cast(F[0], "uint64")
+    O[7] = T.cast(F[1], "uint64")
+    O[8] = A[1] - A[0]
+    F[2] = T.cast(A[0], "float64")
+"#
+    );
+    let (a0, a1) = (0xf000_0000_0000_0005u64, 7u64);
+    let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let fl = |v: &[f64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let l = lower(&src);
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+    assert!(cuda.contains("unsigned long long* __restrict__ A"), "{cuda}");
+    let mut params = vec![le(&[a0, a1]), le(&[0; 9]), fl(&[1.5e19, -3.0, 0.0])];
+    tirx_sim::simulate(&l.lir, &mut params, &Default::default()).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let o: Vec<u64> = params[1].chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let want = [a0 + a1, a0 / 7, a0 % 7, a0 >> 60, 1, a0, 15_000_000_000_000_000_000, 0, a1.wrapping_sub(a0)];
+    assert_eq!(o, want);
+    let f2 = f64::from_le_bytes(params[2][16..24].try_into().unwrap());
+    assert_eq!(f2, a0 as f64);
+
+    // The reference's mbarrier allocation.
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32,), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([32])
+    bar = T.alloc_shared([1], "uint64")
+    if tid == 0:
+        T.ptx.mbarrier.init(bar.ptr_to([0]), 32)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    A[tid] = A[tid] + 1.0
+    T.ptx.mbarrier.arrive(bar.ptr_to([0]))
+    T.ptx.mbarrier.try_wait.parity(bar.ptr_to([0]), 0)
+"#
+    );
+    let (_, out) = run(&src, &[(DType::F32, vec![1.0; 32])]);
+    assert_eq!(out[0], vec![2.0; 32]);
+}
+
+/// Reference suite, `test_reduction_local_view_basic`: a `(1, 64)` local buffer given the
+/// warp tile's layout `S[(32, 64)]`. The reference applies the larger layout to the
+/// buffer's corner silently; here a layout describes the whole buffer, and the error
+/// says what to write (the buffer's own layout, then a `.view` as the warp's tile).
+#[test]
+fn a_larger_layout_on_a_local_buffer_says_to_view_it_instead() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 64), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    lane = T.lane_id([32])
+    acc = T.alloc_buffer((1, 64), "float32", scope="local", layout=T.TileLayout(T.S[(32, 64)]))
+    acc[0, 0] = A[lane, 0]
+"#
+    );
+    let Err(d) = tirx_script::parse_kernel("k.py", &src) else { panic!("expected an error:\n{src}") };
+    let text = render(&d, &src);
+    assert!(text.contains("layout covers 2048 elements but the buffer shape (1, 64) has 64"), "{text}");
+    assert!(text.contains("give this buffer its own layout (`S[(1, 64)]`") && text.contains(".view(32, 64"), "{text}");
+}

@@ -254,7 +254,7 @@ pub fn show(dtype: DType, b: u64) -> String {
         DType::I16 => format!("{}", b as u16 as i16),
         DType::I32 => format!("{}", b as u32 as i32),
         DType::I64 => format!("{}", b as i64),
-        DType::U8 | DType::U16 | DType::U32 => format!("{b}"),
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => format!("{b}"),
     };
     format!("{value} ({hex})")
 }

@@ -171,7 +171,7 @@ impl Builder<'_> {
         })
     }
 
-    /// The barrier operand: `bar.ptr_to([i])` of a shared int64 buffer.
+    /// The barrier operand: `bar.ptr_to([i])` of a shared int64 (or uint64) buffer.
     fn mbar_arg(&mut self, a: &mut Args, fname: &str) -> R<MbarRef> {
         let Some((v, sp)) = a.opt(self, "bar")? else {
             return self.fail(
@@ -189,7 +189,7 @@ impl Builder<'_> {
             return self.expected_kind("a barrier address like `mbar.ptr_to([0])`", &v, sp);
         };
         let b = self.buffer(buf);
-        if !b.scope.is_shared() || b.dtype != DType::I64 {
+        if !b.scope.is_shared() || !matches!(b.dtype, DType::I64 | DType::U64) {
             let (n, sc, dt) = (b.name.clone(), b.scope.name(), b.dtype);
             return self.fail(
                 Diagnostic::error(sp, format!("`{n}` ({sc} {dt}) cannot hold mbarriers"))

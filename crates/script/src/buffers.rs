@@ -155,10 +155,19 @@ impl Builder<'_> {
         let want = shape.iter().fold(1i64, |acc, &e| acc.saturating_mul(e));
         if size != want {
             let sh = fmt_shape(shape);
+            // The reference silently applies a larger layout to a smaller buffer (a `(1, k)` local
+            // buffer given the warp tile's `S[(32, k)]`); here a layout describes the whole buffer.
+            let help = if size > want && scope == MemScope::Local {
+                format!(
+                    "a layout describes the whole buffer (tirx does not apply a larger one to part of it, as the reference does): give this buffer its own layout (`S[{sh}]`, or none for row-major) and see the threads' buffers as one warp tile with `.view`, e.g. `acc.view(32, 64, layout=S[(32, 64):(1@laneid, 1)])` for a `(1, 64)` buffer per lane"
+                )
+            } else {
+                "make the layout extents multiply to the buffer's element count".to_string()
+            };
             return self.fail(
                 Diagnostic::error(span, format!("layout covers {size} elements but the buffer shape {sh} has {want}"))
                     .with_label(format!("{size} elements"))
-                    .with_help("make the layout extents multiply to the buffer's element count"),
+                    .with_help(help),
             );
         }
         self.check_injective(tile, span, shape, name, scope)?;

@@ -249,7 +249,6 @@ const T_NAMES: &[(&str, Kind, Meaning)] = &[
     ("FloatImm", K::Value, FrontEnd),
     ("IntImm", K::Value, FrontEnd),
     // Dtypes of the reference tirx does not have.
-    ("uint64", K::DType, Unsupported),
     ("float4_e2m1fn", K::DType, Unsupported),
 ];
 

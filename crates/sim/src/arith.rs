@@ -5,7 +5,9 @@
 //! in `f32`; f16/bf16/fp8 arithmetic is done in `f32` and rounded once to the
 //! type (for `+ - * /` and sqrt an f32 intermediate is exact enough that the
 //! double rounding is innocuous: 24 ≥ 2·11 + 2). Integers wrap at their declared
-//! width; `Div`/`Rem` truncate (C), `FloorDiv`/`FloorMod` floor (Python).
+//! width; `Div`/`Rem` truncate (C), `FloorDiv`/`FloorMod` floor (Python). A `uint64`
+//! slot holds the value's bit pattern (as `i64`); its division, comparison, `min`/`max`,
+//! `>>` and conversions to float are unsigned.
 //! Shifts follow PTX `shl`/`shr` on the C-promoted operand (≥ 32 bits): a shift
 //! amount ≥ the promoted width gives 0 (or the sign fill for signed `>>`).
 //! Float → integer casts truncate, saturate to the 32-bit (or 64-bit) range of
@@ -68,6 +70,26 @@ pub(crate) fn bin(op: LBinOp, ty: DType, a: u64, bv: u64) -> Result<u64, ArithFa
     } else {
         int_bin(op, ty, a as i64, bv as i64)
     }
+}
+
+/// The `uint64` operations whose result depends on signedness; the rest are `int_bin`'s bits.
+fn u64_bin(op: LBinOp, x: u64, y: u64) -> Option<Result<u64, ArithFault>> {
+    use LBinOp::*;
+    Some(Ok(match op {
+        Div | Rem | FloorDiv | FloorMod if y == 0 => return Some(Err(ArithFault::DivByZero)),
+        // Unsigned operands are never negative: floor and truncation agree.
+        Div | FloorDiv => x / y,
+        Rem | FloorMod => x % y,
+        Min => x.min(y),
+        Max => x.max(y),
+        Lt => b(x < y),
+        Le => b(x <= y),
+        Gt => b(x > y),
+        Ge => b(x >= y),
+        Shr if y >= 64 => 0,
+        Shr => x >> y,
+        _ => return None,
+    }))
 }
 
 pub(crate) fn truthy(ty: DType, v: u64) -> bool {
@@ -140,6 +162,11 @@ fn promoted_bits(ty: DType) -> u64 {
 
 fn int_bin(op: LBinOp, ty: DType, x: i64, y: i64) -> Result<u64, ArithFault> {
     use LBinOp::*;
+    if ty == DType::U64 {
+        if let Some(r) = u64_bin(op, x as u64, y as u64) {
+            return r;
+        }
+    }
     let r = match op {
         Add => x.wrapping_add(y),
         Sub => x.wrapping_sub(y),
@@ -221,12 +248,15 @@ pub(crate) fn cast(from: DType, to: DType, v: u64) -> u64 {
     match (from.is_float(), to.is_float()) {
         (true, true) => fb(round_to(to, f(v))),
         (false, true) => {
-            let i = v as i64;
+            let (i, u) = (v as i64, from == DType::U64);
             fb(match to {
+                DType::F32 if u => v as f32 as f64,
                 DType::F32 => i as f32 as f64,
+                DType::F64 if u => v as f64,
                 DType::F64 => i as f64,
                 // The generator converts integers to 16/8-bit floats through `float`
                 // (two roundings, as on the GPU).
+                _ if u => round_to(to, v as f32 as f64),
                 _ => round_to(to, i as f32 as f64),
             })
         }
@@ -241,6 +271,10 @@ pub(crate) fn cast(from: DType, to: DType, v: u64) -> u64 {
 fn float_to_int(to: DType, x: f64) -> i64 {
     if x.is_nan() {
         return 0;
+    }
+    if to == DType::U64 {
+        // `cvt.rzi.u64` saturates to 0..=2^64-1 (Rust's `as` does the same).
+        return x as u64 as i64;
     }
     let via = match to {
         DType::I8 | DType::I16 | DType::I32 => DType::I32,
@@ -265,6 +299,9 @@ fn int_range(t: DType) -> (i64, i64) {
 
 /// Unary math; integer arguments only reach here for `abs` (the compiler casts the rest to f32).
 pub(crate) fn math(fun: MathFn, ty: DType, v: u64) -> u64 {
+    if !ty.is_signed() {
+        return v;
+    }
     if !ty.is_float() {
         return wrap_int(ty, (v as i64).wrapping_abs()) as u64;
     }

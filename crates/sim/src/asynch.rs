@@ -560,8 +560,8 @@ impl Compiler<'_> {
     pub(crate) fn mbar_buf(&self, bar: &Mbar) -> Result<u32, SimError> {
         let b = self.buf(bar.buf)?;
         let lb = &self.k.bufs[b as usize];
-        if lb.space != Space::Shared || lb.dtype != DType::I64 {
-            return Err(self.invalid(format!("mbarrier in `{}`, which is not a shared int64 buffer", lb.name)));
+        if lb.space != Space::Shared || !matches!(lb.dtype, DType::I64 | DType::U64) {
+            return Err(self.invalid(format!("mbarrier in `{}`, which is not a shared 64-bit integer buffer", lb.name)));
         }
         Ok(b)
     }

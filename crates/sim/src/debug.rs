@@ -85,9 +85,13 @@ pub(crate) fn in_thread_order(mut lines: Vec<Printed>) -> Vec<String> {
 fn format_value(c: Conv, bits: u64, ty: DType) -> String {
     if c.integral() {
         let v = if ty.is_float() { f64::from_bits(bits) as i64 } else { bits as i64 };
-        integer(c, v, if ty == DType::I64 { 64 } else { 32 })
+        integer(c, v, if ty.bits() == 64 { 64 } else { 32 })
     } else {
-        let v = if ty.is_float() { f64::from_bits(bits) } else { bits as i64 as f64 };
+        let v = match ty {
+            _ if ty.is_float() => f64::from_bits(bits),
+            DType::U64 => bits as f64,
+            _ => bits as i64 as f64,
+        };
         float(c, v)
     }
 }

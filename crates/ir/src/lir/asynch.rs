@@ -9,8 +9,8 @@
 //! Typing: `cp.async` moves 4, 8 or 16 bytes of one dtype from a global to a
 //! shared buffer, both indices naturally aligned; its optional source size is an
 //! int32 byte count (0..=bytes, whole elements when constant; the rest is
-//! zero-filled). An mbarrier is one element of a shared `int64` buffer (the
-//! 64-bit barrier word; tirx has no `uint64` and the word is opaque) that only
+//! zero-filled). An mbarrier is one element of a shared `int64` or `uint64` buffer
+//! (the 64-bit barrier word, opaque; the reference allocates `uint64`) that only
 //! mbarrier instructions touch (`Checker::mbarriers_exclusive`); counts, tx
 //! bytes and parities are int32, constant ones in range. A TMA copy names a
 //! tensor map of the kernel ([`super::tmap`]) and one int32 coordinate per
@@ -33,7 +33,7 @@ use serde::Serialize;
 /// The largest mbarrier arrival count and tx-count (2^20 - 1).
 pub const MBAR_MAX_COUNT: i64 = (1 << 20) - 1;
 
-/// An mbarrier: element `index` of a shared `int64` buffer.
+/// An mbarrier: element `index` of a shared `int64` (or `uint64`) buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mbar {
     pub buf: LBufId,
@@ -429,9 +429,9 @@ impl Checker<'_> {
 
     fn mbar(&mut self, bar: &Mbar, name: &str) -> Check {
         let b = self.buf(bar.buf)?;
-        if b.space != Space::Shared || b.dtype != DType::I64 {
+        if b.space != Space::Shared || !matches!(b.dtype, DType::I64 | DType::U64) {
             return Err(format!(
-                "{name}: the barrier `{}` must be a shared int64 buffer (the 64-bit barrier word), not {:?} {}",
+                "{name}: the barrier `{}` must be a shared int64 or uint64 buffer (the 64-bit barrier word), not {:?} {}",
                 b.name, b.space, b.dtype
             ));
         }
@@ -681,9 +681,9 @@ mod tests {
     #[test]
     fn rejects_bad_mbarriers() {
         let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar });
-        rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 buffer");
-        rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 buffer");
-        rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 buffer");
+        rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 or uint64 buffer");
+        rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 or uint64 buffer");
+        rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 or uint64 buffer");
         let init = |n| LStmtKind::Async(AsyncOp::MbarInit { bar: mbar(2), count: LExpr::i32(n) });
         rejects(vec![init(0)], "mbarrier.init: arrival count 0 is outside 1..=1048575");
         rejects(vec![init(1 << 20)], "arrival count 1048576 is outside");

@@ -263,6 +263,7 @@ fn suffix(t: DType) -> &'static str {
         DType::U8 => "u8",
         DType::U16 => "u16",
         DType::U32 => "u32",
+        DType::U64 => "u64",
         DType::F16 => "f16",
         DType::BF16 => "bf16",
         DType::F64 => "f64",

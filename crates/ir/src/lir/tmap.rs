@@ -64,6 +64,7 @@ impl TmapDtype {
             DType::U32 => TmapDtype::U32,
             DType::I32 => TmapDtype::I32,
             DType::I64 => TmapDtype::I64,
+            DType::U64 => TmapDtype::U64,
             DType::F16 => TmapDtype::F16,
             DType::BF16 => TmapDtype::BF16,
             DType::F32 => TmapDtype::F32,

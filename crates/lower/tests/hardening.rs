@@ -464,3 +464,95 @@ fn a_larger_layout_on_a_local_buffer_says_to_view_it_instead() {
     assert!(text.contains("layout covers 2048 elements but the buffer shape (1, 64) has 64"), "{text}");
     assert!(text.contains("give this buffer its own layout (`S[(1, 64)]`") && text.contains(".view(32, 64"), "{text}");
 }
+
+/// Reference suite, `test_reduction_op_warp_shuffle_multi_elem`: a flat `(128,)` view laid
+/// out `S[(32, 4):(1@laneid, 1)]` reduced into `(4,)` replicated over the lanes: the
+/// destination keeps the reduced dim's register extent, so element `j` is the reduction
+/// over the 32 lanes of register `j` (`warp_shuffle`, four butterflies). Values checked
+/// against the sums and maxima of `A` viewed as 32 × 4.
+#[test]
+fn a_lane_reduction_keeps_the_register_positions_the_destination_keeps() {
+    for (op, dtype) in [("sum", "float32"), ("max", "float32"), ("sum", "float16"), ("min", "float16")] {
+        let src = format!(
+            r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, R, TileLayout, laneid
+
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (128,), "{dtype}")
+    B = T.match_buffer(B_ptr, (4,), "{dtype}")
+    T.device_entry()
+    T.cta_id([1])
+    T.warp_id([1])
+    lane = T.lane_id([32])
+    src_local = T.alloc_buffer((4,), "{dtype}", scope="local")
+    dst_local = T.alloc_buffer((4,), "{dtype}", scope="local")
+    for i in T.serial(4):
+        src_local[i] = A[lane * 4 + i]
+    src_view = src_local.view(128, layout=TileLayout(S[(32, 4):(1@laneid, 1)]))
+    dst_view = dst_local.view(4, layout=TileLayout(S[4:1] + R[32:1@laneid]))
+    Tx.warp.{op}(dst_view, src_view)
+    if lane == 0:
+        for i in T.serial(4):
+            B[i] = dst_local[i]
+"#
+        );
+        let t = DType::from_name(dtype).unwrap();
+        let a: Vec<f64> = (0..128).map(|x| ((x * 37 % 101) as f64 - 50.0) / 8.0).collect();
+        let (l, out) = run(&src, &[(t, a.clone()), (t, vec![0.0; 4])]);
+        let chosen = l.explain.iter().find(|c| c.op == op).and_then(|c| c.chosen.clone());
+        assert_eq!(chosen.as_deref(), Some("warp_shuffle"), "{op} {dtype}");
+        for j in 0..4 {
+            let col = (0..32).map(|i| a[4 * i + j]);
+            let want = match op {
+                "sum" => col.sum(),
+                "max" => col.fold(f64::MIN, f64::max),
+                _ => col.fold(f64::MAX, f64::min),
+            };
+            assert_eq!(out[1][j], want, "{op} {dtype} B[{j}]");
+        }
+    }
+}
+
+/// Reference suite, `test_reduction_op_warp_shuffle_gapped_permuted_storage`: with no
+/// `axes`, a `(32, 2, 2)` view whose dim 0 is the lanes (`S[(32, 2, 2):(1@laneid, 2, 4)]`,
+/// registers 0, 4, 2, 6 of seven) reduced into `(2, 2)` replicated over the lanes: the
+/// destination's extents say the lane dim is reduced (the last dim would keep `(32, 2)`).
+#[test]
+fn without_axes_a_lane_dim_the_destination_drops_is_reduced() {
+    let src = r#"from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, R, TileLayout, laneid
+
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 2, 2), "float32")
+    B = T.match_buffer(B_ptr, (2, 2), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    T.warp_id([1])
+    lane = T.lane_id([32])
+    src_local = T.alloc_buffer((7,), "float32", scope="local")
+    dst_local = T.alloc_buffer((7,), "float32", scope="local")
+    src_view = src_local.view(32, 2, 2, layout=TileLayout(S[(32, 2, 2):(1@laneid, 2, 4)]))
+    dst_view = dst_local.view(2, 2, layout=TileLayout(S[(2, 2):(2, 4)] + R[32:1@laneid]))
+    for i, j in T.grid(2, 2):
+        src_local[i * 2 + j * 4] = A[lane, i, j]
+    Tx.warp.sum(dst_view, src_view)
+    if lane == 0:
+        for i, j in T.grid(2, 2):
+            B[i, j] = dst_local[i * 2 + j * 4]
+"#;
+    let a: Vec<f64> = (0..128).map(|x| ((x * 37 % 101) as f64 - 50.0) / 8.0).collect();
+    let (l, out) = run(src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 4])]);
+    let call = l.explain.iter().find(|c| c.op == "sum").expect("the sum");
+    assert_eq!(call.chosen.as_deref(), Some("warp_shuffle"), "{}", call.render());
+    for j in 0..4 {
+        assert_eq!(out[1][j], (0..32).map(|i| a[4 * i + j]).sum::<f64>(), "B[{j}]");
+    }
+    // The axes the destination implied are printed back into the script.
+    let k = parse(src);
+    let printed = tirx_script::print_kernel(&k);
+    assert!(printed.contains("Tx.warp.sum(dst_view[0:2, 0:2], src_view[0:32, 0:2, 0:2], axes=0"), "{printed}");
+}

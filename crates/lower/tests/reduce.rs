@@ -1109,7 +1109,11 @@ fn declines_of_the_warpgroup_and_cta_forms() {
     );
     let c = &explain(&src)[1];
     assert_eq!(rule(c, "local_view"), ReduceRule::ReduceLayout, "{}", c.render());
-    assert!(tried(c, "local_view").reason.contains("thread extent (dim 1: 4)"), "{}", c.render());
+    assert!(
+        tried(c, "local_view").reason.contains("thread or its register extent (dim 1: 4 threads × 32 registers)"),
+        "{}",
+        c.render()
+    );
     // A shared reduction in a CTA of 48 threads would need two lane masks.
     let src = format!(
         r#"{HEAD}def kernel(A_ptr: T.handle):

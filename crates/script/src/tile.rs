@@ -13,7 +13,7 @@ use tirx_ir::op::{
     self, normalize_axes, AttrKind, AttrValue, ConfigKey, Family, RawConfig, Slot, SlotDefault, SlotKind,
 };
 use tirx_ir::{Diagnostic, Span};
-use tirx_layout::ExecScope;
+use tirx_layout::{ExecScope, Layout};
 
 impl Builder<'_> {
     // ------------------------------------------------------------------ tile calls
@@ -69,6 +69,7 @@ impl Builder<'_> {
                 }
             }
         }
+        let axes_given = op.position(&op::AXES).is_some_and(|i| slots.get(i).is_some_and(|s| s.is_some()));
         let mut out = vec![];
         let mut spans = vec![span; sig.len()];
         for (i, s) in sig.iter().enumerate() {
@@ -91,6 +92,9 @@ impl Builder<'_> {
                 },
             };
             out.push(arg);
+        }
+        if op.family() == Family::Reduce && !axes_given {
+            self.infer_lane_axes(op, &mut out);
         }
         let call = TileCall { op, scope, args: out, config, dispatch, span };
         self.check_tile(&call, &spans)?;
@@ -192,6 +196,41 @@ impl Builder<'_> {
             Family::Reduce => self.check_reduce(call, spans[2]),
             // Dtypes and fragments are the variants' to check (typed declines).
             Family::Gemm => self.check_gemm(call),
+        }
+    }
+
+    /// `axes` not given: the last dim, unless the destination says otherwise — it has the
+    /// extents the source keeps when its thread-distributed dims (every iter of the dim on a
+    /// thread axis: `S[(32, 2, 2):(1@laneid, 2, 4)]`'s dim 0) are reduced, and not those of
+    /// the last dim. Then the reduction is over those dims, as the reference's layout-driven
+    /// warp reductions are. Only for whole-buffer register operands, whose layout is the region's.
+    fn infer_lane_axes(&mut self, op: TileOp, args: &mut [TileArg]) {
+        let (Some(ai), Some(si), Some(di)) =
+            (op.position(&op::AXES), op.position(&op::SRC_REGION), op.position(&op::DST))
+        else {
+            return;
+        };
+        let (TileArg::Region(src), TileArg::Region(dst)) = (&args[si], &args[di]) else { return };
+        let sb = self.buffer(src.buf);
+        let se = extents(src);
+        let whole = se == sb.shape && src.ranges.iter().all(|r| matches!(r.begin.kind, ExprKind::Int(0)));
+        let Layout::Tile(tile) = &sb.layout else { return };
+        if !whole || sb.scope != MemScope::Local || se.is_empty() {
+            return;
+        }
+        let Ok((g, seps)) = tile.group(&se) else { return };
+        let lanes: Vec<usize> = (0..se.len())
+            .filter(|&d| {
+                let its = g.shard[seps[d]..seps[d + 1]].iter().filter(|i| i.extent > 1);
+                se[d] > 1 && its.clone().count() > 0 && its.clone().all(|i| i.axis.is_thread())
+            })
+            .collect();
+        let de = squeezed(&extents(dst));
+        let kept = |axes: &[usize]| -> Vec<i64> {
+            squeezed(&se.iter().enumerate().filter(|(d, _)| !axes.contains(d)).map(|(_, &e)| e).collect::<Vec<_>>())
+        };
+        if !lanes.is_empty() && kept(&[se.len() - 1]) != de && kept(&lanes) == de {
+            args[ai] = TileArg::Attr(AttrValue::Axes(lanes.iter().map(|&d| d as i64).collect()));
         }
     }
 

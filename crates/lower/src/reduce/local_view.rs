@@ -77,6 +77,15 @@ impl Variant for LocalView {
                 (m, text)
             }
             regs::Form::PerThread => (vec![], "per-thread partials (no thread_reduce: no shuffle)".to_string()),
+            regs::Form::AcrossThreads => {
+                return Err(Decline::new(
+                    ReduceRule::ReduceLayout,
+                    format!(
+                        "`{}` keeps the reduced dims' register extent (one reduction over the lanes per register position): that is `warp_shuffle`'s form",
+                        names.1
+                    ),
+                ))
+            }
         };
         let member = member_mask(t)?;
         let p = regs::plan(&a, &call, &masks, names)?;

@@ -2,7 +2,7 @@
 //! `warp_shuffle` and `local_view` (docs/tile-primitives.md §3.10).
 //!
 //! Both operands are register regions (`crate::operand::register`: sliced and
-//! canonical, thread axes kept). The destination takes one of two forms:
+//! canonical, thread axes kept). The destination takes one of three forms:
 //! * [`Form::Whole`]: its extents are the source's kept extents (unit dims
 //!   aside), as in NumPy — each element is the reduction of everything with
 //!   its kept coordinates;
@@ -11,7 +11,13 @@
 //!   accumulators: `(16, 128)` reduced over its 128 columns, 4 lanes per row,
 //!   into `(16, 4)`) — element `(k, c)` is the reduction of the elements of
 //!   row `k` whose reduced coordinates' thread digits are `c`, or with a
-//!   butterfly over those threads, the whole row in every one of them.
+//!   butterfly over those threads, the whole row in every one of them;
+//! * [`Form::AcrossThreads`]: it keeps every reduced dim with its register
+//!   extent (the dim's extent over the threads it is spread over) — element
+//!   `(k, r)` is the reduction, over the threads, of the elements of row `k`
+//!   whose reduced coordinates' register digits are `r` (the reference's
+//!   shuffle pattern on a flat view: `(128,)` laid out `S[(32, 4):(1@laneid, 1)]`
+//!   into `(4,)` laid out `S[4:1] + R[32:1@laneid]`, four sums over the lanes).
 //!
 //! Nothing is assumed from the shapes of the layouts: [`plan`] enumerates
 //! which thread and register hold every source and destination element and
@@ -44,6 +50,9 @@ pub enum Form {
     Whole,
     /// The destination keeps each reduced dim with its thread extent: one value per thread.
     PerThread,
+    /// The destination keeps each reduced dim with its register extent: one reduction over
+    /// the threads per register position.
+    AcrossThreads,
 }
 
 /// What the layouts say, before a variant decides on a butterfly.
@@ -176,19 +185,31 @@ pub fn analyze(cx: &CallCx, call: &ReduceCall, kind: ExecScope, threads: i64) ->
     };
     let kept: Vec<usize> = (0..se.len()).filter(|d| !call.axes.contains(d)).collect();
     let squeeze = |v: Vec<i64>| v.into_iter().filter(|&e| e != 1).collect::<Vec<_>>();
+    let keeps_reduced = |extent: &dyn Fn(usize) -> i64| {
+        de.len() == se.len() && kept.iter().all(|&d| de[d] == se[d]) && call.axes.iter().all(|&d| de[d] == extent(d))
+    };
+    let per_thread = keeps_reduced(&dim_threads);
+    // Every reduced dim spread over threads, the destination replicated over threads
+    // (which tells it from the per-thread form when both extents agree).
+    let across = call.axes.iter().all(|&d| dim_threads(d) > 1)
+        && keeps_reduced(&|d| se[d] / dim_threads(d))
+        && (!per_thread || dst.replica.iter().any(|i| i.axis.is_thread()));
     let form = if squeeze(kept.iter().map(|&d| se[d]).collect()) == squeeze(de.clone()) {
         Form::Whole
-    } else if de.len() == se.len()
-        && kept.iter().all(|&d| de[d] == se[d])
-        && call.axes.iter().all(|&d| de[d] == dim_threads(d))
-    {
+    } else if across {
+        Form::AcrossThreads
+    } else if per_thread {
         Form::PerThread
     } else {
-        let per: Vec<String> = call.axes.iter().map(|&d| format!("dim {d}: {}", dim_threads(d))).collect();
+        let per: Vec<String> = call
+            .axes
+            .iter()
+            .map(|&d| format!("dim {d}: {} threads × {} registers", dim_threads(d), se[d] / dim_threads(d)))
+            .collect();
         return Err(Decline::new(
             ReduceRule::ReduceLayout,
             format!(
-                "the destination region {de:?} is neither the kept extents of {se:?} nor the source's rank with each reduced dim at its thread extent ({})",
+                "the destination region {de:?} is neither the kept extents of {se:?} nor the source's rank with each reduced dim at its thread or its register extent ({})",
                 per.join(", ")
             ),
         ));
@@ -248,11 +269,14 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
             return Err(layout_err(format!("`{}` has an element on thread {th}, outside the {t} threads", names.0)));
         }
         let x = split_coord(i, &a.se);
-        let key: Vec<i64> = kept.iter().map(|&d| x[d]).collect();
+        let mut key: Vec<i64> = kept.iter().map(|&d| x[d]).collect();
+        if a.form == Form::AcrossThreads {
+            key.extend(digits(a, call, &x, false));
+        }
         let n = keys.len();
         src_key.push(*keys.entry(key).or_insert(n));
         src_reg.push(r);
-        src_part.push(thread_digits(a, call, &x));
+        src_part.push(digits(a, call, &x, true));
         by_thread[th as usize].push(i as usize);
     }
     // Destination: per thread, register → (key, partial index).
@@ -270,6 +294,8 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
                 (key, vec![])
             }
             Form::PerThread => (kept.iter().map(|&d| y[d]).collect(), call.axes.iter().map(|&d| y[d]).collect()),
+            // The register digits of the reduced coordinates join the key.
+            Form::AcrossThreads => (kept.iter().chain(&call.axes).map(|&d| y[d]).collect(), vec![]),
         };
         let homes = a.dst.apply_set(&y, &a.de).map_err(|e| layout_err(e.to_string()))?;
         for c in homes {
@@ -325,7 +351,7 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
             // The elements this register must end up reducing, and what the butterfly combines
             // (each lane of the group folds the elements of its own destination register).
             let all = key.map_or(&[][..], |k| &by_key[k][..]);
-            let whole = a.form == Form::Whole || !masks.is_empty();
+            let whole = a.form != Form::PerThread || !masks.is_empty();
             let want: Vec<usize> = all.iter().copied().filter(|&i| whole || src_part[i] == *part).collect();
             let mut got = Vec::with_capacity(want.len());
             for &b in &group {
@@ -344,14 +370,15 @@ pub fn plan(a: &Analysis, call: &ReduceCall, masks: &[u32], names: (&str, &str))
     fit(a, call, &regs0, &lists0, masks, by_thread[0].len() as i64)
 }
 
-/// The thread digits of the reduced coordinates of `x` (per reduced dim, row-major over its thread iters).
-fn thread_digits(a: &Analysis, call: &ReduceCall, x: &[i64]) -> Vec<i64> {
+/// The thread (`thread`) or register (`!thread`) digits of the reduced coordinates of `x`
+/// (per reduced dim, row-major over its thread or its other iters).
+fn digits(a: &Analysis, call: &ReduceCall, x: &[i64], thread: bool) -> Vec<i64> {
     call.axes
         .iter()
         .map(|&d| {
             let g = &a.grouped[a.seps[d]..a.seps[d + 1]];
             let digits = split_coord(x[d], &g.iter().map(|i| i.extent).collect::<Vec<_>>());
-            g.iter().zip(digits).filter(|(i, _)| i.axis.is_thread()).fold(0, |acc, (i, c)| acc * i.extent + c)
+            g.iter().zip(digits).filter(|(i, _)| i.axis.is_thread() == thread).fold(0, |acc, (i, c)| acc * i.extent + c)
         })
         .collect()
 }
@@ -367,7 +394,7 @@ fn check_uniform_dst(a: &Analysis, dst_at: &[DstRegs], masks: &[u32], dst: &str)
         }
         let what = |v: &[i64]| if v.is_empty() { "none".to_string() } else { format!("registers {v:?}") };
         let msg = format!("thread {th} holds {} of `{dst}` but thread 0 holds {}", what(&r), what(&r0));
-        if a.form == Form::Whole && !masks.is_empty() {
+        if a.form != Form::PerThread && !masks.is_empty() {
             return Err(Decline::new(
                 ReduceRule::DstReplica,
                 format!(
@@ -405,6 +432,7 @@ fn incomplete(a: &Analysis, th: usize, rd: i64, masks: &[u32], names: (&str, &st
     let form = match a.form {
         Form::Whole => "the whole reduction of its kept coordinates",
         Form::PerThread => "the reduction its thread digits select",
+        Form::AcrossThreads => "the reduction over the threads of its register position",
     };
     layout_err(format!(
         "destination register {rd} of thread {th} (`{}`) must hold {form}, but {how} gives other elements of `{}`",
@@ -432,9 +460,11 @@ fn fit(
             "the destination's register iters give registers {want:?}, but a thread holds {regs0:?}"
         )));
     }
+    // The reduced dims' register iters are folded, unless the destination keeps them.
     let inner: Vec<Iter> = call
         .axes
         .iter()
+        .filter(|_| a.form != Form::AcrossThreads)
         .flat_map(|&d| {
             a.grouped[a.seps[d]..a.seps[d + 1]].iter().filter(|i| i.axis == Axis::M && i.extent > 1).copied()
         })

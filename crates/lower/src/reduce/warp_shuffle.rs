@@ -5,10 +5,11 @@
 //! scope's threads (`laneid`, `tid_in_wg`, `tx`), the reduced dims of the
 //! source are spread over lanes of one warp (thread iters of power-of-two
 //! extent and stride below 32), and the destination holds whole reductions
-//! (its extents are the kept extents) replicated over exactly those lanes —
-//! the reference's shuffle pattern `S[(32, 4):(1@laneid, 1)]` →
-//! `S[4:1] + R[32:1@laneid]`, and any layout the register analysis (§3.10)
-//! proves equivalent. A destination that is not replicated over the combined
+//! (its extents are the kept extents), or one reduction over the lanes per
+//! register position (the across-threads form: a flat `(128,)` view into
+//! `(4,)`), replicated over exactly those lanes — the reference's shuffle
+//! pattern `S[(32, 4):(1@laneid, 1)]` → `S[4:1] + R[32:1@laneid]`, and any
+//! layout the register analysis (§3.10) proves equivalent. A destination that is not replicated over the combined
 //! lanes declines (`dst_replica`); `thread_reduce=False` declines (`config`).
 //! `accum` is honoured (the reference ignores it on this path: a silent
 //! miscompile): the old destination is combined after the butterfly.
@@ -55,7 +56,7 @@ impl Variant for WarpShuffle {
         let t = cx.cooperating_threads(&[ExecScope::Warp, ExecScope::Warpgroup, ExecScope::Cta])?;
         let regs::Checked { call, ct, names } = regs::check(cx, self.name())?;
         let a = regs::analyze(cx, &call, cx.scope.kind, t)?;
-        if a.form != regs::Form::Whole {
+        if a.form == regs::Form::PerThread {
             return Err(Decline::new(
                 ReduceRule::ReduceLayout,
                 format!(

@@ -46,3 +46,31 @@ def test_tvm_testing_registers_bfloat16_with_numpy():
     r = run("-c", code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "bfloat16"
+
+
+def test_a_reference_kernel_reports_its_build_error_at_tvm_compile(tmp_path):
+    # As the reference does (its permute_layout tests wrap `tvm.compile` in `pytest.raises`):
+    # a kernel written against the shim's `tvm` raises at compile, not at decoration.
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import tvm\n"
+        "from tvm.script import tirx as T\n"
+        "from tvm.script.tirx import tile as Tx\n"
+        "def build():\n"
+        "    @T.prim_func\n"
+        "    def f(A_ptr: T.handle, B_ptr: T.handle):\n"
+        "        A = T.match_buffer(A_ptr, (32,), 'float32')\n"
+        "        B = T.match_buffer(B_ptr, (32,), 'float16')\n"
+        "        T.device_entry(); T.cta_id([1]); T.thread_id([32])\n"
+        "        Tx.warp.copy(B[0:32], A[0:32])\n"
+        "    return f\n"
+        "f = build()\n"
+        "print('decorated')\n"
+        "try:\n"
+        "    tvm.compile(tvm.IRModule({'main': f}), target=tvm.target.Target('cuda'))\n"
+        "except RuntimeError as e:\n"
+        "    print('compile:', str(e).splitlines()[0])\n"
+    )
+    r = run("-m", "tirx.compat", str(script), env={"TIRX_DEVICE": "sim"})
+    assert r.returncode == 0, r.stderr
+    assert "decorated" in r.stdout and "compile: error:" in r.stdout, r.stdout

@@ -307,8 +307,10 @@ def _check_type(fn: str, name: str, v, want: type, example: str = "") -> None:
 def compile(kernel, target: Optional[str] = None) -> Kernel:
     """Lowers ``kernel`` (a ``@T.prim_func``) for ``target`` (default: the GPU's, or
     ``$TIRX_TARGET``); the result is cached on the kernel per target."""
-    from .script.frontend import PrimFunc
+    from .script.frontend import FailedPrimFunc, PrimFunc
 
+    if isinstance(kernel, FailedPrimFunc):  # tirx.compat: its build error, raised where it is used
+        raise kernel.error
     if not isinstance(kernel, PrimFunc):
         raise TypeError(f"tirx.compile takes a @T.prim_func kernel, not {type(kernel).__name__}")
     if target is not None:

@@ -556,3 +556,56 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle):
     let printed = tirx_script::print_kernel(&k);
     assert!(printed.contains("Tx.warp.sum(dst_view[0:2, 0:2], src_view[0:32, 0:2, 0:2], axes=0"), "{printed}");
 }
+
+/// Reference suite, `test_ptx_st_from_src_f32_vector_preserves_values`: the raw vector
+/// `T.ptx.st.shared.v4.f32(ptr, a, b, c, d)` and `T.ptx.ld.shared.v4.f32(a, b, c, d, ptr)`
+/// are one PTX `st`/`ld` each (the forced 128-bit copy), value-checked; a type of the wrong
+/// size, a wrong argument count and an address the vector cannot start at are errors.
+#[test]
+fn raw_ptx_vector_loads_and_stores() {
+    let kernel = |st: &str, ld: &str| {
+        format!(
+            r#"{HEAD}def kernel(B_ptr: T.handle, G_ptr: T.handle):
+    B = T.match_buffer(B_ptr, (4,), "float32")
+    G = T.match_buffer(G_ptr, (2, 4), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    T.thread_id([1])
+    smem = T.alloc_buffer((8,), "float32", scope="shared")
+    reg = T.alloc_local((4,), "float32")
+    out = T.alloc_local((4,), "float32")
+    for i in range(4):
+        reg[i] = T.cast(i + 1, "float32")
+    {st}
+    {ld}
+    for i in range(4):
+        B[i] = out[i]
+    T.ptx.st.global.v2.f32(G.ptr_to([1, 2]), out[3] * 2.0, out[0])
+"#
+        )
+    };
+    let src = kernel(
+        "T.ptx.st.shared.v4.f32(smem.ptr_to([4]), reg[0], reg[1], reg[2], reg[3])",
+        "T.ptx.ld.shared.v4.b32(out[3], out[2], out[1], out[0], smem.ptr_to([4]))",
+    );
+    let (l, out) = run(&src, &[(DType::F32, vec![0.0; 4]), (DType::F32, vec![0.0; 8])]);
+    assert_eq!(out[0], vec![4.0, 3.0, 2.0, 1.0]);
+    assert_eq!(out[1], vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 4.0]);
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+    for ins in ["st.shared.v4.u32", "ld.shared.v4.u32", "st.global.v2.u32"] {
+        assert!(cuda.contains(ins), "{ins}:\n{cuda}");
+    }
+    for (st, msg) in [
+        ("T.ptx.st.shared.v4.f16(smem.ptr_to([0]), reg[0], reg[1], reg[2], reg[3])", "moves 2-byte elements"),
+        ("T.ptx.st.shared.v4.f32(smem.ptr_to([0]), reg[0], reg[1])", "takes 5 positional arguments"),
+        ("T.ptx.st.shared.v4.f32(smem.ptr_to([2]), reg[0], reg[1], reg[2], reg[3])", "starts at a multiple of 4"),
+        ("T.ptx.st.local.v4.f32(smem.ptr_to([0]), reg[0], reg[1], reg[2], reg[3])", "`.local` is not a qualifier"),
+    ] {
+        let src = kernel(st, "pass");
+        let text = match tirx_script::parse_kernel("k.py", &src) {
+            Err(d) => render(&d, &src),
+            Ok(_) => render(&lower_errors(&src), &src),
+        };
+        assert!(text.contains(msg), "{st}: {text}");
+    }
+}

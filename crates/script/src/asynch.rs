@@ -30,6 +30,16 @@ impl Builder<'_> {
         span: Span,
         out: &mut Vec<Stmt>,
     ) -> R<()> {
+        if let Some(v) = crate::ptx_vec::parse_vec_path(path) {
+            return match v {
+                Ok(p) => self.ptx_vec_stmt(path, p, args, target, span, out),
+                Err(m) => self.fail(
+                    Diagnostic::error(span, format!("`T.ptx.{path}`: {m}"))
+                        .with_label("in this instruction")
+                        .with_help("write e.g. `T.ptx.st.shared.v4.f32(smem.ptr_to([0]), a, b, c, d)`"),
+                ),
+            };
+        }
         match PtxOp::from_path(path) {
             Some(op) => self.ptx_stmt(op, args, target, span, out),
             None => {

@@ -50,6 +50,7 @@ pub mod names;
 mod parser;
 mod print;
 mod ptx;
+mod ptx_vec;
 mod scope_ids;
 mod spans;
 mod symbolic;

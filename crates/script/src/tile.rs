@@ -20,6 +20,18 @@ impl Builder<'_> {
 
     pub(crate) fn tile_call(&mut self, scope: ExecScope, op: TileOp, args: &[ast::Arg], span: Span) -> R<TileCall> {
         let (pos, kw) = self.eval_args(args)?;
+        self.tile_call_of(scope, op, pos, kw, span)
+    }
+
+    /// A tile call from its evaluated operands (also what other statements desugar to).
+    pub(crate) fn tile_call_of(
+        &mut self,
+        scope: ExecScope,
+        op: TileOp,
+        pos: Vec<crate::eval::Posarg>,
+        kw: Vec<crate::eval::Kwarg>,
+        span: Span,
+    ) -> R<TileCall> {
         let sig = op.operands();
         let mut slots: Vec<Option<(Val, Span)>> = vec![None; sig.len()];
         if pos.len() > sig.len() {

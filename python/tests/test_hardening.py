@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tirx
-from tirx import T
+from tirx import T, Tx
 
 
 def test_infinities_and_nan_reach_the_kernel():
@@ -219,3 +219,34 @@ def test_uint64_arrays_and_mbarriers():
         o = np.zeros(4, np.uint64)
         run(a, o)
         np.testing.assert_array_equal(o, want)
+
+
+def test_explain_with_the_simulators_bank_statistics():
+    # Issue 28 item 5: bank conflicts from Python, as `tirx explain --sim` prints them.
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+        A = T.match_buffer(A_ptr, (32, 32), "float32")
+        B = T.match_buffer(B_ptr, (32, 32), "float32")
+        T.device_entry()
+        T.cta_id([n])
+        T.warp_id([1])
+        T.lane_id([32])
+        S = T.alloc_buffer((32, 32), "float32", scope="shared")
+        Tx.warp.copy(S[0:32, 0:32], A[0:32, 0:32])
+        Tx.warp.copy(B[0:32, 0:32], S[0:32, 0:32])
+
+    k = tirx.compile(kernel)
+    text = k.explain(sim=True, scalars={"n": 2})
+    assert text.count("  bank: ") >= 2 and "ways on average over" in text, text
+    assert "(simulated)" in text and "`S`" in text, text
+    import json
+
+    calls = json.loads(k.explain(json=True, sim=True, sim_ctas=1, scalars={"n": 2}))
+    assert len(calls) == 2 and all("bank" in c for c in calls)
+    assert calls[0]["bank"][0]["buf"] == "S" and calls[0]["bank"][0]["executions"] > 0
+    with pytest.raises(TypeError, match=r"scalars=\{'n': \.\.\.\}"):
+        k.explain(sim=True)
+    with pytest.raises(TypeError, match="no scalar parameter `m`"):
+        k.explain(sim=True, scalars={"n": 1, "m": 2})
+    with pytest.raises(TypeError, match="pass sim=True"):
+        k.explain(scalars={"n": 1})

@@ -128,10 +128,30 @@ class Kernel:
         dynamic shared memory), rendered; not warnings."""
         return list(self._l.notes)
 
-    def explain(self, json: bool = False) -> str:
-        """Every tile call: operands, each variant tried and why, the choice (`tirx explain`)."""
+    def explain(self, json: bool = False, sim: bool = False, sim_ctas: int = 4, scalars: Optional[dict] = None) -> str:
+        """Every tile call: operands, each variant tried and why, the choice (`tirx explain`).
+        With ``sim=True``, also the shared-memory bank conflicts of each call's accesses,
+        measured by simulating the first ``sim_ctas`` CTAs on zeroed buffers (`tirx explain
+        --sim`); ``scalars`` gives every scalar parameter's value by name (``{"n": 4096}``)."""
         _check_type("explain", "json", json, bool)
-        return self._l.explain(json)
+        _check_type("explain", "sim", sim, bool)
+        if not sim:
+            if scalars is not None:
+                raise TypeError("explain(): scalars= are the values the simulation runs with; pass sim=True")
+            return self._l.explain(json)
+        _check_type("explain", "sim_ctas", sim_ctas, int, example="4")
+        if sim_ctas < 1:
+            raise ValueError(f"explain(): sim_ctas must be at least 1 (CTAs to simulate), got {sim_ctas}")
+        given = dict(scalars or {})
+        names = [p.name for p in self.params if p.is_scalar]
+        extra = sorted(set(given) - set(names))
+        if extra:
+            raise TypeError(f"explain(): {self.name}() has no scalar parameter `{extra[0]}` (scalars: {names or 'none'})")
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise TypeError(f"explain(sim=True) needs the value of every scalar parameter: scalars={{'{missing[0]}': ...}}")
+        args = [given[p.name] if p.is_scalar else None for p in self.params]
+        return self._l.explain_sim(self.scalar_args(args), sim_ctas, json)
 
     def lir(self) -> str:
         """The lowered per-thread IR (`tirx lower --emit tir`)."""

@@ -1,7 +1,6 @@
 //! How a subcommand fails, and the exit code each failure maps to.
 
 use crate::out::errln;
-use std::process::ExitCode;
 
 #[derive(Debug)]
 pub enum Failure {
@@ -35,13 +34,13 @@ impl Failure {
 
 pub type CmdResult = Result<(), Failure>;
 
-/// The process exit code for a command's `code`: a failed write to stderr
-/// (a message the user did not get) turns success into exit 1.
-pub fn exit_code(code: u8) -> ExitCode {
+/// The exit status for a command's `code`: a failed write to stderr (a message the
+/// user did not get) turns success into 1.
+pub fn status(code: u8) -> u8 {
     if code == 0 && crate::out::stderr_failed() {
-        ExitCode::from(1)
+        1
     } else {
-        ExitCode::from(code)
+        code
     }
 }
 

@@ -394,7 +394,7 @@ pub(crate) mod tests {
 /// original bytes, both read the same descr, order and shape.
 ///
 /// `fuzz_short` runs in `cargo test`; the long run:
-/// `FUZZ_CASES=100000 cargo test -p tirx-cli --release --bin tirx -- --ignored fuzz`.
+/// `FUZZ_CASES=100000 cargo test -p tirx-cli --release --lib -- --ignored fuzz`.
 #[cfg(test)]
 mod fuzz {
     use super::*;
@@ -610,7 +610,7 @@ mod fuzz {
     }
 
     #[test]
-    #[ignore = "long run: FUZZ_CASES=100000 cargo test -p tirx-cli --release --bin tirx -- --ignored fuzz"]
+    #[ignore = "long run: FUZZ_CASES=100000 cargo test -p tirx-cli --release --lib -- --ignored fuzz"]
     fn fuzz_long() {
         let cases = std::env::var("FUZZ_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(100_000);
         let start = Instant::now();

@@ -342,6 +342,70 @@ impl Lowered {
         Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
     }
 
+    /// `explain` with the simulator's bank-conflict statistics under each call (`tirx explain
+    /// --sim`): the first `ctas` CTAs run with zeroed buffers and `scalars` (one per scalar
+    /// parameter, in order). A kernel the simulator rejects raises its error.
+    #[pyo3(signature = (scalars, ctas, json = false))]
+    fn explain_sim(&self, py: Python<'_>, scalars: Vec<PyScalar>, ctas: u64, json: bool) -> PyResult<String> {
+        let opts = tirx_sim::SimOptions {
+            grid_limit: Some(ctas.max(1)),
+            check_races: true,
+            stats: true,
+            memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
+            warp_order_seed: None,
+        };
+        let (lir, values) = self.launch_of(&scalars)?;
+        let lir = &lir;
+        let mut params: Vec<Vec<u8>> = lir
+            .params
+            .iter()
+            .map(|p| vec![0u8; (lir.buf(*p).elems.max(0) as usize) * lir.buf(*p).dtype.bytes() as usize])
+            .collect();
+        let result = py.detach(|| {
+            tirx_sim::check_memory(lir, &opts)?;
+            tirx_sim::simulate_args(lir, &mut params, &values, &opts)
+        });
+        let printed = match &result {
+            Ok(r) => &r.printed,
+            Err(e) => e.printed(),
+        };
+        write_stdout(py, printed)?;
+        let mut bank = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?.bank;
+        // Into the user's file, where the calls' spans are.
+        for s in &mut bank {
+            let m = self.src.map.map(s.span);
+            (s.span.lo, s.span.hi) = (m.lo, m.hi);
+        }
+        let of_call =
+            |c: &CallExplain| -> Vec<&tirx_sim::BankStat> { bank.iter().filter(|s| s.within(c.span())).collect() };
+        if json {
+            let mut j = serde_json::to_value(&self.explain).map_err(|e| internal_error(e.to_string()))?;
+            for (c, v) in self.explain.iter().zip(j.as_array_mut().into_iter().flatten()) {
+                v["bank"] = serde_json::to_value(of_call(c)).map_err(|e| internal_error(e.to_string()))?;
+            }
+            return serde_json::to_string_pretty(&j).map_err(|e| internal_error(e.to_string()));
+        }
+        if self.explain.is_empty() {
+            return Ok("no tile calls\n".into());
+        }
+        let blocks: Vec<String> = self
+            .explain
+            .iter()
+            .map(|c| {
+                let stats = of_call(c);
+                let mut b = c.render();
+                if stats.is_empty() {
+                    b.push_str("  bank: no shared-memory access\n");
+                }
+                for s in stats {
+                    b.push_str(&format!("  bank: {}\n", s.describe()));
+                }
+                b
+            })
+            .collect();
+        Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
+    }
+
     /// Compiles and loads the kernel on `device` now (the first launch does it otherwise).
     fn load(&self, py: Python<'_>, device: usize) -> PyResult<()> {
         self.on_device(py, device).map(|_| ())

@@ -58,11 +58,21 @@ fn render_error(file: &str, text: &str, message: &str, span: Option<(u32, u32)>,
     tirx_ir::diag::render(&[d], file, text, false)
 }
 
+/// The `tirx` command (`tirx._cli`, the package's console script): runs the command line
+/// `argv` (the program name first) in this process, exactly as the `tirx` binary does, and
+/// returns the exit status. A panic exits the process with 2, as the binary's does.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
+    tirx_cli::install_panic_hook();
+    py.detach(|| tirx_cli::run(argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TirxError", m.py().get_type::<TirxError>())?;
     m.add("TirxInternalError", m.py().get_type::<TirxInternalError>())?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(render_error, m)?)?;
     m.add_function(wrap_pyfunction!(registered_variants, m)?)?;
     m.add_function(wrap_pyfunction!(names::builtins, m)?)?;

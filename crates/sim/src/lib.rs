@@ -145,6 +145,27 @@ pub struct BankStat {
     pub avg_ways: f64,
 }
 
+impl BankStat {
+    /// `store to `S`: conflict-free, 1.00 ways on average over 64 warp accesses (simulated)`.
+    pub fn describe(&self) -> String {
+        let verdict = if self.worst_ways <= 1 {
+            "conflict-free".to_string()
+        } else {
+            format!("{}-way conflicts at worst", self.worst_ways)
+        };
+        let dir = if self.kind.ends_with("load") || self.kind == "ldmatrix" { "from" } else { "to" };
+        format!(
+            "{} {dir} `{}`: {verdict}, {:.2} ways on average over {} warp accesses (simulated)",
+            self.kind, self.buf, self.avg_ways, self.executions
+        )
+    }
+
+    /// The access was emitted by the tile call spanning `call` (its statements carry the call's span).
+    pub fn within(&self, call: Span) -> bool {
+        call.lo <= self.span.lo && self.span.hi <= call.hi
+    }
+}
+
 /// What a successful simulation observed.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SimReport {

@@ -47,7 +47,7 @@ pub fn run(a: Args) -> CmdResult {
         Ok(l) if a.sim => bank_stats(&k, &l.lir, &src, a.sim_ctas, &a.args)?,
         _ => vec![],
     };
-    let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| within(s, c)).collect() };
+    let of_call = |c: &CallExplain| -> Vec<&BankStat> { bank.iter().filter(|s| s.within(c.span())).collect() };
     if a.json {
         let mut j = serde_json::to_value(&calls).map_err(|e| Failure::Internal(e.to_string()))?;
         for (c, v) in calls.iter().zip(j.as_array_mut().into_iter().flatten()) {
@@ -108,30 +108,12 @@ fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64, args: &[String
     })
 }
 
-/// The access was emitted by this call (its statement carries the call's span).
-fn within(s: &BankStat, c: &CallExplain) -> bool {
-    let call = c.span();
-    call.lo <= s.span.lo && s.span.hi <= call.hi
-}
-
 fn print_bank(stats: &[&BankStat]) -> CmdResult {
     if stats.is_empty() {
         outln!("  bank: no shared-memory access")?;
     }
     for s in stats {
-        let verdict = if s.worst_ways <= 1 {
-            "conflict-free".to_string()
-        } else {
-            format!("{}-way conflicts at worst", s.worst_ways)
-        };
-        outln!(
-            "  bank: {} {} `{}`: {verdict}, {:.2} ways on average over {} warp accesses (simulated)",
-            s.kind,
-            if s.kind.ends_with("load") || s.kind == "ldmatrix" { "from" } else { "to" },
-            s.buf,
-            s.avg_ways,
-            s.executions
-        )?;
+        outln!("  bank: {}", s.describe())?;
     }
     Ok(())
 }

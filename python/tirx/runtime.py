@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _native
 from . import device as _device
+from . import torch_op as _torch_op
 
 # Kernel dtypes NumPy has under the same name; the others come from ml_dtypes.
 _NUMPY_DTYPES = frozenset(
@@ -163,10 +164,23 @@ class Kernel:
     # ------------------------------------------------------------------ calls
 
     def __call__(self, *args):
+        # Traced by torch.compile: through the kernel's custom op, which the graph keeps.
+        if _torch_op.compiling():
+            return self.torch_op()(*args)
+        return self._run(args)
+
+    def _run(self, args) -> None:
         self._check_count(args)
         if all(isinstance(a, np.ndarray) for p, a in zip(self.params, args) if not p.is_scalar):
             return self.simulate(*args)
         return _device.launch(self, args)
+
+    def torch_op(self, name: Optional[str] = None):
+        """This kernel as a PyTorch custom op (`torch.library.custom_op`): its signature, the
+        buffers it writes declared mutated, a fake implementation for tracing; registered once
+        (``name``: ``"lib::op"``, default ``tirx::<kernel name>``). `torch.compile(fullgraph=True)`
+        traces through it; the op launches the kernel (or simulates it on CPU tensors)."""
+        return _torch_op.register(self, name)
 
     def _check_count(self, args) -> None:
         if len(args) != len(self.params):

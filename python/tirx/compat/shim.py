@@ -431,11 +431,17 @@ class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+_FINDER = _StubFinder()
+
+
 def _module(name: str, **attrs) -> types.ModuleType:
     m = sys.modules.get(name)
     if m is None:
         m = _Stub(name)
         m.__path__ = []
+        # A module spec, as an imported module has: tools that look modules up by name
+        # (`importlib.util.find_spec`, which torch.compile's Dynamo calls) fail on `None`.
+        m.__spec__ = importlib.machinery.ModuleSpec(name, _FINDER, is_package=True)
         sys.modules[name] = m
     for k, v in attrs.items():
         setattr(m, k, v)
@@ -486,7 +492,7 @@ def install() -> None:
     from tirx.script import frontend
 
     frontend.DEFER_ERRORS = True
-    sys.meta_path.append(_StubFinder())
+    sys.meta_path.append(_FINDER)
     tvm = _module(
         "tvm",
         __tirx_compat__=True,

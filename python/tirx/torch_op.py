@@ -1,0 +1,67 @@
+"""Kernels as PyTorch operators (`torch.library`): `k.torch_op()` registers a compiled
+kernel as a custom op whose schema is the kernel's signature (tensors, and `int`/`float`
+scalars), whose mutated arguments are the buffers the kernel writes, and whose fake
+implementation returns nothing, so `torch.compile(fullgraph=True)` traces through it. A call
+inside a compiled function goes through the op by itself (`Kernel.__call__`)."""
+
+import inspect
+import itertools
+from typing import Dict, Optional
+
+_INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+_registered: Dict[str, object] = {}
+_suffix = itertools.count(2)
+
+
+def compiling() -> bool:
+    """Whether torch.compile is tracing this call (False without torch)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return torch is not None and torch.compiler.is_compiling()
+
+
+def register(kernel, name: Optional[str] = None):
+    """The custom op of ``kernel`` (registered once per kernel): ``name`` as ``"lib::op"``,
+    default ``tirx::<kernel name>`` (a numeric suffix when another kernel has that name)."""
+    op = kernel.__dict__.get("_torch_op")
+    if op is not None and (name is None or name == kernel._torch_op_name):
+        return op
+    import torch
+
+    qualname = name or f"tirx::{kernel.name}"
+    if "::" not in qualname:
+        raise ValueError(f"torch_op(): name {qualname!r} must be 'namespace::op'")
+    if name is None:
+        while qualname in _registered:
+            qualname = f"tirx::{kernel.name}_{next(_suffix)}"
+    elif qualname in _registered:
+        raise ValueError(f"torch_op(): {qualname!r} is already registered for another kernel")
+
+    def annotation(p):
+        if not p.is_scalar:
+            return torch.Tensor
+        return int if p.dtype in _INT_DTYPES else float
+
+    sig = inspect.Signature(
+        [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=annotation(p)) for p in kernel.params],
+        return_annotation=None,
+    )
+
+    def impl(*args, **kwargs) -> None:
+        bound = sig.bind(*args, **kwargs)
+        kernel._run(bound.args)
+
+    impl.__signature__ = sig
+    impl.__name__ = qualname.split("::")[1]
+    mutated = tuple(p.name for p in kernel.params if not p.is_scalar and p.written)
+    op = torch.library.custom_op(qualname, impl, mutates_args=mutated)
+
+    @op.register_fake
+    def _fake(*args, **kwargs) -> None:
+        return None
+
+    _registered[qualname] = op
+    kernel._torch_op = op
+    kernel._torch_op_name = qualname
+    return op

@@ -1,6 +1,8 @@
-"""Launch overhead of a tiny kernel called from Python on PyTorch CUDA tensors, against a
-PyTorch op on tensors of the same size, measured in the same process: host time per call
-(median over batches of calls, each batch followed by one synchronize), microseconds.
+"""Launch overhead of small kernels called from Python on PyTorch CUDA tensors, one of each
+kind (plain; scalar parameters with run-time sizes and launch checks; TMA tensor maps in
+dynamic shared memory; a 2-CTA cluster; the plain kernel through its `torch.library` op and
+replayed from a CUDA graph), against PyTorch ops measured in the same process: host time per
+call (median over batches of calls, each batch followed by one synchronize), microseconds.
 
     python python/bench/launch_overhead.py [--calls N] [--batches N]
 """
@@ -12,7 +14,7 @@ import time
 import torch
 
 import tirx
-from tirx import T, Tx
+from tirx import MBarrier, T, Tx
 
 
 def tiny():
@@ -27,6 +29,84 @@ def tiny():
         B[tid] = A[tid] + 1.0
 
     return tirx.compile(add_one)
+
+
+def scalar_sized():
+    """Run-time size `n` (a scalar parameter): its grid and launch checks are evaluated per call."""
+
+    @T.prim_func
+    def add_n(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+        A = T.match_buffer(A_ptr, (n,), "float32")
+        B = T.match_buffer(B_ptr, (n,), "float32")
+        T.device_entry()
+        bx = T.cta_id([(n + 31) // 32])
+        tid = T.thread_id([32])
+        i = bx * 32 + tid
+        if i < n:
+            B[i] = A[i] + 1.0
+
+    return tirx.compile(add_n)
+
+
+def tma(m=64, n=128, tm=64, tn=128):
+    """B = A through shared memory: a TMA load on an mbarrier, a TMA store (two tensor maps)."""
+
+    @T.prim_func
+    def tma_copy(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (m, n), "float16")
+        B = T.match_buffer(B_ptr, (m, n), "float16")
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        pool = T.SMEMPool()
+        S_ = pool.alloc((tm, tn), "float16")
+        full = MBarrier(pool, 1)
+        pool.commit()
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        if tid == 0:
+            Tx.copy_async(S_[0:tm, 0:tn], A[0:tm, 0:tn], dispatch="tma_auto", mbar=full.ptr_to([0]))
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), tm * tn * 2)
+            full.wait(0, 0)
+            Tx.copy_async(B[0:tm, 0:tn], S_[0:tm, 0:tn], dispatch="tma_explicit")
+            T.ptx.cp_async.bulk.commit_group()
+            T.ptx.cp_async.bulk.wait_group(0)
+
+    return tirx.compile(tma_copy)
+
+
+def cluster():
+    """A 2-CTA cluster exchanging tiles through distributed shared memory."""
+
+    @T.prim_func
+    def exchange(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, 128), "float16")
+        B = T.match_buffer(B_ptr, (64, 128), "float16")
+        T.device_entry()
+        bx = T.cta_id([2])
+        rank = T.cta_id_in_cluster([2])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        mine = pool.alloc((64, 64), "float16")
+        theirs = pool.alloc((64, 64), "float16")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        bar.init(1)
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cluster_sync()
+        Tx.cta.copy(mine[0:64, 0:64], A[0:64, bx * 64 : bx * 64 + 64])
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.cta_sync()
+        if tid == 0:
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 64 * 64 * 2)
+            Tx.copy_async(theirs[0:64, 0:64], mine[0:64, 0:64], dispatch="dsmem", mbar=bar.ptr_to([0]), remote_cta_id=1 - rank)
+        bar.wait(0, 0)
+        peer = 1 - bx
+        Tx.cta.copy(B[0:64, peer * 64 : peer * 64 + 64], theirs[0:64, 0:64])
+        T.cuda.cluster_sync()
+
+    return tirx.compile(exchange)
 
 
 def per_call(fn, calls, batches):
@@ -54,14 +134,35 @@ def main():
     k(a, b)
     torch.cuda.synchronize()
     torch.testing.assert_close(b, a + 1)
+    ks = scalar_sized()
+    kt, kc = tma(), cluster()
+    h = torch.randn(64, 128, device="cuda").half()
+    h2 = torch.empty_like(h)
+    for kk, x, y, extra in ((ks, a, b, (32,)), (kt, h, h2, ()), (kc, h, h2, ())):
+        kk(x, y, *extra)
+        torch.cuda.synchronize()
+    torch.testing.assert_close(h2, h)
+    op = k.torch_op()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(100):
+            k(a, b)
+    m1, m2 = torch.randn(64, 64, device="cuda"), torch.randn(64, 64, device="cuda")
+    c, rep = args.calls, args.batches
     rows = [
-        ("tirx kernel(a, b)", per_call(lambda: k(a, b), args.calls, args.batches)),
-        ("torch.add(a, 1, out=b)", per_call(lambda: torch.add(a, 1, out=b), args.calls, args.batches)),
-        ("torch: b = a + 1", per_call(lambda: a + 1, args.calls, args.batches)),
+        ("tirx kernel(a, b)", per_call(lambda: k(a, b), c, rep)),
+        ("tirx scalar n, checks", per_call(lambda: ks(a, b, 32), c, rep)),
+        ("tirx TMA (2 tensor maps)", per_call(lambda: kt(h, h2), c, rep)),
+        ("tirx 2-CTA cluster, dsmem", per_call(lambda: kc(h, h2), c, rep)),
+        ("tirx torch op(a, b)", per_call(lambda: op(a, b), c, rep)),
+        ("tirx graph replay (/100)", tuple(x / 100 for x in per_call(g.replay, max(c // 100, 10), rep))),
+        ("torch.add(a, 1, out=b)", per_call(lambda: torch.add(a, 1, out=b), c, rep)),
+        ("torch: b = a + 1", per_call(lambda: a + 1, c, rep)),
+        ("torch.mm 64x64", per_call(lambda: torch.mm(m1, m2), c, rep)),
     ]
     print(f"{torch.cuda.get_device_name()}; {args.batches} batches of {args.calls} calls; µs per call (median, min, max)")
     for name, (med, lo, hi) in rows:
-        print(f"{name:<26} {med:7.2f}  {lo:7.2f}  {hi:7.2f}")
+        print(f"{name:<28} {med:7.2f}  {lo:7.2f}  {hi:7.2f}")
 
 
 if __name__ == "__main__":

@@ -250,3 +250,28 @@ def test_explain_with_the_simulators_bank_statistics():
         k.explain(sim=True, scalars={"n": 1, "m": 2})
     with pytest.raises(TypeError, match="pass sim=True"):
         k.explain(scalars={"n": 1})
+
+
+def test_calls_with_scalar_arguments_seen_before_bind_as_new_ones():
+    # The per-arguments caches of launches (shapes, grid, checks): every argument set binds
+    # its own sizes, and a failing check still fails after others passed.
+    @T.prim_func
+    def add_n(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
+        A = T.match_buffer(A_ptr, (n,), "float32")
+        B = T.match_buffer(B_ptr, (n,), "float32")
+        T.device_entry()
+        bx = T.cta_id([(n + 31) // 32])
+        tid = T.thread_id([32])
+        i = bx * 32 + tid
+        if i < n:
+            B[i] = A[i] + 1.0
+
+    k = tirx.compile(add_n)
+    for n in (32, 70, 32, 5, 70):
+        a = np.arange(n, dtype=np.float32)
+        b = np.zeros(n, np.float32)
+        k(a, b, n)
+        np.testing.assert_array_equal(b, a + 1)
+    with pytest.raises(ValueError, match=r"must have shape \(33,\)"):
+        k(np.zeros(32, np.float32), np.zeros(32, np.float32), 33)
+    assert k.shapes([70]) == {0: (70,), 1: (70,)}

@@ -234,11 +234,21 @@ class Kernel:
     def shapes(self, scalars: Sequence[Any]) -> dict:
         """The shape of every buffer parameter (by parameter index) at the launch with these
         scalar arguments; a failed launch check is raised here, before anything runs."""
+        key = tuple((type(v) is float, v) for v in scalars)
+        cache = self.__dict__.setdefault("_shapes", {})
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
         bufs = [i for i, p in enumerate(self.params) if not p.is_scalar]
         if not any(self.params[i].symbolic for i in bufs) and not scalars:
-            return {i: self.params[i].shape for i in bufs}
-        _, shapes = self._l.bind(list(scalars))
-        return {i: tuple(s) for i, s in zip(bufs, shapes)}
+            out = {i: self.params[i].shape for i in bufs}
+        else:
+            _, shapes = self._l.bind(list(scalars))
+            out = {i: tuple(s) for i, s in zip(bufs, shapes)}
+        if len(cache) >= 64:  # a cache of recent argument sets, as the native one
+            cache.clear()
+        cache[key] = out
+        return out
 
     def check_array(self, i: int, a: np.ndarray, shape: Optional[tuple] = None) -> None:
         p = self.params[i]

@@ -130,6 +130,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
     Ok(Lowered {
         loaded: Default::default(),
         tmap_cache: Default::default(),
+        spec_cache: Default::default(),
         warnings: src.warnings(&lowered.warnings),
         notes: src.warnings(&lowered.notes),
         lir: lowered.lir,
@@ -215,6 +216,26 @@ fn tensor_maps(
 
 /// Encoded tensor maps by (buffer pointer, dims) of each map.
 type TmapCache = std::collections::HashMap<Vec<(u64, Vec<i64>)>, Vec<tirx_runtime::TensorMapArg>>;
+
+/// The kernel specialised to scalar arguments (`tirx_sim::launch`: its grid, sizes, checks
+/// passed) and their typed values, per argument bits: a call with arguments seen before
+/// skips the specialisation (`bind` and `launch` of one call share it).
+type Specialized = Arc<(LKernel, Vec<ScalarValue>)>;
+type SpecCache = std::collections::HashMap<Vec<(bool, u64)>, Specialized>;
+
+/// Distinct argument sets kept per kernel (a cache, cleared when full).
+const SPEC_CACHE_ENTRIES: usize = 64;
+
+/// Each argument as (is a float, its bits): `2` and `2.0` bind differently.
+fn spec_key(scalars: &[PyScalar]) -> Vec<(bool, u64)> {
+    scalars
+        .iter()
+        .map(|s| match *s {
+            PyScalar::Int(v) => (false, v as u64),
+            PyScalar::Float(v) => (true, v.to_bits()),
+        })
+        .collect()
+}
 const TMAP_CACHE_ENTRIES: usize = 64;
 
 /// The arguments of one launch of `k` in signature order: `pointers` for the buffers
@@ -266,6 +287,7 @@ pub struct Lowered {
     loaded: std::sync::Mutex<std::collections::HashMap<usize, Arc<crate::gpu::Loaded>>>,
     /// TMA descriptors encoded for the pointer sets launches used.
     tmap_cache: std::sync::Mutex<TmapCache>,
+    spec_cache: std::sync::Mutex<SpecCache>,
 }
 
 impl Lowered {
@@ -273,6 +295,21 @@ impl Lowered {
     fn launch_of(&self, scalars: &[PyScalar]) -> PyResult<(LKernel, Vec<ScalarValue>)> {
         let values: Vec<ScalarValue> = scalars.iter().map(|s| s.value()).collect();
         tirx_sim::launch(&self.lir, &values).map_err(|e| self.src.fail(&[e.to_diagnostic()]))
+    }
+
+    /// [`Self::launch_of`] through the per-arguments cache (a failed check is not cached).
+    fn specialized(&self, scalars: &[PyScalar]) -> PyResult<Specialized> {
+        let key = spec_key(scalars);
+        let mut cache = self.spec_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = cache.get(&key) {
+            return Ok(s.clone());
+        }
+        let s = Arc::new(self.launch_of(scalars)?);
+        if cache.len() >= SPEC_CACHE_ENTRIES {
+            cache.clear();
+        }
+        cache.insert(key, s.clone());
+        Ok(s)
     }
 
     fn on_device(&self, py: Python<'_>, device: usize) -> PyResult<Arc<crate::gpu::Loaded>> {
@@ -415,7 +452,8 @@ impl Lowered {
     /// `(grid, the shape of every buffer parameter)` at that launch. A mistyped
     /// argument or a failed launch check is raised, rendered in the user's file.
     fn bind(&self, scalars: Vec<PyScalar>) -> PyResult<([u32; 3], Vec<Vec<i64>>)> {
-        let (k, _) = self.launch_of(&scalars)?;
+        let s = self.specialized(&scalars)?;
+        let k = &s.0;
         Ok((k.grid, k.params.iter().map(|p| k.buf(*p).shape.clone()).collect()))
     }
 
@@ -445,9 +483,10 @@ impl Lowered {
         let (grid, mut args) = if self.lir.scalars.is_empty() && self.lir.tmaps.is_empty() {
             (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
         } else {
-            let (k, values) = self.launch_of(&scalars)?;
-            let maps = tensor_maps(&k, &pointers, &self.tmap_cache)?;
-            (k.grid, launch_values(&k, &values, pointers, &maps)?)
+            let s = self.specialized(&scalars)?;
+            let (k, values) = (&s.0, &s.1);
+            let maps = tensor_maps(k, &pointers, &self.tmap_cache)?;
+            (k.grid, launch_values(k, values, pointers, &maps)?)
         };
         let l = self.on_device(py, device)?;
         let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();

@@ -9,8 +9,9 @@
 //! register position (the across-threads form: a flat `(128,)` view into
 //! `(4,)`), replicated over exactly those lanes — the reference's shuffle
 //! pattern `S[(32, 4):(1@laneid, 1)]` → `S[4:1] + R[32:1@laneid]`, and any
-//! layout the register analysis (§3.10) proves equivalent. A destination that is not replicated over the combined
-//! lanes declines (`dst_replica`); `thread_reduce=False` declines (`config`).
+//! layout the register analysis (§3.10) proves equivalent. A destination that
+//! is not replicated over the combined lanes declines (`dst_replica`);
+//! `thread_reduce=False` declines (`config`).
 //! `accum` is honoured (the reference ignores it on this path: a silent
 //! miscompile): the old destination is combined after the butterfly.
 //!

@@ -74,3 +74,32 @@ def test_a_reference_kernel_reports_its_build_error_at_tvm_compile(tmp_path):
     r = run("-m", "tirx.compat", str(script), env={"TIRX_DEVICE": "sim"})
     assert r.returncode == 0, r.stderr
     assert "decorated" in r.stdout and "compile: error:" in r.stdout, r.stdout
+
+
+def test_from_source_builds_a_kernel_from_script_text(tmp_path):
+    # The reference's `tvm.script.from_source(text)`; `T` and `Tx` need no imports in the text,
+    # and a diagnostic points into the text as given.
+    script = tmp_path / "prog.py"
+    script.write_text(
+        "import numpy as np, tvm\n"
+        "text = '''\n"
+        "@T.prim_func\n"
+        "def add_one(A_ptr: T.handle, B_ptr: T.handle):\n"
+        "    A = T.match_buffer(A_ptr, (32,), 'float32')\n"
+        "    B = T.match_buffer(B_ptr, (32,), 'float32')\n"
+        "    T.device_entry(); T.cta_id([1]); t = T.thread_id([32])\n"
+        "    B[t] = A[t] + 1.0\n"
+        "'''\n"
+        "f = tvm.script.from_source(text)\n"
+        "a = np.arange(32, dtype=np.float32); b = np.zeros(32, np.float32)\n"
+        "f(a, b)\n"
+        "print('ok', f.name, b[:3].tolist())\n"
+        "try:\n"
+        "    tvm.script.from_source(text.replace('+ 1.0', '+ A'))\n"
+        "except RuntimeError as e:\n"
+        "    print(str(e).splitlines()[1].strip())\n"
+    )
+    r = run("-m", "tirx.compat", str(script), env={"TIRX_DEVICE": "sim"})
+    assert r.returncode == 0, r.stderr
+    assert "ok add_one [1.0, 2.0, 3.0]" in r.stdout, r.stdout
+    assert "<from_source>:7:" in r.stdout, r.stdout

@@ -18,6 +18,8 @@ class TirxWarning(UserWarning):
 from .script import T, Tx  # noqa: E402
 from .script.namespace import MBarrier  # noqa: E402
 from .script.frontend import PrimFunc, prim_func  # noqa: E402
+
+from_script = PrimFunc.from_script
 from .runtime import Kernel, compile  # noqa: E402
 
 __version__ = _native.version()
@@ -38,6 +40,7 @@ __all__ = [
     "TirxWarning",
     "Tx",
     "compile",
+    "from_script",
     "layout",
     "prim_func",
     "wg_local_layout",

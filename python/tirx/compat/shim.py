@@ -369,6 +369,13 @@ def run_with_gpu_lock(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
+def _from_source(text: str, *_, **__):
+    """`tvm.script.from_source(text)`: the kernel in ``text`` (`T` and `Tx` need no imports)."""
+    from tirx.script.frontend import PrimFunc
+
+    return PrimFunc.from_script(text, "<from_source>")
+
+
 def _testing_main():
     import pytest
 
@@ -518,7 +525,7 @@ def install() -> None:
     )
     sys.modules["tvm.script.tirx"] = _T
     sys.modules["tvm.script.tirx.tile"] = _Tx
-    _module("tvm.script", tirx=_T)
+    _module("tvm.script", tirx=_T, from_source=_from_source)
     _module("tvm.tirx.layout", **_layout_module())
     helpers = {n["name"]: getattr(_layout, n["name"]) for n in names_in("tma_utils")}
     for path in ("tvm.tirx.cuda.tile_primitive.tma_utils", "tvm.backend.cuda.tile_primitive.tma_utils"):

@@ -977,6 +977,30 @@ class PrimFunc:
             warnings.warn(w, TirxWarning, stacklevel=3)
         self._compiled: Dict[str, Any] = {}
 
+    @classmethod
+    def from_script(cls, text: str, file: str = "<script>") -> "PrimFunc":
+        """A kernel from script text, what the CLI reads from a file (`@T.prim_func def ...`).
+        The imports of `T` and `Tx` may be left out, as the reference's `from_source` allows;
+        diagnostics point into ``text`` as given."""
+        prelude = ""
+        if "import tirx as T" not in text:
+            prelude += "from tvm.script import tirx as T\n"
+        if "import tile as Tx" not in text:
+            prelude += "from tvm.script.tirx import tile as Tx\n"
+        script = prelude + text
+        # The prelude maps to the start of `text`; the rest to itself, shifted.
+        n, m = len(prelude.encode()), len(text.encode())
+        entries = [(0, n, 0, 0, False), (n, n + m, 0, m, True)] if n else [(0, m, 0, m, True)]
+        self = cls.__new__(cls)
+        self._parsed = _native.parse(script, file, text, entries)
+        self.__name__ = self.__qualname__ = self._parsed.name
+        self.__doc__ = None
+        self.__wrapped__ = None
+        self.source = script
+        self.file = file
+        self._compiled = {}
+        return self
+
     @property
     def name(self) -> str:
         return self._parsed.name

@@ -19,6 +19,9 @@ pub struct Env {
     pub(crate) vars: HashMap<VarId, LExpr>,
     /// `let` variables bound to an affine value: that value (`row = tid // 4`).
     pub(crate) lets: HashMap<VarId, Affine>,
+    /// Integer `let` variables without an affine value: a power of two every value is a
+    /// multiple of (`d_n = tile[0] * 128`: 128), for alignment proofs ([`Env::unit`]).
+    pub(crate) let_units: HashMap<VarId, i64>,
     /// Scope-id vars: (kind, dim, declared with several dims, the hardware id
     /// it is; `None` for ids with no hardware id such as cluster ids).
     pub(crate) scope_vars: HashMap<VarId, (ScopeIdKind, usize, bool, Option<Hw>)>,
@@ -43,6 +46,11 @@ impl Env {
     }
     pub fn var(&self, v: VarId) -> Option<LExpr> {
         self.vars.get(&v).cloned()
+    }
+    /// A number every value of variable `v` is a multiple of: a scalar parameter's
+    /// `T.assume(v % k == 0)`, a `let` of a known multiple ([`Env::let_units`]); else 1.
+    pub fn unit(&self, v: VarId) -> i64 {
+        self.let_units.get(&v).copied().unwrap_or_else(|| self.sym.unit(v))
     }
 
     /// The affine value of a `let` variable, when it has one.

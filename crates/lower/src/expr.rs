@@ -164,6 +164,23 @@ fn common(a: DType, b: DType) -> DType {
 /// The affine form of an integer index, when it has one: sums, differences,
 /// products by constants, and floor division and remainder by positive
 /// constants (as atoms, [`Term`](crate::affine::Term)) of variables defined here.
+/// The largest power of two (up to 2^30) that divides every value of integer `e`, also where
+/// `e` has no affine form (a loaded tile index times 128): products multiply, sums and
+/// differences take the smaller. Exact under wrap-around, which keeps factors of two.
+pub fn pow2_multiple(env: &Env, e: &Expr) -> i64 {
+    const MAX: i64 = 1 << 30;
+    let p2 = |n: i64| if n == 0 { MAX } else { 1i64 << n.trailing_zeros().min(30) };
+    if let Some(a) = affine(env, e) {
+        return p2(a.divisor_with(&|v| env.unit(v)));
+    }
+    match &e.kind {
+        ExprKind::Binary(BinOp::Mul, x, y) => (pow2_multiple(env, x) * pow2_multiple(env, y)).min(MAX),
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, x, y) => pow2_multiple(env, x).min(pow2_multiple(env, y)),
+        ExprKind::Cast(x) if e.dtype.is_int() && x.dtype.is_int() => pow2_multiple(env, x),
+        _ => 1,
+    }
+}
+
 pub fn affine(env: &Env, e: &Expr) -> Option<Affine> {
     let positive = |y: &Expr| affine(env, y).filter(|c| c.is_constant() && c.constant > 0).map(|c| c.constant);
     match &e.kind {

@@ -543,6 +543,11 @@ impl Lowerer<'_> {
                     if hv.dtype.is_int() {
                         if let Some(a) = expr::affine(&self.env, value) {
                             self.env.lets.insert(*var, a);
+                        } else {
+                            let unit = expr::pow2_multiple(&self.env, value);
+                            if unit > 1 {
+                                self.env.let_units.insert(*var, unit);
+                            }
                         }
                     }
                     self.env.vars.insert(*var, LExpr::Var(lv));

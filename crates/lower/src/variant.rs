@@ -326,7 +326,7 @@ impl<'a> CallCx<'a> {
     /// The largest constant every value of `a` is a multiple of (alignment proofs):
     /// `Affine::divisor` with the divisibility `T.assume` states of scalar parameters.
     pub fn divisor(&self, a: &Affine) -> i64 {
-        a.divisor_with(&|v| self.env.sym.unit(v))
+        a.divisor_with(&|v| self.env.unit(v))
     }
 
     /// The values an affine index takes at the call, from [`Self::var_bounds`].

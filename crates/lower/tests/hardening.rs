@@ -609,3 +609,51 @@ fn raw_ptx_vector_loads_and_stores() {
         assert!(text.contains(msg), "{st}: {text}");
     }
 }
+
+/// Reference suite, `test_dispatch_propagates_flat_bind_to_auto_coordinate_proof`: a TMA
+/// coordinate computed from a loaded value (`c0 = tile[0] * 128`, a persistent kernel's
+/// tile index) is a multiple of 128 whatever the value, so `tma_auto` takes it with the
+/// shared tile in 64-column chunks, which need coordinates in whole chunks (value-checked:
+/// B = A[:, 256:384] for tile 2); `* 96` is only known a multiple of 32, and declines.
+#[test]
+fn a_coordinate_from_a_loaded_tile_index_is_proved_aligned() {
+    let kernel = |mul: i64| {
+        format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 512), "float16")
+    B = T.match_buffer(B_ptr, (64, 128), "float16")
+    I = T.match_buffer(I_ptr, (1,), "int32")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([32])
+    tile = T.alloc_local((1,), "int32")
+    tile[0] = I[0]
+    c0: T.let = tile[0] * {mul}
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64, 128), "float16", layout=T.TileLayout(T.S[(64, 2, 64):(64, 4096, 1)]))
+    full = MBarrier(pool, 1)
+    pool.commit()
+    full.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(S_[0:64, 0:128], A[0:64, c0:c0 + 128], dispatch="tma_auto", mbar=full.ptr_to([0]))
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 64 * 128 * 2)
+    full.wait(0, 0)
+    Tx.warp.copy(B[0:64, 0:128], S_[0:64, 0:128])
+"#
+        )
+        .replace(
+            "from tvm.script.tirx import tile as Tx\n",
+            "from tvm.script.tirx import tile as Tx\nfrom tvm.tirx.lang.pipeline import MBarrier\n",
+        )
+    };
+    let a: Vec<f64> = (0..64 * 512).map(|x| (x % 1000) as f64).collect();
+    let (_, out) =
+        run(&kernel(128), &[(DType::F16, a.clone()), (DType::F16, vec![0.0; 64 * 128]), (DType::I32, vec![2.0])]);
+    for r in 0..64 {
+        assert_eq!(out[1][r * 128..r * 128 + 128], a[r * 512 + 256..r * 512 + 384], "row {r}");
+    }
+    let text = render(&lower_errors(&kernel(96)), &kernel(96));
+    assert!(text.contains("not provably a multiple of the box's"), "{text}");
+}

@@ -1,0 +1,91 @@
+"""`tirx.ops` (issue 28 item 4): softmax and rms_norm against NumPy in float64 (simulator, on
+NumPy arrays and CPU tensors), PyTorch's semantics (shapes, dims, defaults, errors), the
+registered ops under torch.compile, and on the GPU against PyTorch."""
+
+import numpy as np
+import pytest
+
+import tirx.ops as ops
+from tirx.runtime import numpy_dtype
+
+F64 = np.float64
+
+
+def _softmax_ref(x, dim=-1):
+    x = x.astype(F64)
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _rms_ref(x, w, eps):
+    x = x.astype(F64)
+    return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * w.astype(F64)
+
+
+def _close(got, want, dtype):
+    # f32: the fold's rounding and exp2f (docs/numerics.md); 16-bit: one rounding of the f32 result.
+    rtol = 1e-5 if dtype == "float32" else (2.0**-8 if dtype == "float16" else 2.0**-7)
+    np.testing.assert_allclose(got.astype(F64), want, rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(3, 1024), (2, 3, 2048), (1, 256)])
+def test_softmax_matches_float64(dtype, shape):
+    x = (np.random.default_rng(0).standard_normal(shape) * 3).astype(numpy_dtype(dtype))
+    y = ops.softmax(x)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    _close(y, _softmax_ref(x), dtype)
+    np.testing.assert_array_equal(ops.softmax(x, dim=x.ndim - 1), y)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+def test_rms_norm_matches_float64(dtype):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4096)).astype(numpy_dtype(dtype))
+    w = (rng.standard_normal(4096) * 0.5 + 1).astype(numpy_dtype(dtype))
+    y = ops.rms_norm(x, (4096,), w, eps=1e-6)
+    _close(y, _rms_ref(x, w, 1e-6), dtype)
+    # No weight, PyTorch's default eps (the dtype's machine epsilon), an int normalized_shape.
+    eps = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    _close(ops.rms_norm(x, 4096), _rms_ref(x, np.ones(4096), eps), dtype)
+
+
+def test_edge_shapes_and_errors():
+    assert ops.softmax(np.float32(3.0) * np.ones((), np.float32)) == 1.0
+    assert ops.softmax(np.zeros((0, 1024), np.float32)).shape == (0, 1024)
+    x = np.ones((4, 1024), np.float32)
+    with pytest.raises(ValueError, match="reduces the last dim"):
+        ops.softmax(x, dim=0)
+    with pytest.raises(IndexError, match="dim 2 out of range"):
+        ops.softmax(x, dim=2)
+    with pytest.raises(ValueError, match="rows of 1000 elements are not a multiple of 128"):
+        ops.softmax(np.ones((2, 1000), np.float32))
+    with pytest.raises(TypeError, match="int32 input"):
+        ops.softmax(np.ones((2, 1024), np.int32))
+    with pytest.raises(ValueError, match=r"normalized_shape \[512\] is not the last dims"):
+        ops.rms_norm(x, (512,))
+    with pytest.raises(ValueError, match="weight of shape"):
+        ops.rms_norm(x, (1024,), np.ones(512, np.float32))
+    # A non-contiguous input is read through a contiguous copy: the same values.
+    xt = np.random.default_rng(2).standard_normal((1024, 4)).astype(np.float32).T
+    _close(ops.softmax(xt), _softmax_ref(xt), "float32")
+
+
+def test_torch_tensors_the_registered_ops_and_compile():
+    torch = pytest.importorskip("torch")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        x = torch.randn(4, 2048, device=dev, dtype=torch.bfloat16)
+        w = torch.rand(2048, device=dev, dtype=torch.bfloat16) + 0.5
+        y = ops.softmax(x)
+        torch.testing.assert_close(y, torch.softmax(x.float(), -1).to(x.dtype), rtol=2**-7, atol=1e-6)
+        r = ops.rms_norm(x, [2048], w, 1e-6)
+        want = torch.nn.functional.rms_norm(x.float(), [2048], w.float(), 1e-6).to(x.dtype)
+        torch.testing.assert_close(r, want, rtol=2**-7, atol=1e-6)
+        assert torch.ops.tirx.softmax.default is not None
+
+        @torch.compile(fullgraph=True)
+        def block(x, w):
+            return ops.rms_norm(ops.softmax(x) * 2, [2048], w, 1e-6)
+
+        torch.testing.assert_close(block(x, w), ops.rms_norm(ops.softmax(x) * 2, [2048], w, 1e-6))

@@ -21,6 +21,7 @@ from .script.frontend import PrimFunc, prim_func  # noqa: E402
 
 from_script = PrimFunc.from_script
 from .runtime import Kernel, compile  # noqa: E402
+from .autotune import autotune  # noqa: E402
 
 __version__ = _native.version()
 
@@ -39,6 +40,7 @@ __all__ = [
     "TirxInternalError",
     "TirxWarning",
     "Tx",
+    "autotune",
     "compile",
     "from_script",
     "layout",

@@ -1,0 +1,89 @@
+"""`tirx.autotune` (issue 28 item 3): candidates compiled once per key, the fastest kept per key
+in memory and on disk, the simulator never timed, in-place kernels run once for the caller.
+Timings here come from an injected timer; on the GPU, from CUDA events (also tested there)."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tirx
+from tirx import T
+
+
+def scale(n, dtype, threads):
+    @T.prim_func
+    def scale_add(X_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (n,), dtype)
+        Y = T.match_buffer(Y_ptr, (n,), dtype)
+        T.device_entry()
+        bx = T.cta_id([n // threads])
+        t = T.thread_id([threads])
+        Y[bx * threads + t] = Y[bx * threads + t] + X[bx * threads + t] * 2.0
+
+    return scale_add
+
+
+CONFIGS = [{"threads": 32}, {"threads": 64}, {"threads": 128}]
+
+
+def test_the_simulator_is_never_timed_and_runs_the_first_configuration(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    tuned = tirx.autotune(configs=CONFIGS, key=["n", "dtype"])(scale)
+    k = tuned(n=256, dtype="float32")
+    x, y = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
+    k(x, y)
+    np.testing.assert_array_equal(y, 1 + 2 * x)
+    assert k.kernel is k.kernels[0] and "simulator: not timed" in k.explain()
+    assert tuned(n=256, dtype="float32") is k and tuned(n=512, dtype="float32") is not k
+
+
+def test_the_fastest_is_kept_per_key_in_memory_and_on_disk(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    timed = []
+
+    def timer(kernel, args):  # candidate 64 threads "fastest"; each runs on the real arguments
+        kernel(*args)
+        timed.append(kernel.meta["block"][0])
+        return {32: 3.0, 64: 1.0, 128: 2.0}[kernel.meta["block"][0]]
+
+    tuned = tirx.autotune(configs=CONFIGS, key=["n"], timer=timer)(scale)
+    k = tuned(n=1024, dtype="float32")
+    x, y = np.arange(1024, dtype=np.float32), np.ones(1024, np.float32)
+    k(x, y)
+    assert sorted(timed) == [32, 64, 128]
+    # In place (Y += 2X): the timing runs were undone, the caller's call ran once.
+    np.testing.assert_array_equal(y, 1 + 2 * x)
+    assert k.kernel.meta["block"][0] == 64
+    text = k.explain()
+    assert "timed over" in text and "chosen {'threads': 64}" in text and "1.0000 ms" in text, text
+    data = json.load(open(os.path.join(tmp_path, "autotune.json")))
+    assert list(data.values()) == [1] and "n=1024" in next(iter(data))
+    # A new process (a fresh tuner) takes the disk's choice without timing.
+    timed.clear()
+    again = tirx.autotune(configs=CONFIGS, key=["n"], timer=timer)(scale)(n=1024, dtype="float32")
+    again(x, y)
+    assert timed == [] and again.kernel.meta["block"][0] == 64 and "cached" in again.explain()
+
+
+def test_configuration_errors():
+    with pytest.raises(ValueError, match="at least one configuration"):
+        tirx.autotune(configs=[], key=["n"])(scale)
+    with pytest.raises(TypeError, match="key `m` is not a parameter"):
+        tirx.autotune(configs=CONFIGS, key=["m"])(scale)
+    with pytest.raises(TypeError, match="needs the key argument `n`"):
+        tirx.autotune(configs=CONFIGS, key=["n"])(scale)(dtype="float32")
+
+
+def test_on_the_gpu_candidates_are_timed_with_cuda_events(tmp_path, monkeypatch):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    k = tirx.autotune(configs=CONFIGS, key=["n"], rep=5)(scale)(n=1 << 20, dtype="float32")
+    x = torch.randn(1 << 20, device="cuda")
+    y = torch.ones_like(x)
+    k(x, y)
+    torch.testing.assert_close(y, 1 + 2 * x)
+    assert k.times is not None and all(t > 0 for t in k.times) and "timed over 5" in k.explain()

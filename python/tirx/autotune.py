@@ -1,0 +1,191 @@
+"""Autotuning, in the spirit of `triton.autotune`: a kernel factory, a list of configurations,
+and the factory arguments whose values key the choice.
+
+    @tirx.autotune(configs=[{"threads": 128}, {"threads": 256}], key=["n", "dtype"])
+    def softmax(n, dtype, threads):          # returns a @T.prim_func
+        ...
+
+    k = softmax(n=4096, dtype="bfloat16")    # a TunedKernel for that key
+    k(x, y, rows)                            # first call: compile all, time all, keep the fastest
+
+The first call of a key compiles every candidate (in threads: lowering releases the GIL) and,
+on CUDA tensors, times each with CUDA events over ``rep`` launches of the call's own arguments
+(the buffers the kernel writes are saved and restored around the timing, so an in-place kernel
+runs once for the caller), keeps the fastest per key in memory
+and in ``autotune.json`` beside the CUBIN cache (keyed by arch, tirx version, the factory's
+source and the key), and says what it chose (``k.explain()``; ``TIRX_AUTOTUNE_VERBOSE=1``
+prints every timing). The simulator is never timed: on NumPy arrays or CPU tensors the first
+configuration runs (or the one cached for the GPU), and ``explain`` says so."""
+
+import hashlib
+import inspect
+import json
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, List, Optional, Sequence
+
+_memory: Dict[str, int] = {}
+
+
+def _cache_file() -> str:
+    base = os.environ.get("TIRX_CACHE_DIR")
+    if not base:
+        xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = os.path.join(xdg, "tirx")
+    return os.path.join(base, "autotune.json")
+
+
+def _load_disk() -> dict:
+    try:
+        with open(_cache_file()) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def _store_disk(key: str, index: int) -> None:
+    data = _load_disk()
+    data[key] = index
+    path = _cache_file()
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only cache directory: the choice stays in memory
+
+
+def _on_gpu(args) -> bool:
+    torch = sys.modules.get("torch")
+    return torch is not None and any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+
+
+def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
+    """Milliseconds per launch of ``kernel(*args)``, CUDA events around ``rep`` launches."""
+    import torch
+
+    for _ in range(warmup):
+        kernel(*args)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(rep):
+        kernel(*args)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / rep
+
+
+class TunedKernel:
+    """The candidates of one key: compiled on first use, the winner chosen then."""
+
+    def __init__(self, tuner: "Autotuner", key_values: dict, cache_key: str):
+        self.tuner, self.key_values, self.cache_key = tuner, key_values, cache_key
+        self.kernels: Optional[List] = None
+        self.times: Optional[List[Optional[float]]] = None
+        self.choice: Optional[int] = None
+        self.how = "not run yet"
+
+    def _compile(self) -> List:
+        if self.kernels is None:
+            import tirx
+
+            def build(cfg):
+                return tirx.compile(self.tuner.factory(**self.key_values, **cfg))
+
+            with ThreadPoolExecutor(max_workers=min(8, len(self.tuner.configs))) as pool:
+                self.kernels = list(pool.map(build, self.tuner.configs))
+        return self.kernels
+
+    def _choose(self, args) -> int:
+        ks = self._compile()
+        cached = _memory.get(self.cache_key)
+        if cached is None:
+            cached = _load_disk().get(self.cache_key)
+        if cached is not None and 0 <= cached < len(ks):
+            self.how = "cached (timed earlier on this GPU kind)"
+            return cached
+        timer = self.tuner.timer
+        if timer is None and not _on_gpu(args):
+            self.how = "simulator: not timed, the first configuration"
+            return 0
+        t = timer or (lambda k, a: _cuda_time(k, a, self.tuner.warmup, self.tuner.rep))
+        # The candidates run on the call's own arguments: what they write is restored after
+        # timing, so an in-place kernel (Y += X) runs exactly once for the caller.
+        written = [a for p, a in zip(ks[0].params, args) if not p.is_scalar and p.written]
+        saved = [a.clone() if hasattr(a, "clone") else a.copy() for a in written]
+        self.times = [t(k, args) for k in ks]
+        for a, s in zip(written, saved):
+            a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
+        best = min(range(len(ks)), key=lambda i: self.times[i])
+        self.how = f"timed over {self.tuner.rep} launches each"
+        _memory[self.cache_key] = best
+        _store_disk(self.cache_key, best)
+        if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
+            print(self.explain(), file=sys.stderr)
+        return best
+
+    def __call__(self, *args):
+        if self.choice is None:
+            self.choice = self._choose(args)
+        return self.kernels[self.choice](*args)
+
+    @property
+    def kernel(self):
+        """The chosen kernel (``None`` before the first call)."""
+        return None if self.choice is None else self.kernels[self.choice]
+
+    def explain(self) -> str:
+        """Each configuration, its time, and the choice."""
+        head = f"autotune {self.tuner.factory.__name__}({', '.join(f'{k}={v!r}' for k, v in self.key_values.items())}): {self.how}"
+        lines = [head]
+        for i, cfg in enumerate(self.tuner.configs):
+            t = self.times[i] if self.times else None
+            mark = "chosen" if i == self.choice else "      "
+            lines.append(f"  {mark} {cfg}" + (f"  {t:.4f} ms" if t is not None else ""))
+        return "\n".join(lines)
+
+
+class Autotuner:
+    def __init__(self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer):
+        if not configs:
+            raise ValueError("tirx.autotune: give at least one configuration")
+        params = inspect.signature(factory).parameters
+        for name in key:
+            if name not in params:
+                raise TypeError(f"tirx.autotune: key `{name}` is not a parameter of {factory.__name__}{inspect.signature(factory)}")
+        self.factory, self.configs, self.key = factory, [dict(c) for c in configs], list(key)
+        self.warmup, self.rep, self.timer = warmup, rep, timer
+        try:
+            src = inspect.getsource(factory)
+        except (OSError, TypeError):
+            src = factory.__qualname__
+        from . import _native
+
+        self._prefix = hashlib.sha256(f"{_native.version()}\n{src}\n{self.configs}".encode()).hexdigest()[:16]
+        self._tuned: Dict[tuple, TunedKernel] = {}
+
+    def __call__(self, *args, **kwargs) -> TunedKernel:
+        bound = inspect.signature(self.factory).bind_partial(*args, **kwargs)
+        values = dict(bound.arguments)
+        missing = [k for k in self.key if k not in values]
+        if missing:
+            raise TypeError(f"tirx.autotune: {self.factory.__name__}() needs the key argument `{missing[0]}`")
+        ident = tuple(sorted((k, repr(v)) for k, v in values.items()))
+        tuned = self._tuned.get(ident)
+        if tuned is None:
+            from .runtime import default_target
+
+            keyed = ",".join(f"{k}={values[k]!r}" for k in self.key)
+            cache_key = f"{default_target()}|{self.factory.__qualname__}|{self._prefix}|{keyed}"
+            tuned = self._tuned[ident] = TunedKernel(self, values, cache_key)
+        return tuned
+
+
+def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None):
+    """Decorates a kernel factory: ``factory(**key_args, **config)`` returns a ``@T.prim_func``;
+    calling the decorated factory with the key arguments gives a :class:`TunedKernel`.
+    ``timer(kernel, args) -> ms`` replaces the CUDA-event timing (for tests)."""
+    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer)

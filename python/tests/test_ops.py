@@ -89,3 +89,29 @@ def test_torch_tensors_the_registered_ops_and_compile():
             return ops.rms_norm(ops.softmax(x) * 2, [2048], w, 1e-6)
 
         torch.testing.assert_close(block(x, w), ops.rms_norm(ops.softmax(x) * 2, [2048], w, 1e-6))
+
+
+def test_the_ops_are_registered_at_import_when_torch_is_loaded():
+    # A first call inside torch.compile: Dynamo cannot trace a registration, so `tirx.ops`
+    # registers its ops when imported after torch (and says what to do otherwise).
+    pytest.importorskip("torch")
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, tirx.ops as ops\n"
+        "f = torch.compile(lambda x: ops.softmax(x) * 2, fullgraph=True)\n"
+        "x = torch.randn(2, 1024)\n"
+        "print(torch.allclose(f(x), torch.softmax(x, -1) * 2, atol=1e-5))\n"
+    )
+    env = dict(os.environ, TIRX_DEVICE="sim")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("True"), r.stdout + r.stderr[-2000:]
+    code = (
+        "import tirx.ops as ops, torch\n"
+        "f = torch.compile(lambda x: ops.softmax(x), fullgraph=True)\n"
+        "try:\n    f(torch.randn(2, 1024))\nexcept Exception as e:\n    print('import torch before tirx.ops' in str(e))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert r.stdout.strip().endswith("True"), r.stdout + r.stderr[-2000:]

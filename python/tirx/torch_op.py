@@ -29,6 +29,13 @@ def register(kernel, name: Optional[str] = None):
         return op
     import torch
 
+    if torch.compiler.is_compiling():
+        # torch.compile cannot trace a registration (Dynamo skips torch.library's internals).
+        raise RuntimeError(
+            f"tirx: `{kernel.name}` is called inside torch.compile before its op exists: call "
+            f"`k.torch_op()` (or the kernel once) outside the compiled function first"
+        )
+
     qualname = name or f"tirx::{kernel.name}"
     if "::" not in qualname:
         raise ValueError(f"torch_op(): name {qualname!r} must be 'namespace::op'")

@@ -2,9 +2,20 @@
 (one launch on the current stream), CPU tensors or NumPy arrays (the simulator) and returns a
 new result. Each module holds its kernel in the same language users write; a size a kernel does
 not handle is a clear error, never a wrong result. With PyTorch, each is also the registered op
-`torch.ops.tirx.<name>`, so `torch.compile(fullgraph=True)` traces through it."""
+`torch.ops.tirx.<name>`, so `torch.compile(fullgraph=True)` traces through it (registered when
+this module is imported after torch, else on the op's first call outside a compiled function)."""
 
+import sys
+
+from . import norm as _norm
+from . import softmax as _softmax
 from .norm import rms_norm
 from .softmax import softmax
 
 __all__ = ["rms_norm", "softmax"]
+
+# With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
+# cannot trace a registration); without it, they are registered on their first torch call.
+if "torch" in sys.modules:
+    _softmax.register_torch_op()
+    _norm.register_torch_op()

@@ -79,6 +79,12 @@ def torch_op(name: str, schema_fn: Callable, fake: Callable):
     key = ("op", name)
     op = _kernels.get(key)
     if op is None:
+        if torch.compiler.is_compiling():
+            # Dynamo cannot trace a registration; `tirx.ops` registers at import when torch is loaded.
+            raise RuntimeError(
+                f"tirx.ops.{name} inside torch.compile before its op exists: import torch before tirx.ops "
+                "(the ops are registered then), or call it once outside the compiled function"
+            )
         op = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)
         _kernels[key] = op

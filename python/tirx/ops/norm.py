@@ -97,16 +97,20 @@ def _run(x, normalized_shape, weight, eps):
     return out
 
 
+def register_torch_op():
+    """`torch.ops.tirx.rms_norm` (once)."""
+    import torch
+
+    def schema(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]) -> torch.Tensor:
+        return _run(x, normalized_shape, weight, eps)
+
+    return c.torch_op("rms_norm", schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x))
+
+
 def rms_norm(x, normalized_shape, weight=None, eps=None):
     """PyTorch's `torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)` (eps default:
     the machine epsilon of the input's dtype, as PyTorch's): a new array or tensor."""
     if c.is_torch(x):
-        import torch
-
-        def schema(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]) -> torch.Tensor:
-            return _run(x, normalized_shape, weight, eps)
-
-        op = c.torch_op("rms_norm", schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x))
         shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        return op(x, shape, weight, eps)
+        return register_torch_op()(x, shape, weight, eps)
     return _run(np.asarray(x), normalized_shape, None if weight is None else np.asarray(weight), eps)

@@ -82,13 +82,18 @@ def _run(x, dim: int):
     return out
 
 
+def register_torch_op():
+    """`torch.ops.tirx.softmax` (once)."""
+    import torch
+
+    def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
+        return _run(x, dim)
+
+    return c.torch_op("softmax", schema, lambda x, dim: torch.empty_like(x))
+
+
 def softmax(x, dim: int = -1):
     """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim)`): a new array or tensor."""
     if c.is_torch(x):
-        import torch
-
-        def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
-            return _run(x, dim)
-
-        return c.torch_op("softmax", schema, lambda x, dim: torch.empty_like(x))(x, dim)
+        return register_torch_op()(x, dim)
     return _run(np.asarray(x), dim)

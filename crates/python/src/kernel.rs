@@ -312,6 +312,39 @@ impl Lowered {
         Ok(s)
     }
 
+    /// Simulates the kernel at `scalars` on `bufs` (parameters aliased per `same`); what it
+    /// printed goes to `sys.stdout`, also before an error, which is raised in the user's file.
+    fn run_sim(
+        &self,
+        py: Python<'_>,
+        bufs: &mut [Vec<u8>],
+        same: &[usize],
+        scalars: &[PyScalar],
+        opts: &tirx_sim::SimOptions,
+    ) -> PyResult<tirx_sim::SimReport> {
+        let s = self.specialized(scalars)?;
+        let (lir, values) = (&s.0, &s.1);
+        let result = py.detach(|| {
+            tirx_sim::check_memory(lir, opts)?;
+            tirx_sim::simulate_aliased(lir, bufs, same, values, opts)
+        });
+        let printed = match &result {
+            Ok(r) => &r.printed,
+            Err(e) => e.printed(),
+        };
+        write_stdout(py, printed)?;
+        result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))
+    }
+
+    /// `explain`'s text: each call's record followed by `below(call)`.
+    fn explain_text(&self, below: impl Fn(&CallExplain) -> String) -> String {
+        if self.explain.is_empty() {
+            return "no tile calls\n".into();
+        }
+        let blocks: Vec<String> = self.explain.iter().map(|c| c.render() + &below(c)).collect();
+        format!("target: {}\n\n{}", self.arch, blocks.join("\n"))
+    }
+
     fn on_device(&self, py: Python<'_>, device: usize) -> PyResult<Arc<crate::gpu::Loaded>> {
         let mut map = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(l) = map.get(&device) {
@@ -372,11 +405,7 @@ impl Lowered {
         if json {
             return serde_json::to_string_pretty(&self.explain).map_err(|e| internal_error(e.to_string()));
         }
-        if self.explain.is_empty() {
-            return Ok("no tile calls\n".into());
-        }
-        let blocks: Vec<String> = self.explain.iter().map(CallExplain::render).collect();
-        Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
+        Ok(self.explain_text(|_| String::new()))
     }
 
     /// `explain` with the simulator's bank-conflict statistics under each call (`tirx explain
@@ -391,23 +420,16 @@ impl Lowered {
             memory_limit: tirx_sim::DEFAULT_MEMORY_LIMIT,
             warp_order_seed: None,
         };
-        let (lir, values) = self.launch_of(&scalars)?;
-        let lir = &lir;
-        let mut params: Vec<Vec<u8>> = lir
-            .params
-            .iter()
-            .map(|p| vec![0u8; (lir.buf(*p).elems.max(0) as usize) * lir.buf(*p).dtype.bytes() as usize])
-            .collect();
-        let result = py.detach(|| {
-            tirx_sim::check_memory(lir, &opts)?;
-            tirx_sim::simulate_args(lir, &mut params, &values, &opts)
-        });
-        let printed = match &result {
-            Ok(r) => &r.printed,
-            Err(e) => e.printed(),
+        // Zeroed buffers of the sizes at these arguments.
+        let bytes = |k: &LKernel| -> Vec<Vec<u8>> {
+            k.params
+                .iter()
+                .map(|p| vec![0u8; k.buf(*p).elems.max(0) as usize * k.buf(*p).dtype.bytes() as usize])
+                .collect()
         };
-        write_stdout(py, printed)?;
-        let mut bank = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?.bank;
+        let mut params = bytes(&self.specialized(&scalars)?.0);
+        let same: Vec<usize> = (0..params.len()).collect();
+        let mut bank = self.run_sim(py, &mut params, &same, &scalars, &opts)?.bank;
         // Into the user's file, where the calls' spans are.
         for s in &mut bank {
             let m = self.src.map.map(s.span);
@@ -422,25 +444,7 @@ impl Lowered {
             }
             return serde_json::to_string_pretty(&j).map_err(|e| internal_error(e.to_string()));
         }
-        if self.explain.is_empty() {
-            return Ok("no tile calls\n".into());
-        }
-        let blocks: Vec<String> = self
-            .explain
-            .iter()
-            .map(|c| {
-                let stats = of_call(c);
-                let mut b = c.render();
-                if stats.is_empty() {
-                    b.push_str("  bank: no shared-memory access\n");
-                }
-                for s in stats {
-                    b.push_str(&format!("  bank: {}\n", s.describe()));
-                }
-                b
-            })
-            .collect();
-        Ok(format!("target: {}\n\n{}", self.arch, blocks.join("\n")))
+        Ok(self.explain_text(|c| tirx_sim::BankStat::lines(&of_call(c))))
     }
 
     /// Compiles and loads the kernel on `device` now (the first launch does it otherwise).
@@ -523,19 +527,7 @@ impl Lowered {
         };
         let same = same.unwrap_or_else(|| (0..params.len()).collect());
         let mut bufs = params;
-        let (lir, values) = self.launch_of(&scalars)?;
-        let lir = &lir;
-        let result = py.detach(|| {
-            tirx_sim::check_memory(lir, &opts)?;
-            tirx_sim::simulate_aliased(lir, &mut bufs, &same, &values, &opts)
-        });
-        // What the kernel printed (`T.cuda.printf`) goes to `sys.stdout`, also before an error.
-        let printed = match &result {
-            Ok(r) => &r.printed,
-            Err(e) => e.printed(),
-        };
-        write_stdout(py, printed)?;
-        let report = result.map_err(|e| self.src.fail(&[e.to_diagnostic()]))?;
+        let report = self.run_sim(py, &mut bufs, &same, &scalars, &opts)?;
         let warnings: Vec<Diagnostic> = report.warnings.iter().map(|w| w.to_diagnostic()).collect();
         let out = bufs.iter().map(|b| PyBytes::new(py, b)).collect();
         Ok((out, self.src.warnings(&warnings)))

@@ -164,6 +164,14 @@ impl BankStat {
     pub fn within(&self, call: Span) -> bool {
         call.lo <= self.span.lo && self.span.hi <= call.hi
     }
+
+    /// The lines `tirx explain --sim` prints under a call: one `  bank: ...` per access of it.
+    pub fn lines(stats: &[&BankStat]) -> String {
+        if stats.is_empty() {
+            return "  bank: no shared-memory access\n".into();
+        }
+        stats.iter().map(|s| format!("  bank: {}\n", s.describe())).collect()
+    }
 }
 
 /// What a successful simulation observed.

@@ -5,8 +5,6 @@ from typing import Callable, Dict, Tuple
 
 import numpy as np
 
-from ..runtime import numpy_dtype
-
 _DTYPES = ("float32", "float16", "bfloat16")
 _kernels: Dict[Tuple, object] = {}
 
@@ -63,7 +61,7 @@ def empty_like(x):
         import torch
 
         return torch.empty_like(x, memory_format=torch.contiguous_format)
-    return np.empty(x.shape, dtype=numpy_dtype(dtype_name(x)) if dtype_name(x) in _DTYPES else x.dtype)
+    return np.empty(x.shape, dtype=x.dtype)
 
 
 def contiguous(x):

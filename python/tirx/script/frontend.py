@@ -966,15 +966,20 @@ class PrimFunc:
         self.__qualname__ = getattr(func, "__qualname__", func.__name__)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        self._build(text, entries, src.file, src.text, stacklevel=4)
+
+    def _build(self, text: str, entries, file: str, file_text: str, stacklevel: int) -> None:
+        """Parses and checks ``text`` (mapped into ``file_text`` by ``entries``); its warnings
+        are reported ``stacklevel`` frames up (where the kernel is defined)."""
         self.source = text
-        self.file = src.file
-        self._parsed = _native.parse(text, src.file, src.text, entries)
+        self.file = file
+        self._parsed = _native.parse(text, file, file_text, entries)
         for w in self._parsed.warnings:
             import warnings
 
             from .. import TirxWarning
 
-            warnings.warn(w, TirxWarning, stacklevel=3)
+            warnings.warn(w, TirxWarning, stacklevel=stacklevel)
         self._compiled: Dict[str, Any] = {}
 
     @classmethod
@@ -992,13 +997,10 @@ class PrimFunc:
         n, m = len(prelude.encode()), len(text.encode())
         entries = [(0, n, 0, 0, False), (n, n + m, 0, m, True)] if n else [(0, m, 0, m, True)]
         self = cls.__new__(cls)
-        self._parsed = _native.parse(script, file, text, entries)
+        self._build(script, entries, file, text, stacklevel=3)
         self.__name__ = self.__qualname__ = self._parsed.name
         self.__doc__ = None
         self.__wrapped__ = None
-        self.source = script
-        self.file = file
-        self._compiled = {}
         return self
 
     @property

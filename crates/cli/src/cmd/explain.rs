@@ -109,11 +109,5 @@ fn bank_stats(k: &Kernel, lir: &LKernel, src: &Source, ctas: u64, args: &[String
 }
 
 fn print_bank(stats: &[&BankStat]) -> CmdResult {
-    if stats.is_empty() {
-        outln!("  bank: no shared-memory access")?;
-    }
-    for s in stats {
-        outln!("  bank: {}", s.describe())?;
-    }
-    Ok(())
+    crate::out::out(&BankStat::lines(stats))
 }

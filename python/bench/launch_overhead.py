@@ -4,7 +4,11 @@ dynamic shared memory; a 2-CTA cluster; the plain kernel through its `torch.libr
 replayed from a CUDA graph), against PyTorch ops measured in the same process: host time per
 call (median over batches of calls, each batch followed by one synchronize), microseconds.
 
-    python python/bench/launch_overhead.py [--calls N] [--batches N]
+    python python/bench/launch_overhead.py [--calls N] [--batches N] [--breakdown]
+
+`--breakdown` also times the steps of the plain kernel's call one by one (the torch.compile
+check, the native argument checks and launch, the launch alone on prepared arguments, the
+stream query) and PyTorch's own launch floor, to say where the microseconds go.
 """
 
 import argparse
@@ -109,6 +113,22 @@ def cluster():
     return tirx.compile(exchange)
 
 
+def triton_add_one():
+    """The plain kernel's work written in Triton (None without triton)."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def add_one(a_ptr, b_ptr, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(b_ptr + i, tl.load(a_ptr + i) + 1.0)
+
+    return lambda a, b: add_one[(1,)](a, b, BLOCK=32)
+
+
 def per_call(fn, calls, batches):
     for _ in range(3):
         fn()
@@ -123,10 +143,29 @@ def per_call(fn, calls, batches):
     return statistics.median(out), min(out), max(out)
 
 
+def breakdown(k, a, b, c, rep):
+    """The plain call's steps, each alone (host time; each launch still queues GPU work), and
+    the floor: PyTorch's own launch of an empty kernel through pybind (`torch.cuda._sleep(0)`)."""
+    from tirx import torch_op
+
+    dev = a.get_device()
+    stream = torch._C._cuda_getCurrentRawStream(dev)
+    ptrs = [a.data_ptr(), b.data_ptr()]
+    args = (a, b)
+    return [
+        ("  step: compiling() check", per_call(torch_op.compiling, c, rep)),
+        ("  step: native check+launch", per_call(lambda: k._l.call_torch(args), c, rep)),
+        ("  step: native launch only", per_call(lambda: k._l.launch(dev, stream, ptrs), c, rep)),
+        ("  step: current stream", per_call(lambda: torch._C._cuda_getCurrentRawStream(dev), c, rep)),
+        ("  floor: torch.cuda._sleep(0)", per_call(lambda: torch.cuda._sleep(0), c, rep)),
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--batches", type=int, default=20)
+    ap.add_argument("--breakdown", action="store_true")
     args = ap.parse_args()
     k = tiny()
     a = torch.randn(32, device="cuda")
@@ -160,6 +199,14 @@ def main():
         ("torch: b = a + 1", per_call(lambda: a + 1, c, rep)),
         ("torch.mm 64x64", per_call(lambda: torch.mm(m1, m2), c, rep)),
     ]
+    tri = triton_add_one()
+    if tri is not None:
+        tri(a, b)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(b, a + 1)
+        rows.append(("triton add_one[(1,)](a, b)", per_call(lambda: tri(a, b), c, rep)))
+    if args.breakdown:
+        rows += breakdown(k, a, b, c, rep)
     print(f"{torch.cuda.get_device_name()}; {args.batches} batches of {args.calls} calls; µs per call (median, min, max)")
     for name, (med, lo, hi) in rows:
         print(f"{name:<28} {med:7.2f}  {lo:7.2f}  {hi:7.2f}")

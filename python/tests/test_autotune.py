@@ -76,6 +76,23 @@ def test_configuration_errors():
         tirx.autotune(configs=CONFIGS, key=["n"])(scale)(dtype="float32")
 
 
+def test_configurations_that_do_not_apply_are_pruned_per_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+
+    def prune(configs, n, **_):  # a grid of n // threads CTAs needs threads to divide n
+        return [c for c in configs if n % c["threads"] == 0]
+
+    tuned = tirx.autotune(configs=CONFIGS, key=["n"], prune=prune, timer=lambda k, a: 1.0)(scale)
+    k = tuned(n=96, dtype="float32")
+    x, y = np.arange(96, dtype=np.float32), np.zeros(96, np.float32)
+    k(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert [kk.meta["block"][0] for kk in k.kernels] == [32]
+    assert "2 configuration(s) pruned" in k.explain()
+    with pytest.raises(ValueError, match="no configuration of scale applies"):
+        tuned(n=48, dtype="float32")
+
+
 def test_on_the_gpu_candidates_are_timed_with_cuda_events(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -1,12 +1,17 @@
-"""`tirx.ops` (issue 28 item 4): softmax and rms_norm against NumPy in float64 (simulator, on
-NumPy arrays and CPU tensors), PyTorch's semantics (shapes, dims, defaults, errors), the
-registered ops under torch.compile, and on the GPU against PyTorch."""
+"""`tirx.ops` (issue 28 item 4): softmax, rms_norm and matmul against NumPy in float64
+(simulator, on NumPy arrays and CPU tensors), PyTorch's semantics (shapes, dims, defaults,
+errors), the registered ops under torch.compile, and on the GPU against PyTorch."""
+
+import sys
 
 import numpy as np
 import pytest
 
+import tirx
 import tirx.ops as ops
 from tirx.runtime import numpy_dtype
+
+matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the function
 
 F64 = np.float64
 
@@ -115,3 +120,58 @@ def test_the_ops_are_registered_at_import_when_torch_is_loaded():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert r.stdout.strip().endswith("True"), r.stdout + r.stderr[-2000:]
+
+
+def _mm_inputs(m, n, k, dtype, seed=3):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(numpy_dtype(dtype))
+    b = rng.standard_normal((k, n)).astype(numpy_dtype(dtype))
+    return a, b, a.astype(F64) @ b.astype(F64)
+
+
+@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+def test_every_matmul_tile_configuration_matches_float64(cfg):
+    # Each configuration the autotuner may pick, at a size where its persistent tile loop takes
+    # several rounds on two CTAs and the K loop wraps the stages.
+    m, n, k = 64 * cfg["consumers"] * 2, cfg["bn"] * 2, 64 * 9
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, **cfg))
+    c = np.empty((m, n), a.dtype)
+    kern(a, b, c)
+    # f32 accumulation of exact bf16 products, then one rounding to bf16.
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_matmul_op_and_its_errors(dtype):
+    a, b, want = _mm_inputs(128, 256, 128, dtype)
+    c = ops.matmul(a, b)
+    assert c.shape == (128, 256) and c.dtype == a.dtype
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+    # Non-contiguous operands are read through contiguous copies.
+    np.testing.assert_array_equal(ops.matmul(np.asfortranarray(a), b), c)
+    assert ops.matmul(a[:0], b).shape == (0, 256)
+    np.testing.assert_array_equal(ops.matmul(a[:, :0], b[:0]), np.zeros((128, 256), a.dtype))
+    with pytest.raises(ValueError, match=r"cannot be multiplied \(128x128 and 256x256\)"):
+        ops.matmul(a, np.ones((256, 256), a.dtype))
+    with pytest.raises(ValueError, match="M a multiple of 64"):
+        ops.matmul(a[:100], b)
+    with pytest.raises(ValueError, match="2-D matrices"):
+        ops.matmul(a[None], b)
+    with pytest.raises(TypeError, match="float32 operands"):
+        ops.matmul(a.astype(np.float32), b.astype(np.float32))
+    with pytest.raises(TypeError, match="one dtype"):
+        ops.matmul(a, b.astype(np.float32))
+
+
+def test_matmul_on_torch_tensors_and_under_compile():
+    torch = pytest.importorskip("torch")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        m, n, k = (128, 256, 128) if dev == "cpu" else (1024, 768, 512)
+        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        want = (a.double() @ b.double()).to(torch.bfloat16)
+        torch.testing.assert_close(ops.matmul(a, b), want, rtol=2**-7, atol=1e-2)
+        f = torch.compile(lambda a, b: ops.matmul(a, b) * 2, fullgraph=True)
+        torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)

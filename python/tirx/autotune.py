@@ -8,6 +8,9 @@ and the factory arguments whose values key the choice.
     k = softmax(n=4096, dtype="bfloat16")    # a TunedKernel for that key
     k(x, y, rows)                            # first call: compile all, time all, keep the fastest
 
+``prune(configs, **key_values)`` (optional) returns the configurations that apply to a key
+(a row length that a thread count does not tile, say); a key none applies to is an error.
+
 The first call of a key compiles every candidate (in threads: lowering releases the GIL) and,
 on CUDA tensors, times each with CUDA events over ``rep`` launches of the call's own arguments
 (the buffers the kernel writes are saved and restored around the timing, so an in-place kernel
@@ -81,8 +84,8 @@ def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
 class TunedKernel:
     """The candidates of one key: compiled on first use, the winner chosen then."""
 
-    def __init__(self, tuner: "Autotuner", key_values: dict, cache_key: str):
-        self.tuner, self.key_values, self.cache_key = tuner, key_values, cache_key
+    def __init__(self, tuner: "Autotuner", key_values: dict, cache_key: str, configs: List[dict]):
+        self.tuner, self.key_values, self.cache_key, self.configs = tuner, key_values, cache_key, configs
         self.kernels: Optional[List] = None
         self.times: Optional[List[Optional[float]]] = None
         self.choice: Optional[int] = None
@@ -95,8 +98,8 @@ class TunedKernel:
             def build(cfg):
                 return tirx.compile(self.tuner.factory(**self.key_values, **cfg))
 
-            with ThreadPoolExecutor(max_workers=min(8, len(self.tuner.configs))) as pool:
-                self.kernels = list(pool.map(build, self.tuner.configs))
+            with ThreadPoolExecutor(max_workers=min(8, len(self.configs))) as pool:
+                self.kernels = list(pool.map(build, self.configs))
         return self.kernels
 
     def _choose(self, args) -> int:
@@ -140,8 +143,9 @@ class TunedKernel:
     def explain(self) -> str:
         """Each configuration, its time, and the choice."""
         head = f"autotune {self.tuner.factory.__name__}({', '.join(f'{k}={v!r}' for k, v in self.key_values.items())}): {self.how}"
-        lines = [head]
-        for i, cfg in enumerate(self.tuner.configs):
+        pruned = len(self.tuner.configs) - len(self.configs)
+        lines = [head + (f" ({pruned} configuration(s) pruned: they do not apply)" if pruned else "")]
+        for i, cfg in enumerate(self.configs):
             t = self.times[i] if self.times else None
             mark = "chosen" if i == self.choice else "      "
             lines.append(f"  {mark} {cfg}" + (f"  {t:.4f} ms" if t is not None else ""))
@@ -149,7 +153,7 @@ class TunedKernel:
 
 
 class Autotuner:
-    def __init__(self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer):
+    def __init__(self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer, prune=None):
         if not configs:
             raise ValueError("tirx.autotune: give at least one configuration")
         params = inspect.signature(factory).parameters
@@ -157,7 +161,7 @@ class Autotuner:
             if name not in params:
                 raise TypeError(f"tirx.autotune: key `{name}` is not a parameter of {factory.__name__}{inspect.signature(factory)}")
         self.factory, self.configs, self.key = factory, [dict(c) for c in configs], list(key)
-        self.warmup, self.rep, self.timer = warmup, rep, timer
+        self.warmup, self.rep, self.timer, self.prune = warmup, rep, timer, prune
         try:
             src = inspect.getsource(factory)
         except (OSError, TypeError):
@@ -166,8 +170,23 @@ class Autotuner:
 
         self._prefix = hashlib.sha256(f"{_native.version()}\n{src}\n{self.configs}".encode()).hexdigest()[:16]
         self._tuned: Dict[tuple, TunedKernel] = {}
+        self._by_call: Dict[tuple, TunedKernel] = {}
 
     def __call__(self, *args, **kwargs) -> TunedKernel:
+        # Calls are per launch (an op's every call): arguments seen before skip the binding.
+        try:
+            seen = (args, tuple(kwargs.items()))
+            tuned = self._by_call.get(seen)
+        except TypeError:  # an unhashable argument
+            seen = tuned = None
+        if tuned is not None:
+            return tuned
+        tuned = self._tuned_for(args, kwargs)
+        if seen is not None:
+            self._by_call[seen] = tuned
+        return tuned
+
+    def _tuned_for(self, args, kwargs) -> TunedKernel:
         bound = inspect.signature(self.factory).bind_partial(*args, **kwargs)
         values = dict(bound.arguments)
         missing = [k for k in self.key if k not in values]
@@ -178,14 +197,20 @@ class Autotuner:
         if tuned is None:
             from .runtime import default_target
 
+            configs = self.configs
+            if self.prune is not None:
+                configs = [dict(c) for c in self.prune([dict(c) for c in configs], **values)]
+                if not configs:
+                    raise ValueError(f"tirx.autotune: no configuration of {self.factory.__name__} applies to {values}")
             keyed = ",".join(f"{k}={values[k]!r}" for k in self.key)
             cache_key = f"{default_target()}|{self.factory.__qualname__}|{self._prefix}|{keyed}"
-            tuned = self._tuned[ident] = TunedKernel(self, values, cache_key)
+            tuned = self._tuned[ident] = TunedKernel(self, values, cache_key, configs)
         return tuned
 
 
-def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None):
+def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None):
     """Decorates a kernel factory: ``factory(**key_args, **config)`` returns a ``@T.prim_func``;
     calling the decorated factory with the key arguments gives a :class:`TunedKernel`.
+    ``prune(configs, **key_args)`` keeps the configurations that apply to a key;
     ``timer(kernel, args) -> ms`` replaces the CUDA-event timing (for tests)."""
-    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer)
+    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune)

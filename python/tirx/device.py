@@ -185,53 +185,26 @@ def current_stream(device: int) -> int:
     return 0
 
 
-def _torch_signature(kernel):
-    """Per parameter, the torch dtype and shape an argument must have (cached on the kernel)."""
-    sig = kernel.__dict__.get("_torch_sig", False)
-    if sig is False:
-        import torch
-
-        # Scalar parameters (run-time shapes, launch checks) take the general path.
-        if any(p.is_scalar for p in kernel.params):
-            sig = None
-        else:
-            sig = [(getattr(torch, p.dtype, None) if p.dtype in _TORCH_NAMES else None, p.shape) for p in kernel.params]
-        kernel._torch_sig = sig
-    return sig
-
-
-def _torch_fast(kernel, args):
-    """The launch of the common case — contiguous CUDA tensors of the right dtype and shape on
-    one device — with the fewest Python operations; None for anything else (the general path
-    then checks each argument and says what is wrong)."""
-    sig = _torch_signature(kernel)
-    if sig is None or len(args) != len(sig):
-        return None
-    ptrs = []
-    dev = -1
-    for a, (dt, shape) in zip(args, sig):
-        if a.dtype is not dt or a.shape != shape or not a.is_contiguous():
-            return None
-        d = a.get_device()
-        if d < 0 or (dev >= 0 and d != dev):
-            return None
-        dev = d
-        ptrs.append(a.data_ptr())
-    return dev, ptrs
+def _give_torch(kernel, torch) -> bool:
+    """Gives the kernel's native call path (`Lowered.call_torch`) what it checks PyTorch
+    tensors against, once (True then): later calls on valid CUDA tensors skip this module."""
+    if kernel.__dict__.get("_torch_given"):
+        return False
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        return False
+    dtypes = [getattr(torch, p.dtype) if p.dtype in _TORCH_NAMES else None for p in kernel.params if not p.is_scalar]
+    kernel._l.set_torch((torch.Tensor, torch.nn.Parameter), dtypes, raw)
+    kernel._torch_given = True
+    return True
 
 
 def launch(kernel, args: Sequence) -> None:
     """Launches ``kernel`` on CUDA arrays (and the scalar arguments, each in signature order)
     ``args`` (asynchronous, on the current stream)."""
     torch = sys.modules.get("torch")
-    if torch is not None and all(type(a) is torch.Tensor for a in args):
-        fast = _torch_fast(kernel, args)
-        if fast is not None:
-            dev, ptrs = fast
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            stream = raw(dev) if raw is not None else torch.cuda.current_stream(dev).cuda_stream
-            kernel._l.launch(dev, stream, ptrs)
-            return None
+    if torch is not None and _give_torch(kernel, torch) and kernel._l.call_torch(tuple(args)):
+        return None
     scalars = kernel.scalar_args(args)
     shapes = kernel.shapes(scalars)
     bufs = [i for i, p in enumerate(kernel.params) if not p.is_scalar]

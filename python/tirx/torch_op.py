@@ -6,6 +6,7 @@ inside a compiled function goes through the op by itself (`Kernel.__call__`)."""
 
 import inspect
 import itertools
+import sys
 from typing import Dict, Optional
 
 _INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
@@ -13,12 +14,26 @@ _registered: Dict[str, object] = {}
 _suffix = itertools.count(2)
 
 
-def compiling() -> bool:
-    """Whether torch.compile is tracing this call (False without torch)."""
-    import sys
+# `torch.compiler.is_compiling`, once torch is loaded (every kernel call asks it first).
+_is_compiling = None
 
+
+def compiling() -> bool:
+    """Whether torch.compile is tracing this call (False without torch). Dynamo folds the
+    call of `torch.compiler.is_compiling` to True, however it is reached."""
+    f = _is_compiling
+    if f is None:
+        return _first_compiling()
+    return f()
+
+
+def _first_compiling() -> bool:
+    global _is_compiling
     torch = sys.modules.get("torch")
-    return torch is not None and torch.compiler.is_compiling()
+    if torch is None:
+        return False
+    _is_compiling = torch.compiler.is_compiling
+    return _is_compiling()
 
 
 def register(kernel, name: Optional[str] = None):
@@ -56,8 +71,9 @@ def register(kernel, name: Optional[str] = None):
     )
 
     def impl(*args, **kwargs) -> None:
-        bound = sig.bind(*args, **kwargs)
-        kernel._run(bound.args)
+        if kwargs:
+            args = sig.bind(*args, **kwargs).args
+        kernel._run(args)
 
     impl.__signature__ = sig
     impl.__name__ = qualname.split("::")[1]

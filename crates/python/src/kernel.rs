@@ -131,6 +131,7 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
         loaded: Default::default(),
         tmap_cache: Default::default(),
         spec_cache: Default::default(),
+        torch: Default::default(),
         warnings: src.warnings(&lowered.warnings),
         notes: src.warnings(&lowered.notes),
         lir: lowered.lir,
@@ -288,6 +289,8 @@ pub struct Lowered {
     /// TMA descriptors encoded for the pointer sets launches used.
     tmap_cache: std::sync::Mutex<TmapCache>,
     spec_cache: std::sync::Mutex<SpecCache>,
+    /// What calls on PyTorch tensors check their arguments against (`call_torch`).
+    torch: std::sync::OnceLock<crate::torch_call::TorchSig>,
 }
 
 impl Lowered {
@@ -343,6 +346,39 @@ impl Lowered {
         }
         let blocks: Vec<String> = self.explain.iter().map(|c| c.render() + &below(c)).collect();
         format!("target: {}\n\n{}", self.arch, blocks.join("\n"))
+    }
+
+    /// Queues the launch with these arguments (checked by the caller).
+    fn launch_on(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        stream: usize,
+        pointers: Vec<u64>,
+        scalars: &[PyScalar],
+        spec: Option<Specialized>,
+    ) -> PyResult<()> {
+        // Without scalars or tensor maps the compiled grid and signature are the launch's (no
+        // specialised copy: this is the per-call path).
+        let (grid, mut args) = if self.lir.scalars.is_empty() && self.lir.tmaps.is_empty() {
+            (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
+        } else {
+            let s = match spec {
+                Some(s) => s,
+                None => self.specialized(scalars)?,
+            };
+            let (k, values) = (&s.0, &s.1);
+            let maps = tensor_maps(k, &pointers, &self.tmap_cache)?;
+            (k.grid, launch_values(k, values, pointers, &maps)?)
+        };
+        let l = self.on_device(py, device)?;
+        let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();
+        // SAFETY: one argument per parameter in signature order: each device pointer checked by
+        // the caller to be memory of this device of the parameter's size at this launch, each
+        // scalar in its declared type; the grid is this launch's; the stream belongs to the
+        // device's primary context (PyTorch's and CuPy's streams do).
+        unsafe { l.gpu.launch_raw_grid(&l.kernel, grid, &mut params, stream as tirx_runtime::CUstream) }
+            .map_err(crate::gpu::runtime_error)
     }
 
     fn on_device(&self, py: Python<'_>, device: usize) -> PyResult<Arc<crate::gpu::Loaded>> {
@@ -482,24 +518,33 @@ impl Lowered {
                 pointers.len()
             )));
         }
-        // Without scalars or tensor maps the compiled grid and signature are the launch's (no
-        // specialised copy: this is the per-call path).
-        let (grid, mut args) = if self.lir.scalars.is_empty() && self.lir.tmaps.is_empty() {
-            (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
-        } else {
-            let s = self.specialized(&scalars)?;
-            let (k, values) = (&s.0, &s.1);
-            let maps = tensor_maps(k, &pointers, &self.tmap_cache)?;
-            (k.grid, launch_values(k, values, pointers, &maps)?)
-        };
-        let l = self.on_device(py, device)?;
-        let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();
-        // SAFETY: one argument per parameter in signature order: each device pointer checked by
-        // the caller to be memory of this device of the parameter's size at this launch, each
-        // scalar in its declared type; the grid is this launch's; the stream belongs to the
-        // device's primary context (PyTorch's and CuPy's streams do).
-        unsafe { l.gpu.launch_raw_grid(&l.kernel, grid, &mut params, stream as tirx_runtime::CUstream) }
-            .map_err(crate::gpu::runtime_error)
+        self.launch_on(py, device, stream, pointers, &scalars, None)
+    }
+
+    /// Gives what calls on PyTorch tensors are checked against (once; `tirx.device`):
+    /// `torch.Tensor` and `torch.nn.Parameter`, each buffer parameter's `torch.dtype` (None
+    /// where PyTorch has none) and `torch._C._cuda_getCurrentRawStream`.
+    fn set_torch(&self, tensor: [Py<pyo3::types::PyType>; 2], dtypes: Vec<Option<Py<PyAny>>>, stream: Py<PyAny>) {
+        let _ = self.torch.set(crate::torch_call::TorchSig::new(&self.lir, tensor, dtypes, stream));
+    }
+
+    /// Launches the call `args` (the kernel's arguments in signature order) when they are
+    /// contiguous CUDA tensors of the right dtypes and shapes on one device and valid scalars,
+    /// on PyTorch's current stream, and says whether it did; any other call is left to the
+    /// general path, which checks each argument and names what is wrong. A failed launch
+    /// check is raised here, as there.
+    fn call_torch(&self, py: Python<'_>, args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        use crate::torch_call as tc;
+        let Some(sig) = self.torch.get() else { return Ok(false) };
+        let Some(call) = tc::split(sig, args) else { return Ok(false) };
+        let specialize = self.lir.is_symbolic() || !self.lir.tmaps.is_empty();
+        let spec = if specialize { Some(self.specialized(&call.scalars)?) } else { None };
+        let k = spec.as_ref().map_or(&self.lir, |s| &s.0);
+        let shape = |i: usize| k.buf(k.params[i]).shape.clone();
+        let Some((device, pointers)) = tc::pointers(sig, &call.tensors, shape)? else { return Ok(false) };
+        let stream = tc::stream(sig, py, device)?;
+        self.launch_on(py, device, stream, pointers, &call.scalars, spec)?;
+        Ok(true)
     }
 
     /// Runs the kernel in the simulator on `params` (each buffer parameter's bytes, in

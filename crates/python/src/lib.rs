@@ -15,6 +15,7 @@ mod kernel;
 mod layout;
 mod names;
 pub mod srcmap;
+mod torch_call;
 
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;

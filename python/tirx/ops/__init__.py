@@ -3,19 +3,23 @@
 new result. Each module holds its kernel in the same language users write; a size a kernel does
 not handle is a clear error, never a wrong result. With PyTorch, each is also the registered op
 `torch.ops.tirx.<name>`, so `torch.compile(fullgraph=True)` traces through it (registered when
-this module is imported after torch, else on the op's first call outside a compiled function)."""
+this module is imported after torch, else on the op's first call outside a compiled function);
+eager calls run the kernel directly (the dispatcher's round trip would only add microseconds)."""
 
 import sys
 
+from . import matmul as _matmul
 from . import norm as _norm
 from . import softmax as _softmax
+from .matmul import matmul
 from .norm import rms_norm
 from .softmax import softmax
 
-__all__ = ["rms_norm", "softmax"]
+__all__ = ["matmul", "rms_norm", "softmax"]
 
 # With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
 # cannot trace a registration); without it, they are registered on their first torch call.
 if "torch" in sys.modules:
     _softmax.register_torch_op()
     _norm.register_torch_op()
+    _matmul.register_torch_op()

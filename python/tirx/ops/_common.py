@@ -1,12 +1,14 @@
 """What the ops share: array kinds, row views, choosing threads, the kernel cache, torch ops."""
 
 import sys
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
+from ..torch_op import compiling  # noqa: F401  (the ops' test: through the registered op or not)
+
 _DTYPES = ("float32", "float16", "bfloat16")
-_kernels: Dict[Tuple, object] = {}
+_ops: Dict[Tuple, object] = {}
 
 
 def is_torch(x) -> bool:
@@ -14,9 +16,21 @@ def is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+# Names by dtype object, filled as dtypes are met (every op call asks).
+_names: Dict[object, str] = {}
+
+
 def dtype_name(x) -> str:
     """`float32`, `bfloat16`, ... of a NumPy array (ml_dtypes included) or a torch tensor."""
-    return str(x.dtype).replace("torch.", "")
+    name = _names.get(x.dtype)
+    if name is None:
+        name = _names[x.dtype] = str(x.dtype).replace("torch.", "")
+    return name
+
+
+def rows_of(x, n: int):
+    """``x`` as a 2-D (rows, n) view (itself when it is one already: no reshape per call)."""
+    return x if len(x.shape) == 2 else x.reshape(-1, n)
 
 
 def check_dtype(op: str, x) -> str:
@@ -26,34 +40,42 @@ def check_dtype(op: str, x) -> str:
     return name
 
 
-def kernel(key: Tuple, build: Callable):
-    """The compiled kernel for ``key`` (built once per process)."""
-    k = _kernels.get(key)
-    if k is None:
-        import tirx
-
-        k = _kernels[key] = tirx.compile(build())
-    return k
+# The thread counts the row kernels are tuned over.
+THREAD_CONFIGS = [{"threads": t} for t in (32, 64, 128, 256, 512, 1024)]
 
 
-def threads_for(op: str, n: int, elem_bytes: int, limit: int = 64) -> Tuple[int, int]:
-    """(threads, vector elements) for rows of ``n``: a power of two of 32..1024 threads whose
-    16-byte vectors tile the row, at most ``limit`` elements per thread (the fewest threads that
-    keep it there), or a clear error."""
-    vec = 16 // elem_bytes
+def elem_bytes(dtype: str) -> int:
+    return 4 if dtype == "float32" else 2
+
+
+def threads_that_fit(op: str, n: int, dtype: str, limit: int = 64) -> List[int]:
+    """The thread counts (32..1024) whose 16-byte vectors tile a row of ``n`` elements with at
+    most ``limit`` elements per thread (registers), or a clear error when there are none."""
+    vec = 16 // elem_bytes(dtype)
     fits = [t for t in (32, 64, 128, 256, 512, 1024) if n % (t * vec) == 0]
     if not fits:
         raise ValueError(
             f"tirx.ops.{op}: rows of {n} elements are not a multiple of {32 * vec} (32 threads x {vec}-element "
             "16-byte vectors), which this kernel needs; ragged rows come with masked tails (issue: the language for real shapes)"
         )
-    for t in fits:
-        if n // t <= limit:
-            return t, vec
-    raise ValueError(
-        f"tirx.ops.{op}: rows of {n} elements need more than {limit} registers per thread at 1024 threads; "
-        "rows this wide need a cluster of CTAs (issue: the memory-bound family)"
-    )
+    within = [t for t in fits if n // t <= limit]
+    if not within:
+        raise ValueError(
+            f"tirx.ops.{op}: rows of {n} elements need more than {limit} registers per thread at 1024 threads; "
+            "rows this wide need a cluster of CTAs (issue: the memory-bound family)"
+        )
+    return within
+
+
+def prune_threads(op: str, length: str = "n") -> Callable:
+    """The autotuner's pruning of ``THREAD_CONFIGS`` for a row kernel keyed by its row length
+    (the factory argument ``length``) and ``dtype``."""
+
+    def prune(configs, dtype, **key):
+        fit = threads_that_fit(op, key[length], dtype)
+        return [cfg for cfg in configs if cfg["threads"] in fit]
+
+    return prune
 
 
 def empty_like(x):
@@ -70,12 +92,17 @@ def contiguous(x):
     return np.ascontiguousarray(x)
 
 
+def registered(name: str):
+    """`torch.ops.tirx.<name>` when registered already (None before)."""
+    return _ops.get(("op", name))
+
+
 def torch_op(name: str, schema_fn: Callable, fake: Callable):
     """Registers ``schema_fn`` as `torch.ops.tirx.<name>` once (its annotations are the schema)."""
     import torch
 
     key = ("op", name)
-    op = _kernels.get(key)
+    op = _ops.get(key)
     if op is None:
         if torch.compiler.is_compiling():
             # Dynamo cannot trace a registration; `tirx.ops` registers at import when torch is loaded.
@@ -85,5 +112,5 @@ def torch_op(name: str, schema_fn: Callable, fake: Callable):
             )
         op = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)
-        _kernels[key] = op
+        _ops[key] = op
     return op

@@ -4,19 +4,25 @@ over the last ``len(normalized_shape)`` dims, computed in float32 and rounded on
 
 Each thread holds 16-byte vectors of the row and of the weight in registers; the sum of squares
 is a thread-local fold then a CTA reduction (`T.cuda.cta_sum`); rstd = 1 / sqrt(sum / H + eps)
-once per row. Rows and eps are run-time scalars; the row length picks the kernel."""
+once per row. Rows and eps are run-time scalars; the row length and dtype key the kernel, whose thread
+count is autotuned."""
 
 from typing import List, Optional
+
+import math
 
 import numpy as np
 
 from .. import T, Tx
+from ..autotune import autotune
 from ..layout import S, TileLayout, tx
 from . import _common as c
 
 
-def rms_norm_kernel(h: int, dtype: str, threads: int, vec: int):
+@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("rms_norm", "h"))
+def rms_norm_kernel(h: int, dtype: str, threads: int):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements."""
+    vec = 16 // c.elem_bytes(dtype)
     per = h // threads
     warps = threads // 32
     row = TileLayout(S[(h // (threads * vec), threads, vec) : (vec, 1 @ tx, 1)])
@@ -77,7 +83,7 @@ def _run(x, normalized_shape, weight, eps):
     k_dims = len(shape)
     if k_dims == 0 or tuple(x.shape[len(x.shape) - k_dims :]) != shape or k_dims > len(x.shape):
         raise ValueError(f"tirx.ops.rms_norm: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}")
-    h = int(np.prod(shape, dtype=np.int64))
+    h = math.prod(shape)
     if weight is None:
         weight = _ones(x, h)
     elif tuple(weight.shape) != shape:
@@ -88,17 +94,20 @@ def _run(x, normalized_shape, weight, eps):
         eps = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
     x = c.contiguous(x)
     out = c.empty_like(x)
-    rows = int(np.prod(x.shape[: len(x.shape) - k_dims], dtype=np.int64))
+    rows = math.prod(x.shape[: len(x.shape) - k_dims])
     if rows == 0 or h == 0:
         return out
-    threads, vec = c.threads_for("rms_norm", h, 4 if dtype == "float32" else 2)
-    k = c.kernel(("rms_norm", h, dtype, threads), lambda: rms_norm_kernel(h, dtype, threads, vec))
-    k(x.reshape(rows, h), c.contiguous(weight).reshape(h), out.reshape(rows, h), rows, float(eps))
+    w = c.contiguous(weight)
+    w = w if len(w.shape) == 1 else w.reshape(h)
+    rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
     return out
 
 
 def register_torch_op():
     """`torch.ops.tirx.rms_norm` (once)."""
+    op = c.registered("rms_norm")
+    if op is not None:
+        return op
     import torch
 
     def schema(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]) -> torch.Tensor:
@@ -111,6 +120,9 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     """PyTorch's `torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)` (eps default:
     the machine epsilon of the input's dtype, as PyTorch's): a new array or tensor."""
     if c.is_torch(x):
-        shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-        return register_torch_op()(x, shape, weight, eps)
+        op = register_torch_op()
+        if c.compiling():
+            shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+            return op(x, shape, weight, eps)
+        return _run(x, normalized_shape, weight, eps)
     return _run(np.asarray(x), normalized_shape, None if weight is None else np.asarray(weight), eps)

@@ -4,19 +4,24 @@ Each thread holds 16-byte vectors of the row in registers (one coalesced pass ov
 each way); the row max and sum are thread-local folds then CTA reductions (`T.cuda.cta_max`,
 `cta_sum`), the exponent one `exp2((x - max) * log2 e)` per element, the normalisation one
 multiplication by 1 / sum. 16-bit inputs compute in float32 and round once. The number of rows
-is a run-time scalar; the row length picks the kernel (threads, registers per thread)."""
+is a run-time scalar; the row length and dtype key the kernel, whose thread count is autotuned."""
+
+import math
 
 import numpy as np
 
 from .. import T, Tx
+from ..autotune import autotune
 from ..layout import S, TileLayout, tx
 from . import _common as c
 
 LOG2E = 1.4426950408889634
 
 
-def softmax_kernel(n: int, dtype: str, threads: int, vec: int):
+@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype"], prune=c.prune_threads("softmax"))
+def softmax_kernel(n: int, dtype: str, threads: int):
     """Softmax over rows of ``n`` elements of ``dtype``: ``B[r] = softmax(A[r])`` for ``m`` rows."""
+    vec = 16 // c.elem_bytes(dtype)
     per = n // threads
     warps = threads // 32
     row = TileLayout(S[(n // (threads * vec), threads, vec) : (vec, 1 @ tx, 1)])
@@ -73,17 +78,18 @@ def _run(x, dim: int):
     x = c.contiguous(x)
     out = c.empty_like(x)
     n = x.shape[-1]
-    rows = int(np.prod(x.shape[:-1], dtype=np.int64))
+    rows = math.prod(x.shape[:-1])
     if rows == 0 or n == 0:
         return out
-    threads, vec = c.threads_for("softmax", n, 4 if dtype == "float32" else 2)
-    k = c.kernel(("softmax", n, dtype, threads), lambda: softmax_kernel(n, dtype, threads, vec))
-    k(x.reshape(rows, n), out.reshape(rows, n), rows)
+    softmax_kernel(n=n, dtype=dtype)(c.rows_of(x, n), c.rows_of(out, n), rows)
     return out
 
 
 def register_torch_op():
     """`torch.ops.tirx.softmax` (once)."""
+    op = c.registered("softmax")
+    if op is not None:
+        return op
     import torch
 
     def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -95,5 +101,6 @@ def register_torch_op():
 def softmax(x, dim: int = -1):
     """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim)`): a new array or tensor."""
     if c.is_torch(x):
-        return register_torch_op()(x, dim)
+        op = register_torch_op()
+        return op(x, dim) if c.compiling() else _run(x, dim)
     return _run(np.asarray(x), dim)

@@ -1,0 +1,122 @@
+"""`tirx.ops` against PyTorch in one process, called from Python as users call them (each call
+a new output, back to back; host time per call over batches that end in one synchronize, so a
+call's launch cost counts where it exceeds the kernel): softmax and rms_norm beside PyTorch
+eager and `torch.compile` at four shapes (one of at most 64k elements), with GB/s (bytes read +
+written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
+in TFLOP/s, with the configuration the autotuner chose for each shape. Each result is checked
+against PyTorch's first.
+
+    python python/bench/ops.py [--only softmax,rms_norm,matmul] [--json out.json]
+"""
+
+import argparse
+import json
+import sys
+import time
+
+import torch
+from launch_overhead import per_call  # this directory
+
+import tirx.ops as ops
+
+ROW_SHAPES = [(16, 4096), (4096, 4096), (16384, 2048), (8192, 8192)]
+MM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (128, 8192, 8192)]
+
+
+def per_call_us(fn, batches=7):
+    """Median host time of one call (µs), back to back, with enough calls per batch for ~20 ms."""
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    calls = max(5, min(2000, int(0.02 / max(time.perf_counter() - t0, 1e-6))))
+    return per_call(fn, calls, batches)[0]
+
+
+def copy_us(nbytes):
+    """A device-to-device copy moving ``nbytes`` (half read, half written)."""
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return per_call_us(lambda: dst.copy_(src))
+
+
+def row_ops():
+    """Per op: (tirx, eager, compiled), each called as f(x, w) (softmax ignores w)."""
+
+    def softmax(x, w):
+        return torch.nn.functional.softmax(x, -1)
+
+    def rms_norm(x, w):
+        return torch.nn.functional.rms_norm(x, [x.shape[-1]], w, 1e-6)
+
+    return {
+        "softmax": (lambda x, w: ops.softmax(x), softmax, torch.compile(softmax)),
+        "rms_norm": (lambda x, w: ops.rms_norm(x, [x.shape[-1]], w, 1e-6), rms_norm, torch.compile(rms_norm)),
+    }
+
+
+def bench_rows(name, mine, eager, compiled, rows):
+    for shape in ROW_SHAPES:
+        x = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+        w = torch.rand(shape[-1], device="cuda", dtype=torch.bfloat16) + 0.5
+        want = eager(x.float(), w.float()).to(x.dtype)
+        got = mine(x, w)
+        torch.testing.assert_close(got, want, rtol=2**-7, atol=1e-6)
+        nbytes = 2 * x.numel() * x.element_size()
+        t = {"tirx": per_call_us(lambda: mine(x, w)), "eager": per_call_us(lambda: eager(x, w)), "compile": per_call_us(lambda: compiled(x, w))}
+        t["copy"] = copy_us(nbytes)
+        r = {"op": name, "shape": list(shape), "us": t, "gbps": {k: nbytes / v / 1e3 for k, v in t.items()}}
+        r["vs_eager"], r["vs_compile"], r["of_copy"] = t["eager"] / t["tirx"], t["compile"] / t["tirx"], t["copy"] / t["tirx"]
+        rows.append(r)
+        print(
+            f"{name:8s} {str(shape):14s} tirx {t['tirx']:8.1f} µs {r['gbps']['tirx']:7.0f} GB/s | eager {t['eager']:8.1f} | "
+            f"compile {t['compile']:8.1f} | copy {t['copy']:8.1f} | x eager {r['vs_eager']:.2f} x compile {r['vs_compile']:.2f} "
+            f"of copy {r['of_copy']:.2f}",
+            flush=True,
+        )
+
+
+def bench_matmul(rows):
+    mod = sys.modules["tirx.ops.matmul"]
+    for m, n, k in MM_SHAPES:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        t0 = time.perf_counter()
+        got = ops.matmul(a, b)  # compiles and autotunes this shape
+        first = time.perf_counter() - t0
+        torch.testing.assert_close(got, torch.mm(a, b), rtol=2**-6, atol=0.5)
+        tuned = mod.matmul_kernel(m=m, n=n, k=k, dtype="bfloat16", ctas=mod._ctas(a))
+        t = {"tirx": per_call_us(lambda: ops.matmul(a, b)), "cublas": per_call_us(lambda: torch.mm(a, b))}
+        flop = 2 * m * n * k
+        r = {"op": "matmul", "shape": [m, n, k], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}}
+        r["vs_cublas"], r["first_call_s"], r["autotune"] = t["cublas"] / t["tirx"], first, tuned.explain()
+        rows.append(r)
+        print(
+            f"matmul {m}x{n}x{k}: tirx {r['tflops']['tirx']:6.1f} TFLOP/s ({t['tirx']:.1f} µs) | torch.mm "
+            f"{r['tflops']['cublas']:6.1f} | x cuBLAS {r['vs_cublas']:.2f} | first call (compile + tune) {first:.1f} s",
+            flush=True,
+        )
+        print("  " + tuned.explain().replace("\n", "\n  "), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="softmax,rms_norm,matmul")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    only = args.only.split(",")
+    rows = []
+    print(torch.cuda.get_device_name(), "torch", torch.__version__, flush=True)
+    for name, fns in row_ops().items():
+        if name in only:
+            bench_rows(name, *fns, rows)
+    if "matmul" in only:
+        bench_matmul(rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

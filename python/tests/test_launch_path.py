@@ -1,0 +1,125 @@
+"""The native per-call path on PyTorch tensors (`Lowered.call_torch`, issue 28 item 1) takes
+exactly the calls the general path accepts and leaves every other one to it (which says what
+is wrong). Checked on the CPU with stand-in tensors: a call that passes every check reaches
+the stream query, which here raises instead of launching."""
+
+import pytest
+
+import tirx
+from tirx import T
+
+
+class Reached(Exception):
+    """The stream query: every argument passed."""
+
+
+def stream_of(device):
+    raise Reached(device)
+
+
+class Cuda:
+    """What the path reads of a tensor: dtype, shape, contiguity, device, pointer."""
+
+    def __init__(self, dtype, shape, contiguous=True, device=0):
+        self.dtype, self.shape, self._contiguous, self._device = dtype, tuple(shape), contiguous, device
+
+    def is_contiguous(self):
+        return self._contiguous
+
+    def get_device(self):
+        return self._device
+
+    def data_ptr(self):
+        return 0x10000
+
+
+class Other(Cuda):
+    """A subclass (as a fake or distributed tensor is): the general path's."""
+
+
+F32, F16 = object(), object()
+
+
+def _given(k):
+    k._l.set_torch((Cuda, Cuda), [F32 if p.dtype == "float32" else F16 for p in k.params if not p.is_scalar], stream_of)
+    return k
+
+
+def _plain():
+    @T.prim_func
+    def plain(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (4, 32), "float32")
+        B = T.match_buffer(B_ptr, (4, 32), "float16")
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        for r in range(4):
+            B[r, tid] = T.cast(A[r, tid], "float16")
+
+    return _given(tirx.compile(plain, "sm_90a"))
+
+
+def _sized():
+    @T.prim_func
+    def sized(A_ptr: T.handle, n: T.int32, s: T.float32):
+        A = T.match_buffer(A_ptr, (n, 32), "float32")
+        T.device_entry()
+        T.cta_id([n])
+        tid = T.thread_id([32])
+        T.assume(n % 2 == 0)
+        A[0, tid] = A[0, tid] * s
+
+    return _given(tirx.compile(sized, "sm_90a"))
+
+
+def test_a_valid_call_reaches_the_launch_on_its_device():
+    k = _plain()
+    with pytest.raises(Reached) as e:
+        k._l.call_torch((Cuda(F32, (4, 32), device=1), Cuda(F16, (4, 32), device=1)))
+    assert e.value.args == (1,)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (Cuda(F16, (4, 32)), Cuda(F16, (4, 32))),  # dtype
+        (Cuda(F32, (4, 31)), Cuda(F16, (4, 32))),  # shape
+        (Cuda(F32, (128,)), Cuda(F16, (4, 32))),  # rank
+        (Cuda(F32, (4, 32), contiguous=False), Cuda(F16, (4, 32))),
+        (Cuda(F32, (4, 32), device=-1), Cuda(F16, (4, 32), device=-1)),  # CPU tensors: the simulator
+        (Cuda(F32, (4, 32), device=0), Cuda(F16, (4, 32), device=1)),  # two devices
+        (Other(F32, (4, 32)), Cuda(F16, (4, 32))),  # a subclass
+        (Cuda(F32, (4, 32)),),  # count
+        (Cuda(F32, (4, 32)), Cuda(F16, (4, 32)), 3),
+    ],
+)
+def test_anything_else_is_left_to_the_general_path(args):
+    assert _plain()._l.call_torch(args) is False
+
+
+def test_scalars_are_checked_as_the_general_path_checks_them():
+    k = _sized()
+    buf = Cuda(F32, (6, 32))
+    with pytest.raises(Reached):
+        k._l.call_torch((buf, 6, 2.0))
+    with pytest.raises(Reached):
+        k._l.call_torch((buf, 6, 2))  # an int for a float parameter
+    for n, s in ((True, 2.0), (6.0, 2.0), (2**31, 2.0), (6, 1e39), (6, "2"), (6, 10**400)):
+        assert k._l.call_torch((buf, n, s)) is False, (n, s)
+    assert k._l.call_torch((Cuda(F32, (4, 32)), 6, 2.0)) is False  # the shape at n = 6
+    with pytest.raises(Reached):
+        k._l.call_torch((buf, 6, float("inf")))  # inf itself passes, as in the general path
+    with pytest.raises(tirx.TirxError, match="n % 2 == 0"):
+        k._l.call_torch((Cuda(F32, (5, 32)), 5, 2.0))  # a failed launch check is raised
+
+
+def test_without_torch_given_nothing_is_taken():
+    @T.prim_func
+    def untouched(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (32,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        A[tid] = 0.0
+
+    assert tirx.compile(untouched, "sm_90a")._l.call_torch((Cuda(F32, (32,)),)) is False

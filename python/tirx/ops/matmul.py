@@ -1,0 +1,255 @@
+"""`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
+accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised).
+
+Each CTA is a producer warpgroup and one or two consumer warpgroups (64 rows of the tile each):
+the producer's one thread loads A (BM x 64) and B (64 x BN) tiles into swizzled shared-memory
+stages with TMA, announcing each stage's bytes on its `full` mbarrier; consumers wait on it,
+issue `wgmma` from shared memory (`gemm_async`), keep one K step in flight and free the stage
+before it (`empty`). The epilogue rounds the accumulator, stores it to a shared tile with
+`stmatrix` and writes it with TMA, 128 columns at a time. CTAs are persistent (one per SM) and
+walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
+in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128) per shape; the stage count
+is as many as shared memory holds.
+
+Sizes are compile-time (a kernel per shape, compiled once and cached on disk): M must be a
+multiple of 64, N of 128, K of 64 — other sizes are a clear error until TMA tails land."""
+
+from typing import Optional
+
+import numpy as np
+
+from .. import MBarrier, T, Tx
+from ..autotune import autotune
+from ..layout import S, TileLayout, laneid, mma_shared_layout, wid_in_wg
+from . import _common as c
+
+BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
+EPI = 128  # epilogue columns per TMA store
+SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
+# Named barriers of the consumers' epilogues: one per consumer warpgroup (9..15 are the script's).
+EPILOGUE_BARRIER = 13
+
+CONFIGS = [
+    {"consumers": 2, "bn": 256},
+    {"consumers": 2, "bn": 128},
+    {"consumers": 1, "bn": 256},
+    {"consumers": 1, "bn": 128},
+]
+
+
+def stages_for(consumers: int, bn: int) -> int:
+    """The shared-memory stages a tile configuration has room for (at most 8): A and B per
+    stage, one 64 x 128 epilogue tile per consumer, 1 KiB for the mbarriers and alignment."""
+    stage = (64 * consumers * BK + BK * bn) * 2
+    epilogue = consumers * 64 * EPI * 2
+    return min(8, (SMEM_BYTES - epilogue - 1024) // stage)
+
+
+def _prune(configs, m, n, **_):
+    return [cfg for cfg in configs if m % (64 * cfg["consumers"]) == 0 and n % cfg["bn"] == 0]
+
+
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas"], prune=_prune)
+def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int):
+    """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
+    ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles."""
+    bm = 64 * consumers
+    stages = stages_for(consumers, bn)
+    tm, tn, kt_steps = m // bm, n // bn, k // BK
+    tiles = tm * tn
+    rounds = (tiles + ctas - 1) // ctas
+    group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
+    stage_bytes = (bm * BK + BK * bn) * 2
+    # Registers per thread: a CTA starts with the register file over its threads (168 at 384
+    # threads, 248 at 256); the producer gives most of its share to the consumers.
+    consumer_regs = 232 if consumers == 2 else 256
+    halves = tuple(range(bn // EPI))  # the epilogue's 128-column stores, unrolled
+    a_smem = mma_shared_layout(dtype, 3, (stages, bm, BK))
+    b_smem = mma_shared_layout(dtype, 3, (stages, BK, bn))
+    c_smem = mma_shared_layout(dtype, 3, (consumers, 64, EPI))
+    # One consumer's wgmma accumulator (64 x bn): warp w of the warpgroup has rows 16 w ..,
+    # lane 4 g + t rows g, g + 8 and columns 8 j + 2 t, + 1 in registers 4 j .. 4 j + 3.
+    acc_layout = TileLayout(S[(4, 2, 8, bn // 8, 4, 2) : (1 @ wid_in_wg, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+
+    def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
+        t = r * ctas + bx
+        return t // (group * tn) % (tm // group) * group + t % group
+
+    def tile_n(r, bx):
+        return (r * ctas + bx) % (group * tn) // group
+
+    @T.prim_func
+    def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (m, k), dtype)
+        B = T.match_buffer(B_ptr, (k, n), dtype)
+        C = T.match_buffer(C_ptr, (m, n), dtype)
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        wg = T.warpgroup_id([consumers + 1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128 * (consumers + 1)])
+        pool = T.SMEMPool()
+        A_s = pool.alloc((stages, bm, BK), dtype, layout=a_smem)
+        B_s = pool.alloc((stages, BK, bn), dtype, layout=b_smem)
+        C_s = pool.alloc((consumers, 64, EPI), dtype, layout=c_smem)
+        full = MBarrier(pool, stages)
+        empty = MBarrier(pool, stages)
+        pool.commit()
+        full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
+        empty.init(consumers)  # one arrival per consumer warpgroup
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        out = T.alloc_buffer((64, bn), dtype, scope="local", layout=acc_layout)
+        if wg == 0:
+            T.ptx.setmaxnreg.dec(40)
+            if tid == 0:
+                for r in range(rounds):
+                    if r * ctas + bx < tiles:
+                        for kt in range(kt_steps):  # K step i = r * kt_steps + kt, stage i % stages
+                            if r * kt_steps + kt >= stages:
+                                empty.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages + 1) % 2)
+                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kt_steps + kt) % stages]), stage_bytes)
+                            Tx.copy_async(
+                                A_s[(r * kt_steps + kt) % stages, 0:bm, 0:BK],
+                                A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * BK : kt * BK + BK],
+                                dispatch="tma_auto",
+                                mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                            )
+                            Tx.copy_async(
+                                B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
+                                B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
+                                dispatch="tma_auto",
+                                mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                            )
+        else:
+            T.ptx.setmaxnreg.inc(consumer_regs)
+            cw = wg - 1
+            for r in range(rounds):
+                if r * ctas + bx < tiles:
+                    for kt in range(kt_steps):
+                        full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
+                        Tx.warpgroup.gemm_async(
+                            acc[0:64, 0:bn],
+                            A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
+                            B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
+                            transB=True,
+                            accum=kt > 0,
+                        )
+                        T.ptx.wgmma.wait_group(1)
+                        if kt > 0:  # the step before is done: free its stage
+                            if tid % 128 == 0:
+                                empty.arrive((r * kt_steps + kt - 1) % stages)
+                    T.ptx.wgmma.wait_group(0)
+                    if tid % 128 == 0:
+                        empty.arrive((r * kt_steps + kt_steps - 1) % stages)
+                    for h in halves:
+                        if tid % 128 == 0:
+                            T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
+                        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                        Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
+                        Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
+                        T.ptx.fence.proxy.async_.shared__cta()
+                        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                        if tid % 128 == 0:
+                            Tx.copy_async(
+                                C[
+                                    tile_m(r, bx) * bm + cw * 64 : tile_m(r, bx) * bm + cw * 64 + 64,
+                                    tile_n(r, bx) * bn + h * EPI : tile_n(r, bx) * bn + h * EPI + EPI,
+                                ],
+                                C_s[cw, 0:64, 0:EPI],
+                                dispatch="tma_auto",
+                            )
+                            T.ptx.cp_async.bulk.commit_group()
+            if tid % 128 == 0:
+                T.ptx.cp_async.bulk.wait_group(0)
+
+    return matmul
+
+
+_SM_COUNT = {}
+
+
+def _ctas(x) -> int:
+    """Persistent CTAs: one per SM of the tensor's GPU; 2 in the simulator (the tile loop still
+    takes several rounds at the small sizes it runs)."""
+    if not (c.is_torch(x) and x.is_cuda):
+        return 2
+    dev = x.get_device()
+    if dev not in _SM_COUNT:
+        import torch
+
+        _SM_COUNT[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _SM_COUNT[dev]
+
+
+def _check(a, b) -> str:
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ValueError(
+            f"tirx.ops.matmul: operands of shapes {list(a.shape)} and {list(b.shape)}; this kernel multiplies "
+            "2-D matrices (flatten leading dims into M: a.reshape(-1, a.shape[-1]))"
+        )
+    da, db = c.dtype_name(a), c.dtype_name(b)
+    if da != db:
+        raise TypeError(f"tirx.ops.matmul: expected both operands of one dtype, got {da} and {db}")
+    if da not in ("bfloat16", "float16"):
+        raise TypeError(f"tirx.ops.matmul: {da} operands; the kernel takes bfloat16 or float16 (wgmma)")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
+    if m and n and k and (m % 64 or n % 128 or k % BK):
+        raise ValueError(
+            f"tirx.ops.matmul: {m}x{n}x{k} (M x N x K); this kernel needs M a multiple of 64, N of 128 and K of {BK} "
+            "(ragged tails come with TMA's out-of-bounds fill: issue 'GEMM at every shape')"
+        )
+    return da
+
+
+def _run(a, b):
+    dtype = _check(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    a, b = c.contiguous(a), c.contiguous(b)
+    out = _empty(a, (m, n))
+    if m == 0 or n == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a))(a, b, out)
+    return out
+
+
+def _empty(like, shape):
+    if c.is_torch(like):
+        import torch
+
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    return np.empty(shape, dtype=like.dtype)
+
+
+def register_torch_op():
+    """`torch.ops.tirx.matmul` (once)."""
+    op = c.registered("matmul")
+    if op is not None:
+        return op
+    import torch
+
+    def schema(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return _run(a, b)
+
+    def fake(a, b):
+        _check(a, b)
+        return a.new_empty((a.shape[0], b.shape[1]))
+
+    return c.torch_op("matmul", schema, fake)
+
+
+def matmul(a, b, *, out_dtype: Optional[object] = None):
+    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype."""
+    if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
+        raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
+    if c.is_torch(a):
+        op = register_torch_op()
+        return op(a, b) if c.compiling() else _run(a, b)
+    return _run(np.asarray(a), np.asarray(b))

@@ -142,6 +142,19 @@ def test_every_matmul_tile_configuration_matches_float64(cfg):
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
 
 
+@pytest.mark.parametrize("shape", [(200, 320, 200), (72, 136, 8), (1, 8, 72), (130, 200, 136)])
+@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+def test_matmul_tiles_cover_ragged_shapes(cfg, shape):
+    # TMA fills what the last tiles read outside A and B with zeros and clips what they write
+    # outside C (poisoned with NaN here: every element is written, none outside).
+    m, n, k = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, **cfg))
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_matmul_op_and_its_errors(dtype):
     a, b, want = _mm_inputs(128, 256, 128, dtype)
@@ -154,8 +167,9 @@ def test_matmul_op_and_its_errors(dtype):
     np.testing.assert_array_equal(ops.matmul(a[:, :0], b[:0]), np.zeros((128, 256), a.dtype))
     with pytest.raises(ValueError, match=r"cannot be multiplied \(128x128 and 256x256\)"):
         ops.matmul(a, np.ones((256, 256), a.dtype))
-    with pytest.raises(ValueError, match="M a multiple of 64"):
-        ops.matmul(a[:100], b)
+    with pytest.raises(ValueError, match="N and K multiples of 8"):
+        ops.matmul(a[:, :100], b[:100])
+    np.testing.assert_allclose(ops.matmul(a[:100], b).astype(F64), want[:100], rtol=2.0**-8, atol=1e-3)
     with pytest.raises(ValueError, match="2-D matrices"):
         ops.matmul(a[None], b)
     with pytest.raises(TypeError, match="float32 operands"):
@@ -168,7 +182,7 @@ def test_matmul_on_torch_tensors_and_under_compile():
     torch = pytest.importorskip("torch")
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     for dev in devices:
-        m, n, k = (128, 256, 128) if dev == "cpu" else (1024, 768, 512)
+        m, n, k = (128, 256, 128) if dev == "cpu" else (4000, 776, 520)  # ragged on the GPU
         a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
         want = (a.double() @ b.double()).to(torch.bfloat16)

@@ -362,12 +362,12 @@ fn var_text(k: &Kernel, env: &Env, at: &Facts, v: VarId) -> String {
     }
 }
 
-/// The global region of a `copy_async` forced to `tma_explicit`: the TMA unit bounds
-/// it itself (a load fills what lies outside the tensor per `oob=`, a store clips it;
+/// The global region of a `copy_async` forced to TMA (`tma_explicit` or `tma_auto`): the
+/// TMA unit bounds it itself (a load fills what lies outside the tensor, a store clips it;
 /// docs/tile-primitives.md §3.20), so it is not checked here.
 pub(crate) fn hardware_bounded(call: &TileCall, b: &Buffer) -> bool {
     call.op == tirx_ir::hir::TileOp::CopyAsync
-        && call.dispatch.as_deref() == Some("tma_explicit")
+        && matches!(call.dispatch.as_deref(), Some("tma_explicit" | "tma_auto"))
         && b.scope == tirx_ir::hir::MemScope::Global
 }
 

@@ -320,6 +320,57 @@ def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
     }
 }
 
+/// A forced `tma_auto` box may leave the tensor as `tma_explicit`'s may (a ragged last GEMM
+/// tile): a 64×128 stage of a 128-B-swizzled layout (a 3-D box, two atom columns) from rows
+/// 16..80 and columns 128..256 of a 40×192 tensor loads zeros outside it (the second atom
+/// column entirely), and the TMA store back clips to the tensor.
+#[test]
+fn forced_tma_auto_boxes_leave_the_tensor() {
+    let src = format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (40, 192), \"float16\")
+    B = T.match_buffer(B_ptr, (40, 192), \"float16\")
+    C = T.match_buffer(C_ptr, (64, 128), \"float16\")
+    T.device_entry()
+    T.cta_id([1]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64, 128), \"float16\", layout=mma_shared_layout(\"float16\", 3, (64, 128)))
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.ptx.fence.mbarrier_init()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(S_[0:64, 0:128], A[16:80, 128:256], dispatch=\"tma_auto\", mbar=bar.ptr_to([0]))
+        T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), 16384)
+    bar.wait(0, 0)
+    Tx.cta.copy(C[0:64, 0:128], S_[0:64, 0:128])
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(B[16:80, 128:256], S_[0:64, 0:128], dispatch=\"tma_auto\")
+        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+"
+    );
+    let l = lower(&src);
+    let a = pattern(DType::F16, 40 * 192);
+    let mut params = vec![a.clone(), vec![0u8; a.len()], vec![0u8; 64 * 128 * 2]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default())
+        .unwrap_or_else(|e| panic!("{}\n{}", render(&[e.to_diagnostic()], &src), l.lir));
+    let elem = |p: &[u8], i: usize| p[2 * i..2 * i + 2].to_vec();
+    for (i, j) in (0..64).flat_map(|i| (0..128).map(move |j| (i, j))) {
+        let (r, c) = (16 + i, 128 + j);
+        let want = if r < 40 && c < 192 { elem(&a, r * 192 + c) } else { vec![0, 0] };
+        assert_eq!(elem(&params[2], i * 128 + j), want, "C[{i}, {j}]");
+    }
+    for (r, c) in (0..40).flat_map(|r| (0..192).map(move |c| (r, c))) {
+        let want = if r >= 16 && c >= 128 { elem(&a, r * 192 + c) } else { vec![0, 0] };
+        assert_eq!(elem(&params[1], r * 192 + c), want, "B[{r}, {c}]");
+    }
+}
+
 fn one_load(body: &str) -> String {
     format!(
         "{HEAD}

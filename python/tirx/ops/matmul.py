@@ -11,8 +11,10 @@ walk the output tiles grouped along M, so the CTAs running at once share A rows 
 in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128) per shape; the stage count
 is as many as shared memory holds.
 
-Sizes are compile-time (a kernel per shape, compiled once and cached on disk): M must be a
-multiple of 64, N of 128, K of 64 — other sizes are a clear error until TMA tails land."""
+Any M; N and K multiples of 8 (TMA's 16-byte row strides). Tiles cover the matrices: what a
+load box reads outside A or B is filled with zeros by TMA (adding nothing to the sums), what a
+store box writes outside C is clipped. Sizes are compile-time (a kernel per shape, compiled
+once and cached on disk)."""
 
 from typing import Optional
 
@@ -46,7 +48,8 @@ def stages_for(consumers: int, bn: int) -> int:
 
 
 def _prune(configs, m, n, **_):
-    return [cfg for cfg in configs if m % (64 * cfg["consumers"]) == 0 and n % cfg["bn"] == 0]
+    """Every tile covers any shape; a 128-row tile is kept only where M fills one (M >= 128)."""
+    return [cfg for cfg in configs if cfg["consumers"] == 1 or m >= 128]
 
 
 @autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas"], prune=_prune)
@@ -55,7 +58,9 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles."""
     bm = 64 * consumers
     stages = stages_for(consumers, bn)
-    tm, tn, kt_steps = m // bm, n // bn, k // BK
+    # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
+    # nothing to the sums) and clips what it writes outside C.
+    tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // BK)
     tiles = tm * tn
     rounds = (tiles + ctas - 1) // ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
@@ -64,6 +69,11 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     # threads, 248 at 256); the producer gives most of its share to the consumers.
     consumer_regs = 232 if consumers == 2 else 256
     halves = tuple(range(bn // EPI))  # the epilogue's 128-column stores, unrolled
+    # B and C move in TMA boxes of whole tile rows when N is a whole number of the 128-byte
+    # swizzle's 64-column atoms (one instruction); otherwise atom by atom, so that each box's
+    # columns are a dimension of N itself and the last one can leave the matrix.
+    b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
+    c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, EPI, 64))
     a_smem = mma_shared_layout(dtype, 3, (stages, bm, BK))
     b_smem = mma_shared_layout(dtype, 3, (stages, BK, bn))
     c_smem = mma_shared_layout(dtype, 3, (consumers, 64, EPI))
@@ -117,12 +127,13 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
                                 dispatch="tma_auto",
                                 mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
                             )
-                            Tx.copy_async(
-                                B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
-                                B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
-                                dispatch="tma_auto",
-                                mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
-                            )
+                            for c0, cw_ in b_boxes:
+                                Tx.copy_async(
+                                    B_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                                    B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
+                                    dispatch="tma_auto",
+                                    mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                )
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -153,14 +164,15 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
                         T.ptx.fence.proxy.async_.shared__cta()
                         T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                         if tid % 128 == 0:
-                            Tx.copy_async(
-                                C[
-                                    tile_m(r, bx) * bm + cw * 64 : tile_m(r, bx) * bm + cw * 64 + 64,
-                                    tile_n(r, bx) * bn + h * EPI : tile_n(r, bx) * bn + h * EPI + EPI,
-                                ],
-                                C_s[cw, 0:64, 0:EPI],
-                                dispatch="tma_auto",
-                            )
+                            for c0, cw_ in c_boxes:
+                                Tx.copy_async(
+                                    C[
+                                        tile_m(r, bx) * bm + cw * 64 : tile_m(r, bx) * bm + cw * 64 + 64,
+                                        tile_n(r, bx) * bn + h * EPI + c0 : tile_n(r, bx) * bn + h * EPI + c0 + cw_,
+                                    ],
+                                    C_s[cw, 0:64, c0 : c0 + cw_],
+                                    dispatch="tma_auto",
+                                )
                             T.ptx.cp_async.bulk.commit_group()
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
@@ -198,10 +210,10 @@ def _check(a, b) -> str:
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
-    if m and n and k and (m % 64 or n % 128 or k % BK):
+    if m and n and k and (n % 8 or k % 8):
         raise ValueError(
-            f"tirx.ops.matmul: {m}x{n}x{k} (M x N x K); this kernel needs M a multiple of 64, N of 128 and K of {BK} "
-            "(ragged tails come with TMA's out-of-bounds fill: issue 'GEMM at every shape')"
+            f"tirx.ops.matmul: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: N and K multiples of 8 "
+            "(pad the matrices: torch.nn.functional.pad)"
         )
     return da
 

@@ -14,7 +14,9 @@
 //! otherwise). Config: `cache_hint`, `tensormap_l2_promotion`; `oob=` only with
 //! `dispatch="tma_explicit"`. A load in a cluster launch may multicast
 //! (`cta_mask=`, an integer; a constant names only CTAs of the cluster: `cluster`,
-//! `cta_mask`; `cta_mask=0` is a plain load).
+//! `cta_mask`; `cta_mask=0` is a plain load). When forced (`dispatch="tma_auto"`), its
+//! global region may leave the tensor, as `tma_explicit`'s may: zeros are loaded outside
+//! it and a store is clipped (`bounds::hardware_bounded`).
 //!
 //! **Algorithm**: the global region's dims (one stride each) and the shared
 //! region's layout (sliced, canonical, pre-swizzle) are refined into common

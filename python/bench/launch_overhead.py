@@ -158,7 +158,20 @@ def breakdown(k, a, b, c, rep):
         ("  step: native launch only", per_call(lambda: k._l.launch(dev, stream, ptrs), c, rep)),
         ("  step: current stream", per_call(lambda: torch._C._cuda_getCurrentRawStream(dev), c, rep)),
         ("  floor: torch.cuda._sleep(0)", per_call(lambda: torch.cuda._sleep(0), c, rep)),
-    ]
+    ] + on_side_stream(k, a, b, c, rep)
+
+
+def on_side_stream(k, a, b, c, rep):
+    """The same calls on a created stream instead of the legacy default stream."""
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        rows = [
+            ("side stream: tirx kernel(a, b)", per_call(lambda: k(a, b), c, rep)),
+            ("side stream: torch.add", per_call(lambda: torch.add(a, 1, out=b), c, rep)),
+            ("side stream: _sleep(0) floor", per_call(lambda: torch.cuda._sleep(0), c, rep)),
+        ]
+    torch.cuda.synchronize()
+    return rows
 
 
 def main():

@@ -20,7 +20,7 @@ from launch_overhead import per_call  # this directory
 import tirx.ops as ops
 
 ROW_SHAPES = [(16, 4096), (4096, 4096), (16384, 2048), (8192, 8192)]
-MM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (128, 8192, 8192)]
+MM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (128, 8192, 8192), (4000, 4096, 4096), (8, 4096, 4096)]
 
 
 def per_call_us(fn, batches=7):

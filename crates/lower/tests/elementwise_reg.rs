@@ -13,7 +13,7 @@ use tirx_lower::{CommonRule, EwiseRule, Rule};
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, laneid, tid_in_wg, tx, warpid, wg_local_layout
+from tvm.tirx.layout import R, S, TileLayout, laneid, tid_in_wg, tx, warpid, wg_local_layout, wid_in_wg
 
 @T.prim_func
 ";
@@ -602,4 +602,94 @@ fn fma_and_scalar_operands() {
     want.extend((0..16).map(|i| (f(a[i]) * 2.5) as f64));
     want.extend((0..4).map(|i| f(a[i]).mul_add(2.0, 1.0) as f64));
     close(&out[1], &want, 0.0, "fma / scalar operands");
+}
+
+/// Replicated operands (issue 29 item 1): a row statistic of an MMA accumulator, replicated over
+/// the 4 lanes of a quad (`+ R[4:1@laneid]`, what the row reduction leaves), is a source broadcast
+/// along the accumulator's columns and a destination each owner writes: FlashAttention's
+/// `m2 = 2·m`, `X = X - m`, `X = X·0.5 + m2` as tile calls. A statistic held by one lane of the
+/// quad only is refused with what to write.
+#[test]
+fn replicated_row_statistics_broadcast_over_an_accumulator() {
+    let kernel = |rows_layout: &str| {
+        format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, O_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (16, 128), "float32")
+    O = T.match_buffer(O_ptr, (16, 128), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32]); T.lane_id([32])
+    X = T.alloc_buffer((16, 128), "float32", scope="local", layout=TileLayout(S[(2, 8, 16, 4, 2):(32, 4@laneid, 2, 1@laneid, 1)]))
+    m = T.alloc_buffer((16, 1), "float32", scope="local", layout=TileLayout(S[(2, 8, 1):(1, 4@laneid, 1)] + R[4:1@laneid]))
+    m2 = T.alloc_buffer((16, 1), "float32", scope="local", layout=TileLayout({rows_layout}))
+    Tx.warp.copy(X[0:16, 0:128], A[0:16, 0:128])
+    Tx.warp.max(m[0:16, 0:1], X[0:16, 0:128])
+    Tx.warp.mul(m2[0:16, 0:1], m[0:16, 0:1], 2.0)
+    Tx.warp.sub(X[0:16, 0:128], X[0:16, 0:128], m[0:16, 0:1])
+    Tx.warp.fma(X[0:16, 0:128], X[0:16, 0:128], 0.5, m2[0:16, 0:1])
+    Tx.warp.copy(O[0:16, 0:128], X[0:16, 0:128])
+"#
+        )
+    };
+    let src = kernel("S[(2, 8, 1):(1, 4@laneid, 1)] + R[4:1@laneid]");
+    let a = spread(16 * 128, -4.0, 4.0);
+    let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 16 * 128])]);
+    let want: Vec<f64> = (0..16 * 128)
+        .map(|i| {
+            let row = &a[i / 128 * 128..i / 128 * 128 + 128];
+            let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max) as f32;
+            ((a[i] as f32 - m).mul_add(0.5, 2.0 * m)) as f64
+        })
+        .collect();
+    close(&out[1], &want, 0.0, "X·0.5 + 2m after X - m");
+    let text = ewise(&l, "sub").render();
+    assert!(text.contains("`m` read from each thread's copy over [4:1@laneid]"), "{text}");
+
+    // Held by lane 4r of each quad only: the other lanes of the quad have no copy.
+    let bad = kernel("S[(2, 8, 1):(1, 4@laneid, 1)]");
+    let text = render(&lower_errors(&bad), &bad);
+    assert!(
+        text.contains("needs each element of `m2` in the threads [4:1@laneid]")
+            && text.contains("replicated over no threads"),
+        "{text}"
+    );
+}
+
+/// The same at warpgroup scope on a wgmma accumulator (64 × 64 over 4 warps) in bfloat16: the
+/// row statistic `S[(4, 2, 8, 1):(1@wid_in_wg, 1, 4@laneid, 1)] + R[4:1@laneid]` broadcast along
+/// the columns (`O = O · l`, `O = O / l` as FlashAttention's epilogue writes it).
+#[test]
+fn replicated_row_statistics_on_a_wgmma_accumulator() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, L_ptr: T.handle, O_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "bfloat16")
+    L = T.match_buffer(L_ptr, (64, 4), "float32")
+    O = T.match_buffer(O_ptr, (64, 64), "bfloat16")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128]); T.warpgroup_id([1]); T.warp_id_in_wg([4]); T.lane_id([32])
+    X = T.alloc_buffer((64, 64), "bfloat16", scope="local", layout=TileLayout(S[(4, 2, 8, 8, 4, 2):(1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]))
+    F = T.alloc_buffer((64, 64), "float32", scope="local", layout=TileLayout(S[(4, 2, 8, 8, 4, 2):(1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]))
+    q = T.alloc_buffer((64, 4), "float32", scope="local", layout=TileLayout(S[(4, 2, 8, 4):(1@wid_in_wg, 1, 4@laneid, 1@laneid)]))
+    l = T.alloc_buffer((64, 1), "float32", scope="local", layout=TileLayout(S[(4, 2, 8, 1):(1@wid_in_wg, 1, 4@laneid, 1)] + R[4:1@laneid]))
+    Tx.warpgroup.copy(X[0:64, 0:64], A[0:64, 0:64])
+    Tx.warpgroup.cast(F[0:64, 0:64], X[0:64, 0:64])
+    Tx.warpgroup.copy(q[0:64, 0:4], L[0:64, 0:4])
+    Tx.warpgroup.sum(l[0:64, 0:1], q[0:64, 0:4])
+    Tx.warpgroup.fdiv(F[0:64, 0:64], F[0:64, 0:64], l[0:64, 0:1])
+    Tx.warpgroup.cast(X[0:64, 0:64], F[0:64, 0:64])
+    Tx.warpgroup.copy(O[0:64, 0:64], X[0:64, 0:64])
+"#
+    );
+    let a: Vec<f64> = spread(64 * 64, -3.0, 3.0).into_iter().map(|x| q(DType::BF16, x)).collect();
+    let lq = spread(64 * 4, 0.5, 2.0);
+    let (_, out) = run(&src, &[(DType::BF16, a.clone()), (DType::F32, lq.clone()), (DType::BF16, vec![0.0; 64 * 64])]);
+    let want: Vec<f64> = (0..64 * 64)
+        .map(|i| {
+            let r = i / 64;
+            // The quad butterfly's order: masks 2, then 1.
+            let v: Vec<f32> = lq[4 * r..4 * r + 4].iter().map(|&x| x as f32).collect();
+            let l = (v[0] + v[2]) + (v[1] + v[3]);
+            q(DType::BF16, (a[i] as f32 / l) as f64)
+        })
+        .collect();
+    close(&out[2], &want, 0.0, "O / l");
 }

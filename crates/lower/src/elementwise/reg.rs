@@ -9,7 +9,10 @@
 //! `.local()` views and trivial layouts work). Sources broadcast NumPy-style
 //! (right-aligned, each dim equal or 1); scalars are allowed anywhere an op
 //! takes a value. Every source must be owned by the same thread as the
-//! destination element it feeds: no data moves between threads.
+//! destination element it feeds: no data moves between threads. A source
+//! replicated over threads (a row statistic, `+ R[4:1@laneid]`) is read from each
+//! thread's own copy where the destination is broadcast along or replicated over
+//! those threads; a replicated destination is written by each of its owners.
 //!
 //! **Algorithm**: slice and canonicalize the anchor, drop its thread iters;
 //! what remains is each thread's bundle, walked by one loop per register iter.
@@ -116,15 +119,28 @@ impl Variant for EwiseReg {
         let (compute, rounding) = numerics(cx, &call)?;
         let dst_name = &cx.buf(call.dst.buf).name;
         let anchor = operand::register(cx, call.dst).map_err(|m| Decline::new(EwiseRule::AnchorLayout, m))?.tile;
-        thread_part(&anchor, dst_name, kind, t).map_err(|m| Decline::new(EwiseRule::ScopeLevel, m))?;
+        // A destination replicated over threads (a row statistic) is written by each of its
+        // owners, each computing the same value from its own copies of the sources (`align`):
+        // its shard and replica thread iters together must tile the scope.
+        let owners = TileLayout::new(
+            anchor.shard.iter().chain(anchor.replica.iter().filter(|i| i.axis.is_thread())).copied().collect(),
+            vec![],
+            anchor.offset.clone(),
+        );
+        thread_part(&owners, dst_name, kind, t).map_err(|m| Decline::new(EwiseRule::ScopeLevel, m))?;
         let loop_iters: Vec<Iter> =
             anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
         let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
         let mut srcs = Vec::with_capacity(call.srcs.len());
+        let mut shared_copies = Vec::new();
         for s in &call.srcs {
             srcs.push(match s {
-                Operand::Region(r) => Some(align(cx, r, &anchor, &dst_ext, dst_name)?),
+                Operand::Region(r) => {
+                    let (map, copies) = align(cx, r, &anchor, &dst_ext, dst_name)?;
+                    shared_copies.extend(copies);
+                    Some(map)
+                }
                 Operand::Scalar(_) => None,
             });
         }
@@ -141,6 +157,9 @@ impl Variant for EwiseReg {
         };
         if rounding != RoundMode::Rn {
             how += &format!(", rounding {rounding}");
+        }
+        for c in &shared_copies {
+            how += &format!("; {c}");
         }
         let maps: Vec<String> = std::iter::once(map_text(&dst)).chain(srcs.iter().flatten().map(map_text)).collect();
         let summary = format!(
@@ -278,14 +297,17 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
 
 /// Lifts a source region to the destination shape (broadcast dims become
 /// stride-0 iters), groups it by the anchor's iters and checks that every
-/// thread owns the same elements of both.
+/// thread owns the same elements of both. A thread iter of the anchor that the
+/// source is broadcast along, and the anchor's own replica, need the source
+/// replicated over those threads (each thread reads its own copy: a row statistic
+/// over an MMA accumulator); what was broadcast that way is returned, for explain.
 fn align(
     cx: &CallCx,
     r: &BufferRegion,
     anchor: &TileLayout,
     dst_ext: &[i64],
     dst_name: &str,
-) -> Result<RegMap, Decline> {
+) -> Result<(RegMap, Option<String>), Decline> {
     let name = &cx.buf(r.buf).name;
     let sliced = operand::register(cx, r).map_err(|m| Decline::new(EwiseRule::OperandLayout, m))?.tile;
     let shape = broadcast_shape(r, dst_ext, name).map_err(|m| Decline::new(EwiseRule::Broadcast, m))?;
@@ -316,9 +338,13 @@ fn align(
         return Err(mismatch(format!("`{name}` is offset by {v}@{a}")));
     }
     let mut groups = Vec::new();
+    // Anchor thread iters whose elements all read one source element per thread group.
+    let mut copies: Vec<Iter> = anchor.replica.iter().filter(|i| i.axis.is_thread()).copied().collect();
     for (k, it) in anchor.shard.iter().enumerate() {
         let grp = &og.shard[oseps[k]..oseps[k + 1]];
-        if it.axis.is_thread() {
+        if it.axis.is_thread() && grp.iter().all(|g| g.axis.is_memory() && g.stride == 0) {
+            copies.push(*it);
+        } else if it.axis.is_thread() {
             let canon = TileLayout::from_shard(grp.to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
             if canon.shard != [*it] {
                 return Err(mismatch(format!(
@@ -338,7 +364,39 @@ fn align(
             groups.push(grp.to_vec());
         }
     }
-    Ok(RegMap { offset: lay::m_offset(&lifted), groups })
+    let held: Vec<Iter> = lifted.replica.iter().filter(|i| i.axis.is_thread()).copied().collect();
+    if !offsets(&copies).is_subset(&offsets(&held)) {
+        return Err(mismatch(format!(
+            "`{dst_name}` needs each element of `{name}` in the threads {} (where it is broadcast or replicated), but `{name}` is replicated over {}; lay `{name}` out replicated there (`+ R[...]`, as a reduction over those lanes leaves it)",
+            iters_text(&copies),
+            if held.is_empty() { "no threads".to_string() } else { iters_text(&held) }
+        )));
+    }
+    let note =
+        (!copies.is_empty()).then(|| format!("`{name}` read from each thread's copy over {}", iters_text(&copies)));
+    Ok((RegMap { offset: lay::m_offset(&lifted), groups }, note))
+}
+
+/// The thread offsets a set of thread iters spans: every sum of `k·stride` per axis.
+fn offsets(iters: &[Iter]) -> std::collections::HashSet<Vec<(tirx_layout::Axis, i64)>> {
+    let mut out = std::collections::HashSet::from([vec![]]);
+    for it in iters {
+        let mut next = std::collections::HashSet::new();
+        for o in &out {
+            for k in 0..it.extent {
+                let mut v: Vec<(tirx_layout::Axis, i64)> = o.clone();
+                match v.iter_mut().find(|(a, _)| *a == it.axis) {
+                    Some((_, x)) => *x += k * it.stride,
+                    None => v.push((it.axis, k * it.stride)),
+                }
+                v.retain(|(_, x)| *x != 0);
+                v.sort();
+                next.insert(v);
+            }
+        }
+        out = next;
+    }
+    out
 }
 
 /// `+2 [8, 1]`: the offset and each loop's stride (a group as `e:s·e:s`, 0 = broadcast).

@@ -35,7 +35,7 @@
 # Result: C == bf16(A @ B) (each wgmma rounds its sum once to f32, docs/numerics.md §10).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, laneid, wid_in_wg, mma_shared_layout
+from tvm.tirx.layout import mma_shared_layout, wgmma_acc_layout
 from tvm.tirx.lang.pipeline import MBarrier
 
 M, N, K = 256, 512, 256
@@ -56,7 +56,7 @@ B_SMEM = mma_shared_layout(dtype, 3, (STAGES, BK, BN))
 C_SMEM = mma_shared_layout(dtype, 3, (2, 64, BN // 2))
 # The wgmma accumulator of one consumer (64 x 256): warp w of the warpgroup has rows 16 w ..,
 # lane 4 g + t rows g, g + 8 and columns 8 j + 2 t, + 1 in registers 4 j .. 4 j + 3.
-ACC = TileLayout(S[(4, 2, 8, BN // 8, 4, 2):(1 @ wid_in_wg, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+ACC = wgmma_acc_layout(BN)
 
 
 @T.prim_func

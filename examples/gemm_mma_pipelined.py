@@ -14,7 +14,7 @@
 # Result: C == A @ B (each mma.sync rounds its sum once to f32, docs/numerics.md §8).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
+from tvm.tirx.layout import S, TileLayout, ComposeLayout, mma_a_layout, mma_acc_layout, mma_b_layout
 
 M, N, K = 256, 256, 256
 BM, BN, BK = 128, 256, 32  # CTA tile
@@ -27,14 +27,12 @@ dtype = "float16"
 # the row (bits at 5) so the 8 K-rows of an ldmatrix.trans land in distinct bank groups too.
 A_SMEM = ComposeLayout(3, 2, 3, TileLayout(S[(STAGES, BM, BK)]))
 B_SMEM = ComposeLayout(3, 3, 5, TileLayout(S[(STAGES, BK, BN)]))
-# Fragments (PTX mma.m16n8k16, lane = 4 g + t): A tile (mt, kt) in registers 16 mt + 8 kt,
-# rows g + 8 rM, columns 2 t + p + 8 kHi at register p + 2 rM + 4 kHi; B tile (kt, nt) in
-# 32 kt + 4 nt, rows 2 t + p + 8 kHi at p + 2 kHi, column g; accumulator (mt, nt) in
-# 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is also an
-# ldmatrix fragment (B's transposed: ldmatrix.trans).
-A_FRAG = TileLayout(S[(4, 2, 8, 2, 2, 4, 2):(16, 2, 4 @ laneid, 8, 4, 1 @ laneid, 1)])
-B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
-ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+# The mma.m16n8k16 fragments of the warp tile (lane 4 g + t holds rows g, g + 8 of each atom;
+# tirx.layout's helpers say where each element lives). Each 8x8 block is also an ldmatrix
+# fragment (B's transposed: ldmatrix.trans).
+A_FRAG = mma_a_layout(WM, BK)
+B_FRAG = mma_b_layout(BK, WN)
+ACC = mma_acc_layout(WM, WN)
 
 
 @T.prim_func

@@ -35,7 +35,7 @@
 # accumulator rounded once to dtype).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid
+from tvm.tirx.layout import S, TileLayout, ComposeLayout, laneid, mma_acc_layout, mma_b_layout
 
 M, N, K = 256, 512, 256
 BM, BN, BK = 128, 256, 64  # CTA tile
@@ -58,8 +58,8 @@ B_SMEM = ComposeLayout(3, 3, 5, TileLayout(S[(STAGES, BK, BN)]))
 # 32 mt + 4 nt, rows g + 8 rM, columns 2 t + rN at rN + 2 rM. Each 8x8 block is also an
 # ldmatrix fragment (B's transposed: ldmatrix.trans).
 A_FRAG = TileLayout(S[(2, 4, 2, 8, 2, 4, 2):(32, 8, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
-B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
-ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+B_FRAG = mma_b_layout(2 * 16, WN)  # two buffers of one 16-wide K step
+ACC = mma_acc_layout(WM, WN)
 
 
 @T.prim_func

@@ -32,7 +32,7 @@
 # accumulator rounded once to dtype).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout, laneid, mma_shared_layout
+from tvm.tirx.layout import S, TileLayout, laneid, mma_shared_layout, mma_acc_layout, mma_b_layout
 from tvm.tirx.lang.pipeline import MBarrier
 
 M, N, K = 256, 512, 256
@@ -55,8 +55,8 @@ CONSUMER_REGS = 240
 A_SMEM = mma_shared_layout(dtype, 3, (STAGES, BM, BK))
 B_SMEM = mma_shared_layout(dtype, 3, (STAGES, BK, BN))
 A_FRAG = TileLayout(S[(2, 4, 2, 8, 2, 4, 2):(32, 8, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
-B_FRAG = TileLayout(S[(2, 2, 4, 2, 8, 8):(32, 2, 1 @ laneid, 1, 4, 4 @ laneid)])
-ACC = TileLayout(S[(4, 2, 8, 8, 4, 2):(32, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+B_FRAG = mma_b_layout(2 * 16, WN)  # two buffers of one 16-wide K step
+ACC = mma_acc_layout(WM, WN)
 
 
 @T.prim_func

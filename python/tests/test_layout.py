@@ -104,3 +104,24 @@ def test_tile_maps_outer_times_span_plus_inner(seed):
             x = [a * e + b for a, e, b in zip(o, ishape, i)]
             want = outer.apply(*o, shape=outer_shape).get("m", 0) * span + inner.apply(*i, shape=ishape).get("m", 0)
             assert tiled.apply(*x, shape=full).get("m", 0) == want
+
+
+def test_tensor_core_fragment_helpers():
+    # The layouts the GEMM examples spelled out by hand (issue 29 item 6).
+    from tirx.layout import (
+        mma_a_layout,
+        mma_acc_layout,
+        mma_b_layout,
+        mma_row_layout,
+        wgmma_acc_layout,
+        wgmma_row_layout,
+    )
+
+    assert str(mma_a_layout(64, 32)) == "S[(4, 2, 8, 2, 2, 4, 2):(16, 2, 4@laneid, 8, 4, 1@laneid, 1)]"
+    assert str(mma_b_layout(32, 32)) == "S[(2, 2, 4, 2, 4, 8):(16, 2, 1@laneid, 1, 4, 4@laneid)]"
+    assert str(mma_acc_layout(64, 32)) == "S[(4, 2, 8, 4, 4, 2):(16, 2, 4@laneid, 4, 1@laneid, 1)]"
+    assert str(mma_row_layout(32)) == "S[(2, 2, 8, 1):(2, 1, 4@laneid, 1)] + R[4:1@laneid]"
+    assert str(wgmma_acc_layout(128)) == "S[(4, 2, 8, 16, 4, 2):(1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]"
+    assert str(wgmma_row_layout()) == "S[(4, 2, 8, 1):(1@wid_in_wg, 1, 4@laneid, 1)] + R[4:1@laneid]"
+    with pytest.raises(Exception, match="multiple of 16"):
+        mma_acc_layout(24, 8)

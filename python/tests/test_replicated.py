@@ -8,10 +8,10 @@ import pytest
 
 import tirx
 from tirx import T, Tx
-from tirx.layout import R, S, TileLayout, laneid
+from tirx.layout import mma_acc_layout, mma_row_layout
 
-ACC = TileLayout(S[(2, 8, 16, 4, 2) : (32, 4 @ laneid, 2, 1 @ laneid, 1)])  # 16 x 128 per warp
-ROWS = TileLayout(S[(2, 8, 1) : (1, 4 @ laneid, 1)] + R[4 : 1 @ laneid])  # a row statistic
+ACC = mma_acc_layout(16, 128)  # a warp's accumulator
+ROWS = mma_row_layout(16)  # a row statistic of it, replicated over each quad
 LOG2E = 1.4426950408889634
 
 

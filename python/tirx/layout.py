@@ -24,11 +24,17 @@ __all__ = [
     "Spec",
     "TileLayout",
     "SwizzleMode",
+    "mma_a_layout",
+    "mma_acc_layout",
     "mma_atom_layout",
     "mma_atom_shape",
+    "mma_b_layout",
+    "mma_row_layout",
     "mma_shared_layout",
     "tcgen05_atom_layout",
     "wg_local_layout",
+    "wgmma_acc_layout",
+    "wgmma_row_layout",
 ]
 
 # The axes, from the native table of the language's names (``crates/script/src/names.rs``).
@@ -449,6 +455,38 @@ def tcgen05_atom_layout(instr_shape: str, tensor_shape: Sequence[int], dtype) ->
     """The register layout of a tcgen05 ld/st atom (``"16x256b"``, ...) over ``tensor_shape``."""
     rows, cols = (int(x) for x in tensor_shape)
     return _wrap(_native.tcgen05_atom_layout_of(instr_shape, rows, cols, _bits(dtype)))
+
+
+def mma_acc_layout(m: int, n: int) -> TileLayout:
+    """The `mma.sync.m16n8k*` accumulator (32-bit C, D) of an m x n warp tile: lane 4g + t holds
+    rows g, g + 8 and columns 2t, 2t + 1 of each 16 x 8 atom."""
+    return _wrap(_native.fragment_layout_of("mma_acc_layout", [int(m), int(n)]))
+
+
+def mma_a_layout(m: int, k: int) -> TileLayout:
+    """The `m16n8k16` A operand (16-bit, row-major) of an m x k warp tile."""
+    return _wrap(_native.fragment_layout_of("mma_a_layout", [int(m), int(k)]))
+
+
+def mma_b_layout(k: int, n: int) -> TileLayout:
+    """The `m16n8k16` B operand (16-bit) of a k x n warp tile."""
+    return _wrap(_native.fragment_layout_of("mma_b_layout", [int(k), int(n)]))
+
+
+def mma_row_layout(m: int) -> TileLayout:
+    """A row statistic (m x 1) of `mma_acc_layout(m, n)`, replicated over each quad's lanes:
+    what a row reduction of the accumulator leaves, broadcast by elementwise ops."""
+    return _wrap(_native.fragment_layout_of("mma_row_layout", [int(m)]))
+
+
+def wgmma_acc_layout(n: int) -> TileLayout:
+    """The `wgmma.m64nNk*` accumulator (64 x n) of a warpgroup: warp w holds rows 16w..16w + 15."""
+    return _wrap(_native.fragment_layout_of("wgmma_acc_layout", [int(n)]))
+
+
+def wgmma_row_layout() -> TileLayout:
+    """A row statistic (64 x 1) of `wgmma_acc_layout(n)`, replicated over each quad's lanes."""
+    return _wrap(_native.fragment_layout_of("wgmma_row_layout", []))
 
 
 def wg_local_layout(cols: int, rows: int = 128) -> TileLayout:

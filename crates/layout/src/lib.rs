@@ -64,6 +64,7 @@
 //! | [`TileLayout::from_iters`] | positive extents, one scope chain | the checked layout |
 //! | [`mma_shared_layout`] / [`mma_atom_layout`] / [`mma_atom_shape`] | power-of-two element width, shape a multiple of the atom | the canonical (swizzled) shared tile |
 //! | [`tcgen05_atom_layout`] / [`wg_local_layout`] | a PTX-allowed fragment | the warpgroup register layout |
+//! | [`fragment_layout`] | sizes multiples of the atom | an mma.sync / wgmma fragment or row statistic |
 //! | [`TileLayout::injectivity`] | valid layout | `Injective`, a real `Collision`, or `Unknown` above 2^20 entangled points |
 //! | [`Swizzle::new`] | `at >= sw`, `p+sw+at <= 40` | `apply` is total |
 //!
@@ -102,6 +103,7 @@ pub mod apply;
 pub mod axis;
 pub mod canon;
 pub mod error;
+pub mod fragment;
 pub mod group;
 pub mod inject;
 pub mod mma;
@@ -117,6 +119,7 @@ pub use apply::{normalize, Coord};
 pub use axis::{Axis, ExecScope};
 pub use canon::Fusion;
 pub use error::{LayoutError, Result};
+pub use fragment::{fragment_layout, Fragment};
 pub use inject::{Collision, Injectivity, IterRef};
 pub use mma::{mma_atom_layout, mma_atom_shape, mma_shared_layout, SwizzleMode};
 pub use tcgen05::{tcgen05_atom_layout, wg_local_layout, Tcgen05Shape};

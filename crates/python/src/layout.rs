@@ -244,3 +244,11 @@ pub fn tcgen05_atom_layout_of(shape: &str, rows: i64, cols: i64, elem_bits: u32)
         Tcgen05Shape::from_name(shape).ok_or_else(|| user_error(format!("unknown tcgen05 atom shape `{shape}`")))?;
     tcgen05_atom_layout(s, rows, cols, elem_bits).map(|t| PyLayout(Layout::Tile(t))).map_err(err)
 }
+
+/// A tensor-core fragment's register layout by helper name (`mma_acc_layout`, ...) and sizes.
+#[pyfunction]
+pub fn fragment_layout_of(name: &str, dims: Vec<i64>) -> PyResult<PyLayout> {
+    let f = tirx_layout::Fragment::from_name(name)
+        .ok_or_else(|| user_error(format!("no tensor-core fragment helper `{name}`")))?;
+    tirx_layout::fragment_layout(f, &dims).map(|t| PyLayout(Layout::Tile(t))).map_err(err)
+}

@@ -88,5 +88,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(layout::mma_atom_layout_of, m)?)?;
     m.add_function(wrap_pyfunction!(layout::mma_shared_layout_of, m)?)?;
     m.add_function(wrap_pyfunction!(layout::tcgen05_atom_layout_of, m)?)?;
+    m.add_function(wrap_pyfunction!(layout::fragment_layout_of, m)?)?;
     Ok(())
 }

@@ -521,7 +521,8 @@ impl Builder<'_> {
             | Builtin::MmaSharedLayout
             | Builtin::MmaAtomLayout
             | Builtin::MmaAtomShape
-            | Builtin::Tcgen05AtomLayout => self.layout_helper(b, &mut a, span)?,
+            | Builtin::Tcgen05AtomLayout
+            | Builtin::FragmentLayout(_) => self.layout_helper(b, &mut a, span)?,
             Builtin::Cast => {
                 let (v, vs) = a.req(self, "value")?;
                 let (d, ds) = a.req(self, "dtype")?;
@@ -1262,6 +1263,7 @@ impl Builder<'_> {
             Builtin::MmaAtomLayout => "mma_atom_layout".into(),
             Builtin::MmaAtomShape => "mma_atom_shape".into(),
             Builtin::Tcgen05AtomLayout => "tcgen05_atom_layout".into(),
+            Builtin::FragmentLayout(f) => f.name().into(),
             Builtin::PrimFunc => "T.prim_func".into(),
             Builtin::Handle => "T.handle".into(),
             Builtin::Buffer => "T.Buffer".into(),

@@ -17,8 +17,8 @@ use crate::names::{layout_import, script_names, Namespace};
 use crate::value::*;
 use tirx_ir::{Diagnostic, Span};
 use tirx_layout::{
-    mma_atom_layout, mma_atom_shape, mma_shared_layout, tcgen05_atom_layout, wg_local_layout, Axis, Fusion, Iter,
-    Layout, LayoutError, SwizzleMode, Tcgen05Shape, TileLayout,
+    fragment_layout, mma_atom_layout, mma_atom_shape, mma_shared_layout, tcgen05_atom_layout, wg_local_layout, Axis,
+    Fusion, Iter, Layout, LayoutError, SwizzleMode, Tcgen05Shape, TileLayout,
 };
 
 /// Script layout code never fuses thread axes (module doc).
@@ -341,6 +341,16 @@ impl Builder<'_> {
                 let blame =
                     Blame { op, call: span, args: vec![("shard", ss), ("replica", rs), ("offset", os)], shape: None };
                 Val::Layout(Layout::Tile(self.layout_result(TileLayout::from_iters(shard, replica, offset), &blame)?))
+            }
+            Builtin::FragmentLayout(f) => {
+                let (mut dims, mut args) = (Vec::new(), Vec::new());
+                for &p in f.params() {
+                    let (v, vs) = a.req(self, p)?;
+                    dims.push(self.positive_int(v, vs)?);
+                    args.push((p, vs));
+                }
+                let blame = Blame { op, call: span, args, shape: None };
+                Val::Layout(Layout::Tile(self.layout_result(fragment_layout(f, &dims), &blame)?))
             }
             Builtin::WgLocalLayout => {
                 let (c, cs) = a.req(self, "cols")?;

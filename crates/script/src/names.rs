@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 use tirx_ir::hir::{MathFn, TileOp};
 use tirx_ir::scope_ids::KINDS;
 use tirx_ir::DType;
-use tirx_layout::{Axis, ExecScope};
+use tirx_layout::{Axis, ExecScope, Fragment};
 
 /// Where a name lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -351,6 +351,12 @@ const LAYOUT_NAMES: &[(&str, Meaning)] = &[
     ("mma_shared_layout", Script(B::MmaSharedLayout)),
     ("mma_atom_layout", Script(B::MmaAtomLayout)),
     ("mma_atom_shape", Script(B::MmaAtomShape)),
+    ("mma_acc_layout", Script(B::FragmentLayout(Fragment::MmaAcc))),
+    ("mma_a_layout", Script(B::FragmentLayout(Fragment::MmaA))),
+    ("mma_b_layout", Script(B::FragmentLayout(Fragment::MmaB))),
+    ("mma_row_layout", Script(B::FragmentLayout(Fragment::MmaRow))),
+    ("wgmma_acc_layout", Script(B::FragmentLayout(Fragment::WgmmaAcc))),
+    ("wgmma_row_layout", Script(B::FragmentLayout(Fragment::WgmmaRow))),
     ("SwizzleMode", Script(B::SwizzleModeNs)),
     // The Python package's layout classes (for `isinstance`); a script never names them.
     ("Layout", FrontEnd),

@@ -225,6 +225,8 @@ pub enum Builtin {
     MmaAtomLayout,
     MmaAtomShape,
     Tcgen05AtomLayout,
+    /// `mma_acc_layout(m, n)`, `wgmma_row_layout()`, ...: tensor-core fragments.
+    FragmentLayout(tirx_layout::Fragment),
     // T.*
     PrimFunc,
     Handle,

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import S, TileLayout, laneid, mma_shared_layout, wid_in_wg
+from ..layout import mma_shared_layout, wgmma_acc_layout
 from . import _common as c
 
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
@@ -77,9 +77,7 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     a_smem = mma_shared_layout(dtype, 3, (stages, bm, BK))
     b_smem = mma_shared_layout(dtype, 3, (stages, BK, bn))
     c_smem = mma_shared_layout(dtype, 3, (consumers, 64, EPI))
-    # One consumer's wgmma accumulator (64 x bn): warp w of the warpgroup has rows 16 w ..,
-    # lane 4 g + t rows g, g + 8 and columns 8 j + 2 t, + 1 in registers 4 j .. 4 j + 3.
-    acc_layout = TileLayout(S[(4, 2, 8, bn // 8, 4, 2) : (1 @ wid_in_wg, 2, 4 @ laneid, 4, 1 @ laneid, 1)])
+    acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
         t = r * ctas + bx

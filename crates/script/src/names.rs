@@ -208,6 +208,8 @@ use Meaning::{FrontEnd, Script, Unsupported};
 /// The names of `T` no enum spells.
 const T_NAMES: &[(&str, Kind, Meaning)] = &[
     ("prim_func", K::Decorator, Script(B::PrimFunc)),
+    // A helper inlined at its calls by the Python front end; a script has no helpers.
+    ("macro", K::Decorator, FrontEnd),
     ("handle", K::Annotation, Script(B::Handle)),
     ("let", K::Annotation, Script(B::Let)),
     ("Buffer", K::Buffer, Script(B::Buffer)),

@@ -25,7 +25,7 @@ from .namespace import (  # noqa: F401
     unroll,
     vectorized,
 )
-from .frontend import prim_func  # noqa: F401
+from .frontend import macro, prim_func  # noqa: F401
 from . import Tx as tile  # noqa: F401
 
 globals().update(_t_members(globals()))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import inspect
 import linecache
 import os
@@ -773,6 +774,42 @@ class Frontend:
         if s.value is not None and not (isinstance(s.value, ast.Constant) and s.value.value is None):
             raise self.error("a kernel returns nothing", s)
 
+    def inline(self, m: "Macro", args, kwargs):
+        """A ``@T.macro`` call: its body evaluated here, as if written at the call — its kernel
+        loops, ``if``s on kernel values and declarations become the kernel's — with its
+        parameters bound to the arguments and its own globals; a final ``return x`` is the
+        call's value."""
+        src = Source.of(m.func)
+        fn = src.function(m.func)
+        try:
+            bound = inspect.signature(m.func).bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.error(f"macro `{m.func.__name__}`: {e}") from None
+        bound.apply_defaults()
+        call = self.node
+        body, ret = fn.body, None
+        if body and isinstance(body[-1], ast.Return):
+            body, ret = body[:-1], body[-1].value
+        saved = (self.env, self.scope, self.mutable, self.src)
+        self.env = _capture(m.func)
+        self.scope = _Scope(self.scope if m.sees_caller else None)
+        self.mutable = _mutable_names(fn)
+        foreign = src is not saved[3]
+        if foreign:  # a macro of another file: its statements are marked at the call
+            self.src = _AtCall(saved[3], saved[3].span(call))
+        try:
+            for name, v in bound.arguments.items():
+                self.bind(name, v)
+            self.block(body)
+            return None if ret is None else self.eval(ret)
+        except ir.FrontendError as e:
+            if foreign:
+                where = f"{src.file}:{getattr(e.node, 'lineno', fn.lineno)}"
+                raise ir.FrontendError(f"in macro `{m.func.__name__}` ({where}): {e.message}", call, e.help) from None
+            raise
+        finally:
+            self.env, self.scope, self.mutable, self.src = saved
+
     def st_FunctionDef(self, s):
         # A helper defined inside the kernel: a Python function over the names visible here.
         glb = dict(self.env)
@@ -882,6 +919,43 @@ class Frontend:
         text = head.text() + body.text()
         marks = head.marks + [(lo + shift, hi + shift, sp) for lo, hi, sp in body.marks]
         return text, marks
+
+
+class _AtCall:
+    """The caller's source, every node of a foreign macro placed at the call."""
+
+    def __init__(self, src: Source, at):
+        self.file, self.text, self._src, self._at = src.file, src.text, src, at
+
+    def span(self, node):
+        return self._at
+
+    def line_span(self, file_line: int):
+        return self._at
+
+
+class Macro:
+    """``@T.macro``: a helper whose body is kernel code, inlined at each call inside a kernel
+    (the reference's macros): it may hold kernel loops, ``if``s on kernel values, buffers,
+    pools and tile calls. Its names are its parameters and its module's globals (with
+    ``hygienic=False``, also the caller's names at the call)."""
+
+    def __init__(self, func, hygienic: bool = True):
+        functools.update_wrapper(self, func)
+        self.func, self.sees_caller = func, not hygienic
+
+    def __call__(self, *args, **kwargs):
+        return current().inline(self, args, kwargs)
+
+    def __repr__(self):
+        return f"<tirx macro {self.func.__qualname__}>"
+
+
+def macro(func=None, *, hygienic: bool = True):
+    """``@T.macro`` / ``@T.macro(hygienic=False)`` (see :class:`Macro`)."""
+    if func is None:
+        return lambda f: Macro(f, hygienic)
+    return Macro(func, hygienic)
 
 
 def _capture(func) -> Dict[str, Any]:

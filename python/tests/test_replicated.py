@@ -60,3 +60,59 @@ def test_on_the_gpu():
     softmax_rows()(a, p)
     # MUFU.EX2 and the f32 division against PyTorch's expf: a few ulp.
     torch.testing.assert_close(p, torch.softmax(a, dim=1), rtol=1e-5, atol=1e-7)
+
+
+def causal_softmax():
+    """Row softmax of a 16 x 128 accumulator under a causal mask with a run-time diagonal
+    offset: `masked_fill` with a lambda of the element's coordinates (issue 29 item 2)."""
+
+    @T.prim_func
+    def causal_softmax_acc(A_ptr: T.handle, P_ptr: T.handle, off: T.int32):
+        A = T.match_buffer(A_ptr, (16, 128), "float32")
+        P = T.match_buffer(P_ptr, (16, 128), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([32])
+        T.lane_id([32])
+        X = T.alloc_buffer((16, 128), "float32", scope="local", layout=ACC)
+        m = T.alloc_buffer((16, 1), "float32", scope="local", layout=ROWS)
+        s = T.alloc_buffer((16, 1), "float32", scope="local", layout=ROWS)
+        Tx.warp.copy(X[0:16, 0:128], A[0:16, 0:128])
+        Tx.warp.masked_fill(X[0:16, 0:128], X[0:16, 0:128], lambda i, j: j > i + off, float("-inf"))
+        Tx.warp.max(m[0:16, 0:1], X[0:16, 0:128])
+        Tx.warp.sub(X[0:16, 0:128], X[0:16, 0:128], m[0:16, 0:1])
+        Tx.warp.exp(X[0:16, 0:128], X[0:16, 0:128])
+        Tx.warp.sum(s[0:16, 0:1], X[0:16, 0:128])
+        Tx.warp.fdiv(X[0:16, 0:128], X[0:16, 0:128], s[0:16, 0:1])
+        Tx.warp.copy(P[0:16, 0:128], X[0:16, 0:128])
+
+    return tirx.compile(causal_softmax_acc, "sm_90a")
+
+
+def _causal_ref(a, off):
+    x = a.astype(np.float64)
+    i, j = np.indices(x.shape)
+    x = np.where(j > i + off, -np.inf, x)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_causal_mask_matches_float64():
+    k = causal_softmax()
+    assert "lambda i, j: j > (i + off)" in k.prim.source
+    a = (np.random.default_rng(6).standard_normal((16, 128)) * 3).astype(np.float32)
+    for off in (0, 7, 100):
+        p = np.zeros_like(a)
+        k(a, p, off)
+        np.testing.assert_allclose(p, _causal_ref(a, off), rtol=1e-5, atol=1e-7)
+
+
+def test_causal_mask_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    a = torch.randn(16, 128, device="cuda") * 3
+    p = torch.empty_like(a)
+    causal_softmax()(a, p, 7)
+    want = torch.from_numpy(_causal_ref(a.cpu().numpy(), 7)).float().cuda()
+    torch.testing.assert_close(p, want, rtol=1e-5, atol=1e-7)

@@ -283,7 +283,18 @@ pub enum TileArg {
     Barrier(MbarRef),
     /// A compile-time op parameter (`axes=(0, 2)`, `transpose_A=True`); absent ones hold the table's default.
     Attr(AttrValue),
+    /// `lambda i, j: cond` (`masked_fill`'s `mask`).
+    Mask(MaskFn),
     None,
+}
+
+/// A condition on an element's coordinates in a region: `params` (one int32 var per dim of
+/// the region, 0-based within it) are bound per element; `cond` may also use the kernel's
+/// values at the call (scalars, scope ids, loop variables).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MaskFn {
+    pub params: Vec<VarId>,
+    pub cond: Expr,
 }
 
 /// One `key=value` config keyword of a tile call, typed by [`crate::op::ConfigKey::parse`].

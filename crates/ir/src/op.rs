@@ -108,6 +108,9 @@ pub enum EwiseOp {
     Erf,
     /// `gelu(dst, src, approximate="none")`: `x·Φ(x)` (erf form), or with `"tanh"` PyTorch's tanh approximation.
     Gelu,
+    /// `masked_fill(dst, src, mask, value)`: `value` where `mask(i, j, ...)` holds of the
+    /// element's coordinates in the region, else `src` (PyTorch's `masked_fill`).
+    MaskedFill,
 }
 
 /// What an operand is to the op.
@@ -134,6 +137,8 @@ pub enum Role {
     /// Which CTAs of the cluster an asynchronous copy writes: a multicast mask
     /// (`cta_mask`) or a peer's rank (`remote_cta_id`).
     Peer,
+    /// A condition on each element's coordinates in the tile (`masked_fill`'s `mask`).
+    Mask,
 }
 
 /// What an operand slot accepts.
@@ -146,6 +151,8 @@ pub enum SlotKind {
     Attr(AttrKind),
     /// The address of an mbarrier (`mbar.ptr_to([i])`).
     Barrier,
+    /// `lambda i, j: <bool>`: a condition on an element's coordinates in the region.
+    Mask,
 }
 
 /// The kinds of compile-time op parameters.
@@ -334,6 +341,7 @@ pub const APPROXIMATE: Slot = slot(
     SlotDefault::Attr(AttrDefault::Choice("none")),
 );
 pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
+pub const MASK: Slot = slot(&["mask"], Role::Mask, SlotKind::Mask, Required);
 pub const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
 pub const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
 pub const REMOTE_CTA: Slot = slot(&["remote_cta_id"], Role::Peer, Scalar, Absent);
@@ -352,7 +360,7 @@ const COPY_ASYNC_CONFIG: &[ConfigKey] = &[
 ];
 
 impl EwiseOp {
-    pub const ALL: [EwiseOp; 21] = [
+    pub const ALL: [EwiseOp; 22] = [
         EwiseOp::Zero,
         EwiseOp::Fill,
         EwiseOp::Reciprocal,
@@ -374,6 +382,7 @@ impl EwiseOp {
         EwiseOp::Softplus,
         EwiseOp::Erf,
         EwiseOp::Gelu,
+        EwiseOp::MaskedFill,
     ];
 
     pub fn name(self) -> &'static str {
@@ -399,6 +408,7 @@ impl EwiseOp {
             EwiseOp::Softplus => "softplus",
             EwiseOp::Erf => "erf",
             EwiseOp::Gelu => "gelu",
+            EwiseOp::MaskedFill => "masked_fill",
         }
     }
 
@@ -412,6 +422,7 @@ impl EwiseOp {
             }
             EwiseOp::Softplus => &[DST, SRC_INPLACE, BETA, THRESHOLD],
             EwiseOp::Gelu => &[DST, SRC_INPLACE, APPROXIMATE],
+            EwiseOp::MaskedFill => &[DST, SRC_REGION, MASK, VALUE],
             EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
             EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
                 &[DST, LHS, RHS]

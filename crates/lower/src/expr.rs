@@ -12,11 +12,25 @@ use tirx_ir::lir::{LBinOp, LExpr};
 use tirx_ir::{DType, Diagnostic};
 
 pub fn lower(k: &Kernel, env: &Env, b: &Builder, e: &Expr) -> Result<LExpr, Diagnostic> {
+    lower_with(k, env, b, e, &Default::default())
+}
+
+/// [`lower`] with some variables bound to values of this point of the LIR (a mask's
+/// coordinates, per element).
+pub fn lower_with(
+    k: &Kernel,
+    env: &Env,
+    b: &Builder,
+    e: &Expr,
+    bound: &std::collections::HashMap<tirx_ir::hir::VarId, LExpr>,
+) -> Result<LExpr, Diagnostic> {
+    let lower = |k: &Kernel, env: &Env, b: &Builder, e: &Expr| lower_with(k, env, b, e, bound);
     let t = e.dtype;
     Ok(match &e.kind {
         ExprKind::Int(v) => LExpr::Int(*v, if t.is_int() { t } else { DType::I32 }),
         ExprKind::Float(v) => LExpr::Float(*v, t),
         ExprKind::Bool(v) => LExpr::Bool(*v),
+        ExprKind::Var(v) if bound.contains_key(v) => b.convert(bound[v].clone(), t),
         ExprKind::Var(v) => {
             let val = env.var(*v).ok_or_else(|| {
                 Diagnostic::error(e.span, format!("`{}` is not defined at this point of the kernel", k.var(*v).name))

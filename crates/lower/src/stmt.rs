@@ -1095,6 +1095,7 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                         tirx_ir::hir::TileArg::Region(r) => r.ranges.iter().for_each(|rg| ex(&rg.begin, out)),
                         tirx_ir::hir::TileArg::Scalar(e) => ex(e, out),
                         tirx_ir::hir::TileArg::Barrier(b) => b.index.iter().for_each(|e| ex(e, out)),
+                        tirx_ir::hir::TileArg::Mask(m) => ex(&m.cond, out),
                         tirx_ir::hir::TileArg::Attr(_) | tirx_ir::hir::TileArg::None => {}
                     }
                 }

@@ -107,6 +107,8 @@ pub enum ExprKind {
         cond: Option<Box<Expr>>,
     },
     Starred(Box<Expr>),
+    /// `lambda i, j: body` (a tile op's `mask=`).
+    Lambda(Vec<(String, Span)>, Box<Expr>),
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -21,6 +21,7 @@ impl Builder<'_> {
             AK::Str(s) => Ok(Val::Str(s.clone())),
             AK::Bool(b) => Ok(Val::Bool(*b)),
             AK::None => Ok(Val::None),
+            AK::Lambda(params, body) => Ok(Val::Lambda(Box::new((params.clone(), (**body).clone())))),
             AK::Tuple(items) => {
                 let v = Val::Tuple(self.eval_items(items)?);
                 self.bounded(v, e.span)

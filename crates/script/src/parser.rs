@@ -571,9 +571,18 @@ impl Parser<'_> {
 
     fn test_inner(&mut self) -> PResult<Expr> {
         if self.at_kw("lambda") {
-            let sp = self.span();
-            self.error(Diagnostic::error(sp, "`lambda` is not supported").with_help("write the expression directly"));
-            return Err(());
+            let start = self.bump();
+            let mut params = vec![];
+            while !self.at_op(":") {
+                params.push(self.ident()?);
+                if !self.at_op(":") {
+                    self.expect_op(",")?;
+                }
+            }
+            self.expect_op(":")?;
+            let body = self.test()?;
+            let span = start.to(body.span);
+            return Ok(Expr { kind: ExprKind::Lambda(params, Box::new(body)), span });
         }
         let body = self.or_test()?;
         if self.at_kw("if") && !self.in_comprehension_if() {

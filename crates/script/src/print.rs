@@ -424,6 +424,10 @@ impl Printer<'_> {
             TileArg::Scalar(e) => self.expr(e, 0),
             TileArg::Barrier(b) => self.mbar_ptr(b),
             TileArg::Attr(a) => a.script(),
+            TileArg::Mask(m) => {
+                let names: Vec<&str> = m.params.iter().map(|v| self.k.var(*v).name.as_str()).collect();
+                format!("lambda {}: {}", names.join(", "), self.expr(&m.cond, 0))
+            }
             TileArg::None => "None".into(),
         }
     }
@@ -543,6 +547,7 @@ impl Printer<'_> {
                             TileArg::Region(r) => r.ranges.iter().for_each(|x| self.use_expr(&x.begin)),
                             TileArg::Scalar(e) => self.use_expr(e),
                             TileArg::Barrier(b) => b.index.iter().for_each(|e| self.use_expr(e)),
+                            TileArg::Mask(m) => self.use_expr(&m.cond),
                             TileArg::Attr(_) | TileArg::None => {}
                         }
                     }

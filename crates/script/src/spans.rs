@@ -80,6 +80,7 @@ fn stmt(s: &mut Stmt) {
                         b.span = Span::default();
                         b.index.iter_mut().for_each(expr);
                     }
+                    TileArg::Mask(m) => expr(&mut m.cond),
                     TileArg::Attr(_) | TileArg::None => {}
                 }
             }

@@ -123,6 +123,7 @@ impl Builder<'_> {
         match slot.kind {
             SlotKind::Attr(kind) => self.attr_value(kind, v, sp, &what).map(TileArg::Attr),
             SlotKind::Barrier => self.mbar_ref(v, sp).map(TileArg::Barrier),
+            SlotKind::Mask => self.mask_fn(v, sp, &what).map(TileArg::Mask),
             SlotKind::Region => {
                 self.box_region = op == TileOp::CopyAsync;
                 let r = self.region(v, sp, &what);
@@ -140,6 +141,35 @@ impl Builder<'_> {
                 Ok(TileArg::Scalar(self.scalar(v, sp)?))
             }
         }
+    }
+
+    /// `lambda i, j: cond`: each parameter an int32 variable (an element's coordinate in the
+    /// region), the body evaluated with them bound in a scope of its own.
+    fn mask_fn(&mut self, v: Val, sp: Span, what: &str) -> R<MaskFn> {
+        let Val::Lambda(l) = v else {
+            return self.fail(
+                Diagnostic::error(sp, format!("{what} must be a lambda of the element's coordinates"))
+                    .with_help("write `mask=lambda i, j: j > i` (one parameter per dim of the region)"),
+            );
+        };
+        let (params, body) = *l;
+        self.scopes.push(Default::default());
+        self.ks().var_scopes.push(Default::default());
+        let vars: Vec<VarId> = params.iter().map(|(n, s)| self.new_var(n, tirx_ir::DType::I32, *s)).collect();
+        let cond = self.eval(&body).and_then(|c| self.scalar(c, body.span));
+        self.ks().var_scopes.pop();
+        self.scopes.pop();
+        let cond = cond?;
+        if cond.dtype != tirx_ir::DType::Bool {
+            return self.fail(
+                Diagnostic::error(
+                    body.span,
+                    format!("{what}: the lambda gives a {} value, not a condition", cond.dtype),
+                )
+                .with_help("compare coordinates: `lambda i, j: j > i + offset`"),
+            );
+        }
+        Ok(MaskFn { params: vars, cond })
     }
 
     /// A compile-time op parameter: `axes=-1`, `axes=(0, 2)`, `accum=True`.

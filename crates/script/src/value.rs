@@ -345,6 +345,8 @@ pub enum Val {
     Builtin(Builtin),
     /// A runtime scalar (kernel only).
     Expr(Expr),
+    /// `lambda i, j: body`, evaluated where it is used (a tile op's `mask=`).
+    Lambda(Box<(Vec<(String, Span)>, crate::ast::Expr)>),
     Buffer(BufId),
     Sub(Sub),
     Method(BufId, Method),
@@ -377,6 +379,7 @@ impl Val {
             Val::Bool(_) => "a bool",
             Val::Str(_) => "a string",
             Val::None => "None",
+            Val::Lambda(_) => "a lambda",
             Val::Tuple(_) => "a tuple",
             Val::List(_) => "a list",
             Val::Slice(..) => "a slice",

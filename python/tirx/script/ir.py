@@ -9,8 +9,10 @@ source, so diagnostics point into the user's file.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
+import types
 from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -119,12 +121,24 @@ def render(w: Writer, v: Any, span=None) -> None:
         w.write(w.layout_name(_layout.TileLayout(v)))
     elif isinstance(v, slice):
         raise FrontendError("a slice is only valid as a buffer index (`A[0:32, 4:8]`)")
+    elif isinstance(v, types.FunctionType):
+        _render_lambda(w, v)
     else:
         raise FrontendError(
             f"a value of type `{type(v).__name__}` cannot be used in a kernel",
             help="kernels take numbers, strings, tuples, layouts, buffers and kernel expressions",
         )
     w.mark(lo, span)
+
+
+def _render_lambda(w: Writer, f) -> None:
+    """A Python function of coordinates (a tile op's ``mask=``) as a script lambda: called once
+    with a kernel variable per parameter, its result is the lambda's body."""
+    params = list(inspect.signature(f).parameters)
+    if not params:
+        raise FrontendError("a mask takes one parameter per dim of the region (`lambda i, j: j > i`)")
+    w.write(f"lambda {', '.join(params)}: ")
+    render(w, f(*[Var(n) for n in params]))
 
 
 def _float(x: float) -> str:

@@ -5,7 +5,7 @@
 use crate::build::Builder;
 use crate::variant::decline_rules;
 use crate::variant::{CallCx, CommonRule, Decline, Emitter};
-use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MathFn, TileArg, TileOp, UnOp};
+use tirx_ir::hir::{BufferRegion, ConfigKey, ConfigValue, Expr, MaskFn, MathFn, TileArg, TileOp, UnOp};
 use tirx_ir::lir::round::rounded_min_arch;
 use tirx_ir::lir::{LBinOp, LExpr, LStmtKind, RoundMode, RoundOp};
 use tirx_ir::op::{self, AttrValue, EwiseOp, Slot};
@@ -47,6 +47,8 @@ pub struct OpCall<'a> {
     pub scale: Option<&'a Expr>,
     /// The op's compile-time parameters beyond its operands.
     pub params: Params,
+    /// `masked_fill`'s condition on the element's coordinates.
+    pub mask: Option<&'a MaskFn>,
 }
 
 /// Compile-time parameters of an op, as PyTorch's keyword arguments name them.
@@ -99,6 +101,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
     };
     let mut scale = None;
     let mut params = Params::None;
+    let mut mask = None;
     let srcs = match op {
         EwiseOp::Zero => vec![],
         EwiseOp::Fill => vec![need(&op::VALUE, "value")?],
@@ -150,8 +153,25 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             }
         }
         EwiseOp::Fma => vec![need(&op::FMA_A, "a")?, need(&op::FMA_B, "scale (b)")?, need(&op::FMA_C, "bias (c)")?],
+        EwiseOp::MaskedFill => {
+            let Some(TileArg::Mask(m)) = cx.arg(&op::MASK) else {
+                return Err(Decline::new(CommonRule::Parse, "masked_fill needs `mask=lambda i, j: ...`"));
+            };
+            if m.params.len() != dst.ranges.len() {
+                return Err(Decline::new(
+                    CommonRule::Parse,
+                    format!(
+                        "the mask takes {} coordinate(s) but the region has {} dim(s): one parameter per dim",
+                        m.params.len(),
+                        dst.ranges.len()
+                    ),
+                ));
+            }
+            mask = Some(m);
+            vec![need(&op::SRC_REGION, "source")?, need(&op::VALUE, "value")?]
+        }
     };
-    Ok(OpCall { op, dst, srcs, scale, params })
+    Ok(OpCall { op, dst, srcs, scale, params, mask })
 }
 
 /// `beta=` (1 when absent) and `threshold=` (20 when absent), PyTorch's
@@ -298,6 +318,8 @@ pub fn scalar(op: EwiseOp, params: Params, x: &[LExpr], scale: Option<LExpr>, ct
         EwiseOp::Maximum => fbin(LBinOp::Max, x[0].clone(), x[1].clone()),
         EwiseOp::Minimum => fbin(LBinOp::Min, x[0].clone(), x[1].clone()),
         EwiseOp::Fma => LExpr::Rounded(RoundOp::Fma, mode, x[..3].to_vec()),
+        // x[2]: the mask's condition at the element (`reg` appends it).
+        EwiseOp::MaskedFill => LExpr::Select(Box::new(x[2].clone()), Box::new(x[1].clone()), Box::new(x[0].clone())),
         EwiseOp::Tanh => f(MathFn::Tanh, x[0].clone()),
         EwiseOp::Erf => f(MathFn::Erf, x[0].clone()),
         EwiseOp::Sigmoid => sigmoid(x[0].clone(), ct),

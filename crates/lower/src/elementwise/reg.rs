@@ -85,9 +85,26 @@ enum Mode {
     Cast2,
 }
 
+/// Where one digit of an element's position in the region comes from: the anchor's shard
+/// iters, outermost first, are the mixed-radix digits of its row-major index.
+#[derive(Clone, Copy, Debug)]
+enum Digit {
+    /// Register loop `k`.
+    Loop(usize),
+    /// `(id(axis) / stride) % extent` of the executing thread.
+    Thread(tirx_layout::Axis, i64),
+    /// An iter of extent 1.
+    Zero,
+}
+
+/// Each shard iter's digit and extent, and the region's extents.
+type Coords = (Vec<(Digit, i64)>, Vec<i64>);
+
 struct EwPlan {
     /// Extents of the anchor's register loops, outermost first.
     loops: Vec<i64>,
+    /// `masked_fill`: where each element's coordinates come from.
+    coords: Option<Coords>,
     dst: RegMap,
     /// Per source: its map when it is a region.
     srcs: Vec<Option<RegMap>>,
@@ -167,7 +184,26 @@ impl Variant for EwiseReg {
             if bundle == 1 { "" } else { "s" },
             maps.join(", src ")
         );
-        let mut p = Plan::new(summary, EwPlan { loops, dst, srcs, compute, rounding, mode });
+        let coords = call.mask.map(|_| {
+            let mut k = 0;
+            let digits = anchor
+                .shard
+                .iter()
+                .map(|it| {
+                    let d = if it.axis.is_thread() {
+                        Digit::Thread(it.axis, it.stride)
+                    } else if it.extent > 1 {
+                        k += 1;
+                        Digit::Loop(k - 1)
+                    } else {
+                        Digit::Zero
+                    };
+                    (d, it.extent)
+                })
+                .collect();
+            (digits, dst_ext.clone())
+        });
+        let mut p = Plan::new(summary, EwPlan { loops, coords, dst, srcs, compute, rounding, mode });
         p.vec = Some(if pairs { 2 } else { 1 });
         p.rounds = Some(rounds as u64);
         p.limits = limits;
@@ -216,10 +252,14 @@ impl Variant for EwiseReg {
                 _ => None,
             });
         }
+        let mask = match (&p.coords, call.mask) {
+            (Some((digits, ext)), Some(m)) => Some(mask_at(em, m, digits, ext, &coords)?),
+            _ => None,
+        };
         let kind = match &p.mode {
             Mode::Scalar => {
                 let b = em.builder();
-                let vals: Vec<LExpr> = src_refs
+                let mut vals: Vec<LExpr> = src_refs
                     .iter()
                     .zip(&scalars)
                     .map(|(r, s)| match (r, s) {
@@ -228,6 +268,7 @@ impl Variant for EwiseReg {
                         (None, None) => LExpr::Float(0.0, p.compute),
                     })
                     .collect();
+                vals.extend(mask);
                 let dst_dtype = b.bufs[dst_buf.0 as usize].dtype;
                 let value = scalar(call.op, call.params, &vals, scale, p.compute, p.rounding);
                 let value = convert(b, value, dst_dtype, p.rounding);
@@ -266,6 +307,41 @@ impl Variant for EwiseReg {
         em.stmts.extend(body);
         Ok(())
     }
+}
+
+/// `masked_fill`'s condition at the element at register-loop `coords` of the executing
+/// thread: its row-major index in the region from the anchor's digits, unravelled into the
+/// region's coordinates, bound to the mask's parameters.
+fn mask_at(
+    em: &mut Emitter,
+    m: &tirx_ir::hir::MaskFn,
+    digits: &[(Digit, i64)],
+    ext: &[i64],
+    coords: &[LExpr],
+) -> Result<LExpr, Bug> {
+    let mut flat = LExpr::i32(0);
+    for (d, e) in digits {
+        let digit = match *d {
+            Digit::Loop(k) => coords[k].clone(),
+            Digit::Thread(axis, stride) => {
+                let id = em.axis_id(axis).ok_or_else(|| Bug(format!("no thread id for {axis}")))?;
+                let b = em.builder();
+                b.rem_c(b.div_c(id, stride), *e)
+            }
+            Digit::Zero => LExpr::i32(0),
+        };
+        let b = em.builder();
+        flat = b.add(b.mul(flat, LExpr::i32(*e)), digit);
+    }
+    let mut bound = std::collections::HashMap::new();
+    let mut inner: i64 = ext.iter().product();
+    for (v, e) in m.params.iter().zip(ext) {
+        inner /= e;
+        let b = em.builder();
+        bound.insert(*v, b.rem_c(b.div_c(flat.clone(), inner), *e));
+    }
+    crate::expr::lower_with(em.kernel, em.env, em.builder(), &m.cond, &bound)
+        .map_err(|d| Bug(format!("the mask does not lower: {}", d.message)))
 }
 
 /// Every region operand is a register buffer of a float type this variant computes in.

@@ -92,6 +92,12 @@ impl Variant for EwiseSmem {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(COOPERATIVE_SCOPES)?;
         let call = parse(cx)?;
+        if call.mask.is_some() {
+            return Err(Decline::new(
+                CommonRule::OperandScope,
+                "masked_fill reads its mask per register from the layout; it takes registers (scope=\"local\"), not shared memory",
+            ));
+        }
         let mut mems = Vec::new();
         for r in call.regions() {
             mems.push(shared_operand(cx, r)?);

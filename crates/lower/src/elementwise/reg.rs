@@ -97,8 +97,9 @@ enum Digit {
     Zero,
 }
 
-/// Each shard iter's digit and extent, and the region's extents.
-type Coords = (Vec<(Digit, i64)>, Vec<i64>);
+/// Each shard iter's digit and extent, the region's extents, and where the iters of each
+/// dim start when no iter spans two dims (each coordinate is then its own iters' digits).
+type Coords = (Vec<(Digit, i64)>, Vec<i64>, Option<Vec<usize>>);
 
 struct EwPlan {
     /// Extents of the anchor's register loops, outermost first.
@@ -201,7 +202,8 @@ impl Variant for EwiseReg {
                     (d, it.extent)
                 })
                 .collect();
-            (digits, dst_ext.clone())
+            let seps = anchor.group(&dst_ext).ok().filter(|(g, _)| g.shard == anchor.shard).map(|(_, seps)| seps);
+            (digits, dst_ext.clone(), seps)
         });
         let mut p = Plan::new(summary, EwPlan { loops, coords, dst, srcs, compute, rounding, mode });
         p.vec = Some(if pairs { 2 } else { 1 });
@@ -253,7 +255,7 @@ impl Variant for EwiseReg {
             });
         }
         let mask = match (&p.coords, call.mask) {
-            (Some((digits, ext)), Some(m)) => Some(mask_at(em, m, digits, ext, &coords)?),
+            (Some(c), Some(m)) => Some(mask_at(em, m, c, &coords)?),
             _ => None,
         };
         let kind = match &p.mode {
@@ -310,35 +312,43 @@ impl Variant for EwiseReg {
 }
 
 /// `masked_fill`'s condition at the element at register-loop `coords` of the executing
-/// thread: its row-major index in the region from the anchor's digits, unravelled into the
-/// region's coordinates, bound to the mask's parameters.
-fn mask_at(
-    em: &mut Emitter,
-    m: &tirx_ir::hir::MaskFn,
-    digits: &[(Digit, i64)],
-    ext: &[i64],
-    coords: &[LExpr],
-) -> Result<LExpr, Bug> {
-    let mut flat = LExpr::i32(0);
-    for (d, e) in digits {
-        let digit = match *d {
-            Digit::Loop(k) => coords[k].clone(),
-            Digit::Thread(axis, stride) => {
-                let id = em.axis_id(axis).ok_or_else(|| Bug(format!("no thread id for {axis}")))?;
-                let b = em.builder();
-                b.rem_c(b.div_c(id, stride), *e)
-            }
-            Digit::Zero => LExpr::i32(0),
-        };
-        let b = em.builder();
-        flat = b.add(b.mul(flat, LExpr::i32(*e)), digit);
-    }
+/// thread: each coordinate the mixed-radix number of its dim's digits, or (where an iter
+/// spans dims) the row-major index in the region unravelled, bound to the mask's parameters.
+fn mask_at(em: &mut Emitter, m: &tirx_ir::hir::MaskFn, c: &Coords, coords: &[LExpr]) -> Result<LExpr, Bug> {
+    let (digits, ext, seps) = c;
+    let number = |em: &mut Emitter, its: &[(Digit, i64)]| -> Result<LExpr, Bug> {
+        let mut n = LExpr::i32(0);
+        for (d, e) in its {
+            let digit = match *d {
+                Digit::Loop(k) => coords[k].clone(),
+                Digit::Thread(axis, stride) => {
+                    let id = em.axis_id(axis).ok_or_else(|| Bug(format!("no thread id for {axis}")))?;
+                    let b = em.builder();
+                    b.rem_c(b.div_c(id, stride), *e)
+                }
+                Digit::Zero => LExpr::i32(0),
+            };
+            let b = em.builder();
+            n = b.add(b.mul(n, LExpr::i32(*e)), digit);
+        }
+        Ok(n)
+    };
     let mut bound = std::collections::HashMap::new();
-    let mut inner: i64 = ext.iter().product();
-    for (v, e) in m.params.iter().zip(ext) {
-        inner /= e;
-        let b = em.builder();
-        bound.insert(*v, b.rem_c(b.div_c(flat.clone(), inner), *e));
+    match seps {
+        Some(seps) => {
+            for (d, v) in m.params.iter().enumerate() {
+                bound.insert(*v, number(em, &digits[seps[d]..seps[d + 1]])?);
+            }
+        }
+        None => {
+            let flat = number(em, digits)?;
+            let mut inner: i64 = ext.iter().product();
+            for (v, e) in m.params.iter().zip(ext) {
+                inner /= e;
+                let b = em.builder();
+                bound.insert(*v, b.rem_c(b.div_c(flat.clone(), inner), *e));
+            }
+        }
     }
     crate::expr::lower_with(em.kernel, em.env, em.builder(), &m.cond, &bound)
         .map_err(|d| Bug(format!("the mask does not lower: {}", d.message)))

@@ -55,6 +55,7 @@ fn f16_value(h: u16) -> f64 {
     let man = (h & 0x3ff) as f64;
     sign * match exp {
         0 => man * 2f64.powi(-24),
+        31 if man != 0.0 => f64::NAN,
         31 => f64::INFINITY,
         _ => (1.0 + man / 1024.0) * 2f64.powi(exp - 15),
     }
@@ -749,4 +750,60 @@ fn masks_on_an_accumulator_and_a_thread_tile() {
     assert!(text.contains("lambda i, j: j > i + off"), "{text}");
     let again = tirx_script::parse_kernel("k.py", &text).unwrap_or_else(|d| panic!("{}", render(&d, &text)));
     assert!(tirx_script::same_kernel(&k, &again), "{text}");
+}
+
+/// Masks over a matrix: scopes (thread, warp, warpgroup, cta) × layouts (mma.sync and wgmma
+/// accumulators, a row per thread, a thread's own tile) × float32 / float16 / bfloat16 × fills
+/// (-inf, 0, NaN), a pattern that uses both coordinates, against a Rust reference.
+#[test]
+fn masks_over_scopes_layouts_dtypes_and_fills() {
+    // (scope prefix, threads, rows, cols, layout; "" = a thread's own tile)
+    let cases = [
+        ("Tx.", 1, 4, 8, ""),
+        ("Tx.warp.", 32, 32, 16, "mma_acc_layout(32, 16)"),
+        ("Tx.warpgroup.", 128, 64, 64, "wgmma_acc_layout(64)"),
+        ("Tx.cta.", 128, 128, 8, "TileLayout(S[(128, 8):(1@tx, 1)])"),
+        ("Tx.cta.", 64, 64, 8, "TileLayout(S[(64, 4, 2):(1@tx, 2, 1)])"),
+    ];
+    let mut checked = 0;
+    for (scope, threads, rows, cols, layout) in cases {
+        for (name, dt) in [("float32", DType::F32), ("float16", DType::F16), ("bfloat16", DType::BF16)] {
+            for (fill_text, fill) in
+                [("float(\"-inf\")", f64::NEG_INFINITY), ("0.0", 0.0), ("float(\"nan\")", f64::NAN)]
+            {
+                let layout_arg = if layout.is_empty() { String::new() } else { format!(", layout={layout}") };
+                let src = format!(
+                    r#"{HEAD}def kernel(A_ptr: T.handle, O_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({rows}, {cols}), "{name}")
+    O = T.match_buffer(O_ptr, ({rows}, {cols}), "{name}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([{threads}]); T.lane_id([32]); T.warp_id([{warps}])
+    X = T.alloc_buffer(({rows}, {cols}), "{name}", scope="local"{layout_arg})
+    {scope}copy(X[0:{rows}, 0:{cols}], A[0:{rows}, 0:{cols}])
+    {scope}masked_fill(X[0:{rows}, 0:{cols}], X[0:{rows}, 0:{cols}], lambda i, j: (i * 3 + j) % 5 == 0, {fill_text})
+    {scope}copy(O[0:{rows}, 0:{cols}], X[0:{rows}, 0:{cols}])
+"#,
+                    warps = (threads + 31) / 32
+                )
+                .replace("wid_in_wg\n", "wid_in_wg, mma_acc_layout, wgmma_acc_layout\n")
+                .replace("T.lane_id([32]); T.warp_id([1])", "")
+                .replace("T.thread_id([1]); ", "T.thread_id([1])");
+                let src = if threads == 128 && scope == "Tx.warpgroup." {
+                    src.replace("T.warp_id([4])", "T.warpgroup_id([1]); T.warp_id_in_wg([4])")
+                } else {
+                    src
+                };
+                let a: Vec<f64> = spread(rows * cols, -3.0, 3.0).into_iter().map(|x| q(dt, x)).collect();
+                let (_, out) = run(&src, &[(dt, a.clone()), (dt, vec![0.0; rows * cols])]);
+                for (idx, got) in out[1].iter().enumerate() {
+                    let (i, j) = (idx / cols, idx % cols);
+                    let want = if (i * 3 + j) % 5 == 0 { fill } else { a[idx] };
+                    let same = got == &want || (got.is_nan() && want.is_nan());
+                    assert!(same, "{scope}{layout} {name} fill {fill_text}: O[{i}, {j}] = {got}, want {want}");
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 45);
 }

@@ -13,7 +13,7 @@
 
 use crate::error::{SimError, SimErrorKind};
 use crate::family::FamilyIns;
-use crate::value::{round_to, wrap_int};
+use crate::value::{float_const, round_to, wrap_int};
 use std::collections::HashMap;
 use tirx_ir::hir::{MathFn, UnOp};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr, LKernel, LStmt, LStmtKind, RoundMode, RoundOp, Special};
@@ -491,7 +491,7 @@ impl Compiler<'_> {
         Ok(match e {
             LExpr::Int(v, t) => self.int_const(*v, *t),
             LExpr::Float(v, t) => {
-                let bits = if t.is_float() { round_to(*t, *v).to_bits() } else { wrap_int(*t, *v as i64) as u64 };
+                let bits = if t.is_float() { float_const(*t, *v) } else { wrap_int(*t, *v as i64) as u64 };
                 self.constant(bits)
             }
             LExpr::Bool(b) => self.constant(*b as u64),

@@ -147,6 +147,18 @@ pub fn round_to(t: DType, x: f64) -> f64 {
     }
 }
 
+/// The slot of a float constant of type `t`: `x` rounded to `t`, and a NaN as the bits the
+/// CUDA literal has (`tirx_cuda::ctype::float_literal`: `__int_as_float(0x7fffffff)`, narrowed
+/// to `0x7fff` in 16 bits; `0x7ff8000000000000` in f64), so that a kernel storing it writes
+/// what the GPU writes.
+pub fn float_const(t: DType, x: f64) -> u64 {
+    if x.is_nan() && t != DType::F64 {
+        // Encodes (`encode`) as f32 0x7fffffff, f16 / bf16 0x7fff.
+        return 0x7fff_ffff_e000_0000;
+    }
+    round_to(t, x).to_bits()
+}
+
 /// Normalises an integer to the width and signedness of `t` (wrap-around).
 pub fn wrap_int(t: DType, v: i64) -> i64 {
     match t {
@@ -314,6 +326,22 @@ mod tests {
                 assert_eq!(back, b, "code {b:#04x} value {v}");
             }
         }
+    }
+
+    /// A NaN constant stores what CUDA's literal stores (the GPU-vs-simulator check of a data
+    /// kernel is bit-exact, NaN payloads included).
+    #[test]
+    fn nan_constants_have_the_cuda_literal_bits() {
+        let mut out = [0u8; 8];
+        encode(DType::F32, float_const(DType::F32, f64::NAN), &mut out);
+        assert_eq!(u32::from_le_bytes(out[..4].try_into().unwrap()), 0x7fff_ffff);
+        for t in [DType::F16, DType::BF16] {
+            encode(t, float_const(t, f64::NAN), &mut out);
+            assert_eq!(u16::from_le_bytes([out[0], out[1]]), 0x7fff, "{t}");
+        }
+        encode(DType::F64, float_const(DType::F64, f64::NAN), &mut out);
+        assert_eq!(u64::from_le_bytes(out), 0x7ff8_0000_0000_0000);
+        assert_eq!(float_const(DType::F16, 0.1), round_to(DType::F16, 0.1).to_bits());
     }
 
     #[test]

@@ -100,6 +100,12 @@ def _causal_ref(a, off):
 def test_causal_mask_matches_float64():
     k = causal_softmax()
     assert "lambda i, j: j > (i + off)" in k.prim.source
+    # A parameter with a default is a captured value, not a coordinate.
+    from tirx.script import ir
+
+    w = ir.Writer()
+    ir.render(w, lambda i, j, o=3: j > i + o)
+    assert w.text() == "lambda i, j: j > (i + 3)"
     a = (np.random.default_rng(6).standard_normal((16, 128)) * 3).astype(np.float32)
     for off in (0, 7, 100):
         p = np.zeros_like(a)

@@ -133,8 +133,10 @@ def render(w: Writer, v: Any, span=None) -> None:
 
 def _render_lambda(w: Writer, f) -> None:
     """A Python function of coordinates (a tile op's ``mask=``) as a script lambda: called once
-    with a kernel variable per parameter, its result is the lambda's body."""
-    params = list(inspect.signature(f).parameters)
+    with a kernel variable per parameter without a default (``lambda i, j, o=off: ...`` keeps
+    ``o``'s value), its result is the lambda's body."""
+    empty = inspect.Parameter.empty
+    params = [n for n, p in inspect.signature(f).parameters.items() if p.default is empty]
     if not params:
         raise FrontendError("a mask takes one parameter per dim of the region (`lambda i, j: j > i`)")
     w.write(f"lambda {', '.join(params)}: ")

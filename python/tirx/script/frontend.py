@@ -925,7 +925,7 @@ class _AtCall:
     """The caller's source, every node of a foreign macro placed at the call."""
 
     def __init__(self, src: Source, at):
-        self.file, self.text, self._src, self._at = src.file, src.text, src, at
+        self.file, self.text, self._at = src.file, src.text, at
 
     def span(self, node):
         return self._at

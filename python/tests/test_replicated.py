@@ -122,3 +122,27 @@ def test_causal_mask_on_the_gpu():
     causal_softmax()(a, p, 7)
     want = torch.from_numpy(_causal_ref(a.cpu().numpy(), 7)).float().cuda()
     torch.testing.assert_close(p, want, rtol=1e-5, atol=1e-7)
+
+
+def test_a_row_statistic_broadcast_into_the_accumulator():
+    # A copy into a layout that owns more elements along the replicated lanes is a `cast` to the
+    # same dtype (elementwise ops broadcast).
+    @T.prim_func
+    def bcast(A_ptr: T.handle, O_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (16, 128), "float32")
+        O = T.match_buffer(O_ptr, (16, 128), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([32])
+        T.lane_id([32])
+        X = T.alloc_buffer((16, 128), "float32", scope="local", layout=ACC)
+        m = T.alloc_buffer((16, 1), "float32", scope="local", layout=ROWS)
+        Tx.warp.copy(X[0:16, 0:128], A[0:16, 0:128])
+        Tx.warp.max(m[0:16, 0:1], X[0:16, 0:128])
+        Tx.warp.cast(X[0:16, 0:128], m[0:16, 0:1])
+        Tx.warp.copy(O[0:16, 0:128], X[0:16, 0:128])
+
+    a = np.random.default_rng(7).standard_normal((16, 128)).astype(np.float32)
+    o = np.zeros_like(a)
+    tirx.compile(bcast, "sm_90a")(a, o)
+    np.testing.assert_array_equal(o, np.repeat(a.max(axis=1, keepdims=True), 128, axis=1))

@@ -1,14 +1,14 @@
-"""What the ops share: array kinds, row views, choosing threads, the kernel cache, torch ops."""
+"""What the ops share: array kinds, row views, choosing threads, the registered torch ops."""
 
 import sys
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List
 
 import numpy as np
 
 from ..torch_op import compiling  # noqa: F401  (the ops' test: through the registered op or not)
 
 _DTYPES = ("float32", "float16", "bfloat16")
-_ops: Dict[Tuple, object] = {}
+_ops: Dict[str, object] = {}
 
 
 def is_torch(x) -> bool:
@@ -92,25 +92,20 @@ def contiguous(x):
     return np.ascontiguousarray(x)
 
 
-def registered(name: str):
-    """`torch.ops.tirx.<name>` when registered already (None before)."""
-    return _ops.get(("op", name))
-
-
-def torch_op(name: str, schema_fn: Callable, fake: Callable):
-    """Registers ``schema_fn`` as `torch.ops.tirx.<name>` once (its annotations are the schema)."""
-    import torch
-
-    key = ("op", name)
-    op = _ops.get(key)
+def torch_op(name: str, build: Callable):
+    """`torch.ops.tirx.<name>`, registered on the first call: ``build()`` gives the op's
+    function (its annotations are the schema) and its fake implementation."""
+    op = _ops.get(name)
     if op is None:
+        import torch
+
         if torch.compiler.is_compiling():
             # Dynamo cannot trace a registration; `tirx.ops` registers at import when torch is loaded.
             raise RuntimeError(
                 f"tirx.ops.{name} inside torch.compile before its op exists: import torch before tirx.ops "
                 "(the ops are registered then), or call it once outside the compiled function"
             )
-        op = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
+        schema_fn, fake = build()
+        op = _ops[name] = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)
-        _ops[key] = op
     return op

@@ -239,10 +239,12 @@ def _empty(like, shape):
 
 
 def register_torch_op():
-    """`torch.ops.tirx.matmul` (once)."""
-    op = c.registered("matmul")
-    if op is not None:
-        return op
+    """`torch.ops.tirx.matmul` (registered on the first call)."""
+    return c.torch_op("matmul", _torch_op_parts)
+
+
+def _torch_op_parts():
+    """The op's function and fake implementation."""
     import torch
 
     def schema(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -252,7 +254,7 @@ def register_torch_op():
         _check(a, b)
         return a.new_empty((a.shape[0], b.shape[1]))
 
-    return c.torch_op("matmul", schema, fake)
+    return schema, fake
 
 
 def matmul(a, b, *, out_dtype: Optional[object] = None):

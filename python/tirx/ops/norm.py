@@ -104,16 +104,18 @@ def _run(x, normalized_shape, weight, eps):
 
 
 def register_torch_op():
-    """`torch.ops.tirx.rms_norm` (once)."""
-    op = c.registered("rms_norm")
-    if op is not None:
-        return op
+    """`torch.ops.tirx.rms_norm` (registered on the first call)."""
+    return c.torch_op("rms_norm", _torch_op_parts)
+
+
+def _torch_op_parts():
+    """The op's function and fake implementation."""
     import torch
 
     def schema(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]) -> torch.Tensor:
         return _run(x, normalized_shape, weight, eps)
 
-    return c.torch_op("rms_norm", schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x))
+    return schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None):

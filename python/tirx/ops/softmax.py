@@ -86,16 +86,18 @@ def _run(x, dim: int):
 
 
 def register_torch_op():
-    """`torch.ops.tirx.softmax` (once)."""
-    op = c.registered("softmax")
-    if op is not None:
-        return op
+    """`torch.ops.tirx.softmax` (registered on the first call)."""
+    return c.torch_op("softmax", _torch_op_parts)
+
+
+def _torch_op_parts():
+    """The op's function and fake implementation."""
     import torch
 
     def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
         return _run(x, dim)
 
-    return c.torch_op("softmax", schema, lambda x, dim: torch.empty_like(x))
+    return schema, lambda x, dim: torch.empty_like(x)
 
 
 def softmax(x, dim: int = -1):

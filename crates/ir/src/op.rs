@@ -342,6 +342,13 @@ pub const APPROXIMATE: Slot = slot(
 );
 pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 pub const MASK: Slot = slot(&["mask"], Role::Mask, SlotKind::Mask, Required);
+/// A copy's optional guard: only elements where it holds are copied (`mask=lambda i, j: ...`).
+pub const COPY_MASK: Slot = slot(&["mask"], Role::Mask, SlotKind::Mask, Absent);
+/// What a guarded load writes where it does not copy (`other=-inf`); absent: the registers keep their values.
+pub const OTHER: Slot = slot(&["other"], Role::Value, Scalar, Absent);
+/// `clip=True`: a copy whose memory region may leave its buffer copies only the elements inside it.
+pub const CLIP: Slot =
+    slot(&["clip"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
 pub const MBAR: Slot = slot(&["mbar"], Role::Barrier, SlotKind::Barrier, Absent);
 pub const CTA_MASK: Slot = slot(&["cta_mask"], Role::Peer, Scalar, Absent);
 pub const REMOTE_CTA: Slot = slot(&["remote_cta_id"], Role::Peer, Scalar, Absent);
@@ -460,7 +467,11 @@ impl TileOp {
     /// The op's row of the table.
     pub fn spec(self) -> OpSpec {
         match self {
-            TileOp::Copy => OpSpec { family: Family::Copy, operands: &[DST, SRC_REGION], config: COPY_CONFIG },
+            TileOp::Copy => OpSpec {
+                family: Family::Copy,
+                operands: &[DST, SRC_REGION, COPY_MASK, OTHER, CLIP],
+                config: COPY_CONFIG,
+            },
             TileOp::Ewise(e) => OpSpec { family: Family::Elementwise, operands: e.operands(), config: EWISE_CONFIG },
             TileOp::Reduce(_) => {
                 OpSpec { family: Family::Reduce, operands: &[DST, SRC_REGION, AXES, ACCUM], config: REDUCE_CONFIG }

@@ -371,6 +371,35 @@ pub(crate) fn hardware_bounded(call: &TileCall, b: &Buffer) -> bool {
         && b.scope == tirx_ir::hir::MemScope::Global
 }
 
+/// A copy with `clip=True` (module `copy::guard`) tests each element's memory coordinate
+/// itself, so its memory regions are not checked here.
+pub(crate) fn clipped(call: &TileCall, b: &Buffer) -> bool {
+    call.op == tirx_ir::hir::TileOp::Copy && call.flag(&tirx_ir::op::CLIP) && b.scope != tirx_ir::hir::MemScope::Local
+}
+
+/// Which ends of each dim of a clipped region its elements must test: `(below 0, past
+/// the end)`, false where every element is proven inside.
+pub(crate) fn clip_guards(k: &Kernel, env: &Env, at: &Facts, r: &BufferRegion) -> Vec<(bool, bool)> {
+    let b = k.buf(r.buf);
+    r.ranges
+        .iter()
+        .enumerate()
+        .map(|(d, g)| {
+            let inside = if symbolic(env, b, d, &g.begin) {
+                sym_dim(k, env, at, b, d, &g.begin, g.extent) == Verdict::Inside
+            } else {
+                dim(k, env, at, d, b.shape.len(), &g.begin, g.extent, b.shape[d]) == Verdict::Inside
+            };
+            if inside {
+                return (false, false);
+            }
+            let bounds = |v: VarId| env.var_bounds(at, v);
+            let lo_ok = expr::affine(env, &g.begin).and_then(|a| a.range(&bounds)).is_some_and(|iv| iv.lo >= 0);
+            (!lo_ok, true)
+        })
+        .collect()
+}
+
 /// The regions of a call with whether the op writes them, in argument order.
 pub(crate) fn call_regions(call: &TileCall) -> impl Iterator<Item = (&BufferRegion, bool)> {
     let slots = call.op.operands();

@@ -110,7 +110,13 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
         region.push((0, rg.extent));
         sym = sym.plus(digits).ok_or_else(|| overflow(b, d))?;
     }
-    let tile = base.slice(&b.shape, &region, Fusion::Cuda).and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
+    let leaves = region.iter().zip(&b.shape).any(|(&(lo, e), &n)| lo < 0 || lo.saturating_add(e) > n);
+    let tile = if leaves && crate::bounds::clipped(cx.call, b) {
+        past_the_end(&grouped, &seps, &region, b)?
+    } else {
+        base.slice(&b.shape, &region, Fusion::Cuda)
+    };
+    let tile = tile.and_then(|s| s.canonicalize(Fusion::Cuda)).map_err(lerr)?;
     if !tile.replica.is_empty() {
         return Err(Decline::new(
             CommonRule::Layout,
@@ -119,6 +125,39 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
     }
     let sym_div = cx.divisor(&sym);
     Ok(MemOperand { buf: r.buf, tile, swizzle, sym, sym_div })
+}
+
+/// The tile of a `clip=True` region that leaves its buffer: each dim one iter of the
+/// buffer's stride for that dim, run past the end (the copy guards every element, so
+/// only the addresses inside are used). Dims split over several iters cannot be extended.
+fn past_the_end(
+    grouped: &TileLayout,
+    seps: &[usize],
+    region: &[(i64, i64)],
+    b: &Buffer,
+) -> Result<Result<TileLayout, tirx_layout::LayoutError>, Decline> {
+    let mut shard = Vec::with_capacity(region.len());
+    let mut offset = crate::lay::m_offset(grouped);
+    for (d, &(lo, e)) in region.iter().enumerate() {
+        let Some(stride) = dim_stride(&grouped.shard[seps[d]..seps[d + 1]]) else {
+            return Err(Decline::new(
+                CommonRule::Slice,
+                format!(
+                    "`{}`: the region leaves the buffer and dim {d}'s layout splits it over several iters; \
+                     `clip=True` extends a dim of one stride",
+                    b.name
+                ),
+            ));
+        };
+        // A dim of size 1 has no stride; only its coordinate 0 is ever accessed, so any
+        // stride is right: the row-major one keeps the vectors of a 1-wide row contiguous.
+        let stride = if stride == 0 { b.shape[d + 1..].iter().product() } else { stride };
+        offset =
+            offset.checked_add(lo.checked_mul(stride).ok_or_else(|| overflow(b, d))?).ok_or_else(|| overflow(b, d))?;
+        shard.push(Iter::m(e, stride));
+    }
+    let offsets = [(tirx_layout::Axis::M, offset)].into_iter().collect();
+    Ok(Ok(TileLayout::new(shard, vec![], offsets)))
 }
 
 /// The element stride of a dim whose iters (after dropping unit ones) are one

@@ -619,7 +619,7 @@ impl Lowerer<'_> {
                 let mut outside = false;
                 for (r, write) in bounds::call_regions(call) {
                     let hb = self.k.buf(r.buf);
-                    if bounds::hardware_bounded(call, hb) {
+                    if bounds::hardware_bounded(call, hb) || bounds::clipped(call, hb) {
                         continue;
                     }
                     let what = crate::text::region_text(self.k, r);

@@ -893,7 +893,7 @@ impl Builder<'_> {
     }
 
     pub(crate) fn check_range(&mut self, b: &Buffer, d: usize, r: &Range, sp: Span) -> R<()> {
-        if self.box_region && b.scope == MemScope::Global {
+        if (self.box_region && b.scope == MemScope::Global) || (self.clip_region && b.scope != MemScope::Local) {
             return Ok(());
         }
         // A run-time dim 0: only its lower end is known here (lowering checks the rest).

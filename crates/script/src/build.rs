@@ -32,6 +32,9 @@ pub(crate) struct Builder<'s> {
     /// box loads the fill value there and stores clipped; lowering refuses it for the
     /// other variants), so its constant bounds are not checked here.
     pub box_region: bool,
+    /// Evaluating the operands of a `copy(..., clip=True)`: its memory regions may leave
+    /// their buffers (lowering guards each element), so their constant bounds are not checked.
+    pub clip_region: bool,
 }
 
 pub(crate) struct KState {
@@ -64,6 +67,7 @@ impl<'s> Builder<'s> {
             work: MAX_WORK,
             stopped: false,
             box_region: false,
+            clip_region: false,
         }
     }
 

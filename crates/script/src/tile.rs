@@ -81,6 +81,9 @@ impl Builder<'_> {
                 }
             }
         }
+        // `clip=True`: a memory region of the copy may leave its buffer (its elements outside are skipped).
+        self.clip_region = op == TileOp::Copy
+            && op.position(&op::CLIP).is_some_and(|i| matches!(slots.get(i), Some(Some((Val::Bool(true), _)))));
         let axes_given = op.position(&op::AXES).is_some_and(|i| slots.get(i).is_some_and(|s| s.is_some()));
         let mut out = vec![];
         let mut spans = vec![span; sig.len()];
@@ -108,6 +111,7 @@ impl Builder<'_> {
         if op.family() == Family::Reduce && !axes_given {
             self.infer_lane_axes(op, &mut out);
         }
+        self.clip_region = false;
         let call = TileCall { op, scope, args: out, config, dispatch, span };
         self.check_tile(&call, &spans)?;
         Ok(call)

@@ -48,31 +48,47 @@ def elem_bytes(dtype: str) -> int:
     return 4 if dtype == "float32" else 2
 
 
-def threads_that_fit(op: str, n: int, dtype: str, limit: int = 64) -> List[int]:
-    """The thread counts (32..1024) whose 16-byte vectors tile a row of ``n`` elements with at
-    most ``limit`` elements per thread (registers), or a clear error when there are none."""
+# Registers (f32) a thread holds of a row; wider rows are streamed through chunks of `CHUNK`.
+REGISTER_LIMIT = 64
+CHUNK = 32
+
+
+class RowTile:
+    """How a row kernel of ``threads`` threads holds a row of ``n`` elements of ``dtype``: thread
+    t owns the 16-byte vectors t, t + threads, ... of a tile of ``width`` elements (the row
+    rounded up to whole vectors of every thread; the tail past ``n`` is guarded by ``clip=True``),
+    ``per`` of them its registers. A row wider than ``REGISTER_LIMIT`` registers per thread is
+    ``streamed``: tiles of ``CHUNK`` per thread, ``chunks`` of them per row."""
+
+    def __init__(self, n: int, dtype: str, threads: int):
+        from ..layout import S, TileLayout, tx
+
+        self.vec = 16 // elem_bytes(dtype)
+        self.warps = threads // 32
+        round_ = threads * self.vec
+        self.streamed = -(-n // round_) * self.vec > REGISTER_LIMIT
+        self.width = threads * CHUNK if self.streamed else -(-n // round_) * round_
+        self.chunks = -(-n // self.width)
+        self.per = self.width // threads
+        self.layout = TileLayout(S[(self.width // round_, threads, self.vec) : (self.vec, 1 @ tx, 1)])
+
+
+def thread_counts(n: int, dtype: str) -> List[int]:
+    """The thread counts a row kernel is tuned over for rows of ``n``: those that hold the row
+    in registers without leaving more than half of the first round of vectors idle; for rows
+    too wide for registers, the large counts that stream it."""
     vec = 16 // elem_bytes(dtype)
-    fits = [t for t in (32, 64, 128, 256, 512, 1024) if n % (t * vec) == 0]
-    if not fits:
-        raise ValueError(
-            f"tirx.ops.{op}: rows of {n} elements are not a multiple of {32 * vec} (32 threads x {vec}-element "
-            "16-byte vectors), which this kernel needs; ragged rows come with masked tails (issue: the language for real shapes)"
-        )
-    within = [t for t in fits if n // t <= limit]
-    if not within:
-        raise ValueError(
-            f"tirx.ops.{op}: rows of {n} elements need more than {limit} registers per thread at 1024 threads; "
-            "rows this wide need a cluster of CTAs (issue: the memory-bound family)"
-        )
-    return within
+    counts = (32, 64, 128, 256, 512, 1024)
+    fit = [t for t in counts if -(-n // (t * vec)) * vec <= REGISTER_LIMIT and (t == 32 or t * vec // 2 < n)]
+    return fit or [256, 512, 1024]
 
 
-def prune_threads(op: str, length: str = "n") -> Callable:
+def prune_threads(length: str = "n") -> Callable:
     """The autotuner's pruning of ``THREAD_CONFIGS`` for a row kernel keyed by its row length
     (the factory argument ``length``) and ``dtype``."""
 
     def prune(configs, dtype, **key):
-        fit = threads_that_fit(op, key[length], dtype)
+        fit = thread_counts(key[length], dtype)
         return [cfg for cfg in configs if cfg["threads"] in fit]
 
     return prune

@@ -1,11 +1,14 @@
 """`tirx.ops.rms_norm(x, normalized_shape, weight=None, eps=None)`: RMSNorm in TIRx, one CTA
 per row, as PyTorch's `torch.nn.functional.rms_norm`: y = x / sqrt(mean(x^2) + eps) * weight
-over the last ``len(normalized_shape)`` dims, computed in float32 and rounded once.
+over the last ``len(normalized_shape)`` dims, computed in float32 and rounded once; rows of any
+length.
 
-Each thread holds 16-byte vectors of the row and of the weight in registers; the sum of squares
-is a thread-local fold then a CTA reduction (`T.cuda.cta_sum`); rstd = 1 / sqrt(sum / H + eps)
-once per row. Rows and eps are run-time scalars; the row length and dtype key the kernel, whose thread
-count is autotuned."""
+Each thread holds 16-byte vectors of the row and of the weight in registers, the row padded to
+whole vectors of every thread (`clip=True, other=0`: the padding adds nothing to the sum and is
+never stored); the sum of squares is a thread-local fold then a CTA reduction (`T.cuda.cta_sum`);
+rstd = 1 / sqrt(sum / H + eps) once per row. A row wider than the registers is streamed in
+tiles: one pass sums the squares, a second normalises and writes. Rows and eps are run-time
+scalars; the row length and dtype key the kernel, whose thread count is autotuned."""
 
 from typing import List, Optional
 
@@ -15,18 +18,31 @@ import numpy as np
 
 from .. import T, Tx
 from ..autotune import autotune
-from ..layout import S, TileLayout, tx
 from . import _common as c
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("rms_norm", "h"))
+@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("h"))
 def rms_norm_kernel(h: int, dtype: str, threads: int):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements."""
-    vec = 16 // c.elem_bytes(dtype)
-    per = h // threads
-    warps = threads // 32
-    row = TileLayout(S[(h // (threads * vec), threads, vec) : (vec, 1 @ tx, 1)])
-    widen = dtype != "float32"
+    g = c.RowTile(h, dtype, threads)
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+
+    @T.macro
+    def load(dst, src, stage):
+        """``dst`` (float32 registers) <- ``src`` through ``stage`` (registers of ``dtype``)."""
+        if widen:
+            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
+
+    @T.macro
+    def store(dst, src, stage):
+        if widen:
+            Tx.cta.cast(stage[0:width], src[0:width])
+            Tx.cta.copy(dst, stage[0:width], clip=True)
+        else:
+            Tx.cta.copy(dst, src[0:width], clip=True)
 
     @T.prim_func
     def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
@@ -38,33 +54,29 @@ def rms_norm_kernel(h: int, dtype: str, threads: int):
         T.warp_id([warps])
         T.lane_id([32])
         T.thread_id([threads])
-        x = T.alloc_buffer((h,), "float32", scope="local", layout=row)
-        w = T.alloc_buffer((h,), "float32", scope="local", layout=row)
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         sq = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        if widen:
-            x16 = T.alloc_buffer((h,), dtype, scope="local", layout=row)
-            w16 = T.alloc_buffer((h,), dtype, scope="local", layout=row)
-            Tx.cta.copy(x16[0:h], X[r, 0:h])
-            Tx.cta.copy(w16[0:h], W[0:h])
-            Tx.cta.cast(x[0:h], x16[0:h])
-            Tx.cta.cast(w[0:h], w16[0:h])
-        else:
-            Tx.cta.copy(x[0:h], X[r, 0:h])
-            Tx.cta.copy(w[0:h], W[0:h])
         xl = x.local()
-        Tx.mul(sq[0:per], xl[0:per], xl[0:per])
-        Tx.sum(part[0:1], sq[0:per])
-        s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            load(x, X[r, k * width : k * width + width], stage)
+            Tx.mul(sq[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part[0:1], sq[0:per])
+            acc[0] = acc[0] + part[0]
+        s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         rstd = 1.0 / T.sqrt(s / float(h) + eps)
-        Tx.mul(xl[0:per], xl[0:per], rstd)
-        Tx.cta.mul(x[0:h], x[0:h], w[0:h])
-        if widen:
-            Tx.cta.cast(x16[0:h], x[0:h])
-            Tx.cta.copy(Y[r, 0:h], x16[0:h])
-        else:
-            Tx.cta.copy(Y[r, 0:h], x[0:h])
+        for k in T.serial(chunks):
+            if chunks > 1:  # a row in registers is still there
+                load(x, X[r, k * width : k * width + width], stage)
+            load(w, W[k * width : k * width + width], stage)
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+            store(Y[r, k * width : k * width + width], x, stage)
 
     return rms_norm_rows
 

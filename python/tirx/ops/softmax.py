@@ -1,10 +1,14 @@
-"""`tirx.ops.softmax(x, dim=-1)`: row softmax in TIRx, one CTA per row.
+"""`tirx.ops.softmax(x, dim=-1)`: row softmax in TIRx, one CTA per row, rows of any length.
 
 Each thread holds 16-byte vectors of the row in registers (one coalesced pass over global memory
-each way); the row max and sum are thread-local folds then CTA reductions (`T.cuda.cta_max`,
-`cta_sum`), the exponent one `exp2((x - max) * log2 e)` per element, the normalisation one
-multiplication by 1 / sum. 16-bit inputs compute in float32 and round once. The number of rows
-is a run-time scalar; the row length and dtype key the kernel, whose thread count is autotuned."""
+each way); the row is padded to whole vectors of every thread, the padding read as -inf
+(`clip=True, other=-inf`: exp2 makes it 0) and never stored. The row max and sum are
+thread-local folds then CTA reductions (`T.cuda.cta_max`, `cta_sum`), the exponent one
+`exp2((x - max) * log2 e)` per element, the normalisation one multiplication by 1 / sum. A row
+wider than the registers (over 64 per thread at 1024 threads) is streamed in tiles: an online
+max and sum per thread (rescaled by exp2 of the max's change), then a second pass that writes.
+16-bit inputs compute in float32 and round once. The number of rows is a run-time scalar; the
+row length and dtype key the kernel, whose thread count is autotuned."""
 
 import math
 
@@ -12,20 +16,21 @@ import numpy as np
 
 from .. import T, Tx
 from ..autotune import autotune
-from ..layout import S, TileLayout, tx
 from . import _common as c
 
 LOG2E = 1.4426950408889634
+NEG_INF = -float("inf")
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype"], prune=c.prune_threads("softmax"))
+@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype"], prune=c.prune_threads())
 def softmax_kernel(n: int, dtype: str, threads: int):
     """Softmax over rows of ``n`` elements of ``dtype``: ``B[r] = softmax(A[r])`` for ``m`` rows."""
-    vec = 16 // c.elem_bytes(dtype)
-    per = n // threads
-    warps = threads // 32
-    row = TileLayout(S[(n // (threads * vec), threads, vec) : (vec, 1 @ tx, 1)])
-    widen = dtype != "float32"
+    g = c.RowTile(n, dtype, threads)
+    return (_streamed if g.streamed else _in_registers)(n, dtype, threads, g)
+
+
+def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile):
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
 
     @T.prim_func
     def softmax_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
@@ -36,15 +41,15 @@ def softmax_kernel(n: int, dtype: str, threads: int):
         T.warp_id([warps])
         T.lane_id([32])
         T.thread_id([threads])
-        X = T.alloc_buffer((n,), "float32", scope="local", layout=row)
+        X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         part = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         if widen:
-            Xin = T.alloc_buffer((n,), dtype, scope="local", layout=row)
-            Tx.cta.copy(Xin[0:n], A[r, 0:n])
-            Tx.cta.cast(X[0:n], Xin[0:n])
+            Xin = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+            Tx.cta.copy(Xin[0:width], A[r, 0:width], clip=True, other=NEG_INF)
+            Tx.cta.cast(X[0:width], Xin[0:width])
         else:
-            Tx.cta.copy(X[0:n], A[r, 0:n])
+            Tx.cta.copy(X[0:width], A[r, 0:width], clip=True, other=NEG_INF)
         Xl = X.local()
         Tx.max(part[0:1], Xl[0:per])
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
@@ -53,12 +58,67 @@ def softmax_kernel(n: int, dtype: str, threads: int):
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
         if widen:
-            Tx.cta.cast(Xin[0:n], X[0:n])
-            Tx.cta.copy(B[r, 0:n], Xin[0:n])
+            Tx.cta.cast(Xin[0:width], X[0:width])
+            Tx.cta.copy(B[r, 0:width], Xin[0:width], clip=True)
         else:
-            Tx.cta.copy(B[r, 0:n], X[0:n])
+            Tx.cta.copy(B[r, 0:width], X[0:width], clip=True)
 
     return softmax_rows
+
+
+def _streamed(n: int, dtype: str, threads: int, g: c.RowTile):
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+
+    @T.prim_func
+    def softmax_wide_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
+        A = T.match_buffer(A_ptr, (m, n), dtype)
+        B = T.match_buffer(B_ptr, (m, n), dtype)
+        T.device_entry()
+        r = T.cta_id([m])
+        T.warp_id([warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        Xin = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's max and sum so far
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        Xl = X.local()
+        run[0] = NEG_INF
+        run[1] = 0.0
+        for k in T.serial(chunks):
+            if widen:
+                Tx.cta.copy(Xin[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+                Tx.cta.cast(X[0:width], Xin[0:width])
+            else:
+                Tx.cta.copy(X[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+            Tx.max(part[0:1], Xl[0:per])
+            new_max = T.max(run[0], part[0])
+            # An all-padding tile keeps its max at -inf: exponents are then taken against 0.
+            base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
+            Tx.exp2(Xl[0:per], Xl[0:per], -base * LOG2E, LOG2E)
+            Tx.sum(part[0:1], Xl[0:per])
+            run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
+            run[0] = new_max
+        mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
+        row_base = T.if_then_else(mx == NEG_INF, 0.0, mx)
+        s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - row_base) * LOG2E), warps, scratch.ptr_to([0]))
+        inv = 1.0 / s
+        for k in T.serial(chunks):
+            if widen:
+                Tx.cta.copy(Xin[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+                Tx.cta.cast(X[0:width], Xin[0:width])
+            else:
+                Tx.cta.copy(X[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+            Tx.exp2(Xl[0:per], Xl[0:per], -row_base * LOG2E, LOG2E)
+            Tx.mul(Xl[0:per], Xl[0:per], inv)
+            if widen:
+                Tx.cta.cast(Xin[0:width], X[0:width])
+                Tx.cta.copy(B[r, k * width : k * width + width], Xin[0:width], clip=True)
+            else:
+                Tx.cta.copy(B[r, k * width : k * width + width], X[0:width], clip=True)
+
+    return softmax_wide_rows
 
 
 def _run(x, dim: int):

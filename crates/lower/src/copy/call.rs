@@ -36,6 +36,8 @@ decline_rules! {
         OwnerComputes = "owner_computes",
         /// No split of the region over the threads exists.
         Partition = "partition",
+        /// A guarded copy (`mask=`, `other=`, `clip=`) this variant cannot guard.
+        Guard = "guard",
         /// A region does not hold the number of elements the variant moves (`vec_128b`: one 16-B vector).
         RegionSize = "region_size",
         /// The register operand's layout does not number the scope's threads.
@@ -70,7 +72,31 @@ impl CopyOps<'_> {
 /// `dst`/`src` as regions, checked by `validate_copy_op` (§3.1): same dtype,
 /// equal non-unit extents, one range per buffer dim, uniform begins (bounds
 /// were checked before dispatch).
+/// Declines guarded copies (`mask=`, `other=`, `clip=`): only [`operands_guarded`]'s callers
+/// lower them.
 pub fn operands<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
+    unguarded(cx)?;
+    operands_guarded(cx)
+}
+
+/// Whether the call asks for a guarded copy.
+pub(crate) fn requested(cx: &CallCx) -> bool {
+    cx.arg(&op::COPY_MASK).is_some() || cx.arg(&op::OTHER).is_some() || cx.flag(&op::CLIP)
+}
+
+/// The decline of a variant that copies every element of its regions.
+fn unguarded(cx: &CallCx) -> Result<(), Decline> {
+    if requested(cx) {
+        return Err(Decline::new(
+            CopyRule::Guard,
+            "this variant copies every element; `mask=`, `other=` and `clip=` are lowered by `reg` (registers ↔ memory)",
+        ));
+    }
+    Ok(())
+}
+
+/// [`operands`] for a variant that lowers guarded copies.
+pub fn operands_guarded<'a>(cx: &CallCx<'a>) -> Result<CopyOps<'a>, Decline> {
     operands_matching(cx, |dst, src| {
         let (de, se) = (CopyOps::non_unit(dst), CopyOps::non_unit(src));
         (de != se).then(|| format!("dst region shape {de:?} != src region shape {se:?}"))

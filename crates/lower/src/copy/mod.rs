@@ -28,6 +28,7 @@ pub mod fallback;
 pub mod gmem_smem;
 pub mod gmem_smem_peel;
 pub mod gmem_smem_predicated;
+pub(crate) mod guard;
 pub mod ldstmatrix;
 pub mod partition;
 pub mod reg;

@@ -32,7 +32,8 @@
 //! memory. Global loads with `cache="nc"` use the non-coherent path.
 
 use super::call::CopyRule;
-use super::call::{add_sym, bind, operands, scope_pair};
+use super::call::{add_sym, bind, operands_guarded, scope_pair};
+use super::guard::{self, Ends, Guard};
 use super::partition::vec_candidates;
 use super::swizzle_iter::{recognize, Walk};
 use crate::addr::{dim_offset, swizzle};
@@ -41,8 +42,9 @@ use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::scope::TidKind;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
+use tirx_ir::hir::BufferRegion;
 use tirx_ir::hir::{ConfigKey, MemScope};
-use tirx_ir::lir::{CacheHint, LExpr, LStmt, LStmtKind, MemOp};
+use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Axis, Iter, Swizzle, TileLayout};
@@ -62,6 +64,9 @@ pub struct Atom {
     pub extent: i64,
     pub mem: i64,
     pub reg: i64,
+    /// The register-region dim a step moves along and by how much (a guarded copy's
+    /// coordinates; `(0, 0)` otherwise).
+    pub coord: (usize, i64),
 }
 
 /// A thread iter of the register layout and the memory iters its coordinate walks.
@@ -70,6 +75,8 @@ struct ThreadGroup {
     extent: i64,
     stride: i64,
     mem: Vec<Iter>,
+    /// As [`Atom::coord`].
+    coord: (usize, i64),
 }
 
 struct RegPlan {
@@ -86,6 +93,8 @@ struct RegPlan {
     /// The swizzle fast path over the rounds (§3.6), when it applies.
     walk: Option<Walk>,
     cache: CacheHint,
+    /// `mask=` / `other=` / `clip=True` (module `guard`).
+    guard: Option<Guard>,
 }
 
 impl Variant for RegCopy {
@@ -104,18 +113,21 @@ impl Variant for RegCopy {
 
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline> {
         let t = cx.cooperating_threads(crate::variant::COOPERATIVE_SCOPES)?;
-        let ops = operands(cx)?;
+        let ops = operands_guarded(cx)?;
         scope_pair(&ops, PAIRS)?;
         let r_is_src = ops.src_buf.scope == MemScope::Local;
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
         let r = operand::register(cx, r_reg).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?.tile;
         let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
+        let guarded = guard::requested(cx);
+        let (r, coord_of) =
+            if guarded { by_dims(&r, r_reg, r_name)? } else { (r.clone(), vec![(0, 0); r.shard.len()]) };
         let m = operand::memory(cx, m_reg)?;
         let global_load = !r_is_src && cx.buf(m_reg.buf).scope == MemScope::Global;
         let cache = cache_hint(cx, global_load)?;
         let mut limits = vec![];
-        let (threads, atoms) = partition(&r, &m.tile, r_name, &cx.buf(m_reg.buf).name)?;
+        let (threads, atoms) = partition(&r, &m.tile, r_name, &cx.buf(m_reg.buf).name, &coord_of)?;
         let dtype = cx.buf(r_reg.buf).dtype;
         let bytes = dtype.bytes() as i64;
         let reg_off = lay::m_offset(&r);
@@ -137,8 +149,22 @@ impl Variant for RegCopy {
                     .into(),
             );
         }
+        let guard = match guarded {
+            true => {
+                let (lanes, progression) = lane_coords(&atoms, vec, r_reg.ranges.len());
+                Some(guard::plan(cx, r_reg, m_reg, r_is_src, lanes, progression)?)
+            }
+            false => None,
+        };
+        let guard_text = guard.as_ref().map_or(String::new(), |g| {
+            format!(
+                "; guarded per vector ({}), partial vectors per lane{}",
+                if g.ends_only { "its two ends" } else { "every lane" },
+                if g.fill { ", `other` where not read" } else { "" }
+            )
+        });
         let summary = format!(
-            "vec {vec} ({} B) × {t} thread{}, {rounds} round{}{}; per-thread bundle {bundle} element{} as atoms (extent:mem/reg) {}",
+            "vec {vec} ({} B) × {t} thread{}, {rounds} round{}{}; per-thread bundle {bundle} element{} as atoms (extent:mem/reg) {}{guard_text}",
             vec * bytes,
             plural(t),
             plural(rounds),
@@ -158,6 +184,7 @@ impl Variant for RegCopy {
             swizzle: m.swizzle,
             walk,
             cache,
+            guard,
         };
         let mut p = Plan::new(summary, data);
         p.vec = Some(vec as u32);
@@ -168,7 +195,7 @@ impl Variant for RegCopy {
 
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug> {
         let p = plan.data::<RegPlan>("copy/reg")?;
-        let ops = operands(cx)?;
+        let ops = operands_guarded(cx)?;
         let (r_reg, m_reg) = if p.r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let (rb, r_ity) = em.lbuf(r_reg.buf)?;
         let (mb, m_ity) = em.lbuf(m_reg.buf)?;
@@ -179,6 +206,10 @@ impl Variant for RegCopy {
         em.stmts.extend(lets);
         let rounds: i64 = p.outer.iter().map(|a| a.extent).product();
         let f_var = (rounds > 1).then(|| em.var("f", DType::I32, Some((0, rounds - 1))));
+        let thread_coords = match &p.guard {
+            Some(_) => thread_coords(em, p, r_reg.ranges.len()),
+            None => vec![],
+        };
         let f = f_var.map_or(LExpr::i32(0), LExpr::Var);
         let mem_iters: Vec<Iter> = p.outer.iter().map(|a| Iter::m(a.extent, a.mem)).collect();
         let reg_iters: Vec<Iter> = p.outer.iter().map(|a| Iter::m(a.extent, a.reg)).collect();
@@ -199,14 +230,25 @@ impl Variant for RegCopy {
             }
         };
         let b = em.builder();
-        let r_idx = b.add(LExpr::Int(p.reg_off, r_ity), dim_offset(b, &reg_iters, b.to_int(f, r_ity)));
+        let r_idx = b.add(LExpr::Int(p.reg_off, r_ity), dim_offset(b, &reg_iters, b.to_int(f.clone(), r_ity)));
         let (dst, dst_index, src, src_index) = if p.r_is_src { (mb, m_idx, rb, r_idx) } else { (rb, r_idx, mb, m_idx) };
         let kind = if p.vec == 1 {
-            LStmtKind::Memory(MemOp::Store { buf: dst, index: dst_index, value: LExpr::Load(src, Box::new(src_index)) })
+            LStmtKind::Memory(MemOp::Store {
+                buf: dst,
+                index: dst_index.clone(),
+                value: LExpr::Load(src, Box::new(src_index.clone())),
+            })
         } else {
+            let (dst_index, src_index) = (dst_index.clone(), src_index.clone());
             LStmtKind::Memory(MemOp::VecCopy { dst, dst_index, src, src_index, lanes: p.vec as u32, cache: p.cache })
         };
-        let body = vec![LStmt::new(kind, em.span)];
+        let body = match &p.guard {
+            None => vec![LStmt::new(kind, em.span)],
+            Some(g) => {
+                let at = (dst, dst_index, src, src_index, rb);
+                guarded(cx, em, (p, g, m_reg), kind, round_coords(em, p, &thread_coords, &f), at)?
+            }
+        };
         match f_var {
             Some(v) => {
                 let unroll = rounds * p.vec <= UNROLL_ELEMS;
@@ -251,6 +293,7 @@ fn partition(
     m: &TileLayout,
     r_name: &str,
     m_name: &str,
+    coord_of: &[(usize, i64)],
 ) -> Result<(Vec<ThreadGroup>, Vec<Atom>), Decline> {
     let (g, seps) = m.group(&r.extents()).map_err(|e| {
         Decline::new(
@@ -265,23 +308,23 @@ fn partition(
         ));
     }
     let mut threads = Vec::new();
-    let mut regs: Vec<(i64, &[Iter])> = Vec::new();
+    let mut regs: Vec<(i64, &[Iter], (usize, i64))> = Vec::new();
     for (k, it) in r.shard.iter().enumerate() {
         let group = &g.shard[seps[k]..seps[k + 1]];
         if it.axis.is_thread() {
-            threads.push(ThreadGroup { extent: it.extent, stride: it.stride, mem: group.to_vec() });
+            threads.push(ThreadGroup { extent: it.extent, stride: it.stride, mem: group.to_vec(), coord: coord_of[k] });
         } else if it.extent > 1 {
-            regs.push((it.stride, group));
+            regs.push((it.stride, group, coord_of[k]));
         }
     }
     regs.sort_by_key(|r| std::cmp::Reverse(r.0));
     let mut atoms = Vec::new();
-    for (rs, group) in regs {
+    for (rs, group, (d, c)) in regs {
         let mut below = 1i64;
         let mut part = Vec::new();
         for it in group.iter().rev() {
             if it.extent > 1 {
-                part.push(Atom { extent: it.extent, mem: it.stride, reg: rs * below });
+                part.push(Atom { extent: it.extent, mem: it.stride, reg: rs * below, coord: (d, c * below) });
             }
             below *= it.extent;
         }
@@ -327,7 +370,12 @@ fn split_for_vec(atoms: &[Atom], vec: i64) -> Option<Vec<Atom>> {
         if vec % acc != 0 || last.extent % f != 0 {
             return None;
         }
-        out.push(Atom { extent: last.extent / f, mem: last.mem * f, reg: last.reg * f });
+        out.push(Atom {
+            extent: last.extent / f,
+            mem: last.mem * f,
+            reg: last.reg * f,
+            coord: (last.coord.0, last.coord.1 * f),
+        });
         acc = vec;
     }
     (acc == vec).then_some(out)
@@ -413,12 +461,152 @@ fn thread_base(em: &mut Emitter, p: &RegPlan, ity: DType) -> Result<LExpr, Decli
     add_sym(em, base, &p.sym, ity)
 }
 
+/// `r` split along the register region's dims, and each shard iter's dim and coordinate
+/// step (a guarded copy's coordinates).
+fn by_dims(r: &TileLayout, reg: &BufferRegion, name: &str) -> Result<(TileLayout, Vec<(usize, i64)>), Decline> {
+    let ext: Vec<i64> = reg.ranges.iter().map(|g| g.extent).collect();
+    let (g, seps) = r.group(&ext).map_err(|e| {
+        Decline::new(
+            CopyRule::Align,
+            format!("the layout of `{name}` does not split along its region's dims ({e}); a guarded copy needs each element's coordinates"),
+        )
+    })?;
+    let mut coord_of = Vec::with_capacity(g.shard.len());
+    for d in 0..ext.len() {
+        let dim = &g.shard[seps[d]..seps[d + 1]];
+        for k in 0..dim.len() {
+            coord_of.push((d, dim[k + 1..].iter().map(|i| i.extent).product()));
+        }
+    }
+    Ok((g, coord_of))
+}
+
+/// Each lane's coordinate offsets (per register-region dim) in a vector of `vec` made of
+/// the innermost atoms, and whether they are an arithmetic progression.
+fn lane_coords(atoms: &[Atom], vec: i64, rank: usize) -> (Vec<Vec<i64>>, bool) {
+    let mut parts = Vec::new();
+    let mut acc = 1i64;
+    for a in atoms.iter().rev() {
+        if acc >= vec {
+            break;
+        }
+        let take = a.extent.min(vec / acc);
+        parts.push((take, a.coord));
+        acc *= take;
+    }
+    let lanes: Vec<Vec<i64>> = (0..vec)
+        .map(|l| {
+            let mut c = vec![0i64; rank];
+            let mut rest = l;
+            for &(e, (d, step)) in &parts {
+                c[d] += (rest % e) * step;
+                rest /= e;
+            }
+            c
+        })
+        .collect();
+    let step: Vec<i64> = match lanes.get(1) {
+        Some(l1) => l1.iter().zip(&lanes[0]).map(|(a, b)| a - b).collect(),
+        None => vec![0; rank],
+    };
+    let progression = lanes.iter().enumerate().all(|(l, c)| c.iter().zip(&step).all(|(x, s)| *x == l as i64 * s));
+    (lanes, progression)
+}
+
+/// This thread's coordinates in the register region (let-bound before the rounds).
+fn thread_coords(em: &mut Emitter, p: &RegPlan, rank: usize) -> Vec<LExpr> {
+    let mut c = vec![LExpr::i32(0); rank];
+    if let Some(k) = p.tid {
+        let tid = em.thread_id(k);
+        let b = em.builder();
+        let tid = b.to_int(tid, DType::I32);
+        for g in &p.threads {
+            let (d, step) = g.coord;
+            let digit = b.rem_c(b.div_c(tid.clone(), g.stride), g.extent);
+            c[d] = b.add(c[d].clone(), b.mul(digit, LExpr::i32(step)));
+        }
+    }
+    let mut lets = Vec::new();
+    let out = c.into_iter().enumerate().map(|(d, e)| bind(em, &mut lets, &format!("c{d}"), e)).collect();
+    em.stmts.extend(lets);
+    out
+}
+
+/// The coordinates of round `f`'s first lane.
+fn round_coords(em: &Emitter, p: &RegPlan, base: &[LExpr], f: &LExpr) -> Vec<LExpr> {
+    let b = em.builder();
+    let mut c = base.to_vec();
+    let mut inner = 1i64;
+    for a in p.outer.iter().rev() {
+        if a.extent > 1 && a.coord.1 != 0 {
+            let digit = b.rem_c(b.div_c(f.clone(), inner), a.extent);
+            let (d, step) = a.coord;
+            c[d] = b.add(c[d].clone(), b.mul(digit, LExpr::i32(step)));
+        }
+        inner *= a.extent;
+    }
+    c
+}
+
+/// A round of a guarded copy: the vector access where its deciding lanes hold, else one
+/// guarded scalar access per lane (a load writing `other` where it does not read).
+fn guarded(
+    cx: &CallCx,
+    em: &mut Emitter,
+    (p, g, mem): (&RegPlan, &Guard, &BufferRegion),
+    vector: LStmtKind,
+    c0: Vec<LExpr>,
+    (dst, dst_index, src, src_index, rb): (LBufId, LExpr, LBufId, LExpr, LBufId),
+) -> Result<Vec<LStmt>, Bug> {
+    let span = em.span;
+    let mut conds = Vec::with_capacity(g.lanes.len());
+    let mut whole = Vec::new();
+    for (lane, ends) in g.lanes.iter().zip(g.vector_ends()) {
+        let b = em.builder();
+        let c: Vec<LExpr> = c0.iter().zip(lane).map(|(x, o)| b.add(x.clone(), LExpr::i32(*o))).collect();
+        conds.push(g.cond(cx, em, mem, &c, Ends::ALL)?.unwrap_or(LExpr::Bool(true)));
+        whole.extend(g.cond(cx, em, mem, &c, ends)?);
+    }
+    let other = match (g.fill, cx.scalar(&tirx_ir::op::OTHER)) {
+        (true, Some(e)) => {
+            let v = crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
+                .map_err(|d| Bug(format!("`other` does not lower: {}", d.message)))?;
+            let b = em.builder();
+            let t = b.bufs[rb.0 as usize].dtype;
+            Some(b.convert(v, t))
+        }
+        _ => None,
+    };
+    let b = em.builder();
+    let lane_stmt = |l: usize, cond: LExpr| {
+        let at = |i: &LExpr| b.add(i.clone(), LExpr::Int(l as i64, b.ity(i)));
+        let copy = MemOp::Store { buf: dst, index: at(&dst_index), value: LExpr::Load(src, Box::new(at(&src_index))) };
+        let else_body = match &other {
+            Some(v) => vec![LStmt::new(
+                LStmtKind::Memory(MemOp::Store { buf: dst, index: at(&dst_index), value: v.clone() }),
+                span,
+            )],
+            None => vec![],
+        };
+        LStmt::new(LStmtKind::If { cond, then_body: vec![LStmt::new(LStmtKind::Memory(copy), span)], else_body }, span)
+    };
+    if p.vec == 1 {
+        return Ok(vec![lane_stmt(0, conds[0].clone())]);
+    }
+    let all = whole.into_iter().reduce(|a, c| LExpr::bin(LBinOp::And, a, c)).unwrap_or(LExpr::Bool(true));
+    let per_lane: Vec<LStmt> = conds.into_iter().enumerate().map(|(l, c)| lane_stmt(l, c)).collect();
+    Ok(vec![LStmt::new(
+        LStmtKind::If { cond: all, then_body: vec![LStmt::new(vector, span)], else_body: per_lane },
+        span,
+    )])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn a(extent: i64, mem: i64, reg: i64) -> Atom {
-        Atom { extent, mem, reg }
+        Atom { extent, mem, reg, coord: (0, 0) }
     }
 
     #[test]

@@ -1,0 +1,203 @@
+//! Guarded copies (`mask=`, `other=`, `clip=True`; docs/tile-primitives.md §3.3): which
+//! elements of a register ↔ memory copy move, decided per element from its coordinates.
+//!
+//! The condition of an element is the call's mask at its coordinates in the destination
+//! region, and with `clip=True` that its memory coordinate `begin + c` lies inside the
+//! buffer on every dim the bounds pass could not prove (a ragged row's tail, a tile past
+//! the matrix's edge). Each vector is tested as a whole: when its coordinates are an
+//! arithmetic progression and the condition is *convex* along it (a conjunction of
+//! comparisons affine in the coordinates: `j < n`, `j <= i + off`), it holds on the whole
+//! vector iff it holds at both ends; otherwise every lane is tested. Whole vectors keep
+//! their vector access; the others fall to one guarded scalar access per lane, and a load
+//! writes `other` where it does not read (or leaves the register as it was).
+
+pub(crate) use super::call::requested;
+use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
+use std::collections::HashMap;
+use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, MaskFn, TileArg, UnOp, VarId};
+use tirx_ir::lir::{LBinOp, LExpr};
+use tirx_ir::op;
+use tirx_ir::DType;
+
+/// The parts of a guarded copy's plan.
+#[derive(Clone, Debug)]
+pub(crate) struct Guard {
+    /// Coordinate offset of each lane of a vector, per register-region dim.
+    pub lanes: Vec<Vec<i64>>,
+    /// The vector's condition is its two ends' (see the module doc).
+    pub ends_only: bool,
+    /// Per memory-region dim, the register-region dim that gives its coordinate (unit dims: none).
+    pub mem_from_reg: Vec<Option<usize>>,
+    /// Per memory dim: whether `begin + c >= 0` and `begin + c < size` must be tested.
+    pub clip: Vec<(bool, bool)>,
+    /// The mask's parameters are the register region's dims (a load), else the memory region's.
+    pub mask_on_reg: bool,
+    /// Whether the register region is a destination written with `other` where nothing is read.
+    pub fill: bool,
+}
+
+/// The guard of a copy between `reg` (registers) and `mem`; `lanes` are the vector's lane
+/// coordinates (each a progression or not, `progression`).
+pub(crate) fn plan(
+    cx: &CallCx,
+    reg: &BufferRegion,
+    mem: &BufferRegion,
+    r_is_src: bool,
+    lanes: Vec<Vec<i64>>,
+    progression: bool,
+) -> Result<Guard, Decline> {
+    let other = cx.arg(&op::OTHER).is_some();
+    if other && r_is_src {
+        return Err(Decline::new(
+            CommonRule::Parse,
+            "`other=` is what a load writes where it does not read; a store writes nothing there: drop it",
+        ));
+    }
+    let mask = mask(cx)?;
+    let dst = if r_is_src { mem } else { reg };
+    if let Some(m) = mask {
+        if m.params.len() != dst.ranges.len() {
+            return Err(Decline::new(
+                CommonRule::Parse,
+                format!(
+                    "the mask takes {} coordinate(s) but the destination region has {} dim(s): one parameter per dim",
+                    m.params.len(),
+                    dst.ranges.len()
+                ),
+            ));
+        }
+    }
+    if mask.is_none() && !cx.flag(&op::CLIP) {
+        return Err(Decline::new(
+            CommonRule::Parse,
+            "`other=` fills the elements a guarded load does not read: give `mask=` or `clip=True` with it",
+        ));
+    }
+    let non_unit =
+        |r: &BufferRegion| -> Vec<usize> { (0..r.ranges.len()).filter(|&d| r.ranges[d].extent != 1).collect() };
+    let mut mem_from_reg = vec![None; mem.ranges.len()];
+    for (m, r) in non_unit(mem).into_iter().zip(non_unit(reg)) {
+        mem_from_reg[m] = Some(r);
+    }
+    let clip = if cx.flag(&op::CLIP) {
+        crate::bounds::clip_guards(cx.kernel, cx.env, cx.facts, mem)
+    } else {
+        vec![(false, false); mem.ranges.len()]
+    };
+    let convex = mask.is_none_or(|m| convex(&m.cond, &m.params));
+    Ok(Guard { lanes, ends_only: progression && convex, mem_from_reg, clip, mask_on_reg: !r_is_src, fill: other })
+}
+
+fn mask<'a>(cx: &CallCx<'a>) -> Result<Option<&'a MaskFn>, Decline> {
+    match cx.arg(&op::COPY_MASK) {
+        None => Ok(None),
+        Some(TileArg::Mask(m)) => Ok(Some(m)),
+        Some(_) => {
+            Err(Decline::new(CommonRule::Parse, "`mask=` takes a lambda of the coordinates (`lambda i, j: j < n`)"))
+        }
+    }
+}
+
+/// Which ends of the clipped dims a test covers: a vector's first lane has the least
+/// coordinate on every dim and its last lane the greatest (lane offsets are mixed-radix
+/// numbers with non-negative steps), so the whole vector is inside iff those two are.
+#[derive(Clone, Copy)]
+pub(crate) struct Ends {
+    pub lo: bool,
+    pub hi: bool,
+    pub mask: bool,
+}
+
+impl Ends {
+    pub const ALL: Ends = Ends { lo: true, hi: true, mask: true };
+}
+
+impl Guard {
+    /// The condition at the register-region coordinates `c`, the parts `ends` names.
+    pub(crate) fn cond(
+        &self,
+        cx: &CallCx,
+        em: &mut Emitter,
+        mem: &BufferRegion,
+        c: &[LExpr],
+        ends: Ends,
+    ) -> Result<Option<LExpr>, Bug> {
+        let mem_c: Vec<LExpr> = self.mem_from_reg.iter().map(|r| r.map_or(LExpr::i32(0), |d| c[d].clone())).collect();
+        let mut conds = Vec::new();
+        let buf = cx.buf(mem.buf);
+        for (d, &(lo, hi)) in self.clip.iter().enumerate() {
+            let (lo, hi) = (lo && ends.lo, hi && ends.hi);
+            if !(lo || hi) {
+                continue;
+            }
+            let lower = |e: &Expr| {
+                crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
+                    .map_err(|d| Bug(format!("a region begin does not lower: {}", d.message)))
+            };
+            let begin = lower(&mem.ranges[d].begin)?;
+            let size = match (&buf.dyn_outer, d) {
+                (Some(e), 0) => lower(e)?,
+                _ => LExpr::i32(buf.shape[d]),
+            };
+            let b = em.builder();
+            // 64-bit only where a begin or size is.
+            let wide = [&begin, &size].iter().any(|e| b.ity(e) == DType::I64) || buf.shape[d] > i32::MAX as i64;
+            let t = if wide { DType::I64 } else { DType::I32 };
+            let at = b.add(b.to_int(begin, t), b.to_int(mem_c[d].clone(), t));
+            if lo {
+                conds.push(LExpr::bin(LBinOp::Ge, at.clone(), LExpr::Int(0, t)));
+            }
+            if hi {
+                conds.push(LExpr::bin(LBinOp::Lt, at, b.to_int(size, t)));
+            }
+        }
+        if let (true, Some(TileArg::Mask(m))) = (ends.mask, cx.arg(&op::COPY_MASK)) {
+            let coords = if self.mask_on_reg { c } else { &mem_c[..] };
+            let bound: HashMap<VarId, LExpr> = m.params.iter().copied().zip(coords.iter().cloned()).collect();
+            let v = crate::expr::lower_with(cx.kernel, cx.env, em.builder(), &m.cond, &bound)
+                .map_err(|d| Bug(format!("the mask does not lower: {}", d.message)))?;
+            conds.push(v);
+        }
+        Ok(conds.into_iter().reduce(|a, b| LExpr::bin(LBinOp::And, a, b)))
+    }
+
+    /// What each lane's test contributes to the whole vector's.
+    pub(crate) fn vector_ends(&self) -> Vec<Ends> {
+        let n = self.lanes.len();
+        (0..n).map(|l| Ends { lo: l == 0, hi: l + 1 == n, mask: !self.ends_only || l == 0 || l + 1 == n }).collect()
+    }
+}
+
+/// Whether `e` holding at both ends of a segment of coordinates implies it holds along
+/// it: a conjunction of comparisons (not `!=`) whose sides are affine in the parameters.
+pub(crate) fn convex(e: &Expr, params: &[VarId]) -> bool {
+    let uses = |x: &Expr| params.iter().any(|&p| x.uses(p));
+    if !uses(e) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => convex(a, params) && convex(b, params),
+        ExprKind::Binary(BinOp::BitAnd, a, b) if e.dtype == DType::Bool => convex(a, params) && convex(b, params),
+        ExprKind::Binary(BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::Eq, a, b) => {
+            affine(a, params) && affine(b, params)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `e` is affine in the parameters (each product has at most one factor using them).
+fn affine(e: &Expr, params: &[VarId]) -> bool {
+    let uses = |x: &Expr| params.iter().any(|&p| x.uses(p));
+    if !uses(e) {
+        return true;
+    }
+    match &e.kind {
+        ExprKind::Var(_) => true,
+        ExprKind::Binary(BinOp::Add | BinOp::Sub, a, b) => affine(a, params) && affine(b, params),
+        ExprKind::Binary(BinOp::Mul, a, b) => (!uses(a) && affine(b, params)) || (!uses(b) && affine(a, params)),
+        ExprKind::Unary(UnOp::Neg, a) => affine(a, params),
+        // Widening casts are monotone; a narrowing one could wrap.
+        ExprKind::Cast(a) => (e.dtype.is_float() || e.dtype.bits() >= 32) && affine(a, params),
+        _ => false,
+    }
+}

@@ -28,10 +28,15 @@
 # group g = t // (GROUP * TN) of GROUP tile rows, at tile row g * GROUP + t % GROUP and tile column
 # t % (GROUP * TN) // GROUP (down a group's rows first), so the CTAs running at once share A rows
 # and B columns in L2. (g is taken modulo the number of groups, which changes nothing for t < TILES
-# but keeps the region begins provably inside A and C; they are written out in full, not through
+# but keeps the tile begins inside A and C; they are written out in full, not through
 # local variables, so that copy_async and gemm_async see them as affine in r, kt, bx and wg.)
-# M, N, K are multiples of the tile; the simulator checks this small size (set CTAS to the
-# number of SMs, 132 on an H100, and M = N = K = 8192 for a real run); idle CTAs just exit.
+# Any M; N and K multiples of 8 (TMA's 16-byte row strides): the tiles cover the matrices, what a
+# load box reads past A or B is zero-filled by TMA (adding nothing to the sums) and what a store
+# box writes past C is clipped, so ragged edges cost nothing in the kernel's code. When N is not a
+# multiple of 64, B and C move in one box per 64-column swizzle atom (so that the last can leave
+# the matrix) instead of one per tile row. The simulator
+# checks this small size (set CTAS to the number of SMs, 132 on an H100, and M = N = K = 8192
+# for a real run); idle CTAs just exit.
 # Result: C == bf16(A @ B) (each wgmma rounds its sum once to f32, docs/numerics.md §10).
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -43,7 +48,7 @@ BM, BN, BK = 128, 256, 64  # CTA tile; each consumer warpgroup owns 64 rows of i
 STAGES = 4
 CTAS = 2  # persistent CTAs
 dtype = "bfloat16"  # "float16" works too
-TM, TN, KT = M // BM, N // BN, K // BK
+TM, TN, KT = -(-M // BM), -(-N // BN), -(-K // BK)  # tiles covering C, K steps covering K
 TILES = TM * TN
 ROUNDS = (TILES + CTAS - 1) // CTAS
 GROUP = 8 if TM % 8 == 0 else (4 if TM % 4 == 0 else (2 if TM % 2 == 0 else 1))  # tile rows per group
@@ -94,11 +99,19 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                                         ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + BM,
                                         kt * BK:kt * BK + BK],
                                       dispatch="tma_auto", mbar=full.ptr_to([(r * KT + kt) % STAGES]))
-                        Tx.copy_async(B_s[(r * KT + kt) % STAGES, 0:BK, 0:BN],
-                                      B[kt * BK:kt * BK + BK,
-                                        (r * CTAS + bx) % (GROUP * TN) // GROUP * BN:
-                                        (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + BN],
-                                      dispatch="tma_auto", mbar=full.ptr_to([(r * KT + kt) % STAGES]))
+                        if N % 64 == 0:  # whole tile rows: one box
+                            Tx.copy_async(B_s[(r * KT + kt) % STAGES, 0:BK, 0:BN],
+                                          B[kt * BK:kt * BK + BK,
+                                            (r * CTAS + bx) % (GROUP * TN) // GROUP * BN:
+                                            (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + BN],
+                                          dispatch="tma_auto", mbar=full.ptr_to([(r * KT + kt) % STAGES]))
+                        else:  # a box per 64-column swizzle atom, so the last can leave B
+                            for a in T.unroll(BN // 64):
+                                Tx.copy_async(B_s[(r * KT + kt) % STAGES, 0:BK, a * 64:a * 64 + 64],
+                                              B[kt * BK:kt * BK + BK,
+                                                (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + a * 64:
+                                                (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + a * 64 + 64],
+                                              dispatch="tma_auto", mbar=full.ptr_to([(r * KT + kt) % STAGES]))
     else:
         T.ptx.setmaxnreg.inc(232)
         c = wg - 1
@@ -126,10 +139,17 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE + c, 128)
                 if tid % 128 == 0:
-                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
-                                    ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
-                                    (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 0:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128],
-                                  C_s[c, 0:64, 0:128], dispatch="tma_auto")
+                    if N % 64 == 0:
+                        Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                        ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                                        (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 0:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128],
+                                      C_s[c, 0:64, 0:128], dispatch="tma_auto")
+                    else:
+                        for a in T.unroll(2):
+                            Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                            ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                                            (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 0 + a * 64:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 0 + a * 64 + 64],
+                                          C_s[c, 0:64, a * 64:a * 64 + 64], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()
                 if tid % 128 == 0:
                     T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[c]
@@ -139,10 +159,17 @@ def gemm_hopper(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE + c, 128)
                 if tid % 128 == 0:
-                    Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
-                                    ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
-                                    (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 256],
-                                  C_s[c, 0:64, 0:128], dispatch="tma_auto")
+                    if N % 64 == 0:
+                        Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                        ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                                        (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 256],
+                                      C_s[c, 0:64, 0:128], dispatch="tma_auto")
+                    else:
+                        for a in T.unroll(2):
+                            Tx.copy_async(C[((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64:
+                                            ((r * CTAS + bx) // (GROUP * TN) % (TM // GROUP) * GROUP + (r * CTAS + bx) % GROUP) * BM + c * 64 + 64,
+                                            (r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128 + a * 64:(r * CTAS + bx) % (GROUP * TN) // GROUP * BN + 128 + a * 64 + 64],
+                                          C_s[c, 0:64, a * 64:a * 64 + 64], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()
         if tid % 128 == 0:
             T.ptx.cp_async.bulk.wait_group(0)

@@ -95,6 +95,28 @@ def test_torch_tensors_the_registered_ops_and_compile():
         torch.testing.assert_close(block(x, w), ops.rms_norm(ops.softmax(x) * 2, [2048], w, 1e-6))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_ragged_and_wide_rows_on_the_gpu(dtype):
+    """Issue 29 item 3 on the GPU: rows of 1, 1000, 5120, 32000 and 70001 elements (ragged
+    tails, a row streamed through tiles) against PyTorch, with the tail's neighbours intact."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    tdt = getattr(torch, dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=2**-7, atol=1e-6)
+    for n in (1, 1000, 5120, 32000, 70001):
+        x = torch.randn(5, n, device="cuda", dtype=tdt) * 3
+        torch.testing.assert_close(ops.softmax(x), torch.softmax(x.float(), -1).to(tdt), **tol)
+        w = torch.rand(n, device="cuda", dtype=tdt) + 0.5
+        want = torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).to(tdt)
+        torch.testing.assert_close(ops.rms_norm(x, [n], w, 1e-6), want, **tol)
+        # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.
+        big = torch.full((7, n), 5.0, device="cuda", dtype=tdt)
+        sys.modules["tirx.ops.softmax"].softmax_kernel(n=n, dtype=dtype)(x, big[1:6], 5)
+        torch.testing.assert_close(big[1:6], torch.softmax(x.float(), -1).to(tdt), **tol)
+        assert torch.equal(big[0], torch.full_like(big[0], 5.0)) and torch.equal(big[6], big[0])
+
+
 def test_the_ops_are_registered_at_import_when_torch_is_loaded():
     # A first call inside torch.compile: Dynamo cannot trace a registration, so `tirx.ops`
     # registers its ops when imported after torch (and says what to do otherwise).

@@ -949,7 +949,7 @@ fn gemm_mma_tma_shapes() {
 /// examples/gemm_hopper.py: float16; one tile row (M = 128) with more CTAs than tiles (an idle
 /// CTA) and K steps wrapping the stage ring within a tile; one CTA walking tiles in groups of 4
 /// tile rows and three CTAs in groups of 8, both with fewer K steps than stages (the phases wrap
-/// across tiles).
+/// across tiles); sizes that are not tile multiples (TMA's zero fill and clipped stores).
 #[test]
 fn gemm_hopper_shapes() {
     check_resized(
@@ -959,6 +959,10 @@ fn gemm_hopper_shapes() {
             ("128, 512, 640", "3", "\"bfloat16\""),
             ("512, 512, 128", "1", "\"bfloat16\""),
             ("1024, 256, 64", "3", "\"float16\""),
+            // Ragged (issue 29): partial tiles on every edge, a K step past K.
+            ("200, 264, 200", "2", "\"bfloat16\""),
+            ("72, 8, 8", "1", "\"float16\""),
+            ("250, 520, 136", "3", "\"bfloat16\""),
         ],
     );
 }

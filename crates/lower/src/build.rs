@@ -197,6 +197,10 @@ impl Builder {
                 return self.div_c((**x).clone(), kc);
             }
         }
+        // (x * k + y) / c with c | k → x * (k / c) + y / c (exact for floor division).
+        if let Some((x, k, y)) = scaled_plus(&a).filter(|(_, k, _)| k % c == 0) {
+            return self.add(self.mul(x, LExpr::Int(k / c, t)), self.div_c(y, c));
+        }
         // (x * k) / c with c | k → x * (k / c)
         if let LExpr::Bin(LBinOp::Mul, x, k) = &a {
             if let LExpr::Int(k, _) = **k {
@@ -229,6 +233,10 @@ impl Builder {
                     return LExpr::Int(0, t);
                 }
             }
+        }
+        // (x * k + y) mod c with c | k → y mod c.
+        if let Some((_, _, y)) = scaled_plus(&a).filter(|(_, k, _)| k % c == 0) {
+            return self.rem_c(y, c);
         }
         let op = if self.non_negative(&a) { LBinOp::Rem } else { LBinOp::FloorMod };
         LExpr::bin(op, a, LExpr::Int(c, t))
@@ -370,4 +378,20 @@ impl Builder {
             _ => None,
         }
     }
+}
+
+/// `x * k + y` (or `y + x * k`) with a constant `k`: `(x, k, y)`.
+fn scaled_plus(a: &LExpr) -> Option<(LExpr, i64, LExpr)> {
+    let LExpr::Bin(LBinOp::Add, l, r) = a else { return None };
+    let scaled = |e: &LExpr| match e {
+        LExpr::Bin(LBinOp::Mul, x, k) => match **k {
+            LExpr::Int(k, _) if k != 0 => Some(((**x).clone(), k)),
+            _ => None,
+        },
+        _ => None,
+    };
+    if let Some((x, k)) = scaled(l) {
+        return Some((x, k, (**r).clone()));
+    }
+    scaled(r).map(|(x, k)| (x, k, (**l).clone()))
 }

@@ -41,6 +41,9 @@ pub struct MemOperand {
     /// What every value of `sym` is a multiple of (alignment proofs): its divisor,
     /// with the divisibility `T.assume` states of scalar parameters (`CallCx::divisor`).
     pub sym_div: i64,
+    /// The element stride of each buffer dim when every dim is one stride (a dim of size 1:
+    /// the row-major one); what a guarded copy reads its coordinates back from.
+    pub dim_strides: Option<Vec<i64>>,
 }
 
 impl MemOperand {
@@ -110,9 +113,22 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
         region.push((0, rg.extent));
         sym = sym.plus(digits).ok_or_else(|| overflow(b, d))?;
     }
+    let dim_strides: Option<Vec<i64>> = (0..b.shape.len())
+        .map(|d| {
+            // A dim of size 1 has no stride; only its coordinate 0 is ever accessed, so any
+            // stride is right: the row-major one keeps the vectors of a 1-wide row contiguous.
+            dim_stride(&grouped.shard[seps[d]..seps[d + 1]]).map(|s| {
+                if s == 0 {
+                    b.shape[d + 1..].iter().product()
+                } else {
+                    s
+                }
+            })
+        })
+        .collect();
     let leaves = region.iter().zip(&b.shape).any(|(&(lo, e), &n)| lo < 0 || lo.saturating_add(e) > n);
     let tile = if leaves && crate::bounds::clipped(cx.call, b) {
-        past_the_end(&grouped, &seps, &region, b)?
+        past_the_end(crate::lay::m_offset(&grouped), dim_strides.as_deref(), &region, b)?
     } else {
         base.slice(&b.shape, &region, Fusion::Cuda)
     };
@@ -124,34 +140,31 @@ pub fn memory(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
         ));
     }
     let sym_div = cx.divisor(&sym);
-    Ok(MemOperand { buf: r.buf, tile, swizzle, sym, sym_div })
+    Ok(MemOperand { buf: r.buf, tile, swizzle, sym, sym_div, dim_strides })
 }
 
 /// The tile of a `clip=True` region that leaves its buffer: each dim one iter of the
 /// buffer's stride for that dim, run past the end (the copy guards every element, so
 /// only the addresses inside are used). Dims split over several iters cannot be extended.
 fn past_the_end(
-    grouped: &TileLayout,
-    seps: &[usize],
+    base: i64,
+    strides: Option<&[i64]>,
     region: &[(i64, i64)],
     b: &Buffer,
 ) -> Result<Result<TileLayout, tirx_layout::LayoutError>, Decline> {
+    let Some(strides) = strides else {
+        return Err(Decline::new(
+            CommonRule::Slice,
+            format!(
+                "`{}`: the region leaves the buffer and a dim's layout splits it over several iters; \
+                 `clip=True` extends dims of one stride",
+                b.name
+            ),
+        ));
+    };
     let mut shard = Vec::with_capacity(region.len());
-    let mut offset = crate::lay::m_offset(grouped);
-    for (d, &(lo, e)) in region.iter().enumerate() {
-        let Some(stride) = dim_stride(&grouped.shard[seps[d]..seps[d + 1]]) else {
-            return Err(Decline::new(
-                CommonRule::Slice,
-                format!(
-                    "`{}`: the region leaves the buffer and dim {d}'s layout splits it over several iters; \
-                     `clip=True` extends a dim of one stride",
-                    b.name
-                ),
-            ));
-        };
-        // A dim of size 1 has no stride; only its coordinate 0 is ever accessed, so any
-        // stride is right: the row-major one keeps the vectors of a 1-wide row contiguous.
-        let stride = if stride == 0 { b.shape[d + 1..].iter().product() } else { stride };
+    let mut offset = base;
+    for (d, (&(lo, e), &stride)) in region.iter().zip(strides).enumerate() {
         offset =
             offset.checked_add(lo.checked_mul(stride).ok_or_else(|| overflow(b, d))?).ok_or_else(|| overflow(b, d))?;
         shard.push(Iter::m(e, stride));

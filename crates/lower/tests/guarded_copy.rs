@@ -107,8 +107,9 @@ fn ragged_rows_through_a_padded_register_tile() {
                 }
                 // Whole vectors stay vector accesses (the register-to-P copy is unguarded).
                 assert!(vector_copies(&l).iter().all(|&v| v as i64 == vec), "{dtype} n={n}");
+                // A row that fills the tile needs no test: the copy is a plain one (no dead branches).
                 let text = &tried(&l.explain[0], "reg").reason;
-                assert!(text.contains("guarded per vector (its two ends)"), "{text}");
+                assert_eq!(text.contains("guarded per vector (its two ends)"), n < nt, "n={n}: {text}");
             }
         }
     }
@@ -197,10 +198,133 @@ fn guarded_copy_declines() {
         ("Tx.warp.copy(B[0, 0:32], X[0:32], clip=True, other=0.0)", "`other=` is what a load writes"),
         ("Tx.warp.copy(X[0:32], A[0, 0:32], other=0.0)", "give `mask=` or `clip=True` with it"),
         ("Tx.warp.copy(X[0:32], A[1, 0:32], mask=lambda i, j: j < 3)", "the mask takes 2 coordinate(s)"),
-        ("Tx.warp.copy(S_[0:30], A[0, 0:30], mask=lambda j: j < 3)", "lowered by `reg`"),
+        ("Tx.warp.copy(S_[16:48], A[0, 0:32], clip=True)", "the shared region of `S_` must lie inside it"),
     ] {
         let src = body(call);
         let errs = render(&lower_errors(&src), &src);
         assert!(errs.contains(want), "{call}:\n{errs}");
     }
+}
+
+/// Global ↔ shared guarded copies (`gmem_smem_predicated`): a 16 x 64 bf16 tile at a run-time
+/// row count and a ragged column count (`clip=True, other=0` on the load, `clip=True` on the
+/// store), into plain and 128-byte-swizzled shared tiles, and a causal mask; each shared
+/// tile is also stored whole to `P` so the filled elements are checked too.
+#[test]
+fn global_shared_tiles_past_the_edges() {
+    for (layout, swizzled) in [("", false), (", layout=mma_shared_layout(\"bfloat16\", 3, (16, 64))", true)] {
+        for (m, n) in [(16i64, 64i64), (13, 64), (16, 50), (5, 9), (1, 1)] {
+            let src = format!(
+                r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, P_ptr: T.handle, Q_ptr: T.handle, m: T.int32):
+    A = T.match_buffer(A_ptr, (m, {n}), "bfloat16")
+    B = T.match_buffer(B_ptr, (m, {n}), "bfloat16")
+    P = T.match_buffer(P_ptr, (16, 64), "bfloat16")
+    Q = T.match_buffer(Q_ptr, (16, 64), "bfloat16")
+    T.device_entry()
+    T.cta_id([1]); T.warp_id([2]); T.lane_id([32]); T.thread_id([64])
+    S_ = T.alloc_buffer((16, 64), "bfloat16", scope="shared"{layout})
+    Tx.cta.copy(S_[0:16, 0:64], A[0:16, 0:64], clip=True, other=0.0)
+    T.cuda.cta_sync()
+    Tx.cta.copy(P[0:16, 0:64], S_[0:16, 0:64])
+    Tx.cta.copy(B[0:16, 0:64], S_[0:16, 0:64], clip=True)
+    T.cuda.cta_sync()
+    Tx.cta.copy(S_[0:16, 0:64], A[0:16, 0:64], clip=True, mask=lambda i, j: j <= i, other=-1.0)
+    T.cuda.cta_sync()
+    Tx.cta.copy(Q[0:16, 0:64], S_[0:16, 0:64])
+"#
+            )
+            .replace("mma_acc_layout\n", "mma_acc_layout, mma_shared_layout\n");
+            let t = DType::BF16;
+            let (mu, nu) = (m as usize, n as usize);
+            let a = values(t, mu * nu, 4, -2.0, 2.0);
+            let (l, out) = run_with(
+                &src,
+                &[m],
+                &[(t, a.clone()), (t, vec![POISON; mu * nu]), (t, vec![POISON; 1024]), (t, vec![POISON; 1024])],
+            );
+            assert_eq!(out[1], a, "swizzled={swizzled} m={m} n={n}: B");
+            for i in 0..16 {
+                for j in 0..64 {
+                    let inside = i < mu && j < nu;
+                    let p = if inside { a[i * nu + j] } else { 0.0 };
+                    assert_eq!(out[2][i * 64 + j], p, "swizzled={swizzled} m={m} n={n}: P[{i}, {j}]");
+                    let q = if inside && j <= i { a[i * nu + j] } else { -1.0 };
+                    assert_eq!(out[3][i * 64 + j], q, "swizzled={swizzled} m={m} n={n}: Q[{i}, {j}]");
+                }
+            }
+            let text = &tried(&l.explain[0], "gmem_smem_predicated").reason;
+            assert!(text.contains("guarded per vector (its two ends)"), "{text}");
+        }
+    }
+}
+
+/// The matrix: scopes (thread, warp, warpgroup, cta) × float32 / float16 / bfloat16 × fills
+/// (-inf, 0, NaN, none) × ragged lengths, a row tile of the scope's threads loaded with
+/// `clip=True, other=fill` and stored back clipped; without `other=` the padding keeps what the
+/// tile held (a `fill` of 3 first).
+#[test]
+fn guarded_copies_over_scopes_dtypes_and_fills() {
+    let mut checked = 0;
+    for (scope, threads, ids) in [
+        ("Tx.", 1i64, "T.thread_id([1])"),
+        ("Tx.warp.", 32, "T.lane_id([32]); T.thread_id([32])"),
+        ("Tx.warpgroup.", 128, "T.warpgroup_id([1]); T.warp_id_in_wg([4]); T.lane_id([32]); T.thread_id([128])"),
+        ("Tx.cta.", 256, "T.warp_id([8]); T.lane_id([32]); T.thread_id([256])"),
+    ] {
+        let axis = match scope {
+            "Tx.warp." => "1 @ laneid",
+            "Tx.warpgroup." => "1 @ tid_in_wg",
+            _ => "1 @ tx",
+        };
+        for (dtype, vec) in [("float32", 4i64), ("float16", 8), ("bfloat16", 8)] {
+            let nt = threads * vec * 2;
+            let layout = if threads == 1 {
+                format!("TileLayout(S[({nt},) : (1,)])")
+            } else {
+                format!("TileLayout(S[(2, {threads}, {vec}) : ({vec}, {axis}, 1)])")
+            };
+            for (fill, fill_text) in [
+                (Some(f64::NEG_INFINITY), "-float(\"inf\")"),
+                (Some(0.0), "0.0"),
+                (Some(f64::NAN), "float(\"nan\")"),
+                (None, ""),
+            ] {
+                for n in [1, nt / 2 + 3, nt - 1] {
+                    let other = if fill.is_some() { format!(", other={fill_text}") } else { String::new() };
+                    let src = format!(
+                        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, P_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (2, {n}), "{dtype}")
+    B = T.match_buffer(B_ptr, (2, {n}), "{dtype}")
+    P = T.match_buffer(P_ptr, (2, {nt}), "{dtype}")
+    T.device_entry()
+    r = T.cta_id([2])
+    {ids}
+    X = T.alloc_buffer(({nt},), "{dtype}", scope="local", layout={layout})
+    {scope}fill(X[0:{nt}], 3.0)
+    {scope}copy(X[0:{nt}], A[r, 0:{nt}], clip=True{other})
+    {scope}copy(P[r, 0:{nt}], X[0:{nt}])
+    {scope}copy(B[r, 0:{nt}], X[0:{nt}], clip=True)
+"#
+                    )
+                    .replace("laneid, tx,", "laneid, tx, tid_in_wg,");
+                    let t = dt(dtype);
+                    let (nu, ntu) = (n as usize, nt as usize);
+                    let a = values(t, 2 * nu, 5, -4.0, 4.0);
+                    let (_, out) =
+                        run_with(&src, &[], &[(t, a.clone()), (t, vec![POISON; 2 * nu]), (t, vec![POISON; 2 * ntu])]);
+                    assert_eq!(out[1], a, "{scope} {dtype} n={n}: B");
+                    for r in 0..2 {
+                        for j in 0..ntu {
+                            let got = out[2][r * ntu + j];
+                            let want = if j < nu { a[r * nu + j] } else { fill.unwrap_or(3.0) };
+                            let same = got == want || (got.is_nan() && want.is_nan());
+                            assert!(same, "{scope} {dtype} fill {fill_text:?} n={n}: P[{r}, {j}] = {got}, want {want}");
+                        }
+                    }
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 4 * 3 * 4 * 3);
 }

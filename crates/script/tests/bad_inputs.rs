@@ -143,7 +143,7 @@ fn cases() -> Vec<Case> {
         c("unclosed bracket", Body("    x = T.max(tid, (3\n    B[tid, 0] = 1.0\n"), "unclosed `(`", (1, 14), Some("add the matching `)`")),
         c("inconsistent dedent", Body("    for i in range(2):\n        B[tid, i] = 1.0\n      B[tid, 3] = 1.0\n"), "inconsistent indentation", (3, 1), None),
         c("missing colon", Body("    for i in range(2)\n        B[tid, i] = 1.0\n"), "expected `:`, found end of line", (1, 22), None),
-        c("missing operand", Body("    Tx.warp.copy(B[0:32, 0:8])\n"), "`copy` is missing its `src` operand", (1, 5), Some("copy(dst, src)")),
+        c("missing operand", Body("    Tx.warp.copy(B[0:32, 0:8])\n"), "`copy` is missing its `src` operand", (1, 5), Some("copy(dst, src, mask=None, other=None, clip=False)")),
         c("too many operands", Body("    Tx.sqrt(B, A, A, 1.0, 2.0)\n"), "`sqrt` takes at most 4 operands", (1, 27), None),
         c(
             "match_buffer after device_entry",

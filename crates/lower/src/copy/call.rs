@@ -89,7 +89,7 @@ fn unguarded(cx: &CallCx) -> Result<(), Decline> {
     if requested(cx) {
         return Err(Decline::new(
             CopyRule::Guard,
-            "this variant copies every element; `mask=`, `other=` and `clip=` are lowered by `reg` (registers ↔ memory)",
+            "this variant copies every element; `mask=`, `other=` and `clip=` are lowered by `reg` (registers ↔ memory) and `gmem_smem_predicated` (global ↔ shared)",
         ));
     }
     Ok(())

@@ -19,50 +19,55 @@ use tirx_ir::lir::{LBinOp, LExpr};
 use tirx_ir::op;
 use tirx_ir::DType;
 
-/// The parts of a guarded copy's plan.
+/// The parts of a guarded copy's plan. Each element has coordinates in one region of the
+/// copy (the *coordinate region*: the register side, or the global side of a global ↔ shared
+/// copy); the clipped region's and the mask's coordinates are read from them.
 #[derive(Clone, Debug)]
 pub(crate) struct Guard {
-    /// Coordinate offset of each lane of a vector, per register-region dim.
+    /// Coordinate offset of each lane of a vector, per coordinate-region dim.
     pub lanes: Vec<Vec<i64>>,
     /// The vector's condition is its two ends' (see the module doc).
     pub ends_only: bool,
-    /// Per memory-region dim, the register-region dim that gives its coordinate (unit dims: none).
-    pub mem_from_reg: Vec<Option<usize>>,
+    /// The memory region `clip=True` bounds, and per dim of it the coordinate dim giving its
+    /// coordinate (unit dims: none).
+    pub clipped: BufferRegion,
+    pub clip_from: Vec<Option<usize>>,
     /// Per memory dim: whether `begin + c >= 0` and `begin + c < size` must be tested.
     pub clip: Vec<(bool, bool)>,
-    /// The mask's parameters are the register region's dims (a load), else the memory region's.
-    pub mask_on_reg: bool,
-    /// Whether the register region is a destination written with `other` where nothing is read.
+    /// Per mask parameter (a dim of the destination), the coordinate dim giving it.
+    pub mask_from: Vec<Option<usize>>,
+    /// Whether the destination is written with `other` where nothing is read.
     pub fill: bool,
 }
 
-/// The guard of a copy between `reg` (registers) and `mem`; `lanes` are the vector's lane
-/// coordinates (each a progression or not, `progression`).
-pub(crate) fn plan(
-    cx: &CallCx,
-    reg: &BufferRegion,
-    mem: &BufferRegion,
-    r_is_src: bool,
-    lanes: Vec<Vec<i64>>,
-    progression: bool,
-) -> Result<Guard, Decline> {
+/// What a guarded copy is made of: the region the coordinates are of, the memory region
+/// `clip=True` bounds, the destination (the mask's), and whether `other=` may fill it.
+pub(crate) struct Sides<'a> {
+    pub coords: &'a BufferRegion,
+    pub clipped: &'a BufferRegion,
+    pub dst: &'a BufferRegion,
+    pub load: bool,
+}
+
+/// The guard of a copy; `lanes` are the vector's lane coordinates (each a progression or not,
+/// `progression`).
+pub(crate) fn plan(cx: &CallCx, x: Sides, lanes: Vec<Vec<i64>>, progression: bool) -> Result<Guard, Decline> {
     let other = cx.arg(&op::OTHER).is_some();
-    if other && r_is_src {
+    if other && !x.load {
         return Err(Decline::new(
             CommonRule::Parse,
             "`other=` is what a load writes where it does not read; a store writes nothing there: drop it",
         ));
     }
     let mask = mask(cx)?;
-    let dst = if r_is_src { mem } else { reg };
     if let Some(m) = mask {
-        if m.params.len() != dst.ranges.len() {
+        if m.params.len() != x.dst.ranges.len() {
             return Err(Decline::new(
                 CommonRule::Parse,
                 format!(
                     "the mask takes {} coordinate(s) but the destination region has {} dim(s): one parameter per dim",
                     m.params.len(),
-                    dst.ranges.len()
+                    x.dst.ranges.len()
                 ),
             ));
         }
@@ -73,19 +78,36 @@ pub(crate) fn plan(
             "`other=` fills the elements a guarded load does not read: give `mask=` or `clip=True` with it",
         ));
     }
-    let non_unit =
-        |r: &BufferRegion| -> Vec<usize> { (0..r.ranges.len()).filter(|&d| r.ranges[d].extent != 1).collect() };
-    let mut mem_from_reg = vec![None; mem.ranges.len()];
-    for (m, r) in non_unit(mem).into_iter().zip(non_unit(reg)) {
-        mem_from_reg[m] = Some(r);
-    }
     let clip = if cx.flag(&op::CLIP) {
-        crate::bounds::clip_guards(cx.kernel, cx.env, cx.facts, mem)
+        crate::bounds::clip_guards(cx.kernel, cx.env, cx.facts, x.clipped)
     } else {
-        vec![(false, false); mem.ranges.len()]
+        vec![(false, false); x.clipped.ranges.len()]
     };
     let convex = mask.is_none_or(|m| convex(&m.cond, &m.params));
-    Ok(Guard { lanes, ends_only: progression && convex, mem_from_reg, clip, mask_on_reg: !r_is_src, fill: other })
+    Ok(Guard {
+        lanes,
+        ends_only: progression && convex,
+        clipped: x.clipped.clone(),
+        clip_from: pairing(x.coords, x.clipped),
+        clip,
+        mask_from: pairing(x.coords, x.dst),
+        fill: other,
+    })
+}
+
+/// Per dim of `to`, the dim of `from` whose coordinate it has: the regions' non-unit dims in
+/// order (a copy's two regions have the same non-unit extents); unit dims have none.
+fn pairing(from: &BufferRegion, to: &BufferRegion) -> Vec<Option<usize>> {
+    if std::ptr::eq(from, to) {
+        return (0..to.ranges.len()).map(Some).collect();
+    }
+    let non_unit =
+        |r: &BufferRegion| -> Vec<usize> { (0..r.ranges.len()).filter(|&d| r.ranges[d].extent != 1).collect() };
+    let mut out = vec![None; to.ranges.len()];
+    for (t, f) in non_unit(to).into_iter().zip(non_unit(from)) {
+        out[t] = Some(f);
+    }
+    out
 }
 
 fn mask<'a>(cx: &CallCx<'a>) -> Result<Option<&'a MaskFn>, Decline> {
@@ -113,17 +135,14 @@ impl Ends {
 }
 
 impl Guard {
-    /// The condition at the register-region coordinates `c`, the parts `ends` names.
-    pub(crate) fn cond(
-        &self,
-        cx: &CallCx,
-        em: &mut Emitter,
-        mem: &BufferRegion,
-        c: &[LExpr],
-        ends: Ends,
-    ) -> Result<Option<LExpr>, Bug> {
-        let mem_c: Vec<LExpr> = self.mem_from_reg.iter().map(|r| r.map_or(LExpr::i32(0), |d| c[d].clone())).collect();
+    /// The condition at the coordinates `c`, the parts `ends` names.
+    pub(crate) fn cond(&self, cx: &CallCx, em: &mut Emitter, c: &[LExpr], ends: Ends) -> Result<Option<LExpr>, Bug> {
+        let from = |m: &[Option<usize>]| -> Vec<LExpr> {
+            m.iter().map(|r| r.map_or(LExpr::i32(0), |d| c[d].clone())).collect()
+        };
+        let mem_c = from(&self.clip_from);
         let mut conds = Vec::new();
+        let mem = &self.clipped;
         let buf = cx.buf(mem.buf);
         for (d, &(lo, hi)) in self.clip.iter().enumerate() {
             let (lo, hi) = (lo && ends.lo, hi && ends.hi);
@@ -152,13 +171,18 @@ impl Guard {
             }
         }
         if let (true, Some(TileArg::Mask(m))) = (ends.mask, cx.arg(&op::COPY_MASK)) {
-            let coords = if self.mask_on_reg { c } else { &mem_c[..] };
-            let bound: HashMap<VarId, LExpr> = m.params.iter().copied().zip(coords.iter().cloned()).collect();
+            let bound: HashMap<VarId, LExpr> = m.params.iter().copied().zip(from(&self.mask_from)).collect();
             let v = crate::expr::lower_with(cx.kernel, cx.env, em.builder(), &m.cond, &bound)
                 .map_err(|d| Bug(format!("the mask does not lower: {}", d.message)))?;
             conds.push(v);
         }
         Ok(conds.into_iter().reduce(|a, b| LExpr::bin(LBinOp::And, a, b)))
+    }
+
+    /// Whether no element needs a test (no mask, every clipped dim proven inside): the copy
+    /// is then a plain one.
+    pub(crate) fn is_trivial(&self, cx: &CallCx) -> bool {
+        cx.arg(&op::COPY_MASK).is_none() && self.clip.iter().all(|&(lo, hi)| !(lo || hi))
     }
 
     /// What each lane's test contributes to the whole vector's.

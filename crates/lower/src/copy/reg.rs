@@ -152,7 +152,9 @@ impl Variant for RegCopy {
         let guard = match guarded {
             true => {
                 let (lanes, progression) = lane_coords(&atoms, vec, r_reg.ranges.len());
-                Some(guard::plan(cx, r_reg, m_reg, r_is_src, lanes, progression)?)
+                let dst = if r_is_src { m_reg } else { r_reg };
+                let sides = guard::Sides { coords: r_reg, clipped: m_reg, dst, load: !r_is_src };
+                Some(guard::plan(cx, sides, lanes, progression)?).filter(|g| !g.is_trivial(cx))
             }
             false => None,
         };
@@ -246,7 +248,7 @@ impl Variant for RegCopy {
             None => vec![LStmt::new(kind, em.span)],
             Some(g) => {
                 let at = (dst, dst_index, src, src_index, rb);
-                guarded(cx, em, (p, g, m_reg), kind, round_coords(em, p, &thread_coords, &f), at)?
+                guarded(cx, em, (p, g), kind, round_coords(em, p, &thread_coords, &f), at)?
             }
         };
         match f_var {
@@ -553,7 +555,7 @@ fn round_coords(em: &Emitter, p: &RegPlan, base: &[LExpr], f: &LExpr) -> Vec<LEx
 fn guarded(
     cx: &CallCx,
     em: &mut Emitter,
-    (p, g, mem): (&RegPlan, &Guard, &BufferRegion),
+    (p, g): (&RegPlan, &Guard),
     vector: LStmtKind,
     c0: Vec<LExpr>,
     (dst, dst_index, src, src_index, rb): (LBufId, LExpr, LBufId, LExpr, LBufId),
@@ -564,8 +566,8 @@ fn guarded(
     for (lane, ends) in g.lanes.iter().zip(g.vector_ends()) {
         let b = em.builder();
         let c: Vec<LExpr> = c0.iter().zip(lane).map(|(x, o)| b.add(x.clone(), LExpr::i32(*o))).collect();
-        conds.push(g.cond(cx, em, mem, &c, Ends::ALL)?.unwrap_or(LExpr::Bool(true)));
-        whole.extend(g.cond(cx, em, mem, &c, ends)?);
+        conds.push(g.cond(cx, em, &c, Ends::ALL)?.unwrap_or(LExpr::Bool(true)));
+        whole.extend(g.cond(cx, em, &c, ends)?);
     }
     let other = match (g.fill, cx.scalar(&tirx_ir::op::OTHER)) {
         (true, Some(e)) => {

@@ -1,12 +1,13 @@
 """`tirx.ops` against PyTorch in one process, called from Python as users call them (each call
 a new output, back to back; host time per call over batches that end in one synchronize, so a
-call's launch cost counts where it exceeds the kernel): softmax and rms_norm beside PyTorch
-eager and `torch.compile` at four shapes (one of at most 64k elements), with GB/s (bytes read +
-written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
+call's launch cost counts where it exceeds the kernel): softmax, log_softmax, rms_norm and
+layer_norm beside PyTorch eager and `torch.compile` at seven shapes (one of at most 64k elements,
+ragged rows of 5120 and 32000, rows of 262144 streamed through the registers), with GB/s (bytes
+read + written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
 in TFLOP/s, with the configuration the autotuner chose for each shape. Each result is checked
 against PyTorch's first.
 
-    python python/bench/ops.py [--only softmax,rms_norm,matmul] [--json out.json]
+    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,matmul] [--json out.json]
 """
 
 import argparse
@@ -19,7 +20,7 @@ from launch_overhead import per_call  # this directory
 
 import tirx.ops as ops
 
-ROW_SHAPES = [(16, 4096), (4096, 4096), (16384, 2048), (8192, 8192)]
+ROW_SHAPES = [(16, 4096), (4096, 4096), (16384, 2048), (8192, 8192), (4096, 5120), (2048, 32000), (128, 262144)]
 MM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (128, 8192, 8192), (4000, 4096, 4096), (8, 4096, 4096)]
 
 
@@ -47,12 +48,20 @@ def row_ops():
     def softmax(x, w):
         return torch.nn.functional.softmax(x, -1)
 
+    def log_softmax(x, w):
+        return torch.nn.functional.log_softmax(x, -1)
+
     def rms_norm(x, w):
         return torch.nn.functional.rms_norm(x, [x.shape[-1]], w, 1e-6)
 
+    def layer_norm(x, w):
+        return torch.nn.functional.layer_norm(x, [x.shape[-1]], w, w, 1e-5)
+
     return {
         "softmax": (lambda x, w: ops.softmax(x), softmax, torch.compile(softmax)),
+        "log_softmax": (lambda x, w: ops.log_softmax(x), log_softmax, torch.compile(log_softmax)),
         "rms_norm": (lambda x, w: ops.rms_norm(x, [x.shape[-1]], w, 1e-6), rms_norm, torch.compile(rms_norm)),
+        "layer_norm": (lambda x, w: ops.layer_norm(x, [x.shape[-1]], w, w, 1e-5), layer_norm, torch.compile(layer_norm)),
     }
 
 
@@ -102,7 +111,7 @@ def bench_matmul(rows):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="softmax,rms_norm,matmul")
+    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,matmul")
     ap.add_argument("--json")
     args = ap.parse_args()
     only = args.only.split(",")

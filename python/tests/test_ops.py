@@ -43,6 +43,28 @@ def test_softmax_matches_float64(dtype, shape):
     np.testing.assert_array_equal(ops.softmax(x, dim=x.ndim - 1), y)
 
 
+def _log_softmax_ref(x):
+    x = x.astype(F64)
+    m = x.max(axis=-1, keepdims=True)
+    return (x - m) - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(3, 1024), (2, 3, 1000), (3, 1), (1, 40000)])
+def test_log_softmax_matches_float64(dtype, shape):
+    x = (np.random.default_rng(7).standard_normal(shape) * 3).astype(numpy_dtype(dtype))
+    y = ops.log_softmax(x)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    want = _log_softmax_ref(x)
+    # f32: exp2f/logf and the sum's order, relative to the row's scale; 16-bit: one rounding.
+    rtol = 1e-5 if dtype == "float32" else (2.0**-8 if dtype == "float16" else 2.0**-7)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=rtol, atol=2e-6 * max(1.0, np.abs(want).max()))
+    if shape[-1] > 1:  # a masked first element: -inf there (a row all -inf is NaN, as PyTorch's)
+        x[..., 0] = -np.inf
+        got = ops.log_softmax(x)
+        assert np.isneginf(got[..., 0].astype(F64)).all() and np.isfinite(got[..., 1:].astype(F64)).all()
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("h", [4096, 5120, 1, 1000, 70001])
 def test_rms_norm_matches_float64(dtype, h):
@@ -54,6 +76,31 @@ def test_rms_norm_matches_float64(dtype, h):
     # No weight, PyTorch's default eps (the dtype's machine epsilon), an int normalized_shape.
     eps = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
     _close(ops.rms_norm(x, h), _rms_ref(x, np.ones(h), eps), dtype)
+
+
+def _layer_norm_ref(x, w, b, eps):
+    x = x.astype(F64)
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w.astype(F64) + b.astype(F64)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize("h", [4096, 5120, 1, 1000, 70001])
+def test_layer_norm_matches_float64(dtype, h):
+    rng = np.random.default_rng(2)
+    # An offset mean: the variance is taken about it (two passes), not as E[x^2] - mean^2.
+    x = (rng.standard_normal((2, 3, h)) * 2 + 8).astype(numpy_dtype(dtype))
+    w = (rng.standard_normal(h) * 0.5 + 1).astype(numpy_dtype(dtype))
+    b = rng.standard_normal(h).astype(numpy_dtype(dtype))
+    y = ops.layer_norm(x, (h,), w, b, eps=1e-5)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    want = _layer_norm_ref(x, w, b, 1e-5)
+    rtol = 1e-5 if dtype == "float32" else (2.0**-8 if dtype == "float16" else 2.0**-7)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=rtol, atol=1e-4 if dtype == "float32" else 2.0**-6)
+    # No weight or bias, PyTorch's default eps, an int normalized_shape.
+    want = _layer_norm_ref(x, np.ones(h), np.zeros(h), 1e-5)
+    np.testing.assert_allclose(ops.layer_norm(x, h).astype(F64), want, rtol=rtol, atol=1e-4 if dtype == "float32" else 2.0**-6)
 
 
 def test_edge_shapes_and_errors():
@@ -70,6 +117,10 @@ def test_edge_shapes_and_errors():
         ops.rms_norm(x, (512,))
     with pytest.raises(ValueError, match="weight of shape"):
         ops.rms_norm(x, (1024,), np.ones(512, np.float32))
+    with pytest.raises(ValueError, match=r"layer_norm: bias of shape \[512\]"):
+        ops.layer_norm(x, (1024,), None, np.ones(512, np.float32))
+    with pytest.raises(TypeError, match="layer_norm: weight is float16"):
+        ops.layer_norm(x, 1024, np.ones(1024, np.float16))
     # A non-contiguous input is read through a contiguous copy: the same values.
     xt = np.random.default_rng(2).standard_normal((1024, 4)).astype(np.float32).T
     _close(ops.softmax(xt), _softmax_ref(xt), "float32")
@@ -87,6 +138,13 @@ def test_torch_tensors_the_registered_ops_and_compile():
         want = torch.nn.functional.rms_norm(x.float(), [2048], w.float(), 1e-6).to(x.dtype)
         torch.testing.assert_close(r, want, rtol=2**-7, atol=1e-6)
         assert torch.ops.tirx.softmax.default is not None
+        ops.log_softmax(x)  # registers the ops (tirx.ops was imported before torch here)
+        ops.layer_norm(x, [2048], w)
+        nf = torch.compile(lambda x, w: ops.layer_norm(x, [2048], w) + 1, fullgraph=True)
+        want = torch.nn.functional.layer_norm(x.float(), [2048], w.float()).to(x.dtype) + 1
+        torch.testing.assert_close(nf(x, w), want, rtol=2**-7, atol=2**-6)
+        lf = torch.compile(lambda x: ops.log_softmax(x) * 2, fullgraph=True)
+        torch.testing.assert_close(lf(x), torch.log_softmax(x.float(), -1).to(x.dtype) * 2, rtol=2**-7, atol=2**-6)
 
         @torch.compile(fullgraph=True)
         def block(x, w):
@@ -107,9 +165,15 @@ def test_ragged_and_wide_rows_on_the_gpu(dtype):
     for n in (1, 1000, 5120, 32000, 70001):
         x = torch.randn(5, n, device="cuda", dtype=tdt) * 3
         torch.testing.assert_close(ops.softmax(x), torch.softmax(x.float(), -1).to(tdt), **tol)
+        ltol = tol if dtype == "float32" else dict(rtol=2**-7, atol=2**-7)
+        torch.testing.assert_close(ops.log_softmax(x), torch.log_softmax(x.float(), -1).to(tdt), **ltol)
         w = torch.rand(n, device="cuda", dtype=tdt) + 0.5
         want = torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).to(tdt)
         torch.testing.assert_close(ops.rms_norm(x, [n], w, 1e-6), want, **tol)
+        b = torch.randn(n, device="cuda", dtype=tdt)
+        want = torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).to(tdt)
+        ntol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else ltol  # sums in another order
+        torch.testing.assert_close(ops.layer_norm(x, [n], w, b, 1e-5), want, **ntol)
         # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.
         big = torch.full((7, n), 5.0, device="cuda", dtype=tdt)
         sys.modules["tirx.ops.softmax"].softmax_kernel(n=n, dtype=dtype)(x, big[1:6], 5)

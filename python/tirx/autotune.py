@@ -188,6 +188,7 @@ class Autotuner:
 
     def _tuned_for(self, args, kwargs) -> TunedKernel:
         bound = inspect.signature(self.factory).bind_partial(*args, **kwargs)
+        bound.apply_defaults()  # a key argument with a default may be left out
         values = dict(bound.arguments)
         missing = [k for k in self.key if k not in values]
         if missing:

@@ -12,14 +12,16 @@ from . import matmul as _matmul
 from . import norm as _norm
 from . import softmax as _softmax
 from .matmul import matmul
-from .norm import rms_norm
-from .softmax import softmax
+from .norm import layer_norm, rms_norm
+from .softmax import log_softmax, softmax
 
-__all__ = ["matmul", "rms_norm", "softmax"]
+__all__ = ["layer_norm", "log_softmax", "matmul", "rms_norm", "softmax"]
 
 # With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
 # cannot trace a registration); without it, they are registered on their first torch call.
 if "torch" in sys.modules:
     _softmax.register_torch_op()
+    _softmax.register_log_torch_op()
     _norm.register_torch_op()
+    _norm.register_layer_norm_torch_op()
     _matmul.register_torch_op()

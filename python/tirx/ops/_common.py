@@ -60,35 +60,35 @@ class RowTile:
     ``per`` of them its registers. A row wider than ``REGISTER_LIMIT`` registers per thread is
     ``streamed``: tiles of ``CHUNK`` per thread, ``chunks`` of them per row."""
 
-    def __init__(self, n: int, dtype: str, threads: int):
+    def __init__(self, n: int, dtype: str, threads: int, limit: int = REGISTER_LIMIT):
         from ..layout import S, TileLayout, tx
 
         self.vec = 16 // elem_bytes(dtype)
         self.warps = threads // 32
         round_ = threads * self.vec
-        self.streamed = -(-n // round_) * self.vec > REGISTER_LIMIT
+        self.streamed = -(-n // round_) * self.vec > limit
         self.width = threads * CHUNK if self.streamed else -(-n // round_) * round_
         self.chunks = -(-n // self.width)
         self.per = self.width // threads
         self.layout = TileLayout(S[(self.width // round_, threads, self.vec) : (self.vec, 1 @ tx, 1)])
 
 
-def thread_counts(n: int, dtype: str) -> List[int]:
+def thread_counts(n: int, dtype: str, limit: int = REGISTER_LIMIT) -> List[int]:
     """The thread counts a row kernel is tuned over for rows of ``n``: those that hold the row
     in registers without leaving more than half of the first round of vectors idle; for rows
     too wide for registers, the large counts that stream it."""
     vec = 16 // elem_bytes(dtype)
     counts = (32, 64, 128, 256, 512, 1024)
-    fit = [t for t in counts if -(-n // (t * vec)) * vec <= REGISTER_LIMIT and (t == 32 or t * vec // 2 < n)]
+    fit = [t for t in counts if -(-n // (t * vec)) * vec <= limit and (t == 32 or t * vec // 2 < n)]
     return fit or [256, 512, 1024]
 
 
-def prune_threads(length: str = "n") -> Callable:
+def prune_threads(length: str = "n", limit: Callable = lambda key: REGISTER_LIMIT) -> Callable:
     """The autotuner's pruning of ``THREAD_CONFIGS`` for a row kernel keyed by its row length
-    (the factory argument ``length``) and ``dtype``."""
+    (the factory argument ``length``) and ``dtype``; ``limit(key)``: its registers per thread."""
 
     def prune(configs, dtype, **key):
-        fit = thread_counts(key[length], dtype)
+        fit = thread_counts(key[length], dtype, limit(key))
         return [cfg for cfg in configs if cfg["threads"] in fit]
 
     return prune

@@ -1,13 +1,17 @@
-"""`tirx.ops.rms_norm(x, normalized_shape, weight=None, eps=None)`: RMSNorm in TIRx, one CTA
-per row, as PyTorch's `torch.nn.functional.rms_norm`: y = x / sqrt(mean(x^2) + eps) * weight
-over the last ``len(normalized_shape)`` dims, computed in float32 and rounded once; rows of any
-length.
+"""`tirx.ops.rms_norm(x, normalized_shape, weight=None, eps=None)` and
+`tirx.ops.layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)`: the norms in TIRx,
+one CTA per row, as PyTorch's `torch.nn.functional.rms_norm` (y = x / sqrt(mean(x^2) + eps) *
+weight) and `layer_norm` (y = (x - mean) / sqrt(var + eps) * weight + bias, the biased
+variance) over the last ``len(normalized_shape)`` dims, computed in float32 and rounded once;
+rows of any length.
 
 Each thread holds 16-byte vectors of the row and of the weight in registers, the row padded to
 whole vectors of every thread (`clip=True, other=0`: the padding adds nothing to the sum and is
 never stored); the sum of squares is a thread-local fold then a CTA reduction (`T.cuda.cta_sum`);
-rstd = 1 / sqrt(sum / H + eps) once per row. A row wider than the registers is streamed in
-tiles: one pass sums the squares, a second normalises and writes. Rows and eps are run-time
+rstd = 1 / sqrt(sum / H + eps) once per row. LayerNorm takes the mean first, then the sum of
+squared deviations from it (two passes over the registers, the padding masked out of the
+second: no cancellation). A row wider than the registers is streamed in tiles: one pass per
+statistic, then one that normalises and writes. Rows and eps are run-time
 scalars; the row length and dtype key the kernel, whose thread count is autotuned."""
 
 from typing import List, Optional
@@ -81,6 +85,79 @@ def rms_norm_kernel(h: int, dtype: str, threads: int):
     return rms_norm_rows
 
 
+@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("h"))
+def layer_norm_kernel(h: int, dtype: str, threads: int):
+    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements."""
+    g = c.RowTile(h, dtype, threads)
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+
+    @T.macro
+    def load(dst, src, stage):
+        if widen:
+            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
+
+    @T.prim_func
+    def layer_norm_rows(
+        X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32
+    ):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        B = T.match_buffer(B_ptr, (h,), dtype)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        T.device_entry()
+        r = T.cta_id([m])
+        T.warp_id([warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            load(x, X[r, k * width : k * width + width], stage)
+            Tx.sum(part[0:1], xl[0:per])
+            acc[0] = acc[0] + part[0]
+        total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        mean = total / float(h)
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            if chunks > 1:
+                load(x, X[r, k * width : k * width + width], stage)
+            if padded:  # the padding reads as the mean: it adds nothing to the deviations
+                Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, mean)
+            Tx.add(sq[0:per], xl[0:per], -mean)
+            Tx.mul(sq[0:per], sq[0:per], sq[0:per])
+            Tx.sum(part[0:1], sq[0:per])
+            acc[0] = acc[0] + part[0]
+        dev = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        rstd = 1.0 / T.sqrt(dev / float(h) + eps)
+        for k in T.serial(chunks):
+            if chunks > 1:
+                load(x, X[r, k * width : k * width + width], stage)
+            Tx.add(xl[0:per], xl[0:per], -mean)
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            load(w, W[k * width : k * width + width], stage)
+            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+            load(w, B[k * width : k * width + width], stage)
+            Tx.cta.add(x[0:width], x[0:width], w[0:width])
+            if widen:
+                Tx.cta.cast(stage[0:width], x[0:width])
+                Tx.cta.copy(Y[r, k * width : k * width + width], stage[0:width], clip=True)
+            else:
+                Tx.cta.copy(Y[r, k * width : k * width + width], x[0:width], clip=True)
+
+    return layer_norm_rows
+
+
 def _ones(x, h: int):
     if c.is_torch(x):
         import torch
@@ -113,6 +190,75 @@ def _run(x, normalized_shape, weight, eps):
     w = w if len(w.shape) == 1 else w.reshape(h)
     rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
     return out
+
+
+def _zeros(x, h: int):
+    if c.is_torch(x):
+        import torch
+
+        return torch.zeros(h, dtype=x.dtype, device=x.device)
+    return np.zeros(h, dtype=x.dtype)
+
+
+def _layer_norm_run(x, normalized_shape, weight, bias, eps):
+    dtype = c.check_dtype("layer_norm", x)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k_dims = len(shape)
+    if k_dims == 0 or k_dims > len(x.shape) or tuple(x.shape[len(x.shape) - k_dims :]) != shape:
+        raise ValueError(
+            f"tirx.ops.layer_norm: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}"
+        )
+    h = math.prod(shape)
+    params = []
+    for name, t, default in (("weight", weight, _ones), ("bias", bias, _zeros)):
+        if t is None:
+            t = default(x, h)
+        elif tuple(t.shape) != shape:
+            raise ValueError(f"tirx.ops.layer_norm: {name} of shape {list(t.shape)}; expected {list(shape)}")
+        elif c.dtype_name(t) != dtype:
+            raise TypeError(f"tirx.ops.layer_norm: {name} is {c.dtype_name(t)}, the input {dtype}: give both one dtype")
+        t = c.contiguous(t)
+        params.append(t if len(t.shape) == 1 else t.reshape(h))
+    x = c.contiguous(x)
+    out = c.empty_like(x)
+    rows = math.prod(x.shape[: len(x.shape) - k_dims])
+    if rows == 0 or h == 0:
+        return out
+    layer_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), params[0], params[1], c.rows_of(out, h), rows, float(eps))
+    return out
+
+
+def register_layer_norm_torch_op():
+    """`torch.ops.tirx.layer_norm` (registered on the first call)."""
+    return c.torch_op("layer_norm", _layer_norm_torch_op_parts)
+
+
+def _layer_norm_torch_op_parts():
+    import torch
+
+    def schema(
+        x: torch.Tensor,
+        normalized_shape: List[int],
+        weight: Optional[torch.Tensor],
+        bias: Optional[torch.Tensor],
+        eps: float,
+    ) -> torch.Tensor:
+        return _layer_norm_run(x, normalized_shape, weight, bias, eps)
+
+    return schema, lambda x, normalized_shape, weight, bias, eps: torch.empty_like(x)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """PyTorch's `torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)`: a new
+    array or tensor."""
+    if c.is_torch(x):
+        op = register_layer_norm_torch_op()
+        if c.compiling():
+            shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+            return op(x, shape, weight, bias, float(eps))
+        return _layer_norm_run(x, normalized_shape, weight, bias, eps)
+    as_np = (lambda t: None if t is None else np.asarray(t))
+    return _layer_norm_run(np.asarray(x), normalized_shape, as_np(weight), as_np(bias), eps)
 
 
 def register_torch_op():

@@ -7,7 +7,7 @@ read + written) and the ratio to a device copy of the same bytes; matmul beside 
 in TFLOP/s, with the configuration the autotuner chose for each shape. Each result is checked
 against PyTorch's first.
 
-    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,matmul] [--json out.json]
+    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul] [--json out.json]
 """
 
 import argparse
@@ -86,6 +86,34 @@ def bench_rows(name, mine, eager, compiled, rows):
         )
 
 
+def bench_backward(rows):
+    """softmax_backward / log_softmax_backward (read y and dy, write dx) beside PyTorch's own
+    (`torch.ops.aten._softmax_backward_data`, `_log_softmax_backward_data`)."""
+    aten = torch.ops.aten
+    for name, mine, theirs, fwd in (
+        ("softmax_bwd", ops.softmax_backward, aten._softmax_backward_data, torch.softmax),
+        ("log_softmax_bwd", ops.log_softmax_backward, aten._log_softmax_backward_data, torch.log_softmax),
+    ):
+        for shape in ROW_SHAPES[1:]:
+            x = torch.randn(shape, device="cuda", dtype=torch.bfloat16)
+            y = fwd(x, -1)
+            dy = torch.randn_like(x)
+            got = mine(dy, y)
+            want = theirs(dy.float(), y.float(), -1, torch.float32).to(x.dtype)
+            torch.testing.assert_close(got, want, rtol=2**-6, atol=2**-7)
+            nbytes = 3 * x.numel() * x.element_size()
+            t = {"tirx": per_call_us(lambda: mine(dy, y)), "eager": per_call_us(lambda: theirs(dy, y, -1, x.dtype))}
+            t["copy"] = copy_us(nbytes)
+            r = {"op": name, "shape": list(shape), "us": t, "gbps": {k: nbytes / v / 1e3 for k, v in t.items()}}
+            r["vs_eager"], r["of_copy"] = t["eager"] / t["tirx"], t["copy"] / t["tirx"]
+            rows.append(r)
+            print(
+                f"{name:15s} {str(shape):14s} tirx {t['tirx']:8.1f} µs {r['gbps']['tirx']:7.0f} GB/s | eager {t['eager']:8.1f} | "
+                f"copy {t['copy']:8.1f} | x eager {r['vs_eager']:.2f} of copy {r['of_copy']:.2f}",
+                flush=True,
+            )
+
+
 def bench_matmul(rows):
     mod = sys.modules["tirx.ops.matmul"]
     for m, n, k in MM_SHAPES:
@@ -111,7 +139,7 @@ def bench_matmul(rows):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,matmul")
+    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,backward,matmul")
     ap.add_argument("--json")
     args = ap.parse_args()
     only = args.only.split(",")
@@ -120,6 +148,8 @@ def main():
     for name, fns in row_ops().items():
         if name in only:
             bench_rows(name, *fns, rows)
+    if "backward" in only:
+        bench_backward(rows)
     if "matmul" in only:
         bench_matmul(rows)
     if args.json:

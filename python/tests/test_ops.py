@@ -78,6 +78,49 @@ def test_rms_norm_matches_float64(dtype, h):
     _close(ops.rms_norm(x, h), _rms_ref(x, np.ones(h), eps), dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape", [(3, 1000), (2, 2, 4096), (3, 1), (1, 40000)])
+def test_softmax_backward_matches_float64(dtype, shape):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 2).astype(numpy_dtype(dtype))
+    dy = rng.standard_normal(shape).astype(numpy_dtype(dtype))
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=2.0**-7, atol=2.0**-8)
+    y = ops.softmax(x)
+    yf, dyf = y.astype(F64), dy.astype(F64)
+    want = yf * (dyf - (dyf * yf).sum(axis=-1, keepdims=True))
+    np.testing.assert_allclose(ops.softmax_backward(dy, y).astype(F64), want, **tol)
+    ly = ops.log_softmax(x)
+    want = dyf - np.exp(ly.astype(F64)) * dyf.sum(axis=-1, keepdims=True)
+    scale = max(1.0, np.abs(want).max())
+    np.testing.assert_allclose(ops.log_softmax_backward(dy, ly).astype(F64), want, rtol=tol["rtol"], atol=tol["atol"] * scale)
+
+
+def test_autograd_through_the_row_ops():
+    """`loss.backward()` through softmax and log_softmax (the registered ops' backward), eager and
+    under torch.compile, against PyTorch's gradients; on CPU tensors (the simulator) and CUDA."""
+    torch = pytest.importorskip("torch")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        for dtype, tol in ((torch.float32, dict(rtol=1e-5, atol=1e-6)), (torch.bfloat16, dict(rtol=2**-6, atol=2**-8))):
+            x0 = torch.randn(4, 1000, device=dev) * 2
+            w = torch.randn(4, 1000, device=dev)
+            for mine, theirs in ((ops.softmax, torch.softmax), (ops.log_softmax, torch.log_softmax)):
+                x = x0.to(dtype).requires_grad_()
+                (mine(x).float() * w).sum().backward()
+                got = x.grad
+                x = x0.to(dtype).requires_grad_()
+                (theirs(x.float(), -1) * w).sum().backward()
+                torch.testing.assert_close(got.float(), x.grad.float(), **tol)
+        x = (torch.randn(4, 1000, device=dev) * 2).requires_grad_()
+        w = torch.randn(4, 1000, device=dev)
+        ops.log_softmax(x)  # registers the ops outside the compiled function
+        f = torch.compile(lambda x, w: (ops.log_softmax(x) * w).sum(), fullgraph=True)
+        f(x, w).backward()
+        want = x.detach().clone().requires_grad_()
+        (torch.log_softmax(want, -1) * w).sum().backward()
+        torch.testing.assert_close(x.grad, want.grad, rtol=1e-5, atol=1e-6)
+
+
 def _layer_norm_ref(x, w, b, eps):
     x = x.astype(F64)
     mu = x.mean(axis=-1, keepdims=True)

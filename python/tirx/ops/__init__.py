@@ -13,9 +13,17 @@ from . import norm as _norm
 from . import softmax as _softmax
 from .matmul import matmul
 from .norm import layer_norm, rms_norm
-from .softmax import log_softmax, softmax
+from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
-__all__ = ["layer_norm", "log_softmax", "matmul", "rms_norm", "softmax"]
+__all__ = [
+    "layer_norm",
+    "log_softmax",
+    "log_softmax_backward",
+    "matmul",
+    "rms_norm",
+    "softmax",
+    "softmax_backward",
+]
 
 # With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
 # cannot trace a registration); without it, they are registered on their first torch call.

@@ -1,7 +1,7 @@
 """What the ops share: array kinds, row views, choosing threads, the registered torch ops."""
 
 import sys
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
@@ -108,9 +108,10 @@ def contiguous(x):
     return np.ascontiguousarray(x)
 
 
-def torch_op(name: str, build: Callable):
+def torch_op(name: str, build: Callable, autograd: Optional[Callable] = None):
     """`torch.ops.tirx.<name>`, registered on the first call: ``build()`` gives the op's
-    function (its annotations are the schema) and its fake implementation."""
+    function (its annotations are the schema) and its fake implementation; ``autograd(op)``
+    registers its backward."""
     op = _ops.get(name)
     if op is None:
         import torch
@@ -124,4 +125,13 @@ def torch_op(name: str, build: Callable):
         schema_fn, fake = build()
         op = _ops[name] = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)
+        if autograd is not None:
+            autograd(op)
     return op
+
+
+def wants_grad(x) -> bool:
+    """A torch tensor whose result autograd records (the call goes through the registered op)."""
+    import torch
+
+    return x.requires_grad and torch.is_grad_enabled()

@@ -8,7 +8,9 @@ thread-local folds then CTA reductions (`T.cuda.cta_max`, `cta_sum`), the expone
 `exp2((x - max) * log2 e)` per element, the normalisation one multiplication by 1 / sum. A row
 wider than the registers (over 64 per thread at 1024 threads) is streamed in tiles: an online
 max and sum per thread (rescaled by exp2 of the max's change), then a second pass that writes.
-`log_softmax` writes `(x - max) - log(sum)`, its exponentials in a second register tile (so half
+The backward of each (`softmax_backward`, `log_softmax_backward`, and autograd through the
+registered ops): dx = y * (dy - sum(dy * y)), dx = dy - exp(y) * sum(dy), one CTA per row in the
+same design. `log_softmax` writes `(x - max) - log(sum)`, its exponentials in a second register tile (so half
 the row fits in registers before it streams). 16-bit inputs compute in float32 and round once.
 The number of rows is a run-time scalar; the row length and dtype key the kernel, whose thread
 count is autotuned."""
@@ -143,6 +145,102 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return softmax_wide_rows
 
 
+@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=lambda key: c.REGISTER_LIMIT // 2))
+def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False):
+    """The gradient of softmax (``log``: log-softmax) over rows of ``n`` elements: ``DX[r]`` from
+    the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows."""
+    g = c.RowTile(n, dtype, threads, c.REGISTER_LIMIT // 2)
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+
+    @T.macro
+    def load(dst, src, stage):
+        if widen:
+            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
+
+    @T.prim_func
+    def softmax_backward_rows(Y_ptr: T.handle, DY_ptr: T.handle, DX_ptr: T.handle, m: T.int32):
+        Y = T.match_buffer(Y_ptr, (m, n), dtype)
+        DY = T.match_buffer(DY_ptr, (m, n), dtype)
+        DX = T.match_buffer(DX_ptr, (m, n), dtype)
+        T.device_entry()
+        r = T.cta_id([m])
+        T.warp_id([warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        y = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        yl = y.local()
+        dyl = dy.local()
+        acc[0] = 0.0
+        for k in T.serial(chunks):  # sum(dy * y), or sum(dy)
+            load(dy, DY[r, k * width : k * width + width], stage)
+            if log:
+                Tx.sum(part[0:1], dyl[0:per])
+            else:
+                load(y, Y[r, k * width : k * width + width], stage)
+                Tx.mul(yl[0:per], yl[0:per], dyl[0:per])
+                Tx.sum(part[0:1], yl[0:per])
+            acc[0] = acc[0] + part[0]
+        s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        for k in T.serial(chunks):
+            if chunks > 1:
+                load(dy, DY[r, k * width : k * width + width], stage)
+            load(y, Y[r, k * width : k * width + width], stage)
+            if log:  # dy - exp(y) * s
+                Tx.exp(yl[0:per], yl[0:per])
+                Tx.fma(dyl[0:per], yl[0:per], -s, dyl[0:per])
+            else:  # y * (dy - s)
+                Tx.add(dyl[0:per], dyl[0:per], -s)
+                Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
+            if widen:
+                Tx.cta.cast(stage[0:width], dy[0:width])
+                Tx.cta.copy(DX[r, k * width : k * width + width], stage[0:width], clip=True)
+            else:
+                Tx.cta.copy(DX[r, k * width : k * width + width], dy[0:width], clip=True)
+
+    return softmax_backward_rows
+
+
+def _last_dim(name: str, nd: int, dim: int) -> None:
+    if not -nd <= dim < nd:
+        raise IndexError(f"tirx.ops.{name}: dim {dim} out of range for a {nd}-d input")
+    if dim % nd != nd - 1:
+        raise ValueError(
+            f"tirx.ops.{name}: dim={dim} of a {nd}-d input; this kernel reduces the last dim "
+            "(contiguous rows): move it last, e.g. x.transpose(dim, -1)"
+        )
+
+
+def _backward_run(grad, y, dim: int, log: bool):
+    name = "log_softmax_backward" if log else "softmax_backward"
+    dtype = c.check_dtype(name, y)
+    if tuple(grad.shape) != tuple(y.shape) or c.dtype_name(grad) != dtype:
+        raise ValueError(
+            f"tirx.ops.{name}: grad {list(grad.shape)} {c.dtype_name(grad)} and output {list(y.shape)} {dtype} differ"
+        )
+    nd = len(y.shape)
+    if nd == 0:
+        out = c.empty_like(y)
+        out[...] = 0
+        return out
+    _last_dim(name, nd, dim)
+    grad, y = c.contiguous(grad), c.contiguous(y)
+    out = c.empty_like(y)
+    n = y.shape[-1]
+    rows = math.prod(y.shape[:-1])
+    if rows == 0 or n == 0:
+        return out
+    softmax_backward_kernel(n=n, dtype=dtype, log=log)(c.rows_of(y, n), c.rows_of(grad, n), c.rows_of(out, n), rows)
+    return out
+
+
 def _run(x, dim: int, log: bool = False):
     name = "log_softmax" if log else "softmax"
     dtype = c.check_dtype(name, x)
@@ -151,13 +249,7 @@ def _run(x, dim: int, log: bool = False):
         out = c.empty_like(x)
         out[...] = 0 if log else 1
         return out
-    if not -nd <= dim < nd:
-        raise IndexError(f"tirx.ops.{name}: dim {dim} out of range for a {nd}-d input")
-    if dim % nd != nd - 1:
-        raise ValueError(
-            f"tirx.ops.{name}: dim={dim} of a {nd}-d input; this kernel reduces the last dim "
-            "(contiguous rows): move it last, e.g. x.transpose(dim, -1)"
-        )
+    _last_dim(name, nd, dim)
     x = c.contiguous(x)
     out = c.empty_like(x)
     n = x.shape[-1]
@@ -169,8 +261,40 @@ def _run(x, dim: int, log: bool = False):
 
 
 def register_torch_op():
-    """`torch.ops.tirx.softmax` (registered on the first call)."""
-    return c.torch_op("softmax", _torch_op_parts)
+    """`torch.ops.tirx.softmax` (registered on the first call), with its backward."""
+    return c.torch_op("softmax", _torch_op_parts, _autograd(log=False))
+
+
+def register_backward_op():
+    """`torch.ops.tirx.softmax_backward(grad, y, dim, log)`: the ops' gradient, an op itself so
+    that `torch.compile` traces the backward too."""
+
+    def parts():
+        import torch
+
+        def schema(grad: torch.Tensor, y: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
+            return _backward_run(grad, y, dim, log)
+
+        return schema, lambda grad, y, dim, log: torch.empty_like(y)
+
+    return c.torch_op("softmax_backward", parts)
+
+
+def _autograd(log: bool):
+    def attach(op):
+        backward_op = register_backward_op()
+
+        def setup_context(ctx, inputs, output):
+            ctx.dim = inputs[1]
+            ctx.save_for_backward(output)
+
+        def backward(ctx, grad):
+            (y,) = ctx.saved_tensors
+            return backward_op(grad.contiguous(), y, ctx.dim, log), None
+
+        op.register_autograd(backward, setup_context=setup_context)
+
+    return attach
 
 
 def _torch_op_parts():
@@ -187,13 +311,13 @@ def softmax(x, dim: int = -1):
     """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim)`): a new array or tensor."""
     if c.is_torch(x):
         op = register_torch_op()
-        return op(x, dim) if c.compiling() else _run(x, dim)
+        return op(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim)
     return _run(np.asarray(x), dim)
 
 
 def register_log_torch_op():
-    """`torch.ops.tirx.log_softmax` (registered on the first call)."""
-    return c.torch_op("log_softmax", _log_torch_op_parts)
+    """`torch.ops.tirx.log_softmax` (registered on the first call), with its backward."""
+    return c.torch_op("log_softmax", _log_torch_op_parts, _autograd(log=True))
 
 
 def _log_torch_op_parts():
@@ -210,5 +334,22 @@ def log_softmax(x, dim: int = -1):
     tensor."""
     if c.is_torch(x):
         op = register_log_torch_op()
-        return op(x, dim) if c.compiling() else _run(x, dim, log=True)
+        return op(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim, log=True)
     return _run(np.asarray(x), dim, log=True)
+
+
+def softmax_backward(grad, y, dim: int = -1):
+    """The gradient of `softmax` at its output ``y`` (PyTorch's `_softmax_backward_data`):
+    ``y * (grad - sum(grad * y))`` along ``dim``, a new array or tensor."""
+    return _backward_call(grad, y, dim, False)
+
+
+def log_softmax_backward(grad, y, dim: int = -1):
+    """The gradient of `log_softmax` at its output ``y``: ``grad - exp(y) * sum(grad)``."""
+    return _backward_call(grad, y, dim, True)
+
+
+def _backward_call(grad, y, dim, log):
+    if c.is_torch(y):
+        return register_backward_op()(grad, y, dim, log) if c.compiling() else _backward_run(grad, y, dim, log)
+    return _backward_run(np.asarray(grad), np.asarray(y), dim, log)

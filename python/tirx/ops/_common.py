@@ -73,6 +73,35 @@ class RowTile:
         self.layout = TileLayout(S[(self.width // round_, threads, self.vec) : (self.vec, 1 @ tx, 1)])
 
 
+def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
+    """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
+    region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;
+    ``store(dst, src, stage)`` writes ``src`` to the region ``dst``, nothing past the row's end.
+    16-bit rows go through ``stage`` (registers of the row's dtype); float32 rows pass the tile
+    itself."""
+    from .. import T, Tx
+
+    width, widen = g.width, dtype != "float32"
+
+    @T.macro
+    def load(dst, src, stage):
+        if widen:
+            Tx.cta.copy(stage[0:width], src, clip=True, other=fill)
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], src, clip=True, other=fill)
+
+    @T.macro
+    def store(dst, src, stage):
+        if widen:
+            Tx.cta.cast(stage[0:width], src[0:width])
+            Tx.cta.copy(dst, stage[0:width], clip=True)
+        else:
+            Tx.cta.copy(dst, src[0:width], clip=True)
+
+    return load, store
+
+
 def thread_counts(n: int, dtype: str, limit: int = REGISTER_LIMIT) -> List[int]:
     """The thread counts a row kernel is tuned over for rows of ``n``: those that hold the row
     in registers without leaving more than half of the first round of vectors idle; for rows

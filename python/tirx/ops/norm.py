@@ -31,22 +31,7 @@ def rms_norm_kernel(h: int, dtype: str, threads: int):
     g = c.RowTile(h, dtype, threads)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
 
-    @T.macro
-    def load(dst, src, stage):
-        """``dst`` (float32 registers) <- ``src`` through ``stage`` (registers of ``dtype``)."""
-        if widen:
-            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
-            Tx.cta.cast(dst[0:width], stage[0:width])
-        else:
-            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
-
-    @T.macro
-    def store(dst, src, stage):
-        if widen:
-            Tx.cta.cast(stage[0:width], src[0:width])
-            Tx.cta.copy(dst, stage[0:width], clip=True)
-        else:
-            Tx.cta.copy(dst, src[0:width], clip=True)
+    load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
 
     @T.prim_func
     def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
@@ -60,7 +45,10 @@ def rms_norm_kernel(h: int, dtype: str, threads: int):
         T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
         sq = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((1,), "float32", scope="local")
@@ -91,14 +79,7 @@ def layer_norm_kernel(h: int, dtype: str, threads: int):
     g = c.RowTile(h, dtype, threads)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
-
-    @T.macro
-    def load(dst, src, stage):
-        if widen:
-            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
-            Tx.cta.cast(dst[0:width], stage[0:width])
-        else:
-            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
+    load, store = c.row_io(g, dtype)
 
     @T.prim_func
     def layer_norm_rows(
@@ -115,7 +96,10 @@ def layer_norm_kernel(h: int, dtype: str, threads: int):
         T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
         sq = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((1,), "float32", scope="local")
@@ -149,11 +133,7 @@ def layer_norm_kernel(h: int, dtype: str, threads: int):
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             load(w, B[k * width : k * width + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
-            if widen:
-                Tx.cta.cast(stage[0:width], x[0:width])
-                Tx.cta.copy(Y[r, k * width : k * width + width], stage[0:width], clip=True)
-            else:
-                Tx.cta.copy(Y[r, k * width : k * width + width], x[0:width], clip=True)
+            store(Y[r, k * width : k * width + width], x, stage)
 
     return layer_norm_rows
 

@@ -42,6 +42,7 @@ def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False):
 
 def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
 
     @T.prim_func
     def softmax_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
@@ -53,14 +54,13 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         T.lane_id([32])
         T.thread_id([threads])
         X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = X
         part = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        if widen:
-            Xin = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
-            Tx.cta.copy(Xin[0:width], A[r, 0:width], clip=True, other=NEG_INF)
-            Tx.cta.cast(X[0:width], Xin[0:width])
-        else:
-            Tx.cta.copy(X[0:width], A[r, 0:width], clip=True, other=NEG_INF)
+        load(X, A[r, 0:width], stage)
         Xl = X.local()
         Tx.max(part[0:1], Xl[0:per])
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
@@ -76,17 +76,14 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
-        if widen:
-            Tx.cta.cast(Xin[0:width], X[0:width])
-            Tx.cta.copy(B[r, 0:width], Xin[0:width], clip=True)
-        else:
-            Tx.cta.copy(B[r, 0:width], X[0:width], clip=True)
+        store(B[r, 0:width], X, stage)
 
     return softmax_rows
 
 
 def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    load, store = c.row_io(g, dtype, fill=NEG_INF)
 
     @T.prim_func
     def softmax_wide_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
@@ -98,7 +95,10 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         T.lane_id([32])
         T.thread_id([threads])
         X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        Xin = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = X
         part = T.alloc_buffer((1,), "float32", scope="local")
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's max and sum so far
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
@@ -106,11 +106,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         run[0] = NEG_INF
         run[1] = 0.0
         for k in T.serial(chunks):
-            if widen:
-                Tx.cta.copy(Xin[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
-                Tx.cta.cast(X[0:width], Xin[0:width])
-            else:
-                Tx.cta.copy(X[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+            load(X, A[r, k * width : k * width + width], stage)
             Tx.max(part[0:1], Xl[0:per])
             new_max = T.max(run[0], part[0])
             # An all-padding tile keeps its max at -inf: exponents are then taken against 0.
@@ -125,22 +121,14 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         inv = 1.0 / s
         log_sum = T.log(s)
         for k in T.serial(chunks):
-            if widen:
-                Tx.cta.copy(Xin[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
-                Tx.cta.cast(X[0:width], Xin[0:width])
-            else:
-                Tx.cta.copy(X[0:width], A[r, k * width : k * width + width], clip=True, other=NEG_INF)
+            load(X, A[r, k * width : k * width + width], stage)
             if log:
                 Tx.add(Xl[0:per], Xl[0:per], -mx)
                 Tx.add(Xl[0:per], Xl[0:per], -log_sum)
             else:
                 Tx.exp2(Xl[0:per], Xl[0:per], -row_base * LOG2E, LOG2E)
                 Tx.mul(Xl[0:per], Xl[0:per], inv)
-            if widen:
-                Tx.cta.cast(Xin[0:width], X[0:width])
-                Tx.cta.copy(B[r, k * width : k * width + width], Xin[0:width], clip=True)
-            else:
-                Tx.cta.copy(B[r, k * width : k * width + width], X[0:width], clip=True)
+            store(B[r, k * width : k * width + width], X, stage)
 
     return softmax_wide_rows
 
@@ -151,14 +139,7 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False)
     the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows."""
     g = c.RowTile(n, dtype, threads, c.REGISTER_LIMIT // 2)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-
-    @T.macro
-    def load(dst, src, stage):
-        if widen:
-            Tx.cta.copy(stage[0:width], src, clip=True, other=0.0)
-            Tx.cta.cast(dst[0:width], stage[0:width])
-        else:
-            Tx.cta.copy(dst[0:width], src, clip=True, other=0.0)
+    load, store = c.row_io(g, dtype)
 
     @T.prim_func
     def softmax_backward_rows(Y_ptr: T.handle, DY_ptr: T.handle, DX_ptr: T.handle, m: T.int32):
@@ -172,7 +153,10 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False)
         T.thread_id([threads])
         y = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = dy
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
@@ -199,11 +183,7 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False)
             else:  # y * (dy - s)
                 Tx.add(dyl[0:per], dyl[0:per], -s)
                 Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
-            if widen:
-                Tx.cta.cast(stage[0:width], dy[0:width])
-                Tx.cta.copy(DX[r, k * width : k * width + width], stage[0:width], clip=True)
-            else:
-                Tx.cta.copy(DX[r, k * width : k * width + width], dy[0:width], clip=True)
+            store(DX[r, k * width : k * width + width], dy, stage)
 
     return softmax_backward_rows
 

@@ -6,6 +6,9 @@
 //! possibly swizzled, region begins possibly symbolic. A ragged tile (60×100
 //! f32 on 128 threads) keeps every thread working instead of dropping to the
 //! one-thread scalar fallback (CuTe's `cooperative_copy` does the same).
+//! Guarded copies (`clip=True`, `mask=`, `other=`) number their chunks over a
+//! virtual layout of the global region and read each chunk's coordinates back
+//! from its virtual offset ([`virtual_layout`]); the address comes from them.
 //!
 //! **Algorithm**: cut the region into `K` chunks of `vec` elements that are
 //! one aligned vector on both sides: the partition of

@@ -8,6 +8,10 @@
 //! `tx` for a cta; none at thread scope), and the region does not split a
 //! thread dimension. The memory side may be swizzled and may begin at a
 //! symbolic offset (`A[by * 32 : by * 32 + 32, 0:8]`, `A[(k + 1) % 4, ..]`).
+//! Guarded copies (`clip=True`, `mask=`, `other=`; module [`guard`](super::guard)):
+//! each atom and thread group also carries its step in the register region's
+//! coordinates, so every vector's first and last lane are known; a whole vector
+//! keeps its access, a partial one moves lane by lane.
 //!
 //! **Algorithm**: the register layout induces the partition. The memory side
 //! is grouped by the register iters: the group of a thread iter gives each

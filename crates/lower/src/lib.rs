@@ -1,7 +1,7 @@
 //! # tirx-lower
 //!
 //! Lowers a HIR [`Kernel`] to the per-thread LIR
-//! ([`LKernel`]): what every thread of every CTA executes. Its modules, from
+//! ([`LKernel`](tirx_ir::lir::LKernel)): what every thread of every CTA executes. Its modules, from
 //! the bottom up (a module imports only those above it in this list; no
 //! import cycle, `ARCHITECTURE.md`):
 //!

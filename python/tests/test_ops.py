@@ -127,6 +127,23 @@ def test_autograd_through_the_row_ops():
         torch.testing.assert_close(x.grad, want.grad, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("h", [1000, 5120, 70001])
+def test_add_rms_norm_is_the_unfused_pair(dtype, h):
+    """The residual add fused into RMSNorm: h = x + residual rounded as the add alone would be,
+    and rms_norm(h), bit for bit (one pass over memory instead of three)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 3, h)).astype(numpy_dtype(dtype))
+    res = rng.standard_normal((2, 3, h)).astype(numpy_dtype(dtype))
+    w = (rng.standard_normal(h) * 0.5 + 1).astype(numpy_dtype(dtype))
+    y, summed = ops.add_rms_norm(x, res, (h,), w, eps=1e-6)
+    want_h = (x.astype(np.float32) + res.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    np.testing.assert_array_equal(y, ops.rms_norm(want_h, (h,), w, eps=1e-6))
+    with pytest.raises(ValueError, match="residual"):
+        ops.add_rms_norm(x, res[..., :-1], (h,), w)
+
+
 def _layer_norm_ref(x, w, b, eps):
     x = x.astype(F64)
     mu = x.mean(axis=-1, keepdims=True)
@@ -189,6 +206,11 @@ def test_torch_tensors_the_registered_ops_and_compile():
         assert torch.ops.tirx.softmax.default is not None
         ops.log_softmax(x)  # registers the ops (tirx.ops was imported before torch here)
         ops.layer_norm(x, [2048], w)
+        ops.add_rms_norm(x, x, [2048], w)
+        af = torch.compile(lambda x, r, w: ops.add_rms_norm(x, r, [2048], w, 1e-6), fullgraph=True)
+        y, summed = af(x, x, w)
+        assert torch.equal(summed, x + x)
+        torch.testing.assert_close(y, ops.rms_norm(x + x, [2048], w, 1e-6), rtol=0, atol=0)
         nf = torch.compile(lambda x, w: ops.layer_norm(x, [2048], w) + 1, fullgraph=True)
         want = torch.nn.functional.layer_norm(x.float(), [2048], w.float()).to(x.dtype) + 1
         torch.testing.assert_close(nf(x, w), want, rtol=2**-7, atol=2**-6)
@@ -221,6 +243,10 @@ def test_ragged_and_wide_rows_on_the_gpu(dtype):
         torch.testing.assert_close(ops.rms_norm(x, [n], w, 1e-6), want, **tol)
         b = torch.randn(n, device="cuda", dtype=tdt)
         want = torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).to(tdt)
+        res = torch.randn_like(x)
+        y, summed = ops.add_rms_norm(x, res, [n], w, 1e-6)
+        assert torch.equal(summed, x + res)
+        torch.testing.assert_close(y, ops.rms_norm(x + res, [n], w, 1e-6), rtol=0, atol=0)
         ntol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else ltol  # sums in another order
         torch.testing.assert_close(ops.layer_norm(x, [n], w, b, 1e-5), want, **ntol)
         # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.

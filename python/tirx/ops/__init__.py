@@ -12,10 +12,11 @@ from . import matmul as _matmul
 from . import norm as _norm
 from . import softmax as _softmax
 from .matmul import matmul
-from .norm import layer_norm, rms_norm
+from .norm import add_rms_norm, layer_norm, rms_norm
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
+    "add_rms_norm",
     "layer_norm",
     "log_softmax",
     "log_softmax_backward",
@@ -32,4 +33,5 @@ if "torch" in sys.modules:
     _softmax.register_log_torch_op()
     _norm.register_torch_op()
     _norm.register_layer_norm_torch_op()
+    _norm.register_add_rms_norm_torch_op()
     _matmul.register_torch_op()

@@ -25,19 +25,17 @@ from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("h"))
-def rms_norm_kernel(h: int, dtype: str, threads: int):
-    """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements."""
+@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_threads("h"))
+def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False):
+    """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
+    ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
+    written: a transformer block's residual add fused into its norm."""
     g = c.RowTile(h, dtype, threads)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
 
-    @T.prim_func
-    def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
-        X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
-        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -57,18 +55,46 @@ def rms_norm_kernel(h: int, dtype: str, threads: int):
         acc[0] = 0.0
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
+            if residual:  # h = x + r, rounded as the unfused add would be, then written
+                load(w, R[r, k * width : k * width + width], stage)
+                Tx.cta.add(x[0:width], x[0:width], w[0:width])
+                store(H[r, k * width : k * width + width], x, stage)
+                if widen:
+                    Tx.cta.cast(x[0:width], stage[0:width])
             Tx.mul(sq[0:per], xl[0:per], xl[0:per])
             Tx.sum(part[0:1], sq[0:per])
             acc[0] = acc[0] + part[0]
         s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         rstd = 1.0 / T.sqrt(s / float(h) + eps)
         for k in T.serial(chunks):
-            if chunks > 1:  # a row in registers is still there
-                load(x, X[r, k * width : k * width + width], stage)
+            if chunks > 1:  # a row in registers is still there; a streamed one is read again
+                load(x, H[r, k * width : k * width + width], stage)
             load(w, W[k * width : k * width + width], stage)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             store(Y[r, k * width : k * width + width], x, stage)
+
+    if residual:
+
+        @T.prim_func
+        def add_rms_norm_rows(
+            X_ptr: T.handle, R_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, H_ptr: T.handle, m: T.int32, eps: T.float32
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            R = T.match_buffer(R_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), dtype)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            H = T.match_buffer(H_ptr, (m, h), dtype)
+            rows(X, R, W, Y, H, m, eps)
+
+        return add_rms_norm_rows
+
+    @T.prim_func
+    def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        rows(X, X, W, Y, X, m, eps)
 
     return rms_norm_rows
 
@@ -146,30 +172,43 @@ def _ones(x, h: int):
     return np.ones(h, dtype=x.dtype)
 
 
-def _run(x, normalized_shape, weight, eps):
-    dtype = c.check_dtype("rms_norm", x)
+def _run(x, normalized_shape, weight, eps, residual=None):
+    """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
+    name = "rms_norm" if residual is None else "add_rms_norm"
+    dtype = c.check_dtype(name, x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k_dims = len(shape)
     if k_dims == 0 or tuple(x.shape[len(x.shape) - k_dims :]) != shape or k_dims > len(x.shape):
-        raise ValueError(f"tirx.ops.rms_norm: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}")
+        raise ValueError(f"tirx.ops.{name}: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}")
     h = math.prod(shape)
     if weight is None:
         weight = _ones(x, h)
     elif tuple(weight.shape) != shape:
-        raise ValueError(f"tirx.ops.rms_norm: weight of shape {list(weight.shape)}; expected {list(shape)}")
+        raise ValueError(f"tirx.ops.{name}: weight of shape {list(weight.shape)}; expected {list(shape)}")
     elif c.dtype_name(weight) != dtype:
-        raise TypeError(f"tirx.ops.rms_norm: weight is {c.dtype_name(weight)}, the input {dtype}: give both one dtype")
+        raise TypeError(f"tirx.ops.{name}: weight is {c.dtype_name(weight)}, the input {dtype}: give both one dtype")
+    if residual is not None and (tuple(residual.shape) != tuple(x.shape) or c.dtype_name(residual) != dtype):
+        raise ValueError(
+            f"tirx.ops.{name}: residual {list(residual.shape)} {c.dtype_name(residual)} and input {list(x.shape)} {dtype} differ"
+        )
     if eps is None:  # PyTorch's default: the machine epsilon of the input's dtype
         eps = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
     x = c.contiguous(x)
     out = c.empty_like(x)
+    summed = None if residual is None else c.empty_like(x)
     rows = math.prod(x.shape[: len(x.shape) - k_dims])
     if rows == 0 or h == 0:
-        return out
+        return out if residual is None else (out, summed)
     w = c.contiguous(weight)
     w = w if len(w.shape) == 1 else w.reshape(h)
-    rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
-    return out
+    if residual is None:
+        rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
+        return out
+    r = c.rows_of(c.contiguous(residual), h)
+    rms_norm_kernel(h=h, dtype=dtype, residual=True)(
+        c.rows_of(x, h), r, w, c.rows_of(out, h), c.rows_of(summed, h), rows, float(eps)
+    )
+    return out, summed
 
 
 def _zeros(x, h: int):
@@ -266,3 +305,34 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
             return op(x, shape, weight, eps)
         return _run(x, normalized_shape, weight, eps)
     return _run(np.asarray(x), normalized_shape, None if weight is None else np.asarray(weight), eps)
+
+
+def register_add_rms_norm_torch_op():
+    """`torch.ops.tirx.add_rms_norm` (registered on the first call)."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(
+            x: torch.Tensor, residual: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]
+        ) -> Tuple[torch.Tensor, torch.Tensor]:
+            return _run(x, normalized_shape, weight, eps, residual)
+
+        return schema, lambda x, residual, normalized_shape, weight, eps: (torch.empty_like(x), torch.empty_like(x))
+
+    return c.torch_op("add_rms_norm", parts)
+
+
+def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
+    """A transformer block's residual add fused into its RMSNorm: ``h = x + residual`` (rounded
+    to the input's dtype, as the unfused add), returns ``(rms_norm(h, normalized_shape, weight,
+    eps), h)`` with `rms_norm`'s semantics; one pass over memory."""
+    if c.is_torch(x):
+        op = register_add_rms_norm_torch_op()
+        if c.compiling():
+            shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+            return op(x, residual, shape, weight, eps)
+        return _run(x, normalized_shape, weight, eps, residual)
+    w = None if weight is None else np.asarray(weight)
+    return _run(np.asarray(x), normalized_shape, w, eps, np.asarray(residual))

@@ -35,6 +35,8 @@ pub(crate) struct Builder<'s> {
     /// Evaluating the operands of a `copy(..., clip=True)`: its memory regions may leave
     /// their buffers (lowering guards each element), so their constant bounds are not checked.
     pub clip_region: bool,
+    /// The tile call being built is a `copy(..., clip=True)` (set per call, before its operands).
+    pub clip_call: bool,
 }
 
 pub(crate) struct KState {
@@ -68,6 +70,7 @@ impl<'s> Builder<'s> {
             stopped: false,
             box_region: false,
             clip_region: false,
+            clip_call: false,
         }
     }
 

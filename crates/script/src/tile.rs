@@ -82,7 +82,7 @@ impl Builder<'_> {
             }
         }
         // `clip=True`: a memory region of the copy may leave its buffer (its elements outside are skipped).
-        self.clip_region = op == TileOp::Copy
+        self.clip_call = op == TileOp::Copy
             && op.position(&op::CLIP).is_some_and(|i| matches!(slots.get(i), Some(Some((Val::Bool(true), _)))));
         let axes_given = op.position(&op::AXES).is_some_and(|i| slots.get(i).is_some_and(|s| s.is_some()));
         let mut out = vec![];
@@ -111,7 +111,6 @@ impl Builder<'_> {
         if op.family() == Family::Reduce && !axes_given {
             self.infer_lane_axes(op, &mut out);
         }
-        self.clip_region = false;
         let call = TileCall { op, scope, args: out, config, dispatch, span };
         self.check_tile(&call, &spans)?;
         Ok(call)
@@ -130,8 +129,10 @@ impl Builder<'_> {
             SlotKind::Mask => self.mask_fn(v, sp, &what).map(TileArg::Mask),
             SlotKind::Region => {
                 self.box_region = op == TileOp::CopyAsync;
+                self.clip_region = self.clip_call;
                 let r = self.region(v, sp, &what);
                 self.box_region = false;
+                self.clip_region = false;
                 Ok(TileArg::Region(r?))
             }
             SlotKind::RegionOrScalar if is_region => Ok(TileArg::Region(self.region(v, sp, &what)?)),

@@ -37,7 +37,7 @@ use super::call::{
     add_sym, copy_stmt, linear_offset, operands_guarded, scope_pair, thread_id, CopyOps, CopyRule, GsOperands,
     GLOBAL_SHARED,
 };
-use super::guard::{self, Ends, Guard};
+use super::guard::{self, Guard, Lane};
 use super::partition::{self, Partition};
 use crate::addr::{dim_offset, swizzle};
 use crate::lay;
@@ -255,40 +255,27 @@ fn chunk_copy(cx: &CallCx, em: &mut Emitter, p: &PredPlan, c: LExpr) -> Result<V
         body.push(stmt);
         return Ok(body);
     };
-    // Each lane's coordinates, its full test and its part of the whole vector's.
-    let mut lanes = Vec::with_capacity(vec as usize);
-    let mut whole = Vec::new();
-    for (l, ends) in (0..vec).zip(g.vector_ends()) {
-        // A vector in one row: lane l is `l` past lane 0 along the stride-1 dim.
-        let coords = match (in_row, dims.last()) {
+    // Each lane's coordinates; a vector in one row: lane l is `l` past lane 0 along the stride-1 dim.
+    let coords: Vec<Vec<LExpr>> = (0..vec)
+        .map(|l| match (in_row, dims.last()) {
             (true, Some(inner)) => {
                 let mut c = coords0.clone();
                 c[inner.dim] = at(em, l, &c[inner.dim]);
                 c
             }
             _ => coordinates(em.builder(), &at(em, l, &rel), dims, g_reg.ranges.len()),
-        };
-        let full = g.cond(cx, em, &coords, Ends::ALL)?.unwrap_or(LExpr::Bool(true));
-        whole.extend(g.cond(cx, em, &coords, ends)?);
-        let fill = match (g.fill, cx.scalar(&tirx_ir::op::OTHER)) {
-            (true, Some(e)) => {
-                let v = crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
-                    .map_err(|d| Bug(format!("`other` does not lower: {}", d.message)))?;
-                let v = em.builder().convert(v, cx.buf(s_reg.buf).dtype);
-                let store = MemOp::Store { buf: sb, index: s_at(em, l), value: v };
-                vec![LStmt::new(LStmtKind::Memory(store), em.span)]
-            }
-            _ => vec![],
-        };
-        let then_body = vec![copy(em, l, 1)];
-        lanes.push(LStmt::new(LStmtKind::If { cond: full, then_body, else_body: fill }, em.span));
-    }
-    if vec == 1 {
-        body.extend(lanes);
-        return Ok(body);
-    }
-    let all = whole.into_iter().reduce(|a, c| LExpr::bin(LBinOp::And, a, c)).unwrap_or(LExpr::Bool(true));
-    body.push(LStmt::new(LStmtKind::If { cond: all, then_body: vec![stmt], else_body: lanes }, em.span));
+        })
+        .collect();
+    let other = g.fill_value(cx, em, cx.buf(s_reg.buf).dtype)?;
+    let lanes = (0..vec)
+        .map(|l| Lane {
+            copy: copy(em, l, 1),
+            fill: other.clone().map(|value| {
+                LStmt::new(LStmtKind::Memory(MemOp::Store { buf: sb, index: s_at(em, l), value }), em.span)
+            }),
+        })
+        .collect();
+    body.extend(g.vector(cx, em, &coords, stmt, lanes)?);
     Ok(body)
 }
 

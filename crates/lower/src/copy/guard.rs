@@ -15,7 +15,7 @@ pub(crate) use super::call::requested;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
 use std::collections::HashMap;
 use tirx_ir::hir::{BinOp, BufferRegion, Expr, ExprKind, MaskFn, TileArg, UnOp, VarId};
-use tirx_ir::lir::{LBinOp, LExpr};
+use tirx_ir::lir::{LBinOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op;
 use tirx_ir::DType;
 
@@ -134,25 +134,67 @@ impl Ends {
     pub const ALL: Ends = Ends { lo: true, hi: true, mask: true };
 }
 
+/// One lane of a guarded vector: its copy, and what a load writes where it does not read.
+pub(crate) struct Lane {
+    pub copy: LStmt,
+    pub fill: Option<LStmt>,
+}
+
+/// A clipped dim's begin and size, lowered once per vector, in the type its tests compare in.
+type Bounds = Vec<Option<(LExpr, LExpr, DType)>>;
+
 impl Guard {
-    /// The condition at the coordinates `c`, the parts `ends` names.
-    pub(crate) fn cond(&self, cx: &CallCx, em: &mut Emitter, c: &[LExpr], ends: Ends) -> Result<Option<LExpr>, Bug> {
-        let from = |m: &[Option<usize>]| -> Vec<LExpr> {
-            m.iter().map(|r| r.map_or(LExpr::i32(0), |d| c[d].clone())).collect()
-        };
-        let mem_c = from(&self.clip_from);
-        let mut conds = Vec::new();
+    /// The statements of one vector whose lanes have the coordinates `coords`: `vector` where
+    /// every lane holds (its two ends where that decides, see the module doc), else each lane
+    /// as `if its condition { copy } else { fill }`; a one-lane vector is its lane.
+    pub(crate) fn vector(
+        &self,
+        cx: &CallCx,
+        em: &mut Emitter,
+        coords: &[Vec<LExpr>],
+        vector: LStmt,
+        lanes: Vec<Lane>,
+    ) -> Result<Vec<LStmt>, Bug> {
+        let bounds = self.bounds(cx, em)?;
+        let span = em.span;
+        let mut whole = Vec::new();
+        let mut per_lane = Vec::with_capacity(lanes.len());
+        for ((c, ends), lane) in coords.iter().zip(self.vector_ends()).zip(lanes) {
+            whole.extend(self.cond(cx, em, &bounds, c, ends)?);
+            let cond = self.cond(cx, em, &bounds, c, Ends::ALL)?.unwrap_or(LExpr::Bool(true));
+            let if_lane =
+                LStmtKind::If { cond, then_body: vec![lane.copy], else_body: lane.fill.into_iter().collect() };
+            per_lane.push(LStmt::new(if_lane, span));
+        }
+        if per_lane.len() == 1 {
+            return Ok(per_lane);
+        }
+        let all = whole.into_iter().reduce(|a, c| LExpr::bin(LBinOp::And, a, c)).unwrap_or(LExpr::Bool(true));
+        Ok(vec![LStmt::new(LStmtKind::If { cond: all, then_body: vec![vector], else_body: per_lane }, span)])
+    }
+
+    /// `other=` converted to `dtype` (the destination's), where the copy fills.
+    pub(crate) fn fill_value(&self, cx: &CallCx, em: &Emitter, dtype: DType) -> Result<Option<LExpr>, Bug> {
+        let (true, Some(e)) = (self.fill, cx.scalar(&op::OTHER)) else { return Ok(None) };
+        let v = crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
+            .map_err(|d| Bug(format!("`other` does not lower: {}", d.message)))?;
+        Ok(Some(em.builder().convert(v, dtype)))
+    }
+
+    /// Each clipped dim's begin and size (none where the dim needs no test).
+    fn bounds(&self, cx: &CallCx, em: &Emitter) -> Result<Bounds, Bug> {
         let mem = &self.clipped;
         let buf = cx.buf(mem.buf);
+        let lower = |e: &Expr| {
+            crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
+                .map_err(|d| Bug(format!("a region begin does not lower: {}", d.message)))
+        };
+        let mut out = Vec::with_capacity(self.clip.len());
         for (d, &(lo, hi)) in self.clip.iter().enumerate() {
-            let (lo, hi) = (lo && ends.lo, hi && ends.hi);
             if !(lo || hi) {
+                out.push(None);
                 continue;
             }
-            let lower = |e: &Expr| {
-                crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
-                    .map_err(|d| Bug(format!("a region begin does not lower: {}", d.message)))
-            };
             let begin = lower(&mem.ranges[d].begin)?;
             let size = match (&buf.dyn_outer, d) {
                 (Some(e), 0) => lower(e)?,
@@ -162,12 +204,28 @@ impl Guard {
             // 64-bit only where a begin or size is.
             let wide = [&begin, &size].iter().any(|e| b.ity(e) == DType::I64) || buf.shape[d] > i32::MAX as i64;
             let t = if wide { DType::I64 } else { DType::I32 };
-            let at = b.add(b.to_int(begin, t), b.to_int(mem_c[d].clone(), t));
+            out.push(Some((b.to_int(begin, t), b.to_int(size, t), t)));
+        }
+        Ok(out)
+    }
+
+    /// The condition at the coordinates `c`, the parts `ends` names.
+    fn cond(&self, cx: &CallCx, em: &Emitter, bounds: &Bounds, c: &[LExpr], ends: Ends) -> Result<Option<LExpr>, Bug> {
+        let from = |m: &[Option<usize>]| -> Vec<LExpr> {
+            m.iter().map(|r| r.map_or(LExpr::i32(0), |d| c[d].clone())).collect()
+        };
+        let mem_c = from(&self.clip_from);
+        let mut conds = Vec::new();
+        for (d, (&(lo, hi), dim)) in self.clip.iter().zip(bounds).enumerate() {
+            let (lo, hi) = (lo && ends.lo, hi && ends.hi);
+            let Some((begin, size, t)) = dim.as_ref().filter(|_| lo || hi) else { continue };
+            let b = em.builder();
+            let at = b.add(begin.clone(), b.to_int(mem_c[d].clone(), *t));
             if lo {
-                conds.push(LExpr::bin(LBinOp::Ge, at.clone(), LExpr::Int(0, t)));
+                conds.push(LExpr::bin(LBinOp::Ge, at.clone(), LExpr::Int(0, *t)));
             }
             if hi {
-                conds.push(LExpr::bin(LBinOp::Lt, at, b.to_int(size, t)));
+                conds.push(LExpr::bin(LBinOp::Lt, at, size.clone()));
             }
         }
         if let (true, Some(TileArg::Mask(m))) = (ends.mask, cx.arg(&op::COPY_MASK)) {
@@ -186,7 +244,7 @@ impl Guard {
     }
 
     /// What each lane's test contributes to the whole vector's.
-    pub(crate) fn vector_ends(&self) -> Vec<Ends> {
+    fn vector_ends(&self) -> Vec<Ends> {
         let n = self.lanes.len();
         (0..n).map(|l| Ends { lo: l == 0, hi: l + 1 == n, mask: !self.ends_only || l == 0 || l + 1 == n }).collect()
     }

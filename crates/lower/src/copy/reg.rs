@@ -37,7 +37,7 @@
 
 use super::call::CopyRule;
 use super::call::{add_sym, bind, operands_guarded, scope_pair};
-use super::guard::{self, Ends, Guard};
+use super::guard::{self, Guard, Lane};
 use super::partition::vec_candidates;
 use super::swizzle_iter::{recognize, Walk};
 use crate::addr::{dim_offset, swizzle};
@@ -48,7 +48,7 @@ use crate::scope::TidKind;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::hir::{ConfigKey, MemScope};
-use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp};
+use tirx_ir::lir::{CacheHint, LBufId, LExpr, LStmt, LStmtKind, MemOp};
 use tirx_ir::op::Family;
 use tirx_ir::DType;
 use tirx_layout::{Axis, Iter, Swizzle, TileLayout};
@@ -251,8 +251,8 @@ impl Variant for RegCopy {
         let body = match &p.guard {
             None => vec![LStmt::new(kind, em.span)],
             Some(g) => {
-                let at = (dst, dst_index, src, src_index, rb);
-                guarded(cx, em, (p, g), kind, round_coords(em, p, &thread_coords, &f), at)?
+                let at = (dst, dst_index, src, src_index);
+                guarded(cx, em, g, kind, round_coords(em, p, &thread_coords, &f), at)?
             }
         };
         match f_var {
@@ -559,52 +559,28 @@ fn round_coords(em: &Emitter, p: &RegPlan, base: &[LExpr], f: &LExpr) -> Vec<LEx
 fn guarded(
     cx: &CallCx,
     em: &mut Emitter,
-    (p, g): (&RegPlan, &Guard),
+    g: &Guard,
     vector: LStmtKind,
     c0: Vec<LExpr>,
-    (dst, dst_index, src, src_index, rb): (LBufId, LExpr, LBufId, LExpr, LBufId),
+    (dst, dst_index, src, src_index): (LBufId, LExpr, LBufId, LExpr),
 ) -> Result<Vec<LStmt>, Bug> {
     let span = em.span;
-    let mut conds = Vec::with_capacity(g.lanes.len());
-    let mut whole = Vec::new();
-    for (lane, ends) in g.lanes.iter().zip(g.vector_ends()) {
-        let b = em.builder();
-        let c: Vec<LExpr> = c0.iter().zip(lane).map(|(x, o)| b.add(x.clone(), LExpr::i32(*o))).collect();
-        conds.push(g.cond(cx, em, &c, Ends::ALL)?.unwrap_or(LExpr::Bool(true)));
-        whole.extend(g.cond(cx, em, &c, ends)?);
-    }
-    let other = match (g.fill, cx.scalar(&tirx_ir::op::OTHER)) {
-        (true, Some(e)) => {
-            let v = crate::expr::lower(cx.kernel, cx.env, em.builder(), e)
-                .map_err(|d| Bug(format!("`other` does not lower: {}", d.message)))?;
-            let b = em.builder();
-            let t = b.bufs[rb.0 as usize].dtype;
-            Some(b.convert(v, t))
-        }
-        _ => None,
-    };
+    let other = g.fill_value(cx, em, em.builder().bufs[dst.0 as usize].dtype)?;
     let b = em.builder();
-    let lane_stmt = |l: usize, cond: LExpr| {
-        let at = |i: &LExpr| b.add(i.clone(), LExpr::Int(l as i64, b.ity(i)));
-        let copy = MemOp::Store { buf: dst, index: at(&dst_index), value: LExpr::Load(src, Box::new(at(&src_index))) };
-        let else_body = match &other {
-            Some(v) => vec![LStmt::new(
-                LStmtKind::Memory(MemOp::Store { buf: dst, index: at(&dst_index), value: v.clone() }),
-                span,
-            )],
-            None => vec![],
-        };
-        LStmt::new(LStmtKind::If { cond, then_body: vec![LStmt::new(LStmtKind::Memory(copy), span)], else_body }, span)
-    };
-    if p.vec == 1 {
-        return Ok(vec![lane_stmt(0, conds[0].clone())]);
-    }
-    let all = whole.into_iter().reduce(|a, c| LExpr::bin(LBinOp::And, a, c)).unwrap_or(LExpr::Bool(true));
-    let per_lane: Vec<LStmt> = conds.into_iter().enumerate().map(|(l, c)| lane_stmt(l, c)).collect();
-    Ok(vec![LStmt::new(
-        LStmtKind::If { cond: all, then_body: vec![LStmt::new(vector, span)], else_body: per_lane },
-        span,
-    )])
+    let coords: Vec<Vec<LExpr>> = g
+        .lanes
+        .iter()
+        .map(|lane| c0.iter().zip(lane).map(|(x, o)| b.add(x.clone(), LExpr::i32(*o))).collect())
+        .collect();
+    let lanes = (0..g.lanes.len())
+        .map(|l| {
+            let at = |i: &LExpr| b.add(i.clone(), LExpr::Int(l as i64, b.ity(i)));
+            let store =
+                |value| LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: at(&dst_index), value }), span);
+            Lane { copy: store(LExpr::Load(src, Box::new(at(&src_index)))), fill: other.clone().map(store) }
+        })
+        .collect();
+    g.vector(cx, em, &coords, LStmt::new(vector, span), lanes)
 }
 
 #[cfg(test)]

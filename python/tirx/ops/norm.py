@@ -172,21 +172,34 @@ def _ones(x, h: int):
     return np.ones(h, dtype=x.dtype)
 
 
-def _run(x, normalized_shape, weight, eps, residual=None):
-    """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
-    name = "rms_norm" if residual is None else "add_rms_norm"
+def _norm_args(name: str, x, normalized_shape, params):
+    """The checks the norms share: ``x``'s dtype, ``normalized_shape`` its last dims, each
+    ``(label, tensor, default)`` of ``params`` of that shape and dtype (``default(x, h)`` where
+    absent), made a contiguous vector. Returns the dtype, the row length, the number of rows
+    and the vectors."""
     dtype = c.check_dtype(name, x)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k_dims = len(shape)
-    if k_dims == 0 or tuple(x.shape[len(x.shape) - k_dims :]) != shape or k_dims > len(x.shape):
+    if k_dims == 0 or k_dims > len(x.shape) or tuple(x.shape[len(x.shape) - k_dims :]) != shape:
         raise ValueError(f"tirx.ops.{name}: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}")
     h = math.prod(shape)
-    if weight is None:
-        weight = _ones(x, h)
-    elif tuple(weight.shape) != shape:
-        raise ValueError(f"tirx.ops.{name}: weight of shape {list(weight.shape)}; expected {list(shape)}")
-    elif c.dtype_name(weight) != dtype:
-        raise TypeError(f"tirx.ops.{name}: weight is {c.dtype_name(weight)}, the input {dtype}: give both one dtype")
+    vectors = []
+    for label, t, default in params:
+        if t is None:
+            t = default(x, h)
+        elif tuple(t.shape) != shape:
+            raise ValueError(f"tirx.ops.{name}: {label} of shape {list(t.shape)}; expected {list(shape)}")
+        elif c.dtype_name(t) != dtype:
+            raise TypeError(f"tirx.ops.{name}: {label} is {c.dtype_name(t)}, the input {dtype}: give both one dtype")
+        t = c.contiguous(t)
+        vectors.append(t if len(t.shape) == 1 else t.reshape(h))
+    return dtype, h, math.prod(x.shape[: len(x.shape) - k_dims]), vectors
+
+
+def _run(x, normalized_shape, weight, eps, residual=None):
+    """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
+    name = "rms_norm" if residual is None else "add_rms_norm"
+    dtype, h, rows, (w,) = _norm_args(name, x, normalized_shape, [("weight", weight, _ones)])
     if residual is not None and (tuple(residual.shape) != tuple(x.shape) or c.dtype_name(residual) != dtype):
         raise ValueError(
             f"tirx.ops.{name}: residual {list(residual.shape)} {c.dtype_name(residual)} and input {list(x.shape)} {dtype} differ"
@@ -196,11 +209,8 @@ def _run(x, normalized_shape, weight, eps, residual=None):
     x = c.contiguous(x)
     out = c.empty_like(x)
     summed = None if residual is None else c.empty_like(x)
-    rows = math.prod(x.shape[: len(x.shape) - k_dims])
     if rows == 0 or h == 0:
         return out if residual is None else (out, summed)
-    w = c.contiguous(weight)
-    w = w if len(w.shape) == 1 else w.reshape(h)
     if residual is None:
         rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
         return out
@@ -220,30 +230,13 @@ def _zeros(x, h: int):
 
 
 def _layer_norm_run(x, normalized_shape, weight, bias, eps):
-    dtype = c.check_dtype("layer_norm", x)
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    k_dims = len(shape)
-    if k_dims == 0 or k_dims > len(x.shape) or tuple(x.shape[len(x.shape) - k_dims :]) != shape:
-        raise ValueError(
-            f"tirx.ops.layer_norm: normalized_shape {list(shape)} is not the last dims of an input of shape {list(x.shape)}"
-        )
-    h = math.prod(shape)
-    params = []
-    for name, t, default in (("weight", weight, _ones), ("bias", bias, _zeros)):
-        if t is None:
-            t = default(x, h)
-        elif tuple(t.shape) != shape:
-            raise ValueError(f"tirx.ops.layer_norm: {name} of shape {list(t.shape)}; expected {list(shape)}")
-        elif c.dtype_name(t) != dtype:
-            raise TypeError(f"tirx.ops.layer_norm: {name} is {c.dtype_name(t)}, the input {dtype}: give both one dtype")
-        t = c.contiguous(t)
-        params.append(t if len(t.shape) == 1 else t.reshape(h))
+    params = [("weight", weight, _ones), ("bias", bias, _zeros)]
+    dtype, h, rows, (w, b) = _norm_args("layer_norm", x, normalized_shape, params)
     x = c.contiguous(x)
     out = c.empty_like(x)
-    rows = math.prod(x.shape[: len(x.shape) - k_dims])
     if rows == 0 or h == 0:
         return out
-    layer_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), params[0], params[1], c.rows_of(out, h), rows, float(eps))
+    layer_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, b, c.rows_of(out, h), rows, float(eps))
     return out
 
 

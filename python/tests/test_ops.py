@@ -210,7 +210,10 @@ def test_torch_tensors_the_registered_ops_and_compile():
         af = torch.compile(lambda x, r, w: ops.add_rms_norm(x, r, [2048], w, 1e-6), fullgraph=True)
         y, summed = af(x, x, w)
         assert torch.equal(summed, x + x)
-        torch.testing.assert_close(y, ops.rms_norm(x + x, [2048], w, 1e-6), rtol=0, atol=0)
+        # Not bit-equal to ops.rms_norm(x + x): the autotuner may time another thread count for
+        # each kernel, and the sum of squares is reduced in that count's order.
+        want = torch.nn.functional.rms_norm((x + x).float(), [2048], w.float(), 1e-6).to(x.dtype)
+        torch.testing.assert_close(y, want, rtol=2**-7, atol=1e-6)
         nf = torch.compile(lambda x, w: ops.layer_norm(x, [2048], w) + 1, fullgraph=True)
         want = torch.nn.functional.layer_norm(x.float(), [2048], w.float()).to(x.dtype) + 1
         torch.testing.assert_close(nf(x, w), want, rtol=2**-7, atol=2**-6)
@@ -246,7 +249,10 @@ def test_ragged_and_wide_rows_on_the_gpu(dtype):
         res = torch.randn_like(x)
         y, summed = ops.add_rms_norm(x, res, [n], w, 1e-6)
         assert torch.equal(summed, x + res)
-        torch.testing.assert_close(y, ops.rms_norm(x + res, [n], w, 1e-6), rtol=0, atol=0)
+        # Against PyTorch on the new residual, not bit-equal to ops.rms_norm: the two kernels may be
+        # tuned to different thread counts, hence different reduction orders.
+        want_h = torch.nn.functional.rms_norm(summed.float(), [n], w.float(), 1e-6).to(tdt)
+        torch.testing.assert_close(y, want_h, **tol)
         ntol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else ltol  # sums in another order
         torch.testing.assert_close(ops.layer_norm(x, [n], w, b, 1e-5), want, **ntol)
         # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.

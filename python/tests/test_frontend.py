@@ -322,3 +322,43 @@ def test_static_shared_memory_over_48_kib_is_dynamic_with_a_note():
     a, b = rand(128, 128), np.zeros((128, 128), np.float32)
     k(a, b)
     np.testing.assert_array_equal(b, a)
+
+
+def _local_view_kernel(n: int):
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (n,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([1])
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        if n > 1:
+            x = T.alloc_buffer((n,), "float32", scope="local")
+            for i in T.serial(n):
+                x[i] = A[i]
+            Tx.sum(acc[0:1], x.local()[0:n])  # an unnamed view, named while the kernel is built
+            A[0] = acc[0]
+
+    return k
+
+
+def test_kernels_build_in_parallel_threads():
+    """The autotuner builds its configurations in threads: the front end's naming of unnamed
+    views is per thread (once a module global, one build could name another's views)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    sizes = list(range(2, 34))
+    with ThreadPoolExecutor(8) as pool:
+        kernels = list(pool.map(lambda n: tirx.compile(_local_view_kernel(n)), sizes))
+        # What failed on the GPU: cross_entropy's configurations, each with unnamed views.
+        ce = sys.modules["tirx.ops.cross_entropy"].cross_entropy_kernel.factory
+        for v in (3000, 3001):
+            list(pool.map(lambda t: tirx.compile(ce(v=v, dtype="float32", smoothing=True, threads=t)), (32, 64, 128, 256, 512, 1024)))
+    for n, k in zip(sizes, kernels):
+        a = np.arange(n, dtype=np.float32)
+        k(a)
+        assert a[0] == n * (n - 1) / 2

@@ -355,3 +355,32 @@ def test_matmul_on_torch_tensors_and_under_compile():
         torch.testing.assert_close(ops.matmul(a, b), want, rtol=2**-7, atol=1e-2)
         f = torch.compile(lambda a, b: ops.matmul(a, b) * 2, fullgraph=True)
         torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,n,threads,tpr", [(5, 256, 128, 8), (37, 100, 128, 4), (3, 1000, 256, 32), (70, 16, 256, 2)])
+def test_row_groups_match_float64(dtype, m, n, threads, tpr):
+    """Issue 33 item 5, short rows: a group of `tpr` lanes per row, many rows per CTA (the last
+    CTA's rows past `m` clipped): softmax, log_softmax and their backward against float64, and
+    nothing written outside the rows."""
+    sm = sys.modules["tirx.ops.softmax"]
+    rng = np.random.default_rng(m)
+    x = (rng.standard_normal((m, n)) * 3).astype(numpy_dtype(dtype))
+    dy = rng.standard_normal((m, n)).astype(x.dtype)
+    want = _softmax_ref(x)
+    for log in (False, True):
+        k = tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, threads=threads, log=log, tpr=tpr))
+        big = np.full((m + 2, n), 7, x.dtype)
+        k(x, big[1 : m + 1], m)
+        assert (big[0] == 7).all() and (big[-1] == 7).all()
+        y = big[1 : m + 1]
+        ref = np.log(want) if log else want
+        rtol = 1e-5 if dtype == "float32" else 2.0**-7
+        np.testing.assert_allclose(y.astype(F64), ref, rtol=rtol, atol=1e-6 if dtype == "float32" else 2.0**-6)
+        yd = y.astype(F64)
+        g = dy.astype(F64)
+        grad = g - np.exp(yd) * g.sum(-1, keepdims=True) if log else yd * (g - (g * yd).sum(-1, keepdims=True))
+        kb = tirx.compile(sm.softmax_backward_kernel.factory(n=n, dtype=dtype, threads=threads, log=log, tpr=tpr))
+        dx = np.zeros_like(x)
+        kb(y, dy, dx, m)
+        np.testing.assert_allclose(dx.astype(F64), grad, rtol=1e-5 if dtype == "float32" else 2.0**-6, atol=1e-5 if dtype == "float32" else 2.0**-6)

@@ -188,8 +188,12 @@ class Autotuner:
 
     def _tuned_for(self, args, kwargs) -> TunedKernel:
         bound = inspect.signature(self.factory).bind_partial(*args, **kwargs)
+        given = set(bound.arguments)
         bound.apply_defaults()  # a key argument with a default may be left out
-        values = dict(bound.arguments)
+        # A defaulted parameter that a configuration sets is the configuration's (`tpr=0` beside
+        # configs with and without `tpr`).
+        tuned_names = {name for cfg in self.configs for name in cfg}
+        values = {k: v for k, v in bound.arguments.items() if k in given or k not in tuned_names}
         missing = [k for k in self.key if k not in values]
         if missing:
             raise TypeError(f"tirx.autotune: {self.factory.__name__}() needs the key argument `{missing[0]}`")
@@ -204,7 +208,9 @@ class Autotuner:
                 if not configs:
                     raise ValueError(f"tirx.autotune: no configuration of {self.factory.__name__} applies to {values}")
             keyed = ",".join(f"{k}={values[k]!r}" for k in self.key)
-            cache_key = f"{default_target()}|{self.factory.__qualname__}|{self._prefix}|{keyed}"
+            # The candidates are part of the key: a cached index means nothing once they change.
+            candidates = hashlib.sha1(repr(configs).encode()).hexdigest()[:12]
+            cache_key = f"{default_target()}|{self.factory.__qualname__}|{self._prefix}|{keyed}|{candidates}"
             tuned = self._tuned[ident] = TunedKernel(self, values, cache_key, configs)
         return tuned
 

@@ -8,15 +8,19 @@ eager calls run the kernel directly (the dispatcher's round trip would only add 
 
 import sys
 
+from . import cross_entropy as _cross_entropy
 from . import matmul as _matmul
 from . import norm as _norm
 from . import softmax as _softmax
+from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
 from .norm import add_rms_norm, layer_norm, rms_norm
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
     "add_rms_norm",
+    "cross_entropy",
+    "cross_entropy_backward",
     "layer_norm",
     "log_softmax",
     "log_softmax_backward",
@@ -35,3 +39,4 @@ if "torch" in sys.modules:
     _norm.register_layer_norm_torch_op()
     _norm.register_add_rms_norm_torch_op()
     _matmul.register_torch_op()
+    _cross_entropy.register_torch_op()

@@ -40,8 +40,11 @@ def check_dtype(op: str, x) -> str:
     return name
 
 
-# The thread counts the row kernels are tuned over.
+# The thread counts the row kernels are tuned over: a CTA per row ...
 THREAD_CONFIGS = [{"threads": t} for t in (32, 64, 128, 256, 512, 1024)]
+# ... and, for short rows, a group of `tpr` lanes per row (`RowGroupTile`).
+GROUP_CONFIGS = [{"threads": t, "tpr": p} for t in (128, 256) for p in (2, 4, 8, 16, 32)]
+ROW_CONFIGS = THREAD_CONFIGS + GROUP_CONFIGS
 
 
 def elem_bytes(dtype: str) -> int:
@@ -71,6 +74,52 @@ class RowTile:
         self.chunks = -(-n // self.width)
         self.per = self.width // threads
         self.layout = TileLayout(S[(self.width // round_, threads, self.vec) : (self.vec, 1 @ tx, 1)])
+
+
+class RowGroupTile:
+    """How a CTA of ``threads`` threads holds ``rows = threads // tpr`` short rows of ``n``
+    elements: the lanes of each aligned group of ``tpr`` (a power of two, 2 to 32) hold one row,
+    lane g the 16-byte vectors g, g + tpr, ... of a tile of ``width`` elements (the row rounded
+    up to whole vectors of every lane of the group), ``per`` registers each. Row statistics are
+    warp shuffles over the group (`T.cuda.warp_sum(v, width=tpr)`): no shared memory, no
+    barrier, and many rows in flight per CTA where a row is too short to feed a CTA."""
+
+    def __init__(self, n: int, dtype: str, threads: int, tpr: int):
+        from ..layout import S, TileLayout, tx
+
+        self.vec = 16 // elem_bytes(dtype)
+        self.tpr, self.rows, self.warps = tpr, threads // tpr, threads // 32
+        round_ = tpr * self.vec
+        self.width = -(-n // round_) * round_
+        self.per = self.width // tpr
+        self.layout = TileLayout(S[(self.rows, self.width // round_, tpr, self.vec) : (tpr @ tx, self.vec, 1 @ tx, 1)])
+
+
+def group_io(g: "RowGroupTile", dtype: str, fill: float = 0.0):
+    """`row_io` for a CTA's group of rows: ``load(dst, src, stage)`` reads the rows' region
+    ``src`` (rows past the tensor's last and columns past the row's end read as ``fill``);
+    ``store(dst, src, stage)`` writes nothing past them."""
+    from .. import T, Tx
+
+    rows, width, widen = g.rows, g.width, dtype != "float32"
+
+    @T.macro
+    def load(dst, src, stage):
+        if widen:
+            Tx.cta.copy(stage[0:rows, 0:width], src, clip=True, other=fill)
+            Tx.cta.cast(dst[0:rows, 0:width], stage[0:rows, 0:width])
+        else:
+            Tx.cta.copy(dst[0:rows, 0:width], src, clip=True, other=fill)
+
+    @T.macro
+    def store(dst, src, stage):
+        if widen:
+            Tx.cta.cast(stage[0:rows, 0:width], src[0:rows, 0:width])
+            Tx.cta.copy(dst, stage[0:rows, 0:width], clip=True)
+        else:
+            Tx.cta.copy(dst, src[0:rows, 0:width], clip=True)
+
+    return load, store
 
 
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
@@ -117,8 +166,14 @@ def prune_threads(length: str = "n", limit: Callable = lambda key: REGISTER_LIMI
     (the factory argument ``length``) and ``dtype``; ``limit(key)``: its registers per thread."""
 
     def prune(configs, dtype, **key):
-        fit = thread_counts(key[length], dtype, limit(key))
-        return [cfg for cfg in configs if cfg["threads"] in fit]
+        n, regs = key[length], limit(key)
+        fit = thread_counts(n, dtype, regs)
+        vec = 16 // elem_bytes(dtype)
+
+        def group_fits(tpr):  # the row in registers, no more than half of a round idle
+            return -(-n // (tpr * vec)) * vec <= regs and tpr * vec // 2 < n
+
+        return [cfg for cfg in configs if (group_fits(cfg["tpr"]) if cfg.get("tpr") else cfg["threads"] in fit)]
 
     return prune
 

@@ -32,10 +32,12 @@ def _limit(key) -> int:
     return c.REGISTER_LIMIT // 2 if key.get("log") else c.REGISTER_LIMIT
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=_limit))
-def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=_limit))
+def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0):
     """Softmax (``log``: log-softmax) over rows of ``n`` elements of ``dtype``:
-    ``B[r] = softmax(A[r])`` for ``m`` rows."""
+    ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row."""
+    if tpr:
+        return _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
     g = c.RowTile(n, dtype, threads, _limit({"log": log}))
     return (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
 
@@ -79,6 +81,46 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         store(B[r, 0:width], X, stage)
 
     return softmax_rows
+
+
+def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
+    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype, fill=NEG_INF)
+
+    @T.prim_func
+    def softmax_row_groups(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
+        A = T.match_buffer(A_ptr, (m, n), dtype)
+        B = T.match_buffer(B_ptr, (m, n), dtype)
+        T.device_entry()
+        b = T.cta_id([(m + rows - 1) // rows])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        X = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = X
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        load(X, A[b * rows : b * rows + rows, 0:width], stage)
+        Xl = X.local()
+        Tx.max(part[0:1], Xl[0:per])
+        mx = T.cuda.warp_max(part[0], width=tpr)
+        if log:
+            E = T.alloc_buffer((per,), "float32", scope="local")
+            Tx.exp2(E[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.sum(part[0:1], E[0:per])
+            s = T.cuda.warp_sum(part[0], width=tpr)
+            Tx.add(Xl[0:per], Xl[0:per], -mx)
+            Tx.add(Xl[0:per], Xl[0:per], -T.log(s))
+        else:
+            Tx.exp2(Xl[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.sum(part[0:1], Xl[0:per])
+            s = T.cuda.warp_sum(part[0], width=tpr)
+            Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
+        store(B[b * rows : b * rows + rows, 0:width], X, stage)
+
+    return softmax_row_groups
 
 
 def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
@@ -133,10 +175,13 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return softmax_wide_rows
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=lambda key: c.REGISTER_LIMIT // 2))
-def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=lambda key: c.REGISTER_LIMIT // 2))
+def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0):
     """The gradient of softmax (``log``: log-softmax) over rows of ``n`` elements: ``DX[r]`` from
-    the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows."""
+    the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows; ``tpr``: a group of
+    that many lanes per row."""
+    if tpr:
+        return _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
     g = c.RowTile(n, dtype, threads, c.REGISTER_LIMIT // 2)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)
@@ -186,6 +231,48 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False)
             store(DX[r, k * width : k * width + width], dy, stage)
 
     return softmax_backward_rows
+
+
+def _backward_in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
+    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype)
+
+    @T.prim_func
+    def softmax_backward_row_groups(Y_ptr: T.handle, DY_ptr: T.handle, DX_ptr: T.handle, m: T.int32):
+        Y = T.match_buffer(Y_ptr, (m, n), dtype)
+        DY = T.match_buffer(DY_ptr, (m, n), dtype)
+        DX = T.match_buffer(DX_ptr, (m, n), dtype)
+        T.device_entry()
+        b = T.cta_id([(m + rows - 1) // rows])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        y = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = dy
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        prod = T.alloc_buffer((per,), "float32", scope="local")
+        yl = y.local()
+        dyl = dy.local()
+        load(dy, DY[b * rows : b * rows + rows, 0:width], stage)
+        load(y, Y[b * rows : b * rows + rows, 0:width], stage)
+        if log:  # dy - exp(y) * sum(dy)
+            Tx.sum(part[0:1], dyl[0:per])
+            s = T.cuda.warp_sum(part[0], width=tpr)
+            Tx.exp(yl[0:per], yl[0:per])
+            Tx.fma(dyl[0:per], yl[0:per], -s, dyl[0:per])
+        else:  # y * (dy - sum(dy * y))
+            Tx.mul(prod[0:per], yl[0:per], dyl[0:per])
+            Tx.sum(part[0:1], prod[0:per])
+            s = T.cuda.warp_sum(part[0], width=tpr)
+            Tx.add(dyl[0:per], dyl[0:per], -s)
+            Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
+        store(DX[b * rows : b * rows + rows, 0:width], dy, stage)
+
+    return softmax_backward_row_groups
 
 
 def _last_dim(name: str, nd: int, dim: int) -> None:

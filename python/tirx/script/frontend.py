@@ -1006,13 +1006,14 @@ def build_script(func) -> Tuple[str, List[Tuple[int, int, int, int, bool]], Sour
     if stack is None:
         stack = _state.stack = []
     stack.append(fe)
-    prev_hook, ir.NAME_VIEW = ir.NAME_VIEW, fe.name_view
+    prev_hook = getattr(ir.NAMING, "view", None)
+    ir.NAMING.view = fe.name_view
     try:
         text, marks = fe.build()
     except ir.FrontendError as e:
         raise _native.TirxError(_render_error(src, e)) from None
     finally:
-        ir.NAME_VIEW = prev_hook
+        ir.NAMING.view = prev_hook
         stack.pop()
     file_bytes = src.text.encode("utf-8")
     text_bytes = text.encode("utf-8")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import threading
 import types
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -31,8 +32,9 @@ class FrontendError(Exception):
 # ----------------------------------------------------------------------------- writer
 
 
-# Set by the front end while it builds a kernel: names an unnamed view when it is rendered.
-NAME_VIEW = None
+# Set by the front end while it builds a kernel, per thread (the autotuner builds
+# configurations in parallel): `NAMING.view(buf)` names an unnamed view when it is rendered.
+NAMING = threading.local()
 
 
 class Writer:
@@ -402,9 +404,10 @@ class Buffer(Renderable):
 
     def render(self, w: Writer) -> None:
         if self.name is None:
-            if NAME_VIEW is None:
+            name_view = getattr(NAMING, "view", None)
+            if name_view is None:
                 raise FrontendError("bind this view to a name: `V = A.view(...)`")
-            NAME_VIEW(self)
+            name_view(self)
         w.write(self.name)
 
     # TVM spells it as a method

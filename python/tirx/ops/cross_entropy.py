@@ -1,0 +1,493 @@
+"""`tirx.ops.cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.0,
+reduction="mean")`: PyTorch's `torch.nn.functional.cross_entropy` with class indices, in TIRx,
+one CTA per row, vocabularies of any size (256k included).
+
+The forward reads each row of logits once and writes two floats per row, never the softmax:
+``lse = log(sum(exp(x)))`` (an online max and sum per thread over the row's tiles, rescaled by
+exp2 of the max's change, then CTA reductions; the padding past the row reads -inf) and the
+row's loss ``lse - (1 - s) * x[t] - s / C * sum(x)`` (``s`` the label smoothing, the sum of the
+row taken with its padding masked to 0), 0 where the target is ``ignore_index``. The backward
+reads the row again and writes ``dx = g * (exp(x - lse) - s / C - (1 - s) * [j == t])`` (``g``
+the row's loss gradient, 0 on ignored rows): one pass each way, no reduction. The reduction over
+rows ("mean": divided by the number of rows not ignored, NaN when all are, as PyTorch's; "sum";
+"none") is a PyTorch (or NumPy) sum of one float per row, through which autograd reaches the
+per-row gradient. A target outside ``[0, C)`` that is not ``ignore_index`` gives a NaN loss and
+gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
+Logits compute in float32 whatever their dtype; the loss is returned in the logits' dtype."""
+
+import math
+
+import numpy as np
+
+from .. import T, Tx
+from ..autotune import autotune
+from . import _common as c
+
+LOG2E = 1.4426950408889634
+NEG_INF = -float("inf")
+NAN = float("nan")
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _limit(key) -> int:
+    """Registers per thread: label smoothing sums the row beside its exponentials."""
+    return c.REGISTER_LIMIT // 2 if key.get("smoothing") else c.REGISTER_LIMIT
+
+
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing"], prune=c.prune_threads("v", limit=_limit))
+def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0):
+    """``LOSS[r]`` and ``LSE[r]`` (float32) of ``m`` rows of ``v`` logits of ``dtype`` and their
+    int64 targets ``TGT[r]``; ``smoothing``: the label-smoothing term is computed (``ls > 0``);
+    ``tpr``: a group of that many lanes per row."""
+    if tpr:
+        return _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing)
+    g = c.RowTile(v, dtype, threads, _limit({"smoothing": smoothing}))
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > v
+    load, _ = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
+
+    @T.prim_func
+    def cross_entropy_rows(
+        X_ptr: T.handle,
+        TGT_ptr: T.handle,
+        LOSS_ptr: T.handle,
+        LSE_ptr: T.handle,
+        m: T.int32,
+        ignore_index: T.int64,
+        ls: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, v), dtype)
+        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+        LOSS = T.match_buffer(LOSS_ptr, (m,), "float32")
+        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+        T.device_entry()
+        r = T.cta_id([m])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        if smoothing and padded:
+            kept = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        run = T.alloc_buffer((3,), "float32", scope="local")  # this thread's max, sum of exp, sum of x
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        run[0] = NEG_INF
+        run[1] = 0.0
+        run[2] = 0.0
+        for k in T.serial(chunks):
+            load(x, X[r, k * width : k * width + width], stage)
+            if smoothing:
+                if padded:  # the padding (-inf) adds nothing to the row's sum
+                    Tx.cta.masked_fill(kept[0:width], x[0:width], lambda j: k * width + j >= v, 0.0)
+                    Tx.sum(part[0:1], kept.local()[0:per])
+                else:
+                    Tx.sum(part[0:1], xl[0:per])
+                run[2] = run[2] + part[0]
+            Tx.max(part[0:1], xl[0:per])
+            new_max = T.max(run[0], part[0])
+            # An all-padding tile keeps its max at -inf: exponents are then taken against 0.
+            base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
+            Tx.exp2(xl[0:per], xl[0:per], -base * LOG2E, LOG2E)
+            Tx.sum(part[0:1], xl[0:per])
+            run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
+            run[0] = new_max
+        mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
+        row_base = T.if_then_else(mx == NEG_INF, 0.0, mx)
+        s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - row_base) * LOG2E), warps, scratch.ptr_to([0]))
+        lse = row_base + T.log(s)
+        if smoothing:
+            total = T.cuda.cta_sum(run[2], warps, scratch.ptr_to([0]))
+        t = TGT[r]
+        ok = t >= 0 and t < v
+        # A gather guarded by its target's range (a lazily evaluated load).
+        x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
+        if smoothing:
+            loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
+        else:
+            loss = lse - x_t
+        if tid == 0:
+            LSE[r] = lse
+            LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
+
+    return cross_entropy_rows
+
+
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype"], prune=c.prune_threads("v"))
+def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0):
+    """``DX[r] = G[r] * (softmax(X[r]) - ls / v - (1 - ls) * onehot(TGT[r]))`` for ``m`` rows of
+    ``v`` logits, from the forward's ``LSE[r]``; rows whose target is ``ignore_index`` get 0;
+    ``tpr``: a group of that many lanes per row."""
+    if tpr:
+        return _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr))
+    g = c.RowTile(v, dtype, threads)
+    width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+
+    @T.prim_func
+    def cross_entropy_backward_rows(
+        X_ptr: T.handle,
+        TGT_ptr: T.handle,
+        LSE_ptr: T.handle,
+        G_ptr: T.handle,
+        DX_ptr: T.handle,
+        m: T.int32,
+        ignore_index: T.int64,
+        ls: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, v), dtype)
+        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+        G = T.match_buffer(G_ptr, (m,), "float32")
+        DX = T.match_buffer(DX_ptr, (m, v), dtype)
+        T.device_entry()
+        r = T.cta_id([m])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        xl = x.local()
+        t = TGT[r]
+        ok = t >= 0 and t < v
+        # The row's scale: 0 where ignored, NaN where the target is out of range.
+        gr = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, G[r], NAN))
+        lse = LSE[r]
+        floor = gr * (ls / float(v))
+        # The target's element, computed once (index -1 where there is none: the mask below then
+        # matches no element).
+        tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
+        x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
+        d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+        for k in T.serial(chunks):
+            load(x, X[r, k * width : k * width + width], stage)
+            Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
+            Tx.mul(xl[0:per], xl[0:per], gr)
+            Tx.add(xl[0:per], xl[0:per], -floor)
+            Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j == tc, d_t)
+            store(DX[r, k * width : k * width + width], x, stage)
+
+    return cross_entropy_backward_rows
+
+
+def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoothing: bool):
+    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    padded = width > v
+    load, _ = c.group_io(g, dtype, fill=NEG_INF)
+
+    @T.prim_func
+    def cross_entropy_row_groups(
+        X_ptr: T.handle,
+        TGT_ptr: T.handle,
+        LOSS_ptr: T.handle,
+        LSE_ptr: T.handle,
+        m: T.int32,
+        ignore_index: T.int64,
+        ls: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, v), dtype)
+        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+        LOSS = T.match_buffer(LOSS_ptr, (m,), "float32")
+        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+        T.device_entry()
+        b = T.cta_id([(m + rows - 1) // rows])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        if smoothing and padded:
+            kept = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        load(x, X[b * rows : b * rows + rows, 0:width], stage)
+        xl = x.local()
+        if smoothing:
+            if padded:  # the padding (-inf) adds nothing to the row's sum
+                Tx.cta.masked_fill(kept[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j >= v, 0.0)
+                Tx.sum(part[0:1], kept.local()[0:per])
+            else:
+                Tx.sum(part[0:1], xl[0:per])
+            total = T.cuda.warp_sum(part[0], width=tpr)
+        Tx.max(part[0:1], xl[0:per])
+        mx = T.cuda.warp_max(part[0], width=tpr)
+        Tx.exp2(xl[0:per], xl[0:per], -mx * LOG2E, LOG2E)
+        Tx.sum(part[0:1], xl[0:per])
+        s = T.cuda.warp_sum(part[0], width=tpr)
+        lse = mx + T.log(s)
+        r = b * rows + tid // tpr  # this lane's row; past the last row in the last CTA
+        live = r < m
+        t = T.if_then_else(live, TGT[r], ignore_index)
+        ok = live and t >= 0 and t < v
+        x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
+        if smoothing:
+            loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
+        else:
+            loss = lse - x_t
+        if r < m:
+            if tid % tpr == 0:
+                LSE[r] = lse
+                LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
+
+    return cross_entropy_row_groups
+
+
+def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile):
+    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype)
+
+    @T.prim_func
+    def cross_entropy_backward_row_groups(
+        X_ptr: T.handle,
+        TGT_ptr: T.handle,
+        LSE_ptr: T.handle,
+        G_ptr: T.handle,
+        DX_ptr: T.handle,
+        m: T.int32,
+        ignore_index: T.int64,
+        ls: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, v), dtype)
+        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+        G = T.match_buffer(G_ptr, (m,), "float32")
+        DX = T.match_buffer(DX_ptr, (m, v), dtype)
+        T.device_entry()
+        b = T.cta_id([(m + rows - 1) // rows])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        xl = x.local()
+        r = b * rows + tid // tpr  # this lane's row; past the last row in the last CTA
+        live = r < m
+        t = T.if_then_else(live, TGT[r], ignore_index)
+        ok = live and t >= 0 and t < v
+        # The row's scale: 0 where ignored (or past the last row), NaN where the target is out of range.
+        gr = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, G[r], NAN))
+        lse = T.if_then_else(live, LSE[r], 0.0)
+        floor = gr * (ls / float(v))
+        tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
+        x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
+        d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+        load(x, X[b * rows : b * rows + rows, 0:width], stage)
+        Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
+        Tx.mul(xl[0:per], xl[0:per], gr)
+        Tx.add(xl[0:per], xl[0:per], -floor)
+        Tx.cta.masked_fill(x[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j == tc, d_t)
+        store(DX[b * rows : b * rows + rows, 0:width], x, stage)
+
+    return cross_entropy_backward_row_groups
+
+
+def _check(logits, target, ignore_index, label_smoothing, reduction):
+    """The logits as (rows, classes) with the class dim last, the targets as int64 rows."""
+    dtype = c.check_dtype("cross_entropy", logits)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"tirx.ops.cross_entropy: reduction={reduction!r}; expected one of {', '.join(_REDUCTIONS)}")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"tirx.ops.cross_entropy: label_smoothing={label_smoothing}; expected a value in [0, 1]")
+    if c.dtype_name(target) not in ("int64", "int32"):
+        raise TypeError(
+            f"tirx.ops.cross_entropy: target is {c.dtype_name(target)}; this op takes class indices (int64); "
+            "class probabilities are not supported: use torch.nn.functional.cross_entropy"
+        )
+    nd = len(logits.shape)
+    if nd == 0:
+        raise ValueError("tirx.ops.cross_entropy: 0-d logits; expected (C,), (N, C) or (N, C, d1, ...)")
+    # PyTorch's shapes: (C,) with a 0-d target, (N, C) with (N,), (N, C, d1, ...) with (N, d1, ...).
+    want = () if nd == 1 else (logits.shape[0],) + tuple(logits.shape[2:])
+    if tuple(target.shape) != want:
+        raise ValueError(
+            f"tirx.ops.cross_entropy: target of shape {list(target.shape)} for logits {list(logits.shape)}; expected {list(want)}"
+        )
+    if not -(2**63) <= ignore_index < 2**63:
+        raise ValueError(f"tirx.ops.cross_entropy: ignore_index={ignore_index} is not an int64")
+    return dtype
+
+
+def _rows(logits, target):
+    """``(x, t)``: the logits as (rows, C), class dim last and contiguous (a copy where the class
+    dim is not last: PyTorch's (N, C, d1, ...) form), the targets as a contiguous int64 vector."""
+    nd = len(logits.shape)
+    v = logits.shape[0] if nd == 1 else logits.shape[1]
+    if nd > 2:
+        logits = logits.movedim(1, -1) if c.is_torch(logits) else np.moveaxis(logits, 1, -1)
+    x = c.rows_of(c.contiguous(logits), v)
+    if c.is_torch(target):
+        t = target.reshape(-1).long().contiguous()
+    else:
+        t = np.ascontiguousarray(np.asarray(target).reshape(-1), dtype=np.int64)
+    return x, t, v
+
+
+def _forward(x, t, v: int, ignore_index: int, label_smoothing: float):
+    """Per-row ``(loss, lse)`` in float32."""
+    rows = x.shape[0]
+    loss, lse = _empty_f32(x, rows), _empty_f32(x, rows)
+    if rows == 0:
+        return loss, lse
+    if v == 0:
+        raise ValueError("tirx.ops.cross_entropy: logits with 0 classes")
+    if not c.is_torch(x):
+        _check_targets(t, v, ignore_index)
+    smoothing = label_smoothing > 0.0
+    cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=smoothing)(
+        x, t, loss, lse, rows, int(ignore_index), float(label_smoothing)
+    )
+    return loss, lse
+
+
+def _backward(x, t, lse, grad_rows, v: int, ignore_index: int, label_smoothing: float):
+    dx = c.empty_like(x)
+    rows = x.shape[0]
+    if rows == 0:
+        return dx
+    cross_entropy_backward_kernel(v=v, dtype=c.dtype_name(x))(
+        x, t, lse, c.contiguous(grad_rows), dx, rows, int(ignore_index), float(label_smoothing)
+    )
+    return dx
+
+
+def _check_targets(t, v: int, ignore_index: int) -> None:
+    bad = (t != ignore_index) & ((t < 0) | (t >= v))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise IndexError(f"tirx.ops.cross_entropy: target {int(t[i])} of row {i} is out of range for {v} classes")
+
+
+def _empty_f32(x, n: int):
+    if c.is_torch(x):
+        import torch
+
+        return torch.empty(n, dtype=torch.float32, device=x.device)
+    return np.empty(n, dtype=np.float32)
+
+
+def _reduce(loss_rows, t, ignore_index: int, reduction: str, dtype, shape):
+    """The rows' losses reduced as PyTorch's (in float32, then the logits' dtype)."""
+    if reduction == "none":
+        out = loss_rows.reshape(shape)
+    elif reduction == "sum":
+        out = loss_rows.sum()
+    elif c.is_torch(loss_rows):
+        out = loss_rows.sum() / (t != ignore_index).sum()
+    else:
+        with np.errstate(invalid="ignore", divide="ignore"):  # all rows ignored: NaN, as PyTorch's
+            out = loss_rows.sum() / (t != ignore_index).sum()
+    if c.is_torch(loss_rows):
+        return out.to(dtype)
+    return np.asarray(out, dtype=np.float32).astype(dtype)
+
+
+def register_torch_op():
+    """`torch.ops.tirx.cross_entropy_rows(x, target, ignore_index, label_smoothing) -> (loss,
+    lse)` (registered on the first call): the per-row losses of (rows, C) logits, with their
+    backward; `cross_entropy` reduces them."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(x: torch.Tensor, target: torch.Tensor, ignore_index: int, label_smoothing: float) -> Tuple[torch.Tensor, torch.Tensor]:
+            return _forward(x, target, x.shape[1], ignore_index, label_smoothing)
+
+        def fake(x, target, ignore_index, label_smoothing):
+            rows = x.shape[0]
+            return x.new_empty(rows, dtype=torch.float32), x.new_empty(rows, dtype=torch.float32)
+
+        return schema, fake
+
+    return c.torch_op("cross_entropy_rows", parts, _autograd)
+
+
+def register_backward_op():
+    """`torch.ops.tirx.cross_entropy_backward(x, target, lse, grad_rows, ignore_index,
+    label_smoothing)`: the logits' gradient, an op so that `torch.compile` traces it too."""
+
+    def parts():
+        import torch
+
+        def schema(
+            x: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, grad_rows: torch.Tensor, ignore_index: int, label_smoothing: float
+        ) -> torch.Tensor:
+            return _backward(x, target, lse, grad_rows, x.shape[1], ignore_index, label_smoothing)
+
+        return schema, lambda x, target, lse, grad_rows, ignore_index, label_smoothing: torch.empty_like(x)
+
+    return c.torch_op("cross_entropy_backward", parts)
+
+
+def _autograd(op):
+    backward_op = register_backward_op()
+
+    def setup_context(ctx, inputs, output):
+        x, target, ignore_index, label_smoothing = inputs
+        ctx.ignore_index, ctx.label_smoothing = ignore_index, label_smoothing
+        ctx.mark_non_differentiable(output[1])  # lse: what the backward needs, not a result
+        ctx.save_for_backward(x, target, output[1])
+
+    def backward(ctx, grad_loss, grad_lse):
+        x, target, lse = ctx.saved_tensors
+        dx = backward_op(x, target, lse, grad_loss.float().contiguous(), ctx.ignore_index, ctx.label_smoothing)
+        return dx, None, None, None
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+def cross_entropy(logits, target, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"):
+    """PyTorch's `torch.nn.functional.cross_entropy(logits, target, ignore_index=ignore_index,
+    label_smoothing=label_smoothing, reduction=reduction)` with class-index targets: logits (C,),
+    (N, C) or (N, C, d1, ...), targets of the shape without C; differentiable in the logits."""
+    _check(logits, target, ignore_index, label_smoothing, reduction)
+    out_shape = tuple(target.shape)
+    x, t, v = _rows(logits, target)
+    if c.is_torch(x):
+        if c.compiling() or c.wants_grad(x):
+            loss_rows, _ = register_torch_op()(x, t, int(ignore_index), float(label_smoothing))
+        else:
+            loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing)
+        return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape)
+    loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing)
+    return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape)
+
+
+def cross_entropy_backward(logits, target, grad, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"):
+    """The gradient of `cross_entropy` in the logits for the loss gradient ``grad`` (a scalar for
+    "mean" and "sum", the per-target losses' shape for "none"): a new array or tensor of the
+    logits' shape. Recomputes the row's log-sum-exp (one more read of the logits)."""
+    _check(logits, target, ignore_index, label_smoothing, reduction)
+    nd = len(logits.shape)
+    x, t, v = _rows(logits, target)
+    _, lse = _forward(x, t, v, ignore_index, label_smoothing)
+    rows = t.shape[0]
+    if c.is_torch(x):
+        g = grad.float().reshape(-1).expand(rows) if reduction != "none" else grad.float().reshape(-1)
+        if reduction == "mean":
+            g = g / (t != ignore_index).sum()
+        g = g.contiguous()
+    else:
+        g = np.broadcast_to(np.asarray(grad, dtype=np.float32).reshape(-1), (rows,)).astype(np.float32)
+        if reduction == "mean":
+            g = g / np.float32((t != ignore_index).sum())
+        g = np.ascontiguousarray(g, dtype=np.float32)
+    dx = _backward(x, t, lse, g, v, ignore_index, label_smoothing)
+    if nd > 2:
+        moved = tuple(logits.shape[:1]) + tuple(logits.shape[2:]) + (v,)
+        dx = dx.reshape(moved)
+        dx = dx.movedim(-1, 1) if c.is_torch(dx) else np.moveaxis(dx, -1, 1)
+        return c.contiguous(dx)
+    return dx.reshape(logits.shape)

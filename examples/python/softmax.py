@@ -9,7 +9,7 @@ last vectors is padded: `Tx.cta.copy(X, A[r, 0:width], clip=True, other=-inf)` r
 the row's end (exp2 makes it 0) and the store's `clip=True` writes only the row; whole vectors
 stay 16-byte accesses. The row max and sum are thread-local folds (`Tx.max`/`Tx.sum` on the
 thread's registers), then CTA reductions (`T.cuda.cta_max`/`cta_sum`). Rows too wide for the
-registers (over 64 per thread) are streamed through tiles with an online max and sum.
+registers (`tirx.ops._common.row_capacity`) are streamed through tiles with an online max and sum.
 
     python examples/python/softmax.py      # checks ragged and wide rows in the simulator
 """

@@ -384,3 +384,45 @@ def test_row_groups_match_float64(dtype, m, n, threads, tpr):
         dx = np.zeros_like(x)
         kb(y, dy, dx, m)
         np.testing.assert_allclose(dx.astype(F64), grad, rtol=1e-5 if dtype == "float32" else 2.0**-6, atol=1e-5 if dtype == "float32" else 2.0**-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_streamed_rows_last_tile_first(dtype):
+    """The streamed design at a row of three tiles (the last ragged), forced with `stream=True`
+    where the autotuner would pick it only on a GPU: the second pass runs last tile first."""
+    sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
+    ce = sys.modules["tirx.ops.cross_entropy"]
+    n, m = 2 * 256 * 32 + 1000, 2
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((m, n)) * 3).astype(numpy_dtype(dtype))
+    w = (rng.random(n) + 0.5).astype(x.dtype)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=2.0**-7, atol=2.0**-7)
+    for log in (False, True):
+        k = tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, threads=256, log=log, stream=True))
+        y = np.zeros_like(x)
+        k(x, y, m)
+        want = _softmax_ref(x)
+        np.testing.assert_allclose(y.astype(F64), np.log(want) if log else want, **tol)
+        dy = rng.standard_normal((m, n)).astype(x.dtype)
+        kb = tirx.compile(sm.softmax_backward_kernel.factory(n=n, dtype=dtype, threads=256, log=log, stream=True))
+        dx = np.zeros_like(x)
+        kb(y, dy, dx, m)
+        yd, g = y.astype(F64), dy.astype(F64)
+        grad = g - np.exp(yd) * g.sum(-1, keepdims=True) if log else yd * (g - (g * yd).sum(-1, keepdims=True))
+        np.testing.assert_allclose(dx.astype(F64), grad, rtol=tol["rtol"], atol=1e-5 if dtype == "float32" else 2.0**-6)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=256, stream=True))
+    y = np.zeros_like(x)
+    k(x, w, y, m, 1e-6)
+    np.testing.assert_allclose(y.astype(F64), _rms_ref(x, w, 1e-6), **tol)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=256, stream=True))
+    k(x, w, w, y, m, 1e-5)
+    xd = x.astype(F64)
+    ln = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + w.astype(F64)
+    np.testing.assert_allclose(y.astype(F64), ln, rtol=tol["rtol"], atol=1e-5 if dtype == "float32" else 2.0**-6)
+    t = np.array([3, n - 1])
+    k = tirx.compile(ce.cross_entropy_kernel.factory(v=n, dtype=dtype, threads=256, smoothing=True, stream=True))
+    loss, lse = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    k(x, t, loss, lse, m, -100, 0.1)
+    p = _softmax_ref(x)
+    want = -(0.9 * np.log(p[np.arange(m), t]) + 0.1 * np.log(p).mean(-1))
+    np.testing.assert_allclose(loss, want, rtol=1e-5)

@@ -11,10 +11,11 @@ import sys
 from . import cross_entropy as _cross_entropy
 from . import matmul as _matmul
 from . import norm as _norm
+from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
 from . import softmax as _softmax
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
-from .norm import add_rms_norm, layer_norm, rms_norm
+from .norm import add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
@@ -22,10 +23,12 @@ __all__ = [
     "cross_entropy",
     "cross_entropy_backward",
     "layer_norm",
+    "layer_norm_backward",
     "log_softmax",
     "log_softmax_backward",
     "matmul",
     "rms_norm",
+    "rms_norm_backward",
     "softmax",
     "softmax_backward",
 ]

@@ -40,37 +40,53 @@ def check_dtype(op: str, x) -> str:
     return name
 
 
-# The thread counts the row kernels are tuned over: a CTA per row ...
+# The configurations the row kernels are tuned over: a CTA per row, the row in registers ...
 THREAD_CONFIGS = [{"threads": t} for t in (32, 64, 128, 256, 512, 1024)]
+# ... or streamed through them in tiles (rows too wide for registers, and mid-size rows where a
+# second read from L2 beats fewer threads) ...
+STREAM_CONFIGS = [{"threads": t, "stream": True} for t in (256, 512, 1024)]
 # ... and, for short rows, a group of `tpr` lanes per row (`RowGroupTile`).
 GROUP_CONFIGS = [{"threads": t, "tpr": p} for t in (128, 256) for p in (2, 4, 8, 16, 32)]
-ROW_CONFIGS = THREAD_CONFIGS + GROUP_CONFIGS
+ROW_CONFIGS = THREAD_CONFIGS + STREAM_CONFIGS + GROUP_CONFIGS
 
 
 def elem_bytes(dtype: str) -> int:
     return 4 if dtype == "float32" else 2
 
 
-# Registers (f32) a thread holds of a row; wider rows are streamed through chunks of `CHUNK`.
-REGISTER_LIMIT = 64
+# Elements per thread of a streamed tile, at most.
 CHUNK = 32
 
 
-class RowTile:
-    """How a row kernel of ``threads`` threads holds a row of ``n`` elements of ``dtype``: thread
-    t owns the 16-byte vectors t, t + threads, ... of a tile of ``width`` elements (the row
-    rounded up to whole vectors of every thread; the tail past ``n`` is guarded by ``clip=True``),
-    ``per`` of them its registers. A row wider than ``REGISTER_LIMIT`` registers per thread is
-    ``streamed``: tiles of ``CHUNK`` per thread, ``chunks`` of them per row."""
+def row_capacity(threads: int, dtype: str, tiles: float) -> int:
+    """Elements of a row a thread of a ``threads``-thread CTA keeps in registers when its kernel
+    holds ``tiles`` float32 tiles of them (a 16-bit row adds half a tile: its staging copy), in
+    whole 16-byte vectors: the registers a thread can have with the CTA alone on its SM (the
+    64K register file, at most 255 each) less 32 for addresses, counters and statistics. Over
+    it, the compiler spills."""
+    vec = 16 // elem_bytes(dtype)
+    regs = min(255, 65536 // threads) - 32
+    held = tiles + (0.5 if dtype != "float32" else 0.0)
+    return max(vec, int(regs / held) // vec * vec)
 
-    def __init__(self, n: int, dtype: str, threads: int, limit: int = REGISTER_LIMIT):
+
+class RowTile:
+    """How a row kernel of ``threads`` threads holding ``tiles`` float32 tiles holds a row of
+    ``n`` elements of ``dtype``: thread t owns the 16-byte vectors t, t + threads, ... of a tile
+    of ``width`` elements (the row rounded up to whole vectors of every thread; the tail past
+    ``n`` is guarded by ``clip=True``), ``per`` of them its registers. A row over the thread's
+    `row_capacity` (or any row, with ``stream``) is ``streamed``: tiles of up to ``CHUNK`` per
+    thread, ``chunks`` of them per row."""
+
+    def __init__(self, n: int, dtype: str, threads: int, tiles: float = 1, stream: bool = False):
         from ..layout import S, TileLayout, tx
 
         self.vec = 16 // elem_bytes(dtype)
         self.warps = threads // 32
         round_ = threads * self.vec
-        self.streamed = -(-n // round_) * self.vec > limit
-        self.width = threads * CHUNK if self.streamed else -(-n // round_) * round_
+        cap = row_capacity(threads, dtype, tiles)
+        self.streamed = stream or -(-n // round_) * self.vec > cap
+        self.width = threads * min(CHUNK, cap) if self.streamed else -(-n // round_) * round_
         self.chunks = -(-n // self.width)
         self.per = self.width // threads
         self.layout = TileLayout(S[(self.width // round_, threads, self.vec) : (self.vec, 1 @ tx, 1)])
@@ -151,29 +167,29 @@ def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     return load, store
 
 
-def thread_counts(n: int, dtype: str, limit: int = REGISTER_LIMIT) -> List[int]:
-    """The thread counts a row kernel is tuned over for rows of ``n``: those that hold the row
-    in registers without leaving more than half of the first round of vectors idle; for rows
-    too wide for registers, the large counts that stream it."""
-    vec = 16 // elem_bytes(dtype)
-    counts = (32, 64, 128, 256, 512, 1024)
-    fit = [t for t in counts if -(-n // (t * vec)) * vec <= limit and (t == 32 or t * vec // 2 < n)]
-    return fit or [256, 512, 1024]
-
-
-def prune_threads(length: str = "n", limit: Callable = lambda key: REGISTER_LIMIT) -> Callable:
-    """The autotuner's pruning of ``THREAD_CONFIGS`` for a row kernel keyed by its row length
-    (the factory argument ``length``) and ``dtype``; ``limit(key)``: its registers per thread."""
+def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Callable:
+    """The autotuner's pruning of `ROW_CONFIGS` for a row kernel keyed by its row length (the
+    factory argument ``length``) and ``dtype``; ``tiles(dtype, key)``: the float32 tiles it
+    holds (`row_capacity`). Kept: a CTA per row where the row fits its threads' registers
+    without leaving more than half of the first round of vectors idle; streamed where a row
+    takes at least two tiles; a lane group per row where the row fits the group's registers
+    and half its first round is busy. Rows too wide for any register tile keep the streamed
+    configurations."""
 
     def prune(configs, dtype, **key):
-        n, regs = key[length], limit(key)
-        fit = thread_counts(n, dtype, regs)
+        n, held = key[length], tiles(dtype, key)
         vec = 16 // elem_bytes(dtype)
 
-        def group_fits(tpr):  # the row in registers, no more than half of a round idle
-            return -(-n // (tpr * vec)) * vec <= regs and tpr * vec // 2 < n
+        def fits(cfg):
+            t, cap = cfg["threads"], row_capacity(cfg["threads"], dtype, held)
+            if cfg.get("tpr"):
+                p = cfg["tpr"]
+                return -(-n // (p * vec)) * vec <= cap and p * vec // 2 < n
+            if cfg.get("stream"):
+                return n > t * min(CHUNK, cap)
+            return -(-n // (t * vec)) * vec <= cap and (t == 32 or t * vec // 2 < n)
 
-        return [cfg for cfg in configs if (group_fits(cfg["tpr"]) if cfg.get("tpr") else cfg["threads"] in fit)]
+        return [cfg for cfg in configs if fits(cfg)]
 
     return prune
 

@@ -29,19 +29,19 @@ NAN = float("nan")
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _limit(key) -> int:
-    """Registers per thread: label smoothing sums the row beside its exponentials."""
-    return c.REGISTER_LIMIT // 2 if key.get("smoothing") else c.REGISTER_LIMIT
+def _tiles(dtype, key) -> int:
+    """Float32 tiles held: label smoothing sums the row beside its exponentials."""
+    return 2 if key.get("smoothing") else 1
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing"], prune=c.prune_threads("v", limit=_limit))
-def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0):
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing"], prune=c.prune_rows("v", tiles=_tiles))
+def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False):
     """``LOSS[r]`` and ``LSE[r]`` (float32) of ``m`` rows of ``v`` logits of ``dtype`` and their
     int64 targets ``TGT[r]``; ``smoothing``: the label-smoothing term is computed (``ls > 0``);
-    ``tpr``: a group of that many lanes per row."""
+    ``tpr``: a group of that many lanes per row; ``stream``: the row read in register tiles."""
     if tpr:
         return _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing)
-    g = c.RowTile(v, dtype, threads, _limit({"smoothing": smoothing}))
+    g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing}), stream)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > v
     load, _ = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
@@ -117,14 +117,14 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
     return cross_entropy_rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype"], prune=c.prune_threads("v"))
-def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0):
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype"], prune=c.prune_rows("v"))
+def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False):
     """``DX[r] = G[r] * (softmax(X[r]) - ls / v - (1 - ls) * onehot(TGT[r]))`` for ``m`` rows of
     ``v`` logits, from the forward's ``LSE[r]``; rows whose target is ``ignore_index`` get 0;
-    ``tpr``: a group of that many lanes per row."""
+    ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles."""
     if tpr:
         return _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr))
-    g = c.RowTile(v, dtype, threads)
+    g = c.RowTile(v, dtype, threads, 1, stream)
     width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)
 

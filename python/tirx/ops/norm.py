@@ -25,12 +25,13 @@ from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_threads("h"))
-def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False):
+@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
+def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, stream: bool = False):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
-    written: a transformer block's residual add fused into its norm."""
-    g = c.RowTile(h, dtype, threads)
+    written: a transformer block's residual add fused into its norm. ``stream``: the row in
+    register tiles however short."""
+    g = c.RowTile(h, dtype, threads, 3, stream)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
 
@@ -66,7 +67,8 @@ def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False):
             acc[0] = acc[0] + part[0]
         s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         rstd = 1.0 / T.sqrt(s / float(h) + eps)
-        for k in T.serial(chunks):
+        for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+            k = chunks - 1 - j
             if chunks > 1:  # a row in registers is still there; a streamed one is read again
                 load(x, H[r, k * width : k * width + width], stage)
             load(w, W[k * width : k * width + width], stage)
@@ -99,10 +101,11 @@ def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False):
     return rms_norm_rows
 
 
-@autotune(configs=c.THREAD_CONFIGS, key=["h", "dtype"], prune=c.prune_threads("h"))
-def layer_norm_kernel(h: int, dtype: str, threads: int):
-    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements."""
-    g = c.RowTile(h, dtype, threads)
+@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 3))
+def layer_norm_kernel(h: int, dtype: str, threads: int, stream: bool = False):
+    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements;
+    ``stream``: the row in register tiles however short."""
+    g = c.RowTile(h, dtype, threads, 3, stream)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)
@@ -139,7 +142,8 @@ def layer_norm_kernel(h: int, dtype: str, threads: int):
         total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         mean = total / float(h)
         acc[0] = 0.0
-        for k in T.serial(chunks):
+        for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+            k = chunks - 1 - j
             if chunks > 1:
                 load(x, X[r, k * width : k * width + width], stage)
             if padded:  # the padding reads as the mean: it adds nothing to the deviations
@@ -196,6 +200,11 @@ def _norm_args(name: str, x, normalized_shape, params):
     return dtype, h, math.prod(x.shape[: len(x.shape) - k_dims]), vectors
 
 
+def _eps(dtype: str, eps):
+    """PyTorch's default for rms_norm: the machine epsilon of the input's dtype."""
+    return {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype] if eps is None else eps
+
+
 def _run(x, normalized_shape, weight, eps, residual=None):
     """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
     name = "rms_norm" if residual is None else "add_rms_norm"
@@ -204,8 +213,7 @@ def _run(x, normalized_shape, weight, eps, residual=None):
         raise ValueError(
             f"tirx.ops.{name}: residual {list(residual.shape)} {c.dtype_name(residual)} and input {list(x.shape)} {dtype} differ"
         )
-    if eps is None:  # PyTorch's default: the machine epsilon of the input's dtype
-        eps = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    eps = _eps(dtype, eps)
     x = c.contiguous(x)
     out = c.empty_like(x)
     summed = None if residual is None else c.empty_like(x)
@@ -242,7 +250,7 @@ def _layer_norm_run(x, normalized_shape, weight, bias, eps):
 
 def register_layer_norm_torch_op():
     """`torch.ops.tirx.layer_norm` (registered on the first call)."""
-    return c.torch_op("layer_norm", _layer_norm_torch_op_parts)
+    return c.torch_op("layer_norm", _layer_norm_torch_op_parts, _autograd("layer_norm"))
 
 
 def _layer_norm_torch_op_parts():
@@ -265,7 +273,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     array or tensor."""
     if c.is_torch(x):
         op = register_layer_norm_torch_op()
-        if c.compiling():
+        if c.compiling() or _records(x, weight, bias):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, bias, float(eps))
         return _layer_norm_run(x, normalized_shape, weight, bias, eps)
@@ -275,7 +283,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
 
 def register_torch_op():
     """`torch.ops.tirx.rms_norm` (registered on the first call)."""
-    return c.torch_op("rms_norm", _torch_op_parts)
+    return c.torch_op("rms_norm", _torch_op_parts, _autograd("rms_norm"))
 
 
 def _torch_op_parts():
@@ -293,7 +301,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     the machine epsilon of the input's dtype, as PyTorch's): a new array or tensor."""
     if c.is_torch(x):
         op = register_torch_op()
-        if c.compiling():
+        if c.compiling() or _records(x, weight):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, eps)
         return _run(x, normalized_shape, weight, eps)
@@ -314,7 +322,7 @@ def register_add_rms_norm_torch_op():
 
         return schema, lambda x, residual, normalized_shape, weight, eps: (torch.empty_like(x), torch.empty_like(x))
 
-    return c.torch_op("add_rms_norm", parts)
+    return c.torch_op("add_rms_norm", parts, _autograd("add_rms_norm"))
 
 
 def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
@@ -323,9 +331,121 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
     eps), h)`` with `rms_norm`'s semantics; one pass over memory."""
     if c.is_torch(x):
         op = register_add_rms_norm_torch_op()
-        if c.compiling():
+        if c.compiling() or _records(x, residual, weight):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, residual, shape, weight, eps)
         return _run(x, normalized_shape, weight, eps, residual)
     w = None if weight is None else np.asarray(weight)
     return _run(np.asarray(x), normalized_shape, w, eps, np.asarray(residual))
+
+
+def _records(*tensors) -> bool:
+    """Autograd records a call on these tensors (None skipped): it goes through the op."""
+    return any(t is not None and c.wants_grad(t) for t in tensors)
+
+
+def register_backward_op():
+    """`torch.ops.tirx.norm_backward(grad, x, weight, eps, centered, k_dims) -> (dx, dw, db)`:
+    the norms' gradient (`norm_backward.py`), an op so that `torch.compile` traces it; dw and
+    db are empty where there is no weight or (RMSNorm) no bias."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(
+            grad: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, centered: bool, k_dims: int
+        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            return backward(grad, x, weight, eps, centered, k_dims)
+
+        def fake(grad, x, weight, eps, centered, k_dims):
+            shape = x.shape[len(x.shape) - k_dims :]
+            vec = x.new_empty(shape) if weight is not None else x.new_empty(0)
+            return torch.empty_like(x), vec, (x.new_empty(shape) if centered else x.new_empty(0))
+
+        return schema, fake
+
+    return c.torch_op("norm_backward", parts)
+
+
+def backward(grad, x, weight, eps: float, centered: bool, k_dims: int):
+    """``(dx, dw, db)`` of `rms_norm` (``centered``: `layer_norm`) over the last ``k_dims`` dims
+    of ``x`` for the output's gradient ``grad``; dw and db empty where absent."""
+    from . import norm_backward as nb
+
+    if tuple(grad.shape) != tuple(x.shape) or c.dtype_name(grad) != c.dtype_name(x):
+        raise ValueError(
+            f"tirx.ops.norm backward: grad {list(grad.shape)} {c.dtype_name(grad)} and input {list(x.shape)} {c.dtype_name(x)} differ"
+        )
+    h = math.prod(x.shape[len(x.shape) - k_dims :])
+    rows = c.rows_of(c.contiguous(x), h)
+    g = c.rows_of(c.contiguous(grad), h)
+    w = None if weight is None else c.contiguous(weight).reshape(h)
+    dx, dw, db = nb.run(g, rows, w, eps, centered)
+    shape = tuple(x.shape[len(x.shape) - k_dims :])
+    empty = x.new_empty(0) if c.is_torch(x) else np.empty(0, x.dtype)
+    dw = empty if dw is None else dw.reshape(shape)
+    db = empty if db is None else db.reshape(shape)
+    return dx.reshape(x.shape), dw, db
+
+
+def rms_norm_backward(grad, x, normalized_shape, weight=None, eps=None):
+    """The gradient of `rms_norm(x, normalized_shape, weight, eps)` for the output's gradient
+    ``grad``: ``(dx, dweight)`` (``dweight`` None without a weight), new arrays or tensors."""
+    dtype, _, _, _ = _norm_args("rms_norm_backward", x, normalized_shape, [])
+    k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    dx, dw, _ = backward(grad, x, weight, _eps(dtype, eps), False, k_dims)
+    return dx, (dw if weight is not None else None)
+
+
+def layer_norm_backward(grad, x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """The gradient of `layer_norm(x, normalized_shape, weight, bias, eps)` for the output's
+    gradient ``grad``: ``(dx, dweight, dbias)`` (None where the parameter is absent)."""
+    _norm_args("layer_norm_backward", x, normalized_shape, [])
+    k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    dx, dw, db = backward(grad, x, weight, eps, True, k_dims)
+    return dx, (dw if weight is not None else None), (db if bias is not None else None)
+
+
+def _autograd(name: str):
+    """The registered op's backward: the norm's input and weight saved (statistics recomputed),
+    ``add_rms_norm``'s new residual's gradient added to the norm's."""
+
+    def attach(op):
+        backward_op = register_backward_op()
+
+        def setup_context(ctx, inputs, output):
+            if name == "add_rms_norm":
+                x, residual, shape, weight, eps = inputs
+                ctx.save_for_backward(output[1], weight)  # the normalised row is h = x + residual
+            elif name == "rms_norm":
+                x, shape, weight, eps = inputs
+                ctx.save_for_backward(x, weight)
+            else:
+                x, shape, weight, bias, eps = inputs
+                ctx.save_for_backward(x, weight)
+                ctx.has_bias = bias is not None
+            ctx.k_dims, ctx.eps = len(shape), eps
+
+        def grads(ctx, grad):
+            x, weight = ctx.saved_tensors
+            dtype = c.dtype_name(x)
+            eps = ctx.eps if name == "layer_norm" else _eps(dtype, ctx.eps)
+            dx, dw, db = backward_op(grad.contiguous(), x, weight, float(eps), name == "layer_norm", ctx.k_dims)
+            return dx, (dw if weight is not None else None), (db if name == "layer_norm" and ctx.has_bias else None)
+
+        def backward_fn(ctx, *out_grads):
+            if name == "add_rms_norm":
+                gy, gh = out_grads
+                dx, dw, _ = grads(ctx, gy)
+                if gh is not None:
+                    dx = dx + gh
+                return dx, dx, None, dw, None
+            dx, dw, db = grads(ctx, out_grads[0])
+            if name == "rms_norm":
+                return dx, None, dw, None
+            return dx, None, dw, db, None
+
+        op.register_autograd(backward_fn, setup_context=setup_context)
+
+    return attach

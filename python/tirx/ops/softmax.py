@@ -1,13 +1,15 @@
 """`tirx.ops.softmax(x, dim=-1)` and `tirx.ops.log_softmax(x, dim=-1)`: row softmax in TIRx,
-one CTA per row, rows of any length.
+a CTA or a group of lanes per row, rows of any length.
 
 Each thread holds 16-byte vectors of the row in registers (one coalesced pass over global memory
 each way); the row is padded to whole vectors of every thread, the padding read as -inf
 (`clip=True, other=-inf`: exp2 makes it 0) and never stored. The row max and sum are
 thread-local folds then CTA reductions (`T.cuda.cta_max`, `cta_sum`), the exponent one
 `exp2((x - max) * log2 e)` per element, the normalisation one multiplication by 1 / sum. A row
-wider than the registers (over 64 per thread at 1024 threads) is streamed in tiles: an online
-max and sum per thread (rescaled by exp2 of the max's change), then a second pass that writes.
+wider than the registers (`_common.row_capacity`) is streamed in tiles: an online max and sum
+per thread (rescaled by exp2 of the max's change), then a second pass that writes, last tile
+first (the likeliest in L2). Short rows are held by lane groups (`_common.RowGroupTile`), many
+rows per CTA.
 The backward of each (`softmax_backward`, `log_softmax_backward`, and autograd through the
 registered ops): dx = y * (dy - sum(dy * y)), dx = dy - exp(y) * sum(dy), one CTA per row in the
 same design. `log_softmax` writes `(x - max) - log(sum)`, its exponentials in a second register tile (so half
@@ -27,18 +29,19 @@ LOG2E = 1.4426950408889634
 NEG_INF = -float("inf")
 
 
-def _limit(key) -> int:
-    """Registers per thread: log_softmax holds the exponentials beside the row."""
-    return c.REGISTER_LIMIT // 2 if key.get("log") else c.REGISTER_LIMIT
+def _tiles(dtype, key) -> int:
+    """Float32 tiles held: log_softmax holds the exponentials beside the row."""
+    return 2 if key.get("log") else 1
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=_limit))
-def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0):
+@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
+def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False):
     """Softmax (``log``: log-softmax) over rows of ``n`` elements of ``dtype``:
-    ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row."""
+    ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row;
+    ``stream``: the row streamed through register tiles however short."""
     if tpr:
         return _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
-    g = c.RowTile(n, dtype, threads, _limit({"log": log}))
+    g = c.RowTile(n, dtype, threads, _tiles(dtype, {"log": log}), stream)
     return (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
 
 
@@ -162,7 +165,8 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - row_base) * LOG2E), warps, scratch.ptr_to([0]))
         inv = 1.0 / s
         log_sum = T.log(s)
-        for k in T.serial(chunks):
+        for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+            k = chunks - 1 - j
             load(X, A[r, k * width : k * width + width], stage)
             if log:
                 Tx.add(Xl[0:per], Xl[0:per], -mx)
@@ -175,14 +179,14 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return softmax_wide_rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_threads(limit=lambda key: c.REGISTER_LIMIT // 2))
-def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0):
+@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3))
+def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False):
     """The gradient of softmax (``log``: log-softmax) over rows of ``n`` elements: ``DX[r]`` from
     the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows; ``tpr``: a group of
-    that many lanes per row."""
+    that many lanes per row; ``stream``: the rows streamed through register tiles."""
     if tpr:
         return _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
-    g = c.RowTile(n, dtype, threads, c.REGISTER_LIMIT // 2)
+    g = c.RowTile(n, dtype, threads, 3, stream)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)
 
@@ -218,7 +222,8 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False,
                 Tx.sum(part[0:1], yl[0:per])
             acc[0] = acc[0] + part[0]
         s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
-        for k in T.serial(chunks):
+        for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+            k = chunks - 1 - j
             if chunks > 1:
                 load(dy, DY[r, k * width : k * width + width], stage)
             load(y, Y[r, k * width : k * width + width], stage)

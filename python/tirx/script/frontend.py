@@ -106,13 +106,15 @@ class Source:
     def function(self, func) -> ast.FunctionDef:
         """The definition of ``func``: the one of its name starting at its code's first line
         (a decorated function's first line is its first decorator's)."""
-        if self._defs is None:
-            self._defs = {}
+        defs = self._defs
+        if defs is None:  # built whole, then published: the autotuner's builds share a Source
+            defs = {}
             for n in ast.walk(self.tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     first = min([n.lineno] + [d.lineno for d in n.decorator_list])
-                    self._defs[(n.name, first)] = n
-        node = self._defs.get((func.__name__, func.__code__.co_firstlineno))
+                    defs[(n.name, first)] = n
+            self._defs = defs
+        node = defs.get((func.__name__, func.__code__.co_firstlineno))
         if node is None:
             raise _native.TirxError(f"cannot find the definition of `{func.__name__}` in {self.file}")
         return node

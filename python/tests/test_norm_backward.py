@@ -1,0 +1,135 @@
+"""The norms' backward (issue 33 item 4): `rms_norm_backward` and `layer_norm_backward` (dx,
+dweight, dbias; the weight's and bias's sums over rows by per-CTA partial rows and a column-sum
+kernel, no atomics) against NumPy in float64 in the simulator, rows in registers and streamed,
+fewer rows than CTAs; autograd through the registered ops (rms_norm, layer_norm, add_rms_norm),
+eager and under torch.compile, against PyTorch's; on the GPU too."""
+
+import sys
+
+import numpy as np
+import pytest
+
+import tirx
+import tirx.ops as ops
+from tirx.runtime import numpy_dtype
+
+F64 = np.float64
+nb = sys.modules["tirx.ops.norm_backward"]
+
+
+def _ref(x, w, dy, eps, centered):
+    x, w, dy = x.astype(F64), w.astype(F64), dy.astype(F64)
+    xc = x - (x.mean(-1, keepdims=True) if centered else 0.0)
+    rstd = 1 / np.sqrt((xc * xc).mean(-1, keepdims=True) + eps)
+    xh, g = xc * rstd, w * dy
+    dx = rstd * (g - (g.mean(-1, keepdims=True) if centered else 0.0) - xh * (g * xh).mean(-1, keepdims=True))
+    return dx, (dy * xh).reshape(-1, x.shape[-1]).sum(0), dy.reshape(-1, x.shape[-1]).sum(0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,h", [(7, 1000), (3, 4096), (5, 20000), (9, 5), (1, 300)])
+def test_backward_matches_float64(dtype, m, h):
+    rng = np.random.default_rng(h)
+    x = (rng.standard_normal((m, h)) * 2 + 1).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    b = rng.standard_normal(h).astype(x.dtype)
+    dy = rng.standard_normal((m, h)).astype(x.dtype)
+    # float32 throughout: to float32's rounding; 16-bit: one rounding of dx, dw, db.
+    rtol = 1e-5 if dtype == "float32" else 2.0**-7
+    for centered in (False, True):
+        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
+        if centered:
+            dx, dw, db = ops.layer_norm_backward(dy, x, [h], w, b, 1e-5)
+            np.testing.assert_allclose(db.astype(F64), rdb, rtol=rtol, atol=rtol * np.abs(rdb).max())
+        else:
+            dx, dw = ops.rms_norm_backward(dy, x, [h], w, 1e-5)
+        assert dx.dtype == x.dtype and dw.shape == (h,)
+        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+        np.testing.assert_allclose(dw.astype(F64), rdw, rtol=rtol, atol=rtol * np.abs(rdw).max())
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_streamed_and_more_ctas_than_rows(centered):
+    """The streamed design forced at a row of three tiles (partial rows in global memory, the
+    first row of a CTA starting them), and a grid with more CTAs than rows (zero partials)."""
+    h, m = 2 * 256 * 32 + 100, 6
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((m, h)).astype(np.float32)
+    w = (rng.random(h) + 0.5).astype(np.float32)
+    dy = rng.standard_normal((m, h)).astype(np.float32)
+    rdx, rdw, rdb = _ref(x, w, dy, 1e-6, centered)
+    for ctas, stream in ((4, True), (8, True), (8, False)):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="float32", ctas=ctas, threads=256, centered=centered, stream=stream))
+        hp = nb._padded(h)
+        dx = np.zeros_like(x)
+        dwp, dbp = np.zeros((ctas, hp), np.float32), np.zeros((ctas, hp), np.float32)
+        k(x, w, dy, dx, dwp, dbp, m, 1e-6)
+        np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-4)
+        if centered:
+            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-4)
+
+
+def test_without_weight_and_errors():
+    x = np.random.default_rng(2).standard_normal((3, 64)).astype(np.float32)
+    dy = np.ones_like(x)
+    dx, dw = ops.rms_norm_backward(dy, x, 64)
+    assert dw is None
+    np.testing.assert_allclose(dx, _ref(x, np.ones(64), dy, 2.0**-23, False)[0], rtol=1e-5, atol=1e-6)
+    dx, dw, db = ops.layer_norm_backward(dy, x, [64])
+    assert dw is None and db is None
+    with pytest.raises(ValueError, match=r"grad \[3, 32\] float32 and input \[3, 64\] float32 differ"):
+        ops.rms_norm_backward(dy[:, :32], x, 64)
+    with pytest.raises(ValueError, match=r"normalized_shape \[32\] is not the last dims"):
+        ops.layer_norm_backward(dy, x, [32])
+
+
+def test_autograd_and_compile_against_pytorch():
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        for shape, ns in (((6, 1000), [1000]), ((2, 3, 8, 16), [8, 16])):
+            x0 = torch.randn(shape, device=dev) * 2 + 1
+            w0 = torch.rand(ns, device=dev) + 0.5
+            b0 = torch.randn(ns, device=dev)
+            gy = torch.randn(shape, device=dev)
+
+            def grads(f, dtype, bias):
+                x, w, b = (t.detach().to(dtype).clone().requires_grad_() for t in (x0, w0, b0))
+                b = b if bias else None
+                (f(x, w, b).double() * gy.double()).sum().backward()
+                return [t.grad.double() for t in (x, w, b) if t is not None]
+
+            cases = (
+                (lambda x, w, b: ops.rms_norm(x, ns, w, 1e-6), lambda x, w, b: F.rms_norm(x, ns, w, 1e-6), False),
+                (lambda x, w, b: ops.layer_norm(x, ns, w, b, 1e-5), lambda x, w, b: F.layer_norm(x, ns, w, b, 1e-5), True),
+            )
+            for mine, theirs, bias in cases:
+                truth = grads(theirs, torch.float64, bias)
+                for g, t in zip(grads(mine, torch.float32, bias), truth):
+                    torch.testing.assert_close(g, t, rtol=1e-4, atol=1e-5)
+                # bf16: no less accurate than PyTorch's own bf16 backward (1.25x and a floor).
+                ours, torchs = grads(mine, torch.bfloat16, bias), grads(theirs, torch.bfloat16, bias)
+                for o, p, t in zip(ours, torchs, truth):
+                    assert float((o - t).norm() / t.norm()) <= 1.25 * float((p - t).norm() / t.norm()) + 1e-3
+        # The fused residual add: both inputs get the norm's gradient plus the residual's.
+        x = torch.randn(4, 300, device=dev).requires_grad_()
+        r = torch.randn(4, 300, device=dev).requires_grad_()
+        w = (torch.rand(300, device=dev) + 0.5).requires_grad_()
+        y, h = ops.add_rms_norm(x, r, [300], w, 1e-6)
+        (y.sum() * 2 + (h * h).sum()).backward()
+        want = [t.detach().clone().requires_grad_() for t in (x, r, w)]
+        hh = want[0] + want[1]
+        (F.rms_norm(hh, [300], want[2], 1e-6).sum() * 2 + (hh * hh).sum()).backward()
+        for got, t in zip((x, r, w), want):
+            torch.testing.assert_close(got.grad, t.grad, rtol=1e-5, atol=1e-5)
+        # torch.compile traces the forward and the registered backward.
+        x = (torch.randn(8, 512, device=dev)).requires_grad_()
+        w = (torch.rand(512, device=dev) + 0.5).requires_grad_()
+        f = torch.compile(lambda x, w: (ops.layer_norm(x, [512], w) ** 2).sum(), fullgraph=True)
+        f(x, w).backward()
+        xw = [t.detach().clone().requires_grad_() for t in (x, w)]
+        (F.layer_norm(xw[0], [512], xw[1]) ** 2).sum().backward()
+        torch.testing.assert_close(x.grad, xw[0].grad, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(w.grad, xw[1].grad, rtol=1e-4, atol=1e-4)

@@ -1,0 +1,309 @@
+"""The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
+bias's gradients summed over rows without atomics.
+
+A grid of ``ctas`` CTAs (four per SM, at most one per row) walks the rows, CTA b taking rows
+b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
+backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
+``g = w * dy``,
+
+    RMSNorm:   dx = rstd * (g - xhat * mean(g * xhat))
+    LayerNorm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+
+A CTA's partial sums of ``dy * xhat`` (dW) and ``dy`` (dB) over its rows stay in registers
+beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA; a second kernel
+sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. A row too wide
+for the registers is streamed through tiles: one pass for its statistics (two for LayerNorm:
+the mean, then the deviations about it, as the forward), a last one that writes dx and adds the
+row's share into the CTA's float32 partial row in global memory, which only that CTA touches.
+Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
+
+import math
+
+from .. import T, Tx
+from ..autotune import autotune
+from . import _common as c
+
+# CTAs per SM of the backward's grid.
+CTAS_PER_SM = 4
+
+
+def _tiles(dtype, key) -> int:
+    """Float32 tiles held: x, dy, w, a product, dW (and dB for LayerNorm)."""
+    return 6 if key.get("centered") else 5
+
+
+@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype", "ctas", "centered"], prune=c.prune_rows("h", _tiles))
+def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: bool = False, stream: bool = False):
+    """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
+    float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
+    ``ctas`` CTAs. ``stream``: the rows in register tiles however short."""
+    g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+
+    @T.prim_func
+    def norm_backward_rows(
+        X_ptr: T.handle,
+        W_ptr: T.handle,
+        DY_ptr: T.handle,
+        DX_ptr: T.handle,
+        DWP_ptr: T.handle,
+        DBP_ptr: T.handle,
+        m: T.int32,
+        eps: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        DY = T.match_buffer(DY_ptr, (m, h), dtype)
+        DX = T.match_buffer(DX_ptr, (m, h), dtype)
+        DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
+        DBP = T.match_buffer(DBP_ptr, (ctas, _padded(h)), "float32")
+        T.device_entry()
+        b = T.cta_id([ctas])
+        T.warp_id([warps])
+        T.lane_id([32])
+        T.thread_id([threads])
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dw = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if centered:
+            db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
+        if chunks == 1:  # the weight and the partial sums stay in registers across rows
+            load(w, W[0:width], stage)
+            Tx.fill(dwl[0:per], 0.0)
+            if centered:
+                Tx.fill(db.local()[0:per], 0.0)
+        for i in T.serial((m - b + ctas - 1) // ctas):
+            r = b + i * ctas
+            if centered:  # the mean first, then deviations about it (as the forward)
+                acc[0] = 0.0
+                for k in T.serial(chunks):
+                    load(x, X[r, k * width : k * width + width], stage)
+                    Tx.sum(part[0:1], xl[0:per])
+                    acc[0] = acc[0] + part[0]
+                total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+                mean = total / float(h)
+            # Sums of (x - mean)^2, g and g * (x - mean), g = w * dy.
+            acc[0] = 0.0
+            acc[1] = 0.0
+            acc[2] = 0.0
+            for k in T.serial(chunks):
+                if chunks > 1 or not centered:
+                    load(x, X[r, k * width : k * width + width], stage)
+                load(dy, DY[r, k * width : k * width + width], stage)
+                if chunks > 1:
+                    load(w, W[k * width : k * width + width], stage)
+                if centered:
+                    Tx.add(xl[0:per], xl[0:per], -mean)
+                    if padded:  # the padding's deviation is 0
+                        Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
+                Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+                Tx.sum(part[0:1], tl[0:per])
+                acc[0] = acc[0] + part[0]
+                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+                if centered:
+                    Tx.sum(part[0:1], tl[0:per])
+                    acc[1] = acc[1] + part[0]
+                Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+                Tx.sum(part[0:1], tl[0:per])
+                acc[2] = acc[2] + part[0]
+            sq = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+            rstd = 1.0 / T.sqrt(sq / float(h) + eps)
+            if centered:
+                sum_g = T.cuda.cta_sum(acc[1], warps, scratch.ptr_to([0]))
+            # mean(g * xhat) = rstd * mean(g * (x - mean))
+            sum_gx = T.cuda.cta_sum(acc[2], warps, scratch.ptr_to([0]))
+            c_gx = sum_gx / float(h) * rstd
+            for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+                k = chunks - 1 - j
+                if chunks > 1:
+                    load(x, X[r, k * width : k * width + width], stage)
+                    load(dy, DY[r, k * width : k * width + width], stage)
+                    load(w, W[k * width : k * width + width], stage)
+                    if centered:
+                        Tx.add(xl[0:per], xl[0:per], -mean)
+                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat (the padding: 0 times rstd, or masked)
+                if centered and padded and chunks > 1:
+                    Tx.cta.masked_fill(x[0:width], x[0:width], lambda j2: k * width + j2 >= h, 0.0)
+                # dx = rstd * (w * dy - mean_g - xhat * c_gx)
+                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+                Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
+                if centered:
+                    Tx.add(tl[0:per], tl[0:per], -sum_g / float(h))
+                Tx.mul(tl[0:per], tl[0:per], rstd)
+                store(DX[r, k * width : k * width + width], tmp, stage)
+                if chunks == 1:
+                    Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
+                    if centered:
+                        Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+                else:  # this CTA's partial row, in global memory: zero before its first row
+                    if i == 0:
+                        Tx.mul(dwl[0:per], dyl[0:per], xl[0:per])
+                    else:
+                        Tx.cta.copy(dw[0:width], DWP[b, k * width : k * width + width], clip=True, other=0.0)
+                        Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
+                    Tx.cta.copy(DWP[b, k * width : k * width + width], dw[0:width], clip=True)
+                    if centered:
+                        if i == 0:
+                            Tx.add(db.local()[0:per], dyl[0:per], 0.0)
+                        else:
+                            Tx.cta.copy(db[0:width], DBP[b, k * width : k * width + width], clip=True, other=0.0)
+                            Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+                        Tx.cta.copy(DBP[b, k * width : k * width + width], db[0:width], clip=True)
+        if chunks == 1:
+            Tx.cta.copy(DWP[b, 0:width], dw[0:width], clip=True)
+            if centered:
+                Tx.cta.copy(DBP[b, 0:width], db[0:width], clip=True)
+        else:
+            if m <= b:  # no row: the partial rows are zero
+                for k in T.serial(chunks):
+                    Tx.fill(dwl[0:per], 0.0)
+                    Tx.cta.copy(DWP[b, k * width : k * width + width], dw[0:width], clip=True)
+                    if centered:
+                        Tx.cta.copy(DBP[b, k * width : k * width + width], dw[0:width], clip=True)
+
+    return norm_backward_rows
+
+
+def _padded(h: int) -> int:
+    """The partial rows' width: h rounded up to whole CTAs of the column sums (the padding's
+    partial sums are 0: the rows read 0 there)."""
+    return -(-h // COLUMNS) * COLUMNS
+
+
+# Columns per CTA of the column sums.
+COLUMNS = 256
+
+
+def column_sums_kernel(h: int, dtype: str):
+    """``O[j] = sum_i P[i, j]`` over the ``rows`` float32 rows of ``P`` (``h`` columns padded to
+    whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction (a thread per
+    column, coalesced across threads, the rows summed in order)."""
+    hp = _padded(h)
+
+    @T.prim_func
+    def column_sums(P_ptr: T.handle, O_ptr: T.handle, rows: T.int32):
+        P = T.match_buffer(P_ptr, (rows, hp), "float32")
+        O = T.match_buffer(O_ptr, (hp,), dtype)
+        T.device_entry()
+        bx = T.cta_id([hp // COLUMNS])
+        t = T.thread_id([COLUMNS])
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        acc[0] = 0.0
+        for i in T.serial(rows):
+            acc[0] = acc[0] + P[i, bx * COLUMNS + t]
+        O[bx * COLUMNS + t] = T.cast(acc[0], dtype)
+
+    return column_sums
+
+
+_column_sums = {}
+
+
+def _sum_columns(p, h: int, dtype: str, like):
+    """The column sums of the partial rows ``p``: a new vector of ``h`` of ``dtype``."""
+    key = (h, dtype)
+    k = _column_sums.get(key)
+    if k is None:
+        import tirx
+
+        k = _column_sums[key] = tirx.compile(column_sums_kernel(h, dtype))
+    out = _empty(like, _padded(h))
+    k(p, out, p.shape[0])
+    return out[:h]
+
+
+def _ctas(x) -> int:
+    """The grid: ``CTAS_PER_SM`` per SM (a compile-time size: rows walk it with a constant
+    stride); the simulator's: 4."""
+    if c.is_torch(x) and x.is_cuda:
+        from .matmul import _ctas as sm_count
+
+        return CTAS_PER_SM * sm_count(x)
+    return 4
+
+
+def run(grad, x, weight, eps: float, centered: bool):
+    """``(dx, dw, db)`` of rows of ``x`` (rows, h) for the gradient ``grad`` of the norm's output
+    (``db`` only when ``centered``); ``weight`` a vector of h, or None (then ``dw`` is None)."""
+    rows, h = x.shape
+    dtype = c.dtype_name(x)
+    dx = c.empty_like(x)
+    w = weight if weight is not None else _ones_like(x, h)
+    if rows == 0:
+        dw = _zeros(x, h) if weight is not None else None
+        return dx, dw, (_zeros(x, h) if centered else None)
+    ctas = _ctas(x)
+    # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
+    partial = _zeros_f32 if _padded(h) != h else _empty_f32
+    dwp = partial(x, (ctas, _padded(h)))
+    dbp = partial(x, (ctas, _padded(h))) if centered else dwp
+    norm_backward_kernel(h=h, dtype=dtype, ctas=ctas, centered=centered)(x, w, grad, dx, dwp, dbp, rows, float(eps))
+    dw = _sum_columns(dwp, h, dtype, x) if weight is not None else None
+    db = _sum_columns(dbp, h, dtype, x) if centered else None
+    return dx, dw, db
+
+
+def _empty_f32(x, shape):
+    import numpy as np
+
+    if c.is_torch(x):
+        import torch
+
+        return torch.empty(shape, dtype=torch.float32, device=x.device)
+    return np.empty(shape, np.float32)
+
+
+def _zeros_f32(x, shape):
+    import numpy as np
+
+    if c.is_torch(x):
+        import torch
+
+        return torch.zeros(shape, dtype=torch.float32, device=x.device)
+    return np.zeros(shape, np.float32)
+
+
+def _empty(x, n: int):
+    import numpy as np
+
+    if c.is_torch(x):
+        import torch
+
+        return torch.empty(n, dtype=x.dtype, device=x.device)
+    return np.empty(n, dtype=x.dtype)
+
+
+def _ones_like(x, h: int):
+    import numpy as np
+
+    if c.is_torch(x):
+        import torch
+
+        return torch.ones(h, dtype=x.dtype, device=x.device)
+    return np.ones(h, dtype=x.dtype)
+
+
+def _zeros(x, h: int):
+    import numpy as np
+
+    if c.is_torch(x):
+        import torch
+
+        return torch.zeros(h, dtype=x.dtype, device=x.device)
+    return np.zeros(h, dtype=x.dtype)
+
+
+def rows_count(shape, k_dims: int) -> int:
+    return math.prod(shape[: len(shape) - k_dims])

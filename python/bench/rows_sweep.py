@@ -5,7 +5,8 @@ written once), in one process, called from Python as users call them (`ops.py`'s
 time per call over back-to-back batches). Forward: softmax, log_softmax, rms_norm, layer_norm,
 cross_entropy (reads the logits, writes a float per row); backward: softmax and log_softmax
 (read y and dy, write dx), cross_entropy's (the registered backward: reads the logits, writes
-their gradient) beside PyTorch's autograd of its own loss. Each result is checked first.
+their gradient) beside PyTorch's autograd of its own loss, rms_norm's and layer_norm's (read x
+and dy, write dx; dW and dB summed over rows) beside PyTorch's autograd. Each result is checked first.
 
     python python/bench/rows_sweep.py [--gb 1] [--only softmax,...] [--lengths 256,1024,...] [--json out.json]
 """
@@ -32,6 +33,22 @@ def _ce_backward_parts(x, t):
     eager = lambda: torch.autograd.grad(loss, xr, retain_graph=True)[0]  # noqa: E731
     cl = torch.compile(lambda x, t: F.cross_entropy(x, t))(xr, t)
     compiled = lambda: torch.autograd.grad(cl, xr, retain_graph=True)[0]  # noqa: E731
+    return mine, eager, compiled
+
+
+def _norm_backward_parts(x, w, centered):
+    """Ours: the registered backward (dx, dW, dB); PyTorch's: autograd of its own norm."""
+    dy = torch.randn_like(x)
+    eps = 1e-5
+    mine = lambda: torch.ops.tirx.norm_backward(dy, x, w, eps, centered, 1)  # noqa: E731
+    xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
+    if centered:
+        f = lambda x, w: F.layer_norm(x, [x.shape[-1]], w, w, eps)  # noqa: E731
+    else:
+        f = lambda x, w: F.rms_norm(x, [x.shape[-1]], w, eps)  # noqa: E731
+    y, yc = f(xr, wr), torch.compile(f)(xr, wr)
+    eager = lambda: torch.autograd.grad(y, (xr, wr), dy, retain_graph=True)  # noqa: E731
+    compiled = lambda: torch.autograd.grad(yc, (xr, wr), dy, retain_graph=True)  # noqa: E731
     return mine, eager, compiled
 
 
@@ -83,12 +100,17 @@ def cases():
         "softmax_bwd": (3, bwd(ops.softmax_backward, aten._softmax_backward_data, smb_c, torch.softmax)),
         "log_softmax_bwd": (3, bwd(ops.log_softmax_backward, aten._log_softmax_backward_data, lsmb_c, torch.log_softmax)),
         "cross_entropy_bwd": (2, lambda x, w, t: _ce_backward_parts(x, t)),
+        "rms_norm_bwd": (3, lambda x, w, t: _norm_backward_parts(x, w, False)),
+        "layer_norm_bwd": (3, lambda x, w, t: _norm_backward_parts(x, w, True)),
     }
 
 
 def _check(name, mine, eager):
     got, want = mine(), eager()
-    got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
+    if isinstance(got, tuple):  # dx; the norms' dW too (summed over the rows in another order)
+        if name.endswith("norm_bwd"):
+            torch.testing.assert_close(got[1].float(), want[1].float(), rtol=2**-5, atol=2**-3)
+        got, want = got[0], want[0]
     tol = dict(rtol=2**-6, atol=2**-7) if "bwd" in name else dict(rtol=2**-7, atol=1e-5)
     if name == "cross_entropy_bwd":
         tol = dict(rtol=2**-6, atol=2**-20)
@@ -123,6 +145,9 @@ def main():
             r = {"op": name, "shape": [m, n], "us": us, "gbps": {k: nbytes / v / 1e3 for k, v in us.items()}}
             r["of_copy"], r["vs_eager"], r["vs_compile"] = us["copy"] / us["tirx"], us["eager"] / us["tirx"], us["compile"] / us["tirx"]
             results.append(r)
+            if args.json:  # after every point: a run cut short keeps what it measured
+                with open(args.json, "w") as f:
+                    json.dump(results, f, indent=1)
             g = r["gbps"]
             print(
                 f"{name:18s} {m:8d} x {n:<6d} tirx {g['tirx']:6.0f} GB/s ({r['of_copy']:.2f} of copy {g['copy']:.0f}) | "
@@ -133,9 +158,6 @@ def main():
         torch.cuda.empty_cache()
     worst = min(results, key=lambda r: r["of_copy"])
     print(f"worst: {worst['op']} {worst['shape']} at {worst['of_copy']:.2f} of copy", flush=True)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -426,3 +426,30 @@ def test_streamed_rows_last_tile_first(dtype):
     p = _softmax_ref(x)
     want = -(0.9 * np.log(p[np.arange(m), t]) + 0.1 * np.log(p).mean(-1))
     np.testing.assert_allclose(loss, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,h,threads,tpr", [(5, 256, 128, 8), (37, 100, 128, 4), (3, 1000, 256, 32)])
+def test_norm_row_groups_match_float64(dtype, m, h, threads, tpr):
+    """Short rows of the norms held by lane groups, the weight and bias read by scalar loads
+    into each lane's registers: rms_norm, add_rms_norm and layer_norm against float64."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(h)
+    x = (rng.standard_normal((m, h)) * 3 + 1).astype(numpy_dtype(dtype))
+    w, b = (rng.random(h) + 0.5).astype(x.dtype), rng.standard_normal(h).astype(x.dtype)
+    r = rng.standard_normal((m, h)).astype(x.dtype)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr))
+    y = np.zeros_like(x)
+    k(x, w, y, m, 1e-6)
+    _close(y, _rms_ref(x, w, 1e-6), dtype)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, residual=True))
+    summed = np.zeros_like(x)
+    k(x, r, w, y, summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y, _rms_ref(want_h, w, 1e-6), dtype)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr))
+    k(x, w, b, y, m, 1e-5)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=1e-5 if dtype == "float32" else 2.0**-6)

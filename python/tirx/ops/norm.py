@@ -25,13 +25,102 @@ from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
-def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, stream: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
+def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
-    written: a transformer block's residual add fused into its norm. ``stream``: the row in
-    register tiles however short."""
-    g = c.RowTile(h, dtype, threads, 3, stream)
+    written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
+    many lanes per row; ``stream``: the row in register tiles however short."""
+    if tpr:
+        rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
+    else:
+        rows = _rms_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 3, stream), residual)
+
+    if residual:
+
+        @T.prim_func
+        def add_rms_norm_rows(
+            X_ptr: T.handle, R_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, H_ptr: T.handle, m: T.int32, eps: T.float32
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            R = T.match_buffer(R_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), dtype)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            H = T.match_buffer(H_ptr, (m, h), dtype)
+            rows(X, R, W, Y, H, m, eps)
+
+        return add_rms_norm_rows
+
+    @T.prim_func
+    def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        rows(X, X, W, Y, X, m, eps)
+
+    return rms_norm_rows
+
+
+def _weights(g: c.RowGroupTile, h: int):
+    """A lane group's weights, as a macro ``weights(dst, W, lane)``: the float32 registers
+    ``dst`` get the elements of the vector ``W`` at this lane's columns of the row (0 past
+    ``h``), in the order of its row registers: scalar loads (a vector a lane group shares cannot
+    be a register tile: its elements would have several owners), cached in L1 after the first
+    row group."""
+    from .. import T
+
+    round_, vec = g.tpr * g.vec, g.vec
+    slots = [(cc * vec + e, cc * round_ + e) for cc in range(g.width // round_) for e in range(vec)]
+
+    @T.macro
+    def weights(dst, W, lane):
+        for i, col in slots:
+            dst[i] = T.if_then_else(col + lane * vec < h, T.cast(W[col + lane * vec], "float32"), 0.0)
+
+    return weights
+
+
+def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
+    rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype)
+    weights = _weights(g, h)
+
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
+        T.device_entry()
+        b = T.cta_id([(m + rows_ - 1) // rows_])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows_, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        w = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        xl = x.local()
+        load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
+        if residual:  # h = x + r, rounded as the unfused add would be, then written
+            r_ = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+            load(r_, R[b * rows_ : b * rows_ + rows_, 0:width], stage)
+            Tx.cta.add(x[0:rows_, 0:width], x[0:rows_, 0:width], r_[0:rows_, 0:width])
+            store(H[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
+            if widen:
+                Tx.cta.cast(x[0:rows_, 0:width], stage[0:rows_, 0:width])
+        Tx.mul(w[0:per], xl[0:per], xl[0:per])
+        Tx.sum(part[0:1], w[0:per])
+        s = T.cuda.warp_sum(part[0], width=tpr)
+        rstd = 1.0 / T.sqrt(s / float(h) + eps)
+        weights(w, W, tid % tpr)
+        Tx.mul(xl[0:per], xl[0:per], rstd)
+        Tx.mul(xl[0:per], xl[0:per], w[0:per])
+        store(Y[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
+
+    return rows
+
+
+def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
 
@@ -76,36 +165,17 @@ def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, st
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             store(Y[r, k * width : k * width + width], x, stage)
 
-    if residual:
-
-        @T.prim_func
-        def add_rms_norm_rows(
-            X_ptr: T.handle, R_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, H_ptr: T.handle, m: T.int32, eps: T.float32
-        ):
-            X = T.match_buffer(X_ptr, (m, h), dtype)
-            R = T.match_buffer(R_ptr, (m, h), dtype)
-            W = T.match_buffer(W_ptr, (h,), dtype)
-            Y = T.match_buffer(Y_ptr, (m, h), dtype)
-            H = T.match_buffer(H_ptr, (m, h), dtype)
-            rows(X, R, W, Y, H, m, eps)
-
-        return add_rms_norm_rows
-
-    @T.prim_func
-    def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
-        X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
-        Y = T.match_buffer(Y_ptr, (m, h), dtype)
-        rows(X, X, W, Y, X, m, eps)
-
-    return rms_norm_rows
+    return rows
 
 
-@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 3))
-def layer_norm_kernel(h: int, dtype: str, threads: int, stream: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
+def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements;
-    ``stream``: the row in register tiles however short."""
-    g = c.RowTile(h, dtype, threads, 3, stream)
+    ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles however
+    short."""
+    if tpr:
+        return _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
+    g = c.RowTile(h, dtype, threads, 4, stream)
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)
@@ -166,6 +236,53 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, stream: bool = False):
             store(Y[r, k * width : k * width + width], x, stage)
 
     return layer_norm_rows
+
+
+def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
+    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype)
+    weights = _weights(g, h)
+
+    @T.prim_func
+    def layer_norm_row_groups(
+        X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32
+    ):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        B = T.match_buffer(B_ptr, (h,), dtype)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        T.device_entry()
+        b = T.cta_id([(m + rows - 1) // rows])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        w = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        xl = x.local()
+        load(x, X[b * rows : b * rows + rows, 0:width], stage)
+        Tx.sum(part[0:1], xl[0:per])
+        total = T.cuda.warp_sum(part[0], width=tpr)
+        mean = total / float(h)
+        if width > h:  # the padding reads as the mean: it adds nothing to the deviations
+            Tx.cta.masked_fill(x[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j >= h, mean)
+        Tx.add(xl[0:per], xl[0:per], -mean)
+        Tx.mul(w[0:per], xl[0:per], xl[0:per])
+        Tx.sum(part[0:1], w[0:per])
+        dev = T.cuda.warp_sum(part[0], width=tpr)
+        rstd = 1.0 / T.sqrt(dev / float(h) + eps)
+        Tx.mul(xl[0:per], xl[0:per], rstd)
+        weights(w, W, tid % tpr)
+        Tx.mul(xl[0:per], xl[0:per], w[0:per])
+        weights(w, B, tid % tpr)
+        Tx.add(xl[0:per], xl[0:per], w[0:per])
+        store(Y[b * rows : b * rows + rows, 0:width], x, stage)
+
+    return layer_norm_row_groups
 
 
 def _ones(x, h: int):

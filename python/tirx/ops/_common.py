@@ -16,15 +16,18 @@ def is_torch(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-# Names by dtype object, filled as dtypes are met (every op call asks).
+# Names by dtype object, filled as dtypes are met (every op call asks); torch's apart from
+# NumPy's, so that torch.compile, tracing a call, only hashes torch dtypes.
 _names: Dict[object, str] = {}
+_torch_names: Dict[object, str] = {}
 
 
 def dtype_name(x) -> str:
     """`float32`, `bfloat16`, ... of a NumPy array (ml_dtypes included) or a torch tensor."""
-    name = _names.get(x.dtype)
+    names = _torch_names if is_torch(x) else _names
+    name = names.get(x.dtype)
     if name is None:
-        name = _names[x.dtype] = str(x.dtype).replace("torch.", "")
+        name = names[x.dtype] = str(x.dtype).replace("torch.", "")
     return name
 
 

@@ -173,8 +173,7 @@ def test_edge_shapes_and_errors():
     assert ops.softmax(np.float32(3.0) * np.ones((), np.float32)) == 1.0
     assert ops.softmax(np.zeros((0, 1024), np.float32)).shape == (0, 1024)
     x = np.ones((4, 1024), np.float32)
-    with pytest.raises(ValueError, match="reduces the last dim"):
-        ops.softmax(x, dim=0)
+    _close(ops.softmax(x * np.arange(4, dtype=np.float32)[:, None], dim=0), _softmax_ref(x * np.arange(4)[:, None], 0), "float32")
     with pytest.raises(IndexError, match="dim 2 out of range"):
         ops.softmax(x, dim=2)
     with pytest.raises(TypeError, match="int32 input"):
@@ -453,3 +452,35 @@ def test_norm_row_groups_match_float64(dtype, m, h, threads, tpr):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=1e-5 if dtype == "float32" else 2.0**-6)
+
+
+def test_a_stride_one_dim_other_than_the_last():
+    """Issue 33 item 1: softmax over any dim of stride 1 (a channels-last tensor's channels, a
+    transposed array's rows): read as rows with that dim moved last, the result contiguous as
+    PyTorch's; the gradient likewise (its saved output contiguous: a transposing copy)."""
+    rng = np.random.default_rng(8)
+    base = (rng.standard_normal((2, 4, 5, 6)) * 2).astype(np.float32)
+    x = np.moveaxis(np.ascontiguousarray(np.moveaxis(base, 1, -1)), -1, 1)  # dim 1 of stride 1
+    assert x.strides[1] == 4
+    for log in (False, True):
+        y = (ops.log_softmax if log else ops.softmax)(x, 1)
+        want = _softmax_ref(x, 1)
+        np.testing.assert_allclose(y, np.log(want) if log else want, rtol=1e-5, atol=1e-6)
+        assert y.flags["C_CONTIGUOUS"]
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    y = ops.softmax(x, 1)
+    dyt = np.moveaxis(np.ascontiguousarray(np.moveaxis(dy, 1, -1)), -1, 1)
+    got = ops.softmax_backward(dyt, np.moveaxis(np.ascontiguousarray(np.moveaxis(y, 1, -1)), -1, 1), 1)
+    want = y * (dy - (dy * y).sum(1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    torch = pytest.importorskip("torch")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        xt = torch.randn(2, 4, 5, 6, device=dev).to(memory_format=torch.channels_last).requires_grad_()
+        y = ops.softmax(xt, 1)
+        assert y.is_contiguous()
+        torch.testing.assert_close(y, torch.softmax(xt.detach(), 1))
+        (y * y).sum().backward()
+        want = xt.detach().clone().requires_grad_()
+        (torch.softmax(want, 1) ** 2).sum().backward()
+        torch.testing.assert_close(xt.grad, want.grad, rtol=1e-5, atol=1e-6)

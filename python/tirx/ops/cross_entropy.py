@@ -426,7 +426,7 @@ def register_backward_op():
         ) -> torch.Tensor:
             return _backward(x, target, lse, grad_rows, x.shape[1], ignore_index, label_smoothing)
 
-        return schema, lambda x, target, lse, grad_rows, ignore_index, label_smoothing: torch.empty_like(x)
+        return schema, lambda x, target, lse, grad_rows, ignore_index, label_smoothing: torch.empty_like(x, memory_format=torch.contiguous_format)
 
     return c.torch_op("cross_entropy_backward", parts)
 

@@ -382,7 +382,7 @@ def _layer_norm_torch_op_parts():
     ) -> torch.Tensor:
         return _layer_norm_run(x, normalized_shape, weight, bias, eps)
 
-    return schema, lambda x, normalized_shape, weight, bias, eps: torch.empty_like(x)
+    return schema, lambda x, normalized_shape, weight, bias, eps: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
@@ -410,7 +410,7 @@ def _torch_op_parts():
     def schema(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor], eps: Optional[float]) -> torch.Tensor:
         return _run(x, normalized_shape, weight, eps)
 
-    return schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x)
+    return schema, lambda x, normalized_shape, weight, eps: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def rms_norm(x, normalized_shape, weight=None, eps=None):
@@ -437,7 +437,7 @@ def register_add_rms_norm_torch_op():
         ) -> Tuple[torch.Tensor, torch.Tensor]:
             return _run(x, normalized_shape, weight, eps, residual)
 
-        return schema, lambda x, residual, normalized_shape, weight, eps: (torch.empty_like(x), torch.empty_like(x))
+        return schema, lambda x, residual, normalized_shape, weight, eps: (torch.empty_like(x, memory_format=torch.contiguous_format), torch.empty_like(x, memory_format=torch.contiguous_format))
 
     return c.torch_op("add_rms_norm", parts, _autograd("add_rms_norm"))
 
@@ -478,7 +478,7 @@ def register_backward_op():
         def fake(grad, x, weight, eps, centered, k_dims):
             shape = x.shape[len(x.shape) - k_dims :]
             vec = x.new_empty(shape) if weight is not None else x.new_empty(0)
-            return torch.empty_like(x), vec, (x.new_empty(shape) if centered else x.new_empty(0))
+            return torch.empty_like(x, memory_format=torch.contiguous_format), vec, (x.new_empty(shape) if centered else x.new_empty(0))
 
         return schema, fake
 

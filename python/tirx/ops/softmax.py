@@ -280,14 +280,25 @@ def _backward_in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log
     return softmax_backward_row_groups
 
 
-def _last_dim(name: str, nd: int, dim: int) -> None:
+def _rows_dim(name: str, x, dim: int) -> int:
+    """``dim`` normalised (an `IndexError` out of range). The kernel reduces rows of contiguous
+    elements: the last dim is read as is (a contiguous copy of a strided tensor), any other
+    with that dim moved last — a view where its stride is 1 (a channels-last tensor's
+    channels), else a transposing copy — and the result moved back, contiguous as PyTorch's."""
+    nd = len(x.shape)
     if not -nd <= dim < nd:
         raise IndexError(f"tirx.ops.{name}: dim {dim} out of range for a {nd}-d input")
-    if dim % nd != nd - 1:
-        raise ValueError(
-            f"tirx.ops.{name}: dim={dim} of a {nd}-d input; this kernel reduces the last dim "
-            "(contiguous rows): move it last, e.g. x.transpose(dim, -1)"
-        )
+    return dim % nd
+
+
+def _moved(x, dim: int):
+    """``x`` with ``dim`` moved last (a view; the run's contiguous copy is free where that dim
+    has stride 1)."""
+    return x.movedim(dim, -1) if c.is_torch(x) else np.moveaxis(x, dim, -1)
+
+
+def _back(out, dim: int):
+    return out.movedim(-1, dim) if c.is_torch(out) else np.moveaxis(out, -1, dim)
 
 
 def _backward_run(grad, y, dim: int, log: bool):
@@ -302,7 +313,9 @@ def _backward_run(grad, y, dim: int, log: bool):
         out = c.empty_like(y)
         out[...] = 0
         return out
-    _last_dim(name, nd, dim)
+    dim = _rows_dim(name, y, dim)
+    if dim != nd - 1:
+        return c.contiguous(_back(_backward_run(_moved(grad, dim), _moved(y, dim), -1, log), dim))
     grad, y = c.contiguous(grad), c.contiguous(y)
     out = c.empty_like(y)
     n = y.shape[-1]
@@ -321,7 +334,9 @@ def _run(x, dim: int, log: bool = False):
         out = c.empty_like(x)
         out[...] = 0 if log else 1
         return out
-    _last_dim(name, nd, dim)
+    dim = _rows_dim(name, x, dim)
+    if dim != nd - 1:  # a stride-1 dim: rows of the tensor with it moved last, and back
+        return c.contiguous(_back(_run(_moved(x, dim), -1, log), dim))  # contiguous, as PyTorch's
     x = c.contiguous(x)
     out = c.empty_like(x)
     n = x.shape[-1]
@@ -347,7 +362,7 @@ def register_backward_op():
         def schema(grad: torch.Tensor, y: torch.Tensor, dim: int, log: bool) -> torch.Tensor:
             return _backward_run(grad, y, dim, log)
 
-        return schema, lambda grad, y, dim, log: torch.empty_like(y)
+        return schema, lambda grad, y, dim, log: torch.empty_like(y, memory_format=torch.contiguous_format)
 
     return c.torch_op("softmax_backward", parts)
 
@@ -376,7 +391,7 @@ def _torch_op_parts():
     def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
         return _run(x, dim)
 
-    return schema, lambda x, dim: torch.empty_like(x)
+    return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def softmax(x, dim: int = -1):
@@ -398,7 +413,7 @@ def _log_torch_op_parts():
     def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
         return _run(x, dim, log=True)
 
-    return schema, lambda x, dim: torch.empty_like(x)
+    return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
 def log_softmax(x, dim: int = -1):

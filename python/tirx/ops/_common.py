@@ -141,6 +141,31 @@ def group_io(g: "RowGroupTile", dtype: str, fill: float = 0.0):
     return load, store
 
 
+LOG2E = 1.4426950408889634
+NEG_INF = -float("inf")
+
+
+def online_softmax_step():
+    """A macro ``step(run, part, x, per)``: folds a tile of a row (``x``, this thread's ``per``
+    registers) into the thread's running max ``run[0]`` and sum of exponentials ``run[1]``
+    (rescaled by exp2 of the max's change); ``x`` is left holding ``exp(x - max)``. ``part``: a
+    register of scratch. An all-padding tile (-inf) keeps the max at -inf, its exponents taken
+    against 0."""
+    from .. import T, Tx
+
+    @T.macro
+    def step(run, part, x, per):
+        Tx.max(part[0:1], x[0:per])
+        new_max = T.max(run[0], part[0])
+        base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
+        Tx.exp2(x[0:per], x[0:per], -base * LOG2E, LOG2E)
+        Tx.sum(part[0:1], x[0:per])
+        run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
+        run[0] = new_max
+
+    return step
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;

@@ -40,11 +40,10 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
     int64 targets ``TGT[r]``; ``smoothing``: the label-smoothing term is computed (``ls > 0``);
     ``tpr``: a group of that many lanes per row; ``stream``: the row read in register tiles."""
     if tpr:
-        return _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing)
-    g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing}), stream)
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    padded = chunks * width > v
-    load, _ = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
+        rows = _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing)
+    else:
+        g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing}), stream)
+        rows = _forward_rows(v, dtype, threads, g, smoothing)
 
     @T.prim_func
     def cross_entropy_rows(
@@ -60,6 +59,20 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
         TGT = T.match_buffer(TGT_ptr, (m,), "int64")
         LOSS = T.match_buffer(LOSS_ptr, (m,), "float32")
         LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+        rows(X, TGT, LOSS, LSE, m, ignore_index, ls)
+
+    return cross_entropy_rows
+
+
+def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: bool):
+    """A CTA per row: the row in registers, or streamed through them (an online max and sum)."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > v
+    load, _ = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
+    online_step = c.online_softmax_step()
+
+    @T.macro
+    def rows(X, TGT, LOSS, LSE, m, ignore_index, ls):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -88,14 +101,7 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
                 else:
                     Tx.sum(part[0:1], xl[0:per])
                 run[2] = run[2] + part[0]
-            Tx.max(part[0:1], xl[0:per])
-            new_max = T.max(run[0], part[0])
-            # An all-padding tile keeps its max at -inf: exponents are then taken against 0.
-            base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
-            Tx.exp2(xl[0:per], xl[0:per], -base * LOG2E, LOG2E)
-            Tx.sum(part[0:1], xl[0:per])
-            run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
-            run[0] = new_max
+            online_step(run, part, xl, per)
         mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
         row_base = T.if_then_else(mx == NEG_INF, 0.0, mx)
         s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - row_base) * LOG2E), warps, scratch.ptr_to([0]))
@@ -114,7 +120,7 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
             LSE[r] = lse
             LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
 
-    return cross_entropy_rows
+    return rows
 
 
 @autotune(configs=c.ROW_CONFIGS, key=["v", "dtype"], prune=c.prune_rows("v"))
@@ -123,10 +129,9 @@ def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0
     ``v`` logits, from the forward's ``LSE[r]``; rows whose target is ``ignore_index`` get 0;
     ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles."""
     if tpr:
-        return _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr))
-    g = c.RowTile(v, dtype, threads, 1, stream)
-    width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
-    load, store = c.row_io(g, dtype)
+        rows = _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr))
+    else:
+        rows = _backward_rows(v, dtype, threads, c.RowTile(v, dtype, threads, 1, stream))
 
     @T.prim_func
     def cross_entropy_backward_rows(
@@ -144,6 +149,18 @@ def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0
         LSE = T.match_buffer(LSE_ptr, (m,), "float32")
         G = T.match_buffer(G_ptr, (m,), "float32")
         DX = T.match_buffer(DX_ptr, (m, v), dtype)
+        rows(X, TGT, LSE, G, DX, m, ignore_index, ls)
+
+    return cross_entropy_backward_rows
+
+
+def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile):
+    """A CTA per row, in registers or streamed."""
+    width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+
+    @T.macro
+    def rows(X, TGT, LSE, G, DX, m, ignore_index, ls):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([g.warps])
@@ -174,7 +191,7 @@ def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0
             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j == tc, d_t)
             store(DX[r, k * width : k * width + width], x, stage)
 
-    return cross_entropy_backward_rows
+    return rows
 
 
 def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoothing: bool):
@@ -182,20 +199,8 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
     padded = width > v
     load, _ = c.group_io(g, dtype, fill=NEG_INF)
 
-    @T.prim_func
-    def cross_entropy_row_groups(
-        X_ptr: T.handle,
-        TGT_ptr: T.handle,
-        LOSS_ptr: T.handle,
-        LSE_ptr: T.handle,
-        m: T.int32,
-        ignore_index: T.int64,
-        ls: T.float32,
-    ):
-        X = T.match_buffer(X_ptr, (m, v), dtype)
-        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
-        LOSS = T.match_buffer(LOSS_ptr, (m,), "float32")
-        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+    @T.macro
+    def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls):
         T.device_entry()
         b = T.cta_id([(m + rows - 1) // rows])
         T.warp_id([g.warps])
@@ -238,29 +243,15 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
                 LSE[r] = lse
                 LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
 
-    return cross_entropy_row_groups
+    return row_groups
 
 
 def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile):
     rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
 
-    @T.prim_func
-    def cross_entropy_backward_row_groups(
-        X_ptr: T.handle,
-        TGT_ptr: T.handle,
-        LSE_ptr: T.handle,
-        G_ptr: T.handle,
-        DX_ptr: T.handle,
-        m: T.int32,
-        ignore_index: T.int64,
-        ls: T.float32,
-    ):
-        X = T.match_buffer(X_ptr, (m, v), dtype)
-        TGT = T.match_buffer(TGT_ptr, (m,), "int64")
-        LSE = T.match_buffer(LSE_ptr, (m,), "float32")
-        G = T.match_buffer(G_ptr, (m,), "float32")
-        DX = T.match_buffer(DX_ptr, (m, v), dtype)
+    @T.macro
+    def row_groups(X, TGT, LSE, G, DX, m, ignore_index, ls):
         T.device_entry()
         b = T.cta_id([(m + rows - 1) // rows])
         T.warp_id([g.warps])
@@ -290,7 +281,7 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile):
         Tx.cta.masked_fill(x[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j == tc, d_t)
         store(DX[b * rows : b * rows + rows, 0:width], x, stage)
 
-    return cross_entropy_backward_row_groups
+    return row_groups
 
 
 def _check(logits, target, ignore_index, label_smoothing, reduction):

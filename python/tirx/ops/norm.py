@@ -174,11 +174,9 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
     ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles however
     short."""
     if tpr:
-        return _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
-    g = c.RowTile(h, dtype, threads, 4, stream)
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    padded = chunks * width > h
-    load, store = c.row_io(g, dtype)
+        rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
+    else:
+        rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream))
 
     @T.prim_func
     def layer_norm_rows(
@@ -188,6 +186,19 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
         W = T.match_buffer(W_ptr, (h,), dtype)
         B = T.match_buffer(B_ptr, (h,), dtype)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        rows(X, W, B, Y, m, eps)
+
+    return layer_norm_rows
+
+
+def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
+    """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each)."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+    load, store = c.row_io(g, dtype)
+
+    @T.macro
+    def rows(X, W, B, Y, m, eps):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -235,41 +246,35 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, k * width : k * width + width], x, stage)
 
-    return layer_norm_rows
+    return rows
 
 
 def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
-    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = _weights(g, h)
 
-    @T.prim_func
-    def layer_norm_row_groups(
-        X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32
-    ):
-        X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
-        B = T.match_buffer(B_ptr, (h,), dtype)
-        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+    @T.macro
+    def rows(X, W, B, Y, m, eps):
         T.device_entry()
-        b = T.cta_id([(m + rows - 1) // rows])
+        b = T.cta_id([(m + rows_ - 1) // rows_])
         T.warp_id([g.warps])
         T.lane_id([32])
         tid = T.thread_id([threads])
-        x = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        x = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
         if widen:
-            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+            stage = T.alloc_buffer((rows_, width), dtype, scope="local", layout=g.layout)
         else:
             stage = x
         w = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
         xl = x.local()
-        load(x, X[b * rows : b * rows + rows, 0:width], stage)
+        load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
         Tx.sum(part[0:1], xl[0:per])
         total = T.cuda.warp_sum(part[0], width=tpr)
         mean = total / float(h)
         if width > h:  # the padding reads as the mean: it adds nothing to the deviations
-            Tx.cta.masked_fill(x[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j >= h, mean)
+            Tx.cta.masked_fill(x[0:rows_, 0:width], x[0:rows_, 0:width], lambda i, j: j >= h, mean)
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(w[0:per], xl[0:per], xl[0:per])
         Tx.sum(part[0:1], w[0:per])
@@ -280,9 +285,9 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
         Tx.mul(xl[0:per], xl[0:per], w[0:per])
         weights(w, B, tid % tpr)
         Tx.add(xl[0:per], xl[0:per], w[0:per])
-        store(Y[b * rows : b * rows + rows, 0:width], x, stage)
+        store(Y[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
 
-    return layer_norm_row_groups
+    return rows
 
 
 def _ones(x, h: int):

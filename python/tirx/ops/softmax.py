@@ -40,19 +40,26 @@ def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int
     ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row;
     ``stream``: the row streamed through register tiles however short."""
     if tpr:
-        return _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
-    g = c.RowTile(n, dtype, threads, _tiles(dtype, {"log": log}), stream)
-    return (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
+        rows = _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    else:
+        g = c.RowTile(n, dtype, threads, _tiles(dtype, {"log": log}), stream)
+        rows = (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
+
+    @T.prim_func
+    def softmax_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
+        A = T.match_buffer(A_ptr, (m, n), dtype)
+        B = T.match_buffer(B_ptr, (m, n), dtype)
+        rows(A, B, m)
+
+    return softmax_rows
 
 
 def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
 
-    @T.prim_func
-    def softmax_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
-        A = T.match_buffer(A_ptr, (m, n), dtype)
-        B = T.match_buffer(B_ptr, (m, n), dtype)
+    @T.macro
+    def rows(A, B, m):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -83,29 +90,27 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
         store(B[r, 0:width], X, stage)
 
-    return softmax_rows
+    return rows
 
 
 def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
-    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype, fill=NEG_INF)
 
-    @T.prim_func
-    def softmax_row_groups(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
-        A = T.match_buffer(A_ptr, (m, n), dtype)
-        B = T.match_buffer(B_ptr, (m, n), dtype)
+    @T.macro
+    def rows(A, B, m):
         T.device_entry()
-        b = T.cta_id([(m + rows - 1) // rows])
+        b = T.cta_id([(m + rows_ - 1) // rows_])
         T.warp_id([g.warps])
         T.lane_id([32])
         T.thread_id([threads])
-        X = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        X = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
         if widen:
-            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+            stage = T.alloc_buffer((rows_, width), dtype, scope="local", layout=g.layout)
         else:
             stage = X
         part = T.alloc_buffer((1,), "float32", scope="local")
-        load(X, A[b * rows : b * rows + rows, 0:width], stage)
+        load(X, A[b * rows_ : b * rows_ + rows_, 0:width], stage)
         Xl = X.local()
         Tx.max(part[0:1], Xl[0:per])
         mx = T.cuda.warp_max(part[0], width=tpr)
@@ -121,19 +126,18 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
-        store(B[b * rows : b * rows + rows, 0:width], X, stage)
+        store(B[b * rows_ : b * rows_ + rows_, 0:width], X, stage)
 
-    return softmax_row_groups
+    return rows
 
 
 def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)
+    online_step = c.online_softmax_step()
 
-    @T.prim_func
-    def softmax_wide_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
-        A = T.match_buffer(A_ptr, (m, n), dtype)
-        B = T.match_buffer(B_ptr, (m, n), dtype)
+    @T.macro
+    def rows(A, B, m):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -152,14 +156,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
         run[1] = 0.0
         for k in T.serial(chunks):
             load(X, A[r, k * width : k * width + width], stage)
-            Tx.max(part[0:1], Xl[0:per])
-            new_max = T.max(run[0], part[0])
-            # An all-padding tile keeps its max at -inf: exponents are then taken against 0.
-            base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
-            Tx.exp2(Xl[0:per], Xl[0:per], -base * LOG2E, LOG2E)
-            Tx.sum(part[0:1], Xl[0:per])
-            run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
-            run[0] = new_max
+            online_step(run, part, Xl, per)
         mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
         row_base = T.if_then_else(mx == NEG_INF, 0.0, mx)
         s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - row_base) * LOG2E), warps, scratch.ptr_to([0]))
@@ -176,7 +173,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
                 Tx.mul(Xl[0:per], Xl[0:per], inv)
             store(B[r, k * width : k * width + width], X, stage)
 
-    return softmax_wide_rows
+    return rows
 
 
 @autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3))
@@ -185,16 +182,27 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False,
     the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows; ``tpr``: a group of
     that many lanes per row; ``stream``: the rows streamed through register tiles."""
     if tpr:
-        return _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
-    g = c.RowTile(n, dtype, threads, 3, stream)
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    load, store = c.row_io(g, dtype)
+        rows = _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    else:
+        rows = _backward_rows(n, dtype, threads, c.RowTile(n, dtype, threads, 3, stream), log)
 
     @T.prim_func
     def softmax_backward_rows(Y_ptr: T.handle, DY_ptr: T.handle, DX_ptr: T.handle, m: T.int32):
         Y = T.match_buffer(Y_ptr, (m, n), dtype)
         DY = T.match_buffer(DY_ptr, (m, n), dtype)
         DX = T.match_buffer(DX_ptr, (m, n), dtype)
+        rows(Y, DY, DX, m)
+
+    return softmax_backward_rows
+
+
+def _backward_rows(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
+    """A CTA per row, in registers or streamed (a pass for the sum, one that writes)."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+
+    @T.macro
+    def rows(Y, DY, DX, m):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -235,35 +243,32 @@ def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False,
                 Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
             store(DX[r, k * width : k * width + width], dy, stage)
 
-    return softmax_backward_rows
+    return rows
 
 
 def _backward_in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
-    rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
 
-    @T.prim_func
-    def softmax_backward_row_groups(Y_ptr: T.handle, DY_ptr: T.handle, DX_ptr: T.handle, m: T.int32):
-        Y = T.match_buffer(Y_ptr, (m, n), dtype)
-        DY = T.match_buffer(DY_ptr, (m, n), dtype)
-        DX = T.match_buffer(DX_ptr, (m, n), dtype)
+    @T.macro
+    def rows(Y, DY, DX, m):
         T.device_entry()
-        b = T.cta_id([(m + rows - 1) // rows])
+        b = T.cta_id([(m + rows_ - 1) // rows_])
         T.warp_id([g.warps])
         T.lane_id([32])
         T.thread_id([threads])
-        y = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
-        dy = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        y = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
         if widen:
-            stage = T.alloc_buffer((rows, width), dtype, scope="local", layout=g.layout)
+            stage = T.alloc_buffer((rows_, width), dtype, scope="local", layout=g.layout)
         else:
             stage = dy
         part = T.alloc_buffer((1,), "float32", scope="local")
         prod = T.alloc_buffer((per,), "float32", scope="local")
         yl = y.local()
         dyl = dy.local()
-        load(dy, DY[b * rows : b * rows + rows, 0:width], stage)
-        load(y, Y[b * rows : b * rows + rows, 0:width], stage)
+        load(dy, DY[b * rows_ : b * rows_ + rows_, 0:width], stage)
+        load(y, Y[b * rows_ : b * rows_ + rows_, 0:width], stage)
         if log:  # dy - exp(y) * sum(dy)
             Tx.sum(part[0:1], dyl[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
@@ -275,9 +280,9 @@ def _backward_in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.add(dyl[0:per], dyl[0:per], -s)
             Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
-        store(DX[b * rows : b * rows + rows, 0:width], dy, stage)
+        store(DX[b * rows_ : b * rows_ + rows_, 0:width], dy, stage)
 
-    return softmax_backward_row_groups
+    return rows
 
 
 def _rows_dim(name: str, x, dim: int) -> int:

@@ -133,3 +133,26 @@ def test_autograd_and_compile_against_pytorch():
         (F.layer_norm(xw[0], [512], xw[1]) ** 2).sum().backward()
         torch.testing.assert_close(x.grad, xw[0].grad, rtol=1e-4, atol=1e-5)
         torch.testing.assert_close(w.grad, xw[1].grad, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,h,threads,tpr", [(37, 256, 128, 8), (5, 100, 128, 4), (70, 1000, 256, 32), (3, 16, 128, 2)])
+def test_short_rows_in_lane_groups(dtype, m, h, threads, tpr):
+    """Short rows in lane groups (the last group past `m`, CTAs without a group): dx, and the
+    CTA's row slots summed through shared memory into its partial row, against float64."""
+    rng = np.random.default_rng(h)
+    x = (rng.standard_normal((m, h)) * 2 + 1).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    dy = rng.standard_normal((m, h)).astype(x.dtype)
+    rtol = 1e-5 if dtype == "float32" else 2.0**-7
+    for centered in (False, True):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, ctas=4, threads=threads, tpr=tpr, centered=centered))
+        hp = nb._padded(h)
+        dx = np.zeros_like(x)
+        dwp, dbp = np.zeros((4, hp), np.float32), np.zeros((4, hp), np.float32)
+        k(x, w, dy, dx, dwp, dbp, m, 1e-5)
+        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
+        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+        if centered:
+            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())

@@ -1,7 +1,7 @@
 """What the ops share: array kinds, row views, choosing threads, the registered torch ops."""
 
 import sys
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 

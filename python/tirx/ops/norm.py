@@ -1,6 +1,6 @@
 """`tirx.ops.rms_norm(x, normalized_shape, weight=None, eps=None)` and
 `tirx.ops.layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5)`: the norms in TIRx,
-one CTA per row, as PyTorch's `torch.nn.functional.rms_norm` (y = x / sqrt(mean(x^2) + eps) *
+a CTA or a group of lanes per row, as PyTorch's `torch.nn.functional.rms_norm` (y = x / sqrt(mean(x^2) + eps) *
 weight) and `layer_norm` (y = (x - mean) / sqrt(var + eps) * weight + bias, the biased
 variance) over the last ``len(normalized_shape)`` dims, computed in float32 and rounded once;
 rows of any length.
@@ -11,8 +11,10 @@ never stored); the sum of squares is a thread-local fold then a CTA reduction (`
 rstd = 1 / sqrt(sum / H + eps) once per row. LayerNorm takes the mean first, then the sum of
 squared deviations from it (two passes over the registers, the padding masked out of the
 second: no cancellation). A row wider than the registers is streamed in tiles: one pass per
-statistic, then one that normalises and writes. Rows and eps are run-time
-scalars; the row length and dtype key the kernel, whose thread count is autotuned."""
+statistic, then one that normalises and writes, last tile first. Short rows are held by lane
+groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
+loads). Rows and eps are run-time scalars; the row length and dtype key the kernel, whose
+design and thread count are autotuned. The backward: `norm_backward.py`."""
 
 from typing import List, Optional
 
@@ -65,8 +67,8 @@ def _weights(g: c.RowGroupTile, h: int):
     """A lane group's weights, as a macro ``weights(dst, W, lane)``: the float32 registers
     ``dst`` get the elements of the vector ``W`` at this lane's columns of the row (0 past
     ``h``), in the order of its row registers: scalar loads (a vector a lane group shares cannot
-    be a register tile: its elements would have several owners), cached in L1 after the first
-    row group."""
+    be a register tile: its elements would have several owners), from L1 after the SM's first
+    CTA."""
     from .. import T
 
     round_, vec = g.tpr * g.vec, g.vec

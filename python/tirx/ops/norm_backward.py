@@ -10,7 +10,9 @@ backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 fo
     LayerNorm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 
 A CTA's partial sums of ``dy * xhat`` (dW) and ``dy`` (dB) over its rows stay in registers
-beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA; a second kernel
+beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA (short rows are
+held by lane groups, several rows per CTA at a time: each row slot keeps its own sums, and the
+CTA adds its slots through shared memory before writing its row); a second kernel
 sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. A row too wide
 for the registers is streamed through tiles: one pass for its statistics (two for LayerNorm:
 the mean, then the deviations about it, as the forward), a last one that writes dx and adds the
@@ -32,15 +34,17 @@ def _tiles(dtype, key) -> int:
     return 6 if key.get("centered") else 5
 
 
-@autotune(configs=c.THREAD_CONFIGS + c.STREAM_CONFIGS, key=["h", "dtype", "ctas", "centered"], prune=c.prune_rows("h", _tiles))
-def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: bool = False, stream: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "ctas", "centered"], prune=c.prune_rows("h", _tiles))
+def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: bool = False, tpr: int = 0, stream: bool = False):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
-    ``ctas`` CTAs. ``stream``: the rows in register tiles however short."""
-    g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    padded = chunks * width > h
-    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+    ``ctas`` CTAs. ``tpr``: a group of that many lanes per row; ``stream``: the rows in
+    register tiles however short."""
+    if tpr:
+        rows = _groups(h, dtype, ctas, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+    else:
+        g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
+        rows = _rows(h, dtype, ctas, threads, g, centered)
 
     @T.prim_func
     def norm_backward_rows(
@@ -59,6 +63,19 @@ def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: 
         DX = T.match_buffer(DX_ptr, (m, h), dtype)
         DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
         DBP = T.match_buffer(DBP_ptr, (ctas, _padded(h)), "float32")
+        rows(X, W, DY, DX, DWP, DBP, m, eps)
+
+    return norm_backward_rows
+
+
+def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: bool):
+    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         T.warp_id([warps])
@@ -173,7 +190,97 @@ def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: 
                     if centered:
                         Tx.cta.copy(DBP[b, k * width : k * width + width], dw[0:width], clip=True)
 
-    return norm_backward_rows
+    return rows
+
+
+def _groups(h: int, dtype: str, ctas: int, threads: int, g: c.RowGroupTile, centered: bool):
+    """Short rows: lane groups of ``tpr`` lanes, ``rows_`` rows per CTA at a time, the CTAs
+    walking the row groups with a stride of ``ctas``. Each lane keeps dW (and dB) of its row
+    slot's columns in registers; at the end the CTA sums its slots through shared memory into
+    its partial row."""
+    from .norm import _weights
+
+    rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
+    load, store = c.group_io(g, dtype)  # rows past the last and the padding read 0
+    weights = _weights(g, h)
+    cols = [cc * threads for cc in range(-(-width // threads))]  # the column sums' rounds
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        T.warp_id([g.warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        dw = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        if centered:
+            db = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((rows_, width), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        w = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        slots = T.alloc_buffer((rows_, width), "float32", scope="shared")
+        xl, dyl, tl, dwl = x.local(), dy.local(), tmp.local(), dw.local()
+        weights(w, W, tid % tpr)
+        Tx.fill(dwl[0:per], 0.0)
+        if centered:
+            Tx.fill(db.local()[0:per], 0.0)
+        for i in T.serial(((m + rows_ - 1) // rows_ - b + ctas - 1) // ctas):
+            r0 = (b + i * ctas) * rows_
+            load(x, X[r0 : r0 + rows_, 0:width], stage)
+            load(dy, DY[r0 : r0 + rows_, 0:width], stage)
+            if centered:  # the mean, then deviations about it; the padding's deviation 0
+                Tx.sum(part[0:1], xl[0:per])
+                total = T.cuda.warp_sum(part[0], width=tpr)
+                Tx.add(xl[0:per], xl[0:per], -total / float(h))
+                if width > h:
+                    Tx.cta.masked_fill(x[0:rows_, 0:width], x[0:rows_, 0:width], lambda i2, j: j >= h, 0.0)
+            Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part[0:1], tl[0:per])
+            sq = T.cuda.warp_sum(part[0], width=tpr)
+            rstd = 1.0 / T.sqrt(sq / float(h) + eps)
+            Tx.mul(tl[0:per], w[0:per], dyl[0:per])  # g = w * dy
+            if centered:
+                Tx.sum(part[0:1], tl[0:per])
+                sum_g = T.cuda.warp_sum(part[0], width=tpr)
+            Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+            Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
+            if centered:
+                Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+            Tx.mul(dyl[0:per], tl[0:per], xl[0:per])
+            Tx.sum(part[0:1], dyl[0:per])
+            sum_gx = T.cuda.warp_sum(part[0], width=tpr)
+            # dx = rstd * (g - xhat * mean(g * xhat) - mean(g))
+            Tx.fma(tl[0:per], xl[0:per], -sum_gx / float(h), tl[0:per])
+            if centered:
+                Tx.add(tl[0:per], tl[0:per], -sum_g / float(h))
+            Tx.mul(tl[0:per], tl[0:per], rstd)
+            store(DX[r0 : r0 + rows_, 0:width], tmp, stage)
+        # The CTA's row slots summed per column into its partial row.
+        Tx.cta.copy(slots[0:rows_, 0:width], dw[0:rows_, 0:width])
+        T.cuda.cta_sync()
+        for c0 in cols:
+            part[0] = 0.0
+            for s in T.serial(rows_):  # columns past the tile sum to 0 (inside the padded partial row)
+                part[0] = part[0] + T.if_then_else(tid < width - c0, slots[s, c0 + tid], 0.0)
+            DWP[b, c0 + tid] = part[0]
+        if centered:
+            T.cuda.cta_sync()
+            Tx.cta.copy(slots[0:rows_, 0:width], db[0:rows_, 0:width])
+            T.cuda.cta_sync()
+            for c0 in cols:
+                part[0] = 0.0
+                for s in T.serial(rows_):  # columns past the tile sum to 0 (inside the padded partial row)
+                    part[0] = part[0] + T.if_then_else(tid < width - c0, slots[s, c0 + tid], 0.0)
+                DBP[b, c0 + tid] = part[0]
+
+    return rows
+
 
 
 def _padded(h: int) -> int:
@@ -303,7 +410,3 @@ def _zeros(x, h: int):
 
         return torch.zeros(h, dtype=x.dtype, device=x.device)
     return np.zeros(h, dtype=x.dtype)
-
-
-def rows_count(shape, k_dims: int) -> int:
-    return math.prod(shape[: len(shape) - k_dims])

@@ -230,6 +230,21 @@ def empty_like(x):
     return np.empty(x.shape, dtype=x.dtype)
 
 
+def new_array(like, shape, dtype=None, fill=None):
+    """A new array beside ``like`` (a torch tensor: on its device; else NumPy) of ``shape`` and
+    ``dtype`` (a name; default ``like``'s), filled with ``fill`` unless None (uninitialised)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    if is_torch(like):
+        import torch
+
+        dt = like.dtype if dtype is None else getattr(torch, dtype)
+        if fill is None:
+            return torch.empty(shape, dtype=dt, device=like.device)
+        return torch.full(shape, fill, dtype=dt, device=like.device)
+    dt = like.dtype if dtype is None else np.dtype(dtype)
+    return np.empty(shape, dtype=dt) if fill is None else np.full(shape, fill, dtype=dt)
+
+
 def contiguous(x):
     if is_torch(x):
         return x.contiguous()

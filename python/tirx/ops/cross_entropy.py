@@ -1,6 +1,6 @@
 """`tirx.ops.cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.0,
 reduction="mean")`: PyTorch's `torch.nn.functional.cross_entropy` with class indices, in TIRx,
-one CTA per row, vocabularies of any size (256k included).
+a CTA (or, for short rows, a group of lanes) per row, vocabularies of any size (256k included).
 
 The forward reads each row of logits once and writes two floats per row, never the softmax:
 ``lse = log(sum(exp(x)))`` (an online max and sum per thread over the row's tiles, rescaled by
@@ -15,16 +15,13 @@ per-row gradient. A target outside ``[0, C)`` that is not ``ignore_index`` gives
 gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
 Logits compute in float32 whatever their dtype; the loss is returned in the logits' dtype."""
 
-import math
-
 import numpy as np
 
 from .. import T, Tx
 from ..autotune import autotune
 from . import _common as c
 
-LOG2E = 1.4426950408889634
-NEG_INF = -float("inf")
+LOG2E, NEG_INF = c.LOG2E, c.NEG_INF
 NAN = float("nan")
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -328,7 +325,7 @@ def _rows(logits, target):
 def _forward(x, t, v: int, ignore_index: int, label_smoothing: float):
     """Per-row ``(loss, lse)`` in float32."""
     rows = x.shape[0]
-    loss, lse = _empty_f32(x, rows), _empty_f32(x, rows)
+    loss, lse = c.new_array(x, rows, "float32"), c.new_array(x, rows, "float32")
     if rows == 0:
         return loss, lse
     if v == 0:
@@ -358,14 +355,6 @@ def _check_targets(t, v: int, ignore_index: int) -> None:
     if bad.any():
         i = int(np.argmax(bad))
         raise IndexError(f"tirx.ops.cross_entropy: target {int(t[i])} of row {i} is out of range for {v} classes")
-
-
-def _empty_f32(x, n: int):
-    if c.is_torch(x):
-        import torch
-
-        return torch.empty(n, dtype=torch.float32, device=x.device)
-    return np.empty(n, dtype=np.float32)
 
 
 def _reduce(loss_rows, t, ignore_index: int, reduction: str, dtype, shape):

@@ -220,7 +220,7 @@ def _run(a, b):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, b = c.contiguous(a), c.contiguous(b)
-    out = _empty(a, (m, n))
+    out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
         return out
     if k == 0:
@@ -228,14 +228,6 @@ def _run(a, b):
         return out
     matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a))(a, b, out)
     return out
-
-
-def _empty(like, shape):
-    if c.is_torch(like):
-        import torch
-
-        return torch.empty(shape, dtype=like.dtype, device=like.device)
-    return np.empty(shape, dtype=like.dtype)
 
 
 def register_torch_op():

@@ -293,11 +293,7 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
 
 
 def _ones(x, h: int):
-    if c.is_torch(x):
-        import torch
-
-        return torch.ones(h, dtype=x.dtype, device=x.device)
-    return np.ones(h, dtype=x.dtype)
+    return c.new_array(x, h, fill=1)
 
 
 def _norm_args(name: str, x, normalized_shape, params):
@@ -354,11 +350,7 @@ def _run(x, normalized_shape, weight, eps, residual=None):
 
 
 def _zeros(x, h: int):
-    if c.is_torch(x):
-        import torch
-
-        return torch.zeros(h, dtype=x.dtype, device=x.device)
-    return np.zeros(h, dtype=x.dtype)
+    return c.new_array(x, h, fill=0)
 
 
 def _layer_norm_run(x, normalized_shape, weight, bias, eps):
@@ -507,7 +499,7 @@ def backward(grad, x, weight, eps: float, centered: bool, k_dims: int):
     w = None if weight is None else c.contiguous(weight).reshape(h)
     dx, dw, db = nb.run(g, rows, w, eps, centered)
     shape = tuple(x.shape[len(x.shape) - k_dims :])
-    empty = x.new_empty(0) if c.is_torch(x) else np.empty(0, x.dtype)
+    empty = c.new_array(x, 0)
     dw = empty if dw is None else dw.reshape(shape)
     db = empty if db is None else db.reshape(shape)
     return dx.reshape(x.shape), dw, db

@@ -19,8 +19,6 @@ the mean, then the deviations about it, as the forward), a last one that writes 
 row's share into the CTA's float32 partial row in global memory, which only that CTA touches.
 Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
 
-import math
-
 from .. import T, Tx
 from ..autotune import autotune
 from . import _common as c
@@ -326,7 +324,7 @@ def _sum_columns(p, h: int, dtype: str, like):
         import tirx
 
         k = _column_sums[key] = tirx.compile(column_sums_kernel(h, dtype))
-    out = _empty(like, _padded(h))
+    out = c.new_array(like, _padded(h))
     k(p, out, p.shape[0])
     return out[:h]
 
@@ -347,66 +345,16 @@ def run(grad, x, weight, eps: float, centered: bool):
     rows, h = x.shape
     dtype = c.dtype_name(x)
     dx = c.empty_like(x)
-    w = weight if weight is not None else _ones_like(x, h)
+    w = weight if weight is not None else c.new_array(x, h, fill=1)
     if rows == 0:
-        dw = _zeros(x, h) if weight is not None else None
-        return dx, dw, (_zeros(x, h) if centered else None)
+        dw = c.new_array(x, h, fill=0) if weight is not None else None
+        return dx, dw, (c.new_array(x, h, fill=0) if centered else None)
     ctas = _ctas(x)
     # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
-    partial = _zeros_f32 if _padded(h) != h else _empty_f32
-    dwp = partial(x, (ctas, _padded(h)))
-    dbp = partial(x, (ctas, _padded(h))) if centered else dwp
+    fill = 0 if _padded(h) != h else None
+    dwp = c.new_array(x, (ctas, _padded(h)), "float32", fill)
+    dbp = c.new_array(x, (ctas, _padded(h)), "float32", fill) if centered else dwp
     norm_backward_kernel(h=h, dtype=dtype, ctas=ctas, centered=centered)(x, w, grad, dx, dwp, dbp, rows, float(eps))
     dw = _sum_columns(dwp, h, dtype, x) if weight is not None else None
     db = _sum_columns(dbp, h, dtype, x) if centered else None
     return dx, dw, db
-
-
-def _empty_f32(x, shape):
-    import numpy as np
-
-    if c.is_torch(x):
-        import torch
-
-        return torch.empty(shape, dtype=torch.float32, device=x.device)
-    return np.empty(shape, np.float32)
-
-
-def _zeros_f32(x, shape):
-    import numpy as np
-
-    if c.is_torch(x):
-        import torch
-
-        return torch.zeros(shape, dtype=torch.float32, device=x.device)
-    return np.zeros(shape, np.float32)
-
-
-def _empty(x, n: int):
-    import numpy as np
-
-    if c.is_torch(x):
-        import torch
-
-        return torch.empty(n, dtype=x.dtype, device=x.device)
-    return np.empty(n, dtype=x.dtype)
-
-
-def _ones_like(x, h: int):
-    import numpy as np
-
-    if c.is_torch(x):
-        import torch
-
-        return torch.ones(h, dtype=x.dtype, device=x.device)
-    return np.ones(h, dtype=x.dtype)
-
-
-def _zeros(x, h: int):
-    import numpy as np
-
-    if c.is_torch(x):
-        import torch
-
-        return torch.zeros(h, dtype=x.dtype, device=x.device)
-    return np.zeros(h, dtype=x.dtype)

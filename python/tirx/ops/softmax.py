@@ -25,8 +25,7 @@ from .. import T, Tx
 from ..autotune import autotune
 from . import _common as c
 
-LOG2E = 1.4426950408889634
-NEG_INF = -float("inf")
+LOG2E, NEG_INF = c.LOG2E, c.NEG_INF
 
 
 def _tiles(dtype, key) -> int:

@@ -63,13 +63,14 @@ CHUNK = 32
 
 def row_capacity(threads: int, dtype: str, tiles: float) -> int:
     """Elements of a row a thread of a ``threads``-thread CTA keeps in registers when its kernel
-    holds ``tiles`` float32 tiles of them (a 16-bit row adds half a tile: its staging copy), in
-    whole 16-byte vectors: the registers a thread can have with the CTA alone on its SM (the
-    64K register file, at most 255 each) less 32 for addresses, counters and statistics. Over
-    it, the compiler spills."""
+    holds ``tiles`` float32 tiles of them (a 16-bit row adds half a tile: its staging copy; a
+    float32 row a quarter: its 16-byte vectors' addresses and guards, which nvcc showed spilling
+    a streamed float32 softmax at 1,024 threads without it), in whole 16-byte vectors: the
+    registers a thread can have with the CTA alone on its SM (the 64K register file, at most 255
+    each) less 32 for addresses, counters and statistics. Over it, the compiler spills."""
     vec = 16 // elem_bytes(dtype)
     regs = min(255, 65536 // threads) - 32
-    held = tiles + (0.5 if dtype != "float32" else 0.0)
+    held = tiles + (0.5 if dtype != "float32" else 0.25)
     return max(vec, int(regs / held) // vec * vec)
 
 

@@ -167,6 +167,45 @@ def online_softmax_step():
     return step
 
 
+def row_sum_pass(g: "RowTile", load):
+    """A macro ``row_sum(acc, part, x, X, r, stage)``: this thread's sum of row ``r`` of ``X``,
+    read tile by tile into ``x`` with ``load`` (`row_io`), left in ``acc[0]`` (the CTA's sum is
+    then `T.cuda.cta_sum(acc[0], ...)`); with one tile, ``x`` keeps the row. ``part``: a
+    register of scratch."""
+    from .. import T, Tx
+
+    width, per, chunks = g.width, g.per, g.chunks
+
+    @T.macro
+    def row_sum(acc, part, x, X, r, stage):
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            load(x, X[r, k * width : k * width + width], stage)
+            Tx.sum(part[0:1], x.local()[0:per])
+            acc[0] = acc[0] + part[0]
+
+    return row_sum
+
+
+def group_vector(g: "RowGroupTile", n: int):
+    """A lane group's share of a vector of ``n`` (a norm's weight or bias), as a macro
+    ``vector(dst, V, lane)``: the float32 registers ``dst`` get the elements of ``V`` at this
+    lane's columns of the row (0 past ``n``), in the order of its row registers: scalar loads (a
+    vector the lane groups share cannot be a register tile: its elements would have several
+    owners), from L1 after the SM's first CTA."""
+    from .. import T
+
+    round_, vec = g.tpr * g.vec, g.vec
+    slots = [(cc * vec + e, cc * round_ + e) for cc in range(g.width // round_) for e in range(vec)]
+
+    @T.macro
+    def vector(dst, V, lane):
+        for i, col in slots:
+            dst[i] = T.if_then_else(col + lane * vec < n, T.cast(V[col + lane * vec], "float32"), 0.0)
+
+    return vector
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;

@@ -63,29 +63,10 @@ def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, tp
     return rms_norm_rows
 
 
-def _weights(g: c.RowGroupTile, h: int):
-    """A lane group's weights, as a macro ``weights(dst, W, lane)``: the float32 registers
-    ``dst`` get the elements of the vector ``W`` at this lane's columns of the row (0 past
-    ``h``), in the order of its row registers: scalar loads (a vector a lane group shares cannot
-    be a register tile: its elements would have several owners), from L1 after the SM's first
-    CTA."""
-    from .. import T
-
-    round_, vec = g.tpr * g.vec, g.vec
-    slots = [(cc * vec + e, cc * round_ + e) for cc in range(g.width // round_) for e in range(vec)]
-
-    @T.macro
-    def weights(dst, W, lane):
-        for i, col in slots:
-            dst[i] = T.if_then_else(col + lane * vec < h, T.cast(W[col + lane * vec], "float32"), 0.0)
-
-    return weights
-
-
 def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
-    weights = _weights(g, h)
+    weights = c.group_vector(g, h)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -198,6 +179,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)
+    row_sum = c.row_sum_pass(g, load)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):
@@ -217,11 +199,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
         acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         xl = x.local()
-        acc[0] = 0.0
-        for k in T.serial(chunks):
-            load(x, X[r, k * width : k * width + width], stage)
-            Tx.sum(part[0:1], xl[0:per])
-            acc[0] = acc[0] + part[0]
+        row_sum(acc, part, x, X, r, stage)
         total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         mean = total / float(h)
         acc[0] = 0.0
@@ -254,7 +232,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
 def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
-    weights = _weights(g, h)
+    weights = c.group_vector(g, h)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):

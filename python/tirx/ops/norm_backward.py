@@ -71,6 +71,7 @@ def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: b
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+    row_sum = c.row_sum_pass(g, load)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, eps):
@@ -102,11 +103,7 @@ def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: b
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
             if centered:  # the mean first, then deviations about it (as the forward)
-                acc[0] = 0.0
-                for k in T.serial(chunks):
-                    load(x, X[r, k * width : k * width + width], stage)
-                    Tx.sum(part[0:1], xl[0:per])
-                    acc[0] = acc[0] + part[0]
+                row_sum(acc, part, x, X, r, stage)
                 total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
                 mean = total / float(h)
             # Sums of (x - mean)^2, g and g * (x - mean), g = w * dy.
@@ -196,11 +193,9 @@ def _groups(h: int, dtype: str, ctas: int, threads: int, g: c.RowGroupTile, cent
     walking the row groups with a stride of ``ctas``. Each lane keeps dW (and dB) of its row
     slot's columns in registers; at the end the CTA sums its slots through shared memory into
     its partial row."""
-    from .norm import _weights
-
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)  # rows past the last and the padding read 0
-    weights = _weights(g, h)
+    weights = c.group_vector(g, h)
     cols = [cc * threads for cc in range(-(-width // threads))]  # the column sums' rounds
 
     @T.macro

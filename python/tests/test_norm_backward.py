@@ -50,20 +50,21 @@ def test_backward_matches_float64(dtype, m, h):
 
 @pytest.mark.parametrize("centered", [False, True])
 def test_streamed_and_more_ctas_than_rows(centered):
-    """The streamed design forced at a row of three tiles (partial rows in global memory, the
-    first row of a CTA starting them), and a grid with more CTAs than rows (zero partials)."""
+    """The streamed design forced at a row of three tiles, the partial sums in shared memory and
+    in global memory (the first row of a CTA starting them), and a grid with more CTAs than rows
+    (zero partials)."""
     h, m = 2 * 256 * 32 + 100, 6
     rng = np.random.default_rng(1)
     x = rng.standard_normal((m, h)).astype(np.float32)
     w = (rng.random(h) + 0.5).astype(np.float32)
     dy = rng.standard_normal((m, h)).astype(np.float32)
     rdx, rdw, rdb = _ref(x, w, dy, 1e-6, centered)
-    for ctas, stream in ((4, True), (8, True), (8, False)):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="float32", ctas=ctas, threads=256, centered=centered, stream=stream))
+    for ctas, stream, limit in ((4, True, 0), (8, True, 0), (4, True, 1 << 20), (8, True, 1 << 20), (8, False, 0)):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="float32", threads=256, centered=centered, stream=stream, shared_limit=limit))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
-        dwp, dbp = np.zeros((ctas, hp), np.float32), np.zeros((ctas, hp), np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, 1e-6)
+        dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
+        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-6)
         np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-4)
         if centered:
@@ -146,11 +147,11 @@ def test_short_rows_in_lane_groups(dtype, m, h, threads, tpr):
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
     for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, ctas=4, threads=threads, tpr=tpr, centered=centered))
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, centered=centered))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.zeros((4, hp), np.float32), np.zeros((4, hp), np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, 1e-5)
+        k(x, w, dy, dx, dwp, dbp, m, 4, 1e-5)
         rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
         np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
         np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())

@@ -1,8 +1,8 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (four per SM, at most one per row) walks the rows, CTA b taking rows
-b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
+A grid of ``ctas`` CTAs (a run-time size: about 64 rows each, at least eight per SM, at most
+one per row) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
 backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
 ``g = w * dy``,
 
@@ -16,33 +16,39 @@ CTA adds its slots through shared memory before writing its row); a second kerne
 sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. A row too wide
 for the registers is streamed through tiles: one pass for its statistics (two for LayerNorm:
 the mean, then the deviations about it, as the forward), a last one that writes dx and adds the
-row's share into the CTA's float32 partial row in global memory, which only that CTA touches.
+row's share into the CTA's float32 partial sums: in shared memory where they fit
+(`SHARED_PARTIALS` bytes; each thread only ever touches its own columns there, so no barrier),
+else in the CTA's partial row in global memory, which only that CTA touches.
 Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
 
 from .. import T, Tx
 from ..autotune import autotune
 from . import _common as c
 
-# CTAs per SM of the backward's grid.
-CTAS_PER_SM = 4
-
-
 def _tiles(dtype, key) -> int:
     """Float32 tiles held: x, dy, w, a product, dW (and dB for LayerNorm)."""
     return 6 if key.get("centered") else 5
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "ctas", "centered"], prune=c.prune_rows("h", _tiles))
-def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: bool = False, tpr: int = 0, stream: bool = False):
+# Bytes of a CTA's float32 partial sums (dW, and dB) of streamed rows kept in shared memory; past
+# it they live in global memory (rows of 40k+ for RMSNorm, 20k+ for LayerNorm).
+SHARED_PARTIALS = 160 * 1024
+
+
+@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "centered"], prune=c.prune_rows("h", _tiles))
+def norm_backward_kernel(
+    h: int, dtype: str, threads: int, centered: bool = False, tpr: int = 0, stream: bool = False, shared_limit: int = SHARED_PARTIALS
+):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
-    ``ctas`` CTAs. ``tpr``: a group of that many lanes per row; ``stream``: the rows in
-    register tiles however short."""
+    ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``: the rows in
+    register tiles however short; ``shared_limit``: the bytes of streamed rows' partial sums kept in
+    shared memory, at most."""
     if tpr:
-        rows = _groups(h, dtype, ctas, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+        rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
-        rows = _rows(h, dtype, ctas, threads, g, centered)
+        rows = _rows(h, dtype, threads, g, centered, shared_limit)
 
     @T.prim_func
     def norm_backward_rows(
@@ -53,6 +59,7 @@ def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: 
         DWP_ptr: T.handle,
         DBP_ptr: T.handle,
         m: T.int32,
+        ctas: T.int32,
         eps: T.float32,
     ):
         X = T.match_buffer(X_ptr, (m, h), dtype)
@@ -61,20 +68,46 @@ def norm_backward_kernel(h: int, dtype: str, ctas: int, threads: int, centered: 
         DX = T.match_buffer(DX_ptr, (m, h), dtype)
         DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
         DBP = T.match_buffer(DBP_ptr, (ctas, _padded(h)), "float32")
-        rows(X, W, DY, DX, DWP, DBP, m, eps)
+        rows(X, W, DY, DX, DWP, DBP, m, ctas, eps)
 
     return norm_backward_rows
 
 
-def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: bool):
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int):
     """A CTA per row, the CTAs walking the rows with a stride of ``ctas``."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
+    sums = 2 if centered else 1
+    shared = chunks > 1 and sums * chunks * width * 4 <= shared_limit
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, eps):
+    def add_partial(acc, P, a, b2, first):
+        """``P += a * b2`` (b2 None: ``P += a``) through the register tile ``acc``: ``P`` a tile of
+        the CTA's partial sums (shared, or its row in global memory; overwritten when ``first``)."""
+        al = acc.local()
+        if first:
+            if b2 is None:
+                Tx.add(al[0:per], a[0:per], 0.0)
+            else:
+                Tx.mul(al[0:per], a[0:per], b2[0:per])
+        else:
+            if shared:
+                Tx.cta.copy(acc[0:width], P)
+            else:
+                Tx.cta.copy(acc[0:width], P, clip=True, other=0.0)
+            if b2 is None:
+                Tx.add(al[0:per], al[0:per], a[0:per])
+            else:
+                Tx.fma(al[0:per], a[0:per], b2[0:per], al[0:per])
+        if shared:
+            Tx.cta.copy(P, acc[0:width])
+        else:
+            Tx.cta.copy(P, acc[0:width], clip=True)
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         T.warp_id([warps])
@@ -91,6 +124,15 @@ def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: b
             stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         else:
             stage = tmp
+        if shared:  # the CTA's partial sums, each thread's columns its own: zeroed before the rows
+            dws = T.alloc_buffer((chunks * width,), "float32", scope="shared.dyn")
+            if centered:
+                dbs = T.alloc_buffer((chunks * width,), "float32", scope="shared.dyn")
+            Tx.fill(dw.local()[0:per], 0.0)
+            for k in T.serial(chunks):
+                Tx.cta.copy(dws[k * width : k * width + width], dw[0:width])
+                if centered:
+                    Tx.cta.copy(dbs[k * width : k * width + width], dw[0:width])
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
@@ -159,24 +201,25 @@ def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: b
                     Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
                     if centered:
                         Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
-                else:  # this CTA's partial row, in global memory: zero before its first row
-                    if i == 0:
-                        Tx.mul(dwl[0:per], dyl[0:per], xl[0:per])
-                    else:
-                        Tx.cta.copy(dw[0:width], DWP[b, k * width : k * width + width], clip=True, other=0.0)
-                        Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
-                    Tx.cta.copy(DWP[b, k * width : k * width + width], dw[0:width], clip=True)
+                elif shared:
+                    add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)
                     if centered:
-                        if i == 0:
-                            Tx.add(db.local()[0:per], dyl[0:per], 0.0)
-                        else:
-                            Tx.cta.copy(db[0:width], DBP[b, k * width : k * width + width], clip=True, other=0.0)
-                            Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
-                        Tx.cta.copy(DBP[b, k * width : k * width + width], db[0:width], clip=True)
+                        add_partial(db, dbs[k * width : k * width + width], dyl, None, False)
+                else:  # this CTA's partial row, in global memory: written whole by its first row
+                    add_partial(dw, DWP[b, k * width : k * width + width], dyl, xl, i == 0)
+                    if centered:
+                        add_partial(db, DBP[b, k * width : k * width + width], dyl, None, i == 0)
         if chunks == 1:
             Tx.cta.copy(DWP[b, 0:width], dw[0:width], clip=True)
             if centered:
                 Tx.cta.copy(DBP[b, 0:width], db[0:width], clip=True)
+        elif shared:  # each thread's own columns, from shared to the CTA's partial row
+            for k in T.serial(chunks):
+                Tx.cta.copy(dw[0:width], dws[k * width : k * width + width])
+                Tx.cta.copy(DWP[b, k * width : k * width + width], dw[0:width], clip=True)
+                if centered:
+                    Tx.cta.copy(dw[0:width], dbs[k * width : k * width + width])
+                    Tx.cta.copy(DBP[b, k * width : k * width + width], dw[0:width], clip=True)
         else:
             if m <= b:  # no row: the partial rows are zero
                 for k in T.serial(chunks):
@@ -188,7 +231,7 @@ def _rows(h: int, dtype: str, ctas: int, threads: int, g: c.RowTile, centered: b
     return rows
 
 
-def _groups(h: int, dtype: str, ctas: int, threads: int, g: c.RowGroupTile, centered: bool):
+def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool):
     """Short rows: lane groups of ``tpr`` lanes, ``rows_`` rows per CTA at a time, the CTAs
     walking the row groups with a stride of ``ctas``. Each lane keeps dW (and dB) of its row
     slot's columns in registers; at the end the CTA sums its slots through shared memory into
@@ -199,7 +242,7 @@ def _groups(h: int, dtype: str, ctas: int, threads: int, g: c.RowGroupTile, cent
     cols = [cc * threads for cc in range(-(-width // threads))]  # the column sums' rounds
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, eps):
+    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         T.warp_id([g.warps])
@@ -324,14 +367,19 @@ def _sum_columns(p, h: int, dtype: str, like):
     return out[:h]
 
 
-def _ctas(x) -> int:
-    """The grid: ``CTAS_PER_SM`` per SM (a compile-time size: rows walk it with a constant
-    stride); the simulator's: 4."""
+# Rows per CTA of the backward's grid, about (at least eight CTAs per SM where there are rows).
+ROWS_PER_CTA = 64
+
+
+def _ctas(x, rows: int) -> int:
+    """The grid (a run-time size): about `ROWS_PER_CTA` rows per CTA (each CTA writes one partial
+    row per sum: 1/64 of the rows' bytes in float32), at least eight CTAs per SM, at most one per
+    row; the simulator's: at most 4."""
     if c.is_torch(x) and x.is_cuda:
         from .matmul import _ctas as sm_count
 
-        return CTAS_PER_SM * sm_count(x)
-    return 4
+        return max(1, min(rows, max(-(-rows // ROWS_PER_CTA), 8 * sm_count(x))))
+    return max(1, min(rows, 4))
 
 
 def run(grad, x, weight, eps: float, centered: bool):
@@ -344,12 +392,12 @@ def run(grad, x, weight, eps: float, centered: bool):
     if rows == 0:
         dw = c.new_array(x, h, fill=0) if weight is not None else None
         return dx, dw, (c.new_array(x, h, fill=0) if centered else None)
-    ctas = _ctas(x)
+    ctas = _ctas(x, rows)
     # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
     fill = 0 if _padded(h) != h else None
     dwp = c.new_array(x, (ctas, _padded(h)), "float32", fill)
     dbp = c.new_array(x, (ctas, _padded(h)), "float32", fill) if centered else dwp
-    norm_backward_kernel(h=h, dtype=dtype, ctas=ctas, centered=centered)(x, w, grad, dx, dwp, dbp, rows, float(eps))
+    norm_backward_kernel(h=h, dtype=dtype, centered=centered)(x, w, grad, dx, dwp, dbp, rows, ctas, float(eps))
     dw = _sum_columns(dwp, h, dtype, x) if weight is not None else None
     db = _sum_columns(dbp, h, dtype, x) if centered else None
     return dx, dw, db

@@ -454,6 +454,72 @@ def test_norm_row_groups_match_float64(dtype, m, h, threads, tpr):
     np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=1e-5 if dtype == "float32" else 2.0**-6)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("n,threads,cluster", [(20000, 512, 4), (33001, 512, 8), (9000, 512, 8)])
+def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
+    """Issue 33 item 5, wide rows: a cluster of CTAs per row, each holding a slice in registers,
+    the slices' statistics exchanged through distributed shared memory (at 9,000 over eight
+    CTAs of 2,048+ columns the last slices are all padding): softmax, log_softmax, their
+    backward, rms_norm, add_rms_norm and layer_norm (a shifted row: the slices' variances
+    combined about the row's mean) against float64, nothing written outside the rows."""
+    sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
+    m = 3
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    dy = rng.standard_normal((m, n)).astype(x.dtype)
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    f32 = dtype == "float32"
+    tol = dict(rtol=1e-5, atol=1e-6) if f32 else dict(rtol=2.0**-7, atol=2.0**-7)
+    for log in (False, True):
+        k = tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, threads=threads, log=log, cluster=cluster))
+        big = np.full((m + 2, n), 7, x.dtype)
+        k(x, big[1 : m + 1], m)
+        assert (big[0] == 7).all() and (big[-1] == 7).all()
+        y = big[1 : m + 1]
+        want = _softmax_ref(x)
+        np.testing.assert_allclose(y.astype(F64), np.log(want) if log else want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
+        kb = tirx.compile(sm.softmax_backward_kernel.factory(n=n, dtype=dtype, threads=threads, log=log, cluster=cluster))
+        dx = np.zeros_like(x)
+        kb(y, dy, dx, m)
+        yd, g = y.astype(F64), dy.astype(F64)
+        grad = g - np.exp(yd) * g.sum(-1, keepdims=True) if log else yd * (g - (g * yd).sum(-1, keepdims=True))
+        np.testing.assert_allclose(dx.astype(F64), grad, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
+    y = np.zeros_like(x)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster))
+    k(x, w, y, m, 1e-6)
+    _close(y, _rms_ref(x, w, 1e-6), dtype)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster, residual=True))
+    summed = np.zeros_like(x)
+    k(x, r, w, y, summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y, _rms_ref(want_h, w, 1e-6), dtype)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster))
+    k(x, w, b, y, m, 1e-5)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
+
+
+def test_a_cluster_is_tuned_only_for_wide_rows():
+    """The cluster configurations apply from `CLUSTER_MIN` columns, where a slice fits the
+    CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads."""
+    sm = sys.modules["tirx.ops.softmax"]
+    c = sys.modules["tirx.ops._common"]
+    tuner = sm.softmax_kernel
+
+    def clusters(n):
+        kept = tuner.prune([dict(cfg) for cfg in tuner.configs], dtype="bfloat16", n=n, log=False)
+        return [(cfg["threads"], cfg["cluster"]) for cfg in kept if cfg.get("cluster")]
+
+    assert clusters(4096) == [] and clusters(c.CLUSTER_MIN - 8) == []
+    assert clusters(262144) == [(512, 8)]
+    assert (1024, 2) not in clusters(65536) and (512, 2) in clusters(65536)
+    with pytest.raises(ValueError, match="a slice of 32768 does not fit the registers"):
+        sm.softmax_kernel.factory(n=65536, dtype="bfloat16", threads=1024, cluster=2)
+
+
 def test_a_stride_one_dim_other_than_the_last():
     """Issue 33 item 1: softmax over any dim of stride 1 (a channels-last tensor's channels, a
     transposed array's rows): read as rows with that dim moved last, the result contiguous as

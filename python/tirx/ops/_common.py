@@ -51,6 +51,12 @@ STREAM_CONFIGS = [{"threads": t, "stream": True} for t in (256, 512, 1024)]
 # ... and, for short rows, a group of `tpr` lanes per row (`RowGroupTile`).
 GROUP_CONFIGS = [{"threads": t, "tpr": p} for t in (128, 256) for p in (2, 4, 8, 16, 32)]
 ROW_CONFIGS = THREAD_CONFIGS + STREAM_CONFIGS + GROUP_CONFIGS
+# ... and, for wide rows, a cluster of `cluster` CTAs per row, each holding a slice of it in
+# registers, the row's statistics exchanged through distributed shared memory (`cluster_exchange`).
+CLUSTER_CONFIGS = [{"threads": t, "cluster": n} for t in (512, 1024) for n in (2, 4, 8)]
+WIDE_ROW_CONFIGS = ROW_CONFIGS + CLUSTER_CONFIGS
+# Rows shorter than this are not split over a cluster (a CTA or two per SM hold them whole).
+CLUSTER_MIN = 16384
 
 
 def elem_bytes(dtype: str) -> int:
@@ -206,6 +212,64 @@ def group_vector(g: "RowGroupTile", n: int):
     return vector
 
 
+def cluster_tile(n: int, dtype: str, threads: int, cluster: int, tiles: float) -> "RowTile":
+    """The `RowTile` of a CTA's slice of a row of ``n`` split over ``cluster`` CTAs (a slice of
+    ``ceil(n / cluster)`` columns rounded up to whole vectors of every thread); the slice must fit
+    the registers (`prune_rows` keeps only such configurations)."""
+    g = RowTile(-(-n // cluster), dtype, threads, tiles)
+    if g.streamed:
+        raise ValueError(
+            f"a row of {n} {dtype} over a cluster of {cluster} CTAs of {threads} threads: a slice of "
+            f"{-(-n // cluster)} does not fit the registers of {tiles} float32 tiles; use a larger cluster or more threads"
+        )
+    return g
+
+
+def cluster_exchange(n: int):
+    """Macros for a row split over a cluster of ``n`` CTAs, each publishing two float32
+    statistics of its slice to every CTA of the cluster (distributed shared memory): the kernel
+    allocates ``stats`` (n, 4) and ``mine`` (4,) float32 and an `MBarrier` ``bar`` of depth 1 in
+    its shared pool, then
+
+    - ``open_(bar)`` before its loads: initialises the barrier and arrives on the cluster barrier
+      (its wait is in ``publish``: the loads hide it);
+    - ``publish(stats, mine, bar, rank, tid, v0, v1)``: thread 0 sends ``(v0, v1)`` into slot
+      ``rank`` of every CTA's ``stats`` (a 16-byte bulk copy each, completing on that CTA's
+      barrier); every thread returns once its own ``stats`` is whole, then arrives on the cluster
+      barrier again;
+    - ``close()`` at the end: waits for the cluster (no CTA exits while a copy out of its
+      ``mine`` may still be reading it)."""
+    from .. import T, Tx
+
+    @T.macro
+    def open_(bar):
+        bar.init(1)
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.ptx.barrier.cluster.arrive()
+
+    @T.macro
+    def publish(stats, mine, bar, rank, tid, v0, v1):
+        if tid == 0:
+            mine[0] = v0
+            mine[1] = v1
+            mine[2] = 0.0
+            mine[3] = 0.0
+            T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.barrier.cluster.wait()  # every CTA's barrier initialised
+        if tid == 0:
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), n * 16)
+            for p in range(n):
+                Tx.copy_async(stats[rank, 0:4], mine[0:4], dispatch="dsmem", mbar=bar.ptr_to([0]), remote_cta_id=p)
+        bar.wait(0, 0)
+        T.ptx.barrier.cluster.arrive()
+
+    @T.macro
+    def close():
+        T.ptx.barrier.cluster.wait()
+
+    return open_, publish, close
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;
@@ -241,7 +305,8 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     holds (`row_capacity`). Kept: a CTA per row where the row fits its threads' registers
     without leaving more than half of the first round of vectors idle; streamed where a row
     takes at least two tiles; a lane group per row where the row fits the group's registers
-    and half its first round is busy. Rows too wide for any register tile keep the streamed
+    and half its first round is busy; a cluster per row (`CLUSTER_CONFIGS`, where the op has
+    that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers. Rows too wide for any register tile keep the streamed
     configurations."""
 
     def prune(configs, dtype, **key):
@@ -250,6 +315,9 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
 
         def fits(cfg):
             t, cap = cfg["threads"], row_capacity(cfg["threads"], dtype, held)
+            if cfg.get("cluster"):
+                part = -(-n // cfg["cluster"])
+                return n >= CLUSTER_MIN and -(-part // (t * vec)) * vec <= cap and t * vec // 2 < part
             if cfg.get("tpr"):
                 p = cfg["tpr"]
                 return -(-n // (p * vec)) * vec <= cap and p * vec // 2 < n

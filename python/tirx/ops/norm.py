@@ -22,19 +22,22 @@ import math
 
 import numpy as np
 
-from .. import T, Tx
+from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
-def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False):
+@autotune(configs=c.WIDE_ROW_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
+def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
     written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
-    many lanes per row; ``stream``: the row in register tiles however short."""
+    many lanes per row; ``stream``: the row in register tiles however short; ``cluster``: a
+    cluster of that many CTAs per row."""
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
+    elif cluster:
+        rows = _rms_cluster(h, dtype, threads, cluster, residual)
     else:
         rows = _rms_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 3, stream), residual)
 
@@ -103,6 +106,65 @@ def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: b
     return rows
 
 
+def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
+    """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
+    * width)`` in registers; the slices' sums of squares summed through the cluster
+    (`_common.cluster_exchange`)."""
+    g = c.cluster_tile(h, dtype, threads, cn, 3)
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
+    open_, publish, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        r = b // cn
+        c0 = rank * width
+        load(x, X[r, c0 : c0 + width], stage)
+        if residual:  # h = x + r, rounded as the unfused add would be, then written
+            load(w, R[r, c0 : c0 + width], stage)
+            Tx.cta.add(x[0:width], x[0:width], w[0:width])
+            store(H[r, c0 : c0 + width], x, stage)
+            if widen:
+                Tx.cta.cast(x[0:width], stage[0:width])
+        Tx.mul(sq[0:per], xl[0:per], xl[0:per])
+        Tx.sum(part[0:1], sq[0:per])
+        s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, s, 0.0)
+        part[0] = 0.0
+        for p in range(cn):
+            part[0] = part[0] + stats[p, 0]
+        rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
+        load(w, W[c0 : c0 + width], stage)
+        Tx.mul(xl[0:per], xl[0:per], rstd)
+        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+        store(Y[r, c0 : c0 + width], x, stage)
+        close()
+
+    return rows
+
+
 def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
@@ -151,13 +213,15 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     return rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
-def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False):
+@autotune(configs=c.WIDE_ROW_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
+def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, cluster: int = 0):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements;
     ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles however
-    short."""
+    short; ``cluster``: a cluster of that many CTAs per row."""
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
+    elif cluster:
+        rows = _layer_norm_cluster(h, dtype, threads, cluster)
     else:
         rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream))
 
@@ -225,6 +289,76 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
             load(w, B[k * width : k * width + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, k * width : k * width + width], x, stage)
+
+    return rows
+
+
+def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
+    """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
+    * width)`` in registers: each CTA publishes its slice's sum and its sum of squared deviations
+    about the slice's own mean (`_common.cluster_exchange`, one exchange), combined as Chan et al.
+    combine partial variances: ``M2 = sum_p M2_p + n_p (mean_p - mean)^2`` (no cancellation)."""
+    g = c.cluster_tile(h, dtype, threads, cn, 4)
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+    open_, publish, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(X, W, B, Y, m, eps):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        r = b // cn
+        c0 = rank * width
+        load(x, X[r, c0 : c0 + width], stage)
+        Tx.sum(part[0:1], xl[0:per])
+        total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        count = T.max(T.min(h - c0, width), 0)  # the slice's columns inside the row
+        local_mean = total / T.cast(T.max(count, 1), "float32")
+        if cn * width > h:  # the padding reads as the slice's mean: no deviation
+            Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, local_mean)
+        Tx.add(sq[0:per], xl[0:per], -local_mean)
+        Tx.mul(sq[0:per], sq[0:per], sq[0:per])
+        Tx.sum(part[0:1], sq[0:per])
+        dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, total, dev)
+        part[0] = 0.0
+        for p in range(cn):
+            part[0] = part[0] + stats[p, 0]
+        mean = part[0] / float(h)
+        part[0] = 0.0
+        for p in range(cn):  # slice p's columns, its mean and its offset from the row's mean
+            n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
+            d = stats[p, 0] / T.max(n_p, 1.0) - mean
+            part[0] = part[0] + stats[p, 1] + n_p * d * d
+        rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
+        Tx.add(xl[0:per], xl[0:per], -mean)
+        Tx.mul(xl[0:per], xl[0:per], rstd)
+        load(w, W[c0 : c0 + width], stage)
+        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+        load(w, B[c0 : c0 + width], stage)
+        Tx.cta.add(x[0:width], x[0:width], w[0:width])
+        store(Y[r, c0 : c0 + width], x, stage)
+        close()
 
     return rows
 

@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .. import T, Tx
+from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from . import _common as c
 
@@ -33,13 +33,16 @@ def _tiles(dtype, key) -> int:
     return 2 if key.get("log") else 1
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
-def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False):
+@autotune(configs=c.WIDE_ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
+def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
     """Softmax (``log``: log-softmax) over rows of ``n`` elements of ``dtype``:
     ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row;
-    ``stream``: the row streamed through register tiles however short."""
+    ``stream``: the row streamed through register tiles however short; ``cluster``: a cluster of
+    that many CTAs per row."""
     if tpr:
         rows = _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    elif cluster:
+        rows = _in_cluster(n, dtype, threads, cluster, log)
     else:
         g = c.RowTile(n, dtype, threads, _tiles(dtype, {"log": log}), stream)
         rows = (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
@@ -88,6 +91,70 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
         store(B[r, 0:width], X, stage)
+
+    return rows
+
+
+def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
+    """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
+    * width)`` in registers (the last slices padded with -inf). Each CTA publishes its slice's max
+    and sum of ``exp(x - max)`` to the cluster (`_common.cluster_exchange`); every CTA combines
+    them into the row's (max M, sum S) and writes its slice: ``exp(x - M) / S`` (rescaled from its
+    own max), or ``x - M - log S``."""
+    g = c.cluster_tile(n, dtype, threads, cn, _tiles(dtype, {"log": log}))
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype, fill=NEG_INF)
+    open_, publish, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(A, B, m):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = X
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        if log:  # the exponentials beside the row
+            E = T.alloc_buffer((per,), "float32", scope="local")
+        else:
+            E = X.local()
+        open_(bar)
+        r = b // cn
+        load(X, A[r, rank * width : rank * width + width], stage)
+        Xl = X.local()
+        Tx.max(part[0:1], Xl[0:per])
+        mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
+        base = T.if_then_else(mx == NEG_INF, 0.0, mx)  # an all-padding slice: its exponents 0
+        Tx.exp2(E[0:per], Xl[0:per], -base * LOG2E, LOG2E)
+        Tx.sum(part[0:1], E[0:per])
+        s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, mx, s)
+        part[0] = NEG_INF
+        for p in range(cn):
+            part[0] = T.max(part[0], stats[p, 0])
+        row_max = part[0]
+        part[0] = 0.0
+        for p in range(cn):
+            part[0] = part[0] + stats[p, 1] * T.exp2((stats[p, 0] - row_max) * LOG2E)
+        row_sum = part[0]
+        if log:
+            Tx.add(Xl[0:per], Xl[0:per], -row_max - T.log(row_sum))
+        else:
+            Tx.mul(Xl[0:per], E[0:per], T.exp2((mx - row_max) * LOG2E) / row_sum)
+        store(B[r, rank * width : rank * width + width], X, stage)
+        close()
 
     return rows
 
@@ -175,13 +242,16 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3))
-def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False):
+@autotune(configs=c.WIDE_ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3))
+def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
     """The gradient of softmax (``log``: log-softmax) over rows of ``n`` elements: ``DX[r]`` from
     the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows; ``tpr``: a group of
-    that many lanes per row; ``stream``: the rows streamed through register tiles."""
+    that many lanes per row; ``stream``: the rows streamed through register tiles; ``cluster``: a
+    cluster of that many CTAs per row."""
     if tpr:
         rows = _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    elif cluster:
+        rows = _backward_in_cluster(n, dtype, threads, cluster, log)
     else:
         rows = _backward_rows(n, dtype, threads, c.RowTile(n, dtype, threads, 3, stream), log)
 
@@ -241,6 +311,65 @@ def _backward_rows(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
                 Tx.add(dyl[0:per], dyl[0:per], -s)
                 Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
             store(DX[r, k * width : k * width + width], dy, stage)
+
+    return rows
+
+
+def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
+    """A cluster of ``cn`` CTAs per row, each holding a slice of ``y`` and ``dy`` in registers; the
+    slices' sums (of ``dy * y``, or ``dy``) summed through the cluster (`_common.cluster_exchange`)."""
+    g = c.cluster_tile(n, dtype, threads, cn, 3)
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+    open_, publish, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(Y, DY, DX, m):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        y = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = dy
+        prod = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        yl, dyl = y.local(), dy.local()
+        open_(bar)
+        r = b // cn
+        c0 = rank * width
+        load(dy, DY[r, c0 : c0 + width], stage)
+        load(y, Y[r, c0 : c0 + width], stage)
+        if log:
+            Tx.sum(part[0:1], dyl[0:per])
+        else:
+            Tx.mul(prod[0:per], yl[0:per], dyl[0:per])
+            Tx.sum(part[0:1], prod[0:per])
+        mine_sum = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, mine_sum, 0.0)
+        part[0] = 0.0
+        for p in range(cn):
+            part[0] = part[0] + stats[p, 0]
+        s = part[0]
+        if log:  # dy - exp(y) * s
+            Tx.exp(yl[0:per], yl[0:per])
+            Tx.fma(dyl[0:per], yl[0:per], -s, dyl[0:per])
+        else:  # y * (dy - s)
+            Tx.add(dyl[0:per], dyl[0:per], -s)
+            Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
+        store(DX[r, c0 : c0 + width], dy, stage)
+        close()
 
     return rows
 

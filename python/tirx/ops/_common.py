@@ -212,6 +212,33 @@ def group_vector(g: "RowGroupTile", n: int):
     return vector
 
 
+def cta_sums(count: int, warps: int):
+    """A macro ``sums(acc, scratch, wid, lane)``: every thread's ``acc[0:count]`` replaced by the
+    CTA's sums of them, ``count`` values in one exchange (a warp butterfly each, lane 0 of warp
+    w stores its ``count`` partials in ``scratch[w * count : (w + 1) * count]``, one barrier,
+    every thread adds the warps' partials in order, one barrier before ``scratch`` is reused)
+    where ``count`` `T.cuda.cta_sum` calls would take two barriers each. ``scratch``: shared,
+    ``warps * count`` float32."""
+    from .. import T
+
+    @T.macro
+    def sums(acc, scratch, wid, lane):
+        for k in range(count):
+            v = T.cuda.warp_sum(acc[k])
+            acc[k] = v
+        if lane == 0:
+            for k in range(count):
+                scratch[wid * count + k] = acc[k]
+        T.cuda.cta_sync()
+        for k in range(count):
+            acc[k] = 0.0
+            for w in range(warps):
+                acc[k] = acc[k] + scratch[w * count + k]
+        T.cuda.cta_sync()
+
+    return sums
+
+
 def cluster_tile(n: int, dtype: str, threads: int, cluster: int, tiles: float) -> "RowTile":
     """The `RowTile` of a CTA's slice of a row of ``n`` split over ``cluster`` CTAs (a slice of
     ``ceil(n / cluster)`` columns rounded up to whole vectors of every thread); the slice must fit
@@ -233,10 +260,11 @@ def cluster_exchange(n: int):
 
     - ``open_(bar)`` before its loads: initialises the barrier and arrives on the cluster barrier
       (its wait is in ``publish``: the loads hide it);
-    - ``publish(stats, mine, bar, rank, tid, v0, v1)``: thread 0 sends ``(v0, v1)`` into slot
-      ``rank`` of every CTA's ``stats`` (a 16-byte bulk copy each, completing on that CTA's
-      barrier); every thread returns once its own ``stats`` is whole, then arrives on the cluster
-      barrier again;
+    - ``publish(stats, mine, bar, rank, tid, v0, v1)``: thread 0 writes ``(v0, v1)`` into slot
+      ``rank`` of its ``stats`` and sends them into that slot of every other CTA's (a 16-byte bulk
+      copy each, completing on that CTA's barrier: compute-sanitizer rejects a bulk copy to the
+      CTA itself); every thread returns once its own ``stats`` is whole, then arrives on the
+      cluster barrier again;
     - ``close()`` at the end: waits for the cluster (no CTA exits while a copy out of its
       ``mine`` may still be reading it)."""
     from .. import T, Tx
@@ -250,6 +278,8 @@ def cluster_exchange(n: int):
     @T.macro
     def publish(stats, mine, bar, rank, tid, v0, v1):
         if tid == 0:
+            stats[rank, 0] = v0  # its own slot directly (the barrier's arrive releases it)
+            stats[rank, 1] = v1
             mine[0] = v0
             mine[1] = v1
             mine[2] = 0.0
@@ -257,9 +287,9 @@ def cluster_exchange(n: int):
             T.ptx.fence.proxy.async_.shared__cta()
         T.ptx.barrier.cluster.wait()  # every CTA's barrier initialised
         if tid == 0:
-            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), n * 16)
-            for p in range(n):
-                Tx.copy_async(stats[rank, 0:4], mine[0:4], dispatch="dsmem", mbar=bar.ptr_to([0]), remote_cta_id=p)
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), (n - 1) * 16)
+            for q in range(1, n):
+                Tx.copy_async(stats[rank, 0:4], mine[0:4], dispatch="dsmem", mbar=bar.ptr_to([0]), remote_cta_id=(rank + q) % n)
         bar.wait(0, 0)
         T.ptx.barrier.cluster.arrive()
 

@@ -1,8 +1,7 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (a run-time size: about 64 rows each, at least eight per SM, at most
-one per row) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
+A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
 backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
 ``g = w * dy``,
 
@@ -79,8 +78,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
-    sums = 2 if centered else 1
-    shared = chunks > 1 and sums * chunks * width * 4 <= shared_limit
+    sums = c.cta_sums(3, warps)
+    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
 
     @T.macro
     def add_partial(acc, P, a, b2, first):
@@ -110,8 +109,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
-        T.warp_id([warps])
-        T.lane_id([32])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
         T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -136,6 +135,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
         if chunks == 1:  # the weight and the partial sums stay in registers across rows
             load(w, W[0:width], stage)
@@ -172,13 +172,11 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 Tx.mul(tl[0:per], tl[0:per], xl[0:per])
                 Tx.sum(part[0:1], tl[0:per])
                 acc[2] = acc[2] + part[0]
-            sq = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
-            rstd = 1.0 / T.sqrt(sq / float(h) + eps)
-            if centered:
-                sum_g = T.cuda.cta_sum(acc[1], warps, scratch.ptr_to([0]))
+            sums(acc, sums_scratch, wid, lane)  # the three sums in one exchange
+            rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+            sum_g = acc[1]
             # mean(g * xhat) = rstd * mean(g * (x - mean))
-            sum_gx = T.cuda.cta_sum(acc[2], warps, scratch.ptr_to([0]))
-            c_gx = sum_gx / float(h) * rstd
+            c_gx = acc[2] / float(h) * rstd
             for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
                 k = chunks - 1 - j
                 if chunks > 1:
@@ -320,19 +318,23 @@ def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool)
 
 
 def _padded(h: int) -> int:
-    """The partial rows' width: h rounded up to whole CTAs of the column sums (the padding's
-    partial sums are 0: the rows read 0 there)."""
-    return -(-h // COLUMNS) * COLUMNS
+    """The partial rows' width: h rounded up to 256 columns (whole CTAs of the column sums and
+    whole 1 KiB rows; the padding's partial sums are 0: the rows read 0 there)."""
+    return -(-h // 256) * 256
 
 
-# Columns per CTA of the column sums.
-COLUMNS = 256
+# Columns per CTA of the column sums (a lane each), and its warps (each summing every
+# `COLUMN_WARPS`-th partial row).
+COLUMNS = 32
+COLUMN_WARPS = 32
 
 
 def column_sums_kernel(h: int, dtype: str):
     """``O[j] = sum_i P[i, j]`` over the ``rows`` float32 rows of ``P`` (``h`` columns padded to
-    whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction (a thread per
-    column, coalesced across threads, the rows summed in order)."""
+    whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction. A CTA takes 32
+    columns, a lane each (a warp reads 128 contiguous bytes of a row); its warp w sums the rows w,
+    w + 32, ... in order, then warp 0 adds the 32 warps' sums in order: a fixed order, the same
+    result every run."""
     hp = _padded(h)
 
     @T.prim_func
@@ -341,12 +343,23 @@ def column_sums_kernel(h: int, dtype: str):
         O = T.match_buffer(O_ptr, (hp,), dtype)
         T.device_entry()
         bx = T.cta_id([hp // COLUMNS])
-        t = T.thread_id([COLUMNS])
+        wid = T.warp_id([COLUMN_WARPS])
+        lane = T.lane_id([32])
+        T.thread_id([COLUMNS * COLUMN_WARPS])
         acc = T.alloc_buffer((1,), "float32", scope="local")
+        sums = T.alloc_buffer((COLUMN_WARPS, COLUMNS), "float32", scope="shared")
+        col = bx * COLUMNS + lane
         acc[0] = 0.0
-        for i in T.serial(rows):
-            acc[0] = acc[0] + P[i, bx * COLUMNS + t]
-        O[bx * COLUMNS + t] = T.cast(acc[0], dtype)
+        for i in T.serial((rows + COLUMN_WARPS - 1) // COLUMN_WARPS):
+            r = wid + i * COLUMN_WARPS
+            acc[0] = acc[0] + T.if_then_else(r < rows, P[r, col], 0.0)
+        sums[wid, lane] = acc[0]
+        T.cuda.cta_sync()
+        if wid == 0:
+            acc[0] = 0.0
+            for w in T.serial(COLUMN_WARPS):
+                acc[0] = acc[0] + sums[w, lane]
+            O[col] = T.cast(acc[0], dtype)
 
     return column_sums
 
@@ -367,18 +380,18 @@ def _sum_columns(p, h: int, dtype: str, like):
     return out[:h]
 
 
-# Rows per CTA of the backward's grid, about (at least eight CTAs per SM where there are rows).
-ROWS_PER_CTA = 64
+# CTAs per SM of the backward's grid.
+CTAS_PER_SM = 8
 
 
 def _ctas(x, rows: int) -> int:
-    """The grid (a run-time size): about `ROWS_PER_CTA` rows per CTA (each CTA writes one partial
-    row per sum: 1/64 of the rows' bytes in float32), at least eight CTAs per SM, at most one per
-    row; the simulator's: at most 4."""
+    """The grid (a run-time size): `CTAS_PER_SM` per SM (as many as the 256-thread designs keep
+    resident; each CTA writes one partial row per sum, so no more), at most one per row; the
+    simulator's: at most 4."""
     if c.is_torch(x) and x.is_cuda:
         from .matmul import _ctas as sm_count
 
-        return max(1, min(rows, max(-(-rows // ROWS_PER_CTA), 8 * sm_count(x))))
+        return max(1, min(rows, CTAS_PER_SM * sm_count(x)))
     return max(1, min(rows, 4))
 
 

@@ -1,0 +1,114 @@
+"""Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
+PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
+row (DSMEM), and the norms' backward with its partial sums in registers, shared memory and
+global memory. Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
+launch is checked for out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value.
+
+    python python/bench/op_designs.py
+"""
+
+import sys
+
+import torch
+
+import tirx
+import tirx.ops  # noqa: F401  (registers the modules below)
+
+F = torch.nn.functional
+sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
+ce, nb = sys.modules["tirx.ops.cross_entropy"], sys.modules["tirx.ops.norm_backward"]
+
+# (design, row length, configuration)
+DESIGNS = [
+    ("registers", 1000, {"threads": 256}),
+    ("streamed", 20000, {"threads": 256, "stream": True}),
+    ("groups", 256, {"threads": 128, "tpr": 8}),
+    ("cluster", 20000, {"threads": 512, "cluster": 4}),
+]
+M = 5
+failures = []
+
+
+def check(name, got, want, tol=2e-2):
+    err = float((got.float() - want.float()).abs().max())
+    ok = err <= tol * max(1.0, float(want.float().abs().max()))
+    print(f"{'ok ' if ok else 'BAD'} {name:55s} max error {err:.3g}", flush=True)
+    if not ok:
+        failures.append(name)
+
+
+def run(factory, **kw):
+    return tirx.compile(factory(**kw))
+
+
+def main():
+    dev, dt = ("cuda" if torch.cuda.is_available() else "cpu"), torch.bfloat16  # cpu: the simulator
+    for design, n, cfg in DESIGNS:
+        x = torch.randn(M, n, device=dev, dtype=dt) * 2
+        w = torch.rand(n, device=dev, dtype=dt) + 0.5
+        b = torch.randn(n, device=dev, dtype=dt)
+        r = torch.randn(M, n, device=dev, dtype=dt)
+        dy = torch.randn(M, n, device=dev, dtype=dt)
+        for log in (False, True):
+            y = torch.empty_like(x)
+            run(sm.softmax_kernel.factory, n=n, dtype="bfloat16", log=log, **cfg)(x, y, M)
+            ref = F.log_softmax(x.float(), -1) if log else F.softmax(x.float(), -1)
+            check(f"{'log_' if log else ''}softmax {design} {n}", y, ref)
+            dx = torch.empty_like(x)
+            run(sm.softmax_backward_kernel.factory, n=n, dtype="bfloat16", log=log, **cfg)(y, dy, dx, M)
+            yf, g = y.float(), dy.float()
+            want = g - yf.exp() * g.sum(-1, keepdim=True) if log else yf * (g - (g * yf).sum(-1, keepdim=True))
+            check(f"{'log_' if log else ''}softmax backward {design} {n}", dx, want)
+        y = torch.empty_like(x)
+        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, y, M, 1e-6)
+        check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
+        hsum = torch.empty_like(x)
+        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
+        check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
+        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
+        check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
+        if design != "cluster":
+            _cross_entropy(design, n, cfg, x)
+            _norm_backward(design, n, cfg, x, w, dy)
+    _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
+    print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
+    return 1 if failures else 0
+
+
+def _cross_entropy(design, n, cfg, x):
+    t = torch.randint(0, n, (M,), device=x.device)
+    t[1] = -100
+    loss, lse = torch.empty(M, device=x.device), torch.empty(M, device=x.device)
+    run(ce.cross_entropy_kernel.factory, v=n, dtype="bfloat16", smoothing=True, **cfg)(x, t, loss, lse, M, -100, 0.1)
+    check(f"cross_entropy {design} {n}", loss, F.cross_entropy(x.float(), t, reduction="none", label_smoothing=0.1))
+    g = torch.ones(M, device=x.device)
+    dx = torch.empty_like(x)
+    run(ce.cross_entropy_backward_kernel.factory, v=n, dtype="bfloat16", **cfg)(x, t, lse, g, dx, M, -100, 0.1)
+    xr = x.float().requires_grad_()
+    F.cross_entropy(xr, t, reduction="sum", label_smoothing=0.1).backward()
+    check(f"cross_entropy backward {design} {n}", dx, xr.grad)
+
+
+def _norm_backward(design, n, cfg, x, w, dy):
+    for centered in (False, True):
+        ctas = 3
+        dx = torch.empty_like(x)
+        hp = nb._padded(n)
+        dwp = torch.zeros(ctas, hp, device=x.device)
+        dbp = torch.zeros(ctas, hp, device=x.device)
+        run(nb.norm_backward_kernel.factory, h=n, dtype="bfloat16", centered=centered, **cfg)(x, w, dy, dx, dwp, dbp, M, ctas, 1e-5)
+        xr, wr = x.float().requires_grad_(), w.float().requires_grad_()
+        if centered:
+            out = F.layer_norm(xr, [n], wr, None, 1e-5)
+        else:
+            out = F.rms_norm(xr, [n], wr, 1e-5)
+        out.backward(dy.float())
+        name = "layer_norm" if centered else "rms_norm"
+        check(f"{name} backward dx {design} {n}", dx, xr.grad)
+        check(f"{name} backward dw {design} {n}", dwp.sum(0)[:n], wr.grad)
+        if centered:
+            check(f"{name} backward db {design} {n}", dbp.sum(0)[:n], dy.float().sum(0))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,7 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
 row (DSMEM), and the norms' backward with its partial sums in registers, shared memory and
-global memory. Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
+global memory, and with the next row prefetched (`cp.async`). Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
 launch is checked for out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value.
 
     python python/bench/op_designs.py
@@ -71,6 +71,8 @@ def main():
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
+    x, dy = torch.randn(M, 2048, device=dev, dtype=dt), torch.randn(M, 2048, device=dev, dtype=dt)
+    _norm_backward("prefetch", 2048, {"threads": 256, "prefetch": True}, x, torch.rand(2048, device=dev, dtype=dt) + 0.5, dy)
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
     return 1 if failures else 0
 

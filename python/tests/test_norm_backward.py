@@ -71,6 +71,32 @@ def test_streamed_and_more_ctas_than_rows(centered):
             np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("m,ctas", [(7, 3), (2, 4), (9, 4)])
+def test_prefetching_the_next_row(dtype, m, ctas):
+    """The prefetching design: row i + 1's x and dy copied into a two-row ring in shared memory
+    (`cp.async`) while row i is computed; CTAs with several rows, one, and none."""
+    h = 2048
+    rng = np.random.default_rng(m)
+    x = (rng.standard_normal((m, h)) * 2 + 1).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    dy = rng.standard_normal((m, h)).astype(x.dtype)
+    rtol = 1e-5 if dtype == "float32" else 2.0**-7
+    for centered in (False, True):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, prefetch=True))
+        hp = nb._padded(h)
+        dx = np.zeros_like(x)
+        dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
+        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
+        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
+        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+        if centered:
+            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+    with pytest.raises(ValueError, match="prefetch: a row of 2000 must be whole 16-byte vectors"):
+        nb.norm_backward_kernel.factory(h=2000, dtype=dtype, threads=256, prefetch=True)
+
+
 def test_without_weight_and_errors():
     x = np.random.default_rng(2).standard_normal((3, 64)).astype(np.float32)
     dy = np.ones_like(x)

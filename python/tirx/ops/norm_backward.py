@@ -34,20 +34,47 @@ def _tiles(dtype, key) -> int:
 SHARED_PARTIALS = 160 * 1024
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["h", "dtype", "centered"], prune=c.prune_rows("h", _tiles))
+# The ring of the prefetching design (two rows of x and dy), at most: its CTAs stay several per SM.
+PREFETCH_RING = 64 * 1024
+PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512)]
+
+
+def _prune(configs, dtype, **key):
+    """`_common.prune_rows`, and the prefetching design only where a row is whole vectors of
+    every thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`."""
+    h, vec = key["h"], 16 // c.elem_bytes(dtype)
+    kept = c.prune_rows("h", _tiles)(configs, dtype, **key)
+    return [
+        cfg
+        for cfg in kept
+        if not cfg.get("prefetch") or (h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING)
+    ]
+
+
+@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
 def norm_backward_kernel(
-    h: int, dtype: str, threads: int, centered: bool = False, tpr: int = 0, stream: bool = False, shared_limit: int = SHARED_PARTIALS
+    h: int,
+    dtype: str,
+    threads: int,
+    centered: bool = False,
+    tpr: int = 0,
+    stream: bool = False,
+    prefetch: bool = False,
+    shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
     ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``: the rows in
-    register tiles however short; ``shared_limit``: the bytes of streamed rows' partial sums kept in
-    shared memory, at most."""
+    register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
+    memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
+    partial sums kept in shared memory, at most."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
-        rows = _rows(h, dtype, threads, g, centered, shared_limit)
+        if prefetch and (g.streamed or g.width != h):
+            raise ValueError(f"prefetch: a row of {h} must be whole 16-byte vectors of every one of {threads} threads, in registers")
+        rows = _rows(h, dtype, threads, g, centered, shared_limit, prefetch)
 
     @T.prim_func
     def norm_backward_rows(
@@ -72,14 +99,32 @@ def norm_backward_kernel(
     return norm_backward_rows
 
 
-def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int):
-    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``."""
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
+    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
+    i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
+    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
     sums = c.cta_sums(3, warps)
     shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
+
+    @T.macro
+    def fetch(xs, dys, X, DY, slot, r, m):
+        """Row ``r``'s x and dy into ``slot`` of the ring (nothing past the last row), one group."""
+        if (r >= 0) & (r < m):  # (r >= 0 too: a run-time stride `ctas` has no known sign)
+            Tx.cta.copy_async(xs[slot, 0:width], X[r, 0:width])
+            Tx.cta.copy_async(dys[slot, 0:width], DY[r, 0:width])
+        T.ptx.cp_async.commit_group()
+
+    @T.macro
+    def from_ring(dst, ring, slot, stage):
+        if widen:
+            Tx.cta.copy(stage[0:width], ring[slot, 0:width])
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], ring[slot, 0:width])
 
     @T.macro
     def add_partial(acc, P, a, b2, first):
@@ -142,9 +187,23 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             Tx.fill(dwl[0:per], 0.0)
             if centered:
                 Tx.fill(db.local()[0:per], 0.0)
+        if prefetch:  # a two-row ring; the first row in flight before the loop
+            xs = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
+            dys = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
+            fetch(xs, dys, X, DY, 0, b, m)
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
-            if centered:  # the mean first, then deviations about it (as the forward)
+            if prefetch:  # the next row into the other slot, then this row's slot into registers
+                fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, m)
+                T.ptx.cp_async.wait_group(1)
+                T.cuda.cta_sync()
+                from_ring(x, xs, i % 2, stage)
+                from_ring(dy, dys, i % 2, stage)
+            if centered and prefetch:
+                Tx.sum(part[0:1], xl[0:per])
+                total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+                mean = total / float(h)
+            elif centered:  # the mean first, then deviations about it (as the forward)
                 row_sum(acc, part, x, X, r, stage)
                 total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
                 mean = total / float(h)
@@ -153,9 +212,10 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             acc[1] = 0.0
             acc[2] = 0.0
             for k in T.serial(chunks):
-                if chunks > 1 or not centered:
+                if (chunks > 1 or not centered) and not prefetch:
                     load(x, X[r, k * width : k * width + width], stage)
-                load(dy, DY[r, k * width : k * width + width], stage)
+                if not prefetch:
+                    load(dy, DY[r, k * width : k * width + width], stage)
                 if chunks > 1:
                     load(w, W[k * width : k * width + width], stage)
                 if centered:
@@ -207,6 +267,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     add_partial(dw, DWP[b, k * width : k * width + width], dyl, xl, i == 0)
                     if centered:
                         add_partial(db, DBP[b, k * width : k * width + width], dyl, None, i == 0)
+        if prefetch:  # the last (empty) group
+            T.ptx.cp_async.wait_group(0)
         if chunks == 1:
             Tx.cta.copy(DWP[b, 0:width], dw[0:width], clip=True)
             if centered:

@@ -1,7 +1,7 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
 row (DSMEM), and the norms' backward with its partial sums in registers, shared memory and
-global memory, and with the next row prefetched (`cp.async`). Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
+global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
 launch is checked for out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value.
 
     python python/bench/op_designs.py
@@ -73,6 +73,11 @@ def main():
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
     x, dy = torch.randn(M, 2048, device=dev, dtype=dt), torch.randn(M, 2048, device=dev, dtype=dt)
     _norm_backward("prefetch", 2048, {"threads": 256, "prefetch": True}, x, torch.rand(2048, device=dev, dtype=dt) + 0.5, dy)
+    x, dy = torch.randn(M, 20480, device=dev, dtype=dt), torch.randn(M, 20480, device=dev, dtype=dt)
+    w = torch.rand(20480, device=dev, dtype=dt) + 0.5
+    _norm_backward("cluster, prefetch", 20480, {"threads": 256, "cluster": 4}, x, w, dy)  # slices of 5,120
+    x, dy, w = x[:, :20000].contiguous(), dy[:, :20000].contiguous(), w[:20000].contiguous()
+    _norm_backward("cluster", 20000, {"threads": 256, "cluster": 8}, x, w, dy)  # ragged slices
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
     return 1 if failures else 0
 
@@ -93,7 +98,7 @@ def _cross_entropy(design, n, cfg, x):
 
 def _norm_backward(design, n, cfg, x, w, dy):
     for centered in (False, True):
-        ctas = 3
+        ctas = 8 if cfg.get("cluster") else 3
         dx = torch.empty_like(x)
         hp = nb._padded(n)
         dwp = torch.zeros(ctas, hp, device=x.device)

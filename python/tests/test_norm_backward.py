@@ -97,6 +97,33 @@ def test_prefetching_the_next_row(dtype, m, ctas):
         nb.norm_backward_kernel.factory(h=2000, dtype=dtype, threads=256, prefetch=True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("h,cluster,m", [(8192, 4, 7), (9000, 4, 5), (8192, 2, 3), (4100, 8, 6)])
+def test_rows_split_over_a_cluster(dtype, h, cluster, m):
+    """Wide rows: a cluster of CTAs per row walking the rows, each CTA a slice of x, dy and w and
+    its partial sums in registers, one DSMEM exchange of four statistics per row (LayerNorm's
+    combined about the row's mean: a shifted row); slices that tile the row prefetch the next
+    row, ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty) load
+    directly; clusters with several rows, one, and none."""
+    rng = np.random.default_rng(h + m)
+    x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    dy = rng.standard_normal((m, h)).astype(x.dtype)
+    rtol = 1e-5 if dtype == "float32" else 2.0**-7
+    ctas = 16
+    for centered in (False, True):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, cluster=cluster))
+        hp = nb._padded(h)
+        dx = np.zeros_like(x)
+        dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
+        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
+        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
+        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+        if centered:
+            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
 def test_without_weight_and_errors():
     x = np.random.default_rng(2).standard_normal((3, 64)).astype(np.float32)
     dy = np.ones_like(x)

@@ -253,20 +253,21 @@ def cluster_tile(n: int, dtype: str, threads: int, cluster: int, tiles: float) -
 
 
 def cluster_exchange(n: int):
-    """Macros for a row split over a cluster of ``n`` CTAs, each publishing two float32
-    statistics of its slice to every CTA of the cluster (distributed shared memory): the kernel
-    allocates ``stats`` (n, 4) and ``mine`` (4,) float32 and an `MBarrier` ``bar`` of depth 1 in
-    its shared pool, then
+    """Macros for rows split over a cluster of ``n`` CTAs, each CTA publishing four float32
+    statistics of its slice of a row to every CTA of the cluster (distributed shared memory).
+    The kernel allocates ``stats`` (n, 4) and ``mine`` (4,) float32 and an `MBarrier` ``bar`` of
+    depth 1 in its shared pool; row i of a CTA (the first: 0) uses the barrier's phase ``i % 2``:
 
-    - ``open_(bar)`` before its loads: initialises the barrier and arrives on the cluster barrier
-      (its wait is in ``publish``: the loads hide it);
-    - ``publish(stats, mine, bar, rank, tid, v0, v1)``: thread 0 writes ``(v0, v1)`` into slot
-      ``rank`` of its ``stats`` and sends them into that slot of every other CTA's (a 16-byte bulk
-      copy each, completing on that CTA's barrier: compute-sanitizer rejects a bulk copy to the
-      CTA itself); every thread returns once its own ``stats`` is whole, then arrives on the
-      cluster barrier again;
-    - ``close()`` at the end: waits for the cluster (no CTA exits while a copy out of its
-      ``mine`` may still be reading it)."""
+    - ``open_(bar)`` before the loads: initialises the barrier and arrives on the cluster barrier;
+    - ``publish(stats, mine, bar, rank, tid, phase, v0, v1, v2, v3)``: waits on the cluster
+      barrier (every peer's barrier initialised; every peer done reading the last row's
+      ``stats``), then thread 0 writes ``(v0, .., v3)`` into row ``rank`` of its ``stats`` and
+      sends them into that row of every other CTA's (a 16-byte bulk copy each, completing on that
+      CTA's barrier: compute-sanitizer rejects a bulk copy to the CTA itself); every thread
+      returns once its own ``stats`` is whole;
+    - ``release()`` once the row's ``stats`` are read: arrives on the cluster barrier;
+    - ``close()`` at the end: waits on it (no CTA exits while a copy out of its ``mine`` may
+      still be reading it)."""
     from .. import T, Tx
 
     @T.macro
@@ -276,28 +277,32 @@ def cluster_exchange(n: int):
         T.ptx.barrier.cluster.arrive()
 
     @T.macro
-    def publish(stats, mine, bar, rank, tid, v0, v1):
-        if tid == 0:
-            stats[rank, 0] = v0  # its own slot directly (the barrier's arrive releases it)
-            stats[rank, 1] = v1
+    def publish(stats, mine, bar, rank, tid, phase, v0, v1, v2, v3):
+        T.ptx.barrier.cluster.wait()
+        if tid == 0:  # (`mine` only now: the last row's copies out of it completed before the wait)
             mine[0] = v0
             mine[1] = v1
-            mine[2] = 0.0
-            mine[3] = 0.0
+            mine[2] = v2
+            mine[3] = v3
             T.ptx.fence.proxy.async_.shared__cta()
-        T.ptx.barrier.cluster.wait()  # every CTA's barrier initialised
-        if tid == 0:
+            stats[rank, 0] = v0  # its own row directly (the barrier's arrive releases it)
+            stats[rank, 1] = v1
+            stats[rank, 2] = v2
+            stats[rank, 3] = v3
             T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([0]), (n - 1) * 16)
             for q in range(1, n):
                 Tx.copy_async(stats[rank, 0:4], mine[0:4], dispatch="dsmem", mbar=bar.ptr_to([0]), remote_cta_id=(rank + q) % n)
-        bar.wait(0, 0)
+        bar.wait(0, phase)
+
+    @T.macro
+    def release():
         T.ptx.barrier.cluster.arrive()
 
     @T.macro
     def close():
         T.ptx.barrier.cluster.wait()
 
-    return open_, publish, close
+    return open_, publish, release, close
 
 
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):

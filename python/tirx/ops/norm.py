@@ -113,7 +113,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     g = c.cluster_tile(h, dtype, threads, cn, 3)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
-    open_, publish, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -151,11 +151,12 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
         Tx.mul(sq[0:per], xl[0:per], xl[0:per])
         Tx.sum(part[0:1], sq[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, s, 0.0)
+        publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
         part[0] = 0.0
         for p in range(cn):
             part[0] = part[0] + stats[p, 0]
         rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
+        release()
         load(w, W[c0 : c0 + width], stage)
         Tx.mul(xl[0:per], xl[0:per], rstd)
         Tx.cta.mul(x[0:width], x[0:width], w[0:width])
@@ -301,7 +302,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
     g = c.cluster_tile(h, dtype, threads, cn, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
-    open_, publish, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):
@@ -340,7 +341,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
         Tx.mul(sq[0:per], sq[0:per], sq[0:per])
         Tx.sum(part[0:1], sq[0:per])
         dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, total, dev)
+        publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
         part[0] = 0.0
         for p in range(cn):
             part[0] = part[0] + stats[p, 0]
@@ -351,6 +352,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
             d = stats[p, 0] / T.max(n_p, 1.0) - mean
             part[0] = part[0] + stats[p, 1] + n_p * d * d
         rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
+        release()
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(xl[0:per], xl[0:per], rstd)
         load(w, W[c0 : c0 + width], stage)

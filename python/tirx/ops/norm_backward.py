@@ -1,7 +1,7 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
+A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row, whole clusters) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
 backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
 ``g = w * dy``,
 
@@ -20,7 +20,7 @@ row's share into the CTA's float32 partial sums: in shared memory where they fit
 else in the CTA's partial row in global memory, which only that CTA touches.
 Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
 
-from .. import T, Tx
+from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from . import _common as c
 
@@ -51,7 +51,7 @@ def _prune(configs, dtype, **key):
     ]
 
 
-@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
+@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
 def norm_backward_kernel(
     h: int,
     dtype: str,
@@ -60,6 +60,7 @@ def norm_backward_kernel(
     tpr: int = 0,
     stream: bool = False,
     prefetch: bool = False,
+    cluster: int = 0,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -67,9 +68,12 @@ def norm_backward_kernel(
     ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``: the rows in
     register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
-    partial sums kept in shared memory, at most."""
+    partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
+    (``ctas`` a multiple of it)."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+    elif cluster:
+        rows = _cluster_rows(h, dtype, threads, cluster, centered)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
         if prefetch and (g.streamed or g.width != h):
@@ -291,6 +295,173 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
+def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
+    """Wide rows: a cluster of ``cn`` CTAs per row, the clusters walking the rows (cluster q of
+    ``ctas / cn`` takes rows q, q + ctas / cn, ...). CTA ``rank`` holds the slice ``[rank * width,
+    (rank + 1) * width)`` of x, dy and w in registers and its dW (and dB) partial sums there
+    across rows; the slices' statistics meet through distributed shared memory
+    (`_common.cluster_exchange`), one exchange per row: RMSNorm sends ``sum(x^2)`` and
+    ``sum(g x)``; LayerNorm its slice's sum, sum of squared deviations about the slice's mean
+    ``m_p``, ``sum(g)`` and ``sum(g (x - m_p))``, which combine exactly about the row's mean
+    (Chan et al.; ``sum g (x - mean) = sum_p [sum g (x - m_p) + (m_p - mean) sum_p g]``). Where
+    the slices tile the row exactly, the next row's slices are prefetched (`cp.async`, a two-row
+    ring). CTA b writes partial row b: its slice's sums, zeros elsewhere."""
+    g = c.cluster_tile(h, dtype, threads, cn, _tiles(dtype, {"centered": centered}))
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    exact = cn * width == h
+    load, store = c.row_io(g, dtype)  # the padding reads 0
+    open_, publish, release, close = c.cluster_exchange(cn)
+    sums = c.cta_sums(3, warps)
+
+    @T.macro
+    def fetch(xs, dys, X, DY, slot, r, c0, m):
+        if (r >= 0) & (r < m):  # (r >= 0 too: a run-time stride has no known sign)
+            Tx.cta.copy_async(xs[slot, 0:width], X[r, c0 : c0 + width])
+            Tx.cta.copy_async(dys[slot, 0:width], DY[r, c0 : c0 + width])
+        T.ptx.cp_async.commit_group()
+
+    @T.macro
+    def from_ring(dst, ring, slot, stage):
+        if widen:
+            Tx.cta.copy(stage[0:width], ring[slot, 0:width])
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], ring[slot, 0:width])
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        rank = T.cta_id_in_cluster([cn])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dw = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if centered:
+            db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
+        xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
+        open_(bar)
+        q = b // cn
+        clusters = ctas // cn
+        c0 = rank * width
+        load(w, W[c0 : c0 + width], stage)
+        Tx.fill(dwl[0:per], 0.0)
+        if centered:
+            Tx.fill(db.local()[0:per], 0.0)
+        if exact:  # a two-row ring; the first row in flight before the loop
+            xs = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
+            dys = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
+            fetch(xs, dys, X, DY, 0, q, c0, m)
+        # The slice's columns inside the row.
+        count = T.cast(T.max(T.min(h - c0, width), 0), "float32")
+        for i in T.serial((m - q + clusters - 1) // clusters):
+            r = q + i * clusters
+            if exact:
+                fetch(xs, dys, X, DY, 1 - i % 2, r + clusters, c0, m)
+                T.ptx.cp_async.wait_group(1)
+                T.cuda.cta_sync()
+                from_ring(x, xs, i % 2, stage)
+                from_ring(dy, dys, i % 2, stage)
+            else:
+                load(x, X[r, c0 : c0 + width], stage)
+                load(dy, DY[r, c0 : c0 + width], stage)
+            if centered:  # the slice's mean, then deviations about it (the padding: none)
+                Tx.sum(part[0:1], xl[0:per])
+                total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+                slice_mean = total / T.max(count, 1.0)
+                Tx.add(xl[0:per], xl[0:per], -slice_mean)
+                if not exact:
+                    Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
+            Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part[0:1], tl[0:per])
+            acc[0] = part[0]
+            Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
+            Tx.sum(part[0:1], tl[0:per])
+            acc[1] = part[0]
+            Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+            Tx.sum(part[0:1], tl[0:per])
+            acc[2] = part[0]
+            sums(acc, sums_scratch, wid, lane)
+            if centered:
+                publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
+            else:
+                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
+            if centered:  # the slices' statistics about the row's mean
+                part[0] = 0.0
+                for p in range(cn):
+                    part[0] = part[0] + stats[p, 0]
+                mean = part[0] / float(h)
+                acc[0] = 0.0
+                acc[1] = 0.0
+                acc[2] = 0.0
+                for p in range(cn):
+                    n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
+                    d = stats[p, 0] / T.max(n_p, 1.0) - mean
+                    acc[0] = acc[0] + stats[p, 1] + n_p * d * d
+                    acc[1] = acc[1] + stats[p, 2]
+                    acc[2] = acc[2] + stats[p, 3] + d * stats[p, 2]
+                release()
+                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                sum_g = acc[1]
+                c_gx = acc[2] / float(h) * rstd
+                Tx.add(xl[0:per], xl[0:per], slice_mean - mean)  # x - mean
+                if not exact:
+                    Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
+            else:
+                acc[0] = 0.0
+                acc[2] = 0.0
+                for p in range(cn):
+                    acc[0] = acc[0] + stats[p, 0]
+                    acc[2] = acc[2] + stats[p, 1]
+                release()
+                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                c_gx = acc[2] / float(h) * rstd
+            Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+            # dx = rstd * (w * dy - mean_g - xhat * c_gx)
+            Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+            Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
+            if centered:
+                Tx.add(tl[0:per], tl[0:per], -sum_g / float(h))
+            Tx.mul(tl[0:per], tl[0:per], rstd)
+            store(DX[r, c0 : c0 + width], tmp, stage)
+            Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
+            if centered:
+                Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+        if exact:  # the last (empty) group
+            T.ptx.cp_async.wait_group(0)
+        # Partial row b: this slice's sums, zeros at the other slices' columns.
+        Tx.fill(tl[0:per], 0.0)
+        for p in range(cn):
+            if p == rank:
+                Tx.cta.copy(DWP[b, p * width : p * width + width], dw[0:width], clip=True)
+                if centered:
+                    Tx.cta.copy(DBP[b, p * width : p * width + width], db[0:width], clip=True)
+            else:
+                Tx.cta.copy(DWP[b, p * width : p * width + width], tmp[0:width], clip=True)
+                if centered:
+                    Tx.cta.copy(DBP[b, p * width : p * width + width], tmp[0:width], clip=True)
+        close()
+
+    return rows
+
+
 def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool):
     """Short rows: lane groups of ``tpr`` lanes, ``rows_`` rows per CTA at a time, the CTAs
     walking the row groups with a stride of ``ctas``. Each lane keeps dW (and dB) of its row
@@ -444,17 +615,21 @@ def _sum_columns(p, h: int, dtype: str, like):
 
 # CTAs per SM of the backward's grid.
 CTAS_PER_SM = 8
+# The grid is whole clusters of the largest size tuned.
+CLUSTER_MAX = max(cfg["cluster"] for cfg in c.CLUSTER_CONFIGS)
 
 
 def _ctas(x, rows: int) -> int:
     """The grid (a run-time size): `CTAS_PER_SM` per SM (as many as the 256-thread designs keep
-    resident; each CTA writes one partial row per sum, so no more), at most one per row; the
-    simulator's: at most 4."""
+    resident; each CTA writes one partial row per sum, so no more), at most one per row, rounded
+    up to whole clusters of `CLUSTER_MAX` (CTAs past the rows write zero partial rows); the
+    simulator's: one cluster."""
     if c.is_torch(x) and x.is_cuda:
         from .matmul import _ctas as sm_count
 
-        return max(1, min(rows, CTAS_PER_SM * sm_count(x)))
-    return max(1, min(rows, 4))
+        n = min(rows, CTAS_PER_SM * sm_count(x))
+        return -(-n // CLUSTER_MAX) * CLUSTER_MAX
+    return CLUSTER_MAX
 
 
 def run(grad, x, weight, eps: float, centered: bool):

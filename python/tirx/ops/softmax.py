@@ -104,7 +104,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     g = c.cluster_tile(n, dtype, threads, cn, _tiles(dtype, {"log": log}))
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)
-    open_, publish, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn)
 
     @T.macro
     def rows(A, B, m):
@@ -140,7 +140,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
         Tx.exp2(E[0:per], Xl[0:per], -base * LOG2E, LOG2E)
         Tx.sum(part[0:1], E[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, mx, s)
+        publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
         part[0] = NEG_INF
         for p in range(cn):
             part[0] = T.max(part[0], stats[p, 0])
@@ -149,6 +149,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
         for p in range(cn):
             part[0] = part[0] + stats[p, 1] * T.exp2((stats[p, 0] - row_max) * LOG2E)
         row_sum = part[0]
+        release()
         if log:
             Tx.add(Xl[0:per], Xl[0:per], -row_max - T.log(row_sum))
         else:
@@ -321,7 +322,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     g = c.cluster_tile(n, dtype, threads, cn, 3)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
-    open_, publish, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn)
 
     @T.macro
     def rows(Y, DY, DX, m):
@@ -357,11 +358,12 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
             Tx.mul(prod[0:per], yl[0:per], dyl[0:per])
             Tx.sum(part[0:1], prod[0:per])
         mine_sum = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, mine_sum, 0.0)
+        publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
         part[0] = 0.0
         for p in range(cn):
             part[0] = part[0] + stats[p, 0]
         s = part[0]
+        release()
         if log:  # dy - exp(y) * s
             Tx.exp(yl[0:per], yl[0:per])
             Tx.fma(dyl[0:per], yl[0:per], -s, dyl[0:per])

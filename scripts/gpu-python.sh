@@ -20,7 +20,8 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(pytest bench ref)
-export TIRX_REQUIRE_GPU=1 TIRX_CACHE_DIR="$OUT/cubin-cache" PYTHONUNBUFFERED=1
+# The CUBIN cache: the caller's TIRX_CACHE_DIR if set (keep it out of $OUT where $OUT is shipped back).
+export TIRX_REQUIRE_GPU=1 TIRX_CACHE_DIR="${TIRX_CACHE_DIR:-$OUT/cubin-cache}" PYTHONUNBUFFERED=1
 
 if [ -n "${TIRX_WHEEL:-}" ]; then
     if ! "$PY" -m pip install -q --no-deps --force-reinstall "$TIRX_WHEEL" >"$OUT/pip.log" 2>&1; then
@@ -36,7 +37,8 @@ for step in "${steps[@]}"; do
     case $step in
     pytest)
         echo "== pytest python/tests (GPU)"
-        timeout 600 "$PY" -m pytest -q python/tests -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -n 15 || status=1
+        # -rfE --tb=short, wide: each failure's exception line survives in the summary.
+        COLUMNS=250 timeout 600 "$PY" -m pytest -q -rfE --tb=short python/tests -p no:cacheprovider 2>&1 | tee "$OUT/pytest.log" | tail -n 15 || status=1
         ;;
     bench)
         echo "== flagship kernels vs PyTorch"

@@ -71,48 +71,35 @@ def test_streamed_and_more_ctas_than_rows(centered):
             np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-4)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("m,ctas", [(7, 3), (2, 4), (9, 4)])
-def test_prefetching_the_next_row(dtype, m, ctas):
-    """The prefetching design: row i + 1's x and dy copied into a two-row ring in shared memory
-    (`cp.async`) while row i is computed; CTAs with several rows, one, and none."""
-    h = 2048
-    rng = np.random.default_rng(m)
-    x = (rng.standard_normal((m, h)) * 2 + 1).astype(numpy_dtype(dtype))
-    w = (rng.random(h) + 0.5).astype(x.dtype)
-    dy = rng.standard_normal((m, h)).astype(x.dtype)
-    rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, prefetch=True))
-        hp = nb._padded(h)
-        dx = np.zeros_like(x)
-        dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
-        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
-        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
-        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
-        if centered:
-            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
-    with pytest.raises(ValueError, match="prefetch: a row of 2000 must be whole 16-byte vectors"):
-        nb.norm_backward_kernel.factory(h=2000, dtype=dtype, threads=256, prefetch=True)
+# (design, h, m, ctas): the prefetching design with CTAs of several rows, one, and none; the
+# cluster design (16 CTAs: four clusters of 4, two of 8) over slices that tile the row (the next
+# row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty).
+DESIGNS = [
+    ({"prefetch": True}, 2048, 7, 3),
+    ({"prefetch": True}, 2048, 2, 4),
+    ({"prefetch": True}, 2048, 9, 4),
+    ({"cluster": 4}, 8192, 7, 16),
+    ({"cluster": 4}, 9000, 5, 16),
+    ({"cluster": 2}, 8192, 3, 16),
+    ({"cluster": 8}, 4100, 6, 16),
+]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("h,cluster,m", [(8192, 4, 7), (9000, 4, 5), (8192, 2, 3), (4100, 8, 6)])
-def test_rows_split_over_a_cluster(dtype, h, cluster, m):
-    """Wide rows: a cluster of CTAs per row walking the rows, each CTA a slice of x, dy and w and
-    its partial sums in registers, one DSMEM exchange of four statistics per row (LayerNorm's
-    combined about the row's mean: a shifted row); slices that tile the row prefetch the next
-    row, ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty) load
-    directly; clusters with several rows, one, and none."""
+@pytest.mark.parametrize("design,h,m,ctas", DESIGNS, ids=lambda v: str(v).replace(" ", ""))
+def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
+    """The prefetching design (row i + 1's x and dy copied into a two-row ring in shared memory by
+    `cp.async` while row i is computed) and the cluster design for wide rows (a cluster of CTAs
+    per row walking the rows, each CTA a slice of x, dy and w and its partial sums in registers,
+    one DSMEM exchange of four statistics per row, LayerNorm's combined about the row's mean: a
+    shifted row) against float64."""
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
     w = (rng.random(h) + 0.5).astype(x.dtype)
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    ctas = 16
     for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, cluster=cluster))
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, **design))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
@@ -122,6 +109,13 @@ def test_rows_split_over_a_cluster(dtype, h, cluster, m):
         np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
         if centered:
             np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+def test_design_errors():
+    with pytest.raises(ValueError, match="prefetch: a row of 2000 must be whole 16-byte vectors"):
+        nb.norm_backward_kernel.factory(h=2000, dtype="bfloat16", threads=256, prefetch=True)
+    with pytest.raises(ValueError, match="a slice of 5000 does not fit the registers"):
+        nb.norm_backward_kernel.factory(h=20000, dtype="bfloat16", threads=512, centered=True, cluster=4)
 
 
 def test_without_weight_and_errors():

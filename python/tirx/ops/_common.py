@@ -341,8 +341,8 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     without leaving more than half of the first round of vectors idle; streamed where a row
     takes at least two tiles; a lane group per row where the row fits the group's registers
     and half its first round is busy; a cluster per row (`CLUSTER_CONFIGS`, where the op has
-    that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers. Rows too wide for any register tile keep the streamed
-    configurations."""
+    that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers. Rows too
+    wide for any register tile keep the streamed configurations."""
 
     def prune(configs, dtype, **key):
         n, held = key[length], tiles(dtype, key)

@@ -103,23 +103,17 @@ def norm_backward_kernel(
     return norm_backward_rows
 
 
-def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
-    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
-    i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
-    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    padded = chunks * width > h
-    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
-    row_sum = c.row_sum_pass(g, load)
-    sums = c.cta_sums(3, warps)
-    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
+def _ring_io(width: int, widen: bool):
+    """The prefetching designs' two-row ring in shared memory, as macros: ``fetch(xs, dys, X, DY,
+    slot, r, c0, m)`` starts copying columns ``[c0, c0 + width)`` of row ``r`` of x and dy into
+    ``slot`` (nothing past the last row; one `cp.async` group either way); ``from_ring(dst, ring,
+    slot, stage)`` reads a slot into the float32 tile ``dst`` (16-bit rows through ``stage``)."""
 
     @T.macro
-    def fetch(xs, dys, X, DY, slot, r, m):
-        """Row ``r``'s x and dy into ``slot`` of the ring (nothing past the last row), one group."""
-        if (r >= 0) & (r < m):  # (r >= 0 too: a run-time stride `ctas` has no known sign)
-            Tx.cta.copy_async(xs[slot, 0:width], X[r, 0:width])
-            Tx.cta.copy_async(dys[slot, 0:width], DY[r, 0:width])
+    def fetch(xs, dys, X, DY, slot, r, c0, m):
+        if (r >= 0) & (r < m):  # (r >= 0 too: a run-time stride has no known sign)
+            Tx.cta.copy_async(xs[slot, 0:width], X[r, c0 : c0 + width])
+            Tx.cta.copy_async(dys[slot, 0:width], DY[r, c0 : c0 + width])
         T.ptx.cp_async.commit_group()
 
     @T.macro
@@ -129,6 +123,21 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             Tx.cta.cast(dst[0:width], stage[0:width])
         else:
             Tx.cta.copy(dst[0:width], ring[slot, 0:width])
+
+    return fetch, from_ring
+
+
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
+    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
+    i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
+    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+    row_sum = c.row_sum_pass(g, load)
+    sums = c.cta_sums(3, warps)
+    fetch, from_ring = _ring_io(width, widen)
+    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
 
     @T.macro
     def add_partial(acc, P, a, b2, first):
@@ -194,11 +203,11 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
         if prefetch:  # a two-row ring; the first row in flight before the loop
             xs = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
             dys = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
-            fetch(xs, dys, X, DY, 0, b, m)
+            fetch(xs, dys, X, DY, 0, b, 0, m)
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
             if prefetch:  # the next row into the other slot, then this row's slot into registers
-                fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, m)
+                fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, 0, m)
                 T.ptx.cp_async.wait_group(1)
                 T.cuda.cta_sync()
                 from_ring(x, xs, i % 2, stage)
@@ -312,21 +321,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     load, store = c.row_io(g, dtype)  # the padding reads 0
     open_, publish, release, close = c.cluster_exchange(cn)
     sums = c.cta_sums(3, warps)
-
-    @T.macro
-    def fetch(xs, dys, X, DY, slot, r, c0, m):
-        if (r >= 0) & (r < m):  # (r >= 0 too: a run-time stride has no known sign)
-            Tx.cta.copy_async(xs[slot, 0:width], X[r, c0 : c0 + width])
-            Tx.cta.copy_async(dys[slot, 0:width], DY[r, c0 : c0 + width])
-        T.ptx.cp_async.commit_group()
-
-    @T.macro
-    def from_ring(dst, ring, slot, stage):
-        if widen:
-            Tx.cta.copy(stage[0:width], ring[slot, 0:width])
-            Tx.cta.cast(dst[0:width], stage[0:width])
-        else:
-            Tx.cta.copy(dst[0:width], ring[slot, 0:width])
+    fetch, from_ring = _ring_io(width, widen)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):

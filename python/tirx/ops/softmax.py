@@ -9,7 +9,8 @@ thread-local folds then CTA reductions (`T.cuda.cta_max`, `cta_sum`), the expone
 wider than the registers (`_common.row_capacity`) is streamed in tiles: an online max and sum
 per thread (rescaled by exp2 of the max's change), then a second pass that writes, last tile
 first (the likeliest in L2). Short rows are held by lane groups (`_common.RowGroupTile`), many
-rows per CTA.
+rows per CTA; rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers,
+the slices' max and sum exchanged through distributed shared memory (`_in_cluster`).
 The backward of each (`softmax_backward`, `log_softmax_backward`, and autograd through the
 registered ops): dx = y * (dy - sum(dy * y)), dx = dy - exp(y) * sum(dy), one CTA per row in the
 same design. `log_softmax` writes `(x - max) - log(sum)`, its exponentials in a second register tile (so half

@@ -10,6 +10,8 @@
 #   ref       the reference's test files through `pytest --noconftest -p tirx.compat` on the GPU,
 #             from $TIRX_REFTESTS (a copy of apache/tvm's tests/python/tirx/operator/tile_primitive/cuda);
 #             pass/fail counts per file and failures by cause
+#   sanitize  (not in the default) every design of the memory-bound tirx.ops under compute-sanitizer
+#             (scripts/gpu-sanitize-ops.sh)
 # Needs: python3 with PyTorch, numpy, pytest (ml_dtypes for bf16); the wheel is installed with
 # --no-deps into that python (or unpacked onto PYTHONPATH when pip refuses its platform tag).
 # Logs and JSON go to $OUT (default: a fresh temp dir).
@@ -54,6 +56,10 @@ for step in "${steps[@]}"; do
             --junitxml="$OUT/ref.xml" >"$OUT/ref.log" 2>&1)
         tail -n 3 "$OUT/ref.log"
         "$PY" python/bench/ref_summary.py "$OUT/ref.xml" | tee "$OUT/ref_summary.txt"
+        ;;
+    sanitize)
+        echo "== tirx.ops designs under compute-sanitizer"
+        PYTHON="$PY" timeout 600 scripts/gpu-sanitize-ops.sh 2>&1 | tee "$OUT/sanitize.log" | grep -v "^ok " || status=1
         ;;
     *) echo "unknown step $step"; status=1 ;;
     esac

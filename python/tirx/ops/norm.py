@@ -14,8 +14,9 @@ second: no cancellation). A row wider than the registers is streamed in tiles: o
 statistic, then one that normalises and writes, last tile first. Short rows are held by lane
 groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
 loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers, the
-slices' sums exchanged through distributed shared memory (`_rms_cluster`, `_layer_norm_cluster`). Rows and eps are run-time scalars; the row length and dtype key the kernel, whose
-design and thread count are autotuned. The backward: `norm_backward.py`."""
+slices' sums exchanged through distributed shared memory (`_rms_cluster`, `_layer_norm_cluster`).
+Rows and eps are run-time scalars; the row length and dtype key the kernel, whose design and
+thread count are autotuned. The backward: `norm_backward.py`."""
 
 from typing import List, Optional
 

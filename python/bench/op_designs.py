@@ -1,8 +1,10 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
 row (DSMEM), and the norms' backward with its partial sums in registers, shared memory and
-global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every
-launch is checked for out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value.
+global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under
+compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked for
+out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
+a GPU it runs in the simulator (CPU tensors).
 
     python python/bench/op_designs.py
 """

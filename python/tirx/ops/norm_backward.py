@@ -1,28 +1,38 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row, whole clusters) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from ``x`` (no saved mean or rstd: the
-backward reads the row anyway) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
-``g = w * dy``,
+A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row, whole clusters)
+walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from
+``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
+``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and ``g = w * dy``,
 
     RMSNorm:   dx = rstd * (g - xhat * mean(g * xhat))
     LayerNorm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 
 A CTA's partial sums of ``dy * xhat`` (dW) and ``dy`` (dB) over its rows stay in registers
-beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA (short rows are
-held by lane groups, several rows per CTA at a time: each row slot keeps its own sums, and the
-CTA adds its slots through shared memory before writing its row); a second kernel
-sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. A row too wide
-for the registers is streamed through tiles: one pass for its statistics (two for LayerNorm:
-the mean, then the deviations about it, as the forward), a last one that writes dx and adds the
-row's share into the CTA's float32 partial sums: in shared memory where they fit
-(`SHARED_PARTIALS` bytes; each thread only ever touches its own columns there, so no barrier),
-else in the CTA's partial row in global memory, which only that CTA touches.
+beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA; a second kernel
+sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. The designs,
+tuned per row length and dtype:
+
+- a CTA per row in registers, the row's three sums in one CTA exchange (`_common.cta_sums`);
+- the same with the next row's x and dy prefetched into a two-row shared-memory ring by
+  `cp.async` while a row is computed (``prefetch``: twice the bytes in flight, no more registers);
+- short rows in lane groups, several rows per CTA at a time (each row slot keeps its own sums,
+  and the CTA adds its slots through shared memory before writing its row);
+- a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
+  registers, one DSMEM exchange of four statistics per row);
+- rows streamed through register tiles: one pass for the statistics (two for LayerNorm: the
+  mean, then the deviations about it, as the forward), a last one that writes dx and adds the
+  row's share into the CTA's partial sums, in shared memory where they fit (`SHARED_PARTIALS`
+  bytes; each thread only ever touches its own columns there, so no barrier), else in the CTA's
+  partial row in global memory, which only that CTA touches.
+
 Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from . import _common as c
+
 
 def _tiles(dtype, key) -> int:
     """Float32 tiles held: x, dy, w, a product, dW (and dB for LayerNorm)."""
@@ -65,8 +75,8 @@ def norm_backward_kernel(
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
-    ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``: the rows in
-    register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
+    ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``:
+    the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
     (``ctas`` a multiple of it)."""

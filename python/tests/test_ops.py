@@ -502,9 +502,10 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
 
 
-def test_a_cluster_is_tuned_only_for_wide_rows():
+def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
     """The cluster configurations apply from `CLUSTER_MIN` columns, where a slice fits the
-    CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads."""
+    CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads; none on
+    a target without clusters (an Ampere GPU: the row kernels still tune there)."""
     sm = sys.modules["tirx.ops.softmax"]
     c = sys.modules["tirx.ops._common"]
     tuner = sm.softmax_kernel
@@ -518,6 +519,11 @@ def test_a_cluster_is_tuned_only_for_wide_rows():
     assert (1024, 2) not in clusters(65536) and (512, 2) in clusters(65536)
     with pytest.raises(ValueError, match="a slice of 32768 does not fit the registers"):
         sm.softmax_kernel.factory(n=65536, dtype="bfloat16", threads=1024, cluster=2)
+    monkeypatch.setenv("TIRX_TARGET", "sm_80")
+    assert clusters(65536) == [] and clusters(262144) == []
+    nb = sys.modules["tirx.ops.norm_backward"].norm_backward_kernel
+    kept = nb.prune([dict(cfg) for cfg in nb.configs], dtype="bfloat16", h=65536, centered=False)
+    assert kept and not any(cfg.get("cluster") for cfg in kept)
 
 
 def test_a_stride_one_dim_other_than_the_last():

@@ -334,6 +334,15 @@ def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     return load, store
 
 
+def _target_has_clusters() -> bool:
+    """Whether the default target (`runtime.default_target`: the GPU's, or `$TIRX_TARGET`) launches
+    thread-block clusters: sm_90 and newer."""
+    from ..runtime import default_target
+
+    digits = "".join(ch for ch in default_target().split("_", 1)[-1] if ch.isdigit())
+    return bool(digits) and int(digits) >= 90
+
+
 def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Callable:
     """The autotuner's pruning of `ROW_CONFIGS` for a row kernel keyed by its row length (the
     factory argument ``length``) and ``dtype``; ``tiles(dtype, key)``: the float32 tiles it
@@ -341,18 +350,20 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     without leaving more than half of the first round of vectors idle; streamed where a row
     takes at least two tiles; a lane group per row where the row fits the group's registers
     and half its first round is busy; a cluster per row (`CLUSTER_CONFIGS`, where the op has
-    that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers. Rows too
-    wide for any register tile keep the streamed configurations."""
+    that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers, on a
+    target with clusters (sm_90+). Rows too wide for any register tile keep the streamed
+    configurations."""
 
     def prune(configs, dtype, **key):
         n, held = key[length], tiles(dtype, key)
         vec = 16 // elem_bytes(dtype)
+        clusters = _target_has_clusters()
 
         def fits(cfg):
             t, cap = cfg["threads"], row_capacity(cfg["threads"], dtype, held)
             if cfg.get("cluster"):
                 part = -(-n // cfg["cluster"])
-                return n >= CLUSTER_MIN and -(-part // (t * vec)) * vec <= cap and t * vec // 2 < part
+                return clusters and n >= CLUSTER_MIN and -(-part // (t * vec)) * vec <= cap and t * vec // 2 < part
             if cfg.get("tpr"):
                 p = cfg["tpr"]
                 return -(-n // (p * vec)) * vec <= cap and p * vec // 2 < n

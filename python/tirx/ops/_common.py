@@ -305,6 +305,35 @@ def cluster_exchange(n: int):
     return open_, publish, release, close
 
 
+def slice_moments(n: int, width: int, h: int):
+    """A macro ``moments(stats, out)`` combining the statistics that the ``n`` slices of ``width``
+    columns of a row of ``h`` published (`cluster_exchange`: slice p's ``stats[p]`` = its sum,
+    its sum of squared deviations about its own mean ``m_p``, and, optionally, ``sum(g)`` and
+    ``sum(g (x - m_p))``) exactly about the row's mean, as Chan et al. combine partial variances:
+    ``out[0]`` the row's mean, ``out[1] = sum_p M2_p + n_p (m_p - mean)^2``, ``out[2] = sum_p
+    sum(g)``, ``out[3] = sum_p [sum g (x - m_p) + (m_p - mean) sum(g)] = sum g (x - mean)``; each
+    in slice order. ``n_p``: the slice's columns inside the row (the last ones may hold none)."""
+    from .. import T
+
+    @T.macro
+    def moments(stats, out):
+        out[0] = 0.0
+        for p in range(n):
+            out[0] = out[0] + stats[p, 0]
+        out[0] = out[0] / float(h)
+        out[1] = 0.0
+        out[2] = 0.0
+        out[3] = 0.0
+        for p in range(n):
+            n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
+            d = stats[p, 0] / T.max(n_p, 1.0) - out[0]
+            out[1] = out[1] + stats[p, 1] + n_p * d * d
+            out[2] = out[2] + stats[p, 2]
+            out[3] = out[3] + stats[p, 3] + d * stats[p, 2]
+
+    return moments
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;

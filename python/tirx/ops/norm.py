@@ -300,11 +300,12 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers: each CTA publishes its slice's sum and its sum of squared deviations
     about the slice's own mean (`_common.cluster_exchange`, one exchange), combined as Chan et al.
-    combine partial variances: ``M2 = sum_p M2_p + n_p (mean_p - mean)^2`` (no cancellation)."""
+    combine partial variances (`_common.slice_moments`: no cancellation)."""
     g = c.cluster_tile(h, dtype, threads, cn, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
+    moments = c.slice_moments(cn, width, h)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):
@@ -327,6 +328,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
             stage = x
         sq = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         xl = x.local()
         open_(bar)
@@ -344,16 +346,9 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
         Tx.sum(part[0:1], sq[0:per])
         dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
-        part[0] = 0.0
-        for p in range(cn):
-            part[0] = part[0] + stats[p, 0]
-        mean = part[0] / float(h)
-        part[0] = 0.0
-        for p in range(cn):  # slice p's columns, its mean and its offset from the row's mean
-            n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
-            d = stats[p, 0] / T.max(n_p, 1.0) - mean
-            part[0] = part[0] + stats[p, 1] + n_p * d * d
-        rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
+        moments(stats, mom)
+        mean = mom[0]
+        rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(xl[0:per], xl[0:per], rstd)

@@ -322,7 +322,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     (`_common.cluster_exchange`), one exchange per row: RMSNorm sends ``sum(x^2)`` and
     ``sum(g x)``; LayerNorm its slice's sum, sum of squared deviations about the slice's mean
     ``m_p``, ``sum(g)`` and ``sum(g (x - m_p))``, which combine exactly about the row's mean
-    (Chan et al.; ``sum g (x - mean) = sum_p [sum g (x - m_p) + (m_p - mean) sum_p g]``). Where
+    (`_common.slice_moments`). Where
     the slices tile the row exactly, the next row's slices are prefetched (`cp.async`, a two-row
     ring). CTA b writes partial row b: its slice's sums, zeros elsewhere."""
     g = c.cluster_tile(h, dtype, threads, cn, _tiles(dtype, {"centered": centered}))
@@ -332,6 +332,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     open_, publish, release, close = c.cluster_exchange(cn)
     sums = c.cta_sums(3, warps)
     fetch, from_ring = _ring_io(width, widen)
+    moments = c.slice_moments(cn, width, h)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
@@ -359,6 +360,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             stage = tmp
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
@@ -398,8 +400,10 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             Tx.sum(part[0:1], tl[0:per])
             acc[0] = part[0]
             Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
-            Tx.sum(part[0:1], tl[0:per])
-            acc[1] = part[0]
+            acc[1] = 0.0
+            if centered:
+                Tx.sum(part[0:1], tl[0:per])
+                acc[1] = part[0]
             Tx.mul(tl[0:per], tl[0:per], xl[0:per])
             Tx.sum(part[0:1], tl[0:per])
             acc[2] = part[0]
@@ -409,23 +413,12 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             else:
                 publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
             if centered:  # the slices' statistics about the row's mean
-                part[0] = 0.0
-                for p in range(cn):
-                    part[0] = part[0] + stats[p, 0]
-                mean = part[0] / float(h)
-                acc[0] = 0.0
-                acc[1] = 0.0
-                acc[2] = 0.0
-                for p in range(cn):
-                    n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
-                    d = stats[p, 0] / T.max(n_p, 1.0) - mean
-                    acc[0] = acc[0] + stats[p, 1] + n_p * d * d
-                    acc[1] = acc[1] + stats[p, 2]
-                    acc[2] = acc[2] + stats[p, 3] + d * stats[p, 2]
+                moments(stats, mom)
                 release()
-                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                sum_g = acc[1]
-                c_gx = acc[2] / float(h) * rstd
+                mean = mom[0]
+                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+                sum_g = mom[2]
+                c_gx = mom[3] / float(h) * rstd
                 Tx.add(xl[0:per], xl[0:per], slice_mean - mean)  # x - mean
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)

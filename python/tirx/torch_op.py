@@ -16,6 +16,17 @@ _suffix = itertools.count(2)
 
 # `torch.compiler.is_compiling`, once torch is loaded (every kernel call asks it first).
 _is_compiling = None
+_torch = None
+
+
+def loaded_torch():
+    """The torch module once it is loaded (None before), kept: code that Dynamo traces must not
+    look it up in `sys.modules`, which Dynamo would wrap by iterating it while other threads
+    import modules ("dictionary changed size during iteration")."""
+    global _torch
+    if _torch is None:
+        _torch = sys.modules.get("torch")
+    return _torch
 
 
 def compiling() -> bool:
@@ -29,7 +40,7 @@ def compiling() -> bool:
 
 def _first_compiling() -> bool:
     global _is_compiling
-    torch = sys.modules.get("torch")
+    torch = loaded_torch()
     if torch is None:
         return False
     _is_compiling = torch.compiler.is_compiling

@@ -13,6 +13,7 @@ from . import matmul as _matmul
 from . import norm as _norm
 from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
 from . import softmax as _softmax
+from ..torch_op import compiling as _compiling
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
 from .norm import add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
@@ -36,6 +37,7 @@ __all__ = [
 # With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
 # cannot trace a registration); without it, they are registered on their first torch call.
 if "torch" in sys.modules:
+    _compiling()  # and torch kept, for the calls that Dynamo traces (`torch_op.loaded_torch`)
     _softmax.register_torch_op()
     _softmax.register_log_torch_op()
     _norm.register_torch_op()

@@ -1,18 +1,18 @@
 """What the ops share: array kinds, row views, choosing threads, the registered torch ops."""
 
-import sys
 from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from ..torch_op import compiling  # noqa: F401  (the ops' test: through the registered op or not)
+from ..torch_op import loaded_torch
 
 _DTYPES = ("float32", "float16", "bfloat16")
 _ops: Dict[str, object] = {}
 
 
 def is_torch(x) -> bool:
-    torch = sys.modules.get("torch")
+    torch = loaded_torch()
     return torch is not None and isinstance(x, torch.Tensor)
 
 

@@ -1,6 +1,6 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
-row (DSMEM), and the norms' backward with its partial sums in registers, shared memory and
+row (DSMEM; each slice in registers or in shared memory), and the norms' backward with its partial sums in registers, shared memory and
 global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under
 compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked for
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
@@ -26,6 +26,7 @@ DESIGNS = [
     ("streamed", 20000, {"threads": 256, "stream": True}),
     ("groups", 256, {"threads": 128, "tpr": 8}),
     ("cluster", 20000, {"threads": 512, "cluster": 4}),
+    ("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}),
 ]
 M = 5
 failures = []
@@ -69,9 +70,12 @@ def main():
         check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
         run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
         check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
-        if design != "cluster":
+        if not design.startswith("cluster"):
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
+    _softmax_backward_one_slice(x, dy)
+    x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
+    w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
     x, dy = torch.randn(M, 2048, device=dev, dtype=dt), torch.randn(M, 2048, device=dev, dtype=dt)
     _norm_backward("prefetch", 2048, {"threads": 256, "prefetch": True}, x, torch.rand(2048, device=dev, dtype=dt) + 0.5, dy)
@@ -82,6 +86,16 @@ def main():
     _norm_backward("cluster", 20000, {"threads": 256, "cluster": 8}, x, w, dy)  # ragged slices
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
     return 1 if failures else 0
+
+
+def _softmax_backward_one_slice(x, dy):
+    """softmax's backward over a cluster with only ``y``'s slice in shared memory (``dy`` read twice)."""
+    n = x.shape[1]
+    y, dx = F.softmax(x.float(), -1).to(x.dtype), torch.empty_like(x)
+    cfg = {"threads": 256, "cluster": 4, "shared": True, "slice_limit": 0}
+    run(sm.softmax_backward_kernel.factory, n=n, dtype="bfloat16", **cfg)(y, dy, dx, M)
+    yf, g = y.float(), dy.float()
+    check(f"softmax backward cluster, y's slice in shared memory {n}", dx, yf * (g - (g * yf).sum(-1, keepdim=True)))
 
 
 def _cross_entropy(design, n, cfg, x):

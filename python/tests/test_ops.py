@@ -502,25 +502,78 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
 
 
+@pytest.mark.parametrize("dtype,n,cluster", [("float32", 4096, 2), ("bfloat16", 16384, 4), ("float16", 2048, 8)])
+def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
+    """Issue 33 item 5, wide rows with the slices in shared memory (`SharedSlice`: copied by
+    `cp.async`, read in register tiles; 2, 4 and 1 tiles per slice here): softmax, log_softmax,
+    their backward (softmax's with both slices held, and with ``y``'s only: ``dy`` read twice),
+    rms_norm, add_rms_norm (the rounded sum written back over the slice) and layer_norm against
+    float64, nothing written outside the rows."""
+    sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
+    m, threads = 3, 32
+    rng = np.random.default_rng(n + cluster)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    dy = rng.standard_normal((m, n)).astype(x.dtype)
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    f32 = dtype == "float32"
+    rtol, atol = (1e-5, 1e-5) if f32 else (2.0**-7, 2.0**-6)
+    design = dict(threads=threads, cluster=cluster, shared=True)
+    for log in (False, True):
+        k = tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, log=log, **design))
+        big = np.full((m + 2, n), 7, x.dtype)
+        k(x, big[1 : m + 1], m)
+        assert (big[0] == 7).all() and (big[-1] == 7).all()
+        y = big[1 : m + 1]
+        want = _softmax_ref(x)
+        np.testing.assert_allclose(y.astype(F64), np.log(want) if log else want, rtol=rtol, atol=atol)
+        yd, g = y.astype(F64), dy.astype(F64)
+        grad = g - np.exp(yd) * g.sum(-1, keepdims=True) if log else yd * (g - (g * yd).sum(-1, keepdims=True))
+        for limit in (1 << 20, 0):
+            kb = tirx.compile(sm.softmax_backward_kernel.factory(n=n, dtype=dtype, log=log, slice_limit=limit, **design))
+            dx = np.zeros_like(x)
+            kb(y, dy, dx, m)
+            np.testing.assert_allclose(dx.astype(F64), grad, rtol=rtol, atol=atol)
+    y = np.zeros_like(x)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))
+    k(x, w, y, m, 1e-6)
+    _close(y, _rms_ref(x, w, 1e-6), dtype)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design))
+    summed = np.zeros_like(x)
+    k(x, r, w, y, summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y, _rms_ref(want_h, w, 1e-6), dtype)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))
+    k(x, w, b, y, m, 1e-5)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=rtol, atol=atol)
+
+
 def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
     """The cluster configurations apply from `CLUSTER_MIN` columns, where a slice fits the
-    CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads; none on
-    a target without clusters (an Ampere GPU: the row kernels still tune there)."""
+    CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads; slices
+    in shared memory where they tile the row and fit `SLICE_SHARED_MAX`; none on a target without clusters (an Ampere GPU: the row kernels
+    still tune there)."""
     sm = sys.modules["tirx.ops.softmax"]
     c = sys.modules["tirx.ops._common"]
-    tuner = sm.softmax_kernel
 
-    def clusters(n):
+    def clusters(n, shared=False, tuner=sm.softmax_kernel):
         kept = tuner.prune([dict(cfg) for cfg in tuner.configs], dtype="bfloat16", n=n, log=False)
-        return [(cfg["threads"], cfg["cluster"]) for cfg in kept if cfg.get("cluster")]
+        return [(cfg["threads"], cfg["cluster"]) for cfg in kept if cfg.get("cluster") and cfg.get("shared", False) == shared]
 
-    assert clusters(4096) == [] and clusters(c.CLUSTER_MIN - 8) == []
-    assert clusters(262144) == [(512, 8)]
+    assert clusters(4096) == [] and clusters(c.CLUSTER_MIN - 8) == [] and clusters(4096, True) == []
+    assert clusters(262144) == [(512, 8)] and clusters(262144, True) == [(256, 8), (512, 8)]
     assert (1024, 2) not in clusters(65536) and (512, 2) in clusters(65536)
+    assert clusters(65536 + 4096, True) == [(256, 2)]  # 69,632 = 4,096 * 17: no other split tiles it
+    assert clusters(262144, True, sm.softmax_backward_kernel) == [(256, 8), (512, 8)]
     with pytest.raises(ValueError, match="a slice of 32768 does not fit the registers"):
         sm.softmax_kernel.factory(n=65536, dtype="bfloat16", threads=1024, cluster=2)
+    with pytest.raises(ValueError, match=r"the slices must be whole 16-byte vectors of every thread \(8192 divides the row\)"):
+        sm.softmax_kernel.factory(n=65536 + 4096, dtype="bfloat16", threads=256, cluster=4, shared=True)
     monkeypatch.setenv("TIRX_TARGET", "sm_80")
-    assert clusters(65536) == [] and clusters(262144) == []
+    assert clusters(65536) == [] and clusters(262144) == [] and clusters(262144, True) == []
     nb = sys.modules["tirx.ops.norm_backward"].norm_backward_kernel
     kept = nb.prune([dict(cfg) for cfg in nb.configs], dtype="bfloat16", h=65536, centered=False)
     assert kept and not any(cfg.get("cluster") for cfg in kept)

@@ -55,8 +55,13 @@ ROW_CONFIGS = THREAD_CONFIGS + STREAM_CONFIGS + GROUP_CONFIGS
 # registers, the row's statistics exchanged through distributed shared memory (`cluster_exchange`).
 CLUSTER_CONFIGS = [{"threads": t, "cluster": n} for t in (512, 1024) for n in (2, 4, 8)]
 WIDE_ROW_CONFIGS = ROW_CONFIGS + CLUSTER_CONFIGS
+# ... or each holding its slice in shared memory (`SharedSlice`): no registers for the row, so
+# several CTAs per SM, one's loads in flight while another reduces or writes.
+SHARED_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True} for t in (256, 512) for n in (2, 4, 8)]
 # Rows shorter than this are not split over a cluster (a CTA or two per SM hold them whole).
 CLUSTER_MIN = 16384
+# The shared-memory slices of a CTA, at most: two CTAs per SM (of 227 KB) at least.
+SLICE_SHARED_MAX = 100 * 1024
 
 
 def elem_bytes(dtype: str) -> int:
@@ -252,6 +257,58 @@ def cluster_tile(n: int, dtype: str, threads: int, cluster: int, tiles: float) -
     return g
 
 
+class SharedSlice:
+    """How a CTA of ``threads`` threads holds its slice of a row of ``n`` elements split over a
+    cluster of ``cluster`` CTAs in shared memory: the slice, ``part = n / cluster`` columns, is
+    copied whole by `cp.async` (``load``), then read in register tiles of ``tile`` (a `RowTile`
+    of ``tile.width`` columns dividing the slice, at most `CHUNK` per thread), ``chunks`` of
+    them. The slices must tile the row in whole 16-byte vectors of every thread (`cp.async` has
+    no per-vector guard); `prune_rows` keeps only such configurations."""
+
+    def __init__(self, n: int, dtype: str, threads: int, cluster: int):
+        vec = 16 // elem_bytes(dtype)
+        if n % (cluster * threads * vec):
+            raise ValueError(
+                f"a row of {n} over a cluster of {cluster} CTAs of {threads} threads in shared memory: the "
+                f"slices must be whole 16-byte vectors of every thread ({cluster * threads * vec} divides the row)"
+            )
+        self.part = n // cluster
+        rounds = self.part // (threads * vec)
+        per = max(d for d in range(1, CHUNK // vec + 1) if rounds % d == 0) * vec
+        self.tile = RowTile(threads * per, dtype, threads)
+        self.chunks = self.part // self.tile.width
+        self.bytes = self.part * elem_bytes(dtype)
+
+    def io(self, dtype: str):
+        """Macros: ``fetch(S, A, r, c0)`` starts copying the slice (row ``r`` of ``A`` from column
+        ``c0``) into ``S`` (shared); ``landed()`` waits for every slice fetched (every thread's
+        copies, then a CTA barrier); ``chunk(dst, S, k, stage)`` reads tile ``k`` of ``S`` into the float32 registers ``dst``
+        (16-bit rows through ``stage``)."""
+        from .. import T, Tx
+
+        part, width, widen = self.part, self.tile.width, dtype != "float32"
+
+        @T.macro
+        def fetch(S, A, r, c0):
+            Tx.cta.copy_async(S[0:part], A[r, c0 : c0 + part])
+            T.ptx.cp_async.commit_group()
+
+        @T.macro
+        def landed():
+            T.ptx.cp_async.wait_group(0)
+            T.cuda.cta_sync()
+
+        @T.macro
+        def chunk(dst, S, k, stage):
+            if widen:
+                Tx.cta.copy(stage[0:width], S[k * width : k * width + width])
+                Tx.cta.cast(dst[0:width], stage[0:width])
+            else:
+                Tx.cta.copy(dst[0:width], S[k * width : k * width + width])
+
+        return fetch, landed, chunk
+
+
 def cluster_exchange(n: int):
     """Macros for rows split over a cluster of ``n`` CTAs, each CTA publishing four float32
     statistics of its slice of a row to every CTA of the cluster (distributed shared memory).
@@ -380,8 +437,9 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     takes at least two tiles; a lane group per row where the row fits the group's registers
     and half its first round is busy; a cluster per row (`CLUSTER_CONFIGS`, where the op has
     that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers, on a
-    target with clusters (sm_90+). Rows too wide for any register tile keep the streamed
-    configurations."""
+    target with clusters (sm_90+), or, with ``shared`` (`SHARED_CLUSTER_CONFIGS`), whose slices
+    tile the row and fit `SLICE_SHARED_MAX`.
+    Rows too wide for any register tile keep the streamed configurations."""
 
     def prune(configs, dtype, **key):
         n, held = key[length], tiles(dtype, key)
@@ -390,6 +448,10 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
 
         def fits(cfg):
             t, cap = cfg["threads"], row_capacity(cfg["threads"], dtype, held)
+            if cfg.get("shared"):
+                cn = cfg["cluster"]
+                fit = n % (cn * t * vec) == 0 and n // cn * elem_bytes(dtype) <= SLICE_SHARED_MAX
+                return clusters and n >= CLUSTER_MIN and fit
             if cfg.get("cluster"):
                 part = -(-n // cfg["cluster"])
                 return clusters and n >= CLUSTER_MIN and -(-part // (t * vec)) * vec <= cap and t * vec // 2 < part

@@ -13,8 +13,9 @@ squared deviations from it (two passes over the registers, the padding masked ou
 second: no cancellation). A row wider than the registers is streamed in tiles: one pass per
 statistic, then one that normalises and writes, last tile first. Short rows are held by lane
 groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
-loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers, the
-slices' sums exchanged through distributed shared memory (`_rms_cluster`, `_layer_norm_cluster`).
+loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers
+(`_rms_cluster`, `_layer_norm_cluster`) or in shared memory (`_rms_cluster_shared`,
+`_layer_norm_cluster_shared`), the slices' sums exchanged through distributed shared memory.
 Rows and eps are run-time scalars; the row length and dtype key the kernel, whose design and
 thread count are autotuned. The backward: `norm_backward.py`."""
 
@@ -29,15 +30,21 @@ from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3))
-def rms_norm_kernel(h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
+@autotune(
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3)
+)
+def rms_norm_kernel(
+    h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
     written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
     many lanes per row; ``stream``: the row in register tiles however short; ``cluster``: a
-    cluster of that many CTAs per row."""
+    cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory)."""
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
+    elif cluster and shared:
+        rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
     elif cluster:
         rows = _rms_cluster(h, dtype, threads, cluster, residual)
     else:
@@ -168,6 +175,80 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     return rows
 
 
+def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool):
+    """`_rms_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in register
+    tiles: the sum of squares, then the output; with ``residual``, the first pass adds ``R``'s
+    tile (from global memory), writes the rounded sum to ``H`` and back over the slice."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    fetch, landed, chunk = sl.io(dtype)
+    load_tile, store = c.row_io(g, dtype)
+    open_, publish, release, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        S = pool.alloc((part,), dtype)
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        r = b // cn
+        fetch(S, X, r, rank * part)
+        landed()
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            chunk(x, S, k, stage)
+            if residual:  # h = x + r, rounded as the unfused add would be, then written
+                c1 = rank * part + k * width
+                load_tile(w, R[r, c1 : c1 + width], stage)
+                Tx.cta.add(x[0:width], x[0:width], w[0:width])
+                store(H[r, c1 : c1 + width], x, stage)
+                if widen:
+                    Tx.cta.copy(S[k * width : k * width + width], stage[0:width])
+                    Tx.cta.cast(x[0:width], stage[0:width])
+                else:
+                    Tx.cta.copy(S[k * width : k * width + width], x[0:width])
+            Tx.mul(sq[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part_[0:1], sq[0:per])
+            acc[0] = acc[0] + part_[0]
+        s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
+        part_[0] = 0.0
+        for p in range(cn):
+            part_[0] = part_[0] + stats[p, 0]
+        rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
+        release()
+        for k in T.serial(chunks):
+            c0 = rank * part + k * width
+            chunk(x, S, k, stage)
+            load_tile(w, W[c0 : c0 + width], stage)
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+            store(Y[r, c0 : c0 + width], x, stage)
+        close()
+
+    return rows
+
+
 def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
@@ -216,13 +297,16 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     return rows
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
-def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, cluster: int = 0):
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
+def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements;
     ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles however
-    short; ``cluster``: a cluster of that many CTAs per row."""
+    short; ``cluster``: a cluster of that many CTAs per row (``shared``: each CTA's slice in
+    shared memory)."""
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
+    elif cluster and shared:
+        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster)
     elif cluster:
         rows = _layer_norm_cluster(h, dtype, threads, cluster)
     else:
@@ -357,6 +441,86 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
         load(w, B[c0 : c0 + width], stage)
         Tx.cta.add(x[0:width], x[0:width], w[0:width])
         store(Y[r, c0 : c0 + width], x, stage)
+        close()
+
+    return rows
+
+
+def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int):
+    """`_layer_norm_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in
+    register tiles twice: each thread's mean and squared deviations about it (a tile's about the
+    tile's mean, combined tile by tile as Chan et al. do; then over the threads about the
+    slice's mean: no cancellation), then the output."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    fetch, landed, chunk = sl.io(dtype)
+    load_tile, store = c.row_io(g, dtype)
+    open_, publish, release, close = c.cluster_exchange(cn)
+    moments = c.slice_moments(cn, part, h)
+
+    @T.macro
+    def rows(X, W, B, Y, m, eps):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        S = pool.alloc((part,), dtype)
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
+        mom = T.alloc_buffer((4,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        r = b // cn
+        fetch(S, X, r, rank * part)
+        landed()
+        run[0] = 0.0
+        run[1] = 0.0
+        for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
+            chunk(x, S, k, stage)
+            Tx.sum(part_[0:1], xl[0:per])
+            tile_mean = part_[0] * (1.0 / per)
+            Tx.add(xl[0:per], xl[0:per], -tile_mean)
+            Tx.mul(xl[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part_[0:1], xl[0:per])
+            d = tile_mean - run[0]
+            seen = T.cast(k, "float32") * float(per)
+            run[1] = run[1] + part_[0] + d * d * (seen * float(per) / (seen + float(per)))
+            run[0] = run[0] + d * (float(per) / (seen + float(per)))
+        means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
+        total = means * float(per * chunks)
+        local_mean = total / float(part)
+        d = run[0] - local_mean  # every thread holds per * chunks columns
+        dev = T.cuda.cta_sum(run[1] + float(per * chunks) * d * d, warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
+        moments(stats, mom)
+        mean = mom[0]
+        rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+        release()
+        for k in T.serial(chunks):
+            c0 = rank * part + k * width
+            chunk(x, S, k, stage)
+            Tx.add(xl[0:per], xl[0:per], -mean)
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            load_tile(w, W[c0 : c0 + width], stage)
+            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+            load_tile(w, B[c0 : c0 + width], stage)
+            Tx.cta.add(x[0:width], x[0:width], w[0:width])
+            store(Y[r, c0 : c0 + width], x, stage)
         close()
 
     return rows

@@ -9,8 +9,9 @@ thread-local folds then CTA reductions (`T.cuda.cta_max`, `cta_sum`), the expone
 wider than the registers (`_common.row_capacity`) is streamed in tiles: an online max and sum
 per thread (rescaled by exp2 of the max's change), then a second pass that writes, last tile
 first (the likeliest in L2). Short rows are held by lane groups (`_common.RowGroupTile`), many
-rows per CTA; rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers,
-the slices' max and sum exchanged through distributed shared memory (`_in_cluster`).
+rows per CTA; rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers
+(`_in_cluster`) or in shared memory (`_in_cluster_shared`: several CTAs per SM), the slices' max
+and sum exchanged through distributed shared memory.
 The backward of each (`softmax_backward`, `log_softmax_backward`, and autograd through the
 registered ops): dx = y * (dy - sum(dy * y)), dx = dy - exp(y) * sum(dy), one CTA per row in the
 same design. `log_softmax` writes `(x - max) - log(sum)`, its exponentials in a second register tile (so half
@@ -34,14 +35,18 @@ def _tiles(dtype, key) -> int:
     return 2 if key.get("log") else 1
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
-def softmax_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
+def softmax_kernel(
+    n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+):
     """Softmax (``log``: log-softmax) over rows of ``n`` elements of ``dtype``:
     ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row;
     ``stream``: the row streamed through register tiles however short; ``cluster``: a cluster of
-    that many CTAs per row."""
+    that many CTAs per row (``shared``: each CTA's slice in shared memory)."""
     if tpr:
         rows = _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    elif cluster and shared:
+        rows = _in_cluster_shared(n, dtype, threads, c.SharedSlice(n, dtype, threads, cluster), cluster, log)
     elif cluster:
         rows = _in_cluster(n, dtype, threads, cluster, log)
     else:
@@ -161,6 +166,77 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     return rows
 
 
+def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, log: bool):
+    """`_in_cluster` with each CTA's slice in shared memory (`SharedSlice`): copied in whole by
+    `cp.async`, read twice in register tiles: an online max and sum, then the output."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    fetch, landed, chunk = sl.io(dtype)
+    store = c.row_io(g, dtype)[1]
+    online_step = c.online_softmax_step()
+    open_, publish, release, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(A, B, m):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        S = pool.alloc((part,), dtype)
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        X = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = X
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's max and sum so far
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        open_(bar)
+        r = b // cn
+        fetch(S, A, r, rank * part)
+        landed()
+        Xl = X.local()
+        run[0] = NEG_INF
+        run[1] = 0.0
+        for k in T.serial(chunks):
+            chunk(X, S, k, stage)
+            online_step(run, part_, Xl, per)
+        mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
+        base = T.if_then_else(mx == NEG_INF, 0.0, mx)
+        s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - base) * LOG2E), warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
+        part_[0] = NEG_INF
+        for p in range(cn):
+            part_[0] = T.max(part_[0], stats[p, 0])
+        row_max = part_[0]
+        part_[0] = 0.0
+        for p in range(cn):
+            part_[0] = part_[0] + stats[p, 1] * T.exp2((stats[p, 0] - row_max) * LOG2E)
+        row_sum = part_[0]
+        release()
+        row_base = T.if_then_else(row_max == NEG_INF, 0.0, row_max)
+        shift = row_max + T.log(row_sum)
+        shift2 = row_base * LOG2E + T.log2(row_sum)  # exp(x - M) / S as one exp2
+        for k in T.serial(chunks):
+            chunk(X, S, k, stage)
+            if log:
+                Tx.add(Xl[0:per], Xl[0:per], -shift)
+            else:
+                Tx.exp2(Xl[0:per], Xl[0:per], -shift2, LOG2E)
+            c0 = rank * part + k * width
+            store(B[r, c0 : c0 + width], X, stage)
+        close()
+
+    return rows
+
+
 def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype, fill=NEG_INF)
@@ -244,14 +320,29 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return rows
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3))
-def softmax_backward_kernel(n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0):
+@autotune(
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3)
+)
+def softmax_backward_kernel(
+    n: int,
+    dtype: str,
+    threads: int,
+    log: bool = False,
+    tpr: int = 0,
+    stream: bool = False,
+    cluster: int = 0,
+    shared: bool = False,
+    slice_limit: int = c.SLICE_SHARED_MAX,
+):
     """The gradient of softmax (``log``: log-softmax) over rows of ``n`` elements: ``DX[r]`` from
     the forward's output ``Y[r]`` and its gradient ``DY[r]``, for ``m`` rows; ``tpr``: a group of
     that many lanes per row; ``stream``: the rows streamed through register tiles; ``cluster``: a
-    cluster of that many CTAs per row."""
+    cluster of that many CTAs per row (``shared``: each CTA's slices in shared memory, both of
+    softmax's where they fit ``slice_limit`` bytes)."""
     if tpr:
         rows = _backward_in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+    elif cluster and shared:
+        rows = _backward_in_cluster_shared(n, dtype, threads, c.SharedSlice(n, dtype, threads, cluster), cluster, log, slice_limit)
     elif cluster:
         rows = _backward_in_cluster(n, dtype, threads, cluster, log)
     else:
@@ -372,6 +463,94 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
             Tx.add(dyl[0:per], dyl[0:per], -s)
             Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
         store(DX[r, c0 : c0 + width], dy, stage)
+        close()
+
+    return rows
+
+
+def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, log: bool, slice_limit: int):
+    """`_backward_in_cluster` with each CTA's slices in shared memory (`SharedSlice`), read in
+    register tiles twice: the sum, then the output. log_softmax's sum needs only ``dy``: its
+    slice is held, ``y`` read once, in the second pass. softmax's needs both: ``y`` is held, and
+    ``dy`` too where both slices fit ``slice_limit`` bytes (else it is read twice, the second
+    time from L2)."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    held_y, held_dy = not log, log or 2 * sl.bytes <= slice_limit
+    fetch, landed, chunk = sl.io(dtype)
+    load_tile, store = c.row_io(g, dtype)
+    open_, publish, release, close = c.cluster_exchange(cn)
+
+    @T.macro
+    def rows(Y, DY, DX, m):
+        T.device_entry()
+        b = T.cta_id([m * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        if held_y:
+            Ys = pool.alloc((part,), dtype)
+        if held_dy:
+            DYs = pool.alloc((part,), dtype)
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        y = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = dy
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        yl, dyl = y.local(), dy.local()
+        open_(bar)
+        r = b // cn
+        if held_dy:
+            fetch(DYs, DY, r, rank * part)
+        if held_y:
+            fetch(Ys, Y, r, rank * part)
+        landed()
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            if held_dy:
+                chunk(dy, DYs, k, stage)
+            else:
+                c0 = rank * part + k * width
+                load_tile(dy, DY[r, c0 : c0 + width], stage)
+            if not log:
+                chunk(y, Ys, k, stage)
+                Tx.mul(dyl[0:per], yl[0:per], dyl[0:per])
+            Tx.sum(part_[0:1], dyl[0:per])
+            acc[0] = acc[0] + part_[0]
+        mine_sum = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
+        part_[0] = 0.0
+        for p in range(cn):
+            part_[0] = part_[0] + stats[p, 0]
+        s = part_[0]
+        release()
+        for k in T.serial(chunks):
+            c1 = rank * part + k * width
+            if held_y:
+                chunk(y, Ys, k, stage)
+            else:
+                load_tile(y, Y[r, c1 : c1 + width], stage)
+            if held_dy:
+                chunk(dy, DYs, k, stage)
+            else:
+                load_tile(dy, DY[r, c1 : c1 + width], stage)
+            if log:  # dy - exp(y) * s
+                Tx.exp(yl[0:per], yl[0:per])
+                Tx.fma(dyl[0:per], yl[0:per], -s, dyl[0:per])
+            else:  # y * (dy - s)
+                Tx.add(dyl[0:per], dyl[0:per], -s)
+                Tx.mul(dyl[0:per], dyl[0:per], yl[0:per])
+            store(DX[r, c1 : c1 + width], dy, stage)
         close()
 
     return rows

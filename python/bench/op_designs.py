@@ -128,9 +128,10 @@ def _norm_backward(design, n, cfg, x, w, dy):
         out.backward(dy.float())
         name = "layer_norm" if centered else "rms_norm"
         check(f"{name} backward dx {design} {n}", dx, xr.grad)
-        check(f"{name} backward dw {design} {n}", dwp.sum(0)[:n], wr.grad)
+        used = nb.partial_rows(cfg, ctas)
+        check(f"{name} backward dw {design} {n}", dwp[:used].sum(0)[:n], wr.grad)
         if centered:
-            check(f"{name} backward db {design} {n}", dbp.sum(0)[:n], dy.float().sum(0))
+            check(f"{name} backward db {design} {n}", dbp[:used].sum(0)[:n], dy.float().sum(0))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
     `cp.async` while row i is computed) and the cluster design for wide rows (a cluster of CTAs
     per row walking the rows, each CTA a slice of x, dy and w and its partial sums in registers,
     one DSMEM exchange of four statistics per row, LayerNorm's combined about the row's mean: a
-    shifted row) against float64."""
+    shifted row; a partial row per cluster, nothing past them) against float64."""
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
     w = (rng.random(h) + 0.5).astype(x.dtype)
@@ -106,9 +106,44 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
         k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
         rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
         np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
-        np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+        used = nb.partial_rows(design, ctas)  # a cluster's CTAs write one partial row together
+        assert np.isnan(dwp[used:]).all() and not np.isnan(dwp[:used]).any()
+        np.testing.assert_allclose(dwp[:used].sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
         if centered:
-            np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+            np.testing.assert_allclose(dbp[:used].sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):
+    """The ops through the cluster design (the tuner made to choose it): its partial rows are
+    one per cluster, and the op sums those only (the buffer's other rows are never written)."""
+    at = sys.modules["tirx.autotune"]
+    tuner = nb.norm_backward_kernel
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_memory", {})
+    monkeypatch.setattr(tuner, "_tuned", {})
+    monkeypatch.setattr(tuner, "_by_call", {})
+    monkeypatch.setattr(tuner, "timer", lambda k, args: 0.0 if "__cluster_dims__" in k.cuda_source else 1.0)
+    h, m = 16384, 3
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((m, h)) * 2 + 3).astype(np.float32)
+    w = (rng.random(h) + 0.5).astype(np.float32)
+    dy = rng.standard_normal((m, h)).astype(np.float32)
+    dx, dw = ops.rms_norm_backward(dy, x, h, w, 1e-5)
+    tuned = tuner(h=h, dtype="float32", centered=False)
+    assert tuned.configs[tuned.choice].get("cluster")
+    rdx, rdw, _ = _ref(x, w, dy, 1e-5, False)
+    np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5 * np.abs(rdx).max())
+    np.testing.assert_allclose(dw, rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+    dx, dw, db = ops.layer_norm_backward(dy, x, h, w, w, 1e-5)
+    rdx, rdw, rdb = _ref(x, w, dy, 1e-5, True)
+    np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5 * np.abs(rdx).max())
+    np.testing.assert_allclose(dw, rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+    np.testing.assert_allclose(db, rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+def test_ctas_per_sm_falls_with_the_row():
+    """Eight CTAs per SM up to 4,096 columns, fewer (their partial rows are traffic) above."""
+    assert [nb.ctas_per_sm(h) for h in (256, 4096, 8192, 16384, 65536, 262144)] == [8, 8, 4, 2, 2, 2]
 
 
 def test_design_errors():

@@ -324,7 +324,8 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     ``m_p``, ``sum(g)`` and ``sum(g (x - m_p))``, which combine exactly about the row's mean
     (`_common.slice_moments`). Where
     the slices tile the row exactly, the next row's slices are prefetched (`cp.async`, a two-row
-    ring). CTA b writes partial row b: its slice's sums, zeros elsewhere."""
+    ring). The CTAs of cluster q write partial row q together, each its slice's columns: the
+    design writes ``ctas / cn`` partial rows, not ``ctas`` (`partial_rows`)."""
     g = c.cluster_tile(h, dtype, threads, cn, _tiles(dtype, {"centered": centered}))
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     exact = cn * width == h
@@ -444,17 +445,10 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
         if exact:  # the last (empty) group
             T.ptx.cp_async.wait_group(0)
-        # Partial row b: this slice's sums, zeros at the other slices' columns.
-        Tx.fill(tl[0:per], 0.0)
-        for p in range(cn):
-            if p == rank:
-                Tx.cta.copy(DWP[b, p * width : p * width + width], dw[0:width], clip=True)
-                if centered:
-                    Tx.cta.copy(DBP[b, p * width : p * width + width], db[0:width], clip=True)
-            else:
-                Tx.cta.copy(DWP[b, p * width : p * width + width], tmp[0:width], clip=True)
-                if centered:
-                    Tx.cta.copy(DBP[b, p * width : p * width + width], tmp[0:width], clip=True)
+        # Partial row q, the cluster's: this slice's columns of it.
+        Tx.cta.copy(DWP[q, c0 : c0 + width], dw[0:width], clip=True)
+        if centered:
+            Tx.cta.copy(DBP[q, c0 : c0 + width], db[0:width], clip=True)
         close()
 
     return rows
@@ -611,23 +605,39 @@ def _sum_columns(p, h: int, dtype: str, like):
     return out[:h]
 
 
-# CTAs per SM of the backward's grid.
+# CTAs per SM of the backward's grid, at most ...
 CTAS_PER_SM = 8
+# ... and as many as keep float32 copies of their rows within this many bytes, at least 2: a
+# CTA holding a wide row has no more than one or two companions on its SM, and each CTA writes
+# (and the column sums read) a float32 partial row per sum, a traffic of ctas / rows of the
+# row bytes' (at 65,536 columns and 1 GiB of bf16 rows, 8 CTAs per SM added 37 % to LayerNorm's).
+CTA_ROW_BYTES = 128 * 1024
 # The grid is whole clusters of the largest size tuned.
 CLUSTER_MAX = max(cfg["cluster"] for cfg in c.CLUSTER_CONFIGS)
 
 
-def _ctas(x, rows: int) -> int:
-    """The grid (a run-time size): `CTAS_PER_SM` per SM (as many as the 256-thread designs keep
-    resident; each CTA writes one partial row per sum, so no more), at most one per row, rounded
-    up to whole clusters of `CLUSTER_MAX` (CTAs past the rows write zero partial rows); the
-    simulator's: one cluster."""
+def ctas_per_sm(h: int) -> int:
+    """The backward's CTAs per SM for rows of ``h``: `CTAS_PER_SM` up to 4,096 columns, fewer
+    for wider rows (`CTA_ROW_BYTES`), at least 2."""
+    return max(2, min(CTAS_PER_SM, CTA_ROW_BYTES // (4 * h)))
+
+
+def _ctas(x, rows: int, h: int) -> int:
+    """The grid (a run-time size): `ctas_per_sm` per SM, at most one per row, rounded up to whole
+    clusters of `CLUSTER_MAX` (CTAs past the rows write zero partial rows); the simulator's: one
+    cluster."""
     if c.is_torch(x) and x.is_cuda:
         from .matmul import _ctas as sm_count
 
-        n = min(rows, CTAS_PER_SM * sm_count(x))
+        n = min(rows, ctas_per_sm(h) * sm_count(x))
         return -(-n // CLUSTER_MAX) * CLUSTER_MAX
     return CLUSTER_MAX
+
+
+def partial_rows(config: dict, ctas: int) -> int:
+    """The partial rows that the design ``config`` writes on a grid of ``ctas``: a row per CTA, a
+    row per cluster for the cluster design."""
+    return ctas // config.get("cluster", 1)
 
 
 def run(grad, x, weight, eps: float, centered: bool):
@@ -640,12 +650,14 @@ def run(grad, x, weight, eps: float, centered: bool):
     if rows == 0:
         dw = c.new_array(x, h, fill=0) if weight is not None else None
         return dx, dw, (c.new_array(x, h, fill=0) if centered else None)
-    ctas = _ctas(x, rows)
+    ctas = _ctas(x, rows, h)
     # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
     fill = 0 if _padded(h) != h else None
     dwp = c.new_array(x, (ctas, _padded(h)), "float32", fill)
     dbp = c.new_array(x, (ctas, _padded(h)), "float32", fill) if centered else dwp
-    norm_backward_kernel(h=h, dtype=dtype, centered=centered)(x, w, grad, dx, dwp, dbp, rows, ctas, float(eps))
-    dw = _sum_columns(dwp, h, dtype, x) if weight is not None else None
-    db = _sum_columns(dbp, h, dtype, x) if centered else None
+    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered)
+    tuned(x, w, grad, dx, dwp, dbp, rows, ctas, float(eps))
+    used = partial_rows(tuned.configs[tuned.choice], ctas)
+    dw = _sum_columns(dwp[:used], h, dtype, x) if weight is not None else None
+    db = _sum_columns(dbp[:used], h, dtype, x) if centered else None
     return dx, dw, db

@@ -84,6 +84,9 @@ def main():
     _norm_backward("cluster, prefetch", 20480, {"threads": 256, "cluster": 4}, x, w, dy)  # slices of 5,120
     x, dy, w = x[:, :20000].contiguous(), dy[:, :20000].contiguous(), w[:20000].contiguous()
     _norm_backward("cluster", 20000, {"threads": 256, "cluster": 8}, x, w, dy)  # ragged slices
+    x, dy = torch.randn(M, 16384, device=dev, dtype=dt), torch.randn(M, 16384, device=dev, dtype=dt)
+    w = torch.rand(16384, device=dev, dtype=dt) + 0.5
+    _norm_backward("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}, x, w, dy)
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
     return 1 if failures else 0
 

@@ -82,6 +82,9 @@ DESIGNS = [
     ({"cluster": 4}, 9000, 5, 16),
     ({"cluster": 2}, 8192, 3, 16),
     ({"cluster": 8}, 4100, 6, 16),
+    ({"cluster": 4, "shared": True, "threads": 32}, 4096, 7, 16),
+    ({"cluster": 2, "shared": True, "threads": 64}, 8192, 5, 16),
+    ({"cluster": 8, "shared": True, "threads": 32}, 2048, 3, 16),
 ]
 
 
@@ -99,7 +102,7 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
     for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=256, centered=centered, **design))
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, **{"threads": 256, **design}))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)

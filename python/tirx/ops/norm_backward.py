@@ -1,7 +1,8 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (a run-time size: eight per SM, at most one per row, whole clusters)
+A grid of ``ctas`` CTAs (a run-time size: eight per SM, two for wide rows, at most one per row,
+whole clusters)
 walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from
 ``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
 ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and ``g = w * dy``,
@@ -20,7 +21,8 @@ tuned per row length and dtype:
 - short rows in lane groups, several rows per CTA at a time (each row slot keeps its own sums,
   and the CTA adds its slots through shared memory before writing its row);
 - a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
-  registers, one DSMEM exchange of four statistics per row);
+  registers, one DSMEM exchange of four statistics per row; with ``shared``, the slices of x, dy
+  (a two-row ring, the next row prefetched) and w and the partial sums in shared memory);
 - rows streamed through register tiles: one pass for the statistics (two for LayerNorm: the
   mean, then the deviations about it, as the forward), a last one that writes dx and adds the
   row's share into the CTA's partial sums, in shared memory where they fit (`SHARED_PARTIALS`
@@ -49,19 +51,36 @@ PREFETCH_RING = 64 * 1024
 PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512)]
 
 
+# The shared memory of the cluster design's slices (`_cluster_shared_rows`: x's and dy's two-row
+# ring, the weight's, the float32 partial sums), at most: one CTA per SM.
+CLUSTER_SLICES = 200 * 1024
+
+
+def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool) -> int:
+    """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs."""
+    return h // cluster * (5 * c.elem_bytes(dtype) + 4 * (2 if centered else 1))
+
+
 def _prune(configs, dtype, **key):
-    """`_common.prune_rows`, and the prefetching design only where a row is whole vectors of
-    every thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`."""
+    """`_common.prune_rows`, the prefetching design only where a row is whole vectors of every
+    thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`, and the
+    cluster design's slices in shared memory only where they fit `CLUSTER_SLICES`."""
     h, vec = key["h"], 16 // c.elem_bytes(dtype)
     kept = c.prune_rows("h", _tiles)(configs, dtype, **key)
-    return [
-        cfg
-        for cfg in kept
-        if not cfg.get("prefetch") or (h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING)
-    ]
+
+    def fits(cfg):
+        if cfg.get("prefetch"):
+            return h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING
+        if cfg.get("shared"):
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"]) <= CLUSTER_SLICES
+        return True
+
+    return [cfg for cfg in kept if fits(cfg)]
 
 
-@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
+@autotune(
+    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "centered"], prune=_prune
+)
 def norm_backward_kernel(
     h: int,
     dtype: str,
@@ -71,6 +90,7 @@ def norm_backward_kernel(
     stream: bool = False,
     prefetch: bool = False,
     cluster: int = 0,
+    shared: bool = False,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -79,9 +99,11 @@ def norm_backward_kernel(
     the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
-    (``ctas`` a multiple of it)."""
+    (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory)."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+    elif cluster and shared:
+        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered)
     else:
@@ -449,6 +471,168 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
         Tx.cta.copy(DWP[q, c0 : c0 + width], dw[0:width], clip=True)
         if centered:
             Tx.cta.copy(DBP[q, c0 : c0 + width], db[0:width], clip=True)
+        close()
+
+    return rows
+
+
+def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool):
+    """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
+    weight's, copied once; x's and dy's in a two-row ring, the next row's copied (`cp.async`)
+    while this one is computed; the dW (and dB) partial sums in float32, each thread's columns
+    its own. A row is read in register tiles: (for LayerNorm, the slice's sum first, then) the
+    four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    store = c.row_io(g, dtype)[1]
+    open_, publish, release, close = c.cluster_exchange(cn)
+    sums = c.cta_sums(3, warps)
+    moments = c.slice_moments(cn, part, h)
+
+    @T.macro
+    def tile(dst, ring, slot, k, stage):
+        """Tile ``k`` of row ``slot`` of the shared ``ring`` into the float32 registers ``dst``."""
+        if widen:
+            Tx.cta.copy(stage[0:width], ring[slot, k * width : k * width + width])
+            Tx.cta.cast(dst[0:width], stage[0:width])
+        else:
+            Tx.cta.copy(dst[0:width], ring[slot, k * width : k * width + width])
+
+    @T.macro
+    def fetch(xs, dys, X, DY, slot, r, c0, m):
+        if (r >= 0) & (r < m):
+            Tx.cta.copy_async(xs[slot, 0:part], X[r, c0 : c0 + part])
+            Tx.cta.copy_async(dys[slot, 0:part], DY[r, c0 : c0 + part])
+        T.ptx.cp_async.commit_group()
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        rank = T.cta_id_in_cluster([cn])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        xs = pool.alloc((2, part), dtype)
+        dys = pool.alloc((2, part), dtype)
+        ws = pool.alloc((1, part), dtype)
+        dws = pool.alloc((part,), "float32")
+        if centered:
+            dbs = pool.alloc((part,), "float32")
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
+        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
+        open_(bar)
+        q = b // cn
+        clusters = ctas // cn
+        c0 = rank * part
+        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with the first row's group
+        fetch(xs, dys, X, DY, 0, q, c0, m)
+        Tx.fill(tl[0:per], 0.0)
+        for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
+            Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+            if centered:
+                Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        for i in T.serial((m - q + clusters - 1) // clusters):
+            r = q + i * clusters
+            slot = i % 2
+            T.cuda.cta_sync()  # every thread done with the slot that the next row overwrites
+            fetch(xs, dys, X, DY, 1 - slot, r + clusters, c0, m)
+            T.ptx.cp_async.wait_group(1)
+            T.cuda.cta_sync()
+            if centered:  # the slice's mean, then deviations about it
+                acc[0] = 0.0
+                for k in T.serial(chunks):
+                    tile(x, xs, slot, k, stage)
+                    Tx.sum(part_[0:1], xl[0:per])
+                    acc[0] = acc[0] + part_[0]
+                total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+                slice_mean = total / float(part)
+            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy.
+            acc[0] = 0.0
+            acc[1] = 0.0
+            acc[2] = 0.0
+            for k in T.serial(chunks):
+                tile(x, xs, slot, k, stage)
+                tile(dy, dys, slot, k, stage)
+                tile(w, ws, 0, k, stage)
+                if centered:
+                    Tx.add(xl[0:per], xl[0:per], -slice_mean)
+                Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+                Tx.sum(part_[0:1], tl[0:per])
+                acc[0] = acc[0] + part_[0]
+                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+                if centered:
+                    Tx.sum(part_[0:1], tl[0:per])
+                    acc[1] = acc[1] + part_[0]
+                Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+                Tx.sum(part_[0:1], tl[0:per])
+                acc[2] = acc[2] + part_[0]
+            sums(acc, sums_scratch, wid, lane)
+            if centered:
+                publish(stats, mine, bar, rank, tid, slot, total, acc[0], acc[1], acc[2])
+                moments(stats, mom)
+                release()
+                shift = slice_mean - mom[0]  # x - mean = (x - m_p) + (m_p - mean)
+                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+                mean_g = mom[2] / float(h)
+                c_gx = mom[3] / float(h) * rstd
+            else:
+                publish(stats, mine, bar, rank, tid, slot, acc[0], acc[2], 0.0, 0.0)
+                acc[0] = 0.0
+                acc[2] = 0.0
+                for p in range(cn):
+                    acc[0] = acc[0] + stats[p, 0]
+                    acc[2] = acc[2] + stats[p, 1]
+                release()
+                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                c_gx = acc[2] / float(h) * rstd
+            for k in T.serial(chunks):
+                tile(x, xs, slot, k, stage)
+                tile(dy, dys, slot, k, stage)
+                tile(w, ws, 0, k, stage)
+                if centered:
+                    Tx.add(xl[0:per], xl[0:per], -slice_mean)
+                    Tx.add(xl[0:per], xl[0:per], shift)
+                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+                # dx = rstd * (w * dy - mean_g - xhat * c_gx)
+                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+                Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
+                if centered:
+                    Tx.add(tl[0:per], tl[0:per], -mean_g)
+                Tx.mul(tl[0:per], tl[0:per], rstd)
+                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
+                Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
+                Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])
+                Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+                if centered:
+                    Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
+                    Tx.add(tl[0:per], tl[0:per], dyl[0:per])
+                    Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        T.ptx.cp_async.wait_group(0)  # the last (empty) group, or the weight's with no row
+        # Partial row q, the cluster's: this slice's columns of it (each thread its own).
+        for k in T.serial(chunks):
+            Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
+            Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+            if centered:
+                Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
         close()
 
     return rows

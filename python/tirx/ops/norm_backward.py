@@ -2,9 +2,8 @@
 bias's gradients summed over rows without atomics.
 
 A grid of ``ctas`` CTAs (a run-time size: eight per SM, two for wide rows, at most one per row,
-whole clusters)
-walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are recomputed from
-``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
+whole clusters) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are
+recomputed from ``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
 ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and ``g = w * dy``,
 
     RMSNorm:   dx = rstd * (g - xhat * mean(g * xhat))

@@ -85,6 +85,8 @@ DESIGNS = [
     ({"cluster": 4, "shared": True, "threads": 32}, 4096, 7, 16),
     ({"cluster": 2, "shared": True, "threads": 64}, 8192, 5, 16),
     ({"cluster": 8, "shared": True, "threads": 32}, 2048, 3, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "ring": 3}, 4096, 11, 16),
+    ({"cluster": 2, "shared": True, "threads": 64, "ring": 4}, 8192, 21, 8),
 ]
 
 
@@ -150,6 +152,8 @@ def test_ctas_per_sm_falls_with_the_row():
 
 
 def test_design_errors():
+    with pytest.raises(ValueError, match="ring: 5 rows; the cluster design's rings hold 2, 3 or 4"):
+        nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, ring=5)
     with pytest.raises(ValueError, match="prefetch: a row of 2000 must be whole 16-byte vectors"):
         nb.norm_backward_kernel.factory(h=2000, dtype="bfloat16", threads=256, prefetch=True)
     with pytest.raises(ValueError, match="a slice of 5000 does not fit the registers"):

@@ -21,7 +21,7 @@ tuned per row length and dtype:
   and the CTA adds its slots through shared memory before writing its row);
 - a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
   registers, one DSMEM exchange of four statistics per row; with ``shared``, the slices of x, dy
-  (a two-row ring, the next row prefetched) and w and the partial sums in shared memory);
+  (a ring of 2-4 rows, the next ones prefetched) and w and the partial sums in shared memory);
 - rows streamed through register tiles: one pass for the statistics (two for LayerNorm: the
   mean, then the deviations about it, as the forward), a last one that writes dx and adds the
   row's share into the CTA's partial sums, in shared memory where they fit (`SHARED_PARTIALS`
@@ -55,9 +55,9 @@ PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512
 CLUSTER_SLICES = 200 * 1024
 
 
-def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool) -> int:
+def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2) -> int:
     """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs."""
-    return h // cluster * (5 * c.elem_bytes(dtype) + 4 * (2 if centered else 1))
+    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + 4 * (2 if centered else 1))
 
 
 def _prune(configs, dtype, **key):
@@ -71,15 +71,19 @@ def _prune(configs, dtype, **key):
         if cfg.get("prefetch"):
             return h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING
         if cfg.get("shared"):
-            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"]) <= CLUSTER_SLICES
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], cfg.get("ring", 2)) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
 
 
-@autotune(
-    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "centered"], prune=_prune
-)
+# The cluster design with its slices in shared memory, also with deeper rings (more rows in flight).
+SHARED_RING_CONFIGS = c.SHARED_CLUSTER_CONFIGS + [
+    {"threads": 256, "cluster": n, "shared": True, "ring": r} for n in (2, 4, 8) for r in (3, 4)
+]
+
+
+@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
 def norm_backward_kernel(
     h: int,
     dtype: str,
@@ -90,6 +94,7 @@ def norm_backward_kernel(
     prefetch: bool = False,
     cluster: int = 0,
     shared: bool = False,
+    ring: int = 2,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -98,11 +103,12 @@ def norm_backward_kernel(
     the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
-    (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory)."""
+    (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
+    of ``ring`` rows)."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
     elif cluster and shared:
-        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered)
+        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered, ring)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered)
     else:
@@ -475,12 +481,14 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     return rows
 
 
-def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool):
+def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
-    weight's, copied once; x's and dy's in a two-row ring, the next row's copied (`cp.async`)
-    while this one is computed; the dW (and dB) partial sums in float32, each thread's columns
+    weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
+    copied (`cp.async`) while this one is computed; the dW (and dB) partial sums in float32, each thread's columns
     its own. A row is read in register tiles: (for LayerNorm, the slice's sum first, then) the
     four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums."""
+    if ring not in (2, 3, 4):
+        raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 2, 3 or 4")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     store = c.row_io(g, dtype)[1]
@@ -489,13 +497,13 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     moments = c.slice_moments(cn, part, h)
 
     @T.macro
-    def tile(dst, ring, slot, k, stage):
-        """Tile ``k`` of row ``slot`` of the shared ``ring`` into the float32 registers ``dst``."""
+    def tile(dst, S, slot, k, stage):
+        """Tile ``k`` of row ``slot`` of the shared slices ``S`` into the float32 registers ``dst``."""
         if widen:
-            Tx.cta.copy(stage[0:width], ring[slot, k * width : k * width + width])
+            Tx.cta.copy(stage[0:width], S[slot, k * width : k * width + width])
             Tx.cta.cast(dst[0:width], stage[0:width])
         else:
-            Tx.cta.copy(dst[0:width], ring[slot, k * width : k * width + width])
+            Tx.cta.copy(dst[0:width], S[slot, k * width : k * width + width])
 
     @T.macro
     def fetch(xs, dys, X, DY, slot, r, c0, m):
@@ -513,8 +521,8 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        xs = pool.alloc((2, part), dtype)
-        dys = pool.alloc((2, part), dtype)
+        xs = pool.alloc((ring, part), dtype)
+        dys = pool.alloc((ring, part), dtype)
         ws = pool.alloc((1, part), dtype)
         dws = pool.alloc((part,), "float32")
         if centered:
@@ -542,7 +550,11 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
         clusters = ctas // cn
         c0 = rank * part
         Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with the first row's group
-        fetch(xs, dys, X, DY, 0, q, c0, m)
+        fetch(xs, dys, X, DY, 0, q, c0, m)  # rows 0 .. ring - 2 in flight before the loop
+        if ring >= 3:
+            fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
+        if ring >= 4:
+            fetch(xs, dys, X, DY, 2, q + 2 * clusters, c0, m)
         Tx.fill(tl[0:per], 0.0)
         for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
             Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
@@ -550,10 +562,10 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            slot = i % 2
-            T.cuda.cta_sync()  # every thread done with the slot that the next row overwrites
-            fetch(xs, dys, X, DY, 1 - slot, r + clusters, c0, m)
-            T.ptx.cp_async.wait_group(1)
+            slot = i % ring
+            T.cuda.cta_sync()  # every thread done with the slot that the row ring - 1 ahead overwrites
+            fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
+            T.ptx.cp_async.wait_group(ring - 1)
             T.cuda.cta_sync()
             if centered:  # the slice's mean, then deviations about it
                 acc[0] = 0.0
@@ -585,7 +597,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 acc[2] = acc[2] + part_[0]
             sums(acc, sums_scratch, wid, lane)
             if centered:
-                publish(stats, mine, bar, rank, tid, slot, total, acc[0], acc[1], acc[2])
+                publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
                 moments(stats, mom)
                 release()
                 shift = slice_mean - mom[0]  # x - mean = (x - m_p) + (m_p - mean)
@@ -593,7 +605,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 mean_g = mom[2] / float(h)
                 c_gx = mom[3] / float(h) * rstd
             else:
-                publish(stats, mine, bar, rank, tid, slot, acc[0], acc[2], 0.0, 0.0)
+                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
                 acc[0] = 0.0
                 acc[2] = 0.0
                 for p in range(cn):
@@ -624,7 +636,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                     Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
                     Tx.add(tl[0:per], tl[0:per], dyl[0:per])
                     Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
-        T.ptx.cp_async.wait_group(0)  # the last (empty) group, or the weight's with no row
+        T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
         for k in T.serial(chunks):
             Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])

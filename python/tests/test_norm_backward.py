@@ -71,6 +71,28 @@ def test_streamed_and_more_ctas_than_rows(centered):
             np.testing.assert_allclose(dbp.sum(0)[:h], rdb, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_streamed_layer_norm_statistics_in_one_pass(dtype):
+    """LayerNorm's streamed backward over whole tiles takes its statistics in one pass: each
+    thread's mean, squared deviations, sum(g) and sum(g (x - mean)) combined tile by tile about
+    its running mean, then over the threads about the row's (Chan et al.): a row shifted far
+    from 0 (mean 300, deviation 1) loses nothing to cancellation (against float64)."""
+    h, m, ctas = 4 * 64 * 32, 5, 4  # four tiles of 64 threads x 32
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((m, h)) + 300).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    dy = rng.standard_normal((m, h)).astype(x.dtype)
+    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=64, centered=True, stream=True))
+    dx = np.zeros_like(x)
+    dwp, dbp = np.full((ctas, h), np.nan, np.float32), np.full((ctas, h), np.nan, np.float32)
+    k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
+    rdx, rdw, rdb = _ref(x, w, dy, 1e-5, True)
+    rtol = 1e-4 if dtype == "float32" else 2.0**-7
+    np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+    np.testing.assert_allclose(dwp.sum(0), rdw, rtol=1e-4, atol=1e-4 * np.abs(rdw).max())
+    np.testing.assert_allclose(dbp.sum(0), rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
 # (design, h, m, ctas): the prefetching design with CTAs of several rows, one, and none; the
 # cluster design (16 CTAs: four clusters of 4, two of 8) over slices that tile the row (the next
 # row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty).

@@ -386,6 +386,25 @@ def test_row_groups_match_float64(dtype, m, n, threads, tpr):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_streamed_layer_norm_over_whole_tiles_in_two_passes(dtype):
+    """LayerNorm streamed over whole tiles (four here): the mean and the squared deviations in one
+    pass (each thread's combined tile by tile, then over the threads, as Chan et al. do), the
+    output in a second; a row shifted far from 0 (mean 300) against float64."""
+    nm = sys.modules["tirx.ops.norm"]
+    n, m = 4 * 64 * 32, 3
+    rng = np.random.default_rng(6)
+    x = (rng.standard_normal((m, n)) + 300).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=64, stream=True))
+    y = np.zeros_like(x)
+    k(x, w, b, y, m, 1e-5)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    # float32: x itself is exact to 2^-15 at 300, so (x - mean) to ~3e-5 of its deviation of 1
+    np.testing.assert_allclose(y.astype(F64), want, rtol=1e-4 if dtype == "float32" else 2.0**-7, atol=1e-4 if dtype == "float32" else 2.0**-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_streamed_rows_last_tile_first(dtype):
     """The streamed design at a row of three tiles (the last ragged), forced with `stream=True`
     where the autotuner would pick it only on a GPU: the second pass runs last tile first."""

@@ -326,9 +326,13 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
 
 
 def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
-    """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each)."""
+    """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each;
+    over whole tiles, the first two in one pass: each thread's mean and squared deviations
+    combined tile by tile about its running mean, then over the threads about the row's, as
+    Chan et al. combine partial variances)."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
+    chan = chunks > 1 and not padded
     load, store = c.row_io(g, dtype)
     row_sum = c.row_sum_pass(g, load)
 
@@ -350,32 +354,56 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
         acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         xl = x.local()
-        row_sum(acc, part, x, X, r, stage)
-        total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
-        mean = total / float(h)
-        acc[0] = 0.0
-        for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
-            k = chunks - 1 - j
-            if chunks > 1:
+        if chan:
+            run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
+            run[0] = 0.0
+            run[1] = 0.0
+            for k in T.serial(chunks):
                 load(x, X[r, k * width : k * width + width], stage)
-            if padded:  # the padding reads as the mean: it adds nothing to the deviations
-                Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, mean)
-            Tx.add(sq[0:per], xl[0:per], -mean)
-            Tx.mul(sq[0:per], sq[0:per], sq[0:per])
-            Tx.sum(part[0:1], sq[0:per])
-            acc[0] = acc[0] + part[0]
-        dev = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+                Tx.sum(part[0:1], xl[0:per])
+                tile_mean = part[0] * (1.0 / per)
+                Tx.add(sq[0:per], xl[0:per], -tile_mean)
+                Tx.mul(sq[0:per], sq[0:per], sq[0:per])
+                Tx.sum(part[0:1], sq[0:per])
+                seen = T.cast(k, "float32") * float(per)
+                step = tile_mean - run[0]
+                run[1] = run[1] + part[0] + step * step * (seen * float(per) / (seen + float(per)))
+                run[0] = run[0] + step * (float(per) / (seen + float(per)))
+            means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
+            mean = means / float(threads)  # every thread holds h / threads columns
+            off = run[0] - mean
+            dev = T.cuda.cta_sum(run[1] + float(h // threads) * off * off, warps, scratch.ptr_to([0]))
+        else:
+            row_sum(acc, part, x, X, r, stage)
+            total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+            mean = total / float(h)
+            acc[0] = 0.0
+            for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+                k = chunks - 1 - j
+                if chunks > 1:
+                    load(x, X[r, k * width : k * width + width], stage)
+                if padded:  # the padding reads as the mean: it adds nothing to the deviations
+                    Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, mean)
+                Tx.add(sq[0:per], xl[0:per], -mean)
+                Tx.mul(sq[0:per], sq[0:per], sq[0:per])
+                Tx.sum(part[0:1], sq[0:per])
+                acc[0] = acc[0] + part[0]
+            dev = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         rstd = 1.0 / T.sqrt(dev / float(h) + eps)
-        for k in T.serial(chunks):
+        for j in T.serial(chunks):  # (in two passes: last tile first, the likeliest in L2)
+            if chan:
+                t = chunks - 1 - j
+            else:
+                t = j
             if chunks > 1:
-                load(x, X[r, k * width : k * width + width], stage)
+                load(x, X[r, t * width : t * width + width], stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            load(w, W[k * width : k * width + width], stage)
+            load(w, W[t * width : t * width + width], stage)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-            load(w, B[k * width : k * width + width], stage)
+            load(w, B[t * width : t * width + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
-            store(Y[r, k * width : k * width + width], x, stage)
+            store(Y[r, t * width : t * width + width], x, stage)
 
     return rows
 

@@ -22,11 +22,13 @@ tuned per row length and dtype:
 - a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
   registers, one DSMEM exchange of four statistics per row; with ``shared``, the slices of x, dy
   (a ring of 2-4 rows, the next ones prefetched) and w and the partial sums in shared memory);
-- rows streamed through register tiles: one pass for the statistics (two for LayerNorm: the
-  mean, then the deviations about it, as the forward), a last one that writes dx and adds the
-  row's share into the CTA's partial sums, in shared memory where they fit (`SHARED_PARTIALS`
-  bytes; each thread only ever touches its own columns there, so no barrier), else in the CTA's
-  partial row in global memory, which only that CTA touches.
+- rows streamed through register tiles: one pass for the statistics (two for LayerNorm where
+  the row is not whole tiles: the mean, then the deviations about it; over whole tiles one, each
+  thread's statistics combined tile by tile about its running mean, as Chan et al. do), a
+  last one that writes dx and adds the row's share into the CTA's partial sums, in shared
+  memory where they fit (`SHARED_PARTIALS` bytes; each thread only ever touches its own columns
+  there, so no barrier), else in the CTA's partial row in global memory, which only that CTA
+  touches.
 
 Everything computes in float32; dx, dW and dB are rounded once to the input's dtype."""
 
@@ -175,6 +177,9 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     sums = c.cta_sums(3, warps)
     fetch, from_ring = _ring_io(width, widen)
     shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
+    # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
+    # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
+    chan = centered and chunks > 1 and not padded
 
     @T.macro
     def add_partial(acc, P, a, b2, first):
@@ -229,6 +234,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     Tx.cta.copy(dbs[k * width : k * width + width], dw[0:width])
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
+        if chan:
+            run = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
@@ -253,35 +260,68 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 Tx.sum(part[0:1], xl[0:per])
                 total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
                 mean = total / float(h)
-            elif centered:  # the mean first, then deviations about it (as the forward)
+            elif centered and not chan:  # the mean first, then deviations about it (as the forward)
                 row_sum(acc, part, x, X, r, stage)
                 total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
                 mean = total / float(h)
-            # Sums of (x - mean)^2, g and g * (x - mean), g = w * dy.
-            acc[0] = 0.0
-            acc[1] = 0.0
-            acc[2] = 0.0
-            for k in T.serial(chunks):
-                if (chunks > 1 or not centered) and not prefetch:
+            if chan:
+                run[0] = 0.0  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
+                run[1] = 0.0
+                run[2] = 0.0
+                run[3] = 0.0
+                for k in T.serial(chunks):
                     load(x, X[r, k * width : k * width + width], stage)
-                if not prefetch:
                     load(dy, DY[r, k * width : k * width + width], stage)
-                if chunks > 1:
                     load(w, W[k * width : k * width + width], stage)
-                if centered:
-                    Tx.add(xl[0:per], xl[0:per], -mean)
-                    if padded:  # the padding's deviation is 0
-                        Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
-                Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-                Tx.sum(part[0:1], tl[0:per])
-                acc[0] = acc[0] + part[0]
-                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-                if centered:
+                    Tx.sum(part[0:1], xl[0:per])
+                    tile_mean = part[0] * (1.0 / per)
+                    Tx.add(xl[0:per], xl[0:per], -tile_mean)
+                    Tx.mul(tl[0:per], xl[0:per], xl[0:per])
                     Tx.sum(part[0:1], tl[0:per])
-                    acc[1] = acc[1] + part[0]
-                Tx.mul(tl[0:per], tl[0:per], xl[0:per])
-                Tx.sum(part[0:1], tl[0:per])
-                acc[2] = acc[2] + part[0]
+                    tile_m2 = part[0]
+                    Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
+                    Tx.sum(part[0:1], tl[0:per])
+                    tile_g = part[0]
+                    Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+                    Tx.sum(part[0:1], tl[0:per])
+                    seen = T.cast(k, "float32") * float(per)
+                    step = tile_mean - run[0]
+                    new_mean = run[0] + step * (float(per) / (seen + float(per)))
+                    run[1] = run[1] + tile_m2 + step * step * (seen * float(per) / (seen + float(per)))
+                    run[3] = run[3] + (run[0] - new_mean) * run[2] + part[0] + (tile_mean - new_mean) * tile_g
+                    run[2] = run[2] + tile_g
+                    run[0] = new_mean
+                means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
+                mean = means / float(threads)  # every thread holds h / threads columns
+                off = run[0] - mean
+                acc[0] = run[1] + float(h // threads) * off * off
+                acc[1] = run[2]
+                acc[2] = run[3] + off * run[2]
+            if not chan:  # sums of (x - mean)^2, g and g * (x - mean), g = w * dy
+                acc[0] = 0.0
+                acc[1] = 0.0
+                acc[2] = 0.0
+                for k in T.serial(chunks):
+                    if (chunks > 1 or not centered) and not prefetch:
+                        load(x, X[r, k * width : k * width + width], stage)
+                    if not prefetch:
+                        load(dy, DY[r, k * width : k * width + width], stage)
+                    if chunks > 1:
+                        load(w, W[k * width : k * width + width], stage)
+                    if centered:
+                        Tx.add(xl[0:per], xl[0:per], -mean)
+                        if padded:  # the padding's deviation is 0
+                            Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
+                    Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+                    Tx.sum(part[0:1], tl[0:per])
+                    acc[0] = acc[0] + part[0]
+                    Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+                    if centered:
+                        Tx.sum(part[0:1], tl[0:per])
+                        acc[1] = acc[1] + part[0]
+                    Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+                    Tx.sum(part[0:1], tl[0:per])
+                    acc[2] = acc[2] + part[0]
             sums(acc, sums_scratch, wid, lane)  # the three sums in one exchange
             rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
             sum_g = acc[1]

@@ -87,6 +87,11 @@ def main():
     x, dy = torch.randn(M, 16384, device=dev, dtype=dt), torch.randn(M, 16384, device=dev, dtype=dt)
     w = torch.rand(16384, device=dev, dtype=dt) + 0.5
     _norm_backward("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}, x, w, dy)
+    _norm_backward("cluster, slices in shared memory, ring of 4", 16384, {"threads": 256, "cluster": 2, "shared": True, "ring": 4}, x, w, dy)
+    _norm_backward("streamed over whole tiles", 16384, {"threads": 256, "stream": True}, x, w, dy)  # LayerNorm: two passes
+    y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
+    run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
+    check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
     return 1 if failures else 0
 

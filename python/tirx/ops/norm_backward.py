@@ -142,6 +142,37 @@ def norm_backward_kernel(
     return norm_backward_rows
 
 
+def _row_math(per: int, centered: bool):
+    """The row designs' arithmetic on a thread's ``per`` registers of a tile, as macros:
+    ``add_sums(acc, part, x, w, dy, t)`` adds the tile's sums of ``x^2`` (``x`` centered, for
+    LayerNorm), ``g`` (LayerNorm only) and ``g x`` to ``acc[0:3]`` (``g = w dy``); ``dx(t, xhat,
+    w, dy, rstd, c_gx, mean_g)`` sets ``t = rstd * (g - xhat * c_gx - mean_g)`` (``mean_g``:
+    LayerNorm's ``mean(g)``; ``c_gx = mean(g xhat)``). ``part`` and ``t``: scratch."""
+
+    @T.macro
+    def add_sums(acc, part, xl, wl, dyl, tl):
+        Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+        Tx.sum(part[0:1], tl[0:per])
+        acc[0] = acc[0] + part[0]
+        Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
+        if centered:
+            Tx.sum(part[0:1], tl[0:per])
+            acc[1] = acc[1] + part[0]
+        Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+        Tx.sum(part[0:1], tl[0:per])
+        acc[2] = acc[2] + part[0]
+
+    @T.macro
+    def dx(tl, xl, wl, dyl, rstd, c_gx, mean_g):
+        Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
+        Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
+        if centered:
+            Tx.add(tl[0:per], tl[0:per], -mean_g)
+        Tx.mul(tl[0:per], tl[0:per], rstd)
+
+    return add_sums, dx
+
+
 def _ring_io(width: int, widen: bool):
     """The prefetching designs' two-row ring in shared memory, as macros: ``fetch(xs, dys, X, DY,
     slot, r, c0, m)`` starts copying columns ``[c0, c0 + width)`` of row ``r`` of x and dy into
@@ -175,6 +206,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
     sums = c.cta_sums(3, warps)
+    add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
     shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
     # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
@@ -312,16 +344,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                         Tx.add(xl[0:per], xl[0:per], -mean)
                         if padded:  # the padding's deviation is 0
                             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
-                    Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-                    Tx.sum(part[0:1], tl[0:per])
-                    acc[0] = acc[0] + part[0]
-                    Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-                    if centered:
-                        Tx.sum(part[0:1], tl[0:per])
-                        acc[1] = acc[1] + part[0]
-                    Tx.mul(tl[0:per], tl[0:per], xl[0:per])
-                    Tx.sum(part[0:1], tl[0:per])
-                    acc[2] = acc[2] + part[0]
+                    add_sums(acc, part, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane)  # the three sums in one exchange
             rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
             sum_g = acc[1]
@@ -338,12 +361,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat (the padding: 0 times rstd, or masked)
                 if centered and padded and chunks > 1:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j2: k * width + j2 >= h, 0.0)
-                # dx = rstd * (w * dy - mean_g - xhat * c_gx)
-                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-                Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
-                if centered:
-                    Tx.add(tl[0:per], tl[0:per], -sum_g / float(h))
-                Tx.mul(tl[0:per], tl[0:per], rstd)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, sum_g / float(h))
                 store(DX[r, k * width : k * width + width], tmp, stage)
                 if chunks == 1:
                     Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
@@ -399,6 +417,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     load, store = c.row_io(g, dtype)  # the padding reads 0
     open_, publish, release, close = c.cluster_exchange(cn)
     sums = c.cta_sums(3, warps)
+    add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
     moments = c.slice_moments(cn, width, h)
 
@@ -464,17 +483,10 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 Tx.add(xl[0:per], xl[0:per], -slice_mean)
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
-            Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-            Tx.sum(part[0:1], tl[0:per])
-            acc[0] = part[0]
-            Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
+            acc[0] = 0.0
             acc[1] = 0.0
-            if centered:
-                Tx.sum(part[0:1], tl[0:per])
-                acc[1] = part[0]
-            Tx.mul(tl[0:per], tl[0:per], xl[0:per])
-            Tx.sum(part[0:1], tl[0:per])
-            acc[2] = part[0]
+            acc[2] = 0.0
+            add_sums(acc, part, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane)
             if centered:
                 publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
@@ -500,12 +512,10 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
                 c_gx = acc[2] / float(h) * rstd
             Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
-            # dx = rstd * (w * dy - mean_g - xhat * c_gx)
-            Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-            Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
             if centered:
-                Tx.add(tl[0:per], tl[0:per], -sum_g / float(h))
-            Tx.mul(tl[0:per], tl[0:per], rstd)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, sum_g / float(h))
+            else:
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
             store(DX[r, c0 : c0 + width], tmp, stage)
             Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
             if centered:
@@ -534,6 +544,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     store = c.row_io(g, dtype)[1]
     open_, publish, release, close = c.cluster_exchange(cn)
     sums = c.cta_sums(3, warps)
+    add_sums, dx_tile = _row_math(per, centered)
     moments = c.slice_moments(cn, part, h)
 
     @T.macro
@@ -625,22 +636,13 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 tile(w, ws, 0, k, stage)
                 if centered:
                     Tx.add(xl[0:per], xl[0:per], -slice_mean)
-                Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-                Tx.sum(part_[0:1], tl[0:per])
-                acc[0] = acc[0] + part_[0]
-                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-                if centered:
-                    Tx.sum(part_[0:1], tl[0:per])
-                    acc[1] = acc[1] + part_[0]
-                Tx.mul(tl[0:per], tl[0:per], xl[0:per])
-                Tx.sum(part_[0:1], tl[0:per])
-                acc[2] = acc[2] + part_[0]
+                add_sums(acc, part_, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane)
             if centered:
                 publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
                 moments(stats, mom)
                 release()
-                shift = slice_mean - mom[0]  # x - mean = (x - m_p) + (m_p - mean)
+                mean = mom[0]
                 rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
                 mean_g = mom[2] / float(h)
                 c_gx = mom[3] / float(h) * rstd
@@ -659,15 +661,12 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 tile(dy, dys, slot, k, stage)
                 tile(w, ws, 0, k, stage)
                 if centered:
-                    Tx.add(xl[0:per], xl[0:per], -slice_mean)
-                    Tx.add(xl[0:per], xl[0:per], shift)
+                    Tx.add(xl[0:per], xl[0:per], -mean)
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
-                # dx = rstd * (w * dy - mean_g - xhat * c_gx)
-                Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-                Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
                 if centered:
-                    Tx.add(tl[0:per], tl[0:per], -mean_g)
-                Tx.mul(tl[0:per], tl[0:per], rstd)
+                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
+                else:
+                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
                 Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
                 Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])

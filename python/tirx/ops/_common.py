@@ -260,7 +260,7 @@ def cluster_tile(n: int, dtype: str, threads: int, cluster: int, tiles: float) -
 class SharedSlice:
     """How a CTA of ``threads`` threads holds its slice of a row of ``n`` elements split over a
     cluster of ``cluster`` CTAs in shared memory: the slice, ``part = n / cluster`` columns, is
-    copied whole by `cp.async` (``load``), then read in register tiles of ``tile`` (a `RowTile`
+    copied whole by `cp.async` (`io`'s ``fetch``), then read in register tiles of ``tile`` (a `RowTile`
     of ``tile.width`` columns dividing the slice, at most `CHUNK` per thread), ``chunks`` of
     them. The slices must tile the row in whole 16-byte vectors of every thread (`cp.async` has
     no per-vector guard); `prune_rows` keeps only such configurations."""
@@ -282,8 +282,8 @@ class SharedSlice:
     def io(self, dtype: str):
         """Macros: ``fetch(S, A, r, c0)`` starts copying the slice (row ``r`` of ``A`` from column
         ``c0``) into ``S`` (shared); ``landed()`` waits for every slice fetched (every thread's
-        copies, then a CTA barrier); ``chunk(dst, S, k, stage)`` reads tile ``k`` of ``S`` into the float32 registers ``dst``
-        (16-bit rows through ``stage``)."""
+        copies, then a CTA barrier); ``chunk(dst, S, k, stage)`` reads tile ``k`` of ``S`` into
+        the float32 registers ``dst`` (16-bit rows through ``stage``)."""
         from .. import T, Tx
 
         part, width, widen = self.part, self.tile.width, dtype != "float32"
@@ -438,8 +438,8 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     and half its first round is busy; a cluster per row (`CLUSTER_CONFIGS`, where the op has
     that design) for rows of `CLUSTER_MIN` or more whose slices fit the CTAs' registers, on a
     target with clusters (sm_90+), or, with ``shared`` (`SHARED_CLUSTER_CONFIGS`), whose slices
-    tile the row and fit `SLICE_SHARED_MAX`.
-    Rows too wide for any register tile keep the streamed configurations."""
+    tile the row and fit `SLICE_SHARED_MAX`. Rows too wide for any register tile keep the
+    streamed configurations."""
 
     def prune(configs, dtype, **key):
         n, held = key[length], tiles(dtype, key)

@@ -11,7 +11,8 @@ never stored); the sum of squares is a thread-local fold then a CTA reduction (`
 rstd = 1 / sqrt(sum / H + eps) once per row. LayerNorm takes the mean first, then the sum of
 squared deviations from it (two passes over the registers, the padding masked out of the
 second: no cancellation). A row wider than the registers is streamed in tiles: one pass per
-statistic, then one that normalises and writes, last tile first. Short rows are held by lane
+statistic (over whole tiles, LayerNorm's two in one: Chan et al.'s combination), then one that
+normalises and writes, last tile first. Short rows are held by lane
 groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
 loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers
 (`_rms_cluster`, `_layer_norm_cluster`) or in shared memory (`_rms_cluster_shared`,

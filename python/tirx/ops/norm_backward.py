@@ -52,8 +52,8 @@ PREFETCH_RING = 64 * 1024
 PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512)]
 
 
-# The shared memory of the cluster design's slices (`_cluster_shared_rows`: x's and dy's two-row
-# ring, the weight's, the float32 partial sums), at most: one CTA per SM.
+# The shared memory of the cluster design's slices (`_cluster_shared_rows`: x's and dy's ring of
+# rows, the weight's, the float32 partial sums), at most: one CTA per SM.
 CLUSTER_SLICES = 200 * 1024
 
 

@@ -628,3 +628,29 @@ def test_a_stride_one_dim_other_than_the_last():
         want = xt.detach().clone().requires_grad_()
         (torch.softmax(want, 1) ** 2).sum().backward()
         torch.testing.assert_close(xt.grad, want.grad, rtol=1e-5, atol=1e-6)
+
+
+def test_every_shared_slice_configuration_builds():
+    """Every shared-memory slice configuration the tuner keeps builds for sm_90a (the pruning
+    and the designs agree on which rows split into whole slices) and fits a CTA's 227 KB of
+    shared memory: the row ops and the norms' backward over wide rows, every dtype."""
+    sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
+    nb = sys.modules["tirx.ops.norm_backward"]
+    cases = [
+        (sm.softmax_kernel, "n", {"log": True}),
+        (sm.softmax_backward_kernel, "n", {"log": False}),
+        (nm.rms_norm_kernel, "h", {"residual": True}),
+        (nm.layer_norm_kernel, "h", {}),
+        (nb.norm_backward_kernel, "h", {"centered": True}),
+    ]
+    built = 0
+    for tuner, length, extra in cases:
+        for n in (16384, 24576, 65536, 262144):
+            for dtype in ("float32", "bfloat16", "float16"):
+                key = {length: n, "dtype": dtype, **extra}
+                for cfg in tuner.prune([dict(cfg) for cfg in tuner.configs], **key):
+                    if cfg.get("shared"):
+                        k = tirx.compile(tuner.factory(**key, **cfg), "sm_90a")
+                        assert k.meta["dynamic_smem_bytes"] <= 227 * 1024, (key, cfg)
+                        built += 1
+    assert built > 100

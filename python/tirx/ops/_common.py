@@ -280,17 +280,18 @@ class SharedSlice:
         self.bytes = self.part * elem_bytes(dtype)
 
     def io(self, dtype: str):
-        """Macros: ``fetch(S, A, r, c0)`` starts copying the slice (row ``r`` of ``A`` from column
-        ``c0``) into ``S`` (shared); ``landed()`` waits for every slice fetched (every thread's
-        copies, then a CTA barrier); ``chunk(dst, S, k, stage)`` reads tile ``k`` of ``S`` into
-        the float32 registers ``dst`` (16-bit rows through ``stage``)."""
+        """Macros over slices held as rows of a shared buffer ``S`` (``(slots, part)``: one slot,
+        or a ring): ``fetch(S, slot, A, r, c0)`` starts copying the slice (row ``r`` of ``A`` from
+        column ``c0``) into row ``slot`` of ``S``; ``landed()`` waits for every slice fetched
+        (every thread's copies, then a CTA barrier); ``chunk(dst, S, slot, k, stage)`` reads tile
+        ``k`` of row ``slot`` into the float32 registers ``dst`` (16-bit rows through ``stage``)."""
         from .. import T, Tx
 
         part, width, widen = self.part, self.tile.width, dtype != "float32"
 
         @T.macro
-        def fetch(S, A, r, c0):
-            Tx.cta.copy_async(S[0:part], A[r, c0 : c0 + part])
+        def fetch(S, slot, A, r, c0):
+            Tx.cta.copy_async(S[slot, 0:part], A[r, c0 : c0 + part])
             T.ptx.cp_async.commit_group()
 
         @T.macro
@@ -299,12 +300,12 @@ class SharedSlice:
             T.cuda.cta_sync()
 
         @T.macro
-        def chunk(dst, S, k, stage):
+        def chunk(dst, S, slot, k, stage):
             if widen:
-                Tx.cta.copy(stage[0:width], S[k * width : k * width + width])
+                Tx.cta.copy(stage[0:width], S[slot, k * width : k * width + width])
                 Tx.cta.cast(dst[0:width], stage[0:width])
             else:
-                Tx.cta.copy(dst[0:width], S[k * width : k * width + width])
+                Tx.cta.copy(dst[0:width], S[slot, k * width : k * width + width])
 
         return fetch, landed, chunk
 

@@ -195,7 +195,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((part,), dtype)
+        S = pool.alloc((1, part), dtype)
         stats = pool.alloc((cn, 4), "float32")
         mine = pool.alloc((4,), "float32")
         bar = MBarrier(pool, 1)
@@ -213,21 +213,21 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         xl = x.local()
         open_(bar)
         r = b // cn
-        fetch(S, X, r, rank * part)
+        fetch(S, 0, X, r, rank * part)
         landed()
         acc[0] = 0.0
         for k in T.serial(chunks):
-            chunk(x, S, k, stage)
+            chunk(x, S, 0, k, stage)
             if residual:  # h = x + r, rounded as the unfused add would be, then written
                 c1 = rank * part + k * width
                 load_tile(w, R[r, c1 : c1 + width], stage)
                 Tx.cta.add(x[0:width], x[0:width], w[0:width])
                 store(H[r, c1 : c1 + width], x, stage)
                 if widen:
-                    Tx.cta.copy(S[k * width : k * width + width], stage[0:width])
+                    Tx.cta.copy(S[0, k * width : k * width + width], stage[0:width])
                     Tx.cta.cast(x[0:width], stage[0:width])
                 else:
-                    Tx.cta.copy(S[k * width : k * width + width], x[0:width])
+                    Tx.cta.copy(S[0, k * width : k * width + width], x[0:width])
             Tx.mul(sq[0:per], xl[0:per], xl[0:per])
             Tx.sum(part_[0:1], sq[0:per])
             acc[0] = acc[0] + part_[0]
@@ -240,7 +240,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         release()
         for k in T.serial(chunks):
             c0 = rank * part + k * width
-            chunk(x, S, k, stage)
+            chunk(x, S, 0, k, stage)
             load_tile(w, W[c0 : c0 + width], stage)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
@@ -496,7 +496,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((part,), dtype)
+        S = pool.alloc((1, part), dtype)
         stats = pool.alloc((cn, 4), "float32")
         mine = pool.alloc((4,), "float32")
         bar = MBarrier(pool, 1)
@@ -515,12 +515,12 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         xl = x.local()
         open_(bar)
         r = b // cn
-        fetch(S, X, r, rank * part)
+        fetch(S, 0, X, r, rank * part)
         landed()
         run[0] = 0.0
         run[1] = 0.0
         for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
-            chunk(x, S, k, stage)
+            chunk(x, S, 0, k, stage)
             Tx.sum(part_[0:1], xl[0:per])
             tile_mean = part_[0] * (1.0 / per)
             Tx.add(xl[0:per], xl[0:per], -tile_mean)
@@ -542,7 +542,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         release()
         for k in T.serial(chunks):
             c0 = rank * part + k * width
-            chunk(x, S, k, stage)
+            chunk(x, S, 0, k, stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             load_tile(w, W[c0 : c0 + width], stage)

@@ -174,7 +174,7 @@ def _row_math(per: int, centered: bool):
 
 
 def _ring_io(width: int, widen: bool):
-    """The prefetching designs' two-row ring in shared memory, as macros: ``fetch(xs, dys, X, DY,
+    """The prefetching designs' rings of rows in shared memory, as macros: ``fetch(xs, dys, X, DY,
     slot, r, c0, m)`` starts copying columns ``[c0, c0 + width)`` of row ``r`` of x and dy into
     ``slot`` (nothing past the last row; one `cp.async` group either way); ``from_ring(dst, ring,
     slot, stage)`` reads a slot into the float32 tile ``dst`` (16-bit rows through ``stage``)."""
@@ -542,26 +542,12 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     store = c.row_io(g, dtype)[1]
+    tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
+    fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, publish, release, close = c.cluster_exchange(cn)
     sums = c.cta_sums(3, warps)
     add_sums, dx_tile = _row_math(per, centered)
     moments = c.slice_moments(cn, part, h)
-
-    @T.macro
-    def tile(dst, S, slot, k, stage):
-        """Tile ``k`` of row ``slot`` of the shared slices ``S`` into the float32 registers ``dst``."""
-        if widen:
-            Tx.cta.copy(stage[0:width], S[slot, k * width : k * width + width])
-            Tx.cta.cast(dst[0:width], stage[0:width])
-        else:
-            Tx.cta.copy(dst[0:width], S[slot, k * width : k * width + width])
-
-    @T.macro
-    def fetch(xs, dys, X, DY, slot, r, c0, m):
-        if (r >= 0) & (r < m):
-            Tx.cta.copy_async(xs[slot, 0:part], X[r, c0 : c0 + part])
-            Tx.cta.copy_async(dys[slot, 0:part], DY[r, c0 : c0 + part])
-        T.ptx.cp_async.commit_group()
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):

@@ -185,7 +185,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((part,), dtype)
+        S = pool.alloc((1, part), dtype)
         stats = pool.alloc((cn, 4), "float32")
         mine = pool.alloc((4,), "float32")
         bar = MBarrier(pool, 1)
@@ -200,13 +200,13 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         open_(bar)
         r = b // cn
-        fetch(S, A, r, rank * part)
+        fetch(S, 0, A, r, rank * part)
         landed()
         Xl = X.local()
         run[0] = NEG_INF
         run[1] = 0.0
         for k in T.serial(chunks):
-            chunk(X, S, k, stage)
+            chunk(X, S, 0, k, stage)
             online_step(run, part_, Xl, per)
         mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
         base = T.if_then_else(mx == NEG_INF, 0.0, mx)
@@ -225,7 +225,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         shift = row_max + T.log(row_sum)
         shift2 = row_base * LOG2E + T.log2(row_sum)  # exp(x - M) / S as one exp2
         for k in T.serial(chunks):
-            chunk(X, S, k, stage)
+            chunk(X, S, 0, k, stage)
             if log:
                 Tx.add(Xl[0:per], Xl[0:per], -shift)
             else:
@@ -491,9 +491,9 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         if held_y:
-            Ys = pool.alloc((part,), dtype)
+            Ys = pool.alloc((1, part), dtype)
         if held_dy:
-            DYs = pool.alloc((part,), dtype)
+            DYs = pool.alloc((1, part), dtype)
         stats = pool.alloc((cn, 4), "float32")
         mine = pool.alloc((4,), "float32")
         bar = MBarrier(pool, 1)
@@ -511,19 +511,19 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
         open_(bar)
         r = b // cn
         if held_dy:
-            fetch(DYs, DY, r, rank * part)
+            fetch(DYs, 0, DY, r, rank * part)
         if held_y:
-            fetch(Ys, Y, r, rank * part)
+            fetch(Ys, 0, Y, r, rank * part)
         landed()
         acc[0] = 0.0
         for k in T.serial(chunks):
             if held_dy:
-                chunk(dy, DYs, k, stage)
+                chunk(dy, DYs, 0, k, stage)
             else:
                 c0 = rank * part + k * width
                 load_tile(dy, DY[r, c0 : c0 + width], stage)
             if not log:
-                chunk(y, Ys, k, stage)
+                chunk(y, Ys, 0, k, stage)
                 Tx.mul(dyl[0:per], yl[0:per], dyl[0:per])
             Tx.sum(part_[0:1], dyl[0:per])
             acc[0] = acc[0] + part_[0]
@@ -537,11 +537,11 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
         for k in T.serial(chunks):
             c1 = rank * part + k * width
             if held_y:
-                chunk(y, Ys, k, stage)
+                chunk(y, Ys, 0, k, stage)
             else:
                 load_tile(y, Y[r, c1 : c1 + width], stage)
             if held_dy:
-                chunk(dy, DYs, k, stage)
+                chunk(dy, DYs, 0, k, stage)
             else:
                 load_tile(dy, DY[r, c1 : c1 + width], stage)
             if log:  # dy - exp(y) * s

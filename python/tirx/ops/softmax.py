@@ -101,6 +101,23 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
     return rows
 
 
+def _slices_max_sum(cn: int):
+    """A macro ``combine(stats, row)``: the row's max ``row[0]`` and sum of ``exp(x - max)``
+    ``row[1]`` from its ``cn`` slices' (``stats[p, 0:2]``: a slice's max and its sum about that
+    max, rescaled here), in slice order."""
+
+    @T.macro
+    def combine(stats, row):
+        row[0] = NEG_INF
+        for p in range(cn):
+            row[0] = T.max(row[0], stats[p, 0])
+        row[1] = 0.0
+        for p in range(cn):
+            row[1] = row[1] + stats[p, 1] * T.exp2((stats[p, 0] - row[0]) * LOG2E)
+
+    return combine
+
+
 def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers (the last slices padded with -inf). Each CTA publishes its slice's max
@@ -111,6 +128,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)
     open_, publish, release, close = c.cluster_exchange(cn)
+    combine = _slices_max_sum(cn)
 
     @T.macro
     def rows(A, B, m):
@@ -130,6 +148,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
             stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         else:
             stage = X
+        row = T.alloc_buffer((2,), "float32", scope="local")  # the row's max and sum
         part = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         if log:  # the exponentials beside the row
@@ -147,14 +166,9 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
         Tx.sum(part[0:1], E[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
-        part[0] = NEG_INF
-        for p in range(cn):
-            part[0] = T.max(part[0], stats[p, 0])
-        row_max = part[0]
-        part[0] = 0.0
-        for p in range(cn):
-            part[0] = part[0] + stats[p, 1] * T.exp2((stats[p, 0] - row_max) * LOG2E)
-        row_sum = part[0]
+        combine(stats, row)
+        row_max = row[0]
+        row_sum = row[1]
         release()
         if log:
             Tx.add(Xl[0:per], Xl[0:per], -row_max - T.log(row_sum))
@@ -175,6 +189,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     store = c.row_io(g, dtype)[1]
     online_step = c.online_softmax_step()
     open_, publish, release, close = c.cluster_exchange(cn)
+    combine = _slices_max_sum(cn)
 
     @T.macro
     def rows(A, B, m):
@@ -195,6 +210,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
             stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         else:
             stage = X
+        row = T.alloc_buffer((2,), "float32", scope="local")  # the row's max and sum
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's max and sum so far
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
@@ -212,14 +228,9 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         base = T.if_then_else(mx == NEG_INF, 0.0, mx)
         s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - base) * LOG2E), warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
-        part_[0] = NEG_INF
-        for p in range(cn):
-            part_[0] = T.max(part_[0], stats[p, 0])
-        row_max = part_[0]
-        part_[0] = 0.0
-        for p in range(cn):
-            part_[0] = part_[0] + stats[p, 1] * T.exp2((stats[p, 0] - row_max) * LOG2E)
-        row_sum = part_[0]
+        combine(stats, row)
+        row_max = row[0]
+        row_sum = row[1]
         release()
         row_base = T.if_then_else(row_max == NEG_INF, 0.0, row_max)
         shift = row_max + T.log(row_sum)

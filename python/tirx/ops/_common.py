@@ -392,6 +392,29 @@ def slice_moments(n: int, width: int, h: int):
     return moments
 
 
+def tile_moments(per: int):
+    """A macro ``step(run, part, x, t, k)``: folds tile ``k`` of a row (this thread's ``per``
+    registers ``x``, left centered about the tile's mean) into the thread's running mean
+    ``run[0]`` and sum of squared deviations about it ``run[1]``, as Chan et al. combine partial
+    variances (no cancellation); ``t``: a tile of scratch (``x`` itself where ``x`` is not read
+    again), ``part``: a register of scratch."""
+    from .. import T, Tx
+
+    @T.macro
+    def step(run, part, x, t, k):
+        Tx.sum(part[0:1], x[0:per])
+        tile_mean = part[0] * (1.0 / per)
+        Tx.add(x[0:per], x[0:per], -tile_mean)
+        Tx.mul(t[0:per], x[0:per], x[0:per])
+        Tx.sum(part[0:1], t[0:per])
+        seen = T.cast(k, "float32") * float(per)
+        d = tile_mean - run[0]
+        run[1] = run[1] + part[0] + d * d * (seen * float(per) / (seen + float(per)))
+        run[0] = run[0] + d * (float(per) / (seen + float(per)))
+
+    return step
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;

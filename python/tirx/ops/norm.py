@@ -336,6 +336,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
     chan = chunks > 1 and not padded
     load, store = c.row_io(g, dtype)
     row_sum = c.row_sum_pass(g, load)
+    moments_step = c.tile_moments(per)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):
@@ -361,15 +362,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
             run[1] = 0.0
             for k in T.serial(chunks):
                 load(x, X[r, k * width : k * width + width], stage)
-                Tx.sum(part[0:1], xl[0:per])
-                tile_mean = part[0] * (1.0 / per)
-                Tx.add(sq[0:per], xl[0:per], -tile_mean)
-                Tx.mul(sq[0:per], sq[0:per], sq[0:per])
-                Tx.sum(part[0:1], sq[0:per])
-                seen = T.cast(k, "float32") * float(per)
-                step = tile_mean - run[0]
-                run[1] = run[1] + part[0] + step * step * (seen * float(per) / (seen + float(per)))
-                run[0] = run[0] + step * (float(per) / (seen + float(per)))
+                moments_step(run, part, xl, xl, k)
             means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
             mean = means / float(threads)  # every thread holds h / threads columns
             off = run[0] - mean
@@ -486,6 +479,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     load_tile, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, part, h)
+    moments_step = c.tile_moments(per)
 
     @T.macro
     def rows(X, W, B, Y, m, eps):
@@ -521,15 +515,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         run[1] = 0.0
         for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
             chunk(x, S, 0, k, stage)
-            Tx.sum(part_[0:1], xl[0:per])
-            tile_mean = part_[0] * (1.0 / per)
-            Tx.add(xl[0:per], xl[0:per], -tile_mean)
-            Tx.mul(xl[0:per], xl[0:per], xl[0:per])
-            Tx.sum(part_[0:1], xl[0:per])
-            d = tile_mean - run[0]
-            seen = T.cast(k, "float32") * float(per)
-            run[1] = run[1] + part_[0] + d * d * (seen * float(per) / (seen + float(per)))
-            run[0] = run[0] + d * (float(per) / (seen + float(per)))
+            moments_step(run, part_, xl, xl, k)
         means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
         total = means * float(per * chunks)
         local_mean = total / float(part)

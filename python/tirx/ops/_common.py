@@ -363,6 +363,20 @@ def cluster_exchange(n: int):
     return open_, publish, release, close
 
 
+def slice_sum(n: int):
+    """A macro ``sum_(stats, col, out, j)``: ``out[j]`` = the sum over the ``n`` slices of the
+    statistic ``stats[p, col]`` that each published (`cluster_exchange`), in slice order."""
+    from .. import T
+
+    @T.macro
+    def sum_(stats, col, out, j):
+        out[j] = 0.0
+        for p in range(n):
+            out[j] = out[j] + stats[p, col]
+
+    return sum_
+
+
 def slice_moments(n: int, width: int, h: int):
     """A macro ``moments(stats, out)`` combining the statistics that the ``n`` slices of ``width``
     columns of a row of ``h`` published (`cluster_exchange`: slice p's ``stats[p]`` = its sum,

@@ -124,6 +124,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -162,9 +163,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
         Tx.sum(part[0:1], sq[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
-        part[0] = 0.0
-        for p in range(cn):
-            part[0] = part[0] + stats[p, 0]
+        slice_sum(stats, 0, part, 0)
         rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
         release()
         load(w, W[c0 : c0 + width], stage)
@@ -185,6 +184,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -233,9 +233,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
             acc[0] = acc[0] + part_[0]
         s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
-        part_[0] = 0.0
-        for p in range(cn):
-            part_[0] = part_[0] + stats[p, 0]
+        slice_sum(stats, 0, part_, 0)
         rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
         release()
         for k in T.serial(chunks):

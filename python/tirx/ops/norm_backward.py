@@ -416,6 +416,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     exact = cn * width == h
     load, store = c.row_io(g, dtype)  # the padding reads 0
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
     sums = c.cta_sums(3, warps)
     add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
@@ -503,11 +504,8 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
             else:
-                acc[0] = 0.0
-                acc[2] = 0.0
-                for p in range(cn):
-                    acc[0] = acc[0] + stats[p, 0]
-                    acc[2] = acc[2] + stats[p, 1]
+                slice_sum(stats, 0, acc, 0)
+                slice_sum(stats, 1, acc, 2)
                 release()
                 rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
                 c_gx = acc[2] / float(h) * rstd
@@ -545,6 +543,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
     sums = c.cta_sums(3, warps)
     add_sums, dx_tile = _row_math(per, centered)
     moments = c.slice_moments(cn, part, h)
@@ -634,11 +633,8 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 c_gx = mom[3] / float(h) * rstd
             else:
                 publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
-                acc[0] = 0.0
-                acc[2] = 0.0
-                for p in range(cn):
-                    acc[0] = acc[0] + stats[p, 0]
-                    acc[2] = acc[2] + stats[p, 1]
+                slice_sum(stats, 0, acc, 0)
+                slice_sum(stats, 1, acc, 2)
                 release()
                 rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
                 c_gx = acc[2] / float(h) * rstd

@@ -426,6 +426,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
 
     @T.macro
     def rows(Y, DY, DX, m):
@@ -462,9 +463,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
             Tx.sum(part[0:1], prod[0:per])
         mine_sum = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
-        part[0] = 0.0
-        for p in range(cn):
-            part[0] = part[0] + stats[p, 0]
+        slice_sum(stats, 0, part, 0)
         s = part[0]
         release()
         if log:  # dy - exp(y) * s
@@ -491,6 +490,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
 
     @T.macro
     def rows(Y, DY, DX, m):
@@ -540,9 +540,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
             acc[0] = acc[0] + part_[0]
         mine_sum = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
-        part_[0] = 0.0
-        for p in range(cn):
-            part_[0] = part_[0] + stats[p, 0]
+        slice_sum(stats, 0, part_, 0)
         s = part_[0]
         release()
         for k in T.serial(chunks):

@@ -88,6 +88,7 @@ def main():
     w = torch.rand(16384, device=dev, dtype=dt) + 0.5
     _norm_backward("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}, x, w, dy)
     _norm_backward("cluster, slices in shared memory, ring of 4", 16384, {"threads": 256, "cluster": 2, "shared": True, "ring": 4}, x, w, dy)
+    _norm_backward("cluster, a slice of one tile held in registers", 16384, {"threads": 256, "cluster": 4, "shared": True, "hold": True}, x, w, dy)
     _norm_backward("streamed over whole tiles", 16384, {"threads": 256, "stream": True}, x, w, dy)  # LayerNorm: two passes
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
     run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)

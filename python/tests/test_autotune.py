@@ -67,6 +67,32 @@ def test_the_fastest_is_kept_per_key_in_memory_and_on_disk(tmp_path, monkeypatch
     assert timed == [] and again.kernel.meta["block"][0] == 64 and "cached" in again.explain()
 
 
+def test_each_candidate_gets_its_own_arguments(tmp_path, monkeypatch):
+    """``launch_args`` adapts the call's arguments per candidate, for timing and for the call
+    (a persistent grid sized per candidate): here each writes only its first ``threads`` elements."""
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    seen = []
+
+    def timer(kernel, args):
+        seen.append((kernel.meta["block"][0], args[0].shape[0]))
+        return {32: 3.0, 64: 1.0, 128: 2.0}[kernel.meta["block"][0]]
+
+    def own(kernel, args):  # the first `threads` elements: one CTA
+        t = kernel.meta["block"][0]
+        return args[0][:t], args[1][:t]
+
+    def one_cta(dtype, threads):  # n = threads
+        return scale(threads, dtype, threads)
+
+    k = tirx.autotune(configs=CONFIGS, key=["dtype"], timer=timer, launch_args=own)(one_cta)(dtype="float32")
+    x, y = np.arange(256, dtype=np.float32), np.ones(256, np.float32)
+    k(x, y)
+    assert sorted(seen) == [(32, 32), (64, 64), (128, 128)]
+    assert k.kernel.meta["block"][0] == 64
+    np.testing.assert_array_equal(y[:64], 1 + 2 * x[:64])  # the chosen candidate's own arguments
+    np.testing.assert_array_equal(y[64:], 1)
+
+
 def test_configuration_errors():
     with pytest.raises(ValueError, match="at least one configuration"):
         tirx.autotune(configs=[], key=["n"])(scale)

@@ -144,6 +144,24 @@ def test_scalar_arguments_and_a_run_time_grid_on_the_gpu():
         k(a, torch.zeros_like(a), 40, 1.0)
 
 
+def test_resident_ctas_come_from_the_driver_occupancy():
+    """A persistent grid's size: the CTAs the GPU holds at once, whole clusters where the GPCs
+    fit them (a CTA of 140+ KB: one per SM at most, fewer where a GPC's SMs are not whole
+    clusters of 8)."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    k = tirx.compile(scale_n)
+    n = k.resident_ctas()
+    assert k.cluster_size == 1 and n % sms == 0 and 1 <= n // sms <= 32, n  # as many on every SM, 32 at most
+    nb = sys.modules["tirx.ops.norm_backward"]
+    big = tirx.compile(nb.norm_backward_kernel.factory(h=65536, dtype="bfloat16", centered=True, threads=256, cluster=8, shared=True))
+    n = big.resident_ctas()
+    assert big.cluster_size == 8 and n % 8 == 0 and 0 < n <= sms, n
+
+
 def make_activation(op, rows, cols, dtype, **params):
     lay = TileLayout(S[(32, cols) : (1 @ laneid, 1)])
     call = getattr(Tx.warp, op)

@@ -95,7 +95,9 @@ def test_streamed_layer_norm_statistics_in_one_pass(dtype):
 
 # (design, h, m, ctas): the prefetching design with CTAs of several rows, one, and none; the
 # cluster design (16 CTAs: four clusters of 4, two of 8) over slices that tile the row (the next
-# row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty).
+# row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty);
+# the slices in shared memory in rings of 2-4 rows, re-read in each pass or held in registers
+# (`hold`). No barrier guards the rings: the race check proves each thread reads only its copies.
 DESIGNS = [
     ({"prefetch": True}, 2048, 7, 3),
     ({"prefetch": True}, 2048, 2, 4),
@@ -109,6 +111,8 @@ DESIGNS = [
     ({"cluster": 8, "shared": True, "threads": 32}, 2048, 3, 16),
     ({"cluster": 4, "shared": True, "threads": 32, "ring": 3}, 4096, 11, 16),
     ({"cluster": 2, "shared": True, "threads": 64, "ring": 4}, 8192, 21, 8),
+    ({"cluster": 4, "shared": True, "threads": 32, "hold": True}, 4096, 9, 16),
+    ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "ring": 3}, 2048, 20, 16),
 ]
 
 
@@ -176,6 +180,8 @@ def test_ctas_per_sm_falls_with_the_row():
 def test_design_errors():
     with pytest.raises(ValueError, match="ring: 5 rows; the cluster design's rings hold 2, 3 or 4"):
         nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, ring=5)
+    with pytest.raises(ValueError, match="hold: a slice of 16384 is 2 register tiles of 8192; only a slice of one"):
+        nb.norm_backward_kernel.factory(h=32768, dtype="bfloat16", threads=256, cluster=2, shared=True, hold=True)
     with pytest.raises(ValueError, match="prefetch: a row of 2000 must be whole 16-byte vectors"):
         nb.norm_backward_kernel.factory(h=2000, dtype="bfloat16", threads=256, prefetch=True)
     with pytest.raises(ValueError, match="a slice of 5000 does not fit the registers"):

@@ -10,6 +10,9 @@ and the factory arguments whose values key the choice.
 
 ``prune(configs, **key_values)`` (optional) returns the configurations that apply to a key
 (a row length that a thread count does not tile, say); a key none applies to is an error.
+``launch_args(kernel, args)`` (optional) gives each candidate its own arguments from the call's,
+timing and calls alike: a persistent kernel's grid sized to what that candidate keeps resident
+(`Kernel.resident_ctas`), say.
 
 The first call of a key compiles every candidate (in threads: lowering releases the GIL) and,
 on CUDA tensors, times each with CUDA events over ``rep`` launches of the call's own arguments
@@ -119,7 +122,7 @@ class TunedKernel:
         # timing, so an in-place kernel (Y += X) runs exactly once for the caller.
         written = [a for p, a in zip(ks[0].params, args) if not p.is_scalar and p.written]
         saved = [a.clone() if hasattr(a, "clone") else a.copy() for a in written]
-        self.times = [t(k, args) for k in ks]
+        self.times = [t(k, self._args(k, args)) for k in ks]
         for a, s in zip(written, saved):
             a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
         best = min(range(len(ks)), key=lambda i: self.times[i])
@@ -130,10 +133,16 @@ class TunedKernel:
             print(self.explain(), file=sys.stderr)
         return best
 
+    def _args(self, kernel, args) -> tuple:
+        """``kernel``'s arguments for the call's ``args`` (the tuner's ``launch_args``)."""
+        adapt = self.tuner.launch_args
+        return tuple(args) if adapt is None else tuple(adapt(kernel, args))
+
     def __call__(self, *args):
         if self.choice is None:
             self.choice = self._choose(args)
-        return self.kernels[self.choice](*args)
+        k = self.kernels[self.choice]
+        return k(*self._args(k, args))
 
     @property
     def kernel(self):
@@ -153,7 +162,9 @@ class TunedKernel:
 
 
 class Autotuner:
-    def __init__(self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer, prune=None):
+    def __init__(
+        self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer, prune=None, launch_args=None
+    ):
         if not configs:
             raise ValueError("tirx.autotune: give at least one configuration")
         params = inspect.signature(factory).parameters
@@ -161,7 +172,7 @@ class Autotuner:
             if name not in params:
                 raise TypeError(f"tirx.autotune: key `{name}` is not a parameter of {factory.__name__}{inspect.signature(factory)}")
         self.factory, self.configs, self.key = factory, [dict(c) for c in configs], list(key)
-        self.warmup, self.rep, self.timer, self.prune = warmup, rep, timer, prune
+        self.warmup, self.rep, self.timer, self.prune, self.launch_args = warmup, rep, timer, prune, launch_args
         try:
             src = inspect.getsource(factory)
         except (OSError, TypeError):
@@ -215,9 +226,10 @@ class Autotuner:
         return tuned
 
 
-def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None):
+def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None, launch_args=None):
     """Decorates a kernel factory: ``factory(**key_args, **config)`` returns a ``@T.prim_func``;
     calling the decorated factory with the key arguments gives a :class:`TunedKernel`.
     ``prune(configs, **key_args)`` keeps the configurations that apply to a key;
+    ``launch_args(kernel, args) -> args`` gives each compiled candidate its own arguments;
     ``timer(kernel, args) -> ms`` replaces the CUDA-event timing (for tests)."""
-    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune)
+    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune, launch_args)

@@ -106,6 +106,7 @@ class Kernel:
         # buffer's pointer: not an argument of the call.
         self.params: List[Param] = [Param(p) for p in meta["params"] if p.get("kind") != "tensormap"]
         self._device = None
+        self._resident: dict = {}
 
     @property
     def name(self) -> str:
@@ -157,6 +158,21 @@ class Kernel:
     def lir(self) -> str:
         """The lowered per-thread IR (`tirx lower --emit tir`)."""
         return self._l.lir()
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster (1 without a cluster)."""
+        return math.prod(self.meta.get("cluster", [1, 1, 1]))
+
+    def resident_ctas(self, device: int = 0) -> int:
+        """The CTAs of this kernel that GPU ``device`` holds at once, in whole clusters: the
+        driver's occupancy for its threads, registers, shared memory and cluster size (where on
+        the GPCs its clusters fit). The largest grid of a persistent kernel that runs in one
+        wave. Loads the kernel on the device (once)."""
+        n = self._resident.get(device)
+        if n is None:
+            n = self._resident[device] = self._l.resident_ctas(device)
+        return n
 
     def __repr__(self):
         return f"<tirx.Kernel {self.name} for {self.target}: {', '.join(map(repr, self.params))}>"

@@ -488,6 +488,14 @@ impl Lowered {
         self.on_device(py, device).map(|_| ())
     }
 
+    /// The CTAs of this kernel that GPU `device` holds at once (whole clusters; loads the kernel
+    /// there first): the largest grid of a persistent kernel that runs in one wave.
+    fn resident_ctas(&self, py: Python<'_>, device: usize) -> PyResult<u32> {
+        let l = self.on_device(py, device)?;
+        let cluster = self.meta.cluster;
+        py.detach(|| l.gpu.resident_ctas(&l.kernel, cluster)).map_err(crate::gpu::runtime_error)
+    }
+
     /// Binds one launch to its scalar arguments (one per scalar parameter, in order):
     /// `(grid, the shape of every buffer parameter)` at that launch. A mistyped
     /// argument or a failed launch check is raised, rendered in the user's file.

@@ -197,6 +197,29 @@ impl Gpu {
         Ok(Kernel { func, cfg, spec: spec.clone() })
     }
 
+    /// The CTAs of `k` that the device holds at once, in whole clusters of `cluster` (the
+    /// kernel's `__cluster_dims__`): the driver's occupancy for its block, shared memory and
+    /// registers, and for clusters where on the GPCs they fit (`cuOccupancyMaxActiveClusters`).
+    /// A persistent grid past it runs a second wave.
+    pub fn resident_ctas(&self, k: &Kernel, cluster: [u32; 3]) -> Result<u32, RuntimeError> {
+        self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
+        let size: u32 = cluster.iter().map(|&c| c.max(1)).product();
+        if size > 1 {
+            let cfg = LaunchConfig { grid_dim: (cluster[0].max(1), cluster[1].max(1), cluster[2].max(1)), ..k.cfg };
+            let n = k
+                .func
+                .occupancy_max_active_clusters(cfg, &self.stream)
+                .map_err(driver(&format!("the occupancy of `{}`'s clusters", k.spec.kernel)))?;
+            return Ok(n.saturating_mul(size));
+        }
+        let threads = k.cfg.block_dim.0 * k.cfg.block_dim.1 * k.cfg.block_dim.2;
+        let per_sm = k
+            .func
+            .occupancy_max_active_blocks_per_multiprocessor(threads, k.cfg.shared_mem_bytes as usize, None)
+            .map_err(driver(&format!("the occupancy of `{}`", k.spec.kernel)))?;
+        Ok(per_sm.saturating_mul(self.info.sm_count.max(0) as u32))
+    }
+
     fn check_spec(&self, s: &LaunchSpec) -> Result<(), RuntimeError> {
         let threads = s.block.iter().fold(1u64, |a, &b| a.saturating_mul(b as u64));
         let bad = |m: String| Err(RuntimeError::Invalid(format!("kernel `{}`: {m}", s.kernel)));

@@ -217,29 +217,30 @@ def group_vector(g: "RowGroupTile", n: int):
     return vector
 
 
-def cta_sums(count: int, warps: int):
-    """A macro ``sums(acc, scratch, wid, lane)``: every thread's ``acc[0:count]`` replaced by the
-    CTA's sums of them, ``count`` values in one exchange (a warp butterfly each, lane 0 of warp
-    w stores its ``count`` partials in ``scratch[w * count : (w + 1) * count]``, one barrier,
-    every thread adds the warps' partials in order, one barrier before ``scratch`` is reused)
-    where ``count`` `T.cuda.cta_sum` calls would take two barriers each. ``scratch``: shared,
-    ``warps * count`` float32."""
+def alternating_sums(count: int, warps: int):
+    """A macro ``sums(acc, scratch, wid, lane, parity)`` for a loop that reduces once per
+    iteration: every thread's ``acc[0:count]`` replaced by the CTA's sums of them, ``count``
+    values in one exchange with one barrier (a warp butterfly each; lane 0 of warp w stores its
+    partials in row ``parity`` of ``scratch``, shared ``(2, warps * count)`` float32; a barrier;
+    every thread adds the warps' partials in order). ``parity`` alternates with the iterations
+    (``i % 2``): a row is written again two iterations later, after the next iteration's
+    barrier, which every thread reaches only once it has read this one's partials, so no
+    barrier follows the read (`T.cuda.cta_sum` takes two per value)."""
     from .. import T
 
     @T.macro
-    def sums(acc, scratch, wid, lane):
+    def sums(acc, scratch, wid, lane, parity):
         for k in range(count):
             v = T.cuda.warp_sum(acc[k])
             acc[k] = v
         if lane == 0:
             for k in range(count):
-                scratch[wid * count + k] = acc[k]
+                scratch[parity, wid * count + k] = acc[k]
         T.cuda.cta_sync()
         for k in range(count):
             acc[k] = 0.0
             for w in range(warps):
-                acc[k] = acc[k] + scratch[w * count + k]
-        T.cuda.cta_sync()
+                acc[k] = acc[k] + scratch[parity, w * count + k]
 
     return sums
 
@@ -384,8 +385,14 @@ def slice_moments(n: int, width: int, h: int):
     ``sum(g (x - m_p))``) exactly about the row's mean, as Chan et al. combine partial variances:
     ``out[0]`` the row's mean, ``out[1] = sum_p M2_p + n_p (m_p - mean)^2``, ``out[2] = sum_p
     sum(g)``, ``out[3] = sum_p [sum g (x - m_p) + (m_p - mean) sum(g)] = sum g (x - mean)``; each
-    in slice order. ``n_p``: the slice's columns inside the row (the last ones may hold none)."""
+    in slice order. ``n_p``: the slice's columns inside the row (the last ones may hold none), a
+    constant, so the mean of a slice is a multiply by ``1 / n_p`` (exact for the power-of-two
+    slices of wide rows), not a division per row."""
     from .. import T
+
+    # (slice, n_p, 1 / n_p), constants of the macro.
+    counts = [max(min(h - p * width, width), 0) for p in range(n)]
+    slices = [(p, float(c), 1.0 / max(c, 1)) for p, c in enumerate(counts)]
 
     @T.macro
     def moments(stats, out):
@@ -396,9 +403,8 @@ def slice_moments(n: int, width: int, h: int):
         out[1] = 0.0
         out[2] = 0.0
         out[3] = 0.0
-        for p in range(n):
-            n_p = T.cast(T.max(T.min(h - p * width, width), 0), "float32")
-            d = stats[p, 0] / T.max(n_p, 1.0) - out[0]
+        for p, n_p, inv in slices:
+            d = stats[p, 0] * inv - out[0]
             out[1] = out[1] + stats[p, 1] + n_p * d * d
             out[2] = out[2] + stats[p, 2]
             out[3] = out[3] + stats[p, 3] + d * stats[p, 2]

@@ -14,7 +14,7 @@ beside the row and are written once, a float32 row of ``DWP``/``DBP`` per CTA; a
 sums those ``ctas`` rows per column (`column_sums_kernel`): the two-pass reduction. The designs,
 tuned per row length and dtype:
 
-- a CTA per row in registers, the row's three sums in one CTA exchange (`_common.cta_sums`);
+- a CTA per row in registers, the row's three sums in one CTA exchange (`_common.alternating_sums`);
 - the same with the next row's x and dy prefetched into a two-row shared-memory ring by
   `cp.async` while a row is computed (``prefetch``: twice the bytes in flight, no more registers);
 - short rows in lane groups, several rows per CTA at a time (each row slot keeps its own sums,
@@ -73,19 +73,27 @@ def _prune(configs, dtype, **key):
         if cfg.get("prefetch"):
             return h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING
         if cfg.get("shared"):
+            if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
+                return False
             return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], cfg.get("ring", 2)) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
 
 
-# The cluster design with its slices in shared memory, also with deeper rings (more rows in flight).
+# The cluster design with its slices in shared memory, also with a deeper ring (more rows in
+# flight), or holding a slice of one tile in registers (fewer reads of shared memory).
 SHARED_RING_CONFIGS = c.SHARED_CLUSTER_CONFIGS + [
-    {"threads": 256, "cluster": n, "shared": True, "ring": r} for n in (2, 4, 8) for r in (3, 4)
+    {"threads": 256, "cluster": n, "shared": True, **more} for n in (2, 4, 8) for more in ({"ring": 3}, {"hold": True})
 ]
 
 
-@autotune(configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS, key=["h", "dtype", "centered"], prune=_prune)
+@autotune(
+    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS,
+    key=["h", "dtype", "centered"],
+    prune=_prune,
+    launch_args=lambda kernel, args: _own_grid(kernel, args),
+)
 def norm_backward_kernel(
     h: int,
     dtype: str,
@@ -97,6 +105,7 @@ def norm_backward_kernel(
     cluster: int = 0,
     shared: bool = False,
     ring: int = 2,
+    hold: bool = False,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -106,11 +115,11 @@ def norm_backward_kernel(
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
-    of ``ring`` rows)."""
+    of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row)."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
     elif cluster and shared:
-        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered, ring)
+        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered, ring, hold)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered)
     else:
@@ -205,7 +214,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
-    sums = c.cta_sums(3, warps)
+    sums = c.alternating_sums(3, warps)
+    row_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
     shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
@@ -268,8 +278,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
         acc = T.alloc_buffer((3,), "float32", scope="local")
         if chan:
             run = T.alloc_buffer((4,), "float32", scope="local")
-        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
+        scratch = T.alloc_buffer((2, warps), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
         if chunks == 1:  # the weight and the partial sums stay in registers across rows
             load(w, W[0:width], stage)
@@ -283,19 +293,19 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
             if prefetch:  # the next row into the other slot, then this row's slot into registers
+                # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, 0, m)
                 T.ptx.cp_async.wait_group(1)
-                T.cuda.cta_sync()
                 from_ring(x, xs, i % 2, stage)
                 from_ring(dy, dys, i % 2, stage)
             if centered and prefetch:
                 Tx.sum(part[0:1], xl[0:per])
-                total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-                mean = total / float(h)
+                row_total(part, scratch, wid, lane, i % 2)
+                mean = part[0] / float(h)
             elif centered and not chan:  # the mean first, then deviations about it (as the forward)
                 row_sum(acc, part, x, X, r, stage)
-                total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
-                mean = total / float(h)
+                row_total(acc, scratch, wid, lane, i % 2)
+                mean = acc[0] / float(h)
             if chan:
                 run[0] = 0.0  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
                 run[1] = 0.0
@@ -323,8 +333,9 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     run[3] = run[3] + (run[0] - new_mean) * run[2] + part[0] + (tile_mean - new_mean) * tile_g
                     run[2] = run[2] + tile_g
                     run[0] = new_mean
-                means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
-                mean = means / float(threads)  # every thread holds h / threads columns
+                part[0] = run[0]
+                row_total(part, scratch, wid, lane, i % 2)
+                mean = part[0] / float(threads)  # every thread holds h / threads columns
                 off = run[0] - mean
                 acc[0] = run[1] + float(h // threads) * off * off
                 acc[1] = run[2]
@@ -345,7 +356,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                         if padded:  # the padding's deviation is 0
                             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
                     add_sums(acc, part, xl, wl, dyl, tl)
-            sums(acc, sums_scratch, wid, lane)  # the three sums in one exchange
+            sums(acc, sums_scratch, wid, lane, i % 2)  # the three sums in one exchange
             rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
             sum_g = acc[1]
             # mean(g * xhat) = rstd * mean(g * (x - mean))
@@ -417,7 +428,8 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     load, store = c.row_io(g, dtype)  # the padding reads 0
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
-    sums = c.cta_sums(3, warps)
+    sums = c.alternating_sums(3, warps)
+    slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
     moments = c.slice_moments(cn, width, h)
@@ -449,8 +461,8 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
-        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
+        scratch = T.alloc_buffer((2, warps), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
         open_(bar)
         q = b // cn
@@ -468,10 +480,9 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
         count = T.cast(T.max(T.min(h - c0, width), 0), "float32")
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            if exact:
+            if exact:  # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + clusters, c0, m)
                 T.ptx.cp_async.wait_group(1)
-                T.cuda.cta_sync()
                 from_ring(x, xs, i % 2, stage)
                 from_ring(dy, dys, i % 2, stage)
             else:
@@ -479,7 +490,8 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 load(dy, DY[r, c0 : c0 + width], stage)
             if centered:  # the slice's mean, then deviations about it (the padding: none)
                 Tx.sum(part[0:1], xl[0:per])
-                total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+                slice_total(part, scratch, wid, lane, i % 2)
+                total = part[0]
                 slice_mean = total / T.max(count, 1.0)
                 Tx.add(xl[0:per], xl[0:per], -slice_mean)
                 if not exact:
@@ -488,7 +500,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             acc[1] = 0.0
             acc[2] = 0.0
             add_sums(acc, part, xl, wl, dyl, tl)
-            sums(acc, sums_scratch, wid, lane)
+            sums(acc, sums_scratch, wid, lane, i % 2)
             if centered:
                 publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
             else:
@@ -529,22 +541,29 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     return rows
 
 
-def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int):
+def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int, hold: bool):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
     copied (`cp.async`) while this one is computed; the dW (and dB) partial sums in float32, each thread's columns
     its own. A row is read in register tiles: (for LayerNorm, the slice's sum first, then) the
-    four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums."""
+    four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums. With
+    ``hold``, a slice of one tile is read from shared memory once per row, and the weight's once:
+    they stay in registers (shared memory's bandwidth limited LayerNorm's re-reading passes), at
+    the cost of the registers that keep a second CTA off the SM where shared memory would not."""
     if ring not in (2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 2, 3 or 4")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    if hold and chunks != 1:
+        raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
+    reread = not hold  # the tiles read from shared memory in every pass
     width, per, warps = g.width, g.per, g.warps
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
-    sums = c.cta_sums(3, warps)
+    sums = c.alternating_sums(3, warps)
+    slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
     moments = c.slice_moments(cn, part, h)
 
@@ -578,8 +597,8 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
-        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        sums_scratch = T.alloc_buffer((warps * 3,), "float32", scope="shared")
+        scratch = T.alloc_buffer((2, warps), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
         xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
         open_(bar)
         q = b // cn
@@ -596,33 +615,42 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
             Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
             if centered:
                 Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        # No barrier guards the ring: each thread copies (`cp.async`, thread t the 16-byte vectors
+        # t, t + threads, ...) exactly the vectors of a slot that it reads into its register tiles
+        # (the tiles' layout), so its own `wait_group` orders its reads after its copies, and its
+        # reads of a slot before its next copies into it (the simulator's race check holds us to it).
+        if hold:  # the weight's slice stays in registers (its group: the oldest)
+            T.ptx.cp_async.wait_group(ring - 2)
+            tile(w, ws, 0, 0, stage)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
             slot = i % ring
-            T.cuda.cta_sync()  # every thread done with the slot that the row ring - 1 ahead overwrites
             fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
             T.ptx.cp_async.wait_group(ring - 1)
-            T.cuda.cta_sync()
             if centered:  # the slice's mean, then deviations about it
                 acc[0] = 0.0
                 for k in T.serial(chunks):
                     tile(x, xs, slot, k, stage)
                     Tx.sum(part_[0:1], xl[0:per])
                     acc[0] = acc[0] + part_[0]
-                total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+                slice_total(acc, scratch, wid, lane, i % 2)
+                total = acc[0]
                 slice_mean = total / float(part)
-            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy.
+            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy. A slice of one
+            # tile is read from shared memory once: its x, dy (and w) stay in registers.
             acc[0] = 0.0
             acc[1] = 0.0
             acc[2] = 0.0
             for k in T.serial(chunks):
-                tile(x, xs, slot, k, stage)
+                if reread or not centered:
+                    tile(x, xs, slot, k, stage)
                 tile(dy, dys, slot, k, stage)
-                tile(w, ws, 0, k, stage)
+                if reread:
+                    tile(w, ws, 0, k, stage)
                 if centered:
                     Tx.add(xl[0:per], xl[0:per], -slice_mean)
                 add_sums(acc, part_, xl, wl, dyl, tl)
-            sums(acc, sums_scratch, wid, lane)
+            sums(acc, sums_scratch, wid, lane, i % 2)
             if centered:
                 publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
                 moments(stats, mom)
@@ -639,11 +667,14 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
                 c_gx = acc[2] / float(h) * rstd
             for k in T.serial(chunks):
-                tile(x, xs, slot, k, stage)
-                tile(dy, dys, slot, k, stage)
-                tile(w, ws, 0, k, stage)
-                if centered:
-                    Tx.add(xl[0:per], xl[0:per], -mean)
+                if reread:
+                    tile(x, xs, slot, k, stage)
+                    tile(dy, dys, slot, k, stage)
+                    tile(w, ws, 0, k, stage)
+                    if centered:
+                        Tx.add(xl[0:per], xl[0:per], -mean)
+                elif centered:  # x - m_p in registers
+                    Tx.add(xl[0:per], xl[0:per], slice_mean - mean)
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
                 if centered:
                     dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
@@ -833,21 +864,45 @@ CLUSTER_MAX = max(cfg["cluster"] for cfg in c.CLUSTER_CONFIGS)
 
 
 def ctas_per_sm(h: int) -> int:
-    """The backward's CTAs per SM for rows of ``h``: `CTAS_PER_SM` up to 4,096 columns, fewer
-    for wider rows (`CTA_ROW_BYTES`), at least 2."""
-    return max(2, min(CTAS_PER_SM, CTA_ROW_BYTES // (4 * h)))
+    """The backward's CTAs per SM for rows (or a cluster's slices) of ``h``: `CTAS_PER_SM` up to
+    4,096 columns, fewer for wider ones (`CTA_ROW_BYTES`), at least 2."""
+    return max(2, min(CTAS_PER_SM, CTA_ROW_BYTES // (4 * max(h, 1))))
 
 
-def _ctas(x, rows: int, h: int) -> int:
-    """The grid (a run-time size): `ctas_per_sm` per SM, at most one per row, rounded up to whole
-    clusters of `CLUSTER_MAX` (CTAs past the rows write zero partial rows); the simulator's: one
-    cluster."""
-    if c.is_torch(x) and x.is_cuda:
-        from .matmul import _ctas as sm_count
+def _on_gpu(x) -> bool:
+    return c.is_torch(x) and x.is_cuda
 
-        n = min(rows, ctas_per_sm(h) * sm_count(x))
-        return -(-n // CLUSTER_MAX) * CLUSTER_MAX
-    return CLUSTER_MAX
+
+def _most_ctas(x, rows: int, h: int) -> int:
+    """The partial rows allocated: the largest grid of any design (`_grid`), at most one CTA per
+    row, rounded up to whole clusters of `CLUSTER_MAX`; the simulator's: one such cluster."""
+    if not _on_gpu(x):
+        return CLUSTER_MAX
+    from .matmul import _ctas as sm_count
+
+    n = min(rows, ctas_per_sm(h // CLUSTER_MAX) * sm_count(x))
+    return -(-n // CLUSTER_MAX) * CLUSTER_MAX
+
+
+def _grid(kernel, x, most: int) -> int:
+    """The grid of the design ``kernel`` (a run-time size, at most ``most``): `ctas_per_sm` of
+    its CTAs' slices per SM, and no more CTAs than the GPU holds at once (`Kernel.resident_ctas`:
+    a CTA of a second wave would take its rows after the first wave's, doubling the time), in
+    whole clusters (CTAs past the rows write zero partial rows); the simulator's: ``most``."""
+    if not _on_gpu(x):
+        return most
+    from .matmul import _ctas as sm_count
+
+    cn = kernel.cluster_size
+    n = min(most, ctas_per_sm(x.shape[1] // cn) * sm_count(x), kernel.resident_ctas(x.get_device()))
+    return max(cn, n // cn * cn)
+
+
+def _own_grid(kernel, args) -> tuple:
+    """A design's arguments (`autotune`'s ``launch_args``): its `_grid`, the partial rows cut to it."""
+    x, w, dy, dx, dwp, dbp, m, most, eps = args
+    n = _grid(kernel, x, most)
+    return x, w, dy, dx, dwp[:n], dbp[:n], m, n, eps
 
 
 def partial_rows(config: dict, ctas: int) -> int:
@@ -866,14 +921,14 @@ def run(grad, x, weight, eps: float, centered: bool):
     if rows == 0:
         dw = c.new_array(x, h, fill=0) if weight is not None else None
         return dx, dw, (c.new_array(x, h, fill=0) if centered else None)
-    ctas = _ctas(x, rows, h)
+    most = _most_ctas(x, rows, h)
     # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
     fill = 0 if _padded(h) != h else None
-    dwp = c.new_array(x, (ctas, _padded(h)), "float32", fill)
-    dbp = c.new_array(x, (ctas, _padded(h)), "float32", fill) if centered else dwp
+    dwp = c.new_array(x, (most, _padded(h)), "float32", fill)
+    dbp = c.new_array(x, (most, _padded(h)), "float32", fill) if centered else dwp
     tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered)
-    tuned(x, w, grad, dx, dwp, dbp, rows, ctas, float(eps))
-    used = partial_rows(tuned.configs[tuned.choice], ctas)
+    tuned(x, w, grad, dx, dwp, dbp, rows, most, float(eps))  # each design on its own grid (`_own_grid`)
+    used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
     dw = _sum_columns(dwp[:used], h, dtype, x) if weight is not None else None
     db = _sum_columns(dbp[:used], h, dtype, x) if centered else None
     return dx, dw, db

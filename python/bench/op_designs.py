@@ -90,6 +90,9 @@ def main():
     _norm_backward("cluster, slices in shared memory, ring of 4", 16384, {"threads": 256, "cluster": 2, "shared": True, "ring": 4}, x, w, dy)
     _norm_backward("cluster, a slice of one tile held in registers", 16384, {"threads": 256, "cluster": 4, "shared": True, "hold": True}, x, w, dy)
     _norm_backward("streamed over whole tiles", 16384, {"threads": 256, "stream": True}, x, w, dy)  # LayerNorm: two passes
+    _norm_backward("cluster, slices streamed", 16384, {"threads": 64, "cluster": 4, "stream": True}, x, w, dy)  # two tiles each
+    _norm_backward("cluster, slices streamed, partials in global memory", 16384, {"threads": 64, "cluster": 2, "stream": True, "shared_limit": 0}, x, w, dy)
+    _norm_backward("cluster, slices streamed, dB in registers", 16384, {"threads": 64, "cluster": 4, "stream": True, "shared_limit": 16384}, x, w, dy)
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
     run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
     check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))

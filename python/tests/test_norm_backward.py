@@ -97,7 +97,8 @@ def test_streamed_layer_norm_statistics_in_one_pass(dtype):
 # cluster design (16 CTAs: four clusters of 4, two of 8) over slices that tile the row (the next
 # row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty);
 # the slices in shared memory in rings of 2-4 rows, re-read in each pass or held in registers
-# (`hold`). No barrier guards the rings: the race check proves each thread reads only its copies.
+# (`hold`), or streamed through register tiles twice (partial sums in shared or global memory). No
+# barrier guards the rings: the race check proves each thread reads only its copies.
 DESIGNS = [
     ({"prefetch": True}, 2048, 7, 3),
     ({"prefetch": True}, 2048, 2, 4),
@@ -113,6 +114,10 @@ DESIGNS = [
     ({"cluster": 2, "shared": True, "threads": 64, "ring": 4}, 8192, 21, 8),
     ({"cluster": 4, "shared": True, "threads": 32, "hold": True}, 4096, 9, 16),
     ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "ring": 3}, 2048, 20, 16),
+    ({"cluster": 2, "stream": True, "threads": 32}, 4096, 7, 8),
+    ({"cluster": 4, "stream": True, "threads": 32, "shared_limit": 0}, 12288, 6, 16),
+    ({"cluster": 2, "stream": True, "threads": 32, "shared_limit": 8192}, 4096, 5, 8),  # LayerNorm's dB in registers
+    ({"cluster": 8, "stream": True, "threads": 32, "shared_limit": 0}, 16384, 1, 16),  # a cluster with no row
 ]
 
 

@@ -1,8 +1,10 @@
 """The backward of `rms_norm` and `layer_norm` in TIRx: ``dx`` per row, and the weight's and
 bias's gradients summed over rows without atomics.
 
-A grid of ``ctas`` CTAs (a run-time size: eight per SM, two for wide rows, at most one per row,
-whole clusters) walks the rows, CTA b taking rows b, b + ctas, ...; each row's statistics are
+A persistent grid of ``ctas`` CTAs walks the rows, CTA b taking rows b, b + ctas, ... (a
+run-time size, per design: eight per SM, two for wide rows or slices, at most one per row, and
+no more than the GPU holds at once, `Kernel.resident_ctas`, in whole clusters: a CTA of a
+second wave would take its rows after the first wave's); each row's statistics are
 recomputed from ``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
 ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and ``g = w * dy``,
 
@@ -21,7 +23,10 @@ tuned per row length and dtype:
   and the CTA adds its slots through shared memory before writing its row);
 - a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
   registers, one DSMEM exchange of four statistics per row; with ``shared``, the slices of x, dy
-  (a ring of 2-4 rows, the next ones prefetched) and w and the partial sums in shared memory);
+  (a ring of 2-4 rows, the next ones prefetched; each thread reads only the vectors it copied,
+  so no barrier guards the ring) and w and the partial sums in shared memory, or, with
+  ``hold``, a slice of one tile read from shared memory once per row; with ``stream``, slices
+  too wide for shared memory streamed through register tiles twice, the second time from L2);
 - rows streamed through register tiles: one pass for the statistics (two for LayerNorm where
   the row is not whole tiles: the mean, then the deviations about it; over whole tiles one, each
   thread's statistics combined tile by tile about its running mean, as Chan et al. do), a
@@ -62,12 +67,27 @@ def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: 
     return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + 4 * (2 if centered else 1))
 
 
+def _streams_slices(h: int, dtype: str, centered: bool, cfg: dict) -> bool:
+    """Whether `_cluster_streamed_rows` applies: rows of `CLUSTER_MIN` or more on a target with
+    clusters, split into slices of two or more whole tiles (`cluster_stream_tile`)."""
+    if h < c.CLUSTER_MIN or not c._target_has_clusters():
+        return False
+    try:
+        cluster_stream_tile(h, dtype, cfg["threads"], cfg["cluster"], centered)
+    except ValueError:
+        return False
+    return True
+
+
 def _prune(configs, dtype, **key):
     """`_common.prune_rows`, the prefetching design only where a row is whole vectors of every
-    thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`, and the
-    cluster design's slices in shared memory only where they fit `CLUSTER_SLICES`."""
+    thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`, the cluster
+    design's slices in shared memory only where they fit `CLUSTER_SLICES`, and the streamed
+    cluster design where its slices are whole tiles (`_streams_slices`)."""
     h, vec = key["h"], 16 // c.elem_bytes(dtype)
-    kept = c.prune_rows("h", _tiles)(configs, dtype, **key)
+    streamed = [cfg for cfg in configs if cfg.get("cluster") and cfg.get("stream")]
+    kept = c.prune_rows("h", _tiles)([cfg for cfg in configs if cfg not in streamed], dtype, **key)
+    kept += [cfg for cfg in streamed if _streams_slices(h, dtype, key["centered"], cfg)]
 
     def fits(cfg):
         if cfg.get("prefetch"):
@@ -88,8 +108,14 @@ SHARED_RING_CONFIGS = c.SHARED_CLUSTER_CONFIGS + [
 ]
 
 
+# The cluster design streaming its slices through register tiles (rows too wide for shared memory).
+# LayerNorm's dB partial sums are held in registers where a thread has at most this many columns.
+DB_REGISTERS = 64
+STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in (256, 512) for n in (4, 8)]
+
+
 @autotune(
-    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS,
+    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS,
     key=["h", "dtype", "centered"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),
@@ -118,6 +144,8 @@ def norm_backward_kernel(
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row)."""
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+    elif cluster and stream:
+        rows = _cluster_streamed_rows(h, dtype, threads, cluster_stream_tile(h, dtype, threads, cluster, centered), cluster, centered, shared_limit)
     elif cluster and shared:
         rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered, ring, hold)
     elif cluster:
@@ -206,27 +234,13 @@ def _ring_io(width: int, widen: bool):
     return fetch, from_ring
 
 
-def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
-    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
-    i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
-    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
-    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    padded = chunks * width > h
-    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
-    row_sum = c.row_sum_pass(g, load)
-    sums = c.alternating_sums(3, warps)
-    row_total = c.alternating_sums(1, warps)
-    add_sums, dx_tile = _row_math(per, centered)
-    fetch, from_ring = _ring_io(width, widen)
-    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
-    # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
-    # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
-    chan = centered and chunks > 1 and not padded
+def _partial_adder(width: int, per: int, shared: bool):
+    """A macro ``add_partial(acc, P, a, b2, first)``: ``P += a * b2`` (b2 None: ``P += a``)
+    through the register tile ``acc``, ``P`` a tile of a CTA's partial sums (``shared``: in shared
+    memory; else its row in global memory, guarded at the row's end; overwritten when ``first``)."""
 
     @T.macro
     def add_partial(acc, P, a, b2, first):
-        """``P += a * b2`` (b2 None: ``P += a``) through the register tile ``acc``: ``P`` a tile of
-        the CTA's partial sums (shared, or its row in global memory; overwritten when ``first``)."""
         al = acc.local()
         if first:
             if b2 is None:
@@ -246,6 +260,59 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             Tx.cta.copy(P, acc[0:width])
         else:
             Tx.cta.copy(P, acc[0:width], clip=True)
+
+    return add_partial
+
+
+def _chan_step(per: int):
+    """A macro ``step(run, part, xl, wl, dyl, tl, k)``: tile ``k`` (the thread's ``per``
+    registers ``xl``, ``wl``, ``dyl``; ``xl`` left centred on the tile's mean) added to the
+    thread's running LayerNorm statistics ``run``: its mean, squared deviations about it,
+    ``sum(g)`` and ``sum(g (x - mean))`` (``g = w dy``), each tile combined about the running mean
+    as Chan et al. combine partial variances. ``part``, ``tl``: scratch."""
+
+    @T.macro
+    def step(run, part, xl, wl, dyl, tl, k):
+        Tx.sum(part[0:1], xl[0:per])
+        tile_mean = part[0] * (1.0 / per)
+        Tx.add(xl[0:per], xl[0:per], -tile_mean)
+        Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+        Tx.sum(part[0:1], tl[0:per])
+        tile_m2 = part[0]
+        Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
+        Tx.sum(part[0:1], tl[0:per])
+        tile_g = part[0]
+        Tx.mul(tl[0:per], tl[0:per], xl[0:per])
+        Tx.sum(part[0:1], tl[0:per])
+        seen = T.cast(k, "float32") * float(per)
+        step_ = tile_mean - run[0]
+        new_mean = run[0] + step_ * (float(per) / (seen + float(per)))
+        run[1] = run[1] + tile_m2 + step_ * step_ * (seen * float(per) / (seen + float(per)))
+        run[3] = run[3] + (run[0] - new_mean) * run[2] + part[0] + (tile_mean - new_mean) * tile_g
+        run[2] = run[2] + tile_g
+        run[0] = new_mean
+
+    return step
+
+
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
+    """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
+    i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
+    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    padded = chunks * width > h
+    load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+    row_sum = c.row_sum_pass(g, load)
+    sums = c.alternating_sums(3, warps)
+    row_total = c.alternating_sums(1, warps)
+    add_sums, dx_tile = _row_math(per, centered)
+    fetch, from_ring = _ring_io(width, widen)
+    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
+    add_partial = _partial_adder(width, per, shared)
+    # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
+    # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
+    chan = centered and chunks > 1 and not padded
+    chan_step = _chan_step(per)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
@@ -315,24 +382,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     load(x, X[r, k * width : k * width + width], stage)
                     load(dy, DY[r, k * width : k * width + width], stage)
                     load(w, W[k * width : k * width + width], stage)
-                    Tx.sum(part[0:1], xl[0:per])
-                    tile_mean = part[0] * (1.0 / per)
-                    Tx.add(xl[0:per], xl[0:per], -tile_mean)
-                    Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-                    Tx.sum(part[0:1], tl[0:per])
-                    tile_m2 = part[0]
-                    Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
-                    Tx.sum(part[0:1], tl[0:per])
-                    tile_g = part[0]
-                    Tx.mul(tl[0:per], tl[0:per], xl[0:per])
-                    Tx.sum(part[0:1], tl[0:per])
-                    seen = T.cast(k, "float32") * float(per)
-                    step = tile_mean - run[0]
-                    new_mean = run[0] + step * (float(per) / (seen + float(per)))
-                    run[1] = run[1] + tile_m2 + step * step * (seen * float(per) / (seen + float(per)))
-                    run[3] = run[3] + (run[0] - new_mean) * run[2] + part[0] + (tile_mean - new_mean) * tile_g
-                    run[2] = run[2] + tile_g
-                    run[0] = new_mean
+                    chan_step(run, part, xl, wl, dyl, tl, k)
                 part[0] = run[0]
                 row_total(part, scratch, wid, lane, i % 2)
                 mean = part[0] / float(threads)  # every thread holds h / threads columns
@@ -696,6 +746,189 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
             if centered:
                 Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
                 Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+        close()
+
+    return rows
+
+
+def cluster_stream_tile(h: int, dtype: str, threads: int, cn: int, centered: bool) -> c.RowTile:
+    """The register tile of `_cluster_streamed_rows`: a CTA's slice of ``h / cn`` columns streamed
+    in whole tiles of ``threads`` threads, two or more."""
+    vec = 16 // c.elem_bytes(dtype)
+    g = c.RowTile(h // cn, dtype, threads, _tiles(dtype, {"centered": centered}), stream=True)
+    if h % (cn * threads * vec) or g.chunks * g.width != h // cn or g.chunks < 2:
+        raise ValueError(
+            f"stream over a cluster: a row of {h} over {cn} CTAs of {threads} threads must split into slices of "
+            f"two or more whole tiles of {g.width}"
+        )
+    return g
+
+
+def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int):
+    """Rows too wide for a cluster's slices to stay in shared memory (262,144 columns): a cluster
+    of ``cn`` CTAs per row, the clusters walking the rows, each CTA streaming its slice through
+    register tiles twice: the statistics (LayerNorm's each thread's, tile by tile about its
+    running mean, then the slice's, as `_rows` does), one DSMEM exchange (`_cluster_rows`'s), then
+    dx and the partial sums (in shared memory where they fit ``shared_limit``, else in the
+    cluster's partial row in global memory, this CTA's columns of it; LayerNorm's dB in registers
+    where dW alone fits and a thread's columns are at most `DB_REGISTERS`). The second pass reads the
+    slice last tile first, from L2: a cluster's rows in flight are a few MB, where the streamed
+    design's CTA per row keeps more rows in flight than L2 holds."""
+    from ..layout import S, TileLayout, tx
+
+    width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
+    part = h // cn
+    load, store = c.row_io(g, dtype)
+    sums = c.alternating_sums(3, warps)
+    slice_total = c.alternating_sums(1, warps)
+    add_sums, dx_tile = _row_math(per, centered)
+    chan_step = _chan_step(per)
+    open_, publish, release, close = c.cluster_exchange(cn)
+    slice_sum = c.slice_sum(cn)
+    moments = c.slice_moments(cn, part, h)
+    shared = (2 if centered else 1) * part * 4 <= shared_limit
+    db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
+    dw_shared = shared or db_regs
+    add_partial = _partial_adder(width, per, dw_shared)
+    # dB's registers: tile k of the slice at registers [k * per, (k + 1) * per) of each thread.
+    db_layout = TileLayout(S[(chunks, width // (threads * g.vec), threads, g.vec) : (per, g.vec, 1 @ tx, 1)])
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        rank = T.cta_id_in_cluster([cn])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        if dw_shared:  # the CTA's partial sums, each thread's columns its own
+            dws = pool.alloc((part,), "float32")
+        if centered and shared:
+            dbs = pool.alloc((part,), "float32")
+        stats = pool.alloc((cn, 4), "float32")
+        mine = pool.alloc((4,), "float32")
+        bar = MBarrier(pool, 1)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dw = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if centered:
+            db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+            run = T.alloc_buffer((4,), "float32", scope="local")
+        if db_regs:
+            dbr = T.alloc_buffer((chunks, width), "float32", scope="local", layout=db_layout)
+            dbl = dbr.local()
+            Tx.fill(dbl[0 : chunks * per], 0.0)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")
+        scratch = T.alloc_buffer((2, warps), "float32", scope="shared")
+        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
+        xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
+        open_(bar)
+        q = b // cn
+        clusters = ctas // cn
+        c0 = rank * part
+        if dw_shared:
+            Tx.fill(tl[0:per], 0.0)
+            for k in T.serial(chunks):
+                Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+                if centered and shared:
+                    Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        for i in T.serial((m - q + clusters - 1) // clusters):
+            r = q + i * clusters
+            if centered:  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
+                run[0] = 0.0
+                run[1] = 0.0
+                run[2] = 0.0
+                run[3] = 0.0
+                for k in T.serial(chunks):
+                    load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
+                    load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
+                    load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                    chan_step(run, part_, xl, wl, dyl, tl, k)
+                part_[0] = run[0]
+                slice_total(part_, scratch, wid, lane, i % 2)
+                slice_mean = part_[0] / float(threads)  # every thread holds part / threads columns
+                off = run[0] - slice_mean
+                acc[0] = run[1] + float(part // threads) * off * off
+                acc[1] = run[2]
+                acc[2] = run[3] + off * run[2]
+            else:  # sums of x^2 and g x
+                acc[0] = 0.0
+                acc[1] = 0.0
+                acc[2] = 0.0
+                for k in T.serial(chunks):
+                    load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
+                    load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
+                    load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                    add_sums(acc, part_, xl, wl, dyl, tl)
+            sums(acc, sums_scratch, wid, lane, i % 2)
+            if centered:  # the slices' statistics about the row's mean
+                publish(stats, mine, bar, rank, tid, i % 2, slice_mean * float(part), acc[0], acc[1], acc[2])
+                moments(stats, mom)
+                release()
+                mean = mom[0]
+                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+                mean_g = mom[2] / float(h)
+                c_gx = mom[3] / float(h) * rstd
+            else:
+                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
+                slice_sum(stats, 0, acc, 0)
+                slice_sum(stats, 1, acc, 2)
+                release()
+                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                c_gx = acc[2] / float(h) * rstd
+            for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
+                k = chunks - 1 - j
+                load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
+                load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
+                load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                if centered:
+                    Tx.add(xl[0:per], xl[0:per], -mean)
+                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+                if centered:
+                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
+                else:
+                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
+                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
+                if dw_shared:
+                    add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)
+                if db_regs:
+                    for kk in list(range(chunks)):  # registers take constant indices: a branch per tile
+                        if k == kk:
+                            Tx.add(dbl[kk * per : kk * per + per], dbl[kk * per : kk * per + per], dyl[0:per])
+                elif centered and shared:
+                    add_partial(db, dbs[k * width : k * width + width], dyl, None, False)
+                if not dw_shared:  # the cluster's partial row, this slice's columns: written whole by its first row
+                    add_partial(dw, DWP[q, c0 + k * width : c0 + k * width + width], dyl, xl, i == 0)
+                    if centered:
+                        add_partial(db, DBP[q, c0 + k * width : c0 + k * width + width], dyl, None, i == 0)
+        # Partial row q, the cluster's: this slice's columns of it (each thread its own).
+        if dw_shared:
+            for k in T.serial(chunks):
+                Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
+                Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+                if centered and shared:
+                    Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
+                    Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+        if db_regs:
+            for k in T.unroll(chunks):
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], dbr[k, 0:width])
+        if not dw_shared:
+            if m <= q:  # no row: zeros
+                Tx.fill(dwl[0:per], 0.0)
+                for k in T.serial(chunks):
+                    Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], dw[0:width])
+                    if centered:
+                        Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], dw[0:width])
         close()
 
     return rows

@@ -122,9 +122,11 @@ def test_autograd_through_the_row_ops():
         ops.log_softmax(x)  # registers the ops outside the compiled function
         f = torch.compile(lambda x, w: (ops.log_softmax(x) * w).sum(), fullgraph=True)
         f(x, w).backward()
-        want = x.detach().clone().requires_grad_()
-        (torch.log_softmax(want, -1) * w).sum().backward()
-        torch.testing.assert_close(x.grad, want.grad, rtol=1e-5, atol=1e-6)
+        # Against float64, as the eager checks above: PyTorch's float32 gradient is itself off by
+        # up to ~4e-6 on such inputs, so two float32 gradients need not agree to 1e-6.
+        want = x.detach().double().requires_grad_()
+        (torch.log_softmax(want, -1) * w.double()).sum().backward()
+        torch.testing.assert_close(x.grad.double(), want.grad, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])

@@ -460,6 +460,39 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
+def _row_exchange(cn: int, part: int, h: int, centered: bool):
+    """A macro ``exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps)`` for the cluster
+    designs: publishes this CTA's slice statistics to the cluster (`_common.cluster_exchange`;
+    ``acc``: the CTA's sums of (x - m_p)^2 (RMSNorm: x^2), g and g (x - m_p); LayerNorm's slice
+    sum in ``mom[0]`` on entry), combines the slices' (`_common.slice_moments`, or sums), releases
+    the exchange and leaves the row's ``mom = (mean, rstd, mean(g), mean(g xhat))`` (RMSNorm: mean
+    and mean(g) 0)."""
+    publish, release = c.cluster_exchange(cn)[1:3]
+    slice_sum = c.slice_sum(cn)
+    moments = c.slice_moments(cn, part, h)
+
+    @T.macro
+    def exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps):
+        if centered:
+            publish(stats, mine, bar, rank, tid, parity, mom[0], acc[0], acc[1], acc[2])
+            moments(stats, mom)
+            release()
+            mom[1] = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+            mom[2] = mom[2] / float(h)
+            mom[3] = mom[3] / float(h) * mom[1]
+        else:
+            publish(stats, mine, bar, rank, tid, parity, acc[0], acc[2], 0.0, 0.0)
+            slice_sum(stats, 0, acc, 0)
+            slice_sum(stats, 1, acc, 2)
+            release()
+            mom[0] = 0.0
+            mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+            mom[2] = 0.0
+            mom[3] = acc[2] / float(h) * mom[1]
+
+    return exchange
+
+
 def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     """Wide rows: a cluster of ``cn`` CTAs per row, the clusters walking the rows (cluster q of
     ``ctas / cn`` takes rows q, q + ctas / cn, ...). CTA ``rank`` holds the slice ``[rank * width,
@@ -476,13 +509,12 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     exact = cn * width == h
     load, store = c.row_io(g, dtype)  # the padding reads 0
-    open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    open_, _, _, close = c.cluster_exchange(cn)
     sums = c.alternating_sums(3, warps)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
     fetch, from_ring = _ring_io(width, widen)
-    moments = c.slice_moments(cn, width, h)
+    exchange = _row_exchange(cn, width, h, centered)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
@@ -552,30 +584,15 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             add_sums(acc, part, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
             if centered:
-                publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
-            else:
-                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
-            if centered:  # the slices' statistics about the row's mean
-                moments(stats, mom)
-                release()
-                mean = mom[0]
-                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
-                sum_g = mom[2]
-                c_gx = mom[3] / float(h) * rstd
-                Tx.add(xl[0:per], xl[0:per], slice_mean - mean)  # x - mean
+                mom[0] = total
+            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            rstd = mom[1]
+            if centered:  # x - mean
+                Tx.add(xl[0:per], xl[0:per], slice_mean - mom[0])
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
-            else:
-                slice_sum(stats, 0, acc, 0)
-                slice_sum(stats, 1, acc, 2)
-                release()
-                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                c_gx = acc[2] / float(h) * rstd
             Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
-            if centered:
-                dx_tile(tl, xl, wl, dyl, rstd, c_gx, sum_g / float(h))
-            else:
-                dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
+            dx_tile(tl, xl, wl, dyl, rstd, mom[3], mom[2])
             store(DX[r, c0 : c0 + width], tmp, stage)
             Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
             if centered:
@@ -610,12 +627,11 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
-    open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    open_, _, _, close = c.cluster_exchange(cn)
     sums = c.alternating_sums(3, warps)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
-    moments = c.slice_moments(cn, part, h)
+    exchange = _row_exchange(cn, part, h, centered)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
@@ -702,20 +718,9 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 add_sums(acc, part_, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
             if centered:
-                publish(stats, mine, bar, rank, tid, i % 2, total, acc[0], acc[1], acc[2])
-                moments(stats, mom)
-                release()
-                mean = mom[0]
-                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
-                mean_g = mom[2] / float(h)
-                c_gx = mom[3] / float(h) * rstd
-            else:
-                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
-                slice_sum(stats, 0, acc, 0)
-                slice_sum(stats, 1, acc, 2)
-                release()
-                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                c_gx = acc[2] / float(h) * rstd
+                mom[0] = total
+            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for k in T.serial(chunks):
                 if reread:
                     tile(x, xs, slot, k, stage)
@@ -726,10 +731,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 elif centered:  # x - m_p in registers
                     Tx.add(xl[0:per], xl[0:per], slice_mean - mean)
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
-                if centered:
-                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
-                else:
-                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
                 Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
                 Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])
@@ -783,9 +785,8 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
     chan_step = _chan_step(per)
-    open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
-    moments = c.slice_moments(cn, part, h)
+    open_, _, _, close = c.cluster_exchange(cn)
+    exchange = _row_exchange(cn, part, h, centered)
     shared = (2 if centered else 1) * part * 4 <= shared_limit
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs
@@ -871,21 +872,10 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
                     load(w, W[c0 + k * width : c0 + k * width + width], stage)
                     add_sums(acc, part_, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
-            if centered:  # the slices' statistics about the row's mean
-                publish(stats, mine, bar, rank, tid, i % 2, slice_mean * float(part), acc[0], acc[1], acc[2])
-                moments(stats, mom)
-                release()
-                mean = mom[0]
-                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
-                mean_g = mom[2] / float(h)
-                c_gx = mom[3] / float(h) * rstd
-            else:
-                publish(stats, mine, bar, rank, tid, i % 2, acc[0], acc[2], 0.0, 0.0)
-                slice_sum(stats, 0, acc, 0)
-                slice_sum(stats, 1, acc, 2)
-                release()
-                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                c_gx = acc[2] / float(h) * rstd
+            if centered:
+                mom[0] = slice_mean * float(part)
+            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
                 k = chunks - 1 - j
                 load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
@@ -894,10 +884,7 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
                 if centered:
                     Tx.add(xl[0:per], xl[0:per], -mean)
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
-                if centered:
-                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
-                else:
-                    dx_tile(tl, xl, wl, dyl, rstd, c_gx, 0.0)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
                 if dw_shared:
                     add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)

@@ -118,7 +118,7 @@ STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in 
     configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS,
     key=["h", "dtype", "centered"],
     prune=_prune,
-    launch_args=lambda kernel, args: _own_grid(kernel, args),
+    launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
 )
 def norm_backward_kernel(
     h: int,

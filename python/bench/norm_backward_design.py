@@ -1,0 +1,51 @@
+"""One design of the norms' backward on its own persistent grid, timed: the script to run under
+Nsight Compute when asking what limits a design (README, the issue-33 sweep).
+
+    cd python/bench && python norm_backward_design.py H CENTERED '{"threads": 256, "cluster": 8, "shared": true}'
+    ncu -k regex:norm_backward -s 3 -c 1 --section SpeedOfLight --section WarpStateStats \\
+        --section Occupancy --section MemoryWorkloadAnalysis python norm_backward_design.py ...
+
+H: the row length; CENTERED: 1 for LayerNorm, 0 for RMSNorm; bf16 rows, ~1 GiB of x."""
+
+import json
+import sys
+
+import torch
+from ops import copy_us  # this directory
+
+import tirx
+import tirx.ops  # noqa: F401  (loads the ops' modules)
+
+nb = sys.modules["tirx.ops.norm_backward"]
+
+
+def main():
+    h, centered, cfg = int(sys.argv[1]), sys.argv[2] == "1", json.loads(sys.argv[3])
+    m = (1 << 30) // (2 * h)
+    x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn_like(x)
+    w = torch.rand(h, device="cuda", dtype=torch.bfloat16) + 0.5
+    dx = torch.empty_like(x)
+    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="bfloat16", centered=centered, **cfg))
+    n = nb._grid(k, x, nb._most_ctas(x, m, h))
+    dwp = torch.zeros(n, nb._padded(h), device="cuda")
+    dbp = torch.zeros_like(dwp)
+    args = (x, w, dy, dx, dwp, dbp, m, n, 1e-5)
+    for _ in range(3):
+        k(*args)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(10):
+        k(*args)
+    end.record()
+    end.synchronize()
+    ms = start.elapsed_time(end) / 10
+    copy_ms = copy_us(3 * x.numel() * x.element_size()) / 1e3  # x, dy read; dx written
+    print(
+        f"h={h} {'layer' if centered else 'rms'}_norm backward {cfg}: grid {n} (resident {k.resident_ctas()}), "
+        f"{ms:.3f} ms ({copy_ms / ms:.2f} of a copy of the bytes), shared memory {k.meta['dynamic_smem_bytes']} B"
+    )
+
+
+if __name__ == "__main__":
+    main()

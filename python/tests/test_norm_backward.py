@@ -182,6 +182,37 @@ def test_ctas_per_sm_falls_with_the_row():
     assert [nb.ctas_per_sm(h) for h in (256, 4096, 8192, 16384, 65536, 262144)] == [8, 8, 4, 2, 2, 2]
 
 
+def test_each_design_gets_a_grid_the_gpu_holds_at_once(monkeypatch):
+    """The persistent grid per design (`_grid`): at most the partial rows allocated, `ctas_per_sm`
+    of its rows or slices per SM, and what the GPU keeps resident (a second wave would double
+    the time of its rows), in whole clusters, at least one. A GPU of 132 SMs, faked."""
+
+    class Design:
+        def __init__(self, cluster_size, resident):
+            self.cluster_size, self._resident = cluster_size, resident
+
+        def resident_ctas(self, device):
+            return self._resident
+
+    class X:  # rows of h columns on GPU 0
+        def __init__(self, h):
+            self.shape = (10**6, h)
+
+        def get_device(self):
+            return 0
+
+    monkeypatch.setattr(nb, "_on_gpu", lambda x: True)
+    monkeypatch.setattr(sys.modules["tirx.ops.matmul"], "_ctas", lambda x: 132)
+    most = nb._most_ctas(X(65536), 10**6, 65536)
+    assert most == 4 * 132  # slices of 8,192 (clusters of 8): 4 per SM
+    assert nb._grid(Design(8, 240), X(65536), most) == 240  # resident: 30 clusters of 8
+    assert nb._grid(Design(8, 1056), X(65536), most) == 528  # slices of 8,192: 4 per SM
+    assert nb._grid(Design(1, 1056), X(65536), most) == 264  # whole rows: 2 per SM
+    assert nb._grid(Design(4, 130), X(65536), most) == 128  # whole clusters
+    assert nb._grid(Design(8, 5), X(65536), most) == 8  # one cluster at least
+    assert nb._grid(Design(2, 1000), X(256), 40) == 40  # no more than the rows allocated
+
+
 def test_design_errors():
     with pytest.raises(ValueError, match="ring: 5 rows; the cluster design's rings hold 2, 3 or 4"):
         nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, ring=5)

@@ -295,6 +295,38 @@ def _chan_step(per: int):
     return step
 
 
+def _chan_pass(g: c.RowTile, load, cols: int, row_total):
+    """A macro ``stats(run, part, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane,
+    parity)``: LayerNorm's statistics of the ``cols`` columns of row ``r`` from column ``c0`` (the
+    row, or a CTA's slice of it; whole tiles of ``g``) in one pass over register tiles: each
+    thread's `_chan_step` tile by tile, then the threads' combined about their columns' mean
+    (``row_total``: an `alternating_sums` of one value, at ``parity``). Leaves ``part[0]`` that
+    mean and ``acc`` = (squared deviations about it, sum(g), sum(g (x - mean))), ``g = w dy``."""
+    width, per, threads, chunks = g.width, g.per, g.warps * 32, cols // g.width
+    chan_step = _chan_step(per)
+
+    @T.macro
+    def stats(run, part, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane, parity):
+        run[0] = 0.0  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
+        run[1] = 0.0
+        run[2] = 0.0
+        run[3] = 0.0
+        for k in T.serial(chunks):
+            load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
+            load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
+            load(w, W[c0 + k * width : c0 + k * width + width], stage)
+            chan_step(run, part, x.local(), w.local(), dy.local(), tmp.local(), k)
+        part[0] = run[0]
+        row_total(part, scratch, wid, lane, parity)
+        part[0] = part[0] / float(threads)  # every thread holds cols / threads columns
+        off = run[0] - part[0]
+        acc[0] = run[1] + float(cols // threads) * off * off
+        acc[1] = run[2]
+        acc[2] = run[3] + off * run[2]
+
+    return stats
+
+
 def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
     """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
     i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
@@ -312,7 +344,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
     # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
     chan = centered and chunks > 1 and not padded
-    chan_step = _chan_step(per)
+    if chan:
+        chan_stats = _chan_pass(g, load, h, row_total)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
@@ -374,22 +407,8 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 row_total(acc, scratch, wid, lane, i % 2)
                 mean = acc[0] / float(h)
             if chan:
-                run[0] = 0.0  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
-                run[1] = 0.0
-                run[2] = 0.0
-                run[3] = 0.0
-                for k in T.serial(chunks):
-                    load(x, X[r, k * width : k * width + width], stage)
-                    load(dy, DY[r, k * width : k * width + width], stage)
-                    load(w, W[k * width : k * width + width], stage)
-                    chan_step(run, part, xl, wl, dyl, tl, k)
-                part[0] = run[0]
-                row_total(part, scratch, wid, lane, i % 2)
-                mean = part[0] / float(threads)  # every thread holds h / threads columns
-                off = run[0] - mean
-                acc[0] = run[1] + float(h // threads) * off * off
-                acc[1] = run[2]
-                acc[2] = run[3] + off * run[2]
+                chan_stats(run, part, acc, x, dy, w, tmp, stage, X, DY, W, r, 0, scratch, wid, lane, i % 2)
+                mean = part[0]
             if not chan:  # sums of (x - mean)^2, g and g * (x - mean), g = w * dy
                 acc[0] = 0.0
                 acc[1] = 0.0
@@ -782,9 +801,8 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
     part = h // cn
     load, store = c.row_io(g, dtype)
     sums = c.alternating_sums(3, warps)
-    slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered)
-    chan_step = _chan_step(per)
+    chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps))
     open_, _, _, close = c.cluster_exchange(cn)
     exchange = _row_exchange(cn, part, h, centered)
     shared = (2 if centered else 1) * part * 4 <= shared_limit
@@ -845,23 +863,9 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
                     Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            if centered:  # this thread's mean, squared deviations, sum(g), sum(g (x - mean))
-                run[0] = 0.0
-                run[1] = 0.0
-                run[2] = 0.0
-                run[3] = 0.0
-                for k in T.serial(chunks):
-                    load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
-                    load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
-                    load(w, W[c0 + k * width : c0 + k * width + width], stage)
-                    chan_step(run, part_, xl, wl, dyl, tl, k)
-                part_[0] = run[0]
-                slice_total(part_, scratch, wid, lane, i % 2)
-                slice_mean = part_[0] / float(threads)  # every thread holds part / threads columns
-                off = run[0] - slice_mean
-                acc[0] = run[1] + float(part // threads) * off * off
-                acc[1] = run[2]
-                acc[2] = run[3] + off * run[2]
+            if centered:
+                chan_stats(run, part_, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane, i % 2)
+                slice_mean = part_[0]
             else:  # sums of x^2 and g x
                 acc[0] = 0.0
                 acc[1] = 0.0

@@ -417,7 +417,7 @@ def tile_moments(per: int):
     registers ``x``, left centered about the tile's mean) into the thread's running mean
     ``run[0]`` and sum of squared deviations about it ``run[1]``, as Chan et al. combine partial
     variances (no cancellation); ``t``: a tile of scratch (``x`` itself where ``x`` is not read
-    again), ``part``: a register of scratch."""
+    again). Leaves the tile's mean in ``part[0]`` (for callers folding more statistics about it)."""
     from .. import T, Tx
 
     @T.macro
@@ -431,6 +431,7 @@ def tile_moments(per: int):
         d = tile_mean - run[0]
         run[1] = run[1] + part[0] + d * d * (seen * float(per) / (seen + float(per)))
         run[0] = run[0] + d * (float(per) / (seen + float(per)))
+        part[0] = tile_mean
 
     return step
 

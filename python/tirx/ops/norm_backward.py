@@ -267,30 +267,24 @@ def _partial_adder(width: int, per: int, shared: bool):
 def _chan_step(per: int):
     """A macro ``step(run, part, xl, wl, dyl, tl, k)``: tile ``k`` (the thread's ``per``
     registers ``xl``, ``wl``, ``dyl``; ``xl`` left centred on the tile's mean) added to the
-    thread's running LayerNorm statistics ``run``: its mean, squared deviations about it,
-    ``sum(g)`` and ``sum(g (x - mean))`` (``g = w dy``), each tile combined about the running mean
-    as Chan et al. combine partial variances. ``part``, ``tl``: scratch."""
+    thread's running LayerNorm statistics ``run``: its mean and squared deviations about it
+    (`_common.tile_moments`), ``sum(g)`` and ``sum(g (x - mean))`` (``g = w dy``), each tile
+    combined about the running mean as Chan et al. combine partial variances. ``part``, ``tl``:
+    scratch."""
+    moments = c.tile_moments(per)
 
     @T.macro
     def step(run, part, xl, wl, dyl, tl, k):
-        Tx.sum(part[0:1], xl[0:per])
-        tile_mean = part[0] * (1.0 / per)
-        Tx.add(xl[0:per], xl[0:per], -tile_mean)
-        Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-        Tx.sum(part[0:1], tl[0:per])
-        tile_m2 = part[0]
+        old_mean = run[0]
+        moments(run, part, xl, tl, k)
+        tile_mean = part[0]
         Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
         Tx.sum(part[0:1], tl[0:per])
         tile_g = part[0]
         Tx.mul(tl[0:per], tl[0:per], xl[0:per])
         Tx.sum(part[0:1], tl[0:per])
-        seen = T.cast(k, "float32") * float(per)
-        step_ = tile_mean - run[0]
-        new_mean = run[0] + step_ * (float(per) / (seen + float(per)))
-        run[1] = run[1] + tile_m2 + step_ * step_ * (seen * float(per) / (seen + float(per)))
-        run[3] = run[3] + (run[0] - new_mean) * run[2] + part[0] + (tile_mean - new_mean) * tile_g
+        run[3] = run[3] + (old_mean - run[0]) * run[2] + part[0] + (tile_mean - run[0]) * tile_g
         run[2] = run[2] + tile_g
-        run[0] = new_mean
 
     return step
 

@@ -70,6 +70,10 @@ def main():
         check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
         run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
         check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
+        mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)
+        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5)
+        _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], None, None, 1e-5)
+        check(f"layer_norm (mean, rstd) {design} {n}", torch.stack([mean, rstd]), torch.stack([want_mean[:, 0], want_rstd[:, 0]]))
         if not design.startswith("cluster"):
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
@@ -125,20 +129,27 @@ def _cross_entropy(design, n, cfg, x):
 
 
 def _norm_backward(design, n, cfg, x, w, dy):
-    for centered in (False, True):
+    """RMSNorm's and LayerNorm's (its statistics recomputed, then the forward's saved ones)."""
+    for centered, saved in ((False, False), (True, False), (True, True)):
         ctas = 8 if cfg.get("cluster") else 3
         dx = torch.empty_like(x)
         hp = nb._padded(n)
         dwp = torch.zeros(ctas, hp, device=x.device)
         dbp = torch.zeros(ctas, hp, device=x.device)
-        run(nb.norm_backward_kernel.factory, h=n, dtype="bfloat16", centered=centered, **cfg)(x, w, dy, dx, dwp, dbp, M, ctas, 1e-5)
+        tail = (1e-5,)
+        if saved:
+            xf = x.float()
+            var, mean = torch.var_mean(xf, -1, correction=0)
+            tail = (mean, torch.rsqrt(var + 1e-5))
+        k = run(nb.norm_backward_kernel.factory, h=n, dtype="bfloat16", centered=centered, saved=saved, **cfg)
+        k(x, w, dy, dx, dwp, dbp, M, ctas, *tail)
         xr, wr = x.float().requires_grad_(), w.float().requires_grad_()
         if centered:
             out = F.layer_norm(xr, [n], wr, None, 1e-5)
         else:
             out = F.rms_norm(xr, [n], wr, 1e-5)
         out.backward(dy.float())
-        name = "layer_norm" if centered else "rms_norm"
+        name = ("layer_norm" if centered else "rms_norm") + (" (saved statistics)" if saved else "")
         check(f"{name} backward dx {design} {n}", dx, xr.grad)
         used = nb.partial_rows(cfg, ctas)
         check(f"{name} backward dw {design} {n}", dwp[:used].sum(0)[:n], wr.grad)

@@ -37,10 +37,14 @@ def _ce_backward_parts(x, t):
 
 
 def _norm_backward_parts(x, w, centered):
-    """Ours: the registered backward (dx, dW, dB); PyTorch's: autograd of its own norm."""
+    """Ours: the registered backward (dx, dW, dB; LayerNorm's from its forward's saved mean and
+    rstd, as autograd calls it); PyTorch's: autograd of its own norm."""
     dy = torch.randn_like(x)
     eps = 1e-5
-    mine = lambda: torch.ops.tirx.norm_backward(dy, x, w, eps, centered, 1)  # noqa: E731
+    mean = rstd = None
+    if centered:
+        _, mean, rstd = torch.ops.tirx.layer_norm(x, [x.shape[-1]], w, w, eps)
+    mine = lambda: torch.ops.tirx.norm_backward(dy, x, w, mean, rstd, eps, centered, 1)  # noqa: E731
     xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
     if centered:
         f = lambda x, w: F.layer_norm(x, [x.shape[-1]], w, w, eps)  # noqa: E731

@@ -17,6 +17,14 @@ F64 = np.float64
 nb = sys.modules["tirx.ops.norm_backward"]
 
 
+def _stats(x, eps):
+    """LayerNorm's forward's statistics of rows ``x`` as it saves them: float32 (mean, rstd)."""
+    x = x.astype(F64)
+    mean = x.mean(-1)
+    rstd = 1 / np.sqrt(((x - mean[:, None]) ** 2).mean(-1) + eps)
+    return mean.astype(np.float32), rstd.astype(np.float32)
+
+
 def _ref(x, w, dy, eps, centered):
     x, w, dy = x.astype(F64), w.astype(F64), dy.astype(F64)
     xc = x - (x.mean(-1, keepdims=True) if centered else 0.0)
@@ -52,19 +60,22 @@ def test_backward_matches_float64(dtype, m, h):
 def test_streamed_and_more_ctas_than_rows(centered):
     """The streamed design forced at a row of three tiles, the partial sums in shared memory and
     in global memory (the first row of a CTA starting them), and a grid with more CTAs than rows
-    (zero partials)."""
+    (zero partials); LayerNorm's also from saved statistics."""
     h, m = 2 * 256 * 32 + 100, 6
     rng = np.random.default_rng(1)
     x = rng.standard_normal((m, h)).astype(np.float32)
     w = (rng.random(h) + 0.5).astype(np.float32)
     dy = rng.standard_normal((m, h)).astype(np.float32)
     rdx, rdw, rdb = _ref(x, w, dy, 1e-6, centered)
-    for ctas, stream, limit in ((4, True, 0), (8, True, 0), (4, True, 1 << 20), (8, True, 1 << 20), (8, False, 0)):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="float32", threads=256, centered=centered, stream=stream, shared_limit=limit))
+    runs = [(4, True, 0), (8, True, 0), (4, True, 1 << 20), (8, True, 1 << 20), (8, False, 0)]
+    for (ctas, stream, limit), saved in [(r, False) for r in runs] + ([(r, True) for r in runs[1:3]] if centered else []):
+        k = tirx.compile(
+            nb.norm_backward_kernel.factory(h=h, dtype="float32", threads=256, centered=centered, saved=saved, stream=stream, shared_limit=limit)
+        )
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-6)
+        k(x, w, dy, dx, dwp, dbp, m, ctas, *(_stats(x, 1e-6) if saved else (1e-6,)))
         np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-4)
         if centered:
@@ -128,18 +139,19 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
     `cp.async` while row i is computed) and the cluster design for wide rows (a cluster of CTAs
     per row walking the rows, each CTA a slice of x, dy and w and its partial sums in registers,
     one DSMEM exchange of four statistics per row, LayerNorm's combined about the row's mean: a
-    shifted row; a partial row per cluster, nothing past them) against float64."""
+    shifted row; a partial row per cluster, nothing past them) against float64; LayerNorm also
+    from the forward's saved mean and rstd (its two sums in one pass)."""
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
     w = (rng.random(h) + 0.5).astype(x.dtype)
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, **{"threads": 256, **design}))
+    for centered, saved in ((False, False), (True, False), (True, True)):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, saved=saved, **{"threads": 256, **design}))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
+        k(x, w, dy, dx, dwp, dbp, m, ctas, *(_stats(x, 1e-5) if saved else (1e-5,)))
         rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
         np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
         used = nb.partial_rows(design, ctas)  # a cluster's CTAs write one partial row together
@@ -238,6 +250,83 @@ def test_without_weight_and_errors():
         ops.layer_norm_backward(dy, x, [32])
 
 
+# (design, h, m): a CTA per row in registers, streamed over whole tiles (one statistics pass) and
+# over a ragged last tile, lane groups (the last group past m), a cluster's slices in registers and
+# in shared memory.
+FORWARD_DESIGNS = [
+    ({"threads": 256}, 1000, 3),
+    ({"threads": 64, "stream": True}, 4096, 3),
+    ({"threads": 64, "stream": True}, 4196, 2),
+    ({"threads": 128, "tpr": 8}, 256, 37),
+    ({"threads": 256, "cluster": 4}, 9000, 3),
+    ({"threads": 32, "cluster": 4, "shared": True}, 4096, 3),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("design,h,m", FORWARD_DESIGNS, ids=lambda v: str(v).replace(" ", ""))
+def test_layer_norm_forward_saves_mean_and_rstd(dtype, design, h, m):
+    """Every LayerNorm forward design with ``stats`` writes each row's float32 mean and rstd (as
+    PyTorch's forward saves them for the backward) beside the same output, against float64."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(h + m)
+    x = (rng.standard_normal((m, h)) * 2 + 30).astype(numpy_dtype(dtype))
+    w = (rng.random(h) + 0.5).astype(x.dtype)
+    b = rng.standard_normal(h).astype(x.dtype)
+    y, y2 = np.zeros_like(x), np.zeros_like(x)
+    mean, rstd = np.full(m, np.nan, np.float32), np.full(m, np.nan, np.float32)
+    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
+    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, **design))(x, w, b, y2, m, 1e-5)
+    want_mean, want_rstd = _stats(x, 1e-5)
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-6)
+    np.testing.assert_allclose(rstd, want_rstd, rtol=1e-5)
+    np.testing.assert_array_equal(y, y2)
+
+
+def test_layer_norm_backward_from_saved_statistics():
+    """`layer_norm_backward` takes the forward's mean and rstd (both or neither, float32, one per
+    row, any shape of that many: native_layer_norm's (..., 1)) and gives what recomputing them gives."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((2, 3, 300)) + 5).astype(np.float32)
+    w, b = (rng.random(300) + 0.5).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    dy = rng.standard_normal(x.shape).astype(np.float32)
+    mean, rstd = (s.reshape(2, 3, 1) for s in _stats(x.reshape(6, 300), 1e-5))
+    got = ops.layer_norm_backward(dy, x, [300], w, b, mean=mean, rstd=rstd)
+    want = ops.layer_norm_backward(dy, x, [300], w, b, 1e-5)
+    for g, t in zip(got, want):
+        np.testing.assert_allclose(g, t, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="give both mean and rstd"):
+        ops.layer_norm_backward(dy, x, [300], w, b, mean=mean)
+    with pytest.raises(ValueError, match=r"rstd is \[6\] float64; expected float32 with one value per row \(6\)"):
+        ops.layer_norm_backward(dy, x, [300], w, b, mean=mean, rstd=rstd.reshape(6).astype(np.float64))
+    with pytest.raises(ValueError, match="saved: the forward's statistics are LayerNorm's"):
+        nb.norm_backward_kernel.factory(h=300, dtype="float32", threads=64, saved=True)
+
+
+def test_layer_norm_op_saves_its_statistics_for_the_backward(monkeypatch):
+    """The registered layer_norm returns (y, mean, rstd) as native_layer_norm does (the statistics
+    not differentiable), and autograd's backward reads them: no second statistics pass."""
+    torch = pytest.importorskip("torch")
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    x = (torch.randn(2, 5, 256, device=dev) + 3).requires_grad_()
+    w = (torch.rand(256, device=dev) + 0.5).requires_grad_()
+    op = sys.modules["tirx.ops.norm"].register_layer_norm_torch_op()  # torch.ops.tirx.layer_norm
+    y, mean, rstd = op(x, [256], w, None, 1e-5)
+    _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.detach(), [256], None, None, 1e-5)
+    assert mean.shape == (2, 5, 1) and mean.dtype == torch.float32 and not mean.requires_grad
+    torch.testing.assert_close(mean, want_mean)
+    torch.testing.assert_close(rstd, want_rstd, rtol=1e-5, atol=0)
+    seen = []
+    run = nb.run
+    monkeypatch.setattr(nb, "run", lambda *a: seen.append(a[-1]) or run(*a))
+    y.sum().backward()
+    assert len(seen) == 1 and seen[0] is not None
+    xr, wr = (t.detach().clone().requires_grad_() for t in (x, w))
+    torch.nn.functional.layer_norm(xr, [256], wr, None, 1e-5).sum().backward()
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(w.grad, wr.grad, rtol=1e-4, atol=1e-4)
+
+
 def test_autograd_and_compile_against_pytorch():
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
@@ -299,12 +388,12 @@ def test_short_rows_in_lane_groups(dtype, m, h, threads, tpr):
     w = (rng.random(h) + 0.5).astype(x.dtype)
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    for centered in (False, True):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, centered=centered))
+    for centered, saved in ((False, False), (True, False), (True, True)):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, centered=centered, saved=saved))
         hp = nb._padded(h)
         dx = np.zeros_like(x)
         dwp, dbp = np.zeros((4, hp), np.float32), np.zeros((4, hp), np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, 4, 1e-5)
+        k(x, w, dy, dx, dwp, dbp, m, 4, *(_stats(x, 1e-5) if saved else (1e-5,)))
         rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
         np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
         np.testing.assert_allclose(dwp.sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())

@@ -4,6 +4,7 @@
 
 use crate::ctype::pair_type;
 use crate::emit::{Ctx, Emit};
+use crate::helpers::Helper;
 use crate::CodegenError;
 use tirx_ir::lir::{LBufId, LExpr, PackedOp, PairOp, PairSrc};
 use tirx_ir::DType;
@@ -55,10 +56,13 @@ impl Ctx<'_> {
     fn cast2(&mut self, dst: LBufId, dst_index: &LExpr, src: LBufId, src_index: &LExpr) -> Result<(), CodegenError> {
         let (from, to) = (self.k.buf(src).dtype, self.k.buf(dst).dtype);
         let f = match (from, to) {
-            (DType::F32, DType::F16) => "__float22half2_rn",
-            (DType::F16, DType::F32) => "__half22float2",
-            (DType::F32, DType::BF16) => "__float22bfloat162_rn",
-            (DType::BF16, DType::F32) => "__bfloat1622float2",
+            (DType::F32, DType::F16) => "__float22half2_rn".to_string(),
+            (DType::F16, DType::F32) => "__half22float2".to_string(),
+            (DType::F32, DType::BF16) => "__float22bfloat162_rn".to_string(),
+            (DType::BF16, DType::F32) => {
+                self.helpers.insert(Helper::Bf16x2ToFloat2);
+                Helper::Bf16x2ToFloat2.name()
+            }
             _ => return Err(CodegenError::InvalidLir(format!("no pair conversion {from} -> {to}"))),
         };
         self.note_type(from);

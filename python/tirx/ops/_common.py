@@ -217,9 +217,9 @@ def group_vector(g: "RowGroupTile", n: int):
     return vector
 
 
-def alternating_sums(count: int, warps: int):
+def alternating_sums(count: int, warps: int, first: int = 0):
     """A macro ``sums(acc, scratch, wid, lane, parity)`` for a loop that reduces once per
-    iteration: every thread's ``acc[0:count]`` replaced by the CTA's sums of them, ``count``
+    iteration: every thread's ``acc[first:first + count]`` replaced by the CTA's sums of them, ``count``
     values in one exchange with one barrier (a warp butterfly each; lane 0 of warp w stores its
     partials in row ``parity`` of ``scratch``, shared ``(2, warps * count)`` float32; a barrier;
     every thread adds the warps' partials in order). ``parity`` alternates with the iterations
@@ -231,16 +231,16 @@ def alternating_sums(count: int, warps: int):
     @T.macro
     def sums(acc, scratch, wid, lane, parity):
         for k in range(count):
-            v = T.cuda.warp_sum(acc[k])
-            acc[k] = v
+            v = T.cuda.warp_sum(acc[first + k])
+            acc[first + k] = v
         if lane == 0:
             for k in range(count):
-                scratch[parity, wid * count + k] = acc[k]
+                scratch[parity, wid * count + k] = acc[first + k]
         T.cuda.cta_sync()
         for k in range(count):
-            acc[k] = 0.0
+            acc[first + k] = 0.0
             for w in range(warps):
-                acc[k] = acc[k] + scratch[parity, w * count + k]
+                acc[first + k] = acc[first + k] + scratch[parity, w * count + k]
 
     return sums
 

@@ -296,12 +296,17 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     return rows
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype"], prune=c.prune_rows("h", lambda dtype, key: 4))
-def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False):
-    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements;
-    ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles however
-    short; ``cluster``: a cluster of that many CTAs per row (``shared``: each CTA's slice in
-    shared memory)."""
+@autotune(
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "stats"], prune=c.prune_rows("h", lambda dtype, key: 4)
+)
+def layer_norm_kernel(
+    h: int, dtype: str, threads: int, stats: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+):
+    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
+    ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
+    PyTorch's forward saves them for the backward. ``tpr``: a group of that many lanes per row;
+    ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
+    per row (``shared``: each CTA's slice in shared memory)."""
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
     elif cluster and shared:
@@ -311,6 +316,29 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
     else:
         rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream))
 
+    if stats:
+
+        @T.prim_func
+        def layer_norm_rows_stats(
+            X_ptr: T.handle,
+            W_ptr: T.handle,
+            B_ptr: T.handle,
+            Y_ptr: T.handle,
+            MEAN_ptr: T.handle,
+            RSTD_ptr: T.handle,
+            m: T.int32,
+            eps: T.float32,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), dtype)
+            B = T.match_buffer(B_ptr, (h,), dtype)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
+            RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
+            rows(X, W, B, Y, MEAN, RSTD, m, eps)
+
+        return layer_norm_rows_stats
+
     @T.prim_func
     def layer_norm_rows(
         X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32
@@ -319,7 +347,7 @@ def layer_norm_kernel(h: int, dtype: str, threads: int, tpr: int = 0, stream: bo
         W = T.match_buffer(W_ptr, (h,), dtype)
         B = T.match_buffer(B_ptr, (h,), dtype)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
-        rows(X, W, B, Y, m, eps)
+        rows(X, W, B, Y, None, None, m, eps)
 
     return layer_norm_rows
 
@@ -337,12 +365,12 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
     moments_step = c.tile_moments(per)
 
     @T.macro
-    def rows(X, W, B, Y, m, eps):
+    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
         T.lane_id([32])
-        T.thread_id([threads])
+        tid = T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if widen:
@@ -382,6 +410,10 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
                 acc[0] = acc[0] + part[0]
             dev = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         rstd = 1.0 / T.sqrt(dev / float(h) + eps)
+        if MEAN is not None:
+            if tid == 0:
+                MEAN[r] = mean
+                RSTD[r] = rstd
         for j in T.serial(chunks):  # (in two passes: last tile first, the likeliest in L2)
             if chan:
                 t = chunks - 1 - j
@@ -412,7 +444,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
     moments = c.slice_moments(cn, width, h)
 
     @T.macro
-    def rows(X, W, B, Y, m, eps):
+    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -454,6 +486,10 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
+        if MEAN is not None:
+            if (rank == 0) & (tid == 0):
+                MEAN[r] = mean
+                RSTD[r] = rstd
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(xl[0:per], xl[0:per], rstd)
         load(w, W[c0 : c0 + width], stage)
@@ -480,7 +516,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     moments_step = c.tile_moments(per)
 
     @T.macro
-    def rows(X, W, B, Y, m, eps):
+    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -524,6 +560,10 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
+        if MEAN is not None:
+            if (rank == 0) & (tid == 0):
+                MEAN[r] = mean
+                RSTD[r] = rstd
         for k in T.serial(chunks):
             c0 = rank * part + k * width
             chunk(x, S, 0, k, stage)
@@ -545,7 +585,7 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
     weights = c.group_vector(g, h)
 
     @T.macro
-    def rows(X, W, B, Y, m, eps):
+    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([(m + rows_ - 1) // rows_])
         T.warp_id([g.warps])
@@ -570,6 +610,11 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
         Tx.sum(part[0:1], w[0:per])
         dev = T.cuda.warp_sum(part[0], width=tpr)
         rstd = 1.0 / T.sqrt(dev / float(h) + eps)
+        if MEAN is not None:  # the group's first lane, for its row (none past the last)
+            mine = b * rows_ + tid // tpr
+            if (tid % tpr == 0) & (mine < m):
+                MEAN[mine] = mean
+                RSTD[mine] = rstd
         Tx.mul(xl[0:per], xl[0:per], rstd)
         weights(w, W, tid % tpr)
         Tx.mul(xl[0:per], xl[0:per], w[0:per])
@@ -641,14 +686,25 @@ def _zeros(x, h: int):
     return c.new_array(x, h, fill=0)
 
 
-def _layer_norm_run(x, normalized_shape, weight, bias, eps):
+def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False):
+    """layer_norm; with ``stats``, ``(y, mean, rstd)`` as PyTorch's ``native_layer_norm``: the rows'
+    float32 mean and rstd, of shape ``x.shape[:-k] + (1,) * k`` (NaN for rows of no element)."""
     params = [("weight", weight, _ones), ("bias", bias, _zeros)]
     dtype, h, rows, (w, b) = _norm_args("layer_norm", x, normalized_shape, params)
     x = c.contiguous(x)
     out = c.empty_like(x)
+    if stats:
+        k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+        stat_shape = tuple(x.shape[: len(x.shape) - k_dims]) + (1,) * k_dims
+        mean = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
+        rstd = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
     if rows == 0 or h == 0:
-        return out
-    layer_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, b, c.rows_of(out, h), rows, float(eps))
+        return (out, mean, rstd) if stats else out
+    kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats)
+    if stats:
+        kernel(c.rows_of(x, h), w, b, c.rows_of(out, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps))
+        return out, mean, rstd
+    kernel(c.rows_of(x, h), w, b, c.rows_of(out, h), rows, float(eps))
     return out
 
 
@@ -658,7 +714,10 @@ def register_layer_norm_torch_op():
 
 
 def _layer_norm_torch_op_parts():
+    """The op returns ``(y, mean, rstd)``, as ``torch.ops.aten.native_layer_norm``: the backward
+    reads the saved statistics (`norm_backward`'s ``saved``), not a second pass over x."""
     import torch
+    from typing import Tuple
 
     def schema(
         x: torch.Tensor,
@@ -666,10 +725,15 @@ def _layer_norm_torch_op_parts():
         weight: Optional[torch.Tensor],
         bias: Optional[torch.Tensor],
         eps: float,
-    ) -> torch.Tensor:
-        return _layer_norm_run(x, normalized_shape, weight, bias, eps)
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _layer_norm_run(x, normalized_shape, weight, bias, eps, stats=True)
 
-    return schema, lambda x, normalized_shape, weight, bias, eps: torch.empty_like(x, memory_format=torch.contiguous_format)
+    def fake(x, normalized_shape, weight, bias, eps):
+        k = len(normalized_shape)
+        stat = x.new_empty(tuple(x.shape[: x.dim() - k]) + (1,) * k, dtype=torch.float32)
+        return torch.empty_like(x, memory_format=torch.contiguous_format), stat, torch.empty_like(stat)
+
+    return schema, fake
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
@@ -679,7 +743,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         op = register_layer_norm_torch_op()
         if c.compiling() or _records(x, weight, bias):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
-            return op(x, shape, weight, bias, float(eps))
+            return op(x, shape, weight, bias, float(eps))[0]
         return _layer_norm_run(x, normalized_shape, weight, bias, eps)
     as_np = (lambda t: None if t is None else np.asarray(t))
     return _layer_norm_run(np.asarray(x), normalized_shape, as_np(weight), as_np(bias), eps)
@@ -749,20 +813,28 @@ def _records(*tensors) -> bool:
 
 
 def register_backward_op():
-    """`torch.ops.tirx.norm_backward(grad, x, weight, eps, centered, k_dims) -> (dx, dw, db)`:
-    the norms' gradient (`norm_backward.py`), an op so that `torch.compile` traces it; dw and
-    db are empty where there is no weight or (RMSNorm) no bias."""
+    """`torch.ops.tirx.norm_backward(grad, x, weight, mean, rstd, eps, centered, k_dims) -> (dx,
+    dw, db)`: the norms' gradient (`norm_backward.py`), an op so that `torch.compile` traces it;
+    ``mean`` and ``rstd`` LayerNorm's forward's (or None: recomputed); dw and db are empty where
+    there is no weight or (RMSNorm) no bias."""
 
     def parts():
         import torch
         from typing import Tuple
 
         def schema(
-            grad: torch.Tensor, x: torch.Tensor, weight: Optional[torch.Tensor], eps: float, centered: bool, k_dims: int
+            grad: torch.Tensor,
+            x: torch.Tensor,
+            weight: Optional[torch.Tensor],
+            mean: Optional[torch.Tensor],
+            rstd: Optional[torch.Tensor],
+            eps: float,
+            centered: bool,
+            k_dims: int,
         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-            return backward(grad, x, weight, eps, centered, k_dims)
+            return backward(grad, x, weight, eps, centered, k_dims, None if mean is None else (mean, rstd))
 
-        def fake(grad, x, weight, eps, centered, k_dims):
+        def fake(grad, x, weight, mean, rstd, eps, centered, k_dims):
             shape = x.shape[len(x.shape) - k_dims :]
             vec = x.new_empty(shape) if weight is not None else x.new_empty(0)
             return torch.empty_like(x, memory_format=torch.contiguous_format), vec, (x.new_empty(shape) if centered else x.new_empty(0))
@@ -772,9 +844,10 @@ def register_backward_op():
     return c.torch_op("norm_backward", parts)
 
 
-def backward(grad, x, weight, eps: float, centered: bool, k_dims: int):
+def backward(grad, x, weight, eps: float, centered: bool, k_dims: int, saved=None):
     """``(dx, dw, db)`` of `rms_norm` (``centered``: `layer_norm`) over the last ``k_dims`` dims
-    of ``x`` for the output's gradient ``grad``; dw and db empty where absent."""
+    of ``x`` for the output's gradient ``grad``; dw and db empty where absent. ``saved``: the
+    LayerNorm forward's ``(mean, rstd)`` (float32, one per row), or None (recomputed from x)."""
     from . import norm_backward as nb
 
     if tuple(grad.shape) != tuple(x.shape) or c.dtype_name(grad) != c.dtype_name(x):
@@ -783,14 +856,24 @@ def backward(grad, x, weight, eps: float, centered: bool, k_dims: int):
         )
     h = math.prod(x.shape[len(x.shape) - k_dims :])
     rows = c.rows_of(c.contiguous(x), h)
+    if saved is not None:
+        saved = tuple(_row_stat(t, label, rows.shape[0]) for t, label in zip(saved, ("mean", "rstd")))
     g = c.rows_of(c.contiguous(grad), h)
     w = None if weight is None else c.contiguous(weight).reshape(h)
-    dx, dw, db = nb.run(g, rows, w, eps, centered)
+    dx, dw, db = nb.run(g, rows, w, eps, centered, saved)
     shape = tuple(x.shape[len(x.shape) - k_dims :])
     empty = c.new_array(x, 0)
     dw = empty if dw is None else dw.reshape(shape)
     db = empty if db is None else db.reshape(shape)
     return dx.reshape(x.shape), dw, db
+
+
+def _row_stat(t, label: str, rows: int):
+    """A saved statistic as the backward takes it: float32, one per row, contiguous."""
+    if t is None or c.dtype_name(t) != "float32" or math.prod(t.shape) != rows:
+        got = "None" if t is None else f"{list(t.shape)} {c.dtype_name(t)}"
+        raise ValueError(f"tirx.ops.layer_norm_backward: {label} is {got}; expected float32 with one value per row ({rows})")
+    return c.contiguous(t).reshape(rows)
 
 
 def rms_norm_backward(grad, x, normalized_shape, weight=None, eps=None):
@@ -802,18 +885,23 @@ def rms_norm_backward(grad, x, normalized_shape, weight=None, eps=None):
     return dx, (dw if weight is not None else None)
 
 
-def layer_norm_backward(grad, x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+def layer_norm_backward(grad, x, normalized_shape, weight=None, bias=None, eps: float = 1e-5, mean=None, rstd=None):
     """The gradient of `layer_norm(x, normalized_shape, weight, bias, eps)` for the output's
-    gradient ``grad``: ``(dx, dweight, dbias)`` (None where the parameter is absent)."""
+    gradient ``grad``: ``(dx, dweight, dbias)`` (None where the parameter is absent). ``mean`` and
+    ``rstd``: the forward's statistics, as ``native_layer_norm`` returns them (float32, a value per
+    row): read, not recomputed (then ``eps`` is not used); give both or neither."""
     _norm_args("layer_norm_backward", x, normalized_shape, [])
+    if (mean is None) != (rstd is None):
+        raise ValueError("tirx.ops.layer_norm_backward: give both mean and rstd (the forward's statistics), or neither")
     k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
-    dx, dw, db = backward(grad, x, weight, eps, True, k_dims)
+    dx, dw, db = backward(grad, x, weight, eps, True, k_dims, None if mean is None else (mean, rstd))
     return dx, (dw if weight is not None else None), (db if bias is not None else None)
 
 
 def _autograd(name: str):
-    """The registered op's backward: the norm's input and weight saved (statistics recomputed),
-    ``add_rms_norm``'s new residual's gradient added to the norm's."""
+    """The registered op's backward: the norm's input and weight saved (RMSNorm's statistic
+    recomputed; LayerNorm's forward's mean and rstd saved too), ``add_rms_norm``'s new residual's
+    gradient added to the norm's."""
 
     def attach(op):
         backward_op = register_backward_op()
@@ -821,21 +909,22 @@ def _autograd(name: str):
         def setup_context(ctx, inputs, output):
             if name == "add_rms_norm":
                 x, residual, shape, weight, eps = inputs
-                ctx.save_for_backward(output[1], weight)  # the normalised row is h = x + residual
+                ctx.save_for_backward(output[1], weight, None, None)  # the normalised row is h = x + residual
             elif name == "rms_norm":
                 x, shape, weight, eps = inputs
-                ctx.save_for_backward(x, weight)
+                ctx.save_for_backward(x, weight, None, None)
             else:
                 x, shape, weight, bias, eps = inputs
-                ctx.save_for_backward(x, weight)
+                ctx.save_for_backward(x, weight, output[1], output[2])
+                ctx.mark_non_differentiable(output[1], output[2])  # (as native_layer_norm's)
                 ctx.has_bias = bias is not None
             ctx.k_dims, ctx.eps = len(shape), eps
 
         def grads(ctx, grad):
-            x, weight = ctx.saved_tensors
+            x, weight, mean, rstd = ctx.saved_tensors
             dtype = c.dtype_name(x)
             eps = ctx.eps if name == "layer_norm" else _eps(dtype, ctx.eps)
-            dx, dw, db = backward_op(grad.contiguous(), x, weight, float(eps), name == "layer_norm", ctx.k_dims)
+            dx, dw, db = backward_op(grad.contiguous(), x, weight, mean, rstd, float(eps), name == "layer_norm", ctx.k_dims)
             return dx, (dw if weight is not None else None), (db if name == "layer_norm" and ctx.has_bias else None)
 
         def backward_fn(ctx, *out_grads):

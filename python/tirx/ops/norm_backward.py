@@ -116,7 +116,7 @@ STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in 
 
 @autotune(
     configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS,
-    key=["h", "dtype", "centered"],
+    key=["h", "dtype", "centered", "saved"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
 )
@@ -125,6 +125,7 @@ def norm_backward_kernel(
     dtype: str,
     threads: int,
     centered: bool = False,
+    saved: bool = False,
     tpr: int = 0,
     stream: bool = False,
     prefetch: bool = False,
@@ -136,25 +137,57 @@ def norm_backward_kernel(
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
-    ``ctas`` CTAs (a run-time argument). ``tpr``: a group of that many lanes per row; ``stream``:
+    ``ctas`` CTAs (a run-time argument). ``saved``: LayerNorm's row statistics are the forward's,
+    ``MEAN`` and ``RSTD`` (float32 per row; then no ``eps``), not recomputed. ``tpr``: a group of that many lanes per row; ``stream``:
     the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row)."""
+    if saved and not centered:
+        raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
-        rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered)
+        rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered, saved)
     elif cluster and stream:
-        rows = _cluster_streamed_rows(h, dtype, threads, cluster_stream_tile(h, dtype, threads, cluster, centered), cluster, centered, shared_limit)
+        g = cluster_stream_tile(h, dtype, threads, cluster, centered)
+        rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved)
     elif cluster and shared:
-        rows = _cluster_shared_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, centered, ring, hold)
+        sl = c.SharedSlice(h, dtype, threads, cluster)
+        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved)
     elif cluster:
-        rows = _cluster_rows(h, dtype, threads, cluster, centered)
+        rows = _cluster_rows(h, dtype, threads, cluster, centered, saved)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
         if prefetch and (g.streamed or g.width != h):
             raise ValueError(f"prefetch: a row of {h} must be whole 16-byte vectors of every one of {threads} threads, in registers")
-        rows = _rows(h, dtype, threads, g, centered, shared_limit, prefetch)
+        rows = _rows(h, dtype, threads, g, centered, shared_limit, prefetch, saved)
+
+    if saved:
+
+        @T.prim_func
+        def layer_norm_backward_rows(
+            X_ptr: T.handle,
+            W_ptr: T.handle,
+            DY_ptr: T.handle,
+            DX_ptr: T.handle,
+            DWP_ptr: T.handle,
+            DBP_ptr: T.handle,
+            m: T.int32,
+            ctas: T.int32,
+            MEAN_ptr: T.handle,
+            RSTD_ptr: T.handle,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), dtype)
+            DY = T.match_buffer(DY_ptr, (m, h), dtype)
+            DX = T.match_buffer(DX_ptr, (m, h), dtype)
+            DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
+            DBP = T.match_buffer(DBP_ptr, (ctas, _padded(h)), "float32")
+            MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
+            RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
+            rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, None)
+
+        return layer_norm_backward_rows
 
     @T.prim_func
     def norm_backward_rows(
@@ -174,23 +207,25 @@ def norm_backward_kernel(
         DX = T.match_buffer(DX_ptr, (m, h), dtype)
         DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
         DBP = T.match_buffer(DBP_ptr, (ctas, _padded(h)), "float32")
-        rows(X, W, DY, DX, DWP, DBP, m, ctas, eps)
+        rows(X, W, DY, DX, DWP, DBP, None, None, m, ctas, eps)
 
     return norm_backward_rows
 
 
-def _row_math(per: int, centered: bool):
+def _row_math(per: int, centered: bool, saved: bool = False):
     """The row designs' arithmetic on a thread's ``per`` registers of a tile, as macros:
     ``add_sums(acc, part, x, w, dy, t)`` adds the tile's sums of ``x^2`` (``x`` centered, for
-    LayerNorm), ``g`` (LayerNorm only) and ``g x`` to ``acc[0:3]`` (``g = w dy``); ``dx(t, xhat,
+    LayerNorm; not where the statistics are ``saved``), ``g`` (LayerNorm only) and ``g x`` to
+    ``acc[0:3]`` (``g = w dy``); ``dx(t, xhat,
     w, dy, rstd, c_gx, mean_g)`` sets ``t = rstd * (g - xhat * c_gx - mean_g)`` (``mean_g``:
     LayerNorm's ``mean(g)``; ``c_gx = mean(g xhat)``). ``part`` and ``t``: scratch."""
 
     @T.macro
     def add_sums(acc, part, xl, wl, dyl, tl):
-        Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-        Tx.sum(part[0:1], tl[0:per])
-        acc[0] = acc[0] + part[0]
+        if not saved:
+            Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part[0:1], tl[0:per])
+            acc[0] = acc[0] + part[0]
         Tx.mul(tl[0:per], wl[0:per], dyl[0:per])  # g
         if centered:
             Tx.sum(part[0:1], tl[0:per])
@@ -208,6 +243,26 @@ def _row_math(per: int, centered: bool):
         Tx.mul(tl[0:per], tl[0:per], rstd)
 
     return add_sums, dx
+
+
+def _row_sums(warps: int, saved: bool):
+    """The row designs' CTA exchange of their sums (`_row_math`'s ``acc``): all three, or, where the
+    statistics are ``saved``, ``acc[1:3]`` (no ``x^2``)."""
+    return c.alternating_sums(2, warps, first=1) if saved else c.alternating_sums(3, warps)
+
+
+def _saved_ahead():
+    """A macro ``ahead(st, MEAN, RSTD, r, m)``: ``st[0:2]`` = row ``r``'s saved mean and rstd (0
+    past the last row), loaded a row before they are used: the loads' latency hides behind that
+    row (read where the row starts, they stalled it: LayerNorm at 4,096 columns 0.96 -> 0.85 of
+    a copy)."""
+
+    @T.macro
+    def ahead(st, MEAN, RSTD, r, m):
+        st[0] = T.if_then_else(r < m, MEAN[r], 0.0)
+        st[1] = T.if_then_else(r < m, RSTD[r], 0.0)
+
+    return ahead
 
 
 def _ring_io(width: int, widen: bool):
@@ -321,28 +376,30 @@ def _chan_pass(g: c.RowTile, load, cols: int, row_total):
     return stats
 
 
-def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool):
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool, saved: bool):
     """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
     i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
-    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers."""
+    shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers.
+    With ``saved`` statistics, a row's sums take one pass, as RMSNorm's do."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
     row_sum = c.row_sum_pass(g, load)
-    sums = c.alternating_sums(3, warps)
+    sums = _row_sums(warps, saved)
     row_total = c.alternating_sums(1, warps)
-    add_sums, dx_tile = _row_math(per, centered)
+    add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
+    ahead = _saved_ahead()
     shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
     add_partial = _partial_adder(width, per, shared)
     # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
     # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
-    chan = centered and chunks > 1 and not padded
+    chan = centered and chunks > 1 and not padded and not saved
     if chan:
         chan_stats = _chan_pass(g, load, h, row_total)
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         wid = T.warp_id([warps])
@@ -384,31 +441,40 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             xs = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
             dys = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
             fetch(xs, dys, X, DY, 0, b, 0, m)
+        if saved:  # the next row's mean and rstd
+            st = T.alloc_buffer((2,), "float32", scope="local")
+            ahead(st, MEAN, RSTD, b, m)
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
+            if saved:
+                mean = st[0]
+                saved_rstd = st[1]
+                ahead(st, MEAN, RSTD, r + ctas, m)
             if prefetch:  # the next row into the other slot, then this row's slot into registers
                 # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, 0, m)
                 T.ptx.cp_async.wait_group(1)
                 from_ring(x, xs, i % 2, stage)
                 from_ring(dy, dys, i % 2, stage)
-            if centered and prefetch:
+            meaned = centered and not saved  # (saved: the forward's mean)
+            if meaned and prefetch:
                 Tx.sum(part[0:1], xl[0:per])
                 row_total(part, scratch, wid, lane, i % 2)
                 mean = part[0] / float(h)
-            elif centered and not chan:  # the mean first, then deviations about it (as the forward)
+            elif meaned and not chan:  # the mean first, then deviations about it (as the forward)
                 row_sum(acc, part, x, X, r, stage)
                 row_total(acc, scratch, wid, lane, i % 2)
                 mean = acc[0] / float(h)
             if chan:
                 chan_stats(run, part, acc, x, dy, w, tmp, stage, X, DY, W, r, 0, scratch, wid, lane, i % 2)
                 mean = part[0]
-            if not chan:  # sums of (x - mean)^2, g and g * (x - mean), g = w * dy
-                acc[0] = 0.0
+            if not chan:  # sums of (x - mean)^2 (unless saved), g and g * (x - mean), g = w * dy
+                if not saved:
+                    acc[0] = 0.0
                 acc[1] = 0.0
                 acc[2] = 0.0
                 for k in T.serial(chunks):
-                    if (chunks > 1 or not centered) and not prefetch:
+                    if (chunks > 1 or not centered or saved) and not prefetch:
                         load(x, X[r, k * width : k * width + width], stage)
                     if not prefetch:
                         load(dy, DY[r, k * width : k * width + width], stage)
@@ -416,11 +482,14 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                         load(w, W[k * width : k * width + width], stage)
                     if centered:
                         Tx.add(xl[0:per], xl[0:per], -mean)
-                        if padded:  # the padding's deviation is 0
+                        if padded and not saved:  # the padding's deviation is 0 (saved: its g is)
                             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
                     add_sums(acc, part, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)  # the three sums in one exchange
-            rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+            if saved:
+                rstd = saved_rstd
+            else:
+                rstd = 1.0 / T.sqrt(acc[0] / float(h) + eps)
             sum_g = acc[1]
             # mean(g * xhat) = rstd * mean(g * (x - mean))
             c_gx = acc[2] / float(h) * rstd
@@ -473,20 +542,28 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
-def _row_exchange(cn: int, part: int, h: int, centered: bool):
+def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False):
     """A macro ``exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps)`` for the cluster
     designs: publishes this CTA's slice statistics to the cluster (`_common.cluster_exchange`;
     ``acc``: the CTA's sums of (x - m_p)^2 (RMSNorm: x^2), g and g (x - m_p); LayerNorm's slice
     sum in ``mom[0]`` on entry), combines the slices' (`_common.slice_moments`, or sums), releases
     the exchange and leaves the row's ``mom = (mean, rstd, mean(g), mean(g xhat))`` (RMSNorm: mean
-    and mean(g) 0)."""
+    and mean(g) 0). With ``saved`` statistics (the row's mean and rstd in ``mom[0:2]`` on entry,
+    ``acc[1:3]`` sums about that mean), the slices' two sums only."""
     publish, release = c.cluster_exchange(cn)[1:3]
     slice_sum = c.slice_sum(cn)
     moments = c.slice_moments(cn, part, h)
 
     @T.macro
     def exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps):
-        if centered:
+        if saved:
+            publish(stats, mine, bar, rank, tid, parity, acc[1], acc[2], 0.0, 0.0)
+            slice_sum(stats, 0, acc, 1)
+            slice_sum(stats, 1, acc, 2)
+            release()
+            mom[2] = acc[1] / float(h)
+            mom[3] = acc[2] / float(h) * mom[1]
+        elif centered:
             publish(stats, mine, bar, rank, tid, parity, mom[0], acc[0], acc[1], acc[2])
             moments(stats, mom)
             release()
@@ -506,7 +583,7 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool):
     return exchange
 
 
-def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
+def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, saved: bool):
     """Wide rows: a cluster of ``cn`` CTAs per row, the clusters walking the rows (cluster q of
     ``ctas / cn`` takes rows q, q + ctas / cn, ...). CTA ``rank`` holds the slice ``[rank * width,
     (rank + 1) * width)`` of x, dy and w in registers and its dW (and dB) partial sums there
@@ -517,20 +594,22 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     (`_common.slice_moments`). Where
     the slices tile the row exactly, the next row's slices are prefetched (`cp.async`, a two-row
     ring). The CTAs of cluster q write partial row q together, each its slice's columns: the
-    design writes ``ctas / cn`` partial rows, not ``ctas`` (`partial_rows`)."""
+    design writes ``ctas / cn`` partial rows, not ``ctas`` (`partial_rows`). With ``saved``
+    statistics, LayerNorm's slices send ``sum(g)`` and ``sum(g (x - mean))`` only."""
     g = c.cluster_tile(h, dtype, threads, cn, _tiles(dtype, {"centered": centered}))
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     exact = cn * width == h
     load, store = c.row_io(g, dtype)  # the padding reads 0
     open_, _, _, close = c.cluster_exchange(cn)
-    sums = c.alternating_sums(3, warps)
+    sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
-    add_sums, dx_tile = _row_math(per, centered)
+    add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
-    exchange = _row_exchange(cn, width, h, centered)
+    ahead = _saved_ahead()
+    exchange = _row_exchange(cn, width, h, centered, saved)
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         rank = T.cta_id_in_cluster([cn])
@@ -571,10 +650,17 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             xs = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
             dys = T.alloc_buffer((2, width), dtype, scope="shared.dyn")
             fetch(xs, dys, X, DY, 0, q, c0, m)
-        # The slice's columns inside the row.
-        count = T.cast(T.max(T.min(h - c0, width), 0), "float32")
+        if centered and not saved:  # the slice's columns inside the row
+            count = T.cast(T.max(T.min(h - c0, width), 0), "float32")
+        if saved:  # the next row's mean and rstd
+            st = T.alloc_buffer((2,), "float32", scope="local")
+            ahead(st, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
+            if saved:
+                mom[0] = st[0]
+                mom[1] = st[1]
+                ahead(st, MEAN, RSTD, r + clusters, m)
             if exact:  # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + clusters, c0, m)
                 T.ptx.cp_async.wait_group(1)
@@ -583,7 +669,9 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
             else:
                 load(x, X[r, c0 : c0 + width], stage)
                 load(dy, DY[r, c0 : c0 + width], stage)
-            if centered:  # the slice's mean, then deviations about it (the padding: none)
+            if saved:  # deviations about the row's mean (the padding's g is 0)
+                Tx.add(xl[0:per], xl[0:per], -mom[0])
+            elif centered:  # the slice's mean, then deviations about it (the padding: none)
                 Tx.sum(part[0:1], xl[0:per])
                 slice_total(part, scratch, wid, lane, i % 2)
                 total = part[0]
@@ -591,16 +679,17 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
                 Tx.add(xl[0:per], xl[0:per], -slice_mean)
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
-            acc[0] = 0.0
+            if not saved:
+                acc[0] = 0.0
             acc[1] = 0.0
             acc[2] = 0.0
             add_sums(acc, part, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
-            if centered:
+            if centered and not saved:
                 mom[0] = total
             exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
             rstd = mom[1]
-            if centered:  # x - mean
+            if centered and not saved:  # x - mean
                 Tx.add(xl[0:per], xl[0:per], slice_mean - mom[0])
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
@@ -621,7 +710,9 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool):
     return rows
 
 
-def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int, hold: bool):
+def _cluster_shared_rows(
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int, hold: bool, saved: bool
+):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
     copied (`cp.async`) while this one is computed; the dW (and dB) partial sums in float32, each thread's columns
@@ -629,25 +720,28 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
     four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums. With
     ``hold``, a slice of one tile is read from shared memory once per row, and the weight's once:
     they stay in registers (shared memory's bandwidth limited LayerNorm's re-reading passes), at
-    the cost of the registers that keep a second CTA off the SM where shared memory would not."""
+    the cost of the registers that keep a second CTA off the SM where shared memory would not.
+    With ``saved`` statistics, no slice's sum: the row's sums in one pass, about its mean."""
     if ring not in (2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 2, 3 or 4")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     if hold and chunks != 1:
         raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
     reread = not hold  # the tiles read from shared memory in every pass
+    meaned = centered and not saved  # a pass for the slice's mean first
     width, per, warps = g.width, g.per, g.warps
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, _, _, close = c.cluster_exchange(cn)
-    sums = c.alternating_sums(3, warps)
+    sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
-    add_sums, dx_tile = _row_math(per, centered)
-    exchange = _row_exchange(cn, part, h, centered)
+    add_sums, dx_tile = _row_math(per, centered, saved)
+    ahead = _saved_ahead()
+    exchange = _row_exchange(cn, part, h, centered, saved)
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         rank = T.cta_id_in_cluster([cn])
@@ -701,12 +795,19 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
         if hold:  # the weight's slice stays in registers (its group: the oldest)
             T.ptx.cp_async.wait_group(ring - 2)
             tile(w, ws, 0, 0, stage)
+        if saved:  # the next row's mean and rstd
+            st = T.alloc_buffer((2,), "float32", scope="local")
+            ahead(st, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
             slot = i % ring
+            if saved:
+                mom[0] = st[0]
+                mom[1] = st[1]
+                ahead(st, MEAN, RSTD, r + clusters, m)
             fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
             T.ptx.cp_async.wait_group(ring - 1)
-            if centered:  # the slice's mean, then deviations about it
+            if centered and not saved:  # the slice's mean, then deviations about it
                 acc[0] = 0.0
                 for k in T.serial(chunks):
                     tile(x, xs, slot, k, stage)
@@ -715,22 +816,26 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                 slice_total(acc, scratch, wid, lane, i % 2)
                 total = acc[0]
                 slice_mean = total / float(part)
-            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy. A slice of one
-            # tile is read from shared memory once: its x, dy (and w) stay in registers.
-            acc[0] = 0.0
+            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy (saved: g and
+            # g * (x - mean)). A slice of one tile is read from shared memory once: its x, dy (and
+            # w) stay in registers.
+            if not saved:
+                acc[0] = 0.0
             acc[1] = 0.0
             acc[2] = 0.0
             for k in T.serial(chunks):
-                if reread or not centered:
+                if reread or not meaned:
                     tile(x, xs, slot, k, stage)
                 tile(dy, dys, slot, k, stage)
                 if reread:
                     tile(w, ws, 0, k, stage)
-                if centered:
+                if saved:
+                    Tx.add(xl[0:per], xl[0:per], -mom[0])
+                elif centered:
                     Tx.add(xl[0:per], xl[0:per], -slice_mean)
                 add_sums(acc, part_, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
-            if centered:
+            if meaned:
                 mom[0] = total
             exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
@@ -741,7 +846,7 @@ def _cluster_shared_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn
                     tile(w, ws, 0, k, stage)
                     if centered:
                         Tx.add(xl[0:per], xl[0:per], -mean)
-                elif centered:  # x - m_p in registers
+                elif meaned:  # x - m_p in registers (saved: x - mean already)
                     Tx.add(xl[0:per], xl[0:per], slice_mean - mean)
                 Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
                 dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
@@ -779,7 +884,9 @@ def cluster_stream_tile(h: int, dtype: str, threads: int, cn: int, centered: boo
     return g
 
 
-def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int):
+def _cluster_streamed_rows(
+    h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int, saved: bool
+):
     """Rows too wide for a cluster's slices to stay in shared memory (262,144 columns): a cluster
     of ``cn`` CTAs per row, the clusters walking the rows, each CTA streaming its slice through
     register tiles twice: the statistics (LayerNorm's each thread's, tile by tile about its
@@ -788,17 +895,21 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
     cluster's partial row in global memory, this CTA's columns of it; LayerNorm's dB in registers
     where dW alone fits and a thread's columns are at most `DB_REGISTERS`). The second pass reads the
     slice last tile first, from L2: a cluster's rows in flight are a few MB, where the streamed
-    design's CTA per row keeps more rows in flight than L2 holds."""
+    design's CTA per row keeps more rows in flight than L2 holds. With ``saved`` statistics, the
+    first pass takes LayerNorm's two sums about the row's mean, as RMSNorm's."""
     from ..layout import S, TileLayout, tx
 
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     part = h // cn
     load, store = c.row_io(g, dtype)
-    sums = c.alternating_sums(3, warps)
-    add_sums, dx_tile = _row_math(per, centered)
-    chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps))
+    sums = _row_sums(warps, saved)
+    add_sums, dx_tile = _row_math(per, centered, saved)
+    chan = centered and not saved
+    if chan:
+        chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps))
     open_, _, _, close = c.cluster_exchange(cn)
-    exchange = _row_exchange(cn, part, h, centered)
+    ahead = _saved_ahead()
+    exchange = _row_exchange(cn, part, h, centered, saved)
     shared = (2 if centered else 1) * part * 4 <= shared_limit
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs
@@ -807,7 +918,7 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
     db_layout = TileLayout(S[(chunks, width // (threads * g.vec), threads, g.vec) : (per, g.vec, 1 @ tx, 1)])
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         rank = T.cta_id_in_cluster([cn])
@@ -830,6 +941,7 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
         dw = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if centered:
             db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if chan:
             run = T.alloc_buffer((4,), "float32", scope="local")
         if db_regs:
             dbr = T.alloc_buffer((chunks, width), "float32", scope="local", layout=db_layout)
@@ -855,22 +967,32 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
                 Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
                 if centered and shared:
                     Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        if saved:  # the next row's mean and rstd
+            st = T.alloc_buffer((2,), "float32", scope="local")
+            ahead(st, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            if centered:
+            if saved:
+                mom[0] = st[0]
+                mom[1] = st[1]
+                ahead(st, MEAN, RSTD, r + clusters, m)
+            if chan:
                 chan_stats(run, part_, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane, i % 2)
                 slice_mean = part_[0]
-            else:  # sums of x^2 and g x
-                acc[0] = 0.0
+            else:  # sums of x^2 and g x (saved: g and g (x - mean))
+                if not saved:
+                    acc[0] = 0.0
                 acc[1] = 0.0
                 acc[2] = 0.0
                 for k in T.serial(chunks):
                     load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
                     load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
                     load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                    if saved:
+                        Tx.add(xl[0:per], xl[0:per], -mom[0])
                     add_sums(acc, part_, xl, wl, dyl, tl)
             sums(acc, sums_scratch, wid, lane, i % 2)
-            if centered:
+            if chan:
                 mom[0] = slice_mean * float(part)
             exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
@@ -887,7 +1009,9 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
                 if dw_shared:
                     add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)
                 if db_regs:
-                    for kk in list(range(chunks)):  # registers take constant indices: a branch per tile
+                    # Registers take constant indices: a branch per tile (unrolled, the pass spills:
+                    # nvcc hoists every tile's loads).
+                    for kk in list(range(chunks)):
                         if k == kk:
                             Tx.add(dbl[kk * per : kk * per + per], dbl[kk * per : kk * per + per], dyl[0:per])
                 elif centered and shared:
@@ -919,18 +1043,18 @@ def _cluster_streamed_rows(h: int, dtype: str, threads: int, g: c.RowTile, cn: i
     return rows
 
 
-def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool):
+def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool, saved: bool):
     """Short rows: lane groups of ``tpr`` lanes, ``rows_`` rows per CTA at a time, the CTAs
     walking the row groups with a stride of ``ctas``. Each lane keeps dW (and dB) of its row
     slot's columns in registers; at the end the CTA sums its slots through shared memory into
-    its partial row."""
+    its partial row. With ``saved`` statistics, each lane reads its row's mean and rstd."""
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)  # rows past the last and the padding read 0
     weights = c.group_vector(g, h)
     cols = [cc * threads for cc in range(-(-width // threads))]  # the column sums' rounds
 
     @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, m, ctas, eps):
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
         T.device_entry()
         b = T.cta_id([ctas])
         T.warp_id([g.warps])
@@ -958,16 +1082,21 @@ def _groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, centered: bool)
             r0 = (b + i * ctas) * rows_
             load(x, X[r0 : r0 + rows_, 0:width], stage)
             load(dy, DY[r0 : r0 + rows_, 0:width], stage)
-            if centered:  # the mean, then deviations about it; the padding's deviation 0
-                Tx.sum(part[0:1], xl[0:per])
-                total = T.cuda.warp_sum(part[0], width=tpr)
-                Tx.add(xl[0:per], xl[0:per], -total / float(h))
-                if width > h:
-                    Tx.cta.masked_fill(x[0:rows_, 0:width], x[0:rows_, 0:width], lambda i2, j: j >= h, 0.0)
-            Tx.mul(tl[0:per], xl[0:per], xl[0:per])
-            Tx.sum(part[0:1], tl[0:per])
-            sq = T.cuda.warp_sum(part[0], width=tpr)
-            rstd = 1.0 / T.sqrt(sq / float(h) + eps)
+            if saved:  # this lane's row's (none past the last row; the padding's g is 0)
+                mine = r0 + tid // tpr
+                Tx.add(xl[0:per], xl[0:per], -T.if_then_else(mine < m, MEAN[mine], 0.0))
+                rstd = T.if_then_else(mine < m, RSTD[mine], 0.0)
+            else:
+                if centered:  # the mean, then deviations about it; the padding's deviation 0
+                    Tx.sum(part[0:1], xl[0:per])
+                    total = T.cuda.warp_sum(part[0], width=tpr)
+                    Tx.add(xl[0:per], xl[0:per], -total / float(h))
+                    if width > h:
+                        Tx.cta.masked_fill(x[0:rows_, 0:width], x[0:rows_, 0:width], lambda i2, j: j >= h, 0.0)
+                Tx.mul(tl[0:per], xl[0:per], xl[0:per])
+                Tx.sum(part[0:1], tl[0:per])
+                sq = T.cuda.warp_sum(part[0], width=tpr)
+                rstd = 1.0 / T.sqrt(sq / float(h) + eps)
             Tx.mul(tl[0:per], w[0:per], dyl[0:per])  # g = w * dy
             if centered:
                 Tx.sum(part[0:1], tl[0:per])
@@ -1118,9 +1247,9 @@ def _grid(kernel, x, most: int) -> int:
 
 def _own_grid(kernel, args) -> tuple:
     """A design's arguments (`autotune`'s ``launch_args``): its `_grid`, the partial rows cut to it."""
-    x, w, dy, dx, dwp, dbp, m, most, eps = args
+    x, w, dy, dx, dwp, dbp, m, most, *rest = args  # rest: eps, or the saved mean and rstd
     n = _grid(kernel, x, most)
-    return x, w, dy, dx, dwp[:n], dbp[:n], m, n, eps
+    return (x, w, dy, dx, dwp[:n], dbp[:n], m, n, *rest)
 
 
 def partial_rows(config: dict, ctas: int) -> int:
@@ -1129,9 +1258,11 @@ def partial_rows(config: dict, ctas: int) -> int:
     return ctas // config.get("cluster", 1)
 
 
-def run(grad, x, weight, eps: float, centered: bool):
+def run(grad, x, weight, eps: float, centered: bool, saved=None):
     """``(dx, dw, db)`` of rows of ``x`` (rows, h) for the gradient ``grad`` of the norm's output
-    (``db`` only when ``centered``); ``weight`` a vector of h, or None (then ``dw`` is None)."""
+    (``db`` only when ``centered``); ``weight`` a vector of h, or None (then ``dw`` is None);
+    ``saved``: LayerNorm's forward's ``(mean, rstd)``, float32 vectors of ``rows`` (then ``eps``
+    is not used)."""
     rows, h = x.shape
     dtype = c.dtype_name(x)
     dx = c.empty_like(x)
@@ -1144,8 +1275,9 @@ def run(grad, x, weight, eps: float, centered: bool):
     fill = 0 if _padded(h) != h else None
     dwp = c.new_array(x, (most, _padded(h)), "float32", fill)
     dbp = c.new_array(x, (most, _padded(h)), "float32", fill) if centered else dwp
-    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered)
-    tuned(x, w, grad, dx, dwp, dbp, rows, most, float(eps))  # each design on its own grid (`_own_grid`)
+    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None)
+    tail = (float(eps),) if saved is None else saved
+    tuned(x, w, grad, dx, dwp, dbp, rows, most, *tail)  # each design on its own grid (`_own_grid`)
     used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
     dw = _sum_columns(dwp[:used], h, dtype, x) if weight is not None else None
     db = _sum_columns(dbp[:used], h, dtype, x) if centered else None

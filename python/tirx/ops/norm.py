@@ -18,7 +18,8 @@ loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in re
 (`_rms_cluster`, `_layer_norm_cluster`) or in shared memory (`_rms_cluster_shared`,
 `_layer_norm_cluster_shared`), the slices' sums exchanged through distributed shared memory.
 Rows and eps are run-time scalars; the row length and dtype key the kernel, whose design and
-thread count are autotuned. The backward: `norm_backward.py`."""
+thread count are autotuned. LayerNorm's registered op also writes each row's float32 mean and
+rstd (``stats``), which its backward reads. The backward: `norm_backward.py`."""
 
 from typing import List, Optional
 

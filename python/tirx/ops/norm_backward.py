@@ -5,8 +5,10 @@ A persistent grid of ``ctas`` CTAs walks the rows, CTA b taking rows b, b + ctas
 run-time size, per design: eight per SM, two for wide rows or slices, at most one per row, and
 no more than the GPU holds at once, `Kernel.resident_ctas`, in whole clusters: a CTA of a
 second wave would take its rows after the first wave's); each row's statistics are
-recomputed from ``x`` (no saved mean or rstd: the backward reads the row anyway) and, with
-``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and ``g = w * dy``,
+LayerNorm's forward's saved mean and rstd (``saved``, as autograd calls it: its two sums below
+then take one pass, as RMSNorm's), or recomputed from ``x`` (RMSNorm's sum of squares comes in the
+same pass as its other sum) and, with ``xhat = (x - mean) * rstd`` (mean 0 for RMSNorm) and
+``g = w * dy``,
 
     RMSNorm:   dx = rstd * (g - xhat * mean(g * xhat))
     LayerNorm: dx = rstd * (g - mean(g) - xhat * mean(g * xhat))

@@ -5,7 +5,8 @@ Nsight Compute when asking what limits a design (README, the issue-33 sweep).
     ncu -k regex:norm_backward -s 3 -c 1 --section SpeedOfLight --section WarpStateStats \\
         --section Occupancy --section MemoryWorkloadAnalysis python norm_backward_design.py ...
 
-H: the row length; CENTERED: 1 for LayerNorm, 0 for RMSNorm; bf16 rows, ~1 GiB of x."""
+H: the row length; CENTERED: 1 for LayerNorm, 0 for RMSNorm, 2 for LayerNorm from the forward's
+saved mean and rstd (as autograd runs it); bf16 rows, ~1 GiB of x."""
 
 import json
 import sys
@@ -20,17 +21,21 @@ nb = sys.modules["tirx.ops.norm_backward"]
 
 
 def main():
-    h, centered, cfg = int(sys.argv[1]), sys.argv[2] == "1", json.loads(sys.argv[3])
+    h, centered, saved, cfg = int(sys.argv[1]), sys.argv[2] in "12", sys.argv[2] == "2", json.loads(sys.argv[3])
     m = (1 << 30) // (2 * h)
     x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
     dy = torch.randn_like(x)
     w = torch.rand(h, device="cuda", dtype=torch.bfloat16) + 0.5
     dx = torch.empty_like(x)
-    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="bfloat16", centered=centered, **cfg))
+    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype="bfloat16", centered=centered, saved=saved, **cfg))
     n = nb._grid(k, x, nb._most_ctas(x, m, h))
     dwp = torch.zeros(n, nb._padded(h), device="cuda")
     dbp = torch.zeros_like(dwp)
-    args = (x, w, dy, dx, dwp, dbp, m, n, 1e-5)
+    tail = (1e-5,)
+    if saved:
+        var, mean = torch.var_mean(x.float(), -1, correction=0)
+        tail = (mean, torch.rsqrt(var + 1e-5))
+    args = (x, w, dy, dx, dwp, dbp, m, n, *tail)
     for _ in range(3):
         k(*args)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -93,6 +93,8 @@ def main():
     _norm_backward("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}, x, w, dy)
     _norm_backward("cluster, slices in shared memory, ring of 4", 16384, {"threads": 256, "cluster": 2, "shared": True, "ring": 4}, x, w, dy)
     _norm_backward("cluster, a slice of one tile held in registers", 16384, {"threads": 256, "cluster": 4, "shared": True, "hold": True}, x, w, dy)
+    _norm_backward("cluster, slices in shared memory, ring of 1", 16384, {"threads": 256, "cluster": 4, "shared": True, "ring": 1}, x, w, dy)
+    _norm_backward("streamed, dB in registers", 16384, {"threads": 1024, "stream": True}, x, w, dy)  # two tiles
     _norm_backward("streamed over whole tiles", 16384, {"threads": 256, "stream": True}, x, w, dy)  # LayerNorm: two passes
     _norm_backward("cluster, slices streamed", 16384, {"threads": 64, "cluster": 4, "stream": True}, x, w, dy)  # two tiles each
     _norm_backward("cluster, slices streamed, partials in global memory", 16384, {"threads": 64, "cluster": 2, "stream": True, "shared_limit": 0}, x, w, dy)

@@ -104,13 +104,15 @@ def test_streamed_layer_norm_statistics_in_one_pass(dtype):
     np.testing.assert_allclose(dbp.sum(0), rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
 
 
-# (design, h, m, ctas): the prefetching design with CTAs of several rows, one, and none; the
+# (design, h, m, ctas): the streamed design; the prefetching design with CTAs of several rows, one, and none; the
 # cluster design (16 CTAs: four clusters of 4, two of 8) over slices that tile the row (the next
 # row prefetched) and ragged ones (9,000; 4,100 over eight slices of 1,024+, the last ones empty);
-# the slices in shared memory in rings of 2-4 rows, re-read in each pass or held in registers
+# the slices in shared memory in rings of 1-4 rows, re-read in each pass or held in registers
 # (`hold`), or streamed through register tiles twice (partial sums in shared or global memory). No
 # barrier guards the rings: the race check proves each thread reads only its copies.
 DESIGNS = [
+    ({"stream": True, "threads": 64}, 4096, 5, 4),  # a CTA per row of two tiles: LayerNorm's dB in registers
+    ({"stream": True, "threads": 64}, 4096, 2, 4),  # (CTAs with no row)
     ({"prefetch": True}, 2048, 7, 3),
     ({"prefetch": True}, 2048, 2, 4),
     ({"prefetch": True}, 2048, 9, 4),
@@ -122,6 +124,8 @@ DESIGNS = [
     ({"cluster": 2, "shared": True, "threads": 64}, 8192, 5, 16),
     ({"cluster": 8, "shared": True, "threads": 32}, 2048, 3, 16),
     ({"cluster": 4, "shared": True, "threads": 32, "ring": 3}, 4096, 11, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "ring": 1}, 4096, 9, 16),
+    ({"cluster": 8, "shared": True, "threads": 32, "ring": 1}, 2048, 1, 16),  # (clusters with no row)
     ({"cluster": 2, "shared": True, "threads": 64, "ring": 4}, 8192, 21, 8),
     ({"cluster": 4, "shared": True, "threads": 32, "hold": True}, 4096, 9, 16),
     ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "ring": 3}, 2048, 20, 16),
@@ -226,7 +230,9 @@ def test_each_design_gets_a_grid_the_gpu_holds_at_once(monkeypatch):
 
 
 def test_design_errors():
-    with pytest.raises(ValueError, match="ring: 5 rows; the cluster design's rings hold 2, 3 or 4"):
+    with pytest.raises(ValueError, match="hold: a ring of 2-4 rows"):
+        nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, ring=1, hold=True)
+    with pytest.raises(ValueError, match="ring: 5 rows; the cluster design's rings hold 1, 2, 3 or 4"):
         nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, ring=5)
     with pytest.raises(ValueError, match="hold: a slice of 16384 is 2 register tiles of 8192; only a slice of one"):
         nb.norm_backward_kernel.factory(h=32768, dtype="bfloat16", threads=256, cluster=2, shared=True, hold=True)

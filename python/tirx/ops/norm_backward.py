@@ -25,7 +25,7 @@ tuned per row length and dtype:
   and the CTA adds its slots through shared memory before writing its row);
 - a cluster of CTAs per row for wide rows (``cluster``: each CTA a slice, its partial sums in
   registers, one DSMEM exchange of four statistics per row; with ``shared``, the slices of x, dy
-  (a ring of 2-4 rows, the next ones prefetched; each thread reads only the vectors it copied,
+  (a ring of 1-4 rows, the next ones prefetched; each thread reads only the vectors it copied,
   so no barrier guards the ring) and w and the partial sums in shared memory, or, with
   ``hold``, a slice of one tile read from shared memory once per row; with ``stream``, slices
   too wide for shared memory streamed through register tiles twice, the second time from L2);
@@ -64,9 +64,10 @@ PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512
 CLUSTER_SLICES = 200 * 1024
 
 
-def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2) -> int:
-    """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs."""
-    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + 4 * (2 if centered else 1))
+def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False) -> int:
+    """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs
+    (``hold``: LayerNorm's dB partial sums in registers)."""
+    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + 4 * (2 if centered and not hold else 1))
 
 
 def _streams_slices(h: int, dtype: str, centered: bool, cfg: dict) -> bool:
@@ -97,7 +98,7 @@ def _prune(configs, dtype, **key):
         if cfg.get("shared"):
             if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
                 return False
-            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], cfg.get("ring", 2)) <= CLUSTER_SLICES
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], cfg.get("ring", 2), cfg.get("hold", False)) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
@@ -106,7 +107,7 @@ def _prune(configs, dtype, **key):
 # The cluster design with its slices in shared memory, also with a deeper ring (more rows in
 # flight), or holding a slice of one tile in registers (fewer reads of shared memory).
 SHARED_RING_CONFIGS = c.SHARED_CLUSTER_CONFIGS + [
-    {"threads": 256, "cluster": n, "shared": True, **more} for n in (2, 4, 8) for more in ({"ring": 3}, {"hold": True})
+    {"threads": 256, "cluster": n, "shared": True, **more} for n in (2, 4, 8) for more in ({"ring": 1}, {"ring": 3}, {"hold": True})
 ]
 
 
@@ -253,6 +254,28 @@ def _row_sums(warps: int, saved: bool):
     return c.alternating_sums(2, warps, first=1) if saved else c.alternating_sums(3, warps)
 
 
+def _tiles_layout(g: c.RowTile, chunks: int):
+    """The layout of ``chunks`` register tiles of ``g`` held at once (tile k at a thread's registers
+    ``[k * per, (k + 1) * per)``): LayerNorm's dB partial sums over a streamed row or slice."""
+    from ..layout import S, TileLayout, tx
+
+    return TileLayout(S[(chunks, g.width // (g.warps * 32 * g.vec), g.warps * 32, g.vec) : (g.per, g.vec, 1 @ tx, 1)])
+
+
+def _add_tile(chunks: int, per: int):
+    """A macro ``add(acc, k, t)``: ``acc`` tile ``k`` (registers ``[k * per, (k + 1) * per)``) +=
+    ``t[0:per]`` for a run-time ``k``: registers take constant indices, so a branch per tile
+    (unrolling the loop around it instead, nvcc hoists every tile's loads and spills)."""
+
+    @T.macro
+    def add(acc, k, t):
+        for kk in list(range(chunks)):
+            if k == kk:
+                Tx.add(acc[kk * per : kk * per + per], acc[kk * per : kk * per + per], t[0:per])
+
+    return add
+
+
 def _saved_ahead():
     """A macro ``ahead(st, MEAN, RSTD, r, m)``: ``st[0:2]`` = row ``r``'s saved mean and rstd (0
     past the last row), loaded a row before they are used: the loads' latency hides behind that
@@ -382,7 +405,10 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
     i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
     shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers.
-    With ``saved`` statistics, a row's sums take one pass, as RMSNorm's do."""
+    With ``saved`` statistics, a row's sums take one pass, as RMSNorm's do. A streamed row's
+    partial sums live in shared memory where they fit ``shared_limit``: LayerNorm's dB in registers
+    where a thread's columns are at most `DB_REGISTERS` (dW and dB in shared memory together kept
+    one CTA per SM at 16k columns)."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
@@ -392,8 +418,12 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
     ahead = _saved_ahead()
-    shared = chunks > 1 and (2 if centered else 1) * chunks * width * 4 <= shared_limit
+    db_regs = centered and chunks > 1 and chunks * per <= DB_REGISTERS and chunks * width * 4 <= shared_limit
+    shared = chunks > 1 and (2 if centered and not db_regs else 1) * chunks * width * 4 <= shared_limit
     add_partial = _partial_adder(width, per, shared)
+    if db_regs:
+        db_layout = _tiles_layout(g, chunks)
+        add_db = _add_tile(chunks, per)
     # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
     # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
     chan = centered and chunks > 1 and not padded and not saved
@@ -420,13 +450,17 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             stage = tmp
         if shared:  # the CTA's partial sums, each thread's columns its own: zeroed before the rows
             dws = T.alloc_buffer((chunks * width,), "float32", scope="shared.dyn")
-            if centered:
+            if centered and not db_regs:
                 dbs = T.alloc_buffer((chunks * width,), "float32", scope="shared.dyn")
             Tx.fill(dw.local()[0:per], 0.0)
             for k in T.serial(chunks):
                 Tx.cta.copy(dws[k * width : k * width + width], dw[0:width])
-                if centered:
+                if centered and not db_regs:
                     Tx.cta.copy(dbs[k * width : k * width + width], dw[0:width])
+        if db_regs:
+            dbr = T.alloc_buffer((chunks, width), "float32", scope="local", layout=db_layout)
+            dbl = dbr.local()
+            Tx.fill(dbl[0 : chunks * per], 0.0)
         part = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         if chan:
@@ -514,7 +548,9 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                         Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
                 elif shared:
                     add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)
-                    if centered:
+                    if db_regs:
+                        add_db(dbl, k, dyl)
+                    elif centered:
                         add_partial(db, dbs[k * width : k * width + width], dyl, None, False)
                 else:  # this CTA's partial row, in global memory: written whole by its first row
                     add_partial(dw, DWP[b, k * width : k * width + width], dyl, xl, i == 0)
@@ -530,9 +566,12 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             for k in T.serial(chunks):
                 Tx.cta.copy(dw[0:width], dws[k * width : k * width + width])
                 Tx.cta.copy(DWP[b, k * width : k * width + width], dw[0:width], clip=True)
-                if centered:
+                if centered and not db_regs:
                     Tx.cta.copy(dw[0:width], dbs[k * width : k * width + width])
                     Tx.cta.copy(DBP[b, k * width : k * width + width], dw[0:width], clip=True)
+            if db_regs:
+                for k in T.unroll(chunks):
+                    Tx.cta.copy(DBP[b, k * width : k * width + width], dbr[k, 0:width], clip=True)
         else:
             if m <= b:  # no row: the partial rows are zero
                 for k in T.serial(chunks):
@@ -722,10 +761,16 @@ def _cluster_shared_rows(
     four statistics of `_cluster_rows`, one DSMEM exchange, then dx and the partial sums. With
     ``hold``, a slice of one tile is read from shared memory once per row, and the weight's once:
     they stay in registers (shared memory's bandwidth limited LayerNorm's re-reading passes), at
-    the cost of the registers that keep a second CTA off the SM where shared memory would not.
-    With ``saved`` statistics, no slice's sum: the row's sums in one pass, about its mean."""
-    if ring not in (2, 3, 4):
-        raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 2, 3 or 4")
+    the cost of the registers that keep a second CTA off the SM where shared memory would not;
+    LayerNorm's dB partial sums too (a tile of registers: no read-modify-write of shared memory).
+    With ``saved`` statistics, no slice's sum: the row's sums in one pass, about its mean. A ring
+    of one row refills its slot once the row is read: its CTA is small enough for two to share an
+    SM, one's row in flight while the other computes (LayerNorm at 65k: 112 KB a CTA, against
+    144 KB with two rows)."""
+    if ring not in (1, 2, 3, 4):
+        raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 1, 2, 3 or 4")
+    if hold and ring == 1:
+        raise ValueError("hold: a ring of 2-4 rows (the weight's slice is read once, its copy's group waited for before the rows)")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     if hold and chunks != 1:
         raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
@@ -755,7 +800,7 @@ def _cluster_shared_rows(
         dys = pool.alloc((ring, part), dtype)
         ws = pool.alloc((1, part), dtype)
         dws = pool.alloc((part,), "float32")
-        if centered:
+        if centered and reread:
             dbs = pool.alloc((part,), "float32")
         stats = pool.alloc((cn, 4), "float32")
         mine = pool.alloc((4,), "float32")
@@ -780,7 +825,7 @@ def _cluster_shared_rows(
         clusters = ctas // cn
         c0 = rank * part
         Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with the first row's group
-        fetch(xs, dys, X, DY, 0, q, c0, m)  # rows 0 .. ring - 2 in flight before the loop
+        fetch(xs, dys, X, DY, 0, q, c0, m)  # rows 0 .. max(ring - 2, 0) in flight before the loop
         if ring >= 3:
             fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
         if ring >= 4:
@@ -788,8 +833,11 @@ def _cluster_shared_rows(
         Tx.fill(tl[0:per], 0.0)
         for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
             Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
-            if centered:
+            if centered and reread:
                 Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        if centered and hold:
+            db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+            Tx.fill(db.local()[0:per], 0.0)
         # No barrier guards the ring: each thread copies (`cp.async`, thread t the 16-byte vectors
         # t, t + threads, ...) exactly the vectors of a slot that it reads into its register tiles
         # (the tiles' layout), so its own `wait_group` orders its reads after its copies, and its
@@ -807,7 +855,8 @@ def _cluster_shared_rows(
                 mom[0] = st[0]
                 mom[1] = st[1]
                 ahead(st, MEAN, RSTD, r + clusters, m)
-            fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
+            if ring >= 2:  # the row ring - 1 ahead (a ring of one refills its slot at the row's end)
+                fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
             T.ptx.cp_async.wait_group(ring - 1)
             if centered and not saved:  # the slice's mean, then deviations about it
                 acc[0] = 0.0
@@ -856,16 +905,22 @@ def _cluster_shared_rows(
                 Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
                 Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])
                 Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
-                if centered:
+                if centered and hold:
+                    Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+                elif centered:
                     Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
                     Tx.add(tl[0:per], tl[0:per], dyl[0:per])
                     Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+            if ring == 1:  # the next row into the slot this one was read from
+                fetch(xs, dys, X, DY, 0, r + clusters, c0, m)
         T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
         for k in T.serial(chunks):
             Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
             Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
-            if centered:
+            if centered and hold:
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], db[0:width])
+            elif centered:
                 Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
                 Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
         close()
@@ -899,8 +954,6 @@ def _cluster_streamed_rows(
     slice last tile first, from L2: a cluster's rows in flight are a few MB, where the streamed
     design's CTA per row keeps more rows in flight than L2 holds. With ``saved`` statistics, the
     first pass takes LayerNorm's two sums about the row's mean, as RMSNorm's."""
-    from ..layout import S, TileLayout, tx
-
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     part = h // cn
     load, store = c.row_io(g, dtype)
@@ -916,8 +969,8 @@ def _cluster_streamed_rows(
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs
     add_partial = _partial_adder(width, per, dw_shared)
-    # dB's registers: tile k of the slice at registers [k * per, (k + 1) * per) of each thread.
-    db_layout = TileLayout(S[(chunks, width // (threads * g.vec), threads, g.vec) : (per, g.vec, 1 @ tx, 1)])
+    db_layout = _tiles_layout(g, chunks)
+    add_db = _add_tile(chunks, per)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -1011,11 +1064,7 @@ def _cluster_streamed_rows(
                 if dw_shared:
                     add_partial(dw, dws[k * width : k * width + width], dyl, xl, False)
                 if db_regs:
-                    # Registers take constant indices: a branch per tile (unrolled, the pass spills:
-                    # nvcc hoists every tile's loads).
-                    for kk in list(range(chunks)):
-                        if k == kk:
-                            Tx.add(dbl[kk * per : kk * per + per], dbl[kk * per : kk * per + per], dyl[0:per])
+                    add_db(dbl, k, dyl)
                 elif centered and shared:
                     add_partial(db, dbs[k * width : k * width + width], dyl, None, False)
                 if not dw_shared:  # the cluster's partial row, this slice's columns: written whole by its first row

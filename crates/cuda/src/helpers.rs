@@ -102,12 +102,14 @@ impl Helper {
             Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_source(rank, store, multicast, cache),
             Helper::BulkToPeer => crate::asynch::bulk_to_peer_source(),
             Helper::MinMax { max, ty } => min_max_source(max, ty),
-            Helper::Bf16x2ToFloat2 => "// A bf16 pair to floats, exactly: each is the top half of its float. Two instructions\n\
+            Helper::Bf16x2ToFloat2 => {
+                "// A bf16 pair to floats, exactly: each is the top half of its float. Two instructions\n\
                  // per pair (a shift, a mask), where `__bfloat1622float2` moves the high half down first.\n\
                  __device__ __forceinline__ float2 tirx_bf16x2_to_float2(__nv_bfloat162 v) {\n    \
                  const unsigned u = *reinterpret_cast<const unsigned*>(&v);\n    \
                  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));\n}\n"
-                .into(),
+                    .into()
+            }
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
             Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),

@@ -98,7 +98,8 @@ def _prune(configs, dtype, **key):
         if cfg.get("shared"):
             if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
                 return False
-            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], cfg.get("ring", 2), cfg.get("hold", False)) <= CLUSTER_SLICES
+            ring, hold = cfg.get("ring", 2), cfg.get("hold", False)
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
@@ -141,8 +142,8 @@ def norm_backward_kernel(
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
     ``ctas`` CTAs (a run-time argument). ``saved``: LayerNorm's row statistics are the forward's,
-    ``MEAN`` and ``RSTD`` (float32 per row; then no ``eps``), not recomputed. ``tpr``: a group of that many lanes per row; ``stream``:
-    the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
+    ``MEAN`` and ``RSTD`` (float32 per row; then no ``eps``), not recomputed. ``tpr``: a group of
+    that many lanes per row; ``stream``: the rows in register tiles however short; ``prefetch``: the next row's ``x`` and ``dy`` copied into shared
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
@@ -429,6 +430,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     chan = centered and chunks > 1 and not padded and not saved
     if chan:
         chan_stats = _chan_pass(g, load, h, row_total)
+    meaned = centered and not saved  # a row's mean taken here (saved: the forward's)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -492,7 +494,6 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 T.ptx.cp_async.wait_group(1)
                 from_ring(x, xs, i % 2, stage)
                 from_ring(dy, dys, i % 2, stage)
-            meaned = centered and not saved  # (saved: the forward's mean)
             if meaned and prefetch:
                 Tx.sum(part[0:1], xl[0:per])
                 row_total(part, scratch, wid, lane, i % 2)
@@ -858,7 +859,7 @@ def _cluster_shared_rows(
             if ring >= 2:  # the row ring - 1 ahead (a ring of one refills its slot at the row's end)
                 fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
             T.ptx.cp_async.wait_group(ring - 1)
-            if centered and not saved:  # the slice's mean, then deviations about it
+            if meaned:  # the slice's mean, then deviations about it
                 acc[0] = 0.0
                 for k in T.serial(chunks):
                     tile(x, xs, slot, k, stage)

@@ -92,8 +92,10 @@ pub enum AsyncOp {
     /// `bytes` from this CTA's `src[src_index..]` to `dst[dst_index..]` of the CTA
     /// of rank `rank` in the cluster (`mapa`), completing them on that CTA's `bar`.
     BulkToPeer { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, bytes: u32, bar: Mbar, rank: LExpr },
-    /// `barrier.cluster.arrive[.relaxed]` (`wait: false`) or `barrier.cluster.wait`
-    /// (`wait: true`): the two halves of `cluster.sync` (every thread of the cluster).
+    /// `barrier.cluster.arrive` (`wait: false`; release semantics: on sm_90 it compiles to
+    /// `MEMBAR.ALL.GPU` before the arrive, a wait on the thread's outstanding stores; no
+    /// `.relaxed` form yet) or `barrier.cluster.wait` (`wait: true`; acquire): the two halves
+    /// of `cluster.sync` (every thread of the cluster).
     ClusterBarrier { wait: bool },
 }
 

@@ -218,7 +218,7 @@ def test_each_design_gets_a_grid_the_gpu_holds_at_once(monkeypatch):
             return 0
 
     monkeypatch.setattr(nb, "_on_gpu", lambda x: True)
-    monkeypatch.setattr(sys.modules["tirx.ops.matmul"], "_ctas", lambda x: 132)
+    monkeypatch.setattr(sys.modules["tirx.ops._common"], "sm_count", lambda x: 132)
     most = nb._most_ctas(X(65536), 10**6, 65536)
     assert most == 4 * 132  # slices of 8,192 (clusters of 8): 4 per SM
     assert nb._grid(Design(8, 240), X(65536), most) == 240  # resident: 30 clusters of 8

@@ -11,6 +11,19 @@ _DTYPES = ("float32", "float16", "bfloat16")
 _ops: Dict[str, object] = {}
 
 
+_SM_COUNT = {}
+
+
+def sm_count(x) -> int:
+    """The SMs of the GPU that holds the CUDA tensor ``x`` (asked once per device)."""
+    dev = x.get_device()
+    if dev not in _SM_COUNT:
+        import torch
+
+        _SM_COUNT[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
+    return _SM_COUNT[dev]
+
+
 def is_torch(x) -> bool:
     torch = loaded_torch()
     return torch is not None and isinstance(x, torch.Tensor)

@@ -178,20 +178,10 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     return matmul
 
 
-_SM_COUNT = {}
-
-
 def _ctas(x) -> int:
     """Persistent CTAs: one per SM of the tensor's GPU; 2 in the simulator (the tile loop still
     takes several rounds at the small sizes it runs)."""
-    if not (c.is_torch(x) and x.is_cuda):
-        return 2
-    dev = x.get_device()
-    if dev not in _SM_COUNT:
-        import torch
-
-        _SM_COUNT[dev] = torch.cuda.get_device_properties(dev).multi_processor_count
-    return _SM_COUNT[dev]
+    return c.sm_count(x) if c.is_torch(x) and x.is_cuda else 2
 
 
 def _check(a, b) -> str:

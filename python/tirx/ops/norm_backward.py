@@ -220,9 +220,9 @@ def _row_math(per: int, centered: bool, saved: bool = False):
     """The row designs' arithmetic on a thread's ``per`` registers of a tile, as macros:
     ``add_sums(acc, part, x, w, dy, t)`` adds the tile's sums of ``x^2`` (``x`` centered, for
     LayerNorm; not where the statistics are ``saved``), ``g`` (LayerNorm only) and ``g x`` to
-    ``acc[0:3]`` (``g = w dy``); ``dx(t, xhat,
-    w, dy, rstd, c_gx, mean_g)`` sets ``t = rstd * (g - xhat * c_gx - mean_g)`` (``mean_g``:
-    LayerNorm's ``mean(g)``; ``c_gx = mean(g xhat)``). ``part`` and ``t``: scratch."""
+    ``acc[0:3]`` (``g = w dy``); ``dx(t, xhat, w, dy, rstd, c_gx, mean_g)`` sets ``t = rstd * (g
+    - xhat * c_gx - mean_g)`` (``mean_g``: LayerNorm's ``mean(g)``; ``c_gx = mean(g xhat)``).
+    ``part`` and ``t``: scratch."""
 
     @T.macro
     def add_sums(acc, part, xl, wl, dyl, tl):
@@ -278,13 +278,16 @@ def _add_tile(chunks: int, per: int):
 
 
 def _saved_ahead():
-    """A macro ``ahead(st, MEAN, RSTD, r, m)``: ``st[0:2]`` = row ``r``'s saved mean and rstd (0
-    past the last row), loaded a row before they are used: the loads' latency hides behind that
-    row (read where the row starts, they stalled it: LayerNorm at 4,096 columns 0.96 -> 0.85 of
-    a copy)."""
+    """A macro ``ahead(st, cur, MEAN, RSTD, r, m)``: ``cur[0:2]`` (None: nothing) = ``st[0:2]``,
+    the row loaded before, then ``st[0:2]`` = row ``r``'s saved mean and rstd (0 past the last
+    row): loaded a row before they are used, the loads' latency hides behind that row (read where
+    the row starts, they stalled it: LayerNorm at 4,096 columns 0.96 -> 0.85 of a copy)."""
 
     @T.macro
-    def ahead(st, MEAN, RSTD, r, m):
+    def ahead(st, cur, MEAN, RSTD, r, m):
+        if cur is not None:
+            cur[0] = st[0]
+            cur[1] = st[1]
         st[0] = T.if_then_else(r < m, MEAN[r], 0.0)
         st[1] = T.if_then_else(r < m, RSTD[r], 0.0)
 
@@ -481,13 +484,13 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
             fetch(xs, dys, X, DY, 0, b, 0, m)
         if saved:  # the next row's mean and rstd
             st = T.alloc_buffer((2,), "float32", scope="local")
-            ahead(st, MEAN, RSTD, b, m)
+            ahead(st, None, MEAN, RSTD, b, m)
         for i in T.serial((m - b + ctas - 1) // ctas):
             r = b + i * ctas
             if saved:
                 mean = st[0]
                 saved_rstd = st[1]
-                ahead(st, MEAN, RSTD, r + ctas, m)
+                ahead(st, None, MEAN, RSTD, r + ctas, m)
             if prefetch:  # the next row into the other slot, then this row's slot into registers
                 # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + ctas, 0, m)
@@ -522,7 +525,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                         if padded and not saved:  # the padding's deviation is 0 (saved: its g is)
                             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, 0.0)
                     add_sums(acc, part, xl, wl, dyl, tl)
-            sums(acc, sums_scratch, wid, lane, i % 2)  # the three sums in one exchange
+            sums(acc, sums_scratch, wid, lane, i % 2)  # the sums in one exchange
             if saved:
                 rstd = saved_rstd
             else:
@@ -696,13 +699,11 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
             count = T.cast(T.max(T.min(h - c0, width), 0), "float32")
         if saved:  # the next row's mean and rstd
             st = T.alloc_buffer((2,), "float32", scope="local")
-            ahead(st, MEAN, RSTD, q, m)
+            ahead(st, None, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            if saved:
-                mom[0] = st[0]
-                mom[1] = st[1]
-                ahead(st, MEAN, RSTD, r + clusters, m)
+            if saved:  # this row's mean and rstd into mom[0:2], the next row's loads
+                ahead(st, mom, MEAN, RSTD, r + clusters, m)
             if exact:  # (no barrier: each thread reads exactly the vectors it copied, `_cluster_shared_rows`)
                 fetch(xs, dys, X, DY, 1 - i % 2, r + clusters, c0, m)
                 T.ptx.cp_async.wait_group(1)
@@ -848,14 +849,12 @@ def _cluster_shared_rows(
             tile(w, ws, 0, 0, stage)
         if saved:  # the next row's mean and rstd
             st = T.alloc_buffer((2,), "float32", scope="local")
-            ahead(st, MEAN, RSTD, q, m)
+            ahead(st, None, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
             slot = i % ring
-            if saved:
-                mom[0] = st[0]
-                mom[1] = st[1]
-                ahead(st, MEAN, RSTD, r + clusters, m)
+            if saved:  # this row's mean and rstd into mom[0:2], the next row's loads
+                ahead(st, mom, MEAN, RSTD, r + clusters, m)
             if ring >= 2:  # the row ring - 1 ahead (a ring of one refills its slot at the row's end)
                 fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
             T.ptx.cp_async.wait_group(ring - 1)
@@ -1025,13 +1024,11 @@ def _cluster_streamed_rows(
                     Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
         if saved:  # the next row's mean and rstd
             st = T.alloc_buffer((2,), "float32", scope="local")
-            ahead(st, MEAN, RSTD, q, m)
+            ahead(st, None, MEAN, RSTD, q, m)
         for i in T.serial((m - q + clusters - 1) // clusters):
             r = q + i * clusters
-            if saved:
-                mom[0] = st[0]
-                mom[1] = st[1]
-                ahead(st, MEAN, RSTD, r + clusters, m)
+            if saved:  # this row's mean and rstd into mom[0:2], the next row's loads
+                ahead(st, mom, MEAN, RSTD, r + clusters, m)
             if chan:
                 chan_stats(run, part_, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane, i % 2)
                 slice_mean = part_[0]
@@ -1277,9 +1274,7 @@ def _most_ctas(x, rows: int, h: int) -> int:
     row, rounded up to whole clusters of `CLUSTER_MAX`; the simulator's: one such cluster."""
     if not _on_gpu(x):
         return CLUSTER_MAX
-    from .matmul import _ctas as sm_count
-
-    n = min(rows, ctas_per_sm(h // CLUSTER_MAX) * sm_count(x))
+    n = min(rows, ctas_per_sm(h // CLUSTER_MAX) * c.sm_count(x))
     return -(-n // CLUSTER_MAX) * CLUSTER_MAX
 
 
@@ -1290,10 +1285,8 @@ def _grid(kernel, x, most: int) -> int:
     whole clusters (CTAs past the rows write zero partial rows); the simulator's: ``most``."""
     if not _on_gpu(x):
         return most
-    from .matmul import _ctas as sm_count
-
     cn = kernel.cluster_size
-    n = min(most, ctas_per_sm(x.shape[1] // cn) * sm_count(x), kernel.resident_ctas(x.get_device()))
+    n = min(most, ctas_per_sm(x.shape[1] // cn) * c.sm_count(x), kernel.resident_ctas(x.get_device()))
     return max(cn, n // cn * cn)
 
 

@@ -1,6 +1,6 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
-row (DSMEM; each slice in registers or in shared memory), and the norms' backward with its partial sums in registers, shared memory and
+row (DSMEM, clusters of 2-16; each slice in registers or in shared memory), and the norms' backward with its partial sums in registers, shared memory and
 global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under
 compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked for
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
@@ -27,6 +27,7 @@ DESIGNS = [
     ("groups", 256, {"threads": 128, "tpr": 8}),
     ("cluster", 20000, {"threads": 512, "cluster": 4}),
     ("cluster, slices in shared memory", 16384, {"threads": 256, "cluster": 4, "shared": True}),
+    ("cluster of 16, slices in shared memory", 65536, {"threads": 256, "cluster": 16, "shared": True}),
 ]
 M = 5
 failures = []
@@ -99,6 +100,10 @@ def main():
     _norm_backward("cluster, slices streamed", 16384, {"threads": 64, "cluster": 4, "stream": True}, x, w, dy)  # two tiles each
     _norm_backward("cluster, slices streamed, partials in global memory", 16384, {"threads": 64, "cluster": 2, "stream": True, "shared_limit": 0}, x, w, dy)
     _norm_backward("cluster, slices streamed, dB in registers", 16384, {"threads": 64, "cluster": 4, "stream": True, "shared_limit": 16384}, x, w, dy)
+    x16, dy16 = torch.randn(M, 65536, device=dev, dtype=dt), torch.randn(M, 65536, device=dev, dtype=dt)
+    w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
+    _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
+    _norm_backward("cluster of 16, slices streamed", 65536, {"threads": 64, "cluster": 16, "stream": True}, x16, w16, dy16)
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
     run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
     check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
@@ -133,7 +138,7 @@ def _cross_entropy(design, n, cfg, x):
 def _norm_backward(design, n, cfg, x, w, dy):
     """RMSNorm's and LayerNorm's (its statistics recomputed, then the forward's saved ones)."""
     for centered, saved in ((False, False), (True, False), (True, True)):
-        ctas = 8 if cfg.get("cluster") else 3
+        ctas = max(8, cfg["cluster"]) if cfg.get("cluster") else 3
         dx = torch.empty_like(x)
         hp = nb._padded(n)
         dwp = torch.zeros(ctas, hp, device=x.device)

@@ -162,6 +162,41 @@ def test_resident_ctas_come_from_the_driver_occupancy():
     assert big.cluster_size == 8 and n % 8 == 0 and 0 < n <= sms, n
 
 
+def test_clusters_of_16_ctas_launch_and_match_pytorch():
+    """Hopper's non-portable cluster size: the runtime opts a kernel of 16-CTA clusters in when
+    it loads it (a launch fails without), the occupancy counts whole clusters of 16, and the
+    designs' values match PyTorch (softmax, its backward, RMSNorm and the norms' backward)."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    sm, nm, nb = (sys.modules[f"tirx.ops.{m}"] for m in ("softmax", "norm", "norm_backward"))
+    n, m = 65536, 37
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    dy = torch.randn_like(x)
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    design = dict(threads=256, cluster=16, shared=True)
+    k = tirx.compile(sm.softmax_kernel.factory(n=n, dtype="bfloat16", **design))
+    assert k.cluster_size == 16 and k.resident_ctas() % 16 == 0 and k.resident_ctas() > 0
+    y = torch.empty_like(x)
+    k(x, y, m)
+    torch.testing.assert_close(y, torch.softmax(x.float(), -1).bfloat16())
+    dx = torch.empty_like(x)
+    tirx.compile(sm.softmax_backward_kernel.factory(n=n, dtype="bfloat16", **design))(y, dy, dx, m)
+    yf = y.float()
+    torch.testing.assert_close(dx, (yf * (dy.float() - (dy.float() * yf).sum(-1, keepdim=True))).bfloat16(), rtol=2**-7, atol=1e-6)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, y, m, 1e-6)
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
+    kb = tirx.compile(nb.norm_backward_kernel.factory(h=n, dtype="bfloat16", ring=1, **design))
+    ctas = kb.resident_ctas() // 16 * 16
+    dwp = torch.zeros(ctas, nb._padded(n), device="cuda")
+    kb(x, w, dy, dx, dwp, dwp, m, ctas, 1e-6)
+    xr, wr = x.float().requires_grad_(), w.float().requires_grad_()
+    torch.nn.functional.rms_norm(xr, [n], wr, 1e-6).backward(dy.float())
+    torch.testing.assert_close(dx.float(), xr.grad, rtol=2**-7, atol=2**-7 * xr.grad.abs().max().item())
+    torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
+
+
 def make_activation(op, rows, cols, dtype, **params):
     lay = TileLayout(S[(32, cols) : (1 @ laneid, 1)])
     call = getattr(Tx.warp, op)

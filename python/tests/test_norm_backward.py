@@ -129,10 +129,13 @@ DESIGNS = [
     ({"cluster": 2, "shared": True, "threads": 64, "ring": 4}, 8192, 21, 8),
     ({"cluster": 4, "shared": True, "threads": 32, "hold": True}, 4096, 9, 16),
     ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "ring": 3}, 2048, 20, 16),
+    ({"cluster": 16, "shared": True, "threads": 32, "ring": 1}, 8192, 3, 32),  # (Hopper's non-portable cluster)
+    ({"cluster": 16, "shared": True, "threads": 32}, 4096, 5, 32),
     ({"cluster": 2, "stream": True, "threads": 32}, 4096, 7, 8),
     ({"cluster": 4, "stream": True, "threads": 32, "shared_limit": 0}, 12288, 6, 16),
     ({"cluster": 2, "stream": True, "threads": 32, "shared_limit": 8192}, 4096, 5, 8),  # LayerNorm's dB in registers
     ({"cluster": 8, "stream": True, "threads": 32, "shared_limit": 0}, 16384, 1, 16),  # a cluster with no row
+    ({"cluster": 16, "stream": True, "threads": 32}, 32768, 3, 32),
 ]
 
 
@@ -226,6 +229,8 @@ def test_each_design_gets_a_grid_the_gpu_holds_at_once(monkeypatch):
     assert nb._grid(Design(1, 1056), X(65536), most) == 264  # whole rows: 2 per SM
     assert nb._grid(Design(4, 130), X(65536), most) == 128  # whole clusters
     assert nb._grid(Design(8, 5), X(65536), most) == 8  # one cluster at least
+    assert nb._grid(Design(16, 396), X(65536), most) == 384  # clusters of 16 (slices of 4,096: 8 per SM)
+    assert nb._most_ctas(X(65536), 3, 65536) == 16  # a row or few: one cluster of the largest size
     assert nb._grid(Design(2, 1000), X(256), 40) == 40  # no more than the rows allocated
 
 

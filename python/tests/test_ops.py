@@ -523,10 +523,11 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
 
 
-@pytest.mark.parametrize("dtype,n,cluster", [("float32", 4096, 2), ("bfloat16", 16384, 4), ("float16", 2048, 8)])
+@pytest.mark.parametrize("dtype,n,cluster", [("float32", 4096, 2), ("bfloat16", 16384, 4), ("float16", 2048, 8), ("bfloat16", 8192, 16)])
 def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
     """Issue 33 item 5, wide rows with the slices in shared memory (`SharedSlice`: copied by
-    `cp.async`, read in register tiles; 2, 4 and 1 tiles per slice here): softmax, log_softmax,
+    `cp.async`, read in register tiles; 2, 4, 1 and 2 tiles per slice here; 16 CTAs: Hopper's
+    non-portable cluster): softmax, log_softmax,
     their backward (softmax's with both slices held, and with ``y``'s only: ``dy`` read twice),
     rms_norm, add_rms_norm (the rounded sum written back over the slice) and layer_norm against
     float64, nothing written outside the rows."""
@@ -575,7 +576,8 @@ def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
 def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
     """The cluster configurations apply from `CLUSTER_MIN` columns, where a slice fits the
     CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads; slices
-    in shared memory where they tile the row and fit `SLICE_SHARED_MAX`; none on a target without clusters (an Ampere GPU: the row kernels
+    in shared memory where they tile the row and fit `SLICE_SHARED_MAX` (clusters of 8 or 16 at
+    262,144); none on a target without clusters (an Ampere GPU: the row kernels
     still tune there)."""
     sm = sys.modules["tirx.ops.softmax"]
     c = sys.modules["tirx.ops._common"]
@@ -585,10 +587,11 @@ def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
         return [(cfg["threads"], cfg["cluster"]) for cfg in kept if cfg.get("cluster") and cfg.get("shared", False) == shared]
 
     assert clusters(4096) == [] and clusters(c.CLUSTER_MIN - 8) == [] and clusters(4096, True) == []
-    assert clusters(262144) == [(512, 8)] and clusters(262144, True) == [(256, 8), (512, 8)]
+    assert clusters(262144) == [(512, 8)] and clusters(262144, True) == [(256, 8), (256, 16), (512, 8), (512, 16)]
     assert (1024, 2) not in clusters(65536) and (512, 2) in clusters(65536)
     assert clusters(65536 + 4096, True) == [(256, 2)]  # 69,632 = 4,096 * 17: no other split tiles it
-    assert clusters(262144, True, sm.softmax_backward_kernel) == [(256, 8), (512, 8)]
+    assert clusters(262144, True, sm.softmax_backward_kernel) == [(256, 8), (256, 16), (512, 8), (512, 16)]
+    assert (256, 16) in clusters(32768, True) and (512, 16) not in clusters(32768, True)  # 16 * 512 * 8 does not divide it
     with pytest.raises(ValueError, match="a slice of 32768 does not fit the registers"):
         sm.softmax_kernel.factory(n=65536, dtype="bfloat16", threads=1024, cluster=2)
     with pytest.raises(ValueError, match=r"the slices must be whole 16-byte vectors of every thread \(8192 divides the row\)"):

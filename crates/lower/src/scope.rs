@@ -77,7 +77,8 @@ pub fn resolve_launch(defs: &[&ScopeIdDef], kernel_span: Span) -> Result<Launch,
 }
 
 /// The cluster shape: the declared dims of `T.cta_id_in_cluster` (its fused extent in x
-/// when undeclared); at most 8 CTAs, the portable cluster size (docs/tile-primitives.md §3.21).
+/// when undeclared); at most 16 CTAs, Hopper's non-portable cluster size (over 8, the runtime
+/// opts the kernel in; docs/tile-primitives.md §3.21).
 fn cluster_dims(
     defs: &[&ScopeIdDef],
     ext: &tirx_ir::scope_ids::ScopeExtents,
@@ -90,8 +91,11 @@ fn cluster_dims(
     let size: i64 = dims.iter().product();
     let max = i64::from(tirx_ir::lir::check::MAX_CLUSTER_CTAS);
     if dims.len() > 3 || dims.iter().any(|&d| d < 1) || size > max {
+        // At the declaration that gives the shape, where there is one.
+        let at =
+            defs.iter().find(|d| d.kind == ScopeIdKind::CtaIdInCluster && d.extents.is_some()).map_or(span, |d| d.span);
         return Err(vec![Diagnostic::error(
-            span,
+            at,
             format!("a cluster of {dims:?} CTAs; clusters hold 1 to {max} CTAs in up to 3 dimensions"),
         )]);
     }

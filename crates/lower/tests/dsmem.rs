@@ -1,5 +1,5 @@
 //! DSMEM and clusters (docs/tile-primitives.md §3.21, §8.8): a ring of dsmem copies
-//! between the CTAs of 2- and 4-CTA clusters value-checked in the simulator, the
+//! between the CTAs of 2-, 4- and 16-CTA clusters value-checked in the simulator, the
 //! simulator's cluster reports (no cluster barrier after a copy, a read before the
 //! peer's phase completed, a CTA barrier standing in for the wait, a wait on another mbarrier
 //! (the one the CTA's own TMA load completes on) standing in for it, a barrier initialised after the cluster barrier, a rank out
@@ -86,6 +86,22 @@ fn the_kernel_head_declares_the_cluster() {
     assert!(cuda.contains("__cluster_dims__(4, 1, 1)"), "{cuda}");
     assert!(cuda.contains("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"), "{cuda}");
     assert!(cuda.contains("barrier.cluster.wait"), "{cuda}");
+}
+
+/// Clusters of 9-16 CTAs are Hopper's non-portable sizes: lowered and simulated like the
+/// portable ones (the runtime opts the kernel into them at load); more, or a 2-D shape of more,
+/// is a user error at the kernel.
+#[test]
+fn clusters_of_up_to_16_ctas_and_no_more() {
+    expect_ring(16, 32);
+    let cuda = tirx_cuda::generate(&lower(&ring(16, 32, WAIT, TAIL, INIT)).lir).unwrap().source;
+    assert!(cuda.contains("__cluster_dims__(16, 1, 1)"), "{cuda}");
+    for to in ["rank = T.cta_id_in_cluster([32])", "rank, y = T.cta_id_in_cluster([16, 2])"] {
+        let src = ring(16, 32, WAIT, TAIL, INIT).replace("rank = T.cta_id_in_cluster([16])", to);
+        let text = render(&lower_errors(&src), &src);
+        assert!(text.contains("clusters hold 1 to 16 CTAs in up to 3 dimensions"), "{to}: {text}");
+        assert!(text.contains(&format!("│     {to}")), "at the declaration: {text}");
+    }
 }
 
 fn sim_err(src: &str) -> (SimError, String) {

@@ -189,12 +189,37 @@ impl Gpu {
             )
             .map_err(driver("allowing more than 48 KB of dynamic shared memory"))?;
         }
+        self.allow_wide_clusters(&func, &spec.kernel)?;
         let cfg = LaunchConfig {
             grid_dim: (spec.grid[0], spec.grid[1], spec.grid[2]),
             block_dim: (spec.block[0], spec.block[1], spec.block[2]),
             shared_mem_bytes: spec.dynamic_smem_bytes,
         };
         Ok(Kernel { func, cfg, spec: spec.clone() })
+    }
+
+    /// A kernel compiled with a cluster of more than the portable 8 CTAs (`__cluster_dims__`, read
+    /// back from the function) launches only once it opts into Hopper's non-portable sizes (up to
+    /// 16); without the opt-in the launch fails with "invalid cluster size".
+    fn allow_wide_clusters(&self, func: &CudaFunction, kernel: &str) -> Result<(), RuntimeError> {
+        if self.info.cc.0 < 9 {
+            return Ok(()); // no clusters before sm_90: nothing to opt into
+        }
+        use CUfunction_attribute::{
+            CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED as NON_PORTABLE,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH as DEPTH, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT as HEIGHT,
+            CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH as WIDTH,
+        };
+        let what = format!("reading kernel `{kernel}`'s cluster shape");
+        let mut size = 1i64;
+        for dim in [WIDTH, HEIGHT, DEPTH] {
+            size *= i64::from(func.get_attribute(dim).map_err(driver(&what))?.max(1));
+        }
+        if size > i64::from(tirx_ir::lir::check::PORTABLE_CLUSTER_CTAS) {
+            func.set_attribute(NON_PORTABLE, 1)
+                .map_err(driver(&format!("allowing kernel `{kernel}` its cluster of {size} CTAs")))?;
+        }
+        Ok(())
     }
 
     /// The CTAs of `k` that the device holds at once, in whole clusters of `cluster` (the

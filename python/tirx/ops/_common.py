@@ -69,8 +69,9 @@ ROW_CONFIGS = THREAD_CONFIGS + STREAM_CONFIGS + GROUP_CONFIGS
 CLUSTER_CONFIGS = [{"threads": t, "cluster": n} for t in (512, 1024) for n in (2, 4, 8)]
 WIDE_ROW_CONFIGS = ROW_CONFIGS + CLUSTER_CONFIGS
 # ... or each holding its slice in shared memory (`SharedSlice`): no registers for the row, so
-# several CTAs per SM, one's loads in flight while another reduces or writes.
-SHARED_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True} for t in (256, 512) for n in (2, 4, 8)]
+# several CTAs per SM, one's loads in flight while another reduces or writes. 16 CTAs is Hopper's
+# non-portable cluster (QuACK's for rows past 128k): a 262,144-column bf16 row in 32 KB slices.
+SHARED_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True} for t in (256, 512) for n in (2, 4, 8, 16)]
 # Rows shorter than this are not split over a cluster (a CTA or two per SM hold them whole).
 CLUSTER_MIN = 16384
 # The shared-memory slices of a CTA, at most: two CTAs per SM (of 227 KB) at least.

@@ -107,15 +107,18 @@ def _prune(configs, dtype, **key):
 
 # The cluster design with its slices in shared memory, also with a deeper ring (more rows in
 # flight), or holding a slice of one tile in registers (fewer reads of shared memory).
-SHARED_RING_CONFIGS = c.SHARED_CLUSTER_CONFIGS + [
-    {"threads": 256, "cluster": n, "shared": True, **more} for n in (2, 4, 8) for more in ({"ring": 1}, {"ring": 3}, {"hold": True})
-]
+SHARED_RING_CONFIGS = (
+    c.SHARED_CLUSTER_CONFIGS
+    + [{"threads": 256, "cluster": n, "shared": True, **more} for n in (2, 4, 8) for more in ({"ring": 1}, {"ring": 3}, {"hold": True})]
+    # A cluster of 16 fits a 262,144-column row in shared memory with a one-row ring only (160 KB).
+    + [{"threads": t, "cluster": 16, "shared": True, "ring": 1} for t in (256, 512)]
+)
 
 
 # The cluster design streaming its slices through register tiles (rows too wide for shared memory).
 # LayerNorm's dB partial sums are held in registers where a thread has at most this many columns.
 DB_REGISTERS = 64
-STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in (256, 512) for n in (4, 8)]
+STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in (256, 512) for n in (4, 8, 16)]
 
 
 @autotune(
@@ -1255,8 +1258,12 @@ CTAS_PER_SM = 8
 # (and the column sums read) a float32 partial row per sum, a traffic of ctas / rows of the
 # row bytes' (at 65,536 columns and 1 GiB of bf16 rows, 8 CTAs per SM added 37 % to LayerNorm's).
 CTA_ROW_BYTES = 128 * 1024
-# The grid is whole clusters of the largest size tuned.
-CLUSTER_MAX = max(cfg["cluster"] for cfg in c.CLUSTER_CONFIGS)
+# The grid is whole clusters of the largest size tuned ...
+CLUSTER_MAX = max(cfg.get("cluster", 1) for cfg in norm_backward_kernel.configs)
+# ... and its CTAs' slices those of this cluster size: the partial rows allocated (`_most_ctas`)
+# bound every design's grid, and clusters of 16 keep their slices' CTAs within it (their grid is
+# their resident CTAs: 1-3 per SM) where sizing it for slices of 16 would double the allocation.
+CLUSTER_SLICES_OF = 8
 
 
 def ctas_per_sm(h: int) -> int:
@@ -1270,11 +1277,12 @@ def _on_gpu(x) -> bool:
 
 
 def _most_ctas(x, rows: int, h: int) -> int:
-    """The partial rows allocated: the largest grid of any design (`_grid`), at most one CTA per
-    row, rounded up to whole clusters of `CLUSTER_MAX`; the simulator's: one such cluster."""
+    """The partial rows allocated: the largest grid of any design (`_grid`; slices of clusters of
+    `CLUSTER_SLICES_OF`), at most one CTA per row, rounded up to whole clusters of `CLUSTER_MAX`;
+    the simulator's: one such cluster."""
     if not _on_gpu(x):
         return CLUSTER_MAX
-    n = min(rows, ctas_per_sm(h // CLUSTER_MAX) * c.sm_count(x))
+    n = min(rows, ctas_per_sm(h // CLUSTER_SLICES_OF) * c.sm_count(x))
     return -(-n // CLUSTER_MAX) * CLUSTER_MAX
 
 

@@ -16,7 +16,13 @@ use crate::scope_ids::MAX_CTA_THREADS;
 pub const NAMED_BARRIERS: i64 = 16;
 
 /// CTAs per cluster a kernel may ask for without the non-portable opt-in.
-pub const MAX_CLUSTER_CTAS: u32 = 8;
+pub const PORTABLE_CLUSTER_CTAS: u32 = 8;
+
+/// CTAs per cluster at most: Hopper's non-portable size, which the runtime opts the kernel into
+/// (`CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`) when its cluster is over
+/// [`PORTABLE_CLUSTER_CTAS`]; whether such a cluster fits the GPU's GPCs is the driver's answer
+/// at launch (`resident_ctas`).
+pub const MAX_CLUSTER_CTAS: u32 = 16;
 
 /// Buffers with at least this many elements need 64-bit indices.
 const I64_INDEX_ELEMS: i64 = 1 << 31;
@@ -140,7 +146,7 @@ impl Checker<'_> {
         self.cluster_shape()
     }
 
-    /// Clusters: at most 8 CTAs (the portable size), dividing a constant grid.
+    /// Clusters: at most 16 CTAs (Hopper's non-portable size), dividing a constant grid.
     fn cluster_shape(&self) -> Check {
         let k = self.k;
         let size: u64 = k.cluster.iter().map(|&d| u64::from(d)).product();

@@ -243,11 +243,13 @@ def _row_math(per: int, centered: bool, saved: bool = False):
 
     @T.macro
     def dx(tl, xl, wl, dyl, rstd, c_gx, mean_g):
+        # rstd g - rstd mean(g), then - (rstd c_gx) xhat: an fma each (NVRTC contracts nothing)
         Tx.mul(tl[0:per], wl[0:per], dyl[0:per])
-        Tx.fma(tl[0:per], xl[0:per], -c_gx, tl[0:per])
         if centered:
-            Tx.add(tl[0:per], tl[0:per], -mean_g)
-        Tx.mul(tl[0:per], tl[0:per], rstd)
+            Tx.fma(tl[0:per], tl[0:per], rstd, -mean_g * rstd)
+        else:
+            Tx.mul(tl[0:per], tl[0:per], rstd)
+        Tx.fma(tl[0:per], xl[0:per], -c_gx * rstd, tl[0:per])
 
     return add_sums, dx
 
@@ -542,9 +544,10 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     load(x, X[r, k * width : k * width + width], stage)
                     load(dy, DY[r, k * width : k * width + width], stage)
                     load(w, W[k * width : k * width + width], stage)
-                    if centered:
-                        Tx.add(xl[0:per], xl[0:per], -mean)
-                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat (the padding: 0 times rstd, or masked)
+                if centered and chunks > 1:  # xhat = (x - mean) rstd, one fma
+                    Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
+                else:  # (a row of one tile: x - mean already)
+                    Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat (the padding: 0 times rstd, or masked)
                 if centered and padded and chunks > 1:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j2: k * width + j2 >= h, 0.0)
                 dx_tile(tl, xl, wl, dyl, rstd, c_gx, sum_g / float(h))
@@ -735,11 +738,12 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
                 mom[0] = total
             exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
             rstd = mom[1]
-            if centered and not saved:  # x - mean
-                Tx.add(xl[0:per], xl[0:per], slice_mean - mom[0])
+            if centered and not saved:  # xhat = (x - mean) rstd (x - m_p in registers)
+                Tx.fma(xl[0:per], xl[0:per], rstd, (slice_mean - mom[0]) * rstd)
                 if not exact:
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, 0.0)
-            Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+            else:
+                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
             dx_tile(tl, xl, wl, dyl, rstd, mom[3], mom[2])
             store(DX[r, c0 : c0 + width], tmp, stage)
             Tx.fma(dwl[0:per], dyl[0:per], xl[0:per], dwl[0:per])
@@ -898,11 +902,12 @@ def _cluster_shared_rows(
                     tile(x, xs, slot, k, stage)
                     tile(dy, dys, slot, k, stage)
                     tile(w, ws, 0, k, stage)
-                    if centered:
-                        Tx.add(xl[0:per], xl[0:per], -mean)
-                elif meaned:  # x - m_p in registers (saved: x - mean already)
-                    Tx.add(xl[0:per], xl[0:per], slice_mean - mean)
-                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+                if reread and centered:  # xhat = (x - mean) rstd, one fma
+                    Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
+                elif meaned:  # x - m_p in registers
+                    Tx.fma(xl[0:per], xl[0:per], rstd, (slice_mean - mean) * rstd)
+                else:  # (saved: x - mean already)
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
                 dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
                 Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
@@ -1057,9 +1062,10 @@ def _cluster_streamed_rows(
                 load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
                 load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
                 load(w, W[c0 + k * width : c0 + k * width + width], stage)
-                if centered:
-                    Tx.add(xl[0:per], xl[0:per], -mean)
-                Tx.mul(xl[0:per], xl[0:per], rstd)  # xhat
+                if centered:  # xhat = (x - mean) rstd, one fma
+                    Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
+                else:
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
                 dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
                 if dw_shared:

@@ -90,7 +90,7 @@ fn the_kernel_head_declares_the_cluster() {
 
 /// Clusters of 9-16 CTAs are Hopper's non-portable sizes: lowered and simulated like the
 /// portable ones (the runtime opts the kernel into them at load); more, or a 2-D shape of more,
-/// is a user error at the kernel.
+/// is a user error at the `T.cta_id_in_cluster` that declares it.
 #[test]
 fn clusters_of_up_to_16_ctas_and_no_more() {
     expect_ring(16, 32);

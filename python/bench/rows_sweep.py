@@ -3,6 +3,7 @@ number of rows sized so that the input is ~``--gb`` GB (far past the 50 MB L2: n
 each beside PyTorch eager, `torch.compile` and a device copy of the same bytes (bytes read +
 written once), in one process, called from Python as users call them (`ops.py`'s timing: host
 time per call over back-to-back batches). Forward: softmax, log_softmax, rms_norm, layer_norm,
+add_rms_norm and add_layer_norm (the residual add fused: read x and r, write y and h),
 cross_entropy (reads the logits, writes a float per row); backward: softmax and log_softmax
 (read y and dy, write dx), cross_entropy's (the registered backward: reads the logits, writes
 their gradient) beside PyTorch's autograd of its own loss, rms_norm's and layer_norm's (read x
@@ -67,8 +68,25 @@ def cases():
     smb_c = torch.compile(lambda dy, y: aten._softmax_backward_data(dy, y, -1, y.dtype))
     lsmb_c = torch.compile(lambda dy, y: aten._log_softmax_backward_data(dy, y, -1, y.dtype))
 
+    def add_rms(x, r, w):
+        h = x + r
+        return F.rms_norm(h, [x.shape[-1]], w, 1e-6), h
+
+    def add_ln(x, r, w):
+        h = x + r
+        return F.layer_norm(h, [x.shape[-1]], w, w, 1e-5), h
+
+    add_rms_c, add_ln_c = torch.compile(add_rms), torch.compile(add_ln)
+
     def fwd(mine, eager, compiled):
         return lambda x, w, t: (lambda: mine(x, w, t), lambda: eager(x, w, t), lambda: compiled(x, w, t))
+
+    def fused(mine, eager, compiled):  # the residual add fused: reads x and r, writes y and h
+        def build(x, w, t):
+            r = torch.randn_like(x)
+            return lambda: mine(x, r, w), lambda: eager(x, r, w), lambda: compiled(x, r, w)
+
+        return build
 
     def bwd(op, theirs, compiled, fwd_fn):
         def build(x, w, t):
@@ -97,6 +115,8 @@ def cases():
                 lambda x, w, t: ln_c(x, w),
             ),
         ),
+        "add_rms_norm": (4, fused(lambda x, r, w: ops.add_rms_norm(x, r, [x.shape[-1]], w, 1e-6), add_rms, add_rms_c)),
+        "add_layer_norm": (4, fused(lambda x, r, w: ops.add_layer_norm(x, r, [x.shape[-1]], w, w, 1e-5), add_ln, add_ln_c)),
         "cross_entropy": (
             1,
             fwd(lambda x, w, t: ops.cross_entropy(x, t), lambda x, w, t: F.cross_entropy(x, t), lambda x, w, t: ce_c(x, t)),

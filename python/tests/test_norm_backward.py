@@ -1,7 +1,7 @@
 """The norms' backward (issue 33 item 4): `rms_norm_backward` and `layer_norm_backward` (dx,
 dweight, dbias; the weight's and bias's sums over rows by per-CTA partial rows and a column-sum
 kernel, no atomics) against NumPy in float64 in the simulator, rows in registers and streamed,
-fewer rows than CTAs; autograd through the registered ops (rms_norm, layer_norm, add_rms_norm),
+fewer rows than CTAs; autograd through the registered ops (rms_norm, layer_norm, add_rms_norm, add_layer_norm),
 eager and under torch.compile, against PyTorch's; on the GPU too."""
 
 import sys
@@ -378,6 +378,18 @@ def test_autograd_and_compile_against_pytorch():
         (F.rms_norm(hh, [300], want[2], 1e-6).sum() * 2 + (hh * hh).sum()).backward()
         for got, t in zip((x, r, w), want):
             torch.testing.assert_close(got.grad, t.grad, rtol=1e-5, atol=1e-5)
+        # ... and into LayerNorm: dW and dB too, from the forward's saved statistics.
+        b = torch.randn(300, device=dev).requires_grad_()
+        for t in (x, r, w):
+            t.grad = None
+        y, h = ops.add_layer_norm(x, r, [300], w, b, 1e-5)
+        (y.sum() * 2 + (y * y).sum() + (h * h).sum()).backward()
+        want = [t.detach().clone().requires_grad_() for t in (x, r, w, b)]
+        hh = want[0] + want[1]
+        yy = F.layer_norm(hh, [300], want[2], want[3], 1e-5)
+        (yy.sum() * 2 + (yy * yy).sum() + (hh * hh).sum()).backward()
+        for got, t in zip((x, r, w, b), want):
+            torch.testing.assert_close(got.grad, t.grad, rtol=1e-4, atol=1e-4)
         # torch.compile traces the forward and the registered backward.
         x = (torch.randn(8, 512, device=dev)).requires_grad_()
         w = (torch.rand(512, device=dev) + 0.5).requires_grad_()

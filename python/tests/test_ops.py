@@ -146,6 +146,50 @@ def test_add_rms_norm_is_the_unfused_pair(dtype, h):
         ops.add_rms_norm(x, res[..., :-1], (h,), w)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("h", [1000, 5120, 70001])
+def test_add_layer_norm_is_the_unfused_pair(dtype, h):
+    """The residual add fused into LayerNorm (GPT-2 and BERT blocks): h = x + residual rounded as
+    the add alone would be, and layer_norm(h), bit for bit; bias and weight optional."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, h)).astype(numpy_dtype(dtype))
+    res = (rng.standard_normal((2, 3, h)) + 2).astype(numpy_dtype(dtype))
+    w = (rng.standard_normal(h) * 0.5 + 1).astype(numpy_dtype(dtype))
+    b = rng.standard_normal(h).astype(numpy_dtype(dtype))
+    want_h = (x.astype(np.float32) + res.astype(np.float32)).astype(x.dtype)
+    for wb in ((w, b), (None, None)):
+        y, summed = ops.add_layer_norm(x, res, (h,), *wb, eps=1e-5)
+        np.testing.assert_array_equal(summed, want_h)
+        np.testing.assert_array_equal(y, ops.layer_norm(want_h, (h,), *wb, eps=1e-5))
+    with pytest.raises(ValueError, match="residual"):
+        ops.add_layer_norm(x, res[..., :-1], (h,), w, b)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("h,threads", [(8192, 64), (4100, 64)])
+def test_add_layer_norm_streamed_rows(dtype, h, threads):
+    """A streamed row with the residual: over whole tiles (its mean and squared deviations in the
+    first pass, Chan et al.) and ragged (three passes, the later two reading the new residual
+    back), against float64, the statistics written."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(h)
+    m = 3
+    x = (rng.standard_normal((m, h)) * 3 + 1).astype(numpy_dtype(dtype))
+    r = rng.standard_normal((m, h)).astype(x.dtype)
+    w, b = (rng.random(h) + 0.5).astype(x.dtype), rng.standard_normal(h).astype(x.dtype)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, stream=True, residual=True))
+    y, summed = np.zeros_like(x), np.zeros_like(x)
+    mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    k(x, r, w, b, y, summed, mean, rstd, m, 1e-5)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    hd = want_h.astype(F64)
+    np.testing.assert_allclose(mean, hd.mean(-1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(hd.var(-1) + 1e-5), rtol=1e-5)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=2.0**-7, atol=2.0**-6)
+    np.testing.assert_allclose(y.astype(F64), _layer_norm_ref(want_h, w, b, 1e-5), **tol)
+
+
 def _layer_norm_ref(x, w, b, eps):
     x = x.astype(F64)
     mu = x.mean(axis=-1, keepdims=True)
@@ -215,6 +259,12 @@ def test_torch_tensors_the_registered_ops_and_compile():
         # each kernel, and the sum of squares is reduced in that count's order.
         want = torch.nn.functional.rms_norm((x + x).float(), [2048], w.float(), 1e-6).to(x.dtype)
         torch.testing.assert_close(y, want, rtol=2**-7, atol=1e-6)
+        ops.add_layer_norm(x, x, [2048], w)
+        alf = torch.compile(lambda x, r, w: ops.add_layer_norm(x, r, [2048], w, None, 1e-5), fullgraph=True)
+        y, summed = alf(x, x, w)
+        assert torch.equal(summed, x + x)
+        want = torch.nn.functional.layer_norm((x + x).float(), [2048], w.float(), None, 1e-5).to(x.dtype)
+        torch.testing.assert_close(y, want, rtol=2**-7, atol=2**-6)
         nf = torch.compile(lambda x, w: ops.layer_norm(x, [2048], w) + 1, fullgraph=True)
         want = torch.nn.functional.layer_norm(x.float(), [2048], w.float()).to(x.dtype) + 1
         torch.testing.assert_close(nf(x, w), want, rtol=2**-7, atol=2**-6)
@@ -256,6 +306,10 @@ def test_ragged_and_wide_rows_on_the_gpu(dtype):
         torch.testing.assert_close(y, want_h, **tol)
         ntol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else ltol  # sums in another order
         torch.testing.assert_close(ops.layer_norm(x, [n], w, b, 1e-5), want, **ntol)
+        y, summed = ops.add_layer_norm(x, res, [n], w, b, 1e-5)
+        assert torch.equal(summed, x + res)
+        want_h = torch.nn.functional.layer_norm(summed.float(), [n], w.float(), b.float(), 1e-5).to(tdt)
+        torch.testing.assert_close(y, want_h, **ntol)
         # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.
         big = torch.full((7, n), 5.0, device="cuda", dtype=tdt)
         sys.modules["tirx.ops.softmax"].softmax_kernel(n=n, dtype=dtype)(x, big[1:6], 5)
@@ -473,6 +527,7 @@ def test_norm_row_groups_match_float64(dtype, m, h, threads, tpr):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=1e-5 if dtype == "float32" else 2.0**-6)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, residual=True), x, r, w, b)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -521,6 +576,7 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster, residual=True), x, r, w, b)
 
 
 @pytest.mark.parametrize("dtype,n,cluster", [("float32", 4096, 2), ("bfloat16", 16384, 4), ("float16", 2048, 8), ("bfloat16", 8192, 16)])
@@ -571,6 +627,27 @@ def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=rtol, atol=atol)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+
+
+def _check_add_layer_norm(prim, x, r, w, b):
+    """A design's fused residual add + LayerNorm against float64: the new residual exactly (the
+    rounded sum), the output and the statistics of it, nothing written past the rows."""
+    m, h = x.shape
+    k = tirx.compile(prim)
+    y, summed = np.full((m + 1, h), 7, x.dtype), np.zeros_like(x)
+    mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    k(x, r, w, b, y[:m], summed, mean, rstd, m, 1e-5)
+    assert (y[m] == 7).all()
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    hd = want_h.astype(F64)
+    np.testing.assert_allclose(mean, hd.mean(-1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(hd.var(-1) + 1e-5), rtol=1e-4)
+    f32 = x.dtype == np.float32
+    np.testing.assert_allclose(
+        y[:m].astype(F64), _layer_norm_ref(want_h, w, b, 1e-5), rtol=1e-5 if f32 else 2.0**-7, atol=1e-5 if f32 else 2.0**-6
+    )
 
 
 def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):

@@ -16,10 +16,11 @@ from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
-from .norm import add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
+from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
+    "add_layer_norm",
     "add_rms_norm",
     "cross_entropy",
     "cross_entropy_backward",
@@ -43,5 +44,6 @@ if "torch" in sys.modules:
     _norm.register_torch_op()
     _norm.register_layer_norm_torch_op()
     _norm.register_add_rms_norm_torch_op()
+    _norm.register_add_layer_norm_torch_op()
     _matmul.register_torch_op()
     _cross_entropy.register_torch_op()

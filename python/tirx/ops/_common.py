@@ -479,6 +479,27 @@ def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     return load, store
 
 
+def residual_add(g: "RowTile", dtype: str):
+    """The fused residual add of the norms, as a macro ``add(x, t, src, dst, stage)``: the tile
+    ``x`` becomes ``x + r`` (``r``: the region ``src``, read into the scratch tile ``t``), rounded to
+    ``dtype`` as the unfused add would round it, and is written to the region ``dst`` (the new
+    residual); nothing past the row's end is read or written (`row_io`)."""
+    from .. import T, Tx
+
+    width, widen = g.width, dtype != "float32"
+    load, store = row_io(g, dtype)
+
+    @T.macro
+    def add(x, t, src, dst, stage):
+        load(t, src, stage)
+        Tx.cta.add(x[0:width], x[0:width], t[0:width])
+        store(dst, x, stage)
+        if widen:  # the rounded sum, as the next op would read it
+            Tx.cta.cast(x[0:width], stage[0:width])
+
+    return add
+
+
 def _target_has_clusters() -> bool:
     """Whether the default target (`runtime.default_target`: the GPU's, or `$TIRX_TARGET`) launches
     thread-block clusters: sm_90 and newer."""

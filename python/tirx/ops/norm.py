@@ -77,10 +77,30 @@ def rms_norm_kernel(
     return rms_norm_rows
 
 
+def _group_residual_add(g: c.RowGroupTile, dtype: str):
+    """`_common.residual_add` for a CTA's group of rows: ``add(x, src, dst, stage)``, the rows'
+    sum with ``R``'s (read into a tile of its own: the groups hold no second tile) rounded to
+    ``dtype`` and written to ``dst``."""
+    rows_, width, widen = g.rows, g.width, dtype != "float32"
+    load, store = c.group_io(g, dtype)
+
+    @T.macro
+    def add(x, src, dst, stage):
+        r_ = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
+        load(r_, src, stage)
+        Tx.cta.add(x[0:rows_, 0:width], x[0:rows_, 0:width], r_[0:rows_, 0:width])
+        store(dst, x, stage)
+        if widen:  # the rounded sum, as the next op would read it
+            Tx.cta.cast(x[0:rows_, 0:width], stage[0:rows_, 0:width])
+
+    return add
+
+
 def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = c.group_vector(g, h)
+    add_residual = _group_residual_add(g, dtype)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -98,13 +118,8 @@ def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: b
         part = T.alloc_buffer((1,), "float32", scope="local")
         xl = x.local()
         load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
-        if residual:  # h = x + r, rounded as the unfused add would be, then written
-            r_ = T.alloc_buffer((rows_, width), "float32", scope="local", layout=g.layout)
-            load(r_, R[b * rows_ : b * rows_ + rows_, 0:width], stage)
-            Tx.cta.add(x[0:rows_, 0:width], x[0:rows_, 0:width], r_[0:rows_, 0:width])
-            store(H[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
-            if widen:
-                Tx.cta.cast(x[0:rows_, 0:width], stage[0:rows_, 0:width])
+        if residual:  # h = x + r, written
+            add_residual(x, R[b * rows_ : b * rows_ + rows_, 0:width], H[b * rows_ : b * rows_ + rows_, 0:width], stage)
         Tx.mul(w[0:per], xl[0:per], xl[0:per])
         Tx.sum(part[0:1], w[0:per])
         s = T.cuda.warp_sum(part[0], width=tpr)
@@ -124,6 +139,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     g = c.cluster_tile(h, dtype, threads, cn, 3)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
+    add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
 
@@ -154,12 +170,8 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
         r = b // cn
         c0 = rank * width
         load(x, X[r, c0 : c0 + width], stage)
-        if residual:  # h = x + r, rounded as the unfused add would be, then written
-            load(w, R[r, c0 : c0 + width], stage)
-            Tx.cta.add(x[0:width], x[0:width], w[0:width])
-            store(H[r, c0 : c0 + width], x, stage)
-            if widen:
-                Tx.cta.cast(x[0:width], stage[0:width])
+        if residual:  # h = x + r, written
+            add_residual(x, w, R[r, c0 : c0 + width], H[r, c0 : c0 + width], stage)
         Tx.mul(sq[0:per], xl[0:per], xl[0:per])
         Tx.sum(part[0:1], sq[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
@@ -184,6 +196,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
+    add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
 
@@ -219,16 +232,10 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         acc[0] = 0.0
         for k in T.serial(chunks):
             chunk(x, S, 0, k, stage)
-            if residual:  # h = x + r, rounded as the unfused add would be, then written
+            if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
                 c1 = rank * part + k * width
-                load_tile(w, R[r, c1 : c1 + width], stage)
-                Tx.cta.add(x[0:width], x[0:width], w[0:width])
-                store(H[r, c1 : c1 + width], x, stage)
-                if widen:
-                    Tx.cta.copy(S[0, k * width : k * width + width], stage[0:width])
-                    Tx.cta.cast(x[0:width], stage[0:width])
-                else:
-                    Tx.cta.copy(S[0, k * width : k * width + width], x[0:width])
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[0, k * width : k * width + width], stage[0:width])
             Tx.mul(sq[0:per], xl[0:per], xl[0:per])
             Tx.sum(part_[0:1], sq[0:per])
             acc[0] = acc[0] + part_[0]
@@ -252,6 +259,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
 def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
+    add_residual = c.residual_add(g, dtype)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -274,12 +282,8 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
         acc[0] = 0.0
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
-            if residual:  # h = x + r, rounded as the unfused add would be, then written
-                load(w, R[r, k * width : k * width + width], stage)
-                Tx.cta.add(x[0:width], x[0:width], w[0:width])
-                store(H[r, k * width : k * width + width], x, stage)
-                if widen:
-                    Tx.cta.cast(x[0:width], stage[0:width])
+            if residual:  # h = x + r, written
+                add_residual(x, w, R[r, k * width : k * width + width], H[r, k * width : k * width + width], stage)
             Tx.mul(sq[0:per], xl[0:per], xl[0:per])
             Tx.sum(part[0:1], sq[0:per])
             acc[0] = acc[0] + part[0]
@@ -298,24 +302,63 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "stats"], prune=c.prune_rows("h", lambda dtype, key: 4)
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS,
+    key=["h", "dtype", "stats", "residual"],
+    prune=c.prune_rows("h", lambda dtype, key: 4),
 )
 def layer_norm_kernel(
-    h: int, dtype: str, threads: int, stats: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+    h: int,
+    dtype: str,
+    threads: int,
+    stats: bool = False,
+    residual: bool = False,
+    tpr: int = 0,
+    stream: bool = False,
+    cluster: int = 0,
+    shared: bool = False,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
-    PyTorch's forward saves them for the backward. ``tpr``: a group of that many lanes per row;
+    PyTorch's forward saves them for the backward; with ``residual``, the row normalised is ``H[r]
+    = X[r] + R[r]`` (rounded to ``dtype``), also written (a transformer block's residual add fused
+    into its norm), and the statistics always. ``tpr``: a group of that many lanes per row;
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
     per row (``shared``: each CTA's slice in shared memory)."""
     if tpr:
-        rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr))
+        rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared:
-        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster)
+        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
     elif cluster:
-        rows = _layer_norm_cluster(h, dtype, threads, cluster)
+        rows = _layer_norm_cluster(h, dtype, threads, cluster, residual)
     else:
-        rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream))
+        rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream), residual)
+
+    if residual:
+
+        @T.prim_func
+        def add_layer_norm_rows(
+            X_ptr: T.handle,
+            R_ptr: T.handle,
+            W_ptr: T.handle,
+            B_ptr: T.handle,
+            Y_ptr: T.handle,
+            H_ptr: T.handle,
+            MEAN_ptr: T.handle,
+            RSTD_ptr: T.handle,
+            m: T.int32,
+            eps: T.float32,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            R = T.match_buffer(R_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), dtype)
+            B = T.match_buffer(B_ptr, (h,), dtype)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            H = T.match_buffer(H_ptr, (m, h), dtype)
+            MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
+            RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
+            rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps)
+
+        return add_layer_norm_rows
 
     if stats:
 
@@ -336,7 +379,7 @@ def layer_norm_kernel(
             Y = T.match_buffer(Y_ptr, (m, h), dtype)
             MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
             RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
-            rows(X, W, B, Y, MEAN, RSTD, m, eps)
+            rows(X, X, W, B, Y, X, MEAN, RSTD, m, eps)
 
         return layer_norm_rows_stats
 
@@ -348,25 +391,27 @@ def layer_norm_kernel(
         W = T.match_buffer(W_ptr, (h,), dtype)
         B = T.match_buffer(B_ptr, (h,), dtype)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
-        rows(X, W, B, Y, None, None, m, eps)
+        rows(X, X, W, B, Y, X, None, None, m, eps)
 
     return layer_norm_rows
 
 
-def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
+def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each;
     over whole tiles, the first two in one pass: each thread's mean and squared deviations
     combined tile by tile about its running mean, then over the threads about the row's, as
-    Chan et al. combine partial variances)."""
+    Chan et al. combine partial variances). With ``residual``, the first pass adds ``R``'s tile
+    and writes the new residual ``H``, which the later passes of a streamed row read."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     chan = chunks > 1 and not padded
     load, store = c.row_io(g, dtype)
+    add_residual = c.residual_add(g, dtype)
     row_sum = c.row_sum_pass(g, load)
     moments_step = c.tile_moments(per)
 
     @T.macro
-    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -389,20 +434,30 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
             run[1] = 0.0
             for k in T.serial(chunks):
                 load(x, X[r, k * width : k * width + width], stage)
+                if residual:  # h = x + r, written
+                    add_residual(x, w, R[r, k * width : k * width + width], H[r, k * width : k * width + width], stage)
                 moments_step(run, part, xl, xl, k)
             means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
             mean = means / float(threads)  # every thread holds h / threads columns
             off = run[0] - mean
             dev = T.cuda.cta_sum(run[1] + float(h // threads) * off * off, warps, scratch.ptr_to([0]))
         else:
-            row_sum(acc, part, x, X, r, stage)
+            if residual:  # h = x + r, written (the row's sum from it)
+                acc[0] = 0.0
+                for k in T.serial(chunks):
+                    load(x, X[r, k * width : k * width + width], stage)
+                    add_residual(x, w, R[r, k * width : k * width + width], H[r, k * width : k * width + width], stage)
+                    Tx.sum(part[0:1], xl[0:per])
+                    acc[0] = acc[0] + part[0]
+            else:
+                row_sum(acc, part, x, X, r, stage)
             total = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
             mean = total / float(h)
             acc[0] = 0.0
             for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
                 k = chunks - 1 - j
                 if chunks > 1:
-                    load(x, X[r, k * width : k * width + width], stage)
+                    load(x, H[r, k * width : k * width + width], stage)
                 if padded:  # the padding reads as the mean: it adds nothing to the deviations
                     Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j >= h, mean)
                 Tx.add(sq[0:per], xl[0:per], -mean)
@@ -421,7 +476,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
             else:
                 t = j
             if chunks > 1:
-                load(x, X[r, t * width : t * width + width], stage)
+                load(x, H[r, t * width : t * width + width], stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             load(w, W[t * width : t * width + width], stage)
@@ -433,7 +488,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile):
     return rows
 
 
-def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
+def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers: each CTA publishes its slice's sum and its sum of squared deviations
     about the slice's own mean (`_common.cluster_exchange`, one exchange), combined as Chan et al.
@@ -441,11 +496,12 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
     g = c.cluster_tile(h, dtype, threads, cn, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
+    add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, width, h)
 
     @T.macro
-    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -472,6 +528,8 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
         r = b // cn
         c0 = rank * width
         load(x, X[r, c0 : c0 + width], stage)
+        if residual:  # h = x + r, written
+            add_residual(x, w, R[r, c0 : c0 + width], H[r, c0 : c0 + width], stage)
         Tx.sum(part[0:1], xl[0:per])
         total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         count = T.max(T.min(h - c0, width), 0)  # the slice's columns inside the row
@@ -503,21 +561,23 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int):
     return rows
 
 
-def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int):
+def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool):
     """`_layer_norm_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in
     register tiles twice: each thread's mean and squared deviations about it (a tile's about the
     tile's mean, combined tile by tile as Chan et al. do; then over the threads about the
-    slice's mean: no cancellation), then the output."""
+    slice's mean: no cancellation), then the output; with ``residual``, the first pass adds
+    ``R``'s tile, writes the new residual ``H`` and puts it back over the slice."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
+    add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, part, h)
     moments_step = c.tile_moments(per)
 
     @T.macro
-    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -550,6 +610,10 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         run[1] = 0.0
         for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
             chunk(x, S, 0, k, stage)
+            if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
+                c1 = rank * part + k * width
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[0, k * width : k * width + width], stage[0:width])
             moments_step(run, part_, xl, xl, k)
         means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
         total = means * float(per * chunks)
@@ -580,13 +644,14 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     return rows
 
 
-def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
+def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = c.group_vector(g, h)
+    add_residual = _group_residual_add(g, dtype)
 
     @T.macro
-    def rows(X, W, B, Y, MEAN, RSTD, m, eps):
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([(m + rows_ - 1) // rows_])
         T.warp_id([g.warps])
@@ -601,6 +666,8 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile):
         part = T.alloc_buffer((1,), "float32", scope="local")
         xl = x.local()
         load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
+        if residual:  # h = x + r, written
+            add_residual(x, R[b * rows_ : b * rows_ + rows_, 0:width], H[b * rows_ : b * rows_ + rows_, 0:width], stage)
         Tx.sum(part[0:1], xl[0:per])
         total = T.cuda.warp_sum(part[0], width=tpr)
         mean = total / float(h)
@@ -659,14 +726,19 @@ def _eps(dtype: str, eps):
     return {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype] if eps is None else eps
 
 
-def _run(x, normalized_shape, weight, eps, residual=None):
-    """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
-    name = "rms_norm" if residual is None else "add_rms_norm"
-    dtype, h, rows, (w,) = _norm_args(name, x, normalized_shape, [("weight", weight, _ones)])
+def _check_residual(name: str, x, residual, dtype: str):
+    """A fused residual add's residual: ``x``'s shape and dtype."""
     if residual is not None and (tuple(residual.shape) != tuple(x.shape) or c.dtype_name(residual) != dtype):
         raise ValueError(
             f"tirx.ops.{name}: residual {list(residual.shape)} {c.dtype_name(residual)} and input {list(x.shape)} {dtype} differ"
         )
+
+
+def _run(x, normalized_shape, weight, eps, residual=None):
+    """rms_norm, or with ``residual`` the fused ``h = x + residual; (rms_norm(h), h)``."""
+    name = "rms_norm" if residual is None else "add_rms_norm"
+    dtype, h, rows, (w,) = _norm_args(name, x, normalized_shape, [("weight", weight, _ones)])
+    _check_residual(name, x, residual, dtype)
     eps = _eps(dtype, eps)
     x = c.contiguous(x)
     out = c.empty_like(x)
@@ -687,13 +759,29 @@ def _zeros(x, h: int):
     return c.new_array(x, h, fill=0)
 
 
-def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False):
+def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False, residual=None):
     """layer_norm; with ``stats``, ``(y, mean, rstd)`` as PyTorch's ``native_layer_norm``: the rows'
-    float32 mean and rstd, of shape ``x.shape[:-k] + (1,) * k`` (NaN for rows of no element)."""
+    float32 mean and rstd, of shape ``x.shape[:-k] + (1,) * k`` (NaN for rows of no element).
+    With ``residual``, the fused ``h = x + residual``: ``(layer_norm(h), h)``, or with ``stats``
+    ``(layer_norm(h), h, mean, rstd)``."""
+    name = "layer_norm" if residual is None else "add_layer_norm"
     params = [("weight", weight, _ones), ("bias", bias, _zeros)]
-    dtype, h, rows, (w, b) = _norm_args("layer_norm", x, normalized_shape, params)
+    dtype, h, rows, (w, b) = _norm_args(name, x, normalized_shape, params)
+    _check_residual(name, x, residual, dtype)
     x = c.contiguous(x)
     out = c.empty_like(x)
+    if residual is not None:
+        summed = c.empty_like(x)
+        k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+        stat_shape = tuple(x.shape[: len(x.shape) - k_dims]) + (1,) * k_dims
+        mean = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
+        rstd = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
+        if rows and h:
+            r = c.rows_of(c.contiguous(residual), h)
+            layer_norm_kernel(h=h, dtype=dtype, residual=True)(
+                c.rows_of(x, h), r, w, b, c.rows_of(out, h), c.rows_of(summed, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps)
+            )
+        return (out, summed, mean, rstd) if stats else (out, summed)
     if stats:
         k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
         stat_shape = tuple(x.shape[: len(x.shape) - k_dims]) + (1,) * k_dims
@@ -808,6 +896,48 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
     return _run(np.asarray(x), normalized_shape, w, eps, np.asarray(residual))
 
 
+def register_add_layer_norm_torch_op():
+    """`torch.ops.tirx.add_layer_norm(x, residual, normalized_shape, weight, bias, eps) -> (y, h,
+    mean, rstd)` (registered on the first call): the statistics as `layer_norm`'s op returns them,
+    for the backward."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(
+            x: torch.Tensor,
+            residual: torch.Tensor,
+            normalized_shape: List[int],
+            weight: Optional[torch.Tensor],
+            bias: Optional[torch.Tensor],
+            eps: float,
+        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+            return _layer_norm_run(x, normalized_shape, weight, bias, eps, stats=True, residual=residual)
+
+        def fake(x, residual, normalized_shape, weight, bias, eps):
+            y, mean, rstd = _layer_norm_torch_op_parts()[1](x, normalized_shape, weight, bias, eps)
+            return y, torch.empty_like(y), mean, rstd
+
+        return schema, fake
+
+    return c.torch_op("add_layer_norm", parts, _autograd("add_layer_norm"))
+
+
+def add_layer_norm(x, residual, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """A transformer block's residual add fused into its LayerNorm: ``h = x + residual`` (rounded
+    to the input's dtype, as the unfused add), returns ``(layer_norm(h, normalized_shape, weight,
+    bias, eps), h)`` with `layer_norm`'s semantics; one pass over memory."""
+    if c.is_torch(x):
+        op = register_add_layer_norm_torch_op()
+        if c.compiling() or _records(x, residual, weight, bias):
+            shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+            return op(x, residual, shape, weight, bias, float(eps))[:2]
+        return _layer_norm_run(x, normalized_shape, weight, bias, eps, residual=residual)
+    as_np = (lambda t: None if t is None else np.asarray(t))
+    return _layer_norm_run(np.asarray(x), normalized_shape, as_np(weight), as_np(bias), eps, residual=np.asarray(residual))
+
+
 def _records(*tensors) -> bool:
     """Autograd records a call on these tensors (None skipped): it goes through the op."""
     return any(t is not None and c.wants_grad(t) for t in tensors)
@@ -901,8 +1031,9 @@ def layer_norm_backward(grad, x, normalized_shape, weight=None, bias=None, eps: 
 
 def _autograd(name: str):
     """The registered op's backward: the norm's input and weight saved (RMSNorm's statistic
-    recomputed; LayerNorm's forward's mean and rstd saved too), ``add_rms_norm``'s new residual's
-    gradient added to the norm's."""
+    recomputed; LayerNorm's forward's mean and rstd saved too), the fused adds' (``add_rms_norm``,
+    ``add_layer_norm``) new residual's gradient added to the norm's."""
+    centered = name in ("layer_norm", "add_layer_norm")
 
     def attach(op):
         backward_op = register_backward_op()
@@ -911,6 +1042,11 @@ def _autograd(name: str):
             if name == "add_rms_norm":
                 x, residual, shape, weight, eps = inputs
                 ctx.save_for_backward(output[1], weight, None, None)  # the normalised row is h = x + residual
+            elif name == "add_layer_norm":
+                x, residual, shape, weight, bias, eps = inputs
+                ctx.save_for_backward(output[1], weight, output[2], output[3])
+                ctx.mark_non_differentiable(output[2], output[3])
+                ctx.has_bias = bias is not None
             elif name == "rms_norm":
                 x, shape, weight, eps = inputs
                 ctx.save_for_backward(x, weight, None, None)
@@ -924,17 +1060,17 @@ def _autograd(name: str):
         def grads(ctx, grad):
             x, weight, mean, rstd = ctx.saved_tensors
             dtype = c.dtype_name(x)
-            eps = ctx.eps if name == "layer_norm" else _eps(dtype, ctx.eps)
-            dx, dw, db = backward_op(grad.contiguous(), x, weight, mean, rstd, float(eps), name == "layer_norm", ctx.k_dims)
-            return dx, (dw if weight is not None else None), (db if name == "layer_norm" and ctx.has_bias else None)
+            eps = ctx.eps if centered else _eps(dtype, ctx.eps)
+            dx, dw, db = backward_op(grad.contiguous(), x, weight, mean, rstd, float(eps), centered, ctx.k_dims)
+            return dx, (dw if weight is not None else None), (db if centered and ctx.has_bias else None)
 
         def backward_fn(ctx, *out_grads):
-            if name == "add_rms_norm":
-                gy, gh = out_grads
-                dx, dw, _ = grads(ctx, gy)
+            if name in ("add_rms_norm", "add_layer_norm"):
+                gy, gh = out_grads[:2]
+                dx, dw, db = grads(ctx, gy)
                 if gh is not None:
                     dx = dx + gh
-                return dx, dx, None, dw, None
+                return (dx, dx, None, dw, None) if name == "add_rms_norm" else (dx, dx, None, dw, db, None)
             dx, dw, db = grads(ctx, out_grads[0])
             if name == "rms_norm":
                 return dx, None, dw, None

@@ -104,6 +104,92 @@ fn clusters_of_up_to_16_ctas_and_no_more() {
     }
 }
 
+/// `c` CTAs per cluster exchange a value every iteration, all to all (each sends its value into
+/// row `rank` of every peer's `stats` slot, 16-byte dsmem copies completing on that slot's
+/// mbarrier), as the row kernels' `cluster_exchange` does, and write the cluster's sum:
+/// B[i, it] = sum of A[j, it] over the cluster of i. `slots` stat buffers (and mbarriers) used in
+/// turn; `sync`: a CTA barrier at the top of each iteration, before thread 0's copies.
+fn exchange(c: usize, grid: usize, iters: usize, slots: usize, sync: bool) -> String {
+    let sync = if sync { "        T.cuda.cta_sync()\n" } else { "" };
+    format!(
+        "from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def exchange(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({grid}, {iters}), \"float32\")
+    B = T.match_buffer(B_ptr, ({grid}, {iters}), \"float32\")
+    T.device_entry()
+    bx = T.cta_id([{grid}])
+    rank = T.cta_id_in_cluster([{c}])
+    tid = T.thread_id([64])
+    pool = T.SMEMPool()
+    stats = pool.alloc(({slots}, {c}, 4), \"float32\")
+    mine = pool.alloc(({slots}, 4), \"float32\")
+    bar = MBarrier(pool, {slots})
+    pool.commit()
+    for s in T.serial({slots}):
+        bar.init(1)
+    T.ptx.fence.mbarrier_init.release.cluster()
+    T.cuda.cluster_sync()
+    for it in T.serial({iters}):
+        p = it % {slots}
+{sync}        if tid == 0:
+            for k in T.serial(4):
+                mine[p, k] = A[bx, it]
+            T.ptx.fence.proxy.async_.shared__cta()
+            for k in T.serial(4):
+                stats[p, rank, k] = A[bx, it]
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([p]), {tx})
+            for q in T.serial(1, {c}):
+                Tx.copy_async(stats[p, rank, 0:4], mine[p, 0:4], dispatch=\"dsmem\", mbar=bar.ptr_to([p]), remote_cta_id=(rank + q) % {c})
+        bar.wait(p, it // {slots} % 2)
+        total = T.alloc_buffer((1,), \"float32\", scope=\"local\")
+        total[0] = 0.0
+        for r in T.serial({c}):
+            total[0] = total[0] + stats[p, r, 0]
+        if tid == 0:
+            B[bx, it] = total[0]
+    T.cuda.cluster_sync()
+",
+        tx = (c - 1) * 16
+    )
+}
+
+fn run_exchange(src: &str, c: usize, grid: usize, iters: usize) -> Result<(), String> {
+    let k = parse(src);
+    let l = tirx_lower::lower_kernel(&k, &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let a: Vec<f32> = (0..grid * iters).map(|i| (i % 7) as f32 + 0.5 * (i / 7) as f32).collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut params = vec![bytes(&a), vec![0u8; grid * iters * 4]];
+    tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).map_err(|e| render(&[e.to_diagnostic()], src))?;
+    let out: Vec<f32> = params[1].chunks(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    for row in 0..grid {
+        for it in 0..iters {
+            let want: f32 = (row / c * c..row / c * c + c).map(|j| a[j * iters + it]).sum();
+            assert_eq!(out[row * iters + it], want, "row {row} iteration {it}");
+        }
+    }
+    Ok(())
+}
+
+/// Two slots used in turn need no cluster barrier per iteration: a peer writes slot p again two
+/// iterations on, after it waited for this CTA's copy of the iteration between, which thread 0
+/// issued after a CTA barrier that followed every thread's reads of slot p (the simulator
+/// follows that chain of copies and mbarrier phases across the CTAs). One slot, or no CTA
+/// barrier before the copies, is a race, reported.
+#[test]
+fn a_chain_of_exchanges_orders_a_peers_copy_without_a_cluster_barrier() {
+    run_exchange(&exchange(4, 8, 6, 2, true), 4, 8, 6).unwrap_or_else(|e| panic!("{e}"));
+    run_exchange(&exchange(2, 4, 5, 3, true), 2, 4, 5).unwrap_or_else(|e| panic!("{e}"));
+    for (slots, sync) in [(1, true), (2, false)] {
+        let e = run_exchange(&exchange(4, 8, 6, slots, sync), 4, 8, 6).expect_err("a race");
+        assert!(e.contains("data race") && e.contains("`stats`"), "{slots} slot(s), sync {sync}: {e}");
+    }
+}
+
 fn sim_err(src: &str) -> (SimError, String) {
     let e = run_ring(src, 8).expect_err("the simulator must fail");
     let text = render(&[e.to_diagnostic()], src);
@@ -660,7 +746,7 @@ fn a_dsmem_copy_into_a_cta_that_only_passed_a_cta_barrier_is_a_race() {
         e.message.contains("`theirs`")
             && e.message.contains("a dsmem copy by thread 0 of CTA rank 1 writes it into CTA (0, 0, 0)")
             && e.message.contains("thread 0 (warp 0, lane 0) of CTA (0, 0, 0) read it there")
-            && e.message.contains("no cluster barrier orders that before the copy"),
+            && e.message.contains("no cluster barrier (or chain of exchanges) orders that before the copy"),
         "{text}"
     );
     assert!(src[e.span.lo as usize..].starts_with("Tx.copy_async(theirs"), "{text}");

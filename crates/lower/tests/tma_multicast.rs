@@ -308,7 +308,7 @@ fn a_cta_barrier_without_an_mbarrier_wait_does_not_order_a_multicast_landing() {
     assert!(
         e.message.contains("`S_`")
             && e.message.contains("a multicast TMA load by thread 0 of CTA rank 1 writes it into CTA (0, 0, 0)")
-            && e.message.contains("no cluster barrier orders that before the copy"),
+            && e.message.contains("no cluster barrier (or chain of exchanges) orders that before the copy"),
         "{text}"
     );
     assert!(e.labels.iter().any(|(s, _)| src[s.lo as usize..].starts_with("B[bx * 64, 0] = S_[0, 0]")), "{text}");

@@ -287,6 +287,11 @@ pub(crate) struct Barrier {
     /// appear), and the completed phases'.
     arriving_tma: Vec<u32>,
     released_tma: Vec<u32>,
+    /// What the current phase's arrivals and dsmem landings release of the cluster's other
+    /// CTAs, per rank (`AsyncState::peer`'s rows, joined like `arriving`), and the completed
+    /// phases'.
+    arriving_peer: Vec<u32>,
+    released_peer: Vec<u32>,
 }
 
 /// What some threads acquired through mbarrier waits (and barriers since), joined over
@@ -327,6 +332,13 @@ pub(crate) struct AsyncState {
     /// slot `s` that `t` acquired (through mbarrier waits, then barriers; a row is as
     /// long as the slots it has seen); empty without TMA loads or dsmem copies.
     acq_tma: Vec<Vec<u32>>,
+    /// `peer[t][r]`: a tick of the cluster's CTA of rank `r` such that its accesses stamped
+    /// before it happen before thread `t`'s next ones: learnt through dsmem copies (a copy
+    /// carries its issuer's knowledge, and its own CTA's last CTA barrier), the mbarrier phases
+    /// they complete, and barriers since. Lets a peer's copy into this CTA be ordered after this
+    /// CTA's accesses by a chain of such exchanges, not only by a cluster barrier
+    /// (`Machine::peer_write_ordered`). Rows grow as ranks appear.
+    pub(crate) peer: Vec<Vec<u32>>,
     /// Per slot: the barrier `(buffer, element)` it numbers, in the order of first init.
     pub(crate) slots: Vec<(u32, usize)>,
     /// Per thread: the ticks of its `fence.proxy.async`, ascending.
@@ -349,6 +361,7 @@ impl AsyncState {
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
             acq_tma: if tma_loads { vec![vec![]; n] } else { vec![] },
+            peer: vec![vec![]; n],
             slots: vec![],
             proxy: vec![vec![]; n],
             bulk_open: vec![vec![]; n],
@@ -366,6 +379,7 @@ impl AsyncState {
         self.rel.fill(0);
         self.acq.fill(0);
         self.acq_tma.iter_mut().for_each(Vec::clear);
+        self.peer.iter_mut().for_each(Vec::clear);
         self.slots.clear();
         self.proxy.iter_mut().for_each(Vec::clear);
         self.bulk_open.iter_mut().for_each(Vec::clear);
@@ -385,9 +399,27 @@ impl AsyncState {
         (0..row.len() as u32).filter(move |&s| row[s as usize] != 0)
     }
 
-    /// A CTA barrier: every thread now has what any of them acquired of TMA landings.
+    /// A CTA barrier: every thread now has what any of them acquired of TMA landings and of
+    /// the cluster's other CTAs.
     pub(crate) fn cta_sync(&mut self) {
         self.sync_landings(0..self.n, &[]);
+        self.sync_peers(0..self.n);
+    }
+
+    /// Every thread of `ts` now has what any of them knows of the cluster's other CTAs.
+    fn sync_peers(&mut self, ts: impl Iterator<Item = usize> + Clone) {
+        let mut joined = vec![];
+        for t in ts.clone() {
+            join_grow(&mut joined, &self.peer[t]);
+        }
+        if joined.is_empty() {
+            return;
+        }
+        for t in ts {
+            let row = &mut self.peer[t];
+            row.clear();
+            row.extend_from_slice(&joined);
+        }
     }
 
     /// Every thread of `ts` now has what any of them acquired of TMA landings, and `released`.
@@ -445,6 +477,7 @@ impl AsyncState {
                 self.acq[t * n..(t + 1) * n].copy_from_slice(&joined);
             }
         }
+        self.sync_peers(ts.clone());
         self.sync_landings(ts, &arrived.acq_tma);
     }
 
@@ -881,6 +914,8 @@ impl Machine<'_> {
             slot,
             arriving_tma: vec![],
             released_tma: vec![],
+            arriving_peer: vec![],
+            released_peer: vec![],
         };
         if let Some(old) = self.fam.asy.bars.insert((bar, e), b) {
             if let Some(c) = old.copies.first() {
@@ -940,6 +975,7 @@ impl Machine<'_> {
         if let Some(row) = self.fam.asy.acq_tma.get(t as usize) {
             join_grow(&mut b.arriving_tma, row);
         }
+        join_grow(&mut b.arriving_peer, &self.fam.asy.peer[t as usize]);
         for q in lanes {
             b.arriving[q] = b.arriving[q].max(warp_sync);
         }
@@ -983,6 +1019,9 @@ impl Machine<'_> {
             self.land_tma(c, slot, landed)?;
         }
         if let Some(b) = self.fam.asy.bars.get_mut(&key) {
+            for c in &copies {
+                join_grow(&mut b.arriving_peer, &c.known);
+            }
             if !copies.is_empty() {
                 let s = slot as usize;
                 if b.arriving_tma.len() <= s {
@@ -1032,6 +1071,7 @@ impl Machine<'_> {
         if let Some(row) = self.fam.asy.acq_tma.get_mut(t as usize) {
             join_grow(row, &b.released_tma);
         }
+        join_grow(&mut self.fam.asy.peer[t as usize], &b.released_peer);
         Ok(Flow::Next)
     }
 
@@ -1108,6 +1148,8 @@ fn complete_phase(b: &mut Barrier) {
     b.arriving.fill(0);
     join_grow(&mut b.released_tma, &b.arriving_tma);
     b.arriving_tma.clear();
+    join_grow(&mut b.released_peer, &b.arriving_peer);
+    b.arriving_peer.clear();
     b.phase = b.phase.wrapping_add(1);
     b.pending = b.count;
     b.tx = 0;

@@ -21,9 +21,11 @@
 //! phase completes; its bytes complete that phase's transaction count). The
 //! peer's barrier must have been initialised before a cluster barrier the issuer
 //! passed. In the receiving CTA such a write (and a multicast load's from another CTA)
-//! is checked against that CTA's earlier accesses by the cluster barrier alone
-//! ([`Machine::peer_write_ordered`]: the issuing thread's id names a thread of another
-//! CTA); its landing is ordered before a reader there only through the phase of the
+//! is checked against that CTA's earlier accesses by the cluster barrier, or by what the
+//! issuing thread knew of that CTA through a chain of earlier exchanges (`AsyncState::peer`:
+//! a copy carries its issuer's knowledge and its CTA's last CTA barrier, the phase it completes
+//! releases them to the waiters; [`Machine::peer_write_ordered`]: the issuing thread's id names
+//! a thread of another CTA); its landing is ordered before a reader there only through the phase of the
 //! barrier it completes, as a TMA load's is (acquired per barrier, `asynch`: a wait on
 //! the receiving CTA's other barriers does not acquire it). The issuing CTA must pass a cluster barrier after the copy completed
 //! before it exits (the hardware reads its source until then, and a CTA's shared
@@ -282,10 +284,24 @@ impl<'a> Machine<'a> {
         let id = self.peer_copies.len();
         self.peer_copies.push(PeerCopy { rank: self.rank, t, site, peer, landed: None, settled: false });
         let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        let known = self.peer_knowledge(t);
         self.switch_to(peer);
-        let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), id, barrier_tick);
+        let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), (id, &known), barrier_tick);
         self.switch_to(me);
         r
+    }
+
+    /// What a dsmem copy by thread `t` of the running CTA releases when it completes, per
+    /// cluster rank: what `t` knows of the other CTAs, and of its own every access before its
+    /// last CTA barrier (`cta_sync`: every thread's, so a barrier between the CTA's reads of a
+    /// buffer and one thread's copy orders them all before it).
+    fn peer_knowledge(&self, t: u32) -> Vec<u32> {
+        let mut known = self.fam.asy.peer[t as usize].clone();
+        if known.len() <= self.rank {
+            known.resize(self.rank + 1, 0);
+        }
+        known[self.rank] = known[self.rank].max(self.cta_sync);
+        known
     }
 
     /// In a peer CTA of the issuer (the running one): `bar[e]` was initialised before
@@ -307,7 +323,7 @@ impl<'a> Machine<'a> {
         (dst, di, n): (u32, i64, usize),
         data: Vec<u8>,
         (bar, bi): (u32, i64),
-        id: usize,
+        (id, known): (usize, &[u32]),
         barrier_tick: u32,
     ) -> Result<(), SimError> {
         let d = self.bounds(dst, t, di, n, site, "dsmem copy destination")?;
@@ -329,14 +345,15 @@ impl<'a> Machine<'a> {
         let elems: Vec<usize> = (d..d + n).collect();
         let from = self.peer_copies[id].rank;
         let foreign = (from != self.rank).then_some(from);
-        self.attach_landing(t, site, dst, elems, data, (bar, e), (CopyKind::Dsmem, foreign), Some(id))
+        self.attach_landing(t, site, dst, elems, data, (bar, e), (CopyKind::Dsmem, foreign), (Some(id), known))
     }
 
     /// Registers an asynchronous write of `elems` of `buf` completing on barrier `key` of
     /// the running CTA: checked against earlier accesses, in flight until the phase completes.
     /// `from`: the rank of the issuing CTA when it is not the running one (thread `t` is
-    /// one of its threads): then only a cluster barrier orders this CTA's earlier accesses
-    /// before the write ([`Machine::peer_write_ordered`]).
+    /// one of its threads): then a cluster barrier orders this CTA's earlier accesses before
+    /// the write, or what the issuer knows of this CTA (`known`, per rank: a chain of earlier
+    /// exchanges; [`Machine::peer_write_ordered`]). `peer`: a dsmem copy's index.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn attach_landing(
         &mut self,
@@ -347,8 +364,9 @@ impl<'a> Machine<'a> {
         data: Vec<u8>,
         key: (u32, usize),
         (kind, from): (CopyKind, Option<usize>),
-        peer: Option<usize>,
+        (peer, known): (Option<usize>, &[u32]),
     ) -> Result<(), SimError> {
+        let known_here = known.get(self.rank).copied().unwrap_or(0);
         self.touch(key.0, t, key.1, Dir::Read, site)?;
         if self.opts.check_races {
             let what = match (kind, from) {
@@ -365,13 +383,13 @@ impl<'a> Machine<'a> {
                         let what = if kind == CopyKind::TmaLoad { "the TMA load" } else { "the dsmem copy" };
                         self.proxy_war_check(buf, t, d, site, what)?;
                     }
-                    Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what)?,
+                    Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what, known_here)?,
                 }
                 self.fam.asy.inflight.insert((buf, d), Flight { t, site, kind });
             }
         }
         let bytes = data.len() as u64;
-        let landing = Landing { site, issuer: t, buf, elems, data, bytes, peer };
+        let landing = Landing { site, issuer: t, buf, elems, data, bytes, peer, known: known.to_vec() };
         if let Some(b) = self.fam.asy.bars.get_mut(&key) {
             b.tx -= bytes as i64;
             b.copies.push(landing);

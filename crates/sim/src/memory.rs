@@ -885,10 +885,12 @@ impl Machine<'_> {
     /// a multicast TMA load landing here — against the element's earlier accesses in
     /// this CTA (without recording it), as [`Self::write_ordered`] does for a copy of this
     /// CTA. `t` numbers a thread of the issuing CTA, so this CTA's rules (same thread,
-    /// same warp, its CTA and named barriers, its mbarriers) say nothing about it: only a
-    /// cluster barrier orders this CTA's accesses before the copy — the last one, which
-    /// the issuer passed before issuing (the approximation `peer_barrier_ready` makes).
-    /// An earlier landing here is ordered if it completed before that barrier and every
+    /// same warp, its CTA and named barriers, its mbarriers) say nothing about it: a cluster
+    /// barrier orders this CTA's accesses before the copy — the last one, which the issuer
+    /// passed before issuing (the approximation `peer_barrier_ready` makes) — or what the
+    /// issuer knew of this CTA (`known`: its accesses stamped before it, through a chain of
+    /// dsmem copies and the mbarrier phases they completed, `AsyncState::peer`).
+    /// An earlier landing here is ordered if it completed before that and every
     /// thread of this CTA acquired it (a waiter then passed the barrier, which joins).
     pub(crate) fn peer_write_ordered(
         &self,
@@ -897,9 +899,10 @@ impl Machine<'_> {
         e: usize,
         site: u32,
         what: &str,
+        known: u32,
     ) -> Result<(), SimError> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
-        let barrier = self.cluster_sync_tick;
+        let barrier = self.cluster_sync_tick.max(known);
         let fresh = |stamp: u32| stamp != 0 && stamp >= self.cta_start;
         let (p, other_site, verb, several) = if fresh(sh.w_stamp)
             && !(sh.w_stamp < barrier
@@ -918,14 +921,14 @@ impl Machine<'_> {
             _ => format!("{}{}", self.who(p), if several { " (among other threads)" } else { "" }),
         };
         let msg = format!(
-            "{} element {e}: {what} by thread {t} of CTA rank {rank} writes it into CTA ({}, {}, {}), but {whom} {verb} it there and no cluster barrier orders that before the copy",
+            "{} element {e}: {what} by thread {t} of CTA rank {rank} writes it into CTA ({}, {}, {}), but {whom} {verb} it there and no cluster barrier (or chain of exchanges) orders that before the copy",
             self.bufs[b as usize].describe(),
             self.cta[0],
             self.cta[1],
             self.cta[2],
         );
         let mut err = SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg).help(
-            "a copy from another CTA of the cluster is ordered after this CTA's accesses to its destination only by a cluster barrier (`T.cuda.cluster_sync()`) after them and before the copy; a CTA barrier or mbarrier of the receiving CTA does not order it",
+            "a copy from another CTA of the cluster is ordered after this CTA's accesses to its destination by a cluster barrier (`T.cuda.cluster_sync()`) after them and before the copy, or by a chain of exchanges: a CTA barrier after the accesses, then a dsmem copy from this CTA completing an mbarrier phase that the copying thread (or its CTA, before a CTA barrier) waited for before the copy; a CTA barrier or mbarrier of the receiving CTA alone does not order it",
         );
         if let Some(s) = self.shadow_site(other_site) {
             err = err.label(s, format!("{verb} here"));

@@ -89,6 +89,10 @@ pub(crate) struct Landing {
     pub bytes: u64,
     /// A dsmem copy: its index in the cluster's `peer_copies`.
     pub peer: Option<usize>,
+    /// What the copy's completion releases of the cluster's CTAs, per rank: its issuer's
+    /// knowledge (`AsyncState::peer`) and the issuing CTA's last CTA barrier (dsmem copies; empty
+    /// for TMA loads).
+    pub known: Vec<u32>,
 }
 
 /// A TMA store in a bulk group: the shared elements it read, the global elements it writes.
@@ -282,7 +286,7 @@ impl Machine<'_> {
             elems.extend(b.smem..b.smem + per);
         }
         let Some(mask) = mask else {
-            return self.attach_landing(t, site, x.smem, elems, data, (bar, e), (CopyKind::TmaLoad, None), None);
+            return self.attach_landing(t, site, x.smem, elems, data, (bar, e), (CopyKind::TmaLoad, None), (None, &[]));
         };
         let size = self.cluster_size();
         if !(1..1i64 << size).contains(&mask) {
@@ -311,7 +315,7 @@ impl Machine<'_> {
                     data.clone(),
                     (bar, e),
                     (CopyKind::TmaLoad, from),
-                    None,
+                    (None, &[]),
                 )
             } else {
                 let msg = format!(

@@ -148,24 +148,54 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
     one DSMEM exchange of four statistics per row, LayerNorm's combined about the row's mean: a
     shifted row; a partial row per cluster, nothing past them) against float64; LayerNorm also
     from the forward's saved mean and rstd (its two sums in one pass)."""
+    for centered, saved in ((False, False), (True, False), (True, True)):
+        _check_design(dtype, design, h, m, ctas, centered, saved)
+
+
+def _check_design(dtype, design, h, m, ctas, centered, saved):
+    """One design of the backward on ``m`` random rows of ``h`` over ``ctas`` CTAs against
+    float64: dx, and dW (dB) summed over its partial rows, nothing written past them."""
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
     w = (rng.random(h) + 0.5).astype(x.dtype)
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    for centered, saved in ((False, False), (True, False), (True, True)):
-        k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, saved=saved, **{"threads": 256, **design}))
-        hp = nb._padded(h)
-        dx = np.zeros_like(x)
-        dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
-        k(x, w, dy, dx, dwp, dbp, m, ctas, *(_stats(x, 1e-5) if saved else (1e-5,)))
-        rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
-        np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
-        used = nb.partial_rows(design, ctas)  # a cluster's CTAs write one partial row together
-        assert np.isnan(dwp[used:]).all() and not np.isnan(dwp[:used]).any()
-        np.testing.assert_allclose(dwp[:used].sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
-        if centered:
-            np.testing.assert_allclose(dbp[:used].sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, saved=saved, **{"threads": 256, **design}))
+    hp = nb._padded(h)
+    dx = np.zeros_like(x)
+    dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
+    k(x, w, dy, dx, dwp, dbp, m, ctas, *(_stats(x, 1e-5) if saved else (1e-5,)))
+    rdx, rdw, rdb = _ref(x, w, dy, 1e-5, centered)
+    np.testing.assert_allclose(dx.astype(F64), rdx, rtol=rtol, atol=rtol * np.abs(rdx).max())
+    used = nb.partial_rows(design, ctas)  # a cluster's CTAs write one partial row together
+    assert np.isnan(dwp[used:]).all() and not np.isnan(dwp[:used]).any()
+    np.testing.assert_allclose(dwp[:used].sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
+    if centered:
+        np.testing.assert_allclose(dbp[:used].sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+CHAINED = [
+    ({"cluster": 4, "chain": True}, 8192, 7, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "chain": True}, 4096, 9, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "ring": 1, "chain": True}, 4096, 6, 16),
+    ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "ring": 3, "chain": True}, 2048, 20, 16),
+    ({"cluster": 2, "stream": True, "threads": 32, "chain": True}, 4096, 7, 8),
+    ({"cluster": 16, "shared": True, "threads": 32, "ring": 1, "chain": True}, 8192, 1, 32),  # (clusters with no row)
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("design,h,m,ctas", CHAINED, ids=lambda v: str(v).replace(" ", ""))
+def test_cluster_designs_exchanging_without_a_cluster_barrier_per_row(dtype, design, h, m, ctas):
+    """The cluster designs with the row statistics exchanged over two slots (`chain`,
+    `_common.chained_exchange`): no cluster barrier per row, the peers' copies ordered by the
+    chain of exchanges (the simulator's race check follows it), against float64: RMSNorm, and
+    LayerNorm from the forward's saved statistics; recomputed LayerNorm statistics (four
+    values) are refused."""
+    for centered in (False, True):
+        _check_design(dtype, design, h, m, ctas, centered, centered)
+    with pytest.raises(ValueError, match="chain: the exchange of two sums"):
+        nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=True, **{"threads": 256, **design})
 
 
 def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):

@@ -129,8 +129,7 @@ def exchange(A_ptr: T.handle, B_ptr: T.handle):
     mine = pool.alloc(({slots}, 4), \"float32\")
     bar = MBarrier(pool, {slots})
     pool.commit()
-    for s in T.serial({slots}):
-        bar.init(1)
+    bar.init(1)
     T.ptx.fence.mbarrier_init.release.cluster()
     T.cuda.cluster_sync()
     for it in T.serial({iters}):

@@ -378,6 +378,70 @@ def cluster_exchange(n: int):
     return open_, publish, release, close
 
 
+def chained_exchange(n: int):
+    """`cluster_exchange` for a persistent kernel's rows with no cluster barrier per row: the
+    kernel allocates ``stats`` (2 n, 4) and ``mine`` (2, 4) float32 and an `MBarrier` ``bar`` of
+    depth 2, and row i uses slot ``s = i % 2`` (rows ``s n ..`` of ``stats``, ``mine[s]``,
+    ``bar[s]`` in phase ``i // 2 % 2``). A peer writes a slot again two rows on, after it waited
+    for this CTA's copies of the row between, which thread 0 sends after a CTA barrier that
+    follows every thread's reads of the slot — the caller's (its row sums' exchange) — so that
+    chain of exchanges orders them (the simulator follows it), and nothing else: no cluster
+    barrier, whose per-row release arrive costs a `MEMBAR.ALL.GPU`. ``mine[s]`` is written again
+    once the peers received its copies (the chain again).
+
+    - ``open_(bar)``: initialises the barriers, then a cluster barrier (every peer's initialised);
+    - ``publish(stats, mine, bar, rank, tid, i, v0, v1, v2, v3)``: thread 0 writes the row's four
+      statistics into its own row of slot ``i % 2`` and sends them into that row of every other
+      CTA's; every thread returns once its slot is whole;
+    - ``close()``: a cluster barrier (no CTA exits while a peer may still copy into it)."""
+    from .. import T, Tx
+
+    @T.macro
+    def open_(bar):
+        bar.init(1)
+        T.ptx.fence.mbarrier_init.release.cluster()
+        T.cuda.cluster_sync()
+
+    @T.macro
+    def publish(stats, mine, bar, rank, tid, i, v0, v1, v2, v3):
+        s = i % 2
+        if tid == 0:
+            mine[s, 0] = v0
+            mine[s, 1] = v1
+            mine[s, 2] = v2
+            mine[s, 3] = v3
+            T.ptx.fence.proxy.async_.shared__cta()
+            stats[s * n + rank, 0] = v0
+            stats[s * n + rank, 1] = v1
+            stats[s * n + rank, 2] = v2
+            stats[s * n + rank, 3] = v3
+            T.ptx.mbarrier.arrive.expect_tx(bar.ptr_to([s]), (n - 1) * 16)
+            for q in range(1, n):
+                Tx.copy_async(
+                    stats[s * n + rank, 0:4], mine[s, 0:4], dispatch="dsmem", mbar=bar.ptr_to([s]), remote_cta_id=(rank + q) % n
+                )
+        bar.wait(s, i // 2 % 2)
+
+    @T.macro
+    def close():
+        T.cuda.cluster_sync()
+
+    return open_, publish, close
+
+
+def slot_sum(n: int):
+    """`slice_sum` over slot ``s`` of a `chained_exchange`: ``sum_(stats, s, col, out, j)``."""
+    from .. import T
+
+    @T.macro
+    def sum_(stats, s, col, out, j):
+        out[j] = 0.0
+        for p in range(n):
+            out[j] = out[j] + stats[s * n + p, col]
+
+    return sum_
+
+
 def slice_sum(n: int):
     """A macro ``sum_(stats, col, out, j)``: ``out[j]`` = the sum over the ``n`` slices of the
     statistic ``stats[p, col]`` that each published (`cluster_exchange`), in slice order."""

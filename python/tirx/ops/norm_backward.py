@@ -140,6 +140,7 @@ def norm_backward_kernel(
     shared: bool = False,
     ring: int = 2,
     hold: bool = False,
+    chain: bool = False,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -150,19 +151,23 @@ def norm_backward_kernel(
     memory (`cp.async`) while this one is computed; ``shared_limit``: the bytes of streamed rows'
     partial sums kept in shared memory, at most; ``cluster``: a cluster of that many CTAs per row
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
-    of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row)."""
+    of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
+    the statistics exchanged over two slots with no cluster barrier per row,
+    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics)."""
+    if chain and not cluster:
+        raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if saved and not centered:
         raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered, saved)
     elif cluster and stream:
         g = cluster_stream_tile(h, dtype, threads, cluster, centered)
-        rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved)
+        rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, chain)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved)
+        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain)
     elif cluster:
-        rows = _cluster_rows(h, dtype, threads, cluster, centered, saved)
+        rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, chain)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
         if prefetch and (g.streamed or g.width != h):
@@ -593,21 +598,44 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
-def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False):
-    """A macro ``exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps)`` for the cluster
-    designs: publishes this CTA's slice statistics to the cluster (`_common.cluster_exchange`;
+def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False, chain: bool = False):
+    """A macro ``exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)`` for the cluster
+    designs' row ``i`` of a CTA: publishes this CTA's slice statistics to the cluster
+    (`_common.cluster_exchange`, or with ``chain`` `_common.chained_exchange`: no cluster barrier
+    per row; the two sums of RMSNorm, or of LayerNorm from saved statistics, only;
     ``acc``: the CTA's sums of (x - m_p)^2 (RMSNorm: x^2), g and g (x - m_p); LayerNorm's slice
     sum in ``mom[0]`` on entry), combines the slices' (`_common.slice_moments`, or sums), releases
     the exchange and leaves the row's ``mom = (mean, rstd, mean(g), mean(g xhat))`` (RMSNorm: mean
     and mean(g) 0). With ``saved`` statistics (the row's mean and rstd in ``mom[0:2]`` on entry,
     ``acc[1:3]`` sums about that mean), the slices' two sums only."""
+    if chain and centered and not saved:
+        raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
     publish, release = c.cluster_exchange(cn)[1:3]
     slice_sum = c.slice_sum(cn)
     moments = c.slice_moments(cn, part, h)
+    publish_chained = c.chained_exchange(cn)[1]
+    slot_sum = c.slot_sum(cn)
+    first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
 
     @T.macro
-    def exchange(stats, mine, bar, rank, tid, parity, acc, mom, eps):
-        if saved:
+    def exchange(stats, mine, bar, rank, tid, i, acc, mom, eps):
+        parity = i % 2
+        if chain:  # saved (LayerNorm's two sums about the row's mean) or RMSNorm's
+            if saved:
+                publish_chained(stats, mine, bar, rank, tid, i, acc[1], acc[2], 0.0, 0.0)
+            else:
+                publish_chained(stats, mine, bar, rank, tid, i, acc[0], acc[2], 0.0, 0.0)
+            slot_sum(stats, parity, 0, acc, first)
+            slot_sum(stats, parity, 1, acc, 2)
+            if saved:
+                mom[2] = acc[1] / float(h)
+                mom[3] = acc[2] / float(h) * mom[1]
+            else:
+                mom[0] = 0.0
+                mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                mom[2] = 0.0
+                mom[3] = acc[2] / float(h) * mom[1]
+        elif saved:
             publish(stats, mine, bar, rank, tid, parity, acc[1], acc[2], 0.0, 0.0)
             slice_sum(stats, 0, acc, 1)
             slice_sum(stats, 1, acc, 2)
@@ -634,7 +662,17 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     return exchange
 
 
-def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, saved: bool):
+def _exchange_ends(cn: int, chain: bool):
+    """``(open_, close)`` of the cluster designs' exchange: `_common.cluster_exchange`'s, or with
+    ``chain`` `_common.chained_exchange`'s (stats in two slots, no cluster barrier per row)."""
+    if chain:
+        open_, _, close = c.chained_exchange(cn)
+    else:
+        open_, _, _, close = c.cluster_exchange(cn)
+    return open_, close
+
+
+def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, saved: bool, chain: bool = False):
     """Wide rows: a cluster of ``cn`` CTAs per row, the clusters walking the rows (cluster q of
     ``ctas / cn`` takes rows q, q + ctas / cn, ...). CTA ``rank`` holds the slice ``[rank * width,
     (rank + 1) * width)`` of x, dy and w in registers and its dW (and dB) partial sums there
@@ -651,13 +689,15 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     exact = cn * width == h
     load, store = c.row_io(g, dtype)  # the padding reads 0
-    open_, _, _, close = c.cluster_exchange(cn)
+    open_, close = _exchange_ends(cn, chain)
     sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, width, h, centered, saved)
+    exchange = _row_exchange(cn, width, h, centered, saved, chain)
+    slots = 2 if chain else 1
+    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -668,9 +708,9 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        stats = pool.alloc((cn, 4), "float32")
-        mine = pool.alloc((4,), "float32")
-        bar = MBarrier(pool, 1)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc(mine_shape, "float32")
+        bar = MBarrier(pool, slots)
         pool.commit()
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -736,7 +776,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
             sums(acc, sums_scratch, wid, lane, i % 2)
             if centered and not saved:
                 mom[0] = total
-            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
             rstd = mom[1]
             if centered and not saved:  # xhat = (x - mean) rstd (x - m_p in registers)
                 Tx.fma(xl[0:per], xl[0:per], rstd, (slice_mean - mom[0]) * rstd)
@@ -761,7 +801,16 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
 
 
 def _cluster_shared_rows(
-    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, ring: int, hold: bool, saved: bool
+    h: int,
+    dtype: str,
+    threads: int,
+    sl: c.SharedSlice,
+    cn: int,
+    centered: bool,
+    ring: int,
+    hold: bool,
+    saved: bool,
+    chain: bool = False,
 ):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
@@ -789,12 +838,14 @@ def _cluster_shared_rows(
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
-    open_, _, _, close = c.cluster_exchange(cn)
+    open_, close = _exchange_ends(cn, chain)
     sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered, saved)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, part, h, centered, saved)
+    exchange = _row_exchange(cn, part, h, centered, saved, chain)
+    slots = 2 if chain else 1
+    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -811,9 +862,9 @@ def _cluster_shared_rows(
         dws = pool.alloc((part,), "float32")
         if centered and reread:
             dbs = pool.alloc((part,), "float32")
-        stats = pool.alloc((cn, 4), "float32")
-        mine = pool.alloc((4,), "float32")
-        bar = MBarrier(pool, 1)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc(mine_shape, "float32")
+        bar = MBarrier(pool, slots)
         pool.commit()
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -895,7 +946,7 @@ def _cluster_shared_rows(
             sums(acc, sums_scratch, wid, lane, i % 2)
             if meaned:
                 mom[0] = total
-            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for k in T.serial(chunks):
                 if reread:
@@ -950,7 +1001,7 @@ def cluster_stream_tile(h: int, dtype: str, threads: int, cn: int, centered: boo
 
 
 def _cluster_streamed_rows(
-    h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int, saved: bool
+    h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int, saved: bool, chain: bool = False
 ):
     """Rows too wide for a cluster's slices to stay in shared memory (262,144 columns): a cluster
     of ``cn`` CTAs per row, the clusters walking the rows, each CTA streaming its slice through
@@ -970,9 +1021,11 @@ def _cluster_streamed_rows(
     chan = centered and not saved
     if chan:
         chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps))
-    open_, _, _, close = c.cluster_exchange(cn)
+    open_, close = _exchange_ends(cn, chain)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, part, h, centered, saved)
+    exchange = _row_exchange(cn, part, h, centered, saved, chain)
+    slots = 2 if chain else 1
+    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
     shared = (2 if centered else 1) * part * 4 <= shared_limit
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs
@@ -993,9 +1046,9 @@ def _cluster_streamed_rows(
             dws = pool.alloc((part,), "float32")
         if centered and shared:
             dbs = pool.alloc((part,), "float32")
-        stats = pool.alloc((cn, 4), "float32")
-        mine = pool.alloc((4,), "float32")
-        bar = MBarrier(pool, 1)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc(mine_shape, "float32")
+        bar = MBarrier(pool, slots)
         pool.commit()
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -1055,7 +1108,7 @@ def _cluster_streamed_rows(
             sums(acc, sums_scratch, wid, lane, i % 2)
             if chan:
                 mom[0] = slice_mean * float(part)
-            exchange(stats, mine, bar, rank, tid, i % 2, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
                 k = chunks - 1 - j

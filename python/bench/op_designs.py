@@ -106,6 +106,13 @@ def main():
     w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
     _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
     _norm_backward("cluster of 16, slices streamed", 65536, {"threads": 64, "cluster": 16, "stream": True}, x16, w16, dy16)
+    # The exchange over two slots, no cluster barrier per row (RMSNorm; LayerNorm from saved statistics).
+    for design, cfg in [
+        ("cluster, chained exchange", {"threads": 256, "cluster": 8, "chain": True}),
+        ("cluster, slices in shared memory, chained exchange", {"threads": 256, "cluster": 16, "shared": True, "ring": 1, "chain": True}),
+        ("cluster of 16, slices streamed, chained exchange", {"threads": 64, "cluster": 16, "stream": True, "chain": True}),
+    ]:
+        _norm_backward(design, 65536, cfg, x16, w16, dy16, cases=((False, False), (True, True)))
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
     run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
     check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
@@ -137,9 +144,9 @@ def _cross_entropy(design, n, cfg, x):
     check(f"cross_entropy backward {design} {n}", dx, xr.grad)
 
 
-def _norm_backward(design, n, cfg, x, w, dy):
+def _norm_backward(design, n, cfg, x, w, dy, cases=((False, False), (True, False), (True, True))):
     """RMSNorm's and LayerNorm's (its statistics recomputed, then the forward's saved ones)."""
-    for centered, saved in ((False, False), (True, False), (True, True)):
+    for centered, saved in cases:
         ctas = max(8, cfg["cluster"]) if cfg.get("cluster") else 3
         dx = torch.empty_like(x)
         hp = nb._padded(n)

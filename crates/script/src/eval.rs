@@ -196,8 +196,14 @@ impl Builder<'_> {
             return Ok(Val::Builtin(b));
         }
         let mut d = Diagnostic::error(span, format!("unknown name `{name}`")).with_label("not defined");
+        let first_dim = format!("{name}_0");
         if let Some(h) = import_hint(name) {
             d = d.with_help(h);
+        } else if self.scopes.iter().any(|s| s.contains_key(&first_dim)) {
+            // `rank = T.cta_id_in_cluster([4, 8])` binds one name per dimension.
+            d = d.with_help(format!(
+                "`{name} = ...` bound an id of several dimensions as `{name}_0`, `{name}_1`, ...; use those, or bind one name per dimension (`x, y = T.cta_id([4, 8])`)"
+            ));
         } else if self.diags.len() < MAX_SUGGESTED_ERRORS {
             // Suggestions only for the errors anyone will read: a file of thousands
             // of typos must not cost thousands × names edit distances.

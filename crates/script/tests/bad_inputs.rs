@@ -50,6 +50,13 @@ fn cases() -> Vec<Case> {
     let c = |name, src, message, at, help| Case { name, src, message, at, help };
     vec![
         c("unknown name", Body("    B[tid, 0] = AA[tid, 0]\n"), "unknown name `AA`", (1, 17), Some("did you mean `A`?")),
+        c(
+            "a 2-D id bound to one name",
+            Raw("    T.device_entry(); blk = T.cta_id([2, 4]); tid = T.thread_id([32])\n    B[tid, 0] = T.float32(blk)\n"),
+            "unknown name `blk`",
+            (2, 27),
+            Some("`blk = ...` bound an id of several dimensions as `blk_0`, `blk_1`, ...; use those, or bind one name per dimension (`x, y = T.cta_id([4, 8])`)"),
+        ),
         c("unknown T attribute", Body("    T.cuda.cta_synk()\n"), "`T.cuda` has no attribute `cta_synk`", (1, 12), Some("did you mean `T.cuda.cta_sync`?")),
         c("unknown dtype constructor", Body("    B[tid, 0] = T.bfloat15(1.0)\n"), "`T` has no attribute `bfloat15`", (1, 19), Some("did you mean `T.bfloat16`?")),
         c("unknown tile op", Body("    Tx.warp.cpy(B[0:32, 0:8], A[0:32, 0:8])\n"), "`Tx.warp` has no attribute `cpy`", (1, 13), Some("did you mean `Tx.warp.copy`?")),

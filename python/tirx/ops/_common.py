@@ -378,21 +378,24 @@ def cluster_exchange(n: int):
     return open_, publish, release, close
 
 
-def chained_exchange(n: int):
+def chained_exchange(n: int, slots: int = 2):
     """`cluster_exchange` for a persistent kernel's rows with no cluster barrier per row: the
-    kernel allocates ``stats`` (2 n, 4) and ``mine`` (2, 4) float32 and an `MBarrier` ``bar`` of
-    depth 2, and row i uses slot ``s = i % 2`` (rows ``s n ..`` of ``stats``, ``mine[s]``,
-    ``bar[s]`` in phase ``i // 2 % 2``). A peer writes a slot again two rows on, after it waited
-    for this CTA's copies of the row between, which thread 0 sends after a CTA barrier that
-    follows every thread's reads of the slot — the caller's (its row sums' exchange) — so that
-    chain of exchanges orders them (the simulator follows it), and nothing else: no cluster
-    barrier, whose per-row release arrive costs a `MEMBAR.ALL.GPU`. ``mine[s]`` is written again
-    once the peers received its copies (the chain again).
+    kernel allocates ``stats`` (slots n, 4) and ``mine`` (slots, 4) float32 and an `MBarrier`
+    ``bar`` of depth ``slots``, and row i uses slot ``s = i % slots`` (rows ``s n ..`` of
+    ``stats``, ``mine[s]``, ``bar[s]`` in phase ``i // slots % 2``). A peer writes a slot again
+    ``slots`` rows on, after it waited for this CTA's copies of a row sent after a CTA barrier
+    that follows every thread's reads of the slot — the caller's to provide: with two slots, a
+    CTA barrier between reading row i's slot and sending row i + 1 (the row sums' exchange); with
+    three, between reading row i's and sending row i + 2, so row i + 1 may be sent right after
+    row i's slot is read. That chain of exchanges orders them (the simulator follows it), and
+    nothing else: no cluster barrier, whose per-row release arrive costs a `MEMBAR.ALL.GPU`.
+    ``mine[s]`` is written again once the peers received its copies (the chain again).
 
     - ``open_(bar)``: initialises the barriers, then a cluster barrier (every peer's initialised);
-    - ``publish(stats, mine, bar, rank, tid, i, v0, v1, v2, v3)``: thread 0 writes the row's four
-      statistics into its own row of slot ``i % 2`` and sends them into that row of every other
-      CTA's; every thread returns once its slot is whole;
+    - ``send(stats, mine, bar, rank, tid, i, v0, v1, v2, v3)``: thread 0 writes row i's four
+      statistics into its own row of slot ``i % slots`` and sends them into that row of every
+      other CTA's;
+    - ``receive(bar, i)``: returns once row i's slot is whole;
     - ``close()``: a cluster barrier (no CTA exits while a peer may still copy into it)."""
     from .. import T, Tx
 
@@ -403,8 +406,8 @@ def chained_exchange(n: int):
         T.cuda.cluster_sync()
 
     @T.macro
-    def publish(stats, mine, bar, rank, tid, i, v0, v1, v2, v3):
-        s = i % 2
+    def send(stats, mine, bar, rank, tid, i, v0, v1, v2, v3):
+        s = i % slots
         if tid == 0:
             mine[s, 0] = v0
             mine[s, 1] = v1
@@ -420,13 +423,16 @@ def chained_exchange(n: int):
                 Tx.copy_async(
                     stats[s * n + rank, 0:4], mine[s, 0:4], dispatch="dsmem", mbar=bar.ptr_to([s]), remote_cta_id=(rank + q) % n
                 )
-        bar.wait(s, i // 2 % 2)
+
+    @T.macro
+    def receive(bar, i):
+        bar.wait(i % slots, i // slots % 2)
 
     @T.macro
     def close():
         T.cuda.cluster_sync()
 
-    return open_, publish, close
+    return open_, send, receive, close
 
 
 def slot_sum(n: int):

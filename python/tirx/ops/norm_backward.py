@@ -98,7 +98,7 @@ def _prune(configs, dtype, **key):
         if cfg.get("shared"):
             if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
                 return False
-            ring, hold = cfg.get("ring", 2), cfg.get("hold", False)
+            ring, hold = (3 if cfg.get("overlap") else cfg.get("ring", 2)), cfg.get("hold", False)
             return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold) <= CLUSTER_SLICES
         return True
 
@@ -141,6 +141,7 @@ def norm_backward_kernel(
     ring: int = 2,
     hold: bool = False,
     chain: bool = False,
+    overlap: bool = False,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -153,9 +154,13 @@ def norm_backward_kernel(
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
     the statistics exchanged over two slots with no cluster barrier per row,
-    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics)."""
+    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``overlap``: the
+    shared-slice design's rows pipelined, a row's exchange in flight while the next row's sums are
+    taken, x and dy in a ring of three rows, `_cluster_overlapped_rows`)."""
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
+    if overlap and not (cluster and shared):
+        raise ValueError("overlap: the cluster design with its slices in shared memory (give cluster= and shared=True)")
     if saved and not centered:
         raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
@@ -163,6 +168,9 @@ def norm_backward_kernel(
     elif cluster and stream:
         g = cluster_stream_tile(h, dtype, threads, cluster, centered)
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, chain)
+    elif cluster and shared and overlap:
+        sl = c.SharedSlice(h, dtype, threads, cluster)
+        rows = _cluster_overlapped_rows(h, dtype, threads, sl, cluster, centered, saved)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain)
@@ -613,7 +621,7 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     publish, release = c.cluster_exchange(cn)[1:3]
     slice_sum = c.slice_sum(cn)
     moments = c.slice_moments(cn, part, h)
-    publish_chained = c.chained_exchange(cn)[1]
+    send, receive = c.chained_exchange(cn)[1:3]
     slot_sum = c.slot_sum(cn)
     first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
 
@@ -622,9 +630,10 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
         parity = i % 2
         if chain:  # saved (LayerNorm's two sums about the row's mean) or RMSNorm's
             if saved:
-                publish_chained(stats, mine, bar, rank, tid, i, acc[1], acc[2], 0.0, 0.0)
+                send(stats, mine, bar, rank, tid, i, acc[1], acc[2], 0.0, 0.0)
             else:
-                publish_chained(stats, mine, bar, rank, tid, i, acc[0], acc[2], 0.0, 0.0)
+                send(stats, mine, bar, rank, tid, i, acc[0], acc[2], 0.0, 0.0)
+            receive(bar, i)
             slot_sum(stats, parity, 0, acc, first)
             slot_sum(stats, parity, 1, acc, 2)
             if saved:
@@ -662,11 +671,45 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     return exchange
 
 
+def _slice_partials(width: int, per: int, chunks: int, centered: bool, hold: bool):
+    """The shared-slice cluster designs' float32 partial sums of a CTA's slice, as macros:
+    ``add(tmp, dws, dbs, db, xl, dyl, k)`` adds tile ``k``'s ``dy * xhat`` to dW's (``dws``, shared
+    memory, through the scratch tile ``tmp``) and, for LayerNorm, ``dy`` to dB's (``dbs``; with
+    ``hold`` the registers ``db``); ``write(tmp, dws, dbs, db, DWP, DBP, q, c0)`` writes them to
+    partial row ``q`` from column ``c0``."""
+
+    @T.macro
+    def add(tmp, dws, dbs, db, xl, dyl, k):
+        tl = tmp.local()
+        Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
+        Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])
+        Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+        if centered and hold:
+            Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
+        elif centered:
+            Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
+            Tx.add(tl[0:per], tl[0:per], dyl[0:per])
+            Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+
+    @T.macro
+    def write(tmp, dws, dbs, db, DWP, DBP, q, c0):
+        for k in T.serial(chunks):
+            Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
+            Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+            if centered and hold:
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], db[0:width])
+            elif centered:
+                Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+
+    return add, write
+
+
 def _exchange_ends(cn: int, chain: bool):
     """``(open_, close)`` of the cluster designs' exchange: `_common.cluster_exchange`'s, or with
     ``chain`` `_common.chained_exchange`'s (stats in two slots, no cluster barrier per row)."""
     if chain:
-        open_, _, close = c.chained_exchange(cn)
+        open_, _, _, close = c.chained_exchange(cn)
     else:
         open_, _, _, close = c.cluster_exchange(cn)
     return open_, close
@@ -844,6 +887,7 @@ def _cluster_shared_rows(
     add_sums, dx_tile = _row_math(per, centered, saved)
     ahead = _saved_ahead()
     exchange = _row_exchange(cn, part, h, centered, saved, chain)
+    add_partials, write_partials = _slice_partials(width, per, chunks, centered, hold)
     slots = 2 if chain else 1
     mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
 
@@ -862,6 +906,8 @@ def _cluster_shared_rows(
         dws = pool.alloc((part,), "float32")
         if centered and reread:
             dbs = pool.alloc((part,), "float32")
+        else:
+            dbs = dws  # (a name for `add_partials`, unused: no dB, or dB in registers)
         stats = pool.alloc((slots * cn, 4), "float32")
         mine = pool.alloc(mine_shape, "float32")
         bar = MBarrier(pool, slots)
@@ -898,6 +944,8 @@ def _cluster_shared_rows(
         if centered and hold:
             db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
             Tx.fill(db.local()[0:per], 0.0)
+        else:
+            db = tmp  # (a name for `add_partials`, unused: no dB, or dB in shared memory)
         # No barrier guards the ring: each thread copies (`cp.async`, thread t the 16-byte vectors
         # t, t + threads, ...) exactly the vectors of a slot that it reads into its register tiles
         # (the tiles' layout), so its own `wait_group` orders its reads after its copies, and its
@@ -961,27 +1009,154 @@ def _cluster_shared_rows(
                     Tx.mul(xl[0:per], xl[0:per], rstd)
                 dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
                 store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
-                Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
-                Tx.fma(tl[0:per], dyl[0:per], xl[0:per], tl[0:per])
-                Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
-                if centered and hold:
-                    Tx.add(db.local()[0:per], db.local()[0:per], dyl[0:per])
-                elif centered:
-                    Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
-                    Tx.add(tl[0:per], tl[0:per], dyl[0:per])
-                    Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+                add_partials(tmp, dws, dbs, db, xl, dyl, k)
             if ring == 1:  # the next row into the slot this one was read from
                 fetch(xs, dys, X, DY, 0, r + clusters, c0, m)
         T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
+        write_partials(tmp, dws, dbs, db, DWP, DBP, q, c0)
+        close()
+
+    return rows
+
+
+def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, saved: bool):
+    """`_cluster_shared_rows` with each row's exchange in flight while the next row's sums are
+    taken: row i + 1's sums pass and CTA reduction run between sending row i's statistics and
+    receiving its peers' (`_common.chained_exchange` over three slots: row i + 1 is sent right
+    after row i's slot is read, and the CTA barrier of row i + 2's sums orders those reads before
+    the send that lets a peer write the slot again); x's and dy's slices in a ring of three rows
+    (rows i and i + 1 read, row i + 2 in flight; a slot refilled once its row's dx is written).
+    RMSNorm, or LayerNorm from saved statistics (two sums per row)."""
+    if centered and not saved:
+        raise ValueError("overlap: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    store = c.row_io(g, dtype)[1]
+    tile = sl.io(dtype)[2]
+    fetch = _ring_io(part, widen)[0]
+    slots = 3
+    open_, send, receive, close = c.chained_exchange(cn, slots)
+    slot_sum = c.slot_sum(cn)
+    sums = _row_sums(warps, saved)
+    add_sums, dx_tile = _row_math(per, centered, saved)
+    add_partials, write_partials = _slice_partials(width, per, chunks, centered, False)
+    first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
+
+    @T.macro
+    def row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, slot, mean, scratch, wid, lane, parity):
+        # A row's sums from its ring slot, then the CTA's (its one barrier per row).
+        if not saved:
+            acc[0] = 0.0
+        acc[1] = 0.0
+        acc[2] = 0.0
         for k in T.serial(chunks):
-            Tx.cta.copy(tmp[0:width], dws[k * width : k * width + width])
-            Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
-            if centered and hold:
-                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], db[0:width])
-            elif centered:
-                Tx.cta.copy(tmp[0:width], dbs[k * width : k * width + width])
-                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], tmp[0:width])
+            tile(x, xs, slot, k, stage)
+            tile(dy, dys, slot, k, stage)
+            tile(w, ws, 0, k, stage)
+            if saved:
+                Tx.add(x.local()[0:per], x.local()[0:per], -mean)
+            add_sums(acc, part_, x.local(), w.local(), dy.local(), tmp.local())
+        sums(acc, scratch, wid, lane, parity)
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        rank = T.cta_id_in_cluster([cn])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        xs = pool.alloc((3, part), dtype)
+        dys = pool.alloc((3, part), dtype)
+        ws = pool.alloc((1, part), dtype)
+        dws = pool.alloc((part,), "float32")
+        if centered:
+            dbs = pool.alloc((part,), "float32")
+        else:
+            dbs = dws  # (a name for `add_partials`, unused: no dB)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc((slots, 4), "float32")
+        bar = MBarrier(pool, slots)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")  # row i's mean, rstd, mean(g), c_gx
+        nxt = T.alloc_buffer((2,), "float32", scope="local")  # row i + 1's mean and rstd (saved)
+        tot = T.alloc_buffer((2,), "float32", scope="local")  # row i's two sums over the cluster
+        scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
+        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
+        open_(bar)
+        q = b // cn
+        clusters = ctas // cn
+        c0 = rank * part
+        n_rows = (m - q + clusters - 1) // clusters
+        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # with row 0's group
+        fetch(xs, dys, X, DY, 0, q, c0, m)
+        fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
+        fetch(xs, dys, X, DY, 2, q + 2 * clusters, c0, m)
+        Tx.fill(tl[0:per], 0.0)
+        for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
+            Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+            if centered:
+                Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        # Each thread reads only the ring vectors it copied (no barrier guards the ring), as
+        # `_cluster_shared_rows`. Row 0's sums, then its statistics sent.
+        nxt[0] = 0.0
+        nxt[1] = 0.0
+        if saved:
+            nxt[0] = T.if_then_else(q < m, MEAN[q], 0.0)
+            nxt[1] = T.if_then_else(q < m, RSTD[q], 0.0)
+        T.ptx.cp_async.wait_group(2)
+        if n_rows > 0:
+            row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, 0, nxt[0], scratch, wid, lane, 0)
+            send(stats, mine, bar, rank, tid, 0, acc[first], acc[2], 0.0, 0.0)
+        for i in T.serial(n_rows):
+            r = q + i * clusters
+            slot = i % 3
+            mom[0] = nxt[0]
+            mom[1] = nxt[1]
+            if saved:  # row i + 1's, for its sums below
+                nxt[0] = T.if_then_else(r + clusters < m, MEAN[r + clusters], 0.0)
+                nxt[1] = T.if_then_else(r + clusters < m, RSTD[r + clusters], 0.0)
+            T.ptx.cp_async.wait_group(1)  # row i + 1 landed (row i + 2 may be in flight)
+            if i + 1 < n_rows:  # row i + 1's sums while row i's statistics are in flight
+                row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, (i + 1) % 3, nxt[0], scratch, wid, lane, (i + 1) % 2)
+            receive(bar, i)
+            slot_sum(stats, slot, 0, tot, 0)
+            slot_sum(stats, slot, 1, tot, 1)
+            if i + 1 < n_rows:  # (three stat slots: no barrier between reading row i's and this)
+                send(stats, mine, bar, rank, tid, i + 1, acc[first], acc[2], 0.0, 0.0)
+            if saved:
+                mean_g = tot[0] / float(h)
+                rstd = mom[1]
+            else:
+                mean_g = 0.0
+                rstd = 1.0 / T.sqrt(tot[0] / float(h) + eps)
+            c_gx = tot[1] / float(h) * rstd
+            for k in T.serial(chunks):
+                tile(x, xs, slot, k, stage)
+                tile(dy, dys, slot, k, stage)
+                tile(w, ws, 0, k, stage)
+                if saved:  # xhat = (x - mean) rstd, one fma
+                    Tx.fma(xl[0:per], xl[0:per], rstd, -mom[0] * rstd)
+                else:
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
+                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
+                add_partials(tmp, dws, dbs, None, xl, dyl, k)
+            fetch(xs, dys, X, DY, slot, r + 3 * clusters, c0, m)  # row i + 3 into row i's slot
+        T.ptx.cp_async.wait_group(0)
+        write_partials(tmp, dws, dbs, None, DWP, DBP, q, c0)  # partial row q, the cluster's: this slice's columns
         close()
 
     return rows

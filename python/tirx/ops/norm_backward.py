@@ -1041,6 +1041,7 @@ def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
     sums = _row_sums(warps, saved)
     add_sums, dx_tile = _row_math(per, centered, saved)
     add_partials, write_partials = _slice_partials(width, per, chunks, centered, False)
+    ahead = _saved_ahead()
     first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
 
     @T.macro
@@ -1091,7 +1092,8 @@ def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((3,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")  # row i's mean, rstd, mean(g), c_gx
-        nxt = T.alloc_buffer((2,), "float32", scope="local")  # row i + 1's mean and rstd (saved)
+        nxt = T.alloc_buffer((2,), "float32", scope="local")  # row i + 1's mean and rstd (saved) ...
+        st = T.alloc_buffer((2,), "float32", scope="local")  # ... and row i + 2's, loaded a row ahead
         tot = T.alloc_buffer((2,), "float32", scope="local")  # row i's two sums over the cluster
         scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
         xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
@@ -1116,6 +1118,7 @@ def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         if saved:
             nxt[0] = T.if_then_else(q < m, MEAN[q], 0.0)
             nxt[1] = T.if_then_else(q < m, RSTD[q], 0.0)
+            ahead(st, None, MEAN, RSTD, q + clusters, m)
         T.ptx.cp_async.wait_group(2)
         if n_rows > 0:
             row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, 0, nxt[0], scratch, wid, lane, 0)
@@ -1125,9 +1128,8 @@ def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
             slot = i % 3
             mom[0] = nxt[0]
             mom[1] = nxt[1]
-            if saved:  # row i + 1's, for its sums below
-                nxt[0] = T.if_then_else(r + clusters < m, MEAN[r + clusters], 0.0)
-                nxt[1] = T.if_then_else(r + clusters < m, RSTD[r + clusters], 0.0)
+            if saved:  # row i + 1's, for its sums below; row i + 2's loads
+                ahead(st, nxt, MEAN, RSTD, r + 2 * clusters, m)
             T.ptx.cp_async.wait_group(1)  # row i + 1 landed (row i + 2 may be in flight)
             if i + 1 < n_rows:  # row i + 1's sums while row i's statistics are in flight
                 row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, (i + 1) % 3, nxt[0], scratch, wid, lane, (i + 1) % 2)

@@ -146,7 +146,7 @@ def test_add_rms_norm_is_the_unfused_pair(dtype, h):
         ops.add_rms_norm(x, res[..., :-1], (h,), w)
 
 
-@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32"])
 @pytest.mark.parametrize("h", [1000, 5120, 70001])
 def test_add_layer_norm_is_the_unfused_pair(dtype, h):
     """The residual add fused into LayerNorm (GPT-2 and BERT blocks): h = x + residual rounded as

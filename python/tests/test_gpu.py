@@ -197,6 +197,52 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
+@pytest.mark.parametrize(
+    "design",
+    [
+        {"threads": 256, "cluster": 8, "chain": True},
+        {"threads": 256, "cluster": 16, "shared": True, "ring": 1, "chain": True},
+        {"threads": 256, "cluster": 16, "shared": True, "overlap": True},
+        {"threads": 256, "cluster": 8, "stream": True, "chain": True},
+    ],
+    ids=["registers", "shared", "overlapped", "streamed"],
+)
+def test_exchanges_without_a_cluster_barrier_per_row_match_pytorch(design):
+    """The norms' backward with its row statistics exchanged over slots used in turn, no cluster
+    barrier per row (`chain`; `overlap`: pipelined), on the GPU: RMSNorm's and LayerNorm's (from
+    the forward's saved statistics) dx and dW (dB) against PyTorch, on a persistent grid whose
+    clusters take several rows each."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nb = sys.modules["tirx.ops.norm_backward"]
+    n = 65536 if design.get("shared") else 262144 if design.get("stream") else 16384
+    m = 61
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+    dy = torch.randn_like(x)
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    for centered in (False, True):
+        k = tirx.compile(nb.norm_backward_kernel.factory(h=n, dtype="bfloat16", centered=centered, saved=centered, **design))
+        ctas = min(k.resident_ctas(), 2 * k.cluster_size * 4) // k.cluster_size * k.cluster_size
+        dwp = torch.zeros(ctas, nb._padded(n), device="cuda")
+        dbp = torch.zeros_like(dwp)
+        dx = torch.empty_like(x)
+        xr, wr = x.float().requires_grad_(), w.float().requires_grad_()
+        if centered:
+            var, mean = torch.var_mean(x.float(), -1, correction=0)
+            k(x, w, dy, dx, dwp, dbp, m, ctas, mean, torch.rsqrt(var + 1e-5))
+            torch.nn.functional.layer_norm(xr, [n], wr, None, 1e-5).backward(dy.float())
+        else:
+            k(x, w, dy, dx, dwp, dbp, m, ctas, 1e-5)
+            torch.nn.functional.rms_norm(xr, [n], wr, 1e-5).backward(dy.float())
+        torch.testing.assert_close(dx.float(), xr.grad, rtol=2**-7, atol=2**-7 * xr.grad.abs().max().item())
+        used = ctas // k.cluster_size
+        torch.testing.assert_close(dwp[:used].sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
+        if centered:
+            torch.testing.assert_close(dbp[:used].sum(0)[:n], dy.float().sum(0), rtol=1e-4, atol=1e-3)
+
+
 def make_activation(op, rows, cols, dtype, **params):
     lay = TileLayout(S[(32, cols) : (1 @ laneid, 1)])
     call = getattr(Tx.warp, op)

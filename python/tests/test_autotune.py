@@ -130,3 +130,25 @@ def test_on_the_gpu_candidates_are_timed_with_cuda_events(tmp_path, monkeypatch)
     k(x, y)
     torch.testing.assert_close(y, 1 + 2 * x)
     assert k.times is not None and all(t > 0 for t in k.times) and "timed over 5" in k.explain()
+
+
+def test_a_configuration_the_gpu_cannot_launch_is_not_timed(tmp_path, monkeypatch):
+    """A candidate whose clusters no GPC holds (`autotune._fits`: the driver's occupancy, 0 clusters)
+    is never launched: it is shown as not fitting and never chosen; none fitting is an error."""
+    at = __import__("sys").modules["tirx.autotune"]
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_fits", lambda kernel, args: kernel.meta["block"][0] != 64)
+    timed = []
+
+    def timer(kernel, args):
+        timed.append(kernel.meta["block"][0])
+        return {32: 3.0, 64: 1.0, 128: 2.0}[kernel.meta["block"][0]]
+
+    k = tirx.autotune(configs=CONFIGS, key=["n"], timer=timer)(scale)(n=3072, dtype="float32")  # (a key no other test tuned)
+    k(np.arange(3072, dtype=np.float32), np.ones(3072, np.float32))
+    assert sorted(timed) == [32, 128] and k.kernel.meta["block"][0] == 128
+    assert "{'threads': 64}  does not fit this GPU" in k.explain(), k.explain()
+    monkeypatch.setattr(at, "_fits", lambda kernel, args: False)
+    k = tirx.autotune(configs=CONFIGS, key=["n"], timer=timer)(scale)(n=6144, dtype="float32")
+    with pytest.raises(RuntimeError, match="no configuration fits this GPU"):
+        k(np.arange(6144, dtype=np.float32), np.ones(6144, np.float32))

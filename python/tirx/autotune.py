@@ -26,6 +26,7 @@ configuration runs (or the one cached for the GPU), and ``explain`` says so."""
 import hashlib
 import inspect
 import json
+import math
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -67,6 +68,18 @@ def _store_disk(key: str, index: int) -> None:
 def _on_gpu(args) -> bool:
     torch = sys.modules.get("torch")
     return torch is not None and any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+
+
+def _fits(kernel, args) -> bool:
+    """Whether ``kernel`` can run on the GPU of ``args`` at all: a kernel launched in clusters
+    needs a GPC that holds a whole one (`Kernel.resident_ctas` 0: none does — Hopper's
+    non-portable clusters of 16 on a GPU whose GPCs have fewer SMs than a cluster needs), where
+    launching it fails. Arrays for the simulator: always."""
+    if getattr(kernel, "cluster_size", 1) <= 1 or not _on_gpu(args):
+        return True
+    torch = sys.modules["torch"]
+    device = next(a.get_device() for a in args if isinstance(a, torch.Tensor) and a.is_cuda)
+    return kernel.resident_ctas(device) > 0
 
 
 def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
@@ -122,9 +135,12 @@ class TunedKernel:
         # timing, so an in-place kernel (Y += X) runs exactly once for the caller.
         written = [a for p, a in zip(ks[0].params, args) if not p.is_scalar and p.written]
         saved = [a.clone() if hasattr(a, "clone") else a.copy() for a in written]
-        self.times = [t(k, self._args(k, args)) for k in ks]
+        # A candidate this GPU cannot launch (`_fits`) is not timed: it never wins.
+        self.times = [t(k, self._args(k, args)) if _fits(k, args) else math.inf for k in ks]
         for a, s in zip(written, saved):
             a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
+        if all(math.isinf(x) for x in self.times):
+            raise RuntimeError(f"{self.explain()}\ntirx.autotune: no configuration fits this GPU (each one's clusters exceed its GPCs)")
         best = min(range(len(ks)), key=lambda i: self.times[i])
         self.how = f"timed over {self.tuner.rep} launches each"
         _memory[self.cache_key] = best
@@ -157,7 +173,8 @@ class TunedKernel:
         for i, cfg in enumerate(self.configs):
             t = self.times[i] if self.times else None
             mark = "chosen" if i == self.choice else "      "
-            lines.append(f"  {mark} {cfg}" + (f"  {t:.4f} ms" if t is not None else ""))
+            timing = "" if t is None else "  does not fit this GPU (its clusters)" if math.isinf(t) else f"  {t:.4f} ms"
+            lines.append(f"  {mark} {cfg}{timing}")
         return "\n".join(lines)
 
 

@@ -77,9 +77,14 @@ def _fits(kernel, args) -> bool:
     launching it fails. Arrays for the simulator: always."""
     if getattr(kernel, "cluster_size", 1) <= 1 or not _on_gpu(args):
         return True
+    from . import TirxError
+
     torch = sys.modules["torch"]
     device = next(a.get_device() for a in args if isinstance(a, torch.Tensor) and a.is_cuda)
-    return kernel.resident_ctas(device) > 0
+    try:
+        return kernel.resident_ctas(device) > 0
+    except TirxError:  # the driver refuses the cluster shape itself: no launch would run
+        return False
 
 
 def _cuda_time(kernel, args, warmup: int, rep: int) -> float:

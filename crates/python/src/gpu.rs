@@ -34,6 +34,9 @@ pub fn device(ordinal: usize) -> Result<Arc<Gpu>, RuntimeError> {
 pub struct Loaded {
     pub gpu: Arc<Gpu>,
     pub kernel: Kernel,
+    /// `Kernel.resident_ctas`, asked of the driver once: a persistent op sizes its grid by it on
+    /// every call, and the occupancy of a loaded function on its device does not change.
+    pub resident: std::sync::OnceLock<u32>,
 }
 
 /// Compiles (cached on disk) and loads `source` on device `ordinal`.
@@ -48,7 +51,7 @@ pub fn load(ordinal: usize, source: &str, arch: tirx_ir::Arch, spec: &LaunchSpec
     }
     let compiled = tirx_runtime::compile_cached(source, arch, tirx_runtime::cache::default_dir().as_deref())?;
     let kernel = gpu.load(compiled.cubin, spec)?;
-    Ok(Loaded { gpu, kernel })
+    Ok(Loaded { gpu, kernel, resident: std::sync::OnceLock::new() })
 }
 
 /// `(name, compute capability, sm count, total memory)` of device `ordinal`, or None without a usable GPU.

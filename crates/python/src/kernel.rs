@@ -492,8 +492,12 @@ impl Lowered {
     /// there first): the largest grid of a persistent kernel that runs in one wave.
     fn resident_ctas(&self, py: Python<'_>, device: usize) -> PyResult<u32> {
         let l = self.on_device(py, device)?;
+        if let Some(&n) = l.resident.get() {
+            return Ok(n);
+        }
         let cluster = self.meta.cluster;
-        py.detach(|| l.gpu.resident_ctas(&l.kernel, cluster)).map_err(crate::gpu::runtime_error)
+        let n = py.detach(|| l.gpu.resident_ctas(&l.kernel, cluster)).map_err(crate::gpu::runtime_error)?;
+        Ok(*l.resident.get_or_init(|| n))
     }
 
     /// Binds one launch to its scalar arguments (one per scalar parameter, in order):

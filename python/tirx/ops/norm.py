@@ -770,23 +770,19 @@ def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False,
     _check_residual(name, x, residual, dtype)
     x = c.contiguous(x)
     out = c.empty_like(x)
-    if residual is not None:
-        summed = c.empty_like(x)
+    if stats or residual is not None:  # (a fused add writes them always: its kernel's signature)
         k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
         stat_shape = tuple(x.shape[: len(x.shape) - k_dims]) + (1,) * k_dims
         mean = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
         rstd = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
+    if residual is not None:
+        summed = c.empty_like(x)
         if rows and h:
             r = c.rows_of(c.contiguous(residual), h)
             layer_norm_kernel(h=h, dtype=dtype, residual=True)(
                 c.rows_of(x, h), r, w, b, c.rows_of(out, h), c.rows_of(summed, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps)
             )
         return (out, summed, mean, rstd) if stats else (out, summed)
-    if stats:
-        k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
-        stat_shape = tuple(x.shape[: len(x.shape) - k_dims]) + (1,) * k_dims
-        mean = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
-        rstd = c.new_array(x, stat_shape, "float32", None if h else float("nan"))
     if rows == 0 or h == 0:
         return (out, mean, rstd) if stats else out
     kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats)

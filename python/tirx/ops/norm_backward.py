@@ -628,44 +628,30 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     @T.macro
     def exchange(stats, mine, bar, rank, tid, i, acc, mom, eps):
         parity = i % 2
-        if chain:  # saved (LayerNorm's two sums about the row's mean) or RMSNorm's
-            if saved:
-                send(stats, mine, bar, rank, tid, i, acc[1], acc[2], 0.0, 0.0)
-            else:
-                send(stats, mine, bar, rank, tid, i, acc[0], acc[2], 0.0, 0.0)
-            receive(bar, i)
-            slot_sum(stats, parity, 0, acc, first)
-            slot_sum(stats, parity, 1, acc, 2)
-            if saved:
-                mom[2] = acc[1] / float(h)
-                mom[3] = acc[2] / float(h) * mom[1]
-            else:
-                mom[0] = 0.0
-                mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                mom[2] = 0.0
-                mom[3] = acc[2] / float(h) * mom[1]
-        elif saved:
-            publish(stats, mine, bar, rank, tid, parity, acc[1], acc[2], 0.0, 0.0)
-            slice_sum(stats, 0, acc, 1)
-            slice_sum(stats, 1, acc, 2)
-            release()
-            mom[2] = acc[1] / float(h)
-            mom[3] = acc[2] / float(h) * mom[1]
-        elif centered:
+        if centered and not saved:  # four statistics, combined about the row's mean
             publish(stats, mine, bar, rank, tid, parity, mom[0], acc[0], acc[1], acc[2])
             moments(stats, mom)
             release()
             mom[1] = 1.0 / T.sqrt(mom[1] / float(h) + eps)
             mom[2] = mom[2] / float(h)
             mom[3] = mom[3] / float(h) * mom[1]
-        else:
-            publish(stats, mine, bar, rank, tid, parity, acc[0], acc[2], 0.0, 0.0)
-            slice_sum(stats, 0, acc, 0)
-            slice_sum(stats, 1, acc, 2)
-            release()
-            mom[0] = 0.0
-            mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-            mom[2] = 0.0
+        else:  # two sums: g (saved) or x^2, and g x
+            if chain:
+                send(stats, mine, bar, rank, tid, i, acc[first], acc[2], 0.0, 0.0)
+                receive(bar, i)
+                slot_sum(stats, parity, 0, acc, first)
+                slot_sum(stats, parity, 1, acc, 2)
+            else:
+                publish(stats, mine, bar, rank, tid, parity, acc[first], acc[2], 0.0, 0.0)
+                slice_sum(stats, 0, acc, first)
+                slice_sum(stats, 1, acc, 2)
+                release()
+            if saved:
+                mom[2] = acc[1] / float(h)
+            else:
+                mom[0] = 0.0
+                mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                mom[2] = 0.0
             mom[3] = acc[2] / float(h) * mom[1]
 
     return exchange
@@ -1116,8 +1102,7 @@ def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         nxt[0] = 0.0
         nxt[1] = 0.0
         if saved:
-            nxt[0] = T.if_then_else(q < m, MEAN[q], 0.0)
-            nxt[1] = T.if_then_else(q < m, RSTD[q], 0.0)
+            ahead(nxt, None, MEAN, RSTD, q, m)
             ahead(st, None, MEAN, RSTD, q + clusters, m)
         T.ptx.cp_async.wait_group(2)
         if n_rows > 0:

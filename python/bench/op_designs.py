@@ -107,12 +107,12 @@ def main():
     _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
     _norm_backward("cluster of 16, slices streamed", 65536, {"threads": 64, "cluster": 16, "stream": True}, x16, w16, dy16)
     # The exchange over slots used in turn, no cluster barrier per row (RMSNorm; LayerNorm from saved
-    # statistics), and pipelined.
+    # statistics).
     for design, cfg in [
         ("cluster, chained exchange", {"threads": 256, "cluster": 8, "chain": True}),
         ("cluster, slices in shared memory, chained exchange", {"threads": 256, "cluster": 16, "shared": True, "ring": 1, "chain": True}),
         ("cluster of 16, slices streamed, chained exchange", {"threads": 64, "cluster": 16, "stream": True, "chain": True}),
-        ("cluster of 16, slices in shared memory, overlapped exchange", {"threads": 256, "cluster": 16, "shared": True, "overlap": True}),
+        ("cluster of 8, slices held in registers, chained exchange", {"threads": 256, "cluster": 8, "shared": True, "hold": True, "chain": True}),
     ]:
         _norm_backward(design, 65536, cfg, x16, w16, dy16, cases=((False, False), (True, True)))
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)

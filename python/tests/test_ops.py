@@ -724,6 +724,8 @@ def test_every_shared_slice_configuration_builds():
         (nm.rms_norm_kernel, "h", {"residual": True}),
         (nm.layer_norm_kernel, "h", {}),
         (nb.norm_backward_kernel, "h", {"centered": True}),
+        (nb.norm_backward_kernel, "h", {"centered": True, "saved": True}),
+        (nb.norm_backward_kernel, "h", {"centered": False}),
     ]
     built = 0
     for tuner, length, extra in cases:

@@ -60,8 +60,9 @@ PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512
 
 
 # The shared memory of the cluster design's slices (`_cluster_shared_rows`: x's and dy's ring of
-# rows, the weight's, the float32 partial sums), at most: one CTA per SM.
-CLUSTER_SLICES = 200 * 1024
+# rows, the weight's, the float32 partial sums), at most: one CTA per SM (of 227 KB, the rest for
+# the statistics' slots: RMSNorm's rows of 262,144 over 16 CTAs in a ring of two rows take 224 KB).
+CLUSTER_SLICES = 224 * 1024
 
 
 def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False) -> int:
@@ -85,9 +86,12 @@ def _streams_slices(h: int, dtype: str, centered: bool, cfg: dict) -> bool:
 def _prune(configs, dtype, **key):
     """`_common.prune_rows`, the prefetching design only where a row is whole vectors of every
     thread (the `cp.async` copies have no guard) and its ring fits `PREFETCH_RING`, the cluster
-    design's slices in shared memory only where they fit `CLUSTER_SLICES`, and the streamed
-    cluster design where its slices are whole tiles (`_streams_slices`)."""
+    design's slices in shared memory only where they fit `CLUSTER_SLICES`, the streamed
+    cluster design where its slices are whole tiles (`_streams_slices`), and the chained exchange
+    where a row's statistics are two sums (not LayerNorm's recomputed four)."""
     h, vec = key["h"], 16 // c.elem_bytes(dtype)
+    if key["centered"] and not key.get("saved"):
+        configs = [cfg for cfg in configs if not cfg.get("chain")]
     streamed = [cfg for cfg in configs if cfg.get("cluster") and cfg.get("stream")]
     kept = c.prune_rows("h", _tiles)([cfg for cfg in configs if cfg not in streamed], dtype, **key)
     kept += [cfg for cfg in streamed if _streams_slices(h, dtype, key["centered"], cfg)]
@@ -98,7 +102,7 @@ def _prune(configs, dtype, **key):
         if cfg.get("shared"):
             if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
                 return False
-            ring, hold = (3 if cfg.get("overlap") else cfg.get("ring", 2)), cfg.get("hold", False)
+            ring, hold = cfg.get("ring", 2), cfg.get("hold", False)
             return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold) <= CLUSTER_SLICES
         return True
 
@@ -121,8 +125,22 @@ DB_REGISTERS = 64
 STREAM_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "stream": True} for t in (256, 512) for n in (4, 8, 16)]
 
 
+# The cluster designs with the statistics exchanged over slots used in turn, no cluster barrier
+# per row (`_common.chained_exchange`; RMSNorm, LayerNorm from saved statistics): H200, bf16,
+# RMSNorm's backward at 16k 0.87 -> 0.94 of a copy and at 65k 0.83 -> 0.94 (slices of one tile
+# held in registers), LayerNorm's at 65k 0.50 -> 0.80. Slices in shared memory (held, in a ring
+# of two or three rows), a ring of one or two over 16 CTAs at 262k, or streamed.
+CHAINED_CONFIGS = (
+    [{"threads": 256, "cluster": n, "shared": True, "chain": True, **more} for n in (2, 4, 8) for more in ({}, {"hold": True})]
+    + [{"threads": 256, "cluster": n, "shared": True, "hold": True, "chain": True, "ring": 3} for n in (4, 8, 16)]
+    + [{"threads": 256, "cluster": 16, "shared": True, "hold": True, "chain": True}]
+    + [{"threads": 256, "cluster": 16, "shared": True, "chain": True, "ring": r} for r in (1, 2)]
+    + [{"threads": t, "cluster": n, "stream": True, "chain": True} for t, n in ((256, 16), (512, 8))]
+)
+
+
 @autotune(
-    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS,
+    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS + CHAINED_CONFIGS,
     key=["h", "dtype", "centered", "saved"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
@@ -141,7 +159,6 @@ def norm_backward_kernel(
     ring: int = 2,
     hold: bool = False,
     chain: bool = False,
-    overlap: bool = False,
     shared_limit: int = SHARED_PARTIALS,
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
@@ -154,13 +171,9 @@ def norm_backward_kernel(
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
     the statistics exchanged over two slots with no cluster barrier per row,
-    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``overlap``: the
-    shared-slice design's rows pipelined, a row's exchange in flight while the next row's sums are
-    taken, x and dy in a ring of three rows, `_cluster_overlapped_rows`)."""
+    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics)."""
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
-    if overlap and not (cluster and shared):
-        raise ValueError("overlap: the cluster design with its slices in shared memory (give cluster= and shared=True)")
     if saved and not centered:
         raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
@@ -168,9 +181,6 @@ def norm_backward_kernel(
     elif cluster and stream:
         g = cluster_stream_tile(h, dtype, threads, cluster, centered)
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, chain)
-    elif cluster and shared and overlap:
-        sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _cluster_overlapped_rows(h, dtype, threads, sl, cluster, centered, saved)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain)
@@ -1001,149 +1011,6 @@ def _cluster_shared_rows(
         T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
         write_partials(tmp, dws, dbs, db, DWP, DBP, q, c0)
-        close()
-
-    return rows
-
-
-def _cluster_overlapped_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, saved: bool):
-    """`_cluster_shared_rows` with each row's exchange in flight while the next row's sums are
-    taken: row i + 1's sums pass and CTA reduction run between sending row i's statistics and
-    receiving its peers' (`_common.chained_exchange` over three slots: row i + 1 is sent right
-    after row i's slot is read, and the CTA barrier of row i + 2's sums orders those reads before
-    the send that lets a peer write the slot again); x's and dy's slices in a ring of three rows
-    (rows i and i + 1 read, row i + 2 in flight; a slot refilled once its row's dx is written).
-    RMSNorm, or LayerNorm from saved statistics (two sums per row)."""
-    if centered and not saved:
-        raise ValueError("overlap: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
-    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
-    width, per, warps = g.width, g.per, g.warps
-    store = c.row_io(g, dtype)[1]
-    tile = sl.io(dtype)[2]
-    fetch = _ring_io(part, widen)[0]
-    slots = 3
-    open_, send, receive, close = c.chained_exchange(cn, slots)
-    slot_sum = c.slot_sum(cn)
-    sums = _row_sums(warps, saved)
-    add_sums, dx_tile = _row_math(per, centered, saved)
-    add_partials, write_partials = _slice_partials(width, per, chunks, centered, False)
-    ahead = _saved_ahead()
-    first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
-
-    @T.macro
-    def row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, slot, mean, scratch, wid, lane, parity):
-        # A row's sums from its ring slot, then the CTA's (its one barrier per row).
-        if not saved:
-            acc[0] = 0.0
-        acc[1] = 0.0
-        acc[2] = 0.0
-        for k in T.serial(chunks):
-            tile(x, xs, slot, k, stage)
-            tile(dy, dys, slot, k, stage)
-            tile(w, ws, 0, k, stage)
-            if saved:
-                Tx.add(x.local()[0:per], x.local()[0:per], -mean)
-            add_sums(acc, part_, x.local(), w.local(), dy.local(), tmp.local())
-        sums(acc, scratch, wid, lane, parity)
-
-    @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
-        T.device_entry()
-        b = T.cta_id([ctas])
-        rank = T.cta_id_in_cluster([cn])
-        wid = T.warp_id([warps])
-        lane = T.lane_id([32])
-        tid = T.thread_id([threads])
-        pool = T.SMEMPool()
-        xs = pool.alloc((3, part), dtype)
-        dys = pool.alloc((3, part), dtype)
-        ws = pool.alloc((1, part), dtype)
-        dws = pool.alloc((part,), "float32")
-        if centered:
-            dbs = pool.alloc((part,), "float32")
-        else:
-            dbs = dws  # (a name for `add_partials`, unused: no dB)
-        stats = pool.alloc((slots * cn, 4), "float32")
-        mine = pool.alloc((slots, 4), "float32")
-        bar = MBarrier(pool, slots)
-        pool.commit()
-        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        if widen:
-            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
-        else:
-            stage = tmp
-        part_ = T.alloc_buffer((1,), "float32", scope="local")
-        acc = T.alloc_buffer((3,), "float32", scope="local")
-        mom = T.alloc_buffer((4,), "float32", scope="local")  # row i's mean, rstd, mean(g), c_gx
-        nxt = T.alloc_buffer((2,), "float32", scope="local")  # row i + 1's mean and rstd (saved) ...
-        st = T.alloc_buffer((2,), "float32", scope="local")  # ... and row i + 2's, loaded a row ahead
-        tot = T.alloc_buffer((2,), "float32", scope="local")  # row i's two sums over the cluster
-        scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
-        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
-        open_(bar)
-        q = b // cn
-        clusters = ctas // cn
-        c0 = rank * part
-        n_rows = (m - q + clusters - 1) // clusters
-        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # with row 0's group
-        fetch(xs, dys, X, DY, 0, q, c0, m)
-        fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
-        fetch(xs, dys, X, DY, 2, q + 2 * clusters, c0, m)
-        Tx.fill(tl[0:per], 0.0)
-        for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
-            Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
-            if centered:
-                Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
-        # Each thread reads only the ring vectors it copied (no barrier guards the ring), as
-        # `_cluster_shared_rows`. Row 0's sums, then its statistics sent.
-        nxt[0] = 0.0
-        nxt[1] = 0.0
-        if saved:
-            ahead(nxt, None, MEAN, RSTD, q, m)
-            ahead(st, None, MEAN, RSTD, q + clusters, m)
-        T.ptx.cp_async.wait_group(2)
-        if n_rows > 0:
-            row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, 0, nxt[0], scratch, wid, lane, 0)
-            send(stats, mine, bar, rank, tid, 0, acc[first], acc[2], 0.0, 0.0)
-        for i in T.serial(n_rows):
-            r = q + i * clusters
-            slot = i % 3
-            mom[0] = nxt[0]
-            mom[1] = nxt[1]
-            if saved:  # row i + 1's, for its sums below; row i + 2's loads
-                ahead(st, nxt, MEAN, RSTD, r + 2 * clusters, m)
-            T.ptx.cp_async.wait_group(1)  # row i + 1 landed (row i + 2 may be in flight)
-            if i + 1 < n_rows:  # row i + 1's sums while row i's statistics are in flight
-                row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, (i + 1) % 3, nxt[0], scratch, wid, lane, (i + 1) % 2)
-            receive(bar, i)
-            slot_sum(stats, slot, 0, tot, 0)
-            slot_sum(stats, slot, 1, tot, 1)
-            if i + 1 < n_rows:  # (three stat slots: no barrier between reading row i's and this)
-                send(stats, mine, bar, rank, tid, i + 1, acc[first], acc[2], 0.0, 0.0)
-            if saved:
-                mean_g = tot[0] / float(h)
-                rstd = mom[1]
-            else:
-                mean_g = 0.0
-                rstd = 1.0 / T.sqrt(tot[0] / float(h) + eps)
-            c_gx = tot[1] / float(h) * rstd
-            for k in T.serial(chunks):
-                tile(x, xs, slot, k, stage)
-                tile(dy, dys, slot, k, stage)
-                tile(w, ws, 0, k, stage)
-                if saved:  # xhat = (x - mean) rstd, one fma
-                    Tx.fma(xl[0:per], xl[0:per], rstd, -mom[0] * rstd)
-                else:
-                    Tx.mul(xl[0:per], xl[0:per], rstd)
-                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
-                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
-                add_partials(tmp, dws, dbs, None, xl, dyl, k)
-            fetch(xs, dys, X, DY, slot, r + 3 * clusters, c0, m)  # row i + 3 into row i's slot
-        T.ptx.cp_async.wait_group(0)
-        write_partials(tmp, dws, dbs, None, DWP, DBP, q, c0)  # partial row q, the cluster's: this slice's columns
         close()
 
     return rows

@@ -63,24 +63,16 @@ def main():
             yf, g = y.float(), dy.float()
             want = g - yf.exp() * g.sum(-1, keepdim=True) if log else yf * (g - (g * yf).sum(-1, keepdim=True))
             check(f"{'log_' if log else ''}softmax backward {design} {n}", dx, want)
-        y = torch.empty_like(x)
-        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, y, M, 1e-6)
-        check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
-        hsum = torch.empty_like(x)
-        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
-        check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
-        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
-        check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
-        mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)
-        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5)
-        check(f"add_layer_norm {design} {n}", y, F.layer_norm((x + r).float(), [n], w.float(), b.float(), 1e-5))
-        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5)
-        _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], None, None, 1e-5)
-        check(f"layer_norm (mean, rstd) {design} {n}", torch.stack([mean, rstd]), torch.stack([want_mean[:, 0], want_rstd[:, 0]]))
+        _forward_norms(design, n, cfg, x, w, b, r)
         if not design.startswith("cluster"):
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
     _softmax_backward_one_slice(x, dy)
+    # The norms' cluster designs over several rows per cluster (weight and bias slices copied once).
+    for n, cfg in [(65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}), (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4})]:
+        xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
+        ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
+        _forward_norms(f"cluster, {cfg['per_cta']} rows per cluster", n, cfg, xs, ws, bs, rs)
     x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
     w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
@@ -144,6 +136,25 @@ def _cross_entropy(design, n, cfg, x):
     xr = x.float().requires_grad_()
     F.cross_entropy(xr, t, reduction="sum", label_smoothing=0.1).backward()
     check(f"cross_entropy backward {design} {n}", dx, xr.grad)
+
+
+def _forward_norms(design, n, cfg, x, w, b, r):
+    """rms_norm, add_rms_norm, layer_norm, add_layer_norm and layer_norm's statistics."""
+    dev = x.device
+    y = torch.empty_like(x)
+    run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, y, M, 1e-6)
+    check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
+    hsum = torch.empty_like(x)
+    run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
+    check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
+    check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
+    mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5)
+    check(f"add_layer_norm {design} {n}", y, F.layer_norm((x + r).float(), [n], w.float(), b.float(), 1e-5))
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5)
+    _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], None, None, 1e-5)
+    check(f"layer_norm (mean, rstd) {design} {n}", torch.stack([mean, rstd]), torch.stack([want_mean[:, 0], want_rstd[:, 0]]))
 
 
 def _norm_backward(design, n, cfg, x, w, dy, cases=((False, False), (True, False), (True, True))):

@@ -197,6 +197,33 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
+@pytest.mark.parametrize("n,cluster,per_cta", [(65536, 8, 2), (262144, 16, 4)])
+def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta):
+    """The norms' cluster designs over several rows per cluster (the weight's and bias's slices
+    copied once, a ring of two rows, the statistics exchanged over slots used in turn), on the
+    GPU: rms_norm and layer_norm (with its statistics) against PyTorch, the last cluster's rows
+    fewer than ``per_cta``."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    m = 4 * per_cta + 1
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    design = dict(threads=256, cluster=cluster, shared=True, per_cta=per_cta)
+    y = torch.empty_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, y, m, 1e-6)
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
+    mean, rstd = torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
+    want, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], w.float(), b.float(), 1e-5)
+    torch.testing.assert_close(y, want.bfloat16())
+    torch.testing.assert_close(mean, want_mean[:, 0])
+    torch.testing.assert_close(rstd, want_rstd[:, 0])
+
+
 @pytest.mark.parametrize(
     "design",
     [

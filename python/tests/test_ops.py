@@ -630,6 +630,44 @@ def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
 
 
+@pytest.mark.parametrize(
+    "dtype,n,cluster,per_cta,m", [("float32", 4096, 2, 2, 5), ("bfloat16", 8192, 4, 3, 7), ("float16", 8192, 16, 4, 2)]
+)
+def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_cta, m):
+    """The norms' cluster designs over ``per_cta`` rows per cluster (the weight's and bias's
+    slices copied once, a ring of two rows' slices, the statistics exchanged over slots used in
+    turn: the simulator's race check follows the chain across rows; a last cluster with fewer
+    rows than ``per_cta``): rms_norm, add_rms_norm, layer_norm with and without its statistics
+    and add_layer_norm against float64, nothing written outside the rows."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(n + per_cta)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    design = dict(threads=32, cluster=cluster, shared=True, per_cta=per_cta)
+    big = np.full((m + 2, n), 7, x.dtype)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, big[1 : m + 1], m, 1e-6)
+    assert (big[0] == 7).all() and (big[-1] == 7).all()
+    _close(big[1 : m + 1], _rms_ref(x, w, 1e-6), dtype)
+    y, summed = np.zeros_like(x), np.zeros_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design))(x, r, w, y, summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y, _rms_ref(want_h, w, 1e-6), dtype)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    atol = 1e-5 if dtype == "float32" else 2.0**-6
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, b, y, m, 1e-5)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=atol)
+    mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
+    np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    with pytest.raises(ValueError, match="per_cta: the cluster design with its slices in shared memory"):
+        nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
+
+
 def _check_add_layer_norm(prim, x, r, w, b):
     """A design's fused residual add + LayerNorm against float64: the new residual exactly (the
     rounded sum), the output and the statistics of it, nothing written past the rows."""

@@ -463,8 +463,9 @@ def slice_sum(n: int):
 
 
 def slice_moments(n: int, width: int, h: int):
-    """A macro ``moments(stats, out)`` combining the statistics that the ``n`` slices of ``width``
-    columns of a row of ``h`` published (`cluster_exchange`: slice p's ``stats[p]`` = its sum,
+    """A macro ``moments(stats, out, s)`` combining the statistics that the ``n`` slices of ``width``
+    columns of a row of ``h`` published into slot ``s`` (`cluster_exchange`: 0; `chained_exchange`:
+    ``i % slots``; slice p's ``stats[s n + p]`` = its sum,
     its sum of squared deviations about its own mean ``m_p``, and, optionally, ``sum(g)`` and
     ``sum(g (x - m_p))``) exactly about the row's mean, as Chan et al. combine partial variances:
     ``out[0]`` the row's mean, ``out[1] = sum_p M2_p + n_p (m_p - mean)^2``, ``out[2] = sum_p
@@ -479,19 +480,19 @@ def slice_moments(n: int, width: int, h: int):
     slices = [(p, float(c), 1.0 / max(c, 1)) for p, c in enumerate(counts)]
 
     @T.macro
-    def moments(stats, out):
+    def moments(stats, out, s):
         out[0] = 0.0
         for p in range(n):
-            out[0] = out[0] + stats[p, 0]
+            out[0] = out[0] + stats[s * n + p, 0]
         out[0] = out[0] / float(h)
         out[1] = 0.0
         out[2] = 0.0
         out[3] = 0.0
         for p, n_p, inv in slices:
-            d = stats[p, 0] * inv - out[0]
-            out[1] = out[1] + stats[p, 1] + n_p * d * d
-            out[2] = out[2] + stats[p, 2]
-            out[3] = out[3] + stats[p, 3] + d * stats[p, 2]
+            d = stats[s * n + p, 0] * inv - out[0]
+            out[1] = out[1] + stats[s * n + p, 1] + n_p * d * d
+            out[2] = out[2] + stats[s * n + p, 2]
+            out[3] = out[3] + stats[s * n + p, 3] + d * stats[s * n + p, 2]
 
     return moments
 

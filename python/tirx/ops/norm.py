@@ -14,9 +14,11 @@ second: no cancellation). A row wider than the registers is streamed in tiles: o
 statistic (over whole tiles, LayerNorm's two in one: Chan et al.'s combination), then one that
 normalises and writes, last tile first. Short rows are held by lane
 groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
-loads); rows of 16k+ may be split over a cluster of 2-8 CTAs, each a slice in registers
+loads); rows of 16k+ may be split over a cluster of 2-16 CTAs, each a slice in registers
 (`_rms_cluster`, `_layer_norm_cluster`) or in shared memory (`_rms_cluster_shared`,
-`_layer_norm_cluster_shared`), the slices' sums exchanged through distributed shared memory.
+`_layer_norm_cluster_shared`; over several rows per cluster, the weight's and bias's slices
+copied once: `_rms_cluster_rows`, `_layer_norm_cluster_rows`), the slices' sums exchanged
+through distributed shared memory.
 Rows and eps are run-time scalars; the row length and dtype key the kernel, whose design and
 thread count are autotuned. LayerNorm's registered op also writes each row's float32 mean and
 rstd (``stats``), which its backward reads. The backward: `norm_backward.py`."""
@@ -32,19 +34,52 @@ from ..autotune import autotune
 from . import _common as c
 
 
-@autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["h", "dtype", "residual"], prune=c.prune_rows("h", lambda dtype, key: 3)
-)
+# The cluster designs over several rows per cluster (`_rms_cluster_rows`, `_layer_norm_cluster_rows`):
+# the weight's (and bias's) slices in shared memory beside a ring of two rows' slices, at most
+# this much of it (one CTA per SM or more).
+ROWS_SLICES = 200 * 1024
+ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta": r} for n in (4, 8, 16) for r in (2, 4, 8)]
+
+
+def _prune_norm(tiles: int, vectors: int):
+    """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
+    designs only where their slices (two of the row's, ``vectors`` of the weight and bias)
+    fit `ROWS_SLICES`."""
+    rows = c.prune_rows("h", lambda dtype, key: tiles)
+
+    def prune(configs, dtype, **key):
+        def fits(cfg):
+            return cfg.get("per_cta", 1) == 1 or (2 + vectors) * key["h"] // cfg["cluster"] * c.elem_bytes(dtype) <= ROWS_SLICES
+
+        return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
+
+    return prune
+
+
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS, key=["h", "dtype", "residual"], prune=_prune_norm(3, 1))
 def rms_norm_kernel(
-    h: int, dtype: str, threads: int, residual: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+    h: int,
+    dtype: str,
+    threads: int,
+    residual: bool = False,
+    tpr: int = 0,
+    stream: bool = False,
+    cluster: int = 0,
+    shared: bool = False,
+    per_cta: int = 1,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
     written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
     many lanes per row; ``stream``: the row in register tiles however short; ``cluster``: a
-    cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory)."""
+    cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
+    that many rows per cluster, `_rms_cluster_rows`)."""
+    if per_cta > 1 and not (cluster and shared):
+        raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
+    elif cluster and shared and per_cta > 1:
+        rows = _rms_cluster_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, per_cta)
     elif cluster and shared:
         rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
     elif cluster:
@@ -256,6 +291,101 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     return rows
 
 
+def _slice_fetch(part: int):
+    """A macro ``fetch(S, slot, A, r, c0, valid)``: where ``valid``, starts copying the slice
+    ``A[r, c0 : c0 + part]`` into row ``slot`` of ``S`` (`cp.async`, thread t the 16-byte vectors
+    t, t + threads, ..., the vectors its register tiles read: no barrier on the ring); one
+    `cp.async` group either way."""
+
+    @T.macro
+    def fetch(S, slot, A, r, c0, valid):
+        if valid:
+            Tx.cta.copy_async(S[slot, 0:part], A[r, c0 : c0 + part])
+        T.ptx.cp_async.commit_group()
+
+    return fetch
+
+
+def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int):
+    """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
+    shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
+    in a ring of two (the next row's copied while this one is computed), the sums exchanged over
+    slots used in turn, no cluster barrier per row (`_common.chained_exchange`: the CTA barrier
+    of the next row's sum orders this row's reads of its slot before the next send)."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    chunk = sl.io(dtype)[2]
+    store = c.row_io(g, dtype)[1]
+    add_residual = c.residual_add(g, dtype)
+    open_, send, receive, close = c.chained_exchange(cn)
+    slot_sum = c.slot_sum(cn)
+    fetch = _slice_fetch(part)
+
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
+        T.device_entry()
+        b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        S = pool.alloc((2, part), dtype)
+        WS = pool.alloc((1, part), dtype)
+        stats = pool.alloc((2 * cn, 4), "float32")
+        mine = pool.alloc((2, 4), "float32")
+        bar = MBarrier(pool, 2)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        first = b // cn * per_cta
+        c0 = rank * part
+        Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
+        fetch(S, 0, X, first, c0, first < m)
+        for j in T.serial(per_cta):
+            r = first + j
+            fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
+            T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's with the first)
+            if r < m:  # (the cluster's CTAs agree: one row)
+                acc[0] = 0.0
+                for k in T.serial(chunks):
+                    chunk(x, S, j % 2, k, stage)
+                    if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
+                        c1 = c0 + k * width
+                        add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                        Tx.cta.copy(S[j % 2, k * width : k * width + width], stage[0:width])
+                    Tx.mul(sq[0:per], xl[0:per], xl[0:per])
+                    Tx.sum(part_[0:1], sq[0:per])
+                    acc[0] = acc[0] + part_[0]
+                sum_sq = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+                if warps == 1:  # (one warp's sum has no barrier; the chain needs one here)
+                    T.cuda.cta_sync()
+                send(stats, mine, bar, rank, tid, j, sum_sq, 0.0, 0.0, 0.0)
+                receive(bar, j)
+                slot_sum(stats, j % 2, 0, part_, 0)
+                rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
+                for k in T.serial(chunks):
+                    chunk(x, S, j % 2, k, stage)
+                    chunk(w, WS, 0, k, stage)
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
+                    Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+                    store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
+        T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
+        close()
+
+    return rows
+
+
 def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
@@ -302,9 +432,9 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS,
     key=["h", "dtype", "stats", "residual"],
-    prune=c.prune_rows("h", lambda dtype, key: 4),
+    prune=_prune_norm(4, 2),
 )
 def layer_norm_kernel(
     h: int,
@@ -316,6 +446,7 @@ def layer_norm_kernel(
     stream: bool = False,
     cluster: int = 0,
     shared: bool = False,
+    per_cta: int = 1,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -323,9 +454,15 @@ def layer_norm_kernel(
     = X[r] + R[r]`` (rounded to ``dtype``), also written (a transformer block's residual add fused
     into its norm), and the statistics always. ``tpr``: a group of that many lanes per row;
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
-    per row (``shared``: each CTA's slice in shared memory)."""
+    per row (``shared``: each CTA's slice in shared memory; ``per_cta``: that many rows per
+    cluster, `_layer_norm_cluster_rows`)."""
+    if per_cta > 1 and not (cluster and shared):
+        raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
+    elif cluster and shared and per_cta > 1:
+        sl = c.SharedSlice(h, dtype, threads, cluster)
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
     elif cluster:
@@ -541,7 +678,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
         Tx.sum(part[0:1], sq[0:per])
         dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
-        moments(stats, mom)
+        moments(stats, mom, 0)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
@@ -621,7 +758,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         d = run[0] - local_mean  # every thread holds per * chunks columns
         dev = T.cuda.cta_sum(run[1] + float(per * chunks) * d * d, warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
-        moments(stats, mom)
+        moments(stats, mom, 0)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
@@ -639,6 +776,98 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
             load_tile(w, B[c0 : c0 + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, c0 : c0 + width], x, stage)
+        close()
+
+    return rows
+
+
+def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int):
+    """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
+    the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
+    of two, the slices' moments exchanged over slots used in turn (`_common.chained_exchange`)."""
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    chunk = sl.io(dtype)[2]
+    store = c.row_io(g, dtype)[1]
+    add_residual = c.residual_add(g, dtype)
+    open_, send, receive, close = c.chained_exchange(cn)
+    moments = c.slice_moments(cn, part, h)
+    moments_step = c.tile_moments(per)
+    fetch = _slice_fetch(part)
+
+    @T.macro
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
+        T.device_entry()
+        b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
+        rank = T.cta_id_in_cluster([cn])
+        T.warp_id([warps])
+        T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        S = pool.alloc((2, part), dtype)
+        WS = pool.alloc((1, part), dtype)
+        BS = pool.alloc((1, part), dtype)
+        stats = pool.alloc((2 * cn, 4), "float32")
+        mine = pool.alloc((2, 4), "float32")
+        bar = MBarrier(pool, 2)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
+        mom = T.alloc_buffer((4,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
+        open_(bar)
+        first = b // cn * per_cta
+        c0 = rank * part
+        Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
+        Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
+        fetch(S, 0, X, first, c0, first < m)
+        for j in T.serial(per_cta):
+            r = first + j
+            fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
+            T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's and bias's with the first)
+            if r < m:  # (the cluster's CTAs agree: one row)
+                run[0] = 0.0
+                run[1] = 0.0
+                for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
+                    chunk(x, S, j % 2, k, stage)
+                    if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
+                        c1 = c0 + k * width
+                        add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                        Tx.cta.copy(S[j % 2, k * width : k * width + width], stage[0:width])
+                    moments_step(run, part_, xl, xl, k)
+                means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
+                total = means * float(per * chunks)
+                local_mean = total / float(part)
+                d = run[0] - local_mean  # every thread holds per * chunks columns
+                dev = T.cuda.cta_sum(run[1] + float(per * chunks) * d * d, warps, scratch.ptr_to([0]))
+                if warps == 1:  # (one warp's sum has no barrier; the chain needs one here)
+                    T.cuda.cta_sync()
+                send(stats, mine, bar, rank, tid, j, total, dev, 0.0, 0.0)
+                receive(bar, j)
+                moments(stats, mom, j % 2)
+                mean = mom[0]
+                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+                if MEAN is not None:
+                    if (rank == 0) & (tid == 0):
+                        MEAN[r] = mean
+                        RSTD[r] = rstd
+                for k in T.serial(chunks):
+                    chunk(x, S, j % 2, k, stage)
+                    Tx.add(xl[0:per], xl[0:per], -mean)  # (x - mean) exactly, then the scale: no cancellation
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
+                    chunk(w, WS, 0, k, stage)
+                    Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+                    chunk(w, BS, 0, k, stage)
+                    Tx.cta.add(x[0:width], x[0:width], w[0:width])
+                    store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
+        T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()
 
     return rows

@@ -640,7 +640,7 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
         parity = i % 2
         if centered and not saved:  # four statistics, combined about the row's mean
             publish(stats, mine, bar, rank, tid, parity, mom[0], acc[0], acc[1], acc[2])
-            moments(stats, mom)
+            moments(stats, mom, 0)
             release()
             mom[1] = 1.0 / T.sqrt(mom[1] / float(h) + eps)
             mom[2] = mom[2] / float(h)

@@ -8,12 +8,14 @@ eager calls run the kernel directly (the dispatcher's round trip would only add 
 
 import sys
 
+from . import attention as _attention
 from . import cross_entropy as _cross_entropy
 from . import matmul as _matmul
 from . import norm as _norm
 from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
 from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
+from .attention import scaled_dot_product_attention
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
@@ -31,6 +33,7 @@ __all__ = [
     "matmul",
     "rms_norm",
     "rms_norm_backward",
+    "scaled_dot_product_attention",
     "softmax",
     "softmax_backward",
 ]
@@ -47,3 +50,4 @@ if "torch" in sys.modules:
     _norm.register_add_layer_norm_torch_op()
     _matmul.register_torch_op()
     _cross_entropy.register_torch_op()
+    _attention.register_torch_op()

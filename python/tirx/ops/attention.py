@@ -1,0 +1,320 @@
+"""`tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=False, scale=None, enable_gqa=False,
+return_lse=False)`: attention's forward on Hopper's tensor cores, written in TIRx, as PyTorch's
+`torch.nn.functional.scaled_dot_product_attention` computes it (q, k, v of shape [batch, heads,
+seq, d], bf16 or f16; float32 softmax; one rounding of the output).
+
+Each CTA takes ``64 * consumers`` query rows of one head: a producer warpgroup whose one thread
+loads the Q tile once and the K and V tiles of each step into a ring of swizzled shared-memory
+stages with TMA (each stage's bytes announced on its ``full`` mbarrier), and ``consumers``
+warpgroups of 64 query rows each. Per K/V tile a consumer computes S = Q Kᵀ with `wgmma` from
+shared memory (`gemm_async`), masks the keys past the sequence (and, causal, past the query),
+keeps the row maximum and sum online (`wgmma_row_layout` statistics: FlashAttention's rescale,
+``exp2`` with the scale folded into one fma), rescales its output accumulator, and adds P V with
+P from registers (the accumulator's layout is the A fragment's: a cast, no shuffle), then frees
+the stage (``empty``). The epilogue divides by the row sums, rounds, stores the tile to shared
+memory and writes it with TMA (rows past the sequence clipped); with ``return_lse`` the rows'
+natural-log sum of exponentials (float32), which the backward reads.
+
+Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
+`torch.ones(L, S).tril()`); the K/V tiles wholly above it are not loaded. Sizes are compile-time
+(a kernel per shape, compiled once and cached). Any sequence lengths (TMA fills what a tile reads
+past the sequence with zeros; the mask removes those keys); head dims 64 and 128."""
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .. import MBarrier, T, Tx
+from ..autotune import autotune
+from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
+from . import _common as c
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
+HEAD_DIMS = (64, 128)
+# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s).
+EPILOGUE_BARRIER = 13
+
+CONFIGS = [{"consumers": 2, "bn": 128}, {"consumers": 2, "bn": 64}, {"consumers": 1, "bn": 128}]
+
+
+def stages_for(consumers: int, bn: int, d: int) -> int:
+    """The K/V stages that fit beside the Q tile and the epilogue's (at most 4; 4 KB for the
+    mbarriers and the swizzled buffers' 1 KB alignment)."""
+    q_bytes = 64 * consumers * d * 2
+    stage = 2 * bn * d * 2
+    return max(1, min(4, (SMEM_BYTES - 2 * q_bytes - 4096) // stage))
+
+
+def _prune(configs, seq_q, **_):
+    """A 128-row tile only where the queries fill one."""
+    return [cfg for cfg in configs if cfg["consumers"] == 1 or seq_q > 64]
+
+
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse"], prune=_prune)
+def attention_kernel(
+    heads: int,
+    kv_heads: int,
+    batch: int,
+    seq_q: int,
+    seq_k: int,
+    d: int,
+    dtype: str,
+    causal: bool,
+    scale: float,
+    lse: bool,
+    consumers: int,
+    bn: int,
+):
+    """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
+    (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
+    ``(batch * heads, seq_q, d)``, K and V ``(batch * kv_heads, seq_k, d)``; with ``lse``, also
+    ``LSE[bh, i]`` = the row's log-sum-exp (float32; `lse_rows` per head, the rows past ``seq_q``
+    written with the zero rows' values). ``consumers`` warpgroups of 64 query rows
+    per CTA, K/V tiles of ``bn`` keys."""
+    bm = 64 * consumers
+    stages = stages_for(consumers, bn, d)
+    q_tiles = -(-seq_q // bm)
+    group = heads // kv_heads
+    scale_log2 = scale * LOG2E
+    stage_bytes = 2 * bn * d * 2
+    q_smem = mma_shared_layout(dtype, 3, (bm, d))
+    kv_smem = mma_shared_layout(dtype, 3, (stages, bn, d))
+    o_smem = mma_shared_layout(dtype, 3, (consumers, 64, d))
+    consumer_regs = 232 if consumers == 2 else 256
+
+    def kv_steps(qt):
+        """The K/V tiles query tile ``qt`` reads: all, or (causal) those holding a key j <= its
+        last query row."""
+        if not causal:
+            return -(-seq_k // bn)
+        return T.min(-(-seq_k // bn), ((qt + 1) * bm - 1) // bn + 1)
+
+    def full_steps(qt):
+        """The K/V tiles before the first that needs a mask: every key inside the sequence and
+        (causal) at or before the tile's first query."""
+        if not causal:
+            return seq_k // bn
+        return T.min(seq_k // bn, (qt * bm + 1) // bn)
+
+    @T.macro
+    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
+        # K/V tile j: S = Q Kᵀ, the online softmax, O = O alpha + P V.
+        full.wait(j % stages, (j // stages) % 2)
+        Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
+        T.ptx.wgmma.wait_group(0)
+        if masked:
+            k0 = j * bn
+            if causal:
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i), float("-inf"))
+            else:
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= seq_k, float("-inf"))
+        # In log2 units of the scaled scores (FlashAttention's): m_new the row max, alpha the old
+        # terms' rescale, P = exp2(s scale_log2 - m_new) as one fma and an exp2.
+        Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
+        Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], scale_log2)
+        Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
+        Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
+        Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1])
+        Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
+        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=scale_log2)
+        Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
+        Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
+        Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
+        Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
+        Tx.warpgroup.cast(p[0:64, 0:bn], s_acc[0:64, 0:bn])
+        Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p[0:64, 0:bn], V_s[j % stages, 0:bn, 0:d], transB=True, accum=True)
+        T.ptx.wgmma.wait_group(0)
+        if tid % 128 == 0:  # this warpgroup is done with the stage
+            empty.arrive(j % stages)
+
+    @T.prim_func
+    def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+        T.device_entry()
+        bx = T.cta_id([batch * heads * q_tiles])
+        wg = T.warpgroup_id([consumers + 1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128 * (consumers + 1)])
+        pool = T.SMEMPool()
+        Q_s = pool.alloc((bm, d), dtype, layout=q_smem)
+        K_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
+        O_s = pool.alloc((consumers, 64, d), dtype, layout=o_smem)
+        q_full = MBarrier(pool, 1)
+        full = MBarrier(pool, stages)
+        empty = MBarrier(pool, stages)
+        pool.commit()
+        q_full.init(1)
+        full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
+        empty.init(consumers)  # one arrival per consumer warpgroup
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        bh = bx // q_tiles
+        qt = bx % q_tiles
+        kv = bh // heads * kv_heads + bh % heads // group
+        steps = kv_steps(qt)
+        unmasked = full_steps(qt)
+        if wg == 0:
+            T.ptx.setmaxnreg.dec(40)
+            if tid == 0:
+                T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
+                Tx.copy_async(Q_s[0:bm, 0:d], Q[bh, qt * bm : qt * bm + bm, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                for j in T.serial(steps):  # K/V tile j into stage j % stages
+                    if j >= stages:
+                        empty.wait(j % stages, (j // stages + 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), stage_bytes)
+                    Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[kv, j * bn : j * bn + bn, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                    Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[kv, j * bn : j * bn + bn, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+        else:
+            T.ptx.setmaxnreg.inc(consumer_regs)
+            cw = wg - 1
+            q0 = qt * bm + cw * 64  # this warpgroup's first query row
+            s_acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=wgmma_acc_layout(bn))
+            p = T.alloc_buffer((64, bn), dtype, scope="local", layout=wgmma_acc_layout(bn))
+            o_acc = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+            out = T.alloc_buffer((64, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+            m_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            m_new = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            l_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
+            Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
+            Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
+            q_full.wait(0, 0)
+            # The tiles no key of which is masked, then those holding keys past the sequence or
+            # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
+            # agrees on: every thread of a warpgroup runs its loops whole).
+            for j in T.serial(unmasked):
+                step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
+            for j in T.serial(unmasked, steps):
+                step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
+            # O / l, rounded, through shared memory; TMA clips the rows past the sequence.
+            Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], l_run[0:64, 0:1])
+            Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+            Tx.warpgroup.copy(O_s[cw, 0:64, 0:d], out[0:64, 0:d])
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if tid % 128 == 0:
+                Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                T.ptx.cp_async.bulk.commit_group()
+                T.ptx.cp_async.bulk.wait_group(0)
+            if lse:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
+                Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
+                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
+                Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
+                # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
+                # the quad's first lane writes them.
+                if tid % 4 == 0:
+                    for hf in T.serial(2):
+                        LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+
+    return attention
+
+
+def lse_rows(seq_q: int) -> int:
+    """The kernel's log-sum-exp rows per head: ``seq_q`` rounded up to whole 128-row tiles (every
+    tile writes its rows; the op returns the first ``seq_q``)."""
+    return -(-seq_q // 128) * 128
+
+
+def _check(q, k, v, enable_gqa: bool):
+    """The operands' shapes and dtype: ``(batch, heads, seq_q, seq_k, kv_heads, d, dtype)``."""
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if len(t.shape) != 4:
+            raise ValueError(
+                f"tirx.ops.scaled_dot_product_attention: {name} of shape {list(t.shape)}; expected [batch, heads, seq, head_dim]"
+            )
+    dtype = c.dtype_name(q)
+    if dtype not in ("bfloat16", "float16"):
+        raise TypeError(f"tirx.ops.scaled_dot_product_attention: {dtype} query; the kernel takes bfloat16 or float16 (wgmma)")
+    for name, t in (("key", k), ("value", v)):
+        if c.dtype_name(t) != dtype:
+            raise TypeError(f"tirx.ops.scaled_dot_product_attention: {name} is {c.dtype_name(t)}, the query {dtype}: give all one dtype")
+    (b, h, sq, d), (bk, hk, sk, dk) = q.shape, k.shape
+    if tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"tirx.ops.scaled_dot_product_attention: key {list(k.shape)} and value {list(v.shape)} differ")
+    if bk != b or dk != d:
+        raise ValueError(f"tirx.ops.scaled_dot_product_attention: query {list(q.shape)} and key {list(k.shape)}: batch and head_dim must agree")
+    if hk != h and not (enable_gqa and hk and h % hk == 0):
+        raise ValueError(
+            f"tirx.ops.scaled_dot_product_attention: {h} query heads and {hk} key/value heads"
+            + ("" if enable_gqa else " (grouped-query attention: pass enable_gqa=True)")
+            + ("; the query heads must be a multiple of the key/value heads" if enable_gqa else "")
+        )
+    if d not in HEAD_DIMS:
+        raise ValueError(f"tirx.ops.scaled_dot_product_attention: head_dim {d}; the kernel takes {' or '.join(map(str, HEAD_DIMS))}")
+    return b, h, sq, sk, hk, d, dtype
+
+
+def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool):
+    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    out = c.new_array(q, (b, h, sq, d))
+    if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's softmax over nothing is NaN)
+        if b * h * sq:
+            out[...] = float("nan")
+        lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
+        return (out, lse) if return_lse else out
+    lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
+    q3, k3, v3 = (c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v))
+    kernel = attention_kernel(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, lse=bool(return_lse)
+    )
+    kernel(q3, k3, v3, out.reshape(b * h, sq, d), lse)
+    if not return_lse:
+        return out
+    return out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)
+
+
+def register_torch_op():
+    """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, is_causal, scale, enable_gqa) -> (out,
+    lse)` (registered on the first call; no backward yet)."""
+    return c.torch_op("scaled_dot_product_attention", _torch_op_parts)
+
+
+def _torch_op_parts():
+    import torch
+    from typing import Tuple
+
+    def schema(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float], enable_gqa: bool
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run(q, k, v, is_causal, scale, enable_gqa, True)
+
+    def fake(q, k, v, is_causal, scale, enable_gqa):
+        b, h, sq, _ = _check(q, k, v, enable_gqa)[:4]
+        return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((b, h, sq), dtype=torch.float32)
+
+    return schema, fake
+
+
+def scaled_dot_product_attention(
+    q, k, v, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None, enable_gqa: bool = False, return_lse: bool = False
+):
+    """PyTorch's `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
+    is_causal, scale, enable_gqa)` for [batch, heads, seq, head_dim] bf16/f16 tensors (or NumPy
+    arrays: the simulator); a new array; with ``return_lse``, ``(out, lse)``, the rows' float32
+    log-sum-exp of the scaled scores [batch, heads, seq_q]. ``attn_mask`` and dropout are not
+    supported yet (an error, not a silent fallback); the output has no gradient yet."""
+    if attn_mask is not None:
+        raise NotImplementedError("tirx.ops.scaled_dot_product_attention: attn_mask is not supported yet (is_causal is)")
+    if dropout_p:
+        raise NotImplementedError("tirx.ops.scaled_dot_product_attention: dropout_p must be 0 (dropout is not supported)")
+    if c.is_torch(q):
+        if c.compiling():
+            out, lse = register_torch_op()(q, k, v, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa))
+            return (out, lse) if return_lse else out
+        if any(c.wants_grad(t) for t in (q, k, v)):
+            raise NotImplementedError(
+                "tirx.ops.scaled_dot_product_attention: no backward yet; call it under torch.no_grad() (or on detached tensors)"
+            )
+        return _run(q, k, v, is_causal, scale, enable_gqa, return_lse)
+    return _run(np.asarray(q), np.asarray(k), np.asarray(v), is_causal, scale, enable_gqa, return_lse)

@@ -53,16 +53,18 @@ CASES = [
     (2, 128, 128, False, 2, 2, 2, 96, 200),
     (1, 128, 128, True, 1, 1, 1, 70, 300),  # causal with more keys than queries (top-left)
     (2, 128, 64, True, 1, 4, 2, 200, 90),  # causal with fewer keys than queries
+    (1, 64, 64, False, 1, 1, 1, 64, 64),  # one K/V tile
 ]
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["in_turn", "overlapped"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("consumers,bn,d,causal,b,h,hk,sq,sk", CASES, ids=lambda v: str(v))
-def test_every_tile_configuration_matches_float64(dtype, consumers, bn, d, causal, b, h, hk, sq, sk):
+def test_every_tile_configuration_matches_float64(overlap, dtype, consumers, bn, d, causal, b, h, hk, sq, sk):
     q, k, v = inputs(dtype, b, h, hk, sq, sk, d)
     scale = 1 / np.sqrt(d)
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, consumers=consumers, bn=bn
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, consumers=consumers, bn=bn, overlap=overlap
     )
     kernel = tirx.compile(prim, "sm_90a")
     o = np.full((b * h, sq + 1, d), 7, q.dtype)  # a row past the sequence: never written

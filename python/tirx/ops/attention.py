@@ -37,7 +37,7 @@ HEAD_DIMS = (64, 128)
 # Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s).
 EPILOGUE_BARRIER = 13
 
-CONFIGS = [{"consumers": 2, "bn": 128}, {"consumers": 2, "bn": 64}, {"consumers": 1, "bn": 128}]
+CONFIGS = [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
 
 
 def stages_for(consumers: int, bn: int, d: int) -> int:
@@ -67,13 +67,15 @@ def attention_kernel(
     lse: bool,
     consumers: int,
     bn: int,
+    overlap: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
     ``(batch * heads, seq_q, d)``, K and V ``(batch * kv_heads, seq_k, d)``; with ``lse``, also
     ``LSE[bh, i]`` = the row's log-sum-exp (float32; `lse_rows` per head, the rows past ``seq_q``
     written with the zero rows' values). ``consumers`` warpgroups of 64 query rows
-    per CTA, K/V tiles of ``bn`` keys."""
+    per CTA, K/V tiles of ``bn`` keys; ``overlap``: a tile's softmax runs while the tensor cores
+    compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining)."""
     bm = 64 * consumers
     stages = stages_for(consumers, bn, d)
     q_tiles = -(-seq_q // bm)
@@ -100,19 +102,23 @@ def attention_kernel(
         return T.min(seq_k // bn, (qt * bm + 1) // bn)
 
     @T.macro
-    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
-        # K/V tile j: S = Q Kᵀ, the online softmax, O = O alpha + P V.
+    def qk(j, s_acc, Q_s, K_s, full, cw):
+        # S = Q Kᵀ of K/V tile j, issued (its stage waited for first).
         full.wait(j % stages, (j // stages) % 2)
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
-        T.ptx.wgmma.wait_group(0)
-        if masked:
+
+    @T.macro
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked):
+        # The online softmax of tile j's scores, in log2 units of the scaled scores
+        # (FlashAttention's): m_new the row max, alpha the old terms' rescale, P = exp2(s
+        # scale_log2 - m_new) in place as one fma and an exp2, l = l alpha + rowsum(P). The output
+        # is rescaled by `rescale`.
+        if masked:  # keys past the sequence, or (causal) after the query
             k0 = j * bn
             if causal:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i), float("-inf"))
             else:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= seq_k, float("-inf"))
-        # In log2 units of the scaled scores (FlashAttention's): m_new the row max, alpha the old
-        # terms' rescale, P = exp2(s scale_log2 - m_new) as one fma and an exp2.
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], scale_log2)
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
@@ -123,12 +129,45 @@ def attention_kernel(
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
+
+    @T.macro
+    def rescale(s_acc, p, o_acc, alpha):
+        # O = O alpha (no P V in flight), then P: the scores' layout is the A fragment's.
         Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
         Tx.warpgroup.cast(p[0:64, 0:bn], s_acc[0:64, 0:bn])
+
+    @T.macro
+    def pv(j, p, o_acc, V_s):
+        # O += P V of K/V tile j, issued.
         Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p[0:64, 0:bn], V_s[j % stages, 0:bn, 0:d], transB=True, accum=True)
-        T.ptx.wgmma.wait_group(0)
-        if tid % 128 == 0:  # this warpgroup is done with the stage
+
+    @T.macro
+    def release(j, empty, tid):
+        if tid % 128 == 0:  # this warpgroup is done with tile j's stage
             empty.arrive(j % stages)
+
+    @T.macro
+    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
+        # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
+        qk(j, s_acc, Q_s, K_s, full, cw)
+        T.ptx.wgmma.wait_group(0)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked)
+        rescale(s_acc, p, o_acc, alpha)
+        pv(j, p, o_acc, V_s)
+        T.ptx.wgmma.wait_group(0)
+        release(j, empty, tid)
+
+    @T.macro
+    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
+        # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
+        # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
+        qk(j, s_acc, Q_s, K_s, full, cw)
+        pv(j - 1, p, o_acc, V_s)
+        T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked)
+        T.ptx.wgmma.wait_group(0)
+        release(j - 1, empty, tid)
+        rescale(s_acc, p, o_acc, alpha)
 
     @T.prim_func
     def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
@@ -192,10 +231,26 @@ def attention_kernel(
             # The tiles no key of which is masked, then those holding keys past the sequence or
             # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
             # agrees on: every thread of a warpgroup runs its loops whole).
-            for j in T.serial(unmasked):
-                step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
-            for j in T.serial(unmasked, steps):
-                step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
+            if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
+                qk(0, s_acc, Q_s, K_s, full, cw)
+                T.ptx.wgmma.wait_group(0)
+                for j in T.serial(T.min(unmasked, 1)):
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, False)
+                for j in T.serial(T.min(unmasked, 1), 1):
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, True)
+                rescale(s_acc, p, o_acc, alpha)
+                for j in T.serial(1, T.max(unmasked, 1)):
+                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
+                for j in T.serial(T.max(unmasked, 1), steps):
+                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
+                pv(steps - 1, p, o_acc, V_s)
+                T.ptx.wgmma.wait_group(0)
+                release(steps - 1, empty, tid)
+            else:
+                for j in T.serial(unmasked):
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
+                for j in T.serial(unmasked, steps):
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
             # O / l, rounded, through shared memory; TMA clips the rows past the sequence.
             Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], l_run[0:64, 0:1])
             Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])

@@ -57,14 +57,17 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("overlap", [False, True], ids=["in_turn", "overlapped"])
+@pytest.mark.parametrize("schedule", ["in_turn", "overlapped", "pingpong"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("consumers,bn,d,causal,b,h,hk,sq,sk", CASES, ids=lambda v: str(v))
-def test_every_tile_configuration_matches_float64(overlap, dtype, consumers, bn, d, causal, b, h, hk, sq, sk):
+def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn, d, causal, b, h, hk, sq, sk):
+    if schedule == "pingpong" and consumers == 1:
+        pytest.skip("ping-pong takes two consumer warpgroups")
+    overlap, pingpong = schedule != "in_turn", schedule == "pingpong"
     q, k, v = inputs(dtype, b, h, hk, sq, sk, d)
     scale = 1 / np.sqrt(d)
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, consumers=consumers, bn=bn, overlap=overlap
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong
     )
     kernel = tirx.compile(prim, "sm_90a")
     o = np.full((b * h, sq + 1, d), 7, q.dtype)  # a row past the sequence: never written

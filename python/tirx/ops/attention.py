@@ -34,10 +34,14 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 128)
-# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s).
+# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s), and of
+# the ping-pong schedule's turns (`pingpong`).
 EPILOGUE_BARRIER = 13
+TURN_BARRIER = 11
 
-CONFIGS = [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
+CONFIGS = [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)] + [
+    {"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)
+]
 
 
 def stages_for(consumers: int, bn: int, d: int) -> int:
@@ -68,6 +72,7 @@ def attention_kernel(
     consumers: int,
     bn: int,
     overlap: bool = False,
+    pingpong: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -75,7 +80,11 @@ def attention_kernel(
     ``LSE[bh, i]`` = the row's log-sum-exp (float32; `lse_rows` per head, the rows past ``seq_q``
     written with the zero rows' values). ``consumers`` warpgroups of 64 query rows
     per CTA, K/V tiles of ``bn`` keys; ``overlap``: a tile's softmax runs while the tensor cores
-    compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining)."""
+    compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining); ``pingpong``
+    (two consumers, with ``overlap``): the consumers take turns issuing their GEMMs (named
+    barriers), so one's softmax runs while the other's GEMMs do (FlashAttention-3's schedule)."""
+    if pingpong and not (overlap and consumers == 2):
+        raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
     bm = 64 * consumers
     stages = stages_for(consumers, bn, d)
     q_tiles = -(-seq_q // bm)
@@ -147,6 +156,23 @@ def attention_kernel(
             empty.arrive(j % stages)
 
     @T.macro
+    def my_turn(cw):
+        # Ping-pong: wait until the other consumer has issued its GEMMs (both warpgroups counted).
+        if pingpong:
+            T.ptx.bar.sync(TURN_BARRIER + cw, 256)
+
+    @T.macro
+    def your_turn(cw, last):
+        # ... then hand the tensor cores to it (not after this warpgroup's last issue, which the
+        # other has no turn left to wait for: the arrivals match the waits).
+        if pingpong:
+            if last:
+                if cw == 0:
+                    T.ptx.bar.arrive(TURN_BARRIER + 1, 256)
+            else:
+                T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
+
+    @T.macro
     def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
         qk(j, s_acc, Q_s, K_s, full, cw)
@@ -161,8 +187,10 @@ def attention_kernel(
     def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
         # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
+        my_turn(cw)
         qk(j, s_acc, Q_s, K_s, full, cw)
         pv(j - 1, p, o_acc, V_s)
+        your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked)
         T.ptx.wgmma.wait_group(0)
@@ -232,7 +260,12 @@ def attention_kernel(
             # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
             # agrees on: every thread of a warpgroup runs its loops whole).
             if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
+                if pingpong:  # the first consumer's turn first
+                    if cw == 1:
+                        T.ptx.bar.arrive(TURN_BARRIER, 256)
+                my_turn(cw)
                 qk(0, s_acc, Q_s, K_s, full, cw)
+                your_turn(cw, False)
                 T.ptx.wgmma.wait_group(0)
                 for j in T.serial(T.min(unmasked, 1)):
                     softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, False)
@@ -243,7 +276,9 @@ def attention_kernel(
                     pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
                 for j in T.serial(T.max(unmasked, 1), steps):
                     pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
+                my_turn(cw)
                 pv(steps - 1, p, o_acc, V_s)
+                your_turn(cw, True)
                 T.ptx.wgmma.wait_group(0)
                 release(steps - 1, empty, tid)
             else:

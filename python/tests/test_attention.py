@@ -67,7 +67,7 @@ def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn
     q, k, v = inputs(dtype, b, h, hk, sq, sk, d)
     scale = 1 / np.sqrt(d)
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, seq_major=False, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong
     )
     kernel = tirx.compile(prim, "sm_90a")
     o = np.full((b * h, sq + 1, d), 7, q.dtype)  # a row past the sequence: never written
@@ -94,6 +94,28 @@ def test_the_op_on_arrays_and_cpu_tensors():
     got = tirx.ops.scaled_dot_product_attention(tq, tk, tv, is_causal=True, scale=0.2)
     assert isinstance(got, torch.Tensor) and got.dtype == torch.bfloat16
     np.testing.assert_allclose(got.float().numpy(), want, rtol=2.0**-7, atol=2.0**-7)
+
+
+def test_seq_major_tensors_are_read_and_written_in_place():
+    """[batch, seq, heads, d] arrays seen as [batch, heads, seq, d] (a projection's output,
+    transposed): the kernel reads them in place (TMA boxes over the four dims) and the output
+    has their memory order; grouped-query heads and ragged sequences as before."""
+    b, h, hk, sq, sk, d = 2, 4, 2, 70, 130, 64
+    rng = np.random.default_rng(9)
+    nd = numpy_dtype("bfloat16")
+    q = np.swapaxes(rng.standard_normal((b, sq, h, d)).astype(nd), 1, 2)
+    k = np.swapaxes(rng.standard_normal((b, sk, hk, d)).astype(nd), 1, 2)
+    v = np.swapaxes(rng.standard_normal((b, sk, hk, d)).astype(nd), 1, 2)
+    assert not q.flags.c_contiguous
+    out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, return_lse=True)
+    assert out.shape == (b, h, sq, d) and np.swapaxes(out, 1, 2).flags.c_contiguous
+    want, want_lse = reference(q, k, v, True, 1 / np.sqrt(d))
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+    # Mixed memory orders: the tensors are made contiguous first (the same values).
+    out2 = tirx.ops.scaled_dot_product_attention(np.ascontiguousarray(q), k, v, is_causal=True, enable_gqa=True)
+    assert out2.flags.c_contiguous
+    np.testing.assert_array_equal(out2, out)
 
 
 def test_no_key_gives_nan_as_pytorch():
@@ -131,7 +153,7 @@ def test_float32_and_mixed_dtypes_are_refused():
 
 def test_explain_names_the_tensor_core_steps():
     prim = at.attention_kernel.factory(
-        heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=True, scale=0.125, lse=False, consumers=1, bn=64
+        heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=True, scale=0.125, lse=False, seq_major=False, consumers=1, bn=64
     )
     text = tirx.compile(prim, "sm_90a").explain()
     assert "(ss)" in text and "(rs)" in text  # S = Q Kᵀ from shared memory, O += P V with P in registers
@@ -143,10 +165,16 @@ def test_on_the_gpu_against_pytorch():
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     F = torch.nn.functional
-    for b, h, hk, sq, sk, d, causal in [(2, 4, 4, 300, 300, 128, False), (1, 8, 2, 257, 513, 64, True), (1, 2, 2, 1000, 1000, 128, True)]:
-        q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
-        k = torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16)
-        v = torch.randn_like(k)
+    cases = [(2, 4, 4, 300, 300, 128, False, False), (1, 8, 2, 257, 513, 64, True, False), (1, 2, 2, 1000, 1000, 128, True, False)]
+    for b, h, hk, sq, sk, d, causal, seq_major in cases + [(2, 8, 2, 300, 300, 128, True, True)]:
+        if seq_major:  # [batch, seq, heads, d] tensors, transposed (read in place)
+            q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+            k = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+            v = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+        else:
+            q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16)
+            v = torch.randn_like(k)
         out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=h != hk, return_lse=True)
         want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal, enable_gqa=h != hk)
         theirs = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=h != hk)

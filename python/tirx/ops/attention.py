@@ -57,7 +57,7 @@ def _prune(configs, seq_q, **_):
     return [cfg for cfg in configs if cfg["consumers"] == 1 or seq_q > 64]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -69,6 +69,7 @@ def attention_kernel(
     causal: bool,
     scale: float,
     lse: bool,
+    seq_major: bool,
     consumers: int,
     bn: int,
     overlap: bool = False,
@@ -76,7 +77,8 @@ def attention_kernel(
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
-    ``(batch * heads, seq_q, d)``, K and V ``(batch * kv_heads, seq_k, d)``; with ``lse``, also
+    ``(batch * heads, seq_q, d)``, K and V ``(batch * kv_heads, seq_k, d)`` (``seq_major``:
+    ``(batch, seq, heads, d)``); with ``lse``, also
     ``LSE[bh, i]`` = the row's log-sum-exp (float32; `lse_rows` per head, the rows past ``seq_q``
     written with the zero rows' values). ``consumers`` warpgroups of 64 query rows
     per CTA, K/V tiles of ``bn`` keys; ``overlap``: a tile's softmax runs while the tensor cores
@@ -102,6 +104,21 @@ def attention_kernel(
         if not causal:
             return -(-seq_k // bn)
         return T.min(-(-seq_k // bn), ((qt + 1) * bm - 1) // bn + 1)
+
+    def shape(n_heads, seq):
+        """A Q, K, V or O tensor: [batch, heads, seq, d] as (batch * heads, seq, d), or with
+        ``seq_major`` [batch, seq, heads, d] (PyTorch's tensors transposed from a projection's
+        (batch, seq, heads * d) output, read in place)."""
+        return (batch, seq, n_heads, d) if seq_major else (batch * n_heads, seq, d)
+
+    @T.macro
+    def load(dst, A, head, n_heads, r0, n, mbar):
+        # Rows [r0, r0 + n) of head `head` (of batch * n_heads) into `dst` by TMA (zeros past the
+        # sequence), completing on `mbar`.
+        if seq_major:
+            Tx.copy_async(dst, A[head // n_heads, r0 : r0 + n, head % n_heads, 0:d], dispatch="tma_auto", mbar=mbar)
+        else:
+            Tx.copy_async(dst, A[head, r0 : r0 + n, 0:d], dispatch="tma_auto", mbar=mbar)
 
     def full_steps(qt):
         """The K/V tiles before the first that needs a mask: every key inside the sequence and
@@ -199,10 +216,10 @@ def attention_kernel(
 
     @T.prim_func
     def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
+        Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+        K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+        V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+        O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
         T.device_entry()
         bx = T.cta_id([batch * heads * q_tiles])
@@ -233,13 +250,13 @@ def attention_kernel(
             T.ptx.setmaxnreg.dec(40)
             if tid == 0:
                 T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
-                Tx.copy_async(Q_s[0:bm, 0:d], Q[bh, qt * bm : qt * bm + bm, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                load(Q_s[0:bm, 0:d], Q, bh, heads, qt * bm, bm, q_full.ptr_to([0]))
                 for j in T.serial(steps):  # K/V tile j into stage j % stages
                     if j >= stages:
                         empty.wait(j % stages, (j // stages + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), stage_bytes)
-                    Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[kv, j * bn : j * bn + bn, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
-                    Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[kv, j * bn : j * bn + bn, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                    load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, j * bn, bn, full.ptr_to([j % stages]))
+                    load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, j * bn, bn, full.ptr_to([j % stages]))
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -293,7 +310,10 @@ def attention_kernel(
             T.ptx.fence.proxy.async_.shared__cta()
             T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
             if tid % 128 == 0:
-                Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                if seq_major:
+                    Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                else:
+                    Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
                 T.ptx.cp_async.bulk.commit_group()
                 T.ptx.cp_async.bulk.wait_group(0)
             if lse:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
@@ -344,21 +364,57 @@ def _check(q, k, v, enable_gqa: bool):
     return b, h, sq, sk, hk, d, dtype
 
 
+def _strides(t):
+    return tuple(t.stride()) if c.is_torch(t) else tuple(x // t.itemsize for x in t.strides)
+
+
+def _dense(t, order) -> bool:
+    """Whether [batch, heads, seq, d] ``t`` is dense in the memory order ``order`` (dims, outermost
+    first): (0, 1, 2, 3) contiguous, (0, 2, 1, 3) a transposed [batch, seq, heads, d] tensor.
+    Strides of dims of one element do not matter."""
+    want, step = [0] * 4, 1
+    for dim in reversed(order):
+        want[dim] = step
+        step *= t.shape[dim]
+    return all(n == 1 or st == w for st, w, n in zip(_strides(t), want, t.shape))
+
+
+def _swap(t):
+    """Dims 1 and 2 swapped (a view)."""
+    return t.transpose(1, 2) if c.is_torch(t) else np.swapaxes(t, 1, 2)
+
+
 def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool):
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    out = c.new_array(q, (b, h, sq, d))
+    # [batch, seq, heads, d] tensors (a projection's output, transposed) are read and written in
+    # place; the output then has their memory order too, as PyTorch's flash backend returns it.
+    seq_major = not all(_dense(t, (0, 1, 2, 3)) for t in (q, k, v)) and all(_dense(t, (0, 2, 1, 3)) for t in (q, k, v))
+    out = _swap(c.new_array(q, (b, sq, h, d))) if seq_major else c.new_array(q, (b, h, sq, d))
     if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's softmax over nothing is NaN)
         if b * h * sq:
             out[...] = float("nan")
         lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
         return (out, lse) if return_lse else out
     lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
-    q3, k3, v3 = (c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v))
+    if seq_major:
+        args = tuple(_swap(t) for t in (q, k, v, out))
+    else:
+        args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
     kernel = attention_kernel(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, lse=bool(return_lse)
+        heads=h,
+        kv_heads=hk,
+        batch=b,
+        seq_q=sq,
+        seq_k=sk,
+        d=d,
+        dtype=dtype,
+        causal=bool(is_causal),
+        scale=scale,
+        lse=bool(return_lse),
+        seq_major=seq_major,
     )
-    kernel(q3, k3, v3, out.reshape(b * h, sq, d), lse)
+    kernel(*args, lse)
     if not return_lse:
         return out
     return out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)

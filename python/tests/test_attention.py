@@ -200,3 +200,14 @@ def test_torch_compile_traces_the_registered_op():
     torch.testing.assert_close(f(q, k, v).double(), want, rtol=2.0**-6, atol=2.0**-6)
     with pytest.raises(NotImplementedError, match="no backward yet"):
         tirx.ops.scaled_dot_product_attention(q.requires_grad_(), k, v)
+
+
+@pytest.mark.parametrize("sq", [1, 5, 70])
+def test_grouped_query_heads_packed_into_one_block_of_rows(sq):
+    """Grouped-query heads, not causal, contiguous: a group's query heads run as one block of
+    group * seq_q rows against their K/V head (decoding's short queries fill the tiles)."""
+    q, k, v = inputs("bfloat16", 2, 8, 2, sq, 150, 128, seed=sq)
+    out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, return_lse=True)
+    want, want_lse = reference(q, k, v, False, 1 / np.sqrt(128))
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)

@@ -396,16 +396,23 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
             out[...] = float("nan")
         lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
         return (out, lse) if return_lse else out
-    lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
+    # Grouped-query heads over contiguous tensors, not causal: a group's query heads are one
+    # block of group * seq_q rows against its K/V head (K and V tiles loaded once per group, and
+    # short queries, decoding's, fill the 64-row tiles).
+    packed = hk != h and not is_causal and not seq_major
+    rows, heads = (sq * (h // hk), hk) if packed else (sq, h)
+    lse = c.new_array(q, (b * heads, lse_rows(rows)), "float32")
     if seq_major:
         args = tuple(_swap(t) for t in (q, k, v, out))
     else:
         args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
+        if packed:
+            args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
     kernel = attention_kernel(
-        heads=h,
+        heads=heads,
         kv_heads=hk,
         batch=b,
-        seq_q=sq,
+        seq_q=rows,
         seq_k=sk,
         d=d,
         dtype=dtype,
@@ -417,7 +424,7 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
     kernel(*args, lse)
     if not return_lse:
         return out
-    return out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)
+    return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)
 
 
 def register_torch_op():

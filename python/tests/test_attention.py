@@ -211,3 +211,32 @@ def test_grouped_query_heads_packed_into_one_block_of_rows(sq):
     want, want_lse = reference(q, k, v, False, 1 / np.sqrt(128))
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "b,h,hk,sq,sk,d,splits", [(1, 2, 2, 1, 300, 64, 3), (2, 8, 2, 1, 1000, 128, 4), (1, 4, 4, 70, 260, 64, 2), (1, 8, 1, 3, 129, 128, 2)]
+)
+def test_split_kv_matches_float64(b, h, hk, sq, sk, d, splits):
+    """Split-KV (decoding's few query rows over a long cache): each split's O / l and
+    log-sum-exp in float32, then `attention_combine_kernel`; ragged last splits, grouped-query
+    heads packed, the log-sum-exp of the whole row."""
+    q, k, v = inputs("bfloat16", b, h, hk, sq, sk, d, seed=sk)
+    out, lse = at._run(q, k, v, False, None, hk != h, True, splits=splits)
+    want, want_lse = reference(q, k, v, False, 1 / np.sqrt(d))
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_split_counts():
+    """None where the CTAs fill half the GPU; else about a wave, whole parts of at least a tile."""
+    assert at.split_count(ctas=200, kv_tiles=64, sms=132) == 1
+    assert at.split_count(ctas=64, kv_tiles=256, sms=132) == 3
+    assert at.split_count(ctas=8, kv_tiles=256, sms=132) == 16  # 17 wanted: parts of 16 tiles, 16 of them
+    assert at.split_count(ctas=8, kv_tiles=5, sms=132) == 5
+    assert at.split_count(ctas=8, kv_tiles=1, sms=132) == 1
+    assert at.split_count(ctas=8, kv_tiles=64, sms=0) == 1  # the simulator
+    with pytest.raises(ValueError, match="splits: 3 splits of 4 K/V tiles .2 each. must each hold keys"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=1, seq_k=512, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+            seq_major=False, consumers=1, bn=128, splits=3,
+        )

@@ -57,7 +57,7 @@ def _prune(configs, seq_q, **_):
     return [cfg for cfg in configs if cfg["consumers"] == 1 or seq_q > 64]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -74,6 +74,7 @@ def attention_kernel(
     bn: int,
     overlap: bool = False,
     pingpong: bool = False,
+    splits: int = 1,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -84,9 +85,19 @@ def attention_kernel(
     per CTA, K/V tiles of ``bn`` keys; ``overlap``: a tile's softmax runs while the tensor cores
     compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining); ``pingpong``
     (two consumers, with ``overlap``): the consumers take turns issuing their GEMMs (named
-    barriers), so one's softmax runs while the other's GEMMs do (FlashAttention-3's schedule)."""
+    barriers), so one's softmax runs while the other's GEMMs do (FlashAttention-3's schedule);
+    ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
+    float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
+    `attention_combine_kernel` (split-KV: decoding's few query rows over long caches)."""
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
+    kv_tiles = -(-seq_k // bn)
+    chunk = -(-kv_tiles // splits)  # K/V tiles per split
+    if splits > 1 and (causal or seq_major or -(-kv_tiles // chunk) != splits):
+        raise ValueError(
+            f"splits: {splits} splits of {kv_tiles} K/V tiles ({chunk} each) must each hold keys, over contiguous tensors, "
+            "not causal (`split_count` gives a valid count)"
+        )
     bm = 64 * consumers
     stages = stages_for(consumers, bn, d)
     q_tiles = -(-seq_q // bm)
@@ -134,13 +145,13 @@ def attention_kernel(
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
 
     @T.macro
-    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked):
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked):
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's): m_new the row max, alpha the old terms' rescale, P = exp2(s
         # scale_log2 - m_new) in place as one fma and an exp2, l = l alpha + rowsum(P). The output
         # is rescaled by `rescale`.
         if masked:  # keys past the sequence, or (causal) after the query
-            k0 = j * bn
+            k0 = (kt0 + j) * bn
             if causal:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i), float("-inf"))
             else:
@@ -190,18 +201,18 @@ def attention_kernel(
                 T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
 
     @T.macro
-    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
+    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
         qk(j, s_acc, Q_s, K_s, full, cw)
         T.ptx.wgmma.wait_group(0)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
         rescale(s_acc, p, o_acc, alpha)
         pv(j, p, o_acc, V_s)
         T.ptx.wgmma.wait_group(0)
         release(j, empty, tid)
 
     @T.macro
-    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, masked):
+    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
         # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
         my_turn(cw)
@@ -209,20 +220,15 @@ def attention_kernel(
         pv(j - 1, p, o_acc, V_s)
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
         T.ptx.wgmma.wait_group(0)
         release(j - 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
 
-    @T.prim_func
-    def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
-        K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
-        V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
-        O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
-        LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+    @T.macro
+    def body(Q, K, V, O, LSE, OP, LP):
         T.device_entry()
-        bx = T.cta_id([batch * heads * q_tiles])
+        bx = T.cta_id([batch * heads * q_tiles * splits])
         wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
@@ -241,11 +247,17 @@ def attention_kernel(
         empty.init(consumers)  # one arrival per consumer warpgroup
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        bh = bx // q_tiles
-        qt = bx % q_tiles
+        bh = bx // splits // q_tiles
+        qt = bx // splits % q_tiles
         kv = bh // heads * kv_heads + bh % heads // group
-        steps = kv_steps(qt)
-        unmasked = full_steps(qt)
+        if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps)
+            kt0 = bx % splits * chunk
+            steps = T.min(chunk, kv_tiles - kt0)
+            unmasked = T.min(steps, seq_k // bn - kt0)
+        else:
+            kt0 = 0
+            steps = kv_steps(qt)
+            unmasked = full_steps(qt)
         if wg == 0:
             T.ptx.setmaxnreg.dec(40)
             if tid == 0:
@@ -255,8 +267,8 @@ def attention_kernel(
                     if j >= stages:
                         empty.wait(j % stages, (j // stages + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), stage_bytes)
-                    load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, j * bn, bn, full.ptr_to([j % stages]))
-                    load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, j * bn, bn, full.ptr_to([j % stages]))
+                    load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
+                    load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -285,14 +297,14 @@ def attention_kernel(
                 your_turn(cw, False)
                 T.ptx.wgmma.wait_group(0)
                 for j in T.serial(T.min(unmasked, 1)):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, False)
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, False)
                 for j in T.serial(T.min(unmasked, 1), 1):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, True)
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, True)
                 rescale(s_acc, p, o_acc, alpha)
                 for j in T.serial(1, T.max(unmasked, 1)):
-                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
+                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
                 for j in T.serial(T.max(unmasked, 1), steps):
-                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
+                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
                 my_turn(cw)
                 pv(steps - 1, p, o_acc, V_s)
                 your_turn(cw, True)
@@ -300,23 +312,27 @@ def attention_kernel(
                 release(steps - 1, empty, tid)
             else:
                 for j in T.serial(unmasked):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, False)
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
                 for j in T.serial(unmasked, steps):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, tid, True)
-            # O / l, rounded, through shared memory; TMA clips the rows past the sequence.
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
+            # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
+            # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
             Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], l_run[0:64, 0:1])
-            Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-            Tx.warpgroup.copy(O_s[cw, 0:64, 0:d], out[0:64, 0:d])
-            T.ptx.fence.proxy.async_.shared__cta()
-            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            if tid % 128 == 0:
-                if seq_major:
-                    Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
-                else:
-                    Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
-                T.ptx.cp_async.bulk.commit_group()
-                T.ptx.cp_async.bulk.wait_group(0)
-            if lse:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
+            if splits > 1:
+                Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
+            else:
+                Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+                Tx.warpgroup.copy(O_s[cw, 0:64, 0:d], out[0:64, 0:d])
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                if tid % 128 == 0:
+                    if seq_major:
+                        Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                    else:
+                        Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                    T.ptx.cp_async.bulk.commit_group()
+                    T.ptx.cp_async.bulk.wait_group(0)
+            if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
                 Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
                 Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
                 Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
@@ -324,9 +340,83 @@ def attention_kernel(
                 # the quad's first lane writes them.
                 if tid % 4 == 0:
                     for hf in T.serial(2):
-                        LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                        if splits > 1:
+                            LP[bx % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                        else:
+                            LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+
+    if splits > 1:
+
+        @T.prim_func
+        def attention_split(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, None, None, OP, LP)
+
+        return attention_split
+
+    @T.prim_func
+    def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+        K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+        V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+        O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+        body(Q, K, V, O, LSE, None, None)
 
     return attention
+
+
+@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse"])
+def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool):
+    """Split-KV's second step: ``O[bh, i] = sum_s exp(LP[s, bh, i] - L) OP[s, bh, i]``, ``L = log
+    sum_s exp(LP[s, bh, i])`` (the splits' log-sum-exps combined about their largest, so each
+    weight is at most 1), rounded once; with ``lse``, ``LSE[bh, i] = L``. A CTA per query row, a
+    thread per column."""
+    rows = lse_rows(seq_q)
+
+    @T.prim_func
+    def attention_combine(OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+        OP = T.match_buffer(OP_ptr, (splits, bhs, seq_q, d), "float32")
+        LP = T.match_buffer(LP_ptr, (splits, bhs, rows), "float32")
+        O = T.match_buffer(O_ptr, (bhs, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (bhs, rows), "float32")
+        T.device_entry()
+        r = T.cta_id([bhs * seq_q])
+        t = T.thread_id([d])
+        top = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((2,), "float32", scope="local")  # the weights' sum, the weighted sum
+        bh = r // seq_q
+        i = r % seq_q
+        top[0] = LP[0, bh, i]
+        for sp in T.serial(1, splits):
+            top[0] = T.max(top[0], LP[sp, bh, i])
+        acc[0] = 0.0
+        acc[1] = 0.0
+        for sp in T.serial(splits):
+            w = T.exp(LP[sp, bh, i] - top[0])
+            acc[0] = acc[0] + w
+            acc[1] = acc[1] + w * OP[sp, bh, i, t]
+        O[bh, i, t] = T.cast(acc[1] / acc[0], dtype)
+        if lse:
+            if t == 0:
+                LSE[bh, i] = top[0] + T.log(acc[0])
+
+    return attention_combine
+
+
+def split_count(ctas: int, kv_tiles: int, sms: int) -> int:
+    """Split-KV's parts for ``ctas`` CTAs over ``kv_tiles`` K/V tiles each on ``sms`` SMs: none
+    where the CTAs fill half the GPU, else enough for about one wave (at most 32, each part
+    holding a tile at least: the count is made exact for whole parts)."""
+    if sms == 0 or 2 * ctas >= sms or kv_tiles < 2:
+        return 1
+    want = min(kv_tiles, 32, -(-sms // ctas))
+    chunk = -(-kv_tiles // want)
+    return -(-kv_tiles // chunk)
 
 
 def lse_rows(seq_q: int) -> int:
@@ -384,7 +474,7 @@ def _swap(t):
     return t.transpose(1, 2) if c.is_torch(t) else np.swapaxes(t, 1, 2)
 
 
-def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool):
+def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None):
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     # [batch, seq, heads, d] tensors (a projection's output, transposed) are read and written in
@@ -408,6 +498,9 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
         args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
         if packed:
             args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
+    if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
+        sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
+        splits = 1 if is_causal or seq_major else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
     kernel = attention_kernel(
         heads=heads,
         kv_heads=hk,
@@ -420,8 +513,16 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
         scale=scale,
         lse=bool(return_lse),
         seq_major=seq_major,
+        splits=splits,
     )
-    kernel(*args, lse)
+    if splits > 1:  # each split's O / l and log-sum-exp, then combined
+        parts = c.new_array(q, (splits, b * heads, rows, d), "float32")
+        part_lse = c.new_array(q, (splits, b * heads, lse_rows(rows)), "float32")
+        kernel(args[0], args[1], args[2], parts, part_lse)
+        combine = attention_combine_kernel(splits=splits, bhs=b * heads, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse))
+        combine(parts, part_lse, args[3], lse)
+    else:
+        kernel(*args, lse)
     if not return_lse:
         return out
     return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)

@@ -166,7 +166,8 @@ def test_on_the_gpu_against_pytorch():
         pytest.skip("needs a GPU")
     F = torch.nn.functional
     cases = [(2, 4, 4, 300, 300, 128, False, False), (1, 8, 2, 257, 513, 64, True, False), (1, 2, 2, 1000, 1000, 128, True, False)]
-    for b, h, hk, sq, sk, d, causal, seq_major in cases + [(2, 8, 2, 300, 300, 128, True, True)]:
+    decoding = [(8, 32, 8, 1, 8192, 128, False, False)]  # split-KV
+    for b, h, hk, sq, sk, d, causal, seq_major in cases + [(2, 8, 2, 300, 300, 128, True, True)] + decoding:
         if seq_major:  # [batch, seq, heads, d] tensors, transposed (read in place)
             q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
             k = torch.randn(b, sk, hk, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)

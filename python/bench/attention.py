@@ -1,0 +1,108 @@
+"""`tirx.ops.scaled_dot_product_attention` against PyTorch's SDPA backends in one process (issue
+30's measurement): bf16 forward TFLOP/s (4 · seq_q · seq_k · d per head, halved for causal) for
+d ∈ {64, 128} × causal over sequences of 1k-16k (batch × heads sized to ~16k tokens · 16 heads),
+beside SDPA's cuDNN and flash backends; decoding (one query row, grouped-query heads, a long
+cache) in GB/s of K and V read. Each tirx result is checked against the cuDNN backend's first;
+the autotuner's choice is printed.
+
+    cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--json out.json]
+"""
+
+import argparse
+import json
+
+import torch
+from ops import per_call_us  # this directory
+
+import tirx.ops as ops
+from tirx.ops import attention as at
+
+F = torch.nn.functional
+
+
+def backends():
+    from torch.nn.attention import SDPBackend
+
+    return {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+
+
+def sdpa(backend):
+    from torch.nn.attention import sdpa_kernel
+
+    def run(q, k, v, causal):
+        with sdpa_kernel([backend]):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+    return run
+
+
+def prefill(seq, d, causal, results):
+    tokens = 16384 * 16
+    bh = max(1, tokens // seq)
+    b, h = max(1, bh // 16), min(16, bh)
+    q, k, v = (torch.randn(b, h, seq, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    flops = 4 * b * h * seq * seq * d / (2 if causal else 1)
+    row = {"shape": [b, h, seq, d], "causal": causal}
+    ref = sdpa(backends()["cudnn"])(q, k, v, causal)
+    out = ops.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    err = (out.float() - ref.float()).abs().max().item()
+    row["max_err_vs_cudnn"] = err
+    for name, fn in [("tirx", lambda: ops.scaled_dot_product_attention(q, k, v, is_causal=causal))] + [
+        (n, (lambda be: lambda: sdpa(be)(q, k, v, causal))(be)) for n, be in backends().items()
+    ]:
+        try:
+            row[name] = flops / per_call_us(fn) / 1e6
+        except RuntimeError as e:  # a backend that does not take the shape
+            row[name] = None
+            row[name + "_error"] = str(e)[:100]
+    tuned = at.attention_kernel(
+        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=d**-0.5, lse=False,
+        seq_major=False, splits=1,
+    )
+    row["config"] = tuned.configs[tuned.choice] if tuned.choice is not None else None
+    results.append(row)
+    best = max(row[n] or 0 for n in backends())
+    print(
+        f"{'causal' if causal else 'full  '} d={d:3d} seq={seq:5d} b×h={b}×{h}: tirx {row['tirx']:6.1f} TFLOP/s | cudnn {row['cudnn'] or 0:6.1f} | "
+        f"flash {row['flash'] or 0:6.1f} | × best {row['tirx'] / best:.2f} | max |err| vs cudnn {err:.3g} | {row['config']}",
+        flush=True,
+    )
+
+
+def decode(cache, results):
+    b, h, hk, d = 8, 32, 8, 128
+    q = torch.randn(b, h, 1, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(b, hk, cache, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    nbytes = 2 * k.numel() * 2
+    row = {"shape": [b, h, hk, cache, d]}
+    for name, fn in [
+        ("tirx", lambda: ops.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+        ("sdpa", lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
+    ]:
+        row[name] = nbytes / per_call_us(fn) / 1e3
+    results.append(row)
+    print(f"decode b={b} h={h}/{hk} cache={cache}: tirx {row['tirx']:7.1f} GB/s | sdpa {row['sdpa']:7.1f} GB/s", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seqs", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--decode", default="4096,32768")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    print(torch.cuda.get_device_name(), "torch", torch.__version__)
+    results = []
+    for d in map(int, args.dims.split(",")):
+        for causal in (False, True):
+            for seq in map(int, args.seqs.split(",")):
+                prefill(seq, d, causal, results)
+    for cache in map(int, args.decode.split(",")) if args.decode else ():
+        decode(cache, results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
+scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
+attention's designs (ping-pong and overlapped schedules, split-KV and its combine kernel).
+
+    python scripts/ops-cuda.py DIR
+"""
+
+import os
+import sys
+
+import tirx
+from tirx.ops import attention as at
+
+
+def attention_cases():
+    base = dict(heads=16, kv_heads=16, batch=2, dtype="bfloat16", scale=0.125, lse=True, seq_major=False)
+    yield "ops_attention_pingpong", at.attention_kernel.factory(
+        seq_q=8192, seq_k=8192, d=128, causal=True, consumers=2, bn=128, overlap=True, pingpong=True, **base
+    )
+    yield "ops_attention_overlap_d64", at.attention_kernel.factory(
+        seq_q=4096, seq_k=4096, d=64, causal=False, consumers=2, bn=128, overlap=True, **base
+    )
+    yield "ops_attention_in_turn", at.attention_kernel.factory(seq_q=1000, seq_k=3000, d=128, causal=False, consumers=1, bn=128, **base)
+    yield "ops_attention_split", at.attention_kernel.factory(
+        seq_q=4, seq_k=32768, d=128, causal=False, consumers=1, bn=128, overlap=True, splits=8, **base
+    )
+    yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
+
+
+def main():
+    out = sys.argv[1]
+    for name, prim in attention_cases():
+        with open(os.path.join(out, f"{name}.cu"), "w") as f:
+            f.write(tirx.compile(prim, "sm_90a").cuda_source)
+
+
+if __name__ == "__main__":
+    main()

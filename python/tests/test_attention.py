@@ -54,6 +54,10 @@ CASES = [
     (1, 128, 128, True, 1, 1, 1, 70, 300),  # causal with more keys than queries (top-left)
     (2, 128, 64, True, 1, 4, 2, 200, 90),  # causal with fewer keys than queries
     (1, 64, 64, False, 1, 1, 1, 64, 64),  # one K/V tile
+    (2, 64, 64, False, 1, 1, 1, 128, 700),  # more tiles than stages: the ring wraps (4 stages)
+    (2, 128, 128, False, 1, 2, 2, 128, 700),  # (2 stages)
+    (2, 64, 256, True, 1, 1, 1, 200, 300),  # head dim 256 (2 stages of 64 keys)
+    (2, 64, 192, False, 1, 1, 1, 70, 500),
 ]
 
 
@@ -130,7 +134,7 @@ def test_no_key_gives_nan_as_pytorch():
         ({}, ((1, 64, 64), (1, 64, 64), (1, 64, 64)), ValueError, r"query of shape \[1, 64, 64\]; expected \[batch, heads, seq, head_dim\]"),
         ({}, ((1, 4, 8, 64), (1, 2, 8, 64), (1, 2, 8, 64)), ValueError, "4 query heads and 2 key/value heads .grouped-query attention: pass enable_gqa=True"),
         ({"enable_gqa": True}, ((1, 3, 8, 64), (1, 2, 8, 64), (1, 2, 8, 64)), ValueError, "must be a multiple of the key/value heads"),
-        ({}, ((1, 1, 8, 96), (1, 1, 8, 96), (1, 1, 8, 96)), ValueError, "head_dim 96; the kernel takes 64 or 128"),
+        ({}, ((1, 1, 8, 96), (1, 1, 8, 96), (1, 1, 8, 96)), ValueError, "head_dim 96; the kernel takes 64, 128, 192 or 256 .pad the head dim"),
         ({}, ((1, 1, 8, 64), (1, 1, 9, 64), (1, 1, 8, 64)), ValueError, r"key \[1, 1, 9, 64\] and value \[1, 1, 8, 64\] differ"),
         ({"attn_mask": np.zeros((8, 8))}, ((1, 1, 8, 64),) * 3, NotImplementedError, "attn_mask is not supported yet"),
         ({"dropout_p": 0.1}, ((1, 1, 8, 64),) * 3, NotImplementedError, "dropout_p must be 0"),

@@ -12,13 +12,14 @@ keeps the row maximum and sum online (`wgmma_row_layout` statistics: FlashAttent
 ``exp2`` with the scale folded into one fma), rescales its output accumulator, and adds P V with
 P from registers (the accumulator's layout is the A fragment's: a cast, no shuffle), then frees
 the stage (``empty``). The epilogue divides by the row sums, rounds, stores the tile to shared
-memory and writes it with TMA (rows past the sequence clipped); with ``return_lse`` the rows'
+memory (over its own Q rows, no longer read) and writes it with TMA (rows past the sequence
+clipped); with ``return_lse`` the rows'
 natural-log sum of exponentials (float32), which the backward reads.
 
 Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
 `torch.ones(L, S).tril()`); the K/V tiles wholly above it are not loaded. Sizes are compile-time
 (a kernel per shape, compiled once and cached). Any sequence lengths (TMA fills what a tile reads
-past the sequence with zeros; the mask removes those keys); head dims 64 and 128."""
+past the sequence with zeros; the mask removes those keys); head dims 64, 128, 192 and 256."""
 
 import math
 from typing import Optional
@@ -33,7 +34,7 @@ from . import _common as c
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 192, 256)
 # Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s), and of
 # the ping-pong schedule's turns (`pingpong`).
 EPILOGUE_BARRIER = 13
@@ -45,16 +46,21 @@ CONFIGS = [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2
 
 
 def stages_for(consumers: int, bn: int, d: int) -> int:
-    """The K/V stages that fit beside the Q tile and the epilogue's (at most 4; 4 KB for the
-    mbarriers and the swizzled buffers' 1 KB alignment)."""
+    """The K/V stages that fit beside the Q tile (which the epilogue reuses for O), at most 4;
+    4 KB for the mbarriers and the swizzled buffers' 1 KB alignment."""
     q_bytes = 64 * consumers * d * 2
     stage = 2 * bn * d * 2
-    return max(1, min(4, (SMEM_BYTES - 2 * q_bytes - 4096) // stage))
+    return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
 
 
-def _prune(configs, seq_q, **_):
-    """A 128-row tile only where the queries fill one."""
-    return [cfg for cfg in configs if cfg["consumers"] == 1 or seq_q > 64]
+def _prune(configs, seq_q, d, **_):
+    """A 128-row tile only where the queries fill one; the overlapped schedule where two stages
+    fit (it waits for tile j while tile j - 1's stage is held)."""
+    return [
+        cfg
+        for cfg in configs
+        if (cfg["consumers"] == 1 or seq_q > 64) and (not cfg.get("overlap") or stages_for(cfg["consumers"], cfg["bn"], d) >= 2)
+    ]
 
 
 @autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits"], prune=_prune)
@@ -91,6 +97,9 @@ def attention_kernel(
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches)."""
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
+    stages = stages_for(consumers, bn, d)
+    if overlap and stages < 2:
+        raise ValueError(f"overlap: a ring of two stages at least (K/V tiles of {bn} keys of {d} columns leave room for {stages})")
     kv_tiles = -(-seq_k // bn)
     chunk = -(-kv_tiles // splits)  # K/V tiles per split
     if splits > 1 and (causal or seq_major or -(-kv_tiles // chunk) != splits):
@@ -99,14 +108,12 @@ def attention_kernel(
             "not causal (`split_count` gives a valid count)"
         )
     bm = 64 * consumers
-    stages = stages_for(consumers, bn, d)
     q_tiles = -(-seq_q // bm)
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
     stage_bytes = 2 * bn * d * 2
     q_smem = mma_shared_layout(dtype, 3, (bm, d))
     kv_smem = mma_shared_layout(dtype, 3, (stages, bn, d))
-    o_smem = mma_shared_layout(dtype, 3, (consumers, 64, d))
     consumer_regs = 232 if consumers == 2 else 256
 
     def kv_steps(qt):
@@ -139,9 +146,14 @@ def attention_kernel(
         return T.min(seq_k // bn, (qt * bm + 1) // bn)
 
     @T.macro
-    def qk(j, s_acc, Q_s, K_s, full, cw):
-        # S = Q Kᵀ of K/V tile j, issued (its stage waited for first).
+    def landed(j, full):
+        # K/V tile j's stage is full (waited for outside a ping-pong turn: a consumer holding the
+        # turn while it waits for a stage the other has yet to free would deadlock).
         full.wait(j % stages, (j // stages) % 2)
+
+    @T.macro
+    def qk(j, s_acc, Q_s, K_s, cw):
+        # S = Q Kᵀ of K/V tile j, issued.
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
 
     @T.macro
@@ -203,7 +215,8 @@ def attention_kernel(
     @T.macro
     def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
-        qk(j, s_acc, Q_s, K_s, full, cw)
+        landed(j, full)
+        qk(j, s_acc, Q_s, K_s, cw)
         T.ptx.wgmma.wait_group(0)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
         rescale(s_acc, p, o_acc, alpha)
@@ -215,8 +228,9 @@ def attention_kernel(
     def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
         # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
+        landed(j, full)
         my_turn(cw)
-        qk(j, s_acc, Q_s, K_s, full, cw)
+        qk(j, s_acc, Q_s, K_s, cw)
         pv(j - 1, p, o_acc, V_s)
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
@@ -237,7 +251,6 @@ def attention_kernel(
         Q_s = pool.alloc((bm, d), dtype, layout=q_smem)
         K_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
         V_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
-        O_s = pool.alloc((consumers, 64, d), dtype, layout=o_smem)
         q_full = MBarrier(pool, 1)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
@@ -292,8 +305,9 @@ def attention_kernel(
                 if pingpong:  # the first consumer's turn first
                     if cw == 1:
                         T.ptx.bar.arrive(TURN_BARRIER, 256)
+                landed(0, full)
                 my_turn(cw)
-                qk(0, s_acc, Q_s, K_s, full, cw)
+                qk(0, s_acc, Q_s, K_s, cw)
                 your_turn(cw, False)
                 T.ptx.wgmma.wait_group(0)
                 for j in T.serial(T.min(unmasked, 1)):
@@ -322,14 +336,15 @@ def attention_kernel(
                 Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
             else:
                 Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                Tx.warpgroup.copy(O_s[cw, 0:64, 0:d], out[0:64, 0:d])
+                Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                 if tid % 128 == 0:
-                    if seq_major:
-                        Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
-                    else:
-                        Tx.copy_async(O[bh, q0 : q0 + 64, 0:d], O_s[cw, 0:64, 0:d], dispatch="tma_auto")
+                    for c0 in list(range(0, d, 64)):  # a box per 64-column swizzle atom (each dense in Q_s)
+                        if seq_major:
+                            Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + 64], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + 64], dispatch="tma_auto")
+                        else:
+                            Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + 64], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + 64], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()
                     T.ptx.cp_async.bulk.wait_group(0)
             if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
@@ -450,7 +465,11 @@ def _check(q, k, v, enable_gqa: bool):
             + ("; the query heads must be a multiple of the key/value heads" if enable_gqa else "")
         )
     if d not in HEAD_DIMS:
-        raise ValueError(f"tirx.ops.scaled_dot_product_attention: head_dim {d}; the kernel takes {' or '.join(map(str, HEAD_DIMS))}")
+        dims = ", ".join(map(str, HEAD_DIMS[:-1])) + f" or {HEAD_DIMS[-1]}"
+        raise ValueError(
+            f"tirx.ops.scaled_dot_product_attention: head_dim {d}; the kernel takes {dims} (pad the head dim with zeros: "
+            "the scores and the output's padded columns are unchanged and zero)"
+        )
     return b, h, sq, sk, hk, d, dtype
 
 

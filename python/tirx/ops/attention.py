@@ -260,8 +260,12 @@ def attention_kernel(
         empty.init(consumers)  # one arrival per consumer warpgroup
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        bh = bx // splits // q_tiles
-        qt = bx // splits % q_tiles
+        if causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
+            bh = bx % (batch * heads)
+            qt = q_tiles - 1 - bx // (batch * heads)
+        else:  # a head's query tiles together (its K and V shared in L2)
+            bh = bx // splits // q_tiles
+            qt = bx // splits % q_tiles
         kv = bh // heads * kv_heads + bh % heads // group
         if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps)
             kt0 = bx % splits * chunk

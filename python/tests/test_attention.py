@@ -122,10 +122,10 @@ def test_seq_major_tensors_are_read_and_written_in_place():
     np.testing.assert_array_equal(out2, out)
 
 
-def test_no_key_gives_nan_as_pytorch():
+def test_no_key_gives_zero_as_pytorch():
     q, k, v = inputs("bfloat16", 1, 1, 1, 4, 0, 64)
     out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, return_lse=True)
-    assert np.isnan(out.astype(F64)).all() and np.isneginf(lse).all()
+    assert (out.astype(F64) == 0).all() and np.isneginf(lse).all()
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,10 @@ def test_no_key_gives_nan_as_pytorch():
         ({"enable_gqa": True}, ((1, 3, 8, 64), (1, 2, 8, 64), (1, 2, 8, 64)), ValueError, "must be a multiple of the key/value heads"),
         ({}, ((1, 1, 8, 96), (1, 1, 8, 96), (1, 1, 8, 96)), ValueError, "head_dim 96; the kernel takes 64, 128, 192 or 256 .pad the head dim"),
         ({}, ((1, 1, 8, 64), (1, 1, 9, 64), (1, 1, 8, 64)), ValueError, r"key \[1, 1, 9, 64\] and value \[1, 1, 8, 64\] differ"),
-        ({"attn_mask": np.zeros((8, 8))}, ((1, 1, 8, 64),) * 3, NotImplementedError, "attn_mask is not supported yet"),
+        ({"attn_mask": np.zeros((8, 9), bool)}, ((1, 1, 8, 64),) * 3, ValueError, r"attn_mask of shape \[8, 9\] does not broadcast to"),
+        ({"attn_mask": np.zeros((2, 1, 8, 8), bool)}, ((1, 1, 8, 64),) * 3, ValueError, r"attn_mask of shape \[2, 1, 8, 8\]"),
+        ({"attn_mask": np.zeros((8, 8), np.float32)}, ((1, 1, 8, 64),) * 3, TypeError, r"attn_mask is float32; give it the query's dtype .bfloat16. or bool"),
+        ({"attn_mask": np.ones((8, 8), bool), "is_causal": True}, ((1, 1, 8, 64),) * 3, ValueError, "attn_mask and is_causal together"),
         ({"dropout_p": 0.1}, ((1, 1, 8, 64),) * 3, NotImplementedError, "dropout_p must be 0"),
     ],
 )
@@ -245,3 +248,27 @@ def test_split_counts():
             heads=1, kv_heads=1, batch=1, seq_q=1, seq_k=512, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
             seq_major=False, consumers=1, bn=128, splits=3,
         )
+
+
+
+@pytest.mark.parametrize("lead", [(), (1, 1), (2, 1), (1, 3), (2, 3)], ids=["2d", "one", "batch", "heads", "all"])
+def test_attention_masks_as_pytorch(lead):
+    """``attn_mask``, bool or additive, broadcast over batch and heads as PyTorch's: against
+    PyTorch's math in float64 (a row whose keys are all masked is 0 there, its log-sum-exp -inf)."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    b, h, sq, sk, d = 2, 3, 70, 150, 64
+    q, k, v = inputs("bfloat16", b, h, h, sq, sk, d, seed=len(lead) + sum(lead))
+    rng = np.random.default_rng(4)
+    keep = rng.random(lead + (sq, sk)) > 0.3
+    keep[..., 5, :] = False  # a row that sees no key
+    for mask in (keep, np.where(keep, rng.standard_normal(keep.shape), -np.inf).astype(q.dtype)):
+        out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=mask, return_lse=True)
+        tq, tk, tv = (torch.from_numpy(t.astype(F64)) for t in (q, k, v))
+        tm = torch.from_numpy(mask if mask.dtype == bool else mask.astype(F64))
+        want = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm).numpy()
+        np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+        assert (out[..., 5, :].astype(F64) == 0).all() and np.isneginf(lse[..., 5]).all()
+        scores = torch.einsum("bhid,bhjd->bhij", tq, tk) / np.sqrt(d) + (torch.where(tm, 0.0, -np.inf) if mask.dtype == bool else tm)
+        want_lse = torch.logsumexp(scores, -1).numpy()
+        np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)

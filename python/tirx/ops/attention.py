@@ -33,6 +33,8 @@ from . import _common as c
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
+LOWEST = -3.4028234663852886e38  # float32's lowest finite value
+TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 128, 192, 256)
 # Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s), and of
@@ -53,17 +55,24 @@ def stages_for(consumers: int, bn: int, d: int) -> int:
     return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
 
 
-def _prune(configs, seq_q, d, **_):
+def _prune(configs, seq_q, d, mask, **_):
     """A 128-row tile only where the queries fill one; the overlapped schedule where two stages
-    fit (it waits for tile j while tile j - 1's stage is held)."""
+    fit (it waits for tile j while tile j - 1's stage is held), and not with a mask (whose tile
+    takes P's registers while the softmax runs)."""
     return [
         cfg
         for cfg in configs
-        if (cfg["consumers"] == 1 or seq_q > 64) and (not cfg.get("overlap") or stages_for(cfg["consumers"], cfg["bn"], d) >= 2)
+        if (cfg["consumers"] == 1 or seq_q > 64) and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d) >= 2 and not mask))
     ]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits"], prune=_prune)
+def mask_matrices(mask: str, batch: int, heads: int) -> int:
+    """The additive mask's matrices: one for every head (``one``), one per batch entry
+    (``batch``), per head (``heads``) or per batch entry and head (``all``)."""
+    return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
+
+
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -81,6 +90,7 @@ def attention_kernel(
     overlap: bool = False,
     pingpong: bool = False,
     splits: int = 1,
+    mask: str = "",
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -98,6 +108,10 @@ def attention_kernel(
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
     stages = stages_for(consumers, bn, d)
+    if mask not in ("", "one", "batch", "heads", "all"):
+        raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
+    if mask and (overlap or splits > 1):
+        raise ValueError("mask: the schedule in turn (its P registers stage the mask's tile), one split")
     if overlap and stages < 2:
         raise ValueError(f"overlap: a ring of two stages at least (K/V tiles of {bn} keys of {d} columns leave room for {stages})")
     kv_tiles = -(-seq_k // bn)
@@ -171,6 +185,10 @@ def attention_kernel(
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], scale_log2)
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
+        # A row no key of which is visible yet keeps a finite max: its terms (and the old ones)
+        # weigh exp2(-inf) = 0, not NaN, and a later tile's keys count (none at all: O = 0, as
+        # PyTorch's).
+        Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1])
         Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
@@ -213,11 +231,14 @@ def attention_kernel(
                 T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
 
     @T.macro
-    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
+    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
         landed(j, full)
         qk(j, s_acc, Q_s, K_s, cw)
         T.ptx.wgmma.wait_group(0)
+        if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
+            Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
+            Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
         rescale(s_acc, p, o_acc, alpha)
         pv(j, p, o_acc, V_s)
@@ -240,7 +261,7 @@ def attention_kernel(
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP):
+    def body(Q, K, V, O, LSE, OP, LP, M):
         T.device_entry()
         bx = T.cta_id([batch * heads * q_tiles * splits])
         wg = T.warpgroup_id([consumers + 1])
@@ -267,6 +288,14 @@ def attention_kernel(
             bh = bx // splits // q_tiles
             qt = bx // splits % q_tiles
         kv = bh // heads * kv_heads + bh % heads // group
+        if mask == "batch":  # the mask's matrix (`mask_matrices`)
+            mi = bh // heads
+        elif mask == "heads":
+            mi = bh % heads
+        elif mask == "all":
+            mi = bh
+        else:
+            mi = 0
         if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps)
             kt0 = bx % splits * chunk
             steps = T.min(chunk, kv_tiles - kt0)
@@ -330,12 +359,14 @@ def attention_kernel(
                 release(steps - 1, empty, tid)
             else:
                 for j in T.serial(unmasked):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, False)
                 for j in T.serial(unmasked, steps):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, True)
             # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
             # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
-            Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], l_run[0:64, 0:1])
+            # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
+            Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
+            Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
             if splits > 1:
                 Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
             else:
@@ -373,9 +404,23 @@ def attention_kernel(
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP)
+            body(Q, K, V, None, None, OP, LP, None)
 
         return attention_split
+
+    if mask:
+
+        @T.prim_func
+        def attention_masked(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, M_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
+            O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, O, LSE, None, None, M)
+
+        return attention_masked
 
     @T.prim_func
     def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
@@ -384,7 +429,7 @@ def attention_kernel(
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
         O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-        body(Q, K, V, O, LSE, None, None)
+        body(Q, K, V, O, LSE, None, None, None)
 
     return attention
 
@@ -497,22 +542,54 @@ def _swap(t):
     return t.transpose(1, 2) if c.is_torch(t) else np.swapaxes(t, 1, 2)
 
 
-def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None):
+def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
+    """PyTorch's ``attn_mask`` (bool: True where a key is seen; or added to the scaled scores, of
+    the query's dtype), broadcastable to [batch, heads, seq_q, seq_k], as the kernel takes it: its
+    matrices (``mask_matrices``: one, per batch entry, per head, or both) contiguous, additive
+    (a bool mask as 0 / -inf), and which of them each head reads."""
+    shape = tuple(attn_mask.shape)
+    full = (b, h, sq, sk)
+    if len(shape) < 2 or len(shape) > 4 or shape[-2:] != (sq, sk) or any(n not in (1, f) for n, f in zip(shape[:-2][::-1], full[:2][::-1])):
+        raise ValueError(
+            f"tirx.ops.scaled_dot_product_attention: attn_mask of shape {list(shape)} does not broadcast to "
+            f"[batch, heads, seq_q, seq_k] = {list(full)} with its last two dims [{sq}, {sk}]"
+        )
+    kind = c.dtype_name(attn_mask)
+    if kind not in ("bool", dtype):
+        raise TypeError(f"tirx.ops.scaled_dot_product_attention: attn_mask is {kind}; give it the query's dtype ({dtype}) or bool")
+    lead = (1,) * (4 - len(shape)) + shape[:-2]
+    kind_of = {(1, 1): "one", (b, 1): "batch", (1, h): "heads", (b, h): "all"}
+    mode = kind_of.get(lead, "all")  # (b or h of one: the first match)
+    m = attn_mask.reshape(lead + (sq, sk))
+    if kind == "bool":
+        if c.is_torch(m):
+            import torch
+
+            m = torch.zeros(m.shape, dtype=getattr(torch, dtype), device=m.device).masked_fill(~m, float("-inf"))
+        else:
+            from ..runtime import numpy_dtype
+
+            m = np.where(m, 0.0, -np.inf).astype(numpy_dtype(dtype))
+    return c.contiguous(m).reshape(-1, sq, sk), mode
+
+
+def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None):
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    mask, mode = _mask(attn_mask, b, h, sq, sk, dtype) if attn_mask is not None else (None, "")
     # [batch, seq, heads, d] tensors (a projection's output, transposed) are read and written in
     # place; the output then has their memory order too, as PyTorch's flash backend returns it.
     seq_major = not all(_dense(t, (0, 1, 2, 3)) for t in (q, k, v)) and all(_dense(t, (0, 2, 1, 3)) for t in (q, k, v))
     out = _swap(c.new_array(q, (b, sq, h, d))) if seq_major else c.new_array(q, (b, h, sq, d))
-    if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's softmax over nothing is NaN)
+    if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's output is 0)
         if b * h * sq:
-            out[...] = float("nan")
+            out[...] = 0
         lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
         return (out, lse) if return_lse else out
     # Grouped-query heads over contiguous tensors, not causal: a group's query heads are one
     # block of group * seq_q rows against its K/V head (K and V tiles loaded once per group, and
     # short queries, decoding's, fill the 64-row tiles).
-    packed = hk != h and not is_causal and not seq_major
+    packed = hk != h and not is_causal and not seq_major and mask is None
     rows, heads = (sq * (h // hk), hk) if packed else (sq, h)
     lse = c.new_array(q, (b * heads, lse_rows(rows)), "float32")
     if seq_major:
@@ -523,7 +600,7 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
             args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
     if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
         sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-        splits = 1 if is_causal or seq_major else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
+        splits = 1 if is_causal or seq_major or mask is not None else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
     kernel = attention_kernel(
         heads=heads,
         kv_heads=hk,
@@ -537,6 +614,7 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
         lse=bool(return_lse),
         seq_major=seq_major,
         splits=splits,
+        mask=mode,
     )
     if splits > 1:  # each split's O / l and log-sum-exp, then combined
         parts = c.new_array(q, (splits, b * heads, rows, d), "float32")
@@ -544,6 +622,8 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
         kernel(args[0], args[1], args[2], parts, part_lse)
         combine = attention_combine_kernel(splits=splits, bhs=b * heads, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse))
         combine(parts, part_lse, args[3], lse)
+    elif mask is not None:
+        kernel(args[0], args[1], args[2], mask, args[3], lse)
     else:
         kernel(*args, lse)
     if not return_lse:
@@ -552,8 +632,8 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
 
 
 def register_torch_op():
-    """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, is_causal, scale, enable_gqa) -> (out,
-    lse)` (registered on the first call; no backward yet)."""
+    """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
+    -> (out, lse)` (registered on the first call; no backward yet)."""
     return c.torch_op("scaled_dot_product_attention", _torch_op_parts)
 
 
@@ -562,11 +642,17 @@ def _torch_op_parts():
     from typing import Tuple
 
     def schema(
-        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, is_causal: bool, scale: Optional[float], enable_gqa: bool
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        attn_mask: Optional[torch.Tensor],
+        is_causal: bool,
+        scale: Optional[float],
+        enable_gqa: bool,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
-        return _run(q, k, v, is_causal, scale, enable_gqa, True)
+        return _run(q, k, v, is_causal, scale, enable_gqa, True, attn_mask=attn_mask)
 
-    def fake(q, k, v, is_causal, scale, enable_gqa):
+    def fake(q, k, v, attn_mask, is_causal, scale, enable_gqa):
         b, h, sq, _ = _check(q, k, v, enable_gqa)[:4]
         return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((b, h, sq), dtype=torch.float32)
 
@@ -579,19 +665,23 @@ def scaled_dot_product_attention(
     """PyTorch's `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
     is_causal, scale, enable_gqa)` for [batch, heads, seq, head_dim] bf16/f16 tensors (or NumPy
     arrays: the simulator); a new array; with ``return_lse``, ``(out, lse)``, the rows' float32
-    log-sum-exp of the scaled scores [batch, heads, seq_q]. ``attn_mask`` and dropout are not
-    supported yet (an error, not a silent fallback); the output has no gradient yet."""
-    if attn_mask is not None:
-        raise NotImplementedError("tirx.ops.scaled_dot_product_attention: attn_mask is not supported yet (is_causal is)")
+    log-sum-exp of the scaled scores [batch, heads, seq_q]. ``attn_mask``: bool (True where a
+    key is seen) or added to the scaled scores (the query's dtype), broadcastable to [batch,
+    heads, seq_q, seq_k]; a row that sees no key is 0, as PyTorch's. Dropout is not supported
+    (an error, not a silent fallback); the output has no gradient yet."""
+    if attn_mask is not None and is_causal:
+        raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask and is_causal together (PyTorch refuses them too): fold the causal mask into attn_mask")
     if dropout_p:
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: dropout_p must be 0 (dropout is not supported)")
     if c.is_torch(q):
         if c.compiling():
-            out, lse = register_torch_op()(q, k, v, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa))
+            op = register_torch_op()
+            out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa))
             return (out, lse) if return_lse else out
         if any(c.wants_grad(t) for t in (q, k, v)):
             raise NotImplementedError(
                 "tirx.ops.scaled_dot_product_attention: no backward yet; call it under torch.no_grad() (or on detached tensors)"
             )
-        return _run(q, k, v, is_causal, scale, enable_gqa, return_lse)
-    return _run(np.asarray(q), np.asarray(k), np.asarray(v), is_causal, scale, enable_gqa, return_lse)
+        return _run(q, k, v, is_causal, scale, enable_gqa, return_lse, attn_mask=attn_mask)
+    m = None if attn_mask is None else np.asarray(attn_mask)
+    return _run(np.asarray(q), np.asarray(k), np.asarray(v), is_causal, scale, enable_gqa, return_lse, attn_mask=m)

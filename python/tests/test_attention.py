@@ -272,3 +272,31 @@ def test_attention_masks_as_pytorch(lead):
         scores = torch.einsum("bhid,bhjd->bhij", tq, tk) / np.sqrt(d) + (torch.where(tm, 0.0, -np.inf) if mask.dtype == bool else tm)
         want_lse = torch.logsumexp(scores, -1).numpy()
         np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")  # (PyTorch's warning for seq_q > seq_k: NaN in some backends)
+@pytest.mark.parametrize("sq,sk", [(70, 200), (200, 70), (1, 300), (130, 130)])
+def test_lower_right_causal_bias(sq, sk):
+    """``attn_mask=causal_lower_right(seq_q, seq_k)`` (FlashAttention's diagonal, decoding's and
+    chunked prefill's): query i sees keys j <= i + seq_k - seq_q; rows above it see none (0, as
+    PyTorch's); ``causal_upper_left`` is ``is_causal``. Both schedules (the tuner's first choice
+    overlapped, and in turn)."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention.bias import causal_lower_right, causal_upper_left
+
+    F = torch.nn.functional
+    q, k, v = (torch.from_numpy(t.astype(np.float32)).bfloat16() for t in inputs("bfloat16", 1, 2, 2, sq, sk, 64, seed=sq + sk))
+    for bias in (causal_lower_right(sq, sk), causal_upper_left(sq, sk)):
+        want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=bias)
+        got = tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        torch.testing.assert_close(got.double(), want, rtol=2.0**-7, atol=2.0**-7)
+    q3, k3, v3 = (t.float().numpy().astype(numpy_dtype("bfloat16")).reshape(2, sq if t is q else sk, 64) for t in (q, k, v))
+    for overlap in (False, True):
+        prim = at.attention_kernel.factory(
+            heads=2, kv_heads=2, batch=1, seq_q=sq, seq_k=sk, d=64, dtype="bfloat16", causal=True, scale=0.125, lse=False,
+            seq_major=False, consumers=1, bn=64, overlap=overlap, offset=sk - sq,
+        )
+        o = np.zeros((2, sq, 64), q3.dtype)
+        tirx.compile(prim, "sm_90a")(q3, k3, v3, o, np.zeros((2, at.lse_rows(sq)), np.float32))
+        want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=causal_lower_right(sq, sk))
+        np.testing.assert_allclose(o.astype(F64).reshape(want.shape), want.numpy(), rtol=2.0**-7, atol=2.0**-7)

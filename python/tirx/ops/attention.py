@@ -72,7 +72,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -91,6 +91,7 @@ def attention_kernel(
     pingpong: bool = False,
     splits: int = 1,
     mask: str = "",
+    offset: int = 0,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -104,7 +105,9 @@ def attention_kernel(
     barriers), so one's softmax runs while the other's GEMMs do (FlashAttention-3's schedule);
     ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
-    `attention_combine_kernel` (split-KV: decoding's few query rows over long caches)."""
+    `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
+    ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
+    top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's)."""
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
     stages = stages_for(consumers, bn, d)
@@ -132,10 +135,10 @@ def attention_kernel(
 
     def kv_steps(qt):
         """The K/V tiles query tile ``qt`` reads: all, or (causal) those holding a key j <= its
-        last query row."""
+        last query row + ``offset`` (none where every row is above the diagonal)."""
         if not causal:
             return -(-seq_k // bn)
-        return T.min(-(-seq_k // bn), ((qt + 1) * bm - 1) // bn + 1)
+        return T.min(-(-seq_k // bn), T.max(0, ((qt + 1) * bm - 1 + offset) // bn + 1))
 
     def shape(n_heads, seq):
         """A Q, K, V or O tensor: [batch, heads, seq, d] as (batch * heads, seq, d), or with
@@ -157,7 +160,7 @@ def attention_kernel(
         (causal) at or before the tile's first query."""
         if not causal:
             return seq_k // bn
-        return T.min(seq_k // bn, (qt * bm + 1) // bn)
+        return T.max(0, T.min(seq_k // bn, (qt * bm + offset + 1) // bn))
 
     @T.macro
     def landed(j, full):
@@ -179,7 +182,7 @@ def attention_kernel(
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
             if causal:
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i), float("-inf"))
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i + offset), float("-inf"))
             else:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= seq_k, float("-inf"))
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
@@ -335,28 +338,29 @@ def attention_kernel(
             # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
             # agrees on: every thread of a warpgroup runs its loops whole).
             if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
-                if pingpong:  # the first consumer's turn first
-                    if cw == 1:
-                        T.ptx.bar.arrive(TURN_BARRIER, 256)
-                landed(0, full)
-                my_turn(cw)
-                qk(0, s_acc, Q_s, K_s, cw)
-                your_turn(cw, False)
-                T.ptx.wgmma.wait_group(0)
-                for j in T.serial(T.min(unmasked, 1)):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, False)
-                for j in T.serial(T.min(unmasked, 1), 1):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, True)
-                rescale(s_acc, p, o_acc, alpha)
-                for j in T.serial(1, T.max(unmasked, 1)):
-                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
-                for j in T.serial(T.max(unmasked, 1), steps):
-                    pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
-                my_turn(cw)
-                pv(steps - 1, p, o_acc, V_s)
-                your_turn(cw, True)
-                T.ptx.wgmma.wait_group(0)
-                release(steps - 1, empty, tid)
+                for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
+                    if pingpong:  # the first consumer's turn first
+                        if cw == 1:
+                            T.ptx.bar.arrive(TURN_BARRIER, 256)
+                    landed(0, full)
+                    my_turn(cw)
+                    qk(0, s_acc, Q_s, K_s, cw)
+                    your_turn(cw, False)
+                    T.ptx.wgmma.wait_group(0)
+                    for j in T.serial(T.min(unmasked, 1)):
+                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, False)
+                    for j in T.serial(T.min(unmasked, 1), 1):
+                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, True)
+                    rescale(s_acc, p, o_acc, alpha)
+                    for j in T.serial(1, T.max(unmasked, 1)):
+                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
+                    for j in T.serial(T.max(unmasked, 1), steps):
+                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
+                    my_turn(cw)
+                    pv(steps - 1, p, o_acc, V_s)
+                    your_turn(cw, True)
+                    T.ptx.wgmma.wait_group(0)
+                    release(steps - 1, empty, tid)
             else:
                 for j in T.serial(unmasked):
                     step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, False)
@@ -573,7 +577,9 @@ def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
     return c.contiguous(m).reshape(-1, sq, sk), mode
 
 
-def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None):
+def _run(
+    q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None, offset: int = 0
+):
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     mask, mode = _mask(attn_mask, b, h, sq, sk, dtype) if attn_mask is not None else (None, "")
@@ -615,6 +621,7 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
         seq_major=seq_major,
         splits=splits,
         mask=mode,
+        offset=offset if is_causal else 0,
     )
     if splits > 1:  # each split's O / l and log-sum-exp, then combined
         parts = c.new_array(q, (splits, b * heads, rows, d), "float32")
@@ -632,8 +639,9 @@ def _run(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, ret
 
 
 def register_torch_op():
-    """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa)
-    -> (out, lse)` (registered on the first call; no backward yet)."""
+    """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa,
+    offset) -> (out, lse)` (registered on the first call; no backward yet; ``offset``: the causal
+    diagonal's, `attention_kernel`'s)."""
     return c.torch_op("scaled_dot_product_attention", _torch_op_parts)
 
 
@@ -649,10 +657,11 @@ def _torch_op_parts():
         is_causal: bool,
         scale: Optional[float],
         enable_gqa: bool,
+        offset: int,
     ) -> Tuple[torch.Tensor, torch.Tensor]:
-        return _run(q, k, v, is_causal, scale, enable_gqa, True, attn_mask=attn_mask)
+        return _run(q, k, v, is_causal, scale, enable_gqa, True, attn_mask=attn_mask, offset=offset)
 
-    def fake(q, k, v, attn_mask, is_causal, scale, enable_gqa):
+    def fake(q, k, v, attn_mask, is_causal, scale, enable_gqa, offset):
         b, h, sq, _ = _check(q, k, v, enable_gqa)[:4]
         return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((b, h, sq), dtype=torch.float32)
 
@@ -665,23 +674,35 @@ def scaled_dot_product_attention(
     """PyTorch's `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
     is_causal, scale, enable_gqa)` for [batch, heads, seq, head_dim] bf16/f16 tensors (or NumPy
     arrays: the simulator); a new array; with ``return_lse``, ``(out, lse)``, the rows' float32
-    log-sum-exp of the scaled scores [batch, heads, seq_q]. ``attn_mask``: bool (True where a
+    log-sum-exp of the scaled scores [batch, heads, seq_q]. ``is_causal``: PyTorch's top-left
+    diagonal; ``attn_mask=torch.nn.attention.bias.causal_lower_right(seq_q, seq_k)`` (or
+    ``causal_upper_left``): the causal kernel with that diagonal. ``attn_mask``: bool (True where a
     key is seen) or added to the scaled scores (the query's dtype), broadcastable to [batch,
     heads, seq_q, seq_k]; a row that sees no key is 0, as PyTorch's. Dropout is not supported
     (an error, not a silent fallback); the output has no gradient yet."""
-    if attn_mask is not None and is_causal:
+    offset = 0
+    if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
+        lower_right = attn_mask.variant.name == "LOWER_RIGHT"
+        if (attn_mask.seq_len_q, attn_mask.seq_len_kv) != (q.shape[-2], k.shape[-2]):
+            raise ValueError(
+                f"tirx.ops.scaled_dot_product_attention: a causal bias of {attn_mask.seq_len_q} x {attn_mask.seq_len_kv} "
+                f"for {q.shape[-2]} queries and {k.shape[-2]} keys"
+            )
+        offset = k.shape[-2] - q.shape[-2] if lower_right else 0
+        attn_mask, is_causal = None, True
+    elif attn_mask is not None and is_causal:
         raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask and is_causal together (PyTorch refuses them too): fold the causal mask into attn_mask")
     if dropout_p:
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: dropout_p must be 0 (dropout is not supported)")
     if c.is_torch(q):
         if c.compiling():
             op = register_torch_op()
-            out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa))
+            out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         if any(c.wants_grad(t) for t in (q, k, v)):
             raise NotImplementedError(
                 "tirx.ops.scaled_dot_product_attention: no backward yet; call it under torch.no_grad() (or on detached tensors)"
             )
-        return _run(q, k, v, is_causal, scale, enable_gqa, return_lse, attn_mask=attn_mask)
+        return _run(q, k, v, is_causal, scale, enable_gqa, return_lse, attn_mask=attn_mask, offset=offset)
     m = None if attn_mask is None else np.asarray(attn_mask)
-    return _run(np.asarray(q), np.asarray(k), np.asarray(v), is_causal, scale, enable_gqa, return_lse, attn_mask=m)
+    return _run(np.asarray(q), np.asarray(k), np.asarray(v), is_causal, scale, enable_gqa, return_lse, attn_mask=m, offset=offset)

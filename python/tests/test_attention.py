@@ -300,3 +300,71 @@ def test_lower_right_causal_bias(sq, sk):
         tirx.compile(prim, "sm_90a")(q3, k3, v3, o, np.zeros((2, at.lse_rows(sq)), np.float32))
         want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=causal_lower_right(sq, sk))
         np.testing.assert_allclose(o.astype(F64).reshape(want.shape), want.numpy(), rtol=2.0**-7, atol=2.0**-7)
+
+
+def varlen_reference(q, k, v, cq, ck, causal, scale):
+    """Per sequence: attention in float64 (causal on its lower-right diagonal), a row with no key 0."""
+    out = np.zeros(q.shape, F64)
+    lse = np.full((q.shape[1], q.shape[0]), -np.inf)
+    group = q.shape[1] // k.shape[1]
+    for b in range(len(cq) - 1):
+        n, m = cq[b + 1] - cq[b], ck[b + 1] - ck[b]
+        if n == 0:
+            continue
+        qb = q[cq[b] : cq[b + 1]].astype(F64).transpose(1, 0, 2)
+        kb = np.repeat(k[ck[b] : ck[b + 1]].astype(F64).transpose(1, 0, 2), group, 0)
+        vb = np.repeat(v[ck[b] : ck[b + 1]].astype(F64).transpose(1, 0, 2), group, 0)
+        s = np.einsum("hid,hjd->hij", qb, kb) * scale
+        if causal:
+            i, j = np.indices(s.shape[-2:])
+            s = np.where(j > i + m - n, -np.inf, s)
+        mx = s.max(-1, keepdims=True) if m else np.full(s.shape[:-1] + (1,), -np.inf)
+        top = np.where(np.isfinite(mx), mx, 0)
+        e = np.exp(s - top)
+        total = e.sum(-1, keepdims=True)
+        out[cq[b] : cq[b + 1]] = np.where(total > 0, e @ vb / np.where(total > 0, total, 1), 0).transpose(1, 0, 2)
+        with np.errstate(divide="ignore"):  # (a row with no key: log 0 = -inf)
+            lse[:, cq[b] : cq[b + 1]] = (top + np.log(total))[..., 0]
+    return out, lse
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("cfg", [{"consumers": 2, "bn": 128, "overlap": True}, {"consumers": 1, "bn": 64}], ids=["overlapped", "in_turn"])
+def test_varlen_packed_sequences_match_float64(causal, cfg):
+    """Packed sequences (FlashAttention's varlen): ragged lengths, an empty sequence, more and fewer
+    keys than queries, grouped-query heads; causal on each sequence's lower-right diagonal;
+    nothing written outside a sequence's rows; the log-sum-exp in (heads, total_q)."""
+    lens_q, lens_k = [5, 130, 0, 64, 77], [40, 200, 10, 64, 30]
+    h, hk, d = 4, 2, 64
+    cq = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
+    ck = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
+    rng = np.random.default_rng(11)
+    nd = numpy_dtype("bfloat16")
+    q = rng.standard_normal((cq[-1], h, d)).astype(nd)
+    k, v = (rng.standard_normal((ck[-1], hk, d)).astype(nd) for _ in range(2))
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=0, seq_q=0, seq_k=0, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
+        seq_major=False, varlen=True, **cfg,
+    )
+    out = np.full((cq[-1] + 3, h, d), 7, nd)  # three rows past the packed ones: never written
+    lse = np.zeros((cq[-1], h), np.float32)
+    tirx.compile(prim, "sm_90a")(q, k, v, cq, ck, out[: cq[-1]], lse, len(lens_q), max(lens_q), cq[-1], ck[-1])
+    assert (out[cq[-1] :] == 7).all()
+    want, want_lse = varlen_reference(q, k, v, cq, ck, causal, 0.125)
+    np.testing.assert_allclose(out[: cq[-1]].astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse.T, want_lse, rtol=1e-5, atol=1e-5)
+    got, got_lse = tirx.ops.varlen_attention(q, k, v, cq, ck, max(lens_q), is_causal=causal, scale=0.125, return_lse=True)
+    np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(got_lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_varlen_errors():
+    nd = numpy_dtype("bfloat16")
+    q, k = np.zeros((10, 4, 64), nd), np.zeros((12, 2, 64), nd)
+    cu = np.array([0, 10], np.int32)
+    with pytest.raises(ValueError, match="int32, one entry per sequence and one more, alike"):
+        tirx.ops.varlen_attention(q, k, k, cu, np.array([0, 6, 12], np.int32), 10)
+    with pytest.raises(ValueError, match=r"q of shape \[10, 256\]; expected \(total, heads, head_dim\)"):
+        tirx.ops.varlen_attention(q.reshape(10, 256), k, k, cu, cu, 10)
+    with pytest.raises(ValueError, match="the query heads a multiple of the key/value heads"):
+        tirx.ops.varlen_attention(np.zeros((10, 3, 64), nd), k, k, cu, cu, 10)

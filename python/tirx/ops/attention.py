@@ -72,7 +72,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -92,6 +92,7 @@ def attention_kernel(
     splits: int = 1,
     mask: str = "",
     offset: int = 0,
+    varlen: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -107,12 +108,18 @@ def attention_kernel(
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
     ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
-    top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's)."""
+    top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's); ``varlen``:
+    packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
+    ``(total_k, kv_heads, d)``, sequence b's rows from ``CUQ[b]`` / ``CUK[b]`` to the next entry;
+    ``nb`` sequences, the longest of ``max_q`` queries, run-time scalars; causal on each
+    sequence's lower-right diagonal; ``LSE (total_q, heads)``)."""
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
     stages = stages_for(consumers, bn, d)
     if mask not in ("", "one", "batch", "heads", "all"):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
+    if varlen and (splits > 1 or mask or seq_major):
+        raise ValueError("varlen: one split, no mask, the packed (total, heads, d) layout")
     if mask and (overlap or splits > 1):
         raise ValueError("mask: the schedule in turn (its P registers stage the mask's tile), one split")
     if overlap and stages < 2:
@@ -133,12 +140,12 @@ def attention_kernel(
     kv_smem = mma_shared_layout(dtype, 3, (stages, bn, d))
     consumer_regs = 232 if consumers == 2 else 256
 
-    def kv_steps(qt):
-        """The K/V tiles query tile ``qt`` reads: all, or (causal) those holding a key j <= its
-        last query row + ``offset`` (none where every row is above the diagonal)."""
+    def kv_steps(qt, n_keys, diag):
+        """The K/V tiles query tile ``qt`` reads of ``n_keys`` keys: all, or (causal) those holding
+        a key j <= its last query row + ``diag`` (none where every row is above the diagonal)."""
         if not causal:
-            return -(-seq_k // bn)
-        return T.min(-(-seq_k // bn), T.max(0, ((qt + 1) * bm - 1 + offset) // bn + 1))
+            return (n_keys + bn - 1) // bn
+        return T.min((n_keys + bn - 1) // bn, T.max(0, ((qt + 1) * bm - 1 + diag) // bn + 1))
 
     def shape(n_heads, seq):
         """A Q, K, V or O tensor: [batch, heads, seq, d] as (batch * heads, seq, d), or with
@@ -155,12 +162,12 @@ def attention_kernel(
         else:
             Tx.copy_async(dst, A[head, r0 : r0 + n, 0:d], dispatch="tma_auto", mbar=mbar)
 
-    def full_steps(qt):
+    def full_steps(qt, n_keys, diag):
         """The K/V tiles before the first that needs a mask: every key inside the sequence and
         (causal) at or before the tile's first query."""
         if not causal:
-            return seq_k // bn
-        return T.max(0, T.min(seq_k // bn, (qt * bm + offset + 1) // bn))
+            return n_keys // bn
+        return T.max(0, T.min(n_keys // bn, (qt * bm + diag + 1) // bn))
 
     @T.macro
     def landed(j, full):
@@ -174,7 +181,7 @@ def attention_kernel(
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
 
     @T.macro
-    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked):
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked):
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's): m_new the row max, alpha the old terms' rescale, P = exp2(s
         # scale_log2 - m_new) in place as one fma and an exp2, l = l alpha + rowsum(P). The output
@@ -182,9 +189,9 @@ def attention_kernel(
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
             if causal:
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= seq_k) | (k0 + jj > q0 + i + offset), float("-inf"))
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= n_keys) | (k0 + jj > q0 + i + diag), float("-inf"))
             else:
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= seq_k, float("-inf"))
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= n_keys, float("-inf"))
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], scale_log2)
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
@@ -234,7 +241,7 @@ def attention_kernel(
                 T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
 
     @T.macro
-    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, masked):
+    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
         landed(j, full)
         qk(j, s_acc, Q_s, K_s, cw)
@@ -242,14 +249,14 @@ def attention_kernel(
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         rescale(s_acc, p, o_acc, alpha)
         pv(j, p, o_acc, V_s)
         T.ptx.wgmma.wait_group(0)
         release(j, empty, tid)
 
     @T.macro
-    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, masked):
+    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
         # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
         landed(j, full)
@@ -258,15 +265,18 @@ def attention_kernel(
         pv(j - 1, p, o_acc, V_s)
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         T.ptx.wgmma.wait_group(0)
         release(j - 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP, M):
+    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt):
         T.device_entry()
-        bx = T.cta_id([batch * heads * q_tiles * splits])
+        if varlen:
+            bx = T.cta_id([nb * heads * nqt])
+        else:
+            bx = T.cta_id([batch * heads * q_tiles * splits])
         wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
@@ -284,12 +294,30 @@ def attention_kernel(
         empty.init(consumers)  # one arrival per consumer warpgroup
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        if causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
+        if varlen:  # sequence bh // heads of the packed rows: its start and length from the cumulative ends
+            if causal:
+                bh = bx % (nb * heads)
+                qt = nqt - 1 - bx // (nb * heads)
+            else:
+                bh = bx // nqt
+                qt = bx % nqt
+            seq = bh // heads
+            live = (seq >= 0) & (seq < nb)  # (always: the grid's sequences; the loads' guard)
+            q_start = T.if_then_else(live, CUQ[seq], 0)
+            k_start = T.if_then_else(live, CUK[seq], 0)
+            n_rows = T.if_then_else(live, CUQ[seq + 1], 0) - q_start
+            n_keys = T.if_then_else(live, CUK[seq + 1], 0) - k_start
+            diag = n_keys - n_rows  # (causal: the lower-right diagonal, FlashAttention's varlen)
+        elif causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
             bh = bx % (batch * heads)
             qt = q_tiles - 1 - bx // (batch * heads)
+            n_keys = seq_k
+            diag = offset
         else:  # a head's query tiles together (its K and V shared in L2)
             bh = bx // splits // q_tiles
             qt = bx // splits % q_tiles
+            n_keys = seq_k
+            diag = offset
         kv = bh // heads * kv_heads + bh % heads // group
         if mask == "batch":  # the mask's matrix (`mask_matrices`)
             mi = bh // heads
@@ -303,21 +331,33 @@ def attention_kernel(
             kt0 = bx % splits * chunk
             steps = T.min(chunk, kv_tiles - kt0)
             unmasked = T.min(steps, seq_k // bn - kt0)
+        elif varlen:  # (none past the sequence's query tiles)
+            kt0 = 0
+            steps = T.if_then_else(qt * bm < n_rows, kv_steps(qt, n_keys, diag), 0)
+            unmasked = T.min(steps, full_steps(qt, n_keys, diag))
         else:
             kt0 = 0
-            steps = kv_steps(qt)
-            unmasked = full_steps(qt)
+            steps = kv_steps(qt, n_keys, diag)
+            unmasked = full_steps(qt, n_keys, diag)
         if wg == 0:
             T.ptx.setmaxnreg.dec(40)
             if tid == 0:
                 T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
-                load(Q_s[0:bm, 0:d], Q, bh, heads, qt * bm, bm, q_full.ptr_to([0]))
+                if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
+                    Tx.copy_async(Q_s[0:bm, 0:d], Q[q_start + qt * bm : q_start + qt * bm + bm, bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                else:
+                    load(Q_s[0:bm, 0:d], Q, bh, heads, qt * bm, bm, q_full.ptr_to([0]))
                 for j in T.serial(steps):  # K/V tile j into stage j % stages
                     if j >= stages:
                         empty.wait(j % stages, (j // stages + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), stage_bytes)
-                    load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
-                    load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
+                    if varlen:  # (keys past the sequence masked; their V rows weigh 0)
+                        k1 = k_start + j * bn
+                        Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[k1 : k1 + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                        Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[k1 : k1 + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                    else:
+                        load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
+                        load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -330,6 +370,8 @@ def attention_kernel(
             m_new = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             l_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            if lse and varlen:
+                L_s = T.alloc_buffer((consumers, 64), "float32", scope="shared")  # the log-sum-exps' way out
             Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
             Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
             Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
@@ -348,14 +390,14 @@ def attention_kernel(
                     your_turn(cw, False)
                     T.ptx.wgmma.wait_group(0)
                     for j in T.serial(T.min(unmasked, 1)):
-                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, False)
+                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False)
                     for j in T.serial(T.min(unmasked, 1), 1):
-                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, True)
+                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True)
                     rescale(s_acc, p, o_acc, alpha)
                     for j in T.serial(1, T.max(unmasked, 1)):
-                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, False)
+                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False)
                     for j in T.serial(T.max(unmasked, 1), steps):
-                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, True)
+                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True)
                     my_turn(cw)
                     pv(steps - 1, p, o_acc, V_s)
                     your_turn(cw, True)
@@ -363,9 +405,9 @@ def attention_kernel(
                     release(steps - 1, empty, tid)
             else:
                 for j in T.serial(unmasked):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, False)
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False)
                 for j in T.serial(unmasked, steps):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, tid, M, mi, True)
+                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True)
             # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
             # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
             # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
@@ -373,6 +415,9 @@ def attention_kernel(
             Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
             if splits > 1:
                 Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
+            elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
+                Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+                Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
             else:
                 Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                 Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
@@ -390,6 +435,13 @@ def attention_kernel(
                 Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
                 Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
                 Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
+            if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
+                if tid % 4 == 0:
+                    for hf in T.serial(2):
+                        L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
+            elif lse or splits > 1:
                 # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
                 # the quad's first lane writes them.
                 if tid % 4 == 0:
@@ -398,6 +450,33 @@ def attention_kernel(
                             LP[bx % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
                         else:
                             LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+
+    if varlen:
+
+        @T.prim_func
+        def attention_varlen(
+            Q_ptr: T.handle,
+            K_ptr: T.handle,
+            V_ptr: T.handle,
+            CUQ_ptr: T.handle,
+            CUK_ptr: T.handle,
+            O_ptr: T.handle,
+            L_ptr: T.handle,
+            nb: T.int32,
+            max_q: T.int32,
+            total_q: T.int32,
+            total_k: T.int32,
+        ):
+            Q = T.match_buffer(Q_ptr, (total_q, heads, d), dtype)
+            K = T.match_buffer(K_ptr, (total_k, kv_heads, d), dtype)
+            V = T.match_buffer(V_ptr, (total_k, kv_heads, d), dtype)
+            CUQ = T.match_buffer(CUQ_ptr, (nb + 1,), "int32")
+            CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
+            O = T.match_buffer(O_ptr, (total_q, heads, d), dtype)
+            LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
+            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm)
+
+        return attention_varlen
 
     if splits > 1:
 
@@ -408,7 +487,7 @@ def attention_kernel(
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0)
 
         return attention_split
 
@@ -422,7 +501,7 @@ def attention_kernel(
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
             O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, M)
+            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0)
 
         return attention_masked
 
@@ -433,7 +512,7 @@ def attention_kernel(
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
         O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-        body(Q, K, V, O, LSE, None, None, None)
+        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0)
 
     return attention
 
@@ -636,6 +715,50 @@ def _run(
     if not return_lse:
         return out
     return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)
+
+
+def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False, scale=None, return_lse: bool = False):
+    """Attention over packed sequences, FlashAttention's ``flash_attn_varlen_func``: ``q``
+    ``(total_q, heads, d)``, ``k`` and ``v`` ``(total_k, kv_heads, d)`` (grouped-query heads where
+    ``kv_heads`` divides ``heads``), sequence b's queries rows ``cu_seqlens_q[b]`` to
+    ``cu_seqlens_q[b + 1]`` (int32, non-decreasing, from 0), its keys likewise; ``max_seqlen_q``
+    the longest query count. Causal on each sequence's lower-right diagonal (query i of n sees
+    keys j <= i + m - n of m), as FlashAttention's. Returns ``out (total_q, heads, d)``, with
+    ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if len(t.shape) != 3:
+            raise ValueError(f"tirx.ops.varlen_attention: {name} of shape {list(t.shape)}; expected (total, heads, head_dim)")
+    dtype = c.dtype_name(q)
+    (tq, h, d), (tk, hk, dk) = q.shape, k.shape
+    if dtype not in ("bfloat16", "float16") or c.dtype_name(k) != dtype or c.dtype_name(v) != dtype:
+        raise TypeError(f"tirx.ops.varlen_attention: q, k, v of {dtype}, {c.dtype_name(k)}, {c.dtype_name(v)}; give all bfloat16 or all float16")
+    if tuple(v.shape) != tuple(k.shape) or dk != d or hk == 0 or h % hk:
+        raise ValueError(
+            f"tirx.ops.varlen_attention: q {list(q.shape)}, k {list(k.shape)}, v {list(v.shape)}: k and v alike, one head_dim, "
+            "the query heads a multiple of the key/value heads"
+        )
+    if d not in HEAD_DIMS:
+        raise ValueError(f"tirx.ops.varlen_attention: head_dim {d}; the kernel takes one of {list(HEAD_DIMS)}")
+    nb = len(cu_seqlens_q) - 1
+    if nb < 0 or len(cu_seqlens_k) != nb + 1 or any(c.dtype_name(x) != "int32" for x in (cu_seqlens_q, cu_seqlens_k)):
+        raise ValueError("tirx.ops.varlen_attention: cu_seqlens_q and cu_seqlens_k: int32, one entry per sequence and one more, alike")
+    out = c.new_array(q, (tq, h, d))
+    lse = c.new_array(q, (tq, h), "float32", float("-inf"))
+    if nb and tq and max_seqlen_q > 0:
+        if tk == 0:
+            out[...] = 0
+        else:
+            kernel = attention_kernel(
+                heads=h, kv_heads=hk, batch=0, seq_q=0, seq_k=0, d=d, dtype=dtype, causal=bool(is_causal),
+                scale=1.0 / math.sqrt(d) if scale is None else float(scale), lse=bool(return_lse), seq_major=False, varlen=True,
+            )
+            qs, ks, vs = (c.contiguous(t) for t in (q, k, v))
+            kernel(qs, ks, vs, c.contiguous(cu_seqlens_q), c.contiguous(cu_seqlens_k), out, lse, nb, int(max_seqlen_q), tq, tk)
+    elif tq:
+        out[...] = 0
+    if not return_lse:
+        return out
+    return out, c.contiguous(lse.T)  # FlashAttention's varlen layout (heads, total_q)
 
 
 def register_torch_op():

@@ -368,3 +368,31 @@ def test_varlen_errors():
         tirx.ops.varlen_attention(q.reshape(10, 256), k, k, cu, cu, 10)
     with pytest.raises(ValueError, match="the query heads a multiple of the key/value heads"):
         tirx.ops.varlen_attention(np.zeros((10, 3, 64), nd), k, k, cu, cu, 10)
+
+
+def test_varlen_on_the_gpu_against_pytorch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    F = torch.nn.functional
+    lens = [(300, 300), (1, 1000), (513, 700), (0, 5), (64, 64)]
+    h, hk, d = 8, 2, 128
+    cq = torch.tensor([0] + list(np.cumsum([a for a, _ in lens])), dtype=torch.int32, device="cuda")
+    ck = torch.tensor([0] + list(np.cumsum([b for _, b in lens])), dtype=torch.int32, device="cuda")
+    q = torch.randn(int(cq[-1]), h, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(int(ck[-1]), hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    for causal in (False, True):
+        out = tirx.ops.varlen_attention(q, k, v, cq, ck, max(a for a, _ in lens), is_causal=causal)
+        for b, (n, m) in enumerate(lens):
+            if n == 0:
+                continue
+            qb = q[int(cq[b]) : int(cq[b + 1])].transpose(0, 1)[None].double()
+            kb = k[int(ck[b]) : int(ck[b + 1])].transpose(0, 1)[None].double()
+            vb = v[int(ck[b]) : int(ck[b + 1])].transpose(0, 1)[None].double()
+            mask = None
+            if causal:
+                from torch.nn.attention.bias import causal_lower_right
+
+                mask = causal_lower_right(n, m)
+            want = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, enable_gqa=True)[0].transpose(0, 1)
+            torch.testing.assert_close(out[int(cq[b]) : int(cq[b + 1])].double(), want, rtol=2.0**-7, atol=2.0**-7)

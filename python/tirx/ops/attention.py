@@ -13,13 +13,21 @@ keeps the row maximum and sum online (`wgmma_row_layout` statistics: FlashAttent
 P from registers (the accumulator's layout is the A fragment's: a cast, no shuffle), then frees
 the stage (``empty``). The epilogue divides by the row sums, rounds, stores the tile to shared
 memory (over its own Q rows, no longer read) and writes it with TMA (rows past the sequence
-clipped); with ``return_lse`` the rows'
-natural-log sum of exponentials (float32), which the backward reads.
+clipped); with ``return_lse`` the rows' natural-log sum of exponentials (float32), which the
+backward reads. The schedules, tuned: each tile in turn; FlashAttention-3's intra-warpgroup
+overlap (a tile's softmax while the previous tile's P V runs); and its ping-pong of two
+consumers (named barriers).
 
 Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
-`torch.ones(L, S).tril()`); the K/V tiles wholly above it are not loaded. Sizes are compile-time
-(a kernel per shape, compiled once and cached). Any sequence lengths (TMA fills what a tile reads
-past the sequence with zeros; the mask removes those keys); head dims 64, 128, 192 and 256."""
+`torch.ones(L, S).tril()`), or with ``attn_mask=causal_lower_right(L, S)`` FlashAttention's
+lower-right one; the K/V tiles wholly above it are not loaded. ``attn_mask`` (bool or additive,
+broadcast over batch and heads) is added tile by tile. Grouped-query heads over contiguous
+tensors run as one block of rows per K/V head; short queries over long keys split the keys over
+CTAs (split-KV, then `attention_combine_kernel`); [batch, seq, heads, d] tensors are read and
+written in place. Sizes are compile-time (a kernel per shape, compiled once and cached), except
+`varlen_attention`'s packed sequences (run-time lengths). Any sequence lengths (TMA fills what a
+tile reads past the tensor with zeros; the mask removes the keys past the sequence); head dims
+64, 128, 192 and 256."""
 
 import math
 from typing import Optional
@@ -55,14 +63,16 @@ def stages_for(consumers: int, bn: int, d: int) -> int:
     return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
 
 
-def _prune(configs, seq_q, d, mask, **_):
-    """A 128-row tile only where the queries fill one; the overlapped schedule where two stages
-    fit (it waits for tile j while tile j - 1's stage is held), and not with a mask (whose tile
-    takes P's registers while the softmax runs)."""
+def _prune(configs, seq_q, d, mask, varlen, **_):
+    """A 128-row tile only where the queries fill one (any: packed sequences of run-time
+    lengths); the overlapped schedule where two stages fit (it waits for tile j while tile j -
+    1's stage is held), and not with a mask (whose tile takes P's registers while the softmax
+    runs)."""
     return [
         cfg
         for cfg in configs
-        if (cfg["consumers"] == 1 or seq_q > 64) and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d) >= 2 and not mask))
+        if (cfg["consumers"] == 1 or seq_q > 64 or varlen)
+        and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d) >= 2 and not mask))
     ]
 
 
@@ -120,8 +130,8 @@ def attention_kernel(
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
     if varlen and (splits > 1 or mask or seq_major):
         raise ValueError("varlen: one split, no mask, the packed (total, heads, d) layout")
-    if mask and (overlap or splits > 1):
-        raise ValueError("mask: the schedule in turn (its P registers stage the mask's tile), one split")
+    if mask and (overlap or splits > 1 or scale == 0):
+        raise ValueError("mask: the schedule in turn (its P registers stage the mask's tile), one split, a scale other than 0")
     if overlap and stages < 2:
         raise ValueError(f"overlap: a ring of two stages at least (K/V tiles of {bn} keys of {d} columns leave room for {stages})")
     kv_tiles = -(-seq_k // bn)
@@ -662,6 +672,8 @@ def _run(
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     mask, mode = _mask(attn_mask, b, h, sq, sk, dtype) if attn_mask is not None else (None, "")
+    if mask is not None and scale == 0:  # (the kernel adds the mask as M / scale to the unscaled scores)
+        raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask with scale=0 is not supported: every key weighs alike there")
     # [batch, seq, heads, d] tensors (a projection's output, transposed) are read and written in
     # place; the output then has their memory order too, as PyTorch's flash backend returns it.
     seq_major = not all(_dense(t, (0, 1, 2, 3)) for t in (q, k, v)) and all(_dense(t, (0, 2, 1, 3)) for t in (q, k, v))

@@ -1,7 +1,7 @@
 """Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
-attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, split-KV and its
-combine kernel).
+attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, split-KV and
+its combine kernel).
 
     python scripts/ops-cuda.py DIR
 """
@@ -31,6 +31,10 @@ def attention_cases():
     yield "ops_attention_varlen", at.attention_kernel.factory(
         heads=16, kv_heads=4, batch=0, seq_q=0, seq_k=0, d=128, dtype="bfloat16", causal=True, scale=0.125, lse=True,
         seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, varlen=True,
+    )
+    yield "ops_attention_kvcache", at.attention_kernel.factory(
+        heads=32, kv_heads=8, batch=8, seq_q=1, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True,
     )
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
 

@@ -396,3 +396,108 @@ def test_varlen_on_the_gpu_against_pytorch():
                 mask = causal_lower_right(n, m)
             want = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, enable_gqa=True)[0].transpose(0, 1)
             torch.testing.assert_close(out[int(cq[b]) : int(cq[b + 1])].double(), want, rtol=2.0**-7, atol=2.0**-7)
+
+
+def kvcache_reference(q, kc, vc, lens, causal, scale):
+    """Per sequence: its cache's first lens[b] rows, causal on the lower-right diagonal; none: 0."""
+    b, sq, h, d = q.shape
+    out = np.zeros(q.shape, F64)
+    lse = np.full((b, h, sq), -np.inf)
+    for i in range(b):
+        n = int(lens[i])
+        if n == 0:
+            continue
+        want, wl = reference(q[i : i + 1].transpose(0, 2, 1, 3), kc[i : i + 1, :n].transpose(0, 2, 1, 3), vc[i : i + 1, :n].transpose(0, 2, 1, 3), False, scale) if not causal else _causal_lower_right(q[i : i + 1], kc[i : i + 1, :n], vc[i : i + 1, :n], scale)
+        out[i] = want[0].transpose(1, 0, 2)
+        lse[i] = wl[0]
+    return out, lse
+
+
+def _causal_lower_right(q, k, v, scale):
+    qd, kd, vd = (t.astype(F64).transpose(0, 2, 1, 3) for t in (q, k, v))
+    group = qd.shape[1] // kd.shape[1]
+    kd, vd = np.repeat(kd, group, 1), np.repeat(vd, group, 1)
+    s = np.einsum("bhid,bhjd->bhij", qd, kd) * scale
+    n, m = s.shape[-2:]
+    i, j = np.indices((n, m))
+    s = np.where(j > i + m - n, -np.inf, s)
+    mx = s.max(-1, keepdims=True)
+    top = np.where(np.isfinite(mx), mx, 0)
+    e = np.exp(s - top)
+    total = e.sum(-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, e @ vd / total, 0), (top + np.log(total))[..., 0]
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_kvcache_attention_matches_float64(causal, splits):
+    """Decoding over KV caches of different filled lengths (FlashAttention's cache_seqlens): the
+    rows past a cache's length not counted (filled with large values here; they must be finite:
+    a tile's last rows are read and weighted by 0), an empty cache gives 0, causal on each
+    cache's lower-right diagonal; split-KV's parts past a cache's length empty."""
+    b, sq, h, hk, s_max, d = 4, 3, 4, 2, 300, 64
+    rng = np.random.default_rng(splits + causal)
+    nd = numpy_dtype("bfloat16")
+    q = rng.standard_normal((b, sq, h, d)).astype(nd)
+    kc, vc = (rng.standard_normal((b, s_max, hk, d)).astype(nd) for _ in range(2))
+    lens = np.array([300, 5, 0, 130], np.int32)
+    for i, n in enumerate(lens):
+        kc[i, n:], vc[i, n:] = 1e4, -1e4  # not counted
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=splits, kv_lens=True,
+    )
+    kernel = tirx.compile(prim, "sm_90a")
+    out = np.zeros((b, sq, h, d), nd)
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    if splits > 1:
+        parts = np.zeros((splits, b * h, sq, d), np.float32)
+        plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
+        kernel(q, kc, vc, lens, parts, plse)
+        combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
+        tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
+    else:
+        kernel(q, kc, vc, lens, out, lse)
+    want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
+    got = tirx.ops.kvcache_attention(q, kc, vc, lens, is_causal=causal, scale=0.125)
+    np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_split_kv_over_seq_major_tensors_and_causal(causal):
+    """Split-KV over [batch, seq, heads, d] tensors (the combine writes that layout) and causal
+    (each part's tiles cut at the diagonal)."""
+    b, h, sq, sk, d = 2, 2, 5, 600, 64  # (5 K/V tiles: 3 parts of 2)
+    rng = np.random.default_rng(21)
+    nd = numpy_dtype("bfloat16")
+    q = np.swapaxes(rng.standard_normal((b, sq, h, d)).astype(nd), 1, 2)
+    k, v = (np.swapaxes(rng.standard_normal((b, sk, h, d)).astype(nd), 1, 2) for _ in range(2))
+    out, lse = at._run(q, k, v, causal, None, False, True, splits=3)
+    assert np.swapaxes(out, 1, 2).flags.c_contiguous
+    want, want_lse = reference(q, k, v, causal, 1 / np.sqrt(d))
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_kvcache_on_the_gpu_against_pytorch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    F = torch.nn.functional
+    b, sq, h, hk, s_max, d = 8, 1, 32, 8, 8192, 128
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
+    kc, vc = (torch.randn(b, s_max, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    lens = torch.tensor([8192, 1, 0, 4000, 129, 7000, 64, 5555], dtype=torch.int32, device="cuda")
+    out = tirx.ops.kvcache_attention(q, kc, vc, lens)
+    for i in range(b):
+        n = int(lens[i])
+        if n == 0:
+            assert (out[i] == 0).all()
+            continue
+        want = F.scaled_dot_product_attention(
+            q[i : i + 1].transpose(1, 2).double(), kc[i : i + 1, :n].transpose(1, 2).double(), vc[i : i + 1, :n].transpose(1, 2).double(), enable_gqa=True
+        )
+        torch.testing.assert_close(out[i : i + 1].transpose(1, 2).double(), want, rtol=2.0**-7, atol=2.0**-7)

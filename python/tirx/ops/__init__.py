@@ -15,7 +15,7 @@ from . import norm as _norm
 from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
 from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
-from .attention import scaled_dot_product_attention, varlen_attention
+from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import matmul
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
@@ -26,6 +26,7 @@ __all__ = [
     "add_rms_norm",
     "cross_entropy",
     "cross_entropy_backward",
+    "kvcache_attention",
     "layer_norm",
     "layer_norm_backward",
     "log_softmax",

@@ -82,7 +82,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -103,6 +103,7 @@ def attention_kernel(
     mask: str = "",
     offset: int = 0,
     varlen: bool = False,
+    kv_lens: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -122,7 +123,9 @@ def attention_kernel(
     packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
     ``(total_k, kv_heads, d)``, sequence b's rows from ``CUQ[b]`` / ``CUK[b]`` to the next entry;
     ``nb`` sequences, the longest of ``max_q`` queries, run-time scalars; causal on each
-    sequence's lower-right diagonal; ``LSE (total_q, heads)``)."""
+    sequence's lower-right diagonal; ``LSE (total_q, heads)``); ``kv_lens``: K and V are caches of
+    ``seq_k`` rows of which ``KL[b]`` (int32) are filled, the rest never read (FlashAttention's
+    ``cache_seqlens``; causal: each cache's lower-right diagonal)."""
     if pingpong and not (overlap and consumers == 2):
         raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
     stages = stages_for(consumers, bn, d)
@@ -136,11 +139,10 @@ def attention_kernel(
         raise ValueError(f"overlap: a ring of two stages at least (K/V tiles of {bn} keys of {d} columns leave room for {stages})")
     kv_tiles = -(-seq_k // bn)
     chunk = -(-kv_tiles // splits)  # K/V tiles per split
-    if splits > 1 and (causal or seq_major or -(-kv_tiles // chunk) != splits):
-        raise ValueError(
-            f"splits: {splits} splits of {kv_tiles} K/V tiles ({chunk} each) must each hold keys, over contiguous tensors, "
-            "not causal (`split_count` gives a valid count)"
-        )
+    if splits > 1 and -(-kv_tiles // chunk) != splits:
+        raise ValueError(f"splits: {splits} splits of {kv_tiles} K/V tiles ({chunk} each) must each hold keys (`split_count` gives a valid count)")
+    if kv_lens and (varlen or mask or not seq_major):
+        raise ValueError("kv_lens: a KV cache in FlashAttention's [batch, seq, heads, d] layout (seq_major), no mask")
     bm = 64 * consumers
     q_tiles = -(-seq_q // bm)
     group = heads // kv_heads
@@ -281,7 +283,7 @@ def attention_kernel(
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt):
+    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL):
         T.device_entry()
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
@@ -318,16 +320,19 @@ def attention_kernel(
             n_rows = T.if_then_else(live, CUQ[seq + 1], 0) - q_start
             n_keys = T.if_then_else(live, CUK[seq + 1], 0) - k_start
             diag = n_keys - n_rows  # (causal: the lower-right diagonal, FlashAttention's varlen)
-        elif causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
-            bh = bx % (batch * heads)
-            qt = q_tiles - 1 - bx // (batch * heads)
-            n_keys = seq_k
-            diag = offset
-        else:  # a head's query tiles together (its K and V shared in L2)
-            bh = bx // splits // q_tiles
-            qt = bx // splits % q_tiles
-            n_keys = seq_k
-            diag = offset
+        else:
+            if causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
+                bh = bx // splits % (batch * heads)
+                qt = q_tiles - 1 - bx // splits // (batch * heads)
+            else:  # a head's query tiles together (its K and V shared in L2)
+                bh = bx // splits // q_tiles
+                qt = bx // splits % q_tiles
+            if kv_lens:  # a cache's filled length (causal: its lower-right diagonal, FlashAttention's)
+                n_keys = T.min(KL[bh // heads], seq_k)
+                diag = n_keys - seq_q
+            else:
+                n_keys = seq_k
+                diag = offset
         kv = bh // heads * kv_heads + bh % heads // group
         if mask == "batch":  # the mask's matrix (`mask_matrices`)
             mi = bh // heads
@@ -337,10 +342,10 @@ def attention_kernel(
             mi = bh
         else:
             mi = 0
-        if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps)
+        if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps), maybe none (a short cache)
             kt0 = bx % splits * chunk
-            steps = T.min(chunk, kv_tiles - kt0)
-            unmasked = T.min(steps, seq_k // bn - kt0)
+            steps = T.max(0, T.min(chunk, kv_steps(qt, n_keys, diag) - kt0))
+            unmasked = T.max(0, T.min(steps, full_steps(qt, n_keys, diag) - kt0))
         elif varlen:  # (none past the sequence's query tiles)
             kt0 = 0
             steps = T.if_then_else(qt * bm < n_rows, kv_steps(qt, n_keys, diag), 0)
@@ -484,9 +489,23 @@ def attention_kernel(
             CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
             O = T.match_buffer(O_ptr, (total_q, heads, d), dtype)
             LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
-            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm)
+            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None)
 
         return attention_varlen
+
+    if splits > 1 and kv_lens:
+
+        @T.prim_func
+        def attention_cache_split(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            KL = T.match_buffer(KL_ptr, (batch,), "int32")
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL)
+
+        return attention_cache_split
 
     if splits > 1:
 
@@ -497,9 +516,23 @@ def attention_kernel(
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None)
 
         return attention_split
+
+    if kv_lens:
+
+        @T.prim_func
+        def attention_cache(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            KL = T.match_buffer(KL_ptr, (batch,), "int32")
+            O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL)
+
+        return attention_cache
 
     if mask:
 
@@ -511,7 +544,7 @@ def attention_kernel(
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
             O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0)
+            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None)
 
         return attention_masked
 
@@ -522,24 +555,25 @@ def attention_kernel(
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
         O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0)
+        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None)
 
     return attention
 
 
-@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse"])
-def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool):
+@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse", "heads"])
+def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool, heads: int = 0):
     """Split-KV's second step: ``O[bh, i] = sum_s exp(LP[s, bh, i] - L) OP[s, bh, i]``, ``L = log
     sum_s exp(LP[s, bh, i])`` (the splits' log-sum-exps combined about their largest, so each
-    weight is at most 1), rounded once; with ``lse``, ``LSE[bh, i] = L``. A CTA per query row, a
-    thread per column."""
+    weight is at most 1; splits with no key weigh 0, a row with none at all is 0), rounded once;
+    with ``lse``, ``LSE[bh, i] = L``. ``heads``: O is [batch, seq, heads, d] (the seq-major
+    layout), not (batch * heads, seq, d). A CTA per query row, a thread per column."""
     rows = lse_rows(seq_q)
 
     @T.prim_func
     def attention_combine(OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
         OP = T.match_buffer(OP_ptr, (splits, bhs, seq_q, d), "float32")
         LP = T.match_buffer(LP_ptr, (splits, bhs, rows), "float32")
-        O = T.match_buffer(O_ptr, (bhs, seq_q, d), dtype)
+        O = T.match_buffer(O_ptr, (bhs // heads, seq_q, heads, d) if heads else (bhs, seq_q, d), dtype)
         LSE = T.match_buffer(L_ptr, (bhs, rows), "float32")
         T.device_entry()
         r = T.cta_id([bhs * seq_q])
@@ -548,8 +582,8 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
         acc = T.alloc_buffer((2,), "float32", scope="local")  # the weights' sum, the weighted sum
         bh = r // seq_q
         i = r % seq_q
-        top[0] = LP[0, bh, i]
-        for sp in T.serial(1, splits):
+        top[0] = LOWEST  # (finite: splits of no key, -inf, weigh exp(-inf) = 0)
+        for sp in T.serial(splits):
             top[0] = T.max(top[0], LP[sp, bh, i])
         acc[0] = 0.0
         acc[1] = 0.0
@@ -557,7 +591,10 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
             w = T.exp(LP[sp, bh, i] - top[0])
             acc[0] = acc[0] + w
             acc[1] = acc[1] + w * OP[sp, bh, i, t]
-        O[bh, i, t] = T.cast(acc[1] / acc[0], dtype)
+        if heads:
+            O[bh // heads, i, bh % heads, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
+        else:
+            O[bh, i, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
         if lse:
             if t == 0:
                 LSE[bh, i] = top[0] + T.log(acc[0])
@@ -697,7 +734,7 @@ def _run(
             args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
     if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
         sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-        splits = 1 if is_causal or seq_major or mask is not None else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
+        splits = 1 if mask is not None else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
     kernel = attention_kernel(
         heads=heads,
         kv_heads=hk,
@@ -718,7 +755,9 @@ def _run(
         parts = c.new_array(q, (splits, b * heads, rows, d), "float32")
         part_lse = c.new_array(q, (splits, b * heads, lse_rows(rows)), "float32")
         kernel(args[0], args[1], args[2], parts, part_lse)
-        combine = attention_combine_kernel(splits=splits, bhs=b * heads, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse))
+        combine = attention_combine_kernel(
+            splits=splits, bhs=b * heads, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads if seq_major else 0
+        )
         combine(parts, part_lse, args[3], lse)
     elif mask is not None:
         kernel(args[0], args[1], args[2], mask, args[3], lse)
@@ -771,6 +810,56 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_
     if not return_lse:
         return out
     return out, c.contiguous(lse.T)  # FlashAttention's varlen layout (heads, total_q)
+
+
+def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False):
+    """Decoding over KV caches, FlashAttention's ``flash_attn_with_kvcache`` (the caches read,
+    not updated): ``q`` ``(batch, seq_q, heads, d)``, ``k_cache`` and ``v_cache`` ``(batch,
+    seq_k, kv_heads, d)`` of which the first ``cache_seqlens[b]`` (int32) rows of sequence b are
+    filled; causal on each sequence's lower-right diagonal (query i of n sees keys j <= i + len -
+    n). Split-KV where the queries leave most SMs idle (the parts past a cache's length read
+    nothing). The rows past a cache's length up to its last 128-row tile are read and weighted
+    by 0: they must hold finite values (a cache from `torch.empty` may hold NaN patterns: zero it
+    once). Returns ``out (batch, seq_q, heads, d)``, with ``return_lse`` also ``lse (batch, heads,
+    seq_q)`` float32; a sequence with an empty cache gives 0."""
+    for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+        if len(t.shape) != 4:
+            raise ValueError(f"tirx.ops.kvcache_attention: {name} of shape {list(t.shape)}; expected (batch, seq, heads, head_dim)")
+    dtype = c.dtype_name(q)
+    (b, sq, h, d), (bk, sk, hk, dk) = q.shape, k_cache.shape
+    if dtype not in ("bfloat16", "float16") or c.dtype_name(k_cache) != dtype or c.dtype_name(v_cache) != dtype:
+        raise TypeError("tirx.ops.kvcache_attention: q and the caches: all bfloat16 or all float16")
+    if tuple(v_cache.shape) != tuple(k_cache.shape) or bk != b or dk != d or hk == 0 or h % hk:
+        raise ValueError(
+            f"tirx.ops.kvcache_attention: q {list(q.shape)}, k_cache {list(k_cache.shape)}, v_cache {list(v_cache.shape)}: the caches "
+            "alike, one batch and head_dim, the query heads a multiple of the key/value heads"
+        )
+    if d not in HEAD_DIMS:
+        raise ValueError(f"tirx.ops.kvcache_attention: head_dim {d}; the kernel takes one of {list(HEAD_DIMS)}")
+    if tuple(cache_seqlens.shape) != (b,) or c.dtype_name(cache_seqlens) != "int32":
+        raise ValueError(f"tirx.ops.kvcache_attention: cache_seqlens: int32 of shape [{b}] (one length per sequence)")
+    out = c.new_array(q, (b, sq, h, d))
+    lse = c.new_array(q, (b * h, lse_rows(sq)), "float32", float("-inf"))
+    if b * sq * h == 0 or sk == 0:
+        if b * sq * h:
+            out[...] = 0
+        return (out, lse[:, :sq].reshape(b, h, sq)) if return_lse else out
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
+    splits = split_count(b * h * -(-sq // 128), -(-sk // 128), sms)
+    kernel = attention_kernel(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
+        lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True,
+    )
+    qs, ks, vs, lens = (c.contiguous(t) for t in (q, k_cache, v_cache, cache_seqlens))
+    if splits > 1:
+        parts = c.new_array(q, (splits, b * h, sq, d), "float32")
+        part_lse = c.new_array(q, (splits, b * h, lse_rows(sq)), "float32")
+        kernel(qs, ks, vs, lens, parts, part_lse)
+        attention_combine_kernel(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype=dtype, lse=bool(return_lse), heads=h)(parts, part_lse, out, lse)
+    else:
+        kernel(qs, ks, vs, lens, out, lse)
+    return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
 
 def register_torch_op():

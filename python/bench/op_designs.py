@@ -1,7 +1,8 @@
 """Every kernel design of the memory-bound `tirx.ops` once on the GPU, at a small size, against
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
 row (DSMEM, clusters of 2-16; each slice in registers or in shared memory), and the norms' backward with its partial sums in registers, shared memory and
-global memory, with the next row prefetched (`cp.async`), and over a cluster. Meant to run under
+global memory, with the next row prefetched (`cp.async`), and over a cluster; attention's schedules
+(in turn, overlapped, ping-pong), split-KV, packed sequences and KV caches. Meant to run under
 compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked for
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
 a GPU it runs in the simulator (CPU tensors).
@@ -19,6 +20,7 @@ import tirx.ops  # noqa: F401  (registers the modules below)
 F = torch.nn.functional
 sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
 ce, nb = sys.modules["tirx.ops.cross_entropy"], sys.modules["tirx.ops.norm_backward"]
+at = sys.modules["tirx.ops.attention"]
 
 # (design, row length, configuration)
 DESIGNS = [
@@ -68,6 +70,7 @@ def main():
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
     _softmax_backward_one_slice(x, dy)
+    _attention(dev, dt)
     # The norms' cluster designs over several rows per cluster (weight and bias slices copied once).
     for n, cfg in [(65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}), (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4})]:
         xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
@@ -136,6 +139,53 @@ def _cross_entropy(design, n, cfg, x):
     xr = x.float().requires_grad_()
     F.cross_entropy(xr, t, reduction="sum", label_smoothing=0.1).backward()
     check(f"cross_entropy backward {design} {n}", dx, xr.grad)
+
+
+def _attention(dev, dt):
+    """Attention's designs, small: each schedule over whole and ragged tiles, causal or not, split-KV,
+    packed sequences and KV caches, against PyTorch's SDPA."""
+    sq, sk, h = 200, 300, 2
+    for d, cfg in [
+        (64, {"consumers": 1, "bn": 64}),
+        (128, {"consumers": 2, "bn": 128, "overlap": True}),
+        (128, {"consumers": 2, "bn": 64, "overlap": True, "pingpong": True}),
+    ]:
+        q = torch.randn(1, h, sq, d, device=dev, dtype=dt)
+        k, v = torch.randn(1, h, sk, d, device=dev, dtype=dt), torch.randn(1, h, sk, d, device=dev, dtype=dt)
+        for causal in (False, True):
+            prim = at.attention_kernel.factory(
+                heads=h, kv_heads=h, batch=1, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=d**-0.5, lse=False,
+                seq_major=False, **cfg,
+            )
+            o = torch.empty(h, sq, d, device=dev, dtype=dt)
+            tirx.compile(prim)(q[0], k[0], v[0], o, torch.empty(h, at.lse_rows(sq), device=dev))
+            check(f"attention {cfg} d={d} causal={causal}", o, F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0])
+    q = torch.randn(2, 8, 1, 128, device=dev, dtype=dt)
+    k, v = torch.randn(2, 2, 700, 128, device=dev, dtype=dt), torch.randn(2, 2, 700, 128, device=dev, dtype=dt)
+    got = at._run(q, k, v, False, None, True, False, splits=3)
+    check("attention split-KV, grouped heads packed", got, F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True))
+    lens = [130, 0, 70]
+    cu = torch.tensor([0, 130, 130, 200], dtype=torch.int32, device=dev)
+    qv, kv_ = torch.randn(200, 4, 64, device=dev, dtype=dt), torch.randn(200, 2, 64, device=dev, dtype=dt)
+    vv = torch.randn_like(kv_)
+    got = tirx.ops.varlen_attention(qv, kv_, vv, cu, cu, max(lens), is_causal=True)
+    for i in (0, 2):
+        a, e = int(cu[i]), int(cu[i + 1])
+        want = F.scaled_dot_product_attention(
+            qv[a:e].transpose(0, 1)[None].float(), kv_[a:e].transpose(0, 1)[None].float(), vv[a:e].transpose(0, 1)[None].float(),
+            is_causal=True, enable_gqa=True,
+        )
+        check(f"varlen attention, sequence {i}", got[a:e], want[0].transpose(0, 1))
+    qc = torch.randn(2, 1, 4, 64, device=dev, dtype=dt)
+    kc, vc = torch.randn(2, 500, 2, 64, device=dev, dtype=dt), torch.randn(2, 500, 2, 64, device=dev, dtype=dt)
+    cache = torch.tensor([500, 37], dtype=torch.int32, device=dev)
+    got = tirx.ops.kvcache_attention(qc, kc, vc, cache)
+    for i in range(2):
+        n = int(cache[i])
+        want = F.scaled_dot_product_attention(
+            qc[i : i + 1].transpose(1, 2).float(), kc[i : i + 1, :n].transpose(1, 2).float(), vc[i : i + 1, :n].transpose(1, 2).float(), enable_gqa=True
+        )
+        check(f"kvcache attention, sequence {i}", got[i : i + 1].transpose(1, 2), want)
 
 
 def _forward_norms(design, n, cfg, x, w, b, r):

@@ -24,6 +24,9 @@ def attention_cases():
     yield "ops_attention_d256", at.attention_kernel.factory(
         seq_q=4096, seq_k=4096, d=256, causal=True, consumers=2, bn=64, overlap=True, pingpong=True, **base
     )
+    yield "ops_attention_d96", at.attention_kernel.factory(
+        seq_q=4096, seq_k=4096, d=96, causal=False, consumers=2, bn=128, overlap=True, **base
+    )
     yield "ops_attention_in_turn", at.attention_kernel.factory(seq_q=1000, seq_k=3000, d=128, causal=False, consumers=1, bn=128, **base)
     yield "ops_attention_split", at.attention_kernel.factory(
         seq_q=4, seq_k=32768, d=128, causal=False, consumers=1, bn=128, overlap=True, splits=8, **base

@@ -58,6 +58,7 @@ CASES = [
     (2, 128, 128, False, 1, 2, 2, 128, 700),  # (2 stages)
     (2, 64, 256, True, 1, 1, 1, 200, 300),  # head dim 256 (2 stages of 64 keys)
     (2, 64, 192, False, 1, 1, 1, 70, 500),
+    (2, 128, 96, True, 1, 1, 1, 130, 300),  # head dim 96: 64-byte swizzle atoms of 32 columns
 ]
 
 
@@ -134,7 +135,7 @@ def test_no_key_gives_zero_as_pytorch():
         ({}, ((1, 64, 64), (1, 64, 64), (1, 64, 64)), ValueError, r"query of shape \[1, 64, 64\]; expected \[batch, heads, seq, head_dim\]"),
         ({}, ((1, 4, 8, 64), (1, 2, 8, 64), (1, 2, 8, 64)), ValueError, "4 query heads and 2 key/value heads .grouped-query attention: pass enable_gqa=True"),
         ({"enable_gqa": True}, ((1, 3, 8, 64), (1, 2, 8, 64), (1, 2, 8, 64)), ValueError, "must be a multiple of the key/value heads"),
-        ({}, ((1, 1, 8, 96), (1, 1, 8, 96), (1, 1, 8, 96)), ValueError, "head_dim 96; the kernel takes 64, 128, 192 or 256 .pad the head dim"),
+        ({}, ((1, 1, 8, 80), (1, 1, 8, 80), (1, 1, 8, 80)), ValueError, "head_dim 80; the kernel takes 64, 96, 128, 192 or 256 .pad the head dim"),
         ({}, ((1, 1, 8, 64), (1, 1, 9, 64), (1, 1, 8, 64)), ValueError, r"key \[1, 1, 9, 64\] and value \[1, 1, 8, 64\] differ"),
         ({"attn_mask": np.zeros((8, 9), bool)}, ((1, 1, 8, 64),) * 3, ValueError, r"attn_mask of shape \[8, 9\] does not broadcast to"),
         ({"attn_mask": np.zeros((2, 1, 8, 8), bool)}, ((1, 1, 8, 64),) * 3, ValueError, r"attn_mask of shape \[2, 1, 8, 8\]"),

@@ -27,7 +27,7 @@ CTAs (split-KV, then `attention_combine_kernel`); [batch, seq, heads, d] tensors
 written in place. Sizes are compile-time (a kernel per shape, compiled once and cached), except
 `varlen_attention`'s packed sequences (run-time lengths). Any sequence lengths (TMA fills what a
 tile reads past the tensor with zeros; the mask removes the keys past the sequence); head dims
-64, 128, 192 and 256."""
+64, 96, 128, 192 and 256."""
 
 import math
 from typing import Optional
@@ -44,7 +44,7 @@ LN2 = 0.6931471805599453
 LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
-HEAD_DIMS = (64, 128, 192, 256)
+HEAD_DIMS = (64, 96, 128, 192, 256)
 # Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s), and of
 # the ping-pong schedule's turns (`pingpong`).
 EPILOGUE_BARRIER = 13
@@ -148,8 +148,11 @@ def attention_kernel(
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
     stage_bytes = 2 * bn * d * 2
-    q_smem = mma_shared_layout(dtype, 3, (bm, d))
-    kv_smem = mma_shared_layout(dtype, 3, (stages, bn, d))
+    # The widest swizzle whose atom (64, 32 or 16 columns of 16-bit values) the head dim is a
+    # multiple of: 128-byte for 64 / 128 / 192 / 256, 64-byte for 96.
+    swizzle, atom = next((m, cols) for m, cols in ((3, 64), (2, 32), (1, 16)) if d % cols == 0)
+    q_smem = mma_shared_layout(dtype, swizzle, (bm, d))
+    kv_smem = mma_shared_layout(dtype, swizzle, (stages, bn, d))
     consumer_regs = 232 if consumers == 2 else 256
 
     def kv_steps(qt, n_keys, diag):
@@ -439,11 +442,11 @@ def attention_kernel(
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                 if tid % 128 == 0:
-                    for c0 in list(range(0, d, 64)):  # a box per 64-column swizzle atom (each dense in Q_s)
+                    for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
                         if seq_major:
-                            Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + 64], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + 64], dispatch="tma_auto")
+                            Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
                         else:
-                            Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + 64], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + 64], dispatch="tma_auto")
+                            Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
                     T.ptx.cp_async.bulk.commit_group()
                     T.ptx.cp_async.bulk.wait_group(0)
             if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2

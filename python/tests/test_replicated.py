@@ -146,3 +146,43 @@ def test_a_row_statistic_broadcast_into_the_accumulator():
     o = np.zeros_like(a)
     tirx.compile(bcast, "sm_90a")(a, o)
     np.testing.assert_array_equal(o, np.repeat(a.max(axis=1, keepdims=True), 128, axis=1))
+
+
+def test_a_load_fills_every_copy_of_a_replicated_tile():
+    """A row vector loaded into a layout replicated over the rows' threads (every copy reads it),
+    then broadcast into a warpgroup accumulator (a bias epilogue): against NumPy; a store from
+    a replicated tile still needs one owner per element."""
+    from tirx.layout import R, S, TileLayout, laneid, wgmma_acc_layout, wid_in_wg
+
+    col = TileLayout(S[(1, 16, 4, 2) : (1, 2, 1 @ laneid, 1)] + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
+
+    def kernel(store):
+        @T.prim_func
+        def bias_add(A_ptr: T.handle, B_ptr: T.handle, O_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (64, 128), "float32")
+            B = T.match_buffer(B_ptr, (1, 128), "float32")
+            O = T.match_buffer(O_ptr, (64, 128), "float32")
+            T.device_entry()
+            T.cta_id([1])
+            T.warpgroup_id([1])
+            T.warp_id_in_wg([4])
+            T.lane_id([32])
+            T.thread_id([128])
+            acc = T.alloc_buffer((64, 128), "float32", scope="local", layout=wgmma_acc_layout(128))
+            b = T.alloc_buffer((1, 128), "float32", scope="local", layout=col)
+            Tx.warpgroup.copy(acc[0:64, 0:128], A[0:64, 0:128])
+            Tx.warpgroup.copy(b[0:1, 0:128], B[0:1, 0:128])
+            Tx.warpgroup.add(acc[0:64, 0:128], acc[0:64, 0:128], b[0:1, 0:128])
+            Tx.warpgroup.copy(O[0:64, 0:128], acc[0:64, 0:128])
+            if store:
+                Tx.warpgroup.copy(B[0:1, 0:128], b[0:1, 0:128])
+
+        return tirx.compile(bias_add, "sm_90a")
+
+    rng = np.random.default_rng(8)
+    a, bias = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((1, 128)).astype(np.float32)
+    out = np.zeros_like(a)
+    kernel(False)(a, bias, out)
+    np.testing.assert_array_equal(out, a + bias)
+    with pytest.raises(tirx.TirxError, match="replicates elements over threads"):
+        kernel(True)

@@ -323,9 +323,18 @@ fn scope_axis(kind: ExecScope) -> Option<Axis> {
 
 /// Checks that the thread iters of `l` (sliced, canonical) number exactly the
 /// `t` threads of a `kind`-scope call (§3.7 scope-level check) and returns the
-/// thread id they use. At thread scope `l` must carry no thread axes.
-pub fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Result<Option<TidKind>, String> {
-    if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()) {
+/// thread id they use. At thread scope `l` must carry no thread axes. With
+/// `replicas` (a load into registers: every copy of an element reads it), the
+/// threads an element is replicated over count among them; without, a
+/// replicated element is refused (one owner writes or combines it).
+pub fn thread_part(
+    l: &TileLayout,
+    name: &str,
+    kind: ExecScope,
+    t: i64,
+    replicas: bool,
+) -> Result<Option<TidKind>, String> {
+    if let Some(it) = l.replica.iter().find(|i| i.axis.is_thread()).filter(|_| !replicas) {
         return Err(format!(
             "`{name}` replicates elements over threads (replica on {}); register variants need one owner per element",
             it.axis
@@ -334,7 +343,8 @@ pub fn thread_part(l: &TileLayout, name: &str, kind: ExecScope, t: i64) -> Resul
     if let Some((a, v)) = l.offset.iter().find(|(a, v)| a.is_thread() && **v != 0) {
         return Err(format!("the region of `{name}` selects part of the threads (offset {v}@{a}); a region must cover every thread dimension"));
     }
-    let iters: Vec<Iter> = l.shard.iter().filter(|i| i.axis.is_thread()).copied().collect();
+    let replicated = l.replica.iter().filter(|i| replicas && i.axis.is_thread());
+    let iters: Vec<Iter> = l.shard.iter().filter(|i| i.axis.is_thread()).chain(replicated).copied().collect();
     let Some(axis) = scope_axis(kind) else {
         return match iters.first() {
             None => Ok(None),

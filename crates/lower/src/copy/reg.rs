@@ -123,7 +123,10 @@ impl Variant for RegCopy {
         let (r_reg, m_reg) = if r_is_src { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let r_name = &cx.buf(r_reg.buf).name;
         let r = operand::register(cx, r_reg).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?.tile;
-        let tid = thread_part(&r, r_name, cx.scope.kind, t).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
+        // A load may fill every copy of a replicated element (each thread reads its own); a store
+        // needs one owner per element.
+        let tid = thread_part(&r, r_name, cx.scope.kind, t, !r_is_src)
+            .map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
         let guarded = guard::requested(cx);
         let (r, coord_of) =
             if guarded { by_dims(&r, r_reg, r_name)? } else { (r.clone(), vec![(0, 0); r.shard.len()]) };

@@ -224,7 +224,7 @@ fn side(cx: &CallCx, r: &BufferRegion, n: i64, bytes: u32) -> Result<Side, Decli
     let b = cx.buf(r.buf);
     if b.scope == MemScope::Local {
         let t = operand::register(cx, r).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?.tile;
-        thread_part(&t, &b.name, ExecScope::Thread, 1).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
+        thread_part(&t, &b.name, ExecScope::Thread, 1, false).map_err(|m| Decline::new(CopyRule::RegisterLayout, m))?;
         contiguous(&t, n, &b.name)?;
         let offset = lay::m_offset(&t);
         aligned(offset, n, bytes, || format!("the registers of `{}` start at element {offset}", b.name))?;

@@ -145,7 +145,7 @@ impl Variant for EwiseReg {
             vec![],
             anchor.offset.clone(),
         );
-        thread_part(&owners, dst_name, kind, t).map_err(|m| Decline::new(EwiseRule::ScopeLevel, m))?;
+        thread_part(&owners, dst_name, kind, t, false).map_err(|m| Decline::new(EwiseRule::ScopeLevel, m))?;
         let loop_iters: Vec<Iter> =
             anchor.shard.iter().filter(|i| i.axis.is_memory() && i.extent > 1).copied().collect();
         let dst = RegMap { offset: lay::m_offset(&anchor), groups: loop_iters.iter().map(|i| vec![*i]).collect() };

@@ -399,6 +399,51 @@ def test_matmul_op_and_its_errors(dtype):
         ops.matmul(a, b.astype(np.float32))
 
 
+@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+def test_addmm_epilogue_matches_float64(cfg):
+    """PyTorch's addmm: a bias row (loaded into a layout replicated over the accumulator's rows)
+    or a whole matrix (staged in the output's registers) added in the epilogue, alpha and beta in
+    float32, one rounding; ragged shapes, every element written (C poisoned with NaN)."""
+    m, n, k = 130, 200, 136
+    a, b, prod = _mm_inputs(m, n, k, "bfloat16")
+    rng = np.random.default_rng(4)
+    for kind, i, alpha, beta in (("row", rng.standard_normal((1, n)), 1.0, 1.0), ("matrix", rng.standard_normal((m, n)), 0.5, 2.0)):
+        i = i.astype(a.dtype)
+        kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, bias=kind, alpha=alpha, beta=beta, **cfg))
+        c = np.full((m, n), np.nan, a.dtype)
+        kern(a, b, i, c)
+        np.testing.assert_allclose(c.astype(F64), alpha * prod + beta * i.astype(F64), rtol=2.0**-8, atol=1e-2)
+
+
+def test_addmm_op_and_its_errors():
+    a, b, prod = _mm_inputs(100, 136, 72, "bfloat16")
+    bias = np.random.default_rng(5).standard_normal(136).astype(a.dtype)
+    np.testing.assert_allclose(ops.addmm(bias, a, b).astype(F64), prod + bias.astype(F64), rtol=2.0**-8, atol=1e-2)
+    full = np.random.default_rng(6).standard_normal((100, 136)).astype(a.dtype)
+    got = ops.addmm(full, a, b, beta=0.5, alpha=2.0)
+    np.testing.assert_allclose(got.astype(F64), 2.0 * prod + 0.5 * full.astype(F64), rtol=2.0**-8, atol=2e-2)
+    np.testing.assert_allclose(ops.addmm(bias, a[:, :0], b[:0], beta=2.0).astype(F64), np.broadcast_to(2.0 * bias.astype(F64), (100, 136)), rtol=2.0**-8)
+    with pytest.raises(ValueError, match=r"input of shape \[100\] for a 100x136 product"):
+        ops.addmm(bias[:100], a, b)
+    with pytest.raises(TypeError, match="input is float32, the matrices bfloat16"):
+        ops.addmm(bias.astype(np.float32), a, b)
+
+
+def test_addmm_on_torch_tensors_and_under_compile():
+    torch = pytest.importorskip("torch")
+    sys.modules["tirx.ops.matmul"].register_addmm_torch_op()  # (tirx.ops may have been imported before torch)
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        m, n, k = (128, 256, 128) if dev == "cpu" else (4000, 776, 520)
+        a = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        b = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        bias = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        want = (bias.double() + a.double() @ b.double()).to(torch.bfloat16)
+        torch.testing.assert_close(ops.addmm(bias, a, b), want, rtol=2**-7, atol=2e-2)
+        f = torch.compile(lambda bias, a, b: ops.addmm(bias, a, b) * 2, fullgraph=True)
+        torch.testing.assert_close(f(bias, a, b), ops.addmm(bias, a, b) * 2)
+
+
 def test_matmul_on_torch_tensors_and_under_compile():
     torch = pytest.importorskip("torch")
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

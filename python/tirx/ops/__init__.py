@@ -17,12 +17,13 @@ from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .cross_entropy import cross_entropy, cross_entropy_backward
-from .matmul import matmul
+from .matmul import addmm, matmul
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
 __all__ = [
     "add_layer_norm",
+    "addmm",
     "add_rms_norm",
     "cross_entropy",
     "cross_entropy_backward",
@@ -51,5 +52,6 @@ if "torch" in sys.modules:
     _norm.register_add_rms_norm_torch_op()
     _norm.register_add_layer_norm_torch_op()
     _matmul.register_torch_op()
+    _matmul.register_addmm_torch_op()
     _cross_entropy.register_torch_op()
     _attention.register_torch_op()

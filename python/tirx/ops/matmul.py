@@ -1,5 +1,7 @@
 """`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
-accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised).
+accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised);
+`tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row or a
+matrix) added in the epilogue.
 
 Each CTA is a producer warpgroup and one or two consumer warpgroups (64 rows of the tile each):
 the producer's one thread loads A (BM x 64) and B (64 x BN) tiles into swizzled shared-memory
@@ -22,7 +24,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout
+from ..layout import R, S, TileLayout, laneid, mma_shared_layout, wgmma_acc_layout, wid_in_wg
 from . import _common as c
 
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
@@ -52,10 +54,17 @@ def _prune(configs, m, n, **_):
     return [cfg for cfg in configs if cfg["consumers"] == 1 or m >= 128]
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas"], prune=_prune)
-def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int):
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta"], prune=_prune)
+def matmul_kernel(
+    m: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int, bias: str = "", alpha: float = 1.0, beta: float = 1.0
+):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
-    ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles."""
+    ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
+    PyTorch's ``addmm``, ``C = beta * I + alpha * (A @ B)`` in float32, rounded once, ``I`` a row
+    (``"row"``: n, each accumulator row's; loaded into a layout replicated over the rows' threads)
+    or a matrix (``"matrix"``: m x n, its tile staged in the output's registers)."""
+    if bias not in ("", "row", "matrix"):
+        raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     bm = 64 * consumers
     stages = stages_for(consumers, bn)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
@@ -78,6 +87,9 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     b_smem = mma_shared_layout(dtype, 3, (stages, BK, bn))
     c_smem = mma_shared_layout(dtype, 3, (consumers, 64, EPI))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
+    # A row of EPI columns over an accumulator's 64 rows: each thread holds its columns' values,
+    # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
+    bias_layout = TileLayout(S[(1, EPI // 8, 4, 2) : (1, 2, 1 @ laneid, 1)] + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
         t = r * ctas + bx
@@ -86,11 +98,24 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
     def tile_n(r, bx):
         return (r * ctas + bx) % (group * tn) // group
 
-    @T.prim_func
-    def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (m, k), dtype)
-        B = T.match_buffer(B_ptr, (k, n), dtype)
-        C = T.match_buffer(C_ptr, (m, n), dtype)
+    def out_row(r, bx, cw):  # consumer cw's first output row (expressions, not names: the halves are unrolled)
+        return tile_m(r, bx) * bm + cw * 64
+
+    def out_col(r, bx, h):  # the epilogue half h's first output column
+        return tile_n(r, bx) * bn + h * EPI
+
+    @T.macro
+    def add_input(acc_h, i_tile):
+        # acc_h = alpha acc_h + beta i_tile (each factor only where it is not 1)
+        if alpha != 1.0:
+            Tx.warpgroup.mul(acc_h, acc_h, alpha)
+        if beta == 1.0:
+            Tx.warpgroup.add(acc_h, acc_h, i_tile)
+        else:
+            Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
+
+    @T.macro
+    def body(A, B, C, I):
         T.device_entry()
         bx = T.cta_id([ctas])
         wg = T.warpgroup_id([consumers + 1])
@@ -110,6 +135,8 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
         T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         out = T.alloc_buffer((64, bn), dtype, scope="local", layout=acc_layout)
+        if bias == "row":
+            brow = T.alloc_buffer((1, EPI), dtype, scope="local", layout=bias_layout)
         if wg == 0:
             T.ptx.setmaxnreg.dec(40)
             if tid == 0:
@@ -157,6 +184,17 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
                         if tid % 128 == 0:
                             T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
                         T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                        if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
+                            if bias == "row":
+                                Tx.warpgroup.copy(brow[0:1, 0:EPI], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + EPI], clip=True, other=0.0)
+                            else:  # (the tile of I through the output's registers)
+                                Tx.warpgroup.copy(
+                                    out[0:64, h * EPI : h * EPI + EPI],
+                                    I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + EPI],
+                                    clip=True,
+                                    other=0.0,
+                                )
+                            add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
                         T.ptx.fence.proxy.async_.shared__cta()
@@ -174,6 +212,37 @@ def matmul_kernel(m: int, n: int, k: int, dtype: str, ctas: int, consumers: int,
                             T.ptx.cp_async.bulk.commit_group()
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
+
+    if bias == "row":
+
+        @T.prim_func
+        def addmm_row(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (k, n), dtype)
+            I = T.match_buffer(I_ptr, (1, n), dtype)
+            C = T.match_buffer(C_ptr, (m, n), dtype)
+            body(A, B, C, I)
+
+        return addmm_row
+
+    if bias == "matrix":
+
+        @T.prim_func
+        def addmm(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (k, n), dtype)
+            I = T.match_buffer(I_ptr, (m, n), dtype)
+            C = T.match_buffer(C_ptr, (m, n), dtype)
+            body(A, B, C, I)
+
+        return addmm
+
+    @T.prim_func
+    def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (m, k), dtype)
+        B = T.match_buffer(B_ptr, (k, n), dtype)
+        C = T.match_buffer(C_ptr, (m, n), dtype)
+        body(A, B, C, None)
 
     return matmul
 
@@ -218,6 +287,62 @@ def _run(a, b):
         return out
     matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a))(a, b, out)
     return out
+
+
+def _addmm(input, a, b, beta: float, alpha: float):
+    dtype = _check(a, b)
+    (m, k), n = a.shape, b.shape[1]
+    shape = tuple(input.shape)
+    if shape in ((n,), (1, n)):
+        kind, i = "row", c.contiguous(input).reshape(1, n)
+    elif shape == (m, n):
+        kind, i = "matrix", c.contiguous(input)
+    else:
+        raise ValueError(
+            f"tirx.ops.addmm: input of shape {list(shape)} for a {m}x{n} product; give a row ({n},) / (1, {n}) or the whole ({m}, {n})"
+        )
+    if c.dtype_name(input) != dtype:
+        raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype")
+    a, b = c.contiguous(a), c.contiguous(b)
+    out = c.new_array(a, (m, n))
+    if m == 0 or n == 0:
+        return out
+    if k == 0:  # beta * input alone, computed in float32 and rounded once
+        wide = i.float() if c.is_torch(i) else i.astype(np.float32)
+        out[...] = beta * wide
+        return out
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta))(a, b, i, out)
+    return out
+
+
+def register_addmm_torch_op():
+    """`torch.ops.tirx.addmm` (registered on the first call)."""
+
+    def parts():
+        import torch
+
+        def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float) -> torch.Tensor:
+            return _addmm(input, a, b, beta, alpha)
+
+        def fake(input, a, b, beta, alpha):
+            _check(a, b)
+            return a.new_empty((a.shape[0], b.shape[1]))
+
+        return schema, fake
+
+    return c.torch_op("addmm", parts)
+
+
+def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1):
+    """PyTorch's `torch.addmm(input, mat1, mat2, beta=1, alpha=1)`: ``beta * input + alpha *
+    (mat1 @ mat2)``, ``input`` a row (n,) or (1, n) added to every row, or an (m, n) matrix,
+    fused into the matmul's epilogue (float32 arithmetic, one rounding); a new array or
+    tensor."""
+    if c.is_torch(mat1):
+        if c.compiling():
+            return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha))
+        return _addmm(input, mat1, mat2, float(beta), float(alpha))
+    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha))
 
 
 def register_torch_op():

@@ -706,6 +706,27 @@ def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
     return c.contiguous(m).reshape(-1, sq, sk), mode
 
 
+def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
+    """`split_count` for ``bhs`` heads of ``rows`` query rows over ``sk`` keys, on the GPU holding
+    ``q`` (1 in the simulator), counting the tiles of the widest configurations (128)."""
+    sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
+    return split_count(bhs * -(-rows // 128), -(-sk // 128), sms)
+
+
+def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int):
+    """``kernel(*inputs, out, lse)``; with ``splits``, each split's O / l and log-sum-exp into
+    float32 parts first, then `attention_combine_kernel` into ``out`` and ``lse`` (``heads``:
+    ``out`` is seq-major)."""
+    if splits == 1:
+        kernel(*inputs, out, lse)
+        return
+    parts = c.new_array(out, (splits, bhs, rows, d), "float32")
+    part_lse = c.new_array(out, (splits, bhs, lse_rows(rows)), "float32")
+    kernel(*inputs, parts, part_lse)
+    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads)
+    combine(parts, part_lse, out, lse)
+
+
 def _run(
     q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None, offset: int = 0
 ):
@@ -736,8 +757,7 @@ def _run(
         if packed:
             args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
     if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
-        sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-        splits = 1 if mask is not None else split_count(b * heads * -(-rows // 128), -(-sk // 128), sms)
+        splits = 1 if mask is not None else _gpu_splits(q, b * heads, rows, sk)
     kernel = attention_kernel(
         heads=heads,
         kv_heads=hk,
@@ -754,18 +774,8 @@ def _run(
         mask=mode,
         offset=offset if is_causal else 0,
     )
-    if splits > 1:  # each split's O / l and log-sum-exp, then combined
-        parts = c.new_array(q, (splits, b * heads, rows, d), "float32")
-        part_lse = c.new_array(q, (splits, b * heads, lse_rows(rows)), "float32")
-        kernel(args[0], args[1], args[2], parts, part_lse)
-        combine = attention_combine_kernel(
-            splits=splits, bhs=b * heads, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads if seq_major else 0
-        )
-        combine(parts, part_lse, args[3], lse)
-    elif mask is not None:
-        kernel(args[0], args[1], args[2], mask, args[3], lse)
-    else:
-        kernel(*args, lse)
+    inputs = args[:3] if mask is None else args[:3] + (mask,)
+    _launch(kernel, inputs, args[3], lse, splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
     if not return_lse:
         return out
     return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)
@@ -848,20 +858,13 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
             out[...] = 0
         return (out, lse[:, :sq].reshape(b, h, sq)) if return_lse else out
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-    splits = split_count(b * h * -(-sq // 128), -(-sk // 128), sms)
+    splits = _gpu_splits(q, b * h, sq, sk)
     kernel = attention_kernel(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
         lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True,
     )
-    qs, ks, vs, lens = (c.contiguous(t) for t in (q, k_cache, v_cache, cache_seqlens))
-    if splits > 1:
-        parts = c.new_array(q, (splits, b * h, sq, d), "float32")
-        part_lse = c.new_array(q, (splits, b * h, lse_rows(sq)), "float32")
-        kernel(qs, ks, vs, lens, parts, part_lse)
-        attention_combine_kernel(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype=dtype, lse=bool(return_lse), heads=h)(parts, part_lse, out, lse)
-    else:
-        kernel(qs, ks, vs, lens, out, lse)
+    inputs = tuple(c.contiguous(t) for t in (q, k_cache, v_cache, cache_seqlens))
+    _launch(kernel, inputs, out, lse, splits, b * h, sq, d, dtype, return_lse, h)
     return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
 

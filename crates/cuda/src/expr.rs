@@ -170,6 +170,11 @@ impl Ctx<'_> {
                 };
                 let t = self.k.dtype_of(a);
                 let a = self.operand(a)?;
+                if *f == MathFn::Exp2Ftz && t != DType::F64 {
+                    self.helpers.insert(Helper::Exp2Ftz);
+                    let y = call(&Helper::Exp2Ftz.name(), vec![if t == DType::F32 { a } else { as_float(a) }]);
+                    return Ok(if t == DType::F32 { y } else { cast_to(c_type(t), y) });
+                }
                 math(*f, t, a)?
             }
             LExpr::Rounded(op, mode, args) => {
@@ -338,6 +343,8 @@ fn math(f: MathFn, t: DType, a: Doc) -> Result<Doc, CodegenError> {
         Rsqrt => ("rsqrtf", "rsqrt", Some("hrsqrt")),
         Exp => ("expf", "exp", Some("hexp")),
         Exp2 => ("exp2f", "exp2", Some("hexp2")),
+        // (float and narrower: `tirx_exp2_ftz`, above)
+        Exp2Ftz => ("exp2f", "exp2", None),
         Log => ("logf", "log", Some("hlog")),
         Log2 => ("log2f", "log2", Some("hlog2")),
         Abs => ("fabsf", "fabs", Some("__habs")),

@@ -50,6 +50,8 @@ pub enum Helper {
     Wgmma(crate::wgmma::WgmmaHelper),
     /// A bf16 pair widened to a float pair by bit placement.
     Bf16x2ToFloat2,
+    /// `2^x` with subnormal results flushed to zero (`ex2.approx.ftz.f32`).
+    Exp2Ftz,
 }
 
 impl Helper {
@@ -68,6 +70,7 @@ impl Helper {
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
             Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
             Helper::Bf16x2ToFloat2 => "tirx_bf16x2_to_float2".into(),
+            Helper::Exp2Ftz => "tirx_exp2_ftz".into(),
         }
     }
 
@@ -110,6 +113,13 @@ impl Helper {
                  return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));\n}\n"
                     .into()
             }
+            Helper::Exp2Ftz => "// 2^x, subnormal results flushed to zero: the one MUFU.EX2 (exp2f adds three\n\
+                 // instructions per value to scale subnormal results).\n\
+                 __device__ __forceinline__ float tirx_exp2_ftz(float x) {\n    \
+                 float y;\n    \
+                 asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n    \
+                 return y;\n}\n"
+                .into(),
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
             Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),

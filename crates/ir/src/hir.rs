@@ -156,10 +156,15 @@ pub enum MathFn {
     Erfc,
     /// `log(1 + x)`, accurate near 0.
     Log1p,
+    /// `2^x` with subnormal results flushed to zero (PTX's `ex2.approx.ftz.f32`): the one
+    /// MUFU.EX2 instruction, where `exp2f` spends three more on results below 2^-126. The
+    /// softmax's weights, whose subnormal values change no sum. float32 and narrower only
+    /// (computed in float32); float64 is `exp2`.
+    Exp2Ftz,
 }
 
 impl MathFn {
-    pub const ALL: [MathFn; 15] = [
+    pub const ALL: [MathFn; 16] = [
         MathFn::Sqrt,
         MathFn::Rsqrt,
         MathFn::Exp,
@@ -175,6 +180,7 @@ impl MathFn {
         MathFn::Erf,
         MathFn::Erfc,
         MathFn::Log1p,
+        MathFn::Exp2Ftz,
     ];
 
     /// Whether CUDA's function and the host's may differ in the last bits (`sqrtf` is
@@ -207,6 +213,7 @@ impl MathFn {
             MathFn::Erf => "erf",
             MathFn::Erfc => "erfc",
             MathFn::Log1p => "log1p",
+            MathFn::Exp2Ftz => "exp2_ftz",
         }
     }
 }

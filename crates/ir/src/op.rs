@@ -340,6 +340,9 @@ pub const APPROXIMATE: Slot = slot(
     SlotKind::Attr(AttrKind::Choice(&["none", "tanh"])),
     SlotDefault::Attr(AttrDefault::Choice("none")),
 );
+/// `exp2(..., ftz=True)`: subnormal results flushed to zero ([`crate::MathFn::Exp2Ftz`]).
+pub const FTZ: Slot =
+    slot(&["ftz"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
 pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 pub const MASK: Slot = slot(&["mask"], Role::Mask, SlotKind::Mask, Required);
 /// A copy's optional guard: only elements where it holds are copied (`mask=lambda i, j: ...`).
@@ -430,7 +433,8 @@ impl EwiseOp {
             EwiseOp::Softplus => &[DST, SRC_INPLACE, BETA, THRESHOLD],
             EwiseOp::Gelu => &[DST, SRC_INPLACE, APPROXIMATE],
             EwiseOp::MaskedFill => &[DST, SRC_REGION, MASK, VALUE],
-            EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
+            EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
+            EwiseOp::Exp2 => &[DST, SRC_INPLACE, BIAS, SCALE, FTZ],
             EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
                 &[DST, LHS, RHS]
             }

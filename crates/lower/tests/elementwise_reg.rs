@@ -244,6 +244,38 @@ fn unary_with_bias_and_scale() {
     }
 }
 
+/// `exp2(..., ftz=True)` flushes results below 2^-126 to zero (and `exp2` keeps them): float32
+/// values whose powers of two are normal, subnormal, or round below the smallest subnormal.
+#[test]
+fn exp2_flushes_subnormal_results_with_ftz() {
+    let xs = [-160.0, -140.0, -127.0, -126.0, -125.5, -1.0, 0.0, 7.25];
+    for ftz in [false, true] {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8,), "float32")
+    B = T.match_buffer(B_ptr, (8,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    X = T.alloc_local((8,), "float32")
+    Tx.copy(X[0:8], A[0:8])
+    Tx.exp2(X[0:8], X[0:8], ftz={})
+    Tx.copy(B[0:8], X[0:8])
+"#,
+            if ftz { "True" } else { "False" }
+        );
+        let (_, out) = run(&src, &[(DType::F32, xs.to_vec()), (DType::F32, vec![0.0; 8])]);
+        let want: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                let r = (x as f32).exp2();
+                f64::from(if ftz && r.is_subnormal() { 0.0 } else { r })
+            })
+            .collect();
+        assert_eq!(out[1], want, "exp2(ftz={ftz})");
+        assert_eq!(out[1][1] == 0.0, ftz, "2^-140 is subnormal: kept by exp2, flushed by ftz");
+    }
+}
+
 /// test_unary_op_local_thread_wise: 64 threads, each on its own (32,) f16 registers.
 #[test]
 fn thread_wise_unary() {

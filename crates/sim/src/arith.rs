@@ -329,6 +329,9 @@ fn math_f32(fun: MathFn, x: f32) -> f32 {
         MathFn::Erf => libm::erff(x),
         MathFn::Erfc => libm::erfcf(x),
         MathFn::Log1p => x.ln_1p(),
+        // Subnormal operands read as 0 (2^0 = 1, as 2^x of them rounds to), results flush to 0.
+        MathFn::Exp2Ftz if x.is_subnormal() => 1.0,
+        MathFn::Exp2Ftz => Some(x.exp2()).filter(|r| !r.is_subnormal()).unwrap_or(0.0),
     }
 }
 
@@ -349,6 +352,7 @@ fn math_f64(fun: MathFn, x: f64) -> f64 {
         MathFn::Erf => libm::erf(x),
         MathFn::Erfc => libm::erfc(x),
         MathFn::Log1p => x.ln_1p(),
+        MathFn::Exp2Ftz => x.exp2(),
     }
 }
 

@@ -200,7 +200,7 @@ def attention_kernel(
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's): m_new the row max, alpha the old terms' rescale, P = exp2(s
         # scale_log2 - m_new) in place as one fma and an exp2, l = l alpha + rowsum(P). The output
-        # is rescaled by `rescale`.
+        # is rescaled by `rescale`. (`ftz`: weights below 2^-126 are 0, one MUFU.EX2 each.)
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
             if causal:
@@ -215,9 +215,9 @@ def attention_kernel(
         # PyTorch's).
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
-        Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1])
+        Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
         Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
-        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=scale_log2)
+        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=scale_log2, ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
@@ -430,7 +430,8 @@ def attention_kernel(
             # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
             # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
             Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
-            Tx.warpgroup.fdiv(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
+            Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
+            Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
             if splits > 1:
                 Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
             elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)

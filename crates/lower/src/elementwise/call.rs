@@ -64,6 +64,10 @@ pub enum Params {
     Gelu {
         tanh: bool,
     },
+    /// `exp2(x, ftz)`: subnormal results flushed to zero when `ftz`.
+    Exp2 {
+        ftz: bool,
+    },
 }
 
 impl OpCall<'_> {
@@ -128,6 +132,9 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
             }
         },
         EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => {
+            if op == EwiseOp::Exp2 {
+                params = Params::Exp2 { ftz: matches!(cx.arg(&op::FTZ), Some(TileArg::Attr(AttrValue::Bool(true)))) };
+            }
             scale = cx.scalar(&op::SCALE);
             let mut v = vec![need(&op::SRC_INPLACE, "source")?];
             v.extend(operand(cx, &op::BIAS));
@@ -304,6 +311,7 @@ pub fn scalar(op: EwiseOp, params: Params, x: &[LExpr], scale: Option<LExpr>, ct
         EwiseOp::Reciprocal => arith(RoundOp::Div, mode, one, x[0].clone()),
         EwiseOp::Sqrt => math(MathFn::Sqrt),
         EwiseOp::Exp => math(MathFn::Exp),
+        EwiseOp::Exp2 if params == (Params::Exp2 { ftz: true }) => math(MathFn::Exp2Ftz),
         EwiseOp::Exp2 => math(MathFn::Exp2),
         EwiseOp::Log2 => math(MathFn::Log2),
         // x / (1 + exp(-x))

@@ -10,6 +10,7 @@ the autotuner's choice is printed.
 
 import argparse
 import json
+import math
 
 import torch
 from ops import per_call_us  # this directory
@@ -56,7 +57,7 @@ def prefill(seq, d, causal, results):
             row[name] = None
             row[name + "_error"] = str(e)[:100]
     tuned = at.attention_kernel(
-        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=d**-0.5, lse=False,
+        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), lse=False,
         seq_major=False, splits=1,
     )
     row["config"] = tuned.configs[tuned.choice] if tuned.choice is not None else None

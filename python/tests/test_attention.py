@@ -59,6 +59,10 @@ CASES = [
     (2, 64, 256, True, 1, 1, 1, 200, 300),  # head dim 256 (2 stages of 64 keys)
     (2, 64, 192, False, 1, 1, 1, 70, 500),
     (2, 128, 96, True, 1, 1, 1, 130, 300),  # head dim 96: 64-byte swizzle atoms of 32 columns
+    (3, 128, 64, True, 1, 2, 1, 400, 400),  # three consumers (a ring of turns), causal over 192-row tiles
+    (3, 128, 64, False, 1, 1, 1, 150, 330),
+    (2, 176, 128, False, 1, 2, 2, 200, 400),  # FlashAttention-3's wide K/V tiles (ragged)
+    (2, 192, 64, False, 1, 1, 1, 130, 500),
 ]
 
 

@@ -4,19 +4,19 @@ return_lse=False)`: attention's forward on Hopper's tensor cores, written in TIR
 seq, d], bf16 or f16; float32 softmax; one rounding of the output).
 
 Each CTA takes ``64 * consumers`` query rows of one head: a producer warpgroup whose one thread
-loads the Q tile once and the K and V tiles of each step into a ring of swizzled shared-memory
-stages with TMA (each stage's bytes announced on its ``full`` mbarrier), and ``consumers``
-warpgroups of 64 query rows each. Per K/V tile a consumer computes S = Q Kᵀ with `wgmma` from
+loads the Q tile once and the K and V tiles of each step into two rings (K's, V's) of swizzled
+shared-memory stages with TMA (each stage's bytes announced on its ``full`` mbarrier), and
+``consumers`` (one to three) warpgroups of 64 query rows each. Per K/V tile a consumer computes S = Q Kᵀ with `wgmma` from
 shared memory (`gemm_async`), masks the keys past the sequence (and, causal, past the query),
 keeps the row maximum and sum online (`wgmma_row_layout` statistics: FlashAttention's rescale,
 ``exp2`` with the scale folded into one fma), rescales its output accumulator, and adds P V with
-P from registers (the accumulator's layout is the A fragment's: a cast, no shuffle), then frees
-the stage (``empty``). The epilogue divides by the row sums, rounds, stores the tile to shared
+P from registers (the accumulator's layout is the A fragment's: a cast, no shuffle), freeing K's
+stage once S is done and V's once P V is (``empty``). The epilogue divides by the row sums, rounds, stores the tile to shared
 memory (over its own Q rows, no longer read) and writes it with TMA (rows past the sequence
 clipped); with ``return_lse`` the rows' natural-log sum of exponentials (float32), which the
 backward reads. The schedules, tuned: each tile in turn; FlashAttention-3's intra-warpgroup
-overlap (a tile's softmax while the previous tile's P V runs); and its ping-pong of two
-consumers (named barriers).
+overlap (a tile's softmax while the previous tile's P V runs); and its ping-pong of two or three
+consumers (a ring of named barriers); K/V tiles of 64 to 192 keys.
 
 Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
 `torch.ones(L, S).tril()`), or with ``attn_mask=causal_lower_right(L, S)`` FlashAttention's
@@ -45,14 +45,27 @@ LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 96, 128, 192, 256)
-# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s), and of
-# the ping-pong schedule's turns (`pingpong`).
+# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s, 13-15),
+# and of the ping-pong schedule's turns (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
 EPILOGUE_BARRIER = 13
-TURN_BARRIER = 11
+TURN_BARRIER = 9
+# setmaxnreg's budgets (the producer's, each consumer's) by consumer warpgroups: the registers a
+# thread of each warpgroup holds, summing to at most 512 over the CTA (64K registers, 128 threads
+# a warpgroup).
+REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
-CONFIGS = [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)] + [
-    {"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)
-]
+CONFIGS = (
+    [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
+    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
+    # FlashAttention-3's wider tiles: 176 or 192 keys (head dims to 128 / 64, `_prune`), or three
+    # consumers of 64 rows (head dim 64: their registers are 160 a thread).
+    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192) for pp in (True, False)]
+    + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
+)
+# The widest head dim of each K/V tile width and consumer count (their registers: S and P grow with
+# the keys, O with the head dim).
+WIDE_TILES = {176: 128, 192: 64}
+THREE_CONSUMERS_D = 64
 
 
 def stages_for(consumers: int, bn: int, d: int) -> int:
@@ -63,16 +76,28 @@ def stages_for(consumers: int, bn: int, d: int) -> int:
     return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
 
 
-def _prune(configs, seq_q, d, mask, varlen, **_):
-    """A 128-row tile only where the queries fill one (any: packed sequences of run-time
-    lengths); the overlapped schedule where two stages fit (it waits for tile j while tile j -
-    1's stage is held), and not with a mask (whose tile takes P's registers while the softmax
-    runs)."""
+def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
+    """Whether ``splits`` parts of whole K/V tiles of ``bn`` keys each hold one at least (the
+    count `split_count` gives for 128-key tiles may not be one for other widths)."""
+    kv_tiles = -(-seq_k // bn)
+    return splits == 1 or (kv_tiles > 0 and -(-kv_tiles // -(-kv_tiles // splits)) == splits)
+
+
+def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, **_):
+    """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
+    packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
+    for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
+    registers while the softmax runs); K/V tiles of 176 or 192 keys only without causal masking
+    (whose diagonal tiles they widen) and within `WIDE_TILES`' head dims, three consumers at head
+    dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts."""
     return [
         cfg
         for cfg in configs
-        if (cfg["consumers"] == 1 or seq_q > 64 or varlen)
+        if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
         and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d) >= 2 and not mask))
+        and (cfg["bn"] not in WIDE_TILES or (not causal and d <= WIDE_TILES[cfg["bn"]]))
+        and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
+        and _splits_hold_keys(seq_k, cfg["bn"], splits)
     ]
 
 
@@ -113,8 +138,9 @@ def attention_kernel(
     written with the zero rows' values). ``consumers`` warpgroups of 64 query rows
     per CTA, K/V tiles of ``bn`` keys; ``overlap``: a tile's softmax runs while the tensor cores
     compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining); ``pingpong``
-    (two consumers, with ``overlap``): the consumers take turns issuing their GEMMs (named
-    barriers), so one's softmax runs while the other's GEMMs do (FlashAttention-3's schedule);
+    (two or three consumers, with ``overlap``): the consumers take turns issuing their GEMMs in a
+    ring (named barriers), so one's softmax runs while the others' GEMMs do (FlashAttention-3's
+    schedule);
     ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
@@ -126,8 +152,10 @@ def attention_kernel(
     sequence's lower-right diagonal; ``LSE (total_q, heads)``); ``kv_lens``: K and V are caches of
     ``seq_k`` rows of which ``KL[b]`` (int32) are filled, the rest never read (FlashAttention's
     ``cache_seqlens``; causal: each cache's lower-right diagonal)."""
-    if pingpong and not (overlap and consumers == 2):
-        raise ValueError("pingpong: two consumer warpgroups with the overlapped schedule (consumers=2, overlap=True)")
+    if consumers not in REGISTERS:
+        raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
+    if pingpong and not (overlap and consumers > 1):
+        raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
     stages = stages_for(consumers, bn, d)
     if mask not in ("", "one", "batch", "heads", "all"):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
@@ -139,7 +167,7 @@ def attention_kernel(
         raise ValueError(f"overlap: a ring of two stages at least (K/V tiles of {bn} keys of {d} columns leave room for {stages})")
     kv_tiles = -(-seq_k // bn)
     chunk = -(-kv_tiles // splits)  # K/V tiles per split
-    if splits > 1 and -(-kv_tiles // chunk) != splits:
+    if splits > 1 and not _splits_hold_keys(seq_k, bn, splits):
         raise ValueError(f"splits: {splits} splits of {kv_tiles} K/V tiles ({chunk} each) must each hold keys (`split_count` gives a valid count)")
     if kv_lens and (varlen or mask or not seq_major):
         raise ValueError("kv_lens: a KV cache in FlashAttention's [batch, seq, heads, d] layout (seq_major), no mask")
@@ -147,13 +175,13 @@ def attention_kernel(
     q_tiles = -(-seq_q // bm)
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
-    stage_bytes = 2 * bn * d * 2
+    tile_bytes = bn * d * 2  # a K or a V tile
     # The widest swizzle whose atom (64, 32 or 16 columns of 16-bit values) the head dim is a
     # multiple of: 128-byte for 64 / 128 / 192 / 256, 64-byte for 96.
     swizzle, atom = next((m, cols) for m, cols in ((3, 64), (2, 32), (1, 16)) if d % cols == 0)
     q_smem = mma_shared_layout(dtype, swizzle, (bm, d))
     kv_smem = mma_shared_layout(dtype, swizzle, (stages, bn, d))
-    consumer_regs = 232 if consumers == 2 else 256
+    producer_regs, consumer_regs = REGISTERS[consumers]
 
     def kv_steps(qt, n_keys, diag):
         """The K/V tiles query tile ``qt`` reads of ``n_keys`` keys: all, or (causal) those holding
@@ -184,11 +212,15 @@ def attention_kernel(
             return n_keys // bn
         return T.max(0, T.min(n_keys // bn, (qt * bm + diag + 1) // bn))
 
+    # K and V have rings of their own (barriers [0, stages) and [stages, 2 stages) of `full` and
+    # `empty`): K's stage of tile j is free once S = Q Kᵀ is done, before the softmax, so the
+    # producer loads ahead while V's stage is still held for P V (FlashAttention-3's two pipelines).
     @T.macro
-    def landed(j, full):
-        # K/V tile j's stage is full (waited for outside a ping-pong turn: a consumer holding the
-        # turn while it waits for a stage the other has yet to free would deadlock).
-        full.wait(j % stages, (j // stages) % 2)
+    def landed(j, ring, full):
+        # K (ring 0) or V (ring 1) tile j's stage is full (waited for outside a ping-pong turn: a
+        # consumer holding the turn while it waits for a stage the other has yet to free would
+        # deadlock).
+        full.wait(ring * stages + j % stages, (j // stages) % 2)
 
     @T.macro
     def qk(j, s_acc, Q_s, K_s, cw):
@@ -234,55 +266,61 @@ def attention_kernel(
         Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p[0:64, 0:bn], V_s[j % stages, 0:bn, 0:d], transB=True, accum=True)
 
     @T.macro
-    def release(j, empty, tid):
-        if tid % 128 == 0:  # this warpgroup is done with tile j's stage
-            empty.arrive(j % stages)
+    def release(j, ring, empty, tid):
+        if tid % 128 == 0:  # this warpgroup is done with K (ring 0) or V (ring 1) tile j's stage
+            empty.arrive(ring * stages + j % stages)
 
     @T.macro
     def my_turn(cw):
-        # Ping-pong: wait until the other consumer has issued its GEMMs (both warpgroups counted).
+        # Ping-pong: wait until the previous consumer of the ring has issued its GEMMs (its
+        # warpgroup and this one counted).
         if pingpong:
             T.ptx.bar.sync(TURN_BARRIER + cw, 256)
 
     @T.macro
     def your_turn(cw, last):
-        # ... then hand the tensor cores to it (not after this warpgroup's last issue, which the
-        # other has no turn left to wait for: the arrivals match the waits).
+        # ... then hand the tensor cores to the next (not the last consumer's last issue: the
+        # first, which it would hand them to, has no turn left to wait for; every consumer takes
+        # as many turns, so the arrivals match the waits).
         if pingpong:
             if last:
-                if cw == 0:
-                    T.ptx.bar.arrive(TURN_BARRIER + 1, 256)
+                if cw < consumers - 1:
+                    T.ptx.bar.arrive(TURN_BARRIER + cw + 1, 256)
             else:
-                T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
+                T.ptx.bar.arrive(TURN_BARRIER + (cw + 1) % consumers, 256)
 
     @T.macro
     def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked):
         # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
-        landed(j, full)
+        landed(j, 0, full)
         qk(j, s_acc, Q_s, K_s, cw)
         T.ptx.wgmma.wait_group(0)
+        release(j, 0, empty, tid)
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         rescale(s_acc, p, o_acc, alpha)
+        landed(j, 1, full)
         pv(j, p, o_acc, V_s)
         T.ptx.wgmma.wait_group(0)
-        release(j, empty, tid)
+        release(j, 1, empty, tid)
 
     @T.macro
     def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
         # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
-        landed(j, full)
+        landed(j, 0, full)
+        landed(j - 1, 1, full)
         my_turn(cw)
         qk(j, s_acc, Q_s, K_s, cw)
         pv(j - 1, p, o_acc, V_s)
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
+        release(j, 0, empty, tid)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         T.ptx.wgmma.wait_group(0)
-        release(j - 1, empty, tid)
+        release(j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
@@ -301,8 +339,8 @@ def attention_kernel(
         K_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
         V_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
         q_full = MBarrier(pool, 1)
-        full = MBarrier(pool, stages)
-        empty = MBarrier(pool, stages)
+        full = MBarrier(pool, 2 * stages)  # K's ring, then V's
+        empty = MBarrier(pool, 2 * stages)
         pool.commit()
         q_full.init(1)
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
@@ -358,24 +396,28 @@ def attention_kernel(
             steps = kv_steps(qt, n_keys, diag)
             unmasked = full_steps(qt, n_keys, diag)
         if wg == 0:
-            T.ptx.setmaxnreg.dec(40)
+            T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
                 T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
                 if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
                     Tx.copy_async(Q_s[0:bm, 0:d], Q[q_start + qt * bm : q_start + qt * bm + bm, bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
                 else:
                     load(Q_s[0:bm, 0:d], Q, bh, heads, qt * bm, bm, q_full.ptr_to([0]))
-                for j in T.serial(steps):  # K/V tile j into stage j % stages
+                for j in T.serial(steps):  # K/V tile j into stage j % stages of each ring
                     if j >= stages:
                         empty.wait(j % stages, (j // stages + 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), stage_bytes)
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), tile_bytes)
                     if varlen:  # (keys past the sequence masked; their V rows weigh 0)
-                        k1 = k_start + j * bn
-                        Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[k1 : k1 + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
-                        Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[k1 : k1 + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                        Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
                     else:
                         load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
-                        load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
+                    if j >= stages:
+                        empty.wait(stages + j % stages, (j // stages + 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + j % stages]), tile_bytes)
+                    if varlen:
+                        Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + j % stages]))
+                    else:
+                        load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([stages + j % stages]))
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -400,13 +442,14 @@ def attention_kernel(
             if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
                 for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
                     if pingpong:  # the first consumer's turn first
-                        if cw == 1:
+                        if cw == consumers - 1:
                             T.ptx.bar.arrive(TURN_BARRIER, 256)
-                    landed(0, full)
+                    landed(0, 0, full)
                     my_turn(cw)
                     qk(0, s_acc, Q_s, K_s, cw)
                     your_turn(cw, False)
                     T.ptx.wgmma.wait_group(0)
+                    release(0, 0, empty, tid)
                     for j in T.serial(T.min(unmasked, 1)):
                         softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False)
                     for j in T.serial(T.min(unmasked, 1), 1):
@@ -416,11 +459,12 @@ def attention_kernel(
                         pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False)
                     for j in T.serial(T.max(unmasked, 1), steps):
                         pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True)
+                    landed(steps - 1, 1, full)
                     my_turn(cw)
                     pv(steps - 1, p, o_acc, V_s)
                     your_turn(cw, True)
                     T.ptx.wgmma.wait_group(0)
-                    release(steps - 1, empty, tid)
+                    release(steps - 1, 1, empty, tid)
             else:
                 for j in T.serial(unmasked):
                     step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False)
@@ -618,9 +662,9 @@ def split_count(ctas: int, kv_tiles: int, sms: int) -> int:
 
 
 def lse_rows(seq_q: int) -> int:
-    """The kernel's log-sum-exp rows per head: ``seq_q`` rounded up to whole 128-row tiles (every
-    tile writes its rows; the op returns the first ``seq_q``)."""
-    return -(-seq_q // 128) * 128
+    """The kernel's log-sum-exp rows per head: ``seq_q`` rounded up to whole query tiles of 128 or
+    192 rows, whichever is more (every tile writes its rows; the op returns the first ``seq_q``)."""
+    return max(-(-seq_q // bm) * bm for bm in (128, 192))
 
 
 def _check(q, k, v, enable_gqa: bool):

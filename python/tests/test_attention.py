@@ -2,6 +2,8 @@
 float64 in the simulator (ragged sequences, causal, grouped-query heads, both head dims, both
 16-bit dtypes, the log-sum-exp), its errors, and against PyTorch's SDPA on the GPU."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -506,3 +508,64 @@ def test_kvcache_on_the_gpu_against_pytorch():
             q[i : i + 1].transpose(1, 2).double(), kc[i : i + 1, :n].transpose(1, 2).double(), vc[i : i + 1, :n].transpose(1, 2).double(), enable_gqa=True
         )
         torch.testing.assert_close(out[i : i + 1].transpose(1, 2).double(), want, rtol=2.0**-7, atol=2.0**-7)
+
+
+# Mistakes planted in the kernel's own source (the module, edited and imported from a copy): each
+# one the simulator must report, as it would while the kernel is being changed.
+PLANTED = {
+    "O rescaled while its P V is in flight": (
+        "        T.ptx.wgmma.wait_group(0)\n        release(j - 1, 1, empty, tid)\n        rescale(",
+        "        release(j - 1, 1, empty, tid)\n        rescale(",
+        "has not been waited for",
+    ),
+    "a ping-pong turn never handed over": (
+        "            else:\n                T.ptx.bar.arrive(TURN_BARRIER + (cw + 1) % consumers, 256)",
+        "            else:\n                pass",
+        "barrier divergence",
+    ),
+    "V's tile not waited for": ("        landed(j - 1, 1, full)\n        my_turn(cw)", "        my_turn(cw)", "data race: `V_s`"),
+    "a stage waited for with the wrong parity": (
+        "full.wait(ring * stages + j % stages, (j // stages) % 2)",
+        "full.wait(ring * stages + j % stages, (j // stages + 1) % 2)",
+        "deadlock",
+    ),
+    "no proxy fence before the TMA store": (
+        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "no `fence.proxy.async` of that thread follows the write",
+    ),
+    "no barrier before the TMA store": (
+        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "                T.ptx.fence.proxy.async_.shared__cta()",
+        "data race: the TMA store reads `Q_s`",
+    ),
+    "mbarriers used before the CTA barrier after their init": (
+        "        T.ptx.fence.mbarrier_init()\n        T.cuda.cta_sync()",
+        "        T.ptx.fence.mbarrier_init()",
+        "data race: `q_full`",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(PLANTED))
+def test_planted_mistakes_are_reported(mistake, tmp_path):
+    import importlib.util
+
+    old, new, words = PLANTED[mistake]
+    src = open(at.__file__).read()
+    assert src.count(old) == 1, "the planted site moved: update PLANTED"
+    path = tmp_path / "planted_attention.py"
+    path.write_text(src.replace(old, new))
+    spec = importlib.util.spec_from_file_location("tirx.ops._planted_attention", path)
+    planted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(planted)
+    b, h, sq, sk, d = 1, 1, 130, 300, 64
+    q, k, v = inputs("bfloat16", b, h, h, sq, sk, d)
+    prim = planted.attention_kernel.factory(
+        heads=h, kv_heads=h, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=True, scale=0.125, lse=True, seq_major=False,
+        consumers=2, bn=64, overlap=True, pingpong=True,
+    )
+    o = np.zeros((b * h, sq, d), q.dtype)
+    lse = np.zeros((b * h, planted.lse_rows(sq)), np.float32)
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), v.reshape(-1, sk, d), o, lse)

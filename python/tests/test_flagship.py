@@ -54,3 +54,17 @@ def test_rmsnorm_bf16(H):
     want = rms_ref(x, w).astype(np.float64)
     # Computed in f32, rounded once to bf16: within one bf16 ulp of the f64 result.
     np.testing.assert_allclose(y.astype(np.float64), want, rtol=2 ** -7, atol=1e-6)
+
+
+def test_attention_walkthrough():
+    """examples/python/attention.py: a causal grouped-query configuration in ping-pong and a wide
+    K/V tile configuration, each against float64 in the simulator."""
+    from attention import run  # noqa: E402 (examples/python)
+
+    for shape, config, tol in [
+        ((1, 2, 1, 150, 330, 64, True), dict(consumers=2, bn=64, overlap=True, pingpong=True), 2.0**-7),
+        ((1, 1, 1, 200, 400, 128, False), dict(consumers=2, bn=176, overlap=True), 2.0**-7),
+    ]:
+        err, text = run(*shape, **config)
+        assert err < tol, (shape, config, err)
+        assert "wgmma.mma_async" in text and "(rs)" in text

@@ -45,6 +45,10 @@ def attention_cases():
         heads=32, kv_heads=8, batch=8, seq_q=1, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
         seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True,
     )
+    yield "ops_attention_paged", at.attention_kernel.factory(
+        heads=32, kv_heads=8, batch=8, seq_q=1, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=4, kv_lens=True, page=16,
+    )
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
 
 

@@ -3,9 +3,10 @@
 d ∈ {64, 128} × causal over sequences of 1k-16k (batch × heads sized to ~16k tokens · 16 heads),
 beside SDPA's cuDNN and flash backends; decoding (one query row, grouped-query heads, a long
 cache) in GB/s of K and V read. Each tirx result is checked against the cuDNN backend's first;
-the autotuner's choice is printed.
+the autotuner's choice is printed. Decoding: batches of 1-64 sequences over caches of 1k-128k
+keys, contiguous and paged, as a fraction of a device copy of the same bytes.
 
-    cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--json out.json]
+    cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--decode 1024,131072] [--batches 1,64] [--json out.json]
 """
 
 import argparse
@@ -13,7 +14,7 @@ import json
 import math
 
 import torch
-from ops import per_call_us  # this directory
+from ops import copy_us, per_call_us  # this directory
 
 import tirx.ops as ops
 from tirx.ops import attention as at
@@ -70,26 +71,47 @@ def prefill(seq, d, causal, results):
     )
 
 
-def decode(cache, results):
-    b, h, hk, d = 8, 32, 8, 128
-    q = torch.randn(b, h, 1, d, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(b, hk, cache, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    nbytes = 2 * k.numel() * 2
-    row = {"shape": [b, h, hk, cache, d]}
-    for name, fn in [
-        ("tirx", lambda: ops.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
-        ("sdpa", lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)),
-    ]:
+def decode(batch, cache, results):
+    """One query row a sequence (32 query heads over 8 K/V heads, d = 128) over ``cache`` keys:
+    GB/s of K and V read, beside SDPA and a device copy moving the same bytes (half read, half
+    written); the cache contiguous ([batch, seq, heads, d], `kvcache_attention`), then paged
+    (pages of 16 and 256 rows in a shuffled block table)."""
+    b, h, hk, d = batch, 32, 8, 128
+    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+    kc, vc = (torch.randn(b, cache, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    lens = torch.full((b,), cache, dtype=torch.int32, device="cuda")
+    nbytes = 2 * kc.numel() * 2
+    row = {"batch": b, "cache": cache, "heads": [h, hk], "d": d}
+    qt, kt, vt = (t.transpose(1, 2) for t in (q, kc, vc))
+    runs = [
+        ("tirx", lambda: ops.kvcache_attention(q, kc, vc, lens)),
+        ("sdpa", lambda: F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True)),
+    ]
+    for page in (16, 256):
+        n = b * cache // page
+        table = torch.randperm(n, device="cuda").int().reshape(b, cache // page)
+        kp, vp = (torch.empty(n, page, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        kp[table.flatten().long()], vp[table.flatten().long()] = kc.reshape(n, page, hk, d), vc.reshape(n, page, hk, d)
+        runs.append((f"paged{page}", (lambda kp, vp, table: lambda: ops.kvcache_attention(q, kp, vp, lens, block_table=table))(kp, vp, table)))
+    ref = F.scaled_dot_product_attention(qt, kt, vt, enable_gqa=True).transpose(1, 2).float()
+    row["max_err_vs_sdpa"] = max((fn().float() - ref).abs().max().item() for name, fn in runs if name != "sdpa")
+    for name, fn in runs:
         row[name] = nbytes / per_call_us(fn) / 1e3
+    row["copy"] = 2 * nbytes / copy_us(2 * nbytes) / 1e3  # bytes moved (read + written) a second
     results.append(row)
-    print(f"decode b={b} h={h}/{hk} cache={cache}: tirx {row['tirx']:7.1f} GB/s | sdpa {row['sdpa']:7.1f} GB/s", flush=True)
+    print(
+        f"decode b={b:2d} cache={cache:6d}: tirx {row['tirx']:6.0f} GB/s ({row['tirx'] / row['copy']:.2f} of copy {row['copy']:.0f}) | "
+        f"paged16 {row['paged16']:6.0f} | paged256 {row['paged256']:6.0f} | sdpa {row['sdpa']:6.0f} | max |err| vs sdpa {row['max_err_vs_sdpa']:.3g}",
+        flush=True,
+    )
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seqs", default="1024,2048,4096,8192,16384")
     ap.add_argument("--dims", default="64,128")
-    ap.add_argument("--decode", default="4096,32768")
+    ap.add_argument("--decode", default="1024,8192,32768,131072", help="cache lengths (empty: no decoding)")
+    ap.add_argument("--batches", default="1,8,64", help="decoding's batch sizes")
     ap.add_argument("--json")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
@@ -98,8 +120,10 @@ def main():
         for causal in (False, True):
             for seq in map(int, args.seqs.split(",")):
                 prefill(seq, d, causal, results)
-    for cache in map(int, args.decode.split(",")) if args.decode else ():
-        decode(cache, results)
+    for batch in map(int, args.batches.split(",")):
+        for cache in map(int, args.decode.split(",")) if args.decode else ():
+            if batch * cache <= 64 * 32768:  # (64 x 128k: 17 GB of cache, past the point)
+                decode(batch, cache, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -510,6 +510,95 @@ def test_kvcache_on_the_gpu_against_pytorch():
         torch.testing.assert_close(out[i : i + 1].transpose(1, 2).double(), want, rtol=2.0**-7, atol=2.0**-7)
 
 
+
+def paged(cache, page, rng, spare=3):
+    """``cache`` (batch, seq, kv_heads, d) cut into pages of ``page`` rows, shuffled among
+    ``spare`` unused ones (random values): ``(pages, block_table)``."""
+    b, s, hk, d = cache.shape
+    n = b * (s // page)
+    pages = rng.standard_normal((n + spare, page, hk, d)).astype(cache.dtype)
+    table = rng.permutation(n + spare)[:n].reshape(b, s // page).astype(np.int32)
+    for i in range(b):
+        pages[table[i]] = cache[i].reshape(s // page, page, hk, d)
+    return pages, table
+
+
+@pytest.mark.parametrize(
+    "page,s_max,d,causal,splits",
+    [(16, 256, 64, False, 1), (8, 128, 128, True, 1), (64, 320, 96, True, 2), (256, 512, 64, False, 2), (32, 96, 256, False, 1)],
+)
+def test_paged_kvcache_matches_float64(page, s_max, d, causal, splits):
+    """A paged KV cache (vLLM's and FlashAttention's block tables): pages smaller than a K/V tile
+    (a TMA box per page and swizzle atom), a tile within a page, the table's entries past a
+    sequence's length pointing anywhere; the same values as the contiguous cache, bit for bit,
+    and float64's."""
+    b, sq, h, hk = 3, 2, 4, 2
+    rng = np.random.default_rng(page + d)
+    nd = numpy_dtype("bfloat16")
+    q = rng.standard_normal((b, sq, h, d)).astype(nd)
+    kc, vc = (rng.standard_normal((b, s_max, hk, d)).astype(nd) for _ in range(2))
+    lens = np.array([s_max, 1, s_max - page // 2 - 3], np.int32)
+    (kp, table), (vp, _) = paged(kc, page, np.random.default_rng(1)), paged(vc, page, np.random.default_rng(1))
+    table[1, 1:] = 10**6  # past sequence 1's length: never a key it holds (TMA reads zeros there)
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
+        seq_major=True, consumers=1, bn=64 if page < 64 else 128, overlap=True, splits=splits, kv_lens=True, page=page,
+    )
+    kernel = tirx.compile(prim, "sm_90a")
+    out = np.zeros((b, sq, h, d), nd)
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    if splits > 1:
+        parts = np.zeros((splits, b * h, sq, d), np.float32)
+        plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
+        kernel(q, kp, vp, lens, table, parts, plse, len(kp))
+        combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
+        tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
+    else:
+        kernel(q, kp, vp, lens, table, out, lse, len(kp))
+    want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
+    got, got_lse = tirx.ops.kvcache_attention(q, kp, vp, lens, is_causal=causal, scale=0.125, block_table=table, return_lse=True)
+    contiguous, contiguous_lse = tirx.ops.kvcache_attention(q, kc, vc, lens, is_causal=causal, scale=0.125, return_lse=True)
+    np.testing.assert_array_equal(got, contiguous)
+    np.testing.assert_array_equal(got_lse, contiguous_lse)
+
+
+@pytest.mark.parametrize(
+    "table,page,match",
+    [
+        (np.zeros((2, 4), np.int64), 16, r"block_table of shape \[2, 4\] \(int64\); expected int32 \(batch=2, max_pages\)"),
+        (np.zeros((3, 4), np.int32), 16, r"block_table of shape \[3, 4\]"),
+        (np.zeros((2, 4), np.int32), 24, "pages of 24 rows .k_cache's dim 1.; the kernel takes 8, 16, 32 or a multiple of 64"),
+    ],
+)
+def test_paged_kvcache_errors(table, page, match):
+    nd = numpy_dtype("bfloat16")
+    q = np.zeros((2, 1, 4, 64), nd)
+    kp = np.zeros((8, page, 2, 64), nd)
+    with pytest.raises(ValueError, match=match):
+        tirx.ops.kvcache_attention(q, kp, kp, np.ones(2, np.int32), block_table=table)
+
+
+def test_paged_kvcache_on_the_gpu_against_pytorch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    b, sq, h, hk, s_max, d = 8, 1, 32, 8, 4096, 128
+    q = torch.randn(b, sq, h, d, device="cuda", dtype=torch.bfloat16)
+    kc, vc = (torch.randn(b, s_max, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    lens = torch.tensor([4096, 1, 0, 4000, 129, 3000, 64, 555], dtype=torch.int32, device="cuda")
+    for page in (16, 256):
+        n = b * (s_max // page)
+        table = torch.randperm(n, device="cuda").int().reshape(b, s_max // page)
+        kp, vp = (torch.empty(n, page, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        kp[table.flatten().long()] = kc.reshape(n, page, hk, d)
+        vp[table.flatten().long()] = vc.reshape(n, page, hk, d)
+        got = tirx.ops.kvcache_attention(q, kp, vp, lens, block_table=table)
+        # (each layout tuned on its own: the configurations may differ, as may the last bits)
+        torch.testing.assert_close(got.double(), tirx.ops.kvcache_attention(q, kc, vc, lens).double(), rtol=2.0**-7, atol=2.0**-7)
+
+
 # Mistakes planted in the kernel's own source (the module, edited and imported from a copy): each
 # one the simulator must report, as it would while the kernel is being changed.
 PLANTED = {

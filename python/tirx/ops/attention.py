@@ -83,13 +83,20 @@ def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
     return splits == 1 or (kv_tiles > 0 and -(-kv_tiles // -(-kv_tiles // splits)) == splits)
 
 
-def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, **_):
+def _pages_fit(page: int, bn: int, seq_k: int) -> bool:
+    """Whether K/V tiles of ``bn`` keys read ``page``-row pages in whole TMA boxes: a tile within a
+    page or over whole pages, boxes of whole 8-row swizzle atoms, ``seq_k`` whole pages."""
+    return page % 8 == 0 and (page % bn == 0 or bn % page == 0) and seq_k % page == 0 and seq_k > 0
+
+
+def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, **_):
     """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
     packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
     for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
     registers while the softmax runs); K/V tiles of 176 or 192 keys only without causal masking
     (whose diagonal tiles they widen) and within `WIDE_TILES`' head dims, three consumers at head
-    dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts."""
+    dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
+    with a paged cache, the widths that fit its pages (`_pages_fit`)."""
     return [
         cfg
         for cfg in configs
@@ -98,6 +105,7 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, **_):
         and (cfg["bn"] not in WIDE_TILES or (not causal and d <= WIDE_TILES[cfg["bn"]]))
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
+        and (not page or _pages_fit(page, cfg["bn"], seq_k))
     ]
 
 
@@ -107,7 +115,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -129,6 +137,7 @@ def attention_kernel(
     offset: int = 0,
     varlen: bool = False,
     kv_lens: bool = False,
+    page: int = 0,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -151,7 +160,10 @@ def attention_kernel(
     ``nb`` sequences, the longest of ``max_q`` queries, run-time scalars; causal on each
     sequence's lower-right diagonal; ``LSE (total_q, heads)``); ``kv_lens``: K and V are caches of
     ``seq_k`` rows of which ``KL[b]`` (int32) are filled, the rest never read (FlashAttention's
-    ``cache_seqlens``; causal: each cache's lower-right diagonal)."""
+    ``cache_seqlens``; causal: each cache's lower-right diagonal); ``page`` (with ``kv_lens``): the
+    caches are paged, K and V ``(n_pages, page, kv_heads, d)`` (``n_pages`` a run-time scalar) and
+    sequence b's rows ``[i page, (i + 1) page)`` in page ``BT[b, i]`` of its block table ``BT
+    (batch, seq_k / page)`` (int32; vLLM's and FlashAttention's paged KV cache)."""
     if consumers not in REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
@@ -171,6 +183,9 @@ def attention_kernel(
         raise ValueError(f"splits: {splits} splits of {kv_tiles} K/V tiles ({chunk} each) must each hold keys (`split_count` gives a valid count)")
     if kv_lens and (varlen or mask or not seq_major):
         raise ValueError("kv_lens: a KV cache in FlashAttention's [batch, seq, heads, d] layout (seq_major), no mask")
+    if page and not (kv_lens and _pages_fit(page, bn, seq_k)):
+        raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
+    box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
     bm = 64 * consumers
     q_tiles = -(-seq_q // bm)
     group = heads // kv_heads
@@ -204,6 +219,29 @@ def attention_kernel(
             Tx.copy_async(dst, A[head // n_heads, r0 : r0 + n, head % n_heads, 0:d], dispatch="tma_auto", mbar=mbar)
         else:
             Tx.copy_async(dst, A[head, r0 : r0 + n, 0:d], dispatch="tma_auto", mbar=mbar)
+
+    @T.macro
+    def load_kv(S_s, slot, A, kv, r0, mbar, BT):
+        # K/V tile rows [r0, r0 + bn) of head kv (of batch * kv_heads) into stage `slot` of S_s;
+        # paged: a box per page the tile spans (or the part of one page it is), the page read from
+        # the sequence's block table (an index past the table clamped: its rows lie past the
+        # cache's length, weighed 0).
+        if page:  # (boxes of fewer rows than the tile: one per swizzle atom's columns, each dense)
+            for sub in list(range(bn // box)):
+                for c0 in list(range(0, d, atom if box < bn else d)):
+                    Tx.copy_async(
+                        S_s[slot, sub * box : sub * box + box, c0 : c0 + (atom if box < bn else d)],
+                        A[
+                            BT[kv // kv_heads, T.min((r0 + sub * box) // page, seq_k // page - 1)],
+                            (r0 + sub * box) % page : (r0 + sub * box) % page + box,
+                            kv % kv_heads,
+                            c0 : c0 + (atom if box < bn else d),
+                        ],
+                        dispatch="tma_auto",
+                        mbar=mbar,
+                    )
+        else:
+            load(S_s[slot, 0:bn, 0:d], A, kv, kv_heads, r0, bn, mbar)
 
     def full_steps(qt, n_keys, diag):
         """The K/V tiles before the first that needs a mask: every key inside the sequence and
@@ -324,7 +362,7 @@ def attention_kernel(
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL):
+    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT):
         T.device_entry()
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
@@ -410,14 +448,14 @@ def attention_kernel(
                     if varlen:  # (keys past the sequence masked; their V rows weigh 0)
                         Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
                     else:
-                        load(K_s[j % stages, 0:bn, 0:d], K, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([j % stages]))
+                        load_kv(K_s, j % stages, K, kv, (kt0 + j) * bn, full.ptr_to([j % stages]), BT)
                     if j >= stages:
                         empty.wait(stages + j % stages, (j // stages + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + j % stages]), tile_bytes)
                     if varlen:
                         Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + j % stages]))
                     else:
-                        load(V_s[j % stages, 0:bn, 0:d], V, kv, kv_heads, (kt0 + j) * bn, bn, full.ptr_to([stages + j % stages]))
+                        load_kv(V_s, j % stages, V, kv, (kt0 + j) * bn, full.ptr_to([stages + j % stages]), BT)
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -537,9 +575,31 @@ def attention_kernel(
             CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
             O = T.match_buffer(O_ptr, (total_q, heads, d), dtype)
             LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
-            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None)
+            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None, None)
 
         return attention_varlen
+
+    if page:  # a paged cache (kv_lens)
+
+        @T.prim_func
+        def attention_paged(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, BT_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, n_pages: T.int32
+        ):
+            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, (n_pages, page, kv_heads, d), dtype)
+            V = T.match_buffer(V_ptr, (n_pages, page, kv_heads, d), dtype)
+            KL = T.match_buffer(KL_ptr, (batch,), "int32")
+            BT = T.match_buffer(BT_ptr, (batch, seq_k // page), "int32")
+            if splits > 1:
+                OP = T.match_buffer(O_ptr, (splits, batch * heads, seq_q, d), "float32")
+                LP = T.match_buffer(L_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+                body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, BT)
+            else:
+                O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+                LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+                body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, BT)
+
+        return attention_paged
 
     if splits > 1 and kv_lens:
 
@@ -551,7 +611,7 @@ def attention_kernel(
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, None)
 
         return attention_cache_split
 
@@ -564,7 +624,7 @@ def attention_kernel(
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None, None)
 
         return attention_split
 
@@ -578,7 +638,7 @@ def attention_kernel(
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
             O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL)
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, None)
 
         return attention_cache
 
@@ -592,7 +652,7 @@ def attention_kernel(
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
             O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None)
+            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None, None)
 
         return attention_masked
 
@@ -603,7 +663,7 @@ def attention_kernel(
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
         O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None)
+        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None)
 
     return attention
 
@@ -758,16 +818,16 @@ def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     return split_count(bhs * -(-rows // 128), -(-sk // 128), sms)
 
 
-def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int):
-    """``kernel(*inputs, out, lse)``; with ``splits``, each split's O / l and log-sum-exp into
-    float32 parts first, then `attention_combine_kernel` into ``out`` and ``lse`` (``heads``:
+def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=()):
+    """``kernel(*inputs, out, lse, *scalars)``; with ``splits``, each split's O / l and log-sum-exp
+    into float32 parts first, then `attention_combine_kernel` into ``out`` and ``lse`` (``heads``:
     ``out`` is seq-major)."""
     if splits == 1:
-        kernel(*inputs, out, lse)
+        kernel(*inputs, out, lse, *scalars)
         return
     parts = c.new_array(out, (splits, bhs, rows, d), "float32")
     part_lse = c.new_array(out, (splits, bhs, lse_rows(rows)), "float32")
-    kernel(*inputs, parts, part_lse)
+    kernel(*inputs, parts, part_lse, *scalars)
     combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads)
     combine(parts, part_lse, out, lse)
 
@@ -870,7 +930,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_
     return out, c.contiguous(lse.T)  # FlashAttention's varlen layout (heads, total_q)
 
 
-def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False):
+def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False, block_table=None):
     """Decoding over KV caches, FlashAttention's ``flash_attn_with_kvcache`` (the caches read,
     not updated): ``q`` ``(batch, seq_q, heads, d)``, ``k_cache`` and ``v_cache`` ``(batch,
     seq_k, kv_heads, d)`` of which the first ``cache_seqlens[b]`` (int32) rows of sequence b are
@@ -879,7 +939,13 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     nothing). The rows past a cache's length up to its last 128-row tile are read and weighted
     by 0: they must hold finite values (a cache from `torch.empty` may hold NaN patterns: zero it
     once). Returns ``out (batch, seq_q, heads, d)``, with ``return_lse`` also ``lse (batch, heads,
-    seq_q)`` float32; a sequence with an empty cache gives 0."""
+    seq_q)`` float32; a sequence with an empty cache gives 0.
+
+    With ``block_table`` (int32 ``(batch, max_pages)``) the caches are paged, as vLLM and
+    FlashAttention store them: ``k_cache`` and ``v_cache`` ``(n_pages, page_size, kv_heads, d)``,
+    sequence b's rows ``[i page_size, (i + 1) page_size)`` in page ``block_table[b, i]``;
+    ``page_size`` 8, 16, 32 or a multiple of 64. Entries past a sequence's pages are never read
+    for keys it holds (an index outside the caches reads zeros)."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if len(t.shape) != 4:
             raise ValueError(f"tirx.ops.kvcache_attention: {name} of shape {list(t.shape)}; expected (batch, seq, heads, head_dim)")
@@ -887,6 +953,14 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     (b, sq, h, d), (bk, sk, hk, dk) = q.shape, k_cache.shape
     if dtype not in ("bfloat16", "float16") or c.dtype_name(k_cache) != dtype or c.dtype_name(v_cache) != dtype:
         raise TypeError("tirx.ops.kvcache_attention: q and the caches: all bfloat16 or all float16")
+    page, n_pages = 0, 0
+    if block_table is not None:  # paged: (n_pages, page, kv_heads, d) caches
+        page, n_pages = sk, bk
+        if len(block_table.shape) != 2 or block_table.shape[0] != b or c.dtype_name(block_table) != "int32":
+            raise ValueError(f"tirx.ops.kvcache_attention: block_table of shape {list(block_table.shape)} ({c.dtype_name(block_table)}); expected int32 (batch={b}, max_pages)")
+        if not (page in (8, 16, 32) or page % 64 == 0):
+            raise ValueError(f"tirx.ops.kvcache_attention: pages of {page} rows (k_cache's dim 1); the kernel takes 8, 16, 32 or a multiple of 64")
+        bk, sk = b, page * block_table.shape[1]
     if tuple(v_cache.shape) != tuple(k_cache.shape) or bk != b or dk != d or hk == 0 or h % hk:
         raise ValueError(
             f"tirx.ops.kvcache_attention: q {list(q.shape)}, k_cache {list(k_cache.shape)}, v_cache {list(v_cache.shape)}: the caches "
@@ -898,7 +972,7 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
         raise ValueError(f"tirx.ops.kvcache_attention: cache_seqlens: int32 of shape [{b}] (one length per sequence)")
     out = c.new_array(q, (b, sq, h, d))
     lse = c.new_array(q, (b * h, lse_rows(sq)), "float32", float("-inf"))
-    if b * sq * h == 0 or sk == 0:
+    if b * sq * h == 0 or sk == 0 or (page and n_pages == 0):
         if b * sq * h:
             out[...] = 0
         return (out, lse[:, :sq].reshape(b, h, sq)) if return_lse else out
@@ -906,10 +980,11 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     splits = _gpu_splits(q, b * h, sq, sk)
     kernel = attention_kernel(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
-        lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True,
+        lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True, page=page,
     )
-    inputs = tuple(c.contiguous(t) for t in (q, k_cache, v_cache, cache_seqlens))
-    _launch(kernel, inputs, out, lse, splits, b * h, sq, d, dtype, return_lse, h)
+    tensors = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
+    inputs = tuple(c.contiguous(t) for t in tensors)
+    _launch(kernel, inputs, out, lse, splits, b * h, sq, d, dtype, return_lse, h, (n_pages,) if page else ())
     return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
 

@@ -610,13 +610,18 @@ PLANTED = {
     "a ping-pong turn never handed over": (
         "            else:\n                T.ptx.bar.arrive(TURN_BARRIER + (cw + 1) % consumers, 256)",
         "            else:\n                pass",
-        "barrier divergence",
+        "wait at a named barrier (`bar.sync`, 256 threads)",
     ),
     "V's tile not waited for": ("        landed(j - 1, 1, full)\n        my_turn(cw)", "        my_turn(cw)", "data race: `V_s`"),
     "a stage waited for with the wrong parity": (
         "full.wait(ring * stages + j % stages, (j // stages) % 2)",
         "full.wait(ring * stages + j % stages, (j // stages + 1) % 2)",
         "deadlock",
+    ),
+    "V's stage released before its P V is waited for": (
+        "        T.ptx.wgmma.wait_group(0)\n        release(j - 1, 1, empty, tid)\n        rescale(s_acc, p, o_acc, alpha)",
+        "        release(j - 1, 1, empty, tid)\n        T.ptx.wgmma.wait_group(0)\n        rescale(s_acc, p, o_acc, alpha)",
+        "data race: `V_s`",
     ),
     "no proxy fence before the TMA store": (
         "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
@@ -648,10 +653,10 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
     spec = importlib.util.spec_from_file_location("tirx.ops._planted_attention", path)
     planted = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(planted)
-    b, h, sq, sk, d = 1, 1, 130, 300, 64
+    b, h, sq, sk, d = 1, 1, 130, 700, 64  # (11 K/V tiles: the rings of 4 stages wrap)
     q, k, v = inputs("bfloat16", b, h, h, sq, sk, d)
     prim = planted.attention_kernel.factory(
-        heads=h, kv_heads=h, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=True, scale=0.125, lse=True, seq_major=False,
+        heads=h, kv_heads=h, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=False, scale=0.125, lse=True, seq_major=False,
         consumers=2, bn=64, overlap=True, pingpong=True,
     )
     o = np.zeros((b * h, sq, d), q.dtype)

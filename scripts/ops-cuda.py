@@ -1,16 +1,20 @@
 """Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
-attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, split-KV and
-its combine kernel).
+attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, paged
+caches, split-KV and its combine kernel) and the matmul's fused epilogues (a bias row and an
+activation).
 
     python scripts/ops-cuda.py DIR
 """
 
+import importlib
 import os
 import sys
 
 import tirx
 from tirx.ops import attention as at
+
+mm = importlib.import_module("tirx.ops.matmul")  # (the module: `tirx.ops.matmul` the name is the function)
 
 
 def attention_cases():
@@ -52,9 +56,16 @@ def attention_cases():
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
 
 
+def matmul_cases():
+    for act in ("gelu", "silu"):
+        yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
+            m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act
+        )
+
+
 def main():
     out = sys.argv[1]
-    for name, prim in attention_cases():
+    for name, prim in list(attention_cases()) + list(matmul_cases()):
         with open(os.path.join(out, f"{name}.cu"), "w") as f:
             f.write(tirx.compile(prim, "sm_90a").cuda_source)
 

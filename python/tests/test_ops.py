@@ -429,6 +429,59 @@ def test_addmm_op_and_its_errors():
         ops.addmm(bias.astype(np.float32), a, b)
 
 
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_epilogue_activations_match_float64(activation):
+    """matmul and addmm with an activation fused into the epilogue: applied to the float32 sums
+    (after the bias, alpha and beta), rounded once; ragged shapes; NaN through relu stays NaN;
+    k = 0 computed on the host."""
+    from tirx.ops.matmul import _host_activation
+
+    m, n, k = 130, 200, 136
+    a, b, prod = _mm_inputs(m, n, k, "bfloat16")
+    rng = np.random.default_rng(7)
+    bias = rng.standard_normal(n).astype(a.dtype)
+    full = rng.standard_normal((m, n)).astype(a.dtype)
+    cases = [
+        (ops.matmul(a, b, activation=activation), prod),
+        (ops.addmm(bias, a, b, activation=activation), prod + bias.astype(F64)),
+        (ops.addmm(full, a, b, beta=0.5, alpha=2.0, activation=activation), 2.0 * prod + 0.5 * full.astype(F64)),
+    ]
+    for got, pre in cases:
+        np.testing.assert_allclose(got.astype(F64), _host_activation(pre, activation), rtol=2.0**-7, atol=2e-2)
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=1, bn=128, activation=activation))
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c)
+    np.testing.assert_allclose(c.astype(F64), _host_activation(prod, activation), rtol=2.0**-7, atol=2e-2)
+    np.testing.assert_allclose(
+        ops.addmm(bias, a[:, :0], b[:0], beta=2.0, activation=activation).astype(F64),
+        np.broadcast_to(_host_activation(2.0 * bias.astype(F64), activation), (m, n)),
+        rtol=2.0**-7,
+        atol=1e-2,
+    )
+    if activation == "relu":
+        nan_a = a.copy()
+        nan_a[3, 5] = np.nan
+        assert np.isnan(ops.matmul(nan_a, b, activation="relu")[3]).all()
+
+
+def test_epilogue_activation_errors_and_torch():
+    a, b, _ = _mm_inputs(64, 64, 64, "bfloat16")
+    with pytest.raises(ValueError, match="activation='tanh'; one of 'relu', 'gelu', 'gelu_tanh', 'silu' or None"):
+        ops.matmul(a, b, activation="tanh")
+    torch = pytest.importorskip("torch")
+    sys.modules["tirx.ops.matmul"].register_addmm_torch_op()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        m, n, k = (128, 256, 128) if dev == "cpu" else (4000, 776, 520)
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16)
+        w = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        bias = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        want = torch.nn.functional.gelu(bias.double() + x.double() @ w.double(), approximate="tanh").to(torch.bfloat16)
+        torch.testing.assert_close(ops.addmm(bias, x, w, activation="gelu_tanh"), want, rtol=2**-7, atol=2e-2)
+        f = torch.compile(lambda bias, x, w: ops.addmm(bias, x, w, activation="silu") * 2, fullgraph=True)
+        torch.testing.assert_close(f(bias, x, w), ops.addmm(bias, x, w, activation="silu") * 2)
+
+
 def test_addmm_on_torch_tensors_and_under_compile():
     torch = pytest.importorskip("torch")
     sys.modules["tirx.ops.matmul"].register_addmm_torch_op()  # (tirx.ops may have been imported before torch)

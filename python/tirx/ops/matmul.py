@@ -1,7 +1,8 @@
 """`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
 accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised);
 `tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row or a
-matrix) added in the epilogue.
+matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu", "gelu_tanh", "silu")
+applied there too, in float32 before the one rounding.
 
 Each CTA is a producer warpgroup and one or two consumer warpgroups (64 rows of the tile each):
 the producer's one thread loads A (BM x 64) and B (64 x BN) tiles into swizzled shared-memory
@@ -54,9 +55,24 @@ def _prune(configs, m, n, **_):
     return [cfg for cfg in configs if cfg["consumers"] == 1 or m >= 128]
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta"], prune=_prune)
+# The epilogue's activations (`activation=`), as PyTorch names them: F.relu, F.gelu (erf form),
+# F.gelu(approximate="tanh"), F.silu.
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
+
+
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation"], prune=_prune)
 def matmul_kernel(
-    m: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int, bias: str = "", alpha: float = 1.0, beta: float = 1.0
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    ctas: int,
+    consumers: int,
+    bn: int,
+    bias: str = "",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    activation: str = "",
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -65,6 +81,8 @@ def matmul_kernel(
     or a matrix (``"matrix"``: m x n, its tile staged in the output's registers)."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
+    if activation and activation not in ACTIVATIONS:
+        raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
     bm = 64 * consumers
     stages = stages_for(consumers, bn)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
@@ -113,6 +131,19 @@ def matmul_kernel(
             Tx.warpgroup.add(acc_h, acc_h, i_tile)
         else:
             Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
+
+    @T.macro
+    def activate(acc_h):
+        # The activation of the float32 sums, before their one rounding (relu: NaN stays NaN, as
+        # torch.relu's).
+        if activation == "relu":
+            Tx.warpgroup.maximum(acc_h, acc_h, 0.0)
+        elif activation == "gelu":
+            Tx.warpgroup.gelu(acc_h, acc_h)
+        elif activation == "gelu_tanh":
+            Tx.warpgroup.gelu(acc_h, acc_h, approximate="tanh")
+        else:
+            Tx.warpgroup.silu(acc_h, acc_h)
 
     @T.macro
     def body(A, B, C, I):
@@ -195,6 +226,8 @@ def matmul_kernel(
                                     other=0.0,
                                 )
                             add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
+                        if activation:
+                            activate(acc[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
                         T.ptx.fence.proxy.async_.shared__cta()
@@ -275,21 +308,49 @@ def _check(a, b) -> str:
     return da
 
 
-def _run(a, b):
+def _activation(op: str, activation) -> str:
+    """``activation`` (None or one of `ACTIVATIONS`) as the kernel's key; an error names the choices."""
+    if activation is None or activation == "":
+        return ""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"tirx.ops.{op}: activation={activation!r}; one of {', '.join(map(repr, ACTIVATIONS))} or None")
+    return activation
+
+
+def _host_activation(x, activation: str):
+    """The activation of a float32 host array or tensor (k = 0: no product to fuse it into)."""
+    if not activation:
+        return x
+    if c.is_torch(x):
+        import torch.nn.functional as F
+
+        return {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu}[activation](x)
+    import math
+
+    if activation == "relu":
+        return np.where(np.isnan(x), x, np.maximum(x, 0))
+    if activation == "gelu":
+        return x * 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    if activation == "gelu_tanh":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    return x / (1 + np.exp(-x))
+
+
+def _run(a, b, activation: str = ""):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, b = c.contiguous(a), c.contiguous(b)
     out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
         return out
-    if k == 0:
+    if k == 0:  # (every activation maps 0 to 0)
         out[...] = 0
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a))(a, b, out)
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation)(a, b, out)
     return out
 
 
-def _addmm(input, a, b, beta: float, alpha: float):
+def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     shape = tuple(input.shape)
@@ -307,11 +368,11 @@ def _addmm(input, a, b, beta: float, alpha: float):
     out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
         return out
-    if k == 0:  # beta * input alone, computed in float32 and rounded once
+    if k == 0:  # beta * input alone (and its activation), computed in float32 and rounded once
         wide = i.float() if c.is_torch(i) else i.astype(np.float32)
-        out[...] = beta * wide
+        out[...] = _host_activation(beta * wide, activation)
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta))(a, b, i, out)
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation)(a, b, i, out)
     return out
 
 
@@ -321,10 +382,10 @@ def register_addmm_torch_op():
     def parts():
         import torch
 
-        def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float) -> torch.Tensor:
-            return _addmm(input, a, b, beta, alpha)
+        def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float, activation: str) -> torch.Tensor:
+            return _addmm(input, a, b, beta, alpha, activation)
 
-        def fake(input, a, b, beta, alpha):
+        def fake(input, a, b, beta, alpha, activation):
             _check(a, b)
             return a.new_empty((a.shape[0], b.shape[1]))
 
@@ -333,16 +394,19 @@ def register_addmm_torch_op():
     return c.torch_op("addmm", parts)
 
 
-def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1):
+def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: Optional[str] = None):
     """PyTorch's `torch.addmm(input, mat1, mat2, beta=1, alpha=1)`: ``beta * input + alpha *
     (mat1 @ mat2)``, ``input`` a row (n,) or (1, n) added to every row, or an (m, n) matrix,
-    fused into the matmul's epilogue (float32 arithmetic, one rounding); a new array or
-    tensor."""
+    fused into the matmul's epilogue (float32 arithmetic, one rounding); with ``activation``
+    ("relu", "gelu", "gelu_tanh", "silu": PyTorch's F.relu, F.gelu, F.gelu(approximate="tanh"),
+    F.silu) that of the sum, fused too (as `torch._addmm_activation` does relu and gelu); a new
+    array or tensor."""
+    act = _activation("addmm", activation)
     if c.is_torch(mat1):
         if c.compiling():
-            return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha))
-        return _addmm(input, mat1, mat2, float(beta), float(alpha))
-    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha))
+            return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha), act)
+        return _addmm(input, mat1, mat2, float(beta), float(alpha), act)
+    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act)
 
 
 def register_torch_op():
@@ -354,21 +418,23 @@ def _torch_op_parts():
     """The op's function and fake implementation."""
     import torch
 
-    def schema(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return _run(a, b)
+    def schema(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
+        return _run(a, b, activation)
 
-    def fake(a, b):
+    def fake(a, b, activation):
         _check(a, b)
         return a.new_empty((a.shape[0], b.shape[1]))
 
     return schema, fake
 
 
-def matmul(a, b, *, out_dtype: Optional[object] = None):
-    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype."""
+def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str] = None):
+    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype;
+    with ``activation`` (as `addmm`'s) that of the product, fused into the epilogue."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
+    act = _activation("matmul", activation)
     if c.is_torch(a):
         op = register_torch_op()
-        return op(a, b) if c.compiling() else _run(a, b)
-    return _run(np.asarray(a), np.asarray(b))
+        return op(a, b, act) if c.compiling() else _run(a, b, act)
+    return _run(np.asarray(a), np.asarray(b), act)

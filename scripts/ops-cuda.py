@@ -34,6 +34,9 @@ def attention_cases():
     yield "ops_attention_wide", at.attention_kernel.factory(
         seq_q=4096, seq_k=4096, d=128, causal=False, consumers=2, bn=176, overlap=True, pingpong=True, **base
     )
+    yield "ops_attention_persistent", at.attention_kernel.factory(
+        seq_q=4096, seq_k=4096, d=128, causal=True, consumers=2, bn=128, overlap=True, pingpong=True, persistent=True, sms=132, **base
+    )
     yield "ops_attention_d96", at.attention_kernel.factory(
         seq_q=4096, seq_k=4096, d=96, causal=False, consumers=2, bn=128, overlap=True, **base
     )

@@ -59,7 +59,7 @@ def prefill(seq, d, causal, results):
             row[name + "_error"] = str(e)[:100]
     tuned = at.attention_kernel(
         heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), lse=False,
-        seq_major=False, splits=1,
+        seq_major=False, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
     )
     row["config"] = tuned.configs[tuned.choice] if tuned.choice is not None else None
     results.append(row)

@@ -91,6 +91,45 @@ def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn
     np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "consumers,bn,d,causal,pingpong,sms,h,hk,sq,sk",
+    [
+        (2, 64, 64, False, True, 2, 2, 1, 300, 700),  # 10 tiles over 2 CTAs, the rings wrap within and across them
+        (2, 64, 64, True, True, 3, 2, 2, 400, 400),  # causal: the longest tiles first, uneven per CTA
+        (3, 128, 64, True, True, 2, 2, 1, 500, 500),
+        (2, 128, 128, False, False, 3, 1, 1, 330, 200),
+        (1, 64, 96, True, False, 4, 3, 3, 150, 260),  # in turn (no overlap), more CTAs than some heads' tiles
+    ],
+)
+def test_persistent_schedule_matches_float64(consumers, bn, d, causal, pingpong, sms, h, hk, sq, sk):
+    """Persistent CTAs (``sms`` of them here): each takes tiles bx, bx + sms, ... of the same
+    order, its rings' stages and phases running on across tiles (each warpgroup's count in shared
+    memory), the next Q loaded once the last tile's O stores have read Q_s; O and the log-sum-exp
+    against float64, with races, waits and phases checked."""
+    q, k, v = inputs("bfloat16", 1, h, hk, sq, sk, d, seed=sms)
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=1, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=1 / np.sqrt(d), lse=True,
+        seq_major=False, consumers=consumers, bn=bn, overlap=consumers > 1 or pingpong, pingpong=pingpong, persistent=True, sms=sms,
+    )
+    o = np.zeros((h, sq, d), q.dtype)
+    lse = np.zeros((h, at.lse_rows(sq)), np.float32)
+    tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), v.reshape(-1, sk, d), o, lse)
+    want, want_lse = reference(q, k, v, causal, 1 / np.sqrt(d))
+    np.testing.assert_allclose(o.reshape(want.shape).astype(F64), want, rtol=tol("bfloat16"), atol=tol("bfloat16"))
+    np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_persistent_is_tuned_on_gpus_only():
+    kw = dict(seq_q=4096, seq_k=4096, d=128, mask="", varlen=False, causal=False, splits=1)
+    assert not any(cfg.get("persistent") for cfg in at._prune([dict(c) for c in at.CONFIGS], sms=0, **kw))
+    assert sum(bool(cfg.get("persistent")) for cfg in at._prune([dict(c) for c in at.CONFIGS], sms=132, **kw)) == 4
+    with pytest.raises(ValueError, match="persistent: one split of dense"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=4096, d=64, dtype="bfloat16", causal=False, scale=0.1, lse=False,
+            seq_major=False, consumers=1, bn=128, splits=2, persistent=True, sms=4,
+        )
+
+
 def test_the_op_on_arrays_and_cpu_tensors():
     """The op (the tuner's choice) on NumPy arrays, with a scale, and on CPU tensors: the
     simulator; the output without ``return_lse`` alone."""
@@ -603,8 +642,8 @@ def test_paged_kvcache_on_the_gpu_against_pytorch():
 # one the simulator must report, as it would while the kernel is being changed.
 PLANTED = {
     "O rescaled while its P V is in flight": (
-        "        T.ptx.wgmma.wait_group(0)\n        release(j - 1, 1, empty, tid)\n        rescale(",
-        "        release(j - 1, 1, empty, tid)\n        rescale(",
+        "        T.ptx.wgmma.wait_group(0)\n        release(b + j - 1, 1, empty, tid)\n        rescale(",
+        "        release(b + j - 1, 1, empty, tid)\n        rescale(",
         "has not been waited for",
     ),
     "a ping-pong turn never handed over": (
@@ -612,26 +651,32 @@ PLANTED = {
         "            else:\n                pass",
         "wait at a named barrier (`bar.sync`, 256 threads)",
     ),
-    "V's tile not waited for": ("        landed(j - 1, 1, full)\n        my_turn(cw)", "        my_turn(cw)", "data race: `V_s`"),
+    "V's tile not waited for": ("        landed(b + j - 1, 1, full)\n        my_turn(cw)", "        my_turn(cw)", "data race: `V_s`"),
     "a stage waited for with the wrong parity": (
         "full.wait(ring * stages + j % stages, (j // stages) % 2)",
         "full.wait(ring * stages + j % stages, (j // stages + 1) % 2)",
         "deadlock",
     ),
     "V's stage released before its P V is waited for": (
-        "        T.ptx.wgmma.wait_group(0)\n        release(j - 1, 1, empty, tid)\n        rescale(s_acc, p, o_acc, alpha)",
-        "        release(j - 1, 1, empty, tid)\n        T.ptx.wgmma.wait_group(0)\n        rescale(s_acc, p, o_acc, alpha)",
+        "        T.ptx.wgmma.wait_group(0)\n        release(b + j - 1, 1, empty, tid)\n        rescale(s_acc, p, o_acc, alpha)",
+        "        release(b + j - 1, 1, empty, tid)\n        T.ptx.wgmma.wait_group(0)\n        rescale(s_acc, p, o_acc, alpha)",
         "data race: `V_s`",
     ),
     "no proxy fence before the TMA store": (
-        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "                    T.ptx.fence.proxy.async_.shared__cta()\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
         "no `fence.proxy.async` of that thread follows the write",
     ),
     "no barrier before the TMA store": (
-        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "                T.ptx.fence.proxy.async_.shared__cta()",
+        "                    T.ptx.fence.proxy.async_.shared__cta()\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "                    T.ptx.fence.proxy.async_.shared__cta()",
         "data race: the TMA store reads `Q_s`",
+    ),
+    "a persistent CTA's next Q loaded before its last O stores read Q_s": (
+        "                            empty.wait(2 * stages, (it - 1) % 2)",
+        "                            pass",
+        "data race: `Q_s`",
+        dict(persistent=True, sms=1),  # (two query tiles, one CTA)
     ),
     "mbarriers used before the CTA barrier after their init": (
         "        T.ptx.fence.mbarrier_init()\n        T.cuda.cta_sync()",
@@ -645,7 +690,7 @@ PLANTED = {
 def test_planted_mistakes_are_reported(mistake, tmp_path):
     import importlib.util
 
-    old, new, words = PLANTED[mistake]
+    old, new, words, *extra = PLANTED[mistake]
     src = open(at.__file__).read()
     assert src.count(old) == 1, "the planted site moved: update PLANTED"
     path = tmp_path / "planted_attention.py"
@@ -657,7 +702,7 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
     q, k, v = inputs("bfloat16", b, h, h, sq, sk, d)
     prim = planted.attention_kernel.factory(
         heads=h, kv_heads=h, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=False, scale=0.125, lse=True, seq_major=False,
-        consumers=2, bn=64, overlap=True, pingpong=True,
+        consumers=2, bn=64, overlap=True, pingpong=True, **(extra[0] if extra else {}),
     )
     o = np.zeros((b * h, sq, d), q.dtype)
     lse = np.zeros((b * h, planted.lse_rows(sq)), np.float32)

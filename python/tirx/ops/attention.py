@@ -16,7 +16,8 @@ memory (over its own Q rows, no longer read) and writes it with TMA (rows past t
 clipped); with ``return_lse`` the rows' natural-log sum of exponentials (float32), which the
 backward reads. The schedules, tuned: each tile in turn; FlashAttention-3's intra-warpgroup
 overlap (a tile's softmax while the previous tile's P V runs); and its ping-pong of two or three
-consumers (a ring of named barriers); K/V tiles of 64 to 192 keys.
+consumers (a ring of named barriers); K/V tiles of 64 to 192 keys; persistent CTAs (one per SM,
+each looping over tiles, the rings running on across them).
 
 Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
 `torch.ones(L, S).tril()`), or with ``attn_mask=causal_lower_right(L, S)`` FlashAttention's
@@ -45,8 +46,9 @@ LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 96, 128, 192, 256)
-# Named barriers of the consumers' epilogues, one per consumer warpgroup (as `matmul`'s, 13-15),
-# and of the ping-pong schedule's turns (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
+# Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
+# per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
+# (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
 EPILOGUE_BARRIER = 13
 TURN_BARRIER = 9
 # setmaxnreg's budgets (the producer's, each consumer's) by consumer warpgroups: the registers a
@@ -54,6 +56,7 @@ TURN_BARRIER = 9
 # a warpgroup).
 REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
+PERSISTENT = ((2, 128, True), (3, 128, True), (2, 64, True), (2, 128, False), (2, 64, False))
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
@@ -61,6 +64,8 @@ CONFIGS = (
     # consumers of 64 rows (head dim 64: their registers are 160 a thread).
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
+    # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere.
+    + [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 )
 # The widest head dim of each K/V tile width and consumer count (their registers: S and P grow with
 # the keys, O with the head dim).
@@ -89,14 +94,15 @@ def _pages_fit(page: int, bn: int, seq_k: int) -> bool:
     return page % 8 == 0 and (page % bn == 0 or bn % page == 0) and seq_k % page == 0 and seq_k > 0
 
 
-def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, **_):
+def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_lens=False, sms=0, **_):
     """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
     packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
     for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
     registers while the softmax runs); K/V tiles of 176 or 192 keys only without causal masking
     (whose diagonal tiles they widen) and within `WIDE_TILES`' head dims, three consumers at head
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
-    with a paged cache, the widths that fit its pages (`_pages_fit`)."""
+    with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
+    ``sms``) for one split of dense attention without a mask."""
     return [
         cfg
         for cfg in configs
@@ -106,6 +112,7 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, **_):
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
         and (not page or _pages_fit(page, cfg["bn"], seq_k))
+        and (not cfg.get("persistent") or (sms > 0 and splits == 1 and not (varlen or kv_lens or mask)))
     ]
 
 
@@ -115,7 +122,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -138,6 +145,8 @@ def attention_kernel(
     varlen: bool = False,
     kv_lens: bool = False,
     page: int = 0,
+    persistent: bool = False,
+    sms: int = 0,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -163,7 +172,10 @@ def attention_kernel(
     ``cache_seqlens``; causal: each cache's lower-right diagonal); ``page`` (with ``kv_lens``): the
     caches are paged, K and V ``(n_pages, page, kv_heads, d)`` (``n_pages`` a run-time scalar) and
     sequence b's rows ``[i page, (i + 1) page)`` in page ``BT[b, i]`` of its block table ``BT
-    (batch, seq_k / page)`` (int32; vLLM's and FlashAttention's paged KV cache)."""
+    (batch, seq_k / page)`` (int32; vLLM's and FlashAttention's paged KV cache); ``persistent``:
+    ``min(tiles, sms)`` CTAs, each taking tiles ``bx, bx + CTAs, ...`` of the same order (causal:
+    the longest first), the rings' stages and phases running on across them, the next tile's Q
+    loaded once the last one's O stores have read Q_s."""
     if consumers not in REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
@@ -186,8 +198,99 @@ def attention_kernel(
     if page and not (kv_lens and _pages_fit(page, bn, seq_k)):
         raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
     box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
+    if persistent and (varlen or splits > 1 or kv_lens or sms < 1):
+        raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     bm = 64 * consumers
     q_tiles = -(-seq_q // bm)
+    n_tiles = batch * heads * q_tiles * splits  # (not varlen: its grid is run-time)
+    ctas = min(n_tiles, sms) if persistent else max(n_tiles, 1)
+
+    def tiles_of(bx):
+        """The tiles CTA ``bx`` takes: ``bx, bx + ctas, ...`` below ``n_tiles`` (persistent), else its own."""
+        return (n_tiles - bx + ctas - 1) // ctas if persistent else 1
+
+    # A tile's coordinates (expressions of its index; the producer's and consumers' loops bind them
+    # under their own names). Varlen: sequence bh // heads of the packed rows, its start and length
+    # from the cumulative ends (``nb`` sequences, ``nqt`` query tiles the longest).
+    def tile_bh(tile, nb, nqt):
+        """The query head (of batch * heads): causal, the longest query tiles (the most keys)
+        first, every head's (a shorter tail); else a head's query tiles together (its K and V
+        shared in L2)."""
+        if varlen:
+            return tile % (nb * heads) if causal else tile // nqt
+        if causal:
+            return tile // splits % (batch * heads)
+        return bounded(tile // splits // q_tiles, batch * heads)
+
+    def tile_qt(tile, nb, nqt):
+        """The query tile of the head."""
+        if varlen:
+            return nqt - 1 - tile // (nb * heads) if causal else tile % nqt
+        if causal:
+            return q_tiles - 1 - bounded(tile // splits // (batch * heads), q_tiles)
+        return tile // splits % q_tiles
+
+    def live(bh, nb):
+        # (varlen: always, over the grid's sequences; the loads' guard)
+        return (bh // heads >= 0) & (bh // heads < nb)
+
+    def q_start_of(bh, CUQ, nb):
+        return T.if_then_else(live(bh, nb), CUQ[bh // heads], 0) if varlen else 0
+
+    def k_start_of(bh, CUK, nb):
+        return T.if_then_else(live(bh, nb), CUK[bh // heads], 0) if varlen else 0
+
+    def n_rows_of(bh, CUQ, nb, q_start):
+        return T.if_then_else(live(bh, nb), CUQ[bh // heads + 1], 0) - q_start if varlen else seq_q
+
+    def n_keys_of(bh, CUK, KL, nb, k_start):
+        """The keys: varlen's sequence's, a cache's filled length, or all."""
+        if varlen:
+            return T.if_then_else(live(bh, nb), CUK[bh // heads + 1], 0) - k_start
+        return T.min(KL[bh // heads], seq_k) if kv_lens else seq_k
+
+    def diag_of(n_keys, n_rows):
+        """Causal: query i sees keys j <= i + diag (varlen and caches: the lower-right diagonal,
+        FlashAttention's; else ``offset``)."""
+        if varlen:
+            return n_keys - n_rows
+        return n_keys - seq_q if kv_lens else offset
+
+    def kv_of(bh):
+        return bh // heads * kv_heads + bh % heads // group
+
+    def mi_of(bh):
+        """The mask's matrix (`mask_matrices`)."""
+        return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
+
+    def kt0_of(tile):
+        """Split-KV: this CTA's share of the keys starts at K/V tile kt0."""
+        return tile % splits * chunk if splits > 1 else 0
+
+    def steps_of(qt, n_keys, diag, kt0, n_rows):
+        """The K/V tiles the tile reads: its split's share, maybe none (a short cache); varlen:
+        none past the sequence's query tiles."""
+        if splits > 1:
+            return T.max(0, T.min(chunk, kv_steps(qt, n_keys, diag) - kt0))
+        if varlen:
+            return T.if_then_else(qt * bm < n_rows, kv_steps(qt, n_keys, diag), 0)
+        return kv_steps(qt, n_keys, diag)
+
+    def unmasked_of(qt, n_keys, diag, kt0, steps):
+        """The K/V tiles before the first that needs a mask."""
+        if splits > 1:
+            return T.max(0, T.min(steps, full_steps(qt, n_keys, diag) - kt0))
+        return T.min(steps, full_steps(qt, n_keys, diag)) if varlen else full_steps(qt, n_keys, diag)
+
+    def bounded(x, n):
+        """``x``, a tile's coordinate below ``n`` (persistent: taken modulo ``n``, which changes
+        nothing for the tiles `tiles_of` gives but lets the bounds prover see it)."""
+        return x % n if persistent else x
+
+    def ring_base(R_s, wg):
+        """The first stage of the rings a tile's K/V tiles take: the stages earlier tiles took
+        (persistent, counted in ``R_s[wg]``), else 0."""
+        return R_s[wg] if persistent else 0
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
     tile_bytes = bn * d * 2  # a K or a V tile
@@ -328,37 +431,39 @@ def attention_kernel(
                 T.ptx.bar.arrive(TURN_BARRIER + (cw + 1) % consumers, 256)
 
     @T.macro
-    def step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked):
-        # Tile j in turn: S = Q Kᵀ, the softmax, O = O alpha + P V, each waited for.
-        landed(j, 0, full)
-        qk(j, s_acc, Q_s, K_s, cw)
+    def step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked):
+        # Tile j in turn (in stage b + j of the rings): S = Q Kᵀ, the softmax, O = O alpha + P V,
+        # each waited for.
+        landed(b + j, 0, full)
+        qk(b + j, s_acc, Q_s, K_s, cw)
         T.ptx.wgmma.wait_group(0)
-        release(j, 0, empty, tid)
+        release(b + j, 0, empty, tid)
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         rescale(s_acc, p, o_acc, alpha)
-        landed(j, 1, full)
-        pv(j, p, o_acc, V_s)
+        landed(b + j, 1, full)
+        pv(b + j, p, o_acc, V_s)
         T.ptx.wgmma.wait_group(0)
-        release(j, 1, empty, tid)
+        release(b + j, 1, empty, tid)
 
     @T.macro
-    def pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked):
-        # Tile j's S = Q Kᵀ and tile j - 1's P V issued together; tile j's softmax runs while
-        # P V does (FlashAttention-3's intra-warpgroup overlap), then O's rescale once it is done.
-        landed(j, 0, full)
-        landed(j - 1, 1, full)
+    def pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked):
+        # Tile j's S = Q Kᵀ and tile j - 1's P V issued together (stages b + j, b + j - 1); tile
+        # j's softmax runs while P V does (FlashAttention-3's intra-warpgroup overlap), then O's
+        # rescale once it is done.
+        landed(b + j, 0, full)
+        landed(b + j - 1, 1, full)
         my_turn(cw)
-        qk(j, s_acc, Q_s, K_s, cw)
-        pv(j - 1, p, o_acc, V_s)
+        qk(b + j, s_acc, Q_s, K_s, cw)
+        pv(b + j - 1, p, o_acc, V_s)
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
-        release(j, 0, empty, tid)
+        release(b + j, 0, empty, tid)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
         T.ptx.wgmma.wait_group(0)
-        release(j - 1, 1, empty, tid)
+        release(b + j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
@@ -367,7 +472,7 @@ def attention_kernel(
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
         else:
-            bx = T.cta_id([batch * heads * q_tiles * splits])
+            bx = T.cta_id([ctas])
         wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
@@ -378,88 +483,65 @@ def attention_kernel(
         V_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
         q_full = MBarrier(pool, 1)
         full = MBarrier(pool, 2 * stages)  # K's ring, then V's
-        empty = MBarrier(pool, 2 * stages)
+        empty = MBarrier(pool, 2 * stages + (1 if persistent else 0))  # (persistent: then Q_s's, freed by the epilogues)
         pool.commit()
+        # (persistent) the K/V stages each warpgroup's tiles took so far: warpgroup-uniform
+        # values (shared memory, at the warpgroup's own index) for the wgmma descriptors
+        R_s = T.alloc_buffer((consumers + 1,), "int32", scope="shared")
+        if persistent:
+            if tid % 128 == 0:
+                R_s[wg] = 0
         q_full.init(1)
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
         empty.init(consumers)  # one arrival per consumer warpgroup
+        if persistent:  # Q_s's (the last): one arrival per consumer warp
+            if tid == 0:
+                T.ptx.mbarrier.init(empty.ptr_to([2 * stages]), 4 * consumers)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        if varlen:  # sequence bh // heads of the packed rows: its start and length from the cumulative ends
-            if causal:
-                bh = bx % (nb * heads)
-                qt = nqt - 1 - bx // (nb * heads)
-            else:
-                bh = bx // nqt
-                qt = bx % nqt
-            seq = bh // heads
-            live = (seq >= 0) & (seq < nb)  # (always: the grid's sequences; the loads' guard)
-            q_start = T.if_then_else(live, CUQ[seq], 0)
-            k_start = T.if_then_else(live, CUK[seq], 0)
-            n_rows = T.if_then_else(live, CUQ[seq + 1], 0) - q_start
-            n_keys = T.if_then_else(live, CUK[seq + 1], 0) - k_start
-            diag = n_keys - n_rows  # (causal: the lower-right diagonal, FlashAttention's varlen)
-        else:
-            if causal:  # the longest query tiles (the most keys) first, every head's: a shorter tail
-                bh = bx // splits % (batch * heads)
-                qt = q_tiles - 1 - bx // splits // (batch * heads)
-            else:  # a head's query tiles together (its K and V shared in L2)
-                bh = bx // splits // q_tiles
-                qt = bx // splits % q_tiles
-            if kv_lens:  # a cache's filled length (causal: its lower-right diagonal, FlashAttention's)
-                n_keys = T.min(KL[bh // heads], seq_k)
-                diag = n_keys - seq_q
-            else:
-                n_keys = seq_k
-                diag = offset
-        kv = bh // heads * kv_heads + bh % heads // group
-        if mask == "batch":  # the mask's matrix (`mask_matrices`)
-            mi = bh // heads
-        elif mask == "heads":
-            mi = bh % heads
-        elif mask == "all":
-            mi = bh
-        else:
-            mi = 0
-        if splits > 1:  # this CTA's share of the keys: K/V tiles [kt0, kt0 + steps), maybe none (a short cache)
-            kt0 = bx % splits * chunk
-            steps = T.max(0, T.min(chunk, kv_steps(qt, n_keys, diag) - kt0))
-            unmasked = T.max(0, T.min(steps, full_steps(qt, n_keys, diag) - kt0))
-        elif varlen:  # (none past the sequence's query tiles)
-            kt0 = 0
-            steps = T.if_then_else(qt * bm < n_rows, kv_steps(qt, n_keys, diag), 0)
-            unmasked = T.min(steps, full_steps(qt, n_keys, diag))
-        else:
-            kt0 = 0
-            steps = kv_steps(qt, n_keys, diag)
-            unmasked = full_steps(qt, n_keys, diag)
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
-            if tid == 0:
-                T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
-                if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
-                    Tx.copy_async(Q_s[0:bm, 0:d], Q[q_start + qt * bm : q_start + qt * bm + bm, bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
-                else:
-                    load(Q_s[0:bm, 0:d], Q, bh, heads, qt * bm, bm, q_full.ptr_to([0]))
-                for j in T.serial(steps):  # K/V tile j into stage j % stages of each ring
-                    if j >= stages:
-                        empty.wait(j % stages, (j // stages + 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([j % stages]), tile_bytes)
-                    if varlen:  # (keys past the sequence masked; their V rows weigh 0)
-                        Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+            if tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
+                for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                    p_tile = bx + it * ctas
+                    p_b = ring_base(R_s, 0)
+                    p_bh = tile_bh(p_tile, nb, nqt)
+                    p_qt = tile_qt(p_tile, nb, nqt)
+                    p_q_start = q_start_of(p_bh, CUQ, nb)
+                    p_k_start = k_start_of(p_bh, CUK, nb)
+                    p_kv = kv_of(p_bh)
+                    p_kt0 = kt0_of(p_tile)
+                    p_n_rows = n_rows_of(p_bh, CUQ, nb, p_q_start)
+                    p_n_keys = n_keys_of(p_bh, CUK, KL, nb, p_k_start)
+                    p_steps = steps_of(p_qt, p_n_keys, diag_of(p_n_keys, p_n_rows), p_kt0, p_n_rows)
+                    if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
+                        for w in T.serial(T.min(it, 1)):
+                            empty.wait(2 * stages, (it - 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
+                    if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
+                        Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
                     else:
-                        load_kv(K_s, j % stages, K, kv, (kt0 + j) * bn, full.ptr_to([j % stages]), BT)
-                    if j >= stages:
-                        empty.wait(stages + j % stages, (j // stages + 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + j % stages]), tile_bytes)
-                    if varlen:
-                        Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[k_start + j * bn : k_start + j * bn + bn, kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + j % stages]))
-                    else:
-                        load_kv(V_s, j % stages, V, kv, (kt0 + j) * bn, full.ptr_to([stages + j % stages]), BT)
+                        load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]))
+                    for j in T.serial(p_steps):  # K/V tile j into stage (p_b + j) % stages of each ring
+                        if p_b + j >= stages:
+                            empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
+                        if varlen:  # (keys past the sequence masked; their V rows weigh 0)
+                            Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                        else:
+                            load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
+                        if p_b + j >= stages:
+                            empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
+                        if varlen:
+                            Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + j % stages]))
+                        else:
+                            load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
+                    if persistent:
+                        R_s[0] = R_s[0] + p_steps
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
-            q0 = qt * bm + cw * 64  # this warpgroup's first query row
             s_acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=wgmma_acc_layout(bn))
             p = T.alloc_buffer((64, bn), dtype, scope="local", layout=wgmma_acc_layout(bn))
             o_acc = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
@@ -470,87 +552,117 @@ def attention_kernel(
             alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             if lse and varlen:
                 L_s = T.alloc_buffer((consumers, 64), "float32", scope="shared")  # the log-sum-exps' way out
-            Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
-            Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
-            Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
-            q_full.wait(0, 0)
-            # The tiles no key of which is masked, then those holding keys past the sequence or
-            # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
-            # agrees on: every thread of a warpgroup runs its loops whole).
-            if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
-                for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
-                    if pingpong:  # the first consumer's turn first
-                        if cw == consumers - 1:
-                            T.ptx.bar.arrive(TURN_BARRIER, 256)
-                    landed(0, 0, full)
-                    my_turn(cw)
-                    qk(0, s_acc, Q_s, K_s, cw)
-                    your_turn(cw, False)
-                    T.ptx.wgmma.wait_group(0)
-                    release(0, 0, empty, tid)
-                    for j in T.serial(T.min(unmasked, 1)):
-                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False)
-                    for j in T.serial(T.min(unmasked, 1), 1):
-                        softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True)
-                    rescale(s_acc, p, o_acc, alpha)
-                    for j in T.serial(1, T.max(unmasked, 1)):
-                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False)
-                    for j in T.serial(T.max(unmasked, 1), steps):
-                        pipelined(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True)
-                    landed(steps - 1, 1, full)
-                    my_turn(cw)
-                    pv(steps - 1, p, o_acc, V_s)
-                    your_turn(cw, True)
-                    T.ptx.wgmma.wait_group(0)
-                    release(steps - 1, 1, empty, tid)
-            else:
-                for j in T.serial(unmasked):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False)
-                for j in T.serial(unmasked, steps):
-                    step(j, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True)
-            # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
-            # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
-            # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
-            Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
-            Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
-            Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
-            if splits > 1:
-                Tx.warpgroup.copy(OP[bx % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
-            elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
-                Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
-            else:
-                Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
-                T.ptx.fence.proxy.async_.shared__cta()
-                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                tile = bx + it * ctas  # the CTA's it-th tile
+                b = ring_base(R_s, wg)  # its K/V tiles' first stage of the rings
+                bh = tile_bh(tile, nb, nqt)
+                qt = tile_qt(tile, nb, nqt)
+                q_start = q_start_of(bh, CUQ, nb)
+                n_rows = n_rows_of(bh, CUQ, nb, q_start)
+                n_keys = n_keys_of(bh, CUK, KL, nb, k_start_of(bh, CUK, nb))
+                diag = diag_of(n_keys, n_rows)
+                kv = kv_of(bh)
+                mi = mi_of(bh)
+                kt0 = kt0_of(tile)
+                steps = steps_of(qt, n_keys, diag, kt0, n_rows)
+                unmasked = unmasked_of(qt, n_keys, diag, kt0, steps)
+                q0 = qt * bm + cw * 64  # this warpgroup's first query row
+                Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
+                Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
+                Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
+                q_full.wait(0, it % 2)
+                # The tiles no key of which is masked, then those holding keys past the sequence or
+                # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
+                # agrees on: every thread of a warpgroup runs its loops whole).
+                if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
+                    for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
+                        if pingpong:  # the first consumer's turn first
+                            if cw == consumers - 1:
+                                T.ptx.bar.arrive(TURN_BARRIER, 256)
+                        landed(b, 0, full)
+                        my_turn(cw)
+                        qk(b, s_acc, Q_s, K_s, cw)
+                        your_turn(cw, False)
+                        T.ptx.wgmma.wait_group(0)
+                        release(b, 0, empty, tid)
+                        for j in T.serial(T.min(unmasked, 1)):
+                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False)
+                        for j in T.serial(T.min(unmasked, 1), 1):
+                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True)
+                        rescale(s_acc, p, o_acc, alpha)
+                        for j in T.serial(1, T.max(unmasked, 1)):
+                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False)
+                        for j in T.serial(T.max(unmasked, 1), steps):
+                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True)
+                        landed(b + steps - 1, 1, full)
+                        my_turn(cw)
+                        pv(b + steps - 1, p, o_acc, V_s)
+                        your_turn(cw, True)
+                        T.ptx.wgmma.wait_group(0)
+                        release(b + steps - 1, 1, empty, tid)
+                else:
+                    for j in T.serial(unmasked):
+                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False)
+                    for j in T.serial(unmasked, steps):
+                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True)
+                # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
+                # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
+                # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
+                Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
+                Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
+                Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
+                if splits > 1:
+                    Tx.warpgroup.copy(OP[tile % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
+                elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
+                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+                    Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
+                else:
+                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+                    Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
+                    T.ptx.fence.proxy.async_.shared__cta()
+                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                    if tid % 128 == 0:
+                        for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
+                            if seq_major:
+                                Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
+                            else:
+                                Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
+                        T.ptx.cp_async.bulk.commit_group()
+                        if persistent:  # (the stores have read Q_s)
+                            T.ptx.cp_async.bulk.wait_group_read(0)
+                        else:
+                            T.ptx.cp_async.bulk.wait_group(0)
+                    if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
+                        T.cuda.warp_sync()
+                        if tid % 32 == 0:
+                            empty.arrive(2 * stages)
+                if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
+                    Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
+                    Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
+                    Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
+                if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
+                    if tid % 4 == 0:
+                        for hf in T.serial(2):
+                            L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                    Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
+                elif lse or splits > 1:
+                    # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
+                    # the quad's first lane writes them.
+                    if tid % 4 == 0:
+                        for hf in T.serial(2):
+                            if splits > 1:
+                                LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                            else:
+                                LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                if persistent:  # the stages this tile took, counted by the warpgroup's first thread
+                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (its threads read the count)
+                    if tid % 128 == 0:
+                        R_s[wg] = R_s[wg] + steps
+                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if persistent:  # the last tile's stores complete
                 if tid % 128 == 0:
-                    for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
-                        if seq_major:
-                            Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                        else:
-                            Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                    T.ptx.cp_async.bulk.commit_group()
                     T.ptx.cp_async.bulk.wait_group(0)
-            if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
-                Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
-                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
-                Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
-            if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
-                if tid % 4 == 0:
-                    for hf in T.serial(2):
-                        L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
-                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
-            elif lse or splits > 1:
-                # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
-                # the quad's first lane writes them.
-                if tid % 4 == 0:
-                    for hf in T.serial(2):
-                        if splits > 1:
-                            LP[bx % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
-                        else:
-                            LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
 
     if varlen:
 
@@ -811,11 +923,15 @@ def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
     return c.contiguous(m).reshape(-1, sq, sk), mode
 
 
+def _sms(q) -> int:
+    """The SMs of the GPU holding ``q`` (0: the simulator)."""
+    return c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
+
+
 def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     """`split_count` for ``bhs`` heads of ``rows`` query rows over ``sk`` keys, on the GPU holding
     ``q`` (1 in the simulator), counting the tiles of the widest configurations (128)."""
-    sms = c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-    return split_count(bhs * -(-rows // 128), -(-sk // 128), sms)
+    return split_count(bhs * -(-rows // 128), -(-sk // 128), _sms(q))
 
 
 def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=()):
@@ -878,6 +994,7 @@ def _run(
         splits=splits,
         mask=mode,
         offset=offset if is_causal else 0,
+        sms=_sms(q),
     )
     inputs = args[:3] if mask is None else args[:3] + (mask,)
     _launch(kernel, inputs, args[3], lse, splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)

@@ -475,6 +475,25 @@ def _causal_lower_right(q, k, v, scale):
         return np.where(total > 0, e @ vd / total, 0), (top + np.log(total))[..., 0]
 
 
+def run_cache_kernel(prim, inputs, scalars, splits, h):
+    """A KV-cache kernel on ``inputs`` (q first, [batch, seq_q, heads, d]) then ``scalars``; with
+    ``splits``, its float32 parts combined by `attention_combine_kernel`: ``(out, lse)``."""
+    q = inputs[0]
+    b, sq, _, d = q.shape
+    kernel = tirx.compile(prim, "sm_90a")
+    out = np.zeros(q.shape, q.dtype)
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    if splits == 1:
+        kernel(*inputs, out, lse, *scalars)
+        return out, lse
+    parts = np.zeros((splits, b * h, sq, d), np.float32)
+    plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
+    kernel(*inputs, parts, plse, *scalars)
+    combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
+    tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
+    return out, lse
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("splits", [1, 3])
 def test_kvcache_attention_matches_float64(causal, splits):
@@ -494,17 +513,7 @@ def test_kvcache_attention_matches_float64(causal, splits):
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
         seq_major=True, consumers=1, bn=128, overlap=True, splits=splits, kv_lens=True,
     )
-    kernel = tirx.compile(prim, "sm_90a")
-    out = np.zeros((b, sq, h, d), nd)
-    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
-    if splits > 1:
-        parts = np.zeros((splits, b * h, sq, d), np.float32)
-        plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
-        kernel(q, kc, vc, lens, parts, plse)
-        combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
-        tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
-    else:
-        kernel(q, kc, vc, lens, out, lse)
+    out, lse = run_cache_kernel(prim, (q, kc, vc, lens), (), splits, h)
     want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
     np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
@@ -583,17 +592,7 @@ def test_paged_kvcache_matches_float64(page, s_max, d, causal, splits):
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
         seq_major=True, consumers=1, bn=64 if page < 64 else 128, overlap=True, splits=splits, kv_lens=True, page=page,
     )
-    kernel = tirx.compile(prim, "sm_90a")
-    out = np.zeros((b, sq, h, d), nd)
-    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
-    if splits > 1:
-        parts = np.zeros((splits, b * h, sq, d), np.float32)
-        plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
-        kernel(q, kp, vp, lens, table, parts, plse, len(kp))
-        combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
-        tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
-    else:
-        kernel(q, kp, vp, lens, table, out, lse, len(kp))
+    out, lse = run_cache_kernel(prim, (q, kp, vp, lens, table), (len(kp),), splits, h)
     want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
     np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)

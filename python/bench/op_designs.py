@@ -149,6 +149,9 @@ def _attention(dev, dt):
         (64, {"consumers": 1, "bn": 64}),
         (128, {"consumers": 2, "bn": 128, "overlap": True}),
         (128, {"consumers": 2, "bn": 64, "overlap": True, "pingpong": True}),
+        (64, {"consumers": 3, "bn": 128, "overlap": True, "pingpong": True}),
+        (128, {"consumers": 2, "bn": 176, "overlap": True}),
+        (128, {"consumers": 2, "bn": 64, "overlap": True, "pingpong": True, "persistent": True, "sms": 2}),
     ]:
         q = torch.randn(1, h, sq, d, device=dev, dtype=dt)
         k, v = torch.randn(1, h, sk, d, device=dev, dtype=dt), torch.randn(1, h, sk, d, device=dev, dtype=dt)
@@ -180,6 +183,13 @@ def _attention(dev, dt):
     kc, vc = torch.randn(2, 500, 2, 64, device=dev, dtype=dt), torch.randn(2, 500, 2, 64, device=dev, dtype=dt)
     cache = torch.tensor([500, 37], dtype=torch.int32, device=dev)
     got = tirx.ops.kvcache_attention(qc, kc, vc, cache)
+    # A paged copy of the caches (16-row pages over 512 rows, the 500 padded), shuffled.
+    kp = torch.zeros(2 * 32, 16, 2, 64, device=dev, dtype=dt)
+    vp = torch.zeros_like(kp)
+    table = torch.randperm(64, device=dev).int().reshape(2, 32)
+    kp[table.flatten().long()] = torch.nn.functional.pad(kc, (0, 0, 0, 0, 0, 12)).reshape(64, 16, 2, 64)
+    vp[table.flatten().long()] = torch.nn.functional.pad(vc, (0, 0, 0, 0, 0, 12)).reshape(64, 16, 2, 64)
+    check("kvcache attention, paged (16-row pages)", tirx.ops.kvcache_attention(qc, kp, vp, cache, block_table=table), got)
     for i in range(2):
         n = int(cache[i])
         want = F.scaled_dot_product_attention(

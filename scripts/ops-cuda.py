@@ -1,8 +1,8 @@
 """Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
 attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, paged
-caches, split-KV and its combine kernel) and the matmul's fused epilogues (a bias row and an
-activation).
+caches, split-KV and its combine kernel), the matmul's fused epilogues (a bias row and an
+activation) and its FP8 form (scaled_mm).
 
     python scripts/ops-cuda.py DIR
 """
@@ -60,6 +60,9 @@ def attention_cases():
 
 
 def matmul_cases():
+    yield "ops_matmul_fp8", mm.matmul_kernel.factory(
+        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16"
+    )
     for act in ("gelu", "silu"):
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act

@@ -470,6 +470,59 @@ def test_epilogue_activation_errors():
         ops.matmul(a, b, activation="tanh")
 
 
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}])
+def test_scaled_mm_matches_float64(dtype, cfg):
+    """FP8 GEMM with per-tensor scales (torch._scaled_mm's contract): both operands K-major for
+    wgmma (b column-major: its transpose read row by row), float32 accumulation, the scales
+    applied in float32, one rounding to bfloat16; ragged M and N, every element written."""
+    m, n, k = 150, 200, 272
+    rng = np.random.default_rng(len(dtype) + cfg["bn"])
+    f8 = numpy_dtype(dtype)
+    a = (rng.standard_normal((m, k)) * 3).astype(f8)
+    b = (rng.standard_normal((k, n)) * 3).astype(f8)
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype=dtype, ctas=2, out_dtype="bfloat16", **cfg))
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    kern(a, np.ascontiguousarray(b.T), np.array([0.5], np.float32), np.array([0.75], np.float32), c)
+    want = a.astype(F64) @ b.astype(F64) * 0.375
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    got = ops.scaled_mm(a, b, np.float32(0.5), np.array([0.75], np.float32), out_dtype="float16")
+    assert got.dtype == np.float16
+    np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
+
+
+def test_scaled_mm_errors_and_torch():
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, b = np.zeros((32, 64), f8), np.zeros((64, 48), f8)
+    one = np.float32(1.0)
+    with pytest.raises(TypeError, match="give out_dtype"):
+        ops.scaled_mm(a, b, one, one)
+    with pytest.raises(TypeError, match="a is float8_e4m3fn, b bfloat16"):
+        ops.scaled_mm(a, b.astype(numpy_dtype("bfloat16")), one, one, out_dtype="bfloat16")
+    with pytest.raises(ValueError, match=r"scale_a of shape \[2\]"):
+        ops.scaled_mm(a, b, np.ones(2, np.float32), one, out_dtype="bfloat16")
+    with pytest.raises(ValueError, match="K a multiple of 16"):
+        ops.scaled_mm(a[:, :40], b[:40], one, one, out_dtype="bfloat16")
+    torch = pytest.importorskip("torch")
+    sys.modules["tirx.ops.matmul"].register_scaled_mm_torch_op()
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        m, n, k = (128, 128, 128) if dev == "cpu" else (4000, 776, 528)
+        x = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major (k x n)
+        sa, sb = torch.tensor(0.5, device=dev), torch.tensor(2.0, device=dev)
+        with pytest.raises(ValueError, match="b must be column-major"):
+            ops.scaled_mm(x, w.contiguous(), sa, sb, out_dtype=torch.bfloat16)
+        want = (x.double() @ w.double() * 1.0).to(torch.bfloat16)
+        got = ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
+        torch.testing.assert_close(got, want, rtol=2**-7, atol=2e-2)
+        if dev == "cuda":  # PyTorch's own FP8 GEMM (cuBLASLt) on the same inputs
+            theirs = torch._scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
+            torch.testing.assert_close(got, theirs, rtol=2**-7, atol=2e-2)
+        f = torch.compile(lambda x, w: ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2, fullgraph=True)
+        torch.testing.assert_close(f(x, w), got * 2)
+
+
 def test_addmm_on_torch_tensors_and_under_compile():
     torch = pytest.importorskip("torch")
     sys.modules["tirx.ops.matmul"].register_addmm_torch_op()  # (tirx.ops may have been imported before torch)

@@ -17,7 +17,7 @@ from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .cross_entropy import cross_entropy, cross_entropy_backward
-from .matmul import addmm, matmul
+from .matmul import addmm, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
@@ -36,6 +36,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_backward",
     "scaled_dot_product_attention",
+    "scaled_mm",
     "softmax",
     "softmax_backward",
     "varlen_attention",
@@ -53,5 +54,6 @@ if "torch" in sys.modules:
     _norm.register_add_layer_norm_torch_op()
     _matmul.register_torch_op()
     _matmul.register_addmm_torch_op()
+    _matmul.register_scaled_mm_torch_op()
     _cross_entropy.register_torch_op()
     _attention.register_torch_op()

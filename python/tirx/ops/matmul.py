@@ -60,7 +60,7 @@ def _prune(configs, m, n, **_):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation"], prune=_prune)
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype"], prune=_prune)
 def matmul_kernel(
     m: int,
     n: int,
@@ -73,25 +73,36 @@ def matmul_kernel(
     alpha: float = 1.0,
     beta: float = 1.0,
     activation: str = "",
+    out_dtype: str = "",
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
     PyTorch's ``addmm``, ``C = beta * I + alpha * (A @ B)`` in float32, rounded once, ``I`` a row
     (``"row"``: n, each accumulator row's; loaded into a layout replicated over the rows' threads)
-    or a matrix (``"matrix"``: m x n, its tile staged in the output's registers)."""
+    or a matrix (``"matrix"``: m x n, its tile staged in the output's registers). FP8 (``dtype``
+    float8_e4m3fn or float8_e5m2): PyTorch's ``_scaled_mm`` with per-tensor scales, ``C = (A @ B)
+    SA[0] SB[0]`` in float32, rounded once to ``out_dtype`` (bfloat16 or float16); B is given
+    K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
         raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
+    fp8 = dtype.startswith("float8")
+    od = out_dtype or dtype  # the output's dtype
+    if fp8 and (od not in ("bfloat16", "float16") or bias or activation or k % 16):
+        raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), no bias or activation, K a multiple of 16")
+    if not fp8 and od != dtype:
+        raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
+    bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
     bm = 64 * consumers
     stages = stages_for(consumers, bn)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
-    tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // BK)
+    tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // bk)
     tiles = tm * tn
     rounds = (tiles + ctas - 1) // ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
-    stage_bytes = (bm * BK + BK * bn) * 2
+    stage_bytes = (bm + bn) * bk * (1 if fp8 else 2)
     # Registers per thread: a CTA starts with the register file over its threads (168 at 384
     # threads, 248 at 256); the producer gives most of its share to the consumers.
     consumer_regs = 232 if consumers == 2 else 256
@@ -101,9 +112,10 @@ def matmul_kernel(
     # columns are a dimension of N itself and the last one can leave the matrix.
     b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
     c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, EPI, 64))
-    a_smem = mma_shared_layout(dtype, 3, (stages, bm, BK))
-    b_smem = mma_shared_layout(dtype, 3, (stages, BK, bn))
-    c_smem = mma_shared_layout(dtype, 3, (consumers, 64, EPI))
+    a_smem = mma_shared_layout(dtype, 3, (stages, bm, bk))
+    b_shape = (stages, bn, bk) if fp8 else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
+    b_smem = mma_shared_layout(dtype, 3, b_shape)
+    c_smem = mma_shared_layout(od, 3, (consumers, 64, EPI))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
     # A row of EPI columns over an accumulator's 64 rows: each thread holds its columns' values,
     # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
@@ -146,7 +158,7 @@ def matmul_kernel(
             Tx.warpgroup.silu(acc_h, acc_h)
 
     @T.macro
-    def body(A, B, C, I):
+    def body(A, B, C, I, SA, SB):
         T.device_entry()
         bx = T.cta_id([ctas])
         wg = T.warpgroup_id([consumers + 1])
@@ -154,9 +166,9 @@ def matmul_kernel(
         T.lane_id([32])
         tid = T.thread_id([128 * (consumers + 1)])
         pool = T.SMEMPool()
-        A_s = pool.alloc((stages, bm, BK), dtype, layout=a_smem)
-        B_s = pool.alloc((stages, BK, bn), dtype, layout=b_smem)
-        C_s = pool.alloc((consumers, 64, EPI), dtype, layout=c_smem)
+        A_s = pool.alloc((stages, bm, bk), dtype, layout=a_smem)
+        B_s = pool.alloc(b_shape, dtype, layout=b_smem)
+        C_s = pool.alloc((consumers, 64, EPI), od, layout=c_smem)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
         pool.commit()
@@ -165,7 +177,7 @@ def matmul_kernel(
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
-        out = T.alloc_buffer((64, bn), dtype, scope="local", layout=acc_layout)
+        out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
         if bias == "row":
             brow = T.alloc_buffer((1, EPI), dtype, scope="local", layout=bias_layout)
         if wg == 0:
@@ -178,18 +190,26 @@ def matmul_kernel(
                                 empty.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kt_steps + kt) % stages]), stage_bytes)
                             Tx.copy_async(
-                                A_s[(r * kt_steps + kt) % stages, 0:bm, 0:BK],
-                                A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * BK : kt * BK + BK],
+                                A_s[(r * kt_steps + kt) % stages, 0:bm, 0:bk],
+                                A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * bk : kt * bk + bk],
                                 dispatch="tma_auto",
                                 mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
                             )
-                            for c0, cw_ in b_boxes:
+                            if fp8:  # (Bt: n x k, a box of bn rows)
                                 Tx.copy_async(
-                                    B_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                    B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
+                                    B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
+                                    B[tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn, kt * bk : kt * bk + bk],
                                     dispatch="tma_auto",
                                     mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
                                 )
+                            else:
+                                for c0, cw_ in b_boxes:
+                                    Tx.copy_async(
+                                        B_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                                        B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
+                                        dispatch="tma_auto",
+                                        mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                    )
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -197,13 +217,21 @@ def matmul_kernel(
                 if r * ctas + bx < tiles:
                     for kt in range(kt_steps):
                         full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
-                        Tx.warpgroup.gemm_async(
-                            acc[0:64, 0:bn],
-                            A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
-                            B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
-                            transB=True,
-                            accum=kt > 0,
-                        )
+                        if fp8:  # (both K-major)
+                            Tx.warpgroup.gemm_async(
+                                acc[0:64, 0:bn],
+                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
+                                accum=kt > 0,
+                            )
+                        else:
+                            Tx.warpgroup.gemm_async(
+                                acc[0:64, 0:bn],
+                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
+                                B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
+                                transB=True,
+                                accum=kt > 0,
+                            )
                         T.ptx.wgmma.wait_group(1)
                         if kt > 0:  # the step before is done: free its stage
                             if tid % 128 == 0:
@@ -226,6 +254,8 @@ def matmul_kernel(
                                     other=0.0,
                                 )
                             add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
+                        if fp8:  # the per-tensor scales, in float32
+                            Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
                         if activation:
                             activate(acc[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
@@ -254,7 +284,7 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, (k, n), dtype)
             I = T.match_buffer(I_ptr, (1, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I)
+            body(A, B, C, I, None, None)
 
         return addmm_row
 
@@ -266,16 +296,29 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, (k, n), dtype)
             I = T.match_buffer(I_ptr, (m, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I)
+            body(A, B, C, I, None, None)
 
         return addmm
+
+    if fp8:
+
+        @T.prim_func
+        def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            SA = T.match_buffer(SA_ptr, (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, None, SA, SB)
+
+        return scaled_mm
 
     @T.prim_func
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, (m, k), dtype)
         B = T.match_buffer(B_ptr, (k, n), dtype)
         C = T.match_buffer(C_ptr, (m, n), dtype)
-        body(A, B, C, None)
+        body(A, B, C, None, None, None)
 
     return matmul
 
@@ -438,3 +481,71 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
         op = register_torch_op()
         return op(a, b, act) if c.compiling() else _run(a, b, act)
     return _run(np.asarray(a), np.asarray(b), act)
+
+
+FP8 = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str):
+    """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
+    ``out_dtype``."""
+    da, db = c.dtype_name(a), c.dtype_name(b)
+    if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"tirx.ops.scaled_mm: a {list(a.shape)} and b {list(b.shape)}: 2-D matrices, a's columns b's rows")
+    if da not in FP8 or db != da:
+        raise TypeError(f"tirx.ops.scaled_mm: a is {da}, b {db}; both float8_e4m3fn or both float8_e5m2")
+    if out_dtype not in ("bfloat16", "float16"):
+        raise TypeError(f"tirx.ops.scaled_mm: out_dtype {out_dtype}; bfloat16 or float16 (pass out_dtype=torch.bfloat16)")
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if c.dtype_name(s) != "float32" or int(np.prod(s.shape)) != 1:
+            raise ValueError(f"tirx.ops.scaled_mm: {name} of shape {list(s.shape)} ({c.dtype_name(s)}); per-tensor scales are one float32 each")
+    (m, k), n = a.shape, b.shape[1]
+    if c.is_torch(b) and n > 1 and k > 1 and not b.t().is_contiguous():
+        raise ValueError("tirx.ops.scaled_mm: b must be column-major (as torch._scaled_mm takes it): pass b.t().contiguous().t()")
+    if m and n and k and (k % 16 or n % 8):
+        raise ValueError(f"tirx.ops.scaled_mm: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: K a multiple of 16, N of 8")
+    out = c.new_array(a, (m, n), out_dtype)
+    if m == 0 or n == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    bt = b.t() if c.is_torch(b) else np.ascontiguousarray(b.T)  # (n, k): K-major, as wgmma takes 8-bit operands
+    sa, sb = (s.reshape(1) for s in (scale_a, scale_b))
+    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype)
+    kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), out)
+    return out
+
+
+def register_scaled_mm_torch_op():
+    """`torch.ops.tirx.scaled_mm` (registered on the first call)."""
+
+    def parts():
+        import torch
+
+        def schema(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, out_dtype: str) -> torch.Tensor:
+            return _scaled_mm(a, b, scale_a, scale_b, out_dtype)
+
+        def fake(a, b, scale_a, scale_b, out_dtype):
+            return a.new_empty((a.shape[0], b.shape[1]), dtype=getattr(torch, out_dtype))
+
+        return schema, fake
+
+    return c.torch_op("scaled_mm", parts)
+
+
+def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None):
+    """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...)` with per-tensor scales:
+    ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and ``b`` (k x n,
+    column-major), both float8_e4m3fn or both float8_e5m2, the product accumulated by wgmma over
+    all of K (``use_fast_accum=True``'s numerics: no promotion to float32 registers every 128 K
+    yet), scaled in float32 and rounded once to ``out_dtype`` (bfloat16 or float16; required: FP8
+    outputs are not supported yet); ``scale_a`` and ``scale_b`` float32 of one element."""
+    if out_dtype is None:
+        raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
+    od = str(out_dtype).replace("torch.", "")
+    if c.is_torch(a):
+        if c.compiling():
+            return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, od)
+        return _scaled_mm(a, b, scale_a, scale_b, od)
+    return _scaled_mm(np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32), od)

@@ -61,7 +61,10 @@ def attention_cases():
 
 def matmul_cases():
     yield "ops_matmul_fp8", mm.matmul_kernel.factory(
-        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16"
+        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=True
+    )
+    yield "ops_matmul_fp8_promoted", mm.matmul_kernel.factory(
+        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False
     )
     for act in ("gelu", "silu"):
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(

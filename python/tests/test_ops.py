@@ -471,22 +471,23 @@ def test_epilogue_activation_errors():
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}])
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 2, "bn": 256, "fast_accum": True}])
 def test_scaled_mm_matches_float64(dtype, cfg):
     """FP8 GEMM with per-tensor scales (torch._scaled_mm's contract): both operands K-major for
-    wgmma (b column-major: its transpose read row by row), float32 accumulation, the scales
-    applied in float32, one rounding to bfloat16; ragged M and N, every element written."""
+    wgmma (b column-major: its transpose read row by row), each K step promoted into a float32
+    accumulator (or, fast_accum, wgmma accumulating all of K), the scales applied in float32, one
+    rounding to bfloat16; ragged M and N, three K steps, every element written."""
     m, n, k = 150, 200, 272
     rng = np.random.default_rng(len(dtype) + cfg["bn"])
     f8 = numpy_dtype(dtype)
     a = (rng.standard_normal((m, k)) * 3).astype(f8)
     b = (rng.standard_normal((k, n)) * 3).astype(f8)
-    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype=dtype, ctas=2, out_dtype="bfloat16", **cfg))
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype=dtype, ctas=2, out_dtype="bfloat16", **{"fast_accum": False, **cfg}))
     c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
     kern(a, np.ascontiguousarray(b.T), np.array([0.5], np.float32), np.array([0.75], np.float32), c)
     want = a.astype(F64) @ b.astype(F64) * 0.375
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
-    got = ops.scaled_mm(a, b, np.float32(0.5), np.array([0.75], np.float32), out_dtype="float16")
+    got = ops.scaled_mm(a, b, np.float32(0.5), np.array([0.75], np.float32), out_dtype="float16", use_fast_accum=cfg.get("fast_accum", False))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
 

@@ -50,9 +50,12 @@ def stages_for(consumers: int, bn: int) -> int:
     return min(8, (SMEM_BYTES - epilogue - 1024) // stage)
 
 
-def _prune(configs, m, n, **_):
-    """Every tile covers any shape; a 128-row tile is kept only where M fills one (M >= 128)."""
-    return [cfg for cfg in configs if cfg["consumers"] == 1 or m >= 128]
+def _prune(configs, m, n, dtype="", fast_accum=True, **_):
+    """Every tile covers any shape; a 128-row tile is kept only where M fills one (M >= 128); FP8
+    with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
+    accumulator and a step's partial in registers)."""
+    promote = dtype.startswith("float8") and not fast_accum
+    return [cfg for cfg in configs if (cfg["consumers"] == 1 or m >= 128) and not (promote and cfg["bn"] > 128)]
 
 
 # The epilogue's activations (`activation=`), as PyTorch names them: F.relu, F.gelu (erf form),
@@ -60,7 +63,7 @@ def _prune(configs, m, n, **_):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype"], prune=_prune)
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum"], prune=_prune)
 def matmul_kernel(
     m: int,
     n: int,
@@ -74,6 +77,7 @@ def matmul_kernel(
     beta: float = 1.0,
     activation: str = "",
     out_dtype: str = "",
+    fast_accum: bool = True,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -82,7 +86,12 @@ def matmul_kernel(
     or a matrix (``"matrix"``: m x n, its tile staged in the output's registers). FP8 (``dtype``
     float8_e4m3fn or float8_e5m2): PyTorch's ``_scaled_mm`` with per-tensor scales, ``C = (A @ B)
     SA[0] SB[0]`` in float32, rounded once to ``out_dtype`` (bfloat16 or float16); B is given
-    K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands."""
+    K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands. Not
+    ``fast_accum`` (PyTorch's default): each K step's product (128 of K) lands in a partial of its
+    own and is added to the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with
+    fewer bits than float32: the promotion DeepGEMM and cuBLAS make); ``fast_accum``: wgmma
+    accumulates all of K, one K step kept in flight. (Promoting, each step is waited for before
+    its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM.)"""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -94,6 +103,9 @@ def matmul_kernel(
     if not fp8 and od != dtype:
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
     bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
+    promote = fp8 and not fast_accum
+    if promote and bn > 128:
+        raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
     bm = 64 * consumers
     stages = stages_for(consumers, bn)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
@@ -145,6 +157,14 @@ def matmul_kernel(
             Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
 
     @T.macro
+    def promoted(acc, part, kt):
+        # K step kt's partial into the float32 accumulator (the first one copied).
+        if kt == 0:
+            Tx.warpgroup.cast(acc[0:64, 0:bn], part[0:64, 0:bn])
+        else:
+            Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+
+    @T.macro
     def activate(acc_h):
         # The activation of the float32 sums, before their one rounding (relu: NaN stays NaN, as
         # torch.relu's).
@@ -178,6 +198,8 @@ def matmul_kernel(
         T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
+        if promote:  # a K step's product, added to the accumulator in float32 once waited for
+            part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if bias == "row":
             brow = T.alloc_buffer((1, EPI), dtype, scope="local", layout=bias_layout)
         if wg == 0:
@@ -217,7 +239,18 @@ def matmul_kernel(
                 if r * ctas + bx < tiles:
                     for kt in range(kt_steps):
                         full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
-                        if fp8:  # (both K-major)
+                        if promote:  # K step kt into the partial (both operands K-major), waited for, added
+                            Tx.warpgroup.gemm_async(
+                                part[0:64, 0:bn],
+                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
+                                accum=False,
+                            )
+                            T.ptx.wgmma.wait_group(0)
+                            promoted(acc, part, kt)
+                            if tid % 128 == 0:  # (its stage free)
+                                empty.arrive((r * kt_steps + kt) % stages)
+                        elif fp8:  # (both K-major)
                             Tx.warpgroup.gemm_async(
                                 acc[0:64, 0:bn],
                                 A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
@@ -232,13 +265,15 @@ def matmul_kernel(
                                 transB=True,
                                 accum=kt > 0,
                             )
-                        T.ptx.wgmma.wait_group(1)
-                        if kt > 0:  # the step before is done: free its stage
-                            if tid % 128 == 0:
-                                empty.arrive((r * kt_steps + kt - 1) % stages)
-                    T.ptx.wgmma.wait_group(0)
-                    if tid % 128 == 0:
-                        empty.arrive((r * kt_steps + kt_steps - 1) % stages)
+                        if not promote:
+                            T.ptx.wgmma.wait_group(1)
+                            if kt > 0:  # the step before is done: free its stage
+                                if tid % 128 == 0:
+                                    empty.arrive((r * kt_steps + kt - 1) % stages)
+                    if not promote:
+                        T.ptx.wgmma.wait_group(0)
+                        if tid % 128 == 0:
+                            empty.arrive((r * kt_steps + kt_steps - 1) % stages)
                     for h in halves:
                         if tid % 128 == 0:
                             T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
@@ -486,7 +521,7 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 FP8 = ("float8_e4m3fn", "float8_e5m2")
 
 
-def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str):
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False):
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype``."""
     da, db = c.dtype_name(a), c.dtype_name(b)
@@ -512,7 +547,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str):
         return out
     bt = b.t() if c.is_torch(b) else np.ascontiguousarray(b.T)  # (n, k): K-major, as wgmma takes 8-bit operands
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b))
-    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype)
+    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
     kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), out)
     return out
 
@@ -523,10 +558,10 @@ def register_scaled_mm_torch_op():
     def parts():
         import torch
 
-        def schema(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, out_dtype: str) -> torch.Tensor:
-            return _scaled_mm(a, b, scale_a, scale_b, out_dtype)
+        def schema(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, out_dtype: str, use_fast_accum: bool) -> torch.Tensor:
+            return _scaled_mm(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
 
-        def fake(a, b, scale_a, scale_b, out_dtype):
+        def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
             return a.new_empty((a.shape[0], b.shape[1]), dtype=getattr(torch, out_dtype))
 
         return schema, fake
@@ -534,18 +569,19 @@ def register_scaled_mm_torch_op():
     return c.torch_op("scaled_mm", parts)
 
 
-def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None):
-    """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=...)` with per-tensor scales:
-    ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and ``b`` (k x n,
-    column-major), both float8_e4m3fn or both float8_e5m2, the product accumulated by wgmma over
-    all of K (``use_fast_accum=True``'s numerics: no promotion to float32 registers every 128 K
-    yet), scaled in float32 and rounded once to ``out_dtype`` (bfloat16 or float16; required: FP8
-    outputs are not supported yet); ``scale_a`` and ``scale_b`` float32 of one element."""
+def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, use_fast_accum: bool = False):
+    """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=..., use_fast_accum=False)`
+    with per-tensor scales: ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and
+    ``b`` (k x n, column-major), both float8_e4m3fn or both float8_e5m2: each 128 of K multiplied
+    by wgmma and added to a float32 accumulator in registers (``use_fast_accum=True``: wgmma
+    accumulates all of K, with its fewer bits), scaled in float32 and rounded once to
+    ``out_dtype`` (bfloat16 or float16; required: FP8 outputs are not supported yet); ``scale_a``
+    and ``scale_b`` float32 of one element."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = str(out_dtype).replace("torch.", "")
     if c.is_torch(a):
         if c.compiling():
-            return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, od)
-        return _scaled_mm(a, b, scale_a, scale_b, od)
-    return _scaled_mm(np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32), od)
+            return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, od, bool(use_fast_accum))
+        return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum)
+    return _scaled_mm(np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32), od, use_fast_accum)

@@ -492,6 +492,36 @@ def test_scaled_mm_matches_float64(dtype, cfg):
     np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
 
 
+@pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}])
+def test_block_scaled_mm_matches_float64(cfg):
+    """DeepGEMM's FP8 recipe: a scale per row and 128 of K for a, per 128 x 128 block for b,
+    applied to each K step's partial as it is promoted to the float32 accumulator; ragged M, N
+    and K (the last K step partial, its scales' block still counted)."""
+    m, n, k = 150, 200, 272
+    rng = np.random.default_rng(cfg["consumers"])
+    f8 = numpy_dtype("float8_e4m3fn")
+    a = (rng.standard_normal((m, k)) * 2).astype(f8)
+    b = (rng.standard_normal((k, n)) * 2).astype(f8)
+    kb, nb = 3, 2
+    sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (nb, kb)).astype(np.float32)
+    deq_a = a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]
+    deq_b = b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n]
+    want = deq_a @ deq_b
+    kern = tirx.compile(
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", **cfg)
+    )
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    kern(a, np.ascontiguousarray(b.T), sa, sb, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    got = ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16")
+    np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    with pytest.raises(ValueError, match="block scales apply as each 128 of K is promoted: use_fast_accum=False"):
+        ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16", use_fast_accum=True)
+    with pytest.raises(ValueError, match=r"or DeepGEMM's blocks: scale_a \(150, 3\)"):
+        ops.scaled_mm(a, b, sa[:, :2], sb, out_dtype="bfloat16")
+
+
 def test_scaled_mm_errors_and_torch():
     f8 = numpy_dtype("float8_e4m3fn")
     a, b = np.zeros((32, 64), f8), np.zeros((64, 48), f8)
@@ -500,7 +530,7 @@ def test_scaled_mm_errors_and_torch():
         ops.scaled_mm(a, b, one, one)
     with pytest.raises(TypeError, match="a is float8_e4m3fn, b bfloat16"):
         ops.scaled_mm(a, b.astype(numpy_dtype("bfloat16")), one, one, out_dtype="bfloat16")
-    with pytest.raises(ValueError, match=r"scale_a of shape \[2\]"):
+    with pytest.raises(ValueError, match=r"scale_a of shape \[2\] \(float32\), scale_b \[\] \(float32\); float32, per tensor"):
         ops.scaled_mm(a, b, np.ones(2, np.float32), one, out_dtype="bfloat16")
     with pytest.raises(ValueError, match="K a multiple of 16"):
         ops.scaled_mm(a[:, :40], b[:40], one, one, out_dtype="bfloat16")

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import R, S, TileLayout, laneid, mma_shared_layout, wgmma_acc_layout, wid_in_wg
+from ..layout import R, S, TileLayout, laneid, mma_shared_layout, wgmma_acc_layout, wgmma_row_layout, wid_in_wg
 from . import _common as c
 
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
@@ -63,7 +63,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, **_):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum"], prune=_prune)
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales"], prune=_prune)
 def matmul_kernel(
     m: int,
     n: int,
@@ -78,6 +78,7 @@ def matmul_kernel(
     activation: str = "",
     out_dtype: str = "",
     fast_accum: bool = True,
+    scales: str = "tensor",
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -91,7 +92,10 @@ def matmul_kernel(
     own and is added to the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with
     fewer bits than float32: the promotion DeepGEMM and cuBLAS make); ``fast_accum``: wgmma
     accumulates all of K, one K step kept in flight. (Promoting, each step is waited for before
-    its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM.)"""
+    its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM.)
+    ``scales="block"``: DeepGEMM's recipe, ``SA`` (m x ceil(k / 128): a scale per row and 128 of
+    K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
+    partial multiplied by its rows' and its block's scales as it is promoted."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -103,6 +107,9 @@ def matmul_kernel(
     if not fp8 and od != dtype:
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
     bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
+    block = scales == "block"
+    if scales not in ("tensor", "block") or (block and (not fp8 or fast_accum or bn != 128)):
+        raise ValueError(f"scales={scales!r}: 'tensor', or 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles")
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
@@ -157,9 +164,17 @@ def matmul_kernel(
             Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
 
     @T.macro
-    def promoted(acc, part, kt):
-        # K step kt's partial into the float32 accumulator (the first one copied).
-        if kt == 0:
+    def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
+        # K step kt's partial into the float32 accumulator (the first one copied); block scales:
+        # times its rows' scales (rows past m: 0, never stored) and its 128 x 128 block's.
+        if block:
+            Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, kt : kt + 1], clip=True, other=0.0)
+            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[nblk, kt])
+            if kt == 0:
+                Tx.warpgroup.mul(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1])
+            else:
+                Tx.warpgroup.fma(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1], acc[0:64, 0:bn])
+        elif kt == 0:
             Tx.warpgroup.cast(acc[0:64, 0:bn], part[0:64, 0:bn])
         else:
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
@@ -200,6 +215,8 @@ def matmul_kernel(
         out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
         if promote:  # a K step's product, added to the accumulator in float32 once waited for
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        if block:  # the step's scale of each of the consumer's rows
+            srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if bias == "row":
             brow = T.alloc_buffer((1, EPI), dtype, scope="local", layout=bias_layout)
         if wg == 0:
@@ -247,7 +264,7 @@ def matmul_kernel(
                                 accum=False,
                             )
                             T.ptx.wgmma.wait_group(0)
-                            promoted(acc, part, kt)
+                            promoted(acc, part, kt, SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
                             if tid % 128 == 0:  # (its stage free)
                                 empty.arrive((r * kt_steps + kt) % stages)
                         elif fp8:  # (both K-major)
@@ -289,7 +306,7 @@ def matmul_kernel(
                                     other=0.0,
                                 )
                             add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
-                        if fp8:  # the per-tensor scales, in float32
+                        if fp8 and not block:  # the per-tensor scales, in float32
                             Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
                         if activation:
                             activate(acc[0:64, h * EPI : h * EPI + EPI])
@@ -341,8 +358,8 @@ def matmul_kernel(
         def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
             B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
-            SA = T.match_buffer(SA_ptr, (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
             C = T.match_buffer(C_ptr, (m, n), od)
             body(A, B, C, None, SA, SB)
 
@@ -531,10 +548,18 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         raise TypeError(f"tirx.ops.scaled_mm: a is {da}, b {db}; both float8_e4m3fn or both float8_e5m2")
     if out_dtype not in ("bfloat16", "float16"):
         raise TypeError(f"tirx.ops.scaled_mm: out_dtype {out_dtype}; bfloat16 or float16 (pass out_dtype=torch.bfloat16)")
-    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
-        if c.dtype_name(s) != "float32" or int(np.prod(s.shape)) != 1:
-            raise ValueError(f"tirx.ops.scaled_mm: {name} of shape {list(s.shape)} ({c.dtype_name(s)}); per-tensor scales are one float32 each")
     (m, k), n = a.shape, b.shape[1]
+    kb, nb = -(-k // 128), -(-n // 128)
+    per_tensor = int(np.prod(scale_a.shape)) == 1 and int(np.prod(scale_b.shape)) == 1
+    block = tuple(scale_a.shape) == (m, kb) and tuple(scale_b.shape) == (nb, kb)
+    if not (per_tensor or block) or c.dtype_name(scale_a) != "float32" or c.dtype_name(scale_b) != "float32":
+        raise ValueError(
+            f"tirx.ops.scaled_mm: scale_a of shape {list(scale_a.shape)} ({c.dtype_name(scale_a)}), scale_b {list(scale_b.shape)} "
+            f"({c.dtype_name(scale_b)}); float32, per tensor (one element each) or DeepGEMM's blocks: scale_a ({m}, {kb}) a row and "
+            f"128 of K, scale_b ({nb}, {kb}) a 128 x 128 block of b"
+        )
+    if block and not per_tensor and use_fast_accum:
+        raise ValueError("tirx.ops.scaled_mm: block scales apply as each 128 of K is promoted: use_fast_accum=False")
     if c.is_torch(b) and n > 1 and k > 1 and not b.t().is_contiguous():
         raise ValueError("tirx.ops.scaled_mm: b must be column-major (as torch._scaled_mm takes it): pass b.t().contiguous().t()")
     if m and n and k and (k % 16 or n % 8):
@@ -546,8 +571,9 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         out[...] = 0
         return out
     bt = b.t() if c.is_torch(b) else np.ascontiguousarray(b.T)  # (n, k): K-major, as wgmma takes 8-bit operands
-    sa, sb = (s.reshape(1) for s in (scale_a, scale_b))
-    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
+    scales = "tensor" if per_tensor else "block"
+    sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
+    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales)
     kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), out)
     return out
 
@@ -576,7 +602,9 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, use_fast_accum: bool = 
     by wgmma and added to a float32 accumulator in registers (``use_fast_accum=True``: wgmma
     accumulates all of K, with its fewer bits), scaled in float32 and rounded once to
     ``out_dtype`` (bfloat16 or float16; required: FP8 outputs are not supported yet); ``scale_a``
-    and ``scale_b`` float32 of one element."""
+    and ``scale_b`` float32 of one element, or DeepGEMM's block scales: ``scale_a`` (m, ceil(k /
+    128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128), ceil(k / 128)), per 128 x 128
+    block of ``b``, applied to each K step's partial as it is promoted."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = str(out_dtype).replace("torch.", "")

@@ -552,6 +552,13 @@ def test_scaled_mm_errors_and_torch():
             torch.testing.assert_close(got, theirs, rtol=2**-7, atol=2e-2)
         f = torch.compile(lambda x, w: ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2, fullgraph=True)
         torch.testing.assert_close(f(x, w), got * 2)
+        # DeepGEMM's block scales on tensors: against the dequantised product
+        kb, nb = -(-k // 128), -(-n // 128)
+        sa_b, sb_b = torch.rand(m, kb, device=dev) + 0.5, torch.rand(nb, kb, device=dev) + 0.5
+        deq_x = x.double() * sa_b.double().repeat_interleave(128, 1)[:, :k]
+        deq_w = w.double() * sb_b.double().t().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
+        want = (deq_x @ deq_w).to(torch.bfloat16)
+        torch.testing.assert_close(ops.scaled_mm(x, w, sa_b, sb_b, out_dtype=torch.bfloat16), want, rtol=2**-7, atol=0.1)
 
 
 def test_addmm_on_torch_tensors_and_under_compile():

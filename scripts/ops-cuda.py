@@ -67,7 +67,7 @@ def matmul_cases():
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False
     )
     yield "ops_matmul_fp8_block", mm.matmul_kernel.factory(
-        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block"
+        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", bias="row"
     )
     for act in ("gelu", "silu"):
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(

@@ -490,6 +490,9 @@ def test_scaled_mm_matches_float64(dtype, cfg):
     got = ops.scaled_mm(a, b, np.float32(0.5), np.array([0.75], np.float32), out_dtype="float16", use_fast_accum=cfg.get("fast_accum", False))
     assert got.dtype == np.float16
     np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
+    bias = rng.standard_normal(n).astype(np.float16) * 4
+    got = ops.scaled_mm(a, b, np.float32(0.5), np.float32(0.75), bias, out_dtype="float16", use_fast_accum=cfg.get("fast_accum", False))
+    np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
 
 
 @pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}])
@@ -559,6 +562,11 @@ def test_scaled_mm_errors_and_torch():
         deq_w = w.double() * sb_b.double().t().repeat_interleave(128, 0).repeat_interleave(128, 1)[:k, :n]
         want = (deq_x @ deq_w).to(torch.bfloat16)
         torch.testing.assert_close(ops.scaled_mm(x, w, sa_b, sb_b, out_dtype=torch.bfloat16), want, rtol=2**-7, atol=0.1)
+        bias = torch.randn(n, device=dev, dtype=torch.bfloat16)
+        want = (x.double() @ w.double() + bias.double()).to(torch.bfloat16)
+        torch.testing.assert_close(ops.scaled_mm(x, w, sa, sb, bias, out_dtype=torch.bfloat16), want, rtol=2**-7, atol=0.1)
+        with pytest.raises(ValueError, match="bias of shape"):
+            ops.scaled_mm(x, w, sa, sb, bias.float(), out_dtype=torch.bfloat16)
 
 
 def test_addmm_on_torch_tensors_and_under_compile():

@@ -102,8 +102,8 @@ def matmul_kernel(
         raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
     fp8 = dtype.startswith("float8")
     od = out_dtype or dtype  # the output's dtype
-    if fp8 and (od not in ("bfloat16", "float16") or bias or activation or k % 16):
-        raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), no bias or activation, K a multiple of 16")
+    if fp8 and (od not in ("bfloat16", "float16") or bias == "matrix" or k % 16):
+        raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), a bias row at most, K a multiple of 16")
     if not fp8 and od != dtype:
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
     bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
@@ -218,7 +218,7 @@ def matmul_kernel(
         if block:  # the step's scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if bias == "row":
-            brow = T.alloc_buffer((1, EPI), dtype, scope="local", layout=bias_layout)
+            brow = T.alloc_buffer((1, EPI), od, scope="local", layout=bias_layout)
         if wg == 0:
             T.ptx.setmaxnreg.dec(40)
             if tid == 0:
@@ -295,6 +295,8 @@ def matmul_kernel(
                         if tid % 128 == 0:
                             T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
                         T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                        if fp8 and not block:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                            Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
                         if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
                             if bias == "row":
                                 Tx.warpgroup.copy(brow[0:1, 0:EPI], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + EPI], clip=True, other=0.0)
@@ -306,8 +308,6 @@ def matmul_kernel(
                                     other=0.0,
                                 )
                             add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
-                        if fp8 and not block:  # the per-tensor scales, in float32
-                            Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
                         if activation:
                             activate(acc[0:64, h * EPI : h * EPI + EPI])
                         Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
@@ -327,6 +327,33 @@ def matmul_kernel(
                             T.ptx.cp_async.bulk.commit_group()
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
+
+    if fp8 and bias:
+
+        @T.prim_func
+        def scaled_mm_bias(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
+            I = T.match_buffer(I_ptr, (1, n), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, I, SA, SB)
+
+        return scaled_mm_bias
+
+    if fp8:
+
+        @T.prim_func
+        def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, None, SA, SB)
+
+        return scaled_mm
 
     if bias == "row":
 
@@ -351,19 +378,6 @@ def matmul_kernel(
             body(A, B, C, I, None, None)
 
         return addmm
-
-    if fp8:
-
-        @T.prim_func
-        def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
-            A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
-            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
-            C = T.match_buffer(C_ptr, (m, n), od)
-            body(A, B, C, None, SA, SB)
-
-        return scaled_mm
 
     @T.prim_func
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
@@ -538,7 +552,7 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 FP8 = ("float8_e4m3fn", "float8_e5m2")
 
 
-def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False):
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None):
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype``."""
     da, db = c.dtype_name(a), c.dtype_name(b)
@@ -560,6 +574,8 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         )
     if block and not per_tensor and use_fast_accum:
         raise ValueError("tirx.ops.scaled_mm: block scales apply as each 128 of K is promoted: use_fast_accum=False")
+    if bias is not None and (tuple(bias.shape) not in ((n,), (1, n)) or c.dtype_name(bias) != out_dtype):
+        raise ValueError(f"tirx.ops.scaled_mm: bias of shape {list(bias.shape)} ({c.dtype_name(bias)}); a row ({n},) of out_dtype {out_dtype}")
     if c.is_torch(b) and n > 1 and k > 1 and not b.t().is_contiguous():
         raise ValueError("tirx.ops.scaled_mm: b must be column-major (as torch._scaled_mm takes it): pass b.t().contiguous().t()")
     if m and n and k and (k % 16 or n % 8):
@@ -573,8 +589,10 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     bt = b.t() if c.is_torch(b) else np.ascontiguousarray(b.T)  # (n, k): K-major, as wgmma takes 8-bit operands
     scales = "tensor" if per_tensor else "block"
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
-    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales)
-    kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), out)
+    kind = "" if bias is None else "row"
+    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias=kind)
+    row = () if bias is None else (c.contiguous(bias).reshape(1, n),)
+    kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), *row, out)
     return out
 
 
@@ -584,10 +602,12 @@ def register_scaled_mm_torch_op():
     def parts():
         import torch
 
-        def schema(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, out_dtype: str, use_fast_accum: bool) -> torch.Tensor:
-            return _scaled_mm(a, b, scale_a, scale_b, out_dtype, use_fast_accum)
+        def schema(
+            a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, bias: Optional[torch.Tensor], out_dtype: str, use_fast_accum: bool
+        ) -> torch.Tensor:
+            return _scaled_mm(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
 
-        def fake(a, b, scale_a, scale_b, out_dtype, use_fast_accum):
+        def fake(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum):
             return a.new_empty((a.shape[0], b.shape[1]), dtype=getattr(torch, out_dtype))
 
         return schema, fake
@@ -595,7 +615,7 @@ def register_scaled_mm_torch_op():
     return c.torch_op("scaled_mm", parts)
 
 
-def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, use_fast_accum: bool = False):
+def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum: bool = False):
     """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=..., use_fast_accum=False)`
     with per-tensor scales: ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and
     ``b`` (k x n, column-major), both float8_e4m3fn or both float8_e5m2: each 128 of K multiplied
@@ -604,12 +624,14 @@ def scaled_mm(a, b, scale_a, scale_b, *, out_dtype=None, use_fast_accum: bool = 
     ``out_dtype`` (bfloat16 or float16; required: FP8 outputs are not supported yet); ``scale_a``
     and ``scale_b`` float32 of one element, or DeepGEMM's block scales: ``scale_a`` (m, ceil(k /
     128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128), ceil(k / 128)), per 128 x 128
-    block of ``b``, applied to each K step's partial as it is promoted."""
+    block of ``b``, applied to each K step's partial as it is promoted; ``bias`` (n,) of
+    ``out_dtype``, added after the scales in float32."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = str(out_dtype).replace("torch.", "")
     if c.is_torch(a):
         if c.compiling():
-            return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, od, bool(use_fast_accum))
-        return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum)
-    return _scaled_mm(np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32), od, use_fast_accum)
+            return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, bias, od, bool(use_fast_accum))
+        return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum, bias)
+    arrays = (np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32))
+    return _scaled_mm(*arrays, od, use_fast_accum, None if bias is None else np.asarray(bias))

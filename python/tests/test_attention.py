@@ -618,6 +618,28 @@ def test_paged_kvcache_errors(table, page, match):
         tirx.ops.kvcache_attention(q, kp, kp, np.ones(2, np.int32), block_table=table)
 
 
+def test_kvcache_attention_under_torch_compile():
+    """`torch.compile(fullgraph=True)` traces `kvcache_attention` (the registered op
+    `torch.ops.tirx.kvcache_attention`), contiguous and paged, with and without the log-sum-exp;
+    CPU tensors run in the simulator."""
+    torch = pytest.importorskip("torch")
+    at.register_kvcache_torch_op()
+    b, sq, h, hk, s_max, d = 2, 1, 4, 2, 64, 64
+    q = torch.randn(b, sq, h, d).bfloat16()
+    kc, vc = torch.randn(b, s_max, hk, d).bfloat16(), torch.randn(b, s_max, hk, d).bfloat16()
+    lens = torch.tensor([64, 20], dtype=torch.int32)
+    table = torch.tensor([[1, 3, 0, 2], [6, 4, 7, 5]], dtype=torch.int32)
+    kp, vp = torch.zeros(8, 16, hk, d).bfloat16(), torch.zeros(8, 16, hk, d).bfloat16()
+    kp[table.flatten().long()], vp[table.flatten().long()] = kc.reshape(8, 16, hk, d), vc.reshape(8, 16, hk, d)
+    eager = tirx.ops.kvcache_attention(q, kc, vc, lens)
+    f = torch.compile(lambda q, k, v: tirx.ops.kvcache_attention(q, k, v, lens) * 2, fullgraph=True)
+    torch.testing.assert_close(f(q, kc, vc), eager * 2)
+    g = torch.compile(lambda q, k, v: tirx.ops.kvcache_attention(q, k, v, lens, block_table=table, return_lse=True), fullgraph=True)
+    out, lse = g(q, kp, vp)
+    torch.testing.assert_close(out, eager)
+    assert lse.shape == (b, h, sq) and torch.isfinite(lse).all()
+
+
 def test_paged_kvcache_on_the_gpu_against_pytorch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -57,3 +57,4 @@ if "torch" in sys.modules:
     _matmul.register_scaled_mm_torch_op()
     _cross_entropy.register_torch_op()
     _attention.register_torch_op()
+    _attention.register_kvcache_torch_op()

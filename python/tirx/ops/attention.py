@@ -1047,22 +1047,8 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_
     return out, c.contiguous(lse.T)  # FlashAttention's varlen layout (heads, total_q)
 
 
-def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False, block_table=None):
-    """Decoding over KV caches, FlashAttention's ``flash_attn_with_kvcache`` (the caches read,
-    not updated): ``q`` ``(batch, seq_q, heads, d)``, ``k_cache`` and ``v_cache`` ``(batch,
-    seq_k, kv_heads, d)`` of which the first ``cache_seqlens[b]`` (int32) rows of sequence b are
-    filled; causal on each sequence's lower-right diagonal (query i of n sees keys j <= i + len -
-    n). Split-KV where the queries leave most SMs idle (the parts past a cache's length read
-    nothing). The rows past a cache's length up to its last 128-row tile are read and weighted
-    by 0: they must hold finite values (a cache from `torch.empty` may hold NaN patterns: zero it
-    once). Returns ``out (batch, seq_q, heads, d)``, with ``return_lse`` also ``lse (batch, heads,
-    seq_q)`` float32; a sequence with an empty cache gives 0.
-
-    With ``block_table`` (int32 ``(batch, max_pages)``) the caches are paged, as vLLM and
-    FlashAttention store them: ``k_cache`` and ``v_cache`` ``(n_pages, page_size, kv_heads, d)``,
-    sequence b's rows ``[i page_size, (i + 1) page_size)`` in page ``block_table[b, i]``;
-    ``page_size`` 8, 16, 32 or a multiple of 64. Entries past a sequence's pages are never read
-    for keys it holds (an index outside the caches reads zeros)."""
+def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_lse: bool, block_table):
+    """`kvcache_attention`'s work: ``(out, lse)`` (``lse`` filled only with ``return_lse``)."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if len(t.shape) != 4:
             raise ValueError(f"tirx.ops.kvcache_attention: {name} of shape {list(t.shape)}; expected (batch, seq, heads, head_dim)")
@@ -1092,7 +1078,7 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     if b * sq * h == 0 or sk == 0 or (page and n_pages == 0):
         if b * sq * h:
             out[...] = 0
-        return (out, lse[:, :sq].reshape(b, h, sq)) if return_lse else out
+        return out, lse[:, :sq].reshape(b, h, sq)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     splits = _gpu_splits(q, b * h, sq, sk)
     kernel = attention_kernel(
@@ -1102,7 +1088,61 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     tensors = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
     inputs = tuple(c.contiguous(t) for t in tensors)
     _launch(kernel, inputs, out, lse, splits, b * h, sq, d, dtype, return_lse, h, (n_pages,) if page else ())
-    return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
+    return out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)
+
+
+def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False, block_table=None):
+    """Decoding over KV caches, FlashAttention's ``flash_attn_with_kvcache`` (the caches read,
+    not updated): ``q`` ``(batch, seq_q, heads, d)``, ``k_cache`` and ``v_cache`` ``(batch,
+    seq_k, kv_heads, d)`` of which the first ``cache_seqlens[b]`` (int32) rows of sequence b are
+    filled; causal on each sequence's lower-right diagonal (query i of n sees keys j <= i + len -
+    n). Split-KV where the queries leave most SMs idle (the parts past a cache's length read
+    nothing). The rows past a cache's length up to its last 128-row tile are read and weighted
+    by 0: they must hold finite values (a cache from `torch.empty` may hold NaN patterns: zero it
+    once). Returns ``out (batch, seq_q, heads, d)``, with ``return_lse`` also ``lse (batch, heads,
+    seq_q)`` float32; a sequence with an empty cache gives 0.
+
+    With ``block_table`` (int32 ``(batch, max_pages)``) the caches are paged, as vLLM and
+    FlashAttention store them: ``k_cache`` and ``v_cache`` ``(n_pages, page_size, kv_heads, d)``,
+    sequence b's rows ``[i page_size, (i + 1) page_size)`` in page ``block_table[b, i]``;
+    ``page_size`` 8, 16, 32 or a multiple of 64. Entries past a sequence's pages are never read
+    for keys it holds (an index outside the caches reads zeros)."""
+    if c.is_torch(q) and c.compiling():  # (the registered op: torch.compile traces it)
+        out, lse = register_kvcache_torch_op()(
+            q, k_cache, v_cache, cache_seqlens, block_table, bool(is_causal), None if scale is None else float(scale), bool(return_lse)
+        )
+    else:
+        out, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, bool(is_causal), scale, bool(return_lse), block_table)
+    return (out, lse) if return_lse else out
+
+
+def register_kvcache_torch_op():
+    """`torch.ops.tirx.kvcache_attention(q, k_cache, v_cache, cache_seqlens, block_table, is_causal,
+    scale, return_lse) -> (out, lse)` (registered on the first call)."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(
+            q: torch.Tensor,
+            k_cache: torch.Tensor,
+            v_cache: torch.Tensor,
+            cache_seqlens: torch.Tensor,
+            block_table: Optional[torch.Tensor],
+            is_causal: bool,
+            scale: Optional[float],
+            return_lse: bool,
+        ) -> Tuple[torch.Tensor, torch.Tensor]:
+            return _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal, scale, return_lse, block_table)
+
+        def fake(q, k_cache, v_cache, cache_seqlens, block_table, is_causal, scale, return_lse):
+            b, sq, h, _ = q.shape
+            return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((b, h, sq), dtype=torch.float32)
+
+        return schema, fake
+
+    return c.torch_op("kvcache_attention", parts)
 
 
 def register_torch_op():

@@ -1,6 +1,7 @@
 """`tirx.ops.scaled_dot_product_attention` (issue 30): every tile configuration against NumPy in
-float64 in the simulator (ragged sequences, causal, grouped-query heads, both head dims, both
-16-bit dtypes, the log-sum-exp), its errors, and against PyTorch's SDPA on the GPU."""
+float64 in the simulator (ragged sequences, causal, grouped-query heads, the head dims, both
+16-bit dtypes, the log-sum-exp; persistent CTAs; varlen, KV caches contiguous and paged), its
+errors, mistakes planted in its source, and against PyTorch's SDPA on the GPU."""
 
 import re
 

@@ -547,7 +547,7 @@ def test_scaled_mm_errors_and_torch():
         sa, sb = torch.tensor(0.5, device=dev), torch.tensor(2.0, device=dev)
         with pytest.raises(ValueError, match="b must be column-major"):
             ops.scaled_mm(x, w.contiguous(), sa, sb, out_dtype=torch.bfloat16)
-        want = (x.double() @ w.double() * 1.0).to(torch.bfloat16)
+        want = (x.double() @ w.double()).to(torch.bfloat16)  # (scale_a * scale_b = 1)
         got = ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
         torch.testing.assert_close(got, want, rtol=2**-7, atol=2e-2)
         if dev == "cuda":  # PyTorch's own FP8 GEMM (cuBLASLt) on the same inputs

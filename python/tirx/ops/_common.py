@@ -24,6 +24,11 @@ def sm_count(x) -> int:
     return _SM_COUNT[dev]
 
 
+def gpu_sms(x) -> int:
+    """The SMs of the GPU holding ``x``: 0 for NumPy arrays and CPU tensors (the simulator)."""
+    return sm_count(x) if is_torch(x) and x.is_cuda else 0
+
+
 def is_torch(x) -> bool:
     torch = loaded_torch()
     return torch is not None and isinstance(x, torch.Tensor)

@@ -67,8 +67,8 @@ CONFIGS = (
     # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere.
     + [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 )
-# The widest head dim of each K/V tile width and consumer count (their registers: S and P grow with
-# the keys, O with the head dim).
+# The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
+# dim).
 WIDE_TILES = {176: 128, 192: 64}
 THREE_CONSUMERS_D = 64
 
@@ -297,6 +297,9 @@ def attention_kernel(
     # The widest swizzle whose atom (64, 32 or 16 columns of 16-bit values) the head dim is a
     # multiple of: 128-byte for 64 / 128 / 192 / 256, 64-byte for 96.
     swizzle, atom = next((m, cols) for m, cols in ((3, 64), (2, 32), (1, 16)) if d % cols == 0)
+    # A paged K/V box's columns: the whole head dim where the box is the whole tile, else one
+    # swizzle atom's (a box of fewer rows is dense only within an atom).
+    box_cols = atom if box < bn else d
     q_smem = mma_shared_layout(dtype, swizzle, (bm, d))
     kv_smem = mma_shared_layout(dtype, swizzle, (stages, bn, d))
     producer_regs, consumer_regs = REGISTERS[consumers]
@@ -331,14 +334,14 @@ def attention_kernel(
         # cache's length, weighed 0).
         if page:  # (boxes of fewer rows than the tile: one per swizzle atom's columns, each dense)
             for sub in list(range(bn // box)):
-                for c0 in list(range(0, d, atom if box < bn else d)):
+                for c0 in list(range(0, d, box_cols)):
                     Tx.copy_async(
-                        S_s[slot, sub * box : sub * box + box, c0 : c0 + (atom if box < bn else d)],
+                        S_s[slot, sub * box : sub * box + box, c0 : c0 + box_cols],
                         A[
                             BT[kv // kv_heads, T.min((r0 + sub * box) // page, seq_k // page - 1)],
                             (r0 + sub * box) % page : (r0 + sub * box) % page + box,
                             kv % kv_heads,
-                            c0 : c0 + (atom if box < bn else d),
+                            c0 : c0 + box_cols,
                         ],
                         dispatch="tma_auto",
                         mbar=mbar,
@@ -527,14 +530,14 @@ def attention_kernel(
                             empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
                         if varlen:  # (keys past the sequence masked; their V rows weigh 0)
-                            Tx.copy_async(K_s[j % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([j % stages]))
+                            Tx.copy_async(K_s[(p_b + j) % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(p_b + j) % stages]))
                         else:
                             load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
                         if p_b + j >= stages:
                             empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
                         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
                         if varlen:
-                            Tx.copy_async(V_s[j % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + j % stages]))
+                            Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
                         else:
                             load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
                     if persistent:
@@ -923,15 +926,10 @@ def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
     return c.contiguous(m).reshape(-1, sq, sk), mode
 
 
-def _sms(q) -> int:
-    """The SMs of the GPU holding ``q`` (0: the simulator)."""
-    return c.sm_count(q) if c.is_torch(q) and q.is_cuda else 0
-
-
 def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     """`split_count` for ``bhs`` heads of ``rows`` query rows over ``sk`` keys, on the GPU holding
     ``q`` (1 in the simulator), counting the tiles of the widest configurations (128)."""
-    return split_count(bhs * -(-rows // 128), -(-sk // 128), _sms(q))
+    return split_count(bhs * -(-rows // 128), -(-sk // 128), c.gpu_sms(q))
 
 
 def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=()):
@@ -994,7 +992,7 @@ def _run(
         splits=splits,
         mask=mode,
         offset=offset if is_causal else 0,
-        sms=_sms(q),
+        sms=c.gpu_sms(q),
     )
     inputs = args[:3] if mask is None else args[:3] + (mask,)
     _launch(kernel, inputs, args[3], lse, splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)

@@ -328,14 +328,18 @@ def matmul_kernel(
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
 
+    # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
+    sa_shape = (m, kt_steps) if block else (1,)
+    sb_shape = (-(-n // 128), kt_steps) if block else (1,)
+
     if fp8 and bias:
 
         @T.prim_func
         def scaled_mm_bias(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
             B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
-            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, (1, n), od)
             C = T.match_buffer(C_ptr, (m, n), od)
             body(A, B, C, I, SA, SB)
@@ -348,8 +352,8 @@ def matmul_kernel(
         def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
             B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
-            SA = T.match_buffer(SA_ptr, (m, -(-k // bk)) if block else (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (-(-n // 128), -(-k // bk)) if block else (1,), "float32")
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, (m, n), od)
             body(A, B, C, None, SA, SB)
 
@@ -392,7 +396,7 @@ def matmul_kernel(
 def _ctas(x) -> int:
     """Persistent CTAs: one per SM of the tensor's GPU; 2 in the simulator (the tile loop still
     takes several rounds at the small sizes it runs)."""
-    return c.sm_count(x) if c.is_torch(x) and x.is_cuda else 2
+    return c.gpu_sms(x) or 2
 
 
 def _check(a, b) -> str:

@@ -48,15 +48,17 @@ def attention_cases():
         heads=16, kv_heads=4, batch=0, seq_q=0, seq_k=0, d=128, dtype="bfloat16", causal=True, scale=0.125, lse=True,
         seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, varlen=True,
     )
+    # (the op's decoding design: a K/V head's 4 query heads packed, here 2 positions of them, causal)
     yield "ops_attention_kvcache", at.attention_kernel.factory(
-        heads=32, kv_heads=8, batch=8, seq_q=1, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
-        seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True,
+        heads=8, kv_heads=8, batch=8, seq_q=8, seq_k=8192, d=128, dtype="bfloat16", causal=True, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True, q_group=4,
     )
     yield "ops_attention_paged", at.attention_kernel.factory(
-        heads=32, kv_heads=8, batch=8, seq_q=1, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
-        seq_major=True, consumers=1, bn=128, overlap=True, splits=4, kv_lens=True, page=16,
+        heads=8, kv_heads=8, batch=8, seq_q=4, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=4, kv_lens=True, page=16, q_group=4,
     )
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
+    yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)
 
 
 def matmul_cases():

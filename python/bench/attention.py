@@ -108,7 +108,7 @@ def decode(batch, cache, results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seqs", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--seqs", default="1024,2048,4096,8192,16384", help="prefill lengths (empty: no prefill)")
     ap.add_argument("--dims", default="64,128")
     ap.add_argument("--decode", default="1024,8192,32768,131072", help="cache lengths (empty: no decoding)")
     ap.add_argument("--batches", default="1,8,64", help="decoding's batch sizes")
@@ -118,7 +118,7 @@ def main():
     results = []
     for d in map(int, args.dims.split(",")):
         for causal in (False, True):
-            for seq in map(int, args.seqs.split(",")):
+            for seq in map(int, args.seqs.split(",")) if args.seqs else ():
                 prefill(seq, d, causal, results)
     for batch in map(int, args.batches.split(",")):
         for cache in map(int, args.decode.split(",")) if args.decode else ():

@@ -4,10 +4,11 @@ call's launch cost counts where it exceeds the kernel): softmax, log_softmax, rm
 layer_norm beside PyTorch eager and `torch.compile` at seven shapes (one of at most 64k elements,
 ragged rows of 5120 and 32000, rows of 262144 streamed through the registers), with GB/s (bytes
 read + written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
-in TFLOP/s, with the configuration the autotuner chose for each shape. Each result is checked
-against PyTorch's first.
+in TFLOP/s, with the configuration the autotuner chose for each shape; addmm with a fused GELU
+beside addmm + gelu (eager, compiled); FP8 `scaled_mm` beside torch._scaled_mm. Each result is
+checked against PyTorch's first.
 
-    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul] [--json out.json]
+    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm] [--json out.json]
 """
 
 import argparse
@@ -137,9 +138,51 @@ def bench_matmul(rows):
         print("  " + tuned.explain().replace("\n", "\n  "), flush=True)
 
 
+def bench_epilogue(rows):
+    """addmm with a fused GELU (tanh form) beside PyTorch's addmm then gelu, eager and compiled."""
+    act = lambda bias, a, b: torch.nn.functional.gelu(torch.addmm(bias, a, b), approximate="tanh")  # noqa: E731
+    compiled = torch.compile(act)
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 6144, 4096)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / 64
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        got = ops.addmm(bias, a, b, activation="gelu_tanh")
+        torch.testing.assert_close(got.float(), act(bias, a, b).float(), rtol=2**-6, atol=2**-5)
+        t = {"tirx": per_call_us(lambda: ops.addmm(bias, a, b, activation="gelu_tanh")), "eager": per_call_us(lambda: act(bias, a, b))}
+        t["compile"] = per_call_us(lambda: compiled(bias, a, b))
+        flop = 2 * m * n * k
+        r = {"op": "addmm_gelu", "shape": [m, n, k], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}}
+        rows.append(r)
+        print(f"addmm+gelu {m}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + " TFLOP/s", flush=True)
+
+
+def bench_scaled_mm(rows):
+    """FP8 e4m3 `scaled_mm` (per-tensor scales; DeepGEMM's block scales) beside torch._scaled_mm
+    (cuBLASLt), with and without fast accumulation; bf16 out."""
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 6144, 4096), (128, 8192, 8192)]:
+        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn).t()
+        sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+        ba = torch.rand(m, k // 128, device="cuda") + 0.5
+        bb = torch.rand(n // 128, k // 128, device="cuda") + 0.5
+        t, err = {}, {}
+        for fast in (False, True):
+            want = torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+            got = ops.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+            err[fast] = (got.float() - want.float()).abs().max().item()
+            t[f"tirx{'_fast' if fast else ''}"] = per_call_us(lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast))
+            t[f"cublas{'_fast' if fast else ''}"] = per_call_us(lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast))
+        ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16)
+        t["tirx_blocks"] = per_call_us(lambda: ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16))
+        flop = 2 * m * n * k
+        r = {"op": "scaled_mm", "shape": [m, n, k], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
+        rows.append(r)
+        print(f"scaled_mm {m}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,backward,matmul")
+    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm")
     ap.add_argument("--json")
     args = ap.parse_args()
     only = args.only.split(",")
@@ -152,6 +195,10 @@ def main():
         bench_backward(rows)
     if "matmul" in only:
         bench_matmul(rows)
+    if "epilogue" in only:
+        bench_epilogue(rows)
+    if "scaled_mm" in only:
+        bench_scaled_mm(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

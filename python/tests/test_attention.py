@@ -283,10 +283,10 @@ def test_split_kv_matches_float64(b, h, hk, sq, sk, d, splits):
 
 
 def test_split_counts():
-    """None where the CTAs fill half the GPU; else about a wave, whole parts of at least a tile."""
+    """None where the CTAs fill half the GPU; else the parts one wave holds, whole parts of at least a tile."""
     assert at.split_count(ctas=200, kv_tiles=64, sms=132) == 1
-    assert at.split_count(ctas=64, kv_tiles=256, sms=132) == 3
-    assert at.split_count(ctas=8, kv_tiles=256, sms=132) == 16  # 17 wanted: parts of 16 tiles, 16 of them
+    assert at.split_count(ctas=64, kv_tiles=256, sms=132) == 2  # (3 would start a second wave of 60)
+    assert at.split_count(ctas=8, kv_tiles=256, sms=132) == 16  # 132 // 8 = 16 parts of 16 tiles
     assert at.split_count(ctas=8, kv_tiles=5, sms=132) == 5
     assert at.split_count(ctas=8, kv_tiles=1, sms=132) == 1
     assert at.split_count(ctas=8, kv_tiles=64, sms=0) == 1  # the simulator
@@ -476,33 +476,44 @@ def _causal_lower_right(q, k, v, scale):
         return np.where(total > 0, e @ vd / total, 0), (top + np.log(total))[..., 0]
 
 
-def run_cache_kernel(prim, inputs, scalars, splits, h):
+def run_cache_kernel(prim, inputs, scalars, splits, h, group=1):
     """A KV-cache kernel on ``inputs`` (q first, [batch, seq_q, heads, d]) then ``scalars``; with
-    ``splits``, its float32 parts combined by `attention_combine_kernel`: ``(out, lse)``."""
+    ``splits``, its float32 parts combined by `attention_combine_kernel`: ``(out, lse)`` (``lse``
+    (batch * heads, rows)). ``group``: the kernel packs that many query heads a K/V head
+    (``q_group``): q's rows gathered, out's and lse's scattered back here."""
     q = inputs[0]
     b, sq, _, d = q.shape
+    hk, rows = h // group, sq * group
+    if group > 1:  # (b * hk, rows, d), row r: head r % group of the group at position r // group
+        inputs = (np.ascontiguousarray(q.reshape(b, sq, hk, group, d).swapaxes(1, 2)).reshape(b * hk, rows, d),) + tuple(inputs[1:])
     kernel = tirx.compile(prim, "sm_90a")
     out = np.zeros(q.shape, q.dtype)
-    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    lse = np.zeros((b * hk, at.lse_rows(rows)), np.float32)
     if splits == 1:
-        kernel(*inputs, out, lse, *scalars)
-        return out, lse
-    parts = np.zeros((splits, b * h, sq, d), np.float32)
-    plse = np.zeros((splits, b * h, at.lse_rows(sq)), np.float32)
-    kernel(*inputs, parts, plse, *scalars)
-    combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * h, seq_q=sq, d=d, dtype="bfloat16", lse=True, heads=h)
-    tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
-    return out, lse
+        o_rows = out if group == 1 else np.zeros((b * hk, rows, d), q.dtype)
+        kernel(*inputs, o_rows, lse, *scalars)
+        if group > 1:
+            out[...] = o_rows.reshape(b, hk, sq, group, d).swapaxes(1, 2).reshape(out.shape)
+    else:
+        parts = np.zeros((splits, b * hk, rows, d), np.float32)
+        plse = np.zeros((splits, b * hk, at.lse_rows(rows)), np.float32)
+        kernel(*inputs, parts, plse, *scalars)
+        combine = at.attention_combine_kernel.factory(splits=splits, bhs=b * hk, seq_q=rows, d=d, dtype="bfloat16", lse=True, heads=hk, group=group)
+        tirx.compile(combine, "sm_90a")(parts, plse, out, lse)
+    return out, lse[:, :rows].reshape(b, hk, sq, group).swapaxes(2, 3).reshape(b * h, sq)
 
 
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("splits", [1, 3])
-def test_kvcache_attention_matches_float64(causal, splits):
+@pytest.mark.parametrize("packed", [False, True])
+def test_kvcache_attention_matches_float64(causal, splits, packed):
     """Decoding over KV caches of different filled lengths (FlashAttention's cache_seqlens): the
     rows past a cache's length not counted (filled with large values here; they must be finite:
     a tile's last rows are read and weighted by 0), an empty cache gives 0, causal on each
-    cache's lower-right diagonal; split-KV's parts past a cache's length empty."""
+    cache's lower-right diagonal; split-KV's parts past a cache's length empty. ``packed``: a K/V
+    head's query heads one block of rows (``q_group``, the op's design), else a block each."""
     b, sq, h, hk, s_max, d = 4, 3, 4, 2, 300, 64
+    group = h // hk if packed else 1
     rng = np.random.default_rng(splits + causal)
     nd = numpy_dtype("bfloat16")
     q = rng.standard_normal((b, sq, h, d)).astype(nd)
@@ -511,13 +522,13 @@ def test_kvcache_attention_matches_float64(causal, splits):
     for i, n in enumerate(lens):
         kc[i, n:], vc[i, n:] = 1e4, -1e4  # not counted
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
-        seq_major=True, consumers=1, bn=128, overlap=True, splits=splits, kv_lens=True,
+        heads=h // group, kv_heads=hk, batch=b, seq_q=sq * group, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=splits, kv_lens=True, q_group=group,
     )
-    out, lse = run_cache_kernel(prim, (q, kc, vc, lens), (), splits, h)
+    out, lse = run_cache_kernel(prim, (q, kc, vc, lens), (), splits, h, group)
     want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
-    np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lse.reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
     got = tirx.ops.kvcache_attention(q, kc, vc, lens, is_causal=causal, scale=0.125)
     np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
 
@@ -589,14 +600,14 @@ def test_paged_kvcache_matches_float64(page, s_max, d, causal, splits):
     lens = np.array([s_max, 1, s_max - page // 2 - 3], np.int32)
     (kp, table), (vp, _) = paged(kc, page, np.random.default_rng(1)), paged(vc, page, np.random.default_rng(1))
     table[1, 1:] = 10**6  # past sequence 1's length: never a key it holds (TMA reads zeros there)
-    prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
-        seq_major=True, consumers=1, bn=64 if page < 64 else 128, overlap=True, splits=splits, kv_lens=True, page=page,
+    prim = at.attention_kernel.factory(  # (the op's design: a K/V head's query heads packed)
+        heads=hk, kv_heads=hk, batch=b, seq_q=sq * h // hk, seq_k=s_max, d=d, dtype="bfloat16", causal=causal, scale=0.125, lse=True,
+        seq_major=True, consumers=1, bn=64 if page < 64 else 128, overlap=True, splits=splits, kv_lens=True, page=page, q_group=h // hk,
     )
-    out, lse = run_cache_kernel(prim, (q, kp, vp, lens, table), (len(kp),), splits, h)
+    out, lse = run_cache_kernel(prim, (q, kp, vp, lens, table), (len(kp),), splits, h, h // hk)
     want, want_lse = kvcache_reference(q, kc, vc, lens, causal, 0.125)
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
-    np.testing.assert_allclose(lse[:, :sq].reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(lse.reshape(b, h, sq), want_lse, rtol=1e-5, atol=1e-5)
     got, got_lse = tirx.ops.kvcache_attention(q, kp, vp, lens, is_causal=causal, scale=0.125, block_table=table, return_lse=True)
     contiguous, contiguous_lse = tirx.ops.kvcache_attention(q, kc, vc, lens, is_causal=causal, scale=0.125, return_lse=True)
     np.testing.assert_array_equal(got, contiguous)

@@ -122,7 +122,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms"], prune=_prune)
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -147,6 +147,7 @@ def attention_kernel(
     page: int = 0,
     persistent: bool = False,
     sms: int = 0,
+    q_group: int = 1,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -175,7 +176,11 @@ def attention_kernel(
     (batch, seq_k / page)`` (int32; vLLM's and FlashAttention's paged KV cache); ``persistent``:
     ``min(tiles, sms)`` CTAs, each taking tiles ``bx, bx + CTAs, ...`` of the same order (causal:
     the longest first), the rings' stages and phases running on across them, the next tile's Q
-    loaded once the last one's O stores have read Q_s."""
+    loaded once the last one's O stores have read Q_s; ``q_group`` (with ``kv_lens``, ``heads ==
+    kv_heads``): grouped-query heads packed, each K/V head's ``q_group`` query heads one block of
+    rows (decoding's few queries fill the 64-row tiles and K/V is read once per group), Q and O
+    ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
+    row r the query head r % q_group of the group at position r // q_group."""
     if consumers not in REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
@@ -198,6 +203,9 @@ def attention_kernel(
     if page and not (kv_lens and _pages_fit(page, bn, seq_k)):
         raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
     box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
+    if q_group > 1 and not (kv_lens and heads == kv_heads and seq_q % q_group == 0):
+        raise ValueError(f"q_group: a KV cache's (kv_lens) packed query heads, heads == kv_heads ({heads}, {kv_heads}), seq_q ({seq_q}) whole positions of {q_group} rows")
+    q_major = seq_major and q_group == 1  # (Q's and O's layout; K's and V's is seq_major's)
     if persistent and (varlen or splits > 1 or kv_lens or sms < 1):
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     bm = 64 * consumers
@@ -254,7 +262,7 @@ def attention_kernel(
         FlashAttention's; else ``offset``)."""
         if varlen:
             return n_keys - n_rows
-        return n_keys - seq_q if kv_lens else offset
+        return n_keys - seq_q // q_group if kv_lens else offset
 
     def kv_of(bh):
         return bh // heads * kv_heads + bh % heads // group
@@ -304,12 +312,16 @@ def attention_kernel(
     kv_smem = mma_shared_layout(dtype, swizzle, (stages, bn, d))
     producer_regs, consumer_regs = REGISTERS[consumers]
 
+    def position(row):
+        """A query row's position (``q_group`` rows a position)."""
+        return row // q_group if q_group > 1 else row
+
     def kv_steps(qt, n_keys, diag):
         """The K/V tiles query tile ``qt`` reads of ``n_keys`` keys: all, or (causal) those holding
-        a key j <= its last query row + ``diag`` (none where every row is above the diagonal)."""
+        a key j <= its last query + ``diag`` (none where every row is above the diagonal)."""
         if not causal:
             return (n_keys + bn - 1) // bn
-        return T.min((n_keys + bn - 1) // bn, T.max(0, ((qt + 1) * bm - 1 + diag) // bn + 1))
+        return T.min((n_keys + bn - 1) // bn, T.max(0, (position((qt + 1) * bm - 1) + diag) // bn + 1))
 
     def shape(n_heads, seq):
         """A Q, K, V or O tensor: [batch, heads, seq, d] as (batch * heads, seq, d), or with
@@ -317,11 +329,15 @@ def attention_kernel(
         (batch, seq, heads * d) output, read in place)."""
         return (batch, seq, n_heads, d) if seq_major else (batch * n_heads, seq, d)
 
+    def q_shape():
+        """Q's and O's (`shape`, or ``q_group``'s packed rows)."""
+        return (batch, seq_q, heads, d) if q_major else (batch * heads, seq_q, d)
+
     @T.macro
-    def load(dst, A, head, n_heads, r0, n, mbar):
+    def load(dst, A, head, n_heads, r0, n, mbar, major):
         # Rows [r0, r0 + n) of head `head` (of batch * n_heads) into `dst` by TMA (zeros past the
-        # sequence), completing on `mbar`.
-        if seq_major:
+        # sequence), completing on `mbar` (`major`: A is seq-major).
+        if major:
             Tx.copy_async(dst, A[head // n_heads, r0 : r0 + n, head % n_heads, 0:d], dispatch="tma_auto", mbar=mbar)
         else:
             Tx.copy_async(dst, A[head, r0 : r0 + n, 0:d], dispatch="tma_auto", mbar=mbar)
@@ -347,14 +363,14 @@ def attention_kernel(
                         mbar=mbar,
                     )
         else:
-            load(S_s[slot, 0:bn, 0:d], A, kv, kv_heads, r0, bn, mbar)
+            load(S_s[slot, 0:bn, 0:d], A, kv, kv_heads, r0, bn, mbar, seq_major)
 
     def full_steps(qt, n_keys, diag):
         """The K/V tiles before the first that needs a mask: every key inside the sequence and
         (causal) at or before the tile's first query."""
         if not causal:
             return n_keys // bn
-        return T.max(0, T.min(n_keys // bn, (qt * bm + diag + 1) // bn))
+        return T.max(0, T.min(n_keys // bn, (position(qt * bm) + diag + 1) // bn))
 
     # K and V have rings of their own (barriers [0, stages) and [stages, 2 stages) of `full` and
     # `empty`): K's stage of tile j is free once S = Q Kᵀ is done, before the softmax, so the
@@ -379,7 +395,9 @@ def attention_kernel(
         # is rescaled by `rescale`. (`ftz`: weights below 2^-126 are 0, one MUFU.EX2 each.)
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
-            if causal:
+            if causal and q_group > 1:  # (row i's query at position (q0 + i) // q_group)
+                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= n_keys) | (k0 + jj > (q0 + i) // q_group + diag), float("-inf"))
+            elif causal:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= n_keys) | (k0 + jj > q0 + i + diag), float("-inf"))
             else:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= n_keys, float("-inf"))
@@ -524,7 +542,7 @@ def attention_kernel(
                     if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
                         Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
                     else:
-                        load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]))
+                        load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]), q_major)
                     for j in T.serial(p_steps):  # K/V tile j into stage (p_b + j) % stages of each ring
                         if p_b + j >= stages:
                             empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
@@ -626,7 +644,7 @@ def attention_kernel(
                     T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                     if tid % 128 == 0:
                         for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
-                            if seq_major:
+                            if q_major:
                                 Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
                             else:
                                 Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
@@ -700,7 +718,7 @@ def attention_kernel(
         def attention_paged(
             Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, BT_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, n_pages: T.int32
         ):
-            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, (n_pages, page, kv_heads, d), dtype)
             V = T.match_buffer(V_ptr, (n_pages, page, kv_heads, d), dtype)
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
@@ -710,7 +728,7 @@ def attention_kernel(
                 LP = T.match_buffer(L_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
                 body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, BT)
             else:
-                O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+                O = T.match_buffer(O_ptr, q_shape(), dtype)
                 LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
                 body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, BT)
 
@@ -720,7 +738,7 @@ def attention_kernel(
 
         @T.prim_func
         def attention_cache_split(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle):
-            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
@@ -734,7 +752,7 @@ def attention_kernel(
 
         @T.prim_func
         def attention_split(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle):
-            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
@@ -747,11 +765,11 @@ def attention_kernel(
 
         @T.prim_func
         def attention_cache(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
-            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
-            O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+            O = T.match_buffer(O_ptr, q_shape(), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
             body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, None)
 
@@ -761,11 +779,11 @@ def attention_kernel(
 
         @T.prim_func
         def attention_masked(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, M_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
-            Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
-            O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+            O = T.match_buffer(O_ptr, q_shape(), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
             body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None, None)
 
@@ -773,30 +791,33 @@ def attention_kernel(
 
     @T.prim_func
     def attention(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, shape(heads, seq_q), dtype)
+        Q = T.match_buffer(Q_ptr, q_shape(), dtype)
         K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
-        O = T.match_buffer(O_ptr, shape(heads, seq_q), dtype)
+        O = T.match_buffer(O_ptr, q_shape(), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
         body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None)
 
     return attention
 
 
-@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse", "heads"])
-def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool, heads: int = 0):
+@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse", "heads", "group"])
+def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool, heads: int = 0, group: int = 1):
     """Split-KV's second step: ``O[bh, i] = sum_s exp(LP[s, bh, i] - L) OP[s, bh, i]``, ``L = log
     sum_s exp(LP[s, bh, i])`` (the splits' log-sum-exps combined about their largest, so each
     weight is at most 1; splits with no key weigh 0, a row with none at all is 0), rounded once;
     with ``lse``, ``LSE[bh, i] = L``. ``heads``: O is [batch, seq, heads, d] (the seq-major
-    layout), not (batch * heads, seq, d). A CTA per query row, a thread per column."""
+    layout), not (batch * heads, seq, d); ``group`` (with ``heads``): the parts' rows are
+    `attention_kernel`'s ``q_group`` packed query heads, row i of K/V head bh the query head bh %
+    heads * group + i % group at position i // group of O [batch, seq_q / group, heads * group,
+    d]. A CTA per query row, a thread per column."""
     rows = lse_rows(seq_q)
 
     @T.prim_func
     def attention_combine(OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
         OP = T.match_buffer(OP_ptr, (splits, bhs, seq_q, d), "float32")
         LP = T.match_buffer(LP_ptr, (splits, bhs, rows), "float32")
-        O = T.match_buffer(O_ptr, (bhs // heads, seq_q, heads, d) if heads else (bhs, seq_q, d), dtype)
+        O = T.match_buffer(O_ptr, (bhs // heads, seq_q // group, heads * group, d) if heads else (bhs, seq_q, d), dtype)
         LSE = T.match_buffer(L_ptr, (bhs, rows), "float32")
         T.device_entry()
         r = T.cta_id([bhs * seq_q])
@@ -814,7 +835,9 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
             w = T.exp(LP[sp, bh, i] - top[0])
             acc[0] = acc[0] + w
             acc[1] = acc[1] + w * OP[sp, bh, i, t]
-        if heads:
+        if heads and group > 1:
+            O[bh // heads, i // group, bh % heads * group + i % group, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
+        elif heads:
             O[bh // heads, i, bh % heads, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
         else:
             O[bh, i, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
@@ -827,11 +850,12 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
 
 def split_count(ctas: int, kv_tiles: int, sms: int) -> int:
     """Split-KV's parts for ``ctas`` CTAs over ``kv_tiles`` K/V tiles each on ``sms`` SMs: none
-    where the CTAs fill half the GPU, else enough for about one wave (at most 32, each part
-    holding a tile at least: the count is made exact for whole parts)."""
+    where the CTAs fill half the GPU, else as many as one wave holds (a CTA an SM: a part more
+    would start a second wave that leaves most SMs idle; at most 32, each part holding a tile at
+    least: the count is made exact for whole parts)."""
     if sms == 0 or 2 * ctas >= sms or kv_tiles < 2:
         return 1
-    want = min(kv_tiles, 32, -(-sms // ctas))
+    want = min(kv_tiles, 32, sms // ctas)
     chunk = -(-kv_tiles // want)
     return -(-kv_tiles // chunk)
 
@@ -932,17 +956,17 @@ def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     return split_count(bhs * -(-rows // 128), -(-sk // 128), c.gpu_sms(q))
 
 
-def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=()):
+def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=(), group: int = 1):
     """``kernel(*inputs, out, lse, *scalars)``; with ``splits``, each split's O / l and log-sum-exp
     into float32 parts first, then `attention_combine_kernel` into ``out`` and ``lse`` (``heads``:
-    ``out`` is seq-major)."""
+    ``out`` is seq-major; ``group``: of packed query heads, `attention_kernel`'s ``q_group``)."""
     if splits == 1:
         kernel(*inputs, out, lse, *scalars)
         return
     parts = c.new_array(out, (splits, bhs, rows, d), "float32")
     part_lse = c.new_array(out, (splits, bhs, lse_rows(rows)), "float32")
     kernel(*inputs, parts, part_lse, *scalars)
-    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads)
+    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group)
     combine(parts, part_lse, out, lse)
 
 
@@ -1072,21 +1096,35 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_
     if tuple(cache_seqlens.shape) != (b,) or c.dtype_name(cache_seqlens) != "int32":
         raise ValueError(f"tirx.ops.kvcache_attention: cache_seqlens: int32 of shape [{b}] (one length per sequence)")
     out = c.new_array(q, (b, sq, h, d))
-    lse = c.new_array(q, (b * h, lse_rows(sq)), "float32", float("-inf"))
     if b * sq * h == 0 or sk == 0 or (page and n_pages == 0):
         if b * sq * h:
             out[...] = 0
-        return out, lse[:, :sq].reshape(b, h, sq)
+        return out, c.new_array(q, (b, h, sq), "float32", float("-inf"))
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    splits = _gpu_splits(q, b * h, sq, sk)
+    # A K/V head's group of query heads is one block of rows, position-major (row r: query head r
+    # % g of the group at position r // g): K and V read once per group, and decoding's few
+    # queries fill the 64-row tiles. Q's rows are gathered so (a view where seq_q is 1); the
+    # combine (split-KV) writes O's [batch, seq, heads, d] directly, else O's rows are scattered
+    # back.
+    g = h // hk
+    rows = sq * g
+    splits = _gpu_splits(q, b * hk, rows, sk)
     kernel = attention_kernel(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
-        lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True, page=page,
+        heads=hk, kv_heads=hk, batch=b, seq_q=rows, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
+        lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True, page=page, q_group=g,
     )
-    tensors = (q, k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
+    tensors = (q if g == 1 else _swap(q.reshape(b, sq, hk, g, d)), k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
     inputs = tuple(c.contiguous(t) for t in tensors)
-    _launch(kernel, inputs, out, lse, splits, b * h, sq, d, dtype, return_lse, h, (n_pages,) if page else ())
-    return out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)
+    if g > 1:
+        inputs = (inputs[0].reshape(b * hk, rows, d),) + inputs[1:]
+    lse = c.new_array(q, (b * hk, lse_rows(rows)), "float32")
+    o_rows = out if splits > 1 or g == 1 else out.reshape(b * hk, rows, d) if sq == 1 else c.new_array(q, (b * hk, rows, d))
+    _launch(kernel, inputs, o_rows, lse, splits, b * hk, rows, d, dtype, return_lse, hk, (n_pages,) if page else (), group=g)
+    if splits == 1 and g > 1 and sq > 1:
+        out.reshape(b, sq, hk, g, d)[...] = _swap(o_rows.reshape(b, hk, sq, g, d))
+    if not return_lse:  # (not filled: a view of the right shape, no copy)
+        return out, lse.reshape(-1)[: b * h * sq].reshape(b, h, sq)
+    return out, c.contiguous(_swap(c.contiguous(lse[:, :rows]).reshape(b * hk, sq, g))).reshape(b, h, sq)
 
 
 def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False, block_table=None):

@@ -57,6 +57,10 @@ def attention_cases():
         heads=8, kv_heads=8, batch=8, seq_q=4, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
         seq_major=True, consumers=1, bn=128, overlap=True, splits=4, kv_lens=True, page=16, q_group=4,
     )
+    yield "ops_attention_fp8", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=True,
+        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True,
+    )
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
     yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)
 

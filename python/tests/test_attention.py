@@ -120,10 +120,13 @@ def test_persistent_schedule_matches_float64(consumers, bn, d, causal, pingpong,
     np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
 
 
-def test_persistent_is_tuned_on_gpus_only():
+def test_persistent_is_an_option_on_gpus_only():
+    """Persistent CTAs are not tuned (they never won on an H200); as configurations they apply on a
+    GPU (its SMs) only."""
+    assert not any(cfg.get("persistent") for cfg in at.CONFIGS)
     kw = dict(seq_q=4096, seq_k=4096, d=128, mask="", varlen=False, causal=False, splits=1)
-    assert not any(cfg.get("persistent") for cfg in at._prune([dict(c) for c in at.CONFIGS], sms=0, **kw))
-    assert sum(bool(cfg.get("persistent")) for cfg in at._prune([dict(c) for c in at.CONFIGS], sms=132, **kw)) == 4
+    assert not at._prune([dict(c) for c in at.PERSISTENT_CONFIGS], sms=0, **kw)
+    assert len(at._prune([dict(c) for c in at.PERSISTENT_CONFIGS], sms=132, **kw)) == 4
     with pytest.raises(ValueError, match="persistent: one split of dense"):
         at.attention_kernel.factory(
             heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=4096, d=64, dtype="bfloat16", causal=False, scale=0.1, lse=False,
@@ -741,3 +744,139 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
     lse = np.zeros((b * h, planted.lse_rows(sq)), np.float32)
     with pytest.raises(tirx.TirxError, match=re.escape(words)):
         tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), v.reshape(-1, sk, d), o, lse)
+
+
+def fp8_inputs(fp8, b, h, hk, sq, sk, d, seed=0):
+    """FP8 q, k, v (values of a few units: peaked attention, so that a key read against another's
+    weight shows)."""
+    rng = np.random.default_rng(seed)
+    nd = numpy_dtype(fp8)
+    return tuple(rng.standard_normal(shape).astype(nd) for shape in ((b, h, sq, d), (b, hk, sk, d), (b, hk, sk, d)))
+
+
+def fp8_bound(q, k, v, causal, scale, fp8):
+    """The float64 attention of the dequantised inputs (float64 q, k, v) and the bound of the
+    kernel's error: each weight rounded to FP8 (half an ulp: e4m3 2^-4 of itself where normal,
+    2^-10 below; e5m2 2^-3, 2^-17), O to bfloat16."""
+    rel, low = (2.0**-4, 2.0**-10) if fp8 == "float8_e4m3fn" else (2.0**-3, 2.0**-17)
+    want, want_lse = reference(q, k, v, causal, scale)
+    group = q.shape[1] // k.shape[1]
+    k, v = np.repeat(k, group, 1), np.repeat(v, group, 1)
+    s = np.einsum("bhid,bhjd->bhij", q, k) * scale
+    if causal:
+        i, j = np.indices(s.shape[-2:])
+        s = np.where(j > i, -np.inf, s)
+    w = np.exp(s - s.max(-1, keepdims=True))
+    pi = w / w.sum(-1, keepdims=True)
+    bound = (rel * pi + low / w.sum(-1, keepdims=True)) @ np.abs(v) + 2.0**-8 * np.abs(want) + 1e-6
+    return want, want_lse, bound
+
+
+@pytest.mark.parametrize(
+    "consumers,bn,d,causal,overlap,h,hk,sq,sk",
+    [
+        (1, 64, 64, False, True, 2, 1, 70, 200),  # ragged, grouped-query heads
+        (2, 128, 128, True, True, 1, 1, 130, 300),  # causal over two consumers
+        (2, 64, 128, False, False, 2, 2, 96, 700),  # the ring wraps; in turn
+        (2, 64, 256, True, True, 1, 1, 100, 150),
+        (1, 128, 64, False, True, 1, 1, 64, 37),  # keys not a multiple of 16 (VT's zero columns)
+    ],
+)
+@pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_attention_matches_float64(fp8, consumers, bn, d, causal, overlap, h, hk, sq, sk):
+    """FP8 attention (FlashAttention-3's: P rounded to FP8 in S's registers, read as the wgmma's A
+    fragment against V's transposed, permuted keys) with a descale per batch entry and K/V head:
+    O within the bound of P's rounding of the dequantised inputs' float64 attention, the
+    log-sum-exp exact to float32; the op with those descales, and with per-tensor ones."""
+    b = 2
+    q, k, v = fp8_inputs(fp8, b, h, hk, sq, sk, d)
+    rng = np.random.default_rng(sk)
+    qd, kd, vd = (rng.uniform(0.25, 2.0, (b, hk)).astype(np.float32) for _ in range(3))
+    scale = 1 / np.sqrt(d)
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=fp8, causal=causal, scale=scale, lse=True,
+        seq_major=False, consumers=consumers, bn=bn, overlap=overlap,
+    )
+    o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    ds = np.stack([qd * kd, vd], -1).reshape(b * hk, 2)
+    tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), at.fp8_values(v, -(-sk // 16) * 16), ds, o, lse)
+    per_q = lambda x: np.repeat(x, h // hk, 1)[:, :, None, None]  # noqa: E731 (a query head's K/V head's)
+    qf, kf, vf = q.astype(F64) * per_q(qd), k.astype(F64) * kd[:, :, None, None], v.astype(F64) * vd[:, :, None, None]
+    want, want_lse, bound = fp8_bound(qf, kf, vf, causal, scale, fp8)
+    err = np.abs(o.reshape(want.shape).astype(F64) - want)
+    assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
+    np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+    got, got_lse = tirx.ops.scaled_dot_product_attention(
+        q, k, v, is_causal=causal, enable_gqa=True, return_lse=True, q_descale=qd, k_descale=kd, v_descale=vd
+    )
+    assert got.dtype == numpy_dtype("bfloat16") and (np.abs(got.astype(F64) - want) <= bound).all()
+    np.testing.assert_allclose(got_lse, want_lse, rtol=1e-5, atol=1e-5)
+    got = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True, q_descale=0.5, k_descale=np.float32(1.5))
+    want, _, bound = fp8_bound(q.astype(F64) * 0.5, k.astype(F64) * 1.5, v.astype(F64), causal, scale, fp8)
+    assert (np.abs(got.astype(F64) - want) <= bound).all()
+
+
+def test_fp8_attention_one_tile_is_p_rounded_once():
+    """One K/V tile: the running max is the row's, so P = fp8(exp2(s scale log2 e - max)) exactly
+    as NumPy rounds it, and O = P V / sum(exp) to float32's accuracy: any key read against
+    another's weight would show."""
+    import ml_dtypes
+
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 64, 128, 128, seed=3)
+    scale = 2 / np.sqrt(128)
+    prim = at.attention_kernel.factory(
+        heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=128, d=128, dtype="float8_e4m3fn", causal=False, scale=scale, lse=False,
+        seq_major=False, consumers=1, bn=128, overlap=False,
+    )
+    o = np.zeros((1, 64, 128), numpy_dtype("bfloat16"))
+    ds = np.ones((1, 2), np.float32)
+    tirx.compile(prim, "sm_90a")(q.reshape(1, 64, 128), k.reshape(1, 128, 128), at.fp8_values(v, 128), ds, o, np.zeros((1, 192), np.float32))
+    s = (q[0, 0].astype(np.float32) @ k[0, 0].astype(np.float32).T).astype(F64) * scale * at.LOG2E
+    w = np.exp2(s - s.max(-1, keepdims=True))
+    p = w.astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(F64)
+    want = p @ v[0, 0].astype(F64) / w.sum(-1, keepdims=True)
+    np.testing.assert_allclose(o[0].astype(F64), want, rtol=2.0**-8, atol=1e-6)
+
+
+def test_fp8_on_the_gpu_against_float64():
+    """FP8 attention on the GPU (e4m3, per K/V head descales as tensors, grouped-query heads,
+    causal, a split-KV decoding shape): within the bound of P's rounding of the dequantised
+    inputs' float64 attention (the tensor cores' FP8 sums are exact products, summed in f32 or
+    better)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    for b, h, hk, sq, sk, d, causal in [(2, 4, 2, 300, 500, 128, True), (1, 2, 2, 1000, 1000, 64, False), (4, 8, 8, 1, 4096, 128, False)]:
+        q, k, v = (torch.randn(b, n, s, d, device="cuda").to(torch.float8_e4m3fn) for n, s in ((h, sq), (hk, sk), (hk, sk)))
+        qd, kd, vd = (torch.rand(b, hk, device="cuda") + 0.5 for _ in range(3))
+        got = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True, q_descale=qd, k_descale=kd, v_descale=vd)
+        f64 = lambda t, s: t.double().cpu().numpy() * s.double().cpu().numpy()[:, :, None, None]  # noqa: E731
+        want, _, bound = fp8_bound(f64(q, qd.repeat_interleave(h // hk, 1)), f64(k, kd), f64(v, vd), causal, 1 / d**0.5, "float8_e4m3fn")
+        err = np.abs(got.double().cpu().numpy() - want)
+        assert (err <= bound).all(), (b, h, sq, sk, d, causal, err.max())
+
+
+def test_fp8_on_torch_tensors_as_on_numpy():
+    """The FP8 op on CPU torch tensors (the simulator) gives NumPy's result bit for bit: V's
+    transposition and the descales (a 0-d tensor, a (batch, kv_heads) one, a number) alike."""
+    torch = pytest.importorskip("torch")
+    q, k, v = fp8_inputs("float8_e4m3fn", 2, 2, 1, 70, 90, 64, seed=5)
+    kd = np.array([[1.5], [0.75]], np.float32)
+    want = tirx.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, q_descale=0.5, k_descale=kd, v_descale=2.0)
+    tq, tk, tv = (torch.from_numpy(t.view(np.uint8)).view(torch.float8_e4m3fn) for t in (q, k, v))
+    got = tirx.ops.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, q_descale=torch.tensor(0.5), k_descale=torch.from_numpy(kd), v_descale=2.0)
+    np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
+
+
+def test_fp8_errors():
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 2, 1, 8, 8, 64)
+    with pytest.raises(ValueError, match="FP8 inputs take no attn_mask"):
+        tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=np.ones((8, 8), bool), enable_gqa=True)
+    with pytest.raises(ValueError, match=r"k_descale of shape \[2\]; a number, one value, or \(batch, kv_heads\) = \(1, 1\)"):
+        tirx.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, k_descale=np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="key is float8_e5m2, the query float8_e4m3fn: give all one dtype"):
+        tirx.ops.scaled_dot_product_attention(q, k.astype(numpy_dtype("float8_e5m2")), v, enable_gqa=True)
+    b16 = numpy_dtype("bfloat16")
+    with pytest.raises(ValueError, match="q_descale, k_descale, v_descale are for FP8 inputs, not bfloat16"):
+        tirx.ops.scaled_dot_product_attention(q.astype(b16), k.astype(b16), v.astype(b16), enable_gqa=True, v_descale=2.0)

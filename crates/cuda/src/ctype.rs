@@ -82,6 +82,8 @@ pub fn pair_type(t: DType) -> Option<&'static str> {
         DType::F16 => Some("__half2"),
         DType::BF16 => Some("__nv_bfloat162"),
         DType::F32 => Some("float2"),
+        DType::F8E4M3 => Some("__nv_fp8x2_e4m3"),
+        DType::F8E5M2 => Some("__nv_fp8x2_e5m2"),
         _ => None,
     }
 }

@@ -59,6 +59,10 @@ impl Ctx<'_> {
             (DType::F32, DType::F16) => "__float22half2_rn".to_string(),
             (DType::F16, DType::F32) => "__half22float2".to_string(),
             (DType::F32, DType::BF16) => "__float22bfloat162_rn".to_string(),
+            // (the constructors round to nearest even and saturate: `__nv_cvt_float2_to_fp8x2`
+            // with `__NV_SATFINITE`, one `F2FP.SATFINITE` a pair)
+            (DType::F32, DType::F8E4M3) => "__nv_fp8x2_e4m3".to_string(),
+            (DType::F32, DType::F8E5M2) => "__nv_fp8x2_e5m2".to_string(),
             (DType::BF16, DType::F32) => {
                 self.helpers.insert(Helper::Bf16x2ToFloat2);
                 Helper::Bf16x2ToFloat2.name()

@@ -839,3 +839,70 @@ fn masks_over_scopes_layouts_dtypes_and_fills() {
     }
     assert_eq!(checked, 45);
 }
+
+/// The value of FP8 code `b` (OCP FP8: e4m3fn without infinities, its S.1111.111 NaN; e5m2
+/// IEEE-like), written from the format's fields.
+fn fp8_value(b: u8, man_bits: u32, bias: i32) -> f64 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = ((b & 0x7f) >> man_bits) as i32;
+    let man = (b & ((1 << man_bits) - 1)) as f64 / (1u32 << man_bits) as f64;
+    let top = (1 << (7 - man_bits)) - 1;
+    if man_bits == 3 && exp == top && man == 7.0 / 8.0 || man_bits == 2 && exp == top && man > 0.0 {
+        return f64::NAN;
+    }
+    if man_bits == 2 && exp == top {
+        return sign * f64::INFINITY;
+    }
+    sign * if exp == 0 { man * 2f64.powi(1 - bias) } else { (1.0 + man) * 2f64.powi(exp - bias) }
+}
+
+/// `x` rounded to the FP8 format as CUDA's saturating conversion does: the nearest finite code
+/// of `x`'s sign (ties to the even code), ±max where beyond it.
+fn fp8_round(x: f64, man_bits: u32, bias: i32) -> f64 {
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let mut best = (f64::INFINITY, 0u8);
+    for b in (0..=127u8).map(|b| b | sign) {
+        let v = fp8_value(b, man_bits, bias);
+        let d = (v - x).abs();
+        if v.is_finite() && (d < best.0 || d == best.0 && b & 1 == 0) {
+            best = (d, b);
+        }
+    }
+    fp8_value(best.1, man_bits, bias)
+}
+
+/// A cast to and from FP8 in registers (FlashAttention-3's P): f32 → float8 in pairs into a
+/// destination whose register order differs from the source's (the cast moves no data between
+/// lanes), then back to f32; saturating, to nearest even, as CUDA's `__nv_fp8*` constructors.
+#[test]
+fn fp8_casts_in_registers() {
+    for (name, man_bits, bias, max) in [("float8_e4m3fn", 3, 7, 448.0), ("float8_e5m2", 2, 15, 57344.0)] {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32, 8), "float32")
+    B = T.match_buffer(B_ptr, (32, 8), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([32]); T.lane_id([32])
+    X = T.alloc_buffer((32, 8), "float32", scope="local", layout=TileLayout(S[(32, 8):(1@laneid, 1)]))
+    P = T.alloc_buffer((32, 8), "{name}", scope="local", layout=TileLayout(S[(32, 2, 2, 2):(1@laneid, 2, 4, 1)]))
+    Tx.warp.copy(X[0:32, 0:8], A[0:32, 0:8])
+    Tx.warp.cast(P[0:32, 0:8], X[0:32, 0:8])
+    Tx.warp.cast(X[0:32, 0:8], P[0:32, 0:8])
+    Tx.warp.copy(B[0:32, 0:8], X[0:32, 0:8])
+"#
+        );
+        let mut a: Vec<f64> = spread(256, -1.5 * max, 1.5 * max);
+        a[..64]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, x)| *x = (i as f64 - 32.0) * 2f64.powi(-bias - 2 - man_bits as i32));
+        let a: Vec<f64> = a.into_iter().map(|x| q(DType::F32, x)).collect();
+        let (l, out) = run(&src, &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 256])]);
+        let want: Vec<f64> = a.iter().map(|&x| fp8_round(x, man_bits, bias)).collect();
+        assert_eq!(out[1], want, "{name}");
+        // f32 -> float8 in pairs (each pair consecutive in P, the pairs' order changed: one
+        // `cast2` in the lane's loop over its 4 pairs), float8 -> f32 one by one
+        assert_eq!(cast2_count(&l), 1, "{name}\n{}", l.lir);
+        assert!(l.lir.to_string().contains(&format!("cast2<float32 -> {name}>")), "{}", l.lir);
+    }
+}

@@ -16,8 +16,8 @@ memory (over its own Q rows, no longer read) and writes it with TMA (rows past t
 clipped); with ``return_lse`` the rows' natural-log sum of exponentials (float32), which the
 backward reads. The schedules, tuned: each tile in turn; FlashAttention-3's intra-warpgroup
 overlap (a tile's softmax while the previous tile's P V runs); and its ping-pong of two or three
-consumers (a ring of named barriers); K/V tiles of 64 to 192 keys; persistent CTAs (one per SM,
-each looping over tiles, the rings running on across them).
+consumers (a ring of named barriers); K/V tiles of 64 to 192 keys. Persistent CTAs (one per SM,
+each looping over tiles, the rings running on across them) are an option, not tuned.
 
 Causal is PyTorch's ``is_causal``: query i sees keys j <= i (the mask's top-left diagonal,
 `torch.ones(L, S).tril()`), or with ``attn_mask=causal_lower_right(L, S)`` FlashAttention's
@@ -28,7 +28,9 @@ CTAs (split-KV, then `attention_combine_kernel`); [batch, seq, heads, d] tensors
 written in place. Sizes are compile-time (a kernel per shape, compiled once and cached), except
 `varlen_attention`'s packed sequences (run-time lengths). Any sequence lengths (TMA fills what a
 tile reads past the tensor with zeros; the mask removes the keys past the sequence); head dims
-64, 96, 128, 192 and 256."""
+64, 96, 128, 192 and 256. FP8 inputs (FlashAttention-3's recipe, `fp8_p_layouts`): S by an FP8
+wgmma, P rounded to FP8 in S's registers and read as the A fragment against V transposed with its
+keys permuted (`fp8_values`), bfloat16 out."""
 
 import math
 from typing import Optional
@@ -37,7 +39,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
+from ..layout import S, TileLayout, laneid, mma_shared_layout, wgmma_acc_layout, wgmma_row_layout, wid_in_wg
 from . import _common as c
 
 LOG2E = 1.4426950408889634
@@ -46,6 +48,7 @@ LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 96, 128, 192, 256)
+FP8 = ("float8_e4m3fn", "float8_e5m2")
 # Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
 # per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
 # (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
@@ -56,7 +59,11 @@ TURN_BARRIER = 9
 # a warpgroup).
 REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
+# Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
+# option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
+# not) they never beat one CTA a tile.
 PERSISTENT = ((2, 128, True), (3, 128, True), (2, 64, True), (2, 128, False), (2, 64, False))
+PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
@@ -64,21 +71,25 @@ CONFIGS = (
     # consumers of 64 rows (head dim 64: their registers are 160 a thread).
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
-    # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere.
-    + [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim).
 WIDE_TILES = {176: 128, 192: 64}
+# FP8's K/V tiles: V's transposed tile (d x keys) is a row of 64 or 128 bytes a head-dim row.
+FP8_TILES = (64, 128)
 THREE_CONSUMERS_D = 64
 
 
-def stages_for(consumers: int, bn: int, d: int) -> int:
+def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
     """The K/V stages that fit beside the Q tile (which the epilogue reuses for O), at most 4;
-    4 KB for the mbarriers and the swizzled buffers' 1 KB alignment."""
-    q_bytes = 64 * consumers * d * 2
-    stage = 2 * bn * d * 2
+    4 KB for the mbarriers and the swizzled buffers' 1 KB alignment (``eb``: bytes an element)."""
+    q_bytes = 64 * consumers * d * eb
+    stage = 2 * bn * d * eb
     return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
+
+
+def _bytes(dtype: str) -> int:
+    return 1 if dtype.startswith("float8") else 2
 
 
 def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
@@ -94,7 +105,7 @@ def _pages_fit(page: int, bn: int, seq_k: int) -> bool:
     return page % 8 == 0 and (page % bn == 0 or bn % page == 0) and seq_k % page == 0 and seq_k > 0
 
 
-def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_lens=False, sms=0, **_):
+def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_lens=False, sms=0, dtype="", **_):
     """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
     packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
     for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
@@ -102,18 +113,39 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     (whose diagonal tiles they widen) and within `WIDE_TILES`' head dims, three consumers at head
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
     with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
-    ``sms``) for one split of dense attention without a mask."""
+    ``sms``) for one split of dense attention without a mask; FP8, K/V tiles of 64 or 128 keys
+    (V's transposed tile a 64- or 128-byte swizzle row)."""
     return [
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
-        and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d) >= 2 and not mask))
+        and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, _bytes(dtype)) >= 2 and not mask))
+        and (not dtype.startswith("float8") or (cfg["bn"] in FP8_TILES and not cfg.get("persistent")))
         and (cfg["bn"] not in WIDE_TILES or (not causal and d <= WIDE_TILES[cfg["bn"]]))
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
         and (not page or _pages_fit(page, cfg["bn"], seq_k))
         and (not cfg.get("persistent") or (sms > 0 and splits == 1 and not (varlen or kv_lens or mask)))
     ]
+
+
+def fp8_p_layouts(bn: int):
+    """FP8's P registers: ``(layout, operand)``. ``layout`` holds P (64 x bn, keys in order) in
+    the threads that hold S (`wgmma_acc_layout`: the cast from S moves no data between threads),
+    each thread's values in the order of the FP8 wgmma's A fragment (per 32 keys: rows g and g + 8
+    of columns 4t..4t + 3, then of 16 + 4t..); ``operand`` is that fragment, the view the P V
+    wgmma reads. Its column 32kb + 16a + 4t + 2b + e holds key 32kb + 16a + 8b + 2t + e: V's
+    keys are permuted so within each 16 (`fp8_values`)."""
+    rows, row_strides = (4, 2, 8), (1 @ wid_in_wg, 4, 4 @ laneid)
+    layout = TileLayout(S[rows + (bn // 32, 2, 2, 4, 2) : row_strides + (16, 8, 2, 1 @ laneid, 1)])
+    operand = TileLayout(S[rows + (bn // 32, 2, 4, 4) : row_strides + (16, 8, 1 @ laneid, 1)])
+    return layout, operand
+
+
+def fp8_key_order(n: int) -> np.ndarray:
+    """The keys of V's transposed, permuted columns (`fp8_p_layouts`): column c of each 16 holds
+    key 8 (c // 2 % 2) + 2 (c // 4) + c % 2 of them."""
+    return np.arange(n).reshape(n // 16, 2, 4, 2).transpose(0, 2, 1, 3).reshape(-1)
 
 
 def mask_matrices(mask: str, batch: int, heads: int) -> int:
@@ -180,12 +212,19 @@ def attention_kernel(
     kv_heads``): grouped-query heads packed, each K/V head's ``q_group`` query heads one block of
     rows (decoding's few queries fill the 64-row tiles and K/V is read once per group), Q and O
     ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
-    row r the query head r % q_group of the group at position r // q_group."""
+    row r the query head r % q_group of the group at position r // q_group. FP8 (``dtype``
+    float8_e4m3fn or float8_e5m2): the descales ``DS (batch * kv_heads, 2)`` float32 of each K/V
+    head, Q's times K's (the scores' factor, with ``scale``) and V's (O's); O in bfloat16; V given
+    transposed, ``VT (batch * kv_heads, d, seq_k rounded up to 16)``, its keys permuted within
+    each 16 (`fp8_values`): P = exp2(...) is rounded to FP8 in S's registers, which the wgmma's A
+    fragment reads as those keys (FlashAttention-3's FP8 layout conformance, the shuffle moved to
+    V's transposition)."""
     if consumers not in REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
-    stages = stages_for(consumers, bn, d)
+    eb = _bytes(dtype)  # bytes an element of Q, K and V
+    stages = stages_for(consumers, bn, d, eb)
     if mask not in ("", "one", "batch", "heads", "all"):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
     if varlen and (splits > 1 or mask or seq_major):
@@ -203,6 +242,9 @@ def attention_kernel(
     if page and not (kv_lens and _pages_fit(page, bn, seq_k)):
         raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
     box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
+    fp8 = dtype.startswith("float8")
+    if fp8 and (varlen or mask or seq_major or kv_lens or persistent or bn not in FP8_TILES):
+        raise ValueError(f"{dtype}: dense (batch * heads, seq, d) tensors, no mask, not persistent, K/V tiles of {' or '.join(map(str, FP8_TILES))} keys")
     if q_group > 1 and not (kv_lens and heads == kv_heads and seq_q % q_group == 0):
         raise ValueError(f"q_group: a KV cache's (kv_lens) packed query heads, heads == kv_heads ({heads}, {kv_heads}), seq_q ({seq_q}) whole positions of {q_group} rows")
     q_major = seq_major and q_group == 1  # (Q's and O's layout; K's and V's is seq_major's)
@@ -301,16 +343,28 @@ def attention_kernel(
         return R_s[wg] if persistent else 0
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
-    tile_bytes = bn * d * 2  # a K or a V tile
-    # The widest swizzle whose atom (64, 32 or 16 columns of 16-bit values) the head dim is a
-    # multiple of: 128-byte for 64 / 128 / 192 / 256, 64-byte for 96.
-    swizzle, atom = next((m, cols) for m, cols in ((3, 64), (2, 32), (1, 16)) if d % cols == 0)
+    tile_bytes = bn * d * eb  # a K or a V tile
+    # The widest swizzle whose atom (128, 64 or 32 bytes: 64, 32 or 16 columns of 16-bit values)
+    # the head dim is a multiple of: 128-byte for 64 / 128 / 192 / 256, 64-byte for 96 (FP8: for
+    # 128 / 256; 64-byte for 64).
+    swizzle, atom = next((m, (16 << m) // eb) for m in (3, 2, 1) if d % ((16 << m) // eb) == 0)
     # A paged K/V box's columns: the whole head dim where the box is the whole tile, else one
     # swizzle atom's (a box of fewer rows is dense only within an atom).
     box_cols = atom if box < bn else d
     q_smem = mma_shared_layout(dtype, swizzle, (bm, d))
     kv_smem = mma_shared_layout(dtype, swizzle, (stages, bn, d))
+    # FP8: V's stages transposed (d x bn, keys contiguous: the K-major B operand FP8 wgmma needs),
+    # and P's registers: `fp8_p_layouts`.
+    v_shape = (stages, d, bn) if fp8 else (stages, bn, d)
+    v_smem = mma_shared_layout(dtype, 3 if bn == 128 else 2, v_shape) if fp8 else kv_smem
+    p_layout, p_operand = fp8_p_layouts(bn) if fp8 else (wgmma_acc_layout(bn), None)
+    out_dtype = "bfloat16" if fp8 else dtype
+    vt_shape = (batch * kv_heads, d, -(-seq_k // 16) * 16)  # (FP8: VT, whole blocks of 16 permuted keys)
     producer_regs, consumer_regs = REGISTERS[consumers]
+
+    def qk_scale(DS, kv):
+        """The scores' factor in log2 units (FP8: times the K/V head's descales)."""
+        return DS[kv, 0] * scale_log2 if fp8 else scale_log2
 
     def position(row):
         """A query row's position (``q_group`` rows a position)."""
@@ -388,11 +442,12 @@ def attention_kernel(
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
 
     @T.macro
-    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked):
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor):
         # The online softmax of tile j's scores, in log2 units of the scaled scores
-        # (FlashAttention's): m_new the row max, alpha the old terms' rescale, P = exp2(s
-        # scale_log2 - m_new) in place as one fma and an exp2, l = l alpha + rowsum(P). The output
-        # is rescaled by `rescale`. (`ftz`: weights below 2^-126 are 0, one MUFU.EX2 each.)
+        # (FlashAttention's; `factor` the scale in those units, `qk_scale`): m_new the row max,
+        # alpha the old terms' rescale, P = exp2(s factor - m_new) in place as one fma and an
+        # exp2, l = l alpha + rowsum(P). The output is rescaled by `rescale`. (`ftz`: weights
+        # below 2^-126 are 0, one MUFU.EX2 each.)
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
             if causal and q_group > 1:  # (row i's query at position (q0 + i) // q_group)
@@ -402,7 +457,7 @@ def attention_kernel(
             else:
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= n_keys, float("-inf"))
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
-        Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], scale_log2)
+        Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], factor)
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
         # A row no key of which is visible yet keeps a finite max: its terms (and the old ones)
         # weigh exp2(-inf) = 0, not NaN, and a later tile's keys count (none at all: O = 0, as
@@ -411,21 +466,26 @@ def attention_kernel(
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
         Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
-        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=scale_log2, ftz=True)
+        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=factor, ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
 
     @T.macro
     def rescale(s_acc, p, o_acc, alpha):
-        # O = O alpha (no P V in flight), then P: the scores' layout is the A fragment's.
+        # O = O alpha (no P V in flight), then P: the scores' layout is the A fragment's (FP8:
+        # each key in its score's thread, at the register the A fragment reads, `fp8_p_layouts`).
         Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
         Tx.warpgroup.cast(p[0:64, 0:bn], s_acc[0:64, 0:bn])
 
     @T.macro
     def pv(j, p, o_acc, V_s):
-        # O += P V of K/V tile j, issued.
-        Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p[0:64, 0:bn], V_s[j % stages, 0:bn, 0:d], transB=True, accum=True)
+        # O += P V of K/V tile j, issued (FP8: P's registers read as the A fragment of V's
+        # permuted keys, V's stage d x bn).
+        if fp8:
+            Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p.view(64, bn, layout=p_operand)[0:64, 0:bn], V_s[j % stages, 0:d, 0:bn], accum=True)
+        else:
+            Tx.warpgroup.gemm_async(o_acc[0:64, 0:d], p[0:64, 0:bn], V_s[j % stages, 0:bn, 0:d], transB=True, accum=True)
 
     @T.macro
     def release(j, ring, empty, tid):
@@ -452,7 +512,7 @@ def attention_kernel(
                 T.ptx.bar.arrive(TURN_BARRIER + (cw + 1) % consumers, 256)
 
     @T.macro
-    def step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked):
+    def step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, masked, factor):
         # Tile j in turn (in stage b + j of the rings): S = Q Kᵀ, the softmax, O = O alpha + P V,
         # each waited for.
         landed(b + j, 0, full)
@@ -462,7 +522,7 @@ def attention_kernel(
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
         rescale(s_acc, p, o_acc, alpha)
         landed(b + j, 1, full)
         pv(b + j, p, o_acc, V_s)
@@ -470,7 +530,7 @@ def attention_kernel(
         release(b + j, 1, empty, tid)
 
     @T.macro
-    def pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked):
+    def pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
         # Tile j's S = Q Kᵀ and tile j - 1's P V issued together (stages b + j, b + j - 1); tile
         # j's softmax runs while P V does (FlashAttention-3's intra-warpgroup overlap), then O's
         # rescale once it is done.
@@ -482,13 +542,13 @@ def attention_kernel(
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
         release(b + j, 0, empty, tid)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
         T.ptx.wgmma.wait_group(0)
         release(b + j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT):
+    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT, DS):
         T.device_entry()
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
@@ -501,7 +561,7 @@ def attention_kernel(
         pool = T.SMEMPool()
         Q_s = pool.alloc((bm, d), dtype, layout=q_smem)
         K_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
-        V_s = pool.alloc((stages, bn, d), dtype, layout=kv_smem)
+        V_s = pool.alloc(v_shape, dtype, layout=v_smem)
         q_full = MBarrier(pool, 1)
         full = MBarrier(pool, 2 * stages)  # K's ring, then V's
         empty = MBarrier(pool, 2 * stages + (1 if persistent else 0))  # (persistent: then Q_s's, freed by the epilogues)
@@ -538,7 +598,7 @@ def attention_kernel(
                     if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
                         for w in T.serial(T.min(it, 1)):
                             empty.wait(2 * stages, (it - 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * 2)
+                    T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
                     if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
                         Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
                     else:
@@ -556,6 +616,8 @@ def attention_kernel(
                         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
                         if varlen:
                             Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
+                        elif fp8:  # (VT's keys past the sequence: its zero columns, or TMA's zeros)
+                            Tx.copy_async(V_s[(p_b + j) % stages, 0:d, 0:bn], V[p_kv, 0:d, (p_kt0 + j) * bn : (p_kt0 + j) * bn + bn], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
                         else:
                             load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
                     if persistent:
@@ -564,9 +626,9 @@ def attention_kernel(
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
             s_acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=wgmma_acc_layout(bn))
-            p = T.alloc_buffer((64, bn), dtype, scope="local", layout=wgmma_acc_layout(bn))
+            p = T.alloc_buffer((64, bn), dtype, scope="local", layout=p_layout)
             o_acc = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
-            out = T.alloc_buffer((64, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+            out = T.alloc_buffer((64, d), out_dtype, scope="local", layout=wgmma_acc_layout(d))
             m_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             m_new = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             l_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
@@ -607,14 +669,14 @@ def attention_kernel(
                         T.ptx.wgmma.wait_group(0)
                         release(b, 0, empty, tid)
                         for j in T.serial(T.min(unmasked, 1)):
-                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False)
+                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
                         for j in T.serial(T.min(unmasked, 1), 1):
-                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True)
+                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
                         rescale(s_acc, p, o_acc, alpha)
                         for j in T.serial(1, T.max(unmasked, 1)):
-                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False)
+                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
                         for j in T.serial(T.max(unmasked, 1), steps):
-                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True)
+                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
                         landed(b + steps - 1, 1, full)
                         my_turn(cw)
                         pv(b + steps - 1, p, o_acc, V_s)
@@ -623,20 +685,25 @@ def attention_kernel(
                         release(b + steps - 1, 1, empty, tid)
                 else:
                     for j in T.serial(unmasked):
-                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False)
+                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False, qk_scale(DS, kv))
                     for j in T.serial(unmasked, steps):
-                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True)
+                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True, qk_scale(DS, kv))
                 # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
                 # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
                 # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
                 Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
                 Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
+                if fp8:  # V's descale
+                    Tx.warpgroup.mul(alpha[0:64, 0:1], alpha[0:64, 0:1], DS[kv, 1])
                 Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
                 if splits > 1:
                     Tx.warpgroup.copy(OP[tile % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
                 elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
+                elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
+                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+                    Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
                 else:
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
@@ -708,7 +775,7 @@ def attention_kernel(
             CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
             O = T.match_buffer(O_ptr, (total_q, heads, d), dtype)
             LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
-            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None, None)
+            body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None, None, None)
 
         return attention_varlen
 
@@ -726,13 +793,41 @@ def attention_kernel(
             if splits > 1:
                 OP = T.match_buffer(O_ptr, (splits, batch * heads, seq_q, d), "float32")
                 LP = T.match_buffer(L_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-                body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, BT)
+                body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, BT, None)
             else:
                 O = T.match_buffer(O_ptr, q_shape(), dtype)
                 LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-                body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, BT)
+                body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, BT, None)
 
         return attention_paged
+
+    if fp8 and splits > 1:
+
+        @T.prim_func
+        def attention_fp8_split(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DS_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, vt_shape, dtype)
+            DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None, None, DS)
+
+        return attention_fp8_split
+
+    if fp8:
+
+        @T.prim_func
+        def attention_fp8(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DS_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, vt_shape, dtype)
+            DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
+            O = T.match_buffer(O_ptr, q_shape(), out_dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, DS)
+
+        return attention_fp8
 
     if splits > 1 and kv_lens:
 
@@ -744,7 +839,7 @@ def attention_kernel(
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, None)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, KL, None, None)
 
         return attention_cache_split
 
@@ -757,7 +852,7 @@ def attention_kernel(
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
             OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
             LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None, None)
+            body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None, None, None)
 
         return attention_split
 
@@ -771,7 +866,7 @@ def attention_kernel(
             KL = T.match_buffer(KL_ptr, (batch,), "int32")
             O = T.match_buffer(O_ptr, q_shape(), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, None)
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, KL, None, None)
 
         return attention_cache
 
@@ -785,7 +880,7 @@ def attention_kernel(
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
             O = T.match_buffer(O_ptr, q_shape(), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None, None)
+            body(Q, K, V, O, LSE, None, None, M, None, None, 0, 0, None, None, None)
 
         return attention_masked
 
@@ -796,7 +891,7 @@ def attention_kernel(
         V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
         O = T.match_buffer(O_ptr, q_shape(), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
-        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None)
+        body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, None)
 
     return attention
 
@@ -866,16 +961,20 @@ def lse_rows(seq_q: int) -> int:
     return max(-(-seq_q // bm) * bm for bm in (128, 192))
 
 
-def _check(q, k, v, enable_gqa: bool):
-    """The operands' shapes and dtype: ``(batch, heads, seq_q, seq_k, kv_heads, d, dtype)``."""
+def _check(q, k, v, enable_gqa: bool, fp8: bool = False):
+    """The operands' shapes and dtype: ``(batch, heads, seq_q, seq_k, kv_heads, d, dtype)``
+    (``fp8``: float8_e4m3fn or float8_e5m2 operands)."""
     for name, t in (("query", q), ("key", k), ("value", v)):
         if len(t.shape) != 4:
             raise ValueError(
                 f"tirx.ops.scaled_dot_product_attention: {name} of shape {list(t.shape)}; expected [batch, heads, seq, head_dim]"
             )
     dtype = c.dtype_name(q)
-    if dtype not in ("bfloat16", "float16"):
-        raise TypeError(f"tirx.ops.scaled_dot_product_attention: {dtype} query; the kernel takes bfloat16 or float16 (wgmma)")
+    if dtype not in (FP8 if fp8 else ("bfloat16", "float16")):
+        raise TypeError(
+            f"tirx.ops.scaled_dot_product_attention: {dtype} query; the kernel takes bfloat16 or float16 (wgmma), "
+            "or float8_e4m3fn / float8_e5m2 with q_descale, k_descale, v_descale"
+        )
     for name, t in (("key", k), ("value", v)):
         if c.dtype_name(t) != dtype:
             raise TypeError(f"tirx.ops.scaled_dot_product_attention: {name} is {c.dtype_name(t)}, the query {dtype}: give all one dtype")
@@ -1023,6 +1122,62 @@ def _run(
     if not return_lse:
         return out
     return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)
+
+
+def fp8_values(v, seq_kt: int):
+    """V ``[batch, kv_heads, seq_k, d]`` (FP8) as the FP8 kernel reads it: ``VT (batch * kv_heads,
+    d, seq_kt)``, zero columns past seq_k, each 16 keys in `fp8_key_order` (a new array)."""
+    b, hk, sk, d = v.shape
+    vp = c.new_array(v, (b * hk, seq_kt, d), fill=0)
+    vp[:, :sk] = c.contiguous(v).reshape(b * hk, sk, d)
+    vp = vp.reshape(b * hk, seq_kt // 16, 2, 4, 2, d)
+    vp = vp.transpose(2, 3) if c.is_torch(vp) else np.swapaxes(vp, 2, 3)
+    return c.contiguous(_swap(c.contiguous(vp).reshape(b * hk, seq_kt, d)))
+
+
+def _descales(q, descales, b: int, hk: int):
+    """``DS (batch * kv_heads, 2)`` float32 for the FP8 kernel: Q's descale times K's, and V's, of
+    each K/V head, from numbers or arrays / tensors of shape (), (1,) or (batch, kv_heads)
+    (FlashAttention-3's), broadcast; no device synchronisation."""
+    parts = []
+    for x, name in zip(descales, ("q_descale", "k_descale", "v_descale")):
+        if x is None or isinstance(x, (int, float, np.integer, np.floating)):
+            parts.append(1.0 if x is None else float(x))
+            continue
+        shape = tuple(x.shape)
+        if shape not in ((), (1,), (b, hk)):
+            raise ValueError(f"tirx.ops.scaled_dot_product_attention: {name} of shape {list(shape)}; a number, one value, or (batch, kv_heads) = ({b}, {hk})")
+        if c.is_torch(q) and (not c.is_torch(x) or x.device != q.device):
+            raise ValueError(f"tirx.ops.scaled_dot_product_attention: {name} must be a tensor on the query's device ({q.device})")
+        parts.append(x.float().reshape(-1) if c.is_torch(x) else np.asarray(x, np.float32).reshape(-1))
+    qk = parts[0] * parts[1]
+    ds = c.new_array(q, (b * hk, 2), "float32")
+    ds[:, 0], ds[:, 1] = qk, parts[2]
+    return ds
+
+
+def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, descales):
+    """FP8 attention (`attention_kernel`'s FP8 design): the scores times ``scale`` and Q's and K's
+    descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out."""
+    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa, fp8=True)
+    ds = _descales(q, descales, b, hk)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    out = c.new_array(q, (b, h, sq, d), "bfloat16")
+    if b * h * sq == 0 or sk == 0:
+        if b * h * sq:
+            out[...] = 0
+        lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
+        return (out, lse) if return_lse else out
+    lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
+    qs, ks = (c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k))
+    splits = _gpu_splits(q, b * h, sq, sk)
+    kernel = attention_kernel(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
+        lse=bool(return_lse), seq_major=False, splits=splits, offset=offset if is_causal else 0, sms=c.gpu_sms(q),
+    )
+    vt = fp8_values(v, -(-sk // 16) * 16)
+    _launch(kernel, (qs, ks, vt, ds), out.reshape(b * h, sq, d), lse, splits, b * h, sq, d, "bfloat16", return_lse, 0)
+    return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
 
 def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False, scale=None, return_lse: bool = False):
@@ -1212,7 +1367,19 @@ def _torch_op_parts():
 
 
 def scaled_dot_product_attention(
-    q, k, v, attn_mask=None, dropout_p: float = 0.0, is_causal: bool = False, scale=None, enable_gqa: bool = False, return_lse: bool = False
+    q,
+    k,
+    v,
+    attn_mask=None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale=None,
+    enable_gqa: bool = False,
+    return_lse: bool = False,
+    *,
+    q_descale=None,
+    k_descale=None,
+    v_descale=None,
 ):
     """PyTorch's `torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
     is_causal, scale, enable_gqa)` for [batch, heads, seq, head_dim] bf16/f16 tensors (or NumPy
@@ -1222,7 +1389,15 @@ def scaled_dot_product_attention(
     ``causal_upper_left``): the causal kernel with that diagonal. ``attn_mask``: bool (True where a
     key is seen) or added to the scaled scores (the query's dtype), broadcastable to [batch,
     heads, seq_q, seq_k]; a row that sees no key is 0, as PyTorch's. Dropout is not supported
-    (an error, not a silent fallback); the output has no gradient yet."""
+    (an error, not a silent fallback); the output has no gradient yet.
+
+    FP8 (FlashAttention-3's): q, k, v float8_e4m3fn (or all float8_e5m2) with ``q_descale``,
+    ``k_descale``, ``v_descale``: numbers, one-element tensors, or float32 (batch, kv_heads)
+    tensors, one per K/V head (FlashAttention-3's; a query head takes its K/V head's): the
+    attention of the dequantised inputs, ``softmax(q k^T q_descale k_descale scale) v v_descale``,
+    with P rounded to the inputs' FP8 type for P V (its error, a few parts in 100 of a row's
+    weights, is FlashAttention-3's); bfloat16 out; no attn_mask. V is transposed (and its keys
+    permuted) into a new array first (`fp8_values`)."""
     offset = 0
     if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
         lower_right = attn_mask.variant.name == "LOWER_RIGHT"
@@ -1237,6 +1412,16 @@ def scaled_dot_product_attention(
         raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask and is_causal together (PyTorch refuses them too): fold the causal mask into attn_mask")
     if dropout_p:
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: dropout_p must be 0 (dropout is not supported)")
+    descales = (q_descale, k_descale, v_descale)
+    if c.dtype_name(q) in FP8:
+        if attn_mask is not None:
+            raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
+        if c.is_torch(q) and c.compiling():
+            raise NotImplementedError("tirx.ops.scaled_dot_product_attention: FP8 inputs are not a registered op yet; call it outside torch.compile")
+        args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
+        return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, descales)
+    if any(x is not None for x in descales):
+        raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
     if c.is_torch(q):
         if c.compiling():
             op = register_torch_op()

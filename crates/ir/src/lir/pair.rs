@@ -4,7 +4,8 @@
 //!
 //! Typing: a packed op is on F16 or BF16 pairs, all buffer operands of that dtype,
 //! FMA takes three operands and the others two, scalars are broadcast; pair indices
-//! are even. Conversions exist between f32 and f16/bf16 only ([`cast2_supported`]).
+//! are even. Conversions exist between f32 and f16/bf16, and from f32 to float8
+//! (e4m3, e5m2: saturating) ([`cast2_supported`]).
 
 use super::check::{Check, Checker};
 use super::instr::{Accesses, Instr};
@@ -50,7 +51,7 @@ impl PackedOp {
 pub fn cast2_supported(src: DType, dst: DType) -> bool {
     matches!(
         (src, dst),
-        (DType::F32, DType::F16) | (DType::F16, DType::F32) | (DType::F32, DType::BF16) | (DType::BF16, DType::F32)
+        (DType::F32, DType::F16 | DType::BF16 | DType::F8E4M3 | DType::F8E5M2) | (DType::F16 | DType::BF16, DType::F32)
     )
 }
 
@@ -167,7 +168,7 @@ impl Checker<'_> {
         let (d, sb) = (self.buf(dst)?, self.buf(src)?);
         if !cast2_supported(sb.dtype, d.dtype) {
             return Err(format!(
-                "no pair conversion {} -> {}; supported: float32<->float16, float32<->bfloat16",
+                "no pair conversion {} -> {}; supported: float32<->float16, float32<->bfloat16, float32->float8",
                 sb.dtype, d.dtype
             ));
         }

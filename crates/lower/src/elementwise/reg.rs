@@ -3,7 +3,8 @@
 //! **Accepts** an elementwise op (zero, fill, reciprocal, sqrt, exp, exp2,
 //! log2, silu, add, sub, mul, fdiv, maximum, minimum, fma, cast) at thread,
 //! warp, warpgroup or cta scope with every thread active, when every region
-//! operand is in registers (`local`) with f32/f16/bf16 elements, and the
+//! operand is in registers (`local`) with f32/f16/bf16 elements (a `cast` also
+//! to or from float8 e4m3/e5m2, saturating, through f32), and the
 //! destination (the *anchor*) carries a layout whose thread axes tile the whole
 //! scope (`laneid` 32:1, `tid_in_wg` 128:1, `tx`; none at thread scope, where
 //! `.local()` views and trivial layouts work). Sources broadcast NumPy-style
@@ -21,8 +22,9 @@
 //! index per loop coordinate. When the destination and every source form
 //! aligned consecutive pairs (checked element by element over the bundle),
 //! f16/bf16 add/sub/mul/fma/max/min use packed pair arithmetic (`Packed2`,
-//! `__hadd2`…; bf16 from sm_80) and f32↔f16/bf16 casts use pair conversions
-//! (`Cast2`, `__float22half2_rn`…, to nearest only); otherwise one scalar op
+//! `__hadd2`…; bf16 from sm_80) and f32↔f16/bf16 and f32→float8 casts use pair
+//! conversions (`Cast2`, `__float22half2_rn`, `__nv_fp8x2_e4m3`…, to nearest
+//! only); otherwise one scalar op
 //! per element in the compute type (`docs/numerics.md` §1: f32 for division,
 //! sqrt and the transcendentals, else the widest operand type; f32 when f16
 //! meets bf16), converted to the destination. `fma` is one rounding on every
@@ -43,6 +45,7 @@ use crate::lay;
 use crate::operand::{self, group_offset, thread_part, UNROLL_ELEMS};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
 use tirx_ir::hir::{BufferRegion, MemScope};
+use tirx_ir::lir::pair::cast2_supported;
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MemOp, PackedOp, PairOp, PairSrc, RoundMode};
 use tirx_ir::op::{ConfigKey, EwiseOp, Family};
 use tirx_ir::Arch;
@@ -368,11 +371,14 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
                 ),
             ));
         }
-        if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
+        // fp8 values are stored, not computed on: a cast converts to or from them (saturating,
+        // to nearest even: `docs/numerics.md` §1), through float32.
+        let fp8 = matches!(b.dtype, DType::F8E4M3 | DType::F8E5M2);
+        if !(matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) || fp8 && call.op == EwiseOp::Cast) {
             return Err(Decline::new(
                 CommonRule::Dtype,
                 format!(
-                    "operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16",
+                    "operand `{}` is {}; elementwise `reg` computes on float32, float16 and bfloat16 (float8 in `cast` only)",
                     b.name, b.dtype
                 ),
             ));
@@ -531,10 +537,7 @@ fn choose_mode(
     let dst_t = cx.buf(call.dst.buf).dtype;
     let region_types: Vec<DType> = call.regions().skip(1).map(|r| cx.buf(r.buf).dtype).collect();
     let wanted = if call.op == EwiseOp::Cast {
-        let pair_cast = matches!(
-            (region_types.first(), dst_t),
-            (Some(DType::F32), DType::F16 | DType::BF16) | (Some(DType::F16 | DType::BF16), DType::F32)
-        );
+        let pair_cast = region_types.first().is_some_and(|&src| cast2_supported(src, dst_t));
         if !pair_cast {
             return Mode::Scalar;
         }

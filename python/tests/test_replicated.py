@@ -113,6 +113,40 @@ def test_causal_mask_matches_float64():
         np.testing.assert_allclose(p, _causal_ref(a, off), rtol=1e-5, atol=1e-7)
 
 
+def test_a_mask_capturing_a_kernel_name_its_parameter_also_has():
+    """``lambda i, j: k0 + j >= n`` where ``k0`` holds a loop's ``j``: the script's lambda names
+    its parameter ``j_`` (as written, it would bind the loop's ``j`` inside ``k0`` too and mask by
+    the wrong keys); a mask that captures no such name keeps its names."""
+    from tirx.script import ir
+
+    w = ir.Writer()
+    k0 = ir.Var("j") * 64
+    ir.render(w, lambda i, j: k0 + j >= 100)
+    assert w.text() == "lambda i, j_: ((j * 64) + j_) >= 100"
+
+    @T.prim_func
+    def tail_mask(A_ptr: T.handle, P_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (16, 256), "float32")
+        P = T.match_buffer(P_ptr, (16, 256), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        T.thread_id([32])
+        T.lane_id([32])
+        X = T.alloc_buffer((16, 128), "float32", scope="local", layout=ACC)
+        for j in T.serial(2):  # two column tiles; columns from 200 on masked
+            k0 = j * 128
+            Tx.warp.copy(X[0:16, 0:128], A[0:16, k0 : k0 + 128])
+            Tx.warp.masked_fill(X[0:16, 0:128], X[0:16, 0:128], lambda i, j: k0 + j >= 200, -1.0)
+            Tx.warp.copy(P[0:16, k0 : k0 + 128], X[0:16, 0:128])
+
+    a = np.random.default_rng(7).standard_normal((16, 256)).astype(np.float32)
+    p = np.zeros_like(a)
+    tirx.compile(tail_mask, "sm_90a")(a, p)
+    want = a.copy()
+    want[:, 200:] = -1.0
+    np.testing.assert_array_equal(p, want)
+
+
 def test_causal_mask_on_the_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 import threading
 import types
 from typing import Any, List, Optional, Sequence, Tuple
@@ -134,15 +135,26 @@ def render(w: Writer, v: Any, span=None) -> None:
 
 
 def _render_lambda(w: Writer, f) -> None:
-    """A Python function of coordinates (a tile op's ``mask=``) as a script lambda: called once
-    with a kernel variable per parameter without a default (``lambda i, j, o=off: ...`` keeps
-    ``o``'s value), its result is the lambda's body."""
+    """A Python function of coordinates (a tile op's ``mask=``) as a script lambda: called with a
+    kernel variable per parameter without a default (``lambda i, j, o=off: ...`` keeps ``o``'s
+    value), its result is the lambda's body. A parameter whose name a kernel value the body
+    captures also has (``lambda i, j: k0 + j >= n`` with ``k0 = j * 64`` of a loop's ``j``) is
+    renamed (``j_``), or the script's lambda would bind the captured name too."""
     empty = inspect.Parameter.empty
     params = [n for n, p in inspect.signature(f).parameters.items() if p.default is empty]
     if not params:
         raise FrontendError("a mask takes one parameter per dim of the region (`lambda i, j: j > i`)")
-    w.write(f"lambda {', '.join(params)}: ")
-    render(w, f(*[Var(n) for n in params]))
+    probe = Writer()
+    probe.hoisted, probe.first_use = w.hoisted, w.first_use
+    render(probe, f(*[Var(f"__tirx_mask_{k}") for k in range(len(params))]))
+    captured = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", probe.text()))
+    names = []
+    for n in params:
+        while n in captured or n in names:
+            n += "_"
+        names.append(n)
+    w.write(f"lambda {', '.join(names)}: ")
+    render(w, f(*[Var(n) for n in names]))
 
 
 def _float(x: float) -> str:

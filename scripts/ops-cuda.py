@@ -1,8 +1,8 @@
 """Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
 attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, paged
-caches, split-KV and its combine kernel), the matmul's fused epilogues (a bias row and an
-activation) and its FP8 form (scaled_mm).
+caches, split-KV and its combine kernel, FP8, the backward's two kernels), the matmul's fused
+epilogues (a bias row and an activation) and its FP8 form (scaled_mm).
 
     python scripts/ops-cuda.py DIR
 """
@@ -13,6 +13,7 @@ import sys
 
 import tirx
 from tirx.ops import attention as at
+from tirx.ops import attention_backward as ab
 
 mm = importlib.import_module("tirx.ops.matmul")  # (the module: `tirx.ops.matmul` the name is the function)
 
@@ -61,6 +62,9 @@ def attention_cases():
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=True,
         seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True,
     )
+    bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
+    yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)
+    yield "ops_attention_bwd_dkv", ab.attention_dkv_kernel.factory(**bwd)
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
     yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)
 

@@ -9,6 +9,7 @@ eager calls run the kernel directly (the dispatcher's round trip would only add 
 import sys
 
 from . import attention as _attention
+from . import attention_backward as _attention_backward
 from . import cross_entropy as _cross_entropy
 from . import matmul as _matmul
 from . import norm as _norm
@@ -16,6 +17,7 @@ from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backwar
 from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
+from .attention_backward import scaled_dot_product_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .matmul import addmm, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
@@ -36,6 +38,7 @@ __all__ = [
     "rms_norm",
     "rms_norm_backward",
     "scaled_dot_product_attention",
+    "scaled_dot_product_attention_backward",
     "scaled_mm",
     "softmax",
     "softmax_backward",
@@ -56,5 +59,6 @@ if "torch" in sys.modules:
     _matmul.register_addmm_torch_op()
     _matmul.register_scaled_mm_torch_op()
     _cross_entropy.register_torch_op()
+    _attention_backward.register_backward_op()
     _attention.register_torch_op()
     _attention.register_kvcache_torch_op()

@@ -1,0 +1,349 @@
+"""`tirx.ops.scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal=False,
+scale=None, enable_gqa=False)` → ``(dq, dk, dv)``: attention's backward on Hopper's tensor cores,
+written in TIRx, from the forward's output and log-sum-exp (`scaled_dot_product_attention(...,
+return_lse=True)`), as FlashAttention-2 splits it into two kernels that need no atomics (the
+result is the same every run):
+
+* `attention_dq_kernel`, a CTA per 64 query rows of a head: D = rowsum(dO ∘ O) (written for the
+  other kernel), then per K/V tile S = Q Kᵀ (Q from registers), P = exp2(S c − lse log2 e) (the
+  forward's weights, rebuilt from its log-sum-exp), dP = dO Vᵀ (dO from registers), dS = P ∘ (dP
+  − D), dQ += dS K (dS from registers: the accumulator's layout is the A fragment's); K and V
+  tiles by TMA into two stages, loaded one tile ahead.
+* `attention_dkv_kernel`, a CTA per 64 keys of a K/V head: K and V once, then per query tile of
+  each query head of its group (grouped-query heads' gradients summed in registers) S, P, dP and
+  dS as above (Q and dO by TMA, one tile ahead), dV += Pᵀ dO and dK += dSᵀ Q with P and dS
+  rounded into shared memory and read transposed (`transA`).
+
+Both are one warpgroup (the simulator checks every wait and fence: a wgmma the warpgroup waited
+for has read its shared operands, so a stage is refilled without a barrier); P and dS are rounded
+to the inputs' dtype for the tensor cores (as FlashAttention's), every sum is float32, each
+gradient rounded once. Causal: PyTorch's ``is_causal`` (key j <= query i + ``offset``), the tiles wholly
+above the diagonal skipped."""
+
+import math
+from typing import Optional
+
+import numpy as np
+
+from .. import MBarrier, T, Tx
+from ..autotune import autotune
+from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
+from . import _common as c
+from .attention import HEAD_DIMS, LOG2E, _check
+
+BN = 64  # keys a K/V tile
+BM = 64  # query rows a tile
+
+
+def d_rows(seq_q: int) -> int:
+    """D's rows a head: ``seq_q`` in whole query tiles (every tile writes its rows)."""
+    return -(-seq_q // BM) * BM
+
+
+def _key_mask(S, k0, q0, seq_k, causal, offset):
+    """S's keys past the sequence and (causal) after the query, to -inf (a macro's body)."""
+    if causal:
+        Tx.warpgroup.masked_fill(S[0:BM, 0:BN], S[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
+    else:
+        Tx.warpgroup.masked_fill(S[0:BM, 0:BN], S[0:BM, 0:BN], lambda i, j: k0 + j >= seq_k, float("-inf"))
+
+
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset"])
+def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0):
+    """``DQ[bh] = scale · dS K`` and ``DD[bh, i] = rowsum(dO ∘ O)`` (float32) for the ``batch *
+    heads`` query heads (Q, O, dO, DQ ``(batch * heads, seq_q, d)``; K, V ``(batch * kv_heads,
+    seq_k, d)``; LSE ``(batch * heads, d_rows(seq_q))`` float32, the forward's log-sum-exp, +inf
+    past ``seq_q``; DD likewise padded)."""
+    group = heads // kv_heads
+    q_tiles = d_rows(seq_q) // BM
+    k_tiles = -(-seq_k // BN)
+    scale_log2 = scale * LOG2E
+    kv_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BN, d))
+    tile_bytes = BN * d * 2
+
+    def steps_of(qt):
+        """The K/V tiles query tile ``qt`` reads (causal: to its last row's diagonal)."""
+        if not causal:
+            return k_tiles
+        return T.min(k_tiles, T.max(0, ((qt + 1) * BM - 1 + offset) // BN + 1))
+
+    @T.prim_func
+    def attention_dq(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+        DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
+        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+        T.device_entry()
+        bx = T.cta_id([batch * heads * q_tiles])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        K_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        full = MBarrier(pool, 2)
+        pool.commit()
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        bh = bx // q_tiles
+        qt = bx % q_tiles
+        q0 = qt * BM
+        kv = bh // heads * kv_heads + bh % heads // group
+        steps = steps_of(qt)
+        q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        do_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        o_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        prod = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        ds = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        if tid == 0:  # K/V tile 0 into stage 0
+            for t in T.serial(T.min(steps, 1)):
+                T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
+                Tx.copy_async(K_s[0, 0:BN, 0:d], K[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(V_s[0, 0:BN, 0:d], V[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+        # Q, dO and O rows into registers (rows past the sequence 0), D = rowsum(dO ∘ O), the
+        # rows' -lse log2 e (rows past the sequence: LSE's padding +inf, their weights 0).
+        Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
+        Tx.warpgroup.copy(do_r[0:BM, 0:d], DO[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
+        Tx.warpgroup.copy(o_r[0:BM, 0:d], O[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
+        Tx.warpgroup.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
+        Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
+        for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
+            lse2.local()[hf] = LSE[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] * -LOG2E
+        if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
+            for hf in T.serial(2):
+                DD[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] = dd.local()[hf]
+        Tx.warpgroup.fill(dq[0:BM, 0:d], 0.0)
+        for j in T.serial(steps):
+            if tid == 0:  # the next tile into the other stage (read by the warpgroup's wgmmas of step j - 1, waited for)
+                for t in T.serial(T.min(steps - 1 - j, 1)):
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
+                    Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+                    Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+            full.wait(j % 2, (j // 2) % 2)
+            Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
+            Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+            T.ptx.wgmma.wait_group(0)
+            _key_mask(s, j * BN, q0, seq_k, causal, offset)
+            Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)  # P
+            Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
+            Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])  # dS
+            Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
+            Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
+            T.ptx.wgmma.wait_group(0)  # (stage j % 2 read: thread 0 may refill it next step)
+        Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
+        Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
+        Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+
+    return attention_dq
+
+
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset"])
+def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0):
+    """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
+    group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
+    LSE and DD ``(batch * heads, d_rows(seq_q))``: the forward's log-sum-exp (+inf past
+    ``seq_q``) and `attention_dq_kernel`'s D)."""
+    group = heads // kv_heads
+    q_tiles = d_rows(seq_q) // BM
+    k_tiles = -(-seq_k // BN)
+    scale_log2 = scale * LOG2E
+    swizzle = 3 if d % 64 == 0 else 2
+    kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
+    q_smem = mma_shared_layout(dtype, swizzle, (2, BM, d))
+    p_smem = mma_shared_layout(dtype, 3, (BM, BN))
+    tile_bytes = BM * d * 2
+
+    def first_of(kt):
+        """The first query tile that sees K/V tile kt (causal: a row at or below its first key)."""
+        if not causal:
+            return 0
+        return T.max(0, (kt * BN - offset) // BM)
+
+    @T.prim_func
+    def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        T.device_entry()
+        bx = T.cta_id([batch * kv_heads * k_tiles])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        K_s = pool.alloc((BN, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((BN, d), dtype, layout=kv_smem)
+        Q_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        DO_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        P_s = pool.alloc((BM, BN), dtype, layout=p_smem)
+        DS_s = pool.alloc((BM, BN), dtype, layout=p_smem)
+        kv_full = MBarrier(pool, 1)
+        full = MBarrier(pool, 2)
+        pool.commit()
+        kv_full.init(1)
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        kv = bx // k_tiles
+        kt = bx % k_tiles
+        k0 = kt * BN
+        first = first_of(kt)
+        per_head = q_tiles - first  # query tiles of each head of the group
+        steps = group * per_head
+        dk = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dv = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        p16 = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        out = T.alloc_buffer((BN, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        if tid == 0:  # K and V once; query tile 0 of the first head into stage 0
+            T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
+            Tx.copy_async(K_s[0:BN, 0:d], K[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+            Tx.copy_async(V_s[0:BN, 0:d], V[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+            for t in T.serial(T.min(steps, 1)):
+                T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
+                Tx.copy_async(Q_s[0, 0:BM, 0:d], Q[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(DO_s[0, 0:BM, 0:d], DO[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+        Tx.warpgroup.fill(dk[0:BN, 0:d], 0.0)
+        Tx.warpgroup.fill(dv[0:BN, 0:d], 0.0)
+        kv_full.wait(0, 0)
+        for hh in T.serial(group):  # the group's query heads, each's query tiles from the first that sees these keys
+            for qt in T.serial(q_tiles):  # (causal: those from `first`; a loop over all keeps qt's range known)
+                if qt >= first:
+                    t = hh * per_head + qt - first  # the step (its stage t % 2)
+                    bh = kv * group + hh
+                    q0 = qt * BM
+                    if tid == 0:  # the next query tile into the other stage (read by step t - 1's wgmmas, waited for)
+                        for u in T.serial(T.min(steps - 1 - t, 1)):
+                            n_bh = kv * group + (t + 1) // per_head
+                            n_q0 = (first + (t + 1) % per_head) * BM
+                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(t + 1) % 2]), 2 * tile_bytes)
+                            Tx.copy_async(Q_s[(t + 1) % 2, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
+                            Tx.copy_async(DO_s[(t + 1) % 2, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
+                    for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
+                        lse2.local()[hf] = LSE[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] * -LOG2E
+                        dd.local()[hf] = DD[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf]
+                    full.wait(t % 2, (t // 2) % 2)
+                    Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
+                    Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
+                    T.ptx.wgmma.wait_group(0)
+                    _key_mask(s, k0, q0, seq_k, causal, offset)
+                    Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)  # P
+                    Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
+                    Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])  # dS
+                    # P and dS rounded into shared memory, read transposed: dV += Pᵀ dO, dK += dSᵀ Q.
+                    Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
+                    Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                    Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
+                    Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                    T.ptx.fence.proxy.async_.shared__cta()
+                    T.cuda.cta_sync()
+                    Tx.warpgroup.gemm_async(dv[0:BN, 0:d], P_s[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                    Tx.warpgroup.gemm_async(dk[0:BN, 0:d], DS_s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                    T.ptx.wgmma.wait_group(0)  # (stage t % 2, P_s and DS_s read: they may be refilled)
+        Tx.warpgroup.mul(dk[0:BN, 0:d], dk[0:BN, 0:d], scale)
+        Tx.warpgroup.cast(out[0:BN, 0:d], dk[0:BN, 0:d])
+        Tx.warpgroup.copy(DK[kv, k0 : k0 + BN, 0:d], out[0:BN, 0:d], clip=True)
+        Tx.warpgroup.cast(out[0:BN, 0:d], dv[0:BN, 0:d])
+        Tx.warpgroup.copy(DV[kv, k0 : k0 + BN, 0:d], out[0:BN, 0:d], clip=True)
+
+    return attention_dkv
+
+
+BACKWARD_DIMS = (64, 96, 128)  # (one warpgroup holds dK and dV of 64 keys in registers)
+
+
+def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0):
+    """``(dq, dk, dv)``: the two kernels over contiguous copies of the operands (a view where they
+    are contiguous already)."""
+    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
+    name = "tirx.ops.scaled_dot_product_attention_backward"
+    for what, t, shape in (("dout", dout, (b, h, sq, d)), ("out", out, (b, h, sq, d)), ("lse", lse, (b, h, sq))):
+        if tuple(t.shape) != shape:
+            raise ValueError(f"{name}: {what} of shape {list(t.shape)}; expected {list(shape)} (the forward's, for query {list(q.shape)})")
+    if c.dtype_name(dout) != dtype or c.dtype_name(out) != dtype or c.dtype_name(lse) != "float32":
+        raise TypeError(f"{name}: dout and out of the query's dtype ({dtype}), lse float32; got {c.dtype_name(dout)}, {c.dtype_name(out)}, {c.dtype_name(lse)}")
+    if d not in BACKWARD_DIMS:
+        raise ValueError(f"{name}: head_dim {d}; the backward takes {', '.join(map(str, BACKWARD_DIMS))} (192 and 256: not yet)")
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
+    if b * h * sq == 0 or sk == 0:
+        for t in (dq, dk, dv):
+            t[...] = 0
+        return dq, dk, dv
+    rows = d_rows(sq)
+    lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
+    lse_p[:, :sq] = lse.reshape(b * h, sq)
+    dd = c.new_array(q, (b * h, rows), "float32")
+    qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
+    ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
+    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0)
+    attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, dq.reshape(b * h, sq, d), dd)
+    attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d))
+    return dq, dk, dv
+
+
+def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bool = False, scale=None, enable_gqa: bool = False):
+    """The gradients ``(dq, dk, dv)`` of `scaled_dot_product_attention(q, k, v, is_causal=,
+    scale=, enable_gqa=)` for the output's gradient ``dout``, from its output ``out`` and
+    log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
+    [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), head dims 64, 96 and
+    128; grouped-query heads' dK and dV summed over each group. Deterministic (no atomics): the
+    same result every run. Also ``loss.backward()`` through `scaled_dot_product_attention`."""
+    if c.is_torch(q):
+        if c.compiling():
+            return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0)
+        return _backward(dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa))
+    args = tuple(np.asarray(t) for t in (dout, q, k, v, out, lse))
+    return _backward(*args, bool(is_causal), scale, bool(enable_gqa))
+
+
+def register_backward_op():
+    """`torch.ops.tirx.scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal,
+    scale, enable_gqa, offset) -> (dq, dk, dv)` (registered on the first call; the forward op's
+    backward calls it)."""
+    return c.torch_op("scaled_dot_product_attention_backward", _backward_op_parts)
+
+
+def _backward_op_parts():
+    import torch
+    from typing import Tuple
+
+    def schema(
+        dout: torch.Tensor,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        out: torch.Tensor,
+        lse: torch.Tensor,
+        is_causal: bool,
+        scale: Optional[float],
+        enable_gqa: bool,
+        offset: int,
+    ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _backward(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset)
+
+    def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset):
+        cont = torch.contiguous_format
+        return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)
+
+    return schema, fake

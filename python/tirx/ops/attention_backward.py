@@ -40,12 +40,21 @@ def d_rows(seq_q: int) -> int:
     return -(-seq_q // BM) * BM
 
 
-def _key_mask(S, k0, q0, seq_k, causal, offset):
-    """S's keys past the sequence and (causal) after the query, to -inf (a macro's body)."""
+def _row(q0, tid, hf):
+    """The query row of register ``hf`` of thread ``tid`` in a `wgmma_row_layout` statistic."""
+    return q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf
+
+
+def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2):
+    """From S and dP (waited for): P = exp2(S c + lse2) in ``s`` (keys past the sequence and,
+    causal, after the query weigh 0) and dS = P ∘ (dP − D) in ``dp`` (a kernel's statements)."""
     if causal:
-        Tx.warpgroup.masked_fill(S[0:BM, 0:BN], S[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
+        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
     else:
-        Tx.warpgroup.masked_fill(S[0:BM, 0:BN], S[0:BM, 0:BN], lambda i, j: k0 + j >= seq_k, float("-inf"))
+        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: k0 + j >= seq_k, float("-inf"))
+    Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)
+    Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
+    Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])
 
 
 @autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset"])
@@ -120,10 +129,10 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
         Tx.warpgroup.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
         Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
         for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
-            lse2.local()[hf] = LSE[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] * -LOG2E
+            lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
         if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
             for hf in T.serial(2):
-                DD[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] = dd.local()[hf]
+                DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
         Tx.warpgroup.fill(dq[0:BM, 0:d], 0.0)
         for j in T.serial(steps):
             if tid == 0:  # the next tile into the other stage (read by the warpgroup's wgmmas of step j - 1, waited for)
@@ -135,10 +144,7 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
             Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
             Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
             T.ptx.wgmma.wait_group(0)
-            _key_mask(s, j * BN, q0, seq_k, causal, offset)
-            Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)  # P
-            Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
-            Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])  # dS
+            _weights_and_ds(s, dp, lse2, dd, j * BN, q0, seq_k, causal, offset, scale_log2)
             Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
             Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
             T.ptx.wgmma.wait_group(0)  # (stage j % 2 read: thread 0 may refill it next step)
@@ -240,16 +246,13 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
                             Tx.copy_async(Q_s[(t + 1) % 2, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
                             Tx.copy_async(DO_s[(t + 1) % 2, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
                     for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
-                        lse2.local()[hf] = LSE[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf] * -LOG2E
-                        dd.local()[hf] = DD[bh, q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf]
+                        lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
+                        dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
                     full.wait(t % 2, (t // 2) % 2)
                     Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
                     Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
                     T.ptx.wgmma.wait_group(0)
-                    _key_mask(s, k0, q0, seq_k, causal, offset)
-                    Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)  # P
-                    Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
-                    Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])  # dS
+                    _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
                     # P and dS rounded into shared memory, read transposed: dV += Pᵀ dO, dK += dSᵀ Q.
                     Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
                     Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])

@@ -2,7 +2,7 @@
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
 attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, paged
 caches, split-KV and its combine kernel, FP8, the backward's two kernels), the matmul's fused
-epilogues (a bias row and an activation) and its FP8 form (scaled_mm).
+epilogues (a bias row and an activation), its FP8 form (scaled_mm) and the grouped GEMM.
 
     python scripts/ops-cuda.py DIR
 """
@@ -15,7 +15,9 @@ import tirx
 from tirx.ops import attention as at
 from tirx.ops import attention_backward as ab
 
-mm = importlib.import_module("tirx.ops.matmul")  # (the module: `tirx.ops.matmul` the name is the function)
+# (the modules: `tirx.ops.matmul` and `tirx.ops.grouped_mm` the names are the functions)
+mm = importlib.import_module("tirx.ops.matmul")
+gmm = importlib.import_module("tirx.ops.grouped_mm")
 
 
 def attention_cases():
@@ -83,6 +85,8 @@ def matmul_cases():
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act
         )
+    # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
+    yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16")
 
 
 def main():

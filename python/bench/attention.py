@@ -6,9 +6,12 @@ cache) in GB/s of K and V read. Each tirx result is checked against the cuDNN ba
 the autotuner's choice is printed. Decoding: batches of 1-64 sequences over caches of 1k-128k
 keys, contiguous and paged, as a fraction of a device copy of the same bytes. ``--fp8``: also
 FP8 (e4m3) prefill's TFLOP/s (V's transposition into the kernel's layout counted), its error
-against the cuDNN backend on the dequantised inputs in bf16.
+against the cuDNN backend on the dequantised inputs in bf16. ``--backward``: also the backward's
+TFLOP/s (2.5 times the forward's FLOPs, as FlashAttention counts them: `torch.autograd.grad`
+of one forward's output) beside the cuDNN and flash backends' backward, and the gradients' largest
+difference from cuDNN's.
 
-    cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--decode 1024,131072] [--batches 1,64] [--fp8] [--json out.json]
+    cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--decode 1024,131072] [--batches 1,64] [--fp8] [--backward] [--json out.json]
 """
 
 import argparse
@@ -40,7 +43,27 @@ def sdpa(backend):
     return run
 
 
-def prefill(seq, d, causal, results, fp8=False):
+def backward(q, k, v, causal, flops, row):
+    """The backward's TFLOP/s of tirx and SDPA's backends (each from its own forward's graph)."""
+    do = torch.randn_like(q)
+    qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+    runs = [("tirx", lambda: ops.scaled_dot_product_attention(qg, kg, vg, is_causal=causal))]
+    runs += [(n, (lambda be: lambda: sdpa(be)(qg, kg, vg, causal))(be)) for n, be in backends().items()]
+    grads = {}
+    for name, fwd in runs:
+        try:
+            out = fwd()
+            grads[name] = torch.autograd.grad(out, (qg, kg, vg), do, retain_graph=True)
+            row[name + "_bwd"] = 2.5 * flops / per_call_us(lambda: torch.autograd.grad(out, (qg, kg, vg), do, retain_graph=True)) / 1e6
+        except RuntimeError as e:
+            row[name + "_bwd"] = None
+            row[name + "_bwd_error"] = str(e)[:100]
+    if "cudnn" in grads:
+        row["bwd_max_err_vs_cudnn"] = max((a.float() - b.float()).abs().max().item() for a, b in zip(grads["tirx"], grads["cudnn"]))
+    return f" | bwd {row['tirx_bwd'] or 0:6.1f} (cudnn {row.get('cudnn_bwd') or 0:6.1f}, flash {row.get('flash_bwd') or 0:6.1f}, max |err| {row.get('bwd_max_err_vs_cudnn', 0):.3g})"
+
+
+def prefill(seq, d, causal, results, fp8=False, bwd=False):
     tokens = 16384 * 16
     bh = max(1, tokens // seq)
     b, h = max(1, bh // 16), min(16, bh)
@@ -59,14 +82,16 @@ def prefill(seq, d, causal, results, fp8=False):
         except RuntimeError as e:  # a backend that does not take the shape
             row[name] = None
             row[name + "_error"] = str(e)[:100]
-    fp8_note = ""
+    extra = ""  # (FP8's and the backward's columns)
     if fp8:  # e4m3 inputs with per-tensor descales; against cuDNN on the dequantised inputs
         q8, k8, v8 = (t.to(torch.float8_e4m3fn) for t in (q, k, v))
         deq = [t.to(torch.bfloat16) for t in (q8, k8, v8)]
         fp8_err = (ops.scaled_dot_product_attention(q8, k8, v8, is_causal=causal, q_descale=1.0, k_descale=1.0, v_descale=1.0).float() - sdpa(backends()["cudnn"])(*deq, causal).float()).abs().max().item()
         row["tirx_fp8"] = flops / per_call_us(lambda: ops.scaled_dot_product_attention(q8, k8, v8, is_causal=causal, q_descale=1.0, k_descale=1.0, v_descale=1.0)) / 1e6
         row["fp8_max_err_vs_cudnn"] = fp8_err
-        fp8_note = f" | fp8 {row['tirx_fp8']:6.1f} (max |err| {fp8_err:.3g})"
+        extra = f" | fp8 {row['tirx_fp8']:6.1f} (max |err| {fp8_err:.3g})"
+    if bwd:
+        extra += backward(q, k, v, causal, flops, row)
     tuned = at.attention_kernel(
         heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), lse=False,
         seq_major=False, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
@@ -76,7 +101,7 @@ def prefill(seq, d, causal, results, fp8=False):
     best = max(row[n] or 0 for n in backends())
     print(
         f"{'causal' if causal else 'full  '} d={d:3d} seq={seq:5d} b×h={b}×{h}: tirx {row['tirx']:6.1f} TFLOP/s | cudnn {row['cudnn'] or 0:6.1f} | "
-        f"flash {row['flash'] or 0:6.1f} | × best {row['tirx'] / best:.2f} | max |err| vs cudnn {err:.3g} | {row['config']}{fp8_note}",
+        f"flash {row['flash'] or 0:6.1f} | × best {row['tirx'] / best:.2f} | max |err| vs cudnn {err:.3g} | {row['config']}{extra}",
         flush=True,
     )
 
@@ -123,6 +148,7 @@ def main():
     ap.add_argument("--decode", default="1024,8192,32768,131072", help="cache lengths (empty: no decoding)")
     ap.add_argument("--batches", default="1,8,64", help="decoding's batch sizes")
     ap.add_argument("--fp8", action="store_true", help="also FP8 (e4m3) prefill")
+    ap.add_argument("--backward", action="store_true", help="also the backward (head dims 64, 96, 128)")
     ap.add_argument("--json")
     args = ap.parse_args()
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
@@ -130,7 +156,7 @@ def main():
     for d in map(int, args.dims.split(",")):
         for causal in (False, True):
             for seq in map(int, args.seqs.split(",")) if args.seqs else ():
-                prefill(seq, d, causal, results, args.fp8)
+                prefill(seq, d, causal, results, args.fp8, args.backward)
     for batch in map(int, args.batches.split(",")):
         for cache in map(int, args.decode.split(",")) if args.decode else ():
             if batch * cache <= 64 * 32768:  # (64 x 128k: 17 GB of cache, past the point)

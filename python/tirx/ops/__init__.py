@@ -11,6 +11,7 @@ import sys
 from . import attention as _attention
 from . import attention_backward as _attention_backward
 from . import cross_entropy as _cross_entropy
+from . import grouped_mm as _grouped_mm
 from . import matmul as _matmul
 from . import norm as _norm
 from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
@@ -19,6 +20,7 @@ from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .attention_backward import scaled_dot_product_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
+from .grouped_mm import grouped_mm
 from .matmul import addmm, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
@@ -29,6 +31,7 @@ __all__ = [
     "add_rms_norm",
     "cross_entropy",
     "cross_entropy_backward",
+    "grouped_mm",
     "kvcache_attention",
     "layer_norm",
     "layer_norm_backward",
@@ -58,6 +61,7 @@ if "torch" in sys.modules:
     _matmul.register_torch_op()
     _matmul.register_addmm_torch_op()
     _matmul.register_scaled_mm_torch_op()
+    _grouped_mm.register_torch_op()
     _cross_entropy.register_torch_op()
     _attention_backward.register_backward_op()
     _attention.register_torch_op()

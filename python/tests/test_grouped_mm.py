@@ -1,0 +1,93 @@
+"""`tirx.ops.grouped_mm` (issue 32 item 4): torch._grouped_mm's mixture-of-experts form, the groups'
+rows in one matrix and a matrix per group, against float64 in the simulator (empty groups, groups
+smaller than a tile, ragged N and K, rows past the last group, race-checked), its errors, the
+registered op under torch.compile on CPU tensors, and on the GPU against torch._grouped_mm."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+import tirx
+import tirx.ops
+from tirx.runtime import numpy_dtype
+
+F64 = np.float64
+
+
+def reference(a, b, offs):
+    want = np.zeros((a.shape[0], b.shape[2]))
+    start = 0
+    for g, end in enumerate(offs):
+        want[start:end] = a[start:end].astype(F64) @ b[g].astype(F64)
+        start = end
+    return want
+
+
+@pytest.mark.parametrize(
+    "sizes,spare,k,n,dtype",
+    [
+        ([70, 0, 5, 130, 64], 3, 200, 136, "bfloat16"),  # an empty group, a group of 5 rows, N past whole tiles, K ragged
+        ([1, 1, 1], 0, 64, 128, "float16"),
+        ([300], 10, 512, 256, "bfloat16"),  # one group (a plain GEMM), stages wrapping over K
+        ([0, 0], 7, 64, 64, "bfloat16"),  # no rows at all: zeros
+    ],
+)
+def test_matches_float64(sizes, spare, k, n, dtype):
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(sum(sizes) + k)
+    tm = sum(sizes) + spare
+    a = rng.standard_normal((tm, k)).astype(nd)
+    b = rng.standard_normal((len(sizes), k, n)).astype(nd)
+    offs = np.cumsum(sizes).astype(np.int32)
+    out = tirx.ops.grouped_mm(a, b, offs)
+    want = reference(a, b, offs)
+    assert out.dtype == nd and out.shape == (tm, n)
+    t = 2.0**-7 if dtype == "bfloat16" else 2.0**-10
+    np.testing.assert_allclose(out.astype(F64), want, rtol=t, atol=t * max(1.0, np.abs(want).max()) / 8)
+    assert not out[offs[-1] :].any()  # rows past the last group
+
+
+def test_errors():
+    nd = numpy_dtype("bfloat16")
+    a, b = np.zeros((10, 64), nd), np.zeros((2, 64, 64), nd)
+    with pytest.raises(ValueError, match=r"offs must be int32 of shape \[2\]"):
+        tirx.ops.grouped_mm(a, b, np.array([3, 10], np.int64))
+    with pytest.raises(ValueError, match=r"offs \[5, 3\] must be non-decreasing cumulative ends within a's 10 rows"):
+        tirx.ops.grouped_mm(a, b, np.array([5, 3], np.int32))
+    with pytest.raises(ValueError, match=r"offs \[5, 11\] must be"):
+        tirx.ops.grouped_mm(a, b, np.array([5, 11], np.int32))
+    with pytest.raises(NotImplementedError, match="2-D a .total_m, k. of the groups' rows and a 3-D b"):
+        tirx.ops.grouped_mm(b, b, np.array([1, 2], np.int32))
+    with pytest.raises(ValueError, match="k differs"):
+        tirx.ops.grouped_mm(a, np.zeros((2, 32, 64), nd), np.array([5, 10], np.int32))
+    with pytest.raises(TypeError, match="both bfloat16 or both float16"):
+        tirx.ops.grouped_mm(a.astype(np.float32), b, np.array([5, 10], np.int32))
+
+
+def test_torch_compile_on_cpu_tensors():
+    """The registered op `torch.ops.tirx.grouped_mm` under torch.compile(fullgraph=True)."""
+    torch = pytest.importorskip("torch")
+    importlib.import_module("tirx.ops.grouped_mm").register_torch_op()  # (tirx.ops was imported before torch here)
+    a = torch.randn(50, 64).bfloat16()
+    b = torch.randn(3, 64, 128).bfloat16()
+    offs = torch.tensor([20, 20, 45], dtype=torch.int32)
+    eager = tirx.ops.grouped_mm(a, b, offs)
+    f = torch.compile(lambda a, b: tirx.ops.grouped_mm(a, b, offs) * 2, fullgraph=True)
+    torch.testing.assert_close(f(a, b), eager * 2)
+    np.testing.assert_allclose(eager.float().numpy(), reference(a.float().numpy(), b.float().numpy(), offs.numpy()), rtol=2.0**-7, atol=0.1)
+
+
+def test_on_the_gpu_against_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    sizes = [0, 1, 100, 777, 64, 3000, 5, 0]
+    a = torch.randn(sum(sizes) + 9, 2048, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(len(sizes), 2048, 1400, device="cuda", dtype=torch.bfloat16)
+    offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
+    got = tirx.ops.grouped_mm(a, b, offs)
+    want = torch._grouped_mm(a, b, offs=offs)
+    n = int(offs[-1])
+    torch.testing.assert_close(got[:n].float(), want[:n].float(), rtol=2.0**-7, atol=0.25)
+    assert (got[n:] == 0).all()

@@ -1,0 +1,176 @@
+"""`tirx.ops.grouped_mm(a, b, offs)`: a mixture-of-experts layer's grouped GEMM as
+`torch._grouped_mm` takes it: ``a`` (total_m, k) holds the groups' rows one after another, group
+g's rows ``offs[g - 1]`` to ``offs[g]`` (int32 cumulative ends, ``offs[-1]`` at most total_m),
+``b`` (groups, k, n) a matrix per group; ``out[rows of g] = a[rows of g] @ b[g]``, bf16/f16, float32
+sums rounded once. Groups of any size, 0 included, in one launch.
+
+The kernel reads ``offs`` on the GPU (no host synchronisation): a CTA per 64-row tile of a group
+and 128 columns, the grid sized for the most tiles the rows can make (``total_m / 64`` rounded up,
+plus one partial tile per group), each CTA finding its group by scanning the cumulative ends (CTAs
+past the last tile exit). One warpgroup: A's tile (rows past the group's end belong to the next
+group or are TMA's zeros: computed, never stored) and B's by TMA into a ring of stages loaded
+``stages - 1`` ahead, `wgmma` from shared memory, the tile stored from registers within its
+group's rows. Rows of ``a`` past ``offs[-1]`` give zero rows."""
+
+from typing import Optional
+
+import numpy as np
+
+from .. import MBarrier, T, Tx
+from ..autotune import autotune
+from ..layout import mma_shared_layout, wgmma_acc_layout
+from . import _common as c
+
+BM, BN, BK = 64, 128, 64  # a tile's rows, its columns, K per stage (a 128-byte swizzled row)
+STAGES = 4
+
+
+@autotune(configs=[{}], key=["groups", "n", "k", "dtype"])
+def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str):
+    """``C[rows of g] = A[rows of g] @ B[g]`` for ``groups`` groups (``A`` (total_m, k), ``C``
+    (total_m, n), ``B`` (groups, k, n), ``OFFS`` (groups,) int32 cumulative ends; ``total_m`` a
+    run-time size, the grid ``max_tiles * ceil(n / 128)`` CTAs for ``max_tiles`` = ceil(total_m /
+    64) + groups)."""
+    tn, kt_steps = -(-n // BN), -(-k // BK)
+    a_smem = mma_shared_layout(dtype, 3, (STAGES, BM, BK))
+    b_smem = mma_shared_layout(dtype, 3, (STAGES, BK, BN))
+    # B's box: whole tile rows where N is a whole number of 64-column swizzle atoms, else atom by
+    # atom (each box's columns a dimension of N itself: the last may leave the matrix).
+    b_boxes = ((0, BN),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, BN, 64))
+    stage_bytes = (BM + BN) * BK * 2
+
+    @T.prim_func
+    def grouped_mm(A_ptr: T.handle, B_ptr: T.handle, OFFS_ptr: T.handle, C_ptr: T.handle, total_m: T.int32):
+        A = T.match_buffer(A_ptr, (total_m, k), dtype)
+        B = T.match_buffer(B_ptr, (groups, k, n), dtype)
+        OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
+        C = T.match_buffer(C_ptr, (total_m, n), dtype)
+        T.device_entry()
+        bx = T.cta_id([((total_m + BM - 1) // BM + groups) * tn])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        A_s = pool.alloc((STAGES, BM, BK), dtype, layout=a_smem)
+        B_s = pool.alloc((STAGES, BK, BN), dtype, layout=b_smem)
+        full = MBarrier(pool, STAGES)
+        pool.commit()
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        # This CTA's tile (group, first row, the group's end; group -1 past the last tile), found
+        # by one thread scanning the cumulative ends (the m-tiles of group g follow those of
+        # groups 0..g-1) into shared memory: values the whole CTA agrees on.
+        tile = T.alloc_buffer((4,), "int32", scope="shared")  # (the 4th: the m-tiles scanned)
+        mt = bx // tn
+        n0 = bx % tn * BN
+        if tid == 0:
+            tile[0] = -1
+            tile[1] = 0
+            tile[2] = 0
+            tile[3] = 0
+            for g in T.serial(groups):
+                start = T.if_then_else(g == 0, 0, OFFS[T.max(g - 1, 0)])
+                count = (OFFS[g] - start + BM - 1) // BM
+                if tile[0] < 0:
+                    if mt < tile[3] + count:
+                        tile[0] = g
+                        tile[1] = start + (mt - tile[3]) * BM
+                        tile[2] = OFFS[g]
+                tile[3] = tile[3] + count
+        T.cuda.cta_sync()
+        grp = tile[0]
+        m0 = tile[1]
+        m_end = tile[2]
+        acc = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        out = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        if grp >= 0:
+            if tid == 0:  # the first stages - 1 K steps
+                for kt in T.serial(T.min(kt_steps, STAGES - 1)):
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([kt]), stage_bytes)
+                    Tx.copy_async(A_s[kt, 0:BM, 0:BK], A[m0 : m0 + BM, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt]))
+                    for c0, cols in b_boxes:
+                        Tx.copy_async(B_s[kt, 0:BK, c0 : c0 + cols], B[grp, kt * BK : kt * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt]))
+            Tx.warpgroup.fill(acc[0:BM, 0:BN], 0.0)
+            for kt in T.serial(kt_steps):
+                if tid == 0:  # K step kt + stages - 1 into the stage step kt - 1 read (waited for)
+                    for u in T.serial(T.min(kt_steps - kt - (STAGES - 1), 1)):
+                        ks = kt + STAGES - 1
+                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([ks % STAGES]), stage_bytes)
+                        Tx.copy_async(A_s[ks % STAGES, 0:BM, 0:BK], A[m0 : m0 + BM, ks * BK : ks * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([ks % STAGES]))
+                        for c0, cols in b_boxes:
+                            Tx.copy_async(B_s[ks % STAGES, 0:BK, c0 : c0 + cols], B[grp, ks * BK : ks * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([ks % STAGES]))
+                full.wait(kt % STAGES, (kt // STAGES) % 2)
+                Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BK, 0:BN], transB=True, accum=True)
+                T.ptx.wgmma.wait_group(0)
+            Tx.warpgroup.cast(out[0:BM, 0:BN], acc[0:BM, 0:BN])
+            Tx.warpgroup.copy(C[m0 : m0 + BM, n0 : n0 + BN], out[0:BM, 0:BN], clip=True, mask=lambda i, j: m0 + i < m_end)
+
+    return grouped_mm
+
+
+def _check(a, b, offs):
+    name = "tirx.ops.grouped_mm"
+    if len(a.shape) != 2 or len(b.shape) != 3:
+        raise NotImplementedError(
+            f"{name}: a of shape {list(a.shape)}, b {list(b.shape)}; the kernel takes a 2-D a (total_m, k) of the groups' rows and a 3-D b "
+            "(groups, k, n), torch._grouped_mm's mixture-of-experts form (3-D a and 2-D b: not yet)"
+        )
+    da, db = c.dtype_name(a), c.dtype_name(b)
+    if da != db or da not in ("bfloat16", "float16"):
+        raise TypeError(f"{name}: a is {da}, b {db}; both bfloat16 or both float16")
+    (tm, k), (g, k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"{name}: a (total_m, k) = {list(a.shape)} and b (groups, k, n) = {list(b.shape)}: k differs")
+    if offs is None or tuple(offs.shape) != (g,) or c.dtype_name(offs) != "int32":
+        got = "None" if offs is None else f"{list(offs.shape)} {c.dtype_name(offs)}"
+        raise ValueError(f"{name}: offs must be int32 of shape [{g}] (the groups' cumulative row ends); got {got}")
+    if n % 8 or k % 8:
+        raise ValueError(f"{name}: n = {n}, k = {k}; TMA needs 16-byte row strides: n and k multiples of 8")
+    if not c.is_torch(offs):  # (NumPy: checked here; on a GPU reading them would synchronise)
+        o = np.asarray(offs, np.int64)
+        if (np.diff(o) < 0).any() or (g and (o[0] < 0 or o[-1] > tm)):
+            raise ValueError(f"{name}: offs {o.tolist()} must be non-decreasing cumulative ends within a's {tm} rows")
+    return tm, k, g, n, da
+
+
+def _grouped_mm(a, b, offs):
+    tm, k, g, n, dtype = _check(a, b, offs)
+    out = c.new_array(a, (tm, n), fill=0)
+    if tm == 0 or n == 0 or k == 0 or g == 0:
+        return out
+    a, b, offs = c.contiguous(a), c.contiguous(b), c.contiguous(offs)
+    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype)(a, b, offs, out, tm)
+    return out
+
+
+def register_torch_op():
+    """`torch.ops.tirx.grouped_mm(a, b, offs)` (registered on the first call)."""
+    return c.torch_op("grouped_mm", _torch_op_parts)
+
+
+def _torch_op_parts():
+    import torch
+
+    def schema(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+        return _grouped_mm(a, b, offs)
+
+    def fake(a, b, offs):
+        _check(a, b, offs)
+        return a.new_empty((a.shape[0], b.shape[2]))
+
+    return schema, fake
+
+
+def grouped_mm(a, b, offs=None, *, out_dtype: Optional[object] = None):
+    """``torch._grouped_mm(a, b, offs)`` for a 2-D ``a`` (total_m, k) of the groups' rows and a 3-D
+    ``b`` (groups, k, n): group g's rows ``offs[g - 1]:offs[g]`` (``offs`` int32 cumulative ends,
+    non-decreasing, the last at most total_m) times ``b[g]``; bf16/f16, float32 sums rounded once,
+    a new (total_m, n) array or tensor; rows past ``offs[-1]`` are 0. Tensors on a GPU are not
+    checked for ``offs``' order (that would synchronise)."""
+    if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
+        raise TypeError(f"tirx.ops.grouped_mm: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
+    if c.is_torch(a):
+        return register_torch_op()(a, b, offs) if c.compiling() else _grouped_mm(a, b, offs)
+    return _grouped_mm(np.asarray(a), np.asarray(b), None if offs is None else np.asarray(offs))

@@ -5,10 +5,10 @@ layer_norm beside PyTorch eager and `torch.compile` at seven shapes (one of at m
 ragged rows of 5120 and 32000, rows of 262144 streamed through the registers), with GB/s (bytes
 read + written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
 in TFLOP/s, with the configuration the autotuner chose for each shape; addmm with a fused GELU
-beside addmm + gelu (eager, compiled); FP8 `scaled_mm` beside torch._scaled_mm. Each result is
-checked against PyTorch's first.
+beside addmm + gelu (eager, compiled); FP8 `scaled_mm` beside torch._scaled_mm; `grouped_mm` beside
+torch._grouped_mm. Each result is checked against PyTorch's first.
 
-    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm] [--json out.json]
+    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm,grouped] [--json out.json]
 """
 
 import argparse
@@ -180,9 +180,27 @@ def bench_scaled_mm(rows):
         print(f"scaled_mm {m}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err}", flush=True)
 
 
+def bench_grouped(rows):
+    """`grouped_mm` beside torch._grouped_mm (b column-major, as it takes it) over uneven groups."""
+    for g, tokens, k, n in [(8, 16384, 4096, 1792), (64, 32768, 2048, 1024)]:
+        sizes = torch.distributions.Dirichlet(torch.ones(g)).sample() * tokens
+        offs = torch.cumsum(sizes.int(), 0).int().cuda()
+        a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(g, k, n, device="cuda", dtype=torch.bfloat16)
+        bt = b.transpose(-2, -1).contiguous().transpose(-2, -1)
+        got, want = ops.grouped_mm(a, b, offs), torch._grouped_mm(a, bt, offs=offs)
+        m = int(offs[-1])
+        err = (got[:m].float() - want[:m].float()).abs().max().item()
+        t = {"tirx": per_call_us(lambda: ops.grouped_mm(a, b, offs)), "torch": per_call_us(lambda: torch._grouped_mm(a, bt, offs=offs))}
+        flop = 2 * m * n * k
+        r = {"op": "grouped_mm", "shape": [g, tokens, k, n], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
+        rows.append(r)
+        print(f"grouped_mm {g} groups {tokens}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err:.3g}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm")
+    ap.add_argument("--only", default="softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm,grouped")
     ap.add_argument("--json")
     args = ap.parse_args()
     only = args.only.split(",")
@@ -199,6 +217,8 @@ def main():
         bench_epilogue(rows)
     if "scaled_mm" in only:
         bench_scaled_mm(rows)
+    if "grouped" in only:
+        bench_grouped(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -47,6 +47,8 @@ CASES = [
     (2, 4, 2, 130, 70, 128, True),  # fewer keys than queries
     (1, 2, 2, 70, 200, 128, False),
     (1, 1, 1, 40, 300, 96, True),  # K/V tiles no query sees (causal, top-left): dK = dV = 0 there
+    (1, 2, 1, 100, 150, 256, True),  # head dims past 128: Q and dO from shared memory, two warpgroups' dK / dV columns
+    (1, 1, 1, 70, 130, 192, False),
 ]
 
 
@@ -86,9 +88,9 @@ def test_through_the_forward_and_its_errors():
         tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse[:, :, 0])
     with pytest.raises(TypeError, match="lse float32"):
         tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse.astype(np.float64))
-    big = np.zeros((1, 1, 8, 256), nd)
-    with pytest.raises(ValueError, match="head_dim 256; the backward takes 64, 96, 128"):
-        tirx.ops.scaled_dot_product_attention_backward(big, big, big, big, big, np.zeros((1, 1, 8), np.float32))
+    odd = np.zeros((1, 1, 8, 80), nd)
+    with pytest.raises(ValueError, match="head_dim 80; the kernel takes 64, 96, 128, 192 or 256"):
+        tirx.ops.scaled_dot_product_attention_backward(odd, odd, odd, odd, odd, np.zeros((1, 1, 8), np.float32))
 
 
 def test_autograd_and_torch_compile_on_cpu_tensors():

@@ -15,10 +15,12 @@ result is the same every run):
   rounded into shared memory and read transposed (`transA`).
 
 Both are one warpgroup (the simulator checks every wait and fence: a wgmma the warpgroup waited
-for has read its shared operands, so a stage is refilled without a barrier); P and dS are rounded
+for has read its shared operands, so a stage is refilled without a barrier); past head dim 128 the
+dQ kernel reads Q and dO from shared memory and the dK / dV kernel is two warpgroups, each with
+half of dK's and dV's columns (the first computing S, dP, P and dS for both). P and dS are rounded
 to the inputs' dtype for the tensor cores (as FlashAttention's), every sum is float32, each
-gradient rounded once. Causal: PyTorch's ``is_causal`` (key j <= query i + ``offset``), the tiles wholly
-above the diagonal skipped."""
+gradient rounded once. Causal: PyTorch's ``is_causal`` (key j <= query i + ``offset``), the
+tiles wholly above the diagonal skipped."""
 
 import math
 from typing import Optional
@@ -67,8 +69,13 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
     scale_log2 = scale * LOG2E
-    kv_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BN, d))
+    swizzle = 3 if d % 64 == 0 else 2
+    kv_smem = mma_shared_layout(dtype, swizzle, (2, BN, d))
+    q_smem = mma_shared_layout(dtype, swizzle, (BM, d))
     tile_bytes = BN * d * 2
+    # Head dims past 128: Q and dO in shared memory (their registers and dQ's would not fit), D
+    # summed over 64-column chunks of dO and O.
+    wide = d > 128
 
     def steps_of(qt):
         """The K/V tiles query tile ``qt`` reads (causal: to its last row's diagonal)."""
@@ -95,9 +102,16 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
         pool = T.SMEMPool()
         K_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
         V_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        if wide:
+            Q_s = pool.alloc((BM, d), dtype, layout=q_smem)
+            DO_s = pool.alloc((BM, d), dtype, layout=q_smem)
         full = MBarrier(pool, 2)
+        if wide:
+            q_full = MBarrier(pool, 1)
         pool.commit()
         full.init(1)
+        if wide:
+            q_full.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         bh = bx // q_tiles
@@ -105,10 +119,14 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
         q0 = qt * BM
         kv = bh // heads * kv_heads + bh % heads // group
         steps = steps_of(qt)
-        q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        do_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        o_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        prod = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        cols = 64 if wide else d  # (the columns of dO and O in registers at once)
+        if not wide:
+            q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        do_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
+        if wide:
+            part = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
         s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
@@ -116,18 +134,29 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
         lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        if tid == 0:  # K/V tile 0 into stage 0
+        if tid == 0:  # K/V tile 0 into stage 0 (and, wide, Q and dO)
+            if wide:
+                T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), 2 * BM * d * 2)
+                Tx.copy_async(Q_s[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                Tx.copy_async(DO_s[0:BM, 0:d], DO[bh, q0 : q0 + BM, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
             for t in T.serial(T.min(steps, 1)):
                 T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
                 Tx.copy_async(K_s[0, 0:BN, 0:d], K[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
                 Tx.copy_async(V_s[0, 0:BN, 0:d], V[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
-        # Q, dO and O rows into registers (rows past the sequence 0), D = rowsum(dO ∘ O), the
-        # rows' -lse log2 e (rows past the sequence: LSE's padding +inf, their weights 0).
-        Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
-        Tx.warpgroup.copy(do_r[0:BM, 0:d], DO[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
-        Tx.warpgroup.copy(o_r[0:BM, 0:d], O[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
-        Tx.warpgroup.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
-        Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
+        # Q, dO and O rows into registers (rows past the sequence 0; wide: dO and O a chunk of
+        # columns at a time), D = rowsum(dO ∘ O), the rows' -lse log2 e (rows past the sequence:
+        # LSE's padding +inf, their weights 0).
+        if not wide:
+            Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
+        for c0 in list(range(0, d, cols)):  # (a Python loop: unrolled)
+            Tx.warpgroup.copy(do_r[0:BM, 0:cols], DO[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
+            Tx.warpgroup.copy(o_r[0:BM, 0:cols], O[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
+            Tx.warpgroup.mul(prod[0:BM, 0:cols], do_r[0:BM, 0:cols], o_r[0:BM, 0:cols])
+            if c0 == 0:
+                Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:cols])
+            else:
+                Tx.warpgroup.sum(part[0:BM, 0:1], prod[0:BM, 0:cols])
+                Tx.warpgroup.add(dd[0:BM, 0:1], dd[0:BM, 0:1], part[0:BM, 0:1])
         for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
             lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
         if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
@@ -141,8 +170,13 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
             full.wait(j % 2, (j // 2) % 2)
-            Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
-            Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+            if wide:
+                q_full.wait(0, 0)
+                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
+                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+            else:
+                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
+                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
             T.ptx.wgmma.wait_group(0)
             _weights_and_ds(s, dp, lse2, dd, j * BN, q0, seq_k, causal, offset, scale_log2)
             Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
@@ -165,7 +199,11 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
     scale_log2 = scale * LOG2E
-    swizzle = 3 if d % 64 == 0 else 2
+    # Head dims past 128: two warpgroups, each holding dK's and dV's half of the columns (one
+    # warpgroup's registers hold 64 x 128 of each); the first computes S, dP, P and dS for both.
+    wgs = 2 if d > 128 else 1
+    dh = d // wgs
+    swizzle = 3 if dh % 64 == 0 else 2  # (each warpgroup's columns whole swizzle atoms)
     kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
     q_smem = mma_shared_layout(dtype, swizzle, (2, BM, d))
     p_smem = mma_shared_layout(dtype, 3, (BM, BN))
@@ -176,6 +214,35 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
         if not causal:
             return 0
         return T.max(0, (kt * BN - offset) // BM)
+
+    @T.macro
+    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid):
+        # S = Q Kᵀ and dP = dO Vᵀ of step t's query tile, P and dS, rounded into shared memory.
+        for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
+            lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
+            dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
+        Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
+        Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
+        T.ptx.wgmma.wait_group(0)
+        _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
+        Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
+        Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+        Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
+        Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+
+    @T.macro
+    def grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, c0):
+        # dV += Pᵀ dO and dK += dSᵀ Q over columns [c0, c0 + dh), issued.
+        Tx.warpgroup.gemm_async(dv[0:BN, 0:dh], P_s[0:BM, 0:BN], DO_s[t % 2, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
+        Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[t % 2, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
+
+    @T.macro
+    def store(dk, dv, out, DK, DV, kv, k0, c0):
+        # dK's and dV's columns [c0, c0 + dh), rounded (the keys past the sequence clipped).
+        Tx.warpgroup.cast(out[0:BN, 0:dh], dk[0:BN, 0:dh])
+        Tx.warpgroup.copy(DK[kv, k0 : k0 + BN, c0 : c0 + dh], out[0:BN, 0:dh], clip=True)
+        Tx.warpgroup.cast(out[0:BN, 0:dh], dv[0:BN, 0:dh])
+        Tx.warpgroup.copy(DV[kv, k0 : k0 + BN, c0 : c0 + dh], out[0:BN, 0:dh], clip=True)
 
     @T.prim_func
     def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
@@ -189,10 +256,10 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
         DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
         T.device_entry()
         bx = T.cta_id([batch * kv_heads * k_tiles])
-        T.warpgroup_id([1])
+        wg = T.warpgroup_id([wgs])
         T.warp_id_in_wg([4])
         T.lane_id([32])
-        tid = T.thread_id([128])
+        tid = T.thread_id([128 * wgs])
         pool = T.SMEMPool()
         K_s = pool.alloc((BN, d), dtype, layout=kv_smem)
         V_s = pool.alloc((BN, d), dtype, layout=kv_smem)
@@ -213,14 +280,14 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
         first = first_of(kt)
         per_head = q_tiles - first  # query tiles of each head of the group
         steps = group * per_head
-        dk = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
-        dv = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dk = T.alloc_buffer((BN, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
+        dv = T.alloc_buffer((BN, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
         s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         p16 = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
         lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-        out = T.alloc_buffer((BN, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        out = T.alloc_buffer((BN, dh), dtype, scope="local", layout=wgmma_acc_layout(dh))
         if tid == 0:  # K and V once; query tile 0 of the first head into stage 0
             T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
             Tx.copy_async(K_s[0:BN, 0:d], K[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
@@ -229,8 +296,8 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
                 T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
                 Tx.copy_async(Q_s[0, 0:BM, 0:d], Q[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
                 Tx.copy_async(DO_s[0, 0:BM, 0:d], DO[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
-        Tx.warpgroup.fill(dk[0:BN, 0:d], 0.0)
-        Tx.warpgroup.fill(dv[0:BN, 0:d], 0.0)
+        Tx.warpgroup.fill(dk[0:BN, 0:dh], 0.0)
+        Tx.warpgroup.fill(dv[0:BN, 0:dh], 0.0)
         kv_full.wait(0, 0)
         for hh in T.serial(group):  # the group's query heads, each's query tiles from the first that sees these keys
             for qt in T.serial(q_tiles):  # (causal: those from `first`; a loop over all keeps qt's range known)
@@ -245,34 +312,34 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
                             T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(t + 1) % 2]), 2 * tile_bytes)
                             Tx.copy_async(Q_s[(t + 1) % 2, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
                             Tx.copy_async(DO_s[(t + 1) % 2, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
-                    for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
-                        lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
-                        dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
                     full.wait(t % 2, (t // 2) % 2)
-                    Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
-                    Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
-                    T.ptx.wgmma.wait_group(0)
-                    _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
-                    # P and dS rounded into shared memory, read transposed: dV += Pᵀ dO, dK += dSᵀ Q.
-                    Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
-                    Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
-                    Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
-                    Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                    # P and dS (the first warpgroup's) in shared memory, read transposed: dV += Pᵀ dO,
+                    # dK += dSᵀ Q, each warpgroup its columns.
+                    if wgs > 1:
+                        if wg == 0:
+                            scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid)
+                    else:
+                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid)
                     T.ptx.fence.proxy.async_.shared__cta()
                     T.cuda.cta_sync()
-                    Tx.warpgroup.gemm_async(dv[0:BN, 0:d], P_s[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
-                    Tx.warpgroup.gemm_async(dk[0:BN, 0:d], DS_s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                    if wgs > 1:  # (each warpgroup its columns, constant slices for the descriptors)
+                        for w in list(range(wgs)):
+                            if wg == w:
+                                grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, w * dh)
+                    else:
+                        grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, 0)
                     T.ptx.wgmma.wait_group(0)  # (stage t % 2, P_s and DS_s read: they may be refilled)
-        Tx.warpgroup.mul(dk[0:BN, 0:d], dk[0:BN, 0:d], scale)
-        Tx.warpgroup.cast(out[0:BN, 0:d], dk[0:BN, 0:d])
-        Tx.warpgroup.copy(DK[kv, k0 : k0 + BN, 0:d], out[0:BN, 0:d], clip=True)
-        Tx.warpgroup.cast(out[0:BN, 0:d], dv[0:BN, 0:d])
-        Tx.warpgroup.copy(DV[kv, k0 : k0 + BN, 0:d], out[0:BN, 0:d], clip=True)
+                    if wgs > 1:  # (by the other warpgroup's too)
+                        T.cuda.cta_sync()
+        Tx.warpgroup.mul(dk[0:BN, 0:dh], dk[0:BN, 0:dh], scale)
+        if wgs > 1:
+            for w in list(range(wgs)):
+                if wg == w:
+                    store(dk, dv, out, DK, DV, kv, k0, w * dh)
+        else:
+            store(dk, dv, out, DK, DV, kv, k0, 0)
 
     return attention_dkv
-
-
-BACKWARD_DIMS = (64, 96, 128)  # (one warpgroup holds dK and dV of 64 keys in registers)
 
 
 def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0):
@@ -285,8 +352,6 @@ def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], 
             raise ValueError(f"{name}: {what} of shape {list(t.shape)}; expected {list(shape)} (the forward's, for query {list(q.shape)})")
     if c.dtype_name(dout) != dtype or c.dtype_name(out) != dtype or c.dtype_name(lse) != "float32":
         raise TypeError(f"{name}: dout and out of the query's dtype ({dtype}), lse float32; got {c.dtype_name(dout)}, {c.dtype_name(out)}, {c.dtype_name(lse)}")
-    if d not in BACKWARD_DIMS:
-        raise ValueError(f"{name}: head_dim {d}; the backward takes {', '.join(map(str, BACKWARD_DIMS))} (192 and 256: not yet)")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
     if b * h * sq == 0 or sk == 0:
@@ -309,8 +374,8 @@ def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bo
     """The gradients ``(dq, dk, dv)`` of `scaled_dot_product_attention(q, k, v, is_causal=,
     scale=, enable_gqa=)` for the output's gradient ``dout``, from its output ``out`` and
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
-    [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), head dims 64, 96 and
-    128; grouped-query heads' dK and dV summed over each group. Deterministic (no atomics): the
+    [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), the forward's head dims
+    (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group. Deterministic (no atomics): the
     same result every run. Also ``loss.backward()`` through `scaled_dot_product_attention`."""
     if c.is_torch(q):
         if c.compiling():

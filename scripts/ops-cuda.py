@@ -89,6 +89,7 @@ def matmul_cases():
         )
     # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
     yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16")
+    yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", b_kmajor=True)
 
 
 def main():

@@ -24,6 +24,7 @@ def reference(a, b, offs):
     return want
 
 
+@pytest.mark.parametrize("column_major", [False, True])
 @pytest.mark.parametrize(
     "sizes,spare,k,n,dtype",
     [
@@ -33,13 +34,16 @@ def reference(a, b, offs):
         ([0, 0], 7, 64, 64, "bfloat16"),  # no rows at all: zeros
     ],
 )
-def test_matches_float64(sizes, spare, k, n, dtype):
+def test_matches_float64(sizes, spare, k, n, dtype, column_major):
+    """b row-major, or column-major (torch._grouped_mm's layout: read K-major in place)."""
     nd = numpy_dtype(dtype)
     rng = np.random.default_rng(sum(sizes) + k)
     tm = sum(sizes) + spare
     a = rng.standard_normal((tm, k)).astype(nd)
     b = rng.standard_normal((len(sizes), k, n)).astype(nd)
     offs = np.cumsum(sizes).astype(np.int32)
+    if column_major:
+        b = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, 1, 2)), 1, 2)
     out = tirx.ops.grouped_mm(a, b, offs)
     want = reference(a, b, offs)
     assert out.dtype == nd and out.shape == (tm, n)
@@ -86,8 +90,10 @@ def test_on_the_gpu_against_torch():
     a = torch.randn(sum(sizes) + 9, 2048, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(len(sizes), 2048, 1400, device="cuda", dtype=torch.bfloat16)
     offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32, device="cuda")
-    got = tirx.ops.grouped_mm(a, b, offs)
-    want = torch._grouped_mm(a, b.transpose(-2, -1).contiguous().transpose(-2, -1), offs=offs)  # (its b column-major)
+    bt = b.transpose(-2, -1).contiguous().transpose(-2, -1)  # (torch._grouped_mm's b: column-major)
+    want = torch._grouped_mm(a, bt, offs=offs)
+    got, got_t = tirx.ops.grouped_mm(a, b, offs), tirx.ops.grouped_mm(a, bt, offs)
     n = int(offs[-1])
     torch.testing.assert_close(got[:n].float(), want[:n].float(), rtol=2.0**-7, atol=0.25)
+    torch.testing.assert_close(got_t, got)
     assert (got[n:] == 0).all()

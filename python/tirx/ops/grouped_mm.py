@@ -2,7 +2,8 @@
 `torch._grouped_mm` takes it: ``a`` (total_m, k) holds the groups' rows one after another, group
 g's rows ``offs[g - 1]`` to ``offs[g]`` (int32 cumulative ends, ``offs[-1]`` at most total_m),
 ``b`` (groups, k, n) a matrix per group; ``out[rows of g] = a[rows of g] @ b[g]``, bf16/f16, float32
-sums rounded once. Groups of any size, 0 included, in one launch.
+sums rounded once. Groups of any size, 0 included, in one launch; ``b`` row-major or column-major
+(torch._grouped_mm's), read in place.
 
 The kernel reads ``offs`` on the GPU (no host synchronisation): a CTA per 64-row tile of a group
 and 128 columns, the grid sized for the most tiles the rows can make (``total_m / 64`` rounded up,
@@ -25,24 +26,38 @@ BM, BN, BK = 64, 128, 64  # a tile's rows, its columns, K per stage (a 128-byte 
 STAGES = 4
 
 
-@autotune(configs=[{}], key=["groups", "n", "k", "dtype"])
-def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str):
+@autotune(configs=[{}], key=["groups", "n", "k", "dtype", "b_kmajor"])
+def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = False):
     """``C[rows of g] = A[rows of g] @ B[g]`` for ``groups`` groups (``A`` (total_m, k), ``C``
-    (total_m, n), ``B`` (groups, k, n), ``OFFS`` (groups,) int32 cumulative ends; ``total_m`` a
-    run-time size, the grid ``max_tiles * ceil(n / 128)`` CTAs for ``max_tiles`` = ceil(total_m /
-    64) + groups)."""
+    (total_m, n), ``B`` (groups, k, n), or with ``b_kmajor`` its transpose (groups, n, k): a
+    column-major b, as torch._grouped_mm takes it and experts' weights are stored; ``OFFS``
+    (groups,) int32 cumulative ends; ``total_m`` a run-time size, the grid ``max_tiles * ceil(n /
+    128)`` CTAs for ``max_tiles`` = ceil(total_m / 64) + groups)."""
     tn, kt_steps = -(-n // BN), -(-k // BK)
     a_smem = mma_shared_layout(dtype, 3, (STAGES, BM, BK))
-    b_smem = mma_shared_layout(dtype, 3, (STAGES, BK, BN))
+    b_shape = (STAGES, BN, BK) if b_kmajor else (STAGES, BK, BN)
+    b_smem = mma_shared_layout(dtype, 3, b_shape)
     # B's box: whole tile rows where N is a whole number of 64-column swizzle atoms, else atom by
     # atom (each box's columns a dimension of N itself: the last may leave the matrix).
     b_boxes = ((0, BN),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, BN, 64))
     stage_bytes = (BM + BN) * BK * 2
 
+    @T.macro
+    def load(A, B, A_s, B_s, full, grp, m0, n0, kt):
+        # K step kt of the tile into stage kt % STAGES: A's rows from the tile's first, B's of its
+        # group (K-major: a box of BN rows of its transpose).
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([kt % STAGES]), stage_bytes)
+        Tx.copy_async(A_s[kt % STAGES, 0:BM, 0:BK], A[m0 : m0 + BM, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+        if b_kmajor:
+            Tx.copy_async(B_s[kt % STAGES, 0:BN, 0:BK], B[grp, n0 : n0 + BN, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+        else:
+            for c0, cols in b_boxes:
+                Tx.copy_async(B_s[kt % STAGES, 0:BK, c0 : c0 + cols], B[grp, kt * BK : kt * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+
     @T.prim_func
     def grouped_mm(A_ptr: T.handle, B_ptr: T.handle, OFFS_ptr: T.handle, C_ptr: T.handle, total_m: T.int32):
         A = T.match_buffer(A_ptr, (total_m, k), dtype)
-        B = T.match_buffer(B_ptr, (groups, k, n), dtype)
+        B = T.match_buffer(B_ptr, (groups, n, k) if b_kmajor else (groups, k, n), dtype)
         OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
         C = T.match_buffer(C_ptr, (total_m, n), dtype)
         T.device_entry()
@@ -53,7 +68,7 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str):
         tid = T.thread_id([128])
         pool = T.SMEMPool()
         A_s = pool.alloc((STAGES, BM, BK), dtype, layout=a_smem)
-        B_s = pool.alloc((STAGES, BK, BN), dtype, layout=b_smem)
+        B_s = pool.alloc(b_shape, dtype, layout=b_smem)
         full = MBarrier(pool, STAGES)
         pool.commit()
         full.init(1)
@@ -88,21 +103,17 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str):
         if grp >= 0:
             if tid == 0:  # the first stages - 1 K steps
                 for kt in T.serial(T.min(kt_steps, STAGES - 1)):
-                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([kt]), stage_bytes)
-                    Tx.copy_async(A_s[kt, 0:BM, 0:BK], A[m0 : m0 + BM, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt]))
-                    for c0, cols in b_boxes:
-                        Tx.copy_async(B_s[kt, 0:BK, c0 : c0 + cols], B[grp, kt * BK : kt * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt]))
+                    load(A, B, A_s, B_s, full, grp, m0, n0, kt)
             Tx.warpgroup.fill(acc[0:BM, 0:BN], 0.0)
             for kt in T.serial(kt_steps):
                 if tid == 0:  # K step kt + stages - 1 into the stage step kt - 1 read (waited for)
                     for u in T.serial(T.min(kt_steps - kt - (STAGES - 1), 1)):
-                        ks = kt + STAGES - 1
-                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([ks % STAGES]), stage_bytes)
-                        Tx.copy_async(A_s[ks % STAGES, 0:BM, 0:BK], A[m0 : m0 + BM, ks * BK : ks * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([ks % STAGES]))
-                        for c0, cols in b_boxes:
-                            Tx.copy_async(B_s[ks % STAGES, 0:BK, c0 : c0 + cols], B[grp, ks * BK : ks * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([ks % STAGES]))
+                        load(A, B, A_s, B_s, full, grp, m0, n0, kt + STAGES - 1)
                 full.wait(kt % STAGES, (kt // STAGES) % 2)
-                Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BK, 0:BN], transB=True, accum=True)
+                if b_kmajor:
+                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BN, 0:BK], accum=True)
+                else:
+                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BK, 0:BN], transB=True, accum=True)
                 T.ptx.wgmma.wait_group(0)
             Tx.warpgroup.cast(out[0:BM, 0:BN], acc[0:BM, 0:BN])
             Tx.warpgroup.copy(C[m0 : m0 + BM, n0 : n0 + BN], out[0:BM, 0:BN], clip=True, mask=lambda i, j: m0 + i < m_end)
@@ -135,13 +146,22 @@ def _check(a, b, offs):
     return tm, k, g, n, da
 
 
+def _strides(t):
+    return tuple(t.stride()) if c.is_torch(t) else tuple(x // t.itemsize for x in t.strides)
+
+
 def _grouped_mm(a, b, offs):
     tm, k, g, n, dtype = _check(a, b, offs)
     out = c.new_array(a, (tm, n), fill=0)
     if tm == 0 or n == 0 or k == 0 or g == 0:
         return out
-    a, b, offs = c.contiguous(a), c.contiguous(b), c.contiguous(offs)
-    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype)(a, b, offs, out, tm)
+    # A column-major b (each group's matrix stored n x k, as torch._grouped_mm takes it) is read
+    # in place, K-major; any other layout is made row-major.
+    kmajor = _strides(b)[1:] == (1, k) and k > 1
+    bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)
+    a, offs = c.contiguous(a), c.contiguous(offs)
+    b = c.contiguous(bt) if kmajor else c.contiguous(b)
+    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, b_kmajor=kmajor)(a, b, offs, out, tm)
     return out
 
 
@@ -167,8 +187,10 @@ def grouped_mm(a, b, offs=None, *, out_dtype: Optional[object] = None):
     """``torch._grouped_mm(a, b, offs)`` for a 2-D ``a`` (total_m, k) of the groups' rows and a 3-D
     ``b`` (groups, k, n): group g's rows ``offs[g - 1]:offs[g]`` (``offs`` int32 cumulative ends,
     non-decreasing, the last at most total_m) times ``b[g]``; bf16/f16, float32 sums rounded once,
-    a new (total_m, n) array or tensor; rows past ``offs[-1]`` are 0. Tensors on a GPU are not
-    checked for ``offs``' order (that would synchronise)."""
+    a new (total_m, n) array or tensor; rows past ``offs[-1]`` are 0. A column-major ``b`` (each
+    group's matrix stored n x k: torch._grouped_mm's layout, experts' weights transposed) is read
+    in place, as is a row-major one; others are copied. Tensors on a GPU are not checked for
+    ``offs``' order (that would synchronise)."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.grouped_mm: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     if c.is_torch(a):

@@ -602,6 +602,46 @@ def test_matmul_on_torch_tensors_and_under_compile():
         torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)
 
 
+def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
+    """matmul and addmm are differentiable (dA = dC Bᵀ, dB = Aᵀ dC by the same kernel; addmm's
+    input gradient beta dC, summed over the rows for a bias row), eager and under torch.compile;
+    the ops without a backward (an activation's, FP8 scaled_mm, grouped_mm, varlen and KV-cache
+    attention) refuse tensors that need one rather than return a result without gradient."""
+    torch = pytest.importorskip("torch")
+    sys.modules["tirx.ops.matmul"].register_torch_op()
+    sys.modules["tirx.ops.matmul"].register_addmm_torch_op()
+    torch.manual_seed(0)
+    a = torch.randn(64, 128).bfloat16().requires_grad_()
+    b = torch.randn(128, 192).bfloat16().requires_grad_()
+    bias = torch.randn(192).bfloat16().requires_grad_()
+    dc = torch.randn(64, 192).bfloat16()
+    ref = [t.detach().double().requires_grad_() for t in (bias, a, b)]
+    torch.addmm(*ref, beta=0.5, alpha=2.0).backward(dc.double())
+    for fn in (ops.addmm, torch.compile(ops.addmm, fullgraph=True)):
+        for t in (bias, a, b):
+            t.grad = None
+        fn(bias, a, b, beta=0.5, alpha=2.0).backward(dc)
+        for t, r in zip((bias, a, b), ref):
+            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
+    for t in (a, b):
+        t.grad = None
+    ops.matmul(a, b).backward(dc)
+    torch.testing.assert_close(a.grad.double(), dc.double() @ b.double().t(), rtol=2**-6, atol=0.1)
+    torch.testing.assert_close(b.grad.double(), a.double().t() @ dc.double(), rtol=2**-6, atol=0.1)
+    with pytest.raises(NotImplementedError, match="no backward with activation='gelu' yet"):
+        ops.matmul(a, b, activation="gelu")
+    with pytest.raises(NotImplementedError, match="tirx.ops.grouped_mm: no backward yet"):
+        ops.grouped_mm(a, b.detach().reshape(1, 128, 192), torch.tensor([64], dtype=torch.int32))
+    q = torch.randn(10, 2, 64).bfloat16().requires_grad_()
+    cu = torch.tensor([0, 10], dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="tirx.ops.varlen_attention: no backward yet"):
+        ops.varlen_attention(q, q, q, cu, cu, 10)
+    with pytest.raises(NotImplementedError, match="tirx.ops.kvcache_attention: no backward yet"):
+        ops.kvcache_attention(q[None], q[None], q[None], torch.tensor([10], dtype=torch.int32))
+    with torch.no_grad():  # (no gradient wanted: runs)
+        assert ops.matmul(a, b, activation="gelu").shape == (64, 192)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("m,n,threads,tpr", [(5, 256, 128, 8), (37, 100, 128, 4), (3, 1000, 256, 32), (70, 16, 256, 2)])
 def test_row_groups_match_float64(dtype, m, n, threads, tpr):

@@ -674,6 +674,13 @@ def torch_op(name: str, build: Callable, autograd: Optional[Callable] = None):
     return op
 
 
+def refuse_grad(op: str, *tensors) -> None:
+    """An op without a backward called where autograd records: an error, not a result silently
+    without gradient."""
+    if any(is_torch(t) and wants_grad(t) for t in tensors if t is not None):
+        raise NotImplementedError(f"tirx.ops.{op}: no backward yet; call it under torch.no_grad() (or on detached tensors)")
+
+
 def wants_grad(x) -> bool:
     """A torch tensor whose result autograd records (the call goes through the registered op)."""
     import torch

@@ -1188,6 +1188,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_
     the longest query count. Causal on each sequence's lower-right diagonal (query i of n sees
     keys j <= i + m - n of m), as FlashAttention's. Returns ``out (total_q, heads, d)``, with
     ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0."""
+    c.refuse_grad("varlen_attention", q, k, v)
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(t.shape) != 3:
             raise ValueError(f"tirx.ops.varlen_attention: {name} of shape {list(t.shape)}; expected (total, heads, head_dim)")
@@ -1298,6 +1299,7 @@ def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = Fals
     sequence b's rows ``[i page_size, (i + 1) page_size)`` in page ``block_table[b, i]``;
     ``page_size`` 8, 16, 32 or a multiple of 64. Entries past a sequence's pages are never read
     for keys it holds (an index outside the caches reads zeros)."""
+    c.refuse_grad("kvcache_attention", q, k_cache, v_cache)  # (decoding)
     if c.is_torch(q) and c.compiling():  # (the registered op: torch.compile traces it)
         out, lse = register_kvcache_torch_op()(
             q, k_cache, v_cache, cache_seqlens, block_table, bool(is_causal), None if scale is None else float(scale), bool(return_lse)
@@ -1440,6 +1442,7 @@ def scaled_dot_product_attention(
     if c.dtype_name(q) in FP8:
         if attn_mask is not None:
             raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
+        c.refuse_grad("scaled_dot_product_attention (FP8 inputs)", q, k, v)
         if c.is_torch(q) and c.compiling():
             raise NotImplementedError("tirx.ops.scaled_dot_product_attention: FP8 inputs are not a registered op yet; call it outside torch.compile")
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))

@@ -194,5 +194,6 @@ def grouped_mm(a, b, offs=None, *, out_dtype: Optional[object] = None):
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.grouped_mm: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     if c.is_torch(a):
+        c.refuse_grad("grouped_mm", a, b)
         return register_torch_op()(a, b, offs) if c.compiling() else _grouped_mm(a, b, offs)
     return _grouped_mm(np.asarray(a), np.asarray(b), None if offs is None else np.asarray(offs))

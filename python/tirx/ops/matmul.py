@@ -504,7 +504,57 @@ def register_addmm_torch_op():
 
         return schema, fake
 
-    return c.torch_op("addmm", parts)
+    return c.torch_op("addmm", parts, _addmm_autograd)
+
+
+def _no_backward(op: str, activation: str, *tensors) -> None:
+    """An activation's backward is not written yet: an error, not a result without gradient."""
+    if activation and any(c.wants_grad(t) for t in tensors):
+        raise NotImplementedError(f"tirx.ops.{op}: no backward with activation={activation!r} yet; call it under torch.no_grad() (or on detached tensors)")
+
+
+def _mm(x, y):
+    """``x @ y`` through the registered op (the backward's products: traced under torch.compile)."""
+    return register_torch_op()(x, y, "")
+
+
+def _matmul_autograd(op):
+    """dA = dC Bᵀ and dB = Aᵀ dC, by this kernel (the transposes made contiguous)."""
+
+    def setup_context(ctx, inputs, output):
+        a, b, _activation = inputs
+        ctx.save_for_backward(a, b)
+
+    def backward(ctx, dc):
+        a, b = ctx.saved_tensors
+        da = _mm(dc, b.t()) if ctx.needs_input_grad[0] else None
+        db = _mm(a.t(), dc) if ctx.needs_input_grad[1] else None
+        return da, db, None
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
+def _addmm_autograd(op):
+    """d(input) = beta dC (summed over the rows for a bias row), dA = alpha dC Bᵀ, dB = alpha Aᵀ dC."""
+
+    def setup_context(ctx, inputs, output):
+        input, a, b, beta, alpha, _activation = inputs
+        ctx.save_for_backward(a, b)
+        ctx.shape, ctx.beta, ctx.alpha = tuple(input.shape), beta, alpha
+
+    def backward(ctx, dc):
+        a, b = ctx.saved_tensors
+        di = da = db = None
+        if ctx.needs_input_grad[0]:
+            di = (dc.float().sum(0) if ctx.shape != tuple(dc.shape) else dc.float()) * ctx.beta
+            di = di.reshape(ctx.shape).to(dc.dtype)
+        if ctx.needs_input_grad[1]:
+            da = _mm(dc, b.t()) if ctx.alpha == 1 else (_mm(dc, b.t()).float() * ctx.alpha).to(dc.dtype)
+        if ctx.needs_input_grad[2]:
+            db = _mm(a.t(), dc) if ctx.alpha == 1 else (_mm(a.t(), dc).float() * ctx.alpha).to(dc.dtype)
+        return di, da, db, None, None, None
+
+    op.register_autograd(backward, setup_context=setup_context)
 
 
 def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: Optional[str] = None):
@@ -516,15 +566,17 @@ def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: O
     array or tensor."""
     act = _activation("addmm", activation)
     if c.is_torch(mat1):
-        if c.compiling():
+        _no_backward("addmm", act, input, mat1, mat2)
+        if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (the registered op: its backward)
             return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha), act)
         return _addmm(input, mat1, mat2, float(beta), float(alpha), act)
     return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act)
 
 
 def register_torch_op():
-    """`torch.ops.tirx.matmul` (registered on the first call)."""
-    return c.torch_op("matmul", _torch_op_parts)
+    """`torch.ops.tirx.matmul` (registered on the first call), differentiable (without an
+    activation)."""
+    return c.torch_op("matmul", _torch_op_parts, _matmul_autograd)
 
 
 def _torch_op_parts():
@@ -548,8 +600,9 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
     if c.is_torch(a):
+        _no_backward("matmul", act, a, b)
         op = register_torch_op()
-        return op(a, b, act) if c.compiling() else _run(a, b, act)
+        return op(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
     return _run(np.asarray(a), np.asarray(b), act)
 
 
@@ -634,6 +687,7 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_acc
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = str(out_dtype).replace("torch.", "")
     if c.is_torch(a):
+        c.refuse_grad("scaled_mm", a, b, bias)
         if c.compiling():
             return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, bias, od, bool(use_fast_accum))
         return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum, bias)

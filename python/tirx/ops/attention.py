@@ -89,6 +89,7 @@ def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
 
 
 def _bytes(dtype: str) -> int:
+    """Bytes an element of Q, K and V."""
     return 1 if dtype.startswith("float8") else 2
 
 
@@ -140,12 +141,6 @@ def fp8_p_layouts(bn: int):
     layout = TileLayout(S[rows + (bn // 32, 2, 2, 4, 2) : row_strides + (16, 8, 2, 1 @ laneid, 1)])
     operand = TileLayout(S[rows + (bn // 32, 2, 4, 4) : row_strides + (16, 8, 1 @ laneid, 1)])
     return layout, operand
-
-
-def fp8_key_order(n: int) -> np.ndarray:
-    """The keys of V's transposed, permuted columns (`fp8_p_layouts`): column c of each 16 holds
-    key 8 (c // 2 % 2) + 2 (c // 4) + c % 2 of them."""
-    return np.arange(n).reshape(n // 16, 2, 4, 2).transpose(0, 2, 1, 3).reshape(-1)
 
 
 def mask_matrices(mask: str, batch: int, heads: int) -> int:
@@ -1126,7 +1121,9 @@ def _run(
 
 def fp8_values(v, seq_kt: int):
     """V ``[batch, kv_heads, seq_k, d]`` (FP8) as the FP8 kernel reads it: ``VT (batch * kv_heads,
-    d, seq_kt)``, zero columns past seq_k, each 16 keys in `fp8_key_order` (a new array)."""
+    d, seq_kt)``, zero columns past seq_k, column c of each 16 holding key 8 (c // 2 % 2) + 2 (c //
+    4) + c % 2 of them (`fp8_p_layouts`: the keys as (2, 4, 2) with the first two axes swapped; a
+    new array)."""
     b, hk, sk, d = v.shape
     vp = c.new_array(v, (b * hk, seq_kt, d), fill=0)
     vp[:, :sk] = c.contiguous(v).reshape(b * hk, sk, d)

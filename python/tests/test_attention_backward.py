@@ -95,7 +95,7 @@ def test_through_the_forward_and_its_errors():
 
 def test_autograd_and_torch_compile_on_cpu_tensors():
     """`loss.backward()` through the op (the registered op's backward: these kernels), eager and
-    under torch.compile, against PyTorch's SDPA in float64."""
+    under torch.compile, and with a lower-right causal bias, against PyTorch's SDPA in float64."""
     torch = pytest.importorskip("torch")
     F = torch.nn.functional
     torch.manual_seed(0)
@@ -110,6 +110,16 @@ def test_autograd_and_torch_compile_on_cpu_tensors():
         fn(q, k, v, is_causal=True, enable_gqa=True).backward(do)
         for t, r in zip((q, k, v), ref):
             torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
+    # FlashAttention's lower-right diagonal (a causal bias): the backward kernels' offset
+    from torch.nn.attention.bias import causal_lower_right
+
+    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref, attn_mask=causal_lower_right(70, 90), enable_gqa=True).backward(do.double())
+    for t in (q, k, v):
+        t.grad = None
+    tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(70, 90), enable_gqa=True).backward(do)
+    for t, r in zip((q, k, v), ref):
+        torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
     with pytest.raises(NotImplementedError, match="no backward with attn_mask yet"):
         tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(70, 90, dtype=torch.bool), enable_gqa=True)
 

@@ -507,10 +507,25 @@ def register_addmm_torch_op():
     return c.torch_op("addmm", parts, _addmm_autograd)
 
 
-def _no_backward(op: str, activation: str, *tensors) -> None:
-    """An activation's backward is not written yet: an error, not a result without gradient."""
-    if activation and any(c.wants_grad(t) for t in tensors):
-        raise NotImplementedError(f"tirx.ops.{op}: no backward with activation={activation!r} yet; call it under torch.no_grad() (or on detached tensors)")
+def _activation_grad(z, y, dc, activation: str):
+    """The gradient at the pre-activation ``z`` (recomputed by the kernel without the activation,
+    rounded to the dtype) of ``y = act(z)``, in float32, rounded once: relu from the output, the
+    others from their derivatives (gelu: Φ(z) + z φ(z); gelu_tanh and silu as PyTorch's
+    formulas)."""
+    import torch
+
+    if activation == "relu":
+        return torch.where(y > 0, dc, torch.zeros_like(dc))
+    x, g = z.float(), dc.float()
+    if activation == "gelu":
+        d = 0.5 * (1 + torch.erf(x * 0.7071067811865476)) + x * torch.exp(-0.5 * x * x) * 0.3989422804014327
+    elif activation == "gelu_tanh":
+        t = torch.tanh(0.7978845608028654 * (x + 0.044715 * x**3))
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x)
+    else:
+        sig = torch.sigmoid(x)
+        d = sig * (1 + x * (1 - sig))
+    return (g * d).to(dc.dtype)
 
 
 def _mm(x, y):
@@ -519,14 +534,18 @@ def _mm(x, y):
 
 
 def _matmul_autograd(op):
-    """dA = dC Bᵀ and dB = Aᵀ dC, by this kernel (the transposes made contiguous)."""
+    """dA = dZ Bᵀ and dB = Aᵀ dZ, by this kernel (the transposes made contiguous); dZ = dC, or
+    with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):
-        a, b, _activation = inputs
-        ctx.save_for_backward(a, b)
+        a, b, activation = inputs
+        ctx.save_for_backward(a, b, output)
+        ctx.activation = activation
 
     def backward(ctx, dc):
-        a, b = ctx.saved_tensors
+        a, b, y = ctx.saved_tensors
+        if ctx.activation:
+            dc = _activation_grad(None if ctx.activation == "relu" else _mm(a, b), y, dc, ctx.activation)
         da = _mm(dc, b.t()) if ctx.needs_input_grad[0] else None
         db = _mm(a.t(), dc) if ctx.needs_input_grad[1] else None
         return da, db, None
@@ -535,15 +554,19 @@ def _matmul_autograd(op):
 
 
 def _addmm_autograd(op):
-    """d(input) = beta dC (summed over the rows for a bias row), dA = alpha dC Bᵀ, dB = alpha Aᵀ dC."""
+    """d(input) = beta dZ (summed over the rows for a bias row), dA = alpha dZ Bᵀ, dB = alpha Aᵀ
+    dZ; dZ = dC, or with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):
-        input, a, b, beta, alpha, _activation = inputs
-        ctx.save_for_backward(a, b)
-        ctx.shape, ctx.beta, ctx.alpha = tuple(input.shape), beta, alpha
+        input, a, b, beta, alpha, activation = inputs
+        ctx.save_for_backward(input, a, b, output)
+        ctx.shape, ctx.beta, ctx.alpha, ctx.activation = tuple(input.shape), beta, alpha, activation
 
     def backward(ctx, dc):
-        a, b = ctx.saved_tensors
+        input, a, b, y = ctx.saved_tensors
+        if ctx.activation:  # (the pre-activation recomputed without it)
+            z = None if ctx.activation == "relu" else register_addmm_torch_op()(input, a, b, ctx.beta, ctx.alpha, "")
+            dc = _activation_grad(z, y, dc, ctx.activation)
         di = da = db = None
         if ctx.needs_input_grad[0]:
             di = (dc.float().sum(0) if ctx.shape != tuple(dc.shape) else dc.float()) * ctx.beta
@@ -566,7 +589,6 @@ def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: O
     array or tensor."""
     act = _activation("addmm", activation)
     if c.is_torch(mat1):
-        _no_backward("addmm", act, input, mat1, mat2)
         if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (the registered op: its backward)
             return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha), act)
         return _addmm(input, mat1, mat2, float(beta), float(alpha), act)
@@ -600,7 +622,6 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
     if c.is_torch(a):
-        _no_backward("matmul", act, a, b)
         op = register_torch_op()
         return op(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
     return _run(np.asarray(a), np.asarray(b), act)

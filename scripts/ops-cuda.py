@@ -68,6 +68,8 @@ def attention_cases():
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)
     yield "ops_attention_bwd_dkv", ab.attention_dkv_kernel.factory(**bwd)
     yield "ops_attention_bwd_dq_d256", ab.attention_dq_kernel.factory(**{**bwd, "d": 256})
+    yield "ops_attention_bwd_dq_varlen", ab.attention_dq_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
+    yield "ops_attention_bwd_dkv_varlen", ab.attention_dkv_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256})
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
     yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)

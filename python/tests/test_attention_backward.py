@@ -157,7 +157,7 @@ PLANTED = {
         "                    T.cuda.cta_sync()\n",
         "through the generic proxy and no",
     ),
-    "a K/V tile read before its TMA landed": ("            full.wait(j % 2, (j // 2) % 2)\n", "", "data race: `K_s`"),
+    "a K/V tile read before its TMA landed": ("            full.wait(j % 2, (j // 2) % 2)\n            if wide:\n", "            if wide:\n", "data race: `K_s`"),
     "a query tile waited for with the wrong parity": (
         "                    full.wait(t % 2, (t // 2) % 2)\n",
         "                    full.wait(t % 2, (t // 2 + 1) % 2)\n",
@@ -190,3 +190,85 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
     with pytest.raises(tirx.TirxError, match=re.escape(words)):
         tirx.compile(planted.attention_dq_kernel.factory(**kw), "sm_90a")(q, k, v, q, do, lse, np.zeros_like(q), dd)
         tirx.compile(planted.attention_dkv_kernel.factory(**kw), "sm_90a")(q, k, v, do, lse, dd, np.zeros_like(k), np.zeros_like(v))
+
+
+def varlen_reference(q, k, v, do, cuq, cuk, causal, scale):
+    """Per packed sequence, causal on its lower-right diagonal: ``(dq, dk, dv)`` in float64 (rows
+    outside every sequence 0, a sequence without keys 0)."""
+    dq, dk, dv = (np.zeros(t.shape) for t in (q, k, v))
+    h, hk = q.shape[1], k.shape[1]
+    for b in range(len(cuq) - 1):
+        (qs, qe), (ks, ke) = (cuq[b], cuq[b + 1]), (cuk[b], cuk[b + 1])
+        if qe == qs or ke == ks:
+            continue
+        qb, kb, vb, dob = (t[s:e].astype(F64).transpose(1, 0, 2)[None] for t, s, e in ((q, qs, qe), (k, ks, ke), (v, ks, ke), (do, qs, qe)))
+        kr, vr = np.repeat(kb, h // hk, 1), np.repeat(vb, h // hk, 1)
+        s = np.einsum("bhid,bhjd->bhij", qb, kr) * scale
+        if causal:
+            i, j = np.indices(s.shape[-2:])
+            s = np.where(j > i + (ke - ks) - (qe - qs), -np.inf, s)
+        m = s.max(-1, keepdims=True)
+        e = np.exp(s - np.where(np.isfinite(m), m, 0))
+        total = e.sum(-1, keepdims=True)
+        p = np.where(total > 0, e / np.where(total > 0, total, 1), 0)
+        o = p @ vr
+        ds = p * (np.einsum("bhid,bhjd->bhij", dob, vr) - (dob * o).sum(-1, keepdims=True))
+        dq[qs:qe] = (np.einsum("bhij,bhjd->bhid", ds, kr) * scale)[0].transpose(1, 0, 2)
+        fold = lambda x: x.reshape(1, hk, h // hk, *x.shape[2:]).sum(2)[0].transpose(1, 0, 2)  # noqa: E731
+        dk[ks:ke] = fold(np.einsum("bhij,bhid->bhjd", ds, qb) * scale)
+        dv[ks:ke] = fold(np.einsum("bhij,bhid->bhjd", p, dob))
+    return dq, dk, dv
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_gradients_match_float64(causal):
+    """Packed sequences (FlashAttention's varlen): lengths not multiples of a tile, a sequence with
+    no queries, one with fewer keys than queries, trailing rows outside every sequence (gradient
+    0), grouped-query heads; from `varlen_attention`'s output and log-sum-exp."""
+    nd = numpy_dtype("bfloat16")
+    rng = np.random.default_rng(7 + causal)
+    lq, lk, h, hk, d = [70, 0, 130, 40], [90, 3, 130, 5], 4, 2, 64
+    cuq = np.concatenate([[0], np.cumsum(lq)]).astype(np.int32)
+    cuk = np.concatenate([[0], np.cumsum(lk)]).astype(np.int32)
+    q, do = (rng.standard_normal((cuq[-1] + 2, h, d)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((cuk[-1] + 3, hk, d)).astype(nd) for _ in range(2))
+    out, lse = tirx.ops.varlen_attention(q, k, v, cuq, cuk, max(lq), is_causal=causal, return_lse=True)
+    got = tirx.ops.varlen_attention_backward(do, q, k, v, out, lse, cuq, cuk, max(lq), max(lk), is_causal=causal)
+    want = varlen_reference(q, k, v, do, cuq, cuk, causal, 1 / np.sqrt(d))
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        np.testing.assert_allclose(g.astype(F64), w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max(), err_msg=name)
+
+
+def test_varlen_autograd_on_cpu_tensors():
+    """`loss.backward()` through `varlen_attention` (max_seqlen_k computed from cu_seqlens_k)."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    cuq, cuk = torch.tensor([0, 50, 120], dtype=torch.int32), torch.tensor([0, 64, 100], dtype=torch.int32)
+    q = torch.randn(120, 2, 64).bfloat16().requires_grad_()
+    k, v = (torch.randn(100, 1, 64).bfloat16().requires_grad_() for _ in range(2))
+    do = torch.randn(120, 2, 64).bfloat16()
+    tirx.ops.varlen_attention(q, k, v, cuq, cuk, 70, is_causal=True).backward(do)
+    want = varlen_reference(*(t.detach().float().numpy() for t in (q, k, v, do)), cuq.numpy(), cuk.numpy(), True, 0.125)
+    for t, w in zip((q, k, v), want):
+        np.testing.assert_allclose(t.grad.double().numpy(), w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max())
+
+
+@pytest.mark.filterwarnings("ignore:Lower right causal bias")  # (PyTorch's NaN rows; ours are 0)
+def test_rows_that_see_no_key_get_zero_gradients():
+    """A lower-right causal bias with more queries than keys: the first rows see no key (their
+    log-sum-exp -inf, their output 0); their gradients are 0, not NaN, and the rest match float64."""
+    torch = pytest.importorskip("torch")
+    from torch.nn.attention.bias import causal_lower_right
+
+    torch.manual_seed(2)
+    q = torch.randn(1, 2, 90, 64).bfloat16().requires_grad_()
+    k, v = (torch.randn(1, 2, 70, 64).bfloat16().requires_grad_() for _ in range(2))
+    do = torch.randn(1, 2, 90, 64).bfloat16()
+    tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(90, 70)).backward(do)
+    seq = lambda t: t.detach()[0].transpose(0, 1).float().numpy()  # noqa: E731 ((seq, heads, d), one sequence)
+    want = varlen_reference(seq(q), seq(k), seq(v), seq(do), [0, 90], [0, 70], True, 0.125)
+    for t, w in zip((q, k, v), want):
+        g = t.grad[0].transpose(0, 1).double().numpy()
+        assert np.isfinite(g).all()
+        np.testing.assert_allclose(g, w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max())
+    assert not q.grad[0, :, :20].any()

@@ -606,8 +606,8 @@ def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     """matmul and addmm are differentiable (dA = dC Bᵀ, dB = Aᵀ dC by the same kernel; addmm's
     input gradient beta dC, summed over the rows for a bias row; with an activation, its gradient
     at the recomputed pre-activation), eager and under torch.compile; the ops without a backward
-    (FP8 scaled_mm, grouped_mm, varlen and KV-cache attention) refuse tensors that need one rather
-    than return a result without gradient."""
+    (FP8 scaled_mm, grouped_mm, KV-cache attention) refuse tensors that need one rather than
+    return a result without gradient."""
     torch = pytest.importorskip("torch")
     sys.modules["tirx.ops.matmul"].register_torch_op()
     sys.modules["tirx.ops.matmul"].register_addmm_torch_op()
@@ -642,9 +642,6 @@ def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     with pytest.raises(NotImplementedError, match="tirx.ops.grouped_mm: no backward yet"):
         ops.grouped_mm(a, b.detach().reshape(1, 128, 192), torch.tensor([64], dtype=torch.int32))
     q = torch.randn(10, 2, 64).bfloat16().requires_grad_()
-    cu = torch.tensor([0, 10], dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="tirx.ops.varlen_attention: no backward yet"):
-        ops.varlen_attention(q, q, q, cu, cu, 10)
     with pytest.raises(NotImplementedError, match="tirx.ops.kvcache_attention: no backward yet"):
         ops.kvcache_attention(q[None], q[None], q[None], torch.tensor([10], dtype=torch.int32))
     with torch.no_grad():  # (no gradient wanted: runs)

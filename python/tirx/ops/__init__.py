@@ -18,7 +18,7 @@ from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backwar
 from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
-from .attention_backward import scaled_dot_product_attention_backward
+from .attention_backward import scaled_dot_product_attention_backward, varlen_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .grouped_mm import grouped_mm
 from .matmul import addmm, matmul, scaled_mm
@@ -46,6 +46,7 @@ __all__ = [
     "softmax",
     "softmax_backward",
     "varlen_attention",
+    "varlen_attention_backward",
 ]
 
 # With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo

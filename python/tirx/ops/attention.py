@@ -1177,15 +1177,32 @@ def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool,
     return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
 
-def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False, scale=None, return_lse: bool = False):
+def varlen_attention(
+    q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool = False, scale=None, return_lse: bool = False, max_seqlen_k=None
+):
     """Attention over packed sequences, FlashAttention's ``flash_attn_varlen_func``: ``q``
     ``(total_q, heads, d)``, ``k`` and ``v`` ``(total_k, kv_heads, d)`` (grouped-query heads where
     ``kv_heads`` divides ``heads``), sequence b's queries rows ``cu_seqlens_q[b]`` to
     ``cu_seqlens_q[b + 1]`` (int32, non-decreasing, from 0), its keys likewise; ``max_seqlen_q``
     the longest query count. Causal on each sequence's lower-right diagonal (query i of n sees
     keys j <= i + m - n of m), as FlashAttention's. Returns ``out (total_q, heads, d)``, with
-    ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0."""
-    c.refuse_grad("varlen_attention", q, k, v)
+    ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0.
+    Differentiable on torch tensors (eager; `varlen_attention_backward`'s kernels; head dims to
+    128), ``max_seqlen_k`` the longest key count (computed from ``cu_seqlens_k`` if not given: a
+    device synchronisation)."""
+    if c.is_torch(q) and any(c.wants_grad(t) for t in (q, k, v)):
+        if c.compiling():
+            c.refuse_grad("varlen_attention (under torch.compile)", q, k, v)
+        from .attention_backward import varlen_autograd
+
+        out, lse = varlen_autograd(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), max_seqlen_k, bool(is_causal), scale)
+        return (out, lse) if return_lse else out
+    out, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, is_causal, scale, return_lse)
+    return (out, c.contiguous(lse.T)) if return_lse else out  # (lse: FlashAttention's varlen layout (heads, total_q))
+
+
+def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool, scale, return_lse: bool):
+    """`varlen_attention`'s work: ``(out, lse)``, ``lse (total_q, heads)`` (filled with ``return_lse``)."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(t.shape) != 3:
             raise ValueError(f"tirx.ops.varlen_attention: {name} of shape {list(t.shape)}; expected (total, heads, head_dim)")
@@ -1217,9 +1234,7 @@ def varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_
             kernel(qs, ks, vs, c.contiguous(cu_seqlens_q), c.contiguous(cu_seqlens_k), out, lse, nb, int(max_seqlen_q), tq, tk)
     elif tq:
         out[...] = 0
-    if not return_lse:
-        return out
-    return out, c.contiguous(lse.T)  # FlashAttention's varlen layout (heads, total_q)
+    return out, lse
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_lse: bool, block_table):

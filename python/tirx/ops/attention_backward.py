@@ -20,7 +20,9 @@ dQ kernel reads Q and dO from shared memory and the dK / dV kernel is two warpgr
 half of dK's and dV's columns (the first computing S, dP, P and dS for both). P and dS are rounded
 to the inputs' dtype for the tensor cores (as FlashAttention's), every sum is float32, each
 gradient rounded once. Causal: PyTorch's ``is_causal`` (key j <= query i + ``offset``), the
-tiles wholly above the diagonal skipped."""
+tiles wholly above the diagonal skipped. Packed sequences (`varlen_attention_backward`): the same
+two kernels over (total, heads, d) tensors, each CTA's sequence from the cumulative ends, its
+rows and statistics moved by masked copies (head dims to 128)."""
 
 import math
 from typing import Optional
@@ -32,6 +34,11 @@ from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 from .attention import HEAD_DIMS, LOG2E, _check
+
+# A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
+# -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
+# largest, its weights are exp2(-inf) = 0, as its gradients (FlashAttention's lse = +inf there).
+FLT_MAX = 3.4028234663852886e38
 
 BN = 64  # keys a K/V tile
 BM = 64  # query rows a tile
@@ -59,12 +66,19 @@ def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2):
     Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset"])
-def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0):
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen"])
+def attention_dq_kernel(
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0, varlen: bool = False
+):
     """``DQ[bh] = scale · dS K`` and ``DD[bh, i] = rowsum(dO ∘ O)`` (float32) for the ``batch *
     heads`` query heads (Q, O, dO, DQ ``(batch * heads, seq_q, d)``; K, V ``(batch * kv_heads,
     seq_k, d)``; LSE ``(batch * heads, d_rows(seq_q))`` float32, the forward's log-sum-exp, +inf
-    past ``seq_q``; DD likewise padded)."""
+    past ``seq_q``; DD likewise padded). ``varlen``: packed sequences (`varlen_attention`'s: Q, O,
+    dO, DQ ``(total_q, heads, d)``, K, V ``(total_k, kv_heads, d)``, sequence b's rows from
+    ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``;
+    head dims to 128)."""
+    if varlen:
+        return _dq_varlen(heads, kv_heads, d, dtype, causal, scale)
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
@@ -158,7 +172,7 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
                 Tx.warpgroup.sum(part[0:BM, 0:1], prod[0:BM, 0:cols])
                 Tx.warpgroup.add(dd[0:BM, 0:1], dd[0:BM, 0:1], part[0:BM, 0:1])
         for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
-            lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
+            lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
         if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
             for hf in T.serial(2):
                 DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
@@ -189,12 +203,142 @@ def attention_dq_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k
     return attention_dq
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset"])
-def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0):
+def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scale: float):
+    """`attention_dq_kernel` over packed sequences: a CTA per (sequence, head, query tile of the
+    longest), the rows and keys its sequence's (masked copies in and out; the statistics through
+    masked copies into `wgmma_row_layout`, D out through shared memory)."""
+    if d > 128:
+        raise ValueError(f"varlen: head dims to 128 (got {d})")
+    group = heads // kv_heads
+    scale_log2 = scale * LOG2E
+    kv_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BN, d))
+    tile_bytes = BN * d * 2
+
+    @T.prim_func
+    def attention_dq_varlen(
+        Q_ptr: T.handle,
+        K_ptr: T.handle,
+        V_ptr: T.handle,
+        O_ptr: T.handle,
+        DO_ptr: T.handle,
+        L_ptr: T.handle,
+        CUQ_ptr: T.handle,
+        CUK_ptr: T.handle,
+        DQ_ptr: T.handle,
+        DD_ptr: T.handle,
+        nb: T.int32,
+        max_q: T.int32,
+        total_q: T.int32,
+        total_k: T.int32,
+    ):
+        Q = T.match_buffer(Q_ptr, (total_q, heads, d), dtype)
+        K = T.match_buffer(K_ptr, (total_k, kv_heads, d), dtype)
+        V = T.match_buffer(V_ptr, (total_k, kv_heads, d), dtype)
+        O = T.match_buffer(O_ptr, (total_q, heads, d), dtype)
+        DO = T.match_buffer(DO_ptr, (total_q, heads, d), dtype)
+        LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
+        CUQ = T.match_buffer(CUQ_ptr, (nb + 1,), "int32")
+        CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
+        DQ = T.match_buffer(DQ_ptr, (total_q, heads, d), dtype)
+        DD = T.match_buffer(DD_ptr, (total_q, heads), "float32")
+        T.device_entry()
+        bx = T.cta_id([nb * heads * ((max_q + BM - 1) // BM)])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        K_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        full = MBarrier(pool, 2)
+        pool.commit()
+        D_s = T.alloc_buffer((BM,), "float32", scope="shared")  # D's way out
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        nqt = (max_q + BM - 1) // BM
+        b = bx // (heads * nqt)
+        h = bx // nqt % heads
+        q0 = bx % nqt * BM
+        q_start = T.if_then_else(b < nb, CUQ[b], 0)  # (the guard: b's range, for the bounds prover)
+        n_rows = T.if_then_else(b < nb, CUQ[b + 1], 0) - q_start
+        k_start = T.if_then_else(b < nb, CUK[b], 0)
+        n_keys = T.if_then_else(b < nb, CUK[b + 1], 0) - k_start
+        kvh = h // group
+        diag = n_keys - n_rows  # (causal: the sequence's lower-right diagonal)
+        steps = T.if_then_else(q0 < n_rows, _kv_steps(q0, n_keys, diag, causal), 0)
+        q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        do_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        o_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        prod = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        ds = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        if tid == 0:  # K/V tile 0 into stage 0 (rows past the sequence: the next one's, masked)
+            for t in T.serial(T.min(steps, 1)):
+                T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
+                Tx.copy_async(K_s[0, 0:BN, 0:d], K[k_start : k_start + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(V_s[0, 0:BN, 0:d], V[k_start : k_start + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+        # The sequence's rows of Q, dO and O (others 0), D, and -lse log2 e (others +inf: weight 0).
+        Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+        Tx.warpgroup.copy(do_r[0:BM, 0:d], DO[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+        Tx.warpgroup.copy(o_r[0:BM, 0:d], O[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+        Tx.warpgroup.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
+        Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
+        Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, hh: q0 + i < n_rows, other=float("inf"))
+        Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
+        Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
+        if tid % 4 == 0:  # D through shared memory (a quad's first lane per row), then the sequence's rows
+            for hf in T.serial(2):
+                D_s[_row(0, tid, hf)] = dd.local()[hf]
+        T.cuda.cta_sync()
+        Tx.warpgroup.copy(DD[q_start + q0 : q_start + q0 + BM, h], D_s[0:BM], clip=True, mask=lambda i, hh: q0 + i < n_rows)
+        Tx.warpgroup.fill(dq[0:BM, 0:d], 0.0)
+        for j in T.serial(steps):
+            if tid == 0:  # the next tile into the other stage (read by step j - 1's wgmmas, waited for)
+                for t in T.serial(T.min(steps - 1 - j, 1)):
+                    k1 = k_start + (j + 1) * BN
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
+                    Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+                    Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+            full.wait(j % 2, (j // 2) % 2)
+            Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
+            Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+            T.ptx.wgmma.wait_group(0)
+            _weights_and_ds(s, dp, lse2, dd, j * BN, q0, n_keys, causal, diag, scale_log2)
+            Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
+            Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
+            T.ptx.wgmma.wait_group(0)
+        Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
+        Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
+        Tx.warpgroup.copy(DQ[q_start + q0 : q_start + q0 + BM, h, 0:d], out[0:BM, 0:d], clip=True, mask=lambda i, hh, j: q0 + i < n_rows)
+
+    return attention_dq_varlen
+
+
+def _kv_steps(q0, n_keys, diag, causal):
+    """The K/V tiles query rows [q0, q0 + 64) read of ``n_keys`` (causal: to the last row's
+    diagonal, key j <= i + diag)."""
+    if not causal:
+        return (n_keys + BN - 1) // BN
+    return T.min((n_keys + BN - 1) // BN, T.max(0, (q0 + BM - 1 + diag) // BN + 1))
+
+
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen"])
+def attention_dkv_kernel(
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0, varlen: bool = False
+):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
     LSE and DD ``(batch * heads, d_rows(seq_q))``: the forward's log-sum-exp (+inf past
-    ``seq_q``) and `attention_dq_kernel`'s D)."""
+    ``seq_q``) and `attention_dq_kernel`'s D). ``varlen``: packed sequences, as
+    `attention_dq_kernel`'s."""
+    if varlen:
+        return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
@@ -219,7 +363,7 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
     def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid):
         # S = Q Kᵀ and dP = dO Vᵀ of step t's query tile, P and dS, rounded into shared memory.
         for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
-            lse2.local()[hf] = LSE[bh, _row(q0, tid, hf)] * -LOG2E
+            lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
             dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
         Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
         Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
@@ -342,6 +486,147 @@ def attention_dkv_kernel(heads: int, kv_heads: int, batch: int, seq_q: int, seq_
     return attention_dkv
 
 
+def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scale: float):
+    """`attention_dkv_kernel` over packed sequences: a CTA per (sequence, K/V head, key tile of the
+    longest), the query tiles of its sequence's rows (a run-time count), Q and dO by TMA (rows
+    past the sequence: the next one's, weighted 0 by their +inf log-sum-exp), the statistics
+    through masked copies, dK and dV stored within the sequence's keys."""
+    if d > 128:
+        raise ValueError(f"varlen: head dims to 128 (got {d})")
+    group = heads // kv_heads
+    scale_log2 = scale * LOG2E
+    swizzle = 3 if d % 64 == 0 else 2
+    kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
+    q_smem = mma_shared_layout(dtype, swizzle, (2, BM, d))
+    p_smem = mma_shared_layout(dtype, 3, (BM, BN))
+    tile_bytes = BM * d * 2
+
+    @T.macro
+    def load_q(Q_s, DO_s, Q, DO, full, q_start, hh, kvh, qt, qi):
+        # Query tile qt of the group's head hh (the sequence's rows) into stage qi % 2, on its
+        # barrier hh * 2 + qi % 2 (a pair per head: no product of run-time values in a phase).
+        # (Its rows an expression, not a name: a name bound at each of the macro's uses is a
+        # mutable scalar.)
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([hh * 2 + qi % 2]), 2 * tile_bytes)
+        Tx.copy_async(Q_s[qi % 2, 0:BM, 0:d], Q[q_start + qt * BM : q_start + qt * BM + BM, kvh * group + hh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([hh * 2 + qi % 2]))
+        Tx.copy_async(DO_s[qi % 2, 0:BM, 0:d], DO[q_start + qt * BM : q_start + qt * BM + BM, kvh * group + hh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([hh * 2 + qi % 2]))
+
+    @T.prim_func
+    def attention_dkv_varlen(
+        Q_ptr: T.handle,
+        K_ptr: T.handle,
+        V_ptr: T.handle,
+        DO_ptr: T.handle,
+        L_ptr: T.handle,
+        DD_ptr: T.handle,
+        CUQ_ptr: T.handle,
+        CUK_ptr: T.handle,
+        DK_ptr: T.handle,
+        DV_ptr: T.handle,
+        nb: T.int32,
+        max_k: T.int32,
+        total_q: T.int32,
+        total_k: T.int32,
+    ):
+        Q = T.match_buffer(Q_ptr, (total_q, heads, d), dtype)
+        K = T.match_buffer(K_ptr, (total_k, kv_heads, d), dtype)
+        V = T.match_buffer(V_ptr, (total_k, kv_heads, d), dtype)
+        DO = T.match_buffer(DO_ptr, (total_q, heads, d), dtype)
+        LSE = T.match_buffer(L_ptr, (total_q, heads), "float32")
+        DD = T.match_buffer(DD_ptr, (total_q, heads), "float32")
+        CUQ = T.match_buffer(CUQ_ptr, (nb + 1,), "int32")
+        CUK = T.match_buffer(CUK_ptr, (nb + 1,), "int32")
+        DK = T.match_buffer(DK_ptr, (total_k, kv_heads, d), dtype)
+        DV = T.match_buffer(DV_ptr, (total_k, kv_heads, d), dtype)
+        T.device_entry()
+        bx = T.cta_id([nb * kv_heads * ((max_k + BN - 1) // BN)])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        pool = T.SMEMPool()
+        K_s = pool.alloc((BN, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((BN, d), dtype, layout=kv_smem)
+        Q_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        DO_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        P_s = pool.alloc((BM, BN), dtype, layout=p_smem)
+        DS_s = pool.alloc((BM, BN), dtype, layout=p_smem)
+        kv_full = MBarrier(pool, 1)
+        full = MBarrier(pool, 2 * group)  # (a pair per head of the group: `load_q`)
+        pool.commit()
+        kv_full.init(1)
+        full.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        nkt = (max_k + BN - 1) // BN
+        b = bx // (kv_heads * nkt)
+        kvh = bx // nkt % kv_heads
+        k0 = bx % nkt * BN
+        q_start = T.if_then_else(b < nb, CUQ[b], 0)  # (the guard: b's range, for the bounds prover)
+        n_rows = T.if_then_else(b < nb, CUQ[b + 1], 0) - q_start
+        k_start = T.if_then_else(b < nb, CUK[b], 0)
+        n_keys = T.if_then_else(b < nb, CUK[b + 1], 0) - k_start
+        diag = n_keys - n_rows  # (causal: the sequence's lower-right diagonal)
+        # The query tiles that see this key tile (causal: from the first row at or below its
+        # first key), none past the sequence's keys.
+        first = T.max(0, (k0 - diag) // BM) if causal else 0
+        per_head = T.if_then_else(k0 < n_keys, T.max(0, (n_rows + BM - 1) // BM - first), 0)
+        dk = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dv = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        p16 = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        out = T.alloc_buffer((BN, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        if tid == 0:  # K and V once (rows past the sequence: the next one's, masked)
+            T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
+            Tx.copy_async(K_s[0:BN, 0:d], K[k_start + k0 : k_start + k0 + BN, kvh, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+            Tx.copy_async(V_s[0:BN, 0:d], V[k_start + k0 : k_start + k0 + BN, kvh, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+        Tx.warpgroup.fill(dk[0:BN, 0:d], 0.0)
+        Tx.warpgroup.fill(dv[0:BN, 0:d], 0.0)
+        kv_full.wait(0, 0)
+        # The group's head hh, its query tile first + qi: each head's first tile loaded as it
+        # starts, the next one during a step (loops, not a division by the run-time per_head: the
+        # TMA coordinates stay affine); stage qi % 2, read by the step before's wgmmas, waited for.
+        for hh in T.serial(group):
+            if tid == 0:
+                for u in T.serial(T.min(per_head, 1)):
+                    load_q(Q_s, DO_s, Q, DO, full, q_start, hh, kvh, first, 0)
+            for qi in T.serial(per_head):
+                h = kvh * group + hh
+                q0 = (first + qi) * BM
+                if tid == 0:  # the head's next query tile into the other stage
+                    for u in T.serial(T.min(per_head - 1 - qi, 1)):
+                        load_q(Q_s, DO_s, Q, DO, full, q_start, hh, kvh, first + qi + 1, qi + 1)
+                # the rows' -lse log2 e (past the sequence +inf: weight 0) and D
+                Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=float("inf"))
+                Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
+                Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
+                Tx.warpgroup.copy(dd[0:BM, 0:1], DD[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=0.0)
+                full.wait(hh * 2 + qi % 2, (qi // 2) % 2)
+                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[qi % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
+                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[qi % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
+                T.ptx.wgmma.wait_group(0)
+                _weights_and_ds(s, dp, lse2, dd, k0, q0, n_keys, causal, diag, scale_log2)
+                Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
+                Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
+                Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.cuda.cta_sync()
+                Tx.warpgroup.gemm_async(dv[0:BN, 0:d], P_s[0:BM, 0:BN], DO_s[qi % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                Tx.warpgroup.gemm_async(dk[0:BN, 0:d], DS_s[0:BM, 0:BN], Q_s[qi % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                T.ptx.wgmma.wait_group(0)
+        Tx.warpgroup.mul(dk[0:BN, 0:d], dk[0:BN, 0:d], scale)
+        Tx.warpgroup.cast(out[0:BN, 0:d], dk[0:BN, 0:d])
+        Tx.warpgroup.copy(DK[k_start + k0 : k_start + k0 + BN, kvh, 0:d], out[0:BN, 0:d], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
+        Tx.warpgroup.cast(out[0:BN, 0:d], dv[0:BN, 0:d])
+        Tx.warpgroup.copy(DV[k_start + k0 : k_start + k0 + BN, kvh, 0:d], out[0:BN, 0:d], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
+
+    return attention_dkv_varlen
+
+
 def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0):
     """``(dq, dk, dv)``: the two kernels over contiguous copies of the operands (a view where they
     are contiguous already)."""
@@ -415,3 +700,57 @@ def _backward_op_parts():
         return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)
 
     return schema, fake
+
+
+def varlen_attention_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k: int, is_causal: bool = False, scale=None):
+    """The gradients ``(dq, dk, dv)`` of `varlen_attention` (FlashAttention's
+    ``flash_attn_varlen_func`` backward): ``dout``, ``q``, ``out`` ``(total_q, heads, d)``, ``k``,
+    ``v`` ``(total_k, kv_heads, d)``, ``lse (heads, total_q)`` float32 (``return_lse=True``), the
+    int32 cumulative ends and the longest query and key counts; causal on each sequence's
+    lower-right diagonal; head dims to 128. Rows outside every sequence get 0."""
+    name = "tirx.ops.varlen_attention_backward"
+    dtype = c.dtype_name(q)
+    (tq, h, d), (tk, hk, _) = q.shape, k.shape
+    if tuple(dout.shape) != tuple(q.shape) or tuple(out.shape) != tuple(q.shape) or tuple(lse.shape) != (h, tq) or tuple(v.shape) != tuple(k.shape):
+        raise ValueError(f"{name}: dout and out like q {list(q.shape)}, v like k {list(k.shape)}, lse (heads, total_q) = ({h}, {tq}); got {list(lse.shape)}")
+    if d not in (64, 96, 128) or hk == 0 or h % hk or dtype not in ("bfloat16", "float16") or c.dtype_name(lse) != "float32":
+        raise ValueError(f"{name}: {dtype} q, k, v of head dim {d} ({h} heads over {hk}); bfloat16 / float16, head dims 64, 96, 128, float32 lse")
+    nb = len(cu_seqlens_q) - 1
+    dq, dk, dv = c.new_array(q, (tq, h, d), fill=0), c.new_array(k, (tk, hk, d), fill=0), c.new_array(k, (tk, hk, d), fill=0)
+    if nb <= 0 or tq == 0 or tk == 0 or max_seqlen_q <= 0 or max_seqlen_k <= 0:
+        return dq, dk, dv
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    kw = dict(heads=h, kv_heads=hk, batch=0, seq_q=0, seq_k=0, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, varlen=True)
+    qs, ks, vs, os_, dos = (c.contiguous(t) for t in (q, k, v, out, dout))
+    lse_t = c.contiguous(lse.T)  # (total_q, heads): the kernels' (a run-time size is a tensor's first dim)
+    dd = c.new_array(q, (tq, h), "float32")
+    cuq, cuk = c.contiguous(cu_seqlens_q), c.contiguous(cu_seqlens_k)
+    attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_t, cuq, cuk, dq, dd, nb, int(max_seqlen_q), tq, tk)
+    attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_t, dd, cuq, cuk, dk, dv, nb, int(max_seqlen_k), tq, tk)
+    return dq, dk, dv
+
+
+def varlen_autograd(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k, is_causal: bool, scale):
+    """`varlen_attention` recorded by autograd (eager): ``(out, lse)``, lse (heads, total_q)."""
+    import torch
+
+    from .attention import _varlen
+
+    if max_seqlen_k is None:
+        max_seqlen_k = int((cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max()) if len(cu_seqlens_k) > 1 else 0
+
+    class VarlenAttention(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v):
+            out, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, is_causal, scale, True)
+            lse = lse.T.contiguous()
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.mark_non_differentiable(lse)
+            return out, lse
+
+        @staticmethod
+        def backward(ctx, dout, _dlse):
+            q, k, v, out, lse = ctx.saved_tensors
+            return varlen_attention_backward(dout.contiguous(), q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, is_causal, scale)
+
+    return VarlenAttention.apply(q, k, v)

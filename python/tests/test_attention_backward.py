@@ -157,7 +157,7 @@ PLANTED = {
         "                    T.cuda.cta_sync()\n",
         "through the generic proxy and no",
     ),
-    "a K/V tile read before its TMA landed": ("            full.wait(j % 2, (j // 2) % 2)\n            if wide:\n", "            if wide:\n", "data race: `K_s`"),
+    "a K/V tile read before its TMA landed": ("    full.wait(j % 2, (j // 2) % 2)\n    Tx.warpgroup.gemm_async(s[0:BM", "    Tx.warpgroup.gemm_async(s[0:BM", "data race: `K_s`"),
     "a query tile waited for with the wrong parity": (
         "                    full.wait(t % 2, (t // 2) % 2)\n",
         "                    full.wait(t % 2, (t // 2 + 1) % 2)\n",

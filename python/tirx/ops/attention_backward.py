@@ -66,6 +66,36 @@ def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2):
     Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])
 
 
+@T.macro
+def _dq_step(j, s, dp, ds, dq, q_src, do_src, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d):
+    # K/V tile j (stage j % 2): S = Q Kᵀ and dP = dO Vᵀ (Q and dO from registers or shared
+    # memory), P and dS, dQ += dS K with dS from registers.
+    full.wait(j % 2, (j // 2) % 2)
+    Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_src[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
+    Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_src[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+    T.ptx.wgmma.wait_group(0)
+    _weights_and_ds(s, dp, lse2, dd, j * BN, q0, n_keys, causal, diag, scale_log2)
+    Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
+    Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
+    T.ptx.wgmma.wait_group(0)  # (stage j % 2 read: thread 0 may refill it next step)
+
+
+@T.macro
+def _p_and_ds_to_shared(s, dp, p16, P_s, DS_s):
+    # P and dS rounded into shared memory (read transposed by `_grads`).
+    Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
+    Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+    Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
+    Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+
+
+@T.macro
+def _grads(dk, dv, P_s, DS_s, Q_s, DO_s, stage, c0, dh):
+    # dV += Pᵀ dO and dK += dSᵀ Q over columns [c0, c0 + dh) of the query tile in `stage`, issued.
+    Tx.warpgroup.gemm_async(dv[0:BN, 0:dh], P_s[0:BM, 0:BN], DO_s[stage, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
+    Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[stage, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
+
+
 @autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen"])
 def attention_dq_kernel(
     heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0, varlen: bool = False
@@ -177,25 +207,18 @@ def attention_dq_kernel(
             for hf in T.serial(2):
                 DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
         Tx.warpgroup.fill(dq[0:BM, 0:d], 0.0)
+        if wide:
+            q_full.wait(0, 0)
         for j in T.serial(steps):
             if tid == 0:  # the next tile into the other stage (read by the warpgroup's wgmmas of step j - 1, waited for)
                 for t in T.serial(T.min(steps - 1 - j, 1)):
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
-            full.wait(j % 2, (j // 2) % 2)
-            if wide:
-                q_full.wait(0, 0)
-                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
-                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
+            if wide:  # (Q and dO in shared memory)
+                _dq_step(j, s, dp, ds, dq, Q_s, DO_s, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d)
             else:
-                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
-                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
-            T.ptx.wgmma.wait_group(0)
-            _weights_and_ds(s, dp, lse2, dd, j * BN, q0, seq_k, causal, offset, scale_log2)
-            Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
-            Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
-            T.ptx.wgmma.wait_group(0)  # (stage j % 2 read: thread 0 may refill it next step)
+                _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d)
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
@@ -260,10 +283,7 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
         b = bx // (heads * nqt)
         h = bx // nqt % heads
         q0 = bx % nqt * BM
-        q_start = T.if_then_else(b < nb, CUQ[b], 0)  # (the guard: b's range, for the bounds prover)
-        n_rows = T.if_then_else(b < nb, CUQ[b + 1], 0) - q_start
-        k_start = T.if_then_else(b < nb, CUK[b], 0)
-        n_keys = T.if_then_else(b < nb, CUK[b + 1], 0) - k_start
+        q_start, n_rows, k_start, n_keys = _sequence(CUQ, CUK, b, nb)
         kvh = h // group
         diag = n_keys - n_rows  # (causal: the sequence's lower-right diagonal)
         steps = T.if_then_else(q0 < n_rows, _kv_steps(q0, n_keys, diag, causal), 0)
@@ -305,19 +325,19 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
-            full.wait(j % 2, (j // 2) % 2)
-            Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_r[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
-            Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_r[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
-            T.ptx.wgmma.wait_group(0)
-            _weights_and_ds(s, dp, lse2, dd, j * BN, q0, n_keys, causal, diag, scale_log2)
-            Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
-            Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
-            T.ptx.wgmma.wait_group(0)
+            _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d)
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.warpgroup.copy(DQ[q_start + q0 : q_start + q0 + BM, h, 0:d], out[0:BM, 0:d], clip=True, mask=lambda i, hh, j: q0 + i < n_rows)
 
     return attention_dq_varlen
+
+
+def _sequence(CUQ, CUK, b, nb):
+    """Packed sequence b's first query row, query rows, first key and keys (each read guarded by b
+    < nb: b's range, for the bounds prover)."""
+    q_start, k_start = T.if_then_else(b < nb, CUQ[b], 0), T.if_then_else(b < nb, CUK[b], 0)
+    return q_start, T.if_then_else(b < nb, CUQ[b + 1], 0) - q_start, k_start, T.if_then_else(b < nb, CUK[b + 1], 0) - k_start
 
 
 def _kv_steps(q0, n_keys, diag, causal):
@@ -369,16 +389,7 @@ def attention_dkv_kernel(
         Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
         T.ptx.wgmma.wait_group(0)
         _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
-        Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
-        Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
-        Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
-        Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
-
-    @T.macro
-    def grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, c0):
-        # dV += Pᵀ dO and dK += dSᵀ Q over columns [c0, c0 + dh), issued.
-        Tx.warpgroup.gemm_async(dv[0:BN, 0:dh], P_s[0:BM, 0:BN], DO_s[t % 2, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
-        Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[t % 2, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
+        _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
 
     @T.macro
     def store(dk, dv, out, DK, DV, kv, k0, c0):
@@ -469,9 +480,9 @@ def attention_dkv_kernel(
                     if wgs > 1:  # (each warpgroup its columns, constant slices for the descriptors)
                         for w in list(range(wgs)):
                             if wg == w:
-                                grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, w * dh)
+                                _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % 2, w * dh, dh)
                     else:
-                        grads(dk, dv, P_s, DS_s, Q_s, DO_s, t, 0)
+                        _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % 2, 0, dh)
                     T.ptx.wgmma.wait_group(0)  # (stage t % 2, P_s and DS_s read: they may be refilled)
                     if wgs > 1:  # (by the other warpgroup's too)
                         T.cuda.cta_sync()
@@ -562,10 +573,7 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
         b = bx // (kv_heads * nkt)
         kvh = bx // nkt % kv_heads
         k0 = bx % nkt * BN
-        q_start = T.if_then_else(b < nb, CUQ[b], 0)  # (the guard: b's range, for the bounds prover)
-        n_rows = T.if_then_else(b < nb, CUQ[b + 1], 0) - q_start
-        k_start = T.if_then_else(b < nb, CUK[b], 0)
-        n_keys = T.if_then_else(b < nb, CUK[b + 1], 0) - k_start
+        q_start, n_rows, k_start, n_keys = _sequence(CUQ, CUK, b, nb)
         diag = n_keys - n_rows  # (causal: the sequence's lower-right diagonal)
         # The query tiles that see this key tile (causal: from the first row at or below its
         # first key), none past the sequence's keys.
@@ -609,14 +617,10 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
                 Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[qi % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
                 T.ptx.wgmma.wait_group(0)
                 _weights_and_ds(s, dp, lse2, dd, k0, q0, n_keys, causal, diag, scale_log2)
-                Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
-                Tx.warpgroup.copy(P_s[0:BM, 0:BN], p16[0:BM, 0:BN])
-                Tx.warpgroup.cast(p16[0:BM, 0:BN], dp[0:BM, 0:BN])
-                Tx.warpgroup.copy(DS_s[0:BM, 0:BN], p16[0:BM, 0:BN])
+                _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.cuda.cta_sync()
-                Tx.warpgroup.gemm_async(dv[0:BN, 0:d], P_s[0:BM, 0:BN], DO_s[qi % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
-                Tx.warpgroup.gemm_async(dk[0:BN, 0:d], DS_s[0:BM, 0:BN], Q_s[qi % 2, 0:BM, 0:d], transA=True, transB=True, accum=True)
+                _grads(dk, dv, P_s, DS_s, Q_s, DO_s, qi % 2, 0, d)
                 T.ptx.wgmma.wait_group(0)
         Tx.warpgroup.mul(dk[0:BN, 0:d], dk[0:BN, 0:d], scale)
         Tx.warpgroup.cast(out[0:BN, 0:d], dk[0:BN, 0:d])

@@ -33,7 +33,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check
+from .attention import LOG2E, _check
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -664,8 +664,9 @@ def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bo
     scale=, enable_gqa=)` for the output's gradient ``dout``, from its output ``out`` and
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
     [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), the forward's head dims
-    (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group. Deterministic (no atomics): the
-    same result every run. Also ``loss.backward()`` through `scaled_dot_product_attention`."""
+    (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group.
+    Deterministic (no atomics): the same result every run. Also ``loss.backward()`` through
+    `scaled_dot_product_attention`."""
     if c.is_torch(q):
         if c.compiling():
             return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0)

@@ -11,6 +11,7 @@ import pytest
 
 import tirx
 import tirx.ops
+from tirx.ops import attention as at
 from tirx.ops import attention_backward as ab
 from tirx.runtime import numpy_dtype
 
@@ -240,17 +241,24 @@ def test_varlen_gradients_match_float64(causal):
 
 
 def test_varlen_autograd_on_cpu_tensors():
-    """`loss.backward()` through `varlen_attention` (max_seqlen_k computed from cu_seqlens_k)."""
+    """`loss.backward()` through `varlen_attention` (the registered op `torch.ops.tirx.varlen_attention`
+    and its backward): eager (max_seqlen_k computed from cu_seqlens_k) and under
+    torch.compile(fullgraph=True) (max_seqlen_k given)."""
     torch = pytest.importorskip("torch")
+    at.register_varlen_torch_op()  # (this module imported tirx.ops before torch)
     torch.manual_seed(1)
     cuq, cuk = torch.tensor([0, 50, 120], dtype=torch.int32), torch.tensor([0, 64, 100], dtype=torch.int32)
     q = torch.randn(120, 2, 64).bfloat16().requires_grad_()
     k, v = (torch.randn(100, 1, 64).bfloat16().requires_grad_() for _ in range(2))
     do = torch.randn(120, 2, 64).bfloat16()
-    tirx.ops.varlen_attention(q, k, v, cuq, cuk, 70, is_causal=True).backward(do)
     want = varlen_reference(*(t.detach().float().numpy() for t in (q, k, v, do)), cuq.numpy(), cuk.numpy(), True, 0.125)
-    for t, w in zip((q, k, v), want):
-        np.testing.assert_allclose(t.grad.double().numpy(), w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max())
+    compiled = torch.compile(lambda q, k, v: tirx.ops.varlen_attention(q, k, v, cuq, cuk, 70, is_causal=True, max_seqlen_k=64), fullgraph=True)
+    for fn in (lambda q, k, v: tirx.ops.varlen_attention(q, k, v, cuq, cuk, 70, is_causal=True), compiled):
+        for t in (q, k, v):
+            t.grad = None
+        fn(q, k, v).backward(do)
+        for t, w in zip((q, k, v), want):
+            np.testing.assert_allclose(t.grad.double().numpy(), w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max())
 
 
 @pytest.mark.filterwarnings("ignore:Lower right causal bias")  # (PyTorch's NaN rows; ours are 0)

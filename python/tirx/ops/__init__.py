@@ -67,3 +67,5 @@ if "torch" in sys.modules:
     _attention_backward.register_backward_op()
     _attention.register_torch_op()
     _attention.register_kvcache_torch_op()
+    _attention_backward.register_varlen_backward_op()
+    _attention.register_varlen_torch_op()

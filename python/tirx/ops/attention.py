@@ -1187,18 +1187,69 @@ def varlen_attention(
     the longest query count. Causal on each sequence's lower-right diagonal (query i of n sees
     keys j <= i + m - n of m), as FlashAttention's. Returns ``out (total_q, heads, d)``, with
     ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0.
-    Differentiable on torch tensors (eager; `varlen_attention_backward`'s kernels; head dims to
-    128), ``max_seqlen_k`` the longest key count (computed from ``cu_seqlens_k`` if not given: a
-    device synchronisation)."""
-    if c.is_torch(q) and any(c.wants_grad(t) for t in (q, k, v)):
-        if c.compiling():
-            c.refuse_grad("varlen_attention (under torch.compile)", q, k, v)
-        from .attention_backward import varlen_autograd
-
-        out, lse = varlen_autograd(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), max_seqlen_k, bool(is_causal), scale)
+    Differentiable on torch tensors (`varlen_attention_backward`'s kernels; head dims to 128) and
+    traced by torch.compile (the registered op `torch.ops.tirx.varlen_attention`);
+    ``max_seqlen_k`` the longest key count (computed from ``cu_seqlens_k`` if not given: a device
+    synchronisation, and an error under torch.compile)."""
+    if c.is_torch(q) and (c.compiling() or any(c.wants_grad(t) for t in (q, k, v))):  # (the registered op: its backward)
+        if max_seqlen_k is None:
+            if c.compiling():
+                raise ValueError("tirx.ops.varlen_attention: pass max_seqlen_k under torch.compile (computing it reads cu_seqlens_k)")
+            max_seqlen_k = int((cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max()) if len(cu_seqlens_k) > 1 else 0
+        op = register_varlen_torch_op()
+        out, lse = op(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q), int(max_seqlen_k), bool(is_causal), None if scale is None else float(scale))
         return (out, lse) if return_lse else out
     out, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, is_causal, scale, return_lse)
     return (out, c.contiguous(lse.T)) if return_lse else out  # (lse: FlashAttention's varlen layout (heads, total_q))
+
+
+def register_varlen_torch_op():
+    """`torch.ops.tirx.varlen_attention(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+    max_seqlen_k, is_causal, scale) -> (out, lse)` (lse (heads, total_q); registered on the first
+    call), differentiable: `varlen_attention_backward`'s kernels (lse is not)."""
+
+    def parts():
+        import torch
+        from typing import Tuple
+
+        def schema(
+            q: torch.Tensor,
+            k: torch.Tensor,
+            v: torch.Tensor,
+            cu_seqlens_q: torch.Tensor,
+            cu_seqlens_k: torch.Tensor,
+            max_seqlen_q: int,
+            max_seqlen_k: int,
+            is_causal: bool,
+            scale: Optional[float],
+        ) -> Tuple[torch.Tensor, torch.Tensor]:
+            out, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, is_causal, scale, True)
+            return out, lse.T.contiguous()
+
+        def fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, is_causal, scale):
+            return torch.empty_like(q), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+        return schema, fake
+
+    def autograd(op):
+        from .attention_backward import register_varlen_backward_op
+
+        backward_op = register_varlen_backward_op()
+
+        def setup_context(ctx, inputs, output):
+            q, k, v, cuq, cuk, max_q, max_k, is_causal, scale = inputs
+            ctx.save_for_backward(q, k, v, output[0], output[1], cuq, cuk)
+            ctx.mark_non_differentiable(output[1])
+            ctx.flags = (max_q, max_k, is_causal, scale)
+
+        def backward(ctx, dout, _dlse):
+            q, k, v, out, lse, cuq, cuk = ctx.saved_tensors
+            dq, dk, dv = backward_op(dout.contiguous(), q, k, v, out, lse, cuq, cuk, *ctx.flags)
+            return dq, dk, dv, None, None, None, None, None, None
+
+        op.register_autograd(backward, setup_context=setup_context)
+
+    return c.torch_op("varlen_attention", parts, autograd)
 
 
 def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: bool, scale, return_lse: bool):

@@ -735,27 +735,34 @@ def varlen_attention_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
     return dq, dk, dv
 
 
-def varlen_autograd(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, max_seqlen_k, is_causal: bool, scale):
-    """`varlen_attention` recorded by autograd (eager): ``(out, lse)``, lse (heads, total_q)."""
-    import torch
+def register_varlen_backward_op():
+    """`torch.ops.tirx.varlen_attention_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k, is_causal, scale) -> (dq, dk, dv)` (registered on the first call;
+    `varlen_attention`'s registered op's backward calls it)."""
 
-    from .attention import _varlen
+    def parts():
+        import torch
+        from typing import Tuple
 
-    if max_seqlen_k is None:
-        max_seqlen_k = int((cu_seqlens_k[1:] - cu_seqlens_k[:-1]).max()) if len(cu_seqlens_k) > 1 else 0
+        def schema(
+            dout: torch.Tensor,
+            q: torch.Tensor,
+            k: torch.Tensor,
+            v: torch.Tensor,
+            out: torch.Tensor,
+            lse: torch.Tensor,
+            cu_seqlens_q: torch.Tensor,
+            cu_seqlens_k: torch.Tensor,
+            max_seqlen_q: int,
+            max_seqlen_k: int,
+            is_causal: bool,
+            scale: Optional[float],
+        ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+            return varlen_attention_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, is_causal, scale)
 
-    class VarlenAttention(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, q, k, v):
-            out, lse = _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, is_causal, scale, True)
-            lse = lse.T.contiguous()
-            ctx.save_for_backward(q, k, v, out, lse)
-            ctx.mark_non_differentiable(lse)
-            return out, lse
+        def fake(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, is_causal, scale):
+            return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
-        @staticmethod
-        def backward(ctx, dout, _dlse):
-            q, k, v, out, lse = ctx.saved_tensors
-            return varlen_attention_backward(dout.contiguous(), q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, is_causal, scale)
+        return schema, fake
 
-    return VarlenAttention.apply(q, k, v)
+    return c.torch_op("varlen_attention_backward", parts)

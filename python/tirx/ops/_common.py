@@ -83,8 +83,17 @@ CLUSTER_MIN = 16384
 SLICE_SHARED_MAX = 100 * 1024
 
 
+FP8 = ("float8_e4m3fn", "float8_e5m2")  # the 8-bit float types the tensor cores take
+
+
 def elem_bytes(dtype: str) -> int:
-    return 4 if dtype == "float32" else 2
+    """Bytes an element of a float dtype."""
+    return 4 if dtype == "float32" else 1 if dtype in FP8 else 2
+
+
+def strides(t):
+    """A torch tensor's or NumPy array's strides in elements."""
+    return tuple(t.stride()) if is_torch(t) else tuple(x // t.itemsize for x in t.strides)
 
 
 # Elements per thread of a streamed tile, at most.

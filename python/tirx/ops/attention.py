@@ -48,7 +48,6 @@ LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 96, 128, 192, 256)
-FP8 = ("float8_e4m3fn", "float8_e5m2")
 # Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
 # per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
 # (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
@@ -88,11 +87,6 @@ def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
     return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
 
 
-def _bytes(dtype: str) -> int:
-    """Bytes an element of Q, K and V."""
-    return 1 if dtype.startswith("float8") else 2
-
-
 def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
     """Whether ``splits`` parts of whole K/V tiles of ``bn`` keys each hold one at least (the
     count `split_count` gives for 128-key tiles may not be one for other widths)."""
@@ -120,7 +114,7 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
-        and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, _bytes(dtype)) >= 2 and not mask))
+        and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, c.elem_bytes(dtype)) >= 2 and not mask))
         and (not dtype.startswith("float8") or (cfg["bn"] in FP8_TILES and not cfg.get("persistent")))
         and (cfg["bn"] not in WIDE_TILES or (not causal and d <= WIDE_TILES[cfg["bn"]]))
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
@@ -218,7 +212,7 @@ def attention_kernel(
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
-    eb = _bytes(dtype)  # bytes an element of Q, K and V
+    eb = c.elem_bytes(dtype)  # bytes an element of Q, K and V
     stages = stages_for(consumers, bn, d, eb)
     if mask not in ("", "one", "batch", "heads", "all"):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
@@ -965,7 +959,7 @@ def _check(q, k, v, enable_gqa: bool, fp8: bool = False):
                 f"tirx.ops.scaled_dot_product_attention: {name} of shape {list(t.shape)}; expected [batch, heads, seq, head_dim]"
             )
     dtype = c.dtype_name(q)
-    if dtype not in (FP8 if fp8 else ("bfloat16", "float16")):
+    if dtype not in (c.FP8 if fp8 else ("bfloat16", "float16")):
         raise TypeError(
             f"tirx.ops.scaled_dot_product_attention: {dtype} query; the kernel takes bfloat16 or float16 (wgmma), "
             "or float8_e4m3fn / float8_e5m2 with q_descale, k_descale, v_descale"
@@ -993,10 +987,6 @@ def _check(q, k, v, enable_gqa: bool, fp8: bool = False):
     return b, h, sq, sk, hk, d, dtype
 
 
-def _strides(t):
-    return tuple(t.stride()) if c.is_torch(t) else tuple(x // t.itemsize for x in t.strides)
-
-
 def _dense(t, order) -> bool:
     """Whether [batch, heads, seq, d] ``t`` is dense in the memory order ``order`` (dims, outermost
     first): (0, 1, 2, 3) contiguous, (0, 2, 1, 3) a transposed [batch, seq, heads, d] tensor.
@@ -1005,7 +995,7 @@ def _dense(t, order) -> bool:
     for dim in reversed(order):
         want[dim] = step
         step *= t.shape[dim]
-    return all(n == 1 or st == w for st, w, n in zip(_strides(t), want, t.shape))
+    return all(n == 1 or st == w for st, w, n in zip(c.strides(t), want, t.shape))
 
 
 def _swap(t):
@@ -1502,7 +1492,7 @@ def scaled_dot_product_attention(
     if dropout_p:
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: dropout_p must be 0 (dropout is not supported)")
     descales = (q_descale, k_descale, v_descale)
-    if c.dtype_name(q) in FP8:
+    if c.dtype_name(q) in c.FP8:
         if attn_mask is not None:
             raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
         c.refuse_grad("scaled_dot_product_attention (FP8 inputs)", q, k, v)

@@ -146,10 +146,6 @@ def _check(a, b, offs):
     return tm, k, g, n, da
 
 
-def _strides(t):
-    return tuple(t.stride()) if c.is_torch(t) else tuple(x // t.itemsize for x in t.strides)
-
-
 def _grouped_mm(a, b, offs):
     tm, k, g, n, dtype = _check(a, b, offs)
     out = c.new_array(a, (tm, n), fill=0)
@@ -157,7 +153,7 @@ def _grouped_mm(a, b, offs):
         return out
     # A column-major b (each group's matrix stored n x k, as torch._grouped_mm takes it) is read
     # in place, K-major; any other layout is made row-major.
-    kmajor = _strides(b)[1:] == (1, k) and k > 1
+    kmajor = c.strides(b)[1:] == (1, k) and k > 1
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)
     a, offs = c.contiguous(a), c.contiguous(offs)
     b = c.contiguous(bt) if kmajor else c.contiguous(b)

@@ -121,7 +121,7 @@ def matmul_kernel(
     tiles = tm * tn
     rounds = (tiles + ctas - 1) // ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
-    stage_bytes = (bm + bn) * bk * (1 if fp8 else 2)
+    stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (168 at 384
     # threads, 248 at 256); the producer gives most of its share to the consumers.
     consumer_regs = 232 if consumers == 2 else 256
@@ -627,7 +627,6 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     return _run(np.asarray(a), np.asarray(b), act)
 
 
-FP8 = ("float8_e4m3fn", "float8_e5m2")
 
 
 def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None):
@@ -636,7 +635,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     da, db = c.dtype_name(a), c.dtype_name(b)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"tirx.ops.scaled_mm: a {list(a.shape)} and b {list(b.shape)}: 2-D matrices, a's columns b's rows")
-    if da not in FP8 or db != da:
+    if da not in c.FP8 or db != da:
         raise TypeError(f"tirx.ops.scaled_mm: a is {da}, b {db}; both float8_e4m3fn or both float8_e5m2")
     if out_dtype not in ("bfloat16", "float16"):
         raise TypeError(f"tirx.ops.scaled_mm: out_dtype {out_dtype}; bfloat16 or float16 (pass out_dtype=torch.bfloat16)")

@@ -1,7 +1,7 @@
 """Writes the CUDA of `tirx.ops` kernels that the bundled examples do not cover into DIR (for
 scripts/ci-cuda.sh: compiled for sm_90a, SASS checked against scripts/sass-expect.txt):
 attention's designs (ping-pong and overlapped schedules, head dim 256, varlen, KV caches, paged
-caches, split-KV and its combine kernel, FP8, the backward's two kernels), the matmul's fused
+caches, split-KV and its combine kernel, FP8, the backward's kernels), the matmul's fused
 epilogues (a bias row and an activation), its FP8 form (scaled_mm) and the grouped GEMM.
 
     python scripts/ops-cuda.py DIR
@@ -71,6 +71,10 @@ def attention_cases():
     yield "ops_attention_bwd_dq_varlen", ab.attention_dq_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_varlen", ab.attention_dkv_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256})
+    yield "ops_attention_bwd_dkv_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True)
+    yield "ops_attention_bwd_dkv_dq_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True)
+    yield "ops_attention_bwd_dd", ab.attention_dd_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16")
+    yield "ops_attention_bwd_dq_convert", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884)
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
     yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)
 

@@ -1,5 +1,6 @@
 """Training through tirx.ops: a causal self-attention block (x → q, k, v projections → attention →
-output projection, a residual) trained by SGD on a random next-token-style regression target,
+output projection, a residual) trained on a random regression target as mixed-precision
+training does it (float32 master weights updated by Adam, bf16 copies in the block),
 once with `tirx.ops.matmul` and `tirx.ops.scaled_dot_product_attention` (their backward kernels:
 `loss.backward()` runs them) and once with PyTorch's `torch.mm` and SDPA, from the same weights.
 On CPU tensors every tirx kernel runs in the simulator (small sizes); on a GPU at model sizes,
@@ -26,10 +27,12 @@ def block(x, w, heads, ops):
     return x + mm(a.contiguous(), w["o"])
 
 
-def train(steps, seq, dim, heads, ops, device, seed=0, lr=0.05):
-    """The losses of ``steps`` SGD steps (bf16 weights and activations), and the mean step time."""
+def train(steps, seq, dim, heads, ops, device, seed=0, lr=1e-3):
+    """The losses of ``steps`` Adam steps (float32 master weights, bf16 weights and activations in
+    the block), and the mean step time."""
     g = torch.Generator().manual_seed(seed)
-    w = {n: (torch.randn(dim, dim, generator=g) / dim**0.5).to(device, torch.bfloat16).requires_grad_() for n in "qkvo"}
+    w = {n: (torch.randn(dim, dim, generator=g) / dim**0.5).to(device).requires_grad_() for n in "qkvo"}
+    opt = torch.optim.Adam(w.values(), lr=lr)
     x = torch.randn(seq, dim, generator=g).to(device, torch.bfloat16)
     target = torch.randn(seq, dim, generator=g).to(device, torch.bfloat16)
     losses, t0 = [], None
@@ -37,12 +40,11 @@ def train(steps, seq, dim, heads, ops, device, seed=0, lr=0.05):
         if step == 1:  # (the first step compiles and tunes)
             torch.cuda.synchronize() if device == "cuda" else None
             t0 = time.perf_counter()
-        loss = (block(x, w, heads, ops).float() - target.float()).pow(2).mean()
+        w16 = {n: p.to(torch.bfloat16) for n, p in w.items()}  # (the cast is differentiable)
+        loss = (block(x, w16, heads, ops).float() - target.float()).pow(2).mean()
+        opt.zero_grad(set_to_none=True)
         loss.backward()
-        with torch.no_grad():
-            for p in w.values():
-                p -= lr * p.grad
-                p.grad = None
+        opt.step()
         losses.append(loss.item())
     if device == "cuda":
         torch.cuda.synchronize()

@@ -53,19 +53,23 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", CASES, ids=str)
-def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal):
+def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal, deterministic):
     """dQ, dK, dV from the forward's output and log-sum-exp (both exact here: the kernels'
     error alone), P and dS rounded to the inputs' dtype for the tensor cores as FlashAttention's,
-    every sum float32, each gradient rounded once."""
+    every sum float32, each gradient rounded once; dQ by TMA reductions into float32 (D, dK / dV
+    with dQ's parts, dQ rounded) or by its own kernel (deterministic; past head dim 128 both)."""
+    if d > 128 and not deterministic:
+        pytest.skip("past head dim 128 the backward is the deterministic one")
     rng = np.random.default_rng(sq + sk)
     nd = numpy_dtype(dtype)
     q, do = (rng.standard_normal((b, h, sq, d)).astype(nd) for _ in range(2))
     k, v = (rng.standard_normal((b, hk, sk, d)).astype(nd) for _ in range(2))
     scale = 1 / np.sqrt(d)
     o, lse, dq, dk, dv = reference(q, k, v, do, causal, scale)
-    got = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, o.astype(nd), lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk)
+    got = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, o.astype(nd), lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
     t = 2.0**-7 if dtype == "bfloat16" else 2.0**-9
     for name, g, want in zip(("dq", "dk", "dv"), got, (dq, dk, dv)):
         assert g.dtype == nd and g.shape == want.shape, name
@@ -159,9 +163,19 @@ PLANTED = {
         "through the generic proxy and no",
     ),
     "a K/V tile read before its TMA landed": ("    full.wait(j % 2, (j // 2) % 2)\n    Tx.warpgroup.gemm_async(s[0:BM", "    Tx.warpgroup.gemm_async(s[0:BM", "data race: `K_s`"),
+    "dQ's stage rewritten while its last TMA reduction may still read it": (
+        "                            T.ptx.cp_async.bulk.wait_group_read(0)\n",
+        "                            T.ptx.cp_async.bulk.wait_group_read(1)\n",
+        "data race: `DQ_s`",
+    ),
+    "dQ staged for the TMA reduction without a proxy fence": (
+        "        Tx.warpgroup.copy(DQ_s[0:BM, 0:d], dq[0:BM, 0:d])\n        T.ptx.fence.proxy.async_.shared__cta()\n",
+        "        Tx.warpgroup.copy(DQ_s[0:BM, 0:d], dq[0:BM, 0:d])\n",
+        "through the generic proxy and no",
+    ),
     "a query tile waited for with the wrong parity": (
-        "                    full.wait(t % 2, (t // 2) % 2)\n",
-        "                    full.wait(t % 2, (t // 2 + 1) % 2)\n",
+        "                    full.wait(t % stages, (t // stages) % 2)\n",
+        "                    full.wait(t % stages, (t // stages + 1) % 2)\n",
         "deadlock: threads 0-127",
     ),
 }
@@ -191,6 +205,8 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
     with pytest.raises(tirx.TirxError, match=re.escape(words)):
         tirx.compile(planted.attention_dq_kernel.factory(**kw), "sm_90a")(q, k, v, q, do, lse, np.zeros_like(q), dd)
         tirx.compile(planted.attention_dkv_kernel.factory(**kw), "sm_90a")(q, k, v, do, lse, dd, np.zeros_like(k), np.zeros_like(v))
+        dqa = np.zeros((1, planted.d_rows(200), 64), np.float32)
+        tirx.compile(planted.attention_dkv_kernel.factory(**kw, reduce_dq=True), "sm_90a")(q, k, v, do, lse, dd, np.zeros_like(k), np.zeros_like(v), dqa)
 
 
 def varlen_reference(q, k, v, do, cuq, cuk, causal, scale):

@@ -118,6 +118,7 @@ impl Ctx<'_> {
             store,
             multicast: c.multicast.is_some(),
             cache: c.cache.is_some(),
+            reduce: c.reduce.is_some(),
         };
         self.call(h, &args);
         Ok(())
@@ -181,8 +182,12 @@ pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> 
 }
 
 /// `tirx_tma_load_2d`, `tirx_tma_load_3d_multicast_l2`, `tirx_tma_store_2d`.
-pub(crate) fn tma_name(rank: u8, store: bool, multicast: bool, cache: bool) -> String {
-    let dir = if store { "store" } else { "load" };
+pub(crate) fn tma_name(rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool) -> String {
+    let dir = match (store, reduce) {
+        (true, true) => "reduce_add",
+        (true, false) => "store",
+        _ => "load",
+    };
     let mc = if multicast { "_multicast" } else { "" };
     let l2 = if cache { "_l2" } else { "" };
     format!("tirx_tma_{dir}_{rank}d{mc}{l2}")
@@ -191,9 +196,10 @@ pub(crate) fn tma_name(rank: u8, store: bool, multicast: bool, cache: bool) -> S
 /// A TMA tensor copy of a `rank`-D box. Loads: box of `map` at the coordinates into
 /// shared memory, its bytes completing on the mbarrier (and with a multicast mask
 /// into every CTA of the cluster the mask names). Stores: shared memory into the box,
-/// in the thread's open bulk group. Coordinates are innermost first.
-pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool) -> String {
-    let name = tma_name(rank, store, multicast, cache);
+/// in the thread's open bulk group (`reduce`: added into the box, element by element
+/// atomically). Coordinates are innermost first.
+pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool) -> String {
+    let name = tma_name(rank, store, multicast, cache, reduce);
     let coords: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
     let n = usize::from(rank);
     // Operand numbers: the map and the coordinates first for stores, after the shared address for loads.
@@ -203,7 +209,14 @@ pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool) ->
     let mut s = String::new();
     let l2 = if cache { ".L2::cache_hint" } else { "" };
     if store {
-        let _ = writeln!(s, "// TMA store: the shared box at `src` to the {rank}-D box of `map` at (c0..), in this thread's bulk group.");
+        if reduce {
+            let _ = writeln!(
+                s,
+                "// TMA reduce-add: the shared box at `src` added into the {rank}-D box of `map` at (c0..), in this thread's bulk group."
+            );
+        } else {
+            let _ = writeln!(s, "// TMA store: the shared box at `src` to the {rank}-D box of `map` at (c0..), in this thread's bulk group.");
+        }
         let mut sig = vec!["const CUtensorMap* map".to_string()];
         sig.extend(coords);
         sig.push("const void* src".into());
@@ -216,7 +229,9 @@ pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool) ->
         let pol = if cache { format!(", %{}", n + 2) } else { String::new() };
         let _ = writeln!(
             s,
-            "    asm volatile(\"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group{l2} [%0, {{{}}}], [%{src}]{pol};\"",
+            "    asm volatile(\"{}.{rank}d.global.shared::cta{}.tile.bulk_group{l2} [%0, {{{}}}], [%{src}]{pol};\"",
+            if reduce { "cp.reduce.async.bulk.tensor" } else { "cp.async.bulk.tensor" },
+            if reduce { ".add" } else { "" },
             slots.join(", ")
         );
         let mut ins = vec!["\"l\"(reinterpret_cast<unsigned long long>(map))".to_string()];

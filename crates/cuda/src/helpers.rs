@@ -37,7 +37,7 @@ pub enum Helper {
     Mbar(crate::asynch::MbarHelper),
     /// A TMA tensor copy of a `rank`-D box: a load (with a multicast mask or not) or a store,
     /// with an L2 cache policy or not.
-    Tma { rank: u8, store: bool, multicast: bool, cache: bool },
+    Tma { rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool },
     /// A bulk copy of shared memory into a peer CTA of the cluster (`mapa` + `cp.async.bulk`).
     BulkToPeer,
     /// `max`/`min` of floats propagating NaN (`torch.maximum`); `ty` is `Float` or `Double`.
@@ -63,7 +63,9 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_name(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_name(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_name(h).into(),
-            Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_name(rank, store, multicast, cache),
+            Helper::Tma { rank, store, multicast, cache, reduce } => {
+                crate::asynch::tma_name(rank, store, multicast, cache, reduce)
+            }
             Helper::BulkToPeer => "tirx_bulk_copy_to_peer".into(),
             Helper::MinMax { max, .. } => if max { "tirx_max" } else { "tirx_min" }.into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
@@ -102,7 +104,9 @@ impl Helper {
             Helper::Mma { shape, a, b } => crate::matrix::mma_source(shape, a, b),
             Helper::CpAsync { bytes, fill, prefetch } => crate::asynch::cp_async_source(bytes, fill, prefetch),
             Helper::Mbar(h) => crate::asynch::mbar_source(h),
-            Helper::Tma { rank, store, multicast, cache } => crate::asynch::tma_source(rank, store, multicast, cache),
+            Helper::Tma { rank, store, multicast, cache, reduce } => {
+                crate::asynch::tma_source(rank, store, multicast, cache, reduce)
+            }
             Helper::BulkToPeer => crate::asynch::bulk_to_peer_source(),
             Helper::MinMax { max, ty } => min_max_source(max, ty),
             Helper::Bf16x2ToFloat2 => {

@@ -788,6 +788,7 @@ fn tensor_maps_must_be_declared_and_map_a_parameter() {
         bar: None,
         multicast: None,
         cache: None,
+        reduce: None,
     };
     let mut k = kb.finish(vec![LStmt::new(LStmtKind::Async(AsyncOp::TmaStore(copy)), Default::default())]);
     let m = invalid(&k);

@@ -367,6 +367,7 @@ const COPY_ASYNC_CONFIG: &[ConfigKey] = &[
     ConfigKey::Oob,
     ConfigKey::TensormapL2Promotion,
     ConfigKey::CtaGroup,
+    ConfigKey::UseTmaReduce,
 ];
 
 impl EwiseOp {
@@ -557,10 +558,12 @@ pub enum ConfigKey {
     TensormapL2Promotion,
     /// `cta_group=1|2`: the CTA pair a TMA copy serves (2: sm_100).
     CtaGroup,
+    /// `use_tma_reduce="add"`: a TMA store adds into global memory (`cp.reduce.async.bulk.tensor`).
+    UseTmaReduce,
 }
 
 impl ConfigKey {
-    pub const ALL: [ConfigKey; 12] = [
+    pub const ALL: [ConfigKey; 13] = [
         ConfigKey::Cache,
         ConfigKey::L1Evict,
         ConfigKey::L2Evict,
@@ -573,6 +576,7 @@ impl ConfigKey {
         ConfigKey::Oob,
         ConfigKey::TensormapL2Promotion,
         ConfigKey::CtaGroup,
+        ConfigKey::UseTmaReduce,
     ];
 
     pub fn name(self) -> &'static str {
@@ -589,6 +593,7 @@ impl ConfigKey {
             ConfigKey::Oob => "oob",
             ConfigKey::TensormapL2Promotion => "tensormap_l2_promotion",
             ConfigKey::CtaGroup => "cta_group",
+            ConfigKey::UseTmaReduce => "use_tma_reduce",
         }
     }
 
@@ -617,6 +622,9 @@ impl ConfigKey {
                 "0 to 3, or \"none\", \"L2::64B\", \"L2::128B\", \"L2::256B\" (the default is \"L2::128B\")"
             }
             ConfigKey::CtaGroup => "1 or 2",
+            ConfigKey::UseTmaReduce => {
+                "\"add\" (the reference's \"min\", \"max\", \"inc\", \"dec\", \"and\", \"or\", \"xor\" are not implemented)"
+            }
         }
     }
 
@@ -685,8 +693,19 @@ impl ConfigKey {
                 RawConfig::Int(n @ (1 | 2)) => Ok(ConfigValue::CtaGroup(*n as u8)),
                 _ => Err(bad()),
             },
+            ConfigKey::UseTmaReduce => match s {
+                Some("add") => Ok(ConfigValue::TmaReduce(TmaReduce::Add)),
+                _ => Err(bad()),
+            },
         }
     }
+}
+
+/// `use_tma_reduce=` values: how a TMA store combines with what global memory holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum TmaReduce {
+    /// `.add`: element-wise sum (f32, f16, bf16, s32, u32, u64), atomic per element.
+    Add,
 }
 
 /// `oob=` values: what a TMA load reads outside its tensor.
@@ -768,6 +787,7 @@ pub enum ConfigValue {
     /// A TMA descriptor's L2 promotion, 0..=3 (none, 64 B, 128 B, 256 B).
     L2Promotion(u8),
     CtaGroup(u8),
+    TmaReduce(TmaReduce),
 }
 
 impl ConfigValue {
@@ -786,6 +806,7 @@ impl ConfigValue {
                 .get(usize::from(*n))
                 .map_or_else(|| n.to_string(), |s| s.to_string()),
             ConfigValue::CtaGroup(n) => n.to_string(),
+            ConfigValue::TmaReduce(TmaReduce::Add) => "\"add\"".into(),
         }
     }
 }

@@ -607,6 +607,34 @@ def kernel(A_ptr: T.handle):
             CopyAsyncRule::NanOobDtype.into(),
         ),
         (
+            "tma_auto",
+            base(
+                "(64, 64)",
+                "(64, 64)",
+                "float32",
+                "",
+                "S_[0:64, 0:64]",
+                "A[0:64, 0:64]",
+                ", mbar=bar.ptr_to([0]), use_tma_reduce=\"add\"",
+                "Tx.",
+            ),
+            CopyAsyncRule::Direction.into(),
+        ),
+        (
+            "tma_explicit",
+            base(
+                "(64, 64)",
+                "(64, 64)",
+                "int8",
+                "",
+                "A[0:64, 0:64]",
+                "S_[0:64, 0:64]",
+                ", use_tma_reduce=\"add\"",
+                "Tx.",
+            ),
+            CopyAsyncRule::ReduceDtype.into(),
+        ),
+        (
             "tma_explicit",
             base("(64, 300)", "(4, 300)", "float16", "", "S_[0:4, 0:300]", "A[0:4, 0:300]", mbar, "Tx."),
             CopyAsyncRule::BoxDim.into(),
@@ -1010,4 +1038,87 @@ fn a_warp_that_does_not_release_races_with_the_refill() {
     assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
     assert!(e.message.contains("warp 2"), "{text}");
     at_line(&e, &src, "Tx.copy_async(S_", &text);
+}
+
+/// Four CTAs each add their slice of A (through shared memory) into the same tile of B with
+/// `use_tma_reduce="add"`: B = B0 + Σ A[cta] (small integers: exact in any order).
+fn reduce_add(dtype: &str, variant: &str, tail: &str) -> String {
+    format!(
+        "{HEAD}
+@T.prim_func
+def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4, 64, 32), \"{dtype}\")
+    B = T.match_buffer(B_ptr, (64, 32), \"{dtype}\")
+    T.device_entry()
+    bx = T.cta_id([4]); tid = T.thread_id([128])
+    pool = T.SMEMPool()
+    S_ = pool.alloc((64, 32), \"{dtype}\")
+    pool.commit()
+    Tx.cta.copy(S_[0:64, 0:32], A[bx, 0:64, 0:32])
+    T.ptx.fence.proxy.async_.shared__cta()
+    T.cuda.cta_sync()
+    if tid == 0:
+        Tx.copy_async(B[0:64, 0:32], S_[0:64, 0:32], dispatch=\"{variant}\", use_tma_reduce=\"add\")
+        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+{tail}"
+    )
+}
+
+#[test]
+fn tma_reduce_add_sums_every_cta_into_global_memory() {
+    for dtype in ["float32", "bfloat16", "float16", "int32", "uint32"] {
+        for variant in ["tma_auto", "tma_explicit"] {
+            let src = reduce_add(dtype, variant, "");
+            let t = dt(dtype);
+            let a: Vec<f64> = (0..4 * 64 * 32).map(|i| ((i * 7) % 13) as f64).collect();
+            let b0: Vec<f64> = (0..64 * 32).map(|i| (i % 5) as f64).collect();
+            let (l, out) = run(&src, &[(t, a.clone()), (t, b0.clone())]);
+            for i in 0..64 * 32 {
+                let want = b0[i] + (0..4).map(|c| a[c * 2048 + i]).sum::<f64>();
+                assert_eq!(out[1][i], want, "{dtype} {variant} element {i}");
+            }
+            assert_eq!(call(&l, 1).chosen.as_deref(), Some(variant), "{}", call(&l, 1).render());
+            assert!(call(&l, 1).render().contains("TMA reduce-add"), "{}", call(&l, 1).render());
+            let text = l.lir.to_string();
+            assert!(text.contains("tma.reduce_add.2d"), "{text}");
+            let cuda = tirx_cuda::generate(&l.lir).expect("CUDA");
+            assert!(
+                cuda.source.contains("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group"),
+                "{}",
+                cuda.source
+            );
+        }
+    }
+}
+
+#[test]
+fn reading_what_other_ctas_reduce_into_is_a_race() {
+    // Another CTA's reduction may land after the read: the value read is any partial sum.
+    let src = reduce_add("float32", "tma_auto", "    Tx.cta.copy(S_[0:64, 0:32], B[0:64, 0:32])\n");
+    let l = tirx_lower::lower_kernel(&parse(&src), &Default::default()).expect("lowers");
+    let mut params = vec![vec![0u8; 4 * 64 * 32 * 4], vec![0u8; 64 * 32 * 4]];
+    let e = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("a race");
+    let text = render(&[e.to_diagnostic()], &src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(text.contains("reduce-added"), "{text}");
+    at_line(&e, &src, "Tx.cta.copy(S_[0:64, 0:32], B", &text);
+}
+
+#[test]
+fn a_plain_store_over_a_reduction_of_another_cta_is_a_race() {
+    let src = reduce_add(
+        "float32",
+        "tma_auto",
+        "    if tid == 0:
+        Tx.copy_async(B[0:64, 0:32], S_[0:64, 0:32], dispatch=\"tma_auto\")
+        T.ptx.cp_async.bulk.commit_group()
+        T.ptx.cp_async.bulk.wait_group(0)
+",
+    );
+    let l = tirx_lower::lower_kernel(&parse(&src), &Default::default()).expect("lowers");
+    let mut params = vec![vec![0u8; 4 * 64 * 32 * 4], vec![0u8; 64 * 32 * 4]];
+    let e = tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()).expect_err("a race");
+    let text = render(&[e.to_diagnostic()], &src);
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
 }

@@ -218,6 +218,8 @@ pub(crate) enum CopyKind {
     CpAsync,
     TmaLoad,
     TmaStore,
+    /// A TMA store that adds into global memory.
+    TmaReduce,
     /// A dsmem copy from a peer CTA (`cluster`).
     Dsmem,
 }
@@ -228,6 +230,7 @@ impl CopyKind {
             CopyKind::CpAsync => "cp.async",
             CopyKind::TmaLoad => "TMA load",
             CopyKind::TmaStore => "TMA store",
+            CopyKind::TmaReduce => "TMA reduce-add",
             CopyKind::Dsmem => "dsmem copy",
         }
     }
@@ -237,7 +240,7 @@ impl CopyKind {
         match self {
             CopyKind::CpAsync => "cp.async.wait_group",
             CopyKind::TmaLoad | CopyKind::Dsmem => "the completion of its mbarrier phase",
-            CopyKind::TmaStore => "cp.async.bulk.wait_group (`.read` for its source)",
+            CopyKind::TmaStore | CopyKind::TmaReduce => "cp.async.bulk.wait_group (`.read` for its source)",
         }
     }
 }
@@ -815,7 +818,9 @@ impl Machine<'_> {
         let help = match f.kind {
             CopyKind::CpAsync => "complete the copy first: cp.async.commit_group, cp.async.wait_group, then a barrier for other threads",
             CopyKind::TmaLoad | CopyKind::Dsmem => "wait for the copy's mbarrier phase first (`T.ptx.mbarrier.try_wait(bar, phase)`, or `mbar.wait(stage, phase)`)",
-            CopyKind::TmaStore => "complete the store first: cp.async.bulk.commit_group, then cp.async.bulk.wait_group",
+            CopyKind::TmaStore | CopyKind::TmaReduce => {
+                "complete the store first: cp.async.bulk.commit_group, then cp.async.bulk.wait_group"
+            }
         };
         Some(
             SimError::new(SimErrorKind::DataRace, self.prog.sites[site as usize], msg)
@@ -837,7 +842,9 @@ impl Machine<'_> {
             f.kind.completion()
         );
         let help = match f.kind {
-            CopyKind::TmaStore => "overwrite a TMA store's source only after cp.async.bulk.wait_group.read (and a barrier for other threads)",
+            CopyKind::TmaStore | CopyKind::TmaReduce => {
+                "overwrite a TMA store's source only after cp.async.bulk.wait_group.read (and a barrier for other threads)"
+            }
             _ => "overwrite a cp.async source only after the copy completes: cp.async.wait_group (and a barrier for other threads)",
         };
         Some(

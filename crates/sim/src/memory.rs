@@ -275,6 +275,10 @@ const WGMMA_READ: u16 = 0x1000;
 /// barrier's phase (`asynch`: `acq_tma`), not by barriers that nobody waited before, nor
 /// by waits on other mbarriers.
 pub(crate) const LANDED: u16 = 0x8000;
+/// Writer record bit of global elements: the write was a TMA reduction (`cp.reduce.async.bulk`),
+/// which commutes with the element's other reductions (any thread, any CTA) but not with its
+/// plain reads and writes. The low bits are still the writing thread ([`Shadow::writer`]).
+pub(crate) const REDUCED: u16 = 0x4000;
 
 #[derive(Clone, Copy, Default, Debug)]
 struct Shadow {
@@ -291,6 +295,18 @@ struct Shadow {
 pub(crate) type ShadowWords = [u32; 4];
 
 impl Shadow {
+    /// The writing thread of a record that is not a TMA landing ([`LANDED`]).
+    fn writer(&self) -> u32 {
+        u32::from(self.w_tid & TID_MASK)
+    }
+    /// How the writer of a record that is not a TMA landing wrote.
+    fn wrote(&self) -> &'static str {
+        if self.w_tid & REDUCED != 0 {
+            "reduce-added"
+        } else {
+            "wrote"
+        }
+    }
     fn unpack(w: ShadowWords) -> Shadow {
         Shadow {
             w_stamp: w[0],
@@ -561,7 +577,7 @@ impl Machine<'_> {
         if sh.w_tid & LANDED != 0 {
             return sh.w_stamp <= self.fam.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
         }
-        self.ordered(u32::from(sh.w_tid), sh.w_stamp, t)
+        self.ordered(sh.writer(), sh.w_stamp, t)
     }
 
     /// The last generic-proxy (thread) write of element `e` of `b` in this CTA, with race
@@ -572,7 +588,7 @@ impl Machine<'_> {
         }
         let sh = Shadow::unpack(*self.bufs[b as usize].shadow.get(e)?);
         (sh.w_stamp >= self.cta_start && sh.w_stamp != 0 && sh.w_tid & LANDED == 0)
-            .then(|| (u32::from(sh.w_tid), sh.w_stamp, self.shadow_site(sh.w_site)))
+            .then(|| (sh.writer(), sh.w_stamp, self.shadow_site(sh.w_site)))
     }
 
     pub(crate) fn ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
@@ -686,7 +702,7 @@ impl Machine<'_> {
         }
         if sh.w_stamp < self.cta_start {
             if global && sh.w_stamp != 0 {
-                return Err(self.cta_race(b, t, e, Dir::Read, site, sh.w_stamp, sh.w_tid as u32, sh.w_site, "wrote"));
+                return Err(self.cta_race(b, t, e, Dir::Read, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()));
             }
             if !global {
                 self.warn_uninit(b, t, e, site);
@@ -760,6 +776,35 @@ impl Machine<'_> {
         Ok(())
     }
 
+    /// Whether global `b[e]`'s last access is a TMA reduction with no read after it: a
+    /// further reduction commutes with it (whichever thread or CTA issued either).
+    pub(crate) fn only_reduced(&self, b: u32, e: usize) -> bool {
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        self.bufs[b as usize].space == Space::Global && sh.w_tid & REDUCED != 0 && sh.r_stamp == 0 && sh.r_info == 0
+    }
+
+    /// Checks a TMA reduction of global `b[e]` by thread `t` (issued or landing): against a
+    /// plain access as a write is; after reductions only, nothing to order.
+    pub(crate) fn reduce_ordered(&mut self, b: u32, t: u32, e: usize, site: u32) -> Result<(), SimError> {
+        if self.only_reduced(b, e) {
+            return Ok(());
+        }
+        self.write_ordered(b, t, e, site, false)
+    }
+
+    /// Records a TMA reduction of global `b[e]` by thread `t` landing (checked as
+    /// [`Self::reduce_ordered`]).
+    pub(crate) fn shadow_reduce(&mut self, b: u32, t: u32, e: usize, site: u32) -> Result<(), SimError> {
+        if !self.opts.check_races {
+            return Ok(());
+        }
+        self.reduce_ordered(b, t, e, site)?;
+        let stamp = self.stamp(t);
+        self.bufs[b as usize].shadow[e] =
+            Shadow { w_stamp: stamp, w_tid: t as u16 | REDUCED, w_site: site16(site), ..Shadow::default() }.pack();
+        Ok(())
+    }
+
     /// Checks a write of `b[e]` by thread `t` against the element's earlier accesses
     /// (without recording it): an asynchronous copy's write, checked when it is
     /// issued and recorded when it lands ([`Self::land_shadow`]).
@@ -768,8 +813,7 @@ impl Machine<'_> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if sh.w_stamp != 0 {
             let race = if sh.w_stamp < self.cta_start {
-                global
-                    .then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.w_tid as u32, sh.w_site, "wrote"))
+                global.then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()))
             } else if !self.writer_ordered(&sh, t) {
                 Some(self.writer_race(b, t, e, Dir::Write, site, &sh))
             } else {
@@ -951,7 +995,7 @@ impl Machine<'_> {
     /// A race with the element's last writer: a thread, or a TMA copy's landing.
     fn writer_race(&self, b: u32, t: u32, e: usize, dir: Dir, site: u32, sh: &Shadow) -> SimError {
         if sh.w_tid & LANDED == 0 {
-            return self.race(b, t, e, dir, site, u32::from(sh.w_tid), false, sh.w_site, "wrote");
+            return self.race(b, t, e, dir, site, sh.writer(), false, sh.w_site, sh.wrote());
         }
         let slot = u32::from(sh.w_tid & !LANDED);
         let bar = self.landing_barrier(slot);

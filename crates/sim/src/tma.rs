@@ -55,14 +55,16 @@ pub(crate) struct TmaIns {
     bar: Option<(u32, Reg)>,
     /// `.multicast::cluster`: the CTA mask (`cluster`).
     mask: Option<Reg>,
+    /// A store that adds into global memory (`cp.reduce.async.bulk.tensor .add`).
+    reduce: bool,
 }
 
 impl TmaIns {
     pub(crate) fn name(&self) -> &'static str {
-        if self.load {
-            "cp.async.bulk.tensor (TMA load)"
-        } else {
-            "cp.async.bulk.tensor (TMA store)"
+        match (self.load, self.reduce) {
+            (true, _) => "cp.async.bulk.tensor (TMA load)",
+            (false, true) => "cp.reduce.async.bulk.tensor (TMA reduce-add)",
+            (false, false) => "cp.async.bulk.tensor (TMA store)",
         }
     }
 
@@ -104,6 +106,8 @@ pub(crate) struct BulkStore {
     dst: u32,
     dst_elems: Vec<usize>,
     data: Vec<u8>,
+    /// Added into `dst` when it lands (a reduction), not written over it.
+    reduce: bool,
 }
 
 /// A committed bulk group; `read` once `wait_group.read` released its sources.
@@ -135,7 +139,7 @@ impl Compiler<'_> {
             None => None,
         };
         let mask = c.multicast.as_ref().map(|m| self.expr_as(m, DType::I32)).transpose()?;
-        Ok(TmaIns { site: self.site(), load, map, coords, smem, smem_idx, bar, mask })
+        Ok(TmaIns { site: self.site(), load, map, coords, smem, smem_idx, bar, mask, reduce: c.reduce.is_some() })
     }
 }
 
@@ -364,7 +368,15 @@ impl Machine<'_> {
         let per = map.dtype.bytes() as usize / sesize;
         let gper = map.dtype.bytes() as usize / self.bufs[gbuf as usize].esize;
         let size = per * sesize;
-        let mut store = BulkStore { site, src: x.smem, src_elems: vec![], dst: gbuf, dst_elems: vec![], data: vec![] };
+        let mut store = BulkStore {
+            site,
+            src: x.smem,
+            src_elems: vec![],
+            dst: gbuf,
+            dst_elems: vec![],
+            data: vec![],
+            reduce: x.reduce,
+        };
         let mut tmp = [0u8; 8];
         for b in &box_ {
             if self.opts.check_races {
@@ -380,15 +392,25 @@ impl Machine<'_> {
             store.dst_elems.extend(g..g + gper);
         }
         if self.opts.check_races {
-            let f = Flight { t, site, kind: CopyKind::TmaStore };
+            let kind = if x.reduce { CopyKind::TmaReduce } else { CopyKind::TmaStore };
+            let f = Flight { t, site, kind };
             for &e in &store.src_elems {
                 self.hold_source(x.smem, e, f);
             }
             for &g in &store.dst_elems {
-                if let Some(err) = self.inflight_conflict(gbuf, t, g, Dir::Write, site) {
-                    return Err(err);
+                // Reductions in flight to one element commute with each other.
+                let both_reduce =
+                    x.reduce && self.fam.asy.inflight.get(&(gbuf, g)).is_some_and(|p| p.kind == CopyKind::TmaReduce);
+                if !both_reduce {
+                    if let Some(err) = self.inflight_conflict(gbuf, t, g, Dir::Write, site) {
+                        return Err(err);
+                    }
                 }
-                self.write_ordered(gbuf, t, g, site, false)?;
+                if x.reduce {
+                    self.reduce_ordered(gbuf, t, g, site)?;
+                } else {
+                    self.write_ordered(gbuf, t, g, site, false)?;
+                }
                 self.fam.asy.inflight.insert((gbuf, g), f);
             }
         }
@@ -422,12 +444,23 @@ impl Machine<'_> {
         Ok(())
     }
 
-    /// A store's global writes land (the issuing thread's writes, now).
+    /// A store's global writes land (the issuing thread's writes, now); a reduction's
+    /// elements are added to what global memory holds now (in the simulator's CTA order).
     fn land_store(&mut self, t: u32, s: &BulkStore) -> Result<(), SimError> {
-        let esize = self.bufs[s.dst as usize].esize;
+        let (esize, dtype) = (self.bufs[s.dst as usize].esize, self.bufs[s.dst as usize].dtype);
         for (i, &g) in s.dst_elems.iter().enumerate() {
             self.fam.asy.inflight.remove(&(s.dst, g));
-            self.write_raw(s.dst, t, g, 1, s.site, &s.data[i * esize..(i + 1) * esize])?;
+            let bytes = &s.data[i * esize..(i + 1) * esize];
+            if !s.reduce {
+                self.write_raw(s.dst, t, g, 1, s.site, bytes)?;
+                continue;
+            }
+            self.shadow_reduce(s.dst, t, g, s.site)?;
+            let off = self.byte_off(s.dst, t, g);
+            let old = &mut self.bufs[s.dst as usize].data[off..off + esize];
+            let sum =
+                crate::value::add_elem(dtype, crate::value::decode(dtype, old), crate::value::decode(dtype, bytes));
+            crate::value::encode(dtype, sum, old);
         }
         Ok(())
     }

@@ -173,6 +173,16 @@ pub fn wrap_int(t: DType, v: i64) -> i64 {
     }
 }
 
+/// `a + b` of type `t` (value slots; a TMA reduce-add's element): floats rounded once to `t`,
+/// integers wrapping.
+pub fn add_elem(t: DType, a: u64, b: u64) -> u64 {
+    if t.is_float() {
+        round_to(t, f64::from_bits(a) + f64::from_bits(b)).to_bits()
+    } else {
+        wrap_int(t, (a as i64).wrapping_add(b as i64)) as u64
+    }
+}
+
 /// Decodes one element (little-endian `b`, at least `t.bytes()` long: panics if
 /// shorter) into a value slot.
 pub fn decode(t: DType, b: &[u8]) -> u64 {

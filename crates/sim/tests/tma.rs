@@ -48,6 +48,7 @@ fn load_kernel(
         bar: Some(bar()),
         multicast: None,
         cache: None,
+        reduce: None,
     };
     kb.finish(vec![
         at(1, if_(lt(tid(), int(1)), vec![at(2, LStmtKind::Async(AsyncOp::MbarInit { bar: bar(), count: int(1) }))])),

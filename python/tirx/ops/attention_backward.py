@@ -81,6 +81,17 @@ def _dq_step(j, s, dp, ds, dq, q_src, do_src, K_s, V_s, full, lse2, dd, q0, n_ke
 
 
 @T.macro
+def _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols):
+    # D = rowsum(dO ∘ O) of query rows [q0, q0 + 64) of head bh, ``cols`` columns of dO and O in
+    # registers at a time (rows past the sequence 0; ``do_r`` holds the last chunk after).
+    for c0 in list(range(0, d, cols)):  # (a Python loop: unrolled)
+        Tx.warpgroup.copy(do_r[0:BM, 0:cols], DO[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
+        Tx.warpgroup.copy(o_r[0:BM, 0:cols], O[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
+        Tx.warpgroup.mul(prod[0:BM, 0:cols], do_r[0:BM, 0:cols], o_r[0:BM, 0:cols])
+        Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:cols], accum=c0 > 0)
+
+
+@T.macro
 def _p_and_ds_to_shared(s, dp, p16, P_s, DS_s):
     # P and dS rounded into shared memory (read transposed by `_grads`).
     Tx.warpgroup.cast(p16[0:BM, 0:BN], s[0:BM, 0:BN])
@@ -169,8 +180,6 @@ def attention_dq_kernel(
         do_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
         o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
         prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
-        if wide:
-            part = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
         s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
@@ -192,15 +201,7 @@ def attention_dq_kernel(
         # LSE's padding +inf, their weights 0).
         if not wide:
             Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
-        for c0 in list(range(0, d, cols)):  # (a Python loop: unrolled)
-            Tx.warpgroup.copy(do_r[0:BM, 0:cols], DO[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
-            Tx.warpgroup.copy(o_r[0:BM, 0:cols], O[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
-            Tx.warpgroup.mul(prod[0:BM, 0:cols], do_r[0:BM, 0:cols], o_r[0:BM, 0:cols])
-            if c0 == 0:
-                Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:cols])
-            else:
-                Tx.warpgroup.sum(part[0:BM, 0:1], prod[0:BM, 0:cols])
-                Tx.warpgroup.add(dd[0:BM, 0:1], dd[0:BM, 0:1], part[0:BM, 0:1])
+        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols)
         for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
             lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
         if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
@@ -348,17 +349,33 @@ def _kv_steps(q0, n_keys, diag, causal):
     return T.min((n_keys + BN - 1) // BN, T.max(0, (q0 + BM - 1 + diag) // BN + 1))
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen"])
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq"])
 def attention_dkv_kernel(
-    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0, varlen: bool = False
+    heads: int,
+    kv_heads: int,
+    batch: int,
+    seq_q: int,
+    seq_k: int,
+    d: int,
+    dtype: str,
+    causal: bool,
+    scale: float,
+    offset: int = 0,
+    varlen: bool = False,
+    reduce_dq: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
     LSE and DD ``(batch * heads, d_rows(seq_q))``: the forward's log-sum-exp (+inf past
-    ``seq_q``) and `attention_dq_kernel`'s D). ``varlen``: packed sequences, as
+    ``seq_q``) and D = rowsum(dO ∘ O)). ``reduce_dq``: also dQ, as FlashAttention-3 accumulates
+    it: each step's dS K (unscaled, float32) through shared memory into DQA ``(batch * heads,
+    d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
+    order varies from run to run; head dims to 128). ``varlen``: packed sequences, as
     `attention_dq_kernel`'s."""
     if varlen:
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
+    if reduce_dq and d > 128:
+        raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
@@ -369,8 +386,12 @@ def attention_dkv_kernel(
     dh = d // wgs
     swizzle = 3 if dh % 64 == 0 else 2  # (each warpgroup's columns whole swizzle atoms)
     kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
-    q_smem = mma_shared_layout(dtype, swizzle, (2, BM, d))
+    # Reducing dQ: one stage of Q and dO (and of dQ's part), so that two CTAs share an SM as the
+    # deterministic kernel's do (each hides the other's loads); otherwise two stages.
+    stages = 1 if reduce_dq else 2
+    q_smem = mma_shared_layout(dtype, swizzle, (stages, BM, d))
     p_smem = mma_shared_layout(dtype, 3, (BM, BN))
+    dq_smem = mma_shared_layout("float32", 3 if d % 32 == 0 else 2, (BM, d))
     tile_bytes = BM * d * 2
 
     def first_of(kt):
@@ -380,13 +401,13 @@ def attention_dkv_kernel(
         return T.max(0, (kt * BN - offset) // BM)
 
     @T.macro
-    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid):
-        # S = Q Kᵀ and dP = dO Vᵀ of step t's query tile, P and dS, rounded into shared memory.
+    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, stage, tid):
+        # S = Q Kᵀ and dP = dO Vᵀ of the query tile in `stage`, P and dS, rounded into shared memory.
         for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
             lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
             dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
-        Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[t % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
-        Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[t % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
+        Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[stage, 0:BM, 0:d], K_s[0:BN, 0:d])
+        Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[stage, 0:BM, 0:d], V_s[0:BN, 0:d])
         T.ptx.wgmma.wait_group(0)
         _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
         _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
@@ -399,16 +420,30 @@ def attention_dkv_kernel(
         Tx.warpgroup.cast(out[0:BN, 0:dh], dv[0:BN, 0:dh])
         Tx.warpgroup.copy(DV[kv, k0 : k0 + BN, c0 : c0 + dh], out[0:BN, 0:dh], clip=True)
 
-    @T.prim_func
-    def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
-        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
-        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
-        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+    @T.macro
+    def dq_reduce(dq, DQ_s, DQA, bh, q0, tid):
+        # dQ's part of the step (dS K, waited for) into DQ_s (the last step's reduction read:
+        # thread 0 waited for it before this step's first barrier), then added into DQA by
+        # thread 0 (read while the next step's scores are computed).
+        Tx.warpgroup.copy(DQ_s[0:BM, 0:d], dq[0:BM, 0:d])
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.cta_sync()
+        if tid == 0:
+            Tx.copy_async(DQA[bh, q0 : q0 + BM, 0:d], DQ_s[0:BM, 0:d], dispatch="tma_auto", use_tma_reduce="add")
+            T.ptx.cp_async.bulk.commit_group()
+
+    @T.macro
+    def load_q(Q_s, DO_s, Q, DO, full, kv, first, per_head, steps, t):
+        # The query tile of step t + 1 (if any) into its stage.
+        for u in T.serial(T.min(steps - 1 - t, 1)):
+            n_bh = kv * group + (t + 1) // per_head
+            n_q0 = (first + (t + 1) % per_head) * BM
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(t + 1) % stages]), 2 * tile_bytes)
+            Tx.copy_async(Q_s[(t + 1) % stages, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
+            Tx.copy_async(DO_s[(t + 1) % stages, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
+
+    @T.macro
+    def body(Q, K, V, DO, LSE, DD, DK, DV, DQA):
         T.device_entry()
         bx = T.cta_id([batch * kv_heads * k_tiles])
         wg = T.warpgroup_id([wgs])
@@ -418,12 +453,14 @@ def attention_dkv_kernel(
         pool = T.SMEMPool()
         K_s = pool.alloc((BN, d), dtype, layout=kv_smem)
         V_s = pool.alloc((BN, d), dtype, layout=kv_smem)
-        Q_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
-        DO_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        Q_s = pool.alloc((stages, BM, d), dtype, layout=q_smem)
+        DO_s = pool.alloc((stages, BM, d), dtype, layout=q_smem)
         P_s = pool.alloc((BM, BN), dtype, layout=p_smem)
         DS_s = pool.alloc((BM, BN), dtype, layout=p_smem)
+        if reduce_dq:
+            DQ_s = pool.alloc((BM, d), "float32", layout=dq_smem)
         kv_full = MBarrier(pool, 1)
-        full = MBarrier(pool, 2)
+        full = MBarrier(pool, stages)
         pool.commit()
         kv_full.init(1)
         full.init(1)
@@ -443,6 +480,8 @@ def attention_dkv_kernel(
         lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         out = T.alloc_buffer((BN, dh), dtype, scope="local", layout=wgmma_acc_layout(dh))
+        if reduce_dq:
+            dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
         if tid == 0:  # K and V once; query tile 0 of the first head into stage 0
             T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
             Tx.copy_async(K_s[0:BN, 0:d], K[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
@@ -457,35 +496,44 @@ def attention_dkv_kernel(
         for hh in T.serial(group):  # the group's query heads, each's query tiles from the first that sees these keys
             for qt in T.serial(q_tiles):  # (causal: those from `first`; a loop over all keeps qt's range known)
                 if qt >= first:
-                    t = hh * per_head + qt - first  # the step (its stage t % 2)
+                    t = hh * per_head + qt - first  # the step (its stage t % stages)
                     bh = kv * group + hh
                     q0 = qt * BM
-                    if tid == 0:  # the next query tile into the other stage (read by step t - 1's wgmmas, waited for)
-                        for u in T.serial(T.min(steps - 1 - t, 1)):
-                            n_bh = kv * group + (t + 1) // per_head
-                            n_q0 = (first + (t + 1) % per_head) * BM
-                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(t + 1) % 2]), 2 * tile_bytes)
-                            Tx.copy_async(Q_s[(t + 1) % 2, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
-                            Tx.copy_async(DO_s[(t + 1) % 2, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % 2]))
-                    full.wait(t % 2, (t // 2) % 2)
+                    if stages > 1:
+                        if tid == 0:  # the next query tile into the other stage (read by step t - 1's wgmmas, waited for)
+                            load_q(Q_s, DO_s, Q, DO, full, kv, first, per_head, steps, t)
+                    full.wait(t % stages, (t // stages) % 2)
                     # P and dS (the first warpgroup's) in shared memory, read transposed: dV += Pᵀ dO,
                     # dK += dSᵀ Q, each warpgroup its columns.
                     if wgs > 1:
                         if wg == 0:
-                            scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid)
+                            scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t % stages, tid)
                     else:
-                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t, tid)
+                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t % stages, tid)
+                    if reduce_dq:
+                        if tid == 0:  # (the last step's dQ reduction has read DQ_s)
+                            T.ptx.cp_async.bulk.wait_group_read(0)
                     T.ptx.fence.proxy.async_.shared__cta()
                     T.cuda.cta_sync()
                     if wgs > 1:  # (each warpgroup its columns, constant slices for the descriptors)
                         for w in list(range(wgs)):
                             if wg == w:
-                                _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % 2, w * dh, dh)
+                                _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % stages, w * dh, dh)
                     else:
-                        _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % 2, 0, dh)
-                    T.ptx.wgmma.wait_group(0)  # (stage t % 2, P_s and DS_s read: they may be refilled)
+                        _grads(dk, dv, P_s, DS_s, Q_s, DO_s, t % stages, 0, dh)
+                    if reduce_dq:  # dQ's part: dS K (dS from shared memory)
+                        Tx.warpgroup.gemm_async(dq[0:BM, 0:d], DS_s[0:BM, 0:BN], K_s[0:BN, 0:d], transB=True)
+                    T.ptx.wgmma.wait_group(0)  # (the stage, P_s and DS_s read: they may be refilled)
+                    if stages == 1:
+                        if tid == 0:  # the next query tile into the stage just read
+                            load_q(Q_s, DO_s, Q, DO, full, kv, first, per_head, steps, t)
+                    if reduce_dq:
+                        dq_reduce(dq, DQ_s, DQA, bh, q0, tid)
                     if wgs > 1:  # (by the other warpgroup's too)
                         T.cuda.cta_sync()
+        if reduce_dq:
+            if tid == 0:  # (the last reductions read before the CTA's shared memory goes)
+                T.ptx.cp_async.bulk.wait_group_read(0)
         Tx.warpgroup.mul(dk[0:BN, 0:dh], dk[0:BN, 0:dh], scale)
         if wgs > 1:
             for w in list(range(wgs)):
@@ -494,7 +542,99 @@ def attention_dkv_kernel(
         else:
             store(dk, dv, out, DK, DV, kv, k0, 0)
 
+    if reduce_dq:
+
+        @T.prim_func
+        def attention_dkv_dq(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
+        ):
+            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+            DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
+            body(Q, K, V, DO, LSE, DD, DK, DV, DQA)
+
+        return attention_dkv_dq
+
+    @T.prim_func
+    def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        body(Q, K, V, DO, LSE, DD, DK, DV, None)
+
     return attention_dkv
+
+
+@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype"])
+def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
+    """``DD[r, i] = rowsum(dO ∘ O)`` (float32) of the ``rows`` heads' query rows (O, dO ``(rows,
+    seq_q, d)``; DD ``(rows, d_rows(seq_q))``, 0 past ``seq_q``): the backward's preprocessing
+    where no dQ kernel computes it (`attention_dkv_kernel(reduce_dq=True)`)."""
+    q_tiles = d_rows(seq_q) // BM
+    cols = 64 if d > 128 else d
+
+    @T.prim_func
+    def attention_dd(O_ptr: T.handle, DO_ptr: T.handle, DD_ptr: T.handle):
+        O = T.match_buffer(O_ptr, (rows, seq_q, d), dtype)
+        DO = T.match_buffer(DO_ptr, (rows, seq_q, d), dtype)
+        DD = T.match_buffer(DD_ptr, (rows, q_tiles * BM), "float32")
+        T.device_entry()
+        bx = T.cta_id([rows * q_tiles])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([128])
+        bh = bx // q_tiles
+        q0 = bx % q_tiles * BM
+        do_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
+        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols)
+        if tid % 4 == 0:  # a quad's first lane writes its two rows
+            for hf in T.serial(2):
+                DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
+
+    return attention_dd
+
+
+@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale"])
+def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float):
+    """``DQ = scale · DQA`` rounded to ``dtype`` (DQA ``(rows, d_rows(seq_q), d)`` float32, the
+    reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``)."""
+    q_tiles = d_rows(seq_q) // BM
+
+    @T.prim_func
+    def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
+        DQA = T.match_buffer(DQA_ptr, (rows, q_tiles * BM, d), "float32")
+        DQ = T.match_buffer(DQ_ptr, (rows, seq_q, d), dtype)
+        T.device_entry()
+        bx = T.cta_id([rows * q_tiles])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        T.thread_id([128])
+        bh = bx // q_tiles
+        q0 = bx % q_tiles * BM
+        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        Tx.warpgroup.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
+        Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
+        Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
+        Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+
+    return attention_dq_convert
 
 
 def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scale: float):
@@ -631,9 +771,20 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
     return attention_dkv_varlen
 
 
-def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0):
-    """``(dq, dk, dv)``: the two kernels over contiguous copies of the operands (a view where they
-    are contiguous already)."""
+def _reduce_dq(d: int, causal: bool, seq_k: int) -> bool:
+    """Whether dQ is reduced into float32 by the dK / dV kernel (`attention_dkv_kernel(reduce_dq=
+    True)`) rather than computed by its own kernel: where that was measured faster (H200, bf16,
+    d = 64 and 128: non-causal from 2k keys, 1.02-1.13x; causal 2k 0.89x, 8k-16k equal, so causal
+    keeps the dQ kernel), head dims to 128 (its shared memory)."""
+    return d <= 128 and not causal and seq_k >= 2048
+
+
+def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None):
+    """``(dq, dk, dv)`` over contiguous copies of the operands (a view where they are contiguous
+    already): D, then dK / dV with dQ reduced in float32, then dQ rounded (`_reduce_dq`, not
+    ``deterministic``); or the dQ kernel (with D) and the dK / dV kernel. ``deterministic``: True
+    the latter, False the former (head dims to 128), None where measured faster (`_reduce_dq`)
+    unless `torch.are_deterministic_algorithms_enabled()`."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     name = "tirx.ops.scaled_dot_product_attention_backward"
     for what, t, shape in (("dout", dout, (b, h, sq, d)), ("out", out, (b, h, sq, d)), ("lse", lse, (b, h, sq))):
@@ -654,25 +805,45 @@ def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], 
     qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
     ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
     kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0)
-    attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, dq.reshape(b * h, sq, d), dd)
-    attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d))
+    if deterministic is None:  # (where faster, unless PyTorch is asked for deterministic algorithms)
+        reduce = _reduce_dq(d, bool(is_causal), sk)
+        if reduce and c.is_torch(q):
+            import torch
+
+            reduce = not torch.are_deterministic_algorithms_enabled()
+    else:
+        reduce = not deterministic and d <= 128
+    dk_, dv_ = dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
+    if not reduce:
+        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, dq.reshape(b * h, sq, d), dd)
+        attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, dk_, dv_)
+        return dq, dk, dv
+    dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
+    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype)(os_, dos, dd)
+    attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, dk_, dv_, dqa)
+    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale)(dqa, dq.reshape(b * h, sq, d))
     return dq, dk, dv
 
 
-def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bool = False, scale=None, enable_gqa: bool = False):
+def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bool = False, scale=None, enable_gqa: bool = False, deterministic: Optional[bool] = None):
     """The gradients ``(dq, dk, dv)`` of `scaled_dot_product_attention(q, k, v, is_causal=,
     scale=, enable_gqa=)` for the output's gradient ``dout``, from its output ``out`` and
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
     [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), the forward's head dims
-    (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group.
-    Deterministic (no atomics): the same result every run. Also ``loss.backward()`` through
-    `scaled_dot_product_attention`."""
+    (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group. Where it
+    was measured faster (not causal, 2k keys or more, head dims to 128), dQ is summed in float32
+    by TMA reductions in an order that varies from run to run, unless
+    `torch.are_deterministic_algorithms_enabled()`; elsewhere, or with ``deterministic=True``, a
+    second kernel recomputes the scores for dQ (the same result every run).
+    ``deterministic=False`` reduces dQ at any size (head dims to 128). Also ``loss.backward()`` through `scaled_dot_product_attention`."""
     if c.is_torch(q):
         if c.compiling():
+            if deterministic is not None:
+                raise ValueError("tirx.ops.scaled_dot_product_attention_backward: under torch.compile, choose deterministic mode with torch.use_deterministic_algorithms()")
             return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0)
-        return _backward(dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa))
+        return _backward(dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic))
     args = tuple(np.asarray(t) for t in (dout, q, k, v, out, lse))
-    return _backward(*args, bool(is_causal), scale, bool(enable_gqa))
+    return _backward(*args, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic))
 
 
 def register_backward_op():

@@ -23,10 +23,10 @@
 use super::check::{Check, Checker};
 use super::instr::{Accesses, Instr};
 use super::print::Printer;
-use super::tmap::{swizzle_repeat, TmapId};
+use super::tmap::{swizzle_repeat, TmapDtype, TmapId};
 use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, Space};
 use crate::dtype::DType;
-use crate::op::Evict;
+use crate::op::{Evict, TmaReduce};
 use crate::target::Arch;
 use serde::Serialize;
 
@@ -81,7 +81,9 @@ pub enum AsyncOp {
     /// completing on its own barrier at `bar`'s offset.
     TmaLoad(TmaCopy),
     /// `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`: the box at
-    /// `src[src_index..]` to `map` at `coords`, in this thread's open bulk group.
+    /// `src[src_index..]` to `map` at `coords`, in this thread's open bulk group; with
+    /// `reduce` (`cp.reduce.async.bulk.tensor...add`) added into what the box holds, each
+    /// element atomically (reductions of one element commute; a plain access does not).
     TmaStore(TmaCopy),
     /// `cp.async.bulk.commit_group`: closes this thread's open group of bulk stores.
     BulkCommit,
@@ -114,6 +116,27 @@ pub struct TmaCopy {
     pub multicast: Option<LExpr>,
     /// `.L2::cache_hint` with the policy of this eviction priority.
     pub cache: Option<Evict>,
+    /// A store that combines with global memory (`cp.reduce.async.bulk.tensor`).
+    pub reduce: Option<TmaReduce>,
+}
+
+impl TmaCopy {
+    /// The tensor-map element types `cp.reduce.async.bulk.tensor .add` takes.
+    pub fn reduce_supported(op: TmaReduce, t: TmapDtype) -> bool {
+        match op {
+            TmaReduce::Add => {
+                matches!(
+                    t,
+                    TmapDtype::F32
+                        | TmapDtype::F16
+                        | TmapDtype::BF16
+                        | TmapDtype::I32
+                        | TmapDtype::U32
+                        | TmapDtype::U64
+                )
+            }
+        }
+    }
 }
 
 /// The 64-bit L2 cache policy `createpolicy` gives a priority (`.L2::cache_hint`
@@ -141,6 +164,7 @@ impl AsyncOp {
             AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
             AsyncOp::FenceMbarrierInit => "fence.mbarrier_init.release.cluster",
             AsyncOp::TmaLoad(_) => "cp.async.bulk.tensor.shared::cluster.global",
+            AsyncOp::TmaStore(TmaCopy { reduce: Some(_), .. }) => "cp.reduce.async.bulk.tensor.global.shared::cta",
             AsyncOp::TmaStore(_) => "cp.async.bulk.tensor.global.shared::cta",
             AsyncOp::BulkCommit => "cp.async.bulk.commit_group",
             AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
@@ -267,7 +291,12 @@ impl Instr for AsyncOp {
         let global = |m: TmapId| k.tmaps.get(m.0 as usize).map(|t| t.buf);
         match self {
             AsyncOp::TmaLoad(c) => read.extend(global(c.map)),
-            AsyncOp::TmaStore(c) => written.extend(global(c.map)),
+            AsyncOp::TmaStore(c) => {
+                if c.reduce.is_some() {
+                    read.extend(global(c.map));
+                }
+                written.extend(global(c.map))
+            }
             _ => {}
         }
         (read, written)
@@ -363,6 +392,18 @@ impl Checker<'_> {
     fn tma(&mut self, c: &TmaCopy, load: bool) -> Check {
         let m = self.tmap_ref(c.map)?;
         let what = if load { "TMA load" } else { "TMA store" };
+        if let Some(op) = c.reduce {
+            if load {
+                return Err("a TMA load does not reduce; `reduce` is for stores".into());
+            }
+            if !TmaCopy::reduce_supported(op, m.dtype) {
+                return Err(format!(
+                    "TMA reduce-add of {} elements (`{}`): it adds f32, f16, bf16, s32, u32, u64",
+                    m.dtype.name(),
+                    m.name
+                ));
+            }
+        }
         if c.coords.len() != m.rank() {
             return Err(format!("{what} of `{}` gives {} coordinates for rank {}", m.name, c.coords.len(), m.rank()));
         }
@@ -568,7 +609,8 @@ impl Printer<'_> {
         let mut s = if load {
             format!("tma.load.{}d {smem} <- {tile}", c.coords.len())
         } else {
-            format!("tma.store.{}d {tile} <- {smem}", c.coords.len())
+            let verb = if c.reduce.is_some() { "reduce_add" } else { "store" };
+            format!("tma.{verb}.{}d {tile} <- {smem}", c.coords.len())
         };
         if let Some(b) = &c.bar {
             s.push_str(&format!(" bar={}", self.at(b.buf, &b.index)));

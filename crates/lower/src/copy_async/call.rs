@@ -41,6 +41,8 @@ decline_rules! {
         NanOobDtype = "nan_oob_dtype",
         /// No split of the region over the threads exists.
         Partition = "partition",
+        /// A TMA reduction of an element type `cp.reduce.async.bulk.tensor .add` does not add.
+        ReduceDtype = "reduce_dtype",
         /// A TMA descriptor would have more than 5 dimensions.
         Rank = "rank",
         /// A copy to a peer CTA without the peer's rank.

@@ -14,13 +14,18 @@ use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter};
 use tirx_ir::hir::{BufId, Expr, ExprKind, MbarRef, MemScope, TileArg};
 use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_DIM, TMAP_MAX_RANK, TMAP_MAX_STRIDE};
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
-use tirx_ir::op::{self, ConfigKey, ConfigValue, Evict, OobFill};
+use tirx_ir::op::{self, ConfigKey, ConfigValue, Evict, OobFill, TmaReduce};
 use tirx_ir::{Arch, DType};
 use tirx_layout::{Axis, ExecScope, Layout};
 
 /// The config keys the TMA variants read.
-pub(crate) const HONOURS: &[ConfigKey] =
-    &[ConfigKey::CacheHint, ConfigKey::Oob, ConfigKey::TensormapL2Promotion, ConfigKey::CtaGroup];
+pub(crate) const HONOURS: &[ConfigKey] = &[
+    ConfigKey::CacheHint,
+    ConfigKey::Oob,
+    ConfigKey::TensormapL2Promotion,
+    ConfigKey::CtaGroup,
+    ConfigKey::UseTmaReduce,
+];
 
 /// A coordinate: `begin / div * mul` (0 without a begin).
 #[derive(Clone, Debug)]
@@ -74,6 +79,8 @@ pub(crate) struct TmaConfig {
     pub oob: Option<OobFill>,
     /// `cta_mask=`: a multicast load's CTAs of the cluster (bit r: rank r).
     pub mask: Option<Expr>,
+    /// `use_tma_reduce=`: a store that adds into global memory.
+    pub reduce: Option<TmaReduce>,
 }
 
 /// A planned TMA copy: the descriptor, the issues, the shared start.
@@ -106,7 +113,11 @@ impl TmaPlan {
 
     /// `TMA load, box 64×8×4 (4096 B) in 1 instruction, 128-B swizzle`.
     pub fn summary(&self) -> String {
-        let dir = if self.cfg.load { "TMA load" } else { "TMA store" };
+        let dir = match (self.cfg.load, self.cfg.reduce) {
+            (true, _) => "TMA load",
+            (false, Some(_)) => "TMA reduce-add",
+            (false, None) => "TMA store",
+        };
         let boxes: Vec<String> = self.dims.iter().map(|d| d.boxed.to_string()).collect();
         let n = self.instructions();
         let mut s = format!(
@@ -255,7 +266,17 @@ pub(crate) fn config(cx: &CallCx, ops: &CopyOps) -> Result<TmaConfig, Decline> {
         Some(ConfigValue::L2Promotion(n)) => n,
         _ => 2,
     };
-    Ok(TmaConfig { load, bar, cache, l2, oob, mask })
+    let reduce = match cx.call.config(ConfigKey::UseTmaReduce).map(|e| e.value) {
+        Some(ConfigValue::TmaReduce(r)) => Some(r),
+        _ => None,
+    };
+    if load && reduce.is_some() {
+        return Err(Decline::new(
+            CopyAsyncRule::Direction,
+            "global -> shared TMA takes no `use_tma_reduce=`: a reduction adds a shared box into global memory (a store)",
+        ));
+    }
+    Ok(TmaConfig { load, bar, cache, l2, oob, mask, reduce })
 }
 
 /// `cta_mask=`: absent or the constant 0 (the reference's default) is no multicast;
@@ -434,6 +455,16 @@ pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
         return Err(Decline::new(
             CopyAsyncRule::SwizzleInnerBox,
             format!("the box's innermost run is {inner} bytes, but a {span}-B swizzle needs rows of exactly {span}"),
+        ));
+    }
+    if let Some(r) = p.cfg.reduce.filter(|&r| !TmaCopy::reduce_supported(r, p.dtype)) {
+        return Err(Decline::new(
+            CopyAsyncRule::ReduceDtype,
+            format!(
+                "use_tma_reduce={} adds float32, float16, bfloat16, int32, uint32 or uint64 elements, not {}",
+                ConfigValue::TmaReduce(r).script(),
+                p.dtype.name()
+            ),
         ));
     }
     if p.cfg.oob == Some(OobFill::Nan) && !p.dtype.is_float() {
@@ -628,6 +659,7 @@ pub(crate) fn emit(p: &TmaPlan, em: &mut Emitter) -> Result<(), Bug> {
         bar: bar.clone(),
         multicast: multicast.clone(),
         cache: p.cfg.cache,
+        reduce: p.cfg.reduce,
     };
     let op = |c: TmaCopy| {
         LStmtKind::Async(if p.cfg.load {

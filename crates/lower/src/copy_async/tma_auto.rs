@@ -11,7 +11,9 @@
 //! (`rank`, `inner_stride`, `global_stride_alignment`, `box_dim`,
 //! `inner_box_bytes`, `swizzle_inner_box`, `global_dim`, `global_base_alignment`,
 //! `shared_pointer`). The shared layout may carry a TMA swizzle (`swizzle`
-//! otherwise). Config: `cache_hint`, `tensormap_l2_promotion`; `oob=` only with
+//! otherwise). Config: `cache_hint`, `tensormap_l2_promotion`, `use_tma_reduce="add"`
+//! (a store that adds into global memory: `cp.reduce.async.bulk.tensor`, f32 / f16 /
+//! bf16 / s32 / u32 / u64: `reduce_dtype`; loads: `direction`); `oob=` only with
 //! `dispatch="tma_explicit"`. A load in a cluster launch may multicast
 //! (`cta_mask=`, an integer; a constant names only CTAs of the cluster: `cluster`,
 //! `cta_mask`; `cta_mask=0` is a plain load). When forced (`dispatch="tma_auto"`), its

@@ -12,7 +12,7 @@
 //! leave the tensor (it is not bounds-checked when forced with
 //! `dispatch="tma_explicit"`): a load fills the outside with zeros, or NaN with
 //! `oob="nan"` (float tensors), a store clips it. Config: `oob`, `cache_hint`,
-//! `tensormap_l2_promotion`; a load in a cluster launch may multicast to the
+//! `tensormap_l2_promotion`, `use_tma_reduce="add"` (stores, as `tma_auto`); a load in a cluster launch may multicast to the
 //! CTAs of `cta_mask=` (as `tma_auto`, docs/tile-primitives.md §3.20).
 //!
 //! **Algorithm**: `globalDim` is the buffer's shape reversed (a run-time row count

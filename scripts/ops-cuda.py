@@ -93,6 +93,9 @@ def matmul_cases():
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act
         )
+    # transposed views read in place (the backward's dA = dC Bᵀ and dB = Aᵀ dC)
+    yield "ops_matmul_bt", mm.matmul_kernel.factory(m=4096, n=2048, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=256, b_major="k")
+    yield "ops_matmul_at", mm.matmul_kernel.factory(m=2048, n=2048, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, a_major="m")
     # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
     yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16")
     yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", b_kmajor=True)

@@ -63,7 +63,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, **_):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales"], prune=_prune)
+@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major"], prune=_prune)
 def matmul_kernel(
     m: int,
     n: int,
@@ -79,6 +79,8 @@ def matmul_kernel(
     out_dtype: str = "",
     fast_accum: bool = True,
     scales: str = "tensor",
+    a_major: str = "k",
+    b_major: str = "",
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -95,12 +97,19 @@ def matmul_kernel(
     its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM.)
     ``scales="block"``: DeepGEMM's recipe, ``SA`` (m x ceil(k / 128): a scale per row and 128 of
     K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
-    partial multiplied by its rows' and its block's scales as it is promoted."""
+    partial multiplied by its rows' and its block's scales as it is promoted. ``a_major`` /
+    ``b_major``: the operands' contiguous dim, so that a transposed view is read in place (16-bit
+    operands): ``a_major="m"`` takes A as ``At`` (k x m, read M-major by the tensor cores),
+    ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
         raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
     fp8 = dtype.startswith("float8")
+    b_major = b_major or ("k" if fp8 else "n")
+    if a_major not in ("k", "m") or b_major not in ("k", "n") or (fp8 and (a_major, b_major) != ("k", "k")):
+        raise ValueError(f"a_major={a_major!r}, b_major={b_major!r}: 'k' or 'm' and 'n' or 'k' (FP8 operands both K-major)")
+    a_mn, b_k = a_major == "m", b_major == "k"  # (an MN-major A; a K-major B)
     od = out_dtype or dtype  # the output's dtype
     if fp8 and (od not in ("bfloat16", "float16") or bias == "matrix" or k % 16):
         raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), a bias row at most, K a multiple of 16")
@@ -131,8 +140,9 @@ def matmul_kernel(
     # columns are a dimension of N itself and the last one can leave the matrix.
     b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
     c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, EPI, 64))
-    a_smem = mma_shared_layout(dtype, 3, (stages, bm, bk))
-    b_shape = (stages, bn, bk) if fp8 else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
+    a_boxes = ((0, bm),) if m % 64 == 0 else tuple((c0, 64) for c0 in range(0, bm, 64))  # (At's, as B's)
+    a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
+    b_shape = (stages, bn, bk) if b_k else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
     b_smem = mma_shared_layout(dtype, 3, b_shape)
     c_smem = mma_shared_layout(od, 3, (consumers, 64, EPI))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
@@ -180,6 +190,14 @@ def matmul_kernel(
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
 
     @T.macro
+    def mma_mn(acc, A_s, B_s, stage, w, kt):
+        # acc (+)= A B for an M-major A (consumer w's columns of the At stage), B either way.
+        if b_k:
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:bn, 0:BK], transA=True, accum=kt > 0)
+        else:
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
+
+    @T.macro
     def activate(acc_h):
         # The activation of the float32 sums, before their one rounding (relu: NaN stays NaN, as
         # torch.relu's).
@@ -201,7 +219,7 @@ def matmul_kernel(
         T.lane_id([32])
         tid = T.thread_id([128 * (consumers + 1)])
         pool = T.SMEMPool()
-        A_s = pool.alloc((stages, bm, bk), dtype, layout=a_smem)
+        A_s = pool.alloc((stages, bk, bm) if a_mn else (stages, bm, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, dtype, layout=b_smem)
         C_s = pool.alloc((consumers, 64, EPI), od, layout=c_smem)
         full = MBarrier(pool, stages)
@@ -228,13 +246,22 @@ def matmul_kernel(
                             if r * kt_steps + kt >= stages:
                                 empty.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages + 1) % 2)
                             T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kt_steps + kt) % stages]), stage_bytes)
-                            Tx.copy_async(
-                                A_s[(r * kt_steps + kt) % stages, 0:bm, 0:bk],
-                                A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * bk : kt * bk + bk],
-                                dispatch="tma_auto",
-                                mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
-                            )
-                            if fp8:  # (Bt: n x k, a box of bn rows)
+                            if a_mn:  # (At: k x m, boxes of 64 of M as B's)
+                                for c0, cw_ in a_boxes:
+                                    Tx.copy_async(
+                                        A_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                                        A[kt * BK : kt * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
+                                        dispatch="tma_auto",
+                                        mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                    )
+                            else:
+                                Tx.copy_async(
+                                    A_s[(r * kt_steps + kt) % stages, 0:bm, 0:bk],
+                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * bk : kt * bk + bk],
+                                    dispatch="tma_auto",
+                                    mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                )
+                            if b_k:  # (Bt: n x k, a box of bn rows)
                                 Tx.copy_async(
                                     B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
                                     B[tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn, kt * bk : kt * bk + bk],
@@ -267,7 +294,11 @@ def matmul_kernel(
                             promoted(acc, part, kt, SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
                             if tid % 128 == 0:  # (its stage free)
                                 empty.arrive((r * kt_steps + kt) % stages)
-                        elif fp8:  # (both K-major)
+                        elif a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
+                            for w in list(range(consumers)):  # (unrolled)
+                                if wg == w + 1:
+                                    mma_mn(acc, A_s, B_s, (r * kt_steps + kt) % stages, w, kt)
+                        elif b_k:  # (both K-major)
                             Tx.warpgroup.gemm_async(
                                 acc[0:64, 0:bn],
                                 A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
@@ -359,12 +390,14 @@ def matmul_kernel(
 
         return scaled_mm
 
+    a_dims = (k, m) if a_mn else (m, k)
+    b_dims = (n, k) if b_k else (k, n)
     if bias == "row":
 
         @T.prim_func
         def addmm_row(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
-            A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (k, n), dtype)
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
             I = T.match_buffer(I_ptr, (1, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
             body(A, B, C, I, None, None)
@@ -375,8 +408,8 @@ def matmul_kernel(
 
         @T.prim_func
         def addmm(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
-            A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (k, n), dtype)
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
             I = T.match_buffer(I_ptr, (m, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
             body(A, B, C, I, None, None)
@@ -385,8 +418,8 @@ def matmul_kernel(
 
     @T.prim_func
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (m, k), dtype)
-        B = T.match_buffer(B_ptr, (k, n), dtype)
+        A = T.match_buffer(A_ptr, a_dims, dtype)
+        B = T.match_buffer(B_ptr, b_dims, dtype)
         C = T.match_buffer(C_ptr, (m, n), dtype)
         body(A, B, C, None, None, None)
 
@@ -449,17 +482,33 @@ def _host_activation(x, activation: str):
     return x / (1 + np.exp(-x))
 
 
+def _operands(a, b):
+    """``(a, a_major, b, b_major)``: each operand as the kernel reads it, a transposed view in
+    place (a column-major ``a`` as ``At``, a column-major ``b`` as ``Bt``; their rows 16-byte
+    aligned), any other stride order copied row-major."""
+    (m, k), n = a.shape, b.shape[1]
+    if c.strides(a) == (1, m) and m > 1 and k > 1 and m % 8 == 0:
+        a, a_major = a.T, "m"
+    else:
+        a, a_major = c.contiguous(a), "k"
+    if c.strides(b) == (1, k) and k > 1 and n > 1:  # (K % 8 == 0 already)
+        b, b_major = b.T, "k"
+    else:
+        b, b_major = c.contiguous(b), "n"
+    return a, a_major, b, b_major
+
+
 def _run(a, b, activation: str = ""):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
-    a, b = c.contiguous(a), c.contiguous(b)
+    a, a_major, b, b_major = _operands(a, b)
     out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
         return out
     if k == 0:  # (every activation maps 0 to 0)
         out[...] = 0
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation)(a, b, out)
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)(a, b, out)
     return out
 
 
@@ -477,7 +526,7 @@ def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
         )
     if c.dtype_name(input) != dtype:
         raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype")
-    a, b = c.contiguous(a), c.contiguous(b)
+    a, a_major, b, b_major = _operands(a, b)
     out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
         return out
@@ -485,7 +534,9 @@ def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
         wide = i.float() if c.is_torch(i) else i.astype(np.float32)
         out[...] = _host_activation(beta * wide, activation)
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation)(a, b, i, out)
+    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation, a_major=a_major, b_major=b_major)(
+        a, b, i, out
+    )
     return out
 
 
@@ -534,7 +585,7 @@ def _mm(x, y):
 
 
 def _matmul_autograd(op):
-    """dA = dZ Bᵀ and dB = Aᵀ dZ, by this kernel (the transposes made contiguous); dZ = dC, or
+    """dA = dZ Bᵀ and dB = Aᵀ dZ, by this kernel (the transposes read in place); dZ = dC, or
     with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):

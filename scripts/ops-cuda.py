@@ -73,6 +73,9 @@ def attention_cases():
     yield "ops_attention_bwd_dkv_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256})
     yield "ops_attention_bwd_dkv_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True)
     yield "ops_attention_bwd_dkv_dq_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True)
+    masked = {**bwd, "causal": False, "mask": "all"}
+    yield "ops_attention_bwd_dq_masked", ab.attention_dq_kernel.factory(**masked)
+    yield "ops_attention_bwd_dkv_dq_masked", ab.attention_dkv_kernel.factory(**masked, reduce_dq=True)
     yield "ops_attention_bwd_dd", ab.attention_dd_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16")
     yield "ops_attention_bwd_dq_convert", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884)
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)

@@ -247,9 +247,9 @@ def test_on_the_gpu_against_pytorch():
 
 def test_torch_compile_traces_the_registered_op():
     """`torch.compile(fullgraph=True)` traces the op (`torch.ops.tirx.scaled_dot_product_attention`,
-    its fake implementation giving the shapes); on CPU tensors it runs in the simulator. With
-    autograd recording and a mask, the call is refused (no backward with attn_mask), not silently
-    detached (the gradients: test_attention_backward.py)."""
+    its fake implementation giving the shapes); on CPU tensors it runs in the simulator. A mask
+    that needs its own gradient is refused, not silently left without one (the gradients:
+    test_attention_backward.py)."""
     torch = pytest.importorskip("torch")
     at.register_torch_op()  # (this module imported tirx.ops before torch: registered here, as the error says)
     q = torch.randn(1, 2, 64, 64).bfloat16()
@@ -257,8 +257,8 @@ def test_torch_compile_traces_the_registered_op():
     f = torch.compile(lambda q, k, v: tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True) * 2, fullgraph=True)
     want = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True) * 2
     torch.testing.assert_close(f(q, k, v).double(), want, rtol=2.0**-6, atol=2.0**-6)
-    with pytest.raises(NotImplementedError, match="no backward with attn_mask yet"):
-        tirx.ops.scaled_dot_product_attention(q.requires_grad_(), k, v, attn_mask=torch.ones(64, 80, dtype=torch.bool))
+    with pytest.raises(NotImplementedError, match=r"gradient of attn_mask is not computed; pass attn_mask.detach\(\)"):
+        tirx.ops.scaled_dot_product_attention(q.requires_grad_(), k, v, attn_mask=torch.zeros(64, 80, dtype=torch.bfloat16, requires_grad=True))
 
 
 @pytest.mark.parametrize("sq", [1, 5, 70])

@@ -1,8 +1,10 @@
 """`tirx.ops.scaled_dot_product_attention_backward` and autograd through
-`scaled_dot_product_attention` (issue 31): the dQ kernel (with D = rowsum(dO ∘ O)) and the dK / dV
-kernel against float64 gradients in the simulator (causal or not, grouped-query heads, ragged
-lengths, a K/V tile no query sees), the races and waits of both checked; `loss.backward()` on
-CPU tensors and under torch.compile; on the GPU against PyTorch's SDPA gradients."""
+`scaled_dot_product_attention` (issue 31): both pipelines, the dQ kernel (with D = rowsum(dO ∘
+O)) and the dK / dV kernel (deterministic), and D, the dK / dV kernel reducing dQ into float32 by
+TMA, dQ's rounding, against float64 gradients in the simulator (causal or not, grouped-query
+heads, ragged lengths, a K/V tile no query sees, the forward's attn_mask), the races and waits of
+each checked (planted mistakes reported); `loss.backward()` on CPU tensors and under
+torch.compile; on the GPU against PyTorch's SDPA gradients."""
 
 import re
 
@@ -18,12 +20,15 @@ from tirx.runtime import numpy_dtype
 F64 = np.float64
 
 
-def reference(q, k, v, do, causal, scale):
-    """Attention's output, log-sum-exp and gradients in float64 (causal: key j <= query i)."""
+def reference(q, k, v, do, causal, scale, mask=None):
+    """Attention's output, log-sum-exp and gradients in float64 (causal: key j <= query i;
+    ``mask``: added to the scaled scores)."""
     q, k, v, do = (t.astype(F64) for t in (q, k, v, do))
     g = q.shape[1] // k.shape[1]
     kr, vr = np.repeat(k, g, 1), np.repeat(v, g, 1)
     s = np.einsum("bhid,bhjd->bhij", q, kr) * scale
+    if mask is not None:
+        s = s + mask.astype(F64)
     if causal:
         i, j = np.indices(s.shape[-2:])
         s = np.where(j > i, -np.inf, s)
@@ -78,6 +83,32 @@ def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal, determinist
         assert not dk[..., sq:, :].any() and not got[1][..., sq:, :].astype(F64).any()
 
 
+@pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
+@pytest.mark.parametrize("shape,kind", [((100, 150), "float"), ((2, 1, 100, 150), "bool"), ((2, 4, 100, 150), "float")], ids=str)
+def test_gradients_with_an_attn_mask_match_float64(shape, kind, deterministic):
+    """The forward's attn_mask (additive, or bool as 0 / -inf; one matrix, per batch entry, per
+    batch entry and head) added to the scores in both kernels (staged in P's or dS's registers)."""
+    rng = np.random.default_rng(7)
+    nd = numpy_dtype("bfloat16")
+    q, do = (rng.standard_normal((2, 4, 100, 64)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((2, 2, 150, 64)).astype(nd) for _ in range(2))
+    if kind == "bool":
+        mask = rng.random(shape) > 0.3
+        additive = np.where(mask, 0.0, -np.inf)
+    else:
+        mask = rng.standard_normal(shape).astype(nd)
+        additive = mask
+    o, lse, dq, dk, dv = reference(q, k, v, do, False, 0.125, additive)
+    out, got_lse = tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True, return_lse=True)
+    np.testing.assert_allclose(got_lse, lse, rtol=1e-5, atol=1e-4)
+    got = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, got_lse, enable_gqa=True, attn_mask=mask, deterministic=deterministic)
+    t = 2.0**-6
+    for name, g, want in zip(("dq", "dk", "dv"), got, (dq, dk, dv)):
+        np.testing.assert_allclose(g.astype(F64), want, rtol=t, atol=t * np.abs(want).max(), err_msg=name)
+    with pytest.raises(ValueError, match="attn_mask and is_causal together"):
+        tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, got_lse, is_causal=True, enable_gqa=True, attn_mask=mask)
+
+
 def test_through_the_forward_and_its_errors():
     """The forward's own output and log-sum-exp (return_lse=True) feed the backward; wrong shapes,
     dtypes and head dims are errors that name the operand."""
@@ -125,8 +156,16 @@ def test_autograd_and_torch_compile_on_cpu_tensors():
     tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(70, 90), enable_gqa=True).backward(do)
     for t, r in zip((q, k, v), ref):
         torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
-    with pytest.raises(NotImplementedError, match="no backward with attn_mask yet"):
-        tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(70, 90, dtype=torch.bool), enable_gqa=True)
+    # a mask (bool, per batch entry and head): the backward adds it as the forward does
+    keep = torch.rand(1, 4, 70, 90) > 0.3
+    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref, attn_mask=keep, enable_gqa=True).backward(do.double())
+    for fn in (tirx.ops.scaled_dot_product_attention, torch.compile(tirx.ops.scaled_dot_product_attention, fullgraph=True)):
+        for t in (q, k, v):
+            t.grad = None
+        fn(q, k, v, attn_mask=keep, enable_gqa=True).backward(do)
+        for t, r in zip((q, k, v), ref):
+            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
 
 
 def test_on_the_gpu_against_pytorch():

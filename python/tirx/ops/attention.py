@@ -1394,8 +1394,8 @@ def register_kvcache_torch_op():
 def register_torch_op():
     """`torch.ops.tirx.scaled_dot_product_attention(q, k, v, attn_mask, is_causal, scale, enable_gqa,
     offset) -> (out, lse)` (registered on the first call; ``offset``: the causal diagonal's,
-    `attention_kernel`'s); its backward is `attention_backward`'s kernels (``lse`` is not
-    differentiable; no attn_mask)."""
+    `attention_kernel`'s); its backward is `attention_backward`'s kernels (``lse`` and
+    ``attn_mask`` are not differentiable)."""
     return c.torch_op("scaled_dot_product_attention", _torch_op_parts, _autograd)
 
 
@@ -1406,17 +1406,14 @@ def _autograd(op):
 
     def setup_context(ctx, inputs, output):
         q, k, v, attn_mask, is_causal, scale, enable_gqa, offset = inputs
-        ctx.save_for_backward(q, k, v, output[0], output[1])
+        ctx.save_for_backward(q, k, v, output[0], output[1], attn_mask)
         ctx.mark_non_differentiable(output[1])
-        ctx.flags = (attn_mask is not None, is_causal, scale, enable_gqa, offset)
+        ctx.flags = (is_causal, scale, enable_gqa, offset)
 
     def backward(ctx, dout, _dlse):
-        masked, is_causal, scale, enable_gqa, offset = ctx.flags
-        if masked:
-            raise NotImplementedError("tirx.ops.scaled_dot_product_attention: no backward with attn_mask yet (is_causal and causal biases have one)")
-        q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = backward_op(dout.contiguous(), q, k, v, out, lse, is_causal, scale, enable_gqa, offset)
-        return dq, dk, dv, None, None, None, None, None
+        q, k, v, out, lse, attn_mask = ctx.saved_tensors
+        dq, dk, dv = backward_op(dout.contiguous(), q, k, v, out, lse, *ctx.flags, attn_mask)
+        return dq, dk, dv, None, None, None, None, None  # (attn_mask: refused where it needs a gradient)
 
     op.register_autograd(backward, setup_context=setup_context)
 
@@ -1467,8 +1464,9 @@ def scaled_dot_product_attention(
     ``causal_upper_left``): the causal kernel with that diagonal. ``attn_mask``: bool (True where a
     key is seen) or added to the scaled scores (the query's dtype), broadcastable to [batch,
     heads, seq_q, seq_k]; a row that sees no key is 0, as PyTorch's. Dropout is not supported
-    (an error, not a silent fallback). Differentiable (`loss.backward()`, also under torch.compile)
-    where no attn_mask is given: `scaled_dot_product_attention_backward`'s kernels.
+    (an error, not a silent fallback). Differentiable (`loss.backward()`, also under torch.compile):
+    `scaled_dot_product_attention_backward`'s kernels, with the mask added as here (a mask that
+    needs its own gradient is refused).
 
     FP8 (FlashAttention-3's): q, k, v float8_e4m3fn (or all float8_e5m2) with ``q_descale``,
     ``k_descale``, ``v_descale``: numbers, one-element tensors, or float32 (batch, kv_heads)
@@ -1502,18 +1500,15 @@ def scaled_dot_product_attention(
         return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, descales)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
+    if c.is_torch(attn_mask) and c.wants_grad(attn_mask):
+        raise NotImplementedError("tirx.ops.scaled_dot_product_attention: the gradient of attn_mask is not computed; pass attn_mask.detach()")
     if c.is_torch(q):
         if c.compiling():
             op = register_torch_op()
             out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         if any(c.wants_grad(t) for t in (q, k, v)):  # through the registered op, whose backward autograd records
-            if attn_mask is not None:
-                raise NotImplementedError(
-                    "tirx.ops.scaled_dot_product_attention: no backward with attn_mask yet (is_causal and causal biases have one); "
-                    "call it under torch.no_grad() (or on detached tensors)"
-                )
-            out, lse = register_torch_op()(q, k, v, None, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
+            out, lse = register_torch_op()(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         return _run(q, k, v, is_causal, scale, enable_gqa, return_lse, attn_mask=attn_mask, offset=offset)
     m = None if attn_mask is None else np.asarray(attn_mask)

@@ -33,7 +33,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import LOG2E, _check
+from .attention import LOG2E, _check, _mask, mask_matrices
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -54,9 +54,30 @@ def _row(q0, tid, hf):
     return q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf
 
 
-def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2):
+def _mask_index(mask: str, bh, heads: int):
+    """The additive mask's matrix of query head ``bh`` (`attention.mask_matrices`)."""
+    return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
+
+
+def _check_mask(mask: str, varlen: bool, causal: bool):
+    if mask not in ("", "one", "batch", "heads", "all") or (mask and (varlen or causal)):
+        raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all', not with varlen or causal (as the forward's)")
+
+
+def _masked(mask: str, M, bh, heads: int, tile, scale: float):
+    """`_weights_and_ds`'s ``masked`` for query head ``bh`` (None without a mask)."""
+    return (M, _mask_index(mask, bh, heads), tile, scale) if mask else None
+
+
+def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2, masked=None):
     """From S and dP (waited for): P = exp2(S c + lse2) in ``s`` (keys past the sequence and,
-    causal, after the query weigh 0) and dS = P ∘ (dP − D) in ``dp`` (a kernel's statements)."""
+    causal, after the query weigh 0) and dS = P ∘ (dP − D) in ``dp`` (a kernel's statements).
+    ``masked``: ``(M, mi, tile, scale)``, the forward's additive mask: S += M[mi]'s tile / scale
+    first (staged in the 16-bit register ``tile``; outside the matrix -inf), as the forward adds it."""
+    if masked is not None:
+        M, mi, tile, scale = masked
+        Tx.warpgroup.copy(tile[0:BM, 0:BN], M[mi, q0 : q0 + BM, k0 : k0 + BN], clip=True, other=float("-inf"))
+        Tx.warpgroup.fma(s[0:BM, 0:BN], tile[0:BM, 0:BN], 1.0 / scale, s[0:BM, 0:BN])
     if causal:
         Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
     else:
@@ -67,14 +88,14 @@ def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2):
 
 
 @T.macro
-def _dq_step(j, s, dp, ds, dq, q_src, do_src, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d):
+def _dq_step(j, s, dp, ds, dq, q_src, do_src, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d, masked):
     # K/V tile j (stage j % 2): S = Q Kᵀ and dP = dO Vᵀ (Q and dO from registers or shared
-    # memory), P and dS, dQ += dS K with dS from registers.
+    # memory), P and dS (a mask's tile staged in dS's registers), dQ += dS K with dS from registers.
     full.wait(j % 2, (j // 2) % 2)
     Tx.warpgroup.gemm_async(s[0:BM, 0:BN], q_src[0:BM, 0:d], K_s[j % 2, 0:BN, 0:d])
     Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], do_src[0:BM, 0:d], V_s[j % 2, 0:BN, 0:d])
     T.ptx.wgmma.wait_group(0)
-    _weights_and_ds(s, dp, lse2, dd, j * BN, q0, n_keys, causal, diag, scale_log2)
+    _weights_and_ds(s, dp, lse2, dd, j * BN, q0, n_keys, causal, diag, scale_log2, masked)
     Tx.warpgroup.cast(ds[0:BM, 0:BN], dp[0:BM, 0:BN])
     Tx.warpgroup.gemm_async(dq[0:BM, 0:d], ds[0:BM, 0:BN], K_s[j % 2, 0:BN, 0:d], transB=True, accum=True)
     T.ptx.wgmma.wait_group(0)  # (stage j % 2 read: thread 0 may refill it next step)
@@ -107,9 +128,20 @@ def _grads(dk, dv, P_s, DS_s, Q_s, DO_s, stage, c0, dh):
     Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[stage, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen"])
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "mask"])
 def attention_dq_kernel(
-    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int = 0, varlen: bool = False
+    heads: int,
+    kv_heads: int,
+    batch: int,
+    seq_q: int,
+    seq_k: int,
+    d: int,
+    dtype: str,
+    causal: bool,
+    scale: float,
+    offset: int = 0,
+    varlen: bool = False,
+    mask: str = "",
 ):
     """``DQ[bh] = scale · dS K`` and ``DD[bh, i] = rowsum(dO ∘ O)`` (float32) for the ``batch *
     heads`` query heads (Q, O, dO, DQ ``(batch * heads, seq_q, d)``; K, V ``(batch * kv_heads,
@@ -117,7 +149,9 @@ def attention_dq_kernel(
     past ``seq_q``; DD likewise padded). ``varlen``: packed sequences (`varlen_attention`'s: Q, O,
     dO, DQ ``(total_q, heads, d)``, K, V ``(total_k, kv_heads, d)``, sequence b's rows from
     ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``;
-    head dims to 128)."""
+    head dims to 128). ``mask``: the forward's additive mask M (`attention.mask_matrices`' kinds,
+    ``(matrices, seq_q, seq_k)``, after LSE) added to the scores as the forward adds it."""
+    _check_mask(mask, varlen, causal)
     if varlen:
         return _dq_varlen(heads, kv_heads, d, dtype, causal, scale)
     group = heads // kv_heads
@@ -138,16 +172,8 @@ def attention_dq_kernel(
             return k_tiles
         return T.min(k_tiles, T.max(0, ((qt + 1) * BM - 1 + offset) // BN + 1))
 
-    @T.prim_func
-    def attention_dq(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
-        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
-        DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
-        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+    @T.macro
+    def body(Q, K, V, O, DO, LSE, DQ, DD, M):
         T.device_entry()
         bx = T.cta_id([batch * heads * q_tiles])
         T.warpgroup_id([1])
@@ -217,12 +243,44 @@ def attention_dq_kernel(
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
             if wide:  # (Q and dO in shared memory)
-                _dq_step(j, s, dp, ds, dq, Q_s, DO_s, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d)
+                _dq_step(j, s, dp, ds, dq, Q_s, DO_s, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d, _masked(mask, M, bh, heads, ds, scale))
             else:
-                _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d)
+                _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d, _masked(mask, M, bh, heads, ds, scale))
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+
+
+    if mask:
+
+        @T.prim_func
+        def attention_dq_masked(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, M_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle
+        ):
+            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
+            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+            M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
+            DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
+            DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+            body(Q, K, V, O, DO, LSE, DQ, DD, M)
+
+        return attention_dq_masked
+
+    @T.prim_func
+    def attention_dq(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+        DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
+        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+        body(Q, K, V, O, DO, LSE, DQ, DD, None)
 
     return attention_dq
 
@@ -326,7 +384,7 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
-            _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d)
+            _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d, None)
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.warpgroup.copy(DQ[q_start + q0 : q_start + q0 + BM, h, 0:d], out[0:BM, 0:d], clip=True, mask=lambda i, hh, j: q0 + i < n_rows)
@@ -349,7 +407,7 @@ def _kv_steps(q0, n_keys, diag, causal):
     return T.min((n_keys + BN - 1) // BN, T.max(0, (q0 + BM - 1 + diag) // BN + 1))
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq"])
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask"])
 def attention_dkv_kernel(
     heads: int,
     kv_heads: int,
@@ -363,6 +421,7 @@ def attention_dkv_kernel(
     offset: int = 0,
     varlen: bool = False,
     reduce_dq: bool = False,
+    mask: str = "",
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -370,8 +429,9 @@ def attention_dkv_kernel(
     ``seq_q``) and D = rowsum(dO ∘ O)). ``reduce_dq``: also dQ, as FlashAttention-3 accumulates
     it: each step's dS K (unscaled, float32) through shared memory into DQA ``(batch * heads,
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
-    order varies from run to run; head dims to 128). ``varlen``: packed sequences, as
-    `attention_dq_kernel`'s."""
+    order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
+    forward's additive mask (M after DD), as `attention_dq_kernel`'s."""
+    _check_mask(mask, varlen, causal)
     if varlen:
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
     if reduce_dq and d > 128:
@@ -401,15 +461,16 @@ def attention_dkv_kernel(
         return T.max(0, (kt * BN - offset) // BM)
 
     @T.macro
-    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, stage, tid):
-        # S = Q Kᵀ and dP = dO Vᵀ of the query tile in `stage`, P and dS, rounded into shared memory.
+    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, M, bh, q0, k0, stage, tid):
+        # S = Q Kᵀ and dP = dO Vᵀ of the query tile in `stage`, P and dS (a mask's tile staged in
+        # P's registers), rounded into shared memory.
         for hf in T.serial(2):  # the rows' -lse log2 e (past the sequence -inf: weights 0) and D
             lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
             dd.local()[hf] = DD[bh, _row(q0, tid, hf)]
         Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[stage, 0:BM, 0:d], K_s[0:BN, 0:d])
         Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[stage, 0:BM, 0:d], V_s[0:BN, 0:d])
         T.ptx.wgmma.wait_group(0)
-        _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2)
+        _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2, _masked(mask, M, bh, heads, p16, scale))
         _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
 
     @T.macro
@@ -443,7 +504,7 @@ def attention_dkv_kernel(
             Tx.copy_async(DO_s[(t + 1) % stages, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
 
     @T.macro
-    def body(Q, K, V, DO, LSE, DD, DK, DV, DQA):
+    def body(Q, K, V, DO, LSE, DD, DK, DV, DQA, M):
         T.device_entry()
         bx = T.cta_id([batch * kv_heads * k_tiles])
         wg = T.warpgroup_id([wgs])
@@ -507,9 +568,9 @@ def attention_dkv_kernel(
                     # dK += dSᵀ Q, each warpgroup its columns.
                     if wgs > 1:
                         if wg == 0:
-                            scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t % stages, tid)
+                            scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, M, bh, q0, k0, t % stages, tid)
                     else:
-                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, bh, q0, k0, t % stages, tid)
+                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, M, bh, q0, k0, t % stages, tid)
                     if reduce_dq:
                         if tid == 0:  # (the last step's dQ reduction has read DQ_s)
                             T.ptx.cp_async.bulk.wait_group_read(0)
@@ -542,6 +603,35 @@ def attention_dkv_kernel(
         else:
             store(dk, dv, out, DK, DV, kv, k0, 0)
 
+    if reduce_dq and mask:
+
+        @T.prim_func
+        def attention_dkv_dq_masked(
+            Q_ptr: T.handle,
+            K_ptr: T.handle,
+            V_ptr: T.handle,
+            DO_ptr: T.handle,
+            L_ptr: T.handle,
+            DD_ptr: T.handle,
+            M_ptr: T.handle,
+            DK_ptr: T.handle,
+            DV_ptr: T.handle,
+            DQA_ptr: T.handle,
+        ):
+            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+            DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+            M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
+            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
+            body(Q, K, V, DO, LSE, DD, DK, DV, DQA, M)
+
+        return attention_dkv_dq_masked
+
     if reduce_dq:
 
         @T.prim_func
@@ -557,9 +647,28 @@ def attention_dkv_kernel(
             DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
             DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
             DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
-            body(Q, K, V, DO, LSE, DD, DK, DV, DQA)
+            body(Q, K, V, DO, LSE, DD, DK, DV, DQA, None)
 
         return attention_dkv_dq
+
+    if mask:
+
+        @T.prim_func
+        def attention_dkv_masked(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, M_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle
+        ):
+            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+            DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+            M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
+            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+            body(Q, K, V, DO, LSE, DD, DK, DV, None, M)
+
+        return attention_dkv_masked
 
     @T.prim_func
     def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
@@ -571,7 +680,7 @@ def attention_dkv_kernel(
         DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
         DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
         DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
-        body(Q, K, V, DO, LSE, DD, DK, DV, None)
+        body(Q, K, V, DO, LSE, DD, DK, DV, None, None)
 
     return attention_dkv
 
@@ -779,12 +888,15 @@ def _reduce_dq(d: int, causal: bool, seq_k: int) -> bool:
     return d <= 128 and not causal and seq_k >= 2048
 
 
-def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None):
+def _backward(
+    dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None, attn_mask=None
+):
     """``(dq, dk, dv)`` over contiguous copies of the operands (a view where they are contiguous
     already): D, then dK / dV with dQ reduced in float32, then dQ rounded (`_reduce_dq`, not
     ``deterministic``); or the dQ kernel (with D) and the dK / dV kernel. ``deterministic``: True
     the latter, False the former (head dims to 128), None where measured faster (`_reduce_dq`)
-    unless `torch.are_deterministic_algorithms_enabled()`."""
+    unless `torch.are_deterministic_algorithms_enabled()`. ``attn_mask``: the forward's (bool or
+    additive), added to the scores as the forward adds it."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     name = "tirx.ops.scaled_dot_product_attention_backward"
     for what, t, shape in (("dout", dout, (b, h, sq, d)), ("out", out, (b, h, sq, d)), ("lse", lse, (b, h, sq))):
@@ -793,6 +905,14 @@ def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], 
     if c.dtype_name(dout) != dtype or c.dtype_name(out) != dtype or c.dtype_name(lse) != "float32":
         raise TypeError(f"{name}: dout and out of the query's dtype ({dtype}), lse float32; got {c.dtype_name(dout)}, {c.dtype_name(out)}, {c.dtype_name(lse)}")
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    m, mode = (), ""
+    if attn_mask is not None:
+        if is_causal:
+            raise ValueError(f"{name}: attn_mask and is_causal together (the forward refuses them too): fold the causal mask into attn_mask")
+        if scale == 0:
+            raise ValueError(f"{name}: attn_mask with scale=0 is not supported (as the forward's)")
+        mask, mode = _mask(attn_mask, b, h, sq, sk, dtype)
+        m = (mask,)
     dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
     if b * h * sq == 0 or sk == 0:
         for t in (dq, dk, dv):
@@ -804,7 +924,7 @@ def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], 
     dd = c.new_array(q, (b * h, rows), "float32")
     qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
     ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
-    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0)
+    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0, mask=mode)
     if deterministic is None:  # (where faster, unless PyTorch is asked for deterministic algorithms)
         reduce = _reduce_dq(d, bool(is_causal), sk)
         if reduce and c.is_torch(q):
@@ -815,17 +935,19 @@ def _backward(dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], 
         reduce = not deterministic and d <= 128
     dk_, dv_ = dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
     if not reduce:
-        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, dq.reshape(b * h, sq, d), dd)
-        attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, dk_, dv_)
+        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq.reshape(b * h, sq, d), dd)
+        attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
         return dq, dk, dv
     dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
     attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype)(os_, dos, dd)
-    attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, dk_, dv_, dqa)
+    attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
     attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale)(dqa, dq.reshape(b * h, sq, d))
     return dq, dk, dv
 
 
-def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bool = False, scale=None, enable_gqa: bool = False, deterministic: Optional[bool] = None):
+def scaled_dot_product_attention_backward(
+    dout, q, k, v, out, lse, is_causal: bool = False, scale=None, enable_gqa: bool = False, deterministic: Optional[bool] = None, attn_mask=None
+):
     """The gradients ``(dq, dk, dv)`` of `scaled_dot_product_attention(q, k, v, is_causal=,
     scale=, enable_gqa=)` for the output's gradient ``dout``, from its output ``out`` and
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
@@ -835,15 +957,19 @@ def scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal: bo
     by TMA reductions in an order that varies from run to run, unless
     `torch.are_deterministic_algorithms_enabled()`; elsewhere, or with ``deterministic=True``, a
     second kernel recomputes the scores for dQ (the same result every run).
-    ``deterministic=False`` reduces dQ at any size (head dims to 128). Also ``loss.backward()`` through `scaled_dot_product_attention`."""
+    ``deterministic=False`` reduces dQ at any size (head dims to 128). ``attn_mask``: the
+    forward's (bool or additive; its own gradient is not computed). Also ``loss.backward()`` through `scaled_dot_product_attention`."""
     if c.is_torch(q):
         if c.compiling():
             if deterministic is not None:
                 raise ValueError("tirx.ops.scaled_dot_product_attention_backward: under torch.compile, choose deterministic mode with torch.use_deterministic_algorithms()")
-            return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0)
-        return _backward(dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic))
+            return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0, attn_mask)
+        return _backward(
+            dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic), attn_mask=attn_mask
+        )
     args = tuple(np.asarray(t) for t in (dout, q, k, v, out, lse))
-    return _backward(*args, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic))
+    m = None if attn_mask is None else np.asarray(attn_mask)
+    return _backward(*args, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic), attn_mask=m)
 
 
 def register_backward_op():
@@ -868,10 +994,11 @@ def _backward_op_parts():
         scale: Optional[float],
         enable_gqa: bool,
         offset: int,
+        attn_mask: Optional[torch.Tensor],
     ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        return _backward(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset)
+        return _backward(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask=attn_mask)
 
-    def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset):
+    def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask):
         cont = torch.contiguous_format
         return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)
 

@@ -1400,9 +1400,9 @@ def register_torch_op():
 
 
 def _autograd(op):
-    from .attention_backward import register_backward_op
+    from .attention_backward import _backward_op_parts, register_backward_op
 
-    backward_op = register_backward_op()
+    register_backward_op()  # (now: its backward calls it where torch.compile traces too)
 
     def setup_context(ctx, inputs, output):
         q, k, v, attn_mask, is_causal, scale, enable_gqa, offset = inputs
@@ -1412,6 +1412,7 @@ def _autograd(op):
 
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse, attn_mask = ctx.saved_tensors
+        backward_op = c.inner_op("scaled_dot_product_attention_backward", _backward_op_parts)
         dq, dk, dv = backward_op(dout.contiguous(), q, k, v, out, lse, *ctx.flags, attn_mask)
         return dq, dk, dv, None, None, None, None, None  # (attn_mask: refused where it needs a gradient)
 
@@ -1507,8 +1508,9 @@ def scaled_dot_product_attention(
             op = register_torch_op()
             out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
-        if any(c.wants_grad(t) for t in (q, k, v)):  # through the registered op, whose backward autograd records
-            out, lse = register_torch_op()(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
+        if any(c.wants_grad(t) for t in (q, k, v)):  # with its backward
+            fn = c.differentiable("scaled_dot_product_attention", _torch_op_parts, _autograd)
+            out, lse = fn(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         return _run(q, k, v, is_causal, scale, enable_gqa, return_lse, attn_mask=attn_mask, offset=offset)
     m = None if attn_mask is None else np.asarray(attn_mask)

@@ -542,20 +542,20 @@ def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
 
 def register_addmm_torch_op():
     """`torch.ops.tirx.addmm` (registered on the first call)."""
+    return c.torch_op("addmm", _addmm_parts, _addmm_autograd)
 
-    def parts():
-        import torch
 
-        def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float, activation: str) -> torch.Tensor:
-            return _addmm(input, a, b, beta, alpha, activation)
+def _addmm_parts():
+    import torch
 
-        def fake(input, a, b, beta, alpha, activation):
-            _check(a, b)
-            return a.new_empty((a.shape[0], b.shape[1]))
+    def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float, activation: str) -> torch.Tensor:
+        return _addmm(input, a, b, beta, alpha, activation)
 
-        return schema, fake
+    def fake(input, a, b, beta, alpha, activation):
+        _check(a, b)
+        return a.new_empty((a.shape[0], b.shape[1]))
 
-    return c.torch_op("addmm", parts, _addmm_autograd)
+    return schema, fake
 
 
 def _activation_grad(z, y, dc, activation: str):
@@ -580,8 +580,8 @@ def _activation_grad(z, y, dc, activation: str):
 
 
 def _mm(x, y):
-    """``x @ y`` through the registered op (the backward's products: traced under torch.compile)."""
-    return register_torch_op()(x, y, "")
+    """``x @ y`` as a backward formula computes it (`_common.inner_op`: traced under torch.compile)."""
+    return c.inner_op("matmul", _torch_op_parts, _matmul_autograd)(x, y, "")
 
 
 def _matmul_autograd(op):
@@ -616,7 +616,7 @@ def _addmm_autograd(op):
     def backward(ctx, dc):
         input, a, b, y = ctx.saved_tensors
         if ctx.activation:  # (the pre-activation recomputed without it)
-            z = None if ctx.activation == "relu" else register_addmm_torch_op()(input, a, b, ctx.beta, ctx.alpha, "")
+            z = None if ctx.activation == "relu" else c.inner_op("addmm", _addmm_parts, _addmm_autograd)(input, a, b, ctx.beta, ctx.alpha, "")
             dc = _activation_grad(z, y, dc, ctx.activation)
         di = da = db = None
         if ctx.needs_input_grad[0]:
@@ -640,8 +640,8 @@ def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: O
     array or tensor."""
     act = _activation("addmm", activation)
     if c.is_torch(mat1):
-        if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (the registered op: its backward)
-            return register_addmm_torch_op()(input, mat1, mat2, float(beta), float(alpha), act)
+        if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (with its backward)
+            return c.differentiable("addmm", _addmm_parts, _addmm_autograd)(input, mat1, mat2, float(beta), float(alpha), act)
         return _addmm(input, mat1, mat2, float(beta), float(alpha), act)
     return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act)
 
@@ -673,8 +673,8 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
     if c.is_torch(a):
-        op = register_torch_op()
-        return op(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
+        fn = c.differentiable("matmul", _torch_op_parts, _matmul_autograd)  # (also registers the op)
+        return fn(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
     return _run(np.asarray(a), np.asarray(b), act)
 
 

@@ -721,8 +721,8 @@ def _torch_op_parts():
 def softmax(x, dim: int = -1):
     """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim)`): a new array or tensor."""
     if c.is_torch(x):
-        op = register_torch_op()
-        return op(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim)
+        fn = c.differentiable("softmax", _torch_op_parts, _autograd(log=False))  # (also registers the op)
+        return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim)
     return _run(np.asarray(x), dim)
 
 
@@ -744,8 +744,8 @@ def log_softmax(x, dim: int = -1):
     """Log-softmax of ``x`` along ``dim`` (PyTorch's `torch.log_softmax(x, dim)`): a new array or
     tensor."""
     if c.is_torch(x):
-        op = register_log_torch_op()
-        return op(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim, log=True)
+        fn = c.differentiable("log_softmax", _log_torch_op_parts, _autograd(log=True))  # (also registers the op)
+        return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim, log=True)
     return _run(np.asarray(x), dim, log=True)
 
 

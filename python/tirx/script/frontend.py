@@ -35,6 +35,22 @@ from .. import _native
 from .. import layout as _layout
 from . import ir, namespace as ns
 
+# CPython before 3.11.8 / 3.12.1 keeps the AST converters' recursion depth in state shared by
+# threads (gh-106905): two threads parsing or compiling an AST at once can fail with
+# "SystemError: AST constructor recursion depth mismatch". The autotuner builds its candidates
+# in threads, so every conversion takes this lock.
+_AST_LOCK = threading.Lock()
+
+
+def _parse(text: str, **kwargs) -> ast.AST:
+    with _AST_LOCK:
+        return ast.parse(text, **kwargs)
+
+
+def _compile_ast(node: ast.AST, file: str, mode: str):
+    with _AST_LOCK:
+        return compile(node, file, mode)
+
 _HEADER_IMPORTS = (
     "from tvm.script import tirx as T\n"
     "from tvm.script.tirx import tile as Tx\n"
@@ -98,7 +114,7 @@ class Source:
         self.line_start = [0]
         for ln in lines:
             self.line_start.append(self.line_start[-1] + len(ln.encode("utf-8")))
-        self.tree = ast.parse(self.text, filename=file)
+        self.tree = _parse(self.text, filename=file)
         self._defs: Optional[Dict[Tuple[str, int], ast.FunctionDef]] = None
         # Spans by node id; the nodes live as long as `tree`, so ids are not reused.
         self._spans: Dict[int, Optional[Tuple[int, int]]] = {}
@@ -535,7 +551,7 @@ class Frontend:
                     names[n.id] = v
                 elif n.id in self.env:
                     names[n.id] = self.env[n.id]
-        code = compile(ast.Expression(body=node), self.src.file, "eval")
+        code = _compile_ast(ast.Expression(body=node), self.src.file, "eval")
         glb = dict(self.env)
         glb.update(names)
         return eval(code, glb)
@@ -816,13 +832,13 @@ class Frontend:
         # A helper defined inside the kernel: a Python function over the names visible here.
         glb = dict(self.env)
         glb.update(self._visible())
-        code = compile(ast.Module(body=[s], type_ignores=[]), self.src.file, "exec")
+        code = _compile_ast(ast.Module(body=[s], type_ignores=[]), self.src.file, "exec")
         exec(code, glb)
         self.bind(s.name, glb[s.name])
 
     def st_Import(self, s):
         glb = dict(self.env)
-        exec(compile(ast.Module(body=[s], type_ignores=[]), self.src.file, "exec"), glb)
+        exec(_compile_ast(ast.Module(body=[s], type_ignores=[]), self.src.file, "exec"), glb)
         for a in s.names:
             n = a.asname or a.name.split(".")[0]
             self.bind(n, glb[n])
@@ -836,7 +852,7 @@ class Frontend:
 
     def _annotation(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            node = ast.parse(node.value, mode="eval").body
+            node = _parse(node.value, mode="eval").body
             node = ast.fix_missing_locations(node)
         return self.eval(node)
 
@@ -855,7 +871,7 @@ class Frontend:
             node = arg.annotation
             if isinstance(node, ast.Constant) and isinstance(node.value, str):  # `from __future__ import annotations`
                 try:
-                    node = ast.parse(node.value, mode="eval").body
+                    node = _parse(node.value, mode="eval").body
                 except SyntaxError:
                     node = None
             if isinstance(node, (ast.Attribute, ast.Name)):

@@ -1177,7 +1177,7 @@ def varlen_attention(
     the longest query count. Causal on each sequence's lower-right diagonal (query i of n sees
     keys j <= i + m - n of m), as FlashAttention's. Returns ``out (total_q, heads, d)``, with
     ``return_lse`` also ``lse (heads, total_q)`` float32. A sequence with no key gives 0.
-    Differentiable on torch tensors (`varlen_attention_backward`'s kernels; head dims to 128) and
+    Differentiable on torch tensors (`varlen_attention_backward`'s kernels) and
     traced by torch.compile (the registered op `torch.ops.tirx.varlen_attention`);
     ``max_seqlen_k`` the longest key count (computed from ``cu_seqlens_k`` if not given: a device
     synchronisation, and an error under torch.compile)."""

@@ -1,8 +1,13 @@
 """`tirx.ops.scaled_dot_product_attention_backward(dout, q, k, v, out, lse, is_causal=False,
-scale=None, enable_gqa=False)` → ``(dq, dk, dv)``: attention's backward on Hopper's tensor cores,
-written in TIRx, from the forward's output and log-sum-exp (`scaled_dot_product_attention(...,
-return_lse=True)`), as FlashAttention-2 splits it into two kernels that need no atomics (the
-result is the same every run):
+scale=None, enable_gqa=False, deterministic=None, attn_mask=None)` → ``(dq, dk, dv)``:
+attention's backward on Hopper's tensor cores, written in TIRx, from the forward's output and
+log-sum-exp (`scaled_dot_product_attention(..., return_lse=True)`), in one of two pipelines.
+FlashAttention-3's: `attention_dd_kernel` (D = rowsum(dO ∘ O)), the dK / dV kernel below also
+adding each step's dS K into a float32 dQ accumulator by a TMA reduction
+(`attention_dkv_kernel(reduce_dq=True)`: no kernel recomputes S and dP for dQ; one Q / dO stage
+so that two CTAs share an SM), `attention_dq_convert_kernel` (dQ's scale and rounding). Or, as
+FlashAttention-2 splits it, two kernels that need no reductions (the result the same every run;
+`deterministic=True`, and where measured faster: `_reduce_dq`):
 
 * `attention_dq_kernel`, a CTA per 64 query rows of a head: D = rowsum(dO ∘ O) (written for the
   other kernel), then per K/V tile S = Q Kᵀ (Q from registers), P = exp2(S c − lse log2 e) (the
@@ -22,7 +27,7 @@ to the inputs' dtype for the tensor cores (as FlashAttention's), every sum is fl
 gradient rounded once. Causal: PyTorch's ``is_causal`` (key j <= query i + ``offset``), the
 tiles wholly above the diagonal skipped. Packed sequences (`varlen_attention_backward`): the same
 two kernels over (total, heads, d) tensors, each CTA's sequence from the cumulative ends, its
-rows and statistics moved by masked copies (head dims to 128)."""
+rows and statistics moved by masked copies."""
 
 import math
 from typing import Optional
@@ -33,7 +38,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import LOG2E, _check, _mask, mask_matrices
+from .attention import HEAD_DIMS, LOG2E, _check, _mask, mask_matrices
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -148,8 +153,8 @@ def attention_dq_kernel(
     seq_k, d)``; LSE ``(batch * heads, d_rows(seq_q))`` float32, the forward's log-sum-exp, +inf
     past ``seq_q``; DD likewise padded). ``varlen``: packed sequences (`varlen_attention`'s: Q, O,
     dO, DQ ``(total_q, heads, d)``, K, V ``(total_k, kv_heads, d)``, sequence b's rows from
-    ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``;
-    head dims to 128). ``mask``: the forward's additive mask M (`attention.mask_matrices`' kinds,
+    ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``).
+    ``mask``: the forward's additive mask M (`attention.mask_matrices`' kinds,
     ``(matrices, seq_q, seq_k)``, after LSE) added to the scores as the forward adds it."""
     _check_mask(mask, varlen, causal)
     if varlen:
@@ -288,13 +293,17 @@ def attention_dq_kernel(
 def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scale: float):
     """`attention_dq_kernel` over packed sequences: a CTA per (sequence, head, query tile of the
     longest), the rows and keys its sequence's (masked copies in and out; the statistics through
-    masked copies into `wgmma_row_layout`, D out through shared memory)."""
-    if d > 128:
-        raise ValueError(f"varlen: head dims to 128 (got {d})")
+    masked copies into `wgmma_row_layout`, D out through shared memory). Past head dim 128, as
+    the dense kernel: Q and dO by TMA into shared memory (rows past the sequence: the next one's,
+    weighted 0), D over 64-column chunks."""
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
-    kv_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BN, d))
+    swizzle = 3 if d % 64 == 0 else 2
+    kv_smem = mma_shared_layout(dtype, swizzle, (2, BN, d))
+    q_smem = mma_shared_layout(dtype, swizzle, (BM, d))
     tile_bytes = BN * d * 2
+    wide = d > 128
+    cols = 64 if wide else d  # (the columns of dO and O in registers at once)
 
     @T.prim_func
     def attention_dq_varlen(
@@ -332,10 +341,17 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
         pool = T.SMEMPool()
         K_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
         V_s = pool.alloc((2, BN, d), dtype, layout=kv_smem)
+        if wide:
+            Q_s = pool.alloc((BM, d), dtype, layout=q_smem)
+            DO_s = pool.alloc((BM, d), dtype, layout=q_smem)
         full = MBarrier(pool, 2)
+        if wide:
+            q_full = MBarrier(pool, 1)
         pool.commit()
         D_s = T.alloc_buffer((BM,), "float32", scope="shared")  # D's way out
         full.init(1)
+        if wide:
+            q_full.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         nqt = (max_q + BM - 1) // BM
@@ -346,10 +362,11 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
         kvh = h // group
         diag = n_keys - n_rows  # (causal: the sequence's lower-right diagonal)
         steps = T.if_then_else(q0 < n_rows, _kv_steps(q0, n_keys, diag, causal), 0)
-        q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        do_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        o_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        prod = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        if not wide:
+            q_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        do_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+        prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
         dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
         s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
@@ -357,17 +374,23 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
         lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        if tid == 0:  # K/V tile 0 into stage 0 (rows past the sequence: the next one's, masked)
+        if tid == 0:  # K/V tile 0 into stage 0 (rows past the sequence: the next one's, masked); wide: Q and dO
             for t in T.serial(T.min(steps, 1)):
+                if wide:
+                    T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), 2 * BM * d * 2)
+                    Tx.copy_async(Q_s[0:BM, 0:d], Q[q_start + q0 : q_start + q0 + BM, h, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                    Tx.copy_async(DO_s[0:BM, 0:d], DO[q_start + q0 : q_start + q0 + BM, h, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
                 T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
                 Tx.copy_async(K_s[0, 0:BN, 0:d], K[k_start : k_start + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
                 Tx.copy_async(V_s[0, 0:BN, 0:d], V[k_start : k_start + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
         # The sequence's rows of Q, dO and O (others 0), D, and -lse log2 e (others +inf: weight 0).
-        Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
-        Tx.warpgroup.copy(do_r[0:BM, 0:d], DO[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
-        Tx.warpgroup.copy(o_r[0:BM, 0:d], O[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
-        Tx.warpgroup.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
-        Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
+        if not wide:
+            Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[q_start + q0 : q_start + q0 + BM, h, 0:d], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+        for c0 in list(range(0, d, cols)):  # (a Python loop: unrolled; narrow: one chunk, dO kept in registers)
+            Tx.warpgroup.copy(do_r[0:BM, 0:cols], DO[q_start + q0 : q_start + q0 + BM, h, c0 : c0 + cols], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+            Tx.warpgroup.copy(o_r[0:BM, 0:cols], O[q_start + q0 : q_start + q0 + BM, h, c0 : c0 + cols], clip=True, mask=lambda i, j: q0 + i < n_rows, other=0.0)
+            Tx.warpgroup.mul(prod[0:BM, 0:cols], do_r[0:BM, 0:cols], o_r[0:BM, 0:cols])
+            Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:cols], accum=c0 > 0)
         Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, hh: q0 + i < n_rows, other=float("inf"))
         Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
         Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
@@ -377,6 +400,9 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
         T.cuda.cta_sync()
         Tx.warpgroup.copy(DD[q_start + q0 : q_start + q0 + BM, h], D_s[0:BM], clip=True, mask=lambda i, hh: q0 + i < n_rows)
         Tx.warpgroup.fill(dq[0:BM, 0:d], 0.0)
+        if wide:
+            for t in T.serial(T.min(steps, 1)):
+                q_full.wait(0, 0)
         for j in T.serial(steps):
             if tid == 0:  # the next tile into the other stage (read by step j - 1's wgmmas, waited for)
                 for t in T.serial(T.min(steps - 1 - j, 1)):
@@ -384,7 +410,10 @@ def _dq_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, scal
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
                     Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
                     Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[k1 : k1 + BN, kvh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
-            _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d, None)
+            if wide:  # (Q and dO in shared memory)
+                _dq_step(j, s, dp, ds, dq, Q_s, DO_s, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d, None)
+            else:
+                _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, n_keys, causal, diag, scale_log2, d, None)
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.warpgroup.copy(DQ[q_start + q0 : q_start + q0 + BM, h, 0:d], out[0:BM, 0:d], clip=True, mask=lambda i, hh, j: q0 + i < n_rows)
@@ -750,12 +779,14 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
     """`attention_dkv_kernel` over packed sequences: a CTA per (sequence, K/V head, key tile of the
     longest), the query tiles of its sequence's rows (a run-time count), Q and dO by TMA (rows
     past the sequence: the next one's, weighted 0 by their +inf log-sum-exp), the statistics
-    through masked copies, dK and dV stored within the sequence's keys."""
-    if d > 128:
-        raise ValueError(f"varlen: head dims to 128 (got {d})")
+    through masked copies, dK and dV stored within the sequence's keys. Past head dim 128, as the
+    dense kernel: two warpgroups, each holding dK's and dV's half of the columns, the first
+    computing S, dP, P and dS for both."""
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
-    swizzle = 3 if d % 64 == 0 else 2
+    wgs = 2 if d > 128 else 1
+    dh = d // wgs
+    swizzle = 3 if dh % 64 == 0 else 2
     kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
     q_smem = mma_shared_layout(dtype, swizzle, (2, BM, d))
     p_smem = mma_shared_layout(dtype, 3, (BM, BN))
@@ -770,6 +801,28 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([hh * 2 + qi % 2]), 2 * tile_bytes)
         Tx.copy_async(Q_s[qi % 2, 0:BM, 0:d], Q[q_start + qt * BM : q_start + qt * BM + BM, kvh * group + hh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([hh * 2 + qi % 2]))
         Tx.copy_async(DO_s[qi % 2, 0:BM, 0:d], DO[q_start + qt * BM : q_start + qt * BM + BM, kvh * group + hh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([hh * 2 + qi % 2]))
+
+    @T.macro
+    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, stage):
+        # The rows' -lse log2 e (past the sequence +inf: weight 0) and D; S = Q Kᵀ and dP = dO Vᵀ of
+        # the query tile in `stage`, P and dS, rounded into shared memory.
+        Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=float("inf"))
+        Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
+        Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
+        Tx.warpgroup.copy(dd[0:BM, 0:1], DD[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=0.0)
+        Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[stage, 0:BM, 0:d], K_s[0:BN, 0:d])
+        Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[stage, 0:BM, 0:d], V_s[0:BN, 0:d])
+        T.ptx.wgmma.wait_group(0)
+        _weights_and_ds(s, dp, lse2, dd, k0, q0, n_keys, causal, diag, scale_log2)
+        _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
+
+    @T.macro
+    def store(dk, dv, out, DK, DV, k_start, k0, kvh, n_keys, c0):
+        # dK's and dV's columns [c0, c0 + dh), rounded, within the sequence's keys.
+        Tx.warpgroup.cast(out[0:BN, 0:dh], dk[0:BN, 0:dh])
+        Tx.warpgroup.copy(DK[k_start + k0 : k_start + k0 + BN, kvh, c0 : c0 + dh], out[0:BN, 0:dh], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
+        Tx.warpgroup.cast(out[0:BN, 0:dh], dv[0:BN, 0:dh])
+        Tx.warpgroup.copy(DV[k_start + k0 : k_start + k0 + BN, kvh, c0 : c0 + dh], out[0:BN, 0:dh], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
 
     @T.prim_func
     def attention_dkv_varlen(
@@ -800,10 +853,10 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
         DV = T.match_buffer(DV_ptr, (total_k, kv_heads, d), dtype)
         T.device_entry()
         bx = T.cta_id([nb * kv_heads * ((max_k + BN - 1) // BN)])
-        T.warpgroup_id([1])
+        wg = T.warpgroup_id([wgs])
         T.warp_id_in_wg([4])
         T.lane_id([32])
-        tid = T.thread_id([128])
+        tid = T.thread_id([128 * wgs])
         pool = T.SMEMPool()
         K_s = pool.alloc((BN, d), dtype, layout=kv_smem)
         V_s = pool.alloc((BN, d), dtype, layout=kv_smem)
@@ -828,20 +881,20 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
         # first key), none past the sequence's keys.
         first = T.max(0, (k0 - diag) // BM) if causal else 0
         per_head = T.if_then_else(k0 < n_keys, T.max(0, (n_rows + BM - 1) // BM - first), 0)
-        dk = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
-        dv = T.alloc_buffer((BN, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+        dk = T.alloc_buffer((BN, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
+        dv = T.alloc_buffer((BN, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
         s = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         dp = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         p16 = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
         lse2 = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-        out = T.alloc_buffer((BN, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+        out = T.alloc_buffer((BN, dh), dtype, scope="local", layout=wgmma_acc_layout(dh))
         if tid == 0:  # K and V once (rows past the sequence: the next one's, masked)
             T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
             Tx.copy_async(K_s[0:BN, 0:d], K[k_start + k0 : k_start + k0 + BN, kvh, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
             Tx.copy_async(V_s[0:BN, 0:d], V[k_start + k0 : k_start + k0 + BN, kvh, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
-        Tx.warpgroup.fill(dk[0:BN, 0:d], 0.0)
-        Tx.warpgroup.fill(dv[0:BN, 0:d], 0.0)
+        Tx.warpgroup.fill(dk[0:BN, 0:dh], 0.0)
+        Tx.warpgroup.fill(dv[0:BN, 0:dh], 0.0)
         kv_full.wait(0, 0)
         # The group's head hh, its query tile first + qi: each head's first tile loaded as it
         # starts, the next one during a step (loops, not a division by the run-time per_head: the
@@ -856,26 +909,30 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
                 if tid == 0:  # the head's next query tile into the other stage
                     for u in T.serial(T.min(per_head - 1 - qi, 1)):
                         load_q(Q_s, DO_s, Q, DO, full, q_start, hh, kvh, first + qi + 1, qi + 1)
-                # the rows' -lse log2 e (past the sequence +inf: weight 0) and D
-                Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=float("inf"))
-                Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
-                Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
-                Tx.warpgroup.copy(dd[0:BM, 0:1], DD[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=0.0)
                 full.wait(hh * 2 + qi % 2, (qi // 2) % 2)
-                Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[qi % 2, 0:BM, 0:d], K_s[0:BN, 0:d])
-                Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[qi % 2, 0:BM, 0:d], V_s[0:BN, 0:d])
-                T.ptx.wgmma.wait_group(0)
-                _weights_and_ds(s, dp, lse2, dd, k0, q0, n_keys, causal, diag, scale_log2)
-                _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
+                if wgs > 1:  # (P and dS: the first warpgroup's)
+                    if wg == 0:
+                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, qi % 2)
+                else:
+                    scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, qi % 2)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.cuda.cta_sync()
-                _grads(dk, dv, P_s, DS_s, Q_s, DO_s, qi % 2, 0, d)
+                if wgs > 1:  # (each warpgroup its columns, constant slices for the descriptors)
+                    for w in list(range(wgs)):
+                        if wg == w:
+                            _grads(dk, dv, P_s, DS_s, Q_s, DO_s, qi % 2, w * dh, dh)
+                else:
+                    _grads(dk, dv, P_s, DS_s, Q_s, DO_s, qi % 2, 0, dh)
                 T.ptx.wgmma.wait_group(0)
-        Tx.warpgroup.mul(dk[0:BN, 0:d], dk[0:BN, 0:d], scale)
-        Tx.warpgroup.cast(out[0:BN, 0:d], dk[0:BN, 0:d])
-        Tx.warpgroup.copy(DK[k_start + k0 : k_start + k0 + BN, kvh, 0:d], out[0:BN, 0:d], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
-        Tx.warpgroup.cast(out[0:BN, 0:d], dv[0:BN, 0:d])
-        Tx.warpgroup.copy(DV[k_start + k0 : k_start + k0 + BN, kvh, 0:d], out[0:BN, 0:d], clip=True, mask=lambda i, hh, j: k0 + i < n_keys)
+                if wgs > 1:  # (P_s and DS_s read by the other warpgroup's too)
+                    T.cuda.cta_sync()
+        Tx.warpgroup.mul(dk[0:BN, 0:dh], dk[0:BN, 0:dh], scale)
+        if wgs > 1:
+            for w in list(range(wgs)):
+                if wg == w:
+                    store(dk, dv, out, DK, DV, k_start, k0, kvh, n_keys, w * dh)
+        else:
+            store(dk, dv, out, DK, DV, k_start, k0, kvh, n_keys, 0)
 
     return attention_dkv_varlen
 
@@ -1010,14 +1067,15 @@ def varlen_attention_backward(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_
     ``flash_attn_varlen_func`` backward): ``dout``, ``q``, ``out`` ``(total_q, heads, d)``, ``k``,
     ``v`` ``(total_k, kv_heads, d)``, ``lse (heads, total_q)`` float32 (``return_lse=True``), the
     int32 cumulative ends and the longest query and key counts; causal on each sequence's
-    lower-right diagonal; head dims to 128. Rows outside every sequence get 0."""
+    lower-right diagonal; the forward's head dims (64, 96, 128, 192, 256). Rows outside every
+    sequence get 0."""
     name = "tirx.ops.varlen_attention_backward"
     dtype = c.dtype_name(q)
     (tq, h, d), (tk, hk, _) = q.shape, k.shape
     if tuple(dout.shape) != tuple(q.shape) or tuple(out.shape) != tuple(q.shape) or tuple(lse.shape) != (h, tq) or tuple(v.shape) != tuple(k.shape):
         raise ValueError(f"{name}: dout and out like q {list(q.shape)}, v like k {list(k.shape)}, lse (heads, total_q) = ({h}, {tq}); got {list(lse.shape)}")
-    if d not in (64, 96, 128) or hk == 0 or h % hk or dtype not in ("bfloat16", "float16") or c.dtype_name(lse) != "float32":
-        raise ValueError(f"{name}: {dtype} q, k, v of head dim {d} ({h} heads over {hk}); bfloat16 / float16, head dims 64, 96, 128, float32 lse")
+    if d not in HEAD_DIMS or hk == 0 or h % hk or dtype not in ("bfloat16", "float16") or c.dtype_name(lse) != "float32":
+        raise ValueError(f"{name}: {dtype} q, k, v of head dim {d} ({h} heads over {hk}); bfloat16 / float16, head dims {', '.join(map(str, HEAD_DIMS))}, float32 lse")
     nb = len(cu_seqlens_q) - 1
     dq, dk, dv = c.new_array(q, (tq, h, d), fill=0), c.new_array(k, (tk, hk, d), fill=0), c.new_array(k, (tk, hk, d), fill=0)
     if nb <= 0 or tq == 0 or tk == 0 or max_seqlen_q <= 0 or max_seqlen_k <= 0:

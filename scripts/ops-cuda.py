@@ -71,6 +71,9 @@ def attention_cases():
     yield "ops_attention_bwd_dq_varlen", ab.attention_dq_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_varlen", ab.attention_dkv_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256})
+    varlen_wide = {**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True, "d": 256}
+    yield "ops_attention_bwd_dq_varlen_d256", ab.attention_dq_kernel.factory(**varlen_wide)
+    yield "ops_attention_bwd_dkv_varlen_d256", ab.attention_dkv_kernel.factory(**varlen_wide)
     yield "ops_attention_bwd_dkv_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True)
     yield "ops_attention_bwd_dkv_dq_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True)
     masked = {**bwd, "causal": False, "mask": "all"}

@@ -52,6 +52,39 @@ def test_matches_float64(sizes, spare, k, n, dtype, column_major):
     assert not out[offs[-1] :].any()  # rows past the last group
 
 
+@pytest.mark.parametrize("fast_accum", [False, True])
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_scaled_fp8_matches_float64(dtype, fast_accum):
+    """FP8 (torch._scaled_grouped_mm's row-wise scales): b column-major per group, read in place;
+    an empty group, a group smaller than a tile, N past whole tiles, K over several 128-steps
+    (promoted to float32 one at a time unless fast_accum); bf16 out against the float64 product
+    of the FP8 values and the scales."""
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(11)
+    sizes, k, n = [70, 0, 5, 130], 384, 144
+    tm = sum(sizes) + 3
+    a = rng.standard_normal((tm, k)).astype(nd)
+    b = np.swapaxes(rng.standard_normal((len(sizes), n, k)).astype(nd), 1, 2)  # (groups, k, n) column-major
+    offs = np.cumsum(sizes).astype(np.int32)
+    sa = (rng.random(tm) + 0.5).astype(np.float32)
+    sb = (rng.random((len(sizes), n)) + 0.5).astype(np.float32)
+    out = tirx.ops.scaled_grouped_mm(a, b, sa, sb, offs, use_fast_accum=fast_accum)
+    want = reference(a, b, offs) * sa[:, None]
+    start = 0
+    for g, end in enumerate(offs):
+        want[start:end] *= sb[g]
+        start = end
+    assert out.dtype == numpy_dtype("bfloat16") and out.shape == (tm, n)
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+    assert not out[offs[-1] :].astype(F64).any()
+    with pytest.raises(ValueError, match="b must be column-major per group"):
+        tirx.ops.scaled_grouped_mm(a, np.ascontiguousarray(b), sa, sb, offs)
+    with pytest.raises(ValueError, match=r"scale_b of shape \[4\] \(float32\); float32 of shape \[4, 144\]"):
+        tirx.ops.scaled_grouped_mm(a, b, sa, sb[:, 0], offs)
+    with pytest.raises(TypeError, match="FP8: scaled_grouped_mm"):
+        tirx.ops.grouped_mm(a, b, offs)
+
+
 def test_errors():
     nd = numpy_dtype("bfloat16")
     a, b = np.zeros((10, 64), nd), np.zeros((2, 64, 64), nd)
@@ -97,3 +130,19 @@ def test_on_the_gpu_against_torch():
     torch.testing.assert_close(got[:n].float(), want[:n].float(), rtol=2.0**-7, atol=0.25)
     torch.testing.assert_close(got_t, got)
     assert (got[n:] == 0).all()
+    # FP8 with row-wise scales, against torch._scaled_grouped_mm (where this PyTorch has it)
+    if hasattr(torch, "_scaled_grouped_mm"):
+        a8 = a.to(torch.float8_e4m3fn)
+        b8 = torch.randn(len(sizes), 1408, 2048, device="cuda").to(torch.float8_e4m3fn).transpose(-2, -1)  # column-major
+        sa = torch.rand(a8.shape[0], device="cuda") + 0.5
+        sb = torch.rand(len(sizes), 1408, device="cuda") + 0.5
+        exact = torch.zeros(a8.shape[0], 1408, device="cuda", dtype=torch.float64)
+        start = 0
+        for g, end in enumerate(offs.tolist()):
+            exact[start:end] = (a8[start:end].double() @ b8[g].double()) * sa[start:end, None].double() * sb[g].double()
+            start = end
+        got = tirx.ops.scaled_grouped_mm(a8, b8, sa, sb, offs)
+        theirs = torch._scaled_grouped_mm(a8[:n], b8, sa[:n], sb, offs=offs, out_dtype=torch.bfloat16)
+        ours_err = (got[:n].double() - exact[:n]).abs().max().item()
+        their_err = (theirs.double() - exact[:n]).abs().max().item()
+        assert ours_err <= max(their_err, 2.0**-6 * exact.abs().max().item()), (ours_err, their_err)

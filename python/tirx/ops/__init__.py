@@ -20,7 +20,7 @@ from ..torch_op import compiling as _compiling
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .attention_backward import scaled_dot_product_attention_backward, varlen_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
-from .grouped_mm import grouped_mm
+from .grouped_mm import grouped_mm, scaled_grouped_mm
 from .matmul import addmm, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
@@ -42,6 +42,7 @@ __all__ = [
     "rms_norm_backward",
     "scaled_dot_product_attention",
     "scaled_dot_product_attention_backward",
+    "scaled_grouped_mm",
     "scaled_mm",
     "softmax",
     "softmax_backward",

@@ -19,47 +19,55 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout
+from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_col_layout, wgmma_row_layout
 from . import _common as c
 
-BM, BN, BK = 64, 128, 64  # a tile's rows, its columns, K per stage (a 128-byte swizzled row)
+BM, BN = 64, 128  # a tile's rows, its columns
 STAGES = 4
 
 
-@autotune(configs=[{}], key=["groups", "n", "k", "dtype", "b_kmajor"])
-def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = False):
+@autotune(configs=[{}], key=["groups", "n", "k", "dtype", "b_kmajor", "out_dtype", "fast_accum"])
+def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = False, out_dtype: str = "", fast_accum: bool = True):
     """``C[rows of g] = A[rows of g] @ B[g]`` for ``groups`` groups (``A`` (total_m, k), ``C``
     (total_m, n), ``B`` (groups, k, n), or with ``b_kmajor`` its transpose (groups, n, k): a
     column-major b, as torch._grouped_mm takes it and experts' weights are stored; ``OFFS``
     (groups,) int32 cumulative ends; ``total_m`` a run-time size, the grid ``max_tiles * ceil(n /
-    128)`` CTAs for ``max_tiles`` = ceil(total_m / 64) + groups)."""
-    tn, kt_steps = -(-n // BN), -(-k // BK)
-    a_smem = mma_shared_layout(dtype, 3, (STAGES, BM, BK))
-    b_shape = (STAGES, BN, BK) if b_kmajor else (STAGES, BK, BN)
+    128)`` CTAs for ``max_tiles`` = ceil(total_m / 64) + groups). FP8 (``dtype`` float8_e4m3fn or
+    float8_e5m2; ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's
+    row-wise scales, ``C = (A @ B[g]) SA[row] SB[g, col]`` in float32, rounded once to
+    ``out_dtype`` (bfloat16 or float16); not ``fast_accum``, each 128 of K's product is added to
+    the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with fewer bits)."""
+    fp8 = dtype.startswith("float8")
+    od = out_dtype or dtype
+    if fp8 and (not b_kmajor or od not in ("bfloat16", "float16") or k % 16):
+        raise ValueError(f"{dtype} operands: b K-major (b_kmajor), out_dtype bfloat16 or float16 (got {od!r}), K a multiple of 16")
+    if not fp8 and od != dtype:
+        raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
+    promote = fp8 and not fast_accum
+    bk = 128 if fp8 else 64  # K per stage: a 128-byte swizzled row
+    tn, kt_steps = -(-n // BN), -(-k // bk)
+    a_smem = mma_shared_layout(dtype, 3, (STAGES, BM, bk))
+    b_shape = (STAGES, BN, bk) if b_kmajor else (STAGES, bk, BN)
     b_smem = mma_shared_layout(dtype, 3, b_shape)
     # B's box: whole tile rows where N is a whole number of 64-column swizzle atoms, else atom by
     # atom (each box's columns a dimension of N itself: the last may leave the matrix).
     b_boxes = ((0, BN),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, BN, 64))
-    stage_bytes = (BM + BN) * BK * 2
+    stage_bytes = (BM + BN) * bk * c.elem_bytes(dtype)
 
     @T.macro
     def load(A, B, A_s, B_s, full, grp, m0, n0, kt):
         # K step kt of the tile into stage kt % STAGES: A's rows from the tile's first, B's of its
         # group (K-major: a box of BN rows of its transpose).
         T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([kt % STAGES]), stage_bytes)
-        Tx.copy_async(A_s[kt % STAGES, 0:BM, 0:BK], A[m0 : m0 + BM, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+        Tx.copy_async(A_s[kt % STAGES, 0:BM, 0:bk], A[m0 : m0 + BM, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
         if b_kmajor:
-            Tx.copy_async(B_s[kt % STAGES, 0:BN, 0:BK], B[grp, n0 : n0 + BN, kt * BK : kt * BK + BK], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+            Tx.copy_async(B_s[kt % STAGES, 0:BN, 0:bk], B[grp, n0 : n0 + BN, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
         else:
             for c0, cols in b_boxes:
-                Tx.copy_async(B_s[kt % STAGES, 0:BK, c0 : c0 + cols], B[grp, kt * BK : kt * BK + BK, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+                Tx.copy_async(B_s[kt % STAGES, 0:bk, c0 : c0 + cols], B[grp, kt * bk : kt * bk + bk, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
 
-    @T.prim_func
-    def grouped_mm(A_ptr: T.handle, B_ptr: T.handle, OFFS_ptr: T.handle, C_ptr: T.handle, total_m: T.int32):
-        A = T.match_buffer(A_ptr, (total_m, k), dtype)
-        B = T.match_buffer(B_ptr, (groups, n, k) if b_kmajor else (groups, k, n), dtype)
-        OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
-        C = T.match_buffer(C_ptr, (total_m, n), dtype)
+    @T.macro
+    def body(A, B, OFFS, C, SA, SB, total_m):
         T.device_entry()
         bx = T.cta_id([((total_m + BM - 1) // BM + groups) * tn])
         T.warpgroup_id([1])
@@ -67,7 +75,7 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = 
         T.lane_id([32])
         tid = T.thread_id([128])
         pool = T.SMEMPool()
-        A_s = pool.alloc((STAGES, BM, BK), dtype, layout=a_smem)
+        A_s = pool.alloc((STAGES, BM, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, dtype, layout=b_smem)
         full = MBarrier(pool, STAGES)
         pool.commit()
@@ -99,7 +107,12 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = 
         m0 = tile[1]
         m_end = tile[2]
         acc = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
-        out = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        out = T.alloc_buffer((BM, BN), od, scope="local", layout=wgmma_acc_layout(BN))
+        if promote:  # a K step's product, added to the accumulator in float32 once waited for
+            part = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        if fp8:  # the rows' and the columns' scales
+            srow = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+            scol = T.alloc_buffer((1, BN), "float32", scope="local", layout=wgmma_col_layout(BN))
         if grp >= 0:
             if tid == 0:  # the first stages - 1 K steps
                 for kt in T.serial(T.min(kt_steps, STAGES - 1)):
@@ -110,27 +123,59 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = 
                     for u in T.serial(T.min(kt_steps - kt - (STAGES - 1), 1)):
                         load(A, B, A_s, B_s, full, grp, m0, n0, kt + STAGES - 1)
                 full.wait(kt % STAGES, (kt // STAGES) % 2)
-                if b_kmajor:
-                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BN, 0:BK], accum=True)
+                if promote:  # (K-major both) the step's product into its partial, waited for, added
+                    Tx.warpgroup.gemm_async(part[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:BN, 0:bk])
+                    T.ptx.wgmma.wait_group(0)
+                    Tx.warpgroup.add(acc[0:BM, 0:BN], acc[0:BM, 0:BN], part[0:BM, 0:BN])
+                elif b_kmajor:
+                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:BN, 0:bk], accum=True)
+                    T.ptx.wgmma.wait_group(0)
                 else:
-                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:BK], B_s[kt % STAGES, 0:BK, 0:BN], transB=True, accum=True)
-                T.ptx.wgmma.wait_group(0)
+                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:bk, 0:BN], transB=True, accum=True)
+                    T.ptx.wgmma.wait_group(0)
+            if fp8:  # the row-wise scales, in float32 (rows past the group's: never stored)
+                Tx.warpgroup.copy(srow[0:BM, 0:1], SA[m0 : m0 + BM, 0:1], clip=True, other=0.0)
+                Tx.warpgroup.copy(scol[0:1, 0:BN], SB[grp : grp + 1, n0 : n0 + BN], clip=True, other=0.0)
+                Tx.warpgroup.mul(acc[0:BM, 0:BN], acc[0:BM, 0:BN], srow[0:BM, 0:1])
+                Tx.warpgroup.mul(acc[0:BM, 0:BN], acc[0:BM, 0:BN], scol[0:1, 0:BN])
             Tx.warpgroup.cast(out[0:BM, 0:BN], acc[0:BM, 0:BN])
             Tx.warpgroup.copy(C[m0 : m0 + BM, n0 : n0 + BN], out[0:BM, 0:BN], clip=True, mask=lambda i, j: m0 + i < m_end)
+
+    if fp8:
+
+        @T.prim_func
+        def scaled_grouped_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, OFFS_ptr: T.handle, C_ptr: T.handle, total_m: T.int32):
+            A = T.match_buffer(A_ptr, (total_m, k), dtype)
+            B = T.match_buffer(B_ptr, (groups, n, k), dtype)  # (b transposed: K-major)
+            SA = T.match_buffer(SA_ptr, (total_m, 1), "float32")
+            SB = T.match_buffer(SB_ptr, (groups, n), "float32")
+            OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
+            C = T.match_buffer(C_ptr, (total_m, n), od)
+            body(A, B, OFFS, C, SA, SB, total_m)
+
+        return scaled_grouped_mm
+
+    @T.prim_func
+    def grouped_mm(A_ptr: T.handle, B_ptr: T.handle, OFFS_ptr: T.handle, C_ptr: T.handle, total_m: T.int32):
+        A = T.match_buffer(A_ptr, (total_m, k), dtype)
+        B = T.match_buffer(B_ptr, (groups, n, k) if b_kmajor else (groups, k, n), dtype)
+        OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
+        C = T.match_buffer(C_ptr, (total_m, n), dtype)
+        body(A, B, OFFS, C, None, None, total_m)
 
     return grouped_mm
 
 
-def _check(a, b, offs):
-    name = "tirx.ops.grouped_mm"
+def _check(a, b, offs, fp8: bool = False):
+    name = "tirx.ops.scaled_grouped_mm" if fp8 else "tirx.ops.grouped_mm"
     if len(a.shape) != 2 or len(b.shape) != 3:
         raise NotImplementedError(
             f"{name}: a of shape {list(a.shape)}, b {list(b.shape)}; the kernel takes a 2-D a (total_m, k) of the groups' rows and a 3-D b "
             "(groups, k, n), torch._grouped_mm's mixture-of-experts form (3-D a and 2-D b: not yet)"
         )
     da, db = c.dtype_name(a), c.dtype_name(b)
-    if da != db or da not in ("bfloat16", "float16"):
-        raise TypeError(f"{name}: a is {da}, b {db}; both bfloat16 or both float16")
+    if da != db or (da not in ("bfloat16", "float16") and not fp8):
+        raise TypeError(f"{name}: a is {da}, b {db}; both bfloat16 or both float16 (FP8: scaled_grouped_mm)")
     (tm, k), (g, k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"{name}: a (total_m, k) = {list(a.shape)} and b (groups, k, n) = {list(b.shape)}: k differs")
@@ -159,6 +204,53 @@ def _grouped_mm(a, b, offs):
     b = c.contiguous(bt) if kmajor else c.contiguous(b)
     grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, b_kmajor=kmajor)(a, b, offs, out, tm)
     return out
+
+
+def _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype: str, use_fast_accum: bool):
+    name = "tirx.ops.scaled_grouped_mm"
+    da, db = c.dtype_name(a), c.dtype_name(b)
+    if da not in c.FP8 or db != da:
+        raise TypeError(f"{name}: a is {da}, b {db}; both float8_e4m3fn or both float8_e5m2 (16-bit operands: grouped_mm)")
+    if out_dtype not in ("bfloat16", "float16"):
+        raise TypeError(f"{name}: out_dtype {out_dtype}; bfloat16 or float16")
+    if len(a.shape) != 2 or len(b.shape) != 3 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"{name}: a (total_m, k) and b (groups, k, n); got {list(a.shape)} and {list(b.shape)}")
+    (tm, k), (g, _, n) = a.shape, b.shape
+    if k % 16 or n % 16:
+        raise ValueError(f"{name}: k = {k}, n = {n}; FP8 TMA rows: multiples of 16")
+    if g and k > 1 and c.strides(b)[1:] != (1, k):
+        raise ValueError(f"{name}: b must be column-major per group (each group's matrix stored n x k, as torch._scaled_grouped_mm takes it): pass b.transpose(1, 2).contiguous().transpose(1, 2)")
+    for what, t, shape in (("scale_a", scale_a, (tm,)), ("scale_b", scale_b, (g, n))):
+        if tuple(t.shape) != shape or c.dtype_name(t) != "float32":
+            raise ValueError(f"{name}: {what} of shape {list(t.shape)} ({c.dtype_name(t)}); float32 of shape {list(shape)} (row-wise scales)")
+    _check(a, b, offs, fp8=True)
+    out = c.new_array(a, (tm, n), out_dtype, 0)
+    if tm == 0 or n == 0 or k == 0 or g == 0:
+        return out
+    bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)  # (groups, n, k), contiguous
+    sa = c.contiguous(scale_a).reshape(tm, 1)
+    kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
+    kern(c.contiguous(a), c.contiguous(bt), sa, c.contiguous(scale_b), c.contiguous(offs), out, tm)
+    return out
+
+
+def scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, *, out_dtype=None, use_fast_accum: bool = False):
+    """``torch._scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype=out_dtype,
+    use_fast_accum=use_fast_accum)`` for FP8 (e4m3 or e5m2) a 2-D ``a`` (total_m, k) of the
+    groups' rows and a 3-D ``b`` (groups, k, n), column-major per group (each group's matrix
+    stored n x k, read in place): row-wise scales, ``scale_a`` (total_m,) and ``scale_b``
+    (groups, n) float32, ``out[rows of g] = (a[rows of g] @ b[g]) * scale_a[row] *
+    scale_b[g, col]`` in float32, rounded once to ``out_dtype`` (bfloat16, the default, or
+    float16). Unless ``use_fast_accum``, each 128 of K is added to the float32 accumulator in
+    registers (Hopper's FP8 tensor cores accumulate with fewer bits). No backward."""
+    od = "bfloat16" if out_dtype is None else str(out_dtype).replace("torch.", "")
+    if c.is_torch(a):
+        c.refuse_grad("scaled_grouped_mm", a, b)
+        if c.compiling():
+            raise NotImplementedError("tirx.ops.scaled_grouped_mm: not a registered op yet; call it outside torch.compile")
+        return _scaled_grouped_mm(a, b, scale_a, scale_b, offs, od, use_fast_accum)
+    args = [None if t is None else np.asarray(t) for t in (a, b, scale_a, scale_b, offs)]
+    return _scaled_grouped_mm(*args, od, use_fast_accum)
 
 
 def register_torch_op():

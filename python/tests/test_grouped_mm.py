@@ -103,7 +103,8 @@ def test_errors():
 
 
 def test_torch_compile_on_cpu_tensors():
-    """The registered op `torch.ops.tirx.grouped_mm` under torch.compile(fullgraph=True)."""
+    """The registered ops `torch.ops.tirx.grouped_mm` and `scaled_grouped_mm` under
+    torch.compile(fullgraph=True)."""
     torch = pytest.importorskip("torch")
     importlib.import_module("tirx.ops.grouped_mm").register_torch_op()  # (tirx.ops was imported before torch here)
     a = torch.randn(50, 64).bfloat16()
@@ -113,6 +114,13 @@ def test_torch_compile_on_cpu_tensors():
     f = torch.compile(lambda a, b: tirx.ops.grouped_mm(a, b, offs) * 2, fullgraph=True)
     torch.testing.assert_close(f(a, b), eager * 2)
     np.testing.assert_allclose(eager.float().numpy(), reference(a.float().numpy(), b.float().numpy(), offs.numpy()), rtol=2.0**-7, atol=0.1)
+    # FP8 (`torch.ops.tirx.scaled_grouped_mm`)
+    importlib.import_module("tirx.ops.grouped_mm").register_scaled_torch_op()
+    a8, b8 = a.to(torch.float8_e4m3fn), torch.randn(3, 128, 64).to(torch.float8_e4m3fn).transpose(1, 2)
+    sa, sb = torch.rand(50) + 0.5, torch.rand(3, 128) + 0.5
+    eager = tirx.ops.scaled_grouped_mm(a8, b8, sa, sb, offs)
+    f = torch.compile(lambda a8, b8: tirx.ops.scaled_grouped_mm(a8, b8, sa, sb, offs) * 2, fullgraph=True)
+    torch.testing.assert_close(f(a8, b8), eager * 2)
 
 
 def test_on_the_gpu_against_torch():

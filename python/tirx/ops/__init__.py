@@ -64,6 +64,7 @@ if "torch" in sys.modules:
     _matmul.register_addmm_torch_op()
     _matmul.register_scaled_mm_torch_op()
     _grouped_mm.register_torch_op()
+    _grouped_mm.register_scaled_torch_op()
     _cross_entropy.register_torch_op()
     _attention_backward.register_backward_op()
     _attention.register_torch_op()

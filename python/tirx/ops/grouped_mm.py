@@ -242,15 +242,34 @@ def scaled_grouped_mm(a, b, scale_a, scale_b, offs=None, *, out_dtype=None, use_
     (groups, n) float32, ``out[rows of g] = (a[rows of g] @ b[g]) * scale_a[row] *
     scale_b[g, col]`` in float32, rounded once to ``out_dtype`` (bfloat16, the default, or
     float16). Unless ``use_fast_accum``, each 128 of K is added to the float32 accumulator in
-    registers (Hopper's FP8 tensor cores accumulate with fewer bits). No backward."""
+    registers (Hopper's FP8 tensor cores accumulate with fewer bits). No backward; the registered
+    op `torch.ops.tirx.scaled_grouped_mm` under torch.compile."""
     od = "bfloat16" if out_dtype is None else str(out_dtype).replace("torch.", "")
     if c.is_torch(a):
         c.refuse_grad("scaled_grouped_mm", a, b)
         if c.compiling():
-            raise NotImplementedError("tirx.ops.scaled_grouped_mm: not a registered op yet; call it outside torch.compile")
+            return register_scaled_torch_op()(a, b, scale_a, scale_b, offs, od, bool(use_fast_accum))
         return _scaled_grouped_mm(a, b, scale_a, scale_b, offs, od, use_fast_accum)
     args = [None if t is None else np.asarray(t) for t in (a, b, scale_a, scale_b, offs)]
     return _scaled_grouped_mm(*args, od, use_fast_accum)
+
+
+def register_scaled_torch_op():
+    """`torch.ops.tirx.scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype, use_fast_accum)`
+    (registered on the first call; ``out_dtype`` a dtype name)."""
+    return c.torch_op("scaled_grouped_mm", _scaled_torch_op_parts)
+
+
+def _scaled_torch_op_parts():
+    import torch
+
+    def schema(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor, offs: torch.Tensor, out_dtype: str, use_fast_accum: bool) -> torch.Tensor:
+        return _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype, use_fast_accum)
+
+    def fake(a, b, scale_a, scale_b, offs, out_dtype, use_fast_accum):
+        return a.new_empty((a.shape[0], b.shape[2]), dtype=getattr(torch, out_dtype))
+
+    return schema, fake
 
 
 def register_torch_op():

@@ -34,7 +34,6 @@ __all__ = [
     "tcgen05_atom_layout",
     "wg_local_layout",
     "wgmma_acc_layout",
-    "wgmma_col_layout",
     "wgmma_row_layout",
 ]
 
@@ -488,12 +487,6 @@ def wgmma_acc_layout(n: int) -> TileLayout:
 def wgmma_row_layout() -> TileLayout:
     """A row statistic (64 x 1) of `wgmma_acc_layout(n)`, replicated over each quad's lanes."""
     return _wrap(_native.fragment_layout_of("wgmma_row_layout", []))
-
-
-def wgmma_col_layout(cols: int) -> TileLayout:
-    """A column vector (1 x ``cols``) of `wgmma_acc_layout(cols)`: each thread holds its columns'
-    values, replicated over the warps and the quads' rows (a bias row, per-column scales)."""
-    return TileLayout(S[(1, cols // 8, 4, 2) : (1, 2, 1 @ Axis.laneid, 1)] + R[(4, 8) : (1 @ Axis.wid_in_wg, 4 @ Axis.laneid)])
 
 
 def wg_local_layout(cols: int, rows: int = 128) -> TileLayout:

@@ -41,6 +41,14 @@ _names: Dict[object, str] = {}
 _torch_names: Dict[object, str] = {}
 
 
+def acc_col_layout(cols: int):
+    """A column vector (1 x ``cols``) of `wgmma_acc_layout(cols)`: each thread holds its columns'
+    values, replicated over the warps and the quads' rows (a bias row, per-column scales)."""
+    from ..layout import R, S, TileLayout, laneid, wid_in_wg
+
+    return TileLayout(S[(1, cols // 8, 4, 2) : (1, 2, 1 @ laneid, 1)] + R[(4, 8) : (1 @ wid_in_wg, 4 @ laneid)])
+
+
 def dtype_name(x) -> str:
     """`float32`, `bfloat16`, ... of a NumPy array (ml_dtypes included) or a torch tensor."""
     names = _torch_names if is_torch(x) else _names
@@ -676,6 +684,15 @@ def torch_op(name: str, build: Callable, autograd: Optional[Callable] = None):
                 f"tirx.ops.{name} inside torch.compile before its op exists: import torch before tirx.ops "
                 "(the ops are registered then), or call it once outside the compiled function"
             )
+        # The caches the ops read (the torch module, its is_compiling, dtype names) filled now:
+        # filled first while Dynamo traces a call, each would be a global store or a dict
+        # insertion it then guards on (an AssertionError building or checking the guard).
+        loaded_torch()
+        compiling()
+        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn, torch.float8_e5m2):
+            dtype_name(torch.empty(0, dtype=dt))
+        for dt in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool):
+            dtype_name(torch.empty(0, dtype=dt))
         schema_fn, fake = build()
         op = _ops[name] = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)

@@ -1501,7 +1501,7 @@ def scaled_dot_product_attention(
         return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, descales)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
-    if c.is_torch(attn_mask) and c.wants_grad(attn_mask):
+    if attn_mask is not None and c.is_torch(attn_mask) and c.wants_grad(attn_mask):
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: the gradient of attn_mask is not computed; pass attn_mask.detach()")
     if c.is_torch(q):
         if c.compiling():

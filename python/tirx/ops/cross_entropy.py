@@ -377,21 +377,21 @@ def register_torch_op():
     """`torch.ops.tirx.cross_entropy_rows(x, target, ignore_index, label_smoothing) -> (loss,
     lse)` (registered on the first call): the per-row losses of (rows, C) logits, with their
     backward; `cross_entropy` reduces them."""
+    return c.torch_op("cross_entropy_rows", _rows_parts, _autograd)
 
-    def parts():
-        import torch
-        from typing import Tuple
 
-        def schema(x: torch.Tensor, target: torch.Tensor, ignore_index: int, label_smoothing: float) -> Tuple[torch.Tensor, torch.Tensor]:
-            return _forward(x, target, x.shape[1], ignore_index, label_smoothing)
+def _rows_parts():
+    import torch
+    from typing import Tuple
 
-        def fake(x, target, ignore_index, label_smoothing):
-            rows = x.shape[0]
-            return x.new_empty(rows, dtype=torch.float32), x.new_empty(rows, dtype=torch.float32)
+    def schema(x: torch.Tensor, target: torch.Tensor, ignore_index: int, label_smoothing: float) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _forward(x, target, x.shape[1], ignore_index, label_smoothing)
 
-        return schema, fake
+    def fake(x, target, ignore_index, label_smoothing):
+        rows = x.shape[0]
+        return x.new_empty(rows, dtype=torch.float32), x.new_empty(rows, dtype=torch.float32)
 
-    return c.torch_op("cross_entropy_rows", parts, _autograd)
+    return schema, fake
 
 
 def register_backward_op():
@@ -436,8 +436,8 @@ def cross_entropy(logits, target, ignore_index: int = -100, label_smoothing: flo
     out_shape = tuple(target.shape)
     x, t, v = _rows(logits, target)
     if c.is_torch(x):
-        if c.compiling() or c.wants_grad(x):
-            loss_rows, _ = register_torch_op()(x, t, int(ignore_index), float(label_smoothing))
+        if c.compiling() or c.wants_grad(x):  # (with its backward)
+            loss_rows, _ = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)(x, t, int(ignore_index), float(label_smoothing))
         else:
             loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing)
         return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape)

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_col_layout, wgmma_row_layout
+from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 
 BM, BN = 64, 128  # a tile's rows, its columns
@@ -112,7 +112,7 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = 
             part = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
         if fp8:  # the rows' and the columns' scales
             srow = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-            scol = T.alloc_buffer((1, BN), "float32", scope="local", layout=wgmma_col_layout(BN))
+            scol = T.alloc_buffer((1, BN), "float32", scope="local", layout=c.acc_col_layout(BN))
         if grp >= 0:
             if tid == 0:  # the first stages - 1 K steps
                 for kt in T.serial(T.min(kt_steps, STAGES - 1)):

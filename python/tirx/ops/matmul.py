@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_col_layout, wgmma_row_layout
+from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
@@ -148,7 +148,7 @@ def matmul_kernel(
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
     # A row of EPI columns over an accumulator's 64 rows: each thread holds its columns' values,
     # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
-    bias_layout = wgmma_col_layout(EPI)
+    bias_layout = c.acc_col_layout(EPI)
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
         t = r * ctas + bx

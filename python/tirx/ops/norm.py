@@ -1054,7 +1054,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """PyTorch's `torch.nn.functional.layer_norm(x, normalized_shape, weight, bias, eps)`: a new
     array or tensor."""
     if c.is_torch(x):
-        op = register_layer_norm_torch_op()
+        op = c.differentiable("layer_norm", _layer_norm_torch_op_parts, _autograd("layer_norm"))  # (also registers the op)
         if c.compiling() or _records(x, weight, bias):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, bias, float(eps))[0]
@@ -1082,7 +1082,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     """PyTorch's `torch.nn.functional.rms_norm(x, normalized_shape, weight, eps)` (eps default:
     the machine epsilon of the input's dtype, as PyTorch's): a new array or tensor."""
     if c.is_torch(x):
-        op = register_torch_op()
+        op = c.differentiable("rms_norm", _torch_op_parts, _autograd("rms_norm"))  # (also registers the op)
         if c.compiling() or _records(x, weight):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, eps)

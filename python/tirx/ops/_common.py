@@ -713,7 +713,7 @@ def differentiable(name: str, build: Callable, autograd: Callable) -> Callable:
     backward registered with it); eagerly a `torch.autograd.Function` with the op's function and
     the very ``setup_context`` / ``backward`` that ``autograd(op)`` registers — the op's dispatch
     costs host time the Function does not (a matmul's forward and backward: ~100 µs of Python
-    through the ops, ~40 µs through the Function, measured on CPU tensors with the kernels
+    through the ops, ~33 µs through the Function, measured on CPU tensors with the kernels
     stubbed)."""
     op = torch_op(name, build, autograd)  # (registered by the first eager call, for a later compiled one)
     if compiling():

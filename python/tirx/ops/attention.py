@@ -137,6 +137,11 @@ def fp8_p_layouts(bn: int):
     return layout, operand
 
 
+def mask_index(mask: str, bh, heads: int):
+    """The additive mask's matrix (`mask_matrices`) of query head ``bh`` (of ``heads`` a batch entry)."""
+    return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
+
+
 def mask_matrices(mask: str, batch: int, heads: int) -> int:
     """The additive mask's matrices: one for every head (``one``), one per batch entry
     (``batch``), per head (``heads``) or per batch entry and head (``all``)."""
@@ -299,8 +304,7 @@ def attention_kernel(
         return bh // heads * kv_heads + bh % heads // group
 
     def mi_of(bh):
-        """The mask's matrix (`mask_matrices`)."""
-        return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
+        return mask_index(mask, bh, heads)
 
     def kt0_of(tile):
         """Split-KV: this CTA's share of the keys starts at K/V tile kt0."""

@@ -38,7 +38,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _mask, mask_matrices
+from .attention import HEAD_DIMS, LOG2E, _check, _mask, mask_index, mask_matrices
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -59,11 +59,6 @@ def _row(q0, tid, hf):
     return q0 + tid // 32 * 16 + tid % 32 // 4 + 8 * hf
 
 
-def _mask_index(mask: str, bh, heads: int):
-    """The additive mask's matrix of query head ``bh`` (`attention.mask_matrices`)."""
-    return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
-
-
 def _check_mask(mask: str, varlen: bool, causal: bool):
     if mask not in ("", "one", "batch", "heads", "all") or (mask and (varlen or causal)):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all', not with varlen or causal (as the forward's)")
@@ -71,7 +66,7 @@ def _check_mask(mask: str, varlen: bool, causal: bool):
 
 def _masked(mask: str, M, bh, heads: int, tile, scale: float):
     """`_weights_and_ds`'s ``masked`` for query head ``bh`` (None without a mask)."""
-    return (M, _mask_index(mask, bh, heads), tile, scale) if mask else None
+    return (M, mask_index(mask, bh, heads), tile, scale) if mask else None
 
 
 def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2, masked=None):
@@ -803,13 +798,16 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
         Tx.copy_async(DO_s[qi % 2, 0:BM, 0:d], DO[q_start + qt * BM : q_start + qt * BM + BM, kvh * group + hh, 0:d], dispatch="tma_auto", mbar=full.ptr_to([hh * 2 + qi % 2]))
 
     @T.macro
-    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, stage):
-        # The rows' -lse log2 e (past the sequence +inf: weight 0) and D; S = Q Kᵀ and dP = dO Vᵀ of
-        # the query tile in `stage`, P and dS, rounded into shared memory.
+    def stats(lse2, dd, LSE, DD, q_start, h, q0, n_rows):
+        # The rows' -lse log2 e (past the sequence +inf: weight 0) and D.
         Tx.warpgroup.copy(lse2[0:BM, 0:1], LSE[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=float("inf"))
         Tx.warpgroup.mul(lse2[0:BM, 0:1], lse2[0:BM, 0:1], -LOG2E)
         Tx.warpgroup.minimum(lse2[0:BM, 0:1], lse2[0:BM, 0:1], FLT_MAX)
         Tx.warpgroup.copy(dd[0:BM, 0:1], DD[q_start + q0 : q_start + q0 + BM, h], clip=True, mask=lambda i, c: q0 + i < n_rows, other=0.0)
+
+    @T.macro
+    def scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, q0, k0, n_keys, diag, stage):
+        # S = Q Kᵀ and dP = dO Vᵀ of the query tile in `stage`, P and dS, rounded into shared memory.
         Tx.warpgroup.gemm_async(s[0:BM, 0:BN], Q_s[stage, 0:BM, 0:d], K_s[0:BN, 0:d])
         Tx.warpgroup.gemm_async(dp[0:BM, 0:BN], DO_s[stage, 0:BM, 0:d], V_s[0:BN, 0:d])
         T.ptx.wgmma.wait_group(0)
@@ -909,12 +907,17 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
                 if tid == 0:  # the head's next query tile into the other stage
                     for u in T.serial(T.min(per_head - 1 - qi, 1)):
                         load_q(Q_s, DO_s, Q, DO, full, q_start, hh, kvh, first + qi + 1, qi + 1)
-                full.wait(hh * 2 + qi % 2, (qi // 2) % 2)
                 if wgs > 1:  # (P and dS: the first warpgroup's)
                     if wg == 0:
-                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, qi % 2)
+                        stats(lse2, dd, LSE, DD, q_start, h, q0, n_rows)
                 else:
-                    scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, LSE, DD, q_start, h, q0, k0, n_rows, n_keys, diag, qi % 2)
+                    stats(lse2, dd, LSE, DD, q_start, h, q0, n_rows)
+                full.wait(hh * 2 + qi % 2, (qi // 2) % 2)
+                if wgs > 1:
+                    if wg == 0:
+                        scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, q0, k0, n_keys, diag, qi % 2)
+                else:
+                    scores(s, dp, p16, lse2, dd, Q_s, DO_s, K_s, V_s, P_s, DS_s, q0, k0, n_keys, diag, qi % 2)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.cuda.cta_sync()
                 if wgs > 1:  # (each warpgroup its columns, constant slices for the descriptors)

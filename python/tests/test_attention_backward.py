@@ -170,7 +170,7 @@ def test_autograd_and_torch_compile_on_cpu_tensors():
 
 def test_on_the_gpu_against_pytorch():
     """On the GPU: the gradients against float64 SDPA, no further from it than PyTorch's own bf16
-    gradients (twice theirs, plus a little)."""
+    gradients (twice theirs, plus a little); causal or not, grouped-query heads, a padding mask."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -188,6 +188,20 @@ def test_on_the_gpu_against_pytorch():
         F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True).backward(do)
         for name, mine, theirs, r in zip("qkv", ours, [t.grad.double() for t in (q, k, v)], ref):
             assert (mine - r.grad).abs().max() <= 2 * (theirs - r.grad).abs().max() + 1e-3, name
+    # a padding mask (bool, per batch entry), 2k keys: dQ by TMA reductions
+    b, h, s, d = 2, 8, 2048, 128
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    keep = (torch.arange(s, device="cuda") < torch.tensor([[1500], [2048]], device="cuda"))[:, None, None, :]
+    ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
+    F.scaled_dot_product_attention(*ref, attn_mask=keep).backward(do.double())
+    tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=keep).backward(do)
+    ours = [t.grad.double() for t in (q, k, v)]
+    for t in (q, k, v):
+        t.grad = None
+    F.scaled_dot_product_attention(q, k, v, attn_mask=keep).backward(do)
+    for name, mine, theirs, r in zip("qkv", ours, [t.grad.double() for t in (q, k, v)], ref):
+        assert (mine - r.grad).abs().max() <= 2 * (theirs - r.grad).abs().max() + 1e-3, f"masked {name}"
 
 
 PLANTED = {

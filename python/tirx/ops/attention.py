@@ -1406,7 +1406,7 @@ def register_torch_op():
 def _autograd(op):
     from .attention_backward import _backward_op_parts, register_backward_op
 
-    register_backward_op()  # (now: its backward calls it where torch.compile traces too)
+    register_backward_op()  # (now, outside any trace: under torch.compile this backward calls the op)
 
     def setup_context(ctx, inputs, output):
         q, k, v, attn_mask, is_causal, scale, enable_gqa, offset = inputs

@@ -6,7 +6,8 @@ ragged rows of 5120 and 32000, rows of 262144 streamed through the registers), w
 read + written) and the ratio to a device copy of the same bytes; matmul beside `torch.mm` (cuBLAS)
 in TFLOP/s, with the configuration the autotuner chose for each shape; addmm with a fused GELU
 beside addmm + gelu (eager, compiled); FP8 `scaled_mm` beside torch._scaled_mm; `grouped_mm` beside
-torch._grouped_mm. Each result is checked against PyTorch's first.
+torch._grouped_mm, `scaled_grouped_mm` (FP8, row-wise scales) beside torch._scaled_grouped_mm. Each
+result is checked against PyTorch's first.
 
     python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm,grouped] [--json out.json]
 """
@@ -198,6 +199,18 @@ def bench_grouped(rows):
         r = {"op": "grouped_mm", "shape": [g, tokens, k, n], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
         rows.append(r)
         print(f"grouped_mm {g} groups {tokens}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err:.3g}", flush=True)
+        # FP8 with row-wise scales beside torch._scaled_grouped_mm (where this PyTorch has it)
+        a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)  # (b column-major, as both take it)
+        sa, sb = torch.rand(tokens, device="cuda") + 0.5, torch.rand(g, n, device="cuda") + 0.5
+        t = {mode: per_call_us(lambda fast=fast: ops.scaled_grouped_mm(a8, b8, sa, sb, offs, use_fast_accum=fast)) for mode, fast in (("tirx", False), ("tirx_fast", True))}
+        err = None
+        if hasattr(torch, "_scaled_grouped_mm"):
+            theirs = lambda: torch._scaled_grouped_mm(a8[:m], b8, sa[:m], sb, offs=offs, out_dtype=torch.bfloat16)  # noqa: E731
+            t["torch"] = per_call_us(theirs)
+            err = (ops.scaled_grouped_mm(a8, b8, sa, sb, offs)[:m].float() - theirs().float()).abs().max().item()
+        r = {"op": "scaled_grouped_mm", "shape": [g, tokens, k, n], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
+        rows.append(r)
+        print(f"scaled_grouped_mm {g} groups {tokens}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| vs torch {err}", flush=True)
 
 
 def main():

@@ -105,6 +105,7 @@ def matmul_cases():
     # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
     yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16")
     yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", b_kmajor=True)
+    yield "ops_grouped_wgrad", gmm.grouped_wgrad_kernel.factory(groups=8, k=4096, n=1400, dtype="bfloat16")
     yield "ops_grouped_mm_fp8", gmm.grouped_mm_kernel.factory(groups=8, n=1408, k=4096, dtype="float8_e4m3fn", b_kmajor=True, out_dtype="bfloat16", fast_accum=False)
 
 

@@ -123,6 +123,36 @@ def test_torch_compile_on_cpu_tensors():
     torch.testing.assert_close(f(a8, b8), eager * 2)
 
 
+def test_gradients_match_float64_on_cpu_tensors():
+    """`loss.backward()` through grouped_mm (eager and under torch.compile): dA by the grouped
+    kernel (B's transpose read in place), dB by `grouped_wgrad_kernel` summed over each group's
+    rows (an empty group's 0, rows outside every group 0), b row- or column-major."""
+    torch = pytest.importorskip("torch")
+    importlib.import_module("tirx.ops.grouped_mm").register_torch_op()  # (tirx.ops was imported before torch here)
+    torch.manual_seed(0)
+    sizes, k, n = [70, 0, 5, 130], 200, 136
+    offs = torch.tensor(np.cumsum(sizes), dtype=torch.int32)
+    a0 = torch.randn(sum(sizes) + 3, k).bfloat16()
+    b0 = torch.randn(len(sizes), k, n).bfloat16()
+    dc = torch.randn(a0.shape[0], n).bfloat16()
+    # float64 reference
+    ra, rb = a0.double().requires_grad_(), b0.double().requires_grad_()
+    out, start = [], 0
+    for g, end in enumerate(offs.tolist()):
+        out.append(ra[start:end] @ rb[g])
+        start = end
+    out.append(torch.zeros(a0.shape[0] - start, n, dtype=torch.float64))
+    torch.cat(out).backward(dc.double())
+    for column_major in (False, True):
+        for fn in (tirx.ops.grouped_mm, torch.compile(tirx.ops.grouped_mm, fullgraph=True)):
+            a = a0.clone().requires_grad_()
+            b = (b0.transpose(1, 2).contiguous().transpose(1, 2) if column_major else b0.clone()).requires_grad_()
+            fn(a, b, offs).backward(dc)
+            torch.testing.assert_close(a.grad.double(), ra.grad, rtol=2.0**-6, atol=2.0**-6 * ra.grad.abs().max().item())
+            torch.testing.assert_close(b.grad.double(), rb.grad, rtol=2.0**-6, atol=2.0**-6 * rb.grad.abs().max().item())
+            assert not b.grad[1].any() and not a.grad[offs[-1] :].any()
+
+
 def test_on_the_gpu_against_torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -154,3 +184,16 @@ def test_on_the_gpu_against_torch():
         ours_err = (got[:n].double() - exact[:n]).abs().max().item()
         their_err = (theirs.double() - exact[:n]).abs().max().item()
         assert ours_err <= max(their_err, 2.0**-6 * exact.abs().max().item()), (ours_err, their_err)
+    # the backward (dA by the grouped kernel, dB by the weight-gradient kernel) against float64
+    ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
+    dc = torch.randn(a.shape[0], 1400, device="cuda", dtype=torch.bfloat16)
+    tirx.ops.grouped_mm(ag, bg, offs).backward(dc)
+    ra, rb = a.double().requires_grad_(), b.double().requires_grad_()
+    parts, start = [], 0
+    for g, end in enumerate(offs.tolist()):
+        parts.append(ra[start:end] @ rb[g])
+        start = end
+    parts.append(torch.zeros(a.shape[0] - start, 1400, dtype=torch.float64, device="cuda"))
+    torch.cat(parts).backward(dc.double())
+    for mine, r in ((ag.grad, ra.grad), (bg.grad, rb.grad)):
+        torch.testing.assert_close(mine.double(), r, rtol=2.0**-6, atol=2.0**-6 * r.abs().max().item())

@@ -634,7 +634,7 @@ def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     """matmul and addmm are differentiable (dA = dC Bᵀ, dB = Aᵀ dC by the same kernel; addmm's
     input gradient beta dC, summed over the rows for a bias row; with an activation, its gradient
     at the recomputed pre-activation), eager and under torch.compile; the ops without a backward
-    (FP8 scaled_mm, grouped_mm, KV-cache attention) refuse tensors that need one rather than
+    (FP8 scaled_mm, KV-cache attention) refuse tensors that need one rather than
     return a result without gradient."""
     torch = pytest.importorskip("torch")
     sys.modules["tirx.ops.matmul"].register_torch_op()
@@ -667,8 +667,6 @@ def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
         ops.addmm(bias, a, b, activation=name).backward(dc)
         for t, r in zip((bias, a, b), ref):
             torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-5, atol=2**-5 * r.grad.abs().max().item(), msg=name)
-    with pytest.raises(NotImplementedError, match="tirx.ops.grouped_mm: no backward yet"):
-        ops.grouped_mm(a, b.detach().reshape(1, 128, 192), torch.tensor([64], dtype=torch.int32))
     q = torch.randn(10, 2, 64).bfloat16().requires_grad_()
     with pytest.raises(NotImplementedError, match="tirx.ops.kvcache_attention: no backward yet"):
         ops.kvcache_attention(q[None], q[None], q[None], torch.tensor([10], dtype=torch.int32))

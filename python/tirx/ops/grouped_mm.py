@@ -11,7 +11,8 @@ plus one partial tile per group), each CTA finding its group by scanning the cum
 past the last tile exit). One warpgroup: A's tile (rows past the group's end belong to the next
 group or are TMA's zeros: computed, never stored) and B's by TMA into a ring of stages loaded
 ``stages - 1`` ahead, `wgmma` from shared memory, the tile stored from registers within its
-group's rows. Rows of ``a`` past ``offs[-1]`` give zero rows."""
+group's rows. Rows of ``a`` past ``offs[-1]`` give zero rows. Its FP8 form is `scaled_grouped_mm`;
+its backward dA by the same kernel, dB by `grouped_wgrad_kernel`."""
 
 from typing import Optional
 
@@ -166,6 +167,59 @@ def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = 
     return grouped_mm
 
 
+@autotune(configs=[{}], key=["groups", "k", "n", "dtype"])
+def grouped_wgrad_kernel(groups: int, k: int, n: int, dtype: str):
+    """``DB[g] = A[rows of g]ᵀ @ D[rows of g]`` (``A`` (total_m, k), ``D`` (total_m, n), ``DB``
+    (groups, k, n); ``OFFS`` as `grouped_mm_kernel`'s): the weights' gradient of a grouped GEMM,
+    summed over each group's rows (an empty group's 0). A CTA per group, 64 of k and 128 of n;
+    per 64 rows of the group, A's and D's tiles through registers into shared memory (rows past
+    the group's end 0: the next group's must add nothing), ``wgmma`` with A read M-major."""
+    tk, tn = -(-k // BM), -(-n // BN)
+    a_smem = mma_shared_layout(dtype, 3, (BM, BM))  # (rows, 64 of k): K x M, read transposed
+    d_smem = mma_shared_layout(dtype, 3, (BM, BN))  # (rows, 128 of n): K x N, N-major
+
+    @T.prim_func
+    def grouped_wgrad(A_ptr: T.handle, D_ptr: T.handle, OFFS_ptr: T.handle, DB_ptr: T.handle, total_m: T.int32):
+        A = T.match_buffer(A_ptr, (total_m, k), dtype)
+        D = T.match_buffer(D_ptr, (total_m, n), dtype)
+        OFFS = T.match_buffer(OFFS_ptr, (groups,), "int32")
+        DB = T.match_buffer(DB_ptr, (groups, k, n), dtype)
+        T.device_entry()
+        bx = T.cta_id([groups * tk * tn])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        T.thread_id([128])
+        pool = T.SMEMPool()
+        A_s = pool.alloc((BM, BM), dtype, layout=a_smem)
+        D_s = pool.alloc((BM, BN), dtype, layout=d_smem)
+        pool.commit()
+        grp = bx // (tk * tn)
+        k0 = bx // tn % tk * BM
+        n0 = bx % tn * BN
+        start = T.if_then_else(grp == 0, 0, OFFS[T.max(grp - 1, 0)])
+        end = OFFS[grp]
+        acc = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        a_r = T.alloc_buffer((BM, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
+        d_r = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        out = T.alloc_buffer((BM, BN), dtype, scope="local", layout=wgmma_acc_layout(BN))
+        Tx.warpgroup.fill(acc[0:BM, 0:BN], 0.0)
+        for s in T.serial((end - start + BM - 1) // BM):
+            Tx.warpgroup.copy(a_r[0:BM, 0:BM], A[start + s * BM : start + s * BM + BM, k0 : k0 + BM], clip=True, mask=lambda i, j: start + s * BM + i < end, other=0.0)
+            Tx.warpgroup.copy(d_r[0:BM, 0:BN], D[start + s * BM : start + s * BM + BM, n0 : n0 + BN], clip=True, mask=lambda i, j: start + s * BM + i < end, other=0.0)
+            T.cuda.cta_sync()  # (the step before's wgmma, waited for by every thread, has read the tiles)
+            Tx.warpgroup.copy(A_s[0:BM, 0:BM], a_r[0:BM, 0:BM])
+            Tx.warpgroup.copy(D_s[0:BM, 0:BN], d_r[0:BM, 0:BN])
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.cta_sync()
+            Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[0:BM, 0:BM], D_s[0:BM, 0:BN], transA=True, transB=True, accum=True)
+            T.ptx.wgmma.wait_group(0)
+        Tx.warpgroup.cast(out[0:BM, 0:BN], acc[0:BM, 0:BN])
+        Tx.warpgroup.copy(DB[grp, k0 : k0 + BM, n0 : n0 + BN], out[0:BM, 0:BN], clip=True)
+
+    return grouped_wgrad
+
+
 def _check(a, b, offs, fp8: bool = False):
     name = "tirx.ops.scaled_grouped_mm" if fp8 else "tirx.ops.grouped_mm"
     if len(a.shape) != 2 or len(b.shape) != 3:
@@ -272,9 +326,51 @@ def _scaled_torch_op_parts():
     return schema, fake
 
 
+def _grouped_wgrad(a, d, offs):
+    """``db[g] = a[rows of g]ᵀ @ d[rows of g]`` (groups, k, n): `grouped_wgrad_kernel`."""
+    (tm, k), n, g = a.shape, d.shape[1], offs.shape[0]
+    db = c.new_array(a, (g, k, n), fill=0)
+    if tm and g and k and n:
+        grouped_wgrad_kernel(groups=g, k=k, n=n, dtype=c.dtype_name(a))(c.contiguous(a), c.contiguous(d), c.contiguous(offs), db, tm)
+    return db
+
+
+def _wgrad_parts():
+    import torch
+
+    def schema(a: torch.Tensor, d: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+        return _grouped_wgrad(a, d, offs)
+
+    def fake(a, d, offs):
+        return a.new_empty((offs.shape[0], a.shape[1], d.shape[1]))
+
+    return schema, fake
+
+
+def _grouped_autograd(op):
+    """dA[rows of g] = dC[rows of g] @ B[g]ᵀ (this kernel, B's transpose read in place: its other
+    major order) and dB[g] = A[rows of g]ᵀ @ dC[rows of g] (`grouped_wgrad_kernel`); rows outside
+    every group get 0."""
+    c.torch_op("grouped_mm_wgrad", _wgrad_parts)  # (now, outside any trace: under torch.compile the backward calls it)
+
+    def setup_context(ctx, inputs, output):
+        a, b, offs = inputs
+        ctx.save_for_backward(a, b, offs)
+
+    def backward(ctx, dc):
+        a, b, offs = ctx.saved_tensors
+        dc = dc.contiguous()
+        da = c.inner_op("grouped_mm", _torch_op_parts, _grouped_autograd)(dc, b.transpose(1, 2), offs) if ctx.needs_input_grad[0] else None
+        db = c.inner_op("grouped_mm_wgrad", _wgrad_parts)(a, dc, offs) if ctx.needs_input_grad[1] else None
+        return da, db, None
+
+    op.register_autograd(backward, setup_context=setup_context)
+
+
 def register_torch_op():
-    """`torch.ops.tirx.grouped_mm(a, b, offs)` (registered on the first call)."""
-    return c.torch_op("grouped_mm", _torch_op_parts)
+    """`torch.ops.tirx.grouped_mm(a, b, offs)` (registered on the first call), differentiable in
+    a and b."""
+    return c.torch_op("grouped_mm", _torch_op_parts, _grouped_autograd)
 
 
 def _torch_op_parts():
@@ -297,10 +393,12 @@ def grouped_mm(a, b, offs=None, *, out_dtype: Optional[object] = None):
     a new (total_m, n) array or tensor; rows past ``offs[-1]`` are 0. A column-major ``b`` (each
     group's matrix stored n x k: torch._grouped_mm's layout, experts' weights transposed) is read
     in place, as is a row-major one; others are copied. Tensors on a GPU are not checked for
-    ``offs``' order (that would synchronise)."""
+    ``offs``' order (that would synchronise). Differentiable in ``a`` and ``b`` (`loss.backward()`,
+    also under torch.compile): dA by this kernel, dB by `grouped_wgrad_kernel`."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.grouped_mm: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     if c.is_torch(a):
-        c.refuse_grad("grouped_mm", a, b)
-        return register_torch_op()(a, b, offs) if c.compiling() else _grouped_mm(a, b, offs)
+        if c.compiling() or c.wants_grad(a) or c.wants_grad(b):  # (with its backward)
+            return c.differentiable("grouped_mm", _torch_op_parts, _grouped_autograd)(a, b, offs)
+        return _grouped_mm(a, b, offs)
     return _grouped_mm(np.asarray(a), np.asarray(b), None if offs is None else np.asarray(offs))

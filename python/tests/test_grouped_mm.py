@@ -153,6 +153,38 @@ def test_gradients_match_float64_on_cpu_tensors():
             assert not b.grad[1].any() and not a.grad[offs[-1] :].any()
 
 
+@pytest.mark.parametrize(
+    "old,new,words",
+    [
+        (
+            "accum=True)\n            T.ptx.wgmma.wait_group(0)\n        Tx.warpgroup.cast(out",
+            "accum=True)\n        T.ptx.wgmma.wait_group(0)\n        Tx.warpgroup.cast(out",
+            "which a wgmma.mma_async of warpgroup 0 still reads (it has not been waited for)",
+        ),
+        ("            T.ptx.fence.proxy.async_.shared__cta()\n            T.cuda.cta_sync()\n            Tx.warpgroup.gemm_async(acc", "            T.cuda.cta_sync()\n            Tx.warpgroup.gemm_async(acc", "generic proxy"),
+    ],
+    ids=["tiles rewritten before the wgmma that reads them is waited for", "tiles written without the proxy fence"],
+)
+def test_planted_wgrad_mistakes_are_reported(old, new, words, tmp_path):
+    """The weight-gradient kernel's wait and fence, each misplaced or removed, reported by the
+    simulator (its tiles are rewritten after each thread's own wait_group: no barrier needed there)."""
+    import importlib.util
+    import re
+
+    src = open(importlib.import_module("tirx.ops.grouped_mm").__file__).read()
+    assert src.count(old) == 1, "the planted site moved"
+    path = tmp_path / "planted_grouped_mm.py"
+    path.write_text(src.replace(old, new))
+    spec = importlib.util.spec_from_file_location("tirx.ops._planted_grouped_mm", path)
+    planted = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(planted)
+    nd = numpy_dtype("bfloat16")
+    a, d = np.ones((150, 64), nd), np.ones((150, 128), nd)
+    offs = np.array([150], np.int32)
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        tirx.compile(planted.grouped_wgrad_kernel.factory(groups=1, k=64, n=128, dtype="bfloat16"), "sm_90a")(a, d, offs, np.zeros((1, 64, 128), nd), 150)
+
+
 def test_on_the_gpu_against_torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

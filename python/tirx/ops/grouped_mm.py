@@ -207,8 +207,7 @@ def grouped_wgrad_kernel(groups: int, k: int, n: int, dtype: str):
         for s in T.serial((end - start + BM - 1) // BM):
             Tx.warpgroup.copy(a_r[0:BM, 0:BM], A[start + s * BM : start + s * BM + BM, k0 : k0 + BM], clip=True, mask=lambda i, j: start + s * BM + i < end, other=0.0)
             Tx.warpgroup.copy(d_r[0:BM, 0:BN], D[start + s * BM : start + s * BM + BM, n0 : n0 + BN], clip=True, mask=lambda i, j: start + s * BM + i < end, other=0.0)
-            T.cuda.cta_sync()  # (the step before's wgmma, waited for by every thread, has read the tiles)
-            Tx.warpgroup.copy(A_s[0:BM, 0:BM], a_r[0:BM, 0:BM])
+            Tx.warpgroup.copy(A_s[0:BM, 0:BM], a_r[0:BM, 0:BM])  # (the step before's wgmma read them: each thread waited)
             Tx.warpgroup.copy(D_s[0:BM, 0:BN], d_r[0:BM, 0:BN])
             T.ptx.fence.proxy.async_.shared__cta()
             T.cuda.cta_sync()

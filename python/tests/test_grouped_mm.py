@@ -8,6 +8,7 @@ import importlib
 import numpy as np
 import pytest
 
+import planting
 import tirx
 import tirx.ops
 from tirx.runtime import numpy_dtype
@@ -22,6 +23,18 @@ def reference(a, b, offs):
         want[start:end] = a[start:end].astype(F64) @ b[g].astype(F64)
         start = end
     return want
+
+
+def torch_reference(a, b, offs):
+    """`reference` on torch tensors, differentiable (rows outside every group 0)."""
+    import torch
+
+    parts, start = [], 0
+    for g, end in enumerate(offs.tolist()):
+        parts.append(a[start:end] @ b[g])
+        start = end
+    parts.append(a.new_zeros(a.shape[0] - start, b.shape[2]))
+    return torch.cat(parts)
 
 
 @pytest.mark.parametrize("column_major", [False, True])
@@ -135,14 +148,8 @@ def test_gradients_match_float64_on_cpu_tensors():
     a0 = torch.randn(sum(sizes) + 3, k).bfloat16()
     b0 = torch.randn(len(sizes), k, n).bfloat16()
     dc = torch.randn(a0.shape[0], n).bfloat16()
-    # float64 reference
     ra, rb = a0.double().requires_grad_(), b0.double().requires_grad_()
-    out, start = [], 0
-    for g, end in enumerate(offs.tolist()):
-        out.append(ra[start:end] @ rb[g])
-        start = end
-    out.append(torch.zeros(a0.shape[0] - start, n, dtype=torch.float64))
-    torch.cat(out).backward(dc.double())
+    torch_reference(ra, rb, offs).backward(dc.double())
     for column_major in (False, True):
         for fn in (tirx.ops.grouped_mm, torch.compile(tirx.ops.grouped_mm, fullgraph=True)):
             a = a0.clone().requires_grad_()
@@ -168,16 +175,9 @@ def test_gradients_match_float64_on_cpu_tensors():
 def test_planted_wgrad_mistakes_are_reported(old, new, words, tmp_path):
     """The weight-gradient kernel's wait and fence, each misplaced or removed, reported by the
     simulator (its tiles are rewritten after each thread's own wait_group: no barrier needed there)."""
-    import importlib.util
     import re
 
-    src = open(importlib.import_module("tirx.ops.grouped_mm").__file__).read()
-    assert src.count(old) == 1, "the planted site moved"
-    path = tmp_path / "planted_grouped_mm.py"
-    path.write_text(src.replace(old, new))
-    spec = importlib.util.spec_from_file_location("tirx.ops._planted_grouped_mm", path)
-    planted = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(planted)
+    planted = planting.planted(importlib.import_module("tirx.ops.grouped_mm"), old, new, tmp_path)
     nd = numpy_dtype("bfloat16")
     a, d = np.ones((150, 64), nd), np.ones((150, 128), nd)
     offs = np.array([150], np.int32)
@@ -221,11 +221,6 @@ def test_on_the_gpu_against_torch():
     dc = torch.randn(a.shape[0], 1400, device="cuda", dtype=torch.bfloat16)
     tirx.ops.grouped_mm(ag, bg, offs).backward(dc)
     ra, rb = a.double().requires_grad_(), b.double().requires_grad_()
-    parts, start = [], 0
-    for g, end in enumerate(offs.tolist()):
-        parts.append(ra[start:end] @ rb[g])
-        start = end
-    parts.append(torch.zeros(a.shape[0] - start, 1400, dtype=torch.float64, device="cuda"))
-    torch.cat(parts).backward(dc.double())
+    torch_reference(ra, rb, offs).backward(dc.double())
     for mine, r in ((ag.grad, ra.grad), (bg.grad, rb.grad)):
         torch.testing.assert_close(mine.double(), r, rtol=2.0**-6, atol=2.0**-6 * r.abs().max().item())

@@ -39,6 +39,7 @@ def is_torch(x) -> bool:
 # NumPy's, so that torch.compile, tracing a call, only hashes torch dtypes.
 _names: Dict[object, str] = {}
 _torch_names: Dict[object, str] = {}
+_torch_filled = False  # (`_fill_torch_caches`)
 
 
 def acc_col_layout(cols: int):
@@ -684,15 +685,7 @@ def torch_op(name: str, build: Callable, autograd: Optional[Callable] = None):
                 f"tirx.ops.{name} inside torch.compile before its op exists: import torch before tirx.ops "
                 "(the ops are registered then), or call it once outside the compiled function"
             )
-        # The caches the ops read (the torch module, its is_compiling, dtype names) filled now:
-        # filled first while Dynamo traces a call, each would be a global store or a dict
-        # insertion it then guards on (an AssertionError building or checking the guard).
-        loaded_torch()
-        compiling()
-        for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn, torch.float8_e5m2):
-            dtype_name(torch.empty(0, dtype=dt))
-        for dt in (torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool):
-            dtype_name(torch.empty(0, dtype=dt))
+        _fill_torch_caches(torch)
         schema_fn, fake = build()
         op = _ops[name] = torch.library.custom_op(f"tirx::{name}", schema_fn, mutates_args=())
         op.register_fake(fake)
@@ -764,6 +757,21 @@ def inner_op(name: str, build: Callable, autograd: Optional[Callable] = None) ->
             fn = _direct[name] = build()[0]
         return fn
     return torch_op(name, build, autograd)
+
+
+def _fill_torch_caches(torch) -> None:
+    """The caches the ops read (the torch module, its is_compiling, torch dtype names), filled
+    outside any trace (at an op's registration): filled first while Dynamo traces a call, each would
+    be a global store or a dict insertion it then guards on (an AssertionError building or checking
+    the guard)."""
+    global _torch_filled
+    if _torch_filled:
+        return
+    _torch_filled = True
+    loaded_torch()
+    compiling()
+    for dt in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.float8_e4m3fn, torch.float8_e5m2, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool):
+        _torch_names[dt] = str(dt).replace("torch.", "")
 
 
 def refuse_grad(op: str, *tensors) -> None:

@@ -940,23 +940,33 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
     return attention_dkv_varlen
 
 
-def _reduce_dq(d: int, causal: bool, seq_k: int) -> bool:
+def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool]) -> bool:
     """Whether dQ is reduced into float32 by the dK / dV kernel (`attention_dkv_kernel(reduce_dq=
-    True)`) rather than computed by its own kernel: where that was measured faster (H200, bf16,
-    d = 64 and 128: non-causal from 2k keys, 1.02-1.13x; causal 2k 0.89x, 8k-16k equal, so causal
-    keeps the dQ kernel), head dims to 128 (its shared memory)."""
-    return d <= 128 and not causal and seq_k >= 2048
+    True)`) rather than computed by its own kernel: never past head dim 128 (its shared memory) nor
+    ``deterministic``; with ``deterministic=False`` always; by default where that was measured
+    faster (H200, bf16, d = 64 and 128: non-causal from 2k keys, 1.02-1.13x; causal 2k 0.89x,
+    8k-16k equal, so causal keeps the dQ kernel), unless PyTorch is asked for deterministic
+    algorithms."""
+    if d > 128 or deterministic:
+        return False
+    if deterministic is not None:
+        return True
+    if causal or seq_k < 2048:
+        return False
+    if c.is_torch(q):
+        import torch
+
+        return not torch.are_deterministic_algorithms_enabled()
+    return True
 
 
 def _backward(
     dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None, attn_mask=None
 ):
     """``(dq, dk, dv)`` over contiguous copies of the operands (a view where they are contiguous
-    already): D, then dK / dV with dQ reduced in float32, then dQ rounded (`_reduce_dq`, not
-    ``deterministic``); or the dQ kernel (with D) and the dK / dV kernel. ``deterministic``: True
-    the latter, False the former (head dims to 128), None where measured faster (`_reduce_dq`)
-    unless `torch.are_deterministic_algorithms_enabled()`. ``attn_mask``: the forward's (bool or
-    additive), added to the scores as the forward adds it."""
+    already): D, then dK / dV with dQ reduced in float32, then dQ rounded; or the dQ kernel (with
+    D) and the dK / dV kernel (`_reduce_dq` chooses, ``deterministic`` with it). ``attn_mask``: the
+    forward's (bool or additive), added to the scores as the forward adds it."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     name = "tirx.ops.scaled_dot_product_attention_backward"
     for what, t, shape in (("dout", dout, (b, h, sq, d)), ("out", out, (b, h, sq, d)), ("lse", lse, (b, h, sq))):
@@ -985,16 +995,8 @@ def _backward(
     qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
     ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
     kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0, mask=mode)
-    if deterministic is None:  # (where faster, unless PyTorch is asked for deterministic algorithms)
-        reduce = _reduce_dq(d, bool(is_causal), sk)
-        if reduce and c.is_torch(q):
-            import torch
-
-            reduce = not torch.are_deterministic_algorithms_enabled()
-    else:
-        reduce = not deterministic and d <= 128
     dk_, dv_ = dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
-    if not reduce:
+    if not _reduce_dq(q, d, bool(is_causal), sk, deterministic):
         attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq.reshape(b * h, sq, d), dd)
         attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
         return dq, dk, dv
@@ -1019,17 +1021,16 @@ def scaled_dot_product_attention_backward(
     second kernel recomputes the scores for dQ (the same result every run).
     ``deterministic=False`` reduces dQ at any size (head dims to 128). ``attn_mask``: the
     forward's (bool or additive; its own gradient is not computed). Also ``loss.backward()`` through `scaled_dot_product_attention`."""
+    deterministic = None if deterministic is None else bool(deterministic)
     if c.is_torch(q):
         if c.compiling():
             if deterministic is not None:
                 raise ValueError("tirx.ops.scaled_dot_product_attention_backward: under torch.compile, choose deterministic mode with torch.use_deterministic_algorithms()")
             return register_backward_op()(dout, q, k, v, out, lse, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), 0, attn_mask)
-        return _backward(
-            dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic), attn_mask=attn_mask
-        )
+        return _backward(dout, q, k, v, out, lse, bool(is_causal), scale, bool(enable_gqa), deterministic=deterministic, attn_mask=attn_mask)
     args = tuple(np.asarray(t) for t in (dout, q, k, v, out, lse))
     m = None if attn_mask is None else np.asarray(attn_mask)
-    return _backward(*args, bool(is_causal), scale, bool(enable_gqa), deterministic=None if deterministic is None else bool(deterministic), attn_mask=m)
+    return _backward(*args, bool(is_causal), scale, bool(enable_gqa), deterministic=deterministic, attn_mask=m)
 
 
 def register_backward_op():

@@ -92,6 +92,9 @@ def matmul_cases():
     yield "ops_matmul_fp8_promoted", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False
     )
+    yield "ops_matmul_fp8_promoted3", mm.matmul_kernel.factory(
+        m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False
+    )
     yield "ops_matmul_fp8_block", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", bias="row"
     )
@@ -103,10 +106,12 @@ def matmul_cases():
     yield "ops_matmul_bt", mm.matmul_kernel.factory(m=4096, n=2048, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=256, b_major="k")
     yield "ops_matmul_at", mm.matmul_kernel.factory(m=2048, n=2048, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, a_major="m")
     # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
-    yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16")
-    yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", b_kmajor=True)
+    yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256)
+    yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, b_kmajor=True)
     yield "ops_grouped_wgrad", gmm.grouped_wgrad_kernel.factory(groups=8, k=4096, n=1400, dtype="bfloat16")
-    yield "ops_grouped_mm_fp8", gmm.grouped_mm_kernel.factory(groups=8, n=1408, k=4096, dtype="float8_e4m3fn", b_kmajor=True, out_dtype="bfloat16", fast_accum=False)
+    yield "ops_grouped_mm_fp8", gmm.grouped_mm_kernel.factory(
+        groups=8, n=1408, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, b_kmajor=True, out_dtype="bfloat16", fast_accum=False
+    )
 
 
 def main():

@@ -7,7 +7,8 @@ import importlib.util
 def planted(module, old: str, new: str, tmp_path):
     """``module`` executed anew from its source with the one occurrence of ``old`` replaced by
     ``new`` (the file written under ``tmp_path``: the front end reads kernels from it)."""
-    src = open(module.__file__).read()
+    with open(module.__file__) as f:
+        src = f.read()
     assert src.count(old) == 1, f"the planted site moved in {module.__name__}: update the test's mistakes"
     name = module.__name__.rsplit(".", 1)[-1]
     path = tmp_path / f"planted_{name}.py"

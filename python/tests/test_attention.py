@@ -326,6 +326,22 @@ def test_attention_masks_as_pytorch(lead):
         np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape", [(2, 1, 1, 150), (1, 150), (1, 3, 70, 1)], ids=["key-padding", "2d-row", "per-query"])
+def test_attention_masks_broadcast_over_queries_or_keys(shape):
+    """A mask broadcast over the queries (a key-padding mask [batch, 1, 1, seq_k], a row [1, seq_k]) or
+    over the keys, as PyTorch broadcasts it: against its math in float64."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    b, h, sq, sk, d = 2, 3, 70, 150, 64
+    q, k, v = inputs("bfloat16", b, h, h, sq, sk, d, seed=len(shape))
+    keep = np.random.default_rng(5).random(shape) > 0.3
+    keep.reshape(-1)[0] = True  # (some key seen by every row)
+    out = tirx.ops.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    tq, tk, tv = (torch.from_numpy(t.astype(F64)) for t in (q, k, v))
+    want = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.from_numpy(keep)).numpy()
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7)
+
+
 @pytest.mark.filterwarnings("ignore:Lower right causal bias")  # (PyTorch's warning for seq_q > seq_k: NaN in some backends)
 @pytest.mark.parametrize("sq,sk", [(70, 200), (200, 70), (1, 300), (130, 130)])
 def test_lower_right_causal_bias(sq, sk):

@@ -65,6 +65,64 @@ def test_matches_float64(sizes, spare, k, n, dtype, column_major):
     assert not out[offs[-1] :].any()  # rows past the last group
 
 
+GROUPED = importlib.import_module("tirx.ops.grouped_mm")
+
+
+@pytest.mark.parametrize("cfg", GROUPED.CONFIGS, ids=lambda c: f"{c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("fp8", [False, True], ids=["bf16", "fp8-promoted"])
+def test_every_tile_configuration(cfg, fp8):
+    """Each tile configuration the tuner may pick, two persistent CTAs walking several tiles each
+    (the stage ring running on across tiles, each tile's group found by binary search, groups
+    empty, smaller than a tile and spanning several), against float64; FP8 promoted in tiles of
+    128 columns."""
+    if fp8 and cfg["bn"] > 128:
+        pytest.skip("promoted FP8: tiles of 128 columns")
+    dtype = "float8_e4m3fn" if fp8 else "bfloat16"
+    nd = numpy_dtype(dtype)
+    rng = np.random.default_rng(cfg["bn"] + cfg["consumers"])
+    sizes, k, n = [200, 0, 3, 0, 140, 70], 272 if fp8 else 200, 264
+    tm = sum(sizes) + 5
+    a = rng.standard_normal((tm, k)).astype(nd)
+    b = rng.standard_normal((len(sizes), n, k)).astype(nd)  # (K-major: b column-major per group)
+    offs = np.cumsum(sizes).astype(np.int32)
+    kw = dict(groups=len(sizes), n=n, k=k, dtype=dtype, ctas=2, b_kmajor=True, **cfg)
+    out = np.zeros((tm, n), numpy_dtype("bfloat16"))
+    want = reference(a, np.swapaxes(b, 1, 2), offs)
+    if fp8:
+        kern = tirx.compile(GROUPED.grouped_mm_kernel.factory(out_dtype="bfloat16", fast_accum=False, **kw))
+        kern(a, b, np.ones((tm, 1), np.float32), np.ones((len(sizes), n), np.float32), offs, out, tm)
+    else:
+        tirx.compile(GROUPED.grouped_mm_kernel.factory(**kw))(a, b, offs, out, tm)
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+
+
+@pytest.mark.parametrize(
+    "old,new,words",
+    [
+        ("group_of[cw, r % 2] = grp[0]", "group_of[cw, 0] = grp[0]", "race"),
+        (
+            "                            if r * kt_steps + kt >= stages:\n                                empty.wait(",
+            "                            if r * kt_steps + kt >= stages + 1000000:\n                                empty.wait(",
+            "race",
+        ),
+    ],
+    ids=["one group slot for every round", "stages refilled without waiting for their release"],
+)
+def test_planted_grouped_mistakes_are_reported(old, new, words, tmp_path):
+    """The persistent kernel's orderings, each broken, reported by the simulator: the tile's group
+    in one shared slot (the next round's write races with this round's reads), a stage reloaded
+    before the consumers release it."""
+    planted = planting.planted(GROUPED, old, new, tmp_path)
+    nd = numpy_dtype("bfloat16")
+    sizes = [100, 30, 200]
+    tm, k, n = sum(sizes), 256, 128
+    a, b = np.ones((tm, k), nd), np.ones((len(sizes), k, n), nd)
+    offs = np.cumsum(sizes).astype(np.int32)
+    kern = tirx.compile(planted.grouped_mm_kernel.factory(groups=3, n=n, k=k, dtype="bfloat16", ctas=2, consumers=1, bn=128), "sm_90a")
+    with pytest.raises(tirx.TirxError, match=words):
+        kern(a, b, offs, np.zeros((tm, n), nd), tm)
+
+
 @pytest.mark.parametrize("fast_accum", [False, True])
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 def test_scaled_fp8_matches_float64(dtype, fast_accum):

@@ -492,7 +492,9 @@ def test_epilogue_activation_errors():
 
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
-@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 2, "bn": 256, "fast_accum": True}])
+@pytest.mark.parametrize(
+    "cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 3, "bn": 128}, {"consumers": 2, "bn": 256, "fast_accum": True}]
+)
 def test_scaled_mm_matches_float64(dtype, cfg):
     """FP8 GEMM with per-tensor scales (torch._scaled_mm's contract): both operands K-major for
     wgmma (b column-major: its transpose read row by row), each K step promoted into a float32
@@ -516,7 +518,7 @@ def test_scaled_mm_matches_float64(dtype, cfg):
     np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
 
 
-@pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}])
+@pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}, {"consumers": 3}])
 def test_block_scaled_mm_matches_float64(cfg):
     """DeepGEMM's FP8 recipe: a scale per row and 128 of K for a, per 128 x 128 block for b,
     applied to each K step's partial as it is promoted to the float32 accumulator; ragged M, N

@@ -264,6 +264,11 @@ fn sym_text(env: &Env, a: &Affine, extra: i64) -> String {
 fn dim(k: &Kernel, env: &Env, at: &Facts, d: usize, rank: usize, begin: &Expr, extent: i64, size: i64) -> Verdict {
     let text = crate::text::top_text(k, begin);
     let Some(a0) = expr::affine(env, begin) else {
+        if let (Some(lo), Some(hi)) = clamped(env, at, begin) {
+            if extent >= 1 && lo >= 0 && hi.saturating_add(extent) <= size {
+                return Verdict::Inside;
+            }
+        }
         let why = format!(
             "dim {d} begins at `{text}`, which is not affine in loop variables and scope ids (data, a product of variables, ...)"
         );
@@ -301,6 +306,32 @@ fn dim(k: &Kernel, env: &Env, at: &Facts, d: usize, rank: usize, begin: &Expr, e
         "dim {d} {detail}, which is only an enclosure (not every value is known to be reached), and its end reaches {noun} outside [0, {size})"
     );
     Verdict::Unproven { dim: d, why }
+}
+
+/// The ends of `e`'s range that `T.min` / `T.max` clamps fix, whatever their
+/// other operand (data, a product of variables): `T.min(T.max(I[0], 0), 7)` is
+/// in [0, 7]. An affine operand contributes its own range.
+fn clamped(env: &Env, at: &Facts, e: &Expr) -> (Option<i64>, Option<i64>) {
+    let both = |a: Option<i64>, b: Option<i64>, f: fn(i64, i64) -> i64| a.zip(b).map(|(x, y)| f(x, y));
+    let either = |a: Option<i64>, b: Option<i64>, f: fn(i64, i64) -> i64| match (a, b) {
+        (Some(x), Some(y)) => Some(f(x, y)),
+        (x, None) | (None, x) => x,
+    };
+    match &e.kind {
+        ExprKind::Binary(op @ (BinOp::Min | BinOp::Max), a, b) => {
+            let ((alo, ahi), (blo, bhi)) = (clamped(env, at, a), clamped(env, at, b));
+            if *op == BinOp::Min {
+                (both(alo, blo, i64::min), either(ahi, bhi, i64::min))
+            } else {
+                (either(alo, blo, i64::max), both(ahi, bhi, i64::max))
+            }
+        }
+        _ => {
+            let bounds = |v: VarId| env.var_bounds(at, v);
+            let range = expr::affine(env, e).and_then(|a| a.range(&bounds));
+            (range.map(|r| r.lo), range.map(|r| r.hi))
+        }
+    }
 }
 
 /// A corner of the variables' box where the begin leaves the buffer: the

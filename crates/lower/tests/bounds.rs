@@ -314,3 +314,34 @@ def k(A_ptr: T.handle, I_ptr: T.handle, B_ptr: T.handle):
     assert_eq!(e.kind, SimErrorKind::OutOfBounds, "{e}");
     assert!(e.to_string().contains("write of element (0, 16) of `B` (global, shape (32, 16)) by thread 0 "), "{e}");
 }
+
+/// A data-dependent index clamped by `T.min` / `T.max` to the buffer is proven
+/// inside (no warning, no simulator check); a clamp that reaches out is not.
+#[test]
+fn clamped_data_dependent_indices_are_proven() {
+    let src = |hi: i64| {
+        format!(
+            r#"{HEAD}
+@T.prim_func
+def gather(A_ptr: T.handle, I_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (16,), "float32")
+    I = T.match_buffer(I_ptr, (2,), "int32")
+    B = T.match_buffer(B_ptr, (1,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    B[0] = A[T.min(T.max(I[0] + I[1], 0), {hi})]
+"#
+        )
+    };
+    let inside = src(15);
+    let l = lower_opts(&inside, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, &inside)));
+    assert!(l.warnings.iter().all(|w| !w.message.starts_with("cannot prove")), "{}", render(&l.warnings, &inside));
+    let out = src(16);
+    let l = lower_opts(&out, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, &out)));
+    assert_eq!(
+        l.warnings.iter().filter(|w| w.message.starts_with("cannot prove")).count(),
+        1,
+        "{}",
+        render(&l.warnings, &out)
+    );
+}

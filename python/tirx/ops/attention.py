@@ -1014,18 +1014,22 @@ def _mask(attn_mask, b: int, h: int, sq: int, sk: int, dtype: str):
     (a bool mask as 0 / -inf), and which of them each head reads."""
     shape = tuple(attn_mask.shape)
     full = (b, h, sq, sk)
-    if len(shape) < 2 or len(shape) > 4 or shape[-2:] != (sq, sk) or any(n not in (1, f) for n, f in zip(shape[:-2][::-1], full[:2][::-1])):
+    padded = (1,) * (4 - len(shape)) + shape
+    if len(shape) > 4 or any(n not in (1, f) for n, f in zip(padded, full)):
         raise ValueError(
             f"tirx.ops.scaled_dot_product_attention: attn_mask of shape {list(shape)} does not broadcast to "
-            f"[batch, heads, seq_q, seq_k] = {list(full)} with its last two dims [{sq}, {sk}]"
+            f"[batch, heads, seq_q, seq_k] = {list(full)}"
         )
     kind = c.dtype_name(attn_mask)
     if kind not in ("bool", dtype):
         raise TypeError(f"tirx.ops.scaled_dot_product_attention: attn_mask is {kind}; give it the query's dtype ({dtype}) or bool")
-    lead = (1,) * (4 - len(shape)) + shape[:-2]
+    lead = padded[:2]
     kind_of = {(1, 1): "one", (b, 1): "batch", (1, h): "heads", (b, h): "all"}
     mode = kind_of.get(lead, "all")  # (b or h of one: the first match)
-    m = attn_mask.reshape(lead + (sq, sk))
+    # (a mask broadcast over the queries or the keys, e.g. a key-padding mask [b, 1, 1, seq_k]:
+    # its matrices made whole, as the kernel reads them)
+    m = attn_mask.reshape(padded)
+    m = m.expand(padded[:2] + (sq, sk)) if c.is_torch(m) else np.broadcast_to(m, padded[:2] + (sq, sk))
     if kind == "bool":
         if c.is_torch(m):
             import torch

@@ -23,124 +23,213 @@ from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 
-BM, BN = 64, 128  # a tile's rows, its columns
-STAGES = 4
+BM, BN = 64, 128  # the weight-gradient kernel's tile: 64 of k, 128 of n
+EPILOGUE_BARRIER = 13  # (+ the consumer: its named barrier)
+SMEM_BYTES = 227 * 1024
+CONFIGS = [
+    {"consumers": 2, "bn": 256},
+    {"consumers": 2, "bn": 128},
+    {"consumers": 1, "bn": 256},
+    {"consumers": 1, "bn": 128},
+]
 
 
-@autotune(configs=[{}], key=["groups", "n", "k", "dtype", "b_kmajor", "out_dtype", "fast_accum"])
-def grouped_mm_kernel(groups: int, n: int, k: int, dtype: str, b_kmajor: bool = False, out_dtype: str = "", fast_accum: bool = True):
+def _prune(configs, dtype="", fast_accum=True, **_):
+    """FP8 promoted (not ``fast_accum``): tiles of 128 columns (the accumulator and a step's
+    partial in registers)."""
+    promote = dtype.startswith("float8") and not fast_accum
+    return [cfg for cfg in configs if not (promote and cfg["bn"] > 128)]
+
+
+@autotune(configs=CONFIGS, key=["groups", "n", "k", "dtype", "ctas", "b_kmajor", "out_dtype", "fast_accum"], prune=_prune)
+def grouped_mm_kernel(
+    groups: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int, b_kmajor: bool = False, out_dtype: str = "", fast_accum: bool = True
+):
     """``C[rows of g] = A[rows of g] @ B[g]`` for ``groups`` groups (``A`` (total_m, k), ``C``
     (total_m, n), ``B`` (groups, k, n), or with ``b_kmajor`` its transpose (groups, n, k): a
     column-major b, as torch._grouped_mm takes it and experts' weights are stored; ``OFFS``
-    (groups,) int32 cumulative ends; ``total_m`` a run-time size, the grid ``max_tiles * ceil(n /
-    128)`` CTAs for ``max_tiles`` = ceil(total_m / 64) + groups). FP8 (``dtype`` float8_e4m3fn or
-    float8_e5m2; ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's
-    row-wise scales, ``C = (A @ B[g]) SA[row] SB[g, col]`` in float32, rounded once to
-    ``out_dtype`` (bfloat16 or float16); not ``fast_accum``, each 128 of K's product is added to
-    the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with fewer bits)."""
+    (groups,) int32 cumulative ends; ``total_m`` a run-time size). ``ctas`` persistent CTAs of a
+    producer warpgroup and ``consumers`` consumer warpgroups walk the tiles (``64 * consumers``
+    rows of one group x ``bn`` columns; a group's tiles after those of the groups before it, the
+    columns innermost): the producer's thread loads A's and B[g]'s K steps into a ring of
+    swizzled stages with TMA, the consumers `wgmma` them (one step in flight) and store their
+    rows within the group from registers (A's rows past the group belong to the next one or are
+    TMA's zeros: computed, never stored). FP8 (``dtype`` float8_e4m3fn or float8_e5m2;
+    ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's row-wise scales, ``C
+    = (A @ B[g]) SA[row] SB[g, col]`` in float32, rounded once to ``out_dtype`` (bfloat16 or
+    float16); not ``fast_accum``, each 128 of K's product is added to the accumulator in float32
+    registers (Hopper's FP8 wgmma accumulates with fewer bits), the other consumer's GEMMs
+    filling the tensor cores meanwhile."""
     fp8 = dtype.startswith("float8")
     od = out_dtype or dtype
     if fp8 and (not b_kmajor or od not in ("bfloat16", "float16") or k % 16):
         raise ValueError(f"{dtype} operands: b K-major (b_kmajor), out_dtype bfloat16 or float16 (got {od!r}), K a multiple of 16")
     if not fp8 and od != dtype:
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
+    if consumers not in (1, 2) or bn not in (128, 256):
+        raise ValueError(f"consumers={consumers}, bn={bn}: 1 or 2 consumer warpgroups, tiles of 128 or 256 columns")
     promote = fp8 and not fast_accum
+    if promote and bn > 128:
+        raise ValueError(f"fast_accum=False: tiles of 128 columns (bn={bn}: its partials exceed the registers)")
+    bm = 64 * consumers
     bk = 128 if fp8 else 64  # K per stage: a 128-byte swizzled row
-    tn, kt_steps = -(-n // BN), -(-k // bk)
-    a_smem = mma_shared_layout(dtype, 3, (STAGES, BM, bk))
-    b_shape = (STAGES, BN, bk) if b_kmajor else (STAGES, bk, BN)
+    tn, kt_steps = -(-n // bn), -(-k // bk)
+    stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
+    stages = min(8, (SMEM_BYTES - 2048 - 4 * (groups + 1 + 2 * consumers)) // stage_bytes)
+    a_smem = mma_shared_layout(dtype, 3, (stages, bm, bk))
+    b_shape = (stages, bn, bk) if b_kmajor else (stages, bk, bn)
     b_smem = mma_shared_layout(dtype, 3, b_shape)
     # B's box: whole tile rows where N is a whole number of 64-column swizzle atoms, else atom by
     # atom (each box's columns a dimension of N itself: the last may leave the matrix).
-    b_boxes = ((0, BN),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, BN, 64))
-    stage_bytes = (BM + BN) * bk * c.elem_bytes(dtype)
+    b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
+    acc_layout = wgmma_acc_layout(bn)
+    producer_regs, consumer_regs = (40, 232) if consumers == 2 else (40, 256)
+
+    def first_row(OFFS, g):  # group g's first row
+        return T.if_then_else(g == 0, 0, OFFS[T.max(g - 1, 0)])
+
+    def tile_row(OFFS, starts, g, t):  # tile t's first row (its m-tile, t // tn, within group g's)
+        return first_row(OFFS, g) + (t // tn - starts[g]) * bm
+
+    def in_range(x, hi):  # x, known to lie in [0, hi]: clamped so that the bounds checker sees it
+        return T.min(T.max(x, 0), hi)
+
+    search_steps = max(1, (groups - 1).bit_length())  # (a binary search over the groups)
 
     @T.macro
-    def load(A, B, A_s, B_s, full, grp, m0, n0, kt):
-        # K step kt of the tile into stage kt % STAGES: A's rows from the tile's first, B's of its
-        # group (K-major: a box of BN rows of its transpose).
-        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([kt % STAGES]), stage_bytes)
-        Tx.copy_async(A_s[kt % STAGES, 0:BM, 0:bk], A[m0 : m0 + BM, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+    def find_group(grp, hi, starts, mt):
+        # grp[0] = the group of m-tile mt: the first g with starts[g + 1] > mt, found in
+        # `search_steps` halvings of [grp[0], groups - 1] (a CTA's tiles come in order).
+        hi[0] = groups - 1
+        for _ in list(range(search_steps)):  # (unrolled)
+            if starts[in_range((grp[0] + hi[0]) // 2 + 1, groups)] <= mt:
+                grp[0] = (grp[0] + hi[0]) // 2 + 1
+            else:
+                hi[0] = (grp[0] + hi[0]) // 2
+
+    @T.macro
+    def load(A, B, A_s, B_s, full, g, m0, n0, kt, i):
+        # K step kt of the tile into stage i % stages: A's rows from the tile's first, B[g]'s
+        # (K-major: a box of bn rows of its transpose).
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([i % stages]), stage_bytes)
+        Tx.copy_async(A_s[i % stages, 0:bm, 0:bk], A[m0 : m0 + bm, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([i % stages]))
         if b_kmajor:
-            Tx.copy_async(B_s[kt % STAGES, 0:BN, 0:bk], B[grp, n0 : n0 + BN, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+            Tx.copy_async(B_s[i % stages, 0:bn, 0:bk], B[g, n0 : n0 + bn, kt * bk : kt * bk + bk], dispatch="tma_auto", mbar=full.ptr_to([i % stages]))
         else:
             for c0, cols in b_boxes:
-                Tx.copy_async(B_s[kt % STAGES, 0:bk, c0 : c0 + cols], B[grp, kt * bk : kt * bk + bk, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([kt % STAGES]))
+                Tx.copy_async(B_s[i % stages, 0:bk, c0 : c0 + cols], B[g, kt * bk : kt * bk + bk, n0 + c0 : n0 + c0 + cols], dispatch="tma_auto", mbar=full.ptr_to([i % stages]))
+
+    @T.macro
+    def mma(acc, part, A_s, B_s, cw, i, kt):
+        # K step kt (ring step i): acc += A B, or promoted: into the partial, waited for, added.
+        if promote:
+            Tx.warpgroup.gemm_async(part[0:64, 0:bn], A_s[i % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[i % stages, 0:bn, 0:bk])
+            T.ptx.wgmma.wait_group(0)
+            Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+        elif b_kmajor:
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[i % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[i % stages, 0:bn, 0:bk], accum=kt > 0)
+        else:
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[i % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[i % stages, 0:bk, 0:bn], transB=True, accum=kt > 0)
+
+    @T.macro
+    def store(C, SA, SB, acc, out, srow, scol, g, row0, m_end, n0):
+        # The consumer's 64 rows of the tile (those within its group), FP8's scales applied first;
+        # 128 columns at a time (fewer live registers).
+        if fp8:
+            Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, 0:1], clip=True, other=0.0)
+            Tx.warpgroup.copy(scol[0:1, 0:bn], SB[g : g + 1, n0 : n0 + bn], clip=True, other=0.0)
+            Tx.warpgroup.mul(acc[0:64, 0:bn], acc[0:64, 0:bn], srow[0:64, 0:1])
+            Tx.warpgroup.mul(acc[0:64, 0:bn], acc[0:64, 0:bn], scol[0:1, 0:bn])
+        for h in list(range(bn // 128)):  # (unrolled)
+            Tx.warpgroup.cast(out[0:64, h * 128 : h * 128 + 128], acc[0:64, h * 128 : h * 128 + 128])
+            Tx.warpgroup.copy(
+                C[row0 : row0 + 64, n0 + h * 128 : n0 + h * 128 + 128], out[0:64, h * 128 : h * 128 + 128], clip=True, mask=lambda i, j: row0 + i < m_end
+            )
 
     @T.macro
     def body(A, B, OFFS, C, SA, SB, total_m):
         T.device_entry()
-        bx = T.cta_id([((total_m + BM - 1) // BM + groups) * tn])
-        T.warpgroup_id([1])
+        bx = T.cta_id([ctas])
+        wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
-        tid = T.thread_id([128])
+        tid = T.thread_id([128 * (consumers + 1)])
         pool = T.SMEMPool()
-        A_s = pool.alloc((STAGES, BM, bk), dtype, layout=a_smem)
+        A_s = pool.alloc((stages, bm, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, dtype, layout=b_smem)
-        full = MBarrier(pool, STAGES)
+        # starts[g]: the m-tiles of the groups before g (starts[groups]: all of them)
+        starts = pool.alloc((groups + 1,), "int32")
+        group_of = pool.alloc((consumers, 2), "int32")  # each consumer's tile's group
+        full = MBarrier(pool, stages)
+        empty = MBarrier(pool, stages)
         pool.commit()
-        full.init(1)
+        full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
+        empty.init(consumers)  # one arrival per consumer warpgroup
+        if tid == 0:
+            starts[0] = 0
+            for g in T.serial(groups):
+                starts[g + 1] = starts[g] + (OFFS[g] - first_row(OFFS, g) + bm - 1) // bm
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        # This CTA's tile (group, first row, the group's end; group -1 past the last tile), found
-        # by one thread scanning the cumulative ends (the m-tiles of group g follow those of
-        # groups 0..g-1) into shared memory: values the whole CTA agrees on.
-        tile = T.alloc_buffer((4,), "int32", scope="shared")  # (the 4th: the m-tiles scanned)
-        mt = bx // tn
-        n0 = bx % tn * BN
-        if tid == 0:
-            tile[0] = -1
-            tile[1] = 0
-            tile[2] = 0
-            tile[3] = 0
-            for g in T.serial(groups):
-                start = T.if_then_else(g == 0, 0, OFFS[T.max(g - 1, 0)])
-                count = (OFFS[g] - start + BM - 1) // BM
-                if tile[0] < 0:
-                    if mt < tile[3] + count:
-                        tile[0] = g
-                        tile[1] = start + (mt - tile[3]) * BM
-                        tile[2] = OFFS[g]
-                tile[3] = tile[3] + count
-        T.cuda.cta_sync()
-        grp = tile[0]
-        m0 = tile[1]
-        m_end = tile[2]
-        acc = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
-        out = T.alloc_buffer((BM, BN), od, scope="local", layout=wgmma_acc_layout(BN))
-        if promote:  # a K step's product, added to the accumulator in float32 once waited for
-            part = T.alloc_buffer((BM, BN), "float32", scope="local", layout=wgmma_acc_layout(BN))
+        tiles = starts[groups] * tn
+        # (at most: each group's rows in whole tiles and one partial)
+        rounds = (((total_m + bm - 1) // bm + groups) * tn + ctas - 1) // ctas
+        grp = T.alloc_buffer((1,), "int32", scope="local")  # the group of the tile (and the search's bound)
+        hi = T.alloc_buffer((1,), "int32", scope="local")
+        grp[0] = 0
+        acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
+        if promote:
+            part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        srow = scol = None
         if fp8:  # the rows' and the columns' scales
-            srow = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-            scol = T.alloc_buffer((1, BN), "float32", scope="local", layout=c.acc_col_layout(BN))
-        if grp >= 0:
-            if tid == 0:  # the first stages - 1 K steps
-                for kt in T.serial(T.min(kt_steps, STAGES - 1)):
-                    load(A, B, A_s, B_s, full, grp, m0, n0, kt)
-            Tx.warpgroup.fill(acc[0:BM, 0:BN], 0.0)
-            for kt in T.serial(kt_steps):
-                if tid == 0:  # K step kt + stages - 1 into the stage step kt - 1 read (waited for)
-                    for u in T.serial(T.min(kt_steps - kt - (STAGES - 1), 1)):
-                        load(A, B, A_s, B_s, full, grp, m0, n0, kt + STAGES - 1)
-                full.wait(kt % STAGES, (kt // STAGES) % 2)
-                if promote:  # (K-major both) the step's product into its partial, waited for, added
-                    Tx.warpgroup.gemm_async(part[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:BN, 0:bk])
-                    T.ptx.wgmma.wait_group(0)
-                    Tx.warpgroup.add(acc[0:BM, 0:BN], acc[0:BM, 0:BN], part[0:BM, 0:BN])
-                elif b_kmajor:
-                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:BN, 0:bk], accum=True)
-                    T.ptx.wgmma.wait_group(0)
-                else:
-                    Tx.warpgroup.gemm_async(acc[0:BM, 0:BN], A_s[kt % STAGES, 0:BM, 0:bk], B_s[kt % STAGES, 0:bk, 0:BN], transB=True, accum=True)
-                    T.ptx.wgmma.wait_group(0)
-            if fp8:  # the row-wise scales, in float32 (rows past the group's: never stored)
-                Tx.warpgroup.copy(srow[0:BM, 0:1], SA[m0 : m0 + BM, 0:1], clip=True, other=0.0)
-                Tx.warpgroup.copy(scol[0:1, 0:BN], SB[grp : grp + 1, n0 : n0 + BN], clip=True, other=0.0)
-                Tx.warpgroup.mul(acc[0:BM, 0:BN], acc[0:BM, 0:BN], srow[0:BM, 0:1])
-                Tx.warpgroup.mul(acc[0:BM, 0:BN], acc[0:BM, 0:BN], scol[0:1, 0:BN])
-            Tx.warpgroup.cast(out[0:BM, 0:BN], acc[0:BM, 0:BN])
-            Tx.warpgroup.copy(C[m0 : m0 + BM, n0 : n0 + BN], out[0:BM, 0:BN], clip=True, mask=lambda i, j: m0 + i < m_end)
+            srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            scol = T.alloc_buffer((1, bn), "float32", scope="local", layout=c.acc_col_layout(bn))
+        if wg == 0:
+            T.ptx.setmaxnreg.dec(producer_regs)
+            if tid == 0:
+                for r in T.serial(rounds):
+                    if r * ctas + bx < tiles:
+                        find_group(grp, hi, starts, (r * ctas + bx) // tn)
+                        m0 = tile_row(OFFS, starts, in_range(grp[0], groups - 1), r * ctas + bx)  # (a name: TMA's box starts there)
+                        for kt in range(kt_steps):  # ring step i = r * kt_steps + kt
+                            if r * kt_steps + kt >= stages:
+                                empty.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages + 1) % 2)
+                            load(A, B, A_s, B_s, full, in_range(grp[0], groups - 1), m0, (r * ctas + bx) % tn * bn, kt, r * kt_steps + kt)
+        else:
+            T.ptx.setmaxnreg.inc(consumer_regs)
+            cw = wg - 1
+            for r in T.serial(rounds):
+                if r * ctas + bx < tiles:
+                    # the tile's group, found by one thread, read by all from shared memory (a
+                    # value the warpgroup agrees on; a slot per round's parity: the barrier of
+                    # round r + 1 orders round r's reads before round r + 2's write)
+                    if tid % 128 == 0:
+                        find_group(grp, hi, starts, (r * ctas + bx) // tn)
+                        group_of[cw, r % 2] = grp[0]
+                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                    if promote:
+                        Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
+                    for kt in range(kt_steps):
+                        full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
+                        mma(acc, part if promote else None, A_s, B_s, cw, r * kt_steps + kt, kt)
+                        if promote:  # (the step waited for: its stage free)
+                            if tid % 128 == 0:
+                                empty.arrive((r * kt_steps + kt) % stages)
+                        else:  # (the step before done: its stage free)
+                            T.ptx.wgmma.wait_group(1)
+                            if kt > 0:
+                                if tid % 128 == 0:
+                                    empty.arrive((r * kt_steps + kt - 1) % stages)
+                    if not promote:
+                        T.ptx.wgmma.wait_group(0)
+                        if tid % 128 == 0:
+                            empty.arrive((r * kt_steps + kt_steps - 1) % stages)
+                    # (names: the store's region begins at them)
+                    g = in_range(group_of[cw, r % 2], groups - 1)
+                    row0 = tile_row(OFFS, starts, in_range(group_of[cw, r % 2], groups - 1), r * ctas + bx) + cw * 64
+                    m_end = OFFS[in_range(group_of[cw, r % 2], groups - 1)]
+                    store(C, SA, SB, acc, out, srow, scol, g, row0, m_end, (r * ctas + bx) % tn * bn)
 
     if fp8:
 
@@ -219,6 +308,11 @@ def grouped_wgrad_kernel(groups: int, k: int, n: int, dtype: str):
     return grouped_wgrad
 
 
+def _ctas(x) -> int:
+    """Persistent CTAs: one per SM of the tensor's GPU; 2 in the simulator."""
+    return c.gpu_sms(x) or 2
+
+
 def _check(a, b, offs, fp8: bool = False):
     name = "tirx.ops.scaled_grouped_mm" if fp8 else "tirx.ops.grouped_mm"
     if len(a.shape) != 2 or len(b.shape) != 3:
@@ -255,7 +349,7 @@ def _grouped_mm(a, b, offs):
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)
     a, offs = c.contiguous(a), c.contiguous(offs)
     b = c.contiguous(bt) if kmajor else c.contiguous(b)
-    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, b_kmajor=kmajor)(a, b, offs, out, tm)
+    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, ctas=_ctas(a), b_kmajor=kmajor)(a, b, offs, out, tm)
     return out
 
 
@@ -282,7 +376,7 @@ def _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype: str, use_fast_ac
         return out
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)  # (groups, n, k), contiguous
     sa = c.contiguous(scale_a).reshape(tm, 1)
-    kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
+    kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, ctas=_ctas(a), b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
     kern(c.contiguous(a), c.contiguous(bt), sa, c.contiguous(scale_b), c.contiguous(offs), out, tm)
     return out
 

@@ -36,6 +36,7 @@ EPILOGUE_BARRIER = 13
 
 CONFIGS = [
     {"consumers": 2, "bn": 256},
+    {"consumers": 3, "bn": 128},
     {"consumers": 2, "bn": 128},
     {"consumers": 1, "bn": 256},
     {"consumers": 1, "bn": 128},
@@ -51,11 +52,16 @@ def stages_for(consumers: int, bn: int) -> int:
 
 
 def _prune(configs, m, n, dtype="", fast_accum=True, **_):
-    """Every tile covers any shape; a 128-row tile is kept only where M fills one (M >= 128); FP8
-    with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
-    accumulator and a step's partial in registers)."""
+    """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
+    it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
+    accumulator and a step's partial in registers), the only form with three consumers (more
+    warpgroups to hide each one's wait for its partial and its adds)."""
     promote = dtype.startswith("float8") and not fast_accum
-    return [cfg for cfg in configs if (cfg["consumers"] == 1 or m >= 128) and not (promote and cfg["bn"] > 128)]
+    return [
+        cfg
+        for cfg in configs
+        if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"]) and not (promote and cfg["bn"] > 128) and (cfg["consumers"] < 3 or promote)
+    ]
 
 
 # The epilogue's activations (`activation=`), as PyTorch names them: F.relu, F.gelu (erf form),
@@ -131,9 +137,11 @@ def matmul_kernel(
     rounds = (tiles + ctas - 1) // ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
     stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
-    # Registers per thread: a CTA starts with the register file over its threads (168 at 384
-    # threads, 248 at 256); the producer gives most of its share to the consumers.
-    consumer_regs = 232 if consumers == 2 else 256
+    # Registers per thread: a CTA starts with the register file over its threads (128 at 512
+    # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.
+    if consumers not in (1, 2, 3):
+        raise ValueError(f"consumers={consumers}: 1, 2 or 3 consumer warpgroups")
+    producer_regs, consumer_regs = {1: (40, 256), 2: (40, 232), 3: (24, 160)}[consumers]
     halves = tuple(range(bn // EPI))  # the epilogue's 128-column stores, unrolled
     # B and C move in TMA boxes of whole tile rows when N is a whole number of the 128-byte
     # swizzle's 64-column atoms (one instruction); otherwise atom by atom, so that each box's
@@ -175,17 +183,14 @@ def matmul_kernel(
 
     @T.macro
     def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
-        # K step kt's partial into the float32 accumulator (the first one copied); block scales:
-        # times its rows' scales (rows past m: 0, never stored) and its 128 x 128 block's.
+        # K step kt's partial added to the float32 accumulator (zeroed before the first: a copy
+        # at the first step instead makes ptxas move the accumulator's registers between the
+        # wgmmas of every step); block scales: times its rows' scales (rows past m: 0, never
+        # stored) and its 128 x 128 block's.
         if block:
             Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, kt : kt + 1], clip=True, other=0.0)
             Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[nblk, kt])
-            if kt == 0:
-                Tx.warpgroup.mul(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1])
-            else:
-                Tx.warpgroup.fma(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1], acc[0:64, 0:bn])
-        elif kt == 0:
-            Tx.warpgroup.cast(acc[0:64, 0:bn], part[0:64, 0:bn])
+            Tx.warpgroup.fma(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1], acc[0:64, 0:bn])
         else:
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
 
@@ -238,7 +243,7 @@ def matmul_kernel(
         if bias == "row":
             brow = T.alloc_buffer((1, EPI), od, scope="local", layout=bias_layout)
         if wg == 0:
-            T.ptx.setmaxnreg.dec(40)
+            T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
                 for r in range(rounds):
                     if r * ctas + bx < tiles:
@@ -281,6 +286,8 @@ def matmul_kernel(
             cw = wg - 1
             for r in range(rounds):
                 if r * ctas + bx < tiles:
+                    if promote:
+                        Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
                     for kt in range(kt_steps):
                         full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
                         if promote:  # K step kt into the partial (both operands K-major), waited for, added

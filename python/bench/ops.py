@@ -23,7 +23,18 @@ from launch_overhead import per_call  # this directory
 import tirx.ops as ops
 
 ROW_SHAPES = [(16, 4096), (4096, 4096), (16384, 2048), (8192, 8192), (4096, 5120), (2048, 32000), (128, 262144)]
-MM_SHAPES = [(2048, 2048, 2048), (4096, 4096, 4096), (128, 8192, 8192), (4000, 4096, 4096), (8, 4096, 4096)]
+MM_SHAPES = [
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (128, 8192, 8192),
+    (4000, 4096, 4096),
+    (8, 4096, 4096),
+    # decode-time shapes (split-K): 7B's QKV / MLP at 1 and 16 tokens, a small square with a long K
+    (1, 4096, 4096),
+    (16, 11008, 4096),
+    (16, 4096, 11008),
+    (1024, 1024, 8192),
+]
 
 
 def per_call_us(fn, batches=7):
@@ -127,13 +138,16 @@ def bench_matmul(rows):
         torch.testing.assert_close(got, torch.mm(a, b), rtol=2**-6, atol=0.5)
         tuned = mod.matmul_kernel(m=m, n=n, k=k, dtype="bfloat16", ctas=mod._ctas(a))
         t = {"tirx": per_call_us(lambda: ops.matmul(a, b)), "cublas": per_call_us(lambda: torch.mm(a, b))}
+        splits = 4 if m <= 1024 and k // 64 % 4 == 0 else 1  # (split-K, opt-in: its calls timed beside)
+        if splits > 1:
+            t["tirx_split_k"] = per_call_us(lambda: ops.matmul(a, b, split_k=splits))
         flop = 2 * m * n * k
         r = {"op": "matmul", "shape": [m, n, k], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}}
-        r["vs_cublas"], r["first_call_s"], r["autotune"] = t["cublas"] / t["tirx"], first, tuned.explain()
+        r["vs_cublas"], r["first_call_s"], r["autotune"], r["splits"] = t["cublas"] / t["tirx"], first, tuned.explain(), splits
         rows.append(r)
         print(
             f"matmul {m}x{n}x{k}: tirx {r['tflops']['tirx']:6.1f} TFLOP/s ({t['tirx']:.1f} µs) | torch.mm "
-            f"{r['tflops']['cublas']:6.1f} | x cuBLAS {r['vs_cublas']:.2f} | first call (compile + tune) {first:.1f} s",
+            f"{r['tflops']['cublas']:6.1f} | x cuBLAS {r['vs_cublas']:.2f} | split_k={splits} {r['tflops'].get('tirx_split_k', 0):6.1f} | first call (compile + tune) {first:.1f} s",
             flush=True,
         )
         print("  " + tuned.explain().replace("\n", "\n  "), flush=True)
@@ -160,7 +174,7 @@ def bench_epilogue(rows):
 def bench_scaled_mm(rows):
     """FP8 e4m3 `scaled_mm` (per-tensor scales; DeepGEMM's block scales) beside torch._scaled_mm
     (cuBLASLt), with and without fast accumulation; bf16 out."""
-    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 6144, 4096), (128, 8192, 8192)]:
+    for m, n, k in [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 6144, 4096), (128, 8192, 8192), (16, 8192, 8192)]:
         a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
         b = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn).t()
         sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")

@@ -350,6 +350,62 @@ def _mm_inputs(m, n, k, dtype, seed=3):
     return a, b, a.astype(F64) @ b.astype(F64)
 
 
+@pytest.mark.parametrize("splits", [2, 4])
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+def test_split_k_matches_float64(cfg, splits):
+    """Split-K (shapes whose tiles do not fill the GPU): each tile's K steps in equal parts, the
+    parts' float32 sums added into a zeroed workspace by TMA reduce-adds (two CTAs taking units
+    in turn, the stage ring running on across them), then the finish kernel's epilogue (a bias
+    row, alpha and beta, GELU) and its one rounding; ragged M, N and K."""
+    m, n, k = 70, 200, 1000  # (16 K steps)
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=splits)
+    bf = numpy_dtype("bfloat16")
+    w = np.zeros((m, n), np.float32)
+    tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=splits, **cfg))(a, b, w)
+    np.testing.assert_allclose(w, want, rtol=1e-5, atol=1e-3)
+    bias = np.random.default_rng(1).standard_normal((1, n)).astype(bf)
+    finish = matmul_module.matmul_finish_kernel.factory(m=m, n=n, out_dtype="bfloat16", bias="row", alpha=0.5, beta=2.0, activation="gelu")
+    out = np.full((m, n), np.nan, bf)
+    tirx.compile(finish)(w, bias, out)
+    z = 0.5 * want + 2.0 * bias.astype(F64)
+    np.testing.assert_allclose(out.astype(F64), matmul_module._host_activation(z, "gelu"), rtol=2.0**-7, atol=2.0**-7)
+    with pytest.raises(ValueError, match="a divisor of the 16 K steps"):
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=3, **cfg)
+    with pytest.raises(ValueError, match="bias, alpha, beta and the activation are matmul_finish_kernel's"):
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
+
+
+def test_split_k_through_the_ops():
+    """``split_k=`` through the ops: matmul, addmm with a matrix input and an activation, FP8
+    scaled_mm with per-tensor scales and a bias and with block scales (applied as each step is
+    promoted, before the sum); a count that does not divide K's steps refused."""
+    m, n, k = 8, 128, 1024
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=5)
+    np.testing.assert_allclose(ops.matmul(a, b, split_k=4).astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+    with pytest.raises(ValueError, match=r"split_k=3; K = 1024 is 16 steps of the kernel's K tile: split_k one of \[1, 2, 4, 8, 16\]"):
+        ops.matmul(a, b, split_k=3)
+    i = np.random.default_rng(2).standard_normal((m, n)).astype(numpy_dtype("bfloat16"))
+    got = ops.addmm(i, a, b, beta=0.5, alpha=2.0, activation="silu", split_k=2)
+    z = 0.5 * i.astype(F64) + 2.0 * want
+    np.testing.assert_allclose(got.astype(F64), matmul_module._host_activation(z, "silu"), rtol=2.0**-7, atol=2.0**-7 * np.abs(z).max() / 8)
+    f8 = numpy_dtype("float8_e4m3fn")
+    rng = np.random.default_rng(6)
+    a8, b8 = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((k, n)).astype(f8)
+    want8 = a8.astype(F64) @ b8.astype(F64)
+    bias = rng.standard_normal(n).astype(np.float16)
+    got = ops.scaled_mm(a8, b8, np.float32(0.5), np.float32(0.25), bias, out_dtype="float16", split_k=2)
+    z = want8 * 0.125 + bias.astype(F64)
+    np.testing.assert_allclose(got.astype(F64), z, rtol=2.0**-10, atol=2.0**-10 * np.abs(z).max() / 8)
+    sa = rng.uniform(0.5, 2, (m, k // 128)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (1, k // 128)).astype(np.float32)
+    deq = (a8.astype(F64) * np.repeat(sa, 128, axis=1)) @ (b8.astype(F64) * np.repeat(sb.T, 128, axis=0))
+    got = ops.scaled_mm(a8, b8, sa, sb, out_dtype="bfloat16", split_k=8)
+    np.testing.assert_allclose(got.astype(F64), deq, rtol=2.0**-7, atol=2.0**-7 * np.abs(deq).max() / 8)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError, match="split_k=2 is for eager calls without autograd"):
+        ops.matmul(torch.ones(8, 64, dtype=torch.bfloat16, requires_grad=True), torch.ones(64, 64, dtype=torch.bfloat16), split_k=2)
+
+
 @pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_every_matmul_tile_configuration_matches_float64(cfg):
     # Each configuration the autotuner may pick, at a size where its persistent tile loop takes
@@ -630,6 +686,36 @@ def test_matmul_on_torch_tensors_and_under_compile():
         torch.testing.assert_close(ops.matmul(a.t().contiguous().t(), b.t().contiguous().t()), ops.matmul(a, b), rtol=0, atol=0)
         f = torch.compile(lambda a, b: ops.matmul(a, b) * 2, fullgraph=True)
         torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)
+
+
+def test_split_k_on_the_gpu_against_torch():
+    """Skinny and small shapes with ``split_k`` (the parts' sums by TMA reduce-adds, then the
+    finish kernel) against torch.mm / addmm / _scaled_mm on the GPU: no further from the float64
+    product than cuBLAS's result (+ one bf16 rounding of it)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    for (m, n, k), s in zip([(1, 4096, 4096), (16, 11008, 4096), (100, 1000, 8192), (512, 512, 8192)], (4, 2, 8, 4)):
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        exact = a.double() @ b.double()
+        for got, theirs, want in [
+            (ops.matmul(a, b, split_k=s), torch.mm(a, b), exact),
+            (ops.addmm(bias, a, b, activation="relu", split_k=s), torch.relu(torch.addmm(bias, a, b)), torch.relu(exact + bias.double())),
+        ]:
+            bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
+            assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
+        a8 = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        b8 = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn).t()
+        one = torch.tensor(1.0, device="cuda")
+        want = a8.double() @ b8.double()
+        got = ops.scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16, split_k=2)
+        if n % 16 == 0:  # (cuBLASLt's FP8 wants N a multiple of 16)
+            theirs = torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16)
+            bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
+            assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
 
 
 def test_matmul_and_addmm_autograd_and_the_ops_without_backward():

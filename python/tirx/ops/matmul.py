@@ -30,6 +30,7 @@ from . import _common as c
 
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
 EPI = 128  # epilogue columns per TMA store
+FIN = 64  # columns per warpgroup of split-K's finish kernel
 SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 # Named barriers of the consumers' epilogues: one per consumer warpgroup (9..15 are the script's).
 EPILOGUE_BARRIER = 13
@@ -43,11 +44,12 @@ CONFIGS = [
 ]
 
 
-def stages_for(consumers: int, bn: int) -> int:
+def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
     """The shared-memory stages a tile configuration has room for (at most 8): A and B per
-    stage, one 64 x 128 epilogue tile per consumer, 1 KiB for the mbarriers and alignment."""
+    stage, one 64 x 128 epilogue tile per consumer (of ``out_bytes`` elements), 1 KiB for the
+    mbarriers and alignment."""
     stage = (64 * consumers * BK + BK * bn) * 2
-    epilogue = consumers * 64 * EPI * 2
+    epilogue = consumers * 64 * EPI * out_bytes
     return min(8, (SMEM_BYTES - epilogue - 1024) // stage)
 
 
@@ -69,7 +71,41 @@ def _prune(configs, m, n, dtype="", fast_accum=True, **_):
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
 
 
-@autotune(configs=CONFIGS, key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major"], prune=_prune)
+def _epilogue(alpha: float, beta: float, activation: str):
+    """The epilogue's macros on a slice of a float32 accumulator: ``add_input(acc_h, i)``,
+    ``alpha acc_h + beta i``; ``activate(acc_h)``."""
+
+    @T.macro
+    def add_input(acc_h, i_tile):
+        # acc_h = alpha acc_h + beta i_tile (each factor only where it is not 1)
+        if alpha != 1.0:
+            Tx.warpgroup.mul(acc_h, acc_h, alpha)
+        if beta == 1.0:
+            Tx.warpgroup.add(acc_h, acc_h, i_tile)
+        else:
+            Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
+
+    @T.macro
+    def activate(acc_h):
+        # The activation of the float32 sums, before their one rounding (relu: NaN stays NaN, as
+        # torch.relu's).
+        if activation == "relu":
+            Tx.warpgroup.maximum(acc_h, acc_h, 0.0)
+        elif activation == "gelu":
+            Tx.warpgroup.gelu(acc_h, acc_h)
+        elif activation == "gelu_tanh":
+            Tx.warpgroup.gelu(acc_h, acc_h, approximate="tanh")
+        else:
+            Tx.warpgroup.silu(acc_h, acc_h)
+
+    return add_input, activate
+
+
+@autotune(
+    configs=CONFIGS,
+    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits"],
+    prune=_prune,
+)
 def matmul_kernel(
     m: int,
     n: int,
@@ -87,6 +123,7 @@ def matmul_kernel(
     scales: str = "tensor",
     a_major: str = "k",
     b_major: str = "",
+    splits: int = 1,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -106,7 +143,12 @@ def matmul_kernel(
     partial multiplied by its rows' and its block's scales as it is promoted. ``a_major`` /
     ``b_major``: the operands' contiguous dim, so that a transposed view is read in place (16-bit
     operands): ``a_major="m"`` takes A as ``At`` (k x m, read M-major by the tensor cores),
-    ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n."""
+    ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n.
+    ``splits`` > 1: split-K, for shapes whose tiles do not fill the GPU (skinny M, small
+    squares): each tile's K steps in ``splits`` equal parts, a work unit each, each unit's
+    float32 partial added into ``C`` (m x n float32,
+    zeroed by the caller) by a TMA reduce-add; the scales, input, activation and rounding are
+    `matmul_finish_kernel`'s."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -128,13 +170,21 @@ def matmul_kernel(
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
+    if splits < 1 or -(-k // bk) % splits:
+        raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {-(-k // bk)} K steps")
+    split = splits > 1
+    if split and (bias or alpha != 1.0 or beta != 1.0 or activation):
+        raise ValueError(f"splits={splits}: the parts' sums are float32; bias, alpha, beta and the activation are matmul_finish_kernel's")
+    cd = "float32" if split else od  # C's dtype
     bm = 64 * consumers
-    stages = stages_for(consumers, bn)
+    stages = stages_for(consumers, bn, c.elem_bytes(cd))
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
     tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // bk)
     tiles = tm * tn
-    rounds = (tiles + ctas - 1) // ctas
+    kps = kt_steps // splits  # K steps per unit
+    units = tiles * splits
+    rounds = (units + ctas - 1) // ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
     stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (128 at 512
@@ -147,39 +197,36 @@ def matmul_kernel(
     # swizzle's 64-column atoms (one instruction); otherwise atom by atom, so that each box's
     # columns are a dimension of N itself and the last one can leave the matrix.
     b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
-    c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, EPI, 64))
+    atom = 128 // c.elem_bytes(cd)  # (C's swizzle atom: 64 columns of 16-bit sums, 32 of float32)
+    c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, atom) for c0 in range(0, EPI, atom))
     a_boxes = ((0, bm),) if m % 64 == 0 else tuple((c0, 64) for c0 in range(0, bm, 64))  # (At's, as B's)
     a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
     b_shape = (stages, bn, bk) if b_k else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
     b_smem = mma_shared_layout(dtype, 3, b_shape)
-    c_smem = mma_shared_layout(od, 3, (consumers, 64, EPI))
+    c_smem = mma_shared_layout(cd, 3, (consumers, 64, EPI))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
     # A row of EPI columns over an accumulator's 64 rows: each thread holds its columns' values,
     # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
     bias_layout = c.acc_col_layout(EPI)
+    add_input, activate = _epilogue(alpha, beta, activation)
+
+    def tile(r, bx):  # the tile of this CTA's round r (its unit's: a tile's parts in turn)
+        return (r * ctas + bx) // splits if split else r * ctas + bx
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
-        t = r * ctas + bx
-        return t // (group * tn) % (tm // group) * group + t % group
+        return tile(r, bx) // (group * tn) % (tm // group) * group + tile(r, bx) % group
 
     def tile_n(r, bx):
-        return (r * ctas + bx) % (group * tn) // group
+        return tile(r, bx) % (group * tn) // group
+
+    def kstep(r, bx, kt):  # the unit's K step kt in K
+        return (r * ctas + bx) % splits * kps + kt if split else kt
 
     def out_row(r, bx, cw):  # consumer cw's first output row (expressions, not names: the halves are unrolled)
         return tile_m(r, bx) * bm + cw * 64
 
     def out_col(r, bx, h):  # the epilogue half h's first output column
         return tile_n(r, bx) * bn + h * EPI
-
-    @T.macro
-    def add_input(acc_h, i_tile):
-        # acc_h = alpha acc_h + beta i_tile (each factor only where it is not 1)
-        if alpha != 1.0:
-            Tx.warpgroup.mul(acc_h, acc_h, alpha)
-        if beta == 1.0:
-            Tx.warpgroup.add(acc_h, acc_h, i_tile)
-        else:
-            Tx.warpgroup.fma(acc_h, i_tile, beta, acc_h)
 
     @T.macro
     def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
@@ -203,19 +250,6 @@ def matmul_kernel(
             Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
 
     @T.macro
-    def activate(acc_h):
-        # The activation of the float32 sums, before their one rounding (relu: NaN stays NaN, as
-        # torch.relu's).
-        if activation == "relu":
-            Tx.warpgroup.maximum(acc_h, acc_h, 0.0)
-        elif activation == "gelu":
-            Tx.warpgroup.gelu(acc_h, acc_h)
-        elif activation == "gelu_tanh":
-            Tx.warpgroup.gelu(acc_h, acc_h, approximate="tanh")
-        else:
-            Tx.warpgroup.silu(acc_h, acc_h)
-
-    @T.macro
     def body(A, B, C, I, SA, SB):
         T.device_entry()
         bx = T.cta_id([ctas])
@@ -226,7 +260,7 @@ def matmul_kernel(
         pool = T.SMEMPool()
         A_s = pool.alloc((stages, bk, bm) if a_mn else (stages, bm, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, dtype, layout=b_smem)
-        C_s = pool.alloc((consumers, 64, EPI), od, layout=c_smem)
+        C_s = pool.alloc((consumers, 64, EPI), cd, layout=c_smem)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
         pool.commit()
@@ -235,7 +269,8 @@ def matmul_kernel(
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
-        out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
+        if not split:
+            out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
         if promote:  # a K step's product, added to the accumulator in float32 once waited for
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block:  # the step's scale of each of the consumer's rows
@@ -246,77 +281,77 @@ def matmul_kernel(
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
                 for r in range(rounds):
-                    if r * ctas + bx < tiles:
-                        for kt in range(kt_steps):  # K step i = r * kt_steps + kt, stage i % stages
-                            if r * kt_steps + kt >= stages:
-                                empty.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages + 1) % 2)
-                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kt_steps + kt) % stages]), stage_bytes)
+                    if r * ctas + bx < units:
+                        for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
+                            if r * kps + kt >= stages:
+                                empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
+                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kps + kt) % stages]), stage_bytes)
                             if a_mn:  # (At: k x m, boxes of 64 of M as B's)
                                 for c0, cw_ in a_boxes:
                                     Tx.copy_async(
-                                        A_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                        A[kt * BK : kt * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
+                                        A_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                                        A[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
                                         dispatch="tma_auto",
-                                        mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
                                     )
                             else:
                                 Tx.copy_async(
-                                    A_s[(r * kt_steps + kt) % stages, 0:bm, 0:bk],
-                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kt * bk : kt * bk + bk],
+                                    A_s[(r * kps + kt) % stages, 0:bm, 0:bk],
+                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
                                     dispatch="tma_auto",
-                                    mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
                                 )
                             if b_k:  # (Bt: n x k, a box of bn rows)
                                 Tx.copy_async(
-                                    B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
-                                    B[tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn, kt * bk : kt * bk + bk],
+                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
+                                    B[tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
                                     dispatch="tma_auto",
-                                    mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
                                 )
                             else:
                                 for c0, cw_ in b_boxes:
                                     Tx.copy_async(
-                                        B_s[(r * kt_steps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                        B[kt * BK : kt * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
+                                        B_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
                                         dispatch="tma_auto",
-                                        mbar=full.ptr_to([(r * kt_steps + kt) % stages]),
+                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
                                     )
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
             for r in range(rounds):
-                if r * ctas + bx < tiles:
+                if r * ctas + bx < units:
                     if promote:
                         Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
-                    for kt in range(kt_steps):
-                        full.wait((r * kt_steps + kt) % stages, ((r * kt_steps + kt) // stages) % 2)
+                    for kt in range(kps):
+                        full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
                         if promote:  # K step kt into the partial (both operands K-major), waited for, added
                             Tx.warpgroup.gemm_async(
                                 part[0:64, 0:bn],
-                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
+                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
                                 accum=False,
                             )
                             T.ptx.wgmma.wait_group(0)
-                            promoted(acc, part, kt, SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
+                            promoted(acc, part, kstep(r, bx, kt), SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
                             if tid % 128 == 0:  # (its stage free)
-                                empty.arrive((r * kt_steps + kt) % stages)
+                                empty.arrive((r * kps + kt) % stages)
                         elif a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
                             for w in list(range(consumers)):  # (unrolled)
                                 if wg == w + 1:
-                                    mma_mn(acc, A_s, B_s, (r * kt_steps + kt) % stages, w, kt)
+                                    mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, w, kt)
                         elif b_k:  # (both K-major)
                             Tx.warpgroup.gemm_async(
                                 acc[0:64, 0:bn],
-                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                B_s[(r * kt_steps + kt) % stages, 0:bn, 0:bk],
+                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
                                 accum=kt > 0,
                             )
                         else:
                             Tx.warpgroup.gemm_async(
                                 acc[0:64, 0:bn],
-                                A_s[(r * kt_steps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
-                                B_s[(r * kt_steps + kt) % stages, 0:BK, 0:bn],
+                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
+                                B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
                                 transB=True,
                                 accum=kt > 0,
                             )
@@ -324,16 +359,18 @@ def matmul_kernel(
                             T.ptx.wgmma.wait_group(1)
                             if kt > 0:  # the step before is done: free its stage
                                 if tid % 128 == 0:
-                                    empty.arrive((r * kt_steps + kt - 1) % stages)
+                                    empty.arrive((r * kps + kt - 1) % stages)
                     if not promote:
                         T.ptx.wgmma.wait_group(0)
                         if tid % 128 == 0:
-                            empty.arrive((r * kt_steps + kt_steps - 1) % stages)
+                            empty.arrive((r * kps + kps - 1) % stages)
                     for h in halves:
                         if tid % 128 == 0:
                             T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
                         T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                        if fp8 and not block:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                        if split:  # (the partial, as it is)
+                            Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], acc[0:64, h * EPI : h * EPI + EPI])
+                        if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
                             Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
                         if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
                             if bias == "row":
@@ -348,20 +385,26 @@ def matmul_kernel(
                             add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
                         if activation:
                             activate(acc[0:64, h * EPI : h * EPI + EPI])
-                        Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
-                        Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
+                        if not split:
+                            Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
+                            Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
                         T.ptx.fence.proxy.async_.shared__cta()
                         T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                         if tid % 128 == 0:
                             for c0, cw_ in c_boxes:
-                                Tx.copy_async(
-                                    C[
-                                        tile_m(r, bx) * bm + cw * 64 : tile_m(r, bx) * bm + cw * 64 + 64,
-                                        tile_n(r, bx) * bn + h * EPI + c0 : tile_n(r, bx) * bn + h * EPI + c0 + cw_,
-                                    ],
-                                    C_s[cw, 0:64, c0 : c0 + cw_],
-                                    dispatch="tma_auto",
-                                )
+                                if split:  # (added to the other parts' sums)
+                                    Tx.copy_async(
+                                        C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
+                                        C_s[cw, 0:64, c0 : c0 + cw_],
+                                        dispatch="tma_auto",
+                                        use_tma_reduce="add",
+                                    )
+                                else:
+                                    Tx.copy_async(
+                                        C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
+                                        C_s[cw, 0:64, c0 : c0 + cw_],
+                                        dispatch="tma_auto",
+                                    )
                             T.ptx.cp_async.bulk.commit_group()
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
@@ -369,6 +412,32 @@ def matmul_kernel(
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
     sa_shape = (m, kt_steps) if block else (1,)
     sb_shape = (-(-n // 128), kt_steps) if block else (1,)
+    a_dims = (k, m) if a_mn else (m, k)
+    b_dims = (n, k) if b_k else (k, n)
+
+    if split and fp8:
+
+        @T.prim_func
+        def scaled_mm_part(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, W_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
+            W = T.match_buffer(W_ptr, (m, n), "float32")
+            body(A, B, W, None, SA, SB)
+
+        return scaled_mm_part
+
+    if split:
+
+        @T.prim_func
+        def matmul_part(A_ptr: T.handle, B_ptr: T.handle, W_ptr: T.handle):
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
+            W = T.match_buffer(W_ptr, (m, n), "float32")
+            body(A, B, W, None, None, None)
+
+        return matmul_part
 
     if fp8 and bias:
 
@@ -397,8 +466,6 @@ def matmul_kernel(
 
         return scaled_mm
 
-    a_dims = (k, m) if a_mn else (m, k)
-    b_dims = (n, k) if b_k else (k, n)
     if bias == "row":
 
         @T.prim_func
@@ -431,6 +498,113 @@ def matmul_kernel(
         body(A, B, C, None, None, None)
 
     return matmul
+
+
+@autotune(configs=[{}], key=["m", "n", "out_dtype", "scale", "bias", "alpha", "beta", "activation"])
+def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""):
+    """Split-K's second kernel: ``C = act(alpha W [SA[0] SB[0]] + beta I)`` rounded once to
+    ``out_dtype``, from ``W`` (m x n float32, the parts' sums of `matmul_kernel` with
+    ``splits``); ``scale``: FP8's per-tensor scales; ``bias`` and the activation as
+    `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in the accumulator's layout (the same
+    epilogue macros; 64 columns: with GELU's erf inlined, 128 made ptxas spill)."""
+    add_input, activate = _epilogue(alpha, beta, activation)
+    tm, tn = -(-m // 64), -(-n // FIN)
+    acc_layout = wgmma_acc_layout(FIN)
+
+    @T.macro
+    def body(W, SA, SB, I, C):
+        T.device_entry()
+        bx = T.cta_id([tm * tn])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        T.thread_id([128])
+        acc = T.alloc_buffer((64, FIN), "float32", scope="local", layout=acc_layout)
+        out = T.alloc_buffer((64, FIN), out_dtype, scope="local", layout=acc_layout)
+        if bias == "row":
+            brow = T.alloc_buffer((1, FIN), out_dtype, scope="local", layout=c.acc_col_layout(FIN))
+        row0 = bx // tn * 64
+        col0 = bx % tn * FIN
+        Tx.warpgroup.copy(acc[0:64, 0:FIN], W[row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
+        if scale:
+            Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], SA[0] * SB[0])
+        if bias == "row":
+            Tx.warpgroup.copy(brow[0:1, 0:FIN], I[0:1, col0 : col0 + FIN], clip=True, other=0.0)
+            add_input(acc[0:64, 0:FIN], brow[0:1, 0:FIN])
+        elif bias == "matrix":
+            Tx.warpgroup.copy(out[0:64, 0:FIN], I[row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
+            add_input(acc[0:64, 0:FIN], out[0:64, 0:FIN])
+        if activation:
+            activate(acc[0:64, 0:FIN])
+        Tx.warpgroup.cast(out[0:64, 0:FIN], acc[0:64, 0:FIN])
+        Tx.warpgroup.copy(C[row0 : row0 + 64, col0 : col0 + FIN], out[0:64, 0:FIN], clip=True)
+
+    i_shape = (1, n) if bias == "row" else (m, n)
+    if scale and bias:
+
+        @T.prim_func
+        def finish_scaled_bias(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            W = T.match_buffer(W_ptr, (m, n), "float32")
+            SA = T.match_buffer(SA_ptr, (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            I = T.match_buffer(I_ptr, i_shape, out_dtype)
+            C = T.match_buffer(C_ptr, (m, n), out_dtype)
+            body(W, SA, SB, I, C)
+
+        return finish_scaled_bias
+
+    if scale:
+
+        @T.prim_func
+        def finish_scaled(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
+            W = T.match_buffer(W_ptr, (m, n), "float32")
+            SA = T.match_buffer(SA_ptr, (1,), "float32")
+            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            C = T.match_buffer(C_ptr, (m, n), out_dtype)
+            body(W, SA, SB, None, C)
+
+        return finish_scaled
+
+    if bias:
+
+        @T.prim_func
+        def finish_bias(W_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            W = T.match_buffer(W_ptr, (m, n), "float32")
+            I = T.match_buffer(I_ptr, i_shape, out_dtype)
+            C = T.match_buffer(C_ptr, (m, n), out_dtype)
+            body(W, None, None, I, C)
+
+        return finish_bias
+
+    @T.prim_func
+    def finish(W_ptr: T.handle, C_ptr: T.handle):
+        W = T.match_buffer(W_ptr, (m, n), "float32")
+        C = T.match_buffer(C_ptr, (m, n), out_dtype)
+        body(W, None, None, None, C)
+
+    return finish
+
+
+def _gemm(a, b, out, *, sab=(), input=None, splits=1, op="matmul", **kw):
+    """``out`` = the product of ``a`` and ``b`` (as `matmul_kernel` takes them: ``kw`` its key),
+    with FP8's scales ``sab`` (SA, SB) and addmm's ``input``: one kernel, or with ``splits`` >
+    1 split-K's two (the parts' float32 sums in a zeroed workspace, then
+    `matmul_finish_kernel`)."""
+    (m, n), k = out.shape, kw["k"]
+    steps = -(-k // (128 if kw["dtype"].startswith("float8") else BK))
+    if splits < 1 or steps % splits:
+        ok = [d for d in range(1, steps + 1) if steps % d == 0]
+        raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
+    extra = () if input is None else (input,)
+    if splits == 1:
+        matmul_kernel(m=m, n=n, **kw)(a, b, *sab, *extra, out)
+        return
+    epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
+    w = c.new_array(a, (m, n), "float32", fill=0)
+    matmul_kernel(m=m, n=n, splits=splits, **kw)(a, b, *sab, w)
+    per_tensor = bool(sab) and kw.get("scales", "tensor") == "tensor"
+    od = c.dtype_name(out)
+    matmul_finish_kernel(m=m, n=n, out_dtype=od, scale=per_tensor, **epilogue)(w, *(sab if per_tensor else ()), *extra, out)
 
 
 def _ctas(x) -> int:
@@ -505,7 +679,7 @@ def _operands(a, b):
     return a, a_major, b, b_major
 
 
-def _run(a, b, activation: str = ""):
+def _run(a, b, activation: str = "", splits: int = 1):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, a_major, b, b_major = _operands(a, b)
@@ -515,11 +689,11 @@ def _run(a, b, activation: str = ""):
     if k == 0:  # (every activation maps 0 to 0)
         out[...] = 0
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)(a, b, out)
+    _gemm(a, b, out, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
     return out
 
 
-def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
+def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     shape = tuple(input.shape)
@@ -541,9 +715,7 @@ def _addmm(input, a, b, beta: float, alpha: float, activation: str = ""):
         wide = i.float() if c.is_torch(i) else i.astype(np.float32)
         out[...] = _host_activation(beta * wide, activation)
         return out
-    matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation, a_major=a_major, b_major=b_major)(
-        a, b, i, out
-    )
+    _gemm(a, b, out, input=i, splits=splits, op="addmm", k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation, a_major=a_major, b_major=b_major)
     return out
 
 
@@ -638,14 +810,28 @@ def _addmm_autograd(op):
     op.register_autograd(backward, setup_context=setup_context)
 
 
-def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: Optional[str] = None):
+def _split_k(op: str, split_k, *tensors) -> int:
+    """``split_k`` (None: 1) where it applies: eager calls without autograd (torch.compile and
+    autograd trace the ops' one-kernel form)."""
+    if split_k is None or split_k == 1:
+        return 1
+    if any(c.is_torch(t) for t in tensors) and (c.compiling() or any(c.wants_grad(t) for t in tensors)):
+        raise NotImplementedError(f"tirx.ops.{op}: split_k={split_k} is for eager calls without autograd (not under torch.compile or with gradients)")
+    return int(split_k)
+
+
+def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: Optional[str] = None, split_k: Optional[int] = None):
     """PyTorch's `torch.addmm(input, mat1, mat2, beta=1, alpha=1)`: ``beta * input + alpha *
     (mat1 @ mat2)``, ``input`` a row (n,) or (1, n) added to every row, or an (m, n) matrix,
     fused into the matmul's epilogue (float32 arithmetic, one rounding); with ``activation``
     ("relu", "gelu", "gelu_tanh", "silu": PyTorch's F.relu, F.gelu, F.gelu(approximate="tanh"),
     F.silu) that of the sum, fused too (as `torch._addmm_activation` does relu and gelu); a new
-    array or tensor."""
+    array or tensor. ``split_k``: as `matmul`'s."""
     act = _activation("addmm", activation)
+    splits = _split_k("addmm", split_k, input, mat1, mat2)
+    if splits > 1:
+        arrays = (input, mat1, mat2) if c.is_torch(mat1) else tuple(np.asarray(x) for x in (input, mat1, mat2))
+        return _addmm(*arrays, float(beta), float(alpha), act, splits)
     if c.is_torch(mat1):
         if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (with its backward)
             return c.differentiable("addmm", _addmm_parts, _addmm_autograd)(input, mat1, mat2, float(beta), float(alpha), act)
@@ -673,12 +859,21 @@ def _torch_op_parts():
     return schema, fake
 
 
-def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str] = None):
+def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str] = None, split_k: Optional[int] = None):
     """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype;
-    with ``activation`` (as `addmm`'s) that of the product, fused into the epilogue."""
+    with ``activation`` (as `addmm`'s) that of the product, fused into the epilogue.
+    ``split_k``: K in that many equal parts (a divisor of its steps of 64, 128 for FP8), each
+    a work unit whose float32 sums a TMA reduce-add puts into a zeroed workspace, a second
+    kernel's epilogue rounding them: more CTAs for shapes whose tiles leave SMs idle (decode's
+    skinny M). Eager calls without autograd; not the default: on an H200 its kernels take 26
+    µs at 16 x 4096 x 11008 (torch.mm's call 36 µs) but its two extra launches (the workspace's
+    zeros, the finish) cost more host time than that from Python, at every shape measured."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
+    splits = _split_k("matmul", split_k, a, b)
+    if splits > 1:
+        return _run(a, b, act, splits) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits)
     if c.is_torch(a):
         fn = c.differentiable("matmul", _torch_op_parts, _matmul_autograd)  # (also registers the op)
         return fn(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
@@ -687,7 +882,7 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 
 
 
-def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None):
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: int = 1):
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype``."""
     da, db = c.dtype_name(a), c.dtype_name(b)
@@ -725,9 +920,10 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     scales = "tensor" if per_tensor else "block"
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
     kind = "" if bias is None else "row"
-    kernel = matmul_kernel(m=m, n=n, k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias=kind)
-    row = () if bias is None else (c.contiguous(bias).reshape(1, n),)
-    kernel(c.contiguous(a), c.contiguous(bt), c.contiguous(sa), c.contiguous(sb), *row, out)
+    row = None if bias is None else c.contiguous(bias).reshape(1, n)
+    sab = (c.contiguous(sa), c.contiguous(sb))
+    kw = dict(k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias=kind)
+    _gemm(c.contiguous(a), c.contiguous(bt), out, sab=sab, input=row, splits=splits, op="scaled_mm", **kw)
     return out
 
 
@@ -750,7 +946,7 @@ def register_scaled_mm_torch_op():
     return c.torch_op("scaled_mm", parts)
 
 
-def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum: bool = False):
+def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum: bool = False, split_k: Optional[int] = None):
     """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=..., use_fast_accum=False)`
     with per-tensor scales: ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and
     ``b`` (k x n, column-major), both float8_e4m3fn or both float8_e5m2: each 128 of K multiplied
@@ -760,14 +956,16 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_acc
     and ``scale_b`` float32 of one element, or DeepGEMM's block scales: ``scale_a`` (m, ceil(k /
     128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128), ceil(k / 128)), per 128 x 128
     block of ``b``, applied to each K step's partial as it is promoted; ``bias`` (n,) of
-    ``out_dtype``, added after the scales in float32."""
+    ``out_dtype``, added after the scales in float32. ``split_k``: as `matmul`'s (steps of 128
+    of K)."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = str(out_dtype).replace("torch.", "")
     if c.is_torch(a):
         c.refuse_grad("scaled_mm", a, b, bias)
+        splits = _split_k("scaled_mm", split_k, a, b)
         if c.compiling():
             return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, bias, od, bool(use_fast_accum))
-        return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum, bias)
+        return _scaled_mm(a, b, scale_a, scale_b, od, use_fast_accum, bias, splits)
     arrays = (np.asarray(a), np.asarray(b), np.asarray(scale_a, np.float32), np.asarray(scale_b, np.float32))
-    return _scaled_mm(*arrays, od, use_fast_accum, None if bias is None else np.asarray(bias))
+    return _scaled_mm(*arrays, od, use_fast_accum, None if bias is None else np.asarray(bias), _split_k("scaled_mm", split_k))

@@ -4,15 +4,16 @@ accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, g
 matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu", "gelu_tanh", "silu")
 applied there too, in float32 before the one rounding.
 
-Each CTA is a producer warpgroup and one or two consumer warpgroups (64 rows of the tile each):
+Each CTA is a producer warpgroup and one to three consumer warpgroups (64 rows of the tile each):
 the producer's one thread loads A (BM x 64) and B (64 x BN) tiles into swizzled shared-memory
 stages with TMA, announcing each stage's bytes on its `full` mbarrier; consumers wait on it,
 issue `wgmma` from shared memory (`gemm_async`), keep one K step in flight and free the stage
 before it (`empty`). The epilogue rounds the accumulator, stores it to a shared tile with
 `stmatrix` and writes it with TMA, 128 columns at a time. CTAs are persistent (one per SM) and
 walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
-in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128) per shape; the stage count
-is as many as shared memory holds.
+in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128; promoted FP8 also 192 x 128)
+per shape; the stage count is as many as shared memory holds. ``split_k=``: each tile's K in
+parts summed in float32 by TMA reduce-adds, a second kernel's epilogue (`matmul_finish_kernel`).
 
 Any M; N and K multiples of 8 (TMA's 16-byte row strides). Tiles cover the matrices: what a
 load box reads outside A or B is filled with zeros by TMA (adding nothing to the sums), what a
@@ -146,9 +147,8 @@ def matmul_kernel(
     ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n.
     ``splits`` > 1: split-K, for shapes whose tiles do not fill the GPU (skinny M, small
     squares): each tile's K steps in ``splits`` equal parts, a work unit each, each unit's
-    float32 partial added into ``C`` (m x n float32,
-    zeroed by the caller) by a TMA reduce-add; the scales, input, activation and rounding are
-    `matmul_finish_kernel`'s."""
+    float32 partial added into ``C`` (m x n float32, zeroed by the caller) by a TMA reduce-add;
+    the scales, input, activation and rounding are `matmul_finish_kernel`'s."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -415,30 +415,6 @@ def matmul_kernel(
     a_dims = (k, m) if a_mn else (m, k)
     b_dims = (n, k) if b_k else (k, n)
 
-    if split and fp8:
-
-        @T.prim_func
-        def scaled_mm_part(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, W_ptr: T.handle):
-            A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
-            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
-            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
-            W = T.match_buffer(W_ptr, (m, n), "float32")
-            body(A, B, W, None, SA, SB)
-
-        return scaled_mm_part
-
-    if split:
-
-        @T.prim_func
-        def matmul_part(A_ptr: T.handle, B_ptr: T.handle, W_ptr: T.handle):
-            A = T.match_buffer(A_ptr, a_dims, dtype)
-            B = T.match_buffer(B_ptr, b_dims, dtype)
-            W = T.match_buffer(W_ptr, (m, n), "float32")
-            body(A, B, W, None, None, None)
-
-        return matmul_part
-
     if fp8 and bias:
 
         @T.prim_func
@@ -461,7 +437,7 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
-            C = T.match_buffer(C_ptr, (m, n), od)
+            C = T.match_buffer(C_ptr, (m, n), cd)  # (split: the parts' float32 sums)
             body(A, B, C, None, SA, SB)
 
         return scaled_mm
@@ -494,7 +470,7 @@ def matmul_kernel(
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, a_dims, dtype)
         B = T.match_buffer(B_ptr, b_dims, dtype)
-        C = T.match_buffer(C_ptr, (m, n), dtype)
+        C = T.match_buffer(C_ptr, (m, n), cd)  # (split: the parts' float32 sums)
         body(A, B, C, None, None, None)
 
     return matmul

@@ -5,14 +5,14 @@ g's rows ``offs[g - 1]`` to ``offs[g]`` (int32 cumulative ends, ``offs[-1]`` at 
 sums rounded once. Groups of any size, 0 included, in one launch; ``b`` row-major or column-major
 (torch._grouped_mm's), read in place.
 
-The kernel reads ``offs`` on the GPU (no host synchronisation): a CTA per 64-row tile of a group
-and 128 columns, the grid sized for the most tiles the rows can make (``total_m / 64`` rounded up,
-plus one partial tile per group), each CTA finding its group by scanning the cumulative ends (CTAs
-past the last tile exit). One warpgroup: A's tile (rows past the group's end belong to the next
-group or are TMA's zeros: computed, never stored) and B's by TMA into a ring of stages loaded
-``stages - 1`` ahead, `wgmma` from shared memory, the tile stored from registers within its
-group's rows. Rows of ``a`` past ``offs[-1]`` give zero rows. Its FP8 form is `scaled_grouped_mm`;
-its backward dA by the same kernel, dB by `grouped_wgrad_kernel`."""
+The kernel reads ``offs`` on the GPU (no host synchronisation): persistent CTAs (one per SM),
+each a producer warpgroup and one or two consumers, walk the tiles (64 or 128 rows of one group x
+128 or 256 columns, tuned); one thread sums the groups' tile counts into shared memory at the
+start, and each tile's group is found by a binary search over them. The producer loads A's tile
+(rows past the group's end belong to the next group or are TMA's zeros: computed, never stored)
+and B[g]'s by TMA into a ring of stages; the consumers `wgmma` them and store their rows within
+the group from registers. Rows of ``a`` past ``offs[-1]`` give zero rows. Its FP8 form is
+`scaled_grouped_mm`; its backward dA by the same kernel, dB by `grouped_wgrad_kernel`."""
 
 from typing import Optional
 

@@ -22,6 +22,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
+from .matmul import _ctas as mm_ctas  # (persistent CTAs: one per SM; 2 in the simulator)
 
 BM, BN = 64, 128  # the weight-gradient kernel's tile: 64 of k, 128 of n
 EPILOGUE_BARRIER = 13  # (+ the consumer: its named barrier)
@@ -308,11 +309,6 @@ def grouped_wgrad_kernel(groups: int, k: int, n: int, dtype: str):
     return grouped_wgrad
 
 
-def _ctas(x) -> int:
-    """Persistent CTAs: one per SM of the tensor's GPU; 2 in the simulator."""
-    return c.gpu_sms(x) or 2
-
-
 def _check(a, b, offs, fp8: bool = False):
     name = "tirx.ops.scaled_grouped_mm" if fp8 else "tirx.ops.grouped_mm"
     if len(a.shape) != 2 or len(b.shape) != 3:
@@ -349,7 +345,7 @@ def _grouped_mm(a, b, offs):
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)
     a, offs = c.contiguous(a), c.contiguous(offs)
     b = c.contiguous(bt) if kmajor else c.contiguous(b)
-    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, ctas=_ctas(a), b_kmajor=kmajor)(a, b, offs, out, tm)
+    grouped_mm_kernel(groups=g, n=n, k=k, dtype=dtype, ctas=mm_ctas(a), b_kmajor=kmajor)(a, b, offs, out, tm)
     return out
 
 
@@ -376,7 +372,7 @@ def _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype: str, use_fast_ac
         return out
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)  # (groups, n, k), contiguous
     sa = c.contiguous(scale_a).reshape(tm, 1)
-    kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, ctas=_ctas(a), b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
+    kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, ctas=mm_ctas(a), b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))
     kern(c.contiguous(a), c.contiguous(bt), sa, c.contiguous(scale_b), c.contiguous(offs), out, tm)
     return out
 

@@ -255,6 +255,85 @@ def test_planted_mistakes_are_reported(mistake, tmp_path):
         tirx.compile(planted.attention_dkv_kernel.factory(**kw, reduce_dq=True), "sm_90a")(q, k, v, do, lse, dd, np.zeros_like(k), np.zeros_like(v), dqa)
 
 
+def dkv_ws_inputs(b, h, hk, sq, sk, d, causal, seed=0):
+    """Inputs of `attention_dkv_kernel(reduce_dq=True)` (heads flattened; LSE +inf and D 0 past
+    the queries, D from the rounded output as the backward's) and the float64 gradients."""
+    rng = np.random.default_rng(seed + sq + sk)
+    nd = numpy_dtype("bfloat16")
+    q, do = (rng.standard_normal((b, h, sq, d)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((b, hk, sk, d)).astype(nd) for _ in range(2))
+    scale = 1 / np.sqrt(d)
+    o, lse, dq, dk, dv = reference(q, k, v, do, causal, scale)
+    rows = ab.d_rows(sq)
+    lse_p = np.full((b * h, rows), np.inf, np.float32)
+    lse_p[:, :sq] = lse.reshape(b * h, sq)
+    dd = np.zeros((b * h, rows), np.float32)
+    dd[:, :sq] = (do.astype(F64) * o.astype(nd).astype(F64)).sum(-1).reshape(b * h, sq)
+    args = (q.reshape(b * h, sq, d), k.reshape(b * hk, sk, d), v.reshape(b * hk, sk, d), do.reshape(b * h, sq, d), lse_p, dd)
+    outs = (np.zeros((b * hk, sk, d), nd), np.zeros((b * hk, sk, d), nd), np.zeros((b * h, rows, d), np.float32))
+    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=scale, reduce_dq=True)
+    return kw, args, outs, (dq, dk, dv)
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["dq_handed_at_step_end", "dq_handed_late"])
+@pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [c for c in CASES if c[5] <= 128], ids=str)
+def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, late):
+    """The warp-specialised dK / dV kernel (FlashAttention-3's: 128 keys a CTA, two consumer
+    warpgroups computing transposed, each step's dQ part reduced by a producer thread's TMA),
+    each of its configurations the tuner may pick, against float64; its races, waits and fences
+    checked by the simulator."""
+    kw, args, (dk, dv, dqa), want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
+    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, late=late), "sm_90a")(*args, dk, dv, dqa)
+    got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
+    t = 2.0**-7
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
+
+
+def test_warp_specialised_dkv_on_the_gpu():
+    """On the GPU: the warp-specialised dK / dV kernel, each configuration, against float64
+    (causal or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    for shape in [(2, 8, 2, 1000, 1100, 128, True), (1, 4, 4, 513, 700, 64, False), (1, 2, 1, 2048, 2048, 128, False)]:
+        b, h, hk, sq, sk, d, causal = shape
+        kw, args, outs, want = dkv_ws_inputs(*shape)
+        def cuda(a):  # (bfloat16 arrays through their bits: torch takes no ml_dtypes array)
+            t = torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16) if a.dtype == numpy_dtype("bfloat16") else torch.from_numpy(a)
+            return t.cuda()
+
+        for late in (False, True):
+            dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
+            tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, late=late))(*(cuda(a) for a in args), dk, dv, dqa)
+            got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
+            t = 2.0**-7
+            for name, g, w in zip(("dq", "dk", "dv"), got, want):
+                np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=f"{name} {shape} late={late}")
+
+
+PLANTED_WS = {
+    "dS read by the other warpgroup before it wrote its half": ("                        T.ptx.bar.sync(DS_BARRIER, 256)\n", "", "wgmma misuse: wgmma.mma_async reads `DS_s`"),
+    # (the consumers run ahead: their arrivals complete phases of dq_full the reducing thread never sees)
+    "dQ's parts handed over without waiting for the last reduction": ("        if u >= 1:\n            dq_empty.wait(0, (u - 1) % 2)\n", "", "on `dq_full[0]`"),
+    "dQ's part handed over without a proxy fence": (
+        "        T.ptx.fence.proxy.async_.shared__cta()\n        T.cuda.warp_sync()\n        if tid % 32 == 0:\n            dq_full",
+        "        T.cuda.warp_sync()\n        if tid % 32 == 0:\n            dq_full",
+        "wrote it through the generic proxy",
+    ),
+    "a stage refilled before both consumers released it": ("                    if t >= 2:\n                        empty.wait(t % 2, (t // 2 + 1) % 2)\n", "", "data race"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(PLANTED_WS))
+def test_planted_mistakes_in_the_warp_specialised_dkv_are_reported(mistake, tmp_path):
+    old, new, words = PLANTED_WS[mistake]
+    planted = planting.planted(ab, old, new, tmp_path)
+    kw, args, (dk, dv, dqa), _ = dkv_ws_inputs(1, 2, 1, 200, 130, 64, True)
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        tirx.compile(planted.attention_dkv_kernel.factory(**kw, ws=True), "sm_90a")(*args, dk, dv, dqa)
+
+
 def varlen_reference(q, k, v, do, cuq, cuk, causal, scale):
     """Per packed sequence, causal on its lower-right diagonal: ``(dq, dk, dv)`` in float64 (rows
     outside every sequence 0, a sequence without keys 0)."""

@@ -4,8 +4,10 @@ attention's backward on Hopper's tensor cores, written in TIRx, from the forward
 log-sum-exp (`scaled_dot_product_attention(..., return_lse=True)`), in one of two pipelines.
 FlashAttention-3's: `attention_dd_kernel` (D = rowsum(dO ∘ O)), the dK / dV kernel below also
 adding each step's dS K into a float32 dQ accumulator by a TMA reduction
-(`attention_dkv_kernel(reduce_dq=True)`: no kernel recomputes S and dP for dQ; one Q / dO stage
-so that two CTAs share an SM), `attention_dq_convert_kernel` (dQ's scale and rounding). Or, as
+(`attention_dkv_kernel(reduce_dq=True)`: no kernel recomputes S and dP for dQ; tuned between a
+CTA of 64 keys, one warpgroup with one Q / dO stage so that two CTAs share an SM, and the
+warp-specialised CTA of 128 keys of `_dkv_ws`), `attention_dq_convert_kernel` (dQ's scale and
+rounding). Or, as
 FlashAttention-2 splits it, two kernels that need no reductions (the result the same every run;
 `deterministic=True`, and where measured faster: `_reduce_dq`):
 
@@ -36,7 +38,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import mma_shared_layout, wgmma_acc_layout, wgmma_row_layout
+from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 from .attention import HEAD_DIMS, LOG2E, _check, _mask, mask_index, mask_matrices
 
@@ -431,7 +433,16 @@ def _kv_steps(q0, n_keys, diag, causal):
     return T.min((n_keys + BN - 1) // BN, T.max(0, (q0 + BM - 1 + diag) // BN + 1))
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask"])
+# The dK / dV kernel's designs: one warpgroup a CTA of 64 keys, or (reducing dQ, head dims to
+# 128, no mask, not packed) FlashAttention-3's warp-specialised CTA of 128 keys (`_dkv_ws`).
+DKV_CONFIGS = [{}, {"ws": True}, {"ws": True, "late": True}]
+
+
+def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
+    return [cfg for cfg in configs if not cfg.get("ws") or (reduce_dq and d <= 128 and not varlen and not mask)]
+
+
+@autotune(configs=DKV_CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask"], prune=_dkv_prune)
 def attention_dkv_kernel(
     heads: int,
     kv_heads: int,
@@ -446,6 +457,8 @@ def attention_dkv_kernel(
     varlen: bool = False,
     reduce_dq: bool = False,
     mask: str = "",
+    ws: bool = False,
+    late: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -454,10 +467,15 @@ def attention_dkv_kernel(
     it: each step's dS K (unscaled, float32) through shared memory into DQA ``(batch * heads,
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
-    forward's additive mask (M after DD), as `attention_dq_kernel`'s."""
+    forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
+    design (reducing dQ)."""
     _check_mask(mask, varlen, causal)
     if varlen:
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
+    if ws:
+        if not reduce_dq or d > 128 or mask:
+            raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask")
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, late)
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
@@ -544,6 +562,8 @@ def attention_dkv_kernel(
         DS_s = pool.alloc((BM, BN), dtype, layout=p_smem)
         if reduce_dq:
             DQ_s = pool.alloc((BM, d), "float32", layout=dq_smem)
+        L_s = pool.alloc((2, BM), "float32")  # the stage's rows' log-sum-exp
+        D_s = pool.alloc((2, BM), "float32")  # ... and D
         kv_full = MBarrier(pool, 1)
         full = MBarrier(pool, stages)
         pool.commit()
@@ -709,6 +729,226 @@ def attention_dkv_kernel(
     return attention_dkv
 
 
+# `_dkv_ws`: the CTA's keys (two consumer warpgroups of 64), its named barrier (the consumers'
+# exchange of dS) and setmaxnreg's budgets (the producer warpgroup's, each consumer's).
+WS_KEYS = 128
+DS_BARRIER = 9  # (scripts own ids 9-15)
+WS_REGISTERS = (24, 240)
+# The columns' statistics a consumer thread holds at a time (of a step's 64 queries): 8 registers.
+COLS = 32
+
+
+def _swizzle_for(cols: int, eb: int) -> int:
+    """The widest swizzle (3: 128 bytes, 2: 64, 1: 32) whose atom ``cols`` elements of ``eb`` bytes
+    are whole atoms of."""
+    return next(sw for sw in (3, 2, 1) if cols * eb % (16 << sw) == 0)
+
+
+def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, late: bool = False):
+    """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
+    three warpgroups. The producer's first thread loads K and V once and each step's query tile
+    (Q and dO) into two stages; its second warp's first thread adds each step's dQ part into DQA
+    (a TMA reduce-add from shared memory). Each consumer warpgroup holds 64 keys' dK and dV and
+    computes, transposed (keys as rows, so Pᵀ and dSᵀ are the A operands of dV += Pᵀ dO and dK +=
+    dSᵀ Q straight from registers), Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, Pᵀ = exp2(Sᵀ c − lse log2 e) with each
+    column's (query's) log-sum-exp, dSᵀ = Pᵀ ∘ (dPᵀ − D); dSᵀ goes to shared memory (two buffers),
+    both warpgroups' halves are read for dQ's part, dS K, each warpgroup its half of dQ's
+    columns."""
+    group = heads // kv_heads
+    q_tiles = d_rows(seq_q) // BM
+    k_tiles = -(-seq_k // WS_KEYS)
+    scale_log2 = scale * LOG2E
+    dh = d // 2  # dQ's columns a consumer
+    # K's columns are read in halves by dQ's GEMMs: whole swizzle atoms of them.
+    kv_smem = mma_shared_layout(dtype, _swizzle_for(dh, 2), (WS_KEYS, d))
+    q_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BM, d))
+    ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, BM))
+    dq_smem = mma_shared_layout("float32", _swizzle_for(dh, 4), (BM, d))
+    tile_bytes = BM * d * 2
+    producer_regs, consumer_regs = WS_REGISTERS
+    # Keys past the sequence are masked (TMA's zero rows would weigh exp2(-lse)).
+    ragged = seq_k % WS_KEYS != 0
+
+    def first_of(kt):
+        """The first query tile that sees the CTA's keys (causal: a row at or below its first key)."""
+        if not causal:
+            return 0
+        return T.max(0, (kt * WS_KEYS - offset) // BM)
+
+    @T.macro
+    def weights(st, col, L_s, stage, k0, kk0, q0):
+        # Pᵀ in `st` (keys kk0 + i, queries q0 + j; causal: masked only where the CTA's keys
+        # reach past the query tile's diagonal), the columns' statistics COLS at a time.
+        if causal:
+            if k0 + WS_KEYS - 1 > q0 + offset:
+                Tx.warpgroup.masked_fill(st[0:64, 0:BM], st[0:64, 0:BM], lambda i, j: (kk0 + i >= seq_k) | (kk0 + i > q0 + j + offset), float("-inf"))
+        elif ragged:
+            Tx.warpgroup.masked_fill(st[0:64, 0:BM], st[0:64, 0:BM], lambda i, j: kk0 + i >= seq_k, float("-inf"))
+        for h in list(range(BM // COLS)):
+            Tx.warpgroup.copy(col[0:1, 0:COLS], L_s[stage : stage + 1, h * COLS : h * COLS + COLS])
+            Tx.warpgroup.mul(col[0:1, 0:COLS], col[0:1, 0:COLS], -LOG2E)  # -lse log2 e, capped: a row that saw no key
+            Tx.warpgroup.minimum(col[0:1, 0:COLS], col[0:1, 0:COLS], FLT_MAX)
+            Tx.warpgroup.exp2(st[0:64, h * COLS : h * COLS + COLS], st[0:64, h * COLS : h * COLS + COLS], bias=col[0:1, 0:COLS], scale=scale_log2, ftz=True)
+
+    @T.macro
+    def hand_dq(dq, DQ_s, dq_full, dq_empty, cw, u, tid):
+        # Step u's dQ part (waited for) into DQ_s once step u - 1's reduction has read it, handed
+        # to the reduction (one arrival a warp).
+        if u >= 1:
+            dq_empty.wait(0, (u - 1) % 2)
+        for w in list(range(2)):
+            if cw == w:
+                Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.warp_sync()
+        if tid % 32 == 0:
+            dq_full.arrive(0)
+
+    @T.macro
+    def ds_of(dpt, st, col, D_s, stage):
+        # dSᵀ = Pᵀ ∘ (dPᵀ − D) in `dpt`.
+        for h in list(range(BM // COLS)):
+            Tx.warpgroup.copy(col[0:1, 0:COLS], D_s[stage : stage + 1, h * COLS : h * COLS + COLS])
+            Tx.warpgroup.sub(dpt[0:64, h * COLS : h * COLS + COLS], dpt[0:64, h * COLS : h * COLS + COLS], col[0:1, 0:COLS])
+        Tx.warpgroup.mul(dpt[0:64, 0:BM], dpt[0:64, 0:BM], st[0:64, 0:BM])
+
+    @T.prim_func
+    def attention_dkv_ws(
+        Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
+    ):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
+        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
+        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
+        T.device_entry()
+        bx = T.cta_id([batch * kv_heads * k_tiles])
+        wg = T.warpgroup_id([3])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        tid = T.thread_id([384])
+        pool = T.SMEMPool()
+        K_s = pool.alloc((WS_KEYS, d), dtype, layout=kv_smem)
+        V_s = pool.alloc((WS_KEYS, d), dtype, layout=kv_smem)
+        Q_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        DO_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
+        DS_s = pool.alloc((2, WS_KEYS, BM), dtype, layout=ds_smem)
+        DQ_s = pool.alloc((BM, d), "float32", layout=dq_smem)
+        L_s = pool.alloc((2, BM), "float32")  # the stage's rows' log-sum-exp
+        D_s = pool.alloc((2, BM), "float32")  # ... and D
+        kv_full = MBarrier(pool, 1)
+        full = MBarrier(pool, 2)  # a query tile's Q and dO landed in the stage
+        empty = MBarrier(pool, 2)  # both consumers read the stage
+        dq_full = MBarrier(pool, 1)  # the consumers' dQ parts in DQ_s
+        dq_empty = MBarrier(pool, 1)  # DQ_s read by the reduction
+        pool.commit()
+        kv_full.init(1)
+        full.init(1)
+        empty.init(8)  # one arrival per consumer warp
+        dq_full.init(8)  # every consumer warp, after its part's stores
+        dq_empty.init(1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cta_sync()
+        kv = bx // k_tiles
+        kt = bx % k_tiles
+        k0 = kt * WS_KEYS
+        first = first_of(kt)
+        per_head = q_tiles - first  # query tiles of each head of the group
+        steps = group * per_head
+        if wg == 0:
+            T.ptx.setmaxnreg.dec(producer_regs)
+            if tid == 0:  # K and V once, then each step's query tile into stage t % 2
+                T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * WS_KEYS * d * 2)
+                Tx.copy_async(K_s[0:WS_KEYS, 0:d], K[kv, k0 : k0 + WS_KEYS, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+                Tx.copy_async(V_s[0:WS_KEYS, 0:d], V[kv, k0 : k0 + WS_KEYS, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+                for t in T.serial(steps):
+                    p_bh = kv * group + t // per_head
+                    p_q0 = (first + t % per_head) * BM
+                    if t >= 2:
+                        empty.wait(t % 2, (t // 2 + 1) % 2)
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([t % 2]), 2 * tile_bytes + 2 * BM * 4)
+                    Tx.copy_async(Q_s[t % 2, 0:BM, 0:d], Q[p_bh, p_q0 : p_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(DO_s[t % 2, 0:BM, 0:d], DO[p_bh, p_q0 : p_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(L_s[t % 2, 0:BM], LSE[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(D_s[t % 2, 0:BM], DD[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+            if tid == 32:  # each step's dQ part added into DQA, DQ_s freed once read
+                for u in T.serial(steps):
+                    r_bh = kv * group + u // per_head
+                    r_q0 = (first + u % per_head) * BM
+                    dq_full.wait(0, u % 2)
+                    Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, 0:d], DQ_s[0:BM, 0:d], dispatch="tma_auto", use_tma_reduce="add")
+                    T.ptx.cp_async.bulk.commit_group()
+                    T.ptx.cp_async.bulk.wait_group_read(0)
+                    dq_empty.arrive(0)
+        else:
+            T.ptx.setmaxnreg.inc(consumer_regs)
+            cw = wg - 1
+            kk0 = k0 + cw * 64  # this warpgroup's first key
+            dk = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+            dv = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
+            st = T.alloc_buffer((64, BM), "float32", scope="local", layout=wgmma_acc_layout(BM))
+            dpt = T.alloc_buffer((64, BM), "float32", scope="local", layout=wgmma_acc_layout(BM))
+            pt16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
+            dst16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
+            dq = T.alloc_buffer((BM, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
+            col = T.alloc_buffer((1, COLS), "float32", scope="local", layout=c.acc_col_layout(COLS))
+            out = T.alloc_buffer((64, d), dtype, scope="local", layout=wgmma_acc_layout(d))
+            Tx.warpgroup.fill(dk[0:64, 0:d], 0.0)
+            Tx.warpgroup.fill(dv[0:64, 0:d], 0.0)
+            kv_full.wait(0, 0)
+            for hh in T.serial(group):  # the group's query heads, each's query tiles from `first`
+                for qt in T.serial(q_tiles):  # (a loop over all keeps qt's range known)
+                    if qt >= first:
+                        t = hh * per_head + qt - first  # the step (its stage t % 2)
+                        bh = kv * group + hh
+                        q0 = qt * BM
+                        full.wait(t % 2, (t // 2) % 2)
+                        Tx.warpgroup.gemm_async(st[0:64, 0:BM], K_s[cw * 64 : cw * 64 + 64, 0:d], Q_s[t % 2, 0:BM, 0:d])
+                        Tx.warpgroup.gemm_async(dpt[0:64, 0:BM], V_s[cw * 64 : cw * 64 + 64, 0:d], DO_s[t % 2, 0:BM, 0:d])
+                        # Pᵀ computed while dPᵀ's GEMM runs (dSᵀ after it: Pᵀ in float32 and in
+                        # 16 bits beside dK, dV and dPᵀ would not fit 240 registers).
+                        T.ptx.wgmma.wait_group(1)
+                        weights(st, col, L_s, t % 2, k0, kk0, q0)
+                        T.ptx.wgmma.wait_group(0)
+                        ds_of(dpt, st, col, D_s, t % 2)
+                        Tx.warpgroup.cast(pt16[0:64, 0:BM], st[0:64, 0:BM])
+                        Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                        Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
+                        if late:  # step t - 1's dQ part, kept in `dq` while this step's first GEMMs ran
+                            for u in T.serial(T.min(t, 1)):
+                                hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t - 1, tid)
+                        # dSᵀ's half into buffer t % 2 (its last readers, step t - 2's dQ GEMMs,
+                        # waited for before step t - 1's barrier; before dK's GEMM reads the
+                        # registers), then both halves there.
+                        Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
+                        Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                        T.ptx.fence.proxy.async_.shared__cta()
+                        T.ptx.bar.sync(DS_BARRIER, 256)
+                        for w in list(range(2)):  # dQ's part, columns of this warpgroup's half (constant slices for the descriptors)
+                            if cw == w:
+                                Tx.warpgroup.gemm_async(dq[0:BM, 0:dh], DS_s[t % 2, 0:WS_KEYS, 0:BM], K_s[0:WS_KEYS, w * dh : w * dh + dh], transA=True, transB=True)
+                        T.ptx.wgmma.wait_group(0)
+                        T.cuda.warp_sync()  # (each warp's reads of the stage's statistics, and its warpgroup's wgmmas', done)
+                        if tid % 32 == 0:
+                            empty.arrive(t % 2)
+                        if not late:
+                            hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
+            if late:
+                for u in T.serial(T.min(steps, 1)):  # the last step's part
+                    hand_dq(dq, DQ_s, dq_full, dq_empty, cw, steps - 1, tid)
+            Tx.warpgroup.mul(dk[0:64, 0:d], dk[0:64, 0:d], scale)
+            Tx.warpgroup.cast(out[0:64, 0:d], dk[0:64, 0:d])
+            Tx.warpgroup.copy(DK[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
+            Tx.warpgroup.cast(out[0:64, 0:d], dv[0:64, 0:d])
+            Tx.warpgroup.copy(DV[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
+
+    return attention_dkv_ws
+
+
 @autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype"])
 def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
     """``DD[r, i] = rowsum(dO ∘ O)`` (float32) of the ``rows`` heads' query rows (O, dO ``(rows,
@@ -745,8 +985,12 @@ def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
 @autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale"])
 def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float):
     """``DQ = scale · DQA`` rounded to ``dtype`` (DQA ``(rows, d_rows(seq_q), d)`` float32, the
-    reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``)."""
+    reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``): each thread
+    8 consecutive elements of a row at a time (16-byte stores; the accumulator's layout would load
+    and store 8 and 4 bytes), where a row's vectors divide the threads."""
     q_tiles = d_rows(seq_q) // BM
+    vecs = d // 8  # a row's vectors of 8
+    tile = TileLayout(S[(BM * vecs // 128, 128 // vecs, vecs, 8) : (8, vecs @ tx, 1 @ tx, 1)]) if 128 % vecs == 0 else wgmma_acc_layout(d)
 
     @T.prim_func
     def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
@@ -760,12 +1004,12 @@ def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale
         T.thread_id([128])
         bh = bx // q_tiles
         q0 = bx % q_tiles * BM
-        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
-        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=wgmma_acc_layout(d))
-        Tx.warpgroup.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
-        Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
-        Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
-        Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=tile)
+        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=tile)
+        Tx.cta.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
+        Tx.cta.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
+        Tx.cta.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
+        Tx.cta.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
 
     return attention_dq_convert
 
@@ -944,14 +1188,14 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     """Whether dQ is reduced into float32 by the dK / dV kernel (`attention_dkv_kernel(reduce_dq=
     True)`) rather than computed by its own kernel: never past head dim 128 (its shared memory) nor
     ``deterministic``; with ``deterministic=False`` always; by default where that was measured
-    faster (H200, bf16, d = 64 and 128: non-causal from 2k keys, 1.02-1.13x; causal 2k 0.89x,
-    8k-16k equal, so causal keeps the dQ kernel), unless PyTorch is asked for deterministic
-    algorithms."""
+    faster (H200, bf16, the whole backward: non-causal from 2k keys, 1.03-1.16x; causal from 4k
+    keys, 1.01-1.14x, and at d = 64 from 2k, 1.06x; 1k keys 0.94-0.95x), unless PyTorch is asked
+    for deterministic algorithms."""
     if d > 128 or deterministic:
         return False
     if deterministic is not None:
         return True
-    if causal or seq_k < 2048:
+    if seq_k < (4096 if causal and d > 64 else 2048):
         return False
     if c.is_torch(q):
         import torch

@@ -275,15 +275,14 @@ def dkv_ws_inputs(b, h, hk, sq, sk, d, causal, seed=0):
     return kw, args, outs, (dq, dk, dv)
 
 
-@pytest.mark.parametrize("late", [False, True], ids=["dq_handed_at_step_end", "dq_handed_late"])
+@pytest.mark.parametrize("dq_overlap", [False, True], ids=["gemms_back_to_back", "dq_stored_during_dk"])
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [c for c in CASES if c[5] <= 128], ids=str)
-def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, late):
+def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, dq_overlap):
     """The warp-specialised dK / dV kernel (FlashAttention-3's: 128 keys a CTA, two consumer
-    warpgroups computing transposed, each step's dQ part reduced by a producer thread's TMA),
-    each of its configurations the tuner may pick, against float64; its races, waits and fences
-    checked by the simulator."""
+    warpgroups computing transposed, each step's dQ part reduced by a producer thread's TMA)
+    against float64; its races, waits and fences checked by the simulator."""
     kw, args, (dk, dv, dqa), want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
-    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, late=late), "sm_90a")(*args, dk, dv, dqa)
+    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap), "sm_90a")(*args, dk, dv, dqa)
     got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
     t = 2.0**-7
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
@@ -291,8 +290,8 @@ def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, late)
 
 
 def test_warp_specialised_dkv_on_the_gpu():
-    """On the GPU: the warp-specialised dK / dV kernel, each configuration, against float64
-    (causal or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
+    """On the GPU: the warp-specialised dK / dV kernel, in both orders, against float64 (causal
+    or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -303,22 +302,22 @@ def test_warp_specialised_dkv_on_the_gpu():
             t = torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16) if a.dtype == numpy_dtype("bfloat16") else torch.from_numpy(a)
             return t.cuda()
 
-        for late in (False, True):
+        for dq_overlap in (False, True):
             dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
-            tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, late=late))(*(cuda(a) for a in args), dk, dv, dqa)
+            tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap))(*(cuda(a) for a in args), dk, dv, dqa)
             got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
             t = 2.0**-7
             for name, g, w in zip(("dq", "dk", "dv"), got, want):
-                np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=f"{name} {shape} late={late}")
+                np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=f"{name} {shape} dq_overlap={dq_overlap}")
 
 
 PLANTED_WS = {
     "dS read by the other warpgroup before it wrote its half": ("                        T.ptx.bar.sync(DS_BARRIER, 256)\n", "", "wgmma misuse: wgmma.mma_async reads `DS_s`"),
     # (the consumers run ahead: their arrivals complete phases of dq_full the reducing thread never sees)
-    "dQ's parts handed over without waiting for the last reduction": ("        if u >= 1:\n            dq_empty.wait(0, (u - 1) % 2)\n", "", "on `dq_full[0]`"),
+    "dQ's parts handed over without waiting for the last reduction": ("            if u >= 1:\n                dq_empty.wait(0, (u - 1) % 2)\n", "", "on `dq_full[0]`"),
     "dQ's part handed over without a proxy fence": (
-        "        T.ptx.fence.proxy.async_.shared__cta()\n        T.cuda.warp_sync()\n        if tid % 32 == 0:\n            dq_full",
-        "        T.cuda.warp_sync()\n        if tid % 32 == 0:\n            dq_full",
+        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.cuda.warp_sync()\n            if tid % 32 == 0:\n                dq_full",
+        "            T.cuda.warp_sync()\n            if tid % 32 == 0:\n                dq_full",
         "wrote it through the generic proxy",
     ),
     "a stage refilled before both consumers released it": ("                    if t >= 2:\n                        empty.wait(t % 2, (t // 2 + 1) % 2)\n", "", "data race"),

@@ -435,7 +435,7 @@ def _kv_steps(q0, n_keys, diag, causal):
 
 # The dK / dV kernel's designs: one warpgroup a CTA of 64 keys, or (reducing dQ, head dims to
 # 128, no mask, not packed) FlashAttention-3's warp-specialised CTA of 128 keys (`_dkv_ws`).
-DKV_CONFIGS = [{}, {"ws": True}, {"ws": True, "late": True}]
+DKV_CONFIGS = [{}, {"ws": True}, {"ws": True, "dq_overlap": True}]
 
 
 def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
@@ -458,7 +458,7 @@ def attention_dkv_kernel(
     reduce_dq: bool = False,
     mask: str = "",
     ws: bool = False,
-    late: bool = False,
+    dq_overlap: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -468,14 +468,14 @@ def attention_dkv_kernel(
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
-    design (reducing dQ)."""
+    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs."""
     _check_mask(mask, varlen, causal)
     if varlen:
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
     if ws:
         if not reduce_dq or d > 128 or mask:
             raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask")
-        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, late)
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap)
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
@@ -744,7 +744,7 @@ def _swizzle_for(cols: int, eb: int) -> int:
     return next(sw for sw in (3, 2, 1) if cols * eb % (16 << sw) == 0)
 
 
-def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, late: bool = False):
+def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool = False):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
     (Q and dO) into two stages; its second warp's first thread adds each step's dQ part into DQA
@@ -753,7 +753,10 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     dSᵀ Q straight from registers), Sᵀ = K Qᵀ, dPᵀ = V dOᵀ, Pᵀ = exp2(Sᵀ c − lse log2 e) with each
     column's (query's) log-sum-exp, dSᵀ = Pᵀ ∘ (dPᵀ − D); dSᵀ goes to shared memory (two buffers),
     both warpgroups' halves are read for dQ's part, dS K, each warpgroup its half of dQ's
-    columns."""
+    columns. ``dq_overlap``: FlashAttention-3's order of the last GEMMs (dV, dQ, then dK, dQ's
+    part stored while dK's runs, each warpgroup's half handed to the reduction on barriers of its
+    own) rather than the three issued back to back (measured on an H200: faster at head dim 64,
+    slower at 128)."""
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // WS_KEYS)
@@ -766,6 +769,9 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     dq_smem = mma_shared_layout("float32", _swizzle_for(dh, 4), (BM, d))
     tile_bytes = BM * d * 2
     producer_regs, consumer_regs = WS_REGISTERS
+    # dQ's halves handed over one warpgroup at a time (with `dq_overlap`; measured: slower with
+    # the GEMMs back to back, where both halves go in one reduction).
+    halves = 1 if dq_overlap else 0
     # Keys past the sequence are masked (TMA's zero rows would weigh exp2(-lse)).
     ragged = seq_k % WS_KEYS != 0
 
@@ -792,17 +798,29 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
 
     @T.macro
     def hand_dq(dq, DQ_s, dq_full, dq_empty, cw, u, tid):
-        # Step u's dQ part (waited for) into DQ_s once step u - 1's reduction has read it, handed
-        # to the reduction (one arrival a warp).
-        if u >= 1:
-            dq_empty.wait(0, (u - 1) % 2)
-        for w in list(range(2)):
-            if cw == w:
-                Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
-        T.ptx.fence.proxy.async_.shared__cta()
-        T.cuda.warp_sync()
-        if tid % 32 == 0:
-            dq_full.arrive(0)
+        # Step u's dQ part (its columns of this warpgroup's half) into DQ_s once step u - 1's
+        # reduction has read it, handed to the reduction (one arrival a warp); with
+        # `dq_overlap` each warpgroup on barriers of its own (slot w), else both on slot 0.
+        if halves:
+            for w in list(range(2)):
+                if cw == w:
+                    if u >= 1:
+                        dq_empty.wait(w, (u - 1) % 2)
+                    Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
+                    T.ptx.fence.proxy.async_.shared__cta()
+                    T.cuda.warp_sync()
+                    if tid % 32 == 0:
+                        dq_full.arrive(w)
+        else:
+            if u >= 1:
+                dq_empty.wait(0, (u - 1) % 2)
+            for w in list(range(2)):
+                if cw == w:
+                    Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.warp_sync()
+            if tid % 32 == 0:
+                dq_full.arrive(0)
 
     @T.macro
     def ds_of(dpt, st, col, D_s, stage):
@@ -843,13 +861,13 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
         kv_full = MBarrier(pool, 1)
         full = MBarrier(pool, 2)  # a query tile's Q and dO landed in the stage
         empty = MBarrier(pool, 2)  # both consumers read the stage
-        dq_full = MBarrier(pool, 1)  # the consumers' dQ parts in DQ_s
-        dq_empty = MBarrier(pool, 1)  # DQ_s read by the reduction
+        dq_full = MBarrier(pool, 2)  # a consumer's dQ part (its half of the columns) in DQ_s
+        dq_empty = MBarrier(pool, 2)  # ... read by the reduction
         pool.commit()
         kv_full.init(1)
         full.init(1)
         empty.init(8)  # one arrival per consumer warp
-        dq_full.init(8)  # every consumer warp, after its part's stores
+        dq_full.init(4 if halves else 8)  # every warp of the consumer(s), after its part's stores
         dq_empty.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
@@ -875,15 +893,24 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
                     Tx.copy_async(DO_s[t % 2, 0:BM, 0:d], DO[p_bh, p_q0 : p_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
                     Tx.copy_async(L_s[t % 2, 0:BM], LSE[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
                     Tx.copy_async(D_s[t % 2, 0:BM], DD[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
-            if tid == 32:  # each step's dQ part added into DQA, DQ_s freed once read
+            if tid == 32:  # each step's dQ parts added into DQA, freed once read
                 for u in T.serial(steps):
                     r_bh = kv * group + u // per_head
                     r_q0 = (first + u % per_head) * BM
-                    dq_full.wait(0, u % 2)
-                    Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, 0:d], DQ_s[0:BM, 0:d], dispatch="tma_auto", use_tma_reduce="add")
-                    T.ptx.cp_async.bulk.commit_group()
-                    T.ptx.cp_async.bulk.wait_group_read(0)
-                    dq_empty.arrive(0)
+                    if halves:  # each warpgroup's half on its own
+                        for w in list(range(2)):
+                            dq_full.wait(w, u % 2)
+                            Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, w * dh : w * dh + dh], DQ_s[0:BM, w * dh : w * dh + dh], dispatch="tma_auto", use_tma_reduce="add")
+                            T.ptx.cp_async.bulk.commit_group()
+                        for w in list(range(2)):
+                            T.ptx.cp_async.bulk.wait_group_read(1 - w)
+                            dq_empty.arrive(w)
+                    else:
+                        dq_full.wait(0, u % 2)
+                        Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, 0:d], DQ_s[0:BM, 0:d], dispatch="tma_auto", use_tma_reduce="add")
+                        T.ptx.cp_async.bulk.commit_group()
+                        T.ptx.cp_async.bulk.wait_group_read(0)
+                        dq_empty.arrive(0)
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -915,31 +942,35 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
                         weights(st, col, L_s, t % 2, k0, kk0, q0)
                         T.ptx.wgmma.wait_group(0)
                         ds_of(dpt, st, col, D_s, t % 2)
-                        Tx.warpgroup.cast(pt16[0:64, 0:BM], st[0:64, 0:BM])
-                        Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
-                        Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
-                        if late:  # step t - 1's dQ part, kept in `dq` while this step's first GEMMs ran
-                            for u in T.serial(T.min(t, 1)):
-                                hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t - 1, tid)
                         # dSᵀ's half into buffer t % 2 (its last readers, step t - 2's dQ GEMMs,
-                        # waited for before step t - 1's barrier; before dK's GEMM reads the
-                        # registers), then both halves there.
-                        Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
-                        Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                        # waited for before step t - 1's barrier; before a GEMM reads the
+                        # registers), dV's GEMM (and dK's), then both halves there for dQ's.
+                        Tx.warpgroup.cast(pt16[0:64, 0:BM], st[0:64, 0:BM])
+                        if dq_overlap:
+                            Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
+                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
+                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                        else:  # (this order: ptxas spills fewer registers, 40 bytes rather than 168)
+                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                            Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
+                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
+                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
                         T.ptx.fence.proxy.async_.shared__cta()
                         T.ptx.bar.sync(DS_BARRIER, 256)
                         for w in list(range(2)):  # dQ's part, columns of this warpgroup's half (constant slices for the descriptors)
                             if cw == w:
                                 Tx.warpgroup.gemm_async(dq[0:BM, 0:dh], DS_s[t % 2, 0:WS_KEYS, 0:BM], K_s[0:WS_KEYS, w * dh : w * dh + dh], transA=True, transB=True)
+                        if dq_overlap:  # FlashAttention-3's order: dQ's part stored while dK's GEMM runs
+                            T.ptx.wgmma.wait_group(1)  # (dV's done: dQ's runs)
+                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                            T.ptx.wgmma.wait_group(1)  # (dQ's done: dK's runs)
+                            hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
                         T.ptx.wgmma.wait_group(0)
                         T.cuda.warp_sync()  # (each warp's reads of the stage's statistics, and its warpgroup's wgmmas', done)
                         if tid % 32 == 0:
                             empty.arrive(t % 2)
-                        if not late:
+                        if not dq_overlap:  # (the three GEMMs issued back to back)
                             hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
-            if late:
-                for u in T.serial(T.min(steps, 1)):  # the last step's part
-                    hand_dq(dq, DQ_s, dq_full, dq_empty, cw, steps - 1, tid)
             Tx.warpgroup.mul(dk[0:64, 0:d], dk[0:64, 0:d], scale)
             Tx.warpgroup.cast(out[0:64, 0:d], dk[0:64, 0:d])
             Tx.warpgroup.copy(DK[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
@@ -1188,14 +1219,14 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     """Whether dQ is reduced into float32 by the dK / dV kernel (`attention_dkv_kernel(reduce_dq=
     True)`) rather than computed by its own kernel: never past head dim 128 (its shared memory) nor
     ``deterministic``; with ``deterministic=False`` always; by default where that was measured
-    faster (H200, bf16, the whole backward: non-causal from 2k keys, 1.03-1.16x; causal from 4k
-    keys, 1.01-1.14x, and at d = 64 from 2k, 1.06x; 1k keys 0.94-0.95x), unless PyTorch is asked
-    for deterministic algorithms."""
+    faster (H200, bf16, the whole backward: non-causal at every length measured, 1k-16k,
+    1.02-1.24x; causal from 4k keys, 1.10-1.17x, at d = 64 from 2k, 1.12-1.30x; causal 1k 0.93x,
+    at d = 128 2k 0.99x), unless PyTorch is asked for deterministic algorithms."""
     if d > 128 or deterministic:
         return False
     if deterministic is not None:
         return True
-    if seq_k < (4096 if causal and d > 64 else 2048):
+    if causal and seq_k < (4096 if d > 64 else 2048):
         return False
     if c.is_torch(q):
         import torch

@@ -656,6 +656,12 @@ def _operands(a, b):
 
 
 def _run(a, b, activation: str = "", splits: int = 1):
+    if c.is_torch(a) and splits == 1:
+        return _torch_plan((a, b), ("mm", activation), lambda: _new_mm_plan(a, b, activation))(a, b)
+    return _run_general(a, b, activation, splits)
+
+
+def _run_general(a, b, activation: str = "", splits: int = 1):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, a_major, b, b_major = _operands(a, b)
@@ -669,20 +675,104 @@ def _run(a, b, activation: str = "", splits: int = 1):
     return out
 
 
-def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
+# The torch path's decisions per call signature (`_torch_plan`), bounded: a model calls a few
+# shapes over and over, each call's checks, operand views and kernel lookup made once.
+_PLANS: dict = {}
+PLANS_MAX = 4096
+
+
+def _torch_plan(tensors, extra: tuple, new):
+    """``run(*tensors)`` for tensors of these shapes, strides, dtypes and device (and the op's
+    ``extra`` arguments): ``new()``'s, made on the first call of a signature (its checks and
+    errors then, as every call's would be); a call after that allocates the output and launches
+    the tuned kernel (the host time of a decode-sized matmul is most of its time)."""
+    key = extra + tuple((t.shape, t.stride(), t.dtype) for t in tensors) + (tensors[-1].device,)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = new()
+    return plan
+
+
+def _operand_views(a, b):
+    """`_operands`' choices for ``a`` and ``b`` as functions of tensors like them: each operand
+    as a transposed view in place, or contiguous."""
+    a_op, a_major, b_op, b_major = _operands(a, b)
+    a_t, b_t = a_op is not a and a_major == "m", b_op is not b and b_major == "k"
+    return (lambda x: x.T if a_t else x.contiguous()), a_major, (lambda y: y.T if b_t else y.contiguous()), b_major
+
+
+def _new_mm_plan(a, b, activation: str):
+    import torch
+
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
+    if m == 0 or n == 0 or k == 0:  # (every activation maps 0 to 0)
+        return lambda a, b: _run_general(a, b, activation)
+    view_a, a_major, view_b, b_major = _operand_views(a, b)
+    kernel = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    tdtype, device = a.dtype, a.device
+
+    def run(a, b):
+        out = torch.empty((m, n), dtype=tdtype, device=device)
+        kernel(view_a(a), view_b(b), out)
+        return out
+
+    return run
+
+
+def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str):
+    import torch
+
+    dtype, kind = _addmm_check(input, a, b)
+    (m, k), n = a.shape, b.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return lambda input, a, b: _addmm_general(input, a, b, beta, alpha, activation)
+    view_a, a_major, view_b, b_major = _operand_views(a, b)
+    kernel = matmul_kernel(
+        m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major
+    )
+    tdtype, device = a.dtype, a.device
+
+    def run(input, a, b):
+        out = torch.empty((m, n), dtype=tdtype, device=device)
+        i = input.contiguous()
+        kernel(view_a(a), view_b(b), i.reshape(1, n) if kind == "row" else i, out)
+        return out
+
+    return run
+
+
+def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
+    if c.is_torch(a) and splits == 1:
+        plan = _torch_plan((input, a, b), ("addmm", beta, alpha, activation), lambda: _new_addmm_plan(input, a, b, beta, alpha, activation))
+        return plan(input, a, b)
+    return _addmm_general(input, a, b, beta, alpha, activation, splits)
+
+
+def _addmm_check(input, a, b):
+    """``(dtype, kind)``: the operands' dtype and how ``input`` is added ("row" or "matrix")."""
+    dtype = _check(a, b)
+    m, n = a.shape[0], b.shape[1]
     shape = tuple(input.shape)
     if shape in ((n,), (1, n)):
-        kind, i = "row", c.contiguous(input).reshape(1, n)
+        kind = "row"
     elif shape == (m, n):
-        kind, i = "matrix", c.contiguous(input)
+        kind = "matrix"
     else:
         raise ValueError(
             f"tirx.ops.addmm: input of shape {list(shape)} for a {m}x{n} product; give a row ({n},) / (1, {n}) or the whole ({m}, {n})"
         )
     if c.dtype_name(input) != dtype:
         raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype")
+    return dtype, kind
+
+
+def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
+    dtype, kind = _addmm_check(input, a, b)
+    (m, k), n = a.shape, b.shape[1]
+    i = c.contiguous(input).reshape(1, n) if kind == "row" else c.contiguous(input)
     a, a_major, b, b_major = _operands(a, b)
     out = c.new_array(a, (m, n))
     if m == 0 or n == 0:
@@ -851,8 +941,10 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     if splits > 1:
         return _run(a, b, act, splits) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits)
     if c.is_torch(a):
-        fn = c.differentiable("matmul", _torch_op_parts, _matmul_autograd)  # (also registers the op)
-        return fn(a, b, act) if c.compiling() or c.wants_grad(a) or c.wants_grad(b) else _run(a, b, act)
+        if c.compiling() or c.wants_grad(a) or c.wants_grad(b):
+            return c.differentiable("matmul", _torch_op_parts, _matmul_autograd)(a, b, act)
+        c.torch_op("matmul", _torch_op_parts, _matmul_autograd)  # (registered by the first eager call, for a later compiled one)
+        return _run(a, b, act)
     return _run(np.asarray(a), np.asarray(b), act)
 
 

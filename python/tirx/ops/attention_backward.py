@@ -678,22 +678,11 @@ def attention_dkv_kernel(
 
     if reduce_dq:
 
-        @T.prim_func
-        def attention_dkv_dq(
-            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
-        ):
-            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
-            LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
-            DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
-            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
+        @T.macro
+        def unmasked(Q, K, V, DO, LSE, DD, DK, DV, DQA):
             body(Q, K, V, DO, LSE, DD, DK, DV, DQA, None)
 
-        return attention_dkv_dq
+        return _dkv_dq_func(unmasked, heads, kv_heads, batch, seq_q, seq_k, d, dtype)
 
     if mask:
 
@@ -830,19 +819,8 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
             Tx.warpgroup.sub(dpt[0:64, h * COLS : h * COLS + COLS], dpt[0:64, h * COLS : h * COLS + COLS], col[0:1, 0:COLS])
         Tx.warpgroup.mul(dpt[0:64, 0:BM], dpt[0:64, 0:BM], st[0:64, 0:BM])
 
-    @T.prim_func
-    def attention_dkv_ws(
-        Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
-    ):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
-        LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
-        DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
-        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
+    @T.macro
+    def body(Q, K, V, DO, LSE, DD, DK, DV, DQA):
         T.device_entry()
         bx = T.cta_id([batch * kv_heads * k_tiles])
         wg = T.warpgroup_id([3])
@@ -977,7 +955,30 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
             Tx.warpgroup.cast(out[0:64, 0:d], dv[0:64, 0:d])
             Tx.warpgroup.copy(DV[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
 
-    return attention_dkv_ws
+    return _dkv_dq_func(body, heads, kv_heads, batch, seq_q, seq_k, d, dtype)
+
+
+def _dkv_dq_func(body, heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str):
+    """The dQ-reducing dK / dV kernel whose statements are the macro ``body(Q, K, V, DO, LSE, DD,
+    DK, DV, DQA)`` (`attention_dkv_kernel(reduce_dq=True)`'s parameters)."""
+    rows = d_rows(seq_q)
+
+    @T.prim_func
+    def attention_dkv_dq(
+        Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
+    ):
+        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
+        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
+        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        LSE = T.match_buffer(L_ptr, (batch * heads, rows), "float32")
+        DD = T.match_buffer(DD_ptr, (batch * heads, rows), "float32")
+        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DQA = T.match_buffer(DQA_ptr, (batch * heads, rows, d), "float32")
+        body(Q, K, V, DO, LSE, DD, DK, DV, DQA)
+
+    return attention_dkv_dq
 
 
 @autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype"])

@@ -562,8 +562,6 @@ def attention_dkv_kernel(
         DS_s = pool.alloc((BM, BN), dtype, layout=p_smem)
         if reduce_dq:
             DQ_s = pool.alloc((BM, d), "float32", layout=dq_smem)
-        L_s = pool.alloc((2, BM), "float32")  # the stage's rows' log-sum-exp
-        D_s = pool.alloc((2, BM), "float32")  # ... and D
         kv_full = MBarrier(pool, 1)
         full = MBarrier(pool, stages)
         pool.commit()

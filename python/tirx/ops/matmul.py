@@ -686,7 +686,7 @@ def _torch_plan(tensors, extra: tuple, new):
     ``extra`` arguments): ``new()``'s, made on the first call of a signature (its checks and
     errors then, as every call's would be); a call after that allocates the output and launches
     the tuned kernel (the host time of a decode-sized matmul is most of its time)."""
-    key = extra + tuple((t.shape, t.stride(), t.dtype) for t in tensors) + (tensors[-1].device,)
+    key = extra + tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
     plan = _PLANS.get(key)
     if plan is None:
         if len(_PLANS) >= PLANS_MAX:

@@ -295,13 +295,13 @@ def test_warp_specialised_dkv_on_the_gpu():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
+    def cuda(a):  # (bfloat16 arrays through their bits: torch takes no ml_dtypes array)
+        t = torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16) if a.dtype == numpy_dtype("bfloat16") else torch.from_numpy(a)
+        return t.cuda()
+
     for shape in [(2, 8, 2, 1000, 1100, 128, True), (1, 4, 4, 513, 700, 64, False), (1, 2, 1, 2048, 2048, 128, False)]:
         b, h, hk, sq, sk, d, causal = shape
         kw, args, outs, want = dkv_ws_inputs(*shape)
-        def cuda(a):  # (bfloat16 arrays through their bits: torch takes no ml_dtypes array)
-            t = torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16) if a.dtype == numpy_dtype("bfloat16") else torch.from_numpy(a)
-            return t.cuda()
-
         for dq_overlap in (False, True):
             dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
             tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap))(*(cuda(a) for a in args), dk, dv, dqa)

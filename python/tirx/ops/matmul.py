@@ -563,24 +563,35 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
 
 def _gemm(a, b, out, *, sab=(), input=None, splits=1, op="matmul", **kw):
     """``out`` = the product of ``a`` and ``b`` (as `matmul_kernel` takes them: ``kw`` its key),
-    with FP8's scales ``sab`` (SA, SB) and addmm's ``input``: one kernel, or with ``splits`` >
-    1 split-K's two (the parts' float32 sums in a zeroed workspace, then
-    `matmul_finish_kernel`)."""
-    (m, n), k = out.shape, kw["k"]
+    with FP8's scales ``sab`` (SA, SB) and addmm's ``input`` (`_gemm_launch`)."""
+    (m, n) = out.shape
+    launch = _gemm_launch(m, n, c.dtype_name(out), splits=splits, op=op, scaled=bool(sab), **kw)
+    launch(a, b, sab, () if input is None else (input,), out)
+
+
+def _gemm_launch(m: int, n: int, result_dtype: str, *, splits=1, op="matmul", scaled=False, **kw):
+    """``launch(a, b, sab, extra, out)`` for an ``m`` x ``n`` product of ``result_dtype``: one
+    kernel, or with ``splits`` > 1 split-K's two (the parts' float32 sums in a zeroed workspace,
+    then `matmul_finish_kernel`); the kernels looked up once."""
+    k = kw["k"]
     steps = -(-k // (128 if kw["dtype"].startswith("float8") else BK))
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
-    extra = () if input is None else (input,)
     if splits == 1:
-        matmul_kernel(m=m, n=n, **kw)(a, b, *sab, *extra, out)
-        return
+        kernel = matmul_kernel(m=m, n=n, **kw)
+        return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
-    w = c.new_array(a, (m, n), "float32", fill=0)
-    matmul_kernel(m=m, n=n, splits=splits, **kw)(a, b, *sab, w)
-    per_tensor = bool(sab) and kw.get("scales", "tensor") == "tensor"
-    od = c.dtype_name(out)
-    matmul_finish_kernel(m=m, n=n, out_dtype=od, scale=per_tensor, **epilogue)(w, *(sab if per_tensor else ()), *extra, out)
+    parts = matmul_kernel(m=m, n=n, splits=splits, **kw)
+    per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
+    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, scale=per_tensor, **epilogue)
+
+    def launch(a, b, sab, extra, out):
+        w = c.new_array(a, (m, n), "float32", fill=0)
+        parts(a, b, *sab, w)
+        finish(w, *(sab if per_tensor else ()), *extra, out)
+
+    return launch
 
 
 def _ctas(x) -> int:
@@ -656,8 +667,8 @@ def _operands(a, b):
 
 
 def _run(a, b, activation: str = "", splits: int = 1):
-    if c.is_torch(a) and splits == 1:
-        return _torch_plan((a, b), ("mm", activation), lambda: _new_mm_plan(a, b, activation))(a, b)
+    if c.is_torch(a):
+        return _torch_plan((a, b), ("mm", activation, splits), lambda: _new_mm_plan(a, b, activation, splits))(a, b)
     return _run_general(a, b, activation, splits)
 
 
@@ -703,51 +714,51 @@ def _operand_views(a, b):
     return (lambda x: x.T if a_t else x.contiguous()), a_major, (lambda y: y.T if b_t else y.contiguous()), b_major
 
 
-def _new_mm_plan(a, b, activation: str):
+def _new_mm_plan(a, b, activation: str, splits: int):
     import torch
 
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:  # (every activation maps 0 to 0)
-        return lambda a, b: _run_general(a, b, activation)
+        return lambda a, b: _run_general(a, b, activation, splits)
     view_a, a_major, view_b, b_major = _operand_views(a, b)
-    kernel = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    launch = _gemm_launch(m, n, dtype, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
     tdtype, device = a.dtype, a.device
 
     def run(a, b):
         out = torch.empty((m, n), dtype=tdtype, device=device)
-        kernel(view_a(a), view_b(b), out)
+        launch(view_a(a), view_b(b), (), (), out)
         return out
 
     return run
 
 
-def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str):
+def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, splits: int):
     import torch
 
     dtype, kind = _addmm_check(input, a, b)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
-        return lambda input, a, b: _addmm_general(input, a, b, beta, alpha, activation)
+        return lambda input, a, b: _addmm_general(input, a, b, beta, alpha, activation, splits)
     view_a, a_major, view_b, b_major = _operand_views(a, b)
-    kernel = matmul_kernel(
-        m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major
+    launch = _gemm_launch(
+        m, n, dtype, splits=splits, op="addmm", k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major
     )
     tdtype, device = a.dtype, a.device
 
     def run(input, a, b):
         out = torch.empty((m, n), dtype=tdtype, device=device)
         i = input.contiguous()
-        kernel(view_a(a), view_b(b), i.reshape(1, n) if kind == "row" else i, out)
+        launch(view_a(a), view_b(b), (), (i.reshape(1, n) if kind == "row" else i,), out)
         return out
 
     return run
 
 
 def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
-    if c.is_torch(a) and splits == 1:
-        plan = _torch_plan((input, a, b), ("addmm", beta, alpha, activation), lambda: _new_addmm_plan(input, a, b, beta, alpha, activation))
-        return plan(input, a, b)
+    if c.is_torch(a):
+        key = ("addmm", beta, alpha, activation, splits)
+        return _torch_plan((input, a, b), key, lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits))(input, a, b)
     return _addmm_general(input, a, b, beta, alpha, activation, splits)
 
 

@@ -963,7 +963,18 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 
 def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: int = 1):
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
-    ``out_dtype``."""
+    ``out_dtype`` (on torch tensors through a plan per call signature, as `matmul`'s)."""
+    if c.is_torch(a):
+        tensors = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
+        key = ("scaled_mm", out_dtype, bool(use_fast_accum), splits, bias is None)
+        new = lambda: _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)  # noqa: E731
+        return _torch_plan(tensors, key, new)(a, b, scale_a, scale_b, bias)
+    return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+
+
+def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias) -> bool:
+    """`scaled_mm`'s operands checked (an error names what is wrong); whether the scales are per
+    tensor (else DeepGEMM's blocks)."""
     da, db = c.dtype_name(a), c.dtype_name(b)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"tirx.ops.scaled_mm: a {list(a.shape)} and b {list(b.shape)}: 2-D matrices, a's columns b's rows")
@@ -989,6 +1000,38 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         raise ValueError("tirx.ops.scaled_mm: b must be column-major (as torch._scaled_mm takes it): pass b.t().contiguous().t()")
     if m and n and k and (k % 16 or n % 8):
         raise ValueError(f"tirx.ops.scaled_mm: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: K a multiple of 16, N of 8")
+    return per_tensor
+
+
+def _scaled_mm_kw(a, k: int, per_tensor: bool, out_dtype: str, use_fast_accum: bool, bias) -> dict:
+    """`matmul_kernel`'s key for an FP8 product."""
+    scales = "tensor" if per_tensor else "block"
+    return dict(k=k, dtype=c.dtype_name(a), ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias="" if bias is None else "row")
+
+
+def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: int):
+    import torch
+
+    per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
+    (m, k), n = a.shape, b.shape[1]
+    if m == 0 or n == 0 or k == 0:
+        return lambda a, b, scale_a, scale_b, bias: _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+    launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias))
+    tout, device = getattr(torch, out_dtype), a.device
+
+    def run(a, b, scale_a, scale_b, bias):
+        out = torch.empty((m, n), dtype=tout, device=device)
+        sa, sb = (scale_a.reshape(1), scale_b.reshape(1)) if per_tensor else (scale_a, scale_b)
+        extra = () if bias is None else (bias.contiguous().reshape(1, n),)
+        launch(a.contiguous(), b.t().contiguous(), (sa.contiguous(), sb.contiguous()), extra, out)
+        return out
+
+    return run
+
+
+def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: int = 1):
+    per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
+    (m, k), n = a.shape, b.shape[1]
     out = c.new_array(a, (m, n), out_dtype)
     if m == 0 or n == 0:
         return out
@@ -996,12 +1039,10 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         out[...] = 0
         return out
     bt = b.t() if c.is_torch(b) else np.ascontiguousarray(b.T)  # (n, k): K-major, as wgmma takes 8-bit operands
-    scales = "tensor" if per_tensor else "block"
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
-    kind = "" if bias is None else "row"
     row = None if bias is None else c.contiguous(bias).reshape(1, n)
     sab = (c.contiguous(sa), c.contiguous(sb))
-    kw = dict(k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias=kind)
+    kw = _scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias)
     _gemm(c.contiguous(a), c.contiguous(bt), out, sab=sab, input=row, splits=splits, op="scaled_mm", **kw)
     return out
 

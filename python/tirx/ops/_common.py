@@ -642,6 +642,26 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
     return prune
 
 
+# The torch path's decisions per call signature (`signature_plan`), bounded: a model calls a few
+# shapes over and over, each call's checks, operand views and kernel lookups made once.
+_PLANS: Dict[tuple, Callable] = {}
+PLANS_MAX = 4096
+
+
+def signature_plan(tensors, extra: tuple, new: Callable) -> Callable:
+    """``run(...)`` for tensors of these shapes, strides, dtypes and devices (and the op's
+    ``extra`` arguments): ``new()``'s, made on the first call of a signature (its checks and
+    errors then, as every call's would be); a call after that allocates the outputs and launches
+    the tuned kernels (the host time of a small op is most of its time)."""
+    key = extra + tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= PLANS_MAX:
+            _PLANS.clear()
+        plan = _PLANS[key] = new()
+    return plan
+
+
 def empty_like(x):
     if is_torch(x):
         import torch

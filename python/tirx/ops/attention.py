@@ -1065,35 +1065,63 @@ def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, 
 def _run(
     q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None, offset: int = 0
 ):
-    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    mask, mode = _mask(attn_mask, b, h, sq, sk, dtype) if attn_mask is not None else (None, "")
-    if mask is not None and scale == 0:  # (the kernel adds the mask as M / scale to the unscaled scores)
-        raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask with scale=0 is not supported: every key weighs alike there")
-    # [batch, seq, heads, d] tensors (a projection's output, transposed) are read and written in
-    # place; the output then has their memory order too, as PyTorch's flash backend returns it.
+    if c.is_torch(q) and attn_mask is None:  # (through a plan per call signature, as matmul's)
+        key = ("sdpa", bool(is_causal), scale, bool(enable_gqa), bool(return_lse), splits, offset)
+        new = lambda: _new_plan(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, offset)  # noqa: E731
+        return c.signature_plan((q, k, v), key, new)(q, k, v)
+    return _run_general(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, attn_mask, offset)
+
+
+def _layout_of(q, k, v, b: int, h: int, sq: int, hk: int, is_causal: bool, masked: bool):
+    """``(seq_major, packed, rows, heads)``: [batch, seq, heads, d] tensors read and written in
+    place (the output then has their memory order too, as PyTorch's flash backend returns it);
+    grouped-query heads over contiguous tensors, not causal, as one block of ``group * seq_q``
+    rows against their K/V head (K and V tiles loaded once per group, and short queries,
+    decoding's, fill the 64-row tiles)."""
     seq_major = not all(_dense(t, (0, 1, 2, 3)) for t in (q, k, v)) and all(_dense(t, (0, 2, 1, 3)) for t in (q, k, v))
-    out = _swap(c.new_array(q, (b, sq, h, d))) if seq_major else c.new_array(q, (b, h, sq, d))
-    if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's output is 0)
-        if b * h * sq:
-            out[...] = 0
-        lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
-        return (out, lse) if return_lse else out
-    # Grouped-query heads over contiguous tensors, not causal: a group's query heads are one
-    # block of group * seq_q rows against its K/V head (K and V tiles loaded once per group, and
-    # short queries, decoding's, fill the 64-row tiles).
-    packed = hk != h and not is_causal and not seq_major and mask is None
+    packed = hk != h and not is_causal and not seq_major and not masked
     rows, heads = (sq * (h // hk), hk) if packed else (sq, h)
-    lse = c.new_array(q, (b * heads, lse_rows(rows)), "float32")
+    return seq_major, packed, rows, heads
+
+
+def _kernel_args(q, k, v, out, seq_major: bool, packed: bool, b: int, h: int, hk: int, sq: int, rows: int, d: int):
+    """Q, K, V and O as the kernel takes them (views where they are dense already)."""
     if seq_major:
-        args = tuple(_swap(t) for t in (q, k, v, out))
-    else:
-        args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
-        if packed:
-            args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
-    if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
-        splits = 1 if mask is not None else _gpu_splits(q, b * heads, rows, sk)
-    kernel = attention_kernel(
+        return tuple(_swap(t) for t in (q, k, v, out))
+    args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
+    if packed:
+        args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
+    return args
+
+
+def _new_plan(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int], offset: int):
+    """`_run`'s checks and choices for tensors like ``q``, ``k``, ``v``, made once: ``run(q, k,
+    v)`` allocates the outputs and launches."""
+    import torch
+
+    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
+    if b * h * sq == 0 or sk == 0:
+        return lambda q, k, v: _run_general(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, None, offset)
+    scale_ = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    seq_major, packed, rows, heads = _layout_of(q, k, v, b, h, sq, hk, is_causal, False)
+    n_splits = _gpu_splits(q, b * heads, rows, sk) if splits is None else splits
+    kernel = _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale_, return_lse, seq_major, n_splits, "", offset)
+    tdtype, device = q.dtype, q.device
+
+    def run(q, k, v):
+        out = _swap(torch.empty((b, sq, h, d), dtype=tdtype, device=device)) if seq_major else torch.empty((b, h, sq, d), dtype=tdtype, device=device)
+        lse = torch.empty((b * heads, lse_rows(rows)), dtype=torch.float32, device=device)
+        args = _kernel_args(q, k, v, out, seq_major, packed, b, h, hk, sq, rows, d)
+        _launch(kernel, args[:3], args[3], lse, n_splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
+        return (out, lse[:, :rows].contiguous().reshape(b, h, sq)) if return_lse else out
+
+    return run
+
+
+def _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale, return_lse, seq_major, splits, mode, offset):
+    """The tuned `attention_kernel` of a call (``heads`` of ``rows`` query rows each, as
+    `_layout_of` packs them)."""
+    return attention_kernel(
         heads=heads,
         kv_heads=hk,
         batch=b,
@@ -1110,6 +1138,28 @@ def _run(
         offset=offset if is_causal else 0,
         sms=c.gpu_sms(q),
     )
+
+
+def _run_general(
+    q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int] = None, attn_mask=None, offset: int = 0
+):
+    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    mask, mode = _mask(attn_mask, b, h, sq, sk, dtype) if attn_mask is not None else (None, "")
+    if mask is not None and scale == 0:  # (the kernel adds the mask as M / scale to the unscaled scores)
+        raise ValueError("tirx.ops.scaled_dot_product_attention: attn_mask with scale=0 is not supported: every key weighs alike there")
+    seq_major, packed, rows, heads = _layout_of(q, k, v, b, h, sq, hk, is_causal, mask is not None)
+    out = _swap(c.new_array(q, (b, sq, h, d))) if seq_major else c.new_array(q, (b, h, sq, d))
+    if b * h * sq == 0 or sk == 0:  # (no key: PyTorch's output is 0)
+        if b * h * sq:
+            out[...] = 0
+        lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
+        return (out, lse) if return_lse else out
+    lse = c.new_array(q, (b * heads, lse_rows(rows)), "float32")
+    args = _kernel_args(q, k, v, out, seq_major, packed, b, h, hk, sq, rows, d)
+    if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
+        splits = 1 if mask is not None else _gpu_splits(q, b * heads, rows, sk)
+    kernel = _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale, return_lse, seq_major, splits, mode, offset)
     inputs = args[:3] if mask is None else args[:3] + (mask,)
     _launch(kernel, inputs, args[3], lse, splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
     if not return_lse:

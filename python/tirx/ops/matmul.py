@@ -668,7 +668,7 @@ def _operands(a, b):
 
 def _run(a, b, activation: str = "", splits: int = 1):
     if c.is_torch(a):
-        return _torch_plan((a, b), ("mm", activation, splits), lambda: _new_mm_plan(a, b, activation, splits))(a, b)
+        return c.signature_plan((a, b), ("mm", activation, splits), lambda: _new_mm_plan(a, b, activation, splits))(a, b)
     return _run_general(a, b, activation, splits)
 
 
@@ -684,26 +684,6 @@ def _run_general(a, b, activation: str = "", splits: int = 1):
         return out
     _gemm(a, b, out, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
     return out
-
-
-# The torch path's decisions per call signature (`_torch_plan`), bounded: a model calls a few
-# shapes over and over, each call's checks, operand views and kernel lookup made once.
-_PLANS: dict = {}
-PLANS_MAX = 4096
-
-
-def _torch_plan(tensors, extra: tuple, new):
-    """``run(*tensors)`` for tensors of these shapes, strides, dtypes and device (and the op's
-    ``extra`` arguments): ``new()``'s, made on the first call of a signature (its checks and
-    errors then, as every call's would be); a call after that allocates the output and launches
-    the tuned kernel (the host time of a decode-sized matmul is most of its time)."""
-    key = extra + tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
-    plan = _PLANS.get(key)
-    if plan is None:
-        if len(_PLANS) >= PLANS_MAX:
-            _PLANS.clear()
-        plan = _PLANS[key] = new()
-    return plan
 
 
 def _operand_views(a, b):
@@ -758,7 +738,7 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
 def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
     if c.is_torch(a):
         key = ("addmm", beta, alpha, activation, splits)
-        return _torch_plan((input, a, b), key, lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits))(input, a, b)
+        return c.signature_plan((input, a, b), key, lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits))(input, a, b)
     return _addmm_general(input, a, b, beta, alpha, activation, splits)
 
 
@@ -968,7 +948,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
         tensors = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
         key = ("scaled_mm", out_dtype, bool(use_fast_accum), splits, bias is None)
         new = lambda: _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)  # noqa: E731
-        return _torch_plan(tensors, key, new)(a, b, scale_a, scale_b, bias)
+        return c.signature_plan(tensors, key, new)(a, b, scale_a, scale_b, bias)
     return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
 
 

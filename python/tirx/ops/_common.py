@@ -94,6 +94,11 @@ SLICE_SHARED_MAX = 100 * 1024
 
 
 FP8 = ("float8_e4m3fn", "float8_e5m2")  # the 8-bit float types the tensor cores take
+SMEM_BYTES = 227 * 1024  # the shared memory a CTA may have on sm_90
+# setmaxnreg's budgets (the producer warpgroup's, each consumer's) by consumer warpgroups: the
+# registers a thread of each warpgroup holds, summing to at most 512 over the CTA (64K registers,
+# 128 threads a warpgroup).
+WARPGROUP_REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
 
 def elem_bytes(dtype: str) -> int:

@@ -46,17 +46,12 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
-SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 HEAD_DIMS = (64, 96, 128, 192, 256)
 # Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
 # per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
 # (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
 EPILOGUE_BARRIER = 13
 TURN_BARRIER = 9
-# setmaxnreg's budgets (the producer's, each consumer's) by consumer warpgroups: the registers a
-# thread of each warpgroup holds, summing to at most 512 over the CTA (64K registers, 128 threads
-# a warpgroup).
-REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
 # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
 # option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
@@ -84,7 +79,7 @@ def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
     4 KB for the mbarriers and the swizzled buffers' 1 KB alignment (``eb``: bytes an element)."""
     q_bytes = 64 * consumers * d * eb
     stage = 2 * bn * d * eb
-    return max(1, min(4, (SMEM_BYTES - q_bytes - 4096) // stage))
+    return max(1, min(4, (c.SMEM_BYTES - q_bytes - 4096) // stage))
 
 
 def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
@@ -213,7 +208,7 @@ def attention_kernel(
     each 16 (`fp8_values`): P = exp2(...) is rounded to FP8 in S's registers, which the wgmma's A
     fragment reads as those keys (FlashAttention-3's FP8 layout conformance, the shuffle moved to
     V's transposition)."""
-    if consumers not in REGISTERS:
+    if consumers not in c.WARPGROUP_REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
@@ -353,7 +348,7 @@ def attention_kernel(
     p_layout, p_operand = fp8_p_layouts(bn) if fp8 else (wgmma_acc_layout(bn), None)
     out_dtype = "bfloat16" if fp8 else dtype
     vt_shape = (batch * kv_heads, d, -(-seq_k // 16) * 16)  # (FP8: VT, whole blocks of 16 permuted keys)
-    producer_regs, consumer_regs = REGISTERS[consumers]
+    producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
 
     def qk_scale(DS, kv):
         """The scores' factor in log2 units (FP8: times the K/V head's descales)."""

@@ -26,7 +26,6 @@ from .matmul import _ctas as mm_ctas  # (persistent CTAs: one per SM; 2 in the s
 
 BM, BN = 64, 128  # the weight-gradient kernel's tile: 64 of k, 128 of n
 EPILOGUE_BARRIER = 13  # (+ the consumer: its named barrier)
-SMEM_BYTES = 227 * 1024
 CONFIGS = [
     {"consumers": 2, "bn": 256},
     {"consumers": 2, "bn": 128},
@@ -76,7 +75,7 @@ def grouped_mm_kernel(
     bk = 128 if fp8 else 64  # K per stage: a 128-byte swizzled row
     tn, kt_steps = -(-n // bn), -(-k // bk)
     stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
-    stages = min(8, (SMEM_BYTES - 2048 - 4 * (groups + 1 + 2 * consumers)) // stage_bytes)
+    stages = min(8, (c.SMEM_BYTES - 2048 - 4 * (groups + 1 + 2 * consumers)) // stage_bytes)
     a_smem = mma_shared_layout(dtype, 3, (stages, bm, bk))
     b_shape = (stages, bn, bk) if b_kmajor else (stages, bk, bn)
     b_smem = mma_shared_layout(dtype, 3, b_shape)
@@ -84,7 +83,7 @@ def grouped_mm_kernel(
     # atom (each box's columns a dimension of N itself: the last may leave the matrix).
     b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
     acc_layout = wgmma_acc_layout(bn)
-    producer_regs, consumer_regs = (40, 232) if consumers == 2 else (40, 256)
+    producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
 
     def first_row(OFFS, g):  # group g's first row
         return T.if_then_else(g == 0, 0, OFFS[T.max(g - 1, 0)])

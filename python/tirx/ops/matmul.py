@@ -32,7 +32,6 @@ from . import _common as c
 BK = 64  # K per stage: one 128-byte swizzled row of 16-bit elements
 EPI = 128  # epilogue columns per TMA store
 FIN = 64  # columns per warpgroup of split-K's finish kernel
-SMEM_BYTES = 227 * 1024  # what a CTA may have on sm_90
 # Named barriers of the consumers' epilogues: one per consumer warpgroup (9..15 are the script's).
 EPILOGUE_BARRIER = 13
 
@@ -51,7 +50,7 @@ def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
     mbarriers and alignment."""
     stage = (64 * consumers * BK + BK * bn) * 2
     epilogue = consumers * 64 * EPI * out_bytes
-    return min(8, (SMEM_BYTES - epilogue - 1024) // stage)
+    return min(8, (c.SMEM_BYTES - epilogue - 1024) // stage)
 
 
 def _prune(configs, m, n, dtype="", fast_accum=True, **_):
@@ -191,7 +190,7 @@ def matmul_kernel(
     # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.
     if consumers not in (1, 2, 3):
         raise ValueError(f"consumers={consumers}: 1, 2 or 3 consumer warpgroups")
-    producer_regs, consumer_regs = {1: (40, 256), 2: (40, 232), 3: (24, 160)}[consumers]
+    producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
     halves = tuple(range(bn // EPI))  # the epilogue's 128-column stores, unrolled
     # B and C move in TMA boxes of whole tile rows when N is a whole number of the 128-byte
     # swizzle's 64-column atoms (one instruction); otherwise atom by atom, so that each box's

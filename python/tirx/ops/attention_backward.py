@@ -751,7 +751,7 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     dh = d // 2  # dQ's columns a consumer
     # K's columns are read in halves by dQ's GEMMs: whole swizzle atoms of them.
     kv_smem = mma_shared_layout(dtype, _swizzle_for(dh, 2), (WS_KEYS, d))
-    q_smem = mma_shared_layout(dtype, 3 if d % 64 == 0 else 2, (2, BM, d))
+    q_smem = mma_shared_layout(dtype, _swizzle_for(d, 2), (2, BM, d))
     ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, BM))
     dq_smem = mma_shared_layout("float32", _swizzle_for(dh, 4), (BM, d))
     tile_bytes = BM * d * 2

@@ -93,6 +93,36 @@ def test_each_candidate_gets_its_own_arguments(tmp_path, monkeypatch):
     np.testing.assert_array_equal(y[64:], 1)
 
 
+def test_a_launcher_chooses_on_its_first_call_then_launches_the_choice(tmp_path, monkeypatch):
+    """`TunedKernel.launcher` (an op's plan's launches): the first call tunes, the later ones run
+    the chosen kernel with its own arguments (``launch_args``), timed no more."""
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    seen = []
+
+    def timer(kernel, args):
+        seen.append(kernel.meta["block"][0])
+        return {32: 3.0, 64: 1.0, 128: 2.0}[kernel.meta["block"][0]]
+
+    def own(kernel, args):
+        t = kernel.meta["block"][0]
+        return args[0][:t], args[1][:t]
+
+    def one_cta(dtype, threads):
+        return scale(threads, dtype, threads)
+
+    tuned = tirx.autotune(configs=CONFIGS, key=["dtype"], timer=timer, launch_args=own)(one_cta)(dtype="float16")
+    launch = tuned.launcher()
+    x, y = np.arange(256, dtype=np.float16), np.ones(256, np.float16)
+    launch(x, y)
+    launch(x, y)
+    assert sorted(seen) == [32, 64, 128] and tuned.kernel.meta["block"][0] == 64
+    np.testing.assert_array_equal(y[:64], 1 + 4 * x[:64])  # (twice, the chosen candidate's arguments)
+    np.testing.assert_array_equal(y[64:], 1)
+    tuned.launcher()(x, y)  # (chosen already: straight to the kernel)
+    np.testing.assert_array_equal(y[:64], 1 + 6 * x[:64])
+    assert len(seen) == 3
+
+
 def test_configuration_errors():
     with pytest.raises(ValueError, match="at least one configuration"):
         tirx.autotune(configs=[], key=["n"])(scale)

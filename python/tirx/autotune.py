@@ -170,6 +170,24 @@ class TunedKernel:
         """The chosen kernel (``None`` before the first call)."""
         return None if self.choice is None else self.kernels[self.choice]
 
+    def launcher(self) -> Callable:
+        """``launch(*args)``: the chosen kernel's `Kernel.launcher` (its arguments adapted by the
+        tuner's ``launch_args``), for the repeated eager calls of an op's plan; where nothing is
+        chosen yet, the returned function's first call chooses (as a call would)."""
+        if self.choice is not None:
+            k = self.kernels[self.choice]
+            fast, adapt = k.launcher(), self.tuner.launch_args
+            return fast if adapt is None else lambda *args: fast(*adapt(k, args))
+        chosen: List[Callable] = []
+
+        def launch(*args):
+            if chosen:
+                return chosen[0](*args)
+            self(*args)
+            chosen.append(self.launcher())
+
+        return launch
+
     def explain(self) -> str:
         """Each configuration, its time, and the choice."""
         head = f"autotune {self.tuner.factory.__name__}({', '.join(f'{k}={v!r}' for k, v in self.key_values.items())}): {self.how}"

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -184,6 +184,18 @@ class Kernel:
         if _torch_op.compiling():
             return self.torch_op()(*args)
         return self._run(args)
+
+    def launcher(self) -> Callable:
+        """``launch(*args)``: this kernel's call without the torch.compile check, for an op's
+        repeated eager calls (valid CUDA tensors and scalars launch natively; anything else
+        takes `__call__`'s general path with its checks and errors)."""
+        native, general = self._l.call_torch, self._run
+
+        def launch(*args):
+            if not native(args):
+                general(args)
+
+        return launch
 
     def _run(self, args: tuple) -> None:
         # The common call — valid CUDA tensors and scalars — is checked and launched natively.

@@ -1101,13 +1101,20 @@ def _new_plan(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool
     seq_major, packed, rows, heads = _layout_of(q, k, v, b, h, sq, hk, is_causal, False)
     n_splits = _gpu_splits(q, b * heads, rows, sk) if splits is None else splits
     kernel = _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale_, return_lse, seq_major, n_splits, "", offset)
-    tdtype, device = q.dtype, q.device
+    one_kernel = kernel.launcher() if n_splits == 1 else None
+    lse_shape = (b * heads, lse_rows(rows))
+    # (Not returned and not a split's: the kernel writes no log-sum-exps, so one buffer serves
+    # every call; allocating it per call took as long as the rest of a small call's host time.)
+    unused_lse = q.new_empty(lse_shape, dtype=torch.float32) if one_kernel is not None and not return_lse else None
 
     def run(q, k, v):
-        out = _swap(torch.empty((b, sq, h, d), dtype=tdtype, device=device)) if seq_major else torch.empty((b, h, sq, d), dtype=tdtype, device=device)
-        lse = torch.empty((b * heads, lse_rows(rows)), dtype=torch.float32, device=device)
+        out = _swap(q.new_empty((b, sq, h, d))) if seq_major else q.new_empty((b, h, sq, d))
+        lse = q.new_empty(lse_shape, dtype=torch.float32) if unused_lse is None else unused_lse
         args = _kernel_args(q, k, v, out, seq_major, packed, b, h, hk, sq, rows, d)
-        _launch(kernel, args[:3], args[3], lse, n_splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
+        if one_kernel is not None:
+            one_kernel(*args, lse)
+        else:
+            _launch(kernel, args[:3], args[3], lse, n_splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
         return (out, lse[:, :rows].contiguous().reshape(b, h, sq)) if return_lse else out
 
     return run

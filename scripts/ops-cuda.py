@@ -100,12 +100,16 @@ def matmul_cases():
     yield "ops_matmul_fp8_block", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", bias="row"
     )
-    # split-K (skinny M): the parts' float32 sums by TMA reduce-adds, then the finish kernel
+    # split-K (skinny M): each part's float32 sums stored in its slice, then the finish kernel
     yield "ops_matmul_split", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, splits=4)
     yield "ops_matmul_split_fp8", mm.matmul_kernel.factory(
         m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, splits=2
     )
-    yield "ops_matmul_finish", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", bias="row", activation="gelu")
+    # (With 4 parts and GELU's erf ptxas keeps one value on the stack: 4 bytes, explicit split_k only.)
+    yield "ops_matmul_finish", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, bias="row", activation="gelu")
+    # split-K in one launch over a cluster's CTAs (decode's default), and decode's skinny tiles
+    yield "ops_matmul_cluster", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, cluster_k=2)
+    yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
     for act in ("gelu", "silu"):
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act

@@ -353,18 +353,22 @@ def _mm_inputs(m, n, k, dtype, seed=3):
 @pytest.mark.parametrize("splits", [2, 4])
 @pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_split_k_matches_float64(cfg, splits):
-    """Split-K (shapes whose tiles do not fill the GPU): each tile's K steps in equal parts, the
-    parts' float32 sums added into a zeroed workspace by TMA reduce-adds (two CTAs taking units
-    in turn, the stage ring running on across them), then the finish kernel's epilogue (a bias
-    row, alpha and beta, GELU) and its one rounding; ragged M, N and K."""
+    """Split-K (shapes whose tiles do not fill the GPU): each tile's K steps in equal parts, each
+    part's float32 sums stored whole in its slice of the workspace (two CTAs taking units in
+    turn, the stage ring running on across them; the workspace poisoned with NaN: every element
+    written), then the finish kernel's sum of the parts in order, its epilogue (a bias row,
+    alpha and beta, GELU) and its one rounding; ragged M, N and K."""
     m, n, k = 70, 200, 1000  # (16 K steps)
     a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=splits)
     bf = numpy_dtype("bfloat16")
-    w = np.zeros((m, n), np.float32)
+    w = np.full((splits, m, n), np.nan, np.float32)
     tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=splits, **cfg))(a, b, w)
-    np.testing.assert_allclose(w, want, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(w.sum(0, dtype=F64), want, rtol=1e-5, atol=1e-3)
+    steps = 16 // splits  # (part p: K steps p * steps ... its own products, nothing else)
+    part = [a[:, p * steps * 64 : (p + 1) * steps * 64].astype(F64) @ b[p * steps * 64 : (p + 1) * steps * 64].astype(F64) for p in range(splits)]
+    np.testing.assert_allclose(w, np.stack(part), rtol=1e-5, atol=1e-3)
     bias = np.random.default_rng(1).standard_normal((1, n)).astype(bf)
-    finish = matmul_module.matmul_finish_kernel.factory(m=m, n=n, out_dtype="bfloat16", bias="row", alpha=0.5, beta=2.0, activation="gelu")
+    finish = matmul_module.matmul_finish_kernel.factory(m=m, n=n, out_dtype="bfloat16", splits=splits, bias="row", alpha=0.5, beta=2.0, activation="gelu")
     out = np.full((m, n), np.nan, bf)
     tirx.compile(finish)(w, bias, out)
     z = 0.5 * want + 2.0 * bias.astype(F64)
@@ -373,6 +377,59 @@ def test_split_k_matches_float64(cfg, splits):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=3, **cfg)
     with pytest.raises(ValueError, match="bias, alpha, beta and the activation are matmul_finish_kernel's"):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
+
+
+def test_automatic_split_k_counts():
+    """Split-K where a call gives none: only where the 64 x 128 tiles keep at most a quarter of the
+    SMs busy, as many parts (clusters of 2, or 4 leaving an eighth of the SMs free) as keep
+    every unit in one round, each of at least 4 K steps."""
+    auto = matmul_module.auto_splits
+    assert auto(1, 4096, 4096, "bfloat16", 132) == 2  # (32 tiles: 128 CTAs in clusters of 4 take two waves)
+    assert auto(16, 4096, 11008, "bfloat16", 132) == 2
+    assert auto(1, 2048, 4096, "bfloat16", 132) == 4  # (16 tiles; clusters of 8 not)
+    assert auto(1, 3072, 4096, "bfloat16", 132) == 4  # (24 tiles: 96 CTAs)
+    assert auto(1, 8192, 8192, "bfloat16", 132) == 1  # (64 tiles: skinny tiles fill the SMs)
+    assert auto(1, 4096, 256, "bfloat16", 132) == 1  # (4 K steps)
+    assert auto(1, 4096, 512, "bfloat16", 132) == 2
+    assert auto(1, 4096, 258 * 64, "bfloat16", 132) == 2  # (258 steps: not 4)
+    assert auto(8, 128, 1024, "bfloat16", 2) == 1  # (the simulator's two CTAs)
+
+
+@pytest.mark.parametrize("cluster_k", [2, 4])
+def test_split_k_over_a_cluster_matches_float64(cluster_k):
+    """Split-K in one launch: a tile's parts the CTAs of a cluster, ranks past the first storing
+    their float32 sums (rows past M clipped; the workspace poisoned with NaN) before a cluster
+    barrier, the first adding them in rank order and applying the epilogue; matmul, addmm with a
+    bias row and an activation, FP8 with per-tensor scales (accumulated by wgmma, and promoted);
+    ragged M, N, K; the simulator's race checks on."""
+    m, n, k = 5, 200, 1000  # (16 K steps, two tiles)
+    factory = matmul_module.matmul_kernel.factory
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=cluster_k)
+    bf = numpy_dtype("bfloat16")
+
+    def run(prim, *inputs):
+        c = np.full((m, n), np.nan, bf)
+        tirx.compile(prim)(*inputs, c, np.full((cluster_k - 1, m, n), np.nan, np.float32))
+        return c.astype(F64)
+
+    got = run(factory(m=m, n=n, k=k, dtype="bfloat16", ctas=8, consumers=1, bn=128, cluster_k=cluster_k), a, b)
+    np.testing.assert_allclose(got, want, rtol=2.0**-8, atol=1e-3)
+    bias = np.random.default_rng(1).standard_normal((1, n)).astype(bf)
+    prim = factory(m=m, n=n, k=k, dtype="bfloat16", ctas=8, consumers=1, bn=128, cluster_k=cluster_k, bias="row", alpha=0.5, beta=2.0, activation="gelu")
+    z = 0.5 * want + 2.0 * bias.astype(F64)
+    np.testing.assert_allclose(run(prim, a, b, bias), matmul_module._host_activation(z, "gelu"), rtol=2.0**-7, atol=2.0**-7)
+    f8 = numpy_dtype("float8_e4m3fn")
+    k8 = 1024  # (8 steps of 128)
+    rng = np.random.default_rng(6)
+    a8, b8 = rng.standard_normal((m, k8)).astype(f8), rng.standard_normal((k8, n)).astype(f8)
+    want8 = a8.astype(F64) @ b8.astype(F64)
+    bt = np.ascontiguousarray(b8.T)
+    for fast in (True, False):
+        prim = factory(m=m, n=n, k=k8, dtype="float8_e4m3fn", ctas=8, consumers=1, bn=128, cluster_k=cluster_k, out_dtype="bfloat16", fast_accum=fast)
+        got = run(prim, a8, bt, np.float32([0.5]), np.float32([0.25]))
+        np.testing.assert_allclose(got, want8 / 8, rtol=2.0**-7, atol=2.0**-7 * np.abs(want8).max() / 8)
+    with pytest.raises(ValueError, match="exceed the 3 CTAs of one round"):
+        factory(m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=1, bn=128, cluster_k=cluster_k)
 
 
 def test_split_k_through_the_ops():
@@ -689,9 +746,10 @@ def test_matmul_on_torch_tensors_and_under_compile():
 
 
 def test_split_k_on_the_gpu_against_torch():
-    """Skinny and small shapes with ``split_k`` (the parts' sums by TMA reduce-adds, then the
-    finish kernel) against torch.mm / addmm / _scaled_mm on the GPU: no further from the float64
-    product than cuBLAS's result (+ one bf16 rounding of it)."""
+    """Skinny and small shapes with ``split_k`` (each part's sums in its slice of the workspace,
+    then the finish kernel's ordered sum), and without it (`auto_splits`' choice, the skinny
+    tiles' A boxes of M's rows only), against torch.mm / addmm / _scaled_mm on the GPU: no
+    further from the float64 product than cuBLAS's result (+ one bf16 rounding of it)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -703,6 +761,8 @@ def test_split_k_on_the_gpu_against_torch():
         exact = a.double() @ b.double()
         for got, theirs, want in [
             (ops.matmul(a, b, split_k=s), torch.mm(a, b), exact),
+            (ops.matmul(a, b), torch.mm(a, b), exact),
+            (ops.addmm(bias, a, b), torch.addmm(bias, a, b), exact + bias.double()),
             (ops.addmm(bias, a, b, activation="relu", split_k=s), torch.relu(torch.addmm(bias, a, b)), torch.relu(exact + bias.double())),
         ]:
             bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()

@@ -11,9 +11,11 @@ issue `wgmma` from shared memory (`gemm_async`), keep one K step in flight and f
 before it (`empty`). The epilogue rounds the accumulator, stores it to a shared tile with
 `stmatrix` and writes it with TMA, 128 columns at a time. CTAs are persistent (one per SM) and
 walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
-in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128; promoted FP8 also 192 x 128)
-per shape; the stage count is as many as shared memory holds. ``split_k=``: each tile's K in
-parts summed in float32 by TMA reduce-adds, a second kernel's epilogue (`matmul_finish_kernel`).
+in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128, for decode's M also 64 and 32;
+promoted FP8 also 192 x 128) per shape; the stage count is as many as shared memory holds. Where
+the tiles leave most SMs idle, K is split (`auto_splits`) over the CTAs of a cluster, the first
+adding the others' float32 parts in one launch; ``split_k=``: each part's sums in a slice of a
+workspace, then a second kernel (`matmul_finish_kernel`) adding them in order.
 
 Any M; N and K multiples of 8 (TMA's 16-byte row strides). Tiles cover the matrices: what a
 load box reads outside A or B is filled with zeros by TMA (adding nothing to the sums), what a
@@ -41,28 +43,53 @@ CONFIGS = [
     {"consumers": 2, "bn": 128},
     {"consumers": 1, "bn": 256},
     {"consumers": 1, "bn": 128},
+    # Skinny tiles for decode's M (one tile row): more CTAs stream B (the whole traffic) at once,
+    # as split-K would, in one launch.
+    {"consumers": 1, "bn": 64},
+    {"consumers": 1, "bn": 32},
 ]
 
 
 def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
-    """The shared-memory stages a tile configuration has room for (at most 8): A and B per
-    stage, one 64 x 128 epilogue tile per consumer (of ``out_bytes`` elements), 1 KiB for the
-    mbarriers and alignment."""
+    """The shared-memory stages a tile configuration has room for (at most 8, 16 for tiles of
+    fewer than 128 columns: their stages carry a few KB of B, the loads a CTA needs in flight to
+    stream at its share of the bandwidth): A and B per stage, one 64 x `epilogue_cols` epilogue
+    tile per consumer (of ``out_bytes`` elements), 1 KiB for the mbarriers and alignment."""
     stage = (64 * consumers * BK + BK * bn) * 2
-    epilogue = consumers * 64 * EPI * out_bytes
-    return min(8, (c.SMEM_BYTES - epilogue - 1024) // stage)
+    epilogue = consumers * 64 * epilogue_cols(bn) * out_bytes
+    return min(8 if bn >= 128 else 16, (c.SMEM_BYTES - epilogue - 1024) // stage)
 
 
-def _prune(configs, m, n, dtype="", fast_accum=True, **_):
+def epilogue_cols(bn: int) -> int:
+    """Columns per epilogue store: 128, or the whole tile where it is narrower."""
+    return min(EPI, bn)
+
+
+def swizzle_of(cols: int, elem_bytes: int) -> int:
+    """The widest swizzle (3: 128 bytes, 2: 64, 1: 32) whose rows a tile's ``cols`` fill."""
+    return 3 if cols * elem_bytes >= 128 else 2 if cols * elem_bytes >= 64 else 1
+
+
+def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
-    warpgroups to hide each one's wait for its partial and its adds)."""
+    warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
+    columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split (the
+    other way to more CTAs); a cluster's parts in tiles of 128 columns at most."""
+
+    def idle_at(bn):  # tiles of bn columns (one consumer) leave some of the CTAs without one
+        return -(-m // 64) * -(-n // bn) < ctas
+
     promote = dtype.startswith("float8") and not fast_accum
     return [
         cfg
         for cfg in configs
-        if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"]) and not (promote and cfg["bn"] > 128) and (cfg["consumers"] < 3 or promote)
+        if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"])
+        and not (promote and cfg["bn"] > 128)
+        and (cfg["consumers"] < 3 or promote)
+        and (cfg["bn"] >= 128 or (idle_at(2 * cfg["bn"]) and scales != "block" and splits == 1 and cluster_k == 1))
+        and (cluster_k == 1 or cfg["bn"] <= 128)
     ]
 
 
@@ -103,7 +130,7 @@ def _epilogue(alpha: float, beta: float, activation: str):
 
 @autotune(
     configs=CONFIGS,
-    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits"],
+    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "cluster_k"],
     prune=_prune,
 )
 def matmul_kernel(
@@ -124,6 +151,7 @@ def matmul_kernel(
     a_major: str = "k",
     b_major: str = "",
     splits: int = 1,
+    cluster_k: int = 1,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -146,8 +174,13 @@ def matmul_kernel(
     ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n.
     ``splits`` > 1: split-K, for shapes whose tiles do not fill the GPU (skinny M, small
     squares): each tile's K steps in ``splits`` equal parts, a work unit each, each unit's
-    float32 partial added into ``C`` (m x n float32, zeroed by the caller) by a TMA reduce-add;
-    the scales, input, activation and rounding are `matmul_finish_kernel`'s."""
+    float32 partial stored in its own slice of ``C`` (splits x m x n float32: every element
+    written, no zeroing, no atomics); the parts' sum (in order), the scales, input, activation
+    and rounding are `matmul_finish_kernel`'s. ``cluster_k`` > 1: split-K in one launch, for a
+    grid of one round (``ctas`` at least the tiles times ``cluster_k``): a tile's parts are the CTAs
+    of a cluster, the others storing their float32 sums (rows past M clipped) into ``W``
+    (cluster_k - 1 x m x n float32) before a cluster barrier, after which the first adds them
+    in rank order (the same result every run) and applies the epilogue alone."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -172,6 +205,11 @@ def matmul_kernel(
     if splits < 1 or -(-k // bk) % splits:
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {-(-k // bk)} K steps")
     split = splits > 1
+    clustered = cluster_k > 1
+    if cluster_k not in (1, 2, 4, 8) or (clustered and (split or bn > 128)):
+        raise ValueError(f"cluster_k={cluster_k}: 1, 2, 4 or 8, not with splits, in tiles of 128 columns at most (a part's sums in registers beside the accumulator)")
+    if clustered and -(-k // bk) % cluster_k:
+        raise ValueError(f"cluster_k={cluster_k}: a divisor of the {-(-k // bk)} K steps")
     if split and (bias or alpha != 1.0 or beta != 1.0 or activation):
         raise ValueError(f"splits={splits}: the parts' sums are float32; bias, alpha, beta and the activation are matmul_finish_kernel's")
     cd = "float32" if split else od  # C's dtype
@@ -181,36 +219,49 @@ def matmul_kernel(
     # nothing to the sums) and clips what it writes outside C.
     tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // bk)
     tiles = tm * tn
-    kps = kt_steps // splits  # K steps per unit
-    units = tiles * splits
-    rounds = (units + ctas - 1) // ctas
+    parts = max(splits, cluster_k)  # (a tile's K in parts: split-K's units, or a cluster's CTAs)
+    kps = kt_steps // parts  # K steps per unit
+    units = tiles * parts
+    if clustered and units > ctas:
+        raise ValueError(f"cluster_k={cluster_k}: {tiles} tiles of {cluster_k} CTAs each exceed the {ctas} CTAs of one round")
+    grid = units if clustered else ctas  # (clusters: one round, a unit per CTA)
+    rounds = (units + grid - 1) // grid
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
-    stage_bytes = (bm + bn) * bk * c.elem_bytes(dtype)
+    # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
+    # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
+    # M = 1 as slow as M = 64 at best).
+    # (16-bit: `fill` computes no 8-bit values.)
+    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn and not fp8 else bm
+    stage_bytes = (a_rows + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (128 at 512
     # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.
     if consumers not in (1, 2, 3):
         raise ValueError(f"consumers={consumers}: 1, 2 or 3 consumer warpgroups")
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
-    halves = tuple(range(bn // EPI))  # the epilogue's 128-column stores, unrolled
-    # B and C move in TMA boxes of whole tile rows when N is a whole number of the 128-byte
-    # swizzle's 64-column atoms (one instruction); otherwise atom by atom, so that each box's
-    # columns are a dimension of N itself and the last one can leave the matrix.
-    b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, 64) for c0 in range(0, bn, 64))
-    atom = 128 // c.elem_bytes(cd)  # (C's swizzle atom: 64 columns of 16-bit sums, 32 of float32)
-    c_boxes = ((0, EPI),) if n % 64 == 0 else tuple((c0, atom) for c0 in range(0, EPI, atom))
+    epi = epilogue_cols(bn)
+    halves = tuple(range(bn // epi))  # the epilogue's stores of epi columns, unrolled
+    # B and C move in TMA boxes of whole tile rows when N is a whole number of 64 columns (a
+    # whole number of their swizzle's atoms: one instruction); otherwise atom by atom, so that
+    # each box's columns are a dimension of N itself and the last one can leave the matrix.
+    eb, ceb = c.elem_bytes(dtype), c.elem_bytes(cd)
+    b_swizzle = 3 if b_k else swizzle_of(bn, eb)  # (K-major: rows of bk, 128 bytes)
+    c_swizzle = swizzle_of(epi, ceb)
+    b_atom, c_atom = (16 << b_swizzle) // eb, (16 << c_swizzle) // ceb
+    b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, b_atom) for c0 in range(0, bn, b_atom))
+    c_boxes = ((0, epi),) if n % 64 == 0 else tuple((c0, c_atom) for c0 in range(0, epi, c_atom))
     a_boxes = ((0, bm),) if m % 64 == 0 else tuple((c0, 64) for c0 in range(0, bm, 64))  # (At's, as B's)
     a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
     b_shape = (stages, bn, bk) if b_k else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
-    b_smem = mma_shared_layout(dtype, 3, b_shape)
-    c_smem = mma_shared_layout(cd, 3, (consumers, 64, EPI))
+    b_smem = mma_shared_layout(dtype, b_swizzle, b_shape)
+    c_smem = mma_shared_layout(cd, c_swizzle, (consumers, 64, epi))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
-    # A row of EPI columns over an accumulator's 64 rows: each thread holds its columns' values,
+    # A row of epi columns over an accumulator's 64 rows: each thread holds its columns' values,
     # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
-    bias_layout = c.acc_col_layout(EPI)
+    bias_layout = c.acc_col_layout(epi)
     add_input, activate = _epilogue(alpha, beta, activation)
 
     def tile(r, bx):  # the tile of this CTA's round r (its unit's: a tile's parts in turn)
-        return (r * ctas + bx) // splits if split else r * ctas + bx
+        return (r * grid + bx) // parts
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
         return tile(r, bx) // (group * tn) % (tm // group) * group + tile(r, bx) % group
@@ -218,14 +269,17 @@ def matmul_kernel(
     def tile_n(r, bx):
         return tile(r, bx) % (group * tn) // group
 
+    def part_of(r, bx):  # the unit's part of K (split-K; clusters: the CTA's rank)
+        return (r * grid + bx) % parts
+
     def kstep(r, bx, kt):  # the unit's K step kt in K
-        return (r * ctas + bx) % splits * kps + kt if split else kt
+        return part_of(r, bx) * kps + kt if parts > 1 else kt
 
     def out_row(r, bx, cw):  # consumer cw's first output row (expressions, not names: the halves are unrolled)
         return tile_m(r, bx) * bm + cw * 64
 
     def out_col(r, bx, h):  # the epilogue half h's first output column
-        return tile_n(r, bx) * bn + h * EPI
+        return tile_n(r, bx) * bn + h * epi
 
     @T.macro
     def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
@@ -249,9 +303,11 @@ def matmul_kernel(
             Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
 
     @T.macro
-    def body(A, B, C, I, SA, SB):
+    def body(A, B, C, I, SA, SB, W):
         T.device_entry()
-        bx = T.cta_id([ctas])
+        bx = T.cta_id([grid])
+        if clustered:
+            T.cta_id_in_cluster([cluster_k])
         wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
@@ -259,7 +315,7 @@ def matmul_kernel(
         pool = T.SMEMPool()
         A_s = pool.alloc((stages, bk, bm) if a_mn else (stages, bm, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, dtype, layout=b_smem)
-        C_s = pool.alloc((consumers, 64, EPI), cd, layout=c_smem)
+        C_s = pool.alloc((consumers, 64, epi), cd, layout=c_smem)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
         pool.commit()
@@ -270,17 +326,17 @@ def matmul_kernel(
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if not split:
             out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
-        if promote:  # a K step's product, added to the accumulator in float32 once waited for
+        if promote or clustered:  # a K step's product, added to the accumulator in float32 once waited for; a peer's part
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block:  # the step's scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if bias == "row":
-            brow = T.alloc_buffer((1, EPI), od, scope="local", layout=bias_layout)
+            brow = T.alloc_buffer((1, epi), od, scope="local", layout=bias_layout)
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
                 for r in range(rounds):
-                    if r * ctas + bx < units:
+                    if r * grid + bx < units:
                         for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
                             if r * kps + kt >= stages:
                                 empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
@@ -295,8 +351,8 @@ def matmul_kernel(
                                     )
                             else:
                                 Tx.copy_async(
-                                    A_s[(r * kps + kt) % stages, 0:bm, 0:bk],
-                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + bm, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                                    A_s[(r * kps + kt) % stages, 0:a_rows, 0:bk],
+                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + a_rows, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
                                     dispatch="tma_auto",
                                     mbar=full.ptr_to([(r * kps + kt) % stages]),
                                 )
@@ -318,8 +374,13 @@ def matmul_kernel(
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
+            if a_rows < bm:  # (A's rows past M, in every stage: zeros for the tensor cores)
+                for st in range(stages):
+                    Tx.warpgroup.fill(A_s[st, a_rows:bm, 0:bk], 0.0)
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
             for r in range(rounds):
-                if r * ctas + bx < units:
+                if r * grid + bx < units:
                     if promote:
                         Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
                     for kt in range(kps):
@@ -363,56 +424,86 @@ def matmul_kernel(
                         T.ptx.wgmma.wait_group(0)
                         if tid % 128 == 0:
                             empty.arrive((r * kps + kps - 1) % stages)
-                    for h in halves:
-                        if tid % 128 == 0:
-                            T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
-                        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                        if split:  # (the partial, as it is)
-                            Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], acc[0:64, h * EPI : h * EPI + EPI])
-                        if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
-                            Tx.warpgroup.mul(acc[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI], SA[0] * SB[0])
-                        if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
-                            if bias == "row":
-                                Tx.warpgroup.copy(brow[0:1, 0:EPI], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + EPI], clip=True, other=0.0)
-                            else:  # (the tile of I through the output's registers)
+                    if clustered:  # the cluster's parts of the tile summed in its first CTA
+                        if part_of(r, bx) > 0:
+                            Tx.warpgroup.copy(
+                                W[part_of(r, bx) - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
+                                acc[0:64, 0:bn],
+                                clip=True,
+                            )
+                        T.ptx.barrier.cluster.arrive()  # (release: the parts' stores; acquire: the peers')
+                        T.ptx.barrier.cluster.wait()
+                        if part_of(r, bx) == 0:
+                            for q in list(range(1, cluster_k)):  # (rank order)
                                 Tx.warpgroup.copy(
-                                    out[0:64, h * EPI : h * EPI + EPI],
-                                    I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + EPI],
+                                    part[0:64, 0:bn],
+                                    W[q - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
                                     clip=True,
                                     other=0.0,
                                 )
-                            add_input(acc[0:64, h * EPI : h * EPI + EPI], brow[0:1, 0:EPI] if bias == "row" else out[0:64, h * EPI : h * EPI + EPI])
-                        if activation:
-                            activate(acc[0:64, h * EPI : h * EPI + EPI])
-                        if not split:
-                            Tx.warpgroup.cast(out[0:64, h * EPI : h * EPI + EPI], acc[0:64, h * EPI : h * EPI + EPI])
-                            Tx.warpgroup.copy(C_s[cw, 0:64, 0:EPI], out[0:64, h * EPI : h * EPI + EPI])
-                        T.ptx.fence.proxy.async_.shared__cta()
-                        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                        if tid % 128 == 0:
-                            for c0, cw_ in c_boxes:
-                                if split:  # (added to the other parts' sums)
-                                    Tx.copy_async(
-                                        C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
-                                        C_s[cw, 0:64, c0 : c0 + cw_],
-                                        dispatch="tma_auto",
-                                        use_tma_reduce="add",
+                                Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+                    if not clustered or part_of(r, bx) == 0:  # (the epilogue: the cluster's first CTA's)
+                        for h in halves:
+                            if tid % 128 == 0:
+                                T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
+                            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                            if split:  # (the partial, as it is)
+                                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
+                            if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
+                            if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
+                                if bias == "row":
+                                    Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
+                                else:  # (the tile of I through the output's registers)
+                                    Tx.warpgroup.copy(
+                                        out[0:64, h * epi : h * epi + epi],
+                                        I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
+                                        clip=True,
+                                        other=0.0,
                                     )
-                                else:
-                                    Tx.copy_async(
-                                        C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
-                                        C_s[cw, 0:64, c0 : c0 + cw_],
-                                        dispatch="tma_auto",
-                                    )
-                            T.ptx.cp_async.bulk.commit_group()
+                                add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi] if bias == "row" else out[0:64, h * epi : h * epi + epi])
+                            if activation:
+                                activate(acc[0:64, h * epi : h * epi + epi])
+                            if not split:
+                                Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
+                                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
+                            T.ptx.fence.proxy.async_.shared__cta()
+                            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                            if tid % 128 == 0:
+                                for c0, cw_ in c_boxes:
+                                    if split:  # (the unit's part of K: its own slice of C)
+                                        Tx.copy_async(
+                                            C[
+                                                part_of(r, bx),
+                                                out_row(r, bx, cw) : out_row(r, bx, cw) + 64,
+                                                out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_,
+                                            ],
+                                            C_s[cw, 0:64, c0 : c0 + cw_],
+                                            dispatch="tma_auto",
+                                        )
+                                    else:
+                                        Tx.copy_async(
+                                            C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
+                                            C_s[cw, 0:64, c0 : c0 + cw_],
+                                            dispatch="tma_auto",
+                                        )
+                                T.ptx.cp_async.bulk.commit_group()
             if tid % 128 == 0:
                 T.ptx.cp_async.bulk.wait_group(0)
+        if clustered and wg == 0:  # (every thread of the cluster arrives, the producer's too)
+            T.ptx.barrier.cluster.arrive()
+            T.ptx.barrier.cluster.wait()
 
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
     sa_shape = (m, kt_steps) if block else (1,)
     sb_shape = (-(-n // 128), kt_steps) if block else (1,)
     a_dims = (k, m) if a_mn else (m, k)
+    c_shape = (splits, m, n) if split else (m, n)
     b_dims = (n, k) if b_k else (k, n)
+
+    w_shape = (cluster_k - 1, m, n)  # (clusters: the parts of ranks 1 ...)
+    if clustered:
+        return _clustered_entry(body, fp8, bias, dtype, od, (m, n, k), a_dims, b_dims, sa_shape, sb_shape, w_shape)
 
     if fp8 and bias:
 
@@ -424,7 +515,7 @@ def matmul_kernel(
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, (1, n), od)
             C = T.match_buffer(C_ptr, (m, n), od)
-            body(A, B, C, I, SA, SB)
+            body(A, B, C, I, SA, SB, None)
 
         return scaled_mm_bias
 
@@ -436,8 +527,8 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
-            C = T.match_buffer(C_ptr, (m, n), cd)  # (split: the parts' float32 sums)
-            body(A, B, C, None, SA, SB)
+            C = T.match_buffer(C_ptr, c_shape, cd)  # (split: the parts' float32 sums)
+            body(A, B, C, None, SA, SB, None)
 
         return scaled_mm
 
@@ -449,7 +540,7 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, b_dims, dtype)
             I = T.match_buffer(I_ptr, (1, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I, None, None)
+            body(A, B, C, I, None, None, None)
 
         return addmm_row
 
@@ -461,7 +552,7 @@ def matmul_kernel(
             B = T.match_buffer(B_ptr, b_dims, dtype)
             I = T.match_buffer(I_ptr, (m, n), dtype)
             C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I, None, None)
+            body(A, B, C, I, None, None, None)
 
         return addmm
 
@@ -469,22 +560,87 @@ def matmul_kernel(
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, a_dims, dtype)
         B = T.match_buffer(B_ptr, b_dims, dtype)
-        C = T.match_buffer(C_ptr, (m, n), cd)  # (split: the parts' float32 sums)
-        body(A, B, C, None, None, None)
+        C = T.match_buffer(C_ptr, c_shape, cd)  # (split: the parts' float32 sums)
+        body(A, B, C, None, None, None, None)
 
     return matmul
 
 
-@autotune(configs=[{}], key=["m", "n", "out_dtype", "scale", "bias", "alpha", "beta", "activation"])
-def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""):
+def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dims, b_dims, sa_shape, sb_shape, w_shape):
+    """`matmul_kernel`'s entry with ``cluster_k`` > 1: its usual parameters, then ``W`` (the
+    cluster's parts past the first, float32)."""
+    m, n, k = mnk
+
+    if fp8 and bias:
+
+        @T.prim_func
+        def scaled_mm_bias_clustered(
+            A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle
+        ):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
+            I = T.match_buffer(I_ptr, (1, n), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            body(A, B, C, I, SA, SB, W)
+
+        return scaled_mm_bias_clustered
+
+    if fp8:
+
+        @T.prim_func
+        def scaled_mm_clustered(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), dtype)
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
+            C = T.match_buffer(C_ptr, (m, n), od)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            body(A, B, C, None, SA, SB, W)
+
+        return scaled_mm_clustered
+
+    if bias:
+        i_shape = (1, n) if bias == "row" else (m, n)
+
+        @T.prim_func
+        def addmm_clustered(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
+            I = T.match_buffer(I_ptr, i_shape, dtype)
+            C = T.match_buffer(C_ptr, (m, n), dtype)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            body(A, B, C, I, None, None, W)
+
+        return addmm_clustered
+
+    @T.prim_func
+    def matmul_clustered(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
+        A = T.match_buffer(A_ptr, a_dims, dtype)
+        B = T.match_buffer(B_ptr, b_dims, dtype)
+        C = T.match_buffer(C_ptr, (m, n), dtype)
+        W = T.match_buffer(W_ptr, w_shape, "float32")
+        body(A, B, C, None, None, None, W)
+
+    return matmul_clustered
+
+
+@autotune(configs=[{}], key=["m", "n", "out_dtype", "splits", "scale", "bias", "alpha", "beta", "activation"])
+def matmul_finish_kernel(
+    m: int, n: int, out_dtype: str, splits: int, scale: bool = False, bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""
+):
     """Split-K's second kernel: ``C = act(alpha W [SA[0] SB[0]] + beta I)`` rounded once to
-    ``out_dtype``, from ``W`` (m x n float32, the parts' sums of `matmul_kernel` with
-    ``splits``); ``scale``: FP8's per-tensor scales; ``bias`` and the activation as
-    `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in the accumulator's layout (the same
-    epilogue macros; 64 columns: with GELU's erf inlined, 128 made ptxas spill)."""
+    ``out_dtype``, ``W`` the sum of ``W_parts`` (splits x m x n float32, `matmul_kernel`'s
+    parts' sums) added in part order (the same result every run); ``scale``: FP8's per-tensor
+    scales; ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
+    the accumulator's layout (the same epilogue macros; 64 columns: with GELU's erf inlined, 128
+    made ptxas spill)."""
     add_input, activate = _epilogue(alpha, beta, activation)
     tm, tn = -(-m // 64), -(-n // FIN)
     acc_layout = wgmma_acc_layout(FIN)
+    w_shape = (splits, m, n)
 
     @T.macro
     def body(W, SA, SB, I, C):
@@ -495,12 +651,16 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
         T.lane_id([32])
         T.thread_id([128])
         acc = T.alloc_buffer((64, FIN), "float32", scope="local", layout=acc_layout)
+        part = T.alloc_buffer((64, FIN), "float32", scope="local", layout=acc_layout)
         out = T.alloc_buffer((64, FIN), out_dtype, scope="local", layout=acc_layout)
         if bias == "row":
             brow = T.alloc_buffer((1, FIN), out_dtype, scope="local", layout=c.acc_col_layout(FIN))
         row0 = bx // tn * 64
         col0 = bx % tn * FIN
-        Tx.warpgroup.copy(acc[0:64, 0:FIN], W[row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
+        Tx.warpgroup.copy(acc[0:64, 0:FIN], W[0, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
+        for p in range(1, splits):
+            Tx.warpgroup.copy(part[0:64, 0:FIN], W[p, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
+            Tx.warpgroup.add(acc[0:64, 0:FIN], acc[0:64, 0:FIN], part[0:64, 0:FIN])
         if scale:
             Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], SA[0] * SB[0])
         if bias == "row":
@@ -519,7 +679,7 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
 
         @T.prim_func
         def finish_scaled_bias(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
-            W = T.match_buffer(W_ptr, (m, n), "float32")
+            W = T.match_buffer(W_ptr, w_shape, "float32")
             SA = T.match_buffer(SA_ptr, (1,), "float32")
             SB = T.match_buffer(SB_ptr, (1,), "float32")
             I = T.match_buffer(I_ptr, i_shape, out_dtype)
@@ -532,7 +692,7 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
 
         @T.prim_func
         def finish_scaled(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
-            W = T.match_buffer(W_ptr, (m, n), "float32")
+            W = T.match_buffer(W_ptr, w_shape, "float32")
             SA = T.match_buffer(SA_ptr, (1,), "float32")
             SB = T.match_buffer(SB_ptr, (1,), "float32")
             C = T.match_buffer(C_ptr, (m, n), out_dtype)
@@ -544,7 +704,7 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
 
         @T.prim_func
         def finish_bias(W_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
-            W = T.match_buffer(W_ptr, (m, n), "float32")
+            W = T.match_buffer(W_ptr, w_shape, "float32")
             I = T.match_buffer(I_ptr, i_shape, out_dtype)
             C = T.match_buffer(C_ptr, (m, n), out_dtype)
             body(W, None, None, I, C)
@@ -553,14 +713,14 @@ def matmul_finish_kernel(m: int, n: int, out_dtype: str, scale: bool = False, bi
 
     @T.prim_func
     def finish(W_ptr: T.handle, C_ptr: T.handle):
-        W = T.match_buffer(W_ptr, (m, n), "float32")
+        W = T.match_buffer(W_ptr, w_shape, "float32")
         C = T.match_buffer(C_ptr, (m, n), out_dtype)
         body(W, None, None, None, C)
 
     return finish
 
 
-def _gemm(a, b, out, *, sab=(), input=None, splits=1, op="matmul", **kw):
+def _gemm(a, b, out, *, sab=(), input=None, splits=None, op="matmul", **kw):
     """``out`` = the product of ``a`` and ``b`` (as `matmul_kernel` takes them: ``kw`` its key),
     with FP8's scales ``sab`` (SA, SB) and addmm's ``input`` (`_gemm_launch`)."""
     (m, n) = out.shape
@@ -568,29 +728,57 @@ def _gemm(a, b, out, *, sab=(), input=None, splits=1, op="matmul", **kw):
     launch(a, b, sab, () if input is None else (input,), out)
 
 
-def _gemm_launch(m: int, n: int, result_dtype: str, *, splits=1, op="matmul", scaled=False, **kw):
+def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = None, op="matmul", scaled=False, **kw):
     """``launch(a, b, sab, extra, out)`` for an ``m`` x ``n`` product of ``result_dtype``: one
-    kernel, or with ``splits`` > 1 split-K's two (the parts' float32 sums in a zeroed workspace,
-    then `matmul_finish_kernel`); the kernels looked up once."""
+    kernel, or with ``splits`` > 1 split-K's two (the parts' float32 sums, each in its slice of a
+    workspace, then `matmul_finish_kernel`); ``splits`` None: `auto_splits`' count, in one
+    launch (``cluster_k``: a tile's parts a cluster's CTAs). The kernels looked up once."""
     k = kw["k"]
     steps = -(-k // (128 if kw["dtype"].startswith("float8") else BK))
+    f32 = getattr(c.loaded_torch(), "float32", None)
+
+    def workspace(a, shape):
+        return np.empty(shape, np.float32) if isinstance(a, np.ndarray) else a.new_empty(shape, dtype=f32)
+
+    if splits is None:
+        parts = auto_splits(m, n, k, kw["dtype"], kw["ctas"])
+        if parts > 1:
+            kernel = matmul_kernel(m=m, n=n, cluster_k=parts, **kw).launcher()
+            return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out, workspace(a, (parts - 1, m, n)))
+        splits = 1
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
     if splits == 1:
-        kernel = matmul_kernel(m=m, n=n, **kw)
+        kernel = matmul_kernel(m=m, n=n, **kw).launcher()
         return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
-    parts = matmul_kernel(m=m, n=n, splits=splits, **kw)
+    parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher()
     per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
-    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, scale=per_tensor, **epilogue)
+    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher()
 
     def launch(a, b, sab, extra, out):
-        w = c.new_array(a, (m, n), "float32", fill=0)
+        w = workspace(a, (splits, m, n))  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
         finish(w, *(sab if per_tensor else ()), *extra, out)
 
     return launch
+
+
+def auto_splits(m: int, n: int, k: int, dtype: str, ctas: int) -> int:
+    """Split-K's parts where a call gives none (a cluster's CTAs per tile, `matmul_kernel`'s
+    ``cluster_k``): where the output's tiles of 64 x 128 keep at most a quarter of the ``ctas``
+    busy (decode's M against a short N), as many parts (2, or 4 where their clusters leave an
+    eighth of the SMs free: an H200 holds 120 CTAs in clusters of 4, not 128, so 32 such
+    clusters took two waves, 33.0 µs at 16 x 4096 x 11008 against 25.4 in clusters of 2), each
+    of at least 4 K steps, as keep every unit in one round; else 1 (the autotuner's tiles, down
+    to 64 x 32, fill the rest: 1 x 8192 x 8192 33.4 µs in 1 part, 34.4 in 2)."""
+    steps = -(-k // (128 if dtype.startswith("float8") else BK))
+    tiles = -(-m // 64) * -(-n // 128)
+    if tiles > ctas // 4:
+        return 1
+    room = {1: 1, 2: ctas, 4: ctas * 7 // 8}  # (the CTAs of clusters of s the GPCs surely hold)
+    return max(s for s in (1, 2, 4) if s == 1 or (tiles * s <= room[s] and steps % s == 0 and steps // s >= 4))
 
 
 def _ctas(x) -> int:
@@ -665,13 +853,13 @@ def _operands(a, b):
     return a, a_major, b, b_major
 
 
-def _run(a, b, activation: str = "", splits: int = 1):
+def _run(a, b, activation: str = "", splits: Optional[int] = None):
     if c.is_torch(a):
         return c.signature_plan((a, b), ("mm", activation, splits), lambda: _new_mm_plan(a, b, activation, splits))(a, b)
     return _run_general(a, b, activation, splits)
 
 
-def _run_general(a, b, activation: str = "", splits: int = 1):
+def _run_general(a, b, activation: str = "", splits: Optional[int] = None):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, a_major, b, b_major = _operands(a, b)
@@ -693,28 +881,23 @@ def _operand_views(a, b):
     return (lambda x: x.T if a_t else x.contiguous()), a_major, (lambda y: y.T if b_t else y.contiguous()), b_major
 
 
-def _new_mm_plan(a, b, activation: str, splits: int):
-    import torch
-
+def _new_mm_plan(a, b, activation: str, splits: Optional[int]):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:  # (every activation maps 0 to 0)
         return lambda a, b: _run_general(a, b, activation, splits)
     view_a, a_major, view_b, b_major = _operand_views(a, b)
     launch = _gemm_launch(m, n, dtype, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
-    tdtype, device = a.dtype, a.device
 
     def run(a, b):
-        out = torch.empty((m, n), dtype=tdtype, device=device)
+        out = a.new_empty((m, n))  # (a third faster than torch.empty's arguments)
         launch(view_a(a), view_b(b), (), (), out)
         return out
 
     return run
 
 
-def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, splits: int):
-    import torch
-
+def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, splits: Optional[int]):
     dtype, kind = _addmm_check(input, a, b)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
@@ -723,10 +906,9 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
     launch = _gemm_launch(
         m, n, dtype, splits=splits, op="addmm", k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major
     )
-    tdtype, device = a.dtype, a.device
 
     def run(input, a, b):
-        out = torch.empty((m, n), dtype=tdtype, device=device)
+        out = a.new_empty((m, n))
         i = input.contiguous()
         launch(view_a(a), view_b(b), (), (i.reshape(1, n) if kind == "row" else i,), out)
         return out
@@ -734,7 +916,7 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
     return run
 
 
-def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
+def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None):
     if c.is_torch(a):
         key = ("addmm", beta, alpha, activation, splits)
         return c.signature_plan((input, a, b), key, lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits))(input, a, b)
@@ -759,7 +941,7 @@ def _addmm_check(input, a, b):
     return dtype, kind
 
 
-def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: int = 1):
+def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None):
     dtype, kind = _addmm_check(input, a, b)
     (m, k), n = a.shape, b.shape[1]
     i = c.contiguous(input).reshape(1, n) if kind == "row" else c.contiguous(input)
@@ -866,11 +1048,11 @@ def _addmm_autograd(op):
     op.register_autograd(backward, setup_context=setup_context)
 
 
-def _split_k(op: str, split_k, *tensors) -> int:
-    """``split_k`` (None: 1) where it applies: eager calls without autograd (torch.compile and
-    autograd trace the ops' one-kernel form)."""
+def _split_k(op: str, split_k, *tensors) -> Optional[int]:
+    """``split_k`` where it applies (None: `auto_splits`'): a count above 1 in eager calls
+    without autograd (torch.compile and autograd trace the op, whose choice is automatic)."""
     if split_k is None or split_k == 1:
-        return 1
+        return split_k
     if any(c.is_torch(t) for t in tensors) and (c.compiling() or any(c.wants_grad(t) for t in tensors)):
         raise NotImplementedError(f"tirx.ops.{op}: split_k={split_k} is for eager calls without autograd (not under torch.compile or with gradients)")
     return int(split_k)
@@ -885,7 +1067,7 @@ def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: O
     array or tensor. ``split_k``: as `matmul`'s."""
     act = _activation("addmm", activation)
     splits = _split_k("addmm", split_k, input, mat1, mat2)
-    if splits > 1:
+    if splits is not None:
         arrays = (input, mat1, mat2) if c.is_torch(mat1) else tuple(np.asarray(x) for x in (input, mat1, mat2))
         return _addmm(*arrays, float(beta), float(alpha), act, splits)
     if c.is_torch(mat1):
@@ -919,16 +1101,15 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype;
     with ``activation`` (as `addmm`'s) that of the product, fused into the epilogue.
     ``split_k``: K in that many equal parts (a divisor of its steps of 64, 128 for FP8), each
-    a work unit whose float32 sums a TMA reduce-add puts into a zeroed workspace, a second
-    kernel's epilogue rounding them: more CTAs for shapes whose tiles leave SMs idle (decode's
-    skinny M). Eager calls without autograd; not the default: on an H200 its kernels take 26
-    µs at 16 x 4096 x 11008 (torch.mm's call 36 µs) but its two extra launches (the workspace's
-    zeros, the finish) cost more host time than that from Python, at every shape measured."""
+    a work unit whose float32 sums fill its slice of a workspace, a second kernel adding the
+    parts in order (the same result every run) and applying the epilogue: more CTAs for shapes
+    whose tiles leave SMs idle (decode's skinny M). None (the default): `auto_splits`' choice
+    (also under autograd and torch.compile); 1: no split; more: eager calls without autograd."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
     splits = _split_k("matmul", split_k, a, b)
-    if splits > 1:
+    if splits is not None:
         return _run(a, b, act, splits) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits)
     if c.is_torch(a):
         if c.compiling() or c.wants_grad(a) or c.wants_grad(b):
@@ -940,7 +1121,7 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 
 
 
-def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: int = 1):
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: Optional[int] = None):
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype`` (on torch tensors through a plan per call signature, as `matmul`'s)."""
     if c.is_torch(a):
@@ -988,7 +1169,7 @@ def _scaled_mm_kw(a, k: int, per_tensor: bool, out_dtype: str, use_fast_accum: b
     return dict(k=k, dtype=c.dtype_name(a), ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias="" if bias is None else "row")
 
 
-def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: int):
+def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int]):
     import torch
 
     per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
@@ -996,10 +1177,10 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
     if m == 0 or n == 0 or k == 0:
         return lambda a, b, scale_a, scale_b, bias: _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
     launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias))
-    tout, device = getattr(torch, out_dtype), a.device
+    tout = getattr(torch, out_dtype)
 
     def run(a, b, scale_a, scale_b, bias):
-        out = torch.empty((m, n), dtype=tout, device=device)
+        out = a.new_empty((m, n), dtype=tout)
         sa, sb = (scale_a.reshape(1), scale_b.reshape(1)) if per_tensor else (scale_a, scale_b)
         extra = () if bias is None else (bias.contiguous().reshape(1, n),)
         launch(a.contiguous(), b.t().contiguous(), (sa.contiguous(), sb.contiguous()), extra, out)
@@ -1008,7 +1189,7 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
     return run
 
 
-def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: int = 1):
+def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: Optional[int] = None):
     per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
     (m, k), n = a.shape, b.shape[1]
     out = c.new_array(a, (m, n), out_dtype)

@@ -377,6 +377,30 @@ fn fill_at_thread_and_cta_scope() {
     }
 }
 
+/// `fill` of a float8 shared tile (a GEMM's operand rows zeroed once): the value rounded once
+/// to float8, vector stores through a swizzle-free tile; other ops on float8 still decline.
+#[test]
+fn fill_of_float8_shared_tiles() {
+    for (dtype, name) in [(DType::F8E4M3, "float8_e4m3fn"), (DType::F8E5M2, "float8_e5m2")] {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64, 64), "{name}")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128])
+    S = T.alloc_buffer((64, 64), "{name}", scope="shared")
+    Tx.cta.fill(S[0:64, 0:64], 7.89)
+    Tx.cta.copy(A[0:64, 0:64], S[0:64, 0:64])
+"#
+        );
+        let (l, out) = run(&src, &[(dtype, vec![0.0; 4096])]);
+        assert!(out[0].iter().all(|&v| v == 8.0), "{name}: {:?}", &out[0][..4]);
+        assert_eq!(l.explain[0].chosen.as_deref(), Some("smem"), "{}", l.explain[0].render());
+        let add = src.replace("Tx.cta.fill(S[0:64, 0:64], 7.89)", "Tx.cta.add(S[0:64, 0:64], S[0:64, 0:64], 1.0)");
+        let err = render(&lower_errors(&add), &add);
+        assert!(err.contains("computes on float32, float16 and bfloat16 (fills float8 too)"), "{err}");
+    }
+}
+
 /// A mixed pipeline with no register round trip: softmax of shared rows with the
 /// shared reduction and shared elementwise ops (max, sub, exp, sum, fdiv).
 #[test]

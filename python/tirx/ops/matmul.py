@@ -230,8 +230,7 @@ def matmul_kernel(
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
     # M = 1 as slow as M = 64 at best).
-    # (16-bit: `fill` computes no 8-bit values.)
-    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn and not fp8 else bm
+    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn else bm
     stage_bytes = (a_rows + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (128 at 512
     # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.

@@ -378,7 +378,8 @@ fn sigmoid(t: LExpr, ct: DType) -> LExpr {
 /// f32 for the ops [`f32_compute`] names; else the widest region dtype, f32
 /// when 16-bit types of different formats meet.
 pub(crate) fn compute_type(cx: &CallCx, call: &OpCall) -> DType {
-    if f32_compute(call.op) {
+    // (A float8 operand, `fill`'s: the value in float32, rounded once as it is stored.)
+    if f32_compute(call.op) || call.regions().any(|r| matches!(cx.buf(r.buf).dtype, DType::F8E4M3 | DType::F8E5M2)) {
         return DType::F32;
     }
     let mut types = call.regions().map(|r| cx.buf(r.buf).dtype);

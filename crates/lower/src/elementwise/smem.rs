@@ -3,7 +3,8 @@
 //! **Accepts** an elementwise op (§4) at thread, warp, warpgroup or cta scope
 //! with every thread active when every region operand is in shared memory
 //! (`shared`, `shared.dyn`) with a memory-only layout (swizzles allowed) of
-//! float32, float16 or bfloat16, each source broadcasts to the destination
+//! float32, float16 or bfloat16 (`fill` also of float8: the value rounded once
+//! to it, as a cast would), each source broadcasts to the destination
 //! (right-aligned, each dim equal or 1) and the region begins agree across the
 //! scope's threads; scalars (`2.0`, `s[0]`, `bias=`, `scale=`) anywhere an op
 //! takes a value; `fill` and `zero`. The numerics are the register variant's
@@ -43,7 +44,7 @@ use crate::operand::{self, group_offset, MemOperand};
 use crate::variant::{barrier_text, Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant, COOPERATIVE_SCOPES};
 use tirx_ir::hir::BufferRegion;
 use tirx_ir::lir::{CacheHint, LBinOp, LBufId, LExpr, LStmt, LStmtKind, MemOp, RoundMode};
-use tirx_ir::op::{ConfigKey, Family};
+use tirx_ir::op::{ConfigKey, EwiseOp, Family};
 use tirx_ir::DType;
 use tirx_layout::ExecScope;
 
@@ -100,7 +101,7 @@ impl Variant for EwiseSmem {
         }
         let mut mems = Vec::new();
         for r in call.regions() {
-            mems.push(shared_operand(cx, r)?);
+            mems.push(shared_operand(cx, r, call.op == EwiseOp::Fill)?);
         }
         let (compute, rounding) = numerics(cx, &call)?;
         let dst_ext: Vec<i64> = call.dst.ranges.iter().map(|r| r.extent).collect();
@@ -207,8 +208,9 @@ impl Variant for EwiseSmem {
     }
 }
 
-/// A shared operand: its sliced layout (memory axes only) for the vector check.
-fn shared_operand(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> {
+/// A shared operand: its sliced layout (memory axes only) for the vector check;
+/// `fill`'s destination may be float8 (it stores a value, computes nothing).
+fn shared_operand(cx: &CallCx, r: &BufferRegion, fill: bool) -> Result<MemOperand, Decline> {
     let b = cx.buf(r.buf);
     if !b.scope.is_shared() {
         return Err(Decline::new(
@@ -220,11 +222,13 @@ fn shared_operand(cx: &CallCx, r: &BufferRegion) -> Result<MemOperand, Decline> 
             ),
         ));
     }
-    if !matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16) {
+    let computed = matches!(b.dtype, DType::F32 | DType::F16 | DType::BF16);
+    let stored = fill && matches!(b.dtype, DType::F8E4M3 | DType::F8E5M2);
+    if !computed && !stored {
         return Err(Decline::new(
             CommonRule::Dtype,
             format!(
-                "operand `{}` is {}; elementwise `smem` computes on float32, float16 and bfloat16",
+                "operand `{}` is {}; elementwise `smem` computes on float32, float16 and bfloat16 (fills float8 too)",
                 b.name, b.dtype
             ),
         ));

@@ -138,6 +138,41 @@ fn tiles_past_a_run_time_row_count() {
     }
 }
 
+/// Rows past a run-time row count into an MMA accumulator whose vectors run along its columns
+/// (all inside the buffer): every lane of a vector has the same test, so the vector moves whole
+/// or its lanes take `other`, with no lane-by-lane path (no `if` inside the vector's `else`).
+#[test]
+fn a_vector_whose_lanes_share_the_test_moves_whole_or_fills() {
+    for m in [1i64, 9, 16] {
+        let src = format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
+    A = T.match_buffer(A_ptr, (m, 32), "float32")
+    B = T.match_buffer(B_ptr, (m, 32), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.lane_id([32]); T.thread_id([32])
+    X = T.alloc_buffer((16, 32), "float32", scope="local", layout=mma_acc_layout(16, 32))
+    Tx.warp.copy(X[0:16, 0:32], A[0:16, 0:32], clip=True, other=0.25)
+    Tx.warp.copy(B[0:16, 0:32], X[0:16, 0:32], clip=True)
+"#
+        );
+        let a = values(DType::F32, (m * 32) as usize, 3, -1.0, 1.0);
+        let (l, out) = run_with(&src, &[m], &[(DType::F32, a.clone()), (DType::F32, vec![POISON; (m * 32) as usize])]);
+        assert_eq!(out[1], a, "m={m}");
+        assert!(vector_copies(&l).iter().all(|&v| v == 2), "{:?}", vector_copies(&l));
+        let mut all = Vec::new();
+        walk(&l.lir.body, &mut all);
+        for k in all {
+            if let LStmtKind::If { else_body, .. } = k {
+                assert!(
+                    else_body.iter().all(|s| !matches!(s.kind, LStmtKind::If { .. })),
+                    "a lane-by-lane path under a vector's test:\n{}",
+                    l.lir
+                );
+            }
+        }
+    }
+}
+
 /// Causal masks on an MMA accumulator (FlashAttention's diagonal block): a masked load with
 /// `other=0` and a masked store that leaves the upper triangle as it was; a run-time offset.
 #[test]

@@ -158,14 +158,27 @@ impl Guard {
         let bounds = self.bounds(cx, em)?;
         let span = em.span;
         let mut whole = Vec::new();
-        let mut per_lane = Vec::with_capacity(lanes.len());
-        for ((c, ends), lane) in coords.iter().zip(self.vector_ends()).zip(lanes) {
+        let mut conds = Vec::with_capacity(lanes.len());
+        for (c, ends) in coords.iter().zip(self.vector_ends()) {
             whole.extend(self.cond(cx, em, &bounds, c, ends)?);
-            let cond = self.cond(cx, em, &bounds, c, Ends::ALL)?.unwrap_or(LExpr::Bool(true));
-            let if_lane =
-                LStmtKind::If { cond, then_body: vec![lane.copy], else_body: lane.fill.into_iter().collect() };
-            per_lane.push(LStmt::new(if_lane, span));
+            conds.push(self.cond(cx, em, &bounds, c, Ends::ALL)?.unwrap_or(LExpr::Bool(true)));
         }
+        if lanes.len() > 1 && conds.iter().all(|c| *c == conds[0]) {
+            // Every lane has the same test (the clipped dims are not along the vector): the
+            // whole vector holds or none does, so no lane moves on its own.
+            let fills: Vec<LStmt> = lanes.into_iter().filter_map(|l| l.fill).collect();
+            let cond = conds.swap_remove(0);
+            return Ok(vec![LStmt::new(LStmtKind::If { cond, then_body: vec![vector], else_body: fills }, span)]);
+        }
+        let per_lane: Vec<LStmt> = lanes
+            .into_iter()
+            .zip(conds)
+            .map(|(lane, cond)| {
+                let if_lane =
+                    LStmtKind::If { cond, then_body: vec![lane.copy], else_body: lane.fill.into_iter().collect() };
+                LStmt::new(if_lane, span)
+            })
+            .collect();
         if per_lane.len() == 1 {
             return Ok(per_lane);
         }

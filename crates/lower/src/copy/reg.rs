@@ -11,7 +11,8 @@
 //! Guarded copies (`clip=True`, `mask=`, `other=`; module [`guard`](super::guard)):
 //! each atom and thread group also carries its step in the register region's
 //! coordinates, so every vector's first and last lane are known; a whole vector
-//! keeps its access, a partial one moves lane by lane.
+//! keeps its access, a partial one moves lane by lane (none does where every
+//! lane has the vector's test: then the vector moves whole or fills).
 //!
 //! **Algorithm**: the register layout induces the partition. The memory side
 //! is grouped by the register iters: the group of a thread iter gives each

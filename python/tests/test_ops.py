@@ -461,6 +461,11 @@ def test_split_k_through_the_ops():
     torch = pytest.importorskip("torch")
     with pytest.raises(NotImplementedError, match="split_k=2 is for eager calls without autograd"):
         ops.matmul(torch.ones(8, 64, dtype=torch.bfloat16, requires_grad=True), torch.ones(64, 64, dtype=torch.bfloat16), split_k=2)
+    # split_k=1 (none) keeps the gradient: the autograd path, whose choice is automatic
+    x = torch.ones(8, 64, dtype=torch.bfloat16, requires_grad=True)
+    y = ops.matmul(x, torch.ones(64, 64, dtype=torch.bfloat16), split_k=1)
+    assert y.requires_grad and y.grad_fn is not None
+    assert ops.matmul(a, b, split_k=1).shape == (m, n)
 
 
 @pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")

@@ -1066,14 +1066,14 @@ def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: O
     array or tensor. ``split_k``: as `matmul`'s."""
     act = _activation("addmm", activation)
     splits = _split_k("addmm", split_k, input, mat1, mat2)
-    if splits is not None:
+    if splits is not None and splits > 1:
         arrays = (input, mat1, mat2) if c.is_torch(mat1) else tuple(np.asarray(x) for x in (input, mat1, mat2))
         return _addmm(*arrays, float(beta), float(alpha), act, splits)
     if c.is_torch(mat1):
         if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (with its backward)
             return c.differentiable("addmm", _addmm_parts, _addmm_autograd)(input, mat1, mat2, float(beta), float(alpha), act)
-        return _addmm(input, mat1, mat2, float(beta), float(alpha), act)
-    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act)
+        return _addmm(input, mat1, mat2, float(beta), float(alpha), act, splits)
+    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act, splits)
 
 
 def register_torch_op():
@@ -1103,19 +1103,19 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     a work unit whose float32 sums fill its slice of a workspace, a second kernel adding the
     parts in order (the same result every run) and applying the epilogue: more CTAs for shapes
     whose tiles leave SMs idle (decode's skinny M). None (the default): `auto_splits`' choice
-    (also under autograd and torch.compile); 1: no split; more: eager calls without autograd."""
+    (always under autograd and torch.compile); 1: none; more: eager calls without autograd."""
     if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
         raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
     act = _activation("matmul", activation)
     splits = _split_k("matmul", split_k, a, b)
-    if splits is not None:
+    if splits is not None and splits > 1:
         return _run(a, b, act, splits) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits)
     if c.is_torch(a):
         if c.compiling() or c.wants_grad(a) or c.wants_grad(b):
             return c.differentiable("matmul", _torch_op_parts, _matmul_autograd)(a, b, act)
         c.torch_op("matmul", _torch_op_parts, _matmul_autograd)  # (registered by the first eager call, for a later compiled one)
-        return _run(a, b, act)
-    return _run(np.asarray(a), np.asarray(b), act)
+        return _run(a, b, act, splits)
+    return _run(np.asarray(a), np.asarray(b), act, splits)
 
 
 

@@ -395,6 +395,23 @@ def test_automatic_split_k_counts():
     assert auto(8, 128, 1024, "bfloat16", 2) == 1  # (the simulator's two CTAs)
 
 
+@pytest.mark.parametrize("bn", [64, 32])
+def test_fp8_at_decode_shapes_in_skinny_tiles(bn):
+    """FP8 in the decode tiles (64 x 64, 64 x 32; A's box of M's rows, the rest zeroed once):
+    wgmma accumulating all of K, and each step promoted to float32."""
+    m, n, k = 5, 200, 1024
+    f8, bf = numpy_dtype("float8_e4m3fn"), numpy_dtype("bfloat16")
+    rng = np.random.default_rng(bn)
+    a8, b8 = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((k, n)).astype(f8)
+    want = a8.astype(F64) @ b8.astype(F64) * 0.125
+    bt = np.ascontiguousarray(b8.T)
+    for fast in (True, False):
+        prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2, consumers=1, bn=bn, out_dtype="bfloat16", fast_accum=fast)
+        c = np.full((m, n), np.nan, bf)
+        tirx.compile(prim)(a8, bt, np.float32([0.5]), np.float32([0.25]), c)
+        np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max())
+
+
 @pytest.mark.parametrize("cluster_k", [2, 4])
 def test_split_k_over_a_cluster_matches_float64(cluster_k):
     """Split-K in one launch: a tile's parts the CTAs of a cluster, ranks past the first storing

@@ -110,6 +110,9 @@ def matmul_cases():
     # split-K in one launch over a cluster's CTAs (decode's default), and decode's skinny tiles
     yield "ops_matmul_cluster", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, cluster_k=2)
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
+    yield "ops_matmul_fp8_skinny", mm.matmul_kernel.factory(
+        m=1, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=32, out_dtype="bfloat16", fast_accum=False
+    )
     for act in ("gelu", "silu"):
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act

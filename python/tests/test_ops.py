@@ -416,9 +416,9 @@ def test_fp8_at_decode_shapes_in_skinny_tiles(bn):
 def test_split_k_over_a_cluster_matches_float64(cluster_k):
     """Split-K in one launch: a tile's parts the CTAs of a cluster, ranks past the first storing
     their float32 sums (rows past M clipped; the workspace poisoned with NaN) before a cluster
-    barrier, the first adding them in rank order and applying the epilogue; matmul, addmm with a
-    bias row and an activation, FP8 with per-tensor scales (accumulated by wgmma, and promoted);
-    ragged M, N, K; the simulator's race checks on."""
+    barrier, the first adding them in rank order and applying the epilogue; matmul in tiles of
+    128 and 64 columns, addmm with a bias row and an activation, FP8 with per-tensor scales
+    (accumulated by wgmma, and promoted); ragged M, N, K; the simulator's race checks on."""
     m, n, k = 5, 200, 1000  # (16 K steps, two tiles)
     factory = matmul_module.matmul_kernel.factory
     a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=cluster_k)
@@ -429,8 +429,9 @@ def test_split_k_over_a_cluster_matches_float64(cluster_k):
         tirx.compile(prim)(*inputs, c, np.full((cluster_k - 1, m, n), np.nan, np.float32))
         return c.astype(F64)
 
-    got = run(factory(m=m, n=n, k=k, dtype="bfloat16", ctas=8, consumers=1, bn=128, cluster_k=cluster_k), a, b)
-    np.testing.assert_allclose(got, want, rtol=2.0**-8, atol=1e-3)
+    for bn in (128, 64):  # (64: a decode tile, its epilogue a store of 64 columns)
+        got = run(factory(m=m, n=n, k=k, dtype="bfloat16", ctas=16, consumers=1, bn=bn, cluster_k=cluster_k), a, b)
+        np.testing.assert_allclose(got, want, rtol=2.0**-8, atol=1e-3)
     bias = np.random.default_rng(1).standard_normal((1, n)).astype(bf)
     prim = factory(m=m, n=n, k=k, dtype="bfloat16", ctas=8, consumers=1, bn=128, cluster_k=cluster_k, bias="row", alpha=0.5, beta=2.0, activation="gelu")
     z = 0.5 * want + 2.0 * bias.astype(F64)

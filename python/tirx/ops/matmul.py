@@ -75,11 +75,15 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
     warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
-    columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split (the
-    other way to more CTAs); a cluster's parts in tiles of 128 columns at most."""
+    columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
+    parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
+    columns at most, whose CTAs all run in one round."""
 
     def idle_at(bn):  # tiles of bn columns (one consumer) leave some of the CTAs without one
         return -(-m // 64) * -(-n // bn) < ctas
+
+    def one_round(cfg):  # (clusters: a CTA per part of every tile, all held at once)
+        return -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)
 
     promote = dtype.startswith("float8") and not fast_accum
     return [
@@ -88,8 +92,8 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"])
         and not (promote and cfg["bn"] > 128)
         and (cfg["consumers"] < 3 or promote)
-        and (cfg["bn"] >= 128 or (idle_at(2 * cfg["bn"]) and scales != "block" and splits == 1 and cluster_k == 1))
-        and (cluster_k == 1 or cfg["bn"] <= 128)
+        and (cfg["bn"] >= 128 or (idle_at(2 * cfg["bn"]) and scales != "block" and splits == 1))
+        and (cluster_k == 1 or (cfg["bn"] <= 128 and one_round(cfg)))
     ]
 
 
@@ -776,8 +780,14 @@ def auto_splits(m: int, n: int, k: int, dtype: str, ctas: int) -> int:
     tiles = -(-m // 64) * -(-n // 128)
     if tiles > ctas // 4:
         return 1
-    room = {1: 1, 2: ctas, 4: ctas * 7 // 8}  # (the CTAs of clusters of s the GPCs surely hold)
-    return max(s for s in (1, 2, 4) if s == 1 or (tiles * s <= room[s] and steps % s == 0 and steps // s >= 4))
+    return max(s for s in (1, 2, 4) if s == 1 or (tiles * s <= cluster_room(ctas, s) and steps % s == 0 and steps // s >= 4))
+
+
+def cluster_room(ctas: int, size: int) -> int:
+    """The CTAs in clusters of ``size`` that a GPU of ``ctas`` SMs surely holds at once: all in
+    pairs; an eighth fewer in fours (an H200's GPCs hold 120 of its 132 SMs' CTAs in clusters of
+    4), a quarter fewer in eights."""
+    return ctas if size <= 2 else ctas * 7 // 8 if size == 4 else ctas * 3 // 4
 
 
 def _ctas(x) -> int:

@@ -86,7 +86,7 @@ def test_every_tile_configuration(cfg, fp8):
     b = rng.standard_normal((len(sizes), n, k)).astype(nd)  # (K-major: b column-major per group)
     offs = np.cumsum(sizes).astype(np.int32)
     kw = dict(groups=len(sizes), n=n, k=k, dtype=dtype, ctas=2, b_kmajor=True, **cfg)
-    out = np.zeros((tm, n), numpy_dtype("bfloat16"))
+    out = np.full((tm, n), np.nan, numpy_dtype("bfloat16"))  # (every row written: the last 5 zeros)
     want = reference(a, np.swapaxes(b, 1, 2), offs)
     if fp8:
         kern = tirx.compile(GROUPED.grouped_mm_kernel.factory(out_dtype="bfloat16", fast_accum=False, **kw))
@@ -94,6 +94,7 @@ def test_every_tile_configuration(cfg, fp8):
     else:
         tirx.compile(GROUPED.grouped_mm_kernel.factory(**kw))(a, b, offs, out, tm)
     np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+    assert not out[-5:].any()
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ each a producer warpgroup and one or two consumers, walk the tiles (64 or 128 ro
 start, and each tile's group is found by a binary search over them. The producer loads A's tile
 (rows past the group's end belong to the next group or are TMA's zeros: computed, never stored)
 and B[g]'s by TMA into a ring of stages; the consumers `wgmma` them and store their rows within
-the group from registers. Rows of ``a`` past ``offs[-1]`` give zero rows. Its FP8 form is
+the group from registers; C's rows past ``offs[-1]`` are zeroed by the consumers afterwards
+(C is allocated uninitialised: no memset of all of it). Its FP8 form is
 `scaled_grouped_mm`; its backward dA by the same kernel, dB by `grouped_wgrad_kernel`."""
 
 from typing import Optional
@@ -54,7 +55,7 @@ def grouped_mm_kernel(
     columns innermost): the producer's thread loads A's and B[g]'s K steps into a ring of
     swizzled stages with TMA, the consumers `wgmma` them (one step in flight) and store their
     rows within the group from registers (A's rows past the group belong to the next one or are
-    TMA's zeros: computed, never stored). FP8 (``dtype`` float8_e4m3fn or float8_e5m2;
+    TMA's zeros: computed, never stored), then zeros in C's rows past the last group. FP8 (``dtype`` float8_e4m3fn or float8_e5m2;
     ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's row-wise scales, ``C
     = (A @ B[g]) SA[row] SB[g, col]`` in float32, rounded once to ``out_dtype`` (bfloat16 or
     float16); not ``fast_accum``, each 128 of K's product is added to the accumulator in float32
@@ -147,6 +148,12 @@ def grouped_mm_kernel(
             )
 
     @T.macro
+    def zero_rows(C, zeros, row0, n0):
+        # C[row0 : row0 + 64, n0 : n0 + bn] = 0 (rows past C's end clipped), 128 columns at a time.
+        for h in list(range(bn // 128)):  # (unrolled)
+            Tx.warpgroup.copy(C[row0 : row0 + 64, n0 + h * 128 : n0 + h * 128 + 128], zeros[0:64, h * 128 : h * 128 + 128], clip=True)
+
+    @T.macro
     def body(A, B, OFFS, C, SA, SB, total_m):
         T.device_entry()
         bx = T.cta_id([ctas])
@@ -230,6 +237,14 @@ def grouped_mm_kernel(
                     row0 = tile_row(OFFS, starts, in_range(group_of[cw, r % 2], groups - 1), r * ctas + bx) + cw * 64
                     m_end = OFFS[in_range(group_of[cw, r % 2], groups - 1)]
                     store(C, SA, SB, acc, out, srow, scol, g, row0, m_end, (r * ctas + bx) % tn * bn)
+            # C's rows past the last group (a's rows no group takes) are zeros: tiles of bm of them
+            # x bn, tile z ctas + bx to the CTA in round z, each consumer its 64 rows (the caller
+            # allocates C uninitialised: no memset of all of it).
+            Tx.warpgroup.fill(out[0:64, 0:bn], 0.0)
+            tail = OFFS[groups - 1]  # (a name: the zero tiles' regions begin at it)
+            for z in T.serial(((total_m + bm - 1) // bm * tn + ctas - 1) // ctas):
+                if z * ctas + bx < (total_m - tail + bm - 1) // bm * tn:
+                    zero_rows(C, out, tail + (z * ctas + bx) // tn * bm + cw * 64, (z * ctas + bx) % tn * bn)
 
     if fp8:
 
@@ -335,9 +350,9 @@ def _check(a, b, offs, fp8: bool = False):
 
 def _grouped_mm(a, b, offs):
     tm, k, g, n, dtype = _check(a, b, offs)
-    out = c.new_array(a, (tm, n), fill=0)
     if tm == 0 or n == 0 or k == 0 or g == 0:
-        return out
+        return c.new_array(a, (tm, n), fill=0)
+    out = c.new_array(a, (tm, n))  # (the kernel writes every row: the rows past the groups' zeros)
     # A column-major b (each group's matrix stored n x k, as torch._grouped_mm takes it) is read
     # in place, K-major; any other layout is made row-major.
     kmajor = c.strides(b)[1:] == (1, k) and k > 1
@@ -366,9 +381,9 @@ def _scaled_grouped_mm(a, b, scale_a, scale_b, offs, out_dtype: str, use_fast_ac
         if tuple(t.shape) != shape or c.dtype_name(t) != "float32":
             raise ValueError(f"{name}: {what} of shape {list(t.shape)} ({c.dtype_name(t)}); float32 of shape {list(shape)} (row-wise scales)")
     _check(a, b, offs, fp8=True)
-    out = c.new_array(a, (tm, n), out_dtype, 0)
     if tm == 0 or n == 0 or k == 0 or g == 0:
-        return out
+        return c.new_array(a, (tm, n), out_dtype, 0)
+    out = c.new_array(a, (tm, n), out_dtype)  # (the kernel writes every row)
     bt = b.transpose(1, 2) if c.is_torch(b) else np.swapaxes(b, 1, 2)  # (groups, n, k), contiguous
     sa = c.contiguous(scale_a).reshape(tm, 1)
     kern = grouped_mm_kernel(groups=g, n=n, k=k, dtype=da, ctas=mm_ctas(a), b_kmajor=True, out_dtype=out_dtype, fast_accum=bool(use_fast_accum))

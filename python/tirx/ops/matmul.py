@@ -634,8 +634,8 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
 def matmul_finish_kernel(
     m: int, n: int, out_dtype: str, splits: int, scale: bool = False, bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""
 ):
-    """Split-K's second kernel: ``C = act(alpha W [SA[0] SB[0]] + beta I)`` rounded once to
-    ``out_dtype``, ``W`` the sum of ``W_parts`` (splits x m x n float32, `matmul_kernel`'s
+    """Split-K's second kernel: ``C = act(alpha S [SA[0] SB[0]] + beta I)`` rounded once to
+    ``out_dtype``, ``S`` the sum of ``W``'s slices (splits x m x n float32, `matmul_kernel`'s
     parts' sums) added in part order (the same result every run); ``scale``: FP8's per-tensor
     scales; ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
     the accumulator's layout (the same epilogue macros; 64 columns: with GELU's erf inlined, 128

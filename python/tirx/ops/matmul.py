@@ -47,6 +47,9 @@ CONFIGS = [
     # as split-K would, in one launch.
     {"consumers": 1, "bn": 64},
     {"consumers": 1, "bn": 32},
+    # Where 128-column tiles take a second, partial round and 192-column ones one round.
+    {"consumers": 2, "bn": 192},
+    {"consumers": 1, "bn": 192},
 ]
 
 
@@ -61,8 +64,9 @@ def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
 
 
 def epilogue_cols(bn: int) -> int:
-    """Columns per epilogue store: 128, or the whole tile where it is narrower."""
-    return min(EPI, bn)
+    """Columns per epilogue store: 128 where they divide the tile, else 64, or the whole tile
+    where it is narrower."""
+    return EPI if bn % EPI == 0 else min(bn, 64)
 
 
 def swizzle_of(cols: int, elem_bytes: int) -> int:
@@ -77,10 +81,14 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
-    columns at most, whose CTAs all run in one round."""
+    columns at most, whose CTAs all run in one round; tiles of 192 columns only where they take
+    one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172)."""
 
     def idle_at(bn):  # tiles of bn columns (one consumer) leave some of the CTAs without one
         return -(-m // 64) * -(-n // bn) < ctas
+
+    def tiles(cfg, bn):
+        return -(-m // (64 * cfg["consumers"])) * -(-n // bn)
 
     def one_round(cfg):  # (clusters: a CTA per part of every tile, all held at once)
         return -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)
@@ -94,6 +102,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (idle_at(2 * cfg["bn"]) and scales != "block" and splits == 1))
         and (cluster_k == 1 or (cfg["bn"] <= 128 and one_round(cfg)))
+        and (cfg["bn"] != 192 or tiles(cfg, 128) * max(splits, 1) > ctas >= tiles(cfg, 192) * max(splits, 1))
     ]
 
 

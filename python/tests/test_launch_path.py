@@ -123,3 +123,19 @@ def test_without_torch_given_nothing_is_taken():
         A[tid] = 0.0
 
     assert tirx.compile(untouched, "sm_90a")._l.call_torch((Cuda(F32, (32,)),)) is False
+
+
+def test_the_launcher_takes_the_native_path_first_and_the_general_one_after():
+    """`Kernel.launcher` (an op's plan's repeated calls): a valid call reaches the native launch;
+    any other takes `__call__`'s general path, with its errors, or the simulator on NumPy arrays."""
+    import numpy as np
+
+    k = _plain()
+    launch = k.launcher()
+    with pytest.raises(Reached):
+        launch(Cuda(F32, (4, 32)), Cuda(F16, (4, 32)))
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        launch(Cuda(F32, (4, 32)))
+    a, b = np.arange(128, dtype=np.float32).reshape(4, 32), np.zeros((4, 32), np.float16)
+    launch(a, b)
+    np.testing.assert_array_equal(b, a.astype(np.float16))

@@ -55,8 +55,8 @@ def grouped_mm_kernel(
     columns innermost): the producer's thread loads A's and B[g]'s K steps into a ring of
     swizzled stages with TMA, the consumers `wgmma` them (one step in flight) and store their
     rows within the group from registers (A's rows past the group belong to the next one or are
-    TMA's zeros: computed, never stored), then zeros in C's rows past the last group. FP8 (``dtype`` float8_e4m3fn or float8_e5m2;
-    ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's row-wise scales, ``C
+    TMA's zeros: computed, never stored), then zeros in C's rows past the last group. FP8
+    (``dtype`` float8_e4m3fn or float8_e5m2; ``b_kmajor``, as wgmma takes 8-bit operands): torch._scaled_grouped_mm's row-wise scales, ``C
     = (A @ B[g]) SA[row] SB[g, col]`` in float32, rounded once to ``out_dtype`` (bfloat16 or
     float16); not ``fast_accum``, each 128 of K's product is added to the accumulator in float32
     registers (Hopper's FP8 wgmma accumulates with fewer bits), the other consumer's GEMMs

@@ -101,6 +101,12 @@ SMEM_BYTES = 227 * 1024  # the shared memory a CTA may have on sm_90
 WARPGROUP_REGISTERS = {1: (40, 256), 2: (40, 232), 3: (24, 160)}
 
 
+def swizzle_for(cols: int, eb: int) -> int:
+    """The widest swizzle (3: 128 bytes, 2: 64, 1: 32) whose atom rows of ``cols`` elements of
+    ``eb`` bytes are whole numbers of (a shared tile's layout for wgmma and TMA)."""
+    return next(sw for sw in (3, 2, 1) if cols * eb % (16 << sw) == 0)
+
+
 def elem_bytes(dtype: str) -> int:
     """Bytes an element of a float dtype."""
     return 4 if dtype == "float32" else 1 if dtype in FP8 else 2
@@ -683,8 +689,8 @@ def new_array(like, shape, dtype=None, fill=None):
         import torch
 
         dt = like.dtype if dtype is None else getattr(torch, dtype)
-        if fill is None:
-            return torch.empty(shape, dtype=dt, device=like.device)
+        if fill is None:  # (`new_empty`: a third less host time than torch.empty's arguments)
+            return like.new_empty(shape, dtype=dt)
         return torch.full(shape, fill, dtype=dt, device=like.device)
     dt = like.dtype if dtype is None else np.dtype(dtype)
     return np.empty(shape, dtype=dt) if fill is None else np.full(shape, fill, dtype=dt)

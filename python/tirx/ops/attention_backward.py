@@ -725,12 +725,6 @@ WS_REGISTERS = (24, 240)
 COLS = 32
 
 
-def _swizzle_for(cols: int, eb: int) -> int:
-    """The widest swizzle (3: 128 bytes, 2: 64, 1: 32) whose atom ``cols`` elements of ``eb`` bytes
-    are whole atoms of."""
-    return next(sw for sw in (3, 2, 1) if cols * eb % (16 << sw) == 0)
-
-
 def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool = False):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
@@ -750,10 +744,10 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     scale_log2 = scale * LOG2E
     dh = d // 2  # dQ's columns a consumer
     # K's columns are read in halves by dQ's GEMMs: whole swizzle atoms of them.
-    kv_smem = mma_shared_layout(dtype, _swizzle_for(dh, 2), (WS_KEYS, d))
-    q_smem = mma_shared_layout(dtype, _swizzle_for(d, 2), (2, BM, d))
+    kv_smem = mma_shared_layout(dtype, c.swizzle_for(dh, 2), (WS_KEYS, d))
+    q_smem = mma_shared_layout(dtype, c.swizzle_for(d, 2), (2, BM, d))
     ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, BM))
-    dq_smem = mma_shared_layout("float32", _swizzle_for(dh, 4), (BM, d))
+    dq_smem = mma_shared_layout("float32", c.swizzle_for(dh, 4), (BM, d))
     tile_bytes = BM * d * 2
     producer_regs, consumer_regs = WS_REGISTERS
     # dQ's halves handed over one warpgroup at a time (with `dq_overlap`; measured: slower with

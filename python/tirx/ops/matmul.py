@@ -69,11 +69,6 @@ def epilogue_cols(bn: int) -> int:
     return EPI if bn % EPI == 0 else min(bn, 64)
 
 
-def swizzle_of(cols: int, elem_bytes: int) -> int:
-    """The widest swizzle (3: 128 bytes, 2: 64, 1: 32) whose rows a tile's ``cols`` fill."""
-    return 3 if cols * elem_bytes >= 128 else 2 if cols * elem_bytes >= 64 else 1
-
-
 def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
@@ -84,14 +79,8 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     columns at most, whose CTAs all run in one round; tiles of 192 columns only where they take
     one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172)."""
 
-    def idle_at(bn):  # tiles of bn columns (one consumer) leave some of the CTAs without one
-        return -(-m // 64) * -(-n // bn) < ctas
-
-    def tiles(cfg, bn):
-        return -(-m // (64 * cfg["consumers"])) * -(-n // bn)
-
-    def one_round(cfg):  # (clusters: a CTA per part of every tile, all held at once)
-        return -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)
+    def tiles(consumers, bn):  # the output's tiles of 64 * consumers x bn
+        return -(-m // (64 * consumers)) * -(-n // bn)
 
     promote = dtype.startswith("float8") and not fast_accum
     return [
@@ -100,9 +89,9 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"])
         and not (promote and cfg["bn"] > 128)
         and (cfg["consumers"] < 3 or promote)
-        and (cfg["bn"] >= 128 or (idle_at(2 * cfg["bn"]) and scales != "block" and splits == 1))
-        and (cluster_k == 1 or (cfg["bn"] <= 128 and one_round(cfg)))
-        and (cfg["bn"] != 192 or tiles(cfg, 128) * max(splits, 1) > ctas >= tiles(cfg, 192) * max(splits, 1))
+        and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
+        and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
+        and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
     ]
 
 
@@ -256,8 +245,8 @@ def matmul_kernel(
     # whole number of their swizzle's atoms: one instruction); otherwise atom by atom, so that
     # each box's columns are a dimension of N itself and the last one can leave the matrix.
     eb, ceb = c.elem_bytes(dtype), c.elem_bytes(cd)
-    b_swizzle = 3 if b_k else swizzle_of(bn, eb)  # (K-major: rows of bk, 128 bytes)
-    c_swizzle = swizzle_of(epi, ceb)
+    b_swizzle = 3 if b_k else c.swizzle_for(bn, eb)  # (K-major: rows of bk, 128 bytes)
+    c_swizzle = c.swizzle_for(epi, ceb)
     b_atom, c_atom = (16 << b_swizzle) // eb, (16 << c_swizzle) // ceb
     b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, b_atom) for c0 in range(0, bn, b_atom))
     c_boxes = ((0, epi),) if n % 64 == 0 else tuple((c0, c_atom) for c0 in range(0, epi, c_atom))
@@ -747,16 +736,11 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     launch (``cluster_k``: a tile's parts a cluster's CTAs). The kernels looked up once."""
     k = kw["k"]
     steps = -(-k // (128 if kw["dtype"].startswith("float8") else BK))
-    f32 = getattr(c.loaded_torch(), "float32", None)
-
-    def workspace(a, shape):
-        return np.empty(shape, np.float32) if isinstance(a, np.ndarray) else a.new_empty(shape, dtype=f32)
-
     if splits is None:
         parts = auto_splits(m, n, k, kw["dtype"], kw["ctas"])
         if parts > 1:
             kernel = matmul_kernel(m=m, n=n, cluster_k=parts, **kw).launcher()
-            return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out, workspace(a, (parts - 1, m, n)))
+            return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out, c.new_array(a, (parts - 1, m, n), "float32"))
         splits = 1
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
@@ -770,7 +754,7 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher()
 
     def launch(a, b, sab, extra, out):
-        w = workspace(a, (splits, m, n))  # (each part writes all of its slice: no zeroing)
+        w = c.new_array(a, (splits, m, n), "float32")  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
         finish(w, *(sab if per_tensor else ()), *extra, out)
 

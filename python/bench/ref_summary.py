@@ -30,7 +30,7 @@ CAUSES = [
      r"data race: `A_smem`[\s\S]*tx_op\(A_smem, A_smem, B_smem\)"),
     ("reference kernel is racy: no cluster barrier after the dsmem copy completed (simulator, tile-primitives §8.8)",
      r"no cluster barrier after the copy completed"),
-    ("symbolic strides in a layout (S[...] with a Var stride) are not supported",
+    ("symbolic strides in a TileLayout object (S[...] with a Var stride); run-time strides are `strides=` on parameters",
      r"operand type\(s\) for \*: 'Var'|a layout stride is an int"),
     ("TVM's temporary names in generated code (condval)", r"'condval' in"),
 ]

@@ -63,7 +63,11 @@ def _fail(kernel, i: int, msg: str, exc=TypeError):
     return exc(f"{kernel.name}(): argument {i} (`{p}`) {msg}")
 
 
-def _torch_arg(kernel, i: int, t, shape) -> Optional[_Arg]:
+def _strides_text(strides) -> str:
+    return f"strides {tuple(strides)} (the kernel's `strides=`)"
+
+
+def _torch_arg(kernel, i: int, t, shape, strides=None) -> Optional[_Arg]:
     import torch
 
     p = kernel.params[i]
@@ -72,14 +76,16 @@ def _torch_arg(kernel, i: int, t, shape) -> Optional[_Arg]:
         raise _fail(kernel, i, f"is a tensor of {t.dtype}")
     if tuple(t.shape) != shape:
         raise _fail(kernel, i, f"has shape {tuple(t.shape)}", ValueError)
-    if not t.is_contiguous():
+    if strides is None and not t.is_contiguous():
         raise _fail(kernel, i, "is not contiguous: pass `.contiguous()`", ValueError)
+    if strides is not None and tuple(t.stride()) != tuple(strides):
+        raise _fail(kernel, i, f"has strides {tuple(t.stride())}, the kernel takes {_strides_text(strides)}", ValueError)
     if not t.is_cuda:
         return None
     return _Arg(t.data_ptr(), t.get_device())
 
 
-def _cai_arg(kernel, i: int, a, shape) -> _Arg:
+def _cai_arg(kernel, i: int, a, shape, strides=None) -> _Arg:
     from .runtime import numpy_dtype
 
     p = kernel.params[i]
@@ -93,15 +99,13 @@ def _cai_arg(kernel, i: int, a, shape) -> _Arg:
         raise _fail(kernel, i, f"has typestr {cai['typestr']}")
     if tuple(cai["shape"]) != shape:
         raise _fail(kernel, i, f"has shape {tuple(cai['shape'])}", ValueError)
-    strides = cai.get("strides")
+    got = cai.get("strides")
+    item = numpy_dtype(p.dtype).itemsize
     if strides is not None:
-        item = numpy_dtype(p.dtype).itemsize
-        want, acc = [], item
-        for d in reversed(shape):
-            want.append(acc)
-            acc *= d
-        if tuple(strides) != tuple(reversed(want)):
-            raise _fail(kernel, i, "is not contiguous", ValueError)
+        if tuple(s * item for s in strides) != tuple(got or _row_major(shape, item)):
+            raise _fail(kernel, i, f"has byte strides {got}, the kernel takes {_strides_text(strides)}", ValueError)
+    elif got is not None and tuple(got) != _row_major(shape, item):
+        raise _fail(kernel, i, "is not contiguous", ValueError)
     dev = getattr(getattr(a, "device", None), "id", None)
     if dev is None:
         dev = _native.pointer_device(ptr)
@@ -135,7 +139,16 @@ _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _KDL_CUDA = 2
 
 
-def _dlpack_arg(kernel, i: int, a, shape):
+def _row_major(shape, item: int) -> tuple:
+    """The byte strides of a row-major array of ``shape``."""
+    want, acc = [], item
+    for d in reversed(shape):
+        want.append(acc)
+        acc *= d
+    return tuple(reversed(want))
+
+
+def _dlpack_arg(kernel, i: int, a, shape, strides=None):
     """Reads the DLTensor of ``a.__dlpack__()`` (the capsule stays unconsumed: its
     destructor releases it; ``a`` keeps the memory alive across the launch)."""
     p = kernel.params[i]
@@ -151,7 +164,11 @@ def _dlpack_arg(kernel, i: int, a, shape):
     if got != shape:
         raise _fail(kernel, i, f"has shape {got}", ValueError)
     shape = got
-    if t.strides:
+    if strides is not None:
+        have = tuple(t.strides[k] for k in range(t.ndim)) if t.strides else tuple(_row_major(shape, 1))
+        if have != tuple(strides):
+            raise _fail(kernel, i, f"has strides {have}, the kernel takes {_strides_text(strides)}", ValueError)
+    elif t.strides:
         acc, ok = 1, True
         for k in reversed(range(t.ndim)):
             if shape[k] != 1 and t.strides[k] != acc:
@@ -162,14 +179,14 @@ def _dlpack_arg(kernel, i: int, a, shape):
     return _Arg((t.data or 0) + t.byte_offset, t.device.device_id)
 
 
-def _device_arg(kernel, i: int, a, shape) -> Optional[_Arg]:
+def _device_arg(kernel, i: int, a, shape, strides=None) -> Optional[_Arg]:
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
-        return _torch_arg(kernel, i, a, shape)
+        return _torch_arg(kernel, i, a, shape, strides)
     if hasattr(a, "__cuda_array_interface__"):
-        return _cai_arg(kernel, i, a, shape)
+        return _cai_arg(kernel, i, a, shape, strides)
     if hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
-        return _dlpack_arg(kernel, i, a, shape)
+        return _dlpack_arg(kernel, i, a, shape, strides)
     raise _fail(kernel, i, f"is a {type(a).__name__}: pass a CUDA tensor (PyTorch, CuPy, DLPack) or a NumPy array")
 
 
@@ -206,9 +223,9 @@ def launch(kernel, args: Sequence) -> None:
     if torch is not None and _give_torch(kernel, torch) and kernel._l.call_torch(tuple(args)):
         return None
     scalars = kernel.scalar_args(args)
-    shapes = kernel.shapes(scalars)
+    shapes, strides = kernel.layouts(scalars)
     bufs = [i for i, p in enumerate(kernel.params) if not p.is_scalar]
-    parsed = [_device_arg(kernel, i, args[i], shapes[i]) for i in bufs]
+    parsed = [_device_arg(kernel, i, args[i], shapes[i], strides[i]) for i in bufs]
     if not parsed or any(p is None for p in parsed):
         if all(p is None for p in parsed):
             return kernel.simulate(*[a if p.is_scalar else _host_array(a) for p, a in zip(kernel.params, args)])

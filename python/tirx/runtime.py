@@ -49,12 +49,15 @@ def numpy_dtype(name: str) -> np.dtype:
 
 class Param:
     """One kernel parameter: a buffer (``shape``: ints, a run-time dim 0 as its expression,
-    e.g. ``("n", 128)``) or a scalar (``kind == "scalar"``, ``n: int32``)."""
+    e.g. ``("n", 128)``; ``strides``: its element strides where they are not row-major,
+    run-time ones as expressions, e.g. ``("lda", 1)``, else None) or a scalar
+    (``kind == "scalar"``, ``n: int32``)."""
 
-    __slots__ = ("name", "kind", "dtype", "shape", "bytes", "written")
+    __slots__ = ("name", "kind", "dtype", "shape", "bytes", "written", "strides")
 
     def __init__(self, m: dict):
         self.name, self.dtype, self.shape, self.bytes = m["name"], m["dtype"], tuple(m["shape"]), m["bytes"]
+        self.strides = tuple(m["strides"]) if m.get("strides") is not None else None
         self.kind = m.get("kind", "buffer")
         # Whether the kernel writes the buffer: its array must take the result back.
         self.written = bool(m.get("written", True))
@@ -65,7 +68,7 @@ class Param:
 
     @property
     def symbolic(self) -> bool:
-        return any(isinstance(d, str) for d in self.shape)
+        return any(isinstance(d, str) for d in self.shape + (self.strides or ()))
 
     def __repr__(self):
         if self.is_scalar:
@@ -265,6 +268,12 @@ class Kernel:
     def shapes(self, scalars: Sequence[Any]) -> dict:
         """The shape of every buffer parameter (by parameter index) at the launch with these
         scalar arguments; a failed launch check is raised here, before anything runs."""
+        return self.layouts(scalars)[0]
+
+    def layouts(self, scalars: Sequence[Any]) -> tuple:
+        """``(shapes, strides)`` of the buffer parameters (by parameter index) at the launch with
+        these scalar arguments: strides in elements where the storage is not row-major (run-time
+        strides evaluated), else None."""
         key = tuple((type(v) is float, v) for v in scalars)
         cache = self.__dict__.setdefault("_shapes", {})
         hit = cache.get(key)
@@ -272,10 +281,13 @@ class Kernel:
             return hit
         bufs = [i for i, p in enumerate(self.params) if not p.is_scalar]
         if not any(self.params[i].symbolic for i in bufs) and not scalars:
-            out = {i: self.params[i].shape for i in bufs}
+            out = ({i: self.params[i].shape for i in bufs}, {i: self.params[i].strides for i in bufs})
         else:
-            _, shapes = self._l.bind(list(scalars))
-            out = {i: tuple(s) for i, s in zip(bufs, shapes)}
+            _, shapes, strides = self._l.bind(list(scalars))
+            out = (
+                {i: tuple(s) for i, s in zip(bufs, shapes)},
+                {i: None if st is None else tuple(st) for i, st in zip(bufs, strides)},
+            )
         if len(cache) >= 64:  # a cache of recent argument sets, as the native one
             cache.clear()
         cache[key] = out
@@ -341,7 +353,7 @@ class Kernel:
             if grid_limit < 1:
                 raise ValueError(f"simulate(): grid_limit must be at least 1 (CTAs to run), got {grid_limit}")
         scalars = self.scalar_args(args)
-        shapes = self.shapes(scalars)
+        shapes, strides = self.layouts(scalars)
         arrays = [a for p, a in zip(self.params, args) if not p.is_scalar]
         for i, a in zip(shapes, arrays):
             self.check_array(i, a, shapes[i])
@@ -349,11 +361,11 @@ class Kernel:
         for i, a in zip(idx, arrays):
             self.check_writable(i, a)
         same = self.same_arrays(idx, arrays)
-        data = [np.ascontiguousarray(a).tobytes() for a in arrays]
+        data = [_storage(a, strides[i]).tobytes() for i, a in zip(idx, arrays)]
         out, warnings = self._l.simulate(data, scalars, check_races, grid_limit, same)
         for i, a, b in zip(idx, arrays, out):
             if self.params[i].written:
-                np.copyto(a, np.frombuffer(b, dtype=a.dtype).reshape(a.shape))
+                np.copyto(a, _elements(np.frombuffer(b, dtype=a.dtype), a.shape, strides[i]))
         if warnings:
             import warnings as _w
 
@@ -362,6 +374,25 @@ class Kernel:
             for w in warnings:
                 _w.warn(w, TirxWarning, stacklevel=3)
         return None
+
+
+def _storage(a: np.ndarray, strides: Optional[tuple]) -> np.ndarray:
+    """The kernel's storage of the logical array ``a``: ``a`` itself, row-major, or, for a
+    buffer with element ``strides``, ``a``'s elements at those strides (zeros in between)."""
+    if strides is None:
+        return np.ascontiguousarray(a)
+    span = 1 + sum((n - 1) * s for n, s in zip(a.shape, strides)) if a.size else 0
+    flat = np.zeros(span, dtype=a.dtype)
+    _elements(flat, a.shape, strides)[...] = a
+    return flat
+
+
+def _elements(flat: np.ndarray, shape: tuple, strides: Optional[tuple]) -> np.ndarray:
+    """The logical array of ``shape`` in the storage ``flat`` (a view where it can be)."""
+    if strides is None:
+        return flat.reshape(shape)
+    item = flat.dtype.itemsize
+    return np.lib.stride_tricks.as_strided(flat, shape, tuple(s * item for s in strides))
 
 
 def _view(a: np.ndarray) -> tuple:

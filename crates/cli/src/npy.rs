@@ -5,8 +5,9 @@
 //! exactly; parameters without an argument start zeroed.
 //!
 //! A buffer whose layout is padded (its storage holds more elements than its
-//! logical shape, e.g. rows of 16 stored 20 apart) is read and written as its
-//! flat storage: a 1-D array of that many elements.
+//! logical shape, e.g. rows of 16 stored 20 apart), or whose strides are run-time
+//! values (`strides=(lda, 1)`), is read and written as its flat storage: a 1-D
+//! array of that many elements.
 //!
 //! Narrow floats follow numpy / ml_dtypes conventions. On input, bfloat16
 //! accepts `|V2`/`<V2` (what `np.save` writes for an ml_dtypes array) and the plain
@@ -142,10 +143,10 @@ fn accepted(t: DType) -> &'static [(TypeChar, u64)] {
 }
 
 /// The array shape a buffer's `.npy` has: its logical shape, or its flat storage
-/// when the layout is padded.
+/// when the layout is padded or the strides are run-time values.
 fn file_shape(b: &LBuf) -> Vec<u64> {
     let logical = logical_shape(b);
-    if logical.iter().product::<u64>() == b.elems.max(0) as u64 {
+    if logical.iter().product::<u64>() == b.elems.max(0) as u64 && b.strides.is_none() {
         logical
     } else {
         vec![b.elems.max(0) as u64]
@@ -311,6 +312,7 @@ mod tests {
                     shape: shape.clone(),
                     dynamic: false,
                     dyn_rows: None,
+                    strides: None,
                     align: 0,
                 },
                 LBuf {
@@ -321,6 +323,7 @@ mod tests {
                     shape,
                     dynamic: false,
                     dyn_rows: None,
+                    strides: None,
                     align: 0,
                 },
             ],

@@ -99,8 +99,8 @@ pub struct TensorMapMeta {
     pub base_offset: i64,
     /// `globalDim` (a run-time size as its expression of the scalar parameters).
     pub dims: Vec<MetaDim>,
-    /// `globalStrides`, bytes, of dims 1 and up.
-    pub strides: Vec<i64>,
+    /// `globalStrides`, bytes, of dims 1 and up (run-time ones as expressions).
+    pub strides: Vec<MetaDim>,
     pub box_dims: Vec<u32>,
     pub element_strides: Vec<u32>,
     /// `CUtensorMapInterleave`, `CUtensorMapSwizzle`, `CUtensorMapL2promotion`, `CUtensorMapFloatOOBfill`.
@@ -147,6 +147,10 @@ pub struct ParamMeta {
     pub shape: Vec<MetaDim>,
     pub elems: MetaDim,
     pub bytes: MetaDim,
+    /// A buffer's element strides per dim where they are run-time values (`strides=`);
+    /// absent for a row-major buffer. `elems` is then the span they reach.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strides: Option<Vec<MetaDim>>,
     /// A buffer the kernel writes (the caller must pass memory it can write back).
     pub written: bool,
 }
@@ -220,7 +224,7 @@ fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> Result<TensorMapM
         cu_dtype: m.dtype.cu_enum(),
         base_offset: m.base_offset,
         dims: m.dims.iter().map(dim).collect(),
-        strides: m.strides.clone(),
+        strides: m.strides.iter().map(dim).collect(),
         box_dims: m.boxes.clone(),
         element_strides: m.elem_strides.clone(),
         interleave: 0,
@@ -228,6 +232,14 @@ fn tmap_meta(k: &LKernel, names: &names::Names, id: TmapId) -> Result<TensorMapM
         l2_promotion: u32::from(m.l2_promotion),
         oob_fill: u32::from(m.oob_nan),
     })
+}
+
+/// A number, or the expression's text.
+fn meta_dim(k: &LKernel, e: &SymExpr) -> MetaDim {
+    match e.as_int() {
+        Some(v) => MetaDim::Int(v),
+        None => MetaDim::Sym(k.sym_text(e)),
+    }
 }
 
 fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) -> Result<ParamMeta, CodegenError> {
@@ -239,6 +251,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
             shape: vec![],
             elems: MetaDim::Int(1),
             bytes: MetaDim::Int(128),
+            strides: None,
             written: false,
         },
         ParamRef::Scalar(v) => {
@@ -250,6 +263,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                 shape: vec![],
                 elems: MetaDim::Int(1),
                 bytes: MetaDim::Int(i64::from(t.bytes())),
+                strides: None,
                 written: false,
             }
         }
@@ -257,8 +271,14 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
             let b = k.buf(p);
             let bytes = i64::from(b.dtype.bytes());
             let mut shape: Vec<MetaDim> = b.shape.iter().map(|&d| MetaDim::Int(d)).collect();
-            let (elems, total) = match &b.dyn_rows {
-                Some(r) => {
+            let (elems, total) = match (&b.dyn_rows, b.span()) {
+                (rows, Some(span)) => {
+                    if let Some(r) = rows {
+                        shape[0] = MetaDim::Sym(k.sym_text(r));
+                    }
+                    (meta_dim(k, &span), meta_dim(k, &span.mul_int(bytes)))
+                }
+                (Some(r), None) => {
                     let scaled = |m: i64| {
                         let e = if m == 1 { r.clone() } else { SymExpr::bin(SymOp::Mul, r.clone(), SymExpr::Int(m)) };
                         MetaDim::Sym(k.sym_text(&e))
@@ -266,7 +286,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                     shape[0] = MetaDim::Sym(k.sym_text(r));
                     (scaled(b.row_elems()), scaled(b.row_elems().saturating_mul(bytes)))
                 }
-                None => (MetaDim::Int(b.elems), MetaDim::Int(b.elems.saturating_mul(bytes))),
+                (None, None) => (MetaDim::Int(b.elems), MetaDim::Int(b.elems.saturating_mul(bytes))),
             };
             ParamMeta {
                 name: b.name.clone(),
@@ -275,6 +295,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                 shape,
                 elems,
                 bytes: total,
+                strides: b.strides.as_ref().map(|xs| xs.iter().map(|e| meta_dim(k, e)).collect()),
                 written: written.get(p.0 as usize).copied().unwrap_or(true),
             }
         }

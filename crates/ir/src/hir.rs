@@ -84,6 +84,12 @@ pub struct Buffer {
     /// parameters, known at launch. `shape[0]` then holds [`dyn_outer_bound`], a bound
     /// for the layout algebra only (never a size); the layout is row-major.
     pub dyn_outer: Option<Expr>,
+    /// `T.match_buffer(A_ptr, (n, 64), strides=(row_stride, 1))`: the element stride of
+    /// each dim, at least one an integer expression of scalar parameters, known at
+    /// launch. The layout is then row-major and addresses nothing: scalar accesses
+    /// and the TMA variants address the buffer through these strides, every other
+    /// variant declines (`docs/tile-primitives.md` §7.7).
+    pub dyn_strides: Option<Vec<Expr>>,
 }
 
 /// The rows a buffer with a symbolic dim 0 is given in `shape[0]`: at least 2 and
@@ -98,6 +104,11 @@ impl Buffer {
     /// Dim 0 is a run-time value ([`Buffer::dyn_outer`]).
     pub fn is_symbolic(&self) -> bool {
         self.dyn_outer.is_some()
+    }
+
+    /// Its strides are run-time values ([`Buffer::dyn_strides`]).
+    pub fn has_dyn_strides(&self) -> bool {
+        self.dyn_strides.is_some()
     }
 }
 

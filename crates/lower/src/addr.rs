@@ -8,6 +8,7 @@ use crate::env::Env;
 use crate::lay;
 use tirx_ir::hir::{BufId, Kernel};
 use tirx_ir::lir::{LBinOp, LBufId, LExpr};
+use tirx_ir::DType;
 use tirx_layout::{Axis, Iter, Layout, Swizzle};
 
 /// `(flat buffer, element index)` of `buf[idx]`. `thread_axes` allows layouts
@@ -25,6 +26,10 @@ pub fn element(
     let (lb, ity) = env.lbuf(buf).ok_or_else(|| format!("buffer `{}` is used before its allocation", hb.name))?;
     if idx.len() != hb.shape.len() {
         return Err(format!("`{}` has {} dims but is indexed with {}", hb.name, hb.shape.len(), idx.len()));
+    }
+    if hb.has_dyn_strides() {
+        let strides = env.strides.get(&buf).ok_or_else(|| format!("the strides of `{}` are not bound", hb.name))?;
+        return Ok((lb, strided(b, strides, idx, ity)));
     }
     let tile = lay::try_compose_base(&hb.layout, &hb.shape).map_err(|e| format!("the layout of `{}`: {e}", hb.name))?;
     if !thread_axes && tile.shard.iter().any(|i| i.axis.is_thread()) {
@@ -48,6 +53,15 @@ pub fn element(
         Layout::Tile(_) => flat,
     };
     Ok((lb, flat))
+}
+
+/// `Σ idx[d] · stride[d]` of a buffer with run-time strides, in `ity`.
+fn strided(b: &Builder, strides: &[LExpr], idx: &[LExpr], ity: DType) -> LExpr {
+    let mut flat = LExpr::Int(0, ity);
+    for (x, s) in idx.iter().zip(strides) {
+        flat = b.add(flat, b.mul(b.to_int(x.clone(), ity), b.to_int(s.clone(), ity)));
+    }
+    flat
 }
 
 /// The thread-axis coordinates of `buf[idx]`: which thread owns the element

@@ -16,6 +16,8 @@ use tirx_layout::ExecScope;
 #[derive(Default)]
 pub struct Env {
     pub(crate) bufs: HashMap<BufId, (LBufId, DType)>,
+    /// Buffers with run-time strides: each dim's stride as a value of the scalar parameters.
+    pub(crate) strides: HashMap<BufId, Vec<LExpr>>,
     pub(crate) vars: HashMap<VarId, LExpr>,
     /// `let` variables bound to an affine value: that value (`row = tid // 4`).
     pub(crate) lets: HashMap<VarId, Affine>,

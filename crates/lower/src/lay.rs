@@ -48,6 +48,23 @@ pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
     })
 }
 
+/// The element stride of each dim of a buffer whose layout is a plain strided view
+/// (one memory iter per dim, no offset, swizzle or thread axis); `None` otherwise.
+pub fn plain_strides(l: &Layout, shape: &[i64]) -> Option<Vec<i64>> {
+    let Layout::Tile(t) = l else { return None };
+    if t.has_thread_axis() || !t.replica.is_empty() || m_offset(t) != 0 {
+        return None;
+    }
+    let (g, seps) = group(&canon(&t.shard), shape)?;
+    (0..shape.len())
+        .map(|d| match g[seps[d]..seps[d + 1]].iter().filter(|i| i.extent != 1).collect::<Vec<_>>()[..] {
+            [] => Some(0),
+            [it] if it.axis == Axis::M => Some(it.stride),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The constant element offset of `l` on the memory axis.
 pub fn m_offset(l: &TileLayout) -> i64 {
     l.offset.get(&Axis::M).copied().unwrap_or(0)

@@ -6,7 +6,7 @@
 use crate::build::Builder;
 use crate::explain::{CallExplain, Tried};
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Registry, Variant};
-use tirx_ir::hir::TileOp;
+use tirx_ir::hir::{TileArg, TileOp};
 use tirx_ir::lir::LStmt;
 use tirx_ir::op;
 use tirx_ir::{Arch, Diagnostic};
@@ -107,6 +107,9 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
     if !arch.supports(v.min_arch()) {
         return Err(Decline::arch(v.name(), v.min_arch(), arch));
     }
+    if !v.runtime_strides() {
+        runtime_stride_operand(cx)?;
+    }
     let plan = v.plan(cx)?;
     match cx.call.config.iter().find(|e| !v.honours().contains(&e.key)) {
         None => Ok(plan),
@@ -132,6 +135,27 @@ fn plan_one(v: &dyn Variant, cx: &CallCx, all: &[&dyn Variant], arch: Arch) -> R
             ))
         }
     }
+}
+
+/// The decline of a variant that addresses through layouts for a call with an operand
+/// whose strides are run-time values.
+fn runtime_stride_operand(cx: &CallCx) -> Result<(), Decline> {
+    for a in &cx.call.args {
+        let TileArg::Region(r) = a else { continue };
+        let b = cx.buf(r.buf);
+        if let Some(strides) = &b.dyn_strides {
+            let text: Vec<String> = strides.iter().map(|e| crate::text::top_text(cx.kernel, e)).collect();
+            return Err(Decline::new(
+                CommonRule::RuntimeStride,
+                format!(
+                    "`{}` has run-time strides ({}); only TMA copies (`Tx.copy_async`, tma_auto and tma_explicit) address it in tile calls",
+                    b.name,
+                    text.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `registered variants: a, b; only when forced: c; groups: d` (the parts that exist).

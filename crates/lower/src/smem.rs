@@ -138,6 +138,7 @@ mod tests {
             origin: BufferOrigin::Alloc,
             span: Span::new(at, at + 1),
             dyn_outer: None,
+            dyn_strides: None,
         }
     }
 

@@ -392,6 +392,13 @@ impl Lowerer<'_> {
             }
             r
         });
+        let strides = match &hb.dyn_strides {
+            Some(xs) => Some(self.dyn_strides(hb, xs)),
+            None if space == Space::Global => padded_strides(hb),
+            None => None,
+        };
+        // Run-time strides may reach past 2^31 elements: 64-bit indices.
+        let elems = if hb.has_dyn_strides() { elems.max(1 << 31) } else { elems };
         let lb = self.b.add_buf(LBuf {
             name: hb.name.clone(),
             dtype: hb.dtype,
@@ -400,10 +407,46 @@ impl Lowerer<'_> {
             shape: hb.shape.clone(),
             dynamic,
             dyn_rows,
+            strides,
             align: if space == Space::Shared { lay::smem_align(&hb.layout, hb.dtype) } else { 0 },
         });
         self.env.bufs.insert(id, (lb, index_type(elems)));
+        if let Some(xs) = &hb.dyn_strides {
+            let values = xs.iter().map(|e| crate::expr::lower(self.k, &self.env, &self.b, e));
+            match values.collect::<Result<Vec<_>, _>>() {
+                Ok(v) => {
+                    self.env.strides.insert(id, v);
+                }
+                Err(d) => self.errors.push(d),
+            }
+        }
         lb
+    }
+
+    /// The strides of `hb` given as expressions of scalar parameters, for the launch, which
+    /// checks that each run-time one is not negative (at the stride).
+    fn dyn_strides(&mut self, hb: &tirx_ir::hir::Buffer, xs: &[Expr]) -> Vec<SymExpr> {
+        let mut out = Vec::with_capacity(xs.len());
+        for (d, e) in xs.iter().enumerate() {
+            let Some(s) = crate::launch::to_sym(&self.env, e) else {
+                self.errors.push(Diagnostic::error(
+                    e.span,
+                    format!("a stride of `{}` is not an integer expression of scalar parameters", hb.name),
+                ));
+                out.push(SymExpr::Int(1));
+                continue;
+            };
+            if s.as_int().is_none() {
+                let cond = SymExpr::bin(SymOp::Ge, s.clone(), SymExpr::Int(0));
+                self.checks.push(LaunchCheck {
+                    cond,
+                    what: format!("stride {d} of `{}` is not negative", hb.name),
+                    span: e.span,
+                });
+            }
+            out.push(s);
+        }
+        out
     }
 
     /// Scope-id vars the kernel reads become kernel-level lets of hardware ids.
@@ -490,7 +533,7 @@ impl Lowerer<'_> {
                 let mut inner = at.clone();
                 // A run-time trip count may be zero for some values of the enclosing
                 // variables: the body need not run for every value, so no range is exact there.
-                // Where it runs, `begin ≤ var < begin + extent` (guards: docs/tile-primitives.md §7.4).
+                // Where it runs, `begin ≤ var < begin + extent` (guards: docs/tile-primitives.md §7.7).
                 if !matches!(n, LExpr::Int(..)) {
                     inner.uncaptured = true;
                     inner.guards.extend(self.loop_guards(*var, begin, extent));
@@ -1052,6 +1095,17 @@ fn indexes_registers(k: &Kernel, v: VarId, body: &[Stmt]) -> bool {
 /// Some variable occurs in `e`.
 fn mentions_var(e: &Expr) -> bool {
     e.any(&mut |x| matches!(x.kind, ExprKind::Var(_)))
+}
+
+/// The constant strides of a global buffer whose strided layout spans more elements than
+/// it holds (rows of 32 stored 40 apart): what the launch tells array libraries, which pass
+/// the logical array. A layout that permutes its elements without gaps keeps taking the
+/// storage's bytes as they are (docs/python.md §5.3).
+fn padded_strides(hb: &tirx_ir::hir::Buffer) -> Option<Vec<SymExpr>> {
+    let strides = lay::plain_strides(&hb.layout, &hb.shape)?;
+    let span = hb.shape.iter().zip(&strides).try_fold(1i64, |acc, (&n, &s)| acc.checked_add((n - 1).checked_mul(s)?));
+    let elems = hb.shape.iter().try_fold(1i64, |acc, &n| acc.checked_mul(n));
+    (span != elems).then(|| strides.into_iter().map(SymExpr::Int).collect())
 }
 
 fn index_type(elems: i64) -> DType {

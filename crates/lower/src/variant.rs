@@ -145,6 +145,8 @@ decline_rules! {
         ScopeAllowed = "scope_allowed",
         /// The region cannot be sliced out of the layout.
         Slice = "slice",
+        /// An operand has run-time strides, which only tensor-map variants address.
+        RuntimeStride = "runtime_stride",
         /// A region begin that is not affine, or falls on a split dim.
         SymbolicBegin = "symbolic_begin",
         /// The threads of one instance disagree on the region.
@@ -228,6 +230,13 @@ pub trait Variant: Sync {
     fn plan(&self, cx: &CallCx) -> Result<Plan, Decline>;
     /// Emits the accepted `plan`; an error here is a bug, never a decline.
     fn emit(&self, plan: &Plan, cx: &CallCx, em: &mut Emitter) -> Result<(), Bug>;
+    /// Whether it addresses global operands with run-time strides (`strides=` of
+    /// expressions), whose layouts are placeholders: only variants that address
+    /// global memory through a tensor map built at launch do; every other variant
+    /// declines such an operand before planning ([`CommonRule::RuntimeStride`]).
+    fn runtime_strides(&self) -> bool {
+        false
+    }
     /// Picking this variant deserves a warning (slow catch-alls).
     fn warns(&self) -> bool {
         false

@@ -501,12 +501,13 @@ impl Lowered {
     }
 
     /// Binds one launch to its scalar arguments (one per scalar parameter, in order):
-    /// `(grid, the shape of every buffer parameter)` at that launch. A mistyped
+    /// `(grid, the shape of every buffer parameter, its element strides)` at that launch. A mistyped
     /// argument or a failed launch check is raised, rendered in the user's file.
-    fn bind(&self, scalars: Vec<PyScalar>) -> PyResult<([u32; 3], Vec<Vec<i64>>)> {
+    fn bind(&self, scalars: Vec<PyScalar>) -> PyResult<LaunchShape> {
         let s = self.specialized(&scalars)?;
         let k = &s.0;
-        Ok((k.grid, k.params.iter().map(|p| k.buf(*p).shape.clone()).collect()))
+        let shapes = k.params.iter().map(|p| k.buf(*p).shape.clone()).collect();
+        Ok((k.grid, shapes, k.params.iter().map(|p| elem_strides(k.buf(*p))).collect()))
     }
 
     /// Queues a launch on `device` and `stream` (a `CUstream` of the device's primary context,
@@ -552,8 +553,8 @@ impl Lowered {
         let specialize = self.lir.is_symbolic() || !self.lir.tmaps.is_empty();
         let spec = if specialize { Some(self.specialized(&call.scalars)?) } else { None };
         let k = spec.as_ref().map_or(&self.lir, |s| &s.0);
-        let shape = |i: usize| k.buf(k.params[i]).shape.clone();
-        let Some((device, pointers)) = tc::pointers(sig, &call.tensors, shape)? else { return Ok(false) };
+        let layout = |i: usize| (k.buf(k.params[i]).shape.clone(), elem_strides(k.buf(k.params[i])));
+        let Some((device, pointers)) = tc::pointers(sig, &call.tensors, layout)? else { return Ok(false) };
         let stream = tc::stream(sig, py, device)?;
         self.launch_on(py, device, stream, pointers, &call.scalars, spec)?;
         Ok(true)
@@ -589,6 +590,15 @@ impl Lowered {
         let out = bufs.iter().map(|b| PyBytes::new(py, b)).collect();
         Ok((out, self.src.warnings(&warnings)))
     }
+}
+
+/// A launch's grid, and per buffer parameter its shape and element strides (`None`: row-major).
+type LaunchShape = ([u32; 3], Vec<Vec<i64>>, Vec<Option<Vec<i64>>>);
+
+/// The element strides of a buffer of a launch whose storage is not row-major (`None`:
+/// row-major; the launch has evaluated run-time strides).
+fn elem_strides(b: &tirx_ir::lir::LBuf) -> Option<Vec<i64>> {
+    b.strides.as_ref().map(|xs| xs.iter().map(|s| s.as_int().unwrap_or(-1)).collect())
 }
 
 /// Writes `lines` to Python's `sys.stdout` (so that pytest's capture and redirection see them).

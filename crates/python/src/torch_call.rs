@@ -96,12 +96,13 @@ fn scalar(dtype: DType, a: &Bound<'_, PyAny>) -> Option<PyScalar> {
     (v.abs() < inf_at(dtype)).then_some(PyScalar::Float(v))
 }
 
-/// The device and the data pointers of `tensors` when each is a contiguous CUDA `torch.Tensor`
-/// of its parameter's dtype and of `shape(i)`, all on one device (`None` otherwise).
+/// The device and the data pointers of `tensors` when each is a CUDA `torch.Tensor` of its
+/// parameter's dtype, with `layout(i)`'s shape and strides (`None`: contiguous), all on one
+/// device (`None` otherwise).
 pub fn pointers(
     sig: &TorchSig,
     tensors: &[Bound<'_, PyAny>],
-    shape: impl Fn(usize) -> Vec<i64>,
+    layout: impl Fn(usize) -> (Vec<i64>, Option<Vec<i64>>),
 ) -> PyResult<Option<(usize, Vec<u64>)>> {
     let mut ptrs = Vec::with_capacity(tensors.len());
     let mut device: Option<i64> = None;
@@ -114,7 +115,7 @@ pub fn pointers(
         }
         let got = t.getattr(intern!(py, "shape"))?;
         let got = got.cast::<PyTuple>().map_err(PyErr::from)?;
-        let shape = shape(i);
+        let (shape, strides) = layout(i);
         if got.len() != shape.len() {
             return Ok(None);
         }
@@ -123,7 +124,11 @@ pub fn pointers(
                 return Ok(None);
             }
         }
-        if !t.call_method0(intern!(py, "is_contiguous"))?.is_truthy()? {
+        let laid_out = match strides {
+            None => t.call_method0(intern!(py, "is_contiguous"))?.is_truthy()?,
+            Some(want) => t.call_method0(intern!(py, "stride"))?.extract::<Vec<i64>>()? == want,
+        };
+        if !laid_out {
             return Ok(None);
         }
         let d: i64 = t.call_method0(intern!(py, "get_device"))?.extract()?;

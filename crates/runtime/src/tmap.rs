@@ -91,7 +91,14 @@ pub fn check_tensor_map(m: &TensorMap, base: u64) -> Result<Vec<u64>, RuntimeErr
 pub fn encode_tensor_map(m: &TensorMap, base: u64) -> Result<TensorMapArg, RuntimeError> {
     let dims = check_tensor_map(m, base)?;
     ensure_driver_loaded()?;
-    let strides: Vec<u64> = m.strides.iter().map(|&s| s as u64).collect();
+    let strides: Vec<u64> = m
+        .const_strides()
+        .ok_or_else(|| {
+            RuntimeError::Internal(format!("tensor map `{}` has strides not evaluated for this launch", m.name))
+        })?
+        .into_iter()
+        .map(|s| s as u64)
+        .collect();
     let mut out = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
     let oob = if m.oob_nan {
         CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA
@@ -147,7 +154,7 @@ mod tests {
             dtype: TmapDtype::F16,
             base_offset: 0,
             dims: vec![SymExpr::Int(64), SymExpr::Int(8)],
-            strides: vec![128],
+            strides: vec![SymExpr::Int(128)],
             boxes: vec![64, 8],
             elem_strides: vec![1, 1],
             swizzle: 3,

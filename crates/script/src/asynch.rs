@@ -340,6 +340,7 @@ impl Builder<'_> {
             origin: BufferOrigin::Alloc,
             span: nspan,
             dyn_outer: None,
+            dyn_strides: None,
         });
         out.push(Stmt { kind: StmtKind::Alloc(buf), span });
         self.define(&name, Val::MBarrier(Box::new(MbarObj { buf, depth, phase_offset, leader })));

@@ -10,6 +10,12 @@ use tirx_ir::hir::*;
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::{Axis, Injectivity, IterRef, Layout, TileLayout};
 
+/// A parameter's `strides=`: constants (as their layout) or run-time expressions.
+enum Strides {
+    Const(Layout, Span),
+    Dyn(Vec<Expr>),
+}
+
 /// Largest number of elements a buffer may declare (guards size arithmetic).
 const MAX_ELEMS: i64 = 1 << 40;
 
@@ -61,8 +67,16 @@ impl Builder<'_> {
                 }
             }
         }
+        let strides = self.buffer_strides(a, name, &shape, &origin, dyn_outer.is_some())?;
         let layout =
             match a.kw("layout") {
+                Some((v, sp)) if strides.is_some() && v != Val::None => {
+                    return self.fail(
+                        Diagnostic::error(sp, format!("`{name}` is given both `strides=` and `layout=`"))
+                            .with_label("a second description of its addresses")
+                            .with_help("keep one: `strides=` for a plain strided view, `layout=` for anything else"),
+                    )
+                }
                 Some((v, sp)) if dyn_outer.is_some() && v != Val::None => return self.fail(
                     Diagnostic::error(sp, format!("`{name}` has a run-time dim 0, so its layout is row-major"))
                         .with_label("an explicit layout")
@@ -71,11 +85,92 @@ impl Builder<'_> {
                         ),
                 ),
                 Some((v, sp)) => self.layout_for(v, sp, &shape, name, scope)?,
-                None => Layout::Tile(TileLayout::row_major(&shape)),
+                None => match &strides {
+                    Some(Strides::Const(l, sp)) => self.layout_for(Val::Layout(l.clone()), *sp, &shape, name, scope)?,
+                    _ => Layout::Tile(TileLayout::row_major(&shape)),
+                },
             };
         a.kw("align");
         a.finish(self)?;
-        Ok(self.add_buffer(Buffer { name: name.to_string(), shape, dtype, scope, layout, origin, span, dyn_outer }))
+        let dyn_strides = match strides {
+            Some(Strides::Dyn(v)) => Some(v),
+            _ => None,
+        };
+        Ok(self.add_buffer(Buffer {
+            name: name.to_string(),
+            shape,
+            dtype,
+            scope,
+            layout,
+            origin,
+            span,
+            dyn_outer,
+            dyn_strides,
+        }))
+    }
+
+    /// `strides=(s0, s1, ...)` of a parameter buffer: one element stride per dim, each a
+    /// constant at least 0 or an integer expression of scalar parameters. All constant:
+    /// the strided layout they describe (none if row-major); else, or with a run-time
+    /// dim 0 (whose layout is row-major), the expressions (`Buffer::dyn_strides`).
+    fn buffer_strides(
+        &mut self,
+        a: &mut Args,
+        name: &str,
+        shape: &[i64],
+        origin: &BufferOrigin,
+        dynamic_rows: bool,
+    ) -> R<Option<Strides>> {
+        let Some((v, sp)) = a.kw("strides") else { return Ok(None) };
+        let items = match v {
+            Val::None => return Ok(None),
+            Val::Tuple(xs) | Val::List(xs) => xs,
+            other => vec![other],
+        };
+        if *origin != BufferOrigin::Param {
+            return self.fail(
+                Diagnostic::error(sp, format!("`strides=` on `{name}`, which is not a kernel parameter"))
+                    .with_label("only a parameter's strides can differ from row-major")
+                    .with_help("give an allocation its addresses with `layout=`, e.g. `layout=S[(64, 64):(72, 1)]`"),
+            );
+        }
+        if items.len() != shape.len() {
+            return self.fail(
+                Diagnostic::error(sp, format!("`{name}` has {} dims but {} strides", shape.len(), items.len()))
+                    .with_label("one element stride per dim")
+                    .with_help(format!("give {} strides, innermost last", shape.len())),
+            );
+        }
+        let mut exprs = Vec::with_capacity(items.len());
+        for x in items {
+            let e = self.param_expr(x, sp, &format!("a stride of `{name}`"))?;
+            if let ExprKind::Int(c) = e.kind {
+                if c < 0 {
+                    return self.fail(
+                        Diagnostic::error(e.span, format!("stride {c} of `{name}` is negative"))
+                            .with_label("a negative stride")
+                            .with_help("pass the tensor with non-negative strides (flip it outside the kernel)"),
+                    );
+                }
+            }
+            exprs.push(e);
+        }
+        let consts: Option<Vec<i64>> = exprs
+            .iter()
+            .map(|e| match e.kind {
+                ExprKind::Int(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        let row_major: Vec<i64> = TileLayout::row_major(shape).shard.iter().map(|i| i.stride).collect();
+        Ok(Some(match consts {
+            Some(c) if c == row_major => return Ok(None),
+            Some(c) if !dynamic_rows => {
+                let iters = shape.iter().zip(&c).map(|(&n, &st)| tirx_layout::Iter::new(n, st, Axis::M)).collect();
+                Strides::Const(Layout::Tile(TileLayout::new(iters, vec![], Default::default())), sp)
+            }
+            _ => Strides::Dyn(exprs),
+        }))
     }
 
     pub(crate) fn add_buffer(&mut self, b: Buffer) -> BufId {
@@ -610,6 +705,13 @@ impl Builder<'_> {
                     .with_help(format!("use regions of `{}` directly", b.name)),
             );
         }
+        if b.has_dyn_strides() {
+            return self.fail(
+                Diagnostic::error(span, format!("`{}` has run-time strides and has no views", b.name))
+                    .with_label("view of a buffer with run-time strides")
+                    .with_help(format!("use regions of `{}` directly", b.name)),
+            );
+        }
         Ok(())
     }
 
@@ -634,6 +736,7 @@ impl Builder<'_> {
             origin,
             span,
             dyn_outer: None,
+            dyn_strides: None,
         });
         self.define(&name, Val::Buffer(id));
         out.push(Stmt { kind: StmtKind::Alloc(id), span });

@@ -885,6 +885,7 @@ impl<'s> Builder<'s> {
                     origin: BufferOrigin::Alloc,
                     span: nspan,
                     dyn_outer: None,
+                    dyn_strides: None,
                 });
                 out.push(Stmt { kind: StmtKind::Alloc(b), span });
                 self.define(name, Val::Scalar(b));

@@ -134,6 +134,7 @@ impl Builder<'_> {
             origin: BufferOrigin::Alloc,
             span,
             dyn_outer: None,
+            dyn_strides: None,
         });
         out.push(Stmt { kind: StmtKind::Alloc(regs), span });
         let int = |v: i64| Expr { kind: ExprKind::Int(v), dtype: DType::I32, span };

@@ -70,7 +70,7 @@ impl Builder<'_> {
 
     /// `v` as an integer expression of scalar parameters; `what` names the place
     /// (`dim 0 of `A``) for the error.
-    fn param_expr(&mut self, v: Val, span: Span, what: &str) -> R<Expr> {
+    pub(crate) fn param_expr(&mut self, v: Val, span: Span, what: &str) -> R<Expr> {
         let e = self.scalar(v, span)?;
         if let Some((at, why)) = self.not_of_params(&e, false) {
             return self.fail(

@@ -40,6 +40,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![n_rows, n_cols],
             dynamic: false,
             dyn_rows: None,
+            strides: None,
             align: 0,
         },
         LBuf {
@@ -50,6 +51,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![n_rows, n_cols],
             dynamic: false,
             dyn_rows: None,
+            strides: None,
             align: 0,
         },
         LBuf {
@@ -60,6 +62,7 @@ fn tiled_copy(n_rows: i64, n_cols: i64, rows: i64, cols: i64, threads: i64) -> L
             shape: vec![rows, cols],
             dynamic: false,
             dyn_rows: None,
+            strides: None,
             align: 0,
         },
     ];

@@ -204,11 +204,11 @@ impl Machine<'_> {
         start: i64,
     ) -> Result<Vec<BoxElem>, SimError> {
         let site = x.site;
-        let dims = map.const_dims().ok_or_else(|| {
+        let (dims, map_strides) = map.const_dims().zip(map.const_strides()).ok_or_else(|| {
             SimError::new(
                 SimErrorKind::InvalidKernel,
                 self.prog.sites[site as usize],
-                "a tensor map of a launch has symbolic dims",
+                "a tensor map of a launch has symbolic dims or strides",
             )
         })?;
         let (sb, gb) = (&self.bufs[x.smem as usize], &self.bufs[map.buf.0 as usize]);
@@ -217,7 +217,7 @@ impl Machine<'_> {
         let total = map.box_elems() as usize;
         let s = self.bounds(x.smem, t, start, total * size / sb.esize, site, "TMA shared box")?;
         self.aligned(x.smem, t, s, align, site, "TMA shared box")?;
-        let strides: Vec<i64> = std::iter::once(size as i64).chain(map.strides.iter().copied()).collect();
+        let strides: Vec<i64> = std::iter::once(size as i64).chain(map_strides).collect();
         let mut out = Vec::with_capacity(total);
         let mut digits = vec![0i64; map.rank()];
         for j in 0..total {

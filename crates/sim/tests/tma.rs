@@ -14,7 +14,7 @@ fn map(buf: LBufId, dtype: TmapDtype, dims: &[i64], strides: &[i64], boxes: &[u3
         dtype,
         base_offset: 0,
         dims: dims.iter().map(|&d| SymExpr::Int(d)).collect(),
-        strides: strides.to_vec(),
+        strides: strides.iter().map(|&s| SymExpr::Int(s)).collect(),
         boxes: boxes.to_vec(),
         elem_strides: vec![1; dims.len()],
         swizzle: 0,

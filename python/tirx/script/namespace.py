@@ -210,7 +210,7 @@ def _scope_id(name: str):
 _UNSUPPORTED_DEFAULTS = {"data": None, "strides": None, "elem_offset": None, "axis_separators": None}
 
 
-def _buffer_call(path: str, shape, dtype, scope, layout, lead=(), extra=None, default_scope="global"):
+def _buffer_call(path: str, shape, dtype, scope, layout, lead=(), extra=None, default_scope="global", strides=None):
     for k, v in (extra or {}).items():
         if k in _UNSUPPORTED_DEFAULTS and v is not _UNSUPPORTED_DEFAULTS[k] and v is not None:
             raise ir.FrontendError(f"`{path}(..., {k}=...)` is not supported", help=f"remove `{k}=`")
@@ -221,6 +221,8 @@ def _buffer_call(path: str, shape, dtype, scope, layout, lead=(), extra=None, de
         kwargs["scope"] = scope
     if layout is not None:
         kwargs["layout"] = layout
+    if strides is not None:  # a parameter's element strides (run-time ones: scalar parameters)
+        kwargs["strides"] = tuple(strides) if isinstance(strides, (list, tuple)) else (strides,)
     call = ir.Call(path, (*lead, tuple(shape), dt), kwargs)
     sc = scope or default_scope
     return ir.Buffer(None, tuple(shape), dt, sc, layout, text=call)
@@ -228,15 +230,16 @@ def _buffer_call(path: str, shape, dtype, scope, layout, lead=(), extra=None, de
 
 def match_buffer(param, shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global",
                  align=-1, offset_factor=0, buffer_type="default", axis_separators=None, layout=None):
-    extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)
+    extra = dict(data=data, elem_offset=elem_offset, axis_separators=axis_separators)
     return _buffer_call("T.match_buffer", shape, dtype, None if scope == "global" else scope, layout,
-                        lead=(param,), extra=extra)
+                        lead=(param,), extra=extra, strides=strides)
 
 
 def Buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope="global", align=-1,
            offset_factor=0, buffer_type="", axis_separators=None, layout=None):
-    extra = dict(data=data, strides=strides, elem_offset=elem_offset, axis_separators=axis_separators)
-    return _buffer_call("T.Buffer", shape, dtype, None if scope == "global" else scope, layout, extra=extra)
+    extra = dict(data=data, elem_offset=elem_offset, axis_separators=axis_separators)
+    return _buffer_call("T.Buffer", shape, dtype, None if scope == "global" else scope, layout, extra=extra,
+                        strides=strides)
 
 
 def decl_buffer(shape, dtype="float32", data=None, strides=None, elem_offset=None, scope=None, align=-1,

@@ -298,6 +298,7 @@ mod tests {
             shape: vec![2, 2],
             dynamic: false,
             dyn_rows: None,
+            strides: None,
             align: 0,
         };
         let tid = || LExpr::Var(LVarId(0));

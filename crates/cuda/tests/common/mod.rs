@@ -31,6 +31,7 @@ impl Kb {
             shape: shape.to_vec(),
             dynamic,
             dyn_rows: None,
+            strides: None,
             align: 0,
         });
         id

@@ -190,6 +190,23 @@ impl SymExpr {
         })
     }
 
+    /// `self · k`, folded where both are constants (or `k` is 1).
+    pub fn mul_int(&self, k: i64) -> SymExpr {
+        match self {
+            SymExpr::Int(v) if v.checked_mul(k).is_some() => SymExpr::Int(v * k),
+            _ if k == 1 => self.clone(),
+            _ => SymExpr::bin(SymOp::Mul, self.clone(), SymExpr::Int(k)),
+        }
+    }
+
+    /// The value, when it is a constant.
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            SymExpr::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
     /// Calls `f` on every parameter the expression reads.
     pub fn params(&self, f: &mut dyn FnMut(LVarId)) {
         match self {
@@ -280,6 +297,33 @@ impl LBuf {
     /// symbolic buffer is row-major, so its size is `rows × row_elems`.
     pub fn row_elems(&self) -> i64 {
         self.shape.iter().skip(1).product()
+    }
+
+    /// The elements a buffer with run-time strides spans, `1 + Σ (shape[d] - 1) ·
+    /// stride[d]` (dim 0's size its run-time rows where it has them); `None` for a
+    /// row-major buffer.
+    pub fn span(&self) -> Option<SymExpr> {
+        let strides = self.strides.as_ref()?;
+        let mut constant = 1i64;
+        let mut terms: Option<SymExpr> = None;
+        for (d, s) in strides.iter().enumerate() {
+            let last = match (&self.dyn_rows, d) {
+                (Some(r), 0) => SymExpr::bin(SymOp::Sub, r.clone(), SymExpr::Int(1)),
+                _ => SymExpr::Int(self.shape[d] - 1),
+            };
+            let term = match last.as_int() {
+                Some(n) => s.mul_int(n),
+                None => SymExpr::bin(SymOp::Mul, last, s.clone()),
+            };
+            match term.as_int().and_then(|t| constant.checked_add(t)) {
+                Some(c) => constant = c,
+                None => terms = Some(terms.map_or(term.clone(), |e| SymExpr::bin(SymOp::Add, e, term))),
+            }
+        }
+        Some(match terms {
+            None => SymExpr::Int(constant),
+            Some(e) => SymExpr::bin(SymOp::Add, e, SymExpr::Int(constant)),
+        })
     }
 }
 
@@ -464,6 +508,48 @@ impl LKernel {
             kb.elems = elems as i64;
             kb.dyn_rows = None;
         }
+        for (i, b) in self.bufs.iter().enumerate() {
+            let (Some(strides), Some(span)) = (&b.strides, b.span()) else { continue };
+            let mut vals = Vec::with_capacity(strides.len());
+            for (d, s) in strides.iter().enumerate() {
+                let v = s.eval(&value).map_err(|m| {
+                    LaunchError::new(
+                        format!("stride {d} of `{}` `{}`: {m}", b.name, self.sym_text(s)),
+                        Span::default(),
+                        None,
+                    )
+                })?;
+                if !(0..=i128::from(i64::MAX)).contains(&v) {
+                    return Err(LaunchError::new(
+                        format!(
+                            "stride {d} of `{}` is `{}` = {v} with {}; a stride is 0 to 2^63 - 1 elements",
+                            b.name,
+                            self.sym_text(s),
+                            self.values_text(&[s], &value)
+                        ),
+                        Span::default(),
+                        Some("pass non-negative strides; nothing was run".into()),
+                    ));
+                }
+                vals.push(SymExpr::Int(v as i64));
+            }
+            let elems =
+                span.eval(&value).ok().filter(|&e| (1..=i128::from(i64::MAX)).contains(&e)).ok_or_else(|| {
+                    LaunchError::new(
+                        format!(
+                            "`{}` spans `{}` elements with {}: more than 2^63",
+                            b.name,
+                            self.sym_text(&span),
+                            self.values_text(&[&span], &value)
+                        ),
+                        Span::default(),
+                        None,
+                    )
+                })?;
+            let kb = &mut k.bufs[i];
+            kb.strides = Some(vals);
+            kb.elems = elems as i64;
+        }
         let rows: Vec<Option<i64>> =
             k.bufs.iter().zip(&self.bufs).map(|(kb, b)| b.dyn_rows.as_ref().map(|_| kb.shape[0])).collect();
         concrete_bounds(&mut k.body, &rows);
@@ -485,6 +571,25 @@ impl LKernel {
                     ));
                 }
                 *d = SymExpr::Int(v as i64);
+            }
+            for (i, s) in m.strides.iter_mut().enumerate() {
+                let text = self.sym_text(s);
+                let v = s.eval(&value).map_err(|e| {
+                    LaunchError::new(format!("globalStrides[{}] of `{}`: {e}", i + 1, m.name), Span::default(), None)
+                })?;
+                if v % 16 != 0 || !(0..i128::from(super::tmap::TMAP_MAX_STRIDE)).contains(&v) {
+                    return Err(LaunchError::new(
+                        format!(
+                            "globalStrides[{}] of tensor map `{}` is `{text}` = {v} bytes with {}; TMA takes multiples of 16 below 2^40",
+                            i + 1,
+                            m.name,
+                            self.values_text(&[&*s], &value)
+                        ),
+                        Span::default(),
+                        Some("pass strides whose bytes are multiples of 16 (e.g. rows of a multiple of 8 bf16 elements)".into()),
+                    ));
+                }
+                *s = SymExpr::Int(v as i64);
             }
         }
         k.checks.clear();

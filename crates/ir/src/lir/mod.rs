@@ -105,6 +105,11 @@ pub struct LBuf {
     /// expression of the scalar parameters. `shape[0]` and `elems` are then the bound
     /// lowering reasoned with (≥ 2^31 elements, so indices are 64-bit), not a size.
     pub dyn_rows: Option<SymExpr>,
+    /// A global buffer with run-time strides (`strides=` of expressions): the element
+    /// stride of each dim, expressions of the scalar parameters, constants once a
+    /// launch specialized the kernel ([`launch`]), when `elems` becomes the span
+    /// `1 + Σ (shape[d] - 1) · stride[d]`. `None`: row-major, `elems` elements.
+    pub strides: Option<Vec<SymExpr>>,
     /// A shared array's start is a multiple of this many bytes beyond its space's
     /// default ([`LBuf::align_bytes`]): the repeat of a swizzle a TMA copy applies
     /// to it (0: the default).
@@ -115,7 +120,17 @@ impl LBuf {
     /// `elems` elements of `dtype` in `space`, one-dimensional and of static
     /// size: what lowering's temporaries and most hand-built kernels need.
     pub fn flat(name: &str, dtype: DType, space: Space, elems: i64) -> LBuf {
-        LBuf { name: name.into(), dtype, space, elems, shape: vec![elems], dynamic: false, dyn_rows: None, align: 0 }
+        LBuf {
+            name: name.into(),
+            dtype,
+            space,
+            elems,
+            shape: vec![elems],
+            dynamic: false,
+            dyn_rows: None,
+            strides: None,
+            align: 0,
+        }
     }
 
     /// The bytes the array's start is a multiple of: 16 for every array, 128 in

@@ -69,7 +69,7 @@ impl fmt::Display for TmapDecl<'_> {
         let buf = k.bufs.get(m.buf.0 as usize).map_or("?", |b| b.name.as_str());
         let list = |v: Vec<String>| v.join(", ");
         let dims = list(m.dims.iter().map(|d| k.sym_text(d)).collect());
-        let strides = list(m.strides.iter().map(i64::to_string).collect());
+        let strides = list(m.strides.iter().map(|s| k.sym_text(s)).collect());
         let boxes = list(m.boxes.iter().map(u32::to_string).collect());
         write!(f, "{}: tensormap({buf}", m.name)?;
         if m.base_offset != 0 {

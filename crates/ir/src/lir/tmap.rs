@@ -141,8 +141,9 @@ pub struct TensorMap {
     pub base_offset: i64,
     /// `globalDim`, innermost first: constants, or expressions of the scalar parameters.
     pub dims: Vec<SymExpr>,
-    /// `globalStrides` in bytes of dims 1.. (`rank - 1` of them).
-    pub strides: Vec<i64>,
+    /// `globalStrides` in bytes of dims 1.. (`rank - 1` of them): constants, or
+    /// expressions of the scalar parameters (a buffer's run-time strides).
+    pub strides: Vec<SymExpr>,
     /// `boxDim`, innermost first.
     pub boxes: Vec<u32>,
     /// `elementStrides`, innermost first (all 1 here: dense boxes).
@@ -168,6 +169,11 @@ impl TensorMap {
     /// Bytes one instruction moves (its transaction count).
     pub fn box_bytes(&self) -> u64 {
         self.box_elems() * u64::from(self.dtype.bytes())
+    }
+
+    /// The constant strides, once a launch has evaluated them ([`LKernel::specialize`]).
+    pub fn const_strides(&self) -> Option<Vec<i64>> {
+        self.strides.iter().map(SymExpr::as_int).collect()
     }
 
     /// Bytes of the swizzle atom row (32, 64, 128), 0 without a swizzle.
@@ -245,7 +251,7 @@ impl Checker<'_> {
                 }
             }
         }
-        for (i, &s) in m.strides.iter().enumerate() {
+        for (i, s) in m.strides.iter().enumerate().filter_map(|(i, s)| Some((i, s.as_int()?))) {
             if !(0..TMAP_MAX_STRIDE).contains(&s) || s % 16 != 0 {
                 return Err(format!("globalStrides[{}] = {s} bytes is not a multiple of 16 below 2^40", i + 1));
             }

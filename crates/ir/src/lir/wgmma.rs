@@ -687,6 +687,7 @@ mod tests {
             shape: vec![elems],
             dynamic: false,
             dyn_rows: None,
+            strides: None,
             align: 0,
         };
         let mut bufs = vec![

@@ -52,8 +52,9 @@ impl Coord {
 pub(crate) struct Dim {
     /// `globalDim`: a constant, or an expression of the scalar parameters.
     pub size: SymExpr,
-    /// Bytes between consecutive indices (the innermost dimension's is the element size).
-    pub stride: i64,
+    /// Bytes between consecutive indices (the innermost dimension's is the element size):
+    /// a constant, or an expression of the scalar parameters (run-time strides).
+    pub stride: SymExpr,
     pub boxed: i64,
     pub coord: Coord,
     /// The issue loop that advances this dimension's coordinate, if any.
@@ -146,7 +147,7 @@ impl TmaPlan {
             cx.buf(self.global).name,
             self.dtype.name(),
             list(self.dims.iter().map(|d| sym(&d.size)).collect()),
-            list(self.dims.iter().skip(1).map(|d| d.stride.to_string()).collect()),
+            list(self.dims.iter().skip(1).map(|d| sym(&d.stride)).collect()),
             list(self.dims.iter().map(|d| d.boxed.to_string()).collect()),
             list(coords),
             if self.base_offset != 0 { format!(", base + {} B", self.base_offset) } else { String::new() }
@@ -347,7 +348,7 @@ pub(crate) fn shared_swizzle(cx: &CallCx, buf: BufId) -> Result<u8, Decline> {
 /// element stride, and the base offset in elements. Each dim is one `m` iter.
 pub(crate) struct GlobalView {
     pub sizes: Vec<SymExpr>,
-    pub strides: Vec<i64>,
+    pub strides: Vec<SymExpr>,
     pub base: i64,
 }
 
@@ -365,6 +366,22 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
             format!("the layout of global `{}` is not one address per element", b.name),
         ));
     }
+    let sizes = global_sizes(cx, buf)?;
+    if let Some(xs) = &b.dyn_strides {
+        let strides = xs
+            .iter()
+            .map(|e| {
+                crate::launch::to_sym(cx.env, e).ok_or_else(|| {
+                    Decline::new(
+                        CommonRule::RuntimeStride,
+                        format!("a stride of `{}` is not an integer expression of scalar parameters", b.name),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        stride_alignment_proven(cx, b, xs)?;
+        return Ok(GlobalView { sizes, strides, base: 0 });
+    }
     let (g, seps) = crate::lay::group(&crate::lay::canon(&t.shard), &b.shape).ok_or_else(|| {
         Decline::new(
             CommonRule::Layout,
@@ -375,8 +392,8 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
     for d in 0..b.shape.len() {
         let iters: Vec<_> = g[seps[d]..seps[d + 1]].iter().filter(|i| i.extent != 1).collect();
         match iters[..] {
-            [] => strides.push(0),
-            [it] if it.axis == Axis::M => strides.push(it.stride),
+            [] => strides.push(SymExpr::Int(0)),
+            [it] if it.axis == Axis::M => strides.push(SymExpr::Int(it.stride)),
             _ => {
                 return Err(Decline::new(
                     CommonRule::Layout,
@@ -388,6 +405,35 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
             }
         }
     }
+    Ok(GlobalView { sizes, strides, base: crate::lay::m_offset(t) })
+}
+
+/// Each outer run-time stride of `b` is provably a multiple of 16 bytes (TMA's
+/// `globalStrides`; every descriptor stride of the dim is a multiple of it): from the
+/// divisibility `T.assume` states, which the launch then checks where it is written.
+fn stride_alignment_proven(cx: &CallCx, b: &tirx_ir::hir::Buffer, xs: &[Expr]) -> Result<(), Decline> {
+    let elem = i64::from(b.dtype.bytes());
+    for (d, e) in xs.iter().enumerate().take(xs.len().saturating_sub(1)) {
+        let div = cx.affine(e).map(|a| cx.divisor(&a));
+        if div.is_some_and(|g| (g * elem) % 16 == 0) {
+            continue;
+        }
+        let text = crate::text::top_text(cx.kernel, e);
+        let need = 16 / crate::affine::gcd(16, elem);
+        return Err(Decline::new(
+            CopyAsyncRule::GlobalStride,
+            format!(
+                "stride {d} of `{}` (`{text}` elements of {elem} B) is not provably a multiple of 16 bytes, as a TMA descriptor's strides are; state it: `T.assume({text} % {need} == 0)`",
+                b.name
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The size of each dim of global `buf` (dim 0 may be a run-time value).
+fn global_sizes(cx: &CallCx, buf: BufId) -> Result<Vec<SymExpr>, Decline> {
+    let b = cx.buf(buf);
     let mut sizes: Vec<SymExpr> = b.shape.iter().map(|&n| SymExpr::Int(n)).collect();
     if let Some(rows) = &b.dyn_outer {
         sizes[0] = crate::launch::to_sym(cx.env, rows).ok_or_else(|| {
@@ -397,7 +443,7 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
             )
         })?;
     }
-    Ok(GlobalView { sizes, strides, base: crate::lay::m_offset(t) })
+    Ok(sizes)
 }
 
 /// Checks `plan` against the hardware's descriptor rules (docs/tile-primitives.md §3.20).
@@ -415,14 +461,25 @@ pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
             format!("the tensor starts {} bytes into its buffer, not a multiple of 16", p.base_offset),
         ));
     }
-    if p.dims[0].stride != esize {
-        return Err(Decline::new(
-            CopyAsyncRule::InnerStride,
-            format!(
-                "the box's innermost dimension has a global stride of {} bytes, not one element: TMA's innermost dimension is the tensor's contiguous one",
-                p.dims[0].stride
-            ),
-        ));
+    match p.dims[0].stride.as_int() {
+        Some(s) if s == esize => {}
+        Some(s) => {
+            return Err(Decline::new(
+                CopyAsyncRule::InnerStride,
+                format!(
+                    "the box's innermost dimension has a global stride of {s} bytes, not one element: the innermost memory stride must be provably one (TMA's innermost dimension is the tensor's contiguous one)"
+                ),
+            ))
+        }
+        None => {
+            return Err(Decline::new(
+                CopyAsyncRule::InnerStride,
+                format!(
+                    "the box's innermost dimension has the run-time global stride `{}` bytes: the innermost memory stride must be provably one element (TMA's innermost dimension is the tensor's contiguous one)",
+                    cx.env.sym.text(&p.dims[0].stride)
+                ),
+            ))
+        }
     }
     for (i, d) in p.dims.iter().enumerate() {
         if let SymExpr::Int(n) = d.size {
@@ -433,10 +490,15 @@ pub(crate) fn validate(cx: &CallCx, p: &TmaPlan) -> Result<(), Decline> {
                 ));
             }
         }
-        if i > 0 && (d.stride % 16 != 0 || !(0..TMAP_MAX_STRIDE).contains(&d.stride)) {
+        // A run-time stride is checked when the launch encodes the descriptor.
+        let bad_stride = d.stride.as_int().is_some_and(|s| s % 16 != 0 || !(0..TMAP_MAX_STRIDE).contains(&s));
+        if i > 0 && bad_stride {
             return Err(Decline::new(
                 CopyAsyncRule::GlobalStride,
-                format!("globalStrides[{i}] = {} bytes is not a multiple of 16 (below 2^40)", d.stride),
+                format!(
+                    "globalStrides[{i}] = {} bytes is not a multiple of 16 (below 2^40)",
+                    cx.env.sym.text(&d.stride)
+                ),
             ));
         }
         if !(1..=i64::from(TMAP_MAX_BOX)).contains(&d.boxed) {
@@ -557,7 +619,7 @@ fn mergeable(p: &TmaPlan, i: usize) -> bool {
         && b.issue.is_none()
         && a.boxed == n
         && a.coord.is_zero()
-        && n.checked_mul(a.stride) == Some(b.stride)
+        && a.stride.as_int().and_then(|s| n.checked_mul(s)).is_some_and(|s| b.stride.as_int() == Some(s))
         && a.boxed * b.boxed <= i64::from(TMAP_MAX_BOX);
     let merged_fits = match const_size(b) {
         Some(m) => n.checked_mul(m).is_some_and(|x| x <= TMAP_MAX_DIM),
@@ -591,7 +653,8 @@ pub(crate) fn promote(p: &TmaPlan) -> Option<TmaPlan> {
         return None;
     }
     let unit = i64::from(wide.bytes());
-    if p.dims.iter().skip(1).any(|d| d.stride % unit != 0) || p.cfg.oob.is_some() {
+    // A run-time stride is a multiple of 16 bytes at launch (checked there), so of `unit`.
+    if p.dims.iter().skip(1).any(|d| d.stride.as_int().is_some_and(|s| s % unit != 0)) || p.cfg.oob.is_some() {
         return None;
     }
     let mut q = p.clone();
@@ -599,7 +662,7 @@ pub(crate) fn promote(p: &TmaPlan) -> Option<TmaPlan> {
     let d = &mut q.dims[0];
     d.size = SymExpr::Int(const_size(d0)? / 2);
     d.boxed /= 2;
-    d.stride = unit;
+    d.stride = SymExpr::Int(unit);
     d.coord.div *= 2;
     if !d.coord.is_zero() && d.coord.mul % 2 == 0 {
         d.coord.mul /= 2;
@@ -630,7 +693,7 @@ pub(crate) fn emit(p: &TmaPlan, em: &mut Emitter) -> Result<(), Bug> {
         dtype: p.dtype,
         base_offset: p.base_offset,
         dims: p.dims.iter().map(|d| d.size.clone()).collect(),
-        strides: p.dims.iter().skip(1).map(|d| d.stride).collect(),
+        strides: p.dims.iter().skip(1).map(|d| d.stride.clone()).collect(),
         boxes: p.dims.iter().map(|d| d.boxed as u32).collect(),
         elem_strides: vec![1; p.rank()],
         swizzle: p.swizzle,

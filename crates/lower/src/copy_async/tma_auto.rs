@@ -18,7 +18,10 @@
 //! (`cta_mask=`, an integer; a constant names only CTAs of the cluster: `cluster`,
 //! `cta_mask`; `cta_mask=0` is a plain load). When forced (`dispatch="tma_auto"`), its
 //! global region may leave the tensor, as `tma_explicit`'s may: zeros are loaded outside
-//! it and a store is clipped (`bounds::hardware_bounded`).
+//! it and a store is clipped (`bounds::hardware_bounded`). A global buffer with run-time
+//! strides (`strides=`, §7.7) is accepted: a stride is an expression (split modes
+//! multiply it), such dimensions are never merged, and the launch checks what a
+//! constant stride is checked for here (`global_stride_alignment`).
 //!
 //! **Algorithm**: the global region's dims (one stride each) and the shared
 //! region's layout (sliced, canonical, pre-swizzle) are refined into common
@@ -76,6 +79,10 @@ impl Variant for TmaAuto {
     fn honours(&self) -> &'static [ConfigKey] {
         tma::HONOURS
     }
+    /// The descriptor takes run-time strides: the launch encodes them.
+    fn runtime_strides(&self) -> bool {
+        true
+    }
     fn min_arch(&self) -> Arch {
         Arch::SM_90
     }
@@ -104,10 +111,10 @@ impl Variant for TmaAuto {
 
 /// One common iter of the two regions: extent, global and shared element strides,
 /// and the global buffer dim it belongs to.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Mode {
     e: i64,
-    g: i64,
+    g: SymExpr,
     sh: i64,
     dim: usize,
 }
@@ -126,10 +133,10 @@ fn auto_plan(cx: &CallCx, ops: &CopyOps, cfg: TmaConfig) -> Result<TmaPlan, Decl
         ));
     }
     // Innermost first: the global region's dims, the shared region's iters.
-    let global: Vec<(i64, i64, usize)> = (0..g_reg.ranges.len())
+    let global: Vec<(i64, SymExpr, usize)> = (0..g_reg.ranges.len())
         .rev()
         .filter(|&d| g_reg.ranges[d].extent > 1)
-        .map(|d| (g_reg.ranges[d].extent, gv.strides[d], d))
+        .map(|d| (g_reg.ranges[d].extent, gv.strides[d].clone(), d))
         .collect();
     let shared: Vec<(i64, i64)> =
         smem.tile.shard.iter().rev().filter(|i| i.extent != 1).map(|i| (i.extent, i.stride)).collect();
@@ -183,17 +190,18 @@ fn auto_plan(cx: &CallCx, ops: &CopyOps, cfg: TmaConfig) -> Result<TmaPlan, Decl
 
 /// The common refinement of two iter lists (innermost first, equal products): each
 /// iter split where the other has a boundary. `None` when an extent does not divide.
-fn refine(global: &[(i64, i64, usize)], shared: &[(i64, i64)]) -> Option<Vec<Mode>> {
-    let (mut gi, mut si) = (global.iter().copied(), shared.iter().copied());
+fn refine(global: &[(i64, SymExpr, usize)], shared: &[(i64, i64)]) -> Option<Vec<Mode>> {
+    let (mut gi, mut si) = (global.iter().cloned(), shared.iter().copied());
     let (mut g, mut s) = (gi.next(), si.next());
     let mut out = vec![];
-    while let (Some((ge, gs, dim)), Some((se, ss))) = (g, s) {
+    while let (Some((ge, gs, dim)), Some((se, ss))) = (g.clone(), s) {
         let e = ge.min(se);
         if ge % e != 0 || se % e != 0 {
             return None;
         }
+        let split = gs.mul_int(e);
         out.push(Mode { e, g: gs, sh: ss, dim });
-        g = if ge == e { gi.next() } else { Some((ge / e, gs * e, dim)) };
+        g = if ge == e { gi.next() } else { Some((ge / e, split, dim)) };
         s = if se == e { si.next() } else { Some((se / e, ss * e)) };
     }
     (g.is_none() && s.is_none()).then_some(out)
@@ -233,7 +241,7 @@ fn mode_dims(cx: &CallCx, r: &BufferRegion, gv: &tma::GlobalView, modes: &[Mode]
         } else {
             (SymExpr::Int(m.e), Coord::zero())
         };
-        dims.push(Dim { size, stride: m.g * elem, boxed: m.e, coord, issue: None });
+        dims.push(Dim { size, stride: m.g.mul_int(elem), boxed: m.e, coord, issue: None });
     }
     Ok(dims)
 }
@@ -283,7 +291,7 @@ fn coordinate_dims(r: &BufferRegion, gv: &tma::GlobalView, elem: i64) -> Vec<Dim
         .filter(|&d| r.ranges[d].extent == 1 && gv.sizes[d] != SymExpr::Int(1))
         .map(|d| Dim {
             size: gv.sizes[d].clone(),
-            stride: gv.strides[d] * elem,
+            stride: gv.strides[d].mul_int(elem),
             boxed: 1,
             coord: Coord::of(&r.ranges[d].begin, 1),
             issue: None,

@@ -28,7 +28,10 @@
 //!
 //! Differences from the reference: `gather4` and `src_selector` (sm_100) and
 //! `tma_dtype`, `use_tma_reduce`, `prefetch_tensormap` are not supported (an
-//! unknown config key at the script); symbolic strides do not exist here.
+//! unknown config key at the script). A buffer with run-time strides (`strides=` of
+//! scalar parameters, §7.7) is addressed here and by `tma_auto` only: its
+//! `globalStrides` are expressions the launch evaluates (multiples of 16 bytes,
+//! below 2^40, checked there), the innermost stride must be the constant 1.
 
 use super::call::CopyAsyncRule;
 use super::tma::{self, Coord, Dim, TmaPlan};
@@ -50,6 +53,10 @@ impl Variant for TmaExplicit {
     }
     fn honours(&self) -> &'static [ConfigKey] {
         tma::HONOURS
+    }
+    /// The descriptor takes run-time strides: the launch encodes them.
+    fn runtime_strides(&self) -> bool {
+        true
     }
     fn min_arch(&self) -> Arch {
         Arch::SM_90
@@ -78,7 +85,7 @@ impl Variant for TmaExplicit {
             .rev()
             .map(|d| Dim {
                 size: gv.sizes[d].clone(),
-                stride: gv.strides[d] * elem,
+                stride: gv.strides[d].mul_int(elem),
                 boxed: g_reg.ranges[d].extent,
                 coord: Coord::of(&g_reg.ranges[d].begin, 1),
                 issue: None,

@@ -58,7 +58,7 @@ def test_the_fastest_is_kept_per_key_in_memory_and_on_disk(tmp_path, monkeypatch
     assert k.kernel.meta["block"][0] == 64
     text = k.explain()
     assert "timed over" in text and "chosen {'threads': 64}" in text and "1.0000 ms" in text, text
-    data = json.load(open(os.path.join(tmp_path, "autotune.json")))
+    data = json.load(open(os.path.join(tmp_path, "autotune-v2.json")))
     assert list(data.values()) == [1] and "n=1024" in next(iter(data))
     # A new process (a fresh tuner) takes the disk's choice without timing.
     timed.clear()

@@ -18,7 +18,7 @@ The first call of a key compiles every candidate (in threads: lowering releases 
 on CUDA tensors, times each with CUDA events over ``rep`` launches of the call's own arguments
 (the buffers the kernel writes are saved and restored around the timing, so an in-place kernel
 runs once for the caller), keeps the fastest per key in memory
-and in ``autotune.json`` beside the CUBIN cache (keyed by arch, tirx version, the factory's
+and in ``autotune-v2.json`` beside the CUBIN cache (keyed by arch, tirx version, the factory's
 source and the key), and says what it chose (``k.explain()``; ``TIRX_AUTOTUNE_VERBOSE=1``
 prints every timing). The simulator is never timed: on NumPy arrays or CPU tensors the first
 configuration runs (or the one cached for the GPU), and ``explain`` says so."""
@@ -40,7 +40,8 @@ def _cache_file() -> str:
     if not base:
         xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         base = os.path.join(xdg, "tirx")
-    return os.path.join(base, "autotune.json")
+    # (v2: candidates timed by the device, queued behind an idle kernel; v1 choices timed the host)
+    return os.path.join(base, "autotune-v2.json")
 
 
 def _load_disk() -> dict:
@@ -87,13 +88,25 @@ def _fits(kernel, args) -> bool:
         return False
 
 
+# Device cycles the GPU idles before a timed batch (~2 ms): longer than the host takes to queue
+# the batch's launches, so they run back to back and the events time the device, not the host.
+BACKLOG_CYCLES = 4_000_000
+
+
 def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
-    """Milliseconds per launch of ``kernel(*args)``, CUDA events around ``rep`` launches."""
+    """Milliseconds per launch of ``kernel(*args)``, CUDA events around ``rep`` launches queued
+    behind an idle kernel (`torch.cuda._sleep`): a kernel shorter than its launch's host time
+    (a decode GEMM's few µs) would otherwise time the host, the same for every candidate, and
+    the choice between them would be noise (1024³: 0.69 of cuBLAS where the best candidate is
+    at 1.04)."""
     import torch
 
     for _ in range(warmup):
         kernel(*args)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is not None:
+        sleep(BACKLOG_CYCLES)
     start.record()
     for _ in range(rep):
         kernel(*args)

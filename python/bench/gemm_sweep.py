@@ -6,7 +6,9 @@ model sees), their ratio, and where a call takes under 40 µs the ratio of devic
 (each call replayed from a CUDA graph: what a captured decode step sees); then the geometric
 mean and the worst point of each.
 
-    cd python/bench && python gemm_sweep.py [--only squares,llm,ragged] [--tokens 1,16,...] [--json F]
+    cd python/bench && python gemm_sweep.py [--only squares,llm,ragged,swiglu] [--tokens 1,16,...] [--json F]
+
+``swiglu`` (not in the default): `tirx.ops.gated_mm` against PyTorch's gated MLP (`swiglu_point`).
 """
 
 import argparse
@@ -83,6 +85,48 @@ def point(name, m, n, k, rows):
     torch.cuda.empty_cache()
 
 
+# (name, N, K) of the gated MLP's two projections: act(x Wg) * (x Wu), each K x N.
+GATED = [("7B swiglu", 11008, 4096), ("70B swiglu", 28672, 8192)]
+_compiled_glu = None
+
+
+def swiglu_point(name, m, n, k, rows):
+    """`tirx.ops.gated_mm` (one kernel: both products in one accumulator, the epilogue's
+    silu(g) * u) beside PyTorch's sequence as models write it with gate and up merged
+    (``h = x W_guᵀ; g, u = h.chunk(2); silu(g) * u``: one cuBLAS GEMM, h stored and reread),
+    eager and under torch.compile (Inductor fuses the elementwise tail, not the GEMM)."""
+    global _compiled_glu
+    F = torch.nn.functional
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w_gu = torch.randn(2 * n, k, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)  # nn.Linear's (out, in)
+    wg, wu = w_gu[:n], w_gu[n:]
+
+    def torch_glu(x, w_gu):
+        g, u = (x @ w_gu.t()).chunk(2, dim=-1)
+        return F.silu(g) * u
+
+    if _compiled_glu is None:
+        _compiled_glu = torch.compile(torch_glu)
+    got, want = ops.gated_mm(x, wg.t(), wu.t()), torch_glu(x, w_gu)
+    err = (got.float() - want.float()).abs().max().item()
+    fns = {"tirx": lambda: ops.gated_mm(x, wg.t(), wu.t()), "torch": lambda: torch_glu(x, w_gu), "compile": lambda: _compiled_glu(x, w_gu)}
+    fns["compile"]()
+    t = {key: per_call_us(f) for key, f in fns.items()}
+    r = {"name": name, "shape": [m, n, k], "us": t, "x_torch": t["torch"] / t["tirx"], "x_compile": t["compile"] / t["tirx"], "max_abs_diff": err}
+    if min(t.values()) < 40:
+        r["device_us"] = {key: graph_us(f) for key, f in fns.items()}
+        r["device_x_torch"] = r["device_us"]["torch"] / r["device_us"]["tirx"]
+    flop = 4 * m * n * k
+    dev = f" | device x{r['device_x_torch']:.2f}" if "device_x_torch" in r else ""
+    print(
+        f"{name:12s} {m:6d}x{n:6d}x{k:6d}: tirx {flop / t['tirx'] / 1e6:7.1f} TFLOP/s ({t['tirx']:8.1f} µs) | torch "
+        f"{flop / t['torch'] / 1e6:7.1f} x{r['x_torch']:.2f} | compile {flop / t['compile'] / 1e6:7.1f} x{r['x_compile']:.2f}{dev} | max |diff| {err:.3g}",
+        flush=True,
+    )
+    rows.append(r)
+    torch.cuda.empty_cache()
+
+
 def summary(rows, key):
     xs = [(r[key], r) for r in rows if key in r]
     if not xs:
@@ -111,8 +155,12 @@ def main():
     if "ragged" in only:
         for m, n, k in RAGGED:
             point("ragged", m, n, k, rows)
-    summary(rows, "x_cublas")
-    summary(rows, "device_x_cublas")
+    if "swiglu" in only:
+        for m in tokens:
+            for name, n, k in GATED:
+                swiglu_point(name, m, n, k, rows)
+    for key in ("x_cublas", "device_x_cublas", "x_torch", "x_compile", "device_x_torch"):
+        summary(rows, key)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -556,6 +556,120 @@ def test_matmul_op_and_its_errors(dtype):
         ops.matmul(a, b.astype(np.float32))
 
 
+def test_matmul_float32_output():
+    """``out_dtype=float32`` (``torch.mm(a, b, out_dtype=torch.float32)``): the float32 sums
+    stored unrounded, through one kernel, split-K's finish kernel and an activation; within
+    float32 accumulation of the float64 product."""
+    a, b, want = _mm_inputs(70, 96, 256, "bfloat16")
+    bound = 256 * 2.0**-23 * (np.abs(a.astype(F64)) @ np.abs(b.astype(F64))).max()
+    for kw in ({}, {"split_k": 2}, {"activation": "relu"}):
+        got = ops.matmul(a, b, out_dtype="float32", **kw)
+        assert got.dtype == np.float32 and got.shape == (70, 96)
+        ref = np.maximum(want, 0) if kw.get("activation") else want
+        assert np.abs(got - ref).max() <= bound, kw
+    np.testing.assert_array_equal(ops.matmul(a, b, out_dtype="bfloat16"), ops.matmul(a, b))
+    with pytest.raises(TypeError, match="their own dtype or float32"):
+        ops.matmul(a, b, out_dtype="float16")
+    # addmm: a float32 (or bfloat16) input, float32 output, through one kernel and split-K's finish.
+    rows = np.random.default_rng(4).standard_normal(96).astype(np.float32)
+    for inp, kw in ((rows, {}), (rows.astype(a.dtype), {"split_k": 2}), (np.ones((70, 96), np.float32), {"activation": "silu"})):
+        z = 0.5 * inp.astype(F64) + 2.0 * want
+        ref = z / (1 + np.exp(-z)) if kw.get("activation") else z
+        got = ops.addmm(inp, a, b, beta=0.5, alpha=2.0, out_dtype="float32", **kw)
+        assert got.dtype == np.float32 and np.abs(got - ref).max() <= 2 * bound, kw
+    with pytest.raises(TypeError, match="a float32 input with out_dtype float32"):
+        ops.addmm(rows, a, b)
+    torch = pytest.importorskip("torch")
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    for dev in devices:
+        m, n, k = (64, 128, 128) if dev == "cpu" else (4000, 776, 520)
+        x = torch.randn(m, k, device=dev, dtype=torch.bfloat16, requires_grad=True)
+        y = torch.randn(k, n, device=dev, dtype=torch.bfloat16)
+        exact = x.double() @ y.double()
+        for fn in (ops.matmul, torch.compile(ops.matmul, fullgraph=True)):
+            got = fn(x, y, out_dtype=torch.float32)
+            assert got.dtype == torch.float32
+            assert (got.double() - exact).abs().max().item() <= k * 2.0**-23 * (x.double().abs() @ y.double().abs()).max().item()
+        got.sum().backward()  # (the float32 gradient rounded to bfloat16 once, then dC Bᵀ)
+        torch.testing.assert_close(x.grad.double(), torch.ones(m, n, device=dev).double() @ y.double().t(), rtol=2**-7, atol=0.05)
+        bias = torch.randn(n, device=dev, requires_grad=True)
+        got = ops.addmm(bias, x.detach(), y, out_dtype=torch.float32)
+        assert got.dtype == torch.float32
+        assert (got.double() - exact - bias.double()).abs().max().item() <= 2 * k * 2.0**-23 * (x.double().abs() @ y.double().abs()).max().item()
+        got.sum().backward()
+        torch.testing.assert_close(bias.grad, torch.full((n,), float(m), device=dev))
+
+
+def _glu(zg, zu, activation):
+    return matmul_module._host_activation(zg, activation) * zu
+
+
+@pytest.mark.parametrize("cfg", [c for c in matmul_module.CONFIGS if c["bn"] % 128 == 0], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("b_major", ["n", "k"])
+def test_gated_mm_kernel_matches_float64(cfg, b_major):
+    """The gated kernel (two B matrices, a tile's columns half each, the epilogue's act(gate) *
+    up in float32, one rounding) at a ragged shape, for either B major, every tile it takes."""
+    m, n, k = 130, 200, 192
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(numpy_dtype("bfloat16"))
+    g, u = (rng.standard_normal((k, n)).astype(a.dtype) for _ in range(2))
+    tk = matmul_module.matmul_kernel(m=m, n=n, k=k, dtype="bfloat16", ctas=2, activation="silu", b_major=b_major, gated=True)
+    kernel = tirx.compile(tk.tuner.factory(**tk.key_values, **cfg))
+    out = np.zeros((m, n), a.dtype)
+    kernel(a, *((g, u) if b_major == "n" else (np.ascontiguousarray(g.T), np.ascontiguousarray(u.T))), out)
+    want = _glu(a.astype(F64) @ g.astype(F64), a.astype(F64) @ u.astype(F64), "silu")
+    np.testing.assert_allclose(out.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+
+
+def test_gated_mm_op_autograd_and_errors():
+    """``gated_mm``: SwiGLU / GeGLU against float64 (NumPy: the simulator), nn.Linear weights
+    (``w.t()``) read in place, eager and compiled autograd (the backward recomputes both
+    products) within bf16 rounding of float64's gradients, and its errors."""
+    a, g, zg = _mm_inputs(72, 96, 128, "bfloat16", seed=5)
+    u = np.random.default_rng(6).standard_normal(g.shape).astype(g.dtype)
+    zu = a.astype(F64) @ u.astype(F64)
+    for act in ("silu", "gelu", "gelu_tanh"):
+        got = ops.gated_mm(a, g, u, activation=act)
+        want = _glu(zg, zu, act)
+        assert got.dtype == a.dtype
+        np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+    np.testing.assert_array_equal(ops.gated_mm(a, np.asfortranarray(g), np.asfortranarray(u)), ops.gated_mm(a, g, u))
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        ops.gated_mm(a, g, u[:, :64])
+    with pytest.raises(ValueError, match="'silu' \\(SwiGLU\\)"):
+        ops.gated_mm(a, g, u, activation="relu")
+    torch = pytest.importorskip("torch")
+    for register in ("register_gated_torch_op", "register_torch_op", "register_addmm_torch_op"):  # (the backward's ops too)
+        getattr(sys.modules["tirx.ops.matmul"], register)()
+    x = torch.tensor(a.astype(np.float32)).bfloat16().requires_grad_()
+    wg, wu = (torch.tensor(w.astype(np.float32).T.copy()).bfloat16().requires_grad_() for w in (g, u))  # nn.Linear's (n, k)
+    dy = torch.randn(72, 96).bfloat16()
+    ref = [t.detach().double().requires_grad_() for t in (x, wg, wu)]
+    (torch.nn.functional.silu(ref[0] @ ref[1].t()) * (ref[0] @ ref[2].t())).backward(dy.double())
+    for fn in (ops.gated_mm, torch.compile(ops.gated_mm, fullgraph=True)):
+        for t in (x, wg, wu):
+            t.grad = None
+        fn(x, wg.t(), wu.t()).backward(dy)
+        for t, r in zip((x, wg, wu), ref):
+            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
+
+
+def test_gated_mm_on_the_gpu_against_the_unfused_sequence():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    F = torch.nn.functional
+    for m, n, k in [(1, 11008, 4096), (16, 11008, 4096), (1000, 2816, 1032), (4096, 1536, 1024)]:
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        wg, wu = (torch.randn(n, k, device="cuda", dtype=torch.bfloat16) / k**0.5 for _ in range(2))
+        exact = F.silu(x.double() @ wg.double().t()) * (x.double() @ wu.double().t())
+        theirs = F.silu(x @ wg.t()) * (x @ wu.t())
+        got = ops.gated_mm(x, wg.t(), wu.t())
+        # no further from float64 than PyTorch's unfused bf16 sequence (which rounds g and u too)
+        assert (got.double() - exact).abs().max().item() <= (theirs.double() - exact).abs().max().item() + 2.0**-8 * exact.abs().max().item(), (m, n, k)
+
+
 @pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_addmm_epilogue_matches_float64(cfg):
     """PyTorch's addmm: a bias row (loaded into a layout replicated over the accumulator's rows)

@@ -21,7 +21,7 @@ from .attention import kvcache_attention, scaled_dot_product_attention, varlen_a
 from .attention_backward import scaled_dot_product_attention_backward, varlen_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .grouped_mm import grouped_mm, scaled_grouped_mm
-from .matmul import addmm, matmul, scaled_mm
+from .matmul import addmm, gated_mm, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
@@ -31,6 +31,7 @@ __all__ = [
     "add_rms_norm",
     "cross_entropy",
     "cross_entropy_backward",
+    "gated_mm",
     "grouped_mm",
     "kvcache_attention",
     "layer_norm",
@@ -63,6 +64,7 @@ if "torch" in sys.modules:
     _matmul.register_torch_op()
     _matmul.register_addmm_torch_op()
     _matmul.register_scaled_mm_torch_op()
+    _matmul.register_gated_torch_op()
     _grouped_mm.register_torch_op()
     _grouped_mm.register_scaled_torch_op()
     _cross_entropy.register_torch_op()

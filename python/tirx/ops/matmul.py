@@ -69,7 +69,7 @@ def epilogue_cols(bn: int) -> int:
     return EPI if bn % EPI == 0 else min(bn, 64)
 
 
-def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, **_):
+def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, gated=False, **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
@@ -77,10 +77,12 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
     columns at most, whose CTAs all run in one round; tiles of 192 columns only where they take
-    one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172)."""
+    one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172); a
+    gated product (``gated``: two B matrices, half a tile's columns each) in tiles of 128 or 256
+    columns (halves of whole 64-column atoms)."""
 
-    def tiles(consumers, bn):  # the output's tiles of 64 * consumers x bn
-        return -(-m // (64 * consumers)) * -(-n // bn)
+    def tiles(consumers, bn):  # the tiles of 64 * consumers x bn (a gated tile: bn / 2 output columns)
+        return -(-m // (64 * consumers)) * -(-(2 * n if gated else n) // bn)
 
     promote = dtype.startswith("float8") and not fast_accum
     return [
@@ -92,6 +94,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
         and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
+        and (not gated or cfg["bn"] % 128 == 0)
     ]
 
 
@@ -132,7 +135,7 @@ def _epilogue(alpha: float, beta: float, activation: str):
 
 @autotune(
     configs=CONFIGS,
-    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "cluster_k"],
+    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "cluster_k", "gated"],
     prune=_prune,
 )
 def matmul_kernel(
@@ -154,6 +157,7 @@ def matmul_kernel(
     b_major: str = "",
     splits: int = 1,
     cluster_k: int = 1,
+    gated: bool = False,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -182,7 +186,11 @@ def matmul_kernel(
     grid of one round (``ctas`` at least the tiles times ``cluster_k``): a tile's parts are the CTAs
     of a cluster, the others storing their float32 sums (rows past M clipped) into ``W``
     (cluster_k - 1 x m x n float32) before a cluster barrier, after which the first adds them
-    in rank order (the same result every run) and applies the epilogue alone."""
+    in rank order (the same result every run) and applies the epilogue alone. ``gated``: a
+    gated linear unit (SwiGLU's ``activation="silu"``, GeGLU's "gelu"), ``C = act(A @ B) * (A @
+    U)`` for a second matrix ``U`` of B's shape: each tile's columns are half B's, half U's at
+    the same output columns (both products in one accumulator), the epilogue multiplies the
+    activated first half by the second in float32 and rounds once; no bias, split or cluster."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -195,8 +203,8 @@ def matmul_kernel(
     od = out_dtype or dtype  # the output's dtype
     if fp8 and (od not in ("bfloat16", "float16") or bias == "matrix" or k % 16):
         raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), a bias row at most, K a multiple of 16")
-    if not fp8 and od != dtype:
-        raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype")
+    if not fp8 and od not in (dtype, "float32"):
+        raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
     bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
     block = scales == "block"
     if scales not in ("tensor", "block") or (block and (not fp8 or fast_accum or bn != 128)):
@@ -208,6 +216,9 @@ def matmul_kernel(
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {-(-k // bk)} K steps")
     split = splits > 1
     clustered = cluster_k > 1
+    if gated and (fp8 or split or clustered or bias or not activation or bn % 128):
+        raise ValueError(f"gated: 16-bit operands, an activation, no bias, split-K or cluster, tiles of 128 or 256 columns (bn={bn})")
+    hb = bn // 2 if gated else bn  # a tile's output columns
     if cluster_k not in (1, 2, 4, 8) or (clustered and (split or bn > 128)):
         raise ValueError(f"cluster_k={cluster_k}: 1, 2, 4 or 8, not with splits, in tiles of 128 columns at most (a part's sums in registers beside the accumulator)")
     if clustered and -(-k // bk) % cluster_k:
@@ -219,7 +230,7 @@ def matmul_kernel(
     stages = stages_for(consumers, bn, c.elem_bytes(cd))
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
-    tm, tn, kt_steps = -(-m // bm), -(-n // bn), -(-k // bk)
+    tm, tn, kt_steps = -(-m // bm), -(-n // hb), -(-k // bk)
     tiles = tm * tn
     parts = max(splits, cluster_k)  # (a tile's K in parts: split-K's units, or a cluster's CTAs)
     kps = kt_steps // parts  # K steps per unit
@@ -239,8 +250,8 @@ def matmul_kernel(
     if consumers not in (1, 2, 3):
         raise ValueError(f"consumers={consumers}: 1, 2 or 3 consumer warpgroups")
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
-    epi = epilogue_cols(bn)
-    halves = tuple(range(bn // epi))  # the epilogue's stores of epi columns, unrolled
+    epi = epilogue_cols(hb)
+    halves = tuple(range(hb // epi))  # the epilogue's stores of epi columns, unrolled
     # B and C move in TMA boxes of whole tile rows when N is a whole number of 64 columns (a
     # whole number of their swizzle's atoms: one instruction); otherwise atom by atom, so that
     # each box's columns are a dimension of N itself and the last one can leave the matrix.
@@ -248,7 +259,7 @@ def matmul_kernel(
     b_swizzle = 3 if b_k else c.swizzle_for(bn, eb)  # (K-major: rows of bk, 128 bytes)
     c_swizzle = c.swizzle_for(epi, ceb)
     b_atom, c_atom = (16 << b_swizzle) // eb, (16 << c_swizzle) // ceb
-    b_boxes = ((0, bn),) if n % 64 == 0 else tuple((c0, b_atom) for c0 in range(0, bn, b_atom))
+    b_boxes = ((0, hb),) if n % 64 == 0 else tuple((c0, b_atom) for c0 in range(0, hb, b_atom))  # (gated: each half's)
     c_boxes = ((0, epi),) if n % 64 == 0 else tuple((c0, c_atom) for c0 in range(0, epi, c_atom))
     a_boxes = ((0, bm),) if m % 64 == 0 else tuple((c0, 64) for c0 in range(0, bm, 64))  # (At's, as B's)
     a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
@@ -280,7 +291,7 @@ def matmul_kernel(
         return tile_m(r, bx) * bm + cw * 64
 
     def out_col(r, bx, h):  # the epilogue half h's first output column
-        return tile_n(r, bx) * bn + h * epi
+        return tile_n(r, bx) * hb + h * epi
 
     @T.macro
     def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
@@ -304,7 +315,7 @@ def matmul_kernel(
             Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
 
     @T.macro
-    def body(A, B, C, I, SA, SB, W):
+    def body(A, B, C, I, SA, SB, W, U):
         T.device_entry()
         bx = T.cta_id([grid])
         if clustered:
@@ -357,21 +368,36 @@ def matmul_kernel(
                                     dispatch="tma_auto",
                                     mbar=full.ptr_to([(r * kps + kt) % stages]),
                                 )
-                            if b_k:  # (Bt: n x k, a box of bn rows)
+                            if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
                                 Tx.copy_async(
-                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                                    B[tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                                    B_s[(r * kps + kt) % stages, 0:hb, 0:bk],
+                                    B[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
                                     dispatch="tma_auto",
                                     mbar=full.ptr_to([(r * kps + kt) % stages]),
                                 )
+                                if gated:
+                                    Tx.copy_async(
+                                        B_s[(r * kps + kt) % stages, hb:bn, 0:bk],
+                                        U[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                                        dispatch="tma_auto",
+                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
+                                    )
                             else:
                                 for c0, cw_ in b_boxes:
                                     Tx.copy_async(
                                         B_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * bn + c0 : tile_n(r, bx) * bn + c0 + cw_],
+                                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
                                         dispatch="tma_auto",
                                         mbar=full.ptr_to([(r * kps + kt) % stages]),
                                     )
+                                if gated:
+                                    for c0, cw_ in b_boxes:
+                                        Tx.copy_async(
+                                            B_s[(r * kps + kt) % stages, 0:BK, hb + c0 : hb + c0 + cw_],
+                                            U[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
+                                            dispatch="tma_auto",
+                                            mbar=full.ptr_to([(r * kps + kt) % stages]),
+                                        )
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -465,6 +491,8 @@ def matmul_kernel(
                                 add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi] if bias == "row" else out[0:64, h * epi : h * epi + epi])
                             if activation:
                                 activate(acc[0:64, h * epi : h * epi + epi])
+                            if gated:  # (the gate times the up projection's same columns)
+                                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
                             if not split:
                                 Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
                                 Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
@@ -516,7 +544,7 @@ def matmul_kernel(
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, (1, n), od)
             C = T.match_buffer(C_ptr, (m, n), od)
-            body(A, B, C, I, SA, SB, None)
+            body(A, B, C, I, SA, SB, None, None)
 
         return scaled_mm_bias
 
@@ -529,7 +557,7 @@ def matmul_kernel(
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, c_shape, cd)  # (split: the parts' float32 sums)
-            body(A, B, C, None, SA, SB, None)
+            body(A, B, C, None, SA, SB, None, None)
 
         return scaled_mm
 
@@ -539,9 +567,9 @@ def matmul_kernel(
         def addmm_row(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, a_dims, dtype)
             B = T.match_buffer(B_ptr, b_dims, dtype)
-            I = T.match_buffer(I_ptr, (1, n), dtype)
-            C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I, None, None, None)
+            I = T.match_buffer(I_ptr, (1, n), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, I, None, None, None, None)
 
         return addmm_row
 
@@ -551,18 +579,30 @@ def matmul_kernel(
         def addmm(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, a_dims, dtype)
             B = T.match_buffer(B_ptr, b_dims, dtype)
-            I = T.match_buffer(I_ptr, (m, n), dtype)
-            C = T.match_buffer(C_ptr, (m, n), dtype)
-            body(A, B, C, I, None, None, None)
+            I = T.match_buffer(I_ptr, (m, n), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, I, None, None, None, None)
 
         return addmm
+
+    if gated:
+
+        @T.prim_func
+        def matmul_gated(A_ptr: T.handle, B_ptr: T.handle, U_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)  # the gate's weights
+            U = T.match_buffer(U_ptr, b_dims, dtype)  # the up projection's
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, None, None, None, None, U)
+
+        return matmul_gated
 
     @T.prim_func
     def matmul(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
         A = T.match_buffer(A_ptr, a_dims, dtype)
         B = T.match_buffer(B_ptr, b_dims, dtype)
         C = T.match_buffer(C_ptr, c_shape, cd)  # (split: the parts' float32 sums)
-        body(A, B, C, None, None, None, None)
+        body(A, B, C, None, None, None, None, None)
 
     return matmul
 
@@ -585,7 +625,7 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
             I = T.match_buffer(I_ptr, (1, n), od)
             C = T.match_buffer(C_ptr, (m, n), od)
             W = T.match_buffer(W_ptr, w_shape, "float32")
-            body(A, B, C, I, SA, SB, W)
+            body(A, B, C, I, SA, SB, W, None)
 
         return scaled_mm_bias_clustered
 
@@ -599,7 +639,7 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, (m, n), od)
             W = T.match_buffer(W_ptr, w_shape, "float32")
-            body(A, B, C, None, SA, SB, W)
+            body(A, B, C, None, SA, SB, W, None)
 
         return scaled_mm_clustered
 
@@ -610,10 +650,10 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
         def addmm_clustered(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
             A = T.match_buffer(A_ptr, a_dims, dtype)
             B = T.match_buffer(B_ptr, b_dims, dtype)
-            I = T.match_buffer(I_ptr, i_shape, dtype)
-            C = T.match_buffer(C_ptr, (m, n), dtype)
+            I = T.match_buffer(I_ptr, i_shape, od)
+            C = T.match_buffer(C_ptr, (m, n), od)
             W = T.match_buffer(W_ptr, w_shape, "float32")
-            body(A, B, C, I, None, None, W)
+            body(A, B, C, I, None, None, W, None)
 
         return addmm_clustered
 
@@ -621,9 +661,9 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
     def matmul_clustered(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
         A = T.match_buffer(A_ptr, a_dims, dtype)
         B = T.match_buffer(B_ptr, b_dims, dtype)
-        C = T.match_buffer(C_ptr, (m, n), dtype)
+        C = T.match_buffer(C_ptr, (m, n), od)
         W = T.match_buffer(W_ptr, w_shape, "float32")
-        body(A, B, C, None, None, None, W)
+        body(A, B, C, None, None, None, W, None)
 
     return matmul_clustered
 
@@ -855,23 +895,25 @@ def _operands(a, b):
     return a, a_major, b, b_major
 
 
-def _run(a, b, activation: str = "", splits: Optional[int] = None):
+def _run(a, b, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
     if c.is_torch(a):
-        return c.signature_plan((a, b), ("mm", activation, splits), lambda: _new_mm_plan(a, b, activation, splits))(a, b)
-    return _run_general(a, b, activation, splits)
+        key = ("mm", activation, splits, out_dtype)
+        return c.signature_plan((a, b), key, lambda: _new_mm_plan(a, b, activation, splits, out_dtype))(a, b)
+    return _run_general(a, b, activation, splits, out_dtype)
 
 
-def _run_general(a, b, activation: str = "", splits: Optional[int] = None):
+def _run_general(a, b, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     a, a_major, b, b_major = _operands(a, b)
-    out = c.new_array(a, (m, n))
+    out = c.new_array(a, (m, n), out_dtype or None)
     if m == 0 or n == 0:
         return out
     if k == 0:  # (every activation maps 0 to 0)
         out[...] = 0
         return out
-    _gemm(a, b, out, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    kw = dict(k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    _gemm(a, b, out, splits=splits, **kw, **({"out_dtype": out_dtype} if out_dtype else {}))
     return out
 
 
@@ -883,50 +925,58 @@ def _operand_views(a, b):
     return (lambda x: x.T if a_t else x.contiguous()), a_major, (lambda y: y.T if b_t else y.contiguous()), b_major
 
 
-def _new_mm_plan(a, b, activation: str, splits: Optional[int]):
+def _new_mm_plan(a, b, activation: str, splits: Optional[int], out_dtype: str = ""):
+    import torch
+
     dtype = _check(a, b)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:  # (every activation maps 0 to 0)
-        return lambda a, b: _run_general(a, b, activation, splits)
+        return lambda a, b: _run_general(a, b, activation, splits, out_dtype)
     view_a, a_major, view_b, b_major = _operand_views(a, b)
-    launch = _gemm_launch(m, n, dtype, splits=splits, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    kw = dict(k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major)
+    launch = _gemm_launch(m, n, out_dtype or dtype, splits=splits, **kw, **({"out_dtype": out_dtype} if out_dtype else {}))
+    tout = getattr(torch, out_dtype or dtype)
 
     def run(a, b):
-        out = a.new_empty((m, n))  # (a third faster than torch.empty's arguments)
+        out = a.new_empty((m, n), dtype=tout)  # (a third faster than torch.empty's arguments)
         launch(view_a(a), view_b(b), (), (), out)
         return out
 
     return run
 
 
-def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, splits: Optional[int]):
-    dtype, kind = _addmm_check(input, a, b)
+def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, splits: Optional[int], out_dtype: str = ""):
+    import torch
+
+    dtype, kind = _addmm_check(input, a, b, out_dtype)
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
-        return lambda input, a, b: _addmm_general(input, a, b, beta, alpha, activation, splits)
+        return lambda input, a, b: _addmm_general(input, a, b, beta, alpha, activation, splits, out_dtype)
     view_a, a_major, view_b, b_major = _operand_views(a, b)
-    launch = _gemm_launch(
-        m, n, dtype, splits=splits, op="addmm", k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major
-    )
+    kw = dict(k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major)
+    launch = _gemm_launch(m, n, out_dtype or dtype, splits=splits, op="addmm", **kw, **({"out_dtype": out_dtype} if out_dtype else {}))
+    tout = getattr(torch, out_dtype or dtype)
 
     def run(input, a, b):
-        out = a.new_empty((m, n))
-        i = input.contiguous()
+        out = a.new_empty((m, n), dtype=tout)
+        i = input.to(tout).contiguous()
         launch(view_a(a), view_b(b), (), (i.reshape(1, n) if kind == "row" else i,), out)
         return out
 
     return run
 
 
-def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None):
+def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
     if c.is_torch(a):
-        key = ("addmm", beta, alpha, activation, splits)
-        return c.signature_plan((input, a, b), key, lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits))(input, a, b)
-    return _addmm_general(input, a, b, beta, alpha, activation, splits)
+        key = ("addmm", beta, alpha, activation, splits, out_dtype)
+        new = lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits, out_dtype)  # noqa: E731
+        return c.signature_plan((input, a, b), key, new)(input, a, b)
+    return _addmm_general(input, a, b, beta, alpha, activation, splits, out_dtype)
 
 
-def _addmm_check(input, a, b):
-    """``(dtype, kind)``: the operands' dtype and how ``input`` is added ("row" or "matrix")."""
+def _addmm_check(input, a, b, out_dtype: str = ""):
+    """``(dtype, kind)``: the operands' dtype and how ``input`` is added ("row" or "matrix");
+    ``input`` of their dtype, or with a float32 ``out_dtype`` of either."""
     dtype = _check(a, b)
     m, n = a.shape[0], b.shape[1]
     shape = tuple(input.shape)
@@ -938,24 +988,27 @@ def _addmm_check(input, a, b):
         raise ValueError(
             f"tirx.ops.addmm: input of shape {list(shape)} for a {m}x{n} product; give a row ({n},) / (1, {n}) or the whole ({m}, {n})"
         )
-    if c.dtype_name(input) != dtype:
-        raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype")
+    if c.dtype_name(input) not in (dtype, out_dtype or dtype):
+        raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype (or a float32 input with out_dtype float32)")
     return dtype, kind
 
 
-def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None):
-    dtype, kind = _addmm_check(input, a, b)
+def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
+    dtype, kind = _addmm_check(input, a, b, out_dtype)
     (m, k), n = a.shape, b.shape[1]
+    if out_dtype and c.dtype_name(input) != out_dtype:  # (exact: a 16-bit input in float32)
+        input = input.float() if c.is_torch(input) else input.astype(np.float32)
     i = c.contiguous(input).reshape(1, n) if kind == "row" else c.contiguous(input)
     a, a_major, b, b_major = _operands(a, b)
-    out = c.new_array(a, (m, n))
+    out = c.new_array(a, (m, n), out_dtype or None)
     if m == 0 or n == 0:
         return out
     if k == 0:  # beta * input alone (and its activation), computed in float32 and rounded once
         wide = i.float() if c.is_torch(i) else i.astype(np.float32)
         out[...] = _host_activation(beta * wide, activation)
         return out
-    _gemm(a, b, out, input=i, splits=splits, op="addmm", k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation, a_major=a_major, b_major=b_major)
+    kw = dict(k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=float(alpha), beta=float(beta), activation=activation, a_major=a_major, b_major=b_major)
+    _gemm(a, b, out, input=i, splits=splits, op="addmm", **kw, **({"out_dtype": out_dtype} if out_dtype else {}))
     return out
 
 
@@ -967,12 +1020,12 @@ def register_addmm_torch_op():
 def _addmm_parts():
     import torch
 
-    def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float, activation: str) -> torch.Tensor:
-        return _addmm(input, a, b, beta, alpha, activation)
+    def schema(input: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float, alpha: float, activation: str, out_dtype: str) -> torch.Tensor:
+        return _addmm(input, a, b, beta, alpha, activation, None, out_dtype)
 
-    def fake(input, a, b, beta, alpha, activation):
+    def fake(input, a, b, beta, alpha, activation, out_dtype):
         _check(a, b)
-        return a.new_empty((a.shape[0], b.shape[1]))
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=getattr(torch, out_dtype) if out_dtype else None)
 
     return schema, fake
 
@@ -1000,7 +1053,7 @@ def _activation_grad(z, y, dc, activation: str):
 
 def _mm(x, y):
     """``x @ y`` as a backward formula computes it (`_common.inner_op`: traced under torch.compile)."""
-    return c.inner_op("matmul", _torch_op_parts, _matmul_autograd)(x, y, "")
+    return c.inner_op("matmul", _torch_op_parts, _matmul_autograd)(x, y, "", "")
 
 
 def _matmul_autograd(op):
@@ -1008,17 +1061,18 @@ def _matmul_autograd(op):
     with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):
-        a, b, activation = inputs
+        a, b, activation, _ = inputs
         ctx.save_for_backward(a, b, output)
         ctx.activation = activation
 
     def backward(ctx, dc):
         a, b, y = ctx.saved_tensors
         if ctx.activation:
-            dc = _activation_grad(None if ctx.activation == "relu" else _mm(a, b), y, dc, ctx.activation)
+            dc = _activation_grad(None if ctx.activation == "relu" else _mm(a, b).to(y.dtype), y, dc, ctx.activation)
+        dc = dc.to(a.dtype)  # (a float32 output's gradient: rounded once to the operands' dtype)
         da = _mm(dc, b.t()) if ctx.needs_input_grad[0] else None
         db = _mm(a.t(), dc) if ctx.needs_input_grad[1] else None
-        return da, db, None
+        return da, db, None, None
 
     op.register_autograd(backward, setup_context=setup_context)
 
@@ -1028,24 +1082,25 @@ def _addmm_autograd(op):
     dZ; dZ = dC, or with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):
-        input, a, b, beta, alpha, activation = inputs
+        input, a, b, beta, alpha, activation, out_dtype = inputs
         ctx.save_for_backward(input, a, b, output)
-        ctx.shape, ctx.beta, ctx.alpha, ctx.activation = tuple(input.shape), beta, alpha, activation
+        ctx.shape, ctx.beta, ctx.alpha, ctx.activation, ctx.out_dtype = tuple(input.shape), beta, alpha, activation, out_dtype
 
     def backward(ctx, dc):
         input, a, b, y = ctx.saved_tensors
         if ctx.activation:  # (the pre-activation recomputed without it)
-            z = None if ctx.activation == "relu" else c.inner_op("addmm", _addmm_parts, _addmm_autograd)(input, a, b, ctx.beta, ctx.alpha, "")
+            z = None if ctx.activation == "relu" else c.inner_op("addmm", _addmm_parts, _addmm_autograd)(input, a, b, ctx.beta, ctx.alpha, "", ctx.out_dtype)
             dc = _activation_grad(z, y, dc, ctx.activation)
         di = da = db = None
         if ctx.needs_input_grad[0]:
             di = (dc.float().sum(0) if ctx.shape != tuple(dc.shape) else dc.float()) * ctx.beta
-            di = di.reshape(ctx.shape).to(dc.dtype)
+            di = di.reshape(ctx.shape).to(input.dtype)
+        dc = dc.to(a.dtype)  # (a float32 output's gradient: rounded once to the operands' dtype)
         if ctx.needs_input_grad[1]:
             da = _mm(dc, b.t()) if ctx.alpha == 1 else (_mm(dc, b.t()).float() * ctx.alpha).to(dc.dtype)
         if ctx.needs_input_grad[2]:
             db = _mm(a.t(), dc) if ctx.alpha == 1 else (_mm(a.t(), dc).float() * ctx.alpha).to(dc.dtype)
-        return di, da, db, None, None, None
+        return di, da, db, None, None, None, None
 
     op.register_autograd(backward, setup_context=setup_context)
 
@@ -1060,23 +1115,28 @@ def _split_k(op: str, split_k, *tensors) -> Optional[int]:
     return int(split_k)
 
 
-def addmm(input, mat1, mat2, *, beta: float = 1, alpha: float = 1, activation: Optional[str] = None, split_k: Optional[int] = None):
+def addmm(
+    input, mat1, mat2, *, beta: float = 1, alpha: float = 1, out_dtype: Optional[object] = None, activation: Optional[str] = None, split_k: Optional[int] = None
+):
     """PyTorch's `torch.addmm(input, mat1, mat2, beta=1, alpha=1)`: ``beta * input + alpha *
     (mat1 @ mat2)``, ``input`` a row (n,) or (1, n) added to every row, or an (m, n) matrix,
     fused into the matmul's epilogue (float32 arithmetic, one rounding); with ``activation``
     ("relu", "gelu", "gelu_tanh", "silu": PyTorch's F.relu, F.gelu, F.gelu(approximate="tanh"),
     F.silu) that of the sum, fused too (as `torch._addmm_activation` does relu and gelu); a new
-    array or tensor. ``split_k``: as `matmul`'s."""
+    array or tensor of the matrices' dtype, or with ``out_dtype=torch.float32`` (16-bit
+    matrices; ``input`` of their dtype or float32) of float32, unrounded. ``split_k``: as
+    `matmul`'s."""
+    od = _out_dtype("addmm", out_dtype, mat1)
     act = _activation("addmm", activation)
     splits = _split_k("addmm", split_k, input, mat1, mat2)
     if splits is not None and splits > 1:
         arrays = (input, mat1, mat2) if c.is_torch(mat1) else tuple(np.asarray(x) for x in (input, mat1, mat2))
-        return _addmm(*arrays, float(beta), float(alpha), act, splits)
+        return _addmm(*arrays, float(beta), float(alpha), act, splits, od)
     if c.is_torch(mat1):
         if c.compiling() or any(c.wants_grad(t) for t in (input, mat1, mat2)):  # (with its backward)
-            return c.differentiable("addmm", _addmm_parts, _addmm_autograd)(input, mat1, mat2, float(beta), float(alpha), act)
-        return _addmm(input, mat1, mat2, float(beta), float(alpha), act, splits)
-    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act, splits)
+            return c.differentiable("addmm", _addmm_parts, _addmm_autograd)(input, mat1, mat2, float(beta), float(alpha), act, od)
+        return _addmm(input, mat1, mat2, float(beta), float(alpha), act, splits, od)
+    return _addmm(np.asarray(input), np.asarray(mat1), np.asarray(mat2), float(beta), float(alpha), act, splits, od)
 
 
 def register_torch_op():
@@ -1089,38 +1149,163 @@ def _torch_op_parts():
     """The op's function and fake implementation."""
     import torch
 
-    def schema(a: torch.Tensor, b: torch.Tensor, activation: str) -> torch.Tensor:
-        return _run(a, b, activation)
+    def schema(a: torch.Tensor, b: torch.Tensor, activation: str, out_dtype: str) -> torch.Tensor:
+        return _run(a, b, activation, None, out_dtype)
 
-    def fake(a, b, activation):
+    def fake(a, b, activation, out_dtype):
         _check(a, b)
-        return a.new_empty((a.shape[0], b.shape[1]))
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=getattr(torch, out_dtype) if out_dtype else None)
 
     return schema, fake
 
 
 def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str] = None, split_k: Optional[int] = None):
-    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype;
-    with ``activation`` (as `addmm`'s) that of the product, fused into the epilogue.
+    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype,
+    or with ``out_dtype=torch.float32`` (bfloat16 and float16 operands, as ``torch.mm(a, b,
+    out_dtype=torch.float32)``) of float32, the float32 sums stored as they are (gradients
+    through it round the incoming one to the operands' dtype once); with ``activation`` (as
+    `addmm`'s) that of the product, fused into the epilogue.
     ``split_k``: K in that many equal parts (a divisor of its steps of 64, 128 for FP8), each
     a work unit whose float32 sums fill its slice of a workspace, a second kernel adding the
     parts in order (the same result every run) and applying the epilogue: more CTAs for shapes
     whose tiles leave SMs idle (decode's skinny M). None (the default): `auto_splits`' choice
     (always under autograd and torch.compile); 1: none; more: eager calls without autograd."""
-    if out_dtype is not None and str(out_dtype).replace("torch.", "") != c.dtype_name(a):
-        raise TypeError(f"tirx.ops.matmul: out_dtype {out_dtype} differs from the operands' dtype; only theirs is supported yet")
+    od = _out_dtype("matmul", out_dtype, a)
     act = _activation("matmul", activation)
     splits = _split_k("matmul", split_k, a, b)
     if splits is not None and splits > 1:
-        return _run(a, b, act, splits) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits)
+        return _run(a, b, act, splits, od) if c.is_torch(a) else _run(np.asarray(a), np.asarray(b), act, splits, od)
     if c.is_torch(a):
         if c.compiling() or c.wants_grad(a) or c.wants_grad(b):
-            return c.differentiable("matmul", _torch_op_parts, _matmul_autograd)(a, b, act)
+            return c.differentiable("matmul", _torch_op_parts, _matmul_autograd)(a, b, act, od)
         c.torch_op("matmul", _torch_op_parts, _matmul_autograd)  # (registered by the first eager call, for a later compiled one)
-        return _run(a, b, act, splits)
-    return _run(np.asarray(a), np.asarray(b), act, splits)
+        return _run(a, b, act, splits, od)
+    return _run(np.asarray(a), np.asarray(b), act, splits, od)
 
 
+def _out_dtype(op: str, out_dtype, a) -> str:
+    """``out_dtype`` as the kernel's key: "" for the operands' own dtype (or None), "float32"
+    (PyTorch's ``torch.mm(a, b, out_dtype=torch.float32)``: the float32 sums stored as they are)."""
+    if out_dtype is None:
+        return ""
+    name = str(out_dtype).replace("torch.", "")
+    if name == c.dtype_name(a):
+        return ""
+    if name == "float32" and c.dtype_name(a) in ("bfloat16", "float16"):
+        return "float32"
+    raise TypeError(f"tirx.ops.{op}: out_dtype {out_dtype} for {c.dtype_name(a)} operands; their own dtype or float32 (bfloat16 and float16 operands)")
+
+
+
+
+def gated_mm(a, b_gate, b_up, *, activation: str = "silu"):
+    """A gated linear unit in one GEMM: ``act(a @ b_gate) * (a @ b_up)`` (SwiGLU with the default
+    ``activation="silu"``, GeGLU with "gelu" or "gelu_tanh"), 2-D bfloat16 or float16 matrices,
+    ``b_gate`` and ``b_up`` of one shape (k x n; ``w.t()`` of an ``nn.Linear`` weight is read in
+    place). Each tile's columns are half the gate's and half the up projection's at the same
+    output columns, accumulated together in float32; the epilogue applies the activation to the
+    gate's, multiplies by the up's in float32 and rounds once: the two products never reach
+    memory (PyTorch's ``F.silu(a @ wg) * (a @ wu)`` stores and rereads both, rounded to the
+    dtype). Differentiable (the backward recomputes both products); a new array or tensor."""
+    act = _activation("gated_mm", activation)
+    if not act or act == "relu":
+        raise ValueError(f"tirx.ops.gated_mm: activation {activation!r}; 'silu' (SwiGLU), 'gelu' or 'gelu_tanh' (GeGLU)")
+    if c.is_torch(a):
+        if c.compiling() or any(c.wants_grad(t) for t in (a, b_gate, b_up)):
+            return c.differentiable("gated_mm", _gated_parts, _gated_autograd)(a, b_gate, b_up, act)
+        c.torch_op("gated_mm", _gated_parts, _gated_autograd)
+        return _gated(a, b_gate, b_up, act)
+    return _gated(np.asarray(a), np.asarray(b_gate), np.asarray(b_up), act)
+
+
+def _gated_check(a, b_gate, b_up) -> str:
+    dtype = _check(a, b_gate)
+    if tuple(b_up.shape) != tuple(b_gate.shape) or c.dtype_name(b_up) != dtype:
+        raise ValueError(
+            f"tirx.ops.gated_mm: b_up {list(b_up.shape)} ({c.dtype_name(b_up)}) and b_gate {list(b_gate.shape)} ({dtype}): one shape and dtype"
+        )
+    return dtype
+
+
+def _gated(a, b_gate, b_up, activation: str):
+    if c.is_torch(a):
+        new = lambda: _new_gated_plan(a, b_gate, b_up, activation)  # noqa: E731
+        return c.signature_plan((a, b_gate, b_up), ("gated", activation), new)(a, b_gate, b_up)
+    return _new_gated_plan(a, b_gate, b_up, activation)(a, b_gate, b_up)
+
+
+def _new_gated_plan(a, b_gate, b_up, activation: str):
+    """``run(a, b_gate, b_up)``: the kernel's operand views chosen once (the two B matrices read
+    the same way: in place where both are column-major, else both row-major)."""
+    dtype = _gated_check(a, b_gate, b_up)
+    (m, k), n = a.shape, b_gate.shape[1]
+    view_a, a_major, view_b, b_major = _operand_views(a, b_gate)
+    if b_major == "k" and _operands(a, b_up)[3] != "k":  # (the up matrix not column-major: both copied)
+        view_b, b_major = (lambda y: y.contiguous() if c.is_torch(y) else np.ascontiguousarray(y)), "n"
+    if not c.is_torch(a):
+        view_a, view_b = (lambda x: np.ascontiguousarray(x.T) if a_major == "m" else np.ascontiguousarray(x)), (
+            lambda y: np.ascontiguousarray(y.T) if b_major == "k" else np.ascontiguousarray(y)
+        )
+
+    def run(a, b_gate, b_up):
+        out = c.new_array(a, (m, n), dtype)
+        if m == 0 or n == 0:
+            return out
+        if k == 0:  # (act(0) * 0)
+            out[...] = 0
+            return out
+        kernel = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major, gated=True)
+        kernel(view_a(a), view_b(b_gate), view_b(b_up), out)
+        return out
+
+    return run
+
+
+def register_gated_torch_op():
+    """`torch.ops.tirx.gated_mm` (registered on the first call), differentiable."""
+    return c.torch_op("gated_mm", _gated_parts, _gated_autograd)
+
+
+def _gated_parts():
+    import torch
+
+    def schema(a: torch.Tensor, b_gate: torch.Tensor, b_up: torch.Tensor, activation: str) -> torch.Tensor:
+        return _gated(a, b_gate, b_up, activation)
+
+    def fake(a, b_gate, b_up, activation):
+        _gated_check(a, b_gate, b_up)
+        return a.new_empty((a.shape[0], b_gate.shape[1]))
+
+    return schema, fake
+
+
+def _gated_autograd(op):
+    """With ``g = a b_gate``, ``u = a b_up`` recomputed (rounded to the dtype, as the unfused
+    sequence stores them): dU = dY act(g), dG = dY u act'(g) (in float32, rounded once), dA =
+    dG b_gateᵀ + dU b_upᵀ (the second product added in float32 by addmm's epilogue), dB_gate = aᵀ
+    dG, dB_up = aᵀ dU."""
+
+    def setup_context(ctx, inputs, output):
+        a, b_gate, b_up, activation = inputs
+        ctx.save_for_backward(a, b_gate, b_up)
+        ctx.activation = activation
+
+    def backward(ctx, dy):
+        a, wg, wu = ctx.saved_tensors
+        g, u = _mm(a, wg), _mm(a, wu)
+        dy32 = dy.float()
+        du = (dy32 * _host_activation(g.float(), ctx.activation)).to(a.dtype)
+        dg = _activation_grad(g, None, (dy32 * u.float()).to(a.dtype), ctx.activation)
+        da = db_g = db_u = None
+        if ctx.needs_input_grad[0]:
+            da = c.inner_op("addmm", _addmm_parts, _addmm_autograd)(_mm(dg, wg.t()), du, wu.t(), 1.0, 1.0, "", "")
+        if ctx.needs_input_grad[1]:
+            db_g = _mm(a.t(), dg)
+        if ctx.needs_input_grad[2]:
+            db_u = _mm(a.t(), du)
+        return da, db_g, db_u, None
+
+    op.register_autograd(backward, setup_context=setup_context)
 
 
 def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: Optional[int] = None):

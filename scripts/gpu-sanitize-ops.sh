@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# gpu-sanitize-ops.sh: every kernel design of the memory-bound tirx.ops once (python/bench/op_designs.py)
-# under compute-sanitizer's memcheck, racecheck and synccheck; exit 1 on a finding or a wrong value.
+# gpu-sanitize-ops.sh [--only rows,attention,gemm]: every kernel design of the memory-bound tirx.ops,
+# attention's schedules and each GEMM kernel form once (python/bench/op_designs.py, its arguments
+# passed on) under compute-sanitizer's memcheck, racecheck and synccheck; exit 1 on a finding or a
+# wrong value. The plain run first: the autotuner's picks it caches are what the sanitized runs launch.
 # Needs the tirx package importable (the wheel installed) and compute-sanitizer (PATH or /usr/local/cuda/bin).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -9,10 +11,10 @@ SAN=$(command -v compute-sanitizer || true)
 [ -n "$SAN" ] || { echo "compute-sanitizer not found (PATH or /usr/local/cuda/bin)"; exit 1; }
 PY=${PYTHON:-python3}
 status=0
-"$PY" python/bench/op_designs.py || status=1
+"$PY" python/bench/op_designs.py "$@" || status=1
 for tool in memcheck racecheck synccheck; do
     log=$(mktemp)
-    "$SAN" --tool "$tool" --target-processes all "$PY" python/bench/op_designs.py > "$log" 2>&1
+    "$SAN" --tool "$tool" --target-processes all "$PY" python/bench/op_designs.py "$@" > "$log" 2>&1
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
     echo "$tool: ${summary:-no summary (see $log)}"
     grep -qE "(ERROR|RACECHECK) SUMMARY: 0 " "$log" || { status=1; grep -E "^=========" "$log" | head -20; }

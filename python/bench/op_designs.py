@@ -7,7 +7,9 @@ compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
 a GPU it runs in the simulator (CPU tensors).
 
-    python python/bench/op_designs.py
+    python python/bench/op_designs.py [--only rows,attention,gemm]
+
+``gemm``: each GEMM kernel form of `tirx.ops` once (`_gemms`).
 """
 
 import sys
@@ -49,6 +51,63 @@ def run(factory, **kw):
 
 def main():
     dev, dt = ("cuda" if torch.cuda.is_available() else "cpu"), torch.bfloat16  # cpu: the simulator
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else ["rows", "attention", "gemm"]
+    if "gemm" in only:
+        _gemms(dev, dt)
+    if "rows" in only:
+        _rows(dev, dt)
+    if "attention" in only:
+        _attention(dev, dt)
+    print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
+    return 1 if failures else 0
+
+
+def _gemms(dev, dt):
+    """Each GEMM kernel form once, at a small ragged shape, through the ops (the autotuner's pick:
+    under the sanitizers, the one the plain run cached): matmul (one kernel, a transposed A read in
+    place, the two-kernel split-K, split-K over a cluster at a decode shape, a float32 output),
+    addmm (a bias row with an activation, a matrix), gated_mm, FP8 scaled_mm (per-tensor, block
+    scales), grouped_mm and scaled_grouped_mm (uneven groups, one empty)."""
+    ops = tirx.ops
+    g = torch.Generator(device=dev).manual_seed(0)
+
+    def rand(*shape, dtype=dt):
+        return torch.randn(*shape, device=dev, generator=g).to(dtype)
+
+    m, n, k = 200, 136, 256
+    a, b = rand(m, k), rand(k, n) / 16
+    want = a.float() @ b.float()
+    check("gemm matmul 200x136x256", ops.matmul(a, b), want)
+    check("gemm matmul, A transposed in place", ops.matmul(a.t().contiguous().t(), b), want)
+    check("gemm matmul split_k=2 (parts + finish kernel)", ops.matmul(a, b, split_k=2), want)
+    check("gemm matmul out_dtype=float32", ops.matmul(a, b, out_dtype=torch.float32), want)
+    ad, bd = rand(8, 1024), rand(1024, 256) / 32  # decode: split-K over a cluster (auto_splits)
+    check("gemm matmul 8x256x1024 (cluster split-K)", ops.matmul(ad, bd), ad.float() @ bd.float())
+    bias, mat = rand(n), rand(m, n)
+    check("gemm addmm bias row, gelu", ops.addmm(bias, a, b, activation="gelu"), F.gelu(want + bias.float()))
+    check("gemm addmm matrix, beta 0.5", ops.addmm(mat, a, b, beta=0.5), want + 0.5 * mat.float())
+    wg, wu = rand(n, k) / 16, rand(n, k) / 16  # nn.Linear's (out, in)
+    check("gemm gated_mm (SwiGLU)", ops.gated_mm(a, wg.t(), wu.t()), F.silu(a.float() @ wg.float().t()) * (a.float() @ wu.float().t()))
+    if dev == "cuda":  # (FP8 and the grouped kernels: tensors the simulator runs too, but slowly)
+        a8, b8 = (rand(m, k) / 2).to(torch.float8_e4m3fn), (rand(n + 8, k) / 2).to(torch.float8_e4m3fn).t()
+        one = torch.ones((), device=dev)
+        ref8 = a8.float() @ b8.float()
+        check("gemm scaled_mm per-tensor", ops.scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16), ref8)
+        sa, sb = torch.rand(m, 2, device=dev) + 0.5, torch.rand(2, 2, device=dev) + 0.5
+        blocks = (a8.float().reshape(m, 2, 128) * sa[:, :, None]).reshape(m, k) @ (b8.float().t().reshape(n + 8, 2, 128) * sb.repeat_interleave(128, 0)[: n + 8, :, None]).reshape(n + 8, k).t()
+        check("gemm scaled_mm block scales", ops.scaled_mm(a8, b8, sa, sb, out_dtype=torch.bfloat16), blocks)
+        offs = torch.tensor([70, 70, 190, 256], device=dev, dtype=torch.int32)
+        n = 144  # (the FP8 grouped kernel's N: a multiple of 16)
+        ag, bg = rand(256, k), rand(4, k, n) / 16
+        wantg = torch.cat([ag[s:e].float() @ bg[i].float() for i, (s, e) in enumerate(zip([0, 70, 70, 190], offs.tolist()))])
+        check("gemm grouped_mm (uneven, one empty group)", ops.grouped_mm(ag, bg, offs), wantg)
+        ag8, bg8 = (ag / 2).to(torch.float8_e4m3fn), (bg.transpose(1, 2) * 8).contiguous().to(torch.float8_e4m3fn).transpose(1, 2)
+        sag, sbg = torch.rand(256, device=dev) + 0.5, torch.rand(4, n, device=dev) + 0.5
+        wants = torch.cat([(ag8[s:e].float() @ bg8[i].float()) * sag[s:e, None] * sbg[i][None] for i, (s, e) in enumerate(zip([0, 70, 70, 190], offs.tolist()))])
+        check("gemm scaled_grouped_mm (row-wise scales)", ops.scaled_grouped_mm(ag8, bg8, sag, sbg, offs, out_dtype=torch.bfloat16), wants)
+
+
+def _rows(dev, dt):
     for design, n, cfg in DESIGNS:
         x = torch.randn(M, n, device=dev, dtype=dt) * 2
         w = torch.rand(n, device=dev, dtype=dt) + 0.5
@@ -70,7 +129,6 @@ def main():
             _cross_entropy(design, n, cfg, x)
             _norm_backward(design, n, cfg, x, w, dy)
     _softmax_backward_one_slice(x, dy)
-    _attention(dev, dt)
     # The norms' cluster designs over several rows per cluster (weight and bias slices copied once).
     for n, cfg in [(65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}), (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4})]:
         xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
@@ -113,8 +171,6 @@ def main():
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
     run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
     check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
-    print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
-    return 1 if failures else 0
 
 
 def _softmax_backward_one_slice(x, dy):

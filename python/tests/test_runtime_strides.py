@@ -77,6 +77,7 @@ def test_strides_are_explained_and_described():
     text = k.explain()
     assert "strides [lda * 2] B" in text
     assert [p.strides for p in k.params if not p.is_scalar] == [("lda", 1), ("ldb", 1)]
+    assert repr(k.params[0]) == "A: float16[n, 128] strides (lda, 1)"
     shapes, strides = k.layouts([128, 256, 136])
     assert strides == {0: (256, 1), 1: (136, 1)} and shapes[0] == (128, COLS)
 

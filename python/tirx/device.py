@@ -67,6 +67,11 @@ def _strides_text(strides) -> str:
     return f"strides {tuple(strides)} (the kernel's `strides=`)"
 
 
+def _same_strides(got, want, shape) -> bool:
+    """Strides that address the same elements (a dim of one element has any stride)."""
+    return all(n == 1 or g == w for g, w, n in zip(got, want, shape))
+
+
 def _torch_arg(kernel, i: int, t, shape, strides=None) -> Optional[_Arg]:
     import torch
 
@@ -78,7 +83,7 @@ def _torch_arg(kernel, i: int, t, shape, strides=None) -> Optional[_Arg]:
         raise _fail(kernel, i, f"has shape {tuple(t.shape)}", ValueError)
     if strides is None and not t.is_contiguous():
         raise _fail(kernel, i, "is not contiguous: pass `.contiguous()`", ValueError)
-    if strides is not None and tuple(t.stride()) != tuple(strides):
+    if strides is not None and not _same_strides(t.stride(), strides, shape):
         raise _fail(kernel, i, f"has strides {tuple(t.stride())}, the kernel takes {_strides_text(strides)}", ValueError)
     if not t.is_cuda:
         return None
@@ -102,7 +107,7 @@ def _cai_arg(kernel, i: int, a, shape, strides=None) -> _Arg:
     got = cai.get("strides")
     item = numpy_dtype(p.dtype).itemsize
     if strides is not None:
-        if tuple(s * item for s in strides) != tuple(got or _row_major(shape, item)):
+        if not _same_strides(got or _row_major(shape, item), tuple(s * item for s in strides), shape):
             raise _fail(kernel, i, f"has byte strides {got}, the kernel takes {_strides_text(strides)}", ValueError)
     elif got is not None and tuple(got) != _row_major(shape, item):
         raise _fail(kernel, i, "is not contiguous", ValueError)
@@ -166,7 +171,7 @@ def _dlpack_arg(kernel, i: int, a, shape, strides=None):
     shape = got
     if strides is not None:
         have = tuple(t.strides[k] for k in range(t.ndim)) if t.strides else tuple(_row_major(shape, 1))
-        if have != tuple(strides):
+        if not _same_strides(have, strides, shape):
             raise _fail(kernel, i, f"has strides {have}, the kernel takes {_strides_text(strides)}", ValueError)
     elif t.strides:
         acc, ok = 1, True

@@ -73,7 +73,8 @@ class Param:
     def __repr__(self):
         if self.is_scalar:
             return f"{self.name}: {self.dtype}"
-        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
+        strides = "" if self.strides is None else f" strides ({', '.join(map(str, self.strides))})"
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]{strides}"
 
 
 # Where each float scalar dtype's round-to-nearest reaches inf: max + half an ulp.

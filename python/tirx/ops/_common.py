@@ -59,6 +59,18 @@ def dtype_name(x) -> str:
     return name
 
 
+_dtype_args: Dict[object, str] = {}
+
+
+def dtype_arg(dt) -> str:
+    """The name of a dtype argument (``torch.bfloat16``, ``"bfloat16"``, a NumPy dtype), looked
+    up once per object: ``str(torch.bfloat16)`` costs a microsecond a call."""
+    name = _dtype_args.get(dt)
+    if name is None:
+        name = _dtype_args[dt] = str(dt).replace("torch.", "")
+    return name
+
+
 def rows_of(x, n: int):
     """``x`` as a 2-D (rows, n) view (itself when it is one already: no reshape per call)."""
     return x if len(x.shape) == 2 else x.reshape(-1, n)
@@ -655,21 +667,27 @@ def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Cal
 
 # The torch path's decisions per call signature (`signature_plan`), bounded: a model calls a few
 # shapes over and over, each call's checks, operand views and kernel lookups made once.
-_PLANS: Dict[tuple, Callable] = {}
+PLANS: Dict[tuple, Callable] = {}
 PLANS_MAX = 4096
+
+
+def signature(tensors) -> tuple:
+    """What a plan is made for: each tensor's shape, strides, dtype and device."""
+    return tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
 
 
 def signature_plan(tensors, extra: tuple, new: Callable) -> Callable:
     """``run(...)`` for tensors of these shapes, strides, dtypes and devices (and the op's
     ``extra`` arguments): ``new()``'s, made on the first call of a signature (its checks and
     errors then, as every call's would be); a call after that allocates the outputs and launches
-    the tuned kernels (the host time of a small op is most of its time)."""
-    key = extra + tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
-    plan = _PLANS.get(key)
+    the tuned kernels (the host time of a small op is most of its time). An op may look its plan
+    up in ``PLANS`` under ``extra + signature(tensors)`` first, making ``new`` only on a miss."""
+    key = extra + signature(tensors)
+    plan = PLANS.get(key)
     if plan is None:
-        if len(_PLANS) >= PLANS_MAX:
-            _PLANS.clear()
-        plan = _PLANS[key] = new()
+        if len(PLANS) >= PLANS_MAX:
+            PLANS.clear()
+        plan = PLANS[key] = new()
     return plan
 
 

@@ -1312,10 +1312,12 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype`` (on torch tensors through a plan per call signature, as `matmul`'s)."""
     if c.is_torch(a):
-        tensors = (a, b, scale_a, scale_b) + (() if bias is None else (bias,))
-        key = ("scaled_mm", out_dtype, bool(use_fast_accum), splits, bias is None)
-        new = lambda: _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)  # noqa: E731
-        return c.signature_plan(tensors, key, new)(a, b, scale_a, scale_b, bias)
+        tensors = (a, b, scale_a, scale_b) if bias is None else (a, b, scale_a, scale_b, bias)
+        plan = c.PLANS.get(("scaled_mm", out_dtype, use_fast_accum, splits) + c.signature(tensors))
+        if plan is None:
+            new = lambda: _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)  # noqa: E731
+            plan = c.signature_plan(tensors, ("scaled_mm", out_dtype, use_fast_accum, splits), new)
+        return plan(a, b, scale_a, scale_b, bias)
     return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
 
 
@@ -1365,12 +1367,19 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
         return lambda a, b, scale_a, scale_b, bias: _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
     launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias))
     tout = getattr(torch, out_dtype)
+    # The views the kernel takes, chosen for this signature (its strides are part of the key):
+    # the operands as they are where they already are (b column-major: b.t() is the kernel's
+    # K-major Bt), per-tensor scales as one-element vectors.
+    same = lambda x: x  # noqa: E731
+    view_a = same if a.is_contiguous() else (lambda x: x.contiguous())
+    view_s = (lambda s: s.reshape(1)) if per_tensor else (lambda s: s.contiguous())
+    view_sa = same if per_tensor and tuple(scale_a.shape) == (1,) else view_s
+    view_sb = same if per_tensor and tuple(scale_b.shape) == (1,) else view_s
 
     def run(a, b, scale_a, scale_b, bias):
         out = a.new_empty((m, n), dtype=tout)
-        sa, sb = (scale_a.reshape(1), scale_b.reshape(1)) if per_tensor else (scale_a, scale_b)
         extra = () if bias is None else (bias.contiguous().reshape(1, n),)
-        launch(a.contiguous(), b.t().contiguous(), (sa.contiguous(), sb.contiguous()), extra, out)
+        launch(view_a(a), b.t(), (view_sa(scale_a), view_sb(scale_b)), extra, out)
         return out
 
     return run
@@ -1427,9 +1436,10 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_acc
     of K)."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
-    od = str(out_dtype).replace("torch.", "")
+    od = c.dtype_arg(out_dtype)
     if c.is_torch(a):
-        c.refuse_grad("scaled_mm", a, b, bias)
+        if a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad):
+            c.refuse_grad("scaled_mm", a, b, bias)
         splits = _split_k("scaled_mm", split_k, a, b)
         if c.compiling():
             return register_scaled_mm_torch_op()(a, b, scale_a, scale_b, bias, od, bool(use_fast_accum))

@@ -121,6 +121,19 @@ def matmul_cases():
     # transposed views read in place (the backward's dA = dC Bᵀ and dB = Aᵀ dC)
     yield "ops_matmul_bt", mm.matmul_kernel.factory(m=4096, n=2048, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=256, b_major="k")
     yield "ops_matmul_at", mm.matmul_kernel.factory(m=2048, n=2048, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, a_major="m")
+    # float32 output (torch.mm(a, b, out_dtype=torch.float32)): the sums stored unrounded
+    yield "ops_matmul_f32out", mm.matmul_kernel.factory(m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, out_dtype="float32")
+    # SwiGLU in one GEMM (gated_mm): nn.Linear's K-major weights, 2 x 128 columns; at decode, 192
+    # (halves of 96, stored 32 columns at a time); a row-major B in 256 (halves of whole atoms)
+    yield "ops_matmul_gated", mm.matmul_kernel.factory(
+        m=4096, n=11008, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, b_major="k", activation="silu", gated=True
+    )
+    yield "ops_matmul_gated_bn192", mm.matmul_kernel.factory(
+        m=16, n=11008, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=192, b_major="k", activation="silu", gated=True
+    )
+    yield "ops_matmul_gated_rowmajor", mm.matmul_kernel.factory(
+        m=4096, n=11008, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=256, b_major="n", activation="gelu", gated=True
+    )
     # a mixture-of-experts layer's grouped GEMM (run-time rows, N not a whole number of tiles)
     yield "ops_grouped_mm", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256)
     yield "ops_grouped_mm_kmajor", gmm.grouped_mm_kernel.factory(groups=8, n=1400, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, b_kmajor=True)

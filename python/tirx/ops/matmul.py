@@ -64,12 +64,12 @@ def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
 
 
 def epilogue_cols(bn: int) -> int:
-    """Columns per epilogue store: 128 where they divide the tile, else 64, or the whole tile
-    where it is narrower."""
-    return EPI if bn % EPI == 0 else min(bn, 64)
+    """Columns per epilogue store: 128 where they divide the tile, else the widest of 64, 32, 16
+    and 8 that does (a gated tile's 96 output columns: 32)."""
+    return next(c for c in (EPI, 64, 32, 16, 8) if bn % c == 0)
 
 
-def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, gated=False, **_):
+def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, gated=False, b_major="", **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
@@ -78,8 +78,9 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
     columns at most, whose CTAs all run in one round; tiles of 192 columns only where they take
     one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172); a
-    gated product (``gated``: two B matrices, half a tile's columns each) in tiles of 128 or 256
-    columns (halves of whole 64-column atoms)."""
+    gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
+    K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
+    64-column swizzle atoms)."""
 
     def tiles(consumers, bn):  # the tiles of 64 * consumers x bn (a gated tile: bn / 2 output columns)
         return -(-m // (64 * consumers)) * -(-(2 * n if gated else n) // bn)
@@ -94,7 +95,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
         and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
-        and (not gated or cfg["bn"] % 128 == 0)
+        and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
     ]
 
 
@@ -190,7 +191,8 @@ def matmul_kernel(
     gated linear unit (SwiGLU's ``activation="silu"``, GeGLU's "gelu"), ``C = act(A @ B) * (A @
     U)`` for a second matrix ``U`` of B's shape: each tile's columns are half B's, half U's at
     the same output columns (both products in one accumulator), the epilogue multiplies the
-    activated first half by the second in float32 and rounds once; no bias, split or cluster."""
+    activated first half by the second in float32 and rounds once; no bias, split or cluster; a
+    K-major B in any tile (its halves are runs of rows), a row-major one in 128 or 256 columns."""
     if bias not in ("", "row", "matrix"):
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -216,8 +218,8 @@ def matmul_kernel(
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {-(-k // bk)} K steps")
     split = splits > 1
     clustered = cluster_k > 1
-    if gated and (fp8 or split or clustered or bias or not activation or bn % 128):
-        raise ValueError(f"gated: 16-bit operands, an activation, no bias, split-K or cluster, tiles of 128 or 256 columns (bn={bn})")
+    if gated and (fp8 or split or clustered or bias or not activation or (bn % 128 and b_major != "k")):
+        raise ValueError(f"gated: 16-bit operands, an activation, no bias, split-K or cluster; a row-major B in tiles of 128 or 256 columns (bn={bn})")
     hb = bn // 2 if gated else bn  # a tile's output columns
     if cluster_k not in (1, 2, 4, 8) or (clustered and (split or bn > 128)):
         raise ValueError(f"cluster_k={cluster_k}: 1, 2, 4 or 8, not with splits, in tiles of 128 columns at most (a part's sums in registers beside the accumulator)")

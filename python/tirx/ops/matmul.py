@@ -53,6 +53,16 @@ CONFIGS = [
 ]
 
 
+def k_tile(dtype: str) -> int:
+    """K per stage: one 128-byte swizzled row of the operands (64 16-bit or 128 8-bit elements)."""
+    return BK * 2 if dtype.startswith("float8") else BK
+
+
+def k_steps(k: int, dtype: str) -> int:
+    """The K steps of a product: K in stages of `k_tile` (the last one partial, zero-filled)."""
+    return -(-k // k_tile(dtype))
+
+
 def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
     """The shared-memory stages a tile configuration has room for (at most 8, 16 for tiles of
     fewer than 128 columns: their stages carry a few KB of B, the loads a CTA needs in flight to
@@ -207,15 +217,15 @@ def matmul_kernel(
         raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), a bias row at most, K a multiple of 16")
     if not fp8 and od not in (dtype, "float32"):
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
-    bk = BK * 2 if fp8 else BK  # K per stage: a 128-byte swizzled row either way
+    bk, kt_steps = k_tile(dtype), k_steps(k, dtype)
     block = scales == "block"
     if scales not in ("tensor", "block") or (block and (not fp8 or fast_accum or bn != 128)):
         raise ValueError(f"scales={scales!r}: 'tensor', or 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles")
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
-    if splits < 1 or -(-k // bk) % splits:
-        raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {-(-k // bk)} K steps")
+    if splits < 1 or kt_steps % splits:
+        raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {kt_steps} K steps")
     split = splits > 1
     clustered = cluster_k > 1
     if gated and (fp8 or split or clustered or bias or not activation or (bn % 128 and b_major != "k")):
@@ -223,8 +233,8 @@ def matmul_kernel(
     hb = bn // 2 if gated else bn  # a tile's output columns
     if cluster_k not in (1, 2, 4, 8) or (clustered and (split or bn > 128)):
         raise ValueError(f"cluster_k={cluster_k}: 1, 2, 4 or 8, not with splits, in tiles of 128 columns at most (a part's sums in registers beside the accumulator)")
-    if clustered and -(-k // bk) % cluster_k:
-        raise ValueError(f"cluster_k={cluster_k}: a divisor of the {-(-k // bk)} K steps")
+    if clustered and kt_steps % cluster_k:
+        raise ValueError(f"cluster_k={cluster_k}: a divisor of the {kt_steps} K steps")
     if split and (bias or alpha != 1.0 or beta != 1.0 or activation):
         raise ValueError(f"splits={splits}: the parts' sums are float32; bias, alpha, beta and the activation are matmul_finish_kernel's")
     cd = "float32" if split else od  # C's dtype
@@ -232,7 +242,7 @@ def matmul_kernel(
     stages = stages_for(consumers, bn, c.elem_bytes(cd))
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
-    tm, tn, kt_steps = -(-m // bm), -(-n // hb), -(-k // bk)
+    tm, tn = -(-m // bm), -(-n // hb)
     tiles = tm * tn
     parts = max(splits, cluster_k)  # (a tile's K in parts: split-K's units, or a cluster's CTAs)
     kps = kt_steps // parts  # K steps per unit
@@ -777,7 +787,7 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     workspace, then `matmul_finish_kernel`); ``splits`` None: `auto_splits`' count, in one
     launch (``cluster_k``: a tile's parts a cluster's CTAs). The kernels looked up once."""
     k = kw["k"]
-    steps = -(-k // (128 if kw["dtype"].startswith("float8") else BK))
+    steps = k_steps(k, kw["dtype"])
     if splits is None:
         parts = auto_splits(m, n, k, kw["dtype"], kw["ctas"])
         if parts > 1:
@@ -811,7 +821,7 @@ def auto_splits(m: int, n: int, k: int, dtype: str, ctas: int) -> int:
     clusters took two waves, 33.0 µs at 16 x 4096 x 11008 against 25.4 in clusters of 2), each
     of at least 4 K steps, as keep every unit in one round; else 1 (the autotuner's tiles, down
     to 64 x 32, fill the rest: 1 x 8192 x 8192 33.4 µs in 1 part, 34.4 in 2)."""
-    steps = -(-k // (128 if dtype.startswith("float8") else BK))
+    steps = k_steps(k, dtype)
     tiles = -(-m // 64) * -(-n // 128)
     if tiles > ctas // 4:
         return 1

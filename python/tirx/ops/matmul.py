@@ -1259,15 +1259,16 @@ def _new_gated_plan(a, b_gate, b_up, activation: str):
             lambda y: np.ascontiguousarray(y.T) if b_major == "k" else np.ascontiguousarray(y)
         )
 
+    empty = m == 0 or n == 0 or k == 0
+    if not empty:
+        launch = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major, gated=True).launcher()
+
     def run(a, b_gate, b_up):
         out = c.new_array(a, (m, n), dtype)
-        if m == 0 or n == 0:
-            return out
-        if k == 0:  # (act(0) * 0)
+        if empty:  # (act(0) * 0 where K is empty)
             out[...] = 0
             return out
-        kernel = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major, gated=True)
-        kernel(view_a(a), view_b(b_gate), view_b(b_up), out)
+        launch(view_a(a), view_b(b_gate), view_b(b_up), out)
         return out
 
     return run

@@ -95,6 +95,31 @@ def test_scalar_accesses_multiply_by_the_strides():
     np.testing.assert_array_equal(b, a.T * 2)
 
 
+def test_a_dim_of_one_element_may_have_any_stride():
+    """Torch tensors are checked against the evaluated strides (CPU ones run in the simulator), but
+    where a dim has one element its stride addresses nothing and is not compared."""
+    torch = pytest.importorskip("torch")
+    a = torch.arange(8 * 6, dtype=torch.float32).reshape(8, 6)[:, :4]  # (8, 4), strides (6, 1)
+    b = torch.zeros(8, 4).t()  # (4, 8), strides (1, 4)
+    transpose_scaled(a, b, 6, 4)
+    torch.testing.assert_close(b, a.t() * 2)
+    with pytest.raises(ValueError, match=r"has strides \(6, 1\), the kernel takes strides \(5, 1\)"):
+        transpose_scaled(a, b, 5, 4)
+    k = tirx.compile(one_row)
+    x = torch.zeros(1, 64)[:, :32]  # (1, 32), strides (64, 1): dim 0's stride addresses nothing
+    k(x, 40)
+    assert (x == 1).all()
+
+
+@T.prim_func
+def one_row(A_ptr: T.handle, lda: T.int32):
+    A = T.match_buffer(A_ptr, (1, 32), "float32", strides=(lda, 1))
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([32])
+    A[0, tid] = 1.0
+
+
 def test_a_padded_layout_takes_logical_arrays():
     a = np.ones((4, 32), np.float32)
     _sim(padded_rows).simulate(a)

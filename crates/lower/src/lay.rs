@@ -48,6 +48,27 @@ pub fn memory_span(l: &Layout, shape: &[i64]) -> Result<i64, String> {
     })
 }
 
+/// Why a tile has no single stride per buffer dim ([`dim_strides`]).
+pub enum DimStridesError {
+    /// Its iters do not group over the shape.
+    NoSplit,
+    /// Dim `d` is several iters (or a thread axis).
+    Split(usize),
+}
+
+/// The memory stride of each dim of `shape` under `t` (0 for a dim of one element), where
+/// every dim is one iter of the memory axis.
+pub fn dim_strides(t: &TileLayout, shape: &[i64]) -> Result<Vec<i64>, DimStridesError> {
+    let (g, seps) = group(&canon(&t.shard), shape).ok_or(DimStridesError::NoSplit)?;
+    (0..shape.len())
+        .map(|d| match g[seps[d]..seps[d + 1]].iter().filter(|i| i.extent != 1).collect::<Vec<_>>()[..] {
+            [] => Ok(0),
+            [it] if it.axis == Axis::M => Ok(it.stride),
+            _ => Err(DimStridesError::Split(d)),
+        })
+        .collect()
+}
+
 /// The element stride of each dim of a buffer whose layout is a plain strided view
 /// (one memory iter per dim, no offset, swizzle or thread axis); `None` otherwise.
 pub fn plain_strides(l: &Layout, shape: &[i64]) -> Option<Vec<i64>> {
@@ -55,14 +76,7 @@ pub fn plain_strides(l: &Layout, shape: &[i64]) -> Option<Vec<i64>> {
     if t.has_thread_axis() || !t.replica.is_empty() || m_offset(t) != 0 {
         return None;
     }
-    let (g, seps) = group(&canon(&t.shard), shape)?;
-    (0..shape.len())
-        .map(|d| match g[seps[d]..seps[d + 1]].iter().filter(|i| i.extent != 1).collect::<Vec<_>>()[..] {
-            [] => Some(0),
-            [it] if it.axis == Axis::M => Some(it.stride),
-            _ => None,
-        })
-        .collect()
+    dim_strides(t, shape).ok()
 }
 
 /// The constant element offset of `l` on the memory axis.

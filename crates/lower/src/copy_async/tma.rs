@@ -16,7 +16,7 @@ use tirx_ir::lir::tmap::{swizzle_bytes, swizzle_repeat, TMAP_MAX_BOX, TMAP_MAX_D
 use tirx_ir::lir::{LExpr, LStmt, LStmtKind, SymExpr, SymOp, TensorMap, TmaCopy, TmapDtype};
 use tirx_ir::op::{self, ConfigKey, ConfigValue, Evict, OobFill, TmaReduce};
 use tirx_ir::{Arch, DType};
-use tirx_layout::{Axis, ExecScope, Layout};
+use tirx_layout::{ExecScope, Layout};
 
 /// The config keys the TMA variants read.
 pub(crate) const HONOURS: &[ConfigKey] = &[
@@ -382,29 +382,21 @@ pub(crate) fn global_view(cx: &CallCx, buf: BufId) -> Result<GlobalView, Decline
         stride_alignment_proven(cx, b, xs)?;
         return Ok(GlobalView { sizes, strides, base: 0 });
     }
-    let (g, seps) = crate::lay::group(&crate::lay::canon(&t.shard), &b.shape).ok_or_else(|| {
-        Decline::new(
+    use crate::lay::DimStridesError;
+    let strides = crate::lay::dim_strides(t, &b.shape).map_err(|e| match e {
+        DimStridesError::NoSplit => Decline::new(
             CommonRule::Layout,
             format!("the layout of `{}` does not split over its shape {:?}", b.name, b.shape),
-        )
+        ),
+        DimStridesError::Split(d) => Decline::new(
+            CommonRule::Layout,
+            format!(
+                "dim {d} of `{}` is split over several layout iters; a TMA descriptor has one stride per dimension",
+                b.name
+            ),
+        ),
     })?;
-    let mut strides = Vec::with_capacity(b.shape.len());
-    for d in 0..b.shape.len() {
-        let iters: Vec<_> = g[seps[d]..seps[d + 1]].iter().filter(|i| i.extent != 1).collect();
-        match iters[..] {
-            [] => strides.push(SymExpr::Int(0)),
-            [it] if it.axis == Axis::M => strides.push(SymExpr::Int(it.stride)),
-            _ => {
-                return Err(Decline::new(
-                    CommonRule::Layout,
-                    format!(
-                    "dim {d} of `{}` is split over several layout iters; a TMA descriptor has one stride per dimension",
-                    b.name
-                ),
-                ))
-            }
-        }
-    }
+    let strides = strides.into_iter().map(SymExpr::Int).collect();
     Ok(GlobalView { sizes, strides, base: crate::lay::m_offset(t) })
 }
 

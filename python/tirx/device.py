@@ -173,14 +173,8 @@ def _dlpack_arg(kernel, i: int, a, shape, strides=None):
         have = tuple(t.strides[k] for k in range(t.ndim)) if t.strides else tuple(_row_major(shape, 1))
         if not _same_strides(have, strides, shape):
             raise _fail(kernel, i, f"has strides {have}, the kernel takes {_strides_text(strides)}", ValueError)
-    elif t.strides:
-        acc, ok = 1, True
-        for k in reversed(range(t.ndim)):
-            if shape[k] != 1 and t.strides[k] != acc:
-                ok = False
-            acc *= shape[k]
-        if not ok:
-            raise _fail(kernel, i, "is not contiguous", ValueError)
+    elif t.strides and not _same_strides([t.strides[k] for k in range(t.ndim)], _row_major(shape, 1), shape):
+        raise _fail(kernel, i, "is not contiguous", ValueError)
     return _Arg((t.data or 0) + t.byte_offset, t.device.device_id)
 
 

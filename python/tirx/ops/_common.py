@@ -52,22 +52,20 @@ def acc_col_layout(cols: int):
 
 def dtype_name(x) -> str:
     """`float32`, `bfloat16`, ... of a NumPy array (ml_dtypes included) or a torch tensor."""
-    names = _torch_names if is_torch(x) else _names
-    name = names.get(x.dtype)
-    if name is None:
-        name = names[x.dtype] = str(x.dtype).replace("torch.", "")
-    return name
-
-
-_dtype_args: Dict[object, str] = {}
+    return _name_of(_torch_names if is_torch(x) else _names, x.dtype)
 
 
 def dtype_arg(dt) -> str:
     """The name of a dtype argument (``torch.bfloat16``, ``"bfloat16"``, a NumPy dtype), looked
     up once per object: ``str(torch.bfloat16)`` costs a microsecond a call."""
-    name = _dtype_args.get(dt)
+    torch = loaded_torch()
+    return _name_of(_torch_names if torch is not None and isinstance(dt, torch.dtype) else _names, dt)
+
+
+def _name_of(names: Dict[object, str], dt) -> str:
+    name = names.get(dt)
     if name is None:
-        name = _dtype_args[dt] = str(dt).replace("torch.", "")
+        name = names[dt] = str(dt).replace("torch.", "")
     return name
 
 

@@ -1326,10 +1326,11 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     ``out_dtype`` (on torch tensors through a plan per call signature, as `matmul`'s)."""
     if c.is_torch(a):
         tensors = (a, b, scale_a, scale_b) if bias is None else (a, b, scale_a, scale_b, bias)
-        plan = c.PLANS.get(("scaled_mm", out_dtype, use_fast_accum, splits) + c.signature(tensors))
+        extra = ("scaled_mm", out_dtype, use_fast_accum, splits)
+        plan = c.PLANS.get(extra + c.signature(tensors))
         if plan is None:
             new = lambda: _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)  # noqa: E731
-            plan = c.signature_plan(tensors, ("scaled_mm", out_dtype, use_fast_accum, splits), new)
+            plan = c.signature_plan(tensors, extra, new)
         return plan(a, b, scale_a, scale_b, bias)
     return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
 

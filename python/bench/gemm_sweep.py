@@ -60,6 +60,13 @@ def graph_us(fn, calls=20):
     return best
 
 
+def timings(fns):
+    """Each function's host time per call (µs), and where a call takes under 40 µs their device
+    times too (graph-replayed; else None)."""
+    t = {key: per_call_us(f) for key, f in fns.items()}
+    return t, ({key: graph_us(f) for key, f in fns.items()} if min(t.values()) < 40 else None)
+
+
 def point(name, m, n, k, rows):
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)
@@ -68,11 +75,10 @@ def point(name, m, n, k, rows):
     first = time.perf_counter() - t0
     want = torch.mm(a, b)
     err = (got.float() - want.float()).abs().max().item()
-    t = {"tirx": per_call_us(lambda: ops.matmul(a, b)), "cublas": per_call_us(lambda: torch.mm(a, b))}
+    t, dev_us = timings({"tirx": lambda: ops.matmul(a, b), "cublas": lambda: torch.mm(a, b)})
     r = {"name": name, "shape": [m, n, k], "us": t, "x_cublas": t["cublas"] / t["tirx"], "max_abs_diff": err, "first_call_s": first}
-    if min(t.values()) < 40:
-        r["device_us"] = {"tirx": graph_us(lambda: ops.matmul(a, b)), "cublas": graph_us(lambda: torch.mm(a, b))}
-        r["device_x_cublas"] = r["device_us"]["cublas"] / r["device_us"]["tirx"]
+    if dev_us:
+        r["device_us"], r["device_x_cublas"] = dev_us, dev_us["cublas"] / dev_us["tirx"]
     flop = 2 * m * n * k
     dev = f" | device x{r['device_x_cublas']:.2f}" if "device_x_cublas" in r else ""
     print(
@@ -111,11 +117,10 @@ def swiglu_point(name, m, n, k, rows):
     err = (got.float() - want.float()).abs().max().item()
     fns = {"tirx": lambda: ops.gated_mm(x, wg.t(), wu.t()), "torch": lambda: torch_glu(x, w_gu), "compile": lambda: _compiled_glu(x, w_gu)}
     fns["compile"]()
-    t = {key: per_call_us(f) for key, f in fns.items()}
+    t, dev_us = timings(fns)
     r = {"name": name, "shape": [m, n, k], "us": t, "x_torch": t["torch"] / t["tirx"], "x_compile": t["compile"] / t["tirx"], "max_abs_diff": err}
-    if min(t.values()) < 40:
-        r["device_us"] = {key: graph_us(f) for key, f in fns.items()}
-        r["device_x_torch"] = r["device_us"]["torch"] / r["device_us"]["tirx"]
+    if dev_us:
+        r["device_us"], r["device_x_torch"] = dev_us, dev_us["torch"] / dev_us["tirx"]
     flop = 4 * m * n * k
     dev = f" | device x{r['device_x_torch']:.2f}" if "device_x_torch" in r else ""
     print(

@@ -790,6 +790,8 @@ def fp8_bound(q, k, v, causal, scale, fp8):
         (2, 64, 128, False, False, 2, 2, 96, 700),  # the ring wraps; in turn
         (2, 64, 256, True, True, 1, 1, 100, 150),
         (1, 128, 64, False, True, 1, 1, 64, 37),  # keys not a multiple of 16 (VT's zero columns)
+        (2, 192, 128, False, True, 1, 1, 128, 450),  # FP8's wide tiles: three 64-byte atoms of keys
+        (2, 256, 64, True, True, 2, 1, 130, 600),  # two 128-byte atoms
     ],
 )
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
@@ -810,7 +812,7 @@ def test_fp8_attention_matches_float64(fp8, consumers, bn, d, causal, overlap, h
     o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
     lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
     ds = np.stack([qd * kd, vd], -1).reshape(b * hk, 2)
-    tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), at.fp8_values(v, -(-sk // 16) * 16), ds, o, lse)
+    tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), at.fp8_values(v), ds, o, lse)
     per_q = lambda x: np.repeat(x, h // hk, 1)[:, :, None, None]  # noqa: E731 (a query head's K/V head's)
     qf, kf, vf = q.astype(F64) * per_q(qd), k.astype(F64) * kd[:, :, None, None], v.astype(F64) * vd[:, :, None, None]
     want, want_lse, bound = fp8_bound(qf, kf, vf, causal, scale, fp8)
@@ -827,6 +829,31 @@ def test_fp8_attention_matches_float64(fp8, consumers, bn, d, causal, overlap, h
     assert (np.abs(got.astype(F64) - want) <= bound).all()
 
 
+@pytest.mark.parametrize("dtype,bn", [("bfloat16", 128), ("float8_e4m3fn", 192)])
+def test_softmax_exponent_is_one_fma(dtype, bn):
+    """P = exp2(S c - m): the scale and the max in one fused multiply-add per score (one rounding,
+    one instruction: NVRTC contracts nothing), then the MUFU.EX2 alone."""
+    prim = at.attention_kernel.factory(
+        heads=2, kv_heads=2, batch=1, seq_q=1024, seq_k=1024, d=128, dtype=dtype, causal=False, scale=0.088, lse=False,
+        seq_major=False, consumers=2, bn=bn, overlap=True,
+    )
+    src = tirx.compile(prim, "sm_90a").cuda_source
+    assert re.search(r"s_acc\[[^]]*\] = __fmaf_rn\(s_acc\[[^]]*\], [^,]+, m_run\[f0\]\);", src), src
+    assert re.search(r"tirx_exp2_ftz\(s_acc\[[^]]*\]\)", src) and not re.search(r"tirx_exp2_ftz\(s_acc\[[^]]*\] \*", src)
+
+
+@pytest.mark.parametrize("b,hk,sk,d", [(1, 2, 100, 64), (2, 1, 128, 128), (1, 1, 17, 96), (1, 1, 300, 256)])
+def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
+    """V's transposition with its keys permuted, as the op runs it (`fp8_values_kernel`, a block of
+    128 keys a CTA): byte for byte NumPy's `fp8_values`, zeros past the keys."""
+    import ml_dtypes
+
+    v = np.random.default_rng(sk).integers(-100, 100, (b, hk, sk, d)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    want = at.fp8_values(v)
+    assert want.shape == (b * hk, d, -(-sk // 128) * 128)
+    np.testing.assert_array_equal(at._fp8_values_on_device(v).view(np.uint8), want.view(np.uint8))
+
+
 def test_fp8_attention_one_tile_is_p_rounded_once():
     """One K/V tile: the running max is the row's, so P = fp8(exp2(s scale log2 e - max)) exactly
     as NumPy rounds it, and O = P V / sum(exp) to float32's accuracy: any key read against
@@ -841,7 +868,7 @@ def test_fp8_attention_one_tile_is_p_rounded_once():
     )
     o = np.zeros((1, 64, 128), numpy_dtype("bfloat16"))
     ds = np.ones((1, 2), np.float32)
-    tirx.compile(prim, "sm_90a")(q.reshape(1, 64, 128), k.reshape(1, 128, 128), at.fp8_values(v, 128), ds, o, np.zeros((1, 192), np.float32))
+    tirx.compile(prim, "sm_90a")(q.reshape(1, 64, 128), k.reshape(1, 128, 128), at.fp8_values(v), ds, o, np.zeros((1, 192), np.float32))
     s = (q[0, 0].astype(np.float32) @ k[0, 0].astype(np.float32).T).astype(F64) * scale * at.LOG2E
     w = np.exp2(s - s.max(-1, keepdims=True))
     p = w.astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(F64)

@@ -30,7 +30,7 @@ written in place. Sizes are compile-time (a kernel per shape, compiled once and 
 tile reads past the tensor with zeros; the mask removes the keys past the sequence); head dims
 64, 96, 128, 192 and 256. FP8 inputs (FlashAttention-3's recipe, `fp8_p_layouts`): S by an FP8
 wgmma, P rounded to FP8 in S's registers and read as the A fragment against V transposed with its
-keys permuted (`fp8_values`), bfloat16 out."""
+keys permuted (`fp8_values_kernel`, a pass over V on the device), bfloat16 out."""
 
 import math
 from typing import Optional
@@ -63,14 +63,17 @@ CONFIGS = (
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
     # FlashAttention-3's wider tiles: 176 or 192 keys (head dims to 128 / 64, `_prune`), or three
     # consumers of 64 rows (head dim 64: their registers are 160 a thread).
-    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192) for pp in (True, False)]
+    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192, 256) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
-# dim).
+# dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
+# or 128 is not tuned for that type.
 WIDE_TILES = {176: 128, 192: 64}
-# FP8's K/V tiles: V's transposed tile (d x keys) is a row of 64 or 128 bytes a head-dim row.
-FP8_TILES = (64, 128)
+FP8_WIDE_TILES = {192: 128, 256: 64}
+# FP8's K/V tiles: V's transposed tile (d x keys) is a row of whole 32-, 64- or 128-byte swizzle
+# atoms a head-dim row.
+FP8_TILES = (64, 128, 192, 256)
 THREE_CONSUMERS_D = 64
 
 
@@ -99,24 +102,31 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
     packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
     for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
-    registers while the softmax runs); K/V tiles of 176 or 192 keys only without causal masking
-    (whose diagonal tiles they widen) and within `WIDE_TILES`' head dims, three consumers at head
+    registers while the softmax runs); wide K/V tiles where `_tile_fits`, three consumers at head
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
     with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
-    ``sms``) for one split of dense attention without a mask; FP8, K/V tiles of 64 or 128 keys
-    (V's transposed tile a 64- or 128-byte swizzle row)."""
+    ``sms``) for one split of dense attention without a mask; FP8, not persistent, K/V tiles of
+    `FP8_TILES` (V's transposed tile whole swizzle atoms a row)."""
     return [
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
         and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, c.elem_bytes(dtype)) >= 2 and not mask))
         and (not dtype.startswith("float8") or (cfg["bn"] in FP8_TILES and not cfg.get("persistent")))
-        and (cfg["bn"] not in WIDE_TILES or (not causal and d <= WIDE_TILES[cfg["bn"]]))
+        and _tile_fits(cfg["bn"], d, causal, dtype.startswith("float8"))
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
         and (not page or _pages_fit(page, cfg["bn"], seq_k))
         and (not cfg.get("persistent") or (sms > 0 and splits == 1 and not (varlen or kv_lens or mask)))
     ]
+
+
+def _tile_fits(bn: int, d: int, causal: bool, fp8: bool) -> bool:
+    """Whether K/V tiles of ``bn`` keys are tuned at head dim ``d``: 64 and 128 always, the wide
+    ones (`WIDE_TILES`, `FP8_WIDE_TILES`) up to their head dim and not causal (they would widen
+    the diagonal's tiles)."""
+    wide = FP8_WIDE_TILES if fp8 else WIDE_TILES
+    return bn in (64, 128) or (bn in wide and not causal and d <= wide[bn])
 
 
 def fp8_p_layouts(bn: int):
@@ -204,8 +214,8 @@ def attention_kernel(
     row r the query head r % q_group of the group at position r // q_group. FP8 (``dtype``
     float8_e4m3fn or float8_e5m2): the descales ``DS (batch * kv_heads, 2)`` float32 of each K/V
     head, Q's times K's (the scores' factor, with ``scale``) and V's (O's); O in bfloat16; V given
-    transposed, ``VT (batch * kv_heads, d, seq_k rounded up to 16)``, its keys permuted within
-    each 16 (`fp8_values`): P = exp2(...) is rounded to FP8 in S's registers, which the wgmma's A
+    transposed, ``VT (batch * kv_heads, d, fp8_keys(seq_k))``, its keys permuted within each 16
+    (`fp8_values`): P = exp2(...) is rounded to FP8 in S's registers, which the wgmma's A
     fragment reads as those keys (FlashAttention-3's FP8 layout conformance, the shuffle moved to
     V's transposition)."""
     if consumers not in c.WARPGROUP_REGISTERS:
@@ -344,10 +354,10 @@ def attention_kernel(
     # FP8: V's stages transposed (d x bn, keys contiguous: the K-major B operand FP8 wgmma needs),
     # and P's registers: `fp8_p_layouts`.
     v_shape = (stages, d, bn) if fp8 else (stages, bn, d)
-    v_smem = mma_shared_layout(dtype, 3 if bn == 128 else 2, v_shape) if fp8 else kv_smem
+    v_smem = mma_shared_layout(dtype, next(m for m in (3, 2, 1) if bn % (16 << m) == 0), v_shape) if fp8 else kv_smem
     p_layout, p_operand = fp8_p_layouts(bn) if fp8 else (wgmma_acc_layout(bn), None)
     out_dtype = "bfloat16" if fp8 else dtype
-    vt_shape = (batch * kv_heads, d, -(-seq_k // 16) * 16)  # (FP8: VT, whole blocks of 16 permuted keys)
+    vt_shape = (batch * kv_heads, d, fp8_keys(seq_k))  # (FP8: VT, whole blocks of permuted keys)
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
 
     def qk_scale(DS, kv):
@@ -454,7 +464,8 @@ def attention_kernel(
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
         Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
-        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], bias=m_run[0:64, 0:1], scale=factor, ftz=True)
+        Tx.warpgroup.fma(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], factor, m_run[0:64, 0:1])
+        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
@@ -1169,17 +1180,79 @@ def _run_general(
     return out, c.contiguous(lse[:, :rows]).reshape(b, h, sq)
 
 
-def fp8_values(v, seq_kt: int):
+# V's transposition for FP8 (`fp8_values_kernel`): a CTA per block of this many keys of one K/V
+# head, over this many threads; VT holds whole blocks (so TMA's boxes of a 128-byte swizzle atom
+# of keys tile it).
+VT_KEYS = 128
+VT_THREADS = 256
+
+
+def fp8_keys(seq_k: int) -> int:
+    """VT's columns for ``seq_k`` keys: whole blocks of `VT_KEYS` (zeros past ``seq_k``)."""
+    return -(-seq_k // VT_KEYS) * VT_KEYS
+
+
+def fp8_values(v):
     """V ``[batch, kv_heads, seq_k, d]`` (FP8) as the FP8 kernel reads it: ``VT (batch * kv_heads,
-    d, seq_kt)``, zero columns past seq_k, column c of each 16 holding key 8 (c // 2 % 2) + 2 (c //
-    4) + c % 2 of them (`fp8_p_layouts`: the keys as (2, 4, 2) with the first two axes swapped; a
-    new array)."""
+    d, fp8_keys(seq_k))``, zero columns past seq_k, column c of each 16 holding key 8 (c // 2 % 2)
+    + 2 (c // 4) + c % 2 of them (`fp8_p_layouts`: the keys as (2, 4, 2) with the first two axes
+    swapped; a new array). NumPy's reference for `fp8_values_kernel`, which the op runs."""
     b, hk, sk, d = v.shape
+    seq_kt = fp8_keys(sk)
     vp = c.new_array(v, (b * hk, seq_kt, d), fill=0)
     vp[:, :sk] = c.contiguous(v).reshape(b * hk, sk, d)
     vp = vp.reshape(b * hk, seq_kt // 16, 2, 4, 2, d)
     vp = vp.transpose(2, 3) if c.is_torch(vp) else np.swapaxes(vp, 2, 3)
     return c.contiguous(_swap(c.contiguous(vp).reshape(b * hk, seq_kt, d)))
+
+
+@autotune(configs=[{}], key=["bhk", "seq_k", "d"])
+def fp8_values_kernel(bhk: int, seq_k: int, d: int):
+    """`fp8_values` on the device: ``VT[bh, dd, c]`` = ``V[bh, key(c), dd]`` for V ``(bhk, seq_k,
+    d)`` and VT ``(bhk, d, fp8_keys(seq_k))`` as bytes (either FP8 type; zero past ``seq_k``),
+    ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for. A CTA per block of
+    `VT_KEYS` keys of one head: its rows read into shared memory (a warp a row, its lanes
+    consecutive bytes), then its columns written (a warp's lanes 32 consecutive keys of a
+    column); the tile's rows are ``d + 4`` bytes apart, so those 32 keys fall in 32 banks. ``d``
+    a multiple of 32."""
+    blocks = fp8_keys(seq_k) // VT_KEYS
+    warps = VT_THREADS // 32
+
+    @T.prim_func
+    def fp8_values_t(V_ptr: T.handle, VT_ptr: T.handle):
+        V = T.match_buffer(V_ptr, (bhk, seq_k, d), "uint8")
+        VT = T.match_buffer(VT_ptr, (bhk, d, blocks * VT_KEYS), "uint8")
+        T.device_entry()
+        bx = T.cta_id([bhk * blocks])
+        w = T.warp_id([warps])
+        lane = T.lane_id([32])
+        T.thread_id([VT_THREADS])
+        tile = T.alloc_buffer((VT_KEYS, d + 4), "uint8", scope="shared")
+        for r, j in T.grid(VT_KEYS // warps, d // 32):
+            key = bx % blocks * VT_KEYS + r * warps + w
+            tile[r * warps + w, j * 32 + lane] = T.if_then_else(key < seq_k, V[bx // blocks, key, j * 32 + lane], T.uint8(0))
+        T.cuda.cta_sync()
+        for half, j in T.grid(VT_KEYS // 32, d // warps):
+            # column c = 32 half + lane holds key 8 (c // 2 % 2) + 2 (c % 16 // 4) + c % 2 of its 16
+            VT[bx // blocks, j * warps + w, bx % blocks * VT_KEYS + half * 32 + lane] = tile[
+                half * 32 + lane // 16 * 16 + lane // 2 % 2 * 8 + lane % 16 // 4 * 2 + lane % 2, j * warps + w
+            ]
+
+    return fp8_values_t
+
+
+def _fp8_values_on_device(v):
+    """`fp8_values` by `fp8_values_kernel` (a new array beside ``v``; the simulator's for NumPy
+    arrays)."""
+    b, hk, sk, d = v.shape
+    vt = c.new_array(v, (b * hk, d, fp8_keys(sk)))
+    byte = np.uint8
+    if c.is_torch(v):
+        import torch
+
+        byte = torch.uint8
+    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(c.contiguous(v).reshape(b * hk, sk, d).view(byte), vt.view(byte))
+    return vt
 
 
 def _descales(q, descales, b: int, hk: int):
@@ -1222,7 +1295,7 @@ def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool,
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
         lse=bool(return_lse), seq_major=False, splits=splits, offset=offset if is_causal else 0, sms=c.gpu_sms(q),
     )
-    vt = fp8_values(v, -(-sk // 16) * 16)
+    vt = _fp8_values_on_device(v)
     _launch(kernel, (qs, ks, vt, ds), out.reshape(b * h, sq, d), lse, splits, b * h, sq, d, "bfloat16", return_lse, 0)
     return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
@@ -1535,7 +1608,7 @@ def scaled_dot_product_attention(
     attention of the dequantised inputs, ``softmax(q k^T q_descale k_descale scale) v v_descale``,
     with P rounded to the inputs' FP8 type for P V (its error, a few parts in 100 of a row's
     weights, is FlashAttention-3's); bfloat16 out; no attn_mask. V is transposed (and its keys
-    permuted) into a new array first (`fp8_values`)."""
+    permuted) into a new array first (`fp8_values_kernel`, one pass over V on the device)."""
     offset = 0
     if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
         lower_right = attn_mask.variant.name == "LOWER_RIGHT"

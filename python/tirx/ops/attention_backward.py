@@ -84,7 +84,8 @@ def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2, 
         Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
     else:
         Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: k0 + j >= seq_k, float("-inf"))
-    Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN], bias=lse2[0:BM, 0:1], scale=scale_log2)
+    Tx.warpgroup.fma(s[0:BM, 0:BN], s[0:BM, 0:BN], scale_log2, lse2[0:BM, 0:1])
+    Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN])
     Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
     Tx.warpgroup.mul(dp[0:BM, 0:BN], dp[0:BM, 0:BN], s[0:BM, 0:BN])
 
@@ -775,7 +776,8 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
             Tx.warpgroup.copy(col[0:1, 0:COLS], L_s[stage : stage + 1, h * COLS : h * COLS + COLS])
             Tx.warpgroup.mul(col[0:1, 0:COLS], col[0:1, 0:COLS], -LOG2E)  # -lse log2 e, capped: a row that saw no key
             Tx.warpgroup.minimum(col[0:1, 0:COLS], col[0:1, 0:COLS], FLT_MAX)
-            Tx.warpgroup.exp2(st[0:64, h * COLS : h * COLS + COLS], st[0:64, h * COLS : h * COLS + COLS], bias=col[0:1, 0:COLS], scale=scale_log2, ftz=True)
+            Tx.warpgroup.fma(st[0:64, h * COLS : h * COLS + COLS], st[0:64, h * COLS : h * COLS + COLS], scale_log2, col[0:1, 0:COLS])
+            Tx.warpgroup.exp2(st[0:64, h * COLS : h * COLS + COLS], st[0:64, h * COLS : h * COLS + COLS], ftz=True)
 
     @T.macro
     def hand_dq(dq, DQ_s, dq_full, dq_empty, cw, u, tid):

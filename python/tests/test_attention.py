@@ -59,7 +59,7 @@ CASES = [
     (2, 128, 64, True, 1, 4, 2, 200, 90),  # causal with fewer keys than queries
     (1, 64, 64, False, 1, 1, 1, 64, 64),  # one K/V tile
     (2, 64, 64, False, 1, 1, 1, 128, 700),  # more tiles than stages: the ring wraps (4 stages)
-    (2, 128, 128, False, 1, 2, 2, 128, 700),  # (2 stages)
+    (2, 128, 128, False, 1, 2, 2, 128, 700),  # (3 stages)
     (2, 64, 256, True, 1, 1, 1, 200, 300),  # head dim 256 (2 stages of 64 keys)
     (2, 64, 192, False, 1, 1, 1, 70, 500),
     (2, 128, 96, True, 1, 1, 1, 130, 300),  # head dim 96: 64-byte swizzle atoms of 32 columns
@@ -67,6 +67,7 @@ CASES = [
     (3, 128, 64, False, 1, 1, 1, 150, 330),
     (2, 176, 128, False, 1, 2, 2, 200, 400),  # FlashAttention-3's wide K/V tiles (ragged)
     (2, 192, 64, False, 1, 1, 1, 130, 500),
+    (2, 80, 256, False, 1, 1, 1, 130, 500),  # FlashAttention-3's narrow tiles at head dim 256 (2 stages)
 ]
 
 
@@ -852,6 +853,26 @@ def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     want = at.fp8_values(v)
     assert want.shape == (b * hk, d, -(-sk // 128) * 128)
     np.testing.assert_array_equal(at._fp8_values_on_device(v).view(np.uint8), want.view(np.uint8))
+
+
+def test_fp8_attention_under_torch_compile():
+    """`torch.compile(fullgraph=True)` traces FP8 attention (`torch.ops.tirx.scaled_dot_product_attention_fp8`,
+    the descales folded into one tensor before it); on CPU tensors it runs in the simulator, the
+    same values as the eager call."""
+    torch = pytest.importorskip("torch")
+    at.register_fp8_torch_op()  # (this module imported tirx.ops before torch: registered here)
+    q, k, v = (torch.from_numpy(t.astype(np.float32)).to(torch.float8_e4m3fn) for t in fp8_inputs("float8_e4m3fn", 1, 2, 1, 70, 150, 64))
+    kd = torch.tensor([[1.5]])
+
+    def attend(q, k, v):
+        out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, return_lse=True, q_descale=0.5, k_descale=kd)
+        return out.float() * 2, lse
+
+    out, lse = torch.compile(attend, fullgraph=True)(q, k, v)
+    want_out, want_lse = attend(q, k, v)
+    assert out.shape == (1, 2, 70, 64) and lse.shape == (1, 2, 70)
+    torch.testing.assert_close(out, want_out, rtol=0, atol=0)
+    torch.testing.assert_close(lse, want_lse, rtol=0, atol=0)
 
 
 def test_fp8_attention_one_tile_is_p_rounded_once():

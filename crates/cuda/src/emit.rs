@@ -20,7 +20,6 @@ use tirx_ir::DType;
 
 /// Every array starts on a 16-byte boundary, so 128-bit accesses at multiples of the lane count are aligned.
 const ARRAY_ALIGN: u64 = tirx_ir::target::SMEM_ARRAY_ALIGN;
-const DYN_ALIGN: u64 = tirx_ir::target::DYN_SMEM_ALIGN;
 /// The `extern __shared__` byte array that dynamic buffers are carved from.
 const DYN_SMEM: &str = "tirx_dyn_smem";
 /// Signatures longer than this put one parameter per line.
@@ -185,54 +184,41 @@ impl Ctx<'_> {
 
     /// Declares the shared and local arrays the body uses; returns the dynamic shared bytes.
     fn declarations(&mut self, used: &HashSet<LBufId>) -> Result<u32, CodegenError> {
-        let mut static_smem = 0u64;
-        let mut dyn_bufs = Vec::new();
         let k = self.k;
-        // A buffer starts on its own alignment (128 B when dynamic, more for a TMA swizzle's
-        // repeat) and on the period of a swizzled wgmma descriptor naming it (docs/lir.md §2.11).
-        let wgmma_align = k.wgmma_smem_align();
-        let align = |id: LBufId| {
-            let own = u64::from(k.buf(id).align_bytes()).max(ARRAY_ALIGN);
-            wgmma_align.iter().find(|(b, _)| *b == id).map_or(own, |(_, a)| (*a).max(own))
-        };
+        // Every array where `LKernel::shared_layout` places it (docs/lir.md §2.11).
+        let shared = k.shared_layout(|id| used.contains(&id));
+        // Lowering reports this at the allocation (a user error); reaching it here is a bug.
+        if shared.static_bytes > STATIC_SMEM_LIMIT {
+            return Err(CodegenError::Unsupported(format!(
+                "{} bytes of static shared memory exceed the 48 KiB CUDA allows; \
+                 allocate the large buffers in \"shared.dyn\"",
+                shared.static_bytes
+            )));
+        }
         for (i, b) in k.bufs.iter().enumerate() {
             let id = LBufId(i as u32);
             if b.space == Space::Global || !used.contains(&id) {
                 continue;
             }
             self.note_type(b.dtype);
-            let bytes = array_bytes(b.elems, b.dtype)?;
+            array_bytes(b.elems, b.dtype)?;
             let shape = shape_note(&b.shape);
             let (t, n) = (c_type(b.dtype), self.names.buf(id).to_string());
             match (b.space, b.dynamic) {
-                (Space::Shared, true) => dyn_bufs.push((id, bytes)),
+                (Space::Shared, true) => {}
                 (Space::Shared, false) => {
-                    let al = align(id);
-                    static_smem =
-                        static_smem.checked_next_multiple_of(al).unwrap_or(u64::MAX).saturating_add(padded(bytes));
+                    let al = shared.statics.iter().find(|x| x.0 == id).map_or(ARRAY_ALIGN, |x| x.1);
                     self.line(&format!("__shared__ alignas({al}) {t} {n}[{}];{shape}", b.elems));
                 }
                 _ => self.line(&format!("alignas({ARRAY_ALIGN}) {t} {n}[{}];{shape}", b.elems)),
             }
         }
-        // Lowering reports this at the allocation (a user error); reaching it here is a bug.
-        if static_smem > STATIC_SMEM_LIMIT {
-            return Err(CodegenError::Unsupported(format!(
-                "{static_smem} bytes of static shared memory exceed the 48 KiB CUDA allows; \
-                 allocate the large buffers in \"shared.dyn\""
-            )));
-        }
-        if dyn_bufs.is_empty() {
+        if shared.dynamic.is_empty() {
             return Ok(0);
         }
         // nvcc rejects `alignas` on an `extern __shared__` array; `__align__` is the CUDA spelling.
-        // Every dynamic buffer starts on DYN_ALIGN bytes (the `align=` pools may ask for), on the
-        // repeat of a TMA swizzle it holds, and on the period of a swizzled wgmma descriptor naming it.
-        let base_align = dyn_bufs.iter().map(|(id, _)| align(*id)).max().unwrap_or(DYN_ALIGN).max(DYN_ALIGN);
-        self.line(&format!("extern __shared__ __align__({base_align}) unsigned char {DYN_SMEM}[];"));
-        let mut offset = 0u64;
-        for (id, bytes) in dyn_bufs {
-            offset = offset.checked_next_multiple_of(align(id)).unwrap_or(u64::MAX);
+        self.line(&format!("extern __shared__ __align__({}) unsigned char {DYN_SMEM}[];", shared.dynamic_align));
+        for &(id, offset) in &shared.dynamic {
             let b = self.k.buf(id);
             let (t, n) = (c_type(b.dtype), self.names.buf(id));
             let at = if offset == 0 { DYN_SMEM.to_string() } else { format!("{DYN_SMEM} + {offset}") };
@@ -241,10 +227,10 @@ impl Ctx<'_> {
                 s => s,
             };
             self.line(&format!("{t}* const {n} = reinterpret_cast<{t}*>({at});{note}"));
-            offset = offset.saturating_add(dyn_padded(bytes));
         }
-        u32::try_from(offset).map_err(|_| {
-            CodegenError::Unsupported(format!("{offset} bytes of dynamic shared memory do not fit a launch"))
+        let bytes = shared.dynamic_bytes;
+        u32::try_from(bytes).map_err(|_| {
+            CodegenError::Unsupported(format!("{bytes} bytes of dynamic shared memory do not fit a launch"))
         })
     }
 
@@ -400,19 +386,6 @@ fn array_bytes(elems: i64, t: DType) -> Result<u64, CodegenError> {
         .ok()
         .and_then(|n| n.checked_mul(u64::from(t.bytes())))
         .ok_or_else(|| CodegenError::InvalidLir(format!("array of {elems} x {t}")))
-}
-
-/// `bytes` rounded up to whole [`ARRAY_ALIGN`] units (the next array starts
-/// aligned), saturated so that absurd sizes reach the limit checks; the same
-/// footprint as `tirx_ir::target::smem_array_bytes`, which lowering checks.
-fn padded(bytes: u64) -> u64 {
-    bytes.checked_next_multiple_of(ARRAY_ALIGN).unwrap_or(u64::MAX)
-}
-
-/// `bytes` rounded up to whole [`DYN_ALIGN`] units: the footprint of a dynamic
-/// shared array, as `tirx_ir::target::dyn_smem_array_bytes`.
-fn dyn_padded(bytes: u64) -> u64 {
-    bytes.checked_next_multiple_of(DYN_ALIGN).unwrap_or(u64::MAX)
 }
 
 /// `  // (32, 32)` after a declaration whose source shape is not flat.

@@ -20,7 +20,7 @@
 use crate::lay;
 use std::collections::HashSet;
 use tirx_ir::hir::{BufId, BufferOrigin, Kernel, MemScope};
-use tirx_ir::target::{dyn_smem_array_bytes, smem_array_bytes, STATIC_SMEM_LIMIT};
+use tirx_ir::target::{dyn_smem_array_bytes, smem_array_bytes, DYN_SMEM_ALIGN, STATIC_SMEM_LIMIT};
 use tirx_ir::{Arch, Diagnostic};
 
 /// Where the kernel's shared buffers go, and what lowering reports about it.
@@ -36,25 +36,29 @@ pub struct Budget {
 pub fn check(k: &Kernel, arch: Arch) -> Budget {
     let limit = arch.max_smem_per_cta();
     let mut out = Budget::default();
-    // Sizes as laid out: `dynamic` buffers start on 128-byte boundaries.
-    let sizes = |moved: bool| -> Vec<(BufId, u64)> {
+    // Sizes as laid out, and where each starts: `dynamic` buffers one after another in
+    // allocation order, each on 128 bytes or its swizzle's repeat (as the CUDA generator places
+    // them, so their padding is counted exactly); a static swizzled array counts the most
+    // padding its alignment may take.
+    let sizes = |moved: bool| -> Vec<(BufId, u64, u64)> {
         k.buffers
             .iter()
             .enumerate()
             .filter(|(_, b)| b.origin == BufferOrigin::Alloc && b.scope.is_shared())
             .filter_map(|(i, b)| {
                 let elems = lay::memory_span(&b.layout, &b.shape).ok()?;
-                let dynamic = moved || b.scope == MemScope::SharedDyn;
-                let size = if dynamic { dyn_smem_array_bytes } else { smem_array_bytes };
-                // A swizzled buffer starts on its pattern's repeat: at most that much padding before it.
-                let pad = u64::from(lay::smem_align(&b.layout, b.dtype)).saturating_sub(if dynamic { 128 } else { 16 });
-                Some((BufId(i as u32), size(elems, b.dtype.bytes()).saturating_add(pad)))
+                let swizzle = u64::from(lay::smem_align(&b.layout, b.dtype));
+                let id = BufId(i as u32);
+                if moved || b.scope == MemScope::SharedDyn {
+                    return Some((id, dyn_smem_array_bytes(elems, b.dtype.bytes()), swizzle.max(DYN_SMEM_ALIGN)));
+                }
+                Some((id, smem_array_bytes(elems, b.dtype.bytes()).saturating_add(swizzle.saturating_sub(16)), 16))
             })
             .collect()
     };
     let is_static = |id: BufId| k.buf(id).scope == MemScope::Shared;
     let static_bytes =
-        |v: &[(BufId, u64)]| v.iter().filter(|(id, _)| is_static(*id)).map(|x| x.1).fold(0, u64::saturating_add);
+        |v: &[(BufId, u64, u64)]| v.iter().filter(|x| is_static(x.0)).map(|x| x.1).fold(0, u64::saturating_add);
     // The 48 KiB rule is about `__shared__` arrays (16-byte aligned); the per-CTA limit about
     // the layout the kernel gets.
     let as_static = sizes(false);
@@ -62,12 +66,13 @@ pub fn check(k: &Kernel, arch: Arch) -> Budget {
     let shared = sizes(moved);
     let all_static = static_bytes(&shared);
     let (mut fixed, mut dynamic, mut arrays) = (0u64, 0u64, 0u64);
+    // The dynamic region's start: after the static arrays, on its largest buffer alignment.
+    let mut base_align = 1u64;
     let mut crossed = false;
-    for (&(id, bytes), &(_, array_bytes)) in shared.iter().zip(&as_static) {
+    for (&(id, bytes, align), &(_, array_bytes, _)) in shared.iter().zip(&as_static) {
         let b = k.buf(id);
         let what = |bytes| format!("`{}` ({} {}, {bytes} bytes)", b.name, fmt_dims(&b.shape), b.dtype);
         if is_static(id) {
-            fixed = fixed.saturating_add(bytes);
             arrays = arrays.saturating_add(array_bytes);
             if arrays > STATIC_SMEM_LIMIT && !crossed {
                 crossed = true;
@@ -84,17 +89,22 @@ pub fn check(k: &Kernel, arch: Arch) -> Budget {
                     .with_label("crosses the 48 KiB of static `__shared__` arrays CUDA allows"),
                 );
             }
-        } else {
-            dynamic = dynamic.saturating_add(bytes);
         }
-        let total = fixed.saturating_add(dynamic);
+        if is_static(id) && !moved {
+            fixed = fixed.saturating_add(bytes);
+        } else {
+            dynamic = dynamic.checked_next_multiple_of(align).unwrap_or(u64::MAX).saturating_add(bytes);
+            base_align = base_align.max(align);
+        }
+        let total = fixed.checked_next_multiple_of(base_align).unwrap_or(u64::MAX).saturating_add(dynamic);
         if total > limit && out.errors.is_empty() {
             out.errors.push(
                 Diagnostic::error(
                     b.span,
                     format!(
                         "shared memory over the {arch} limit: {} brings the kernel to {total} bytes \
-                         ({fixed} `shared` + {dynamic} `shared.dyn`); a CTA may use at most {limit} ({})",
+                         ({fixed} `shared`, then {dynamic} `shared.dyn` from a {base_align}-byte boundary); \
+                         a CTA may use at most {limit} ({})",
                         what(bytes),
                         kib(limit)
                     ),

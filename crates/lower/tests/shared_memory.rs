@@ -82,6 +82,42 @@ fn static_shared_memory_over_48_kib_is_placed_in_dynamic_shared_memory_with_a_no
     assert!(cuda.source.contains("__shared__ alignas(16) float S[12288]"), "{}", cuda.source);
 }
 
+/// `rows` of 64 bf16 in a 128-byte swizzle (1 KiB repeats) per dynamic buffer, after `S`.
+fn swizzled(rows: &[usize]) -> String {
+    let extra: String = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            format!(
+                "    X{i} = T.alloc_buffer(({r}, 64), \"bfloat16\", scope=\"shared.dyn\", \
+                 layout=mma_shared_layout(\"bfloat16\", 3, ({r}, 64)))\n    Tx.cta.fill(X{i}[0:8, 0:64], 1.0)\n"
+            )
+        })
+        .collect();
+    kernel(8, "shared", &extra).replace(
+        "from tvm.script.tirx import tile as Tx\n",
+        "from tvm.script.tirx import tile as Tx\nfrom tvm.tirx.layout import mma_shared_layout\n",
+    )
+}
+
+#[test]
+fn swizzled_dynamic_buffers_are_counted_where_they_are_placed() {
+    // 4 KiB of static S, then 72 + 72 + 79 KiB of swizzled dynamic buffers, each a whole number
+    // of 1 KiB repeats after the last: no padding between them, 227 KiB exactly (the budget had
+    // counted 896 bytes of possible padding before each).
+    let fits = swizzled(&[576, 576, 632]);
+    assert!(errors(&fits, Arch::SM_90A).is_empty(), "{:#?}", errors(&fits, Arch::SM_90A));
+    let (_, cuda, copied) = lowers(&fits, 8);
+    assert!(copied);
+    assert_eq!(cuda.meta.dynamic_smem_bytes, 223 * 1024);
+    assert!(cuda.source.contains("reinterpret_cast<__nv_bfloat16*>(tirx_dyn_smem + 147456)"), "{}", cuda.source);
+    // One more 8-row group crosses it, at the last buffer.
+    let over = swizzled(&[576, 576, 640]);
+    let d = errors(&over, Arch::SM_90A);
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert!(d[0].message.contains("233472 bytes") && d[0].message.contains("`X2`"), "{}", d[0].message);
+}
+
 #[test]
 fn static_shared_memory_over_the_target_limit_is_a_user_error_at_the_allocation() {
     // 2 × 128 KiB of `shared` (moved to dynamic memory) is over sm_90's 227 KiB.

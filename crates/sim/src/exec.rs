@@ -175,33 +175,19 @@ pub(crate) fn check_launch(k: &LKernel, params: &[Vec<u8>], opts: &SimOptions) -
             )));
         }
     }
-    // Sized as the CUDA generator lays the arrays out (and lowering checks them).
-    let smem = |dynamic: Option<bool>| -> u64 {
-        k.bufs.iter().filter(|b| b.space == Space::Shared && dynamic.is_none_or(|d| b.dynamic == d)).fold(
-            0u64,
-            |a, b| {
-                let bytes = if b.dynamic {
-                    tirx_ir::target::dyn_smem_array_bytes(b.elems, b.dtype.bytes())
-                } else {
-                    tirx_ir::target::smem_array_bytes(b.elems, b.dtype.bytes())
-                };
-                // Padding before a buffer aligned beyond its space's default.
-                let pad = u64::from(b.align_bytes()).saturating_sub(if b.dynamic { 128 } else { 16 });
-                a.saturating_add(bytes).saturating_add(pad)
-            },
-        )
-    };
-    if smem(Some(false)) > STATIC_SMEM_LIMIT {
+    // Placed as the CUDA generator lays the arrays out (and lowering checks them).
+    let shared = k.shared_layout(|_| true);
+    if shared.static_bytes > STATIC_SMEM_LIMIT {
         return Err(limit_error(format!(
             "{} bytes of static shared memory; a kernel may declare at most {STATIC_SMEM_LIMIT} statically",
-            smem(Some(false))
+            shared.static_bytes
         ))
         .help("allocate large shared buffers with scope=\"shared.dyn\""));
     }
-    if smem(None) > SMEM_LIMIT {
+    if shared.total() > SMEM_LIMIT {
         return Err(limit_error(format!(
             "{} bytes of shared memory per CTA; sm_90 allows at most {SMEM_LIMIT}",
-            smem(None)
+            shared.total()
         )));
     }
     crate::memory::check_memory(k, opts)?;

@@ -70,6 +70,7 @@ if "torch" in sys.modules:
     _cross_entropy.register_torch_op()
     _attention_backward.register_backward_op()
     _attention.register_torch_op()
+    _attention.register_fp8_torch_op()
     _attention.register_kvcache_torch_op()
     _attention_backward.register_varlen_backward_op()
     _attention.register_varlen_torch_op()

@@ -65,12 +65,17 @@ CONFIGS = (
     # consumers of 64 rows (head dim 64: their registers are 160 a thread).
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192, 256) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
+    # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
+    + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
 # or 128 is not tuned for that type.
 WIDE_TILES = {176: 128, 192: 64}
 FP8_WIDE_TILES = {192: 128, 256: 64}
+# The narrowest head dim of each narrow K/V tile (16-bit: at head dim 256 two stages of 80 keys
+# fit, of 128 one).
+NARROW_TILES = {80: 192}
 # FP8's K/V tiles: V's transposed tile (d x keys) is a row of whole 32-, 64- or 128-byte swizzle
 # atoms a head-dim row.
 FP8_TILES = (64, 128, 192, 256)
@@ -79,10 +84,12 @@ THREE_CONSUMERS_D = 64
 
 def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
     """The K/V stages that fit beside the Q tile (which the epilogue reuses for O), at most 4;
-    4 KB for the mbarriers and the swizzled buffers' 1 KB alignment (``eb``: bytes an element)."""
+    2 KB kept for the rest: the swizzled buffers' 1 KB alignment, the mbarriers (8 bytes each,
+    4 a stage), the log-sum-exps' way out (256 bytes a consumer) and the ring counts (``eb``:
+    bytes an element)."""
     q_bytes = 64 * consumers * d * eb
     stage = 2 * bn * d * eb
-    return max(1, min(4, (c.SMEM_BYTES - q_bytes - 4096) // stage))
+    return max(1, min(4, (c.SMEM_BYTES - q_bytes - 2048) // stage))
 
 
 def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
@@ -124,9 +131,10 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
 def _tile_fits(bn: int, d: int, causal: bool, fp8: bool) -> bool:
     """Whether K/V tiles of ``bn`` keys are tuned at head dim ``d``: 64 and 128 always, the wide
     ones (`WIDE_TILES`, `FP8_WIDE_TILES`) up to their head dim and not causal (they would widen
-    the diagonal's tiles)."""
+    the diagonal's tiles), the narrow ones (`NARROW_TILES`) from theirs."""
     wide = FP8_WIDE_TILES if fp8 else WIDE_TILES
-    return bn in (64, 128) or (bn in wide and not causal and d <= wide[bn])
+    narrow = {} if fp8 else NARROW_TILES
+    return bn in (64, 128) or (bn in wide and not causal and d <= wide[bn]) or (bn in narrow and d >= narrow[bn])
 
 
 def fp8_p_layouts(bn: int):
@@ -1276,11 +1284,10 @@ def _descales(q, descales, b: int, hk: int):
     return ds
 
 
-def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, descales):
+def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, ds):
     """FP8 attention (`attention_kernel`'s FP8 design): the scores times ``scale`` and Q's and K's
-    descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out."""
+    descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out (``ds``: `_descales`)."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa, fp8=True)
-    ds = _descales(q, descales, b, hk)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     out = c.new_array(q, (b, h, sq, d), "bfloat16")
     if b * h * sq == 0 or sk == 0:
@@ -1575,6 +1582,29 @@ def _torch_op_parts():
     return schema, fake
 
 
+def register_fp8_torch_op():
+    """`torch.ops.tirx.scaled_dot_product_attention_fp8(q, k, v, ds, is_causal, scale, enable_gqa,
+    offset) -> (out, lse)`: FP8 attention (``ds``: the descales as `_descales` gives them), no
+    backward (registered on the first call)."""
+    return c.torch_op("scaled_dot_product_attention_fp8", _fp8_torch_op_parts)
+
+
+def _fp8_torch_op_parts():
+    import torch
+    from typing import Tuple
+
+    def schema(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, ds: torch.Tensor, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _run_fp8(q, k, v, is_causal, scale, enable_gqa, True, offset, ds)
+
+    def fake(q, k, v, ds, is_causal, scale, enable_gqa, offset):
+        b, h, sq, _, _, d, _ = _check(q, k, v, enable_gqa, fp8=True)
+        return q.new_empty((b, h, sq, d), dtype=torch.bfloat16), q.new_empty((b, h, sq), dtype=torch.float32)
+
+    return schema, fake
+
+
 def scaled_dot_product_attention(
     q,
     k,
@@ -1628,10 +1658,13 @@ def scaled_dot_product_attention(
         if attn_mask is not None:
             raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
         c.refuse_grad("scaled_dot_product_attention (FP8 inputs)", q, k, v)
-        if c.is_torch(q) and c.compiling():
-            raise NotImplementedError("tirx.ops.scaled_dot_product_attention: FP8 inputs are not a registered op yet; call it outside torch.compile")
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
-        return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, descales)
+        _check(*args, enable_gqa, fp8=True)
+        ds = _descales(args[0], descales, args[0].shape[0], args[1].shape[1])
+        if c.is_torch(q) and c.compiling():
+            out, lse = register_fp8_torch_op()(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
+            return (out, lse) if return_lse else out
+        return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, ds)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
     if attn_mask is not None and c.is_torch(attn_mask) and c.wants_grad(attn_mask):

@@ -51,6 +51,7 @@ pub mod memory;
 pub mod pair;
 pub mod print;
 pub mod round;
+pub mod shared;
 pub mod sync;
 pub mod tmap;
 pub mod wgmma;
@@ -65,6 +66,7 @@ pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperan
 pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, MemOp, PtxDir, PtxVec};
 pub use pair::{PackedOp, PairOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
+pub use shared::SharedLayout;
 pub use sync::SyncOp;
 pub use tmap::{TensorMap, TmapDtype, TmapId};
 pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};

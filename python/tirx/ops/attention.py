@@ -61,8 +61,8 @@ PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": p
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
-    # FlashAttention-3's wider tiles: 176 or 192 keys (head dims to 128 / 64, `_prune`), or three
-    # consumers of 64 rows (head dim 64: their registers are 160 a thread).
+    # FlashAttention-3's wider tiles: 176, 192 or 256 keys (per head dim and type, `_tile_fits`),
+    # or three consumers of 64 rows (head dim 64: their registers are 160 a thread).
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192, 256) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).

@@ -69,3 +69,36 @@ impl LKernel {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lir::LBuf;
+    use crate::DType;
+
+    fn shared(name: &str, elems: i64, dynamic: bool, align: u32) -> LBuf {
+        LBuf { dynamic, align, ..LBuf::flat(name, DType::F32, Space::Shared, elems) }
+    }
+
+    #[test]
+    fn dynamic_buffers_follow_each_other_on_their_alignment() {
+        let mut k = LKernel::new("k", [1; 3], [128, 1, 1]);
+        k.bufs = vec![
+            shared("a", 256, true, 1024),    // 1 KiB at 0
+            shared("bar", 2, true, 0),       // 8 bytes at 1024, 128 taken
+            shared("b", 512, true, 1024),    // 2 KiB: on the next 1 KiB, 896 bytes of padding
+            shared("s", 5, false, 0),        // static: 20 bytes, 32 taken
+            LBuf::local("r", DType::F32, 8), // registers: not placed
+        ];
+        let l = k.shared_layout(|_| true);
+        assert_eq!(l.dynamic, vec![(LBufId(0), 0), (LBufId(1), 1024), (LBufId(2), 2048)]);
+        assert_eq!((l.dynamic_bytes, l.dynamic_align), (4096, 1024));
+        assert_eq!((l.statics.clone(), l.static_bytes), (vec![(LBufId(3), 16)], 32));
+        assert_eq!(l.total(), 1024 + 4096, "the dynamic region after the static arrays, on 1 KiB");
+        // Unused arrays are not declared, so not placed.
+        let l = k.shared_layout(|id| id != LBufId(1));
+        assert_eq!(l.dynamic, vec![(LBufId(0), 0), (LBufId(2), 1024)]);
+        let only_static = k.shared_layout(|id| id == LBufId(3));
+        assert_eq!(only_static.total(), 32);
+    }
+}

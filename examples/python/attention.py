@@ -18,8 +18,9 @@ The kernel, for one CTA of ``64 * consumers`` query rows of one head:
    diagonal); the online softmax on the accumulator's own layout (`Tx.warpgroup.max`/`sum` into
    `wgmma_row_layout` statistics; `Tx.warpgroup.fma(S, S, scale·log2 e, -m)` then
    `Tx.warpgroup.exp2(S, S, ftz=True)`: one fma and one MUFU.EX2 a score — exp2's own `bias=`
-   and `scale=` would be a multiply and an add, each rounded); O rescaled by exp2(m_old - m_new); P = S cast to bf16 in
-   the same registers' layout (the accumulator's layout is the A fragment's); and
+   and `scale=` would be a multiply and an add, each rounded); O rescaled by exp2(m_old -
+   m_new); P = S cast to bf16 in the same registers' layout (the accumulator's layout is the A
+   fragment's); and
    `Tx.warpgroup.gemm_async(O, P, V_s, transB=True, accum=True)` with P from registers.
 3. Schedules, chosen by the autotuner: each tile in turn; `overlap` (FlashAttention-3's
    intra-warpgroup pipelining: tile j's S = Q Kᵀ and tile j - 1's P V issued together,

@@ -913,6 +913,12 @@ def test_fp8_on_the_gpu_against_float64():
         want, _, bound = fp8_bound(f64(q, qd.repeat_interleave(h // hk, 1)), f64(k, kd), f64(v, vd), causal, 1 / d**0.5, "float8_e4m3fn")
         err = np.abs(got.double().cpu().numpy() - want)
         assert (err <= bound).all(), (b, h, sq, sk, d, causal, err.max())
+        if causal:  # the registered op under torch.compile: the eager call's values
+
+            def attend(q, k, v):
+                return tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, q_descale=qd, k_descale=kd, v_descale=vd)
+
+            assert torch.equal(torch.compile(attend, fullgraph=True)(q, k, v), got)
 
 
 def test_fp8_on_torch_tensors_as_on_numpy():

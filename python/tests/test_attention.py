@@ -793,6 +793,7 @@ def fp8_bound(q, k, v, causal, scale, fp8):
         (1, 128, 64, False, True, 1, 1, 64, 37),  # keys not a multiple of 16 (VT's zero columns)
         (2, 192, 128, False, True, 1, 1, 128, 450),  # FP8's wide tiles: three 64-byte atoms of keys
         (2, 256, 64, True, True, 2, 1, 130, 600),  # two 128-byte atoms
+        (2, 224, 128, False, False, 2, 1, 70, 230),  # FlashAttention-3's FP8 tile at d = 128: seven 32-byte atoms
     ],
 )
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])

@@ -115,6 +115,21 @@ pub fn lower(k: &Kernel, opts: &LowerOptions, reg: &Registry) -> Outcome {
         );
         return Outcome { lowered: Err(vec![d]), explain: lw.explain };
     }
+    // The budget above counted the HIR's buffers as the generator places them; the LIR's
+    // placement over the target's limit would be a launch failure the budget missed: a bug.
+    let placed = lir.shared_layout(|_| true).total();
+    if placed > opts.arch.max_smem_per_cta() {
+        let d = Diagnostic::internal(
+            k.span,
+            format!(
+                "the kernel's shared arrays are placed in {placed} bytes, over the {} bytes of {}, which the \
+                 shared-memory budget did not report",
+                opts.arch.max_smem_per_cta(),
+                opts.arch
+            ),
+        );
+        return Outcome { lowered: Err(vec![d]), explain: lw.explain };
+    }
     let explain = lw.explain.clone();
     Outcome { lowered: Ok(Lowered { lir, explain: lw.explain, warnings: lw.warnings, notes: budget.notes }), explain }
 }

@@ -201,7 +201,7 @@ impl Ctx<'_> {
                 continue;
             }
             self.note_type(b.dtype);
-            array_bytes(b.elems, b.dtype)?;
+            array_bytes(b.elems, b.dtype)?; // (a size past u64 is malformed LIR; the placement saturates)
             let shape = shape_note(&b.shape);
             let (t, n) = (c_type(b.dtype), self.names.buf(id).to_string());
             match (b.space, b.dynamic) {

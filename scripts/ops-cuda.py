@@ -109,6 +109,13 @@ def matmul_cases():
     yield "ops_matmul_fp8_block", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", bias="row"
     )
+    # FP8 promoted with the next K step in flight during each add (one consumer: nothing else hides it)
+    yield "ops_matmul_fp8_ahead", mm.matmul_kernel.factory(
+        m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
+    )
+    yield "ops_matmul_fp8_ahead_block", mm.matmul_kernel.factory(
+        m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", promote_ahead=True
+    )
     # split-K (skinny M): each part's float32 sums stored in its slice, then the finish kernel
     yield "ops_matmul_split", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, splits=4)
     yield "ops_matmul_split_fp8", mm.matmul_kernel.factory(

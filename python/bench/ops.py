@@ -191,8 +191,18 @@ def bench_scaled_mm(rows):
         t["tirx_blocks"] = per_call_us(lambda: ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16))
         flop = 2 * m * n * k
         r = {"op": "scaled_mm", "shape": [m, n, k], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
+        line = " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items())
+        if min(t.values()) < 60:  # (host-bound calls: the device's times too, each call replayed from a CUDA graph)
+            from gemm_sweep import graph_us  # this directory
+
+            dev = {
+                f"tirx{'_fast' if fast else ''}": graph_us(lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)) for fast in (False, True)
+            }
+            dev.update({f"cublas{'_fast' if fast else ''}": graph_us(lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)) for fast in (False, True)})
+            r["device_us"] = dev
+            line += " | device µs " + " ".join(f"{key} {v:.1f}" for key, v in dev.items())
         rows.append(r)
-        print(f"scaled_mm {m}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err}", flush=True)
+        print(f"scaled_mm {m}x{n}x{k}: {line} TFLOP/s | max |err| {err}", flush=True)
 
 
 def bench_grouped(rows):

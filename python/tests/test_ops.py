@@ -12,6 +12,8 @@ import tirx.ops as ops
 from tirx.runtime import numpy_dtype
 
 matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the function
+# The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64).
+TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead")]
 
 F64 = np.float64
 
@@ -486,7 +488,7 @@ def test_split_k_through_the_ops():
     assert ops.matmul(a, b, split_k=1).shape == (m, n)
 
 
-@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("cfg", TILES_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_every_matmul_tile_configuration_matches_float64(cfg):
     # Each configuration the autotuner may pick, at a size where its persistent tile loop takes
     # several rounds on two CTAs and the K loop wraps the stages.
@@ -500,7 +502,7 @@ def test_every_matmul_tile_configuration_matches_float64(cfg):
 
 
 @pytest.mark.parametrize("shape", [(200, 320, 200), (72, 136, 8), (1, 8, 72), (130, 200, 136)])
-@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("cfg", TILES_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_matmul_tiles_cover_ragged_shapes(cfg, shape):
     # TMA fills what the last tiles read outside A and B with zeros and clips what they write
     # outside C (poisoned with NaN here: every element is written, none outside).
@@ -514,7 +516,7 @@ def test_matmul_tiles_cover_ragged_shapes(cfg, shape):
 
 @pytest.mark.parametrize("shape", [(136, 200, 136), (256, 128, 72)], ids=str)
 @pytest.mark.parametrize("majors", [("m", "n"), ("k", "k"), ("m", "k")], ids=lambda m: f"a_{m[0]}-b_{m[1]}")
-@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("cfg", TILES_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_matmul_reads_transposed_operands_in_place(cfg, majors, shape):
     """A given as At (k x m: an M-major A, read transposed by the tensor cores) and B as Bt (n x k:
     K-major), as a transposed view stores them; ragged shapes (M a multiple of 8: At's rows
@@ -606,7 +608,7 @@ def _glu(zg, zu, activation):
 
 @pytest.mark.parametrize(
     "cfg, b_major",
-    [(c, "n") for c in matmul_module.CONFIGS if c["bn"] % 128 == 0] + [(c, "k") for c in matmul_module.CONFIGS if c["consumers"] < 3],
+    [(c, "n") for c in TILES_16 if c["bn"] % 128 == 0] + [(c, "k") for c in TILES_16 if c["consumers"] < 3],
     ids=lambda x: f"{64 * x['consumers']}x{x['bn']}" if isinstance(x, dict) else x,
 )
 def test_gated_mm_kernel_matches_float64(cfg, b_major):
@@ -674,7 +676,7 @@ def test_gated_mm_on_the_gpu_against_the_unfused_sequence():
         assert (got.double() - exact).abs().max().item() <= (theirs.double() - exact).abs().max().item() + 2.0**-8 * exact.abs().max().item(), (m, n, k)
 
 
-@pytest.mark.parametrize("cfg", matmul_module.CONFIGS, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("cfg", TILES_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_addmm_epilogue_matches_float64(cfg):
     """PyTorch's addmm: a bias row (loaded into a layout replicated over the accumulator's rows)
     or a whole matrix (staged in the output's registers) added in the epilogue, alpha and beta in
@@ -770,6 +772,52 @@ def test_scaled_mm_matches_float64(dtype, cfg):
     bias = rng.standard_normal(n).astype(np.float16) * 4
     got = ops.scaled_mm(a, b, np.float32(0.5), np.float32(0.75), bias, out_dtype="float16", use_fast_accum=cfg.get("fast_accum", False))
     np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), rtol=2.0**-10, atol=2.0**-10 * np.abs(want).max() / 64)
+
+
+@pytest.mark.parametrize(
+    "cfg, scales",
+    [
+        ({"consumers": 1, "bn": 128}, "tensor"),
+        ({"consumers": 2, "bn": 64}, "tensor"),
+        ({"consumers": 1, "bn": 32}, "tensor"),
+        ({"consumers": 1, "bn": 128}, "block"),
+    ],
+)
+def test_fp8_promoted_ahead_matches_float64(cfg, scales):
+    """FP8 promoted with the next K step in flight during each add (`promote_ahead`): runs of
+    four steps into two partials in turn and a tail run of three (K = 784: seven steps, the last
+    partial), per-tensor and DeepGEMM's block scales; ragged M and N, every element written; and
+    the same bits as the form that waits for each step (the adds in the same order)."""
+    m, n, k = 150, 200, 784
+    rng = np.random.default_rng(cfg["bn"] + len(scales))
+    f8 = numpy_dtype("float8_e4m3fn")
+    a = (rng.standard_normal((m, k)) * 2).astype(f8)
+    b = (rng.standard_normal((k, n)) * 2).astype(f8)
+    if scales == "block":
+        sa = rng.uniform(0.5, 2, (m, 7)).astype(np.float32)
+        sb = rng.uniform(0.5, 2, (2, 7)).astype(np.float32)
+        want = (a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]) @ (b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n])
+    else:
+        sa, sb = np.float32([0.5]), np.float32([0.75])
+        want = a.astype(F64) @ b.astype(F64) * 0.375
+    got = {}
+    for ahead in (True, False):
+        prim = matmul_module.matmul_kernel.factory(
+            m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2, out_dtype="bfloat16", fast_accum=False, scales=scales, promote_ahead=ahead, **cfg
+        )
+        got[ahead] = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+        tirx.compile(prim)(a, np.ascontiguousarray(b.T), sa, sb, got[ahead])
+    np.testing.assert_allclose(got[True].astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    np.testing.assert_array_equal(got[True].view(np.uint16), got[False].view(np.uint16))
+
+
+def test_promote_ahead_errors():
+    with pytest.raises(ValueError, match=r"promote_ahead: FP8 promoted to float32 \(fast_accum=False\)"):
+        matmul_module.matmul_kernel.factory(m=64, n=64, k=64, dtype="bfloat16", ctas=2, consumers=1, bn=64, promote_ahead=True)
+    with pytest.raises(ValueError, match=r"bn \* \(consumers \+ 1\) <= 256 \(bn=128, consumers=2\)"):
+        matmul_module.matmul_kernel.factory(
+            m=128, n=128, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
+        )
 
 
 @pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}, {"consumers": 3}])

@@ -36,6 +36,8 @@ EPI = 128  # epilogue columns per TMA store
 FIN = 64  # columns per warpgroup of split-K's finish kernel
 # Named barriers of the consumers' epilogues: one per consumer warpgroup (9..15 are the script's).
 EPILOGUE_BARRIER = 13
+# FP8 promoted ahead (`matmul_kernel`'s ``promote_ahead``): K steps per run of the pipeline.
+AHEAD_RUN = 4
 
 CONFIGS = [
     {"consumers": 2, "bn": 256},
@@ -50,6 +52,13 @@ CONFIGS = [
     # Where 128-column tiles take a second, partial round and 192-column ones one round.
     {"consumers": 2, "bn": 192},
     {"consumers": 1, "bn": 192},
+    # Two consumers of 64 columns: 128-row tiles where 128-column ones leave half the SMs idle.
+    {"consumers": 2, "bn": 64},
+    # FP8 promoted to float32 with the next K step in flight during each add (`promote_ahead`).
+    {"consumers": 1, "bn": 128, "promote_ahead": True},
+    {"consumers": 1, "bn": 64, "promote_ahead": True},
+    {"consumers": 1, "bn": 32, "promote_ahead": True},
+    {"consumers": 2, "bn": 64, "promote_ahead": True},
 ]
 
 
@@ -90,7 +99,8 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172); a
     gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
     K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
-    64-column swizzle atoms)."""
+    64-column swizzle atoms); ``promote_ahead`` where FP8 is promoted and its two partials fit
+    beside the accumulator (`matmul_kernel`)."""
 
     def tiles(consumers, bn):  # the tiles of 64 * consumers x bn (a gated tile: bn / 2 output columns)
         return -(-m // (64 * consumers)) * -(-(2 * n if gated else n) // bn)
@@ -106,6 +116,7 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
+        and (not cfg.get("promote_ahead") or (promote and cfg["bn"] * (cfg["consumers"] + 1) <= 256))
     ]
 
 
@@ -169,6 +180,7 @@ def matmul_kernel(
     splits: int = 1,
     cluster_k: int = 1,
     gated: bool = False,
+    promote_ahead: bool = False,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -182,7 +194,10 @@ def matmul_kernel(
     own and is added to the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with
     fewer bits than float32: the promotion DeepGEMM and cuBLAS make); ``fast_accum``: wgmma
     accumulates all of K, one K step kept in flight. (Promoting, each step is waited for before
-    its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM.)
+    its add: the other consumer's GEMMs fill the tensor cores meanwhile, as in DeepGEMM;
+    ``promote_ahead``: each step's product is issued into a second partial before the step
+    before it is waited for and added, so a consumer's own GEMMs keep the tensor cores busy
+    during its adds, one consumer per SM included.)
     ``scales="block"``: DeepGEMM's recipe, ``SA`` (m x ceil(k / 128): a scale per row and 128 of
     K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
     partial multiplied by its rows' and its block's scales as it is promoted. ``a_major`` /
@@ -224,6 +239,11 @@ def matmul_kernel(
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
+    ahead = promote_ahead
+    if ahead and (not promote or bn * (consumers + 1) > 256):
+        raise ValueError(
+            f"promote_ahead: FP8 promoted to float32 (fast_accum=False), two partials beside the accumulator in registers: bn * (consumers + 1) <= 256 (bn={bn}, consumers={consumers})"
+        )
     if splits < 1 or kt_steps % splits:
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {kt_steps} K steps")
     split = splits > 1
@@ -318,6 +338,44 @@ def matmul_kernel(
         else:
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
 
+    @T.macro(hygienic=False)
+    def issue_step(now, r, bx, kt, cw):
+        # The unit's K step kt into the partial ``now`` (both operands K-major), once loaded (the
+        # caller's stages and barriers).
+        full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
+        Tx.warpgroup.gemm_async(now[0:64, 0:bn], A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)
+
+    @T.macro(hygienic=False)
+    def promote_step(done, SA, SB, srow, r, bx, kt, cw):
+        # Step kt's product (``done``, waited for) promoted, its stage freed.
+        promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))
+        if tid % 128 == 0:
+            empty.arrive((r * kps + kt) % stages)
+
+    @T.macro(hygienic=False)
+    def promote_run(SA, SB, srow, r, bx, k0, u, cw):
+        # Steps k0 .. k0 + u - 1 (``u`` static) into part and part2 in turn, each issued before the
+        # one before it is waited for and promoted; none in flight after the run (ptxas serializes
+        # every wgmma where a partial in flight across a loop's back edge is read after its wait).
+        # part defined anew before its first wgmma: left live from the run before, NVVM copies its
+        # registers there and ptxas waits for the wgmmas before them.
+        Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)
+        issue_step(part, r, bx, k0, cw)
+        for j in list(range(1, u)):  # (unrolled)
+            if j % 2 == 1:
+                issue_step(part2, r, bx, k0 + j, cw)
+                T.ptx.wgmma.wait_group(1)
+                promote_step(part, SA, SB, srow, r, bx, k0 + j - 1, cw)
+            else:
+                issue_step(part, r, bx, k0 + j, cw)
+                T.ptx.wgmma.wait_group(1)
+                promote_step(part2, SA, SB, srow, r, bx, k0 + j - 1, cw)
+        T.ptx.wgmma.wait_group(0)
+        if u % 2 == 0:
+            promote_step(part2, SA, SB, srow, r, bx, k0 + u - 1, cw)
+        else:
+            promote_step(part, SA, SB, srow, r, bx, k0 + u - 1, cw)
+
     @T.macro
     def mma_mn(acc, A_s, B_s, stage, w, kt):
         # acc (+)= A B for an M-major A (consumer w's columns of the At stage), B either way.
@@ -352,6 +410,8 @@ def matmul_kernel(
             out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
         if promote or clustered:  # a K step's product, added to the accumulator in float32 once waited for; a peer's part
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        if ahead:  # the next step's product, in flight while part's is added
+            part2 = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block:  # the step's scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if bias == "row":
@@ -422,43 +482,49 @@ def matmul_kernel(
                 if r * grid + bx < units:
                     if promote:
                         Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
-                    for kt in range(kps):
-                        full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
-                        if promote:  # K step kt into the partial (both operands K-major), waited for, added
-                            Tx.warpgroup.gemm_async(
-                                part[0:64, 0:bn],
-                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                                accum=False,
-                            )
-                            T.ptx.wgmma.wait_group(0)
-                            promoted(acc, part, kstep(r, bx, kt), SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
-                            if tid % 128 == 0:  # (its stage free)
-                                empty.arrive((r * kps + kt) % stages)
-                        elif a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
-                            for w in list(range(consumers)):  # (unrolled)
-                                if wg == w + 1:
-                                    mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, w, kt)
-                        elif b_k:  # (both K-major)
-                            Tx.warpgroup.gemm_async(
-                                acc[0:64, 0:bn],
-                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                                accum=kt > 0,
-                            )
-                        else:
-                            Tx.warpgroup.gemm_async(
-                                acc[0:64, 0:bn],
-                                A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
-                                B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
-                                transB=True,
-                                accum=kt > 0,
-                            )
-                        if not promote:
-                            T.ptx.wgmma.wait_group(1)
-                            if kt > 0:  # the step before is done: free its stage
-                                if tid % 128 == 0:
-                                    empty.arrive((r * kps + kt - 1) % stages)
+                    if ahead:  # runs of AHEAD_RUN steps, each step issued before the one before it is promoted
+                        for it in range(kps // AHEAD_RUN):
+                            promote_run(SA, SB, srow if block else None, r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
+                        if kps % AHEAD_RUN:
+                            promote_run(SA, SB, srow if block else None, r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
+                    else:
+                        for kt in range(kps):
+                            full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
+                            if promote:  # K step kt into the partial (both operands K-major), waited for, added
+                                Tx.warpgroup.gemm_async(
+                                    part[0:64, 0:bn],
+                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
+                                    accum=False,
+                                )
+                                T.ptx.wgmma.wait_group(0)
+                                promoted(acc, part, kstep(r, bx, kt), SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
+                                if tid % 128 == 0:  # (its stage free)
+                                    empty.arrive((r * kps + kt) % stages)
+                            elif a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
+                                for w in list(range(consumers)):  # (unrolled)
+                                    if wg == w + 1:
+                                        mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, w, kt)
+                            elif b_k:  # (both K-major)
+                                Tx.warpgroup.gemm_async(
+                                    acc[0:64, 0:bn],
+                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
+                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
+                                    accum=kt > 0,
+                                )
+                            else:
+                                Tx.warpgroup.gemm_async(
+                                    acc[0:64, 0:bn],
+                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
+                                    B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
+                                    transB=True,
+                                    accum=kt > 0,
+                                )
+                            if not promote:
+                                T.ptx.wgmma.wait_group(1)
+                                if kt > 0:  # the step before is done: free its stage
+                                    if tid % 128 == 0:
+                                        empty.arrive((r * kps + kt - 1) % stages)
                     if not promote:
                         T.ptx.wgmma.wait_group(0)
                         if tid % 128 == 0:
@@ -529,8 +595,8 @@ def matmul_kernel(
                                             dispatch="tma_auto",
                                         )
                                 T.ptx.cp_async.bulk.commit_group()
-            if tid % 128 == 0:
-                T.ptx.cp_async.bulk.wait_group(0)
+            if tid % 128 == 0:  # (the last stores' reads of C_s; their writes complete by the grid's end)
+                T.ptx.cp_async.bulk.wait_group_read(0)
         if clustered and wg == 0:  # (every thread of the cluster arrives, the producer's too)
             T.ptx.barrier.cluster.arrive()
             T.ptx.barrier.cluster.wait()

@@ -922,6 +922,32 @@ def test_fp8_on_the_gpu_against_float64():
             assert torch.equal(torch.compile(attend, fullgraph=True)(q, k, v), got)
 
 
+@pytest.mark.parametrize("bn,d", [(192, 128), (224, 128), (256, 64)])
+def test_fp8_wide_tiles_on_the_gpu(bn, d):
+    """FP8's wide K/V tiles on the GPU (V's transposed tile three 64-byte, seven 32-byte or two
+    128-byte swizzle atoms a row: TMA's and wgmma's swizzles must agree), ragged keys, grouped
+    heads: within the bound of P's rounding of the float64 attention."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    b, h, hk, sq, sk = 2, 4, 2, 300, 1000
+    q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=bn)
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=False, scale=1 / np.sqrt(d), lse=True,
+        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True,
+    )
+    dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
+    f8 = lambda x: dev(x.view(np.uint8)).view(torch.float8_e4m3fn)  # noqa: E731
+    o = torch.zeros((b * h, sq, d), dtype=torch.bfloat16, device="cuda")
+    lse = torch.zeros((b * h, at.lse_rows(sq)), dtype=torch.float32, device="cuda")
+    ds = torch.ones((b * hk, 2), dtype=torch.float32, device="cuda")
+    tirx.compile(prim)(f8(q.reshape(-1, sq, d)), f8(k.reshape(-1, sk, d)), f8(at.fp8_values(v)), ds, o, lse)
+    want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), False, 1 / np.sqrt(d), "float8_e4m3fn")
+    err = np.abs(o.double().cpu().numpy().reshape(want.shape) - want)
+    assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
+    np.testing.assert_allclose(lse[:, :sq].cpu().numpy().reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+
+
 def test_fp8_on_torch_tensors_as_on_numpy():
     """The FP8 op on CPU torch tensors (the simulator) gives NumPy's result bit for bit: V's
     transposition and the descales (a 0-d tensor, a (batch, kv_heads) one, a number) alike."""

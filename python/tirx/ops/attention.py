@@ -61,9 +61,9 @@ PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": p
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
-    # FlashAttention-3's wider tiles: 176, 192 or 256 keys (per head dim and type, `_tile_fits`),
+    # FlashAttention-3's wider tiles: 176, 192, 224 or 256 keys (per head dim and type, `_tile_fits`),
     # or three consumers of 64 rows (head dim 64: their registers are 160 a thread).
-    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192, 256) for pp in (True, False)]
+    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": pp} for bn in (176, 192, 224, 256) for pp in (True, False)]
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
@@ -72,13 +72,12 @@ CONFIGS = (
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
 # or 128 is not tuned for that type.
 WIDE_TILES = {176: 128, 192: 64}
-FP8_WIDE_TILES = {192: 128, 256: 64}
+FP8_WIDE_TILES = {192: 128, 224: 128, 256: 64}
 # The narrowest head dim of each narrow K/V tile (16-bit: at head dim 256 two stages of 80 keys
 # fit, of 128 one).
 NARROW_TILES = {80: 192}
 # FP8's K/V tiles: V's transposed tile (d x keys) is a row of whole 32-, 64- or 128-byte swizzle
-# atoms a head-dim row. (224, FlashAttention-3's at head dim 128, takes 32-byte atoms, which no
-# kernel has run on a GPU yet: a kernel option, not tuned.)
+# atoms a head-dim row (224, FlashAttention-3's at head dim 128: seven 32-byte atoms).
 FP8_TILES = (64, 128, 192, 224, 256)
 THREE_CONSUMERS_D = 64
 
@@ -724,10 +723,10 @@ def attention_kernel(
                             else:
                                 Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
                         T.ptx.cp_async.bulk.commit_group()
-                        if persistent:  # (the stores have read Q_s)
-                            T.ptx.cp_async.bulk.wait_group_read(0)
-                        else:
-                            T.ptx.cp_async.bulk.wait_group(0)
+                        # The stores have read Q_s (persistent: free for the next Q). Their writes
+                        # complete by the grid's end: a CTA need not wait for them to leave the SM
+                        # to the next one (CUTLASS's epilogues end likewise).
+                        T.ptx.cp_async.bulk.wait_group_read(0)
                     if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
                         T.cuda.warp_sync()
                         if tid % 32 == 0:
@@ -756,9 +755,6 @@ def attention_kernel(
                     if tid % 128 == 0:
                         R_s[wg] = R_s[wg] + steps
                     T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            if persistent:  # the last tile's stores complete
-                if tid % 128 == 0:
-                    T.ptx.cp_async.bulk.wait_group(0)
 
     if varlen:
 

@@ -122,6 +122,33 @@ def test_persistent_schedule_matches_float64(consumers, bn, d, causal, pingpong,
     np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
 
 
+def test_causal_sections_of_heads(monkeypatch):
+    """Causal grids in sections of heads whose K and V fit half an L2 (each section's longest
+    query tiles first): the section is the most heads that divide batch * heads and fit, one at
+    least; and every tile computed once, here in sections of 2 and of 1 head (of 6: grouped-query
+    heads, two batch entries), one CTA a tile and persistent."""
+    assert at.causal_section(64, 1, 4096, 256, 2) == 4  # (4 MB a head: 6 fit, 4 divide 64)
+    assert at.causal_section(16, 1, 16384, 256, 2) == 1
+    assert at.causal_section(13, 1, 4096, 64, 2) == 13
+    assert at.causal_section(32, 4, 8192, 128, 2) == 16  # (a K/V head's 4 query heads share its bytes)
+    b, h, hk, sq, sk, d = 2, 3, 1, 200, 200, 64
+    q, k, v = inputs("bfloat16", b, h, hk, sq, sk, d, seed=11)
+    want, want_lse = reference(q, k, v, True, 1 / np.sqrt(d))
+    per_head = 2 * sk * d * 2 // h
+    for heads_fit, persistent in [(2, False), (1, False), (2, True)]:
+        monkeypatch.setattr(at, "CAUSAL_L2_BYTES", heads_fit * per_head)
+        assert at.causal_section(b * h, h // hk, sk, d, 2) == heads_fit
+        prim = at.attention_kernel.factory(
+            heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=True, scale=1 / np.sqrt(d), lse=True,
+            seq_major=False, consumers=1, bn=64, overlap=True, persistent=persistent, sms=3 if persistent else 0,
+        )
+        o = np.full((b * h, sq, d), np.nan, q.dtype)
+        lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), v.reshape(-1, sk, d), o, lse)
+        np.testing.assert_allclose(o.reshape(want.shape).astype(F64), want, rtol=tol("bfloat16"), atol=tol("bfloat16"))
+        np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+
+
 def test_persistent_is_an_option_on_gpus_only():
     """Persistent CTAs are not tuned (they never won on an H200); as configurations they apply on a
     GPU (its SMs) only."""
@@ -945,7 +972,8 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d):
     want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), False, 1 / np.sqrt(d), "float8_e4m3fn")
     err = np.abs(o.double().cpu().numpy().reshape(want.shape) - want)
     assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
-    np.testing.assert_allclose(lse[:, :sq].cpu().numpy().reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+    # (the GPU's MUFU.EX2 and MUFU.LG2 approximate: the log-sum-exp to about 1e-5, as bfloat16's)
+    np.testing.assert_allclose(lse[:, :sq].cpu().numpy().reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-4)
 
 
 def test_fp8_on_torch_tensors_as_on_numpy():

@@ -128,6 +128,20 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     ]
 
 
+# The K and V bytes a section of causal heads reads (`causal_section`): half an H100's or H200's
+# 50 MB L2.
+CAUSAL_L2_BYTES = 25 << 20
+
+
+def causal_section(heads: int, group: int, seq_k: int, d: int, eb: int) -> int:
+    """The heads of a causal grid's section (`attention_kernel`'s order): the most that divide
+    ``heads`` (batch * query heads, ``group`` a K/V head's) and whose K and V (``eb`` bytes an
+    element) fit `CAUSAL_L2_BYTES`; at least one."""
+    per_head = max(1, 2 * seq_k * d * eb // group)
+    fit = max(1, CAUSAL_L2_BYTES // per_head)
+    return max([g for g in range(1, min(heads, fit) + 1) if heads % g == 0], default=1)
+
+
 def _tile_fits(bn: int, d: int, causal: bool, fp8: bool) -> bool:
     """Whether K/V tiles of ``bn`` keys are tuned at head dim ``d``: 64 and 128 always, the wide
     ones (`WIDE_TILES`, `FP8_WIDE_TILES`) up to their head dim and not causal (they would widen
@@ -262,6 +276,12 @@ def attention_kernel(
     n_tiles = batch * heads * q_tiles * splits  # (not varlen: its grid is run-time)
     ctas = min(n_tiles, sms) if persistent else max(n_tiles, 1)
 
+    # Causal: sections of `section` heads (their K and V within half an L2), each section's query
+    # tiles the longest first (FlashAttention-3's order): the CTAs running at once read a few heads'
+    # K and V, which stay in L2; every head's longest tiles first had each CTA read its K and V
+    # from DRAM (Nsight Compute, d = 256, 4k: DRAM 50 % busy, against 6 % without the mask).
+    section = causal_section(batch * heads, heads // kv_heads, seq_k, d, eb) if causal and not varlen else 1
+
     def tiles_of(bx):
         """The tiles CTA ``bx`` takes: ``bx, bx + ctas, ...`` below ``n_tiles`` (persistent), else its own."""
         return (n_tiles - bx + ctas - 1) // ctas if persistent else 1
@@ -270,13 +290,13 @@ def attention_kernel(
     # under their own names). Varlen: sequence bh // heads of the packed rows, its start and length
     # from the cumulative ends (``nb`` sequences, ``nqt`` query tiles the longest).
     def tile_bh(tile, nb, nqt):
-        """The query head (of batch * heads): causal, the longest query tiles (the most keys)
-        first, every head's (a shorter tail); else a head's query tiles together (its K and V
-        shared in L2)."""
+        """The query head (of batch * heads): causal, per section of heads, the longest query
+        tiles (the most keys) first (a shorter tail); else a head's query tiles together (its K
+        and V shared in L2). Varlen: every sequence's longest tiles first."""
         if varlen:
             return tile % (nb * heads) if causal else tile // nqt
         if causal:
-            return tile // splits % (batch * heads)
+            return bounded(tile // splits // (section * q_tiles), batch * heads // section) * section + tile // splits % section
         return bounded(tile // splits // q_tiles, batch * heads)
 
     def tile_qt(tile, nb, nqt):
@@ -284,7 +304,7 @@ def attention_kernel(
         if varlen:
             return nqt - 1 - tile // (nb * heads) if causal else tile % nqt
         if causal:
-            return q_tiles - 1 - bounded(tile // splits // (batch * heads), q_tiles)
+            return q_tiles - 1 - tile // splits % (section * q_tiles) // section
         return tile // splits % q_tiles
 
     def live(bh, nb):
@@ -1658,17 +1678,19 @@ def scaled_dot_product_attention(
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
         _check(*args, enable_gqa, fp8=True)
         ds = _descales(args[0], descales, args[0].shape[0], args[1].shape[1])
-        if c.is_torch(q) and c.compiling():
-            out, lse = register_fp8_torch_op()(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
-            return (out, lse) if return_lse else out
+        if c.is_torch(q):
+            op = register_fp8_torch_op()  # (registered by an eager call too: a later torch.compile traces it)
+            if c.compiling():
+                out, lse = op(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
+                return (out, lse) if return_lse else out
         return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, ds)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
     if attn_mask is not None and c.is_torch(attn_mask) and c.wants_grad(attn_mask):
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: the gradient of attn_mask is not computed; pass attn_mask.detach()")
     if c.is_torch(q):
+        op = register_torch_op()  # (registered by an eager call too: a later torch.compile traces it)
         if c.compiling():
-            op = register_torch_op()
             out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         if any(c.wants_grad(t) for t in (q, k, v)):  # with its backward

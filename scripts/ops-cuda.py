@@ -134,6 +134,12 @@ def matmul_cases():
         yield f"ops_matmul_bias_{act}", mm.matmul_kernel.factory(
             m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="row", activation=act
         )
+    # addmm's input as a column (m x 1: each row's value), fused and after split-K (with alpha, beta
+    # and GELU's erf together ptxas keeps 4 bytes on the stack in these 128-column halves)
+    yield "ops_matmul_bias_column", mm.matmul_kernel.factory(
+        m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, bias="column", alpha=0.5, beta=2.0, activation="silu"
+    )
+    yield "ops_matmul_finish_column", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, bias="column")
     # transposed views read in place (the backward's dA = dC Bᵀ and dB = Aᵀ dC)
     yield "ops_matmul_bt", mm.matmul_kernel.factory(m=4096, n=2048, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=256, b_major="k")
     yield "ops_matmul_at", mm.matmul_kernel.factory(m=2048, n=2048, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, a_major="m")

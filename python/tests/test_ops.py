@@ -678,13 +678,15 @@ def test_gated_mm_on_the_gpu_against_the_unfused_sequence():
 
 @pytest.mark.parametrize("cfg", TILES_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_addmm_epilogue_matches_float64(cfg):
-    """PyTorch's addmm: a bias row (loaded into a layout replicated over the accumulator's rows)
-    or a whole matrix (staged in the output's registers) added in the epilogue, alpha and beta in
-    float32, one rounding; ragged shapes, every element written (C poisoned with NaN)."""
+    """PyTorch's addmm: a bias row (loaded into a layout replicated over the accumulator's rows),
+    a bias column (each row's value, in the rows' layout) or a whole matrix (staged in the
+    output's registers) added in the epilogue, alpha and beta in float32, one rounding; ragged
+    shapes, every element written (C poisoned with NaN)."""
     m, n, k = 130, 200, 136
     a, b, prod = _mm_inputs(m, n, k, "bfloat16")
     rng = np.random.default_rng(4)
-    for kind, i, alpha, beta in (("row", rng.standard_normal((1, n)), 1.0, 1.0), ("matrix", rng.standard_normal((m, n)), 0.5, 2.0)):
+    inputs = (("row", rng.standard_normal((1, n)), 1.0, 1.0), ("column", rng.standard_normal((m, 1)), 1.5, 0.5), ("matrix", rng.standard_normal((m, n)), 0.5, 2.0))
+    for kind, i, alpha, beta in inputs:
         i = i.astype(a.dtype)
         kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, bias=kind, alpha=alpha, beta=beta, **cfg))
         c = np.full((m, n), np.nan, a.dtype)
@@ -700,7 +702,18 @@ def test_addmm_op_and_its_errors():
     got = ops.addmm(full, a, b, beta=0.5, alpha=2.0)
     np.testing.assert_allclose(got.astype(F64), 2.0 * prod + 0.5 * full.astype(F64), rtol=2.0**-8, atol=2e-2)
     np.testing.assert_allclose(ops.addmm(bias, a[:, :0], b[:0], beta=2.0).astype(F64), np.broadcast_to(2.0 * bias.astype(F64), (100, 136)), rtol=2.0**-8)
-    with pytest.raises(ValueError, match=r"input of shape \[100\] for a 100x136 product"):
+    # PyTorch's broadcasting: a column, a number; through split-K's finish kernel and a cluster's parts too
+    col = np.random.default_rng(7).standard_normal((100, 1)).astype(a.dtype)
+    for i in (col, np.array(1.5, a.dtype), np.array([0.25], a.dtype), np.array([[-2.0]], a.dtype)):
+        want = 2.0 * prod + 0.5 * np.broadcast_to(i.astype(F64), prod.shape)
+        for split in (None, 2):
+            got = ops.addmm(i, a, b, beta=0.5, alpha=2.0, split_k=split)
+            np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-8, atol=2e-2, err_msg=f"{i.shape} split_k={split}")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=100, n=136, k=72, dtype="bfloat16", ctas=12, consumers=1, bn=64, bias="column", cluster_k=2))
+    c = np.full((100, 136), np.nan, a.dtype)
+    kern(a, b, col, c, np.full((1, 100, 136), np.nan, np.float32))
+    np.testing.assert_allclose(c.astype(F64), prod + col.astype(F64), rtol=2.0**-8, atol=2e-2)
+    with pytest.raises(ValueError, match=r"input of shape \[100\] does not broadcast to the 100x136 product; .* a column \(100, 1\)"):
         ops.addmm(bias[:100], a, b)
     with pytest.raises(TypeError, match="input is float32, the matrices bfloat16"):
         ops.addmm(bias.astype(np.float32), a, b)
@@ -947,11 +960,14 @@ def test_split_k_on_the_gpu_against_torch():
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        col = torch.randn(m, 1, device="cuda", dtype=torch.bfloat16)
         exact = a.double() @ b.double()
         for got, theirs, want in [
             (ops.matmul(a, b, split_k=s), torch.mm(a, b), exact),
             (ops.matmul(a, b), torch.mm(a, b), exact),
             (ops.addmm(bias, a, b), torch.addmm(bias, a, b), exact + bias.double()),
+            (ops.addmm(col, a, b), torch.addmm(col, a, b), exact + col.double()),
+            (ops.addmm(col, a, b, split_k=s), torch.addmm(col, a, b), exact + col.double()),
             (ops.addmm(bias, a, b, activation="relu", split_k=s), torch.relu(torch.addmm(bias, a, b)), torch.relu(exact + bias.double())),
         ]:
             bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
@@ -981,14 +997,16 @@ def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     b = torch.randn(128, 192).bfloat16().requires_grad_()
     bias = torch.randn(192).bfloat16().requires_grad_()
     dc = torch.randn(64, 192).bfloat16()
-    ref = [t.detach().double().requires_grad_() for t in (bias, a, b)]
-    torch.addmm(*ref, beta=0.5, alpha=2.0).backward(dc.double())
-    for fn in (ops.addmm, torch.compile(ops.addmm, fullgraph=True)):
-        for t in (bias, a, b):
-            t.grad = None
-        fn(bias, a, b, beta=0.5, alpha=2.0).backward(dc)
-        for t, r in zip((bias, a, b), ref):
-            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
+    for inp in (bias, torch.randn(64, 1).bfloat16().requires_grad_(), torch.tensor(0.5).bfloat16().requires_grad_()):  # (row, column, number)
+        ref = [t.detach().double().requires_grad_() for t in (inp, a, b)]
+        torch.addmm(*ref, beta=0.5, alpha=2.0).backward(dc.double())
+        for fn in (ops.addmm, torch.compile(ops.addmm, fullgraph=True)):
+            for t in (inp, a, b):
+                t.grad = None
+            fn(inp, a, b, beta=0.5, alpha=2.0).backward(dc)
+            for t, r in zip((inp, a, b), ref):
+                assert t.grad.shape == r.grad.shape
+                torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
     for t in (a, b):
         t.grad = None
     ops.matmul(a, b).backward(dc)

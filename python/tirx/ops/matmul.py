@@ -1,7 +1,7 @@
 """`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
 accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised);
-`tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row or a
-matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu", "gelu_tanh", "silu")
+`tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row, a bias
+column, a number or a matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu", "gelu_tanh", "silu")
 applied there too, in float32 before the one rounding.
 
 Each CTA is a producer warpgroup and one to three consumer warpgroups (64 rows of the tile each):
@@ -120,6 +120,16 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     ]
 
 
+# How addmm's input is added (`matmul_kernel`'s ``bias``): none, a row (1 x n), a column (m x 1)
+# or a matrix (m x n).
+BIASES = ("", "row", "column", "matrix")
+
+
+def input_shape(bias: str, m: int, n: int) -> tuple:
+    """The shape of addmm's input as the kernels take it (``bias`` one of `BIASES` but none)."""
+    return {"row": (1, n), "column": (m, 1), "matrix": (m, n)}[bias]
+
+
 # The epilogue's activations (`activation=`), as PyTorch names them: F.relu, F.gelu (erf form),
 # F.gelu(approximate="tanh"), F.silu.
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu")
@@ -185,8 +195,9 @@ def matmul_kernel(
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
     PyTorch's ``addmm``, ``C = beta * I + alpha * (A @ B)`` in float32, rounded once, ``I`` a row
-    (``"row"``: n, each accumulator row's; loaded into a layout replicated over the rows' threads)
-    or a matrix (``"matrix"``: m x n, its tile staged in the output's registers). FP8 (``dtype``
+    (``"row"``: n, each accumulator row's; loaded into a layout replicated over the rows' threads),
+    a column (``"column"``: m x 1, each row's value, loaded in the rows' layout) or a
+    matrix (``"matrix"``: m x n, its tile staged in the output's registers). FP8 (``dtype``
     float8_e4m3fn or float8_e5m2): PyTorch's ``_scaled_mm`` with per-tensor scales, ``C = (A @ B)
     SA[0] SB[0]`` in float32, rounded once to ``out_dtype`` (bfloat16 or float16); B is given
     K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands. Not
@@ -218,8 +229,8 @@ def matmul_kernel(
     the same output columns (both products in one accumulator), the epilogue multiplies the
     activated first half by the second in float32 and rounds once; no bias, split or cluster; a
     K-major B in any tile (its halves are runs of rows), a row-major one in 128 or 256 columns."""
-    if bias not in ("", "row", "matrix"):
-        raise ValueError(f"bias: {bias!r}; '' (none), 'row' (n) or 'matrix' (m x n)")
+    if bias not in BIASES:
+        raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
         raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
     fp8 = dtype.startswith("float8")
@@ -228,7 +239,7 @@ def matmul_kernel(
         raise ValueError(f"a_major={a_major!r}, b_major={b_major!r}: 'k' or 'm' and 'n' or 'k' (FP8 operands both K-major)")
     a_mn, b_k = a_major == "m", b_major == "k"  # (an MN-major A; a K-major B)
     od = out_dtype or dtype  # the output's dtype
-    if fp8 and (od not in ("bfloat16", "float16") or bias == "matrix" or k % 16):
+    if fp8 and (od not in ("bfloat16", "float16") or bias not in ("", "row") or k % 16):
         raise ValueError(f"{dtype} operands: out_dtype bfloat16 or float16 (got {od!r}), a bias row at most, K a multiple of 16")
     if not fp8 and od not in (dtype, "float32"):
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
@@ -416,6 +427,8 @@ def matmul_kernel(
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if bias == "row":
             brow = T.alloc_buffer((1, epi), od, scope="local", layout=bias_layout)
+        if bias == "column":  # each of the consumer's rows' value (rows past m: 0, never stored)
+            bcol = T.alloc_buffer((64, 1), od, scope="local", layout=wgmma_row_layout())
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
@@ -556,17 +569,20 @@ def matmul_kernel(
                                 Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
                             if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
                                 Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
-                            if bias:  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
-                                if bias == "row":
-                                    Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
-                                else:  # (the tile of I through the output's registers)
-                                    Tx.warpgroup.copy(
-                                        out[0:64, h * epi : h * epi + epi],
-                                        I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
-                                        clip=True,
-                                        other=0.0,
-                                    )
-                                add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi] if bias == "row" else out[0:64, h * epi : h * epi + epi])
+                            if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
+                                Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
+                                add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi])
+                            elif bias == "column":  # (read again each half: held across them, ptxas spills at 128 columns a consumer)
+                                Tx.warpgroup.copy(bcol[0:64, 0:1], I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
+                                add_input(acc[0:64, h * epi : h * epi + epi], bcol[0:64, 0:1])
+                            elif bias == "matrix":  # (the tile of I through the output's registers)
+                                Tx.warpgroup.copy(
+                                    out[0:64, h * epi : h * epi + epi],
+                                    I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
+                                    clip=True,
+                                    other=0.0,
+                                )
+                                add_input(acc[0:64, h * epi : h * epi + epi], out[0:64, h * epi : h * epi + epi])
                             if activation:
                                 activate(acc[0:64, h * epi : h * epi + epi])
                             if gated:  # (the gate times the up projection's same columns)
@@ -651,6 +667,18 @@ def matmul_kernel(
 
         return addmm_row
 
+    if bias == "column":
+
+        @T.prim_func
+        def addmm_column(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
+            I = T.match_buffer(I_ptr, (m, 1), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            body(A, B, C, I, None, None, None, None)
+
+        return addmm_column
+
     if bias == "matrix":
 
         @T.prim_func
@@ -722,7 +750,7 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
         return scaled_mm_clustered
 
     if bias:
-        i_shape = (1, n) if bias == "row" else (m, n)
+        i_shape = input_shape(bias, m, n)
 
         @T.prim_func
         def addmm_clustered(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
@@ -756,6 +784,8 @@ def matmul_finish_kernel(
     scales; ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
     the accumulator's layout (the same epilogue macros; 64 columns: with GELU's erf inlined, 128
     made ptxas spill)."""
+    if bias not in BIASES:
+        raise ValueError(f"bias: {bias!r}; one of {', '.join(map(repr, BIASES))}")
     add_input, activate = _epilogue(alpha, beta, activation)
     tm, tn = -(-m // 64), -(-n // FIN)
     acc_layout = wgmma_acc_layout(FIN)
@@ -774,6 +804,8 @@ def matmul_finish_kernel(
         out = T.alloc_buffer((64, FIN), out_dtype, scope="local", layout=acc_layout)
         if bias == "row":
             brow = T.alloc_buffer((1, FIN), out_dtype, scope="local", layout=c.acc_col_layout(FIN))
+        if bias == "column":
+            bcol = T.alloc_buffer((64, 1), out_dtype, scope="local", layout=wgmma_row_layout())
         row0 = bx // tn * 64
         col0 = bx % tn * FIN
         Tx.warpgroup.copy(acc[0:64, 0:FIN], W[0, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
@@ -785,6 +817,9 @@ def matmul_finish_kernel(
         if bias == "row":
             Tx.warpgroup.copy(brow[0:1, 0:FIN], I[0:1, col0 : col0 + FIN], clip=True, other=0.0)
             add_input(acc[0:64, 0:FIN], brow[0:1, 0:FIN])
+        elif bias == "column":
+            Tx.warpgroup.copy(bcol[0:64, 0:1], I[row0 : row0 + 64, 0:1], clip=True, other=0.0)
+            add_input(acc[0:64, 0:FIN], bcol[0:64, 0:1])
         elif bias == "matrix":
             Tx.warpgroup.copy(out[0:64, 0:FIN], I[row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
             add_input(acc[0:64, 0:FIN], out[0:64, 0:FIN])
@@ -793,7 +828,7 @@ def matmul_finish_kernel(
         Tx.warpgroup.cast(out[0:64, 0:FIN], acc[0:64, 0:FIN])
         Tx.warpgroup.copy(C[row0 : row0 + 64, col0 : col0 + FIN], out[0:64, 0:FIN], clip=True)
 
-    i_shape = (1, n) if bias == "row" else (m, n)
+    i_shape = input_shape(bias, m, n) if bias else ()
     if scale and bias:
 
         @T.prim_func
@@ -1038,7 +1073,7 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
     def run(input, a, b):
         out = a.new_empty((m, n), dtype=tout)
         i = input.to(tout).contiguous()
-        launch(view_a(a), view_b(b), (), (i.reshape(1, n) if kind == "row" else i,), out)
+        launch(view_a(a), view_b(b), (), (_input_view(i, kind, m, n),), out)
         return out
 
     return run
@@ -1053,22 +1088,37 @@ def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits:
 
 
 def _addmm_check(input, a, b, out_dtype: str = ""):
-    """``(dtype, kind)``: the operands' dtype and how ``input`` is added ("row" or "matrix");
-    ``input`` of their dtype, or with a float32 ``out_dtype`` of either."""
+    """``(dtype, kind)``: the operands' dtype and how ``input`` is added (`matmul_kernel`'s
+    ``bias``: "matrix", "row" (also a number, (), (1,) or (1, 1), repeated along the row by
+    `_input_view`) or "column"), PyTorch's broadcasting to the (m, n) product; ``input`` of
+    their dtype, or with a float32 ``out_dtype`` of either."""
     dtype = _check(a, b)
     m, n = a.shape[0], b.shape[1]
     shape = tuple(input.shape)
-    if shape in ((n,), (1, n)):
-        kind = "row"
-    elif shape == (m, n):
+    if shape == (m, n):
         kind = "matrix"
+    elif shape in ((n,), (1, n), (), (1,), (1, 1)):
+        kind = "row"
+    elif shape == (m, 1):
+        kind = "column"
     else:
         raise ValueError(
-            f"tirx.ops.addmm: input of shape {list(shape)} for a {m}x{n} product; give a row ({n},) / (1, {n}) or the whole ({m}, {n})"
+            f"tirx.ops.addmm: input of shape {list(shape)} does not broadcast to the {m}x{n} product; give a row ({n},) / (1, {n}), "
+            f"a column ({m}, 1), a number or the whole ({m}, {n})"
         )
     if c.dtype_name(input) not in (dtype, out_dtype or dtype):
         raise TypeError(f"tirx.ops.addmm: input is {c.dtype_name(input)}, the matrices {dtype}: give all one dtype (or a float32 input with out_dtype float32)")
     return dtype, kind
+
+
+def _input_view(i, kind: str, m: int, n: int):
+    """addmm's (contiguous) input as the kernel takes it: a row (1, n) (a number repeated along
+    it), a column (m, 1) or the matrix."""
+    if kind == "row":
+        if int(np.prod(i.shape)) != n:
+            return i.reshape(1, 1).expand(1, n).contiguous() if c.is_torch(i) else np.ascontiguousarray(np.broadcast_to(i.reshape(1, 1), (1, n)))
+        return i.reshape(1, n)
+    return i.reshape(m, 1) if kind == "column" else i
 
 
 def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
@@ -1076,7 +1126,7 @@ def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "",
     (m, k), n = a.shape, b.shape[1]
     if out_dtype and c.dtype_name(input) != out_dtype:  # (exact: a 16-bit input in float32)
         input = input.float() if c.is_torch(input) else input.astype(np.float32)
-    i = c.contiguous(input).reshape(1, n) if kind == "row" else c.contiguous(input)
+    i = _input_view(c.contiguous(input), kind, m, n)
     a, a_major, b, b_major = _operands(a, b)
     out = c.new_array(a, (m, n), out_dtype or None)
     if m == 0 or n == 0:
@@ -1156,7 +1206,8 @@ def _matmul_autograd(op):
 
 
 def _addmm_autograd(op):
-    """d(input) = beta dZ (summed over the rows for a bias row), dA = alpha dZ Bᵀ, dB = alpha Aᵀ
+    """d(input) = beta dZ (summed over the rows for a bias row, the columns for a bias column, all
+    for a number), dA = alpha dZ Bᵀ, dB = alpha Aᵀ
     dZ; dZ = dC, or with an activation its gradient at the pre-activation (`_activation_grad`)."""
 
     def setup_context(ctx, inputs, output):
@@ -1170,9 +1221,9 @@ def _addmm_autograd(op):
             z = None if ctx.activation == "relu" else c.inner_op("addmm", _addmm_parts, _addmm_autograd)(input, a, b, ctx.beta, ctx.alpha, "", ctx.out_dtype)
             dc = _activation_grad(z, y, dc, ctx.activation)
         di = da = db = None
-        if ctx.needs_input_grad[0]:
-            di = (dc.float().sum(0) if ctx.shape != tuple(dc.shape) else dc.float()) * ctx.beta
-            di = di.reshape(ctx.shape).to(input.dtype)
+        if ctx.needs_input_grad[0]:  # (summed over what the input was broadcast along)
+            di = dc.float() if ctx.shape == tuple(dc.shape) else dc.float().sum_to_size(ctx.shape) if ctx.shape else dc.float().sum()
+            di = (di * ctx.beta).reshape(ctx.shape).to(input.dtype)
         dc = dc.to(a.dtype)  # (a float32 output's gradient: rounded once to the operands' dtype)
         if ctx.needs_input_grad[1]:
             da = _mm(dc, b.t()) if ctx.alpha == 1 else (_mm(dc, b.t()).float() * ctx.alpha).to(dc.dtype)
@@ -1197,7 +1248,9 @@ def addmm(
     input, mat1, mat2, *, beta: float = 1, alpha: float = 1, out_dtype: Optional[object] = None, activation: Optional[str] = None, split_k: Optional[int] = None
 ):
     """PyTorch's `torch.addmm(input, mat1, mat2, beta=1, alpha=1)`: ``beta * input + alpha *
-    (mat1 @ mat2)``, ``input`` a row (n,) or (1, n) added to every row, or an (m, n) matrix,
+    (mat1 @ mat2)``, ``input`` broadcast to the (m, n) product as PyTorch's: a row (n,) or (1, n)
+    added to every row, a column (m, 1) to every column, a number ((), (1,) or (1, 1)) or an (m,
+    n) matrix,
     fused into the matmul's epilogue (float32 arithmetic, one rounding); with ``activation``
     ("relu", "gelu", "gelu_tanh", "silu": PyTorch's F.relu, F.gelu, F.gelu(approximate="tanh"),
     F.silu) that of the sum, fused too (as `torch._addmm_activation` does relu and gelu); a new

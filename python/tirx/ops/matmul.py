@@ -1,8 +1,8 @@
 """`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
 accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised);
 `tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row, a bias
-column, a number or a matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu", "gelu_tanh", "silu")
-applied there too, in float32 before the one rounding.
+column, a number or a matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu",
+"gelu_tanh", "silu") applied there too, in float32 before the one rounding.
 
 Each CTA is a producer warpgroup and one to three consumer warpgroups (64 rows of the tile each):
 the producer's one thread loads A (BM x 64) and B (64 x BN) tiles into swizzled shared-memory
@@ -350,7 +350,7 @@ def matmul_kernel(
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
 
     @T.macro(hygienic=False)
-    def issue_step(now, r, bx, kt, cw):
+    def issue_step(now, r, kt, cw):
         # The unit's K step kt into the partial ``now`` (both operands K-major), once loaded (the
         # caller's stages and barriers).
         full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
@@ -371,14 +371,14 @@ def matmul_kernel(
         # part defined anew before its first wgmma: left live from the run before, NVVM copies its
         # registers there and ptxas waits for the wgmmas before them.
         Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)
-        issue_step(part, r, bx, k0, cw)
+        issue_step(part, r, k0, cw)
         for j in list(range(1, u)):  # (unrolled)
             if j % 2 == 1:
-                issue_step(part2, r, bx, k0 + j, cw)
+                issue_step(part2, r, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
                 promote_step(part, SA, SB, srow, r, bx, k0 + j - 1, cw)
             else:
-                issue_step(part, r, bx, k0 + j, cw)
+                issue_step(part, r, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
                 promote_step(part2, SA, SB, srow, r, bx, k0 + j - 1, cw)
         T.ptx.wgmma.wait_group(0)

@@ -93,6 +93,29 @@ def test_importing_tirx_compat_leaves_dynamo_working():
     assert "[3.0, 3.0, 3.0, 3.0]" in r.stdout
 
 
+def test_tirx_ops_imported_before_torch_registers_every_op_on_a_first_eager_call():
+    """`tirx.ops` imported before torch: the first eager call of any op (softmax here) registers
+    them all, so torch.compile then traces another (rms_norm, never called eagerly); a first call
+    inside a compiled function is an error that says so."""
+    code = (
+        "import tirx.ops as ops\n"
+        "import torch\n"
+        "x, w = torch.randn(4, 64), torch.ones(64)\n"
+        "g = torch.compile(lambda x, w: ops.rms_norm(x, [64], w, 1e-6), fullgraph=True)\n"
+        "try:\n"
+        "    g(x, w)\n"
+        "except Exception as e:\n"
+        "    print('first:', 'call it once outside the compiled function' in str(e))\n"
+        "ops.softmax(x, -1)\n"
+        "torch._dynamo.reset()\n"
+        "want = torch.nn.functional.rms_norm(x, [64], w, 1e-6)\n"
+        "print('then:', torch.allclose(g(x, w), want, rtol=1e-5, atol=1e-5))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=dict(os.environ, TIRX_DEVICE="sim"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "first: True" in r.stdout and "then: True" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 def test_the_op_in_a_cuda_graph_and_on_a_side_stream():
     k = _axpy()

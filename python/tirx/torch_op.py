@@ -43,8 +43,23 @@ def _first_compiling() -> bool:
     torch = loaded_torch()
     if torch is None:
         return False
+    if torch.compiler.is_compiling():  # (not kept: the first call outside a trace runs the hooks)
+        return True
+    while _when_loaded:
+        _when_loaded.pop(0)()
     _is_compiling = torch.compiler.is_compiling
-    return _is_compiling()
+    return False
+
+
+# Run once torch is loaded, by the first `compiling()` outside a trace (`when_torch_loaded`).
+_when_loaded: list = []
+
+
+def when_torch_loaded(fn) -> None:
+    """Runs ``fn()`` on the first call of `compiling` outside a torch.compile trace once torch is
+    loaded (every kernel and op call with tensors asks it first): `tirx.ops` imported before
+    torch registers its ops then, which Dynamo could not do while tracing."""
+    _when_loaded.append(fn)
 
 
 def register(kernel, name: Optional[str] = None):

@@ -2,8 +2,9 @@
 (one launch on the current stream), CPU tensors or NumPy arrays (the simulator) and returns a
 new result. Each module holds its kernel in the same language users write; a size a kernel does
 not handle is a clear error, never a wrong result. With PyTorch, each is also the registered op
-`torch.ops.tirx.<name>`, so `torch.compile(fullgraph=True)` traces through it (registered when
-this module is imported after torch, else on the op's first call outside a compiled function);
+`torch.ops.tirx.<name>`, so `torch.compile(fullgraph=True)` traces through it (all registered
+when this module is imported after torch, else by the first call of any of them, or of any
+kernel, on tensors outside a compiled function);
 eager calls run the kernel directly (the dispatcher's round trip would only add microseconds)."""
 
 import sys
@@ -17,6 +18,7 @@ from . import norm as _norm
 from . import norm_backward as _norm_backward  # noqa: F401  (the norms' backward kernels)
 from . import softmax as _softmax
 from ..torch_op import compiling as _compiling
+from ..torch_op import when_torch_loaded as _when_torch_loaded
 from .attention import kvcache_attention, scaled_dot_product_attention, varlen_attention
 from .attention_backward import scaled_dot_product_attention_backward, varlen_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
@@ -51,10 +53,10 @@ __all__ = [
     "varlen_attention_backward",
 ]
 
-# With PyTorch loaded, the ops exist before any torch.compile traces a call of them (Dynamo
-# cannot trace a registration); without it, they are registered on their first torch call.
-if "torch" in sys.modules:
-    _compiling()  # and torch kept, for the calls that Dynamo traces (`torch_op.loaded_torch`)
+
+def _register_torch_ops():
+    """Every op's `torch.ops.tirx.<name>`: they must exist before torch.compile traces a call of
+    them (Dynamo cannot trace a registration)."""
     _softmax.register_torch_op()
     _softmax.register_log_torch_op()
     _norm.register_torch_op()
@@ -74,3 +76,12 @@ if "torch" in sys.modules:
     _attention.register_kvcache_torch_op()
     _attention_backward.register_varlen_backward_op()
     _attention.register_varlen_torch_op()
+
+
+# With PyTorch loaded, now; else on the first call outside a trace once it is (a later
+# torch.compile then finds them all, whichever op was called first).
+if "torch" in sys.modules:
+    _compiling()  # and torch kept, for the calls that Dynamo traces (`torch_op.loaded_torch`)
+    _register_torch_ops()
+else:
+    _when_torch_loaded(_register_torch_ops)

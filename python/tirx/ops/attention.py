@@ -1678,19 +1678,17 @@ def scaled_dot_product_attention(
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
         _check(*args, enable_gqa, fp8=True)
         ds = _descales(args[0], descales, args[0].shape[0], args[1].shape[1])
-        if c.is_torch(q):
-            op = register_fp8_torch_op()  # (registered by an eager call too: a later torch.compile traces it)
-            if c.compiling():
-                out, lse = op(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
-                return (out, lse) if return_lse else out
+        if c.is_torch(q) and c.compiling():
+            out, lse = register_fp8_torch_op()(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
+            return (out, lse) if return_lse else out
         return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, ds)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
     if attn_mask is not None and c.is_torch(attn_mask) and c.wants_grad(attn_mask):
         raise NotImplementedError("tirx.ops.scaled_dot_product_attention: the gradient of attn_mask is not computed; pass attn_mask.detach()")
     if c.is_torch(q):
-        op = register_torch_op()  # (registered by an eager call too: a later torch.compile traces it)
         if c.compiling():
+            op = register_torch_op()
             out, lse = op(q, k, v, attn_mask, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
         if any(c.wants_grad(t) for t in (q, k, v)):  # with its backward

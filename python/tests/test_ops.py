@@ -983,6 +983,39 @@ def test_split_k_on_the_gpu_against_torch():
                 assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
 
 
+def test_fp8_promoted_ahead_on_the_gpu():
+    """FP8 promoted ahead (the next K step's wgmmas in flight during each float32 add) on the GPU:
+    the same bits as the form that waits for each step, per-tensor (ragged, decode and a K of
+    several runs) and block-scaled; within cuBLASLt's distance of the float64 product."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    for (m, n, k), scales in [((150, 208, 784), "tensor"), ((16, 4096, 4096), "tensor"), ((128, 1024, 2048), "tensor"), ((256, 1024, 1024), "block")]:
+        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        if scales == "block":
+            sa, sb = torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
+        else:
+            sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+        for cfg in [{"consumers": 1, "bn": 128}, {"consumers": 1, "bn": 32}, {"consumers": 2, "bn": 64}][: 1 if scales == "block" else 3]:
+            if cfg["consumers"] * 64 > m:
+                continue
+            got = {}
+            for ahead in (True, False):
+                prim = matmul_module.matmul_kernel.factory(
+                    m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=132, out_dtype="bfloat16", fast_accum=False, scales=scales, promote_ahead=ahead, **cfg
+                )
+                got[ahead] = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+                tirx.compile(prim)(a, bt, sa, sb, got[ahead])
+            assert torch.equal(got[True], got[False]), (m, n, k, scales, cfg)
+            if scales == "tensor":
+                want = a.double() @ bt.double().t() * 1.0
+                theirs = torch._scaled_mm(a, bt.t(), sa[0], sb[0], out_dtype=torch.bfloat16)
+                bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
+                assert (got[True].double() - want).abs().max().item() <= bound, (m, n, k, cfg)
+
+
 def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     """matmul and addmm are differentiable (dA = dC Bᵀ, dB = Aᵀ dC by the same kernel; addmm's
     input gradient beta dC, summed over the rows for a bias row; with an activation, its gradient

@@ -113,6 +113,9 @@ def matmul_cases():
     yield "ops_matmul_fp8_ahead", mm.matmul_kernel.factory(
         m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
     )
+    yield "ops_matmul_fp8_ahead_two", mm.matmul_kernel.factory(  # (a kernel option: not yet run on a GPU, not tuned)
+        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
+    )
     yield "ops_matmul_fp8_ahead_block", mm.matmul_kernel.factory(
         m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", promote_ahead=True
     )

@@ -793,7 +793,9 @@ def test_scaled_mm_matches_float64(dtype, cfg):
         ({"consumers": 1, "bn": 128}, "tensor"),
         ({"consumers": 2, "bn": 64}, "tensor"),
         ({"consumers": 1, "bn": 32}, "tensor"),
+        ({"consumers": 2, "bn": 128}, "tensor"),
         ({"consumers": 1, "bn": 128}, "block"),
+        ({"consumers": 2, "bn": 128}, "block"),
     ],
 )
 def test_fp8_promoted_ahead_matches_float64(cfg, scales):
@@ -827,10 +829,11 @@ def test_fp8_promoted_ahead_matches_float64(cfg, scales):
 def test_promote_ahead_errors():
     with pytest.raises(ValueError, match=r"promote_ahead: FP8 promoted to float32 \(fast_accum=False\)"):
         matmul_module.matmul_kernel.factory(m=64, n=64, k=64, dtype="bfloat16", ctas=2, consumers=1, bn=64, promote_ahead=True)
-    with pytest.raises(ValueError, match=r"bn \* \(consumers \+ 1\) <= 256 \(bn=128, consumers=2\)"):
+    with pytest.raises(ValueError, match=r"registers \(bn=128, consumers=3: 192 of them, 160 a thread\)"):
         matmul_module.matmul_kernel.factory(
-            m=128, n=128, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
+            m=192, n=128, k=128, dtype="float8_e4m3fn", ctas=2, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
         )
+    assert matmul_module.ahead_fits(2, 128) and matmul_module.ahead_fits(3, 64) and not matmul_module.ahead_fits(3, 128)
 
 
 @pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}, {"consumers": 3}])
@@ -998,7 +1001,7 @@ def test_fp8_promoted_ahead_on_the_gpu():
             sa, sb = torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
         else:
             sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
-        for cfg in [{"consumers": 1, "bn": 128}, {"consumers": 1, "bn": 32}, {"consumers": 2, "bn": 64}][: 1 if scales == "block" else 3]:
+        for cfg in [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 1, "bn": 32}, {"consumers": 2, "bn": 64}][: 2 if scales == "block" else 4]:
             if cfg["consumers"] * 64 > m:
                 continue
             got = {}

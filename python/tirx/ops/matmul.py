@@ -116,8 +116,16 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
-        and (not cfg.get("promote_ahead") or (promote and cfg["bn"] * (cfg["consumers"] + 1) <= 256))
+        and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
     ]
+
+
+def ahead_fits(consumers: int, bn: int) -> bool:
+    """Whether FP8 promoted ahead fits a consumer's registers: the accumulator and two partials
+    (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 40 more for addresses and the loop (ptxas:
+    no spills at 64 x 128 over one or two consumers, 64 x 64 over three; 64 x 128 over three spill)."""
+    regs = c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
+    return 3 * bn // 2 + 40 <= regs
 
 
 # How addmm's input is added (`matmul_kernel`'s ``bias``): none, a row (1 x n), a column (m x 1)
@@ -251,9 +259,10 @@ def matmul_kernel(
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
     ahead = promote_ahead
-    if ahead and (not promote or bn * (consumers + 1) > 256):
+    if ahead and (not promote or not ahead_fits(consumers, bn)):
         raise ValueError(
-            f"promote_ahead: FP8 promoted to float32 (fast_accum=False), two partials beside the accumulator in registers: bn * (consumers + 1) <= 256 (bn={bn}, consumers={consumers})"
+            f"promote_ahead: FP8 promoted to float32 (fast_accum=False), two partials beside the accumulator in a consumer's "
+            f"registers (bn={bn}, consumers={consumers}: {3 * bn // 2} of them, {c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]} a thread)"
         )
     if splits < 1 or kt_steps % splits:
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {kt_steps} K steps")

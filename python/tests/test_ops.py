@@ -2,6 +2,7 @@
 (simulator, on NumPy arrays and CPU tensors), PyTorch's semantics (shapes, dims, defaults,
 errors), the registered ops under torch.compile, and on the GPU against PyTorch."""
 
+import re
 import sys
 
 import numpy as np
@@ -824,6 +825,60 @@ def test_fp8_promoted_ahead_matches_float64(cfg, scales):
         tirx.compile(prim)(a, np.ascontiguousarray(b.T), sa, sb, got[ahead])
     np.testing.assert_allclose(got[True].astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
     np.testing.assert_array_equal(got[True].view(np.uint16), got[False].view(np.uint16))
+
+
+# Mistakes planted in FP8's promoted-ahead pipeline (`matmul_kernel`), each reported by the simulator.
+AHEAD_GEMM = (
+    "        Tx.warpgroup.gemm_async(now[0:64, 0:bn], A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk], "
+    "B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)\n"
+)
+AHEAD_PROMOTE = (
+    "        promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))\n"
+)
+AHEAD_FREE = "        if tid % 128 == 0:\n            empty.arrive((r * kps + kt) % stages)\n"
+AHEAD_PLANTED = {
+    # the step before read while both steps' wgmmas may still run
+    "wait": (
+        "                issue_step(part2, r, k0 + j, cw)\n                T.ptx.wgmma.wait_group(1)",
+        "                issue_step(part2, r, k0 + j, cw)\n                T.ptx.wgmma.wait_group(2)",
+        "reads register `part[0]` while the wgmma.mma_async that accumulates into it has not been waited for",
+    ),
+    # a run's first partial cleared after its wgmma is issued
+    "fill": (
+        "        Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)\n        issue_step(part, r, k0, cw)",
+        "        issue_step(part, r, k0, cw)\n        Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)",
+        "writes register `part[0]` while the wgmma.mma_async that accumulates into it has not been waited for",
+    ),
+    # a stage freed as its wgmma is issued, not once it is waited for: the producer's refill races its reads
+    "free": (
+        AHEAD_GEMM + "\n    @T.macro(hygienic=False)\n    def promote_step(done, SA, SB, srow, r, bx, kt, cw):\n"
+        "        # Step kt's product (``done``, waited for) promoted, its stage freed.\n" + AHEAD_PROMOTE + AHEAD_FREE,
+        AHEAD_GEMM + AHEAD_FREE + "\n    @T.macro(hygienic=False)\n    def promote_step(done, SA, SB, srow, r, bx, kt, cw):\n"
+        "        # Step kt's product (``done``, waited for) promoted, its stage freed.\n" + AHEAD_PROMOTE,
+        "data race",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(AHEAD_PLANTED))
+def test_promote_ahead_planted_mistakes_are_reported(mistake, tmp_path):
+    """FP8 promoted ahead with a mistake planted in its source (40 K steps: the ring of stages
+    wraps): a partial read before its wait, a partial cleared after its wgmma is issued, a stage
+    freed before its wgmma is waited for; each an error of the simulator."""
+    import planting
+
+    old, new, words = AHEAD_PLANTED[mistake]
+    planted = planting.planted(matmul_module, old, new, tmp_path)
+    m, n, k = 130, 64, 128 * 40
+    rng = np.random.default_rng(0)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, bt = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((n, k)).astype(f8)
+    prim = planted.matmul_kernel.factory(
+        m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2, consumers=1, bn=64, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
+    )
+    c = np.zeros((m, n), numpy_dtype("bfloat16"))
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        tirx.compile(prim, "sm_90a")(a, bt, np.float32([1]), np.float32([1]), c)
 
 
 def test_promote_ahead_errors():

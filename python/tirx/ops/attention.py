@@ -1301,10 +1301,11 @@ def _descales(q, descales, b: int, hk: int):
     return ds
 
 
-def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, ds):
+def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, ds, checked=None):
     """FP8 attention (`attention_kernel`'s FP8 design): the scores times ``scale`` and Q's and K's
-    descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out (``ds``: `_descales`)."""
-    b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa, fp8=True)
+    descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out (``ds``: `_descales`;
+    ``checked``: `_check`'s result where the caller has it)."""
+    b, h, sq, sk, hk, d, dtype = checked or _check(q, k, v, enable_gqa, fp8=True)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     out = c.new_array(q, (b, h, sq, d), "bfloat16")
     if b * h * sq == 0 or sk == 0:
@@ -1676,12 +1677,12 @@ def scaled_dot_product_attention(
             raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
         c.refuse_grad("scaled_dot_product_attention (FP8 inputs)", q, k, v)
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
-        _check(*args, enable_gqa, fp8=True)
-        ds = _descales(args[0], descales, args[0].shape[0], args[1].shape[1])
+        checked = _check(*args, enable_gqa, fp8=True)
+        ds = _descales(args[0], descales, checked[0], checked[4])
         if c.is_torch(q) and c.compiling():
             out, lse = register_fp8_torch_op()(q, k, v, ds, bool(is_causal), None if scale is None else float(scale), bool(enable_gqa), offset)
             return (out, lse) if return_lse else out
-        return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, ds)
+        return _run_fp8(*args, is_causal, scale, enable_gqa, return_lse, offset, ds, checked)
     if any(x is not None for x in descales):
         raise ValueError(f"tirx.ops.scaled_dot_product_attention: q_descale, k_descale, v_descale are for FP8 inputs, not {c.dtype_name(q)}")
     if attn_mask is not None and c.is_torch(attn_mask) and c.wants_grad(attn_mask):

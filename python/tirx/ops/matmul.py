@@ -509,21 +509,15 @@ def matmul_kernel(
                             promote_run(SA, SB, srow if block else None, r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
                         if kps % AHEAD_RUN:
                             promote_run(SA, SB, srow if block else None, r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
+                    elif promote:  # each K step into the partial, waited for, added
+                        for kt in range(kps):
+                            issue_step(part, r, kt, cw)
+                            T.ptx.wgmma.wait_group(0)
+                            promote_step(part, SA, SB, srow if block else None, r, bx, kt, cw)
                     else:
                         for kt in range(kps):
                             full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
-                            if promote:  # K step kt into the partial (both operands K-major), waited for, added
-                                Tx.warpgroup.gemm_async(
-                                    part[0:64, 0:bn],
-                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                                    accum=False,
-                                )
-                                T.ptx.wgmma.wait_group(0)
-                                promoted(acc, part, kstep(r, bx, kt), SA, SB, srow if block else None, out_row(r, bx, cw), tile_n(r, bx))
-                                if tid % 128 == 0:  # (its stage free)
-                                    empty.arrive((r * kps + kt) % stages)
-                            elif a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
+                            if a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
                                 for w in list(range(consumers)):  # (unrolled)
                                     if wg == w + 1:
                                         mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, w, kt)
@@ -542,12 +536,10 @@ def matmul_kernel(
                                     transB=True,
                                     accum=kt > 0,
                                 )
-                            if not promote:
-                                T.ptx.wgmma.wait_group(1)
-                                if kt > 0:  # the step before is done: free its stage
-                                    if tid % 128 == 0:
-                                        empty.arrive((r * kps + kt - 1) % stages)
-                    if not promote:
+                            T.ptx.wgmma.wait_group(1)
+                            if kt > 0:  # the step before is done: free its stage
+                                if tid % 128 == 0:
+                                    empty.arrive((r * kps + kt - 1) % stages)
                         T.ptx.wgmma.wait_group(0)
                         if tid % 128 == 0:
                             empty.arrive((r * kps + kps - 1) % stages)

@@ -1070,11 +1070,12 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
     kw = dict(k=k, dtype=dtype, ctas=_ctas(a), bias=kind, alpha=alpha, beta=beta, activation=activation, a_major=a_major, b_major=b_major)
     launch = _gemm_launch(m, n, out_dtype or dtype, splits=splits, op="addmm", **kw, **({"out_dtype": out_dtype} if out_dtype else {}))
     tout = getattr(torch, out_dtype or dtype)
+    view_i = _input_view(kind, tuple(input.shape), m, n)
 
     def run(input, a, b):
         out = a.new_empty((m, n), dtype=tout)
         i = input.to(tout).contiguous()
-        launch(view_a(a), view_b(b), (), (_input_view(i, kind, m, n),), out)
+        launch(view_a(a), view_b(b), (), (view_i(i),), out)
         return out
 
     return run
@@ -1112,14 +1113,15 @@ def _addmm_check(input, a, b, out_dtype: str = ""):
     return dtype, kind
 
 
-def _input_view(i, kind: str, m: int, n: int):
-    """addmm's (contiguous) input as the kernel takes it: a row (1, n) (a number repeated along
-    it), a column (m, 1) or the matrix."""
+def _input_view(kind: str, shape: tuple, m: int, n: int):
+    """The function giving addmm's (contiguous) input of ``shape`` as the kernel takes it: a row
+    (1, n) (a number repeated along it), a column (m, 1) or the matrix (chosen once per call
+    signature)."""
+    if kind == "row" and int(np.prod(shape)) != n:  # (a number)
+        return lambda i: i.reshape(1, 1).expand(1, n).contiguous() if c.is_torch(i) else np.ascontiguousarray(np.broadcast_to(i.reshape(1, 1), (1, n)))
     if kind == "row":
-        if int(np.prod(i.shape)) != n:
-            return i.reshape(1, 1).expand(1, n).contiguous() if c.is_torch(i) else np.ascontiguousarray(np.broadcast_to(i.reshape(1, 1), (1, n)))
-        return i.reshape(1, n)
-    return i.reshape(m, 1) if kind == "column" else i
+        return lambda i: i.reshape(1, n)
+    return (lambda i: i.reshape(m, 1)) if kind == "column" else (lambda i: i)
 
 
 def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
@@ -1127,7 +1129,7 @@ def _addmm_general(input, a, b, beta: float, alpha: float, activation: str = "",
     (m, k), n = a.shape, b.shape[1]
     if out_dtype and c.dtype_name(input) != out_dtype:  # (exact: a 16-bit input in float32)
         input = input.float() if c.is_torch(input) else input.astype(np.float32)
-    i = _input_view(c.contiguous(input), kind, m, n)
+    i = _input_view(kind, tuple(input.shape), m, n)(c.contiguous(input))
     a, a_major, b, b_major = _operands(a, b)
     out = c.new_array(a, (m, n), out_dtype or None)
     if m == 0 or n == 0:

@@ -10,7 +10,8 @@
 #    also compiles it with NVRTC 13.0 (what tirx-runtime uses) to sm_90a CUBIN.
 # 3. Checks scripts/sass-expect.txt: each line is `<file-glob> <regex>` (the
 #    SASS must match) or `<file-glob> !<regex>` (the SASS must not match);
-#    globs match file names in DIR, regexes are grep -E.
+#    globs match file names in DIR, regexes are grep -E. Every file must also
+#    compile without ptxas serializing its wgmmas (warning C7512).
 # Prints one table row per compile and per check; exits 1 on any failure,
 # 2 on a usage or toolchain problem. It never skips: no toolchain, no .cu
 # files or an unreadable expectation file are errors.
@@ -120,6 +121,15 @@ for src in "${sources[@]}"; do
         continue
     fi
     row ok "$file" "nvcc compile + SASS ($(grep -c '^ *\/\*[0-9a-f]*\*\/' "$OUT/$name.sass") instructions)"
+    # ptxas serializing wgmmas (C7512: each waits for the one before; a register shortage or a
+    # partial read across a loop's back edge) halves a tensor-core kernel's rate with no error.
+    checks=$((checks + 1))
+    if grep -q "C7512" "$OUT/$name.log"; then
+        row FAIL "$file" "ptxas serialized wgmmas: $(grep -m1 C7512 "$OUT/$name.log" | sed 's/^ptxas info *: //')"
+        fails=$((fails + 1))
+    else
+        row ok "$file" "wgmmas not serialized (no ptxas C7512)"
+    fi
     if [[ "$(cat "$OUT/$name.nvrtc")" == ok ]]; then
         row ok "$file" "nvrtc compile"
     else

@@ -85,7 +85,7 @@ def attention_cases():
     yield "ops_attention_bwd_dkv_varlen_d256", ab.attention_dkv_kernel.factory(**varlen_wide)
     yield "ops_attention_bwd_dkv_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True)
     yield "ops_attention_bwd_dkv_dq_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True)
-    yield "ops_bwd_dkv_ws", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True)
+    yield "ops_attention_bwd_dkv_ws", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True)
     yield "ops_attention_bwd_dkv_ws_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True)
     masked = {**bwd, "causal": False, "mask": "all"}
     yield "ops_attention_bwd_dq_masked", ab.attention_dq_kernel.factory(**masked)
@@ -113,7 +113,7 @@ def matmul_cases():
     yield "ops_matmul_fp8_ahead", mm.matmul_kernel.factory(
         m=128, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
     )
-    yield "ops_matmul_fp8_ahead_two", mm.matmul_kernel.factory(  # (a kernel option: not yet run on a GPU, not tuned)
+    yield "ops_matmul_fp8_ahead_two", mm.matmul_kernel.factory(
         m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
     )
     yield "ops_matmul_fp8_ahead_block", mm.matmul_kernel.factory(

@@ -744,6 +744,7 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     k_tiles = -(-seq_k // WS_KEYS)
     scale_log2 = scale * LOG2E
     dh = d // 2  # dQ's columns a consumer
+    dq_in_st = dh == BM  # (dQ's part accumulated in Sᵀ's registers)
     # K's columns are read in halves by dQ's GEMMs: whole swizzle atoms of them.
     kv_smem = mma_shared_layout(dtype, c.swizzle_for(dh, 2), (WS_KEYS, d))
     q_smem = mma_shared_layout(dtype, c.swizzle_for(d, 2), (2, BM, d))
@@ -893,7 +894,13 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
             dpt = T.alloc_buffer((64, BM), "float32", scope="local", layout=wgmma_acc_layout(BM))
             pt16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
             dst16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
-            dq = T.alloc_buffer((BM, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
+            if dq_in_st:
+                # Sᵀ's registers, read by then, also take dQ's part at head dim 128: a 64 x 64
+                # accumulator of its own left ptxas too few registers (it serialized every wgmma
+                # and spilled: C7512). At 64 its own is faster (measured on an H200).
+                dq = st
+            else:
+                dq = T.alloc_buffer((BM, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
             col = T.alloc_buffer((1, COLS), "float32", scope="local", layout=c.acc_col_layout(COLS))
             out = T.alloc_buffer((64, d), dtype, scope="local", layout=wgmma_acc_layout(d))
             Tx.warpgroup.fill(dk[0:64, 0:d], 0.0)
@@ -1215,13 +1222,13 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     True)`) rather than computed by its own kernel: never past head dim 128 (its shared memory) nor
     ``deterministic``; with ``deterministic=False`` always; by default where that was measured
     faster (H200, bf16, the whole backward: non-causal at every length measured, 1k-16k,
-    1.02-1.24x; causal from 4k keys, 1.10-1.17x, at d = 64 from 2k, 1.12-1.30x; causal 1k 0.93x,
-    at d = 128 2k 0.99x), unless PyTorch is asked for deterministic algorithms."""
+    1.02-1.24x; causal at d = 128 from 1k keys, 1.06-1.20x; at d = 64 from 2k, 1.10-1.30x, causal
+    1k 0.93-0.97x), unless PyTorch is asked for deterministic algorithms."""
     if d > 128 or deterministic:
         return False
     if deterministic is not None:
         return True
-    if causal and seq_k < (4096 if d > 64 else 2048):
+    if causal and d <= 64 and seq_k < 2048:
         return False
     if c.is_torch(q):
         import torch
@@ -1285,8 +1292,8 @@ def scaled_dot_product_attention_backward(
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
     [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), the forward's head dims
     (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group. Where it
-    was measured faster (not causal, 2k keys or more, head dims to 128), dQ is summed in float32
-    by TMA reductions in an order that varies from run to run, unless
+    was measured faster (head dims to 128, but not causal at head dim 64 under 2k keys), dQ is
+    summed in float32 by TMA reductions in an order that varies from run to run, unless
     `torch.are_deterministic_algorithms_enabled()`; elsewhere, or with ``deterministic=True``, a
     second kernel recomputes the scores for dQ (the same result every run).
     ``deterministic=False`` reduces dQ at any size (head dims to 128). ``attn_mask``: the

@@ -59,6 +59,7 @@ CONFIGS = [
     {"consumers": 1, "bn": 64, "promote_ahead": True},
     {"consumers": 1, "bn": 32, "promote_ahead": True},
     {"consumers": 2, "bn": 64, "promote_ahead": True},
+    {"consumers": 2, "bn": 128, "promote_ahead": True},
 ]
 
 

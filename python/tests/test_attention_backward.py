@@ -422,3 +422,16 @@ def test_rows_that_see_no_key_get_zero_gradients():
         assert np.isfinite(g).all()
         np.testing.assert_allclose(g, w, rtol=2.0**-6, atol=2.0**-6 * np.abs(w).max())
     assert not q.grad[0, :, :20].any()
+
+
+@pytest.mark.parametrize("n_kv,k_tiles,section", [(32, 64, 4), (64, 32, 8), (6, 5, 3), (4, 7, 1), (8, 1, 8)])
+def test_key_tile_order_covers_every_tile_once(n_kv, k_tiles, section):
+    """The dK / dV kernels' CTA order (causal: sections of K/V heads, each section's first key
+    tiles first) takes every (K/V head, key tile) once, and within a section the key tiles in
+    order."""
+    order = [ab._key_tile_order(bx, k_tiles, section) for bx in range(n_kv * k_tiles)]
+    assert sorted(order) == [(kv, kt) for kv in range(n_kv) for kt in range(k_tiles)]
+    per = section * k_tiles
+    for s0 in range(0, len(order), per):
+        kts = [kt for _, kt in order[s0 : s0 + per]]
+        assert kts == sorted(kts)

@@ -40,7 +40,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _mask, mask_index, mask_matrices
+from .attention import HEAD_DIMS, LOG2E, _check, _mask, causal_section, mask_index, mask_matrices
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -439,6 +439,22 @@ def _kv_steps(q0, n_keys, diag, causal):
 DKV_CONFIGS = [{}, {"ws": True}, {"ws": True, "dq_overlap": True}]
 
 
+def _key_tile_order(bx, k_tiles: int, section: int):
+    """``(kv, kt)``, the K/V head (of batch * kv_heads) and key tile of a dK / dV kernel's CTA
+    ``bx``: a head's key tiles together (its query heads' Q and dO shared in L2), or (causal)
+    in sections of ``section`` K/V heads whose Q and dO fit half the L2 (`causal_section`),
+    each section's first key tiles (the most query tiles: every one at or below them) first,
+    FlashAttention-3's longest-first order (a shorter tail)."""
+    if section == 1:
+        return bx // k_tiles, bx % k_tiles
+    return bx // (section * k_tiles) * section + bx % section, bx // section % k_tiles
+
+
+def _section(batch: int, heads: int, kv_heads: int, seq_q: int, d: int, causal: bool) -> int:
+    """`_key_tile_order`'s section: causal, the K/V heads whose query heads' Q and dO fit half the L2."""
+    return causal_section(batch * kv_heads, 1, seq_q * (heads // kv_heads), d, 2) if causal else 1
+
+
 def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
     return [cfg for cfg in configs if not cfg.get("ws") or (reduce_dq and d <= 128 and not varlen and not mask)]
 
@@ -482,6 +498,7 @@ def attention_dkv_kernel(
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
+    section = _section(batch, heads, kv_heads, seq_q, d, causal)
     scale_log2 = scale * LOG2E
     # Head dims past 128: two warpgroups, each holding dK's and dV's half of the columns (one
     # warpgroup's registers hold 64 x 128 of each); the first computes S, dP, P and dS for both.
@@ -570,8 +587,7 @@ def attention_dkv_kernel(
         full.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        kv = bx // k_tiles
-        kt = bx % k_tiles
+        kv, kt = _key_tile_order(bx, k_tiles, section)
         k0 = kt * BN
         first = first_of(kt)
         per_head = q_tiles - first  # query tiles of each head of the group
@@ -742,6 +758,7 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // WS_KEYS)
+    section = _section(batch, heads, kv_heads, seq_q, d, causal)
     scale_log2 = scale * LOG2E
     dh = d // 2  # dQ's columns a consumer
     dq_in_st = dh == BM  # (dQ's part accumulated in Sᵀ's registers)
@@ -844,8 +861,7 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
         dq_empty.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
-        kv = bx // k_tiles
-        kt = bx % k_tiles
+        kv, kt = _key_tile_order(bx, k_tiles, section)
         k0 = kt * WS_KEYS
         first = first_of(kt)
         per_head = q_tiles - first  # query tiles of each head of the group

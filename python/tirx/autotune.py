@@ -29,6 +29,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -153,19 +154,31 @@ class TunedKernel:
         # timing, so an in-place kernel (Y += X) runs exactly once for the caller.
         written = [a for p, a in zip(ks[0].params, args) if not p.is_scalar and p.written]
         saved = [a.clone() if hasattr(a, "clone") else a.copy() for a in written]
-        # A candidate this GPU cannot launch (`_fits`) is not timed: it never wins.
-        self.times = [t(k, self._args(k, args)) if _fits(k, args) else math.inf for k in ks]
+        # A candidate this GPU cannot launch (`_fits`) is not timed: it never wins. What loading a
+        # candidate warns (ptxas: wgmmas serialized, registers spilled) is shown for the chosen one only.
+        timed = [self._timed(t, k, args) for k in ks]
+        self.times = [took for took, _ in timed]
         for a, s in zip(written, saved):
             a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
         if all(math.isinf(x) for x in self.times):
             raise RuntimeError(f"{self.explain()}\ntirx.autotune: no configuration fits this GPU (each one's clusters exceed its GPCs)")
         best = min(range(len(ks)), key=lambda i: self.times[i])
+        for w in timed[best][1]:
+            warnings.warn(w.message, w.category, stacklevel=3)
         self.how = f"timed over {self.tuner.rep} launches each"
         _memory[self.cache_key] = best
         _store_disk(self.cache_key, best)
         if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
             print(self.explain(), file=sys.stderr)
         return best
+
+    def _timed(self, t, kernel, args):
+        """``kernel``'s time on ``args`` (inf where it does not fit this GPU) and the warnings
+        its first launch raised, held back."""
+        with warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always")
+            took = t(kernel, self._args(kernel, args)) if _fits(kernel, args) else math.inf
+        return took, raised
 
     def _args(self, kernel, args) -> tuple:
         """``kernel``'s arguments for the call's ``args`` (the tuner's ``launch_args``)."""

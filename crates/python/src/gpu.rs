@@ -37,6 +37,9 @@ pub struct Loaded {
     /// `Kernel.resident_ctas`, asked of the driver once: a persistent op sizes its grid by it on
     /// every call, and the occupancy of a loaded function on its device does not change.
     pub resident: std::sync::OnceLock<u32>,
+    /// ptxas's performance warnings (`tirx_runtime::nvrtc::performance_warnings`), raised as
+    /// `tirx.TirxWarning`s when the kernel is loaded.
+    pub warnings: Vec<String>,
 }
 
 /// Compiles (cached on disk) and loads `source` on device `ordinal`.
@@ -51,7 +54,7 @@ pub fn load(ordinal: usize, source: &str, arch: tirx_ir::Arch, spec: &LaunchSpec
     }
     let compiled = tirx_runtime::compile_cached(source, arch, tirx_runtime::cache::default_dir().as_deref())?;
     let kernel = gpu.load(compiled.cubin, spec)?;
-    Ok(Loaded { gpu, kernel, resident: std::sync::OnceLock::new() })
+    Ok(Loaded { gpu, kernel, resident: std::sync::OnceLock::new(), warnings: compiled.warnings })
 }
 
 /// `(name, compute capability, sm count, total memory)` of device `ordinal`, or None without a usable GPU.

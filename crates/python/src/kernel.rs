@@ -398,8 +398,25 @@ impl Lowered {
             .map_err(crate::gpu::runtime_error)?;
         let l = Arc::new(l);
         map.insert(device, l.clone());
+        drop(map);
+        warn_all(py, &l.warnings)?;
         Ok(l)
     }
+}
+
+/// Each of `messages` as a `tirx.TirxWarning` (ptxas's, when a kernel is loaded: its wgmmas
+/// serialized or its registers spilled cost it speed, not correctness).
+fn warn_all(py: Python<'_>, messages: &[String]) -> PyResult<()> {
+    if messages.is_empty() {
+        return Ok(());
+    }
+    let category = py.import("tirx")?.getattr("TirxWarning")?;
+    for m in messages {
+        let text = std::ffi::CString::new(m.replace('\0', " "))
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        PyErr::warn(py, &category, &text, 1)?;
+    }
+    Ok(())
 }
 
 #[pymethods]

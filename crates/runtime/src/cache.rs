@@ -1,6 +1,8 @@
 //! On-disk CUBIN cache: `<dir>/<blake3>.cubin`, keyed by the CUDA source, the exact
 //! NVRTC options (arch and include paths included) and the NVRTC version, so a
-//! different compiler, target or header set never reuses a stale binary.
+//! different compiler, target or header set never reuses a stale binary. ptxas's
+//! [`performance_warnings`] of a kernel are kept beside it (`<blake3>.warnings`, written
+//! first), so a cache hit reports them as the compile did.
 //!
 //! Directory: `$TIRX_CACHE_DIR`, else `$XDG_CACHE_HOME/tirx`, else `~/.cache/tirx`.
 //! The cache is an optimisation: a read or write failure only costs a recompile
@@ -8,7 +10,7 @@
 //! so a concurrent reader never sees half a file; a file that is not an ELF image is ignored.
 
 use crate::libs::ensure_nvrtc_loaded;
-use crate::nvrtc::{compile_with_options, nvrtc_version, options};
+use crate::nvrtc::{compile_with_options, nvrtc_version, options, performance_warnings};
 use crate::RuntimeError;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -52,6 +54,8 @@ pub struct Compiled {
     pub elapsed: Duration,
     /// Set when the cache could not be read or written (the compile itself succeeded).
     pub cache_note: Option<String>,
+    /// ptxas's [`performance_warnings`]: wgmmas serialized, registers spilled.
+    pub warnings: Vec<String>,
 }
 
 /// Compiles `source` for `arch`, through the cache in `dir` (`None`: no cache).
@@ -61,13 +65,27 @@ pub fn compile_cached(source: &str, arch: tirx_ir::Arch, dir: Option<&Path>) -> 
     let key = cache_key(source, &opts, nvrtc_version()?);
     let entry = dir.map(|d| d.join(format!("{key}.cubin")));
     if let Some(cubin) = entry.as_deref().and_then(read_entry) {
-        return Ok(Compiled { cubin, cached: true, elapsed: t0.elapsed(), cache_note: None });
+        let warnings = entry.as_deref().map(read_warnings).unwrap_or_default();
+        return Ok(Compiled { cubin, cached: true, elapsed: t0.elapsed(), cache_note: None, warnings });
     }
     let t0 = Instant::now();
-    let cubin = compile_with_options(source, &opts)?;
+    let (cubin, log) = compile_with_options(source, &opts)?;
     let elapsed = t0.elapsed();
-    let cache_note = entry.and_then(|e| write_entry(&e, &cubin).err());
-    Ok(Compiled { cubin, cached: false, elapsed, cache_note })
+    let warnings = performance_warnings(&log);
+    let cache_note = entry.and_then(|e| {
+        let text = warnings.iter().map(|w| format!("{w}\n")).collect::<String>();
+        let kept =
+            if warnings.is_empty() { Ok(()) } else { write_entry(&e.with_extension("warnings"), text.as_bytes()) };
+        kept.and_then(|()| write_entry(&e, &cubin)).err()
+    });
+    Ok(Compiled { cubin, cached: false, elapsed, cache_note, warnings })
+}
+
+/// The warnings kept beside a cached CUBIN (none when there is no file: the compile had none).
+fn read_warnings(cubin: &Path) -> Vec<String> {
+    std::fs::read_to_string(cubin.with_extension("warnings"))
+        .map(|t| t.lines().map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 fn read_entry(path: &Path) -> Option<Vec<u8>> {
@@ -123,6 +141,15 @@ mod tests {
         assert_eq!(cache_dir_from(None, p("/x"), p("/h")), p("/x/tirx"));
         assert_eq!(cache_dir_from(None, None, p("/h")), p("/h/.cache/tirx"));
         assert_eq!(cache_dir_from(None, None, None), None);
+    }
+
+    #[test]
+    fn warnings_are_read_from_beside_the_entry() {
+        let t = TempDir::new("cache-warnings");
+        let e = t.path().join("abc.cubin");
+        assert!(read_warnings(&e).is_empty());
+        write_entry(&e.with_extension("warnings"), b"ptxas: one\nptxas: two\n").unwrap();
+        assert_eq!(read_warnings(&e), ["ptxas: one", "ptxas: two"]);
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! while a CUBIN loads as is).
 //!
 //! Options: `--gpu-architecture=sm_XY[a]` ([`arch_for`]), `-std=c++17`, `-lineinfo`
-//! (so compute-sanitizer reports source lines), `--fmad=false`, one `--include-path` per header dir.
+//! (so compute-sanitizer reports source lines), `--fmad=false`, `--ptxas-options=-warn-spills`
+//! (ptxas then names spills in the program log, beside its serialized-wgmma note: both are
+//! [`performance_warnings`]), one `--include-path` per header dir.
 //!
 //! `--fmad=false`: the LIR says `a*b + c` is a multiply and an add, each rounded, and the
 //! simulator computes exactly that. NVRTC would otherwise contract them into one FMA (one
@@ -27,8 +29,13 @@ pub fn arch_for(major: i32, minor: i32) -> tirx_ir::Arch {
 
 /// The NVRTC options for `arch` with `include_dirs`, in a stable order (they are part of the cache key).
 pub fn options(arch: tirx_ir::Arch, include_dirs: &[PathBuf]) -> Vec<String> {
-    let mut o =
-        vec![format!("--gpu-architecture={arch}"), "-std=c++17".into(), "-lineinfo".into(), "--fmad=false".into()];
+    let mut o = vec![
+        format!("--gpu-architecture={arch}"),
+        "-std=c++17".into(),
+        "-lineinfo".into(),
+        "--fmad=false".into(),
+        "--ptxas-options=-warn-spills".into(),
+    ];
     o.extend(include_dirs.iter().map(|d| format!("--include-path={}", d.display())));
     o
 }
@@ -45,11 +52,38 @@ pub fn nvrtc_version() -> Result<(i32, i32), RuntimeError> {
 /// Compiles `source` for `arch` to a CUBIN (no cache; see [`crate::cache`]).
 pub fn compile_cubin(source: &str, arch: tirx_ir::Arch) -> Result<Vec<u8>, RuntimeError> {
     let loaded = ensure_nvrtc_loaded()?;
-    compile_with_options(source, &options(arch, &loaded.include_dirs))
+    compile_with_options(source, &options(arch, &loaded.include_dirs)).map(|(cubin, _log)| cubin)
 }
 
-/// Compiles with exactly `opts`. The NVRTC program log is part of the error on failure.
-pub fn compile_with_options(source: &str, opts: &[String]) -> Result<Vec<u8>, RuntimeError> {
+/// What ptxas says in an NVRTC program log that costs a kernel speed without failing it, one
+/// message each: wgmmas serialized (C7512 and its kin: each waits for the one before it) and
+/// registers spilled to local memory (`-warn-spills`).
+pub fn performance_warnings(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| {
+            let said = line.split_once(':').map_or(line, |(_, rest)| rest).trim();
+            if line.contains("wgmma.mma_async instructions are serialized") {
+                let fix = if line.contains("register") {
+                    "fewer registers live across the wgmmas (fewer or smaller accumulators, one reused once read) lift it"
+                } else {
+                    "what ptxas names is the fix"
+                };
+                Some(format!(
+                    "ptxas: {said} -- each wgmma then waits for the one before it, at a fraction of the tensor cores' \
+                     rate; {fix}"
+                ))
+            } else if line.contains("Registers are spilled") {
+                Some(format!("ptxas: {said} (each spilled value a round trip through L1)"))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Compiles with exactly `opts`: the CUBIN and the program log (ptxas's notes; on failure the
+/// log is part of the error).
+pub fn compile_with_options(source: &str, opts: &[String]) -> Result<(Vec<u8>, String), RuntimeError> {
     ensure_nvrtc_loaded()?;
     let src = CString::new(source).map_err(|_| RuntimeError::Internal("CUDA source contains a NUL byte".into()))?;
     let copts: Vec<CString> = opts
@@ -68,7 +102,7 @@ pub fn compile_with_options(source: &str, opts: &[String]) -> Result<Vec<u8>, Ru
             options: opts.to_vec(),
         });
     }
-    program.cubin()
+    Ok((program.cubin()?, program.log()))
 }
 
 /// An NVRTC program, destroyed on drop.
@@ -164,9 +198,32 @@ mod tests {
                 "-std=c++17",
                 "-lineinfo",
                 "--fmad=false",
+                "--ptxas-options=-warn-spills",
                 "--include-path=/x/include",
                 "--include-path=/x/include/cccl"
             ]
         );
+    }
+
+    #[test]
+    fn performance_warnings_name_serialized_wgmmas_and_spills_only() {
+        let log = "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized \
+                   due to insufficient register resources for the function 'attention_dkv_dq'\n\
+                   ptxas warning : Registers are spilled to local memory in function 'matmul_gated', 32 bytes spill \
+                   stores, 32 bytes spill loads\n\
+                   ptxas info    : 0 bytes gmem\n";
+        let w = performance_warnings(log);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].starts_with("ptxas: (C7512) Potential Performance Loss: wgmma.mma_async"), "{}", w[0]);
+        assert!(w[0].contains("'attention_dkv_dq'") && w[0].contains("fewer registers live"), "{}", w[0]);
+        assert!(
+            w[1].starts_with("ptxas: Registers are spilled to local memory in function 'matmul_gated', 32 bytes"),
+            "{}",
+            w[1]
+        );
+        assert!(performance_warnings("ptxas info    : 0 bytes gmem\n").is_empty());
+        let other =
+            performance_warnings("ptxas info : (C7515) wgmma.mma_async instructions are serialized due to a call");
+        assert!(other[0].ends_with("what ptxas names is the fix"), "{other:?}");
     }
 }

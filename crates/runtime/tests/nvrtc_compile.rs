@@ -56,6 +56,45 @@ fn second_compile_of_the_same_source_is_a_cache_hit() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// 48 floats live at once where `__launch_bounds__(1024, 2)` allows 32 registers a thread.
+const SPILLS: &str = r#"
+extern "C" __global__ void __launch_bounds__(1024, 2) spills(const float* __restrict__ a, float* __restrict__ b) {
+    float v[48];
+#pragma unroll
+    for (int i = 0; i < 48; ++i) v[i] = a[threadIdx.x + i * 1024];
+#pragma unroll
+    for (int j = 1; j < 4; ++j) {
+        float s = 0.0f;
+#pragma unroll
+        for (int i = 0; i < 48; ++i) s += v[i] * v[(i * j + 7) % 48];
+        b[threadIdx.x + j * 1024] = s;
+    }
+}
+"#;
+
+#[test]
+fn ptxas_spills_are_reported_by_the_compile_and_by_a_cache_hit() {
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tirx-cache-warn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let first = compile_cached(SPILLS, tirx_ir::Arch::SM_90A, Some(&dir)).expect("compiles");
+    assert!(!first.cached && first.cache_note.is_none(), "{:?}", first.cache_note);
+    assert_eq!(first.warnings.len(), 1, "{:?}", first.warnings);
+    assert!(
+        first.warnings[0].starts_with("ptxas: Registers are spilled to local memory in function 'spills'"),
+        "{:?}",
+        first.warnings
+    );
+    let second = compile_cached(SPILLS, tirx_ir::Arch::SM_90A, Some(&dir)).expect("cached");
+    assert!(second.cached);
+    assert_eq!(second.warnings, first.warnings);
+    let clean = compile_cached(KERNEL, tirx_ir::Arch::SM_90A, Some(&dir)).expect("compiles");
+    assert!(clean.warnings.is_empty(), "{:?}", clean.warnings);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn more_shared_memory_than_a_cta_may_have_is_a_user_error_with_a_fix() {
     if !nvrtc_or_skip() {

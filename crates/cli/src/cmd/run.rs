@@ -151,6 +151,9 @@ pub(crate) fn compile_and_load(
     if let Some(note) = &compiled.cache_note {
         crate::out::errln!("note: {note}");
     }
+    for w in &compiled.warnings {
+        crate::out::errln!("warning: {w}");
+    }
     let t0 = Instant::now();
     let kernel = gpu.load(compiled.cubin.clone(), &launch_spec(cuda)).map_err(runtime_failure)?;
     Ok((kernel, compiled, t0.elapsed()))

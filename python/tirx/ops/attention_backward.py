@@ -1282,8 +1282,11 @@ def _backward(
             t[...] = 0
         return dq, dk, dv
     rows = d_rows(sq)
-    lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
-    lse_p[:, :sq] = lse.reshape(b * h, sq)
+    if rows == sq:  # (whole query tiles: the forward's log-sum-exp as it is)
+        lse_p = c.contiguous(lse).reshape(b * h, rows)
+    else:
+        lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
+        lse_p[:, :sq] = lse.reshape(b * h, sq)
     dd = c.new_array(q, (b * h, rows), "float32")
     qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
     ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))

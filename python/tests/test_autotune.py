@@ -185,20 +185,20 @@ def test_a_configuration_the_gpu_cannot_launch_is_not_timed(tmp_path, monkeypatc
 
 
 def test_only_the_chosen_candidates_load_warnings_are_shown(tmp_path, monkeypatch):
-    """What a candidate's first launch warns (on the GPU: ptxas's serialized wgmmas or spilled
-    registers, raised when it is loaded) is held back while the candidates are timed; the chosen
-    one's is shown once the choice is made."""
+    """What a candidate's first launch warns (on the GPU: ptxas's serialized wgmmas, raised when
+    it is loaded) is held back while the candidates are timed; the chosen one's is shown once
+    the choice is made."""
     monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
 
     def timer(kernel, args):  # each candidate "warns when loaded"; 64 threads the fastest
         threads = kernel.meta["block"][0]
         import warnings
 
-        warnings.warn(f"ptxas: spilled in the {threads}-thread form", tirx.TirxWarning)
+        warnings.warn(f"ptxas: wgmmas serialized in the {threads}-thread form", tirx.TirxWarning)
         return {32: 3.0, 64: 1.0, 128: 2.0}[threads]
 
     tuned = tirx.autotune(configs=CONFIGS, key=["n"], timer=timer)(scale)
     with pytest.warns(tirx.TirxWarning) as raised:  # (a size no other test tunes: choices are kept in memory)
         k = tuned(n=5120, dtype="float32")
         k(np.arange(5120, dtype=np.float32), np.ones(5120, np.float32))
-    assert [str(w.message) for w in raised] == ["ptxas: spilled in the 64-thread form"]
+    assert [str(w.message) for w in raised] == ["ptxas: wgmmas serialized in the 64-thread form"]

@@ -155,7 +155,7 @@ class TunedKernel:
         written = [a for p, a in zip(ks[0].params, args) if not p.is_scalar and p.written]
         saved = [a.clone() if hasattr(a, "clone") else a.copy() for a in written]
         # A candidate this GPU cannot launch (`_fits`) is not timed: it never wins. What loading a
-        # candidate warns (ptxas: wgmmas serialized, registers spilled) is shown for the chosen one only.
+        # candidate warns (ptxas: its wgmmas serialized) is shown for the chosen one only.
         timed = [self._timed(t, k, args) for k in ks]
         self.times = [took for took, _ in timed]
         for a, s in zip(written, saved):

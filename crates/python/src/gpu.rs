@@ -37,8 +37,8 @@ pub struct Loaded {
     /// `Kernel.resident_ctas`, asked of the driver once: a persistent op sizes its grid by it on
     /// every call, and the occupancy of a loaded function on its device does not change.
     pub resident: std::sync::OnceLock<u32>,
-    /// ptxas's performance warnings (`tirx_runtime::nvrtc::performance_warnings`), raised as
-    /// `tirx.TirxWarning`s when the kernel is loaded.
+    /// ptxas's performance warnings (`tirx_runtime::nvrtc::performance_warnings`); its
+    /// serialized wgmmas are raised as `tirx.TirxWarning`s when the kernel is loaded.
     pub warnings: Vec<String>,
 }
 

@@ -399,13 +399,16 @@ impl Lowered {
         let l = Arc::new(l);
         map.insert(device, l.clone());
         drop(map);
-        warn_all(py, &l.warnings)?;
+        // Serialized wgmmas only: a spill is often a few bytes in an epilogue (`tirx run` prints it).
+        let serialized: Vec<String> =
+            l.warnings.iter().filter(|w| tirx_runtime::nvrtc::is_serialization(w)).cloned().collect();
+        warn_all(py, &serialized)?;
         Ok(l)
     }
 }
 
 /// Each of `messages` as a `tirx.TirxWarning` (ptxas's, when a kernel is loaded: its wgmmas
-/// serialized or its registers spilled cost it speed, not correctness).
+/// serialized cost it speed, not correctness).
 fn warn_all(py: Python<'_>, messages: &[String]) -> PyResult<()> {
     if messages.is_empty() {
         return Ok(());

@@ -55,6 +55,16 @@ pub fn compile_cubin(source: &str, arch: tirx_ir::Arch) -> Result<Vec<u8>, Runti
     compile_with_options(source, &options(arch, &loaded.include_dirs)).map(|(cubin, _log)| cubin)
 }
 
+/// What ptxas says when it serializes a kernel's wgmmas (C7512 and its kin).
+const SERIALIZED: &str = "wgmma.mma_async instructions are serialized";
+
+/// Whether a [`performance_warnings`] message is ptxas serializing wgmmas (each waiting for the
+/// one before it: a tensor-core kernel at a fraction of its rate), not a spill (often a few
+/// bytes in an epilogue, run once a tile).
+pub fn is_serialization(warning: &str) -> bool {
+    warning.contains(SERIALIZED)
+}
+
 /// What ptxas says in an NVRTC program log that costs a kernel speed without failing it, one
 /// message each: wgmmas serialized (C7512 and its kin: each waits for the one before it) and
 /// registers spilled to local memory (`-warn-spills`).
@@ -62,7 +72,7 @@ pub fn performance_warnings(log: &str) -> Vec<String> {
     log.lines()
         .filter_map(|line| {
             let said = line.split_once(':').map_or(line, |(_, rest)| rest).trim();
-            if line.contains("wgmma.mma_async instructions are serialized") {
+            if line.contains(SERIALIZED) {
                 let fix = if line.contains("register") {
                     "fewer registers live across the wgmmas (fewer or smaller accumulators, one reused once read) lift it"
                 } else {
@@ -214,6 +224,7 @@ mod tests {
                    ptxas info    : 0 bytes gmem\n";
         let w = performance_warnings(log);
         assert_eq!(w.len(), 2, "{w:?}");
+        assert!(is_serialization(&w[0]) && !is_serialization(&w[1]));
         assert!(w[0].starts_with("ptxas: (C7512) Potential Performance Loss: wgmma.mma_async"), "{}", w[0]);
         assert!(w[0].contains("'attention_dkv_dq'") && w[0].contains("fewer registers live"), "{}", w[0]);
         assert!(

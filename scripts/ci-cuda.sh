@@ -5,7 +5,8 @@
 #
 # 1. Makes sure the pinned CUDA 13.0 toolchain is installed from PyPI wheels in
 #    .venv-cuda/ at the repo root (created on first use; ignored by git).
-# 2. Compiles every DIR/*.cu with `nvcc -arch=sm_90a -cubin` and dumps its SASS
+# 2. Compiles every DIR/*.cu with `nvcc -arch=sm_90a -fmad=false -lineinfo -cubin` (the
+#    runtime's options) and dumps its SASS
 #    with `cuobjdump -sass` (into $TIRX_SASS_OUT, default a fresh temp dir);
 #    also compiles it with NVRTC 13.0 (what tirx-runtime uses) to sm_90a CUBIN.
 # 3. Checks scripts/sass-expect.txt: each line is `<file-glob> <regex>` (the
@@ -66,7 +67,8 @@ mkdir -p "$OUT"
 compile_one() {
     local src="$1" name
     name="$(basename "$src" .cu)"
-    if "$NVCC" -arch=sm_90a -cubin -o "$OUT/$name.cubin" "$src" >"$OUT/$name.log" 2>&1 \
+    # (-fmad=false -lineinfo: the runtime's NVRTC options, crates/runtime/src/nvrtc.rs: the SASS a launch runs)
+    if "$NVCC" -arch=sm_90a -fmad=false -lineinfo -cubin -o "$OUT/$name.cubin" "$src" >"$OUT/$name.log" 2>&1 \
         && "$CUOBJDUMP" -sass "$OUT/$name.cubin" >"$OUT/$name.sass" 2>>"$OUT/$name.log"; then
         echo ok >"$OUT/$name.status"
     else

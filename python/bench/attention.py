@@ -64,10 +64,24 @@ def backward(q, k, v, causal, flops, row):
     row["tirx_det_bwd"] = 2.5 * flops / per_call_us(lambda: ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse, is_causal=causal, deterministic=True)) / 1e6
     if "cudnn" in grads:
         row["bwd_max_err_vs_cudnn"] = max((a.float() - b.float()).abs().max().item() for a, b in zip(grads["tirx"], grads["cudnn"]))
+    row["bwd_config"] = backward_config(q, causal)
     return (
         f" | bwd {row['tirx_bwd'] or 0:6.1f} (deterministic {row['tirx_det_bwd']:6.1f}; cudnn {row.get('cudnn_bwd') or 0:6.1f},"
-        f" flash {row.get('flash_bwd') or 0:6.1f}, max |err| {row.get('bwd_max_err_vs_cudnn', 0):.3g})"
+        f" flash {row.get('flash_bwd') or 0:6.1f}, max |err| {row.get('bwd_max_err_vs_cudnn', 0):.3g}) {row['bwd_config']}"
     )
+
+
+def backward_config(q, causal):
+    """The default backward's pipeline and its dK / dV kernel's tuned configuration (the key
+    `attention_backward._backward` uses)."""
+    from tirx.ops import attention_backward as ab
+
+    b, h, s, d = q.shape
+    reduce = ab._reduce_dq(q, d, causal, s, None)
+    kw = dict(heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), offset=0, mask="")
+    tuned = ab.attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
+    choice = tuned.configs[tuned.choice] if tuned.choice is not None else None
+    return f"{'dQ reduced' if reduce else 'dQ kernel'}, dK/dV {choice}"
 
 
 def prefill(seq, d, causal, results, fp8=False, bwd=False):

@@ -273,3 +273,33 @@ fn explain_shows_reduction_plans() {
     assert!(why("warp_shuffle").contains("per thread 32 source elements into 1 destination register, each a fold of 32 registers; butterfly masks 16, 8, 4, 2, 1"), "{}", why("warp_shuffle"));
     assert_eq!(tried.iter().find(|t| t["variant"] == "local_view").unwrap()["predicate"], "reduce_layout");
 }
+
+#[test]
+fn lower_ptxas_prints_what_ptxas_says_costs_speed() {
+    let f = example("gemm_mma_tma.py");
+    let out = tirx(&["lower", f.to_str().unwrap(), "--ptxas"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("--ptxas needs --emit cuda"), "{}", text(&out.stderr));
+    if let Err(e) = tirx_runtime::libs::ensure_nvrtc_loaded() {
+        assert!(!tirx_runtime::gpu_required(), "TIRX_REQUIRE_GPU=1 but NVRTC is missing: {e}");
+        eprintln!("skipped the NVRTC part (no NVRTC)");
+        return;
+    }
+    let cu = std::env::temp_dir().join(format!("tirx_lower_ptxas_{}.cu", std::process::id()));
+    let out = tirx(&["lower", f.to_str().unwrap(), "--emit", "cuda", "--ptxas", "-o", cu.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The mma.sync GEMM example keeps a value on the stack under the runtime's --fmad=false.
+    let err = text(&out.stderr);
+    assert!(err.contains("warning: ptxas: Registers are spilled to local memory in function 'gemm_mma_tma'"), "{err}");
+    let out = tirx(&[
+        "lower",
+        example("copy_gmem_smem.py").to_str().unwrap(),
+        "--emit",
+        "cuda",
+        "--ptxas",
+        "-o",
+        cu.to_str().unwrap(),
+    ]);
+    assert!(out.status.success() && !text(&out.stderr).contains("ptxas"), "{}", text(&out.stderr));
+    std::fs::remove_file(&cu).ok();
+}

@@ -76,11 +76,6 @@ fn ptxas_warnings(source: &str, arch: tirx_ir::Arch) -> CmdResult {
     let cache = tirx_runtime::cache::default_dir();
     let compiled =
         tirx_runtime::compile_cached(source, arch, cache.as_deref()).map_err(crate::cmd::run::runtime_failure)?;
-    if let Some(note) = &compiled.cache_note {
-        crate::out::errln!("note: {note}");
-    }
-    for w in &compiled.warnings {
-        crate::out::errln!("warning: {w}");
-    }
+    crate::cmd::run::report_compile(&compiled);
     Ok(())
 }

@@ -148,15 +148,20 @@ pub(crate) fn compile_and_load(
     let cache = if no_cache { None } else { tirx_runtime::cache::default_dir() };
     let compiled =
         tirx_runtime::compile_cached(&cuda.source, gpu.info().arch, cache.as_deref()).map_err(runtime_failure)?;
+    report_compile(&compiled);
+    let t0 = Instant::now();
+    let kernel = gpu.load(compiled.cubin.clone(), &launch_spec(cuda)).map_err(runtime_failure)?;
+    Ok((kernel, compiled, t0.elapsed()))
+}
+
+/// What compiling said besides the CUBIN, to stderr: the cache's note, ptxas's performance warnings.
+pub(crate) fn report_compile(compiled: &Compiled) {
     if let Some(note) = &compiled.cache_note {
         crate::out::errln!("note: {note}");
     }
     for w in &compiled.warnings {
         crate::out::errln!("warning: {w}");
     }
-    let t0 = Instant::now();
-    let kernel = gpu.load(compiled.cubin.clone(), &launch_spec(cuda)).map_err(runtime_failure)?;
-    Ok((kernel, compiled, t0.elapsed()))
 }
 
 fn launch_spec(cuda: &CudaModule) -> LaunchSpec {

@@ -14,7 +14,7 @@ use crate::helpers::Helper;
 use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
-use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, ParamRef, Space};
+use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, ParamRef, Space, WgmmaFences};
 use tirx_ir::target::STATIC_SMEM_LIMIT;
 use tirx_ir::DType;
 
@@ -43,6 +43,8 @@ pub struct Ctx<'a> {
     headers: BTreeSet<Header>,
     /// Variables some printed statement reads.
     live_vars: HashSet<LVarId>,
+    /// The registers each wgmma sync orders.
+    pub fences: WgmmaFences,
     out: String,
     depth: usize,
 }
@@ -61,6 +63,7 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
         helpers: BTreeSet::new(),
         headers: BTreeSet::new(),
         live_vars: live_vars(k),
+        fences: k.wgmma_fences(),
         out: String::new(),
         depth: 1,
     };

@@ -31,10 +31,7 @@ impl Ctx<'_> {
             MatrixOp::Move(m) => self.matrix_move(m),
             MatrixOp::Mma(m) => self.mma(m),
             MatrixOp::Wgmma(w) => self.wgmma(w),
-            MatrixOp::WgmmaSync(s) => {
-                self.wgmma_sync(*s);
-                Ok(())
-            }
+            MatrixOp::WgmmaSync(s) => self.wgmma_sync(s),
         }
     }
 

@@ -18,18 +18,20 @@
 //! `mma.sync` helpers do). Every asm is `volatile`, so the compiler keeps
 //! wgmmas, fences, commits and waits in program order. It does not know that a
 //! wgmma writes its registers *later*, at the wait: so after every
-//! `wgmma.wait_group` (and before every `wgmma.fence`) each register of every
-//! buffer a wgmma uses goes through an empty `asm volatile` that reads and
-//! writes it — later reads cannot be hoisted above the wait, and the registers
-//! cannot be reused while a wgmma may still access them (CUTLASS's
-//! `warpgroup_fence_operand`). `setmaxnreg` and `bar.arrive` are inline asm too.
+//! `wgmma.wait_group` each register of the wgmmas that may be in flight there,
+//! and before every `wgmma.fence` each register of the wgmmas it guards
+//! ([`tirx_ir::lir::LKernel::wgmma_fences`]), goes through an empty `asm volatile` that reads
+//! and writes it — later reads cannot be hoisted above the wait, and the
+//! registers cannot be reused while a wgmma may still access them (CUTLASS's
+//! `warpgroup_fence_operand`); registers no wgmma there uses are left free.
+//! `setmaxnreg` and `bar.arrive` are inline asm too.
 
 use crate::emit::Ctx;
 use crate::helpers::Helper;
 use crate::CodegenError;
 use std::fmt::Write;
 use tirx_ir::lir::wgmma::{SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSync};
-use tirx_ir::lir::{LExpr, Space};
+use tirx_ir::lir::LExpr;
 use tirx_ir::DType;
 
 /// One `wgmma.mma_async` helper: the form and the operand sources.
@@ -110,29 +112,34 @@ impl Ctx<'_> {
         Ok(format!("{}[{i}]", self.names.buf(b)))
     }
 
-    pub(crate) fn wgmma_sync(&mut self, s: WgmmaSync) {
+    /// `s` is the sync inside the kernel's body: its fence set is looked up by identity.
+    pub(crate) fn wgmma_sync(&mut self, s: &WgmmaSync) -> Result<(), CodegenError> {
         match s {
             WgmmaSync::Fence => {
-                self.fence_operands();
+                self.fence_operands(s)?;
                 self.line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
             }
             WgmmaSync::Commit => self.line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");"),
             WgmmaSync::Wait(n) => {
                 self.line(&format!("asm volatile(\"wgmma.wait_group.sync.aligned {n};\" ::: \"memory\");"));
-                self.fence_operands();
+                self.fence_operands(s)?;
             }
         }
+        Ok(())
     }
 
-    /// Every register of every buffer a wgmma reads or writes through an empty
-    /// volatile asm (one 32-bit register per call).
-    fn fence_operands(&mut self) {
+    /// Each register the sync `s` orders ([`tirx_ir::lir::LKernel::wgmma_fences`]) through an
+    /// empty volatile asm, one 32-bit register a call, buffers in the order the kernel's wgmmas
+    /// name them: a loop over each run of consecutive registers.
+    fn fence_operands(&mut self, s: &WgmmaSync) -> Result<(), CodegenError> {
         let k = self.k;
+        let Some(set) = self.fences.of(s) else {
+            return Err(CodegenError::InvalidLir(format!("{} outside the kernel's body", s.name())));
+        };
+        let set = set.clone();
         for b in k.wgmma_register_bufs() {
+            let Some(starts) = set.get(&b) else { continue };
             let buf = k.buf(b);
-            if buf.space != Space::Local {
-                continue;
-            }
             let name = self.names.buf(b).to_string();
             let (per, call) = match buf.dtype {
                 DType::F32 => (1, format!("tirx_wgmma_fence_operand({name}[i])")),
@@ -140,10 +147,25 @@ impl Ctx<'_> {
             };
             self.helpers.insert(Helper::WgmmaFenceOperand { word: buf.dtype != DType::F32 });
             let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
-            self.line("#pragma unroll");
-            self.line(&format!("for (int i = 0; i < {}; {step}) {call};", buf.elems - buf.elems % per));
+            for (lo, hi) in runs(starts, per) {
+                self.line("#pragma unroll");
+                self.line(&format!("for (int i = {lo}; i < {hi}; {step}) {call};"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The runs `[lo, hi)` of registers `per` elements apart among `starts` (ascending).
+fn runs(starts: &std::collections::BTreeSet<i64>, per: i64) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = vec![];
+    for &e in starts {
+        match out.last_mut() {
+            Some((_, hi)) if *hi == e => *hi = e + per,
+            _ => out.push((e, e + per)),
         }
     }
+    out
 }
 
 /// `tirx_wgmma_m64n128k16_f32_bf16_bf16_ss_tb`: shape and types, `ss`/`rs`, `_ta`/`_tb` for MN-major operands.
@@ -254,5 +276,18 @@ pub(crate) fn fence_operand_source(word: bool) -> String {
          __device__ __forceinline__ void tirx_wgmma_fence_operand(float& r) {\n    \
          asm volatile(\"\" : \"+f\"(r) :: \"memory\");\n}\n"
             .to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs;
+
+    #[test]
+    fn fences_loop_over_runs_of_registers() {
+        // f32 registers 0..8 and 16..24; 16-bit words from 0, 2, 4 and 10.
+        assert_eq!(runs(&(0..8).chain(16..24).collect(), 1), vec![(0, 8), (16, 24)]);
+        assert_eq!(runs(&[0, 2, 4, 10].into_iter().collect(), 2), vec![(0, 6), (10, 12)]);
+        assert!(runs(&Default::default(), 1).is_empty());
     }
 }

@@ -55,6 +55,7 @@ pub mod shared;
 pub mod sync;
 pub mod tmap;
 pub mod wgmma;
+pub mod wgmma_fences;
 
 pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
@@ -70,6 +71,7 @@ pub use shared::SharedLayout;
 pub use sync::SyncOp;
 pub use tmap::{TensorMap, TmapDtype, TmapId};
 pub use wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSwizzle, WgmmaSync};
+pub use wgmma_fences::WgmmaFences;
 
 use crate::dtype::DType;
 use crate::hir::{MathFn, UnOp};

@@ -534,6 +534,58 @@ def test_matmul_reads_transposed_operands_in_place(cfg, majors, shape):
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
 
 
+@pytest.mark.parametrize("shape", [(136, 200, 5), (64, 128, 100), (8, 8, 1)], ids=str)
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+def test_matmul_takes_any_k_through_a_transposed(cfg, shape):
+    """K no multiple of 8 (the weight gradient Aᵀ dC of a ragged number of rows): A read as At
+    (k x m, rows of M elements), its K tail and B's TMA's zeros; every element written."""
+    m, n, k = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, a_major="m", **cfg))
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(np.ascontiguousarray(a.T), b, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+def test_matmul_ranks_as_torch_matmul():
+    """`torch.matmul`'s ranks: a stack of rows times a matrix (M folded), a vector on either side,
+    batches of matrices broadcast (`grouped_mm`), against float64; two vectors and batched
+    activations refused with the fix."""
+    rng = np.random.default_rng(5)
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(np.float16)
+
+    for a, b in [(r(2, 24, 32), r(32, 48)), (r(24, 32), r(32)), (r(2, 24, 32), r(32)), (r(32), r(32, 48)), (r(32), r(2, 32, 48)),
+                 (r(2, 24, 32), r(2, 32, 48)), (r(3, 1, 24, 32), r(2, 32, 48)), (r(24, 32), r(2, 32, 48))]:
+        want = np.matmul(a.astype(F64), b.astype(F64))
+        got = ops.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == a.dtype, (a.shape, b.shape)
+        np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-9, atol=2.0**-9 * np.abs(want).max(), err_msg=str((a.shape, b.shape)))
+    with pytest.raises(ValueError, match=r"two vectors .*\(a \* b\)\.sum\(\)"):
+        ops.matmul(r(32), r(32))
+    with pytest.raises(ValueError, match="without activation= or split_k="):
+        ops.matmul(r(2, 24, 32), r(2, 32, 48), activation="relu")
+    with pytest.raises(ValueError, match=r"cannot be multiplied \(24x32 and 16x48\)"):
+        ops.matmul(r(2, 24, 32), r(2, 16, 48))
+
+
+def test_matmul_backward_of_any_rows_and_ranks():
+    """The backward of a product of 5 rows (dB = Aᵀ dC: K = 5, A read transposed), of one row
+    (a decode step), of a stack of rows and of batched matrices, against float64."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    for sa, sb in [((5, 32), (32, 48)), ((1, 40), (40, 16)), ((2, 3, 32), (32, 48)), ((2, 5, 32), (2, 32, 48)), ((24, 32), (32,))]:
+        a = torch.randn(sa).bfloat16().requires_grad_()
+        b = torch.randn(sb).bfloat16().requires_grad_()
+        ref = [t.detach().double().requires_grad_() for t in (a, b)]
+        dc = torch.randn(torch.matmul(*ref).shape).bfloat16()
+        torch.matmul(*ref).backward(dc.double())
+        ops.matmul(a, b).backward(dc)
+        for t, w in zip((a, b), ref):
+            torch.testing.assert_close(t.grad.double(), w.grad, rtol=2**-6, atol=2**-6 * w.grad.abs().max().item(), msg=str((sa, sb)))
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_matmul_op_and_its_errors(dtype):
     a, b, want = _mm_inputs(128, 256, 128, dtype)
@@ -548,11 +600,12 @@ def test_matmul_op_and_its_errors(dtype):
     np.testing.assert_array_equal(ops.matmul(a[:, :0], b[:0]), np.zeros((128, 256), a.dtype))
     with pytest.raises(ValueError, match=r"cannot be multiplied \(128x128 and 256x256\)"):
         ops.matmul(a, np.ones((256, 256), a.dtype))
-    with pytest.raises(ValueError, match="N and K multiples of 8"):
-        ops.matmul(a[:, :100], b[:100])
+    with pytest.raises(ValueError, match="N a multiple of 8, and K or M"):
+        ops.matmul(a[:100, :100], b[:100])
+    with pytest.raises(ValueError, match="N a multiple of 8, and K or M"):
+        ops.matmul(a, b[:, :100])
     np.testing.assert_allclose(ops.matmul(a[:100], b).astype(F64), want[:100], rtol=2.0**-8, atol=1e-3)
-    with pytest.raises(ValueError, match="2-D matrices"):
-        ops.matmul(a[None], b)
+    np.testing.assert_allclose(ops.matmul(a[:, :100], b[:100]).astype(F64), a[:, :100].astype(F64) @ b[:100].astype(F64), rtol=2.0**-8, atol=1e-3)
     with pytest.raises(TypeError, match="float32 operands"):
         ops.matmul(a.astype(np.float32), b.astype(np.float32))
     with pytest.raises(TypeError, match="one dtype"):
@@ -1039,6 +1092,33 @@ def test_split_k_on_the_gpu_against_torch():
                 theirs = torch._scaled_mm(a8, b8, one, one, out_dtype=torch.bfloat16)
                 bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
                 assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
+
+
+def test_matmul_ranks_and_ragged_backward_on_the_gpu():
+    """`torch.matmul`'s ranks (a stack of rows, vectors, broadcast batches) and the backward of
+    ragged and single rows (dB = Aᵀ dC with K = 5 or 1: A read transposed) on the GPU, against
+    torch.matmul in float64 and no further from it than PyTorch's bf16 result (+ a rounding)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(2)
+    for sa, sb in [((5, 4096), (4096, 1024)), ((1, 4096), (4096, 1024)), ((4, 77, 512), (512, 768)), ((1024,), (1024, 256)),
+                   ((3, 200, 512), (3, 512, 264)), ((2, 1, 64, 128), (4, 128, 64)), ((256, 128), (128,))]:
+        a = torch.randn(sa, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        b = torch.randn(sb, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        ref = [t.detach().double().requires_grad_() for t in (a, b)]
+        want = torch.matmul(*ref)
+        dc = torch.randn(want.shape, device="cuda", dtype=torch.bfloat16)
+        want.backward(dc.double())
+        theirs = torch.matmul(a, b)
+        theirs.backward(dc)
+        their_grads = [t.grad.double() for t in (a, b)]
+        a.grad = b.grad = None
+        got = ops.matmul(a, b)
+        got.backward(dc)
+        for mine, cublas, exact in [(got.double(), theirs.double(), want.detach())] + list(zip((a.grad.double(), b.grad.double()), their_grads, (ref[0].grad, ref[1].grad))):
+            bound = (cublas - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+            assert mine.shape == exact.shape and (mine - exact).abs().max().item() <= bound, (sa, sb)
 
 
 def test_fp8_promoted_ahead_on_the_gpu():

@@ -1,5 +1,6 @@
-"""`tirx.ops.matmul(a, b)`: C = A @ B for 2-D bfloat16 or float16 matrices, float32
-accumulation, one rounding, on Hopper's tensor cores (examples/gemm_hopper.py, generalised);
+"""`tirx.ops.matmul(a, b)`: C = A @ B for bfloat16 or float16 matrices (and `torch.matmul`'s other
+ranks, `_matmul_nd`), float32 accumulation, one rounding, on Hopper's tensor cores
+(examples/gemm_hopper.py, generalised);
 `tirx.ops.addmm(input, a, b, beta=, alpha=)`: PyTorch's addmm, the input (a bias row, a bias
 column, a number or a matrix) added in the epilogue; both with ``activation=`` ("relu", "gelu",
 "gelu_tanh", "silu") applied there too, in float32 before the one rounding.
@@ -17,7 +18,8 @@ the tiles leave most SMs idle, K is split (`auto_splits`) over the CTAs of a clu
 adding the others' float32 parts in one launch; ``split_k=``: each part's sums in a slice of a
 workspace, then a second kernel (`matmul_finish_kernel`) adding them in order.
 
-Any M; N and K multiples of 8 (TMA's 16-byte row strides). Tiles cover the matrices: what a
+Any M; N a multiple of 8 and K one too, or else M (TMA's 16-byte row strides: ``a`` then read
+transposed, as the weight gradient Aᵀ dC of any number of rows is). Tiles cover the matrices: what a
 load box reads outside A or B is filled with zeros by TMA (adding nothing to the sums), what a
 store box writes outside C is clipped. Sizes are compile-time (a kernel per shape, compiled
 once and cached on disk)."""
@@ -958,9 +960,11 @@ def _check(a, b) -> str:
     (m, k), (k2, n) = a.shape, b.shape
     if k != k2:
         raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
-    if m and n and k and (n % 8 or k % 8):
+    # K is a row stride only of a row-major a (`_majors`): a column-major one (a transpose, as
+    # the weight gradient Aᵀ dC reads the activations) takes any K, its tail TMA's zeros.
+    if m and n and k and (n % 8 or k % 8 and _majors(a, b)[0] == "k"):
         raise ValueError(
-            f"tirx.ops.matmul: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: N and K multiples of 8 "
+            f"tirx.ops.matmul: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: N a multiple of 8, and K or M "
             "(pad the matrices: torch.nn.functional.pad)"
         )
     return da
@@ -994,19 +998,23 @@ def _host_activation(x, activation: str):
     return x / (1 + np.exp(-x))
 
 
-def _operands(a, b):
-    """``(a, a_major, b, b_major)``: each operand as the kernel reads it, a transposed view in
-    place (a column-major ``a`` as ``At``, a column-major ``b`` as ``Bt``; their rows 16-byte
-    aligned), any other stride order copied row-major."""
+def _majors(a, b):
+    """``(a_major, b_major)``: how the kernel reads each operand: a column-major ``a`` as ``At``
+    ("m"), a column-major ``b`` as ``Bt`` ("k"), where their rows are 16-byte aligned; else
+    row-major ("k", "n"). Where K is no multiple of 8, ``a`` as ``At`` however it is stored
+    (copied so unless it is column-major): its rows are M long."""
     (m, k), n = a.shape, b.shape[1]
-    if c.strides(a) == (1, m) and m > 1 and k > 1 and m % 8 == 0:
-        a, a_major = a.T, "m"
-    else:
-        a, a_major = c.contiguous(a), "k"
-    if c.strides(b) == (1, k) and k > 1 and n > 1:  # (K % 8 == 0 already)
-        b, b_major = b.T, "k"
-    else:
-        b, b_major = c.contiguous(b), "n"
+    a_major = "m" if (c.strides(a) == (1, m) or k % 8) and m > 1 and m % 8 == 0 else "k"
+    b_major = "k" if c.strides(b) == (1, k) and k > 1 and n > 1 and k % 8 == 0 else "n"
+    return a_major, b_major
+
+
+def _operands(a, b):
+    """``(a, a_major, b, b_major)``: each operand as the kernel reads it (`_majors`), a transposed
+    view in place where it is stored so, else a copy."""
+    a_major, b_major = _majors(a, b)
+    a = c.contiguous(a.T) if a_major == "m" else c.contiguous(a)
+    b = c.contiguous(b.T) if b_major == "k" else c.contiguous(b)
     return a, a_major, b, b_major
 
 
@@ -1033,11 +1041,11 @@ def _run_general(a, b, activation: str = "", splits: Optional[int] = None, out_d
 
 
 def _operand_views(a, b):
-    """`_operands`' choices for ``a`` and ``b`` as functions of tensors like them: each operand
-    as a transposed view in place, or contiguous."""
-    a_op, a_major, b_op, b_major = _operands(a, b)
-    a_t, b_t = a_op is not a and a_major == "m", b_op is not b and b_major == "k"
-    return (lambda x: x.T if a_t else x.contiguous()), a_major, (lambda y: y.T if b_t else y.contiguous()), b_major
+    """`_operands`' choices for ``a`` and ``b`` as functions of tensors like them (a transposed
+    view in place where it is stored so, else a copy)."""
+    a_major, b_major = _majors(a, b)
+    a_t, b_t = a_major == "m", b_major == "k"
+    return (lambda x: (x.T if a_t else x).contiguous()), a_major, (lambda y: (y.T if b_t else y).contiguous()), b_major
 
 
 def _new_mm_plan(a, b, activation: str, splits: Optional[int], out_dtype: str = ""):
@@ -1295,8 +1303,8 @@ def _torch_op_parts():
 
 
 def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str] = None, split_k: Optional[int] = None):
-    """``a @ b`` for 2-D matrices (PyTorch's `torch.mm`): a new array or tensor of their dtype,
-    or with ``out_dtype=torch.float32`` (bfloat16 and float16 operands, as ``torch.mm(a, b,
+    """``a @ b`` (PyTorch's `torch.matmul`): a new array or tensor of their dtype, or with
+    ``out_dtype=torch.float32`` (bfloat16 and float16 operands, as ``torch.mm(a, b,
     out_dtype=torch.float32)``) of float32, the float32 sums stored as they are (gradients
     through it round the incoming one to the operands' dtype once); with ``activation`` (as
     `addmm`'s) that of the product, fused into the epilogue.
@@ -1304,7 +1312,14 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     a work unit whose float32 sums fill its slice of a workspace, a second kernel adding the
     parts in order (the same result every run) and applying the epilogue: more CTAs for shapes
     whose tiles leave SMs idle (decode's skinny M). None (the default): `auto_splits`' choice
-    (always under autograd and torch.compile); 1: none; more: eager calls without autograd."""
+    (always under autograd and torch.compile); 1: none; more: eager calls without autograd.
+
+    Other ranks as `torch.matmul` takes them (`_matmul_nd`): ``a`` of any rank times a matrix
+    (a linear layer's ``x @ w.t()``: the leading dims folded into M, in place where they
+    merge), a vector on either side, and batches of matrices (batch dims broadcast) through
+    `grouped_mm`, one launch."""
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        return _matmul_nd(a, b, out_dtype, activation, split_k)
     od = _out_dtype("matmul", out_dtype, a)
     act = _activation("matmul", activation)
     splits = _split_k("matmul", split_k, a, b)
@@ -1316,6 +1331,52 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
         c.torch_op("matmul", _torch_op_parts, _matmul_autograd)  # (registered by the first eager call, for a later compiled one)
         return _run(a, b, act, splits, od)
     return _run(np.asarray(a), np.asarray(b), act, splits, od)
+
+
+def _matmul_nd(a, b, out_dtype, activation, split_k):
+    """`matmul` of operands not both matrices, as `torch.matmul`: a vector ``a`` is a row
+    (``b``'s rows times it: ``b``'s transpose read in place, a product of one row), a vector
+    ``b`` a column (``a @ b`` as ``b @ a.T``: N = 1 would break TMA's 16-byte strides), the dims
+    added dropped from the result; then ``a``'s leading dims folded into M where ``b`` is a
+    matrix, else both broadcast to one batch (copies where a dim is broadcast) and multiplied
+    group by group by `grouped_mm`."""
+    if c.is_torch(a):
+        import torch as xp
+    else:
+        xp, a, b = np, np.asarray(a), np.asarray(b)
+    if len(a.shape) == 0 or len(b.shape) == 0:
+        raise ValueError(f"tirx.ops.matmul: operands of shapes {list(a.shape)} and {list(b.shape)}; both need at least one dim (scalars: a * b)")
+    if len(a.shape) == 1 and len(b.shape) == 1:
+        raise ValueError(f"tirx.ops.matmul: two vectors ({a.shape[0]} and {b.shape[0]}): a dot product is not a tensor-core GEMM ((a * b).sum())")
+    if len(b.shape) == 1:  # (..., M, K) @ (K,): (1, K) @ (..., M, K)ᵀ
+        if len(a.shape) > 2:
+            rows = matmul(a.reshape(-1, a.shape[-1]), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
+            return rows.reshape(tuple(a.shape[:-1]))
+        return matmul(b[None, :], a.T, out_dtype=out_dtype, activation=activation, split_k=split_k)[0]
+    if len(a.shape) == 1:  # (K,) @ (..., K, N)
+        return _matmul_nd(a[None, :], b, out_dtype, activation, split_k)[..., 0, :] if len(b.shape) > 2 else matmul(
+            a[None, :], b, out_dtype=out_dtype, activation=activation, split_k=split_k
+        )[0]
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    if len(b.shape) == 2:  # (..., M, K) @ (K, N): the leading dims are M's
+        out = matmul(a.reshape(-1, k), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
+        return out.reshape(tuple(a.shape[:-1]) + (n,))
+    if activation or (split_k is not None and split_k != 1):
+        raise ValueError(
+            f"tirx.ops.matmul: batched operands {list(a.shape)} and {list(b.shape)} run as grouped_mm, without activation= or split_k= "
+            "(apply the activation after, or call matmul per matrix)"
+        )
+    if b.shape[-2] != k:
+        raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {b.shape[-2]}x{n})")
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    groups = int(np.prod(batch, dtype=np.int64))
+    a3 = xp.broadcast_to(a, batch + (m, k)).reshape(groups * m, k)
+    b3 = xp.broadcast_to(b, batch + (k, n)).reshape(groups, k, n)
+    ends = np.arange(1, groups + 1, dtype=np.int32) * m
+    offs = xp.as_tensor(ends, device=a.device) if xp is not np else ends
+    from .grouped_mm import grouped_mm
+
+    return grouped_mm(a3, b3, offs, out_dtype=out_dtype).reshape(batch + (m, n))
 
 
 def _out_dtype(op: str, out_dtype, a) -> str:
@@ -1375,7 +1436,7 @@ def _new_gated_plan(a, b_gate, b_up, activation: str):
     dtype = _gated_check(a, b_gate, b_up)
     (m, k), n = a.shape, b_gate.shape[1]
     view_a, a_major, view_b, b_major = _operand_views(a, b_gate)
-    if b_major == "k" and _operands(a, b_up)[3] != "k":  # (the up matrix not column-major: both copied)
+    if b_major == "k" and _majors(a, b_up)[1] != "k":  # (the up matrix not column-major: both copied)
         view_b, b_major = (lambda y: y.contiguous() if c.is_torch(y) else np.ascontiguousarray(y)), "n"
     if not c.is_torch(a):
         view_a, view_b = (lambda x: np.ascontiguousarray(x.T) if a_major == "m" else np.ascontiguousarray(x)), (

@@ -46,6 +46,25 @@ def test_softmax_matches_float64(dtype, shape):
     np.testing.assert_array_equal(ops.softmax(x, dim=x.ndim - 1), y)
 
 
+def test_softmax_dtype_casts_first():
+    """``dtype=`` as PyTorch's: the input cast first, the result of that dtype (float32 of a
+    bfloat16 input: float32's accuracy); the same dtype is no cast; others refused."""
+    x = (np.random.default_rng(3).standard_normal((3, 1000)) * 3).astype(numpy_dtype("bfloat16"))
+    for op, ref in ((ops.softmax, _softmax_ref), (ops.log_softmax, _log_softmax_ref)):
+        y = op(x, -1, dtype="float32")
+        assert y.dtype == np.float32
+        np.testing.assert_allclose(y.astype(F64), ref(x), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(op(x, dtype="bfloat16"), op(x))
+        with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+            op(x, dtype="int32")
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(x.astype(np.float32)).bfloat16().requires_grad_()
+    y = ops.softmax(t, -1, dtype=torch.float32)
+    assert y.dtype == torch.float32
+    y.sum().backward()  # (through the cast: a bfloat16 gradient)
+    assert t.grad.dtype == torch.bfloat16
+
+
 def _log_softmax_ref(x):
     x = x.astype(F64)
     m = x.max(axis=-1, keepdims=True)

@@ -718,8 +718,31 @@ def _torch_op_parts():
     return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def softmax(x, dim: int = -1):
-    """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim)`): a new array or tensor."""
+def _cast(name: str, x, dtype):
+    """``x`` cast to ``dtype`` (PyTorch's ``dtype=`` of softmax and log_softmax: "the input tensor
+    is cast to dtype before the operation is performed"); None: as it is. The cast is a pass of
+    its own (the kernels read and write one dtype): float32 results of a bfloat16 ``x`` cost a
+    read of its 2 bytes and a write and read of 4 more an element than a fused kernel would."""
+    if dtype is None:
+        return x
+    want = str(dtype).replace("torch.", "")
+    if want not in ("float32", "float16", "bfloat16"):
+        raise TypeError(f"tirx.ops.{name}: dtype={dtype}; float32, float16 or bfloat16")
+    if c.dtype_name(x) == want:
+        return x
+    if c.is_torch(x):
+        import torch
+
+        return x.to(getattr(torch, want))
+    from ..runtime import numpy_dtype
+
+    return np.asarray(x).astype(numpy_dtype(want))
+
+
+def softmax(x, dim: int = -1, dtype=None):
+    """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim, dtype=None)`): a new array
+    or tensor; ``dtype``: ``x`` cast to it first (`_cast`)."""
+    x = _cast("softmax", x, dtype)
     if c.is_torch(x):
         fn = c.differentiable("softmax", _torch_op_parts, _autograd(log=False))  # (also registers the op)
         return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim)
@@ -740,9 +763,10 @@ def _log_torch_op_parts():
     return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-def log_softmax(x, dim: int = -1):
-    """Log-softmax of ``x`` along ``dim`` (PyTorch's `torch.log_softmax(x, dim)`): a new array or
-    tensor."""
+def log_softmax(x, dim: int = -1, dtype=None):
+    """Log-softmax of ``x`` along ``dim`` (PyTorch's `torch.log_softmax(x, dim, dtype=None)`): a
+    new array or tensor; ``dtype``: ``x`` cast to it first (`_cast`)."""
+    x = _cast("log_softmax", x, dtype)
     if c.is_torch(x):
         fn = c.differentiable("log_softmax", _log_torch_op_parts, _autograd(log=True))  # (also registers the op)
         return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim, log=True)

@@ -72,14 +72,10 @@ def backward(q, k, v, causal, flops, row):
 
 
 def backward_config(q, causal):
-    """The default backward's pipeline and its dK / dV kernel's tuned configuration (the key
-    `attention_backward._backward` uses)."""
+    """The default backward's pipeline and its dK / dV kernel's tuned configuration."""
     from tirx.ops import attention_backward as ab
 
-    b, h, s, d = q.shape
-    reduce = ab._reduce_dq(q, d, causal, s, None)
-    kw = dict(heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), offset=0, mask="")
-    tuned = ab.attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
+    reduce, tuned = ab.dkv_kernel_for(q, q, causal)
     choice = tuned.configs[tuned.choice] if tuned.choice is not None else None
     return f"{'dQ reduced' if reduce else 'dQ kernel'}, dK/dV {choice}"
 

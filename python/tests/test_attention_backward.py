@@ -121,6 +121,8 @@ def test_through_the_forward_and_its_errors():
     got = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse, is_causal=True)
     for g, want in zip(got, (dq, dk, dv)):
         np.testing.assert_allclose(g.astype(F64), want, rtol=2.0**-6, atol=2.0**-6 * np.abs(want).max())
+    reduce, tuned = ab.dkv_kernel_for(q, k, is_causal=True)  # (the dK / dV kernel that backward ran: chosen)
+    assert not reduce and tuned.choice is not None and tuned.key_values["seq_q"] == 90
     with pytest.raises(ValueError, match=r"lse of shape \[1, 2\]; expected \[1, 2, 90\]"):
         tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse[:, :, 0])
     with pytest.raises(TypeError, match="lse float32"):

@@ -1253,6 +1253,23 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     return True
 
 
+def _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale: float, offset: int, mode: str) -> dict:
+    """The key of the backward's dQ and dK / dV kernels (and their tuners)."""
+    causal = bool(is_causal)
+    return dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, offset=int(offset) if causal else 0, mask=mode)
+
+
+def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None, enable_gqa: bool = False, deterministic: Optional[bool] = None):
+    """``(reduce, tuned)``: whether the backward of attention over ``q`` and ``k`` (without a mask)
+    reduces dQ (`_reduce_dq`), and its dK / dV kernel's tuner entry (`TunedKernel`: its choice
+    once a backward has run), as `_backward` looks them up."""
+    b, h, sq, sk, hk, d, dtype = _check(q, k, k, enable_gqa)
+    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+    reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
+    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "")
+    return reduce, attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
+
+
 def _backward(
     dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None, attn_mask=None
 ):
@@ -1290,7 +1307,7 @@ def _backward(
     dd = c.new_array(q, (b * h, rows), "float32")
     qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
     ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
-    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale, offset=int(offset) if is_causal else 0, mask=mode)
+    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, offset, mode)
     dk_, dv_ = dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
     if not _reduce_dq(q, d, bool(is_causal), sk, deterministic):
         attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq.reshape(b * h, sq, d), dd)

@@ -123,12 +123,18 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
     ]
 
 
+def ahead_registers(consumers: int, bn: int) -> tuple:
+    """``(needed, held)``: a consumer's registers FP8 promoted ahead needs — the accumulator and
+    two partials (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 40 more for addresses and the
+    loop (ptxas: no spills at 64 x 128 over one or two consumers, 64 x 64 over three; 64 x 128
+    over three spill) — and those it holds."""
+    return 3 * bn // 2 + 40, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
+
+
 def ahead_fits(consumers: int, bn: int) -> bool:
-    """Whether FP8 promoted ahead fits a consumer's registers: the accumulator and two partials
-    (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 40 more for addresses and the loop (ptxas:
-    no spills at 64 x 128 over one or two consumers, 64 x 64 over three; 64 x 128 over three spill)."""
-    regs = c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
-    return 3 * bn // 2 + 40 <= regs
+    """Whether FP8 promoted ahead fits a consumer's registers (`ahead_registers`)."""
+    needed, held = ahead_registers(consumers, bn)
+    return needed <= held
 
 
 # How addmm's input is added (`matmul_kernel`'s ``bias``): none, a row (1 x n), a column (m x 1)
@@ -263,9 +269,10 @@ def matmul_kernel(
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
     ahead = promote_ahead
     if ahead and (not promote or not ahead_fits(consumers, bn)):
+        needed, held = ahead_registers(consumers, bn)
         raise ValueError(
             f"promote_ahead: FP8 promoted to float32 (fast_accum=False), two partials beside the accumulator in a consumer's "
-            f"registers (bn={bn}, consumers={consumers}: {3 * bn // 2} of them, {c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]} a thread)"
+            f"registers (bn={bn}, consumers={consumers}: {needed} with addresses and the loop, {held} a thread)"
         )
     if splits < 1 or kt_steps % splits:
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {kt_steps} K steps")

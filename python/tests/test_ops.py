@@ -575,7 +575,7 @@ def test_matmul_ranks_as_torch_matmul():
     def r(*shape):
         return rng.standard_normal(shape).astype(np.float16)
 
-    for a, b in [(r(2, 24, 32), r(32, 48)), (r(24, 32), r(32)), (r(2, 24, 32), r(32)), (r(32), r(32, 48)), (r(32), r(2, 32, 48)),
+    for a, b in [(r(2, 24, 32), r(32, 48)), (r(24, 32), r(32)), (r(7, 32), r(32)), (r(2, 24, 32), r(32)), (r(32), r(32, 48)), (r(32), r(2, 32, 48)),
                  (r(2, 24, 32), r(2, 32, 48)), (r(3, 1, 24, 32), r(2, 32, 48)), (r(24, 32), r(2, 32, 48))]:
         want = np.matmul(a.astype(F64), b.astype(F64))
         got = ops.matmul(a, b)
@@ -594,7 +594,7 @@ def test_matmul_backward_of_any_rows_and_ranks():
     (a decode step), of a stack of rows and of batched matrices, against float64."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(1)
-    for sa, sb in [((5, 32), (32, 48)), ((1, 40), (40, 16)), ((2, 3, 32), (32, 48)), ((2, 5, 32), (2, 32, 48)), ((24, 32), (32,))]:
+    for sa, sb in [((5, 32), (32, 48)), ((1, 40), (40, 16)), ((2, 3, 32), (32, 48)), ((2, 5, 32), (2, 32, 48)), ((24, 32), (32,)), ((7, 32), (32,))]:
         a = torch.randn(sa).bfloat16().requires_grad_()
         b = torch.randn(sb).bfloat16().requires_grad_()
         ref = [t.detach().double().requires_grad_() for t in (a, b)]
@@ -1122,7 +1122,7 @@ def test_matmul_ranks_and_ragged_backward_on_the_gpu():
         pytest.skip("needs a GPU")
     torch.manual_seed(2)
     for sa, sb in [((5, 4096), (4096, 1024)), ((1, 4096), (4096, 1024)), ((4, 77, 512), (512, 768)), ((1024,), (1024, 256)),
-                   ((3, 200, 512), (3, 512, 264)), ((2, 1, 64, 128), (4, 128, 64)), ((256, 128), (128,))]:
+                   ((3, 200, 512), (3, 512, 264)), ((2, 1, 64, 128), (4, 128, 64)), ((256, 128), (128,)), ((77, 128), (128,))]:
         a = torch.randn(sa, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         b = torch.randn(sb, device="cuda", dtype=torch.bfloat16, requires_grad=True)
         ref = [t.detach().double().requires_grad_() for t in (a, b)]

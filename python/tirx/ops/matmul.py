@@ -1341,12 +1341,12 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
 
 
 def _matmul_nd(a, b, out_dtype, activation, split_k):
-    """`matmul` of operands not both matrices, as `torch.matmul`: a vector ``a`` is a row
-    (``b``'s rows times it: ``b``'s transpose read in place, a product of one row), a vector
-    ``b`` a column (``a @ b`` as ``b @ a.T``: N = 1 would break TMA's 16-byte strides), the dims
-    added dropped from the result; then ``a``'s leading dims folded into M where ``b`` is a
-    matrix, else both broadcast to one batch (copies where a dim is broadcast) and multiplied
-    group by group by `grouped_mm`."""
+    """`matmul` of operands not both matrices, as `torch.matmul`: a vector ``a`` is a row (a
+    product of one row), a vector ``b`` a column (padded with 7 of zeros: N = 1 would break TMA's
+    16-byte strides; reading ``a`` once, the product costs what one column would), the dims added
+    dropped from the result; then ``a``'s leading dims folded into M where ``b`` is a matrix, else
+    both broadcast to one batch (copies where a dim is broadcast) and multiplied group by group
+    by `grouped_mm`."""
     if c.is_torch(a):
         import torch as xp
     else:
@@ -1355,11 +1355,10 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         raise ValueError(f"tirx.ops.matmul: operands of shapes {list(a.shape)} and {list(b.shape)}; both need at least one dim (scalars: a * b)")
     if len(a.shape) == 1 and len(b.shape) == 1:
         raise ValueError(f"tirx.ops.matmul: two vectors ({a.shape[0]} and {b.shape[0]}): a dot product is not a tensor-core GEMM ((a * b).sum())")
-    if len(b.shape) == 1:  # (..., M, K) @ (K,): (1, K) @ (..., M, K)ᵀ
-        if len(a.shape) > 2:
-            rows = matmul(a.reshape(-1, a.shape[-1]), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
-            return rows.reshape(tuple(a.shape[:-1]))
-        return matmul(b[None, :], a.T, out_dtype=out_dtype, activation=activation, split_k=split_k)[0]
+    if len(b.shape) == 1:  # (..., M, K) @ (K,): the column b and 7 of zeros, its first column kept
+        cols = xp.nn.functional.pad(b[:, None], (0, 7)) if xp is not np else np.pad(b[:, None], ((0, 0), (0, 7)))
+        out = matmul(a.reshape(-1, a.shape[-1]), cols, out_dtype=out_dtype, activation=activation, split_k=split_k)[:, 0]
+        return c.contiguous(out).reshape(tuple(a.shape[:-1]))
     if len(a.shape) == 1:  # (K,) @ (..., K, N)
         return _matmul_nd(a[None, :], b, out_dtype, activation, split_k)[..., 0, :] if len(b.shape) > 2 else matmul(
             a[None, :], b, out_dtype=out_dtype, activation=activation, split_k=split_k

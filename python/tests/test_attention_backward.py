@@ -85,6 +85,31 @@ def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal, determinist
 
 
 @pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
+@pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[1], CASES[2], CASES[5]], ids=str)
+def test_seq_major_operands_are_read_and_written_in_place(b, h, hk, sq, sk, d, causal, deterministic):
+    """[batch, seq, heads, d] tensors seen as [batch, heads, seq, d] (a projection's output
+    transposed, as the forward reads them): the backward's kernels read Q, K, V, O, dO and write
+    dQ, dK, dV in that memory order, no copies; the gradients as the contiguous operands'."""
+    if d > 128 and not deterministic:
+        pytest.skip("past head dim 128 the backward is the deterministic one")
+    rng = np.random.default_rng(sq + sk)
+    nd = numpy_dtype("bfloat16")
+    q, do = (rng.standard_normal((b, h, sq, d)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((b, hk, sk, d)).astype(nd) for _ in range(2))
+    o, lse, *want = reference(q, k, v, do, causal, 1 / np.sqrt(d))
+    major = [np.swapaxes(np.ascontiguousarray(np.swapaxes(t, 1, 2)), 1, 2) for t in (do, q, k, v, o.astype(nd))]
+    assert ab._seq_major(*major) and not ab._seq_major(q, k)
+    got = tirx.ops.scaled_dot_product_attention_backward(*major, lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
+    contiguous = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, o.astype(nd), lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
+    for name, g, c_, w in zip(("dq", "dk", "dv"), got, contiguous, want):
+        assert ab._dense(g, (0, 2, 1, 3)), name  # (seq-major, as the operands)
+        np.testing.assert_array_equal(g, c_, err_msg=name)
+        np.testing.assert_allclose(g.astype(F64), w, rtol=2.0**-7, atol=2.0**-7 * np.abs(w).max(), err_msg=name)
+    reduce, tuned = ab.dkv_kernel_for(major[1], major[2], is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
+    assert tuned.key_values.get("seq_major") and tuned.choice is not None
+
+
+@pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
 @pytest.mark.parametrize("shape,kind", [((100, 150), "float"), ((2, 1, 100, 150), "bool"), ((2, 4, 100, 150), "float")], ids=str)
 def test_gradients_with_an_attn_mask_match_float64(shape, kind, deterministic):
     """The forward's attn_mask (additive, or bool as 0 / -inf; one matrix, per batch entry, per
@@ -149,6 +174,24 @@ def test_autograd_and_torch_compile_on_cpu_tensors():
         fn(q, k, v, is_causal=True, enable_gqa=True).backward(do)
         for t, r in zip((q, k, v), ref):
             torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
+    # seq-major operands (a projection's [batch, seq, heads, d] output transposed), the output
+    # transposed back as a model does: under torch.compile too (the ops' fake tensors have the
+    # seq-major strides the kernels give their outputs)
+    qs, ks, vs = (t.detach().transpose(1, 2).contiguous().requires_grad_() for t in (q, k, v))
+
+    def block(qs, ks, vs, fn):
+        out = fn(qs.transpose(1, 2), ks.transpose(1, 2), vs.transpose(1, 2), is_causal=True, enable_gqa=True)
+        return out.transpose(1, 2).reshape(1, 70, 4 * 64)
+
+    ref = [t.detach().double().requires_grad_() for t in (qs, ks, vs)]
+    dy = do.transpose(1, 2).reshape(1, 70, 256)
+    block(*ref, F.scaled_dot_product_attention).backward(dy.double())
+    for run in (block, torch.compile(block, fullgraph=True)):
+        for t in (qs, ks, vs):
+            t.grad = None
+        run(qs, ks, vs, tirx.ops.scaled_dot_product_attention).backward(dy)
+        for t, r in zip((qs, ks, vs), ref):
+            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2.0**-6, atol=2.0**-6 * r.grad.abs().max().item())
     # FlashAttention's lower-right diagonal (a causal bias): the backward kernels' offset
     from torch.nn.attention.bias import causal_lower_right
 
@@ -178,10 +221,17 @@ def test_on_the_gpu_against_pytorch():
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     F = torch.nn.functional
-    for b, h, hk, s, d, causal in [(2, 8, 2, 1000, 128, True), (1, 4, 4, 513, 64, False), (2, 4, 4, 2048, 128, True)]:
-        q = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-        k, v = (torch.randn(b, hk, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(2))
-        do = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+    cases = [(2, 8, 2, 1000, 128, True, False), (1, 4, 4, 513, 64, False, False), (2, 4, 4, 2048, 128, True, False)]
+    # seq-major operands (a projection's [batch, seq, heads, d] transposed): read and written in place
+    cases += [(2, 8, 2, 1000, 128, True, True), (1, 4, 4, 513, 64, False, True), (1, 4, 4, 700, 256, True, True)]
+    for b, h, hk, s, d, causal, major in cases:
+        def new(n):
+            if major:
+                return torch.randn(b, s, n, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2).requires_grad_()
+            return torch.randn(b, n, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+
+        q, k, v = new(h), new(hk), new(hk)
+        do = new(h).detach()
         ref = [t.detach().double().requires_grad_() for t in (q, k, v)]
         F.scaled_dot_product_attention(*ref, is_causal=causal, enable_gqa=True).backward(do.double())
         tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True).backward(do)
@@ -289,6 +339,24 @@ def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, dq_ov
     t = 2.0**-7
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
         np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
+
+
+@pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[1], CASES[2]], ids=str)
+def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, causal):
+    """`seq_major`: the warp-specialised kernel's Q, K, V, dO read and dK, dV written as
+    [batch, seq, heads, d] (TMA boxes of one head's rows): the same bits as the flattened heads."""
+    kw, args, (dk, dv, dqa), want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
+    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=True), "sm_90a")(*args, dk, dv, dqa)
+
+    def major(t, n):  # (batch * n, seq, d) -> (batch, seq, n, d)
+        return np.ascontiguousarray(np.swapaxes(t.reshape(b, n, *t.shape[1:]), 1, 2))
+
+    q, k, v, do = major(args[0], h), major(args[1], hk), major(args[2], hk), major(args[3], h)
+    dk2, dv2, dqa2 = np.zeros_like(k), np.zeros_like(v), np.zeros_like(dqa)
+    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=True, seq_major=True), "sm_90a")(q, k, v, do, *args[4:], dk2, dv2, dqa2)
+    np.testing.assert_array_equal(dk2, major(dk, hk))
+    np.testing.assert_array_equal(dv2, major(dv, hk))
+    np.testing.assert_array_equal(dqa2, dqa)
 
 
 def test_warp_specialised_dkv_on_the_gpu():

@@ -1571,7 +1571,7 @@ def _autograd(op):
     def backward(ctx, dout, _dlse):
         q, k, v, out, lse, attn_mask = ctx.saved_tensors
         backward_op = c.inner_op("scaled_dot_product_attention_backward", _backward_op_parts)
-        dq, dk, dv = backward_op(dout.contiguous(), q, k, v, out, lse, *ctx.flags, attn_mask)
+        dq, dk, dv = backward_op(dout, q, k, v, out, lse, *ctx.flags, attn_mask)  # (as it is: seq-major read in place)
         return dq, dk, dv, None, None, None, None, None  # (attn_mask: refused where it needs a gradient)
 
     op.register_autograd(backward, setup_context=setup_context)
@@ -1594,8 +1594,11 @@ def _torch_op_parts():
         return _run(q, k, v, is_causal, scale, enable_gqa, True, attn_mask=attn_mask, offset=offset)
 
     def fake(q, k, v, attn_mask, is_causal, scale, enable_gqa, offset):
-        b, h, sq, _ = _check(q, k, v, enable_gqa)[:4]
-        return torch.empty_like(q, memory_format=torch.contiguous_format), q.new_empty((b, h, sq), dtype=torch.float32)
+        # (the output in the memory order `_run` gives it: seq-major for seq-major operands)
+        b, h, sq, _, hk, d, _ = _check(q, k, v, enable_gqa)
+        seq_major = _layout_of(q, k, v, b, h, sq, hk, is_causal, attn_mask is not None)[0]
+        out = _swap(q.new_empty((b, sq, h, d))) if seq_major else q.new_empty((b, h, sq, d))
+        return out, q.new_empty((b, h, sq), dtype=torch.float32)
 
     return schema, fake
 

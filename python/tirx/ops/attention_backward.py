@@ -40,7 +40,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _mask, causal_section, mask_index, mask_matrices
+from .attention import HEAD_DIMS, LOG2E, _check, _dense, _mask, _swap, causal_section, mask_index, mask_matrices
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -54,6 +54,27 @@ BM = 64  # query rows a tile
 def d_rows(seq_q: int) -> int:
     """D's rows a head: ``seq_q`` in whole query tiles (every tile writes its rows)."""
     return -(-seq_q // BM) * BM
+
+
+class _Heads:
+    """How the backward's per-head matrices — Q, K, V, O, dO and the gradients dQ, dK, dV — are
+    stored: as ``(batch * n_heads, seq, d)``, or ``seq_major`` [batch, seq, heads, d] (the
+    forward's seq-major tensors: a projection's (batch, seq, heads * d) output transposed, read
+    and written in place, as the forward reads them and as it writes its output)."""
+
+    def __init__(self, seq_major: bool, batch: int, d: int):
+        self.seq_major, self.batch, self.d = seq_major, batch, d
+
+    def shape(self, n_heads: int, seq: int) -> tuple:
+        return (self.batch, seq, n_heads, self.d) if self.seq_major else (self.batch * n_heads, seq, self.d)
+
+    def rows(self, X, head, n_heads: int, r0, n: int, c0=0, cols: int = 0):
+        """Rows ``[r0, r0 + n)`` and columns ``[c0, c0 + cols)`` (all: ``cols`` 0) of head ``head``
+        (of ``batch * n_heads``) of ``X``."""
+        cols = cols or self.d
+        if self.seq_major:
+            return X[head // n_heads, r0 : r0 + n, head % n_heads, c0 : c0 + cols]
+        return X[head, r0 : r0 + n, c0 : c0 + cols]
 
 
 def _row(q0, tid, hf):
@@ -105,12 +126,13 @@ def _dq_step(j, s, dp, ds, dq, q_src, do_src, K_s, V_s, full, lse2, dd, q0, n_ke
 
 
 @T.macro
-def _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols):
-    # D = rowsum(dO ∘ O) of query rows [q0, q0 + 64) of head bh, ``cols`` columns of dO and O in
-    # registers at a time (rows past the sequence 0; ``do_r`` holds the last chunk after).
+def _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols, L, heads):
+    # D = rowsum(dO ∘ O) of query rows [q0, q0 + 64) of head bh (of batch * heads; `_Heads` L),
+    # ``cols`` columns of dO and O in registers at a time (rows past the sequence 0; ``do_r``
+    # holds the last chunk after).
     for c0 in list(range(0, d, cols)):  # (a Python loop: unrolled)
-        Tx.warpgroup.copy(do_r[0:BM, 0:cols], DO[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
-        Tx.warpgroup.copy(o_r[0:BM, 0:cols], O[bh, q0 : q0 + BM, c0 : c0 + cols], clip=True, other=0.0)
+        Tx.warpgroup.copy(do_r[0:BM, 0:cols], L.rows(DO, bh, heads, q0, BM, c0, cols), clip=True, other=0.0)
+        Tx.warpgroup.copy(o_r[0:BM, 0:cols], L.rows(O, bh, heads, q0, BM, c0, cols), clip=True, other=0.0)
         Tx.warpgroup.mul(prod[0:BM, 0:cols], do_r[0:BM, 0:cols], o_r[0:BM, 0:cols])
         Tx.warpgroup.sum(dd[0:BM, 0:1], prod[0:BM, 0:cols], accum=c0 > 0)
 
@@ -131,7 +153,7 @@ def _grads(dk, dv, P_s, DS_s, Q_s, DO_s, stage, c0, dh):
     Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[stage, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "mask"])
+@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "mask", "seq_major"])
 def attention_dq_kernel(
     heads: int,
     kv_heads: int,
@@ -145,6 +167,7 @@ def attention_dq_kernel(
     offset: int = 0,
     varlen: bool = False,
     mask: str = "",
+    seq_major: bool = False,
 ):
     """``DQ[bh] = scale · dS K`` and ``DD[bh, i] = rowsum(dO ∘ O)`` (float32) for the ``batch *
     heads`` query heads (Q, O, dO, DQ ``(batch * heads, seq_q, d)``; K, V ``(batch * kv_heads,
@@ -153,10 +176,14 @@ def attention_dq_kernel(
     dO, DQ ``(total_q, heads, d)``, K, V ``(total_k, kv_heads, d)``, sequence b's rows from
     ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``).
     ``mask``: the forward's additive mask M (`attention.mask_matrices`' kinds,
-    ``(matrices, seq_q, seq_k)``, after LSE) added to the scores as the forward adds it."""
+    ``(matrices, seq_q, seq_k)``, after LSE) added to the scores as the forward adds it.
+    ``seq_major``: Q, K, V, O, dO and DQ [batch, seq, heads, d] (`_Heads`)."""
     _check_mask(mask, varlen, causal)
     if varlen:
+        if seq_major:
+            raise ValueError("attention_dq_kernel(varlen=True): packed sequences have their own layout (not seq_major)")
         return _dq_varlen(heads, kv_heads, d, dtype, causal, scale)
+    L = _Heads(seq_major, batch, d)
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // BN)
@@ -219,18 +246,18 @@ def attention_dq_kernel(
         if tid == 0:  # K/V tile 0 into stage 0 (and, wide, Q and dO)
             if wide:
                 T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), 2 * BM * d * 2)
-                Tx.copy_async(Q_s[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
-                Tx.copy_async(DO_s[0:BM, 0:d], DO[bh, q0 : q0 + BM, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                Tx.copy_async(Q_s[0:BM, 0:d], L.rows(Q, bh, heads, q0, BM), dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+                Tx.copy_async(DO_s[0:BM, 0:d], L.rows(DO, bh, heads, q0, BM), dispatch="tma_auto", mbar=q_full.ptr_to([0]))
             for t in T.serial(T.min(steps, 1)):
                 T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
-                Tx.copy_async(K_s[0, 0:BN, 0:d], K[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
-                Tx.copy_async(V_s[0, 0:BN, 0:d], V[kv, 0:BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(K_s[0, 0:BN, 0:d], L.rows(K, kv, kv_heads, 0, BN), dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(V_s[0, 0:BN, 0:d], L.rows(V, kv, kv_heads, 0, BN), dispatch="tma_auto", mbar=full.ptr_to([0]))
         # Q, dO and O rows into registers (rows past the sequence 0; wide: dO and O a chunk of
         # columns at a time), D = rowsum(dO ∘ O), the rows' -lse log2 e (rows past the sequence:
         # LSE's padding +inf, their weights 0).
         if not wide:
-            Tx.warpgroup.copy(q_r[0:BM, 0:d], Q[bh, q0 : q0 + BM, 0:d], clip=True, other=0.0)
-        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols)
+            Tx.warpgroup.copy(q_r[0:BM, 0:d], L.rows(Q, bh, heads, q0, BM), clip=True, other=0.0)
+        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols, L, heads)
         for hf in T.serial(2):  # (each lane of a row's quad its own copy: `wgmma_row_layout`)
             lse2.local()[hf] = T.min(LSE[bh, _row(q0, tid, hf)] * -LOG2E, FLT_MAX)
         if tid % 4 == 0:  # D for the dK / dV kernel: a quad's first lane writes its two rows
@@ -243,15 +270,15 @@ def attention_dq_kernel(
             if tid == 0:  # the next tile into the other stage (read by the warpgroup's wgmmas of step j - 1, waited for)
                 for t in T.serial(T.min(steps - 1 - j, 1)):
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(j + 1) % 2]), 2 * tile_bytes)
-                    Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], K[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
-                    Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], V[kv, (j + 1) * BN : (j + 1) * BN + BN, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+                    Tx.copy_async(K_s[(j + 1) % 2, 0:BN, 0:d], L.rows(K, kv, kv_heads, (j + 1) * BN, BN), dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
+                    Tx.copy_async(V_s[(j + 1) % 2, 0:BN, 0:d], L.rows(V, kv, kv_heads, (j + 1) * BN, BN), dispatch="tma_auto", mbar=full.ptr_to([(j + 1) % 2]))
             if wide:  # (Q and dO in shared memory)
                 _dq_step(j, s, dp, ds, dq, Q_s, DO_s, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d, _masked(mask, M, bh, heads, ds, scale))
             else:
                 _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d, _masked(mask, M, bh, heads, ds, scale))
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
-        Tx.warpgroup.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+        Tx.warpgroup.copy(L.rows(DQ, bh, heads, q0, BM), out[0:BM, 0:d], clip=True)
 
 
     if mask:
@@ -260,14 +287,14 @@ def attention_dq_kernel(
         def attention_dq_masked(
             Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, M_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle
         ):
-            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
-            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+            O = T.match_buffer(O_ptr, L.shape(heads, seq_q), dtype)
+            DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
-            DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
+            DQ = T.match_buffer(DQ_ptr, L.shape(heads, seq_q), dtype)
             DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
             body(Q, K, V, O, DO, LSE, DQ, DD, M)
 
@@ -275,13 +302,13 @@ def attention_dq_kernel(
 
     @T.prim_func
     def attention_dq(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DQ_ptr: T.handle, DD_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+        K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+        V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+        O = T.match_buffer(O_ptr, L.shape(heads, seq_q), dtype)
+        DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
-        DQ = T.match_buffer(DQ_ptr, (batch * heads, seq_q, d), dtype)
+        DQ = T.match_buffer(DQ_ptr, L.shape(heads, seq_q), dtype)
         DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
         body(Q, K, V, O, DO, LSE, DQ, DD, None)
 
@@ -459,7 +486,11 @@ def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
     return [cfg for cfg in configs if not cfg.get("ws") or (reduce_dq and d <= 128 and not varlen and not mask)]
 
 
-@autotune(configs=DKV_CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask"], prune=_dkv_prune)
+@autotune(
+    configs=DKV_CONFIGS,
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask", "seq_major"],
+    prune=_dkv_prune,
+)
 def attention_dkv_kernel(
     heads: int,
     kv_heads: int,
@@ -476,6 +507,7 @@ def attention_dkv_kernel(
     mask: str = "",
     ws: bool = False,
     dq_overlap: bool = False,
+    seq_major: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -485,14 +517,18 @@ def attention_dkv_kernel(
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
-    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs."""
+    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs. ``seq_major``: Q, K, V, dO,
+    DK and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
     if varlen:
+        if seq_major:
+            raise ValueError("attention_dkv_kernel(varlen=True): packed sequences have their own layout (not seq_major)")
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
+    L = _Heads(seq_major, batch, d)
     if ws:
         if not reduce_dq or d > 128 or mask:
             raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask")
-        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap)
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L)
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
@@ -537,9 +573,9 @@ def attention_dkv_kernel(
     def store(dk, dv, out, DK, DV, kv, k0, c0):
         # dK's and dV's columns [c0, c0 + dh), rounded (the keys past the sequence clipped).
         Tx.warpgroup.cast(out[0:BN, 0:dh], dk[0:BN, 0:dh])
-        Tx.warpgroup.copy(DK[kv, k0 : k0 + BN, c0 : c0 + dh], out[0:BN, 0:dh], clip=True)
+        Tx.warpgroup.copy(L.rows(DK, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
         Tx.warpgroup.cast(out[0:BN, 0:dh], dv[0:BN, 0:dh])
-        Tx.warpgroup.copy(DV[kv, k0 : k0 + BN, c0 : c0 + dh], out[0:BN, 0:dh], clip=True)
+        Tx.warpgroup.copy(L.rows(DV, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
 
     @T.macro
     def dq_reduce(dq, DQ_s, DQA, bh, q0, tid):
@@ -560,8 +596,8 @@ def attention_dkv_kernel(
             n_bh = kv * group + (t + 1) // per_head
             n_q0 = (first + (t + 1) % per_head) * BM
             T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(t + 1) % stages]), 2 * tile_bytes)
-            Tx.copy_async(Q_s[(t + 1) % stages, 0:BM, 0:d], Q[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
-            Tx.copy_async(DO_s[(t + 1) % stages, 0:BM, 0:d], DO[n_bh, n_q0 : n_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
+            Tx.copy_async(Q_s[(t + 1) % stages, 0:BM, 0:d], L.rows(Q, n_bh, heads, n_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
+            Tx.copy_async(DO_s[(t + 1) % stages, 0:BM, 0:d], L.rows(DO, n_bh, heads, n_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([(t + 1) % stages]))
 
     @T.macro
     def body(Q, K, V, DO, LSE, DD, DK, DV, DQA, M):
@@ -604,12 +640,12 @@ def attention_dkv_kernel(
             dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=wgmma_acc_layout(d))
         if tid == 0:  # K and V once; query tile 0 of the first head into stage 0
             T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * BN * d * 2)
-            Tx.copy_async(K_s[0:BN, 0:d], K[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
-            Tx.copy_async(V_s[0:BN, 0:d], V[kv, k0 : k0 + BN, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+            Tx.copy_async(K_s[0:BN, 0:d], L.rows(K, kv, kv_heads, k0, BN), dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+            Tx.copy_async(V_s[0:BN, 0:d], L.rows(V, kv, kv_heads, k0, BN), dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
             for t in T.serial(T.min(steps, 1)):
                 T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([0]), 2 * tile_bytes)
-                Tx.copy_async(Q_s[0, 0:BM, 0:d], Q[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
-                Tx.copy_async(DO_s[0, 0:BM, 0:d], DO[kv * group, first * BM : first * BM + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(Q_s[0, 0:BM, 0:d], L.rows(Q, kv * group, heads, first * BM, BM), dispatch="tma_auto", mbar=full.ptr_to([0]))
+                Tx.copy_async(DO_s[0, 0:BM, 0:d], L.rows(DO, kv * group, heads, first * BM, BM), dispatch="tma_auto", mbar=full.ptr_to([0]))
         Tx.warpgroup.fill(dk[0:BN, 0:dh], 0.0)
         Tx.warpgroup.fill(dv[0:BN, 0:dh], 0.0)
         kv_full.wait(0, 0)
@@ -677,15 +713,15 @@ def attention_dkv_kernel(
             DV_ptr: T.handle,
             DQA_ptr: T.handle,
         ):
-            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+            DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
             DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
-            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DK = T.match_buffer(DK_ptr, L.shape(kv_heads, seq_k), dtype)
+            DV = T.match_buffer(DV_ptr, L.shape(kv_heads, seq_k), dtype)
             DQA = T.match_buffer(DQA_ptr, (batch * heads, q_tiles * BM, d), "float32")
             body(Q, K, V, DO, LSE, DD, DK, DV, DQA, M)
 
@@ -697,7 +733,7 @@ def attention_dkv_kernel(
         def unmasked(Q, K, V, DO, LSE, DD, DK, DV, DQA):
             body(Q, K, V, DO, LSE, DD, DK, DV, DQA, None)
 
-        return _dkv_dq_func(unmasked, heads, kv_heads, batch, seq_q, seq_k, d, dtype)
+        return _dkv_dq_func(unmasked, heads, kv_heads, batch, seq_q, seq_k, d, dtype, L)
 
     if mask:
 
@@ -705,29 +741,29 @@ def attention_dkv_kernel(
         def attention_dkv_masked(
             Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, M_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle
         ):
-            Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-            K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-            V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+            Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+            K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+            DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
             DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
             M = T.match_buffer(M_ptr, (mask_matrices(mask, batch, heads), seq_q, seq_k), dtype)
-            DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-            DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+            DK = T.match_buffer(DK_ptr, L.shape(kv_heads, seq_k), dtype)
+            DV = T.match_buffer(DV_ptr, L.shape(kv_heads, seq_k), dtype)
             body(Q, K, V, DO, LSE, DD, DK, DV, None, M)
 
         return attention_dkv_masked
 
     @T.prim_func
     def attention_dkv(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+        K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+        V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+        DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, q_tiles * BM), "float32")
         DD = T.match_buffer(DD_ptr, (batch * heads, q_tiles * BM), "float32")
-        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DK = T.match_buffer(DK_ptr, L.shape(kv_heads, seq_k), dtype)
+        DV = T.match_buffer(DV_ptr, L.shape(kv_heads, seq_k), dtype)
         body(Q, K, V, DO, LSE, DD, DK, DV, None, None)
 
     return attention_dkv
@@ -742,7 +778,9 @@ WS_REGISTERS = (24, 240)
 COLS = 32
 
 
-def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool = False):
+def _dkv_ws(
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads
+):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
     (Q and dO) into two stages; its second warp's first thread adds each step's dQ part into DQA
@@ -870,16 +908,16 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:  # K and V once, then each step's query tile into stage t % 2
                 T.ptx.mbarrier.arrive.expect_tx(kv_full.ptr_to([0]), 2 * WS_KEYS * d * 2)
-                Tx.copy_async(K_s[0:WS_KEYS, 0:d], K[kv, k0 : k0 + WS_KEYS, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
-                Tx.copy_async(V_s[0:WS_KEYS, 0:d], V[kv, k0 : k0 + WS_KEYS, 0:d], dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+                Tx.copy_async(K_s[0:WS_KEYS, 0:d], L.rows(K, kv, kv_heads, k0, WS_KEYS), dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
+                Tx.copy_async(V_s[0:WS_KEYS, 0:d], L.rows(V, kv, kv_heads, k0, WS_KEYS), dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
                 for t in T.serial(steps):
                     p_bh = kv * group + t // per_head
                     p_q0 = (first + t % per_head) * BM
                     if t >= 2:
                         empty.wait(t % 2, (t // 2 + 1) % 2)
                     T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([t % 2]), 2 * tile_bytes + 2 * BM * 4)
-                    Tx.copy_async(Q_s[t % 2, 0:BM, 0:d], Q[p_bh, p_q0 : p_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
-                    Tx.copy_async(DO_s[t % 2, 0:BM, 0:d], DO[p_bh, p_q0 : p_q0 + BM, 0:d], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(Q_s[t % 2, 0:BM, 0:d], L.rows(Q, p_bh, heads, p_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(DO_s[t % 2, 0:BM, 0:d], L.rows(DO, p_bh, heads, p_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
                     Tx.copy_async(L_s[t % 2, 0:BM], LSE[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
                     Tx.copy_async(D_s[t % 2, 0:BM], DD[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
             if tid == 32:  # each step's dQ parts added into DQA, freed once read
@@ -968,48 +1006,51 @@ def _dkv_ws(heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: in
                             hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
             Tx.warpgroup.mul(dk[0:64, 0:d], dk[0:64, 0:d], scale)
             Tx.warpgroup.cast(out[0:64, 0:d], dk[0:64, 0:d])
-            Tx.warpgroup.copy(DK[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
+            Tx.warpgroup.copy(L.rows(DK, kv, kv_heads, kk0, 64), out[0:64, 0:d], clip=True)
             Tx.warpgroup.cast(out[0:64, 0:d], dv[0:64, 0:d])
-            Tx.warpgroup.copy(DV[kv, kk0 : kk0 + 64, 0:d], out[0:64, 0:d], clip=True)
+            Tx.warpgroup.copy(L.rows(DV, kv, kv_heads, kk0, 64), out[0:64, 0:d], clip=True)
 
-    return _dkv_dq_func(body, heads, kv_heads, batch, seq_q, seq_k, d, dtype)
+    return _dkv_dq_func(body, heads, kv_heads, batch, seq_q, seq_k, d, dtype, L)
 
 
-def _dkv_dq_func(body, heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str):
+def _dkv_dq_func(body, heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, L: _Heads):
     """The dQ-reducing dK / dV kernel whose statements are the macro ``body(Q, K, V, DO, LSE, DD,
-    DK, DV, DQA)`` (`attention_dkv_kernel(reduce_dq=True)`'s parameters)."""
+    DK, DV, DQA)`` (`attention_dkv_kernel(reduce_dq=True)`'s parameters; the per-head matrices
+    as `_Heads` ``L`` stores them)."""
     rows = d_rows(seq_q)
 
     @T.prim_func
     def attention_dkv_dq(
         Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DO_ptr: T.handle, L_ptr: T.handle, DD_ptr: T.handle, DK_ptr: T.handle, DV_ptr: T.handle, DQA_ptr: T.handle
     ):
-        Q = T.match_buffer(Q_ptr, (batch * heads, seq_q, d), dtype)
-        K = T.match_buffer(K_ptr, (batch * kv_heads, seq_k, d), dtype)
-        V = T.match_buffer(V_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DO = T.match_buffer(DO_ptr, (batch * heads, seq_q, d), dtype)
+        Q = T.match_buffer(Q_ptr, L.shape(heads, seq_q), dtype)
+        K = T.match_buffer(K_ptr, L.shape(kv_heads, seq_k), dtype)
+        V = T.match_buffer(V_ptr, L.shape(kv_heads, seq_k), dtype)
+        DO = T.match_buffer(DO_ptr, L.shape(heads, seq_q), dtype)
         LSE = T.match_buffer(L_ptr, (batch * heads, rows), "float32")
         DD = T.match_buffer(DD_ptr, (batch * heads, rows), "float32")
-        DK = T.match_buffer(DK_ptr, (batch * kv_heads, seq_k, d), dtype)
-        DV = T.match_buffer(DV_ptr, (batch * kv_heads, seq_k, d), dtype)
+        DK = T.match_buffer(DK_ptr, L.shape(kv_heads, seq_k), dtype)
+        DV = T.match_buffer(DV_ptr, L.shape(kv_heads, seq_k), dtype)
         DQA = T.match_buffer(DQA_ptr, (batch * heads, rows, d), "float32")
         body(Q, K, V, DO, LSE, DD, DK, DV, DQA)
 
     return attention_dkv_dq
 
 
-@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype"])
-def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
+@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "heads"])
+def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str, heads: int = 0):
     """``DD[r, i] = rowsum(dO ∘ O)`` (float32) of the ``rows`` heads' query rows (O, dO ``(rows,
-    seq_q, d)``; DD ``(rows, d_rows(seq_q))``, 0 past ``seq_q``): the backward's preprocessing
-    where no dQ kernel computes it (`attention_dkv_kernel(reduce_dq=True)`)."""
+    seq_q, d)``, or with ``heads`` seq-major [rows / heads, seq_q, heads, d] (`_Heads`); DD
+    ``(rows, d_rows(seq_q))``, 0 past ``seq_q``): the backward's preprocessing where no dQ kernel
+    computes it (`attention_dkv_kernel(reduce_dq=True)`)."""
     q_tiles = d_rows(seq_q) // BM
     cols = 64 if d > 128 else d
+    L, nh = _Heads(heads > 0, rows // max(heads, 1), d), max(heads, 1)
 
     @T.prim_func
     def attention_dd(O_ptr: T.handle, DO_ptr: T.handle, DD_ptr: T.handle):
-        O = T.match_buffer(O_ptr, (rows, seq_q, d), dtype)
-        DO = T.match_buffer(DO_ptr, (rows, seq_q, d), dtype)
+        O = T.match_buffer(O_ptr, L.shape(nh, seq_q), dtype)
+        DO = T.match_buffer(DO_ptr, L.shape(nh, seq_q), dtype)
         DD = T.match_buffer(DD_ptr, (rows, q_tiles * BM), "float32")
         T.device_entry()
         bx = T.cta_id([rows * q_tiles])
@@ -1023,7 +1064,7 @@ def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
         o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
         prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
         dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols)
+        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols, L, nh)
         if tid % 4 == 0:  # a quad's first lane writes its two rows
             for hf in T.serial(2):
                 DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
@@ -1031,20 +1072,22 @@ def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str):
     return attention_dd
 
 
-@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale"])
-def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float):
+@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale", "heads"])
+def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float, heads: int = 0):
     """``DQ = scale · DQA`` rounded to ``dtype`` (DQA ``(rows, d_rows(seq_q), d)`` float32, the
-    reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``): each thread
+    reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``, or with
+    ``heads`` seq-major [rows / heads, seq_q, heads, d] (`_Heads`)): each thread
     8 consecutive elements of a row at a time (16-byte stores; the accumulator's layout would load
     and store 8 and 4 bytes), where a row's vectors divide the threads."""
     q_tiles = d_rows(seq_q) // BM
     vecs = d // 8  # a row's vectors of 8
     tile = TileLayout(S[(BM * vecs // 128, 128 // vecs, vecs, 8) : (8, vecs @ tx, 1 @ tx, 1)]) if 128 % vecs == 0 else wgmma_acc_layout(d)
+    L, nh = _Heads(heads > 0, rows // max(heads, 1), d), max(heads, 1)
 
     @T.prim_func
     def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
         DQA = T.match_buffer(DQA_ptr, (rows, q_tiles * BM, d), "float32")
-        DQ = T.match_buffer(DQ_ptr, (rows, seq_q, d), dtype)
+        DQ = T.match_buffer(DQ_ptr, L.shape(nh, seq_q), dtype)
         T.device_entry()
         bx = T.cta_id([rows * q_tiles])
         T.warpgroup_id([1])
@@ -1058,7 +1101,7 @@ def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale
         Tx.cta.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
         Tx.cta.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.cta.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
-        Tx.cta.copy(DQ[bh, q0 : q0 + BM, 0:d], out[0:BM, 0:d], clip=True)
+        Tx.cta.copy(L.rows(DQ, bh, nh, q0, BM), out[0:BM, 0:d], clip=True)
 
     return attention_dq_convert
 
@@ -1253,10 +1296,18 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     return True
 
 
-def _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale: float, offset: int, mode: str) -> dict:
+def _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale: float, offset: int, mode: str, seq_major: bool = False) -> dict:
     """The key of the backward's dQ and dK / dV kernels (and their tuners)."""
     causal = bool(is_causal)
-    return dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, offset=int(offset) if causal else 0, mask=mode)
+    key = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, offset=int(offset) if causal else 0, mask=mode)
+    return {**key, "seq_major": True} if seq_major else key
+
+
+def _seq_major(*tensors) -> bool:
+    """Whether [batch, heads, seq, d] ``tensors`` are all [batch, seq, heads, d] in memory (the
+    forward's seq-major inputs and output, and the gradient that reaches such an output), not all
+    contiguous: the kernels then read and write them in place (`_Heads`), no copies."""
+    return all(_dense(t, (0, 2, 1, 3)) for t in tensors) and not all(_dense(t, (0, 1, 2, 3)) for t in tensors)
 
 
 def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None, enable_gqa: bool = False, deterministic: Optional[bool] = None):
@@ -1266,7 +1317,7 @@ def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None,
     b, h, sq, sk, hk, d, dtype = _check(q, k, k, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
-    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "")
+    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "", _seq_major(q, k))
     return reduce, attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
 
 
@@ -1293,7 +1344,11 @@ def _backward(
             raise ValueError(f"{name}: attn_mask with scale=0 is not supported (as the forward's)")
         mask, mode = _mask(attn_mask, b, h, sq, sk, dtype)
         m = (mask,)
-    dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
+    major = _seq_major(q, k, v, out, dout)
+    if major:  # (the gradients in the operands' memory order too, as PyTorch's flash backward writes them)
+        dq, dk, dv = _swap(c.new_array(q, (b, sq, h, d))), _swap(c.new_array(k, (b, sk, hk, d))), _swap(c.new_array(k, (b, sk, hk, d)))
+    else:
+        dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
     if b * h * sq == 0 or sk == 0:
         for t in (dq, dk, dv):
             t[...] = 0
@@ -1305,18 +1360,23 @@ def _backward(
         lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
         lse_p[:, :sq] = lse.reshape(b * h, sq)
     dd = c.new_array(q, (b * h, rows), "float32")
-    qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
-    ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
-    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, offset, mode)
-    dk_, dv_ = dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
+    if major:  # [batch, seq, heads, d] views of the memory as it is
+        qs, os_, dos, dq_ = (_swap(t) for t in (q, out, dout, dq))
+        ks, vs, dk_, dv_ = (_swap(t) for t in (k, v, dk, dv))
+    else:
+        qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
+        ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
+        dq_, dk_, dv_ = dq.reshape(b * h, sq, d), dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
+    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, offset, mode, major)
     if not _reduce_dq(q, d, bool(is_causal), sk, deterministic):
-        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq.reshape(b * h, sq, d), dd)
+        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq_, dd)
         attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
         return dq, dk, dv
     dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
-    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype)(os_, dos, dd)
+    heads = {"heads": h} if major else {}
+    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, **heads)(os_, dos, dd)
     attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
-    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale)(dqa, dq.reshape(b * h, sq, d))
+    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, **heads)(dqa, dq_)
     return dq, dk, dv
 
 
@@ -1373,6 +1433,9 @@ def _backward_op_parts():
         return _backward(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask=attn_mask)
 
     def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask):
+        # (the gradients in the memory order `_backward` gives them: seq-major for seq-major operands)
+        if _seq_major(q, k, v, out, dout):
+            return tuple(_swap(t.new_empty((t.shape[0], t.shape[2], t.shape[1], t.shape[3]))) for t in (q, k, v))
         cont = torch.contiguous_format
         return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)
 

@@ -90,6 +90,12 @@ def attention_cases():
     masked = {**bwd, "causal": False, "mask": "all"}
     yield "ops_attention_bwd_dq_masked", ab.attention_dq_kernel.factory(**masked)
     yield "ops_attention_bwd_dkv_dq_masked", ab.attention_dkv_kernel.factory(**masked, reduce_dq=True)
+    # seq-major operands ([batch, seq, heads, d]: 4-D TMA boxes and register rows of one head)
+    yield "ops_attention_bwd_dkv_ws_seq_major", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True, seq_major=True)
+    yield "ops_attention_bwd_dq_seq_major", ab.attention_dq_kernel.factory(**bwd, seq_major=True)
+    yield "ops_attention_bwd_dkv_seq_major", ab.attention_dkv_kernel.factory(**bwd, seq_major=True)
+    yield "ops_attention_bwd_dd_seq_major", ab.attention_dd_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", heads=16)
+    yield "ops_attention_bwd_dq_convert_seq_major", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884, heads=16)
     yield "ops_attention_bwd_dd", ab.attention_dd_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16")
     yield "ops_attention_bwd_dq_convert", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884)
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)

@@ -583,8 +583,11 @@ def test_matmul_ranks_as_torch_matmul():
         np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-9, atol=2.0**-9 * np.abs(want).max(), err_msg=str((a.shape, b.shape)))
     with pytest.raises(ValueError, match=r"two vectors .*\(a \* b\)\.sum\(\)"):
         ops.matmul(r(32), r(32))
-    with pytest.raises(ValueError, match="without activation= or split_k="):
+    with pytest.raises(ValueError, match="without activation=, split_k= or a float32 out_dtype="):
         ops.matmul(r(2, 24, 32), r(2, 32, 48), activation="relu")
+    with pytest.raises(ValueError, match="without activation=, split_k= or a float32 out_dtype="):
+        ops.matmul(r(2, 24, 32), r(2, 32, 48), out_dtype="float32")
+    assert ops.matmul(r(2, 24, 32), r(32, 48), out_dtype="float32").dtype == np.float32  # (a stack of rows: the 2-D kernel's)
     with pytest.raises(ValueError, match=r"cannot be multiplied \(24x32 and 16x48\)"):
         ops.matmul(r(2, 24, 32), r(2, 16, 48))
 

@@ -1367,10 +1367,10 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
     if len(b.shape) == 2:  # (..., M, K) @ (K, N): the leading dims are M's
         out = matmul(a.reshape(-1, k), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
         return out.reshape(tuple(a.shape[:-1]) + (n,))
-    if activation or (split_k is not None and split_k != 1):
+    if activation or (split_k is not None and split_k != 1) or _out_dtype("matmul", out_dtype, a):
         raise ValueError(
-            f"tirx.ops.matmul: batched operands {list(a.shape)} and {list(b.shape)} run as grouped_mm, without activation= or split_k= "
-            "(apply the activation after, or call matmul per matrix)"
+            f"tirx.ops.matmul: batched operands {list(a.shape)} and {list(b.shape)} run as grouped_mm, without activation=, split_k= "
+            "or a float32 out_dtype= (apply the activation after, or call matmul per matrix)"
         )
     if b.shape[-2] != k:
         raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {b.shape[-2]}x{n})")

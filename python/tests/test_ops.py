@@ -588,6 +588,9 @@ def test_matmul_ranks_as_torch_matmul():
     with pytest.raises(ValueError, match="without activation=, split_k= or a float32 out_dtype="):
         ops.matmul(r(2, 24, 32), r(2, 32, 48), out_dtype="float32")
     assert ops.matmul(r(2, 24, 32), r(32, 48), out_dtype="float32").dtype == np.float32  # (a stack of rows: the 2-D kernel's)
+    for a, b, shape in [(r(0, 8, 16), r(0, 16, 8), (0, 8, 8)), (r(2, 8, 0), r(2, 0, 8), (2, 8, 8)), (r(8, 0), r(0), (8,)), (r(2, 3, 0), r(0, 8), (2, 3, 8))]:
+        got = ops.matmul(a, b)  # (empty batches, and sums of no terms: 0)
+        assert got.shape == shape and not got.astype(F64).any()
     with pytest.raises(ValueError, match=r"cannot be multiplied \(24x32 and 16x48\)"):
         ops.matmul(r(2, 24, 32), r(2, 16, 48))
 

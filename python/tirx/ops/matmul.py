@@ -1357,7 +1357,8 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         raise ValueError(f"tirx.ops.matmul: two vectors ({a.shape[0]} and {b.shape[0]}): a dot product is not a tensor-core GEMM ((a * b).sum())")
     if len(b.shape) == 1:  # (..., M, K) @ (K,): the column b and 7 of zeros, its first column kept
         cols = xp.nn.functional.pad(b[:, None], (0, 7)) if xp is not np else np.pad(b[:, None], ((0, 0), (0, 7)))
-        out = matmul(a.reshape(-1, a.shape[-1]), cols, out_dtype=out_dtype, activation=activation, split_k=split_k)[:, 0]
+        rows = int(np.prod(a.shape[:-1], dtype=np.int64))  # (not -1: K may be 0)
+        out = matmul(a.reshape(rows, a.shape[-1]), cols, out_dtype=out_dtype, activation=activation, split_k=split_k)[:, 0]
         return c.contiguous(out).reshape(tuple(a.shape[:-1]))
     if len(a.shape) == 1:  # (K,) @ (..., K, N)
         return _matmul_nd(a[None, :], b, out_dtype, activation, split_k)[..., 0, :] if len(b.shape) > 2 else matmul(
@@ -1365,7 +1366,8 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         )[0]
     (m, k), n = a.shape[-2:], b.shape[-1]
     if len(b.shape) == 2:  # (..., M, K) @ (K, N): the leading dims are M's
-        out = matmul(a.reshape(-1, k), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
+        rows = int(np.prod(a.shape[:-1], dtype=np.int64))
+        out = matmul(a.reshape(rows, k), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
         return out.reshape(tuple(a.shape[:-1]) + (n,))
     if activation or (split_k is not None and split_k != 1) or _out_dtype("matmul", out_dtype, a):
         raise ValueError(
@@ -1378,8 +1380,8 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
     groups = int(np.prod(batch, dtype=np.int64))
     a3 = xp.broadcast_to(a, batch + (m, k)).reshape(groups * m, k)
     b3 = xp.broadcast_to(b, batch + (k, n)).reshape(groups, k, n)
-    ends = np.arange(1, groups + 1, dtype=np.int32) * m
-    offs = xp.as_tensor(ends, device=a.device) if xp is not np else ends
+    # (on the operands' device, by a kernel there: no host copy, so a CUDA graph can capture it)
+    offs = xp.arange(1, groups + 1, dtype=xp.int32, device=a.device) * m if xp is not np else np.arange(1, groups + 1, dtype=np.int32) * m
     from .grouped_mm import grouped_mm
 
     return grouped_mm(a3, b3, offs, out_dtype=out_dtype).reshape(batch + (m, n))

@@ -152,15 +152,17 @@ def test_prefetching_and_cluster_designs(dtype, design, h, m, ctas):
         _check_design(dtype, design, h, m, ctas, centered, saved)
 
 
-def _check_design(dtype, design, h, m, ctas, centered, saved):
+def _check_design(dtype, design, h, m, ctas, centered, saved, w_dtype=""):
     """One design of the backward on ``m`` random rows of ``h`` over ``ctas`` CTAs against
-    float64: dx, and dW (dB) summed over its partial rows, nothing written past them."""
+    float64: dx, and dW (dB) summed over its partial rows, nothing written past them (``w_dtype``:
+    the weight's, where not the rows')."""
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 3).astype(numpy_dtype(dtype))
-    w = (rng.random(h) + 0.5).astype(x.dtype)
+    w = (rng.random(h) + 0.5).astype(numpy_dtype(w_dtype) if w_dtype else x.dtype)
     dy = rng.standard_normal((m, h)).astype(x.dtype)
     rtol = 1e-5 if dtype == "float32" else 2.0**-7
-    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, saved=saved, **{"threads": 256, **design}))
+    wd = {"w_dtype": w_dtype} if w_dtype else {}
+    k = tirx.compile(nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=centered, saved=saved, **{"threads": 256, **design}, **wd))
     hp = nb._padded(h)
     dx = np.zeros_like(x)
     dwp, dbp = np.full((ctas, hp), np.nan, np.float32), np.full((ctas, hp), np.nan, np.float32)
@@ -172,6 +174,27 @@ def _check_design(dtype, design, h, m, ctas, centered, saved):
     np.testing.assert_allclose(dwp[:used].sum(0)[:h], rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
     if centered:
         np.testing.assert_allclose(dbp[:used].sum(0)[:h], rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+@pytest.mark.parametrize(
+    "design,h,m,ctas",
+    [({"threads": 256}, 1000, 3, 4), ({"threads": 128, "tpr": 8}, 256, 37, 4)] + [d for d in DESIGNS if not d[0].get("shared")],
+    ids=lambda v: str(v).replace(" ", ""),
+)
+def test_float32_weights_beside_16_bit_rows(design, h, m, ctas):
+    """PyTorch's mixed-precision norms (float32 weight, bfloat16 rows): every design whose weight
+    is not a shared-memory slice reads it as float32, against float64; those that keep its slices
+    in shared memory (of the rows' dtype) refuse it."""
+    for centered, saved in ((False, False), (True, False), (True, True)):
+        _check_design("bfloat16", design, h, m, ctas, centered, saved, "float32")
+
+
+def test_weights_in_shared_memory_are_of_the_rows_dtype():
+    with pytest.raises(ValueError, match="not where the weight's slices are in shared memory"):
+        nb.norm_backward_kernel.factory(h=4096, dtype="bfloat16", threads=32, cluster=4, shared=True, w_dtype="float32")
+    with pytest.raises(ValueError, match=r"w_dtype='float16': the rows' dtype \(bfloat16\) or float32"):
+        nb.norm_backward_kernel.factory(h=4096, dtype="bfloat16", threads=256, w_dtype="float16")
+    assert all(not cfg.get("shared") for cfg in nb.norm_backward_kernel.prune(nb.norm_backward_kernel.configs, h=65536, dtype="bfloat16", centered=True, w_dtype="float32"))
 
 
 CHAINED = [
@@ -309,21 +332,45 @@ FORWARD_DESIGNS = [
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("design,h,m", FORWARD_DESIGNS, ids=lambda v: str(v).replace(" ", ""))
 def test_layer_norm_forward_saves_mean_and_rstd(dtype, design, h, m):
+    _forward_design(dtype, design, h, m, "")
+
+
+@pytest.mark.parametrize("design,h,m", FORWARD_DESIGNS, ids=lambda v: str(v).replace(" ", ""))
+def test_forward_designs_read_float32_weights_beside_16_bit_rows(design, h, m):
+    """Every LayerNorm and RMSNorm forward design but the several-rows ones reads a float32 weight
+    and bias beside bfloat16 rows (PyTorch's mixed-precision norms), against float64."""
+    _forward_design("bfloat16", design, h, m, "float32")
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(h)
+    x = rng.standard_normal((m, h)).astype(numpy_dtype("bfloat16"))
+    w = (rng.random(h) + 0.5).astype(np.float32)
+    y = np.zeros_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=h, dtype="bfloat16", w_dtype="float32", **design))(x, w, y, m, 1e-6)
+    xd = x.astype(F64)
+    want = xd / np.sqrt((xd * xd).mean(-1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(y.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max())
+
+
+def _forward_design(dtype, design, h, m, w_dtype):
     """Every LayerNorm forward design with ``stats`` writes each row's float32 mean and rstd (as
     PyTorch's forward saves them for the backward) beside the same output, against float64."""
     nm = sys.modules["tirx.ops.norm"]
     rng = np.random.default_rng(h + m)
     x = (rng.standard_normal((m, h)) * 2 + 30).astype(numpy_dtype(dtype))
-    w = (rng.random(h) + 0.5).astype(x.dtype)
-    b = rng.standard_normal(h).astype(x.dtype)
+    w = (rng.random(h) + 0.5).astype(numpy_dtype(w_dtype) if w_dtype else x.dtype)
+    b = rng.standard_normal(h).astype(w.dtype)
+    wd = {"w_dtype": w_dtype} if w_dtype else {}
     y, y2 = np.zeros_like(x), np.zeros_like(x)
     mean, rstd = np.full(m, np.nan, np.float32), np.full(m, np.nan, np.float32)
-    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
-    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, **design))(x, w, b, y2, m, 1e-5)
+    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, stats=True, **design, **wd))(x, w, b, y, mean, rstd, m, 1e-5)
+    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, **design, **wd))(x, w, b, y2, m, 1e-5)
     want_mean, want_rstd = _stats(x, 1e-5)
     np.testing.assert_allclose(mean, want_mean, rtol=1e-6)
     np.testing.assert_allclose(rstd, want_rstd, rtol=1e-5)
     np.testing.assert_array_equal(y, y2)
+    if w_dtype:  # (the output against float64: the float32 parameters as they are)
+        want = (x.astype(F64) - want_mean[:, None]) * want_rstd[:, None] * w + b
+        np.testing.assert_allclose(y.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max())
 
 
 def test_layer_norm_backward_from_saved_statistics():

@@ -100,6 +100,43 @@ def test_rms_norm_matches_float64(dtype, h):
     _close(ops.rms_norm(x, h), _rms_ref(x, np.ones(h), eps), dtype)
 
 
+@pytest.mark.parametrize("h", [256, 4096, 20000])
+def test_norms_take_float32_parameters_beside_16_bit_rows(h):
+    """PyTorch's mixed-precision norms (F.layer_norm / F.rms_norm of a bfloat16 input with float32
+    weight and bias): the output of the input's dtype, computed with the float32 parameters as
+    they are; gradients of each tensor's own dtype (dW, dB float32), as PyTorch's, against float64;
+    a float32 bias alone, and parameters of two dtypes refused."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    torch.manual_seed(h)
+    x = torch.randn(3, h).bfloat16().requires_grad_()
+    w, b = (torch.randn(h) * 0.5 + 1).requires_grad_(), torch.randn(h).requires_grad_()
+    g = torch.randn(3, h).bfloat16()
+    for ours, theirs, params in [
+        (lambda x, w, b: ops.layer_norm(x, (h,), w, b), lambda x, w, b: F.layer_norm(x, (h,), w, b), (w, b)),
+        (lambda x, w: ops.rms_norm(x, (h,), w, eps=1e-6), lambda x, w: F.rms_norm(x, (h,), w, eps=1e-6), (w,)),
+        (lambda x, w: ops.add_rms_norm(x, x, (h,), w, eps=1e-6)[0], lambda x, w: F.rms_norm(x + x, (h,), w, eps=1e-6), (w,)),
+        (lambda x, b: ops.layer_norm(x, (h,), None, b), lambda x, b: F.layer_norm(x, (h,), None, b), (b,)),
+    ]:
+        ts = (x,) + params
+        for t in ts:
+            t.grad = None
+        y = ours(*ts)
+        assert y.dtype == torch.bfloat16
+        y.backward(g)
+        ref = [t.detach().double().requires_grad_() for t in ts]
+        want = theirs(*ref)
+        want.backward(g.double())
+        torch.testing.assert_close(y.double(), want, rtol=2**-7, atol=2**-7 * want.abs().max().item())
+        for t, r in zip(ts, ref):
+            assert t.grad.dtype == t.dtype
+            torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
+    with pytest.raises(TypeError, match="weight and bias of one dtype"):
+        ops.layer_norm(x, (h,), w, b.bfloat16())
+    with pytest.raises(TypeError, match=r"parameters of the input's dtype, or all float32"):
+        ops.rms_norm(x, (h,), w.half())
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("shape", [(3, 1000), (2, 2, 4096), (3, 1), (1, 40000)])
 def test_softmax_backward_matches_float64(dtype, shape):

@@ -595,6 +595,22 @@ def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     return load, store
 
 
+def weight_dtype(dtype: str, w_dtype: str, shared: bool = False) -> str:
+    """A norm's weight's (and bias's) dtype: the rows' (``w_dtype`` ""), or float32 beside 16-bit
+    rows (PyTorch's mixed-precision norms: float32 parameters, bf16/f16 activations); not in the
+    designs that keep the weight's slices in shared memory (``shared``: of the rows' dtype)."""
+    wd = w_dtype or dtype
+    if wd not in (dtype, "float32") or (wd != dtype and shared):
+        raise ValueError(f"w_dtype={w_dtype!r}: the rows' dtype ({dtype}) or float32 (not where the weight's slices are in shared memory)")
+    return wd
+
+
+def weight_loader(g: "RowTile", dtype: str, wd: str, load):
+    """A row tile's loader (`row_io`) of a weight of dtype ``wd``: ``load``, the rows' own, where
+    it has their dtype."""
+    return load if wd == dtype else row_io(g, wd)[0]
+
+
 def residual_add(g: "RowTile", dtype: str):
     """The fused residual add of the norms, as a macro ``add(x, t, src, dst, stage)``: the tile
     ``x`` becomes ``x + r`` (``r``: the region ``src``, read into the scratch tile ``t``), rounded to

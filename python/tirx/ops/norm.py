@@ -49,6 +49,8 @@ def _prune_norm(tiles: int, vectors: int):
 
     def prune(configs, dtype, **key):
         def fits(cfg):
+            if cfg.get("per_cta", 1) > 1 and key.get("w_dtype", "") not in ("", dtype):
+                return False  # (their weight slices in shared memory are of the rows' dtype)
             return cfg.get("per_cta", 1) == 1 or (2 + vectors) * key["h"] // cfg["cluster"] * c.elem_bytes(dtype) <= ROWS_SLICES
 
         return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
@@ -56,7 +58,7 @@ def _prune_norm(tiles: int, vectors: int):
     return prune
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS, key=["h", "dtype", "residual"], prune=_prune_norm(3, 1))
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS, key=["h", "dtype", "residual", "w_dtype"], prune=_prune_norm(3, 1))
 def rms_norm_kernel(
     h: int,
     dtype: str,
@@ -67,25 +69,27 @@ def rms_norm_kernel(
     cluster: int = 0,
     shared: bool = False,
     per_cta: int = 1,
+    w_dtype: str = "",
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
     written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
     many lanes per row; ``stream``: the row in register tiles however short; ``cluster``: a
     cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
-    that many rows per cluster, `_rms_cluster_rows`)."""
+    that many rows per cluster, `_rms_cluster_rows`); ``w_dtype``: W's (`_common.weight_dtype`)."""
     if per_cta > 1 and not (cluster and shared):
         raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
+    wd = c.weight_dtype(dtype, w_dtype, per_cta > 1)
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and per_cta > 1:
         rows = _rms_cluster_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, per_cta)
     elif cluster and shared:
-        rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
+        rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
-        rows = _rms_cluster(h, dtype, threads, cluster, residual)
+        rows = _rms_cluster(h, dtype, threads, cluster, residual, wd)
     else:
-        rows = _rms_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 3, stream), residual)
+        rows = _rms_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 3, stream), residual, wd)
 
     if residual:
 
@@ -95,7 +99,7 @@ def rms_norm_kernel(
         ):
             X = T.match_buffer(X_ptr, (m, h), dtype)
             R = T.match_buffer(R_ptr, (m, h), dtype)
-            W = T.match_buffer(W_ptr, (h,), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
             Y = T.match_buffer(Y_ptr, (m, h), dtype)
             H = T.match_buffer(H_ptr, (m, h), dtype)
             rows(X, R, W, Y, H, m, eps)
@@ -105,7 +109,7 @@ def rms_norm_kernel(
     @T.prim_func
     def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32):
         X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
+        W = T.match_buffer(W_ptr, (h,), wd)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
         rows(X, X, W, Y, X, m, eps)
 
@@ -167,13 +171,14 @@ def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: b
     return rows
 
 
-def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
+def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: str):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers; the slices' sums of squares summed through the cluster
     (`_common.cluster_exchange`)."""
     g = c.cluster_tile(h, dtype, threads, cn, 3)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
+    load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
@@ -214,7 +219,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
         slice_sum(stats, 0, part, 0)
         rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
         release()
-        load(w, W[c0 : c0 + width], stage)
+        load_w(w, W[c0 : c0 + width], stage)
         Tx.mul(xl[0:per], xl[0:per], rstd)
         Tx.cta.mul(x[0:width], x[0:width], w[0:width])
         store(Y[r, c0 : c0 + width], x, stage)
@@ -223,7 +228,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
     return rows
 
 
-def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool):
+def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):
     """`_rms_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in register
     tiles: the sum of squares, then the output; with ``residual``, the first pass adds ``R``'s
     tile (from global memory), writes the rounded sum to ``H`` and back over the slice."""
@@ -231,6 +236,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     slice_sum = c.slice_sum(cn)
@@ -282,7 +288,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         for k in T.serial(chunks):
             c0 = rank * part + k * width
             chunk(x, S, 0, k, stage)
-            load_tile(w, W[c0 : c0 + width], stage)
+            load_w(w, W[c0 : c0 + width], stage)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             store(Y[r, c0 : c0 + width], x, stage)
@@ -386,9 +392,10 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
     return rows
 
 
-def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
+def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd: str):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
+    load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
 
     @T.macro
@@ -423,7 +430,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
             k = chunks - 1 - j
             if chunks > 1:  # a row in registers is still there; a streamed one is read again
                 load(x, H[r, k * width : k * width + width], stage)
-            load(w, W[k * width : k * width + width], stage)
+            load_w(w, W[k * width : k * width + width], stage)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             store(Y[r, k * width : k * width + width], x, stage)
@@ -433,7 +440,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
 
 @autotune(
     configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS,
-    key=["h", "dtype", "stats", "residual"],
+    key=["h", "dtype", "stats", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
 )
 def layer_norm_kernel(
@@ -447,6 +454,7 @@ def layer_norm_kernel(
     cluster: int = 0,
     shared: bool = False,
     per_cta: int = 1,
+    w_dtype: str = "",
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -455,20 +463,21 @@ def layer_norm_kernel(
     into its norm), and the statistics always. ``tpr``: a group of that many lanes per row;
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
     per row (``shared``: each CTA's slice in shared memory; ``per_cta``: that many rows per
-    cluster, `_layer_norm_cluster_rows`)."""
+    cluster, `_layer_norm_cluster_rows`); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
     if per_cta > 1 and not (cluster and shared):
         raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
+    wd = c.weight_dtype(dtype, w_dtype, per_cta > 1)
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and per_cta > 1:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta)
     elif cluster and shared:
-        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual)
+        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
-        rows = _layer_norm_cluster(h, dtype, threads, cluster, residual)
+        rows = _layer_norm_cluster(h, dtype, threads, cluster, residual, wd)
     else:
-        rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream), residual)
+        rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream), residual, wd)
 
     if residual:
 
@@ -487,8 +496,8 @@ def layer_norm_kernel(
         ):
             X = T.match_buffer(X_ptr, (m, h), dtype)
             R = T.match_buffer(R_ptr, (m, h), dtype)
-            W = T.match_buffer(W_ptr, (h,), dtype)
-            B = T.match_buffer(B_ptr, (h,), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
+            B = T.match_buffer(B_ptr, (h,), wd)
             Y = T.match_buffer(Y_ptr, (m, h), dtype)
             H = T.match_buffer(H_ptr, (m, h), dtype)
             MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
@@ -511,8 +520,8 @@ def layer_norm_kernel(
             eps: T.float32,
         ):
             X = T.match_buffer(X_ptr, (m, h), dtype)
-            W = T.match_buffer(W_ptr, (h,), dtype)
-            B = T.match_buffer(B_ptr, (h,), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
+            B = T.match_buffer(B_ptr, (h,), wd)
             Y = T.match_buffer(Y_ptr, (m, h), dtype)
             MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
             RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
@@ -525,15 +534,15 @@ def layer_norm_kernel(
         X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32
     ):
         X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
-        B = T.match_buffer(B_ptr, (h,), dtype)
+        W = T.match_buffer(W_ptr, (h,), wd)
+        B = T.match_buffer(B_ptr, (h,), wd)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
         rows(X, X, W, B, Y, X, None, None, m, eps)
 
     return layer_norm_rows
 
 
-def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool):
+def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd: str):
     """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each;
     over whole tiles, the first two in one pass: each thread's mean and squared deviations
     combined tile by tile about its running mean, then over the threads about the row's, as
@@ -543,6 +552,7 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: b
     padded = chunks * width > h
     chan = chunks > 1 and not padded
     load, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
     row_sum = c.row_sum_pass(g, load)
     moments_step = c.tile_moments(per)
@@ -616,16 +626,16 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: b
                 load(x, H[r, t * width : t * width + width], stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            load(w, W[t * width : t * width + width], stage)
+            load_w(w, W[t * width : t * width + width], stage)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-            load(w, B[t * width : t * width + width], stage)
+            load_w(w, B[t * width : t * width + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, t * width : t * width + width], x, stage)
 
     return rows
 
 
-def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool):
+def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: str):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers: each CTA publishes its slice's sum and its sum of squared deviations
     about the slice's own mean (`_common.cluster_exchange`, one exchange), combined as Chan et al.
@@ -633,6 +643,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     g = c.cluster_tile(h, dtype, threads, cn, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, width, h)
@@ -688,9 +699,9 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
                 RSTD[r] = rstd
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(xl[0:per], xl[0:per], rstd)
-        load(w, W[c0 : c0 + width], stage)
+        load_w(w, W[c0 : c0 + width], stage)
         Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-        load(w, B[c0 : c0 + width], stage)
+        load_w(w, B[c0 : c0 + width], stage)
         Tx.cta.add(x[0:width], x[0:width], w[0:width])
         store(Y[r, c0 : c0 + width], x, stage)
         close()
@@ -698,7 +709,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     return rows
 
 
-def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool):
+def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):
     """`_layer_norm_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in
     register tiles twice: each thread's mean and squared deviations about it (a tile's about the
     tile's mean, combined tile by tile as Chan et al. do; then over the threads about the
@@ -708,6 +719,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, part, h)
@@ -771,9 +783,9 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
             chunk(x, S, 0, k, stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            load_tile(w, W[c0 : c0 + width], stage)
+            load_w(w, W[c0 : c0 + width], stage)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-            load_tile(w, B[c0 : c0 + width], stage)
+            load_w(w, B[c0 : c0 + width], stage)
             Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, c0 : c0 + width], x, stage)
         close()
@@ -928,10 +940,12 @@ def _ones(x, h: int):
 
 def _norm_args(name: str, x, normalized_shape, params):
     """The checks the norms share: ``x``'s dtype, ``normalized_shape`` its last dims, each
-    ``(label, tensor, default)`` of ``params`` of that shape and dtype (``default(x, h)`` where
-    absent), made a contiguous vector. Returns the dtype, the row length, the number of rows
-    and the vectors."""
+    ``(label, tensor, default)`` of ``params`` of that shape and of ``x``'s dtype or (16-bit
+    ``x``) all float32 (``default(x, h)`` where absent), made a contiguous vector. Returns the
+    dtype, the row length, the number of rows and the vectors (`_param_dtype` gives theirs)."""
     dtype = c.check_dtype(name, x)
+    given = {c.dtype_name(t) for _, t, _ in params if t is not None}
+    wd = given.pop() if len(given) == 1 else dtype
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     k_dims = len(shape)
     if k_dims == 0 or k_dims > len(x.shape) or tuple(x.shape[len(x.shape) - k_dims :]) != shape:
@@ -939,15 +953,24 @@ def _norm_args(name: str, x, normalized_shape, params):
     h = math.prod(shape)
     vectors = []
     for label, t, default in params:
-        if t is None:
-            t = default(x, h)
+        if t is None:  # (beside given float32 parameters: float32)
+            t = default(x, h) if wd == dtype else c.new_array(x, h, wd, 0 if default is _zeros else 1)
         elif tuple(t.shape) != shape:
             raise ValueError(f"tirx.ops.{name}: {label} of shape {list(t.shape)}; expected {list(shape)}")
-        elif c.dtype_name(t) != dtype:
-            raise TypeError(f"tirx.ops.{name}: {label} is {c.dtype_name(t)}, the input {dtype}: give both one dtype")
+        elif c.dtype_name(t) != wd or wd not in (dtype, "float32"):
+            raise TypeError(
+                f"tirx.ops.{name}: {label} is {c.dtype_name(t)}, the input {dtype}: parameters of the input's dtype, or all float32 "
+                f"(PyTorch's mixed precision){'' if len(params) < 2 else ', weight and bias of one dtype'}"
+            )
         t = c.contiguous(t)
         vectors.append(t if len(t.shape) == 1 else t.reshape(h))
     return dtype, h, math.prod(x.shape[: len(x.shape) - k_dims]), vectors
+
+
+def _param_dtype(dtype: str, vectors) -> dict:
+    """The kernels' ``w_dtype`` argument for parameter ``vectors`` (none where of the rows' dtype)."""
+    wd = c.dtype_name(vectors[0]) if vectors else dtype
+    return {} if wd == dtype else {"w_dtype": wd}
 
 
 def _eps(dtype: str, eps):
@@ -974,11 +997,12 @@ def _run(x, normalized_shape, weight, eps, residual=None):
     summed = None if residual is None else c.empty_like(x)
     if rows == 0 or h == 0:
         return out if residual is None else (out, summed)
+    wd = _param_dtype(dtype, [w])
     if residual is None:
-        rms_norm_kernel(h=h, dtype=dtype)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
+        rms_norm_kernel(h=h, dtype=dtype, **wd)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
         return out
     r = c.rows_of(c.contiguous(residual), h)
-    rms_norm_kernel(h=h, dtype=dtype, residual=True)(
+    rms_norm_kernel(h=h, dtype=dtype, residual=True, **wd)(
         c.rows_of(x, h), r, w, c.rows_of(out, h), c.rows_of(summed, h), rows, float(eps)
     )
     return out, summed
@@ -1008,13 +1032,13 @@ def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False,
         summed = c.empty_like(x)
         if rows and h:
             r = c.rows_of(c.contiguous(residual), h)
-            layer_norm_kernel(h=h, dtype=dtype, residual=True)(
+            layer_norm_kernel(h=h, dtype=dtype, residual=True, **_param_dtype(dtype, [w]))(
                 c.rows_of(x, h), r, w, b, c.rows_of(out, h), c.rows_of(summed, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps)
             )
         return (out, summed, mean, rstd) if stats else (out, summed)
     if rows == 0 or h == 0:
         return (out, mean, rstd) if stats else out
-    kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats)
+    kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats, **_param_dtype(dtype, [w]))
     if stats:
         kernel(c.rows_of(x, h), w, b, c.rows_of(out, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps))
         return out, mean, rstd
@@ -1192,8 +1216,9 @@ def register_backward_op():
 
         def fake(grad, x, weight, mean, rstd, eps, centered, k_dims):
             shape = x.shape[len(x.shape) - k_dims :]
-            vec = x.new_empty(shape) if weight is not None else x.new_empty(0)
-            return torch.empty_like(x, memory_format=torch.contiguous_format), vec, (x.new_empty(shape) if centered else x.new_empty(0))
+            params = x if weight is None else weight  # (the gradients of the parameters' dtype)
+            vec = params.new_empty(shape) if weight is not None else x.new_empty(0)
+            return torch.empty_like(x, memory_format=torch.contiguous_format), vec, (params.new_empty(shape) if centered else x.new_empty(0))
 
         return schema, fake
 
@@ -1250,8 +1275,18 @@ def layer_norm_backward(grad, x, normalized_shape, weight=None, bias=None, eps: 
     if (mean is None) != (rstd is None):
         raise ValueError("tirx.ops.layer_norm_backward: give both mean and rstd (the forward's statistics), or neither")
     k_dims = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
-    dx, dw, db = backward(grad, x, weight, eps, True, k_dims, None if mean is None else (mean, rstd))
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    grad_weight = _grad_weight(x, shape, weight, bias)
+    dx, dw, db = backward(grad, x, grad_weight, eps, True, k_dims, None if mean is None else (mean, rstd))
     return dx, (dw if weight is not None else None), (db if bias is not None else None)
+
+
+def _grad_weight(x, shape, weight, bias):
+    """The weight LayerNorm's backward reads: the given one, or without it ones of the bias's
+    dtype where that is not ``x``'s (float32 parameters: dB in float32, as the bias)."""
+    if weight is not None or bias is None or c.dtype_name(bias) == c.dtype_name(x):
+        return weight
+    return c.new_array(bias, math.prod(shape), c.dtype_name(bias), 1).reshape(tuple(bias.shape))
 
 
 def _autograd(name: str):
@@ -1269,7 +1304,7 @@ def _autograd(name: str):
                 ctx.save_for_backward(output[1], weight, None, None)  # the normalised row is h = x + residual
             elif name == "add_layer_norm":
                 x, residual, shape, weight, bias, eps = inputs
-                ctx.save_for_backward(output[1], weight, output[2], output[3])
+                ctx.save_for_backward(output[1], _grad_weight(x, shape, weight, bias), output[2], output[3])
                 ctx.mark_non_differentiable(output[2], output[3])
                 ctx.has_bias = bias is not None
             elif name == "rms_norm":
@@ -1277,17 +1312,17 @@ def _autograd(name: str):
                 ctx.save_for_backward(x, weight, None, None)
             else:
                 x, shape, weight, bias, eps = inputs
-                ctx.save_for_backward(x, weight, output[1], output[2])
+                ctx.save_for_backward(x, _grad_weight(x, shape, weight, bias), output[1], output[2])
                 ctx.mark_non_differentiable(output[1], output[2])  # (as native_layer_norm's)
                 ctx.has_bias = bias is not None
-            ctx.k_dims, ctx.eps = len(shape), eps
+            ctx.k_dims, ctx.eps, ctx.has_weight = len(shape), eps, weight is not None
 
         def grads(ctx, grad):
             x, weight, mean, rstd = ctx.saved_tensors
             dtype = c.dtype_name(x)
             eps = ctx.eps if centered else _eps(dtype, ctx.eps)
             dx, dw, db = backward_op(grad.contiguous(), x, weight, mean, rstd, float(eps), centered, ctx.k_dims)
-            return dx, (dw if weight is not None else None), (db if centered and ctx.has_bias else None)
+            return dx, (dw if ctx.has_weight else None), (db if centered and ctx.has_bias else None)
 
         def backward_fn(ctx, *out_grads):
             if name in ("add_rms_norm", "add_layer_norm"):

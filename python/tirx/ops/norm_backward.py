@@ -97,6 +97,8 @@ def _prune(configs, dtype, **key):
     kept += [cfg for cfg in streamed if _streams_slices(h, dtype, key["centered"], cfg)]
 
     def fits(cfg):
+        if cfg.get("shared") and key.get("w_dtype", "") not in ("", dtype):
+            return False  # (their weight slices in shared memory are of the rows' dtype)
         if cfg.get("prefetch"):
             return h % (cfg["threads"] * vec) == 0 and 4 * h * c.elem_bytes(dtype) <= PREFETCH_RING
         if cfg.get("shared"):
@@ -141,7 +143,7 @@ CHAINED_CONFIGS = (
 
 @autotune(
     configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS + CHAINED_CONFIGS,
-    key=["h", "dtype", "centered", "saved"],
+    key=["h", "dtype", "centered", "saved", "w_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
 )
@@ -160,6 +162,7 @@ def norm_backward_kernel(
     hold: bool = False,
     chain: bool = False,
     shared_limit: int = SHARED_PARTIALS,
+    w_dtype: str = "",
 ):
     """``DX`` of ``m`` rows of ``h`` elements from ``X``, the weight ``W`` and ``DY``, and the
     float32 partial sums ``DWP[b]`` (and ``DBP[b]``, ``centered``: LayerNorm) of CTA b's rows;
@@ -171,7 +174,9 @@ def norm_backward_kernel(
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
     the statistics exchanged over two slots with no cluster barrier per row,
-    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics)."""
+    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics); ``w_dtype``: W's
+    (`_common.weight_dtype`; the partial sums are float32 whatever it is)."""
+    wd = c.weight_dtype(dtype, w_dtype, bool(cluster and shared))
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if saved and not centered:
@@ -180,17 +185,17 @@ def norm_backward_kernel(
         rows = _groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), centered, saved)
     elif cluster and stream:
         g = cluster_stream_tile(h, dtype, threads, cluster, centered)
-        rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, chain)
+        rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, wd, chain)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain)
     elif cluster:
-        rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, chain)
+        rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, wd, chain)
     else:
         g = c.RowTile(h, dtype, threads, _tiles(dtype, {"centered": centered}), stream)
         if prefetch and (g.streamed or g.width != h):
             raise ValueError(f"prefetch: a row of {h} must be whole 16-byte vectors of every one of {threads} threads, in registers")
-        rows = _rows(h, dtype, threads, g, centered, shared_limit, prefetch, saved)
+        rows = _rows(h, dtype, threads, g, centered, shared_limit, prefetch, saved, wd)
 
     if saved:
 
@@ -208,7 +213,7 @@ def norm_backward_kernel(
             RSTD_ptr: T.handle,
         ):
             X = T.match_buffer(X_ptr, (m, h), dtype)
-            W = T.match_buffer(W_ptr, (h,), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
             DY = T.match_buffer(DY_ptr, (m, h), dtype)
             DX = T.match_buffer(DX_ptr, (m, h), dtype)
             DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
@@ -232,7 +237,7 @@ def norm_backward_kernel(
         eps: T.float32,
     ):
         X = T.match_buffer(X_ptr, (m, h), dtype)
-        W = T.match_buffer(W_ptr, (h,), dtype)
+        W = T.match_buffer(W_ptr, (h,), wd)
         DY = T.match_buffer(DY_ptr, (m, h), dtype)
         DX = T.match_buffer(DX_ptr, (m, h), dtype)
         DWP = T.match_buffer(DWP_ptr, (ctas, _padded(h)), "float32")
@@ -401,14 +406,16 @@ def _chan_step(per: int):
     return step
 
 
-def _chan_pass(g: c.RowTile, load, cols: int, row_total):
+def _chan_pass(g: c.RowTile, load, cols: int, row_total, load_w=None):
     """A macro ``stats(run, part, acc, x, dy, w, tmp, stage, X, DY, W, r, c0, scratch, wid, lane,
     parity)``: LayerNorm's statistics of the ``cols`` columns of row ``r`` from column ``c0`` (the
     row, or a CTA's slice of it; whole tiles of ``g``) in one pass over register tiles: each
     thread's `_chan_step` tile by tile, then the threads' combined about their columns' mean
     (``row_total``: an `alternating_sums` of one value, at ``parity``). Leaves ``part[0]`` that
-    mean and ``acc`` = (squared deviations about it, sum(g), sum(g (x - mean))), ``g = w dy``."""
+    mean and ``acc`` = (squared deviations about it, sum(g), sum(g (x - mean))), ``g = w dy``
+    (``load_w``: W's loader, where it is not the rows')."""
     width, per, threads, chunks = g.width, g.per, g.warps * 32, cols // g.width
+    load_w = load_w or load
     chan_step = _chan_step(per)
 
     @T.macro
@@ -420,7 +427,7 @@ def _chan_pass(g: c.RowTile, load, cols: int, row_total):
         for k in T.serial(chunks):
             load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
             load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
-            load(w, W[c0 + k * width : c0 + k * width + width], stage)
+            load_w(w, W[c0 + k * width : c0 + k * width + width], stage)
             chan_step(run, part, x.local(), w.local(), dy.local(), tmp.local(), k)
         part[0] = run[0]
         row_total(part, scratch, wid, lane, parity)
@@ -433,7 +440,7 @@ def _chan_pass(g: c.RowTile, load, cols: int, row_total):
     return stats
 
 
-def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool, saved: bool):
+def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared_limit: int, prefetch: bool, saved: bool, wd: str):
     """A CTA per row, the CTAs walking the rows with a stride of ``ctas``; with ``prefetch``, row
     i + 1's ``x`` and ``dy`` are in flight (`cp.async` into the other half of a two-row ring in
     shared memory) while row i is computed: twice the bytes in flight per CTA, no more registers.
@@ -444,6 +451,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
     load, store = c.row_io(g, dtype)  # the padding reads 0: it adds nothing to any sum
+    load_w = c.weight_loader(g, dtype, wd, load)
     row_sum = c.row_sum_pass(g, load)
     sums = _row_sums(warps, saved)
     row_total = c.alternating_sums(1, warps)
@@ -460,7 +468,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
     chan = centered and chunks > 1 and not padded and not saved
     if chan:
-        chan_stats = _chan_pass(g, load, h, row_total)
+        chan_stats = _chan_pass(g, load, h, row_total, load_w)
     meaned = centered and not saved  # a row's mean taken here (saved: the forward's)
 
     @T.macro
@@ -502,7 +510,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
         sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
         xl, dyl, wl, tl, dwl = x.local(), dy.local(), w.local(), tmp.local(), dw.local()
         if chunks == 1:  # the weight and the partial sums stay in registers across rows
-            load(w, W[0:width], stage)
+            load_w(w, W[0:width], stage)
             Tx.fill(dwl[0:per], 0.0)
             if centered:
                 Tx.fill(db.local()[0:per], 0.0)
@@ -547,7 +555,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                     if not prefetch:
                         load(dy, DY[r, k * width : k * width + width], stage)
                     if chunks > 1:
-                        load(w, W[k * width : k * width + width], stage)
+                        load_w(w, W[k * width : k * width + width], stage)
                     if centered:
                         Tx.add(xl[0:per], xl[0:per], -mean)
                         if padded and not saved:  # the padding's deviation is 0 (saved: its g is)
@@ -566,7 +574,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
                 if chunks > 1:
                     load(x, X[r, k * width : k * width + width], stage)
                     load(dy, DY[r, k * width : k * width + width], stage)
-                    load(w, W[k * width : k * width + width], stage)
+                    load_w(w, W[k * width : k * width + width], stage)
                 if centered and chunks > 1:  # xhat = (x - mean) rstd, one fma
                     Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
                 else:  # (a row of one tile: x - mean already)
@@ -711,7 +719,7 @@ def _exchange_ends(cn: int, chain: bool):
     return open_, close
 
 
-def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, saved: bool, chain: bool = False):
+def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, saved: bool, wd: str, chain: bool = False):
     """Wide rows: a cluster of ``cn`` CTAs per row, the clusters walking the rows (cluster q of
     ``ctas / cn`` takes rows q, q + ctas / cn, ...). CTA ``rank`` holds the slice ``[rank * width,
     (rank + 1) * width)`` of x, dy and w in registers and its dW (and dB) partial sums there
@@ -728,6 +736,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     exact = cn * width == h
     load, store = c.row_io(g, dtype)  # the padding reads 0
+    load_w = c.weight_loader(g, dtype, wd, load)
     open_, close = _exchange_ends(cn, chain)
     sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
@@ -772,7 +781,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
         q = b // cn
         clusters = ctas // cn
         c0 = rank * width
-        load(w, W[c0 : c0 + width], stage)
+        load_w(w, W[c0 : c0 + width], stage)
         Tx.fill(dwl[0:per], 0.0)
         if centered:
             Tx.fill(db.local()[0:per], 0.0)
@@ -1030,7 +1039,7 @@ def cluster_stream_tile(h: int, dtype: str, threads: int, cn: int, centered: boo
 
 
 def _cluster_streamed_rows(
-    h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int, saved: bool, chain: bool = False
+    h: int, dtype: str, threads: int, g: c.RowTile, cn: int, centered: bool, shared_limit: int, saved: bool, wd: str, chain: bool = False
 ):
     """Rows too wide for a cluster's slices to stay in shared memory (262,144 columns): a cluster
     of ``cn`` CTAs per row, the clusters walking the rows, each CTA streaming its slice through
@@ -1045,11 +1054,12 @@ def _cluster_streamed_rows(
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     part = h // cn
     load, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, wd, load)
     sums = _row_sums(warps, saved)
     add_sums, dx_tile = _row_math(per, centered, saved)
     chan = centered and not saved
     if chan:
-        chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps))
+        chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps), load_w)
     open_, close = _exchange_ends(cn, chain)
     ahead = _saved_ahead()
     exchange = _row_exchange(cn, part, h, centered, saved, chain)
@@ -1130,7 +1140,7 @@ def _cluster_streamed_rows(
                 for k in T.serial(chunks):
                     load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
                     load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
-                    load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                    load_w(w, W[c0 + k * width : c0 + k * width + width], stage)
                     if saved:
                         Tx.add(xl[0:per], xl[0:per], -mom[0])
                     add_sums(acc, part_, xl, wl, dyl, tl)
@@ -1143,7 +1153,7 @@ def _cluster_streamed_rows(
                 k = chunks - 1 - j
                 load(x, X[r, c0 + k * width : c0 + k * width + width], stage)
                 load(dy, DY[r, c0 + k * width : c0 + k * width + width], stage)
-                load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                load_w(w, W[c0 + k * width : c0 + k * width + width], stage)
                 if centered:  # xhat = (x - mean) rstd, one fma
                     Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
                 else:
@@ -1334,7 +1344,7 @@ def _sum_columns(p, h: int, dtype: str, like):
         import tirx
 
         k = _column_sums[key] = tirx.compile(column_sums_kernel(h, dtype))
-    out = c.new_array(like, _padded(h))
+    out = c.new_array(like, _padded(h), dtype)
     k(p, out, p.shape[0])
     return out[:h]
 
@@ -1409,17 +1419,18 @@ def run(grad, x, weight, eps: float, centered: bool, saved=None):
     dx = c.empty_like(x)
     w = weight if weight is not None else c.new_array(x, h, fill=1)
     if rows == 0:
-        dw = c.new_array(x, h, fill=0) if weight is not None else None
-        return dx, dw, (c.new_array(x, h, fill=0) if centered else None)
+        dw = c.new_array(x, h, c.dtype_name(w), 0) if weight is not None else None
+        return dx, dw, (c.new_array(x, h, c.dtype_name(w), 0) if centered else None)
     most = _most_ctas(x, rows, h)
     # Past h the partial rows are summed too (then dropped): zeros there where the rows are padded.
     fill = 0 if _padded(h) != h else None
     dwp = c.new_array(x, (most, _padded(h)), "float32", fill)
     dbp = c.new_array(x, (most, _padded(h)), "float32", fill) if centered else dwp
-    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None)
+    wd = c.dtype_name(w)
+    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None, **({} if wd == dtype else {"w_dtype": wd}))
     tail = (float(eps),) if saved is None else saved
     tuned(x, w, grad, dx, dwp, dbp, rows, most, *tail)  # each design on its own grid (`_own_grid`)
     used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
-    dw = _sum_columns(dwp[:used], h, dtype, x) if weight is not None else None
-    db = _sum_columns(dbp[:used], h, dtype, x) if centered else None
+    dw = _sum_columns(dwp[:used], h, wd, x) if weight is not None else None  # (the parameters' dtype)
+    db = _sum_columns(dbp[:used], h, wd, x) if centered else None
     return dx, dw, db

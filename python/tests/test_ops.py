@@ -1183,6 +1183,39 @@ def test_matmul_ranks_and_ragged_backward_on_the_gpu():
             assert mine.shape == exact.shape and (mine - exact).abs().max().item() <= bound, (sa, sb)
 
 
+def test_mixed_precision_norms_on_the_gpu():
+    """Float32 weight and bias beside bfloat16 rows on the GPU (the tuned designs at short, medium
+    and cluster-wide rows), forward and backward against float64, no further than PyTorch's own."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    F = torch.nn.functional
+    torch.manual_seed(4)
+    for rows, h in [(4096, 256), (512, 4096), (64, 65536)]:
+        x = torch.randn(rows, h, device="cuda").bfloat16().requires_grad_()
+        w = (torch.randn(h, device="cuda") * 0.5 + 1).requires_grad_()
+        b = torch.randn(h, device="cuda").requires_grad_()
+        g = torch.randn(rows, h, device="cuda").bfloat16()
+        for ours, theirs, params in [
+            (lambda x, w, b: ops.layer_norm(x, (h,), w, b), lambda x, w, b: F.layer_norm(x, (h,), w, b), (w, b)),
+            (lambda x, w: ops.rms_norm(x, (h,), w, eps=1e-6), lambda x, w: F.rms_norm(x, (h,), w, eps=1e-6), (w,)),
+        ]:
+            ts = (x,) + params
+            results = []
+            for fn in (ours, theirs):
+                for t in ts:
+                    t.grad = None
+                y = fn(*ts)
+                y.backward(g)
+                results.append([y.double()] + [t.grad.double() for t in ts])
+            ref = [t.detach().double().requires_grad_() for t in ts]
+            want = theirs(*ref)
+            want.backward(g.double())
+            for mine, pt, exact in zip(*results, [want.detach()] + [r.grad for r in ref]):
+                bound = 2 * (pt - exact).abs().max().item() + 2.0**-8 * exact.abs().max().item()
+                assert (mine - exact).abs().max().item() <= bound, (rows, h)
+
+
 def test_fp8_promoted_ahead_on_the_gpu():
     """FP8 promoted ahead (the next K step's wgmmas in flight during each float32 add) on the GPU:
     the same bits as the form that waits for each step, per-tensor (ragged, decode and a K of

@@ -151,6 +151,7 @@ def main():
     ap.add_argument("--only")
     ap.add_argument("--lengths", default=",".join(map(str, LENGTHS)))
     ap.add_argument("--json")
+    ap.add_argument("--w-dtype", default="bfloat16", help="the norms' weight: bfloat16, or float32 (PyTorch's mixed precision)")
     args = ap.parse_args()
     torch._dynamo.config.cache_size_limit = 64
     torch._functorch.config.donated_buffer = False  # the compiled backward is timed repeatedly
@@ -161,7 +162,7 @@ def main():
     for n in map(int, args.lengths.split(",")):
         m = max(1, int(args.gb * 2**30) // (2 * n))
         x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 3
-        w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+        w = torch.rand(n, device="cuda", dtype=getattr(torch, args.w_dtype)) + 0.5
         t = torch.randint(0, n, (m,), device="cuda")
         for name in names:
             per_elem, build = table[name]

@@ -792,7 +792,7 @@ def _dkv_ws(
     columns. ``dq_overlap``: FlashAttention-3's order of the last GEMMs (dV, dQ, then dK, dQ's
     part stored while dK's runs, each warpgroup's half handed to the reduction on barriers of its
     own) rather than the three issued back to back (measured on an H200: faster at head dim 64,
-    slower at 128)."""
+    slower at 128). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // BM
     k_tiles = -(-seq_k // WS_KEYS)

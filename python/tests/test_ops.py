@@ -632,9 +632,42 @@ def test_matmul_ranks_as_torch_matmul():
         ops.matmul(r(2, 24, 32), r(2, 16, 48))
 
 
+def test_linear_as_torch_nn_functional_linear():
+    """`linear(input, weight, bias)` as F.linear: any rank of input (a vector too), an nn.Linear's
+    (out, in) weight read in place, the bias and an activation in the epilogue; forward and the
+    three gradients against float64, eager and under torch.compile; shape errors name the operand."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    torch.manual_seed(3)
+    for shape, bias in [((2, 5, 32), True), ((7, 32), False), ((32,), True)]:
+        x = torch.randn(shape).bfloat16().requires_grad_()
+        w = torch.randn(48, 32).bfloat16().requires_grad_()
+        b = torch.randn(48).bfloat16().requires_grad_() if bias else None
+        ts = [t for t in (x, w, b) if t is not None]
+        ref = [t.detach().double().requires_grad_() for t in ts]
+        want = F.gelu(F.linear(ref[0], ref[1], ref[2] if bias else None))
+        dy = torch.randn(want.shape).bfloat16()
+        want.backward(dy.double())
+        for fn in (ops.linear, torch.compile(ops.linear, fullgraph=True)):
+            for t in ts:
+                t.grad = None
+            y = fn(x, w, b, activation="gelu")
+            torch.testing.assert_close(y.double(), want.detach(), rtol=2**-7, atol=2**-7 * want.abs().max().item())
+            y.backward(dy)
+            for t, r in zip(ts, ref):
+                torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
+    x = np.ones((3, 4, 32), np.float16)
+    assert ops.linear(x, np.ones((24, 32), np.float16)).shape == (3, 4, 24)
+    with pytest.raises(ValueError, match=r"the input's last dim must be in_features \(16\)"):
+        ops.linear(x, np.ones((24, 16), np.float16))
+    with pytest.raises(ValueError, match=r"bias of shape \[16\]; expected \(24,\)"):
+        ops.linear(x, np.ones((24, 32), np.float16), np.ones(16, np.float16))
+
+
 def test_matmul_backward_of_any_rows_and_ranks():
     """The backward of a product of 5 rows (dB = Aᵀ dC: K = 5, A read transposed), of one row
-    (a decode step), of a stack of rows and of batched matrices, against float64."""
+    (a decode step), of a stack of rows and of batched matrices, against float64, eager and
+    under torch.compile."""
     torch = pytest.importorskip("torch")
     torch.manual_seed(1)
     for sa, sb in [((5, 32), (32, 48)), ((1, 40), (40, 16)), ((2, 3, 32), (32, 48)), ((2, 5, 32), (2, 32, 48)), ((24, 32), (32,)), ((7, 32), (32,))]:
@@ -643,9 +676,11 @@ def test_matmul_backward_of_any_rows_and_ranks():
         ref = [t.detach().double().requires_grad_() for t in (a, b)]
         dc = torch.randn(torch.matmul(*ref).shape).bfloat16()
         torch.matmul(*ref).backward(dc.double())
-        ops.matmul(a, b).backward(dc)
-        for t, w in zip((a, b), ref):
-            torch.testing.assert_close(t.grad.double(), w.grad, rtol=2**-6, atol=2**-6 * w.grad.abs().max().item(), msg=str((sa, sb)))
+        for fn in (ops.matmul, torch.compile(ops.matmul, fullgraph=True)):  # (the ranks' reshapes traced too)
+            a.grad = b.grad = None
+            fn(a, b).backward(dc)
+            for t, w in zip((a, b), ref):
+                torch.testing.assert_close(t.grad.double(), w.grad, rtol=2**-6, atol=2**-6 * w.grad.abs().max().item(), msg=str((sa, sb)))
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])

@@ -23,7 +23,7 @@ from .attention import kvcache_attention, scaled_dot_product_attention, varlen_a
 from .attention_backward import scaled_dot_product_attention_backward, varlen_attention_backward
 from .cross_entropy import cross_entropy, cross_entropy_backward
 from .grouped_mm import grouped_mm, scaled_grouped_mm
-from .matmul import addmm, gated_mm, matmul, scaled_mm
+from .matmul import addmm, gated_mm, linear, matmul, scaled_mm
 from .norm import add_layer_norm, add_rms_norm, layer_norm, layer_norm_backward, rms_norm, rms_norm_backward
 from .softmax import log_softmax, log_softmax_backward, softmax, softmax_backward
 
@@ -38,6 +38,7 @@ __all__ = [
     "kvcache_attention",
     "layer_norm",
     "layer_norm_backward",
+    "linear",
     "log_softmax",
     "log_softmax_backward",
     "matmul",

@@ -24,6 +24,7 @@ load box reads outside A or B is filled with zeros by TMA (adding nothing to the
 store box writes outside C is clipped. Sizes are compile-time (a kernel per shape, compiled
 once and cached on disk)."""
 
+import math
 from typing import Optional
 
 import numpy as np
@@ -1340,6 +1341,27 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     return _run(np.asarray(a), np.asarray(b), act, splits, od)
 
 
+def linear(input, weight, bias=None, *, activation: Optional[str] = None):
+    """``input @ weight.T + bias`` (PyTorch's `torch.nn.functional.linear`): ``input`` of any rank
+    (its leading dims folded into M, in place where they merge; a vector: one row), ``weight``
+    (out_features, in_features) read transposed in place (an `nn.Linear`'s weight as it is
+    stored), ``bias`` (out_features,) or None added in the epilogue (`addmm`'s bias row), with
+    ``activation`` (as `addmm`'s) fused there too; bfloat16 or float16, float32 sums rounded
+    once; differentiable in all three. A new array or tensor of ``input``'s dims with the last
+    out_features."""
+    if len(weight.shape) != 2:
+        raise ValueError(f"tirx.ops.linear: weight of shape {list(weight.shape)}; expected (out_features, in_features)")
+    n, k = weight.shape
+    if len(input.shape) == 0 or input.shape[-1] != k:
+        raise ValueError(f"tirx.ops.linear: input of shape {list(input.shape)} and weight {list(weight.shape)}: the input's last dim must be in_features ({k})")
+    if bias is not None and tuple(bias.shape) != (n,):
+        raise ValueError(f"tirx.ops.linear: bias of shape {list(bias.shape)}; expected ({n},)")
+    rows = math.prod(input.shape[:-1])  # (Python's: torch.compile traces it)
+    x = input.reshape(rows, k)
+    out = matmul(x, weight.T, activation=activation) if bias is None else addmm(bias, x, weight.T, activation=activation)
+    return out.reshape(tuple(input.shape[:-1]) + (n,))
+
+
 def _matmul_nd(a, b, out_dtype, activation, split_k):
     """`matmul` of operands not both matrices, as `torch.matmul`: a vector ``a`` is a row (a
     product of one row), a vector ``b`` a column (padded with 7 of zeros: N = 1 would break TMA's
@@ -1357,7 +1379,7 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         raise ValueError(f"tirx.ops.matmul: two vectors ({a.shape[0]} and {b.shape[0]}): a dot product is not a tensor-core GEMM ((a * b).sum())")
     if len(b.shape) == 1:  # (..., M, K) @ (K,): the column b and 7 of zeros, its first column kept
         cols = xp.nn.functional.pad(b[:, None], (0, 7)) if xp is not np else np.pad(b[:, None], ((0, 0), (0, 7)))
-        rows = int(np.prod(a.shape[:-1], dtype=np.int64))  # (not -1: K may be 0)
+        rows = math.prod(a.shape[:-1])  # (not -1: K may be 0)
         out = matmul(a.reshape(rows, a.shape[-1]), cols, out_dtype=out_dtype, activation=activation, split_k=split_k)[:, 0]
         return c.contiguous(out).reshape(tuple(a.shape[:-1]))
     if len(a.shape) == 1:  # (K,) @ (..., K, N)
@@ -1366,7 +1388,7 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         )[0]
     (m, k), n = a.shape[-2:], b.shape[-1]
     if len(b.shape) == 2:  # (..., M, K) @ (K, N): the leading dims are M's
-        rows = int(np.prod(a.shape[:-1], dtype=np.int64))
+        rows = math.prod(a.shape[:-1])
         out = matmul(a.reshape(rows, k), b, out_dtype=out_dtype, activation=activation, split_k=split_k)
         return out.reshape(tuple(a.shape[:-1]) + (n,))
     if activation or (split_k is not None and split_k != 1) or _out_dtype("matmul", out_dtype, a):
@@ -1376,8 +1398,8 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         )
     if b.shape[-2] != k:
         raise ValueError(f"tirx.ops.matmul: mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {b.shape[-2]}x{n})")
-    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
-    groups = int(np.prod(batch, dtype=np.int64))
+    batch = tuple(xp.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    groups = math.prod(batch)
     a3 = xp.broadcast_to(a, batch + (m, k)).reshape(groups * m, k)
     b3 = xp.broadcast_to(b, batch + (k, n)).reshape(groups, k, n)
     # (on the operands' device, by a kernel there: no host copy, so a CUDA graph can capture it)

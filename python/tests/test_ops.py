@@ -1216,6 +1216,13 @@ def test_matmul_ranks_and_ragged_backward_on_the_gpu():
         for mine, cublas, exact in [(got.double(), theirs.double(), want.detach())] + list(zip((a.grad.double(), b.grad.double()), their_grads, (ref[0].grad, ref[1].grad))):
             bound = (cublas - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
             assert mine.shape == exact.shape and (mine - exact).abs().max().item() <= bound, (sa, sb)
+    # F.linear with a bias: an nn.Linear's weight read in place, a stack of 77 rows
+    x = torch.randn(4, 77, 512, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(768, 512, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(768, device="cuda", dtype=torch.bfloat16)
+    exact = torch.nn.functional.linear(x.double(), w.double(), bias.double())
+    bound = (torch.nn.functional.linear(x, w, bias).double() - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+    assert (ops.linear(x, w, bias).double() - exact).abs().max().item() <= bound
 
 
 def test_mixed_precision_norms_on_the_gpu():

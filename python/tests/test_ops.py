@@ -46,23 +46,53 @@ def test_softmax_matches_float64(dtype, shape):
     np.testing.assert_array_equal(ops.softmax(x, dim=x.ndim - 1), y)
 
 
-def test_softmax_dtype_casts_first():
-    """``dtype=`` as PyTorch's: the input cast first, the result of that dtype (float32 of a
-    bfloat16 input: float32's accuracy); the same dtype is no cast; others refused."""
-    x = (np.random.default_rng(3).standard_normal((3, 1000)) * 3).astype(numpy_dtype("bfloat16"))
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+@pytest.mark.parametrize(
+    "design,n,m",
+    [({"threads": 256}, 1000, 3), ({"threads": 64, "stream": True}, 4196, 2), ({"threads": 128, "tpr": 8}, 256, 37),
+     ({"threads": 256, "cluster": 4}, 9000, 3), ({"threads": 32, "cluster": 4, "shared": True}, 4096, 3)],
+    ids=lambda v: str(v).replace(" ", ""),
+)
+def test_softmax_designs_store_float32_of_bfloat16_rows(design, n, m, log):
+    """Every softmax design with ``out_dtype="float32"`` (``dtype=torch.float32`` of bfloat16 rows):
+    the float32 results stored as they are, against float64, nothing past the rows."""
+    sm = sys.modules["tirx.ops.softmax"]
+    x = (np.random.default_rng(n + m).standard_normal((m, n)) * 3).astype(numpy_dtype("bfloat16"))
+    y = np.full((m, n), np.nan, np.float32)
+    tirx.compile(sm.softmax_kernel.factory(n=n, dtype="bfloat16", log=log, out_dtype="float32", **design))(x, y, m)
+    want = (_log_softmax_ref if log else _softmax_ref)(x)
+    np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5, atol=2e-6 * max(1.0, np.abs(want).max()))
+
+
+@pytest.mark.parametrize("shape", [(3, 1000), (37, 256), (2, 40000)], ids=str)
+def test_softmax_dtype_as_pytorch(shape):
+    """``dtype=`` as PyTorch's: as if the input were cast first. float32 of bfloat16 rows is
+    fused (the kernels' ``out_dtype``: read as they are, the float32 results stored as they are),
+    every design's size class; float32 → bfloat16 casts first; the same dtype is nothing; others
+    refused. Autograd: the gradient in the input's dtype, eager and under torch.compile."""
+    x = (np.random.default_rng(3).standard_normal(shape) * 3).astype(numpy_dtype("bfloat16"))
     for op, ref in ((ops.softmax, _softmax_ref), (ops.log_softmax, _log_softmax_ref)):
         y = op(x, -1, dtype="float32")
         assert y.dtype == np.float32
-        np.testing.assert_allclose(y.astype(F64), ref(x), rtol=1e-5, atol=1e-5)
+        want = ref(x)
+        np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5, atol=2e-6 * max(1.0, np.abs(want).max()))
         np.testing.assert_array_equal(op(x, dtype="bfloat16"), op(x))
+        x32 = x.astype(np.float32)
+        np.testing.assert_array_equal(op(x32, dtype="bfloat16"), op(x))  # (cast first: the bfloat16 rows)
         with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
             op(x, dtype="int32")
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(x.astype(np.float32)).bfloat16().requires_grad_()
-    y = ops.softmax(t, -1, dtype=torch.float32)
-    assert y.dtype == torch.float32
-    y.sum().backward()  # (through the cast: a bfloat16 gradient)
-    assert t.grad.dtype == torch.bfloat16
+    g = torch.randn(shape)
+    ref_t = t.detach().double().requires_grad_()
+    torch.softmax(ref_t, -1).backward(g.double())
+    for fn in (ops.softmax, torch.compile(ops.softmax, fullgraph=True)):
+        t.grad = None
+        y = fn(t, -1, dtype=torch.float32)
+        assert y.dtype == torch.float32
+        y.backward(g)
+        assert t.grad.dtype == torch.bfloat16
+        torch.testing.assert_close(t.grad.double(), ref_t.grad, rtol=2**-7, atol=2**-7 * ref_t.grad.abs().max().item())
 
 
 def _log_softmax_ref(x):

@@ -35,36 +35,51 @@ def _tiles(dtype, key) -> int:
     return 2 if key.get("log") else 1
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=_tiles))
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log", "out_dtype"], prune=c.prune_rows(tiles=_tiles))
 def softmax_kernel(
-    n: int, dtype: str, threads: int, log: bool = False, tpr: int = 0, stream: bool = False, cluster: int = 0, shared: bool = False
+    n: int,
+    dtype: str,
+    threads: int,
+    log: bool = False,
+    tpr: int = 0,
+    stream: bool = False,
+    cluster: int = 0,
+    shared: bool = False,
+    out_dtype: str = "",
 ):
     """Softmax (``log``: log-softmax) over rows of ``n`` elements of ``dtype``:
     ``B[r] = softmax(A[r])`` for ``m`` rows; ``tpr``: a group of that many lanes per row;
     ``stream``: the row streamed through register tiles however short; ``cluster``: a cluster of
-    that many CTAs per row (``shared``: each CTA's slice in shared memory)."""
+    that many CTAs per row (``shared``: each CTA's slice in shared memory); ``out_dtype``: B's,
+    float32 beside 16-bit rows (PyTorch's ``dtype=torch.float32``: the float32 results stored as
+    they are), else the rows' ("")."""
+    od = out_dtype or dtype
+    if od not in (dtype, "float32"):
+        raise ValueError(f"out_dtype={out_dtype!r}: the rows' dtype ({dtype}) or float32")
     if tpr:
-        rows = _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log)
+        rows = _in_groups(n, dtype, threads, c.RowGroupTile(n, dtype, threads, tpr), log, od)
     elif cluster and shared:
-        rows = _in_cluster_shared(n, dtype, threads, c.SharedSlice(n, dtype, threads, cluster), cluster, log)
+        rows = _in_cluster_shared(n, dtype, threads, c.SharedSlice(n, dtype, threads, cluster), cluster, log, od)
     elif cluster:
-        rows = _in_cluster(n, dtype, threads, cluster, log)
+        rows = _in_cluster(n, dtype, threads, cluster, log, od)
     else:
         g = c.RowTile(n, dtype, threads, _tiles(dtype, {"log": log}), stream)
-        rows = (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log)
+        rows = (_streamed if g.streamed else _in_registers)(n, dtype, threads, g, log, od)
 
     @T.prim_func
     def softmax_rows(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
         A = T.match_buffer(A_ptr, (m, n), dtype)
-        B = T.match_buffer(B_ptr, (m, n), dtype)
+        B = T.match_buffer(B_ptr, (m, n), od)
         rows(A, B, m)
 
     return softmax_rows
 
 
-def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
+def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
+    if od != dtype:  # (float32 results stored as they are)
+        store = c.row_io(g, od)[1]
 
     @T.macro
     def rows(A, B, m):
@@ -118,7 +133,7 @@ def _slices_max_sum(cn: int):
     return combine
 
 
-def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
+def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
     """A cluster of ``cn`` CTAs per row, CTA ``rank`` holding the slice ``[rank * width, (rank + 1)
     * width)`` in registers (the last slices padded with -inf). Each CTA publishes its slice's max
     and sum of ``exp(x - max)`` to the cluster (`_common.cluster_exchange`); every CTA combines
@@ -127,6 +142,8 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     g = c.cluster_tile(n, dtype, threads, cn, _tiles(dtype, {"log": log}))
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)
+    if od != dtype:  # (float32 results stored as they are)
+        store = c.row_io(g, od)[1]
     open_, publish, release, close = c.cluster_exchange(cn)
     combine = _slices_max_sum(cn)
 
@@ -180,13 +197,15 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     return rows
 
 
-def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, log: bool):
+def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, log: bool, od: str):
     """`_in_cluster` with each CTA's slice in shared memory (`SharedSlice`): copied in whole by
     `cp.async`, read twice in register tiles: an online max and sum, then the output."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
     store = c.row_io(g, dtype)[1]
+    if od != dtype:  # (float32 results stored as they are)
+        store = c.row_io(g, od)[1]
     online_step = c.online_softmax_step()
     open_, publish, release, close = c.cluster_exchange(cn)
     combine = _slices_max_sum(cn)
@@ -248,9 +267,11 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     return rows
 
 
-def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
+def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, od: str):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype, fill=NEG_INF)
+    if od != dtype:  # (float32 results stored as they are)
+        store = c.group_io(g, od)[1]
 
     @T.macro
     def rows(A, B, m):
@@ -286,9 +307,11 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool):
     return rows
 
 
-def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool):
+def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype, fill=NEG_INF)
+    if od != dtype:  # (float32 results stored as they are)
+        store = c.row_io(g, od)[1]
     online_step = c.online_softmax_step()
 
     @T.macro
@@ -650,24 +673,24 @@ def _backward_run(grad, y, dim: int, log: bool):
     return out
 
 
-def _run(x, dim: int, log: bool = False):
+def _run(x, dim: int, log: bool = False, out_dtype: str = ""):
     name = "log_softmax" if log else "softmax"
     dtype = c.check_dtype(name, x)
     nd = len(x.shape)
     if nd == 0:
-        out = c.empty_like(x)
+        out = c.new_array(x, (), out_dtype or None)
         out[...] = 0 if log else 1
         return out
     dim = _rows_dim(name, x, dim)
     if dim != nd - 1:  # a stride-1 dim: rows of the tensor with it moved last, and back
-        return c.contiguous(_back(_run(_moved(x, dim), -1, log), dim))  # contiguous, as PyTorch's
+        return c.contiguous(_back(_run(_moved(x, dim), -1, log, out_dtype), dim))  # contiguous, as PyTorch's
     x = c.contiguous(x)
-    out = c.empty_like(x)
+    out = c.new_array(x, tuple(x.shape), out_dtype or None)
     n = x.shape[-1]
     rows = math.prod(x.shape[:-1])
     if rows == 0 or n == 0:
         return out
-    softmax_kernel(n=n, dtype=dtype, log=log)(c.rows_of(x, n), c.rows_of(out, n), rows)
+    softmax_kernel(n=n, dtype=dtype, log=log, **({"out_dtype": out_dtype} if out_dtype else {}))(c.rows_of(x, n), c.rows_of(out, n), rows)
     return out
 
 
@@ -696,57 +719,68 @@ def _autograd(log: bool):
         backward_op = register_backward_op()
 
         def setup_context(ctx, inputs, output):
-            ctx.dim = inputs[1]
+            ctx.dim, ctx.in_dtype = inputs[1], inputs[0].dtype
             ctx.save_for_backward(output)
 
         def backward(ctx, grad):
             (y,) = ctx.saved_tensors
-            return backward_op(grad.contiguous(), y, ctx.dim, log), None
+            dx = backward_op(grad.contiguous(), y, ctx.dim, log)  # (in the output's dtype: float32 for dtype=)
+            return dx.to(ctx.in_dtype), None, None
 
         op.register_autograd(backward, setup_context=setup_context)
 
     return attach
 
 
+def _fake(x, dim, out_dtype):
+    import torch
+
+    return torch.empty_like(x, memory_format=torch.contiguous_format, dtype=getattr(torch, out_dtype) if out_dtype else None)
+
+
 def _torch_op_parts():
     """The op's function and fake implementation."""
     import torch
 
-    def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
-        return _run(x, dim)
+    def schema(x: torch.Tensor, dim: int, out_dtype: str) -> torch.Tensor:
+        return _run(x, dim, False, out_dtype)
 
-    return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
+    return schema, _fake
 
 
 def _cast(name: str, x, dtype):
-    """``x`` cast to ``dtype`` (PyTorch's ``dtype=`` of softmax and log_softmax: "the input tensor
-    is cast to dtype before the operation is performed"); None: as it is. The cast is a pass of
-    its own (the kernels read and write one dtype): float32 results of a bfloat16 ``x`` cost a
-    read of its 2 bytes and a write and read of 4 more an element than a fused kernel would."""
+    """``(x, out_dtype)`` for PyTorch's ``dtype=`` of softmax and log_softmax ("the input tensor
+    is cast to dtype before the operation is performed"): float32 of 16-bit rows is the kernel's
+    ``out_dtype`` (read as they are, computed in float32 as ever, the results stored as they
+    are: the same as a cast first, a pass fewer); another dtype, ``x`` cast to it first (its
+    own pass); None or ``x``'s own, as it is."""
     if dtype is None:
-        return x
+        return x, ""
     want = str(dtype).replace("torch.", "")
     if want not in ("float32", "float16", "bfloat16"):
         raise TypeError(f"tirx.ops.{name}: dtype={dtype}; float32, float16 or bfloat16")
-    if c.dtype_name(x) == want:
-        return x
+    have = c.dtype_name(x)
+    if have == want:
+        return x, ""
+    if want == "float32" and have in ("bfloat16", "float16"):
+        return x, "float32"
     if c.is_torch(x):
         import torch
 
-        return x.to(getattr(torch, want))
+        return x.to(getattr(torch, want)), ""
     from ..runtime import numpy_dtype
 
-    return np.asarray(x).astype(numpy_dtype(want))
+    return np.asarray(x).astype(numpy_dtype(want)), ""
 
 
 def softmax(x, dim: int = -1, dtype=None):
     """Softmax of ``x`` along ``dim`` (PyTorch's `torch.softmax(x, dim, dtype=None)`): a new array
-    or tensor; ``dtype``: ``x`` cast to it first (`_cast`)."""
-    x = _cast("softmax", x, dtype)
+    or tensor; ``dtype``: as if ``x`` were cast to it first (`_cast`)."""
+    x, od = _cast("softmax", x, dtype)
     if c.is_torch(x):
         fn = c.differentiable("softmax", _torch_op_parts, _autograd(log=False))  # (also registers the op)
-        return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim)
-    return _run(np.asarray(x), dim)
+        return fn(x, dim, od) if c.compiling() or c.wants_grad(x) else _run(x, dim, False, od)
+    return _run(np.asarray(x), dim, False, od)
 
 
 def register_log_torch_op():
@@ -757,20 +791,20 @@ def register_log_torch_op():
 def _log_torch_op_parts():
     import torch
 
-    def schema(x: torch.Tensor, dim: int) -> torch.Tensor:
-        return _run(x, dim, log=True)
+    def schema(x: torch.Tensor, dim: int, out_dtype: str) -> torch.Tensor:
+        return _run(x, dim, True, out_dtype)
 
-    return schema, lambda x, dim: torch.empty_like(x, memory_format=torch.contiguous_format)
+    return schema, _fake
 
 
 def log_softmax(x, dim: int = -1, dtype=None):
     """Log-softmax of ``x`` along ``dim`` (PyTorch's `torch.log_softmax(x, dim, dtype=None)`): a
-    new array or tensor; ``dtype``: ``x`` cast to it first (`_cast`)."""
-    x = _cast("log_softmax", x, dtype)
+    new array or tensor; ``dtype``: as if ``x`` were cast to it first (`_cast`)."""
+    x, od = _cast("log_softmax", x, dtype)
     if c.is_torch(x):
         fn = c.differentiable("log_softmax", _log_torch_op_parts, _autograd(log=True))  # (also registers the op)
-        return fn(x, dim) if c.compiling() or c.wants_grad(x) else _run(x, dim, log=True)
-    return _run(np.asarray(x), dim, log=True)
+        return fn(x, dim, od) if c.compiling() or c.wants_grad(x) else _run(x, dim, True, od)
+    return _run(np.asarray(x), dim, True, od)
 
 
 def softmax_backward(grad, y, dim: int = -1):

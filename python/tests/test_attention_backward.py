@@ -98,11 +98,11 @@ def test_seq_major_operands_are_read_and_written_in_place(b, h, hk, sq, sk, d, c
     k, v = (rng.standard_normal((b, hk, sk, d)).astype(nd) for _ in range(2))
     o, lse, *want = reference(q, k, v, do, causal, 1 / np.sqrt(d))
     major = [np.swapaxes(np.ascontiguousarray(np.swapaxes(t, 1, 2)), 1, 2) for t in (do, q, k, v, o.astype(nd))]
-    assert ab._seq_major(*major) and not ab._seq_major(q, k)
+    assert at.seq_major(*major) and not at.seq_major(q, k)
     got = tirx.ops.scaled_dot_product_attention_backward(*major, lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
     contiguous = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, o.astype(nd), lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
     for name, g, c_, w in zip(("dq", "dk", "dv"), got, contiguous, want):
-        assert ab._dense(g, (0, 2, 1, 3)), name  # (seq-major, as the operands)
+        assert at._dense(g, (0, 2, 1, 3)), name  # (seq-major, as the operands)
         np.testing.assert_array_equal(g, c_, err_msg=name)
         np.testing.assert_allclose(g.astype(F64), w, rtol=2.0**-7, atol=2.0**-7 * np.abs(w).max(), err_msg=name)
     reduce, tuned = ab.dkv_kernel_for(major[1], major[2], is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)

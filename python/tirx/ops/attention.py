@@ -1103,16 +1103,23 @@ def _run(
     return _run_general(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, attn_mask, offset)
 
 
+def seq_major(*tensors) -> bool:
+    """Whether [batch, heads, seq, d] ``tensors`` are all [batch, seq, heads, d] in memory (a
+    projection's output transposed; in the backward also the forward's output and the gradient
+    that reaches it), not all contiguous: the kernels read and write them in place, no copies."""
+    return all(_dense(t, (0, 2, 1, 3)) for t in tensors) and not all(_dense(t, (0, 1, 2, 3)) for t in tensors)
+
+
 def _layout_of(q, k, v, b: int, h: int, sq: int, hk: int, is_causal: bool, masked: bool):
     """``(seq_major, packed, rows, heads)``: [batch, seq, heads, d] tensors read and written in
     place (the output then has their memory order too, as PyTorch's flash backend returns it);
     grouped-query heads over contiguous tensors, not causal, as one block of ``group * seq_q``
     rows against their K/V head (K and V tiles loaded once per group, and short queries,
     decoding's, fill the 64-row tiles)."""
-    seq_major = not all(_dense(t, (0, 1, 2, 3)) for t in (q, k, v)) and all(_dense(t, (0, 2, 1, 3)) for t in (q, k, v))
-    packed = hk != h and not is_causal and not seq_major and not masked
+    major = seq_major(q, k, v)
+    packed = hk != h and not is_causal and not major and not masked
     rows, heads = (sq * (h // hk), hk) if packed else (sq, h)
-    return seq_major, packed, rows, heads
+    return major, packed, rows, heads
 
 
 def _kernel_args(q, k, v, out, seq_major: bool, packed: bool, b: int, h: int, hk: int, sq: int, rows: int, d: int):
@@ -1595,9 +1602,8 @@ def _torch_op_parts():
 
     def fake(q, k, v, attn_mask, is_causal, scale, enable_gqa, offset):
         # (the output in the memory order `_run` gives it: seq-major for seq-major operands)
-        b, h, sq, _, hk, d, _ = _check(q, k, v, enable_gqa)
-        seq_major = _layout_of(q, k, v, b, h, sq, hk, is_causal, attn_mask is not None)[0]
-        out = _swap(q.new_empty((b, sq, h, d))) if seq_major else q.new_empty((b, h, sq, d))
+        b, h, sq, _, _, d, _ = _check(q, k, v, enable_gqa)
+        out = _swap(q.new_empty((b, sq, h, d))) if seq_major(q, k, v) else q.new_empty((b, h, sq, d))
         return out, q.new_empty((b, h, sq), dtype=torch.float32)
 
     return schema, fake

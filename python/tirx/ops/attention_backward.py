@@ -40,7 +40,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _dense, _mask, _swap, causal_section, mask_index, mask_matrices
+from .attention import HEAD_DIMS, LOG2E, _check, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -1296,18 +1296,13 @@ def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool
     return True
 
 
-def _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale: float, offset: int, mode: str, seq_major: bool = False) -> dict:
+def _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale: float, offset: int, mode: str, major: bool = False) -> dict:
     """The key of the backward's dQ and dK / dV kernels (and their tuners)."""
     causal = bool(is_causal)
-    key = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, offset=int(offset) if causal else 0, mask=mode)
-    return {**key, "seq_major": True} if seq_major else key
+    return dict(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, offset=int(offset) if causal else 0, mask=mode, seq_major=major
+    )
 
-
-def _seq_major(*tensors) -> bool:
-    """Whether [batch, heads, seq, d] ``tensors`` are all [batch, seq, heads, d] in memory (the
-    forward's seq-major inputs and output, and the gradient that reaches such an output), not all
-    contiguous: the kernels then read and write them in place (`_Heads`), no copies."""
-    return all(_dense(t, (0, 2, 1, 3)) for t in tensors) and not all(_dense(t, (0, 1, 2, 3)) for t in tensors)
 
 
 def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None, enable_gqa: bool = False, deterministic: Optional[bool] = None):
@@ -1317,7 +1312,7 @@ def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None,
     b, h, sq, sk, hk, d, dtype = _check(q, k, k, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
-    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "", _seq_major(q, k))
+    kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "", seq_major(q, k))
     return reduce, attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
 
 
@@ -1344,7 +1339,7 @@ def _backward(
             raise ValueError(f"{name}: attn_mask with scale=0 is not supported (as the forward's)")
         mask, mode = _mask(attn_mask, b, h, sq, sk, dtype)
         m = (mask,)
-    major = _seq_major(q, k, v, out, dout)
+    major = seq_major(q, k, v, out, dout)
     if major:  # (the gradients in the operands' memory order too, as PyTorch's flash backward writes them)
         dq, dk, dv = _swap(c.new_array(q, (b, sq, h, d))), _swap(c.new_array(k, (b, sk, hk, d))), _swap(c.new_array(k, (b, sk, hk, d)))
     else:
@@ -1373,10 +1368,10 @@ def _backward(
         attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
         return dq, dk, dv
     dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
-    heads = {"heads": h} if major else {}
-    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, **heads)(os_, dos, dd)
+    heads = h if major else 0  # (the dd and convert kernels' seq-major layout)
+    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, heads=heads)(os_, dos, dd)
     attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
-    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, **heads)(dqa, dq_)
+    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads)(dqa, dq_)
     return dq, dk, dv
 
 
@@ -1434,7 +1429,7 @@ def _backward_op_parts():
 
     def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask):
         # (the gradients in the memory order `_backward` gives them: seq-major for seq-major operands)
-        if _seq_major(q, k, v, out, dout):
+        if seq_major(q, k, v, out, dout):
             return tuple(_swap(t.new_empty((t.shape[0], t.shape[2], t.shape[1], t.shape[3]))) for t in (q, k, v))
         cont = torch.contiguous_format
         return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)

@@ -1382,10 +1382,8 @@ def _matmul_nd(a, b, out_dtype, activation, split_k):
         rows = math.prod(a.shape[:-1])  # (not -1: K may be 0)
         out = matmul(a.reshape(rows, a.shape[-1]), cols, out_dtype=out_dtype, activation=activation, split_k=split_k)[:, 0]
         return c.contiguous(out).reshape(tuple(a.shape[:-1]))
-    if len(a.shape) == 1:  # (K,) @ (..., K, N)
-        return _matmul_nd(a[None, :], b, out_dtype, activation, split_k)[..., 0, :] if len(b.shape) > 2 else matmul(
-            a[None, :], b, out_dtype=out_dtype, activation=activation, split_k=split_k
-        )[0]
+    if len(a.shape) == 1:  # (K,) @ (..., K, N): one row, dropped from the result
+        return matmul(a[None, :], b, out_dtype=out_dtype, activation=activation, split_k=split_k)[..., 0, :]
     (m, k), n = a.shape[-2:], b.shape[-1]
     if len(b.shape) == 2:  # (..., M, K) @ (K, N): the leading dims are M's
         rows = math.prod(a.shape[:-1])

@@ -48,9 +48,9 @@ def _norm_backward_parts(x, w, centered):
     mine = lambda: torch.ops.tirx.norm_backward(dy, x, w, mean, rstd, eps, centered, 1)  # noqa: E731
     xr, wr = x.detach().requires_grad_(), w.detach().requires_grad_()
     if centered:
-        f = lambda x, w: F.layer_norm(x, [x.shape[-1]], w, w, eps)  # noqa: E731
+        f = lambda x, w: F.layer_norm(x.to(w.dtype), [x.shape[-1]], w, w, eps).to(x.dtype)  # noqa: E731
     else:
-        f = lambda x, w: F.rms_norm(x, [x.shape[-1]], w, eps)  # noqa: E731
+        f = lambda x, w: F.rms_norm(x.to(w.dtype), [x.shape[-1]], w, eps).to(x.dtype)  # noqa: E731
     y, yc = f(xr, wr), torch.compile(f)(xr, wr)
     eager = lambda: torch.autograd.grad(y, (xr, wr), dy, retain_graph=True)  # noqa: E731
     compiled = lambda: torch.autograd.grad(yc, (xr, wr), dy, retain_graph=True)  # noqa: E731
@@ -62,19 +62,19 @@ def cases():
     aten = torch.ops.aten
     sm_c = torch.compile(lambda x: F.softmax(x, -1))
     lsm_c = torch.compile(lambda x: F.log_softmax(x, -1))
-    rms_c = torch.compile(lambda x, w: F.rms_norm(x, [x.shape[-1]], w, 1e-6))
-    ln_c = torch.compile(lambda x, w: F.layer_norm(x, [x.shape[-1]], w, w, 1e-5))
+    rms_c = torch.compile(lambda x, w: F.rms_norm(x.to(w.dtype), [x.shape[-1]], w, 1e-6).to(x.dtype))
+    ln_c = torch.compile(lambda x, w: F.layer_norm(x.to(w.dtype), [x.shape[-1]], w, w, 1e-5).to(x.dtype))
     ce_c = torch.compile(lambda x, t: F.cross_entropy(x, t))
     smb_c = torch.compile(lambda dy, y: aten._softmax_backward_data(dy, y, -1, y.dtype))
     lsmb_c = torch.compile(lambda dy, y: aten._log_softmax_backward_data(dy, y, -1, y.dtype))
 
     def add_rms(x, r, w):
         h = x + r
-        return F.rms_norm(h, [x.shape[-1]], w, 1e-6), h
+        return F.rms_norm(h.to(w.dtype), [x.shape[-1]], w, 1e-6).to(h.dtype), h
 
     def add_ln(x, r, w):
         h = x + r
-        return F.layer_norm(h, [x.shape[-1]], w, w, 1e-5), h
+        return F.layer_norm(h.to(w.dtype), [x.shape[-1]], w, w, 1e-5).to(h.dtype), h
 
     add_rms_c, add_ln_c = torch.compile(add_rms), torch.compile(add_ln)
 
@@ -103,7 +103,7 @@ def cases():
             2,
             fwd(
                 lambda x, w, t: ops.rms_norm(x, [x.shape[-1]], w, 1e-6),
-                lambda x, w, t: F.rms_norm(x, [x.shape[-1]], w, 1e-6),
+                lambda x, w, t: F.rms_norm(x.to(w.dtype), [x.shape[-1]], w, 1e-6).to(x.dtype),
                 lambda x, w, t: rms_c(x, w),
             ),
         ),
@@ -111,7 +111,7 @@ def cases():
             2,
             fwd(
                 lambda x, w, t: ops.layer_norm(x, [x.shape[-1]], w, w, 1e-5),
-                lambda x, w, t: F.layer_norm(x, [x.shape[-1]], w, w, 1e-5),
+                lambda x, w, t: F.layer_norm(x.to(w.dtype), [x.shape[-1]], w, w, 1e-5).to(x.dtype),
                 lambda x, w, t: ln_c(x, w),
             ),
         ),

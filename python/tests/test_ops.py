@@ -1268,9 +1268,18 @@ def test_mixed_precision_norms_on_the_gpu():
         w = (torch.randn(h, device="cuda") * 0.5 + 1).requires_grad_()
         b = torch.randn(h, device="cuda").requires_grad_()
         g = torch.randn(rows, h, device="cuda").bfloat16()
+        # PyTorch's CUDA norms take one dtype: its way is rows in the weight's dtype, rounded back after.
         for ours, theirs, params in [
-            (lambda x, w, b: ops.layer_norm(x, (h,), w, b), lambda x, w, b: F.layer_norm(x, (h,), w, b), (w, b)),
-            (lambda x, w: ops.rms_norm(x, (h,), w, eps=1e-6), lambda x, w: F.rms_norm(x, (h,), w, eps=1e-6), (w,)),
+            (
+                lambda x, w, b: ops.layer_norm(x, (h,), w, b),
+                lambda x, w, b: F.layer_norm(x.to(w.dtype), (h,), w, b).to(x.dtype),
+                (w, b),
+            ),
+            (
+                lambda x, w: ops.rms_norm(x, (h,), w, eps=1e-6),
+                lambda x, w: F.rms_norm(x.to(w.dtype), (h,), w, eps=1e-6).to(x.dtype),
+                (w,),
+            ),
         ]:
             ts = (x,) + params
             results = []

@@ -157,6 +157,49 @@ def test_through_the_forward_and_its_errors():
         tirx.ops.scaled_dot_product_attention_backward(odd, odd, odd, odd, odd, np.zeros((1, 1, 8), np.float32))
 
 
+def test_backward_plan_per_call_signature():
+    """Torch tensors' backward through one plan per call signature (its checks and kernel lookups
+    made once): a second call of the same shapes with other values gives its own gradients (the
+    NumPy path's, made per call, bit for bit), and PyTorch's deterministic-algorithms switch takes
+    a plan of its own (the dQ kernel, no reduction)."""
+    torch = pytest.importorskip("torch")
+    from tirx.ops import _common as c
+
+    def operands(seed):
+        g = torch.Generator().manual_seed(seed)
+        q, do = (torch.randn(1, 2, 40, 64, generator=g).bfloat16() for _ in range(2))
+        k, v = (torch.randn(1, 1, 50, 64, generator=g).bfloat16() for _ in range(2))
+        out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, return_lse=True)
+        return do, q, k, v, out, lse
+
+    def as_numpy(t):
+        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16")) if t.dtype == torch.bfloat16 else t.numpy()
+
+    backward = tirx.ops.scaled_dot_product_attention_backward
+
+    def plans():
+        return sum(key[0] == "sdpa_backward" for key in c.PLANS)
+
+    before = plans()
+    for seed in (1, 2):
+        args = operands(seed)
+        got = backward(*args, is_causal=True, enable_gqa=True)
+        want = backward(*(as_numpy(t) for t in args), is_causal=True, enable_gqa=True)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(as_numpy(g.contiguous()), w)
+    assert plans() == before + 1
+    was = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        got = backward(*args, is_causal=True, enable_gqa=True)
+    finally:
+        torch.use_deterministic_algorithms(was)
+    assert plans() == before + 2
+    want = backward(*(as_numpy(t) for t in args), is_causal=True, enable_gqa=True, deterministic=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(as_numpy(g.contiguous()), w)
+
+
 def test_autograd_and_torch_compile_on_cpu_tensors():
     """`loss.backward()` through the op (the registered op's backward: these kernels), eager and
     under torch.compile, and with a lower-right causal bias, against PyTorch's SDPA in float64."""

@@ -1319,10 +1319,28 @@ def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None,
 def _backward(
     dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int = 0, deterministic: Optional[bool] = None, attn_mask=None
 ):
-    """``(dq, dk, dv)`` over contiguous copies of the operands (a view where they are contiguous
-    already): D, then dK / dV with dQ reduced in float32, then dQ rounded; or the dQ kernel (with
-    D) and the dK / dV kernel (`_reduce_dq` chooses, ``deterministic`` with it). ``attn_mask``: the
-    forward's (bool or additive), added to the scores as the forward adds it."""
+    """``(dq, dk, dv)``: `_new_plan`'s, made once per call signature for torch tensors without a
+    mask (as the forward's: a training step calls the same shapes over and over, and the checks
+    and kernel lookups were most of the backward's host time), per call otherwise."""
+    if c.is_torch(q) and attn_mask is None:
+        import torch
+
+        det = torch.are_deterministic_algorithms_enabled()  # (`_reduce_dq` reads it)
+        key = ("sdpa_backward", bool(is_causal), scale, bool(enable_gqa), int(offset), deterministic, det)
+        new = lambda: _new_plan(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, deterministic)  # noqa: E731
+        return c.signature_plan((dout, q, k, v, out, lse), key, new)(dout, q, k, v, out, lse)
+    return _new_plan(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, deterministic, attn_mask)(dout, q, k, v, out, lse)
+
+
+def _new_plan(
+    dout, q, k, v, out, lse, is_causal: bool, scale: Optional[float], enable_gqa: bool, offset: int, deterministic: Optional[bool], attn_mask=None
+):
+    """`_backward`'s checks and choices for operands like these, made once: ``run(dout, q, k, v,
+    out, lse)`` allocates the gradients and launches, over contiguous copies of the operands (a
+    view where they are contiguous already, or seq-major: read in place): D, then dK / dV with dQ
+    reduced in float32, then dQ rounded; or the dQ kernel (with D) and the dK / dV kernel
+    (`_reduce_dq` chooses, ``deterministic`` with it). ``attn_mask``: the forward's (bool or
+    additive), added to the scores as the forward adds it."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, v, enable_gqa)
     name = "tirx.ops.scaled_dot_product_attention_backward"
     for what, t, shape in (("dout", dout, (b, h, sq, d)), ("out", out, (b, h, sq, d)), ("lse", lse, (b, h, sq))):
@@ -1340,39 +1358,59 @@ def _backward(
         mask, mode = _mask(attn_mask, b, h, sq, sk, dtype)
         m = (mask,)
     major = seq_major(q, k, v, out, dout)
-    if major:  # (the gradients in the operands' memory order too, as PyTorch's flash backward writes them)
-        dq, dk, dv = _swap(c.new_array(q, (b, sq, h, d))), _swap(c.new_array(k, (b, sk, hk, d))), _swap(c.new_array(k, (b, sk, hk, d)))
-    else:
-        dq, dk, dv = c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
+
+    def gradients(q, k):
+        if major:  # (in the operands' memory order too, as PyTorch's flash backward writes them)
+            return _swap(c.new_array(q, (b, sq, h, d))), _swap(c.new_array(k, (b, sk, hk, d))), _swap(c.new_array(k, (b, sk, hk, d)))
+        return c.new_array(q, (b, h, sq, d)), c.new_array(k, (b, hk, sk, d)), c.new_array(k, (b, hk, sk, d))
+
     if b * h * sq == 0 or sk == 0:
-        for t in (dq, dk, dv):
-            t[...] = 0
-        return dq, dk, dv
+
+        def run_empty(dout, q, k, v, out, lse):
+            grads = gradients(q, k)
+            for t in grads:
+                t[...] = 0
+            return grads
+
+        return run_empty
     rows = d_rows(sq)
-    if rows == sq:  # (whole query tiles: the forward's log-sum-exp as it is)
-        lse_p = c.contiguous(lse).reshape(b * h, rows)
-    else:
-        lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
-        lse_p[:, :sq] = lse.reshape(b * h, sq)
-    dd = c.new_array(q, (b * h, rows), "float32")
-    if major:  # [batch, seq, heads, d] views of the memory as it is
-        qs, os_, dos, dq_ = (_swap(t) for t in (q, out, dout, dq))
-        ks, vs, dk_, dv_ = (_swap(t) for t in (k, v, dk, dv))
-    else:
-        qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
-        ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
-        dq_, dk_, dv_ = dq.reshape(b * h, sq, d), dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
     kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, offset, mode, major)
-    if not _reduce_dq(q, d, bool(is_causal), sk, deterministic):
-        attention_dq_kernel(**kw)(qs, ks, vs, os_, dos, lse_p, *m, dq_, dd)
-        attention_dkv_kernel(**kw)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
-        return dq, dk, dv
-    dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
+    reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
     heads = h if major else 0  # (the dd and convert kernels' seq-major layout)
-    attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, heads=heads)(os_, dos, dd)
-    attention_dkv_kernel(**kw, reduce_dq=True)(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
-    attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads)(dqa, dq_)
-    return dq, dk, dv
+    if reduce:
+        dd_of = attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, heads=heads).launcher()
+        dkv = attention_dkv_kernel(**kw, reduce_dq=True).launcher()
+        dq_of = attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads).launcher()
+    else:
+        dq_dd = attention_dq_kernel(**kw).launcher()
+        dkv = attention_dkv_kernel(**kw).launcher()
+
+    def run(dout, q, k, v, out, lse):
+        dq, dk, dv = gradients(q, k)
+        if rows == sq:  # (whole query tiles: the forward's log-sum-exp as it is)
+            lse_p = c.contiguous(lse).reshape(b * h, rows)
+        else:
+            lse_p = c.new_array(q, (b * h, rows), "float32", float("inf"))  # (+inf past seq_q: those rows weigh 0)
+            lse_p[:, :sq] = lse.reshape(b * h, sq)
+        dd = c.new_array(q, (b * h, rows), "float32")
+        if major:  # [batch, seq, heads, d] views of the memory as it is
+            qs, os_, dos, dq_ = (_swap(t) for t in (q, out, dout, dq))
+            ks, vs, dk_, dv_ = (_swap(t) for t in (k, v, dk, dv))
+        else:
+            qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
+            ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
+            dq_, dk_, dv_ = dq.reshape(b * h, sq, d), dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
+        if reduce:
+            dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
+            dd_of(os_, dos, dd)
+            dkv(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
+            dq_of(dqa, dq_)
+        else:
+            dq_dd(qs, ks, vs, os_, dos, lse_p, *m, dq_, dd)
+            dkv(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_)
+        return dq, dk, dv
+
+    return run
 
 
 def scaled_dot_product_attention_backward(

@@ -26,9 +26,9 @@ LENGTHS = (256, 1024, 4096, 16384, 65536, 262144)
 
 def _ce_backward_parts(x, t):
     """Ours: the registered backward from the forward's lse; PyTorch's: autograd of its loss."""
-    _, lse = torch.ops.tirx.cross_entropy_rows(x, t, -100, 0.0)
+    _, lse = torch.ops.tirx.cross_entropy_rows(x, t, None, -100, 0.0)
     g = torch.full((x.shape[0],), 1.0 / x.shape[0], device=x.device)
-    mine = lambda: torch.ops.tirx.cross_entropy_backward(x, t, lse, g, -100, 0.0)  # noqa: E731
+    mine = lambda: torch.ops.tirx.cross_entropy_backward(x, t, lse, g, None, -100, 0.0)  # noqa: E731
     xr = x.detach().requires_grad_()
     loss = F.cross_entropy(xr, t)
     eager = lambda: torch.autograd.grad(loss, xr, retain_graph=True)[0]  # noqa: E731

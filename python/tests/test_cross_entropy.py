@@ -109,6 +109,81 @@ def test_errors():
         ops.cross_entropy(np.zeros((2, 10), np.int32), np.array([0, 1]))
 
 
+def _weighted_ref(x, t, w, ignore_index=-100, ls=0.0):
+    """Per-row losses with class weights ``w`` (PyTorch's: the target's weight, and each class's
+    in the smoothing term), the gradient of their sum, and "mean"'s divisor, in float64."""
+    x, w = x.astype(F64), w.astype(F64)
+    v = x.shape[1]
+    m = x.max(1, keepdims=True)
+    e = np.exp(x - m)
+    p = e / e.sum(1, keepdims=True)
+    lse = (m + np.log(e.sum(1, keepdims=True)))[:, 0]
+    keep = t != ignore_index
+    tt = np.where(keep, t, 0)
+    rows = np.arange(len(t))
+    w_t = w[tt]
+    loss = (1 - ls) * w_t * (lse - x[rows, tt]) + ls / v * (lse * w.sum() - x @ w)
+    onehot = np.zeros_like(x)
+    onehot[rows, tt] = 1.0
+    grad = p * ((1 - ls) * w_t + ls / v * w.sum())[:, None] - ls / v * w[None, :] - (1 - ls) * w_t[:, None] * onehot
+    return np.where(keep, loss, 0.0), grad * keep[:, None], (w_t * keep).sum()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("v", [7, 1000, 70001])
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+def test_class_weights_match_float64(dtype, v, ls):
+    """``weight=`` (PyTorch's): without label smoothing the unweighted kernels' rows scaled by
+    their targets' weights, with it the weighted kernels (a row in registers and streamed); the
+    losses, "mean" (divided by the targets' weights) and "sum", and the gradient, against float64."""
+    x, t = _inputs(4, v, dtype, seed=v)
+    w = np.random.default_rng(1).uniform(0.2, 2.0, v).astype(numpy_dtype(dtype))
+    loss, grad, divisor = _weighted_ref(x, t, w, ls=ls)
+    rtol = 1e-5 if dtype == "float32" else 2.0**-7
+    got = ops.cross_entropy(x, t, weight=w, label_smoothing=ls, reduction="none")
+    np.testing.assert_allclose(got.astype(F64), loss, rtol=rtol, atol=1e-5)
+    for reduction, scale in (("sum", 1.0), ("mean", 1.0 / divisor)):
+        np.testing.assert_allclose(float(ops.cross_entropy(x, t, w, label_smoothing=ls, reduction=reduction)), loss.sum() * scale, rtol=rtol, atol=1e-5)
+        dx = ops.cross_entropy_backward(x, t, np.float32(2.0), w, label_smoothing=ls, reduction=reduction)
+        np.testing.assert_allclose(dx.astype(F64), 2.0 * scale * grad, rtol=rtol, atol=1e-6 if dtype == "float32" else 1e-4)
+
+
+@pytest.mark.parametrize("m,v,threads,tpr", [(5, 256, 128, 8), (37, 100, 128, 4)])
+def test_weighted_row_groups_match_float64(m, v, threads, tpr):
+    """The weighted kernels in lane groups (short vocabularies; the weights by scalar loads, 0 past
+    the row): loss and gradient against float64."""
+    import tirx
+
+    x, t = _inputs(m, v, "float32", seed=m)
+    w = np.random.default_rng(2).uniform(0.2, 2.0, v).astype(np.float32)
+    k = tirx.compile(ce_module.cross_entropy_kernel.factory(v=v, dtype="float32", threads=threads, tpr=tpr, smoothing=True, weighted=True))
+    loss, lse = np.full(m, 7, np.float32), np.full(m, 7, np.float32)
+    k(x, t, w, loss, lse, m, -100, 0.1)
+    want, grad, _ = _weighted_ref(x, t, w, ls=0.1)
+    np.testing.assert_allclose(loss, want, rtol=1e-5, atol=1e-5)
+    kb = tirx.compile(ce_module.cross_entropy_backward_kernel.factory(v=v, dtype="float32", threads=threads, tpr=tpr, weighted=True))
+    g = np.arange(1, m + 1, dtype=np.float32)
+    keep = t != -100
+    w_t = w[np.where(keep, t, 0)]
+    gp = (g * (0.9 * w_t + 0.1 / v * w.sum())).astype(np.float32)
+    dx = np.full_like(x, 7)
+    kb(x, t, lse, g, gp, w, dx, m, -100, 0.1)
+    np.testing.assert_allclose(dx.astype(F64), grad * g[:, None], rtol=1e-5, atol=1e-6)
+
+
+def test_class_weight_errors():
+    x, t = _inputs(2, 10, "float32")
+    with pytest.raises(ValueError, match=r"weight of shape \[9\] for logits \[2, 10\]; expected one weight per class, \[10\]"):
+        ops.cross_entropy(x, t, weight=np.ones(9, np.float32))
+    with pytest.raises(TypeError, match="weight is int64; expected the logits' dtype"):
+        ops.cross_entropy(x, t, weight=np.ones(10, np.int64))
+    with pytest.raises(ValueError, match="weighted=True is the label-smoothing kernel's"):
+        ce_module.cross_entropy_kernel.factory(v=10, dtype="float32", threads=32, weighted=True)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError, match="weight requires grad; its gradient is not computed"):
+        ops.cross_entropy(torch.from_numpy(x), torch.from_numpy(t), weight=torch.ones(10, requires_grad=True))
+
+
 def test_out_of_range_targets_give_nan_rows_on_tensors():
     """A tensor's targets are not read back to the host (a sync per call): a target outside
     [0, C) that is not ignore_index makes its row's loss and gradient NaN, the others exact."""
@@ -143,6 +218,20 @@ def test_autograd_and_compile_against_pytorch():
             loss, grad = run(ops.cross_entropy, x0)
             torch.testing.assert_close(loss.double(), want_loss, rtol=1e-5, atol=1e-5)
             torch.testing.assert_close(grad.double(), want_grad, rtol=1e-5, atol=1e-7)
+        # class weights, with and without label smoothing, eager and under torch.compile
+        x0 = torch.randn(6, 3000, device=dev) * 3
+        t = torch.randint(0, 3000, (6,), device=dev)
+        t[2] = -100
+        cw = torch.rand(3000, device=dev) + 0.5
+        for ls in (0.0, 0.05):
+            for f in (ops.cross_entropy, torch.compile(ops.cross_entropy, fullgraph=True)):
+                loss, grad = (lambda x: (f(x, t, weight=cw, label_smoothing=ls), x))(x0.clone().requires_grad_())
+                loss.backward()
+                want = x0.double().requires_grad_()
+                want_loss = F.cross_entropy(want, t, weight=cw.double(), label_smoothing=ls)
+                want_loss.backward()
+                torch.testing.assert_close(loss.double(), want_loss.detach(), rtol=1e-5, atol=1e-5)
+                torch.testing.assert_close(grad.grad.double(), want.grad, rtol=1e-5, atol=1e-7)
         x = (torch.randn(8, 3000, device=dev) * 3).requires_grad_()
         t = torch.randint(0, 3000, (8,), device=dev)
         f = torch.compile(lambda x, t: ops.cross_entropy(x, t, label_smoothing=0.1), fullgraph=True)

@@ -1,4 +1,4 @@
-"""`tirx.ops.cross_entropy(logits, target, ignore_index=-100, label_smoothing=0.0,
+"""`tirx.ops.cross_entropy(logits, target, weight=None, ignore_index=-100, label_smoothing=0.0,
 reduction="mean")`: PyTorch's `torch.nn.functional.cross_entropy` with class indices, in TIRx,
 a CTA (or, for short rows, a group of lanes) per row, vocabularies of any size (256k included).
 
@@ -13,7 +13,13 @@ rows ("mean": divided by the number of rows not ignored, NaN when all are, as Py
 "none") is a PyTorch (or NumPy) sum of one float per row, through which autograd reaches the
 per-row gradient. A target outside ``[0, C)`` that is not ``ignore_index`` gives a NaN loss and
 gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
+Class weights ``w`` (PyTorch's): a row's loss ``(1 - s) * w[t] * (lse - x[t]) + s / C *
+(lse * sum(w) - sum(w * x))``; without smoothing that is the unweighted row's loss times
+``w[t]`` (the rows scaled outside the kernels, forward and backward); with it the weighted
+kernels read the weights beside each row. "mean" divides by the sum of the targets' weights.
 Logits compute in float32 whatever their dtype; the loss is returned in the logits' dtype."""
+
+from typing import Optional
 
 import numpy as np
 
@@ -27,20 +33,53 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _tiles(dtype, key) -> int:
-    """Float32 tiles held: label smoothing sums the row beside its exponentials."""
-    return 2 if key.get("smoothing") else 1
+    """Float32 tiles held: label smoothing sums the row beside its exponentials; with class
+    weights, their tile too."""
+    return 1 + bool(key.get("smoothing")) + bool(key.get("weighted"))
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing"], prune=c.prune_rows("v", tiles=_tiles))
-def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False):
+def _weighted_needs_smoothing(weighted: bool, smoothing: bool) -> None:
+    # (class weights without label smoothing scale each row's loss and gradient by its target's
+    # weight: the unweighted kernels' work, scaled on the rows outside them)
+    if weighted and not smoothing:
+        raise ValueError("weighted=True is the label-smoothing kernel's (smoothing=True)")
+
+
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing", "weighted"], prune=c.prune_rows("v", tiles=_tiles))
+def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False, weighted: bool = False):
     """``LOSS[r]`` and ``LSE[r]`` (float32) of ``m`` rows of ``v`` logits of ``dtype`` and their
     int64 targets ``TGT[r]``; ``smoothing``: the label-smoothing term is computed (``ls > 0``);
+    ``weighted``: with class weights ``W`` (float32, ``v``; label smoothing only), the loss
+    ``(1 - ls) W[t] (lse - x[t]) + ls / v * (lse * sum(W) - sum(W * x))``, PyTorch's;
     ``tpr``: a group of that many lanes per row; ``stream``: the row read in register tiles."""
+    _weighted_needs_smoothing(weighted, smoothing)
     if tpr:
-        rows = _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing)
+        rows = _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing, weighted)
     else:
-        g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing}), stream)
-        rows = _forward_rows(v, dtype, threads, g, smoothing)
+        g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing, "weighted": weighted}), stream)
+        rows = _forward_rows(v, dtype, threads, g, smoothing, weighted)
+
+    if weighted:
+
+        @T.prim_func
+        def cross_entropy_weighted_rows(
+            X_ptr: T.handle,
+            TGT_ptr: T.handle,
+            W_ptr: T.handle,
+            LOSS_ptr: T.handle,
+            LSE_ptr: T.handle,
+            m: T.int32,
+            ignore_index: T.int64,
+            ls: T.float32,
+        ):
+            X = T.match_buffer(X_ptr, (m, v), dtype)
+            TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+            W = T.match_buffer(W_ptr, (v,), "float32")
+            LOSS = T.match_buffer(LOSS_ptr, (m,), "float32")
+            LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+            rows(X, TGT, LOSS, LSE, m, ignore_index, ls, W)
+
+        return cross_entropy_weighted_rows
 
     @T.prim_func
     def cross_entropy_rows(
@@ -61,15 +100,16 @@ def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = Fal
     return cross_entropy_rows
 
 
-def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: bool):
+def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: bool, weighted: bool = False):
     """A CTA per row: the row in registers, or streamed through them (an online max and sum)."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > v
     load, _ = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
+    load_w, _ = c.row_io(g, "float32")  # (the weights' padding 0)
     online_step = c.online_softmax_step()
 
     @T.macro
-    def rows(X, TGT, LOSS, LSE, m, ignore_index, ls):
+    def rows(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -82,21 +122,35 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
             stage = x
         if smoothing and padded:
             kept = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if weighted:
+            w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+            wl = w.local()
         part = T.alloc_buffer((1,), "float32", scope="local")
-        run = T.alloc_buffer((3,), "float32", scope="local")  # this thread's max, sum of exp, sum of x
+        # this thread's max, sum of exp, sum of x (of w * x, weighted), and sum of w
+        run = T.alloc_buffer((4 if weighted else 3,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
         xl = x.local()
         run[0] = NEG_INF
         run[1] = 0.0
         run[2] = 0.0
+        if weighted:
+            run[3] = 0.0
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
             if smoothing:
                 if padded:  # the padding (-inf) adds nothing to the row's sum
                     Tx.cta.masked_fill(kept[0:width], x[0:width], lambda j: k * width + j >= v, 0.0)
-                    Tx.sum(part[0:1], kept.local()[0:per])
+                    seen = kept.local()
                 else:
-                    Tx.sum(part[0:1], xl[0:per])
+                    seen = xl
+                if weighted:
+                    load_w(w, W[k * width : k * width + width], w)
+                    Tx.sum(part[0:1], wl[0:per])
+                    run[3] = run[3] + part[0]
+                    Tx.mul(wl[0:per], wl[0:per], seen[0:per])
+                    Tx.sum(part[0:1], wl[0:per])
+                else:
+                    Tx.sum(part[0:1], seen[0:per])
                 run[2] = run[2] + part[0]
             online_step(run, part, xl, per)
         mx = T.cuda.cta_max(run[0], warps, scratch.ptr_to([0]))
@@ -105,11 +159,16 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
         lse = row_base + T.log(s)
         if smoothing:
             total = T.cuda.cta_sum(run[2], warps, scratch.ptr_to([0]))
+        if weighted:
+            w_total = T.cuda.cta_sum(run[3], warps, scratch.ptr_to([0]))
         t = TGT[r]
         ok = t >= 0 and t < v
         # A gather guarded by its target's range (a lazily evaluated load).
         x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
-        if smoothing:
+        if weighted:
+            w_t = T.if_then_else(ok, W[T.cast(t, "int32")], 0.0)
+            loss = (1.0 - ls) * w_t * (lse - x_t) + ls / float(v) * (lse * w_total - total)
+        elif smoothing:
             loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
         else:
             loss = lse - x_t
@@ -120,15 +179,44 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
     return rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype"], prune=c.prune_rows("v"))
-def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False):
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "weighted"], prune=c.prune_rows("v", tiles=lambda dtype, key: 1 + bool(key.get("weighted"))))
+def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, weighted: bool = False):
     """``DX[r] = G[r] * (softmax(X[r]) - ls / v - (1 - ls) * onehot(TGT[r]))`` for ``m`` rows of
     ``v`` logits, from the forward's ``LSE[r]``; rows whose target is ``ignore_index`` get 0;
-    ``tpr``: a group of that many lanes per row; ``stream``: the row in register tiles."""
+    ``weighted``: with class weights ``W`` (float32, ``v``; label smoothing's), ``DX[r] = GP[r] *
+    softmax(X[r]) - G[r] * (ls / v * W + (1 - ls) * W[t] * onehot(TGT[r]))``, ``GP[r] = G[r] *
+    ((1 - ls) * W[t] + ls / v * sum(W))`` given; ``tpr``: a group of that many lanes per row;
+    ``stream``: the row in register tiles."""
     if tpr:
-        rows = _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr))
+        rows = _backward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), weighted)
     else:
-        rows = _backward_rows(v, dtype, threads, c.RowTile(v, dtype, threads, 1, stream))
+        rows = _backward_rows(v, dtype, threads, c.RowTile(v, dtype, threads, 1 + weighted, stream), weighted)
+
+    if weighted:
+
+        @T.prim_func
+        def cross_entropy_weighted_backward_rows(
+            X_ptr: T.handle,
+            TGT_ptr: T.handle,
+            LSE_ptr: T.handle,
+            G_ptr: T.handle,
+            GP_ptr: T.handle,
+            W_ptr: T.handle,
+            DX_ptr: T.handle,
+            m: T.int32,
+            ignore_index: T.int64,
+            ls: T.float32,
+        ):
+            X = T.match_buffer(X_ptr, (m, v), dtype)
+            TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+            LSE = T.match_buffer(LSE_ptr, (m,), "float32")
+            G = T.match_buffer(G_ptr, (m,), "float32")
+            GP = T.match_buffer(GP_ptr, (m,), "float32")
+            W = T.match_buffer(W_ptr, (v,), "float32")
+            DX = T.match_buffer(DX_ptr, (m, v), dtype)
+            rows(X, TGT, LSE, G, DX, m, ignore_index, ls, GP, W)
+
+        return cross_entropy_weighted_backward_rows
 
     @T.prim_func
     def cross_entropy_backward_rows(
@@ -151,13 +239,14 @@ def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0
     return cross_entropy_backward_rows
 
 
-def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile):
+def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: bool = False):
     """A CTA per row, in registers or streamed."""
     width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)
+    load_w, _ = c.row_io(g, "float32")
 
     @T.macro
-    def rows(X, TGT, LSE, G, DX, m, ignore_index, ls):
+    def rows(X, TGT, LSE, G, DX, m, ignore_index, ls, GP=None, W=None):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([g.warps])
@@ -169,6 +258,9 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile):
         else:
             stage = x
         xl = x.local()
+        if weighted:
+            w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+            wl = w.local()
         t = TGT[r]
         ok = t >= 0 and t < v
         # The row's scale: 0 where ignored, NaN where the target is out of range.
@@ -179,25 +271,37 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile):
         # matches no element).
         tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
         x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
-        d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+        if weighted:  # the softmax's scale GP, the floor ls / v * W per class
+            gp = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, GP[r], NAN))
+            w_t = T.if_then_else(ok, W[tc], 0.0)
+            d_t = gp * T.exp2((x_t - lse) * LOG2E) - (floor + gr * (1.0 - ls)) * w_t
+        else:
+            d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
             Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
-            Tx.mul(xl[0:per], xl[0:per], gr)
-            Tx.add(xl[0:per], xl[0:per], -floor)
+            if weighted:
+                Tx.mul(xl[0:per], xl[0:per], gp)
+                load_w(w, W[k * width : k * width + width], w)
+                Tx.mul(wl[0:per], wl[0:per], -floor)
+                Tx.add(xl[0:per], xl[0:per], wl[0:per])
+            else:
+                Tx.mul(xl[0:per], xl[0:per], gr)
+                Tx.add(xl[0:per], xl[0:per], -floor)
             Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: k * width + j == tc, d_t)
             store(DX[r, k * width : k * width + width], x, stage)
 
     return rows
 
 
-def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoothing: bool):
+def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoothing: bool, weighted: bool = False):
     rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     padded = width > v
     load, _ = c.group_io(g, dtype, fill=NEG_INF)
+    weights = c.group_vector(g, v)
 
     @T.macro
-    def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls):
+    def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None):
         T.device_entry()
         b = T.cta_id([(m + rows - 1) // rows])
         T.warp_id([g.warps])
@@ -210,15 +314,25 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
             stage = x
         if smoothing and padded:
             kept = T.alloc_buffer((rows, width), "float32", scope="local", layout=g.layout)
+        if weighted:
+            w = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
         xl = x.local()
         if smoothing:
             if padded:  # the padding (-inf) adds nothing to the row's sum
                 Tx.cta.masked_fill(kept[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j >= v, 0.0)
-                Tx.sum(part[0:1], kept.local()[0:per])
+                seen = kept.local()
             else:
-                Tx.sum(part[0:1], xl[0:per])
+                seen = xl
+            if weighted:  # (the lane's weights, 0 past the row)
+                weights(w, W, tid % tpr)
+                Tx.sum(part[0:1], w[0:per])
+                w_total = T.cuda.warp_sum(part[0], width=tpr)
+                Tx.mul(w[0:per], w[0:per], seen[0:per])
+                Tx.sum(part[0:1], w[0:per])
+            else:
+                Tx.sum(part[0:1], seen[0:per])
             total = T.cuda.warp_sum(part[0], width=tpr)
         Tx.max(part[0:1], xl[0:per])
         mx = T.cuda.warp_max(part[0], width=tpr)
@@ -231,7 +345,10 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
         t = T.if_then_else(live, TGT[r], ignore_index)
         ok = live and t >= 0 and t < v
         x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
-        if smoothing:
+        if weighted:
+            w_t = T.if_then_else(ok, W[T.cast(t, "int32")], 0.0)
+            loss = (1.0 - ls) * w_t * (lse - x_t) + ls / float(v) * (lse * w_total - total)
+        elif smoothing:
             loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
         else:
             loss = lse - x_t
@@ -243,12 +360,13 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
     return row_groups
 
 
-def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile):
+def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, weighted: bool = False):
     rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
+    weights = c.group_vector(g, v)
 
     @T.macro
-    def row_groups(X, TGT, LSE, G, DX, m, ignore_index, ls):
+    def row_groups(X, TGT, LSE, G, DX, m, ignore_index, ls, GP=None, W=None):
         T.device_entry()
         b = T.cta_id([(m + rows - 1) // rows])
         T.warp_id([g.warps])
@@ -270,20 +388,38 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile):
         floor = gr * (ls / float(v))
         tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
         x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
-        d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+        if weighted:  # the softmax's scale GP, the floor ls / v * W per class
+            w = T.alloc_buffer((per,), "float32", scope="local")
+            gp = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, GP[r], NAN))
+            w_t = T.if_then_else(ok, W[tc], 0.0)
+            d_t = gp * T.exp2((x_t - lse) * LOG2E) - (floor + gr * (1.0 - ls)) * w_t
+        else:
+            d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
         Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
-        Tx.mul(xl[0:per], xl[0:per], gr)
-        Tx.add(xl[0:per], xl[0:per], -floor)
+        if weighted:
+            Tx.mul(xl[0:per], xl[0:per], gp)
+            weights(w, W, tid % tpr)
+            Tx.mul(w[0:per], w[0:per], -floor)
+            Tx.add(xl[0:per], xl[0:per], w[0:per])
+        else:
+            Tx.mul(xl[0:per], xl[0:per], gr)
+            Tx.add(xl[0:per], xl[0:per], -floor)
         Tx.cta.masked_fill(x[0:rows, 0:width], x[0:rows, 0:width], lambda i, j: j == tc, d_t)
         store(DX[b * rows : b * rows + rows, 0:width], x, stage)
 
     return row_groups
 
 
-def _check(logits, target, ignore_index, label_smoothing, reduction):
+def _check(logits, target, ignore_index, label_smoothing, reduction, weight=None):
     """The logits as (rows, classes) with the class dim last, the targets as int64 rows."""
     dtype = c.check_dtype("cross_entropy", logits)
+    if weight is not None:
+        classes = logits.shape[0] if len(logits.shape) == 1 else logits.shape[1] if len(logits.shape) > 1 else None
+        if tuple(weight.shape) != (classes,):
+            raise ValueError(f"tirx.ops.cross_entropy: weight of shape {list(weight.shape)} for logits {list(logits.shape)}; expected one weight per class, [{classes}]")
+        if c.dtype_name(weight) not in (dtype, "float32"):
+            raise TypeError(f"tirx.ops.cross_entropy: weight is {c.dtype_name(weight)}; expected the logits' dtype ({dtype}) or float32")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"tirx.ops.cross_entropy: reduction={reduction!r}; expected one of {', '.join(_REDUCTIONS)}")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -322,8 +458,10 @@ def _rows(logits, target):
     return x, t, v
 
 
-def _forward(x, t, v: int, ignore_index: int, label_smoothing: float):
-    """Per-row ``(loss, lse)`` in float32."""
+def _forward(x, t, v: int, ignore_index: int, label_smoothing: float, w=None):
+    """Per-row ``(loss, lse)`` in float32; with class weights ``w`` (float32, contiguous), each
+    row's loss weighed as PyTorch's: by its target's weight alone without label smoothing (the
+    unweighted kernel's loss scaled), by the weighted smoothing term's kernel with it."""
     rows = x.shape[0]
     loss, lse = c.new_array(x, rows, "float32"), c.new_array(x, rows, "float32")
     if rows == 0:
@@ -333,20 +471,42 @@ def _forward(x, t, v: int, ignore_index: int, label_smoothing: float):
     if not c.is_torch(x):
         _check_targets(t, v, ignore_index)
     smoothing = label_smoothing > 0.0
-    cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=smoothing)(
-        x, t, loss, lse, rows, int(ignore_index), float(label_smoothing)
-    )
+    args = (rows, int(ignore_index), float(label_smoothing))
+    if w is not None and smoothing:
+        cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=True, weighted=True)(x, t, w, loss, lse, *args)
+        return loss, lse
+    cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=smoothing)(x, t, loss, lse, *args)
+    if w is not None:
+        loss = loss * _target_weights(w, t, v)
     return loss, lse
 
 
-def _backward(x, t, lse, grad_rows, v: int, ignore_index: int, label_smoothing: float):
+def _target_weights(w, t, v: int):
+    """Each row's target's weight (float32; an ignored or out-of-range target's is a weight of
+    its clamped index, never read back to the host: its row's loss is 0 or NaN already)."""
+    if c.is_torch(t):
+        return w[t.clamp(0, v - 1)]
+    return w[np.clip(t, 0, v - 1)]
+
+
+def _backward(x, t, lse, grad_rows, v: int, ignore_index: int, label_smoothing: float, w=None):
+    """The logits' gradient for the rows' loss gradients ``grad_rows``; with class weights ``w``,
+    the unweighted kernel's of the rows' gradients scaled by their targets' weights without label
+    smoothing, the weighted kernel's with it."""
     dx = c.empty_like(x)
     rows = x.shape[0]
     if rows == 0:
         return dx
-    cross_entropy_backward_kernel(v=v, dtype=c.dtype_name(x))(
-        x, t, lse, c.contiguous(grad_rows), dx, rows, int(ignore_index), float(label_smoothing)
-    )
+    g = c.contiguous(grad_rows)
+    args = (rows, int(ignore_index), float(label_smoothing))
+    if w is not None and label_smoothing > 0.0:
+        w_t, ls = _target_weights(w, t, v), float(label_smoothing)
+        gp = c.contiguous(g * ((1.0 - ls) * w_t + ls / v * w.sum()))
+        cross_entropy_backward_kernel(v=v, dtype=c.dtype_name(x), weighted=True)(x, t, lse, g, gp, w, dx, *args)
+        return dx
+    if w is not None:
+        g = c.contiguous(g * _target_weights(w, t, v))
+    cross_entropy_backward_kernel(v=v, dtype=c.dtype_name(x))(x, t, lse, g, dx, *args)
     return dx
 
 
@@ -357,17 +517,26 @@ def _check_targets(t, v: int, ignore_index: int) -> None:
         raise IndexError(f"tirx.ops.cross_entropy: target {int(t[i])} of row {i} is out of range for {v} classes")
 
 
-def _reduce(loss_rows, t, ignore_index: int, reduction: str, dtype, shape):
+def _mean_divisor(t, ignore_index: int, v: int, w=None):
+    """What "mean" divides by: the rows not ignored, or with class weights the sum of their
+    targets' weights (PyTorch's)."""
+    kept = t != ignore_index
+    if w is None:
+        return kept.sum()
+    return (_target_weights(w, t, v) * kept).sum()
+
+
+def _reduce(loss_rows, t, ignore_index: int, reduction: str, dtype, shape, v: int = 0, w=None):
     """The rows' losses reduced as PyTorch's (in float32, then the logits' dtype)."""
     if reduction == "none":
         out = loss_rows.reshape(shape)
     elif reduction == "sum":
         out = loss_rows.sum()
     elif c.is_torch(loss_rows):
-        out = loss_rows.sum() / (t != ignore_index).sum()
+        out = loss_rows.sum() / _mean_divisor(t, ignore_index, v, w)
     else:
         with np.errstate(invalid="ignore", divide="ignore"):  # all rows ignored: NaN, as PyTorch's
-            out = loss_rows.sum() / (t != ignore_index).sum()
+            out = loss_rows.sum() / _mean_divisor(t, ignore_index, v, w)
     if c.is_torch(loss_rows):
         return out.to(dtype)
     return np.asarray(out, dtype=np.float32).astype(dtype)
@@ -384,10 +553,12 @@ def _rows_parts():
     import torch
     from typing import Tuple
 
-    def schema(x: torch.Tensor, target: torch.Tensor, ignore_index: int, label_smoothing: float) -> Tuple[torch.Tensor, torch.Tensor]:
-        return _forward(x, target, x.shape[1], ignore_index, label_smoothing)
+    def schema(
+        x: torch.Tensor, target: torch.Tensor, weight: Optional[torch.Tensor], ignore_index: int, label_smoothing: float
+    ) -> Tuple[torch.Tensor, torch.Tensor]:
+        return _forward(x, target, x.shape[1], ignore_index, label_smoothing, weight)
 
-    def fake(x, target, ignore_index, label_smoothing):
+    def fake(x, target, weight, ignore_index, label_smoothing):
         rows = x.shape[0]
         return x.new_empty(rows, dtype=torch.float32), x.new_empty(rows, dtype=torch.float32)
 
@@ -402,11 +573,20 @@ def register_backward_op():
         import torch
 
         def schema(
-            x: torch.Tensor, target: torch.Tensor, lse: torch.Tensor, grad_rows: torch.Tensor, ignore_index: int, label_smoothing: float
+            x: torch.Tensor,
+            target: torch.Tensor,
+            lse: torch.Tensor,
+            grad_rows: torch.Tensor,
+            weight: Optional[torch.Tensor],
+            ignore_index: int,
+            label_smoothing: float,
         ) -> torch.Tensor:
-            return _backward(x, target, lse, grad_rows, x.shape[1], ignore_index, label_smoothing)
+            return _backward(x, target, lse, grad_rows, x.shape[1], ignore_index, label_smoothing, weight)
 
-        return schema, lambda x, target, lse, grad_rows, ignore_index, label_smoothing: torch.empty_like(x, memory_format=torch.contiguous_format)
+        def fake(x, target, lse, grad_rows, weight, ignore_index, label_smoothing):
+            return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+        return schema, fake
 
     return c.torch_op("cross_entropy_backward", parts)
 
@@ -415,56 +595,75 @@ def _autograd(op):
     backward_op = register_backward_op()
 
     def setup_context(ctx, inputs, output):
-        x, target, ignore_index, label_smoothing = inputs
+        x, target, weight, ignore_index, label_smoothing = inputs
         ctx.ignore_index, ctx.label_smoothing = ignore_index, label_smoothing
         ctx.mark_non_differentiable(output[1])  # lse: what the backward needs, not a result
-        ctx.save_for_backward(x, target, output[1])
+        ctx.save_for_backward(x, target, output[1], weight)
 
     def backward(ctx, grad_loss, grad_lse):
-        x, target, lse = ctx.saved_tensors
-        dx = backward_op(x, target, lse, grad_loss.float().contiguous(), ctx.ignore_index, ctx.label_smoothing)
-        return dx, None, None, None
+        x, target, lse, weight = ctx.saved_tensors
+        dx = backward_op(x, target, lse, grad_loss.float().contiguous(), weight, ctx.ignore_index, ctx.label_smoothing)
+        return dx, None, None, None, None
 
     op.register_autograd(backward, setup_context=setup_context)
 
 
-def cross_entropy(logits, target, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"):
-    """PyTorch's `torch.nn.functional.cross_entropy(logits, target, ignore_index=ignore_index,
-    label_smoothing=label_smoothing, reduction=reduction)` with class-index targets: logits (C,),
-    (N, C) or (N, C, d1, ...), targets of the shape without C; differentiable in the logits."""
-    _check(logits, target, ignore_index, label_smoothing, reduction)
+def _weights(weight):
+    """The class weights as the kernels read them: float32, contiguous (None: none)."""
+    if weight is None:
+        return None
+    if c.is_torch(weight):
+        if c.wants_grad(weight):  # (an error, not a weight's gradient silently dropped)
+            raise NotImplementedError("tirx.ops.cross_entropy: weight requires grad; its gradient is not computed: pass weight.detach()")
+        return weight.float().contiguous()
+    return np.ascontiguousarray(weight, dtype=np.float32)
+
+
+def cross_entropy(logits, target, weight=None, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"):
+    """PyTorch's `torch.nn.functional.cross_entropy(logits, target, weight=weight,
+    ignore_index=ignore_index, label_smoothing=label_smoothing, reduction=reduction)` with
+    class-index targets: logits (C,), (N, C) or (N, C, d1, ...), targets of the shape without C;
+    ``weight``: a weight per class (C,), of the logits' dtype or float32, as PyTorch's (a row's
+    loss weighed by its target's weight, the smoothing term by each class's; "mean" divides by
+    the sum of the targets' weights); differentiable in the logits."""
+    _check(logits, target, ignore_index, label_smoothing, reduction, weight)
     out_shape = tuple(target.shape)
     x, t, v = _rows(logits, target)
+    w = _weights(weight)
     if c.is_torch(x):
         if c.compiling() or c.wants_grad(x):  # (with its backward)
-            loss_rows, _ = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)(x, t, int(ignore_index), float(label_smoothing))
+            fn = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)
+            loss_rows, _ = fn(x, t, w, int(ignore_index), float(label_smoothing))
         else:
-            loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing)
-        return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape)
-    loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing)
-    return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape)
+            loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing, w)
+        return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
+    loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing, w)
+    return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
 
 
-def cross_entropy_backward(logits, target, grad, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"):
+def cross_entropy_backward(
+    logits, target, grad, weight=None, ignore_index: int = -100, label_smoothing: float = 0.0, reduction: str = "mean"
+):
     """The gradient of `cross_entropy` in the logits for the loss gradient ``grad`` (a scalar for
     "mean" and "sum", the per-target losses' shape for "none"): a new array or tensor of the
     logits' shape. Recomputes the row's log-sum-exp (one more read of the logits)."""
-    _check(logits, target, ignore_index, label_smoothing, reduction)
+    _check(logits, target, ignore_index, label_smoothing, reduction, weight)
     nd = len(logits.shape)
     x, t, v = _rows(logits, target)
+    w = _weights(weight)
     _, lse = _forward(x, t, v, ignore_index, label_smoothing)
     rows = t.shape[0]
     if c.is_torch(x):
         g = grad.float().reshape(-1).expand(rows) if reduction != "none" else grad.float().reshape(-1)
         if reduction == "mean":
-            g = g / (t != ignore_index).sum()
+            g = g / _mean_divisor(t, ignore_index, v, w)
         g = g.contiguous()
     else:
         g = np.broadcast_to(np.asarray(grad, dtype=np.float32).reshape(-1), (rows,)).astype(np.float32)
         if reduction == "mean":
-            g = g / np.float32((t != ignore_index).sum())
+            g = g / np.float32(_mean_divisor(t, ignore_index, v, w))
         g = np.ascontiguousarray(g, dtype=np.float32)
-    dx = _backward(x, t, lse, g, v, ignore_index, label_smoothing)
+    dx = _backward(x, t, lse, g, v, ignore_index, label_smoothing, w)
     if nd > 2:
         moved = tuple(logits.shape[:1]) + tuple(logits.shape[2:]) + (v,)
         dx = dx.reshape(moved)

@@ -1,12 +1,13 @@
-"""Training through tirx.ops: a causal self-attention block (x → q, k, v projections → attention →
-output projection, a residual) trained on a random regression target as mixed-precision
-training does it (float32 master weights updated by Adam, bf16 copies in the block),
-once with `tirx.ops.matmul` and `tirx.ops.scaled_dot_product_attention` (their backward kernels:
-`loss.backward()` runs them) and once with PyTorch's `torch.mm` and SDPA, from the same weights.
-On CPU tensors every tirx kernel runs in the simulator (small sizes); on a GPU at model sizes,
-the step time of each is printed too.
+"""Training through tirx.ops: causal self-attention blocks (x → q, k, v projections → attention →
+output projection, a residual; ``--layers`` of them, two by default) trained on a random
+regression target as mixed-precision training does it (float32 master weights updated by Adam,
+bf16 copies in the blocks), three ways from the same weights: "tirx", `tirx.ops.matmul` and
+`tirx.ops.scaled_dot_product_attention` (their backward kernels: `loss.backward()` runs them);
+"attention", PyTorch's `torch.mm` with the tirx attention op (the attention op against SDPA
+alone); and "torch", `torch.mm` and SDPA. On CPU tensors every tirx kernel runs in the simulator
+(small sizes); on a GPU at model sizes, the step time of each is printed too.
 
-    python examples/python/train_block.py [--steps 5] [--device cpu|cuda]
+    python examples/python/train_block.py [--steps 5] [--layers 2] [--device cpu|cuda]
 """
 
 import argparse
@@ -17,22 +18,29 @@ import torch.nn.functional as F
 
 import tirx.ops
 
+# What each way calls: (matmul, attention).
+WAYS = {
+    "tirx": (tirx.ops.matmul, tirx.ops.scaled_dot_product_attention),
+    "attention": (torch.mm, tirx.ops.scaled_dot_product_attention),
+    "torch": (torch.mm, F.scaled_dot_product_attention),
+}
+
 
 def block(x, w, heads, ops):
     """One causal self-attention block: ``x + (attn(x wq, x wk, x wv) wo)`` for ``x`` (seq, dim)."""
-    mm, attention = (tirx.ops.matmul, tirx.ops.scaled_dot_product_attention) if ops == "tirx" else (torch.mm, F.scaled_dot_product_attention)
+    mm, attention = WAYS[ops]
     seq, dim = x.shape
     q, k, v = (mm(x, w[name]).reshape(seq, heads, dim // heads).transpose(0, 1)[None] for name in ("q", "k", "v"))
     a = attention(q, k, v, is_causal=True)[0].transpose(0, 1).reshape(seq, dim)
     return x + mm(a.contiguous(), w["o"])
 
 
-def train(steps, seq, dim, heads, ops, device, seed=0, lr=1e-3):
+def train(steps, seq, dim, heads, ops, device, seed=0, lr=1e-3, layers=1):
     """The losses of ``steps`` Adam steps (float32 master weights, bf16 weights and activations in
-    the block), and the mean step time."""
+    the ``layers`` blocks), and the mean step time."""
     g = torch.Generator().manual_seed(seed)
-    w = {n: (torch.randn(dim, dim, generator=g) / dim**0.5).to(device).requires_grad_() for n in "qkvo"}
-    opt = torch.optim.Adam(w.values(), lr=lr)
+    ws = [{n: (torch.randn(dim, dim, generator=g) / dim**0.5).to(device).requires_grad_() for n in "qkvo"} for _ in range(layers)]
+    opt = torch.optim.Adam([p for w in ws for p in w.values()], lr=lr)
     x = torch.randn(seq, dim, generator=g).to(device, torch.bfloat16)
     target = torch.randn(seq, dim, generator=g).to(device, torch.bfloat16)
     losses, t0 = [], None
@@ -40,8 +48,10 @@ def train(steps, seq, dim, heads, ops, device, seed=0, lr=1e-3):
         if step == 1:  # (the first step compiles and tunes)
             torch.cuda.synchronize() if device == "cuda" else None
             t0 = time.perf_counter()
-        w16 = {n: p.to(torch.bfloat16) for n, p in w.items()}  # (the cast is differentiable)
-        loss = (block(x, w16, heads, ops).float() - target.float()).pow(2).mean()
+        y = x
+        for w in ws:
+            y = block(y, {n: p.to(torch.bfloat16) for n, p in w.items()}, heads, ops)  # (the cast is differentiable)
+        loss = (y.float() - target.float()).pow(2).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -54,14 +64,14 @@ def train(steps, seq, dim, heads, ops, device, seed=0, lr=1e-3):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     args = ap.parse_args()
     seq, dim, heads = (4096, 2048, 16) if args.device == "cuda" else (128, 128, 2)
-    ours, t_ours = train(args.steps, seq, dim, heads, "tirx", args.device)
-    theirs, t_theirs = train(args.steps, seq, dim, heads, "torch", args.device)
-    for i, (a, b) in enumerate(zip(ours, theirs)):
-        print(f"step {i}: loss tirx {a:.5f} | torch {b:.5f}")
-    print(f"step time: tirx {t_ours * 1e3:.2f} ms | torch {t_theirs * 1e3:.2f} ms ({args.device})")
+    runs = {ops: train(args.steps, seq, dim, heads, ops, args.device, layers=args.layers) for ops in WAYS}
+    for i in range(args.steps):
+        print(f"step {i}: loss " + " | ".join(f"{ops} {losses[i]:.5f}" for ops, (losses, _) in runs.items()))
+    print("step time: " + " | ".join(f"{ops} {t * 1e3:.2f} ms" for ops, (_, t) in runs.items()) + f" ({args.device}, {args.layers} layers)")
 
 
 if __name__ == "__main__":

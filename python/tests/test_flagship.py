@@ -71,13 +71,14 @@ def test_attention_walkthrough():
 
 
 def test_training_through_tirx_ops_matches_pytorch():
-    """examples/python/train_block.py: SGD steps of a causal attention block through tirx's matmul
-    and attention (their backward kernels, in the simulator) follow PyTorch's own losses within
-    bf16 noise, and descend."""
+    """examples/python/train_block.py: Adam steps of two causal attention blocks through tirx's
+    matmul and attention, and through the attention op beside `torch.mm` (their backward kernels,
+    in the simulator), follow PyTorch's own losses within bf16 noise, and descend."""
     pytest.importorskip("torch")
     from train_block import train  # noqa: E402 (examples/python)
 
-    ours, _ = train(3, 128, 128, 2, "tirx", "cpu")
-    theirs, _ = train(3, 128, 128, 2, "torch", "cpu")
-    np.testing.assert_allclose(ours, theirs, rtol=1e-3)
-    assert ours[0] > ours[1] > ours[2]
+    theirs, _ = train(3, 128, 128, 2, "torch", "cpu", layers=2)
+    for ops in ("tirx", "attention"):
+        ours, _ = train(3, 128, 128, 2, ops, "cpu", layers=2)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-3)
+        assert ours[0] > ours[1] > ours[2]

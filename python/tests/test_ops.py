@@ -841,6 +841,28 @@ def test_gated_mm_op_autograd_and_errors():
             torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
 
 
+def test_torch_plans_read_each_operand_as_stored():
+    """A plan per call signature decides once how it reads each operand (`_view`: a transposed
+    view in place, the tensor itself where contiguous, else a copy per call): sliced rows, a
+    column-major B, and gated_mm's gate and up matrices stored differently, each against the
+    NumPy path bit for bit, twice per signature (other values the second time)."""
+    torch = pytest.importorskip("torch")
+
+    def as_numpy(t):
+        return t.contiguous().view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+
+    for seed in (0, 1):
+        g = torch.Generator().manual_seed(seed)
+        base = torch.randn(72, 256, generator=g).bfloat16()
+        b = torch.randn(128, 96, generator=g).bfloat16()
+        bt = torch.randn(96, 128, generator=g).bfloat16().t()
+        for a_, b_ in ((base[:, ::2], b), (base[:, ::2], bt), (base[:, :128], bt), (base[:, 128:].t().contiguous().t(), b)):
+            np.testing.assert_array_equal(as_numpy(ops.matmul(a_, b_)), ops.matmul(as_numpy(a_), as_numpy(b_)))
+        for gate, up in ((b, bt), (bt, b), (bt, bt)):
+            want = ops.gated_mm(as_numpy(base[:, :128]), as_numpy(gate), as_numpy(up))
+            np.testing.assert_array_equal(as_numpy(ops.gated_mm(base[:, :128], gate, up)), want)
+
+
 def test_gated_mm_on_the_gpu_against_the_unfused_sequence():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

@@ -25,7 +25,7 @@ store box writes outside C is clipped. Sizes are compile-time (a kernel per shap
 once and cached on disk)."""
 
 import math
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -1049,11 +1049,20 @@ def _run_general(a, b, activation: str = "", splits: Optional[int] = None, out_d
 
 
 def _operand_views(a, b):
-    """`_operands`' choices for ``a`` and ``b`` as functions of tensors like them (a transposed
-    view in place where it is stored so, else a copy)."""
+    """`_operands`' choices for torch tensors ``a`` and ``b`` as functions of tensors of their
+    shapes and strides (a plan's: `signature_plan`): the transposed view in place where the
+    operand is stored so, the tensor itself where it is contiguous, else a copy (decided here,
+    once: no `.contiguous()` per call)."""
     a_major, b_major = _majors(a, b)
-    a_t, b_t = a_major == "m", b_major == "k"
-    return (lambda x: (x.T if a_t else x).contiguous()), a_major, (lambda y: (y.T if b_t else y).contiguous()), b_major
+    return _view(a, a_major == "m"), a_major, _view(b, b_major == "k"), b_major
+
+
+def _view(x, transposed: bool) -> Callable:
+    """How a plan reads tensors like ``x``: ``x.T`` (``transposed``) or ``x``, copied where that
+    is not contiguous."""
+    if (x.T if transposed else x).is_contiguous():
+        return (lambda y: y.T) if transposed else (lambda y: y)
+    return (lambda y: y.T.contiguous()) if transposed else (lambda y: y.contiguous())
 
 
 def _new_mm_plan(a, b, activation: str, splits: Optional[int], out_dtype: str = ""):
@@ -1463,13 +1472,14 @@ def _new_gated_plan(a, b_gate, b_up, activation: str):
     the same way: in place where both are column-major, else both row-major)."""
     dtype = _gated_check(a, b_gate, b_up)
     (m, k), n = a.shape, b_gate.shape[1]
-    view_a, a_major, view_b, b_major = _operand_views(a, b_gate)
+    a_major, b_major = _majors(a, b_gate)
     if b_major == "k" and _majors(a, b_up)[1] != "k":  # (the up matrix not column-major: both copied)
-        view_b, b_major = (lambda y: y.contiguous() if c.is_torch(y) else np.ascontiguousarray(y)), "n"
-    if not c.is_torch(a):
-        view_a, view_b = (lambda x: np.ascontiguousarray(x.T) if a_major == "m" else np.ascontiguousarray(x)), (
-            lambda y: np.ascontiguousarray(y.T) if b_major == "k" else np.ascontiguousarray(y)
-        )
+        b_major = "n"
+    if c.is_torch(a):
+        view_a, view_gate, view_up = _view(a, a_major == "m"), _view(b_gate, b_major == "k"), _view(b_up, b_major == "k")
+    else:
+        view_a = lambda x: np.ascontiguousarray(x.T) if a_major == "m" else np.ascontiguousarray(x)  # noqa: E731
+        view_gate = view_up = lambda y: np.ascontiguousarray(y.T) if b_major == "k" else np.ascontiguousarray(y)  # noqa: E731
 
     empty = m == 0 or n == 0 or k == 0
     if not empty:
@@ -1480,7 +1490,7 @@ def _new_gated_plan(a, b_gate, b_up, activation: str):
         if empty:  # (act(0) * 0 where K is empty)
             out[...] = 0
             return out
-        launch(view_a(a), view_b(b_gate), view_b(b_up), out)
+        launch(view_a(a), view_gate(b_gate), view_up(b_up), out)
         return out
 
     return run

@@ -414,12 +414,6 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, wei
 def _check(logits, target, ignore_index, label_smoothing, reduction, weight=None):
     """The logits as (rows, classes) with the class dim last, the targets as int64 rows."""
     dtype = c.check_dtype("cross_entropy", logits)
-    if weight is not None:
-        classes = logits.shape[0] if len(logits.shape) == 1 else logits.shape[1] if len(logits.shape) > 1 else None
-        if tuple(weight.shape) != (classes,):
-            raise ValueError(f"tirx.ops.cross_entropy: weight of shape {list(weight.shape)} for logits {list(logits.shape)}; expected one weight per class, [{classes}]")
-        if c.dtype_name(weight) not in (dtype, "float32"):
-            raise TypeError(f"tirx.ops.cross_entropy: weight is {c.dtype_name(weight)}; expected the logits' dtype ({dtype}) or float32")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"tirx.ops.cross_entropy: reduction={reduction!r}; expected one of {', '.join(_REDUCTIONS)}")
     if not 0.0 <= label_smoothing <= 1.0:
@@ -440,6 +434,14 @@ def _check(logits, target, ignore_index, label_smoothing, reduction, weight=None
         )
     if not -(2**63) <= ignore_index < 2**63:
         raise ValueError(f"tirx.ops.cross_entropy: ignore_index={ignore_index} is not an int64")
+    if weight is not None:
+        classes = logits.shape[0] if nd == 1 else logits.shape[1]
+        if tuple(weight.shape) != (classes,):
+            raise ValueError(
+                f"tirx.ops.cross_entropy: weight of shape {list(weight.shape)} for logits {list(logits.shape)}; expected one weight per class, [{classes}]"
+            )
+        if c.dtype_name(weight) not in (dtype, "float32"):
+            raise TypeError(f"tirx.ops.cross_entropy: weight is {c.dtype_name(weight)}; expected the logits' dtype ({dtype}) or float32")
     return dtype
 
 

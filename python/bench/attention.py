@@ -8,8 +8,8 @@ keys, contiguous and paged, as a fraction of a device copy of the same bytes. ``
 FP8 (e4m3) prefill's TFLOP/s (V's transposition into the kernel's layout counted), its error
 against the cuDNN backend on the dequantised inputs in bf16. ``--backward``: also the backward's
 TFLOP/s (2.5 times the forward's FLOPs, as FlashAttention counts them: `torch.autograd.grad`
-of one forward's output; dQ by TMA reductions) and its deterministic mode's (dQ by its own
-kernel) beside the cuDNN and flash backends' backward, and the gradients' largest difference
+of one forward's output; dQ by TMA reductions), the same pipeline called directly (no autograd),
+and its deterministic mode's (dQ by its own kernel) beside the cuDNN and flash backends' backward, and the gradients' largest difference
 from cuDNN's.
 
     cd python/bench && python attention.py [--seqs 1024,2048,4096,8192,16384] [--dims 64,128] [--decode 1024,131072] [--batches 1,64] [--fp8] [--backward] [--json out.json]
@@ -59,14 +59,17 @@ def backward(q, k, v, causal, flops, row):
         except RuntimeError as e:
             row[name + "_bwd"] = None
             row[name + "_bwd_error"] = str(e)[:100]
-    # Deterministic mode (dQ by its own kernel, no reductions), called directly.
+    # The default pipeline called directly (no autograd: what autograd's path adds, where the host
+    # sets the pace), and deterministic mode (dQ by its own kernel, no reductions).
     out, lse = ops.scaled_dot_product_attention(q, k, v, is_causal=causal, return_lse=True)
+    row["tirx_direct_bwd"] = 2.5 * flops / per_call_us(lambda: ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse, is_causal=causal)) / 1e6
     row["tirx_det_bwd"] = 2.5 * flops / per_call_us(lambda: ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse, is_causal=causal, deterministic=True)) / 1e6
     if "cudnn" in grads:
         row["bwd_max_err_vs_cudnn"] = max((a.float() - b.float()).abs().max().item() for a, b in zip(grads["tirx"], grads["cudnn"]))
     row["bwd_config"] = backward_config(q, causal)
     return (
-        f" | bwd {row['tirx_bwd'] or 0:6.1f} (deterministic {row['tirx_det_bwd']:6.1f}; cudnn {row.get('cudnn_bwd') or 0:6.1f},"
+        f" | bwd {row['tirx_bwd'] or 0:6.1f} (direct {row['tirx_direct_bwd']:6.1f}, deterministic {row['tirx_det_bwd']:6.1f};"
+        f" cudnn {row.get('cudnn_bwd') or 0:6.1f},"
         f" flash {row.get('flash_bwd') or 0:6.1f}, max |err| {row.get('bwd_max_err_vs_cudnn', 0):.3g}) {row['bwd_config']}"
     )
 

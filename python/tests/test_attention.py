@@ -301,6 +301,25 @@ def test_grouped_query_heads_packed_into_one_block_of_rows(sq):
     np.testing.assert_allclose(lse, want_lse, rtol=1e-5, atol=1e-5)
 
 
+def test_torch_plans_read_q_k_v_as_stored():
+    """The torch path's plan decides once how it reads Q, K and V (`_kernel_args_of`): contiguous
+    ones as views, strided ones (a slice of a wider head dim) copied, grouped-query heads packed
+    into one block of rows; each bit for bit the NumPy path's, twice per call signature."""
+    torch = pytest.importorskip("torch")
+
+    def as_numpy(t):
+        return t.contiguous().view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+
+    for seed in (0, 1):
+        g = torch.Generator().manual_seed(seed)
+        wide = torch.randn(1, 4, 80, 128, generator=g).bfloat16()
+        kv = torch.randn(1, 2, 96, 64, generator=g).bfloat16()
+        for q, k, v, causal in ((wide[..., :64], kv, kv, False), (wide[..., 64:].contiguous(), kv, kv[..., :], True), (wide[..., :64], wide[:, :2, :, 64:], wide[:, 2:, :, 64:], True)):
+            got = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+            want = tirx.ops.scaled_dot_product_attention(*(as_numpy(t) for t in (q, k, v)), is_causal=causal, enable_gqa=True)
+            np.testing.assert_array_equal(as_numpy(got), want)
+
+
 @pytest.mark.parametrize(
     "b,h,hk,sq,sk,d,splits", [(1, 2, 2, 1, 300, 64, 3), (2, 8, 2, 1, 1000, 128, 4), (1, 4, 4, 70, 260, 64, 2), (1, 8, 1, 3, 129, 128, 2)]
 )

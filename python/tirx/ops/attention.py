@@ -1122,14 +1122,27 @@ def _layout_of(q, k, v, b: int, h: int, sq: int, hk: int, is_causal: bool, maske
     return major, packed, rows, heads
 
 
-def _kernel_args(q, k, v, out, seq_major: bool, packed: bool, b: int, h: int, hk: int, sq: int, rows: int, d: int):
-    """Q, K, V and O as the kernel takes them (views where they are dense already)."""
+def _kernel_args_of(q, k, v, seq_major: bool, packed: bool, b: int, h: int, hk: int, sq: int, rows: int, d: int):
+    """``args(q, k, v, out)``: Q, K, V and O as the kernel takes them, for operands of these
+    shapes and strides (a plan's, decided once): views where they are dense already, else
+    copies."""
     if seq_major:
-        return tuple(_swap(t) for t in (q, k, v, out))
-    args = tuple(c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k, v)) + (out.reshape(b * h, sq, d),)
-    if packed:
-        args = (args[0].reshape(b * hk, rows, d), args[1], args[2], args[3].reshape(b * hk, rows, d))
-    return args
+        return lambda q, k, v, out: (_swap(q), _swap(k), _swap(v), _swap(out))
+    vq, vk, vv = (_heads_rows(t, d) for t in (q, k, v))
+    if packed:  # (a K/V head's query heads as one block of rows)
+        return lambda q, k, v, out: (vq(q).reshape(b * hk, rows, d), vk(k), vv(v), out.reshape(b * hk, rows, d))
+    return lambda q, k, v, out: (vq(q), vk(k), vv(v), out.reshape(b * h, sq, d))
+
+
+def _heads_rows(t, d: int):
+    """How tensors like [batch, heads, seq, d] ``t`` are read as [batch * heads, seq, d]: a view
+    where ``t`` is contiguous, else a copy."""
+    seq = t.shape[2]
+    if not c.is_torch(t):
+        return lambda x: np.ascontiguousarray(x).reshape(-1, seq, d)
+    if t.is_contiguous():
+        return lambda x: x.reshape(-1, seq, d)
+    return lambda x: x.contiguous().reshape(-1, seq, d)
 
 
 def _new_plan(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, splits: Optional[int], offset: int):
@@ -1149,11 +1162,12 @@ def _new_plan(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool
     # (Not returned and not a split's: the kernel writes no log-sum-exps, so one buffer serves
     # every call; allocating it per call took as long as the rest of a small call's host time.)
     unused_lse = q.new_empty(lse_shape, dtype=torch.float32) if one_kernel is not None and not return_lse else None
+    args_of = _kernel_args_of(q, k, v, seq_major, packed, b, h, hk, sq, rows, d)
 
     def run(q, k, v):
         out = _swap(q.new_empty((b, sq, h, d))) if seq_major else q.new_empty((b, h, sq, d))
         lse = q.new_empty(lse_shape, dtype=torch.float32) if unused_lse is None else unused_lse
-        args = _kernel_args(q, k, v, out, seq_major, packed, b, h, hk, sq, rows, d)
+        args = args_of(q, k, v, out)
         if one_kernel is not None:
             one_kernel(*args, lse)
         else:
@@ -1201,7 +1215,7 @@ def _run_general(
         lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
         return (out, lse) if return_lse else out
     lse = c.new_array(q, (b * heads, lse_rows(rows)), "float32")
-    args = _kernel_args(q, k, v, out, seq_major, packed, b, h, hk, sq, rows, d)
+    args = _kernel_args_of(q, k, v, seq_major, packed, b, h, hk, sq, rows, d)(q, k, v, out)
     if splits is None:  # split-KV where the query tiles leave most SMs idle (decoding), on a GPU
         splits = 1 if mask is not None else _gpu_splits(q, b * heads, rows, sk)
     kernel = _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale, return_lse, seq_major, splits, mode, offset)

@@ -841,6 +841,32 @@ def test_gated_mm_op_autograd_and_errors():
             torch.testing.assert_close(t.grad.double(), r.grad, rtol=2**-6, atol=2**-6 * r.grad.abs().max().item())
 
 
+def test_products_keep_their_operands_not_their_results_for_backward():
+    """As torch.mm's, a product's backward keeps its operands, not its result (a training step's
+    activation memory): matmul, addmm (nor its input) and an activation that is recomputed;
+    relu keeps its output (its gradient's mask), an activation recomputed keeps addmm's input."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(16, 64).bfloat16().requires_grad_()
+    b = torch.randn(64, 32).bfloat16().requires_grad_()
+    bias = torch.randn(32).bfloat16().requires_grad_()
+    products = {  # name: (product, its output kept, addmm's input kept)
+        "matmul": (lambda: ops.matmul(a, b), False, False),
+        "addmm": (lambda: ops.addmm(bias, a, b), False, False),
+        "matmul gelu": (lambda: ops.matmul(a, b, activation="gelu"), False, False),
+        "addmm silu": (lambda: ops.addmm(bias, a, b, activation="silu"), False, True),
+        "addmm relu": (lambda: ops.addmm(bias, a, b, activation="relu"), True, False),
+    }
+    for name, (product, out_kept, input_kept) in products.items():
+        y = product()
+        saved = [t.data_ptr() for t in y.grad_fn.saved_tensors if t is not None]
+        assert (y.data_ptr() in saved) == out_kept, name
+        assert (bias.data_ptr() in saved) == input_kept, name
+        assert a.data_ptr() in saved and b.data_ptr() in saved, name
+        a.grad = b.grad = None
+        y.float().sum().backward()
+        assert a.grad is not None and b.grad is not None, name
+
+
 def test_torch_plans_read_each_operand_as_stored():
     """A plan per call signature decides once how it reads each operand (`_view`: a transposed
     view in place, the tensor itself where contiguous, else a copy per call): sliced rows, a

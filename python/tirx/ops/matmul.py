@@ -1219,13 +1219,15 @@ def _matmul_autograd(op):
 
     def setup_context(ctx, inputs, output):
         a, b, activation, _ = inputs
-        ctx.save_for_backward(a, b, output)
-        ctx.activation = activation
+        # (the output only where relu's gradient reads it: as torch.mm, a product's backward keeps
+        # its operands alive, not its result)
+        ctx.save_for_backward(a, b, output if activation == "relu" else None)
+        ctx.activation, ctx.out_dtype = activation, output.dtype
 
     def backward(ctx, dc):
         a, b, y = ctx.saved_tensors
         if ctx.activation:
-            dc = _activation_grad(None if ctx.activation == "relu" else _mm(a, b).to(y.dtype), y, dc, ctx.activation)
+            dc = _activation_grad(None if ctx.activation == "relu" else _mm(a, b).to(ctx.out_dtype), y, dc, ctx.activation)
         dc = dc.to(a.dtype)  # (a float32 output's gradient: rounded once to the operands' dtype)
         da = _mm(dc, b.t()) if ctx.needs_input_grad[0] else None
         db = _mm(a.t(), dc) if ctx.needs_input_grad[1] else None
@@ -1241,8 +1243,12 @@ def _addmm_autograd(op):
 
     def setup_context(ctx, inputs, output):
         input, a, b, beta, alpha, activation, out_dtype = inputs
-        ctx.save_for_backward(input, a, b, output)
+        # (the input only where the pre-activation is recomputed, the output only for relu's
+        # gradient: neither is kept alive otherwise)
+        recompute = activation not in ("", "relu")
+        ctx.save_for_backward(input if recompute else None, a, b, output if activation == "relu" else None)
         ctx.shape, ctx.beta, ctx.alpha, ctx.activation, ctx.out_dtype = tuple(input.shape), beta, alpha, activation, out_dtype
+        ctx.input_dtype = input.dtype
 
     def backward(ctx, dc):
         input, a, b, y = ctx.saved_tensors
@@ -1252,7 +1258,7 @@ def _addmm_autograd(op):
         di = da = db = None
         if ctx.needs_input_grad[0]:  # (summed over what the input was broadcast along)
             di = dc.float() if ctx.shape == tuple(dc.shape) else dc.float().sum_to_size(ctx.shape) if ctx.shape else dc.float().sum()
-            di = (di * ctx.beta).reshape(ctx.shape).to(input.dtype)
+            di = (di * ctx.beta).reshape(ctx.shape).to(ctx.input_dtype)
         dc = dc.to(a.dtype)  # (a float32 output's gradient: rounded once to the operands' dtype)
         if ctx.needs_input_grad[1]:
             da = _mm(dc, b.t()) if ctx.alpha == 1 else (_mm(dc, b.t()).float() * ctx.alpha).to(dc.dtype)

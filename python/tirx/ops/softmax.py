@@ -77,9 +77,8 @@ def softmax_kernel(
 
 def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
-    load, store = c.row_io(g, dtype, fill=NEG_INF)  # exp2 makes the padding 0
-    if od != dtype:  # (float32 results stored as they are)
-        store = c.row_io(g, od)[1]
+    load = c.row_io(g, dtype, fill=NEG_INF)[0]  # exp2 makes the padding 0
+    store = c.row_io(g, od)[1]  # (float32 results stored as they are)
 
     @T.macro
     def rows(A, B, m):
@@ -141,9 +140,8 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
     own max), or ``x - M - log S``."""
     g = c.cluster_tile(n, dtype, threads, cn, _tiles(dtype, {"log": log}))
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
-    load, store = c.row_io(g, dtype, fill=NEG_INF)
-    if od != dtype:  # (float32 results stored as they are)
-        store = c.row_io(g, od)[1]
+    load = c.row_io(g, dtype, fill=NEG_INF)[0]
+    store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     open_, publish, release, close = c.cluster_exchange(cn)
     combine = _slices_max_sum(cn)
 
@@ -203,9 +201,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
-    store = c.row_io(g, dtype)[1]
-    if od != dtype:  # (float32 results stored as they are)
-        store = c.row_io(g, od)[1]
+    store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
     open_, publish, release, close = c.cluster_exchange(cn)
     combine = _slices_max_sum(cn)
@@ -269,9 +265,8 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
 
 def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, od: str):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
-    load, store = c.group_io(g, dtype, fill=NEG_INF)
-    if od != dtype:  # (float32 results stored as they are)
-        store = c.group_io(g, od)[1]
+    load = c.group_io(g, dtype, fill=NEG_INF)[0]
+    store = c.group_io(g, od)[1]  # (float32 results stored as they are)
 
     @T.macro
     def rows(A, B, m):
@@ -309,9 +304,8 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, o
 
 def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str):
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
-    load, store = c.row_io(g, dtype, fill=NEG_INF)
-    if od != dtype:  # (float32 results stored as they are)
-        store = c.row_io(g, od)[1]
+    load = c.row_io(g, dtype, fill=NEG_INF)[0]
+    store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
 
     @T.macro

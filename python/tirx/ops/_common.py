@@ -605,6 +605,13 @@ def weight_dtype(dtype: str, w_dtype: str, shared: bool = False) -> str:
     return wd
 
 
+def weight_dtype_arg(dtype: str, weight) -> dict:
+    """A norm kernel's ``w_dtype`` argument for a ``weight`` (an array) beside rows of ``dtype``:
+    none where it has their dtype (the kernels' default, `weight_dtype`)."""
+    wd = dtype_name(weight)
+    return {} if wd == dtype else {"w_dtype": wd}
+
+
 def weight_loader(g: "RowTile", dtype: str, wd: str, load):
     """A row tile's loader (`row_io`) of a weight of dtype ``wd``: ``load``, the rows' own, where
     it has their dtype."""

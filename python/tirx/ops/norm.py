@@ -942,7 +942,7 @@ def _norm_args(name: str, x, normalized_shape, params):
     """The checks the norms share: ``x``'s dtype, ``normalized_shape`` its last dims, each
     ``(label, tensor, default)`` of ``params`` of that shape and of ``x``'s dtype or (16-bit
     ``x``) all float32 (``default(x, h)`` where absent), made a contiguous vector. Returns the
-    dtype, the row length, the number of rows and the vectors (`_param_dtype` gives theirs)."""
+    dtype, the row length, the number of rows and the vectors (`_common.weight_dtype_arg` gives the kernels theirs)."""
     dtype = c.check_dtype(name, x)
     given = {c.dtype_name(t) for _, t, _ in params if t is not None}
     wd = given.pop() if len(given) == 1 else dtype
@@ -965,12 +965,6 @@ def _norm_args(name: str, x, normalized_shape, params):
         t = c.contiguous(t)
         vectors.append(t if len(t.shape) == 1 else t.reshape(h))
     return dtype, h, math.prod(x.shape[: len(x.shape) - k_dims]), vectors
-
-
-def _param_dtype(dtype: str, vectors) -> dict:
-    """The kernels' ``w_dtype`` argument for parameter ``vectors`` (none where of the rows' dtype)."""
-    wd = c.dtype_name(vectors[0]) if vectors else dtype
-    return {} if wd == dtype else {"w_dtype": wd}
 
 
 def _eps(dtype: str, eps):
@@ -997,7 +991,7 @@ def _run(x, normalized_shape, weight, eps, residual=None):
     summed = None if residual is None else c.empty_like(x)
     if rows == 0 or h == 0:
         return out if residual is None else (out, summed)
-    wd = _param_dtype(dtype, [w])
+    wd = c.weight_dtype_arg(dtype, w)
     if residual is None:
         rms_norm_kernel(h=h, dtype=dtype, **wd)(c.rows_of(x, h), w, c.rows_of(out, h), rows, float(eps))
         return out
@@ -1032,13 +1026,13 @@ def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False,
         summed = c.empty_like(x)
         if rows and h:
             r = c.rows_of(c.contiguous(residual), h)
-            layer_norm_kernel(h=h, dtype=dtype, residual=True, **_param_dtype(dtype, [w]))(
+            layer_norm_kernel(h=h, dtype=dtype, residual=True, **c.weight_dtype_arg(dtype, w))(
                 c.rows_of(x, h), r, w, b, c.rows_of(out, h), c.rows_of(summed, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps)
             )
         return (out, summed, mean, rstd) if stats else (out, summed)
     if rows == 0 or h == 0:
         return (out, mean, rstd) if stats else out
-    kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats, **_param_dtype(dtype, [w]))
+    kernel = layer_norm_kernel(h=h, dtype=dtype, stats=stats, **c.weight_dtype_arg(dtype, w))
     if stats:
         kernel(c.rows_of(x, h), w, b, c.rows_of(out, h), mean.reshape(rows), rstd.reshape(rows), rows, float(eps))
         return out, mean, rstd

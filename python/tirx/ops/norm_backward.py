@@ -1426,11 +1426,11 @@ def run(grad, x, weight, eps: float, centered: bool, saved=None):
     fill = 0 if _padded(h) != h else None
     dwp = c.new_array(x, (most, _padded(h)), "float32", fill)
     dbp = c.new_array(x, (most, _padded(h)), "float32", fill) if centered else dwp
-    wd = c.dtype_name(w)
-    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None, **({} if wd == dtype else {"w_dtype": wd}))
+    tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None, **c.weight_dtype_arg(dtype, w))
     tail = (float(eps),) if saved is None else saved
     tuned(x, w, grad, dx, dwp, dbp, rows, most, *tail)  # each design on its own grid (`_own_grid`)
     used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
-    dw = _sum_columns(dwp[:used], h, wd, x) if weight is not None else None  # (the parameters' dtype)
+    wd = c.dtype_name(w)  # (dW and dB of the parameters' dtype)
+    dw = _sum_columns(dwp[:used], h, wd, x) if weight is not None else None
     db = _sum_columns(dbp[:used], h, wd, x) if centered else None
     return dx, dw, db

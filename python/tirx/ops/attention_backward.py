@@ -40,7 +40,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
+from .attention import HEAD_DIMS, LOG2E, _check, _heads_rows, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -1384,6 +1384,8 @@ def _new_plan(
     else:
         dq_dd = attention_dq_kernel(**kw).launcher()
         dkv = attention_dkv_kernel(**kw).launcher()
+    if not major:  # [batch * heads, seq, d]: views where contiguous, else copies (`_heads_rows`)
+        q_rows, k_rows, v_rows, out_rows, dout_rows = (_heads_rows(t, d) for t in (q, k, v, out, dout))
 
     def run(dout, q, k, v, out, lse):
         dq, dk, dv = gradients(q, k)
@@ -1397,8 +1399,7 @@ def _new_plan(
             qs, os_, dos, dq_ = (_swap(t) for t in (q, out, dout, dq))
             ks, vs, dk_, dv_ = (_swap(t) for t in (k, v, dk, dv))
         else:
-            qs, os_, dos = (c.contiguous(t).reshape(b * h, sq, d) for t in (q, out, dout))
-            ks, vs = (c.contiguous(t).reshape(b * hk, sk, d) for t in (k, v))
+            qs, ks, vs, os_, dos = q_rows(q), k_rows(k), v_rows(v), out_rows(out), dout_rows(dout)
             dq_, dk_, dv_ = dq.reshape(b * h, sq, d), dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
         if reduce:
             dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)

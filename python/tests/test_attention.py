@@ -11,6 +11,7 @@ import pytest
 import planting
 import tirx
 import tirx.ops
+from tirx.device import _host_array  # (a CPU tensor as NumPy, bf16 included)
 from tirx.ops import attention as at
 from tirx.runtime import numpy_dtype
 
@@ -308,7 +309,7 @@ def test_torch_plans_read_q_k_v_as_stored():
     torch = pytest.importorskip("torch")
 
     def as_numpy(t):
-        return t.contiguous().view(torch.int16).numpy().view(numpy_dtype("bfloat16"))
+        return _host_array(t.contiguous())
 
     for seed in (0, 1):
         g = torch.Generator().manual_seed(seed)

@@ -14,6 +14,7 @@ import pytest
 import planting
 import tirx
 import tirx.ops
+from tirx.device import _host_array  # (a CPU tensor as NumPy, bf16 included)
 from tirx.ops import attention as at
 from tirx.ops import attention_backward as ab
 from tirx.runtime import numpy_dtype
@@ -173,7 +174,7 @@ def test_backward_plan_per_call_signature():
         return do, q, k, v, out, lse
 
     def as_numpy(t):
-        return t.view(torch.int16).numpy().view(numpy_dtype("bfloat16")) if t.dtype == torch.bfloat16 else t.numpy()
+        return _host_array(t)
 
     backward = tirx.ops.scaled_dot_product_attention_backward
 

@@ -85,12 +85,15 @@ def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal, determinist
         assert not dk[..., sq:, :].any() and not got[1][..., sq:, :].astype(F64).any()
 
 
+@pytest.mark.parametrize("dout_order", ["seq_major", "contiguous"])
 @pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[1], CASES[2], CASES[5]], ids=str)
-def test_seq_major_operands_are_read_and_written_in_place(b, h, hk, sq, sk, d, causal, deterministic):
+def test_seq_major_operands_are_read_and_written_in_place(b, h, hk, sq, sk, d, causal, deterministic, dout_order):
     """[batch, seq, heads, d] tensors seen as [batch, heads, seq, d] (a projection's output
     transposed, as the forward reads them): the backward's kernels read Q, K, V, O, dO and write
-    dQ, dK, dV in that memory order, no copies; the gradients as the contiguous operands'."""
+    dQ, dK, dV in that memory order, no copies; the gradients as the contiguous operands'. A
+    contiguous dO beside them (autograd's gradient of ``out[0]``) is read as a seq-major copy:
+    the same gradients, still in the operands' order."""
     if d > 128 and not deterministic:
         pytest.skip("past head dim 128 the backward is the deterministic one")
     rng = np.random.default_rng(sq + sk)
@@ -100,6 +103,8 @@ def test_seq_major_operands_are_read_and_written_in_place(b, h, hk, sq, sk, d, c
     o, lse, *want = reference(q, k, v, do, causal, 1 / np.sqrt(d))
     major = [np.swapaxes(np.ascontiguousarray(np.swapaxes(t, 1, 2)), 1, 2) for t in (do, q, k, v, o.astype(nd))]
     assert at.seq_major(*major) and not at.seq_major(q, k)
+    if dout_order == "contiguous":
+        major[0] = do
     got = tirx.ops.scaled_dot_product_attention_backward(*major, lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
     contiguous = tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, o.astype(nd), lse.astype(np.float32), is_causal=causal, enable_gqa=h != hk, deterministic=deterministic)
     for name, g, c_, w in zip(("dq", "dk", "dv"), got, contiguous, want):
@@ -227,10 +232,14 @@ def test_autograd_and_torch_compile_on_cpu_tensors():
         out = fn(qs.transpose(1, 2), ks.transpose(1, 2), vs.transpose(1, 2), is_causal=True, enable_gqa=True)
         return out.transpose(1, 2).reshape(1, 70, 4 * 64)
 
+    def block_indexed(qs, ks, vs, fn):  # (``out[0]``: autograd's gradient of the output reaches the backward contiguous)
+        out = fn(qs.transpose(1, 2), ks.transpose(1, 2), vs.transpose(1, 2), is_causal=True, enable_gqa=True)
+        return out[0].transpose(0, 1).reshape(1, 70, 4 * 64)
+
     ref = [t.detach().double().requires_grad_() for t in (qs, ks, vs)]
     dy = do.transpose(1, 2).reshape(1, 70, 256)
     block(*ref, F.scaled_dot_product_attention).backward(dy.double())
-    for run in (block, torch.compile(block, fullgraph=True)):
+    for run in (block, torch.compile(block, fullgraph=True), block_indexed, torch.compile(block_indexed, fullgraph=True)):
         for t in (qs, ks, vs):
             t.grad = None
         run(qs, ks, vs, tirx.ops.scaled_dot_product_attention).backward(dy)

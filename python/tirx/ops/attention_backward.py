@@ -40,7 +40,7 @@ from .. import MBarrier, T, Tx
 from ..autotune import autotune
 from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
-from .attention import HEAD_DIMS, LOG2E, _check, _heads_rows, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
+from .attention import HEAD_DIMS, LOG2E, _check, _dense, _heads_rows, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
 
 # A row that saw no key (its log-sum-exp -inf: a causal diagonal below it, an empty sequence) has
 # -lse log2 e = +inf, which would make its masked scores exp2(-inf + inf) = NaN: capped at float32's
@@ -1337,7 +1337,8 @@ def _new_plan(
 ):
     """`_backward`'s checks and choices for operands like these, made once: ``run(dout, q, k, v,
     out, lse)`` allocates the gradients and launches, over contiguous copies of the operands (a
-    view where they are contiguous already, or seq-major: read in place): D, then dK / dV with dQ
+    view where they are contiguous already), or, where q, k, v and out are seq-major, over them in
+    place (dout too, or a seq-major copy of it: `_dout_rows`): D, then dK / dV with dQ
     reduced in float32, then dQ rounded; or the dQ kernel (with D) and the dK / dV kernel
     (`_reduce_dq` chooses, ``deterministic`` with it). ``attn_mask``: the forward's (bool or
     additive), added to the scores as the forward adds it."""
@@ -1357,7 +1358,7 @@ def _new_plan(
             raise ValueError(f"{name}: attn_mask with scale=0 is not supported (as the forward's)")
         mask, mode = _mask(attn_mask, b, h, sq, sk, dtype)
         m = (mask,)
-    major = seq_major(q, k, v, out, dout)
+    major = seq_major(q, k, v, out)  # (dout read so too: `_dout_rows`)
 
     def gradients(q, k):
         if major:  # (in the operands' memory order too, as PyTorch's flash backward writes them)
@@ -1384,7 +1385,9 @@ def _new_plan(
     else:
         dq_dd = attention_dq_kernel(**kw).launcher()
         dkv = attention_dkv_kernel(**kw).launcher()
-    if not major:  # [batch * heads, seq, d]: views where contiguous, else copies (`_heads_rows`)
+    if major:
+        dout_rows = _dout_rows(dout)
+    else:  # [batch * heads, seq, d]: views where contiguous, else copies (`_heads_rows`)
         q_rows, k_rows, v_rows, out_rows, dout_rows = (_heads_rows(t, d) for t in (q, k, v, out, dout))
 
     def run(dout, q, k, v, out, lse):
@@ -1396,7 +1399,7 @@ def _new_plan(
             lse_p[:, :sq] = lse.reshape(b * h, sq)
         dd = c.new_array(q, (b * h, rows), "float32")
         if major:  # [batch, seq, heads, d] views of the memory as it is
-            qs, os_, dos, dq_ = (_swap(t) for t in (q, out, dout, dq))
+            qs, os_, dos, dq_ = _swap(q), _swap(out), dout_rows(dout), _swap(dq)
             ks, vs, dk_, dv_ = (_swap(t) for t in (k, v, dk, dv))
         else:
             qs, ks, vs, os_, dos = q_rows(q), k_rows(k), v_rows(v), out_rows(out), dout_rows(dout)
@@ -1412,6 +1415,16 @@ def _new_plan(
         return dq, dk, dv
 
     return run
+
+
+def _dout_rows(dout):
+    """How the backward over seq-major operands reads tensors like ``dout`` as [batch, seq,
+    heads, d]: a view where seq-major, else a copy into that order (one copy, not one of each
+    other operand: autograd's gradient of the output often reaches the backward contiguous, where
+    a view of the output took it apart, as ``out[0]`` does)."""
+    if _dense(dout, (0, 2, 1, 3)):
+        return _swap
+    return (lambda t: _swap(t).contiguous()) if c.is_torch(dout) else (lambda t: np.ascontiguousarray(_swap(t)))
 
 
 def scaled_dot_product_attention_backward(
@@ -1468,7 +1481,7 @@ def _backward_op_parts():
 
     def fake(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, attn_mask):
         # (the gradients in the memory order `_backward` gives them: seq-major for seq-major operands)
-        if seq_major(q, k, v, out, dout):
+        if seq_major(q, k, v, out):
             return tuple(_swap(t.new_empty((t.shape[0], t.shape[2], t.shape[1], t.shape[3]))) for t in (q, k, v))
         cont = torch.contiguous_format
         return torch.empty_like(q, memory_format=cont), torch.empty_like(k, memory_format=cont), torch.empty_like(v, memory_format=cont)

@@ -85,6 +85,29 @@ def test_gradients_match_float64(dtype, b, h, hk, sq, sk, d, causal, determinist
         assert not dk[..., sq:, :].any() and not got[1][..., sq:, :].astype(F64).any()
 
 
+@pytest.mark.parametrize("seq_major", [False, True], ids=["heads_rows", "seq_major"])
+@pytest.mark.parametrize("d", [64, 96, 128])
+def test_d_kernel_sums_rows_and_zeroes_the_dq_sums(d, seq_major):
+    """The preprocessing kernel: D = rowsum(dO ∘ O) in float64's tolerance (0 past the rows, of
+    a ragged last tile), and DQA, the dQ reductions' float32 sums, zeroed over garbage (NaN)
+    for the dK / dV kernel to add into; 16-byte rows where a row's vectors divide the threads
+    (d = 64, 128), the accumulator's layout else (96)."""
+    b, h, sq = 2, 3, 100
+    rng = np.random.default_rng(d)
+    nd = numpy_dtype("bfloat16")
+    o, do = (rng.standard_normal((b, h, sq, d)).astype(nd) for _ in range(2))
+    rows = ab.d_rows(sq)
+    dd, dqa = np.full((b * h, rows), np.nan, np.float32), np.full((b * h, rows, d), np.nan, np.float32)
+    if seq_major:
+        args = tuple(np.ascontiguousarray(np.swapaxes(t, 1, 2)) for t in (o, do))
+    else:
+        args = (o.reshape(b * h, sq, d), do.reshape(b * h, sq, d))
+    tirx.compile(ab.attention_dd_kernel.factory(rows=b * h, seq_q=sq, d=d, dtype="bfloat16", heads=h if seq_major else 0), "sm_90a")(*args, dd, dqa)
+    want = (o.astype(F64) * do.astype(F64)).sum(-1).reshape(b * h, sq)
+    np.testing.assert_allclose(dd[:, :sq], want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+    assert not dd[:, sq:].any() and not dqa.any()
+
+
 @pytest.mark.parametrize("dout_order", ["seq_major", "contiguous"])
 @pytest.mark.parametrize("deterministic", [False, True], ids=["dq_reduced", "deterministic"])
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[1], CASES[2], CASES[5]], ids=str)

@@ -38,7 +38,7 @@ import numpy as np
 
 from .. import MBarrier, T, Tx
 from ..autotune import autotune
-from ..layout import S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
+from ..layout import R, S, TileLayout, mma_shared_layout, tx, wgmma_acc_layout, wgmma_row_layout
 from . import _common as c
 from .attention import HEAD_DIMS, LOG2E, _check, _dense, _heads_rows, _mask, _swap, causal_section, mask_index, mask_matrices, seq_major
 
@@ -1041,17 +1041,25 @@ def _dkv_dq_func(body, heads: int, kv_heads: int, batch: int, seq_q: int, seq_k:
 def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str, heads: int = 0):
     """``DD[r, i] = rowsum(dO ∘ O)`` (float32) of the ``rows`` heads' query rows (O, dO ``(rows,
     seq_q, d)``, or with ``heads`` seq-major [rows / heads, seq_q, heads, d] (`_Heads`); DD
-    ``(rows, d_rows(seq_q))``, 0 past ``seq_q``): the backward's preprocessing where no dQ kernel
-    computes it (`attention_dkv_kernel(reduce_dq=True)`)."""
+    ``(rows, d_rows(seq_q))``, 0 past ``seq_q``), and DQA ``(rows, d_rows(seq_q), d)`` zeroed
+    (float32): the backward's preprocessing where no dQ kernel computes D
+    (`attention_dkv_kernel(reduce_dq=True)`, which adds dQ's parts into DQA). Each thread 8
+    consecutive elements of a row at a time (16-byte loads; a row's sum over its lanes by
+    shuffles) where a row's vectors divide the threads, else the accumulator's layout."""
     q_tiles = d_rows(seq_q) // BM
-    cols = 64 if d > 128 else d
     L, nh = _Heads(heads > 0, rows // max(heads, 1), d), max(heads, 1)
+    vecs = d // 8  # a row's vectors of 8 (16 bytes of dO or O)
+    if 128 % vecs == 0:
+        tile = TileLayout(S[(BM * vecs // 128, 128 // vecs, vecs, 8) : (8, vecs @ tx, 1 @ tx, 1)])
+        row_sum = TileLayout(S[(BM * vecs // 128, 128 // vecs, 1) : (1, vecs @ tx, 1)] + R[vecs : 1 @ tx])
+    zeros = TileLayout(S[(BM * d // 512, 512 // d, d // 4, 4) : (4, d // 4 @ tx, 1 @ tx, 1)]) if 512 % d == 0 else wgmma_acc_layout(d)
 
     @T.prim_func
-    def attention_dd(O_ptr: T.handle, DO_ptr: T.handle, DD_ptr: T.handle):
+    def attention_dd(O_ptr: T.handle, DO_ptr: T.handle, DD_ptr: T.handle, DQA_ptr: T.handle):
         O = T.match_buffer(O_ptr, L.shape(nh, seq_q), dtype)
         DO = T.match_buffer(DO_ptr, L.shape(nh, seq_q), dtype)
         DD = T.match_buffer(DD_ptr, (rows, q_tiles * BM), "float32")
+        DQA = T.match_buffer(DQA_ptr, (rows, q_tiles * BM, d), "float32")
         T.device_entry()
         bx = T.cta_id([rows * q_tiles])
         T.warpgroup_id([1])
@@ -1060,14 +1068,31 @@ def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str, heads: int = 
         tid = T.thread_id([128])
         bh = bx // q_tiles
         q0 = bx % q_tiles * BM
-        do_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
-        o_r = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
-        prod = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
-        dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
-        _row_dots(dd, prod, do_r, o_r, DO, O, bh, q0, d, cols, L, nh)
-        if tid % 4 == 0:  # a quad's first lane writes its two rows
-            for hf in T.serial(2):
-                DD[bh, _row(q0, tid, hf)] = dd.local()[hf]
+        zero = T.alloc_buffer((BM, d), "float32", scope="local", layout=zeros)
+        Tx.cta.fill(zero[0:BM, 0:d], 0.0)
+        Tx.cta.copy(DQA[bh, q0 : q0 + BM, 0:d], zero[0:BM, 0:d])
+        if 128 % vecs == 0:
+            do_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=tile)
+            o_r = T.alloc_buffer((BM, d), dtype, scope="local", layout=tile)
+            prod = T.alloc_buffer((BM, d), "float32", scope="local", layout=tile)
+            dd = T.alloc_buffer((BM, 1), "float32", scope="local", layout=row_sum)
+            Tx.cta.copy(do_r[0:BM, 0:d], L.rows(DO, bh, nh, q0, BM), clip=True, other=0.0)
+            Tx.cta.copy(o_r[0:BM, 0:d], L.rows(O, bh, nh, q0, BM), clip=True, other=0.0)
+            Tx.cta.mul(prod[0:BM, 0:d], do_r[0:BM, 0:d], o_r[0:BM, 0:d])
+            Tx.cta.sum(dd[0:BM, 0:1], prod[0:BM, 0:d])
+            if tid % vecs == 0:  # a row's first lane writes it
+                for i in T.serial(BM * vecs // 128):
+                    DD[bh, q0 + i * (128 // vecs) + tid // vecs] = dd.local()[i]
+        else:
+            cols = 64 if d > 128 else d
+            do_a = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+            o_a = T.alloc_buffer((BM, cols), dtype, scope="local", layout=wgmma_acc_layout(cols))
+            prod_a = T.alloc_buffer((BM, cols), "float32", scope="local", layout=wgmma_acc_layout(cols))
+            dd_a = T.alloc_buffer((BM, 1), "float32", scope="local", layout=wgmma_row_layout())
+            _row_dots(dd_a, prod_a, do_a, o_a, DO, O, bh, q0, d, cols, L, nh)
+            if tid % 4 == 0:  # a quad's first lane writes its two rows
+                for hf in T.serial(2):
+                    DD[bh, _row(q0, tid, hf)] = dd_a.local()[hf]
 
     return attention_dd
 
@@ -1405,8 +1430,8 @@ def _new_plan(
             qs, ks, vs, os_, dos = q_rows(q), k_rows(k), v_rows(v), out_rows(out), dout_rows(dout)
             dq_, dk_, dv_ = dq.reshape(b * h, sq, d), dk.reshape(b * hk, sk, d), dv.reshape(b * hk, sk, d)
         if reduce:
-            dqa = c.new_array(q, (b * h, rows, d), "float32", 0.0)
-            dd_of(os_, dos, dd)
+            dqa = c.new_array(q, (b * h, rows, d), "float32")  # (zeroed by the D kernel)
+            dd_of(os_, dos, dd, dqa)
             dkv(qs, ks, vs, dos, lse_p, dd, *m, dk_, dv_, dqa)
             dq_of(dqa, dq_)
         else:

@@ -407,8 +407,9 @@ def dkv_ws_inputs(b, h, hk, sq, sk, d, causal, seed=0):
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [c for c in CASES if c[5] <= 128], ids=str)
 def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, dq_overlap):
     """The warp-specialised dK / dV kernel (FlashAttention-3's: 128 keys a CTA, two consumer
-    warpgroups computing transposed, each step's dQ part reduced by a producer thread's TMA)
-    against float64; its races, waits and fences checked by the simulator."""
+    warpgroups computing transposed, each step's dQ part reduced by a producer thread's TMA, dK
+    and dV stored through K's and V's shared memory by TMA, rows past the keys clipped) against
+    float64; its races, waits and fences checked by the simulator."""
     kw, args, (dk, dv, dqa), want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
     tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap), "sm_90a")(*args, dk, dv, dqa)
     got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
@@ -467,6 +468,18 @@ PLANTED_WS = {
         "wrote it through the generic proxy",
     ),
     "a stage refilled before both consumers released it": ("                    if t >= 2:\n                        empty.wait(t % 2, (t // 2 + 1) % 2)\n", "", "data race"),
+    # dK over K while the other warpgroup's last dQ GEMM may read it; stored by TMA without a
+    # proxy fence after the generic writes
+    "dK staged over K before the other consumer's last GEMMs": (
+        "            T.ptx.bar.sync(DS_BARRIER, 256)\n            Tx.warpgroup.cast(out",
+        "            Tx.warpgroup.cast(out",
+        "data race",
+    ),
+    "dK and dV stored by TMA without a proxy fence": (
+        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.ptx.bar.sync(EPILOGUE_BARRIER",
+        "            T.ptx.bar.sync(EPILOGUE_BARRIER",
+        "generic proxy",
+    ),
 }
 
 

@@ -25,7 +25,8 @@
 //! first threads of their warpgroups (what a wgmma's shared reads are recorded as:
 //! two consumer warpgroups reading one pipeline stage) keep one stamp per
 //! warpgroup beside the record (`BufMem::leaders`), and each is ordered on its
-//! own: exact for consumers releasing a stage through their first thread; and since a
+//! own (by a barrier, named or not, or a release `t` acquired): exact for consumers
+//! releasing a stage through their first thread, or meeting at a named barrier; and since a
 //! warpgroup's `wgmma.wait_group` is collective, every thread of that warpgroup is ordered
 //! after the wgmma reads it completed (`WGMMA_READ`). Likewise,
 //! in kernels with mbarriers, readers of a shared element in several warps keep one
@@ -622,7 +623,7 @@ impl Machine<'_> {
                 || stamps
                     .iter()
                     .zip((0..).step_by(WARPGROUP as usize))
-                    .all(|(&s, q)| s == 0 || own_warpgroup(q) || s - 1 < self.fam.asy.acquired(t, q));
+                    .all(|(&s, q)| s == 0 || own_warpgroup(q) || self.ordered(q, s - 1, t));
         }
         if one_warp {
             return barrier || self.lanes_ordered(p / 32, sh.r_stamp, t);

@@ -9,7 +9,7 @@
 mod common;
 use common::*;
 use tirx_ir::lir::wgmma::{Major, SmemDesc, Wgmma, WgmmaA, WgmmaSwizzle, WgmmaSync};
-use tirx_ir::lir::{AsyncOp, LKernel, LStmt, LStmtKind, MatrixOp};
+use tirx_ir::lir::{AsyncOp, LBinOp, LKernel, LStmt, LStmtKind, MatrixOp};
 use tirx_ir::DType;
 use tirx_sim::value::{from_bytes, to_bytes};
 use tirx_sim::{simulate, SimError, SimErrorKind, SimOptions};
@@ -464,4 +464,75 @@ fn the_threads_of_a_warpgroup_agree_on_a_descriptors_start() {
         "{e}"
     );
     assert_eq!(e.span, span(5), "{e}");
+}
+
+/// The consumer warpgroups 1 and 2 of three (0 loads the tile, as a producer, and takes no
+/// part in the barrier) each read one shared tile by a wgmma and wait for it, then warpgroup 2
+/// overwrites the tile, after a named barrier of the two (`barrier`) or not.
+fn two_readers_then_a_write(barrier: bool) -> LKernel {
+    let f = Form { n: 16, a: DType::F16, b: DType::F16, acc: DType::F32 };
+    let b_elems = image_len(K128, 2, f.n, f.k());
+    let mut kb = Kb::new([1, 1, 1], [384, 1, 1]);
+    let gb = kb.param("B_img", f.b, b_elems as i64);
+    let gd = kb.param("D", f.acc, 384 * f.nd() as i64);
+    let sb = kb.shared("B_s", f.b, b_elems as i64);
+    let ra = kb.local("a", f.a, 8);
+    let acc = kb.local("acc", f.acc, f.nd() as i64);
+    let i = kb.var("i", DType::I32);
+    let row = |x: LExpr| add(mul(v(i), int(128)), x);
+    let load_tile = for_(i, (b_elems / 128) as i64, vec![at(1, store(sb, row(tid()), load(gb, row(tid()))))]);
+    let mut consume = vec![
+        at(4, for_(i, 8, vec![at(4, store(ra, v(i), LExpr::Float(0.5, f.a)))])),
+        at(4, LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Fence))),
+        at(
+            5,
+            LStmtKind::Matrix(MatrixOp::Wgmma(Wgmma {
+                n: f.n as u32,
+                d: acc,
+                d_index: (0..f.nd()).map(|r| int(r as i64)).collect(),
+                a: WgmmaA::Regs { buf: ra, index: (0..4).map(|r| int(2 * r)).collect() },
+                b: SmemDesc {
+                    buf: sb,
+                    index: int(0),
+                    major: K128.major,
+                    swizzle: K128.swizzle,
+                    lbo: K128.lbo,
+                    sbo: K128.sbo,
+                },
+                scale_d: LExpr::Bool(false),
+            })),
+        ),
+        at(6, LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Commit))),
+        at(7, LStmtKind::Matrix(MatrixOp::WgmmaSync(WgmmaSync::Wait(0)))),
+    ];
+    if barrier {
+        consume.push(at(8, bar_sync(int(1), 256)));
+    }
+    let mine = bin(LBinOp::Sub, tid(), int(256)); // (warpgroup 2's threads: the tile's first 128 elements)
+    consume.push(at(9, if_(lt(int(255), tid()), vec![at(9, store(sb, mine, LExpr::Float(0.0, f.b)))])));
+    consume.push(at(
+        10,
+        for_(i, f.nd() as i64, vec![at(10, store(gd, add(mul(tid(), int(f.nd() as i64)), v(i)), load(acc, v(i))))]),
+    ));
+    kb.finish(vec![
+        at(1, if_(lt(tid(), int(128)), vec![at(1, load_tile)])),
+        at(2, LStmtKind::Async(AsyncOp::FenceProxyAsync)),
+        at(3, cta_sync()),
+        at(4, if_(lt(int(127), tid()), consume)),
+    ])
+}
+
+#[test]
+fn a_named_barrier_orders_both_warpgroups_wgmma_reads_before_a_write() {
+    let run = |barrier| {
+        let k = two_readers_then_a_write(barrier);
+        let f = Form { n: 16, a: DType::F16, b: DType::F16, acc: DType::F32 };
+        let b_elems = image_len(K128, 2, f.n, f.k());
+        let mut p = vec![vec![0u8; 2 * b_elems], vec![0u8; 4 * 384 * f.nd()]];
+        simulate(&k, &mut p, &SimOptions::default())
+    };
+    run(true).expect("the barrier orders both warpgroups' wgmma reads before the write");
+    let e = run(false).expect_err("without it the other warpgroup's wgmma read is unordered");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{e}");
+    assert_eq!(e.span, span(9), "{e}");
 }

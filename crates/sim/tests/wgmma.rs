@@ -4,7 +4,8 @@
 //! fragments by the ISA's tables, exact small inputs (so the sum is exact and
 //! must come back rounded once, bit for bit); and the asynchrony rules: the
 //! accumulator is undefined until `wgmma.wait_group`, shared inputs may not be
-//! overwritten before it, fences are required, warpgroups are whole.
+//! overwritten before it, fences are required, warpgroups are whole; several
+//! warpgroups' reads of one tile are ordered before a write by a barrier of theirs.
 
 mod common;
 use common::*;

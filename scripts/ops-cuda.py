@@ -80,6 +80,11 @@ def attention_cases():
     yield "ops_attention_bwd_dq_varlen", ab.attention_dq_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_varlen", ab.attention_dkv_kernel.factory(**{**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True})
     yield "ops_attention_bwd_dkv_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256})
+    # dQ, and dK and dV, through shared memory by TMA (the tuner's other epilogue)
+    yield "ops_attention_bwd_dq_tma_epilogue", ab.attention_dq_kernel.factory(**bwd, tma_epilogue=True)
+    yield "ops_attention_bwd_dq_tma_epilogue_d256", ab.attention_dq_kernel.factory(**{**bwd, "d": 256}, tma_epilogue=True)
+    yield "ops_attention_bwd_dkv_tma_epilogue", ab.attention_dkv_kernel.factory(**bwd, tma_epilogue=True)
+    yield "ops_attention_bwd_dkv_tma_epilogue_d256", ab.attention_dkv_kernel.factory(**{**bwd, "d": 256}, tma_epilogue=True)
     varlen_wide = {**bwd, "batch": 0, "seq_q": 0, "seq_k": 0, "varlen": True, "d": 256}
     yield "ops_attention_bwd_dq_varlen_d256", ab.attention_dq_kernel.factory(**varlen_wide)
     yield "ops_attention_bwd_dkv_varlen_d256", ab.attention_dkv_kernel.factory(**varlen_wide)

@@ -403,6 +403,99 @@ def dkv_ws_inputs(b, h, hk, sq, sk, d, causal, seed=0):
     return kw, args, outs, (dq, dk, dv)
 
 
+@pytest.mark.parametrize("seq_major", [False, True], ids=["heads_rows", "seq_major"])
+@pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", CASES, ids=str)
+def test_tma_epilogues_store_the_same_bits(b, h, hk, sq, sk, d, causal, seq_major):
+    """`tma_epilogue`: the dQ kernel's dQ and the one-warpgroup dK / dV kernel's dK and dV
+    (reducing dQ or not, head dims past 128 as two warpgroups' columns) staged in shared memory
+    and stored by TMA (a box per swizzle atom's columns, rows past the sequence clipped): the
+    same bits as the stores from registers, the simulator checking the hand-over's barriers and
+    proxy fence."""
+    rng = np.random.default_rng(sq + sk + d)
+    nd = numpy_dtype("bfloat16")
+    q, do = (rng.standard_normal((b, h, sq, d)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((b, hk, sk, d)).astype(nd) for _ in range(2))
+    scale = 1 / np.sqrt(d)
+    o, lse, *_ = reference(q, k, v, do, causal, scale)
+    rows = ab.d_rows(sq)
+    lse_p = np.full((b * h, rows), np.inf, np.float32)
+    lse_p[:, :sq] = lse.reshape(b * h, sq)
+
+    def stored(t, n):  # (batch, n, seq, d) as the kernels take it
+        return np.ascontiguousarray(np.swapaxes(t, 1, 2)) if seq_major else t.reshape(b * n, t.shape[2], d)
+
+    qs, ks, vs, os_, dos = stored(q, h), stored(k, hk), stored(v, hk), stored(o.astype(nd), h), stored(do, h)
+    kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=scale, seq_major=seq_major)
+    got = {}
+    for tma in (False, True):
+        dq, dd = np.zeros_like(qs), np.zeros((b * h, rows), np.float32)
+        tirx.compile(ab.attention_dq_kernel.factory(**kw, tma_epilogue=tma), "sm_90a")(qs, ks, vs, os_, dos, lse_p, dq, dd)
+        outs = [dq]
+        for reduce in (False, True) if d <= 128 else (False,):
+            dk, dv = np.zeros_like(ks), np.zeros_like(vs)
+            dqa = (np.zeros((b * h, rows, d), np.float32),) if reduce else ()
+            factory = ab.attention_dkv_kernel.factory(**kw, reduce_dq=reduce, tma_epilogue=tma)
+            tirx.compile(factory, "sm_90a")(qs, ks, vs, dos, lse_p, dd, dk, dv, *dqa)
+            outs += [dk, dv, *dqa]
+        got[tma] = outs
+    for i, (a, c_) in enumerate(zip(got[False], got[True])):
+        np.testing.assert_array_equal(c_, a, err_msg=f"output {i}")
+    assert got[True][0].any() and got[True][1].any()  # (not vacuously equal)
+
+
+def test_tma_epilogues_on_the_gpu():
+    """On the GPU: the TMA epilogues' dQ, dK and dV bit-equal to the stores from registers
+    (ragged and causal at d 128, seq-major, two warpgroups' columns at d 256)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    for b, h, hk, sq, sk, d, causal, major in [(2, 8, 2, 1000, 1100, 128, True, False), (1, 4, 4, 513, 700, 64, False, True), (1, 4, 2, 700, 600, 256, True, False)]:
+        q, do, o = (torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        k, v = (torch.randn(b, hk, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        rows = ab.d_rows(sq)
+        lse_p = torch.full((b * h, rows), float("inf"), device="cuda")
+        lse_p[:, :sq] = torch.randn(b * h, sq, device="cuda").abs() + 5
+
+        def stored(t, n):
+            return t.transpose(1, 2).contiguous() if major else t.reshape(b * n, t.shape[2], d)
+
+        qs, ks, vs, os_, dos = stored(q, h), stored(k, hk), stored(v, hk), stored(o, h), stored(do, h)
+        kw = dict(heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=d**-0.5, seq_major=major)
+        got = {}
+        for tma in (False, True):
+            dq, dd = torch.zeros_like(qs), torch.zeros(b * h, rows, device="cuda")
+            tirx.compile(ab.attention_dq_kernel.factory(**kw, tma_epilogue=tma))(qs, ks, vs, os_, dos, lse_p, dq, dd)
+            dk, dv = torch.zeros_like(ks), torch.zeros_like(vs)
+            tirx.compile(ab.attention_dkv_kernel.factory(**kw, tma_epilogue=tma))(qs, ks, vs, dos, lse_p, dd, dk, dv)
+            got[tma] = (dq, dk, dv)
+        for name, a, c_ in zip(("dq", "dk", "dv"), got[False], got[True]):
+            assert torch.equal(a, c_), f"{name} d={d} causal={causal} seq_major={major}"
+
+
+_FENCED_DQ = "            T.ptx.fence.proxy.async_.shared__cta()\n            T.cuda.cta_sync()\n            if tid == 0:\n                for c0 in list(range(0, d, atom)):\n                    Tx.copy_async(L.rows(DQ"
+_FENCED_DKV = "            T.ptx.fence.proxy.async_.shared__cta()\n            T.cuda.cta_sync()\n            if tid == 0:\n                for c0 in list(range(0, d, atom)):\n                    Tx.copy_async(L.rows(DK"
+PLANTED_TMA_EPILOGUES = {
+    "dQ stored by TMA without a proxy fence": ("dq", _FENCED_DQ, _FENCED_DQ.replace("            T.ptx.fence.proxy.async_.shared__cta()\n", ""), "generic proxy"),
+    "dQ stored by TMA before the other threads wrote theirs": ("dq", _FENCED_DQ, _FENCED_DQ.replace("            T.cuda.cta_sync()\n", ""), "data race"),
+    "dK and dV stored by TMA without a proxy fence": ("dkv", _FENCED_DKV, _FENCED_DKV.replace("            T.ptx.fence.proxy.async_.shared__cta()\n", ""), "generic proxy"),
+    "dK and dV stored by TMA before the other threads wrote theirs": ("dkv", _FENCED_DKV, _FENCED_DKV.replace("            T.cuda.cta_sync()\n", ""), "data race"),
+}
+
+
+@pytest.mark.parametrize("mistake", list(PLANTED_TMA_EPILOGUES))
+def test_planted_mistakes_in_the_tma_epilogues_are_reported(mistake, tmp_path):
+    which, old, new, words = PLANTED_TMA_EPILOGUES[mistake]
+    planted = planting.planted(ab, old, new, tmp_path)
+    kw, args, (dk, dv, _), _ = dkv_ws_inputs(1, 2, 1, 100, 150, 64, True)
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        if which == "dq":  # (dO as O too: D's values do not matter here)
+            q, k, v, do, lse_p, dd = args
+            dq_kw = {n: x for n, x in kw.items() if n != "reduce_dq"}
+            tirx.compile(planted.attention_dq_kernel.factory(**dq_kw, tma_epilogue=True), "sm_90a")(q, k, v, do, do, lse_p, np.zeros_like(q), dd)
+        else:
+            tirx.compile(planted.attention_dkv_kernel.factory(**{**kw, "reduce_dq": False}, tma_epilogue=True), "sm_90a")(*args, dk, dv)
+
+
 @pytest.mark.parametrize("dq_overlap", [False, True], ids=["gemms_back_to_back", "dq_stored_during_dk"])
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [c for c in CASES if c[5] <= 128], ids=str)
 def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, dq_overlap):

@@ -153,7 +153,20 @@ def _grads(dk, dv, P_s, DS_s, Q_s, DO_s, stage, c0, dh):
     Tx.warpgroup.gemm_async(dk[0:BN, 0:dh], DS_s[0:BM, 0:BN], Q_s[stage, 0:BM, c0 : c0 + dh], transA=True, transB=True, accum=True)
 
 
-@autotune(configs=[{}], key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "mask", "seq_major"])
+def _epilogue_prune(configs, varlen=False, **_):
+    return [cfg for cfg in configs if not (varlen and cfg.get("tma_epilogue"))]
+
+
+# The dQ kernel's epilogues: dQ stored from the accumulator's registers, or through shared
+# memory by TMA (not packed sequences: a box past a sequence's end would reach the next one's).
+DQ_CONFIGS = [{}, {"tma_epilogue": True}]
+
+
+@autotune(
+    configs=DQ_CONFIGS,
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "mask", "seq_major"],
+    prune=_epilogue_prune,
+)
 def attention_dq_kernel(
     heads: int,
     kv_heads: int,
@@ -168,6 +181,7 @@ def attention_dq_kernel(
     varlen: bool = False,
     mask: str = "",
     seq_major: bool = False,
+    tma_epilogue: bool = False,
 ):
     """``DQ[bh] = scale · dS K`` and ``DD[bh, i] = rowsum(dO ∘ O)`` (float32) for the ``batch *
     heads`` query heads (Q, O, dO, DQ ``(batch * heads, seq_q, d)``; K, V ``(batch * kv_heads,
@@ -177,11 +191,13 @@ def attention_dq_kernel(
     ``CUQ[b]`` / ``CUK[b]``, causal on its lower-right diagonal; LSE and DD ``(total_q, heads)``).
     ``mask``: the forward's additive mask M (`attention.mask_matrices`' kinds,
     ``(matrices, seq_q, seq_k)``, after LSE) added to the scores as the forward adds it.
-    ``seq_major``: Q, K, V, O, dO and DQ [batch, seq, heads, d] (`_Heads`)."""
+    ``seq_major``: Q, K, V, O, dO and DQ [batch, seq, heads, d] (`_Heads`). ``tma_epilogue``:
+    dQ rounded into the first K/V stage's shared memory (free after the last step), then stored
+    by TMA, a box per swizzle atom's columns (rows past the queries clipped)."""
     _check_mask(mask, varlen, causal)
     if varlen:
-        if seq_major:
-            raise ValueError("attention_dq_kernel(varlen=True): packed sequences have their own layout (not seq_major)")
+        if seq_major or tma_epilogue:
+            raise ValueError("attention_dq_kernel(varlen=True): packed sequences have their own layout (not seq_major) and epilogue (not tma_epilogue)")
         return _dq_varlen(heads, kv_heads, d, dtype, causal, scale)
     L = _Heads(seq_major, batch, d)
     group = heads // kv_heads
@@ -189,6 +205,7 @@ def attention_dq_kernel(
     k_tiles = -(-seq_k // BN)
     scale_log2 = scale * LOG2E
     swizzle = 3 if d % 64 == 0 else 2
+    atom = (16 << swizzle) // 2  # (a swizzle atom's columns: `tma_epilogue`'s boxes)
     kv_smem = mma_shared_layout(dtype, swizzle, (2, BN, d))
     q_smem = mma_shared_layout(dtype, swizzle, (BM, d))
     tile_bytes = BN * d * 2
@@ -278,7 +295,17 @@ def attention_dq_kernel(
                 _dq_step(j, s, dp, ds, dq, q_r, do_r, K_s, V_s, full, lse2, dd, q0, seq_k, causal, offset, scale_log2, d, _masked(mask, M, bh, heads, ds, scale))
         Tx.warpgroup.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.warpgroup.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
-        Tx.warpgroup.copy(L.rows(DQ, bh, heads, q0, BM), out[0:BM, 0:d], clip=True)
+        if tma_epilogue:  # (K/V stage 0: its last wgmmas waited for, no load pending)
+            Tx.warpgroup.copy(K_s[0, 0:BM, 0:d], out[0:BM, 0:d])
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.cta_sync()
+            if tid == 0:
+                for c0 in list(range(0, d, atom)):
+                    Tx.copy_async(L.rows(DQ, bh, heads, q0, BM, c0, atom), K_s[0, 0:BM, c0 : c0 + atom], dispatch="tma_auto")
+                T.ptx.cp_async.bulk.commit_group()
+                T.ptx.cp_async.bulk.wait_group_read(0)  # (read before the CTA's shared memory goes)
+        else:
+            Tx.warpgroup.copy(L.rows(DQ, bh, heads, q0, BM), out[0:BM, 0:d], clip=True)
 
 
     if mask:
@@ -463,7 +490,7 @@ def _kv_steps(q0, n_keys, diag, causal):
 
 # The dK / dV kernel's designs: one warpgroup a CTA of 64 keys, or (reducing dQ, head dims to
 # 128, no mask, not packed) FlashAttention-3's warp-specialised CTA of 128 keys (`_dkv_ws`).
-DKV_CONFIGS = [{}, {"ws": True}, {"ws": True, "dq_overlap": True}]
+DKV_CONFIGS = [{}, {"tma_epilogue": True}, {"ws": True}, {"ws": True, "dq_overlap": True}]
 
 
 def _key_tile_order(bx, k_tiles: int, section: int):
@@ -483,7 +510,8 @@ def _section(batch: int, heads: int, kv_heads: int, seq_q: int, d: int, causal: 
 
 
 def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
-    return [cfg for cfg in configs if not cfg.get("ws") or (reduce_dq and d <= 128 and not varlen and not mask)]
+    ws = reduce_dq and d <= 128 and not varlen and not mask
+    return [cfg for cfg in _epilogue_prune(configs, varlen) if not cfg.get("ws") or ws]
 
 
 @autotune(
@@ -508,6 +536,7 @@ def attention_dkv_kernel(
     ws: bool = False,
     dq_overlap: bool = False,
     seq_major: bool = False,
+    tma_epilogue: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -517,17 +546,19 @@ def attention_dkv_kernel(
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
-    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs. ``seq_major``: Q, K, V, dO,
-    DK and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
+    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs (its dK and dV stored through
+    shared memory by TMA); ``tma_epilogue``: the one-warpgroup design's likewise (K's and V's
+    shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK and DV [batch, seq,
+    heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
     if varlen:
-        if seq_major:
-            raise ValueError("attention_dkv_kernel(varlen=True): packed sequences have their own layout (not seq_major)")
+        if seq_major or tma_epilogue:
+            raise ValueError("attention_dkv_kernel(varlen=True): packed sequences have their own layout (not seq_major) and epilogue (not tma_epilogue)")
         return _dkv_varlen(heads, kv_heads, d, dtype, causal, scale)
     L = _Heads(seq_major, batch, d)
     if ws:
-        if not reduce_dq or d > 128 or mask:
-            raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask")
+        if not reduce_dq or d > 128 or mask or tma_epilogue:
+            raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask (its epilogue TMA's always)")
         return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L)
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
@@ -541,6 +572,7 @@ def attention_dkv_kernel(
     wgs = 2 if d > 128 else 1
     dh = d // wgs
     swizzle = 3 if dh % 64 == 0 else 2  # (each warpgroup's columns whole swizzle atoms)
+    atom = (16 << swizzle) // 2  # (a swizzle atom's columns: `tma_epilogue`'s boxes)
     kv_smem = mma_shared_layout(dtype, swizzle, (BN, d))
     # Reducing dQ: one stage of Q and dO (and of dQ's part), so that two CTAs share an SM as the
     # deterministic kernel's do (each hides the other's loads); otherwise two stages.
@@ -570,12 +602,19 @@ def attention_dkv_kernel(
         _p_and_ds_to_shared(s, dp, p16, P_s, DS_s)
 
     @T.macro
-    def store(dk, dv, out, DK, DV, kv, k0, c0):
-        # dK's and dV's columns [c0, c0 + dh), rounded (the keys past the sequence clipped).
+    def store(dk, dv, out, DK, DV, K_s, V_s, kv, k0, c0):
+        # dK's and dV's columns [c0, c0 + dh), rounded (the keys past the sequence clipped): to
+        # global memory, or (`tma_epilogue`) into K_s's and V_s's columns for the TMA stores.
         Tx.warpgroup.cast(out[0:BN, 0:dh], dk[0:BN, 0:dh])
-        Tx.warpgroup.copy(L.rows(DK, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
+        if tma_epilogue:
+            Tx.warpgroup.copy(K_s[0:BN, c0 : c0 + dh], out[0:BN, 0:dh])
+        else:
+            Tx.warpgroup.copy(L.rows(DK, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
         Tx.warpgroup.cast(out[0:BN, 0:dh], dv[0:BN, 0:dh])
-        Tx.warpgroup.copy(L.rows(DV, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
+        if tma_epilogue:
+            Tx.warpgroup.copy(V_s[0:BN, c0 : c0 + dh], out[0:BN, 0:dh])
+        else:
+            Tx.warpgroup.copy(L.rows(DV, kv, kv_heads, k0, BN, c0, dh), out[0:BN, 0:dh], clip=True)
 
     @T.macro
     def dq_reduce(dq, DQ_s, DQA, bh, q0, tid):
@@ -691,12 +730,23 @@ def attention_dkv_kernel(
             if tid == 0:  # (the last reductions read before the CTA's shared memory goes)
                 T.ptx.cp_async.bulk.wait_group_read(0)
         Tx.warpgroup.mul(dk[0:BN, 0:dh], dk[0:BN, 0:dh], scale)
+        # (`tma_epilogue`: K_s's and V_s's last readers, the first warpgroup's wgmmas, waited
+        # for before the last step's barrier; one warpgroup: by itself)
         if wgs > 1:
             for w in list(range(wgs)):
                 if wg == w:
-                    store(dk, dv, out, DK, DV, kv, k0, w * dh)
+                    store(dk, dv, out, DK, DV, K_s, V_s, kv, k0, w * dh)
         else:
-            store(dk, dv, out, DK, DV, kv, k0, 0)
+            store(dk, dv, out, DK, DV, K_s, V_s, kv, k0, 0)
+        if tma_epilogue:
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.cuda.cta_sync()
+            if tid == 0:
+                for c0 in list(range(0, d, atom)):
+                    Tx.copy_async(L.rows(DK, kv, kv_heads, k0, BN, c0, atom), K_s[0:BN, c0 : c0 + atom], dispatch="tma_auto")
+                    Tx.copy_async(L.rows(DV, kv, kv_heads, k0, BN, c0, atom), V_s[0:BN, c0 : c0 + atom], dispatch="tma_auto")
+                T.ptx.cp_async.bulk.commit_group()
+                T.ptx.cp_async.bulk.wait_group_read(0)  # (read before the CTA's shared memory goes)
 
     if reduce_dq and mask:
 

@@ -546,10 +546,10 @@ def attention_dkv_kernel(
     d_rows(seq_q), d)`` by a TMA reduce-add, so no dQ kernel recomputes S and dP (the sums'
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
-    design (reducing dQ), ``dq_overlap`` its order of the last GEMMs (its dK and dV stored through
-    shared memory by TMA); ``tma_epilogue``: the one-warpgroup design's likewise (K's and V's
-    shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK and DV [batch, seq,
-    heads, d] (`_Heads`; DQA as ever)."""
+    design (reducing dQ; its dK and dV stored through shared memory by TMA), ``dq_overlap`` its
+    order of the last GEMMs; ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
+    (through K's and V's shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK
+    and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
     if varlen:
         if seq_major or tma_epilogue:

@@ -38,6 +38,32 @@ def _tiles(dtype, key) -> int:
     return 1 + bool(key.get("smoothing")) + bool(key.get("weighted"))
 
 
+def _as_target_allows(value, t, ok, ignore_index):
+    """A row's ``value`` as its target ``t`` allows: 0 where ``t`` is ``ignore_index``, NaN where
+    it is out of range (``ok`` false)."""
+    return T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, value, NAN))
+
+
+def _row_loss(lse, x_t, ls, v: int, total=None, w_t=None, w_total=None):
+    """A row's loss (PyTorch's) from its log-sum-exp and target logit ``x_t``: with label
+    smoothing ``ls`` also the sum ``total`` of its logits, with class weights of ``w * x``
+    (then ``w_t`` its target's weight and ``w_total`` the weights' sum)."""
+    if w_t is not None:
+        return (1.0 - ls) * w_t * (lse - x_t) + ls / float(v) * (lse * w_total - total)
+    if total is not None:
+        return lse - (1.0 - ls) * x_t - ls / float(v) * total
+    return lse - x_t
+
+
+def _target_grad(x_t, lse, gr, floor, ls, gp=None, w_t=None):
+    """The gradient at a row's target logit: its softmax times the row's scale ``gr`` less the
+    floor ``ls / v`` and ``1 - ls`` of it; with class weights the softmax times ``gp`` and the
+    rest times the target's weight ``w_t``."""
+    if w_t is not None:
+        return gp * T.exp2((x_t - lse) * LOG2E) - (floor + gr * (1.0 - ls)) * w_t
+    return gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+
+
 def _weighted_needs_smoothing(weighted: bool, smoothing: bool) -> None:
     # (class weights without label smoothing scale each row's loss and gradient by its target's
     # weight: the unweighted kernels' work, scaled on the rows outside them)
@@ -167,14 +193,14 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
         x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
         if weighted:
             w_t = T.if_then_else(ok, W[T.cast(t, "int32")], 0.0)
-            loss = (1.0 - ls) * w_t * (lse - x_t) + ls / float(v) * (lse * w_total - total)
+            loss = _row_loss(lse, x_t, ls, v, total, w_t, w_total)
         elif smoothing:
-            loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
+            loss = _row_loss(lse, x_t, ls, v, total)
         else:
-            loss = lse - x_t
+            loss = _row_loss(lse, x_t, ls, v)
         if tid == 0:
             LSE[r] = lse
-            LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
+            LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
 
     return rows
 
@@ -264,7 +290,7 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: boo
         t = TGT[r]
         ok = t >= 0 and t < v
         # The row's scale: 0 where ignored, NaN where the target is out of range.
-        gr = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, G[r], NAN))
+        gr = _as_target_allows(G[r], t, ok, ignore_index)
         lse = LSE[r]
         floor = gr * (ls / float(v))
         # The target's element, computed once (index -1 where there is none: the mask below then
@@ -272,11 +298,11 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: boo
         tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
         x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
         if weighted:  # the softmax's scale GP, the floor ls / v * W per class
-            gp = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, GP[r], NAN))
+            gp = _as_target_allows(GP[r], t, ok, ignore_index)
             w_t = T.if_then_else(ok, W[tc], 0.0)
-            d_t = gp * T.exp2((x_t - lse) * LOG2E) - (floor + gr * (1.0 - ls)) * w_t
+            d_t = _target_grad(x_t, lse, gr, floor, ls, gp, w_t)
         else:
-            d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+            d_t = _target_grad(x_t, lse, gr, floor, ls)
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
             Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
@@ -347,15 +373,15 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
         x_t = T.if_then_else(ok, T.cast(X[r, T.cast(t, "int32")], "float32"), 0.0)
         if weighted:
             w_t = T.if_then_else(ok, W[T.cast(t, "int32")], 0.0)
-            loss = (1.0 - ls) * w_t * (lse - x_t) + ls / float(v) * (lse * w_total - total)
+            loss = _row_loss(lse, x_t, ls, v, total, w_t, w_total)
         elif smoothing:
-            loss = lse - (1.0 - ls) * x_t - ls / float(v) * total
+            loss = _row_loss(lse, x_t, ls, v, total)
         else:
-            loss = lse - x_t
+            loss = _row_loss(lse, x_t, ls, v)
         if r < m:
             if tid % tpr == 0:
                 LSE[r] = lse
-                LOSS[r] = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, loss, NAN))
+                LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
 
     return row_groups
 
@@ -383,18 +409,18 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, wei
         t = T.if_then_else(live, TGT[r], ignore_index)
         ok = live and t >= 0 and t < v
         # The row's scale: 0 where ignored (or past the last row), NaN where the target is out of range.
-        gr = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, G[r], NAN))
+        gr = _as_target_allows(G[r], t, ok, ignore_index)
         lse = T.if_then_else(live, LSE[r], 0.0)
         floor = gr * (ls / float(v))
         tc = T.if_then_else(ok, T.cast(t, "int32"), -1)
         x_t = T.if_then_else(ok, T.cast(X[r, tc], "float32"), 0.0)
         if weighted:  # the softmax's scale GP, the floor ls / v * W per class
             w = T.alloc_buffer((per,), "float32", scope="local")
-            gp = T.if_then_else(t == ignore_index, 0.0, T.if_then_else(ok, GP[r], NAN))
+            gp = _as_target_allows(GP[r], t, ok, ignore_index)
             w_t = T.if_then_else(ok, W[tc], 0.0)
-            d_t = gp * T.exp2((x_t - lse) * LOG2E) - (floor + gr * (1.0 - ls)) * w_t
+            d_t = _target_grad(x_t, lse, gr, floor, ls, gp, w_t)
         else:
-            d_t = gr * T.exp2((x_t - lse) * LOG2E) - floor - gr * (1.0 - ls)
+            d_t = _target_grad(x_t, lse, gr, floor, ls)
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
         Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
         if weighted:

@@ -511,6 +511,45 @@ def test_warp_specialised_dkv_matches_float64(b, h, hk, sq, sk, d, causal, dq_ov
         np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
 
 
+@pytest.mark.parametrize("dq_overlap", [False, True], ids=["gemms_back_to_back", "dq_stored_during_dk"])
+@pytest.mark.parametrize(
+    "b,h,hk,sq,sk,d,causal",
+    [
+        (1, 2, 1, 256, 200, 64, True),  # grouped-query heads, keys ragged, causal through two query tiles
+        (1, 2, 2, 128, 384, 64, False),  # one query tile, three CTAs of keys
+        (1, 2, 1, 250, 300, 64, True),  # queries ragged (whole tiles of 128 rows in D and LSE)
+        (1, 1, 1, 200, 64, 64, True),  # fewer keys than queries: the first query tile's rows see none past the diagonal
+    ],
+    ids=str,
+)
+def test_warp_specialised_dkv_over_query_tiles_of_128_rows(b, h, hk, sq, sk, d, causal, dq_overlap):
+    """``q_rows=128`` (head dim 64): each step 128 queries, each consumer's dQ part half its rows
+    (a block of DQ_s each, a TMA reduction each) rather than half its columns: against float64,
+    races, waits and fences checked by the simulator."""
+    kw, args, (dk, dv, dqa), want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
+    tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, q_rows=128), "sm_90a")(*args, dk, dv, dqa)
+    got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
+    t = 2.0**-7
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
+
+
+def test_query_tiles_of_128_rows_are_the_warp_specialised_designs_at_head_dim_64():
+    """``q_rows=128``: declined, with the reason, where its registers or tiles do not fit; the tuner
+    tries it only where they do."""
+    kw, *_ = dkv_ws_inputs(1, 2, 1, 128, 128, 64, False)
+    with pytest.raises(ValueError, match="ws=True"):
+        ab.attention_dkv_kernel.factory(**kw, q_rows=128)
+    with pytest.raises(ValueError, match="128 at head dim 64"):
+        ab.attention_dkv_kernel.factory(**{**kw, "d": 128}, ws=True, q_rows=128)
+    with pytest.raises(ValueError, match="whole tiles of 128 rows"):
+        ab.attention_dkv_kernel.factory(**{**kw, "seq_q": 64}, ws=True, q_rows=128)
+    key = dict(d=64, varlen=False, reduce_dq=True, mask="")
+    assert {"ws": True, "q_rows": 128} in ab._dkv_prune(ab.DKV_CONFIGS, seq_q=1000, **key)
+    assert not any(cfg.get("q_rows") for cfg in ab._dkv_prune(ab.DKV_CONFIGS, seq_q=1050, **key))
+    assert not any(cfg.get("q_rows") for cfg in ab._dkv_prune(ab.DKV_CONFIGS, seq_q=1024, **{**key, "d": 128}))
+
+
 @pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[1], CASES[2]], ids=str)
 def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, causal):
     """`seq_major`: the warp-specialised kernel's Q, K, V, dO read and dK, dV written as
@@ -530,8 +569,9 @@ def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, caus
 
 
 def test_warp_specialised_dkv_on_the_gpu():
-    """On the GPU: the warp-specialised dK / dV kernel, in both orders, against float64 (causal
-    or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
+    """On the GPU: the warp-specialised dK / dV kernel, in both orders (and over query tiles of
+    128 rows at head dim 64), against float64 (causal or not, grouped-query heads, ragged
+    lengths, head dims 64 and 128)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -539,16 +579,19 @@ def test_warp_specialised_dkv_on_the_gpu():
         t = torch.from_numpy(a.view(np.uint16)).view(torch.bfloat16) if a.dtype == numpy_dtype("bfloat16") else torch.from_numpy(a)
         return t.cuda()
 
-    for shape in [(2, 8, 2, 1000, 1100, 128, True), (1, 4, 4, 513, 700, 64, False), (1, 2, 1, 2048, 2048, 128, False)]:
+    shapes = [(2, 8, 2, 1000, 1100, 128, True), (1, 4, 4, 513, 700, 64, False), (1, 2, 1, 2048, 2048, 128, False), (2, 4, 2, 1000, 900, 64, True)]
+    for shape in shapes:
         b, h, hk, sq, sk, d, causal = shape
         kw, args, outs, want = dkv_ws_inputs(*shape)
-        for dq_overlap in (False, True):
-            dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
-            tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap))(*(cuda(a) for a in args), dk, dv, dqa)
-            got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
-            t = 2.0**-7
-            for name, g, w in zip(("dq", "dk", "dv"), got, want):
-                np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=f"{name} {shape} dq_overlap={dq_overlap}")
+        for q_rows in (64, 128) if d == 64 and ab.d_rows(sq) % 128 == 0 else (64,):
+            for dq_overlap in (False, True):
+                dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
+                tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, q_rows=q_rows))(*(cuda(a) for a in args), dk, dv, dqa)
+                got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
+                t = 2.0**-7
+                for name, g, w in zip(("dq", "dk", "dv"), got, want):
+                    err = f"{name} {shape} dq_overlap={dq_overlap} q_rows={q_rows}"
+                    np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=err)
 
 
 PLANTED_WS = {

@@ -46,6 +46,8 @@ pub enum Helper {
     WgmmaDesc,
     /// The register fence of wgmma operands (`word`: a 32-bit word of packed elements).
     WgmmaFenceOperand { word: bool },
+    /// A wgmma register defined anew at a fence: its old value dead (`word`: as above).
+    WgmmaFreshOperand { word: bool },
     /// `wgmma.mma_async` of one form.
     Wgmma(crate::wgmma::WgmmaHelper),
     /// A bf16 pair widened to a float pair by bit placement.
@@ -70,6 +72,7 @@ impl Helper {
             Helper::MinMax { max, .. } => if max { "tirx_max" } else { "tirx_min" }.into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),
+            Helper::WgmmaFreshOperand { .. } => "tirx_wgmma_fresh_operand".into(),
             Helper::Wgmma(h) => crate::wgmma::wgmma_name(h),
             Helper::Bf16x2ToFloat2 => "tirx_bf16x2_to_float2".into(),
             Helper::Exp2Ftz => "tirx_exp2_ftz".into(),
@@ -126,6 +129,7 @@ impl Helper {
                 .into(),
             Helper::WgmmaDesc => crate::wgmma::desc_source(),
             Helper::WgmmaFenceOperand { word } => crate::wgmma::fence_operand_source(word),
+            Helper::WgmmaFreshOperand { word } => crate::wgmma::fresh_operand_source(word),
             Helper::Wgmma(h) => crate::wgmma::wgmma_source(h),
         }
     }

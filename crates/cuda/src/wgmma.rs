@@ -24,6 +24,9 @@
 //! and writes it — later reads cannot be hoisted above the wait, and the
 //! registers cannot be reused while a wgmma may still access them (CUTLASS's
 //! `warpgroup_fence_operand`); registers no wgmma there uses are left free.
+//! At a fence, the registers the next wgmmas overwrite without reading them (a
+//! non-accumulating GEMM's) are defined anew instead (`"=f"`, no instruction):
+//! their old values are dead, not kept alive across a loop's back edge.
 //! `setmaxnreg` and `bar.arrive` are inline asm too.
 
 use crate::emit::Ctx;
@@ -137,19 +140,27 @@ impl Ctx<'_> {
             return Err(CodegenError::InvalidLir(format!("{} outside the kernel's body", s.name())));
         };
         let set = set.clone();
+        let fresh = self.fences.fresh(s).cloned().unwrap_or_default();
         for b in k.wgmma_register_bufs() {
             let Some(starts) = set.get(&b) else { continue };
             let buf = k.buf(b);
-            let name = self.names.buf(b).to_string();
-            let (per, call) = match buf.dtype {
-                DType::F32 => (1, format!("tirx_wgmma_fence_operand({name}[i])")),
-                t => (4 / t.bytes().max(1) as i64, format!("tirx_wgmma_fence_operand(&{name}[i])")),
-            };
-            self.helpers.insert(Helper::WgmmaFenceOperand { word: buf.dtype != DType::F32 });
-            let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
-            for (lo, hi) in runs(starts, per) {
-                self.line("#pragma unroll");
-                self.line(&format!("for (int i = {lo}; i < {hi}; {step}) {call};"));
+            let word = buf.dtype != DType::F32;
+            let per = if word { 4 / buf.dtype.bytes().max(1) as i64 } else { 1 };
+            let new = fresh.get(&b).cloned().unwrap_or_default();
+            let old: std::collections::BTreeSet<i64> = starts.difference(&new).copied().collect();
+            for (regs, helper) in [(old, Helper::WgmmaFenceOperand { word }), (new, Helper::WgmmaFreshOperand { word })]
+            {
+                if regs.is_empty() {
+                    continue;
+                }
+                let name = self.names.buf(b).to_string();
+                let call = format!("{}({}{name}[i])", helper.name(), if word { "&" } else { "" });
+                self.helpers.insert(helper);
+                let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
+                for (lo, hi) in runs(&regs, per) {
+                    self.line("#pragma unroll");
+                    self.line(&format!("for (int i = {lo}; i < {hi}; {step}) {call};"));
+                }
             }
         }
         Ok(())
@@ -262,6 +273,24 @@ pub(crate) fn desc_source() -> String {
      return ((addr & 0x3FFFFull) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16)\n        \
      | (static_cast<unsigned long long>(sbo >> 4) << 32) | (static_cast<unsigned long long>(layout) << 62);\n}\n"
         .to_string()
+}
+
+/// A fence's fresh register (`tirx_ir::lir::wgmma_fences`): defined anew, its old value dead
+/// (`word`: given by its address, 16- and 8-bit elements).
+pub(crate) fn fresh_operand_source(word: bool) -> String {
+    if word {
+        "// A wgmma register (a 32-bit word of packed elements) the next wgmma overwrites without reading:\n\
+         // its old value dead here (defined anew, no instruction), so the compiler keeps no copy of it alive.\n\
+         __device__ __forceinline__ void tirx_wgmma_fresh_operand(void* r) {\n    \
+         asm volatile(\"\" : \"=r\"(*static_cast<unsigned*>(r)) :: \"memory\");\n}\n"
+            .to_string()
+    } else {
+        "// A wgmma register the next wgmma overwrites without reading: its old value dead here (defined\n\
+         // anew, no instruction), so the compiler keeps no copy of it alive.\n\
+         __device__ __forceinline__ void tirx_wgmma_fresh_operand(float& r) {\n    \
+         asm volatile(\"\" : \"=f\"(r) :: \"memory\");\n}\n"
+            .to_string()
+    }
 }
 
 /// The register fence of one 32-bit register (`word`: given by its address, 16- and 8-bit elements).

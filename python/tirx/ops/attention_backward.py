@@ -489,8 +489,11 @@ def _kv_steps(q0, n_keys, diag, causal):
 
 
 # The dK / dV kernel's designs: one warpgroup a CTA of 64 keys, or (reducing dQ, head dims to
-# 128, no mask, not packed) FlashAttention-3's warp-specialised CTA of 128 keys (`_dkv_ws`).
-DKV_CONFIGS = [{}, {"tma_epilogue": True}, {"ws": True}, {"ws": True, "dq_overlap": True}]
+# 128, no mask, not packed) FlashAttention-3's warp-specialised CTA of 128 keys (`_dkv_ws`),
+# at head dim 64 also over query tiles of 128 rows (FlashAttention-3's tiles there).
+DKV_CONFIGS = [{}, {"tma_epilogue": True}, {"ws": True}, {"ws": True, "dq_overlap": True}] + [
+    {"ws": True, "q_rows": 2 * BM, **more} for more in ({}, {"dq_overlap": True})
+]
 
 
 def _key_tile_order(bx, k_tiles: int, section: int):
@@ -509,9 +512,10 @@ def _section(batch: int, heads: int, kv_heads: int, seq_q: int, d: int, causal: 
     return causal_section(batch * kv_heads, 1, seq_q * (heads // kv_heads), d, 2) if causal else 1
 
 
-def _dkv_prune(configs, d, varlen, reduce_dq, mask, **_):
+def _dkv_prune(configs, d, varlen, reduce_dq, mask, seq_q, **_):
     ws = reduce_dq and d <= 128 and not varlen and not mask
-    return [cfg for cfg in _epilogue_prune(configs, varlen) if not cfg.get("ws") or ws]
+    wide = d <= 64 and d_rows(seq_q) % (2 * BM) == 0  # (query tiles of 128 rows: their registers, whole tiles)
+    return [cfg for cfg in _epilogue_prune(configs, varlen) if (not cfg.get("ws") or ws) and (cfg.get("q_rows", BM) == BM or wide)]
 
 
 @autotune(
@@ -537,6 +541,7 @@ def attention_dkv_kernel(
     dq_overlap: bool = False,
     seq_major: bool = False,
     tma_epilogue: bool = False,
+    q_rows: int = BM,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -547,7 +552,8 @@ def attention_dkv_kernel(
     order varies from run to run; head dims to 128). ``varlen``: packed sequences, ``mask``: the
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
     design (reducing dQ; its dK and dV stored through shared memory by TMA), ``dq_overlap`` its
-    order of the last GEMMs; ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
+    order of the last GEMMs, ``q_rows`` its query rows a step (64, or 128 at head dim 64,
+    ``seq_q`` in whole tiles of them: `d_rows`); ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
     (through K's and V's shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK
     and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
@@ -559,7 +565,11 @@ def attention_dkv_kernel(
     if ws:
         if not reduce_dq or d > 128 or mask or tma_epilogue:
             raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask (its epilogue TMA's always)")
-        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L)
+        if d_rows(seq_q) % q_rows:
+            raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): seq_q={seq_q} in whole tiles of {q_rows} rows (`d_rows`)")
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows)
+    if q_rows != BM:
+        raise ValueError(f"attention_dkv_kernel(q_rows={q_rows}): the warp-specialised design's (ws=True); the one-warpgroup design's query tiles are of {BM} rows")
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
@@ -825,12 +835,12 @@ WS_KEYS = 128
 DS_BARRIER = 9  # (scripts own ids 9-15)
 EPILOGUE_BARRIER = 10  # each consumer's, 10 and 11, before its dK and dV's TMA stores
 WS_REGISTERS = (24, 240)
-# The columns' statistics a consumer thread holds at a time (of a step's 64 queries): 8 registers.
+# The columns' statistics a consumer thread holds at a time (of a step's queries): 8 registers.
 COLS = 32
 
 
 def _dkv_ws(
-    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads, q_rows: int
 ):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
@@ -843,25 +853,53 @@ def _dkv_ws(
     columns. ``dq_overlap``: FlashAttention-3's order of the last GEMMs (dV, dQ, then dK, dQ's
     part stored while dK's runs, each warpgroup's half handed to the reduction on barriers of its
     own) rather than the three issued back to back (measured on an H200: faster at head dim 64,
-    slower at 128). dK and dV are rounded into K's and V's shared memory once both consumers'
-    last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns (measured on
+    slower at 128). ``q_rows``: the query rows a step, 64, or at head dim 64 FlashAttention-3's
+    128 (Sᵀ and dPᵀ 64 x 128 a consumer; each consumer's dQ part half the rows, a block of DQ_s
+    each, not half the columns; measured on an H200: the whole backward 1.06-1.18x cuDNN's at
+    head dim 64 from 0.96-0.98x with 64). dK and dV are rounded into K's and V's shared memory
+    once both consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns (measured on
     an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12% faster at
     1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
+    bq = q_rows  # query rows a step
+    if bq not in (BM, 2 * BM) or (bq > BM and d > 64):
+        raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): query tiles of 64 rows, or 128 at head dim 64 (registers)")
     group = heads // kv_heads
-    q_tiles = d_rows(seq_q) // BM
+    q_tiles = d_rows(seq_q) // bq
     k_tiles = -(-seq_k // WS_KEYS)
     section = _section(batch, heads, kv_heads, seq_q, d, causal)
     scale_log2 = scale * LOG2E
-    dh = d // 2  # dQ's columns a consumer
-    dq_in_st = dh == BM  # (dQ's part accumulated in Sᵀ's registers)
-    # K's columns are read in halves by dQ's GEMMs: whole swizzle atoms of them.
-    kv_swizzle = c.swizzle_for(dh, 2)
+    # Each consumer's part of a step's dQ, pr x pc: half its columns (query tiles of 64 rows), or
+    # half its rows (of 128; DQ_s a block of each, so that a part is one TMA box).
+    split_rows = bq > BM
+    pr, pc = (BM, d) if split_rows else (bq, d // 2)
+
+    def dq_s(DQ_s, w):
+        """Consumer w's part of DQ_s."""
+        return DQ_s[w, 0:pr, 0:pc] if split_rows else DQ_s[0:pr, w * pc : w * pc + pc]
+
+    def dqa(DQA, bh, q0, w):
+        """... and where it is added: DQA's rows of the query tile from q0."""
+        r0, c0 = (q0 + w * pr, 0) if split_rows else (q0, w * pc)
+        return DQA[bh, r0 : r0 + pr, c0 : c0 + pc]
+
+    def ds_part(DS_s, stage, w):
+        """The dSᵀ its part's GEMM reads (its queries' columns) ..."""
+        return DS_s[stage, 0:WS_KEYS, w * pr : w * pr + pr] if split_rows else DS_s[stage, 0:WS_KEYS, 0:pr]
+
+    def k_part(K_s, w):
+        """... and K (its columns)."""
+        return K_s[0:WS_KEYS, 0:pc] if split_rows else K_s[0:WS_KEYS, w * pc : w * pc + pc]
+
+    dq_in_st = pc == bq  # (dQ's part accumulated in Sᵀ's registers)
+    # K's columns are read by each of dQ's GEMMs: whole swizzle atoms of them.
+    kv_swizzle = c.swizzle_for(pc, 2)
     kv_smem = mma_shared_layout(dtype, kv_swizzle, (WS_KEYS, d))
     atom = (16 << kv_swizzle) // 2  # (columns of a swizzle atom: a TMA box of 64 rows is dense within one)
-    q_smem = mma_shared_layout(dtype, c.swizzle_for(d, 2), (2, BM, d))
-    ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, BM))
-    dq_smem = mma_shared_layout("float32", c.swizzle_for(dh, 4), (BM, d))
-    tile_bytes = BM * d * 2
+    q_smem = mma_shared_layout(dtype, c.swizzle_for(d, 2), (2, bq, d))
+    ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, bq))
+    dq_shape = (2, pr, pc) if split_rows else (bq, d)
+    dq_smem = mma_shared_layout("float32", c.swizzle_for(pc, 4), dq_shape)
+    tile_bytes = bq * d * 2
     producer_regs, consumer_regs = WS_REGISTERS
     # dQ's halves handed over one warpgroup at a time (with `dq_overlap`; measured: slower with
     # the GEMMs back to back, where both halves go in one reduction).
@@ -873,7 +911,7 @@ def _dkv_ws(
         """The first query tile that sees the CTA's keys (causal: a row at or below its first key)."""
         if not causal:
             return 0
-        return T.max(0, (kt * WS_KEYS - offset) // BM)
+        return T.max(0, (kt * WS_KEYS - offset) // bq)
 
     @T.macro
     def weights(st, col, L_s, stage, k0, kk0, q0):
@@ -881,10 +919,10 @@ def _dkv_ws(
         # reach past the query tile's diagonal), the columns' statistics COLS at a time.
         if causal:
             if k0 + WS_KEYS - 1 > q0 + offset:
-                Tx.warpgroup.masked_fill(st[0:64, 0:BM], st[0:64, 0:BM], lambda i, j: (kk0 + i >= seq_k) | (kk0 + i > q0 + j + offset), float("-inf"))
+                Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: (kk0 + i >= seq_k) | (kk0 + i > q0 + j + offset), float("-inf"))
         elif ragged:
-            Tx.warpgroup.masked_fill(st[0:64, 0:BM], st[0:64, 0:BM], lambda i, j: kk0 + i >= seq_k, float("-inf"))
-        for h in list(range(BM // COLS)):
+            Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: kk0 + i >= seq_k, float("-inf"))
+        for h in list(range(bq // COLS)):
             Tx.warpgroup.copy(col[0:1, 0:COLS], L_s[stage : stage + 1, h * COLS : h * COLS + COLS])
             Tx.warpgroup.mul(col[0:1, 0:COLS], col[0:1, 0:COLS], -LOG2E)  # -lse log2 e, capped: a row that saw no key
             Tx.warpgroup.minimum(col[0:1, 0:COLS], col[0:1, 0:COLS], FLT_MAX)
@@ -893,7 +931,7 @@ def _dkv_ws(
 
     @T.macro
     def hand_dq(dq, DQ_s, dq_full, dq_empty, cw, u, tid):
-        # Step u's dQ part (its columns of this warpgroup's half) into DQ_s once step u - 1's
+        # Step u's dQ part (this warpgroup's half: `dq_s`) into DQ_s once step u - 1's
         # reduction has read it, handed to the reduction (one arrival a warp); with
         # `dq_overlap` each warpgroup on barriers of its own (slot w), else both on slot 0.
         if halves:
@@ -901,7 +939,7 @@ def _dkv_ws(
                 if cw == w:
                     if u >= 1:
                         dq_empty.wait(w, (u - 1) % 2)
-                    Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
+                    Tx.warpgroup.copy(dq_s(DQ_s, w), dq[0:pr, 0:pc])
                     T.ptx.fence.proxy.async_.shared__cta()
                     T.cuda.warp_sync()
                     if tid % 32 == 0:
@@ -911,7 +949,7 @@ def _dkv_ws(
                 dq_empty.wait(0, (u - 1) % 2)
             for w in list(range(2)):
                 if cw == w:
-                    Tx.warpgroup.copy(DQ_s[0:BM, w * dh : w * dh + dh], dq[0:BM, 0:dh])
+                    Tx.warpgroup.copy(dq_s(DQ_s, w), dq[0:pr, 0:pc])
             T.ptx.fence.proxy.async_.shared__cta()
             T.cuda.warp_sync()
             if tid % 32 == 0:
@@ -920,10 +958,10 @@ def _dkv_ws(
     @T.macro
     def ds_of(dpt, st, col, D_s, stage):
         # dSᵀ = Pᵀ ∘ (dPᵀ − D) in `dpt`.
-        for h in list(range(BM // COLS)):
+        for h in list(range(bq // COLS)):
             Tx.warpgroup.copy(col[0:1, 0:COLS], D_s[stage : stage + 1, h * COLS : h * COLS + COLS])
             Tx.warpgroup.sub(dpt[0:64, h * COLS : h * COLS + COLS], dpt[0:64, h * COLS : h * COLS + COLS], col[0:1, 0:COLS])
-        Tx.warpgroup.mul(dpt[0:64, 0:BM], dpt[0:64, 0:BM], st[0:64, 0:BM])
+        Tx.warpgroup.mul(dpt[0:64, 0:bq], dpt[0:64, 0:bq], st[0:64, 0:bq])
 
     @T.macro
     def body(Q, K, V, DO, LSE, DD, DK, DV, DQA):
@@ -936,12 +974,12 @@ def _dkv_ws(
         pool = T.SMEMPool()
         K_s = pool.alloc((WS_KEYS, d), dtype, layout=kv_smem)
         V_s = pool.alloc((WS_KEYS, d), dtype, layout=kv_smem)
-        Q_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
-        DO_s = pool.alloc((2, BM, d), dtype, layout=q_smem)
-        DS_s = pool.alloc((2, WS_KEYS, BM), dtype, layout=ds_smem)
-        DQ_s = pool.alloc((BM, d), "float32", layout=dq_smem)
-        L_s = pool.alloc((2, BM), "float32")  # the stage's rows' log-sum-exp
-        D_s = pool.alloc((2, BM), "float32")  # ... and D
+        Q_s = pool.alloc((2, bq, d), dtype, layout=q_smem)
+        DO_s = pool.alloc((2, bq, d), dtype, layout=q_smem)
+        DS_s = pool.alloc((2, WS_KEYS, bq), dtype, layout=ds_smem)
+        DQ_s = pool.alloc(dq_shape, "float32", layout=dq_smem)
+        L_s = pool.alloc((2, bq), "float32")  # the stage's rows' log-sum-exp
+        D_s = pool.alloc((2, bq), "float32")  # ... and D
         kv_full = MBarrier(pool, 1)
         full = MBarrier(pool, 2)  # a query tile's Q and dO landed in the stage
         empty = MBarrier(pool, 2)  # both consumers read the stage
@@ -968,29 +1006,33 @@ def _dkv_ws(
                 Tx.copy_async(V_s[0:WS_KEYS, 0:d], L.rows(V, kv, kv_heads, k0, WS_KEYS), dispatch="tma_auto", mbar=kv_full.ptr_to([0]))
                 for t in T.serial(steps):
                     p_bh = kv * group + t // per_head
-                    p_q0 = (first + t % per_head) * BM
+                    p_q0 = (first + t % per_head) * bq
                     if t >= 2:
                         empty.wait(t % 2, (t // 2 + 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([t % 2]), 2 * tile_bytes + 2 * BM * 4)
-                    Tx.copy_async(Q_s[t % 2, 0:BM, 0:d], L.rows(Q, p_bh, heads, p_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
-                    Tx.copy_async(DO_s[t % 2, 0:BM, 0:d], L.rows(DO, p_bh, heads, p_q0, BM), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
-                    Tx.copy_async(L_s[t % 2, 0:BM], LSE[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
-                    Tx.copy_async(D_s[t % 2, 0:BM], DD[p_bh, p_q0 : p_q0 + BM], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([t % 2]), 2 * tile_bytes + 2 * bq * 4)
+                    Tx.copy_async(Q_s[t % 2, 0:bq, 0:d], L.rows(Q, p_bh, heads, p_q0, bq), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(DO_s[t % 2, 0:bq, 0:d], L.rows(DO, p_bh, heads, p_q0, bq), dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(L_s[t % 2, 0:bq], LSE[p_bh, p_q0 : p_q0 + bq], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
+                    Tx.copy_async(D_s[t % 2, 0:bq], DD[p_bh, p_q0 : p_q0 + bq], dispatch="tma_auto", mbar=full.ptr_to([t % 2]))
             if tid == 32:  # each step's dQ parts added into DQA, freed once read
                 for u in T.serial(steps):
                     r_bh = kv * group + u // per_head
-                    r_q0 = (first + u % per_head) * BM
+                    r_q0 = (first + u % per_head) * bq
                     if halves:  # each warpgroup's half on its own
                         for w in list(range(2)):
                             dq_full.wait(w, u % 2)
-                            Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, w * dh : w * dh + dh], DQ_s[0:BM, w * dh : w * dh + dh], dispatch="tma_auto", use_tma_reduce="add")
+                            Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
                             T.ptx.cp_async.bulk.commit_group()
                         for w in list(range(2)):
                             T.ptx.cp_async.bulk.wait_group_read(1 - w)
                             dq_empty.arrive(w)
                     else:
                         dq_full.wait(0, u % 2)
-                        Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + BM, 0:d], DQ_s[0:BM, 0:d], dispatch="tma_auto", use_tma_reduce="add")
+                        if split_rows:
+                            for w in list(range(2)):
+                                Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
+                        else:
+                            Tx.copy_async(DQA[r_bh, r_q0 : r_q0 + bq, 0:d], DQ_s[0:bq, 0:d], dispatch="tma_auto", use_tma_reduce="add")
                         T.ptx.cp_async.bulk.commit_group()
                         T.ptx.cp_async.bulk.wait_group_read(0)
                         dq_empty.arrive(0)
@@ -1000,17 +1042,17 @@ def _dkv_ws(
             kk0 = k0 + cw * 64  # this warpgroup's first key
             dk = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
             dv = T.alloc_buffer((64, d), "float32", scope="local", layout=wgmma_acc_layout(d))
-            st = T.alloc_buffer((64, BM), "float32", scope="local", layout=wgmma_acc_layout(BM))
-            dpt = T.alloc_buffer((64, BM), "float32", scope="local", layout=wgmma_acc_layout(BM))
-            pt16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
-            dst16 = T.alloc_buffer((64, BM), dtype, scope="local", layout=wgmma_acc_layout(BM))
+            st = T.alloc_buffer((64, bq), "float32", scope="local", layout=wgmma_acc_layout(bq))
+            dpt = T.alloc_buffer((64, bq), "float32", scope="local", layout=wgmma_acc_layout(bq))
+            pt16 = T.alloc_buffer((64, bq), dtype, scope="local", layout=wgmma_acc_layout(bq))
+            dst16 = T.alloc_buffer((64, bq), dtype, scope="local", layout=wgmma_acc_layout(bq))
             if dq_in_st:
                 # Sᵀ's registers, read by then, also take dQ's part at head dim 128: a 64 x 64
                 # accumulator of its own left ptxas too few registers (it serialized every wgmma
                 # and spilled: C7512). At 64 its own is faster (measured on an H200).
                 dq = st
             else:
-                dq = T.alloc_buffer((BM, dh), "float32", scope="local", layout=wgmma_acc_layout(dh))
+                dq = T.alloc_buffer((pr, pc), "float32", scope="local", layout=wgmma_acc_layout(pc))
             col = T.alloc_buffer((1, COLS), "float32", scope="local", layout=c.acc_col_layout(COLS))
             out = T.alloc_buffer((64, d), dtype, scope="local", layout=wgmma_acc_layout(d))
             Tx.warpgroup.fill(dk[0:64, 0:d], 0.0)
@@ -1021,10 +1063,10 @@ def _dkv_ws(
                     if qt >= first:
                         t = hh * per_head + qt - first  # the step (its stage t % 2)
                         bh = kv * group + hh
-                        q0 = qt * BM
+                        q0 = qt * bq
                         full.wait(t % 2, (t // 2) % 2)
-                        Tx.warpgroup.gemm_async(st[0:64, 0:BM], K_s[cw * 64 : cw * 64 + 64, 0:d], Q_s[t % 2, 0:BM, 0:d])
-                        Tx.warpgroup.gemm_async(dpt[0:64, 0:BM], V_s[cw * 64 : cw * 64 + 64, 0:d], DO_s[t % 2, 0:BM, 0:d])
+                        Tx.warpgroup.gemm_async(st[0:64, 0:bq], K_s[cw * 64 : cw * 64 + 64, 0:d], Q_s[t % 2, 0:bq, 0:d])
+                        Tx.warpgroup.gemm_async(dpt[0:64, 0:bq], V_s[cw * 64 : cw * 64 + 64, 0:d], DO_s[t % 2, 0:bq, 0:d])
                         # Pᵀ computed while dPᵀ's GEMM runs (dSᵀ after it: Pᵀ in float32 and in
                         # 16 bits beside dK, dV and dPᵀ would not fit 240 registers).
                         T.ptx.wgmma.wait_group(1)
@@ -1034,24 +1076,28 @@ def _dkv_ws(
                         # dSᵀ's half into buffer t % 2 (its last readers, step t - 2's dQ GEMMs,
                         # waited for before step t - 1's barrier; before a GEMM reads the
                         # registers), dV's GEMM (and dK's), then both halves there for dQ's.
-                        Tx.warpgroup.cast(pt16[0:64, 0:BM], st[0:64, 0:BM])
+                        Tx.warpgroup.cast(pt16[0:64, 0:bq], st[0:64, 0:bq])
                         if dq_overlap:
-                            Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
-                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
-                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                            Tx.warpgroup.cast(dst16[0:64, 0:bq], dpt[0:64, 0:bq])
+                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:bq], dst16[0:64, 0:bq])
+                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:bq], DO_s[t % 2, 0:bq, 0:d], transB=True, accum=True)
                         else:  # (this order: ptxas spills fewer registers, 40 bytes rather than 168)
-                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:BM], DO_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
-                            Tx.warpgroup.cast(dst16[0:64, 0:BM], dpt[0:64, 0:BM])
-                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:BM], dst16[0:64, 0:BM])
-                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                            Tx.warpgroup.gemm_async(dv[0:64, 0:d], pt16[0:64, 0:bq], DO_s[t % 2, 0:bq, 0:d], transB=True, accum=True)
+                            Tx.warpgroup.cast(dst16[0:64, 0:bq], dpt[0:64, 0:bq])
+                            Tx.warpgroup.copy(DS_s[t % 2, cw * 64 : cw * 64 + 64, 0:bq], dst16[0:64, 0:bq])
+                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:bq], Q_s[t % 2, 0:bq, 0:d], transB=True, accum=True)
                         T.ptx.fence.proxy.async_.shared__cta()
                         T.ptx.bar.sync(DS_BARRIER, 256)
-                        for w in list(range(2)):  # dQ's part, columns of this warpgroup's half (constant slices for the descriptors)
-                            if cw == w:
-                                Tx.warpgroup.gemm_async(dq[0:BM, 0:dh], DS_s[t % 2, 0:WS_KEYS, 0:BM], K_s[0:WS_KEYS, w * dh : w * dh + dh], transA=True, transB=True)
+                        # dQ's part, this warpgroup's half (constant slices for the descriptors; one
+                        # branch or the other, so that each GEMM's accumulator is fresh: not kept
+                        # live from the last step, as it would be past a sibling branch's GEMM)
+                        if cw == 0:
+                            Tx.warpgroup.gemm_async(dq[0:pr, 0:pc], ds_part(DS_s, t % 2, 0), k_part(K_s, 0), transA=True, transB=True)
+                        else:
+                            Tx.warpgroup.gemm_async(dq[0:pr, 0:pc], ds_part(DS_s, t % 2, 1), k_part(K_s, 1), transA=True, transB=True)
                         if dq_overlap:  # FlashAttention-3's order: dQ's part stored while dK's GEMM runs
                             T.ptx.wgmma.wait_group(1)  # (dV's done: dQ's runs)
-                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:BM], Q_s[t % 2, 0:BM, 0:d], transB=True, accum=True)
+                            Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:bq], Q_s[t % 2, 0:bq, 0:d], transB=True, accum=True)
                             T.ptx.wgmma.wait_group(1)  # (dQ's done: dK's runs)
                             hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
                         T.ptx.wgmma.wait_group(0)

@@ -23,6 +23,16 @@
 //! semantics need. The sets are registers, not buffers: a buffer whose first
 //! half is a later GEMM's accumulator keeps its second half free there. Only
 //! register (local) buffers are fenced.
+//!
+//! A fence's **fresh** registers ([`WgmmaFences::fresh`]) are those of its set
+//! that the wgmmas right after it overwrite without reading: the accumulator
+//! of a wgmma with `scale_d` false, met before any other access in the run of
+//! wgmmas that follows the fence, and not in flight there. Their old values are
+//! dead; the code generator defines them anew at the fence rather than reading
+//! them, so that a loop's non-accumulating GEMM (S = QKᵀ each step) does not
+//! keep its accumulator live across the back edge — as a fragment declared
+//! inside the loop body is not, in CUTLASS. (Kept live, 64 x 128 scores and
+//! their gradient beside dK and dV left ptxas too few registers: C7512.)
 
 use super::{LBufId, LExpr, LKernel, LStmt, LStmtKind, MatrixOp, Space, Wgmma, WgmmaA, WgmmaSync};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -42,6 +52,8 @@ pub struct WgmmaFences {
     /// Keyed by the address of the sync inside the kernel's body (a statement's
     /// identity, as the code generator meets it).
     at: HashMap<usize, Regs>,
+    /// Per fence, its fresh registers (see the module's documentation).
+    fresh: HashMap<usize, Regs>,
 }
 
 impl WgmmaFences {
@@ -49,6 +61,12 @@ impl WgmmaFences {
     /// orders; `None` for a sync that is not part of it.
     pub fn of(&self, sync: &WgmmaSync) -> Option<&Regs> {
         self.at.get(&key(sync))
+    }
+
+    /// The registers of `sync`'s set (a fence) that its wgmmas overwrite without
+    /// reading them: their old values are dead there.
+    pub fn fresh(&self, sync: &WgmmaSync) -> Option<&Regs> {
+        self.fresh.get(&key(sync))
     }
 
     fn record(&mut self, sync: &WgmmaSync, regs: &Regs) {
@@ -84,6 +102,8 @@ impl Flight {
 struct Analysis<'a> {
     k: &'a LKernel,
     out: WgmmaFences,
+    /// Per fence, the registers of the wgmmas that may be in flight there.
+    in_flight: HashMap<usize, Regs>,
 }
 
 impl Analysis<'_> {
@@ -91,12 +111,27 @@ impl Analysis<'_> {
     /// comes from registers (a run-time index, which the checker rejects: the
     /// whole buffer).
     fn regs(&self, w: &Wgmma) -> Regs {
+        let mut out = self.d_regs(w);
+        add(&mut out, &self.a_regs(w));
+        out
+    }
+
+    /// The registers of `w`'s accumulator.
+    fn d_regs(&self, w: &Wgmma) -> Regs {
+        self.local_regs([(w.d, &w.d_index)])
+    }
+
+    /// The registers `w` reads A from (none where A is in shared memory).
+    fn a_regs(&self, w: &Wgmma) -> Regs {
+        match &w.a {
+            WgmmaA::Regs { buf, index } => self.local_regs([(*buf, index)]),
+            WgmmaA::Smem(_) => Regs::new(),
+        }
+    }
+
+    fn local_regs<'e>(&self, named: impl IntoIterator<Item = (LBufId, &'e Vec<LExpr>)>) -> Regs {
         let mut out = Regs::new();
-        let a = match &w.a {
-            WgmmaA::Regs { buf, index } => Some((*buf, index)),
-            WgmmaA::Smem(_) => None,
-        };
-        for (b, index) in [Some((w.d, &w.d_index)), a].into_iter().flatten() {
+        for (b, index) in named {
             let Some(buf) = self.k.bufs.get(b.0 as usize).filter(|x| x.space == Space::Local) else {
                 continue;
             };
@@ -127,7 +162,7 @@ impl Analysis<'_> {
                             st.committed.clear();
                         }
                     }
-                    WgmmaSync::Fence => {}
+                    WgmmaSync::Fence => add(self.in_flight.entry(key(sync)).or_default(), &st.all()),
                 },
                 LStmtKind::For { body, .. } => {
                     let mut head = st;
@@ -180,15 +215,47 @@ impl Analysis<'_> {
         }
         st
     }
+
+    /// Records each fence's fresh registers: in the run of wgmmas right after
+    /// it (in the same body), the accumulators of those with `scale_d` false
+    /// not accessed before, less what may be in flight at the fence.
+    fn fresh(&mut self, body: &[LStmt]) {
+        for (i, s) in body.iter().enumerate() {
+            for b in s.kind.bodies() {
+                self.fresh(b);
+            }
+            let LStmtKind::Matrix(MatrixOp::WgmmaSync(sync @ WgmmaSync::Fence)) = &s.kind else { continue };
+            let (mut seen, mut fresh) = (Regs::new(), Regs::new());
+            for next in &body[i + 1..] {
+                let LStmtKind::Matrix(MatrixOp::Wgmma(w)) = &next.kind else { break };
+                if w.scale_d == LExpr::Bool(false) {
+                    for (b, regs) in self.d_regs(w) {
+                        let unseen = regs.iter().filter(|r| !seen.get(&b).is_some_and(|x| x.contains(r)));
+                        fresh.entry(b).or_default().extend(unseen);
+                    }
+                }
+                add(&mut seen, &self.regs(w));
+            }
+            let busy = self.in_flight.get(&key(sync)).cloned().unwrap_or_default();
+            for (b, regs) in &mut fresh {
+                if let Some(x) = busy.get(b) {
+                    regs.retain(|r| !x.contains(r));
+                }
+            }
+            fresh.retain(|_, regs| !regs.is_empty());
+            self.out.fresh.insert(key(sync), fresh);
+        }
+    }
 }
 
 impl LKernel {
     /// The registers each `wgmma.fence` and `wgmma.wait_group` of the body
-    /// orders (see the module's documentation).
+    /// orders, and each fence's fresh ones (see the module's documentation).
     pub fn wgmma_fences(&self) -> WgmmaFences {
-        let mut a = Analysis { k: self, out: WgmmaFences::default() };
+        let mut a = Analysis { k: self, out: WgmmaFences::default(), in_flight: HashMap::new() };
         a.forward(&self.body, Flight::default());
         a.backward(&self.body, Regs::new());
+        a.fresh(&self.body);
         a.out
     }
 }
@@ -359,6 +426,74 @@ mod tests {
         ]);
         use WgmmaSync::{Fence, Wait};
         assert_eq!(sets(&k), vec![(Wait(0), vec![1]), (Fence, vec![1, 2])]);
+    }
+
+    /// `s` (a wgmma) not accumulating: `D = A·B`.
+    fn fresh_d(mut s: LStmt) -> LStmt {
+        if let LStmtKind::Matrix(MatrixOp::Wgmma(w)) = &mut s.kind {
+            w.scale_d = LExpr::Bool(false);
+        }
+        s
+    }
+
+    /// Each fence's fresh registers, as buffer ids, in the order the fences appear.
+    fn fresh_sets(k: &LKernel) -> Vec<Vec<u32>> {
+        fn walk<'a>(body: &'a [LStmt], out: &mut Vec<&'a WgmmaSync>) {
+            for s in body {
+                if let LStmtKind::Matrix(MatrixOp::WgmmaSync(w @ WgmmaSync::Fence)) = &s.kind {
+                    out.push(w);
+                }
+                for b in s.kind.bodies() {
+                    walk(b, out);
+                }
+            }
+        }
+        let f = k.wgmma_fences();
+        let mut fences = vec![];
+        walk(&k.body, &mut fences);
+        fences.into_iter().map(|s| f.fresh(s).expect("a fence").keys().map(|b| b.0).collect()).collect()
+    }
+
+    #[test]
+    fn a_loops_non_accumulating_gemm_overwrites_fresh_registers() {
+        // Each iteration: s = Q Kᵀ (not accumulating, then accumulating over k), o += P V with P
+        // in registers p: s's registers are fresh at its fence, o's and p's are read there.
+        let k = kernel(vec![for_(vec![
+            sync(WgmmaSync::Fence),
+            fresh_d(mma(1, None)),
+            mma(1, None),
+            sync(WgmmaSync::Commit),
+            sync(WgmmaSync::Wait(0)),
+            sync(WgmmaSync::Fence),
+            mma(2, Some(3)),
+            sync(WgmmaSync::Commit),
+            sync(WgmmaSync::Wait(0)),
+        ])]);
+        assert_eq!(fresh_sets(&k), vec![vec![1], vec![]]);
+    }
+
+    #[test]
+    fn registers_read_first_or_in_flight_are_not_fresh() {
+        // s's registers 0, 2, 4, 6 read as A before a non-accumulating wgmma writes s (0..8):
+        // only 1, 3, 5, 7 are fresh; o's first GEMM still in flight at the second fence (no
+        // wait between): its old value is not dead there.
+        let k = kernel(vec![
+            sync(WgmmaSync::Fence),
+            mma(2, Some(1)),
+            fresh_d(mma(1, None)),
+            sync(WgmmaSync::Commit),
+            sync(WgmmaSync::Fence),
+            fresh_d(mma(2, None)),
+            sync(WgmmaSync::Commit),
+            sync(WgmmaSync::Wait(0)),
+        ]);
+        let f = k.wgmma_fences();
+        let fresh = |i: usize| {
+            let LStmtKind::Matrix(MatrixOp::WgmmaSync(sync)) = &k.body[i].kind else { unreachable!("a sync") };
+            f.fresh(sync).cloned()
+        };
+        assert_eq!(fresh(0), Some([(LBufId(1), [1, 3, 5, 7].into_iter().collect())].into_iter().collect()));
+        assert_eq!(fresh(4), Some(Regs::new()));
     }
 
     #[test]

@@ -534,6 +534,20 @@ def test_warp_specialised_dkv_over_query_tiles_of_128_rows(b, h, hk, sq, sk, d, 
         np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
 
 
+def test_causal_head_dim_64_reduces_dq_from_1k_keys_over_query_tiles_of_128_rows():
+    """The default pipeline (measured on an H200): causal at head dim 64 dQ by its own kernel under
+    2k keys, under 1k where the queries are whole tiles of 128 rows (the dK / dV kernel's tuner may
+    take them), else reduced; ``deterministic`` decides where given."""
+    q = np.zeros((1, 1, 1, 64), np.float32)
+    assert ab._reduce_dq(q, 64, True, 1024, 1024, None)
+    assert ab._reduce_dq(q, 64, True, 1000, 1024, None)  # (1,024 rows of D: 8 tiles of 128)
+    assert not ab._reduce_dq(q, 64, True, 1088, 1024, None)  # (17 tiles of 64)
+    assert not ab._reduce_dq(q, 64, True, 512, 512, None)
+    assert ab._reduce_dq(q, 64, True, 1088, 2048, None)
+    assert ab._reduce_dq(q, 64, False, 512, 512, None)
+    assert ab._reduce_dq(q, 64, True, 512, 512, False) and not ab._reduce_dq(q, 64, False, 4096, 4096, True)
+
+
 def test_query_tiles_of_128_rows_are_the_warp_specialised_designs_at_head_dim_64():
     """``q_rows=128``: declined, with the reason, where its registers or tiles do not fit; the tuner
     tries it only where they do."""

@@ -1414,18 +1414,20 @@ def _dkv_varlen(heads: int, kv_heads: int, d: int, dtype: str, causal: bool, sca
     return attention_dkv_varlen
 
 
-def _reduce_dq(q, d: int, causal: bool, seq_k: int, deterministic: Optional[bool]) -> bool:
+def _reduce_dq(q, d: int, causal: bool, seq_q: int, seq_k: int, deterministic: Optional[bool]) -> bool:
     """Whether dQ is reduced into float32 by the dK / dV kernel (`attention_dkv_kernel(reduce_dq=
     True)`) rather than computed by its own kernel: never past head dim 128 (its shared memory) nor
     ``deterministic``; with ``deterministic=False`` always; by default where that was measured
     faster (H200, bf16, the whole backward: non-causal at every length measured, 1k-16k,
-    1.02-1.24x; causal at d = 128 from 1k keys, 1.06-1.20x; at d = 64 from 2k, 1.10-1.30x, causal
-    1k 0.93-0.97x), unless PyTorch is asked for deterministic algorithms."""
+    1.02-1.24x; causal at d = 128 from 1k keys, 1.06-1.20x; at d = 64 from 2k, 1.10-1.30x, and
+    from 1k where its dK / dV kernel may take query tiles of 128 rows, 1.08-1.11x; causal 512
+    0.87-0.91x, 1k over tiles of 64 rows 0.93-0.97x), unless PyTorch is asked for deterministic
+    algorithms."""
     if d > 128 or deterministic:
         return False
     if deterministic is not None:
         return True
-    if causal and d <= 64 and seq_k < 2048:
+    if causal and d <= 64 and seq_k < (1024 if d_rows(seq_q) % (2 * BM) == 0 else 2048):
         return False
     if c.is_torch(q):
         import torch
@@ -1449,7 +1451,7 @@ def dkv_kernel_for(q, k, is_causal: bool = False, scale: Optional[float] = None,
     once a backward has run), as `_backward` looks them up."""
     b, h, sq, sk, hk, d, dtype = _check(q, k, k, enable_gqa)
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
-    reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
+    reduce = _reduce_dq(q, d, bool(is_causal), sq, sk, deterministic)
     kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, 0, "", seq_major(q, k))
     return reduce, attention_dkv_kernel(**kw, **({"reduce_dq": True} if reduce else {}))
 
@@ -1514,7 +1516,7 @@ def _new_plan(
         return run_empty
     rows = d_rows(sq)
     kw = _kernel_key(b, h, hk, sq, sk, d, dtype, is_causal, scale, offset, mode, major)
-    reduce = _reduce_dq(q, d, bool(is_causal), sk, deterministic)
+    reduce = _reduce_dq(q, d, bool(is_causal), sq, sk, deterministic)
     heads = h if major else 0  # (the dd and convert kernels' seq-major layout)
     if reduce:
         dd_of = attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, heads=heads).launcher()
@@ -1573,7 +1575,8 @@ def scaled_dot_product_attention_backward(
     log-sum-exp ``lse`` ([batch, heads, seq_q] float32: ``return_lse=True``): bf16/f16
     [batch, heads, seq, head_dim] tensors (or NumPy arrays: the simulator), the forward's head dims
     (64, 96, 128, 192, 256); grouped-query heads' dK and dV summed over each group. Where it
-    was measured faster (head dims to 128, but not causal at head dim 64 under 2k keys), dQ is
+    was measured faster (head dims to 128, but not causal at head dim 64 under 2k keys, or 1k where the
+    queries are whole tiles of 128 rows), dQ is
     summed in float32 by TMA reductions in an order that varies from run to run, unless
     `torch.are_deterministic_algorithms_enabled()`; elsewhere, or with ``deterministic=True``, a
     second kernel recomputes the scores for dQ (the same result every run).

@@ -32,6 +32,7 @@
 use crate::emit::Ctx;
 use crate::helpers::Helper;
 use crate::CodegenError;
+use std::collections::BTreeSet;
 use std::fmt::Write;
 use tirx_ir::lir::wgmma::{SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSync};
 use tirx_ir::lir::LExpr;
@@ -146,8 +147,9 @@ impl Ctx<'_> {
             let buf = k.buf(b);
             let word = buf.dtype != DType::F32;
             let per = if word { 4 / buf.dtype.bytes().max(1) as i64 } else { 1 };
-            let new = fresh.get(&b).cloned().unwrap_or_default();
-            let old: std::collections::BTreeSet<i64> = starts.difference(&new).copied().collect();
+            let new: BTreeSet<i64> =
+                fresh.get(&b).map_or_else(BTreeSet::new, |f| starts.intersection(f).copied().collect());
+            let old: BTreeSet<i64> = starts.difference(&new).copied().collect();
             for (regs, helper) in [(old, Helper::WgmmaFenceOperand { word }), (new, Helper::WgmmaFreshOperand { word })]
             {
                 if regs.is_empty() {
@@ -168,7 +170,7 @@ impl Ctx<'_> {
 }
 
 /// The runs `[lo, hi)` of registers `per` elements apart among `starts` (ascending).
-fn runs(starts: &std::collections::BTreeSet<i64>, per: i64) -> Vec<(i64, i64)> {
+fn runs(starts: &BTreeSet<i64>, per: i64) -> Vec<(i64, i64)> {
     let mut out: Vec<(i64, i64)> = vec![];
     for &e in starts {
         match out.last_mut() {

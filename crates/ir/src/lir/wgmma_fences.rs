@@ -330,8 +330,8 @@ mod tests {
         LKernel { bufs, body, ..LKernel::new("k", [1; 3], [128, 1, 1]) }
     }
 
-    /// The sets of the syncs in the order they appear (pre-order), as buffer ids.
-    fn sets(k: &LKernel) -> Vec<(WgmmaSync, Vec<u32>)> {
+    /// The kernel's syncs in the order they appear (pre-order).
+    fn syncs(k: &LKernel) -> Vec<&WgmmaSync> {
         fn walk<'a>(body: &'a [LStmt], out: &mut Vec<&'a WgmmaSync>) {
             for s in body {
                 if let LStmtKind::Matrix(MatrixOp::WgmmaSync(w)) = &s.kind {
@@ -342,10 +342,15 @@ mod tests {
                 }
             }
         }
+        let mut out = vec![];
+        walk(&k.body, &mut out);
+        out
+    }
+
+    /// The sets of the syncs in the order they appear, as buffer ids.
+    fn sets(k: &LKernel) -> Vec<(WgmmaSync, Vec<u32>)> {
         let f = k.wgmma_fences();
-        let mut syncs = vec![];
-        walk(&k.body, &mut syncs);
-        syncs
+        syncs(k)
             .into_iter()
             .filter(|s| **s != WgmmaSync::Commit)
             .map(|s| (*s, f.of(s).expect("analysed").keys().map(|b| b.0).collect()))
@@ -438,20 +443,9 @@ mod tests {
 
     /// Each fence's fresh registers, as buffer ids, in the order the fences appear.
     fn fresh_sets(k: &LKernel) -> Vec<Vec<u32>> {
-        fn walk<'a>(body: &'a [LStmt], out: &mut Vec<&'a WgmmaSync>) {
-            for s in body {
-                if let LStmtKind::Matrix(MatrixOp::WgmmaSync(w @ WgmmaSync::Fence)) = &s.kind {
-                    out.push(w);
-                }
-                for b in s.kind.bodies() {
-                    walk(b, out);
-                }
-            }
-        }
         let f = k.wgmma_fences();
-        let mut fences = vec![];
-        walk(&k.body, &mut fences);
-        fences.into_iter().map(|s| f.fresh(s).expect("a fence").keys().map(|b| b.0).collect()).collect()
+        let fences = syncs(k).into_iter().filter(|s| **s == WgmmaSync::Fence);
+        fences.map(|s| f.fresh(s).expect("a fence").keys().map(|b| b.0).collect()).collect()
     }
 
     #[test]

@@ -92,6 +92,7 @@ def attention_cases():
     yield "ops_attention_bwd_dkv_dq_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True)
     yield "ops_attention_bwd_dkv_ws", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True)
     yield "ops_attention_bwd_dkv_ws_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True)
+    yield "ops_attention_bwd_dkv_ws_own_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True, dq_overlap=True, own_dq=True)
     yield "ops_attention_bwd_dkv_ws_d64_q128", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True, q_rows=128)
     masked = {**bwd, "causal": False, "mask": "all"}
     yield "ops_attention_bwd_dq_masked", ab.attention_dq_kernel.factory(**masked)

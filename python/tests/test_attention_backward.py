@@ -534,6 +534,22 @@ def test_warp_specialised_dkv_over_query_tiles_of_128_rows(b, h, hk, sq, sk, d, 
         np.testing.assert_allclose(g.astype(F64), w, rtol=t, atol=t * np.abs(w).max(), err_msg=name)
 
 
+@pytest.mark.parametrize("dq_overlap", [False, True], ids=["gemms_back_to_back", "dq_stored_during_dk"])
+@pytest.mark.parametrize("b,h,hk,sq,sk,d,causal", [CASES[2], CASES[3]], ids=str)
+def test_own_dq_registers_give_the_same_bits(b, h, hk, sq, sk, d, causal, dq_overlap):
+    """``own_dq`` (head dim 128): dQ's part in registers of its own rather than Sᵀ's, the same
+    GEMMs in the same order: bit for bit the kernel that shares Sᵀ's registers (which the float64
+    test checks), races and waits checked by the simulator."""
+    kw, args, outs, _ = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
+    got = []
+    for own in (False, True):
+        o = tuple(np.zeros_like(x) for x in outs)
+        tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, own_dq=own), "sm_90a")(*args, *o)
+        got.append(o)
+    for name, x, y in zip(("dk", "dv", "dqa"), *got):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+
+
 def test_causal_head_dim_64_reduces_dq_from_1k_keys_over_query_tiles_of_128_rows():
     """The default pipeline (measured on an H200): causal at head dim 64 dQ by its own kernel under
     2k keys, under 1k where the queries are whole tiles of 128 rows (the dK / dV kernel's tuner may
@@ -554,6 +570,8 @@ def test_query_tiles_of_128_rows_are_the_warp_specialised_designs_at_head_dim_64
     kw, *_ = dkv_ws_inputs(1, 2, 1, 128, 128, 64, False)
     with pytest.raises(ValueError, match="ws=True"):
         ab.attention_dkv_kernel.factory(**kw, q_rows=128)
+    with pytest.raises(ValueError, match="ws=True"):
+        ab.attention_dkv_kernel.factory(**kw, own_dq=True)
     with pytest.raises(ValueError, match="128 at head dim 64"):
         ab.attention_dkv_kernel.factory(**{**kw, "d": 128}, ws=True, q_rows=128)
     with pytest.raises(ValueError, match="whole tiles of 128 rows"):
@@ -584,7 +602,7 @@ def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, caus
 
 def test_warp_specialised_dkv_on_the_gpu():
     """On the GPU: the warp-specialised dK / dV kernel, in both orders (and over query tiles of
-    128 rows at head dim 64), against float64 (causal or not, grouped-query heads, ragged
+    128 rows at head dim 64, with dQ's part in registers of its own at 128), against float64 (causal or not, grouped-query heads, ragged
     lengths, head dims 64 and 128)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -597,14 +615,15 @@ def test_warp_specialised_dkv_on_the_gpu():
     for shape in shapes:
         b, h, hk, sq, sk, d, causal = shape
         kw, args, outs, want = dkv_ws_inputs(*shape)
-        for q_rows in (64, 128) if d == 64 and ab.d_rows(sq) % 128 == 0 else (64,):
+        designs = [dict(q_rows=128)] if d == 64 and ab.d_rows(sq) % 128 == 0 else [dict(own_dq=True)] if d == 128 else []
+        for design in [{}] + designs:
             for dq_overlap in (False, True):
                 dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
-                tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, q_rows=q_rows))(*(cuda(a) for a in args), dk, dv, dqa)
+                tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, **design))(*(cuda(a) for a in args), dk, dv, dqa)
                 got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
                 t = 2.0**-7
                 for name, g, w in zip(("dq", "dk", "dv"), got, want):
-                    err = f"{name} {shape} dq_overlap={dq_overlap} q_rows={q_rows}"
+                    err = f"{name} {shape} dq_overlap={dq_overlap} {design}"
                     np.testing.assert_allclose(g.double().cpu().numpy(), w, rtol=t, atol=t * np.abs(w).max(), err_msg=err)
 
 

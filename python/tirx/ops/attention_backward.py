@@ -494,6 +494,9 @@ def _kv_steps(q0, n_keys, diag, causal):
 DKV_CONFIGS = [{}, {"tma_epilogue": True}, {"ws": True}, {"ws": True, "dq_overlap": True}] + [
     {"ws": True, "q_rows": 2 * BM, **more} for more in ({}, {"dq_overlap": True})
 ]
+# ... and at head dim 128 with dQ's part in registers of its own, not Sᵀ's (they fit since the
+# accumulators of non-accumulating GEMMs are fresh at their fences; at 64 its own measured faster).
+DKV_CONFIGS += [{"ws": True, "own_dq": True, **more} for more in ({}, {"dq_overlap": True})]
 
 
 def _key_tile_order(bx, k_tiles: int, section: int):
@@ -515,7 +518,17 @@ def _section(batch: int, heads: int, kv_heads: int, seq_q: int, d: int, causal: 
 def _dkv_prune(configs, d, varlen, reduce_dq, mask, seq_q, **_):
     ws = reduce_dq and d <= 128 and not varlen and not mask
     wide = d <= 64 and d_rows(seq_q) % (2 * BM) == 0  # (query tiles of 128 rows: their registers, whole tiles)
-    return [cfg for cfg in _epilogue_prune(configs, varlen) if (not cfg.get("ws") or ws) and (cfg.get("q_rows", BM) == BM or wide)]
+    return [
+        cfg
+        for cfg in _epilogue_prune(configs, varlen)
+        if (not cfg.get("ws") or ws) and (cfg.get("q_rows", BM) == BM or wide) and (not cfg.get("own_dq") or _dq_in_st(d, BM))
+    ]
+
+
+def _dq_in_st(d: int, q_rows: int) -> bool:
+    """Whether the warp-specialised kernel's dQ part (`_dkv_ws`) can take Sᵀ's registers, of its
+    shape: half the columns of 64 query rows at head dim 128."""
+    return q_rows == BM and d // 2 == BM
 
 
 @autotune(
@@ -542,6 +555,7 @@ def attention_dkv_kernel(
     seq_major: bool = False,
     tma_epilogue: bool = False,
     q_rows: int = BM,
+    own_dq: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -553,7 +567,8 @@ def attention_dkv_kernel(
     forward's additive mask (M after DD), as `attention_dq_kernel`'s. ``ws``: `_dkv_ws`'s
     design (reducing dQ; its dK and dV stored through shared memory by TMA), ``dq_overlap`` its
     order of the last GEMMs, ``q_rows`` its query rows a step (64, or 128 at head dim 64,
-    ``seq_q`` in whole tiles of them: `d_rows`); ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
+    ``seq_q`` in whole tiles of them: `d_rows`), ``own_dq`` dQ's part in registers of its own
+    where it would take Sᵀ's (head dim 128); ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
     (through K's and V's shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK
     and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
@@ -567,9 +582,11 @@ def attention_dkv_kernel(
             raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask (its epilogue TMA's always)")
         if d_rows(seq_q) % q_rows:
             raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): seq_q={seq_q} in whole tiles of {q_rows} rows (`d_rows`)")
-        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows)
-    if q_rows != BM:
-        raise ValueError(f"attention_dkv_kernel(q_rows={q_rows}): the warp-specialised design's (ws=True); the one-warpgroup design's query tiles are of {BM} rows")
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows, own_dq)
+    if q_rows != BM or own_dq:
+        raise ValueError(
+            f"attention_dkv_kernel(q_rows={q_rows}, own_dq={own_dq}): the warp-specialised design's (ws=True); the one-warpgroup design's query tiles are of {BM} rows"
+        )
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
     group = heads // kv_heads
@@ -840,7 +857,7 @@ COLS = 32
 
 
 def _dkv_ws(
-    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads, q_rows: int
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads, q_rows: int, own_dq: bool
 ):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
@@ -856,10 +873,11 @@ def _dkv_ws(
     slower at 128). ``q_rows``: the query rows a step, 64, or at head dim 64 FlashAttention-3's
     128 (Sᵀ and dPᵀ 64 x 128 a consumer; each consumer's dQ part half the rows, a block of DQ_s
     each, not half the columns; measured on an H200: the whole backward 1.06-1.18x cuDNN's at
-    head dim 64 from 0.96-0.98x with 64). dK and dV are rounded into K's and V's shared memory
-    once both consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns (measured on
-    an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12% faster at
-    1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
+    head dim 64 from 0.96-0.98x with 64). ``own_dq``: at head dim 128 dQ's part in registers of
+    its own rather than Sᵀ's. dK and dV are rounded into K's and V's shared memory once both
+    consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
+    (measured on an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12%
+    faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
     bq = q_rows  # query rows a step
     if bq not in (BM, 2 * BM) or (bq > BM and d > 64):
         raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): query tiles of 64 rows, or 128 at head dim 64 (registers)")
@@ -890,7 +908,7 @@ def _dkv_ws(
         """... and K (its columns)."""
         return K_s[0:WS_KEYS, 0:pc] if split_rows else K_s[0:WS_KEYS, w * pc : w * pc + pc]
 
-    dq_in_st = pc == bq  # (dQ's part accumulated in Sᵀ's registers)
+    dq_in_st = _dq_in_st(d, bq) and not own_dq  # (dQ's part accumulated in Sᵀ's registers)
     # K's columns are read by each of dQ's GEMMs: whole swizzle atoms of them.
     kv_swizzle = c.swizzle_for(pc, 2)
     kv_smem = mma_shared_layout(dtype, kv_swizzle, (WS_KEYS, d))
@@ -1047,9 +1065,10 @@ def _dkv_ws(
             pt16 = T.alloc_buffer((64, bq), dtype, scope="local", layout=wgmma_acc_layout(bq))
             dst16 = T.alloc_buffer((64, bq), dtype, scope="local", layout=wgmma_acc_layout(bq))
             if dq_in_st:
-                # Sᵀ's registers, read by then, also take dQ's part at head dim 128: a 64 x 64
-                # accumulator of its own left ptxas too few registers (it serialized every wgmma
-                # and spilled: C7512). At 64 its own is faster (measured on an H200).
+                # Sᵀ's registers, read by then, also take dQ's part at head dim 128 (a 64 x 64
+                # accumulator of its own had left ptxas too few registers until the accumulators
+                # of non-accumulating GEMMs were fresh at their fences: `own_dq` since). At 64 its
+                # own is faster (measured on an H200).
                 dq = st
             else:
                 dq = T.alloc_buffer((pr, pc), "float32", scope="local", layout=wgmma_acc_layout(pc))

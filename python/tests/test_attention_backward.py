@@ -602,8 +602,8 @@ def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, caus
 
 def test_warp_specialised_dkv_on_the_gpu():
     """On the GPU: the warp-specialised dK / dV kernel, in both orders (and over query tiles of
-    128 rows at head dim 64, with dQ's part in registers of its own at 128), against float64 (causal or not, grouped-query heads, ragged
-    lengths, head dims 64 and 128)."""
+    128 rows at head dim 64, with dQ's part in registers of its own at 128), against float64
+    (causal or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")

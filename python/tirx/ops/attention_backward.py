@@ -517,12 +517,18 @@ def _section(batch: int, heads: int, kv_heads: int, seq_q: int, d: int, causal: 
 
 def _dkv_prune(configs, d, varlen, reduce_dq, mask, seq_q, **_):
     ws = reduce_dq and d <= 128 and not varlen and not mask
-    wide = d <= 64 and d_rows(seq_q) % (2 * BM) == 0  # (query tiles of 128 rows: their registers, whole tiles)
+    wide = _wide_queries(d, seq_q)
     return [
         cfg
         for cfg in _epilogue_prune(configs, varlen)
         if (not cfg.get("ws") or ws) and (cfg.get("q_rows", BM) == BM or wide) and (not cfg.get("own_dq") or _dq_in_st(d, BM))
     ]
+
+
+def _wide_queries(d: int, seq_q: int) -> bool:
+    """Whether the warp-specialised dK / dV kernel takes query tiles of 128 rows (``q_rows``):
+    at head dim 64 (its registers), ``seq_q`` in whole tiles of them (`d_rows`)."""
+    return d <= 64 and d_rows(seq_q) % (2 * BM) == 0
 
 
 def _dq_in_st(d: int, q_rows: int) -> bool:
@@ -580,8 +586,11 @@ def attention_dkv_kernel(
     if ws:
         if not reduce_dq or d > 128 or mask or tma_epilogue:
             raise ValueError("attention_dkv_kernel(ws=True): reducing dQ, head dims to 128, without a mask (its epilogue TMA's always)")
-        if d_rows(seq_q) % q_rows:
-            raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): seq_q={seq_q} in whole tiles of {q_rows} rows (`d_rows`)")
+        if q_rows != BM and not (q_rows == 2 * BM and _wide_queries(d, seq_q)):
+            raise ValueError(
+                f"attention_dkv_kernel(ws=True, q_rows={q_rows}): query tiles of 64 rows, or 128 at head dim 64 (registers; got {d}) "
+                f"with seq_q in whole tiles of 128 rows (`d_rows`; got {seq_q})"
+            )
         return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows, own_dq)
     if q_rows != BM or own_dq:
         raise ValueError(
@@ -878,9 +887,7 @@ def _dkv_ws(
     consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
     (measured on an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12%
     faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
-    bq = q_rows  # query rows a step
-    if bq not in (BM, 2 * BM) or (bq > BM and d > 64):
-        raise ValueError(f"attention_dkv_kernel(ws=True, q_rows={q_rows}): query tiles of 64 rows, or 128 at head dim 64 (registers)")
+    bq = q_rows  # query rows a step (`_wide_queries`)
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // bq
     k_tiles = -(-seq_k // WS_KEYS)
@@ -1446,7 +1453,7 @@ def _reduce_dq(q, d: int, causal: bool, seq_q: int, seq_k: int, deterministic: O
         return False
     if deterministic is not None:
         return True
-    if causal and d <= 64 and seq_k < (1024 if d_rows(seq_q) % (2 * BM) == 0 else 2048):
+    if causal and d <= 64 and seq_k < (1024 if _wide_queries(d, seq_q) else 2048):
         return False
     if c.is_torch(q):
         import torch

@@ -150,15 +150,15 @@ impl Ctx<'_> {
             let new: BTreeSet<i64> =
                 fresh.get(&b).map_or_else(BTreeSet::new, |f| starts.intersection(f).copied().collect());
             let old: BTreeSet<i64> = starts.difference(&new).copied().collect();
+            let name = self.names.buf(b).to_string();
+            let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
             for (regs, helper) in [(old, Helper::WgmmaFenceOperand { word }), (new, Helper::WgmmaFreshOperand { word })]
             {
                 if regs.is_empty() {
                     continue;
                 }
-                let name = self.names.buf(b).to_string();
                 let call = format!("{}({}{name}[i])", helper.name(), if word { "&" } else { "" });
                 self.helpers.insert(helper);
-                let step = if per == 1 { "++i".to_string() } else { format!("i += {per}") };
                 for (lo, hi) in runs(&regs, per) {
                     self.line("#pragma unroll");
                     self.line(&format!("for (int i = {lo}; i < {hi}; {step}) {call};"));

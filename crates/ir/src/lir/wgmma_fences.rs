@@ -357,12 +357,12 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_fence_orders_the_wgmmas_it_guards_a_wait_those_in_flight() {
-        // S = ..., wait; P (registers 3) · V into o: the first fence and wait know nothing of o and p.
-        let k = kernel(vec![
-            sync(WgmmaSync::Fence),
-            mma(1, None),
+    /// Attention's two GEMMs: `s` (the scores into s, buffer 1), waited for; then P (registers 3)
+    /// · V into o (buffer 2), waited for.
+    fn scores_then_pv(s: Vec<LStmt>) -> Vec<LStmt> {
+        let mut body = vec![sync(WgmmaSync::Fence)];
+        body.extend(s);
+        body.extend([
             sync(WgmmaSync::Commit),
             sync(WgmmaSync::Wait(0)),
             sync(WgmmaSync::Fence),
@@ -370,6 +370,13 @@ mod tests {
             sync(WgmmaSync::Commit),
             sync(WgmmaSync::Wait(0)),
         ]);
+        body
+    }
+
+    #[test]
+    fn a_fence_orders_the_wgmmas_it_guards_a_wait_those_in_flight() {
+        // S = ..., wait; P (registers 3) · V into o: the first fence and wait know nothing of o and p.
+        let k = kernel(scores_then_pv(vec![mma(1, None)]));
         use WgmmaSync::{Fence, Wait};
         assert_eq!(sets(&k), vec![(Fence, vec![1]), (Wait(0), vec![1]), (Fence, vec![2, 3]), (Wait(0), vec![2, 3])]);
     }
@@ -452,17 +459,7 @@ mod tests {
     fn a_loops_non_accumulating_gemm_overwrites_fresh_registers() {
         // Each iteration: s = Q Kᵀ (not accumulating, then accumulating over k), o += P V with P
         // in registers p: s's registers are fresh at its fence, o's and p's are read there.
-        let k = kernel(vec![for_(vec![
-            sync(WgmmaSync::Fence),
-            fresh_d(mma(1, None)),
-            mma(1, None),
-            sync(WgmmaSync::Commit),
-            sync(WgmmaSync::Wait(0)),
-            sync(WgmmaSync::Fence),
-            mma(2, Some(3)),
-            sync(WgmmaSync::Commit),
-            sync(WgmmaSync::Wait(0)),
-        ])]);
+        let k = kernel(vec![for_(scores_then_pv(vec![fresh_d(mma(1, None)), mma(1, None)]))]);
         assert_eq!(fresh_sets(&k), vec![vec![1], vec![]]);
     }
 

@@ -940,9 +940,10 @@ def _dkv_ws(
 
     # The step's log-sum-exps read into registers before its GEMMs are issued (read after them,
     # the loads waited behind the tensor cores' reads of shared memory: Nsight Compute on an
-    # H200, head dim 128, 7 % of the warps' stall samples on their first use; the dK / dV kernel
-    # 5 % fewer cycles without), where the registers are free: not with query tiles of 128 rows
-    # (32 more spilled), read COLS at a time there. (D too spilled at head dim 128.)
+    # H200, head dim 128, 7 % of the warps' stall samples on their first use; read before, the
+    # kernel takes 6 % fewer cycles), where the registers are free: not with query tiles of 128
+    # rows (32 more registers spilled), read COLS at a time there. (D read so too spilled at
+    # head dim 128.)
     early_lse = bq == BM
 
     @T.macro

@@ -94,6 +94,12 @@ def attention_cases():
     yield "ops_attention_bwd_dkv_ws_d64", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True)
     yield "ops_attention_bwd_dkv_ws_own_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True, dq_overlap=True, own_dq=True)
     yield "ops_attention_bwd_dkv_ws_d64_q128", ab.attention_dkv_kernel.factory(**{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True, q_rows=128)
+    # dQ's parts in register order (FlashAttention-3's dQaccum), and their convert kernel
+    yield "ops_attention_bwd_dkv_ws_flat_dq", ab.attention_dkv_kernel.factory(**bwd, reduce_dq=True, ws=True, dq_overlap=True, flat_dq=True)
+    yield "ops_attention_bwd_dkv_ws_d64_q128_flat_dq", ab.attention_dkv_kernel.factory(
+        **{**bwd, "d": 64}, reduce_dq=True, ws=True, dq_overlap=True, q_rows=128, flat_dq=True
+    )
+    yield "ops_attention_bwd_dq_convert_parts", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884, part_cols=64)
     masked = {**bwd, "causal": False, "mask": "all"}
     yield "ops_attention_bwd_dq_masked", ab.attention_dq_kernel.factory(**masked)
     yield "ops_attention_bwd_dkv_dq_masked", ab.attention_dkv_kernel.factory(**masked, reduce_dq=True)

@@ -550,6 +550,37 @@ def test_own_dq_registers_give_the_same_bits(b, h, hk, sq, sk, d, causal, dq_ove
         np.testing.assert_array_equal(x, y, err_msg=name)
 
 
+@pytest.mark.parametrize("dq_overlap", [False, True], ids=["gemms_back_to_back", "dq_stored_during_dk"])
+@pytest.mark.parametrize(
+    "b,h,hk,sq,sk,d,causal,design",
+    [
+        (1, 2, 1, 192, 200, 128, True, {}),  # dQ's parts half the columns, keys ragged, grouped
+        (1, 2, 2, 128, 256, 64, False, {}),  # ... of 32 columns
+        (1, 2, 1, 250, 300, 64, True, {"q_rows": 128}),  # half the rows, queries ragged
+        (1, 1, 1, 130, 128, 128, False, {"own_dq": True}),  # a query tile of 2 rows past 128
+    ],
+    ids=str,
+)
+def test_flat_dq_parts_give_the_same_bits(b, h, hk, sq, sk, d, causal, design, dq_overlap):
+    """``flat_dq``: dQ's parts stored in their accumulator's register order (`fragment_order`:
+    16-byte stores; DQA in rows of 128 columns, a TMA box per part) and rounded by the convert
+    kernel that reads that order (``part_cols``): dK and dV the kernel's bits without it, dQ the
+    natural order's rounded bits; races, waits and fences checked by the simulator."""
+    kw, args, outs, want = dkv_ws_inputs(b, h, hk, sq, sk, d, causal)
+    got = []
+    for flat in (False, True):
+        o = tuple(np.zeros_like(x) for x in outs)
+        tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, flat_dq=flat, **design), "sm_90a")(*args, *o)
+        dq = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
+        part_cols = (d if design.get("q_rows") else d // 2) if flat else 0
+        tirx.compile(ab.attention_dq_convert_kernel.factory(rows=b * h, seq_q=sq, d=d, dtype="bfloat16", scale=kw["scale"], part_cols=part_cols), "sm_90a")(o[2], dq)
+        got.append((o[0], o[1], dq))
+    for name, x, y in zip(("dk", "dv", "dq"), *got):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+    t = 2.0**-7
+    np.testing.assert_allclose(got[1][2].astype(F64).reshape(want[0].shape), want[0], rtol=t, atol=t * np.abs(want[0]).max(), err_msg="dq")
+
+
 def test_causal_head_dim_64_reduces_dq_from_1k_keys_over_query_tiles_of_128_rows():
     """The default pipeline (measured on an H200): causal at head dim 64 dQ by its own kernel under
     2k keys, under 1k where the queries are whole tiles of 128 rows (the dK / dV kernel's tuner may
@@ -572,6 +603,10 @@ def test_query_tiles_of_128_rows_are_the_warp_specialised_designs_at_head_dim_64
         ab.attention_dkv_kernel.factory(**kw, q_rows=128)
     with pytest.raises(ValueError, match="ws=True"):
         ab.attention_dkv_kernel.factory(**kw, own_dq=True)
+    with pytest.raises(ValueError, match="ws=True"):
+        ab.attention_dkv_kernel.factory(**kw, flat_dq=True)
+    with pytest.raises(ValueError, match="part_cols=48"):
+        ab.attention_dq_convert_kernel.factory(rows=2, seq_q=128, d=64, dtype="bfloat16", scale=1.0, part_cols=48)
     with pytest.raises(ValueError, match="128 at head dim 64"):
         ab.attention_dkv_kernel.factory(**{**kw, "d": 128}, ws=True, q_rows=128)
     with pytest.raises(ValueError, match="whole tiles of 128 rows"):
@@ -602,7 +637,8 @@ def test_warp_specialised_dkv_reads_seq_major_operands(b, h, hk, sq, sk, d, caus
 
 def test_warp_specialised_dkv_on_the_gpu():
     """On the GPU: the warp-specialised dK / dV kernel, in both orders (and over query tiles of
-    128 rows at head dim 64, with dQ's part in registers of its own at 128), against float64
+    128 rows at head dim 64, with dQ's part in registers of its own at 128; each also with dQ's
+    parts in register order, `flat_dq`, rounded by their convert kernel), against float64
     (causal or not, grouped-query heads, ragged lengths, head dims 64 and 128)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -616,11 +652,18 @@ def test_warp_specialised_dkv_on_the_gpu():
         b, h, hk, sq, sk, d, causal = shape
         kw, args, outs, want = dkv_ws_inputs(*shape)
         designs = [dict(q_rows=128)] if d == 64 and ab.d_rows(sq) % 128 == 0 else [dict(own_dq=True)] if d == 128 else []
-        for design in [{}] + designs:
+        designs = [{}] + designs
+        for design in designs + [dict(x, flat_dq=True) for x in designs]:
             for dq_overlap in (False, True):
                 dk, dv, dqa = (cuda(np.zeros_like(o)) for o in outs)
                 tirx.compile(ab.attention_dkv_kernel.factory(**kw, ws=True, dq_overlap=dq_overlap, **design))(*(cuda(a) for a in args), dk, dv, dqa)
-                got = ((dqa[:, :sq] * kw["scale"]).reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
+                if design.get("flat_dq"):  # (DQA's parts in register order: the convert kernel's dQ)
+                    dq = torch.zeros((b * h, sq, d), dtype=torch.bfloat16, device="cuda")
+                    part_cols = d if design.get("q_rows") else d // 2
+                    tirx.compile(ab.attention_dq_convert_kernel.factory(rows=b * h, seq_q=sq, d=d, dtype="bfloat16", scale=kw["scale"], part_cols=part_cols))(dqa, dq)
+                else:
+                    dq = dqa[:, :sq] * kw["scale"]
+                got = (dq.reshape(b, h, sq, d), dk.reshape(b, hk, sk, d), dv.reshape(b, hk, sk, d))
                 t = 2.0**-7
                 for name, g, w in zip(("dq", "dk", "dv"), got, want):
                     err = f"{name} {shape} dq_overlap={dq_overlap} {design}"

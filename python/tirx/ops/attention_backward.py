@@ -537,6 +537,16 @@ def _dq_in_st(d: int, q_rows: int) -> bool:
     return q_rows == BM and d // 2 == BM
 
 
+def fragment_order(parts: int, cols: int) -> TileLayout:
+    """``parts`` float32 blocks of 64 x ``cols`` each stored in the register order of a warpgroup's
+    accumulator (`wgmma_acc_layout(cols)`): thread t's registers 4i .. 4i + 3 at (128 i + t) · 4,
+    so that the warpgroup writes a block with 16-byte stores free of bank conflicts
+    (FlashAttention-3's dQaccum). The dQ parts' layout, in shared and in global memory, of the
+    warp-specialised dK / dV kernel with ``flat_dq`` (`attention_dq_convert_kernel(part_cols=)`
+    reads them back)."""
+    return TileLayout(S[(parts, 4, 2, 8, cols // 8, 4, 2) : (64 * cols, 128, 2, 16, 512, 4, 1)])
+
+
 @autotune(
     configs=DKV_CONFIGS,
     key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask", "seq_major"],
@@ -562,6 +572,7 @@ def attention_dkv_kernel(
     tma_epilogue: bool = False,
     q_rows: int = BM,
     own_dq: bool = False,
+    flat_dq: bool = False,
 ):
     """``DK[kv] = scale · Σ dSᵀ Q`` and ``DV[kv] = Σ Pᵀ dO`` over the query heads of K/V head kv's
     group (Q, dO ``(batch * heads, seq_q, d)``; K, V, DK, DV ``(batch * kv_heads, seq_k, d)``;
@@ -574,8 +585,10 @@ def attention_dkv_kernel(
     design (reducing dQ; its dK and dV stored through shared memory by TMA), ``dq_overlap`` its
     order of the last GEMMs, ``q_rows`` its query rows a step (64, or 128 at head dim 64,
     ``seq_q`` in whole tiles of them: `d_rows`), ``own_dq`` dQ's part in registers of its own
-    where it would take Sᵀ's (head dim 128); ``tma_epilogue``: the one-warpgroup design's dK and dV stored so too
-    (through K's and V's shared memory, free after the last step). ``seq_major``: Q, K, V, dO, DK
+    where it would take Sᵀ's (head dim 128), ``flat_dq`` DQA's parts in `fragment_order`
+    (`attention_dq_convert_kernel(part_cols=...)` rounds them); ``tma_epilogue``: the
+    one-warpgroup design's dK and dV stored so too (through K's and V's shared memory, free after
+    the last step). ``seq_major``: Q, K, V, dO, DK
     and DV [batch, seq, heads, d] (`_Heads`; DQA as ever)."""
     _check_mask(mask, varlen, causal)
     if varlen:
@@ -591,10 +604,10 @@ def attention_dkv_kernel(
                 f"attention_dkv_kernel(ws=True, q_rows={q_rows}): query tiles of 64 rows, or 128 at head dim 64 (registers; got {d}) "
                 f"with seq_q in whole tiles of 128 rows (`d_rows`; got {seq_q})"
             )
-        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows, own_dq)
-    if q_rows != BM or own_dq:
+        return _dkv_ws(heads, kv_heads, batch, seq_q, seq_k, d, dtype, causal, scale, offset, dq_overlap, L, q_rows, own_dq, flat_dq)
+    if q_rows != BM or own_dq or flat_dq:
         raise ValueError(
-            f"attention_dkv_kernel(q_rows={q_rows}, own_dq={own_dq}): the warp-specialised design's (ws=True); the one-warpgroup design's query tiles are of {BM} rows"
+            f"attention_dkv_kernel(q_rows={q_rows}, own_dq={own_dq}, flat_dq={flat_dq}): the warp-specialised design's (ws=True); the one-warpgroup design's query tiles are of {BM} rows"
         )
     if reduce_dq and d > 128:
         raise ValueError(f"attention_dkv_kernel(reduce_dq=True): head dims to 128 (got {d}; its shared memory would not fit)")
@@ -866,7 +879,7 @@ COLS = 32
 
 
 def _dkv_ws(
-    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads, q_rows: int, own_dq: bool
+    heads: int, kv_heads: int, batch: int, seq_q: int, seq_k: int, d: int, dtype: str, causal: bool, scale: float, offset: int, dq_overlap: bool, L: _Heads, q_rows: int, own_dq: bool, flat_dq: bool
 ):
     """`attention_dkv_kernel(reduce_dq=True)` as FlashAttention-3's backward: a CTA of 128 keys,
     three warpgroups. The producer's first thread loads K and V once and each step's query tile
@@ -883,7 +896,11 @@ def _dkv_ws(
     128 (Sᵀ and dPᵀ 64 x 128 a consumer; each consumer's dQ part half the rows, a block of DQ_s
     each, not half the columns; measured on an H200: the whole backward 1.06-1.18x cuDNN's at
     head dim 64 from 0.96-0.98x with 64). ``own_dq``: at head dim 128 dQ's part in registers of
-    its own rather than Sᵀ's. dK and dV are rounded into K's and V's shared memory once both
+    its own rather than Sᵀ's. ``flat_dq``: dQ's parts written into shared memory, and added into
+    DQA, in their accumulator's register order (`fragment_order`: 16-byte stores free of bank
+    conflicts, where the swizzled tile's 8-byte stores had two-way conflicts and the proxy fence
+    after them waited on them; Nsight Compute on an H200, head dim 128: 6 % of the warps' stall
+    samples), a TMA box of 128 columns per part. dK and dV are rounded into K's and V's shared memory once both
     consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
     (measured on an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12%
     faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
@@ -899,13 +916,26 @@ def _dkv_ws(
     pr, pc = (BM, d) if split_rows else (bq, d // 2)
 
     def dq_s(DQ_s, w):
-        """Consumer w's part of DQ_s."""
-        return DQ_s[w, 0:pr, 0:pc] if split_rows else DQ_s[0:pr, w * pc : w * pc + pc]
+        """Consumer w's part of DQ_s (`flat_dq`: of its view in register order)."""
+        return DQ_s[w, 0:pr, 0:pc] if split_rows or flat_dq else DQ_s[0:pr, w * pc : w * pc + pc]
 
     def dqa(DQA, bh, q0, w):
         """... and where it is added: DQA's rows of the query tile from q0."""
         r0, c0 = (q0 + w * pr, 0) if split_rows else (q0, w * pc)
         return DQA[bh, r0 : r0 + pr, c0 : c0 + pc]
+
+    # `flat_dq`: a part is rows of 128 columns of DQ_s (and of DQA's view DQA_f): part w of query
+    # tile qt of head bh is part (bh * q_tiles + qt) * 2 + w.
+    part_rows = pr * pc // 128
+
+    def flat_dqa(DQA_f, bh, qt, w, n):
+        """Where parts w .. w + n - 1 of query tile qt of head bh are added ..."""
+        r0 = ((bh * q_tiles + qt) * 2 + w) * part_rows
+        return DQA_f[r0 : r0 + n * part_rows, 0:128]
+
+    def flat_dq_s(DQ_s, w, n):
+        """... from DQ_s."""
+        return DQ_s[w * part_rows : (w + n) * part_rows, 0:128]
 
     def ds_part(DS_s, stage, w):
         """The dSᵀ its part's GEMM reads (its queries' columns) ..."""
@@ -922,8 +952,8 @@ def _dkv_ws(
     atom = (16 << kv_swizzle) // 2  # (columns of a swizzle atom: a TMA box of 64 rows is dense within one)
     q_smem = mma_shared_layout(dtype, c.swizzle_for(d, 2), (2, bq, d))
     ds_smem = mma_shared_layout(dtype, 3, (2, WS_KEYS, bq))
-    dq_shape = (2, pr, pc) if split_rows else (bq, d)
-    dq_smem = mma_shared_layout("float32", c.swizzle_for(pc, 4), dq_shape)
+    dq_shape = (2 * part_rows, 128) if flat_dq else (2, pr, pc) if split_rows else (bq, d)
+    dq_smem = None if flat_dq else mma_shared_layout("float32", c.swizzle_for(pc, 4), dq_shape)
     tile_bytes = bq * d * 2
     producer_regs, consumer_regs = WS_REGISTERS
     # dQ's halves handed over one warpgroup at a time (with `dq_overlap`; measured: slower with
@@ -1034,6 +1064,11 @@ def _dkv_ws(
         dq_empty.init(1)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
+        if flat_dq:  # the consumers' parts in register order, and DQA in rows of 128 columns
+            DQ_w = DQ_s.view(2, pr, pc, layout=fragment_order(2, pc))
+            DQA_f = DQA.view(batch * heads * q_tiles * bq * d // 128, 128)
+        else:
+            DQ_w = DQ_s
         kv, kt = _key_tile_order(bx, k_tiles, section)
         k0 = kt * WS_KEYS
         first = first_of(kt)
@@ -1062,14 +1097,19 @@ def _dkv_ws(
                     if halves:  # each warpgroup's half on its own
                         for w in list(range(2)):
                             dq_full.wait(w, u % 2)
-                            Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
+                            if flat_dq:
+                                Tx.copy_async(flat_dqa(DQA_f, r_bh, first + u % per_head, w, 1), flat_dq_s(DQ_s, w, 1), dispatch="tma_explicit", use_tma_reduce="add")
+                            else:
+                                Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
                             T.ptx.cp_async.bulk.commit_group()
                         for w in list(range(2)):
                             T.ptx.cp_async.bulk.wait_group_read(1 - w)
                             dq_empty.arrive(w)
                     else:
                         dq_full.wait(0, u % 2)
-                        if split_rows:
+                        if flat_dq:
+                            Tx.copy_async(flat_dqa(DQA_f, r_bh, first + u % per_head, 0, 2), flat_dq_s(DQ_s, 0, 2), dispatch="tma_explicit", use_tma_reduce="add")
+                        elif split_rows:
                             for w in list(range(2)):
                                 Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
                         else:
@@ -1145,13 +1185,13 @@ def _dkv_ws(
                             T.ptx.wgmma.wait_group(1)  # (dV's done: dQ's runs)
                             Tx.warpgroup.gemm_async(dk[0:64, 0:d], dst16[0:64, 0:bq], Q_s[t % 2, 0:bq, 0:d], transB=True, accum=True)
                             T.ptx.wgmma.wait_group(1)  # (dQ's done: dK's runs)
-                            hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
+                            hand_dq(dq, DQ_w, dq_full, dq_empty, cw, t, tid)
                         T.ptx.wgmma.wait_group(0)
                         T.cuda.warp_sync()  # (each warp's reads of the stage's statistics, and its warpgroup's wgmmas', done)
                         if tid % 32 == 0:
                             empty.arrive(t % 2)
                         if not dq_overlap:  # (the three GEMMs issued back to back)
-                            hand_dq(dq, DQ_s, dq_full, dq_empty, cw, t, tid)
+                            hand_dq(dq, DQ_w, dq_full, dq_empty, cw, t, tid)
             # dK and dV through K's and V's shared memory (read by both consumers' last GEMMs,
             # each waited for by its warpgroup: the barrier orders them), stored by TMA
             Tx.warpgroup.mul(dk[0:64, 0:d], dk[0:64, 0:d], scale)
@@ -1256,17 +1296,23 @@ def attention_dd_kernel(rows: int, seq_q: int, d: int, dtype: str, heads: int = 
     return attention_dd
 
 
-@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale", "heads"])
-def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float, heads: int = 0):
+@autotune(configs=[{}], key=["rows", "seq_q", "d", "dtype", "scale", "heads", "part_cols"])
+def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale: float, heads: int = 0, part_cols: int = 0):
     """``DQ = scale · DQA`` rounded to ``dtype`` (DQA ``(rows, d_rows(seq_q), d)`` float32, the
     reductions of `attention_dkv_kernel(reduce_dq=True)`; DQ ``(rows, seq_q, d)``, or with
     ``heads`` seq-major [rows / heads, seq_q, heads, d] (`_Heads`)): each thread
     8 consecutive elements of a row at a time (16-byte stores; the accumulator's layout would load
-    and store 8 and 4 bytes), where a row's vectors divide the threads."""
+    and store 8 and 4 bytes), where a row's vectors divide the threads. ``part_cols``: DQA in
+    parts of 64 rows x ``part_cols`` columns in `fragment_order` (``flat_dq``'s), each read
+    into the accumulator's layout (16-byte loads)."""
     q_tiles = d_rows(seq_q) // BM
     vecs = d // 8  # a row's vectors of 8
     tile = TileLayout(S[(BM * vecs // 128, 128 // vecs, vecs, 8) : (8, vecs @ tx, 1 @ tx, 1)]) if 128 % vecs == 0 else wgmma_acc_layout(d)
     L, nh = _Heads(heads > 0, rows // max(heads, 1), d), max(heads, 1)
+    if part_cols:
+        if d % part_cols or part_cols % 8:
+            raise ValueError(f"attention_dq_convert_kernel(part_cols={part_cols}): parts of whole 8-column groups that divide the head dim ({d})")
+        return _dq_convert_parts(rows, seq_q, q_tiles, d, dtype, scale, L, nh, part_cols)
 
     @T.prim_func
     def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
@@ -1286,6 +1332,37 @@ def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale
         Tx.cta.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
         Tx.cta.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
         Tx.cta.copy(L.rows(DQ, bh, nh, q0, BM), out[0:BM, 0:d], clip=True)
+
+    return attention_dq_convert
+
+
+def _dq_convert_parts(rows: int, seq_q: int, q_tiles: int, d: int, dtype: str, scale: float, L: _Heads, nh: int, pc: int):
+    """`attention_dq_convert_kernel(part_cols=pc)`: a CTA per 64 query rows, a warpgroup, their
+    d // pc parts (columns [w pc, (w + 1) pc): part (bh * q_tiles + tile) * (d // pc) + w of
+    DQA's), each read into the accumulator's registers, scaled, rounded and stored."""
+    per_tile = d // pc
+    parts = rows * q_tiles * per_tile
+
+    @T.prim_func
+    def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
+        DQA = T.match_buffer(DQA_ptr, (rows, q_tiles * BM, d), "float32")
+        DQ = T.match_buffer(DQ_ptr, L.shape(nh, seq_q), dtype)
+        T.device_entry()
+        bx = T.cta_id([rows * q_tiles])
+        T.warpgroup_id([1])
+        T.warp_id_in_wg([4])
+        T.lane_id([32])
+        T.thread_id([128])
+        bh = bx // q_tiles
+        q0 = bx % q_tiles * BM
+        DQA_p = DQA.view(parts, BM, pc, layout=fragment_order(parts, pc))
+        dq = T.alloc_buffer((BM, pc), "float32", scope="local", layout=wgmma_acc_layout(pc))
+        out = T.alloc_buffer((BM, pc), dtype, scope="local", layout=wgmma_acc_layout(pc))
+        for w in list(range(per_tile)):
+            Tx.warpgroup.copy(dq[0:BM, 0:pc], DQA_p[bx * per_tile + w, 0:BM, 0:pc])
+            Tx.warpgroup.mul(dq[0:BM, 0:pc], dq[0:BM, 0:pc], scale)
+            Tx.warpgroup.cast(out[0:BM, 0:pc], dq[0:BM, 0:pc])
+            Tx.warpgroup.copy(L.rows(DQ, bh, nh, q0, BM, w * pc, pc), out[0:BM, 0:pc], clip=True)
 
     return attention_dq_convert
 

@@ -1309,39 +1309,14 @@ def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale
     vecs = d // 8  # a row's vectors of 8
     tile = TileLayout(S[(BM * vecs // 128, 128 // vecs, vecs, 8) : (8, vecs @ tx, 1 @ tx, 1)]) if 128 % vecs == 0 else wgmma_acc_layout(d)
     L, nh = _Heads(heads > 0, rows // max(heads, 1), d), max(heads, 1)
-    if part_cols:
-        if d % part_cols or part_cols % 8:
-            raise ValueError(f"attention_dq_convert_kernel(part_cols={part_cols}): parts of whole 8-column groups that divide the head dim ({d})")
-        return _dq_convert_parts(rows, seq_q, q_tiles, d, dtype, scale, L, nh, part_cols)
-
-    @T.prim_func
-    def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
-        DQA = T.match_buffer(DQA_ptr, (rows, q_tiles * BM, d), "float32")
-        DQ = T.match_buffer(DQ_ptr, L.shape(nh, seq_q), dtype)
-        T.device_entry()
-        bx = T.cta_id([rows * q_tiles])
-        T.warpgroup_id([1])
-        T.warp_id_in_wg([4])
-        T.lane_id([32])
-        T.thread_id([128])
-        bh = bx // q_tiles
-        q0 = bx % q_tiles * BM
-        dq = T.alloc_buffer((BM, d), "float32", scope="local", layout=tile)
-        out = T.alloc_buffer((BM, d), dtype, scope="local", layout=tile)
-        Tx.cta.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
-        Tx.cta.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
-        Tx.cta.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
-        Tx.cta.copy(L.rows(DQ, bh, nh, q0, BM), out[0:BM, 0:d], clip=True)
-
-    return attention_dq_convert
-
-
-def _dq_convert_parts(rows: int, seq_q: int, q_tiles: int, d: int, dtype: str, scale: float, L: _Heads, nh: int, pc: int):
-    """`attention_dq_convert_kernel(part_cols=pc)`: a CTA per 64 query rows, a warpgroup, their
-    d // pc parts (columns [w pc, (w + 1) pc): part (bh * q_tiles + tile) * (d // pc) + w of
-    DQA's), each read into the accumulator's registers, scaled, rounded and stored."""
+    if part_cols and (d % part_cols or part_cols % 8):
+        raise ValueError(f"attention_dq_convert_kernel(part_cols={part_cols}): parts of whole 8-column groups that divide the head dim ({d})")
+    # `part_cols`: a warpgroup reads the 64 rows' d // pc parts one at a time (part (bh * q_tiles
+    # + tile) * (d // pc) + w of DQA's: columns [w pc, (w + 1) pc)) into the accumulator's layout.
+    pc = part_cols or d
     per_tile = d // pc
     parts = rows * q_tiles * per_tile
+    regs = wgmma_acc_layout(pc) if part_cols else tile
 
     @T.prim_func
     def attention_dq_convert(DQA_ptr: T.handle, DQ_ptr: T.handle):
@@ -1355,14 +1330,20 @@ def _dq_convert_parts(rows: int, seq_q: int, q_tiles: int, d: int, dtype: str, s
         T.thread_id([128])
         bh = bx // q_tiles
         q0 = bx % q_tiles * BM
-        DQA_p = DQA.view(parts, BM, pc, layout=fragment_order(parts, pc))
-        dq = T.alloc_buffer((BM, pc), "float32", scope="local", layout=wgmma_acc_layout(pc))
-        out = T.alloc_buffer((BM, pc), dtype, scope="local", layout=wgmma_acc_layout(pc))
-        for w in list(range(per_tile)):
-            Tx.warpgroup.copy(dq[0:BM, 0:pc], DQA_p[bx * per_tile + w, 0:BM, 0:pc])
-            Tx.warpgroup.mul(dq[0:BM, 0:pc], dq[0:BM, 0:pc], scale)
-            Tx.warpgroup.cast(out[0:BM, 0:pc], dq[0:BM, 0:pc])
-            Tx.warpgroup.copy(L.rows(DQ, bh, nh, q0, BM, w * pc, pc), out[0:BM, 0:pc], clip=True)
+        dq = T.alloc_buffer((BM, pc), "float32", scope="local", layout=regs)
+        out = T.alloc_buffer((BM, pc), dtype, scope="local", layout=regs)
+        if part_cols:
+            DQA_p = DQA.view(parts, BM, pc, layout=fragment_order(parts, pc))
+            for w in list(range(per_tile)):
+                Tx.warpgroup.copy(dq[0:BM, 0:pc], DQA_p[bx * per_tile + w, 0:BM, 0:pc])
+                Tx.warpgroup.mul(dq[0:BM, 0:pc], dq[0:BM, 0:pc], scale)
+                Tx.warpgroup.cast(out[0:BM, 0:pc], dq[0:BM, 0:pc])
+                Tx.warpgroup.copy(L.rows(DQ, bh, nh, q0, BM, w * pc, pc), out[0:BM, 0:pc], clip=True)
+        else:
+            Tx.cta.copy(dq[0:BM, 0:d], DQA[bh, q0 : q0 + BM, 0:d])
+            Tx.cta.mul(dq[0:BM, 0:d], dq[0:BM, 0:d], scale)
+            Tx.cta.cast(out[0:BM, 0:d], dq[0:BM, 0:d])
+            Tx.cta.copy(L.rows(DQ, bh, nh, q0, BM), out[0:BM, 0:d], clip=True)
 
     return attention_dq_convert
 

@@ -581,6 +581,28 @@ def test_flat_dq_parts_give_the_same_bits(b, h, hk, sq, sk, d, causal, design, d
     np.testing.assert_allclose(got[1][2].astype(F64).reshape(want[0].shape), want[0], rtol=t, atol=t * np.abs(want[0]).max(), err_msg="dq")
 
 
+@pytest.mark.parametrize("d,sq,design", [(128, 192, {}), (64, 256, {"q_rows": 128})], ids=str)
+def test_the_backward_reads_dq_in_the_order_its_dkv_kernel_chose(d, sq, design, monkeypatch):
+    """The default pipeline rounds DQA with the convert kernel of the order the tuned dK / dV
+    kernel adds dQ's parts in (`flat_dq`: `fragment_order`): the same gradients whichever the
+    tuner chose (here its only configuration)."""
+    rng = np.random.default_rng(d + sq)
+    nd = numpy_dtype("bfloat16")
+    q, do = (rng.standard_normal((1, 2, sq, d)).astype(nd) for _ in range(2))
+    k, v = (rng.standard_normal((1, 2, 200, d)).astype(nd) for _ in range(2))
+    out, lse = tirx.ops.scaled_dot_product_attention(q, k, v, return_lse=True)
+    got = []
+    for flat in (False, True):
+        monkeypatch.setattr(ab.attention_dkv_kernel, "configs", [{"ws": True, "dq_overlap": True, "flat_dq": flat, **design}])
+        monkeypatch.setattr(ab.attention_dkv_kernel, "_tuned", {})
+        monkeypatch.setattr(ab.attention_dkv_kernel, "_by_call", {})
+        got.append(tirx.ops.scaled_dot_product_attention_backward(do, q, k, v, out, lse))
+        (tuned,) = ab.attention_dkv_kernel._tuned.values()  # (the reducing pipeline's, this design)
+        assert tuned.configs[tuned.choice] == {"ws": True, "dq_overlap": True, "flat_dq": flat, **design}
+    for name, x, y in zip(("dq", "dk", "dv"), *got):
+        np.testing.assert_array_equal(x, y, err_msg=name)
+
+
 def test_causal_head_dim_64_reduces_dq_from_1k_keys_over_query_tiles_of_128_rows():
     """The default pipeline (measured on an H200): causal at head dim 64 dQ by its own kernel under
     2k keys, under 1k where the queries are whole tiles of 128 rows (the dK / dV kernel's tuner may

@@ -547,6 +547,14 @@ def fragment_order(parts: int, cols: int) -> TileLayout:
     return TileLayout(S[(parts, 4, 2, 8, cols // 8, 4, 2) : (64 * cols, 128, 2, 16, 512, 4, 1)])
 
 
+def _part_cols(cfg: dict, d: int) -> int:
+    """The columns of a dQ part in `fragment_order` that the dK / dV kernel of configuration
+    ``cfg`` adds into DQA (`attention_dq_convert_kernel(part_cols=)`; 0: DQA in row order)."""
+    if not cfg.get("flat_dq"):
+        return 0
+    return d if cfg.get("q_rows", BM) > BM else d // 2
+
+
 @autotune(
     configs=DKV_CONFIGS,
     key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "offset", "varlen", "reduce_dq", "mask", "seq_major"],
@@ -1624,8 +1632,17 @@ def _new_plan(
     heads = h if major else 0  # (the dd and convert kernels' seq-major layout)
     if reduce:
         dd_of = attention_dd_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, heads=heads).launcher()
-        dkv = attention_dkv_kernel(**kw, reduce_dq=True).launcher()
-        dq_of = attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads).launcher()
+        tuned = attention_dkv_kernel(**kw, reduce_dq=True)
+        dkv = tuned.launcher()
+        convert = []
+
+        def dq_of(dqa, dq_):
+            # DQA's order is the chosen dK / dV kernel's (`flat_dq`), chosen at its first call
+            if not convert:
+                cols = _part_cols(tuned.configs[tuned.choice], d)
+                convert.append(attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads, part_cols=cols).launcher())
+            convert[0](dqa, dq_)
+
     else:
         dq_dd = attention_dq_kernel(**kw).launcher()
         dkv = attention_dkv_kernel(**kw).launcher()

@@ -908,8 +908,8 @@ def _dkv_ws(
     DQA, in their accumulator's register order (`fragment_order`: 16-byte stores free of bank
     conflicts, where the swizzled tile's 8-byte stores had two-way conflicts and the proxy fence
     after them waited on them; Nsight Compute on an H200, head dim 128: 6 % of the warps' stall
-    samples), a TMA box of 128 columns per part. dK and dV are rounded into K's and V's shared memory once both
-    consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
+    samples), a TMA box of 128 columns per part. dK and dV are rounded into K's and V's shared
+    memory once both consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
     (measured on an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12%
     faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
     bq = q_rows  # query rows a step (`_wide_queries`)

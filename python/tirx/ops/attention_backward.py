@@ -547,12 +547,16 @@ def fragment_order(parts: int, cols: int) -> TileLayout:
     return TileLayout(S[(parts, 4, 2, 8, cols // 8, 4, 2) : (64 * cols, 128, 2, 16, 512, 4, 1)])
 
 
+def _dq_part(d: int, q_rows: int):
+    """``(rows, cols)`` of each consumer's part of a step's dQ in the warp-specialised kernel
+    (`_dkv_ws`): half the columns of query tiles of 64 rows, or half the rows of 128."""
+    return (BM, d) if q_rows > BM else (q_rows, d // 2)
+
+
 def _part_cols(cfg: dict, d: int) -> int:
     """The columns of a dQ part in `fragment_order` that the dK / dV kernel of configuration
     ``cfg`` adds into DQA (`attention_dq_convert_kernel(part_cols=)`; 0: DQA in row order)."""
-    if not cfg.get("flat_dq"):
-        return 0
-    return d if cfg.get("q_rows", BM) > BM else d // 2
+    return _dq_part(d, cfg.get("q_rows", BM))[1] if cfg.get("flat_dq") else 0
 
 
 @autotune(
@@ -909,19 +913,19 @@ def _dkv_ws(
     conflicts, where the swizzled tile's 8-byte stores had two-way conflicts and the proxy fence
     after them waited on them; Nsight Compute on an H200, head dim 128: 6 % of the warps' stall
     samples), a TMA box of 128 columns per part. dK and dV are rounded into K's and V's shared
-    memory once both consumers' last GEMMs have read them, then stored by TMA, a box per swizzle atom's columns
-    (measured on an H200 against stores from the accumulator's registers: the dK / dV kernel 6-12%
-    faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
+    memory once both consumers' last GEMMs have read them, then stored by TMA, a box per swizzle
+    atom's columns (measured on an H200 against stores from the accumulator's registers: the dK /
+    dV kernel 6-12% faster at 1k queries, 0-3% from 4k). ``L``: how Q, K, V, dO, DK and DV are stored (`_Heads`)."""
     bq = q_rows  # query rows a step (`_wide_queries`)
     group = heads // kv_heads
     q_tiles = d_rows(seq_q) // bq
     k_tiles = -(-seq_k // WS_KEYS)
     section = _section(batch, heads, kv_heads, seq_q, d, causal)
     scale_log2 = scale * LOG2E
-    # Each consumer's part of a step's dQ, pr x pc: half its columns (query tiles of 64 rows), or
-    # half its rows (of 128; DQ_s a block of each, so that a part is one TMA box).
+    # Each consumer's part of a step's dQ, pr x pc (`_dq_part`): half its rows with query tiles
+    # of 128 (DQ_s a block of each, so that a part is one TMA box), else half its columns.
     split_rows = bq > BM
-    pr, pc = (BM, d) if split_rows else (bq, d // 2)
+    pr, pc = _dq_part(d, bq)
 
     def dq_s(DQ_s, w):
         """Consumer w's part of DQ_s (`flat_dq`: of its view in register order)."""
@@ -1101,12 +1105,13 @@ def _dkv_ws(
             if tid == 32:  # each step's dQ parts added into DQA, freed once read
                 for u in T.serial(steps):
                     r_bh = kv * group + u // per_head
-                    r_q0 = (first + u % per_head) * bq
+                    r_qt = first + u % per_head  # (the step's query tile)
+                    r_q0 = r_qt * bq
                     if halves:  # each warpgroup's half on its own
                         for w in list(range(2)):
                             dq_full.wait(w, u % 2)
                             if flat_dq:
-                                Tx.copy_async(flat_dqa(DQA_f, r_bh, first + u % per_head, w, 1), flat_dq_s(DQ_s, w, 1), dispatch="tma_explicit", use_tma_reduce="add")
+                                Tx.copy_async(flat_dqa(DQA_f, r_bh, r_qt, w, 1), flat_dq_s(DQ_s, w, 1), dispatch="tma_explicit", use_tma_reduce="add")
                             else:
                                 Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")
                             T.ptx.cp_async.bulk.commit_group()
@@ -1116,7 +1121,7 @@ def _dkv_ws(
                     else:
                         dq_full.wait(0, u % 2)
                         if flat_dq:
-                            Tx.copy_async(flat_dqa(DQA_f, r_bh, first + u % per_head, 0, 2), flat_dq_s(DQ_s, 0, 2), dispatch="tma_explicit", use_tma_reduce="add")
+                            Tx.copy_async(flat_dqa(DQA_f, r_bh, r_qt, 0, 2), flat_dq_s(DQ_s, 0, 2), dispatch="tma_explicit", use_tma_reduce="add")
                         elif split_rows:
                             for w in list(range(2)):
                                 Tx.copy_async(dqa(DQA, r_bh, r_q0, w), dq_s(DQ_s, w), dispatch="tma_auto", use_tma_reduce="add")

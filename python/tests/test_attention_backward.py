@@ -581,6 +581,36 @@ def test_flat_dq_parts_give_the_same_bits(b, h, hk, sq, sk, d, causal, design, d
     np.testing.assert_allclose(got[1][2].astype(F64).reshape(want[0].shape), want[0], rtol=t, atol=t * np.abs(want[0]).max(), err_msg="dq")
 
 
+def to_fragment_order(a, cols):
+    """``a`` (rows, q_tiles · 64, d) as `fragment_order` parts of 64 x ``cols`` (the parts of a
+    query tile's columns in turn): a part's element (128 j + 32 w + 4 g + t) · 4 + 2 h + e, thread
+    (w, g, t)'s register 4 j + 2 h + e, is its row 16 w + 8 h + g, column 8 j + 2 t + e."""
+    rows, n, d = a.shape
+    parts = a.reshape(rows, n // 64, 64, d // cols, cols).transpose(0, 1, 3, 2, 4).reshape(-1, 4, 2, 8, cols // 8, 4, 2)
+    return parts.transpose(0, 4, 1, 3, 5, 2, 6).reshape(a.shape)
+
+
+@pytest.mark.parametrize(
+    "rows,heads,sq,d,part_cols",
+    [(2, 0, 300, 128, 64), (4, 2, 130, 64, 32), (2, 2, 64, 64, 64), (3, 3, 100, 32, 16), (2, 0, 256, 128, 128)],
+    ids=str,
+)
+def test_dq_parts_in_fragment_order_round_to_the_bits_of_rows(rows, heads, sq, d, part_cols):
+    """`attention_dq_convert_kernel(part_cols=)`: DQA's parts in `fragment_order`, read in the
+    accumulator's layout and stored through swizzled shared memory by TMA (swizzles of 128, 64 and
+    32 bytes; rows past the sequence clipped; seq-major dQ), give the bits of DQA in rows."""
+    rng = np.random.default_rng(d + sq)
+    dqa = rng.standard_normal((rows, ab.d_rows(sq), d)).astype(np.float32)
+    shape = ab._Heads(heads > 0, rows // max(heads, 1), d).shape(max(heads, 1), sq)
+    got = []
+    for pc, a in ((0, dqa), (part_cols, to_fragment_order(dqa, part_cols))):
+        dq = np.zeros(shape, numpy_dtype("bfloat16"))
+        tirx.compile(ab.attention_dq_convert_kernel.factory(rows=rows, seq_q=sq, d=d, dtype="bfloat16", scale=0.125, heads=heads, part_cols=pc), "sm_90a")(np.ascontiguousarray(a), dq)
+        got.append(dq)
+    np.testing.assert_array_equal(got[1], got[0])
+    assert np.abs(got[0].astype(F64)).max() > 0
+
+
 @pytest.mark.parametrize("d,sq,design", [(128, 192, {}), (64, 256, {"q_rows": 128})], ids=str)
 def test_the_backward_reads_dq_in_the_order_its_dkv_kernel_chose(d, sq, design, monkeypatch):
     """The default pipeline rounds DQA with the convert kernel of the order the tuned dK / dV

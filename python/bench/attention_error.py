@@ -1,0 +1,79 @@
+"""Issues 30's and 31's accuracy figures: the attention forward's output and the backward's
+gradients (dQ, dK, dV) in bf16, tirx's and SDPA's cuDNN and flash backends', against a float32
+reference on the same inputs (SDPA's math backend over the bf16 inputs widened to float32),
+per shape (d × causal × seq, batch × heads 4 × 16); printed: each one's error relative to the reference's largest magnitude, the largest
+(max |x − ref| / max |ref|) and the root-mean-square (‖x − ref‖ / ‖ref‖), and tirx's largest
+÷ the best backend's (≤ 1: no worse than SDPA's own bf16 result).
+
+    cd python/bench && python attention_error.py [--dims 64,128] [--seqs 1024,4096] [--json out.json]
+"""
+
+import argparse
+import json
+
+import torch
+
+import tirx.ops as ops
+
+F = torch.nn.functional
+
+
+def errors(x, ref):
+    """(largest, root-mean-square) of ``x - ref`` relative to ``ref``'s largest magnitude and norm."""
+    x, ref = x.double(), ref.double()
+    diff = x - ref
+    return (diff.abs().max() / ref.abs().max()).item(), (diff.norm() / ref.norm()).item()
+
+
+def case(seq, d, causal):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    b, h = 4, 16
+    g = torch.Generator(device="cuda").manual_seed(seq + d + causal)
+    q, k, v, do = (torch.randn(b, h, seq, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(4))
+    with sdpa_kernel([SDPBackend.MATH]):
+        ref_in = [t.float().requires_grad_() for t in (q, k, v)]
+        ref_out = F.scaled_dot_product_attention(*ref_in, is_causal=causal)
+        ref = [ref_out.detach(), *torch.autograd.grad(ref_out, ref_in, do.float())]
+    runs = {"tirx": lambda *t: ops.scaled_dot_product_attention(*t, is_causal=causal)}
+    for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        runs[name] = (lambda be: lambda *t: sdpa(be, t, causal))(be)
+    row = {"seq": seq, "d": d, "causal": causal, "batch_heads": [b, h]}
+    for name, fn in runs.items():
+        x = [t.detach().requires_grad_() for t in (q, k, v)]
+        out = fn(*x)
+        got = [out.detach(), *torch.autograd.grad(out, x, do)]
+        row[name] = {what: errors(a, r) for what, a, r in zip(("out", "dq", "dk", "dv"), got, ref)}
+    best = {what: min(row[n][what][0] for n in ("cudnn", "flash")) for what in ("out", "dq", "dk", "dv")}
+    row["tirx_over_best"] = {what: row["tirx"][what][0] / best[what] for what in best}
+    cells = " | ".join(
+        f"{what} " + " ".join(f"{n} {row[n][what][0]:.2e}/{row[n][what][1]:.1e}" for n in runs) + f" (x{row['tirx_over_best'][what]:.2f})"
+        for what in best
+    )
+    print(f"d={d:3d} seq={seq:5d} causal={int(causal)}: {cells}", flush=True)
+    return row
+
+
+def sdpa(backend, t, causal):
+    from torch.nn.attention import sdpa_kernel
+
+    with sdpa_kernel([backend]):
+        return F.scaled_dot_product_attention(*t, is_causal=causal)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--dims", default="64,128")
+    p.add_argument("--seqs", default="1024,4096")
+    p.add_argument("--json")
+    a = p.parse_args()
+    print(torch.cuda.get_device_name(), "torch", torch.__version__)
+    print("largest / rms error relative to the float32 reference; (x: tirx's largest ÷ the best backend's)")
+    rows = [case(s, d, c) for d in map(int, a.dims.split(",")) for c in (False, True) for s in map(int, a.seqs.split(","))]
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -72,6 +72,11 @@ def attention_cases():
         heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,
         seq_major=False, consumers=2, bn=224, overlap=True, pingpong=True,
     )
+    # head dim 256 over 128-key tiles, overlapped (FlashAttention-3's): fits only in 240 registers
+    yield "ops_attention_fp8_d256", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=256, dtype="float8_e4m3fn", causal=False, scale=0.0625, lse=False,
+        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True,
+    )
     yield "ops_attention_fp8_values", at.fp8_values_kernel.factory(bhk=16, seq_k=16384, d=128)
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)

@@ -68,6 +68,7 @@ CASES = [
     (3, 128, 64, False, 1, 1, 1, 150, 330),
     (2, 176, 128, False, 1, 2, 2, 200, 400),  # FlashAttention-3's wide K/V tiles (ragged)
     (2, 192, 64, False, 1, 1, 1, 130, 500),
+    (2, 192, 128, False, 1, 1, 1, 130, 400),
     (2, 80, 256, False, 1, 1, 1, 130, 500),  # FlashAttention-3's narrow tiles at head dim 256 (2 stages)
 ]
 

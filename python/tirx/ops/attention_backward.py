@@ -884,12 +884,11 @@ def attention_dkv_kernel(
     return attention_dkv
 
 
-# `_dkv_ws`: the CTA's keys (two consumer warpgroups of 64), its named barrier (the consumers'
-# exchange of dS) and setmaxnreg's budgets (the producer warpgroup's, each consumer's).
+# `_dkv_ws`: the CTA's keys (two consumer warpgroups of 64) and its named barriers (the
+# consumers' exchange of dS).
 WS_KEYS = 128
 DS_BARRIER = 9  # (scripts own ids 9-15)
 EPILOGUE_BARRIER = 10  # each consumer's, 10 and 11, before its dK and dV's TMA stores
-WS_REGISTERS = (24, 240)
 # The columns' statistics a consumer thread holds at a time (of a step's queries): 8 registers.
 COLS = 32
 
@@ -971,7 +970,7 @@ def _dkv_ws(
     dq_shape = (2 * part_rows, 128) if flat_dq else (2, pr, pc) if split_rows else (bq, d)
     dq_smem = None if flat_dq else mma_shared_layout("float32", c.swizzle_for(pc, 4), dq_shape)
     tile_bytes = bq * d * 2
-    producer_regs, consumer_regs = WS_REGISTERS
+    producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[2]
     # dQ's halves handed over one warpgroup at a time (with `dq_overlap`; measured: slower with
     # the GEMMs back to back, where both halves go in one reduction).
     halves = 1 if dq_overlap else 0

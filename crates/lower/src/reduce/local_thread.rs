@@ -9,7 +9,8 @@
 //! **Algorithm**: the register analysis of §3.10 with one thread: each
 //! destination register is a sequential fold of the source registers with its
 //! kept coordinates, in row-major order of the reduced coordinates, starting
-//! from the first element, in the compute type (f32 for 16-bit sums,
+//! from the first element (`max` and `min` over 8 or more in interleaved
+//! chains, `regs::chains`), in the compute type (f32 for 16-bit sums,
 //! `docs/numerics.md` §9); `accum` combines the old destination last; the
 //! result is converted once to the destination type.
 //!
@@ -61,8 +62,9 @@ impl Variant for LocalThread {
         let a = regs::analyze(cx, &call, ExecScope::Thread, 1)?;
         let p = regs::plan(&a, &call, &[], names)?;
         let summary = format!(
-            "sequential: {}, in row-major order of the reduced coordinates, computed in {ct}{}",
+            "sequential: {}, in row-major order of the reduced coordinates{}, computed in {ct}{}",
             p.describe(),
+            if p.chains > 1 { " (each chain's)" } else { "" },
             accum_text(&call)
         );
         let rounds = p.regs * p.fold;

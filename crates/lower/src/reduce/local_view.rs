@@ -18,7 +18,8 @@
 //! combined after it (the reference skips `accum` without `thread_reduce`).
 //!
 //! **Algorithm**: per destination register a thread-local fold (row-major,
-//! compute type of `docs/numerics.md` §9), then the butterfly if asked, then
+//! compute type of `docs/numerics.md` §9; `max` and `min` over 8 or more in
+//! interleaved chains, `regs::chains`), then the butterfly if asked, then
 //! `accum`, converted once to the destination type.
 //!
 //! **Generated code** (row sums of a 16×128 accumulator, `thread_reduce=True`):

@@ -33,7 +33,8 @@ use super::call::{butterfly, combine, compute_type, loop_var, operand_scopes, pa
 use crate::operand::{self, group_offset, UNROLL_ELEMS};
 use crate::variant::{Bug, CallCx, Decline, Emitter, Plan};
 use std::collections::{BTreeMap, HashMap};
-use tirx_ir::lir::{LExpr, LStmt, LStmtKind, MemOp};
+use tirx_ir::lir::{LBufId, LExpr, LStmt, LStmtKind, MemOp};
+use tirx_ir::op::ReduceOp;
 use tirx_ir::DType;
 use tirx_layout::{apply::split_coord, Axis, ExecScope, Iter, TileLayout};
 
@@ -115,6 +116,8 @@ pub struct RegPlan {
     inner: Vec<Iter>,
     pub regs: i64,
     pub fold: i64,
+    /// The interleaved chains each fold runs in ([`chains`]; 1: one, in order).
+    pub chains: i64,
     /// Source elements a thread holds.
     pub src_per_thread: i64,
     pub masks: Vec<u32>,
@@ -125,13 +128,14 @@ impl RegPlan {
     pub fn describe(&self) -> String {
         let s = |n: i64| if n == 1 { "" } else { "s" };
         format!(
-            "per thread {} source element{} into {} destination register{}, each a fold of {} register{}",
+            "per thread {} source element{} into {} destination register{}, each a fold of {} register{}{}",
             self.src_per_thread,
             s(self.src_per_thread),
             self.regs,
             s(self.regs),
             self.fold,
-            s(self.fold)
+            s(self.fold),
+            if self.chains > 1 { format!(" in {} interleaved chains", self.chains) } else { String::new() }
         )
     }
 }
@@ -512,6 +516,7 @@ fn fit(
         inner,
         regs,
         fold,
+        chains: chains(call.op, fold),
         src_per_thread,
         masks: masks.to_vec(),
     })
@@ -524,13 +529,59 @@ fn fit(
 pub fn emit(em: &mut Emitter, p: &RegPlan, call: &ReduceCall, ct: DType, member: u32) -> Result<(), Bug> {
     let (src, sity) = em.lbuf(call.src.buf)?;
     let (dst, dity) = em.lbuf(call.dst.buf)?;
-    let acc = em.local_buf("acc", ct, 1);
-    let a0 = LExpr::i32(0);
     let op = call.op;
+    let lanes = p.chains;
+    let acc = em.local_buf("acc", ct, lanes);
+    let a0 = LExpr::i32(0);
     let k = loop_var(em, "k", p.regs);
     let kx = k.map_or(LExpr::i32(0), LExpr::Var);
     let b = em.builder();
     let base = b.add(LExpr::Int(p.src_off, sity), crate::addr::dim_offset(b, &p.src_delta, b.to_int(kx.clone(), sity)));
+    let mut body = if lanes > 1 {
+        fold_in_chains(em, p, op, (src, sity), acc, lanes, &base, ct)
+    } else {
+        fold_in_order(em, p, op, (src, sity), acc, base, ct)
+    };
+    body.extend(butterfly(em, op, acc, &a0, &p.masks, ct, member));
+    let b = em.builder();
+    let di = b.add(LExpr::Int(p.dst_off, dity), crate::addr::dim_offset(b, &p.dst_loops, b.to_int(kx, dity)));
+    let mut value = LExpr::Load(acc, Box::new(a0));
+    if call.accum {
+        value = combine(op, value, b.convert(LExpr::Load(dst, Box::new(di.clone())), ct));
+    }
+    let value = b.convert(value, call.dtype);
+    body.push(LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: di, value }), em.span));
+    let unroll = p.regs.saturating_mul(p.fold) <= UNROLL_ELEMS;
+    let out = wrap_loop(em, k, p.regs, unroll, body);
+    em.stmts.extend(out);
+    Ok(())
+}
+
+/// The independent partial results a thread folds a destination register's
+/// source registers into: 4 (or 2) for `max` and `min` over 8 or more, whose
+/// result is the same in any order, so that the fold is not one chain of
+/// dependent instructions each waiting on the last (ptxas keeps the order it
+/// is given: attention's row maxima over 112 scores were 56 FMNMX in a row);
+/// a sum keeps one, its documented row-major order.
+fn chains(op: ReduceOp, fold: i64) -> i64 {
+    if op == ReduceOp::Sum || fold < 8 {
+        return 1;
+    }
+    [4, 2].into_iter().find(|w| fold % w == 0).unwrap_or(1)
+}
+
+/// `acc[0] = src[base]; for q in 1..fold { acc[0] = op(acc[0], src[base + inner(q)]) }`.
+fn fold_in_order(
+    em: &mut Emitter,
+    p: &RegPlan,
+    op: ReduceOp,
+    (src, sity): (LBufId, DType),
+    acc: LBufId,
+    base: LExpr,
+    ct: DType,
+) -> Vec<LStmt> {
+    let a0 = LExpr::i32(0);
+    let b = em.builder();
     let load = |b: &crate::build::Builder, i: LExpr| b.convert(LExpr::Load(src, Box::new(i)), ct);
     let mut body = vec![LStmt::new(
         LStmtKind::Memory(MemOp::Store { buf: acc, index: a0.clone(), value: load(b, base.clone()) }),
@@ -553,19 +604,76 @@ pub fn emit(em: &mut Emitter, p: &RegPlan, call: &ReduceCall, ct: DType, member:
             em.span,
         ));
     }
-    body.extend(butterfly(em, op, acc, &a0, &p.masks, ct, member));
+    body
+}
+
+/// `lanes` interleaved chains, then their halves combined:
+/// `acc[w] = src[base + inner(w)]`, `acc[w] = op(acc[w], src[base + inner(q lanes + w)])`
+/// for `q` in `1..fold / lanes`, then `acc[w] = op(acc[w], acc[w + h])` for
+/// `h = lanes / 2, …, 1` (`acc[0]` the result).
+#[allow(clippy::too_many_arguments)]
+fn fold_in_chains(
+    em: &mut Emitter,
+    p: &RegPlan,
+    op: ReduceOp,
+    (src, sity): (LBufId, DType),
+    acc: LBufId,
+    lanes: i64,
+    base: &LExpr,
+    ct: DType,
+) -> Vec<LStmt> {
+    let store = |index: LExpr, value: LExpr| LStmtKind::Memory(MemOp::Store { buf: acc, index, value });
+    let element = |b: &crate::build::Builder, q: LExpr| {
+        let i = b.add(base.clone(), crate::addr::dim_offset(b, &p.inner, b.to_int(q, sity)));
+        b.convert(LExpr::Load(src, Box::new(i)), ct)
+    };
+    let w = em.var("w", DType::I32, Some((0, lanes - 1)));
+    let first = store(LExpr::Var(w), element(em.builder(), LExpr::Var(w)));
+    let mut body = vec![LStmt::new(
+        LStmtKind::For {
+            var: w,
+            begin: LExpr::i32(0),
+            extent: LExpr::i32(lanes),
+            unroll: true,
+            body: vec![LStmt::new(first, em.span)],
+        },
+        em.span,
+    )];
+    let q = em.var("q", DType::I32, Some((1, p.fold / lanes - 1)));
+    let w = em.var("w", DType::I32, Some((0, lanes - 1)));
     let b = em.builder();
-    let di = b.add(LExpr::Int(p.dst_off, dity), crate::addr::dim_offset(b, &p.dst_loops, b.to_int(kx, dity)));
-    let mut value = LExpr::Load(acc, Box::new(a0));
-    if call.accum {
-        value = combine(op, value, b.convert(LExpr::Load(dst, Box::new(di.clone())), ct));
+    let at = b.add(b.mul(LExpr::Var(q), LExpr::i32(lanes)), LExpr::Var(w));
+    let value = combine(op, LExpr::Load(acc, Box::new(LExpr::Var(w))), element(b, at));
+    let inner = LStmt::new(
+        LStmtKind::For {
+            var: w,
+            begin: LExpr::i32(0),
+            extent: LExpr::i32(lanes),
+            unroll: true,
+            body: vec![LStmt::new(store(LExpr::Var(w), value), em.span)],
+        },
+        em.span,
+    );
+    body.push(LStmt::new(
+        LStmtKind::For {
+            var: q,
+            begin: LExpr::i32(1),
+            extent: LExpr::i32(p.fold / lanes - 1),
+            unroll: p.fold <= UNROLL_ELEMS,
+            body: vec![inner],
+        },
+        em.span,
+    ));
+    let mut h = lanes / 2;
+    while h >= 1 {
+        for w in 0..h {
+            let value =
+                combine(op, LExpr::Load(acc, Box::new(LExpr::i32(w))), LExpr::Load(acc, Box::new(LExpr::i32(w + h))));
+            body.push(LStmt::new(store(LExpr::i32(w), value), em.span));
+        }
+        h /= 2;
     }
-    let value = b.convert(value, call.dtype);
-    body.push(LStmt::new(LStmtKind::Memory(MemOp::Store { buf: dst, index: di, value }), em.span));
-    let unroll = p.regs.saturating_mul(p.fold) <= UNROLL_ELEMS;
-    let out = wrap_loop(em, k, p.regs, unroll, body);
-    em.stmts.extend(out);
-    Ok(())
+    body
 }
 
 /// A register reduction after the checks each register variant makes first.

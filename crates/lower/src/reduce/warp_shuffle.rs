@@ -16,7 +16,8 @@
 //! miscompile): the old destination is combined after the butterfly.
 //!
 //! **Algorithm**: each thread folds its own source registers per destination
-//! register (row-major order, compute type of `docs/numerics.md` §9), then an
+//! register (row-major order, compute type of `docs/numerics.md` §9; `max` and
+//! `min` over 8 or more in interleaved chains, `regs::chains`), then an
 //! xor butterfly over the lane bits of the reduced thread iters, widest mask
 //! first (`v = op(v, shfl.bfly(v, m))`): every lane of a group ends with the
 //! same value, which is converted once to the destination type. Several

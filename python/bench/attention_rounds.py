@@ -5,7 +5,7 @@ one after another, ``--rounds`` times in one process; printed: every round's TFL
 the forward's FLOPs) and the ratios of the medians to cuDNN's. Timed in turn because the H200's
 clock moves under this load (1.73-1.98 GHz, power-capped), which moves a single pass by ±5 %.
 
-    cd python/bench && python attention_rounds.py [--dims 128,64] [--rounds 3]
+    cd python/bench && python attention_rounds.py [--dims 128,64] [--seqs 1024,4096,16384] [--causal both|yes|no] [--rounds 3]
 """
 
 import argparse
@@ -51,11 +51,14 @@ def case(seq, d, causal, rounds):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dims", default="128,64")
+    p.add_argument("--seqs", default="1024,4096,16384")
+    p.add_argument("--causal", default="both", choices=("both", "yes", "no"))
     p.add_argument("--rounds", type=int, default=3)
     a = p.parse_args()
+    masks = {"both": (False, True), "yes": (True,), "no": (False,)}[a.causal]
     for d in (int(x) for x in a.dims.split(",")):
-        for causal in (False, True):
-            for seq in (1024, 4096, 16384):
+        for causal in masks:
+            for seq in (int(x) for x in a.seqs.split(",")):
                 case(seq, d, causal, a.rounds)
 
 

@@ -1280,11 +1280,13 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
         Tx.cta.copy(tile[0:VT_KEYS, 0:d], V[bh, k0 : k0 + VT_KEYS, 0:d], clip=True, other=0)
         T.cuda.cta_sync()
         for r in T.unroll(rounds):
-            # column dd = (r 256 + tid) % d, chunk (r 256 + tid) // d; its column c = 16 chunk + i
-            # holds key 8 (i // 2 % 2) + 2 (i // 4) + i % 2 of the chunk's 16
+            # this round's column dd and its chunk's first key c0: column c0 + i of VT holds key
+            # 8 (i // 2 % 2) + 2 (i // 4) + i % 2 of the chunk's 16
+            dd = (r * VT_THREADS + tid) % d
+            c0 = (r * VT_THREADS + tid) // d * 16
             for i in T.unroll(16):
-                chunk[i] = tile[(r * VT_THREADS + tid) // d * 16 + i // 2 % 2 * 8 + i // 4 * 2 + i % 2, (r * VT_THREADS + tid) % d]
-            Tx.thread.copy(VT[bh, (r * VT_THREADS + tid) % d, k0 + (r * VT_THREADS + tid) // d * 16 : k0 + (r * VT_THREADS + tid) // d * 16 + 16], chunk[0:16])
+                chunk[i] = tile[c0 + i // 2 % 2 * 8 + i // 4 * 2 + i % 2, dd]
+            Tx.thread.copy(VT[bh, dd, k0 + c0 : k0 + c0 + 16], chunk[0:16])
 
     return fp8_values_t
 

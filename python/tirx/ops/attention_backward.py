@@ -1334,9 +1334,11 @@ def attention_dq_convert_kernel(rows: int, seq_q: int, d: int, dtype: str, scale
     per_tile = d // pc
     parts = rows * q_tiles * per_tile
     regs = wgmma_acc_layout(pc) if part_cols else tile
-    # A part's rows in shared memory in the widest swizzle whose atom (64, 32 or 16 columns)
-    # divides them, a TMA box per atom's columns (each dense).
-    swizzle, atom = next((m, 8 << m) for m in (3, 2, 1) if pc % (8 << m) == 0)
+    # A part's rows in shared memory in the widest swizzle whose atom divides them, a TMA box per
+    # atom's columns (each dense).
+    eb = c.elem_bytes(dtype)
+    swizzle = c.swizzle_for(pc, eb)
+    atom = (16 << swizzle) // eb
     parts_smem = mma_shared_layout(dtype, swizzle, (per_tile, BM, pc))
 
     @T.prim_func

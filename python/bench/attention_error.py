@@ -12,10 +12,9 @@ import argparse
 import json
 
 import torch
+from attention import backends, sdpa  # this directory
 
 import tirx.ops as ops
-
-F = torch.nn.functional
 
 
 def errors(x, ref):
@@ -26,25 +25,23 @@ def errors(x, ref):
 
 
 def case(seq, d, causal):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
 
     b, h = 4, 16
     g = torch.Generator(device="cuda").manual_seed(seq + d + causal)
     q, k, v, do = (torch.randn(b, h, seq, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(4))
-    with sdpa_kernel([SDPBackend.MATH]):
-        ref_in = [t.float().requires_grad_() for t in (q, k, v)]
-        ref_out = F.scaled_dot_product_attention(*ref_in, is_causal=causal)
-        ref = [ref_out.detach(), *torch.autograd.grad(ref_out, ref_in, do.float())]
-    runs = {"tirx": lambda *t: ops.scaled_dot_product_attention(*t, is_causal=causal)}
-    for name, be in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
-        runs[name] = (lambda be: lambda *t: sdpa(be, t, causal))(be)
+    ref_in = [t.float().requires_grad_() for t in (q, k, v)]
+    ref_out = sdpa(SDPBackend.MATH)(*ref_in, causal)
+    ref = [ref_out.detach(), *torch.autograd.grad(ref_out, ref_in, do.float())]
+    runs = {"tirx": lambda q, k, v: ops.scaled_dot_product_attention(q, k, v, is_causal=causal)}
+    runs.update({name: (lambda run: lambda q, k, v: run(q, k, v, causal))(sdpa(be)) for name, be in backends().items()})
     row = {"seq": seq, "d": d, "causal": causal, "batch_heads": [b, h]}
     for name, fn in runs.items():
         x = [t.detach().requires_grad_() for t in (q, k, v)]
         out = fn(*x)
         got = [out.detach(), *torch.autograd.grad(out, x, do)]
         row[name] = {what: errors(a, r) for what, a, r in zip(("out", "dq", "dk", "dv"), got, ref)}
-    best = {what: min(row[n][what][0] for n in ("cudnn", "flash")) for what in ("out", "dq", "dk", "dv")}
+    best = {what: min(row[n][what][0] for n in backends()) for what in ("out", "dq", "dk", "dv")}
     row["tirx_over_best"] = {what: row["tirx"][what][0] / best[what] for what in best}
     cells = " | ".join(
         f"{what} " + " ".join(f"{n} {row[n][what][0]:.2e}/{row[n][what][1]:.1e}" for n in runs) + f" (x{row['tirx_over_best'][what]:.2f})"
@@ -52,13 +49,6 @@ def case(seq, d, causal):
     )
     print(f"d={d:3d} seq={seq:5d} causal={int(causal)}: {cells}", flush=True)
     return row
-
-
-def sdpa(backend, t, causal):
-    from torch.nn.attention import sdpa_kernel
-
-    with sdpa_kernel([backend]):
-        return F.scaled_dot_product_attention(*t, is_causal=causal)
 
 
 def main():

@@ -11,24 +11,20 @@ clock moves under this load (1.73-1.98 GHz, power-capped), which moves a single 
 import argparse
 
 import torch
-from ops import per_call_us  # this directory
+from attention import backends, sdpa  # this directory
+from ops import per_call_us
 
 import tirx.ops as ops
 
-F = torch.nn.functional
-
 
 def case(seq, d, causal, rounds):
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
     bh = 16384 * 16 // seq
     b, h = max(1, bh // 16), min(16, bh)
     q, k, v = (torch.randn(b, h, seq, d, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
     do = torch.randn_like(q)
     flops = 2.5 * 4 * b * h * seq * seq * d / (2 if causal else 1)
     o_t = ops.scaled_dot_product_attention(q, k, v, is_causal=causal)
-    with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-        o_c = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    o_c = sdpa(backends()["cudnn"])(q, k, v, causal)
     qd, kd, vd = (t.detach() for t in (q, k, v))
     out, lse = ops.scaled_dot_product_attention(qd, kd, vd, is_causal=causal, return_lse=True)
     fns = {

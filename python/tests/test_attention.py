@@ -904,6 +904,16 @@ def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     np.testing.assert_array_equal(at._fp8_values_on_device(v).view(np.uint8), want.view(np.uint8))
 
 
+def test_the_kernels_with_and_without_the_lse_share_one_tuned_choice():
+    """The registered op (under torch.compile) and autograd's forward write the log-sum-exp, the
+    eager call does not: their kernels share the autotuner's choice (one cache key), so they run
+    the same tile shape and give the same values bit for bit — each its own kernel still."""
+    for dtype in ("bfloat16", "float8_e4m3fn"):
+        kw = dict(heads=4, kv_heads=2, batch=2, seq_q=300, seq_k=500, d=128, dtype=dtype, causal=True, scale=0.088, seq_major=False, sms=132)
+        with_lse, without = at.attention_kernel(**kw, lse=True), at.attention_kernel(**kw, lse=False)
+        assert with_lse is not without and with_lse.cache_key == without.cache_key
+
+
 def test_fp8_attention_under_torch_compile():
     """`torch.compile(fullgraph=True)` traces FP8 attention (`torch.ops.tirx.scaled_dot_product_attention_fp8`,
     the descales folded into one tensor before it); on CPU tensors it runs in the simulator, the

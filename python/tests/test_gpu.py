@@ -73,6 +73,39 @@ def test_launches_follow_the_current_stream():
     torch.testing.assert_close(c, a * 2)
 
 
+def test_launches_from_a_thread_without_a_current_context():
+    """On a thread with no CUDA context current (PyTorch's autograd runs backward ops on threads of
+    its own, which may have none), a launch binds the device's context before it encodes its TMA
+    descriptors and launches: the same values as on the thread that loaded the kernel."""
+    import ctypes
+    import threading
+
+    import tirx.ops
+
+    a, b = (torch.randn(*shape, device="cuda", dtype=torch.bfloat16) for shape in ((300, 200), (200, 136)))
+    want = tirx.ops.matmul(a, b)  # tuned and loaded here
+    a2 = a.clone()  # a new pointer: its tensor maps are encoded on the other thread
+    torch.empty_like(want)  # (a cached block for the output there: no allocation binds a context)
+    torch.cuda.synchronize()
+    cuda = ctypes.CDLL("libcuda.so.1")
+    result = {}
+
+    def launch():
+        try:
+            assert cuda.cuCtxSetCurrent(None) == 0
+            result["out"] = tirx.ops.matmul(a2, b)
+            torch.cuda.synchronize()
+        except Exception as e:  # raised on the test's thread below
+            result["error"] = e
+
+    t = threading.Thread(target=launch)
+    t.start()
+    t.join()
+    if "error" in result:
+        raise result["error"]
+    assert torch.equal(result["out"], want)
+
+
 def test_argument_checks_are_python_exceptions():
     k = tirx.compile(make_scale(256, 8, "float32", 2.0))
     a = torch.randn(256, 8, device="cuda")

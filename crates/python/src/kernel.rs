@@ -184,9 +184,10 @@ impl RawArg {
     }
 }
 
-/// The encoded tensor maps of `k` (this launch's dims) over the buffer `pointers`, from
+/// The encoded tensor maps of `k` (this launch's dims) over the buffer `pointers` of `gpu`, from
 /// `cache` when the same pointers and dims were encoded before (docs/lir.md §6.1).
 fn tensor_maps(
+    gpu: &tirx_runtime::Gpu,
     k: &LKernel,
     pointers: &[u64],
     cache: &std::sync::Mutex<TmapCache>,
@@ -204,7 +205,7 @@ fn tensor_maps(
         .map(|m| {
             let ptr =
                 base(m.buf).ok_or_else(|| internal_error(format!("no pointer for the buffer of `{}`", m.name)))?;
-            tirx_runtime::encode_tensor_map(m, ptr).map_err(crate::gpu::runtime_error)
+            gpu.encode_tensor_map(m, ptr).map_err(crate::gpu::runtime_error)
         })
         .collect::<PyResult<Vec<_>>>()?;
     // A bounded cache: launches over a few tensors reuse their maps; churn starts over.
@@ -360,6 +361,7 @@ impl Lowered {
     ) -> PyResult<()> {
         // Without scalars or tensor maps the compiled grid and signature are the launch's (no
         // specialised copy: this is the per-call path).
+        let l = self.on_device(py, device)?;
         let (grid, mut args) = if self.lir.scalars.is_empty() && self.lir.tmaps.is_empty() {
             (self.lir.grid, pointers.into_iter().map(RawArg::Ptr).collect())
         } else {
@@ -368,10 +370,9 @@ impl Lowered {
                 None => self.specialized(scalars)?,
             };
             let (k, values) = (&s.0, &s.1);
-            let maps = tensor_maps(k, &pointers, &self.tmap_cache)?;
+            let maps = tensor_maps(&l.gpu, k, &pointers, &self.tmap_cache)?;
             (k.grid, launch_values(k, values, pointers, &maps)?)
         };
-        let l = self.on_device(py, device)?;
         let mut params: Vec<*mut std::ffi::c_void> = args.iter_mut().map(RawArg::as_ptr).collect();
         // SAFETY: one argument per parameter in signature order: each device pointer checked by
         // the caller to be memory of this device of the parameter's size at this launch, each

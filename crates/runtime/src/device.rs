@@ -167,6 +167,9 @@ impl Gpu {
         if spec.kernel.contains('\0') {
             return Err(RuntimeError::Internal(format!("kernel name {:?} contains NUL", spec.kernel)));
         }
+        // A caller's thread may have no current context (PyTorch's autograd threads): the
+        // function attributes set below need one.
+        self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
         let module = self.ctx.load_module(Ptx::from_binary(cubin)).map_err(driver("loading the CUBIN"))?;
         let func = module
             .load_function(&spec.kernel)
@@ -372,6 +375,18 @@ impl Gpu {
         progress: &mut dyn FnMut(u32),
     ) -> Result<Timing, RuntimeError> {
         self.time(warmup, iters, progress, &mut || self.launch_args(k, bufs, a))
+    }
+
+    /// Encodes `m` over this device's buffer at `base` ([`crate::encode_tensor_map`]) with the
+    /// context bound to the calling thread first: the driver refuses to encode without one, and
+    /// a caller's thread may have none (PyTorch's autograd runs backward ops on threads of its own).
+    pub fn encode_tensor_map(
+        &self,
+        m: &tirx_ir::lir::TensorMap,
+        base: u64,
+    ) -> Result<crate::TensorMapArg, RuntimeError> {
+        self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
+        crate::encode_tensor_map(m, base)
     }
 
     /// Queues one launch of `k` on `stream`, a stream of this device's primary context that

@@ -87,7 +87,8 @@ pub fn check_tensor_map(m: &TensorMap, base: u64) -> Result<Vec<u64>, RuntimeErr
         .collect()
 }
 
-/// Encodes `m` over the buffer at device address `base` (`cuTensorMapEncodeTiled`).
+/// Encodes `m` over the buffer at device address `base` (`cuTensorMapEncodeTiled`), which
+/// needs a context current on the calling thread ([`crate::Gpu::encode_tensor_map`] binds its own).
 pub fn encode_tensor_map(m: &TensorMap, base: u64) -> Result<TensorMapArg, RuntimeError> {
     let dims = check_tensor_map(m, base)?;
     ensure_driver_loaded()?;

@@ -175,7 +175,10 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
     return {"one": 1, "batch": batch, "heads": heads, "all": batch * heads}[mask]
 
 
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "lse", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"], prune=_prune)
+# Not keyed by ``lse``: the kernels with and without the log-sum-exp's store share one choice, so a
+# call that writes it (the registered op under torch.compile, autograd's forward) runs the tile
+# shape the eager call runs and gives its values bit for bit.
+@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"], prune=_prune)
 def attention_kernel(
     heads: int,
     kv_heads: int,

@@ -1701,6 +1701,16 @@ def _check_add_layer_norm(prim, x, r, w, b):
     )
 
 
+def test_layer_norms_with_and_without_the_rows_stats_share_one_tuned_choice():
+    """The registered op (under torch.compile and autograd) writes each row's mean and rstd, the
+    eager inference call does not: their kernels share the autotuner's choice (one cache key), so
+    both reduce a row in the same order and give the same values bit for bit."""
+    nm = sys.modules["tirx.ops.norm"]
+    for h in (4096, 65536):
+        with_stats, without = nm.layer_norm_kernel(h=h, dtype="bfloat16", stats=True), nm.layer_norm_kernel(h=h, dtype="bfloat16", stats=False)
+        assert with_stats is not without and with_stats.cache_key == without.cache_key
+
+
 def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
     """The cluster configurations apply from `CLUSTER_MIN` columns, where a slice fits the
     CTA's registers: none at 4,096; at 262,144 bfloat16 only eight CTAs of 512 threads; slices

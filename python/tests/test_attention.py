@@ -700,6 +700,29 @@ def test_paged_kvcache_errors(table, page, match):
         tirx.ops.kvcache_attention(q, kp, kp, np.ones(2, np.int32), block_table=table)
 
 
+def test_kvcache_plans_per_call_signature(monkeypatch):
+    """`kvcache_attention` on tensors decides once per call signature (shapes, strides, dtypes,
+    devices, flags): its checks, split count and kernels; the caches' lengths are data, read by
+    the kernel at each call. Each call bit for bit the NumPy path's (which plans every call)."""
+    torch = pytest.importorskip("torch")
+    made = []
+    plan = at._kvcache_plan
+    monkeypatch.setattr(at, "_kvcache_plan", lambda *a: made.append(1) or plan(*a))
+    b, sq, h, hk, s_max, d = 2, 1, 4, 2, 64, 64
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(b, sq, h, d, generator=g).bfloat16()
+    kc, vc = torch.randn(b, s_max, hk, d, generator=g).bfloat16(), torch.randn(b, s_max, hk, d, generator=g).bfloat16()
+    for lens in ([64, 20], [7, 0], [33, 64]):
+        lens = torch.tensor(lens, dtype=torch.int32)
+        got, lse = tirx.ops.kvcache_attention(q, kc, vc, lens, return_lse=True)
+        want, want_lse = tirx.ops.kvcache_attention(*(_host_array(t) for t in (q, kc, vc, lens)), return_lse=True)
+        np.testing.assert_array_equal(_host_array(got), want)
+        np.testing.assert_array_equal(lse.numpy(), want_lse)
+    assert len(made) == 1 + 3  # one plan for the tensors' signature, one per NumPy call
+    with pytest.raises(ValueError, match="cache_seqlens: int32 of shape"):
+        tirx.ops.kvcache_attention(q, kc, vc, torch.zeros(3, dtype=torch.int32))
+
+
 def test_kvcache_attention_under_torch_compile():
     """`torch.compile(fullgraph=True)` traces `kvcache_attention` (the registered op
     `torch.ops.tirx.kvcache_attention`), contiguous and paged, with and without the log-sum-exp;

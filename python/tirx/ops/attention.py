@@ -1082,18 +1082,30 @@ def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     return split_count(bhs * -(-rows // 128), -(-sk // 128), c.gpu_sms(q))
 
 
-def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=(), group: int = 1):
-    """``kernel(*inputs, out, lse, *scalars)``; with ``splits``, each split's O / l and log-sum-exp
-    into float32 parts first, then `attention_combine_kernel` into ``out`` and ``lse`` (``heads``:
-    ``out`` is seq-major; ``group``: of packed query heads, `attention_kernel`'s ``q_group``)."""
+def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1):
+    """``launch(inputs, out, lse, scalars=())``: ``kernel(*inputs, out, lse, *scalars)``; with
+    ``splits``, each split's O / l and log-sum-exp into float32 parts first, then
+    `attention_combine_kernel` into ``out`` and ``lse`` (``heads``: ``out`` is seq-major; ``group``:
+    of packed query heads, `attention_kernel`'s ``q_group``). The kernels' launchers are looked
+    up here, once: a plan's calls only allocate the parts and launch."""
+    main = kernel.launcher()
     if splits == 1:
-        kernel(*inputs, out, lse, *scalars)
-        return
-    parts = c.new_array(out, (splits, bhs, rows, d), "float32")
-    part_lse = c.new_array(out, (splits, bhs, lse_rows(rows)), "float32")
-    kernel(*inputs, parts, part_lse, *scalars)
-    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group)
-    combine(parts, part_lse, out, lse)
+        return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
+    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher()
+    parts_shape, part_lse_shape = (splits, bhs, rows, d), (splits, bhs, lse_rows(rows))
+
+    def launch(inputs, out, lse, scalars=()):
+        parts = c.new_array(out, parts_shape, "float32")
+        part_lse = c.new_array(out, part_lse_shape, "float32")
+        main(*inputs, parts, part_lse, *scalars)
+        combine(parts, part_lse, out, lse)
+
+    return launch
+
+
+def _launch(kernel, inputs, out, lse, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, scalars=(), group: int = 1):
+    """One call's `_launcher`."""
+    _launcher(kernel, splits, bhs, rows, d, dtype, return_lse, heads, group)(inputs, out, lse, scalars)
 
 
 def _run(
@@ -1160,21 +1172,19 @@ def _new_plan(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool
     seq_major, packed, rows, heads = _layout_of(q, k, v, b, h, sq, hk, is_causal, False)
     n_splits = _gpu_splits(q, b * heads, rows, sk) if splits is None else splits
     kernel = _kernel_for(q, b, hk, heads, rows, sk, d, dtype, is_causal, scale_, return_lse, seq_major, n_splits, "", offset)
-    one_kernel = kernel.launcher() if n_splits == 1 else None
+    launch = _launcher(kernel, n_splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
     lse_shape = (b * heads, lse_rows(rows))
-    # (Not returned and not a split's: the kernel writes no log-sum-exps, so one buffer serves
-    # every call; allocating it per call took as long as the rest of a small call's host time.)
-    unused_lse = q.new_empty(lse_shape, dtype=torch.float32) if one_kernel is not None and not return_lse else None
+    # (Not returned: no kernel writes the log-sum-exps — a split's go to its parts — so one
+    # buffer serves every call; allocating it per call took as long as the rest of a small
+    # call's host time.)
+    unused_lse = None if return_lse else q.new_empty(lse_shape, dtype=torch.float32)
     args_of = _kernel_args_of(q, k, v, seq_major, packed, b, h, hk, sq, rows, d)
 
     def run(q, k, v):
         out = _swap(q.new_empty((b, sq, h, d))) if seq_major else q.new_empty((b, h, sq, d))
         lse = q.new_empty(lse_shape, dtype=torch.float32) if unused_lse is None else unused_lse
         args = args_of(q, k, v, out)
-        if one_kernel is not None:
-            one_kernel(*args, lse)
-        else:
-            _launch(kernel, args[:3], args[3], lse, n_splits, b * heads, rows, d, dtype, return_lse, heads if seq_major else 0)
+        launch(args[:3], args[3], lse)
         return (out, lse[:, :rows].contiguous().reshape(b, h, sq)) if return_lse else out
 
     return run
@@ -1465,7 +1475,19 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: b
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_lse: bool, block_table):
-    """`kvcache_attention`'s work: ``(out, lse)`` (``lse`` filled only with ``return_lse``)."""
+    """`kvcache_attention`'s work: ``(out, lse)`` (``lse`` filled only with ``return_lse``), on
+    tensors through a plan per call signature (as `_run`'s: a decoding step's host time is most
+    of its time)."""
+    tensors = (q, k_cache, v_cache, cache_seqlens) + (() if block_table is None else (block_table,))
+    new = lambda: _kvcache_plan(q, k_cache, v_cache, cache_seqlens, is_causal, scale, return_lse, block_table)  # noqa: E731
+    if all(c.is_torch(t) for t in tensors):
+        return c.signature_plan(tensors, ("kvcache", is_causal, scale, return_lse), new)(*tensors)
+    return new()(*tensors)
+
+
+def _kvcache_plan(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_lse: bool, block_table):
+    """`_kvcache`'s checks and choices for arrays like these, made once: ``run(q, k_cache,
+    v_cache, cache_seqlens[, block_table])`` allocates the outputs and launches."""
     for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
         if len(t.shape) != 4:
             raise ValueError(f"tirx.ops.kvcache_attention: {name} of shape {list(t.shape)}; expected (batch, seq, heads, head_dim)")
@@ -1490,11 +1512,15 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_
         raise ValueError(f"tirx.ops.kvcache_attention: head_dim {d}; the kernel takes one of {list(HEAD_DIMS)}")
     if tuple(cache_seqlens.shape) != (b,) or c.dtype_name(cache_seqlens) != "int32":
         raise ValueError(f"tirx.ops.kvcache_attention: cache_seqlens: int32 of shape [{b}] (one length per sequence)")
-    out = c.new_array(q, (b, sq, h, d))
     if b * sq * h == 0 or sk == 0 or (page and n_pages == 0):
-        if b * sq * h:
-            out[...] = 0
-        return out, c.new_array(q, (b, h, sq), "float32", float("-inf"))
+
+        def nothing(q, *caches):
+            out = c.new_array(q, (b, sq, h, d))
+            if b * sq * h:
+                out[...] = 0
+            return out, c.new_array(q, (b, h, sq), "float32", float("-inf"))
+
+        return nothing
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     # A K/V head's group of query heads is one block of rows, position-major (row r: query head r
     # % g of the group at position r // g): K and V read once per group, and decoding's few
@@ -1508,18 +1534,26 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_
         heads=hk, kv_heads=hk, batch=b, seq_q=rows, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
         lse=bool(return_lse), seq_major=True, splits=splits, kv_lens=True, page=page, q_group=g,
     )
-    tensors = (q if g == 1 else _swap(q.reshape(b, sq, hk, g, d)), k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
-    inputs = tuple(c.contiguous(t) for t in tensors)
-    if g > 1:
-        inputs = (inputs[0].reshape(b * hk, rows, d),) + inputs[1:]
-    lse = c.new_array(q, (b * hk, lse_rows(rows)), "float32")
-    o_rows = out if splits > 1 or g == 1 else out.reshape(b * hk, rows, d) if sq == 1 else c.new_array(q, (b * hk, rows, d))
-    _launch(kernel, inputs, o_rows, lse, splits, b * hk, rows, d, dtype, return_lse, hk, (n_pages,) if page else (), group=g)
-    if splits == 1 and g > 1 and sq > 1:
-        out.reshape(b, sq, hk, g, d)[...] = _swap(o_rows.reshape(b, hk, sq, g, d))
-    if not return_lse:  # (not filled: a view of the right shape, no copy)
-        return out, lse.reshape(-1)[: b * h * sq].reshape(b, h, sq)
-    return out, c.contiguous(_swap(c.contiguous(lse[:, :rows]).reshape(b * hk, sq, g))).reshape(b, h, sq)
+    launch = _launcher(kernel, splits, b * hk, rows, d, dtype, return_lse, hk, group=g)
+    scalars = (n_pages,) if page else ()
+    out_shape, lse_shape = (b, sq, h, d), (b * hk, lse_rows(rows))
+
+    def run(q, k_cache, v_cache, cache_seqlens, block_table=None):
+        out = c.new_array(q, out_shape)
+        tensors = (q if g == 1 else _swap(q.reshape(b, sq, hk, g, d)), k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
+        inputs = tuple(c.contiguous(t) for t in tensors)
+        if g > 1:
+            inputs = (inputs[0].reshape(b * hk, rows, d),) + inputs[1:]
+        lse = c.new_array(q, lse_shape, "float32")
+        o_rows = out if splits > 1 or g == 1 else out.reshape(b * hk, rows, d) if sq == 1 else c.new_array(q, (b * hk, rows, d))
+        launch(inputs, o_rows, lse, scalars)
+        if splits == 1 and g > 1 and sq > 1:
+            out.reshape(b, sq, hk, g, d)[...] = _swap(o_rows.reshape(b, hk, sq, g, d))
+        if not return_lse:  # (not filled: a view of the right shape, no copy)
+            return out, lse.reshape(-1)[: b * h * sq].reshape(b, h, sq)
+        return out, c.contiguous(_swap(c.contiguous(lse[:, :rows]).reshape(b * hk, sq, g))).reshape(b, h, sq)
+
+    return run
 
 
 def kvcache_attention(q, k_cache, v_cache, cache_seqlens, is_causal: bool = False, scale=None, return_lse: bool = False, block_table=None):

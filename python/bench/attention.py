@@ -83,6 +83,15 @@ def backward_config(q, causal):
     return f"{'dQ reduced' if reduce else 'dQ kernel'}, dK/dV {choice}"
 
 
+def forward_config(b, h, seq, d, causal, dtype):
+    """The forward kernel's tuned configuration for these [b, h, seq, d] operands (None before a call)."""
+    tuned = at.attention_kernel(
+        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype=dtype, causal=causal, scale=1.0 / math.sqrt(d), lse=False,
+        seq_major=False, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
+    )
+    return tuned.configs[tuned.choice] if tuned.choice is not None else None
+
+
 def prefill(seq, d, causal, results, fp8=False, bwd=False):
     tokens = 16384 * 16
     bh = max(1, tokens // seq)
@@ -109,14 +118,11 @@ def prefill(seq, d, causal, results, fp8=False, bwd=False):
         fp8_err = (ops.scaled_dot_product_attention(q8, k8, v8, is_causal=causal, q_descale=1.0, k_descale=1.0, v_descale=1.0).float() - sdpa(backends()["cudnn"])(*deq, causal).float()).abs().max().item()
         row["tirx_fp8"] = flops / per_call_us(lambda: ops.scaled_dot_product_attention(q8, k8, v8, is_causal=causal, q_descale=1.0, k_descale=1.0, v_descale=1.0)) / 1e6
         row["fp8_max_err_vs_cudnn"] = fp8_err
-        extra = f" | fp8 {row['tirx_fp8']:6.1f} (max |err| {fp8_err:.3g})"
+        row["fp8_config"] = forward_config(b, h, seq, d, causal, "float8_e4m3fn")
+        extra = f" | fp8 {row['tirx_fp8']:6.1f} (max |err| {fp8_err:.3g}) {row['fp8_config']}"
     if bwd:
         extra += backward(q, k, v, causal, flops, row)
-    tuned = at.attention_kernel(
-        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype="bfloat16", causal=causal, scale=1.0 / math.sqrt(d), lse=False,
-        seq_major=False, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
-    )
-    row["config"] = tuned.configs[tuned.choice] if tuned.choice is not None else None
+    row["config"] = forward_config(b, h, seq, d, causal, "bfloat16")
     results.append(row)
     best = max(row[n] or 0 for n in backends())
     print(

@@ -169,6 +169,14 @@ def test_strided_views_on_the_gpu():
     # A tensor whose strides are not the ones the kernel is told is refused, naming both.
     with pytest.raises(ValueError, match=r"has strides \(128, 1\), the kernel takes strides \(512, 1\)"):
         strided_tile(a.contiguous(), b, 4096, 512, 136)
+    # Views of one pointer and shape with other strides: each launch's tensor maps are its own
+    # (encoded maps are cached by pointer, dims and strides).
+    buf, dst = torch.randn(128 * 256, device="cuda", dtype=torch.float16), torch.zeros(128, COLS, device="cuda", dtype=torch.float16)
+    for lda in (256, 192, 128):
+        view = buf[: 128 * lda].view(128, lda)[:, :COLS]
+        strided_tile(view, dst, 128, lda, COLS)
+        torch.cuda.synchronize()
+        assert torch.equal(dst, view), lda
     x = torch.arange(32, device="cuda", dtype=torch.float32).reshape(8, 4)
     ct = torch.zeros(8, 4, device="cuda", dtype=torch.float32)
     transpose_scaled(x, ct.t(), 4, 4)  # B: the (4, 8) transposed view, strides (1, 4)

@@ -184,8 +184,10 @@ impl RawArg {
     }
 }
 
-/// The encoded tensor maps of `k` (this launch's dims) over the buffer `pointers` of `gpu`, from
-/// `cache` when the same pointers and dims were encoded before (docs/lir.md §6.1).
+/// The encoded tensor maps of `k` (this launch's dims and strides) over the buffer `pointers` of
+/// `gpu`, each from `cache` when the same map was encoded over the same pointer, dims and strides
+/// before (docs/lir.md §6.1): a map per buffer, so a call whose activations are new tensors
+/// re-encodes theirs alone, not the weights' or a KV cache's.
 fn tensor_maps(
     gpu: &tirx_runtime::Gpu,
     k: &LKernel,
@@ -193,31 +195,32 @@ fn tensor_maps(
     cache: &std::sync::Mutex<TmapCache>,
 ) -> PyResult<Vec<tirx_runtime::TensorMapArg>> {
     let base = |b| k.params.iter().position(|p| *p == b).and_then(|i| pointers.get(i).copied());
-    let key: Vec<(u64, Vec<i64>)> =
-        k.tmaps.iter().map(|m| (base(m.buf).unwrap_or(0), m.const_dims().unwrap_or_default())).collect();
     let mut c = cache.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(v) = c.get(&key) {
-        return Ok(v.clone());
-    }
-    let maps = k
-        .tmaps
+    k.tmaps
         .iter()
-        .map(|m| {
+        .enumerate()
+        .map(|(i, m)| {
             let ptr =
                 base(m.buf).ok_or_else(|| internal_error(format!("no pointer for the buffer of `{}`", m.name)))?;
-            gpu.encode_tensor_map(m, ptr).map_err(crate::gpu::runtime_error)
+            // (Strides too: views of one pointer and shape may lie in memory differently.)
+            let key = (i, ptr, m.const_dims().unwrap_or_default(), m.const_strides().unwrap_or_default());
+            if let Some(map) = c.get(&key) {
+                return Ok(*map);
+            }
+            let map = gpu.encode_tensor_map(m, ptr).map_err(crate::gpu::runtime_error)?;
+            // A bounded cache: launches over a few tensors reuse their maps; churn starts over.
+            if c.len() >= TMAP_CACHE_ENTRIES {
+                c.clear();
+            }
+            c.insert(key, map);
+            Ok(map)
         })
-        .collect::<PyResult<Vec<_>>>()?;
-    // A bounded cache: launches over a few tensors reuse their maps; churn starts over.
-    if c.len() >= TMAP_CACHE_ENTRIES {
-        c.clear();
-    }
-    c.insert(key, maps.clone());
-    Ok(maps)
+        .collect()
 }
 
-/// Encoded tensor maps by (buffer pointer, dims) of each map.
-type TmapCache = std::collections::HashMap<Vec<(u64, Vec<i64>)>, Vec<tirx_runtime::TensorMapArg>>;
+/// Encoded tensor maps by (the map's index in the kernel, its buffer's pointer, the launch's dims
+/// and strides).
+type TmapCache = std::collections::HashMap<(usize, u64, Vec<i64>, Vec<i64>), tirx_runtime::TensorMapArg>;
 
 /// The kernel specialised to scalar arguments (`tirx_sim::launch`: its grid, sizes, checks
 /// passed) and their typed values, per argument bits: a call with arguments seen before
@@ -238,7 +241,8 @@ fn spec_key(scalars: &[PyScalar]) -> Vec<(bool, u64)> {
         })
         .collect()
 }
-const TMAP_CACHE_ENTRIES: usize = 64;
+/// Encoded maps kept per kernel (a cache, cleared when full).
+const TMAP_CACHE_ENTRIES: usize = 256;
 
 /// The arguments of one launch of `k` in signature order: `pointers` for the buffers
 /// (in buffer order), the typed `values` for the scalars, the encoded `maps`.

@@ -5,6 +5,7 @@
 //! crate parses and checks, `tirx_lower` lowers, `tirx_cuda` prints, `tirx_sim`
 //! simulates. Nothing here decides anything about a kernel.
 
+use crate::scalar::PyScalar;
 use crate::srcmap::{Entry, SourceMap};
 use crate::{internal_error, user_error};
 use pyo3::prelude::*;
@@ -141,22 +142,6 @@ fn lower(kernel: &Kernel, src: Arc<Source>, arch: Arch) -> PyResult<Lowered> {
         arch,
         src,
     })
-}
-
-/// A scalar argument from Python: an `int` or a `float` (the caller has rejected `bool`).
-#[derive(FromPyObject, Clone, Copy)]
-pub enum PyScalar {
-    Int(i64),
-    Float(f64),
-}
-
-impl PyScalar {
-    fn value(self) -> ScalarValue {
-        match self {
-            PyScalar::Int(v) => ScalarValue::Int(v),
-            PyScalar::Float(v) => ScalarValue::Float(v),
-        }
-    }
 }
 
 /// One kernel argument's value, kept alive while the launch reads it through a pointer.

@@ -14,6 +14,7 @@ mod gpu;
 mod kernel;
 mod layout;
 mod names;
+mod scalar;
 pub mod srcmap;
 mod torch_call;
 

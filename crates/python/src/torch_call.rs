@@ -4,7 +4,7 @@
 //! a scalar that is out of range or of the wrong kind) returns `false` and Python's general
 //! path (`tirx.device.launch`) runs it or says what is wrong: the two accept the same calls.
 
-use crate::kernel::PyScalar;
+use crate::scalar::PyScalar;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple, PyType};

@@ -49,7 +49,7 @@ pub fn nvrtc_version() -> Result<(i32, i32), RuntimeError> {
     Ok((major, minor))
 }
 
-/// Compiles `source` for `arch` to a CUBIN (no cache; see [`crate::cache`]).
+/// Compiles `source` for `arch` to a CUBIN, uncached (`compile_cached` wraps it in the on-disk cache).
 pub fn compile_cubin(source: &str, arch: tirx_ir::Arch) -> Result<Vec<u8>, RuntimeError> {
     let loaded = ensure_nvrtc_loaded()?;
     compile_with_options(source, &options(arch, &loaded.include_dirs)).map(|(cubin, _log)| cubin)

@@ -1,18 +1,7 @@
-//! How a subcommand fails, and the exit code each failure maps to.
+//! How a subcommand fails (`crate::failure`), and the exit code each failure maps to.
 
+pub(crate) use crate::failure::{runtime_failure, CmdResult, Failure};
 use crate::out::errln;
-
-#[derive(Debug)]
-pub enum Failure {
-    /// A user error; the message (already formatted, diagnostics included) goes to stderr. Exit 1.
-    User(String),
-    /// User errors already printed (e.g. rendered diagnostics). Exit 1.
-    Reported,
-    /// A bug in tirx. Exit 2.
-    Internal(String),
-    /// Stdout was closed by its reader (`tirx ... | head -1`): stop quietly. Exit 0.
-    Closed,
-}
 
 impl Failure {
     /// Prints the message and gives the exit code.
@@ -31,8 +20,6 @@ impl Failure {
         }
     }
 }
-
-pub type CmdResult = Result<(), Failure>;
 
 /// The exit status for a command's `code`: a failed write to stderr (a message the
 /// user did not get) turns success into 1.

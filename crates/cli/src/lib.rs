@@ -9,6 +9,7 @@
 mod args;
 mod cmd;
 mod exit;
+mod failure;
 mod frontend;
 mod input;
 mod npy;

@@ -10,7 +10,7 @@
 //! * [`err`] / [`errln!`]: stderr. A failed write cannot be reported anywhere, so
 //!   it is remembered and the command exits 1 (or 2) instead of 0 ([`stderr_failed`]).
 
-use crate::exit::Failure;
+use crate::failure::Failure;
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 

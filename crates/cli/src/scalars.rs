@@ -34,10 +34,8 @@ impl Bound {
                 ParamRef::Buffer(b) => Arg::Buffer(param(b)),
                 ParamRef::TensorMap(m) => {
                     let map = k.tmap(m);
-                    let base = ptr(param(map.buf)).map_err(crate::cmd::run::runtime_failure)?;
-                    Arg::TensorMap(
-                        tirx_runtime::encode_tensor_map(map, base).map_err(crate::cmd::run::runtime_failure)?,
-                    )
+                    let base = ptr(param(map.buf)).map_err(crate::exit::runtime_failure)?;
+                    Arg::TensorMap(tirx_runtime::encode_tensor_map(map, base).map_err(crate::exit::runtime_failure)?)
                 }
                 ParamRef::Scalar(v) => {
                     let i = k.scalars.iter().position(|s| s.var == v);

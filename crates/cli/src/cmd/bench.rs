@@ -11,7 +11,8 @@
 //! memcpy GB/s. Tensors far larger than L2 (the bench examples use 256 MiB) keep both
 //! measurements in DRAM.
 
-use crate::cmd::run::{build, compile_and_load, open_gpu, param_buffers, runtime_failure, versions};
+use crate::cmd::run::{build, compile_and_load, open_gpu, param_buffers, versions};
+use crate::exit::runtime_failure;
 use crate::exit::{CmdResult, Failure};
 use crate::out::outln;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -75,7 +75,7 @@ fn write(p: &std::path::Path, text: &str) -> CmdResult {
 fn ptxas_warnings(source: &str, arch: tirx_ir::Arch) -> CmdResult {
     let cache = tirx_runtime::cache::default_dir();
     let compiled =
-        tirx_runtime::compile_cached(source, arch, cache.as_deref()).map_err(crate::cmd::run::runtime_failure)?;
+        tirx_runtime::compile_cached(source, arch, cache.as_deref()).map_err(crate::exit::runtime_failure)?;
     crate::cmd::run::report_compile(&compiled);
     Ok(())
 }

@@ -13,7 +13,7 @@
 //! The GPU is probed first, so a machine without CUDA gets the "no CUDA driver/NVRTC
 //! found" message (exit 1) before anything else happens.
 
-use crate::exit::{CmdResult, Failure};
+use crate::exit::{runtime_failure, CmdResult, Failure};
 use crate::frontend::{eprint_diags, Source};
 use crate::out::outln;
 use std::path::PathBuf;
@@ -22,7 +22,7 @@ use tirx_cuda::CudaModule;
 use tirx_ir::lir::{LKernel, ScalarValue};
 use tirx_ir::DType;
 use tirx_runtime::compare::{compare, tolerance_for};
-use tirx_runtime::{Compiled, Gpu, GpuInfo, Kernel, LaunchSpec, RuntimeError};
+use tirx_runtime::{Compiled, Gpu, GpuInfo, Kernel, LaunchSpec};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -173,14 +173,6 @@ fn launch_spec(cuda: &CudaModule) -> LaunchSpec {
 pub(crate) fn versions(info: &GpuInfo) -> String {
     let d = info.driver_version;
     format!("driver {}.{}, NVRTC {}.{}", d / 1000, d % 1000 / 10, info.nvrtc_version.0, info.nvrtc_version.1)
-}
-
-pub(crate) fn runtime_failure(e: RuntimeError) -> Failure {
-    if e.is_user_error() {
-        Failure::User(e.to_string())
-    } else {
-        Failure::Internal(e.to_string())
-    }
 }
 
 fn print_timing(lowering: Duration, compiled: &Compiled, load: Duration, launch: Duration) -> CmdResult {

@@ -9,19 +9,12 @@ per shape (d × causal × seq, batch × heads 4 × 16); printed: each one's erro
 """
 
 import argparse
-import json
 
 import torch
 from attention import backends, sdpa  # this directory
+from accuracy import cell, errors, save  # this directory
 
 import tirx.ops as ops
-
-
-def errors(x, ref):
-    """(largest, root-mean-square) of ``x - ref`` relative to ``ref``'s largest magnitude and norm."""
-    x, ref = x.double(), ref.double()
-    diff = x - ref
-    return (diff.abs().max() / ref.abs().max()).item(), (diff.norm() / ref.norm()).item()
 
 
 def case(seq, d, causal):
@@ -43,10 +36,7 @@ def case(seq, d, causal):
         row[name] = {what: errors(a, r) for what, a, r in zip(("out", "dq", "dk", "dv"), got, ref)}
     best = {what: min(row[n][what][0] for n in backends()) for what in ("out", "dq", "dk", "dv")}
     row["tirx_over_best"] = {what: row["tirx"][what][0] / best[what] for what in best}
-    cells = " | ".join(
-        f"{what} " + " ".join(f"{n} {row[n][what][0]:.2e}/{row[n][what][1]:.1e}" for n in runs) + f" (x{row['tirx_over_best'][what]:.2f})"
-        for what in best
-    )
+    cells = " | ".join(f"{what} " + cell({n: row[n][what] for n in runs}, row["tirx_over_best"][what]) for what in best)
     print(f"d={d:3d} seq={seq:5d} causal={int(causal)}: {cells}", flush=True)
     return row
 
@@ -60,9 +50,7 @@ def main():
     print(torch.cuda.get_device_name(), "torch", torch.__version__)
     print("largest / rms error relative to the float32 reference; (x: tirx's largest ÷ the best backend's)")
     rows = [case(s, d, c) for d in map(int, a.dims.split(",")) for c in (False, True) for s in map(int, a.seqs.split(","))]
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    save(rows, a.json)
 
 
 if __name__ == "__main__":

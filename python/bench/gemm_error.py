@@ -13,9 +13,9 @@ max |ref|) and the root-mean-square (||x - ref|| / ||ref||), and tirx's largest 
 """
 
 import argparse
-import json
 
 import torch
+from accuracy import cell, errors, save  # this directory
 
 import tirx.ops as ops
 
@@ -37,12 +37,6 @@ SMALL = {"SHAPES": [(64, 128, 128), (100, 72, 64)], "FP8_SHAPES": [(64, 128, 256
 DEVICE = "cuda"
 
 
-def errors(x, ref):
-    """(largest, root-mean-square) of ``x - ref`` relative to ``ref``'s largest magnitude and norm."""
-    diff = x.double() - ref
-    return (diff.abs().max() / ref.abs().max()).item(), (diff.norm() / ref.norm()).item()
-
-
 def baseline(fn, ref):
     """cuBLAS's errors through PyTorch, or None where this PyTorch has no such op on the device."""
     try:
@@ -56,10 +50,9 @@ def report(rows, what, shape, results, baseline=None):
     results = {name: e for name, e in results.items() if e is not None}
     baseline = baseline if baseline in results else None
     row = {"case": what, "shape": list(shape), **{name: list(e) for name, e in results.items()}}
-    cells = " | ".join(f"{name} {e[0]:.2e}/{e[1]:.1e}" for name, e in results.items())
     if baseline is not None:
         row["tirx_over_cublas"] = results["tirx"][0] / results[baseline][0]
-        cells += f" (x{row['tirx_over_cublas']:.2f})"
+    cells = cell(results, row.get("tirx_over_cublas"))
     rows.append(row)
     print(f"{what} {'x'.join(map(str, shape))}: {cells}", flush=True)
 
@@ -126,9 +119,7 @@ def main():
     matmuls(rows)
     scaled_mms(rows)
     grouped(rows)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    save(rows, a.json)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ PyTorch's (<= 1: no worse).
 """
 
 import argparse
-import json
 
 import torch
 import torch.nn.functional as F
+from accuracy import cell, errors, save  # this directory
 
 import tirx.ops as ops
 
@@ -27,12 +27,6 @@ OPS = {
     "layer_norm": (lambda x, w, b, t: ops.layer_norm(x, [x.shape[-1]], w, b, 1e-5), lambda x, w, b, t: F.layer_norm(x, [x.shape[-1]], w, b, 1e-5), ("w", "b")),
     "cross_entropy": (lambda x, w, b, t: ops.cross_entropy(x, t), lambda x, w, b, t: F.cross_entropy(x, t), ()),
 }
-
-
-def errors(x, ref):
-    """(largest, root-mean-square) of ``x - ref`` relative to ``ref``'s largest magnitude and norm."""
-    diff = x.double() - ref
-    return (diff.abs().max() / ref.abs().max()).item(), (diff.norm() / ref.norm().clamp_min(1e-300)).item()
 
 
 def run(fn, inputs, names, dy):
@@ -61,10 +55,7 @@ def case(op, n, rows, device="cuda", dtype=torch.bfloat16):
     for name, res in got.items():
         row[name] = {w_: errors(r, rf) for w_, r, rf in zip(what, res, ref)}
     row["tirx_over_torch"] = {w_: row["tirx"][w_][0] / max(row["torch"][w_][0], 1e-300) for w_ in what}
-    cells = " | ".join(
-        f"{w_} tirx {row['tirx'][w_][0]:.2e}/{row['tirx'][w_][1]:.1e} torch {row['torch'][w_][0]:.2e}/{row['torch'][w_][1]:.1e} (x{row['tirx_over_torch'][w_]:.2f})"
-        for w_ in what
-    )
+    cells = " | ".join(f"{w_} " + cell({n: row[n][w_] for n in got}, row["tirx_over_torch"][w_]) for w_ in what)
     print(f"{op:13s} n={n:6d} rows={rows:5d}: {cells}", flush=True)
     return row
 
@@ -80,9 +71,7 @@ def main():
     print(torch.cuda.get_device_name() if a.device == "cuda" else a.device, "torch", torch.__version__)
     print("largest / rms error relative to the float64 reference; (x: tirx's largest ÷ PyTorch eager's)")
     rows = [case(op, n, max(1, a.elements // n), a.device) for op in a.ops.split(",") for n in map(int, a.lengths.split(","))]
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    save(rows, a.json)
 
 
 if __name__ == "__main__":

@@ -629,38 +629,20 @@ fn fold_in_chains(
     };
     let w = em.var("w", DType::I32, Some((0, lanes - 1)));
     let first = store(LExpr::Var(w), element(em.builder(), LExpr::Var(w)));
-    let mut body = vec![LStmt::new(
-        LStmtKind::For {
-            var: w,
-            begin: LExpr::i32(0),
-            extent: LExpr::i32(lanes),
-            unroll: true,
-            body: vec![LStmt::new(first, em.span)],
-        },
-        em.span,
-    )];
+    let mut body = wrap_loop(em, Some(w), lanes, true, vec![LStmt::new(first, em.span)]);
     let q = em.var("q", DType::I32, Some((1, p.fold / lanes - 1)));
     let w = em.var("w", DType::I32, Some((0, lanes - 1)));
     let b = em.builder();
     let at = b.add(b.mul(LExpr::Var(q), LExpr::i32(lanes)), LExpr::Var(w));
     let value = combine(op, LExpr::Load(acc, Box::new(LExpr::Var(w))), element(b, at));
-    let inner = LStmt::new(
-        LStmtKind::For {
-            var: w,
-            begin: LExpr::i32(0),
-            extent: LExpr::i32(lanes),
-            unroll: true,
-            body: vec![LStmt::new(store(LExpr::Var(w), value), em.span)],
-        },
-        em.span,
-    );
+    let inner = wrap_loop(em, Some(w), lanes, true, vec![LStmt::new(store(LExpr::Var(w), value), em.span)]);
     body.push(LStmt::new(
         LStmtKind::For {
             var: q,
             begin: LExpr::i32(1),
             extent: LExpr::i32(p.fold / lanes - 1),
             unroll: p.fold <= UNROLL_ELEMS,
-            body: vec![inner],
+            body: inner,
         },
         em.span,
     ));

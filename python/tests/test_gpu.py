@@ -406,3 +406,46 @@ def test_max_and_min_propagate_nan_as_pytorch_does(dtype):
     torch.testing.assert_close(b, a.amax(dim=1), **exact)
     torch.testing.assert_close(c, a.amin(dim=1), **exact)
     torch.testing.assert_close(d, torch.maximum(a, torch.tensor(0.5, dtype=tdt, device="cuda")), **exact)
+
+
+def test_work_buffers_per_stream_and_in_cuda_graphs():
+    """Split-KV's partial outputs and split-K's cluster parts live in a plan's work buffer per
+    stream (`_common.scratch`): calls in turn on one stream reuse it, a second stream has its
+    own, and a CUDA graph captures buffers of its own; every result is the reference's."""
+    import tirx.ops as ops
+
+    torch.manual_seed(0)
+    F = torch.nn.functional
+    b, h, hk, d, cache = 1, 32, 8, 128, 8192  # (8 K/V heads of one sequence: split over the keys)
+    kc, vc = (torch.randn(b, cache, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    lens = torch.full((b,), cache, dtype=torch.int32, device="cuda")
+    m, n, k = 128, 4096, 4096  # (32 tiles of 128 x 128 on 132 SMs: K in a cluster's two parts)
+    w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / 64
+
+    def both(q, x):
+        return ops.kvcache_attention(q, kc, vc, lens), ops.matmul(x, w)
+
+    def check(q, x, got):
+        want = F.scaled_dot_product_attention(q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2), enable_gqa=True).transpose(1, 2)
+        torch.testing.assert_close(got[0], want, atol=2e-3, rtol=2e-2)
+        torch.testing.assert_close(got[1].float(), (x.double() @ w.double()).float(), atol=2e-2, rtol=2e-2)
+
+    inputs = [(torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16), torch.randn(m, k, device="cuda", dtype=torch.bfloat16)) for _ in range(4)]
+    for q, x in inputs[:2]:  # one stream, in turn
+        check(q, x, both(q, x))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # another stream, its own buffers
+        got = both(*inputs[2])
+    torch.cuda.current_stream().wait_stream(side)
+    check(*inputs[2], got)
+    q_in, x_in = (t.clone() for t in inputs[0])
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        got = both(q_in, x_in)
+    for q, x in inputs[1:]:
+        q_in.copy_(q)
+        x_in.copy_(x)
+        g.replay()
+        check(q, x, got)
+        check(q, x, both(q, x))  # (eager calls between replays)

@@ -1,6 +1,7 @@
 """What the ops share: array kinds, row views, choosing threads, the registered torch ops."""
 
 import contextvars
+import math
 from typing import Callable, Dict, Optional
 
 import numpy as np
@@ -735,6 +736,31 @@ def new_array(like, shape, dtype=None, fill=None):
         return torch.full(shape, fill, dtype=dt, device=like.device)
     dt = like.dtype if dtype is None else np.dtype(dtype)
     return np.empty(shape, dtype=dt) if fill is None else np.full(shape, fill, dtype=dt)
+
+
+# The largest work buffer a plan keeps per stream (`scratch`); a larger one is allocated per call,
+# whose cost is nothing beside a launch that large.
+SCRATCH_HELD_BYTES = 32 << 20
+
+
+def scratch(like, shape, dtype: str, held: dict):
+    """A work buffer of ``shape`` and ``dtype`` (a NumPy name) beside ``like`` that one launch
+    writes and the same or the next launch on its stream reads (split-K's parts, split-KV's
+    partial outputs): on a CUDA device one per stream, kept in ``held`` (a plan's) and reused by
+    the stream's later calls, which run after this one's kernels (cuBLAS keeps its workspace per
+    stream so); a new one while a CUDA graph is being captured (the graph's own memory), past
+    `SCRATCH_HELD_BYTES`, or for NumPy arrays. Its contents on entry are undefined."""
+    if is_torch(like) and like.is_cuda and math.prod(shape) * np.dtype(dtype).itemsize <= SCRATCH_HELD_BYTES:
+        import torch
+
+        if not torch._C._cuda_isCurrentStreamCapturing():
+            dev = like.get_device()
+            key = (dev, torch._C._cuda_getCurrentRawStream(dev))
+            buf = held.get(key)
+            if buf is None:
+                buf = held[key] = new_array(like, shape, dtype)
+            return buf
+    return new_array(like, shape, dtype)
 
 
 def contiguous(x):

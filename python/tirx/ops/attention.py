@@ -1093,10 +1093,11 @@ def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, retu
         return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
     combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher()
     parts_shape, part_lse_shape = (splits, bhs, rows, d), (splits, bhs, lse_rows(rows))
+    held, held_lse = {}, {}  # (per stream)
 
     def launch(inputs, out, lse, scalars=()):
-        parts = c.new_array(out, parts_shape, "float32")
-        part_lse = c.new_array(out, part_lse_shape, "float32")
+        parts = c.scratch(out, parts_shape, "float32", held)
+        part_lse = c.scratch(out, part_lse_shape, "float32", held_lse)
         main(*inputs, parts, part_lse, *scalars)
         combine(parts, part_lse, out, lse)
 
@@ -1475,7 +1476,7 @@ def _varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int, is_causal: b
 
 
 def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_lse: bool, block_table):
-    """`kvcache_attention`'s work: ``(out, lse)`` (``lse`` filled only with ``return_lse``), on
+    """`kvcache_attention`'s work: ``(out, lse)`` (``lse`` only with ``return_lse``, else None), on
     tensors through a plan per call signature (as `_run`'s: a decoding step's host time is most
     of its time)."""
     tensors = (q, k_cache, v_cache, cache_seqlens) + (() if block_table is None else (block_table,))
@@ -1537,20 +1538,27 @@ def _kvcache_plan(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, re
     launch = _launcher(kernel, splits, b * hk, rows, d, dtype, return_lse, hk, group=g)
     scalars = (n_pages,) if page else ()
     out_shape, lse_shape = (b, sq, h, d), (b * hk, lse_rows(rows))
+    unused_lse = None if return_lse else c.new_array(q, lse_shape, "float32")  # (as `_new_plan`'s: no kernel writes it)
+
+    def q_rows(q):
+        # (one query a sequence: [batch, 1, heads, d] is already position-major, a view)
+        if g == 1:
+            return c.contiguous(q)
+        if sq == 1:
+            return c.contiguous(q).reshape(b * hk, rows, d)
+        return c.contiguous(_swap(q.reshape(b, sq, hk, g, d))).reshape(b * hk, rows, d)
 
     def run(q, k_cache, v_cache, cache_seqlens, block_table=None):
         out = c.new_array(q, out_shape)
-        tensors = (q if g == 1 else _swap(q.reshape(b, sq, hk, g, d)), k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
-        inputs = tuple(c.contiguous(t) for t in tensors)
-        if g > 1:
-            inputs = (inputs[0].reshape(b * hk, rows, d),) + inputs[1:]
-        lse = c.new_array(q, lse_shape, "float32")
+        caches = (k_cache, v_cache, cache_seqlens) + ((block_table,) if page else ())
+        inputs = (q_rows(q),) + tuple(c.contiguous(t) for t in caches)
+        lse = c.new_array(q, lse_shape, "float32") if unused_lse is None else unused_lse
         o_rows = out if splits > 1 or g == 1 else out.reshape(b * hk, rows, d) if sq == 1 else c.new_array(q, (b * hk, rows, d))
         launch(inputs, o_rows, lse, scalars)
         if splits == 1 and g > 1 and sq > 1:
             out.reshape(b, sq, hk, g, d)[...] = _swap(o_rows.reshape(b, hk, sq, g, d))
-        if not return_lse:  # (not filled: a view of the right shape, no copy)
-            return out, lse.reshape(-1)[: b * h * sq].reshape(b, h, sq)
+        if not return_lse:  # (not filled: the registered op makes its placeholder)
+            return out, None
         return out, c.contiguous(_swap(c.contiguous(lse[:, :rows]).reshape(b * hk, sq, g))).reshape(b, h, sq)
 
     return run
@@ -1600,7 +1608,9 @@ def register_kvcache_torch_op():
             scale: Optional[float],
             return_lse: bool,
         ) -> Tuple[torch.Tensor, torch.Tensor]:
-            return _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal, scale, return_lse, block_table)
+            out, lse = _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal, scale, return_lse, block_table)
+            b, sq, h, _ = q.shape
+            return out, q.new_empty((b, h, sq), dtype=torch.float32) if lse is None else lse
 
         def fake(q, k_cache, v_cache, cache_seqlens, block_table, is_causal, scale, return_lse):
             b, sq, h, _ = q.shape

@@ -81,8 +81,8 @@ def _gemms(dev, dt):
     check("gemm matmul, A transposed in place", ops.matmul(a.t().contiguous().t(), b), want)
     check("gemm matmul split_k=2 (parts + finish kernel)", ops.matmul(a, b, split_k=2), want)
     check("gemm matmul out_dtype=float32", ops.matmul(a, b, out_dtype=torch.float32), want)
-    ad, bd = rand(8, 1024), rand(1024, 256) / 32  # decode: split-K over a cluster (auto_splits)
-    check("gemm matmul 8x256x1024 (cluster split-K)", ops.matmul(ad, bd), ad.float() @ bd.float())
+    ad, bd = rand(8, 1024), rand(1024, 256) / 32  # decode: split-K over a cluster among the tuner's candidates
+    check("gemm matmul 8x256x1024 (decode)", ops.matmul(ad, bd), ad.float() @ bd.float())
     bias, mat = rand(n), rand(m, n)
     check("gemm addmm bias row, gelu", ops.addmm(bias, a, b, activation="gelu"), F.gelu(want + bias.float()))
     check("gemm addmm matrix, beta 0.5", ops.addmm(mat, a, b, beta=0.5), want + 0.5 * mat.float())

@@ -15,7 +15,8 @@ from tirx.runtime import numpy_dtype
 
 matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the function
 # The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64).
-TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead")]
+TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c]
+CLUSTERED_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" in c]
 
 F64 = np.float64
 
@@ -469,20 +470,60 @@ def test_split_k_matches_float64(cfg, splits):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
 
 
-def test_automatic_split_k_counts():
-    """Split-K where a call gives none: only where the 64 x 128 tiles keep at most a quarter of the
-    SMs busy, as many parts (clusters of 2, or 4 leaving an eighth of the SMs free) as keep
-    every unit in one round, each of at least 4 K steps."""
-    auto = matmul_module.auto_splits
-    assert auto(1, 4096, 4096, "bfloat16", 132) == 2  # (32 tiles: 128 CTAs in clusters of 4 take two waves)
-    assert auto(16, 4096, 11008, "bfloat16", 132) == 2
-    assert auto(1, 2048, 4096, "bfloat16", 132) == 4  # (16 tiles; clusters of 8 not)
-    assert auto(1, 3072, 4096, "bfloat16", 132) == 4  # (24 tiles: 96 CTAs)
-    assert auto(1, 8192, 8192, "bfloat16", 132) == 1  # (64 tiles: skinny tiles fill the SMs)
-    assert auto(1, 4096, 256, "bfloat16", 132) == 1  # (4 K steps)
-    assert auto(1, 4096, 512, "bfloat16", 132) == 2
-    assert auto(1, 4096, 258 * 64, "bfloat16", 132) == 2  # (258 steps: not 4)
-    assert auto(8, 128, 1024, "bfloat16", 2) == 1  # (the simulator's two CTAs)
+def test_cluster_designs_among_the_candidates():
+    """K split over a cluster's 2 or 4 CTAs is timed beside the one-CTA tiles only where the
+    128 x 128 tiles keep at most half the SMs busy, every cluster runs in one round, each part
+    holds 4 K steps at least, and the call asks for no split of its own (nor a gated product)."""
+
+    def parts(m, n, k, ctas=132, **kw):
+        cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **kw)
+        assert any("cluster_k" not in c for c in cfgs)  # (the one-CTA tiles always)
+        return sorted({c.get("cluster_k", 1) for c in cfgs})
+
+    assert parts(1, 4096, 4096) == [1, 2]  # (32 tiles: 128 CTAs in clusters of 4 take two waves)
+    assert parts(1, 2048, 4096) == [1, 2, 4]
+    assert parts(128, 4096, 4096) == [1, 2]  # (32 tiles of 128 x 128: 128 CTAs in fours exceed the 115 that fit)
+    assert parts(128, 8192, 8192) == [1, 2]  # (64 tiles: two consumers' 128 x 128 in pairs)
+    assert parts(128, 12288, 4096) == [1]  # (96 tiles)
+    assert parts(1, 4096, 256) == [1]  # (4 K steps)
+    assert parts(1, 4096, 512) == [1, 2]
+    assert parts(1, 4096, 4096, splits=2) == [1]
+    assert parts(1, 4096, 4096, clusters=False) == [1]
+    assert parts(16, 4096, 4096, gated=True, activation="silu") == [1]
+
+
+@pytest.mark.parametrize("cfg", CLUSTERED_16, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}_k{c['cluster_k']}")
+def test_every_cluster_configuration_matches_float64(cfg):
+    """Each split-K-over-a-cluster candidate of 16-bit operands (the tuner's), ragged M and N,
+    two tiles, K's 16 steps in its parts; the workspace poisoned with NaN."""
+    parts, bm, bn = cfg["cluster_k"], 64 * cfg["consumers"], cfg["bn"]
+    m, n, k = bm - 3, bn + 8, 64 * 16
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=parts)
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2 * parts, **cfg))
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c, np.full((parts - 1, m, n), np.nan, np.float32))
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+def test_a_cluster_design_takes_its_workspace():
+    """A tuned call whose chosen design splits K over a cluster gets its float32 workspace after
+    the call's arguments (`_with_workspace`, the tuner's ``launch_args``); other designs the call's
+    arguments as they are."""
+    m, n, k = 5, 200, 1000
+    factory = matmul_module.matmul_kernel.factory
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=3)
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    for cluster_k in (1, 2, 4):
+        kern = tirx.compile(factory(m=m, n=n, k=k, dtype="bfloat16", ctas=16, consumers=1, bn=128, cluster_k=cluster_k))
+        args = matmul_module._with_workspace(kern, (a, b, c))
+        assert len(args) == (3 if cluster_k == 1 else 4)
+        if cluster_k > 1:
+            assert args[3].shape == (cluster_k - 1, m, n) and args[3].dtype == np.float32
+        c[...] = np.nan
+        kern(*args)
+        np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+    with pytest.raises(ValueError, match="clusters=False"):
+        factory(m=m, n=n, k=k, dtype="bfloat16", ctas=16, consumers=1, bn=128, cluster_k=2, clusters=False)
 
 
 @pytest.mark.parametrize("bn", [64, 32])
@@ -1236,7 +1277,7 @@ def test_matmul_on_torch_tensors_and_under_compile():
 
 def test_split_k_on_the_gpu_against_torch():
     """Skinny and small shapes with ``split_k`` (each part's sums in its slice of the workspace,
-    then the finish kernel's ordered sum), and without it (`auto_splits`' choice, the skinny
+    then the finish kernel's ordered sum), and without it (the autotuner's choice, the skinny
     tiles' A boxes of M's rows only), against torch.mm / addmm / _scaled_mm on the GPU: no
     further from the float64 product than cuBLAS's result (+ one bf16 rounding of it)."""
     torch = pytest.importorskip("torch")

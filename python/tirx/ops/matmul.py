@@ -14,7 +14,7 @@ before it (`empty`). The epilogue rounds the accumulator, stores it to a shared 
 walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
 in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128, for decode's M also 64 and 32,
 192 where it saves a partial round; promoted FP8 also 192 x 128) per shape; the stage count is as many as shared memory holds. Where
-the tiles leave most SMs idle, K is split (`auto_splits`) over the CTAs of a cluster, the first
+the tiles leave most SMs idle, the autotuner also times K split over the CTAs of a cluster, the first
 adding the others' float32 parts in one launch; ``split_k=``: each part's sums in a slice of a
 workspace, then a second kernel (`matmul_finish_kernel`) adding them in order.
 
@@ -64,6 +64,10 @@ CONFIGS = [
     {"consumers": 2, "bn": 64, "promote_ahead": True},
     {"consumers": 2, "bn": 128, "promote_ahead": True},
 ]
+# Split-K over a cluster's CTAs (``cluster_k``: K in 2 or 4 parts, a tile's parts the CTAs of a
+# cluster, one launch), for shapes whose tiles leave most SMs idle (decode's M against a short N):
+# timed beside the one-CTA tiles, each tile of 128 columns at most in both counts.
+CONFIGS += [dict(cfg, cluster_k=parts) for parts in (2, 4) for cfg in CONFIGS if cfg["bn"] <= 128]
 
 
 def k_tile(dtype: str) -> int:
@@ -92,14 +96,17 @@ def epilogue_cols(bn: int) -> int:
     return next(c for c in (EPI, 64, 32, 16, 8) if bn % c == 0)
 
 
-def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, cluster_k=1, gated=False, b_major="", **_):
+def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, clusters=True, gated=False, b_major="", **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
     it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
     warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
-    columns at most, whose CTAs all run in one round; tiles of 192 columns only where they take
+    columns at most, whose CTAs all run in one round, only where the output's tiles of 128 x 128
+    keep at most half the ``ctas`` busy, each part at least 4 K steps, and ``clusters`` (a call
+    that asks for no split has none; nor has split-K's own or a gated product); tiles of 192
+    columns only where they take
     one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172); a
     gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
     K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
@@ -117,11 +124,20 @@ def _prune(configs, m, n, dtype="", fast_accum=True, scales="tensor", ctas=132, 
         and not (promote and cfg["bn"] > 128)
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
-        and (cluster_k == 1 or (cfg["bn"] <= 128 and tiles(cfg["consumers"], cfg["bn"]) * cluster_k <= cluster_room(ctas, cluster_k)))
+        and (cfg.get("cluster_k", 1) == 1 or cluster_fits(cfg, m, n, k, dtype, ctas, clusters and splits == 1 and not gated))
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
         and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
     ]
+
+
+def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allowed: bool) -> bool:
+    """Whether the tile configuration ``cfg``, a tile's K over a cluster of ``cfg["cluster_k"]``
+    CTAs, is a candidate for an m x n x k product on ``ctas`` SMs (`_prune`)."""
+    parts, steps = cfg["cluster_k"], k_steps(k, dtype)
+    units = -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * parts
+    idle = -(-m // 128) * -(-n // 128) <= ctas // 2
+    return allowed and idle and units <= cluster_room(ctas, parts) and steps % parts == 0 and steps // parts >= 4
 
 
 def ahead_registers(consumers: int, bn: int) -> tuple:
@@ -185,8 +201,9 @@ def _epilogue(alpha: float, beta: float, activation: str):
 
 @autotune(
     configs=CONFIGS,
-    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "cluster_k", "gated"],
+    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated"],
     prune=_prune,
+    launch_args=lambda kernel, args: _with_workspace(kernel, args),  # (defined below)
 )
 def matmul_kernel(
     m: int,
@@ -209,6 +226,7 @@ def matmul_kernel(
     cluster_k: int = 1,
     gated: bool = False,
     promote_ahead: bool = False,
+    clusters: bool = True,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -246,7 +264,8 @@ def matmul_kernel(
     U)`` for a second matrix ``U`` of B's shape: each tile's columns are half B's, half U's at
     the same output columns (both products in one accumulator), the epilogue multiplies the
     activated first half by the second in float32 and rounds once; no bias, split or cluster; a
-    K-major B in any tile (its halves are runs of rows), a row-major one in 128 or 256 columns."""
+    K-major B in any tile (its halves are runs of rows), a row-major one in 128 or 256 columns.
+    ``clusters``: whether the autotuner may take ``cluster_k`` > 1 (False: a call's ``split_k=1``)."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -279,6 +298,8 @@ def matmul_kernel(
         raise ValueError(f"splits={splits}: 1 (no split-K) or a divisor of the {kt_steps} K steps")
     split = splits > 1
     clustered = cluster_k > 1
+    if clustered and not clusters:
+        raise ValueError(f"cluster_k={cluster_k} with clusters=False (no split of K asked for)")
     if gated and (fp8 or split or clustered or bias or not activation or (bn % 128 and b_major != "k")):
         raise ValueError(f"gated: 16-bit operands, an activation, no bias, split-K or cluster; a row-major B in tiles of 128 or 256 columns (bn={bn})")
     hb = bn // 2 if gated else bn  # a tile's output columns
@@ -897,48 +918,47 @@ def _gemm(a, b, out, *, sab=(), input=None, splits=None, op="matmul", **kw):
 def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = None, op="matmul", scaled=False, **kw):
     """``launch(a, b, sab, extra, out)`` for an ``m`` x ``n`` product of ``result_dtype``: one
     kernel, or with ``splits`` > 1 split-K's two (the parts' float32 sums, each in its slice of a
-    workspace, then `matmul_finish_kernel`); ``splits`` None: `auto_splits`' count, in one
-    launch (``cluster_k``: a tile's parts a cluster's CTAs). The kernels looked up once."""
+    workspace, then `matmul_finish_kernel`); ``splits`` None: the autotuner's choice, which may
+    split K over a cluster's CTAs in one launch (``cluster_k``, its workspace `_with_workspace`'s);
+    1: no split. The kernels looked up once."""
     k = kw["k"]
     steps = k_steps(k, kw["dtype"])
     if splits is None:
-        parts = auto_splits(m, n, k, kw["dtype"], kw["ctas"])
-        if parts > 1:
-            kernel = matmul_kernel(m=m, n=n, cluster_k=parts, **kw).launcher()
-            return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out, c.new_array(a, (parts - 1, m, n), "float32"))
-        splits = 1
+        kernel = matmul_kernel(m=m, n=n, **kw).launcher()
+        return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
     if splits == 1:
-        kernel = matmul_kernel(m=m, n=n, **kw).launcher()
+        kernel = matmul_kernel(m=m, n=n, clusters=False, **kw).launcher()
         return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
     parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher()
     per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
     finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher()
 
+    held = {}
+
     def launch(a, b, sab, extra, out):
-        w = c.new_array(a, (splits, m, n), "float32")  # (each part writes all of its slice: no zeroing)
+        w = c.scratch(a, (splits, m, n), "float32", held)  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
         finish(w, *(sab if per_tensor else ()), *extra, out)
 
     return launch
 
 
-def auto_splits(m: int, n: int, k: int, dtype: str, ctas: int) -> int:
-    """Split-K's parts where a call gives none (a cluster's CTAs per tile, `matmul_kernel`'s
-    ``cluster_k``): where the output's tiles of 64 x 128 keep at most a quarter of the ``ctas``
-    busy (decode's M against a short N), as many parts (2, or 4 where their clusters leave an
-    eighth of the SMs free: an H200 holds 120 CTAs in clusters of 4, not 128, so 32 such
-    clusters took two waves, 33.0 µs at 16 x 4096 x 11008 against 25.4 in clusters of 2), each
-    of at least 4 K steps, as keep every unit in one round; else 1 (the autotuner's tiles, down
-    to 64 x 32, fill the rest: 1 x 8192 x 8192 33.4 µs in 1 part, 34.4 in 2)."""
-    steps = k_steps(k, dtype)
-    tiles = -(-m // 64) * -(-n // 128)
-    if tiles > ctas // 4:
-        return 1
-    return max(s for s in (1, 2, 4) if s == 1 or (tiles * s <= cluster_room(ctas, s) and steps % s == 0 and steps // s >= 4))
+# The cluster designs' workspaces (`_with_workspace`), per shape and stream.
+_WORKSPACES: dict = {}
+
+
+def _with_workspace(kernel, args) -> tuple:
+    """A candidate's arguments (`autotune`'s ``launch_args``): the call's, and for a design that
+    splits K over a cluster the float32 ``W`` its CTAs past the first store their parts in
+    (``cluster_k - 1`` x m x n; a work buffer per stream, `_common.scratch`)."""
+    if len(kernel.params) == len(args):
+        return args
+    shape = kernel.params[-1].shape
+    return (*args, c.scratch(args[0], shape, "float32", _WORKSPACES.setdefault(shape, {})))
 
 
 def cluster_room(ctas: int, size: int) -> int:
@@ -1270,7 +1290,7 @@ def _addmm_autograd(op):
 
 
 def _split_k(op: str, split_k, *tensors) -> Optional[int]:
-    """``split_k`` where it applies (None: `auto_splits`'): a count above 1 in eager calls
+    """``split_k`` where it applies (None: the autotuner's choice): a count above 1 in eager calls
     without autograd (torch.compile and autograd trace the op, whose choice is automatic)."""
     if split_k is None or split_k == 1:
         return split_k
@@ -1334,7 +1354,8 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     ``split_k``: K in that many equal parts (a divisor of its steps of 64, 128 for FP8), each
     a work unit whose float32 sums fill its slice of a workspace, a second kernel adding the
     parts in order (the same result every run) and applying the epilogue: more CTAs for shapes
-    whose tiles leave SMs idle (decode's skinny M). None (the default): `auto_splits`' choice
+    whose tiles leave SMs idle (decode's skinny M). None (the default): the autotuner's choice,
+    among the one-CTA tiles and K split over a cluster's 2 or 4 CTAs in one launch
     (always under autograd and torch.compile); 1: none; more: eager calls without autograd.
 
     Other ranks as `torch.matmul` takes them (`_matmul_nd`): ``a`` of any rank times a matrix

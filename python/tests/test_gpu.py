@@ -419,7 +419,7 @@ def test_work_buffers_per_stream_and_in_cuda_graphs():
     b, h, hk, d, cache = 1, 32, 8, 128, 8192  # (8 K/V heads of one sequence: split over the keys)
     kc, vc = (torch.randn(b, cache, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     lens = torch.full((b,), cache, dtype=torch.int32, device="cuda")
-    m, n, k = 128, 4096, 4096  # (32 tiles of 128 x 128 on 132 SMs: K in a cluster's two parts)
+    m, n, k = 128, 4096, 4096  # (32 tiles of 128 x 128: the tuner takes K over a cluster's CTAs on an H100 or H200)
     w = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / 64
 
     def both(q, x):

@@ -21,19 +21,10 @@
 //! a bulk copy to a peer CTA maps both addresses with `mapa` in its helper.
 
 use crate::emit::{Ctx, Emit};
-use crate::helpers::Helper;
+use crate::helpers::{Helper, MbarHelper};
 use crate::CodegenError;
 use std::fmt::Write;
 use tirx_ir::lir::{cache_policy, AsyncOp, LExpr, Mbar, TmaCopy};
-
-/// The mbarrier helpers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum MbarHelper {
-    Init,
-    Arrive,
-    ArriveExpectTx,
-    Wait,
-}
 
 impl Emit for AsyncOp {
     fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
@@ -139,12 +130,6 @@ impl Ctx<'_> {
     }
 }
 
-/// `tirx_cp_async_16` / `tirx_cp_async_16_fill` / `tirx_cp_async_16_l2_128`.
-pub(crate) fn cp_async_name(bytes: u32, fill: bool, prefetch: Option<u32>) -> String {
-    let pf = prefetch.map_or(String::new(), |n| format!("_l2_{n}"));
-    format!("tirx_cp_async_{bytes}{}{pf}", if fill { "_fill" } else { "" })
-}
-
 /// `cp.async` of `bytes` global -> shared; `.cg` (L2 only) exists for 16 bytes, `.ca` for all;
 /// `.L2::nB` asks the L2 to fetch `n` bytes around the source.
 pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> String {
@@ -153,7 +138,7 @@ pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> 
         Some(n) => format!("{cache}.shared.global.L2::{n}B"),
         None => format!("{cache}.shared.global"),
     };
-    let name = cp_async_name(bytes, fill, prefetch);
+    let name = Helper::CpAsync { bytes, fill, prefetch }.name();
     let mut s = String::new();
     let _ = writeln!(s, "// cp.async: {bytes} bytes global -> shared, landing at cp.async.wait_group.");
     if let Some(n) = prefetch {
@@ -181,25 +166,13 @@ pub(crate) fn cp_async_source(bytes: u32, fill: bool, prefetch: Option<u32>) -> 
     s
 }
 
-/// `tirx_tma_load_2d`, `tirx_tma_load_3d_multicast_l2`, `tirx_tma_store_2d`.
-pub(crate) fn tma_name(rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool) -> String {
-    let dir = match (store, reduce) {
-        (true, true) => "reduce_add",
-        (true, false) => "store",
-        _ => "load",
-    };
-    let mc = if multicast { "_multicast" } else { "" };
-    let l2 = if cache { "_l2" } else { "" };
-    format!("tirx_tma_{dir}_{rank}d{mc}{l2}")
-}
-
 /// A TMA tensor copy of a `rank`-D box. Loads: box of `map` at the coordinates into
 /// shared memory, its bytes completing on the mbarrier (and with a multicast mask
 /// into every CTA of the cluster the mask names). Stores: shared memory into the box,
 /// in the thread's open bulk group (`reduce`: added into the box, element by element
 /// atomically). Coordinates are innermost first.
 pub(crate) fn tma_source(rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool) -> String {
-    let name = tma_name(rank, store, multicast, cache, reduce);
+    let name = Helper::Tma { rank, store, multicast, cache, reduce }.name();
     let coords: Vec<String> = (0..rank).map(|i| format!("int c{i}")).collect();
     let n = usize::from(rank);
     // Operand numbers: the map and the coordinates first for stores, after the shared address for loads.
@@ -311,15 +284,6 @@ pub(crate) fn bulk_to_peer_source() -> String {
     .to_string()
 }
 
-pub(crate) fn mbar_name(h: MbarHelper) -> &'static str {
-    match h {
-        MbarHelper::Init => "tirx_mbarrier_init",
-        MbarHelper::Arrive => "tirx_mbarrier_arrive",
-        MbarHelper::ArriveExpectTx => "tirx_mbarrier_arrive_expect_tx",
-        MbarHelper::Wait => "tirx_mbarrier_wait",
-    }
-}
-
 pub(crate) fn mbar_source(h: MbarHelper) -> String {
     let addr = "    unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(bar));\n";
     let (doc, sig, body) = match h {
@@ -354,5 +318,5 @@ pub(crate) fn mbar_source(h: MbarHelper) -> String {
             ),
         ),
     };
-    format!("// {doc}\n__device__ __forceinline__ void {}({sig}) {{\n{addr}{body}}}\n", mbar_name(h))
+    format!("// {doc}\n__device__ __forceinline__ void {}({sig}) {{\n{addr}{body}}}\n", Helper::Mbar(h).name())
 }

@@ -9,7 +9,7 @@
 //! `asynch`), through the helpers of [`Ctx`].
 
 use crate::ctype::{c_type, header_of, Header};
-use crate::expr::loop_bound;
+use crate::doc::loop_bound;
 use crate::helpers::Helper;
 use crate::names::Names;
 use crate::CodegenError;
@@ -56,7 +56,8 @@ pub struct Emitted {
     pub dynamic_smem_bytes: u32,
 }
 
-pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
+/// The translation unit of `k`, each helper it calls defined by `helper_source`.
+pub fn translation_unit(k: &LKernel, helper_source: fn(Helper) -> String) -> Result<Emitted, CodegenError> {
     let mut cx = Ctx {
         k,
         names: Names::new(k),
@@ -93,7 +94,7 @@ pub fn translation_unit(k: &LKernel) -> Result<Emitted, CodegenError> {
     }
     for h in &cx.helpers {
         src.push('\n');
-        src.push_str(&h.source());
+        src.push_str(&helper_source(*h));
     }
     src.push('\n');
     src.push_str(&signature);

@@ -30,8 +30,10 @@ mod bounds;
 mod collective;
 mod ctype;
 mod debug;
+mod doc;
 mod emit;
 mod expr;
+mod helper_text;
 mod helpers;
 mod matrix;
 mod memory;
@@ -184,7 +186,7 @@ impl std::error::Error for CodegenError {}
 /// Generates the CUDA C++ of `k` (validated first) and its launch metadata.
 pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     k.validate().map_err(CodegenError::InvalidLir)?;
-    let out = emit::translation_unit(k)?;
+    let out = emit::translation_unit(k, helper_text::source)?;
     let names = names::Names::new(k);
     let written = tirx_ir::traffic::written(k);
     let params = k.signature().into_iter().map(|p| param_meta(k, &names, &written, p)).collect::<Result<_, _>>()?;

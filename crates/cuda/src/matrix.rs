@@ -12,11 +12,10 @@
 //!   tf32 multiplicands are rounded with `cvt.rna.tf32.f32` inside the helper.
 
 use crate::emit::{Ctx, Emit};
-use crate::helpers::Helper;
+use crate::helpers::{mma_kind, Helper};
 use crate::CodegenError;
 use std::fmt::Write;
-use tirx_ir::lir::{LBufId, LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaShape};
-use tirx_ir::DType;
+use tirx_ir::lir::{LBufId, LExpr, MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaShape};
 
 impl Emit for MatrixOp {
     fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
@@ -70,15 +69,6 @@ impl Ctx<'_> {
     }
 }
 
-/// `tirx_mma_m16n8k16_f32_bf16_bf16_f32`.
-pub(crate) fn mma_name(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
-    mma_kind(shape, a, b).ptx().replace(".row.col", "").replace('.', "_").replace("m16", "tirx_mma_m16")
-}
-
-fn mma_kind(shape: MmaShape, a: MmaIn, b: MmaIn) -> MmaKind {
-    MmaKind { shape, a, b, acc: if a.is_int() { DType::I32 } else { DType::F32 } }
-}
-
 /// The helper: `D = A·B + C` on one 16×8 tile by the whole warp.
 pub(crate) fn mma_source(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
     let kind = mma_kind(shape, a, b);
@@ -91,7 +81,8 @@ pub(crate) fn mma_source(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
     params.extend((0..4).map(|i| format!("{acc} c{i}")));
     let mut s = String::new();
     let _ = writeln!(s, "// mma.sync {}: D = A*B + C on one 16x8 tile, all 32 lanes of the warp.", shape.name());
-    let _ = writeln!(s, "__device__ __forceinline__ void {}({}) {{", mma_name(shape, a, b), params.join(", "));
+    let _ =
+        writeln!(s, "__device__ __forceinline__ void {}({}) {{", Helper::Mma { shape, a, b }.name(), params.join(", "));
     // tf32 operands are f32 values rounded to tf32 (nearest, ties away) as the PTX ISA requires.
     let mut ins = Vec::new();
     for (t, p, n) in [(a, "a", na), (b, "b", nb)] {
@@ -121,12 +112,6 @@ pub(crate) fn mma_source(shape: MmaShape, a: MmaIn, b: MmaIn) -> String {
     s
 }
 
-/// The helper's name: `tirx_ldmatrix_x4_trans`.
-pub(crate) fn helper_name(store: bool, num: u8, trans: bool) -> String {
-    let instr = if store { "stmatrix" } else { "ldmatrix" };
-    format!("tirx_{instr}_x{num}{}", if trans { "_trans" } else { "" })
-}
-
 /// `ldmatrix`/`stmatrix` of `num` 8x8 b16 tiles: this lane's row address and
 /// its `num` 32-bit fragment registers (each two 16-bit elements in memory).
 pub(crate) fn helper_source(store: bool, num: u8, trans: bool) -> String {
@@ -143,7 +128,7 @@ pub(crate) fn helper_source(store: bool, num: u8, trans: bool) -> String {
     };
     let reg = |i: usize| format!("*static_cast<unsigned*>(r{i})");
     let mut s = String::new();
-    let name = helper_name(store, num, trans);
+    let name = Helper::Matrix { store, num, trans }.name();
     let _ = writeln!(s, "__device__ __forceinline__ void {name}(const void* row, {}) {{", regs.join(", "));
     let _ = writeln!(s, "    unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));");
     let _ = writeln!(s, "    asm volatile(\"{instr}.sync.aligned.m8n8.x{num}{t}.shared.b16 {body};\"");

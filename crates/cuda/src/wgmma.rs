@@ -30,33 +30,13 @@
 //! `setmaxnreg` and `bar.arrive` are inline asm too.
 
 use crate::emit::Ctx;
-use crate::helpers::Helper;
+use crate::helpers::{Helper, WgmmaHelper};
 use crate::CodegenError;
 use std::collections::BTreeSet;
 use std::fmt::Write;
-use tirx_ir::lir::wgmma::{SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaKind, WgmmaSync};
+use tirx_ir::lir::wgmma::{SmemDesc, Wgmma, WgmmaA, WgmmaIn, WgmmaSync};
 use tirx_ir::lir::LExpr;
 use tirx_ir::DType;
-
-/// One `wgmma.mma_async` helper: the form and the operand sources.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct WgmmaHelper {
-    pub n: u32,
-    pub a: WgmmaIn,
-    pub b: WgmmaIn,
-    /// A float16 accumulator (two per 32-bit register).
-    pub acc_f16: bool,
-    /// A from registers (`rs`), else from shared memory (`ss`).
-    pub regs_a: bool,
-    pub trans_a: bool,
-    pub trans_b: bool,
-}
-
-impl WgmmaHelper {
-    fn kind(self) -> WgmmaKind {
-        WgmmaKind { n: self.n, a: self.a, b: self.b, acc: if self.acc_f16 { DType::F16 } else { DType::F32 } }
-    }
-}
 
 /// Registers printed per line of a wgmma call.
 const ARGS_PER_LINE: usize = 8;
@@ -181,13 +161,6 @@ fn runs(starts: &BTreeSet<i64>, per: i64) -> Vec<(i64, i64)> {
     out
 }
 
-/// `tirx_wgmma_m64n128k16_f32_bf16_bf16_ss_tb`: shape and types, `ss`/`rs`, `_ta`/`_tb` for MN-major operands.
-pub(crate) fn wgmma_name(h: WgmmaHelper) -> String {
-    let form = if h.regs_a { "rs" } else { "ss" };
-    let t = format!("{}{}", if h.trans_a { "_ta" } else { "" }, if h.trans_b { "_tb" } else { "" });
-    format!("tirx_wgmma_{}_{form}{t}", h.kind().ptx().replace('.', "_"))
-}
-
 /// The helper: `D = A·B + scale_d·D` on a 64×N tile, issued by the warpgroup.
 pub(crate) fn wgmma_source(h: WgmmaHelper) -> String {
     let kind = h.kind();
@@ -246,7 +219,7 @@ pub(crate) fn wgmma_source(h: WgmmaHelper) -> String {
         if h.regs_a { String::new() } else { format!(", {}", major(h.trans_a)) },
         major(h.trans_b)
     );
-    let _ = writeln!(s, "__device__ __forceinline__ void {}({}) {{", wgmma_name(h), params.join(", "));
+    let _ = writeln!(s, "__device__ __forceinline__ void {}({}) {{", Helper::Wgmma(h).name(), params.join(", "));
     s.push_str(&body);
     let _ = writeln!(s, "    asm volatile(");
     let _ = writeln!(s, "        \"{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{p}, 0;\\n\"");

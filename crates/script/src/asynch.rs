@@ -9,7 +9,7 @@
 //! statements, which is what the printer writes back.
 
 use crate::ast::{self};
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::names::{script_names, Namespace};
 use crate::value::*;
@@ -474,14 +474,5 @@ impl Builder<'_> {
             );
         }
         Ok(None)
-    }
-}
-
-pub(crate) fn mbar_method_name(m: MbarMethod) -> &'static str {
-    match m {
-        MbarMethod::Init => "init",
-        MbarMethod::Wait => "wait",
-        MbarMethod::Arrive => "arrive",
-        MbarMethod::PtrTo => "ptr_to",
     }
 }

@@ -3,7 +3,7 @@
 //! layout/shape agreement, no scalar access to thread-partitioned buffers).
 
 use crate::ast::{self, ExprKind as AK};
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::value::*;
 use tirx_ir::hir::*;

@@ -6,7 +6,7 @@
 //! the scratch address `T.cuda.cta_reduce` takes.
 
 use crate::ast::{self, ExprKind as AK};
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::value::*;
 use tirx_ir::hir::*;

@@ -3,7 +3,7 @@
 //! touches a runtime value becomes a HIR [`Expr`] with a dtype.
 
 use crate::ast::{self, BinOp as AOp, CmpOp, CompKind, ExprKind as AK, UnOp as AUn};
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::names::{cuda_attr, layout_import, script_names, t_attr, tx_attr, Namespace};
 use crate::value::*;
 use std::collections::HashMap;
@@ -374,12 +374,9 @@ impl Builder<'_> {
             Val::MbarMethod(o, m) => {
                 let n = self.buffer(o.buf).name.clone();
                 return self.fail(
-                    Diagnostic::error(
-                        span,
-                        format!("`{n}.{}(...)` is a statement, not a value", crate::asynch::mbar_method_name(m)),
-                    )
-                    .with_label("not allowed here")
-                    .with_help("write it on its own line inside the kernel"),
+                    Diagnostic::error(span, format!("`{n}.{}(...)` is a statement, not a value", mbar_method_name(m)))
+                        .with_label("not allowed here")
+                        .with_help("write it on its own line inside the kernel"),
                 );
             }
             Val::PoolMethod(..) => {
@@ -1436,23 +1433,6 @@ fn holds<T: PartialOrd>(op: CmpOp, x: T, y: T) -> bool {
     }
 }
 
-/// Python truthiness of a compile-time value (`None` for runtime values).
-pub(crate) fn truthy(v: &Val) -> Option<bool> {
-    match v {
-        Val::Bool(b) => Some(*b),
-        Val::Int(i) => Some(*i != 0),
-        Val::Float(f) => Some(*f != 0.0),
-        Val::None => Some(false),
-        Val::Str(s) => Some(!s.is_empty()),
-        Val::Tuple(x) | Val::List(x) => Some(!x.is_empty()),
-        Val::Expr(e) => match e.kind {
-            ExprKind::Bool(b) => Some(b),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// `-lit`, `~lit`, `not lit` on a typed literal stay literals (as the printer writes them).
 fn fold_literal_unary(op: AUn, e: &Expr) -> Option<Expr> {
     let kind = match (op, &e.kind) {
@@ -1495,29 +1475,6 @@ fn import_hint(name: &str) -> Option<String> {
         _ if layout_import(name).is_some() => format!("add `from tvm.tirx.layout import {name}`"),
         _ => return None,
     })
-}
-
-pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
-    matches!(
-        b,
-        Builtin::MatchBuffer
-            | Builtin::DeviceEntry
-            | Builtin::Assume
-            | Builtin::ScopeId(_)
-            | Builtin::Alloc(_)
-            | Builtin::Tile(..)
-            | Builtin::CtaSync
-            | Builtin::WarpSync
-            | Builtin::Printf
-            | Builtin::Collective(_)
-            | Builtin::Evaluate
-            | Builtin::Ptx(_)
-            | Builtin::SmemPool
-            | Builtin::MBarrier
-            | Builtin::Serial
-            | Builtin::Unroll
-            | Builtin::Grid
-    )
 }
 
 fn statement_only(b: Builtin, span: Span) -> Diagnostic {

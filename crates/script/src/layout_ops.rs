@@ -11,7 +11,7 @@
 //! express is an error at the call, not `None`.
 
 use crate::ast;
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::{Args, Kwarg, Posarg};
 use crate::names::{layout_import, script_names, Namespace};
 use crate::value::*;

@@ -5,7 +5,7 @@
 //! and unknown axis names are errors.
 
 use crate::ast::{self, ExprKind as AK};
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::value::*;
 use std::collections::BTreeMap;

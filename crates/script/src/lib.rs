@@ -41,6 +41,7 @@ mod ast;
 mod asynch;
 mod buffers;
 mod build;
+mod builder;
 mod collective;
 mod eval;
 mod layout_ops;
@@ -103,7 +104,7 @@ pub fn parse_kernel_with_warnings(_name: &str, text: &str) -> Result<(Kernel, Ve
     let mut diags = vec![];
     let tokens = lexer::lex(text, &mut diags);
     let stmts = parser::parse(tokens, &mut diags);
-    let (kernel, mut more) = build::Builder::new(text).module(&stmts, diags.iter().any(Diagnostic::is_error));
+    let (kernel, mut more) = builder::Builder::new(text).module(&stmts, diags.iter().any(Diagnostic::is_error));
     diags.append(&mut more);
     match kernel {
         Some(k) if !diags.iter().any(Diagnostic::is_error) => match infer_scope_extents(&k) {

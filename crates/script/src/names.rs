@@ -524,7 +524,7 @@ impl PtxOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::is_statement_builtin;
+    use crate::value::is_statement_builtin;
     use std::collections::HashSet;
 
     #[test]

@@ -1,7 +1,7 @@
 //! `T.ptx.*` instructions that order Hopper's asynchronous tensor cores, move
 //! registers between warpgroups and synchronise on named barriers
 //! (docs/tile-primitives.md §9), spelled as the reference spells them, with or
-//! without the instruction's modifiers (`T.ptx` in [`crate::names`]):
+//! without the instruction's modifiers (`T.ptx` in the `names` module):
 //!
 //! | script | statement |
 //! |---|---|
@@ -12,12 +12,12 @@
 //! | `T.ptx.bar.sync(id, threads)`, `T.ptx.bar.arrive(id, threads)` | [`PtxStmt::BarSync`], [`PtxStmt::BarArrive`] |
 //!
 //! The async-proxy fence that wgmma's shared operands need is one of the
-//! asynchronous-copy statements (`crate::asynch`). Counts are compile-time
+//! asynchronous-copy statements (the `asynch` module's). Counts are compile-time
 //! integers (PTX takes them as immediates); a barrier id is any int32 value.
 //! Lowering checks what depends on the kernel (whole warpgroups, the target,
 //! barrier ids).
 
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::value::*;
 use tirx_ir::hir::*;
@@ -57,7 +57,7 @@ impl Builder<'_> {
             | PtxOp::ClusterSync => {
                 let d =
                     Diagnostic::internal(a.span, format!("`{}` reached the wgmma/barrier builder", op.script_name()))
-                        .with_note("it is an asynchronous-copy statement (crate::asynch builds it)");
+                        .with_note("it is an asynchronous-copy statement (the asynchronous-copy builder builds it)");
                 return self.fail(d);
             }
         })

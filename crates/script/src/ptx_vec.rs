@@ -9,7 +9,7 @@
 //! moves as bits; the type names only the element size).
 
 use crate::ast;
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
 use tirx_ir::{DType, Diagnostic, Span};

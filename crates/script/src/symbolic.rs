@@ -5,7 +5,7 @@
 //! parameters only; anything else is an error at the part that is not.
 
 use crate::ast;
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::eval::Args;
 use crate::value::Val;
 use tirx_ir::hir::{dyn_outer_bound, BinOp, Expr, ExprKind, UnOp, VarId};

@@ -6,7 +6,7 @@
 
 use crate::ast;
 use crate::buffers::fmt_shape;
-use crate::build::{Builder, R};
+use crate::builder::{Builder, R};
 use crate::value::*;
 use tirx_ir::hir::*;
 use tirx_ir::op::{

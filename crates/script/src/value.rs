@@ -4,7 +4,7 @@
 //! kernel — runtime scalars, buffers and buffer subscripts.
 
 use std::collections::BTreeMap;
-use tirx_ir::hir::{BufId, Expr, MathFn, ReduceOp, ScopeIdKind, ShuffleMode, TileOp};
+use tirx_ir::hir::{BufId, Expr, ExprKind, MathFn, ReduceOp, ScopeIdKind, ShuffleMode, TileOp};
 use tirx_ir::{DType, Diagnostic, Span};
 use tirx_layout::{Axis, ExecScope, Iter, Layout, TileLayout};
 
@@ -266,8 +266,8 @@ pub enum Builtin {
 }
 
 /// The kernel's own PTX instructions (docs/tile-primitives.md §8, §9): asynchronous
-/// copies and mbarriers (`crate::asynch`), the ordering of wgmma, register
-/// reallocation and named barriers (`crate::ptx`).
+/// copies and mbarriers (built by the `asynch` module), the ordering of wgmma, register
+/// reallocation and named barriers (the `ptx` module).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PtxOp {
     CommitGroup,
@@ -516,6 +516,58 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .filter(|(d, _)| *d <= limit)
         .min()
         .map(|(_, c)| c)
+}
+
+/// Python truthiness of a compile-time value (`None` for runtime values).
+pub(crate) fn truthy(v: &Val) -> Option<bool> {
+    match v {
+        Val::Bool(b) => Some(*b),
+        Val::Int(i) => Some(*i != 0),
+        Val::Float(f) => Some(*f != 0.0),
+        Val::None => Some(false),
+        Val::Str(s) => Some(!s.is_empty()),
+        Val::Tuple(x) | Val::List(x) => Some(!x.is_empty()),
+        Val::Expr(e) => match e.kind {
+            ExprKind::Bool(b) => Some(b),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether `b` makes a statement (`T.device_entry()`, an allocation, a tile call, a loop header,
+/// ...), not a value an expression may use.
+pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
+    matches!(
+        b,
+        Builtin::MatchBuffer
+            | Builtin::DeviceEntry
+            | Builtin::Assume
+            | Builtin::ScopeId(_)
+            | Builtin::Alloc(_)
+            | Builtin::Tile(..)
+            | Builtin::CtaSync
+            | Builtin::WarpSync
+            | Builtin::Printf
+            | Builtin::Collective(_)
+            | Builtin::Evaluate
+            | Builtin::Ptx(_)
+            | Builtin::SmemPool
+            | Builtin::MBarrier
+            | Builtin::Serial
+            | Builtin::Unroll
+            | Builtin::Grid
+    )
+}
+
+/// The script's name of an mbarrier array's method (`bar.init(...)`).
+pub(crate) fn mbar_method_name(m: MbarMethod) -> &'static str {
+    match m {
+        MbarMethod::Init => "init",
+        MbarMethod::Wait => "wait",
+        MbarMethod::Arrive => "arrive",
+        MbarMethod::PtrTo => "ptr_to",
+    }
 }
 
 #[cfg(test)]

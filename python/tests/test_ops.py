@@ -505,6 +505,28 @@ def test_every_cluster_configuration_matches_float64(cfg):
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
 
 
+# FP8 promoted to float32 over a cluster: the candidates only FP8 takes (three consumers, promote_ahead).
+CLUSTERED_FP8 = [
+    c for c in matmul_module.CONFIGS if "cluster_k" in c and (c["consumers"] == 3 or (c.get("promote_ahead") and matmul_module.ahead_fits(c["consumers"], c["bn"])))
+]
+
+
+@pytest.mark.parametrize("cfg", CLUSTERED_FP8, ids=lambda c: f"{64 * c['consumers']}x{c['bn']}_k{c['cluster_k']}" + ("_ahead" if c.get("promote_ahead") else ""))
+def test_fp8_promoted_over_a_cluster_matches_float64(cfg):
+    """The FP8 candidates promoted to float32 that split K over a cluster, per-tensor scales, ragged
+    M and N (two tiles), K's 8 steps of 128 in the cluster's parts; the workspace poisoned with NaN."""
+    parts, bm = cfg["cluster_k"], 64 * cfg["consumers"]
+    m, n, k = bm - 5, cfg["bn"] + 8, 1024
+    rng = np.random.default_rng(parts + bm)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, b = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((k, n)).astype(f8)
+    want = a.astype(F64) @ b.astype(F64) * 0.375
+    prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2 * parts, out_dtype="bfloat16", fast_accum=False, **cfg)
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a, np.ascontiguousarray(b.T), np.float32([0.5]), np.float32([0.75]), c, np.full((parts - 1, m, n), np.nan, np.float32))
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+
+
 def test_a_cluster_design_takes_its_workspace():
     """A tuned call whose chosen design splits K over a cluster gets its float32 workspace after
     the call's arguments (`_with_workspace`, the tuner's ``launch_args``); other designs the call's

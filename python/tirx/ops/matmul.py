@@ -102,12 +102,12 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
     accumulator and a step's partial in registers), the only form with three consumers (more
     warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
-    parts of its own (`split_k`: the other way to more CTAs); a cluster's parts in tiles of 128
-    columns at most, whose CTAs all run in one round, only where the output's tiles of 128 x 128
-    keep at most half the ``ctas`` busy, each part at least 4 K steps, and ``clusters`` (a call
-    that asks for no split has none; nor has split-K's own or a gated product); tiles of 192
-    columns only where they take
-    one round and tiles of 128 a second, partial one (16 x 22016: 115 tiles against 172); a
+    parts of its own (`split_k`: the other way to more CTAs); a cluster's parts (`cluster_fits`)
+    in tiles of 128 columns at most, whose CTAs all run in one round, only where the output's
+    tiles of 128 x 128 keep at most half the ``ctas`` busy, each part at least 4 K steps, and
+    ``clusters`` (a call that asks for no split has none; nor has split-K's own or a gated
+    product); tiles of 192 columns only where they take one round and tiles of 128 a second,
+    partial one (16 x 22016: 115 tiles against 172); a
     gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
     K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
     64-column swizzle atoms); ``promote_ahead`` where FP8 is promoted and its two partials fit

@@ -14,7 +14,8 @@ from tirx.device import _host_array  # (a CPU tensor as NumPy, bf16 included)
 from tirx.runtime import numpy_dtype
 
 matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the function
-# The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64).
+# The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64),
+# one CTA a tile and K over a cluster's CTAs (test_every_cluster_configuration_matches_float64).
 TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c]
 CLUSTERED_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" in c]
 

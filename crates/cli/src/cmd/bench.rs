@@ -12,8 +12,7 @@
 //! measurements in DRAM.
 
 use crate::cmd::run::{build, compile_and_load, open_gpu, param_buffers, versions};
-use crate::exit::runtime_failure;
-use crate::exit::{CmdResult, Failure};
+use crate::exit::{runtime_failure, CmdResult, Failure};
 use crate::out::outln;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;

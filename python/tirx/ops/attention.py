@@ -1519,7 +1519,7 @@ def _kvcache_plan(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, re
             out = c.new_array(q, (b, sq, h, d))
             if b * sq * h:
                 out[...] = 0
-            return out, c.new_array(q, (b, h, sq), "float32", float("-inf"))
+            return out, c.new_array(q, (b, h, sq), "float32", float("-inf")) if return_lse else None
 
         return nothing
     scale = 1.0 / math.sqrt(d) if scale is None else float(scale)

@@ -264,8 +264,10 @@ def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta):
         {"threads": 256, "cluster": 16, "shared": True, "ring": 1, "chain": True},
         {"threads": 256, "cluster": 8, "shared": True, "hold": True, "chain": True},
         {"threads": 256, "cluster": 8, "stream": True, "chain": True},
+        {"threads": 256, "cluster": 16, "shared": True, "regs": True, "ring": 3, "chain": True},
+        {"threads": 512, "cluster": 8, "shared": True, "regs": True, "chain": True},
     ],
-    ids=["registers", "shared", "held", "streamed"],
+    ids=["registers", "shared", "held", "streamed", "partials-in-registers", "partials-in-registers-512"],
 )
 def test_exchanges_without_a_cluster_barrier_per_row_match_pytorch(design):
     """The norms' backward with its row statistics exchanged over slots used in turn, no cluster
@@ -277,7 +279,7 @@ def test_exchanges_without_a_cluster_barrier_per_row_match_pytorch(design):
     import tirx.ops  # noqa: F401
 
     nb = sys.modules["tirx.ops.norm_backward"]
-    n = 65536 if design.get("shared") else 262144 if design.get("stream") else 16384
+    n = 262144 if design.get("stream") or design.get("ring") == 3 else 65536 if design.get("shared") else 16384
     m = 61
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
     dy = torch.randn_like(x)

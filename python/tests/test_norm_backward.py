@@ -206,6 +206,11 @@ CHAINED = [
     ({"cluster": 16, "shared": True, "threads": 32, "ring": 1, "chain": True}, 8192, 1, 32),  # (clusters with no row)
     ({"cluster": 4, "shared": True, "threads": 32, "hold": True, "chain": True}, 4096, 9, 16),
     ({"cluster": 8, "shared": True, "threads": 32, "hold": True, "chain": True}, 4096, 1, 16),  # (clusters with no row)
+    # The partial sums in registers (`regs`): slices of one tile, of several, in rings of 1-3 rows.
+    ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True}, 1024, 9, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3}, 4096, 11, 16),
+    ({"cluster": 16, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 1}, 8192, 3, 32),
+    ({"cluster": 8, "shared": True, "threads": 32, "regs": True, "chain": True}, 4096, 1, 16),  # (clusters with no row)
 ]
 
 
@@ -221,6 +226,25 @@ def test_cluster_designs_exchanging_without_a_cluster_barrier_per_row(dtype, des
         _check_design(dtype, design, h, m, ctas, centered, centered)
     with pytest.raises(ValueError, match="chain: the exchange of two sums"):
         nb.norm_backward_kernel.factory(h=h, dtype=dtype, centered=True, **{"threads": 256, **design})
+
+
+def test_partial_sums_in_registers_need_the_shared_slices_and_not_hold():
+    with pytest.raises(ValueError, match="regs: the partial sums of the cluster design's slices in shared memory"):
+        nb.norm_backward_kernel.factory(h=4096, dtype="bfloat16", threads=32, cluster=4, regs=True)
+    with pytest.raises(ValueError, match="regs: the partial sums of every tile in registers"):
+        nb.norm_backward_kernel.factory(h=4096, dtype="bfloat16", threads=32, cluster=4, shared=True, hold=True, regs=True)
+
+
+def test_partial_sums_in_registers_are_candidates_where_they_fit():
+    """The ``regs`` designs: tuned where their partial sums fit `PARTIAL_REGISTERS` of a thread's
+    registers and their ring of slices and the weight's fit `CLUSTER_SLICES`: at 262,144 columns
+    (LayerNorm) over 16 CTAs only, in rings of two or three rows."""
+    kept = nb.norm_backward_kernel.prune(nb.norm_backward_kernel.configs, h=262144, dtype="bfloat16", centered=True, saved=True, w_dtype="")
+    regs = sorted((cfg["threads"], cfg["cluster"], cfg["ring"]) for cfg in kept if cfg.get("regs"))
+    assert regs == [(256, 16, 2), (256, 16, 3), (512, 16, 2), (512, 16, 3)]
+    for t, n, r in regs:
+        assert nb.cluster_slice_bytes(262144, "bfloat16", n, True, r, regs=True) <= nb.CLUSTER_SLICES
+        assert nb.partial_registers(262144, t, n, True) <= nb.PARTIAL_REGISTERS * min(255, 65536 // t)
 
 
 def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):

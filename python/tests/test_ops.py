@@ -1443,6 +1443,29 @@ def test_fp8_promoted_ahead_on_the_gpu():
                 assert (got[True].double() - want).abs().max().item() <= bound, (m, n, k, cfg)
 
 
+def test_fp8_over_a_cluster_on_the_gpu():
+    """The FP8 candidates promoted to float32 that split K over a cluster (three consumers, and
+    promoted ahead) on the GPU, per-tensor scales, ragged M and N over several tiles, the
+    workspace poisoned with NaN: within cuBLASLt's distance of the float64 product."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(1)
+    for cfg in CLUSTERED_FP8:
+        parts, bm = cfg["cluster_k"], 64 * cfg["consumers"]
+        m, n, k = 2 * bm - 5, 3 * cfg["bn"] + 16, 4096  # (N: whole 16s, as torch._scaled_mm takes it)
+        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+        prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=8 * parts, out_dtype="bfloat16", fast_accum=False, **cfg)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        tirx.compile(prim)(a, bt, sa, sb, c, torch.full((parts - 1, m, n), float("nan"), device="cuda"))
+        want = a.double() @ bt.double().t()
+        theirs = torch._scaled_mm(a, bt.t(), sa[0], sb[0], out_dtype=torch.bfloat16)
+        bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
+        assert (c.double() - want).abs().max().item() <= bound, cfg
+
+
 def test_matmul_and_addmm_autograd_and_the_ops_without_backward():
     """matmul and addmm are differentiable (dA = dC Bᵀ, dB = Aᵀ dC by the same kernel; addmm's
     input gradient beta dC, summed over the rows for a bias row; with an activation, its gradient

@@ -324,11 +324,12 @@ class SharedSlice:
     """How a CTA of ``threads`` threads holds its slice of a row of ``n`` elements split over a
     cluster of ``cluster`` CTAs in shared memory: the slice, ``part = n / cluster`` columns, is
     copied whole by `cp.async` (`io`'s ``fetch``), then read in register tiles of ``tile`` (a `RowTile`
-    of ``tile.width`` columns dividing the slice, at most `CHUNK` per thread), ``chunks`` of
+    of ``tile.width`` columns dividing the slice, at most ``most`` per thread, `CHUNK` unless
+    given, and at least a 16-byte vector), ``chunks`` of
     them. The slices must tile the row in whole 16-byte vectors of every thread (`cp.async` has
     no per-vector guard); `prune_rows` keeps only such configurations."""
 
-    def __init__(self, n: int, dtype: str, threads: int, cluster: int):
+    def __init__(self, n: int, dtype: str, threads: int, cluster: int, most: int = CHUNK):
         vec = 16 // elem_bytes(dtype)
         if n % (cluster * threads * vec):
             raise ValueError(
@@ -337,7 +338,7 @@ class SharedSlice:
             )
         self.part = n // cluster
         rounds = self.part // (threads * vec)
-        per = max(d for d in range(1, CHUNK // vec + 1) if rounds % d == 0) * vec
+        per = max(d for d in range(1, max(most, vec) // vec + 1) if rounds % d == 0) * vec
         self.tile = RowTile(threads * per, dtype, threads)
         self.chunks = self.part // self.tile.width
         self.bytes = self.part * elem_bytes(dtype)

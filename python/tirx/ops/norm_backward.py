@@ -65,10 +65,22 @@ PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512
 CLUSTER_SLICES = 224 * 1024
 
 
-def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False) -> int:
+def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False, regs: bool = False) -> int:
     """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs
-    (``hold``: LayerNorm's dB partial sums in registers)."""
-    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + 4 * (2 if centered and not hold else 1))
+    (``hold``: LayerNorm's dB partial sums in registers; ``regs``: every partial sum there)."""
+    partials = 0 if regs else 4 * (2 if centered and not hold else 1)
+    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + partials)
+
+
+def partial_registers(h: int, threads: int, cluster: int, centered: bool) -> int:
+    """A thread's registers of the ``regs`` design's partial sums: its columns of the slice, for
+    dW (and dB)."""
+    return h // (cluster * threads) * (2 if centered else 1)
+
+
+# The ``regs`` design's partial sums take at most this share of a thread's registers (the CTA
+# alone on its SM): the rest holds a tile of x, dy, w and dx (one vector each), addresses and sums.
+PARTIAL_REGISTERS = 0.55
 
 
 def _streams_slices(h: int, dtype: str, centered: bool, cfg: dict) -> bool:
@@ -104,8 +116,11 @@ def _prune(configs, dtype, **key):
         if cfg.get("shared"):
             if cfg.get("hold") and c.SharedSlice(h, dtype, cfg["threads"], cfg["cluster"]).chunks != 1:
                 return False
-            ring, hold = cfg.get("ring", 2), cfg.get("hold", False)
-            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold) <= CLUSTER_SLICES
+            ring, hold, regs = cfg.get("ring", 2), cfg.get("hold", False), cfg.get("regs", False)
+            held = partial_registers(h, cfg["threads"], cfg["cluster"], key["centered"])
+            if regs and held > PARTIAL_REGISTERS * min(255, 65536 // cfg["threads"]):
+                return False
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold, regs) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
@@ -141,8 +156,15 @@ CHAINED_CONFIGS = (
 )
 
 
+# The chained cluster designs with their partial sums in registers and the shared memory for a
+# ring of slices (`_cluster_shared_rows`'s ``regs``).
+REGS_CONFIGS = [
+    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
+]
+
+
 @autotune(
-    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS + CHAINED_CONFIGS,
+    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS + CHAINED_CONFIGS + REGS_CONFIGS,
     key=["h", "dtype", "centered", "saved", "w_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
@@ -161,6 +183,7 @@ def norm_backward_kernel(
     ring: int = 2,
     hold: bool = False,
     chain: bool = False,
+    regs: bool = False,
     shared_limit: int = SHARED_PARTIALS,
     w_dtype: str = "",
 ):
@@ -174,11 +197,14 @@ def norm_backward_kernel(
     (``ctas`` a multiple of it; ``shared``: each CTA's slices in shared memory, x and dy in a ring
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
     the statistics exchanged over two slots with no cluster barrier per row,
-    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics); ``w_dtype``: W's
+    `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``regs``: the shared
+    design's partial sums in registers, its tiles one 16-byte vector a thread); ``w_dtype``: W's
     (`_common.weight_dtype`; the partial sums are float32 whatever it is)."""
     wd = c.weight_dtype(dtype, w_dtype, bool(cluster and shared))
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
+    if regs and not (cluster and shared):
+        raise ValueError("regs: the partial sums of the cluster design's slices in shared memory (give cluster= and shared=True)")
     if saved and not centered:
         raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
@@ -187,8 +213,8 @@ def norm_backward_kernel(
         g = cluster_stream_tile(h, dtype, threads, cluster, centered)
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, wd, chain)
     elif cluster and shared:
-        sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain)
+        sl = c.SharedSlice(h, dtype, threads, cluster, 16 // c.elem_bytes(dtype) if regs else c.CHUNK)
+        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, wd, chain)
     else:
@@ -675,12 +701,32 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     return exchange
 
 
-def _slice_partials(width: int, per: int, chunks: int, centered: bool, hold: bool):
+def _slice_partials(width: int, per: int, chunks: int, centered: bool, hold: bool, regs: bool = False):
     """The shared-slice cluster designs' float32 partial sums of a CTA's slice, as macros:
     ``add(tmp, dws, dbs, db, xl, dyl, k)`` adds tile ``k``'s ``dy * xhat`` to dW's (``dws``, shared
     memory, through the scratch tile ``tmp``) and, for LayerNorm, ``dy`` to dB's (``dbs``; with
     ``hold`` the registers ``db``); ``write(tmp, dws, dbs, db, DWP, DBP, q, c0)`` writes them to
-    partial row ``q`` from column ``c0``."""
+    partial row ``q`` from column ``c0``. With ``regs``, ``dws`` and ``dbs`` are register tiles of
+    every chunk of the slice (`_tiles_layout`: tile ``k`` at a thread's ``[k * per, (k + 1) *
+    per)``), ``k`` a constant (the chunks' loops unrolled)."""
+
+    @T.macro
+    def add_regs(tmp, dws, dbs, db, xl, dyl, k):
+        dwl = dws.local()
+        Tx.fma(dwl[k * per : k * per + per], dyl[0:per], xl[0:per], dwl[k * per : k * per + per])
+        if centered:
+            dbl = dbs.local()
+            Tx.add(dbl[k * per : k * per + per], dbl[k * per : k * per + per], dyl[0:per])
+
+    @T.macro
+    def write_regs(tmp, dws, dbs, db, DWP, DBP, q, c0):
+        for k in T.unroll(chunks):
+            Tx.cta.copy(DWP[q, c0 + k * width : c0 + k * width + width], dws[k, 0:width])
+            if centered:
+                Tx.cta.copy(DBP[q, c0 + k * width : c0 + k * width + width], dbs[k, 0:width])
+
+    if regs:
+        return add_regs, write_regs
 
     @T.macro
     def add(tmp, dws, dbs, db, xl, dyl, k):
@@ -859,6 +905,7 @@ def _cluster_shared_rows(
     hold: bool,
     saved: bool,
     chain: bool = False,
+    regs: bool = False,
 ):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
@@ -872,12 +919,17 @@ def _cluster_shared_rows(
     With ``saved`` statistics, no slice's sum: the row's sums in one pass, about its mean. A ring
     of one row refills its slot once the row is read: its CTA is small enough for two to share an
     SM, one's row in flight while the other computes (LayerNorm at 65k: 112 KB a CTA, against
-    144 KB with two rows)."""
+    144 KB with two rows). With ``regs``, the partial sums are registers, every tile of the slice
+    (the chunks' loops unrolled: registers take constant indices), and shared memory holds the
+    slices only: a deeper ring where the partial sums took its room (LayerNorm at 262k over 16
+    CTAs: three rows, against one), and no read-modify-write of them per row."""
     if ring not in (1, 2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 1, 2, 3 or 4")
     if hold and ring == 1:
         raise ValueError("hold: a ring of 2-4 rows (the weight's slice is read once, its copy's group waited for before the rows)")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    if hold and regs:
+        raise ValueError("regs: the partial sums of every tile in registers; hold keeps the slice's one tile there instead")
     if hold and chunks != 1:
         raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
     reread = not hold  # the tiles read from shared memory in every pass
@@ -892,9 +944,10 @@ def _cluster_shared_rows(
     add_sums, dx_tile = _row_math(per, centered, saved)
     ahead = _saved_ahead()
     exchange = _row_exchange(cn, part, h, centered, saved, chain)
-    add_partials, write_partials = _slice_partials(width, per, chunks, centered, hold)
+    add_partials, write_partials = _slice_partials(width, per, chunks, centered, hold, regs)
     slots = 2 if chain else 1
     mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
+    dx_loop = T.unroll if regs else T.serial  # (register partials take constant indices)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -908,10 +961,11 @@ def _cluster_shared_rows(
         xs = pool.alloc((ring, part), dtype)
         dys = pool.alloc((ring, part), dtype)
         ws = pool.alloc((1, part), dtype)
-        dws = pool.alloc((part,), "float32")
-        if centered and reread:
+        if not regs:
+            dws = pool.alloc((part,), "float32")
+        if centered and reread and not regs:
             dbs = pool.alloc((part,), "float32")
-        else:
+        elif not regs:
             dbs = dws  # (a name for `add_partials`, unused: no dB, or dB in registers)
         stats = pool.alloc((slots * cn, 4), "float32")
         mine = pool.alloc(mine_shape, "float32")
@@ -941,11 +995,19 @@ def _cluster_shared_rows(
             fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
         if ring >= 4:
             fetch(xs, dys, X, DY, 2, q + 2 * clusters, c0, m)
-        Tx.fill(tl[0:per], 0.0)
-        for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
-            Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
-            if centered and reread:
-                Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
+        if regs:  # the partial sums, every tile of the thread's columns
+            dws = T.alloc_buffer((chunks, width), "float32", scope="local", layout=_tiles_layout(g, chunks))
+            Tx.fill(dws.local()[0 : chunks * per], 0.0)
+            dbs = dws  # (a name for `add_partials`, unused: no dB)
+            if centered:
+                dbs = T.alloc_buffer((chunks, width), "float32", scope="local", layout=_tiles_layout(g, chunks))
+                Tx.fill(dbs.local()[0 : chunks * per], 0.0)
+        else:
+            Tx.fill(tl[0:per], 0.0)
+            for k in T.serial(chunks):  # the partial sums, each thread's columns: zeroed before the rows
+                Tx.cta.copy(dws[k * width : k * width + width], tmp[0:width])
+                if centered and reread:
+                    Tx.cta.copy(dbs[k * width : k * width + width], tmp[0:width])
         if centered and hold:
             db = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
             Tx.fill(db.local()[0:per], 0.0)
@@ -1001,7 +1063,7 @@ def _cluster_shared_rows(
                 mom[0] = total
             exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
-            for k in T.serial(chunks):
+            for k in dx_loop(chunks):
                 if reread:
                     tile(x, xs, slot, k, stage)
                     tile(dy, dys, slot, k, stage)

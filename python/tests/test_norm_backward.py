@@ -229,6 +229,8 @@ def test_cluster_designs_exchanging_without_a_cluster_barrier_per_row(dtype, des
 
 
 def test_partial_sums_in_registers_need_the_shared_slices_and_not_hold():
+    """``regs`` keeps the shared-slice design's partial sums in registers: refused without the
+    slices in shared memory, and beside ``hold`` (which keeps the slice's one tile there)."""
     with pytest.raises(ValueError, match="regs: the partial sums of the cluster design's slices in shared memory"):
         nb.norm_backward_kernel.factory(h=4096, dtype="bfloat16", threads=32, cluster=4, regs=True)
     with pytest.raises(ValueError, match="regs: the partial sums of every tile in registers"):

@@ -130,7 +130,11 @@ def _rows(dev, dt):
             _norm_backward(design, n, cfg, x, w, dy)
     _softmax_backward_one_slice(x, dy)
     # The norms' cluster designs over several rows per cluster (weight and bias slices copied once).
-    for n, cfg in [(65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}), (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4})]:
+    for n, cfg in [
+        (65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}),
+        (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4}),
+        (262144, {"threads": 1024, "cluster": 16, "shared": True, "per_cta": 8}),
+    ]:
         xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
         ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
         _forward_norms(f"cluster, {cfg['per_cta']} rows per cluster", n, cfg, xs, ws, bs, rs)
@@ -166,6 +170,7 @@ def _rows(dev, dt):
         ("cluster, slices in shared memory, chained exchange", {"threads": 256, "cluster": 16, "shared": True, "ring": 1, "chain": True}),
         ("cluster of 16, slices streamed, chained exchange", {"threads": 64, "cluster": 16, "stream": True, "chain": True}),
         ("cluster of 8, slices held in registers, chained exchange", {"threads": 256, "cluster": 8, "shared": True, "hold": True, "chain": True}),
+        ("cluster of 8, partial sums in registers, chained exchange", {"threads": 256, "cluster": 8, "shared": True, "regs": True, "ring": 3, "chain": True}),
     ]:
         _norm_backward(design, 65536, cfg, x16, w16, dy16, cases=((False, False), (True, True)))
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)

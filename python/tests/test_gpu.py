@@ -230,8 +230,8 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
-@pytest.mark.parametrize("n,cluster,per_cta", [(65536, 8, 2), (262144, 16, 4)])
-def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta):
+@pytest.mark.parametrize("n,cluster,per_cta,threads", [(65536, 8, 2, 256), (262144, 16, 4, 256), (262144, 16, 8, 1024)])
+def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta, threads):
     """The norms' cluster designs over several rows per cluster (the weight's and bias's slices
     copied once, a ring of two rows, the statistics exchanged over slots used in turn), on the
     GPU: rms_norm and layer_norm (with its statistics) against PyTorch, the last cluster's rows
@@ -245,7 +245,7 @@ def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta):
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
     w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
     b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    design = dict(threads=256, cluster=cluster, shared=True, per_cta=per_cta)
+    design = dict(threads=threads, cluster=cluster, shared=True, per_cta=per_cta)
     y = torch.empty_like(x)
     tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, y, m, 1e-6)
     torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())

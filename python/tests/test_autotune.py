@@ -123,6 +123,36 @@ def test_a_launcher_chooses_on_its_first_call_then_launches_the_choice(tmp_path,
     assert len(seen) == 3
 
 
+def test_a_launcher_skips_the_argument_adapter_where_adapts_says_it_changes_nothing(tmp_path, monkeypatch):
+    """``adapts(config)``: the configurations whose arguments ``launch_args`` changes; the chosen
+    kernel's launcher calls the adapter for those only (an op's every call), the tuner's timing
+    and direct calls for every one."""
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    adapted = []
+
+    def own(kernel, args):
+        adapted.append(kernel.meta["block"][0])
+        return args
+
+    def one_cta(dtype, threads):
+        return scale(threads, dtype, threads)
+
+    timer = lambda kernel, args: {32: 1.0, 64: 2.0, 128: 3.0}[kernel.meta["block"][0]]  # noqa: E731
+    for adapts, per_launch in ((lambda cfg: cfg["threads"] != 32, 0), (lambda cfg: True, 1), (None, 1)):
+        tuner = tirx.autotune(configs=CONFIGS, key=["dtype"], timer=timer, launch_args=own, adapts=adapts)(one_cta)
+        tuned = tuner(dtype="float32")
+        x, y = np.arange(32, dtype=np.float32), np.ones(32, np.float32)
+        tuned(x, y)  # (the first tuner times every candidate, adapting each; the later ones find its choice)
+        assert tuned.kernel.meta["block"][0] == 32 and len(adapted) >= 1
+        adapted.clear()
+        launch = tuned.launcher()
+        launch(x, y)
+        launch(x, y)
+        assert len(adapted) == 2 * per_launch
+        np.testing.assert_array_equal(y, 1 + 6 * x)
+        adapted.clear()
+
+
 def test_configuration_errors():
     with pytest.raises(ValueError, match="at least one configuration"):
         tirx.autotune(configs=[], key=["n"])(scale)

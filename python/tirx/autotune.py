@@ -198,12 +198,15 @@ class TunedKernel:
 
     def launcher(self) -> Callable:
         """``launch(*args)``: the chosen kernel's `Kernel.launcher` (its arguments adapted by the
-        tuner's ``launch_args``), for the repeated eager calls of an op's plan; where nothing is
-        chosen yet, the returned function's first call chooses (as a call would)."""
+        tuner's ``launch_args`` where ``adapts`` says they change), for the repeated eager calls
+        of an op's plan; where nothing is chosen yet, the returned function's first call chooses
+        (as a call would)."""
         if self.choice is not None:
             k = self.kernels[self.choice]
-            fast, adapt = k.launcher(), self.tuner.launch_args
-            return fast if adapt is None else lambda *args: fast(*adapt(k, args))
+            fast, adapt, adapts = k.launcher(), self.tuner.launch_args, self.tuner.adapts
+            if adapt is None or (adapts is not None and not adapts(self.configs[self.choice])):
+                return fast  # (an op's every call: no adapter where it would change nothing)
+            return lambda *args: fast(*adapt(k, args))
         chosen: List[Callable] = []
 
         def launch(*args):
@@ -229,7 +232,16 @@ class TunedKernel:
 
 class Autotuner:
     def __init__(
-        self, factory: Callable, configs: Sequence[dict], key: Sequence[str], warmup: int, rep: int, timer, prune=None, launch_args=None
+        self,
+        factory: Callable,
+        configs: Sequence[dict],
+        key: Sequence[str],
+        warmup: int,
+        rep: int,
+        timer,
+        prune=None,
+        launch_args=None,
+        adapts=None,
     ):
         if not configs:
             raise ValueError("tirx.autotune: give at least one configuration")
@@ -238,7 +250,7 @@ class Autotuner:
             if name not in params:
                 raise TypeError(f"tirx.autotune: key `{name}` is not a parameter of {factory.__name__}{inspect.signature(factory)}")
         self.factory, self.configs, self.key = factory, [dict(c) for c in configs], list(key)
-        self.warmup, self.rep, self.timer, self.prune, self.launch_args = warmup, rep, timer, prune, launch_args
+        self.warmup, self.rep, self.timer, self.prune, self.launch_args, self.adapts = warmup, rep, timer, prune, launch_args, adapts
         try:
             src = inspect.getsource(factory)
         except (OSError, TypeError):
@@ -292,10 +304,12 @@ class Autotuner:
         return tuned
 
 
-def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None, launch_args=None):
+def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None, launch_args=None, adapts=None):
     """Decorates a kernel factory: ``factory(**key_args, **config)`` returns a ``@T.prim_func``;
     calling the decorated factory with the key arguments gives a :class:`TunedKernel`.
     ``prune(configs, **key_args)`` keeps the configurations that apply to a key;
-    ``launch_args(kernel, args) -> args`` gives each compiled candidate its own arguments;
+    ``launch_args(kernel, args) -> args`` gives each compiled candidate its own arguments, and
+    ``adapts(config) -> bool`` says for which configurations it changes them (None: all; the
+    chosen kernel's `TunedKernel.launcher` calls it for those only);
     ``timer(kernel, args) -> ms`` replaces the CUDA-event timing (for tests)."""
-    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune, launch_args)
+    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune, launch_args, adapts)

@@ -204,6 +204,7 @@ def _epilogue(alpha: float, beta: float, activation: str):
     key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_workspace(kernel, args),  # (defined below)
+    adapts=lambda cfg: cfg.get("cluster_k", 1) > 1,  # (the other designs take no workspace)
 )
 def matmul_kernel(
     m: int,

@@ -1770,6 +1770,32 @@ def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_ct
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
 
 
+@pytest.mark.parametrize(
+    "h,cfg,m",
+    [
+        (8192, {"threads": 64, "cluster": 4, "shared": True, "per_cta": 3}, 7),
+        (8192, {"threads": 128, "cluster": 2, "shared": True}, 3),
+        (4096, {"threads": 64, "stream": True}, 3),
+    ],
+    ids=["several-rows", "cluster", "streamed"],
+)
+def test_layer_norm_statistics_merged_over_warps(h, cfg, m):
+    """LayerNorm's designs that merge each thread's mean and squared deviations (Chan et al.)
+    over several warps in one barrier (`_common.cta_moments`: each warp's pair by butterflies,
+    then the warps'), on rows far from zero (mean 1,000, deviation 1): the statistics and the
+    output against float64; the race check holds the barrier's slots (alternating per row) to it."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(h + m)
+    x = (rng.standard_normal((m, h)) + 1000).astype(np.float32)
+    w, b = (rng.random(h) + 0.5).astype(np.float32), rng.standard_normal(h).astype(np.float32)
+    y, mean, rstd = np.zeros_like(x), np.zeros(m, np.float32), np.zeros(m, np.float32)
+    tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype="float32", stats=True, **cfg))(x, w, b, y, mean, rstd, m, 1e-5)
+    xd = x.astype(F64)
+    np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-7)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=5e-5)
+    np.testing.assert_allclose(y, _layer_norm_ref(x, w, b, 1e-5), rtol=1e-4, atol=1e-4)
+
+
 def _check_add_layer_norm(prim, x, r, w, b):
     """A design's fused residual add + LayerNorm against float64: the new residual exactly (the
     rounded sum), the output and the statistics of it, nothing written past the rows."""

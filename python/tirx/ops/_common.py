@@ -570,6 +570,46 @@ def tile_moments(per: int):
     return step
 
 
+def cta_moments(warps: int, count: int):
+    """A macro ``moments(run, scratch, wid, lane, parity)``: every thread's ``run`` = (mean, sum
+    of squared deviations about it) of its ``count`` elements becomes the CTA's, of ``warps * 32
+    * count``, combined exactly as Chan et al. combine partial variances, in two levels: each
+    warp's mean (a butterfly sum of its threads' means) and squared deviations about it (a
+    butterfly sum of each thread's plus ``count (mean_t - mean_w)^2``); lane 0 of warp w stores
+    that pair in row ``parity`` of ``scratch`` (shared, ``(2, 2 * warps)`` float32); one barrier;
+    every thread combines the warps' pairs in order, the same way. One barrier where the mean
+    and then the deviations about it took a `T.cuda.cta_sum` each (two barriers each);
+    ``parity`` alternates as `alternating_sums`' does (one warp: no barrier, no ``scratch``)."""
+    from .. import T
+
+    lanes = float(32 * count)
+
+    @T.macro
+    def moments(run, scratch, wid, lane, parity):
+        means = T.cuda.warp_sum(run[0])
+        wmean = means * (1.0 / 32.0)
+        d = run[0] - wmean
+        wdev = T.cuda.warp_sum(run[1] + d * d * float(count))
+        if warps > 1:
+            if lane == 0:
+                scratch[parity, 2 * wid] = wmean
+                scratch[parity, 2 * wid + 1] = wdev
+            T.cuda.cta_sync()
+            run[0] = 0.0
+            for w in list(range(warps)):
+                run[0] = run[0] + scratch[parity, 2 * w]
+            run[0] = run[0] * (1.0 / float(warps))
+            run[1] = 0.0
+            for w in list(range(warps)):
+                dw = scratch[parity, 2 * w] - run[0]
+                run[1] = run[1] + scratch[parity, 2 * w + 1] + dw * dw * lanes
+        else:
+            run[0] = wmean
+            run[1] = wdev
+
+    return moments
+
+
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):
     """The row kernels' guarded load and store, as macros: ``load(dst, src, stage)`` reads the
     region ``src`` into the float32 tile ``dst``, the padding past the row's end read as ``fill``;

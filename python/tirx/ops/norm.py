@@ -11,7 +11,8 @@ never stored); the sum of squares is a thread-local fold then a CTA reduction (`
 rstd = 1 / sqrt(sum / H + eps) once per row. LayerNorm takes the mean first, then the sum of
 squared deviations from it (two passes over the registers, the padding masked out of the
 second: no cancellation). A row wider than the registers is streamed in tiles: one pass per
-statistic (over whole tiles, LayerNorm's two in one: Chan et al.'s combination), then one that
+statistic (over whole tiles, LayerNorm's two in one: Chan et al.'s combination, the threads'
+merged in one barrier, `_common.cta_moments`), then one that
 normalises and writes, last tile first. Short rows are held by lane
 groups (`_common.RowGroupTile`; statistics by warp shuffles, the weight and bias by scalar
 loads); rows of 16k+ may be split over a cluster of 2-16 CTAs, each a slice in registers
@@ -552,8 +553,9 @@ def layer_norm_kernel(
 def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd: str):
     """A CTA per row: the mean, the deviations about it, then the output (streamed: a pass each;
     over whole tiles, the first two in one pass: each thread's mean and squared deviations
-    combined tile by tile about its running mean, then over the threads about the row's, as
-    Chan et al. combine partial variances). With ``residual``, the first pass adds ``R``'s tile
+    combined tile by tile about its running mean, then over the threads, each warp's about its
+    mean and the warps' about the row's, in one barrier (`_common.cta_moments`), as Chan et al.
+    combine partial variances). With ``residual``, the first pass adds ``R``'s tile
     and writes the new residual ``H``, which the later passes of a streamed row read."""
     width, per, warps, chunks, widen = g.width, g.per, g.warps, g.chunks, dtype != "float32"
     padded = chunks * width > h
@@ -563,13 +565,14 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: b
     add_residual = c.residual_add(g, dtype)
     row_sum = c.row_sum_pass(g, load)
     moments_step = c.tile_moments(per)
+    cta_moments = c.cta_moments(warps, h // threads)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         r = T.cta_id([m])
-        T.warp_id([warps])
-        T.lane_id([32])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -591,10 +594,10 @@ def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: b
                 if residual:  # h = x + r, written
                     add_residual(x, w, R[r, k * width : k * width + width], H[r, k * width : k * width + width], stage)
                 moments_step(run, part, xl, xl, k)
-            means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
-            mean = means / float(threads)  # every thread holds h / threads columns
-            off = run[0] - mean
-            dev = T.cuda.cta_sum(run[1] + float(h // threads) * off * off, warps, scratch.ptr_to([0]))
+            pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
+            cta_moments(run, pairs, wid, lane, 0)  # (every thread holds h / threads columns)
+            mean = run[0]
+            dev = run[1]
         else:
             if residual:  # h = x + r, written (the row's sum from it)
                 acc[0] = 0.0
@@ -719,8 +722,8 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
 def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):
     """`_layer_norm_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in
     register tiles twice: each thread's mean and squared deviations about it (a tile's about the
-    tile's mean, combined tile by tile as Chan et al. do; then over the threads about the
-    slice's mean: no cancellation), then the output; with ``residual``, the first pass adds
+    tile's mean, combined tile by tile as Chan et al. do; then over the threads in one barrier,
+    `_common.cta_moments`: no cancellation), then the output; with ``residual``, the first pass adds
     ``R``'s tile, writes the new residual ``H`` and puts it back over the slice."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
@@ -731,14 +734,15 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, part, h)
     moments_step = c.tile_moments(per)
+    cta_moments = c.cta_moments(warps, per * chunks)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
         T.device_entry()
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
-        T.warp_id([warps])
-        T.lane_id([32])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((1, part), dtype)
@@ -756,7 +760,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         acc = T.alloc_buffer((1,), "float32", scope="local")
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
-        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
         xl = x.local()
         open_(bar)
         r = b // cn
@@ -771,12 +775,8 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
                 add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
                 Tx.cta.copy(S[0, k * width : k * width + width], stage[0:width])
             moments_step(run, part_, xl, xl, k)
-        means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
-        total = means * float(per * chunks)
-        local_mean = total / float(part)
-        d = run[0] - local_mean  # every thread holds per * chunks columns
-        dev = T.cuda.cta_sum(run[1] + float(per * chunks) * d * d, warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
+        cta_moments(run, pairs, wid, lane, 0)  # (every thread holds per * chunks columns)
+        publish(stats, mine, bar, rank, tid, 0, run[0] * float(part), run[1], 0.0, 0.0)
         moments(stats, mom, 0)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
@@ -812,6 +812,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
     open_, send, receive, close = c.chained_exchange(cn)
     moments = c.slice_moments(cn, part, h)
     moments_step = c.tile_moments(per)
+    cta_moments = c.cta_moments(warps, per * chunks)
     fetch = _slice_fetch(part)
 
     @T.macro
@@ -819,8 +820,8 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         T.device_entry()
         b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
         rank = T.cta_id_in_cluster([cn])
-        T.warp_id([warps])
-        T.lane_id([32])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((2, part), dtype)
@@ -839,7 +840,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
-        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
         xl = x.local()
         open_(bar)
         first = b // cn * per_cta
@@ -861,14 +862,10 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                         add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
                         Tx.cta.copy(S[j % 2, k * width : k * width + width], stage[0:width])
                     moments_step(run, part_, xl, xl, k)
-                means = T.cuda.cta_sum(run[0], warps, scratch.ptr_to([0]))
-                total = means * float(per * chunks)
-                local_mean = total / float(part)
-                d = run[0] - local_mean  # every thread holds per * chunks columns
-                dev = T.cuda.cta_sum(run[1] + float(per * chunks) * d * d, warps, scratch.ptr_to([0]))
-                if warps == 1:  # (one warp's sum has no barrier; the chain needs one here)
+                cta_moments(run, pairs, wid, lane, j % 2)  # (every thread holds per * chunks columns)
+                if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
                     T.cuda.cta_sync()
-                send(stats, mine, bar, rank, tid, j, total, dev, 0.0, 0.0)
+                send(stats, mine, bar, rank, tid, j, run[0] * float(part), run[1], 0.0, 0.0)
                 receive(bar, j)
                 moments(stats, mom, j % 2)
                 mean = mom[0]

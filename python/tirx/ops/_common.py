@@ -31,9 +31,18 @@ def gpu_sms(x) -> int:
     return sm_count(x) if is_torch(x) and x.is_cuda else 0
 
 
+# `torch.Tensor` once torch is loaded (`is_torch`: an op's call asks it of each argument).
+_Tensor = None
+
+
 def is_torch(x) -> bool:
-    torch = loaded_torch()
-    return torch is not None and isinstance(x, torch.Tensor)
+    global _Tensor
+    if _Tensor is None:
+        torch = loaded_torch()
+        if torch is None:
+            return False
+        _Tensor = torch.Tensor
+    return isinstance(x, _Tensor)
 
 
 # Names by dtype object, filled as dtypes are met (every op call asks); torch's apart from

@@ -411,9 +411,9 @@ def test_max_and_min_propagate_nan_as_pytorch_does(dtype):
 
 
 def test_work_buffers_per_stream_and_in_cuda_graphs():
-    """Split-KV's partial outputs and split-K's cluster parts live in a plan's work buffer per
-    stream (`_common.scratch`): calls in turn on one stream reuse it, a second stream has its
-    own, and a CUDA graph captures buffers of its own; every result is the reference's."""
+    """Split-KV's partial outputs and split-K's cluster parts live in work buffers per stream
+    (`_common.scratch`): calls in turn on one stream reuse them, a second stream has its own,
+    and a CUDA graph captures buffers of its own; every result is the reference's."""
     import tirx.ops as ops
 
     torch.manual_seed(0)

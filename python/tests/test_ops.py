@@ -14,6 +14,7 @@ from tirx.device import _host_array  # (a CPU tensor as NumPy, bf16 included)
 from tirx.runtime import numpy_dtype
 
 matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the function
+common = sys.modules["tirx.ops._common"]
 # The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64),
 # one CTA a tile and K over a cluster's CTAs (test_every_cluster_configuration_matches_float64).
 TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c]
@@ -526,6 +527,39 @@ def test_fp8_promoted_over_a_cluster_matches_float64(cfg):
     c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
     tirx.compile(prim)(a, np.ascontiguousarray(b.T), np.float32([0.5]), np.float32([0.75]), c, np.full((parts - 1, m, n), np.nan, np.float32))
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+
+
+def test_work_buffers_are_views_of_one_buffer_per_stream(monkeypatch):
+    """`_common.scratch` on a CUDA device (faked here: a tensor that says so, one stream, no
+    capture): calls of any shape in turn get views of one flat buffer per stream and dtype, grown
+    where a call needs more, so the memory held is the largest call's, not a buffer per shape;
+    another stream, dtype or role (``held``) has its own; NumPy arrays get new ones."""
+    torch = pytest.importorskip("torch")
+
+    class OnCuda(torch.Tensor):
+        is_cuda = property(lambda self: True)
+
+        def get_device(self):
+            return 0
+
+    stream = [7]
+    monkeypatch.setattr(torch._C, "_cuda_isCurrentStreamCapturing", lambda: False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda dev: stream[0])
+    like, held, other = torch.zeros(1).as_subclass(OnCuda), {}, {}
+    a = common.scratch(like, (2, 3), "float32", held)
+    b = common.scratch(like, (3, 2), "float32", held)
+    assert a.shape == (2, 3) and b.shape == (3, 2) and a.data_ptr() == b.data_ptr() and a.is_contiguous()
+    grown = common.scratch(like, (4, 4), "float32", held)
+    assert grown.data_ptr() != a.data_ptr() and common.scratch(like, (1, 5), "float32", held).data_ptr() == grown.data_ptr()
+    assert common.scratch(like, (2, 3), "float32", other).data_ptr() != grown.data_ptr()  # (another role)
+    assert common.scratch(like, (2, 3), "int32", held).dtype == torch.int32
+    stream[0] = 8
+    assert common.scratch(like, (2, 3), "float32", held).data_ptr() != grown.data_ptr()
+    assert len(held) == 3 and held[(0, 7, "float32")][0].numel() == 16
+    stream[0] = 7
+    assert common.scratch(like, (1, 5), "float32", held) is common.scratch(like, [1, 5], "float32", held)  # (a view per shape, kept)
+    x = np.zeros(3, np.float32)
+    assert common.scratch(x, (2,), "float32", held) is not common.scratch(x, (2,), "float32", held)
 
 
 def test_a_cluster_design_takes_its_workspace():

@@ -791,25 +791,37 @@ def new_array(like, shape, dtype=None, fill=None):
 # The largest work buffer a plan keeps per stream (`scratch`); a larger one is allocated per call,
 # whose cost is nothing beside a launch that large.
 SCRATCH_HELD_BYTES = 32 << 20
+# The views of a held buffer kept, one per shape met (`scratch`), at most.
+SCRATCH_VIEWS = 64
 
 
 def scratch(like, shape, dtype: str, held: dict):
     """A work buffer of ``shape`` and ``dtype`` (a NumPy name) beside ``like`` that one launch
     writes and the same or the next launch on its stream reads (split-K's parts, split-KV's
-    partial outputs): on a CUDA device one per stream, kept in ``held`` (a plan's) and reused by
-    the stream's later calls, which run after this one's kernels (cuBLAS keeps its workspace per
-    stream so); a new one while a CUDA graph is being captured (the graph's own memory), past
-    `SCRATCH_HELD_BYTES`, or for NumPy arrays. Its contents on entry are undefined."""
-    if is_torch(like) and like.is_cuda and math.prod(shape) * np.dtype(dtype).itemsize <= SCRATCH_HELD_BYTES:
+    partial outputs): on a CUDA device a view (kept per shape) of one flat buffer per stream and
+    dtype, kept in ``held`` (one per role: a call's buffers live together come from different
+    ones) and reused, grown where a call needs more, by the stream's later calls of any shape,
+    which run after this one's kernels (cuBLAS keeps its workspace per stream so): the memory
+    held is the largest call's, not one buffer per shape met; a new one while a CUDA graph is
+    being captured (the graph's own memory), past `SCRATCH_HELD_BYTES`, or for NumPy arrays.
+    Its contents on entry are undefined."""
+    shape = tuple(shape)
+    size = math.prod(shape)
+    if is_torch(like) and like.is_cuda and size * np.dtype(dtype).itemsize <= SCRATCH_HELD_BYTES:
         import torch
 
         if not torch._C._cuda_isCurrentStreamCapturing():
             dev = like.get_device()
-            key = (dev, torch._C._cuda_getCurrentRawStream(dev))
-            buf = held.get(key)
-            if buf is None:
-                buf = held[key] = new_array(like, shape, dtype)
-            return buf
+            key = (dev, torch._C._cuda_getCurrentRawStream(dev), dtype)
+            flat, views = held.get(key, (None, None))
+            if flat is None or flat.numel() < size:
+                flat, views = held[key] = (new_array(like, size, dtype), {})
+            view = views.get(shape)
+            if view is None:  # (a view made per call costs more host time than the rest of it)
+                if len(views) >= SCRATCH_VIEWS:
+                    views.clear()
+                view = views[shape] = flat[:size].view(shape)
+            return view
     return new_array(like, shape, dtype)
 
 

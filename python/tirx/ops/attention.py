@@ -1082,6 +1082,11 @@ def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     return split_count(bhs * -(-rows // 128), -(-sk // 128), c.gpu_sms(q))
 
 
+# Split-KV's work buffers (`_common.scratch`, per stream): the parts' outputs and their LSE.
+_SPLIT_PARTS: dict = {}
+_SPLIT_LSE: dict = {}
+
+
 def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1):
     """``launch(inputs, out, lse, scalars=())``: ``kernel(*inputs, out, lse, *scalars)``; with
     ``splits``, each split's O / l and log-sum-exp into float32 parts first, then
@@ -1093,11 +1098,10 @@ def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, retu
         return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
     combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher()
     parts_shape, part_lse_shape = (splits, bhs, rows, d), (splits, bhs, lse_rows(rows))
-    held, held_lse = {}, {}  # (per stream)
 
     def launch(inputs, out, lse, scalars=()):
-        parts = c.scratch(out, parts_shape, "float32", held)
-        part_lse = c.scratch(out, part_lse_shape, "float32", held_lse)
+        parts = c.scratch(out, parts_shape, "float32", _SPLIT_PARTS)
+        part_lse = c.scratch(out, part_lse_shape, "float32", _SPLIT_LSE)
         main(*inputs, parts, part_lse, *scalars)
         combine(parts, part_lse, out, lse)
 

@@ -916,6 +916,10 @@ def _gemm(a, b, out, *, sab=(), input=None, splits=None, op="matmul", **kw):
     launch(a, b, sab, () if input is None else (input,), out)
 
 
+# Split-K's parts (`_gemm_launch`; `_common.scratch`, per stream).
+_SPLIT_PARTS: dict = {}
+
+
 def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = None, op="matmul", scaled=False, **kw):
     """``launch(a, b, sab, extra, out)`` for an ``m`` x ``n`` product of ``result_dtype``: one
     kernel, or with ``splits`` > 1 split-K's two (the parts' float32 sums, each in its slice of a
@@ -938,17 +942,15 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
     finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher()
 
-    held = {}
-
     def launch(a, b, sab, extra, out):
-        w = c.scratch(a, (splits, m, n), "float32", held)  # (each part writes all of its slice: no zeroing)
+        w = c.scratch(a, (splits, m, n), "float32", _SPLIT_PARTS)  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
         finish(w, *(sab if per_tensor else ()), *extra, out)
 
     return launch
 
 
-# The cluster designs' workspaces (`_with_workspace`), per shape and stream.
+# The cluster designs' workspaces (`_with_workspace`; `_common.scratch`, per stream).
 _WORKSPACES: dict = {}
 
 
@@ -959,7 +961,7 @@ def _with_workspace(kernel, args) -> tuple:
     if len(kernel.params) == len(args):
         return args
     shape = kernel.params[-1].shape
-    return (*args, c.scratch(args[0], shape, "float32", _WORKSPACES.setdefault(shape, {})))
+    return (*args, c.scratch(args[0], shape, "float32", _WORKSPACES))
 
 
 def cluster_room(ctas: int, size: int) -> int:

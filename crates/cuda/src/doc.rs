@@ -4,7 +4,7 @@
 
 use tirx_ir::lir::LBinOp;
 
-/// C precedence levels (higher binds tighter).
+/// C precedence levels (higher binds tighter) beside the infix ones (`LBinOp::c_infix`).
 pub(crate) const TERNARY: u8 = 1;
 pub(crate) const UNARY: u8 = 12;
 const POSTFIX: u8 = 13;
@@ -31,31 +31,6 @@ impl Doc {
             self.text
         }
     }
-}
-
-pub(crate) fn infix(op: LBinOp) -> Option<(&'static str, u8)> {
-    use LBinOp::*;
-    Some(match op {
-        Mul => ("*", 11),
-        Div => ("/", 11),
-        Rem => ("%", 11),
-        Add => ("+", 10),
-        Sub => ("-", 10),
-        Shl => ("<<", 9),
-        Shr => (">>", 9),
-        Lt => ("<", 8),
-        Le => ("<=", 8),
-        Gt => (">", 8),
-        Ge => (">=", 8),
-        Eq => ("==", 7),
-        Ne => ("!=", 7),
-        BitAnd => ("&", 6),
-        BitXor => ("^", 5),
-        BitOr => ("|", 4),
-        And => ("&&", 3),
-        Or => ("||", 2),
-        FloorDiv | FloorMod | Min | Max => return None,
-    })
 }
 
 fn is_bit_op(op: LBinOp) -> bool {
@@ -89,9 +64,9 @@ pub(crate) fn join(a: Doc, sym: &str, b: Doc, op: LBinOp, p: u8, assoc: bool) ->
 /// The bound of `for (.. ; v < bound; ..)`: `begin + extent`, parenthesized as
 /// the right operand of `<` needs.
 pub fn loop_bound(begin: Option<Doc>, extent: Doc) -> String {
-    let (_, lt) = infix(LBinOp::Lt).expect("`<` is infix");
+    let (_, lt) = LBinOp::Lt.c_infix().expect("`<` is infix");
     let end = match begin {
-        Some(b) => join(b, "+", extent, LBinOp::Add, infix(LBinOp::Add).expect("`+` is infix").1, true),
+        Some(b) => join(b, "+", extent, LBinOp::Add, LBinOp::Add.c_infix().expect("`+` is infix").1, true),
         None => extent,
     };
     end.wrap_below(lt + 1)

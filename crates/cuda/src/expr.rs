@@ -7,7 +7,7 @@
 //! rounded arithmetic is one intrinsic per operation and mode (`round`).
 
 use crate::ctype::{c_type, float_literal, int_literal, is_fp8, is_narrow_float};
-use crate::doc::{call, cast_to, infix, join, Doc, TERNARY, UNARY};
+use crate::doc::{call, cast_to, join, Doc, TERNARY, UNARY};
 use crate::emit::Ctx;
 use crate::helpers::{Helper, Num};
 use crate::CodegenError;
@@ -166,7 +166,7 @@ impl Ctx<'_> {
                 call(f, vec![a, b])
             }
             _ => {
-                let (sym, p) = infix(op).expect("all other operators are infix");
+                let (sym, p) = op.c_infix().expect("all other operators are infix");
                 let assoc = t.is_int() && matches!(op, Add | Mul | BitAnd | BitOr | BitXor);
                 join(a, sym, b, op, p, assoc)
             }

@@ -199,6 +199,34 @@ impl LBinOp {
     pub fn is_logic(self) -> bool {
         matches!(self, LBinOp::And | LBinOp::Or)
     }
+
+    /// C's infix spelling and precedence level (higher binds tighter: `||` 2 to `*` 11, leaving
+    /// 1 for the conditional operator and 12+ for unary and postfix forms, as the printers of
+    /// the LIR and of CUDA rank them); `None` where the operator is printed as a call.
+    pub fn c_infix(self) -> Option<(&'static str, u8)> {
+        use LBinOp::*;
+        Some(match self {
+            Mul => ("*", 11),
+            Div => ("/", 11),
+            Rem => ("%", 11),
+            Add => ("+", 10),
+            Sub => ("-", 10),
+            Shl => ("<<", 9),
+            Shr => (">>", 9),
+            Lt => ("<", 8),
+            Le => ("<=", 8),
+            Gt => (">", 8),
+            Ge => (">=", 8),
+            Eq => ("==", 7),
+            Ne => ("!=", 7),
+            BitAnd => ("&", 6),
+            BitXor => ("^", 5),
+            BitOr => ("|", 4),
+            And => ("&&", 3),
+            Or => ("||", 2),
+            FloorDiv | FloorMod | Min | Max => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize)]

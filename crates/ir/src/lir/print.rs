@@ -216,40 +216,15 @@ impl Printer<'_> {
     }
 }
 
-/// Infix spelling and C precedence (higher binds tighter); `None` = printed as a call.
-fn infix(op: LBinOp) -> Option<(&'static str, u8)> {
-    use LBinOp::*;
-    Some(match op {
-        Mul => ("*", 10),
-        Div => ("/", 10),
-        Rem => ("%", 10),
-        Add => ("+", 9),
-        Sub => ("-", 9),
-        Shl => ("<<", 8),
-        Shr => (">>", 8),
-        Lt => ("<", 7),
-        Le => ("<=", 7),
-        Gt => (">", 7),
-        Ge => (">=", 7),
-        Eq => ("==", 6),
-        Ne => ("!=", 6),
-        BitAnd => ("&", 5),
-        BitXor => ("^", 4),
-        BitOr => ("|", 3),
-        And => ("&&", 2),
-        Or => ("||", 1),
-        FloorDiv | FloorMod | Min | Max => return None,
-    })
-}
-
-const ATOM: u8 = 12;
+const UNARY: u8 = 12;
+const ATOM: u8 = 13;
 
 fn prec(e: &LExpr) -> u8 {
     match e {
-        LExpr::Bin(op, ..) => infix(*op).map_or(ATOM, |(_, p)| p),
-        LExpr::Un(..) => 11,
-        LExpr::Int(v, _) if *v < 0 => 11,
-        LExpr::Float(v, _) if *v < 0.0 => 11,
+        LExpr::Bin(op, ..) => op.c_infix().map_or(ATOM, |(_, p)| p),
+        LExpr::Un(..) => UNARY,
+        LExpr::Int(v, _) if *v < 0 => UNARY,
+        LExpr::Float(v, _) if *v < 0.0 => UNARY,
         _ => ATOM,
     }
 }
@@ -276,7 +251,7 @@ fn suffix(t: DType) -> &'static str {
 /// precedence requires them, and around mixed operands of bit operations, `%`
 /// or `/` next to `*`, and `&&` inside `||`, where readers expect them.
 fn needs_parens(parent: LBinOp, child: &LExpr, right: bool) -> bool {
-    let (Some((_, pp)), cp) = (infix(parent), prec(child)) else {
+    let (Some((_, pp)), cp) = (parent.c_infix(), prec(child)) else {
         return false;
     };
     if cp < pp || (right && cp == pp) {
@@ -287,7 +262,7 @@ fn needs_parens(parent: LBinOp, child: &LExpr, right: bool) -> bool {
     };
     let bitwise = matches!(parent, LBinOp::BitAnd | LBinOp::BitOr | LBinOp::BitXor | LBinOp::Shl | LBinOp::Shr);
     let multiplicative = |o: LBinOp| matches!(o, LBinOp::Mul | LBinOp::Div | LBinOp::Rem);
-    (bitwise && infix(*cop).is_some() && *cop != parent)
+    (bitwise && cop.c_infix().is_some() && *cop != parent)
         || (multiplicative(parent) && multiplicative(*cop) && *cop != parent)
         || (parent == LBinOp::Or && *cop == LBinOp::And)
 }
@@ -319,7 +294,7 @@ fn write_expr(k: &LKernel, e: &LExpr, out: &mut String) {
         LExpr::Special(Special::BlockIdx(a)) => {
             let _ = write!(out, "blockIdx.{}", axis_name(*a));
         }
-        LExpr::Bin(op, a, b) => match infix(*op) {
+        LExpr::Bin(op, a, b) => match op.c_infix() {
             Some((sym, _)) => {
                 sub(a, needs_parens(*op, a, false), out);
                 let _ = write!(out, " {sym} ");

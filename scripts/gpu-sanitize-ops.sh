@@ -4,6 +4,7 @@
 # passed on) under compute-sanitizer's memcheck, racecheck and synccheck; exit 1 on a finding or a
 # wrong value. The plain run first: the autotuner's picks it caches are what the sanitized runs launch.
 # Needs the tirx package importable (the wheel installed) and compute-sanitizer (PATH or /usr/local/cuda/bin).
+# SANITIZE_TOOLS="racecheck synccheck": those tools only (racecheck of every design takes minutes).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 SAN=$(command -v compute-sanitizer || true)
@@ -12,7 +13,7 @@ SAN=$(command -v compute-sanitizer || true)
 PY=${PYTHON:-python3}
 status=0
 "$PY" python/bench/op_designs.py "$@" || status=1
-for tool in memcheck racecheck synccheck; do
+for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     log=$(mktemp)
     "$SAN" --tool "$tool" --target-processes all "$PY" python/bench/op_designs.py "$@" > "$log" 2>&1
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)

@@ -134,10 +134,14 @@ def _rows(dev, dt):
         (65536, {"threads": 256, "cluster": 8, "shared": True, "per_cta": 2}),
         (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4}),
         (262144, {"threads": 1024, "cluster": 16, "shared": True, "per_cta": 8}),
+        # (LayerNorm's only: its bias, or bias and weight, in registers)
+        (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4, "affine_regs": 1}),
+        (65536, {"threads": 256, "cluster": 4, "shared": True, "per_cta": 2, "affine_regs": 2}),
     ]:
         xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
         ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
-        _forward_norms(f"cluster, {cfg['per_cta']} rows per cluster", n, cfg, xs, ws, bs, rs)
+        name = f"cluster, {cfg['per_cta']} rows per cluster" + (f", {cfg['affine_regs']} affine in registers" if "affine_regs" in cfg else "")
+        _forward_norms(name, n, cfg, xs, ws, bs, rs, rms="affine_regs" not in cfg)
     x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
     w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
@@ -259,15 +263,15 @@ def _attention(dev, dt):
         check(f"kvcache attention, sequence {i}", got[i : i + 1].transpose(1, 2), want)
 
 
-def _forward_norms(design, n, cfg, x, w, b, r):
-    """rms_norm, add_rms_norm, layer_norm, add_layer_norm and layer_norm's statistics."""
+def _forward_norms(design, n, cfg, x, w, b, r, rms=True):
+    """rms_norm and add_rms_norm (``rms``), layer_norm, add_layer_norm and layer_norm's statistics."""
     dev = x.device
-    y = torch.empty_like(x)
-    run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, y, M, 1e-6)
-    check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
-    hsum = torch.empty_like(x)
-    run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
-    check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
+    y, hsum = torch.empty_like(x), torch.empty_like(x)
+    if rms:
+        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, y, M, 1e-6)
+        check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
+        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
+        check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
     run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
     check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
     mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)

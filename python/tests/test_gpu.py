@@ -257,6 +257,36 @@ def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta, 
     torch.testing.assert_close(rstd, want_rstd[:, 0])
 
 
+@pytest.mark.parametrize("n,cluster,per_cta,affine_regs", [(262144, 16, 4, 1), (262144, 16, 8, 2), (65536, 4, 3, 2)])
+def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster, per_cta, affine_regs):
+    """LayerNorm's several-rows cluster design with its bias (1), or bias and weight (2), read into
+    registers while each row's moments travel, on the GPU: the output, mean and rstd against
+    PyTorch, and add_layer_norm's, the last cluster's rows fewer than ``per_cta``."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    m = 3 * per_cta + 2
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+    r = torch.randn_like(x)
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    design = dict(threads=256, cluster=cluster, shared=True, per_cta=per_cta, affine_regs=affine_regs)
+    y, mean, rstd = torch.empty_like(x), torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
+    want, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], w.float(), b.float(), 1e-5)
+    torch.testing.assert_close(y, want.bfloat16())
+    torch.testing.assert_close(mean, want_mean[:, 0])
+    torch.testing.assert_close(rstd, want_rstd[:, 0])
+    summed = torch.empty_like(x)
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
+    k(x, r, w, b, y, summed, mean, rstd, m, 1e-5)
+    want_h = (x.float() + r.float()).bfloat16()
+    torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
+    torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
+
+
 @pytest.mark.parametrize(
     "design",
     [

@@ -1804,6 +1804,35 @@ def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_ct
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
 
 
+@pytest.mark.parametrize("dtype,affine_regs", [("float32", 1), ("bfloat16", 2), ("float16", 1)])
+def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_regs):
+    """LayerNorm's several-rows cluster design with the bias's slice (``affine_regs=1``), or the
+    bias's and the weight's (2), read into registers each row while its moments travel, not held
+    in shared memory: layer_norm with its statistics and add_layer_norm against float64 (two tiles
+    a thread: the output pass unrolled over them; a last cluster of fewer rows); any other
+    ``affine_regs``, or one without ``per_cta``, refused."""
+    nm = sys.modules["tirx.ops.norm"]
+    n, m = 8192, 7
+    rng = np.random.default_rng(affine_regs)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    design = dict(threads=32, cluster=4, shared=True, per_cta=3, affine_regs=affine_regs)
+    assert sys.modules["tirx.ops._common"].SharedSlice(n, dtype, 32, 4).chunks > 1
+    y, mean, rstd = np.zeros_like(x), np.zeros(m, np.float32), np.zeros(m, np.float32)
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    tol = 1e-5 if dtype == "float32" else 2.0**-7
+    np.testing.assert_allclose(y.astype(F64), want, rtol=tol, atol=1e-5 if dtype == "float32" else 2.0**-6)
+    np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    for bad in ({**design, "affine_regs": 3}, {**design, "per_cta": 1}):
+        with pytest.raises(ValueError, match="affine_regs: 1 .the bias. or 2"):
+            nm.layer_norm_kernel.factory(h=n, dtype=dtype, **bad)
+
+
 @pytest.mark.parametrize(
     "h,cfg,m",
     [

@@ -383,6 +383,22 @@ class SharedSlice:
         return fetch, landed, chunk
 
 
+def slice_fetch(part: int):
+    """A macro ``fetch(S, slot, A, r, c0, valid)``: where ``valid``, starts copying the slice
+    ``A[r, c0 : c0 + part]`` into row ``slot`` of ``S`` (`cp.async`, thread t the 16-byte vectors
+    t, t + threads, ..., the vectors its register tiles read: no barrier on the ring); one
+    `cp.async` group either way."""
+    from .. import T, Tx
+
+    @T.macro
+    def fetch(S, slot, A, r, c0, valid):
+        if valid:
+            Tx.cta.copy_async(S[slot, 0:part], A[r, c0 : c0 + part])
+        T.ptx.cp_async.commit_group()
+
+    return fetch
+
+
 def cluster_exchange(n: int):
     """Macros for rows split over a cluster of ``n`` CTAs, each CTA publishing four float32
     statistics of its slice of a row to every CTA of the cluster (distributed shared memory).
@@ -617,6 +633,14 @@ def cta_moments(warps: int, count: int):
             run[1] = wdev
 
     return moments
+
+
+def tiles_layout(g: "RowTile", chunks: int):
+    """The layout of ``chunks`` register tiles of ``g`` held at once (tile k at a thread's registers
+    ``[k * per, (k + 1) * per)``): partial sums over a streamed row or slice, a slice's bias."""
+    from ..layout import S, TileLayout, tx
+
+    return TileLayout(S[(chunks, g.width // (g.warps * 32 * g.vec), g.warps * 32, g.vec) : (g.per, g.vec, 1 @ tx, 1)])
 
 
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):

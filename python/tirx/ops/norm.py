@@ -46,17 +46,29 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
 ]
 
 
+# LayerNorm's several-rows design with its bias (and weight) in registers (``affine_regs``): at
+# most this many registers a thread hold them (two CTAs of 256 threads per SM at 128 a thread).
+AFFINE_REGISTERS = 64
+LAYER_NORM_AFFINE_CONFIGS = [
+    {"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": a} for n in (4, 8, 16) for a in (1, 2)
+] + [{"threads": 512, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": 1} for n in (8, 16)]
+
+
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
-    designs only where their slices (two of the row's, ``vectors`` of the weight and bias)
-    fit `ROWS_SLICES`."""
+    designs only where their slices (two of the row's, ``vectors`` of the weight and bias, less
+    those in registers) fit `ROWS_SLICES`, and the registers' `AFFINE_REGISTERS`."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
     def prune(configs, dtype, **key):
         def fits(cfg):
             if cfg.get("per_cta", 1) > 1 and key.get("w_dtype", "") not in ("", dtype):
                 return False  # (their weight slices in shared memory are of the rows' dtype)
-            return cfg.get("per_cta", 1) == 1 or (2 + vectors) * key["h"] // cfg["cluster"] * c.elem_bytes(dtype) <= ROWS_SLICES
+            if cfg.get("per_cta", 1) == 1:
+                return True
+            part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
+            held = cfg.get("affine_regs", 0)
+            return (2 + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
 
         return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
 
@@ -302,21 +314,6 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     return rows
 
 
-def _slice_fetch(part: int):
-    """A macro ``fetch(S, slot, A, r, c0, valid)``: where ``valid``, starts copying the slice
-    ``A[r, c0 : c0 + part]`` into row ``slot`` of ``S`` (`cp.async`, thread t the 16-byte vectors
-    t, t + threads, ..., the vectors its register tiles read: no barrier on the ring); one
-    `cp.async` group either way."""
-
-    @T.macro
-    def fetch(S, slot, A, r, c0, valid):
-        if valid:
-            Tx.cta.copy_async(S[slot, 0:part], A[r, c0 : c0 + part])
-        T.ptx.cp_async.commit_group()
-
-    return fetch
-
-
 def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int):
     """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
     shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
@@ -330,7 +327,7 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
     add_residual = c.residual_add(g, dtype)
     open_, send, receive, close = c.chained_exchange(cn)
     slot_sum = c.slot_sum(cn)
-    fetch = _slice_fetch(part)
+    fetch = c.slice_fetch(part)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -447,7 +444,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
 # so the registered op (under torch.compile and autograd, which writes them) reduces each row in
 # the order the eager call does and gives its values bit for bit.
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
 )
@@ -463,6 +460,7 @@ def layer_norm_kernel(
     shared: bool = False,
     per_cta: int = 1,
     w_dtype: str = "",
+    affine_regs: int = 0,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -471,15 +469,18 @@ def layer_norm_kernel(
     into its norm), and the statistics always. ``tpr``: a group of that many lanes per row;
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
     per row (``shared``: each CTA's slice in shared memory; ``per_cta``: that many rows per
-    cluster, `_layer_norm_cluster_rows`); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
+    cluster, `_layer_norm_cluster_rows`; ``affine_regs``: B's slice, or B's and W's, in registers
+    there); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
     if per_cta > 1 and not (cluster and shared):
         raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
+    if affine_regs not in (0, 1, 2) or (affine_regs and per_cta == 1):
+        raise ValueError("affine_regs: 1 (the bias) or 2 (the bias and the weight) in registers, of the several-rows cluster design (give per_cta=)")
     wd = c.weight_dtype(dtype, w_dtype, per_cta > 1)
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and per_cta > 1:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta)
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -800,10 +801,13 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     return rows
 
 
-def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int):
+def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, affine_regs: int = 0):
     """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
     the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
-    of two, the slices' moments exchanged over slots used in turn (`_common.chained_exchange`)."""
+    of two, the slices' moments exchanged over slots used in turn (`_common.chained_exchange`).
+    ``affine_regs``: the bias's slice (1), or the bias's and the weight's (2), read into registers
+    instead, each row, from global memory (L2) while the row's moments travel, so the output pass
+    finds them there: the shared memory of two CTAs per SM at 262k (a slice of 32 KB each)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     chunk = sl.io(dtype)[2]
@@ -813,7 +817,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
     moments = c.slice_moments(cn, part, h)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
-    fetch = _slice_fetch(part)
+    fetch = c.slice_fetch(part)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -825,12 +829,18 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((2, part), dtype)
-        WS = pool.alloc((1, part), dtype)
-        BS = pool.alloc((1, part), dtype)
+        if affine_regs < 2:
+            WS = pool.alloc((1, part), dtype)
+        if affine_regs < 1:
+            BS = pool.alloc((1, part), dtype)
         stats = pool.alloc((2 * cn, 4), "float32")
         mine = pool.alloc((2, 4), "float32")
         bar = MBarrier(pool, 2)
         pool.commit()
+        if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
+            br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        if affine_regs > 1:
+            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if widen:
@@ -841,12 +851,14 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
         pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
-        xl = x.local()
+        xl, wl = x.local(), w.local()
         open_(bar)
         first = b // cn * per_cta
         c0 = rank * part
-        Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
-        Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
+        if affine_regs < 2:
+            Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
+        if affine_regs < 1:
+            Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
         fetch(S, 0, X, first, c0, first < m)
         for j in T.serial(per_cta):
             r = first + j
@@ -866,6 +878,11 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                 if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
                     T.cuda.cta_sync()
                 send(stats, mine, bar, rank, tid, j, run[0] * float(part), run[1], 0.0, 0.0)
+                if affine_regs:  # (their loads in flight while the peers' moments arrive)
+                    for k in T.unroll(chunks):
+                        Tx.cta.copy(br[k, 0:width], B[c0 + k * width : c0 + k * width + width])
+                        if affine_regs > 1:
+                            Tx.cta.copy(wr[k, 0:width], W[c0 + k * width : c0 + k * width + width])
                 receive(bar, j)
                 moments(stats, mom, j % 2)
                 mean = mom[0]
@@ -874,13 +891,19 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                     if (rank == 0) & (tid == 0):
                         MEAN[r] = mean
                         RSTD[r] = rstd
-                for k in T.serial(chunks):
+                for k in (T.unroll if affine_regs else T.serial)(chunks):  # (registers take constant indices)
                     chunk(x, S, j % 2, k, stage)
                     Tx.add(xl[0:per], xl[0:per], -mean)  # (x - mean) exactly, then the scale: no cancellation
                     Tx.mul(xl[0:per], xl[0:per], rstd)
-                    chunk(w, WS, 0, k, stage)
+                    if affine_regs > 1:
+                        Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
+                    else:
+                        chunk(w, WS, 0, k, stage)
                     Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-                    chunk(w, BS, 0, k, stage)
+                    if affine_regs:
+                        Tx.cast(wl[0:per], br.local()[k * per : k * per + per])
+                    else:
+                        chunk(w, BS, 0, k, stage)
                     Tx.cta.add(x[0:width], x[0:width], w[0:width])
                     store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)

@@ -316,14 +316,6 @@ def _row_sums(warps: int, saved: bool):
     return c.alternating_sums(2, warps, first=1) if saved else c.alternating_sums(3, warps)
 
 
-def _tiles_layout(g: c.RowTile, chunks: int):
-    """The layout of ``chunks`` register tiles of ``g`` held at once (tile k at a thread's registers
-    ``[k * per, (k + 1) * per)``): LayerNorm's dB partial sums over a streamed row or slice."""
-    from ..layout import S, TileLayout, tx
-
-    return TileLayout(S[(chunks, g.width // (g.warps * 32 * g.vec), g.warps * 32, g.vec) : (g.per, g.vec, 1 @ tx, 1)])
-
-
 def _add_tile(chunks: int, per: int):
     """A macro ``add(acc, k, t)``: ``acc`` tile ``k`` (registers ``[k * per, (k + 1) * per)``) +=
     ``t[0:per]`` for a run-time ``k``: registers take constant indices, so a branch per tile
@@ -523,7 +515,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     shared = chunks > 1 and (2 if centered and not db_regs else 1) * chunks * width * 4 <= shared_limit
     add_partial = _partial_adder(width, per, shared)
     if db_regs:
-        db_layout = _tiles_layout(g, chunks)
+        db_layout = c.tiles_layout(g, chunks)
         add_db = _add_tile(chunks, per)
     # LayerNorm's streamed whole-tile rows: the statistics in one pass, each thread's combined
     # tile by tile about its running mean (Chan et al.), then over the threads about the row's.
@@ -742,7 +734,7 @@ def _slice_partials(width: int, per: int, chunks: int, centered: bool, hold: boo
     memory, through the scratch tile ``tmp``) and, for LayerNorm, ``dy`` to dB's (``dbs``; with
     ``hold`` the registers ``db``); ``write(tmp, dws, dbs, db, DWP, DBP, q, c0)`` writes them to
     partial row ``q`` from column ``c0``. With ``regs``, ``dws`` and ``dbs`` are register tiles of
-    every chunk of the slice (`_tiles_layout`: tile ``k`` at a thread's ``[k * per, (k + 1) *
+    every chunk of the slice (`_common.tiles_layout`: tile ``k`` at a thread's ``[k * per, (k + 1) *
     per)``), ``k`` a constant (the chunks' loops unrolled)."""
 
     @T.macro
@@ -1033,11 +1025,11 @@ def _cluster_shared_rows(
         if ring >= 4:
             fetch(xs, dys, X, DY, 2, q + 2 * clusters, c0, m)
         if regs:  # the partial sums, every tile of the thread's columns
-            dws = T.alloc_buffer((chunks, width), "float32", scope="local", layout=_tiles_layout(g, chunks))
+            dws = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
             Tx.fill(dws.local()[0 : chunks * per], 0.0)
             dbs = dws  # (a name for `add_partials`, unused: no dB)
             if centered:
-                dbs = T.alloc_buffer((chunks, width), "float32", scope="local", layout=_tiles_layout(g, chunks))
+                dbs = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
                 Tx.fill(dbs.local()[0 : chunks * per], 0.0)
         else:
             Tx.fill(tl[0:per], 0.0)
@@ -1168,7 +1160,7 @@ def _cluster_streamed_rows(
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs
     add_partial = _partial_adder(width, per, dw_shared)
-    db_layout = _tiles_layout(g, chunks)
+    db_layout = c.tiles_layout(g, chunks)
     add_db = _add_tile(chunks, per)
 
     @T.macro

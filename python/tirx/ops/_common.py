@@ -509,64 +509,88 @@ def chained_exchange(n: int, slots: int = 2):
     return open_, send, receive, close
 
 
+def _check_lanes(n: int):
+    """The slices' combines below give slice p to lane p (lanes past the ``n`` slices read the
+    last one's, in bounds of the slot, and add nothing): at most a warp's 32."""
+    if not 1 <= n <= 32:
+        raise ValueError(f"a cluster of {n} CTAs: its slices' statistics are combined by a warp's lanes (at most 32)")
+
+
 def slot_sum(n: int):
-    """`slice_sum` over slot ``s`` of a `chained_exchange`: ``sum_(stats, s, col, out, j)``."""
+    """A macro ``sum_(stats, s, col, out, j, lane)``: ``out[j]`` = the sum over the ``n`` slices
+    of the statistic ``stats[s n + p, col]`` that each published into slot ``s``
+    (`cluster_exchange`: 0; `chained_exchange`: ``i % slots``): lane p reads slice p's, then a
+    warp's butterfly sums them (pairwise; every lane, every warp the same bits), one
+    shared-memory read and five shuffles a thread where a sum in slice order took ``n`` reads.
+    Once per scope (its sum is a binding): `slot_pair_sum` for two."""
     from .. import T
 
+    _check_lanes(n)
+
     @T.macro
-    def sum_(stats, s, col, out, j):
-        out[j] = 0.0
-        for p in range(n):
-            out[j] = out[j] + stats[s * n + p, col]
+    def sum_(stats, s, col, out, j, lane):
+        slot_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), col], 0.0))
+        out[j] = slot_total
 
     return sum_
 
 
-def slice_sum(n: int):
-    """A macro ``sum_(stats, col, out, j)``: ``out[j]`` = the sum over the ``n`` slices of the
-    statistic ``stats[p, col]`` that each published (`cluster_exchange`), in slice order."""
+def slot_pair_sum(n: int):
+    """`slot_sum` of the statistics 0 and 1 at once: ``sums(stats, s, out, j0, j1, lane)``."""
     from .. import T
+
+    _check_lanes(n)
 
     @T.macro
-    def sum_(stats, col, out, j):
-        out[j] = 0.0
-        for p in range(n):
-            out[j] = out[j] + stats[p, col]
+    def sums(stats, s, out, j0, j1, lane):
+        first_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), 0], 0.0))
+        second_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), 1], 0.0))
+        out[j0] = first_total
+        out[j1] = second_total
 
-    return sum_
+    return sums
 
 
-def slice_moments(n: int, width: int, h: int):
-    """A macro ``moments(stats, out, s)`` combining the statistics that the ``n`` slices of ``width``
-    columns of a row of ``h`` published into slot ``s`` (`cluster_exchange`: 0; `chained_exchange`:
-    ``i % slots``; slice p's ``stats[s n + p]`` = its sum,
-    its sum of squared deviations about its own mean ``m_p``, and, optionally, ``sum(g)`` and
-    ``sum(g (x - m_p))``) exactly about the row's mean, as Chan et al. combine partial variances:
-    ``out[0]`` the row's mean, ``out[1] = sum_p M2_p + n_p (m_p - mean)^2``, ``out[2] = sum_p
-    sum(g)``, ``out[3] = sum_p [sum g (x - m_p) + (m_p - mean) sum(g)] = sum g (x - mean)``; each
-    in slice order. ``n_p``: the slice's columns inside the row (the last ones may hold none), a
-    constant, so the mean of a slice is a multiply by ``1 / n_p`` (exact for the power-of-two
-    slices of wide rows), not a division per row."""
+def slice_moments(n: int, width: int, h: int, full: bool = True):
+    """A macro ``moments(stats, out, s, lane)`` combining the statistics that the ``n`` slices of
+    ``width`` columns of a row of ``h`` published into slot ``s`` (`cluster_exchange`: 0;
+    `chained_exchange`: ``i % slots``; slice p's ``stats[s n + p]`` = its sum, its sum of squared
+    deviations about its own mean ``m_p``, and, with ``full``, ``sum(g)`` and ``sum(g (x -
+    m_p))``) exactly about the row's mean, as Chan et al. combine partial variances: ``out[0]``
+    the row's mean, ``out[1] = sum_p M2_p + n_p (m_p - mean)^2``, and with ``full`` ``out[2] =
+    sum_p sum(g)``, ``out[3] = sum_p [sum g (x - m_p) + (m_p - mean) sum(g)] = sum g (x -
+    mean)``. Lane p takes slice p's terms and a warp's butterfly sums them (`slot_sum`).
+    ``n_p``: the slice's columns inside the row (the last ones may hold none); where every slice
+    has ``width``, a constant, so the mean of a slice is a multiply by ``1 / n_p`` (exact for the
+    power-of-two slices of wide rows), not a division per row."""
     from .. import T
 
-    # (slice, n_p, 1 / n_p), constants of the macro.
+    _check_lanes(n)
     counts = [max(min(h - p * width, width), 0) for p in range(n)]
-    slices = [(p, float(c), 1.0 / max(c, 1)) for p, c in enumerate(counts)]
+    uniform = len(set(counts)) == 1
 
     @T.macro
-    def moments(stats, out, s):
-        out[0] = 0.0
-        for p in range(n):
-            out[0] = out[0] + stats[s * n + p, 0]
-        out[0] = out[0] / float(h)
-        out[1] = 0.0
-        out[2] = 0.0
-        out[3] = 0.0
-        for p, n_p, inv in slices:
-            d = stats[s * n + p, 0] * inv - out[0]
-            out[1] = out[1] + stats[s * n + p, 1] + n_p * d * d
-            out[2] = out[2] + stats[s * n + p, 2]
-            out[3] = out[3] + stats[s * n + p, 3] + d * stats[s * n + p, 2]
+    def moments(stats, out, s, lane):
+        lane_own = lane < n
+        lane_slot = s * n + T.min(lane, n - 1)
+        lane_total = T.if_then_else(lane_own, stats[lane_slot, 0], 0.0)
+        slices_total = T.cuda.warp_sum(lane_total)
+        out[0] = slices_total / float(h)
+        if uniform:
+            lane_gap = lane_total * (1.0 / float(width)) - out[0]
+            lane_spread = T.if_then_else(lane_own, stats[lane_slot, 1] + float(width) * lane_gap * lane_gap, 0.0)
+        else:
+            lane_cols = T.cast(T.max(T.min(h - T.min(lane, n - 1) * width, width), 0), "float32")
+            lane_gap = T.if_then_else(lane_cols > 0.0, lane_total / T.max(lane_cols, 1.0), 0.0) - out[0]
+            lane_spread = T.if_then_else(lane_own, stats[lane_slot, 1] + lane_cols * lane_gap * lane_gap, 0.0)
+        slices_spread = T.cuda.warp_sum(lane_spread)
+        out[1] = slices_spread
+        if full:
+            lane_g = T.if_then_else(lane_own, stats[lane_slot, 2], 0.0)
+            slices_g = T.cuda.warp_sum(lane_g)
+            slices_gx = T.cuda.warp_sum(T.if_then_else(lane_own, stats[lane_slot, 3] + lane_gap * lane_g, 0.0))
+            out[2] = slices_g
+            out[3] = slices_gx
 
     return moments
 
@@ -576,16 +600,26 @@ def tile_moments(per: int):
     registers ``x``, left centered about the tile's mean) into the thread's running mean
     ``run[0]`` and sum of squared deviations about it ``run[1]``, as Chan et al. combine partial
     variances (no cancellation); ``t``: a tile of scratch (``x`` itself where ``x`` is not read
-    again). Leaves the tile's mean in ``part[0]`` (for callers folding more statistics about it)."""
+    again). Leaves the tile's mean in ``part[0]`` (for callers folding more statistics about it).
+    The squared deviations are summed in pairs, ``fma(x[i + per/2], x[i + per/2], x[i]^2)``, then
+    the ``per / 2`` pairs in order: three floating-point instructions for two columns where a
+    square and an add took four (the row norms' forwards issue-bound at 262k)."""
     from .. import T, Tx
+
+    half = per // 2 if per % 2 == 0 else 0
 
     @T.macro
     def step(run, part, x, t, k):
         Tx.sum(part[0:1], x[0:per])
         tile_mean = part[0] * (1.0 / per)
         Tx.add(x[0:per], x[0:per], -tile_mean)
-        Tx.mul(t[0:per], x[0:per], x[0:per])
-        Tx.sum(part[0:1], t[0:per])
+        if half:
+            Tx.mul(t[0:half], x[0:half], x[0:half])
+            Tx.fma(t[0:half], x[half:per], x[half:per], t[0:half])
+            Tx.sum(part[0:1], t[0:half])
+        else:
+            Tx.mul(t[0:per], x[0:per], x[0:per])
+            Tx.sum(part[0:1], t[0:per])
         seen = T.cast(k, "float32") * float(per)
         d = tile_mean - run[0]
         run[1] = run[1] + part[0] + d * d * (seen * float(per) / (seen + float(per)))

@@ -198,7 +198,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: 
     load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    slot_sum = c.slot_sum(cn)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -206,7 +206,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: 
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         stats = pool.alloc((cn, 4), "float32")
@@ -233,7 +233,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: 
         Tx.sum(part[0:1], sq[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
-        slice_sum(stats, 0, part, 0)
+        slot_sum(stats, 0, 0, part, 0, lane)
         rstd = 1.0 / T.sqrt(part[0] / float(h) + eps)
         release()
         load_w(w, W[c0 : c0 + width], stage)
@@ -256,7 +256,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    slot_sum = c.slot_sum(cn)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -264,7 +264,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((1, part), dtype)
@@ -299,7 +299,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
             acc[0] = acc[0] + part_[0]
         s = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, s, 0.0, 0.0, 0.0)
-        slice_sum(stats, 0, part_, 0)
+        slot_sum(stats, 0, 0, part_, 0, lane)
         rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
         release()
         for k in T.serial(chunks):
@@ -335,7 +335,7 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
         b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((2, part), dtype)
@@ -380,7 +380,7 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
                     T.cuda.cta_sync()
                 send(stats, mine, bar, rank, tid, j, sum_sq, 0.0, 0.0, 0.0)
                 receive(bar, j)
-                slot_sum(stats, j % 2, 0, part_, 0)
+                slot_sum(stats, j % 2, 0, part_, 0, lane)
                 rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
                 for k in T.serial(chunks):
                     chunk(x, S, j % 2, k, stage)
@@ -657,7 +657,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    moments = c.slice_moments(cn, width, h)
+    moments = c.slice_moments(cn, width, h, full=False)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -665,7 +665,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         stats = pool.alloc((cn, 4), "float32")
@@ -700,7 +700,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
         Tx.sum(part[0:1], sq[0:per])
         dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
-        moments(stats, mom, 0)
+        moments(stats, mom, 0, lane)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
@@ -733,7 +733,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    moments = c.slice_moments(cn, part, h)
+    moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
 
@@ -778,7 +778,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
             moments_step(run, part_, xl, xl, k)
         cta_moments(run, pairs, wid, lane, 0)  # (every thread holds per * chunks columns)
         publish(stats, mine, bar, rank, tid, 0, run[0] * float(part), run[1], 0.0, 0.0)
-        moments(stats, mom, 0)
+        moments(stats, mom, 0, lane)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
         release()
@@ -814,7 +814,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)
     open_, send, receive, close = c.chained_exchange(cn)
-    moments = c.slice_moments(cn, part, h)
+    moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
     fetch = c.slice_fetch(part)
@@ -839,6 +839,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
         pool.commit()
         if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
             br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+            bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if affine_regs > 1:
             wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -884,7 +885,7 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                         if affine_regs > 1:
                             Tx.cta.copy(wr[k, 0:width], W[c0 + k * width : c0 + k * width + width])
                 receive(bar, j)
-                moments(stats, mom, j % 2)
+                moments(stats, mom, j % 2, lane)
                 mean = mom[0]
                 rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
                 if MEAN is not None:
@@ -899,12 +900,13 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                         Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
                     else:
                         chunk(w, WS, 0, k, stage)
-                    Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-                    if affine_regs:
-                        Tx.cast(wl[0:per], br.local()[k * per : k * per + per])
+                    if affine_regs:  # x w + b, one rounding
+                        Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
+                        Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
                     else:
+                        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
                         chunk(w, BS, 0, k, stage)
-                    Tx.cta.add(x[0:width], x[0:width], w[0:width])
+                        Tx.cta.add(x[0:width], x[0:width], w[0:width])
                     store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()

@@ -678,7 +678,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
 
 
 def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False, chain: bool = False):
-    """A macro ``exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)`` for the cluster
+    """A macro ``exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)`` for the cluster
     designs' row ``i`` of a CTA: publishes this CTA's slice statistics to the cluster
     (`_common.cluster_exchange`, or with ``chain`` `_common.chained_exchange`: no cluster barrier
     per row; the two sums of RMSNorm, or of LayerNorm from saved statistics, only;
@@ -690,18 +690,17 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     if chain and centered and not saved:
         raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
     publish, release = c.cluster_exchange(cn)[1:3]
-    slice_sum = c.slice_sum(cn)
     moments = c.slice_moments(cn, part, h)
     send, receive = c.chained_exchange(cn)[1:3]
-    slot_sum = c.slot_sum(cn)
+    pair_sum = c.slot_pair_sum(cn)
     first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
 
     @T.macro
-    def exchange(stats, mine, bar, rank, tid, i, acc, mom, eps):
+    def exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps):
         parity = i % 2
         if centered and not saved:  # four statistics, combined about the row's mean
             publish(stats, mine, bar, rank, tid, parity, mom[0], acc[0], acc[1], acc[2])
-            moments(stats, mom, 0)
+            moments(stats, mom, 0, lane)
             release()
             mom[1] = 1.0 / T.sqrt(mom[1] / float(h) + eps)
             mom[2] = mom[2] / float(h)
@@ -710,12 +709,10 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
             if chain:
                 send(stats, mine, bar, rank, tid, i, acc[first], acc[2], 0.0, 0.0)
                 receive(bar, i)
-                slot_sum(stats, parity, 0, acc, first)
-                slot_sum(stats, parity, 1, acc, 2)
+                pair_sum(stats, parity, acc, first, 2, lane)
             else:
                 publish(stats, mine, bar, rank, tid, parity, acc[first], acc[2], 0.0, 0.0)
-                slice_sum(stats, 0, acc, first)
-                slice_sum(stats, 1, acc, 2)
+                pair_sum(stats, 0, acc, first, 2, lane)
                 release()
             if saved:
                 mom[2] = acc[1] / float(h)
@@ -897,7 +894,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
             sums(acc, sums_scratch, wid, lane, i % 2)
             if centered and not saved:
                 mom[0] = total
-            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)
             rstd = mom[1]
             if centered and not saved:  # xhat = (x - mean) rstd (x - m_p in registers)
                 Tx.fma(xl[0:per], xl[0:per], rstd, (slice_mean - mom[0]) * rstd)
@@ -1090,7 +1087,7 @@ def _cluster_shared_rows(
             sums(acc, sums_scratch, wid, lane, i % 2)
             if meaned:
                 mom[0] = total
-            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for k in dx_loop(chunks):
                 if reread:
@@ -1238,7 +1235,7 @@ def _cluster_streamed_rows(
             sums(acc, sums_scratch, wid, lane, i % 2)
             if chan:
                 mom[0] = slice_mean * float(part)
-            exchange(stats, mine, bar, rank, tid, i, acc, mom, eps)
+            exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)
             mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
             for j in T.serial(chunks):  # last tile first: the tiles read last are the likeliest in L2
                 k = chunks - 1 - j

@@ -116,18 +116,22 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od:
 
 
 def _slices_max_sum(cn: int):
-    """A macro ``combine(stats, row)``: the row's max ``row[0]`` and sum of ``exp(x - max)``
+    """A macro ``combine(stats, row, lane)``: the row's max ``row[0]`` and sum of ``exp(x - max)``
     ``row[1]`` from its ``cn`` slices' (``stats[p, 0:2]``: a slice's max and its sum about that
-    max, rescaled here), in slice order."""
+    max, rescaled here): lane p takes slice p's (one exponential a thread, not ``cn``), a warp's
+    butterflies combine them (`_common.slot_sum`)."""
+    if not 1 <= cn <= 32:
+        raise ValueError(f"a cluster of {cn} CTAs: its slices' statistics are combined by a warp's lanes (at most 32)")
 
     @T.macro
-    def combine(stats, row):
-        row[0] = NEG_INF
-        for p in range(cn):
-            row[0] = T.max(row[0], stats[p, 0])
-        row[1] = 0.0
-        for p in range(cn):
-            row[1] = row[1] + stats[p, 1] * T.exp2((stats[p, 0] - row[0]) * LOG2E)
+    def combine(stats, row, lane):
+        lane_own = lane < cn
+        lane_slot = T.min(lane, cn - 1)
+        lane_max = T.if_then_else(lane_own, stats[lane_slot, 0], NEG_INF)
+        slices_max = T.cuda.warp_max(lane_max)
+        slices_sum = T.cuda.warp_sum(T.if_then_else(lane_own, stats[lane_slot, 1] * T.exp2((lane_max - slices_max) * LOG2E), 0.0))
+        row[0] = slices_max
+        row[1] = slices_sum
 
     return combine
 
@@ -151,7 +155,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         stats = pool.alloc((cn, 4), "float32")
@@ -181,7 +185,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
         Tx.sum(part[0:1], E[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
-        combine(stats, row)
+        combine(stats, row, lane)
         row_max = row[0]
         row_sum = row[1]
         release()
@@ -212,7 +216,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         S = pool.alloc((1, part), dtype)
@@ -243,7 +247,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
         base = T.if_then_else(mx == NEG_INF, 0.0, mx)
         s = T.cuda.cta_sum(run[1] * T.exp2((run[0] - base) * LOG2E), warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
-        combine(stats, row)
+        combine(stats, row, lane)
         row_max = row[0]
         row_sum = row[1]
         release()
@@ -443,7 +447,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    slot_sum = c.slot_sum(cn)
 
     @T.macro
     def rows(Y, DY, DX, m):
@@ -451,7 +455,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         stats = pool.alloc((cn, 4), "float32")
@@ -480,7 +484,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
             Tx.sum(part[0:1], prod[0:per])
         mine_sum = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
-        slice_sum(stats, 0, part, 0)
+        slot_sum(stats, 0, 0, part, 0, lane)
         s = part[0]
         release()
         if log:  # dy - exp(y) * s
@@ -507,7 +511,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
-    slice_sum = c.slice_sum(cn)
+    slot_sum = c.slot_sum(cn)
 
     @T.macro
     def rows(Y, DY, DX, m):
@@ -515,7 +519,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
         b = T.cta_id([m * cn])
         rank = T.cta_id_in_cluster([cn])
         T.warp_id([warps])
-        T.lane_id([32])
+        lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
         if held_y:
@@ -557,7 +561,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
             acc[0] = acc[0] + part_[0]
         mine_sum = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mine_sum, 0.0, 0.0, 0.0)
-        slice_sum(stats, 0, part_, 0)
+        slot_sum(stats, 0, 0, part_, 0, lane)
         s = part_[0]
         release()
         for k in T.serial(chunks):

@@ -595,12 +595,13 @@ def slice_moments(n: int, width: int, h: int, full: bool = True):
     return moments
 
 
-def tile_moments(per: int):
+def tile_moments(per: int, keep_mean: bool = False):
     """A macro ``step(run, part, x, t, k)``: folds tile ``k`` of a row (this thread's ``per``
     registers ``x``, left centered about the tile's mean) into the thread's running mean
     ``run[0]`` and sum of squared deviations about it ``run[1]``, as Chan et al. combine partial
     variances (no cancellation); ``t``: a tile of scratch (``x`` itself where ``x`` is not read
-    again). Leaves the tile's mean in ``part[0]`` (for callers folding more statistics about it).
+    again). With ``keep_mean``, leaves the tile's mean in ``part[0]`` (for callers folding more
+    statistics about it).
     The squared deviations are summed in pairs, ``fma(x[i + per/2], x[i + per/2], x[i]^2)``, then
     the ``per / 2`` pairs in order: three floating-point instructions for two columns where a
     square and an add took four (the row norms' forwards issue-bound at 262k)."""
@@ -624,7 +625,8 @@ def tile_moments(per: int):
         d = tile_mean - run[0]
         run[1] = run[1] + part[0] + d * d * (seen * float(per) / (seen + float(per)))
         run[0] = run[0] + d * (float(per) / (seen + float(per)))
-        part[0] = tile_mean
+        if keep_mean:
+            part[0] = tile_mean
 
     return step
 

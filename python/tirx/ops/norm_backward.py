@@ -441,7 +441,7 @@ def _chan_step(per: int):
     (`_common.tile_moments`), ``sum(g)`` and ``sum(g (x - mean))`` (``g = w dy``), each tile
     combined about the running mean as Chan et al. combine partial variances. ``part``, ``tl``:
     scratch."""
-    moments = c.tile_moments(per)
+    moments = c.tile_moments(per, keep_mean=True)
 
     @T.macro
     def step(run, part, xl, wl, dyl, tl, k):

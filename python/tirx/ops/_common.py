@@ -509,7 +509,7 @@ def chained_exchange(n: int, slots: int = 2):
     return open_, send, receive, close
 
 
-def _check_lanes(n: int):
+def check_lanes(n: int):
     """The slices' combines below give slice p to lane p (lanes past the ``n`` slices read the
     last one's, in bounds of the slot, and add nothing): at most a warp's 32."""
     if not 1 <= n <= 32:
@@ -525,7 +525,7 @@ def slot_sum(n: int):
     Once per scope (its sum is a binding): `slot_pair_sum` for two."""
     from .. import T
 
-    _check_lanes(n)
+    check_lanes(n)
 
     @T.macro
     def sum_(stats, s, col, out, j, lane):
@@ -539,7 +539,7 @@ def slot_pair_sum(n: int):
     """`slot_sum` of the statistics 0 and 1 at once: ``sums(stats, s, out, j0, j1, lane)``."""
     from .. import T
 
-    _check_lanes(n)
+    check_lanes(n)
 
     @T.macro
     def sums(stats, s, out, j0, j1, lane):
@@ -561,11 +561,11 @@ def slice_moments(n: int, width: int, h: int, full: bool = True):
     sum_p sum(g)``, ``out[3] = sum_p [sum g (x - m_p) + (m_p - mean) sum(g)] = sum g (x -
     mean)``. Lane p takes slice p's terms and a warp's butterfly sums them (`slot_sum`).
     ``n_p``: the slice's columns inside the row (the last ones may hold none); where every slice
-    has ``width``, a constant, so the mean of a slice is a multiply by ``1 / n_p`` (exact for the
+    has as many, a constant, so the mean of a slice is a multiply by ``1 / n_p`` (exact for the
     power-of-two slices of wide rows), not a division per row."""
     from .. import T
 
-    _check_lanes(n)
+    check_lanes(n)
     counts = [max(min(h - p * width, width), 0) for p in range(n)]
     uniform = len(set(counts)) == 1
 
@@ -577,8 +577,8 @@ def slice_moments(n: int, width: int, h: int, full: bool = True):
         slices_total = T.cuda.warp_sum(lane_total)
         out[0] = slices_total / float(h)
         if uniform:
-            lane_gap = lane_total * (1.0 / float(width)) - out[0]
-            lane_spread = T.if_then_else(lane_own, stats[lane_slot, 1] + float(width) * lane_gap * lane_gap, 0.0)
+            lane_gap = lane_total * (1.0 / float(counts[0])) - out[0]
+            lane_spread = T.if_then_else(lane_own, stats[lane_slot, 1] + float(counts[0]) * lane_gap * lane_gap, 0.0)
         else:
             lane_cols = T.cast(T.max(T.min(h - T.min(lane, n - 1) * width, width), 0), "float32")
             lane_gap = T.if_then_else(lane_cols > 0.0, lane_total / T.max(lane_cols, 1.0), 0.0) - out[0]

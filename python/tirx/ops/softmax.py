@@ -120,8 +120,7 @@ def _slices_max_sum(cn: int):
     ``row[1]`` from its ``cn`` slices' (``stats[p, 0:2]``: a slice's max and its sum about that
     max, rescaled here): lane p takes slice p's (one exponential a thread, not ``cn``), a warp's
     butterflies combine them (`_common.slot_sum`)."""
-    if not 1 <= cn <= 32:
-        raise ValueError(f"a cluster of {cn} CTAs: its slices' statistics are combined by a warp's lanes (at most 32)")
+    c.check_lanes(cn)
 
     @T.macro
     def combine(stats, row, lane):

@@ -190,6 +190,8 @@ def test_on_the_gpu_candidates_are_timed_with_cuda_events(tmp_path, monkeypatch)
     k(x, y)
     torch.testing.assert_close(y, 1 + 2 * x)
     assert k.times is not None and all(t > 0 for t in k.times) and "timed over 5" in k.explain()
+    # each candidate's occupancy beside its time: what a design leaves idle is read off explain
+    assert k.resident == [kk.resident_ctas() for kk in k.kernels] and "CTAs resident)" in k.explain(), k.explain()
 
 
 def test_a_configuration_the_gpu_cannot_launch_is_not_timed(tmp_path, monkeypatch):

@@ -81,12 +81,30 @@ def _fits(kernel, args) -> bool:
         return True
     from . import TirxError
 
-    torch = sys.modules["torch"]
-    device = next(a.get_device() for a in args if isinstance(a, torch.Tensor) and a.is_cuda)
     try:
-        return kernel.resident_ctas(device) > 0
+        return kernel.resident_ctas(_device(args)) > 0
     except TirxError:  # the driver refuses the cluster shape itself: no launch would run
         return False
+
+
+def _device(args) -> int:
+    """The GPU of ``args``' first CUDA tensor."""
+    torch = sys.modules["torch"]
+    return next(a.get_device() for a in args if isinstance(a, torch.Tensor) and a.is_cuda)
+
+
+def _resident(kernel, args) -> Optional[int]:
+    """The CTAs of ``kernel`` the GPU of ``args`` holds at once (`Kernel.resident_ctas`), shown
+    beside its time: a candidate whose clusters leave SMs idle says so. ``None`` off the GPU or
+    where the driver refuses its cluster shape."""
+    from . import TirxError
+
+    if not _on_gpu(args) or not hasattr(kernel, "resident_ctas"):
+        return None
+    try:
+        return kernel.resident_ctas(_device(args))
+    except TirxError:
+        return None
 
 
 # Device cycles the GPU idles before a timed batch (~2 ms): longer than the host takes to queue
@@ -123,6 +141,7 @@ class TunedKernel:
         self.tuner, self.key_values, self.cache_key, self.configs = tuner, key_values, cache_key, configs
         self.kernels: Optional[List] = None
         self.times: Optional[List[Optional[float]]] = None
+        self.resident: Optional[List[Optional[int]]] = None
         self.choice: Optional[int] = None
         self.how = "not run yet"
 
@@ -158,6 +177,7 @@ class TunedKernel:
         # candidate warns (ptxas: its wgmmas serialized) is shown for the chosen one only.
         timed = [self._timed(t, k, args) for k in ks]
         self.times = [took for took, _ in timed]
+        self.resident = [_resident(k, args) for k in ks]
         for a, s in zip(written, saved):
             a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
         if all(math.isinf(x) for x in self.times):
@@ -169,6 +189,7 @@ class TunedKernel:
         _memory[self.cache_key] = best
         _store_disk(self.cache_key, best)
         if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
+            self.choice = best  # (explain marks it)
             print(self.explain(), file=sys.stderr)
         return best
 
@@ -226,7 +247,9 @@ class TunedKernel:
             t = self.times[i] if self.times else None
             mark = "chosen" if i == self.choice else "      "
             timing = "" if t is None else "  does not fit this GPU (its clusters)" if math.isinf(t) else f"  {t:.4f} ms"
-            lines.append(f"  {mark} {cfg}{timing}")
+            n = self.resident[i] if self.resident else None
+            held = "" if not n or (t is not None and math.isinf(t)) else f"  ({n} CTAs resident)"
+            lines.append(f"  {mark} {cfg}{timing}{held}")
         return "\n".join(lines)
 
 

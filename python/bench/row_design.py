@@ -1,13 +1,14 @@
-"""One design of a norm, forward or backward, timed on its own: the script to run under Nsight
-Compute when asking what limits a design (README, the issue-33 sweep).
+"""One design of a row op, timed on its own: the script to run under Nsight Compute when asking
+what limits a design (README, the issue-33 sweep).
 
-    cd python/bench && python norm_design.py bwd H CENTERED '{"threads": 256, "cluster": 8, "shared": true}'
+    cd python/bench && python row_design.py bwd H CENTERED '{"threads": 256, "cluster": 8, "shared": true}'
     ncu -k regex:norm_ -s 3 -c 1 --section SpeedOfLight --section WarpStateStats \\
-        --section Occupancy --section MemoryWorkloadAnalysis python norm_design.py ...
+        --section Occupancy --section MemoryWorkloadAnalysis python row_design.py ...
 
-fwd: the forward (`tirx.ops.norm`'s kernels, one launch over the rows); bwd: the backward on its
-persistent grid. H: the row length; CENTERED: 1 for LayerNorm, 0 for RMSNorm, 2 for LayerNorm's
-backward from the forward's saved mean and rstd (as autograd runs it); bf16 rows, ~1 GiB of x."""
+fwd: a norm's forward (`tirx.ops.norm`'s kernels, one launch over the rows); bwd: its backward on
+its persistent grid; softmax: softmax's forward (`ncu -k regex:softmax_`). H: the row length;
+CENTERED: 1 for LayerNorm, 0 for RMSNorm, 2 for LayerNorm's backward from the forward's saved mean
+and rstd (as autograd runs it); for softmax 1 is log_softmax. bf16 rows, ~1 GiB of x."""
 
 import json
 import sys
@@ -18,7 +19,7 @@ from ops import copy_us  # this directory
 import tirx
 import tirx.ops  # noqa: F401  (loads the ops' modules)
 
-nm, nb = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops.norm_backward"]
+nm, nb, sm = (sys.modules[f"tirx.ops.{m}"] for m in ("norm", "norm_backward", "softmax"))
 
 
 def timed_ms(k, args) -> float:
@@ -51,6 +52,16 @@ def forward(x, h, centered, cfg):
     )
 
 
+def softmax(x, h, log, cfg):
+    k = tirx.compile(sm.softmax_kernel.factory(n=h, dtype="bfloat16", log=log, **cfg))
+    ms = timed_ms(k, (x, torch.empty_like(x), x.shape[0]))
+    copy_ms = copy_us(2 * x.numel() * x.element_size()) / 1e3  # x read, y written
+    print(
+        f"h={h} {'log_' if log else ''}softmax {cfg}: {ms:.3f} ms ({copy_ms / ms:.2f} of a copy of the bytes), "
+        f"resident {k.resident_ctas()} CTAs, shared memory {k.meta['dynamic_smem_bytes']} B"
+    )
+
+
 def main():
     way, h, cfg = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[4])
     centered, saved = sys.argv[3] in "12", sys.argv[3] == "2"
@@ -58,6 +69,8 @@ def main():
     x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
     if way == "fwd":
         return forward(x, h, centered, cfg)
+    if way == "softmax":
+        return softmax(x, h, sys.argv[3] == "1", cfg)
     dy = torch.randn_like(x)
     w = torch.rand(h, device="cuda", dtype=torch.bfloat16) + 0.5
     dx = torch.empty_like(x)

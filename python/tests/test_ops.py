@@ -472,6 +472,18 @@ def test_split_k_matches_float64(cfg, splits):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
 
 
+def test_tiles_of_several_consumers_where_m_reaches_their_last_rows():
+    """A tile of two consumers (128 rows) is a candidate once M passes 64 (ragged, its second
+    consumer's rows partly outside A: TMA's zeros), of three once M passes 128 (FP8 promoted)."""
+
+    def rows(m, dtype="bfloat16", **kw):
+        cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=m, n=12344, k=4096, dtype=dtype, **kw)
+        return sorted({c["consumers"] for c in cfgs})
+
+    assert rows(64) == [1] and rows(65) == rows(100) == [1, 2]
+    assert rows(128, dtype="float8_e4m3fn", fast_accum=False) == [1, 2] and rows(129, dtype="float8_e4m3fn", fast_accum=False) == [1, 2, 3]
+
+
 def test_cluster_designs_among_the_candidates():
     """K split over a cluster's 2 or 4 CTAs is timed beside the one-CTA tiles only where the
     128 x 128 tiles keep at most half the SMs busy, every cluster runs in one round, each part

@@ -97,8 +97,9 @@ def epilogue_cols(bn: int) -> int:
 
 
 def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, clusters=True, gated=False, b_major="", **_):
-    """Every tile covers any shape; a tile of several consumers' rows is kept only where M fills
-    it; FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
+    """Every tile covers any shape; a tile of several consumers' rows is kept only where M reaches
+    its last consumer's rows (M = 100 in one 128-row tile reads B once, where two 64-row tiles
+    read it twice: 100 x 12344 x 4096 36.0 against 40.7 µs, H200); FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
     accumulator and a step's partial in registers), the only form with three consumers (more
     warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
@@ -120,7 +121,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
     return [
         cfg
         for cfg in configs
-        if (cfg["consumers"] == 1 or m >= 64 * cfg["consumers"])
+        if (cfg["consumers"] == 1 or m > 64 * (cfg["consumers"] - 1))
         and not (promote and cfg["bn"] > 128)
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))

@@ -2,6 +2,8 @@
 kernel values, a shared-memory pool, tile calls — inlined at each call, so one body serves a
 static-length and a run-time-length kernel; hygiene, return values and errors."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,51 @@ def test_a_macro_returns_a_value_and_sees_only_its_names():
 def test_outside_a_kernel_a_macro_says_so():
     with pytest.raises(Exception, match="inside a `@T.prim_func` kernel"):
         scale_rows(None, None, 1, 1.0)
+
+
+@T.macro
+def doubled_shift(X, r, c, by):
+    v = X[r, c] + by  # the macro's own let
+    return v * 2.0
+
+
+def test_every_binding_of_a_let_is_a_let_of_its_own():
+    """A single-assignment name is a let at every binding (`Frontend._let_name`), where the script
+    would make a name bound twice one mutable scalar: a macro expanded twice beside a caller's
+    binding of the same name, and the copies of a loop over a Python sequence, each bind a fresh
+    script name (`v_2`, `off_2`) — so the caller's `v` is still its own after the calls, and an
+    offset bound in each copy stays uniform over the CTA (a CTA-wide copy takes it)."""
+
+    @T.prim_func
+    def lets(X_ptr: T.handle, Y_ptr: T.handle, n: T.int32):
+        X = T.match_buffer(X_ptr, (4, 32), "float32")
+        Y = T.match_buffer(Y_ptr, (4, 32), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        t = T.thread_id([32])
+        pool = T.SMEMPool()
+        S = pool.alloc((32,), "float32")
+        pool.commit()
+        v = X[0, t] * 10.0
+        a = doubled_shift(X, 1, t, 1.0)
+        b = doubled_shift(X, 2, t, 2.0)
+        Y[0, t] = v
+        Y[1, t] = a
+        Y[2, t] = b
+        for q in (0, 1):  # (two copies of the body)
+            off = n + q * 16
+            Tx.cta.copy(S[off : off + 16], X[3, off : off + 16])
+        T.cuda.cta_sync()
+        Y[3, t] = S[t]
+
+    k = tirx.compile(lets, "sm_90a")
+    src = k.prim.source
+    assert "v_2 = " in src and "v_3 = " in src and "off_2 = " in src, src
+    assert not re.search(r"(float|int) (v|off)(_\d)?\[1\]", k.cuda_source), k.cuda_source  # (no scalars in memory)
+    x = np.random.default_rng(1).standard_normal((4, 32)).astype(np.float32)
+    y = np.zeros_like(x)
+    k(x, y, 0)
+    np.testing.assert_array_equal(y[0], x[0] * 10)
+    np.testing.assert_array_equal(y[1], (x[1] + 1) * 2)
+    np.testing.assert_array_equal(y[2], (x[2] + 2) * 2)
+    np.testing.assert_array_equal(y[3], x[3])

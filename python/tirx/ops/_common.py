@@ -521,8 +521,7 @@ def slot_sum(n: int):
     of the statistic ``stats[s n + p, col]`` that each published into slot ``s``
     (`cluster_exchange`: 0; `chained_exchange`: ``i % slots``): lane p reads slice p's, then a
     warp's butterfly sums them (pairwise; every lane, every warp the same bits), one
-    shared-memory read and five shuffles a thread where a sum in slice order took ``n`` reads.
-    Once per scope (its sum is a binding): `slot_pair_sum` for two."""
+    shared-memory read and five shuffles a thread where a sum in slice order took ``n`` reads."""
     from .. import T
 
     check_lanes(n)
@@ -533,22 +532,6 @@ def slot_sum(n: int):
         out[j] = slot_total
 
     return sum_
-
-
-def slot_pair_sum(n: int):
-    """`slot_sum` of the statistics 0 and 1 at once: ``sums(stats, s, out, j0, j1, lane)``."""
-    from .. import T
-
-    check_lanes(n)
-
-    @T.macro
-    def sums(stats, s, out, j0, j1, lane):
-        first_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), 0], 0.0))
-        second_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), 1], 0.0))
-        out[j0] = first_total
-        out[j1] = second_total
-
-    return sums
 
 
 def slice_moments(n: int, width: int, h: int, full: bool = True):

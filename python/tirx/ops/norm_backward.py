@@ -692,7 +692,7 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
     publish, release = c.cluster_exchange(cn)[1:3]
     moments = c.slice_moments(cn, part, h)
     send, receive = c.chained_exchange(cn)[1:3]
-    pair_sum = c.slot_pair_sum(cn)
+    slot_sum = c.slot_sum(cn)
     first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
 
     @T.macro
@@ -709,10 +709,12 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
             if chain:
                 send(stats, mine, bar, rank, tid, i, acc[first], acc[2], 0.0, 0.0)
                 receive(bar, i)
-                pair_sum(stats, parity, acc, first, 2, lane)
+                slot_sum(stats, parity, 0, acc, first, lane)
+                slot_sum(stats, parity, 1, acc, 2, lane)
             else:
                 publish(stats, mine, bar, rank, tid, parity, acc[first], acc[2], 0.0, 0.0)
-                pair_sum(stats, 0, acc, first, 2, lane)
+                slot_sum(stats, 0, 0, acc, first, lane)
+                slot_sum(stats, 0, 1, acc, 2, lane)
                 release()
             if saved:
                 mom[2] = acc[1] / float(h)

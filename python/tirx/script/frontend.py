@@ -281,6 +281,11 @@ class Frontend:
         self.indent = 1
         self.scope = _Scope(None)
         self.mutable = _mutable_names(fn)
+        # The names the script binds with `=` (`_let_name`): a name bound twice there is a
+        # mutable scalar, so a let bound again (a macro expanded twice, the body of a loop over a
+        # Python sequence) takes a fresh one.
+        self.emitted: set = set()
+        self.mutable_as: Dict[str, str] = {}  # the script's names of this function's mutable scalars
         self.node = fn  # the node being evaluated (statements emitted by helpers point here)
         self.temp = 0
         self._prelude: List[Tuple[ir.Buffer, Any]] = []
@@ -315,6 +320,25 @@ class Frontend:
             self.w.marks.append((base + lo, base + hi, s))
         self.w.mark(base, span)
         self.w.write("\n")
+
+    def _let_name(self, name: str) -> str:
+        """The script's name for a binding of ``name`` in the function being evaluated (the
+        script makes a name it binds twice a mutable scalar, the reference's rule): a name the
+        function assigns twice is its mutable scalar, one script name for the whole expansion;
+        any other binding is a let. Each takes ``name`` where the kernel has not bound it yet, else
+        ``name_2``, ``name_3``, ...: a macro expanded twice, the copies of a loop over a Python
+        sequence, and a macro binding a name its caller binds too each get their own, so a let
+        stays a let (one value, uniform where its value is) and no scalar is another's."""
+        if name in self.mutable and name in self.mutable_as:
+            return self.mutable_as[name]
+        fresh, n = name, 1
+        while fresh in self.emitted or (fresh != name and fresh in self.mutable):
+            n += 1
+            fresh = f"{name}_{n}"
+        self.emitted.add(fresh)
+        if name in self.mutable:
+            self.mutable_as[name] = fresh
+        return fresh
 
     def _emit_binding(self, name: str, value, span) -> None:
         def body(w):
@@ -666,8 +690,9 @@ class Frontend:
         elif ir.runtime(v) or (
             name in self.mutable and isinstance(v, (int, float, bool)) and not isinstance(v, ir.Renderable)
         ):
-            self._emit_binding(name, v, span)
-            self.bind(name, ir.Var(name, self.src.span(t)))
+            let = self._let_name(name)
+            self._emit_binding(let, v, span)
+            self.bind(name, ir.Var(let, self.src.span(t)))
         else:
             self.bind(name, v)
 
@@ -681,13 +706,15 @@ class Frontend:
         name = s.target.id
         if ann is ns.LET:
             if ir.runtime(v):
-                self._line(lambda w: (w.write(f"{name}: T.let = "), ir.render(w, v)), self.src.span(s))
-                self.bind(name, ir.Var(name, self.src.span(s.target)))
+                let = self._let_name(name)
+                self._line(lambda w: (w.write(f"{let}: T.let = "), ir.render(w, v)), self.src.span(s))
+                self.bind(name, ir.Var(let, self.src.span(s.target)))
             else:
                 self.bind(name, v.value if isinstance(v, ns.MetaVar) else v)
         elif isinstance(ann, ns.DType):
-            self._line(lambda w: (w.write(f"{name}: T.{ann.name} = "), ir.render(w, v)), self.src.span(s))
-            self.bind(name, ir.Var(name, self.src.span(s.target)))
+            let = self._let_name(name)
+            self._line(lambda w: (w.write(f"{let}: T.{ann.name} = "), ir.render(w, v)), self.src.span(s))
+            self.bind(name, ir.Var(let, self.src.span(s.target)))
         else:
             raise self.error(
                 "binding annotations are `T.let` or a dtype like `T.int32`", s.annotation
@@ -699,7 +726,8 @@ class Frontend:
         if isinstance(s.target, ast.Name):
             cur = self.lookup(s.target.id, s.target)
             if ir.runtime(cur):
-                self._line(lambda w: (w.write(f"{s.target.id} {op} "), ir.render(w, v)), self.src.span(s))
+                name = cur.name if isinstance(cur, ir.Var) else s.target.id  # (its script name: `_let_name`)
+                self._line(lambda w: (w.write(f"{name} {op} "), ir.render(w, v)), self.src.span(s))
             else:
                 self.bind(s.target.id, _BINOP[type(s.op)](cur, v))
             return
@@ -808,13 +836,13 @@ class Frontend:
         body, ret = fn.body, None
         if body and isinstance(body[-1], ast.Return):
             body, ret = body[:-1], body[-1].value
-        saved = (self.env, self.scope, self.mutable, self.src)
+        saved = (self.env, self.scope, self.mutable, self.mutable_as, self.src)
         self.env = _capture(m.func)
         self.scope = _Scope(self.scope if m.sees_caller else None)
-        self.mutable = _mutable_names(fn)
-        foreign = src is not saved[3]
+        self.mutable, self.mutable_as = _mutable_names(fn), {}
+        foreign = src is not saved[4]
         if foreign:  # a macro of another file: its statements are marked at the call
-            self.src = _AtCall(saved[3], saved[3].span(call))
+            self.src = _AtCall(saved[4], saved[4].span(call))
         try:
             for name, v in bound.arguments.items():
                 self.bind(name, v)
@@ -826,7 +854,7 @@ class Frontend:
                 raise ir.FrontendError(f"in macro `{m.func.__name__}` ({where}): {e.message}", call, e.help) from None
             raise
         finally:
-            self.env, self.scope, self.mutable, self.src = saved
+            self.env, self.scope, self.mutable, self.mutable_as, self.src = saved
 
     def st_FunctionDef(self, s):
         # A helper defined inside the kernel: a Python function over the names visible here.

@@ -341,6 +341,8 @@ class Frontend:
         return fresh
 
     def _emit_binding(self, name: str, value, span) -> None:
+        self.emitted.add(name)  # (a let bound later takes another name)
+
         def body(w):
             w.write(f"{name} = ")
             ir.render(w, value)
@@ -655,6 +657,7 @@ class Frontend:
                 if len(names) != len(t.elts):
                     raise self.error("scope ids bind to plain names", t)
                 self._line(lambda w: (w.write(", ".join(names) + " = "), ir.render(w, v)), span)
+                self.emitted.update(names)
                 for n, e in zip(names, t.elts):
                     self.bind(n, ir.Var(n, self.src.span(e)))
                 return
@@ -678,6 +681,7 @@ class Frontend:
             self.bind(name, v.value)
         elif isinstance(v, ns.ScopeIdDecl):
             self._line(lambda w: (w.write(f"{name} = "), ir.render(w, v)), span)
+            self.emitted.add(name)
             self.bind(name, ir.Var(name, self.src.span(t)))
         elif isinstance(v, ir.Buffer) and v.name is None:
             v.name = name

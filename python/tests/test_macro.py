@@ -139,17 +139,25 @@ def doubled_shift(X, r, c, by):
     return v * 2.0
 
 
+@T.macro
+def tripled(X, r, c):
+    acc = X[r, c]  # the macro's own mutable scalar
+    acc = acc * 3.0
+    return acc
+
+
 def test_every_binding_of_a_let_is_a_let_of_its_own():
     """A single-assignment name is a let at every binding (`Frontend._let_name`), where the script
     would make a name bound twice one mutable scalar: a macro expanded twice beside a caller's
     binding of the same name, and the copies of a loop over a Python sequence, each bind a fresh
     script name (`v_2`, `off_2`) — so the caller's `v` is still its own after the calls, and an
-    offset bound in each copy stays uniform over the CTA (a CTA-wide copy takes it)."""
+    offset bound in each copy stays uniform over the CTA (a CTA-wide copy takes it); a macro's
+    mutable scalar is not its caller's of the same name."""
 
     @T.prim_func
     def lets(X_ptr: T.handle, Y_ptr: T.handle, n: T.int32):
-        X = T.match_buffer(X_ptr, (4, 32), "float32")
-        Y = T.match_buffer(Y_ptr, (4, 32), "float32")
+        X = T.match_buffer(X_ptr, (5, 32), "float32")
+        Y = T.match_buffer(Y_ptr, (5, 32), "float32")
         T.device_entry()
         T.cta_id([1])
         t = T.thread_id([32])
@@ -167,15 +175,20 @@ def test_every_binding_of_a_let_is_a_let_of_its_own():
             Tx.cta.copy(S[off : off + 16], X[3, off : off + 16])
         T.cuda.cta_sync()
         Y[3, t] = S[t]
+        acc = X[4, t]
+        acc = acc + 1.0
+        c = tripled(X, 4, t)
+        Y[4, t] = acc * 100.0 + c
 
     k = tirx.compile(lets, "sm_90a")
     src = k.prim.source
     assert "v_2 = " in src and "v_3 = " in src and "off_2 = " in src, src
     assert not re.search(r"(float|int) (v|off)(_\d)?\[1\]", k.cuda_source), k.cuda_source  # (no scalars in memory)
-    x = np.random.default_rng(1).standard_normal((4, 32)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((5, 32)).astype(np.float32)
     y = np.zeros_like(x)
     k(x, y, 0)
     np.testing.assert_array_equal(y[0], x[0] * 10)
     np.testing.assert_array_equal(y[1], (x[1] + 1) * 2)
     np.testing.assert_array_equal(y[2], (x[2] + 2) * 2)
     np.testing.assert_array_equal(y[3], x[3])
+    np.testing.assert_allclose(y[4], (x[4] + 1) * 100 + x[4] * 3, rtol=1e-6)

@@ -139,6 +139,11 @@ def doubled_shift(X, r, c, by):
     return v * 2.0
 
 
+@T.macro(hygienic=False)
+def bump():
+    acc = acc + 0.5  # noqa: F821 (the caller's mutable scalar, updated)
+
+
 @T.macro
 def tripled(X, r, c):
     acc = X[r, c]  # the macro's own mutable scalar
@@ -152,7 +157,8 @@ def test_every_binding_of_a_let_is_a_let_of_its_own():
     binding of the same name, and the copies of a loop over a Python sequence, each bind a fresh
     script name (`v_2`, `off_2`) — so the caller's `v` is still its own after the calls, and an
     offset bound in each copy stays uniform over the CTA (a CTA-wide copy takes it); a macro's
-    mutable scalar is not its caller's of the same name."""
+    mutable scalar is not its caller's of the same name, which a macro that sees its caller's
+    names (``hygienic=False``) updates by assigning it."""
 
     @T.prim_func
     def lets(X_ptr: T.handle, Y_ptr: T.handle, n: T.int32):
@@ -178,6 +184,7 @@ def test_every_binding_of_a_let_is_a_let_of_its_own():
         acc = X[4, t]
         acc = acc + 1.0
         c = tripled(X, 4, t)
+        bump()
         Y[4, t] = acc * 100.0 + c
 
     k = tirx.compile(lets, "sm_90a")
@@ -191,4 +198,4 @@ def test_every_binding_of_a_let_is_a_let_of_its_own():
     np.testing.assert_array_equal(y[1], (x[1] + 1) * 2)
     np.testing.assert_array_equal(y[2], (x[2] + 2) * 2)
     np.testing.assert_array_equal(y[3], x[3])
-    np.testing.assert_allclose(y[4], (x[4] + 1) * 100 + x[4] * 3, rtol=1e-6)
+    np.testing.assert_allclose(y[4], (x[4] + 1.5) * 100 + x[4] * 3, rtol=1e-6)

@@ -286,6 +286,7 @@ class Frontend:
         # Python sequence) takes a fresh one.
         self.emitted: set = set()
         self.mutable_as: Dict[str, str] = {}  # the script's names of this function's mutable scalars
+        self.scalars: set = set()  # the script's names of every mutable scalar
         self.node = fn  # the node being evaluated (statements emitted by helpers point here)
         self.temp = 0
         self._prelude: List[Tuple[ir.Buffer, Any]] = []
@@ -328,9 +329,14 @@ class Frontend:
         any other binding is a let. Each takes ``name`` where the kernel has not bound it yet, else
         ``name_2``, ``name_3``, ...: a macro expanded twice, the copies of a loop over a Python
         sequence, and a macro binding a name its caller binds too each get their own, so a let
-        stays a let (one value, uniform where its value is) and no scalar is another's."""
+        stays a let (one value, uniform where its value is) and no scalar is another's. A name
+        that resolves to a mutable scalar (a caller's, seen by a macro with ``hygienic=False``)
+        is that scalar: the assignment updates it."""
         if name in self.mutable and name in self.mutable_as:
             return self.mutable_as[name]
+        found, cur = self.scope.lookup(name)
+        if found and isinstance(cur, ir.Var) and cur.name in self.scalars:
+            return cur.name
         fresh, n = name, 1
         while fresh in self.emitted or (fresh != name and fresh in self.mutable):
             n += 1
@@ -338,6 +344,7 @@ class Frontend:
         self.emitted.add(fresh)
         if name in self.mutable:
             self.mutable_as[name] = fresh
+            self.scalars.add(fresh)
         return fresh
 
     def _emit_binding(self, name: str, value, span) -> None:

@@ -79,12 +79,7 @@ def _fits(kernel, args) -> bool:
     launching it fails. Arrays for the simulator: always."""
     if getattr(kernel, "cluster_size", 1) <= 1 or not _on_gpu(args):
         return True
-    from . import TirxError
-
-    try:
-        return kernel.resident_ctas(_device(args)) > 0
-    except TirxError:  # the driver refuses the cluster shape itself: no launch would run
-        return False
+    return bool(_resident(kernel, args))  # (None: the driver refuses the cluster shape itself)
 
 
 def _device(args) -> int:

@@ -3,6 +3,7 @@ in memory and on disk, the simulator never timed, in-place kernels run once for 
 Timings here come from an injected timer; on the GPU, from CUDA events (also tested there)."""
 
 import json
+import math
 import os
 
 import numpy as np
@@ -192,6 +193,33 @@ def test_on_the_gpu_candidates_are_timed_with_cuda_events(tmp_path, monkeypatch)
     assert k.times is not None and all(t > 0 for t in k.times) and "timed over 5" in k.explain()
     # each candidate's occupancy beside its time: what a design leaves idle is read off explain
     assert k.resident == [kk.resident_ctas() for kk in k.kernels] and "CTAs resident)" in k.explain(), k.explain()
+
+
+def test_cuda_timing_keeps_each_candidates_best_of_interleaved_rounds(tmp_path, monkeypatch):
+    """The CUDA-event timing runs `TIMING_ROUNDS` rounds over the candidates (in order, reversed,
+    in order) and keeps each one's best: a candidate slowed in one round (clocks, cache state)
+    still wins. A given ``timer`` is the caller's: once each."""
+    at = __import__("sys").modules["tirx.autotune"]
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_on_gpu", lambda args: True)
+    monkeypatch.setattr(at, "_fits", lambda kernel, args: kernel.meta["block"][0] != 128)
+    monkeypatch.setattr(at, "_resident", lambda kernel, args: None)
+    noisy = {32: [2.0, 2.5, 2.2], 64: [4.0, 1.5, 1.8]}  # (64 threads: slowed in the first round)
+    timed = []
+
+    def cuda_time(kernel, args, warmup, rep):
+        threads = kernel.meta["block"][0]
+        timed.append(threads)
+        return noisy[threads][sum(t == threads for t in timed) - 1]
+
+    monkeypatch.setattr(at, "_cuda_time", cuda_time)
+    k = tirx.autotune(configs=CONFIGS, key=["n"])(scale)(n=7168, dtype="float32")  # (a key no other test tuned)
+    x, y = np.arange(7168, dtype=np.float32), np.ones(7168, np.float32)
+    k(x, y)
+    assert timed == [32, 64, 64, 32, 32, 64] and at.TIMING_ROUNDS == 3
+    assert k.times[:2] == [2.0, 1.5] and math.isinf(k.times[2]) and k.kernel.meta["block"][0] == 64
+    assert "the best of 3 rounds" in k.explain(), k.explain()
+    np.testing.assert_array_equal(y, 1 + 2 * x)
 
 
 def test_a_configuration_the_gpu_cannot_launch_is_not_timed(tmp_path, monkeypatch):

@@ -1,0 +1,66 @@
+"""GEMM tile designs timed on their own, beside `torch.mm` (cuBLAS) in the same process: the
+script for asking which design a shape wants, or what limits one (under Nsight Compute).
+
+    cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}'
+    ncu -k regex:matmul -s 3 -c 1 --section SpeedOfLight python gemm_design.py ...
+
+Each design is `matmul_kernel`'s configuration (`tirx.ops.matmul.CONFIGS`' keys, any tile width
+the kernel takes); ``"splits": S`` runs split-K's two kernels (parts, then the finish). bf16
+operands, row-major; device time per call (CUDA events behind an idle kernel, best of 3 × 50)."""
+
+import json
+import math
+import sys
+
+import torch
+
+import tirx
+import tirx.ops  # noqa: F401  (loads the ops' modules)
+from tirx.autotune import _cuda_time
+
+mm = sys.modules["tirx.ops.matmul"]
+
+
+def best_ms(fn, args):
+    return min(_cuda_time(fn, args, 5, 50) for _ in range(3))
+
+
+def design(a, b, cfg):
+    """(launch, arguments) of one design: a compiled kernel, or split-K's two."""
+    (m, k), n = a.shape, b.shape[1]
+    cfg = dict(cfg)
+    splits = cfg.pop("splits", 1)
+    out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    kern = tirx.compile(mm.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, splits=splits, **cfg))
+    if splits == 1:
+        args = (a, b, out) if len(kern.params) == 3 else (a, b, out, torch.empty(kern.params[-1].shape, device="cuda"))
+        return kern, args, out, kern.resident_ctas()
+    finish = tirx.compile(mm.matmul_finish_kernel.factory(m=m, n=n, out_dtype="bfloat16", splits=splits))
+    w = torch.empty(splits, m, n, device="cuda")
+
+    def both(a, b, w, out):
+        kern(a, b, w)
+        finish(w, out)
+
+    return both, (a, b, w, out), out, kern.resident_ctas()
+
+
+def main():
+    m, n, k = map(int, sys.argv[1].split("x"))
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)
+    want = torch.mm(a, b)
+    base = best_ms(torch.mm, (a, b))
+    tflop = 2 * m * n * k / 1e9
+    print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k}: torch.mm {base * 1e3:.1f} µs ({tflop / base:.0f} TFLOP/s)", flush=True)
+    for text in sys.argv[2:]:
+        cfg = json.loads(text)
+        fn, args, out, resident = design(a, b, cfg)
+        ms = best_ms(fn, args)
+        err = (out.float() - want.float()).abs().max().item()
+        print(f"  {cfg}: {ms * 1e3:.1f} µs ({tflop / ms:.0f} TFLOP/s, x{base / ms:.2f} torch.mm), {resident} CTAs resident, max |diff| {err:.3g}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -139,3 +139,65 @@ def test_the_launcher_takes_the_native_path_first_and_the_general_one_after():
     a, b = np.arange(128, dtype=np.float32).reshape(4, 32), np.zeros((4, 32), np.float16)
     launch(a, b)
     np.testing.assert_array_equal(b, a.astype(np.float16))
+
+
+def test_a_fixed_signature_launcher_checks_its_first_call_and_launches_later_ones_from_their_pointers(monkeypatch):
+    """`Kernel.launcher(fixed_signature=True)` (an op's plan, made per signature of its tensors):
+    the first call that succeeds takes the checked native path, each later one the launch from
+    the tensors' data pointers on the then current stream; a kernel with scalar parameters, and
+    arrays for the simulator, the checked path at every call."""
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+
+    class OnCuda(torch.Tensor):
+        is_cuda = property(lambda self: True)
+
+        def get_device(self):
+            return 0
+
+    calls, fail = [], [True]
+
+    class Native:  # the kernel's native object, recording what each call takes
+        def __init__(self, real):
+            self.real = real
+
+        def call_torch(self, args):
+            calls.append(("checked", len(args)))
+            if fail and len(args) == 2:
+                fail.clear()
+                raise ValueError("a first call that fails")
+            return True
+
+        def launch(self, dev, stream, ptrs, scalars=()):
+            calls.append(("launch", dev, stream, tuple(ptrs)))
+
+        def __getattr__(self, name):
+            return getattr(self.real, name)
+
+    stream = [7]
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda dev: stream[0])
+    k = _plain()
+    k._l = Native(k._l)
+    launch = k.launcher(fixed_signature=True)
+    a, b = torch.zeros(4, 32).as_subclass(OnCuda), torch.zeros(4, 32, dtype=torch.float16).as_subclass(OnCuda)
+    with pytest.raises(ValueError, match="a first call that fails"):
+        launch(a, b)
+    launch(a, b)
+    stream[0] = 8
+    a2 = torch.ones(4, 32).as_subclass(OnCuda)
+    launch(a2, b)
+    launch(a, b)
+    assert calls == [("checked", 2)] * 2 + [("launch", 0, 8, (a2.data_ptr(), b.data_ptr())), ("launch", 0, 8, (a.data_ptr(), b.data_ptr()))]
+    calls.clear()
+    launch = k.launcher(fixed_signature=True)
+    x, y = np.zeros((4, 32), np.float32), np.zeros((4, 32), np.float16)
+    launch(x, y)
+    launch(x, y)
+    assert calls == [("checked", 2)] * 2
+    calls.clear()
+    s = _sized()
+    s._l = Native(s._l)
+    launch = s.launcher(fixed_signature=True)
+    launch(a, 4, 2.0)
+    launch(a, 4, 2.0)
+    assert calls == [("checked", 3)] * 2

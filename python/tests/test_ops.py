@@ -1382,6 +1382,49 @@ def test_split_k_on_the_gpu_against_torch():
                 assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
 
 
+def test_a_plans_later_calls_launch_on_their_own_tensors_on_the_gpu():
+    """A plan's calls after its first launch from their tensors' pointers, unchecked
+    (`Kernel.launcher(fixed_signature=True)`): each call of one signature with new operands, on
+    another stream and in a CUDA graph, through one tile, K split over a cluster, split-K's two
+    kernels, addmm's bias and FP8's scales, gets its own product (bit-equal to the first call's
+    design on the same operands)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    half, two = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+    calls = {
+        "one tile": lambda a, b, bias: ops.matmul(a, b),
+        "split-K": lambda a, b, bias: ops.matmul(a, b, split_k=2),
+        "addmm": lambda a, b, bias: ops.addmm(bias, a, b),
+        "scaled_mm": lambda a, b, bias: ops.scaled_mm(
+            a.to(torch.float8_e4m3fn), b.t().contiguous().t().to(torch.float8_e4m3fn), half, two, out_dtype=torch.bfloat16
+        ),
+    }
+    for m, n, k in [(256, 384, 512), (16, 1024, 4096)]:  # (the second: K over a cluster's CTAs where the tuner takes it)
+        inputs = [(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), torch.randn(k, n, device="cuda", dtype=torch.bfloat16), torch.randn(n, device="cuda", dtype=torch.bfloat16)) for _ in range(3)]
+        for name, f in calls.items():
+            first = [f(*x) for x in inputs]  # (the first call of the signature checked, the later ones not)
+            again = [f(*x) for x in reversed(inputs)][::-1]
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                on_side = [f(*x) for x in inputs]
+            torch.cuda.current_stream().wait_stream(side)
+            g, static = torch.cuda.CUDAGraph(), [tuple(t.clone() for t in x) for x in inputs[:1]]
+            with torch.cuda.graph(g):
+                captured = f(*static[0])
+            for t, x in zip(static[0], inputs[2]):
+                t.copy_(x)
+            g.replay()
+            for i, x in enumerate(inputs):
+                a, b, bias = x
+                want = a.double() @ b.double() + (bias.double() if name == "addmm" else 0)
+                assert (first[i].double() - want).abs().max().item() <= 2.0**-6 * want.abs().max().item() or name == "scaled_mm", (name, m, i)
+                assert torch.equal(again[i], first[i]) and torch.equal(on_side[i], first[i]), (name, m, i)
+            assert torch.equal(captured, first[2]), (name, m)
+
+
 def test_matmul_ranks_and_ragged_backward_on_the_gpu():
     """`torch.matmul`'s ranks (a stack of rows, vectors, broadcast batches) and the backward of
     ragged and single rows (dB = Aᵀ dC with K = 5 or 1: A read transposed) on the GPU, against

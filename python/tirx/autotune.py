@@ -229,14 +229,14 @@ class TunedKernel:
         """The chosen kernel (``None`` before the first call)."""
         return None if self.choice is None else self.kernels[self.choice]
 
-    def launcher(self) -> Callable:
-        """``launch(*args)``: the chosen kernel's `Kernel.launcher` (its arguments adapted by the
-        tuner's ``launch_args`` where ``adapts`` says they change), for the repeated eager calls
-        of an op's plan; where nothing is chosen yet, the returned function's first call chooses
-        (as a call would)."""
+    def launcher(self, fixed_signature: bool = False) -> Callable:
+        """``launch(*args)``: the chosen kernel's `Kernel.launcher` (``fixed_signature`` as there;
+        its arguments adapted by the tuner's ``launch_args`` where ``adapts`` says they change),
+        for the repeated eager calls of an op's plan; where nothing is chosen yet, the returned
+        function's first call chooses (as a call would)."""
         if self.choice is not None:
             k = self.kernels[self.choice]
-            fast, adapt, adapts = k.launcher(), self.tuner.launch_args, self.tuner.adapts
+            fast, adapt, adapts = k.launcher(fixed_signature), self.tuner.launch_args, self.tuner.adapts
             if adapt is None or (adapts is not None and not adapts(self.configs[self.choice])):
                 return fast  # (an op's every call: no adapter where it would change nothing)
             return lambda *args: fast(*adapt(k, args))
@@ -246,7 +246,7 @@ class TunedKernel:
             if chosen:
                 return chosen[0](*args)
             self(*args)
-            chosen.append(self.launcher())
+            chosen.append(self.launcher(fixed_signature))
 
         return launch
 

@@ -189,17 +189,38 @@ class Kernel:
             return self.torch_op()(*args)
         return self._run(args)
 
-    def launcher(self) -> Callable:
+    def launcher(self, fixed_signature: bool = False) -> Callable:
         """``launch(*args)``: this kernel's call without the torch.compile check, for an op's
         repeated eager calls (valid CUDA tensors and scalars launch natively; anything else
-        takes `__call__`'s general path with its checks and errors)."""
+        takes `__call__`'s general path with its checks and errors).
+
+        ``fixed_signature``: for a caller whose every call passes tensors of the first call's
+        shapes, strides, dtypes and device (an op's plan, made per such signature by
+        `tirx.ops._common.signature_plan`, its kernels' tensors derived from those alone): the
+        first call checked as above, each later one launched from the tensors' data pointers on
+        the current stream without the checks, which depend on nothing else and passed (an
+        H200's host: 8.3 against 12.6 µs for a GEMM's four tensors). A kernel with scalar
+        parameters checks them per call: the checked launch throughout."""
         native, general = self._l.call_torch, self._run
 
         def launch(*args):
             if not native(args):
                 general(args)
 
-        return launch
+        if not fixed_signature or any(p.is_scalar for p in self.params):
+            return launch
+        raw, device = self._l.launch, []
+
+        def fixed(*tensors):
+            if device:
+                d, stream = device[0]
+                return raw(d, stream(d), [t.data_ptr() for t in tensors])
+            launch(*tensors)
+            torch = _torch_op.loaded_torch()
+            if torch is not None and isinstance(tensors[0], torch.Tensor) and tensors[0].is_cuda:  # (else simulated: checked each call)
+                device.append((tensors[0].get_device(), torch._C._cuda_getCurrentRawStream))
+
+        return fixed
 
     def _run(self, args: tuple) -> None:
         # The common call — valid CUDA tensors and scalars — is checked and launched natively.

@@ -836,6 +836,8 @@ def new_array(like, shape, dtype=None, fill=None):
 SCRATCH_HELD_BYTES = 32 << 20
 # The views of a held buffer kept, one per shape met (`scratch`), at most.
 SCRATCH_VIEWS = 64
+# Element bytes by dtype name (`scratch`: np.dtype per call costs more than the rest of it).
+_ITEMSIZE: Dict[str, int] = {}
 
 
 def scratch(like, shape, dtype: str, held: dict):
@@ -850,12 +852,12 @@ def scratch(like, shape, dtype: str, held: dict):
     Its contents on entry are undefined."""
     shape = tuple(shape)
     size = math.prod(shape)
-    if is_torch(like) and like.is_cuda and size * np.dtype(dtype).itemsize <= SCRATCH_HELD_BYTES:
-        import torch
-
-        if not torch._C._cuda_isCurrentStreamCapturing():
+    itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, np.dtype(dtype).itemsize)
+    if is_torch(like) and like.is_cuda and size * itemsize <= SCRATCH_HELD_BYTES:
+        torch_c = loaded_torch()._C  # (an op's every call: no import statement)
+        if not torch_c._cuda_isCurrentStreamCapturing():
             dev = like.get_device()
-            key = (dev, torch._C._cuda_getCurrentRawStream(dev), dtype)
+            key = (dev, torch_c._cuda_getCurrentRawStream(dev), dtype)
             flat, views = held.get(key, (None, None))
             if flat is None or flat.numel() < size:
                 flat, views = held[key] = (new_array(like, size, dtype), {})

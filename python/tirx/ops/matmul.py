@@ -930,18 +930,18 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     k = kw["k"]
     steps = k_steps(k, kw["dtype"])
     if splits is None:
-        kernel = matmul_kernel(m=m, n=n, **kw).launcher()
+        kernel = matmul_kernel(m=m, n=n, **kw).launcher(fixed_signature=True)
         return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
     if splits == 1:
-        kernel = matmul_kernel(m=m, n=n, clusters=False, **kw).launcher()
+        kernel = matmul_kernel(m=m, n=n, clusters=False, **kw).launcher(fixed_signature=True)
         return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
-    parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher()
+    parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher(fixed_signature=True)
     per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
-    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher()
+    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher(fixed_signature=True)
 
     def launch(a, b, sab, extra, out):
         w = c.scratch(a, (splits, m, n), "float32", _SPLIT_PARTS)  # (each part writes all of its slice: no zeroing)
@@ -1514,7 +1514,7 @@ def _new_gated_plan(a, b_gate, b_up, activation: str):
 
     empty = m == 0 or n == 0 or k == 0
     if not empty:
-        launch = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major, gated=True).launcher()
+        launch = matmul_kernel(m=m, n=n, k=k, dtype=dtype, ctas=_ctas(a), activation=activation, a_major=a_major, b_major=b_major, gated=True).launcher(fixed_signature=True)
 
     def run(a, b_gate, b_up):
         out = c.new_array(a, (m, n), dtype)

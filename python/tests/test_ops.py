@@ -484,6 +484,20 @@ def test_tiles_of_several_consumers_where_m_reaches_their_last_rows():
     assert rows(128, dtype="float8_e4m3fn", fast_accum=False) == [1, 2] and rows(129, dtype="float8_e4m3fn", fast_accum=False) == [1, 2, 3]
 
 
+def test_narrow_tiles_among_the_candidates_where_wider_ones_leave_sms_idle():
+    """Tiles of 96, 64 and 32 columns are timed where a tile twice as wide leaves CTAs idle
+    (decode's N over every SM: 16 x 12288 x 4096 in 96-column tiles is 128 tiles), not where
+    the 128-column tiles already take a round or more, nor with block scales or split-K's parts."""
+
+    def widths(m, n, **kw):
+        cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=m, n=n, k=4096, dtype="bfloat16", **kw)
+        return sorted({c["bn"] for c in cfgs if c["consumers"] == 1 and "cluster_k" not in c})
+
+    assert widths(16, 12288) == [64, 96, 128, 256]  # (32: 64-column tiles already fill the SMs)
+    assert widths(16, 30000) == [128, 256]  # (235 tiles of 128)
+    assert widths(16, 12288, splits=2) == [128, 192, 256]  # (K in two parts: 192 units of 128 columns, 128 of 192)
+
+
 def test_cluster_designs_among_the_candidates():
     """K split over a cluster's 2 or 4 CTAs is timed beside the one-CTA tiles only where the
     128 x 128 tiles keep at most half the SMs busy, every cluster runs in one round, each part

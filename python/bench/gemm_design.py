@@ -1,7 +1,7 @@
 """GEMM tile designs timed on their own, beside `torch.mm` (cuBLAS) in the same process: the
 script for asking which design a shape wants, or what limits one (under Nsight Compute).
 
-    cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}' [--sustained]
+    cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}' [--sustained | --single]
     ncu -k regex:matmul -s 3 -c 1 --section SpeedOfLight python gemm_design.py ...
 
 Each design is `matmul_kernel`'s configuration (`tirx.ops.matmul.CONFIGS`' keys, any tile width
@@ -22,11 +22,15 @@ mm = sys.modules["tirx.ops.matmul"]
 
 
 SUSTAINED = "--sustained" in sys.argv
+SINGLE = "--single" in sys.argv
 
 
 def best_ms(fn, args):
     """Best of 3 x 50 launches behind an idle kernel (the tuner's timing); ``--sustained``: 100
-    launches after ~30 ms of the same launches (the clocks a busy GPU holds)."""
+    launches after ~30 ms of the same launches (the clocks a busy GPU holds); ``--single``: the
+    best of 30 single launches."""
+    if SINGLE:  # (one launch at a time: what back-to-back launches overlap or not)
+        return min(_cuda_time(fn, args, 1, 1) for _ in range(30))
     if not SUSTAINED:
         return min(_cuda_time(fn, args, 5, 50) for _ in range(3))
     t = _cuda_time(fn, args, 5, 20)
@@ -62,7 +66,7 @@ def main():
     base = best_ms(torch.mm, (a, b))
     tflop = 2 * m * n * k / 1e9
     print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k}: torch.mm {base * 1e3:.1f} µs ({tflop / base:.0f} TFLOP/s)", flush=True)
-    for text in (x for x in sys.argv[2:] if x != "--sustained"):
+    for text in (x for x in sys.argv[2:] if not x.startswith("--")):
         cfg = json.loads(text)
         fn, args, out, resident = design(a, b, cfg)
         ms = best_ms(fn, args)

@@ -641,6 +641,40 @@ def test_kvcache_on_the_gpu_against_pytorch():
 
 
 
+def test_a_decoding_plans_later_calls_launch_on_their_own_tensors_on_the_gpu():
+    """A plan's calls after its first launch their kernels (split-KV's and the combine) from
+    their tensors' pointers, unchecked (`Kernel.launcher(fixed_signature=True)`): calls of one
+    signature with new queries, caches and lengths, and on another stream, each match PyTorch."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    F = torch.nn.functional
+    b, h, hk, s, d = 2, 32, 8, 4096, 128
+    calls = []
+    for i in range(3):
+        q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
+        kc, vc = (torch.randn(b, s, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        lens = torch.tensor([s - 7 * i, 1000 + i], dtype=torch.int32, device="cuda")
+        calls.append((q, kc, vc, lens))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    outs = [tirx.ops.kvcache_attention(*x) for x in calls]
+    with torch.cuda.stream(side):
+        on_side = [tirx.ops.kvcache_attention(*x) for x in calls]
+    torch.cuda.current_stream().wait_stream(side)
+    sdpa = [tirx.ops.scaled_dot_product_attention(q.transpose(1, 2), kc.transpose(1, 2), vc.transpose(1, 2), enable_gqa=True) for q, kc, vc, _ in calls]
+    for (q, kc, vc, lens), out, again, full in zip(calls, outs, on_side, sdpa):
+        assert torch.equal(out, again)
+        want = F.scaled_dot_product_attention(q.transpose(1, 2).double(), kc.transpose(1, 2).double(), vc.transpose(1, 2).double(), enable_gqa=True)
+        torch.testing.assert_close(full.double(), want, rtol=2.0**-7, atol=2.0**-7)
+        for i in range(b):
+            n = int(lens[i])
+            want = F.scaled_dot_product_attention(
+                q[i : i + 1].transpose(1, 2).double(), kc[i : i + 1, :n].transpose(1, 2).double(), vc[i : i + 1, :n].transpose(1, 2).double(), enable_gqa=True
+            )
+            torch.testing.assert_close(out[i : i + 1].transpose(1, 2).double(), want, rtol=2.0**-7, atol=2.0**-7)
+
+
 def paged(cache, page, rng, spare=3):
     """``cache`` (batch, seq, kv_heads, d) cut into pages of ``page`` rows, shuffled among
     ``spare`` unused ones (random values): ``(pages, block_table)``."""

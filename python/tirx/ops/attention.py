@@ -1092,11 +1092,12 @@ def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, retu
     ``splits``, each split's O / l and log-sum-exp into float32 parts first, then
     `attention_combine_kernel` into ``out`` and ``lse`` (``heads``: ``out`` is seq-major; ``group``:
     of packed query heads, `attention_kernel`'s ``q_group``). The kernels' launchers are looked
-    up here, once: a plan's calls only allocate the parts and launch."""
-    main = kernel.launcher()
+    up here, once: a plan's calls only allocate the parts and launch (their tensors fixed by the
+    plan's signature: `Kernel.launcher`'s ``fixed_signature``)."""
+    main = kernel.launcher(fixed_signature=True)
     if splits == 1:
         return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
-    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher()
+    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher(fixed_signature=True)
     parts_shape, part_lse_shape = (splits, bhs, rows, d), (splits, bhs, lse_rows(rows))
 
     def launch(inputs, out, lse, scalars=()):

@@ -155,6 +155,9 @@ def test_a_fixed_signature_launcher_checks_its_first_call_and_launches_later_one
         def get_device(self):
             return 0
 
+    class Other(OnCuda):
+        pass
+
     calls, fail = [], [True]
 
     class Native:  # the kernel's native object, recording what each call takes
@@ -166,7 +169,7 @@ def test_a_fixed_signature_launcher_checks_its_first_call_and_launches_later_one
             if fail and len(args) == 2:
                 fail.clear()
                 raise ValueError("a first call that fails")
-            return True
+            return isinstance(args[0], OnCuda)  # (else the general path's: NumPy arrays simulated)
 
         def launch(self, dev, stream, ptrs, scalars=()):
             calls.append(("launch", dev, stream, tuple(ptrs)))
@@ -189,11 +192,14 @@ def test_a_fixed_signature_launcher_checks_its_first_call_and_launches_later_one
     launch(a, b)
     assert calls == [("checked", 2)] * 2 + [("launch", 0, 8, (a2.data_ptr(), b.data_ptr())), ("launch", 0, 8, (a.data_ptr(), b.data_ptr()))]
     calls.clear()
+    launch(a, torch.zeros(4, 32, dtype=torch.float16).as_subclass(Other))  # (another type: checked)
+    assert calls == [("checked", 2)]
+    calls.clear()
     launch = k.launcher(fixed_signature=True)
     x, y = np.zeros((4, 32), np.float32), np.zeros((4, 32), np.float16)
     launch(x, y)
     launch(x, y)
-    assert calls == [("checked", 2)] * 2
+    assert calls == [("checked", 2)] * 4  # (each call: the native path's refusal, then the general path's own try)
     calls.clear()
     s = _sized()
     s._l = Native(s._l)

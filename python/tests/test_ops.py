@@ -1396,6 +1396,30 @@ def test_split_k_on_the_gpu_against_torch():
                 assert (got.double() - want).abs().max().item() <= bound, (m, n, k)
 
 
+def test_a_known_signature_goes_straight_to_its_plan_only_in_plain_eager_calls():
+    """`matmul`'s fast path (an eager call of a signature met before, without out_dtype,
+    activation or split_k, straight to the plan): each call's own product; a call of the same
+    signature that autograd records, or with out_dtype or split_k, takes its own path."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    a, b = torch.randn(70, 136).bfloat16(), torch.randn(136, 200).bfloat16()
+    a2 = torch.randn(70, 136).bfloat16()
+    first, second = ops.matmul(a, b), ops.matmul(a2, b)
+    for x, got in ((a, first), (a2, second)):
+        want = x.double() @ b.double()
+        torch.testing.assert_close(got.double(), want, rtol=2.0**-8, atol=1e-3)
+    assert torch.equal(ops.matmul(a, b), first)
+    g = a.clone().requires_grad_()
+    y = ops.matmul(g, b)
+    assert y.grad_fn is not None and torch.equal(y.detach(), first)
+    y.sum().backward()
+    torch.testing.assert_close(g.grad.double(), b.double().sum(1).expand(70, 136), rtol=2.0**-7, atol=1e-2)
+    f32 = ops.matmul(a, b, out_dtype=torch.float32)
+    assert f32.dtype == torch.float32
+    torch.testing.assert_close(f32.double(), a.double() @ b.double(), rtol=1e-6, atol=1e-5)
+    assert torch.equal(ops.matmul(a, b, split_k=1), first)
+
+
 def test_a_plans_later_calls_launch_on_their_own_tensors_on_the_gpu():
     """A plan's calls after its first launch from their tensors' pointers, unchecked
     (`Kernel.launcher(fixed_signature=True)`): each call of one signature with new operands, on

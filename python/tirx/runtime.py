@@ -212,13 +212,16 @@ class Kernel:
         raw, device = self._l.launch, []
 
         def fixed(*tensors):
-            if device:
+            # Unchecked only for the types the native path checked and launched (a subclass
+            # of the same signature, whose data_ptr may mean another thing, is checked).
+            if device and tuple(map(type, tensors)) == device[1]:
                 d, stream = device[0]
                 return raw(d, stream(d), [t.data_ptr() for t in tensors])
-            launch(*tensors)
-            torch = _torch_op.loaded_torch()
-            if torch is not None and isinstance(tensors[0], torch.Tensor) and tensors[0].is_cuda:  # (else simulated: checked each call)
-                device.append((tensors[0].get_device(), torch._C._cuda_getCurrentRawStream))
+            if not native(tensors):
+                return general(tensors)  # (arrays for the simulator, other libraries: each call)
+            if not device:
+                stream = _torch_op.loaded_torch()._C._cuda_getCurrentRawStream
+                device.extend([(tensors[0].get_device(), stream), tuple(map(type, tensors))])
 
         return fixed
 

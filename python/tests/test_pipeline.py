@@ -122,3 +122,70 @@ def test_objects_must_be_named():
             T.device_entry()
             T.thread_id([32])
             T.SMEMPool()
+
+
+def multicast_ring(remote: bool):
+    """Two CTAs of a cluster fill a ring of stages by multicast TMA loads (each producer half
+    of a band, into both CTAs); each consumer warp copies the band to its CTA's half of B and
+    releases the stage to both producers — to the peer's with ``empty.arrive(s, cta_id=peer)``
+    (without it, ``remote=False``, the peer's refill is unordered: the mistake)."""
+    steps, stages = 4, 2
+
+    @T.prim_func
+    def kernel(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (steps * 64, 64), "float16")
+        B = T.match_buffer(B_ptr, (2, steps * 64, 64), "float16")
+        T.device_entry()
+        T.cta_id([2])
+        rank = T.cta_id_in_cluster([2])
+        w = T.warp_id([2])
+        lane = T.lane_id([32])
+        tid = T.thread_id([64])
+        pool = T.SMEMPool()
+        band = pool.alloc((stages, 64, 64), "float16")
+        full = MBarrier(pool, stages)
+        empty = MBarrier(pool, stages)
+        pool.commit()
+        full.init(1)
+        empty.init(2 if remote else 1)
+        T.ptx.fence.mbarrier_init()
+        T.cuda.cluster_sync()
+        if tid == 0:
+            for s in range(steps):
+                empty.wait(s % stages, (s // stages + 1) % 2)
+                T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([s % stages]), 64 * 64 * 2)
+                Tx.copy_async(
+                    band[s % stages, rank * 32 : rank * 32 + 32, 0:64],
+                    A[s * 64 + rank * 32 : s * 64 + rank * 32 + 32, 0:64],
+                    dispatch="tma_auto",
+                    mbar=full.ptr_to([s % stages]),
+                    cta_mask=3,
+                )
+        if w == 1:
+            for s in range(steps):
+                full.wait(s % stages, (s // stages) % 2)
+                for i in range(2):
+                    for c in range(64):
+                        B[rank, s * 64 + lane * 2 + i, c] = band[s % stages, lane * 2 + i, c]
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.cuda.warp_sync()
+                if lane == 0:
+                    empty.arrive(s % stages)
+                    if remote:
+                        empty.arrive(s % stages, cta_id=1 - rank)
+        T.cuda.cluster_sync()
+
+    return kernel
+
+
+def test_a_ring_of_multicast_stages_released_to_both_ctas():
+    k = multicast_ring(True)
+    assert "empty.arrive(s % 2, cta_id=1 - rank)" in k.source
+    a = (np.arange(4 * 64 * 64) % 251).astype(np.float16).reshape(4 * 64, 64)
+    b = np.zeros((2, 4 * 64, 64), np.float16)
+    kern = tirx.compile(k, target="sm_90a")
+    kern(a, b)
+    np.testing.assert_array_equal(b, np.stack([a, a]))
+    assert "mbarrier.arrive.release.cluster.shared::cluster" in kern.cuda_source
+    with pytest.raises(tirx.TirxError, match="multicast TMA load by thread 0 of CTA rank"):
+        tirx.compile(multicast_ring(False), target="sm_90a")(a, np.zeros_like(b))

@@ -150,13 +150,14 @@ fn explain_sim_shows_bank_conflicts_per_call() {
 }
 
 /// The examples that need sm_90 or sm_90a (wgmma, setmaxnreg, TMA, clusters).
-const HOPPER_ONLY: [&str; 7] = [
+const HOPPER_ONLY: [&str; 8] = [
     "gemm_hopper.py",
     "gemm_mma_tma.py",
     "tma_copy.py",
     "tma_copy_f16.py",
     "tma_copy_f32.py",
     "tma_multicast.py",
+    "multicast_pipeline.py",
     "dsmem_exchange.py",
 ];
 

@@ -47,7 +47,10 @@ impl Ctx<'_> {
             AsyncOp::CommitGroup => self.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");"),
             AsyncOp::WaitGroup(n) => self.line(&format!("asm volatile(\"cp.async.wait_group {n};\" ::: \"memory\");")),
             AsyncOp::MbarInit { bar, count } => self.mbar_call(MbarHelper::Init, bar, Some(count))?,
-            AsyncOp::MbarArrive { bar } => self.mbar_call(MbarHelper::Arrive, bar, None)?,
+            AsyncOp::MbarArrive { bar, cta: None } => self.mbar_call(MbarHelper::Arrive, bar, None)?,
+            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+                self.mbar_call(MbarHelper::ArriveRemote, bar, Some(rank))?
+            }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 self.mbar_call(MbarHelper::ArriveExpectTx, bar, Some(bytes))?
             }
@@ -296,6 +299,15 @@ pub(crate) fn mbar_source(h: MbarHelper) -> String {
             "mbarrier.arrive: one arrival on the current phase (release).",
             "void* bar",
             "    asm volatile(\"{\\n\\t.reg .b64 state;\\n\\tmbarrier.arrive.shared.b64 state, [%0];\\n\\t}\" :: \"r\"(a) : \"memory\");\n",
+        ),
+        MbarHelper::ArriveRemote => (
+            "mbarrier.arrive on the barrier at `bar`'s offset in the cluster's CTA `rank` (release at cluster scope).",
+            "void* bar, unsigned rank",
+            concat!(
+                "    unsigned ra;\n",
+                "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(ra) : \"r\"(a), \"r\"(rank));\n",
+                "    asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\" :: \"r\"(ra) : \"memory\");\n",
+            ),
         ),
         MbarHelper::ArriveExpectTx => (
             "mbarrier.arrive.expect_tx: `tx` more bytes of transactions for this phase, then one arrival.",

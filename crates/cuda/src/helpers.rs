@@ -89,6 +89,8 @@ impl Helper {
 pub enum MbarHelper {
     Init,
     Arrive,
+    /// An arrival on the barrier at the same offset in a peer CTA of the cluster.
+    ArriveRemote,
     ArriveExpectTx,
     Wait,
 }
@@ -152,6 +154,7 @@ fn mbar_name(h: MbarHelper) -> &'static str {
     match h {
         MbarHelper::Init => "tirx_mbarrier_init",
         MbarHelper::Arrive => "tirx_mbarrier_arrive",
+        MbarHelper::ArriveRemote => "tirx_mbarrier_arrive_remote",
         MbarHelper::ArriveExpectTx => "tirx_mbarrier_arrive_expect_tx",
         MbarHelper::Wait => "tirx_mbarrier_wait",
     }

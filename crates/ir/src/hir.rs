@@ -559,9 +559,11 @@ pub enum AsyncStmt {
         bar: MbarRef,
         count: Expr,
     },
-    /// `mbarrier.arrive`: one arrival.
+    /// `mbarrier.arrive`: one arrival; with `cta`, on the barrier at the same offset in the
+    /// cluster's CTA of that rank (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster`).
     MbarArrive {
         bar: MbarRef,
+        cta: Option<Expr>,
     },
     /// `mbarrier.arrive.expect_tx`: `bytes` more transaction bytes, then one arrival.
     MbarArriveExpectTx {
@@ -594,7 +596,7 @@ impl AsyncStmt {
     pub fn mbar(&self) -> Option<&MbarRef> {
         match self {
             AsyncStmt::MbarInit { bar, .. }
-            | AsyncStmt::MbarArrive { bar }
+            | AsyncStmt::MbarArrive { bar, .. }
             | AsyncStmt::MbarArriveExpectTx { bar, .. }
             | AsyncStmt::MbarWait { bar, .. } => Some(bar),
             AsyncStmt::CommitGroup
@@ -614,7 +616,8 @@ impl AsyncStmt {
         match self {
             AsyncStmt::MbarInit { count: e, .. }
             | AsyncStmt::MbarArriveExpectTx { bytes: e, .. }
-            | AsyncStmt::MbarWait { parity: e, .. } => v.push(e),
+            | AsyncStmt::MbarWait { parity: e, .. }
+            | AsyncStmt::MbarArrive { cta: Some(e), .. } => v.push(e),
             _ => {}
         }
         v
@@ -626,7 +629,7 @@ impl AsyncStmt {
             AsyncStmt::MbarInit { bar, count: e }
             | AsyncStmt::MbarArriveExpectTx { bar, bytes: e }
             | AsyncStmt::MbarWait { bar, parity: e } => bar.index.iter_mut().chain(std::iter::once(e)).collect(),
-            AsyncStmt::MbarArrive { bar } => bar.index.iter_mut().collect(),
+            AsyncStmt::MbarArrive { bar, cta } => bar.index.iter_mut().chain(cta.iter_mut()).collect(),
             AsyncStmt::CommitGroup
             | AsyncStmt::WaitGroup(_)
             | AsyncStmt::FenceProxyAsync

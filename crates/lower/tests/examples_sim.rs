@@ -135,6 +135,13 @@ fn spec(name: &str) -> Option<Spec> {
             let a = e.get("A");
             vec![("B", (0..256 * 256).map(|i| exact(a[i / 256 * 128 + i % 128])).collect())]
         }),
+        // Each CTA of the cluster copies every band the ring of multicast stages brings into its
+        // own B[rank]: B (2 × 384 × 64) = [A, A] (a stage refilled before its consumer read it
+        // would show up as a later band's values).
+        "multicast_pipeline" => whole(distinct, &["B"], |e| {
+            let a = e.get("A");
+            vec![("B", (0..2 * a.len()).map(|i| exact(a[i % a.len()])).collect())]
+        }),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -353,6 +360,7 @@ const TABLE: &[&str] = &[
     "tiled_copy_f32",
     "tma_copy",
     "tma_multicast",
+    "multicast_pipeline",
     "tma_copy_f16",
     "tma_copy_f32",
 ];

@@ -107,7 +107,11 @@ impl Builder<'_> {
                         );
                     }
                 }
-                AsyncStmt::MbarArrive { bar }
+                let cta = match a.opt(self, "cta_id")? {
+                    Some((v, sp)) => Some(self.int_expr(v, sp)?),
+                    None => None,
+                };
+                AsyncStmt::MbarArrive { bar, cta }
             }
             PtxOp::MbarArriveExpectTx => {
                 let bar = self.mbar_arg(&mut a, &fname)?;
@@ -410,7 +414,11 @@ impl Builder<'_> {
                     }
                     AsyncStmt::MbarWait { bar: bar(stage), parity }
                 } else {
-                    AsyncStmt::MbarArrive { bar: bar(stage) }
+                    let cta = match a.opt(self, "cta_id")? {
+                        Some((v, sp)) => Some(self.int_expr(v, sp)?),
+                        None => None,
+                    };
+                    AsyncStmt::MbarArrive { bar: bar(stage), cta }
                 };
                 a.finish(self)?;
                 self.require_device(span)?;

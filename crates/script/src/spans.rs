@@ -103,7 +103,7 @@ fn stmt(s: &mut Stmt) {
         StmtKind::Async(a) => {
             if let Some(b) = match a {
                 AsyncStmt::MbarInit { bar, .. }
-                | AsyncStmt::MbarArrive { bar }
+                | AsyncStmt::MbarArrive { bar, .. }
                 | AsyncStmt::MbarArriveExpectTx { bar, .. }
                 | AsyncStmt::MbarWait { bar, .. } => Some(bar),
                 _ => None,

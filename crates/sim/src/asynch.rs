@@ -83,6 +83,13 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         tx: Option<Reg>,
     },
+    /// An arrival on the barrier at the same offset in the cluster's CTA of rank `rank` (`cluster`).
+    MbarArriveRemote {
+        site: u32,
+        bar: u32,
+        idx: Reg,
+        rank: Reg,
+    },
     MbarWait {
         site: u32,
         bar: u32,
@@ -135,6 +142,7 @@ impl AsyncIns {
             AsyncIns::MbarInit { .. } => "mbarrier.init",
             AsyncIns::MbarArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncIns::MbarArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
+            AsyncIns::MbarArriveRemote { .. } => "mbarrier.arrive.release.cluster.shared::cluster",
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
             AsyncIns::Fence(name) => name,
@@ -161,6 +169,7 @@ impl FamilyIns for AsyncIns {
             AsyncIns::CpAsync { site, .. }
             | AsyncIns::MbarInit { site, .. }
             | AsyncIns::MbarArrive { site, .. }
+            | AsyncIns::MbarArriveRemote { site, .. }
             | AsyncIns::MbarWait { site, .. }
             | AsyncIns::ClusterArrive { site }
             | AsyncIns::ClusterWait { site }
@@ -193,6 +202,10 @@ impl FamilyIns for AsyncIns {
             AsyncIns::MbarArrive { idx, tx, .. } => {
                 f(idx);
                 tx.iter_mut().for_each(f)
+            }
+            AsyncIns::MbarArriveRemote { idx, rank, .. } => {
+                f(idx);
+                f(rank)
             }
             AsyncIns::Tma(t) => t.for_each_reg(f),
             AsyncIns::BulkToPeer { dst_idx, src_idx, bar_idx, rank, .. } => {
@@ -336,11 +349,14 @@ pub(crate) struct AsyncState {
     /// long as the slots it has seen); empty without TMA loads or dsmem copies.
     acq_tma: Vec<Vec<u32>>,
     /// `peer[t][r]`: a tick of the cluster's CTA of rank `r` such that its accesses stamped
-    /// before it happen before thread `t`'s next ones: learnt through dsmem copies (a copy
-    /// carries its issuer's knowledge, and its own CTA's last CTA barrier), the mbarrier phases
-    /// they complete, and barriers since. Lets a peer's copy into this CTA be ordered after this
-    /// CTA's accesses by a chain of such exchanges, not only by a cluster barrier
-    /// (`Machine::peer_write_ordered`). Rows grow as ranks appear.
+    /// before it happen before thread `t`'s next ones: learnt through dsmem copies and multicast
+    /// loads (a copy carries its issuer's knowledge, and its own CTA's last CTA barrier), the
+    /// mbarrier phases they complete, and barriers since. After the ranks' ticks, per thread `q`
+    /// of rank `r` (`Machine::peer_thread_slot`) the same for that thread's accesses alone, and
+    /// per barrier slot of rank `r` (`Machine::peer_landing_slot`) the newest landing there
+    /// known: what a remote arrive releases (`Machine::mbar_arrive_remote`). Lets a peer's copy
+    /// into this CTA be ordered after this CTA's accesses by a chain of such exchanges, not only
+    /// by a cluster barrier (`Machine::peer_write_ordered`). Rows grow as entries appear.
     pub(crate) peer: Vec<Vec<u32>>,
     /// Per slot: the barrier `(buffer, element)` it numbers, in the order of first init.
     pub(crate) slots: Vec<(u32, usize)>,
@@ -540,9 +556,13 @@ impl Compiler<'_> {
                 let (b, idx, count) = self.mbar(bar, count)?;
                 AsyncIns::MbarInit { site: self.site(), bar: b, idx, count }
             }
-            AsyncOp::MbarArrive { bar } => {
+            AsyncOp::MbarArrive { bar, cta: None } => {
                 let (b, idx) = (self.mbar_buf(bar)?, self.index(&bar.index)?);
                 AsyncIns::MbarArrive { site: self.site(), bar: b, idx, tx: None }
+            }
+            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+                let (b, idx, rank) = self.mbar(bar, rank)?;
+                AsyncIns::MbarArriveRemote { site: self.site(), bar: b, idx, rank }
             }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 let (b, idx, tx) = self.mbar(bar, bytes)?;
@@ -688,6 +708,9 @@ impl Machine<'_> {
             AsyncIns::MbarArrive { site, bar, idx, tx } => {
                 let tx = tx.map_or(0, r);
                 self.mbar_arrive(t, site, bar, r(idx), tx)?
+            }
+            AsyncIns::MbarArriveRemote { site, bar, idx, rank } => {
+                self.mbar_arrive_remote(t, site, bar, r(idx), r(rank))?
             }
             AsyncIns::MbarWait { site, bar, idx, parity } => {
                 let (idx, parity) = (r(idx), r(parity));
@@ -942,7 +965,7 @@ impl Machine<'_> {
             .help("initialise the barrier with mbarrier.init (one thread), then a CTA barrier, before using it")
     }
 
-    fn mbar_arrive(&mut self, t: u32, site: u32, bar: u32, idx: i64, tx: i64) -> Result<(), SimError> {
+    pub(crate) fn mbar_arrive(&mut self, t: u32, site: u32, bar: u32, idx: i64, tx: i64) -> Result<(), SimError> {
         let what = if tx == 0 { "mbarrier.arrive" } else { "mbarrier.arrive.expect_tx" };
         let e = self.mbar_elem(t, site, bar, idx, what)?;
         if !(0..=MBAR_MAX_COUNT).contains(&tx) {
@@ -989,6 +1012,42 @@ impl Machine<'_> {
         b.arriving[t as usize] = tick;
         self.fam.asy.rel[t as usize] = tick;
         self.tx_in_range(t, site, (bar, e))?;
+        self.complete_if_done((bar, e))
+    }
+
+    /// In the running CTA: an arrival on `bar[e]` by thread `t` of the cluster's CTA of rank
+    /// `from` (`Machine::mbar_arrive_remote`), releasing `known` (its `AsyncState::peer` row).
+    pub(crate) fn arrive_from_peer(
+        &mut self,
+        t: u32,
+        site: u32,
+        (bar, e): (u32, usize),
+        known: &[u32],
+        barrier_tick: u32,
+        from: usize,
+    ) -> Result<(), SimError> {
+        let (name, span) = (&self.bufs[bar as usize].name, self.prog.sites[site as usize]);
+        if !self.peer_barrier_ready(bar, e, barrier_tick) {
+            let msg = format!(
+                "mbarrier.arrive by thread {t} of CTA rank {from} on `{name}[{e}]` of CTA rank {}, which is not initialised before a cluster barrier the arrive follows",
+                self.rank
+            );
+            return Err(SimError::new(SimErrorKind::Mbarrier, span, msg).help(
+                "initialise the barrier in every CTA, then `T.ptx.fence.mbarrier_init.release.cluster()` and `T.cuda.cluster_sync()`, before peers arrive on it",
+            ));
+        }
+        let Some(b) = self.fam.asy.bars.get_mut(&(bar, e)) else {
+            return Ok(());
+        };
+        if b.pending == 0 {
+            let msg = format!(
+                "mbarrier.arrive by thread {t} of CTA rank {from} on `{name}[{e}]` of CTA rank {}: phase {} already has all {} arrivals and waits for {} transaction bytes",
+                self.rank, b.phase, b.count, b.tx
+            );
+            return Err(SimError::new(SimErrorKind::Mbarrier, span, msg));
+        }
+        b.pending -= 1;
+        join_grow(&mut b.arriving_peer, known);
         self.complete_if_done((bar, e))
     }
 

@@ -295,13 +295,84 @@ impl<'a> Machine<'a> {
     /// cluster rank: what `t` knows of the other CTAs, and of its own every access before its
     /// last CTA barrier (`cta_sync`: every thread's, so a barrier between the CTA's reads of a
     /// buffer and one thread's copy orders them all before it).
-    fn peer_knowledge(&self, t: u32) -> Vec<u32> {
+    pub(crate) fn peer_knowledge(&self, t: u32) -> Vec<u32> {
         let mut known = self.fam.asy.peer[t as usize].clone();
         if known.len() <= self.rank {
             known.resize(self.rank + 1, 0);
         }
         known[self.rank] = known[self.rank].max(self.cta_sync);
         known
+    }
+
+    /// Where a row of `AsyncState::peer` keeps what is known of thread `q` of the CTA of rank
+    /// `r`: after the per-rank ticks (one per rank), one tick per thread of each rank.
+    pub(crate) fn peer_thread_slot(&self, r: usize, q: u32) -> usize {
+        self.cluster_size() + r * self.n + q as usize
+    }
+
+    /// Where a row of `AsyncState::peer` keeps the newest landing known of the CTA of rank `r`
+    /// completing on its barrier of slot `s` (after the threads' ticks; a CTA numbers at most
+    /// as many barrier slots as its shared 8-byte elements).
+    pub(crate) fn peer_landing_slot(&self, r: usize, s: u32) -> usize {
+        let slots: usize =
+            self.bufs.iter().filter(|b| b.space == Space::Shared && b.esize == 8).map(|b| b.data.len() / 8).sum();
+        self.cluster_size() * (1 + self.n) + r * slots + s as usize
+    }
+
+    /// `mbarrier.arrive.release.cluster.shared::cluster` by thread `t`: one arrival on `bar[idx]`
+    /// of the CTA of rank `rank` (this CTA's: a local arrive). It releases, to the threads that
+    /// acquire the phase there, what `t` knows of the cluster's CTAs (`peer_knowledge`) and, of
+    /// this CTA, thread by thread what a local arrive of `t` releases — its own accesses so far,
+    /// its warp's before its last `__syncwarp`, what it acquired through mbarrier waits and named
+    /// barriers, everyone's before the last CTA barrier: what lets the peer's producer refill a
+    /// stage that a multicast load writes here once this CTA's consumers freed it.
+    pub(crate) fn mbar_arrive_remote(
+        &mut self,
+        t: u32,
+        site: u32,
+        bar: u32,
+        idx: i64,
+        rank: i64,
+    ) -> Result<(), SimError> {
+        let size = self.cluster_size();
+        let Some(rank) = usize::try_from(rank).ok().filter(|&r| r < size) else {
+            let msg = format!(
+                "mbarrier.arrive by {} on CTA rank {rank}, which is not in the cluster of {size} CTAs",
+                self.who(t)
+            );
+            return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg)
+                .help("`cta_id=` is a rank of the cluster: 0 .. cluster size - 1"));
+        };
+        if rank == self.rank {
+            return self.mbar_arrive(t, site, bar, idx, 0);
+        }
+        let what = "mbarrier.arrive (remote)";
+        let e = self.bounds(bar, t, idx, 1, site, what)?;
+        let tick = self.tick()?;
+        let mut known = self.peer_knowledge(t);
+        let (w, warp_sync) = (t / 32, self.wsync[(t / 32) as usize]);
+        let landings: Vec<(u32, u32)> =
+            self.fam.asy.acquired_slots(t).map(|s| (s, self.fam.asy.acquired_landing(t, s))).collect();
+        let mut raise = |i: usize, tick: u32| {
+            if known.len() <= i {
+                known.resize(i + 1, 0);
+            }
+            known[i] = known[i].max(tick);
+        };
+        for q in 0..self.n as u32 {
+            let lane = if q / 32 == w { warp_sync } else { 0 };
+            let by = self.fam.asy.acquired(t, q).max(self.named_synced(t, q)).max(self.cta_sync).max(lane);
+            raise(self.peer_thread_slot(self.rank, q), if q == t { tick } else { by });
+        }
+        // (the TMA landings it acquired: a stage's last load here, which a peer's refills follow)
+        for (s, landed) in landings {
+            raise(self.peer_landing_slot(self.rank, s), landed);
+        }
+        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        self.switch_to(rank);
+        let r = self.arrive_from_peer(t, site, (bar, e), &known, barrier_tick, me);
+        self.switch_to(me);
+        r
     }
 
     /// In a peer CTA of the issuer (the running one): `bar[e]` was initialised before
@@ -352,8 +423,9 @@ impl<'a> Machine<'a> {
     /// the running CTA: checked against earlier accesses, in flight until the phase completes.
     /// `from`: the rank of the issuing CTA when it is not the running one (thread `t` is
     /// one of its threads): then a cluster barrier orders this CTA's earlier accesses before
-    /// the write, or what the issuer knows of this CTA (`known`, per rank: a chain of earlier
-    /// exchanges; [`Machine::peer_write_ordered`]). `peer`: a dsmem copy's index.
+    /// the write, or what the issuer knows of this CTA (`known`, its `AsyncState::peer` row: per
+    /// rank, a chain of earlier exchanges; per thread, remote arrives;
+    /// [`Machine::peer_write_ordered`]). `peer`: a dsmem copy's index.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn attach_landing(
         &mut self,
@@ -366,7 +438,6 @@ impl<'a> Machine<'a> {
         (kind, from): (CopyKind, Option<usize>),
         (peer, known): (Option<usize>, &[u32]),
     ) -> Result<(), SimError> {
-        let known_here = known.get(self.rank).copied().unwrap_or(0);
         self.touch(key.0, t, key.1, Dir::Read, site)?;
         if self.opts.check_races {
             let what = match (kind, from) {
@@ -383,7 +454,21 @@ impl<'a> Machine<'a> {
                         let what = if kind == CopyKind::TmaLoad { "the TMA load" } else { "the dsmem copy" };
                         self.proxy_war_check(buf, t, d, site, what)?;
                     }
-                    Some(rank) => self.peer_write_ordered(buf, (rank, t), d, site, what, known_here)?,
+                    Some(rank) => {
+                        self.peer_write_ordered(buf, (rank, t), d, site, what, known)?;
+                        // A multicast refill, as this CTA's own TMA loads: each generic reader's
+                        // fence.proxy.async ordered before it (through what its issuer knew). A
+                        // dsmem copy's readers' fences are not checked: the chained exchanges
+                        // order reads through CTA barriers only (`peer_write_ordered`).
+                        if kind == CopyKind::TmaLoad {
+                            let of = |q: u32| {
+                                let thread = known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0);
+                                self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0)).max(thread)
+                            };
+                            let copy = format!("{what} issued by thread {t} of CTA rank {rank}");
+                            self.proxy_war_check_by(buf, d, site, &copy, &|q, f| f < of(q))?;
+                        }
+                    }
                 }
                 self.fam.asy.inflight.insert((buf, d), Flight { t, site, kind });
             }

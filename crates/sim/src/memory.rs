@@ -640,6 +640,33 @@ impl Machine<'_> {
         barrier || sh.r_stamp < self.fam.asy.acquired_from_all(t, 0..self.n as u32)
     }
 
+    /// The element's readers in this CTA as `readers_ordered` finds them, each ordered before a
+    /// peer's copy where its stamp is below `of(reader)` (what the copy's issuer knew of it).
+    fn readers_known(&self, b: u32, e: usize, sh: &Shadow, of: &dyn Fn(u32) -> u32) -> bool {
+        let p = (sh.r_info & TID_MASK) as u32;
+        let lanes = |w: u32, s: u32| self.warp_lanes(w).all(|q| s < of(q));
+        if sh.r_info & MULTI == 0 {
+            return sh.r_stamp < of(p);
+        }
+        if sh.r_info & WG_LEADERS != 0 {
+            let Some(stamps) = self.bufs[b as usize].leaders.get(&e) else {
+                return (0..self.n as u32).all(|q| sh.r_stamp < of(q));
+            };
+            return stamps.iter().zip((0..).step_by(WARPGROUP as usize)).all(|(&s, q)| s == 0 || s - 1 < of(q));
+        }
+        if sh.r_info & CROSS_WARP == 0 {
+            return lanes(p / 32, sh.r_stamp);
+        }
+        if let (true, Some(reads)) = (self.tracks_warps(b), self.bufs[b as usize].warps.get(&e)) {
+            return reads.iter().zip(0..).all(|(r, w)| match (r.stamp1, r.lane) {
+                (0, _) => true,
+                (s1, SEVERAL_LANES) => lanes(w, s1 - 1),
+                (s1, lane) => s1 - 1 < of(w * 32 + u32::from(lane)),
+            });
+        }
+        (0..self.n as u32).all(|q| sh.r_stamp < of(q))
+    }
+
     /// The threads of warp `w`.
     fn warp_lanes(&self, w: u32) -> std::ops::Range<u32> {
         w * 32..(w * 32 + 32).min(self.n as u32)
@@ -865,6 +892,20 @@ impl Machine<'_> {
     /// record knows only the reading warp (several lanes of it read), every lane of that warp
     /// needs the fence.
     pub(crate) fn proxy_war_check(&self, b: u32, t: u32, e: usize, site: u32, what: &str) -> Result<(), SimError> {
+        self.proxy_war_check_by(b, e, site, &format!("{what} issued by {}", self.who(t)), &|q, f| self.ordered(q, f, t))
+    }
+
+    /// [`Self::proxy_war_check`] for the copy `copy` (its description), `before(q, f)` saying
+    /// whether thread `q`'s fence at tick `f` is ordered before it (a peer's copy: what its
+    /// issuer knew of `q`).
+    pub(crate) fn proxy_war_check_by(
+        &self,
+        b: u32,
+        e: usize,
+        site: u32,
+        copy: &str,
+        before: &dyn Fn(u32, u32) -> bool,
+    ) -> Result<(), SimError> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if sh.r_info & GENERIC_READ == 0 || sh.r_stamp < self.cta_start || sh.r_stamp == 0 {
             return Ok(());
@@ -899,7 +940,7 @@ impl Machine<'_> {
         for (q, stamp) in readers {
             let fences = self.fam.asy.proxy_fences(q);
             let next = fences.partition_point(|&f| f <= stamp);
-            if fences.get(next).is_some_and(|&f| self.ordered(q, f, t)) {
+            if fences.get(next).is_some_and(|&f| before(q, f)) {
                 continue;
             }
             let why = if next == fences.len() {
@@ -909,8 +950,7 @@ impl Machine<'_> {
             };
             let multi = if sh.r_info & MULTI != 0 { " (among the threads that read it)" } else { "" };
             let msg = format!(
-                "{what} issued by {} writes {} element {e} through the async proxy, but {}{multi} read it through the generic proxy and {why}",
-                self.who(t),
+                "{copy} writes {} element {e} through the async proxy, but {}{multi} read it through the generic proxy and {why}",
                 self.bufs[b as usize].describe(),
                 self.who(q)
             );
@@ -933,8 +973,9 @@ impl Machine<'_> {
     /// same warp, its CTA and named barriers, its mbarriers) say nothing about it: a cluster
     /// barrier orders this CTA's accesses before the copy — the last one, which the issuer
     /// passed before issuing (the approximation `peer_barrier_ready` makes) — or what the
-    /// issuer knew of this CTA (`known`: its accesses stamped before it, through a chain of
-    /// dsmem copies and the mbarrier phases they completed, `AsyncState::peer`).
+    /// issuer knew of this CTA (`known`, the issuer's row of `AsyncState::peer`: per rank, its
+    /// accesses stamped before a tick, through a chain of dsmem copies and the mbarrier phases
+    /// they completed; per thread of a rank, that thread's, through remote arrives).
     /// An earlier landing here is ordered if it completed before that and every
     /// thread of this CTA acquired it (a waiter then passed the barrier, which joins).
     pub(crate) fn peer_write_ordered(
@@ -944,19 +985,24 @@ impl Machine<'_> {
         e: usize,
         site: u32,
         what: &str,
-        known: u32,
+        known: &[u32],
     ) -> Result<(), SimError> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
-        let barrier = self.cluster_sync_tick.max(known);
+        let barrier = self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0));
+        // Thread q of this CTA: its accesses stamped before this are ordered before the copy.
+        let of = |q: u32| barrier.max(known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0));
         let fresh = |stamp: u32| stamp != 0 && stamp >= self.cta_start;
         let (p, other_site, verb, several) = if fresh(sh.w_stamp)
-            && !(sh.w_stamp < barrier
-                && (sh.w_tid & LANDED == 0
-                    || (0..self.n as u32)
-                        .all(|q| sh.w_stamp <= self.fam.asy.acquired_landing(q, u32::from(sh.w_tid & !LANDED)))))
-        {
+            && !(if sh.w_tid & LANDED == 0 {
+                sh.w_stamp < of(sh.writer())
+            } else {
+                let slot = u32::from(sh.w_tid & !LANDED);
+                let acquired_here = (0..self.n as u32).all(|q| sh.w_stamp <= self.fam.asy.acquired_landing(q, slot));
+                (sh.w_stamp < barrier && acquired_here)
+                    || sh.w_stamp <= known.get(self.peer_landing_slot(self.rank, slot)).copied().unwrap_or(0)
+            }) {
             (u32::from(sh.w_tid & !LANDED), sh.w_site, if sh.w_tid & LANDED != 0 { "landed" } else { "wrote" }, false)
-        } else if fresh(sh.r_stamp) && sh.r_stamp >= barrier {
+        } else if fresh(sh.r_stamp) && !self.readers_known(b, e, &sh, &of) {
             ((sh.r_info & TID_MASK) as u32, sh.r_site, "read", sh.r_info & MULTI != 0)
         } else {
             return Ok(());

@@ -302,6 +302,9 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
         let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        // What orders a peer's earlier accesses to its stage before the landing there: the
+        // cluster barrier, or what the issuer learnt of that CTA (its consumers' remote arrives).
+        let known = self.peer_knowledge(t);
         for r in (0..size).filter(|r| mask >> r & 1 == 1) {
             self.switch_to(r);
             let ready = if r == me {
@@ -319,7 +322,7 @@ impl Machine<'_> {
                     data.clone(),
                     (bar, e),
                     (CopyKind::TmaLoad, from),
-                    (None, &[]),
+                    (None, if r == me { &[] } else { &known }),
                 )
             } else {
                 let msg = format!(

@@ -62,8 +62,9 @@ pub enum AsyncOp {
     WaitGroup(u32),
     /// `mbarrier.init`: a new barrier expecting `count` arrivals per phase.
     MbarInit { bar: Mbar, count: LExpr },
-    /// `mbarrier.arrive`: one arrival on the current phase.
-    MbarArrive { bar: Mbar },
+    /// `mbarrier.arrive`: one arrival on the current phase; with `cta`, on the barrier at the
+    /// same offset in the cluster's CTA of that rank (int32), releasing at cluster scope.
+    MbarArrive { bar: Mbar, cta: Option<LExpr> },
     /// `mbarrier.arrive.expect_tx`: adds `bytes` of pending transactions to the phase, then arrives.
     MbarArriveExpectTx { bar: Mbar, bytes: LExpr },
     /// Blocks until the phase of parity `parity` (0 or 1) has completed (`try_wait.parity` loop).
@@ -158,7 +159,8 @@ impl AsyncOp {
             AsyncOp::CommitGroup => "cp.async.commit_group",
             AsyncOp::WaitGroup(_) => "cp.async.wait_group",
             AsyncOp::MbarInit { .. } => "mbarrier.init",
-            AsyncOp::MbarArrive { .. } => "mbarrier.arrive",
+            AsyncOp::MbarArrive { cta: None, .. } => "mbarrier.arrive",
+            AsyncOp::MbarArrive { cta: Some(_), .. } => "mbarrier.arrive.release.cluster.shared::cluster",
             AsyncOp::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
             AsyncOp::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
@@ -182,10 +184,11 @@ impl AsyncOp {
             | AsyncOp::CommitGroup
             | AsyncOp::WaitGroup(_)
             | AsyncOp::MbarInit { .. }
-            | AsyncOp::MbarArrive { .. }
+            | AsyncOp::MbarArrive { cta: None, .. }
             // The CUDA spins on test_wait below sm_90, on try_wait from sm_90 on.
             | AsyncOp::MbarWait { .. } => Arch::SM_80,
             AsyncOp::MbarArriveExpectTx { .. }
+            | AsyncOp::MbarArrive { cta: Some(_), .. }
             | AsyncOp::FenceProxyAsync
             | AsyncOp::FenceMbarrierInit
             | AsyncOp::TmaLoad(_)
@@ -201,7 +204,7 @@ impl AsyncOp {
     pub fn mbar(&self) -> Option<&Mbar> {
         match self {
             AsyncOp::MbarInit { bar, .. }
-            | AsyncOp::MbarArrive { bar }
+            | AsyncOp::MbarArrive { bar, .. }
             | AsyncOp::MbarArriveExpectTx { bar, .. }
             | AsyncOp::MbarWait { bar, .. }
             | AsyncOp::BulkToPeer { bar, .. } => Some(bar),
@@ -244,7 +247,7 @@ impl Instr for AsyncOp {
             AsyncOp::MbarInit { bar, count: e }
             | AsyncOp::MbarArriveExpectTx { bar, bytes: e }
             | AsyncOp::MbarWait { bar, parity: e } => vec![&bar.index, e],
-            AsyncOp::MbarArrive { bar } => vec![&bar.index],
+            AsyncOp::MbarArrive { bar, cta } => [&bar.index].into_iter().chain(cta).collect(),
             AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => c
                 .coords
                 .iter()
@@ -268,7 +271,7 @@ impl Instr for AsyncOp {
         match self {
             AsyncOp::CpAsync { dst, src, .. } => (vec![*src], vec![*dst]),
             AsyncOp::MbarInit { bar, .. } => (vec![], vec![bar.buf]),
-            AsyncOp::MbarArrive { bar } | AsyncOp::MbarArriveExpectTx { bar, .. } => (vec![bar.buf], vec![bar.buf]),
+            AsyncOp::MbarArrive { bar, .. } | AsyncOp::MbarArriveExpectTx { bar, .. } => (vec![bar.buf], vec![bar.buf]),
             AsyncOp::MbarWait { bar, .. } => (vec![bar.buf], vec![]),
             AsyncOp::TmaLoad(c) => {
                 (c.bar.iter().map(|b| b.buf).collect(), c.bar.iter().map(|b| b.buf).chain([c.smem]).collect())
@@ -340,7 +343,11 @@ impl Checker<'_> {
                 self.mbar(bar, name)?;
                 self.int_operand(count, name, "arrival count", 1..=MBAR_MAX_COUNT)
             }
-            AsyncOp::MbarArrive { bar } => self.mbar(bar, name),
+            AsyncOp::MbarArrive { bar, cta: None } => self.mbar(bar, name),
+            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+                self.mbar(bar, name)?;
+                self.expect(rank, DType::I32, &format!("{name} CTA rank"))
+            }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 self.mbar(bar, name)?;
                 self.int_operand(bytes, name, "tx byte count", 0..=MBAR_MAX_COUNT)
@@ -575,7 +582,10 @@ impl Printer<'_> {
             AsyncOp::MbarInit { bar, count } => {
                 format!("{name} {} count={}", self.at(bar.buf, &bar.index), self.e(count))
             }
-            AsyncOp::MbarArrive { bar } => format!("{name} {}", self.at(bar.buf, &bar.index)),
+            AsyncOp::MbarArrive { bar, cta: None } => format!("{name} {}", self.at(bar.buf, &bar.index)),
+            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+                format!("{name} {} @ cta {}", self.at(bar.buf, &bar.index), self.e(rank))
+            }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 format!("{name} {} tx={}", self.at(bar.buf, &bar.index), self.e(bytes))
             }
@@ -686,7 +696,7 @@ mod tests {
             cp(1, 1, 0, 63, 4, None),
             LStmtKind::Async(AsyncOp::CommitGroup),
             LStmtKind::Async(AsyncOp::WaitGroup(0)),
-            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2) }),
+            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2), cta: None }),
             LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(1024) }),
             LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(1) }),
             LStmtKind::Async(AsyncOp::FenceProxyAsync),
@@ -724,7 +734,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_mbarriers() {
-        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar });
+        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar, cta: None });
         rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 or uint64 buffer");
         rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 or uint64 buffer");
         rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 or uint64 buffer");

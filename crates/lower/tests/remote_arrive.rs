@@ -1,0 +1,147 @@
+//! Arrives on a peer CTA's mbarrier (`T.ptx.mbarrier.arrive(bar, cta_id=r)`,
+//! `MBarrier.arrive(stage, cta_id=r)`; docs/tile-primitives.md §8.8): the ring of stages that
+//! both CTAs of a cluster fill by multicast loads (`examples/multicast_pipeline.py`), each
+//! consumer releasing a stage to its own producer and its peer's. Value-checked in the simulator;
+//! every planted mistake reported — no remote release (the peer's refill races with this CTA's
+//! reads of the stage), no fence for the async proxy, a barrier counting too few or too many
+//! arrivals, a rank outside the cluster (at compile time and at run time), a peer barrier no
+//! cluster barrier ordered the init of, no cluster launch; the CUDA's `mapa` and cluster-scope
+//! release.
+
+mod common;
+use common::*;
+use tirx_ir::DType;
+use tirx_sim::{SimError, SimErrorKind, SimOptions};
+
+const EXAMPLE: &str = include_str!("../../../examples/multicast_pipeline.py");
+/// A's rows (6 steps of 64-row bands) and columns.
+const ROWS: usize = 6 * 64;
+const COLS: usize = 64;
+
+fn planted(from: &str, to: &str) -> String {
+    assert!(EXAMPLE.contains(from), "the example no longer has {from:?}");
+    EXAMPLE.replacen(from, to, 1)
+}
+
+fn simulate_src(src: &str) -> Result<Vec<u8>, (SimError, String)> {
+    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    let mut params = vec![pattern(DType::F16, ROWS * COLS), vec![0u8; 2 * ROWS * COLS * 2]];
+    match tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
+        Ok(_) => Ok(params.pop().unwrap_or_default()),
+        Err(e) => {
+            let text = render(&[e.to_diagnostic()], src);
+            Err((e, text))
+        }
+    }
+}
+
+#[test]
+fn both_ctas_copy_every_band_the_ring_brings() {
+    let b = simulate_src(EXAMPLE).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let a = pattern(DType::F16, ROWS * COLS);
+    assert!(b[..a.len()] == a[..] && b[a.len()..] == a[..]);
+}
+
+#[test]
+fn without_the_remote_release_the_peers_refill_races_with_this_ctas_stage() {
+    let src = planted("                empty.arrive(s % STAGES, cta_id=1 - rank)\n", "").replacen(
+        "    empty.init(CLUSTER)",
+        "    empty.init(1)",
+        1,
+    );
+    let (e, text) = simulate_src(&src).expect_err("the peer's producer refills the stage unordered");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("a multicast TMA load by thread 0 of CTA rank"), "{text}");
+    assert!(e.message.contains("no cluster barrier (or chain of exchanges) orders that"), "{text}");
+}
+
+#[test]
+fn a_release_before_the_reads_end_is_a_race_even_with_the_remote_arrive() {
+    // The consumer releases the stage first, then reads it: both producers may refill it meanwhile.
+    let src = planted(
+        "            for i in range(2):\n                for c in range(K):\n                    B[rank, s * TM + lane * 2 + i, c] = band[s % STAGES, lane * 2 + i, c]\n",
+        "",
+    )
+    .replacen(
+        "                empty.arrive(s % STAGES, cta_id=1 - rank)\n",
+        "                empty.arrive(s % STAGES, cta_id=1 - rank)\n            for i in range(2):\n                for c in range(K):\n                    B[rank, s * TM + lane * 2 + i, c] = band[s % STAGES, lane * 2 + i, c]\n",
+        1,
+    );
+    let (e, text) = simulate_src(&src).expect_err("a read after the release races with the refill");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+}
+
+#[test]
+fn the_peers_refill_needs_the_readers_fence_for_the_async_proxy() {
+    // Only the peer's refill is left to catch it: this CTA's own producer loads the other half.
+    let src = planted("            T.ptx.fence.proxy.async_.shared__cta()\n", "");
+    let (e, text) = simulate_src(&src).expect_err("generic reads, then an async-proxy refill, no fence");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("through the generic proxy and no `fence.proxy.async`"), "{text}");
+}
+
+#[test]
+fn a_barrier_counting_the_wrong_arrivals_is_reported() {
+    // Two arrivals a phase from one consumer alone (the remote one dropped): no phase completes.
+    let src = planted("                empty.arrive(s % STAGES, cta_id=1 - rank)\n", "");
+    let (e, text) = simulate_src(&src).expect_err("the producers wait for releases that never come");
+    assert_eq!(e.kind, SimErrorKind::Deadlock, "{text}");
+    // One arrival a phase, two given: the second finds the phase complete (or overtakes it).
+    let src = planted("    empty.init(CLUSTER)", "    empty.init(1)");
+    let (e, text) = simulate_src(&src).expect_err("a phase with all its arrivals gets one more");
+    assert!(matches!(e.kind, SimErrorKind::Mbarrier | SimErrorKind::DataRace), "{text}");
+}
+
+#[test]
+fn a_run_time_rank_outside_the_cluster_is_reported() {
+    let src = planted("cta_id=1 - rank)", "cta_id=1 + rank)");
+    let (e, text) = simulate_src(&src).expect_err("rank 1's peer would be rank 2");
+    assert_eq!(e.kind, SimErrorKind::OutOfBounds, "{text}");
+    assert!(e.message.contains("on CTA rank 2, which is not in the cluster of 2 CTAs"), "{text}");
+}
+
+#[test]
+fn a_peer_barrier_whose_init_no_cluster_barrier_ordered_is_reported() {
+    let src = planted(
+        "    T.ptx.fence.mbarrier_init()\n    T.cuda.cluster_sync()\n",
+        "    T.ptx.fence.mbarrier_init()\n    T.cuda.cta_sync()\n",
+    );
+    let (e, text) = simulate_src(&src).expect_err("the peer's barrier is not known to be initialised");
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+}
+
+#[test]
+fn a_constant_rank_outside_the_cluster_and_no_cluster_launch_are_errors_at_the_argument() {
+    let d = lower_errors(&planted("cta_id=1 - rank)", "cta_id=2)"));
+    assert!(d.iter().any(|d| d.message.contains("`cta_id=2` is not a CTA of the cluster of 2")), "{d:?}");
+    let one = "from tvm.script import tirx as T
+from tvm.tirx.lang.pipeline import MBarrier
+
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (32,), \"float32\")
+    T.device_entry()
+    T.cta_id([1])
+    tid = T.thread_id([32])
+    pool = T.SMEMPool()
+    bar = MBarrier(pool, 1)
+    pool.commit()
+    bar.init(1)
+    T.cuda.cta_sync()
+    if tid == 0:
+        bar.arrive(0, cta_id=0)
+    A[tid] = 1.0
+";
+    let d = lower_errors(one);
+    assert!(d.iter().any(|d| d.message.contains("needs a cluster launch")), "{d:?}");
+}
+
+#[test]
+fn the_cuda_maps_the_barrier_into_the_peer_and_releases_at_cluster_scope() {
+    let l = lower(EXAMPLE);
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+    assert!(cuda.contains("mapa.shared::cluster.u32"), "{cuda}");
+    assert!(cuda.contains("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];"), "{cuda}");
+    assert!(cuda.contains("tirx_mbarrier_arrive_remote(&empty[s % 2], 1 - rank);"), "{cuda}");
+}

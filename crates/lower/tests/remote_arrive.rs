@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use tirx_ir::DType;
-use tirx_sim::{SimError, SimErrorKind, SimOptions};
+use tirx_sim::{SimError, SimErrorKind};
 
 const EXAMPLE: &str = include_str!("../../../examples/multicast_pipeline.py");
 /// A's rows (6 steps of 64-row bands) and columns.
@@ -24,16 +24,8 @@ fn planted(from: &str, to: &str) -> String {
 }
 
 fn simulate_src(src: &str) -> Result<Vec<u8>, (SimError, String)> {
-    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
-        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
-    let mut params = vec![pattern(DType::F16, ROWS * COLS), vec![0u8; 2 * ROWS * COLS * 2]];
-    match tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
-        Ok(_) => Ok(params.pop().unwrap_or_default()),
-        Err(e) => {
-            let text = render(&[e.to_diagnostic()], src);
-            Err((e, text))
-        }
-    }
+    let params = vec![pattern(DType::F16, ROWS * COLS), vec![0u8; 2 * ROWS * COLS * 2]];
+    simulate_on(src, params).map(|mut p| p.pop().unwrap_or_default())
 }
 
 #[test]

@@ -186,16 +186,8 @@ fn rank_1_multicasts_the_tile() -> String {
 }
 
 fn simulate_src(src: &str) -> Result<Vec<u8>, (SimError, String)> {
-    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
-        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
-    let mut params = vec![pattern(DType::F16, 4 * TM * TN), vec![0u8; 8 * TM * TN * 2]];
-    match tirx_sim::simulate(&l.lir, &mut params, &SimOptions::default()) {
-        Ok(_) => Ok(params.pop().unwrap_or_default()),
-        Err(e) => {
-            let text = render(&[e.to_diagnostic()], src);
-            Err((e, text))
-        }
-    }
+    let params = vec![pattern(DType::F16, 4 * TM * TN), vec![0u8; 8 * TM * TN * 2]];
+    simulate_on(src, params).map(|mut p| p.pop().unwrap_or_default())
 }
 
 #[test]

@@ -274,3 +274,17 @@ pub fn rule(c: &CallExplain, variant: &str) -> Rule {
     assert!(!t.accepted, "{variant} accepted:\n{}", c.render());
     t.rule.unwrap_or_else(|| panic!("{variant} declined without a rule: {t:?}"))
 }
+
+/// Simulates `src` on `params` (each buffer parameter's bytes): the buffers afterwards, or the
+/// simulator's error with its rendering against the source.
+pub fn simulate_on(src: &str, mut params: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, (tirx_sim::SimError, String)> {
+    let l = tirx_lower::lower_kernel(&parse(src), &Default::default())
+        .unwrap_or_else(|d| panic!("lowering failed:\n{}", render(&d, src)));
+    match tirx_sim::simulate(&l.lir, &mut params, &tirx_sim::SimOptions::default()) {
+        Ok(_) => Ok(params),
+        Err(e) => {
+            let text = render(&[e.to_diagnostic()], src);
+            Err((e, text))
+        }
+    }
+}

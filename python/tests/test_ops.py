@@ -498,6 +498,82 @@ def test_narrow_tiles_among_the_candidates_where_wider_ones_leave_sms_idle():
     assert widths(16, 12288, splits=2) == [128, 192, 256]  # (K in two parts: 192 units of 128 columns, 128 of 192)
 
 
+# (m, n, k, consumers, bn, CTAs): ragged M and N, an odd last pair (its second tile outside C),
+# K a multiple of 64 or not, grids of one to three clusters of two.
+MULTICAST_SHAPES = [(128, 384, 256, 2, 128, 4), (100, 200, 136, 2, 64, 2), (64, 640, 192, 1, 128, 6), (200, 336, 200, 2, 64, 4), (130, 136, 8, 1, 64, 4)]
+
+
+@pytest.mark.parametrize("shape", MULTICAST_SHAPES, ids=str)
+def test_multicast_tiles_match_float64(shape):
+    """A's tile loaded once per cluster of two CTAs (`multicast=2`): the cluster's CTAs compute
+    neighbouring tiles of one tile row, each producer loading half of the A tile's rows into both
+    CTAs' stage, each consumer freeing a stage in its CTA and its peer's (a remote arrive); an odd
+    last pair's second tile lies outside C (its B loads TMA's zeros, its stores clipped). Every
+    element written (C poisoned with NaN), no race in the simulator."""
+    m, n, k, consumers, bn, ctas = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, consumers=consumers, bn=bn, multicast=2))
+    assert kern.cluster_size == 2 and "mbarrier.arrive.release.cluster.shared::cluster" in kern.cuda_source
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+def test_multicast_epilogues_fp16_and_fp8_match_float64():
+    """The multicast design with addmm's bias row and an activation, float16 operands, and FP8 with
+    fast accumulation (B K-major) and its per-tensor scales."""
+    m, n, k = 130, 200, 136
+    a, b, prod = _mm_inputs(m, n, k, "bfloat16")
+    bias = np.random.default_rng(5).standard_normal((1, n)).astype(a.dtype)
+    kern = tirx.compile(
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=4, consumers=2, bn=64, multicast=2, bias="row", activation="relu")
+    )
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, bias, c)
+    np.testing.assert_allclose(c.astype(F64), np.maximum(prod + bias.astype(F64), 0), rtol=2.0**-8, atol=1e-2)
+    a16, b16, p16 = _mm_inputs(m, n, k, "float16")
+    c16 = np.full((m, n), np.nan, a16.dtype)
+    tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float16", ctas=2, consumers=2, bn=128, multicast=2))(a16, b16, c16)
+    np.testing.assert_allclose(c16.astype(F64), p16, rtol=2.0**-11, atol=1e-3)
+    f8 = numpy_dtype("float8_e4m3fn")
+    rng = np.random.default_rng(6)
+    a8, b8 = rng.standard_normal((m, 256)).astype(f8), rng.standard_normal((256, n)).astype(f8)
+    prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=256, dtype="float8_e4m3fn", ctas=4, consumers=2, bn=128, out_dtype="bfloat16", multicast=2)
+    c8 = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a8, np.ascontiguousarray(b8.T), np.float32([0.5]), np.float32([2.0]), c8)
+    np.testing.assert_allclose(c8.astype(F64), a8.astype(F64) @ b8.astype(F64), rtol=2.0**-7, atol=1e-2)
+
+
+def test_multicast_without_the_remote_release_is_a_race(tmp_path):
+    """The multicast design with each consumer freeing a stage in its own CTA only (and the
+    barriers counting those): the peer's producer refills this CTA's half of A while its
+    consumers may still read it — reported by the simulator."""
+    import planting
+
+    free = (
+        "                                    if mc:\n"
+        "                                        empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)\n"
+    )
+    last = "                            if mc:\n                                empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)\n"
+    planted = planting.planted(matmul_module, free, "", tmp_path)
+    planted = planting.planted(planted, last, "", tmp_path)
+    planted = planting.planted(planted, "        empty.init(consumers * multicast)", "        empty.init(consumers)", tmp_path)
+    m, n, k = 128, 256, 64 * 12
+    a, b, _ = _mm_inputs(m, n, k, "bfloat16")
+    prim = planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2)
+    with pytest.raises(tirx.TirxError, match=r"data race: `A_s` .* a multicast TMA load by thread 0 of CTA rank \d writes it into CTA"):
+        tirx.compile(prim, "sm_90a")(a, b, np.zeros((m, n), a.dtype))
+
+
+def test_multicast_refusals():
+    f = matmul_module.matmul_kernel.factory
+    for kw in ({"splits": 2}, {"cluster_k": 2}, {"a_major": "m"}, {"multicast": 3}):
+        with pytest.raises(ValueError, match="multicast="):
+            f(m=128, n=256, k=256, dtype="bfloat16", ctas=4, consumers=2, bn=128, **{"multicast": 2, **kw})
+    with pytest.raises(ValueError, match="multicast="):  # (M = 5 in one 64-row tile: A's box is M's rows only)
+        f(m=5, n=256, k=256, dtype="bfloat16", ctas=4, consumers=1, bn=128, multicast=2)
+
+
 def test_cluster_designs_among_the_candidates():
     """K split over a cluster's 2 or 4 CTAs is timed beside the one-CTA tiles only where the
     128 x 128 tiles keep at most half the SMs busy, every cluster runs in one round, each part

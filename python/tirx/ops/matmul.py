@@ -232,6 +232,7 @@ def matmul_kernel(
     gated: bool = False,
     promote_ahead: bool = False,
     clusters: bool = True,
+    multicast: int = 1,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -270,7 +271,14 @@ def matmul_kernel(
     the same output columns (both products in one accumulator), the epilogue multiplies the
     activated first half by the second in float32 and rounds once; no bias, split or cluster; a
     K-major B in any tile (its halves are runs of rows), a row-major one in 128 or 256 columns.
-    ``clusters``: whether the autotuner may take ``cluster_k`` > 1 (False: a call's ``split_k=1``)."""
+    ``clusters``: whether the autotuner may take ``cluster_k`` > 1 (False: a call's ``split_k=1``).
+    ``multicast=2``: A's tile loaded once per cluster of two CTAs, which compute neighbouring tiles
+    of one tile row (a pair: the unit the cluster walks; an odd last pair's second tile lies
+    outside C, its loads TMA's zeros and its stores clipped): each producer loads half of the A
+    tile's rows into both CTAs' stage (`cta_mask`), each consumer frees a stage in its CTA and its
+    peer's (`MBarrier.arrive(stage, cta_id=peer)`: both producers refill both), cluster barriers
+    after the barriers' init and before the end; a K-major A of whole tiles, no split, no cluster of
+    K, no gating or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -327,12 +335,23 @@ def matmul_kernel(
     if clustered and units > ctas:
         raise ValueError(f"cluster_k={cluster_k}: {tiles} tiles of {cluster_k} CTAs each exceed the {ctas} CTAs of one round")
     grid = units if clustered else ctas  # (clusters: one round, a unit per CTA)
-    rounds = (units + grid - 1) // grid
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
     # M = 1 as slow as M = 64 at best).
     a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn else bm
+    # Multicast: the two CTAs of a cluster compute neighbouring tiles of one tile row (a pair),
+    # each loading half of their A tile into both; a pair is the unit a cluster walks.
+    mc = multicast == 2
+    if multicast not in (1, 2) or (mc and (clustered or split or gated or promote or a_mn or a_rows < bm or ctas < 2)):
+        raise ValueError(
+            f"multicast={multicast}: 1, or 2 (A shared by a cluster's two CTAs) without split-K, clusters of K, gating or FP8 "
+            "promotion, for a K-major A of whole tiles, on two CTAs or more"
+        )
+    tn2 = -(-tn // 2)  # (multicast: tile pairs per tile row; an odd last pair's second tile lies outside C)
+    if mc:
+        grid, units = ctas - ctas % 2, tm * tn2
+    rounds = (units + grid // multicast - 1) // (grid // multicast)
     stage_bytes = (a_rows + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (128 at 512
     # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.
@@ -361,13 +380,23 @@ def matmul_kernel(
     bias_layout = c.acc_col_layout(epi)
     add_input, activate = _epilogue(alpha, beta, activation)
 
-    def tile(r, bx):  # the tile of this CTA's round r (its unit's: a tile's parts in turn)
+    def tile(r, bx):  # the tile of this CTA's round r (its unit's: a tile's parts in turn; multicast: its cluster's pair)
+        if mc:
+            return r * (grid // 2) + bx // 2
         return (r * grid + bx) // parts
 
+    def live(r, bx):  # whether this CTA has a unit in round r (a cluster's two CTAs alike)
+        if mc:
+            return r * (grid // 2) + bx // 2 < units
+        return r * grid + bx < units
+
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
-        return tile(r, bx) // (group * tn) % (tm // group) * group + tile(r, bx) % group
+        cols = tn2 if mc else tn
+        return tile(r, bx) // (group * cols) % (tm // group) * group + tile(r, bx) % group
 
     def tile_n(r, bx):
+        if mc:  # (the pair's first or second tile: the CTA's rank)
+            return tile(r, bx) % (group * tn2) // group * 2 + bx % 2
         return tile(r, bx) % (group * tn) // group
 
     def part_of(r, bx):  # the unit's part of K (split-K; clusters: the CTA's rank)
@@ -447,6 +476,8 @@ def matmul_kernel(
         bx = T.cta_id([grid])
         if clustered:
             T.cta_id_in_cluster([cluster_k])
+        if mc:
+            rank = T.cta_id_in_cluster([2])
         wg = T.warpgroup_id([consumers + 1])
         T.warp_id_in_wg([4])
         T.lane_id([32])
@@ -459,9 +490,12 @@ def matmul_kernel(
         empty = MBarrier(pool, stages)
         pool.commit()
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
-        empty.init(consumers)  # one arrival per consumer warpgroup
+        empty.init(consumers * multicast)  # one arrival per consumer warpgroup (multicast: of both CTAs)
         T.ptx.fence.mbarrier_init()
-        T.cuda.cta_sync()
+        if mc:  # (the peer's barriers initialised before its multicasts and arrives reach them)
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if not split:
             out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
@@ -479,7 +513,7 @@ def matmul_kernel(
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:
                 for r in range(rounds):
-                    if r * grid + bx < units:
+                    if live(r, bx):
                         for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
                             if r * kps + kt >= stages:
                                 empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
@@ -492,6 +526,17 @@ def matmul_kernel(
                                         dispatch="tma_auto",
                                         mbar=full.ptr_to([(r * kps + kt) % stages]),
                                     )
+                            elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
+                                Tx.copy_async(
+                                    A_s[(r * kps + kt) % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
+                                    A[
+                                        tile_m(r, bx) * bm + rank * (bm // 2) : tile_m(r, bx) * bm + rank * (bm // 2) + bm // 2,
+                                        kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk,
+                                    ],
+                                    dispatch="tma_auto",
+                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                                    cta_mask=3,
+                                )
                             else:
                                 Tx.copy_async(
                                     A_s[(r * kps + kt) % stages, 0:a_rows, 0:bk],
@@ -538,7 +583,7 @@ def matmul_kernel(
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
             for r in range(rounds):
-                if r * grid + bx < units:
+                if live(r, bx):
                     if promote:
                         Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
                     if ahead:  # runs of AHEAD_RUN steps, each step issued before the one before it is promoted
@@ -574,12 +619,16 @@ def matmul_kernel(
                                     accum=kt > 0,
                                 )
                             T.ptx.wgmma.wait_group(1)
-                            if kt > 0:  # the step before is done: free its stage
+                            if kt > 0:  # the step before is done: free its stage (multicast: in both CTAs)
                                 if tid % 128 == 0:
                                     empty.arrive((r * kps + kt - 1) % stages)
+                                    if mc:
+                                        empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)
                         T.ptx.wgmma.wait_group(0)
                         if tid % 128 == 0:
                             empty.arrive((r * kps + kps - 1) % stages)
+                            if mc:
+                                empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)
                     if clustered:  # the cluster's parts of the tile summed in its first CTA
                         if part_of(r, bx) > 0:
                             Tx.warpgroup.copy(
@@ -654,6 +703,8 @@ def matmul_kernel(
         if clustered and wg == 0:  # (every thread of the cluster arrives, the producer's too)
             T.ptx.barrier.cluster.arrive()
             T.ptx.barrier.cluster.wait()
+        if mc:  # (no CTA exits while its peer's multicasts and remote arrives may still reach it)
+            T.cuda.cluster_sync()
 
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
     sa_shape = (m, kt_steps) if block else (1,)

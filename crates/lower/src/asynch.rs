@@ -9,9 +9,9 @@
 //! sm_90) is an error at the statement, not an internal error later.
 
 use crate::build::Builder;
-use crate::env::Env;
+use crate::env::{Env, RankProblem};
 use std::ops::RangeInclusive;
-use tirx_ir::hir::{AsyncStmt, Expr, ExprKind, Kernel, MbarRef};
+use tirx_ir::hir::{AsyncStmt, Expr, Kernel, MbarRef};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar, MBAR_MAX_COUNT};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 
@@ -82,25 +82,24 @@ pub(crate) fn lower(
 /// `cta_id=` of a remote arrive: an integer rank of the kernel's cluster (a constant below its
 /// size), in a kernel launched in clusters.
 fn peer_rank(env: &Env, c: &Expr, int: &dyn Fn(&Expr) -> Result<LExpr, Diagnostic>) -> Result<LExpr, Diagnostic> {
-    let size = env.cluster_size();
-    if size == 1 {
-        return Err(Diagnostic::error(c.span, "an arrive on a peer CTA's mbarrier needs a cluster launch")
-            .with_label("`cta_id=` names a CTA of the cluster")
-            .with_help(
-                "declare the cluster (`T.cta_id_in_cluster([n])`), or arrive on this CTA's barrier (no `cta_id=`)",
-            ));
-    }
-    if !c.dtype.is_int() {
-        return Err(Diagnostic::error(c.span, format!("`cta_id=` is an integer rank, not {}", c.dtype))
-            .with_label("this rank")
-            .with_help("pass the peer's rank in the cluster: an int32 expression"));
-    }
-    if let ExprKind::Int(v) = c.kind {
-        if !(0..i64::from(size)).contains(&v) {
-            return Err(Diagnostic::error(c.span, format!("`cta_id={v}` is not a CTA of the cluster of {size}"))
+    match env.cluster_rank_problem(c) {
+        None => int(c),
+        Some(RankProblem::NoCluster) => {
+            Err(Diagnostic::error(c.span, "an arrive on a peer CTA's mbarrier needs a cluster launch")
+                .with_label("`cta_id=` names a CTA of the cluster")
+                .with_help(
+                    "declare the cluster (`T.cta_id_in_cluster([n])`), or arrive on this CTA's barrier (no `cta_id=`)",
+                ))
+        }
+        Some(RankProblem::NotInteger) => {
+            Err(Diagnostic::error(c.span, format!("`cta_id=` is an integer rank, not {}", c.dtype))
                 .with_label("this rank")
-                .with_help(format!("a rank of the cluster: 0..={}", size - 1)));
+                .with_help("pass the peer's rank in the cluster: an int32 expression"))
+        }
+        Some(RankProblem::Outside(v, size)) => {
+            Err(Diagnostic::error(c.span, format!("`cta_id={v}` is not a CTA of the cluster of {size}"))
+                .with_label("this rank")
+                .with_help(format!("a rank of the cluster: 0..={}", size - 1)))
         }
     }
-    int(c)
 }

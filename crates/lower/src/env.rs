@@ -37,6 +37,14 @@ pub struct Env {
     pub(crate) cluster: [u32; 3],
 }
 
+/// What is wrong with a peer CTA's rank (`Env::cluster_rank_problem`).
+pub(crate) enum RankProblem {
+    NoCluster,
+    NotInteger,
+    /// The constant rank, and the cluster's size.
+    Outside(i64, u32),
+}
+
 impl Env {
     /// The flat array of a buffer and the index type of its addressing.
     pub fn lbuf(&self, b: BufId) -> Option<(LBufId, DType)> {
@@ -45,6 +53,23 @@ impl Env {
     /// CTAs per cluster (1: the kernel is not launched in clusters).
     pub fn cluster_size(&self) -> u32 {
         self.cluster.iter().product::<u32>().max(1)
+    }
+
+    /// Why `rank` cannot name a peer CTA of this kernel's cluster (a dsmem copy's
+    /// `remote_cta_id=`, a remote arrive's `cta_id=`): no cluster launch, not an integer, or a
+    /// constant outside the cluster; `None` where it can (a run-time rank: the simulator checks it).
+    pub(crate) fn cluster_rank_problem(&self, rank: &Expr) -> Option<RankProblem> {
+        let size = self.cluster_size();
+        if size == 1 {
+            return Some(RankProblem::NoCluster);
+        }
+        if !rank.dtype.is_int() {
+            return Some(RankProblem::NotInteger);
+        }
+        match rank.kind {
+            ExprKind::Int(v) if !(0..i64::from(size)).contains(&v) => Some(RankProblem::Outside(v, size)),
+            _ => None,
+        }
     }
     pub fn var(&self, v: VarId) -> Option<LExpr> {
         self.vars.get(&v).cloned()

@@ -107,10 +107,7 @@ impl Builder<'_> {
                         );
                     }
                 }
-                let cta = match a.opt(self, "cta_id")? {
-                    Some((v, sp)) => Some(self.int_expr(v, sp)?),
-                    None => None,
-                };
+                let cta = self.cta_id_arg(&mut a)?;
                 AsyncStmt::MbarArrive { bar, cta }
             }
             PtxOp::MbarArriveExpectTx => {
@@ -186,6 +183,14 @@ impl Builder<'_> {
     }
 
     /// The barrier operand: `bar.ptr_to([i])` of a shared int64 (or uint64) buffer.
+    /// An arrive's optional `cta_id=`: the cluster rank of the CTA whose barrier it arrives on.
+    fn cta_id_arg(&mut self, a: &mut Args) -> R<Option<Expr>> {
+        match a.opt(self, "cta_id")? {
+            Some((v, sp)) => Ok(Some(self.int_expr(v, sp)?)),
+            None => Ok(None),
+        }
+    }
+
     fn mbar_arg(&mut self, a: &mut Args, fname: &str) -> R<MbarRef> {
         let Some((v, sp)) = a.opt(self, "bar")? else {
             return self.fail(
@@ -414,10 +419,7 @@ impl Builder<'_> {
                     }
                     AsyncStmt::MbarWait { bar: bar(stage), parity }
                 } else {
-                    let cta = match a.opt(self, "cta_id")? {
-                        Some((v, sp)) => Some(self.int_expr(v, sp)?),
-                        None => None,
-                    };
+                    let cta = self.cta_id_arg(&mut a)?;
                     AsyncStmt::MbarArrive { bar: bar(stage), cta }
                 };
                 a.finish(self)?;

@@ -310,6 +310,14 @@ impl<'a> Machine<'a> {
         self.cluster_size() + r * self.n + q as usize
     }
 
+    /// The tick before which thread `q` of the running CTA accessed what a copy or arrive of
+    /// another CTA is ordered after, by `known` (its issuer's row of `AsyncState::peer`): the last
+    /// cluster barrier, what the issuer knew of this CTA, or of `q`.
+    pub(crate) fn peer_known(&self, known: &[u32], q: u32) -> u32 {
+        let cta = self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0));
+        cta.max(known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0))
+    }
+
     /// Where a row of `AsyncState::peer` keeps the newest landing known of the CTA of rank `r`
     /// completing on its barrier of slot `s` (after the threads' ticks; a CTA numbers at most
     /// as many barrier slots as its shared 8-byte elements).
@@ -461,12 +469,8 @@ impl<'a> Machine<'a> {
                         // dsmem copy's readers' fences are not checked: the chained exchanges
                         // order reads through CTA barriers only (`peer_write_ordered`).
                         if kind == CopyKind::TmaLoad {
-                            let of = |q: u32| {
-                                let thread = known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0);
-                                self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0)).max(thread)
-                            };
                             let copy = format!("{what} issued by thread {t} of CTA rank {rank}");
-                            self.proxy_war_check_by(buf, d, site, &copy, &|q, f| f < of(q))?;
+                            self.proxy_war_check_by(buf, d, site, &copy, &|q, f| f < self.peer_known(known, q))?;
                         }
                     }
                 }

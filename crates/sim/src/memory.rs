@@ -640,31 +640,38 @@ impl Machine<'_> {
         barrier || sh.r_stamp < self.fam.asy.acquired_from_all(t, 0..self.n as u32)
     }
 
-    /// The element's readers in this CTA as `readers_ordered` finds them, each ordered before a
-    /// peer's copy where its stamp is below `of(reader)` (what the copy's issuer knew of it).
-    fn readers_known(&self, b: u32, e: usize, sh: &Shadow, of: &dyn Fn(u32) -> u32) -> bool {
+    /// The element's readers that its record `sh` (of `b[e]`) knows, each as `(thread, stamp)`:
+    /// the one reader; the lanes of the one reading warp at the newest stamp; the warpgroup-first
+    /// threads at their own stamps ([`BufMem::leaders`]); the reading warps' lanes at their own
+    /// ([`BufMem::warps`]); else every thread at the newest stamp.
+    fn readers(&self, b: u32, e: usize, sh: &Shadow) -> Vec<(u32, u32)> {
         let p = (sh.r_info & TID_MASK) as u32;
-        let lanes = |w: u32, s: u32| self.warp_lanes(w).all(|q| s < of(q));
         if sh.r_info & MULTI == 0 {
-            return sh.r_stamp < of(p);
+            vec![(p, sh.r_stamp)]
+        } else if sh.r_info & CROSS_WARP == 0 {
+            self.warp_lanes(p / 32).map(|q| (q, sh.r_stamp)).collect()
+        } else if sh.r_info & WG_LEADERS != 0 {
+            let stamps = self.bufs[b as usize].leaders.get(&e).copied().unwrap_or_default();
+            stamps
+                .iter()
+                .zip((0..).step_by(WARPGROUP as usize))
+                .filter(|(&s, _)| s != 0)
+                .map(|(&s, q)| (q, s - 1))
+                .collect()
+        } else if let Some(reads) = self.bufs[b as usize].warps.get(&e) {
+            let per_warp = reads.iter().zip(0u32..).filter(|(r, _)| r.stamp1 != 0);
+            per_warp
+                .flat_map(|(r, w)| {
+                    let lanes = match r.lane {
+                        SEVERAL_LANES => self.warp_lanes(w),
+                        lane => w * 32 + u32::from(lane)..w * 32 + u32::from(lane) + 1,
+                    };
+                    lanes.map(move |q| (q, r.stamp1 - 1))
+                })
+                .collect()
+        } else {
+            (0..self.n as u32).map(|q| (q, sh.r_stamp)).collect()
         }
-        if sh.r_info & WG_LEADERS != 0 {
-            let Some(stamps) = self.bufs[b as usize].leaders.get(&e) else {
-                return (0..self.n as u32).all(|q| sh.r_stamp < of(q));
-            };
-            return stamps.iter().zip((0..).step_by(WARPGROUP as usize)).all(|(&s, q)| s == 0 || s - 1 < of(q));
-        }
-        if sh.r_info & CROSS_WARP == 0 {
-            return lanes(p / 32, sh.r_stamp);
-        }
-        if let (true, Some(reads)) = (self.tracks_warps(b), self.bufs[b as usize].warps.get(&e)) {
-            return reads.iter().zip(0..).all(|(r, w)| match (r.stamp1, r.lane) {
-                (0, _) => true,
-                (s1, SEVERAL_LANES) => lanes(w, s1 - 1),
-                (s1, lane) => s1 - 1 < of(w * 32 + u32::from(lane)),
-            });
-        }
-        (0..self.n as u32).all(|q| sh.r_stamp < of(q))
     }
 
     /// The threads of warp `w`.
@@ -910,34 +917,7 @@ impl Machine<'_> {
         if sh.r_info & GENERIC_READ == 0 || sh.r_stamp < self.cta_start || sh.r_stamp == 0 {
             return Ok(());
         }
-        let p = (sh.r_info & TID_MASK) as u32;
-        let readers: Vec<(u32, u32)> = if sh.r_info & MULTI == 0 {
-            vec![(p, sh.r_stamp)]
-        } else if sh.r_info & CROSS_WARP == 0 {
-            self.warp_lanes(p / 32).map(|q| (q, sh.r_stamp)).collect()
-        } else if sh.r_info & WG_LEADERS != 0 {
-            let stamps = self.bufs[b as usize].leaders.get(&e).copied().unwrap_or_default();
-            stamps
-                .iter()
-                .zip((0..).step_by(WARPGROUP as usize))
-                .filter(|(&s, _)| s != 0)
-                .map(|(&s, q)| (q, s - 1))
-                .collect()
-        } else if let Some(reads) = self.bufs[b as usize].warps.get(&e) {
-            let per_warp = reads.iter().zip(0u32..).filter(|(r, _)| r.stamp1 != 0);
-            per_warp
-                .flat_map(|(r, w)| {
-                    let lanes = match r.lane {
-                        SEVERAL_LANES => self.warp_lanes(w),
-                        lane => w * 32 + u32::from(lane)..w * 32 + u32::from(lane) + 1,
-                    };
-                    lanes.map(move |q| (q, r.stamp1 - 1))
-                })
-                .collect()
-        } else {
-            (0..self.n as u32).map(|q| (q, sh.r_stamp)).collect()
-        };
-        for (q, stamp) in readers {
+        for (q, stamp) in self.readers(b, e, &sh) {
             let fences = self.fam.asy.proxy_fences(q);
             let next = fences.partition_point(|&f| f <= stamp);
             if fences.get(next).is_some_and(|&f| before(q, f)) {
@@ -989,8 +969,7 @@ impl Machine<'_> {
     ) -> Result<(), SimError> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         let barrier = self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0));
-        // Thread q of this CTA: its accesses stamped before this are ordered before the copy.
-        let of = |q: u32| barrier.max(known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0));
+        let of = |q: u32| self.peer_known(known, q);
         let fresh = |stamp: u32| stamp != 0 && stamp >= self.cta_start;
         let (p, other_site, verb, several) = if fresh(sh.w_stamp)
             && !(if sh.w_tid & LANDED == 0 {
@@ -1002,7 +981,7 @@ impl Machine<'_> {
                     || sh.w_stamp <= known.get(self.peer_landing_slot(self.rank, slot)).copied().unwrap_or(0)
             }) {
             (u32::from(sh.w_tid & !LANDED), sh.w_site, if sh.w_tid & LANDED != 0 { "landed" } else { "wrote" }, false)
-        } else if fresh(sh.r_stamp) && !self.readers_known(b, e, &sh, &of) {
+        } else if fresh(sh.r_stamp) && !self.readers(b, e, &sh).into_iter().all(|(q, s)| s < of(q)) {
             ((sh.r_info & TID_MASK) as u32, sh.r_site, "read", sh.r_info & MULTI != 0)
         } else {
             return Ok(());

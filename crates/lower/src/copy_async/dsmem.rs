@@ -56,9 +56,10 @@
 
 use super::call::CopyAsyncRule;
 use super::tma;
+use crate::env::RankProblem;
 use crate::operand::MemOperand;
 use crate::variant::{Bug, CallCx, CommonRule, Decline, Emitter, Plan, Variant};
-use tirx_ir::hir::{Expr, ExprKind, TileArg};
+use tirx_ir::hir::{Expr, TileArg};
 use tirx_ir::lir::{AsyncOp, LExpr, LStmt, LStmtKind};
 use tirx_ir::op::{self, ConfigKey, Family};
 use tirx_ir::{Arch, DType};
@@ -415,12 +416,14 @@ fn aligned(m: &MemOperand, name: &str, side: Side, c: &Chunking, esize: i64) -> 
 
 /// `remote_cta_id=`: present, an integer, and (when constant) a rank of the cluster.
 fn remote_rank(cx: &CallCx) -> Result<Expr, Decline> {
-    let size = cx.env.cluster_size();
-    if size == 1 {
-        return Err(Decline::new(
+    let no_cluster = || {
+        Decline::new(
             CopyAsyncRule::Cluster,
             "a dsmem copy writes a peer CTA of the cluster, and this kernel is not launched in clusters (declare `T.cta_id_in_cluster([n])`)",
-        ));
+        )
+    };
+    if cx.env.cluster_size() == 1 {
+        return Err(no_cluster());
     }
     let Some(e) = cx.scalar(&op::REMOTE_CTA) else {
         return Err(Decline::new(
@@ -428,21 +431,17 @@ fn remote_rank(cx: &CallCx) -> Result<Expr, Decline> {
             "a dsmem copy needs `remote_cta_id=` (the peer's rank in the cluster)",
         ));
     };
-    if !e.dtype.is_int() {
-        return Err(Decline::new(
-            CopyAsyncRule::RemoteCta,
-            format!("`remote_cta_id=` is an integer rank, not {}", e.dtype),
-        ));
-    }
-    if let ExprKind::Int(v) = e.kind {
-        if !(0..i64::from(size)).contains(&v) {
-            return Err(Decline::new(
-                CopyAsyncRule::RemoteCta,
-                format!("`remote_cta_id={v}` is not a CTA of the cluster of {size} (ranks 0..{})", size - 1),
-            ));
+    match cx.env.cluster_rank_problem(e) {
+        None => Ok(e.clone()),
+        Some(RankProblem::NoCluster) => Err(no_cluster()),
+        Some(RankProblem::NotInteger) => {
+            Err(Decline::new(CopyAsyncRule::RemoteCta, format!("`remote_cta_id=` is an integer rank, not {}", e.dtype)))
         }
+        Some(RankProblem::Outside(v, size)) => Err(Decline::new(
+            CopyAsyncRule::RemoteCta,
+            format!("`remote_cta_id={v}` is not a CTA of the cluster of {size} (ranks 0..{})", size - 1),
+        )),
     }
-    Ok(e.clone())
 }
 
 #[cfg(test)]

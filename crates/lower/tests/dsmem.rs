@@ -5,7 +5,9 @@
 //! (the one the CTA's own TMA load completes on) standing in for it, a barrier initialised after the cluster barrier, a rank out
 //! of the cluster, a cluster barrier not reached by a peer, arriving twice or waiting
 //! without an arrive, a source written without `fence.proxy.async`), the split
-//! `barrier.cluster.arrive`/`.wait` spellings, and the dsmem rules as named declines.
+//! `barrier.cluster.arrive`/`.wait` spellings, global memory shared by a cluster's CTAs (ordered
+//! by cluster barriers; unordered accesses reported whichever CTA runs first; nothing between a
+//! thread's split arrive and wait ordered), and the dsmem rules as named declines.
 
 mod common;
 use common::*;
@@ -834,4 +836,136 @@ fn waiting_for_the_own_load_does_not_acquire_a_peer_copy_on_another_mbarrier() {
             assert_eq!(b[(row + 1) * 256..(row + 2) * 256], a[(row + 1) * 256..(row + 2) * 256], "row {}", row + 1);
         }
     }
+}
+
+/// A 2-CTA cluster, 64 threads a CTA, exchanging through global memory: `body` runs in both
+/// CTAs (`rank`, `tid`); A holds 64 int32 (zero), B receives what the readers read.
+fn global_exchange(body: &str) -> String {
+    format!(
+        "from tvm.script import tirx as T
+
+@T.prim_func
+def exchange(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (64,), \"int32\")
+    B = T.match_buffer(B_ptr, (128,), \"int32\")
+    T.device_entry()
+    bx = T.cta_id([2])
+    rank = T.cta_id_in_cluster([2])
+    tid = T.thread_id([64])
+{body}"
+    )
+}
+
+fn exchange_sim(body: &str) -> Result<Vec<Vec<u8>>, (SimError, String)> {
+    let src = global_exchange(body);
+    simulate_on(&src, vec![vec![0u8; 64 * 4], vec![0u8; 128 * 4]])
+}
+
+fn exchange_race(body: &str) -> (SimError, String) {
+    let src = global_exchange(body);
+    let Err((e, text)) = exchange_sim(body) else { panic!("expected a race:\n{src}") };
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    (e, text)
+}
+
+fn int32s(bytes: &[u8]) -> Vec<i32> {
+    bytes.chunks(4).map(|c| i32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn a_cluster_barrier_orders_the_ctas_global_accesses_either_way() {
+    // Rank w writes A[tid]; after the cluster barrier rank 1 - w reads it (whichever CTA the
+    // simulator runs first), and rewrites it after a second one.
+    for w in 0..2 {
+        let body = format!(
+            "    if rank == {w}:
+        A[tid] = tid + 100
+    T.cuda.cluster_sync()
+    if rank == {r}:
+        B[bx * 64 + tid] = A[tid]
+    T.cuda.cluster_sync()
+    if rank == {w}:
+        A[tid] = 0
+",
+            r = 1 - w
+        );
+        let out = exchange_sim(&body).unwrap_or_else(|(_, text)| panic!("{text}"));
+        let b = int32s(&out[1]);
+        for tid in 0..64 {
+            assert_eq!(b[(1 - w) * 64 + tid], tid as i32 + 100, "rank {w} writes, tid {tid}");
+            assert_eq!(b[w * 64 + tid], 0);
+        }
+    }
+}
+
+#[test]
+fn ctas_of_a_cluster_racing_on_global_memory_are_reported_whichever_runs_first() {
+    // Before: a write of thread 0 of rank 1 and a read of thread 0 of rank 0 (the same thread
+    // index in both CTAs once was one thread to the simulator: neither order was reported).
+    for (w, r) in [(0, 1), (1, 0)] {
+        let body = format!(
+            "    T.cuda.cluster_sync()
+    if rank == {r}:
+        if tid == 0:
+            B[tid] = A[1]
+    if rank == {w}:
+        if tid == 0:
+            A[1] = 7
+"
+        );
+        let (e, text) = exchange_race(&body);
+        assert!(
+            e.message.contains("`A`")
+                && e.message.contains(&format!("of CTA ({w}, 0, 0)"))
+                && e.message.contains(&format!("of CTA ({r}, 0, 0)"))
+                && e.message.contains("no cluster barrier orders the two"),
+            "{text}"
+        );
+        assert!(e.help.as_deref().is_some_and(|h| h.contains("T.cuda.cluster_sync()")), "{text}");
+    }
+}
+
+#[test]
+fn an_access_between_a_threads_cluster_arrive_and_wait_is_not_ordered_by_that_barrier() {
+    // Thread 40 writes after its arrive: neither the other CTA's nor its own CTA's thread 0,
+    // reading after its wait, is ordered after the write.
+    for reader in ["rank != 0", "rank == 0"] {
+        let body = format!(
+            "    T.ptx.barrier.cluster.arrive()
+    if rank == 0:
+        if tid == 40:
+            A[3] = 7
+    T.ptx.barrier.cluster.wait()
+    if {reader}:
+        if tid == 0:
+            B[bx] = A[3]
+"
+        );
+        let (e, text) = exchange_race(&body);
+        assert!(e.message.contains("`A`") && e.message.contains("thread 40"), "{text}");
+    }
+    // Written before the arrive: ordered (and the value is there).
+    let body = "    if rank == 0:
+        if tid == 40:
+            A[3] = 7
+    T.ptx.barrier.cluster.arrive()
+    T.ptx.barrier.cluster.wait()
+    if tid == 0:
+        B[bx] = A[3]
+";
+    let out = exchange_sim(body).unwrap_or_else(|(_, text)| panic!("{text}"));
+    assert_eq!(int32s(&out[1])[..2], [7, 7]);
+}
+
+#[test]
+fn readers_in_both_ctas_are_ordered_before_a_write_only_by_a_cluster_barrier() {
+    let reads = "    B[bx * 64 + tid] = A[tid]\n";
+    let write = "    if rank == 0:\n        A[tid] = 1\n";
+    // (rank 0 runs first: rank 1's read then meets rank 0's write)
+    let (e, text) = exchange_race(&format!("{reads}{write}"));
+    assert!(e.message.contains("`A`") && e.message.contains("no cluster barrier orders the two"), "{text}");
+    // A CTA barrier orders only its own CTA's readers.
+    let (e, text) = exchange_race(&format!("{reads}    T.cuda.cta_sync()\n{write}"));
+    assert!(e.message.contains("no cluster barrier orders the two"), "{text}");
+    exchange_sim(&format!("{reads}    T.cuda.cluster_sync()\n{write}")).unwrap_or_else(|(_, text)| panic!("{text}"));
 }

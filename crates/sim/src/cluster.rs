@@ -11,9 +11,16 @@
 //! *Cluster barrier.* `barrier.cluster.arrive` counts the thread's arrivals,
 //! `barrier.cluster.wait` blocks until every thread of every CTA of the cluster
 //! has arrived as often as it has; arriving twice without a wait, or waiting
-//! without an arrive, is an error. Its completion orders every access before it
-//! before every access after it in every CTA of the cluster (it acts as a CTA
-//! barrier in each CTA, and peers' writes into a CTA are ordered by it).
+//! without an arrive, is an error. A phase orders each thread's accesses before
+//! its arrive before every thread's accesses after its wait, in every CTA of the
+//! cluster (peers' writes into a CTA too), and nothing between a thread's arrive
+//! and its wait (`ClusterThreads`).
+//!
+//! *Global memory.* In a cluster each CTA's clock ticks are its rank modulo the
+//! cluster size (`Machine::tick`), so the stamp of a global shadow record names
+//! the CTA whose thread made it (`Machine::foreign`): another CTA's access is
+//! ordered only by a cluster barrier phase (memory.rs: `peer_ordered`), never by
+//! this CTA's barriers, and thread ids of two CTAs never meet.
 //!
 //! *Peer copies.* `cp.async.bulk.shared::cluster.shared::cta` reads the source
 //! when issued (async proxy: a generic write needs `fence.proxy.async` first)
@@ -66,20 +73,46 @@ pub(crate) struct CtaCtx {
     fam: FamilyState,
 }
 
-/// Per thread of a CTA: its cluster barrier arrivals and completed waits.
+/// Per thread of a CTA: its cluster barrier arrivals and completed waits, and the tick of
+/// each arrive of the last three phases (a thread that passed phase `k` orders the accesses
+/// its CTA's threads made before their arrive of phase `k`; no thread is more than two
+/// phases ahead of another's last wait: arriving for phase `k + 2` needs phase `k + 1`
+/// complete, which needs every thread to have waited for phase `k`).
 pub(crate) struct ClusterThreads {
     arrive: Vec<u32>,
     wait: Vec<u32>,
+    arrive_tick: Vec<[u32; 3]>,
+    /// Per phase (mod 3): the earliest arrive tick of this CTA's threads in it.
+    min_arrive: [u32; 3],
 }
 
 impl ClusterThreads {
     pub(crate) fn new(n: usize) -> ClusterThreads {
-        ClusterThreads { arrive: vec![0; n], wait: vec![0; n] }
+        ClusterThreads { arrive: vec![0; n], wait: vec![0; n], arrive_tick: vec![[0; 3]; n], min_arrive: [0; 3] }
     }
 
     pub(crate) fn reset(&mut self) {
         self.arrive.fill(0);
         self.wait.fill(0);
+        self.arrive_tick.fill([0; 3]);
+        self.min_arrive = [0; 3];
+    }
+
+    /// The ring slot of the last phase thread `t` passed (`None`: none yet).
+    fn passed(&self, t: u32) -> Option<usize> {
+        let k = self.wait[t as usize];
+        (k > 0).then_some(k as usize % 3)
+    }
+
+    /// The tick before which thread `p`'s accesses are ordered before thread `t`'s next ones
+    /// by the last cluster barrier phase `t` passed (`p`'s arrive in it), both of this CTA.
+    pub(crate) fn arrived_before(&self, p: u32, t: u32) -> u32 {
+        self.passed(t).map_or(0, |k| self.arrive_tick[p as usize][k])
+    }
+
+    /// [`Self::arrived_before`] for every thread of the CTA at once (its earliest arrive).
+    pub(crate) fn all_arrived_before(&self, t: u32) -> u32 {
+        self.passed(t).map_or(0, |k| self.min_arrive[k])
     }
 }
 
@@ -179,7 +212,27 @@ impl<'a> Machine<'a> {
             ));
         }
         self.fam.cluster.arrive[i] += 1;
+        // Its later accesses are stamped after the arrive: the barrier does not order them.
+        let tick = self.tick()?;
+        self.fam.cluster.arrive_tick[i][self.fam.cluster.arrive[i] as usize % 3] = tick;
+        self.fam.asy.rel[i] = tick;
         Ok(())
+    }
+
+    /// The tick before which every access of every CTA of the cluster is ordered before
+    /// thread `t`'s next ones by the last cluster barrier phase `t` passed (the earliest
+    /// arrive in it; 0 before any).
+    pub(crate) fn cluster_released(&self, t: u32) -> u32 {
+        self.fam.cluster.passed(t).map_or(0, |k| self.cluster_min_arrive[k])
+    }
+
+    /// What [`ClusterThreads::arrived_before`] says of thread `p` of the CTA of rank `r`
+    /// (another, parked CTA of the cluster) for the running CTA's thread `t`.
+    pub(crate) fn peer_arrived_before(&self, r: usize, p: u32, t: u32) -> u32 {
+        match (self.fam.cluster.passed(t), self.ctxs.get(r)) {
+            (Some(k), Some(c)) if r != self.rank => c.fam.cluster.arrive_tick.get(p as usize).map_or(0, |a| a[k]),
+            _ => 0,
+        }
     }
 
     /// `barrier.cluster.wait` by thread `t`: passes once the phase it arrived at completed.
@@ -220,7 +273,9 @@ impl<'a> Machine<'a> {
     }
 
     /// Completes the cluster barrier when every thread of every CTA has arrived for
-    /// the next phase: a barrier in every CTA; dsmem copies landed before it settle.
+    /// the next phase; dsmem copies landed before it settle. It orders each thread's
+    /// accesses before its arrive before every thread's accesses after its wait (an access
+    /// between a thread's arrive and wait is ordered by neither: `ClusterThreads`).
     pub(crate) fn release_cluster_barrier(&mut self) -> Result<bool, SimError> {
         let next = self.cluster_phase + 1;
         let me = self.rank;
@@ -233,13 +288,14 @@ impl<'a> Machine<'a> {
             self.switch_to(me);
             return Ok(false);
         }
-        let now = self.tick()?;
         self.cluster_phase = next;
-        self.cluster_sync_tick = now;
+        let k = next as usize % 3;
+        self.cluster_min_arrive[k] = u32::MAX;
         for r in 0..self.cluster_size() {
             self.switch_to(r);
-            self.cta_sync = now;
-            self.wsync.iter_mut().for_each(|w| *w = now);
+            let c = &mut self.fam.cluster;
+            c.min_arrive[k] = c.arrive_tick.iter().map(|a| a[k]).min().unwrap_or(0);
+            self.cluster_min_arrive[k] = self.cluster_min_arrive[k].min(c.min_arrive[k]);
             self.fam.asy.cta_sync();
         }
         self.switch_to(me);
@@ -283,7 +339,7 @@ impl<'a> Machine<'a> {
         self.read_raw_via(src, t, s, n, Dir::ReadAsync, site, &mut data)?;
         let id = self.peer_copies.len();
         self.peer_copies.push(PeerCopy { rank: self.rank, t, site, peer, landed: None, settled: false });
-        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
         let known = self.peer_knowledge(t);
         self.switch_to(peer);
         let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), (id, &known), barrier_tick);
@@ -297,10 +353,13 @@ impl<'a> Machine<'a> {
     /// buffer and one thread's copy orders them all before it).
     pub(crate) fn peer_knowledge(&self, t: u32) -> Vec<u32> {
         let mut known = self.fam.asy.peer[t as usize].clone();
-        if known.len() <= self.rank {
-            known.resize(self.rank + 1, 0);
+        if known.len() < self.cluster_size() {
+            known.resize(self.cluster_size(), 0);
         }
-        known[self.rank] = known[self.rank].max(self.cta_sync);
+        known[self.rank] = known[self.rank].max(self.cta_sync).max(self.fam.cluster.all_arrived_before(t));
+        // (the last cluster barrier it passed orders every CTA's accesses before their arrives)
+        let barrier = self.cluster_released(t);
+        known.iter_mut().take(self.cluster_size()).for_each(|k| *k = (*k).max(barrier));
         known
     }
 
@@ -314,17 +373,14 @@ impl<'a> Machine<'a> {
     /// another CTA is ordered after, by `known` (its issuer's row of `AsyncState::peer`): the last
     /// cluster barrier, what the issuer knew of this CTA, or of `q`.
     pub(crate) fn peer_known(&self, known: &[u32], q: u32) -> u32 {
-        let cta = self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0));
+        let cta = known.get(self.rank).copied().unwrap_or(0);
         cta.max(known.get(self.peer_thread_slot(self.rank, q)).copied().unwrap_or(0))
     }
 
     /// Where a row of `AsyncState::peer` keeps the newest landing known of the CTA of rank `r`
-    /// completing on its barrier of slot `s` (after the threads' ticks; a CTA numbers at most
-    /// as many barrier slots as its shared 8-byte elements).
+    /// completing on its barrier of slot `s` (after the threads' ticks).
     pub(crate) fn peer_landing_slot(&self, r: usize, s: u32) -> usize {
-        let slots: usize =
-            self.bufs.iter().filter(|b| b.space == Space::Shared && b.esize == 8).map(|b| b.data.len() / 8).sum();
-        self.cluster_size() * (1 + self.n) + r * slots + s as usize
+        self.cluster_size() * (1 + self.n) + r * self.barrier_slots + s as usize
     }
 
     /// `mbarrier.arrive.release.cluster.shared::cluster` by thread `t`: one arrival on `bar[idx]`
@@ -370,13 +426,14 @@ impl<'a> Machine<'a> {
         for q in 0..self.n as u32 {
             let lane = if q / 32 == w { warp_sync } else { 0 };
             let by = self.fam.asy.acquired(t, q).max(self.named_synced(t, q)).max(self.cta_sync).max(lane);
+            let by = by.max(self.fam.cluster.arrived_before(q, t));
             raise(self.peer_thread_slot(self.rank, q), if q == t { tick } else { by });
         }
         // (the TMA landings it acquired: a stage's last load here, which a peer's refills follow)
         for (s, landed) in landings {
             raise(self.peer_landing_slot(self.rank, s), landed);
         }
-        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
         self.switch_to(rank);
         let r = self.arrive_from_peer(t, site, (bar, e), &known, barrier_tick, me);
         self.switch_to(me);

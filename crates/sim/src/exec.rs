@@ -53,6 +53,8 @@ pub(crate) struct Machine<'a> {
     pub bufs: Vec<BufMem>,
     /// Threads per CTA.
     pub(crate) n: usize,
+    /// Most mbarrier slots a CTA can number (`Machine::peer_landing_slot`).
+    pub(crate) barrier_slots: usize,
     pub(crate) regs: Vec<u64>,
     pub(crate) pcs: Vec<u32>,
     pub(crate) state: Vec<State>,
@@ -77,9 +79,10 @@ pub(crate) struct Machine<'a> {
     /// the rank of the running CTA.
     pub(crate) ctxs: Vec<crate::cluster::CtaCtx>,
     pub(crate) rank: usize,
-    /// Completed cluster barrier phases, and the tick of the last one.
+    /// Completed cluster barrier phases, and per phase (mod 3) the earliest arrive tick in it
+    /// of any thread of the cluster (`ClusterThreads`).
     pub(crate) cluster_phase: u32,
-    pub(crate) cluster_sync_tick: u32,
+    pub(crate) cluster_min_arrive: [u32; 3],
     pub(crate) peer_copies: Vec<crate::cluster::PeerCopy>,
     /// What the threads printed (`debug`), in execution order.
     pub(crate) printed: Vec<crate::debug::Printed>,
@@ -253,12 +256,16 @@ impl<'a> Machine<'a> {
                 bufs[id.0 as usize].data = std::mem::take(&mut params[i]);
             }
         }
+        // (a CTA numbers at most as many barrier slots as its shared 8-byte elements)
+        let barrier_slots =
+            bufs.iter().filter(|b| b.space == Space::Shared && b.esize == 8).map(|b| b.data.len() / 8).sum();
         Ok(Machine {
             k,
             prog,
             opts,
             bufs,
             n,
+            barrier_slots,
             regs: try_zeroed(n.saturating_mul(prog.nregs), &|| "registers".to_string())?,
             pcs: vec![0; n],
             state: vec![State::Runnable; n],
@@ -277,7 +284,7 @@ impl<'a> Machine<'a> {
             ctxs: vec![],
             rank: 0,
             cluster_phase: 0,
-            cluster_sync_tick: 0,
+            cluster_min_arrive: [0; 3],
             peer_copies: vec![],
             printed: vec![],
             order_rng: opts.warp_order_seed.map_or(0, |s| s | 1),
@@ -310,24 +317,35 @@ impl<'a> Machine<'a> {
         Ok(count * size as u64)
     }
 
+    /// The next tick of the clock. In a cluster each CTA's ticks are its rank modulo the
+    /// cluster size, so an access's stamp names its CTA (`Machine::foreign`).
     pub(crate) fn tick(&mut self) -> Result<u32, SimError> {
-        if self.clock >= u32::MAX - 1 {
+        let size = self.ctxs.len().max(1) as u32;
+        if self.clock >= u32::MAX - size {
             return Err(limit_error(
                 "the simulation passed 4 billion barriers; simulate fewer CTAs (--grid-limit)".into(),
             ));
         }
-        self.clock += 1;
+        let next = self.clock + 1;
+        self.clock = next + (self.rank as u32 + size - next % size) % size;
         Ok(self.clock)
     }
 
     /// Runs the CTAs of one cluster (rank order) until every thread exited.
     fn run_cluster(&mut self, ctas: &[[u32; 3]]) -> Result<(), SimError> {
         self.cluster_phase = 0;
-        self.cluster_sync_tick = 0;
+        self.cluster_min_arrive = [0; 3];
         self.peer_copies.clear();
         for (r, &cta) in ctas.iter().enumerate() {
             self.switch_to(r);
             self.start_cta(cta)?;
+        }
+        // The CTAs run together: each one's accesses are fresh from the cluster's start.
+        self.switch_to(0);
+        let start = self.cta_start;
+        for r in 1..ctas.len() {
+            self.switch_to(r);
+            self.cta_start = start;
         }
         loop {
             let mut progressed = false;

@@ -11,10 +11,13 @@
 //! `(tid p, stamp s)` and the current thread `t`:
 //! * `s == 0`: never accessed; `s < cta_start`: by an earlier CTA (shared: the
 //!   memory is fresh, so "never"; global: another CTA — CTAs are unordered);
+//! * global, by another CTA of the running cluster (the stamp's residue names it,
+//!   [`Machine::foreign`]): ordered only by a cluster barrier phase;
 //! * `s < cta_sync` (a CTA barrier since), `p == t`, `p` in `t`'s warp with
 //!   `s < wsync[warp]` (a `__syncwarp` since), or `s` older than an arrive of
 //!   `p` that `t` acquired through mbarrier waits (`asynch`; a vector clock, so
-//!   chains of waits order transitively): ordered;
+//!   chains of waits order transitively), or older than `p`'s arrive at the last
+//!   cluster barrier phase `t` waited for (`cluster`): ordered;
 //! * otherwise the two accesses race if one of them writes.
 //!
 //! A "several readers" record keeps the newest of their stamps; an mbarrier
@@ -276,6 +279,10 @@ const WGMMA_READ: u16 = 0x1000;
 /// barrier's phase (`asynch`: `acq_tma`), not by barriers that nobody waited before, nor
 /// by waits on other mbarriers.
 pub(crate) const LANDED: u16 = 0x8000;
+/// Writer record bit of global elements: the record's readers are threads of more than one
+/// CTA of the running cluster ([`Machine::foreign`]); a write is ordered after them only by a
+/// cluster barrier after every one of them ([`Machine::peer_readers_ordered`]).
+const PEER_READ: u16 = 0x2000;
 /// Writer record bit of global elements: the write was a TMA reduction (`cp.reduce.async.bulk`),
 /// which commutes with the element's other reductions (any thread, any CTA) but not with its
 /// plain reads and writes. The low bits are still the writing thread ([`Shadow::writer`]).
@@ -598,6 +605,38 @@ impl Machine<'_> {
             || (p / 32 == t / 32 && stamp < self.wsync[(t / 32) as usize])
             || stamp < self.fam.asy.acquired(t, p)
             || stamp < self.named_synced(t, p)
+            || stamp < self.fam.cluster.arrived_before(p, t)
+    }
+
+    /// Whether `stamp` is an access of another CTA of the running cluster: there each CTA's
+    /// ticks are its rank modulo the cluster size ([`Machine::tick`]).
+    pub(crate) fn foreign(&self, stamp: u32) -> bool {
+        let size = self.ctxs.len();
+        size > 1 && stamp as usize % size != self.rank
+    }
+
+    /// A global access by thread `p` of another CTA of the cluster, stamped `stamp`, is ordered
+    /// before thread `t`'s next accesses only by a cluster barrier phase that `t` waited for and
+    /// `p` arrived at after the access (CTAs share no other barrier; this simulator does not
+    /// follow release/acquire chains through global memory).
+    fn peer_ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
+        stamp < self.peer_arrived_before(stamp as usize % self.ctxs.len().max(1), p, t)
+    }
+
+    /// Whether global record `sh` has readers in another CTA of the cluster ([`PEER_READ`], or
+    /// its newest reader's stamp).
+    fn has_peer_readers(&self, global: bool, sh: &Shadow) -> bool {
+        global && (sh.w_tid & PEER_READ != 0 || self.foreign(sh.r_stamp))
+    }
+
+    /// Readers of global record `sh` in other CTAs ordered before thread `t`: one, as
+    /// [`Self::peer_ordered`]; several (whose record keeps only the newest stamp), by a cluster
+    /// barrier after every thread's arrive.
+    fn peer_readers_ordered(&self, sh: &Shadow, t: u32) -> bool {
+        if sh.r_info & MULTI != 0 || sh.w_tid & PEER_READ != 0 {
+            return sh.r_stamp < self.cluster_released(t);
+        }
+        self.peer_ordered((sh.r_info & TID_MASK) as u32, sh.r_stamp, t)
     }
 
     /// Several readers: ordered by a barrier after all of them, or by mbarrier
@@ -616,7 +655,9 @@ impl Machine<'_> {
             return own_warpgroup(p) || self.ordered(p, sh.r_stamp, t);
         }
         let one_warp = sh.r_info & CROSS_WARP == 0;
-        let barrier = sh.r_stamp < self.cta_sync || sh.r_stamp < self.named_synced_all(t);
+        let barrier = sh.r_stamp < self.cta_sync
+            || sh.r_stamp < self.named_synced_all(t)
+            || sh.r_stamp < self.fam.cluster.all_arrived_before(t);
         if sh.r_info & WG_LEADERS != 0 {
             let Some(stamps) = self.bufs[b as usize].leaders.get(&e) else { return barrier };
             return barrier
@@ -742,13 +783,29 @@ impl Machine<'_> {
             if !global {
                 self.warn_uninit(b, t, e, site);
             }
+        } else if global && self.foreign(sh.w_stamp) {
+            if !self.peer_ordered(sh.writer(), sh.w_stamp, t) {
+                let who = (sh.writer(), false, sh.w_stamp);
+                return Err(self.peer_race(b, t, e, Dir::Read, site, who, sh.w_site, sh.wrote()));
+            }
         } else if !self.writer_ordered(&sh, t) {
             return Err(self.writer_race(b, t, e, Dir::Read, site, &sh));
         }
         let stamp = self.stamp(t);
         let mut rec = sh;
+        if global {
+            rec.w_tid &= !PEER_READ;
+        }
         let generic_bit = if generic { GENERIC_READ } else { 0 };
-        if sh.r_stamp < self.cta_start {
+        if sh.r_stamp >= self.cta_start && self.has_peer_readers(global, &sh) {
+            // Readers of another CTA of the cluster: a bare record of this thread, or several
+            // readers across CTAs (ordered before a write only by a cluster barrier).
+            rec.r_info = t as u16 | (sh.r_info & sticky) | generic_bit;
+            if !self.peer_readers_ordered(&sh, t) {
+                rec.r_info |= MULTI | CROSS_WARP | (sh.r_info & GENERIC_READ);
+                rec.w_tid |= PEER_READ;
+            }
+        } else if sh.r_stamp < self.cta_start {
             let old = global && (sh.r_stamp != 0 || sh.r_info & OLD_CTA_READ != 0);
             rec.r_info = t as u16
                 | (sh.r_info & sticky & NC_READ)
@@ -849,6 +906,10 @@ impl Machine<'_> {
         if sh.w_stamp != 0 {
             let race = if sh.w_stamp < self.cta_start {
                 global.then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()))
+            } else if global && self.foreign(sh.w_stamp) {
+                let ordered = self.peer_ordered(sh.writer(), sh.w_stamp, t);
+                let who = (sh.writer(), false, sh.w_stamp);
+                (!ordered).then(|| self.peer_race(b, t, e, Dir::Write, site, who, sh.w_site, sh.wrote()))
             } else if !self.writer_ordered(&sh, t) {
                 Some(self.writer_race(b, t, e, Dir::Write, site, &sh))
             } else {
@@ -871,6 +932,11 @@ impl Machine<'_> {
                 if global {
                     let p = (sh.r_info & TID_MASK) as u32;
                     return Err(self.cta_race(b, t, e, Dir::Write, site, sh.r_stamp, p, sh.r_site, "read"));
+                }
+            } else if self.has_peer_readers(global, &sh) {
+                if !self.peer_readers_ordered(&sh, t) {
+                    let who = ((sh.r_info & TID_MASK) as u32, sh.r_info & MULTI != 0, sh.r_stamp);
+                    return Err(self.peer_race(b, t, e, Dir::Write, site, who, sh.r_site, "read"));
                 }
             } else if !self.readers_ordered(b, e, &sh, t) {
                 let multi = sh.r_info & MULTI != 0;
@@ -968,7 +1034,7 @@ impl Machine<'_> {
         known: &[u32],
     ) -> Result<(), SimError> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
-        let barrier = self.cluster_sync_tick.max(known.get(self.rank).copied().unwrap_or(0));
+        let barrier = known.get(self.rank).copied().unwrap_or(0);
         let of = |q: u32| self.peer_known(known, q);
         let fresh = |stamp: u32| stamp != 0 && stamp >= self.cta_start;
         let (p, other_site, verb, several) = if fresh(sh.w_stamp)
@@ -1135,6 +1201,47 @@ impl Machine<'_> {
         err
     }
 
+    /// A global access by thread `t` unordered with one of another CTA of the running cluster:
+    /// `(thread, several, stamp)` of that CTA (`several`: among other readers, possibly of
+    /// several CTAs).
+    #[allow(clippy::too_many_arguments)]
+    fn peer_race(
+        &self,
+        b: u32,
+        t: u32,
+        e: usize,
+        dir: Dir,
+        site: u32,
+        (p, several, stamp): (u32, bool, u32),
+        other_site: u16,
+        other_verb: &str,
+    ) -> SimError {
+        let buf = &self.bufs[b as usize];
+        let other = match self.cta_of_stamp(stamp) {
+            Some(cta) => Who { tid: p, block: self.k.block, cta }.to_string(),
+            None => "a thread of another CTA of the cluster".to_string(),
+        };
+        let among = if several { " (among other threads, of this cluster's CTAs)" } else { "" };
+        let mut err = SimError::new(
+            SimErrorKind::DataRace,
+            self.prog.sites[site as usize],
+            format!(
+                "{} element {e}: {} {} it, but {other}{among} {other_verb} it and no cluster barrier orders the two (its thread arrives after its access, this one waits before)",
+                buf.describe(),
+                self.who(t),
+                dir.verb()
+            ),
+        )
+        .help(format!(
+            "order the CTAs' accesses to `{}` with `T.cuda.cluster_sync()` between them, or make every CTA access a part that no other CTA writes",
+            buf.name
+        ));
+        if let Some(s) = self.shadow_site(other_site) {
+            err = err.label(s, format!("{other_verb} here by {other}"));
+        }
+        err
+    }
+
     /// An element both written and read through `ld.global.nc` in one launch.
     fn nc_conflict(&self, b: u32, t: u32, e: usize, site: u32, other_site: u16) -> SimError {
         let buf = &self.bufs[b as usize];
@@ -1158,8 +1265,10 @@ impl Machine<'_> {
         if stamp == 0 {
             return None;
         }
-        let i = self.cta_starts.partition_point(|(s, _)| *s <= stamp);
-        i.checked_sub(1).map(|i| self.cta_starts[i].1)
+        let i = self.cta_starts.partition_point(|(s, _)| *s <= stamp).checked_sub(1)?;
+        // A cluster's CTAs start in rank order and stamp in turn: the rank is the stamp's residue.
+        let size = self.ctxs.len().max(1);
+        self.cta_starts.get(i - i % size + stamp as usize % size).map(|c| c.1)
     }
 
     /// Unordered writes of one value to one element (every thread of two CTAs storing the

@@ -301,7 +301,7 @@ impl Machine<'_> {
             );
             return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
-        let (me, barrier_tick) = (self.rank, self.cluster_sync_tick);
+        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
         // What orders a peer's earlier accesses to its stage before the landing there: the
         // cluster barrier, or what the issuer learnt of that CTA (its consumers' remote arrives).
         let known = self.peer_knowledge(t);

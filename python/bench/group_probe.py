@@ -1,0 +1,228 @@
+"""A design probe, not a product kernel: does a row split over a group of co-resident CTAs that
+exchange their statistics through global memory reach the copy's bandwidth at 262k columns,
+where the cluster designs cannot (a cluster's CTAs share a GPC: clusters of 16 run on 112 of
+this H200's 132 SMs, of 8 on 120; README, issue 33)? If it does, the design gets a TIRx
+primitive (a group barrier on a global word, a cooperative launch) and the ops use it.
+
+LayerNorm's forward in plain CUDA (CuPy's NVRTC), bf16 rows of H columns, f32 statistics:
+G = SMs x CTAS co-resident CTAs (a cooperative launch) in row groups of GROUP CTAs; CTA r of a
+group holds columns [r S, (r + 1) S) of each of its group's rows in registers (S a multiple of
+8, the last slice shorter), writes its count, mean and M2 about its own mean to a slot of the
+row's parity, meets its group at a barrier word in global memory, combines the GROUP partials
+(Chan et al.), normalises and stores. The barrier: each CTA's first thread adds 1 (acq_rel);
+the last arriver adds 2^31 - GROUP (release: the count back to 0, the top bit flipped); the
+others spin on an acquire load until the top bit differs from what their add returned; CTA
+barriers before and after. Another CTA of the SM (CTAS > 1) loads while one waits.
+
+    cd python/bench && python group_probe.py [H] [--configs 'T,CTAS,GROUP;...']
+
+Prints per configuration ms, GB/s, the fraction of a device copy of the same bytes, max |y -
+torch's layer_norm|, beside torch's layer_norm and tirx.ops.layer_norm (its tuned design)."""
+
+import argparse
+
+import cupy
+import torch
+from ops import copy_us  # this directory
+
+SOURCE = r"""
+#include <cuda_bf16.h>
+
+__device__ __forceinline__ void group_sync(unsigned int* word, unsigned int size) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned int old;
+        asm volatile("atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;" : "=r"(old) : "l"(word) : "memory");
+        if (((old + 1u) & 0x7fffffffu) == size) {
+            asm volatile("red.release.gpu.global.add.u32 [%0], %1;" :: "l"(word), "r"(0x80000000u - size) : "memory");
+        } else {
+            unsigned int cur;
+            do {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(cur) : "l"(word) : "memory");
+            } while (((cur ^ old) & 0x80000000u) == 0u);
+        }
+    }
+    __syncthreads();
+}
+
+// The CTA's sum of v over its threads, in every thread.
+__device__ __forceinline__ float cta_sum(float v, float* red) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+    __syncthreads();
+    if (lane == 0) red[w] = v;
+    __syncthreads();
+    float s = lane < THREADS / 32 ? red[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+    return s;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) ln_group(
+    const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w, const __nv_bfloat16* __restrict__ b,
+    __nv_bfloat16* __restrict__ y, float* part, unsigned int* bars, int m, float eps) {
+    __shared__ float red[32];
+    const int groups = gridDim.x / GROUP, q = blockIdx.x / GROUP, r = blockIdx.x % GROUP;
+    const int lo = r * SLICE, hi = min(lo + SLICE, H);
+    const float count = float(hi - lo);
+    float v[VECS * 8];
+    for (int row = q, it = 0; row < m; row += groups, ++it) {
+        const __nv_bfloat16* xr = x + (size_t)row * H;
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const int c = lo + (i * THREADS + threadIdx.x) * 8;
+            uint4 u = make_uint4(0, 0, 0, 0);
+            if (c < hi) u = *reinterpret_cast<const uint4*>(xr + c);
+            const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&u);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                float2 f = __bfloat1622float2(h2[j]);
+                v[i * 8 + 2 * j] = f.x;
+                v[i * 8 + 2 * j + 1] = f.y;
+                s += f.x + f.y;
+            }
+        }
+        const float mean_r = cta_sum(s, red) / count;
+        float d2 = 0.f;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const bool in = lo + (i * THREADS + threadIdx.x) * 8 < hi;
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                const float d = v[i * 8 + j] - mean_r;
+                d2 += in ? d * d : 0.f;
+            }
+        }
+        const float m2_r = cta_sum(d2, red);
+        float* slot = part + ((size_t)((it & 1) * groups + q) * GROUP) * 3;
+        if (threadIdx.x == 0) {
+            slot[r * 3] = count;
+            slot[r * 3 + 1] = mean_r;
+            slot[r * 3 + 2] = m2_r;
+        }
+        group_sync(bars + q, GROUP);
+        // Every warp combines the group's partials (lane p reads partial p), then the lanes' merge.
+        const int lane = threadIdx.x % 32;
+        float n = 0.f, mu = 0.f, m2 = 0.f;
+        for (int p = lane; p < GROUP; p += 32) {
+            const float nb = __ldcg(slot + p * 3), mb = __ldcg(slot + p * 3 + 1), qb = __ldcg(slot + p * 3 + 2);
+            const float nn = n + nb, delta = mb - mu;
+            mu += delta * nb / nn;
+            m2 += qb + delta * delta * n * nb / nn;
+            n = nn;
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            const float nb = __shfl_xor_sync(0xffffffffu, n, o), mb = __shfl_xor_sync(0xffffffffu, mu, o);
+            const float qb = __shfl_xor_sync(0xffffffffu, m2, o);
+            const float nn = n + nb;
+            if (nn > 0.f) {
+                const float delta = mb - mu;
+                mu += delta * nb / nn;
+                m2 += qb + delta * delta * n * nb / nn;
+            }
+            n = nn;
+        }
+        const float rstd = rsqrtf(m2 / float(H) + eps);
+        __nv_bfloat16* yr = y + (size_t)row * H;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const int c = lo + (i * THREADS + threadIdx.x) * 8;
+            if (c >= hi) continue;
+            const uint4 wu = __ldg(reinterpret_cast<const uint4*>(w + c)), bu = __ldg(reinterpret_cast<const uint4*>(b + c));
+            const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wu);
+            const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&bu);
+            uint4 o;
+            __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float2 wf = __bfloat1622float2(w2[j]), bf = __bfloat1622float2(b2[j]);
+                o2[j] = __floats2bfloat162_rn(__fmaf_rn((v[i * 8 + 2 * j] - mu) * rstd, wf.x, bf.x),
+                                              __fmaf_rn((v[i * 8 + 2 * j + 1] - mu) * rstd, wf.y, bf.y));
+            }
+            *reinterpret_cast<uint4*>(yr + c) = o;
+        }
+    }
+}
+"""
+
+
+def kernel(h: int, threads: int, group: int):
+    per = -(-h // group)
+    slice_ = -(-per // 8) * 8  # (16-byte vectors)
+    vecs = -(-slice_ // (8 * threads))
+    defs = {"H": h, "THREADS": threads, "GROUP": group, "SLICE": slice_, "VECS": vecs}
+    src = "".join(f"#define {k} {v}\n" for k, v in defs.items()) + SOURCE
+    return cupy.RawKernel(src, "ln_group", options=("-std=c++17",)), slice_, vecs
+
+
+def timed_ms(f, reps=10) -> float:
+    for _ in range(3):
+        f()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        f()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / reps
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("h", nargs="?", type=int, default=262144)
+    ap.add_argument("--configs", default="512,1,12;512,1,11;256,2,24;256,2,22;256,2,12;512,1,22;256,1,12;256,3,33")
+    a = ap.parse_args()
+    h = a.h
+    m = max(1, (1 << 30) // (4 * h))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
+    w = torch.rand(h, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(h, device="cuda", dtype=torch.bfloat16)
+    ref = torch.nn.functional.layer_norm(x.float(), [h], w.float(), b.float(), 1e-5).to(torch.bfloat16)
+    nbytes = 2 * x.numel() * 2
+    copy = copy_us(nbytes) / 1e3
+    print(f"H {h}, {m} rows, {nbytes / 1e9:.2f} GB moved; copy {copy:.3f} ms; {sms} SMs")
+    eager = timed_ms(lambda: torch.nn.functional.layer_norm(x, [h], w, b, 1e-5))
+    print(f"torch layer_norm      {eager:.3f} ms  {nbytes / eager / 1e6:7.0f} GB/s  {copy / eager:.3f} of copy")
+    try:
+        import tirx.ops
+
+        tirx.ops.layer_norm(x, [h], w, b, 1e-5)
+        ours = timed_ms(lambda: tirx.ops.layer_norm(x, [h], w, b, 1e-5))
+        print(f"tirx.ops.layer_norm   {ours:.3f} ms  {nbytes / ours / 1e6:7.0f} GB/s  {copy / ours:.3f} of copy")
+    except Exception as e:  # (the probe runs without the package too)
+        print(f"tirx.ops.layer_norm: {e}")
+    xc, wc, bc = (cupy.asarray(t.view(torch.int16)) for t in (x, w, b))
+    for cfg in a.configs.split(";"):
+        threads, ctas, group = (int(s) for s in cfg.split(","))
+        grid = sms * ctas
+        if grid % group:
+            print(f"{cfg}: {grid} CTAs are not whole groups of {group}")
+            continue
+        k, slice_, vecs = kernel(h, threads, group)
+        y = torch.empty_like(x)
+        part = torch.zeros(2 * grid * 3, device="cuda", dtype=torch.float32)
+        bars = torch.zeros(grid // group, device="cuda", dtype=torch.int32)
+        yc, pc, bc_ = cupy.asarray(y.view(torch.int16)), cupy.asarray(part), cupy.asarray(bars)
+        args = (xc, wc, bc, yc, pc, bc_, cupy.int32(m), cupy.float32(1e-5))
+
+        def run():
+            k((grid,), (threads,), args, enable_cooperative_groups=True)
+
+        try:
+            ms = timed_ms(run)
+        except cupy.cuda.driver.CUDADriverError as e:
+            print(f"{cfg}: {e}")
+            continue
+        err = (y.float() - ref.float()).abs().max().item()
+        regs = k.attributes["num_regs"]
+        spill = k.attributes["local_size_bytes"]
+        print(
+            f"T {threads:4} x {ctas}/SM, groups of {group:2} (slice {slice_}, {vecs} vectors/thread, {regs} regs, "
+            f"{spill} B local): {ms:.3f} ms  {nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
+        )
+    print(f"(bound by placement of clusters of 16: {112 / sms:.3f} of the SMs)" if sms == 132 else "")
+
+
+if __name__ == "__main__":
+    main()

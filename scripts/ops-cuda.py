@@ -194,9 +194,16 @@ def matmul_cases():
     )
 
 
+def rows_cases():
+    nm = importlib.import_module("tirx.ops.norm")
+    # issue 33's design under measurement: a 262k row over a group of 32 CTAs of a cooperative
+    # grid, its slices' statistics through global memory at a grid group barrier
+    yield "ops_layer_norm_grid", nm.layer_norm_grid_kernel(262144, "bfloat16", 512, 32, 4)
+
+
 def main():
     out = sys.argv[1]
-    for name, prim in list(attention_cases()) + list(matmul_cases()):
+    for name, prim in list(attention_cases()) + list(matmul_cases()) + list(rows_cases()):
         with open(os.path.join(out, f"{name}.cu"), "w") as f:
             f.write(tirx.compile(prim, "sm_90a").cuda_source)
 

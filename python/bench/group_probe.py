@@ -14,10 +14,12 @@ the last arriver adds 2^31 - GROUP (release: the count back to 0, the top bit fl
 others spin on an acquire load until the top bit differs from what their add returned; CTA
 barriers before and after. Another CTA of the SM (CTAS > 1) loads while one waits.
 
-    cd python/bench && python group_probe.py [H] [--configs 'T,CTAS,GROUP;...']
+    cd python/bench && python group_probe.py [H] [--configs 'T,CTAS,GROUP;...'] [--tirx 'T,GROUP;...']
 
 Prints per configuration ms, GB/s, the fraction of a device copy of the same bytes, max |y -
-torch's layer_norm|, beside torch's layer_norm and tirx.ops.layer_norm (its tuned design)."""
+torch's layer_norm|, beside torch's layer_norm and tirx.ops.layer_norm (its tuned design); with
+``--tirx``, the same design written in TIRx (`tirx.ops.norm.layer_norm_grid_kernel`: slices in
+registers, `T.cuda.grid_group_sync`), as many groups as the device holds CTAs for."""
 
 import argparse
 
@@ -171,6 +173,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("h", nargs="?", type=int, default=262144)
     ap.add_argument("--configs", default="512,1,12;512,1,11;256,2,24;256,2,22;256,2,12;512,1,22;256,1,12;256,3,33")
+    ap.add_argument("--tirx", default="512,32;256,32;1024,32")
     a = ap.parse_args()
     h = a.h
     m = max(1, (1 << 30) // (4 * h))
@@ -221,7 +224,32 @@ def main():
             f"T {threads:4} x {ctas}/SM, groups of {group:2} (slice {slice_}, {vecs} vectors/thread, {regs} regs, "
             f"{spill} B local): {ms:.3f} ms  {nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
         )
+    for cfg in filter(None, a.tirx.split(";")):
+        threads, group = (int(s) for s in cfg.split(","))
+        tirx_design(x, w, b, ref, h, m, threads, group, nbytes, copy)
     print(f"(bound by placement of clusters of 16: {112 / sms:.3f} of the SMs)" if sms == 132 else "")
+
+
+def tirx_design(x, w, b, ref, h, m, threads, group, nbytes, copy):
+    import tirx
+    from tirx.ops import norm
+
+    try:
+        one = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, 1))
+        groups = one.resident_ctas() // group
+        k = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, groups))
+    except Exception as e:  # (a slice too wide for the registers, say)
+        print(f"TIRx T {threads}, groups of {group}: {e}")
+        return
+    y = torch.empty_like(x)
+    part = torch.zeros(2 * groups * group, 2, device="cuda", dtype=torch.float32)
+    words = torch.zeros(groups, device="cuda", dtype=torch.int32)
+    ms = timed_ms(lambda: k(x, w, b, y, part, words, m, 1e-5))
+    err = (y.float() - ref.float()).abs().max().item()
+    print(
+        f"TIRx T {threads:4}, {groups} groups of {group:2} ({groups * group} CTAs): {ms:.3f} ms  "
+        f"{nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
+    )
 
 
 if __name__ == "__main__":

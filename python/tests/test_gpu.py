@@ -230,6 +230,39 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
+@pytest.mark.parametrize("n,threads,group", [(262144, 512, 32), (65536, 256, 8), (33001, 512, 4)])
+def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, threads, group):
+    """Issue 33's design under measurement on the GPU (`layer_norm_grid_kernel`): a cooperative
+    launch of as many groups as the device holds, rows through global memory's exchange at the
+    grid group barrier, against PyTorch, twice (the barrier words are left as the next launch
+    needs them); a grid larger than the device holds at once is refused at the launch, naming
+    the fix."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    groups = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, 1)).resident_ctas() // group
+    k = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, groups))
+    assert k.meta["cooperative"]
+    m = 3 * groups + 1
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    part = torch.zeros(2 * groups * group, 2, device="cuda")
+    words = torch.zeros(groups, device="cuda", dtype=torch.int32)
+    want = torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).bfloat16()
+    for _ in range(2):
+        y = torch.empty_like(x)
+        k(x, w, b, y, part, words, m, 1e-5)
+        torch.testing.assert_close(y, want)
+    too_many = groups + k.resident_ctas() // group + 1
+    big = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, too_many))
+    with pytest.raises(tirx.TirxError, match="must be resident at once"):
+        big(x, w, b, y, torch.zeros(2 * too_many * group, 2, device="cuda"), torch.zeros(too_many, device="cuda", dtype=torch.int32), m, 1e-5)
+        torch.cuda.synchronize()
+
+
 @pytest.mark.parametrize("n,cluster,per_cta,threads", [(65536, 8, 2, 256), (262144, 16, 4, 256), (262144, 16, 8, 1024)])
 def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta, threads):
     """The norms' cluster designs over several rows per cluster (the weight's and bias's slices

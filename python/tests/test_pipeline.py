@@ -189,3 +189,40 @@ def test_a_ring_of_multicast_stages_released_to_both_ctas():
     assert "mbarrier.arrive.release.cluster.shared::cluster" in kern.cuda_source
     with pytest.raises(tirx.TirxError, match="multicast TMA load by thread 0 of CTA rank"):
         tirx.compile(multicast_ring(False), target="sm_90a")(a, np.zeros_like(b))
+
+
+def group_rows(sync: bool):
+    """Rows of 256 split over groups of 4 CTAs (64 columns each) meeting on W[row]: Y = X / row sum."""
+
+    @T.prim_func
+    def kernel(X_ptr: T.handle, Y_ptr: T.handle, P_ptr: T.handle, W_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (2, 256), "float32")
+        Y = T.match_buffer(Y_ptr, (2, 256), "float32")
+        P = T.match_buffer(P_ptr, (8,), "float32")
+        W = T.match_buffer(W_ptr, (2,), "int32")
+        T.device_entry()
+        bx = T.cta_id([8])
+        tid = T.thread_id([64])
+        red = T.alloc_buffer((2,), "float32", scope="shared")
+        row = bx // 4
+        c = bx % 4 * 64 + tid
+        part = T.cuda.cta_sum(X[row, c], 2, red.ptr_to([0]))
+        if tid == 0:
+            P[bx] = part
+        if sync:
+            T.cuda.grid_group_sync(W.ptr_to([row]), 4)
+        Y[row, c] = X[row, c] / (P[row * 4] + P[row * 4 + 1] + P[row * 4 + 2] + P[row * 4 + 3])
+
+    return kernel
+
+
+def test_ctas_of_a_cooperative_grid_meet_at_a_group_barrier():
+    x = (np.arange(512).reshape(2, 256) % 13 + 1).astype(np.float32)
+    y, p, w = np.zeros_like(x), np.zeros(8, np.float32), np.zeros(2, np.int32)
+    kern = tirx.compile(group_rows(True), target="sm_90a")
+    kern(x, y, p, w)
+    np.testing.assert_array_equal(y, (x / x.sum(1, keepdims=True)).astype(np.float32))
+    assert list(w.view(np.uint32)) == [0x80000000, 0x80000000]
+    assert "tirx_grid_group_sync" in kern.cuda_source
+    with pytest.raises(tirx.TirxError, match="data race"):
+        tirx.compile(group_rows(False), target="sm_90a")(x, np.zeros_like(x), np.zeros(8, np.float32), np.zeros(2, np.int32))

@@ -80,6 +80,10 @@ impl Ctx<'_> {
                 let which = if *wait { "wait" } else { "arrive" };
                 self.line(&format!("asm volatile(\"barrier.cluster.{which}.aligned;\" ::: \"memory\");"))
             }
+            AsyncOp::GridGroupSync { word, word_index, size } => {
+                let args = [format!("reinterpret_cast<unsigned*>({})", self.addr(*word, word_index)?), self.e(size)?];
+                self.call(Helper::GridGroupSync, &args);
+            }
         }
         Ok(())
     }
@@ -282,6 +286,32 @@ pub(crate) fn bulk_to_peer_source() -> String {
         "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(rba) : \"r\"(ba), \"r\"(rank));\n",
         "    asm volatile(\"cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\"\n",
         "                 :: \"r\"(rda), \"r\"(sa), \"r\"(bytes), \"r\"(rba) : \"memory\");\n",
+        "}\n",
+    )
+    .to_string()
+}
+
+pub(crate) fn grid_group_sync_source() -> String {
+    concat!(
+        "// This CTA meets the `size` CTAs of its cooperative grid that sync on the global `word` (its low\n",
+        "// 31 bits 0 between phases): the first thread adds 1 (acq_rel); the last arriver adds 2^31 - size\n",
+        "// (release: the count back to 0, the top bit flipped); the others spin on an acquire load until\n",
+        "// the top bit differs from what their add returned. CTA barriers before and after.\n",
+        "__device__ __forceinline__ void tirx_grid_group_sync(unsigned* word, unsigned size) {\n",
+        "    __syncthreads();\n",
+        "    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) {\n",
+        "        unsigned old;\n",
+        "        asm volatile(\"atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;\" : \"=r\"(old) : \"l\"(word) : \"memory\");\n",
+        "        if (((old + 1u) & 0x7fffffffu) == size) {\n",
+        "            asm volatile(\"red.release.gpu.global.add.u32 [%0], %1;\" :: \"l\"(word), \"r\"(0x80000000u - size) : \"memory\");\n",
+        "        } else {\n",
+        "            unsigned cur;\n",
+        "            do {\n",
+        "                asm volatile(\"ld.acquire.gpu.global.u32 %0, [%1];\" : \"=r\"(cur) : \"l\"(word) : \"memory\");\n",
+        "            } while (((cur ^ old) & 0x80000000u) == 0u);\n",
+        "        }\n",
+        "    }\n",
+        "    __syncthreads();\n",
         "}\n",
     )
     .to_string()

@@ -37,6 +37,7 @@ pub fn source(h: Helper) -> String {
             asynch::tma_source(rank, store, multicast, cache, reduce)
         }
         Helper::BulkToPeer => asynch::bulk_to_peer_source(),
+        Helper::GridGroupSync => asynch::grid_group_sync_source(),
         Helper::MinMax { max, ty } => min_max_source(max, ty),
         Helper::Bf16x2ToFloat2 => {
             "// A bf16 pair to floats, exactly: each is the top half of its float. Two instructions\n\

@@ -46,6 +46,8 @@ pub enum Helper {
     Tma { rank: u8, store: bool, multicast: bool, cache: bool, reduce: bool },
     /// A bulk copy of shared memory into a peer CTA of the cluster (`mapa` + `cp.async.bulk`).
     BulkToPeer,
+    /// The barrier of a cooperative grid's CTAs that meet on a global word.
+    GridGroupSync,
     /// `max`/`min` of floats propagating NaN (`torch.maximum`); `ty` is `Float` or `Double`.
     MinMax { max: bool, ty: Num },
     /// The wgmma shared-memory descriptor builder.
@@ -73,6 +75,7 @@ impl Helper {
             Helper::Mbar(h) => mbar_name(h).into(),
             Helper::Tma { rank, store, multicast, cache, reduce } => tma_name(rank, store, multicast, cache, reduce),
             Helper::BulkToPeer => "tirx_bulk_copy_to_peer".into(),
+            Helper::GridGroupSync => "tirx_grid_group_sync".into(),
             Helper::MinMax { max, .. } => if max { "tirx_max" } else { "tirx_min" }.into(),
             Helper::WgmmaDesc => "tirx_wgmma_desc".into(),
             Helper::WgmmaFenceOperand { .. } => "tirx_wgmma_fence_operand".into(),

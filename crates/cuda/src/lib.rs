@@ -75,6 +75,10 @@ pub struct LaunchMeta {
     /// CTAs per cluster (compiled into the kernel as `__cluster_dims__`; absent when 1, 1, 1).
     #[serde(skip_serializing_if = "no_cluster")]
     pub cluster: [u32; 3],
+    /// Launched cooperatively (`cuLaunchCooperativeKernel`: every CTA resident at once, or the
+    /// launch fails): its CTAs meet at grid group barriers.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cooperative: bool,
     /// The TMA descriptors every launch builds (`cuTensorMapEncodeTiled`) and passes
     /// after the other parameters, in this order (`docs/lir.md` §6).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -199,6 +203,7 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
         params,
         checks: k.checks.iter().map(|c| k.sym_text(&c.cond)).collect(),
         cluster: k.cluster,
+        cooperative: k.cooperative(),
         tensormaps: (0..k.tmaps.len()).map(|i| tmap_meta(k, &names, TmapId(i as u32))).collect::<Result<_, _>>()?,
     };
     Ok(CudaModule { source: out.source, meta })

@@ -589,6 +589,12 @@ pub enum AsyncStmt {
     /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`T.cuda.cluster_sync()` is both).
     ClusterArrive,
     ClusterWait,
+    /// `T.cuda.grid_group_sync(word, size)`: every thread of the CTA; the CTA meets the `size`
+    /// CTAs of its (cooperative, co-resident) grid that sync on the same 32-bit global `word`.
+    GridGroupSync {
+        word: MbarRef,
+        size: Expr,
+    },
 }
 
 impl AsyncStmt {
@@ -606,7 +612,8 @@ impl AsyncStmt {
             | AsyncStmt::BulkCommitGroup
             | AsyncStmt::BulkWaitGroup { .. }
             | AsyncStmt::ClusterArrive
-            | AsyncStmt::ClusterWait => None,
+            | AsyncStmt::ClusterWait
+            | AsyncStmt::GridGroupSync { .. } => None,
         }
     }
 
@@ -618,6 +625,7 @@ impl AsyncStmt {
             | AsyncStmt::MbarArriveExpectTx { bytes: e, .. }
             | AsyncStmt::MbarWait { parity: e, .. }
             | AsyncStmt::MbarArrive { cta: Some(e), .. } => v.push(e),
+            AsyncStmt::GridGroupSync { word, size } => v.extend(word.index.iter().chain([size])),
             _ => {}
         }
         v
@@ -630,6 +638,7 @@ impl AsyncStmt {
             | AsyncStmt::MbarArriveExpectTx { bar, bytes: e }
             | AsyncStmt::MbarWait { bar, parity: e } => bar.index.iter_mut().chain(std::iter::once(e)).collect(),
             AsyncStmt::MbarArrive { bar, cta } => bar.index.iter_mut().chain(cta.iter_mut()).collect(),
+            AsyncStmt::GridGroupSync { word, size } => word.index.iter_mut().chain(std::iter::once(size)).collect(),
             AsyncStmt::CommitGroup
             | AsyncStmt::WaitGroup(_)
             | AsyncStmt::FenceProxyAsync

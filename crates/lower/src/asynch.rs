@@ -12,7 +12,7 @@ use crate::build::Builder;
 use crate::env::{Env, RankProblem};
 use std::ops::RangeInclusive;
 use tirx_ir::hir::{AsyncStmt, Expr, Kernel, MbarRef};
-use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar, MBAR_MAX_COUNT};
+use tirx_ir::lir::{AsyncOp, LExpr, LStmtKind, Mbar, GROUP_SYNC_MAX, MBAR_MAX_COUNT};
 use tirx_ir::{Arch, DType, Diagnostic, Span};
 
 /// Lowers one statement to its LIR instruction.
@@ -70,6 +70,18 @@ pub(crate) fn lower(
         AsyncStmt::BulkWaitGroup { n, read } => AsyncOp::BulkWait { n: *n, read: *read },
         AsyncStmt::ClusterArrive => AsyncOp::ClusterBarrier { wait: false },
         AsyncStmt::ClusterWait => AsyncOp::ClusterBarrier { wait: true },
+        AsyncStmt::GridGroupSync { word, size } => group_sync(
+            k,
+            env,
+            b,
+            word,
+            &ranged(
+                size,
+                "group size",
+                1..=i64::from(GROUP_SYNC_MAX),
+                "the CTAs of a group: 1 or more (its word counts them in 31 bits)",
+            )?,
+        )?,
     };
     if !arch.supports(op.min_arch()) {
         return Err(Diagnostic::error(span, format!("`{}` needs {}; the target is {arch}", op.name(), op.min_arch()))
@@ -77,6 +89,20 @@ pub(crate) fn lower(
             .with_help(format!("compile for {} or newer (`--arch sm_90a`)", op.min_arch())));
     }
     Ok(LStmtKind::Async(op))
+}
+
+/// A grid group barrier on the global word `word`: not in a cluster launch (the simulator runs
+/// a cooperative grid's CTAs together as it runs a cluster's: one or the other).
+fn group_sync(k: &Kernel, env: &Env, b: &Builder, word: &MbarRef, size: &LExpr) -> Result<AsyncOp, Diagnostic> {
+    if env.cluster_size() > 1 {
+        return Err(Diagnostic::error(word.span, "a grid group barrier in a kernel launched in clusters")
+            .with_label("this barrier")
+            .with_help("exchange within a cluster through its barrier and distributed shared memory, or drop the cluster (`T.cta_id_in_cluster`) to meet other CTAs through global memory"));
+    }
+    let idx = word.index.iter().map(|e| crate::expr::lower(k, env, b, e)).collect::<Result<Vec<_>, _>>()?;
+    let (buf, index) = crate::addr::element(k, env, b, word.buf, &idx, false)
+        .map_err(|m| Diagnostic::error(word.span, m).with_label("this barrier word"))?;
+    Ok(AsyncOp::GridGroupSync { word: buf, word_index: b.convert(index, DType::I32), size: size.clone() })
 }
 
 /// `cta_id=` of a remote arrive: an integer rank of the kernel's cluster (a constant below its

@@ -142,6 +142,19 @@ fn spec(name: &str) -> Option<Spec> {
             let a = e.get("A");
             vec![("B", (0..2 * a.len()).map(|i| exact(a[i % a.len()])).collect())]
         }),
+        // Rows split over groups of 4 CTAs meeting at a grid group barrier: Y = X / (the row's
+        // sum); eighths keep every partial sum exact in f32 in any order, so Y is X / sum
+        // rounded once; P holds the slices' sums. W (the barrier words) starts at 0 and ends with
+        // its top bit set, as the hardware's count leaves it after one phase.
+        "grid_group_exchange" => whole(positive_eighths_zero_words, &["Y"], |e| {
+            let x = e.get("X");
+            let y = x.chunks(1024).flat_map(|row| {
+                let s: f64 = row.iter().sum();
+                row.iter().map(move |v| exact(f32r(v / s)))
+            });
+            let p = x.chunks(256).map(|slice| exact(slice.iter().sum())).collect();
+            vec![("Y", y.collect()), ("P", p), ("W", vec![exact(f64::from(i32::MIN)); 4])]
+        }),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -361,6 +374,7 @@ const TABLE: &[&str] = &[
     "tma_copy",
     "tma_multicast",
     "multicast_pipeline",
+    "grid_group_exchange",
     "tma_copy_f16",
     "tma_copy_f32",
 ];
@@ -476,6 +490,15 @@ fn small_quarters(_: &str, _: DType, e: usize) -> f64 {
 /// Signed multiples of 1/8 in [-4, 4] (exact in f16; sums of 40 exact in f32).
 fn small_eighths(_: &str, _: DType, e: usize) -> f64 {
     ((e * 29 + 5) % 65) as f64 * 0.125 - 4.0
+}
+
+/// Positive eighths (0.125 to 8.125: sums of a few thousand exact in f32), and zero barrier
+/// words (`W`: a grid group barrier's word starts with its low 31 bits 0).
+fn positive_eighths_zero_words(name: &str, _: DType, e: usize) -> f64 {
+    if name == "W" {
+        return 0.0;
+    }
+    ((e * 29 + 5) % 65 + 1) as f64 * 0.125
 }
 
 /// Softmax rows: values in [-8, 8] that use the whole f32 significand.

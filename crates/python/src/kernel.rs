@@ -382,6 +382,7 @@ impl Lowered {
             grid: m.grid,
             block: m.block,
             dynamic_smem_bytes: m.dynamic_smem_bytes,
+            cooperative: m.cooperative,
         };
         let l = py
             .detach(|| crate::gpu::load(device, &self.source, self.arch, &spec))

@@ -48,6 +48,8 @@ pub struct LaunchSpec {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dynamic_smem_bytes: u32,
+    /// Launched cooperatively: every CTA of the grid resident at once (grid group barriers).
+    pub cooperative: bool,
 }
 
 /// A scalar kernel argument, typed as the kernel's signature declares it.
@@ -125,6 +127,54 @@ pub struct Timing {
 
 fn driver(what: &str) -> impl Fn(DriverError) -> RuntimeError + '_ {
     move |e| RuntimeError::Driver { what: what.to_string(), error: format!("{e}"), code: e.0 }
+}
+
+/// A launch through cudarc's builder: cooperative where the kernel's CTAs meet at grid group
+/// barriers (`LaunchSpec::cooperative`).
+///
+/// # Safety
+/// As for cudarc's `LaunchArgs::launch`: the arguments pushed follow the kernel's signature.
+unsafe fn builder_launch(
+    b: &mut cudarc::driver::LaunchArgs<'_>,
+    k: &Kernel,
+    cfg: LaunchConfig,
+) -> Result<(), RuntimeError> {
+    let r = if k.spec.cooperative { b.launch_cooperative(cfg) } else { b.launch(cfg) };
+    r.map(|_| ()).map_err(launch_error(k, cfg.grid_dim))
+}
+
+/// A launch from argument pointers (`cuLaunchKernel`, or `cuLaunchCooperativeKernel` as above).
+///
+/// # Safety
+/// As for [`Gpu::launch_raw`].
+unsafe fn raw_launch(
+    k: &Kernel,
+    grid: (u32, u32, u32),
+    params: &mut [*mut std::ffi::c_void],
+    stream: cudarc::driver::sys::CUstream,
+) -> Result<(), RuntimeError> {
+    let (f, c) = (k.func.cu_function(), &k.cfg);
+    let r = if k.spec.cooperative {
+        cudarc::driver::result::launch_cooperative_kernel(f, grid, c.block_dim, c.shared_mem_bytes, stream, params)
+    } else {
+        cudarc::driver::result::launch_kernel(f, grid, c.block_dim, c.shared_mem_bytes, stream, params)
+    };
+    r.map_err(launch_error(k, grid))
+}
+
+/// A failed launch of `k`; a cooperative grid larger than the device holds at once is the
+/// caller's to fix.
+fn launch_error(k: &Kernel, grid: (u32, u32, u32)) -> impl Fn(DriverError) -> RuntimeError + '_ {
+    move |e| {
+        if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE {
+            let ctas = u64::from(grid.0) * u64::from(grid.1) * u64::from(grid.2);
+            return RuntimeError::Invalid(format!(
+                "kernel `{}`: its {ctas} CTAs meet at grid group barriers, so all must be resident at once, and the device holds fewer of them; launch a grid of at most its resident CTAs (`Kernel.resident_ctas()` in Python)",
+                k.spec.kernel
+            ));
+        }
+        driver(&format!("launching `{}`", k.spec.kernel))(e)
+    }
 }
 
 /// Checks the libraries, initialises the driver and describes device 0.
@@ -297,7 +347,7 @@ impl Gpu {
         // SAFETY: the argument list matches the generated kernel's signature (one pointer
         // per parameter, in order, each buffer sized for its parameter) and the
         // configuration was checked against the device limits in `load`.
-        unsafe { b.launch(k.cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+        unsafe { builder_launch(&mut b, k, k.cfg) }
     }
 
     /// Queues one launch with scalar arguments and this launch's grid (asynchronous).
@@ -336,7 +386,7 @@ impl Gpu {
         // SAFETY: the arguments follow the generated kernel's signature (a device pointer per
         // buffer, sized for it, and each scalar in its declared type), and the configuration
         // was checked against the device limits in `load` (the grid just above).
-        unsafe { b.launch(cfg) }.map(|_| ()).map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+        unsafe { builder_launch(&mut b, k, cfg) }
     }
 
     /// [`Gpu::launch_raw`] with this launch's grid (a symbolic grid evaluated by the caller).
@@ -352,16 +402,7 @@ impl Gpu {
     ) -> Result<(), RuntimeError> {
         check_grid(grid).map_err(|m| RuntimeError::Invalid(format!("kernel `{}`: {m}", k.spec.kernel)))?;
         self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
-        let c = &k.cfg;
-        cudarc::driver::result::launch_kernel(
-            k.func.cu_function(),
-            (grid[0], grid[1], grid[2]),
-            c.block_dim,
-            c.shared_mem_bytes,
-            stream,
-            params,
-        )
-        .map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+        raw_launch(k, (grid[0], grid[1], grid[2]), params, stream)
     }
 
     /// Times `iters` launches with `a` after `warmup` untimed ones (as [`Gpu::time_kernel`]).
@@ -404,16 +445,7 @@ impl Gpu {
         stream: cudarc::driver::sys::CUstream,
     ) -> Result<(), RuntimeError> {
         self.ctx.bind_to_thread().map_err(driver("binding the context to this thread"))?;
-        let c = &k.cfg;
-        cudarc::driver::result::launch_kernel(
-            k.func.cu_function(),
-            c.grid_dim,
-            c.block_dim,
-            c.shared_mem_bytes,
-            stream,
-            params,
-        )
-        .map_err(driver(&format!("launching `{}`", k.spec.kernel)))
+        raw_launch(k, k.cfg.grid_dim, params, stream)
     }
 
     /// Waits for all queued work; a kernel fault surfaces here.

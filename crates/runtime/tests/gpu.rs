@@ -54,6 +54,7 @@ fn spec() -> LaunchSpec {
         grid: [(ELEMS / 1024) as u32, 1, 1],
         block: [256, 1, 1],
         dynamic_smem_bytes: 64 * 1024,
+        cooperative: false,
     }
 }
 
@@ -128,7 +129,13 @@ fn static_shared_memory_above_48kb() {
         for (int i = threadIdx.x; i < 16384; i += 256) a[i] = s[16383 - i];
     }"#;
     let compiled = compile_cached(src, gpu.info().arch, None).expect("NVRTC accepts 64 KB static");
-    let spec = LaunchSpec { kernel: "big_static".into(), grid: [1, 1, 1], block: [256, 1, 1], dynamic_smem_bytes: 0 };
+    let spec = LaunchSpec {
+        kernel: "big_static".into(),
+        grid: [1, 1, 1],
+        block: [256, 1, 1],
+        dynamic_smem_bytes: 0,
+        cooperative: false,
+    };
     let outcome = gpu.load(compiled.cubin, &spec).and_then(|k| {
         let mut bufs = vec![(0..16384u32).flat_map(|i| (i as f32).to_le_bytes()).collect::<Vec<u8>>()];
         let dev = gpu.upload(&bufs)?;
@@ -163,7 +170,13 @@ fn scalar_arguments_and_a_grid_per_launch() {
         if (i < n) b[i] = a[i] * s + (float)k;
     }"#;
     let compiled = compile_cached(src, gpu.info().arch, None).expect("NVRTC");
-    let spec = LaunchSpec { kernel: "axpk".into(), grid: [1, 1, 1], block: [128, 1, 1], dynamic_smem_bytes: 0 };
+    let spec = LaunchSpec {
+        kernel: "axpk".into(),
+        grid: [1, 1, 1],
+        block: [128, 1, 1],
+        dynamic_smem_bytes: 0,
+        cooperative: false,
+    };
     let kernel = gpu.load(compiled.cubin, &spec).expect("load");
     for n in [100i32, 300] {
         let a: Vec<u8> = (0..n).flat_map(|i| (i as f32).to_le_bytes()).collect();

@@ -143,6 +143,11 @@ impl Builder<'_> {
             }
             PtxOp::ClusterArrive => AsyncStmt::ClusterArrive,
             PtxOp::ClusterWait | PtxOp::ClusterSync => AsyncStmt::ClusterWait,
+            PtxOp::GridGroupSync => {
+                let word = self.group_word(&mut a, &fname)?;
+                let size = self.u32_arg(&mut a, "size", &fname)?;
+                AsyncStmt::GridGroupSync { word, size }
+            }
         };
         a.finish(self)?;
         self.require_device(span)?;
@@ -200,6 +205,32 @@ impl Builder<'_> {
             );
         };
         self.mbar_ref(v, sp)
+    }
+
+    /// The word of a grid group barrier: `W.ptr_to([i])` of a global int32 (or uint32) buffer.
+    fn group_word(&mut self, a: &mut Args, fname: &str) -> R<MbarRef> {
+        let Some((v, sp)) = a.opt(self, "word")? else {
+            return self.fail(
+                Diagnostic::error(a.span, format!("`{fname}` is missing its barrier word"))
+                    .with_label("in this call")
+                    .with_help(
+                        "pass the address of a global int32 word the group's CTAs share, e.g. `bars.ptr_to([group])`",
+                    ),
+            );
+        };
+        let Val::Ptr(buf, index) = v else {
+            return self.expected_kind("a global word's address like `bars.ptr_to([group])`", &v, sp);
+        };
+        let b = self.buffer(buf);
+        if b.scope != MemScope::Global || !matches!(b.dtype, DType::I32 | DType::U32) {
+            let (n, sc, dt) = (b.name.clone(), b.scope.name(), b.dtype);
+            return self.fail(
+                Diagnostic::error(sp, format!("`{n}` ({sc} {dt}) cannot hold a grid group barrier"))
+                    .with_label("not a global int32 word")
+                    .with_help("the CTAs meet on a 32-bit word in global memory: a kernel parameter of dtype \"int32\", zero before the first launch"),
+            );
+        }
+        Ok(MbarRef { buf, index, span: sp })
     }
 
     /// A barrier address value (`mbar.ptr_to([i])`) as an operand.

@@ -276,6 +276,7 @@ const CUDA_NAMES: &[(&str, Kind, Meaning)] = &[
     ("warp_sync", K::Statement, Script(B::WarpSync)),
     ("printf", K::Statement, Script(B::Printf)),
     ("cluster_sync", K::Statement, Script(B::Ptx(PtxOp::ClusterSync))),
+    ("grid_group_sync", K::Statement, Script(B::Ptx(PtxOp::GridGroupSync))),
     ("mbarrier_wait", K::Statement, Script(B::Ptx(PtxOp::MbarWait))),
     ("warpgroup_sync", K::Statement, Unsupported),
 ];

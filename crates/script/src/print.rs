@@ -269,6 +269,9 @@ impl Printer<'_> {
             AsyncStmt::BulkWaitGroup { n, read: true } => format!("T.ptx.cp.async_.bulk.wait_group.read({n})"),
             AsyncStmt::ClusterArrive => "T.ptx.barrier.cluster.arrive()".into(),
             AsyncStmt::ClusterWait => "T.ptx.barrier.cluster.wait()".into(),
+            AsyncStmt::GridGroupSync { word, size } => {
+                format!("T.cuda.grid_group_sync({}, {})", ptr(word), self.expr(size, 0))
+            }
         }
     }
 

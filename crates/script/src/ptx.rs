@@ -54,7 +54,8 @@ impl Builder<'_> {
             | PtxOp::BulkWaitGroupRead
             | PtxOp::ClusterArrive
             | PtxOp::ClusterWait
-            | PtxOp::ClusterSync => {
+            | PtxOp::ClusterSync
+            | PtxOp::GridGroupSync => {
                 let d =
                     Diagnostic::internal(a.span, format!("`{}` reached the wgmma/barrier builder", op.script_name()))
                         .with_note("it is an asynchronous-copy statement (the asynchronous-copy builder builds it)");

@@ -105,7 +105,8 @@ fn stmt(s: &mut Stmt) {
                 AsyncStmt::MbarInit { bar, .. }
                 | AsyncStmt::MbarArrive { bar, .. }
                 | AsyncStmt::MbarArriveExpectTx { bar, .. }
-                | AsyncStmt::MbarWait { bar, .. } => Some(bar),
+                | AsyncStmt::MbarWait { bar, .. }
+                | AsyncStmt::GridGroupSync { word: bar, .. } => Some(bar),
                 _ => None,
             } {
                 b.span = Span::default();

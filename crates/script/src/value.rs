@@ -285,6 +285,8 @@ pub enum PtxOp {
     ClusterWait,
     /// `T.cuda.cluster_sync()`: an arrive and a wait of the cluster barrier.
     ClusterSync,
+    /// `T.cuda.grid_group_sync(word, size)`: the CTA meets the grid's CTAs syncing on `word`.
+    GridGroupSync,
     WgmmaFence,
     WgmmaCommit,
     WgmmaWait,

@@ -118,6 +118,13 @@ pub(crate) enum AsyncIns {
     ClusterWait {
         site: u32,
     },
+    /// A grid group barrier on `word[idx]` of `size` CTAs (`grid_group`).
+    GridGroupSync {
+        site: u32,
+        word: u32,
+        idx: Reg,
+        size: Reg,
+    },
     /// `cp.async.bulk.shared::cluster.shared::cta` into the CTA of rank `rank` (`cluster`).
     BulkToPeer {
         site: u32,
@@ -153,6 +160,7 @@ impl AsyncIns {
             AsyncIns::ClusterArrive { .. } => "barrier.cluster.arrive",
             AsyncIns::ClusterWait { .. } => "barrier.cluster.wait",
             AsyncIns::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
+            AsyncIns::GridGroupSync { .. } => "grid_group_sync",
         }
     }
 }
@@ -173,6 +181,7 @@ impl FamilyIns for AsyncIns {
             | AsyncIns::MbarWait { site, .. }
             | AsyncIns::ClusterArrive { site }
             | AsyncIns::ClusterWait { site }
+            | AsyncIns::GridGroupSync { site, .. }
             | AsyncIns::BulkToPeer { site, .. } => Some(*site),
             AsyncIns::Tma(t) => Some(t.site),
             AsyncIns::Commit
@@ -215,6 +224,10 @@ impl FamilyIns for AsyncIns {
                 f(rank)
             }
             AsyncIns::ClusterArrive { .. } | AsyncIns::ClusterWait { .. } => {}
+            AsyncIns::GridGroupSync { idx, size, .. } => {
+                f(idx);
+                f(size)
+            }
             AsyncIns::Commit
             | AsyncIns::WaitGroup(_)
             | AsyncIns::Fence(_)
@@ -580,6 +593,19 @@ impl Compiler<'_> {
             AsyncOp::BulkWait { n, read } => AsyncIns::BulkWait { n: *n, read: *read },
             AsyncOp::ClusterBarrier { wait: false } => AsyncIns::ClusterArrive { site: self.site() },
             AsyncOp::ClusterBarrier { wait: true } => AsyncIns::ClusterWait { site: self.site() },
+            AsyncOp::GridGroupSync { word, word_index, size } => {
+                let w = self.buf(*word)?;
+                let wb = &self.k.bufs[w as usize];
+                if wb.space != Space::Global || wb.dtype.bytes() != 4 {
+                    return Err(self.invalid(format!("grid group barrier word `{}`", wb.name)));
+                }
+                AsyncIns::GridGroupSync {
+                    site: self.site(),
+                    word: w,
+                    idx: self.index(word_index)?,
+                    size: self.index(size)?,
+                }
+            }
             AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => {
                 let (d, s) = (self.buf(*dst)?, self.buf(*src)?);
                 let (db, sb) = (&self.k.bufs[d as usize], &self.k.bufs[s as usize]);
@@ -730,6 +756,10 @@ impl Machine<'_> {
             AsyncIns::BulkWait { n, read } => self.bulk_wait(t, n as usize, read)?,
             AsyncIns::ClusterArrive { site } => self.cluster_arrive(t, site)?,
             AsyncIns::ClusterWait { site } => return self.cluster_wait(t, site),
+            AsyncIns::GridGroupSync { site, word, idx, size } => {
+                self.group_sync_reach(t, site, word, r(idx), r(size))?;
+                return Ok(Flow::Block);
+            }
             AsyncIns::BulkToPeer { site, dst, dst_idx, src, src_idx, bytes, bar, bar_idx, rank } => {
                 let (dst, src, bar) = ((dst, r(dst_idx)), (src, r(src_idx)), (bar, r(bar_idx)));
                 self.bulk_to_peer(t, site, dst, src, bytes, bar, r(rank))?

@@ -99,7 +99,7 @@ impl ClusterThreads {
     }
 
     /// The ring slot of the last phase thread `t` passed (`None`: none yet).
-    fn passed(&self, t: u32) -> Option<usize> {
+    pub(crate) fn passed(&self, t: u32) -> Option<usize> {
         let k = self.wait[t as usize];
         (k > 0).then_some(k as usize % 3)
     }
@@ -224,6 +224,15 @@ impl<'a> Machine<'a> {
     /// arrive in it; 0 before any).
     pub(crate) fn cluster_released(&self, t: u32) -> u32 {
         self.fam.cluster.passed(t).map_or(0, |k| self.cluster_min_arrive[k])
+    }
+
+    /// What [`ClusterThreads::all_arrived_before`] says of the CTA of rank `r` (another, parked
+    /// CTA of the cluster) for the running CTA's thread `t`.
+    pub(crate) fn peer_all_arrived_before(&self, r: usize, t: u32) -> u32 {
+        match (self.fam.cluster.passed(t), self.ctxs.get(r)) {
+            (Some(k), Some(c)) if r != self.rank => c.fam.cluster.min_arrive[k],
+            _ => 0,
+        }
     }
 
     /// What [`ClusterThreads::arrived_before`] says of thread `p` of the CTA of rank `r`

@@ -84,6 +84,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) cluster_phase: u32,
     pub(crate) cluster_min_arrive: [u32; 3],
     pub(crate) peer_copies: Vec<crate::cluster::PeerCopy>,
+    /// The phases of each grid group barrier word `(buffer, element)` (`grid_group`).
+    pub(crate) group_words: HashMap<(u32, usize), crate::grid_group::GroupWord>,
     /// What the threads printed (`debug`), in execution order.
     pub(crate) printed: Vec<crate::debug::Printed>,
 }
@@ -249,6 +251,7 @@ impl<'a> Machine<'a> {
                 smem_base,
                 leaders: Default::default(),
                 warps: Default::default(),
+                peer_reads: Default::default(),
             });
         }
         for (i, id) in k.params.iter().enumerate() {
@@ -286,6 +289,7 @@ impl<'a> Machine<'a> {
             cluster_phase: 0,
             cluster_min_arrive: [0; 3],
             peer_copies: vec![],
+            group_words: HashMap::new(),
             printed: vec![],
             order_rng: opts.warp_order_seed.map_or(0, |s| s | 1),
         })
@@ -295,6 +299,9 @@ impl<'a> Machine<'a> {
     /// cluster's CTAs together; returns how many CTAs ran (`grid_limit` rounded up to
     /// whole clusters).
     fn run_grid(&mut self) -> Result<u64, SimError> {
+        if self.k.cooperative() {
+            return self.run_cooperative();
+        }
         let c = self.k.cluster.map(|d| d.max(1));
         let size = self.cluster_size();
         if size > 1 {
@@ -315,6 +322,30 @@ impl<'a> Machine<'a> {
             self.run_cluster(&ctas)?;
         }
         Ok(count * size as u64)
+    }
+
+    /// A cooperative grid (`grid_group`): every CTA resident at once, so all run together, in
+    /// launch order (x fastest); `grid_limit` cannot cut it.
+    fn run_cooperative(&mut self) -> Result<u64, SimError> {
+        let [gx, gy, gz] = self.k.grid.map(|d| d.max(1));
+        let total = u64::from(gx) * u64::from(gy) * u64::from(gz);
+        if let Some(l) = self.opts.grid_limit.filter(|&l| l < total) {
+            return Err(limit_error(format!(
+                "a cooperative grid (its CTAs meet at grid group barriers) runs whole: --grid-limit {l} is below its {total} CTAs"
+            )));
+        }
+        let ctas: Vec<[u32; 3]> = (0..total)
+            .map(|i| {
+                [
+                    (i % u64::from(gx)) as u32,
+                    ((i / u64::from(gx)) % u64::from(gy)) as u32,
+                    (i / (u64::from(gx) * u64::from(gy))) as u32,
+                ]
+            })
+            .collect();
+        self.ctxs = (0..ctas.len()).map(|_| self.fresh_ctx()).collect::<Result<_, _>>()?;
+        self.run_cluster(&ctas)?;
+        Ok(total)
     }
 
     /// The next tick of the clock. In a cluster each CTA's ticks are its rank modulo the

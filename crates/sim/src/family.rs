@@ -24,6 +24,7 @@ use crate::cluster::ClusterThreads;
 use crate::compile::Reg;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::grid_group::GroupThreads;
 use crate::wgmma::WgState;
 use std::any::Any;
 use std::fmt::Debug;
@@ -121,6 +122,8 @@ pub(crate) struct FamilyState {
     pub wg: WgState,
     /// Cluster barrier arrivals and waits per thread (`cluster`).
     pub cluster: ClusterThreads,
+    /// Grid group barriers: the CTA's wait, what it knows of the grid's CTAs (`grid_group`).
+    pub group: GroupThreads,
 }
 
 impl FamilyState {
@@ -131,6 +134,7 @@ impl FamilyState {
             named: NamedState::new(n),
             wg: WgState::new(k, n),
             cluster: ClusterThreads::new(n),
+            group: GroupThreads::new(n),
         }
     }
 
@@ -140,6 +144,7 @@ impl FamilyState {
         self.named.reset();
         self.wg.reset();
         self.cluster.reset();
+        self.group.reset();
     }
 }
 
@@ -148,13 +153,16 @@ impl Machine<'_> {
     /// barriers first, then mbarrier waits, then cluster barrier waits: each
     /// kind passes, and its threads run, before the next is looked at).
     pub(crate) fn release_family_waits(&mut self) -> Result<bool, SimError> {
-        Ok(self.release_named()? || self.release_mbar_waits()? || self.release_cluster_waits())
+        Ok(self.release_named()?
+            || self.release_mbar_waits()?
+            || self.release_cluster_waits()
+            || self.release_group_sync()?)
     }
 
     /// Explains threads blocked on family state when nothing can run: an
     /// mbarrier deadlock, then a named barrier that never fills.
     pub(crate) fn diagnose_family_hang(&self) -> Option<SimError> {
-        self.diagnose_mbar_deadlock().or_else(|| self.diagnose_named())
+        self.diagnose_mbar_deadlock().or_else(|| self.diagnose_named()).or_else(|| self.diagnose_group_hang())
     }
 
     /// Thread `t` exits: its asynchronous copies, bulk stores and wgmmas must be complete.

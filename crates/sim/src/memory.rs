@@ -125,8 +125,13 @@ impl MemoryUse {
 /// before anything is allocated.
 pub fn memory_use(k: &LKernel, opts: &SimOptions) -> MemoryUse {
     let threads = k.block.iter().fold(1u64, |a, &d| a.saturating_mul(u64::from(d)));
-    // The CTAs of a cluster run together: each holds its own shared and local memory.
-    let ctas = u64::from(k.cluster_size().max(1));
+    // The CTAs of a cluster (of a cooperative grid) run together: each holds its own shared
+    // and local memory.
+    let ctas = if k.cooperative() {
+        k.grid.iter().fold(1u64, |a, &d| a.saturating_mul(u64::from(d.max(1))))
+    } else {
+        u64::from(k.cluster_size().max(1))
+    };
     let bufs: Vec<BufUse> = k
         .bufs
         .iter()
@@ -279,9 +284,9 @@ const WGMMA_READ: u16 = 0x1000;
 /// barrier's phase (`asynch`: `acq_tma`), not by barriers that nobody waited before, nor
 /// by waits on other mbarriers.
 pub(crate) const LANDED: u16 = 0x8000;
-/// Writer record bit of global elements: the record's readers are threads of more than one
-/// CTA of the running cluster ([`Machine::foreign`]); a write is ordered after them only by a
-/// cluster barrier after every one of them ([`Machine::peer_readers_ordered`]).
+/// Writer record bit of global elements: the record's readers are threads of more than one of
+/// the CTAs running together ([`Machine::foreign`]), each CTA's newest read in
+/// [`BufMem::peer_reads`]; a write is ordered after them only by what orders each CTA's.
 const PEER_READ: u16 = 0x2000;
 /// Writer record bit of global elements: the write was a TMA reduction (`cp.reduce.async.bulk`),
 /// which commutes with the element's other reductions (any thread, any CTA) but not with its
@@ -355,6 +360,9 @@ pub(crate) struct BufMem {
     /// (not all warpgroup-first threads), in a kernel that uses mbarriers: each warp's newest
     /// read stamp and reading lane ([`WarpRead`]), so each reading warp is ordered on its own.
     pub warps: WarpReads,
+    /// Per global element whose readers are threads of several CTAs running together
+    /// ([`PEER_READ`]): each reading CTA (run order) with its newest read stamp.
+    pub peer_reads: HashMap<usize, Vec<(u32, u32)>>,
 }
 
 /// [`BufMem::leaders`]: per element, each warpgroup's newest read stamp + 1.
@@ -615,12 +623,31 @@ impl Machine<'_> {
         size > 1 && stamp as usize % size != self.rank
     }
 
-    /// A global access by thread `p` of another CTA of the cluster, stamped `stamp`, is ordered
-    /// before thread `t`'s next accesses only by a cluster barrier phase that `t` waited for and
-    /// `p` arrived at after the access (CTAs share no other barrier; this simulator does not
-    /// follow release/acquire chains through global memory).
+    /// The CTA (run order) whose thread made an access stamped `stamp`, of the CTAs running together.
+    fn stamp_cta(&self, stamp: u32) -> usize {
+        stamp as usize % self.ctxs.len().max(1)
+    }
+
+    /// A global access by thread `p` of another CTA running with this one, stamped `stamp`, is
+    /// ordered before thread `t`'s next accesses only by a cluster barrier phase that `t` waited
+    /// for and `p` arrived at after the access, or a grid group barrier phase that CTA arrived at
+    /// after it and `t`'s CTA passed (directly or through a chain of phases); this simulator
+    /// follows no other release/acquire chains through global memory.
     fn peer_ordered(&self, p: u32, stamp: u32, t: u32) -> bool {
-        stamp < self.peer_arrived_before(stamp as usize % self.ctxs.len().max(1), p, t)
+        let c = self.stamp_cta(stamp);
+        stamp < self.peer_arrived_before(c, p, t).max(self.group_known(c))
+    }
+
+    /// What the grid group barriers the running CTA passed say of CTA `c`'s accesses.
+    fn group_known(&self, c: usize) -> u32 {
+        self.fam.group.known.get(c).copied().unwrap_or(0)
+    }
+
+    /// The tick before which every access of CTA `c` (another CTA running with this one) is
+    /// ordered before thread `t`'s next ones: its threads' earliest arrive at the last cluster
+    /// barrier phase `t` passed, or the grid group barrier phases.
+    fn cta_known(&self, c: usize, t: u32) -> u32 {
+        self.peer_all_arrived_before(c, t).max(self.group_known(c))
     }
 
     /// Whether global record `sh` has readers in another CTA of the cluster ([`PEER_READ`], or
@@ -629,14 +656,39 @@ impl Machine<'_> {
         global && (sh.w_tid & PEER_READ != 0 || self.foreign(sh.r_stamp))
     }
 
-    /// Readers of global record `sh` in other CTAs ordered before thread `t`: one, as
-    /// [`Self::peer_ordered`]; several (whose record keeps only the newest stamp), by a cluster
-    /// barrier after every thread's arrive.
-    fn peer_readers_ordered(&self, sh: &Shadow, t: u32) -> bool {
-        if sh.r_info & MULTI != 0 || sh.w_tid & PEER_READ != 0 {
-            return sh.r_stamp < self.cluster_released(t);
+    /// Readers of global `b[e]` (record `sh`) in other CTAs ordered before thread `t`: one, as
+    /// [`Self::peer_ordered`]; several of one CTA, by what orders all of that CTA's accesses;
+    /// readers of several CTAs ([`PEER_READ`]), each CTA's newest read so (this CTA's, by a CTA
+    /// barrier or a cluster barrier phase).
+    fn peer_readers_ordered(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> bool {
+        if sh.w_tid & PEER_READ != 0 {
+            let own = self.cta_sync.max(self.fam.cluster.all_arrived_before(t));
+            let Some(reads) = self.bufs[b as usize].peer_reads.get(&e) else { return false };
+            return reads.iter().all(|&(c, s)| {
+                let c = c as usize;
+                s < if c == self.rank { own } else { self.cta_known(c, t) }
+            });
+        }
+        if sh.r_info & MULTI != 0 {
+            return sh.r_stamp < self.cta_known(self.stamp_cta(sh.r_stamp), t);
         }
         self.peer_ordered((sh.r_info & TID_MASK) as u32, sh.r_stamp, t)
+    }
+
+    /// Thread `t`'s read of global `b[e]` at `stamp` joins readers in other CTAs (record `sh`,
+    /// not ordered before it): the record's readers become per-CTA entries ([`PEER_READ`]).
+    fn note_peer_read(&mut self, b: u32, e: usize, sh: &Shadow, stamp: u32) {
+        let first = (sh.w_tid & PEER_READ == 0).then(|| (self.stamp_cta(sh.r_stamp) as u32, sh.r_stamp));
+        let me = self.rank as u32;
+        let reads = self.bufs[b as usize].peer_reads.entry(e).or_default();
+        if let Some(f) = first {
+            reads.clear();
+            reads.push(f);
+        }
+        match reads.iter_mut().find(|(c, _)| *c == me) {
+            Some(r) => r.1 = r.1.max(stamp),
+            None => reads.push((me, stamp)),
+        }
     }
 
     /// Several readers: ordered by a barrier after all of them, or by mbarrier
@@ -801,7 +853,8 @@ impl Machine<'_> {
             // Readers of another CTA of the cluster: a bare record of this thread, or several
             // readers across CTAs (ordered before a write only by a cluster barrier).
             rec.r_info = t as u16 | (sh.r_info & sticky) | generic_bit;
-            if !self.peer_readers_ordered(&sh, t) {
+            if !self.peer_readers_ordered(b, e, &sh, t) {
+                self.note_peer_read(b, e, &sh, stamp);
                 rec.r_info |= MULTI | CROSS_WARP | (sh.r_info & GENERIC_READ);
                 rec.w_tid |= PEER_READ;
             }
@@ -934,7 +987,7 @@ impl Machine<'_> {
                     return Err(self.cta_race(b, t, e, Dir::Write, site, sh.r_stamp, p, sh.r_site, "read"));
                 }
             } else if self.has_peer_readers(global, &sh) {
-                if !self.peer_readers_ordered(&sh, t) {
+                if !self.peer_readers_ordered(b, e, &sh, t) {
                     let who = ((sh.r_info & TID_MASK) as u32, sh.r_info & MULTI != 0, sh.r_stamp);
                     return Err(self.peer_race(b, t, e, Dir::Write, site, who, sh.r_site, "read"));
                 }
@@ -1221,19 +1274,25 @@ impl Machine<'_> {
             Some(cta) => Who { tid: p, block: self.k.block, cta }.to_string(),
             None => "a thread of another CTA of the cluster".to_string(),
         };
-        let among = if several { " (among other threads, of this cluster's CTAs)" } else { "" };
+        let among = if several { " (among threads of other CTAs)" } else { "" };
+        let (barrier, fix) = if self.k.cooperative() {
+            (
+                "no grid group barrier orders the two (a phase that CTA arrived at after its access, which this CTA passed, directly or through a chain of phases)",
+                "`T.cuda.grid_group_sync` phases both CTAs take part in",
+            )
+        } else {
+            (
+                "no cluster barrier orders the two (its thread arrives after its access, this one waits before)",
+                "`T.cuda.cluster_sync()`",
+            )
+        };
         let mut err = SimError::new(
             SimErrorKind::DataRace,
             self.prog.sites[site as usize],
-            format!(
-                "{} element {e}: {} {} it, but {other}{among} {other_verb} it and no cluster barrier orders the two (its thread arrives after its access, this one waits before)",
-                buf.describe(),
-                self.who(t),
-                dir.verb()
-            ),
+            format!("{} element {e}: {} {} it, but {other}{among} {other_verb} it and {barrier}", buf.describe(), self.who(t), dir.verb()),
         )
         .help(format!(
-            "order the CTAs' accesses to `{}` with `T.cuda.cluster_sync()` between them, or make every CTA access a part that no other CTA writes",
+            "order the CTAs' accesses to `{}` with {fix} between them, or make every CTA access a part that no other CTA writes",
             buf.name
         ));
         if let Some(s) = self.shadow_site(other_site) {

@@ -658,6 +658,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, width, h, full=False)
+    slice_moments, affine_store = _slice_layer_norm(g, h, cn)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -680,26 +681,17 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
             stage = x
         sq = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
+        sd = T.alloc_buffer((2,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        xl = x.local()
         open_(bar)
         r = b // cn
         c0 = rank * width
         load(x, X[r, c0 : c0 + width], stage)
         if residual:  # h = x + r, written
             add_residual(x, w, R[r, c0 : c0 + width], H[r, c0 : c0 + width], stage)
-        Tx.sum(part[0:1], xl[0:per])
-        total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        count = T.max(T.min(h - c0, width), 0)  # the slice's columns inside the row
-        local_mean = total / T.cast(T.max(count, 1), "float32")
-        if cn * width > h:  # the padding reads as the slice's mean: no deviation
-            Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, local_mean)
-        Tx.add(sq[0:per], xl[0:per], -local_mean)
-        Tx.mul(sq[0:per], sq[0:per], sq[0:per])
-        Tx.sum(part[0:1], sq[0:per])
-        dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
-        publish(stats, mine, bar, rank, tid, 0, total, dev, 0.0, 0.0)
+        slice_moments(sd, x, sq, part, scratch, c0)
+        publish(stats, mine, bar, rank, tid, 0, sd[0], sd[1], 0.0, 0.0)
         moments(stats, mom, 0, lane)
         mean = mom[0]
         rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
@@ -708,6 +700,39 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
             if (rank == 0) & (tid == 0):
                 MEAN[r] = mean
                 RSTD[r] = rstd
+        affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd, load_w, store)
+        close()
+
+    return rows
+
+
+def _slice_layer_norm(g: c.RowTile, h: int, n: int):
+    """Macros for a row of ``h`` split over ``n`` CTAs, CTA ``rank`` holding columns ``[c0, c0 +
+    width)`` in registers (``g``): ``slice_moments(sd, x, sq, part, scratch, c0)`` — ``sd[0]`` the
+    slice's sum, ``sd[1]`` its squared deviations about its own mean (the padding past the row
+    set to that mean: no deviation) — and ``affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd,
+    load_w, store)``: ``Y[r]``'s slice of ``(x - mean) rstd W + B``."""
+    width, per, warps = g.width, g.per, g.warps
+
+    @T.macro
+    def slice_moments(sd, x, sq, part, scratch, c0):
+        xl = x.local()
+        Tx.sum(part[0:1], xl[0:per])
+        total = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        sd[0] = total
+        count = T.max(T.min(h - c0, width), 0)  # the slice's columns inside the row
+        local_mean = total / T.cast(T.max(count, 1), "float32")
+        if n * width > h:  # the padding reads as the slice's mean: no deviation
+            Tx.cta.masked_fill(x[0:width], x[0:width], lambda j: c0 + j >= h, local_mean)
+        Tx.add(sq[0:per], xl[0:per], -local_mean)
+        Tx.mul(sq[0:per], sq[0:per], sq[0:per])
+        Tx.sum(part[0:1], sq[0:per])
+        dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
+        sd[1] = dev
+
+    @T.macro
+    def affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd, load_w, store):
+        xl = x.local()
         Tx.add(xl[0:per], xl[0:per], -mean)
         Tx.mul(xl[0:per], xl[0:per], rstd)
         load_w(w, W[c0 : c0 + width], stage)
@@ -715,9 +740,79 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
         load_w(w, B[c0 : c0 + width], stage)
         Tx.cta.add(x[0:width], x[0:width], w[0:width])
         store(Y[r, c0 : c0 + width], x, stage)
-        close()
 
-    return rows
+    return slice_moments, affine_store
+
+
+def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups: int):
+    """A design under measurement for issue 33's widest rows, not yet among the op's candidates
+    (its first GPU run decides): ``Y = (X - mean) * rstd * W + B`` with each row split over a
+    group of ``group`` CTAs of a cooperative grid of ``groups`` such groups — every CTA resident at
+    once, group ``grp`` taking rows ``grp, grp + groups, ...`` — CTA ``rank`` of a group holding
+    columns ``[rank * width, (rank + 1) * width)`` of each in registers as `_layer_norm_cluster`
+    does. The slices' sums and squared deviations go through global memory: ``P`` (2 groups group,
+    2) float32, a slot per row parity, read after the group meets at the grid group barrier on
+    ``WORDS[grp]`` (int32, zero before the first launch: `T.cuda.grid_group_sync`). Unlike a
+    cluster's, a group's CTAs need not share a GPC: groups of 16 may use 128 of an H200's 132 SMs,
+    where clusters of 16 get 112."""
+    g = c.cluster_tile(h, dtype, threads, group, 4)
+    width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
+    load, store = c.row_io(g, dtype)
+    load_w = c.weight_loader(g, dtype, dtype, load)
+    moments = c.slice_moments(group, width, h, full=False)
+    slice_moments, affine_store = _slice_layer_norm(g, h, group)
+
+    @T.prim_func
+    def layer_norm_grid_rows(
+        X_ptr: T.handle,
+        W_ptr: T.handle,
+        B_ptr: T.handle,
+        Y_ptr: T.handle,
+        P_ptr: T.handle,
+        WORDS_ptr: T.handle,
+        m: T.int32,
+        eps: T.float32,
+    ):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), dtype)
+        B = T.match_buffer(B_ptr, (h,), dtype)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        P = T.match_buffer(P_ptr, (2 * groups * group, 2), "float32")
+        WORDS = T.match_buffer(WORDS_ptr, (groups,), "int32")
+        T.device_entry()
+        b = T.cta_id([groups * group])
+        T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = x
+        sq = T.alloc_buffer((per,), "float32", scope="local")
+        part = T.alloc_buffer((1,), "float32", scope="local")
+        sd = T.alloc_buffer((2,), "float32", scope="local")
+        mom = T.alloc_buffer((4,), "float32", scope="local")
+        scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        grp = b // group
+        rank = b % group
+        c0 = rank * width
+        for i in T.serial((m + groups - 1) // groups):
+            r = grp + i * groups
+            if r < m:  # (the group's CTAs agree: one row)
+                load(x, X[r, c0 : c0 + width], stage)
+                slice_moments(sd, x, sq, part, scratch, c0)
+                slot = i % 2 * groups + grp
+                if tid == 0:
+                    P[slot * group + rank, 0] = sd[0]
+                    P[slot * group + rank, 1] = sd[1]
+                T.cuda.grid_group_sync(WORDS.ptr_to([grp]), group)
+                moments(P, mom, slot, lane)
+                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+                affine_store(x, w, stage, W, B, Y, r, c0, mom[0], rstd, load_w, store)
+
+    return layer_norm_grid_rows
 
 
 def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):

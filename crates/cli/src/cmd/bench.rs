@@ -238,7 +238,13 @@ mod tests {
 
     #[test]
     fn json_of_a_copy_has_bandwidth_and_ratio_of_equal_traffic() {
-        let spec = LaunchSpec { kernel: "k".into(), grid: [32, 256, 1], block: [128, 1, 1], dynamic_smem_bytes: 0 };
+        let spec = LaunchSpec {
+            kernel: "k".into(),
+            grid: [32, 256, 1],
+            block: [128, 1, 1],
+            dynamic_smem_bytes: 0,
+            cooperative: false,
+        };
         let traffic =
             Traffic { data_only: true, not_data_only_because: None, bytes_read: 1 << 28, bytes_written: 1 << 28 };
         let r = Report {
@@ -266,7 +272,13 @@ mod tests {
 
     #[test]
     fn json_of_a_computing_kernel_has_no_bandwidth() {
-        let spec = LaunchSpec { kernel: "k".into(), grid: [1, 1, 1], block: [32, 1, 1], dynamic_smem_bytes: 0 };
+        let spec = LaunchSpec {
+            kernel: "k".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_smem_bytes: 0,
+            cooperative: false,
+        };
         let traffic = Traffic {
             data_only: false,
             not_data_only_because: Some("packed Add into `B`".into()),

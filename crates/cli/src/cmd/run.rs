@@ -109,9 +109,19 @@ pub(crate) fn build(file: &std::path::Path, arch: tirx_ir::Arch) -> Result<Built
     Ok(Built { lir, cuda, src })
 }
 
-/// One byte buffer per parameter: the `--arg` arrays, the pattern for the others.
+/// One byte buffer per parameter: the `--arg` arrays, the pattern for the others but the
+/// words of grid group barriers, zeros (their low 31 bits count the CTAs arrived: a pattern
+/// there would hang the launch).
 pub(crate) fn param_buffers(specs: &[String], k: &LKernel) -> Result<Vec<Vec<u8>>, Failure> {
-    crate::npy::load_args_or(specs, k, |b| fill_pattern(b.dtype, usize::try_from(b.elems.max(0)).ok()?))
+    let words: Vec<&str> =
+        k.grid_group_words().iter().filter_map(|w| k.bufs.get(w.0 as usize)).map(|b| b.name.as_str()).collect();
+    crate::npy::load_args_or(specs, k, |b| {
+        let elems = usize::try_from(b.elems.max(0)).ok()?;
+        if words.contains(&b.name.as_str()) {
+            return tirx_sim::try_zeroed_bytes(elems.checked_mul(b.dtype.bytes() as usize)?);
+        }
+        fill_pattern(b.dtype, elems)
+    })
 }
 
 /// The deterministic contents of a parameter not given with `--arg`: element `i` is
@@ -166,7 +176,13 @@ pub(crate) fn report_compile(compiled: &Compiled) {
 
 fn launch_spec(cuda: &CudaModule) -> LaunchSpec {
     let m = &cuda.meta;
-    LaunchSpec { kernel: m.kernel.clone(), grid: m.grid, block: m.block, dynamic_smem_bytes: m.dynamic_smem_bytes }
+    LaunchSpec {
+        kernel: m.kernel.clone(),
+        grid: m.grid,
+        block: m.block,
+        dynamic_smem_bytes: m.dynamic_smem_bytes,
+        cooperative: m.cooperative,
+    }
 }
 
 /// `driver 13.0, NVRTC 13.0`.

@@ -33,6 +33,9 @@ use serde::Serialize;
 /// The largest mbarrier arrival count and tx-count (2^20 - 1).
 pub const MBAR_MAX_COUNT: i64 = (1 << 20) - 1;
 
+/// The most CTAs a grid group barrier counts (its word's low 31 bits).
+pub const GROUP_SYNC_MAX: u32 = (1 << 31) - 1;
+
 /// An mbarrier: element `index` of a shared `int64` (or `uint64`) buffer.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mbar {
@@ -100,6 +103,13 @@ pub enum AsyncOp {
     /// `.relaxed` form yet) or `barrier.cluster.wait` (`wait: true`; acquire): the two halves
     /// of `cluster.sync` (every thread of the cluster).
     ClusterBarrier { wait: bool },
+    /// A barrier of the CTAs of a cooperative (co-resident) grid that meet on the 32-bit global
+    /// `word[word_index]`, `size` of them a phase: every thread of the CTA; a CTA barrier, then
+    /// its first thread's `atom.add.acq_rel.gpu` of 1 (the last arriver's `red.release.gpu` of
+    /// 2^31 - size: the count back to 0, the top bit flipped; the others spin on an
+    /// `ld.acquire.gpu` until the top bit differs from what their add returned), then a CTA
+    /// barrier. The word starts with its low 31 bits 0 and is so again after every phase.
+    GridGroupSync { word: LBufId, word_index: LExpr, size: LExpr },
 }
 
 /// One TMA tensor copy: the tensor map and the box's coordinates (innermost
@@ -174,6 +184,7 @@ impl AsyncOp {
             AsyncOp::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
             AsyncOp::ClusterBarrier { wait: false } => "barrier.cluster.arrive",
             AsyncOp::ClusterBarrier { wait: true } => "barrier.cluster.wait",
+            AsyncOp::GridGroupSync { .. } => "grid_group_sync",
         }
     }
 
@@ -186,7 +197,9 @@ impl AsyncOp {
             | AsyncOp::MbarInit { .. }
             | AsyncOp::MbarArrive { cta: None, .. }
             // The CUDA spins on test_wait below sm_90, on try_wait from sm_90 on.
-            | AsyncOp::MbarWait { .. } => Arch::SM_80,
+            | AsyncOp::MbarWait { .. }
+            // (acquire/release atomics: sm_70)
+            | AsyncOp::GridGroupSync { .. } => Arch::SM_80,
             AsyncOp::MbarArriveExpectTx { .. }
             | AsyncOp::MbarArrive { cta: Some(_), .. }
             | AsyncOp::FenceProxyAsync
@@ -217,7 +230,8 @@ impl AsyncOp {
             | AsyncOp::TmaStore(_)
             | AsyncOp::BulkCommit
             | AsyncOp::BulkWait { .. }
-            | AsyncOp::ClusterBarrier { .. } => None,
+            | AsyncOp::ClusterBarrier { .. }
+            | AsyncOp::GridGroupSync { .. } => None,
         }
     }
 
@@ -256,6 +270,7 @@ impl Instr for AsyncOp {
                 .chain(&c.multicast)
                 .collect(),
             AsyncOp::BulkToPeer { dst_index, src_index, bar, rank, .. } => vec![dst_index, src_index, &bar.index, rank],
+            AsyncOp::GridGroupSync { word_index, size, .. } => vec![word_index, size],
             AsyncOp::CommitGroup
             | AsyncOp::WaitGroup(_)
             | AsyncOp::FenceProxyAsync
@@ -278,6 +293,7 @@ impl Instr for AsyncOp {
             }
             AsyncOp::TmaStore(c) => (vec![c.smem], vec![]),
             AsyncOp::BulkToPeer { dst, src, bar, .. } => (vec![*src, bar.buf], vec![*dst, bar.buf]),
+            AsyncOp::GridGroupSync { word, .. } => (vec![*word], vec![*word]),
             AsyncOp::CommitGroup
             | AsyncOp::WaitGroup(_)
             | AsyncOp::FenceProxyAsync
@@ -355,6 +371,17 @@ impl Checker<'_> {
             AsyncOp::MbarWait { bar, parity } => {
                 self.mbar(bar, name)?;
                 self.int_operand(parity, name, "phase parity", 0..=1)
+            }
+            AsyncOp::GridGroupSync { word, word_index, size } => {
+                let w = self.buf(*word)?;
+                if w.space != Space::Global || !matches!(w.dtype, DType::I32 | DType::U32) {
+                    return Err(format!(
+                        "{name} on `{}` ({:?} {}): its word is a global int32",
+                        w.name, w.space, w.dtype
+                    ));
+                }
+                self.index(*word, word_index)?;
+                self.int_operand(size, name, "group size", 1..=i64::from(GROUP_SYNC_MAX))
             }
         }
     }
@@ -557,6 +584,26 @@ impl LKernel {
         any
     }
 
+    /// Whether the kernel meets other CTAs at grid group barriers: it must be launched
+    /// cooperatively (every CTA resident at once) and simulated with its whole grid together.
+    pub fn cooperative(&self) -> bool {
+        !self.grid_group_words().is_empty()
+    }
+
+    /// The buffers holding the words of its grid group barriers (each must start with its low
+    /// 31 bits 0: a launch's input for them is zeros unless given).
+    pub fn grid_group_words(&self) -> Vec<LBufId> {
+        let mut words = vec![];
+        walk(&self.body, &mut |s| {
+            if let LStmtKind::Async(AsyncOp::GridGroupSync { word, .. }) = &s.kind {
+                if !words.contains(word) {
+                    words.push(*word);
+                }
+            }
+        });
+        words
+    }
+
     /// Whether any statement is a TMA load or a bulk copy that lands on an mbarrier
     /// (the simulator then tracks who acquired their landings).
     pub fn uses_tma_loads(&self) -> bool {
@@ -594,6 +641,9 @@ impl Printer<'_> {
             }
             AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => self.tma_text(c, matches!(a, AsyncOp::TmaLoad(_))),
             AsyncOp::BulkWait { n, .. } => format!("{name} {n}"),
+            AsyncOp::GridGroupSync { word, word_index, size } => {
+                format!("{name} {} size={}", self.at(*word, word_index), self.e(size))
+            }
             AsyncOp::BulkToPeer { dst, dst_index, src, src_index, bytes, bar, rank } => format!(
                 "{name}<{bytes}> {} @ cta {} <- {} bar={}",
                 self.at(*dst, dst_index),

@@ -57,7 +57,7 @@ pub mod tmap;
 pub mod wgmma;
 pub mod wgmma_fences;
 
-pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, MBAR_MAX_COUNT};
+pub use asynch::{cache_policy, AsyncOp, Mbar, TmaCopy, GROUP_SYNC_MAX, MBAR_MAX_COUNT};
 pub use bounds::BoundsCheck;
 pub use collective::{CollectiveOp, ShuffleMode};
 pub use debug::DebugOp;

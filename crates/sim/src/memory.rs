@@ -662,17 +662,24 @@ impl Machine<'_> {
     /// barrier or a cluster barrier phase).
     fn peer_readers_ordered(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> bool {
         if sh.w_tid & PEER_READ != 0 {
-            let own = self.cta_sync.max(self.fam.cluster.all_arrived_before(t));
             let Some(reads) = self.bufs[b as usize].peer_reads.get(&e) else { return false };
-            return reads.iter().all(|&(c, s)| {
-                let c = c as usize;
-                s < if c == self.rank { own } else { self.cta_known(c, t) }
-            });
+            return reads.iter().all(|&(c, s)| self.cta_read_ordered(c, s, t));
         }
         if sh.r_info & MULTI != 0 {
             return sh.r_stamp < self.cta_known(self.stamp_cta(sh.r_stamp), t);
         }
         self.peer_ordered((sh.r_info & TID_MASK) as u32, sh.r_stamp, t)
+    }
+
+    /// Reads by CTA `c` (run order), the newest stamped `s`, ordered before thread `t`: this
+    /// CTA's by a CTA barrier or a cluster barrier phase since, another's as [`Self::cta_known`].
+    fn cta_read_ordered(&self, c: u32, s: u32, t: u32) -> bool {
+        let c = c as usize;
+        s < if c == self.rank {
+            self.cta_sync.max(self.fam.cluster.all_arrived_before(t))
+        } else {
+            self.cta_known(c, t)
+        }
     }
 
     /// Thread `t`'s read of global `b[e]` at `stamp` joins readers in other CTAs (record `sh`,
@@ -837,7 +844,7 @@ impl Machine<'_> {
             }
         } else if global && self.foreign(sh.w_stamp) {
             if !self.peer_ordered(sh.writer(), sh.w_stamp, t) {
-                let who = (sh.writer(), false, sh.w_stamp);
+                let who = self.peer_thread(sh.writer(), sh.w_stamp);
                 return Err(self.peer_race(b, t, e, Dir::Read, site, who, sh.w_site, sh.wrote()));
             }
         } else if !self.writer_ordered(&sh, t) {
@@ -850,8 +857,8 @@ impl Machine<'_> {
         }
         let generic_bit = if generic { GENERIC_READ } else { 0 };
         if sh.r_stamp >= self.cta_start && self.has_peer_readers(global, &sh) {
-            // Readers of another CTA of the cluster: a bare record of this thread, or several
-            // readers across CTAs (ordered before a write only by a cluster barrier).
+            // Readers of another CTA running with this one: a bare record of this thread, or
+            // several readers across CTAs (a write is checked against each CTA's).
             rec.r_info = t as u16 | (sh.r_info & sticky) | generic_bit;
             if !self.peer_readers_ordered(b, e, &sh, t) {
                 self.note_peer_read(b, e, &sh, stamp);
@@ -961,8 +968,8 @@ impl Machine<'_> {
                 global.then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()))
             } else if global && self.foreign(sh.w_stamp) {
                 let ordered = self.peer_ordered(sh.writer(), sh.w_stamp, t);
-                let who = (sh.writer(), false, sh.w_stamp);
-                (!ordered).then(|| self.peer_race(b, t, e, Dir::Write, site, who, sh.w_site, sh.wrote()))
+                let who = || self.peer_thread(sh.writer(), sh.w_stamp);
+                (!ordered).then(|| self.peer_race(b, t, e, Dir::Write, site, who(), sh.w_site, sh.wrote()))
             } else if !self.writer_ordered(&sh, t) {
                 Some(self.writer_race(b, t, e, Dir::Write, site, &sh))
             } else {
@@ -988,7 +995,7 @@ impl Machine<'_> {
                 }
             } else if self.has_peer_readers(global, &sh) {
                 if !self.peer_readers_ordered(b, e, &sh, t) {
-                    let who = ((sh.r_info & TID_MASK) as u32, sh.r_info & MULTI != 0, sh.r_stamp);
+                    let who = self.peer_reader(b, e, &sh, t);
                     return Err(self.peer_race(b, t, e, Dir::Write, site, who, sh.r_site, "read"));
                 }
             } else if !self.readers_ordered(b, e, &sh, t) {
@@ -1254,9 +1261,37 @@ impl Machine<'_> {
         err
     }
 
-    /// A global access by thread `t` unordered with one of another CTA of the running cluster:
-    /// `(thread, several, stamp)` of that CTA (`several`: among other readers, possibly of
-    /// several CTAs).
+    /// Thread `p` of the CTA that made `stamp` (another CTA running with this one).
+    fn peer_thread(&self, p: u32, stamp: u32) -> String {
+        match self.cta_of_stamp(stamp) {
+            Some(cta) => Who { tid: p, block: self.k.block, cta }.to_string(),
+            None => "a thread of another CTA".to_string(),
+        }
+    }
+
+    /// Who of another CTA read global `b[e]` (record `sh`) unordered before thread `t`: the
+    /// reader, or some threads of the first reading CTA not ordered.
+    fn peer_reader(&self, b: u32, e: usize, sh: &Shadow, t: u32) -> String {
+        let several = |stamp: u32| match self.cta_of_stamp(stamp) {
+            Some([x, y, z]) => format!("threads of CTA ({x}, {y}, {z})"),
+            None => "threads of another CTA".to_string(),
+        };
+        if sh.w_tid & PEER_READ != 0 {
+            let unordered = |&&(c, s): &&(u32, u32)| !self.cta_read_ordered(c, s, t);
+            return match self.bufs[b as usize].peer_reads.get(&e).and_then(|r| r.iter().find(unordered)) {
+                Some(&(c, _)) if c as usize == self.rank => "other threads of this CTA".to_string(),
+                Some(&(_, s)) => several(s),
+                None => "threads of other CTAs".to_string(),
+            };
+        }
+        if sh.r_info & MULTI != 0 {
+            return several(sh.r_stamp);
+        }
+        self.peer_thread((sh.r_info & TID_MASK) as u32, sh.r_stamp)
+    }
+
+    /// A global access by thread `t` unordered with one of `other` (threads of another CTA
+    /// running with this one).
     #[allow(clippy::too_many_arguments)]
     fn peer_race(
         &self,
@@ -1265,16 +1300,11 @@ impl Machine<'_> {
         e: usize,
         dir: Dir,
         site: u32,
-        (p, several, stamp): (u32, bool, u32),
+        other: String,
         other_site: u16,
         other_verb: &str,
     ) -> SimError {
         let buf = &self.bufs[b as usize];
-        let other = match self.cta_of_stamp(stamp) {
-            Some(cta) => Who { tid: p, block: self.k.block, cta }.to_string(),
-            None => "a thread of another CTA of the cluster".to_string(),
-        };
-        let among = if several { " (among threads of other CTAs)" } else { "" };
         let (barrier, fix) = if self.k.cooperative() {
             (
                 "no grid group barrier orders the two (a phase that CTA arrived at after its access, which this CTA passed, directly or through a chain of phases)",
@@ -1289,7 +1319,7 @@ impl Machine<'_> {
         let mut err = SimError::new(
             SimErrorKind::DataRace,
             self.prog.sites[site as usize],
-            format!("{} element {e}: {} {} it, but {other}{among} {other_verb} it and {barrier}", buf.describe(), self.who(t), dir.verb()),
+            format!("{} element {e}: {} {} it, but {other} {other_verb} it and {barrier}", buf.describe(), self.who(t), dir.verb()),
         )
         .help(format!(
             "order the CTAs' accesses to `{}` with {fix} between them, or make every CTA access a part that no other CTA writes",

@@ -100,7 +100,9 @@ for p in meta["params"]:
     shape = tuple(size(x) for x in p["shape"])
     if int(np.prod(shape)) != size(p["elems"]):  # a padded layout: the file holds the flat storage
         shape = (size(p["elems"]),)
-    if np.issubdtype(np.dtype(dt), np.integer):
+    if p.get("zeroed"):  # a grid group barrier's words: their count starts at 0
+        a = np.zeros(shape, dt)
+    elif np.issubdtype(np.dtype(dt), np.integer):
         a = rng.integers(0, 100, size=shape).astype(dt)
     elif dt is np.bool_:
         a = rng.integers(0, 2, size=shape).astype(dt)

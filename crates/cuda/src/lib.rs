@@ -159,6 +159,10 @@ pub struct ParamMeta {
     pub strides: Option<Vec<MetaDim>>,
     /// A buffer the kernel writes (the caller must pass memory it can write back).
     pub written: bool,
+    /// A buffer that must hold zeros before the first launch (the words of grid group
+    /// barriers: their low 31 bits count the CTAs arrived; they are zero again after a launch).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub zeroed: bool,
 }
 
 impl LaunchMeta {
@@ -260,6 +264,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
             bytes: MetaDim::Int(128),
             strides: None,
             written: false,
+            zeroed: false,
         },
         ParamRef::Scalar(v) => {
             let t = k.var(v).dtype;
@@ -272,6 +277,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                 bytes: MetaDim::Int(i64::from(t.bytes())),
                 strides: None,
                 written: false,
+                zeroed: false,
             }
         }
         ParamRef::Buffer(p) => {
@@ -304,6 +310,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                 bytes: total,
                 strides: b.strides.as_ref().map(|xs| xs.iter().map(|e| meta_dim(k, e)).collect()),
                 written: written.get(p.0 as usize).copied().unwrap_or(true),
+                zeroed: k.grid_group_words().contains(&p),
             }
         }
     })

@@ -38,9 +38,10 @@ __device__ __forceinline__ void group_sync(unsigned int* word, unsigned int size
         if (((old + 1u) & 0x7fffffffu) == size) {
             asm volatile("red.release.gpu.global.add.u32 [%0], %1;" :: "l"(word), "r"(0x80000000u - size) : "memory");
         } else {
-            unsigned int cur;
+            unsigned int cur, polls = 0;
             do {
                 asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(cur) : "l"(word) : "memory");
+                if (++polls == (1u << 26)) __trap();  // a group that never fills: fail, not hang
             } while (((cur ^ old) & 0x80000000u) == 0u);
         }
     }

@@ -658,7 +658,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn)
     moments = c.slice_moments(cn, width, h, full=False)
-    slice_moments, affine_store = _slice_layer_norm(g, h, cn)
+    slice_moments = _slice_moments(g, h, cn)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -684,6 +684,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
         sd = T.alloc_buffer((2,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
         open_(bar)
         r = b // cn
         c0 = rank * width
@@ -700,18 +701,23 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
             if (rank == 0) & (tid == 0):
                 MEAN[r] = mean
                 RSTD[r] = rstd
-        affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd, load_w, store)
+        Tx.add(xl[0:per], xl[0:per], -mean)
+        Tx.mul(xl[0:per], xl[0:per], rstd)
+        load_w(w, W[c0 : c0 + width], stage)
+        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+        load_w(w, B[c0 : c0 + width], stage)
+        Tx.cta.add(x[0:width], x[0:width], w[0:width])
+        store(Y[r, c0 : c0 + width], x, stage)
         close()
 
     return rows
 
 
-def _slice_layer_norm(g: c.RowTile, h: int, n: int):
-    """Macros for a row of ``h`` split over ``n`` CTAs, CTA ``rank`` holding columns ``[c0, c0 +
-    width)`` in registers (``g``): ``slice_moments(sd, x, sq, part, scratch, c0)`` — ``sd[0]`` the
-    slice's sum, ``sd[1]`` its squared deviations about its own mean (the padding past the row
-    set to that mean: no deviation) — and ``affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd,
-    load_w, store)``: ``Y[r]``'s slice of ``(x - mean) rstd W + B``."""
+def _slice_moments(g: c.RowTile, h: int, n: int):
+    """A macro ``slice_moments(sd, x, sq, part, scratch, c0)`` for a row of ``h`` split over ``n``
+    CTAs, this one holding columns ``[c0, c0 + width)`` in registers (``g``): ``sd[0]`` the slice's
+    sum, ``sd[1]`` its squared deviations about its own mean (the padding past the row set to that
+    mean: no deviation)."""
     width, per, warps = g.width, g.per, g.warps
 
     @T.macro
@@ -730,18 +736,7 @@ def _slice_layer_norm(g: c.RowTile, h: int, n: int):
         dev = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         sd[1] = dev
 
-    @T.macro
-    def affine_store(x, w, stage, W, B, Y, r, c0, mean, rstd, load_w, store):
-        xl = x.local()
-        Tx.add(xl[0:per], xl[0:per], -mean)
-        Tx.mul(xl[0:per], xl[0:per], rstd)
-        load_w(w, W[c0 : c0 + width], stage)
-        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-        load_w(w, B[c0 : c0 + width], stage)
-        Tx.cta.add(x[0:width], x[0:width], w[0:width])
-        store(Y[r, c0 : c0 + width], x, stage)
-
-    return slice_moments, affine_store
+    return slice_moments
 
 
 def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups: int):
@@ -753,14 +748,15 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
     does. The slices' sums and squared deviations go through global memory: ``P`` (2 groups group,
     2) float32, a slot per row parity, read after the group meets at the grid group barrier on
     ``WORDS[grp]`` (int32, zero before the first launch: `T.cuda.grid_group_sync`). Unlike a
-    cluster's, a group's CTAs need not share a GPC: groups of 16 may use 128 of an H200's 132 SMs,
-    where clusters of 16 get 112."""
+    cluster's, a group's CTAs need not share a GPC: groups of 32 use 128 of an H200's 132 SMs at a
+    262k row, where clusters of 16 get 112. A CTA keeps the same columns of every row it takes, so
+    its slices of the weight and bias are read into registers once, before the rows."""
     g = c.cluster_tile(h, dtype, threads, group, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
     load_w = c.weight_loader(g, dtype, dtype, load)
     moments = c.slice_moments(group, width, h, full=False)
-    slice_moments, affine_store = _slice_layer_norm(g, h, group)
+    slice_moments = _slice_moments(g, h, group)
 
     @T.prim_func
     def layer_norm_grid_rows(
@@ -785,7 +781,8 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        wv = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        bv = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if widen:
             stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         else:
@@ -795,9 +792,12 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
         sd = T.alloc_buffer((2,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        xl = x.local()
         grp = b // group
         rank = b % group
         c0 = rank * width
+        load_w(wv, W[c0 : c0 + width], stage)
+        load_w(bv, B[c0 : c0 + width], stage)
         for i in T.serial((m + groups - 1) // groups):
             r = grp + i * groups
             if r < m:  # (the group's CTAs agree: one row)
@@ -810,7 +810,11 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
                 T.cuda.grid_group_sync(WORDS.ptr_to([grp]), group)
                 moments(P, mom, slot, lane)
                 rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
-                affine_store(x, w, stage, W, B, Y, r, c0, mom[0], rstd, load_w, store)
+                Tx.add(xl[0:per], xl[0:per], -mom[0])
+                Tx.mul(xl[0:per], xl[0:per], rstd)
+                Tx.cta.mul(x[0:width], x[0:width], wv[0:width])
+                Tx.cta.add(x[0:width], x[0:width], bv[0:width])
+                store(Y[r, c0 : c0 + width], x, stage)
 
     return layer_norm_grid_rows
 

@@ -199,6 +199,7 @@ def rows_cases():
     # issue 33's design under measurement: a 262k row over a group of 32 CTAs of a cooperative
     # grid, its slices' statistics through global memory at a grid group barrier
     yield "ops_layer_norm_grid", nm.layer_norm_grid_kernel(262144, "bfloat16", 512, 32, 4)
+    yield "ops_layer_norm_grid_prefetch", nm.layer_norm_grid_kernel(262144, "bfloat16", 512, 32, 4, prefetch=True)
 
 
 def main():

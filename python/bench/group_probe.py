@@ -18,8 +18,9 @@ barriers before and after. Another CTA of the SM (CTAS > 1) loads while one wait
 
 Prints per configuration ms, GB/s, the fraction of a device copy of the same bytes, max |y -
 torch's layer_norm|, beside torch's layer_norm and tirx.ops.layer_norm (its tuned design); with
-``--tirx``, the same design written in TIRx (`tirx.ops.norm.layer_norm_grid_kernel`: slices in
-registers, `T.cuda.grid_group_sync`), as many groups as the device holds CTAs for."""
+``--tirx 'T,GROUP[,p];...'``, the same design written in TIRx (`tirx.ops.norm.layer_norm_grid_kernel`:
+slices in registers, `T.cuda.grid_group_sync`; ``p``: the next row prefetched), as many groups as
+the device holds CTAs for."""
 
 import argparse
 
@@ -174,7 +175,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("h", nargs="?", type=int, default=262144)
     ap.add_argument("--configs", default="512,1,12;512,1,11;256,2,24;256,2,22;256,2,12;512,1,22;256,1,12;256,3,33")
-    ap.add_argument("--tirx", default="512,32;256,32;1024,32")
+    ap.add_argument("--tirx", default="512,32;512,32,p;256,32;1024,32;1024,32,p")
     a = ap.parse_args()
     h = a.h
     m = max(1, (1 << 30) // (4 * h))
@@ -226,19 +227,19 @@ def main():
             f"{spill} B local): {ms:.3f} ms  {nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
         )
     for cfg in filter(None, a.tirx.split(";")):
-        threads, group = (int(s) for s in cfg.split(","))
-        tirx_design(x, w, b, ref, h, m, threads, group, nbytes, copy)
+        threads, group, *p = cfg.split(",")
+        tirx_design(x, w, b, ref, h, m, int(threads), int(group), p == ["p"], nbytes, copy)
     print(f"(bound by placement of clusters of 16: {112 / sms:.3f} of the SMs)" if sms == 132 else "")
 
 
-def tirx_design(x, w, b, ref, h, m, threads, group, nbytes, copy):
+def tirx_design(x, w, b, ref, h, m, threads, group, prefetch, nbytes, copy):
     import tirx
     from tirx.ops import norm
 
     try:
-        one = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, 1))
+        one = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, 1, prefetch))
         groups = one.resident_ctas() // group
-        k = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, groups))
+        k = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, groups, prefetch))
     except Exception as e:  # (a slice too wide for the registers, say)
         print(f"TIRx T {threads}, groups of {group}: {e}")
         return
@@ -248,7 +249,7 @@ def tirx_design(x, w, b, ref, h, m, threads, group, nbytes, copy):
     ms = timed_ms(lambda: k(x, w, b, y, part, words, m, 1e-5))
     err = (y.float() - ref.float()).abs().max().item()
     print(
-        f"TIRx T {threads:4}, {groups} groups of {group:2} ({groups * group} CTAs): {ms:.3f} ms  "
+        f"TIRx T {threads:4}{' prefetch' if prefetch else ''}, {groups} groups of {group:2} ({groups * group} CTAs): {ms:.3f} ms  "
         f"{nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
     )
 

@@ -230,8 +230,8 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
-@pytest.mark.parametrize("n,threads,group", [(262144, 512, 32), (65536, 256, 8), (33001, 512, 4)])
-def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, threads, group):
+@pytest.mark.parametrize("n,threads,group,prefetch", [(262144, 512, 32, False), (262144, 512, 32, True), (65536, 256, 8, False), (33001, 512, 4, True)])
+def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, threads, group, prefetch):
     """Issue 33's design under measurement on the GPU (`layer_norm_grid_kernel`): a cooperative
     launch of as many groups as the device holds, rows through global memory's exchange at the
     grid group barrier, against PyTorch, twice (the barrier words are left as the next launch
@@ -242,8 +242,8 @@ def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, thread
     import tirx.ops  # noqa: F401
 
     nm = sys.modules["tirx.ops.norm"]
-    groups = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, 1)).resident_ctas() // group
-    k = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, groups))
+    groups = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, 1, prefetch)).resident_ctas() // group
+    k = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, groups, prefetch))
     assert k.meta["cooperative"]
     m = 3 * groups + 1
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
@@ -257,7 +257,7 @@ def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, thread
         k(x, w, b, y, part, words, m, 1e-5)
         torch.testing.assert_close(y, want)
     too_many = groups + k.resident_ctas() // group + 1
-    big = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, too_many))
+    big = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, too_many, prefetch))
     with pytest.raises(tirx.TirxError, match="must be resident at once"):
         big(x, w, b, y, torch.zeros(2 * too_many * group, 2, device="cuda"), torch.zeros(too_many, device="cuda", dtype=torch.int32), m, 1e-5)
         torch.cuda.synchronize()

@@ -1884,20 +1884,22 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster, residual=True), x, r, w, b)
 
 
+@pytest.mark.parametrize("prefetch", [False, True])
 @pytest.mark.parametrize("dtype,n,threads,group,groups,m", [("float32", 1000, 64, 4, 3, 7), ("bfloat16", 9000, 128, 8, 2, 5), ("float16", 4096, 128, 2, 4, 3)])
-def test_layer_norm_rows_split_over_a_group_of_a_cooperative_grid(dtype, n, threads, group, groups, m):
+def test_layer_norm_rows_split_over_a_group_of_a_cooperative_grid(dtype, n, threads, group, groups, m, prefetch):
     """Issue 33's design under measurement (`layer_norm_grid_kernel`): rows split over groups of
     CTAs exchanging their slices' statistics through global memory at a grid group barrier,
     persistent over the rows (more rows than groups, uneven; ragged last slices: 1,000 over 4, 9,000
     over 8 CTAs), against float64; the barrier words end with their top bit set after an odd number
-    of phases; without the barrier, a race."""
+    of phases; without the barrier, a race. With ``prefetch``, each CTA's next row loaded into
+    registers before this row's exchange."""
     nm = sys.modules["tirx.ops.norm"]
     rng = np.random.default_rng(n)
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
     w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
     y = np.zeros_like(x)
     p, words = np.zeros((2 * groups * group, 2), np.float32), np.zeros(groups, np.int32)
-    k = nm.layer_norm_grid_kernel(n, dtype, threads, group, groups)
+    k = nm.layer_norm_grid_kernel(n, dtype, threads, group, groups, prefetch)
     tirx.compile(k)(x, w, b, y, p, words, m, 1e-5)
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)

@@ -739,7 +739,7 @@ def _slice_moments(g: c.RowTile, h: int, n: int):
     return slice_moments
 
 
-def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups: int):
+def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups: int, prefetch: bool = False):
     """A design under measurement for issue 33's widest rows, not yet among the op's candidates
     (its first GPU run decides): ``Y = (X - mean) * rstd * W + B`` with each row split over a
     group of ``group`` CTAs of a cooperative grid of ``groups`` such groups — every CTA resident at
@@ -750,7 +750,10 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
     ``WORDS[grp]`` (int32, zero before the first launch: `T.cuda.grid_group_sync`). Unlike a
     cluster's, a group's CTAs need not share a GPC: groups of 32 use 128 of an H200's 132 SMs at a
     262k row, where clusters of 16 get 112. A CTA keeps the same columns of every row it takes, so
-    its slices of the weight and bias are read into registers once, before the rows."""
+    its slices of the weight and bias are read into registers once, before the rows. With
+    ``prefetch``, the loads of a CTA's next row are issued into registers of the rows' dtype
+    before this row's statistics, so they are in flight while the group meets (one CTA per SM has
+    no other to overlap them with)."""
     g = c.cluster_tile(h, dtype, threads, group, 4)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
@@ -792,16 +795,26 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
         sd = T.alloc_buffer((2,), "float32", scope="local")
         mom = T.alloc_buffer((4,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
+        if prefetch:
+            nxt = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
         xl = x.local()
         grp = b // group
         rank = b % group
         c0 = rank * width
         load_w(wv, W[c0 : c0 + width], stage)
         load_w(bv, B[c0 : c0 + width], stage)
+        if prefetch:
+            if grp < m:
+                Tx.cta.copy(nxt[0:width], X[grp, c0 : c0 + width], clip=True, other=0.0)
         for i in T.serial((m + groups - 1) // groups):
             r = grp + i * groups
             if r < m:  # (the group's CTAs agree: one row)
-                load(x, X[r, c0 : c0 + width], stage)
+                if prefetch:
+                    Tx.cta.cast(x[0:width], nxt[0:width])  # (float32 rows: a register move)
+                    if r + groups < m:
+                        Tx.cta.copy(nxt[0:width], X[r + groups, c0 : c0 + width], clip=True, other=0.0)
+                else:
+                    load(x, X[r, c0 : c0 + width], stage)
                 slice_moments(sd, x, sq, part, scratch, c0)
                 slot = i % 2 * groups + grp
                 if tid == 0:

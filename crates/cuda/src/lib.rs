@@ -45,7 +45,7 @@ mod wgmma;
 
 use serde::Serialize;
 use std::fmt;
-use tirx_ir::lir::{LKernel, ParamRef, SymExpr, SymOp, TmapId};
+use tirx_ir::lir::{LBufId, LKernel, ParamRef, SymExpr, SymOp, TmapId};
 
 /// A generated kernel: CUDA C++ source and how to launch it.
 #[derive(Clone, Debug)]
@@ -197,7 +197,9 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
     let out = emit::translation_unit(k, helper_text::source)?;
     let names = names::Names::new(k);
     let written = tirx_ir::traffic::written(k);
-    let params = k.signature().into_iter().map(|p| param_meta(k, &names, &written, p)).collect::<Result<_, _>>()?;
+    let words = k.grid_group_words();
+    let params =
+        k.signature().into_iter().map(|p| param_meta(k, &names, (&written, &words), p)).collect::<Result<_, _>>()?;
     let meta = LaunchMeta {
         kernel: out.kernel,
         grid: k.grid,
@@ -253,7 +255,13 @@ fn meta_dim(k: &LKernel, e: &SymExpr) -> MetaDim {
     }
 }
 
-fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) -> Result<ParamMeta, CodegenError> {
+/// `written`: per buffer, whether the kernel writes it; `words`: its grid group barriers' words.
+fn param_meta(
+    k: &LKernel,
+    names: &names::Names,
+    (written, words): (&[bool], &[LBufId]),
+    p: ParamRef,
+) -> Result<ParamMeta, CodegenError> {
     Ok(match p {
         ParamRef::TensorMap(m) => ParamMeta {
             name: names.tmap(m)?.to_string(),
@@ -310,7 +318,7 @@ fn param_meta(k: &LKernel, names: &names::Names, written: &[bool], p: ParamRef) 
                 bytes: total,
                 strides: b.strides.as_ref().map(|xs| xs.iter().map(|e| meta_dim(k, e)).collect()),
                 written: written.get(p.0 as usize).copied().unwrap_or(true),
-                zeroed: k.grid_group_words().contains(&p),
+                zeroed: words.contains(&p),
             }
         }
     })

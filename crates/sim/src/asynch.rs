@@ -1259,7 +1259,7 @@ pub(crate) fn join(into: &mut [u32], from: &[u32]) {
 }
 
 /// [`join`] into a row that may be shorter (missing entries are 0): it grows to `from`'s length.
-fn join_grow(into: &mut Vec<u32>, from: &[u32]) {
+pub(crate) fn join_grow(into: &mut Vec<u32>, from: &[u32]) {
     if into.len() < from.len() {
         into.resize(from.len(), 0);
     }

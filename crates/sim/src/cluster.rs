@@ -229,19 +229,20 @@ impl<'a> Machine<'a> {
     /// What [`ClusterThreads::all_arrived_before`] says of the CTA of rank `r` (another, parked
     /// CTA of the cluster) for the running CTA's thread `t`.
     pub(crate) fn peer_all_arrived_before(&self, r: usize, t: u32) -> u32 {
-        match (self.fam.cluster.passed(t), self.ctxs.get(r)) {
-            (Some(k), Some(c)) if r != self.rank => c.fam.cluster.min_arrive[k],
-            _ => 0,
-        }
+        self.peer_phase(r, t).map_or(0, |(c, k)| c.min_arrive[k])
     }
 
     /// What [`ClusterThreads::arrived_before`] says of thread `p` of the CTA of rank `r`
     /// (another, parked CTA of the cluster) for the running CTA's thread `t`.
     pub(crate) fn peer_arrived_before(&self, r: usize, p: u32, t: u32) -> u32 {
-        match (self.fam.cluster.passed(t), self.ctxs.get(r)) {
-            (Some(k), Some(c)) if r != self.rank => c.fam.cluster.arrive_tick.get(p as usize).map_or(0, |a| a[k]),
-            _ => 0,
-        }
+        self.peer_phase(r, t).map_or(0, |(c, k)| c.arrive_tick.get(p as usize).map_or(0, |a| a[k]))
+    }
+
+    /// The cluster barrier state of the parked CTA of rank `r` and the ring slot of the last
+    /// phase the running CTA's thread `t` passed (`None`: none passed, or `r` is this CTA).
+    fn peer_phase(&self, r: usize, t: u32) -> Option<(&ClusterThreads, usize)> {
+        let k = self.fam.cluster.passed(t)?;
+        self.ctxs.get(r).filter(|_| r != self.rank).map(|c| (&c.fam.cluster, k))
     }
 
     /// `barrier.cluster.wait` by thread `t`: passes once the phase it arrived at completed.

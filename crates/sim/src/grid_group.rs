@@ -18,7 +18,7 @@
 //! its accesses are ordered before this CTA's next ones ([`GroupThreads::known`], which
 //! `memory`'s cross-CTA checks read). CTAs that share no phase stay unordered.
 
-use crate::asynch::AsyncIns;
+use crate::asynch::{join_grow, AsyncIns};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::{Machine, State};
 use std::collections::HashMap;
@@ -60,15 +60,6 @@ pub(crate) struct GroupWord {
     done: HashMap<u32, Vec<u32>>,
 }
 
-fn join(into: &mut Vec<u32>, from: &[u32]) {
-    if into.len() < from.len() {
-        into.resize(from.len(), 0);
-    }
-    for (a, &b) in into.iter_mut().zip(from) {
-        *a = (*a).max(b);
-    }
-}
-
 impl Machine<'_> {
     /// Thread `t` reaches the barrier on `word[idx]` of `size` CTAs: it waits for its CTA.
     pub(crate) fn group_sync_reach(
@@ -92,7 +83,7 @@ impl Machine<'_> {
                 return Ok(false);
             };
             self.fam.group.waiting = None;
-            join(&mut self.fam.group.known, &joined);
+            join_grow(&mut self.fam.group.known, &joined);
             let now = self.tick()?;
             self.cta_sync = now;
             self.wsync.iter_mut().for_each(|w| *w = now);
@@ -164,7 +155,7 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::BarrierDivergence, span, msg)
                 .help("every CTA syncing on one word gives the same group size"));
         }
-        join(&mut w.joining, &known);
+        join_grow(&mut w.joining, &known);
         w.arrived.push(me.0);
         let phase = w.phase;
         if w.arrived.len() as i64 == size {

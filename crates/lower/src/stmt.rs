@@ -872,7 +872,7 @@ impl Lowerer<'_> {
             if !s.is_some_and(|(v, c)| self.restrict(&mut then_f, v, c)) {
                 self.not_captured(&mut then_f, atom, &why);
             }
-            then_f.guards.extend(self.guards(atom, false));
+            then_f.guards.extend(self.guards(atom, false, at));
         }
         if mentions_var(cond) {
             let complement = match solved.as_slice() {
@@ -883,7 +883,7 @@ impl Lowerer<'_> {
                 self.not_captured(&mut else_f, cond, &why);
             }
             if let [atom] = atoms.as_slice() {
-                else_f.guards.extend(self.guards(atom, true));
+                else_f.guards.extend(self.guards(atom, true, at));
             }
         }
         (then_f, else_f)
@@ -902,8 +902,9 @@ impl Lowerer<'_> {
     }
 
     /// The affine forms ≥ 0 a comparison `l <op> r` guarantees where it holds (`negated`:
-    /// where it does not), when both sides are affine and a scalar parameter is involved.
-    fn guards(&self, e: &Expr, negated: bool) -> Vec<crate::affine::Affine> {
+    /// where it does not), when both sides are affine and a scalar parameter or a `let`
+    /// value is involved (the facts `at` track the other variables' ranges themselves).
+    fn guards(&self, e: &Expr, negated: bool, at: &Facts) -> Vec<crate::affine::Affine> {
         let ExprKind::Binary(op, l, r) = &e.kind else { return vec![] };
         let (Some(l), Some(r)) = (expr::affine(&self.env, l), expr::affine(&self.env, r)) else { return vec![] };
         let op = match (op, negated) {
@@ -923,7 +924,12 @@ impl Lowerer<'_> {
             BinOp::Eq => vec![r.clone().minus(l.clone()), l.minus(r)],
             _ => vec![],
         };
-        forms.into_iter().flatten().filter(|f| f.vars().iter().any(|v| self.env.sym.is_param(*v))).collect()
+        // Kept where a variable has no range of its own to narrow: a parameter (a run-time
+        // size), or a `let` value (`first = b // cn * rows`: a product of ids and sizes).
+        let untracked = |v: &VarId| {
+            self.env.sym.is_param(*v) || (!self.env.scope_vars.contains_key(v) && !at.values.contains_key(v))
+        };
+        forms.into_iter().flatten().filter(|f| f.vars().iter().any(untracked)).collect()
     }
 
     /// `e` restricts values in a way the facts do not capture.

@@ -292,6 +292,45 @@ def ragged(A_ptr: T.handle, B_ptr: T.handle, n: T.int32):
     assert_eq!(b, a.iter().map(|x| x * 2.0).collect::<Vec<_>>());
 }
 
+/// A guard on a `let` value that is no affine form of ids and sizes (`first = bx * rows`,
+/// both run-time: rows per CTA given at launch) proves the accesses under it, both ends; with
+/// the lower end left out, the access stays unproven (a warning and a simulator check).
+#[test]
+fn guards_on_a_let_value_prove_the_accesses_under_them() {
+    let kernel = |guard: &str| {
+        format!(
+            r#"{HEAD}
+@T.prim_func
+def spread(A_ptr: T.handle, B_ptr: T.handle, n: T.int32, rows: T.int32):
+    A = T.match_buffer(A_ptr, (n,), "float32")
+    B = T.match_buffer(B_ptr, (n,), "float32")
+    T.device_entry()
+    bx = T.cta_id([(n + rows - 1) // rows])
+    T.thread_id([1])
+    first = bx * rows
+    for j in range(rows):
+        r = first + j
+        if {guard}:
+            B[r] = A[r] * 2.0
+"#
+        )
+    };
+    let src = kernel("(0 <= r) & (r < n)");
+    let l = lower(&src);
+    assert!(l.warnings.is_empty(), "{}", render(&l.warnings, &src));
+    assert!(checks(&l.lir).is_empty() && !l.lir.to_string().contains("bounds."), "{}", l.lir);
+    let n = 7usize;
+    let a: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let mut p = vec![a.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>(), vec![0u8; n * 4]];
+    tirx_sim::simulate_args(&l.lir, &mut p, &[ScalarValue::Int(n as i64), ScalarValue::Int(3)], &SimOptions::default())
+        .unwrap();
+    let b: Vec<f32> = p[1].chunks(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    assert_eq!(b, a.iter().map(|x| x * 2.0).collect::<Vec<_>>());
+    let src = kernel("r < n");
+    let l = lower(&src);
+    assert!(render(&l.warnings, &src).contains("no known range"), "{}", render(&l.warnings, &src));
+}
+
 /// A loop over the run-time rows bounds its variable where it runs: `for i in range(n)`
 /// keeps `A[i]` inside `n` rows, `for i in range(1, n)` keeps `B[i - 1]` and `A[i]` inside.
 #[test]

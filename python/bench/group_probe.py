@@ -1,8 +1,8 @@
 """A design probe, not a product kernel: does a row split over a group of co-resident CTAs that
-exchange their statistics through global memory reach the copy's bandwidth at 262k columns,
-where the cluster designs cannot (a cluster's CTAs share a GPC: clusters of 16 run on 112 of
-this H200's 132 SMs, of 8 on 120; README, issue 33)? If it does, the design gets a TIRx
-primitive (a group barrier on a global word, a cooperative launch) and the ops use it.
+exchange their statistics through global memory reach the copy's bandwidth at 262k columns? (A
+cluster's CTAs share a GPC: clusters of 16 run on 112 of this H200's 132 SMs, of 8 on 120.)
+Measured 2026-12-02 on an H200: no — 0.23-0.44 of a copy in every configuration here, where
+the cluster designs reach 0.91 (README, issue 33).
 
 LayerNorm's forward in plain CUDA (CuPy's NVRTC), bf16 rows of H columns, f32 statistics:
 G = SMs x CTAS co-resident CTAs (a cooperative launch) in row groups of GROUP CTAs; CTA r of a
@@ -12,9 +12,12 @@ row's parity, meets its group at a barrier word in global memory, combines the G
 (Chan et al.), normalises and stores. The barrier: each CTA's first thread adds 1 (acq_rel);
 the last arriver adds 2^31 - GROUP (release: the count back to 0, the top bit flipped); the
 others spin on an acquire load until the top bit differs from what their add returned; CTA
-barriers before and after. Another CTA of the SM (CTAS > 1) loads while one waits.
+barriers before and after. Another CTA of the SM (CTAS > 1) loads while one waits. With the
+option ``f`` (``ln_flag``), no barrier word: each CTA stores its mean and M2 in two 64-bit words
+beside the row's number and polls its group's; ``p``: the next row's loads issued before the
+exchange.
 
-    cd python/bench && python group_probe.py [H] [--configs 'T,CTAS,GROUP;...'] [--tirx 'T,GROUP;...']
+    cd python/bench && python group_probe.py [H] [--configs 'T,CTAS,GROUP[,f][,p];...'] [--tirx 'T,GROUP[,p];...']
 
 Prints per configuration ms, GB/s, the fraction of a device copy of the same bytes, max |y -
 torch's layer_norm|, beside torch's layer_norm and tirx.ops.layer_norm (its tuned design); with
@@ -147,16 +150,141 @@ extern "C" __global__ void __launch_bounds__(THREADS) ln_group(
         }
     }
 }
-"""
+// The flag-in-data exchange: no barrier word. CTA r of a group stores its mean and M2 each in a
+// 64-bit word beside the row's sequence number (a 64-bit store is single-copy atomic), in the
+// slots of the row's parity; warp 0 of every CTA polls the GROUP slots until each carries this
+// row's number, combines them and hands the statistics to the CTA through shared memory. One
+// store and one load round trip, where the barrier costs an atomic's, a release's and a load's.
+// Slots of parity k are rewritten for row k + 2 only after every CTA wrote row k + 1's, which it
+// does after reading row k's. SEQ_BASE (a launch's number, in the high bits) keeps one launch
+// from reading another's.
+__device__ __forceinline__ uint4 load_slice(const __nv_bfloat16* xr, int c, int hi) {
+    uint4 u = make_uint4(0, 0, 0, 0);
+    if (c < hi) u = *reinterpret_cast<const uint4*>(xr + c);
+    return u;
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS) ln_flag(
+    const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w, const __nv_bfloat16* __restrict__ b,
+    __nv_bfloat16* __restrict__ y, unsigned long long* slots, int m, float eps, unsigned int seq_base) {
+    __shared__ float red[32];
+    __shared__ float stats[2];
+    const int groups = gridDim.x / GROUP, q = blockIdx.x / GROUP, r = blockIdx.x % GROUP;
+    const int lo = r * SLICE, hi = min(lo + SLICE, H);
+    const float count = float(hi - lo);
+    uint4 u[VECS];
+    if (q < m) {
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) u[i] = load_slice(x + (size_t)q * H, lo + (i * THREADS + threadIdx.x) * 8, hi);
+    }
+    for (int row = q, it = 0; row < m; row += groups, ++it) {
+        float s = 0.f;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&u[i]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) { float2 f = __bfloat1622float2(h2[j]); s += f.x + f.y; }
+        }
+        const float mean_r = cta_sum(s, red) / count;
+        float d2 = 0.f;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const bool in = lo + (i * THREADS + threadIdx.x) * 8 < hi;
+            const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&u[i]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                float2 f = __bfloat1622float2(h2[j]);
+                const float a = f.x - mean_r, c = f.y - mean_r;
+                d2 += in ? a * a + c * c : 0.f;
+            }
+        }
+        const float m2_r = cta_sum(d2, red);
+        const unsigned long long seq = (unsigned long long)(seq_base + (unsigned int)it + 1u) << 32;
+        unsigned long long* slot = slots + ((size_t)((it & 1) * groups + q) * GROUP) * 2;
+        if (threadIdx.x == 0) {
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(slot + r * 2), "l"(seq | __float_as_uint(mean_r)) : "memory");
+            asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(slot + r * 2 + 1), "l"(seq | __float_as_uint(m2_r)) : "memory");
+        }
+#if PREFETCH
+        uint4 un[VECS];
+        const int next = row + groups;
+        if (next < m) {
+#pragma unroll
+            for (int i = 0; i < VECS; ++i) un[i] = load_slice(x + (size_t)next * H, lo + (i * THREADS + threadIdx.x) * 8, hi);
+        }
+#endif
+        if (threadIdx.x < 32) {
+            const int lane = threadIdx.x;
+            float n = 0.f, mu = 0.f, m2 = 0.f;
+            for (int p = lane; p < GROUP; p += 32) {
+                unsigned long long a, c;
+                unsigned int polls = 0;
+                do {
+                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(a) : "l"(slot + p * 2) : "memory");
+                    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(c) : "l"(slot + p * 2 + 1) : "memory");
+                    if (++polls == (1u << 26)) __trap();
+                } while ((a & 0xffffffff00000000ull) != seq || (c & 0xffffffff00000000ull) != seq);
+                const float nb = float(min(SLICE, H - p * SLICE)), mb = __uint_as_float((unsigned int)a);
+                const float qb = __uint_as_float((unsigned int)c);
+                const float nn = n + nb, delta = mb - mu;
+                mu += delta * nb / nn;
+                m2 += qb + delta * delta * n * nb / nn;
+                n = nn;
+            }
+            for (int o = 16; o > 0; o >>= 1) {
+                const float nb = __shfl_xor_sync(0xffffffffu, n, o), mb = __shfl_xor_sync(0xffffffffu, mu, o);
+                const float qb = __shfl_xor_sync(0xffffffffu, m2, o);
+                const float nn = n + nb;
+                if (nn > 0.f) {
+                    const float delta = mb - mu;
+                    mu += delta * nb / nn;
+                    m2 += qb + delta * delta * n * nb / nn;
+                }
+                n = nn;
+            }
+            if (lane == 0) { stats[0] = mu; stats[1] = rsqrtf(m2 / float(H) + eps); }
+        }
+        __syncthreads();
+        const float mu = stats[0], rstd = stats[1];
+        __nv_bfloat16* yr = y + (size_t)row * H;
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) {
+            const int c = lo + (i * THREADS + threadIdx.x) * 8;
+            if (c >= hi) continue;
+            const uint4 wu = __ldg(reinterpret_cast<const uint4*>(w + c)), bu = __ldg(reinterpret_cast<const uint4*>(b + c));
+            const __nv_bfloat162* w2 = reinterpret_cast<const __nv_bfloat162*>(&wu);
+            const __nv_bfloat162* b2 = reinterpret_cast<const __nv_bfloat162*>(&bu);
+            const __nv_bfloat162* h2 = reinterpret_cast<const __nv_bfloat162*>(&u[i]);
+            uint4 o;
+            __nv_bfloat162* o2 = reinterpret_cast<__nv_bfloat162*>(&o);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float2 wf = __bfloat1622float2(w2[j]), bf = __bfloat1622float2(b2[j]), f = __bfloat1622float2(h2[j]);
+                o2[j] = __floats2bfloat162_rn(__fmaf_rn((f.x - mu) * rstd, wf.x, bf.x), __fmaf_rn((f.y - mu) * rstd, wf.y, bf.y));
+            }
+            *reinterpret_cast<uint4*>(yr + c) = o;
+        }
+#if PREFETCH
+#pragma unroll
+        for (int i = 0; i < VECS; ++i) u[i] = un[i];
+#else
+        const int next = row + groups;
+        if (next < m) {
+#pragma unroll
+            for (int i = 0; i < VECS; ++i) u[i] = load_slice(x + (size_t)next * H, lo + (i * THREADS + threadIdx.x) * 8, hi);
+        }
+#endif
+    }
+}"""
 
 
-def kernel(h: int, threads: int, group: int):
+def kernel(h: int, threads: int, group: int, name: str = "ln_group", prefetch: bool = False):
     per = -(-h // group)
     slice_ = -(-per // 8) * 8  # (16-byte vectors)
     vecs = -(-slice_ // (8 * threads))
-    defs = {"H": h, "THREADS": threads, "GROUP": group, "SLICE": slice_, "VECS": vecs}
+    defs = {"H": h, "THREADS": threads, "GROUP": group, "SLICE": slice_, "VECS": vecs, "PREFETCH": int(prefetch)}
     src = "".join(f"#define {k} {v}\n" for k, v in defs.items()) + SOURCE
-    return cupy.RawKernel(src, "ln_group", options=("-std=c++17",)), slice_, vecs
+    return cupy.RawKernel(src, name, options=("-std=c++17",), enable_cooperative_groups=True), slice_, vecs
 
 
 def timed_ms(f, reps=10) -> float:
@@ -174,7 +302,7 @@ def timed_ms(f, reps=10) -> float:
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("h", nargs="?", type=int, default=262144)
-    ap.add_argument("--configs", default="512,1,12;512,1,11;256,2,24;256,2,22;256,2,12;512,1,22;256,1,12;256,3,33")
+    ap.add_argument("--configs", default="512,1,12;256,2,22;512,1,12,f;512,1,12,f,p;512,1,11,f,p;1024,1,6,f,p;256,2,22,f;256,2,22,f,p;256,2,24,f,p;1024,1,12,f,p;512,1,22,f,p;256,3,33,f")
     ap.add_argument("--tirx", default="512,32;512,32,p;256,32;1024,32;1024,32,p")
     a = ap.parse_args()
     h = a.h
@@ -198,21 +326,32 @@ def main():
     except Exception as e:  # (the probe runs without the package too)
         print(f"tirx.ops.layer_norm: {e}")
     xc, wc, bc = (cupy.asarray(t.view(torch.int16)) for t in (x, w, b))
-    for cfg in a.configs.split(";"):
-        threads, ctas, group = (int(s) for s in cfg.split(","))
+    for cfg in filter(None, a.configs.split(";")):
+        threads, ctas, group, *opts = cfg.split(",")
+        threads, ctas, group = int(threads), int(ctas), int(group)
+        flag, prefetch = "f" in opts, "p" in opts
         grid = sms * ctas
         if grid % group:
             print(f"{cfg}: {grid} CTAs are not whole groups of {group}")
             continue
-        k, slice_, vecs = kernel(h, threads, group)
+        k, slice_, vecs = kernel(h, threads, group, "ln_flag" if flag else "ln_group", prefetch)
         y = torch.empty_like(x)
-        part = torch.zeros(2 * grid * 3, device="cuda", dtype=torch.float32)
-        bars = torch.zeros(grid // group, device="cuda", dtype=torch.int32)
-        yc, pc, bc_ = cupy.asarray(y.view(torch.int16)), cupy.asarray(part), cupy.asarray(bars)
-        args = (xc, wc, bc, yc, pc, bc_, cupy.int32(m), cupy.float32(1e-5))
+        yc = cupy.asarray(y.view(torch.int16))
+        if flag:
+            slots = cupy.zeros(2 * grid * 2, dtype=cupy.uint64)
+            launches = [0]
 
-        def run():
-            k((grid,), (threads,), args, enable_cooperative_groups=True)
+            def run():
+                launches[0] += 1  # each launch its own sequence numbers
+                base = cupy.uint32((launches[0] << 20) & 0xFFFFFFFF)
+                k((grid,), (threads,), (xc, wc, bc, yc, slots, cupy.int32(m), cupy.float32(1e-5), base))
+        else:
+            part = torch.zeros(2 * grid * 3, device="cuda", dtype=torch.float32)
+            bars = torch.zeros(grid // group, device="cuda", dtype=torch.int32)
+            args = (xc, wc, bc, yc, cupy.asarray(part), cupy.asarray(bars), cupy.int32(m), cupy.float32(1e-5))
+
+            def run():
+                k((grid,), (threads,), args)
 
         try:
             ms = timed_ms(run)
@@ -223,13 +362,12 @@ def main():
         regs = k.attributes["num_regs"]
         spill = k.attributes["local_size_bytes"]
         print(
-            f"T {threads:4} x {ctas}/SM, groups of {group:2} (slice {slice_}, {vecs} vectors/thread, {regs} regs, "
+            f"T {threads:4} x {ctas}/SM{' flag' if flag else ''}{' prefetch' if prefetch else ''}, groups of {group:2} (slice {slice_}, {vecs} vectors/thread, {regs} regs, "
             f"{spill} B local): {ms:.3f} ms  {nbytes / ms / 1e6:7.0f} GB/s  {copy / ms:.3f} of copy  max|diff| {err:.3g}"
         )
     for cfg in filter(None, a.tirx.split(";")):
         threads, group, *p = cfg.split(",")
         tirx_design(x, w, b, ref, h, m, int(threads), int(group), p == ["p"], nbytes, copy)
-    print(f"(bound by placement of clusters of 16: {112 / sms:.3f} of the SMs)" if sms == 132 else "")
 
 
 def tirx_design(x, w, b, ref, h, m, threads, group, prefetch, nbytes, copy):
@@ -237,9 +375,11 @@ def tirx_design(x, w, b, ref, h, m, threads, group, prefetch, nbytes, copy):
     from tirx.ops import norm
 
     try:
-        one = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, 1, prefetch))
-        groups = one.resident_ctas() // group
-        k = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, groups, prefetch))
+        # (the kernel's registers, so its residency, may change with its number of groups)
+        groups, k = 1 << 30, tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, 1, prefetch))
+        while k.resident_ctas() // group < groups:
+            groups = k.resident_ctas() // group
+            k = tirx.compile(norm.layer_norm_grid_kernel(h, "bfloat16", threads, group, groups, prefetch))
     except Exception as e:  # (a slice too wide for the registers, say)
         print(f"TIRx T {threads}, groups of {group}: {e}")
         return

@@ -137,11 +137,14 @@ def _rows(dev, dt):
         # (LayerNorm's only: its bias, or bias and weight, in registers)
         (262144, {"threads": 256, "cluster": 16, "shared": True, "per_cta": 4, "affine_regs": 1}),
         (65536, {"threads": 256, "cluster": 4, "shared": True, "per_cta": 2, "affine_regs": 2}),
+        # (the rows per cluster a run-time argument, here 2: a last cluster of one row)
+        (262144, {"threads": 512, "cluster": 8, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True}),
     ]:
         xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
         ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
-        name = f"cluster, {cfg['per_cta']} rows per cluster" + (f", {cfg['affine_regs']} affine in registers" if "affine_regs" in cfg else "")
-        _forward_norms(name, n, cfg, xs, ws, bs, rs, rms="affine_regs" not in cfg)
+        name = f"cluster, {cfg.get('per_cta', 2)} rows per cluster" + (f", {cfg['affine_regs']} affine in registers" if "affine_regs" in cfg else "")
+        extra = (2,) if cfg.get("persist") else ()
+        _forward_norms(name, n, cfg, xs, ws, bs, rs, rms="affine_regs" not in cfg, extra=extra)
     x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
     w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
@@ -263,8 +266,9 @@ def _attention(dev, dt):
         check(f"kvcache attention, sequence {i}", got[i : i + 1].transpose(1, 2), want)
 
 
-def _forward_norms(design, n, cfg, x, w, b, r, rms=True):
-    """rms_norm and add_rms_norm (``rms``), layer_norm, add_layer_norm and layer_norm's statistics."""
+def _forward_norms(design, n, cfg, x, w, b, r, rms=True, extra=()):
+    """rms_norm and add_rms_norm (``rms``), layer_norm, add_layer_norm and layer_norm's statistics
+    (``extra``: LayerNorm's arguments after ``eps``)."""
     dev = x.device
     y, hsum = torch.empty_like(x), torch.empty_like(x)
     if rms:
@@ -272,12 +276,12 @@ def _forward_norms(design, n, cfg, x, w, b, r, rms=True):
         check(f"rms_norm {design} {n}", y, F.rms_norm(x.float(), [n], w.float(), 1e-6))
         run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, y, hsum, M, 1e-6)
         check(f"add_rms_norm {design} {n}", y, F.rms_norm((x + r).float(), [n], w.float(), 1e-6))
-    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5)
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5, *extra)
     check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
     mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)
-    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5)
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5, *extra)
     check(f"add_layer_norm {design} {n}", y, F.layer_norm((x + r).float(), [n], w.float(), b.float(), 1e-5))
-    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5)
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5, *extra)
     _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], None, None, 1e-5)
     check(f"layer_norm (mean, rstd) {design} {n}", torch.stack([mean, rstd]), torch.stack([want_mean[:, 0], want_rstd[:, 0]]))
 

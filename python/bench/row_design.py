@@ -1,14 +1,14 @@
 """One design of a row op, timed on its own: the script to run under Nsight Compute when asking
 what limits a design (README, the issue-33 sweep).
 
-    cd python/bench && python row_design.py bwd H CENTERED '{"threads": 256, "cluster": 8, "shared": true}'
+    cd python/bench && python row_design.py bwd H CENTERED '{"threads": 256, "cluster": 8, "shared": true}' [ROWS]
     ncu -k regex:norm_ -s 3 -c 1 --section SpeedOfLight --section WarpStateStats \\
         --section Occupancy --section MemoryWorkloadAnalysis python row_design.py ...
 
 fwd: a norm's forward (`tirx.ops.norm`'s kernels, one launch over the rows); bwd: its backward on
 its persistent grid; softmax: softmax's forward (`ncu -k regex:softmax_`). H: the row length;
 CENTERED: 1 for LayerNorm, 0 for RMSNorm, 2 for LayerNorm's backward from the forward's saved mean
-and rstd (as autograd runs it); for softmax 1 is log_softmax. bf16 rows, ~1 GiB of x."""
+and rstd (as autograd runs it); for softmax 1 is log_softmax. bf16 rows: ROWS of them, or ~1 GiB of x."""
 
 import json
 import sys
@@ -65,7 +65,7 @@ def softmax(x, h, log, cfg):
 def main():
     way, h, cfg = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[4])
     centered, saved = sys.argv[3] in "12", sys.argv[3] == "2"
-    m = (1 << 30) // (2 * h)
+    m = int(sys.argv[5]) if len(sys.argv) > 5 else (1 << 30) // (2 * h)
     x = torch.randn(m, h, device="cuda", dtype=torch.bfloat16)
     if way == "fwd":
         return forward(x, h, centered, cfg)

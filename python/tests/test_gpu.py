@@ -230,7 +230,7 @@ def test_clusters_of_16_ctas_launch_and_match_pytorch():
     torch.testing.assert_close(dwp.sum(0)[:n], wr.grad, rtol=1e-4, atol=1e-3 * wr.grad.abs().max().item())
 
 
-@pytest.mark.parametrize("n,threads,group,prefetch", [(262144, 512, 32, False), (262144, 512, 32, True), (65536, 256, 8, False), (33001, 512, 4, True)])
+@pytest.mark.parametrize("n,threads,group,prefetch", [(262144, 512, 32, False), (262144, 512, 32, True), (65536, 256, 8, False), (33001, 512, 8, True)])
 def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, threads, group, prefetch):
     """Issue 33's design under measurement on the GPU (`layer_norm_grid_kernel`): a cooperative
     launch of as many groups as the device holds, rows through global memory's exchange at the
@@ -242,8 +242,11 @@ def test_layer_norm_over_a_group_of_a_cooperative_grid_matches_pytorch(n, thread
     import tirx.ops  # noqa: F401
 
     nm = sys.modules["tirx.ops.norm"]
-    groups = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, 1, prefetch)).resident_ctas() // group
-    k = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, groups, prefetch))
+    # (the kernel's registers, so the CTAs resident, may change with its number of groups)
+    groups, k = 1 << 30, tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, 1, prefetch))
+    while k.resident_ctas() // group < groups:
+        groups = k.resident_ctas() // group
+        k = tirx.compile(nm.layer_norm_grid_kernel(n, "bfloat16", threads, group, groups, prefetch))
     assert k.meta["cooperative"]
     m = 3 * groups + 1
     x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
@@ -318,6 +321,49 @@ def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster,
     want_h = (x.float() + r.float()).bfloat16()
     torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
     torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
+
+
+@pytest.mark.parametrize(
+    "n,cluster,threads,once", [(262144, 8, 512, True), (262144, 16, 256, False), (65536, 8, 512, True)]
+)
+def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, once):
+    """LayerNorm's several-rows cluster design over the rows per cluster that spread them over
+    the clusters the GPU holds at once (``persist``: the tuner's launch arguments,
+    `_persist_args`), the bias and weight read into registers once or each row, on the GPU: the
+    output, mean and rstd against PyTorch, and add_layer_norm's, for a row count that leaves the
+    last cluster fewer rows, and one of fewer rows than clusters."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    design = dict(threads=threads, cluster=cluster, shared=True, persist=True, affine_regs=2, affine_once=once)
+    stats = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", stats=True, **design))
+    add = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
+    clusters = stats.resident_ctas() // cluster
+    for m in (3 * clusters + 2, clusters - 1):
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+        r = torch.randn_like(x)
+        w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+        b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+        y, mean, rstd = torch.empty_like(x), torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
+        args = nm._persist_args(stats, (x, w, b, y, mean, rstd, m, 1e-5))
+        assert args[-1] == -(-m // clusters)
+        stats(*args)
+        want, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], w.float(), b.float(), 1e-5)
+        torch.testing.assert_close(y, want.bfloat16())
+        torch.testing.assert_close(mean, want_mean[:, 0])
+        torch.testing.assert_close(rstd, want_rstd[:, 0])
+        summed = torch.empty_like(x)
+        add(*nm._persist_args(add, (x, r, w, b, y, summed, mean, rstd, m, 1e-5)))
+        want_h = (x.float() + r.float()).bfloat16()
+        torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
+        torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
+    if n == 262144 and once:  # the op where the tuner takes this design (H200), eager and compiled
+        compiled = torch.compile(lambda x: tirx.ops.layer_norm(x, [n], w, b, 1e-5), fullgraph=True)
+        want = torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).bfloat16()
+        for f in (lambda x: tirx.ops.layer_norm(x, [n], w, b, 1e-5), compiled):
+            torch.testing.assert_close(f(x), want)
 
 
 @pytest.mark.parametrize(

@@ -2032,6 +2032,49 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
 
 
 @pytest.mark.parametrize(
+    "dtype,cfg",
+    [("bfloat16", {"affine_regs": 2, "affine_once": True}), ("float32", {"affine_regs": 1}), ("float16", {"affine_regs": 2, "affine_once": True})],
+)
+def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
+    """LayerNorm's several-rows cluster design with its rows per cluster a run-time argument
+    (``persist``: ``per_cluster`` after ``eps``), the bias's (and weight's) registers read each
+    row or once (``affine_once``): per_cluster 1, 3 (a last cluster of fewer rows), the rows
+    whole and past them, and 0 (taken as 1), with and without the statistics and add_layer_norm,
+    against float64, nothing written past the rows; the tuner's launch appends the rows spread
+    over `SIM_CLUSTERS` clusters; ``persist`` without the shared cluster design, and
+    ``affine_once`` without ``affine_regs``, refused."""
+    nm = sys.modules["tirx.ops.norm"]
+    n, m = 8192, 7
+    rng = np.random.default_rng(n + len(cfg))
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    design = dict(threads=32, cluster=4, shared=True, persist=True, **cfg)
+    assert sys.modules["tirx.ops._common"].SharedSlice(n, dtype, 32, 4).chunks > 1
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=True, **design))
+    assert [p.name for p in k.params][-3:] == ["m", "eps", "per_cluster"]
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    tol = 1e-5 if dtype == "float32" else 2.0**-7
+    for per_cluster in (1, 3, m, m + 2, 0):
+        y, mean, rstd = np.full((m + 1, n), 7, x.dtype), np.zeros(m, np.float32), np.zeros(m, np.float32)
+        k(x, w, b, y[:m], mean, rstd, m, 1e-5, per_cluster)
+        assert (y[m] == 7).all(), per_cluster
+        np.testing.assert_allclose(y[:m].astype(F64), want, rtol=tol, atol=1e-5 if dtype == "float32" else 2.0**-6)
+        np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b, 3)
+    plain = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))
+    args = (x, w, b, np.zeros_like(x), m, 1e-5)
+    assert nm._persist_args(plain, args)[-1] == -(-m // nm.SIM_CLUSTERS)
+    assert nm._persist_args(tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32)), args) == args
+    with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
+        nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
+    with pytest.raises(ValueError, match="affine_once: the bias's"):
+        nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_once=True)
+
+
+@pytest.mark.parametrize(
     "h,cfg,m",
     [
         (8192, {"threads": 64, "cluster": 4, "shared": True, "per_cta": 3}, 7),
@@ -2057,14 +2100,15 @@ def test_layer_norm_statistics_merged_over_warps(h, cfg, m):
     np.testing.assert_allclose(y, _layer_norm_ref(x, w, b, 1e-5), rtol=1e-4, atol=1e-4)
 
 
-def _check_add_layer_norm(prim, x, r, w, b):
-    """A design's fused residual add + LayerNorm against float64: the new residual exactly (the
-    rounded sum), the output and the statistics of it, nothing written past the rows."""
+def _check_add_layer_norm(prim, x, r, w, b, *extra):
+    """A design's fused residual add + LayerNorm against float64 (``extra``: its arguments after
+    ``eps``): the new residual exactly (the rounded sum), the output and the statistics of it,
+    nothing written past the rows."""
     m, h = x.shape
     k = tirx.compile(prim)
     y, summed = np.full((m + 1, h), 7, x.dtype), np.zeros_like(x)
     mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
-    k(x, r, w, b, y[:m], summed, mean, rstd, m, 1e-5)
+    k(x, r, w, b, y[:m], summed, mean, rstd, m, 1e-5, *extra)
     assert (y[m] == 7).all()
     want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
     np.testing.assert_array_equal(summed, want_h)

@@ -52,6 +52,14 @@ AFFINE_REGISTERS = 64
 LAYER_NORM_AFFINE_CONFIGS = [
     {"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": a} for n in (4, 8, 16) for a in (1, 2)
 ] + [{"threads": 512, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": 1} for n in (8, 16)]
+# ... and over as many rows per cluster as spread the rows over the clusters resident at once
+# (``persist``), the weight's and bias's slices read into registers once: one CTA of 512 threads
+# per SM at 262k over clusters of 8 (64 KB slices), 0.84 -> 0.91 of a copy (H200, 2048 rows).
+LAYER_NORM_PERSIST_CONFIGS = [
+    {"threads": 512, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True} for n in (8, 16)
+] + [{"threads": 256, "cluster": n, "shared": True, "persist": True, "affine_regs": 2} for n in (8, 16)]
+# The clusters a ``persist`` design's rows are spread over in the simulator.
+SIM_CLUSTERS = 2
 
 
 def _prune_norm(tiles: int, vectors: int):
@@ -62,9 +70,10 @@ def _prune_norm(tiles: int, vectors: int):
 
     def prune(configs, dtype, **key):
         def fits(cfg):
-            if cfg.get("per_cta", 1) > 1 and key.get("w_dtype", "") not in ("", dtype):
+            several = cfg.get("per_cta", 1) > 1 or cfg.get("persist", False)
+            if several and key.get("w_dtype", "") not in ("", dtype):
                 return False  # (their weight slices in shared memory are of the rows' dtype)
-            if cfg.get("per_cta", 1) == 1:
+            if not several:
                 return True
             part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
             held = cfg.get("affine_regs", 0)
@@ -444,9 +453,11 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
 # so the registered op (under torch.compile and autograd, which writes them) reduces each row in
 # the order the eager call does and gives its values bit for bit.
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
+    launch_args=lambda kernel, args: _persist_args(kernel, args),  # (defined below)
+    adapts=lambda config: config.get("persist", False),
 )
 def layer_norm_kernel(
     h: int,
@@ -461,6 +472,8 @@ def layer_norm_kernel(
     per_cta: int = 1,
     w_dtype: str = "",
     affine_regs: int = 0,
+    affine_once: bool = False,
+    persist: bool = False,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -470,17 +483,27 @@ def layer_norm_kernel(
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
     per row (``shared``: each CTA's slice in shared memory; ``per_cta``: that many rows per
     cluster, `_layer_norm_cluster_rows`; ``affine_regs``: B's slice, or B's and W's, in registers
-    there); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
-    if per_cta > 1 and not (cluster and shared):
-        raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
-    if affine_regs not in (0, 1, 2) or (affine_regs and per_cta == 1):
-        raise ValueError("affine_regs: 1 (the bias) or 2 (the bias and the weight) in registers, of the several-rows cluster design (give per_cta=)")
-    wd = c.weight_dtype(dtype, w_dtype, per_cta > 1)
+    there, ``affine_once``: read once for all its rows, not each row; ``persist``: the rows per
+    cluster a run-time argument, ``per_cluster``, after ``eps``, that the tuner's launch sizes to
+    the clusters the GPU holds at once, `_persist_args`); ``w_dtype``: W's and B's
+    (`_common.weight_dtype`)."""
+    several = per_cta > 1 or persist
+    if several and not (cluster and shared):
+        raise ValueError(
+            "per_cta, persist: the cluster design with its slices in shared memory (give cluster= and shared=True)"
+        )
+    if affine_regs not in (0, 1, 2) or (affine_regs and not several):
+        raise ValueError(
+            "affine_regs: 1 (the bias) or 2 (the bias and the weight) in registers, of the several-rows cluster design (give per_cta= or persist=True)"
+        )
+    if affine_once and not affine_regs:
+        raise ValueError("affine_once: the bias's (and weight's) registers read once, of the affine_regs design (give affine_regs=)")
+    wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
-    elif cluster and shared and per_cta > 1:
+    elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs)
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -488,6 +511,8 @@ def layer_norm_kernel(
     else:
         rows = _layer_norm_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 4, stream), residual, wd)
 
+    if persist:
+        return _layer_norm_persistent(rows, h, dtype, wd, stats, residual)
     if residual:
 
         @T.prim_func
@@ -549,6 +574,87 @@ def layer_norm_kernel(
         rows(X, X, W, B, Y, X, None, None, m, eps)
 
     return layer_norm_rows
+
+
+def _layer_norm_persistent(rows, h: int, dtype: str, wd: str, stats: bool, residual: bool):
+    """`layer_norm_kernel`'s signatures for the ``persist`` design: ``per_cluster`` (rows per
+    cluster) after ``eps``."""
+    if residual:
+
+        @T.prim_func
+        def add_layer_norm_rows(
+            X_ptr: T.handle,
+            R_ptr: T.handle,
+            W_ptr: T.handle,
+            B_ptr: T.handle,
+            Y_ptr: T.handle,
+            H_ptr: T.handle,
+            MEAN_ptr: T.handle,
+            RSTD_ptr: T.handle,
+            m: T.int32,
+            eps: T.float32,
+            per_cluster: T.int32,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            R = T.match_buffer(R_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
+            B = T.match_buffer(B_ptr, (h,), wd)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            H = T.match_buffer(H_ptr, (m, h), dtype)
+            MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
+            RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
+            rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps, T.max(per_cluster, 1))
+
+        return add_layer_norm_rows
+
+    if stats:
+
+        @T.prim_func
+        def layer_norm_rows_stats(
+            X_ptr: T.handle,
+            W_ptr: T.handle,
+            B_ptr: T.handle,
+            Y_ptr: T.handle,
+            MEAN_ptr: T.handle,
+            RSTD_ptr: T.handle,
+            m: T.int32,
+            eps: T.float32,
+            per_cluster: T.int32,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
+            B = T.match_buffer(B_ptr, (h,), wd)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            MEAN = T.match_buffer(MEAN_ptr, (m,), "float32")
+            RSTD = T.match_buffer(RSTD_ptr, (m,), "float32")
+            rows(X, X, W, B, Y, X, MEAN, RSTD, m, eps, T.max(per_cluster, 1))
+
+        return layer_norm_rows_stats
+
+    @T.prim_func
+    def layer_norm_rows(
+        X_ptr: T.handle, W_ptr: T.handle, B_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32, per_cluster: T.int32
+    ):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), wd)
+        B = T.match_buffer(B_ptr, (h,), wd)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        rows(X, X, W, B, Y, X, None, None, m, eps, T.max(per_cluster, 1))
+
+    return layer_norm_rows
+
+
+def _persist_args(kernel, args) -> tuple:
+    """A ``persist`` design's arguments (`autotune`'s ``launch_args``): the call's, and the rows per
+    cluster that spread the ``m`` rows evenly over the clusters the GPU holds at once
+    (`Kernel.resident_ctas`: a second wave's clusters would start only as the first's finish);
+    in the simulator over `SIM_CLUSTERS`. Other designs' arguments unchanged."""
+    if kernel.params[-1].name != "per_cluster":
+        return tuple(args)
+    m, x = args[-2], args[0]
+    on_gpu = c.is_torch(x) and x.is_cuda
+    clusters = kernel.resident_ctas(x.get_device()) // kernel.cluster_size if on_gpu else SIM_CLUSTERS
+    return (*args, max(1, -(-m // max(1, clusters))))
 
 
 def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd: str):
@@ -740,8 +846,9 @@ def _slice_moments(g: c.RowTile, h: int, n: int):
 
 
 def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups: int, prefetch: bool = False):
-    """A design under measurement for issue 33's widest rows, not yet among the op's candidates
-    (its first GPU run decides): ``Y = (X - mean) * rstd * W + B`` with each row split over a
+    """A design measured for issue 33's widest rows and not among the op's candidates (H200,
+    262k: 0.17-0.39 of a copy, where the ``persist`` cluster design reaches 0.91; the exchange
+    through L2 costs microseconds a row, README): ``Y = (X - mean) * rstd * W + B`` with each row split over a
     group of ``group`` CTAs of a cooperative grid of ``groups`` such groups — every CTA resident at
     once, group ``grp`` taking rows ``grp, grp + groups, ...`` — CTA ``rank`` of a group holding
     columns ``[rank * width, (rank + 1) * width)`` of each in registers as `_layer_norm_cluster`
@@ -913,13 +1020,27 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     return rows
 
 
-def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, affine_regs: int = 0):
+def _layer_norm_cluster_rows(
+    h: int,
+    dtype: str,
+    threads: int,
+    sl: c.SharedSlice,
+    cn: int,
+    residual: bool,
+    per_cta: int,
+    affine_regs: int = 0,
+    affine_once: bool = False,
+    persist: bool = False,
+):
     """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
     the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
     of two, the slices' moments exchanged over slots used in turn (`_common.chained_exchange`).
     ``affine_regs``: the bias's slice (1), or the bias's and the weight's (2), read into registers
     instead, each row, from global memory (L2) while the row's moments travel, so the output pass
-    finds them there: the shared memory of two CTAs per SM at 262k (a slice of 32 KB each)."""
+    finds them there: the shared memory of two CTAs per SM at 262k (a slice of 32 KB each);
+    ``affine_once``: read once, for all the cluster's rows (the registers of one CTA per SM).
+    ``persist``: the rows per cluster a run-time argument (the macro's last, ``per_cta``), not
+    ``per_cta``: a launch sizes it so that the grid is the clusters the GPU holds at once."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     chunk = sl.io(dtype)[2]
@@ -932,7 +1053,12 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
     fetch = c.slice_fetch(part)
 
     @T.macro
-    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
+    def affine_load(dst, V, c0):  # this thread's columns of the CTA's slice of V, tile by tile
+        for k in T.unroll(chunks):
+            Tx.cta.copy(dst[k, 0:width], V[c0 + k * width : c0 + k * width + width])
+
+    @T.macro
+    def rows_of(X, R, W, B, Y, H, MEAN, RSTD, m, eps, per_cta):
         T.device_entry()
         b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -972,12 +1098,22 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
             Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
         if affine_regs < 1:
             Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
-        fetch(S, 0, X, first, c0, first < m)
+        if persist:  # (a run-time product: the guards give the rows their range)
+            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
+        else:
+            fetch(S, 0, X, first, c0, first < m)
+        if affine_once:  # (for all the cluster's rows)
+            affine_load(br, B, c0)
+            if affine_regs > 1:
+                affine_load(wr, W, c0)
         for j in T.serial(per_cta):
             r = first + j
-            fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
+            if persist:
+                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (0 <= r) & (r + 1 < m))
+            else:
+                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
             T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's and bias's with the first)
-            if r < m:  # (the cluster's CTAs agree: one row)
+            if (0 <= r) & (r < m) if persist else r < m:  # (the cluster's CTAs agree: one row)
                 run[0] = 0.0
                 run[1] = 0.0
                 for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
@@ -991,11 +1127,10 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                 if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
                     T.cuda.cta_sync()
                 send(stats, mine, bar, rank, tid, j, run[0] * float(part), run[1], 0.0, 0.0)
-                if affine_regs:  # (their loads in flight while the peers' moments arrive)
-                    for k in T.unroll(chunks):
-                        Tx.cta.copy(br[k, 0:width], B[c0 + k * width : c0 + k * width + width])
-                        if affine_regs > 1:
-                            Tx.cta.copy(wr[k, 0:width], W[c0 + k * width : c0 + k * width + width])
+                if affine_regs and not affine_once:  # (their loads in flight while the peers' moments arrive)
+                    affine_load(br, B, c0)
+                    if affine_regs > 1:
+                        affine_load(wr, W, c0)
                 receive(bar, j)
                 moments(stats, mom, j % 2, lane)
                 mean = mom[0]
@@ -1022,6 +1157,13 @@ def _layer_norm_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice
                     store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()
+
+    if persist:
+        return rows_of
+
+    @T.macro
+    def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
+        rows_of(X, R, W, B, Y, H, MEAN, RSTD, m, eps, per_cta)
 
     return rows
 

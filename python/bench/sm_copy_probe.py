@@ -16,8 +16,8 @@ and the fraction of torch's device copy of the same bytes.
 import argparse
 
 import cupy
-import torch
-from ops import copy_us  # this directory
+from group_probe import timed_ms  # this directory
+from ops import copy_us
 
 SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(THREADS) copy_k(const uint4* __restrict__ src, uint4* __restrict__ dst, long long n) {
@@ -39,18 +39,6 @@ extern "C" __global__ void __launch_bounds__(THREADS) copy_k(const uint4* __rest
 """
 
 
-def timed_ms(f, reps=20) -> float:
-    for _ in range(3):
-        f()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        f()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / reps
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bytes", type=int, default=1 << 30, help="bytes moved (half read, half written)")
@@ -69,7 +57,7 @@ def main():
         kern.max_dynamic_shared_size_bytes = smem
         row = []
         for ctas in (int(s) for s in a.ctas.split(",")):
-            ms = timed_ms(lambda: kern((ctas,), (t,), (src, dst, cupy.int64(n)), shared_mem=smem))
+            ms = timed_ms(lambda: kern((ctas,), (t,), (src, dst, cupy.int64(n)), shared_mem=smem), reps=20)
             row.append(f"{ctas} SMs {copy / ms:.3f}")
         print(f"T {t:4} x K {k:2} ({t * k * 16 // 1024:3} KiB in flight per SM): " + "  ".join(row))
 

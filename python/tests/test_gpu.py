@@ -366,6 +366,36 @@ def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thre
             torch.testing.assert_close(f(x), want)
 
 
+@pytest.mark.parametrize("n,cluster,threads", [(262144, 16, 1024), (262144, 8, 256), (65536, 8, 256)])
+def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads):
+    """RMSNorm's several-rows cluster design over the rows per cluster that spread them over the
+    clusters the GPU holds at once (``persist``, `_persist_args`), on the GPU: rms_norm and
+    add_rms_norm against PyTorch, for a row count that leaves the last cluster fewer rows, and
+    one of fewer rows than clusters."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    design = dict(threads=threads, cluster=cluster, shared=True, persist=True)
+    plain = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))
+    add = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
+    clusters = plain.resident_ctas() // cluster
+    for m in (3 * clusters + 2, clusters - 1):
+        x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+        r = torch.randn_like(x)
+        w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+        y, summed = torch.empty_like(x), torch.empty_like(x)
+        args = nm._persist_args(plain, (x, w, y, m, 1e-6))
+        assert args[-1] == -(-m // clusters)
+        plain(*args)
+        torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
+        add(*nm._persist_args(add, (x, r, w, y, summed, m, 1e-6)))
+        want_h = (x.float() + r.float()).bfloat16()
+        torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
+        torch.testing.assert_close(y, torch.nn.functional.rms_norm(want_h.float(), [n], w.float(), 1e-6).bfloat16())
+
+
 @pytest.mark.parametrize(
     "design",
     [

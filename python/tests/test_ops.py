@@ -1998,7 +1998,7 @@ def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_ct
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
-    with pytest.raises(ValueError, match="per_cta: the cluster design with its slices in shared memory"):
+    with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
 
 
@@ -2072,6 +2072,35 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
     with pytest.raises(ValueError, match="affine_once: the bias's"):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_once=True)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_rms_norm_persistent_rows_per_cluster(dtype):
+    """RMSNorm's several-rows cluster design with its rows per cluster a run-time argument
+    (``persist``: ``per_cluster`` after ``eps``): per_cluster 1, 3, the rows whole and past them,
+    and 0 (taken as 1), rms_norm and add_rms_norm against float64, nothing written past the rows;
+    the tuner's launch appends the rows spread over `SIM_CLUSTERS` clusters."""
+    nm = sys.modules["tirx.ops.norm"]
+    n, m = 8192, 7
+    rng = np.random.default_rng(n + m)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, r = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal((m, n)).astype(x.dtype)
+    design = dict(threads=32, cluster=4, shared=True, persist=True)
+    k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))
+    assert [p.name for p in k.params][-1] == "per_cluster"
+    for per_cluster in (1, 3, m, m + 2, 0):
+        y = np.full((m + 1, n), 7, x.dtype)
+        k(x, w, y[:m], m, 1e-6, per_cluster)
+        assert (y[m] == 7).all(), per_cluster
+        _close(y[:m], _rms_ref(x, w, 1e-6), dtype)
+    y, summed = np.zeros_like(x), np.zeros_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design))(x, r, w, y, summed, m, 1e-6, 3)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y, _rms_ref(want_h, w, 1e-6), dtype)
+    assert nm._persist_args(k, (x, w, y, m, 1e-6))[-1] == -(-m // nm.SIM_CLUSTERS)
+    with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
+        nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,10 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
     {"threads": 1024, "cluster": n, "shared": True, "per_cta": 8}
     for n in (8, 16)
 ]
+# ... and over as many rows per cluster as spread the rows over the clusters resident at once
+# (``persist``, a run-time argument: no last wave of part-empty clusters, and each cluster's
+# prologue, the weight slice's copy, once for all its rows).
+PERSIST_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True, "persist": True} for t in (256, 1024) for n in (8, 16)]
 
 
 # LayerNorm's several-rows design with its bias (and weight) in registers (``affine_regs``): at
@@ -84,7 +88,13 @@ def _prune_norm(tiles: int, vectors: int):
     return prune
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS, key=["h", "dtype", "residual", "w_dtype"], prune=_prune_norm(3, 1))
+@autotune(
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS,
+    key=["h", "dtype", "residual", "w_dtype"],
+    prune=_prune_norm(3, 1),
+    launch_args=lambda kernel, args: _persist_args(kernel, args),  # (defined below)
+    adapts=lambda config: config.get("persist", False),
+)
 def rms_norm_kernel(
     h: int,
     dtype: str,
@@ -96,20 +106,27 @@ def rms_norm_kernel(
     shared: bool = False,
     per_cta: int = 1,
     w_dtype: str = "",
+    persist: bool = False,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
     written: a transformer block's residual add fused into its norm. ``tpr``: a group of that
     many lanes per row; ``stream``: the row in register tiles however short; ``cluster``: a
     cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
-    that many rows per cluster, `_rms_cluster_rows`); ``w_dtype``: W's (`_common.weight_dtype`)."""
-    if per_cta > 1 and not (cluster and shared):
-        raise ValueError("per_cta: the cluster design with its slices in shared memory (give cluster= and shared=True)")
-    wd = c.weight_dtype(dtype, w_dtype, per_cta > 1)
+    that many rows per cluster, `_rms_cluster_rows`; ``persist``: as many as spread the rows over
+    the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
+    `_persist_args`); ``w_dtype``: W's (`_common.weight_dtype`)."""
+    several = per_cta > 1 or persist
+    if several and not (cluster and shared):
+        raise ValueError(
+            "per_cta, persist: the cluster design with its slices in shared memory (give cluster= and shared=True)"
+        )
+    wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
-    elif cluster and shared and per_cta > 1:
-        rows = _rms_cluster_rows(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, per_cta)
+    elif cluster and shared and several:
+        sl = c.SharedSlice(h, dtype, threads, cluster)
+        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist)
     elif cluster and shared:
         rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -117,6 +134,8 @@ def rms_norm_kernel(
     else:
         rows = _rms_rows(h, dtype, threads, c.RowTile(h, dtype, threads, 3, stream), residual, wd)
 
+    if persist:
+        return _rms_persistent(rows, h, dtype, wd, residual)
     if residual:
 
         @T.prim_func
@@ -138,6 +157,41 @@ def rms_norm_kernel(
         W = T.match_buffer(W_ptr, (h,), wd)
         Y = T.match_buffer(Y_ptr, (m, h), dtype)
         rows(X, X, W, Y, X, m, eps)
+
+    return rms_norm_rows
+
+
+def _rms_persistent(rows, h: int, dtype: str, wd: str, residual: bool):
+    """`rms_norm_kernel`'s signatures for the ``persist`` design: ``per_cluster`` (rows per
+    cluster) after ``eps``."""
+    if residual:
+
+        @T.prim_func
+        def add_rms_norm_rows(
+            X_ptr: T.handle,
+            R_ptr: T.handle,
+            W_ptr: T.handle,
+            Y_ptr: T.handle,
+            H_ptr: T.handle,
+            m: T.int32,
+            eps: T.float32,
+            per_cluster: T.int32,
+        ):
+            X = T.match_buffer(X_ptr, (m, h), dtype)
+            R = T.match_buffer(R_ptr, (m, h), dtype)
+            W = T.match_buffer(W_ptr, (h,), wd)
+            Y = T.match_buffer(Y_ptr, (m, h), dtype)
+            H = T.match_buffer(H_ptr, (m, h), dtype)
+            rows(X, R, W, Y, H, m, eps, T.max(per_cluster, 1))
+
+        return add_rms_norm_rows
+
+    @T.prim_func
+    def rms_norm_rows(X_ptr: T.handle, W_ptr: T.handle, Y_ptr: T.handle, m: T.int32, eps: T.float32, per_cluster: T.int32):
+        X = T.match_buffer(X_ptr, (m, h), dtype)
+        W = T.match_buffer(W_ptr, (h,), wd)
+        Y = T.match_buffer(Y_ptr, (m, h), dtype)
+        rows(X, X, W, Y, X, m, eps, T.max(per_cluster, 1))
 
     return rms_norm_rows
 
@@ -323,12 +377,14 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     return rows
 
 
-def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int):
+def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False):
     """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
     shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
     in a ring of two (the next row's copied while this one is computed), the sums exchanged over
     slots used in turn, no cluster barrier per row (`_common.chained_exchange`: the CTA barrier
-    of the next row's sum orders this row's reads of its slot before the next send)."""
+    of the next row's sum orders this row's reads of its slot before the next send).
+    ``persist``: the rows per cluster a run-time argument (the macro's last), as
+    `_layer_norm_cluster_rows`'s."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     chunk = sl.io(dtype)[2]
@@ -339,7 +395,7 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
     fetch = c.slice_fetch(part)
 
     @T.macro
-    def rows(X, R, W, Y, H, m, eps):
+    def rows_of(X, R, W, Y, H, m, eps, per_cta):
         T.device_entry()
         b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
         rank = T.cta_id_in_cluster([cn])
@@ -368,12 +424,18 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
         first = b // cn * per_cta
         c0 = rank * part
         Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
-        fetch(S, 0, X, first, c0, first < m)
+        if persist:  # (a run-time product: the guards give the rows their range)
+            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
+        else:
+            fetch(S, 0, X, first, c0, first < m)
         for j in T.serial(per_cta):
             r = first + j
-            fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
+            if persist:
+                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (0 <= r) & (r + 1 < m))
+            else:
+                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
             T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's with the first)
-            if r < m:  # (the cluster's CTAs agree: one row)
+            if (0 <= r) & (r < m) if persist else r < m:  # (the cluster's CTAs agree: one row)
                 acc[0] = 0.0
                 for k in T.serial(chunks):
                     chunk(x, S, j % 2, k, stage)
@@ -399,6 +461,13 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
                     store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()
+
+    if persist:
+        return rows_of
+
+    @T.macro
+    def rows(X, R, W, Y, H, m, eps):
+        rows_of(X, R, W, Y, H, m, eps, per_cta)
 
     return rows
 

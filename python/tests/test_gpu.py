@@ -329,14 +329,14 @@ def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster,
 def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, once):
     """LayerNorm's several-rows cluster design over the rows per cluster that spread them over
     the clusters the GPU holds at once (``persist``: the tuner's launch arguments,
-    `_persist_args`), the bias and weight read into registers once or each row, on the GPU: the
+    `_common.persist_args`), the bias and weight read into registers once or each row, on the GPU: the
     output, mean and rstd against PyTorch, and add_layer_norm's, for a row count that leaves the
     last cluster fewer rows, and one of fewer rows than clusters."""
     import sys
 
     import tirx.ops  # noqa: F401
 
-    nm = sys.modules["tirx.ops.norm"]
+    nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     design = dict(threads=threads, cluster=cluster, shared=True, persist=True, affine_regs=2, affine_once=once)
     stats = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", stats=True, **design))
     add = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
@@ -347,7 +347,7 @@ def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thre
         w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
         b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
         y, mean, rstd = torch.empty_like(x), torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
-        args = nm._persist_args(stats, (x, w, b, y, mean, rstd, m, 1e-5))
+        args = cm.persist_args(stats, (x, w, b, y, mean, rstd, m, 1e-5))
         assert args[-1] == -(-m // clusters)
         stats(*args)
         want, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], w.float(), b.float(), 1e-5)
@@ -355,7 +355,7 @@ def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thre
         torch.testing.assert_close(mean, want_mean[:, 0])
         torch.testing.assert_close(rstd, want_rstd[:, 0])
         summed = torch.empty_like(x)
-        add(*nm._persist_args(add, (x, r, w, b, y, summed, mean, rstd, m, 1e-5)))
+        add(*cm.persist_args(add, (x, r, w, b, y, summed, mean, rstd, m, 1e-5)))
         want_h = (x.float() + r.float()).bfloat16()
         torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
         torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
@@ -369,14 +369,14 @@ def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thre
 @pytest.mark.parametrize("n,cluster,threads", [(262144, 16, 1024), (262144, 8, 256), (65536, 8, 256)])
 def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads):
     """RMSNorm's several-rows cluster design over the rows per cluster that spread them over the
-    clusters the GPU holds at once (``persist``, `_persist_args`), on the GPU: rms_norm and
+    clusters the GPU holds at once (``persist``, `_common.persist_args`), on the GPU: rms_norm and
     add_rms_norm against PyTorch, for a row count that leaves the last cluster fewer rows, and
     one of fewer rows than clusters."""
     import sys
 
     import tirx.ops  # noqa: F401
 
-    nm = sys.modules["tirx.ops.norm"]
+    nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     design = dict(threads=threads, cluster=cluster, shared=True, persist=True)
     plain = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))
     add = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
@@ -386,11 +386,11 @@ def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thread
         r = torch.randn_like(x)
         w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
         y, summed = torch.empty_like(x), torch.empty_like(x)
-        args = nm._persist_args(plain, (x, w, y, m, 1e-6))
+        args = cm.persist_args(plain, (x, w, y, m, 1e-6))
         assert args[-1] == -(-m // clusters)
         plain(*args)
         torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
-        add(*nm._persist_args(add, (x, r, w, y, summed, m, 1e-6)))
+        add(*cm.persist_args(add, (x, r, w, y, summed, m, 1e-6)))
         want_h = (x.float() + r.float()).bfloat16()
         torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
         torch.testing.assert_close(y, torch.nn.functional.rms_norm(want_h.float(), [n], w.float(), 1e-6).bfloat16())

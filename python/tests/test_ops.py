@@ -2043,7 +2043,7 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
     against float64, nothing written past the rows; the tuner's launch appends the rows spread
     over `SIM_CLUSTERS` clusters; ``persist`` without the shared cluster design, and
     ``affine_once`` without ``affine_regs``, refused."""
-    nm = sys.modules["tirx.ops.norm"]
+    nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     n, m = 8192, 7
     rng = np.random.default_rng(n + len(cfg))
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
@@ -2066,8 +2066,8 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b, 3)
     plain = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))
     args = (x, w, b, np.zeros_like(x), m, 1e-5)
-    assert nm._persist_args(plain, args)[-1] == -(-m // nm.SIM_CLUSTERS)
-    assert nm._persist_args(tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32)), args) == args
+    assert cm.persist_args(plain, args)[-1] == -(-m // cm.SIM_CLUSTERS)
+    assert cm.persist_args(tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32)), args) == args
     with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
     with pytest.raises(ValueError, match="affine_once: the bias's"):
@@ -2080,7 +2080,7 @@ def test_rms_norm_persistent_rows_per_cluster(dtype):
     (``persist``: ``per_cluster`` after ``eps``): per_cluster 1, 3, the rows whole and past them,
     and 0 (taken as 1), rms_norm and add_rms_norm against float64, nothing written past the rows;
     the tuner's launch appends the rows spread over `SIM_CLUSTERS` clusters."""
-    nm = sys.modules["tirx.ops.norm"]
+    nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     n, m = 8192, 7
     rng = np.random.default_rng(n + m)
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
@@ -2098,7 +2098,7 @@ def test_rms_norm_persistent_rows_per_cluster(dtype):
     want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
     np.testing.assert_array_equal(summed, want_h)
     _close(y, _rms_ref(want_h, w, 1e-6), dtype)
-    assert nm._persist_args(k, (x, w, y, m, 1e-6))[-1] == -(-m // nm.SIM_CLUSTERS)
+    assert cm.persist_args(k, (x, w, y, m, 1e-6))[-1] == -(-m // cm.SIM_CLUSTERS)
     with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
 

@@ -744,6 +744,25 @@ def _target_has_clusters() -> bool:
     return bool(digits) and int(digits) >= 90
 
 
+# The clusters a ``persist`` design's rows are spread over in the simulator.
+SIM_CLUSTERS = 2
+
+
+def persist_args(kernel, args) -> tuple:
+    """A ``persist`` design's arguments (`autotune`'s ``launch_args``): the call's, and after them
+    the rows per cluster (its last parameter, ``per_cluster``) that spread the ``m`` rows evenly
+    over the clusters the GPU holds at once (`Kernel.resident_ctas`: a second wave's clusters
+    would start only as the first's finish); in the simulator over `SIM_CLUSTERS`. Other
+    designs' arguments unchanged."""
+    names = [p.name for p in kernel.params]
+    if names[-1] != "per_cluster":
+        return tuple(args)
+    m, x = args[names.index("m")], args[0]
+    on_gpu = is_torch(x) and x.is_cuda
+    clusters = kernel.resident_ctas(x.get_device()) // kernel.cluster_size if on_gpu else SIM_CLUSTERS
+    return (*args, max(1, -(-m // max(1, clusters))))
+
+
 def prune_rows(length: str = "n", tiles: Callable = lambda dtype, key: 1) -> Callable:
     """The autotuner's pruning of `ROW_CONFIGS` for a row kernel keyed by its row length (the
     factory argument ``length``) and ``dtype``; ``tiles(dtype, key)``: the float32 tiles it

@@ -62,8 +62,6 @@ LAYER_NORM_AFFINE_CONFIGS = [
 LAYER_NORM_PERSIST_CONFIGS = [
     {"threads": 512, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True} for n in (8, 16)
 ] + [{"threads": 256, "cluster": n, "shared": True, "persist": True, "affine_regs": 2} for n in (8, 16)]
-# The clusters a ``persist`` design's rows are spread over in the simulator.
-SIM_CLUSTERS = 2
 
 
 def _prune_norm(tiles: int, vectors: int):
@@ -92,7 +90,7 @@ def _prune_norm(tiles: int, vectors: int):
     configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(3, 1),
-    launch_args=lambda kernel, args: _persist_args(kernel, args),  # (defined below)
+    launch_args=c.persist_args,
     adapts=lambda config: config.get("persist", False),
 )
 def rms_norm_kernel(
@@ -115,7 +113,7 @@ def rms_norm_kernel(
     cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
     that many rows per cluster, `_rms_cluster_rows`; ``persist``: as many as spread the rows over
     the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
-    `_persist_args`); ``w_dtype``: W's (`_common.weight_dtype`)."""
+    `_common.persist_args`); ``w_dtype``: W's (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -525,7 +523,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
     configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
-    launch_args=lambda kernel, args: _persist_args(kernel, args),  # (defined below)
+    launch_args=c.persist_args,
     adapts=lambda config: config.get("persist", False),
 )
 def layer_norm_kernel(
@@ -554,7 +552,7 @@ def layer_norm_kernel(
     cluster, `_layer_norm_cluster_rows`; ``affine_regs``: B's slice, or B's and W's, in registers
     there, ``affine_once``: read once for all its rows, not each row; ``persist``: the rows per
     cluster a run-time argument, ``per_cluster``, after ``eps``, that the tuner's launch sizes to
-    the clusters the GPU holds at once, `_persist_args`); ``w_dtype``: W's and B's
+    the clusters the GPU holds at once, `_common.persist_args`); ``w_dtype``: W's and B's
     (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
@@ -711,19 +709,6 @@ def _layer_norm_persistent(rows, h: int, dtype: str, wd: str, stats: bool, resid
         rows(X, X, W, B, Y, X, None, None, m, eps, T.max(per_cluster, 1))
 
     return layer_norm_rows
-
-
-def _persist_args(kernel, args) -> tuple:
-    """A ``persist`` design's arguments (`autotune`'s ``launch_args``): the call's, and the rows per
-    cluster that spread the ``m`` rows evenly over the clusters the GPU holds at once
-    (`Kernel.resident_ctas`: a second wave's clusters would start only as the first's finish);
-    in the simulator over `SIM_CLUSTERS`. Other designs' arguments unchanged."""
-    if kernel.params[-1].name != "per_cluster":
-        return tuple(args)
-    m, x = args[-2], args[0]
-    on_gpu = c.is_torch(x) and x.is_cuda
-    clusters = kernel.resident_ctas(x.get_device()) // kernel.cluster_size if on_gpu else SIM_CLUSTERS
-    return (*args, max(1, -(-m // max(1, clusters))))
 
 
 def _layer_norm_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd: str):

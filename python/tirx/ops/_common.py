@@ -754,10 +754,10 @@ def persist_args(kernel, args) -> tuple:
     over the clusters the GPU holds at once (`Kernel.resident_ctas`: a second wave's clusters
     would start only as the first's finish); in the simulator over `SIM_CLUSTERS`. Other
     designs' arguments unchanged."""
-    names = [p.name for p in kernel.params]
-    if names[-1] != "per_cluster":
+    params = kernel.params
+    if params[-1].name != "per_cluster":
         return tuple(args)
-    m, x = args[names.index("m")], args[0]
+    m, x = next(a for a, p in zip(args, params) if p.name == "m"), args[0]
     on_gpu = is_torch(x) and x.is_cuda
     clusters = kernel.resident_ctas(x.get_device()) // kernel.cluster_size if on_gpu else SIM_CLUSTERS
     return (*args, max(1, -(-m // max(1, clusters))))

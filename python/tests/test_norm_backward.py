@@ -211,6 +211,10 @@ CHAINED = [
     ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3}, 4096, 11, 16),
     ({"cluster": 16, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 1}, 8192, 3, 32),
     ({"cluster": 8, "shared": True, "threads": 32, "regs": True, "chain": True}, 4096, 1, 16),  # (clusters with no row)
+    # The weight's slice widened once into shared memory (`w32`): with the partial sums in
+    # registers, or in shared memory; a slice of several tiles.
+    ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "w32": True}, 4096, 9, 16),
+    ({"cluster": 2, "shared": True, "threads": 32, "chain": True, "w32": True}, 2048, 5, 8),
 ]
 
 
@@ -240,13 +244,17 @@ def test_partial_sums_in_registers_need_the_shared_slices_and_not_hold():
 def test_partial_sums_in_registers_are_candidates_where_they_fit():
     """The ``regs`` designs: tuned where their partial sums fit `PARTIAL_REGISTERS` of a thread's
     registers and their ring of slices and the weight's fit `CLUSTER_SLICES`: at 262,144 columns
-    (LayerNorm) over 16 CTAs only, in rings of two or three rows."""
+    (LayerNorm) over 16 CTAs only, in rings of two or three rows, or of two with the weight's
+    slice in float32 (``w32``: 192 KB); not over float32 rows (their weight is float32 already)."""
     kept = nb.norm_backward_kernel.prune(nb.norm_backward_kernel.configs, h=262144, dtype="bfloat16", centered=True, saved=True, w_dtype="")
-    regs = sorted((cfg["threads"], cfg["cluster"], cfg["ring"]) for cfg in kept if cfg.get("regs"))
-    assert regs == [(256, 16, 2), (256, 16, 3), (512, 16, 2), (512, 16, 3)]
-    for t, n, r in regs:
-        assert nb.cluster_slice_bytes(262144, "bfloat16", n, True, r, regs=True) <= nb.CLUSTER_SLICES
+    regs = sorted((cfg["threads"], cfg["cluster"], cfg.get("ring", 2), cfg.get("w32", False)) for cfg in kept if cfg.get("regs"))
+    assert regs == [(256, 16, 2, False), (256, 16, 2, True), (256, 16, 3, False), (512, 16, 2, False), (512, 16, 2, True), (512, 16, 3, False)]
+    for t, n, r, w32 in regs:
+        assert nb.cluster_slice_bytes(262144, "bfloat16", n, True, r, regs=True, w32=w32) <= nb.CLUSTER_SLICES
         assert nb.partial_registers(262144, t, n, True) <= nb.PARTIAL_REGISTERS * min(255, 65536 // t)
+    assert nb.cluster_slice_bytes(262144, "bfloat16", 16, True, 2, regs=True, w32=True) == 192 * 1024
+    kept32 = nb.norm_backward_kernel.prune(nb.norm_backward_kernel.configs, h=65536, dtype="float32", centered=True, saved=True, w_dtype="")
+    assert not any(cfg.get("w32") for cfg in kept32)
 
 
 def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):
@@ -275,6 +283,33 @@ def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):
     np.testing.assert_allclose(dx, rdx, rtol=1e-5, atol=1e-5 * np.abs(rdx).max())
     np.testing.assert_allclose(dw, rdw, rtol=1e-5, atol=1e-5 * np.abs(rdw).max())
     np.testing.assert_allclose(db, rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
+
+
+@pytest.mark.parametrize("span,warps,rows", [(1, 32, 40), (4, 8, 7), (4, 1, 3), (1, 2, 2), (4, 4, 1)])
+def test_column_sums_of_every_shape(span, warps, rows):
+    """The dW/dB reduction's second pass (`column_sums_kernel`) at each of its shapes against
+    NumPy: lanes of one or `SPAN` columns, one to 32 warps, rows not a multiple of the warps,
+    columns past h padding (read, then dropped), rounded once to the output's dtype."""
+    h = 300  # (padded to 512: two CTAs of 256 columns, four of 128)
+    rng = np.random.default_rng(rows)
+    p = rng.standard_normal((rows, nb._padded(h))).astype(np.float32)
+    for dtype in ("float32", "bfloat16"):
+        out = tirx.compile(nb.column_sums_kernel(h, dtype, span, warps))
+        o = np.zeros(nb._padded(h), dtype=numpy_dtype(dtype))
+        out(p, o, rows)
+        want = p.astype(F64).sum(0)
+        rtol = 1e-6 if dtype == "float32" else 2.0**-8
+        np.testing.assert_allclose(o.astype(F64), want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+def test_column_sums_shape_follows_the_rows_and_the_grid():
+    """`column_shape`: warps the partial rows' power of two up to 32; four columns a lane where
+    the grid keeps 512 CTAs (262,144 columns: 2,048 CTAs, not 8,192 CTAs of 32 warps over 7 rows)."""
+    assert nb.column_shape(262144, 7) == (4, 8)
+    assert nb.column_shape(65536, 264) == (4, 32)
+    assert nb.column_shape(4096, 1056) == (1, 32)
+    assert nb.column_shape(16384, 1) == (1, 1)
+    assert nb.column_shape(300, 33) == (1, 32)
 
 
 def test_ctas_per_sm_falls_with_the_row():
@@ -326,6 +361,9 @@ def test_design_errors():
         nb.norm_backward_kernel.factory(h=2000, dtype="bfloat16", threads=256, prefetch=True)
     with pytest.raises(ValueError, match="a slice of 5000 does not fit the registers"):
         nb.norm_backward_kernel.factory(h=20000, dtype="bfloat16", threads=512, centered=True, cluster=4)
+    for design in ({"cluster": 4}, {"cluster": 4, "shared": True, "hold": True}):
+        with pytest.raises(ValueError, match="w32: the weight's slice of the cluster design in shared memory"):
+            nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, w32=True, **design)
 
 
 def test_without_weight_and_errors():

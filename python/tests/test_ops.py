@@ -68,6 +68,38 @@ def test_softmax_designs_store_float32_of_bfloat16_rows(design, n, m, log):
     np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5, atol=2e-6 * max(1.0, np.abs(want).max()))
 
 
+@pytest.mark.parametrize("od", ["bfloat16", "float16", "float32"])
+@pytest.mark.parametrize(
+    "design,n", [({"threads": 64, "stream": True}, 4196), ({"threads": 32, "cluster": 4, "shared": True}, 4096)], ids=lambda v: str(v).replace(" ", "")
+)
+def test_softmax_keeps_subnormal_outputs(design, n, od):
+    """The exponentials' forms (`_common.exp2_output_form`): bfloat16 outputs from ex2.ftz of the
+    lifted exponent keep their subnormal values (2^-133 .. 2^-126) as PyTorch's do, float32 ones
+    (`exp2f`) theirs, float16 ones round below 2^-24 to 0 either way; the sums' flushed terms
+    change nothing. A row of 0 and values e^-86 .. e^-93 below it."""
+    sm = sys.modules["tirx.ops.softmax"]
+    dtype = "float16" if od == "float16" else "bfloat16"
+    x = np.zeros((2, n))
+    x[:, 1:] = -np.linspace(86.0, 93.0, n - 1)
+    x[1] = x[1][::-1] * 0.2  # (a second row of ordinary values)
+    x = x.astype(numpy_dtype(dtype))
+    y = np.full((2, n), np.nan, numpy_dtype(od))
+    tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, log=False, out_dtype=od, **design))(x, y, 2)
+    want = _softmax_ref(x)
+    tiny = 2.0**-149 if od == "float32" else 2.0**-133 if od == "bfloat16" else 2.0**-24  # the least subnormal
+    np.testing.assert_allclose(y.astype(F64), want, rtol=2.0**-7, atol=tiny)
+    if od != "float16":
+        assert (y[0, 1:] > 0).sum() > (n - 1) * 0.7  # (the subnormal outputs kept, not flushed)
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():  # MUFU.EX2's own flush and rounding
+        xt = torch.from_numpy(x.astype(np.float32)).cuda().to(getattr(torch, dtype))
+        yt = torch.empty(2, n, device="cuda", dtype=getattr(torch, od))
+        tirx.compile(sm.softmax_kernel.factory(n=n, dtype=dtype, log=False, out_dtype=od, **design))(xt, yt, 2)
+        got = yt.double().cpu().numpy()
+        np.testing.assert_allclose(got, want, rtol=2.0**-7, atol=tiny)
+        torch.testing.assert_close(yt, torch.softmax(xt.float(), -1).to(yt.dtype), rtol=2.0**-7, atol=tiny)
+
+
 @pytest.mark.parametrize("shape", [(3, 1000), (37, 256), (2, 40000)], ids=str)
 def test_softmax_dtype_as_pytorch(shape):
     """``dtype=`` as PyTorch's: as if the input were cast first. float32 of bfloat16 rows is

@@ -226,14 +226,29 @@ def group_io(g: "RowGroupTile", dtype: str, fill: float = 0.0):
 
 LOG2E = 1.4426950408889634
 NEG_INF = -float("inf")
+# A softmax output exp2(y), y <= 0 (y one fma of x), stored as bfloat16: ex2.approx.ftz(y + 32) *
+# 2^-32 (the lift folded into the fma, the 2^-32 into the normalisation's multiplication where
+# there is one): two instructions where `exp2f` spends four (its subnormal results by a test, a
+# halving and a squaring), its subnormal results kept (every y >= -158 lifts to a normal result,
+# exact to scale). The lift's rounding (|32 - shift| against |shift|) is ~2^-19 of a result: far
+# below a bfloat16 ulp, not a float32 one, so float32 outputs keep `exp2f`; float16 outputs flush
+# below 2^-24 when they round, so they take `ex2.approx.ftz` unlifted.
+EXP2_LIFT = 32.0
+
+
+def exp2_output_form(out_dtype: str) -> tuple:
+    """``(ftz, lift)`` of a softmax's exponentials stored as ``out_dtype`` (`EXP2_LIFT`)."""
+    return {"float32": (False, 0.0), "float16": (True, 0.0)}.get(out_dtype, (True, EXP2_LIFT))
 
 
 def online_softmax_step():
     """A macro ``step(run, part, x, per)``: folds a tile of a row (``x``, this thread's ``per``
     registers) into the thread's running max ``run[0]`` and sum of exponentials ``run[1]``
-    (rescaled by exp2 of the max's change); ``x`` is left holding ``exp(x - max)``. ``part``: a
-    register of scratch. An all-padding tile (-inf) keeps the max at -inf, its exponents taken
-    against 0."""
+    (rescaled by exp2 of the max's change); ``x`` is left holding ``exp(x - max)`` with values
+    below 2^-126 flushed to 0: an fma and one MUFU.EX2 (`ex2.approx.ftz`) per value, where
+    exp2's ``scale``/``bias`` and `exp2f` take six instructions. The sum is unchanged by the flush: it holds 1 (the max's term, this tile's or
+    an earlier one's) and 32 terms below 2^-126 are far below half its ulp. ``part``: a register
+    of scratch. An all-padding tile (-inf) keeps the max at -inf, its exponents taken against 0."""
     from .. import T, Tx
 
     @T.macro
@@ -241,7 +256,8 @@ def online_softmax_step():
         Tx.max(part[0:1], x[0:per])
         new_max = T.max(run[0], part[0])
         base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
-        Tx.exp2(x[0:per], x[0:per], -base * LOG2E, LOG2E)
+        Tx.fma(x[0:per], x[0:per], LOG2E, -base * LOG2E)  # (one rounding: exp2's scale and bias are two)
+        Tx.exp2(x[0:per], x[0:per], ftz=True)
         Tx.sum(part[0:1], x[0:per])
         run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
         run[0] = new_max
@@ -660,6 +676,16 @@ def tiles_layout(g: "RowTile", chunks: int):
     from ..layout import S, TileLayout, tx
 
     return TileLayout(S[(chunks, g.width // (g.warps * 32 * g.vec), g.warps * 32, g.vec) : (g.per, g.vec, 1 @ tx, 1)])
+
+
+def shared_planes(chunks: int, threads: int, per: int):
+    """The layout of a float32 slice in shared memory, ``(chunks, threads * per)``, read in
+    register tiles of ``per`` columns a thread (a multiple of 4): a thread's 16-byte quarters of a
+    tile in ``per / 4`` planes, so that each 16-byte read of a warp is 512 contiguous bytes (a
+    thread's 32 contiguous bytes would take two wavefronts a read)."""
+    from ..layout import S, TileLayout
+
+    return TileLayout(S[(chunks, threads, per // 4, 4) : (threads * per, 4, threads * 4, 1)])
 
 
 def row_io(g: "RowTile", dtype: str, fill: float = 0.0):

@@ -305,7 +305,8 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: boo
             d_t = _target_grad(x_t, lse, gr, floor, ls)
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
-            Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
+            Tx.fma(xl[0:per], xl[0:per], LOG2E, -lse * LOG2E)
+            Tx.exp2(xl[0:per], xl[0:per])
             if weighted:
                 Tx.mul(xl[0:per], xl[0:per], gp)
                 load_w(w, W[k * width : k * width + width], w)
@@ -362,7 +363,8 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
             total = T.cuda.warp_sum(part[0], width=tpr)
         Tx.max(part[0:1], xl[0:per])
         mx = T.cuda.warp_max(part[0], width=tpr)
-        Tx.exp2(xl[0:per], xl[0:per], -mx * LOG2E, LOG2E)
+        Tx.fma(xl[0:per], xl[0:per], LOG2E, -mx * LOG2E)
+        Tx.exp2(xl[0:per], xl[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
         Tx.sum(part[0:1], xl[0:per])
         s = T.cuda.warp_sum(part[0], width=tpr)
         lse = mx + T.log(s)
@@ -422,7 +424,8 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, wei
         else:
             d_t = _target_grad(x_t, lse, gr, floor, ls)
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
-        Tx.exp2(xl[0:per], xl[0:per], -lse * LOG2E, LOG2E)
+        Tx.fma(xl[0:per], xl[0:per], LOG2E, -lse * LOG2E)
+        Tx.exp2(xl[0:per], xl[0:per])
         if weighted:
             Tx.mul(xl[0:per], xl[0:per], gp)
             weights(w, W, tid % tpr)

@@ -67,11 +67,15 @@ PREFETCH_CONFIGS = [{"threads": t, "prefetch": True} for t in (64, 128, 256, 512
 CLUSTER_SLICES = 224 * 1024
 
 
-def cluster_slice_bytes(h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False, regs: bool = False) -> int:
+def cluster_slice_bytes(
+    h: int, dtype: str, cluster: int, centered: bool, ring: int = 2, hold: bool = False, regs: bool = False, w32: bool = False
+) -> int:
     """Shared memory of `_cluster_shared_rows`'s slices of a row of ``h`` over ``cluster`` CTAs
-    (``hold``: LayerNorm's dB partial sums in registers; ``regs``: every partial sum there)."""
+    (``hold``: LayerNorm's dB partial sums in registers; ``regs``: every partial sum there;
+    ``w32``: the weight's slice in float32)."""
     partials = 0 if regs else 4 * (2 if centered and not hold else 1)
-    return h // cluster * ((2 * ring + 1) * c.elem_bytes(dtype) + partials)
+    weight = 4 if w32 else c.elem_bytes(dtype)
+    return h // cluster * (2 * ring * c.elem_bytes(dtype) + weight + partials)
 
 
 def partial_registers(h: int, threads: int, cluster: int, centered: bool) -> int:
@@ -122,7 +126,9 @@ def _prune(configs, dtype, **key):
             held = partial_registers(h, cfg["threads"], cfg["cluster"], key["centered"])
             if regs and held > PARTIAL_REGISTERS * min(255, 65536 // cfg["threads"]):
                 return False
-            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold, regs) <= CLUSTER_SLICES
+            if cfg.get("w32") and dtype == "float32":
+                return False  # (its weight is float32 already)
+            return cluster_slice_bytes(h, dtype, cfg["cluster"], key["centered"], ring, hold, regs, cfg.get("w32", False)) <= CLUSTER_SLICES
         return True
 
     return [cfg for cfg in kept if fits(cfg)]
@@ -159,10 +165,11 @@ CHAINED_CONFIGS = (
 
 
 # The chained cluster designs with their partial sums in registers and the shared memory for a
-# ring of slices (`_cluster_shared_rows`'s ``regs``).
+# ring of slices (`_cluster_shared_rows`'s ``regs``), or for a ring of two and the weight's slice
+# in float32 (``w32``: fewer instructions a row, the bound at 262k).
 REGS_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
-]
+] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
 
 
 @autotune(
@@ -186,6 +193,7 @@ def norm_backward_kernel(
     hold: bool = False,
     chain: bool = False,
     regs: bool = False,
+    w32: bool = False,
     shared_limit: int = SHARED_PARTIALS,
     w_dtype: str = "",
 ):
@@ -200,13 +208,16 @@ def norm_backward_kernel(
     of ``ring`` rows; ``hold``: a slice of one register tile read from it once per row; ``chain``:
     the statistics exchanged over two slots with no cluster barrier per row,
     `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``regs``: the shared
-    design's partial sums in registers, its tiles one 16-byte vector a thread); ``w_dtype``: W's
+    design's partial sums in registers, its tiles one 16-byte vector a thread; ``w32``: its
+    weight's slice widened to float32 in shared memory once); ``w_dtype``: W's
     (`_common.weight_dtype`; the partial sums are float32 whatever it is)."""
     wd = c.weight_dtype(dtype, w_dtype, bool(cluster and shared))
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if regs and not (cluster and shared):
         raise ValueError("regs: the partial sums of the cluster design's slices in shared memory (give cluster= and shared=True)")
+    if w32 and not (cluster and shared) or w32 and hold:
+        raise ValueError("w32: the weight's slice of the cluster design in shared memory, read every pass (give cluster= and shared=True, not hold)")
     if saved and not centered:
         raise ValueError("saved: the forward's statistics are LayerNorm's (centered=True)")
     if tpr:
@@ -216,7 +227,7 @@ def norm_backward_kernel(
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, wd, chain)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster, 16 // c.elem_bytes(dtype) if regs else c.CHUNK)
-        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs)
+        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs, w32)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, wd, chain)
     else:
@@ -932,6 +943,7 @@ def _cluster_shared_rows(
     saved: bool,
     chain: bool = False,
     regs: bool = False,
+    w32: bool = False,
 ):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
@@ -948,7 +960,11 @@ def _cluster_shared_rows(
     144 KB with two rows). With ``regs``, the partial sums are registers, every tile of the slice
     (the chunks' loops unrolled: registers take constant indices), and shared memory holds the
     slices only: a deeper ring where the partial sums took its room (LayerNorm at 262k over 16
-    CTAs: three rows, against one), and no read-modify-write of them per row."""
+    CTAs: three rows, against one), and no read-modify-write of them per row. With ``w32``, the
+    weight's slice is widened to float32 once, into shared memory, each thread its own columns
+    (what it reads back: no barrier): two 16-byte reads a tile where one read and a widening of
+    every value took nine instructions a vector, twice a row (the design is bound by instruction
+    issue at 262k)."""
     if ring not in (1, 2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 1, 2, 3 or 4")
     if hold and ring == 1:
@@ -963,6 +979,15 @@ def _cluster_shared_rows(
     width, per, warps = g.width, g.per, g.warps
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
+    if w32:  # a thread's 16-byte halves of a tile in two planes: 16-byte reads without bank conflicts
+        w32_layout = c.shared_planes(chunks, threads, per)
+
+        @T.macro
+        def w32_tile(dst, ws, slot, k, stage):
+            Tx.cta.copy(dst[0:width], ws[k, 0:width])
+
+    tile_w = w32_tile if w32 else tile  # tile k of the weight's slice
+    load = c.row_io(g, dtype)[0]
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, close = _exchange_ends(cn, chain)
     sums = _row_sums(warps, saved)
@@ -986,7 +1011,10 @@ def _cluster_shared_rows(
         pool = T.SMEMPool()
         xs = pool.alloc((ring, part), dtype)
         dys = pool.alloc((ring, part), dtype)
-        ws = pool.alloc((1, part), dtype)
+        if w32:
+            ws = pool.alloc((chunks, width), "float32", layout=w32_layout)  # (a row a tile)
+        else:
+            ws = pool.alloc((1, part), dtype)
         if not regs:
             dws = pool.alloc((part,), "float32")
         if centered and reread and not regs:
@@ -1017,7 +1045,8 @@ def _cluster_shared_rows(
         q = b // cn
         clusters = ctas // cn
         c0 = rank * part
-        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with the first row's group
+        if not w32:
+            Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with the first row's group
         fetch(xs, dys, X, DY, 0, q, c0, m)  # rows 0 .. max(ring - 2, 0) in flight before the loop
         if ring >= 3:
             fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
@@ -1045,6 +1074,10 @@ def _cluster_shared_rows(
         # t, t + threads, ...) exactly the vectors of a slot that it reads into its register tiles
         # (the tiles' layout), so its own `wait_group` orders its reads after its copies, and its
         # reads of a slot before its next copies into it (the simulator's race check holds us to it).
+        if w32:  # the weight's slice widened once, each thread writing the columns it reads
+            for k in T.serial(chunks):
+                load(w, W[c0 + k * width : c0 + k * width + width], stage)
+                Tx.cta.copy(ws[k, 0:width], w[0:width])
         if hold:  # the weight's slice stays in registers (its group: the oldest)
             T.ptx.cp_async.wait_group(ring - 2)
             tile(w, ws, 0, 0, stage)
@@ -1080,7 +1113,7 @@ def _cluster_shared_rows(
                     tile(x, xs, slot, k, stage)
                 tile(dy, dys, slot, k, stage)
                 if reread:
-                    tile(w, ws, 0, k, stage)
+                    tile_w(w, ws, 0, k, stage)
                 if saved:
                     Tx.add(xl[0:per], xl[0:per], -mom[0])
                 elif centered:
@@ -1095,7 +1128,7 @@ def _cluster_shared_rows(
                 if reread:
                     tile(x, xs, slot, k, stage)
                     tile(dy, dys, slot, k, stage)
-                    tile(w, ws, 0, k, stage)
+                    tile_w(w, ws, 0, k, stage)
                 if reread and centered:  # xhat = (x - mean) rstd, one fma
                     Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
                 elif meaned:  # x - m_p in registers
@@ -1382,43 +1415,63 @@ def _padded(h: int) -> int:
     return -(-h // 256) * 256
 
 
-# Columns per CTA of the column sums (a lane each), and its warps (each summing every
-# `COLUMN_WARPS`-th partial row).
+# Columns per CTA of the column sums: a lane each, `SPAN` times over where the grid stays this
+# many CTAs or more (a CTA of a few columns over a few partial rows is mostly its launch: at
+# 262,144 columns over 7 partial rows, 8,192 CTAs of 32 warps took ~45 us for 7 MB); and its
+# warps, at most (each summing every warps-th partial row), no more than there are rows.
 COLUMNS = 32
+SPAN = 4
+SPAN_CTAS = 512
 COLUMN_WARPS = 32
 
 
-def column_sums_kernel(h: int, dtype: str):
+def column_shape(h: int, rows: int) -> tuple:
+    """``(span, warps)`` of the column sums of ``rows`` partial rows of ``h`` columns: `SPAN`
+    columns a lane where the grid keeps `SPAN_CTAS` CTAs, and warps the rows' power of two up to
+    `COLUMN_WARPS`."""
+    span = SPAN if _padded(h) // (COLUMNS * SPAN) >= SPAN_CTAS else 1
+    warps = 1
+    while warps < min(rows, COLUMN_WARPS):
+        warps *= 2
+    return span, warps
+
+
+def column_sums_kernel(h: int, dtype: str, span: int = 1, warps: int = COLUMN_WARPS):
     """``O[j] = sum_i P[i, j]`` over the ``rows`` float32 rows of ``P`` (``h`` columns padded to
-    whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction. A CTA takes 32
-    columns, a lane each (a warp reads 128 contiguous bytes of a row); its warp w sums the rows w,
-    w + 32, ... in order, then warp 0 adds the 32 warps' sums in order: a fixed order, the same
+    whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction. A CTA takes
+    ``span`` x 32 columns, a lane ``span`` of them 32 apart (a warp reads 128 contiguous bytes of a
+    row each time); its warp w sums the rows w, w + warps, ... in order, then warp 0 adds the
+    warps' sums in order: a fixed order for a given number of rows (`column_shape`), the same
     result every run."""
     hp = _padded(h)
+    width = COLUMNS * span
 
     @T.prim_func
     def column_sums(P_ptr: T.handle, O_ptr: T.handle, rows: T.int32):
         P = T.match_buffer(P_ptr, (rows, hp), "float32")
         O = T.match_buffer(O_ptr, (hp,), dtype)
         T.device_entry()
-        bx = T.cta_id([hp // COLUMNS])
-        wid = T.warp_id([COLUMN_WARPS])
+        bx = T.cta_id([hp // width])
+        wid = T.warp_id([warps])
         lane = T.lane_id([32])
-        T.thread_id([COLUMNS * COLUMN_WARPS])
-        acc = T.alloc_buffer((1,), "float32", scope="local")
-        sums = T.alloc_buffer((COLUMN_WARPS, COLUMNS), "float32", scope="shared")
-        col = bx * COLUMNS + lane
-        acc[0] = 0.0
-        for i in T.serial((rows + COLUMN_WARPS - 1) // COLUMN_WARPS):
-            r = wid + i * COLUMN_WARPS
-            acc[0] = acc[0] + T.if_then_else(r < rows, P[r, col], 0.0)
-        sums[wid, lane] = acc[0]
+        T.thread_id([32 * warps])
+        acc = T.alloc_buffer((span,), "float32", scope="local")
+        sums = T.alloc_buffer((warps, width), "float32", scope="shared")
+        for j in T.unroll(span):
+            acc[j] = 0.0
+        for i in T.serial((rows + warps - 1) // warps):
+            r = wid + i * warps
+            for j in T.unroll(span):
+                acc[j] = acc[j] + T.if_then_else(r < rows, P[r, bx * width + j * COLUMNS + lane], 0.0)
+        for j in T.unroll(span):
+            sums[wid, j * COLUMNS + lane] = acc[j]
         T.cuda.cta_sync()
         if wid == 0:
-            acc[0] = 0.0
-            for w in T.serial(COLUMN_WARPS):
-                acc[0] = acc[0] + sums[w, lane]
-            O[col] = T.cast(acc[0], dtype)
+            for j in T.unroll(span):
+                acc[j] = 0.0
+                for w in T.serial(warps):
+                    acc[j] = acc[j] + sums[w, j * COLUMNS + lane]
+                O[bx * width + j * COLUMNS + lane] = T.cast(acc[j], dtype)
 
     return column_sums
 
@@ -1428,12 +1481,12 @@ _column_sums = {}
 
 def _sum_columns(p, h: int, dtype: str, like):
     """The column sums of the partial rows ``p``: a new vector of ``h`` of ``dtype``."""
-    key = (h, dtype)
+    key = (h, dtype, *column_shape(h, p.shape[0]))
     k = _column_sums.get(key)
     if k is None:
         import tirx
 
-        k = _column_sums[key] = tirx.compile(column_sums_kernel(h, dtype))
+        k = _column_sums[key] = tirx.compile(column_sums_kernel(*key))
     out = c.new_array(like, _padded(h), dtype)
     k(p, out, p.shape[0])
     return out[:h]

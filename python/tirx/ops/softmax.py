@@ -100,13 +100,15 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od:
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
         if log:
             E = T.alloc_buffer((per,), "float32", scope="local")
-            Tx.exp2(E[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.fma(E[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
+            Tx.exp2(E[0:per], E[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
             Tx.sum(part[0:1], E[0:per])
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.add(Xl[0:per], Xl[0:per], -mx)
             Tx.add(Xl[0:per], Xl[0:per], -T.log(s))
         else:
-            Tx.exp2(Xl[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.fma(Xl[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
+            Tx.exp2(Xl[0:per], Xl[0:per])
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
@@ -180,7 +182,8 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
         Tx.max(part[0:1], Xl[0:per])
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
         base = T.if_then_else(mx == NEG_INF, 0.0, mx)  # an all-padding slice: its exponents 0
-        Tx.exp2(E[0:per], Xl[0:per], -base * LOG2E, LOG2E)
+        Tx.fma(E[0:per], Xl[0:per], LOG2E, -base * LOG2E)
+        Tx.exp2(E[0:per], E[0:per])
         Tx.sum(part[0:1], E[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
@@ -206,6 +209,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     fetch, landed, chunk = sl.io(dtype)
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
+    ftz, lift = c.exp2_output_form(od)
     open_, publish, release, close = c.cluster_exchange(cn)
     combine = _slices_max_sum(cn)
 
@@ -258,7 +262,10 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
             if log:
                 Tx.add(Xl[0:per], Xl[0:per], -shift)
             else:
-                Tx.exp2(Xl[0:per], Xl[0:per], -shift2, LOG2E)
+                Tx.fma(Xl[0:per], Xl[0:per], LOG2E, lift - shift2)
+                Tx.exp2(Xl[0:per], Xl[0:per], ftz=ftz)
+                if lift:
+                    Tx.mul(Xl[0:per], Xl[0:per], 2.0**-lift)
             c0 = rank * part + k * width
             store(B[r, c0 : c0 + width], X, stage)
         close()
@@ -290,13 +297,15 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, o
         mx = T.cuda.warp_max(part[0], width=tpr)
         if log:
             E = T.alloc_buffer((per,), "float32", scope="local")
-            Tx.exp2(E[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.fma(E[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
+            Tx.exp2(E[0:per], E[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
             Tx.sum(part[0:1], E[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.add(Xl[0:per], Xl[0:per], -mx)
             Tx.add(Xl[0:per], Xl[0:per], -T.log(s))
         else:
-            Tx.exp2(Xl[0:per], Xl[0:per], -mx * LOG2E, LOG2E)
+            Tx.fma(Xl[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
+            Tx.exp2(Xl[0:per], Xl[0:per])
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
@@ -310,6 +319,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str
     load = c.row_io(g, dtype, fill=NEG_INF)[0]
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
+    ftz, lift = c.exp2_output_form(od)
 
     @T.macro
     def rows(A, B, m):
@@ -344,8 +354,9 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str
                 Tx.add(Xl[0:per], Xl[0:per], -mx)
                 Tx.add(Xl[0:per], Xl[0:per], -log_sum)
             else:
-                Tx.exp2(Xl[0:per], Xl[0:per], -row_base * LOG2E, LOG2E)
-                Tx.mul(Xl[0:per], Xl[0:per], inv)
+                Tx.fma(Xl[0:per], Xl[0:per], LOG2E, lift - row_base * LOG2E)
+                Tx.exp2(Xl[0:per], Xl[0:per], ftz=ftz)
+                Tx.mul(Xl[0:per], Xl[0:per], inv * 2.0**-lift if lift else inv)
             store(B[r, k * width : k * width + width], X, stage)
 
     return rows

@@ -215,6 +215,11 @@ CHAINED = [
     # registers, or in shared memory; a slice of several tiles.
     ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "w32": True}, 4096, 9, 16),
     ({"cluster": 2, "shared": True, "threads": 32, "chain": True, "w32": True}, 2048, 5, 8),
+    # The next row's sums sent before this row's dx pass (`pipe`, three slots): rows per cluster
+    # 1 to 4, clusters with no row, a slice of several tiles.
+    ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3, "pipe": True}, 4096, 11, 16),
+    ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3, "pipe": True}, 1024, 4, 16),
+    ({"cluster": 8, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3, "pipe": True}, 4096, 1, 16),
 ]
 
 
@@ -247,8 +252,9 @@ def test_partial_sums_in_registers_are_candidates_where_they_fit():
     (LayerNorm) over 16 CTAs only, in rings of two or three rows, or of two with the weight's
     slice in float32 (``w32``: 192 KB); not over float32 rows (their weight is float32 already)."""
     kept = nb.norm_backward_kernel.prune(nb.norm_backward_kernel.configs, h=262144, dtype="bfloat16", centered=True, saved=True, w_dtype="")
-    regs = sorted((cfg["threads"], cfg["cluster"], cfg.get("ring", 2), cfg.get("w32", False)) for cfg in kept if cfg.get("regs"))
+    regs = sorted((cfg["threads"], cfg["cluster"], cfg.get("ring", 2), cfg.get("w32", False)) for cfg in kept if cfg.get("regs") and not cfg.get("pipe"))
     assert regs == [(256, 16, 2, False), (256, 16, 2, True), (256, 16, 3, False), (512, 16, 2, False), (512, 16, 2, True), (512, 16, 3, False)]
+    assert sorted((cfg["threads"], cfg["cluster"]) for cfg in kept if cfg.get("pipe")) == [(256, 16), (512, 16)]
     for t, n, r, w32 in regs:
         assert nb.cluster_slice_bytes(262144, "bfloat16", n, True, r, regs=True, w32=w32) <= nb.CLUSTER_SLICES
         assert nb.partial_registers(262144, t, n, True) <= nb.PARTIAL_REGISTERS * min(255, 65536 // t)
@@ -361,6 +367,8 @@ def test_design_errors():
         nb.norm_backward_kernel.factory(h=2000, dtype="bfloat16", threads=256, prefetch=True)
     with pytest.raises(ValueError, match="a slice of 5000 does not fit the registers"):
         nb.norm_backward_kernel.factory(h=20000, dtype="bfloat16", threads=512, centered=True, cluster=4)
+    with pytest.raises(ValueError, match="pipe: the cluster design's regs, chain and a ring of 3 rows"):
+        nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, cluster=4, shared=True, regs=True, chain=True, pipe=True)
     for design in ({"cluster": 4}, {"cluster": 4, "shared": True, "hold": True}):
         with pytest.raises(ValueError, match="w32: the weight's slice of the cluster design in shared memory"):
             nb.norm_backward_kernel.factory(h=16384, dtype="bfloat16", threads=256, w32=True, **design)

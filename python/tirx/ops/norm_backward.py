@@ -170,10 +170,21 @@ CHAINED_CONFIGS = (
 REGS_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
 ] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
+# ... and with the next row's sums sent before a row's dx pass (``pipe``, `_cluster_pipelined_rows`).
+PIPE_CONFIGS = [
+    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": 3, "pipe": True} for t in (256, 512) for n in (4, 8, 16)
+]
 
 
 @autotune(
-    configs=c.ROW_CONFIGS + PREFETCH_CONFIGS + c.CLUSTER_CONFIGS + SHARED_RING_CONFIGS + STREAM_CLUSTER_CONFIGS + CHAINED_CONFIGS + REGS_CONFIGS,
+    configs=c.ROW_CONFIGS
+    + PREFETCH_CONFIGS
+    + c.CLUSTER_CONFIGS
+    + SHARED_RING_CONFIGS
+    + STREAM_CLUSTER_CONFIGS
+    + CHAINED_CONFIGS
+    + REGS_CONFIGS
+    + PIPE_CONFIGS,
     key=["h", "dtype", "centered", "saved", "w_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
@@ -194,6 +205,7 @@ def norm_backward_kernel(
     chain: bool = False,
     regs: bool = False,
     w32: bool = False,
+    pipe: bool = False,
     shared_limit: int = SHARED_PARTIALS,
     w_dtype: str = "",
 ):
@@ -209,13 +221,17 @@ def norm_backward_kernel(
     the statistics exchanged over two slots with no cluster barrier per row,
     `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``regs``: the shared
     design's partial sums in registers, its tiles one 16-byte vector a thread; ``w32``: its
-    weight's slice widened to float32 in shared memory once); ``w_dtype``: W's
+    weight's slice widened to float32 in shared memory once; ``pipe``: with ``regs``, ``chain`` and
+    a ring of 3, the next row's sums sent before this row's dx pass, `_cluster_pipelined_rows`);
+    ``w_dtype``: W's
     (`_common.weight_dtype`; the partial sums are float32 whatever it is)."""
     wd = c.weight_dtype(dtype, w_dtype, bool(cluster and shared))
     if chain and not cluster:
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if regs and not (cluster and shared):
         raise ValueError("regs: the partial sums of the cluster design's slices in shared memory (give cluster= and shared=True)")
+    if pipe and not (cluster and shared and regs and chain and ring == 3 and not w32):
+        raise ValueError("pipe: the cluster design's regs, chain and a ring of 3 rows (give cluster=, shared=True, regs=True, chain=True, ring=3)")
     if w32 and not (cluster and shared) or w32 and hold:
         raise ValueError("w32: the weight's slice of the cluster design in shared memory, read every pass (give cluster= and shared=True, not hold)")
     if saved and not centered:
@@ -227,7 +243,10 @@ def norm_backward_kernel(
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, wd, chain)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster, 16 // c.elem_bytes(dtype) if regs else c.CHUNK)
-        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs, w32)
+        if pipe:
+            rows = _cluster_pipelined_rows(h, dtype, threads, sl, cluster, centered, saved)
+        else:
+            rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs, w32)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, wd, chain)
     else:
@@ -1143,6 +1162,145 @@ def _cluster_shared_rows(
         T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
         write_partials(tmp, dws, dbs, db, DWP, DBP, q, c0)
+        close()
+
+    return rows
+
+
+def _cluster_pipelined_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, saved: bool):
+    """`_cluster_shared_rows`'s ``regs`` design (partial sums in registers, a ring of three rows,
+    the statistics chained over three slots) with the row's exchange overlapped: row i + 1's sums
+    are taken and sent before row i's dx pass reads its statistics, so each CTA works on while
+    the slowest peer's sums travel. Order per row i: copies of row i + 2 started; row i + 1's
+    sums, the CTA's sum of them, its send; row i's slot read, its dx pass. Three slots: a peer
+    sends row i + 3 into row i's after its sums of row i + 3 follow this CTA's send of row i + 2,
+    which follows its CTA barrier of row i + 2's sums, after every thread's read of row i's slot
+    (`_common.chained_exchange`). RMSNorm, or LayerNorm from saved statistics (two sums)."""
+    if centered and not saved:
+        raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
+    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
+    width, per, warps = g.width, g.per, g.warps
+    ring, slots = 3, 3
+    store = c.row_io(g, dtype)[1]
+    tile = sl.io(dtype)[2]
+    fetch = _ring_io(part, widen)[0]
+    open_, send, receive, close = c.chained_exchange(cn, slots)
+    slot_sum = c.slot_sum(cn)
+    sums = _row_sums(warps, saved)
+    add_sums, dx_tile = _row_math(per, centered, saved)
+    add_partials, write_partials = _slice_partials(width, per, chunks, centered, False, True)
+    first_saved, row_saved = _saved_shared()
+    first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
+
+    @T.macro
+    def row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, slot, nxt, sums_scratch, wid, lane, j):
+        """Row j's (in ``slot``) sums into acc, the CTA's (``nxt``: its saved mean and rstd)."""
+        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
+        acc[0] = 0.0
+        acc[1] = 0.0
+        acc[2] = 0.0
+        for k in T.serial(chunks):
+            tile(x, xs, slot, k, stage)
+            tile(dy, dys, slot, k, stage)
+            tile(w, ws, 0, k, stage)
+            if saved:
+                Tx.add(xl[0:per], xl[0:per], -nxt[0])
+            add_sums(acc, part_, xl, wl, dyl, tl)
+        sums(acc, sums_scratch, wid, lane, j % 2)
+
+    @T.macro
+    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
+        T.device_entry()
+        b = T.cta_id([ctas])
+        rank = T.cta_id_in_cluster([cn])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([threads])
+        pool = T.SMEMPool()
+        xs = pool.alloc((ring, part), dtype)
+        dys = pool.alloc((ring, part), dtype)
+        ws = pool.alloc((1, part), dtype)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc((slots, 4), "float32")
+        if saved:
+            sst = pool.alloc((2, 2), "float32")
+        bar = MBarrier(pool, slots)
+        pool.commit()
+        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if widen:
+            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
+        else:
+            stage = tmp
+        part_ = T.alloc_buffer((1,), "float32", scope="local")
+        acc = T.alloc_buffer((3,), "float32", scope="local")
+        nxt = T.alloc_buffer((2,), "float32", scope="local")  # the summed row's saved mean and rstd
+        cur = T.alloc_buffer((4,), "float32", scope="local")  # row i's mean, rstd, mean(g), mean(g xhat)
+        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
+        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
+        open_(bar)
+        q = b // cn
+        clusters = ctas // cn
+        c0 = rank * part
+        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with row 0's group
+        fetch(xs, dys, X, DY, 0, q, c0, m)
+        fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
+        dws = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
+        Tx.fill(dws.local()[0 : chunks * per], 0.0)
+        dbs = dws  # (a name for `add_partials`, unused: no dB)
+        if centered:
+            dbs = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
+            Tx.fill(dbs.local()[0 : chunks * per], 0.0)
+        if saved:  # row q's mean and rstd in shared memory, the next row's in thread 0's st
+            st = T.alloc_buffer((2,), "float32", scope="local")
+            first_saved(st, sst, MEAN, RSTD, q, clusters, m, tid)
+        n_rows = (m - q + clusters - 1) // clusters
+        # No barrier guards the ring (`_cluster_shared_rows`): each thread reads only the vectors it copied.
+        if n_rows > 0:  # row 0's sums, sent
+            T.ptx.cp_async.wait_group(1)
+            if saved:
+                row_saved(st, sst, nxt, MEAN, RSTD, q, 0, clusters, m, tid)
+            row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, 0, nxt, sums_scratch, wid, lane, 0)
+            send(stats, mine, bar, rank, tid, 0, acc[first], acc[2], 0.0, 0.0)
+        for i in T.serial(n_rows):
+            r = q + i * clusters
+            if saved:
+                cur[0] = nxt[0]
+                cur[1] = nxt[1]
+            fetch(xs, dys, X, DY, (i + 2) % ring, r + 2 * clusters, c0, m)
+            T.ptx.cp_async.wait_group(1)
+            if i + 1 < n_rows:  # row i + 1's sums, sent before row i's statistics are read
+                if saved:
+                    row_saved(st, sst, nxt, MEAN, RSTD, r + clusters, i + 1, clusters, m, tid)
+                row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, (i + 1) % ring, nxt, sums_scratch, wid, lane, i + 1)
+                send(stats, mine, bar, rank, tid, i + 1, acc[first], acc[2], 0.0, 0.0)
+            receive(bar, i)
+            slot_sum(stats, i % slots, 0, acc, first, lane)
+            slot_sum(stats, i % slots, 1, acc, 2, lane)
+            if saved:
+                cur[2] = acc[1] / float(h)
+            else:
+                cur[0] = 0.0
+                cur[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+                cur[2] = 0.0
+            cur[3] = acc[2] / float(h) * cur[1]
+            mean, rstd, mean_g, c_gx = cur[0], cur[1], cur[2], cur[3]
+            slot = i % ring
+            for k in T.unroll(chunks):  # (register partials take constant indices)
+                tile(x, xs, slot, k, stage)
+                tile(dy, dys, slot, k, stage)
+                tile(w, ws, 0, k, stage)
+                if centered:  # xhat = (x - mean) rstd, one fma
+                    Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
+                else:
+                    Tx.mul(xl[0:per], xl[0:per], rstd)
+                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
+                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
+                add_partials(tmp, dws, dbs, tmp, xl, dyl, k)
+        T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
+        write_partials(tmp, dws, dbs, tmp, DWP, DBP, q, c0)
         close()
 
     return rows

@@ -28,9 +28,10 @@ tuned per row length and dtype:
   (a ring of 1-4 rows, the next ones prefetched; each thread reads only the vectors it copied,
   so no barrier guards the ring) and w and the partial sums in shared memory, or, with
   ``hold``, a slice of one tile read from shared memory once per row, or, with ``regs``, the
-  partial sums in registers and shared memory the slices' alone, a deeper ring of rows; with
-  ``stream``, slices too wide for shared memory streamed through register tiles twice, the
-  second time from L2);
+  partial sums in registers and shared memory the slices' alone, a deeper ring of rows, and with
+  ``pipe`` the next row's sums sent before a row's dx pass (the exchange in flight while the CTA
+  computes); with ``stream``, slices too wide for shared memory streamed through register tiles
+  twice, the second time from L2);
 - rows streamed through register tiles: one pass for the statistics (two for LayerNorm where
   the row is not whole tiles: the mean, then the deviations about it; over whole tiles one, each
   thread's statistics combined tile by tile about its running mean, as Chan et al. do), a

@@ -76,8 +76,12 @@ impl Ctx<'_> {
                 ];
                 self.call(Helper::BulkToPeer, &args);
             }
-            AsyncOp::ClusterBarrier { wait } => {
-                let which = if *wait { "wait" } else { "arrive" };
+            AsyncOp::ClusterBarrier { wait, relaxed } => {
+                let which = match (wait, relaxed) {
+                    (true, _) => "wait",
+                    (false, false) => "arrive",
+                    (false, true) => "arrive.relaxed",
+                };
                 self.line(&format!("asm volatile(\"barrier.cluster.{which}.aligned;\" ::: \"memory\");"))
             }
             AsyncOp::GridGroupSync { word, word_index, size } => {

@@ -586,8 +586,13 @@ pub enum AsyncStmt {
         n: u32,
         read: bool,
     },
-    /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`T.cuda.cluster_sync()` is both).
-    ClusterArrive,
+    /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`T.cuda.cluster_sync()` is both);
+    /// `relaxed`: `barrier.cluster.arrive.relaxed`, no release of the thread's accesses (no
+    /// `MEMBAR.ALL.GPU` before it): for a phase that orders execution only, such as the last
+    /// one before CTAs exit.
+    ClusterArrive {
+        relaxed: bool,
+    },
     ClusterWait,
     /// `T.cuda.grid_group_sync(word, size)`: every thread of the CTA; the CTA meets the `size`
     /// CTAs of its (cooperative, co-resident) grid that sync on the same 32-bit global `word`.
@@ -611,7 +616,7 @@ impl AsyncStmt {
             | AsyncStmt::FenceMbarrierInit
             | AsyncStmt::BulkCommitGroup
             | AsyncStmt::BulkWaitGroup { .. }
-            | AsyncStmt::ClusterArrive
+            | AsyncStmt::ClusterArrive { .. }
             | AsyncStmt::ClusterWait
             | AsyncStmt::GridGroupSync { .. } => None,
         }
@@ -645,7 +650,7 @@ impl AsyncStmt {
             | AsyncStmt::FenceMbarrierInit
             | AsyncStmt::BulkCommitGroup
             | AsyncStmt::BulkWaitGroup { .. }
-            | AsyncStmt::ClusterArrive
+            | AsyncStmt::ClusterArrive { .. }
             | AsyncStmt::ClusterWait => vec![],
         }
     }

@@ -68,8 +68,8 @@ pub(crate) fn lower(
         AsyncStmt::FenceMbarrierInit => AsyncOp::FenceMbarrierInit,
         AsyncStmt::BulkCommitGroup => AsyncOp::BulkCommit,
         AsyncStmt::BulkWaitGroup { n, read } => AsyncOp::BulkWait { n: *n, read: *read },
-        AsyncStmt::ClusterArrive => AsyncOp::ClusterBarrier { wait: false },
-        AsyncStmt::ClusterWait => AsyncOp::ClusterBarrier { wait: true },
+        AsyncStmt::ClusterArrive { relaxed } => AsyncOp::ClusterBarrier { wait: false, relaxed: *relaxed },
+        AsyncStmt::ClusterWait => AsyncOp::ClusterBarrier { wait: true, relaxed: false },
         AsyncStmt::GridGroupSync { word, size } => group_sync(
             k,
             env,

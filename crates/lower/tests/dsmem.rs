@@ -266,6 +266,51 @@ fn the_split_cluster_barrier_spellings_order_like_cluster_sync() {
     expect_ring_of(&ring(2, 8, WAIT, SPLIT, &init), 2, 8);
 }
 
+const RELAXED: &str = "    T.ptx.barrier.cluster.arrive.relaxed()\n    T.ptx.barrier.cluster.wait()\n";
+
+#[test]
+fn a_relaxed_arrive_ends_the_kernel_as_the_cluster_barrier_does() {
+    // The last phase orders execution only (no CTA exits while a copy reads its source or a
+    // peer its shared memory): `.relaxed` is enough, and its CUDA has no release (no MEMBAR).
+    let src = ring(2, 8, WAIT, RELAXED, INIT);
+    expect_ring_of(&src, 2, 8);
+    let cuda = tirx_cuda::generate(&lower(&src).lir).expect("codegen").source;
+    assert!(cuda.contains("barrier.cluster.arrive.relaxed.aligned;"), "{cuda}");
+    assert_eq!(cuda.matches("barrier.cluster.arrive.aligned;").count(), 1, "the init's arrive releases: {cuda}");
+}
+
+#[test]
+fn a_relaxed_arrive_orders_no_access_before_it() {
+    // A write before a relaxed arrive is not ordered before a read after the wait (in the other
+    // CTA or its own); a release arrive before it, in an earlier phase, still orders what it did.
+    for reader in ["rank != 0", "rank == 0"] {
+        let body = format!(
+            "    if rank == 0:
+        if tid == 40:
+            A[3] = 7
+    T.ptx.barrier.cluster.arrive.relaxed()
+    T.ptx.barrier.cluster.wait()
+    if {reader}:
+        if tid == 0:
+            B[bx] = A[3]
+"
+        );
+        let (e, text) = exchange_race(&body);
+        assert!(e.message.contains("`A`") && e.message.contains("thread 40"), "{text}");
+    }
+    let body = "    if rank == 0:
+        if tid == 40:
+            A[3] = 7
+    T.cuda.cluster_sync()
+    T.ptx.barrier.cluster.arrive.relaxed()
+    T.ptx.barrier.cluster.wait()
+    if tid == 0:
+        B[bx] = A[3]
+";
+    let out = exchange_sim(body).unwrap_or_else(|(_, text)| panic!("{text}"));
+    assert_eq!(int32s(&out[1])[..2], [7, 7]);
+}
+
 #[test]
 fn arriving_twice_or_waiting_without_an_arrive_at_the_cluster_barrier_is_reported() {
     let twice = "    T.ptx.barrier.cluster.arrive()\n".to_string() + SPLIT;

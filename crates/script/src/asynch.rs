@@ -141,7 +141,8 @@ impl Builder<'_> {
                 };
                 AsyncStmt::BulkWaitGroup { n, read: op == PtxOp::BulkWaitGroupRead }
             }
-            PtxOp::ClusterArrive => AsyncStmt::ClusterArrive,
+            PtxOp::ClusterArrive => AsyncStmt::ClusterArrive { relaxed: false },
+            PtxOp::ClusterArriveRelaxed => AsyncStmt::ClusterArrive { relaxed: true },
             PtxOp::ClusterWait | PtxOp::ClusterSync => AsyncStmt::ClusterWait,
             PtxOp::GridGroupSync => {
                 let word = self.group_word(&mut a, &fname)?;
@@ -152,7 +153,7 @@ impl Builder<'_> {
         a.finish(self)?;
         self.require_device(span)?;
         if op == PtxOp::ClusterSync {
-            out.push(Stmt { kind: StmtKind::Async(AsyncStmt::ClusterArrive), span });
+            out.push(Stmt { kind: StmtKind::Async(AsyncStmt::ClusterArrive { relaxed: false }), span });
         }
         out.push(Stmt { kind: StmtKind::Async(stmt), span });
         Ok(())

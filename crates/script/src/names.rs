@@ -314,6 +314,8 @@ const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
     ("cp.async_.bulk.wait_group.read", PtxOp::BulkWaitGroupRead),
     ("barrier.cluster.arrive", PtxOp::ClusterArrive),
     ("barrier.cluster.arrive.aligned", PtxOp::ClusterArrive),
+    ("barrier.cluster.arrive.relaxed", PtxOp::ClusterArriveRelaxed),
+    ("barrier.cluster.arrive.relaxed.aligned", PtxOp::ClusterArriveRelaxed),
     ("barrier.cluster.wait", PtxOp::ClusterWait),
     ("barrier.cluster.wait.aligned", PtxOp::ClusterWait),
     ("wgmma.fence", PtxOp::WgmmaFence),

@@ -267,7 +267,8 @@ impl Printer<'_> {
             AsyncStmt::BulkCommitGroup => "T.ptx.cp.async_.bulk.commit_group()".into(),
             AsyncStmt::BulkWaitGroup { n, read: false } => format!("T.ptx.cp.async_.bulk.wait_group({n})"),
             AsyncStmt::BulkWaitGroup { n, read: true } => format!("T.ptx.cp.async_.bulk.wait_group.read({n})"),
-            AsyncStmt::ClusterArrive => "T.ptx.barrier.cluster.arrive()".into(),
+            AsyncStmt::ClusterArrive { relaxed: false } => "T.ptx.barrier.cluster.arrive()".into(),
+            AsyncStmt::ClusterArrive { relaxed: true } => "T.ptx.barrier.cluster.arrive.relaxed()".into(),
             AsyncStmt::ClusterWait => "T.ptx.barrier.cluster.wait()".into(),
             AsyncStmt::GridGroupSync { word, size } => {
                 format!("T.cuda.grid_group_sync({}, {})", ptr(word), self.expr(size, 0))

@@ -53,6 +53,7 @@ impl Builder<'_> {
             | PtxOp::BulkWaitGroup
             | PtxOp::BulkWaitGroupRead
             | PtxOp::ClusterArrive
+            | PtxOp::ClusterArriveRelaxed
             | PtxOp::ClusterWait
             | PtxOp::ClusterSync
             | PtxOp::GridGroupSync => {

@@ -282,6 +282,8 @@ pub enum PtxOp {
     BulkWaitGroup,
     BulkWaitGroupRead,
     ClusterArrive,
+    /// `barrier.cluster.arrive.relaxed`: an arrive that releases nothing.
+    ClusterArriveRelaxed,
     ClusterWait,
     /// `T.cuda.cluster_sync()`: an arrive and a wait of the cluster barrier.
     ClusterSync,

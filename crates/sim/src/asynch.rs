@@ -111,9 +111,10 @@ pub(crate) enum AsyncIns {
         n: u32,
         read: bool,
     },
-    /// `barrier.cluster.arrive` / `barrier.cluster.wait` (`cluster`).
+    /// `barrier.cluster.arrive[.relaxed]` / `barrier.cluster.wait` (`cluster`).
     ClusterArrive {
         site: u32,
+        relaxed: bool,
     },
     ClusterWait {
         site: u32,
@@ -179,7 +180,7 @@ impl FamilyIns for AsyncIns {
             | AsyncIns::MbarArrive { site, .. }
             | AsyncIns::MbarArriveRemote { site, .. }
             | AsyncIns::MbarWait { site, .. }
-            | AsyncIns::ClusterArrive { site }
+            | AsyncIns::ClusterArrive { site, .. }
             | AsyncIns::ClusterWait { site }
             | AsyncIns::GridGroupSync { site, .. }
             | AsyncIns::BulkToPeer { site, .. } => Some(*site),
@@ -591,8 +592,10 @@ impl Compiler<'_> {
             AsyncOp::TmaStore(c) => AsyncIns::Tma(self.tma(c, false)?),
             AsyncOp::BulkCommit => AsyncIns::BulkCommit,
             AsyncOp::BulkWait { n, read } => AsyncIns::BulkWait { n: *n, read: *read },
-            AsyncOp::ClusterBarrier { wait: false } => AsyncIns::ClusterArrive { site: self.site() },
-            AsyncOp::ClusterBarrier { wait: true } => AsyncIns::ClusterWait { site: self.site() },
+            AsyncOp::ClusterBarrier { wait: false, relaxed } => {
+                AsyncIns::ClusterArrive { site: self.site(), relaxed: *relaxed }
+            }
+            AsyncOp::ClusterBarrier { wait: true, .. } => AsyncIns::ClusterWait { site: self.site() },
             AsyncOp::GridGroupSync { word, word_index, size } => {
                 let w = self.buf(*word)?;
                 let wb = &self.k.bufs[w as usize];
@@ -754,7 +757,7 @@ impl Machine<'_> {
                 self.fam.asy.bulk_groups[t as usize].push_back(crate::tma::BulkGroup { stores, read: false });
             }
             AsyncIns::BulkWait { n, read } => self.bulk_wait(t, n as usize, read)?,
-            AsyncIns::ClusterArrive { site } => self.cluster_arrive(t, site)?,
+            AsyncIns::ClusterArrive { site, relaxed } => self.cluster_arrive(t, site, relaxed)?,
             AsyncIns::ClusterWait { site } => return self.cluster_wait(t, site),
             AsyncIns::GridGroupSync { site, word, idx, size } => {
                 self.group_sync_reach(t, site, word, r(idx), r(size))?;

@@ -14,7 +14,8 @@
 //! without an arrive, is an error. A phase orders each thread's accesses before
 //! its arrive before every thread's accesses after its wait, in every CTA of the
 //! cluster (peers' writes into a CTA too), and nothing between a thread's arrive
-//! and its wait (`ClusterThreads`).
+//! and its wait (`ClusterThreads`). A `.relaxed` arrive releases nothing: its
+//! phase orders only what the thread's previous arrive released (execution only).
 //!
 //! *Global memory.* In a cluster each CTA's clock ticks are its rank modulo the
 //! cluster size (`Machine::tick`), so the stamp of a global shadow record names
@@ -203,7 +204,10 @@ impl<'a> Machine<'a> {
     }
 
     /// `barrier.cluster.arrive` by thread `t`.
-    pub(crate) fn cluster_arrive(&mut self, t: u32, site: u32) -> Result<(), SimError> {
+    /// `barrier.cluster.arrive` by thread `t`; `relaxed` (`.relaxed`): it releases nothing new,
+    /// the phase orders only what the thread's previous arrive did (transitively: a waiter past
+    /// this phase is past that one).
+    pub(crate) fn cluster_arrive(&mut self, t: u32, site: u32, relaxed: bool) -> Result<(), SimError> {
         let i = t as usize;
         if self.fam.cluster.arrive[i] > self.fam.cluster.wait[i] {
             let msg = format!("{} arrives at the cluster barrier twice without waiting in between", self.who(t));
@@ -212,9 +216,15 @@ impl<'a> Machine<'a> {
             ));
         }
         self.fam.cluster.arrive[i] += 1;
+        let a = self.fam.cluster.arrive[i] as usize;
+        if relaxed {
+            let before = if a >= 2 { self.fam.cluster.arrive_tick[i][(a - 1) % 3] } else { 0 };
+            self.fam.cluster.arrive_tick[i][a % 3] = before;
+            return Ok(());
+        }
         // Its later accesses are stamped after the arrive: the barrier does not order them.
         let tick = self.tick()?;
-        self.fam.cluster.arrive_tick[i][self.fam.cluster.arrive[i] as usize % 3] = tick;
+        self.fam.cluster.arrive_tick[i][a % 3] = tick;
         self.fam.asy.rel[i] = tick;
         Ok(())
     }

@@ -415,7 +415,7 @@ def slice_fetch(part: int):
     return fetch
 
 
-def cluster_exchange(n: int):
+def cluster_exchange(n: int, one_row: bool = False):
     """Macros for rows split over a cluster of ``n`` CTAs, each CTA publishing four float32
     statistics of its slice of a row to every CTA of the cluster (distributed shared memory).
     The kernel allocates ``stats`` (n, 4) and ``mine`` (4,) float32 and an `MBarrier` ``bar`` of
@@ -428,7 +428,9 @@ def cluster_exchange(n: int):
       sends them into that row of every other CTA's (a 16-byte bulk copy each, completing on that
       CTA's barrier: compute-sanitizer rejects a bulk copy to the CTA itself); every thread
       returns once its own ``stats`` is whole;
-    - ``release()`` once the row's ``stats`` are read: arrives on the cluster barrier;
+    - ``release()`` once the row's ``stats`` are read: arrives on the cluster barrier (with
+      ``one_row``, a CTA's only row, whose phase orders execution only, ``.relaxed``: no release,
+      so no ``MEMBAR.ALL.GPU`` mid-row; the simulator holds a kernel to it);
     - ``close()`` at the end: waits on it (no CTA exits while a copy out of its ``mine`` may
       still be reading it)."""
     from .. import T, Tx
@@ -459,7 +461,10 @@ def cluster_exchange(n: int):
 
     @T.macro
     def release():
-        T.ptx.barrier.cluster.arrive()
+        if one_row:
+            T.ptx.barrier.cluster.arrive.relaxed()
+        else:
+            T.ptx.barrier.cluster.arrive()
 
     @T.macro
     def close():
@@ -486,7 +491,8 @@ def chained_exchange(n: int, slots: int = 2):
       statistics into its own row of slot ``i % slots`` and sends them into that row of every
       other CTA's;
     - ``receive(bar, i)``: returns once row i's slot is whole;
-    - ``close()``: a cluster barrier (no CTA exits while a peer may still copy into it)."""
+    - ``close()``: a cluster barrier (no CTA exits while a peer may still copy into it; every
+      copy was waited for, so its arrive is ``.relaxed``: execution only)."""
     from .. import T, Tx
 
     @T.macro
@@ -520,7 +526,8 @@ def chained_exchange(n: int, slots: int = 2):
 
     @T.macro
     def close():
-        T.cuda.cluster_sync()
+        T.ptx.barrier.cluster.arrive.relaxed()
+        T.ptx.barrier.cluster.wait()
 
     return open_, send, receive, close
 

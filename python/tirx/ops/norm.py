@@ -258,7 +258,7 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: 
     load, store = c.row_io(g, dtype)  # the padding adds 0 to the sum
     load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     slot_sum = c.slot_sum(cn)
 
     @T.macro
@@ -316,7 +316,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     load_tile, store = c.row_io(g, dtype)
     load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     slot_sum = c.slot_sum(cn)
 
     @T.macro
@@ -816,7 +816,7 @@ def _layer_norm_cluster(h: int, dtype: str, threads: int, cn: int, residual: boo
     load, store = c.row_io(g, dtype)
     load_w = c.weight_loader(g, dtype, wd, load)
     add_residual = c.residual_add(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     moments = c.slice_moments(cn, width, h, full=False)
     slice_moments = _slice_moments(g, h, cn)
 
@@ -1005,7 +1005,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     load_tile, store = c.row_io(g, dtype)
     load_w = c.weight_loader(g, dtype, wd, load_tile)
     add_residual = c.residual_add(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)

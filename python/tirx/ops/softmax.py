@@ -147,7 +147,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load = c.row_io(g, dtype, fill=NEG_INF)[0]
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     combine = _slices_max_sum(cn)
 
     @T.macro
@@ -210,7 +210,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
     ftz, lift = c.exp2_output_form(od)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     combine = _slices_max_sum(cn)
 
     @T.macro
@@ -456,7 +456,7 @@ def _backward_in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool):
     g = c.cluster_tile(n, dtype, threads, cn, 3)
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load, store = c.row_io(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     slot_sum = c.slot_sum(cn)
 
     @T.macro
@@ -520,7 +520,7 @@ def _backward_in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSl
     held_y, held_dy = not log, log or 2 * sl.bytes <= slice_limit
     fetch, landed, chunk = sl.io(dtype)
     load_tile, store = c.row_io(g, dtype)
-    open_, publish, release, close = c.cluster_exchange(cn)
+    open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     slot_sum = c.slot_sum(cn)
 
     @T.macro

@@ -99,10 +99,11 @@ pub enum AsyncOp {
     /// of rank `rank` in the cluster (`mapa`), completing them on that CTA's `bar`.
     BulkToPeer { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, bytes: u32, bar: Mbar, rank: LExpr },
     /// `barrier.cluster.arrive` (`wait: false`; release semantics: on sm_90 it compiles to
-    /// `MEMBAR.ALL.GPU` before the arrive, a wait on the thread's outstanding stores; no
-    /// `.relaxed` form yet) or `barrier.cluster.wait` (`wait: true`; acquire): the two halves
-    /// of `cluster.sync` (every thread of the cluster).
-    ClusterBarrier { wait: bool },
+    /// `MEMBAR.ALL.GPU` before the arrive, a wait on the thread's outstanding stores; with
+    /// `relaxed`, `barrier.cluster.arrive.relaxed`: no release, no `MEMBAR`) or
+    /// `barrier.cluster.wait` (`wait: true`; acquire): the two halves of `cluster.sync` (every
+    /// thread of the cluster).
+    ClusterBarrier { wait: bool, relaxed: bool },
     /// A barrier of the CTAs of a cooperative (co-resident) grid that meet on the 32-bit global
     /// `word[word_index]`, `size` of them a phase: every thread of the CTA; a CTA barrier, then
     /// its first thread's `atom.add.acq_rel.gpu` of 1 (the last arriver's `red.release.gpu` of
@@ -182,8 +183,9 @@ impl AsyncOp {
             AsyncOp::BulkWait { read: true, .. } => "cp.async.bulk.wait_group.read",
             AsyncOp::BulkWait { read: false, .. } => "cp.async.bulk.wait_group",
             AsyncOp::BulkToPeer { .. } => "cp.async.bulk.shared::cluster.shared::cta",
-            AsyncOp::ClusterBarrier { wait: false } => "barrier.cluster.arrive",
-            AsyncOp::ClusterBarrier { wait: true } => "barrier.cluster.wait",
+            AsyncOp::ClusterBarrier { wait: false, relaxed: false } => "barrier.cluster.arrive",
+            AsyncOp::ClusterBarrier { wait: false, relaxed: true } => "barrier.cluster.arrive.relaxed",
+            AsyncOp::ClusterBarrier { wait: true, .. } => "barrier.cluster.wait",
             AsyncOp::GridGroupSync { .. } => "grid_group_sync",
         }
     }

@@ -324,20 +324,29 @@ def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster,
 
 
 @pytest.mark.parametrize(
-    "n,cluster,threads,once", [(262144, 8, 512, True), (262144, 16, 256, False), (65536, 8, 512, True)]
+    "n,cluster,threads,once,pipe",
+    [
+        (262144, 8, 512, True, False),
+        (262144, 16, 256, False, False),
+        (65536, 8, 512, True, False),
+        (262144, 16, 512, True, True),
+        (262144, 8, 512, True, True),
+        (65536, 8, 512, True, True),
+    ],
 )
-def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, once):
+def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, once, pipe):
     """LayerNorm's several-rows cluster design over the rows per cluster that spread them over
     the clusters the GPU holds at once (``persist``: the tuner's launch arguments,
-    `_common.persist_args`), the bias and weight read into registers once or each row, on the GPU: the
-    output, mean and rstd against PyTorch, and add_layer_norm's, for a row count that leaves the
-    last cluster fewer rows, and one of fewer rows than clusters."""
+    `_common.persist_args`), the bias and weight read into registers once or each row, the next
+    row's moments sent before a row's output (``pipe``) or not, on the GPU: the output, mean and
+    rstd against PyTorch, and add_layer_norm's, for a row count that leaves the last cluster
+    fewer rows, and one of fewer rows than clusters."""
     import sys
 
     import tirx.ops  # noqa: F401
 
     nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
-    design = dict(threads=threads, cluster=cluster, shared=True, persist=True, affine_regs=2, affine_once=once)
+    design = dict(threads=threads, cluster=cluster, shared=True, persist=True, affine_regs=2, affine_once=once, pipe=pipe)
     stats = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", stats=True, **design))
     add = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
     clusters = stats.resident_ctas() // cluster
@@ -359,25 +368,29 @@ def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thre
         want_h = (x.float() + r.float()).bfloat16()
         torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
         torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
-    if n == 262144 and once:  # the op where the tuner takes this design (H200), eager and compiled
+    if n == 262144 and once and not pipe:  # the op where the tuner takes this design (H200), eager and compiled
         compiled = torch.compile(lambda x: tirx.ops.layer_norm(x, [n], w, b, 1e-5), fullgraph=True)
         want = torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).bfloat16()
         for f in (lambda x: tirx.ops.layer_norm(x, [n], w, b, 1e-5), compiled):
             torch.testing.assert_close(f(x), want)
 
 
-@pytest.mark.parametrize("n,cluster,threads", [(262144, 16, 1024), (262144, 8, 256), (65536, 8, 256)])
-def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads):
+@pytest.mark.parametrize(
+    "n,cluster,threads,pipe",
+    [(262144, 16, 1024, False), (262144, 8, 256, False), (65536, 8, 256, False), (262144, 16, 1024, True), (65536, 8, 256, True)],
+)
+def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, pipe):
     """RMSNorm's several-rows cluster design over the rows per cluster that spread them over the
-    clusters the GPU holds at once (``persist``, `_common.persist_args`), on the GPU: rms_norm and
-    add_rms_norm against PyTorch, for a row count that leaves the last cluster fewer rows, and
-    one of fewer rows than clusters."""
+    clusters the GPU holds at once (``persist``, `_common.persist_args`), the next row's sum sent
+    before a row's output (``pipe``) or not, on the GPU: rms_norm and add_rms_norm against
+    PyTorch, for a row count that leaves the last cluster fewer rows, and one of fewer rows than
+    clusters."""
     import sys
 
     import tirx.ops  # noqa: F401
 
     nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
-    design = dict(threads=threads, cluster=cluster, shared=True, persist=True)
+    design = dict(threads=threads, cluster=cluster, shared=True, persist=True, pipe=pipe)
     plain = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))
     add = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))
     clusters = plain.resident_ctas() // cluster
@@ -405,8 +418,10 @@ def test_rms_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, thread
         {"threads": 256, "cluster": 8, "stream": True, "chain": True},
         {"threads": 256, "cluster": 16, "shared": True, "regs": True, "ring": 3, "chain": True},
         {"threads": 512, "cluster": 8, "shared": True, "regs": True, "chain": True},
+        {"threads": 256, "cluster": 16, "shared": True, "regs": True, "ring": 3, "chain": True, "pipe": True},
+        {"threads": 256, "cluster": 4, "shared": True, "regs": True, "chain": True, "w32": True},
     ],
-    ids=["registers", "shared", "held", "streamed", "partials-in-registers", "partials-in-registers-512"],
+    ids=["registers", "shared", "held", "streamed", "partials-in-registers", "partials-in-registers-512", "pipelined", "weight-float32"],
 )
 def test_exchanges_without_a_cluster_barrier_per_row_match_pytorch(design):
     """The norms' backward with its row statistics exchanged over slots used in turn, no cluster

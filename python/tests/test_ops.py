@@ -2065,7 +2065,14 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
 
 @pytest.mark.parametrize(
     "dtype,cfg",
-    [("bfloat16", {"affine_regs": 2, "affine_once": True}), ("float32", {"affine_regs": 1}), ("float16", {"affine_regs": 2, "affine_once": True})],
+    [
+        ("bfloat16", {"affine_regs": 2, "affine_once": True}),
+        ("float32", {"affine_regs": 1}),
+        ("float16", {"affine_regs": 2, "affine_once": True}),
+        # (the next row's moments sent before a row's output pass: a ring of three, three slots)
+        ("bfloat16", {"affine_regs": 2, "affine_once": True, "pipe": True}),
+        ("float32", {"affine_regs": 1, "affine_once": True, "pipe": True}),
+    ],
 )
 def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
     """LayerNorm's several-rows cluster design with its rows per cluster a run-time argument
@@ -2104,20 +2111,24 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
     with pytest.raises(ValueError, match="affine_once: the bias's"):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_once=True)
+    with pytest.raises(ValueError, match="pipe: the rows' moments sent a row ahead, of the affine_once design"):
+        nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_regs=1, pipe=True)
 
 
+@pytest.mark.parametrize("pipe", [False, True], ids=["", "pipe"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_rms_norm_persistent_rows_per_cluster(dtype):
+def test_rms_norm_persistent_rows_per_cluster(dtype, pipe):
     """RMSNorm's several-rows cluster design with its rows per cluster a run-time argument
     (``persist``: ``per_cluster`` after ``eps``): per_cluster 1, 3, the rows whole and past them,
     and 0 (taken as 1), rms_norm and add_rms_norm against float64, nothing written past the rows;
-    the tuner's launch appends the rows spread over `SIM_CLUSTERS` clusters."""
+    the tuner's launch appends the rows spread over `SIM_CLUSTERS` clusters. ``pipe``: the next
+    row's sum sent before a row's output pass (seven rows a cluster: the four slots' chain)."""
     nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     n, m = 8192, 7
     rng = np.random.default_rng(n + m)
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
     w, r = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal((m, n)).astype(x.dtype)
-    design = dict(threads=32, cluster=4, shared=True, persist=True)
+    design = dict(threads=32, cluster=4, shared=True, persist=True, pipe=pipe)
     k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))
     assert [p.name for p in k.params][-1] == "per_cluster"
     for per_cluster in (1, 3, m, m + 2, 0):
@@ -2133,6 +2144,8 @@ def test_rms_norm_persistent_rows_per_cluster(dtype):
     assert cm.persist_args(k, (x, w, y, m, 1e-6))[-1] == -(-m // cm.SIM_CLUSTERS)
     with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, persist=True)
+    with pytest.raises(ValueError, match="pipe: the rows' sums sent a row ahead"):
+        nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, pipe=True)
 
 
 @pytest.mark.parametrize(

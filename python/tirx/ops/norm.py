@@ -47,7 +47,13 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
 # ... and over as many rows per cluster as spread the rows over the clusters resident at once
 # (``persist``, a run-time argument: no last wave of part-empty clusters, and each cluster's
 # prologue, the weight slice's copy, once for all its rows).
-PERSIST_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True, "persist": True} for t in (256, 1024) for n in (8, 16)]
+PERSIST_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True, "persist": True} for t in (256, 1024) for n in (8, 16)] + [
+    # the next row's sum sent before a row's output pass (``pipe``: a ring of three; not yet
+    # timed on a GPU: the norms' backward gained 11% at 262k so)
+    {"threads": t, "cluster": n, "shared": True, "persist": True, "pipe": True}
+    for t in (256, 1024)
+    for n in (8, 16)
+]
 
 
 # LayerNorm's several-rows design with its bias (and weight) in registers (``affine_regs``): at
@@ -59,15 +65,23 @@ LAYER_NORM_AFFINE_CONFIGS = [
 # ... and over as many rows per cluster as spread the rows over the clusters resident at once
 # (``persist``), the weight's and bias's slices read into registers once: one CTA of 512 threads
 # per SM at 262k over clusters of 8 (64 KB slices), 0.84 -> 0.91 of a copy (H200, 2048 rows).
-LAYER_NORM_PERSIST_CONFIGS = [
-    {"threads": 512, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True} for n in (8, 16)
-] + [{"threads": 256, "cluster": n, "shared": True, "persist": True, "affine_regs": 2} for n in (8, 16)]
+LAYER_NORM_PERSIST_CONFIGS = (
+    [{"threads": 512, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True} for n in (8, 16)]
+    + [{"threads": 256, "cluster": n, "shared": True, "persist": True, "affine_regs": 2} for n in (8, 16)]
+    # ``pipe``, as RMSNorm's (not yet timed on a GPU; at 262k over 8 CTAs its 512 threads spill
+    # 108 bytes, over 16 none, 256 threads over 16 take 182 registers)
+    + [
+        {"threads": t, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
+        for t, n in ((512, 8), (512, 16), (256, 16))
+    ]
+)
 
 
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
-    designs only where their slices (two of the row's, ``vectors`` of the weight and bias, less
-    those in registers) fit `ROWS_SLICES`, and the registers' `AFFINE_REGISTERS`."""
+    designs only where their slices (two of the row's, three with ``pipe``, ``vectors`` of the
+    weight and bias, less those in registers) fit `ROWS_SLICES`, and the registers'
+    `AFFINE_REGISTERS`."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
     def prune(configs, dtype, **key):
@@ -79,7 +93,8 @@ def _prune_norm(tiles: int, vectors: int):
                 return True
             part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
             held = cfg.get("affine_regs", 0)
-            return (2 + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
+            ring = 3 if cfg.get("pipe") else 2
+            return (ring + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
 
         return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
 
@@ -105,6 +120,7 @@ def rms_norm_kernel(
     per_cta: int = 1,
     w_dtype: str = "",
     persist: bool = False,
+    pipe: bool = False,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
@@ -113,18 +129,21 @@ def rms_norm_kernel(
     cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
     that many rows per cluster, `_rms_cluster_rows`; ``persist``: as many as spread the rows over
     the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
-    `_common.persist_args`); ``w_dtype``: W's (`_common.weight_dtype`)."""
+    `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass);
+    ``w_dtype``: W's (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
             "per_cta, persist: the cluster design with its slices in shared memory (give cluster= and shared=True)"
         )
+    if pipe and not several:
+        raise ValueError("pipe: the rows' sums sent a row ahead, of the several-rows cluster design (give per_cta= or persist=True)")
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist)
+        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe)
     elif cluster and shared:
         rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -375,22 +394,64 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     return rows
 
 
-def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False):
+def _rms_cluster_rows(
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False, pipe: bool = False
+):
     """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
     shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
     in a ring of two (the next row's copied while this one is computed), the sums exchanged over
     slots used in turn, no cluster barrier per row (`_common.chained_exchange`: the CTA barrier
     of the next row's sum orders this row's reads of its slot before the next send).
     ``persist``: the rows per cluster a run-time argument (the macro's last), as
-    `_layer_norm_cluster_rows`'s."""
+    `_layer_norm_cluster_rows`'s; ``pipe``: a ring of three rows and four slots, row j + 1's sum
+    sent before row j's output pass reads row j's (as `_layer_norm_cluster_rows`'s)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
+    ring = 3 if pipe else 2
+    slots = 4 if pipe else 2  # (the exchange's: `norm_backward._cluster_pipelined_rows`)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)
-    open_, send, receive, close = c.chained_exchange(cn)
+    open_, send, receive, close = c.chained_exchange(cn, slots)
     slot_sum = c.slot_sum(cn)
     fetch = c.slice_fetch(part)
+
+    @T.macro
+    def row_sum(ex, S, R, H, c0, rank, tid, j, r, regs):
+        """Row j's (``r``) sum of squares from its slot (``h = x + r`` written and back over it), sent."""
+        stats, mine, bar = ex
+        x, w, stage, sq, part_, acc, scratch = regs
+        xl = x.local()
+        acc[0] = 0.0
+        for k in T.serial(chunks):
+            chunk(x, S, j % ring, k, stage)
+            if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
+                c1 = c0 + k * width
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[j % ring, k * width : k * width + width], stage[0:width])
+            Tx.mul(sq[0:per], xl[0:per], xl[0:per])
+            Tx.sum(part_[0:1], sq[0:per])
+            acc[0] = acc[0] + part_[0]
+        sum_sq = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
+        if warps == 1:  # (one warp's sum has no barrier; the chain needs one here)
+            T.cuda.cta_sync()
+        send(stats, mine, bar, rank, tid, j, sum_sq, 0.0, 0.0, 0.0)
+
+    @T.macro
+    def row_output(ex, S, WS, Y, c0, lane, j, r, eps, regs):
+        """Row j's sum received, then its output pass over its slot."""
+        stats, mine, bar = ex
+        x, w, stage, sq, part_, acc, scratch = regs
+        xl = x.local()
+        receive(bar, j)
+        slot_sum(stats, j % slots, 0, part_, 0, lane)
+        rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
+        for k in T.serial(chunks):
+            chunk(x, S, j % ring, k, stage)
+            chunk(w, WS, 0, k, stage)
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+            store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
 
     @T.macro
     def rows_of(X, R, W, Y, H, m, eps, per_cta):
@@ -401,11 +462,11 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((2, part), dtype)
+        S = pool.alloc((ring, part), dtype)
         WS = pool.alloc((1, part), dtype)
-        stats = pool.alloc((2 * cn, 4), "float32")
-        mine = pool.alloc((2, 4), "float32")
-        bar = MBarrier(pool, 2)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc((slots, 4), "float32")
+        bar = MBarrier(pool, slots)
         pool.commit()
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -417,7 +478,8 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        xl = x.local()
+        ex = (stats, mine, bar)
+        regs = (x, w, stage, sq, part_, acc, scratch)
         open_(bar)
         first = b // cn * per_cta
         c0 = rank * part
@@ -426,37 +488,29 @@ def _rms_cluster_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: i
             fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
         else:
             fetch(S, 0, X, first, c0, first < m)
+        if pipe:  # row 1 in flight too, and row 0's sum sent before the loop
+            if persist:
+                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (0 <= first) & (first + 1 < m))
+            else:
+                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (first + 1 < m))
+            T.ptx.cp_async.wait_group(1)
+            if (0 <= first) & (first < m) if persist else first < m:
+                row_sum(ex, S, R, H, c0, rank, tid, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
+            ahead = ring - 1  # (the row whose copies start now)
             if persist:
-                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (0 <= r) & (r + 1 < m))
+                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (0 <= r) & (r + ahead < m))
             else:
-                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
-            T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's with the first)
+                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (r + ahead < m))
+            T.ptx.cp_async.wait_group(1)  # row j + ring - 2's slice landed (the weight's with the first)
+            if pipe:  # row j + 1's sum sent before row j's is read
+                if (j + 1 < per_cta) & (((0 <= r) & (r + 1 < m)) if persist else (r + 1 < m)):
+                    row_sum(ex, S, R, H, c0, rank, tid, j + 1, r + 1, regs)
             if (0 <= r) & (r < m) if persist else r < m:  # (the cluster's CTAs agree: one row)
-                acc[0] = 0.0
-                for k in T.serial(chunks):
-                    chunk(x, S, j % 2, k, stage)
-                    if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
-                        c1 = c0 + k * width
-                        add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
-                        Tx.cta.copy(S[j % 2, k * width : k * width + width], stage[0:width])
-                    Tx.mul(sq[0:per], xl[0:per], xl[0:per])
-                    Tx.sum(part_[0:1], sq[0:per])
-                    acc[0] = acc[0] + part_[0]
-                sum_sq = T.cuda.cta_sum(acc[0], warps, scratch.ptr_to([0]))
-                if warps == 1:  # (one warp's sum has no barrier; the chain needs one here)
-                    T.cuda.cta_sync()
-                send(stats, mine, bar, rank, tid, j, sum_sq, 0.0, 0.0, 0.0)
-                receive(bar, j)
-                slot_sum(stats, j % 2, 0, part_, 0, lane)
-                rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
-                for k in T.serial(chunks):
-                    chunk(x, S, j % 2, k, stage)
-                    chunk(w, WS, 0, k, stage)
-                    Tx.mul(xl[0:per], xl[0:per], rstd)
-                    Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-                    store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
+                if not pipe:
+                    row_sum(ex, S, R, H, c0, rank, tid, j, r, regs)
+                row_output(ex, S, WS, Y, c0, lane, j, r, eps, regs)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()
 
@@ -541,6 +595,7 @@ def layer_norm_kernel(
     affine_regs: int = 0,
     affine_once: bool = False,
     persist: bool = False,
+    pipe: bool = False,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -552,7 +607,8 @@ def layer_norm_kernel(
     cluster, `_layer_norm_cluster_rows`; ``affine_regs``: B's slice, or B's and W's, in registers
     there, ``affine_once``: read once for all its rows, not each row; ``persist``: the rows per
     cluster a run-time argument, ``per_cluster``, after ``eps``, that the tuner's launch sizes to
-    the clusters the GPU holds at once, `_common.persist_args`); ``w_dtype``: W's and B's
+    the clusters the GPU holds at once, `_common.persist_args`; ``pipe``: with ``affine_once``, the
+    next row's moments sent before a row's output pass); ``w_dtype``: W's and B's
     (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
@@ -565,12 +621,14 @@ def layer_norm_kernel(
         )
     if affine_once and not affine_regs:
         raise ValueError("affine_once: the bias's (and weight's) registers read once, of the affine_regs design (give affine_regs=)")
+    if pipe and not affine_once:
+        raise ValueError("pipe: the rows' moments sent a row ahead, of the affine_once design (give affine_regs= and affine_once=True)")
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist)
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -1085,6 +1143,7 @@ def _layer_norm_cluster_rows(
     affine_regs: int = 0,
     affine_once: bool = False,
     persist: bool = False,
+    pipe: bool = False,
 ):
     """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
     the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
@@ -1094,13 +1153,20 @@ def _layer_norm_cluster_rows(
     finds them there: the shared memory of two CTAs per SM at 262k (a slice of 32 KB each);
     ``affine_once``: read once, for all the cluster's rows (the registers of one CTA per SM).
     ``persist``: the rows per cluster a run-time argument (the macro's last, ``per_cta``), not
-    ``per_cta``: a launch sizes it so that the grid is the clusters the GPU holds at once."""
+    ``per_cta``: a launch sizes it so that the grid is the clusters the GPU holds at once.
+    ``pipe`` (with ``affine_once``): a ring of three rows and four slots, row j + 1's moments
+    taken and sent before row j's output pass reads row j's, so the exchange travels while the
+    CTA computes (as the backward's `_cluster_pipelined_rows`, whose docstring says why four)."""
+    if pipe and not affine_once:
+        raise ValueError("pipe: the rows' moments sent a row ahead, of the affine_once design (give affine_regs= and affine_once=True)")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
+    ring = 3 if pipe else 2
+    slots = 4 if pipe else 2  # (the exchange's: `norm_backward._cluster_pipelined_rows`)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)
-    open_, send, receive, close = c.chained_exchange(cn)
+    open_, send, receive, close = c.chained_exchange(cn, slots)
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
@@ -1112,6 +1178,63 @@ def _layer_norm_cluster_rows(
             Tx.cta.copy(dst[k, 0:width], V[c0 + k * width : c0 + k * width + width])
 
     @T.macro
+    def row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j, r, regs):
+        """Row j's (``r``) moments from its slot (``h = x + r`` written and back over it), sent
+        (``ex``: the exchange's stats, mine and bar; ``regs``: the register and scratch buffers)."""
+        stats, mine, bar = ex
+        x, w, stage, run, part_, pairs = regs
+        xl = x.local()
+        run[0] = 0.0
+        run[1] = 0.0
+        for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
+            chunk(x, S, j % ring, k, stage)
+            if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
+                c1 = c0 + k * width
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[j % ring, k * width : k * width + width], stage[0:width])
+            moments_step(run, part_, xl, xl, k)
+        cta_moments(run, pairs, wid, lane, j % 2)  # (every thread holds per * chunks columns)
+        if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
+            T.cuda.cta_sync()
+        send(stats, mine, bar, rank, tid, j, run[0] * float(part), run[1], 0.0, 0.0)
+
+    @T.macro
+    def row_output(ex, S, WS, BS, B, W, Y, MEAN, RSTD, c0, rank, tid, lane, j, r, eps, regs, affine):
+        """Row j's statistics received, then its output pass over its slot."""
+        stats, mine, bar = ex
+        x, w, stage, run, part_, pairs = regs
+        mom, br, bt, wr = affine
+        xl, wl = x.local(), w.local()
+        if affine_regs and not affine_once:  # (their loads in flight while the peers' moments arrive)
+            affine_load(br, B, c0)
+            if affine_regs > 1:
+                affine_load(wr, W, c0)
+        receive(bar, j)
+        moments(stats, mom, j % slots, lane)
+        mean = mom[0]
+        rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
+        if MEAN is not None:
+            if (rank == 0) & (tid == 0):
+                MEAN[r] = mean
+                RSTD[r] = rstd
+        for k in (T.unroll if affine_regs else T.serial)(chunks):  # (registers take constant indices)
+            chunk(x, S, j % ring, k, stage)
+            Tx.add(xl[0:per], xl[0:per], -mean)  # (x - mean) exactly, then the scale: no cancellation
+            Tx.mul(xl[0:per], xl[0:per], rstd)
+            if affine_regs > 1:
+                Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
+            else:
+                chunk(w, WS, 0, k, stage)
+            if affine_regs:  # x w + b, one rounding
+                Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
+                Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
+            else:
+                Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+                chunk(w, BS, 0, k, stage)
+                Tx.cta.add(x[0:width], x[0:width], w[0:width])
+            store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
+
+    @T.macro
     def rows_of(X, R, W, B, Y, H, MEAN, RSTD, m, eps, per_cta):
         T.device_entry()
         b = T.cta_id([(m + per_cta - 1) // per_cta * cn])
@@ -1120,15 +1243,17 @@ def _layer_norm_cluster_rows(
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((2, part), dtype)
+        S = pool.alloc((ring, part), dtype)
+        WS = BS = None
         if affine_regs < 2:
             WS = pool.alloc((1, part), dtype)
         if affine_regs < 1:
             BS = pool.alloc((1, part), dtype)
-        stats = pool.alloc((2 * cn, 4), "float32")
-        mine = pool.alloc((2, 4), "float32")
-        bar = MBarrier(pool, 2)
+        stats = pool.alloc((slots * cn, 4), "float32")
+        mine = pool.alloc((slots, 4), "float32")
+        bar = MBarrier(pool, slots)
         pool.commit()
+        br = bt = wr = None
         if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
             br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
             bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
@@ -1144,10 +1269,12 @@ def _layer_norm_cluster_rows(
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
         pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
-        xl, wl = x.local(), w.local()
         open_(bar)
         first = b // cn * per_cta
         c0 = rank * part
+        ex = (stats, mine, bar)
+        regs = (x, w, stage, run, part_, pairs)
+        affine = (mom, br, bt, wr)
         if affine_regs < 2:
             Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
         if affine_regs < 1:
@@ -1156,59 +1283,34 @@ def _layer_norm_cluster_rows(
             fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
         else:
             fetch(S, 0, X, first, c0, first < m)
+        if pipe:  # row 1 in flight too
+            if persist:
+                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (0 <= first) & (first + 1 < m))
+            else:
+                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (first + 1 < m))
         if affine_once:  # (for all the cluster's rows)
             affine_load(br, B, c0)
             if affine_regs > 1:
                 affine_load(wr, W, c0)
+        if pipe:  # row 0's moments sent before the loop
+            T.ptx.cp_async.wait_group(1)
+            if (0 <= first) & (first < m) if persist else first < m:
+                row_moments(ex, S, R, H, c0, rank, tid, wid, lane, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
+            ahead = ring - 1  # (the row whose copies start now)
             if persist:
-                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (0 <= r) & (r + 1 < m))
+                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (0 <= r) & (r + ahead < m))
             else:
-                fetch(S, (j + 1) % 2, X, r + 1, c0, (j + 1 < per_cta) & (r + 1 < m))
-            T.ptx.cp_async.wait_group(1)  # row j's slice landed (the weight's and bias's with the first)
+                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (r + ahead < m))
+            T.ptx.cp_async.wait_group(1)  # row j + ring - 2's slice landed (the weight's and bias's with the first)
+            if pipe:  # row j + 1's moments sent before row j's are read
+                if (j + 1 < per_cta) & (((0 <= r) & (r + 1 < m)) if persist else (r + 1 < m)):
+                    row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j + 1, r + 1, regs)
             if (0 <= r) & (r < m) if persist else r < m:  # (the cluster's CTAs agree: one row)
-                run[0] = 0.0
-                run[1] = 0.0
-                for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
-                    chunk(x, S, j % 2, k, stage)
-                    if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
-                        c1 = c0 + k * width
-                        add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
-                        Tx.cta.copy(S[j % 2, k * width : k * width + width], stage[0:width])
-                    moments_step(run, part_, xl, xl, k)
-                cta_moments(run, pairs, wid, lane, j % 2)  # (every thread holds per * chunks columns)
-                if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
-                    T.cuda.cta_sync()
-                send(stats, mine, bar, rank, tid, j, run[0] * float(part), run[1], 0.0, 0.0)
-                if affine_regs and not affine_once:  # (their loads in flight while the peers' moments arrive)
-                    affine_load(br, B, c0)
-                    if affine_regs > 1:
-                        affine_load(wr, W, c0)
-                receive(bar, j)
-                moments(stats, mom, j % 2, lane)
-                mean = mom[0]
-                rstd = 1.0 / T.sqrt(mom[1] / float(h) + eps)
-                if MEAN is not None:
-                    if (rank == 0) & (tid == 0):
-                        MEAN[r] = mean
-                        RSTD[r] = rstd
-                for k in (T.unroll if affine_regs else T.serial)(chunks):  # (registers take constant indices)
-                    chunk(x, S, j % 2, k, stage)
-                    Tx.add(xl[0:per], xl[0:per], -mean)  # (x - mean) exactly, then the scale: no cancellation
-                    Tx.mul(xl[0:per], xl[0:per], rstd)
-                    if affine_regs > 1:
-                        Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
-                    else:
-                        chunk(w, WS, 0, k, stage)
-                    if affine_regs:  # x w + b, one rounding
-                        Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
-                        Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
-                    else:
-                        Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-                        chunk(w, BS, 0, k, stage)
-                        Tx.cta.add(x[0:width], x[0:width], w[0:width])
-                    store(Y[r, c0 + k * width : c0 + k * width + width], x, stage)
+                if not pipe:
+                    row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j, r, regs)
+                row_output(ex, S, WS, BS, B, W, Y, MEAN, RSTD, c0, rank, tid, lane, j, r, eps, regs, affine)
         T.ptx.cp_async.wait_group(0)  # (the last, empty, group)
         close()
 

@@ -1170,18 +1170,20 @@ def _cluster_shared_rows(
 
 def _cluster_pipelined_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, saved: bool):
     """`_cluster_shared_rows`'s ``regs`` design (partial sums in registers, a ring of three rows,
-    the statistics chained over three slots) with the row's exchange overlapped: row i + 1's sums
+    the statistics chained over four slots) with the row's exchange overlapped: row i + 1's sums
     are taken and sent before row i's dx pass reads its statistics, so each CTA works on while
     the slowest peer's sums travel. Order per row i: copies of row i + 2 started; row i + 1's
-    sums, the CTA's sum of them, its send; row i's slot read, its dx pass. Three slots: a peer
-    sends row i + 3 into row i's after its sums of row i + 3 follow this CTA's send of row i + 2,
-    which follows its CTA barrier of row i + 2's sums, after every thread's read of row i's slot
-    (`_common.chained_exchange`). RMSNorm, or LayerNorm from saved statistics (two sums)."""
+    sums, the CTA's sum of them, its send; row i's slot read, its dx pass. Four slots
+    (`_common.chained_exchange`): a peer sends row i + 4 into row i's once it received row i + 2
+    from this CTA, sent after the CTA barrier of row i + 2's sums, which follows every thread's
+    read of row i's slot; with three, row i + 3 follows only this CTA's send of row i + 1, made
+    before that read (the simulator reports the race). RMSNorm, or LayerNorm from saved
+    statistics (two sums)."""
     if centered and not saved:
         raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
-    ring, slots = 3, 3
+    ring, slots = 3, 4
     store = c.row_io(g, dtype)[1]
     tile = sl.io(dtype)[2]
     fetch = _ring_io(part, widen)[0]

@@ -280,38 +280,6 @@ fn a_relaxed_arrive_ends_the_kernel_as_the_cluster_barrier_does() {
 }
 
 #[test]
-fn a_relaxed_arrive_orders_no_access_before_it() {
-    // A write before a relaxed arrive is not ordered before a read after the wait (in the other
-    // CTA or its own); a release arrive before it, in an earlier phase, still orders what it did.
-    for reader in ["rank != 0", "rank == 0"] {
-        let body = format!(
-            "    if rank == 0:
-        if tid == 40:
-            A[3] = 7
-    T.ptx.barrier.cluster.arrive.relaxed()
-    T.ptx.barrier.cluster.wait()
-    if {reader}:
-        if tid == 0:
-            B[bx] = A[3]
-"
-        );
-        let (e, text) = exchange_race(&body);
-        assert!(e.message.contains("`A`") && e.message.contains("thread 40"), "{text}");
-    }
-    let body = "    if rank == 0:
-        if tid == 40:
-            A[3] = 7
-    T.cuda.cluster_sync()
-    T.ptx.barrier.cluster.arrive.relaxed()
-    T.ptx.barrier.cluster.wait()
-    if tid == 0:
-        B[bx] = A[3]
-";
-    let out = exchange_sim(body).unwrap_or_else(|(_, text)| panic!("{text}"));
-    assert_eq!(int32s(&out[1])[..2], [7, 7]);
-}
-
-#[test]
 fn arriving_twice_or_waiting_without_an_arrive_at_the_cluster_barrier_is_reported() {
     let twice = "    T.ptx.barrier.cluster.arrive()\n".to_string() + SPLIT;
     let (e, text) = sim_err(&ring(2, 8, WAIT, &twice, INIT));
@@ -970,35 +938,46 @@ fn ctas_of_a_cluster_racing_on_global_memory_are_reported_whichever_runs_first()
     }
 }
 
+/// Thread 40 of rank 0 writes `A[3]` between `before` and `after`; thread 0 of the ranks where
+/// `reader` holds then reads it into `B`.
+fn thread_40_writes(before: &str, after: &str, reader: &str) -> String {
+    format!(
+        "{before}    if rank == 0:
+        if tid == 40:
+            A[3] = 7
+{after}    if {reader}:
+        if tid == 0:
+            B[bx] = A[3]
+"
+    )
+}
+
+const ARRIVE: &str = "    T.ptx.barrier.cluster.arrive()\n";
+const WAIT_CLUSTER: &str = "    T.ptx.barrier.cluster.wait()\n";
+
 #[test]
 fn an_access_between_a_threads_cluster_arrive_and_wait_is_not_ordered_by_that_barrier() {
     // Thread 40 writes after its arrive: neither the other CTA's nor its own CTA's thread 0,
     // reading after its wait, is ordered after the write.
     for reader in ["rank != 0", "rank == 0"] {
-        let body = format!(
-            "    T.ptx.barrier.cluster.arrive()
-    if rank == 0:
-        if tid == 40:
-            A[3] = 7
-    T.ptx.barrier.cluster.wait()
-    if {reader}:
-        if tid == 0:
-            B[bx] = A[3]
-"
-        );
-        let (e, text) = exchange_race(&body);
+        let (e, text) = exchange_race(&thread_40_writes(ARRIVE, WAIT_CLUSTER, reader));
         assert!(e.message.contains("`A`") && e.message.contains("thread 40"), "{text}");
     }
     // Written before the arrive: ordered (and the value is there).
-    let body = "    if rank == 0:
-        if tid == 40:
-            A[3] = 7
-    T.ptx.barrier.cluster.arrive()
-    T.ptx.barrier.cluster.wait()
-    if tid == 0:
-        B[bx] = A[3]
-";
-    let out = exchange_sim(body).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let out = exchange_sim(&thread_40_writes("", SPLIT, "rank >= 0")).unwrap_or_else(|(_, text)| panic!("{text}"));
+    assert_eq!(int32s(&out[1])[..2], [7, 7]);
+}
+
+#[test]
+fn a_relaxed_arrive_orders_no_access_before_it() {
+    // A write before a relaxed arrive is not ordered before a read after the wait (in the other
+    // CTA or its own); a release arrive before it, in an earlier phase, still orders what it did.
+    for reader in ["rank != 0", "rank == 0"] {
+        let (e, text) = exchange_race(&thread_40_writes("", RELAXED, reader));
+        assert!(e.message.contains("`A`") && e.message.contains("thread 40"), "{text}");
+    }
+    let after = "    T.cuda.cluster_sync()\n".to_string() + RELAXED;
+    let out = exchange_sim(&thread_40_writes("", &after, "rank >= 0")).unwrap_or_else(|(_, text)| panic!("{text}"));
     assert_eq!(int32s(&out[1])[..2], [7, 7]);
 }
 

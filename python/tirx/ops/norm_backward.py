@@ -171,7 +171,7 @@ CHAINED_CONFIGS = (
 REGS_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
 ] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
-# ... and with the next row's sums sent before a row's dx pass (``pipe``, `_cluster_pipelined_rows`).
+# ... and with the next row's sums sent before a row's dx pass (``pipe``, `_cluster_shared_rows`).
 PIPE_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": 3, "pipe": True} for t in (256, 512) for n in (4, 8, 16)
 ]
@@ -223,7 +223,7 @@ def norm_backward_kernel(
     `_common.chained_exchange`; RMSNorm, or LayerNorm from saved statistics; ``regs``: the shared
     design's partial sums in registers, its tiles one 16-byte vector a thread; ``w32``: its
     weight's slice widened to float32 in shared memory once; ``pipe``: with ``regs``, ``chain`` and
-    a ring of 3, the next row's sums sent before this row's dx pass, `_cluster_pipelined_rows`);
+    a ring of 3, the next row's sums sent before this row's dx pass);
     ``w_dtype``: W's
     (`_common.weight_dtype`; the partial sums are float32 whatever it is)."""
     wd = c.weight_dtype(dtype, w_dtype, bool(cluster and shared))
@@ -231,7 +231,7 @@ def norm_backward_kernel(
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if regs and not (cluster and shared):
         raise ValueError("regs: the partial sums of the cluster design's slices in shared memory (give cluster= and shared=True)")
-    if pipe and not (cluster and shared and regs and chain and ring == 3 and not w32):
+    if pipe and not (cluster and shared):
         raise ValueError("pipe: the cluster design's regs, chain and a ring of 3 rows (give cluster=, shared=True, regs=True, chain=True, ring=3)")
     if w32 and not (cluster and shared) or w32 and hold:
         raise ValueError("w32: the weight's slice of the cluster design in shared memory, read every pass (give cluster= and shared=True, not hold)")
@@ -244,10 +244,7 @@ def norm_backward_kernel(
         rows = _cluster_streamed_rows(h, dtype, threads, g, cluster, centered, shared_limit, saved, wd, chain)
     elif cluster and shared:
         sl = c.SharedSlice(h, dtype, threads, cluster, 16 // c.elem_bytes(dtype) if regs else c.CHUNK)
-        if pipe:
-            rows = _cluster_pipelined_rows(h, dtype, threads, sl, cluster, centered, saved)
-        else:
-            rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs, w32)
+        rows = _cluster_shared_rows(h, dtype, threads, sl, cluster, centered, ring, hold, saved, chain, regs, w32, pipe)
     elif cluster:
         rows = _cluster_rows(h, dtype, threads, cluster, centered, saved, wd, chain)
     else:
@@ -708,23 +705,46 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
-def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False, chain: bool = False):
-    """A macro ``exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)`` for the cluster
-    designs' row ``i`` of a CTA: publishes this CTA's slice statistics to the cluster
-    (`_common.cluster_exchange`, or with ``chain`` `_common.chained_exchange`: no cluster barrier
-    per row; the two sums of RMSNorm, or of LayerNorm from saved statistics, only;
+def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False, chain: bool = False, slots: int = 2):
+    """Macros for the cluster designs' row ``i`` of a CTA: ``exchange(stats, mine, bar, rank,
+    tid, lane, i, acc, mom, eps)`` publishes this CTA's slice statistics to the cluster
+    (`_common.cluster_exchange`, or with ``chain`` `_common.chained_exchange` over ``slots``: no
+    cluster barrier per row; the two sums of RMSNorm, or of LayerNorm from saved statistics, only;
     ``acc``: the CTA's sums of (x - m_p)^2 (RMSNorm: x^2), g and g (x - m_p); LayerNorm's slice
     sum in ``mom[0]`` on entry), combines the slices' (`_common.slice_moments`, or sums), releases
     the exchange and leaves the row's ``mom = (mean, rstd, mean(g), mean(g xhat))`` (RMSNorm: mean
     and mean(g) 0). With ``saved`` statistics (the row's mean and rstd in ``mom[0:2]`` on entry,
-    ``acc[1:3]`` sums about that mean), the slices' two sums only."""
+    ``acc[1:3]`` sums about that mean), the slices' two sums only. With ``chain`` its halves too:
+    ``send(stats, mine, bar, rank, tid, i, acc)`` and ``finish(stats, bar, lane, i, acc, mom,
+    eps)`` (receives row i's sums, then ``mom`` as above), for a row sent ahead of its finish."""
     if chain and centered and not saved:
         raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
     publish, release = c.cluster_exchange(cn)[1:3]
     moments = c.slice_moments(cn, part, h)
-    send, receive = c.chained_exchange(cn)[1:3]
+    send_, receive = c.chained_exchange(cn, slots)[1:3]
     slot_sum = c.slot_sum(cn)
     first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
+
+    @T.macro
+    def row_moments(acc, mom, eps):  # mom[2:4] (and RMSNorm's rstd) from the row's two sums
+        if saved:
+            mom[2] = acc[1] / float(h)
+        else:
+            mom[0] = 0.0
+            mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
+            mom[2] = 0.0
+        mom[3] = acc[2] / float(h) * mom[1]
+
+    @T.macro
+    def send(stats, mine, bar, rank, tid, i, acc):
+        send_(stats, mine, bar, rank, tid, i, acc[first], acc[2], 0.0, 0.0)
+
+    @T.macro
+    def finish(stats, bar, lane, i, acc, mom, eps):
+        receive(bar, i)
+        slot_sum(stats, i % slots, 0, acc, first, lane)
+        slot_sum(stats, i % slots, 1, acc, 2, lane)
+        row_moments(acc, mom, eps)
 
     @T.macro
     def exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps):
@@ -736,26 +756,17 @@ def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = Fals
             mom[1] = 1.0 / T.sqrt(mom[1] / float(h) + eps)
             mom[2] = mom[2] / float(h)
             mom[3] = mom[3] / float(h) * mom[1]
-        else:  # two sums: g (saved) or x^2, and g x
-            if chain:
-                send(stats, mine, bar, rank, tid, i, acc[first], acc[2], 0.0, 0.0)
-                receive(bar, i)
-                slot_sum(stats, parity, 0, acc, first, lane)
-                slot_sum(stats, parity, 1, acc, 2, lane)
-            else:
-                publish(stats, mine, bar, rank, tid, parity, acc[first], acc[2], 0.0, 0.0)
-                slot_sum(stats, 0, 0, acc, first, lane)
-                slot_sum(stats, 0, 1, acc, 2, lane)
-                release()
-            if saved:
-                mom[2] = acc[1] / float(h)
-            else:
-                mom[0] = 0.0
-                mom[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                mom[2] = 0.0
-            mom[3] = acc[2] / float(h) * mom[1]
+        elif chain:  # two sums: g (saved) or x^2, and g x
+            send(stats, mine, bar, rank, tid, i, acc)
+            finish(stats, bar, lane, i, acc, mom, eps)
+        else:
+            publish(stats, mine, bar, rank, tid, parity, acc[first], acc[2], 0.0, 0.0)
+            slot_sum(stats, 0, 0, acc, first, lane)
+            slot_sum(stats, 0, 1, acc, 2, lane)
+            release()
+            row_moments(acc, mom, eps)
 
-    return exchange
+    return exchange, send, finish
 
 
 def _slice_partials(width: int, per: int, chunks: int, centered: bool, hold: bool, regs: bool = False):
@@ -846,7 +857,7 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
     add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, width, h, centered, saved, chain)
+    exchange = _row_exchange(cn, width, h, centered, saved, chain)[0]
     slots = 2 if chain else 1
     mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
 
@@ -964,6 +975,7 @@ def _cluster_shared_rows(
     chain: bool = False,
     regs: bool = False,
     w32: bool = False,
+    pipe: bool = False,
 ):
     """`_cluster_rows` with each CTA's slices in shared memory (`_common.SharedSlice`): the
     weight's, copied once; x's and dy's in a ring of ``ring`` rows, the next ``ring - 1`` rows'
@@ -984,7 +996,14 @@ def _cluster_shared_rows(
     weight's slice is widened to float32 once, into shared memory, each thread its own columns
     (what it reads back: no barrier): two 16-byte reads a tile where one read and a widening of
     every value took nine instructions a vector, twice a row (the design is bound by instruction
-    issue at 262k)."""
+    issue at 262k). With ``pipe`` (``regs``, ``chain`` and a ring of three; RMSNorm or saved
+    statistics), row i + 1's sums are taken and sent before row i's statistics are read and its
+    dx pass run, so each CTA works on while the slowest peer's sums travel (every CTA waited for
+    it each row: LayerNorm's backward at 262k 0.879 -> 0.780 ms, H200). Its exchange takes four
+    slots (`_common.chained_exchange`): a peer sends row i + 4 into row i's once it received row
+    i + 2 from this CTA, sent after the CTA barrier of row i + 2's sums, which follows every
+    thread's read of row i's slot; with three, row i + 3 follows only this CTA's send of row
+    i + 1, made before that read (the simulator reports the race)."""
     if ring not in (1, 2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 1, 2, 3 or 4")
     if hold and ring == 1:
@@ -994,6 +1013,8 @@ def _cluster_shared_rows(
         raise ValueError("regs: the partial sums of every tile in registers; hold keeps the slice's one tile there instead")
     if hold and chunks != 1:
         raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
+    if pipe and not (regs and chain and ring == 3):
+        raise ValueError("pipe: the cluster design's regs, chain and a ring of 3 rows (give cluster=, shared=True, regs=True, chain=True, ring=3)")
     reread = not hold  # the tiles read from shared memory in every pass
     meaned = centered and not saved  # a pass for the slice's mean first
     width, per, warps = g.width, g.per, g.warps
@@ -1013,12 +1034,36 @@ def _cluster_shared_rows(
     sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered, saved)
-    exchange = _row_exchange(cn, part, h, centered, saved, chain)
+    slots = 4 if pipe else 2 if chain else 1
+    exchange, send_sums, finish = _row_exchange(cn, part, h, centered, saved, chain, slots)
     add_partials, write_partials = _slice_partials(width, per, chunks, centered, hold, regs)
     first_saved, row_saved = _saved_shared()
-    slots = 2 if chain else 1
-    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
+    mine_shape = (slots, 4) if chain else (4,)  # (cluster_exchange's: one row's)
     dx_loop = T.unroll if regs else T.serial  # (register partials take constant indices)
+
+    @T.macro
+    def row_sums(bufs, mom, slot, i, slice_mean, wid, lane):
+        """Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy (saved: g and
+        g * (x - mean)) of the row in ``slot``, the CTA's. A slice of one tile is read from shared
+        memory once: its x, dy (and w) stay in registers."""
+        x, dy, w, tmp, stage, xs, dys, ws, part_, acc, sums_scratch = bufs
+        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
+        if not saved:
+            acc[0] = 0.0
+        acc[1] = 0.0
+        acc[2] = 0.0
+        for k in T.serial(chunks):
+            if reread or not meaned:
+                tile(x, xs, slot, k, stage)
+            tile(dy, dys, slot, k, stage)
+            if reread:
+                tile_w(w, ws, 0, k, stage)
+            if saved:
+                Tx.add(xl[0:per], xl[0:per], -mom[0])
+            elif centered:
+                Tx.add(xl[0:per], xl[0:per], -slice_mean)
+            add_sums(acc, part_, xl, wl, dyl, tl)
+        sums(acc, sums_scratch, wid, lane, i % 2)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -1104,46 +1149,52 @@ def _cluster_shared_rows(
         if saved:  # row q's mean and rstd in shared memory, the next row's in thread 0's st
             st = T.alloc_buffer((2,), "float32", scope="local")
             first_saved(st, sst, MEAN, RSTD, q, clusters, m, tid)
-        for i in T.serial((m - q + clusters - 1) // clusters):
+        bufs = (x, dy, w, tmp, stage, xs, dys, ws, part_, acc, sums_scratch)
+        n_rows = (m - q + clusters - 1) // clusters
+        cur = mom  # (the finished row's statistics: with pipe, beside the next row's in mom)
+        if pipe:  # row 0's sums, sent before the loop
+            cur = T.alloc_buffer((4,), "float32", scope="local")
+            if n_rows > 0:
+                T.ptx.cp_async.wait_group(1)
+                if saved:
+                    row_saved(st, sst, mom, MEAN, RSTD, q, 0, clusters, m, tid)
+                row_sums(bufs, mom, 0, 0, None, wid, lane)
+                send_sums(stats, mine, bar, rank, tid, 0, acc)
+        for i in T.serial(n_rows):
             r = q + i * clusters
             slot = i % ring
-            if saved:  # this row's mean and rstd into mom[0:2]; the next rows' on their way
+            if pipe and saved:  # row i's mean and rstd, before row i + 1's take their place
+                cur[0] = mom[0]
+                cur[1] = mom[1]
+            if saved and not pipe:  # this row's mean and rstd into mom[0:2]; the next rows' on their way
                 row_saved(st, sst, mom, MEAN, RSTD, r, i, clusters, m, tid)
             if ring >= 2:  # the row ring - 1 ahead (a ring of one refills its slot at the row's end)
                 fetch(xs, dys, X, DY, (i + ring - 1) % ring, r + (ring - 1) * clusters, c0, m)
-            T.ptx.cp_async.wait_group(ring - 1)
-            if meaned:  # the slice's mean, then deviations about it
-                acc[0] = 0.0
-                for k in T.serial(chunks):
-                    tile(x, xs, slot, k, stage)
-                    Tx.sum(part_[0:1], xl[0:per])
-                    acc[0] = acc[0] + part_[0]
-                slice_total(acc, scratch, wid, lane, i % 2)
-                total = acc[0]
-                slice_mean = total / float(part)
-            # Sums of (x - m_p)^2 (RMSNorm: x^2), g and g * (x - m_p), g = w * dy (saved: g and
-            # g * (x - mean)). A slice of one tile is read from shared memory once: its x, dy (and
-            # w) stay in registers.
-            if not saved:
-                acc[0] = 0.0
-            acc[1] = 0.0
-            acc[2] = 0.0
-            for k in T.serial(chunks):
-                if reread or not meaned:
-                    tile(x, xs, slot, k, stage)
-                tile(dy, dys, slot, k, stage)
-                if reread:
-                    tile_w(w, ws, 0, k, stage)
-                if saved:
-                    Tx.add(xl[0:per], xl[0:per], -mom[0])
-                elif centered:
-                    Tx.add(xl[0:per], xl[0:per], -slice_mean)
-                add_sums(acc, part_, xl, wl, dyl, tl)
-            sums(acc, sums_scratch, wid, lane, i % 2)
-            if meaned:
-                mom[0] = total
-            exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)
-            mean, rstd, mean_g, c_gx = mom[0], mom[1], mom[2], mom[3]
+            slice_mean = None
+            if pipe:  # row i + 1 landed; its sums sent before row i's are read
+                T.ptx.cp_async.wait_group(1)
+                if i + 1 < n_rows:
+                    if saved:
+                        row_saved(st, sst, mom, MEAN, RSTD, r + clusters, i + 1, clusters, m, tid)
+                    row_sums(bufs, mom, (i + 1) % ring, i + 1, None, wid, lane)
+                    send_sums(stats, mine, bar, rank, tid, i + 1, acc)
+                finish(stats, bar, lane, i, acc, cur, eps)
+            else:
+                T.ptx.cp_async.wait_group(ring - 1)
+                if meaned:  # the slice's mean, then deviations about it
+                    acc[0] = 0.0
+                    for k in T.serial(chunks):
+                        tile(x, xs, slot, k, stage)
+                        Tx.sum(part_[0:1], xl[0:per])
+                        acc[0] = acc[0] + part_[0]
+                    slice_total(acc, scratch, wid, lane, i % 2)
+                    total = acc[0]
+                    slice_mean = total / float(part)
+                row_sums(bufs, mom, slot, i, slice_mean, wid, lane)
+                if meaned:
+                    mom[0] = total
+                exchange(stats, mine, bar, rank, tid, lane, i, acc, mom, eps)
+            mean, rstd, mean_g, c_gx = cur[0], cur[1], cur[2], cur[3]
             for k in dx_loop(chunks):
                 if reread:
                     tile(x, xs, slot, k, stage)
@@ -1163,147 +1214,6 @@ def _cluster_shared_rows(
         T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
         # Partial row q, the cluster's: this slice's columns of it (each thread its own).
         write_partials(tmp, dws, dbs, db, DWP, DBP, q, c0)
-        close()
-
-    return rows
-
-
-def _cluster_pipelined_rows(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, centered: bool, saved: bool):
-    """`_cluster_shared_rows`'s ``regs`` design (partial sums in registers, a ring of three rows,
-    the statistics chained over four slots) with the row's exchange overlapped: row i + 1's sums
-    are taken and sent before row i's dx pass reads its statistics, so each CTA works on while
-    the slowest peer's sums travel. Order per row i: copies of row i + 2 started; row i + 1's
-    sums, the CTA's sum of them, its send; row i's slot read, its dx pass. Four slots
-    (`_common.chained_exchange`): a peer sends row i + 4 into row i's once it received row i + 2
-    from this CTA, sent after the CTA barrier of row i + 2's sums, which follows every thread's
-    read of row i's slot; with three, row i + 3 follows only this CTA's send of row i + 1, made
-    before that read (the simulator reports the race). RMSNorm, or LayerNorm from saved
-    statistics (two sums)."""
-    if centered and not saved:
-        raise ValueError("chain: the exchange of two sums (RMSNorm, or LayerNorm from the forward's saved statistics)")
-    g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
-    width, per, warps = g.width, g.per, g.warps
-    ring, slots = 3, 4
-    store = c.row_io(g, dtype)[1]
-    tile = sl.io(dtype)[2]
-    fetch = _ring_io(part, widen)[0]
-    open_, send, receive, close = c.chained_exchange(cn, slots)
-    slot_sum = c.slot_sum(cn)
-    sums = _row_sums(warps, saved)
-    add_sums, dx_tile = _row_math(per, centered, saved)
-    add_partials, write_partials = _slice_partials(width, per, chunks, centered, False, True)
-    first_saved, row_saved = _saved_shared()
-    first = 1 if saved else 0  # the first sum's place in acc: g (saved) or x^2
-
-    @T.macro
-    def row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, slot, nxt, sums_scratch, wid, lane, j):
-        """Row j's (in ``slot``) sums into acc, the CTA's (``nxt``: its saved mean and rstd)."""
-        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
-        acc[0] = 0.0
-        acc[1] = 0.0
-        acc[2] = 0.0
-        for k in T.serial(chunks):
-            tile(x, xs, slot, k, stage)
-            tile(dy, dys, slot, k, stage)
-            tile(w, ws, 0, k, stage)
-            if saved:
-                Tx.add(xl[0:per], xl[0:per], -nxt[0])
-            add_sums(acc, part_, xl, wl, dyl, tl)
-        sums(acc, sums_scratch, wid, lane, j % 2)
-
-    @T.macro
-    def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
-        T.device_entry()
-        b = T.cta_id([ctas])
-        rank = T.cta_id_in_cluster([cn])
-        wid = T.warp_id([warps])
-        lane = T.lane_id([32])
-        tid = T.thread_id([threads])
-        pool = T.SMEMPool()
-        xs = pool.alloc((ring, part), dtype)
-        dys = pool.alloc((ring, part), dtype)
-        ws = pool.alloc((1, part), dtype)
-        stats = pool.alloc((slots * cn, 4), "float32")
-        mine = pool.alloc((slots, 4), "float32")
-        if saved:
-            sst = pool.alloc((2, 2), "float32")
-        bar = MBarrier(pool, slots)
-        pool.commit()
-        x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        dy = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        tmp = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        if widen:
-            stage = T.alloc_buffer((width,), dtype, scope="local", layout=g.layout)
-        else:
-            stage = tmp
-        part_ = T.alloc_buffer((1,), "float32", scope="local")
-        acc = T.alloc_buffer((3,), "float32", scope="local")
-        nxt = T.alloc_buffer((2,), "float32", scope="local")  # the summed row's saved mean and rstd
-        cur = T.alloc_buffer((4,), "float32", scope="local")  # row i's mean, rstd, mean(g), mean(g xhat)
-        sums_scratch = T.alloc_buffer((2, warps * 3), "float32", scope="shared")
-        xl, dyl, wl, tl = x.local(), dy.local(), w.local(), tmp.local()
-        open_(bar)
-        q = b // cn
-        clusters = ctas // cn
-        c0 = rank * part
-        Tx.cta.copy_async(ws[0, 0:part], W[c0 : c0 + part])  # the weight's slice: with row 0's group
-        fetch(xs, dys, X, DY, 0, q, c0, m)
-        fetch(xs, dys, X, DY, 1, q + clusters, c0, m)
-        dws = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
-        Tx.fill(dws.local()[0 : chunks * per], 0.0)
-        dbs = dws  # (a name for `add_partials`, unused: no dB)
-        if centered:
-            dbs = T.alloc_buffer((chunks, width), "float32", scope="local", layout=c.tiles_layout(g, chunks))
-            Tx.fill(dbs.local()[0 : chunks * per], 0.0)
-        if saved:  # row q's mean and rstd in shared memory, the next row's in thread 0's st
-            st = T.alloc_buffer((2,), "float32", scope="local")
-            first_saved(st, sst, MEAN, RSTD, q, clusters, m, tid)
-        n_rows = (m - q + clusters - 1) // clusters
-        # No barrier guards the ring (`_cluster_shared_rows`): each thread reads only the vectors it copied.
-        if n_rows > 0:  # row 0's sums, sent
-            T.ptx.cp_async.wait_group(1)
-            if saved:
-                row_saved(st, sst, nxt, MEAN, RSTD, q, 0, clusters, m, tid)
-            row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, 0, nxt, sums_scratch, wid, lane, 0)
-            send(stats, mine, bar, rank, tid, 0, acc[first], acc[2], 0.0, 0.0)
-        for i in T.serial(n_rows):
-            r = q + i * clusters
-            if saved:
-                cur[0] = nxt[0]
-                cur[1] = nxt[1]
-            fetch(xs, dys, X, DY, (i + 2) % ring, r + 2 * clusters, c0, m)
-            T.ptx.cp_async.wait_group(1)
-            if i + 1 < n_rows:  # row i + 1's sums, sent before row i's statistics are read
-                if saved:
-                    row_saved(st, sst, nxt, MEAN, RSTD, r + clusters, i + 1, clusters, m, tid)
-                row_sums(acc, part_, x, dy, w, tmp, stage, xs, dys, ws, (i + 1) % ring, nxt, sums_scratch, wid, lane, i + 1)
-                send(stats, mine, bar, rank, tid, i + 1, acc[first], acc[2], 0.0, 0.0)
-            receive(bar, i)
-            slot_sum(stats, i % slots, 0, acc, first, lane)
-            slot_sum(stats, i % slots, 1, acc, 2, lane)
-            if saved:
-                cur[2] = acc[1] / float(h)
-            else:
-                cur[0] = 0.0
-                cur[1] = 1.0 / T.sqrt(acc[0] / float(h) + eps)
-                cur[2] = 0.0
-            cur[3] = acc[2] / float(h) * cur[1]
-            mean, rstd, mean_g, c_gx = cur[0], cur[1], cur[2], cur[3]
-            slot = i % ring
-            for k in T.unroll(chunks):  # (register partials take constant indices)
-                tile(x, xs, slot, k, stage)
-                tile(dy, dys, slot, k, stage)
-                tile(w, ws, 0, k, stage)
-                if centered:  # xhat = (x - mean) rstd, one fma
-                    Tx.fma(xl[0:per], xl[0:per], rstd, -mean * rstd)
-                else:
-                    Tx.mul(xl[0:per], xl[0:per], rstd)
-                dx_tile(tl, xl, wl, dyl, rstd, c_gx, mean_g)
-                store(DX[r, c0 + k * width : c0 + k * width + width], tmp, stage)
-                add_partials(tmp, dws, dbs, tmp, xl, dyl, k)
-        T.ptx.cp_async.wait_group(0)  # the last (empty) groups, or the weight's with no row
-        write_partials(tmp, dws, dbs, tmp, DWP, DBP, q, c0)
         close()
 
     return rows
@@ -1346,7 +1256,7 @@ def _cluster_streamed_rows(
         chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps), load_w)
     open_, close = _exchange_ends(cn, chain)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, part, h, centered, saved, chain)
+    exchange = _row_exchange(cn, part, h, centered, saved, chain)[0]
     slots = 2 if chain else 1
     mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
     shared = (2 if centered else 1) * part * 4 <= shared_limit

@@ -246,9 +246,10 @@ def online_softmax_step():
     registers) into the thread's running max ``run[0]`` and sum of exponentials ``run[1]``
     (rescaled by exp2 of the max's change); ``x`` is left holding ``exp(x - max)`` with values
     below 2^-126 flushed to 0: an fma and one MUFU.EX2 (`ex2.approx.ftz`) per value, where
-    exp2's ``scale``/``bias`` and `exp2f` take six instructions. The sum is unchanged by the flush: it holds 1 (the max's term, this tile's or
-    an earlier one's) and 32 terms below 2^-126 are far below half its ulp. ``part``: a register
-    of scratch. An all-padding tile (-inf) keeps the max at -inf, its exponents taken against 0."""
+    exp2's ``scale``/``bias`` and `exp2f` take six instructions. The sum is unchanged by the
+    flush: it holds 1 (the max's term, this tile's or an earlier one's) and 32 terms below
+    2^-126 are far below half its ulp. ``part``: a register of scratch. An all-padding tile
+    (-inf) keeps the max at -inf, its exponents taken against 0."""
     from .. import T, Tx
 
     @T.macro

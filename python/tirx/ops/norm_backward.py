@@ -167,7 +167,7 @@ CHAINED_CONFIGS = (
 
 # The chained cluster designs with their partial sums in registers and the shared memory for a
 # ring of slices (`_cluster_shared_rows`'s ``regs``), or for a ring of two and the weight's slice
-# in float32 (``w32``: fewer instructions a row, the bound at 262k).
+# in float32 (``w32``: fewer instructions a row; the tuner's choice at 16k and 65k, H200).
 REGS_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
 ] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
@@ -995,8 +995,8 @@ def _cluster_shared_rows(
     CTAs: three rows, against one), and no read-modify-write of them per row. With ``w32``, the
     weight's slice is widened to float32 once, into shared memory, each thread its own columns
     (what it reads back: no barrier): two 16-byte reads a tile where one read and a widening of
-    every value took nine instructions a vector, twice a row (the design is bound by instruction
-    issue at 262k). With ``pipe`` (``regs``, ``chain`` and a ring of three; RMSNorm or saved
+    every value took nine instructions a vector, twice a row (LayerNorm's backward at 262k over
+    256 threads: 0.879 -> 0.866 ms, H200; the exchange, below, was what bound it). With ``pipe`` (``regs``, ``chain`` and a ring of three; RMSNorm or saved
     statistics), row i + 1's sums are taken and sent before row i's statistics are read and its
     dx pass run, so each CTA works on while the slowest peer's sums travel (every CTA waited for
     it each row: LayerNorm's backward at 262k 0.879 -> 0.780 ms, H200). Its exchange takes four

@@ -292,21 +292,27 @@ def test_the_op_sums_the_partial_rows_its_design_wrote(monkeypatch, tmp_path):
     np.testing.assert_allclose(db, rdb, rtol=1e-5, atol=1e-5 * np.abs(rdb).max())
 
 
-@pytest.mark.parametrize("span,warps,rows", [(1, 32, 40), (4, 8, 7), (4, 1, 3), (1, 2, 2), (4, 4, 1)])
+@pytest.mark.parametrize("span,warps,rows", [(1, 32, 40), (4, 8, 7), (4, 1, 3), (1, 2, 2), (4, 4, 1), (1, 8, 37)])
 def test_column_sums_of_every_shape(span, warps, rows):
     """The dW/dB reduction's second pass (`column_sums_kernel`) at each of its shapes against
-    NumPy: lanes of one or `SPAN` columns, one to 32 warps, rows not a multiple of the warps,
-    columns past h padding (read, then dropped), rounded once to the output's dtype."""
+    NumPy: lanes of one or `SPAN` columns, one to 32 warps, rows not a multiple of the warps (nor
+    of their `COLUMN_UNROLL` rows an iteration), columns past h padding (read, then dropped),
+    rounded once to the output's dtype; one array, and two in one launch (dW's and dB's), each
+    sum the same bits either way."""
     h = 300  # (padded to 512: two CTAs of 256 columns, four of 128)
     rng = np.random.default_rng(rows)
     p = rng.standard_normal((rows, nb._padded(h))).astype(np.float32)
+    q = rng.standard_normal((rows, nb._padded(h))).astype(np.float32)
     for dtype in ("float32", "bfloat16"):
-        out = tirx.compile(nb.column_sums_kernel(h, dtype, span, warps))
-        o = np.zeros(nb._padded(h), dtype=numpy_dtype(dtype))
-        out(p, o, rows)
-        want = p.astype(F64).sum(0)
         rtol = 1e-6 if dtype == "float32" else 2.0**-8
-        np.testing.assert_allclose(o.astype(F64), want, rtol=rtol, atol=rtol * np.abs(want).max())
+        o = np.zeros(nb._padded(h), dtype=numpy_dtype(dtype))
+        tirx.compile(nb.column_sums_kernel(h, dtype, span, warps))(p, o, rows)
+        pair = [np.zeros_like(o), np.zeros_like(o)]
+        tirx.compile(nb.column_sums_kernel(h, dtype, span, warps, parts=2))(p, q, *pair, rows)
+        np.testing.assert_array_equal(pair[0], o)
+        for got, src in ((o, p), (pair[1], q)):
+            want = src.astype(F64).sum(0)
+            np.testing.assert_allclose(got.astype(F64), want, rtol=rtol, atol=rtol * np.abs(want).max())
 
 
 def test_column_sums_shape_follows_the_rows_and_the_grid():

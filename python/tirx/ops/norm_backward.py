@@ -1507,33 +1507,31 @@ def column_shape(h: int, rows: int) -> tuple:
     return span, warps
 
 
-def column_sums_kernel(h: int, dtype: str, span: int = 1, warps: int = COLUMN_WARPS):
+# Rows a warp of the column sums reads per iteration (loads in flight; the order unchanged).
+COLUMN_UNROLL = 4
+
+
+def column_sums_kernel(h: int, dtype: str, span: int = 1, warps: int = COLUMN_WARPS, parts: int = 1):
     """``O[j] = sum_i P[i, j]`` over the ``rows`` float32 rows of ``P`` (``h`` columns padded to
     whole CTAs), rounded once to ``dtype``: the second pass of the dW/dB reduction. A CTA takes
     ``span`` x 32 columns, a lane ``span`` of them 32 apart (a warp reads 128 contiguous bytes of a
-    row each time); its warp w sums the rows w, w + warps, ... in order, then warp 0 adds the
-    warps' sums in order: a fixed order for a given number of rows (`column_shape`), the same
-    result every run."""
+    row each time); its warp w sums the rows w, w + warps, ... in order (`COLUMN_UNROLL` of them
+    an iteration), then warp 0 adds the warps' sums in order: a fixed order for a given number
+    of rows (`column_shape`), the same result every run. ``parts=2``: ``(P, Q) -> (O, U)`` in one
+    launch (dW's and dB's), the first half of the CTAs P's columns, the second Q's."""
     hp = _padded(h)
     width = COLUMNS * span
+    blocks = hp // width
 
-    @T.prim_func
-    def column_sums(P_ptr: T.handle, O_ptr: T.handle, rows: T.int32):
-        P = T.match_buffer(P_ptr, (rows, hp), "float32")
-        O = T.match_buffer(O_ptr, (hp,), dtype)
-        T.device_entry()
-        bx = T.cta_id([hp // width])
-        wid = T.warp_id([warps])
-        lane = T.lane_id([32])
-        T.thread_id([32 * warps])
-        acc = T.alloc_buffer((span,), "float32", scope="local")
-        sums = T.alloc_buffer((warps, width), "float32", scope="shared")
+    @T.macro
+    def sums_of(P, O, bx, rows, wid, lane, acc, sums):
         for j in T.unroll(span):
             acc[j] = 0.0
-        for i in T.serial((rows + warps - 1) // warps):
-            r = wid + i * warps
-            for j in T.unroll(span):
-                acc[j] = acc[j] + T.if_then_else(r < rows, P[r, bx * width + j * COLUMNS + lane], 0.0)
+        for i in T.serial((rows + warps * COLUMN_UNROLL - 1) // (warps * COLUMN_UNROLL)):
+            for u in T.unroll(COLUMN_UNROLL):
+                r = wid + (i * COLUMN_UNROLL + u) * warps
+                for j in T.unroll(span):
+                    acc[j] = acc[j] + T.if_then_else(r < rows, P[r, bx * width + j * COLUMNS + lane], 0.0)
         for j in T.unroll(span):
             sums[wid, j * COLUMNS + lane] = acc[j]
         T.cuda.cta_sync()
@@ -1544,23 +1542,60 @@ def column_sums_kernel(h: int, dtype: str, span: int = 1, warps: int = COLUMN_WA
                     acc[j] = acc[j] + sums[w, j * COLUMNS + lane]
                 O[bx * width + j * COLUMNS + lane] = T.cast(acc[j], dtype)
 
-    return column_sums
+    if parts == 1:
+
+        @T.prim_func
+        def column_sums(P_ptr: T.handle, O_ptr: T.handle, rows: T.int32):
+            P = T.match_buffer(P_ptr, (rows, hp), "float32")
+            O = T.match_buffer(O_ptr, (hp,), dtype)
+            T.device_entry()
+            bx = T.cta_id([blocks])
+            wid = T.warp_id([warps])
+            lane = T.lane_id([32])
+            T.thread_id([32 * warps])
+            acc = T.alloc_buffer((span,), "float32", scope="local")
+            sums = T.alloc_buffer((warps, width), "float32", scope="shared")
+            sums_of(P, O, bx, rows, wid, lane, acc, sums)
+
+        return column_sums
+
+    @T.prim_func
+    def column_sums_pair(P_ptr: T.handle, Q_ptr: T.handle, O_ptr: T.handle, U_ptr: T.handle, rows: T.int32):
+        P = T.match_buffer(P_ptr, (rows, hp), "float32")
+        Q = T.match_buffer(Q_ptr, (rows, hp), "float32")
+        O = T.match_buffer(O_ptr, (hp,), dtype)
+        U = T.match_buffer(U_ptr, (hp,), dtype)
+        T.device_entry()
+        bx = T.cta_id([2 * blocks])
+        wid = T.warp_id([warps])
+        lane = T.lane_id([32])
+        T.thread_id([32 * warps])
+        acc = T.alloc_buffer((span,), "float32", scope="local")
+        sums = T.alloc_buffer((warps, width), "float32", scope="shared")
+        if bx < blocks:
+            sums_of(P, O, bx, rows, wid, lane, acc, sums)
+        else:
+            sums_of(Q, U, bx - blocks, rows, wid, lane, acc, sums)
+
+    return column_sums_pair
 
 
 _column_sums = {}
 
 
-def _sum_columns(p, h: int, dtype: str, like):
-    """The column sums of the partial rows ``p``: a new vector of ``h`` of ``dtype``."""
-    key = (h, dtype, *column_shape(h, p.shape[0]))
+def _sum_columns(parts, h: int, dtype: str, like):
+    """The column sums of the partial rows ``parts`` (one array, or two summed in one launch): a
+    new vector of ``h`` of ``dtype`` per array."""
+    rows = parts[0].shape[0]
+    key = (h, dtype, *column_shape(h, rows), len(parts))
     k = _column_sums.get(key)
     if k is None:
         import tirx
 
         k = _column_sums[key] = tirx.compile(column_sums_kernel(*key))
-    out = c.new_array(like, _padded(h), dtype)
-    k(p, out, p.shape[0])
-    return out[:h]
+    outs = [c.new_array(like, _padded(h), dtype) for _ in parts]
+    k(*parts, *outs, rows)
+    return [o[:h] for o in outs]
 
 
 # CTAs per SM of the backward's grid, at most ...
@@ -1645,6 +1680,8 @@ def run(grad, x, weight, eps: float, centered: bool, saved=None):
     tuned(x, w, grad, dx, dwp, dbp, rows, most, *tail)  # each design on its own grid (`_own_grid`)
     used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
     wd = c.dtype_name(w)  # (dW and dB of the parameters' dtype)
-    dw = _sum_columns(dwp[:used], h, wd, x) if weight is not None else None
-    db = _sum_columns(dbp[:used], h, wd, x) if centered else None
+    wanted = ([dwp[:used]] if weight is not None else []) + ([dbp[:used]] if centered else [])
+    sums = _sum_columns(wanted, h, wd, x) if wanted else []
+    dw = sums[0] if weight is not None else None
+    db = sums[-1] if centered else None
     return dx, dw, db

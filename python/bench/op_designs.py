@@ -145,6 +145,16 @@ def _rows(dev, dt):
         name = f"cluster, {cfg.get('per_cta', 2)} rows per cluster" + (f", {cfg['affine_regs']} affine in registers" if "affine_regs" in cfg else "")
         extra = (2,) if cfg.get("persist") else ()
         _forward_norms(name, n, cfg, xs, ws, bs, rs, rms="affine_regs" not in cfg, extra=extra)
+    # The next row's moments (RMSNorm: sum) sent before a row's output pass (``pipe``): all M rows
+    # in one cluster, so its four slots are each used again.
+    cfg = {"threads": 512, "cluster": 16, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
+    _forward_norms("cluster, next row's moments sent ahead", 262144, cfg, xs, ws, bs, rs, rms=False, extra=(M,))
+    y, hsum = torch.empty_like(xs), torch.empty_like(xs)
+    cfg = {"threads": 1024, "cluster": 16, "shared": True, "per_cta": M, "pipe": True}
+    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", **cfg)(xs, ws, y, M, 1e-6)
+    check("rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm(xs.float(), [262144], ws.float(), 1e-6))
+    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6)
+    check("add_rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm((xs + rs).float(), [262144], ws.float(), 1e-6))
     x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
     w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
@@ -178,6 +188,8 @@ def _rows(dev, dt):
         ("cluster of 16, slices streamed, chained exchange", {"threads": 64, "cluster": 16, "stream": True, "chain": True}),
         ("cluster of 8, slices held in registers, chained exchange", {"threads": 256, "cluster": 8, "shared": True, "hold": True, "chain": True}),
         ("cluster of 8, partial sums in registers, chained exchange", {"threads": 256, "cluster": 8, "shared": True, "regs": True, "ring": 3, "chain": True}),
+        ("cluster of 8, the next row's sums sent ahead", {"threads": 256, "cluster": 8, "shared": True, "regs": True, "ring": 3, "chain": True, "pipe": True}),
+        ("cluster of 8, the weight's slice in float32", {"threads": 256, "cluster": 8, "shared": True, "regs": True, "chain": True, "w32": True}),
     ]:
         _norm_backward(design, 65536, cfg, x16, w16, dy16, cases=((False, False), (True, True)))
     y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)

@@ -474,16 +474,26 @@ def cluster_exchange(n: int, one_row: bool = False):
     return open_, publish, release, close
 
 
+def chain_slots(ahead: int) -> int:
+    """The slots a `chained_exchange` needs when a CTA sends row i + ``ahead`` before it reads row
+    i's slot (0: it reads row i's first; 1: the pipelined designs, the next row's sums sent
+    first). A peer sends row i + slots into row i's slot once it received this CTA's row
+    i + slots - 1 - ahead (its last wait before that send, in the same order), and that row
+    must have been sent after a CTA barrier following every thread's read of row i's slot: the
+    first such row is i + 1 + ahead, so slots = 2 + 2 ahead. With one slot fewer the simulator
+    reports the race (a peer's row landing before the slot was read)."""
+    return 2 + 2 * ahead
+
+
 def chained_exchange(n: int, slots: int = 2):
     """`cluster_exchange` for a persistent kernel's rows with no cluster barrier per row: the
     kernel allocates ``stats`` (slots n, 4) and ``mine`` (slots, 4) float32 and an `MBarrier`
     ``bar`` of depth ``slots``, and row i uses slot ``s = i % slots`` (rows ``s n ..`` of
     ``stats``, ``mine[s]``, ``bar[s]`` in phase ``i // slots % 2``). A peer writes a slot again
     ``slots`` rows on, after it waited for this CTA's copies of a row sent after a CTA barrier
-    that follows every thread's reads of the slot — the caller's to provide: with two slots, a
-    CTA barrier between reading row i's slot and sending row i + 1 (the row sums' exchange); with
-    three, between reading row i's and sending row i + 2, so row i + 1 may be sent right after
-    row i's slot is read. That chain of exchanges orders them (the simulator follows it), and
+    that follows every thread's reads of the slot — the caller's to provide, with `chain_slots`
+    slots: a CTA barrier between reading row i's slot and sending the next row sent after it
+    (the row sums' exchange). That chain of exchanges orders them (the simulator follows it), and
     nothing else: no cluster barrier, whose per-row release arrive costs a `MEMBAR.ALL.GPU`.
     ``mine[s]`` is written again once the peers received its copies (the chain again).
 

@@ -408,7 +408,7 @@ def _rms_cluster_rows(
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     ring = 3 if pipe else 2
-    slots = 4 if pipe else 2  # (the exchange's: `norm_backward._cluster_shared_rows`)
+    slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)
@@ -1154,15 +1154,13 @@ def _layer_norm_cluster_rows(
     ``affine_once``: read once, for all the cluster's rows (the registers of one CTA per SM).
     ``persist``: the rows per cluster a run-time argument (the macro's last, ``per_cta``), not
     ``per_cta``: a launch sizes it so that the grid is the clusters the GPU holds at once.
-    ``pipe`` (with ``affine_once``): a ring of three rows and four slots, row j + 1's moments
-    taken and sent before row j's output pass reads row j's, so the exchange travels while the
-    CTA computes (as the backward's ``pipe``: `norm_backward._cluster_shared_rows` says why four)."""
-    if pipe and not affine_once:
-        raise ValueError("pipe: the rows' moments sent a row ahead, of the affine_once design (give affine_regs= and affine_once=True)")
+    ``pipe`` (with ``affine_once``): a ring of three rows and four slots (`_common.chain_slots`),
+    row j + 1's moments taken and sent before row j's output pass reads row j's, so the exchange
+    travels while the CTA computes (as the backward's ``pipe``)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     ring = 3 if pipe else 2
-    slots = 4 if pipe else 2  # (the exchange's: `norm_backward._cluster_shared_rows`)
+    slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)

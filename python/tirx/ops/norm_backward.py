@@ -231,7 +231,7 @@ def norm_backward_kernel(
         raise ValueError("chain: the cluster designs' exchange (give cluster=)")
     if regs and not (cluster and shared):
         raise ValueError("regs: the partial sums of the cluster design's slices in shared memory (give cluster= and shared=True)")
-    if pipe and not (cluster and shared):
+    if pipe and not (cluster and shared and regs and chain and ring == 3):
         raise ValueError("pipe: the cluster design's regs, chain and a ring of 3 rows (give cluster=, shared=True, regs=True, chain=True, ring=3)")
     if w32 and not (cluster and shared) or w32 and hold:
         raise ValueError("w32: the weight's slice of the cluster design in shared memory, read every pass (give cluster= and shared=True, not hold)")
@@ -1000,10 +1000,7 @@ def _cluster_shared_rows(
     statistics), row i + 1's sums are taken and sent before row i's statistics are read and its
     dx pass run, so each CTA works on while the slowest peer's sums travel (every CTA waited for
     it each row: LayerNorm's backward at 262k 0.879 -> 0.780 ms, H200). Its exchange takes four
-    slots (`_common.chained_exchange`): a peer sends row i + 4 into row i's once it received row
-    i + 2 from this CTA, sent after the CTA barrier of row i + 2's sums, which follows every
-    thread's read of row i's slot; with three, row i + 3 follows only this CTA's send of row
-    i + 1, made before that read (the simulator reports the race)."""
+    slots (`_common.chain_slots`: row i + 1 is sent before row i's slot is read)."""
     if ring not in (1, 2, 3, 4):
         raise ValueError(f"ring: {ring} rows; the cluster design's rings hold 1, 2, 3 or 4")
     if hold and ring == 1:
@@ -1013,12 +1010,10 @@ def _cluster_shared_rows(
         raise ValueError("regs: the partial sums of every tile in registers; hold keeps the slice's one tile there instead")
     if hold and chunks != 1:
         raise ValueError(f"hold: a slice of {part} is {chunks} register tiles of {g.width}; only a slice of one stays in registers")
-    if pipe and not (regs and chain and ring == 3):
-        raise ValueError("pipe: the cluster design's regs, chain and a ring of 3 rows (give cluster=, shared=True, regs=True, chain=True, ring=3)")
     reread = not hold  # the tiles read from shared memory in every pass
     meaned = centered and not saved  # a pass for the slice's mean first
     width, per, warps = g.width, g.per, g.warps
-    store = c.row_io(g, dtype)[1]
+    load, store = c.row_io(g, dtype)
     tile = sl.io(dtype)[2]  # tile k of a ring row (or of the weight's slice) into registers
     if w32:  # a thread's 16-byte halves of a tile in two planes: 16-byte reads without bank conflicts
         w32_layout = c.shared_planes(chunks, threads, per)
@@ -1028,13 +1023,12 @@ def _cluster_shared_rows(
             Tx.cta.copy(dst[0:width], ws[k, 0:width])
 
     tile_w = w32_tile if w32 else tile  # tile k of the weight's slice
-    load = c.row_io(g, dtype)[0]
     fetch = _ring_io(part, widen)[0]  # x's and dy's slices of a row into a ring slot
     open_, close = _exchange_ends(cn, chain)
     sums = _row_sums(warps, saved)
     slice_total = c.alternating_sums(1, warps)
     add_sums, dx_tile = _row_math(per, centered, saved)
-    slots = 4 if pipe else 2 if chain else 1
+    slots = c.chain_slots(1 if pipe else 0) if chain else 1
     exchange, send_sums, finish = _row_exchange(cn, part, h, centered, saved, chain, slots)
     add_partials, write_partials = _slice_partials(width, per, chunks, centered, hold, regs)
     first_saved, row_saved = _saved_shared()

@@ -200,6 +200,11 @@ def rows_cases():
     # grid, its slices' statistics through global memory at a grid group barrier
     yield "ops_layer_norm_grid", nm.layer_norm_grid_kernel(262144, "bfloat16", 512, 32, 4)
     yield "ops_layer_norm_grid_prefetch", nm.layer_norm_grid_kernel(262144, "bfloat16", 512, 32, 4, prefetch=True)
+    # 32 warps a CTA, the weight's and bias's slices in registers: fits 64 registers without spills
+    # because `_common.cta_moments` merges the warps' statistics across a warp's lanes
+    yield "ops_add_layer_norm_1024", nm.layer_norm_kernel.factory(
+        h=262144, dtype="bfloat16", residual=True, threads=1024, cluster=8, shared=True, persist=True, affine_regs=2, affine_once=True
+    )
 
 
 def main():

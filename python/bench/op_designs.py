@@ -7,7 +7,7 @@ compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
 a GPU it runs in the simulator (CPU tensors).
 
-    python python/bench/op_designs.py [--only rows,attention,gemm]
+    python python/bench/op_designs.py [--only rows,exchanges,attention,gemm]
 
 ``gemm``: each GEMM kernel form of `tirx.ops` once (`_gemms`).
 """
@@ -56,6 +56,8 @@ def main():
         _gemms(dev, dt)
     if "rows" in only:
         _rows(dev, dt)
+    if "exchanges" in only and "rows" not in only:
+        _exchanges(dev, dt)
     if "attention" in only:
         _attention(dev, dt)
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
@@ -145,16 +147,6 @@ def _rows(dev, dt):
         name = f"cluster, {cfg.get('per_cta', 2)} rows per cluster" + (f", {cfg['affine_regs']} affine in registers" if "affine_regs" in cfg else "")
         extra = (2,) if cfg.get("persist") else ()
         _forward_norms(name, n, cfg, xs, ws, bs, rs, rms="affine_regs" not in cfg, extra=extra)
-    # The next row's moments (RMSNorm: sum) sent before a row's output pass (``pipe``): all M rows
-    # in one cluster, so its four slots are each used again.
-    cfg = {"threads": 512, "cluster": 16, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
-    _forward_norms("cluster, next row's moments sent ahead", 262144, cfg, xs, ws, bs, rs, rms=False, extra=(M,))
-    y, hsum = torch.empty_like(xs), torch.empty_like(xs)
-    cfg = {"threads": 1024, "cluster": 16, "shared": True, "per_cta": M, "pipe": True}
-    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", **cfg)(xs, ws, y, M, 1e-6)
-    check("rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm(xs.float(), [262144], ws.float(), 1e-6))
-    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6)
-    check("add_rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm((xs + rs).float(), [262144], ws.float(), 1e-6))
     x, dy = torch.randn(M, 20000, device=dev, dtype=dt), torch.randn(M, 20000, device=dev, dtype=dt)
     w = torch.rand(20000, device=dev, dtype=dt) + 0.5
     _norm_backward("streamed, partials in global memory", 20000, {"threads": 256, "stream": True, "shared_limit": 0}, x, w, dy)
@@ -180,6 +172,36 @@ def _rows(dev, dt):
     w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
     _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
     _norm_backward("cluster of 16, slices streamed", 65536, {"threads": 64, "cluster": 16, "stream": True}, x16, w16, dy16)
+    _exchanges(dev, dt)
+    y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
+    run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
+    check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
+
+
+def _exchanges(dev, dt):
+    """The cluster designs whose exchange has no cluster barrier a row (``--only exchanges``, the
+    subset racecheck covers in minutes): softmax's one-row clusters (a relaxed arrive closes each
+    row), the norms' forwards with the next row's moments sent ahead, the norms' backward over
+    chained slots."""
+    x, dy = torch.randn(M, 16384, device=dev, dtype=dt) * 2, torch.randn(M, 16384, device=dev, dtype=dt)
+    y = torch.empty_like(x)
+    run(sm.softmax_kernel.factory, n=16384, dtype="bfloat16", threads=256, cluster=4, shared=True)(x, y, M)
+    check("softmax cluster, slices in shared memory (relaxed close) 16384", y, F.softmax(x.float(), -1))
+    n = 262144
+    xs, rs = torch.randn(M, n, device=dev, dtype=dt) * 2, torch.randn(M, n, device=dev, dtype=dt)
+    ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
+    # The next row's moments (RMSNorm: sum) sent before a row's output pass (``pipe``): all M rows
+    # in one cluster, so its four slots are each used again.
+    cfg = {"threads": 512, "cluster": 16, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
+    _forward_norms("cluster, next row's moments sent ahead", 262144, cfg, xs, ws, bs, rs, rms=False, extra=(M,))
+    y, hsum = torch.empty_like(xs), torch.empty_like(xs)
+    cfg = {"threads": 1024, "cluster": 16, "shared": True, "per_cta": M, "pipe": True}
+    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", **cfg)(xs, ws, y, M, 1e-6)
+    check("rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm(xs.float(), [262144], ws.float(), 1e-6))
+    run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6)
+    check("add_rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm((xs + rs).float(), [262144], ws.float(), 1e-6))
+    x16, dy16 = torch.randn(M, 65536, device=dev, dtype=dt), torch.randn(M, 65536, device=dev, dtype=dt)
+    w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
     # The exchange over slots used in turn, no cluster barrier per row (RMSNorm; LayerNorm from saved
     # statistics).
     for design, cfg in [
@@ -192,9 +214,6 @@ def _rows(dev, dt):
         ("cluster of 8, the weight's slice in float32", {"threads": 256, "cluster": 8, "shared": True, "regs": True, "chain": True, "w32": True}),
     ]:
         _norm_backward(design, 65536, cfg, x16, w16, dy16, cases=((False, False), (True, True)))
-    y, b = torch.empty_like(x), torch.randn(16384, device=dev, dtype=dt)
-    run(nm.layer_norm_kernel.factory, h=16384, dtype="bfloat16", threads=256, stream=True)(x, w, b, y, M, 1e-5)
-    check("layer_norm streamed over whole tiles 16384", y, F.layer_norm(x.float(), [16384], w.float(), b.float(), 1e-5))
 
 
 def _softmax_backward_one_slice(x, dy):

@@ -2154,13 +2154,15 @@ def test_rms_norm_persistent_rows_per_cluster(dtype, pipe):
         (8192, {"threads": 64, "cluster": 4, "shared": True, "per_cta": 3}, 7),
         (8192, {"threads": 128, "cluster": 2, "shared": True}, 3),
         (4096, {"threads": 64, "stream": True}, 3),
+        (8192, {"threads": 512, "cluster": 2, "shared": True}, 3),
+        (8192, {"threads": 1024, "cluster": 2, "shared": True}, 2),
     ],
-    ids=["several-rows", "cluster", "streamed"],
+    ids=["several-rows", "cluster", "streamed", "16-warps-over-lanes", "32-warps-over-lanes"],
 )
 def test_layer_norm_statistics_merged_over_warps(h, cfg, m):
     """LayerNorm's designs that merge each thread's mean and squared deviations (Chan et al.)
     over several warps in one barrier (`_common.cta_moments`: each warp's pair by butterflies,
-    then the warps'), on rows far from zero (mean 1,000, deviation 1): the statistics and the
+    then the warps', in order or, over more than 8 warps, across a warp's lanes), on rows far from zero (mean 1,000, deviation 1): the statistics and the
     output against float64; the race check holds the barrier's slots (alternating per row) to it."""
     nm = sys.modules["tirx.ops.norm"]
     rng = np.random.default_rng(h + m)

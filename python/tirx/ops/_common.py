@@ -648,6 +648,10 @@ def tile_moments(per: int, keep_mean: bool = False):
     return step
 
 
+# Above this many warps a CTA, `cta_moments` merges the warps' pairs across a warp's lanes.
+LANE_MERGE_WARPS = 8
+
+
 def cta_moments(warps: int, count: int):
     """A macro ``moments(run, scratch, wid, lane, parity)``: every thread's ``run`` = (mean, sum
     of squared deviations about it) of its ``count`` elements becomes the CTA's, of ``warps * 32
@@ -655,7 +659,10 @@ def cta_moments(warps: int, count: int):
     warp's mean (a butterfly sum of its threads' means) and squared deviations about it (a
     butterfly sum of each thread's plus ``count (mean_t - mean_w)^2``); lane 0 of warp w stores
     that pair in row ``parity`` of ``scratch`` (shared, ``(2, 2 * warps)`` float32); one barrier;
-    every thread combines the warps' pairs in order, the same way. One barrier where the mean
+    every thread combines the warps' pairs the same way: in order, or over more than
+    `LANE_MERGE_WARPS` warps lane w taking warp w's pair into two butterflies (in order, every
+    thread held all the pairs at once: 64 registers at 32 warps, LayerNorm's 1,024-thread
+    designs spilled). One barrier where the mean
     and then the deviations about it took a `T.cuda.cta_sum` each (two barriers each);
     ``parity`` alternates as `alternating_sums`' does (one warp: no barrier, no ``scratch``)."""
     from .. import T
@@ -673,14 +680,24 @@ def cta_moments(warps: int, count: int):
                 scratch[parity, 2 * wid] = wmean
                 scratch[parity, 2 * wid + 1] = wdev
             T.cuda.cta_sync()
-            run[0] = 0.0
-            for w in list(range(warps)):
-                run[0] = run[0] + scratch[parity, 2 * w]
-            run[0] = run[0] * (1.0 / float(warps))
-            run[1] = 0.0
-            for w in list(range(warps)):
-                dw = scratch[parity, 2 * w] - run[0]
-                run[1] = run[1] + scratch[parity, 2 * w + 1] + dw * dw * lanes
+            if warps > LANE_MERGE_WARPS:  # lane w takes warp w's pair; two butterflies
+                lane_own = lane < warps
+                lane_warp = T.min(lane, warps - 1)
+                lane_mean = T.if_then_else(lane_own, scratch[parity, 2 * lane_warp], 0.0)
+                warp_means = T.cuda.warp_sum(lane_mean)
+                run[0] = warp_means * (1.0 / float(warps))
+                dw = lane_mean - run[0]
+                warp_devs = T.cuda.warp_sum(T.if_then_else(lane_own, scratch[parity, 2 * lane_warp + 1] + dw * dw * lanes, 0.0))
+                run[1] = warp_devs
+            else:
+                run[0] = 0.0
+                for w in list(range(warps)):
+                    run[0] = run[0] + scratch[parity, 2 * w]
+                run[0] = run[0] * (1.0 / float(warps))
+                run[1] = 0.0
+                for w in list(range(warps)):
+                    dw = scratch[parity, 2 * w] - run[0]
+                    run[1] = run[1] + scratch[parity, 2 * w + 1] + dw * dw * lanes
         else:
             run[0] = wmean
             run[1] = wdev

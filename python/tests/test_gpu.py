@@ -117,6 +117,22 @@ def test_argument_checks_are_python_exceptions():
         k(a.t().contiguous().t(), a)
     with pytest.raises(ValueError, match="on the CPU"):
         k(a, a.cpu())
+    flat = torch.randn(256 * 8 + 1, device="cuda")
+    with pytest.raises(ValueError, match="not on 16 bytes"):  # (a view of a flat buffer: its vectors would fault)
+        k(flat[1:].view(256, 8), a)
+
+
+def test_ops_take_views_that_start_off_16_bytes():
+    """A view of a flat buffer at an offset (a flat parameter's slice) as an op's input: copied
+    to an aligned array, not launched to fault."""
+    import tirx.ops as ops
+
+    F = torch.nn.functional
+    flat = torch.randn(64 * 1000 + 3, device="cuda", dtype=torch.bfloat16)
+    x, w = flat[1 : 1 + 64 * 1000].view(64, 1000), flat[2 : 2 + 1000]
+    assert x.data_ptr() % 16 and w.data_ptr() % 16
+    torch.testing.assert_close(ops.softmax(x, -1), F.softmax(x.float(), -1).bfloat16(), rtol=2**-7, atol=1e-5)
+    torch.testing.assert_close(ops.rms_norm(x, [1000], w, 1e-6).float(), F.rms_norm(x.float(), [1000], w.float(), 1e-6), rtol=2**-7, atol=2**-7)
 
 
 def test_cupy_arrays():
@@ -332,6 +348,9 @@ def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster,
         (262144, 16, 512, True, True),
         (262144, 8, 512, True, True),
         (65536, 8, 512, True, True),
+        (262144, 8, 1024, True, False),  # (32 warps: `cta_moments` over lanes)
+        (262144, 8, 1024, True, True),
+        (262144, 16, 1024, True, True),
     ],
 )
 def test_layer_norm_persistent_rows_per_cluster_matches_pytorch(n, cluster, threads, once, pipe):

@@ -58,6 +58,11 @@ class _Arg:
         self.ptr, self.device = ptr, device
 
 
+# The alignment a kernel assumes of every array's start (docs/lir.md): a view starting elsewhere
+# (a slice of a flat buffer) is refused before the launch, not left to fault.
+ARRAY_ALIGN = 16
+
+
 def _fail(kernel, i: int, msg: str, exc=TypeError):
     p = kernel.params[i]
     return exc(f"{kernel.name}(): argument {i} (`{p}`) {msg}")
@@ -234,6 +239,14 @@ def launch(kernel, args: Sequence) -> None:
     for i, p in zip(bufs, parsed):
         if p.device != dev:
             raise _fail(kernel, i, f"is on GPU {p.device}, argument {bufs[0]} on GPU {dev}", ValueError)
+        if p.ptr % ARRAY_ALIGN:
+            raise _fail(
+                kernel,
+                i,
+                f"starts at {p.ptr:#x}, not on {ARRAY_ALIGN} bytes: kernels assume aligned arrays (their vector "
+                "accesses), as the CUDA allocators give them; pass a copy (`t.clone()`)",
+                ValueError,
+            )
     kernel._l.launch(dev, current_stream(dev), [p.ptr for p in parsed], scalars)
 
 

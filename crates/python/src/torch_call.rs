@@ -139,11 +139,18 @@ pub fn pointers(
         if d < 0 || device.is_some_and(|x| x != d) {
             return Ok(None);
         }
+        let ptr: u64 = t.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        if !ptr.is_multiple_of(ARRAY_ALIGN) {
+            return Ok(None); // (the general path says why)
+        }
         device = Some(d);
-        ptrs.push(t.call_method0(intern!(py, "data_ptr"))?.extract()?);
+        ptrs.push(ptr);
     }
     Ok(device.map(|d| (d as usize, ptrs)))
 }
+
+/// The alignment a kernel assumes of every array's start (its vector accesses; docs/lir.md).
+const ARRAY_ALIGN: u64 = 16;
 
 /// PyTorch's current stream on `device`.
 pub fn stream(sig: &TorchSig, py: Python<'_>, device: usize) -> PyResult<usize> {

@@ -291,8 +291,9 @@ def group_vector(g: "RowGroupTile", n: int):
     ``vector(dst, V, lane)``: the float32 registers ``dst`` get the elements of ``V`` at this
     lane's columns of the row (0 past ``n``), in the order of its row registers: scalar loads (a
     vector the lane groups share cannot be a register tile: its elements would have several
-    owners), from L1 after the SM's first CTA."""
-    from .. import T
+    owners), from L1 after the SM's first CTA; where no lane's columns pass ``n``, a thread copy of
+    each run of ``vec`` (16-byte loads where scalar ones took 16 instructions a lane)."""
+    from .. import T, Tx
 
     round_, vec = g.tpr * g.vec, g.vec
     slots = [(cc * vec + e, cc * round_ + e) for cc in range(g.width // round_) for e in range(vec)]
@@ -302,7 +303,14 @@ def group_vector(g: "RowGroupTile", n: int):
         for i, col in slots:
             dst[i] = T.if_then_else(col + lane * vec < n, T.cast(V[col + lane * vec], "float32"), 0.0)
 
-    return vector
+    @T.macro
+    def whole(dst, V, lane):  # (no column past n: each lane's runs of ``vec`` in one load each)
+        run = T.alloc_buffer((vec,), V.dtype, scope="local")
+        for cc in T.unroll(g.width // round_):
+            Tx.thread.copy(run[0:vec], V[cc * round_ + lane * vec : cc * round_ + lane * vec + vec])
+            Tx.thread.cast(dst[cc * vec : cc * vec + vec], run[0:vec])
+
+    return whole if n == g.width else vector
 
 
 def alternating_sums(count: int, warps: int, first: int = 0):
@@ -951,8 +959,11 @@ def scratch(like, shape, dtype: str, held: dict):
 
 
 def contiguous(x):
+    """``x`` row-major, and (a CUDA tensor) starting on the 16 bytes kernels assume
+    (`tirx.device.ARRAY_ALIGN`): a view of a flat buffer at another offset is copied."""
     if is_torch(x):
-        return x.contiguous()
+        x = x.contiguous()
+        return x.clone() if x.is_cuda and x.data_ptr() % 16 else x
     return np.ascontiguousarray(x)
 
 

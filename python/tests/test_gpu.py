@@ -133,6 +133,16 @@ def test_ops_take_views_that_start_off_16_bytes():
     assert x.data_ptr() % 16 and w.data_ptr() % 16
     torch.testing.assert_close(ops.softmax(x, -1), F.softmax(x.float(), -1).bfloat16(), rtol=2**-7, atol=1e-5)
     torch.testing.assert_close(ops.rms_norm(x, [1000], w, 1e-6).float(), F.rms_norm(x.float(), [1000], w.float(), 1e-6), rtol=2**-7, atol=2**-7)
+    # The plans (per call signature, launched unchecked) of matmul and attention: an aligned call
+    # of the same shapes first, then the offset views (the signature tells them apart).
+    a, b = flat[1 : 1 + 64 * 256].view(64, 256), flat[5000 : 5000 + 256 * 128].view(256, 128)
+    ref = (a.float() @ b.float()).bfloat16()
+    torch.testing.assert_close(ops.matmul(a.clone(), b.clone()), ref, rtol=2**-7, atol=2**-6)
+    torch.testing.assert_close(ops.matmul(a, b), ref, rtol=2**-7, atol=2**-6)
+    q = flat[3 : 3 + 2 * 4 * 100 * 64].view(2, 4, 100, 64)
+    want = F.scaled_dot_product_attention(q.float(), q.float(), q.float(), is_causal=True)
+    torch.testing.assert_close(ops.scaled_dot_product_attention(q.clone(), q.clone(), q.clone(), is_causal=True).float(), want, rtol=2**-6, atol=2**-6)
+    torch.testing.assert_close(ops.scaled_dot_product_attention(q, q, q, is_causal=True).float(), want, rtol=2**-6, atol=2**-6)
 
 
 def test_cupy_arrays():

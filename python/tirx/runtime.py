@@ -195,7 +195,7 @@ class Kernel:
         takes `__call__`'s general path with its checks and errors).
 
         ``fixed_signature``: for a caller whose every call passes tensors of the first call's
-        shapes, strides, dtypes and device (an op's plan, made per such signature by
+        shapes, strides, dtypes, device and 16-byte alignment (an op's plan, made per such signature by
         `tirx.ops._common.signature_plan`, its kernels' tensors derived from those alone): the
         first call checked as above, each later one launched from the tensors' data pointers on
         the current stream without the checks, which depend on nothing else and passed (an

@@ -877,8 +877,20 @@ PLANS_MAX = 4096
 
 
 def signature(tensors) -> tuple:
-    """What a plan is made for: each tensor's shape, strides, dtype and device."""
-    return tuple((t.shape, t.stride(), t.dtype, t.device) for t in tensors)
+    """What a plan is made for: each tensor's shape, strides, dtype and device, and whether it
+    starts on `ARRAY_ALIGN` bytes (a plan launches unchecked: `aligned` copies the others first)."""
+    return tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % ARRAY_ALIGN == 0) for t in tensors)
+
+
+def aligned(tensors: tuple) -> tuple:
+    """``tensors`` with each CUDA tensor that starts off `ARRAY_ALIGN` bytes (a view of a flat
+    buffer at an offset) copied, strides kept: what an op's kernels may read."""
+    for t in tensors:  # (a loop, not a generator: a decoding step's host time)
+        if t is not None and t.data_ptr() % ARRAY_ALIGN:
+            break
+    else:
+        return tensors
+    return tuple(t if t is None or t.data_ptr() % ARRAY_ALIGN == 0 or not t.is_cuda else t.clone() for t in tensors)
 
 
 def signature_plan(tensors, extra: tuple, new: Callable) -> Callable:
@@ -958,12 +970,17 @@ def scratch(like, shape, dtype: str, held: dict):
     return new_array(like, shape, dtype)
 
 
+# The alignment kernels assume of every array's start (their vector accesses; docs/lir.md, and
+# `tirx.device.ARRAY_ALIGN`, which refuses a launch on others).
+ARRAY_ALIGN = 16
+
+
 def contiguous(x):
-    """``x`` row-major, and (a CUDA tensor) starting on the 16 bytes kernels assume
-    (`tirx.device.ARRAY_ALIGN`): a view of a flat buffer at another offset is copied."""
+    """``x`` row-major, and (a CUDA tensor) starting on `ARRAY_ALIGN` bytes: a view of a flat
+    buffer at another offset is copied."""
     if is_torch(x):
         x = x.contiguous()
-        return x.clone() if x.is_cuda and x.data_ptr() % 16 else x
+        return x.clone() if x.data_ptr() % ARRAY_ALIGN and x.is_cuda else x
     return np.ascontiguousarray(x)
 
 

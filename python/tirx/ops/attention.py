@@ -1119,6 +1119,7 @@ def _run(
 ):
     if c.is_torch(q) and attn_mask is None:  # (through a plan per call signature, as matmul's)
         key = ("sdpa", bool(is_causal), scale, bool(enable_gqa), bool(return_lse), splits, offset)
+        q, k, v = c.aligned((q, k, v))
         new = lambda: _new_plan(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, offset)  # noqa: E731
         return c.signature_plan((q, k, v), key, new)(q, k, v)
     return _run_general(q, k, v, is_causal, scale, enable_gqa, return_lse, splits, attn_mask, offset)
@@ -1485,8 +1486,11 @@ def _kvcache(q, k_cache, v_cache, cache_seqlens, is_causal: bool, scale, return_
     tensors through a plan per call signature (as `_run`'s: a decoding step's host time is most
     of its time)."""
     tensors = (q, k_cache, v_cache, cache_seqlens) + (() if block_table is None else (block_table,))
-    new = lambda: _kvcache_plan(q, k_cache, v_cache, cache_seqlens, is_causal, scale, return_lse, block_table)  # noqa: E731
-    if all(c.is_torch(t) for t in tensors):
+    on_torch = all(c.is_torch(t) for t in tensors)
+    if on_torch:
+        tensors = c.aligned(tensors)
+    new = lambda: _kvcache_plan(*tensors[:4], is_causal, scale, return_lse, tensors[4] if len(tensors) > 4 else None)  # noqa: E731
+    if on_torch:
         return c.signature_plan(tensors, ("kvcache", is_causal, scale, return_lse), new)(*tensors)
     return new()(*tensors)
 

@@ -1605,6 +1605,7 @@ def _backward(
 
         det = torch.are_deterministic_algorithms_enabled()  # (`_reduce_dq` reads it)
         key = ("sdpa_backward", bool(is_causal), scale, bool(enable_gqa), int(offset), deterministic, det)
+        dout, q, k, v, out, lse = c.aligned((dout, q, k, v, out, lse))
         new = lambda: _new_plan(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, deterministic)  # noqa: E731
         return c.signature_plan((dout, q, k, v, out, lse), key, new)(dout, q, k, v, out, lse)
     return _new_plan(dout, q, k, v, out, lse, is_causal, scale, enable_gqa, offset, deterministic, attn_mask)(dout, q, k, v, out, lse)

@@ -1111,6 +1111,7 @@ _PLAIN_MM = ("mm", "", None, "")
 def _run(a, b, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
     if c.is_torch(a):
         key = ("mm", activation, splits, out_dtype)
+        a, b = c.aligned((a, b))
         return c.signature_plan((a, b), key, lambda: _new_mm_plan(a, b, activation, splits, out_dtype))(a, b)
     return _run_general(a, b, activation, splits, out_dtype)
 
@@ -1192,6 +1193,7 @@ def _new_addmm_plan(input, a, b, beta: float, alpha: float, activation: str, spl
 def _addmm(input, a, b, beta: float, alpha: float, activation: str = "", splits: Optional[int] = None, out_dtype: str = ""):
     if c.is_torch(a):
         key = ("addmm", beta, alpha, activation, splits, out_dtype)
+        input, a, b = c.aligned((input, a, b))
         new = lambda: _new_addmm_plan(input, a, b, beta, alpha, activation, splits, out_dtype)  # noqa: E731
         return c.signature_plan((input, a, b), key, new)(input, a, b)
     return _addmm_general(input, a, b, beta, alpha, activation, splits, out_dtype)
@@ -1557,6 +1559,7 @@ def _gated_check(a, b_gate, b_up) -> str:
 
 def _gated(a, b_gate, b_up, activation: str):
     if c.is_torch(a):
+        a, b_gate, b_up = c.aligned((a, b_gate, b_up))
         new = lambda: _new_gated_plan(a, b_gate, b_up, activation)  # noqa: E731
         return c.signature_plan((a, b_gate, b_up), ("gated", activation), new)(a, b_gate, b_up)
     return _new_gated_plan(a, b_gate, b_up, activation)(a, b_gate, b_up)
@@ -1642,6 +1645,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     """``(a @ b) scale_a scale_b`` of FP8 matrices (``b`` column-major), rounded once to
     ``out_dtype`` (on torch tensors through a plan per call signature, as `matmul`'s)."""
     if c.is_torch(a):
+        a, b, scale_a, scale_b, bias = c.aligned((a, b, scale_a, scale_b, bias))
         tensors = (a, b, scale_a, scale_b) if bias is None else (a, b, scale_a, scale_b, bias)
         extra = ("scaled_mm", out_dtype, use_fast_accum, splits)
         plan = c.PLANS.get(extra + c.signature(tensors))

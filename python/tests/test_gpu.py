@@ -133,6 +133,9 @@ def test_ops_take_views_that_start_off_16_bytes():
     assert x.data_ptr() % 16 and w.data_ptr() % 16
     torch.testing.assert_close(ops.softmax(x, -1), F.softmax(x.float(), -1).bfloat16(), rtol=2**-7, atol=1e-5)
     torch.testing.assert_close(ops.rms_norm(x, [1000], w, 1e-6).float(), F.rms_norm(x.float(), [1000], w.float(), 1e-6), rtol=2**-7, atol=2**-7)
+    # (a shifted label vector, int64 at 8 bytes past 16)
+    labels = torch.randint(0, 1000, (65,), device="cuda")
+    torch.testing.assert_close(ops.cross_entropy(x, labels[1:]), F.cross_entropy(x.float(), labels[1:]), rtol=2**-7, atol=2**-7)
     # The plans (per call signature, launched unchecked) of matmul and attention: an aligned call
     # of the same shapes first, then the offset views (the signature tells them apart).
     a, b = flat[1 : 1 + 64 * 256].view(64, 256), flat[5000 : 5000 + 256 * 128].view(256, 128)

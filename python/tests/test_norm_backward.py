@@ -215,6 +215,7 @@ CHAINED = [
     # registers, or in shared memory; a slice of several tiles.
     ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "w32": True}, 4096, 9, 16),
     ({"cluster": 2, "shared": True, "threads": 32, "chain": True, "w32": True}, 2048, 5, 8),
+    ({"cluster": 2, "shared": True, "threads": 64, "regs": True, "chain": True, "w32": True}, 2048, 5, 8),
     # The next row's sums sent before this row's dx pass (`pipe`, four slots): rows per cluster
     # 1 to 7, clusters with no row, a slice of several tiles.
     ({"cluster": 4, "shared": True, "threads": 32, "regs": True, "chain": True, "ring": 3, "pipe": True}, 4096, 11, 16),

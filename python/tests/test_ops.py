@@ -2237,6 +2237,20 @@ def test_a_cluster_is_tuned_only_for_wide_rows(monkeypatch):
     assert kept and not any(cfg.get("cluster") for cfg in kept)
 
 
+def test_the_norms_wide_ctas_are_tuned_only_where_a_thread_holds_32_columns():
+    """The norms' several-rows designs with CTAs of 1,024 threads apply where each thread holds
+    `WIDE_CTA_COLUMNS` of a row's columns (262,144 over 8 CTAs), not fewer (over 16 CTAs, or any
+    at 65,536: slower than 256 threads on an H200)."""
+    nm = sys.modules["tirx.ops.norm"]
+
+    def wide(tuner, h, **key):
+        kept = tuner.prune([dict(cfg) for cfg in tuner.configs], dtype="bfloat16", h=h, w_dtype="", residual=True, **key)
+        return sorted({cfg["cluster"] for cfg in kept if cfg["threads"] == 1024 and (cfg.get("per_cta", 1) > 1 or cfg.get("persist"))})
+
+    assert wide(nm.layer_norm_kernel, 262144) == [8] and wide(nm.rms_norm_kernel, 262144) == [8]
+    assert wide(nm.layer_norm_kernel, 65536) == [] and wide(nm.rms_norm_kernel, 65536) == []
+
+
 def test_a_stride_one_dim_other_than_the_last():
     """Issue 33 item 1: softmax over any dim of stride 1 (a channels-last tensor's channels, a
     transposed array's rows): read as rows with that dim moved last, the result contiguous as

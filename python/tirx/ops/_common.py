@@ -980,7 +980,8 @@ def contiguous(x):
     buffer at another offset is copied."""
     if is_torch(x):
         x = x.contiguous()
-        return x.clone() if x.data_ptr() % ARRAY_ALIGN and x.is_cuda else x
+        # (a traced call's fake tensors have no address: the op they trace realigns when it runs)
+        return x.clone() if x.is_cuda and not compiling() and x.data_ptr() % ARRAY_ALIGN else x
     return np.ascontiguousarray(x)
 
 

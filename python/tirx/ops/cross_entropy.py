@@ -483,7 +483,7 @@ def _rows(logits, target):
         logits = logits.movedim(1, -1) if c.is_torch(logits) else np.moveaxis(logits, 1, -1)
     x = c.rows_of(c.contiguous(logits), v)
     if c.is_torch(target):
-        t = target.reshape(-1).long().contiguous()
+        t = c.contiguous(target.reshape(-1).long())
     else:
         t = np.ascontiguousarray(np.asarray(target).reshape(-1), dtype=np.int64)
     return x, t, v
@@ -646,7 +646,7 @@ def _weights(weight):
     if c.is_torch(weight):
         if c.wants_grad(weight):  # (an error, not a weight's gradient silently dropped)
             raise NotImplementedError("tirx.ops.cross_entropy: weight requires grad; its gradient is not computed: pass weight.detach()")
-        return weight.float().contiguous()
+        return c.contiguous(weight.float())
     return np.ascontiguousarray(weight, dtype=np.float32)
 
 
@@ -688,7 +688,7 @@ def cross_entropy_backward(
         g = grad.float().reshape(-1).expand(rows) if reduction != "none" else grad.float().reshape(-1)
         if reduction == "mean":
             g = g / _mean_divisor(t, ignore_index, v, w)
-        g = g.contiguous()
+        g = c.contiguous(g)
     else:
         g = np.broadcast_to(np.asarray(grad, dtype=np.float32).reshape(-1), (rows,)).astype(np.float32)
         if reduction == "mean":

@@ -1426,11 +1426,11 @@ def matmul(a, b, *, out_dtype: Optional[object] = None, activation: Optional[str
     (a linear layer's ``x @ w.t()``: the leading dims folded into M, in place where they
     merge), a vector on either side, and batches of matrices (batch dims broadcast) through
     `grouped_mm`, one launch."""
-    if out_dtype is None and activation is None and split_k is None and c.is_torch(a):
+    if out_dtype is None and activation is None and split_k is None and c.is_torch(a) and not c.compiling():
         # An eager call of a signature met before: straight to its plan (the host time of a
         # small product is most of its time; the checks below were made with the plan).
         plan = c.PLANS.get(_PLAIN_MM + c.signature((a, b)))
-        if plan is not None and not (c.compiling() or c.wants_grad(a) or c.wants_grad(b)):
+        if plan is not None and not (c.wants_grad(a) or c.wants_grad(b)):
             return plan(a, b)
     if len(a.shape) != 2 or len(b.shape) != 2:
         return _matmul_nd(a, b, out_dtype, activation, split_k)

@@ -78,11 +78,18 @@ LAYER_NORM_PERSIST_CONFIGS = (
 )
 
 
+# The several-rows designs' CTAs of 1,024 threads only where each thread holds this many of a
+# row's columns: fewer, and a row's barriers and exchange outweigh its work (H200, 8 columns a
+# thread at 65k: 0.85-1.46 ms where 256 threads took 0.54-1.07; 16 at 262k: LayerNorm 1.17-1.31
+# against 1.09 at 32).
+WIDE_CTA_COLUMNS = 32
+
+
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
     designs only where their slices (two of the row's, three with ``pipe``, ``vectors`` of the
-    weight and bias, less those in registers) fit `ROWS_SLICES`, and the registers'
-    `AFFINE_REGISTERS`."""
+    weight and bias, less those in registers) fit `ROWS_SLICES`, the registers'
+    `AFFINE_REGISTERS`, and CTAs of 1,024 threads hold `WIDE_CTA_COLUMNS` a thread."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
     def prune(configs, dtype, **key):
@@ -92,6 +99,8 @@ def _prune_norm(tiles: int, vectors: int):
                 return False  # (their weight slices in shared memory are of the rows' dtype)
             if not several:
                 return True
+            if cfg["threads"] >= 1024 and key["h"] // (cfg["cluster"] * cfg["threads"]) < WIDE_CTA_COLUMNS:
+                return False
             part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
             held = cfg.get("affine_regs", 0)
             ring = 3 if cfg.get("pipe") else 2

@@ -171,6 +171,9 @@ CHAINED_CONFIGS = (
 REGS_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
 ] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
+# (pairs of 512-thread CTAs at 16k: half the peers a row's exchange waits for, 16 columns a thread as
+# 256 threads over 4 CTAs; 84 registers, one CTA an SM; not yet timed)
+REGS_CONFIGS += [{"threads": 512, "cluster": 2, "shared": True, "regs": True, "chain": True, **more} for more in ({"ring": 2}, {"w32": True})]
 # ... and with the next row's sums sent before a row's dx pass (``pipe``, `_cluster_shared_rows`).
 PIPE_CONFIGS = [
     {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": 3, "pipe": True} for t in (256, 512) for n in (4, 8, 16)

@@ -192,8 +192,9 @@ def _exchanges(dev, dt):
     ws, bs = torch.rand(n, device=dev, dtype=dt) + 0.5, torch.randn(n, device=dev, dtype=dt)
     # The next row's moments (RMSNorm: sum) sent before a row's output pass (``pipe``): all M rows
     # in one cluster, so its four slots are each used again.
-    cfg = {"threads": 512, "cluster": 16, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
-    _forward_norms("cluster, next row's moments sent ahead", 262144, cfg, xs, ws, bs, rs, rms=False, extra=(M,))
+    for t, cn in ((512, 16), (1024, 8)):  # (32 warps: `_common.cta_moments` across lanes)
+        cfg = {"threads": t, "cluster": cn, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
+        _forward_norms(f"cluster of {cn} x {t}, next row's moments sent ahead", 262144, cfg, xs, ws, bs, rs, rms=False, extra=(M,))
     y, hsum = torch.empty_like(xs), torch.empty_like(xs)
     cfg = {"threads": 1024, "cluster": 16, "shared": True, "per_cta": M, "pipe": True}
     run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", **cfg)(xs, ws, y, M, 1e-6)

@@ -558,12 +558,21 @@ def check_lanes(n: int):
         raise ValueError(f"a cluster of {n} CTAs: its slices' statistics are combined by a warp's lanes (at most 32)")
 
 
+def lane_groups(n: int) -> bool:
+    """Whether ``n`` slices' combine takes groups of ``n`` lanes: a power of two, so lane l reads
+    slice ``l % n`` and a butterfly of width ``n`` (log2 n shuffles, not 5) leaves every lane the
+    total; the same bits as the whole warp's butterfly over zeros past the ``n`` (adding a zero is
+    exact)."""
+    return n & (n - 1) == 0
+
+
 def slot_sum(n: int):
     """A macro ``sum_(stats, s, col, out, j, lane)``: ``out[j]`` = the sum over the ``n`` slices
     of the statistic ``stats[s n + p, col]`` that each published into slot ``s``
     (`cluster_exchange`: 0; `chained_exchange`: ``i % slots``): lane p reads slice p's, then a
     warp's butterfly sums them (pairwise; every lane, every warp the same bits), one
-    shared-memory read and five shuffles a thread where a sum in slice order took ``n`` reads."""
+    shared-memory read and five shuffles a thread where a sum in slice order took ``n`` reads
+    (`lane_groups`: log2 n shuffles)."""
     from .. import T
 
     check_lanes(n)
@@ -573,7 +582,12 @@ def slot_sum(n: int):
         slot_total = T.cuda.warp_sum(T.if_then_else(lane < n, stats[s * n + T.min(lane, n - 1), col], 0.0))
         out[j] = slot_total
 
-    return sum_
+    @T.macro
+    def grouped(stats, s, col, out, j, lane):
+        slot_total = T.cuda.warp_sum(stats[s * n + lane % n, col], width=n)
+        out[j] = slot_total
+
+    return grouped if lane_groups(n) else sum_
 
 
 def slice_moments(n: int, width: int, h: int, full: bool = True):
@@ -617,7 +631,29 @@ def slice_moments(n: int, width: int, h: int, full: bool = True):
             out[2] = slices_g
             out[3] = slices_gx
 
-    return moments
+    @T.macro
+    def grouped(stats, out, s, lane):  # (`lane_groups`: lane l takes slice l % n)
+        lane_slot = s * n + lane % n
+        lane_total = stats[lane_slot, 0]
+        slices_total = T.cuda.warp_sum(lane_total, width=n)
+        out[0] = slices_total / float(h)
+        if uniform:
+            lane_gap = lane_total * (1.0 / float(counts[0])) - out[0]
+            lane_spread = stats[lane_slot, 1] + float(counts[0]) * lane_gap * lane_gap
+        else:
+            lane_cols = T.cast(T.max(T.min(h - lane % n * width, width), 0), "float32")
+            lane_gap = T.if_then_else(lane_cols > 0.0, lane_total / T.max(lane_cols, 1.0), 0.0) - out[0]
+            lane_spread = stats[lane_slot, 1] + lane_cols * lane_gap * lane_gap
+        slices_spread = T.cuda.warp_sum(lane_spread, width=n)
+        out[1] = slices_spread
+        if full:
+            lane_g = stats[lane_slot, 2]
+            slices_g = T.cuda.warp_sum(lane_g, width=n)
+            slices_gx = T.cuda.warp_sum(stats[lane_slot, 3] + lane_gap * lane_g, width=n)
+            out[2] = slices_g
+            out[3] = slices_gx
+
+    return grouped if lane_groups(n) else moments
 
 
 def tile_moments(per: int, keep_mean: bool = False):

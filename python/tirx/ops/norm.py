@@ -68,9 +68,10 @@ LAYER_NORM_AFFINE_CONFIGS = [
 LAYER_NORM_PERSIST_CONFIGS = (
     [{"threads": t, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True} for t in (512, 1024) for n in (8, 16)]
     + [{"threads": 256, "cluster": n, "shared": True, "persist": True, "affine_regs": 2} for n in (8, 16)]
-    # ``pipe``, as RMSNorm's (add_layer_norm at 262k, H200: 512 threads over 16 CTAs 1.15 ms
-    # against 1.11 without; over 8 it spills, 256 threads over 16 took 1.45 ms). 1,024 threads:
-    # 64 registers, no spills, since `_common.cta_moments` merges 32 warps across lanes.
+    # ``pipe``, as RMSNorm's: add_layer_norm at 262k (H200) 1.087 ms with 1,024 threads over 8 CTAs,
+    # the tuner's choice, against 1.115 for the best without (512 threads over 16 CTAs: 1.15 ms;
+    # over 8 they spill; 256 threads over 16: 1.45). 1,024 threads fit 64 registers, no spills,
+    # since `_common.cta_moments` merges 32 warps across lanes.
     + [
         {"threads": t, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True}
         for t, n in ((512, 16), (1024, 8), (1024, 16))

@@ -134,7 +134,15 @@ def _slices_max_sum(cn: int):
         row[0] = slices_max
         row[1] = slices_sum
 
-    return combine
+    @T.macro
+    def grouped(stats, row, lane):  # (`_common.lane_groups`: lane l takes slice l % cn)
+        lane_max = stats[lane % cn, 0]
+        slices_max = T.cuda.warp_max(lane_max, width=cn)
+        slices_sum = T.cuda.warp_sum(stats[lane % cn, 1] * T.exp2((lane_max - slices_max) * LOG2E), width=cn)
+        row[0] = slices_max
+        row[1] = slices_sum
+
+    return grouped if c.lane_groups(cn) else combine
 
 
 def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):

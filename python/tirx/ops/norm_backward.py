@@ -168,15 +168,14 @@ CHAINED_CONFIGS = (
 # The chained cluster designs with their partial sums in registers and the shared memory for a
 # ring of slices (`_cluster_shared_rows`'s ``regs``), or for a ring of two and the weight's slice
 # in float32 (``w32``: fewer instructions a row; the tuner's choice at 16k and 65k, H200).
+# Pairs of CTAs (16k: a row's exchange waits for one peer, not three; 256 threads hold 32 columns
+# each in 119-128 registers, two CTAs an SM; 512 threads 16 in 80-86, one) are not yet timed.
 REGS_CONFIGS = [
-    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (4, 8, 16) for r in (2, 3)
-] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (4, 8, 16)]
-# (pairs of 512-thread CTAs at 16k: half the peers a row's exchange waits for, 16 columns a thread as
-# 256 threads over 4 CTAs; 84 registers, one CTA an SM; not yet timed)
-REGS_CONFIGS += [{"threads": 512, "cluster": 2, "shared": True, "regs": True, "chain": True, **more} for more in ({"ring": 2}, {"w32": True})]
+    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": r} for t in (256, 512) for n in (2, 4, 8, 16) for r in (2, 3)
+] + [{"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "w32": True} for t in (256, 512) for n in (2, 4, 8, 16)]
 # ... and with the next row's sums sent before a row's dx pass (``pipe``, `_cluster_shared_rows`).
 PIPE_CONFIGS = [
-    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": 3, "pipe": True} for t in (256, 512) for n in (4, 8, 16)
+    {"threads": t, "cluster": n, "shared": True, "regs": True, "chain": True, "ring": 3, "pipe": True} for t in (256, 512) for n in (2, 4, 8, 16)
 ]
 
 

@@ -637,3 +637,43 @@ def test_work_buffers_per_stream_and_in_cuda_graphs():
         g.replay()
         check(q, x, got)
         check(q, x, both(q, x))  # (eager calls between replays)
+
+
+def test_norms_without_parameters_per_stream_and_in_cuda_graphs():
+    """An absent weight's ones and bias's zeros are kept filled vectors per stream
+    (`_common.constant_vector`): calls in turn, on a second stream, inside a captured CUDA graph
+    (its own, not kept) and the backward all match PyTorch's norms without parameters."""
+    import tirx.ops as ops
+
+    F = torch.nn.functional
+    xs = [torch.randn(64, 3000, device="cuda", dtype=torch.bfloat16) for _ in range(3)]
+
+    def check(x, got):
+        torch.testing.assert_close(got[0].float(), F.layer_norm(x.float(), [3000]), rtol=2**-7, atol=2**-6)
+        torch.testing.assert_close(got[1].float(), F.rms_norm(x.float(), [3000], eps=1e-6), rtol=2**-7, atol=2**-6)
+
+    def both(x):
+        return ops.layer_norm(x, [3000]), ops.rms_norm(x, [3000], None, 1e-6)
+
+    for x in xs:
+        check(x, both(x))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        got = both(xs[1])
+    torch.cuda.current_stream().wait_stream(side)
+    check(xs[1], got)
+    x_in = xs[0].clone()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        got = both(x_in)
+    for x in xs[1:]:
+        x_in.copy_(x)
+        g.replay()
+        check(x, got)
+        check(x, both(x))
+    xr = xs[2].clone().requires_grad_()
+    ops.layer_norm(xr, [3000]).float().square().sum().backward()
+    xf = xs[2].float().requires_grad_()
+    F.layer_norm(xf, [3000]).square().sum().backward()
+    torch.testing.assert_close(xr.grad.float(), xf.grad, rtol=2**-6, atol=2**-6)

@@ -696,6 +696,38 @@ def test_work_buffers_are_views_of_one_buffer_per_stream(monkeypatch):
     assert common.scratch(x, (2,), "float32", held) is not common.scratch(x, (2,), "float32", held)
 
 
+def test_absent_norm_parameters_are_kept_filled_vectors(monkeypatch):
+    """`_common.constant_vector` (an absent weight's ones, bias's zeros) on a CUDA device (faked
+    as above): one filled buffer per stream, dtype and value, a view kept per length, grown where
+    a call needs more; none kept while a CUDA graph is being captured, nor for NumPy arrays."""
+    torch = pytest.importorskip("torch")
+
+    class OnCuda(torch.Tensor):
+        is_cuda = property(lambda self: True)
+
+        def get_device(self):
+            return 0
+
+    stream, capturing = [7], [False]
+    monkeypatch.setattr(torch._C, "_cuda_isCurrentStreamCapturing", lambda: capturing[0])
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda dev: stream[0])
+    monkeypatch.setattr(common, "_CONSTANTS", {})
+    like = torch.zeros(1).as_subclass(OnCuda)
+    ones = common.constant_vector(like, 6, "bfloat16", 1.0)
+    assert ones is common.constant_vector(like, 6, "bfloat16", 1.0) and ones.dtype == torch.bfloat16
+    assert (ones.float() == 1).all() and (common.constant_vector(like, 4, "bfloat16", 0.0).float() == 0).all()
+    assert common.constant_vector(like, 4, "bfloat16", 1.0).data_ptr() == ones.data_ptr()  # (a view of the same)
+    grown = common.constant_vector(like, 9, "bfloat16", 1.0)
+    assert grown.shape == (9,) and grown.data_ptr() != ones.data_ptr() and (grown.float() == 1).all()
+    assert common.constant_vector(like, 6, "float32", 1.0).dtype == torch.float32
+    stream[0] = 8
+    assert common.constant_vector(like, 6, "bfloat16", 1.0).data_ptr() != grown.data_ptr()
+    capturing[0] = True
+    assert common.constant_vector(like, 6, "bfloat16", 1.0) is not common.constant_vector(like, 6, "bfloat16", 1.0)
+    x = np.zeros(3, np.float32)
+    assert common.constant_vector(x, 2, "float32", 1.0) is not common.constant_vector(x, 2, "float32", 1.0)
+
+
 def test_a_cluster_design_takes_its_workspace():
     """A tuned call whose chosen design splits K over a cluster gets its float32 workspace after
     the call's arguments (`_with_workspace`, the tuner's ``launch_args``); other designs the call's

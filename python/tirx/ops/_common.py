@@ -1006,6 +1006,34 @@ def scratch(like, shape, dtype: str, held: dict):
     return new_array(like, shape, dtype)
 
 
+# The filled vectors `constant_vector` keeps, one per device, stream, dtype and value.
+_CONSTANTS: Dict[tuple, tuple] = {}
+
+
+def constant_vector(like, n: int, dtype: str, value: float):
+    """A vector of ``n`` ``value``s of ``dtype`` (a name) beside ``like`` that kernels only read
+    (an absent weight's ones, an absent bias's zeros): on a CUDA device a view (kept per length)
+    of one filled buffer per stream, dtype and value, grown where a call needs more — its fill
+    a launch on that stream, before every kernel of the stream that reads it — where a new one
+    cost every call a fill kernel; a new one while a CUDA graph is being captured (the graph's
+    own memory), or for NumPy arrays."""
+    if is_torch(like) and like.is_cuda:
+        torch_c = loaded_torch()._C
+        if not torch_c._cuda_isCurrentStreamCapturing():
+            dev = like.get_device()
+            key = (dev, torch_c._cuda_getCurrentRawStream(dev), dtype, value)
+            flat, views = _CONSTANTS.get(key, (None, None))
+            if flat is None or flat.numel() < n:
+                flat, views = _CONSTANTS[key] = (new_array(like, n, dtype, value), {})
+            view = views.get(n)
+            if view is None:
+                if len(views) >= SCRATCH_VIEWS:
+                    views.clear()
+                view = views[n] = flat[:n]
+            return view
+    return new_array(like, n, dtype, value)
+
+
 # The alignment kernels assume of every array's start (their vector accesses; docs/lir.md, and
 # `tirx.device.ARRAY_ALIGN`, which refuses a launch on others).
 ARRAY_ALIGN = 16

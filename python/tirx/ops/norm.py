@@ -1382,8 +1382,8 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, resi
     return rows
 
 
-def _ones(x, h: int):
-    return c.new_array(x, h, fill=1)
+def _ones(x, h: int, dtype: str = ""):
+    return c.constant_vector(x, h, dtype or c.dtype_name(x), 1.0)
 
 
 def _norm_args(name: str, x, normalized_shape, params):
@@ -1402,7 +1402,7 @@ def _norm_args(name: str, x, normalized_shape, params):
     vectors = []
     for label, t, default in params:
         if t is None:  # (beside given float32 parameters: float32)
-            t = default(x, h) if wd == dtype else c.new_array(x, h, wd, 0 if default is _zeros else 1)
+            t = default(x, h, wd)
         elif tuple(t.shape) != shape:
             raise ValueError(f"tirx.ops.{name}: {label} of shape {list(t.shape)}; expected {list(shape)}")
         elif c.dtype_name(t) != wd or wd not in (dtype, "float32"):
@@ -1450,8 +1450,8 @@ def _run(x, normalized_shape, weight, eps, residual=None):
     return out, summed
 
 
-def _zeros(x, h: int):
-    return c.new_array(x, h, fill=0)
+def _zeros(x, h: int, dtype: str = ""):
+    return c.constant_vector(x, h, dtype or c.dtype_name(x), 0.0)
 
 
 def _layer_norm_run(x, normalized_shape, weight, bias, eps, stats: bool = False, residual=None):

@@ -1662,7 +1662,7 @@ def run(grad, x, weight, eps: float, centered: bool, saved=None):
     rows, h = x.shape
     dtype = c.dtype_name(x)
     dx = c.empty_like(x)
-    w = weight if weight is not None else c.new_array(x, h, fill=1)
+    w = weight if weight is not None else c.constant_vector(x, h, dtype, 1.0)
     if rows == 0:
         dw = c.new_array(x, h, c.dtype_name(w), 0) if weight is not None else None
         return dx, dw, (c.new_array(x, h, c.dtype_name(w), 0) if centered else None)

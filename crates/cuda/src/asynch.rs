@@ -76,13 +76,8 @@ impl Ctx<'_> {
                 ];
                 self.call(Helper::BulkToPeer, &args);
             }
-            AsyncOp::ClusterBarrier { wait, relaxed } => {
-                let which = match (wait, relaxed) {
-                    (true, _) => "wait",
-                    (false, false) => "arrive",
-                    (false, true) => "arrive.relaxed",
-                };
-                self.line(&format!("asm volatile(\"barrier.cluster.{which}.aligned;\" ::: \"memory\");"))
+            AsyncOp::ClusterBarrier { .. } => {
+                self.line(&format!("asm volatile(\"{}.aligned;\" ::: \"memory\");", a.name()))
             }
             AsyncOp::GridGroupSync { word, word_index, size } => {
                 let args = [format!("reinterpret_cast<unsigned*>({})", self.addr(*word, word_index)?), self.e(size)?];

@@ -203,7 +203,6 @@ impl<'a> Machine<'a> {
         self.k.cluster_size().max(1) as usize
     }
 
-    /// `barrier.cluster.arrive` by thread `t`.
     /// `barrier.cluster.arrive` by thread `t`; `relaxed` (`.relaxed`): it releases nothing new,
     /// the phase orders only what the thread's previous arrive did (transitively: a waiter past
     /// this phase is past that one).

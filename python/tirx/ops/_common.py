@@ -241,6 +241,24 @@ def exp2_output_form(out_dtype: str) -> tuple:
     return {"float32": (False, 0.0), "float16": (True, 0.0)}.get(out_dtype, (True, EXP2_LIFT))
 
 
+def exp2_of(ftz: bool = False, lift: float = 0.0):
+    """A macro ``exp_(dst, src, shift)``: ``dst = 2^(src log2 e - shift + lift)`` (``shift`` in
+    log2 units) as one fma (one rounding, one instruction: `Tx.exp2`'s ``scale=``/``bias=`` are a
+    multiply and an add under NVRTC's ``--fmad=false``) and `ex2.approx.ftz` (``ftz``) or
+    `exp2f`: the softmaxes' exponentials (`online_softmax_step`, `exp2_output_form`)."""
+    from .. import T, Tx
+
+    @T.macro
+    def exp_(dst, src, shift):
+        if lift:
+            Tx.fma(dst, src, LOG2E, lift - shift)
+        else:
+            Tx.fma(dst, src, LOG2E, -shift)
+        Tx.exp2(dst, dst, ftz=ftz)
+
+    return exp_
+
+
 def online_softmax_step():
     """A macro ``step(run, part, x, per)``: folds a tile of a row (``x``, this thread's ``per``
     registers) into the thread's running max ``run[0]`` and sum of exponentials ``run[1]``
@@ -252,13 +270,14 @@ def online_softmax_step():
     (-inf) keeps the max at -inf, its exponents taken against 0."""
     from .. import T, Tx
 
+    exp_ = exp2_of(ftz=True)
+
     @T.macro
     def step(run, part, x, per):
         Tx.max(part[0:1], x[0:per])
         new_max = T.max(run[0], part[0])
         base = T.if_then_else(new_max == NEG_INF, 0.0, new_max)
-        Tx.fma(x[0:per], x[0:per], LOG2E, -base * LOG2E)  # (one rounding: exp2's scale and bias are two)
-        Tx.exp2(x[0:per], x[0:per], ftz=True)
+        exp_(x[0:per], x[0:per], base * LOG2E)
         Tx.sum(part[0:1], x[0:per])
         run[1] = run[1] * T.exp2((run[0] - base) * LOG2E) + part[0]
         run[0] = new_max

@@ -270,6 +270,7 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: boo
     width, per, chunks, widen = g.width, g.per, g.chunks, dtype != "float32"
     load, store = c.row_io(g, dtype)
     load_w, _ = c.row_io(g, "float32")
+    exp_exact = c.exp2_of()
 
     @T.macro
     def rows(X, TGT, LSE, G, DX, m, ignore_index, ls, GP=None, W=None):
@@ -305,8 +306,7 @@ def _backward_rows(v: int, dtype: str, threads: int, g: c.RowTile, weighted: boo
             d_t = _target_grad(x_t, lse, gr, floor, ls)
         for k in T.serial(chunks):
             load(x, X[r, k * width : k * width + width], stage)
-            Tx.fma(xl[0:per], xl[0:per], LOG2E, -lse * LOG2E)
-            Tx.exp2(xl[0:per], xl[0:per])
+            exp_exact(xl[0:per], xl[0:per], lse * LOG2E)
             if weighted:
                 Tx.mul(xl[0:per], xl[0:per], gp)
                 load_w(w, W[k * width : k * width + width], w)
@@ -326,6 +326,7 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
     padded = width > v
     load, _ = c.group_io(g, dtype, fill=NEG_INF)
     weights = c.group_vector(g, v)
+    exp_sum = c.exp2_of(ftz=True)
 
     @T.macro
     def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None):
@@ -363,8 +364,7 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
             total = T.cuda.warp_sum(part[0], width=tpr)
         Tx.max(part[0:1], xl[0:per])
         mx = T.cuda.warp_max(part[0], width=tpr)
-        Tx.fma(xl[0:per], xl[0:per], LOG2E, -mx * LOG2E)
-        Tx.exp2(xl[0:per], xl[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
+        exp_sum(xl[0:per], xl[0:per], mx * LOG2E)  # (summed only: `_common.online_softmax_step`)
         Tx.sum(part[0:1], xl[0:per])
         s = T.cuda.warp_sum(part[0], width=tpr)
         lse = mx + T.log(s)
@@ -392,6 +392,7 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, wei
     rows, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = c.group_vector(g, v)
+    exp_exact = c.exp2_of()
 
     @T.macro
     def row_groups(X, TGT, LSE, G, DX, m, ignore_index, ls, GP=None, W=None):
@@ -424,8 +425,7 @@ def _backward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, wei
         else:
             d_t = _target_grad(x_t, lse, gr, floor, ls)
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
-        Tx.fma(xl[0:per], xl[0:per], LOG2E, -lse * LOG2E)
-        Tx.exp2(xl[0:per], xl[0:per])
+        exp_exact(xl[0:per], xl[0:per], lse * LOG2E)
         if weighted:
             Tx.mul(xl[0:per], xl[0:per], gp)
             weights(w, W, tid % tpr)

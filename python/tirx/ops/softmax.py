@@ -79,6 +79,7 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od:
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load = c.row_io(g, dtype, fill=NEG_INF)[0]  # exp2 makes the padding 0
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
+    exp_sum, exp_exact = c.exp2_of(ftz=True), c.exp2_of()  # (a sum's exponentials, an output's)
 
     @T.macro
     def rows(A, B, m):
@@ -100,15 +101,13 @@ def _in_registers(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od:
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
         if log:
             E = T.alloc_buffer((per,), "float32", scope="local")
-            Tx.fma(E[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
-            Tx.exp2(E[0:per], E[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
+            exp_sum(E[0:per], Xl[0:per], mx * LOG2E)  # (summed only: `_common.online_softmax_step`)
             Tx.sum(part[0:1], E[0:per])
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.add(Xl[0:per], Xl[0:per], -mx)
             Tx.add(Xl[0:per], Xl[0:per], -T.log(s))
         else:
-            Tx.fma(Xl[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
-            Tx.exp2(Xl[0:per], Xl[0:per])
+            exp_exact(Xl[0:per], Xl[0:per], mx * LOG2E)
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
@@ -152,6 +151,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
     them into the row's (max M, sum S) and writes its slice: ``exp(x - M) / S`` (rescaled from its
     own max), or ``x - M - log S``."""
     g = c.cluster_tile(n, dtype, threads, cn, _tiles(dtype, {"log": log}))
+    exp_exact = c.exp2_of()
     width, per, warps, widen = g.width, g.per, g.warps, dtype != "float32"
     load = c.row_io(g, dtype, fill=NEG_INF)[0]
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
@@ -190,8 +190,7 @@ def _in_cluster(n: int, dtype: str, threads: int, cn: int, log: bool, od: str):
         Tx.max(part[0:1], Xl[0:per])
         mx = T.cuda.cta_max(part[0], warps, scratch.ptr_to([0]))
         base = T.if_then_else(mx == NEG_INF, 0.0, mx)  # an all-padding slice: its exponents 0
-        Tx.fma(E[0:per], Xl[0:per], LOG2E, -base * LOG2E)
-        Tx.exp2(E[0:per], E[0:per])
+        exp_exact(E[0:per], Xl[0:per], base * LOG2E)
         Tx.sum(part[0:1], E[0:per])
         s = T.cuda.cta_sum(part[0], warps, scratch.ptr_to([0]))
         publish(stats, mine, bar, rank, tid, 0, mx, s, 0.0, 0.0)
@@ -218,6 +217,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
     ftz, lift = c.exp2_output_form(od)
+    exp_out = c.exp2_of(ftz, lift)
     open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     combine = _slices_max_sum(cn)
 
@@ -270,8 +270,7 @@ def _in_cluster_shared(n: int, dtype: str, threads: int, sl: c.SharedSlice, cn: 
             if log:
                 Tx.add(Xl[0:per], Xl[0:per], -shift)
             else:
-                Tx.fma(Xl[0:per], Xl[0:per], LOG2E, lift - shift2)
-                Tx.exp2(Xl[0:per], Xl[0:per], ftz=ftz)
+                exp_out(Xl[0:per], Xl[0:per], shift2)
                 if lift:
                     Tx.mul(Xl[0:per], Xl[0:per], 2.0**-lift)
             c0 = rank * part + k * width
@@ -285,6 +284,7 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, o
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load = c.group_io(g, dtype, fill=NEG_INF)[0]
     store = c.group_io(g, od)[1]  # (float32 results stored as they are)
+    exp_sum, exp_exact = c.exp2_of(ftz=True), c.exp2_of()  # (a sum's exponentials, an output's)
 
     @T.macro
     def rows(A, B, m):
@@ -305,15 +305,13 @@ def _in_groups(n: int, dtype: str, threads: int, g: c.RowGroupTile, log: bool, o
         mx = T.cuda.warp_max(part[0], width=tpr)
         if log:
             E = T.alloc_buffer((per,), "float32", scope="local")
-            Tx.fma(E[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
-            Tx.exp2(E[0:per], E[0:per], ftz=True)  # (summed only: `_common.online_softmax_step`)
+            exp_sum(E[0:per], Xl[0:per], mx * LOG2E)  # (summed only: `_common.online_softmax_step`)
             Tx.sum(part[0:1], E[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.add(Xl[0:per], Xl[0:per], -mx)
             Tx.add(Xl[0:per], Xl[0:per], -T.log(s))
         else:
-            Tx.fma(Xl[0:per], Xl[0:per], LOG2E, -mx * LOG2E)
-            Tx.exp2(Xl[0:per], Xl[0:per])
+            exp_exact(Xl[0:per], Xl[0:per], mx * LOG2E)
             Tx.sum(part[0:1], Xl[0:per])
             s = T.cuda.warp_sum(part[0], width=tpr)
             Tx.mul(Xl[0:per], Xl[0:per], 1.0 / s)
@@ -328,6 +326,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str
     store = c.row_io(g, od)[1]  # (float32 results stored as they are)
     online_step = c.online_softmax_step()
     ftz, lift = c.exp2_output_form(od)
+    exp_out = c.exp2_of(ftz, lift)
 
     @T.macro
     def rows(A, B, m):
@@ -362,8 +361,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str
                 Tx.add(Xl[0:per], Xl[0:per], -mx)
                 Tx.add(Xl[0:per], Xl[0:per], -log_sum)
             else:
-                Tx.fma(Xl[0:per], Xl[0:per], LOG2E, lift - row_base * LOG2E)
-                Tx.exp2(Xl[0:per], Xl[0:per], ftz=ftz)
+                exp_out(Xl[0:per], Xl[0:per], row_base * LOG2E)
                 Tx.mul(Xl[0:per], Xl[0:per], inv * 2.0**-lift if lift else inv)
             store(B[r, k * width : k * width + width], X, stage)
 

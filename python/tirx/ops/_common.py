@@ -6,6 +6,7 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
+from ..device import ARRAY_ALIGN  # (the start every kernel assumes of its arrays; a launch refuses others)
 from ..torch_op import compiling  # noqa: F401  (the ops' test: through the registered op or not)
 from ..torch_op import loaded_torch
 
@@ -995,7 +996,7 @@ SCRATCH_VIEWS = 64
 _ITEMSIZE: Dict[str, int] = {}
 
 
-def scratch(like, shape, dtype: str, held: dict):
+def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None):
     """A work buffer of ``shape`` and ``dtype`` (a NumPy name) beside ``like`` that one launch
     writes and the same or the next launch on its stream reads (split-K's parts, split-KV's
     partial outputs): on a CUDA device a view (kept per shape) of one flat buffer per stream and
@@ -1004,10 +1005,11 @@ def scratch(like, shape, dtype: str, held: dict):
     which run after this one's kernels (cuBLAS keeps its workspace per stream so): the memory
     held is the largest call's, not one buffer per shape met; a new one while a CUDA graph is
     being captured (the graph's own memory), past `SCRATCH_HELD_BYTES`, or for NumPy arrays.
-    Its contents on entry are undefined."""
+    Its contents on entry are undefined, or with ``fill`` that value throughout (a buffer
+    kernels only read: `constant_vector`)."""
     shape = tuple(shape)
     size = math.prod(shape)
-    itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, np.dtype(dtype).itemsize)
+    itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, _numpy_dtype(dtype).itemsize)
     if is_torch(like) and like.is_cuda and size * itemsize <= SCRATCH_HELD_BYTES:
         torch_c = loaded_torch()._C  # (an op's every call: no import statement)
         if not torch_c._cuda_isCurrentStreamCapturing():
@@ -1015,47 +1017,32 @@ def scratch(like, shape, dtype: str, held: dict):
             key = (dev, torch_c._cuda_getCurrentRawStream(dev), dtype)
             flat, views = held.get(key, (None, None))
             if flat is None or flat.numel() < size:
-                flat, views = held[key] = (new_array(like, size, dtype), {})
+                flat, views = held[key] = (new_array(like, size, dtype, fill), {})
             view = views.get(shape)
             if view is None:  # (a view made per call costs more host time than the rest of it)
                 if len(views) >= SCRATCH_VIEWS:
                     views.clear()
                 view = views[shape] = flat[:size].view(shape)
             return view
-    return new_array(like, shape, dtype)
+    return new_array(like, shape, dtype, fill)
 
 
-# The filled vectors `constant_vector` keeps, one per device, stream, dtype and value.
-_CONSTANTS: Dict[tuple, tuple] = {}
+def _numpy_dtype(name: str):
+    from ..runtime import numpy_dtype  # (bfloat16 and FP8 through ml_dtypes)
+
+    return numpy_dtype(name)
+
+
+# The filled vectors `constant_vector` keeps, a `scratch` role per value.
+_CONSTANTS: Dict[float, dict] = {}
 
 
 def constant_vector(like, n: int, dtype: str, value: float):
     """A vector of ``n`` ``value``s of ``dtype`` (a name) beside ``like`` that kernels only read
-    (an absent weight's ones, an absent bias's zeros): on a CUDA device a view (kept per length)
-    of one filled buffer per stream, dtype and value, grown where a call needs more — its fill
-    a launch on that stream, before every kernel of the stream that reads it — where a new one
-    cost every call a fill kernel; a new one while a CUDA graph is being captured (the graph's
-    own memory), or for NumPy arrays."""
-    if is_torch(like) and like.is_cuda:
-        torch_c = loaded_torch()._C
-        if not torch_c._cuda_isCurrentStreamCapturing():
-            dev = like.get_device()
-            key = (dev, torch_c._cuda_getCurrentRawStream(dev), dtype, value)
-            flat, views = _CONSTANTS.get(key, (None, None))
-            if flat is None or flat.numel() < n:
-                flat, views = _CONSTANTS[key] = (new_array(like, n, dtype, value), {})
-            view = views.get(n)
-            if view is None:
-                if len(views) >= SCRATCH_VIEWS:
-                    views.clear()
-                view = views[n] = flat[:n]
-            return view
-    return new_array(like, n, dtype, value)
-
-
-# The alignment kernels assume of every array's start (their vector accesses; docs/lir.md, and
-# `tirx.device.ARRAY_ALIGN`, which refuses a launch on others).
-ARRAY_ALIGN = 16
+    (an absent weight's ones, an absent bias's zeros): a `scratch` buffer filled with ``value``
+    (per stream and dtype, grown where a call needs more; its fill a launch on that stream, before
+    every kernel of the stream that reads it), where a new one cost every call a fill kernel."""
+    return scratch(like, (n,), dtype, _CONSTANTS.setdefault(value, {}), fill=value)
 
 
 def contiguous(x):

@@ -707,7 +707,7 @@ def _rows(h: int, dtype: str, threads: int, g: c.RowTile, centered: bool, shared
     return rows
 
 
-def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool = False, chain: bool = False, slots: int = 2):
+def _row_exchange(cn: int, part: int, h: int, centered: bool, saved: bool, chain: bool, slots: int):
     """Macros for the cluster designs' row ``i`` of a CTA: ``exchange(stats, mine, bar, rank,
     tid, lane, i, acc, mom, eps)`` publishes this CTA's slice statistics to the cluster
     (`_common.cluster_exchange`, or with ``chain`` `_common.chained_exchange` over ``slots``: no
@@ -859,9 +859,9 @@ def _cluster_rows(h: int, dtype: str, threads: int, cn: int, centered: bool, sav
     add_sums, dx_tile = _row_math(per, centered, saved)
     fetch, from_ring = _ring_io(width, widen)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, width, h, centered, saved, chain)[0]
-    slots = 2 if chain else 1
-    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
+    slots = c.chain_slots(0) if chain else 1
+    exchange = _row_exchange(cn, width, h, centered, saved, chain, slots)[0]
+    mine_shape = (slots, 4) if chain else (4,)  # (cluster_exchange's: one row's)
 
     @T.macro
     def rows(X, W, DY, DX, DWP, DBP, MEAN, RSTD, m, ctas, eps):
@@ -1252,9 +1252,9 @@ def _cluster_streamed_rows(
         chan_stats = _chan_pass(g, load, part, c.alternating_sums(1, warps), load_w)
     open_, close = _exchange_ends(cn, chain)
     ahead = _saved_ahead()
-    exchange = _row_exchange(cn, part, h, centered, saved, chain)[0]
-    slots = 2 if chain else 1
-    mine_shape = (2, 4) if chain else (4,)  # (cluster_exchange's: one row's)
+    slots = c.chain_slots(0) if chain else 1
+    exchange = _row_exchange(cn, part, h, centered, saved, chain, slots)[0]
+    mine_shape = (slots, 4) if chain else (4,)  # (cluster_exchange's: one row's)
     shared = (2 if centered else 1) * part * 4 <= shared_limit
     db_regs = centered and not shared and part * 4 <= shared_limit and chunks * per <= DB_REGISTERS
     dw_shared = shared or db_regs

@@ -2029,20 +2029,29 @@ def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
 
 
 @pytest.mark.parametrize(
-    "dtype,n,cluster,per_cta,m", [("float32", 4096, 2, 2, 5), ("bfloat16", 8192, 4, 3, 7), ("float16", 8192, 16, 4, 2)]
+    "dtype,n,cluster,per_cta,m,ahead",
+    [
+        ("float32", 4096, 2, 2, 5, 1),
+        ("bfloat16", 8192, 4, 3, 7, 1),
+        ("float16", 8192, 16, 4, 2, 1),
+        # (two and three rows in flight: a ring of three and four slices)
+        ("float32", 4096, 2, 4, 9, 2),
+        ("bfloat16", 8192, 4, 5, 7, 3),
+    ],
 )
-def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_cta, m):
+def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_cta, m, ahead):
     """The norms' cluster designs over ``per_cta`` rows per cluster (the weight's and bias's
-    slices copied once, a ring of two rows' slices, the statistics exchanged over slots used in
-    turn: the simulator's race check follows the chain across rows; a last cluster with fewer
-    rows than ``per_cta``): rms_norm, add_rms_norm, layer_norm with and without its statistics
-    and add_layer_norm against float64, nothing written outside the rows."""
+    slices copied once, a ring of ``ahead`` + 1 rows' slices, the statistics exchanged over slots
+    used in turn: the simulator's race check follows the chain across rows; a last cluster with
+    fewer rows than ``per_cta``): rms_norm, add_rms_norm, layer_norm with and without its
+    statistics and add_layer_norm against float64, nothing written outside the rows; ``ahead``
+    past 3, or without several rows, refused."""
     nm = sys.modules["tirx.ops.norm"]
     rng = np.random.default_rng(n + per_cta)
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
     w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
     r = rng.standard_normal((m, n)).astype(x.dtype)
-    design = dict(threads=32, cluster=cluster, shared=True, per_cta=per_cta)
+    design = dict(threads=32, cluster=cluster, shared=True, per_cta=per_cta, ahead=ahead)
     big = np.full((m + 2, n), 7, x.dtype)
     tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, big[1 : m + 1], m, 1e-6)
     assert (big[0] == 7).all() and (big[-1] == 7).all()
@@ -2064,6 +2073,11 @@ def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_ct
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
     with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
+    for factory in (nm.rms_norm_kernel.factory, nm.layer_norm_kernel.factory):
+        with pytest.raises(ValueError, match="ahead: 4 rows in flight; the several-rows cluster designs hold 1, 2 or 3"):
+            factory(h=n, dtype=dtype, **{**design, "ahead": 4})
+        with pytest.raises(ValueError, match="ahead: rows in flight while one is computed, of the several-rows cluster design"):
+            factory(h=n, dtype=dtype, threads=32, cluster=cluster, shared=True, ahead=2)
 
 
 @pytest.mark.parametrize("dtype,affine_regs", [("float32", 1), ("bfloat16", 2), ("float16", 1)])
@@ -2104,6 +2118,9 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
         # (the next row's moments sent before a row's output pass: a ring of three, three slots)
         ("bfloat16", {"affine_regs": 2, "affine_once": True, "pipe": True}),
         ("float32", {"affine_regs": 1, "affine_once": True, "pipe": True}),
+        # (two and three rows in flight: a ring of four with ``pipe``, of four without)
+        ("bfloat16", {"affine_regs": 2, "affine_once": True, "pipe": True, "ahead": 2}),
+        ("float32", {"affine_regs": 1, "ahead": 3}),
     ],
 )
 def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
@@ -2147,20 +2164,21 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_regs=1, pipe=True)
 
 
-@pytest.mark.parametrize("pipe", [False, True], ids=["", "pipe"])
+@pytest.mark.parametrize("pipe,ahead", [(False, 1), (True, 1), (True, 2)], ids=["", "pipe", "pipe-ahead2"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
-def test_rms_norm_persistent_rows_per_cluster(dtype, pipe):
+def test_rms_norm_persistent_rows_per_cluster(dtype, pipe, ahead):
     """RMSNorm's several-rows cluster design with its rows per cluster a run-time argument
     (``persist``: ``per_cluster`` after ``eps``): per_cluster 1, 3, the rows whole and past them,
     and 0 (taken as 1), rms_norm and add_rms_norm against float64, nothing written past the rows;
     the tuner's launch appends the rows spread over `SIM_CLUSTERS` clusters. ``pipe``: the next
-    row's sum sent before a row's output pass (seven rows a cluster: the four slots' chain)."""
+    row's sum sent before a row's output pass (seven rows a cluster: the four slots' chain);
+    ``ahead``: that many rows in flight besides."""
     nm, cm = sys.modules["tirx.ops.norm"], sys.modules["tirx.ops._common"]
     n, m = 8192, 7
     rng = np.random.default_rng(n + m)
     x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
     w, r = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal((m, n)).astype(x.dtype)
-    design = dict(threads=32, cluster=4, shared=True, persist=True, pipe=pipe)
+    design = dict(threads=32, cluster=4, shared=True, persist=True, pipe=pipe, ahead=ahead)
     k = tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))
     assert [p.name for p in k.params][-1] == "per_cluster"
     for per_cluster in (1, 3, m, m + 2, 0):

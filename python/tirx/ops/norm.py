@@ -44,6 +44,9 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
     {"threads": 1024, "cluster": n, "shared": True, "per_cta": 8}
     for n in (8, 16)
 ]
+# (Two or three rows in flight while one is computed, ``ahead``, did not pay: LayerNorm at 65k,
+# H200, 0.555 ms with two against 0.551 with one, the tuner's choice; nor did the persistent
+# designs over clusters of 4: 0.562. Neither is a candidate.)
 # ... and over as many rows per cluster as spread the rows over the clusters resident at once
 # (``persist``, a run-time argument: no last wave of part-empty clusters, and each cluster's
 # prologue, the weight slice's copy, once for all its rows).
@@ -87,10 +90,17 @@ LAYER_NORM_PERSIST_CONFIGS = (
 WIDE_CTA_COLUMNS = 32
 
 
+def _check_ahead(ahead: int, several: bool):
+    if ahead not in (1, 2, 3):
+        raise ValueError(f"ahead: {ahead} rows in flight; the several-rows cluster designs hold 1, 2 or 3")
+    if ahead > 1 and not several:
+        raise ValueError("ahead: rows in flight while one is computed, of the several-rows cluster design (give per_cta= or persist=True)")
+
+
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
-    designs only where their slices (two of the row's, three with ``pipe``, ``vectors`` of the
-    weight and bias, less those in registers) fit `ROWS_SLICES`, the registers'
+    designs only where their slices (the row's ring, ``ahead`` + 1, + 1 with ``pipe``, ``vectors``
+    of the weight and bias, less those in registers) fit `ROWS_SLICES`, the registers'
     `AFFINE_REGISTERS`, and CTAs of 1,024 threads hold `WIDE_CTA_COLUMNS` a thread."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
@@ -105,7 +115,7 @@ def _prune_norm(tiles: int, vectors: int):
                 return False
             part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
             held = cfg.get("affine_regs", 0)
-            ring = 3 if cfg.get("pipe") else 2
+            ring = cfg.get("ahead", 1) + (2 if cfg.get("pipe") else 1)
             return (ring + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
 
         return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
@@ -133,6 +143,7 @@ def rms_norm_kernel(
     w_dtype: str = "",
     persist: bool = False,
     pipe: bool = False,
+    ahead: int = 1,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
@@ -141,8 +152,9 @@ def rms_norm_kernel(
     cluster of that many CTAs per row (``shared``: each CTA's slice in shared memory; ``per_cta``:
     that many rows per cluster, `_rms_cluster_rows`; ``persist``: as many as spread the rows over
     the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
-    `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass);
-    ``w_dtype``: W's (`_common.weight_dtype`)."""
+    `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass;
+    ``ahead``: that many rows' slices in flight while one is computed); ``w_dtype``: W's
+    (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -150,12 +162,13 @@ def rms_norm_kernel(
         )
     if pipe and not several:
         raise ValueError("pipe: the rows' sums sent a row ahead, of the several-rows cluster design (give per_cta= or persist=True)")
+    _check_ahead(ahead, several)
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe)
+        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe, ahead)
     elif cluster and shared:
         rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -406,8 +419,40 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     return rows
 
 
+def _row_ring(part: int, ring: int, persist: bool):
+    """The several-rows cluster designs' ring of ``ring`` row slices in shared memory, as macros
+    (one `cp.async` group a row, `_common.slice_fetch`; nothing past the cluster's rows or ``m``):
+    ``start(S, X, first, c0, m, per_cta)``, rows 0 .. ring - 2 of the cluster's (its first,
+    ``first``) in flight before its loop; ``fetch_row(S, X, i, row, c0, m, per_cta)``, its row
+    ``i`` (``row`` of X) into slot ``i % ring``. With ``persist`` the rows per cluster are a run-time product,
+    guarded as such."""
+    fetch = c.slice_fetch(part)
+
+    @T.macro
+    def fetch_row(S, X, i, row, c0, m, per_cta):
+        if persist:
+            fetch(S, i % ring, X, row, c0, (i < per_cta) & (0 <= row) & (row < m))
+        else:
+            fetch(S, i % ring, X, row, c0, (i < per_cta) & (row < m))
+
+    @T.macro
+    def start(S, X, first, c0, m, per_cta):
+        if persist:
+            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
+        else:
+            fetch(S, 0, X, first, c0, first < m)
+        if ring >= 3:
+            fetch_row(S, X, 1, first + 1, c0, m, per_cta)
+        if ring >= 4:
+            fetch_row(S, X, 2, first + 2, c0, m, per_cta)
+        if ring >= 5:
+            fetch_row(S, X, 3, first + 3, c0, m, per_cta)
+
+    return start, fetch_row
+
+
 def _rms_cluster_rows(
-    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False, pipe: bool = False
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False, pipe: bool = False, ahead: int = 1
 ):
     """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
     shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
@@ -416,17 +461,18 @@ def _rms_cluster_rows(
     of the next row's sum orders this row's reads of its slot before the next send).
     ``persist``: the rows per cluster a run-time argument (the macro's last), as
     `_layer_norm_cluster_rows`'s; ``pipe``: a ring of three rows and four slots, row j + 1's sum
-    sent before row j's output pass reads row j's (as `_layer_norm_cluster_rows`'s)."""
+    sent before row j's output pass reads row j's (as `_layer_norm_cluster_rows`'s); ``ahead``:
+    the rows in flight while one is computed (`_row_ring`)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
-    ring = 3 if pipe else 2
+    ring = ahead + (2 if pipe else 1)
     slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
     add_residual = c.residual_add(g, dtype)
     open_, send, receive, close = c.chained_exchange(cn, slots)
     slot_sum = c.slot_sum(cn)
-    fetch = c.slice_fetch(part)
+    start, fetch_row = _row_ring(part, ring, persist)
 
     @T.macro
     def row_sum(ex, S, R, H, c0, rank, tid, j, r, regs):
@@ -496,26 +542,16 @@ def _rms_cluster_rows(
         first = b // cn * per_cta
         c0 = rank * part
         Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
-        if persist:  # (a run-time product: the guards give the rows their range)
-            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
-        else:
-            fetch(S, 0, X, first, c0, first < m)
-        if pipe:  # row 1 in flight too, and row 0's sum sent before the loop
-            if persist:
-                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (0 <= first) & (first + 1 < m))
-            else:
-                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (first + 1 < m))
-            T.ptx.cp_async.wait_group(1)
+        start(S, X, first, c0, m, per_cta)
+        if pipe:  # row 0's sum sent before the loop
+            T.ptx.cp_async.wait_group(ring - 2)
             if (0 <= first) & (first < m) if persist else first < m:
                 row_sum(ex, S, R, H, c0, rank, tid, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
-            ahead = ring - 1  # (the row whose copies start now)
-            if persist:
-                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (0 <= r) & (r + ahead < m))
-            else:
-                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (r + ahead < m))
-            T.ptx.cp_async.wait_group(1)  # row j + ring - 2's slice landed (the weight's with the first)
+            fetch_row(S, X, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
+            # row j's slice landed (j + 1's with ``pipe``; the weight's with the first)
+            T.ptx.cp_async.wait_group(ring - 2 if pipe else ring - 1)
             if pipe:  # row j + 1's sum sent before row j's is read
                 if (j + 1 < per_cta) & (((0 <= r) & (r + 1 < m)) if persist else (r + 1 < m)):
                     row_sum(ex, S, R, H, c0, rank, tid, j + 1, r + 1, regs)
@@ -608,6 +644,7 @@ def layer_norm_kernel(
     affine_once: bool = False,
     persist: bool = False,
     pipe: bool = False,
+    ahead: int = 1,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -620,8 +657,8 @@ def layer_norm_kernel(
     there, ``affine_once``: read once for all its rows, not each row; ``persist``: the rows per
     cluster a run-time argument, ``per_cluster``, after ``eps``, that the tuner's launch sizes to
     the clusters the GPU holds at once, `_common.persist_args`; ``pipe``: with ``affine_once``, the
-    next row's moments sent before a row's output pass); ``w_dtype``: W's and B's
-    (`_common.weight_dtype`)."""
+    next row's moments sent before a row's output pass; ``ahead``: that many rows' slices in
+    flight while one is computed); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -635,12 +672,13 @@ def layer_norm_kernel(
         raise ValueError("affine_once: the bias's (and weight's) registers read once, of the affine_regs design (give affine_regs=)")
     if pipe and not affine_once:
         raise ValueError("pipe: the rows' moments sent a row ahead, of the affine_once design (give affine_regs= and affine_once=True)")
+    _check_ahead(ahead, several)
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe)
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe, ahead)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
     elif cluster:
@@ -1156,6 +1194,7 @@ def _layer_norm_cluster_rows(
     affine_once: bool = False,
     persist: bool = False,
     pipe: bool = False,
+    ahead: int = 1,
 ):
     """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
     the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
@@ -1168,10 +1207,11 @@ def _layer_norm_cluster_rows(
     ``per_cta``: a launch sizes it so that the grid is the clusters the GPU holds at once.
     ``pipe`` (with ``affine_once``): a ring of three rows and four slots (`_common.chain_slots`),
     row j + 1's moments taken and sent before row j's output pass reads row j's, so the exchange
-    travels while the CTA computes (as the backward's ``pipe``)."""
+    travels while the CTA computes (as the backward's ``pipe``). ``ahead``: the rows whose slices
+    are in flight while one is computed (the ring one more, two with ``pipe``; `_row_ring`)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
-    ring = 3 if pipe else 2
+    ring = ahead + (2 if pipe else 1)
     slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
@@ -1180,7 +1220,7 @@ def _layer_norm_cluster_rows(
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
-    fetch = c.slice_fetch(part)
+    start, fetch_row = _row_ring(part, ring, persist)
 
     @T.macro
     def affine_load(dst, V, c0):  # this thread's columns of the CTA's slice of V, tile by tile
@@ -1289,31 +1329,20 @@ def _layer_norm_cluster_rows(
             Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
         if affine_regs < 1:
             Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
-        if persist:  # (a run-time product: the guards give the rows their range)
-            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
-        else:
-            fetch(S, 0, X, first, c0, first < m)
-        if pipe:  # row 1 in flight too
-            if persist:
-                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (0 <= first) & (first + 1 < m))
-            else:
-                fetch(S, 1, X, first + 1, c0, (1 < per_cta) & (first + 1 < m))
+        start(S, X, first, c0, m, per_cta)
         if affine_once:  # (for all the cluster's rows)
             affine_load(br, B, c0)
             if affine_regs > 1:
                 affine_load(wr, W, c0)
         if pipe:  # row 0's moments sent before the loop
-            T.ptx.cp_async.wait_group(1)
+            T.ptx.cp_async.wait_group(ring - 2)
             if (0 <= first) & (first < m) if persist else first < m:
                 row_moments(ex, S, R, H, c0, rank, tid, wid, lane, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
-            ahead = ring - 1  # (the row whose copies start now)
-            if persist:
-                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (0 <= r) & (r + ahead < m))
-            else:
-                fetch(S, (j + ahead) % ring, X, r + ahead, c0, (j + ahead < per_cta) & (r + ahead < m))
-            T.ptx.cp_async.wait_group(1)  # row j + ring - 2's slice landed (the weight's and bias's with the first)
+            fetch_row(S, X, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
+            # row j's slice landed (j + 1's with ``pipe``; the weight's and bias's with the first)
+            T.ptx.cp_async.wait_group(ring - 2 if pipe else ring - 1)
             if pipe:  # row j + 1's moments sent before row j's are read
                 if (j + 1 < per_cta) & (((0 <= r) & (r + 1 < m)) if persist else (r + 1 < m)):
                     row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j + 1, r + 1, regs)

@@ -2,7 +2,7 @@
 launches (torch.profiler), each with its duration, beside the call's time per `rows_sweep`'s
 timer. Answers "the call is slower than its kernel: which launch, or which gap?".
 
-    python python/bench/op_trace.py layer_norm_bwd 16384 [--gb 1]
+    python python/bench/op_trace.py layer_norm_bwd 16384 [--gb 1] [--calls 1]
 """
 
 import argparse
@@ -17,6 +17,7 @@ def main():
     ap.add_argument("op")
     ap.add_argument("length", type=int)
     ap.add_argument("--gb", type=float, default=1.0)
+    ap.add_argument("--calls", type=int, default=1, help="calls profiled back to back")
     args = ap.parse_args()
     n = args.length
     m = max(1, int(args.gb * 2**30) // (2 * n))
@@ -29,7 +30,8 @@ def main():
         mine()
     torch.cuda.synchronize()
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        mine()
+        for _ in range(args.calls):  # (back to back, as the timer calls it: the gaps between calls show)
+            mine()
         torch.cuda.synchronize()
     events = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA), key=lambda e: e.time_range.start)
     start = events[0].time_range.start if events else 0

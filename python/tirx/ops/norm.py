@@ -424,8 +424,8 @@ def _row_ring(part: int, ring: int, persist: bool):
     (one `cp.async` group a row, `_common.slice_fetch`; nothing past the cluster's rows or ``m``):
     ``start(S, X, first, c0, m, per_cta)``, rows 0 .. ring - 2 of the cluster's (its first,
     ``first``) in flight before its loop; ``fetch_row(S, X, i, row, c0, m, per_cta)``, its row
-    ``i`` (``row`` of X) into slot ``i % ring``. With ``persist`` the rows per cluster are a run-time product,
-    guarded as such."""
+    ``i`` (``row`` of X) into slot ``i % ring``. With ``persist`` the rows per cluster are a
+    run-time product, guarded as such."""
     fetch = c.slice_fetch(part)
 
     @T.macro

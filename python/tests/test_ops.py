@@ -2104,9 +2104,44 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
-    for bad in ({**design, "affine_regs": 3}, {**design, "per_cta": 1}):
+    for bad in ({**design, "affine_regs": 3}, {**design, "per_cta": 1, "shared": False}):
         with pytest.raises(ValueError, match="affine_regs: 1 .the bias. or 2"):
             nm.layer_norm_kernel.factory(h=n, dtype=dtype, **bad)
+
+
+@pytest.mark.parametrize("dtype,n,cluster,affine_regs", [("float32", 4096, 2, 1), ("bfloat16", 16384, 4, 2), ("float16", 8192, 16, 2)])
+def test_layer_norm_one_row_per_cluster_affine_in_registers(dtype, n, cluster, affine_regs):
+    """LayerNorm's one-row cluster design (slices in shared memory) with the bias's slice, or the
+    bias's and the weight's, read into registers with the row's slice (``affine_regs``; 2, 4 and
+    1 tiles a thread here: the output pass unrolled over them): layer_norm with and without its
+    statistics and add_layer_norm against float64, nothing written past the rows; float32
+    parameters beside 16-bit rows refused (their registers are of the rows' dtype), and the
+    tuner keeps the design only where the registers fit `AFFINE_REGISTERS`."""
+    nm = sys.modules["tirx.ops.norm"]
+    m = 3
+    rng = np.random.default_rng(n + affine_regs)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    design = dict(threads=32, cluster=cluster, shared=True, affine_regs=affine_regs)
+    xd = x.astype(F64)
+    want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else dict(rtol=2.0**-7, atol=2.0**-6)
+    y = np.full((m + 1, n), 7, x.dtype)
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, b, y[:m], m, 1e-5)
+    assert (y[m] == 7).all()
+    np.testing.assert_allclose(y[:m].astype(F64), want, **tol)
+    mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
+    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=True, **design))(x, w, b, y[:m], mean, rstd, m, 1e-5)
+    np.testing.assert_allclose(y[:m].astype(F64), want, **tol)
+    np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
+    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    if dtype != "float32":
+        with pytest.raises(ValueError, match="affine_regs: the bias's .and weight's. registers of the rows' dtype"):
+            nm.layer_norm_kernel.factory(h=n, dtype=dtype, w_dtype="float32", **design)
+    kept = nm.layer_norm_kernel.prune([dict(c) for c in nm.LAYER_NORM_AFFINE_CONFIGS], "bfloat16", h=65536, stats=False, residual=False, w_dtype="")
+    assert sorted(c["cluster"] for c in kept if "per_cta" not in c) == [4, 8, 16]  # (2: 128 registers a thread)
 
 
 @pytest.mark.parametrize(

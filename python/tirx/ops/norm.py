@@ -65,7 +65,12 @@ PERSIST_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True, "persist
 AFFINE_REGISTERS = 64
 LAYER_NORM_AFFINE_CONFIGS = [
     {"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": a} for n in (4, 8, 16) for a in (1, 2)
-] + [{"threads": 512, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": 1} for n in (8, 16)]
+] + [{"threads": 512, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": 1} for n in (8, 16)] + [
+    # ... and the one-row design with them read into registers with the row's slice (the output
+    # pass read them from L2, a tile at a time, after the exchange)
+    {"threads": 256, "cluster": n, "shared": True, "affine_regs": 2}
+    for n in (4, 8, 16)
+]
 # ... and over as many rows per cluster as spread the rows over the clusters resident at once
 # (``persist``), the weight's and bias's slices read into registers once: one CTA of 512 threads
 # per SM at 262k over clusters of 8 (64 KB slices), 0.84 -> 0.91 of a copy (H200, 2048 rows).
@@ -100,21 +105,22 @@ def _check_ahead(ahead: int, several: bool):
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
     designs only where their slices (the row's ring, ``ahead`` + 1, + 1 with ``pipe``, ``vectors``
-    of the weight and bias, less those in registers) fit `ROWS_SLICES`, the registers'
-    `AFFINE_REGISTERS`, and CTAs of 1,024 threads hold `WIDE_CTA_COLUMNS` a thread."""
+    of the weight and bias, less those in registers) fit `ROWS_SLICES`, and CTAs of 1,024 threads
+    hold `WIDE_CTA_COLUMNS` a thread; any design's bias and weight in registers (``affine_regs``)
+    only where they fit `AFFINE_REGISTERS` and have the rows' dtype."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
     def prune(configs, dtype, **key):
         def fits(cfg):
             several = cfg.get("per_cta", 1) > 1 or cfg.get("persist", False)
-            if several and key.get("w_dtype", "") not in ("", dtype):
-                return False  # (their weight slices in shared memory are of the rows' dtype)
+            held = cfg.get("affine_regs", 0)
+            if (several or held) and key.get("w_dtype", "") not in ("", dtype):
+                return False  # (their weight slices, in shared memory or registers, are of the rows' dtype)
+            part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype) if held or several else 0
             if not several:
-                return True
+                return held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
             if cfg["threads"] >= 1024 and key["h"] // (cfg["cluster"] * cfg["threads"]) < WIDE_CTA_COLUMNS:
                 return False
-            part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype)
-            held = cfg.get("affine_regs", 0)
             ring = cfg.get("ahead", 1) + (2 if cfg.get("pipe") else 1)
             return (ring + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
 
@@ -664,10 +670,12 @@ def layer_norm_kernel(
         raise ValueError(
             "per_cta, persist: the cluster design with its slices in shared memory (give cluster= and shared=True)"
         )
-    if affine_regs not in (0, 1, 2) or (affine_regs and not several):
+    if affine_regs not in (0, 1, 2) or (affine_regs and not (cluster and shared)):
         raise ValueError(
-            "affine_regs: 1 (the bias) or 2 (the bias and the weight) in registers, of the several-rows cluster design (give per_cta= or persist=True)"
+            "affine_regs: 1 (the bias) or 2 (the bias and the weight) in registers, of the cluster designs with their slices in shared memory (give cluster= and shared=True)"
         )
+    if affine_regs and (w_dtype or dtype) != dtype:
+        raise ValueError(f"affine_regs: the bias's (and weight's) registers of the rows' dtype ({dtype}), not w_dtype={w_dtype!r}")
     if affine_once and not affine_regs:
         raise ValueError("affine_once: the bias's (and weight's) registers read once, of the affine_regs design (give affine_regs=)")
     if pipe and not affine_once:
@@ -680,7 +688,7 @@ def layer_norm_kernel(
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe, ahead)
     elif cluster and shared:
-        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
+        rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd, affine_regs)
     elif cluster:
         rows = _layer_norm_cluster(h, dtype, threads, cluster, residual, wd)
     else:
@@ -1101,12 +1109,30 @@ def layer_norm_grid_kernel(h: int, dtype: str, threads: int, group: int, groups:
     return layer_norm_grid_rows
 
 
-def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):
+def _affine_loader(g: c.RowTile, chunks: int):
+    """A macro ``load(dst, V, c0)``: this thread's columns of ``V[c0 : c0 + chunks * width]`` (a
+    CTA's slice of the bias or weight), tile by tile, into the register tiles ``dst`` (`_common.tiles_layout`)."""
+    width = g.width
+
+    @T.macro
+    def load(dst, V, c0):
+        for k in T.unroll(chunks):
+            Tx.cta.copy(dst[k, 0:width], V[c0 + k * width : c0 + k * width + width])
+
+    return load
+
+
+def _layer_norm_cluster_shared(
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str, affine_regs: int = 0
+):
     """`_layer_norm_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in
     register tiles twice: each thread's mean and squared deviations about it (a tile's about the
     tile's mean, combined tile by tile as Chan et al. do; then over the threads in one barrier,
     `_common.cta_moments`: no cancellation), then the output; with ``residual``, the first pass adds
-    ``R``'s tile, writes the new residual ``H`` and puts it back over the slice."""
+    ``R``'s tile, writes the new residual ``H`` and puts it back over the slice. ``affine_regs``:
+    the bias's slice (1), or the bias's and the weight's (2), read into registers with the row's
+    slice, so the output pass waits on no load (it read them from L2 tile by tile, after the
+    exchange)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
@@ -1117,6 +1143,7 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
+    affine_load = _affine_loader(g, chunks)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -1143,10 +1170,20 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
         pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
-        xl = x.local()
+        br = bt = wr = None
+        if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
+            br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+            bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if affine_regs > 1:
+            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        xl, wl = x.local(), w.local()
         open_(bar)
         r = b // cn
         fetch(S, 0, X, r, rank * part)
+        if affine_regs:  # (in flight with the row's slice)
+            affine_load(br, B, rank * part)
+            if affine_regs > 1:
+                affine_load(wr, W, rank * part)
         landed()
         run[0] = 0.0
         run[1] = 0.0
@@ -1167,15 +1204,22 @@ def _layer_norm_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSli
             if (rank == 0) & (tid == 0):
                 MEAN[r] = mean
                 RSTD[r] = rstd
-        for k in T.serial(chunks):
+        for k in (T.unroll if affine_regs else T.serial)(chunks):  # (registers take constant indices)
             c0 = rank * part + k * width
             chunk(x, S, 0, k, stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            load_w(w, W[c0 : c0 + width], stage)
-            Tx.cta.mul(x[0:width], x[0:width], w[0:width])
-            load_w(w, B[c0 : c0 + width], stage)
-            Tx.cta.add(x[0:width], x[0:width], w[0:width])
+            if affine_regs > 1:
+                Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
+            else:
+                load_w(w, W[c0 : c0 + width], stage)
+            if affine_regs:  # x w + b, one rounding
+                Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
+                Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
+            else:
+                Tx.cta.mul(x[0:width], x[0:width], w[0:width])
+                load_w(w, B[c0 : c0 + width], stage)
+                Tx.cta.add(x[0:width], x[0:width], w[0:width])
             store(Y[r, c0 : c0 + width], x, stage)
         close()
 
@@ -1221,11 +1265,7 @@ def _layer_norm_cluster_rows(
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
     start, fetch_row = _row_ring(part, ring, persist)
-
-    @T.macro
-    def affine_load(dst, V, c0):  # this thread's columns of the CTA's slice of V, tile by tile
-        for k in T.unroll(chunks):
-            Tx.cta.copy(dst[k, 0:width], V[c0 + k * width : c0 + k * width + width])
+    affine_load = _affine_loader(g, chunks)
 
     @T.macro
     def row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j, r, regs):

@@ -322,11 +322,14 @@ def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta, 
     torch.testing.assert_close(rstd, want_rstd[:, 0])
 
 
-@pytest.mark.parametrize("n,cluster,per_cta,affine_regs", [(262144, 16, 4, 1), (262144, 16, 8, 2), (65536, 4, 3, 2)])
+@pytest.mark.parametrize(
+    "n,cluster,per_cta,affine_regs", [(262144, 16, 4, 1), (262144, 16, 8, 2), (65536, 4, 3, 2), (65536, 4, 1, 2), (262144, 16, 1, 2)]
+)
 def test_layer_norm_several_rows_affine_in_registers_matches_pytorch(n, cluster, per_cta, affine_regs):
     """LayerNorm's several-rows cluster design with its bias (1), or bias and weight (2), read into
     registers while each row's moments travel, on the GPU: the output, mean and rstd against
-    PyTorch, and add_layer_norm's, the last cluster's rows fewer than ``per_cta``."""
+    PyTorch, and add_layer_norm's, the last cluster's rows fewer than ``per_cta``; ``per_cta`` 1:
+    the one-row design, its bias and weight read with the row's slice."""
     import sys
 
     import tirx.ops  # noqa: F401

@@ -322,6 +322,29 @@ def test_norms_over_several_rows_per_cluster_match_pytorch(n, cluster, per_cta, 
     torch.testing.assert_close(rstd, want_rstd[:, 0])
 
 
+@pytest.mark.parametrize("n,cluster", [(65536, 4), (262144, 16)])
+def test_rms_norm_one_row_weight_in_registers_matches_pytorch(n, cluster):
+    """RMSNorm's one-row cluster design with its weight's slice read into registers with the
+    row's (``weight_regs``), on the GPU: rms_norm and add_rms_norm against PyTorch."""
+    import sys
+
+    import tirx.ops  # noqa: F401
+
+    nm = sys.modules["tirx.ops.norm"]
+    m = 5
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
+    r = torch.randn_like(x)
+    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
+    design = dict(threads=256, cluster=cluster, shared=True, weight_regs=True)
+    y, summed = torch.empty_like(x), torch.empty_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, y, m, 1e-6)
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))(x, r, w, y, summed, m, 1e-6)
+    want_h = (x.float() + r.float()).bfloat16()
+    torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
+    torch.testing.assert_close(y, torch.nn.functional.rms_norm(want_h.float(), [n], w.float(), 1e-6).bfloat16())
+
+
 @pytest.mark.parametrize(
     "n,cluster,per_cta,affine_regs", [(262144, 16, 4, 1), (262144, 16, 8, 2), (65536, 4, 3, 2), (65536, 4, 1, 2), (262144, 16, 1, 2)]
 )

@@ -2110,13 +2110,14 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
 
 
 @pytest.mark.parametrize("dtype,n,cluster,affine_regs", [("float32", 4096, 2, 1), ("bfloat16", 16384, 4, 2), ("float16", 8192, 16, 2)])
-def test_layer_norm_one_row_per_cluster_affine_in_registers(dtype, n, cluster, affine_regs):
-    """LayerNorm's one-row cluster design (slices in shared memory) with the bias's slice, or the
-    bias's and the weight's, read into registers with the row's slice (``affine_regs``; 2, 4 and
-    1 tiles a thread here: the output pass unrolled over them): layer_norm with and without its
-    statistics and add_layer_norm against float64, nothing written past the rows; float32
-    parameters beside 16-bit rows refused (their registers are of the rows' dtype), and the
-    tuner keeps the design only where the registers fit `AFFINE_REGISTERS`."""
+def test_norms_one_row_per_cluster_parameters_in_registers(dtype, n, cluster, affine_regs):
+    """The norms' one-row cluster designs (slices in shared memory) with LayerNorm's bias's slice,
+    or the bias's and the weight's, read into registers with the row's slice (``affine_regs``; 2,
+    4 and 1 tiles a thread here: the output pass unrolled over them), and RMSNorm's weight's
+    (``weight_regs``): layer_norm with and without its statistics, add_layer_norm, rms_norm and
+    add_rms_norm against float64, nothing written past the rows; float32 parameters beside
+    16-bit rows refused (their registers are of the rows' dtype), as is ``weight_regs`` over
+    several rows; the tuner keeps the designs only where the registers fit `AFFINE_REGISTERS`."""
     nm = sys.modules["tirx.ops.norm"]
     m = 3
     rng = np.random.default_rng(n + affine_regs)
@@ -2137,11 +2138,29 @@ def test_layer_norm_one_row_per_cluster_affine_in_registers(dtype, n, cluster, a
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
     _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    rms = dict(threads=32, cluster=cluster, shared=True, weight_regs=True)
+    y = np.full((m + 1, n), 7, x.dtype)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **rms))(x, w, y[:m], m, 1e-6)
+    assert (y[m] == 7).all()
+    _close(y[:m], _rms_ref(x, w, 1e-6), dtype)
+    summed = np.zeros_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **rms))(x, r, w, y[:m], summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    _close(y[:m], _rms_ref(want_h, w, 1e-6), dtype)
     if dtype != "float32":
         with pytest.raises(ValueError, match="affine_regs: the bias's .and weight's. registers of the rows' dtype"):
             nm.layer_norm_kernel.factory(h=n, dtype=dtype, w_dtype="float32", **design)
-    kept = nm.layer_norm_kernel.prune([dict(c) for c in nm.LAYER_NORM_AFFINE_CONFIGS], "bfloat16", h=65536, stats=False, residual=False, w_dtype="")
+        with pytest.raises(ValueError, match="weight_regs: the weight's slice in registers of the rows' dtype"):
+            nm.rms_norm_kernel.factory(h=n, dtype=dtype, w_dtype="float32", **rms)
+    with pytest.raises(ValueError, match="weight_regs: .*no per_cta or persist"):
+        nm.rms_norm_kernel.factory(h=n, dtype=dtype, per_cta=2, **rms)
+    key = dict(h=65536, residual=False, w_dtype="")
+    kept = nm.layer_norm_kernel.prune([dict(c) for c in nm.LAYER_NORM_AFFINE_CONFIGS], "bfloat16", stats=False, **key)
     assert sorted(c["cluster"] for c in kept if "per_cta" not in c) == [4, 8, 16]  # (2: 128 registers a thread)
+    kept = nm.rms_norm_kernel.prune([dict(c) for c in nm.RMS_WEIGHT_CONFIGS], "bfloat16", **key)
+    assert sorted(c["cluster"] for c in kept) == [4, 8, 16]
+    assert nm.rms_norm_kernel.prune([dict(c) for c in nm.RMS_WEIGHT_CONFIGS], "bfloat16", **{**key, "w_dtype": "float32"}) == []
 
 
 @pytest.mark.parametrize(

@@ -44,6 +44,9 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
     {"threads": 1024, "cluster": n, "shared": True, "per_cta": 8}
     for n in (8, 16)
 ]
+# The one-row design with the weight's slice read into registers with the row's slice
+# (``weight_regs``; the output pass read it from L2, a tile at a time, after the exchange).
+RMS_WEIGHT_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "weight_regs": True} for n in (4, 8, 16)]
 # (Two or three rows in flight while one is computed, ``ahead``, did not pay: LayerNorm at 65k,
 # H200, 0.555 ms with two against 0.551 with one, the tuner's choice; nor did the persistent
 # designs over clusters of 4: 0.562. Neither is a candidate.)
@@ -113,7 +116,7 @@ def _prune_norm(tiles: int, vectors: int):
     def prune(configs, dtype, **key):
         def fits(cfg):
             several = cfg.get("per_cta", 1) > 1 or cfg.get("persist", False)
-            held = cfg.get("affine_regs", 0)
+            held = cfg.get("affine_regs", 0) + cfg.get("weight_regs", False)
             if (several or held) and key.get("w_dtype", "") not in ("", dtype):
                 return False  # (their weight slices, in shared memory or registers, are of the rows' dtype)
             part_bytes = key["h"] // cfg["cluster"] * c.elem_bytes(dtype) if held or several else 0
@@ -130,7 +133,7 @@ def _prune_norm(tiles: int, vectors: int):
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS + RMS_WEIGHT_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(3, 1),
     launch_args=c.persist_args,
@@ -150,6 +153,7 @@ def rms_norm_kernel(
     persist: bool = False,
     pipe: bool = False,
     ahead: int = 1,
+    weight_regs: bool = False,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
@@ -159,7 +163,8 @@ def rms_norm_kernel(
     that many rows per cluster, `_rms_cluster_rows`; ``persist``: as many as spread the rows over
     the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
     `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass;
-    ``ahead``: that many rows' slices in flight while one is computed); ``w_dtype``: W's
+    ``ahead``: that many rows' slices in flight while one is computed; ``weight_regs``, of the
+    one-row design: W's slice read into registers with the row's); ``w_dtype``: W's
     (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
@@ -169,6 +174,10 @@ def rms_norm_kernel(
     if pipe and not several:
         raise ValueError("pipe: the rows' sums sent a row ahead, of the several-rows cluster design (give per_cta= or persist=True)")
     _check_ahead(ahead, several)
+    if weight_regs and (several or not (cluster and shared) or (w_dtype or dtype) != dtype):
+        raise ValueError(
+            "weight_regs: the weight's slice in registers of the rows' dtype, of the one-row cluster design with its slices in shared memory (give cluster= and shared=True, no per_cta or persist)"
+        )
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
@@ -176,7 +185,7 @@ def rms_norm_kernel(
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe, ahead)
     elif cluster and shared:
-        rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd)
+        rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd, weight_regs)
     elif cluster:
         rows = _rms_cluster(h, dtype, threads, cluster, residual, wd)
     else:
@@ -356,10 +365,14 @@ def _rms_cluster(h: int, dtype: str, threads: int, cn: int, residual: bool, wd: 
     return rows
 
 
-def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str):
+def _rms_cluster_shared(
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str, weight_regs: bool = False
+):
     """`_rms_cluster` with each CTA's slice in shared memory (`SharedSlice`), read in register
     tiles: the sum of squares, then the output; with ``residual``, the first pass adds ``R``'s
-    tile (from global memory), writes the rounded sum to ``H`` and back over the slice."""
+    tile (from global memory), writes the rounded sum to ``H`` and back over the slice.
+    ``weight_regs``: the weight's slice read into registers with the row's slice, so the output
+    pass waits on no load (as LayerNorm's ``affine_regs``, `_layer_norm_cluster_shared`)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     fetch, landed, chunk = sl.io(dtype)
@@ -368,6 +381,7 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
     add_residual = c.residual_add(g, dtype)
     open_, publish, release, close = c.cluster_exchange(cn, one_row=True)
     slot_sum = c.slot_sum(cn)
+    weight_load = _affine_loader(g, chunks)
 
     @T.macro
     def rows(X, R, W, Y, H, m, eps):
@@ -393,10 +407,15 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         part_ = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((1,), "float32", scope="local")
         scratch = T.alloc_buffer((warps,), "float32", scope="shared")
-        xl = x.local()
+        wr = None
+        if weight_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
+            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        xl, wl = x.local(), w.local()
         open_(bar)
         r = b // cn
         fetch(S, 0, X, r, rank * part)
+        if weight_regs:  # (in flight with the row's slice)
+            weight_load(wr, W, rank * part)
         landed()
         acc[0] = 0.0
         for k in T.serial(chunks):
@@ -413,10 +432,13 @@ def _rms_cluster_shared(h: int, dtype: str, threads: int, sl: c.SharedSlice, cn:
         slot_sum(stats, 0, 0, part_, 0, lane)
         rstd = 1.0 / T.sqrt(part_[0] / float(h) + eps)
         release()
-        for k in T.serial(chunks):
+        for k in (T.unroll if weight_regs else T.serial)(chunks):  # (registers take constant indices)
             c0 = rank * part + k * width
             chunk(x, S, 0, k, stage)
-            load_w(w, W[c0 : c0 + width], stage)
+            if weight_regs:
+                Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
+            else:
+                load_w(w, W[c0 : c0 + width], stage)
             Tx.mul(xl[0:per], xl[0:per], rstd)
             Tx.cta.mul(x[0:width], x[0:width], w[0:width])
             store(Y[r, c0 : c0 + width], x, stage)

@@ -170,21 +170,6 @@ def _rows(dev, dt):
     _norm_backward("cluster, slices streamed, dB in registers", 16384, {"threads": 64, "cluster": 4, "stream": True, "shared_limit": 16384}, x, w, dy)
     x16, dy16 = torch.randn(M, 65536, device=dev, dtype=dt), torch.randn(M, 65536, device=dev, dtype=dt)
     w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
-    # Two and three rows in flight while one is computed (``ahead``: rings of four slices, each
-    # slot refilled by its own threads without a barrier), all M rows in one cluster.
-    r16, b16 = torch.randn_like(x16), torch.randn_like(w16)
-    cfg = {"threads": 256, "cluster": 4, "shared": True, "per_cta": M, "affine_regs": 2, "ahead": 3}
-    _forward_norms("cluster of 4, three rows in flight", 65536, {k: v for k, v in cfg.items() if k != "affine_regs"}, x16, w16, b16, r16)
-    _forward_norms("cluster of 4, bias and weight in registers, three rows in flight", 65536, cfg, x16, w16, b16, r16, rms=False)
-    cfg = {"threads": 256, "cluster": 4, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True, "ahead": 2}
-    _forward_norms("cluster of 4, next row's moments sent ahead, two rows in flight", 65536, cfg, x16, w16, b16, r16, rms=False, extra=(M,))
-    # The one-row designs (a relaxed arrive closes the row) with their parameters read into
-    # registers with the row's slice.
-    cfg = {"threads": 256, "cluster": 4, "shared": True}
-    _forward_norms("cluster of 4, one row, bias and weight in registers", 65536, {**cfg, "affine_regs": 2}, x16, w16, b16, r16, rms=False)
-    y = torch.empty_like(x16)
-    run(nm.rms_norm_kernel.factory, h=65536, dtype="bfloat16", weight_regs=True, **cfg)(x16, w16, y, M, 1e-6)
-    check("rms_norm cluster of 4, one row, weight in registers 65536", y, F.rms_norm(x16.float(), [65536], w16.float(), 1e-6))
     _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
     _norm_backward("cluster of 16, slices streamed", 65536, {"threads": 64, "cluster": 16, "stream": True}, x16, w16, dy16)
     _exchanges(dev, dt, softmax=False)  # (DESIGNS ran softmax's one-row clusters)

@@ -5,6 +5,7 @@ Timings here come from an injected timer; on the GPU, from CUDA events (also tes
 import json
 import math
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -262,3 +263,35 @@ def test_only_the_chosen_candidates_load_warnings_are_shown(tmp_path, monkeypatc
         k = tuned(n=5120, dtype="float32")
         k(np.arange(5120, dtype=np.float32), np.ones(5120, np.float32))
     assert [str(w.message) for w in raised] == ["ptxas: wgmmas serialized in the 64-thread form"]
+
+
+def test_an_ops_choice_among_ways_is_timed_kept_and_first_off_the_gpu(tmp_path, monkeypatch):
+    """`autotune.choose`: off the GPU the first option, untimed; with a timer each option's run
+    timed once (built once each), the fastest kept in memory and on disk (a later call, or
+    another process's, takes it untimed), and a different list of options is a new choice."""
+    at = sys.modules["tirx.autotune"]
+
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_memory", {})
+    built, ran = [], []
+
+    def build(i):
+        built.append(i)
+        return lambda: ran.append(i)
+
+    assert at.choose("op(x)", ["one", "two"], build, on_gpu=False) == 0 and built == ran == []
+    times = {"one": 2.0, "two": 1.0, "three": 3.0}
+
+    def timer(option, run):
+        run()
+        return times[option]
+
+    assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1
+    assert built == [0, 1, 2] and ran == [0, 1, 2]
+    assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1 and built == [0, 1, 2]
+    monkeypatch.setattr(at, "_memory", {})  # (a new process: the disk's choice)
+    assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1 and built == [0, 1, 2]
+    data = json.load(open(os.path.join(tmp_path, "autotune-v2.json")))
+    assert [v for k, v in data.items() if "|choice|" in k and "op(y)" in k] == [1]
+    times["one"] = 0.5
+    assert at.choose("op(y)", ["one", "two"], build, on_gpu=False, timer=timer) == 0

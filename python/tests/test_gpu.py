@@ -148,6 +148,31 @@ def test_ops_take_views_that_start_off_16_bytes():
     torch.testing.assert_close(ops.scaled_dot_product_attention(q, q, q, is_causal=True).float(), want, rtol=2**-6, atol=2**-6)
 
 
+def test_matmul_times_split_k_beside_one_kernel_where_tiles_leave_sms_idle(tmp_path, monkeypatch):
+    """A shape whose 128 x 128 tiles leave the last round part idle (97 tiles) on the GPU: the
+    first call times split-K (`matmul.split_ways`) beside the one-kernel choice and keeps one
+    (`autotune.choose`, kept per shape); matmul and addmm with an activation against PyTorch."""
+    import sys
+
+    import tirx.ops as ops
+
+    at = sys.modules["tirx.autotune"]
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_memory", {})
+    m, n, k = 100, 12344, 2048
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if not sys.modules["tirx.ops.matmul"].split_ways(m, n, k, "bfloat16", sms):
+        pytest.skip(f"no split-K among the choices on {sms} SMs")
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / 32
+    bias = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    want = a.float() @ b.float()
+    torch.testing.assert_close(ops.matmul(a, b).float(), want, rtol=2**-7, atol=2**-6)
+    assert [key for key in at._memory if "|choice|" in key], "the split-K choice was not made"
+    got = ops.addmm(bias, a, b, activation="relu")
+    torch.testing.assert_close(got.float(), torch.relu(want + bias.float()), rtol=2**-7, atol=2**-6)
+
+
 def test_cupy_arrays():
     cupy = pytest.importorskip("cupy")
     k = tirx.compile(make_scale(256, 8, "float32", 3.0))

@@ -806,6 +806,56 @@ def test_split_k_over_a_cluster_matches_float64(cluster_k):
         factory(m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=1, bn=128, cluster_k=cluster_k)
 
 
+def test_split_k_part_counts_timed_where_the_last_round_of_tiles_leaves_sms_idle():
+    """`matmul.split_ways`: split-K's part counts timed beside the one-kernel choice — where 128 x
+    128 tiles leave the last round part idle and parts of 8 steps or more cut the busiest SM's
+    steps to `SPLIT_GAIN` or less; none where K over a cluster is a candidate (tiles for half
+    the SMs), where the tiles fill their rounds, for FP8, gated products or ``split_k=1``."""
+    ways = matmul_module.split_ways
+    assert ways(100, 12344, 4096, "bfloat16", 132) == [4, 8]  # (97 tiles: 64 steps, in 4 parts 3 rounds of 16)
+    assert ways(1000, 3000, 2048, "bfloat16", 132) == [2, 4]  # (192 tiles: 2 rounds of 32 steps; 3 of 16)
+    assert ways(777, 1232, 4096, "float16", 132) == [8, 4]
+    assert ways(8, 4096, 4096, "bfloat16", 132) == []  # (32 tiles: K over a cluster's CTAs)
+    assert ways(3000, 5000, 1000, "bfloat16", 132) == ways(4096, 4096, 4096, "bfloat16", 132) == []
+    assert ways(100, 12344, 4096, "float8_e4m3fn", 132) == ways(100, 12344, 4096, "bfloat16", 132, gated=True) == []
+    assert ways(100, 12344, 4096, "bfloat16", 132, clusters=False) == []
+    assert ways(100, 12344, 256, "bfloat16", 132) == []  # (4 steps: no parts of 8)
+
+
+def test_split_k_chosen_by_timing_runs_both_kernels(tmp_path, monkeypatch):
+    """Where `split_ways` offers split-K, the first call times it beside the one-kernel choice
+    (`autotune.choose`, a given timer here: the simulator is never timed) and keeps the faster:
+    split-K's two kernels (parts, then the finish with addmm's epilogue) or the one; either way
+    against float64, and a later call of the shape takes the kept choice untimed."""
+    at = sys.modules["tirx.autotune"]
+
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_memory", {})
+    m, n, k = 128, 384, 1024  # (3 tiles on the simulator's 2 CTAs: 16 steps on one; in 2 parts 3 rounds of 8)
+    assert matmul_module.split_ways(m, n, k, "bfloat16", 2) == [2]
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=7)
+    timed, fastest = [], ["split_k=2"]
+
+    def timer(option, run):
+        run()
+        timed.append(option)
+        return 1.0 if option == fastest[0] else 2.0
+
+    monkeypatch.setattr(matmul_module, "SPLIT_TIMER", timer)
+    tol = dict(rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
+    np.testing.assert_allclose(ops.matmul(a, b).astype(F64), want, **tol)
+    assert timed == ["one kernel", "split_k=2"]
+    np.testing.assert_allclose(ops.matmul(a, b).astype(F64), want, **tol)
+    assert timed == ["one kernel", "split_k=2"]  # (kept)
+    i = np.random.default_rng(8).standard_normal((1, n)).astype(a.dtype)
+    fastest[0] = "one kernel"
+    for _ in range(2):
+        got = ops.addmm(i, a, b, beta=0.5, alpha=2.0, activation="relu")
+        z = 0.5 * i.astype(F64) + 2.0 * want
+        np.testing.assert_allclose(got.astype(F64), np.maximum(z, 0), rtol=2.0**-7, atol=2.0**-7 * np.abs(z).max() / 8)
+    assert timed[2:] == ["one kernel", "split_k=2"]
+
+
 def test_split_k_through_the_ops():
     """``split_k=`` through the ops: matmul, addmm with a matrix input and an activation, FP8
     scaled_mm with per-tensor scales and a bias and with block scales (applied as each step is

@@ -133,6 +133,41 @@ def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
     return start.elapsed_time(end) / rep
 
 
+def choose(name: str, options: Sequence[str], build: Callable[[int], Callable[[], object]], on_gpu: bool, timer=None, warmup: int = 5, rep: int = 20) -> int:
+    """An op's choice among ways of running one call, each a launch or several (split-K's two
+    kernels beside one), made as the tuner makes a kernel's: ``build(i)`` gives option ``i``'s
+    run (a function of no arguments), and on the GPU each run is timed with CUDA events behind
+    an idle kernel, the best of `TIMING_ROUNDS` interleaved rounds; the fastest is kept in memory
+    and in the cache file under ``name`` and the options (with the target and tirx's version).
+    Off the GPU the first option, untimed, unless ``timer(option, run) -> ms`` is given (tests).
+    ``TIRX_AUTOTUNE_VERBOSE=1`` prints each time and the choice."""
+    from . import _native
+    from .runtime import default_target
+
+    cache_key = f"{default_target()}|choice|{_native.version()}|{name}|{'/'.join(options)}"
+    cached = _memory.get(cache_key)
+    if cached is None:
+        cached = _load_disk().get(cache_key)
+    if cached is not None and 0 <= cached < len(options):
+        return cached
+    if timer is None and not on_gpu:
+        return 0
+    runs = [build(i) for i in range(len(options))]
+    t = timer or (lambda option, run: _cuda_time(run, (), warmup, rep))
+    times = [t(o, r) for o, r in zip(options, runs)]
+    for r in range(1, TIMING_ROUNDS if timer is None else 1):
+        for i in range(len(runs) - 1, -1, -1) if r % 2 else range(len(runs)):
+            times[i] = min(times[i], t(options[i], runs[i]))
+    best = min(range(len(options)), key=times.__getitem__)
+    _memory[cache_key] = best
+    _store_disk(cache_key, best)
+    if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
+        lines = [f"autotune choice {name}: " + ("timed by the given timer" if timer else f"timed over {rep} runs each, the best of {TIMING_ROUNDS} rounds")]
+        lines += [f"  {'chosen' if i == best else '      '} {o}  {times[i]:.4f} ms" for i, o in enumerate(options)]
+        print("\n".join(lines), file=sys.stderr)
+    return best
+
+
 class TunedKernel:
     """The candidates of one key: compiled on first use, the winner chosen then."""
 

@@ -985,7 +985,9 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     steps = k_steps(k, kw["dtype"])
     if splits is None:
         kernel = matmul_kernel(m=m, n=n, **kw).launcher(fixed_signature=True)
-        return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
+        single = lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)  # noqa: E731
+        ways = split_ways(m, n, **kw)
+        return _split_choice(m, n, result_dtype, op, scaled, kw, single, ways) if ways else single
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
@@ -1001,6 +1003,62 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
         w = c.scratch(a, (splits, m, n), "float32", _SPLIT_PARTS)  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
         finish(w, *(sab if per_tensor else ()), *extra, out)
+
+    return launch
+
+
+# Split-K in two launches is timed against the one-kernel choice (`split_ways`) where it cuts the
+# K steps the busiest SM runs to at most this fraction.
+SPLIT_GAIN = 0.85
+# `autotune.choose`'s ``timer`` for the split-K choice (None: CUDA events on the GPU; tests set it).
+SPLIT_TIMER = None
+
+
+def split_ways(m: int, n: int, k: int, dtype: str, ctas: int, gated: bool = False, clusters: bool = True, **_) -> list:
+    """The split-K part counts (at most two) timed beside the one-kernel choice for an m x n x k
+    product of 16-bit operands on ``ctas`` SMs, where 128 x 128 tiles leave the last round of
+    SMs part idle: a count ``s`` that divides K's steps into parts of 8 or more and brings the
+    steps of the busiest SM (rounds of ``tiles * s`` units times ``steps / s``) to `SPLIT_GAIN`
+    of the unsplit or less (100 x 12344 x 4096: 97 tiles, 64 steps on one round; in 4 parts 388
+    units, 3 rounds of 16). None where K over a cluster's CTAs is among the kernel's candidates
+    (tiles for half the SMs at most), for FP8 or gated products, nor without ``clusters`` (a
+    call's ``split_k=1``)."""
+    if dtype.startswith("float8") or gated or not clusters:
+        return []
+    steps = k_steps(k, dtype)
+    tiles = -(-m // 128) * -(-n // 128)
+    if 2 * tiles <= ctas:
+        return []
+
+    def work(s):  # K steps on the busiest SM
+        return -(-tiles * s // ctas) * (steps // s)
+
+    ways = [s for s in range(2, 9) if steps % s == 0 and steps // s >= 8 and work(s) <= SPLIT_GAIN * work(1)]
+    return sorted(ways, key=lambda s: (work(s), s))[:2]
+
+
+def _split_choice(m: int, n: int, result_dtype: str, op: str, scaled: bool, kw: dict, single: Callable, ways: list) -> Callable:
+    """``launch(a, b, sab, extra, out)``: on its first call the fastest of the one-kernel choice
+    (``single``) and split-K in each of ``ways`` parts (`autotune.choose`: timed on the call's
+    arguments on the GPU, kept per shape; the one kernel in the simulator), then that one."""
+    from ..autotune import choose
+
+    options = ["one kernel"] + [f"split_k={s}" for s in ways]
+    name = f"{op}(m={m}, n={n}, {', '.join(f'{key}={kw[key]!r}' for key in sorted(kw))}, out={result_dtype})"
+    chosen: list = []
+
+    def build(i: int) -> Callable:
+        return single if i == 0 else _gemm_launch(m, n, result_dtype, splits=ways[i - 1], op=op, scaled=scaled, **dict(kw))
+
+    def launch(a, b, sab, extra, out):
+        if not chosen:
+
+            def timed(i: int) -> Callable:  # option i's run on the call's arguments
+                run = build(i)
+                return lambda: run(a, b, sab, extra, out)
+
+            chosen.append(build(choose(name, options, timed, c.is_torch(a) and a.is_cuda, SPLIT_TIMER)))
+        chosen[0](a, b, sab, extra, out)
 
     return launch
 

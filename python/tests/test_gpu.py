@@ -159,6 +159,7 @@ def test_matmul_times_split_k_beside_one_kernel_where_tiles_leave_sms_idle(tmp_p
     at = sys.modules["tirx.autotune"]
     monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(at, "_memory", {})
+    monkeypatch.setattr(sys.modules["tirx.ops.matmul"], "_SPLIT_CHOICES", {})
     m, n, k = 100, 12344, 2048
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     if not sys.modules["tirx.ops.matmul"].split_ways(m, n, k, "bfloat16", sms):

@@ -831,6 +831,7 @@ def test_split_k_chosen_by_timing_runs_both_kernels(tmp_path, monkeypatch):
 
     monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(at, "_memory", {})
+    monkeypatch.setattr(matmul_module, "_SPLIT_CHOICES", {})
     m, n, k = 128, 384, 1024  # (3 tiles on the simulator's 2 CTAs: 16 steps on one; in 2 parts 3 rounds of 8)
     assert matmul_module.split_ways(m, n, k, "bfloat16", 2) == [2]
     a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=7)

@@ -987,7 +987,13 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
         kernel = matmul_kernel(m=m, n=n, **kw).launcher(fixed_signature=True)
         single = lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)  # noqa: E731
         ways = split_ways(m, n, **kw)
-        return _split_choice(m, n, result_dtype, op, scaled, kw, single, ways) if ways else single
+        if not ways:
+            return single
+        key = (m, n, result_dtype, op, scaled, tuple(sorted(kw.items())))  # (a call without a plan: its choice once)
+        choice = _SPLIT_CHOICES.get(key)
+        if choice is None:
+            choice = _SPLIT_CHOICES[key] = _split_choice(m, n, result_dtype, op, scaled, kw, single, ways)
+        return choice
     if splits < 1 or steps % splits:
         ok = [d for d in range(1, steps + 1) if steps % d == 0]
         raise ValueError(f"tirx.ops.{op}: split_k={splits}; K = {k} is {steps} steps of the kernel's K tile: split_k one of {ok}")
@@ -1012,6 +1018,8 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
 SPLIT_GAIN = 0.85
 # `autotune.choose`'s ``timer`` for the split-K choice (None: CUDA events on the GPU; tests set it).
 SPLIT_TIMER = None
+# The split-K choices' launches, per product (`_gemm_launch`).
+_SPLIT_CHOICES: dict = {}
 
 
 def split_ways(m: int, n: int, k: int, dtype: str, ctas: int, gated: bool = False, clusters: bool = True, **_) -> list:

@@ -44,9 +44,6 @@ ROWS_CLUSTER_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "per_cta"
     {"threads": 1024, "cluster": n, "shared": True, "per_cta": 8}
     for n in (8, 16)
 ]
-# The one-row design with the weight's slice read into registers with the row's slice
-# (``weight_regs``; the output pass read it from L2, a tile at a time, after the exchange).
-RMS_WEIGHT_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "weight_regs": True} for n in (4, 8, 16)]
 # (Two or three rows in flight while one is computed, ``ahead``, did not pay: LayerNorm at 65k,
 # H200, 0.555 ms with two against 0.551 with one, the tuner's choice; nor did the persistent
 # designs over clusters of 4: 0.562. Neither is a candidate.)
@@ -63,8 +60,14 @@ PERSIST_CLUSTER_CONFIGS = [{"threads": t, "cluster": n, "shared": True, "persist
 ]
 
 
-# LayerNorm's several-rows design with its bias (and weight) in registers (``affine_regs``): at
-# most this many registers a thread hold them (two CTAs of 256 threads per SM at 128 a thread).
+# RMSNorm's one-row design with the weight's slice read into registers with the row's slice
+# (``weight_regs``; the output pass read it from L2, a tile at a time, after the exchange).
+RMS_WEIGHT_CONFIGS = [{"threads": 256, "cluster": n, "shared": True, "weight_regs": True} for n in (4, 8, 16)]
+
+
+# LayerNorm's designs with its bias (and weight) in registers (``affine_regs``; RMSNorm's weight,
+# ``weight_regs``): at most this many registers a thread hold them (two CTAs of 256 threads per
+# SM at 128 a thread).
 AFFINE_REGISTERS = 64
 LAYER_NORM_AFFINE_CONFIGS = [
     {"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": a} for n in (4, 8, 16) for a in (1, 2)

@@ -268,11 +268,13 @@ def test_only_the_chosen_candidates_load_warnings_are_shown(tmp_path, monkeypatc
 def test_an_ops_choice_among_ways_is_timed_kept_and_first_off_the_gpu(tmp_path, monkeypatch):
     """`autotune.choose`: off the GPU the first option, untimed; with a timer each option's run
     timed once (built once each), the fastest kept in memory and on disk (a later call, or
-    another process's, takes it untimed), and a different list of options is a new choice."""
+    another process's, takes it untimed) and its times in `autotune.choices`, and a different
+    list of options is a new choice."""
     at = sys.modules["tirx.autotune"]
 
     monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(at, "_memory", {})
+    monkeypatch.setattr(at, "_choices", {})
     built, ran = [], []
 
     def build(i):
@@ -288,6 +290,8 @@ def test_an_ops_choice_among_ways_is_timed_kept_and_first_off_the_gpu(tmp_path, 
 
     assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1
     assert built == [0, 1, 2] and ran == [0, 1, 2]
+    text = at.choices()["op(y)"]
+    assert "chosen two  1.0000 ms" in text and "one  2.0000 ms" in text and "op(x)" not in at.choices(), text
     assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1 and built == [0, 1, 2]
     monkeypatch.setattr(at, "_memory", {})  # (a new process: the disk's choice)
     assert at.choose("op(y)", ["one", "two", "three"], build, on_gpu=False, timer=timer) == 1 and built == [0, 1, 2]

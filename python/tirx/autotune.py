@@ -161,11 +161,22 @@ def choose(name: str, options: Sequence[str], build: Callable[[int], Callable[[]
     best = min(range(len(options)), key=times.__getitem__)
     _memory[cache_key] = best
     _store_disk(cache_key, best)
+    lines = [f"autotune choice {name}: " + ("timed by the given timer" if timer else f"timed over {rep} runs each, the best of {TIMING_ROUNDS} rounds")]
+    lines += [f"  {'chosen' if i == best else '      '} {o}  {times[i]:.4f} ms" for i, o in enumerate(options)]
+    _choices[name] = "\n".join(lines)
     if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
-        lines = [f"autotune choice {name}: " + ("timed by the given timer" if timer else f"timed over {rep} runs each, the best of {TIMING_ROUNDS} rounds")]
-        lines += [f"  {'chosen' if i == best else '      '} {o}  {times[i]:.4f} ms" for i, o in enumerate(options)]
-        print("\n".join(lines), file=sys.stderr)
+        print(_choices[name], file=sys.stderr)
     return best
+
+
+# What each timed `choose` of this process measured and chose, by name (`choices`).
+_choices: Dict[str, str] = {}
+
+
+def choices() -> Dict[str, str]:
+    """The choices `choose` timed in this process (an op's ways of running a call: matmul's
+    split-K beside one kernel), each as text: every option's time and the one chosen."""
+    return dict(_choices)
 
 
 class TunedKernel:

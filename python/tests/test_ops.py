@@ -826,7 +826,8 @@ def test_split_k_chosen_by_timing_runs_both_kernels(tmp_path, monkeypatch):
     """Where `split_ways` offers split-K, the first call times it beside the one-kernel choice
     (`autotune.choose`, a given timer here: the simulator is never timed) and keeps the faster:
     split-K's two kernels (parts, then the finish with addmm's epilogue) or the one; either way
-    against float64, and a later call of the shape takes the kept choice untimed."""
+    against float64, and a later call of the shape takes the kept choice untimed (split-K's
+    workspace taken, or not)."""
     at = sys.modules["tirx.autotune"]
 
     monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
@@ -843,18 +844,22 @@ def test_split_k_chosen_by_timing_runs_both_kernels(tmp_path, monkeypatch):
         return 1.0 if option == fastest[0] else 2.0
 
     monkeypatch.setattr(matmul_module, "SPLIT_TIMER", timer)
+    workspaces, scratch = [], matmul_module.c.scratch  # (split-K's parts: the workspace each run takes)
+    monkeypatch.setattr(matmul_module.c, "scratch", lambda like, shape, *rest, **kw: (workspaces.append(tuple(shape)), scratch(like, shape, *rest, **kw))[1])
     tol = dict(rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 8)
     np.testing.assert_allclose(ops.matmul(a, b).astype(F64), want, **tol)
     assert timed == ["one kernel", "split_k=2"]
+    workspaces.clear()
     np.testing.assert_allclose(ops.matmul(a, b).astype(F64), want, **tol)
-    assert timed == ["one kernel", "split_k=2"]  # (kept)
+    assert timed == ["one kernel", "split_k=2"] and workspaces == [(2, m, n)]  # (kept: split-K, untimed)
     i = np.random.default_rng(8).standard_normal((1, n)).astype(a.dtype)
+    z = 0.5 * i.astype(F64) + 2.0 * want
     fastest[0] = "one kernel"
-    for _ in range(2):
+    for _ in range(2):  # (timed, then kept)
+        workspaces.clear()
         got = ops.addmm(i, a, b, beta=0.5, alpha=2.0, activation="relu")
-        z = 0.5 * i.astype(F64) + 2.0 * want
         np.testing.assert_allclose(got.astype(F64), np.maximum(z, 0), rtol=2.0**-7, atol=2.0**-7 * np.abs(z).max() / 8)
-    assert timed[2:] == ["one kernel", "split_k=2"]
+    assert timed[2:] == ["one kernel", "split_k=2"] and workspaces == []  # (the one kernel)
 
 
 def test_split_k_through_the_ops():

@@ -1147,6 +1147,41 @@ def _affine_loader(g: c.RowTile, chunks: int):
     return load
 
 
+def _affine_registers(g: c.RowTile, chunks: int, dtype: str, affine_regs: int):
+    """LayerNorm's bias (``affine_regs`` 1), or bias and weight (2), in registers, as macros:
+    ``tiles()`` declares and returns ``(br, bt, wr)`` (the slices' register tiles of the rows'
+    dtype, a float32 tile for the bias's; None where not held); ``load(br, wr, B, W, c0)`` reads
+    the CTA's slices into them (`_affine_loader`); ``fma(xl, wl, br, bt, wr, k)`` makes tile
+    ``k``'s ``x w + b`` one rounding (``w`` taken from ``wr`` where held, else ``wl`` as given)."""
+    width, per = g.width, g.per
+    affine_load = _affine_loader(g, chunks)
+
+    @T.macro
+    def tiles():
+        br = bt = wr = None
+        if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
+            br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+            bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
+        if affine_regs > 1:
+            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        return br, bt, wr
+
+    @T.macro
+    def load(br, wr, B, W, c0):
+        affine_load(br, B, c0)
+        if affine_regs > 1:
+            affine_load(wr, W, c0)
+
+    @T.macro
+    def fma(xl, wl, br, bt, wr, k):
+        if affine_regs > 1:
+            Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
+        Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
+        Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
+
+    return tiles, load, fma
+
+
 def _layer_norm_cluster_shared(
     h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, wd: str, affine_regs: int = 0
 ):
@@ -1168,7 +1203,7 @@ def _layer_norm_cluster_shared(
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
-    affine_load = _affine_loader(g, chunks)
+    affine_tiles, affine_load, affine_fma = _affine_registers(g, chunks, dtype, affine_regs)
 
     @T.macro
     def rows(X, R, W, B, Y, H, MEAN, RSTD, m, eps):
@@ -1195,20 +1230,13 @@ def _layer_norm_cluster_shared(
         run = T.alloc_buffer((2,), "float32", scope="local")  # this thread's mean and squared deviations
         mom = T.alloc_buffer((4,), "float32", scope="local")
         pairs = T.alloc_buffer((2, 2 * warps), "float32", scope="shared")
-        br = bt = wr = None
-        if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
-            br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
-            bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        if affine_regs > 1:
-            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        br, bt, wr = affine_tiles()
         xl, wl = x.local(), w.local()
         open_(bar)
         r = b // cn
         fetch(S, 0, X, r, rank * part)
         if affine_regs:  # (in flight with the row's slice)
-            affine_load(br, B, rank * part)
-            if affine_regs > 1:
-                affine_load(wr, W, rank * part)
+            affine_load(br, wr, B, W, rank * part)
         landed()
         run[0] = 0.0
         run[1] = 0.0
@@ -1234,13 +1262,10 @@ def _layer_norm_cluster_shared(
             chunk(x, S, 0, k, stage)
             Tx.add(xl[0:per], xl[0:per], -mean)
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            if affine_regs > 1:
-                Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
-            else:
+            if affine_regs < 2:
                 load_w(w, W[c0 : c0 + width], stage)
             if affine_regs:  # x w + b, one rounding
-                Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
-                Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
+                affine_fma(xl, wl, br, bt, wr, k)
             else:
                 Tx.cta.mul(x[0:width], x[0:width], w[0:width])
                 load_w(w, B[c0 : c0 + width], stage)
@@ -1290,7 +1315,7 @@ def _layer_norm_cluster_rows(
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
     start, fetch_row = _row_ring(part, ring, persist)
-    affine_load = _affine_loader(g, chunks)
+    affine_tiles, affine_load, affine_fma = _affine_registers(g, chunks, dtype, affine_regs)
 
     @T.macro
     def row_moments(ex, S, R, H, c0, rank, tid, wid, lane, j, r, regs):
@@ -1321,9 +1346,7 @@ def _layer_norm_cluster_rows(
         mom, br, bt, wr = affine
         xl, wl = x.local(), w.local()
         if affine_regs and not affine_once:  # (their loads in flight while the peers' moments arrive)
-            affine_load(br, B, c0)
-            if affine_regs > 1:
-                affine_load(wr, W, c0)
+            affine_load(br, wr, B, W, c0)
         receive(bar, j)
         moments(stats, mom, j % slots, lane)
         mean = mom[0]
@@ -1336,13 +1359,10 @@ def _layer_norm_cluster_rows(
             chunk(x, S, j % ring, k, stage)
             Tx.add(xl[0:per], xl[0:per], -mean)  # (x - mean) exactly, then the scale: no cancellation
             Tx.mul(xl[0:per], xl[0:per], rstd)
-            if affine_regs > 1:
-                Tx.cast(wl[0:per], wr.local()[k * per : k * per + per])
-            else:
+            if affine_regs < 2:
                 chunk(w, WS, 0, k, stage)
             if affine_regs:  # x w + b, one rounding
-                Tx.cast(bt.local()[0:per], br.local()[k * per : k * per + per])
-                Tx.fma(xl[0:per], xl[0:per], wl[0:per], bt.local()[0:per])
+                affine_fma(xl, wl, br, bt, wr, k)
             else:
                 Tx.cta.mul(x[0:width], x[0:width], w[0:width])
                 chunk(w, BS, 0, k, stage)
@@ -1368,12 +1388,7 @@ def _layer_norm_cluster_rows(
         mine = pool.alloc((slots, 4), "float32")
         bar = MBarrier(pool, slots)
         pool.commit()
-        br = bt = wr = None
-        if affine_regs:  # (the rows' dtype: a tile's cast where the output pass takes it)
-            br = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
-            bt = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
-        if affine_regs > 1:
-            wr = T.alloc_buffer((chunks, width), dtype, scope="local", layout=c.tiles_layout(g, chunks))
+        br, bt, wr = affine_tiles()
         x = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         w = T.alloc_buffer((width,), "float32", scope="local", layout=g.layout)
         if widen:
@@ -1396,9 +1411,7 @@ def _layer_norm_cluster_rows(
             Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
         start(S, X, first, c0, m, per_cta)
         if affine_once:  # (for all the cluster's rows)
-            affine_load(br, B, c0)
-            if affine_regs > 1:
-                affine_load(wr, W, c0)
+            affine_load(br, wr, B, W, c0)
         if pipe:  # row 0's moments sent before the loop
             T.ptx.cp_async.wait_group(ring - 2)
             if (0 <= first) & (first < m) if persist else first < m:

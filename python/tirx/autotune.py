@@ -103,7 +103,7 @@ def _resident(kernel, args) -> Optional[int]:
         return None
 
 
-# Rounds of timing every candidate (`TunedKernel._retime`): each keeps its best.
+# Rounds of timing every candidate (`_retimed`): each keeps its best.
 TIMING_ROUNDS = 3
 
 # Device cycles the GPU idles before a timed batch (~2 ms): longer than the host takes to queue
@@ -133,6 +133,30 @@ def _cuda_time(kernel, args, warmup: int, rep: int) -> float:
     return start.elapsed_time(end) / rep
 
 
+def _kept(cache_key: str, n: int) -> Optional[int]:
+    """The choice kept for ``cache_key`` (in memory, else in the cache file) among ``n`` options,
+    or None."""
+    cached = _memory.get(cache_key)
+    if cached is None:
+        cached = _load_disk().get(cache_key)
+    return cached if cached is not None and 0 <= cached < n else None
+
+
+def _keep(cache_key: str, index: int) -> None:
+    _memory[cache_key] = index
+    _store_disk(cache_key, index)
+
+
+def _retimed(times: List[float], indices: List[int], time_one: Callable[[int], float]) -> None:
+    """`TIMING_ROUNDS` - 1 more rounds of timing over ``indices``, in reverse order then in order,
+    each keeping its best in ``times``: one round's time of a candidate can be 15% off (clocks,
+    the previous candidate's cache state: at 100 x 12344 x 4096 a tile timed at 0.035 ms in three
+    processes lost to one of 0.041 in a fourth), and a choice is kept for good."""
+    for r in range(1, TIMING_ROUNDS):
+        for i in indices[::-1] if r % 2 else indices:
+            times[i] = min(times[i], time_one(i))
+
+
 def choose(name: str, options: Sequence[str], build: Callable[[int], Callable[[], object]], on_gpu: bool, timer=None, warmup: int = 5, rep: int = 20) -> int:
     """An op's choice among ways of running one call, each a launch or several (split-K's two
     kernels beside one), made as the tuner makes a kernel's: ``build(i)`` gives option ``i``'s
@@ -145,22 +169,18 @@ def choose(name: str, options: Sequence[str], build: Callable[[int], Callable[[]
     from .runtime import default_target
 
     cache_key = f"{default_target()}|choice|{_native.version()}|{name}|{'/'.join(options)}"
-    cached = _memory.get(cache_key)
-    if cached is None:
-        cached = _load_disk().get(cache_key)
-    if cached is not None and 0 <= cached < len(options):
+    cached = _kept(cache_key, len(options))
+    if cached is not None:
         return cached
     if timer is None and not on_gpu:
         return 0
     runs = [build(i) for i in range(len(options))]
     t = timer or (lambda option, run: _cuda_time(run, (), warmup, rep))
     times = [t(o, r) for o, r in zip(options, runs)]
-    for r in range(1, TIMING_ROUNDS if timer is None else 1):
-        for i in range(len(runs) - 1, -1, -1) if r % 2 else range(len(runs)):
-            times[i] = min(times[i], t(options[i], runs[i]))
+    if timer is None:
+        _retimed(times, list(range(len(runs))), lambda i: t(options[i], runs[i]))
     best = min(range(len(options)), key=times.__getitem__)
-    _memory[cache_key] = best
-    _store_disk(cache_key, best)
+    _keep(cache_key, best)
     lines = [f"autotune choice {name}: " + ("timed by the given timer" if timer else f"timed over {rep} runs each, the best of {TIMING_ROUNDS} rounds")]
     lines += [f"  {'chosen' if i == best else '      '} {o}  {times[i]:.4f} ms" for i, o in enumerate(options)]
     _choices[name] = "\n".join(lines)
@@ -203,10 +223,8 @@ class TunedKernel:
 
     def _choose(self, args) -> int:
         ks = self._compile()
-        cached = _memory.get(self.cache_key)
-        if cached is None:
-            cached = _load_disk().get(self.cache_key)
-        if cached is not None and 0 <= cached < len(ks):
+        cached = _kept(self.cache_key, len(ks))
+        if cached is not None:
             self.how = "cached (timed earlier on this GPU kind)"
             return cached
         timer = self.tuner.timer
@@ -222,8 +240,9 @@ class TunedKernel:
         # candidate warns (ptxas: its wgmmas serialized) is shown for the chosen one only.
         timed = [self._timed(t, k, args) for k in ks]
         self.times = [took for took, _ in timed]
-        if timer is None:
-            self._retime(t, ks, args)
+        if timer is None:  # (each candidate's best of the rounds; a candidate that does not fit stays inf)
+            fits = [i for i, took in enumerate(self.times) if not math.isinf(took)]
+            _retimed(self.times, fits, lambda i: t(ks[i], self._args(ks[i], args)))
         self.resident = [_resident(k, args) for k in ks]
         for a, s in zip(written, saved):
             a.copy_(s) if hasattr(a, "copy_") else a.__setitem__(Ellipsis, s)
@@ -234,22 +253,11 @@ class TunedKernel:
             warnings.warn(w.message, w.category, stacklevel=3)
         rounds = f", the best of {TIMING_ROUNDS} rounds" if timer is None else ""
         self.how = f"timed over {self.tuner.rep} launches each{rounds}"
-        _memory[self.cache_key] = best
-        _store_disk(self.cache_key, best)
+        _keep(self.cache_key, best)
         if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
             self.choice = best  # (explain marks it)
             print(self.explain(), file=sys.stderr)
         return best
-
-    def _retime(self, t, ks, args) -> None:
-        """`TIMING_ROUNDS` - 1 more rounds of the CUDA-event timing, in reverse order then in
-        order, each candidate keeping its best: one round's time of a candidate can be 15% off
-        (clocks, the previous candidate's cache state: at 100 x 12344 x 4096 a tile timed at 0.035
-        ms in three processes lost to one of 0.041 in a fourth), and a choice is kept for good."""
-        fits = [i for i, took in enumerate(self.times) if not math.isinf(took)]
-        for r in range(1, TIMING_ROUNDS):
-            for i in fits[::-1] if r % 2 else fits:
-                self.times[i] = min(self.times[i], t(ks[i], self._args(ks[i], args)))
 
     def _timed(self, t, kernel, args):
         """``kernel``'s time on ``args`` (inf where it does not fit this GPU) and the warnings

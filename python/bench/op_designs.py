@@ -181,8 +181,9 @@ def _rows(dev, dt):
 def _exchanges(dev, dt, softmax=True):
     """The cluster designs whose exchange has no cluster barrier a row (``--only exchanges``, the
     subset racecheck covers in minutes): softmax's one-row clusters (a relaxed arrive closes each
-    row; ``softmax``), the norms' forwards with the next row's moments sent ahead or several rows
-    in flight, the norms' backward over chained slots."""
+    row; ``softmax``; the norms' one-row designs with their parameters in registers), the norms'
+    forwards with the next row's moments sent ahead or several rows in flight, the norms'
+    backward over chained slots."""
     if softmax:
         x = torch.randn(M, 16384, device=dev, dtype=dt) * 2
         y = torch.empty_like(x)

@@ -328,7 +328,7 @@ def _forward_norms(design, n, cfg, x, w, b, r, rms=True, extra=()):
     run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", **cfg)(x, w, b, y, M, 1e-5, *extra)
     check(f"layer_norm {design} {n}", y, F.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5))
     mean, rstd = torch.empty(M, device=dev), torch.empty(M, device=dev)
-    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5, *extra)
+    run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, stats=True, **cfg)(x, r, w, b, y, hsum, mean, rstd, M, 1e-5, *extra)
     check(f"add_layer_norm {design} {n}", y, F.layer_norm((x + r).float(), [n], w.float(), b.float(), 1e-5))
     run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", stats=True, **cfg)(x, w, b, y, mean, rstd, M, 1e-5, *extra)
     _, want_mean, want_rstd = torch.ops.aten.native_layer_norm(x.float(), [n], None, None, 1e-5)

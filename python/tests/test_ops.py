@@ -302,7 +302,7 @@ def test_add_layer_norm_streamed_rows(dtype, h, threads):
     x = (rng.standard_normal((m, h)) * 3 + 1).astype(numpy_dtype(dtype))
     r = rng.standard_normal((m, h)).astype(x.dtype)
     w, b = (rng.random(h) + 0.5).astype(x.dtype), rng.standard_normal(h).astype(x.dtype)
-    k = tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, stream=True, residual=True))
+    k = tirx.compile(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, stream=True, residual=True, stats=True))
     y, summed = np.zeros_like(x), np.zeros_like(x)
     mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
     k(x, r, w, b, y, summed, mean, rstd, m, 1e-5)
@@ -1952,7 +1952,7 @@ def test_norm_row_groups_match_float64(dtype, m, h, threads, tpr):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=1e-5 if dtype == "float32" else 2.0**-7, atol=1e-5 if dtype == "float32" else 2.0**-6)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=h, dtype=dtype, threads=threads, tpr=tpr, residual=True), x, r, w, b)
+    _check_add_layer_norm(dict(h=h, dtype=dtype, threads=threads, tpr=tpr, residual=True), x, r, w, b)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
@@ -2001,7 +2001,7 @@ def test_rows_split_over_a_cluster(dtype, n, threads, cluster):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol["rtol"], atol=1e-5 if f32 else 2.0**-6)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=threads, cluster=cluster, residual=True), x, r, w, b)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, threads=threads, cluster=cluster, residual=True), x, r, w, b)
 
 
 @pytest.mark.parametrize("prefetch", [False, True])
@@ -2081,7 +2081,7 @@ def test_rows_split_over_a_cluster_in_shared_memory(dtype, n, cluster):
     xd = x.astype(F64)
     want = (xd - xd.mean(-1, keepdims=True)) / np.sqrt(xd.var(-1, keepdims=True) + 1e-5) * w.astype(F64) + b.astype(F64)
     np.testing.assert_allclose(y.astype(F64), want, rtol=rtol, atol=atol)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
 
 
 @pytest.mark.parametrize(
@@ -2126,7 +2126,7 @@ def test_rows_split_over_a_cluster_several_per_cluster(dtype, n, cluster, per_ct
     tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=True, **design))(x, w, b, y, mean, rstd, m, 1e-5)
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
     with pytest.raises(ValueError, match="per_cta, persist: the cluster design with its slices in shared memory"):
         nm.rms_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=cluster, per_cta=per_cta)
     for factory in (nm.rms_norm_kernel.factory, nm.layer_norm_kernel.factory):
@@ -2159,7 +2159,7 @@ def test_layer_norm_several_rows_per_cluster_affine_in_registers(dtype, affine_r
     np.testing.assert_allclose(y.astype(F64), want, rtol=tol, atol=1e-5 if dtype == "float32" else 2.0**-6)
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
     for bad in ({**design, "affine_regs": 3}, {**design, "per_cta": 1, "shared": False}):
         with pytest.raises(ValueError, match="affine_regs: 1 .the bias. or 2"):
             nm.layer_norm_kernel.factory(h=n, dtype=dtype, **bad)
@@ -2193,7 +2193,7 @@ def test_norms_one_row_per_cluster_parameters_in_registers(dtype, n, cluster, af
     np.testing.assert_allclose(y[:m].astype(F64), want, **tol)
     np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **design), x, r, w, b)
     rms = dict(threads=32, cluster=cluster, shared=True, weight_regs=True)
     y = np.full((m + 1, n), 7, x.dtype)
     tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **rms))(x, w, y[:m], m, 1e-6)
@@ -2217,6 +2217,64 @@ def test_norms_one_row_per_cluster_parameters_in_registers(dtype, n, cluster, af
     kept = nm.rms_norm_kernel.prune([dict(c) for c in nm.RMS_WEIGHT_CONFIGS], "bfloat16", **key)
     assert sorted(c["cluster"] for c in kept) == [4, 8, 16]
     assert nm.rms_norm_kernel.prune([dict(c) for c in nm.RMS_WEIGHT_CONFIGS], "bfloat16", **{**key, "w_dtype": "float32"}) == []
+
+
+@pytest.mark.parametrize("dtype,n,threads,tpr,m", [("bfloat16", 256, 128, 16, 37), ("float32", 100, 128, 8, 5), ("float16", 1000, 256, 32, 3)])
+def test_norms_lane_groups_read_weights_first(dtype, n, threads, tpr, m):
+    """The norms' lane-group designs with the weight (and bias) read before the rows
+    (``weights_first``): layer_norm with and without its statistics, add_layer_norm, rms_norm and
+    add_rms_norm against float64 and bit for bit against the groups that read them last (the same
+    arithmetic, only the loads moved), nothing written past the rows, the last CTA's groups past
+    ``m`` idle; refused without ``tpr``; the tuner keeps it only where the registers fit
+    `WEIGHTS_FIRST_REGISTERS`."""
+    nm = sys.modules["tirx.ops.norm"]
+    rng = np.random.default_rng(n + m)
+    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
+    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
+    r = rng.standard_normal((m, n)).astype(x.dtype)
+    last = dict(threads=threads, tpr=tpr)
+    first = dict(last, weights_first=True)
+
+    def layer_norm(design, stats):
+        y = np.full((m + 1, n), 7, x.dtype)
+        extra = (np.zeros(m, np.float32), np.zeros(m, np.float32)) if stats else ()
+        tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=stats, **design))(x, w, b, y[:m], *extra, m, 1e-5)
+        assert (y[m] == 7).all()
+        return y[:m], extra
+
+    def rms_norm(design):
+        y = np.full((m + 1, n), 7, x.dtype)
+        tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, y[:m], m, 1e-6)
+        assert (y[m] == 7).all()
+        return y[:m]
+
+    for stats in (False, True):
+        got, saved = layer_norm(first, stats)
+        np.testing.assert_array_equal(got, layer_norm(last, stats)[0])
+        _close(got, _layer_norm_ref(x, w, b, 1e-5), dtype)
+        if stats:
+            xd = x.astype(F64)
+            np.testing.assert_allclose(saved[0], xd.mean(-1), rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(saved[1], 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-4)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **first), x, r, w, b)
+    got = rms_norm(first)
+    np.testing.assert_array_equal(got, rms_norm(last))
+    _close(got, _rms_ref(x, w, 1e-6), dtype)
+    y, summed = np.full((m + 1, n), 7, x.dtype), np.zeros_like(x)
+    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **first))(x, r, w, y[:m], summed, m, 1e-6)
+    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
+    np.testing.assert_array_equal(summed, want_h)
+    assert (y[m] == 7).all()
+    _close(y[:m], _rms_ref(want_h, w, 1e-6), dtype)
+    for factory in (nm.layer_norm_kernel.factory, nm.rms_norm_kernel.factory):
+        with pytest.raises(ValueError, match="weights_first: .*of the lane-group design .give tpr=."):
+            factory(h=n, dtype=dtype, threads=threads, weights_first=True)
+    key = dict(residual=True, w_dtype="")
+    kept = nm.layer_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=256, stats=False, **key)
+    assert sorted({c["tpr"] for c in kept}) == [16, 32]  # (8: 32 columns a lane, 64 registers for both)
+    kept = nm.rms_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=256, **key)
+    assert sorted({c["tpr"] for c in kept}) == [8, 16, 32]
+    assert nm.layer_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=1024, stats=False, **key) == []
 
 
 @pytest.mark.parametrize(
@@ -2261,7 +2319,7 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
         np.testing.assert_allclose(y[:m].astype(F64), want, rtol=tol, atol=1e-5 if dtype == "float32" else 2.0**-6)
         np.testing.assert_allclose(mean, xd.mean(-1), rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(rstd, 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-5)
-    _check_add_layer_norm(nm.layer_norm_kernel.factory(h=n, dtype=dtype, residual=True, **design), x, r, w, b, 3)
+    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **design), x, r, w, b, 3)
     plain = tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, **design))
     args = (x, w, b, np.zeros_like(x), m, 1e-5)
     assert cm.persist_args(plain, args)[-1] == -(-m // cm.SIM_CLUSTERS)
@@ -2336,15 +2394,17 @@ def test_layer_norm_statistics_merged_over_warps(h, cfg, m):
     np.testing.assert_allclose(y, _layer_norm_ref(x, w, b, 1e-5), rtol=1e-4, atol=1e-4)
 
 
-def _check_add_layer_norm(prim, x, r, w, b, *extra):
-    """A design's fused residual add + LayerNorm against float64 (``extra``: its arguments after
-    ``eps``): the new residual exactly (the rounded sum), the output and the statistics of it,
-    nothing written past the rows."""
+def _check_add_layer_norm(design, x, r, w, b, *extra):
+    """A design's fused residual add + LayerNorm (``design``: `layer_norm_kernel`'s arguments,
+    ``residual=True``; ``extra``: its arguments after ``eps``) against float64: the new residual
+    exactly (the rounded sum), the output and, with ``stats``, the statistics of it, nothing
+    written past the rows; the kernel without ``stats`` writes the same output and residual bit
+    for bit."""
+    nm = sys.modules["tirx.ops.norm"]
     m, h = x.shape
-    k = tirx.compile(prim)
     y, summed = np.full((m + 1, h), 7, x.dtype), np.zeros_like(x)
     mean, rstd = np.zeros(m, np.float32), np.zeros(m, np.float32)
-    k(x, r, w, b, y[:m], summed, mean, rstd, m, 1e-5, *extra)
+    tirx.compile(nm.layer_norm_kernel.factory(**design, stats=True))(x, r, w, b, y[:m], summed, mean, rstd, m, 1e-5, *extra)
     assert (y[m] == 7).all()
     want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
     np.testing.assert_array_equal(summed, want_h)
@@ -2355,6 +2415,10 @@ def _check_add_layer_norm(prim, x, r, w, b, *extra):
     np.testing.assert_allclose(
         y[:m].astype(F64), _layer_norm_ref(want_h, w, b, 1e-5), rtol=1e-5 if f32 else 2.0**-7, atol=1e-5 if f32 else 2.0**-6
     )
+    y2, summed2 = np.full((m + 1, h), 7, x.dtype), np.zeros_like(x)
+    tirx.compile(nm.layer_norm_kernel.factory(**design))(x, r, w, b, y2[:m], summed2, m, 1e-5, *extra)
+    np.testing.assert_array_equal(y2, y)
+    np.testing.assert_array_equal(summed2, summed)
 
 
 def test_layer_norms_with_and_without_the_rows_stats_share_one_tuned_choice():

@@ -168,17 +168,6 @@ def _rows(dev, dt):
     _norm_backward("cluster, slices streamed", 16384, {"threads": 64, "cluster": 4, "stream": True}, x, w, dy)  # two tiles each
     _norm_backward("cluster, slices streamed, partials in global memory", 16384, {"threads": 64, "cluster": 2, "stream": True, "shared_limit": 0}, x, w, dy)
     _norm_backward("cluster, slices streamed, dB in registers", 16384, {"threads": 64, "cluster": 4, "stream": True, "shared_limit": 16384}, x, w, dy)
-    # The fused add's residual slices fetched into the ring beside the rows' (``residual_ring``),
-    # each thread reading back its own vectors: no barrier on the ring.
-    for cfg in (
-        {"threads": 1024, "cluster": 16, "shared": True, "persist": True, "residual_ring": True},
-        {"threads": 1024, "cluster": 16, "shared": True, "persist": True, "pipe": True, "residual_ring": True},
-    ):
-        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6, M)
-        check(f"add_rms_norm {cfg}, residual in the ring {n}", y, F.rms_norm((xs + rs).float(), [n], ws.float(), 1e-6))
-        cfg = {**cfg, "affine_regs": 2, "affine_once": True}
-        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, bs, y, hsum, M, 1e-5, M)
-        check(f"add_layer_norm {cfg}, residual in the ring {n}", y, F.layer_norm((xs + rs).float(), [n], ws.float(), bs.float(), 1e-5))
     x16, dy16 = torch.randn(M, 65536, device=dev, dtype=dt), torch.randn(M, 65536, device=dev, dtype=dt)
     w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
     _norm_backward("cluster of 16, slices in shared memory, ring of 1", 65536, {"threads": 256, "cluster": 16, "shared": True, "ring": 1}, x16, w16, dy16)
@@ -193,8 +182,8 @@ def _exchanges(dev, dt, softmax=True):
     """The cluster designs whose exchange has no cluster barrier a row (``--only exchanges``, the
     subset racecheck covers in minutes): softmax's one-row clusters (a relaxed arrive closes each
     row; ``softmax``; the norms' one-row designs with their parameters in registers), the norms'
-    forwards with the next row's moments sent ahead or several rows in flight or the residual in
-    their ring, the norms' backward over chained slots."""
+    forwards with the next row's moments sent ahead or several rows in flight, the norms'
+    backward over chained slots."""
     if softmax:
         x = torch.randn(M, 16384, device=dev, dtype=dt) * 2
         y = torch.empty_like(x)
@@ -214,17 +203,6 @@ def _exchanges(dev, dt, softmax=True):
     check("rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm(xs.float(), [262144], ws.float(), 1e-6))
     run(nm.rms_norm_kernel.factory, h=262144, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6)
     check("add_rms_norm cluster, next row's sum sent ahead 262144", y, F.rms_norm((xs + rs).float(), [262144], ws.float(), 1e-6))
-    # The fused add's residual slices fetched into the ring beside the rows' (``residual_ring``),
-    # each thread reading back its own vectors: no barrier on the ring.
-    for cfg in (
-        {"threads": 1024, "cluster": 16, "shared": True, "persist": True, "residual_ring": True},
-        {"threads": 1024, "cluster": 16, "shared": True, "persist": True, "pipe": True, "residual_ring": True},
-    ):
-        run(nm.rms_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, y, hsum, M, 1e-6, M)
-        check(f"add_rms_norm {cfg}, residual in the ring {n}", y, F.rms_norm((xs + rs).float(), [n], ws.float(), 1e-6))
-        cfg = {**cfg, "affine_regs": 2, "affine_once": True}
-        run(nm.layer_norm_kernel.factory, h=n, dtype="bfloat16", residual=True, **cfg)(xs, rs, ws, bs, y, hsum, M, 1e-5, M)
-        check(f"add_layer_norm {cfg}, residual in the ring {n}", y, F.layer_norm((xs + rs).float(), [n], ws.float(), bs.float(), 1e-5))
     x16, dy16 = torch.randn(M, 65536, device=dev, dtype=dt), torch.randn(M, 65536, device=dev, dtype=dt)
     w16 = torch.rand(65536, device=dev, dtype=dt) + 0.5
     # Two and three rows in flight while one is computed (``ahead``: rings of four slices, each

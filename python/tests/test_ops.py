@@ -2332,68 +2332,6 @@ def test_layer_norm_persistent_rows_per_cluster(dtype, cfg):
         nm.layer_norm_kernel.factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, persist=True, affine_regs=1, pipe=True)
 
 
-@pytest.mark.parametrize(
-    "dtype,cfg",
-    [
-        ("bfloat16", {"per_cta": 3}),
-        ("float32", {"persist": True}),
-        ("float16", {"persist": True, "pipe": True, "ahead": 2}),
-        ("bfloat16", {"persist": True, "pipe": True}),
-    ],
-    ids=str,
-)
-def test_fused_add_norms_fetch_the_residual_into_the_ring(dtype, cfg):
-    """The fused add's several-rows cluster designs with the residual's slices fetched into the
-    ring beside the rows' (``residual_ring``): add_rms_norm and add_layer_norm (with and without
-    its statistics; LayerNorm with its bias and weight in registers) against float64 and bit for
-    bit against the designs that read R from memory tile by tile (the same arithmetic), the new
-    residual exact, nothing written past the rows, a last cluster of fewer rows; refused without
-    the fused add or several rows, and the tuner keeps it only for the fused add, its ring twice
-    as wide within `ROWS_SLICES`."""
-    nm = sys.modules["tirx.ops.norm"]
-    n, m = 8192, 7
-    rng = np.random.default_rng(n + len(cfg))
-    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
-    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
-    r = rng.standard_normal((m, n)).astype(x.dtype)
-    base = dict(h=n, dtype=dtype, threads=32, cluster=4, shared=True, residual=True, **cfg)
-    extra = (3,) if cfg.get("persist") else ()
-    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
-
-    def add_rms(design):
-        y, summed = np.full((m + 1, n), 7, x.dtype), np.zeros_like(x)
-        tirx.compile(nm.rms_norm_kernel.factory(**design))(x, r, w, y[:m], summed, m, 1e-6, *extra)
-        assert (y[m] == 7).all()
-        return y, summed
-
-    y, summed = add_rms({**base, "residual_ring": True})
-    np.testing.assert_array_equal(summed, want_h)
-    _close(y[:m], _rms_ref(want_h, w, 1e-6), dtype)
-    y0, summed0 = add_rms(base)
-    np.testing.assert_array_equal(y, y0)
-    np.testing.assert_array_equal(summed, summed0)
-    affine = {} if cfg.get("per_cta") and not cfg.get("pipe") else {"affine_regs": 2, "affine_once": True}
-    _check_add_layer_norm({**base, **affine, "residual_ring": True}, x, r, w, b, *extra)
-    outs = []
-    for ring in (True, False):
-        y, summed = np.zeros_like(x), np.zeros_like(x)
-        tirx.compile(nm.layer_norm_kernel.factory(**base, **affine, residual_ring=ring))(x, r, w, b, y, summed, m, 1e-5, *extra)
-        outs.append((y, summed))
-    np.testing.assert_array_equal(outs[0][0], outs[1][0])
-    np.testing.assert_array_equal(outs[0][1], outs[1][1])
-    for factory in (nm.rms_norm_kernel.factory, nm.layer_norm_kernel.factory):
-        with pytest.raises(ValueError, match="residual_ring: .*give residual=True and per_cta= or persist=True"):
-            factory(**{**base, "residual": False, "residual_ring": True})
-        with pytest.raises(ValueError, match="residual_ring: "):
-            factory(h=n, dtype=dtype, threads=32, cluster=4, shared=True, residual=True, residual_ring=True)
-    key = dict(h=262144, w_dtype="")
-    for kernel, configs in ((nm.rms_norm_kernel, nm.RMS_RESIDUAL_RING_CONFIGS), (nm.layer_norm_kernel, nm.LAYER_NORM_RESIDUAL_RING_CONFIGS)):
-        more = {} if kernel is nm.rms_norm_kernel else {"stats": False}
-        assert kernel.prune([dict(c) for c in configs], "bfloat16", residual=False, **key, **more) == []
-        kept = kernel.prune([dict(c) for c in configs], "bfloat16", residual=True, **key, **more)
-        assert kept and all(c["cluster"] == 16 for c in kept)  # (over 8: two rings of 64 KB slices, twice)
-
-
 @pytest.mark.parametrize("pipe,ahead", [(False, 1), (True, 1), (True, 2)], ids=["", "pipe", "pipe-ahead2"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_rms_norm_persistent_rows_per_cluster(dtype, pipe, ahead):

@@ -428,20 +428,17 @@ class SharedSlice:
         return fetch, landed, chunk
 
 
-def slice_fetch(part: int, second: bool = False):
-    """A macro ``fetch(S, slot, A, B, r, c0, valid)``: where ``valid``, starts copying the slice
+def slice_fetch(part: int):
+    """A macro ``fetch(S, slot, A, r, c0, valid)``: where ``valid``, starts copying the slice
     ``A[r, c0 : c0 + part]`` into row ``slot`` of ``S`` (`cp.async`, thread t the 16-byte vectors
-    t, t + threads, ..., the vectors its register tiles read: no barrier on the ring), and with
-    ``second`` ``B``'s beside it (``S[slot, part : 2 * part]``; ``B`` unused without); one
+    t, t + threads, ..., the vectors its register tiles read: no barrier on the ring); one
     `cp.async` group either way."""
     from .. import T, Tx
 
     @T.macro
-    def fetch(S, slot, A, B, r, c0, valid):
+    def fetch(S, slot, A, r, c0, valid):
         if valid:
             Tx.cta.copy_async(S[slot, 0:part], A[r, c0 : c0 + part])
-            if second:
-                Tx.cta.copy_async(S[slot, part : 2 * part], B[r, c0 : c0 + part])
         T.ptx.cp_async.commit_group()
 
     return fetch
@@ -849,33 +846,18 @@ def residual_add(g: "RowTile", dtype: str):
     residual); nothing past the row's end is read or written (`row_io`)."""
     from .. import T, Tx
 
-    load = row_io(g, dtype)[0]
-    summed = residual_sum(g, dtype)
+    width, widen = g.width, dtype != "float32"
+    load, store = row_io(g, dtype)
 
     @T.macro
     def add(x, t, src, dst, stage):
         load(t, src, stage)
-        summed(x, t, dst, stage)
-
-    return add
-
-
-def residual_sum(g: "RowTile", dtype: str):
-    """`residual_add` with ``r`` already in the tile ``t`` (read from a shared-memory ring), as a
-    macro ``summed(x, t, dst, stage)``."""
-    from .. import T, Tx
-
-    width, widen = g.width, dtype != "float32"
-    store = row_io(g, dtype)[1]
-
-    @T.macro
-    def summed(x, t, dst, stage):
         Tx.cta.add(x[0:width], x[0:width], t[0:width])
         store(dst, x, stage)
         if widen:  # the rounded sum, as the next op would read it
             Tx.cta.cast(x[0:width], stage[0:width])
 
-    return summed
+    return add
 
 
 def _target_has_clusters() -> bool:

@@ -101,22 +101,6 @@ LAYER_NORM_PERSIST_CONFIGS = (
 WIDE_CTA_COLUMNS = 32
 
 
-# The fused add's several-rows designs with the residual's slices fetched into the ring with the
-# rows' (``residual_ring``): R read as x is, a cp.async group ahead, where each row's first pass
-# read it from memory tile by tile, its latency exposed (`_row_ring`).
-RMS_RESIDUAL_RING_CONFIGS = [
-    {"threads": t, "cluster": n, "shared": True, "persist": True, "residual_ring": True} for t in (256, 1024) for n in (4, 8, 16)
-] + [{"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "residual_ring": True} for n in (4, 8, 16)]
-LAYER_NORM_RESIDUAL_RING_CONFIGS = [
-    {"threads": t, "cluster": n, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "residual_ring": True}
-    for t in (512, 1024)
-    for n in (8, 16)
-] + [
-    {"threads": t, "cluster": 16, "shared": True, "persist": True, "affine_regs": 2, "affine_once": True, "pipe": True, "residual_ring": True}
-    for t in (512, 1024)
-] + [{"threads": 256, "cluster": n, "shared": True, "per_cta": 8, "affine_regs": 2, "residual_ring": True} for n in (4, 8, 16)]
-
-
 # Short rows' lane groups with the weight (and bias) read before the rows (``weights_first``):
 # their loads' wait, from L1, under the rows' from memory, where after the rows' statistics it
 # was a wait of its own in each CTA's short life; at most this many registers a thread hold them.
@@ -136,18 +120,10 @@ def _check_weights_first(weights_first: bool, tpr: int):
         raise ValueError("weights_first: the weight (and bias) read before the rows, of the lane-group design (give tpr=)")
 
 
-def _check_residual_ring(residual_ring: bool, residual: bool, several: bool):
-    if residual_ring and not (residual and several):
-        raise ValueError(
-            "residual_ring: the residual's slices fetched with the rows', of the fused add's several-rows cluster design (give residual=True and per_cta= or persist=True)"
-        )
-
-
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
-    designs only where their slices (the row's ring, ``ahead`` + 1, + 1 with ``pipe``, twice as
-    wide with ``residual_ring``, ``vectors`` of the weight and bias, less those in registers) fit
-    `ROWS_SLICES`, ``residual_ring`` only with the fused add, and CTAs of 1,024 threads
+    designs only where their slices (the row's ring, ``ahead`` + 1, + 1 with ``pipe``, ``vectors``
+    of the weight and bias, less those in registers) fit `ROWS_SLICES`, and CTAs of 1,024 threads
     hold `WIDE_CTA_COLUMNS` a thread; any design's bias and weight in registers (``affine_regs``)
     only where they fit `AFFINE_REGISTERS` and have the rows' dtype; the lane groups' weight and
     bias read first (``weights_first``) where they fit `WEIGHTS_FIRST_REGISTERS`."""
@@ -167,9 +143,7 @@ def _prune_norm(tiles: int, vectors: int):
                 return held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
             if cfg["threads"] >= 1024 and key["h"] // (cfg["cluster"] * cfg["threads"]) < WIDE_CTA_COLUMNS:
                 return False
-            if cfg.get("residual_ring") and not key.get("residual"):
-                return False
-            ring = (cfg.get("ahead", 1) + (2 if cfg.get("pipe") else 1)) * (2 if cfg.get("residual_ring") else 1)
+            ring = cfg.get("ahead", 1) + (2 if cfg.get("pipe") else 1)
             return (ring + vectors - held) * part_bytes <= ROWS_SLICES and held * part_bytes // (4 * cfg["threads"]) <= AFFINE_REGISTERS
 
         return [cfg for cfg in rows(configs, dtype, **key) if fits(cfg)]
@@ -178,7 +152,7 @@ def _prune_norm(tiles: int, vectors: int):
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS + RMS_WEIGHT_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS + RMS_RESIDUAL_RING_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS + RMS_WEIGHT_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(3, 1),
     launch_args=c.persist_args,
@@ -200,7 +174,6 @@ def rms_norm_kernel(
     ahead: int = 1,
     weight_regs: bool = False,
     weights_first: bool = False,
-    residual_ring: bool = False,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
@@ -212,10 +185,8 @@ def rms_norm_kernel(
     `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass;
     ``ahead``: that many rows' slices in flight while one is computed; ``weight_regs``, of the
     one-row design: W's slice read into registers with the row's; ``weights_first``, of the lane
-    groups: W read before the rows; ``residual_ring``, of the several-rows designs: R's slices
-    fetched into their ring with X's); ``w_dtype``: W's (`_common.weight_dtype`)."""
+    groups: W read before the rows); ``w_dtype``: W's (`_common.weight_dtype`)."""
     _check_weights_first(weights_first, tpr)
-    _check_residual_ring(residual_ring, residual, per_cta > 1 or persist)
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -233,7 +204,7 @@ def rms_norm_kernel(
         rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual, weights_first)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe, ahead, residual_ring)
+        rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe, ahead)
     elif cluster and shared:
         rows = _rms_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd, weight_regs)
     elif cluster:
@@ -503,73 +474,40 @@ def _rms_cluster_shared(
     return rows
 
 
-def _row_ring(part: int, ring: int, persist: bool, residual_ring: bool = False):
+def _row_ring(part: int, ring: int, persist: bool):
     """The several-rows cluster designs' ring of ``ring`` row slices in shared memory, as macros
     (one `cp.async` group a row, `_common.slice_fetch`; nothing past the cluster's rows or ``m``):
-    ``start(S, X, R, first, c0, m, per_cta)``, rows 0 .. ring - 2 of the cluster's (its first,
-    ``first``) in flight before its loop; ``fetch_row(S, X, R, i, row, c0, m, per_cta)``, its row
-    ``i`` (``row`` of X) into slot ``i % ring``, and with ``residual_ring`` R's beside it (``S``'s
-    slots two slices wide). With ``persist`` the rows per cluster are a run-time product, guarded
-    as such."""
-    fetch = c.slice_fetch(part, residual_ring)
+    ``start(S, X, first, c0, m, per_cta)``, rows 0 .. ring - 2 of the cluster's (its first,
+    ``first``) in flight before its loop; ``fetch_row(S, X, i, row, c0, m, per_cta)``, its row
+    ``i`` (``row`` of X) into slot ``i % ring``. With ``persist`` the rows per cluster are a
+    run-time product, guarded as such."""
+    fetch = c.slice_fetch(part)
 
     @T.macro
-    def fetch_row(S, X, R, i, row, c0, m, per_cta):
+    def fetch_row(S, X, i, row, c0, m, per_cta):
         if persist:
-            fetch(S, i % ring, X, R, row, c0, (i < per_cta) & (0 <= row) & (row < m))
+            fetch(S, i % ring, X, row, c0, (i < per_cta) & (0 <= row) & (row < m))
         else:
-            fetch(S, i % ring, X, R, row, c0, (i < per_cta) & (row < m))
+            fetch(S, i % ring, X, row, c0, (i < per_cta) & (row < m))
 
     @T.macro
-    def start(S, X, R, first, c0, m, per_cta):
+    def start(S, X, first, c0, m, per_cta):
         if persist:
-            fetch(S, 0, X, R, first, c0, (0 <= first) & (first < m))
+            fetch(S, 0, X, first, c0, (0 <= first) & (first < m))
         else:
-            fetch(S, 0, X, R, first, c0, first < m)
+            fetch(S, 0, X, first, c0, first < m)
         if ring >= 3:
-            fetch_row(S, X, R, 1, first + 1, c0, m, per_cta)
+            fetch_row(S, X, 1, first + 1, c0, m, per_cta)
         if ring >= 4:
-            fetch_row(S, X, R, 2, first + 2, c0, m, per_cta)
+            fetch_row(S, X, 2, first + 2, c0, m, per_cta)
         if ring >= 5:
-            fetch_row(S, X, R, 3, first + 3, c0, m, per_cta)
+            fetch_row(S, X, 3, first + 3, c0, m, per_cta)
 
     return start, fetch_row
 
 
-def _ring_residual_add(sl: c.SharedSlice, dtype: str, residual_ring: bool):
-    """The several-rows designs' fused add for tile ``k`` of a row in slot ``slot``, as a macro
-    ``add(x, t, S, slot, k, R, H, r, c1, stage)``: ``h = x + r`` into ``x``, written to ``H`` and
-    back over the slot's tile (the output pass reads it); ``r`` read from ``R`` (global memory),
-    or with ``residual_ring`` from the slot's second slice, where `_row_ring` fetched it with x's."""
-    width, chunks = sl.tile.width, sl.chunks
-    chunk = sl.io(dtype)[2]
-    load_add = c.residual_add(sl.tile, dtype)
-    summed = c.residual_sum(sl.tile, dtype)
-
-    @T.macro
-    def add(x, t, S, slot, k, R, H, r, c1, stage):
-        if residual_ring:
-            chunk(t, S, slot, chunks + k, stage)
-            summed(x, t, H[r, c1 : c1 + width], stage)
-        else:
-            load_add(x, t, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
-        Tx.cta.copy(S[slot, k * width : k * width + width], stage[0:width])
-
-    return add
-
-
 def _rms_cluster_rows(
-    h: int,
-    dtype: str,
-    threads: int,
-    sl: c.SharedSlice,
-    cn: int,
-    residual: bool,
-    per_cta: int,
-    persist: bool = False,
-    pipe: bool = False,
-    ahead: int = 1,
-    residual_ring: bool = False,
+    h: int, dtype: str, threads: int, sl: c.SharedSlice, cn: int, residual: bool, per_cta: int, persist: bool = False, pipe: bool = False, ahead: int = 1
 ):
     """`_rms_cluster_shared` over ``per_cta`` rows per cluster: the weight's slice copied into
     shared memory once (read from L2 per row, it was a second stream beside x's), a row's slice
@@ -579,18 +517,17 @@ def _rms_cluster_rows(
     ``persist``: the rows per cluster a run-time argument (the macro's last), as
     `_layer_norm_cluster_rows`'s; ``pipe``: a ring of three rows and four slots, row j + 1's sum
     sent before row j's output pass reads row j's (as `_layer_norm_cluster_rows`'s); ``ahead``:
-    the rows in flight while one is computed; ``residual_ring``: R's slice fetched into the ring
-    with x's (`_row_ring`), not read from global memory tile by tile in the row's first pass."""
+    the rows in flight while one is computed (`_row_ring`)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     ring = ahead + (2 if pipe else 1)
     slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
-    add_residual = _ring_residual_add(sl, dtype, residual_ring)
+    add_residual = c.residual_add(g, dtype)
     open_, send, receive, close = c.chained_exchange(cn, slots)
     slot_sum = c.slot_sum(cn)
-    start, fetch_row = _row_ring(part, ring, persist, residual_ring)
+    start, fetch_row = _row_ring(part, ring, persist)
 
     @T.macro
     def row_sum(ex, S, R, H, c0, rank, tid, j, r, regs):
@@ -602,7 +539,9 @@ def _rms_cluster_rows(
         for k in T.serial(chunks):
             chunk(x, S, j % ring, k, stage)
             if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
-                add_residual(x, w, S, j % ring, k, R, H, r, c0 + k * width, stage)
+                c1 = c0 + k * width
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[j % ring, k * width : k * width + width], stage[0:width])
             Tx.mul(sq[0:per], xl[0:per], xl[0:per])
             Tx.sum(part_[0:1], sq[0:per])
             acc[0] = acc[0] + part_[0]
@@ -636,7 +575,7 @@ def _rms_cluster_rows(
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((ring, 2 * part if residual_ring else part), dtype)
+        S = pool.alloc((ring, part), dtype)
         WS = pool.alloc((1, part), dtype)
         stats = pool.alloc((slots * cn, 4), "float32")
         mine = pool.alloc((slots, 4), "float32")
@@ -658,14 +597,14 @@ def _rms_cluster_rows(
         first = b // cn * per_cta
         c0 = rank * part
         Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
-        start(S, X, R, first, c0, m, per_cta)
+        start(S, X, first, c0, m, per_cta)
         if pipe:  # row 0's sum sent before the loop
             T.ptx.cp_async.wait_group(ring - 2)
             if (0 <= first) & (first < m) if persist else first < m:
                 row_sum(ex, S, R, H, c0, rank, tid, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
-            fetch_row(S, X, R, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
+            fetch_row(S, X, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
             # row j's slice landed (j + 1's with ``pipe``; the weight's with the first)
             T.ptx.cp_async.wait_group(ring - 2 if pipe else ring - 1)
             if pipe:  # row j + 1's sum sent before row j's is read
@@ -738,7 +677,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
 # so the registered op (under torch.compile and autograd, which writes them) reduces each row in
 # the order the eager call does and gives its values bit for bit.
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS + LAYER_NORM_RESIDUAL_RING_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
     launch_args=c.persist_args,
@@ -762,7 +701,6 @@ def layer_norm_kernel(
     pipe: bool = False,
     ahead: int = 1,
     weights_first: bool = False,
-    residual_ring: bool = False,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
@@ -777,10 +715,8 @@ def layer_norm_kernel(
     the clusters the GPU holds at once, `_common.persist_args`; ``pipe``: with ``affine_once``, the
     next row's moments sent before a row's output pass; ``ahead``: that many rows' slices in
     flight while one is computed; ``weights_first``, of the lane groups: W and B read before the
-    rows; ``residual_ring``, of the several-rows designs: R's slices fetched into their ring with
-    X's); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
+    rows); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
     _check_weights_first(weights_first, tpr)
-    _check_residual_ring(residual_ring, residual, per_cta > 1 or persist)
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -802,9 +738,7 @@ def layer_norm_kernel(
         rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual, weights_first)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
-        rows = _layer_norm_cluster_rows(
-            h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe, ahead, residual_ring
-        )
+        rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe, ahead)
     elif cluster and shared:
         rows = _layer_norm_cluster_shared(h, dtype, threads, c.SharedSlice(h, dtype, threads, cluster), cluster, residual, wd, affine_regs)
     elif cluster:
@@ -1422,7 +1356,6 @@ def _layer_norm_cluster_rows(
     persist: bool = False,
     pipe: bool = False,
     ahead: int = 1,
-    residual_ring: bool = False,
 ):
     """`_layer_norm_cluster_shared` over ``per_cta`` rows per cluster, as `_rms_cluster_rows`:
     the weight's and the bias's slices copied into shared memory once, a row's slice in a ring
@@ -1436,20 +1369,19 @@ def _layer_norm_cluster_rows(
     ``pipe`` (with ``affine_once``): a ring of three rows and four slots (`_common.chain_slots`),
     row j + 1's moments taken and sent before row j's output pass reads row j's, so the exchange
     travels while the CTA computes (as the backward's ``pipe``). ``ahead``: the rows whose slices
-    are in flight while one is computed (the ring one more, two with ``pipe``; `_row_ring`);
-    ``residual_ring``: R's slice fetched into the ring with x's, as `_rms_cluster_rows`'s."""
+    are in flight while one is computed (the ring one more, two with ``pipe``; `_row_ring`)."""
     g, part, chunks, widen = sl.tile, sl.part, sl.chunks, dtype != "float32"
     width, per, warps = g.width, g.per, g.warps
     ring = ahead + (2 if pipe else 1)
     slots = c.chain_slots(1 if pipe else 0)
     chunk = sl.io(dtype)[2]
     store = c.row_io(g, dtype)[1]
-    add_residual = _ring_residual_add(sl, dtype, residual_ring)
+    add_residual = c.residual_add(g, dtype)
     open_, send, receive, close = c.chained_exchange(cn, slots)
     moments = c.slice_moments(cn, part, h, full=False)
     moments_step = c.tile_moments(per)
     cta_moments = c.cta_moments(warps, per * chunks)
-    start, fetch_row = _row_ring(part, ring, persist, residual_ring)
+    start, fetch_row = _row_ring(part, ring, persist)
     affine_tiles, affine_load, affine_fma = _affine_registers(g, chunks, dtype, affine_regs)
 
     @T.macro
@@ -1464,7 +1396,9 @@ def _layer_norm_cluster_rows(
         for k in T.serial(chunks):  # this thread's mean and squared deviations, tile by tile (Chan et al.)
             chunk(x, S, j % ring, k, stage)
             if residual:  # h = x + r, written, and back over the slice (the output pass reads it)
-                add_residual(x, w, S, j % ring, k, R, H, r, c0 + k * width, stage)
+                c1 = c0 + k * width
+                add_residual(x, w, R[r, c1 : c1 + width], H[r, c1 : c1 + width], stage)
+                Tx.cta.copy(S[j % ring, k * width : k * width + width], stage[0:width])
             moments_step(run, part_, xl, xl, k)
         cta_moments(run, pairs, wid, lane, j % 2)  # (every thread holds per * chunks columns)
         if warps == 1:  # (one warp's merge has no barrier; the chain needs one here)
@@ -1511,7 +1445,7 @@ def _layer_norm_cluster_rows(
         lane = T.lane_id([32])
         tid = T.thread_id([threads])
         pool = T.SMEMPool()
-        S = pool.alloc((ring, 2 * part if residual_ring else part), dtype)
+        S = pool.alloc((ring, part), dtype)
         WS = BS = None
         if affine_regs < 2:
             WS = pool.alloc((1, part), dtype)
@@ -1542,7 +1476,7 @@ def _layer_norm_cluster_rows(
             Tx.cta.copy_async(WS[0, 0:part], W[c0 : c0 + part])  # with the first row's group
         if affine_regs < 1:
             Tx.cta.copy_async(BS[0, 0:part], B[c0 : c0 + part])
-        start(S, X, R, first, c0, m, per_cta)
+        start(S, X, first, c0, m, per_cta)
         if affine_once:  # (for all the cluster's rows)
             affine_load(br, wr, B, W, c0)
         if pipe:  # row 0's moments sent before the loop
@@ -1551,7 +1485,7 @@ def _layer_norm_cluster_rows(
                 row_moments(ex, S, R, H, c0, rank, tid, wid, lane, 0, first, regs)
         for j in T.serial(per_cta):
             r = first + j
-            fetch_row(S, X, R, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
+            fetch_row(S, X, j + (ring - 1), r + (ring - 1), c0, m, per_cta)
             # row j's slice landed (j + 1's with ``pipe``; the weight's and bias's with the first)
             T.ptx.cp_async.wait_group(ring - 2 if pipe else ring - 1)
             if pipe:  # row j + 1's moments sent before row j's are read

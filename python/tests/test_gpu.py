@@ -371,38 +371,6 @@ def test_rms_norm_one_row_weight_in_registers_matches_pytorch(n, cluster):
     torch.testing.assert_close(y, torch.nn.functional.rms_norm(want_h.float(), [n], w.float(), 1e-6).bfloat16())
 
 
-@pytest.mark.parametrize("n,threads,tpr", [(256, 128, 16), (256, 256, 32), (200, 128, 8)])
-def test_norms_lane_groups_weights_first_match_pytorch(n, threads, tpr):
-    """The norms' lane groups with the weight and bias read before the rows (``weights_first``),
-    on the GPU: layer_norm, add_layer_norm, rms_norm and add_rms_norm against PyTorch, the last
-    CTA's groups past the rows idle."""
-    import sys
-
-    import tirx.ops  # noqa: F401
-
-    nm = sys.modules["tirx.ops.norm"]
-    m = 1001
-    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16) * 2 + 1
-    r = torch.randn_like(x)
-    w = torch.rand(n, device="cuda", dtype=torch.bfloat16) + 0.5
-    b = torch.randn(n, device="cuda", dtype=torch.bfloat16)
-    design = dict(threads=threads, tpr=tpr, weights_first=True)
-    y, summed = torch.empty_like(x), torch.empty_like(x)
-    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, b, y, m, 1e-5)
-    torch.testing.assert_close(y, torch.nn.functional.layer_norm(x.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
-    mean, rstd = torch.empty(m, device="cuda"), torch.empty(m, device="cuda")
-    tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, stats=True, **design))(x, r, w, b, y, summed, mean, rstd, m, 1e-5)
-    want_h = (x.float() + r.float()).bfloat16()
-    torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
-    torch.testing.assert_close(y, torch.nn.functional.layer_norm(want_h.float(), [n], w.float(), b.float(), 1e-5).bfloat16())
-    torch.testing.assert_close(mean, want_h.float().mean(-1))
-    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", **design))(x, w, y, m, 1e-6)
-    torch.testing.assert_close(y, torch.nn.functional.rms_norm(x.float(), [n], w.float(), 1e-6).bfloat16())
-    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype="bfloat16", residual=True, **design))(x, r, w, y, summed, m, 1e-6)
-    torch.testing.assert_close(summed, want_h, rtol=0, atol=0)
-    torch.testing.assert_close(y, torch.nn.functional.rms_norm(want_h.float(), [n], w.float(), 1e-6).bfloat16())
-
-
 @pytest.mark.parametrize(
     "n,cluster,per_cta,affine_regs", [(262144, 16, 4, 1), (262144, 16, 8, 2), (65536, 4, 3, 2), (65536, 4, 1, 2), (262144, 16, 1, 2)]
 )

@@ -2219,64 +2219,6 @@ def test_norms_one_row_per_cluster_parameters_in_registers(dtype, n, cluster, af
     assert nm.rms_norm_kernel.prune([dict(c) for c in nm.RMS_WEIGHT_CONFIGS], "bfloat16", **{**key, "w_dtype": "float32"}) == []
 
 
-@pytest.mark.parametrize("dtype,n,threads,tpr,m", [("bfloat16", 256, 128, 16, 37), ("float32", 100, 128, 8, 5), ("float16", 1000, 256, 32, 3)])
-def test_norms_lane_groups_read_weights_first(dtype, n, threads, tpr, m):
-    """The norms' lane-group designs with the weight (and bias) read before the rows
-    (``weights_first``): layer_norm with and without its statistics, add_layer_norm, rms_norm and
-    add_rms_norm against float64 and bit for bit against the groups that read them last (the same
-    arithmetic, only the loads moved), nothing written past the rows, the last CTA's groups past
-    ``m`` idle; refused without ``tpr``; the tuner keeps it only where the registers fit
-    `WEIGHTS_FIRST_REGISTERS`."""
-    nm = sys.modules["tirx.ops.norm"]
-    rng = np.random.default_rng(n + m)
-    x = (rng.standard_normal((m, n)) * 3 + 2).astype(numpy_dtype(dtype))
-    w, b = (rng.random(n) + 0.5).astype(x.dtype), rng.standard_normal(n).astype(x.dtype)
-    r = rng.standard_normal((m, n)).astype(x.dtype)
-    last = dict(threads=threads, tpr=tpr)
-    first = dict(last, weights_first=True)
-
-    def layer_norm(design, stats):
-        y = np.full((m + 1, n), 7, x.dtype)
-        extra = (np.zeros(m, np.float32), np.zeros(m, np.float32)) if stats else ()
-        tirx.compile(nm.layer_norm_kernel.factory(h=n, dtype=dtype, stats=stats, **design))(x, w, b, y[:m], *extra, m, 1e-5)
-        assert (y[m] == 7).all()
-        return y[:m], extra
-
-    def rms_norm(design):
-        y = np.full((m + 1, n), 7, x.dtype)
-        tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, **design))(x, w, y[:m], m, 1e-6)
-        assert (y[m] == 7).all()
-        return y[:m]
-
-    for stats in (False, True):
-        got, saved = layer_norm(first, stats)
-        np.testing.assert_array_equal(got, layer_norm(last, stats)[0])
-        _close(got, _layer_norm_ref(x, w, b, 1e-5), dtype)
-        if stats:
-            xd = x.astype(F64)
-            np.testing.assert_allclose(saved[0], xd.mean(-1), rtol=1e-5, atol=1e-5)
-            np.testing.assert_allclose(saved[1], 1 / np.sqrt(xd.var(-1) + 1e-5), rtol=1e-4)
-    _check_add_layer_norm(dict(h=n, dtype=dtype, residual=True, **first), x, r, w, b)
-    got = rms_norm(first)
-    np.testing.assert_array_equal(got, rms_norm(last))
-    _close(got, _rms_ref(x, w, 1e-6), dtype)
-    y, summed = np.full((m + 1, n), 7, x.dtype), np.zeros_like(x)
-    tirx.compile(nm.rms_norm_kernel.factory(h=n, dtype=dtype, residual=True, **first))(x, r, w, y[:m], summed, m, 1e-6)
-    want_h = (x.astype(np.float32) + r.astype(np.float32)).astype(x.dtype)
-    np.testing.assert_array_equal(summed, want_h)
-    assert (y[m] == 7).all()
-    _close(y[:m], _rms_ref(want_h, w, 1e-6), dtype)
-    for factory in (nm.layer_norm_kernel.factory, nm.rms_norm_kernel.factory):
-        with pytest.raises(ValueError, match="weights_first: .*of the lane-group design .give tpr=."):
-            factory(h=n, dtype=dtype, threads=threads, weights_first=True)
-    key = dict(residual=True, w_dtype="")
-    kept = nm.layer_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=256, stats=False, **key)
-    assert sorted({c["tpr"] for c in kept}) == [16, 32]  # (8: 32 columns a lane, 64 registers for both)
-    kept = nm.rms_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=256, **key)
-    assert sorted({c["tpr"] for c in kept}) == [8, 16, 32]
-    assert nm.layer_norm_kernel.prune([dict(c) for c in nm.GROUP_WEIGHTS_FIRST_CONFIGS], "bfloat16", h=1024, stats=False, **key) == []
-
-
 @pytest.mark.parametrize(
     "dtype,cfg",
     [

@@ -101,11 +101,11 @@ LAYER_NORM_PERSIST_CONFIGS = (
 WIDE_CTA_COLUMNS = 32
 
 
-# Short rows' lane groups with the weight (and bias) read before the rows (``weights_first``):
-# their loads' wait, from L1, under the rows' from memory, where after the rows' statistics it
-# was a wait of its own in each CTA's short life; at most this many registers a thread hold them.
-WEIGHTS_FIRST_REGISTERS = 32
-GROUP_WEIGHTS_FIRST_CONFIGS = [{"threads": t, "tpr": p, "weights_first": True} for t in (128, 256) for p in (8, 16, 32)]
+# (Two designs measured and not kept, H200: the lane groups reading the weight and bias before
+# the rows, their wait from L1 under the rows' — add_layer_norm at 256 columns 1.035 ms against
+# 1.034; and the fused add's several-rows designs fetching the residual's slices into their ring
+# beside the rows', where each row's first pass reads R from memory tile by tile — add_rms_norm at
+# 262k 1.100-1.162 ms against 1.097, add_layer_norm 1.099-1.537 against 1.091.)
 
 
 def _check_ahead(ahead: int, several: bool):
@@ -115,25 +115,16 @@ def _check_ahead(ahead: int, several: bool):
         raise ValueError("ahead: rows in flight while one is computed, of the several-rows cluster design (give per_cta= or persist=True)")
 
 
-def _check_weights_first(weights_first: bool, tpr: int):
-    if weights_first and not tpr:
-        raise ValueError("weights_first: the weight (and bias) read before the rows, of the lane-group design (give tpr=)")
-
-
 def _prune_norm(tiles: int, vectors: int):
     """`_common.prune_rows` for a norm holding ``tiles`` float32 tiles, the several-rows cluster
     designs only where their slices (the row's ring, ``ahead`` + 1, + 1 with ``pipe``, ``vectors``
     of the weight and bias, less those in registers) fit `ROWS_SLICES`, and CTAs of 1,024 threads
     hold `WIDE_CTA_COLUMNS` a thread; any design's bias and weight in registers (``affine_regs``)
-    only where they fit `AFFINE_REGISTERS` and have the rows' dtype; the lane groups' weight and
-    bias read first (``weights_first``) where they fit `WEIGHTS_FIRST_REGISTERS`."""
+    only where they fit `AFFINE_REGISTERS` and have the rows' dtype."""
     rows = c.prune_rows("h", lambda dtype, key: tiles)
 
     def prune(configs, dtype, **key):
         def fits(cfg):
-            if cfg.get("weights_first"):
-                vec = 16 // c.elem_bytes(dtype)
-                return vectors * -(-key["h"] // (cfg["tpr"] * vec)) * vec <= WEIGHTS_FIRST_REGISTERS
             several = cfg.get("per_cta", 1) > 1 or cfg.get("persist", False)
             held = cfg.get("affine_regs", 0) + cfg.get("weight_regs", False)
             if (several or held) and key.get("w_dtype", "") not in ("", dtype):
@@ -152,7 +143,7 @@ def _prune_norm(tiles: int, vectors: int):
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS + RMS_WEIGHT_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + PERSIST_CLUSTER_CONFIGS + RMS_WEIGHT_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(3, 1),
     launch_args=c.persist_args,
@@ -173,7 +164,6 @@ def rms_norm_kernel(
     pipe: bool = False,
     ahead: int = 1,
     weight_regs: bool = False,
-    weights_first: bool = False,
 ):
     """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` for ``m`` rows of ``h`` elements; with
     ``residual``, the row normalised is ``H[r] = X[r] + R[r]`` (rounded to ``dtype``), also
@@ -184,9 +174,8 @@ def rms_norm_kernel(
     the clusters resident at once, a run-time argument ``per_cluster`` after ``eps``,
     `_common.persist_args`; ``pipe``: the next row's sum sent before a row's output pass;
     ``ahead``: that many rows' slices in flight while one is computed; ``weight_regs``, of the
-    one-row design: W's slice read into registers with the row's; ``weights_first``, of the lane
-    groups: W read before the rows); ``w_dtype``: W's (`_common.weight_dtype`)."""
-    _check_weights_first(weights_first, tpr)
+    one-row design: W's slice read into registers with the row's); ``w_dtype``: W's
+    (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -201,7 +190,7 @@ def rms_norm_kernel(
         )
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
-        rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual, weights_first)
+        rows = _rms_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _rms_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, persist, pipe, ahead)
@@ -293,7 +282,7 @@ def _group_residual_add(g: c.RowGroupTile, dtype: str):
     return add
 
 
-def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool, weights_first: bool):
+def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = c.group_vector(g, h)
@@ -312,11 +301,6 @@ def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: b
         else:
             stage = x
         w = T.alloc_buffer((per,), "float32", scope="local")
-        if weights_first:
-            wv = T.alloc_buffer((per,), "float32", scope="local")
-            weights(wv, W, tid % tpr)
-        else:
-            wv = w
         part = T.alloc_buffer((1,), "float32", scope="local")
         xl = x.local()
         load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
@@ -326,10 +310,9 @@ def _rms_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: b
         Tx.sum(part[0:1], w[0:per])
         s = T.cuda.warp_sum(part[0], width=tpr)
         rstd = 1.0 / T.sqrt(s / float(h) + eps)
-        if not weights_first:
-            weights(wv, W, tid % tpr)
+        weights(w, W, tid % tpr)
         Tx.mul(xl[0:per], xl[0:per], rstd)
-        Tx.mul(xl[0:per], xl[0:per], wv[0:per])
+        Tx.mul(xl[0:per], xl[0:per], w[0:per])
         store(Y[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
 
     return rows
@@ -677,7 +660,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
 # so the registered op (under torch.compile and autograd, which writes them) reduces each row in
 # the order the eager call does and gives its values bit for bit.
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS + GROUP_WEIGHTS_FIRST_CONFIGS,
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS + ROWS_CLUSTER_CONFIGS + LAYER_NORM_AFFINE_CONFIGS + LAYER_NORM_PERSIST_CONFIGS,
     key=["h", "dtype", "residual", "w_dtype"],
     prune=_prune_norm(4, 2),
     launch_args=c.persist_args,
@@ -700,13 +683,12 @@ def layer_norm_kernel(
     persist: bool = False,
     pipe: bool = False,
     ahead: int = 1,
-    weights_first: bool = False,
 ):
     """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` for ``m`` rows of ``h`` elements; with
     ``stats``, the row's ``mean`` and ``rstd`` also written (float32 ``MEAN[r]``, ``RSTD[r]``), as
     PyTorch's forward saves them for the backward; with ``residual``, the row normalised is ``H[r]
     = X[r] + R[r]`` (rounded to ``dtype``), also written (a transformer block's residual add fused
-    into its norm), the statistics with ``stats`` as without it. ``tpr``: a group of that many lanes per row;
+    into its norm), its statistics with ``stats``. ``tpr``: a group of that many lanes per row;
     ``stream``: the row in register tiles however short; ``cluster``: a cluster of that many CTAs
     per row (``shared``: each CTA's slice in shared memory; ``per_cta``: that many rows per
     cluster, `_layer_norm_cluster_rows`; ``affine_regs``: B's slice, or B's and W's, in registers
@@ -714,9 +696,7 @@ def layer_norm_kernel(
     cluster a run-time argument, ``per_cluster``, after ``eps``, that the tuner's launch sizes to
     the clusters the GPU holds at once, `_common.persist_args`; ``pipe``: with ``affine_once``, the
     next row's moments sent before a row's output pass; ``ahead``: that many rows' slices in
-    flight while one is computed; ``weights_first``, of the lane groups: W and B read before the
-    rows); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
-    _check_weights_first(weights_first, tpr)
+    flight while one is computed); ``w_dtype``: W's and B's (`_common.weight_dtype`)."""
     several = per_cta > 1 or persist
     if several and not (cluster and shared):
         raise ValueError(
@@ -735,7 +715,7 @@ def layer_norm_kernel(
     _check_ahead(ahead, several)
     wd = c.weight_dtype(dtype, w_dtype, several)
     if tpr:
-        rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual, weights_first)
+        rows = _layer_norm_groups(h, dtype, threads, c.RowGroupTile(h, dtype, threads, tpr), residual)
     elif cluster and shared and several:
         sl = c.SharedSlice(h, dtype, threads, cluster)
         rows = _layer_norm_cluster_rows(h, dtype, threads, sl, cluster, residual, per_cta, affine_regs, affine_once, persist, pipe, ahead)
@@ -1508,7 +1488,7 @@ def _layer_norm_cluster_rows(
     return rows
 
 
-def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool, weights_first: bool):
+def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, residual: bool):
     rows_, width, per, tpr, widen = g.rows, g.width, g.per, g.tpr, dtype != "float32"
     load, store = c.group_io(g, dtype)
     weights = c.group_vector(g, h)
@@ -1527,13 +1507,6 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, resi
         else:
             stage = x
         w = T.alloc_buffer((per,), "float32", scope="local")
-        if weights_first:
-            wv = T.alloc_buffer((per,), "float32", scope="local")
-            bv = T.alloc_buffer((per,), "float32", scope="local")
-            weights(wv, W, tid % tpr)
-            weights(bv, B, tid % tpr)
-        else:
-            wv, bv = w, w
         part = T.alloc_buffer((1,), "float32", scope="local")
         xl = x.local()
         load(x, X[b * rows_ : b * rows_ + rows_, 0:width], stage)
@@ -1555,12 +1528,10 @@ def _layer_norm_groups(h: int, dtype: str, threads: int, g: c.RowGroupTile, resi
                 MEAN[mine] = mean
                 RSTD[mine] = rstd
         Tx.mul(xl[0:per], xl[0:per], rstd)
-        if not weights_first:  # (w, reused: the squares are summed)
-            weights(wv, W, tid % tpr)
-        Tx.mul(xl[0:per], xl[0:per], wv[0:per])
-        if not weights_first:
-            weights(bv, B, tid % tpr)
-        Tx.add(xl[0:per], xl[0:per], bv[0:per])
+        weights(w, W, tid % tpr)
+        Tx.mul(xl[0:per], xl[0:per], w[0:per])
+        weights(w, B, tid % tpr)
+        Tx.add(xl[0:per], xl[0:per], w[0:per])
         store(Y[b * rows_ : b * rows_ + rows_, 0:width], x, stage)
 
     return rows

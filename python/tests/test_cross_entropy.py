@@ -241,6 +241,27 @@ def test_autograd_and_compile_against_pytorch():
         torch.testing.assert_close(x.grad, want.grad, rtol=1e-5, atol=1e-7)
 
 
+def test_inference_reductions_on_tensors_against_pytorch():
+    """Outside autograd, "mean" and "sum" reduce the kernel's per-CTA sums (`_forward_sums`):
+    against PyTorch's cross_entropy of the same tensors, over a lane-group vocabulary and a CTA
+    per row, with label smoothing and ignored rows, every row ignored ("mean": NaN); on the CPU
+    (the simulator) and on a GPU when there is one (a batch of CTAs past the tuner's timing)."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    for dev, m in [("cpu", 37)] + ([("cuda", 100_003)] if torch.cuda.is_available() else []):
+        for v in (256, 3000):
+            x = (torch.randn(m, v, device=dev) * 3).bfloat16()
+            t = torch.randint(0, v, (m,), device=dev)
+            t[::7] = -100
+            for reduction in ("mean", "sum"):
+                for ls in (0.0, 0.1):
+                    got = ops.cross_entropy(x, t, label_smoothing=ls, reduction=reduction)
+                    want = F.cross_entropy(x.double(), t, label_smoothing=ls, reduction=reduction)
+                    assert got.dtype == torch.bfloat16 and got.shape == ()
+                    torch.testing.assert_close(got.double(), want, rtol=2**-7, atol=1e-5)
+            assert torch.isnan(ops.cross_entropy(x, torch.full_like(t, -100)))
+
+
 def test_vocab_256k_on_the_gpu():
     """The issue's accuracy point: bf16 logits over a 256k vocabulary (a row streamed), loss and
     gradient against float64 no worse than PyTorch's bf16 cross_entropy on the same inputs."""
@@ -286,3 +307,72 @@ def test_row_groups_match_float64(dtype, m, v, threads, tpr, ls):
     kb(x, t, lse, g, dx, m, -100, ls)
     rtol, atol = (1e-5, 1e-6) if dtype == "float32" else (2.0**-7, 2.0**-7 * g[-1] * 2.0**-8)
     np.testing.assert_allclose(dx.astype(F64), grad * g[:, None], rtol=rtol, atol=max(atol, 1e-6))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize(
+    "m,v,design",
+    [
+        (6, 1000, {"threads": 128}),
+        (3, 5000, {"threads": 64, "stream": True}),
+        (37, 256, {"threads": 128, "tpr": 8}),
+        (37, 100, {"threads": 128, "tpr": 4}),
+        (70, 16, {"threads": 256, "tpr": 2}),
+    ],
+    ids=str,
+)
+@pytest.mark.parametrize("ls", [0.0, 0.1])
+def test_sums_per_cta_match_the_rows(dtype, m, v, design, ls):
+    """The forward's ``sums`` form (what "mean" and "sum" reduce, no row's loss written): each
+    CTA's sum of its rows' losses and count of rows not ignored, against the rows' losses in
+    float64 (a CTA per row: each row's; lane groups: ``threads // tpr`` rows a CTA, the last
+    CTA's rows past ``m`` adding nothing); nothing written past `sum_parts`'s rows; a target out
+    of range makes its CTA's sum NaN; refused with class weights."""
+    import tirx
+
+    x, t = _inputs(m, v, dtype, seed=m + v)
+    t[-1] = -100  # (the last CTA's last row ignored too)
+    k = tirx.compile(ce_module.cross_entropy_kernel.factory(v=v, dtype=dtype, smoothing=ls > 0, sums=True, **design))
+    part = np.full((m, 2), 7, np.float32)
+    k(x, t, part, m, -100, ls)
+    per = design["threads"] // design["tpr"] if "tpr" in design else 1
+    n = -(-m // per)
+    want, _ = _ref(x, t, ls=ls)
+    keep = (t != -100).astype(F64)
+    pad = n * per - m
+    np.testing.assert_allclose(part[:n, 0], np.pad(want, (0, pad)).reshape(n, per).sum(1), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(part[:n, 1], np.pad(keep, (0, pad)).reshape(n, per).sum(1))
+    assert (part[n:] == 7).all()
+    bad = t.copy()
+    bad[0] = v  # out of range: its CTA's sum NaN (PyTorch stops the device)
+    k(x, bad, part, m, -100, ls)
+    assert np.isnan(part[0, 0]) and not np.isnan(part[1:n, 0]).any()
+    with pytest.raises(ValueError, match="sums: the unweighted kernel's"):
+        ce_module.cross_entropy_kernel.factory(v=v, dtype=dtype, smoothing=True, weighted=True, sums=True, **design)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_reductions_from_the_kernels_sums(reduction):
+    """``cross_entropy(..., reduction="mean" | "sum")`` without class weights and outside
+    autograd reduces the kernel's per-CTA sums (`sum_parts` of them): the same value as the
+    rows' losses reduced (float64 reference), NaN where every row is ignored ("mean"; "sum" 0),
+    an out-of-range target an IndexError on NumPy arrays; with class weights and with
+    reduction="none" the rows' losses as before."""
+    x, t = _inputs(37, 256, "bfloat16", seed=5)
+    want, _ = _ref(x, t)
+    keep = t != -100
+    got = ops.cross_entropy(x, t, reduction=reduction)
+    assert got.dtype == x.dtype and got.shape == ()
+    np.testing.assert_allclose(float(got), want.sum() / (keep.sum() if reduction == "mean" else 1), rtol=2.0**-7)
+    ignored = np.full_like(t, -100)
+    with np.errstate(invalid="ignore"):
+        none_kept = float(ops.cross_entropy(x, ignored, reduction=reduction))
+    assert np.isnan(none_kept) if reduction == "mean" else none_kept == 0.0
+    bad = t.copy()
+    bad[3] = 256
+    with pytest.raises(IndexError, match="target 256 of row 3 is out of range for 256 classes"):
+        ops.cross_entropy(x, bad, reduction=reduction)
+    w = np.linspace(0.5, 1.5, 256).astype(np.float32)
+    weighted = ops.cross_entropy(x, t, weight=w, reduction=reduction)
+    wt = np.where(keep, w[np.where(keep, t, 0)], 0.0)
+    np.testing.assert_allclose(float(weighted), (want * wt).sum() / (wt.sum() if reduction == "mean" else 1), rtol=2.0**-6)

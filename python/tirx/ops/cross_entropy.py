@@ -11,7 +11,9 @@ reads the row again and writes ``dx = g * (exp(x - lse) - s / C - (1 - s) * [j =
 the row's loss gradient, 0 on ignored rows): one pass each way, no reduction. The reduction over
 rows ("mean": divided by the number of rows not ignored, NaN when all are, as PyTorch's; "sum";
 "none") is a PyTorch (or NumPy) sum of one float per row, through which autograd reaches the
-per-row gradient. A target outside ``[0, C)`` that is not ``ignore_index`` gives a NaN loss and
+per-row gradient; outside autograd (and without class weights) the forward's ``sums`` form
+writes each CTA's sum of its rows' losses and count of rows kept instead, and those are summed:
+no row's float written, the targets not read again. A target outside ``[0, C)`` that is not ``ignore_index`` gives a NaN loss and
 gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
 Class weights ``w`` (PyTorch's): a row's loss ``(1 - s) * w[t] * (lse - x[t]) + s / C *
 (lse * sum(w) - sum(w * x))``; without smoothing that is the unweighted row's loss times
@@ -72,18 +74,37 @@ def _weighted_needs_smoothing(weighted: bool, smoothing: bool) -> None:
 
 
 @autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing", "weighted"], prune=c.prune_rows("v", tiles=_tiles))
-def cross_entropy_kernel(v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False, weighted: bool = False):
+def cross_entropy_kernel(
+    v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False, weighted: bool = False, sums: bool = False
+):
     """``LOSS[r]`` and ``LSE[r]`` (float32) of ``m`` rows of ``v`` logits of ``dtype`` and their
     int64 targets ``TGT[r]``; ``smoothing``: the label-smoothing term is computed (``ls > 0``);
     ``weighted``: with class weights ``W`` (float32, ``v``; label smoothing only), the loss
     ``(1 - ls) W[t] (lse - x[t]) + ls / v * (lse * sum(W) - sum(W * x))``, PyTorch's;
-    ``tpr``: a group of that many lanes per row; ``stream``: the row read in register tiles."""
+    ``tpr``: a group of that many lanes per row; ``stream``: the row read in register tiles.
+    ``sums`` (unweighted): no row's loss or lse written, but each CTA's sum of its rows' losses
+    and count of rows not ignored, ``PART[b, 0]`` and ``PART[b, 1]`` (float32, ``PART`` (m, 2),
+    its first `sum_parts` rows written): what "mean" and "sum" reduce, without the rows' floats
+    and the targets read again. The same tuned choice as without it (the same key)."""
     _weighted_needs_smoothing(weighted, smoothing)
+    if sums and weighted:
+        raise ValueError("sums: the unweighted kernel's (class weights scale each row's loss: weighted=False)")
     if tpr:
         rows = _forward_in_groups(v, dtype, threads, c.RowGroupTile(v, dtype, threads, tpr), smoothing, weighted)
     else:
         g = c.RowTile(v, dtype, threads, _tiles(dtype, {"smoothing": smoothing, "weighted": weighted}), stream)
         rows = _forward_rows(v, dtype, threads, g, smoothing, weighted)
+
+    if sums:
+
+        @T.prim_func
+        def cross_entropy_sums(X_ptr: T.handle, TGT_ptr: T.handle, PART_ptr: T.handle, m: T.int32, ignore_index: T.int64, ls: T.float32):
+            X = T.match_buffer(X_ptr, (m, v), dtype)
+            TGT = T.match_buffer(TGT_ptr, (m,), "int64")
+            PART = T.match_buffer(PART_ptr, (m, 2), "float32")
+            rows(X, TGT, None, None, m, ignore_index, ls, None, PART)
+
+        return cross_entropy_sums
 
     if weighted:
 
@@ -135,7 +156,7 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
     online_step = c.online_softmax_step()
 
     @T.macro
-    def rows(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None):
+    def rows(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None, PART=None):
         T.device_entry()
         r = T.cta_id([m])
         T.warp_id([warps])
@@ -199,8 +220,12 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
         else:
             loss = _row_loss(lse, x_t, ls, v)
         if tid == 0:
-            LSE[r] = lse
-            LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
+            if PART is None:
+                LSE[r] = lse
+                LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
+            else:  # (a CTA's one row)
+                PART[r, 0] = _as_target_allows(loss, t, ok, ignore_index)
+                PART[r, 1] = T.if_then_else(t == ignore_index, 0.0, 1.0)
 
     return rows
 
@@ -329,7 +354,7 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
     exp_sum = c.exp2_of(ftz=True)
 
     @T.macro
-    def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None):
+    def row_groups(X, TGT, LOSS, LSE, m, ignore_index, ls, W=None, PART=None):
         T.device_entry()
         b = T.cta_id([(m + rows - 1) // rows])
         T.warp_id([g.warps])
@@ -345,6 +370,8 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
         if weighted:
             w = T.alloc_buffer((per,), "float32", scope="local")
         part = T.alloc_buffer((1,), "float32", scope="local")
+        if PART is not None:
+            scratch = T.alloc_buffer((g.warps,), "float32", scope="shared")
         load(x, X[b * rows : b * rows + rows, 0:width], stage)
         xl = x.local()
         if smoothing:
@@ -380,10 +407,18 @@ def _forward_in_groups(v: int, dtype: str, threads: int, g: c.RowGroupTile, smoo
             loss = _row_loss(lse, x_t, ls, v, total)
         else:
             loss = _row_loss(lse, x_t, ls, v)
-        if r < m:
-            if tid % tpr == 0:
-                LSE[r] = lse
-                LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
+        if PART is None:
+            if r < m:
+                if tid % tpr == 0:
+                    LSE[r] = lse
+                    LOSS[r] = _as_target_allows(loss, t, ok, ignore_index)
+        else:  # the CTA's rows summed (each group's first lane's; none past the last row)
+            first = (tid % tpr == 0) & (r < m)
+            total_loss = T.cuda.cta_sum(T.if_then_else(first, _as_target_allows(loss, t, ok, ignore_index), 0.0), g.warps, scratch.ptr_to([0]))
+            kept = T.cuda.cta_sum(T.if_then_else(first & (t != ignore_index), 1.0, 0.0), g.warps, scratch.ptr_to([0]))
+            if tid == 0:
+                PART[b, 0] = total_loss
+                PART[b, 1] = kept
 
     return row_groups
 
@@ -510,6 +545,28 @@ def _forward(x, t, v: int, ignore_index: int, label_smoothing: float, w=None):
     if w is not None:
         loss = loss * _target_weights(w, t, v)
     return loss, lse
+
+
+def sum_parts(kernel, m: int) -> int:
+    """The rows of ``PART`` that `cross_entropy_kernel`'s ``sums`` form wrote for ``m`` rows: its
+    CTAs, by the tuned kernel's chosen configuration (a row each, or a lane group's many)."""
+    cfg = kernel.configs[kernel.choice]
+    return -(-m // (cfg["threads"] // cfg["tpr"])) if cfg.get("tpr") else m
+
+
+def _forward_sums(x, t, v: int, ignore_index: int, label_smoothing: float):
+    """The rows' summed loss and the count of rows not ignored (float32 scalars): the kernel's
+    per-CTA sums (`cross_entropy_kernel`'s ``sums``), then one sum over them."""
+    rows = x.shape[0]
+    if v == 0:
+        raise ValueError("tirx.ops.cross_entropy: logits with 0 classes")
+    if not c.is_torch(x):
+        _check_targets(t, v, ignore_index)
+    part = c.new_array(x, (rows, 2), "float32")
+    kernel = cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=label_smoothing > 0.0, sums=True)
+    kernel(x, t, part, rows, int(ignore_index), float(label_smoothing))
+    totals = part[: sum_parts(kernel, rows)].sum(0)
+    return totals[0], totals[1]
 
 
 def _target_weights(w, t, v: int):
@@ -661,13 +718,20 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100, label_s
     out_shape = tuple(target.shape)
     x, t, v = _rows(logits, target)
     w = _weights(weight)
-    if c.is_torch(x):
-        if c.compiling() or c.wants_grad(x):  # (with its backward)
-            fn = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)
-            loss_rows, _ = fn(x, t, w, int(ignore_index), float(label_smoothing))
-        else:
-            loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing, w)
+    torch_x = c.is_torch(x)
+    if torch_x and (c.compiling() or c.wants_grad(x)):  # (with its backward)
+        fn = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)
+        loss_rows, _ = fn(x, t, w, int(ignore_index), float(label_smoothing))
         return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
+    if reduction != "none" and w is None and x.shape[0]:  # the kernel's per-CTA sums
+        loss, kept = _forward_sums(x, t, v, ignore_index, label_smoothing)
+        if reduction == "mean":
+            if torch_x:
+                loss = loss / kept
+            else:
+                with np.errstate(invalid="ignore", divide="ignore"):  # all rows ignored: NaN, as PyTorch's
+                    loss = loss / kept
+        return loss.to(x.dtype) if torch_x else np.asarray(loss, dtype=np.float32).astype(x.dtype)
     loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing, w)
     return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
 

@@ -2363,6 +2363,56 @@ def _check_add_layer_norm(design, x, r, w, b, *extra):
     np.testing.assert_array_equal(summed2, summed)
 
 
+def test_norms_eager_calls_go_through_a_plan_per_signature():
+    """The norms' eager calls on tensors (not recorded by autograd, not traced) go through a plan
+    per call signature (`norm._eager`): each call's own values through one plan (its operands not
+    captured), the four norms with and without their parameters (absent ones as the constants;
+    float32 parameters beside bfloat16 rows), against PyTorch; a bad call raises the same error
+    every time (no plan kept for it); non-contiguous inputs and empty batches take the general
+    path, with its results."""
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    cm = sys.modules["tirx.ops._common"]
+    cm.PLANS.clear()
+    h = 300
+    w, b = torch.rand(h, dtype=torch.bfloat16) + 0.5, torch.randn(h, dtype=torch.bfloat16)
+    w32, b32 = w.float(), b.float()
+
+    def close(got, want):
+        torch.testing.assert_close(got.float(), want.float(), rtol=2.0**-7, atol=2.0**-6)
+
+    for seed in range(2):  # (the second call of each signature: its plan)
+        g = torch.Generator().manual_seed(seed)
+        x = torch.randn(2, 3, h, generator=g).bfloat16()
+        r = torch.randn(2, 3, h, generator=g).bfloat16()
+        close(ops.layer_norm(x, [h], w, b), F.layer_norm(x.float(), [h], w.float(), b.float()))
+        close(ops.layer_norm(x, h), F.layer_norm(x.float(), [h]))
+        close(ops.layer_norm(x, [h], None, b32), F.layer_norm(x.float(), [h], None, b32).bfloat16())
+        close(ops.rms_norm(x, [h], w, 1e-6), F.rms_norm(x.float(), [h], w.float(), 1e-6))
+        close(ops.rms_norm(x, [h]), F.rms_norm(x.float(), [h], None, 2.0**-7))
+        close(ops.rms_norm(x, [h], w32, 1e-6), F.rms_norm(x.float(), [h], w32, 1e-6).bfloat16())
+        y, s = ops.add_layer_norm(x, r, [h], w, b)
+        assert torch.equal(s, x + r)
+        close(y, F.layer_norm(s.float(), [h], w.float(), b.float()))
+        y, s = ops.add_rms_norm(x, r, [h], None, 1e-6)
+        assert torch.equal(s, x + r)
+        close(y, F.rms_norm(s.float(), [h], None, 1e-6))
+    planned = len(cm.PLANS)
+    assert planned >= 8
+    for _ in range(2):
+        with pytest.raises(TypeError, match="weight is float16, the input bfloat16"):
+            ops.rms_norm(x, [h], w.half())
+        with pytest.raises(ValueError, match="normalized_shape \\[7\\] is not the last dims"):
+            ops.layer_norm(x, [7])
+        with pytest.raises(ValueError, match="residual \\[3, 2, 300\\] bfloat16 and input \\[2, 3, 300\\] bfloat16 differ"):
+            ops.add_rms_norm(x, r.reshape(3, 2, h), [h])
+    assert len(cm.PLANS) == planned
+    xt = torch.randn(h, 4).bfloat16().T  # (not contiguous)
+    close(ops.layer_norm(xt, [h], w, b), F.layer_norm(xt.float(), [h], w.float(), b.float()))
+    close(ops.layer_norm(xt, [h], w, b), F.layer_norm(xt.float(), [h], w.float(), b.float()))
+    assert ops.rms_norm(torch.empty(0, h).bfloat16(), [h], w).shape == (0, h)
+
+
 def test_layer_norms_with_and_without_the_rows_stats_share_one_tuned_choice():
     """The registered op (under torch.compile and autograd) writes each row's mean and rstd, the
     eager inference call does not: their kernels share the autotuner's choice (one cache key), so

@@ -24,7 +24,7 @@ Rows and eps are run-time scalars; the row length and dtype key the kernel, whos
 thread count are autotuned. LayerNorm's registered op also writes each row's float32 mean and
 rstd (``stats``), which its backward reads. The backward: `norm_backward.py`."""
 
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 import math
 
@@ -1605,6 +1605,86 @@ def _run(x, normalized_shape, weight, eps, residual=None):
     return out, summed
 
 
+def _eager(name: str, x, normalized_shape, vectors: tuple, eps, residual, general: Callable, plan: Callable):
+    """An eager call of a norm on torch tensors (not recorded, not traced) through a plan per call
+    signature (`_common.signature_plan`): the checks, the parameters' defaults' dtype and the
+    kernel's lookup made once for tensors of these shapes, strides, dtypes and devices (a decoding
+    step's norms are host time). ``vectors``: the parameters (None where absent); ``general(x,
+    *vectors, residual)``: the call without a plan, where one gains nothing (no rows, operands
+    not contiguous); ``plan(dtype, h, rows, wd)``: ``run(x, *vectors, residual)`` given the checked
+    call's dtype, row length, rows and the parameters' dtype."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    tensors = c.aligned((x, *vectors, residual))
+    given = tuple(t for t in tensors if t is not None)
+    key = (name, shape, eps, tuple(t is None for t in tensors))
+
+    def new():
+        params = [(label, t, _ones if label == "weight" else _zeros) for label, t in zip(("weight", "bias"), tensors[1:-1])]
+        dtype, h, rows, vecs = _norm_args(name, tensors[0], shape, params)
+        _check_residual(name, tensors[0], tensors[-1], dtype)
+        if rows == 0 or h == 0 or not all(t.is_contiguous() for t in given):
+            return lambda *ts: general(*ts)
+        return plan(dtype, h, rows, c.dtype_name(vecs[0]))
+
+    return c.signature_plan(given, key, new)(*tensors)
+
+
+def _vector(v, x, h: int, wd: str, default: Callable):
+    """A plan's parameter: ``v`` as a vector, or (absent) ``default``'s constant beside ``x``."""
+    return default(x, h, wd) if v is None else v.view(h)
+
+
+def _rms_eager(x, normalized_shape, weight, eps, residual=None):
+    """`_run` on torch tensors, eagerly: `_eager`'s plan."""
+
+    def plan(dtype, h, rows, wd):
+        import torch
+
+        launch = rms_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **({} if wd == dtype else {"w_dtype": wd})).launcher()
+        e = float(_eps(dtype, eps))
+
+        def run(x, weight, residual):
+            out = torch.empty_like(x)
+            w = _vector(weight, x, h, wd, _ones)
+            if residual is None:
+                launch(x.view(rows, h), w, out.view(rows, h), rows, e)
+                return out
+            summed = torch.empty_like(x)
+            launch(x.view(rows, h), residual.view(rows, h), w, out.view(rows, h), summed.view(rows, h), rows, e)
+            return out, summed
+
+        return run
+
+    general = lambda x, weight, residual: _run(x, normalized_shape, weight, eps, residual)  # noqa: E731
+    return _eager("rms_norm" if residual is None else "add_rms_norm", x, normalized_shape, (weight,), eps, residual, general, plan)
+
+
+def _layer_norm_eager(x, normalized_shape, weight, bias, eps, residual=None):
+    """`_layer_norm_run` on torch tensors, eagerly and without the statistics: `_eager`'s plan."""
+
+    def plan(dtype, h, rows, wd):
+        import torch
+
+        launch = layer_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **({} if wd == dtype else {"w_dtype": wd})).launcher()
+        e = float(eps)
+
+        def run(x, weight, bias, residual):
+            out = torch.empty_like(x)
+            w, b = _vector(weight, x, h, wd, _ones), _vector(bias, x, h, wd, _zeros)
+            if residual is None:
+                launch(x.view(rows, h), w, b, out.view(rows, h), rows, e)
+                return out
+            summed = torch.empty_like(x)
+            launch(x.view(rows, h), residual.view(rows, h), w, b, out.view(rows, h), summed.view(rows, h), rows, e)
+            return out, summed
+
+        return run
+
+    general = lambda x, weight, bias, residual: _layer_norm_run(x, normalized_shape, weight, bias, eps, residual=residual)  # noqa: E731
+    name = "layer_norm" if residual is None else "add_layer_norm"
+    return _eager(name, x, normalized_shape, (weight, bias), eps, residual, general, plan)
+
+
 def _zeros(x, h: int, dtype: str = ""):
     return c.constant_vector(x, h, dtype or c.dtype_name(x), 0.0)
 
@@ -1680,7 +1760,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
         if c.compiling() or _records(x, weight, bias):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, bias, float(eps))[0]
-        return _layer_norm_run(x, normalized_shape, weight, bias, eps)
+        return _layer_norm_eager(x, normalized_shape, weight, bias, eps)
     as_np = (lambda t: None if t is None else np.asarray(t))
     return _layer_norm_run(np.asarray(x), normalized_shape, as_np(weight), as_np(bias), eps)
 
@@ -1708,7 +1788,7 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
         if c.compiling() or _records(x, weight):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, shape, weight, eps)
-        return _run(x, normalized_shape, weight, eps)
+        return _rms_eager(x, normalized_shape, weight, eps)
     return _run(np.asarray(x), normalized_shape, None if weight is None else np.asarray(weight), eps)
 
 
@@ -1738,7 +1818,7 @@ def add_rms_norm(x, residual, normalized_shape, weight=None, eps=None):
         if c.compiling() or _records(x, residual, weight):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, residual, shape, weight, eps)
-        return _run(x, normalized_shape, weight, eps, residual)
+        return _rms_eager(x, normalized_shape, weight, eps, residual)
     w = None if weight is None else np.asarray(weight)
     return _run(np.asarray(x), normalized_shape, w, eps, np.asarray(residual))
 
@@ -1780,7 +1860,7 @@ def add_layer_norm(x, residual, normalized_shape, weight=None, bias=None, eps: f
         if c.compiling() or _records(x, residual, weight, bias):
             shape = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
             return op(x, residual, shape, weight, bias, float(eps))[:2]
-        return _layer_norm_run(x, normalized_shape, weight, bias, eps, residual=residual)
+        return _layer_norm_eager(x, normalized_shape, weight, bias, eps, residual)
     as_np = (lambda t: None if t is None else np.asarray(t))
     return _layer_norm_run(np.asarray(x), normalized_shape, as_np(weight), as_np(bias), eps, residual=np.asarray(residual))
 

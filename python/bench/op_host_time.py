@@ -34,7 +34,16 @@ def cases():
         y = ops.matmul(ag, bg)
         y.backward(torch.ones_like(y))
 
+    x, r = torch.randn(1, 4096).to(bf), torch.randn(1, 4096).to(bf)
+    w, bias = torch.rand(4096).to(bf), torch.randn(4096).to(bf)
+    logits, target = torch.randn(16, 32000).to(bf), torch.randint(0, 32000, (16,))
     return {
+        "rms_norm (one token of 4096)": lambda: ops.rms_norm(x, [4096], w),
+        "add_rms_norm": lambda: ops.add_rms_norm(x, r, [4096], w),
+        "layer_norm": lambda: ops.layer_norm(x, [4096], w, bias),
+        "add_layer_norm": lambda: ops.add_layer_norm(x, r, [4096], w, bias),
+        "softmax": lambda: ops.softmax(x, -1),
+        "cross_entropy (16 rows of 32k)": lambda: ops.cross_entropy(logits, target),
         "kvcache_attention (32 over 8 heads, 1k cache, 4 splits)": lambda: ops.kvcache_attention(q, kc, vc, lens),
         "scaled_dot_product_attention decoding (split path)": lambda: ops.scaled_dot_product_attention(qs, ks, vs, enable_gqa=True),
         "matmul": lambda: ops.matmul(a, b),

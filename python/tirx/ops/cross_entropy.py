@@ -13,8 +13,8 @@ rows ("mean": divided by the number of rows not ignored, NaN when all are, as Py
 "none") is a PyTorch (or NumPy) sum of one float per row, through which autograd reaches the
 per-row gradient; outside autograd (and without class weights) the forward's ``sums`` form
 writes each CTA's sum of its rows' losses and count of rows kept instead, and those are summed:
-no row's float written, the targets not read again. A target outside ``[0, C)`` that is not ``ignore_index`` gives a NaN loss and
-gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
+no row's float written, the targets not read again. A target outside ``[0, C)`` that is not
+``ignore_index`` gives a NaN loss and gradient for its row (PyTorch stops the device with an assertion; the simulator path raises).
 Class weights ``w`` (PyTorch's): a row's loss ``(1 - s) * w[t] * (lse - x[t]) + s / C *
 (lse * sum(w) - sum(w * x))``; without smoothing that is the unweighted row's loss times
 ``w[t]`` (the rows scaled outside the kernels, forward and backward); with it the weighted

@@ -260,6 +260,21 @@ def test_inference_reductions_on_tensors_against_pytorch():
                     assert got.dtype == torch.bfloat16 and got.shape == ()
                     torch.testing.assert_close(got.double(), want, rtol=2**-7, atol=1e-5)
             assert torch.isnan(ops.cross_entropy(x, torch.full_like(t, -100)))
+    # Through the plan of each call signature: each call's own values; PyTorch's other forms (a
+    # (N, C, d) input, int32 targets, no rows) by the general path; a bad call's error every time.
+    for seed in range(2):
+        g = torch.Generator().manual_seed(seed)
+        x = (torch.randn(5, 300, generator=g) * 3).bfloat16()
+        t = torch.randint(0, 300, (5,), generator=g)
+        torch.testing.assert_close(ops.cross_entropy(x, t).double(), F.cross_entropy(x.double(), t), rtol=2**-7, atol=1e-5)
+        x3 = (torch.randn(2, 300, 3, generator=g) * 3).bfloat16()
+        t3 = torch.randint(0, 300, (2, 3), generator=g).int()
+        torch.testing.assert_close(ops.cross_entropy(x3, t3, reduction="sum").double(), F.cross_entropy(x3.double(), t3.long(), reduction="sum"), rtol=2**-7, atol=1e-5)
+    assert torch.isnan(ops.cross_entropy(torch.empty(0, 300).bfloat16(), torch.empty(0, dtype=torch.long)))
+    assert ops.cross_entropy(torch.empty(0, 300).bfloat16(), torch.empty(0, dtype=torch.long), reduction="sum") == 0
+    for _ in range(2):
+        with pytest.raises(ValueError, match="target of shape \\[4\\] for logits \\[5, 300\\]"):
+            ops.cross_entropy(x, t[:4])
 
 
 def test_vocab_256k_on_the_gpu():

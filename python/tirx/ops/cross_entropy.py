@@ -569,6 +569,43 @@ def _forward_sums(x, t, v: int, ignore_index: int, label_smoothing: float):
     return totals[0], totals[1]
 
 
+def _eager(logits, target, ignore_index: int, label_smoothing: float, reduction: str):
+    """"mean" or "sum" of tensors without class weights, outside autograd: through a plan per call
+    signature (`_common.signature_plan`: the checks and the kernel's lookup once), the kernel's
+    per-CTA sums (`_forward_sums`) reduced; (N, C) int64-targeted contiguous logits launch from
+    the plan, other forms take the general path."""
+    tensors = c.aligned((logits, target))
+    key = ("cross_entropy", ignore_index, label_smoothing, reduction)
+
+    def general(logits, target):
+        x, t, v = _rows(logits, target)
+        if x.shape[0] == 0:
+            return _reduce(c.new_array(x, 0, "float32"), t, ignore_index, reduction, x.dtype, tuple(target.shape), v)
+        loss, kept = _forward_sums(x, t, v, ignore_index, label_smoothing)
+        return (loss / kept if reduction == "mean" else loss).to(x.dtype)
+
+    def new():
+        import torch
+
+        _check(*tensors, ignore_index, label_smoothing, reduction)
+        x, t = tensors
+        if not (len(x.shape) == 2 and x.shape[0] and x.shape[1] and x.is_contiguous() and t.dtype == torch.int64 and t.is_contiguous()):
+            return general
+        rows, v, dtype = x.shape[0], x.shape[1], x.dtype
+        kernel = cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=label_smoothing > 0.0, sums=True)
+        launch, ii, ls = kernel.launcher(), int(ignore_index), float(label_smoothing)
+
+        def run(x, t):
+            part = x.new_empty((rows, 2), dtype=torch.float32)
+            launch(x, t, part, rows, ii, ls)
+            totals = part[: sum_parts(kernel, rows)].sum(0)
+            return (totals[0] / totals[1] if reduction == "mean" else totals[0]).to(dtype)
+
+        return run
+
+    return c.signature_plan(tensors, key, new)(*tensors)
+
+
 def _target_weights(w, t, v: int):
     """Each row's target's weight (float32; an ignored or out-of-range target's is a weight of
     its clamped index, never read back to the host: its row's loss is 0 or NaN already)."""
@@ -714,6 +751,8 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100, label_s
     ``weight``: a weight per class (C,), of the logits' dtype or float32, as PyTorch's (a row's
     loss weighed by its target's weight, the smoothing term by each class's; "mean" divides by
     the sum of the targets' weights); differentiable in the logits."""
+    if weight is None and reduction != "none" and c.is_torch(logits) and not (c.compiling() or c.wants_grad(logits)):
+        return _eager(logits, target, ignore_index, label_smoothing, reduction)
     _check(logits, target, ignore_index, label_smoothing, reduction, weight)
     out_shape = tuple(target.shape)
     x, t, v = _rows(logits, target)

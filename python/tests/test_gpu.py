@@ -732,3 +732,46 @@ def test_norms_without_parameters_per_stream_and_in_cuda_graphs():
     xf = xs[2].float().requires_grad_()
     (F.layer_norm(xf, [3000]) * dy).sum().backward()
     torch.testing.assert_close(xr.grad.float(), xf.grad, rtol=2**-6, atol=2**-6)
+
+
+def test_norm_plans_on_cuda_tensors_match_pytorch():
+    """The norms' and cross_entropy's eager plans (one per call signature) on CUDA tensors: each
+    call of one signature with new operands gets its own result, on another stream and replayed
+    from a CUDA graph, against PyTorch; absent parameters as the per-stream constants."""
+    import tirx.ops as ops
+
+    F = torch.nn.functional
+    h = 4096
+    w, b = torch.rand(h, device="cuda", dtype=torch.bfloat16) + 0.5, torch.randn(h, device="cuda", dtype=torch.bfloat16)
+    calls = {
+        "rms_norm": (lambda x, r: ops.rms_norm(x, [h], w, 1e-6), lambda x, r: F.rms_norm(x.float(), [h], w.float(), 1e-6)),
+        "rms_norm without a weight": (lambda x, r: ops.rms_norm(x, [h]), lambda x, r: F.rms_norm(x.float(), [h], None, 2.0**-7)),
+        "layer_norm": (lambda x, r: ops.layer_norm(x, [h], w, b), lambda x, r: F.layer_norm(x.float(), [h], w.float(), b.float())),
+        "add_rms_norm": (lambda x, r: ops.add_rms_norm(x, r, [h], w, 1e-6)[0], lambda x, r: F.rms_norm((x + r).float(), [h], w.float(), 1e-6)),
+        "add_layer_norm": (lambda x, r: ops.add_layer_norm(x, r, [h], None, b)[0], lambda x, r: F.layer_norm((x + r).float(), [h], None, b.float())),
+    }
+    inputs = [(torch.randn(3, 5, h, device="cuda", dtype=torch.bfloat16), torch.randn(3, 5, h, device="cuda", dtype=torch.bfloat16)) for _ in range(3)]
+    for name, (mine, want) in calls.items():
+        for x, r in inputs + inputs[::-1]:
+            torch.testing.assert_close(mine(x, r).float(), want(x, r), rtol=2.0**-7, atol=2.0**-6, msg=name)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            on_side = mine(*inputs[1])
+        torch.cuda.current_stream().wait_stream(side)
+        torch.testing.assert_close(on_side.float(), want(*inputs[1]), rtol=2.0**-7, atol=2.0**-6, msg=name)
+        static = tuple(t.clone() for t in inputs[0])
+        mine(*static)  # (warm: the tuner's choice made outside the capture)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            out = mine(*static)
+        for x, r in inputs:
+            static[0].copy_(x)
+            static[1].copy_(r)
+            g.replay()
+            torch.testing.assert_close(out.float(), want(x, r), rtol=2.0**-7, atol=2.0**-6, msg=name)
+    logits, t = torch.randn(300, 32000, device="cuda", dtype=torch.bfloat16) * 3, torch.randint(0, 32000, (300,), device="cuda")
+    for _ in range(2):
+        logits.normal_()
+        t[::5] = -100
+        torch.testing.assert_close(ops.cross_entropy(logits, t).double(), F.cross_entropy(logits.double(), t), rtol=2**-7, atol=1e-5)

@@ -757,20 +757,16 @@ def cross_entropy(logits, target, weight=None, ignore_index: int = -100, label_s
     out_shape = tuple(target.shape)
     x, t, v = _rows(logits, target)
     w = _weights(weight)
-    torch_x = c.is_torch(x)
-    if torch_x and (c.compiling() or c.wants_grad(x)):  # (with its backward)
+    if c.is_torch(x) and (c.compiling() or c.wants_grad(x)):  # (with its backward)
         fn = c.differentiable("cross_entropy_rows", _rows_parts, _autograd)
         loss_rows, _ = fn(x, t, w, int(ignore_index), float(label_smoothing))
         return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
-    if reduction != "none" and w is None and x.shape[0]:  # the kernel's per-CTA sums
+    if reduction != "none" and w is None and x.shape[0]:  # (arrays) the kernel's per-CTA sums; tensors: `_eager`
         loss, kept = _forward_sums(x, t, v, ignore_index, label_smoothing)
         if reduction == "mean":
-            if torch_x:
+            with np.errstate(invalid="ignore", divide="ignore"):  # all rows ignored: NaN, as PyTorch's
                 loss = loss / kept
-            else:
-                with np.errstate(invalid="ignore", divide="ignore"):  # all rows ignored: NaN, as PyTorch's
-                    loss = loss / kept
-        return loss.to(x.dtype) if torch_x else np.asarray(loss, dtype=np.float32).astype(x.dtype)
+        return np.asarray(loss, dtype=np.float32).astype(x.dtype)
     loss_rows, _ = _forward(x, t, v, ignore_index, label_smoothing, w)
     return _reduce(loss_rows, t, ignore_index, reduction, x.dtype, out_shape, v, w)
 

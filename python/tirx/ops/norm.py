@@ -1611,8 +1611,9 @@ def _eager(name: str, x, normalized_shape, vectors: tuple, eps, residual, genera
     kernel's lookup made once for tensors of these shapes, strides, dtypes and devices (a decoding
     step's norms are host time). ``vectors``: the parameters (None where absent); ``general(x,
     *vectors, residual)``: the call without a plan, where one gains nothing (no rows, operands
-    not contiguous); ``plan(dtype, h, rows, wd)``: ``run(x, *vectors, residual)`` given the checked
-    call's dtype, row length, rows and the parameters' dtype."""
+    not contiguous); ``plan(dtype, h, rows, wd, w_arg)``: ``run(x, *vectors, residual)`` given the
+    checked call's dtype, row length, rows, the parameters' dtype and the kernel's argument for it
+    (`_common.weight_dtype_arg`)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
     tensors = c.aligned((x, *vectors, residual))
     given = tuple(t for t in tensors if t is not None)
@@ -1624,7 +1625,7 @@ def _eager(name: str, x, normalized_shape, vectors: tuple, eps, residual, genera
         _check_residual(name, tensors[0], tensors[-1], dtype)
         if rows == 0 or h == 0 or not all(t.is_contiguous() for t in given):
             return lambda *ts: general(*ts)
-        return plan(dtype, h, rows, c.dtype_name(vecs[0]))
+        return plan(dtype, h, rows, c.dtype_name(vecs[0]), c.weight_dtype_arg(dtype, vecs[0]))
 
     return c.signature_plan(given, key, new)(*tensors)
 
@@ -1637,10 +1638,10 @@ def _vector(v, x, h: int, wd: str, default: Callable):
 def _rms_eager(x, normalized_shape, weight, eps, residual=None):
     """`_run` on torch tensors, eagerly: `_eager`'s plan."""
 
-    def plan(dtype, h, rows, wd):
+    def plan(dtype, h, rows, wd, w_arg):
         import torch
 
-        launch = rms_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **({} if wd == dtype else {"w_dtype": wd})).launcher()
+        launch = rms_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher()
         e = float(_eps(dtype, eps))
 
         def run(x, weight, residual):
@@ -1662,10 +1663,10 @@ def _rms_eager(x, normalized_shape, weight, eps, residual=None):
 def _layer_norm_eager(x, normalized_shape, weight, bias, eps, residual=None):
     """`_layer_norm_run` on torch tensors, eagerly and without the statistics: `_eager`'s plan."""
 
-    def plan(dtype, h, rows, wd):
+    def plan(dtype, h, rows, wd, w_arg):
         import torch
 
-        launch = layer_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **({} if wd == dtype else {"w_dtype": wd})).launcher()
+        launch = layer_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher()
         e = float(eps)
 
         def run(x, weight, bias, residual):

@@ -7,9 +7,10 @@ compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
 a GPU it runs in the simulator (CPU tensors).
 
-    python python/bench/op_designs.py [--only rows,exchanges,attention,gemm]
+    python python/bench/op_designs.py [--only rows,exchanges,cross_entropy,attention,gemm]
 
-``gemm``: each GEMM kernel form of `tirx.ops` once (`_gemms`).
+``gemm``: each GEMM kernel form of `tirx.ops` once (`_gemms`); ``cross_entropy``: its designs alone
+(a subset of ``rows``).
 """
 
 import sys
@@ -58,6 +59,10 @@ def main():
         _rows(dev, dt)
     if "exchanges" in only and "rows" not in only:
         _exchanges(dev, dt)
+    if "cross_entropy" in only and "rows" not in only:
+        for design, n, cfg in DESIGNS:
+            if not design.startswith("cluster"):
+                _cross_entropy(design, n, cfg, torch.randn(M, n, device=dev, dtype=dt) * 2)
     if "attention" in only:
         _attention(dev, dt)
     print(f"{len(failures)} wrong: {failures}" if failures else "all designs match PyTorch")
@@ -250,6 +255,13 @@ def _cross_entropy(design, n, cfg, x):
     loss, lse = torch.empty(M, device=x.device), torch.empty(M, device=x.device)
     run(ce.cross_entropy_kernel.factory, v=n, dtype="bfloat16", smoothing=True, **cfg)(x, t, loss, lse, M, -100, 0.1)
     check(f"cross_entropy {design} {n}", loss, F.cross_entropy(x.float(), t, reduction="none", label_smoothing=0.1))
+    # The "mean"/"sum" form: each CTA's summed loss and kept-row count, its first `sum_parts` rows.
+    part = torch.full((M, 2), float("nan"), device=x.device)
+    run(ce.cross_entropy_kernel.factory, v=n, dtype="bfloat16", smoothing=True, sums=True, **cfg)(x, t, part, M, -100, 0.1)
+    ctas = -(-M // (cfg["threads"] // cfg["tpr"])) if cfg.get("tpr") else M
+    kept = torch.tensor([float((t != -100).sum())], device=x.device)
+    want = torch.cat([F.cross_entropy(x.float(), t, reduction="sum", label_smoothing=0.1).reshape(1), kept])
+    check(f"cross_entropy per-CTA sums {design} {n}", part[:ctas].sum(0), want)
     g = torch.ones(M, device=x.device)
     dx = torch.empty_like(x)
     run(ce.cross_entropy_backward_kernel.factory, v=n, dtype="bfloat16", **cfg)(x, t, lse, g, dx, M, -100, 0.1)

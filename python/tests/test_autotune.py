@@ -299,3 +299,65 @@ def test_an_ops_choice_among_ways_is_timed_kept_and_first_off_the_gpu(tmp_path, 
     assert [v for k, v in data.items() if "|choice|" in k and "op(y)" in k] == [1]
     times["one"] = 0.5
     assert at.choose("op(y)", ["one", "two"], build, on_gpu=False, timer=timer) == 0
+
+
+def rows_scale(dtype, threads):
+    @T.prim_func
+    def rows_add(X_ptr: T.handle, Y_ptr: T.handle, m: T.int32):
+        X = T.match_buffer(X_ptr, (m, 128), dtype)
+        Y = T.match_buffer(Y_ptr, (m, 128), dtype)
+        T.device_entry()
+        bx = T.cta_id([m])
+        t = T.thread_id([threads])
+        for j in T.serial(128 // threads):
+            Y[bx, j * threads + t] = Y[bx, j * threads + t] + X[bx, j * threads + t] * 2.0
+
+    return rows_add
+
+
+def test_each_size_class_is_timed_and_kept_apart(tmp_path, monkeypatch):
+    """`autotune`'s ``size``: a call's size class (here a row kernel's rows, `_common.rows_class`)
+    is chosen for apart, in memory and on disk, and a plan's launcher launches each class's
+    choice; ``explain`` names the class of the last call."""
+    import tirx.ops._common as c
+
+    at = sys.modules["tirx.autotune"]
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(at, "_memory", {})
+    timed, ran = [], []
+
+    def timer(kernel, args):  # 32 threads fastest on a few rows, 128 on many
+        timed.append((args[2], kernel.meta["block"][0]))
+        return {32: 1.0, 64: 2.0, 128: 3.0}[kernel.meta["block"][0]] * (1 if args[2] <= 4 else -1)
+
+    tuned = tirx.autotune(configs=CONFIGS, key=["dtype"], timer=timer, size=c.rows_class)(rows_scale)
+    k = tuned(dtype="float32")
+
+    def call(f, m):
+        x, y = np.arange(m * 128, dtype=np.float32).reshape(m, 128), np.ones((m, 128), np.float32)
+        f(x, y, m)
+        np.testing.assert_array_equal(y, 1 + 2 * x)
+
+    call(k, 3)
+    assert k.kernel.meta["block"][0] == 32 and "[size class 1]" in k.explain() and len(timed) == 3
+    call(k, 100)  # (class 4: timed)
+    assert k.kernel.meta["block"][0] == 128 and "[size class 4]" in k.explain() and len(timed) == 6
+    call(k, 2)  # (class 1 again: its choice kept, not timed)
+    assert k.kernel.meta["block"][0] == 32 and len(timed) == 6 and "timed" in k.explain()
+    data = json.load(open(os.path.join(tmp_path, "autotune-v2.json")))
+    assert sorted((key.rsplit("|", 1)[1], v) for key, v in data.items() if "rows_scale" in key) == [("size=1", 0), ("size=4", 2)]
+    # A plan's launcher: each class's choice, without timing again.
+    launch = k.launcher()
+    monkeypatch.setattr(at, "_memory", {})
+    monkeypatch.setenv("TIRX_CACHE_DIR", str(tmp_path / "new"))
+    for m in (100, 3, 70000, 100):
+        call(launch, m)
+    assert len(timed) == 9 and k.size_class == 9 and k.kernel.meta["block"][0] == 128  # (70,000 rows: class 9, timed)
+    assert c.rows_class([np.empty((1 << 30, 0))]) == c.ROWS_CLASS_TOP == 9
+    # ``fixed_signature`` (a plan's: the first call's shapes throughout): its class looked up once.
+    sized = []
+    monkeypatch.setattr(k.tuner, "size", lambda args: sized.append(1) or c.rows_class(args))
+    pinned = k.launcher(fixed_signature=True)
+    for _ in range(3):
+        call(pinned, 3)
+    assert len(sized) == 1 and len(timed) == 9 and k.kernel.meta["block"][0] == 32

@@ -2,6 +2,7 @@
 (simulator, on NumPy arrays and CPU tensors), PyTorch's semantics (shapes, dims, defaults,
 errors), the registered ops under torch.compile, and on the GPU against PyTorch."""
 
+import math
 import re
 import sys
 
@@ -435,11 +436,17 @@ def test_ragged_and_wide_rows_on_the_gpu(dtype):
         assert torch.equal(summed, x + res)
         want_h = torch.nn.functional.layer_norm(summed.float(), [n], w.float(), b.float(), 1e-5).to(tdt)
         torch.testing.assert_close(y, want_h, **ntol)
-        # Into rows 1..5 of a larger buffer: the kernel writes those rows and nothing past them.
-        big = torch.full((7, n), 5.0, device="cuda", dtype=tdt)
-        sys.modules["tirx.ops.softmax"].softmax_kernel(n=n, dtype=dtype)(x, big[1:6], 5)
-        torch.testing.assert_close(big[1:6], torch.softmax(x.float(), -1).to(tdt), **tol)
-        assert torch.equal(big[0], torch.full_like(big[0], 5.0)) and torch.equal(big[6], big[0])
+        # Into 5 rows of a larger buffer, from its first row that starts on 16 bytes (a launch
+        # refuses a view starting elsewhere): the kernel writes those rows and nothing past them.
+        kernel = sys.modules["tirx.ops.softmax"].softmax_kernel(n=n, dtype=dtype)
+        r0 = 16 // math.gcd(16, n * x.element_size())
+        big = torch.full((r0 + 6, n), 5.0, device="cuda", dtype=tdt)
+        if r0 > 1:
+            with pytest.raises(ValueError, match="not on 16 bytes"):
+                kernel(x, big[1:6], 5)
+        kernel(x, big[r0 : r0 + 5], 5)
+        torch.testing.assert_close(big[r0 : r0 + 5], torch.softmax(x.float(), -1).to(tdt), **tol)
+        assert torch.equal(big[:r0], torch.full_like(big[:r0], 5.0)) and torch.equal(big[-1], big[0])
 
 
 def test_the_ops_are_registered_at_import_when_torch_is_loaded():

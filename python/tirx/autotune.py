@@ -12,7 +12,10 @@ and the factory arguments whose values key the choice.
 (a row length that a thread count does not tile, say); a key none applies to is an error.
 ``launch_args(kernel, args)`` (optional) gives each candidate its own arguments from the call's,
 timing and calls alike: a persistent kernel's grid sized to what that candidate keeps resident
-(`Kernel.resident_ctas`), say.
+(`Kernel.resident_ctas`), say. ``size(args)`` (optional) gives a call's size class, a part of the
+key the factory does not see: each class is timed and chosen apart (a row kernel's rows in powers
+of four, `tirx.ops._common.rows_class`: a choice timed on a test's five rows, where every candidate
+is one launch's cost, is not kept for a batch of 100,000).
 
 The first call of a key compiles every candidate (in threads: lowering releases the GIL) and,
 on CUDA tensors, times each with CUDA events over ``rep`` launches of the call's own arguments
@@ -205,10 +208,30 @@ class TunedKernel:
     def __init__(self, tuner: "Autotuner", key_values: dict, cache_key: str, configs: List[dict]):
         self.tuner, self.key_values, self.cache_key, self.configs = tuner, key_values, cache_key, configs
         self.kernels: Optional[List] = None
+        # The choice, its timings and how it was made: of the size class of the last call made
+        # through `__call__` (the tuner's ``size``; None without one); other classes' in `_classes`.
+        self.size_class = None
+        self._classes: Dict[object, tuple] = {}
         self.times: Optional[List[Optional[float]]] = None
         self.resident: Optional[List[Optional[int]]] = None
         self.choice: Optional[int] = None
         self.how = "not run yet"
+
+    def _select(self, args) -> None:
+        """Makes the size class of ``args`` the current one (its choice, times, explanation)."""
+        if self.tuner.size is None:
+            return
+        cls = self.tuner.size(args)
+        if cls == self.size_class:
+            return
+        if self.choice is not None:
+            self._classes[self.size_class] = (self.choice, self.times, self.resident, self.how)
+        self.size_class = cls
+        self.choice, self.times, self.resident, self.how = self._classes.pop(cls, (None, None, None, "not run yet"))
+
+    def _class_key(self) -> str:
+        """The cache key of the current size class's choice."""
+        return self.cache_key if self.size_class is None else f"{self.cache_key}|size={self.size_class}"
 
     def _compile(self) -> List:
         if self.kernels is None:
@@ -223,7 +246,7 @@ class TunedKernel:
 
     def _choose(self, args) -> int:
         ks = self._compile()
-        cached = _kept(self.cache_key, len(ks))
+        cached = _kept(self._class_key(), len(ks))
         if cached is not None:
             self.how = "cached (timed earlier on this GPU kind)"
             return cached
@@ -253,7 +276,7 @@ class TunedKernel:
             warnings.warn(w.message, w.category, stacklevel=3)
         rounds = f", the best of {TIMING_ROUNDS} rounds" if timer is None else ""
         self.how = f"timed over {self.tuner.rep} launches each{rounds}"
-        _keep(self.cache_key, best)
+        _keep(self._class_key(), best)
         if os.environ.get("TIRX_AUTOTUNE_VERBOSE"):
             self.choice = best  # (explain marks it)
             print(self.explain(), file=sys.stderr)
@@ -273,6 +296,7 @@ class TunedKernel:
         return tuple(args) if adapt is None else tuple(adapt(kernel, args))
 
     def __call__(self, *args):
+        self._select(args)
         if self.choice is None:
             self.choice = self._choose(args)
         k = self.kernels[self.choice]
@@ -287,26 +311,38 @@ class TunedKernel:
         """``launch(*args)``: the chosen kernel's `Kernel.launcher` (``fixed_signature`` as there;
         its arguments adapted by the tuner's ``launch_args`` where ``adapts`` says they change),
         for the repeated eager calls of an op's plan; where nothing is chosen yet, the returned
-        function's first call chooses (as a call would)."""
-        if self.choice is not None:
-            k = self.kernels[self.choice]
-            fast, adapt, adapts = k.launcher(fixed_signature), self.tuner.launch_args, self.tuner.adapts
-            if adapt is None or (adapts is not None and not adapts(self.configs[self.choice])):
-                return fast  # (an op's every call: no adapter where it would change nothing)
-            return lambda *args: fast(*adapt(k, args))
-        chosen: List[Callable] = []
+        function's first call chooses (as a call would); under the tuner's ``size`` classes, the
+        first call of each class chooses for it (and makes it current), later ones launch its
+        choice without making it current, and with ``fixed_signature`` (the first call's shapes
+        throughout: its class) the first call's class is the launcher's, looked up once."""
+        size = self.tuner.size
+        if size is None and self.choice is not None:
+            return self._chosen_launcher(fixed_signature)
+        by_class: Dict[object, Callable] = {}
+        per_call = size is not None and not fixed_signature
 
         def launch(*args):
-            if chosen:
-                return chosen[0](*args)
-            self(*args)
-            chosen.append(self.launcher(fixed_signature))
+            cls = size(args) if per_call else None
+            run = by_class.get(cls)
+            if run is not None:
+                return run(*args)
+            out = self(*args)
+            by_class[cls] = self._chosen_launcher(fixed_signature)
+            return out
 
         return launch
 
+    def _chosen_launcher(self, fixed_signature: bool) -> Callable:
+        k = self.kernels[self.choice]
+        fast, adapt, adapts = k.launcher(fixed_signature), self.tuner.launch_args, self.tuner.adapts
+        if adapt is None or (adapts is not None and not adapts(self.configs[self.choice])):
+            return fast  # (an op's every call: no adapter where it would change nothing)
+        return lambda *args: fast(*adapt(k, args))
+
     def explain(self) -> str:
         """Each configuration, its time, and the choice."""
-        head = f"autotune {self.tuner.factory.__name__}({', '.join(f'{k}={v!r}' for k, v in self.key_values.items())}): {self.how}"
+        size = "" if self.size_class is None else f" [size class {self.size_class}]"
+        head = f"autotune {self.tuner.factory.__name__}({', '.join(f'{k}={v!r}' for k, v in self.key_values.items())}){size}: {self.how}"
         pruned = len(self.tuner.configs) - len(self.configs)
         lines = [head + (f" ({pruned} configuration(s) pruned: they do not apply)" if pruned else "")]
         for i, cfg in enumerate(self.configs):
@@ -331,6 +367,7 @@ class Autotuner:
         prune=None,
         launch_args=None,
         adapts=None,
+        size=None,
     ):
         if not configs:
             raise ValueError("tirx.autotune: give at least one configuration")
@@ -340,6 +377,7 @@ class Autotuner:
                 raise TypeError(f"tirx.autotune: key `{name}` is not a parameter of {factory.__name__}{inspect.signature(factory)}")
         self.factory, self.configs, self.key = factory, [dict(c) for c in configs], list(key)
         self.warmup, self.rep, self.timer, self.prune, self.launch_args, self.adapts = warmup, rep, timer, prune, launch_args, adapts
+        self.size = size
         try:
             src = inspect.getsource(factory)
         except (OSError, TypeError):
@@ -393,12 +431,13 @@ class Autotuner:
         return tuned
 
 
-def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None, launch_args=None, adapts=None):
+def autotune(configs: Sequence[dict], key: Sequence[str], warmup: int = 5, rep: int = 20, timer=None, prune=None, launch_args=None, adapts=None, size=None):
     """Decorates a kernel factory: ``factory(**key_args, **config)`` returns a ``@T.prim_func``;
     calling the decorated factory with the key arguments gives a :class:`TunedKernel`.
     ``prune(configs, **key_args)`` keeps the configurations that apply to a key;
     ``launch_args(kernel, args) -> args`` gives each compiled candidate its own arguments, and
     ``adapts(config) -> bool`` says for which configurations it changes them (None: all; the
     chosen kernel's `TunedKernel.launcher` calls it for those only);
+    ``size(args) -> hashable``: the call's size class, chosen for apart (as a key value would be);
     ``timer(kernel, args) -> ms`` replaces the CUDA-event timing (for tests)."""
-    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune, launch_args, adapts)
+    return lambda factory: Autotuner(factory, configs, key, warmup, rep, timer, prune, launch_args, adapts, size)

@@ -73,7 +73,7 @@ def _weighted_needs_smoothing(weighted: bool, smoothing: bool) -> None:
         raise ValueError("weighted=True is the label-smoothing kernel's (smoothing=True)")
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing", "weighted"], prune=c.prune_rows("v", tiles=_tiles))
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "smoothing", "weighted"], prune=c.prune_rows("v", tiles=_tiles), size=c.rows_class)
 def cross_entropy_kernel(
     v: int, dtype: str, threads: int, smoothing: bool = False, tpr: int = 0, stream: bool = False, weighted: bool = False, sums: bool = False
 ):
@@ -230,7 +230,7 @@ def _forward_rows(v: int, dtype: str, threads: int, g: c.RowTile, smoothing: boo
     return rows
 
 
-@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "weighted"], prune=c.prune_rows("v", tiles=lambda dtype, key: 1 + bool(key.get("weighted"))))
+@autotune(configs=c.ROW_CONFIGS, key=["v", "dtype", "weighted"], prune=c.prune_rows("v", tiles=lambda dtype, key: 1 + bool(key.get("weighted"))), size=c.rows_class)
 def cross_entropy_backward_kernel(v: int, dtype: str, threads: int, tpr: int = 0, stream: bool = False, weighted: bool = False):
     """``DX[r] = G[r] * (softmax(X[r]) - ls / v - (1 - ls) * onehot(TGT[r]))`` for ``m`` rows of
     ``v`` logits, from the forward's ``LSE[r]``; rows whose target is ``ignore_index`` get 0;
@@ -549,7 +549,8 @@ def _forward(x, t, v: int, ignore_index: int, label_smoothing: float, w=None):
 
 def sum_parts(kernel, m: int) -> int:
     """The rows of ``PART`` that `cross_entropy_kernel`'s ``sums`` form wrote for ``m`` rows: its
-    CTAs, by the tuned kernel's chosen configuration (a row each, or a lane group's many)."""
+    CTAs, by the tuned kernel's chosen configuration (a row each, or a lane group's many; the
+    choice of its last call made through `TunedKernel.__call__`: its size class's)."""
     cfg = kernel.configs[kernel.choice]
     return -(-m // (cfg["threads"] // cfg["tpr"])) if cfg.get("tpr") else m
 
@@ -593,12 +594,15 @@ def _eager(logits, target, ignore_index: int, label_smoothing: float, reduction:
             return general
         rows, v, dtype = x.shape[0], x.shape[1], x.dtype
         kernel = cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=label_smoothing > 0.0, sums=True)
-        launch, ii, ls = kernel.launcher(), int(ignore_index), float(label_smoothing)
+        launch, ii, ls = kernel.launcher(fixed_signature=True), int(ignore_index), float(label_smoothing)
+        parts = []  # (`sum_parts` of the choice for these rows: read after the first launch made it)
 
         def run(x, t):
             part = x.new_empty((rows, 2), dtype=torch.float32)
             launch(x, t, part, rows, ii, ls)
-            totals = part[: sum_parts(kernel, rows)].sum(0)
+            if not parts:
+                parts.append(sum_parts(kernel, rows))
+            totals = part[: parts[0]].sum(0)
             return (totals[0] / totals[1] if reduction == "mean" else totals[0]).to(dtype)
 
         return run

@@ -148,6 +148,7 @@ def _prune_norm(tiles: int, vectors: int):
     prune=_prune_norm(3, 1),
     launch_args=c.persist_args,
     adapts=lambda config: config.get("persist", False),
+    size=c.rows_class,
 )
 def rms_norm_kernel(
     h: int,
@@ -665,6 +666,7 @@ def _rms_rows(h: int, dtype: str, threads: int, g: c.RowTile, residual: bool, wd
     prune=_prune_norm(4, 2),
     launch_args=c.persist_args,
     adapts=lambda config: config.get("persist", False),
+    size=c.rows_class,
 )
 def layer_norm_kernel(
     h: int,
@@ -1636,12 +1638,13 @@ def _vector(v, x, h: int, wd: str, default: Callable):
 
 
 def _rms_eager(x, normalized_shape, weight, eps, residual=None):
-    """`_run` on torch tensors, eagerly: `_eager`'s plan."""
+    """`_run` on torch tensors, eagerly: `_eager`'s plan (its launcher's tensors are of the plan's
+    signature: ``fixed_signature``, one size class)."""
 
     def plan(dtype, h, rows, wd, w_arg):
         import torch
 
-        launch = rms_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher()
+        launch = rms_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher(fixed_signature=True)
         e = float(_eps(dtype, eps))
 
         def run(x, weight, residual):
@@ -1666,7 +1669,7 @@ def _layer_norm_eager(x, normalized_shape, weight, bias, eps, residual=None):
     def plan(dtype, h, rows, wd, w_arg):
         import torch
 
-        launch = layer_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher()
+        launch = layer_norm_kernel(h=h, dtype=dtype, residual=residual is not None, **w_arg).launcher(fixed_signature=True)
         e = float(eps)
 
         def run(x, weight, bias, residual):

@@ -191,6 +191,7 @@ PIPE_CONFIGS = [
     key=["h", "dtype", "centered", "saved", "w_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _own_grid(kernel, args),  # (defined below)
+    size=c.rows_class,
 )
 def norm_backward_kernel(
     h: int,

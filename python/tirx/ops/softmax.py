@@ -35,7 +35,7 @@ def _tiles(dtype, key) -> int:
     return 2 if key.get("log") else 1
 
 
-@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log", "out_dtype"], prune=c.prune_rows(tiles=_tiles))
+@autotune(configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log", "out_dtype"], prune=c.prune_rows(tiles=_tiles), size=c.rows_class)
 def softmax_kernel(
     n: int,
     dtype: str,
@@ -369,7 +369,7 @@ def _streamed(n: int, dtype: str, threads: int, g: c.RowTile, log: bool, od: str
 
 
 @autotune(
-    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3)
+    configs=c.WIDE_ROW_CONFIGS + c.SHARED_CLUSTER_CONFIGS, key=["n", "dtype", "log"], prune=c.prune_rows(tiles=lambda dtype, key: 3), size=c.rows_class
 )
 def softmax_backward_kernel(
     n: int,

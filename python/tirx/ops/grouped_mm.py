@@ -42,7 +42,9 @@ def _prune(configs, dtype="", fast_accum=True, **_):
     return [cfg for cfg in configs if not (promote and cfg["bn"] > 128)]
 
 
-@autotune(configs=CONFIGS, key=["groups", "n", "k", "dtype", "ctas", "b_kmajor", "out_dtype", "fast_accum"], prune=_prune)
+# Timed per size class of the rows of all groups (`_common.rows_class`): a mixture of experts' first
+# call (a warm-up's few tokens) does not choose the tile for its later batches.
+@autotune(configs=CONFIGS, key=["groups", "n", "k", "dtype", "ctas", "b_kmajor", "out_dtype", "fast_accum"], prune=_prune, size=c.rows_class)
 def grouped_mm_kernel(
     groups: int, n: int, k: int, dtype: str, ctas: int, consumers: int, bn: int, b_kmajor: bool = False, out_dtype: str = "", fast_accum: bool = True
 ):

@@ -895,11 +895,10 @@ ROWS_CLASS_TOP = 9
 def rows_class(args) -> int:
     """A row kernel's size class (`autotune`'s ``size``): its rows (the first operand's leading
     extent; a grouped GEMM's: all groups' rows) in powers of four, ceil(log4(rows)), up to
-    `ROWS_CLASS_TOP`. Its candidates' times
-    depend on the rows as much as on the row length: at a few rows each one is a launch's cost
-    and the choice is noise (a LayerNorm of 4,096 columns tuned on a test's rows ran a 131,072-row
-    batch at 0.82 of a copy, and at 262,144 columns at 0.56, where its tuning there gives 0.98
-    and 0.93)."""
+    `ROWS_CLASS_TOP`. Its candidates' times depend on the rows as much as on the row length: at a
+    few rows each one is a launch's cost and the choice is noise (H200: a LayerNorm of 4,096
+    columns tuned on a test's rows ran a 131,072-row batch at 0.82 of a copy, and at 262,144
+    columns at 0.56, where its tuning on the batch gives 0.98 and 0.93)."""
     rows = args[0].shape[0]
     return min((max(rows, 1) - 1).bit_length() + 1 >> 1, ROWS_CLASS_TOP)
 

@@ -23,7 +23,7 @@ import tirx.ops  # noqa: F401  (registers the modules below)
 F = torch.nn.functional
 sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
 ce, nb = sys.modules["tirx.ops.cross_entropy"], sys.modules["tirx.ops.norm_backward"]
-at = sys.modules["tirx.ops.attention"]
+at, mm = sys.modules["tirx.ops.attention"], sys.modules["tirx.ops.matmul"]
 
 # (design, row length, configuration)
 DESIGNS = [
@@ -72,7 +72,8 @@ def main():
 def _gemms(dev, dt):
     """Each GEMM kernel form once, at a small ragged shape, through the ops (the autotuner's pick:
     under the sanitizers, the one the plain run cached): matmul (one kernel, a transposed A read in
-    place, the two-kernel split-K, split-K over a cluster at a decode shape, a float32 output),
+    place, the two-kernel split-K, split-K over a cluster at a decode shape, a float32 output; the
+    ping-pong design, not a candidate yet, run as itself),
     addmm (a bias row with an activation, a matrix), gated_mm, FP8 scaled_mm (per-tensor, block
     scales), grouped_mm and scaled_grouped_mm (uneven groups, one empty)."""
     ops = tirx.ops
@@ -88,6 +89,9 @@ def _gemms(dev, dt):
     check("gemm matmul, A transposed in place", ops.matmul(a.t().contiguous().t(), b), want)
     check("gemm matmul split_k=2 (parts + finish kernel)", ops.matmul(a, b, split_k=2), want)
     check("gemm matmul out_dtype=float32", ops.matmul(a, b, out_dtype=torch.float32), want)
+    c = torch.full((m, n), float("nan"), device=dev, dtype=dt)  # (ping-pong: not yet a candidate, run as a design)
+    run(mm.matmul_kernel.factory, m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=2, bn=128, pingpong=True)(a, b, c)
+    check("gemm matmul ping-pong (a consumer's tiles each, in turns)", c, want)
     ad, bd = rand(8, 1024), rand(1024, 256) / 32  # decode: split-K over a cluster among the tuner's candidates
     check("gemm matmul 8x256x1024 (decode)", ops.matmul(ad, bd), ad.float() @ bd.float())
     bias, mat = rand(n), rand(m, n)

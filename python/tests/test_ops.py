@@ -590,13 +590,13 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     import planting
 
     free = (
-        "                                    if mc:\n"
-        "                                        empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)\n"
+        "                        if mc:\n"
+        "                            empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)\n"
     )
-    last = "                            if mc:\n                                empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)\n"
+    last = "                if mc:\n                    empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)\n"
     planted = planting.planted(matmul_module, free, "", tmp_path)
     planted = planting.planted(planted, last, "", tmp_path)
-    planted = planting.planted(planted, "        empty.init(consumers * multicast)", "        empty.init(consumers)", tmp_path)
+    planted = planting.planted(planted, "        empty.init(1 if pingpong else consumers * multicast)", "        empty.init(consumers)", tmp_path)
     m, n, k = 128, 256, 64 * 12
     a, b, _ = _mm_inputs(m, n, k, "bfloat16")
     prim = planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2)
@@ -611,6 +611,67 @@ def test_multicast_refusals():
             f(m=128, n=256, k=256, dtype="bfloat16", ctas=4, consumers=2, bn=128, **{"multicast": 2, **kw})
     with pytest.raises(ValueError, match="multicast="):  # (M = 5 in one 64-row tile: A's box is M's rows only)
         f(m=5, n=256, k=256, dtype="bfloat16", ctas=4, consumers=1, bn=128, multicast=2)
+
+
+# (m, n, k, bn, CTAs): a CTA's units alternating between the two consumers, an odd count (the first
+# consumer's one more), one unit (the second consumer idle), ragged M, N and K, K in one step over
+# eight units (each stage refilled while the other consumer waits on it).
+PINGPONG_SHAPES = [(128, 384, 256, 128, 2), (100, 200, 136, 64, 3), (64, 256, 640, 256, 1), (200, 136, 200, 128, 2), (256, 256, 64, 128, 1)]
+
+
+@pytest.mark.parametrize("shape", PINGPONG_SHAPES, ids=str)
+def test_pingpong_tiles_match_float64(shape):
+    """The ping-pong schedule (`pingpong=True`): each consumer warpgroup on 64 x bn tiles of its
+    own, the CTA's units alternating between them, the consumers taking turns through their K
+    loops (named barriers). Every element written (C poisoned with NaN), no race in the simulator."""
+    m, n, k, bn, ctas = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, consumers=2, bn=bn, pingpong=True))
+    # (the turns: each consumer waits on its own named barrier, the other arrives on it)
+    if -(-m // 64) * -(-n // bn) > ctas:  # (a CTA of one unit: no turns)
+        assert all(f"bar.{op} {b}, 256;" in kern.cuda_source for op in ("sync", "arrive") for b in (9, 10))
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+def test_pingpong_epilogues_operand_majors_and_fp8_match_float64():
+    """Ping-pong with addmm's bias row and an activation, A read transposed (M-major) and B
+    K-major, float16 operands, and FP8 with fast accumulation and its per-tensor scales."""
+    m, n, k = 130, 200, 136
+    f = matmul_module.matmul_kernel.factory
+    a, b, prod = _mm_inputs(m, n, k, "bfloat16")
+    bias = np.random.default_rng(5).standard_normal((1, n)).astype(a.dtype)
+    c = np.full((m, n), np.nan, a.dtype)
+    tirx.compile(f(m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=2, bn=128, pingpong=True, bias="row", activation="relu"))(a, b, bias, c)
+    np.testing.assert_allclose(c.astype(F64), np.maximum(prod + bias.astype(F64), 0), rtol=2.0**-8, atol=1e-2)
+    m2, k2 = 136, 192  # (At: M a multiple of 8)
+    a, b, prod = _mm_inputs(m2, n, k2, "bfloat16")
+    c = np.full((m2, n), np.nan, a.dtype)
+    tirx.compile(f(m=m2, n=n, k=k2, dtype="bfloat16", ctas=2, consumers=2, bn=128, pingpong=True, a_major="m", b_major="k"))(
+        np.ascontiguousarray(a.T), np.ascontiguousarray(b.T), c
+    )
+    np.testing.assert_allclose(c.astype(F64), prod, rtol=2.0**-8, atol=1e-3)
+    a16, b16, p16 = _mm_inputs(m, n, k, "float16")
+    c16 = np.full((m, n), np.nan, a16.dtype)
+    tirx.compile(f(m=m, n=n, k=k, dtype="float16", ctas=2, consumers=2, bn=256, pingpong=True))(a16, b16, c16)
+    np.testing.assert_allclose(c16.astype(F64), p16, rtol=2.0**-11, atol=1e-3)
+    f8 = numpy_dtype("float8_e4m3fn")
+    rng = np.random.default_rng(6)
+    a8, b8 = rng.standard_normal((m, 256)).astype(f8), rng.standard_normal((256, n)).astype(f8)
+    c8 = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    prim = f(m=m, n=n, k=256, dtype="float8_e4m3fn", ctas=3, consumers=2, bn=128, out_dtype="bfloat16", pingpong=True)
+    tirx.compile(prim)(a8, np.ascontiguousarray(b8.T), np.float32([0.5]), np.float32([2.0]), c8)
+    np.testing.assert_allclose(c8.astype(F64), a8.astype(F64) @ b8.astype(F64), rtol=2.0**-7, atol=1e-2)
+
+
+def test_pingpong_refusals():
+    f = matmul_module.matmul_kernel.factory
+    for kw in ({"consumers": 1}, {"splits": 2}, {"cluster_k": 2}, {"multicast": 2}):
+        with pytest.raises(ValueError, match="pingpong:"):
+            f(m=128, n=256, k=256, dtype="bfloat16", ctas=4, bn=128, **{"consumers": 2, "pingpong": True, **kw})
+    with pytest.raises(ValueError, match="pingpong:"):  # (FP8 promoted)
+        f(m=128, n=256, k=256, dtype="float8_e4m3fn", ctas=4, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, pingpong=True)
 
 
 def test_cluster_designs_among_the_candidates():
@@ -1561,6 +1622,27 @@ def test_matmul_on_torch_tensors_and_under_compile():
         torch.testing.assert_close(ops.matmul(a.t().contiguous().t(), b.t().contiguous().t()), ops.matmul(a, b), rtol=0, atol=0)
         f = torch.compile(lambda a, b: ops.matmul(a, b) * 2, fullgraph=True)
         torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)
+
+
+def test_pingpong_and_multicast_designs_on_the_gpu_against_torch():
+    """The designs not yet among the autotuner's candidates, launched as themselves on the GPU
+    (`matmul_kernel`'s ``pingpong`` and ``multicast=2``) at a square, an LLM shape and ragged ones,
+    against torch.mm: no further from the float64 product than cuBLAS's result (+ one bf16
+    rounding of it), every element written (C poisoned with NaN)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    for m, n, k in [(4096, 4096, 4096), (1000, 3000, 2048), (100, 12344, 4096), (777, 1232, 4096)]:
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        exact = a.double() @ b.double()
+        bound = (torch.mm(a, b).double() - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+        for design in ({"consumers": 2, "bn": 256, "pingpong": True}, {"consumers": 2, "bn": 128, "pingpong": True}, {"consumers": 2, "bn": 128, "multicast": 2}):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))(a, b, c)
+            assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design)
 
 
 def test_split_k_on_the_gpu_against_torch():

@@ -39,6 +39,8 @@ EPI = 128  # epilogue columns per TMA store
 FIN = 64  # columns per warpgroup of split-K's finish kernel
 # Named barriers of the consumers' epilogues: one per consumer warpgroup (9..15 are the script's).
 EPILOGUE_BARRIER = 13
+# Ping-pong's turns (`matmul_kernel`'s ``pingpong``): consumer w waits on TURN_BARRIER + w.
+TURN_BARRIER = 9
 # FP8 promoted ahead (`matmul_kernel`'s ``promote_ahead``): K steps per run of the pipeline.
 AHEAD_RUN = 4
 
@@ -83,12 +85,13 @@ def k_steps(k: int, dtype: str) -> int:
     return -(-k // k_tile(dtype))
 
 
-def stages_for(consumers: int, bn: int, out_bytes: int = 2) -> int:
+def stages_for(consumers: int, bn: int, out_bytes: int = 2, pingpong: bool = False) -> int:
     """The shared-memory stages a tile configuration has room for (at most 8, 16 for tiles of
     fewer than 128 columns: their stages carry a few KB of B, the loads a CTA needs in flight to
-    stream at its share of the bandwidth): A and B per stage, one 64 x `epilogue_cols` epilogue
-    tile per consumer (of ``out_bytes`` elements), 1 KiB for the mbarriers and alignment."""
-    stage = (64 * consumers * BK + BK * bn) * 2
+    stream at its share of the bandwidth): A and B per stage (``pingpong``: a stage holds one
+    consumer's 64 rows of A), one 64 x `epilogue_cols` epilogue tile per consumer (of
+    ``out_bytes`` elements), 1 KiB for the mbarriers and alignment."""
+    stage = (64 * (1 if pingpong else consumers) * BK + BK * bn) * 2
     epilogue = consumers * 64 * epilogue_cols(bn) * out_bytes
     return min(8 if bn >= 128 else 16, (c.SMEM_BYTES - epilogue - 1024) // stage)
 
@@ -233,6 +236,7 @@ def matmul_kernel(
     promote_ahead: bool = False,
     clusters: bool = True,
     multicast: int = 1,
+    pingpong: bool = False,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -278,7 +282,15 @@ def matmul_kernel(
     tile's rows into both CTAs' stage (`cta_mask`), each consumer frees a stage in its CTA and its
     peer's (`MBarrier.arrive(stage, cta_id=peer)`: both producers refill both), cluster barriers
     after the barriers' init and before the end; a K-major A of whole tiles, no split, no cluster of
-    K, no gating or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate."""
+    K, no gating or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate.
+    ``pingpong`` (two consumers): each consumer warpgroup computes tiles of its own (64 x ``bn``),
+    the CTA's units alternating between them (CUTLASS's ping-pong schedule): the producer fills
+    the ring in unit order, a consumer frees the stages it read, and the consumers take turns
+    through their K loops (named barriers ``TURN_BARRIER + w``: a consumer starts its unit's K
+    loop once the other has waited for all of its own unit's stages), so one consumer's epilogue
+    runs beside the other's tensor-core work; a turn also keeps a consumer from waiting on a
+    stage two fills ahead (an mbarrier's parity names one of two phases). No split, cluster of
+    K, multicast or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -323,8 +335,10 @@ def matmul_kernel(
     if split and (bias or alpha != 1.0 or beta != 1.0 or activation):
         raise ValueError(f"splits={splits}: the parts' sums are float32; bias, alpha, beta and the activation are matmul_finish_kernel's")
     cd = "float32" if split else od  # C's dtype
-    bm = 64 * consumers
-    stages = stages_for(consumers, bn, c.elem_bytes(cd))
+    if pingpong and (consumers != 2 or split or clustered or multicast != 1 or promote):
+        raise ValueError("pingpong: two consumer warpgroups, each on tiles of its own; no split-K, cluster of K, multicast or FP8 promotion")
+    bm = 64 if pingpong else 64 * consumers  # (an output tile's rows)
+    stages = stages_for(consumers, bn, c.elem_bytes(cd), pingpong)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
     tm, tn = -(-m // bm), -(-n // hb)
@@ -339,7 +353,7 @@ def matmul_kernel(
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
     # M = 1 as slow as M = 64 at best).
-    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn else bm
+    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not pingpong and not a_mn else bm
     # Multicast: the two CTAs of a cluster compute neighbouring tiles of one tile row (a pair),
     # each loading half of their A tile into both; a pair is the unit a cluster walks.
     mc = multicast == 2
@@ -405,8 +419,11 @@ def matmul_kernel(
     def kstep(r, bx, kt):  # the unit's K step kt in K
         return part_of(r, bx) * kps + kt if parts > 1 else kt
 
+    def a_row(cw):  # consumer cw's first row of a stage's A tile (ping-pong: a tile each)
+        return 0 if pingpong else cw * 64
+
     def out_row(r, bx, cw):  # consumer cw's first output row (expressions, not names: the halves are unrolled)
-        return tile_m(r, bx) * bm + cw * 64
+        return tile_m(r, bx) * bm + a_row(cw)
 
     def out_col(r, bx, h):  # the epilogue half h's first output column
         return tile_n(r, bx) * hb + h * epi
@@ -470,6 +487,129 @@ def matmul_kernel(
         else:
             Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
 
+    @T.macro(hygienic=False)
+    def unit(r, cw):
+        # Consumer cw's unit of round r: its K loop (or its cluster part), then the epilogue (the
+        # caller's registers, stages, barriers and matrices).
+        if pingpong and r > 0:  # (its turn: the other consumer has waited for its unit's stages)
+            T.ptx.bar.sync(TURN_BARRIER + cw, 256)
+        if promote:
+            Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
+        if ahead:  # runs of AHEAD_RUN steps, each step issued before the one before it is promoted
+            for it in range(kps // AHEAD_RUN):
+                promote_run(SA, SB, srow if block else None, r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
+            if kps % AHEAD_RUN:
+                promote_run(SA, SB, srow if block else None, r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
+        elif promote:  # each K step into the partial, waited for, added
+            for kt in range(kps):
+                issue_step(part, r, kt, cw)
+                T.ptx.wgmma.wait_group(0)
+                promote_step(part, SA, SB, srow if block else None, r, bx, kt, cw)
+        else:
+            for kt in range(kps):
+                full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
+                if a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
+                    for w in list(range(consumers)):  # (unrolled)
+                        if wg == w + 1:
+                            mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, a_row(w) // 64, kt)
+                elif b_k:  # (both K-major)
+                    Tx.warpgroup.gemm_async(
+                        acc[0:64, 0:bn],
+                        A_s[(r * kps + kt) % stages, a_row(cw) : a_row(cw) + 64, 0:bk],
+                        B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
+                        accum=kt > 0,
+                    )
+                else:
+                    Tx.warpgroup.gemm_async(
+                        acc[0:64, 0:bn],
+                        A_s[(r * kps + kt) % stages, a_row(cw) : a_row(cw) + 64, 0:BK],
+                        B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
+                        transB=True,
+                        accum=kt > 0,
+                    )
+                T.ptx.wgmma.wait_group(1)
+                if kt > 0:  # the step before is done: free its stage (multicast: in both CTAs)
+                    if tid % 128 == 0:
+                        empty.arrive((r * kps + kt - 1) % stages)
+                        if mc:
+                            empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)
+            if pingpong and live(r + 1, bx):  # (the other consumer's turn: this one's waits are done)
+                T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
+            T.ptx.wgmma.wait_group(0)
+            if tid % 128 == 0:
+                empty.arrive((r * kps + kps - 1) % stages)
+                if mc:
+                    empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)
+        if clustered:  # the cluster's parts of the tile summed in its first CTA
+            if part_of(r, bx) > 0:
+                Tx.warpgroup.copy(
+                    W[part_of(r, bx) - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
+                    acc[0:64, 0:bn],
+                    clip=True,
+                )
+            T.ptx.barrier.cluster.arrive()  # (release: the parts' stores; acquire: the peers')
+            T.ptx.barrier.cluster.wait()
+            if part_of(r, bx) == 0:
+                for q in list(range(1, cluster_k)):  # (rank order)
+                    Tx.warpgroup.copy(
+                        part[0:64, 0:bn],
+                        W[q - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
+                        clip=True,
+                        other=0.0,
+                    )
+                    Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+        if not clustered or part_of(r, bx) == 0:  # (the epilogue: the cluster's first CTA's)
+            for h in halves:
+                if tid % 128 == 0:
+                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                if split:  # (the partial, as it is)
+                    Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
+                if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
+                if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
+                    Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
+                    add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi])
+                elif bias == "column":  # (read again each half: held across them, ptxas spills at 128 columns a consumer)
+                    Tx.warpgroup.copy(bcol[0:64, 0:1], I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
+                    add_input(acc[0:64, h * epi : h * epi + epi], bcol[0:64, 0:1])
+                elif bias == "matrix":  # (the tile of I through the output's registers)
+                    Tx.warpgroup.copy(
+                        out[0:64, h * epi : h * epi + epi],
+                        I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
+                        clip=True,
+                        other=0.0,
+                    )
+                    add_input(acc[0:64, h * epi : h * epi + epi], out[0:64, h * epi : h * epi + epi])
+                if activation:
+                    activate(acc[0:64, h * epi : h * epi + epi])
+                if gated:  # (the gate times the up projection's same columns)
+                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
+                if not split:
+                    Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
+                    Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
+                T.ptx.fence.proxy.async_.shared__cta()
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+                if tid % 128 == 0:
+                    for c0, cw_ in c_boxes:
+                        if split:  # (the unit's part of K: its own slice of C)
+                            Tx.copy_async(
+                                C[
+                                    part_of(r, bx),
+                                    out_row(r, bx, cw) : out_row(r, bx, cw) + 64,
+                                    out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_,
+                                ],
+                                C_s[cw, 0:64, c0 : c0 + cw_],
+                                dispatch="tma_auto",
+                            )
+                        else:
+                            Tx.copy_async(
+                                C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
+                                C_s[cw, 0:64, c0 : c0 + cw_],
+                                dispatch="tma_auto",
+                            )
+                    T.ptx.cp_async.bulk.commit_group()
+
     @T.macro
     def body(A, B, C, I, SA, SB, W, U):
         T.device_entry()
@@ -490,7 +630,7 @@ def matmul_kernel(
         empty = MBarrier(pool, stages)
         pool.commit()
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
-        empty.init(consumers * multicast)  # one arrival per consumer warpgroup (multicast: of both CTAs)
+        empty.init(1 if pingpong else consumers * multicast)  # one arrival per consumer warpgroup reading it (multicast: of both CTAs)
         T.ptx.fence.mbarrier_init()
         if mc:  # (the peer's barriers initialised before its multicasts and arrives reach them)
             T.cuda.cluster_sync()
@@ -582,122 +722,15 @@ def matmul_kernel(
                     Tx.warpgroup.fill(A_s[st, a_rows:bm, 0:bk], 0.0)
                 T.ptx.fence.proxy.async_.shared__cta()
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            for r in range(rounds):
-                if live(r, bx):
-                    if promote:
-                        Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
-                    if ahead:  # runs of AHEAD_RUN steps, each step issued before the one before it is promoted
-                        for it in range(kps // AHEAD_RUN):
-                            promote_run(SA, SB, srow if block else None, r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
-                        if kps % AHEAD_RUN:
-                            promote_run(SA, SB, srow if block else None, r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
-                    elif promote:  # each K step into the partial, waited for, added
-                        for kt in range(kps):
-                            issue_step(part, r, kt, cw)
-                            T.ptx.wgmma.wait_group(0)
-                            promote_step(part, SA, SB, srow if block else None, r, bx, kt, cw)
-                    else:
-                        for kt in range(kps):
-                            full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
-                            if a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
-                                for w in list(range(consumers)):  # (unrolled)
-                                    if wg == w + 1:
-                                        mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, w, kt)
-                            elif b_k:  # (both K-major)
-                                Tx.warpgroup.gemm_async(
-                                    acc[0:64, 0:bn],
-                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk],
-                                    B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                                    accum=kt > 0,
-                                )
-                            else:
-                                Tx.warpgroup.gemm_async(
-                                    acc[0:64, 0:bn],
-                                    A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:BK],
-                                    B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
-                                    transB=True,
-                                    accum=kt > 0,
-                                )
-                            T.ptx.wgmma.wait_group(1)
-                            if kt > 0:  # the step before is done: free its stage (multicast: in both CTAs)
-                                if tid % 128 == 0:
-                                    empty.arrive((r * kps + kt - 1) % stages)
-                                    if mc:
-                                        empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)
-                        T.ptx.wgmma.wait_group(0)
-                        if tid % 128 == 0:
-                            empty.arrive((r * kps + kps - 1) % stages)
-                            if mc:
-                                empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)
-                    if clustered:  # the cluster's parts of the tile summed in its first CTA
-                        if part_of(r, bx) > 0:
-                            Tx.warpgroup.copy(
-                                W[part_of(r, bx) - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
-                                acc[0:64, 0:bn],
-                                clip=True,
-                            )
-                        T.ptx.barrier.cluster.arrive()  # (release: the parts' stores; acquire: the peers')
-                        T.ptx.barrier.cluster.wait()
-                        if part_of(r, bx) == 0:
-                            for q in list(range(1, cluster_k)):  # (rank order)
-                                Tx.warpgroup.copy(
-                                    part[0:64, 0:bn],
-                                    W[q - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
-                                    clip=True,
-                                    other=0.0,
-                                )
-                                Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
-                    if not clustered or part_of(r, bx) == 0:  # (the epilogue: the cluster's first CTA's)
-                        for h in halves:
-                            if tid % 128 == 0:
-                                T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
-                            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                            if split:  # (the partial, as it is)
-                                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
-                            if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
-                                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
-                            if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
-                                Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
-                                add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi])
-                            elif bias == "column":  # (read again each half: held across them, ptxas spills at 128 columns a consumer)
-                                Tx.warpgroup.copy(bcol[0:64, 0:1], I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
-                                add_input(acc[0:64, h * epi : h * epi + epi], bcol[0:64, 0:1])
-                            elif bias == "matrix":  # (the tile of I through the output's registers)
-                                Tx.warpgroup.copy(
-                                    out[0:64, h * epi : h * epi + epi],
-                                    I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
-                                    clip=True,
-                                    other=0.0,
-                                )
-                                add_input(acc[0:64, h * epi : h * epi + epi], out[0:64, h * epi : h * epi + epi])
-                            if activation:
-                                activate(acc[0:64, h * epi : h * epi + epi])
-                            if gated:  # (the gate times the up projection's same columns)
-                                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
-                            if not split:
-                                Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
-                                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
-                            T.ptx.fence.proxy.async_.shared__cta()
-                            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                            if tid % 128 == 0:
-                                for c0, cw_ in c_boxes:
-                                    if split:  # (the unit's part of K: its own slice of C)
-                                        Tx.copy_async(
-                                            C[
-                                                part_of(r, bx),
-                                                out_row(r, bx, cw) : out_row(r, bx, cw) + 64,
-                                                out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_,
-                                            ],
-                                            C_s[cw, 0:64, c0 : c0 + cw_],
-                                            dispatch="tma_auto",
-                                        )
-                                    else:
-                                        Tx.copy_async(
-                                            C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
-                                            C_s[cw, 0:64, c0 : c0 + cw_],
-                                            dispatch="tma_auto",
-                                        )
-                                T.ptx.cp_async.bulk.commit_group()
+            if pingpong:  # (the consumers' units alternate: consumer w takes rounds 2j + w)
+                for j in range((rounds + 1) // 2):
+                    for w in list(range(2)):  # (unrolled: each consumer's condition a constant warpgroup)
+                        if wg == w + 1 and live(2 * j + w, bx):
+                            unit(2 * j + w, w)
+            else:
+                for r in range(rounds):
+                    if live(r, bx):
+                        unit(r, cw)
             if tid % 128 == 0:  # (the last stores' reads of C_s; their writes complete by the grid's end)
                 T.ptx.cp_async.bulk.wait_group_read(0)
         if clustered and wg == 0:  # (every thread of the cluster arrives, the producer's too)

@@ -155,6 +155,10 @@ def matmul_cases():
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
     yield "ops_matmul_bn96", mm.matmul_kernel.factory(m=16, n=12288, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=96)
     yield "ops_matmul_multicast", mm.matmul_kernel.factory(m=100, n=12344, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, multicast=2)
+    # FP8 with torch._scaled_mm's row-wise scales (a row's and a column's, in the epilogue)
+    yield "ops_matmul_fp8_rowwise", mm.matmul_kernel.factory(
+        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=True, scales="row"
+    )
     # ping-pong: each consumer on 64 x 256 tiles of its own, the two taking turns (named barriers)
     yield "ops_matmul_pingpong", mm.matmul_kernel.factory(m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, pingpong=True)
     yield "ops_matmul_bn192", mm.matmul_kernel.factory(m=16, n=22016, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=192)

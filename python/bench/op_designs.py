@@ -74,8 +74,8 @@ def _gemms(dev, dt):
     under the sanitizers, the one the plain run cached): matmul (one kernel, a transposed A read in
     place, the two-kernel split-K, split-K over a cluster at a decode shape, a float32 output; the
     ping-pong design, not a candidate yet, run as itself),
-    addmm (a bias row with an activation, a matrix), gated_mm, FP8 scaled_mm (per-tensor, block
-    scales), grouped_mm and scaled_grouped_mm (uneven groups, one empty)."""
+    addmm (a bias row with an activation, a matrix), gated_mm, FP8 scaled_mm (per-tensor, row-wise,
+    block scales), grouped_mm and scaled_grouped_mm (uneven groups, one empty)."""
     ops = tirx.ops
     g = torch.Generator(device=dev).manual_seed(0)
 
@@ -107,6 +107,8 @@ def _gemms(dev, dt):
         sa, sb = torch.rand(m, 2, device=dev) + 0.5, torch.rand(2, 2, device=dev) + 0.5
         blocks = (a8.float().reshape(m, 2, 128) * sa[:, :, None]).reshape(m, k) @ (b8.float().t().reshape(n + 8, 2, 128) * sb.repeat_interleave(128, 0)[: n + 8, :, None]).reshape(n + 8, k).t()
         check("gemm scaled_mm block scales", ops.scaled_mm(a8, b8, sa, sb, out_dtype=torch.bfloat16), blocks)
+        ra, rb = torch.rand(m, 1, device=dev) + 0.5, torch.rand(1, n + 8, device=dev) + 0.5
+        check("gemm scaled_mm row-wise scales", ops.scaled_mm(a8, b8, ra, rb, out_dtype=torch.bfloat16), ref8 * ra * rb)
         offs = torch.tensor([70, 70, 190, 256], device=dev, dtype=torch.int32)
         n = 144  # (the FP8 grouped kernel's N: a multiple of 16)
         ag, bg = rand(256, k), rand(4, k, n) / 16

@@ -1540,6 +1540,62 @@ def test_block_scaled_mm_matches_float64(cfg):
         ops.scaled_mm(a, b, sa[:, :2], sb, out_dtype="bfloat16")
 
 
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128, "fast_accum": False}, {"consumers": 2, "bn": 256, "fast_accum": True}, {"consumers": 2, "bn": 128, "fast_accum": True, "pingpong": True}], ids=str)
+def test_rowwise_scaled_mm_matches_float64(cfg):
+    """torch._scaled_mm's row-wise scales (`scales="row"`): ``(a @ b) * scale_a * scale_b`` with
+    scale_a (m, 1) per row of a and scale_b (1, n) per column of b, applied in float32 in the
+    epilogue; ragged M, N and K (the scales past M and N never read into a stored element), the
+    bias row after them, and the op's form and refusals."""
+    m, n, k = 150, 200, 272
+    rng = np.random.default_rng(7)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a = (rng.standard_normal((m, k)) * 2).astype(f8)
+    b = (rng.standard_normal((k, n)) * 2).astype(f8)
+    sa = rng.uniform(0.5, 2, (m, 1)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (1, n)).astype(np.float32)
+    want = (a.astype(F64) @ b.astype(F64)) * sa * sb
+    tol = dict(rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=3, out_dtype="bfloat16", scales="row", **cfg)
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a, np.ascontiguousarray(b.T), sa, sb, c)
+    np.testing.assert_allclose(c.astype(F64), want, **tol)
+    if cfg.get("pingpong"):
+        return
+    got = ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16", use_fast_accum=cfg["fast_accum"])
+    np.testing.assert_allclose(got.astype(F64), want, **tol)
+    bias = rng.standard_normal(n).astype(numpy_dtype("bfloat16"))
+    got = ops.scaled_mm(a, b, sa, sb, bias, out_dtype="bfloat16", use_fast_accum=cfg["fast_accum"])
+    np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), **tol)
+    with pytest.raises(ValueError, match="split_k=2 with row-wise scales"):
+        ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16", split_k=2)
+    with pytest.raises(ValueError, match=r"row-wise \(scale_a \(150, 1\) a row of a, scale_b \(1, 200\)"):
+        ops.scaled_mm(a, b, sa, sb.T, out_dtype="bfloat16")
+    with pytest.raises(ValueError, match="scales='row'"):
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=2, bn=128, scales="row")
+
+
+def test_rowwise_scaled_mm_on_tensors_against_torch():
+    """Row-wise scales on torch tensors (CPU: the simulator; CUDA: beside torch._scaled_mm's own
+    row-wise product, no further from the float64 one) and under torch.compile."""
+    torch = pytest.importorskip("torch")
+    sys.modules["tirx.ops.matmul"].register_scaled_mm_torch_op()
+    for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        m, n, k = (128, 136, 128) if dev == "cpu" else (4000, 784, 528)
+        x = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
+        w = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major (k x n)
+        sa, sb = torch.rand(m, 1, device=dev) + 0.5, torch.rand(1, n, device=dev) + 0.5
+        exact = (x.double() @ w.double()) * sa.double() * sb.double()
+        got = ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
+        if dev == "cpu":
+            torch.testing.assert_close(got, exact.to(torch.bfloat16), rtol=2**-7, atol=5e-2)
+        else:
+            theirs = torch._scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
+            ours_err, their_err = ((t.double() - exact).abs().max().item() for t in (got, theirs))
+            assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
+        f = torch.compile(lambda x, w: ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2, fullgraph=True)
+        torch.testing.assert_close(f(x, w), got * 2)
+
+
 def test_scaled_mm_errors_and_torch():
     f8 = numpy_dtype("float8_e4m3fn")
     a, b = np.zeros((32, 64), f8), np.zeros((64, 48), f8)

@@ -257,7 +257,10 @@ def matmul_kernel(
     during its adds, one consumer per SM included.)
     ``scales="block"``: DeepGEMM's recipe, ``SA`` (m x ceil(k / 128): a scale per row and 128 of
     K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
-    partial multiplied by its rows' and its block's scales as it is promoted. ``a_major`` /
+    partial multiplied by its rows' and its block's scales as it is promoted. ``scales="row"``:
+    torch._scaled_mm's row-wise scales, ``SA`` (m x 1: a scale per row of A) and ``SB`` (1 x n: per
+    column of B), ``C = (A @ B) SA[row] SB[col]`` in float32 in the epilogue (no split-K: its
+    parts' sums are scaled by the finishing kernel, per tensor only). ``a_major`` /
     ``b_major``: the operands' contiguous dim, so that a transposed view is read in place (16-bit
     operands): ``a_major="m"`` takes A as ``At`` (k x m, read M-major by the tensor cores),
     ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n.
@@ -306,9 +309,12 @@ def matmul_kernel(
     if not fp8 and od not in (dtype, "float32"):
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
     bk, kt_steps = k_tile(dtype), k_steps(k, dtype)
-    block = scales == "block"
-    if scales not in ("tensor", "block") or (block and (not fp8 or fast_accum or bn != 128)):
-        raise ValueError(f"scales={scales!r}: 'tensor', or 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles")
+    block, rowwise = scales == "block", scales == "row"
+    if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn != 128)) or (rowwise and (not fp8 or splits > 1)):
+        raise ValueError(
+            f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles, or 'row' with FP8 "
+            "operands in one kernel (no splits)"
+        )
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
@@ -565,7 +571,12 @@ def matmul_kernel(
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                 if split:  # (the partial, as it is)
                     Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
-                if fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                if rowwise:  # each row's scale, then each column's, in float32 (rows and columns past m and n: 0, never stored)
+                    Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
+                    Tx.warpgroup.copy(scol[0:1, 0:epi], SB[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
+                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], srow[0:64, 0:1])
+                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], scol[0:1, 0:epi])
+                elif fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
                     Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
                 if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
                     Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
@@ -643,8 +654,10 @@ def matmul_kernel(
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if ahead:  # the next step's product, in flight while part's is added
             part2 = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
-        if block:  # the step's scale of each of the consumer's rows
+        if block or rowwise:  # the step's (row-wise: the epilogue's) scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+        if rowwise:  # each of the epilogue half's columns' scale
+            scol = T.alloc_buffer((1, epi), "float32", scope="local", layout=bias_layout)
         if bias == "row":
             brow = T.alloc_buffer((1, epi), od, scope="local", layout=bias_layout)
         if bias == "column":  # each of the consumer's rows' value (rows past m: 0, never stored)
@@ -740,8 +753,8 @@ def matmul_kernel(
             T.cuda.cluster_sync()
 
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
-    sa_shape = (m, kt_steps) if block else (1,)
-    sb_shape = (-(-n // 128), kt_steps) if block else (1,)
+    sa_shape = (m, kt_steps) if block else (m, 1) if rowwise else (1,)
+    sb_shape = (-(-n // 128), kt_steps) if block else (1, n) if rowwise else (1,)
     a_dims = (k, m) if a_mn else (m, k)
     c_shape = (splits, m, n) if split else (m, n)
     b_dims = (n, k) if b_k else (k, n)
@@ -1755,9 +1768,10 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
 
 
-def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias) -> bool:
-    """`scaled_mm`'s operands checked (an error names what is wrong); whether the scales are per
-    tensor (else DeepGEMM's blocks)."""
+def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int] = None) -> str:
+    """`scaled_mm`'s operands checked (an error names what is wrong); the scales' form, as
+    `matmul_kernel`'s ``scales``: "tensor" (one element each), "row" (torch._scaled_mm's row-wise
+    (m, 1) and (1, n)) or "block" (DeepGEMM's)."""
     da, db = c.dtype_name(a), c.dtype_name(b)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"tirx.ops.scaled_mm: a {list(a.shape)} and b {list(b.shape)}: 2-D matrices, a's columns b's rows")
@@ -1769,12 +1783,15 @@ def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: boo
     kb, nb = -(-k // 128), -(-n // 128)
     per_tensor = int(np.prod(scale_a.shape)) == 1 and int(np.prod(scale_b.shape)) == 1
     block = tuple(scale_a.shape) == (m, kb) and tuple(scale_b.shape) == (nb, kb)
-    if not (per_tensor or block) or c.dtype_name(scale_a) != "float32" or c.dtype_name(scale_b) != "float32":
+    rowwise = tuple(scale_a.shape) == (m, 1) and tuple(scale_b.shape) == (1, n)
+    if not (per_tensor or block or rowwise) or c.dtype_name(scale_a) != "float32" or c.dtype_name(scale_b) != "float32":
         raise ValueError(
             f"tirx.ops.scaled_mm: scale_a of shape {list(scale_a.shape)} ({c.dtype_name(scale_a)}), scale_b {list(scale_b.shape)} "
-            f"({c.dtype_name(scale_b)}); float32, per tensor (one element each) or DeepGEMM's blocks: scale_a ({m}, {kb}) a row and "
-            f"128 of K, scale_b ({nb}, {kb}) a 128 x 128 block of b"
+            f"({c.dtype_name(scale_b)}); float32, per tensor (one element each), row-wise (scale_a ({m}, 1) a row of a, scale_b (1, {n}) "
+            f"a column of b) or DeepGEMM's blocks: scale_a ({m}, {kb}) a row and 128 of K, scale_b ({nb}, {kb}) a 128 x 128 block of b"
         )
+    if rowwise and not per_tensor and splits not in (None, 1):
+        raise ValueError(f"tirx.ops.scaled_mm: split_k={splits} with row-wise scales; they apply in the one kernel's epilogue: split_k=None or 1")
     if block and not per_tensor and use_fast_accum:
         raise ValueError("tirx.ops.scaled_mm: block scales apply as each 128 of K is promoted: use_fast_accum=False")
     if bias is not None and (tuple(bias.shape) not in ((n,), (1, n)) or c.dtype_name(bias) != out_dtype):
@@ -1783,23 +1800,23 @@ def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: boo
         raise ValueError("tirx.ops.scaled_mm: b must be column-major (as torch._scaled_mm takes it): pass b.t().contiguous().t()")
     if m and n and k and (k % 16 or n % 8):
         raise ValueError(f"tirx.ops.scaled_mm: {m}x{n}x{k} (M x N x K); TMA needs 16-byte row strides: K a multiple of 16, N of 8")
-    return per_tensor
+    return "tensor" if per_tensor else "row" if rowwise else "block"
 
 
-def _scaled_mm_kw(a, k: int, per_tensor: bool, out_dtype: str, use_fast_accum: bool, bias) -> dict:
-    """`matmul_kernel`'s key for an FP8 product."""
-    scales = "tensor" if per_tensor else "block"
+def _scaled_mm_kw(a, k: int, scales: str, out_dtype: str, use_fast_accum: bool, bias) -> dict:
+    """`matmul_kernel`'s key for an FP8 product (``scales``: `_scaled_mm_check`'s form)."""
     return dict(k=k, dtype=c.dtype_name(a), ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias="" if bias is None else "row")
 
 
 def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int]):
     import torch
 
-    per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
+    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+    per_tensor = scales == "tensor"
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
         return lambda a, b, scale_a, scale_b, bias: _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
-    launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias))
+    launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, scales, out_dtype, use_fast_accum, bias))
     tout = getattr(torch, out_dtype)
     # The views the kernel takes, chosen for this signature (its strides are part of the key):
     # the operands as they are where they already are (b column-major: b.t() is the kernel's
@@ -1820,7 +1837,8 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
 
 
 def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: Optional[int] = None):
-    per_tensor = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
+    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+    per_tensor = scales == "tensor"
     (m, k), n = a.shape, b.shape[1]
     out = c.new_array(a, (m, n), out_dtype)
     if m == 0 or n == 0:
@@ -1832,7 +1850,7 @@ def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: b
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
     row = None if bias is None else c.contiguous(bias).reshape(1, n)
     sab = (c.contiguous(sa), c.contiguous(sb))
-    kw = _scaled_mm_kw(a, k, per_tensor, out_dtype, use_fast_accum, bias)
+    kw = _scaled_mm_kw(a, k, scales, out_dtype, use_fast_accum, bias)
     _gemm(c.contiguous(a), c.contiguous(bt), out, sab=sab, input=row, splits=splits, op="scaled_mm", **kw)
     return out
 
@@ -1863,11 +1881,13 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_acc
     by wgmma and added to a float32 accumulator in registers (``use_fast_accum=True``: wgmma
     accumulates all of K, with its fewer bits), scaled in float32 and rounded once to
     ``out_dtype`` (bfloat16 or float16; required: FP8 outputs are not supported yet); ``scale_a``
-    and ``scale_b`` float32 of one element, or DeepGEMM's block scales: ``scale_a`` (m, ceil(k /
-    128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128), ceil(k / 128)), per 128 x 128
-    block of ``b``, applied to each K step's partial as it is promoted; ``bias`` (n,) of
-    ``out_dtype``, added after the scales in float32. ``split_k``: as `matmul`'s (steps of 128
-    of K)."""
+    and ``scale_b`` float32 of one element; or row-wise, as torch._scaled_mm takes them:
+    ``scale_a`` (m, 1) a scale per row of ``a``, ``scale_b`` (1, n) per column of ``b``, applied in
+    the epilogue (``(a @ b) * scale_a * scale_b`` in float32); or DeepGEMM's block scales:
+    ``scale_a`` (m, ceil(k / 128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128),
+    ceil(k / 128)), per 128 x 128 block of ``b``, applied to each K step's partial as it is
+    promoted; ``bias`` (n,) of ``out_dtype``, added after the scales in float32. ``split_k``: as
+    `matmul`'s (steps of 128 of K; not with row-wise scales)."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = c.dtype_arg(out_dtype)

@@ -1574,6 +1574,24 @@ def test_rowwise_scaled_mm_matches_float64(cfg):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=3, consumers=2, bn=128, scales="row")
 
 
+@pytest.mark.parametrize("cluster_k", [2, 4])
+def test_rowwise_scales_over_a_cluster_match_float64(cluster_k):
+    """Row-wise scales where K is split over a cluster's CTAs (decode's M): the first CTA sums the
+    parts, then scales each row and column in its epilogue."""
+    m, n, k = 16, 256, 1024
+    rng = np.random.default_rng(cluster_k)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, b = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((k, n)).astype(f8)
+    sa, sb = rng.uniform(0.5, 2, (m, 1)).astype(np.float32), rng.uniform(0.5, 2, (1, n)).astype(np.float32)
+    prim = matmul_module.matmul_kernel.factory(
+        m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=8, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=cluster_k == 4, scales="row", cluster_k=cluster_k
+    )
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a, np.ascontiguousarray(b.T), sa, sb, c, np.zeros((cluster_k - 1, m, n), np.float32))
+    want = (a.astype(F64) @ b.astype(F64)) * sa * sb
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+
+
 def test_rowwise_scaled_mm_on_tensors_against_torch():
     """Row-wise scales on torch tensors (CPU: the simulator; CUDA: beside torch._scaled_mm's own
     row-wise product, no further from the float64 one) and under torch.compile."""

@@ -159,6 +159,11 @@ def matmul_cases():
     yield "ops_matmul_fp8_rowwise", mm.matmul_kernel.factory(
         m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=True, scales="row"
     )
+    # FP8 of two types (a backward pass's e5m2 gradient times e4m3 weights), promoted ahead, row-wise scales
+    yield "ops_matmul_fp8_mixed", mm.matmul_kernel.factory(
+        m=8192, n=8192, k=8192, dtype="float8_e5m2", b_dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16",
+        fast_accum=False, promote_ahead=True, scales="row",
+    )
     # ping-pong: each consumer on 64 x 256 tiles of its own, the two taking turns (named barriers)
     yield "ops_matmul_pingpong", mm.matmul_kernel.factory(m=4096, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=256, pingpong=True)
     yield "ops_matmul_bn192", mm.matmul_kernel.factory(m=16, n=22016, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=192)

@@ -1592,6 +1592,33 @@ def test_rowwise_scales_over_a_cluster_match_float64(cluster_k):
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
 
 
+@pytest.mark.parametrize("types", [("float8_e4m3fn", "float8_e5m2"), ("float8_e5m2", "float8_e4m3fn"), ("float8_e5m2", "float8_e5m2")], ids=str)
+def test_mixed_fp8_scaled_mm_matches_float64(types):
+    """FP8 operands of two types (e4m3 times e5m2, as a backward pass's gradients meet the
+    weights; wgmma mixes them: `matmul_kernel`'s ``b_dtype``), per-tensor and row-wise scales,
+    promoted and fast accumulation, over a cluster's CTAs too; a 16-bit A with an FP8 B refused."""
+    ta, tb = types
+    m, n, k = 150, 200, 272
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((m, k)).astype(numpy_dtype(ta))
+    b = rng.standard_normal((k, n)).astype(numpy_dtype(tb))
+    exact = a.astype(F64) @ b.astype(F64)
+    sa, sb = rng.uniform(0.5, 2, (m, 1)).astype(np.float32), rng.uniform(0.5, 2, (1, n)).astype(np.float32)
+    for scales, fast, want in (((np.float32(0.5), np.float32(2.0)), False, exact), ((sa, sb), True, exact * sa * sb)):
+        got = ops.scaled_mm(a, b, *scales, out_dtype="bfloat16", use_fast_accum=fast)
+        np.testing.assert_allclose(got.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    prim = matmul_module.matmul_kernel.factory(
+        m=16, n=n, k=1024, dtype=ta, b_dtype=tb, ctas=8, consumers=1, bn=128, out_dtype="bfloat16", fast_accum=False, cluster_k=2
+    )
+    a16, b16 = a[:16].repeat(4, axis=1)[:, :1024], b.repeat(4, axis=0)[:1024]
+    c = np.full((16, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a16, np.ascontiguousarray(b16.T), np.float32([1.0]), np.float32([1.0]), c, np.zeros((1, 16, n), np.float32))
+    want = a16.astype(F64) @ b16.astype(F64)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    with pytest.raises(ValueError, match="b_dtype='float8_e5m2' with bfloat16 A"):
+        matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", b_dtype="float8_e5m2", ctas=3, consumers=2, bn=128)
+
+
 def test_rowwise_scaled_mm_on_tensors_against_torch():
     """Row-wise scales on torch tensors (CPU: the simulator; CUDA: beside torch._scaled_mm's own
     row-wise product, no further from the float64 one) and under torch.compile."""
@@ -1612,6 +1639,15 @@ def test_rowwise_scaled_mm_on_tensors_against_torch():
             assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
         f = torch.compile(lambda x, w: ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2, fullgraph=True)
         torch.testing.assert_close(f(x, w), got * 2)
+        g = x.to(torch.float8_e5m2)  # (e5m2 times e4m3: a gradient meeting the weights)
+        exact = (g.double() @ w.double()) * sa.double() * sb.double()
+        got = ops.scaled_mm(g, w, sa, sb, out_dtype=torch.bfloat16)
+        if dev == "cpu":
+            torch.testing.assert_close(got, exact.to(torch.bfloat16), rtol=2**-7, atol=5e-2)
+        else:
+            theirs = torch._scaled_mm(g, w, sa, sb, out_dtype=torch.bfloat16)
+            ours_err, their_err = ((t.double() - exact).abs().max().item() for t in (got, theirs))
+            assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
 
 
 def test_scaled_mm_errors_and_torch():

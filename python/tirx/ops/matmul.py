@@ -208,7 +208,7 @@ def _epilogue(alpha: float, beta: float, activation: str):
 
 @autotune(
     configs=CONFIGS,
-    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated"],
+    key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated", "b_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_workspace(kernel, args),  # (defined below)
     adapts=lambda cfg: cfg.get("cluster_k", 1) > 1,  # (the other designs take no workspace)
@@ -237,6 +237,7 @@ def matmul_kernel(
     clusters: bool = True,
     multicast: int = 1,
     pingpong: bool = False,
+    b_dtype: str = "",
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -246,7 +247,9 @@ def matmul_kernel(
     matrix (``"matrix"``: m x n, its tile staged in the output's registers). FP8 (``dtype``
     float8_e4m3fn or float8_e5m2): PyTorch's ``_scaled_mm`` with per-tensor scales, ``C = (A @ B)
     SA[0] SB[0]`` in float32, rounded once to ``out_dtype`` (bfloat16 or float16); B is given
-    K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands. Not
+    K-major, as ``Bt`` (n x k: ``b`` column-major), as wgmma takes 8-bit operands; ``b_dtype``: B's
+    FP8 type where it is not A's (e4m3 times e5m2, as a backward pass's gradients meet the
+    weights; wgmma mixes them). Not
     ``fast_accum`` (PyTorch's default): each K step's product (128 of K) lands in a partial of its
     own and is added to the accumulator in float32 registers (Hopper's FP8 wgmma accumulates with
     fewer bits than float32: the promotion DeepGEMM and cuBLAS make); ``fast_accum``: wgmma
@@ -299,6 +302,9 @@ def matmul_kernel(
     if activation and activation not in ACTIVATIONS:
         raise ValueError(f"activation: {activation!r}; one of {', '.join(ACTIVATIONS)} (or none)")
     fp8 = dtype.startswith("float8")
+    bd = b_dtype or dtype  # B's dtype
+    if bd != dtype and not (fp8 and bd.startswith("float8")):
+        raise ValueError(f"b_dtype={bd!r} with {dtype} A: B's type differs from A's only between FP8 types (e4m3 and e5m2)")
     b_major = b_major or ("k" if fp8 else "n")
     if a_major not in ("k", "m") or b_major not in ("k", "n") or (fp8 and (a_major, b_major) != ("k", "k")):
         raise ValueError(f"a_major={a_major!r}, b_major={b_major!r}: 'k' or 'm' and 'n' or 'k' (FP8 operands both K-major)")
@@ -392,7 +398,7 @@ def matmul_kernel(
     a_boxes = ((0, bm),) if m % 64 == 0 else tuple((c0, 64) for c0 in range(0, bm, 64))  # (At's, as B's)
     a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
     b_shape = (stages, bn, bk) if b_k else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
-    b_smem = mma_shared_layout(dtype, b_swizzle, b_shape)
+    b_smem = mma_shared_layout(bd, b_swizzle, b_shape)
     c_smem = mma_shared_layout(cd, c_swizzle, (consumers, 64, epi))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
     # A row of epi columns over an accumulator's 64 rows: each thread holds its columns' values,
@@ -635,7 +641,7 @@ def matmul_kernel(
         tid = T.thread_id([128 * (consumers + 1)])
         pool = T.SMEMPool()
         A_s = pool.alloc((stages, bk, bm) if a_mn else (stages, bm, bk), dtype, layout=a_smem)
-        B_s = pool.alloc(b_shape, dtype, layout=b_smem)
+        B_s = pool.alloc(b_shape, bd, layout=b_smem)
         C_s = pool.alloc((consumers, 64, epi), cd, layout=c_smem)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
@@ -761,14 +767,14 @@ def matmul_kernel(
 
     w_shape = (cluster_k - 1, m, n)  # (clusters: the parts of ranks 1 ...)
     if clustered:
-        return _clustered_entry(body, fp8, bias, dtype, od, (m, n, k), a_dims, b_dims, sa_shape, sb_shape, w_shape)
+        return _clustered_entry(body, fp8, bias, (dtype, bd), od, (m, n, k), a_dims, b_dims, sa_shape, sb_shape, w_shape)
 
     if fp8 and bias:
 
         @T.prim_func
         def scaled_mm_bias(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            B = T.match_buffer(B_ptr, (n, k), bd)  # b transposed: K-major
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, (1, n), od)
@@ -782,7 +788,7 @@ def matmul_kernel(
         @T.prim_func
         def scaled_mm(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)  # b transposed: K-major
+            B = T.match_buffer(B_ptr, (n, k), bd)  # b transposed: K-major
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, c_shape, cd)  # (split: the parts' float32 sums)
@@ -848,10 +854,11 @@ def matmul_kernel(
     return matmul
 
 
-def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dims, b_dims, sa_shape, sb_shape, w_shape):
+def _clustered_entry(body, fp8: bool, bias: str, dtypes: tuple, od: str, mnk, a_dims, b_dims, sa_shape, sb_shape, w_shape):
     """`matmul_kernel`'s entry with ``cluster_k`` > 1: its usual parameters, then ``W`` (the
-    cluster's parts past the first, float32)."""
+    cluster's parts past the first, float32); ``dtypes``: A's and B's."""
     m, n, k = mnk
+    dtype, bd = dtypes
 
     if fp8 and bias:
 
@@ -860,7 +867,7 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
             A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle
         ):
             A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), bd)
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, (1, n), od)
@@ -875,7 +882,7 @@ def _clustered_entry(body, fp8: bool, bias: str, dtype: str, od: str, mnk, a_dim
         @T.prim_func
         def scaled_mm_clustered(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle):
             A = T.match_buffer(A_ptr, (m, k), dtype)
-            B = T.match_buffer(B_ptr, (n, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), bd)
             SA = T.match_buffer(SA_ptr, sa_shape, "float32")
             SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, (m, n), od)
@@ -1775,8 +1782,8 @@ def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: boo
     da, db = c.dtype_name(a), c.dtype_name(b)
     if len(a.shape) != 2 or len(b.shape) != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"tirx.ops.scaled_mm: a {list(a.shape)} and b {list(b.shape)}: 2-D matrices, a's columns b's rows")
-    if da not in c.FP8 or db != da:
-        raise TypeError(f"tirx.ops.scaled_mm: a is {da}, b {db}; both float8_e4m3fn or both float8_e5m2")
+    if da not in c.FP8 or db not in c.FP8:
+        raise TypeError(f"tirx.ops.scaled_mm: a is {da}, b {db}; each float8_e4m3fn or float8_e5m2")
     if out_dtype not in ("bfloat16", "float16"):
         raise TypeError(f"tirx.ops.scaled_mm: out_dtype {out_dtype}; bfloat16 or float16 (pass out_dtype=torch.bfloat16)")
     (m, k), n = a.shape, b.shape[1]
@@ -1803,9 +1810,12 @@ def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: boo
     return "tensor" if per_tensor else "row" if rowwise else "block"
 
 
-def _scaled_mm_kw(a, k: int, scales: str, out_dtype: str, use_fast_accum: bool, bias) -> dict:
-    """`matmul_kernel`'s key for an FP8 product (``scales``: `_scaled_mm_check`'s form)."""
-    return dict(k=k, dtype=c.dtype_name(a), ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias="" if bias is None else "row")
+def _scaled_mm_kw(a, b, k: int, scales: str, out_dtype: str, use_fast_accum: bool, bias) -> dict:
+    """`matmul_kernel`'s key for an FP8 product (``scales``: `_scaled_mm_check`'s form; B's type
+    where it is not A's)."""
+    da, db = c.dtype_name(a), c.dtype_name(b)
+    kw = dict(k=k, dtype=da, ctas=_ctas(a), out_dtype=out_dtype, fast_accum=bool(use_fast_accum), scales=scales, bias="" if bias is None else "row")
+    return dict(kw, b_dtype=db) if db != da else kw
 
 
 def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int]):
@@ -1816,7 +1826,7 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
         return lambda a, b, scale_a, scale_b, bias: _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
-    launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, k, scales, out_dtype, use_fast_accum, bias))
+    launch = _gemm_launch(m, n, out_dtype, splits=splits, op="scaled_mm", scaled=True, **_scaled_mm_kw(a, b, k, scales, out_dtype, use_fast_accum, bias))
     tout = getattr(torch, out_dtype)
     # The views the kernel takes, chosen for this signature (its strides are part of the key):
     # the operands as they are where they already are (b column-major: b.t() is the kernel's
@@ -1850,7 +1860,7 @@ def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: b
     sa, sb = (s.reshape(1) for s in (scale_a, scale_b)) if per_tensor else (scale_a, scale_b)
     row = None if bias is None else c.contiguous(bias).reshape(1, n)
     sab = (c.contiguous(sa), c.contiguous(sb))
-    kw = _scaled_mm_kw(a, k, scales, out_dtype, use_fast_accum, bias)
+    kw = _scaled_mm_kw(a, b, k, scales, out_dtype, use_fast_accum, bias)
     _gemm(c.contiguous(a), c.contiguous(bt), out, sab=sab, input=row, splits=splits, op="scaled_mm", **kw)
     return out
 
@@ -1877,7 +1887,8 @@ def register_scaled_mm_torch_op():
 def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_accum: bool = False, split_k: Optional[int] = None):
     """PyTorch's `torch._scaled_mm(a, b, scale_a, scale_b, out_dtype=..., use_fast_accum=False)`
     with per-tensor scales: ``(a @ b) * scale_a * scale_b`` for FP8 ``a`` (m x k, row-major) and
-    ``b`` (k x n, column-major), both float8_e4m3fn or both float8_e5m2: each 128 of K multiplied
+    ``b`` (k x n, column-major), each float8_e4m3fn or float8_e5m2 (e4m3 times e5m2 as a backward
+    pass's gradients meet the weights; both e5m2 too, which torch._scaled_mm refuses): each 128 of K multiplied
     by wgmma and added to a float32 accumulator in registers (``use_fast_accum=True``: wgmma
     accumulates all of K, with its fewer bits), scaled in float32 and rounded once to
     ``out_dtype`` (bfloat16 or float16; required: FP8 outputs are not supported yet); ``scale_a``

@@ -1620,8 +1620,9 @@ def test_mixed_fp8_scaled_mm_matches_float64(types):
 
 
 def test_rowwise_scaled_mm_on_tensors_against_torch():
-    """Row-wise scales on torch tensors (CPU: the simulator; CUDA: beside torch._scaled_mm's own
-    row-wise product, no further from the float64 one) and under torch.compile."""
+    """Row-wise scales on torch tensors, e4m3 and e5m2 times e4m3 (CPU: the simulator; CUDA:
+    beside torch._scaled_mm's own row-wise product, no further from the float64 one) and under
+    torch.compile."""
     torch = pytest.importorskip("torch")
     sys.modules["tirx.ops.matmul"].register_scaled_mm_torch_op()
     for dev in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
@@ -1629,25 +1630,17 @@ def test_rowwise_scaled_mm_on_tensors_against_torch():
         x = torch.randn(m, k, device=dev).to(torch.float8_e4m3fn)
         w = torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t()  # column-major (k x n)
         sa, sb = torch.rand(m, 1, device=dev) + 0.5, torch.rand(1, n, device=dev) + 0.5
-        exact = (x.double() @ w.double()) * sa.double() * sb.double()
-        got = ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
-        if dev == "cpu":
-            torch.testing.assert_close(got, exact.to(torch.bfloat16), rtol=2**-7, atol=5e-2)
-        else:
-            theirs = torch._scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16)
-            ours_err, their_err = ((t.double() - exact).abs().max().item() for t in (got, theirs))
-            assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
+        for a in (x, x.to(torch.float8_e5m2)):  # (then e5m2 times e4m3: a gradient meeting the weights)
+            exact = (a.double() @ w.double()) * sa.double() * sb.double()
+            got = ops.scaled_mm(a, w, sa, sb, out_dtype=torch.bfloat16)
+            if dev == "cpu":
+                torch.testing.assert_close(got, exact.to(torch.bfloat16), rtol=2**-7, atol=5e-2)
+            else:
+                theirs = torch._scaled_mm(a, w, sa, sb, out_dtype=torch.bfloat16)
+                ours_err, their_err = ((t.double() - exact).abs().max().item() for t in (got, theirs))
+                assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
         f = torch.compile(lambda x, w: ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2, fullgraph=True)
-        torch.testing.assert_close(f(x, w), got * 2)
-        g = x.to(torch.float8_e5m2)  # (e5m2 times e4m3: a gradient meeting the weights)
-        exact = (g.double() @ w.double()) * sa.double() * sb.double()
-        got = ops.scaled_mm(g, w, sa, sb, out_dtype=torch.bfloat16)
-        if dev == "cpu":
-            torch.testing.assert_close(got, exact.to(torch.bfloat16), rtol=2**-7, atol=5e-2)
-        else:
-            theirs = torch._scaled_mm(g, w, sa, sb, out_dtype=torch.bfloat16)
-            ours_err, their_err = ((t.double() - exact).abs().max().item() for t in (got, theirs))
-            assert ours_err <= max(their_err, 5e-2), (ours_err, their_err)
+        torch.testing.assert_close(f(x, w), ops.scaled_mm(x, w, sa, sb, out_dtype=torch.bfloat16) * 2)
 
 
 def test_scaled_mm_errors_and_torch():

@@ -1544,8 +1544,8 @@ def test_block_scaled_mm_matches_float64(cfg):
 def test_rowwise_scaled_mm_matches_float64(cfg):
     """torch._scaled_mm's row-wise scales (`scales="row"`): ``(a @ b) * scale_a * scale_b`` with
     scale_a (m, 1) per row of a and scale_b (1, n) per column of b, applied in float32 in the
-    epilogue; ragged M, N and K (the scales past M and N never read into a stored element), the
-    bias row after them, and the op's form and refusals."""
+    epilogue (split-K: in the finishing kernel); ragged M, N and K (the scales past M and N never
+    read into a stored element), the bias row after them, and the op's form and refusals."""
     m, n, k = 150, 200, 272
     rng = np.random.default_rng(7)
     f8 = numpy_dtype("float8_e4m3fn")
@@ -1566,8 +1566,8 @@ def test_rowwise_scaled_mm_matches_float64(cfg):
     bias = rng.standard_normal(n).astype(numpy_dtype("bfloat16"))
     got = ops.scaled_mm(a, b, sa, sb, bias, out_dtype="bfloat16", use_fast_accum=cfg["fast_accum"])
     np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), **tol)
-    with pytest.raises(ValueError, match="split_k=2 with row-wise scales"):
-        ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16", split_k=2)
+    got = ops.scaled_mm(a, b, sa, sb, bias, out_dtype="bfloat16", use_fast_accum=cfg["fast_accum"], split_k=3)  # (scaled by the finishing kernel)
+    np.testing.assert_allclose(got.astype(F64), want + bias.astype(F64), **tol)
     with pytest.raises(ValueError, match=r"row-wise \(scale_a \(150, 1\) a row of a, scale_b \(1, 200\)"):
         ops.scaled_mm(a, b, sa, sb.T, out_dtype="bfloat16")
     with pytest.raises(ValueError, match="scales='row'"):

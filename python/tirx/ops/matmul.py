@@ -262,8 +262,8 @@ def matmul_kernel(
     K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
     partial multiplied by its rows' and its block's scales as it is promoted. ``scales="row"``:
     torch._scaled_mm's row-wise scales, ``SA`` (m x 1: a scale per row of A) and ``SB`` (1 x n: per
-    column of B), ``C = (A @ B) SA[row] SB[col]`` in float32 in the epilogue (no split-K: its
-    parts' sums are scaled by the finishing kernel, per tensor only). ``a_major`` /
+    column of B), ``C = (A @ B) SA[row] SB[col]`` in float32 in the epilogue (split-K: by the
+    finishing kernel, as per-tensor scales are). ``a_major`` /
     ``b_major``: the operands' contiguous dim, so that a transposed view is read in place (16-bit
     operands): ``a_major="m"`` takes A as ``At`` (k x m, read M-major by the tensor cores),
     ``b_major="k"`` takes B as ``Bt`` (n x k, K-major; FP8's only form), ``"n"`` as k x n.
@@ -316,11 +316,8 @@ def matmul_kernel(
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
     bk, kt_steps = k_tile(dtype), k_steps(k, dtype)
     block, rowwise = scales == "block", scales == "row"
-    if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn != 128)) or (rowwise and (not fp8 or splits > 1)):
-        raise ValueError(
-            f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles, or 'row' with FP8 "
-            "operands in one kernel (no splits)"
-        )
+    if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn != 128)) or (rowwise and not fp8):
+        raise ValueError(f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles, or 'row' with FP8 operands")
     promote = fp8 and not fast_accum
     if promote and bn > 128:
         raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
@@ -577,7 +574,7 @@ def matmul_kernel(
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                 if split:  # (the partial, as it is)
                     Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
-                if rowwise:  # each row's scale, then each column's, in float32 (rows and columns past m and n: 0, never stored)
+                if rowwise and not split:  # each row's scale, then each column's, in float32 (rows and columns past m and n: 0, never stored)
                     Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
                     Tx.warpgroup.copy(scol[0:1, 0:epi], SB[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
                     Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], srow[0:64, 0:1])
@@ -916,14 +913,24 @@ def _clustered_entry(body, fp8: bool, bias: str, dtypes: tuple, od: str, mnk, a_
     return matmul_clustered
 
 
-@autotune(configs=[{}], key=["m", "n", "out_dtype", "splits", "scale", "bias", "alpha", "beta", "activation"])
+@autotune(configs=[{}], key=["m", "n", "out_dtype", "splits", "scale", "bias", "alpha", "beta", "activation", "rowwise"])
 def matmul_finish_kernel(
-    m: int, n: int, out_dtype: str, splits: int, scale: bool = False, bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""
+    m: int,
+    n: int,
+    out_dtype: str,
+    splits: int,
+    scale: bool = False,
+    bias: str = "",
+    alpha: float = 1.0,
+    beta: float = 1.0,
+    activation: str = "",
+    rowwise: bool = False,
 ):
     """Split-K's second kernel: ``C = act(alpha S [SA[0] SB[0]] + beta I)`` rounded once to
     ``out_dtype``, ``S`` the sum of ``W``'s slices (splits x m x n float32, `matmul_kernel`'s
     parts' sums) added in part order (the same result every run); ``scale``: FP8's per-tensor
-    scales; ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
+    scales (``rowwise``: torch._scaled_mm's row-wise ones, ``SA`` m x 1 and ``SB`` 1 x n, each
+    row's then each column's); ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
     the accumulator's layout (the same epilogue macros; 64 columns: with GELU's erf inlined, 128
     made ptxas spill)."""
     if bias not in BIASES:
@@ -948,13 +955,21 @@ def matmul_finish_kernel(
             brow = T.alloc_buffer((1, FIN), out_dtype, scope="local", layout=c.acc_col_layout(FIN))
         if bias == "column":
             bcol = T.alloc_buffer((64, 1), out_dtype, scope="local", layout=wgmma_row_layout())
+        if rowwise:
+            srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            scol = T.alloc_buffer((1, FIN), "float32", scope="local", layout=c.acc_col_layout(FIN))
         row0 = bx // tn * 64
         col0 = bx % tn * FIN
         Tx.warpgroup.copy(acc[0:64, 0:FIN], W[0, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
         for p in range(1, splits):
             Tx.warpgroup.copy(part[0:64, 0:FIN], W[p, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
             Tx.warpgroup.add(acc[0:64, 0:FIN], acc[0:64, 0:FIN], part[0:64, 0:FIN])
-        if scale:
+        if rowwise:  # (as matmul_kernel's epilogue: the row's scale, then the column's)
+            Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, 0:1], clip=True, other=0.0)
+            Tx.warpgroup.copy(scol[0:1, 0:FIN], SB[0:1, col0 : col0 + FIN], clip=True, other=0.0)
+            Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], srow[0:64, 0:1])
+            Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], scol[0:1, 0:FIN])
+        elif scale:
             Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], SA[0] * SB[0])
         if bias == "row":
             Tx.warpgroup.copy(brow[0:1, 0:FIN], I[0:1, col0 : col0 + FIN], clip=True, other=0.0)
@@ -971,13 +986,16 @@ def matmul_finish_kernel(
         Tx.warpgroup.copy(C[row0 : row0 + 64, col0 : col0 + FIN], out[0:64, 0:FIN], clip=True)
 
     i_shape = input_shape(bias, m, n) if bias else ()
+    if rowwise and not scale:
+        raise ValueError("rowwise: the scales' form (scale=True)")
+    sa_shape, sb_shape = ((m, 1), (1, n)) if rowwise else ((1,), (1,))
     if scale and bias:
 
         @T.prim_func
         def finish_scaled_bias(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
             W = T.match_buffer(W_ptr, w_shape, "float32")
-            SA = T.match_buffer(SA_ptr, (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             I = T.match_buffer(I_ptr, i_shape, out_dtype)
             C = T.match_buffer(C_ptr, (m, n), out_dtype)
             body(W, SA, SB, I, C)
@@ -989,8 +1007,8 @@ def matmul_finish_kernel(
         @T.prim_func
         def finish_scaled(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
             W = T.match_buffer(W_ptr, w_shape, "float32")
-            SA = T.match_buffer(SA_ptr, (1,), "float32")
-            SB = T.match_buffer(SB_ptr, (1,), "float32")
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
             C = T.match_buffer(C_ptr, (m, n), out_dtype)
             body(W, SA, SB, None, C)
 
@@ -1055,13 +1073,15 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
         return lambda a, b, sab, extra, out: kernel(a, b, *sab, *extra, out)
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
     parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher(fixed_signature=True)
-    per_tensor = scaled and kw.get("scales", "tensor") == "tensor"
-    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=per_tensor, **epilogue).launcher(fixed_signature=True)
+    # FP8's scales per tensor or row-wise: the finishing kernel's (block scales: the parts', as each step is promoted)
+    scale_after = scaled and kw.get("scales", "tensor") in ("tensor", "row")
+    rowwise = {"rowwise": True} if kw.get("scales") == "row" else {}
+    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=scale_after, **epilogue, **rowwise).launcher(fixed_signature=True)
 
     def launch(a, b, sab, extra, out):
         w = c.scratch(a, (splits, m, n), "float32", _SPLIT_PARTS)  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
-        finish(w, *(sab if per_tensor else ()), *extra, out)
+        finish(w, *(sab if scale_after else ()), *extra, out)
 
     return launch
 
@@ -1775,7 +1795,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = Fa
     return _scaled_mm_general(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
 
 
-def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int] = None) -> str:
+def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias) -> str:
     """`scaled_mm`'s operands checked (an error names what is wrong); the scales' form, as
     `matmul_kernel`'s ``scales``: "tensor" (one element each), "row" (torch._scaled_mm's row-wise
     (m, 1) and (1, n)) or "block" (DeepGEMM's)."""
@@ -1797,8 +1817,6 @@ def _scaled_mm_check(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: boo
             f"({c.dtype_name(scale_b)}); float32, per tensor (one element each), row-wise (scale_a ({m}, 1) a row of a, scale_b (1, {n}) "
             f"a column of b) or DeepGEMM's blocks: scale_a ({m}, {kb}) a row and 128 of K, scale_b ({nb}, {kb}) a 128 x 128 block of b"
         )
-    if rowwise and not per_tensor and splits not in (None, 1):
-        raise ValueError(f"tirx.ops.scaled_mm: split_k={splits} with row-wise scales; they apply in the one kernel's epilogue: split_k=None or 1")
     if block and not per_tensor and use_fast_accum:
         raise ValueError("tirx.ops.scaled_mm: block scales apply as each 128 of K is promoted: use_fast_accum=False")
     if bias is not None and (tuple(bias.shape) not in ((n,), (1, n)) or c.dtype_name(bias) != out_dtype):
@@ -1821,7 +1839,7 @@ def _scaled_mm_kw(a, b, k: int, scales: str, out_dtype: str, use_fast_accum: boo
 def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool, bias, splits: Optional[int]):
     import torch
 
-    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
     per_tensor = scales == "tensor"
     (m, k), n = a.shape, b.shape[1]
     if m == 0 or n == 0 or k == 0:
@@ -1847,7 +1865,7 @@ def _new_scaled_mm_plan(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: 
 
 
 def _scaled_mm_general(a, b, scale_a, scale_b, out_dtype: str, use_fast_accum: bool = False, bias=None, splits: Optional[int] = None):
-    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias, splits)
+    scales = _scaled_mm_check(a, b, scale_a, scale_b, out_dtype, use_fast_accum, bias)
     per_tensor = scales == "tensor"
     (m, k), n = a.shape, b.shape[1]
     out = c.new_array(a, (m, n), out_dtype)
@@ -1898,7 +1916,7 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, *, out_dtype=None, use_fast_acc
     ``scale_a`` (m, ceil(k / 128)), a scale per row and 128 of K, ``scale_b`` (ceil(n / 128),
     ceil(k / 128)), per 128 x 128 block of ``b``, applied to each K step's partial as it is
     promoted; ``bias`` (n,) of ``out_dtype``, added after the scales in float32. ``split_k``: as
-    `matmul`'s (steps of 128 of K; not with row-wise scales)."""
+    `matmul`'s (steps of 128 of K)."""
     if out_dtype is None:
         raise TypeError("tirx.ops.scaled_mm: give out_dtype (torch.bfloat16 or torch.float16); FP8 outputs are not supported yet")
     od = c.dtype_arg(out_dtype)

@@ -637,7 +637,8 @@ def test_pingpong_tiles_match_float64(shape):
 
 def test_pingpong_epilogues_operand_majors_and_fp8_match_float64():
     """Ping-pong with addmm's bias row and an activation, A read transposed (M-major) and B
-    K-major, float16 operands, and FP8 with fast accumulation and its per-tensor scales."""
+    K-major, SwiGLU's gated pair, float16 operands, and FP8 with fast accumulation and its
+    per-tensor scales."""
     m, n, k = 130, 200, 136
     f = matmul_module.matmul_kernel.factory
     a, b, prod = _mm_inputs(m, n, k, "bfloat16")
@@ -652,6 +653,12 @@ def test_pingpong_epilogues_operand_majors_and_fp8_match_float64():
         np.ascontiguousarray(a.T), np.ascontiguousarray(b.T), c
     )
     np.testing.assert_allclose(c.astype(F64), prod, rtol=2.0**-8, atol=1e-3)
+    a, g, _ = _mm_inputs(m, 192, k, "bfloat16")  # SwiGLU's pair (gated): each tile half the gate's columns, half the up projection's
+    u = (np.random.default_rng(8).standard_normal((k, 192)) / 8).astype(a.dtype)
+    c = np.full((m, 192), np.nan, a.dtype)
+    tirx.compile(f(m=m, n=192, k=k, dtype="bfloat16", ctas=3, consumers=2, bn=128, gated=True, activation="silu", pingpong=True))(a, g, u, c)
+    x, y = a.astype(F64) @ g.astype(F64), a.astype(F64) @ u.astype(F64)
+    np.testing.assert_allclose(c.astype(F64), x / (1 + np.exp(-x)) * y, rtol=2.0**-7, atol=2e-2)
     a16, b16, p16 = _mm_inputs(m, n, k, "float16")
     c16 = np.full((m, n), np.nan, a16.dtype)
     tirx.compile(f(m=m, n=n, k=k, dtype="float16", ctas=2, consumers=2, bn=256, pingpong=True))(a16, b16, c16)

@@ -362,7 +362,7 @@ def matmul_kernel(
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
     # M = 1 as slow as M = 64 at best).
-    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not pingpong and not a_mn else bm
+    a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn else bm
     # Multicast: the two CTAs of a cluster compute neighbouring tiles of one tile row (a pair),
     # each loading half of their A tile into both; a pair is the unit a cluster walks.
     mc = multicast == 2

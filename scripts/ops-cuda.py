@@ -150,7 +150,7 @@ def matmul_cases():
     )
     # (With 4 parts and GELU's erf ptxas keeps one value on the stack: 4 bytes, explicit split_k only.)
     yield "ops_matmul_finish", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, bias="row", activation="gelu")
-    yield "ops_matmul_finish_rowwise", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, scale=True, rowwise=True, bias="row")
+    yield "ops_matmul_finish_rowwise", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, scales="row", bias="row")
     # split-K in one launch over a cluster's CTAs (decode's default), and decode's skinny tiles
     yield "ops_matmul_cluster", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, cluster_k=2)
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)

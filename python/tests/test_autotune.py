@@ -342,6 +342,7 @@ def test_each_size_class_is_timed_and_kept_apart(tmp_path, monkeypatch):
     assert k.kernel.meta["block"][0] == 32 and "[size class 1]" in k.explain() and len(timed) == 3
     call(k, 100)  # (class 4: timed)
     assert k.kernel.meta["block"][0] == 128 and "[size class 4]" in k.explain() and len(timed) == 6
+    assert k.config == {"threads": 128}  # (the chosen configuration: the current class's)
     call(k, 2)  # (class 1 again: its choice kept, not timed)
     assert k.kernel.meta["block"][0] == 32 and len(timed) == 6 and "timed" in k.explain()
     data = json.load(open(os.path.join(tmp_path, "autotune-v2.json")))

@@ -307,6 +307,12 @@ class TunedKernel:
         """The chosen kernel (``None`` before the first call)."""
         return None if self.choice is None else self.kernels[self.choice]
 
+    @property
+    def config(self) -> Optional[dict]:
+        """The chosen configuration (``None`` before the first call; under size classes, the
+        choice of the last call made through `__call__`)."""
+        return None if self.choice is None else self.configs[self.choice]
+
     def launcher(self, fixed_signature: bool = False) -> Callable:
         """``launch(*args)``: the chosen kernel's `Kernel.launcher` (``fixed_signature`` as there;
         its arguments adapted by the tuner's ``launch_args`` where ``adapts`` says they change),
@@ -335,7 +341,7 @@ class TunedKernel:
     def _chosen_launcher(self, fixed_signature: bool) -> Callable:
         k = self.kernels[self.choice]
         fast, adapt, adapts = k.launcher(fixed_signature), self.tuner.launch_args, self.tuner.adapts
-        if adapt is None or (adapts is not None and not adapts(self.configs[self.choice])):
+        if adapt is None or (adapts is not None and not adapts(self.config)):
             return fast  # (an op's every call: no adapter where it would change nothing)
         return lambda *args: fast(*adapt(k, args))
 

@@ -1666,7 +1666,7 @@ def _new_plan(
         def dq_of(dqa, dq_):
             # DQA's order is the chosen dK / dV kernel's (`flat_dq`), chosen at its first call
             if not convert:
-                cols = _part_cols(tuned.configs[tuned.choice], d)
+                cols = _part_cols(tuned.config, d)
                 convert.append(attention_dq_convert_kernel(rows=b * h, seq_q=sq, d=d, dtype=dtype, scale=scale, heads=heads, part_cols=cols).launcher())
             convert[0](dqa, dq_)
 

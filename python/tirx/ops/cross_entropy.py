@@ -547,12 +547,10 @@ def _forward(x, t, v: int, ignore_index: int, label_smoothing: float, w=None):
     return loss, lse
 
 
-def sum_parts(kernel, m: int) -> int:
-    """The rows of ``PART`` that `cross_entropy_kernel`'s ``sums`` form wrote for ``m`` rows: its
-    CTAs, by the tuned kernel's chosen configuration (a row each, or a lane group's many; the
-    choice of its last call made through `TunedKernel.__call__`: its size class's)."""
-    cfg = kernel.configs[kernel.choice]
-    return -(-m // (cfg["threads"] // cfg["tpr"])) if cfg.get("tpr") else m
+def sum_parts(config: dict, m: int) -> int:
+    """The rows of ``PART`` that `cross_entropy_kernel`'s ``sums`` form wrote for ``m`` rows in the
+    design ``config``: its CTAs (a row each, or a lane group's many)."""
+    return -(-m // (config["threads"] // config["tpr"])) if config.get("tpr") else m
 
 
 def _forward_sums(x, t, v: int, ignore_index: int, label_smoothing: float):
@@ -566,7 +564,7 @@ def _forward_sums(x, t, v: int, ignore_index: int, label_smoothing: float):
     part = c.new_array(x, (rows, 2), "float32")
     kernel = cross_entropy_kernel(v=v, dtype=c.dtype_name(x), smoothing=label_smoothing > 0.0, sums=True)
     kernel(x, t, part, rows, int(ignore_index), float(label_smoothing))
-    totals = part[: sum_parts(kernel, rows)].sum(0)
+    totals = part[: sum_parts(kernel.config, rows)].sum(0)
     return totals[0], totals[1]
 
 
@@ -601,7 +599,7 @@ def _eager(logits, target, ignore_index: int, label_smoothing: float, reduction:
             part = x.new_empty((rows, 2), dtype=torch.float32)
             launch(x, t, part, rows, ii, ls)
             if not parts:
-                parts.append(sum_parts(kernel, rows))
+                parts.append(sum_parts(kernel.config, rows))
             totals = part[: parts[0]].sum(0)
             return (totals[0] / totals[1] if reduction == "mean" else totals[0]).to(dtype)
 

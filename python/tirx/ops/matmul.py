@@ -206,6 +206,17 @@ def _epilogue(alpha: float, beta: float, activation: str):
     return add_input, activate
 
 
+@T.macro
+def scale_rows_and_columns(acc_h, srow, scol, sa_rows, sb_cols):
+    # torch._scaled_mm's row-wise scales on a slice of a float32 accumulator: each row's scale
+    # (``sa_rows`` into ``srow``), then each column's (``sb_cols`` into ``scol``); rows and columns
+    # past the matrix read as 0, never stored.
+    Tx.warpgroup.copy(srow, sa_rows, clip=True, other=0.0)
+    Tx.warpgroup.copy(scol, sb_cols, clip=True, other=0.0)
+    Tx.warpgroup.mul(acc_h, acc_h, srow)
+    Tx.warpgroup.mul(acc_h, acc_h, scol)
+
+
 @autotune(
     configs=CONFIGS,
     key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated", "b_dtype"],
@@ -574,11 +585,14 @@ def matmul_kernel(
                 T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
                 if split:  # (the partial, as it is)
                     Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
-                if rowwise and not split:  # each row's scale, then each column's, in float32 (rows and columns past m and n: 0, never stored)
-                    Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
-                    Tx.warpgroup.copy(scol[0:1, 0:epi], SB[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
-                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], srow[0:64, 0:1])
-                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], scol[0:1, 0:epi])
+                if rowwise and not split:  # (split-K: the finishing kernel's)
+                    scale_rows_and_columns(
+                        acc[0:64, h * epi : h * epi + epi],
+                        srow[0:64, 0:1],
+                        scol[0:1, 0:epi],
+                        SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1],
+                        SB[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi],
+                    )
                 elif fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
                     Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
                 if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
@@ -913,24 +927,16 @@ def _clustered_entry(body, fp8: bool, bias: str, dtypes: tuple, od: str, mnk, a_
     return matmul_clustered
 
 
-@autotune(configs=[{}], key=["m", "n", "out_dtype", "splits", "scale", "bias", "alpha", "beta", "activation", "rowwise"])
+@autotune(configs=[{}], key=["m", "n", "out_dtype", "splits", "scales", "bias", "alpha", "beta", "activation"])
 def matmul_finish_kernel(
-    m: int,
-    n: int,
-    out_dtype: str,
-    splits: int,
-    scale: bool = False,
-    bias: str = "",
-    alpha: float = 1.0,
-    beta: float = 1.0,
-    activation: str = "",
-    rowwise: bool = False,
+    m: int, n: int, out_dtype: str, splits: int, scales: str = "", bias: str = "", alpha: float = 1.0, beta: float = 1.0, activation: str = ""
 ):
-    """Split-K's second kernel: ``C = act(alpha S [SA[0] SB[0]] + beta I)`` rounded once to
+    """Split-K's second kernel: ``C = act(alpha S [SA SB] + beta I)`` rounded once to
     ``out_dtype``, ``S`` the sum of ``W``'s slices (splits x m x n float32, `matmul_kernel`'s
-    parts' sums) added in part order (the same result every run); ``scale``: FP8's per-tensor
-    scales (``rowwise``: torch._scaled_mm's row-wise ones, ``SA`` m x 1 and ``SB`` 1 x n, each
-    row's then each column's); ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
+    parts' sums) added in part order (the same result every run); ``scales``: FP8's scales it
+    applies, as `matmul_kernel`'s ``scales`` names them ("": none; "tensor": ``SA[0] SB[0]``;
+    "row": torch._scaled_mm's row-wise ``SA`` m x 1 and ``SB`` 1 x n, each row's then each
+    column's); ``bias`` and the activation as `matmul_kernel`'s. A warpgroup per 64 x 64 tile, in
     the accumulator's layout (the same epilogue macros; 64 columns: with GELU's erf inlined, 128
     made ptxas spill)."""
     if bias not in BIASES:
@@ -955,7 +961,7 @@ def matmul_finish_kernel(
             brow = T.alloc_buffer((1, FIN), out_dtype, scope="local", layout=c.acc_col_layout(FIN))
         if bias == "column":
             bcol = T.alloc_buffer((64, 1), out_dtype, scope="local", layout=wgmma_row_layout())
-        if rowwise:
+        if scales == "row":
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             scol = T.alloc_buffer((1, FIN), "float32", scope="local", layout=c.acc_col_layout(FIN))
         row0 = bx // tn * 64
@@ -964,12 +970,9 @@ def matmul_finish_kernel(
         for p in range(1, splits):
             Tx.warpgroup.copy(part[0:64, 0:FIN], W[p, row0 : row0 + 64, col0 : col0 + FIN], clip=True, other=0.0)
             Tx.warpgroup.add(acc[0:64, 0:FIN], acc[0:64, 0:FIN], part[0:64, 0:FIN])
-        if rowwise:  # (as matmul_kernel's epilogue: the row's scale, then the column's)
-            Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, 0:1], clip=True, other=0.0)
-            Tx.warpgroup.copy(scol[0:1, 0:FIN], SB[0:1, col0 : col0 + FIN], clip=True, other=0.0)
-            Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], srow[0:64, 0:1])
-            Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], scol[0:1, 0:FIN])
-        elif scale:
+        if scales == "row":
+            scale_rows_and_columns(acc[0:64, 0:FIN], srow[0:64, 0:1], scol[0:1, 0:FIN], SA[row0 : row0 + 64, 0:1], SB[0:1, col0 : col0 + FIN])
+        elif scales == "tensor":
             Tx.warpgroup.mul(acc[0:64, 0:FIN], acc[0:64, 0:FIN], SA[0] * SB[0])
         if bias == "row":
             Tx.warpgroup.copy(brow[0:1, 0:FIN], I[0:1, col0 : col0 + FIN], clip=True, other=0.0)
@@ -986,10 +989,10 @@ def matmul_finish_kernel(
         Tx.warpgroup.copy(C[row0 : row0 + 64, col0 : col0 + FIN], out[0:64, 0:FIN], clip=True)
 
     i_shape = input_shape(bias, m, n) if bias else ()
-    if rowwise and not scale:
-        raise ValueError("rowwise: the scales' form (scale=True)")
-    sa_shape, sb_shape = ((m, 1), (1, n)) if rowwise else ((1,), (1,))
-    if scale and bias:
+    if scales not in ("", "tensor", "row"):
+        raise ValueError(f"scales={scales!r}: '' (none), 'tensor' or 'row' (block scales apply in the parts, as each K step is promoted)")
+    sa_shape, sb_shape = ((m, 1), (1, n)) if scales == "row" else ((1,), (1,))
+    if scales and bias:
 
         @T.prim_func
         def finish_scaled_bias(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle):
@@ -1002,7 +1005,7 @@ def matmul_finish_kernel(
 
         return finish_scaled_bias
 
-    if scale:
+    if scales:
 
         @T.prim_func
         def finish_scaled(W_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle):
@@ -1074,14 +1077,14 @@ def _gemm_launch(m: int, n: int, result_dtype: str, *, splits: Optional[int] = N
     epilogue = {key: kw.pop(key) for key in ("bias", "alpha", "beta", "activation") if key in kw}
     parts = matmul_kernel(m=m, n=n, splits=splits, **kw).launcher(fixed_signature=True)
     # FP8's scales per tensor or row-wise: the finishing kernel's (block scales: the parts', as each step is promoted)
-    scale_after = scaled and kw.get("scales", "tensor") in ("tensor", "row")
-    rowwise = {"rowwise": True} if kw.get("scales") == "row" else {}
-    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scale=scale_after, **epilogue, **rowwise).launcher(fixed_signature=True)
+    after = kw.get("scales", "tensor") if scaled else ""
+    after = "" if after == "block" else after
+    finish = matmul_finish_kernel(m=m, n=n, out_dtype=result_dtype, splits=splits, scales=after, **epilogue).launcher(fixed_signature=True)
 
     def launch(a, b, sab, extra, out):
         w = c.scratch(a, (splits, m, n), "float32", _SPLIT_PARTS)  # (each part writes all of its slice: no zeroing)
         parts(a, b, *sab, w)
-        finish(w, *(sab if scale_after else ()), *extra, out)
+        finish(w, *(sab if after else ()), *extra, out)
 
     return launch
 

@@ -1675,7 +1675,7 @@ def run(grad, x, weight, eps: float, centered: bool, saved=None):
     tuned = norm_backward_kernel(h=h, dtype=dtype, centered=centered, saved=saved is not None, **c.weight_dtype_arg(dtype, w))
     tail = (float(eps),) if saved is None else saved
     tuned(x, w, grad, dx, dwp, dbp, rows, most, *tail)  # each design on its own grid (`_own_grid`)
-    used = partial_rows(tuned.configs[tuned.choice], _grid(tuned.kernel, x, most))
+    used = partial_rows(tuned.config, _grid(tuned.kernel, x, most))
     wd = c.dtype_name(w)  # (dW and dB of the parameters' dtype)
     wanted = ([dwp[:used]] if weight is not None else []) + ([dbp[:used]] if centered else [])
     sums = _sum_columns(wanted, h, wd, x) if wanted else []

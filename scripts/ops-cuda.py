@@ -153,6 +153,8 @@ def matmul_cases():
     yield "ops_matmul_finish_rowwise", mm.matmul_finish_kernel.factory(m=16, n=4096, out_dtype="bfloat16", splits=2, scales="row", bias="row")
     # split-K in one launch over a cluster's CTAs (decode's default), and decode's skinny tiles
     yield "ops_matmul_cluster", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, cluster_k=2)
+    # the same over several rounds of clusters (a design, not a candidate: measured slower)
+    yield "ops_matmul_cluster_rounds", mm.matmul_kernel.factory(m=1000, n=3000, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=128, cluster_k=2)
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
     yield "ops_matmul_bn96", mm.matmul_kernel.factory(m=16, n=12288, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=96)
     yield "ops_matmul_multicast", mm.matmul_kernel.factory(m=100, n=12344, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, multicast=2)

@@ -291,6 +291,23 @@ fn arriving_twice_or_waiting_without_an_arrive_at_the_cluster_barrier_is_reporte
 }
 
 #[test]
+fn a_warps_lanes_at_different_cluster_barrier_instructions_are_reported() {
+    // `barrier.cluster.arrive.aligned`: a warp's lanes execute one instruction together. Lane 0
+    // arriving at one and the others at another (a lane-dependent condition) hangs the hardware.
+    let apart = |cond: &str| {
+        format!("    if {cond}:\n        T.ptx.barrier.cluster.arrive()\n    else:\n        T.ptx.barrier.cluster.arrive()\n{WAIT_CLUSTER}")
+    };
+    let (e, text) = sim_err(&ring(2, 8, WAIT, &apart("tid == 0"), INIT));
+    assert_eq!(e.kind, SimErrorKind::BarrierDivergence, "{text}");
+    assert!(
+        e.message.contains("`barrier.cluster.arrive`") && e.message.contains("at another instruction than lane"),
+        "{text}"
+    );
+    // A condition the whole warp shares (the CTA's rank): each warp at one instruction.
+    expect_ring_of(&ring(2, 8, WAIT, &apart("rank == 0"), INIT), 2, 8);
+}
+
+#[test]
 fn a_dsmem_source_written_without_the_async_proxy_fence_is_a_race() {
     let base = ring(2, 8, WAIT, TAIL, INIT);
     let src = base.replacen("    T.ptx.fence.proxy.async_.shared__cta()\n", "", 1);

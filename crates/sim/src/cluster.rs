@@ -82,6 +82,10 @@ pub(crate) struct CtaCtx {
 pub(crate) struct ClusterThreads {
     arrive: Vec<u32>,
     wait: Vec<u32>,
+    /// Per thread and phase (mod 3): the instruction (pc) of its arrive and of its wait (the
+    /// `.aligned` forms need a warp's lanes at one instruction).
+    arrive_pc: Vec<[u32; 3]>,
+    wait_pc: Vec<[u32; 3]>,
     arrive_tick: Vec<[u32; 3]>,
     /// Per phase (mod 3): the earliest arrive tick of this CTA's threads in it.
     min_arrive: [u32; 3],
@@ -89,12 +93,21 @@ pub(crate) struct ClusterThreads {
 
 impl ClusterThreads {
     pub(crate) fn new(n: usize) -> ClusterThreads {
-        ClusterThreads { arrive: vec![0; n], wait: vec![0; n], arrive_tick: vec![[0; 3]; n], min_arrive: [0; 3] }
+        ClusterThreads {
+            arrive: vec![0; n],
+            wait: vec![0; n],
+            arrive_pc: vec![[0; 3]; n],
+            wait_pc: vec![[0; 3]; n],
+            arrive_tick: vec![[0; 3]; n],
+            min_arrive: [0; 3],
+        }
     }
 
     pub(crate) fn reset(&mut self) {
         self.arrive.fill(0);
         self.wait.fill(0);
+        self.arrive_pc.fill([0; 3]);
+        self.wait_pc.fill([0; 3]);
         self.arrive_tick.fill([0; 3]);
         self.min_arrive = [0; 3];
     }
@@ -214,6 +227,7 @@ impl<'a> Machine<'a> {
                 "pair every `barrier.cluster.arrive` with a `barrier.cluster.wait` (or use `T.cuda.cluster_sync()`)",
             ));
         }
+        self.cluster_lanes_together(t, site, false)?;
         self.fam.cluster.arrive[i] += 1;
         let a = self.fam.cluster.arrive[i] as usize;
         if relaxed {
@@ -262,11 +276,36 @@ impl<'a> Machine<'a> {
             return Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg)
                 .help("`barrier.cluster.wait` follows the thread's `barrier.cluster.arrive`"));
         }
+        self.cluster_lanes_together(t, site, true)?;
         if self.cluster_phase >= self.fam.cluster.arrive[i] {
             self.fam.cluster.wait[i] += 1;
             return Ok(Flow::Next);
         }
         Ok(Flow::Block)
+    }
+
+    /// Thread `t`'s arrive (or wait) for its next cluster barrier phase: the instruction is
+    /// `.aligned`, so every lane of its warp that reached that phase's arrive (wait) did so at
+    /// this instruction (lanes apart under a lane-dependent condition hang the hardware).
+    fn cluster_lanes_together(&mut self, t: u32, site: u32, wait: bool) -> Result<(), SimError> {
+        let (i, pc) = (t as usize, self.pcs[t as usize]);
+        let c = &mut self.fam.cluster;
+        let (count, pcs) = if wait { (&c.wait, &mut c.wait_pc) } else { (&c.arrive, &mut c.arrive_pc) };
+        let phase = count[i] + 1;
+        let slot = phase as usize % 3;
+        let warp = i / 32 * 32..(i / 32 * 32 + 32).min(count.len());
+        let apart = warp.filter(|&l| l != i && count[l] == phase).find(|&l| pcs[l][slot] != pc);
+        pcs[i][slot] = pc;
+        let Some(l) = apart else { return Ok(()) };
+        let what = if wait { "barrier.cluster.wait" } else { "barrier.cluster.arrive" };
+        let msg = format!(
+            "{} reaches `{what}` of the cluster barrier's phase {phase} at another instruction than lane {} of its warp did: the instruction is `.aligned`, the warp's lanes execute it together",
+            self.who(t),
+            l % 32
+        );
+        Err(SimError::new(SimErrorKind::BarrierDivergence, self.prog.sites[site as usize], msg).help(
+            "arrive and wait where the whole warp is (not under a lane-dependent condition such as `if tid == 0`)",
+        ))
     }
 
     /// Threads of the running CTA whose cluster barrier phase completed pass their wait.

@@ -575,14 +575,17 @@ impl<'a> Machine<'a> {
                 Ins::Inc { var, ty } => {
                     reg!(*var) = crate::value::wrap_int(*ty, (reg!(*var) as i64).wrapping_add(1)) as u64
                 }
-                Ins::Family(i) => match i.step(self, tid, base) {
-                    Ok(Flow::Next) => {}
-                    Ok(Flow::Block) => {
-                        self.state[t] = State::Waiting;
-                        break Ok(());
+                Ins::Family(i) => {
+                    self.pcs[t] = pc as u32; // (a family's step may ask which instruction it runs)
+                    match i.step(self, tid, base) {
+                        Ok(Flow::Next) => {}
+                        Ok(Flow::Block) => {
+                            self.state[t] = State::Waiting;
+                            break Ok(());
+                        }
+                        Err(e) => break Err(e),
                     }
-                    Err(e) => break Err(e),
-                },
+                }
                 Ins::CtaBarrier { .. } => {
                     self.state[t] = State::Waiting;
                     break Ok(());

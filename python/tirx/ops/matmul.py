@@ -140,7 +140,12 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
 
 def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allowed: bool) -> bool:
     """Whether the tile configuration ``cfg``, a tile's K over a cluster of ``cfg["cluster_k"]``
-    CTAs, is a candidate for an m x n x k product on ``ctas`` SMs (`_prune`)."""
+    CTAs, is a candidate for an m x n x k product on ``ctas`` SMs (`_prune`): one round of clusters
+    only. (Over several rounds the design runs, but lost to one CTA a tile wherever it evens out
+    the last round, H200: 1000 x 3000 x 2048 in 128 x 128 pairs 36.2 µs against 128 x 256 tiles'
+    27.0; 777 x 1232 x 4096 33.9-53.1 against 24.1; 128 x 12288 x 4096 42.1 against 28.9 — the
+    tiles' rows read twice, a phase a round, the parts' round trip; K in whole parts cannot split
+    97 tiles over 132 SMs finer than rounds: stream-K's share of K steps is what those want.)"""
     parts, steps = cfg["cluster_k"], k_steps(k, dtype)
     units = -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * parts
     idle = -(-m // 128) * -(-n // 128) <= ctas // 2
@@ -282,11 +287,15 @@ def matmul_kernel(
     squares): each tile's K steps in ``splits`` equal parts, a work unit each, each unit's
     float32 partial stored in its own slice of ``C`` (splits x m x n float32: every element
     written, no zeroing, no atomics); the parts' sum (in order), the scales, input, activation
-    and rounding are `matmul_finish_kernel`'s. ``cluster_k`` > 1: split-K in one launch, for a
-    grid of one round (``ctas`` at least the tiles times ``cluster_k``): a tile's parts are the CTAs
-    of a cluster, the others storing their float32 sums (rows past M clipped) into ``W``
-    (cluster_k - 1 x m x n float32) before a cluster barrier, after which the first adds them
-    in rank order (the same result every run) and applies the epilogue alone. ``gated``: a
+    and rounding are `matmul_finish_kernel`'s. ``cluster_k`` > 1: split-K in one launch: a
+    tile's parts are the CTAs of a cluster, the others storing their float32 sums (rows past M
+    clipped) into ``W`` (cluster_k - 1 x m x n float32) and arriving at a cluster barrier, whose
+    phase the first waits for before adding them in rank order (the same result every run) and
+    applying the epilogue alone. As many clusters as the GPU holds at once (`cluster_room`), in
+    rounds where the units outnumber them: a round's phase each, the storing CTAs going on to
+    their next unit without waiting for it (each thread waits for a phase before arriving at
+    the next; the producer arrives once a round's loads are issued). Rounds of clusters are
+    simulator- and GPU-checked but not the autotuner's candidates (measured slower: `cluster_fits`). ``gated``: a
     gated linear unit (SwiGLU's ``activation="silu"``, GeGLU's "gelu"), ``C = act(A @ B) * (A @
     U)`` for a second matrix ``U`` of B's shape: each tile's columns are half B's, half U's at
     the same output columns (both products in one accumulator), the epilogue multiplies the
@@ -366,9 +375,8 @@ def matmul_kernel(
     parts = max(splits, cluster_k)  # (a tile's K in parts: split-K's units, or a cluster's CTAs)
     kps = kt_steps // parts  # K steps per unit
     units = tiles * parts
-    if clustered and units > ctas:
-        raise ValueError(f"cluster_k={cluster_k}: {tiles} tiles of {cluster_k} CTAs each exceed the {ctas} CTAs of one round")
-    grid = units if clustered else ctas  # (clusters: one round, a unit per CTA)
+    # (clusters: whole clusters, as many as the GPU holds at once, each CTA a unit a round)
+    grid = min(units, max(cluster_k, cluster_room(ctas, cluster_k) // cluster_k * cluster_k)) if clustered else ctas
     group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
@@ -560,16 +568,19 @@ def matmul_kernel(
                 empty.arrive((r * kps + kps - 1) % stages)
                 if mc:
                     empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)
-        if clustered:  # the cluster's parts of the tile summed in its first CTA
-            if part_of(r, bx) > 0:
+        if clustered:  # the cluster's parts of the tile summed in its first CTA (a cluster barrier phase a round)
+            if part_of(r, bx) > 0:  # (its part stored, released by its arrival; it goes on to its next unit)
                 Tx.warpgroup.copy(
                     W[part_of(r, bx) - 1, out_row(r, bx, cw) : out_row(r, bx, cw) + 64, tile_n(r, bx) * bn : tile_n(r, bx) * bn + bn],
                     acc[0:64, 0:bn],
                     clip=True,
                 )
-            T.ptx.barrier.cluster.arrive()  # (release: the parts' stores; acquire: the peers')
-            T.ptx.barrier.cluster.wait()
-            if part_of(r, bx) == 0:
+                if r > 0:  # (a thread arrives once a phase: the round before's waited for first)
+                    T.ptx.barrier.cluster.wait()
+                T.ptx.barrier.cluster.arrive()
+            else:  # (acquire: the peers' parts)
+                T.ptx.barrier.cluster.arrive()
+                T.ptx.barrier.cluster.wait()
                 for q in list(range(1, cluster_k)):  # (rank order)
                     Tx.warpgroup.copy(
                         part[0:64, 0:bn],
@@ -639,6 +650,81 @@ def matmul_kernel(
                     T.ptx.cp_async.bulk.commit_group()
 
     @T.macro
+    def cluster_round(r):
+        # The producer warpgroup's arrival at round r's cluster barrier phase, once the round's
+        # loads are issued (a thread arrives once a phase: the round before's waited for first;
+        # the last one's after the loop). The warp together first: the barrier is `.aligned`.
+        T.cuda.warp_sync()
+        if r > 0:
+            T.ptx.barrier.cluster.wait()
+        T.ptx.barrier.cluster.arrive()
+
+    @T.macro(hygienic=False)
+    def load_round(r, bx):
+        # The producer's loads of round r's unit, a ring step each (the caller's stages and barriers).
+        for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
+            if r * kps + kt >= stages:
+                empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kps + kt) % stages]), stage_bytes)
+            if a_mn:  # (At: k x m, boxes of 64 of M as B's)
+                for c0, cw_ in a_boxes:
+                    Tx.copy_async(
+                        A_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                        A[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
+                        dispatch="tma_auto",
+                        mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    )
+            elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
+                Tx.copy_async(
+                    A_s[(r * kps + kt) % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
+                    A[
+                        tile_m(r, bx) * bm + rank * (bm // 2) : tile_m(r, bx) * bm + rank * (bm // 2) + bm // 2,
+                        kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk,
+                    ],
+                    dispatch="tma_auto",
+                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    cta_mask=3,
+                )
+            else:
+                Tx.copy_async(
+                    A_s[(r * kps + kt) % stages, 0:a_rows, 0:bk],
+                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + a_rows, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                    dispatch="tma_auto",
+                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                )
+            if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
+                Tx.copy_async(
+                    B_s[(r * kps + kt) % stages, 0:hb, 0:bk],
+                    B[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                    dispatch="tma_auto",
+                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                )
+                if gated:
+                    Tx.copy_async(
+                        B_s[(r * kps + kt) % stages, hb:bn, 0:bk],
+                        U[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                        dispatch="tma_auto",
+                        mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    )
+            else:
+                for c0, cw_ in b_boxes:
+                    Tx.copy_async(
+                        B_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
+                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
+                        dispatch="tma_auto",
+                        mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    )
+                if gated:
+                    for c0, cw_ in b_boxes:
+                        Tx.copy_async(
+                            B_s[(r * kps + kt) % stages, 0:BK, hb + c0 : hb + c0 + cw_],
+                            U[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
+                            dispatch="tma_auto",
+                            mbar=full.ptr_to([(r * kps + kt) % stages]),
+                        )
+
+
+    @T.macro
     def body(A, B, C, I, SA, SB, W, U):
         T.device_entry()
         bx = T.cta_id([grid])
@@ -681,69 +767,16 @@ def matmul_kernel(
             bcol = T.alloc_buffer((64, 1), od, scope="local", layout=wgmma_row_layout())
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
-            if tid == 0:
+            if clustered:  # (every thread of the cluster arrives at a round's phase: the warpgroup goes through the rounds)
                 for r in range(rounds):
                     if live(r, bx):
-                        for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
-                            if r * kps + kt >= stages:
-                                empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
-                            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kps + kt) % stages]), stage_bytes)
-                            if a_mn:  # (At: k x m, boxes of 64 of M as B's)
-                                for c0, cw_ in a_boxes:
-                                    Tx.copy_async(
-                                        A_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                        A[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
-                                        dispatch="tma_auto",
-                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                    )
-                            elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
-                                Tx.copy_async(
-                                    A_s[(r * kps + kt) % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
-                                    A[
-                                        tile_m(r, bx) * bm + rank * (bm // 2) : tile_m(r, bx) * bm + rank * (bm // 2) + bm // 2,
-                                        kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk,
-                                    ],
-                                    dispatch="tma_auto",
-                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                    cta_mask=3,
-                                )
-                            else:
-                                Tx.copy_async(
-                                    A_s[(r * kps + kt) % stages, 0:a_rows, 0:bk],
-                                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + a_rows, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
-                                    dispatch="tma_auto",
-                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                )
-                            if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
-                                Tx.copy_async(
-                                    B_s[(r * kps + kt) % stages, 0:hb, 0:bk],
-                                    B[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
-                                    dispatch="tma_auto",
-                                    mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                )
-                                if gated:
-                                    Tx.copy_async(
-                                        B_s[(r * kps + kt) % stages, hb:bn, 0:bk],
-                                        U[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
-                                        dispatch="tma_auto",
-                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                    )
-                            else:
-                                for c0, cw_ in b_boxes:
-                                    Tx.copy_async(
-                                        B_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
-                                        dispatch="tma_auto",
-                                        mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                    )
-                                if gated:
-                                    for c0, cw_ in b_boxes:
-                                        Tx.copy_async(
-                                            B_s[(r * kps + kt) % stages, 0:BK, hb + c0 : hb + c0 + cw_],
-                                            U[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
-                                            dispatch="tma_auto",
-                                            mbar=full.ptr_to([(r * kps + kt) % stages]),
-                                        )
+                        if tid == 0:
+                            load_round(r, bx)
+                        cluster_round(r)
+            elif tid == 0:
+                for r in range(rounds):
+                    if live(r, bx):
+                        load_round(r, bx)
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -761,10 +794,11 @@ def matmul_kernel(
                 for r in range(rounds):
                     if live(r, bx):
                         unit(r, cw)
+            if clustered and part_of(0, bx) > 0:  # (the last round's phase)
+                T.ptx.barrier.cluster.wait()
             if tid % 128 == 0:  # (the last stores' reads of C_s; their writes complete by the grid's end)
                 T.ptx.cp_async.bulk.wait_group_read(0)
-        if clustered and wg == 0:  # (every thread of the cluster arrives, the producer's too)
-            T.ptx.barrier.cluster.arrive()
+        if clustered and wg == 0:  # (the last round's phase)
             T.ptx.barrier.cluster.wait()
         if mc:  # (no CTA exits while its peer's multicasts and remote arrives may still reach it)
             T.cuda.cluster_sync()

@@ -723,7 +723,6 @@ def matmul_kernel(
                             mbar=full.ptr_to([(r * kps + kt) % stages]),
                         )
 
-
     @T.macro
     def body(A, B, C, I, SA, SB, W, U):
         T.device_entry()

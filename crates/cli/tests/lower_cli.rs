@@ -38,7 +38,7 @@ fn lower_emits_tir_and_cuda() {
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let src = std::fs::read_to_string(&cu).unwrap();
-    assert!(src.contains("__global__") && src.contains("uint4"), "{src}");
+    assert!(src.contains("__global__") && src.contains("float4"), "{src}"); // (float32: float4 moves)
     let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
     assert_eq!(m["block"], serde_json::json!([32, 1, 1]));
     std::fs::remove_dir_all(&dir).ok();

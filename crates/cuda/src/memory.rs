@@ -1,5 +1,5 @@
 //! CUDA for the **memory** family: `buf[i] = v;`, vector copies as one
-//! `uint4`/`uint2`/`unsigned`/... access per side, so that ptxas emits 128-bit
+//! `uint4`/`uint2`/`unsigned`/... access per side (`float4`/`float2` for float32), so that ptxas emits 128-bit
 //! loads and stores (`__ldg` for the non-coherent path), and PTX vector
 //! accesses as one inline `asm volatile` naming the instruction with all its
 //! qualifiers, each register bound to its 32-bit (or 16-bit) word of the local
@@ -19,6 +19,7 @@ use crate::ctype::vector_type;
 use crate::emit::{Ctx, Emit};
 use crate::CodegenError;
 use tirx_ir::lir::{ptx_form, CacheHint, LBinOp, LBufId, LExpr, MemOp, PtxDir, PtxVec, Space};
+use tirx_ir::DType;
 
 impl Emit for MemOp {
     fn emit(&self, cx: &mut Ctx) -> Result<bool, CodegenError> {
@@ -54,8 +55,15 @@ impl Ctx<'_> {
             return Ok(());
         }
         let bits = lanes * t.bits();
-        let vt = vector_type(bits)
-            .ok_or_else(|| CodegenError::InvalidLir(format!("vector copy of {lanes} x {t} ({bits} bits)")))?;
+        // float32 moves as float2 / float4: an accumulator copied through an integer view is
+        // bit-cast register by register, which ptxas counts as reads of a wgmma's registers in
+        // flight and serializes the wgmmas (C7514; stream-K's partial sums stored from `acc`).
+        let vt = match (t, bits) {
+            (DType::F32, 64) => Some("float2"),
+            (DType::F32, 128) => Some("float4"),
+            _ => vector_type(bits),
+        }
+        .ok_or_else(|| CodegenError::InvalidLir(format!("vector copy of {lanes} x {t} ({bits} bits)")))?;
         let lhs = self.view(vt, false, dst, dst_index)?;
         let rhs = match cache {
             CacheHint::Default => self.view(vt, true, src, src_index)?,

@@ -295,10 +295,11 @@ pub(crate) fn grid_group_sync_source() -> String {
         "// This CTA meets the `size` CTAs of its cooperative grid that sync on the global `word` (its low\n",
         "// 31 bits 0 between phases): the first thread adds 1 (acq_rel); the last arriver adds 2^31 - size\n",
         "// (release: the count back to 0, the top bit flipped); the others spin on an acquire load until\n",
-        "// the top bit differs from what their add returned. CTA barriers before and after. A wait of\n",
-        "// 2^26 polls (tens of seconds) is a group that never fills: a trap, not a hang.\n",
+        "// the top bit differs from what their add returned. CTA barriers before and after, not `.aligned`\n",
+        "// (a warp-specialised kernel's roles meet them from their own branches). A wait of 2^26 polls\n",
+        "// (tens of seconds) is a group that never fills: a trap, not a hang.\n",
         "__device__ __forceinline__ void tirx_grid_group_sync(unsigned* word, unsigned size) {\n",
-        "    __syncthreads();\n",
+        "    asm volatile(\"barrier.sync 0;\" ::: \"memory\");\n",
         "    if ((threadIdx.x | threadIdx.y | threadIdx.z) == 0) {\n",
         "        unsigned old;\n",
         "        asm volatile(\"atom.add.acq_rel.gpu.global.u32 %0, [%1], 1;\" : \"=r\"(old) : \"l\"(word) : \"memory\");\n",
@@ -312,7 +313,7 @@ pub(crate) fn grid_group_sync_source() -> String {
         "            } while (((cur ^ old) & 0x80000000u) == 0u);\n",
         "        }\n",
         "    }\n",
-        "    __syncthreads();\n",
+        "    asm volatile(\"barrier.sync 0;\" ::: \"memory\");\n",
         "}\n",
     )
     .to_string()

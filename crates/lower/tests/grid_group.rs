@@ -3,7 +3,8 @@
 //! runs the whole grid together), the races it reports (a partial read from a CTA of another
 //! group, a slot rewritten before its readers passed the next phase), transitive ordering
 //! through chains of phases, its reports (a group that never fills, a size above the grid, two
-//! sizes in one phase, a word not zero, threads disagreeing on the word, `--grid-limit`), the
+//! sizes in one phase, a word not zero, threads disagreeing on the word, `--grid-limit`), threads
+//! meeting it at different instructions (a kernel's roles, each in its branch), the
 //! front end's and lowering's rules, and the CUDA (the helper, the cooperative launch flag).
 
 mod common;
@@ -182,4 +183,33 @@ fn the_word_is_a_global_int32_outside_clusters() {
         .replace("    tid = T.thread_id([32])", "    rank = T.cta_id_in_cluster([2])\n    tid = T.thread_id([32])");
     let d = lower_errors(&src);
     assert!(d[0].message.contains("a grid group barrier in a kernel launched in clusters"), "{}", render(&d, &src));
+}
+
+/// Two warps a CTA, each meeting the barrier in its own branch (a warp-specialised kernel's
+/// roles): `split` the condition that picks the branch.
+fn roles(split: &str) -> String {
+    let body = "    if SPLIT:
+        if tid == 0:
+            P[bx] = T.cast(bx + 1, \"float32\")
+        T.cuda.grid_group_sync(W.ptr_to([0]), 4)
+    else:
+        T.cuda.grid_group_sync(W.ptr_to([0]), 4)
+        if tid == 32:
+            S[bx] = P[(bx + 1) % 4]
+";
+    kernel(4, &body.replace("SPLIT", split)).replace("T.thread_id([32])", "T.thread_id([64])")
+}
+
+#[test]
+fn threads_meet_the_barrier_at_their_own_instructions() {
+    // Warp 0 writes before its barrier instruction, warp 1 reads another CTA's after its own; then
+    // the lanes of one warp split between the two (the CTA barriers are not `.aligned`).
+    for split in ["tid < 32", "tid < 16"] {
+        let src = roles(split);
+        let out = simulate_on(&src, params()).unwrap_or_else(|(_, t)| panic!("{t}"));
+        assert_eq!(floats(&out[1])[..4], [2.0, 3.0, 4.0, 1.0], "{split}");
+    }
+    let cuda = tirx_cuda::generate(&lower(&roles("tid < 32")).lir).expect("CUDA");
+    assert_eq!(cuda.source.matches("asm volatile(\"barrier.sync 0;\" ::: \"memory\");").count(), 2, "{}", cuda.source);
+    assert!(!cuda.source.contains("__syncthreads"), "{}", cuda.source);
 }

@@ -6,7 +6,9 @@
 //! CTAs (`cluster`: one CTA live, the others parked, each runs until none of its threads can).
 //!
 //! *The barrier.* Every thread of the CTA reaches it (it is a CTA barrier before and after; a
-//! thread that does not is a divergence, reported as a hang) with the same word and size; the
+//! thread that does not is a divergence, reported as a hang) with the same word and size, at one
+//! instruction or at several (its CTA barriers are `barrier.sync`, not `.aligned`: a
+//! warp-specialised kernel's roles meet it each in its own branch); the
 //! CTA then arrives on the word's current phase, which completes when `size` CTAs have arrived
 //! (one size per phase; a phase needing more CTAs than the grid has is an error, one that never
 //! fills a hang). A completed phase flips the word's top bit, as the hardware's count does; the
@@ -95,14 +97,19 @@ impl Machine<'_> {
             }
             return Ok(true);
         }
+        let g = &self.fam.group.at;
+        let at_sync = |t: usize| {
+            // (at any of the kernel's grid group barriers)
+            let ins = self.prog.code[self.pcs[t] as usize].family::<AsyncIns>();
+            self.state[t] == State::Waiting && g[t].is_some() && matches!(ins, Some(AsyncIns::GridGroupSync { .. }))
+        };
+        if !(0..self.n).all(at_sync) {
+            return Ok(false);
+        }
         let pc = self.pcs[0];
         let Some(&AsyncIns::GridGroupSync { site, word, .. }) = self.prog.code[pc as usize].family::<AsyncIns>() else {
             return Ok(false);
         };
-        let g = &self.fam.group.at;
-        if !(0..self.n).all(|t| self.state[t] == State::Waiting && self.pcs[t] == pc && g[t].is_some()) {
-            return Ok(false);
-        }
         let (e, size) = g[0].unwrap_or_default();
         if let Some(t) = (1..self.n).find(|&t| g[t] != Some((e, size))) {
             let (te, ts) = g[t].unwrap_or_default();

@@ -155,6 +155,11 @@ def matmul_cases():
     yield "ops_matmul_cluster", mm.matmul_kernel.factory(m=16, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, cluster_k=2)
     # the same over several rounds of clusters (a design, not a candidate: measured slower)
     yield "ops_matmul_cluster_rounds", mm.matmul_kernel.factory(m=1000, n=3000, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=128, cluster_k=2)
+    # stream-K (a design, not a candidate: measured slower): a cooperative grid's grid group
+    # barrier met by each role in its branch; two consumers (the spills of a barrier after the
+    # branches joined) and one (the wgmmas ptxas serialized around a uint2 copy of the accumulator)
+    yield "ops_matmul_stream_k", mm.matmul_kernel.factory(m=100, n=12344, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, stream_k=True)
+    yield "ops_matmul_stream_k_one", mm.matmul_kernel.factory(m=777, n=1232, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=128, stream_k=True)
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
     yield "ops_matmul_bn96", mm.matmul_kernel.factory(m=16, n=12288, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=96)
     yield "ops_matmul_multicast", mm.matmul_kernel.factory(m=100, n=12344, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, multicast=2)

@@ -589,11 +589,8 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     consumers may still read it — reported by the simulator."""
     import planting
 
-    free = (
-        "                        if mc:\n"
-        "                            empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)\n"
-    )
-    last = "                if mc:\n                    empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)\n"
+    free = "                if mc:\n                    empty.arrive((i - 1) % stages, cta_id=1 - rank)\n"  # (`mma_step`)
+    last = "            if mc:\n                empty.arrive(i % stages, cta_id=1 - rank)\n"  # (`mma_done`)
     planted = planting.planted(matmul_module, free, "", tmp_path)
     planted = planting.planted(planted, last, "", tmp_path)
     planted = planting.planted(planted, "        empty.init(1 if pingpong else consumers * multicast)", "        empty.init(consumers)", tmp_path)
@@ -790,6 +787,107 @@ def test_cluster_round_mistakes_are_reported(mistake, tmp_path):
     kern = tirx.compile(planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=1, bn=128, cluster_k=2))
     with pytest.raises(tirx.TirxError, match=message):
         kern(a, b, np.zeros((m, n), a.dtype), np.zeros((1, m, n), np.float32))
+
+
+# (m, n, k, CTAs): stream-K's pieces — a CTA's range inside one tile (three CTAs a tile), ranges
+# across tile ends, whole tiles among pieces; ragged M, N and K.
+STREAM_K_SHAPES = [(100, 264, 64 * 8, 5), (70, 200, 1000, 5), (200, 264, 64 * 8, 7), (130, 136, 64 * 3, 4), (64, 128, 64 * 9, 2)]
+
+
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}, {"consumers": 2, "bn": 64}], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
+@pytest.mark.parametrize("shape", STREAM_K_SHAPES, ids=str)
+def test_stream_k_matches_float64(cfg, shape):
+    """Stream-K: all tiles' K steps shared out evenly over the CTAs of a cooperative grid, a
+    tile's later pieces' float32 sums stored (the workspace poisoned with NaN), added by the
+    tile's first CTA after the grid group barrier; C poisoned too (every element written)."""
+    m, n, k, ctas = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=ctas)
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, stream_k=True, **cfg))
+    assert kern.meta["grid"][0] == ctas
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, b, c, np.full((ctas, 64 * cfg["consumers"], cfg["bn"]), np.nan, np.float32), np.zeros(1, np.int32))
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        dict(bias="row", activation="gelu", alpha=0.5, beta=2.0),
+        dict(bias="column", activation="relu"),
+        dict(a_major="m"),
+        dict(b_major="k"),
+        dict(out_dtype="float32"),
+    ],
+    ids=["bias_row_gelu", "bias_column_relu", "At", "Bt", "f32_out"],
+)
+def test_stream_k_epilogues_and_operand_forms_match_float64(form):
+    """Stream-K with the epilogue's forms (applied once, by the tile's first CTA, after the sums of
+    the others) and both operands' transposed forms; 5 CTAs over 2 x 3 tiles of 8 K steps."""
+    form = dict(form)
+    m, n, k, ctas = 104 if form.get("a_major") else 100, 264, 64 * 8, 5  # (At's rows: 16-byte strides)
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=11)
+    args_a = np.ascontiguousarray(a.T) if form.get("a_major") == "m" else a
+    args_b = np.ascontiguousarray(b.T) if form.get("b_major") == "k" else b
+    extra = ()
+    if form.get("bias"):
+        rng = np.random.default_rng(5)
+        shape = (1, n) if form["bias"] == "row" else (m, 1)
+        i = rng.standard_normal(shape).astype(a.dtype)
+        z = form.get("alpha", 1.0) * want + form.get("beta", 1.0) * i.astype(F64)
+        want = {"gelu": lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2))), "relu": lambda x: np.maximum(x, 0)}[form["activation"]](z)
+        extra = (i,)
+    kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, stream_k=True, consumers=1, bn=128, **form))
+    c = np.full((m, n), np.nan, np.float32 if form.get("out_dtype") else a.dtype)
+    kern(args_a, args_b, *extra, c, np.full((ctas, 64, 128), np.nan, np.float32), np.zeros(1, np.int32))
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=2e-3)
+
+
+def test_stream_k_fp8_matches_float64():
+    """Stream-K of FP8 operands with fast accumulation, per-tensor scales, ragged M and N."""
+    m, n, k, ctas = 100, 264, 128 * 6, 4
+    rng = np.random.default_rng(9)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, b = rng.standard_normal((m, k)).astype(f8), rng.standard_normal((k, n)).astype(f8)
+    want = a.astype(F64) @ b.astype(F64) * 0.375
+    prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=ctas, out_dtype="bfloat16", stream_k=True, consumers=1, bn=128)
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    tirx.compile(prim)(a, np.ascontiguousarray(b.T), np.float32([0.5]), np.float32([0.75]), c, np.full((ctas, 64, 128), np.nan, np.float32), np.zeros(1, np.int32))
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+
+
+def test_stream_k_refusals():
+    """Stream-K's refusals: fewer K steps than CTAs, and the designs it does not combine with."""
+    with pytest.raises(ValueError, match="at least a K step per CTA"):
+        matmul_module.matmul_kernel.factory(m=64, n=128, k=64 * 3, dtype="bfloat16", ctas=4, consumers=1, bn=128, stream_k=True)
+    for other in (dict(splits=2), dict(cluster_k=2), dict(pingpong=True, consumers=2), dict(gated=True, activation="silu")):
+        with pytest.raises(ValueError, match="stream_k|gated"):
+            matmul_module.matmul_kernel.factory(m=256, n=256, k=64 * 8, dtype="bfloat16", ctas=4, **{"consumers": 1, "bn": 128, **other}, stream_k=True)
+
+
+# Stream-K's mistake planted, reported by the simulator: the grid group barrier left out (a later
+# piece's sums read by the tile's first CTA, unordered).
+STREAM_K_MISTAKES = [
+    (
+        """        T.cuda.grid_group_sync(G.ptr_to([0]), grid)
+""",
+        """        T.cuda.warp_sync()
+""",
+        r"data race: `W`",
+    ),
+]
+
+
+@pytest.mark.parametrize("mistake", STREAM_K_MISTAKES, ids=["no_grid_barrier"])
+def test_stream_k_mistakes_are_reported(mistake, tmp_path):
+    import planting
+
+    old, new, message = mistake
+    planted = planting.planted(matmul_module, old, new, tmp_path)
+    m, n, k, ctas = 70, 200, 1000, 5
+    a, b, _ = _mm_inputs(m, n, k, "bfloat16")
+    kern = tirx.compile(planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, consumers=1, bn=128, stream_k=True))
+    with pytest.raises(tirx.TirxError, match=message):
+        kern(a, b, np.zeros((m, n), a.dtype), np.zeros((ctas, 64, 128), np.float32), np.zeros(1, np.int32))
 
 
 # FP8 promoted to float32 over a cluster: the candidates only FP8 takes (three consumers, promote_ahead).
@@ -1810,21 +1908,32 @@ def test_matmul_on_torch_tensors_and_under_compile():
         torch.testing.assert_close(f(a, b), ops.matmul(a, b) * 2)
 
 
+def _on_the_gpu():
+    """(torch, the GPU's SMs) for a GPU test (skipped without torch or a GPU), torch's seed set."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    return torch, torch.cuda.get_device_properties(0).multi_processor_count
+
+
+def _gpu_product(torch, m, n, k):
+    """bf16 operands of an m x n x k product on the GPU, their float64 product, and the error a
+    design may make: cuBLAS's (torch.mm) on the same inputs + one bf16 rounding of the product."""
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+    exact = a.double() @ b.double()
+    return a, b, exact, (torch.mm(a, b).double() - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+
+
 def test_pingpong_and_multicast_designs_on_the_gpu_against_torch():
     """The designs not yet among the autotuner's candidates, launched as themselves on the GPU
     (`matmul_kernel`'s ``pingpong`` and ``multicast=2``) at a square, an LLM shape and ragged ones,
     against torch.mm: no further from the float64 product than cuBLAS's result (+ one bf16
     rounding of it), every element written (C poisoned with NaN)."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU")
-    torch.manual_seed(0)
-    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    torch, ctas = _on_the_gpu()
     for m, n, k in [(4096, 4096, 4096), (1000, 3000, 2048), (100, 12344, 4096), (777, 1232, 4096)]:
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        exact = a.double() @ b.double()
-        bound = (torch.mm(a, b).double() - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+        a, b, exact, bound = _gpu_product(torch, m, n, k)
         for design in ({"consumers": 2, "bn": 256, "pingpong": True}, {"consumers": 2, "bn": 128, "pingpong": True}, {"consumers": 2, "bn": 128, "multicast": 2}):
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))(a, b, c)
@@ -1836,11 +1945,7 @@ def test_cluster_split_in_rounds_on_the_gpu_against_torch():
     slower, `cluster_fits`), launched as themselves at ragged and decode shapes on all SMs,
     against torch.mm: no further from the float64 product than cuBLAS's result
     (+ one bf16 rounding of it), every element written (C and the workspace poisoned with NaN)."""
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU")
-    torch.manual_seed(0)
-    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    torch, ctas = _on_the_gpu()
     cases = [
         ((100, 12344, 4096), {"consumers": 1, "bn": 128, "cluster_k": 2}),
         ((1000, 3000, 2048), {"consumers": 2, "bn": 128, "cluster_k": 2}),
@@ -1849,16 +1954,35 @@ def test_cluster_split_in_rounds_on_the_gpu_against_torch():
         ((1, 4096, 4096), {"consumers": 1, "bn": 128, "cluster_k": 4}),
     ]
     for (m, n, k), design in cases:
-        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
-        exact = a.double() @ b.double()
-        bound = (torch.mm(a, b).double() - exact).abs().max().item() + 2.0**-7 * exact.abs().max().item()
+        a, b, exact, bound = _gpu_product(torch, m, n, k)
         kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))
         parts = design["cluster_k"]
         assert kern.meta["grid"][0] < -(-m // (64 * design["consumers"])) * -(-n // design["bn"]) * parts  # (rounds)
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
         kern(a, b, c, torch.full((parts - 1, m, n), float("nan"), device="cuda"))
         assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design)
+
+
+def test_stream_k_on_the_gpu_against_torch():
+    """Stream-K (a cooperative grid of all SMs, the K steps shared out evenly) at the ragged and
+    decode shapes it is for, launched as itself (`_with_workspace`: its workspace and barrier
+    word, reused across launches) twice each, against torch.mm: no further from the float64
+    product than cuBLAS's result (+ one bf16 rounding of it), every element written."""
+    torch, ctas = _on_the_gpu()
+    cases = [
+        ((100, 12344, 4096), {"consumers": 2, "bn": 128}),
+        ((1000, 3000, 2048), {"consumers": 2, "bn": 256}),
+        ((777, 1232, 4096), {"consumers": 2, "bn": 128}),
+        ((16, 4096, 4096), {"consumers": 1, "bn": 128}),
+        ((3000, 5000, 1000), {"consumers": 2, "bn": 256}),
+    ]
+    for (m, n, k), design in cases:
+        a, b, exact, bound = _gpu_product(torch, m, n, k)
+        kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, stream_k=True, **design))
+        for _ in range(2):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            kern(*matmul_module._with_workspace(kern, (a, b, c)))
+            assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design)
 
 
 def test_split_k_on_the_gpu_against_torch():

@@ -145,7 +145,7 @@ def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allow
     the last round, H200: 1000 x 3000 x 2048 in 128 x 128 pairs 36.2 µs against 128 x 256 tiles'
     27.0; 777 x 1232 x 4096 33.9-53.1 against 24.1; 128 x 12288 x 4096 42.1 against 28.9 — the
     tiles' rows read twice, a phase a round, the parts' round trip; K in whole parts cannot split
-    97 tiles over 132 SMs finer than rounds: stream-K's share of K steps is what those want.)"""
+    97 tiles over 132 SMs finer than rounds; ``stream_k``'s even shares of K steps, measured, were no faster.)"""
     parts, steps = cfg["cluster_k"], k_steps(k, dtype)
     units = -(-m // (64 * cfg["consumers"])) * -(-n // cfg["bn"]) * parts
     idle = -(-m // 128) * -(-n // 128) <= ctas // 2
@@ -227,7 +227,7 @@ def scale_rows_and_columns(acc_h, srow, scol, sa_rows, sb_cols):
     key=["m", "n", "k", "dtype", "ctas", "bias", "alpha", "beta", "activation", "out_dtype", "fast_accum", "scales", "a_major", "b_major", "splits", "clusters", "gated", "b_dtype"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_workspace(kernel, args),  # (defined below)
-    adapts=lambda cfg: cfg.get("cluster_k", 1) > 1,  # (the other designs take no workspace)
+    adapts=lambda cfg: cfg.get("cluster_k", 1) > 1 or cfg.get("stream_k", False),  # (the other designs take no workspace)
 )
 def matmul_kernel(
     m: int,
@@ -254,6 +254,7 @@ def matmul_kernel(
     multicast: int = 1,
     pingpong: bool = False,
     b_dtype: str = "",
+    stream_k: bool = False,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -316,7 +317,18 @@ def matmul_kernel(
     loop once the other has waited for all of its own unit's stages), so one consumer's epilogue
     runs beside the other's tensor-core work; a turn also keeps a consumer from waiting on a
     stage two fills ahead (an mbarrier's parity names one of two phases). No split, cluster of
-    K, multicast or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate."""
+    K, multicast or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate.
+    ``stream_k``: the product's K steps, all tiles' in tile order, shared out evenly over the
+    ``ctas`` CTAs of a cooperative grid (CTA ``b`` takes steps ``[b T / ctas, (b + 1) T / ctas)``
+    of the ``T``), so that tiles that do not fill the GPU in whole rounds still keep every SM busy
+    (Stream-K, Osama et al. 2023): a CTA's steps are pieces of consecutive tiles; a tile's whole
+    K in one piece goes through the epilogue as without it; a piece that starts a tile and ends
+    early (a CTA's last) keeps its sums in registers, and one that ends a tile but starts late (a
+    CTA's first) stores its float32 sums into the CTA's slot of ``W`` (ctas x BM x BN); after one
+    grid group barrier (``G``, an int32 word whose low 31 bits are 0) the tile's first CTA adds
+    the later pieces' sums in CTA order (the same result every run) and applies the epilogue.
+    16-bit operands or FP8 with ``fast_accum``; no split, cluster, multicast, ping-pong or gating.
+    Simulator- and GPU-checked, slower than one CTA a tile wherever timed (README): not a candidate."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -366,6 +378,8 @@ def matmul_kernel(
     cd = "float32" if split else od  # C's dtype
     if pingpong and (consumers != 2 or split or clustered or multicast != 1 or promote):
         raise ValueError("pingpong: two consumer warpgroups, each on tiles of its own; no split-K, cluster of K, multicast or FP8 promotion")
+    if stream_k and (split or clustered or multicast != 1 or pingpong or promote or gated):
+        raise ValueError("stream_k: 16-bit operands or FP8 with fast_accum; no split-K, cluster of K, multicast, ping-pong or gating")
     bm = 64 if pingpong else 64 * consumers  # (an output tile's rows)
     stages = stages_for(consumers, bn, c.elem_bytes(cd), pingpong)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
@@ -394,6 +408,11 @@ def matmul_kernel(
     if mc:
         grid, units = ctas - ctas % 2, tm * tn2
     rounds = (units + grid // multicast - 1) // (grid // multicast)
+    total = tiles * kt_steps  # (stream-K: the product's K steps, shared out over the CTAs)
+    if stream_k and not ctas <= total < 2**31 // (ctas + 1):
+        raise ValueError(f"stream_k: at least a K step per CTA ({total} steps over {ctas} CTAs) and CTA ranges within int32")
+    # (stream-K: the most CTAs ending one tile after its first: pieces of the shortest range)
+    sk_most = kt_steps // max(1, total // grid) + 2
     stage_bytes = (a_rows + bn) * bk * c.elem_bytes(dtype)
     # Registers per thread: a CTA starts with the register file over its threads (128 at 512
     # threads, 168 at 384, 248 at 256); the producer gives most of its share to the consumers.
@@ -432,14 +451,19 @@ def matmul_kernel(
             return r * (grid // 2) + bx // 2 < units
         return r * grid + bx < units
 
+    def grouped_row(t, cols):  # tile t's tile row: the tiles walked in groups of `group` tile rows
+        return t // (group * cols) % (tm // group) * group + t % group
+
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
-        cols = tn2 if mc else tn
-        return tile(r, bx) // (group * cols) % (tm // group) * group + tile(r, bx) % group
+        return grouped_row(tile(r, bx), tn2 if mc else tn)
 
     def tile_n(r, bx):
         if mc:  # (the pair's first or second tile: the CTA's rank)
             return tile(r, bx) % (group * tn2) // group * 2 + bx % 2
         return tile(r, bx) % (group * tn) // group
+
+    def sk_start(b):  # stream-K: CTA b's first K step of all tiles' (CTA b + 1's: its end)
+        return b * total // grid
 
     def part_of(r, bx):  # the unit's part of K (split-K; clusters: the CTA's rank)
         return (r * grid + bx) % parts
@@ -450,11 +474,14 @@ def matmul_kernel(
     def a_row(cw):  # consumer cw's first row of a stage's A tile (ping-pong: a tile each)
         return 0 if pingpong else cw * 64
 
-    def out_row(r, bx, cw):  # consumer cw's first output row (expressions, not names: the halves are unrolled)
-        return tile_m(r, bx) * bm + a_row(cw)
+    def row0(tm_, cw):  # consumer cw's first output row in tile row tm_ (expressions, not names: the halves are unrolled)
+        return tm_ * bm + a_row(cw)
 
-    def out_col(r, bx, h):  # the epilogue half h's first output column
-        return tile_n(r, bx) * hb + h * epi
+    def col0(tn_, h):  # the epilogue half h's first output column in tile column tn_
+        return tn_ * hb + h * epi
+
+    def out_row(r, bx, cw):  # consumer cw's first output row in round r
+        return row0(tile_m(r, bx), cw)
 
     @T.macro
     def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
@@ -508,12 +535,116 @@ def matmul_kernel(
             promote_step(part, SA, SB, srow, r, bx, k0 + u - 1, cw)
 
     @T.macro
-    def mma_mn(acc, A_s, B_s, stage, w, kt):
+    def mma_mn(acc, A_s, B_s, stage, w, later):
         # acc (+)= A B for an M-major A (consumer w's columns of the At stage), B either way.
         if b_k:
-            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:bn, 0:BK], transA=True, accum=kt > 0)
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:bn, 0:BK], transA=True, accum=later)
         else:
-            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=kt > 0)
+            Tx.warpgroup.gemm_async(acc[0:64, 0:bn], A_s[stage, 0:BK, w * 64 : w * 64 + 64], B_s[stage, 0:BK, 0:bn], transA=True, transB=True, accum=later)
+
+    @T.macro(hygienic=False)
+    def mma_step(i, later, cw):
+        # Consumer cw's ring step i: acc (+)= its stage's A B once loaded (``later``: the unit's
+        # steps after its first, which accumulate), one step kept in flight, the step before's
+        # stage freed (multicast: in both CTAs).
+        full.wait(i % stages, (i // stages) % 2)
+        if a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
+            for w in list(range(consumers)):  # (unrolled)
+                if wg == w + 1:
+                    mma_mn(acc, A_s, B_s, i % stages, a_row(w) // 64, later)
+        elif b_k:  # (both K-major)
+            Tx.warpgroup.gemm_async(
+                acc[0:64, 0:bn],
+                A_s[i % stages, a_row(cw) : a_row(cw) + 64, 0:bk],
+                B_s[i % stages, 0:bn, 0:bk],
+                accum=later,
+            )
+        else:
+            Tx.warpgroup.gemm_async(
+                acc[0:64, 0:bn],
+                A_s[i % stages, a_row(cw) : a_row(cw) + 64, 0:BK],
+                B_s[i % stages, 0:BK, 0:bn],
+                transB=True,
+                accum=later,
+            )
+        T.ptx.wgmma.wait_group(1)
+        if later:  # the step before is done: free its stage
+            if tid % 128 == 0:
+                empty.arrive((i - 1) % stages)
+                if mc:
+                    empty.arrive((i - 1) % stages, cta_id=1 - rank)
+
+    @T.macro(hygienic=False)
+    def mma_done(i):
+        # The unit's last ring step i waited for, its stage freed.
+        T.ptx.wgmma.wait_group(0)
+        if tid % 128 == 0:
+            empty.arrive(i % stages)
+            if mc:
+                empty.arrive(i % stages, cta_id=1 - rank)
+
+    @T.macro(hygienic=False)
+    def epilogue(tm_, tn_, cw, part):
+        # Consumer cw's accumulator, the tile at tile row tm_ and column tn_, through the epilogue
+        # into C (split-K: as it is, into C's slice ``part``), epi columns at a time.
+        for h in halves:
+            if tid % 128 == 0:
+                T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if split:  # (the partial, as it is)
+                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
+            if rowwise and not split:  # (split-K: the finishing kernel's)
+                scale_rows_and_columns(
+                    acc[0:64, h * epi : h * epi + epi],
+                    srow[0:64, 0:1],
+                    scol[0:1, 0:epi],
+                    SA[row0(tm_, cw) : row0(tm_, cw) + 64, 0:1],
+                    SB[0:1, col0(tn_, h) : col0(tn_, h) + epi],
+                )
+            elif fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
+                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
+            if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
+                Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, col0(tn_, h) : col0(tn_, h) + epi], clip=True, other=0.0)
+                add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi])
+            elif bias == "column":  # (read again each half: held across them, ptxas spills at 128 columns a consumer)
+                Tx.warpgroup.copy(bcol[0:64, 0:1], I[row0(tm_, cw) : row0(tm_, cw) + 64, 0:1], clip=True, other=0.0)
+                add_input(acc[0:64, h * epi : h * epi + epi], bcol[0:64, 0:1])
+            elif bias == "matrix":  # (the tile of I through the output's registers)
+                Tx.warpgroup.copy(
+                    out[0:64, h * epi : h * epi + epi],
+                    I[row0(tm_, cw) : row0(tm_, cw) + 64, col0(tn_, h) : col0(tn_, h) + epi],
+                    clip=True,
+                    other=0.0,
+                )
+                add_input(acc[0:64, h * epi : h * epi + epi], out[0:64, h * epi : h * epi + epi])
+            if activation:
+                activate(acc[0:64, h * epi : h * epi + epi])
+            if gated:  # (the gate times the up projection's same columns)
+                Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
+            if not split:
+                Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
+                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if tid % 128 == 0:
+                for c0, cw_ in c_boxes:
+                    if split:  # (the unit's part of K: its own slice of C)
+                        Tx.copy_async(
+                            C[
+                                part,
+                                row0(tm_, cw) : row0(tm_, cw) + 64,
+                                col0(tn_, h) + c0 : col0(tn_, h) + c0 + cw_,
+                            ],
+                            C_s[cw, 0:64, c0 : c0 + cw_],
+                            dispatch="tma_auto",
+                        )
+                    else:
+                        Tx.copy_async(
+                            C[row0(tm_, cw) : row0(tm_, cw) + 64, col0(tn_, h) + c0 : col0(tn_, h) + c0 + cw_],
+                            C_s[cw, 0:64, c0 : c0 + cw_],
+                            dispatch="tma_auto",
+                        )
+                T.ptx.cp_async.bulk.commit_group()
 
     @T.macro(hygienic=False)
     def unit(r, cw):
@@ -535,39 +666,10 @@ def matmul_kernel(
                 promote_step(part, SA, SB, srow if block else None, r, bx, kt, cw)
         else:
             for kt in range(kps):
-                full.wait((r * kps + kt) % stages, ((r * kps + kt) // stages) % 2)
-                if a_mn:  # (consumer w's 64 columns of At: a constant slice for the descriptor)
-                    for w in list(range(consumers)):  # (unrolled)
-                        if wg == w + 1:
-                            mma_mn(acc, A_s, B_s, (r * kps + kt) % stages, a_row(w) // 64, kt)
-                elif b_k:  # (both K-major)
-                    Tx.warpgroup.gemm_async(
-                        acc[0:64, 0:bn],
-                        A_s[(r * kps + kt) % stages, a_row(cw) : a_row(cw) + 64, 0:bk],
-                        B_s[(r * kps + kt) % stages, 0:bn, 0:bk],
-                        accum=kt > 0,
-                    )
-                else:
-                    Tx.warpgroup.gemm_async(
-                        acc[0:64, 0:bn],
-                        A_s[(r * kps + kt) % stages, a_row(cw) : a_row(cw) + 64, 0:BK],
-                        B_s[(r * kps + kt) % stages, 0:BK, 0:bn],
-                        transB=True,
-                        accum=kt > 0,
-                    )
-                T.ptx.wgmma.wait_group(1)
-                if kt > 0:  # the step before is done: free its stage (multicast: in both CTAs)
-                    if tid % 128 == 0:
-                        empty.arrive((r * kps + kt - 1) % stages)
-                        if mc:
-                            empty.arrive((r * kps + kt - 1) % stages, cta_id=1 - rank)
+                mma_step(r * kps + kt, kt > 0, cw)
             if pingpong and live(r + 1, bx):  # (the other consumer's turn: this one's waits are done)
                 T.ptx.bar.arrive(TURN_BARRIER + 1 - cw, 256)
-            T.ptx.wgmma.wait_group(0)
-            if tid % 128 == 0:
-                empty.arrive((r * kps + kps - 1) % stages)
-                if mc:
-                    empty.arrive((r * kps + kps - 1) % stages, cta_id=1 - rank)
+            mma_done(r * kps + kps - 1)
         if clustered:  # the cluster's parts of the tile summed in its first CTA (a cluster barrier phase a round)
             if part_of(r, bx) > 0:  # (its part stored, released by its arrival; it goes on to its next unit)
                 Tx.warpgroup.copy(
@@ -590,64 +692,7 @@ def matmul_kernel(
                     )
                     Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
         if not clustered or part_of(r, bx) == 0:  # (the epilogue: the cluster's first CTA's)
-            for h in halves:
-                if tid % 128 == 0:
-                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
-                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                if split:  # (the partial, as it is)
-                    Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
-                if rowwise and not split:  # (split-K: the finishing kernel's)
-                    scale_rows_and_columns(
-                        acc[0:64, h * epi : h * epi + epi],
-                        srow[0:64, 0:1],
-                        scol[0:1, 0:epi],
-                        SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1],
-                        SB[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi],
-                    )
-                elif fp8 and not block and not split:  # the per-tensor scales, in float32 (before a bias, as torch._scaled_mm)
-                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], SA[0] * SB[0])
-                if bias == "row":  # alpha * acc + beta * I in float32 (I past m and n: 0, never stored)
-                    Tx.warpgroup.copy(brow[0:1, 0:epi], I[0:1, out_col(r, bx, h) : out_col(r, bx, h) + epi], clip=True, other=0.0)
-                    add_input(acc[0:64, h * epi : h * epi + epi], brow[0:1, 0:epi])
-                elif bias == "column":  # (read again each half: held across them, ptxas spills at 128 columns a consumer)
-                    Tx.warpgroup.copy(bcol[0:64, 0:1], I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, 0:1], clip=True, other=0.0)
-                    add_input(acc[0:64, h * epi : h * epi + epi], bcol[0:64, 0:1])
-                elif bias == "matrix":  # (the tile of I through the output's registers)
-                    Tx.warpgroup.copy(
-                        out[0:64, h * epi : h * epi + epi],
-                        I[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) : out_col(r, bx, h) + epi],
-                        clip=True,
-                        other=0.0,
-                    )
-                    add_input(acc[0:64, h * epi : h * epi + epi], out[0:64, h * epi : h * epi + epi])
-                if activation:
-                    activate(acc[0:64, h * epi : h * epi + epi])
-                if gated:  # (the gate times the up projection's same columns)
-                    Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
-                if not split:
-                    Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
-                    Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
-                T.ptx.fence.proxy.async_.shared__cta()
-                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                if tid % 128 == 0:
-                    for c0, cw_ in c_boxes:
-                        if split:  # (the unit's part of K: its own slice of C)
-                            Tx.copy_async(
-                                C[
-                                    part_of(r, bx),
-                                    out_row(r, bx, cw) : out_row(r, bx, cw) + 64,
-                                    out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_,
-                                ],
-                                C_s[cw, 0:64, c0 : c0 + cw_],
-                                dispatch="tma_auto",
-                            )
-                        else:
-                            Tx.copy_async(
-                                C[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, out_col(r, bx, h) + c0 : out_col(r, bx, h) + c0 + cw_],
-                                C_s[cw, 0:64, c0 : c0 + cw_],
-                                dispatch="tma_auto",
-                            )
-                    T.ptx.cp_async.bulk.commit_group()
+            epilogue(tile_m(r, bx), tile_n(r, bx), cw, part_of(r, bx))
 
     @T.macro
     def cluster_round(r):
@@ -660,71 +705,133 @@ def matmul_kernel(
         T.ptx.barrier.cluster.arrive()
 
     @T.macro(hygienic=False)
-    def load_round(r, bx):
-        # The producer's loads of round r's unit, a ring step each (the caller's stages and barriers).
-        for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
-            if r * kps + kt >= stages:
-                empty.wait((r * kps + kt) % stages, ((r * kps + kt) // stages + 1) % 2)
-            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(r * kps + kt) % stages]), stage_bytes)
-            if a_mn:  # (At: k x m, boxes of 64 of M as B's)
-                for c0, cw_ in a_boxes:
-                    Tx.copy_async(
-                        A_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                        A[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_m(r, bx) * bm + c0 : tile_m(r, bx) * bm + c0 + cw_],
-                        dispatch="tma_auto",
-                        mbar=full.ptr_to([(r * kps + kt) % stages]),
-                    )
-            elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
+    def load_step(i, ks, tm_, tn_):
+        # The producer's ring step i (stage i % stages): K step ks of the tile at tile row tm_,
+        # tile column tn_ (the caller's stages and barriers).
+        if i >= stages:
+            empty.wait(i % stages, (i // stages + 1) % 2)
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([i % stages]), stage_bytes)
+        if a_mn:  # (At: k x m, boxes of 64 of M as B's)
+            for c0, cw_ in a_boxes:
                 Tx.copy_async(
-                    A_s[(r * kps + kt) % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
-                    A[
-                        tile_m(r, bx) * bm + rank * (bm // 2) : tile_m(r, bx) * bm + rank * (bm // 2) + bm // 2,
-                        kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk,
-                    ],
+                    A_s[i % stages, 0:BK, c0 : c0 + cw_],
+                    A[ks * BK : ks * BK + BK, tm_ * bm + c0 : tm_ * bm + c0 + cw_],
                     dispatch="tma_auto",
-                    mbar=full.ptr_to([(r * kps + kt) % stages]),
-                    cta_mask=3,
+                    mbar=full.ptr_to([i % stages]),
                 )
-            else:
+        elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
+            Tx.copy_async(
+                A_s[i % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
+                A[
+                    tm_ * bm + rank * (bm // 2) : tm_ * bm + rank * (bm // 2) + bm // 2,
+                    ks * bk : ks * bk + bk,
+                ],
+                dispatch="tma_auto",
+                mbar=full.ptr_to([i % stages]),
+                cta_mask=3,
+            )
+        else:
+            Tx.copy_async(
+                A_s[i % stages, 0:a_rows, 0:bk],
+                A[tm_ * bm : tm_ * bm + a_rows, ks * bk : ks * bk + bk],
+                dispatch="tma_auto",
+                mbar=full.ptr_to([i % stages]),
+            )
+        if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
+            Tx.copy_async(
+                B_s[i % stages, 0:hb, 0:bk],
+                B[tn_ * hb : tn_ * hb + hb, ks * bk : ks * bk + bk],
+                dispatch="tma_auto",
+                mbar=full.ptr_to([i % stages]),
+            )
+            if gated:
                 Tx.copy_async(
-                    A_s[(r * kps + kt) % stages, 0:a_rows, 0:bk],
-                    A[tile_m(r, bx) * bm : tile_m(r, bx) * bm + a_rows, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                    B_s[i % stages, hb:bn, 0:bk],
+                    U[tn_ * hb : tn_ * hb + hb, ks * bk : ks * bk + bk],
                     dispatch="tma_auto",
-                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    mbar=full.ptr_to([i % stages]),
                 )
-            if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
+        else:
+            for c0, cw_ in b_boxes:
                 Tx.copy_async(
-                    B_s[(r * kps + kt) % stages, 0:hb, 0:bk],
-                    B[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
+                    B_s[i % stages, 0:BK, c0 : c0 + cw_],
+                    B[ks * BK : ks * BK + BK, tn_ * hb + c0 : tn_ * hb + c0 + cw_],
                     dispatch="tma_auto",
-                    mbar=full.ptr_to([(r * kps + kt) % stages]),
+                    mbar=full.ptr_to([i % stages]),
                 )
-                if gated:
-                    Tx.copy_async(
-                        B_s[(r * kps + kt) % stages, hb:bn, 0:bk],
-                        U[tile_n(r, bx) * hb : tile_n(r, bx) * hb + hb, kstep(r, bx, kt) * bk : kstep(r, bx, kt) * bk + bk],
-                        dispatch="tma_auto",
-                        mbar=full.ptr_to([(r * kps + kt) % stages]),
-                    )
-            else:
+            if gated:
                 for c0, cw_ in b_boxes:
                     Tx.copy_async(
-                        B_s[(r * kps + kt) % stages, 0:BK, c0 : c0 + cw_],
-                        B[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
+                        B_s[i % stages, 0:BK, hb + c0 : hb + c0 + cw_],
+                        U[ks * BK : ks * BK + BK, tn_ * hb + c0 : tn_ * hb + c0 + cw_],
                         dispatch="tma_auto",
-                        mbar=full.ptr_to([(r * kps + kt) % stages]),
+                        mbar=full.ptr_to([i % stages]),
                     )
-                if gated:
-                    for c0, cw_ in b_boxes:
-                        Tx.copy_async(
-                            B_s[(r * kps + kt) % stages, 0:BK, hb + c0 : hb + c0 + cw_],
-                            U[kstep(r, bx, kt) * BK : kstep(r, bx, kt) * BK + BK, tile_n(r, bx) * hb + c0 : tile_n(r, bx) * hb + c0 + cw_],
-                            dispatch="tma_auto",
-                            mbar=full.ptr_to([(r * kps + kt) % stages]),
-                        )
+
+    @T.macro(hygienic=False)
+    def load_round(r, bx):
+        # The producer's loads of round r's unit, a ring step each.
+        for kt in range(kps):  # ring step i = r * kps + kt, stage i % stages
+            load_step(r * kps + kt, kstep(r, bx, kt), tile_m(r, bx), tile_n(r, bx))
+
+    def sk_piece(bx, tt):
+        # Stream-K: this CTA's piece tt (its tiles in order): (tile, first K step in the tile,
+        # first ring step, K steps), each index provably non-negative (plain `%` and `/` in CUDA).
+        s0, e0 = sk_start(bx), sk_start(bx + 1)
+        t = s0 // kt_steps + tt
+        lead = T.max(s0 - t * kt_steps, 0)
+        return t, lead, T.max(t * kt_steps - s0, 0), T.min(e0 - t * kt_steps, kt_steps) - lead
+
+    def sk_pieces(bx):  # the tiles this CTA's K steps touch
+        return (sk_start(bx + 1) + kt_steps - 1) // kt_steps - sk_start(bx) // kt_steps
+
+    @T.macro(hygienic=False)
+    def stream_k_loads(bx):
+        # The producer's loads of this CTA's K steps (stream-K), piece by piece, the ring running on.
+        for tt in T.serial(sk_pieces(bx)):
+            t, lead, base, steps = sk_piece(bx, tt)
+            for kt in T.serial(steps):
+                load_step(base + kt, lead + kt, grouped_row(t, tn), t % (group * tn) // group)
+
+    @T.macro(hygienic=False)
+    def stream_k_pieces(bx, cw):
+        # Consumer cw's pieces of this CTA's K steps (stream-K), tile by tile: a whole tile through
+        # the epilogue; a tile's later steps (the CTA's first piece) into its slot of W; a tile's
+        # first steps that others finish (its last piece) left in acc for `stream_k_finish`.
+        for tt in T.serial(sk_pieces(bx)):
+            t, lead, base, steps = sk_piece(bx, tt)
+            for kt in T.serial(steps):
+                mma_step(base + kt, kt > 0, cw)
+            mma_done(base + steps - 1)
+            if lead > 0:  # (a later piece: its sums for the tile's first CTA)
+                Tx.warpgroup.copy(W[bx, a_row(cw) : a_row(cw) + 64, 0:bn], acc[0:64, 0:bn])
+            elif steps == kt_steps:
+                epilogue(grouped_row(t, tn), t % (group * tn) // group, cw, 0)
+
+    @T.macro(hygienic=False)
+    def stream_k_meet():
+        # Every thread of every CTA, once the CTA's later pieces are stored: the grid group
+        # barrier orders them before the tiles' first CTAs read them.
+        T.cuda.grid_group_sync(G.ptr_to([0]), grid)
+
+    @T.macro(hygienic=False)
+    def stream_k_finish(bx, cw):
+        # After the grid group barrier: where this CTA's last piece starts a tile that later CTAs
+        # end, their sums added in CTA order, then the epilogue.
+        s0, e0 = sk_start(bx), sk_start(bx + 1)
+        t = (e0 - 1) // kt_steps
+        if s0 <= t * kt_steps and e0 < t * kt_steps + kt_steps:
+            for j in T.serial(1, sk_most):
+                if bx + j < grid and sk_start(bx + j) < t * kt_steps + kt_steps:
+                    for h in halves:
+                        Tx.warpgroup.copy(part[0:64, 0:epi], W[(bx + j) % grid, a_row(cw) : a_row(cw) + 64, h * epi : h * epi + epi])
+                        Tx.warpgroup.add(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], part[0:64, 0:epi])
+            epilogue(grouped_row(t, tn), t % (group * tn) // group, cw, 0)
+            if tid % 128 == 0:  # (its stores' reads of C_s)
+                T.ptx.cp_async.bulk.wait_group_read(0)
 
     @T.macro
-    def body(A, B, C, I, SA, SB, W, U):
+    def body(A, B, C, I, SA, SB, W, U, G=None):
         T.device_entry()
         bx = T.cta_id([grid])
         if clustered:
@@ -754,6 +861,8 @@ def matmul_kernel(
             out = T.alloc_buffer((64, bn), od, scope="local", layout=acc_layout)
         if promote or clustered:  # a K step's product, added to the accumulator in float32 once waited for; a peer's part
             part = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
+        if stream_k:  # a later piece's sums, epi columns at a time (beside a 64 x 256 accumulator)
+            part = T.alloc_buffer((64, epi), "float32", scope="local", layout=wgmma_acc_layout(epi))
         if ahead:  # the next step's product, in flight while part's is added
             part2 = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block or rowwise:  # the step's (row-wise: the epilogue's) scale of each of the consumer's rows
@@ -772,6 +881,11 @@ def matmul_kernel(
                         if tid == 0:
                             load_round(r, bx)
                         cluster_round(r)
+            elif stream_k:
+                if tid == 0:
+                    stream_k_loads(bx)
+                T.cuda.warp_sync()  # (the loading lane's warp together before the CTA barrier)
+                stream_k_meet()
             elif tid == 0:
                 for r in range(rounds):
                     if live(r, bx):
@@ -789,6 +903,10 @@ def matmul_kernel(
                     for w in list(range(2)):  # (unrolled: each consumer's condition a constant warpgroup)
                         if wg == w + 1 and live(2 * j + w, bx):
                             unit(2 * j + w, w)
+            elif stream_k:  # (each role meets the grid group barrier in its branch: acc is not live in the producer's few registers)
+                stream_k_pieces(bx, cw)
+                stream_k_meet()
+                stream_k_finish(bx, cw)
             else:
                 for r in range(rounds):
                     if live(r, bx):
@@ -812,6 +930,8 @@ def matmul_kernel(
     w_shape = (cluster_k - 1, m, n)  # (clusters: the parts of ranks 1 ...)
     if clustered:
         return _clustered_entry(body, fp8, bias, (dtype, bd), od, (m, n, k), a_dims, b_dims, sa_shape, sb_shape, w_shape)
+    if stream_k:  # (each CTA's later piece's sums; the grid group barrier's word)
+        return _stream_k_entry(body, fp8, bias, (dtype, bd), od, (m, n, k), a_dims, b_dims, sa_shape, sb_shape, (grid, bm, bn))
 
     if fp8 and bias:
 
@@ -1070,6 +1190,73 @@ def matmul_finish_kernel(
     return finish
 
 
+def _stream_k_entry(body, fp8: bool, bias: str, dtypes: tuple, od: str, mnk, a_dims, b_dims, sa_shape, sb_shape, w_shape):
+    """`matmul_kernel`'s entry with ``stream_k``: its usual parameters, then ``W`` (each CTA's
+    later piece's float32 sums) and ``G`` (the grid group barrier's int32 word, its low 31 bits
+    0 before the first launch; each launch leaves them so)."""
+    m, n, k = mnk
+    dtype, bd = dtypes
+
+    if fp8 and bias:
+
+        @T.prim_func
+        def scaled_mm_bias_stream_k(
+            A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle, G_ptr: T.handle
+        ):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), bd)
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
+            I = T.match_buffer(I_ptr, (1, n), od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            G = T.match_buffer(G_ptr, (1,), "int32")
+            body(A, B, C, I, SA, SB, W, None, G)
+
+        return scaled_mm_bias_stream_k
+
+    if fp8:
+
+        @T.prim_func
+        def scaled_mm_stream_k(A_ptr: T.handle, B_ptr: T.handle, SA_ptr: T.handle, SB_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle, G_ptr: T.handle):
+            A = T.match_buffer(A_ptr, (m, k), dtype)
+            B = T.match_buffer(B_ptr, (n, k), bd)
+            SA = T.match_buffer(SA_ptr, sa_shape, "float32")
+            SB = T.match_buffer(SB_ptr, sb_shape, "float32")
+            C = T.match_buffer(C_ptr, (m, n), od)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            G = T.match_buffer(G_ptr, (1,), "int32")
+            body(A, B, C, None, SA, SB, W, None, G)
+
+        return scaled_mm_stream_k
+
+    if bias:
+        i_shape = input_shape(bias, m, n)
+
+        @T.prim_func
+        def addmm_stream_k(A_ptr: T.handle, B_ptr: T.handle, I_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle, G_ptr: T.handle):
+            A = T.match_buffer(A_ptr, a_dims, dtype)
+            B = T.match_buffer(B_ptr, b_dims, dtype)
+            I = T.match_buffer(I_ptr, i_shape, od)
+            C = T.match_buffer(C_ptr, (m, n), od)
+            W = T.match_buffer(W_ptr, w_shape, "float32")
+            G = T.match_buffer(G_ptr, (1,), "int32")
+            body(A, B, C, I, None, None, W, None, G)
+
+        return addmm_stream_k
+
+    @T.prim_func
+    def matmul_stream_k(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, W_ptr: T.handle, G_ptr: T.handle):
+        A = T.match_buffer(A_ptr, a_dims, dtype)
+        B = T.match_buffer(B_ptr, b_dims, dtype)
+        C = T.match_buffer(C_ptr, (m, n), od)
+        W = T.match_buffer(W_ptr, w_shape, "float32")
+        G = T.match_buffer(G_ptr, (1,), "int32")
+        body(A, B, C, None, None, None, W, None, G)
+
+    return matmul_stream_k
+
+
 def _gemm(a, b, out, *, sab=(), input=None, splits=None, op="matmul", **kw):
     """``out`` = the product of ``a`` and ``b`` (as `matmul_kernel` takes them: ``kw`` its key),
     with FP8's scales ``sab`` (SA, SB) and addmm's ``input`` (`_gemm_launch`)."""
@@ -1180,18 +1367,25 @@ def _split_choice(m: int, n: int, result_dtype: str, op: str, scaled: bool, kw: 
     return launch
 
 
-# The cluster designs' workspaces (`_with_workspace`; `_common.scratch`, per stream).
+# The cluster and stream-K designs' workspaces, stream-K's barrier words (`_with_workspace`;
+# `_common.scratch`, per stream).
 _WORKSPACES: dict = {}
+_WORDS: dict = {}
 
 
 def _with_workspace(kernel, args) -> tuple:
     """A candidate's arguments (`autotune`'s ``launch_args``): the call's, and for a design that
     splits K over a cluster the float32 ``W`` its CTAs past the first store their parts in
-    (``cluster_k - 1`` x m x n; a work buffer per stream, `_common.scratch`)."""
-    if len(kernel.params) == len(args):
+    (``cluster_k - 1`` x m x n), for stream-K its CTAs' float32 ``W`` (ctas x BM x BN) and the
+    grid group barrier's int32 word ``G`` (zeroed once, when the buffer is made: each launch
+    leaves its low 31 bits 0); work buffers per stream (`_common.scratch`)."""
+    extra = kernel.params[len(args) :]
+    if not extra:
         return args
-    shape = kernel.params[-1].shape
-    return (*args, c.scratch(args[0], shape, "float32", _WORKSPACES))
+    w = c.scratch(args[0], extra[0].shape, "float32", _WORKSPACES)
+    if len(extra) == 1:
+        return (*args, w)
+    return (*args, w, c.scratch(args[0], extra[1].shape, "int32", _WORDS, fill=0))
 
 
 def cluster_room(ctas: int, size: int) -> int:

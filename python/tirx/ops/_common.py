@@ -1020,8 +1020,9 @@ def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None):
     which run after this one's kernels (cuBLAS keeps its workspace per stream so): the memory
     held is the largest call's, not one buffer per shape met; a new one while a CUDA graph is
     being captured (the graph's own memory), past `SCRATCH_HELD_BYTES`, or for NumPy arrays.
-    Its contents on entry are undefined, or with ``fill`` that value throughout (a buffer
-    kernels only read: `constant_vector`)."""
+    Its contents on entry are undefined, or with ``fill`` that value when made (kept by a buffer
+    kernels only read, `constant_vector`; stream-K's grid group barrier word, made 0, is left
+    with its low 31 bits 0 by every launch, all the barrier needs)."""
     shape = tuple(shape)
     size = math.prod(shape)
     itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, _numpy_dtype(dtype).itemsize)

@@ -73,7 +73,8 @@ def _gemms(dev, dt):
     """Each GEMM kernel form once, at a small ragged shape, through the ops (the autotuner's pick:
     under the sanitizers, the one the plain run cached): matmul (one kernel, a transposed A read in
     place, the two-kernel split-K, split-K over a cluster at a decode shape, a float32 output; the
-    ping-pong design, not a candidate yet, run as itself; split-K over clusters in rounds, on 4 CTAs),
+    ping-pong design, not a candidate yet, run as itself; split-K over clusters in rounds, on 4 CTAs;
+    stream-K on 5 CTAs),
     addmm (a bias row with an activation, a matrix), gated_mm, FP8 scaled_mm (per-tensor, row-wise,
     block scales), grouped_mm and scaled_grouped_mm (uneven groups, one empty)."""
     ops = tirx.ops
@@ -95,6 +96,10 @@ def _gemms(dev, dt):
     c, w = torch.full((m, n), float("nan"), device=dev, dtype=dt), torch.full((1, m, n), float("nan"), device=dev)
     run(mm.matmul_kernel.factory, m=m, n=n, k=k, dtype="bfloat16", ctas=4, consumers=1, bn=64, cluster_k=2)(a, b, c, w)
     check("gemm matmul K over clusters of 2 in rounds (4 CTAs, 24 units)", c, want)
+    c = torch.full((m, n), float("nan"), device=dev, dtype=dt)  # (stream-K: measured slower, a design)
+    sk = run(mm.matmul_kernel.factory, m=m, n=n, k=k, dtype="bfloat16", ctas=5, consumers=1, bn=128, stream_k=True)
+    sk(*mm._with_workspace(sk, (a, b, c)))
+    check("gemm matmul stream-K (5 CTAs, the 32 K steps of 8 tiles)", c, want)
     ad, bd = rand(8, 1024), rand(1024, 256) / 32  # decode: split-K over a cluster among the tuner's candidates
     check("gemm matmul 8x256x1024 (decode)", ops.matmul(ad, bd), ad.float() @ bd.float())
     bias, mat = rand(n), rand(m, n)

@@ -454,13 +454,16 @@ def matmul_kernel(
     def grouped_row(t, cols):  # tile t's tile row: the tiles walked in groups of `group` tile rows
         return t // (group * cols) % (tm // group) * group + t % group
 
+    def grouped_col(t, cols):  # tile t's tile column (of `cols`)
+        return t % (group * cols) // group
+
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
         return grouped_row(tile(r, bx), tn2 if mc else tn)
 
     def tile_n(r, bx):
         if mc:  # (the pair's first or second tile: the CTA's rank)
-            return tile(r, bx) % (group * tn2) // group * 2 + bx % 2
-        return tile(r, bx) % (group * tn) // group
+            return grouped_col(tile(r, bx), tn2) * 2 + bx % 2
+        return grouped_col(tile(r, bx), tn)
 
     def sk_start(b):  # stream-K: CTA b's first K step of all tiles' (CTA b + 1's: its end)
         return b * total // grid
@@ -791,7 +794,7 @@ def matmul_kernel(
         for tt in T.serial(sk_pieces(bx)):
             t, lead, base, steps = sk_piece(bx, tt)
             for kt in T.serial(steps):
-                load_step(base + kt, lead + kt, grouped_row(t, tn), t % (group * tn) // group)
+                load_step(base + kt, lead + kt, grouped_row(t, tn), grouped_col(t, tn))
 
     @T.macro(hygienic=False)
     def stream_k_pieces(bx, cw):
@@ -806,7 +809,7 @@ def matmul_kernel(
             if lead > 0:  # (a later piece: its sums for the tile's first CTA)
                 Tx.warpgroup.copy(W[bx, a_row(cw) : a_row(cw) + 64, 0:bn], acc[0:64, 0:bn])
             elif steps == kt_steps:
-                epilogue(grouped_row(t, tn), t % (group * tn) // group, cw, 0)
+                epilogue(grouped_row(t, tn), grouped_col(t, tn), cw, 0)
 
     @T.macro(hygienic=False)
     def stream_k_meet():
@@ -826,9 +829,7 @@ def matmul_kernel(
                     for h in halves:
                         Tx.warpgroup.copy(part[0:64, 0:epi], W[(bx + j) % grid, a_row(cw) : a_row(cw) + 64, h * epi : h * epi + epi])
                         Tx.warpgroup.add(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], part[0:64, 0:epi])
-            epilogue(grouped_row(t, tn), t % (group * tn) // group, cw, 0)
-            if tid % 128 == 0:  # (its stores' reads of C_s)
-                T.ptx.cp_async.bulk.wait_group_read(0)
+            epilogue(grouped_row(t, tn), grouped_col(t, tn), cw, 0)
 
     @T.macro
     def body(A, B, C, I, SA, SB, W, U, G=None):

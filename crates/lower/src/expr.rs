@@ -146,7 +146,25 @@ fn binary(b: &Builder, op: BinOp, x: LExpr, y: LExpr, t: DType) -> LExpr {
             return v;
         }
     }
+    if let Some(v) = fold_logic(lop, &x, &y) {
+        return v;
+    }
     LExpr::bin(lop, x, y)
+}
+
+/// `true && y` is `y`, `false && y` is `false` (and `||` alike, either side): a condition a
+/// script builds from a folded comparison (`r == 0` in a one-trip loop) leaves no `true &&` in
+/// the CUDA. (An operand dropped is one C++ would not need: LIR expressions have no effects.)
+fn fold_logic(op: LBinOp, x: &LExpr, y: &LExpr) -> Option<LExpr> {
+    let (c, other) = match (x, y) {
+        (LExpr::Bool(c), o) | (o, LExpr::Bool(c)) => (*c, o),
+        _ => return None,
+    };
+    match (op, c) {
+        (LBinOp::And, true) | (LBinOp::Or, false) => Some(other.clone()),
+        (LBinOp::And, false) | (LBinOp::Or, true) => Some(LExpr::Bool(c)),
+        _ => None,
+    }
 }
 
 fn fold_int(op: LBinOp, a: i64, c: i64) -> Option<LExpr> {
@@ -231,5 +249,25 @@ pub fn constant(e: &Expr) -> Option<f64> {
         ExprKind::Unary(UnOp::Neg, a) => constant(a).map(|v| -v),
         ExprKind::Cast(a) => constant(a),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tirx_ir::lir::Special;
+
+    #[test]
+    fn logic_with_a_constant_side_folds() {
+        let cond = LExpr::bin(LBinOp::Lt, LExpr::Special(Special::ThreadIdx(0)), LExpr::i32(3));
+        let t = LExpr::Bool(true);
+        let f = LExpr::Bool(false);
+        assert_eq!(fold_logic(LBinOp::And, &t, &cond), Some(cond.clone()));
+        assert_eq!(fold_logic(LBinOp::And, &cond, &t), Some(cond.clone()));
+        assert_eq!(fold_logic(LBinOp::Or, &f, &cond), Some(cond.clone()));
+        assert_eq!(fold_logic(LBinOp::And, &f, &cond), Some(LExpr::Bool(false)));
+        assert_eq!(fold_logic(LBinOp::Or, &cond, &t), Some(LExpr::Bool(true)));
+        assert_eq!(fold_logic(LBinOp::And, &cond, &cond), None);
+        assert_eq!(fold_logic(LBinOp::BitAnd, &t, &cond), None);
     }
 }

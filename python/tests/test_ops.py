@@ -511,6 +511,26 @@ def test_split_k_matches_float64(cfg, splits):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
 
 
+@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 64}, {"consumers": 2, "bn": 64, "pingpong": True}, {"consumers": 1, "bn": 64, "splits": 2}], ids=["one", "pingpong", "split"])
+def test_fewer_units_than_ctas_spread_over_the_grid(cfg):
+    """Units fewer than CTAs go to CTAs spread over the grid (unit j on CTA floor(j * 11 / units)),
+    each tile computed once, every element written (the output poisoned with NaN; split-K's
+    parts in their slices), ragged M, N and K; the same values as the first CTAs taking them."""
+    m, n, k = 100, 152, 200  # (2 x 3 tiles of 64 x 64 over 11 CTAs; split: 12 units over 13)
+    a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=5)
+    cfg, splits = dict(cfg), cfg.get("splits", 1)
+    ctas = 13 if splits > 1 else 11
+    outs = []
+    for spread in (True, False):
+        f = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, spread_units=spread, **cfg)
+        c = np.full((splits, m, n) if splits > 1 else (m, n), np.nan, np.float32 if splits > 1 else numpy_dtype("bfloat16"))
+        tirx.compile(f)(a, b, c)
+        outs.append(c.astype(F64))
+    got = outs[0].sum(0) if splits > 1 else outs[0]
+    np.testing.assert_allclose(got, want, rtol=2.0**-8, atol=1e-3)
+    np.testing.assert_array_equal(outs[0], outs[1])
+
+
 def test_tiles_of_several_consumers_where_m_reaches_their_last_rows():
     """A tile of two consumers (128 rows) is a candidate once M passes 64 (ragged, its second
     consumer's rows partly outside A: TMA's zeros), of three once M passes 128 (FP8 promoted)."""
@@ -1938,6 +1958,28 @@ def test_pingpong_and_multicast_designs_on_the_gpu_against_torch():
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))(a, b, c)
             assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design)
+
+
+def test_units_spread_over_the_grid_on_the_gpu_against_torch():
+    """Shapes of fewer tiles than SMs, their tiles on CTAs spread over the grid (the default) and on
+    its first CTAs, against torch.mm: no further from the float64 product than cuBLAS's result
+    (+ one bf16 rounding of it), every element written (C poisoned with NaN), both the same."""
+    torch, ctas = _on_the_gpu()
+    cases = [
+        ((100, 12344, 4096), {"consumers": 2, "bn": 128}),
+        ((777, 1232, 4096), {"consumers": 2, "bn": 96}),
+        ((128, 22016, 4096), {"consumers": 2, "bn": 192}),
+        ((16, 12288, 4096), {"consumers": 1, "bn": 96}),
+    ]
+    for (m, n, k), design in cases:
+        a, b, exact, bound = _gpu_product(torch, m, n, k)
+        outs = []
+        for spread in (True, False):
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, spread_units=spread, **design))(a, b, c)
+            assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design, spread)
+            outs.append(c)
+        assert torch.equal(outs[0], outs[1]), (m, n, k, design)
 
 
 def test_cluster_split_in_rounds_on_the_gpu_against_torch():

@@ -18,7 +18,8 @@ matmul_module = sys.modules["tirx.ops.matmul"]  # `tirx.ops.matmul` is the funct
 common = sys.modules["tirx.ops._common"]
 # The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64),
 # one CTA a tile and K over a cluster's CTAs (test_every_cluster_configuration_matches_float64).
-TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c]
+# (The multicast candidate has tests of its own: `test_multicast_*`.)
+TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c and "multicast" not in c]
 CLUSTERED_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" in c]
 
 F64 = np.float64
@@ -511,12 +512,17 @@ def test_split_k_matches_float64(cfg, splits):
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, splits=2, activation="relu", **cfg)
 
 
-@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 64}, {"consumers": 2, "bn": 64, "pingpong": True}, {"consumers": 1, "bn": 64, "splits": 2}], ids=["one", "pingpong", "split"])
+@pytest.mark.parametrize(
+    "cfg",
+    [{"consumers": 1, "bn": 64}, {"consumers": 2, "bn": 64, "pingpong": True}, {"consumers": 1, "bn": 64, "splits": 2}, {"consumers": 1, "bn": 64, "multicast": 2}],
+    ids=["one", "pingpong", "split", "multicast"],
+)
 def test_fewer_units_than_ctas_spread_over_the_grid(cfg):
-    """Units fewer than CTAs go to CTAs spread over the grid (unit j on CTA floor(j * 11 / units)),
-    each tile computed once, every element written (the output poisoned with NaN; split-K's
-    parts in their slices), ragged M, N and K; the same values as the first CTAs taking them."""
-    m, n, k = 100, 152, 200  # (2 x 3 tiles of 64 x 64 over 11 CTAs; split: 12 units over 13)
+    """Units fewer than CTAs go to CTAs spread over the grid (unit j on CTA floor(j * 11 / units);
+    multicast: pair j on cluster floor(j * 5 / pairs)), each tile computed once, every element
+    written (the output poisoned with NaN; split-K's parts in their slices), ragged M, N and K;
+    the same values as the first CTAs taking them."""
+    m, n, k = 100, 152, 200  # (2 x 3 tiles of 64 x 64 over 11 CTAs; split: 12 units over 13; multicast: 4 pairs over 5 clusters)
     a, b, want = _mm_inputs(m, n, k, "bfloat16", seed=5)
     cfg, splits = dict(cfg), cfg.get("splits", 1)
     ctas = 13 if splits > 1 else 11
@@ -557,6 +563,22 @@ def test_narrow_tiles_among_the_candidates_where_wider_ones_leave_sms_idle():
     assert widths(16, 12288, splits=2) == [128, 192, 256]  # (K in two parts: 192 units of 128 columns, 128 of 192)
 
 
+def test_multicast_among_the_candidates_where_its_tiles_take_more_than_a_round():
+    """A multicast to a cluster's two CTAs (128 x 256 tiles) is timed where those tiles outnumber
+    the SMs (3000 x 5000 x 1000: 480 tiles), for 16-bit operands and a K-major A, not with
+    split-K's parts, a gated product or FP8."""
+
+    def multicast(m, n, dtype="bfloat16", **kw):
+        cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=m, n=n, k=1024, dtype=dtype, **kw)
+        return [c for c in cfgs if c.get("multicast")]
+
+    assert multicast(3000, 5000) == [{"consumers": 2, "bn": 256, "multicast": 2}] == multicast(3000, 5000, dtype="float16")
+    assert not multicast(1000, 3000)  # (96 tiles)
+    assert len(multicast(1152, 4096)) == 1 and not multicast(1152, 4096, ctas=144)  # (144 tiles)
+    for kw in ({"a_major": "m"}, {"splits": 2}, {"gated": True}, {"dtype": "float8_e4m3fn"}):
+        assert not multicast(3000, 5000, **kw), kw
+
+
 # (m, n, k, consumers, bn, CTAs): ragged M and N, an odd last pair (its second tile outside C),
 # K a multiple of 64 or not, grids of one to three clusters of two.
 MULTICAST_SHAPES = [(128, 384, 256, 2, 128, 4), (100, 200, 136, 2, 64, 2), (64, 640, 192, 1, 128, 6), (200, 336, 200, 2, 64, 4), (130, 136, 8, 1, 64, 4)]
@@ -566,13 +588,15 @@ MULTICAST_SHAPES = [(128, 384, 256, 2, 128, 4), (100, 200, 136, 2, 64, 2), (64, 
 def test_multicast_tiles_match_float64(shape):
     """A's tile loaded once per cluster of two CTAs (`multicast=2`): the cluster's CTAs compute
     neighbouring tiles of one tile row, each producer loading half of the A tile's rows into both
-    CTAs' stage, each consumer freeing a stage in its CTA and its peer's (a remote arrive); an odd
-    last pair's second tile lies outside C (its B loads TMA's zeros, its stores clipped). Every
-    element written (C poisoned with NaN), no race in the simulator."""
+    CTAs' stage, each consumer freeing a stage in its CTA and its peer's (a remote arrive at CTA
+    scope: no fence in the CUDA); an odd last pair's second tile lies outside C (its B loads
+    TMA's zeros, its stores clipped). Every element written (C poisoned with NaN), no race in the
+    simulator."""
     m, n, k, consumers, bn, ctas = shape
     a, b, want = _mm_inputs(m, n, k, "bfloat16")
     kern = tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, consumers=consumers, bn=bn, multicast=2))
-    assert kern.cluster_size == 2 and "mbarrier.arrive.release.cluster.shared::cluster" in kern.cuda_source
+    src = kern.cuda_source
+    assert kern.cluster_size == 2 and "mbarrier.arrive.shared::cluster.b64" in src and "release.cluster.shared::cluster" not in src
     c = np.full((m, n), np.nan, a.dtype)
     kern(a, b, c)
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
@@ -609,8 +633,8 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     consumers may still read it — reported by the simulator."""
     import planting
 
-    free = "                if mc:\n                    empty.arrive((i - 1) % stages, cta_id=1 - rank)\n"  # (`mma_step`)
-    last = "            if mc:\n                empty.arrive(i % stages, cta_id=1 - rank)\n"  # (`mma_done`)
+    free = "                if mc:  # (CTA scope: the stage's reads are done, nothing to publish; no fence)\n                    empty.arrive((i - 1) % stages, cta_id=1 - rank, scope=\"cta\")\n"  # (`mma_step`)
+    last = "            if mc:\n                empty.arrive(i % stages, cta_id=1 - rank, scope=\"cta\")\n"  # (`mma_done`)
     planted = planting.planted(matmul_module, free, "", tmp_path)
     planted = planting.planted(planted, last, "", tmp_path)
     planted = planting.planted(planted, "        empty.init(1 if pingpong else consumers * multicast)", "        empty.init(consumers)", tmp_path)
@@ -1954,7 +1978,9 @@ def test_pingpong_and_multicast_designs_on_the_gpu_against_torch():
     torch, ctas = _on_the_gpu()
     for m, n, k in [(4096, 4096, 4096), (1000, 3000, 2048), (100, 12344, 4096), (777, 1232, 4096)]:
         a, b, exact, bound = _gpu_product(torch, m, n, k)
-        for design in ({"consumers": 2, "bn": 256, "pingpong": True}, {"consumers": 2, "bn": 128, "pingpong": True}, {"consumers": 2, "bn": 128, "multicast": 2}):
+        designs = [{"consumers": 2, "bn": 256, "pingpong": True}, {"consumers": 2, "bn": 128, "pingpong": True}]
+        designs += [{"consumers": 2, "bn": bn, "multicast": 2} for bn in (128, 192, 256)]
+        for design in designs:
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))(a, b, c)
             assert (c.double() - exact).abs().max().item() <= bound, (m, n, k, design)
@@ -1970,6 +1996,8 @@ def test_units_spread_over_the_grid_on_the_gpu_against_torch():
         ((777, 1232, 4096), {"consumers": 2, "bn": 96}),
         ((128, 22016, 4096), {"consumers": 2, "bn": 192}),
         ((16, 12288, 4096), {"consumers": 1, "bn": 96}),
+        ((100, 12344, 4096), {"consumers": 2, "bn": 128, "multicast": 2}),
+        ((1000, 3000, 2048), {"consumers": 2, "bn": 192, "multicast": 2}),
     ]
     for (m, n, k), design in cases:
         a, b, exact, bound = _gpu_product(torch, m, n, k)

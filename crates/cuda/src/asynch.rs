@@ -47,9 +47,10 @@ impl Ctx<'_> {
             AsyncOp::CommitGroup => self.line("asm volatile(\"cp.async.commit_group;\" ::: \"memory\");"),
             AsyncOp::WaitGroup(n) => self.line(&format!("asm volatile(\"cp.async.wait_group {n};\" ::: \"memory\");")),
             AsyncOp::MbarInit { bar, count } => self.mbar_call(MbarHelper::Init, bar, Some(count))?,
-            AsyncOp::MbarArrive { bar, cta: None } => self.mbar_call(MbarHelper::Arrive, bar, None)?,
-            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
-                self.mbar_call(MbarHelper::ArriveRemote, bar, Some(rank))?
+            AsyncOp::MbarArrive { bar, cta: None, .. } => self.mbar_call(MbarHelper::Arrive, bar, None)?,
+            AsyncOp::MbarArrive { bar, cta: Some(rank), cta_scope } => {
+                let h = if *cta_scope { MbarHelper::ArriveRemoteCta } else { MbarHelper::ArriveRemote };
+                self.mbar_call(h, bar, Some(rank))?
             }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 self.mbar_call(MbarHelper::ArriveExpectTx, bar, Some(bytes))?
@@ -339,6 +340,15 @@ pub(crate) fn mbar_source(h: MbarHelper) -> String {
                 "    unsigned ra;\n",
                 "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(ra) : \"r\"(a), \"r\"(rank));\n",
                 "    asm volatile(\"mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\" :: \"r\"(ra) : \"memory\");\n",
+            ),
+        ),
+        MbarHelper::ArriveRemoteCta => (
+            "mbarrier.arrive on the barrier at `bar`'s offset in the cluster's CTA `rank`, at CTA scope (no fence: what it orders for the peer is the reads before it).",
+            "void* bar, unsigned rank",
+            concat!(
+                "    unsigned ra;\n",
+                "    asm volatile(\"mapa.shared::cluster.u32 %0, %1, %2;\" : \"=r\"(ra) : \"r\"(a), \"r\"(rank));\n",
+                "    asm volatile(\"mbarrier.arrive.shared::cluster.b64 _, [%0];\" :: \"r\"(ra) : \"memory\");\n",
             ),
         ),
         MbarHelper::ArriveExpectTx => (

@@ -94,6 +94,8 @@ pub enum MbarHelper {
     Arrive,
     /// An arrival on the barrier at the same offset in a peer CTA of the cluster.
     ArriveRemote,
+    /// The same at CTA scope (no fence: CUTLASS's `ClusterBarrier::arrive`).
+    ArriveRemoteCta,
     ArriveExpectTx,
     Wait,
 }
@@ -158,6 +160,7 @@ fn mbar_name(h: MbarHelper) -> &'static str {
         MbarHelper::Init => "tirx_mbarrier_init",
         MbarHelper::Arrive => "tirx_mbarrier_arrive",
         MbarHelper::ArriveRemote => "tirx_mbarrier_arrive_remote",
+        MbarHelper::ArriveRemoteCta => "tirx_mbarrier_arrive_remote_cta",
         MbarHelper::ArriveExpectTx => "tirx_mbarrier_arrive_expect_tx",
         MbarHelper::Wait => "tirx_mbarrier_wait",
     }

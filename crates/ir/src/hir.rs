@@ -560,10 +560,12 @@ pub enum AsyncStmt {
         count: Expr,
     },
     /// `mbarrier.arrive`: one arrival; with `cta`, on the barrier at the same offset in the
-    /// cluster's CTA of that rank (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster`).
+    /// cluster's CTA of that rank (`mapa` + `mbarrier.arrive.release.cluster.shared::cluster`;
+    /// `cta_scope`: `mbarrier.arrive.shared::cluster`, ordering the reads before it only).
     MbarArrive {
         bar: MbarRef,
         cta: Option<Expr>,
+        cta_scope: bool,
     },
     /// `mbarrier.arrive.expect_tx`: `bytes` more transaction bytes, then one arrival.
     MbarArriveExpectTx {
@@ -642,7 +644,7 @@ impl AsyncStmt {
             AsyncStmt::MbarInit { bar, count: e }
             | AsyncStmt::MbarArriveExpectTx { bar, bytes: e }
             | AsyncStmt::MbarWait { bar, parity: e } => bar.index.iter_mut().chain(std::iter::once(e)).collect(),
-            AsyncStmt::MbarArrive { bar, cta } => bar.index.iter_mut().chain(cta.iter_mut()).collect(),
+            AsyncStmt::MbarArrive { bar, cta, .. } => bar.index.iter_mut().chain(cta.iter_mut()).collect(),
             AsyncStmt::GridGroupSync { word, size } => word.index.iter_mut().chain(std::iter::once(size)).collect(),
             AsyncStmt::CommitGroup
             | AsyncStmt::WaitGroup(_)

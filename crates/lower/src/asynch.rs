@@ -56,9 +56,9 @@ pub(crate) fn lower(
         AsyncStmt::CommitGroup => AsyncOp::CommitGroup,
         AsyncStmt::WaitGroup(n) => AsyncOp::WaitGroup(*n),
         AsyncStmt::MbarInit { bar: r, count: c } => AsyncOp::MbarInit { bar: bar(r)?, count: count(c)? },
-        AsyncStmt::MbarArrive { bar: r, cta } => {
+        AsyncStmt::MbarArrive { bar: r, cta, cta_scope } => {
             let cta = cta.as_ref().map(|c| peer_rank(env, c, &int)).transpose()?;
-            AsyncOp::MbarArrive { bar: bar(r)?, cta }
+            AsyncOp::MbarArrive { bar: bar(r)?, cta, cta_scope: *cta_scope }
         }
         AsyncStmt::MbarArriveExpectTx { bar: r, bytes: n } => {
             AsyncOp::MbarArriveExpectTx { bar: bar(r)?, bytes: bytes(n)? }

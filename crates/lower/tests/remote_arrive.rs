@@ -137,3 +137,51 @@ fn the_cuda_maps_the_barrier_into_the_peer_and_releases_at_cluster_scope() {
     assert!(cuda.contains("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];"), "{cuda}");
     assert!(cuda.contains("tirx_mbarrier_arrive_remote(&empty[s % 2], 1 - rank);"), "{cuda}");
 }
+
+const REMOTE: &str = "                empty.arrive(s % STAGES, cta_id=1 - rank)\n";
+const REMOTE_CTA: &str = "                empty.arrive(s % STAGES, cta_id=1 - rank, scope=\"cta\")\n";
+
+#[test]
+fn a_cta_scope_remote_arrive_orders_the_reads_before_it_and_has_no_fence() {
+    // CUTLASS's `ClusterBarrier::arrive`: the consumer's reads of the stage are done when it is
+    // issued, so the peer's refill after it is ordered; the CUDA has no cluster-scope release.
+    let src = planted(REMOTE, REMOTE_CTA);
+    let b = simulate_src(&src).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let a = pattern(DType::F16, ROWS * COLS);
+    assert!(b[..a.len()] == a[..] && b[a.len()..] == a[..]);
+    let cuda = tirx_cuda::generate(&lower(&src).lir).expect("CUDA").source;
+    assert!(cuda.contains("mbarrier.arrive.shared::cluster.b64 _, [%0];"), "{cuda}");
+    assert!(cuda.contains("tirx_mbarrier_arrive_remote_cta(&empty[s % 2], 1 - rank);"), "{cuda}");
+    assert!(!cuda.contains("release.cluster.shared::cluster"), "{cuda}");
+}
+
+#[test]
+fn a_write_before_a_cta_scope_remote_arrive_is_not_released_to_the_peer() {
+    // The consumer also writes its stage before freeing it: a cluster-scope arrive orders that
+    // write before the peer's refill, a CTA-scope one only the reads.
+    let write = "            T.ptx.fence.proxy.async_.shared__cta()\n";
+    let with_write = |arrive: &str| {
+        planted(REMOTE, arrive).replacen(
+            write,
+            &format!("            band[s % STAGES, lane * 2, 0] = T.float16(0)\n{write}"),
+            1,
+        )
+    };
+    simulate_src(&with_write(REMOTE)).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let (e, text) = simulate_src(&with_write(REMOTE_CTA)).expect_err("the write is not released to the peer");
+    assert_eq!(e.kind, SimErrorKind::DataRace, "{text}");
+    assert!(e.message.contains("a multicast TMA load by thread 0 of CTA rank"), "{text}");
+    assert!(e.message.contains("wrote it there"), "{text}");
+}
+
+#[test]
+fn a_remote_arrives_scope_is_cluster_or_cta_and_only_remote() {
+    let errors = |src: &str| tirx_script::parse_kernel("k.py", src).expect_err("a parse error");
+    let d = errors(&planted(REMOTE, "                empty.arrive(s % STAGES, cta_id=1 - rank, scope=\"gpu\")\n"));
+    assert!(d.iter().any(|d| d.message.contains("`scope=` is \"cluster\" or \"cta\"")), "{d:?}");
+    let d = errors(&planted(
+        "                empty.arrive(s % STAGES)\n",
+        "                empty.arrive(s % STAGES, scope=\"cta\")\n",
+    ));
+    assert!(d.iter().any(|d| d.message.contains("`scope=` is for a remote arrive")), "{d:?}");
+}

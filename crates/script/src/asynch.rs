@@ -107,8 +107,8 @@ impl Builder<'_> {
                         );
                     }
                 }
-                let cta = self.cta_id_arg(&mut a)?;
-                AsyncStmt::MbarArrive { bar, cta }
+                let (cta, cta_scope) = self.remote_arrive_args(&mut a, &fname)?;
+                AsyncStmt::MbarArrive { bar, cta, cta_scope }
             }
             PtxOp::MbarArriveExpectTx => {
                 let bar = self.mbar_arg(&mut a, &fname)?;
@@ -195,6 +195,34 @@ impl Builder<'_> {
             Some((v, sp)) => Ok(Some(self.int_expr(v, sp)?)),
             None => Ok(None),
         }
+    }
+
+    /// A remote arrive's `cta_id=` and `scope=`: `"cluster"` (the default: a release at cluster
+    /// scope) or `"cta"` (CUTLASS's remote arrive, no fence: it orders the reads before it only).
+    fn remote_arrive_args(&mut self, a: &mut Args, fname: &str) -> R<(Option<Expr>, bool)> {
+        let cta = self.cta_id_arg(a)?;
+        let Some((v, sp)) = a.opt(self, "scope")? else {
+            return Ok((cta, false));
+        };
+        let cta_scope = match &v {
+            Val::Str(s) if s == "cluster" => false,
+            Val::Str(s) if s == "cta" => true,
+            _ => {
+                return self.fail(
+                    Diagnostic::error(sp, format!("`{fname}`'s `scope=` is \"cluster\" or \"cta\""))
+                        .with_label("not a release scope")
+                        .with_help("\"cluster\" (the default) releases everything before the arrive to the peer; \"cta\" only the reads before it"),
+                )
+            }
+        };
+        if cta.is_none() {
+            return self.fail(
+                Diagnostic::error(sp, format!("`{fname}`'s `scope=` is for a remote arrive"))
+                    .with_label("no `cta_id=`")
+                    .with_help("an arrive on this CTA's own barrier releases at CTA scope: drop `scope=`, or name the peer with `cta_id=`"),
+            );
+        }
+        Ok((cta, cta_scope))
     }
 
     fn mbar_arg(&mut self, a: &mut Args, fname: &str) -> R<MbarRef> {
@@ -451,8 +479,8 @@ impl Builder<'_> {
                     }
                     AsyncStmt::MbarWait { bar: bar(stage), parity }
                 } else {
-                    let cta = self.cta_id_arg(&mut a)?;
-                    AsyncStmt::MbarArrive { bar: bar(stage), cta }
+                    let (cta, cta_scope) = self.remote_arrive_args(&mut a, &fname)?;
+                    AsyncStmt::MbarArrive { bar: bar(stage), cta, cta_scope }
                 };
                 a.finish(self)?;
                 self.require_device(span)?;

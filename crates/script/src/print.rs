@@ -252,9 +252,10 @@ impl Printer<'_> {
             AsyncStmt::CommitGroup => "T.ptx.cp_async.commit_group()".into(),
             AsyncStmt::WaitGroup(n) => format!("T.ptx.cp_async.wait_group({n})"),
             AsyncStmt::MbarInit { bar, count } => format!("T.ptx.mbarrier.init({}, {})", ptr(bar), self.expr(count, 0)),
-            AsyncStmt::MbarArrive { bar, cta: None } => format!("T.ptx.mbarrier.arrive({})", ptr(bar)),
-            AsyncStmt::MbarArrive { bar, cta: Some(c) } => {
-                format!("T.ptx.mbarrier.arrive({}, cta_id={})", ptr(bar), self.expr(c, 0))
+            AsyncStmt::MbarArrive { bar, cta: None, .. } => format!("T.ptx.mbarrier.arrive({})", ptr(bar)),
+            AsyncStmt::MbarArrive { bar, cta: Some(c), cta_scope } => {
+                let scope = if *cta_scope { ", scope=\"cta\"" } else { "" };
+                format!("T.ptx.mbarrier.arrive({}, cta_id={}{scope})", ptr(bar), self.expr(c, 0))
             }
             AsyncStmt::MbarArriveExpectTx { bar, bytes } => {
                 format!("T.ptx.mbarrier.arrive.expect_tx({}, {})", ptr(bar), self.expr(bytes, 0))

@@ -83,12 +83,14 @@ pub(crate) enum AsyncIns {
         idx: Reg,
         tx: Option<Reg>,
     },
-    /// An arrival on the barrier at the same offset in the cluster's CTA of rank `rank` (`cluster`).
+    /// An arrival on the barrier at the same offset in the cluster's CTA of rank `rank` (`cluster`),
+    /// releasing at cluster scope, or (`cta_scope`) the reads before it only.
     MbarArriveRemote {
         site: u32,
         bar: u32,
         idx: Reg,
         rank: Reg,
+        cta_scope: bool,
     },
     MbarWait {
         site: u32,
@@ -150,7 +152,8 @@ impl AsyncIns {
             AsyncIns::MbarInit { .. } => "mbarrier.init",
             AsyncIns::MbarArrive { tx: None, .. } => "mbarrier.arrive",
             AsyncIns::MbarArrive { tx: Some(_), .. } => "mbarrier.arrive.expect_tx",
-            AsyncIns::MbarArriveRemote { .. } => "mbarrier.arrive.release.cluster.shared::cluster",
+            AsyncIns::MbarArriveRemote { cta_scope: false, .. } => "mbarrier.arrive.release.cluster.shared::cluster",
+            AsyncIns::MbarArriveRemote { cta_scope: true, .. } => "mbarrier.arrive.shared::cluster",
             AsyncIns::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncIns::ProxyFence => "fence.proxy.async.shared::cta",
             AsyncIns::Fence(name) => name,
@@ -570,13 +573,13 @@ impl Compiler<'_> {
                 let (b, idx, count) = self.mbar(bar, count)?;
                 AsyncIns::MbarInit { site: self.site(), bar: b, idx, count }
             }
-            AsyncOp::MbarArrive { bar, cta: None } => {
+            AsyncOp::MbarArrive { bar, cta: None, .. } => {
                 let (b, idx) = (self.mbar_buf(bar)?, self.index(&bar.index)?);
                 AsyncIns::MbarArrive { site: self.site(), bar: b, idx, tx: None }
             }
-            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+            AsyncOp::MbarArrive { bar, cta: Some(rank), cta_scope } => {
                 let (b, idx, rank) = self.mbar(bar, rank)?;
-                AsyncIns::MbarArriveRemote { site: self.site(), bar: b, idx, rank }
+                AsyncIns::MbarArriveRemote { site: self.site(), bar: b, idx, rank, cta_scope: *cta_scope }
             }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
                 let (b, idx, tx) = self.mbar(bar, bytes)?;
@@ -738,8 +741,8 @@ impl Machine<'_> {
                 let tx = tx.map_or(0, r);
                 self.mbar_arrive(t, site, bar, r(idx), tx)?
             }
-            AsyncIns::MbarArriveRemote { site, bar, idx, rank } => {
-                self.mbar_arrive_remote(t, site, bar, r(idx), r(rank))?
+            AsyncIns::MbarArriveRemote { site, bar, idx, rank, cta_scope } => {
+                self.mbar_arrive_remote(t, site, bar, r(idx), r(rank), cta_scope)?
             }
             AsyncIns::MbarWait { site, bar, idx, parity } => {
                 let (idx, parity) = (r(idx), r(parity));

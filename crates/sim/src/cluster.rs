@@ -441,6 +441,19 @@ impl<'a> Machine<'a> {
         self.cluster_size() * (1 + self.n) + r * self.barrier_slots + s as usize
     }
 
+    /// Where a row of `AsyncState::peer` keeps what is known of thread `q` of the CTA of rank `r`
+    /// through CTA-scope remote arrives: a tick before which its reads (not its writes) happen
+    /// before the row's thread (after the landings).
+    pub(crate) fn peer_read_slot(&self, r: usize, q: u32) -> usize {
+        self.cluster_size() * (1 + self.n + self.barrier_slots) + r * self.n + q as usize
+    }
+
+    /// The tick before which thread `q` of the running CTA read what a copy of another CTA is
+    /// ordered after, by `known`: what orders all its accesses (`peer_known`) or its reads alone.
+    pub(crate) fn peer_known_reads(&self, known: &[u32], q: u32) -> u32 {
+        self.peer_known(known, q).max(known.get(self.peer_read_slot(self.rank, q)).copied().unwrap_or(0))
+    }
+
     /// `mbarrier.arrive.release.cluster.shared::cluster` by thread `t`: one arrival on `bar[idx]`
     /// of the CTA of rank `rank` (this CTA's: a local arrive). It releases, to the threads that
     /// acquire the phase there, what `t` knows of the cluster's CTAs (`peer_knowledge`) and, of
@@ -448,6 +461,10 @@ impl<'a> Machine<'a> {
     /// its warp's before its last `__syncwarp`, what it acquired through mbarrier waits and named
     /// barriers, everyone's before the last CTA barrier: what lets the peer's producer refill a
     /// stage that a multicast load writes here once this CTA's consumers freed it.
+    /// `cta_scope` (`mbarrier.arrive.shared::cluster`, CUTLASS's: no fence) releases the same
+    /// threads' reads only, and the landings `t` acquired (each complete before it is issued,
+    /// their values held), into the row's read slots (`peer_read_slot`): a peer's later write is
+    /// ordered after those reads, not after a write here.
     pub(crate) fn mbar_arrive_remote(
         &mut self,
         t: u32,
@@ -455,6 +472,7 @@ impl<'a> Machine<'a> {
         bar: u32,
         idx: i64,
         rank: i64,
+        cta_scope: bool,
     ) -> Result<(), SimError> {
         let size = self.cluster_size();
         let Some(rank) = usize::try_from(rank).ok().filter(|&r| r < size) else {
@@ -471,7 +489,8 @@ impl<'a> Machine<'a> {
         let what = "mbarrier.arrive (remote)";
         let e = self.bounds(bar, t, idx, 1, site, what)?;
         let tick = self.tick()?;
-        let mut known = self.peer_knowledge(t);
+        // (CTA scope: nothing of what `t` learnt of other CTAs, only the barrier known to all)
+        let mut known = if cta_scope { vec![0; self.rank + 1] } else { self.peer_knowledge(t) };
         let (w, warp_sync) = (t / 32, self.wsync[(t / 32) as usize]);
         let landings: Vec<(u32, u32)> =
             self.fam.asy.acquired_slots(t).map(|s| (s, self.fam.asy.acquired_landing(t, s))).collect();
@@ -485,7 +504,8 @@ impl<'a> Machine<'a> {
             let lane = if q / 32 == w { warp_sync } else { 0 };
             let by = self.fam.asy.acquired(t, q).max(self.named_synced(t, q)).max(self.cta_sync).max(lane);
             let by = by.max(self.fam.cluster.arrived_before(q, t));
-            raise(self.peer_thread_slot(self.rank, q), if q == t { tick } else { by });
+            let slot = if cta_scope { self.peer_read_slot(self.rank, q) } else { self.peer_thread_slot(self.rank, q) };
+            raise(slot, if q == t { tick } else { by });
         }
         // (the TMA landings it acquired: a stage's last load here, which a peer's refills follow)
         for (s, landed) in landings {
@@ -580,12 +600,13 @@ impl<'a> Machine<'a> {
                     Some(rank) => {
                         self.peer_write_ordered(buf, (rank, t), d, site, what, known)?;
                         // A multicast refill, as this CTA's own TMA loads: each generic reader's
-                        // fence.proxy.async ordered before it (through what its issuer knew). A
+                        // fence.proxy.async ordered before it (through what its issuer knew; a
+                        // CTA-scope arrive after the fence releases it with the reads). A
                         // dsmem copy's readers' fences are not checked: the chained exchanges
                         // order reads through CTA barriers only (`peer_write_ordered`).
                         if kind == CopyKind::TmaLoad {
                             let copy = format!("{what} issued by thread {t} of CTA rank {rank}");
-                            self.proxy_war_check_by(buf, d, site, &copy, &|q, f| f < self.peer_known(known, q))?;
+                            self.proxy_war_check_by(buf, d, site, &copy, &|q, f| f < self.peer_known_reads(known, q))?;
                         }
                     }
                 }

@@ -1107,7 +1107,9 @@ impl Machine<'_> {
                     || sh.w_stamp <= known.get(self.peer_landing_slot(self.rank, slot)).copied().unwrap_or(0)
             }) {
             (u32::from(sh.w_tid & !LANDED), sh.w_site, if sh.w_tid & LANDED != 0 { "landed" } else { "wrote" }, false)
-        } else if fresh(sh.r_stamp) && !self.readers(b, e, &sh).into_iter().all(|(q, s)| s < of(q)) {
+        } else if fresh(sh.r_stamp)
+            && !self.readers(b, e, &sh).into_iter().all(|(q, s)| s < self.peer_known_reads(known, q))
+        {
             ((sh.r_info & TID_MASK) as u32, sh.r_site, "read", sh.r_info & MULTI != 0)
         } else {
             return Ok(());

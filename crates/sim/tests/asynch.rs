@@ -25,7 +25,7 @@ fn init(b: Mbar, count: i64) -> LStmtKind {
     LStmtKind::Async(AsyncOp::MbarInit { bar: b, count: int(count) })
 }
 fn arrive(b: Mbar) -> LStmtKind {
-    LStmtKind::Async(AsyncOp::MbarArrive { bar: b, cta: None })
+    LStmtKind::Async(AsyncOp::MbarArrive { bar: b, cta: None, cta_scope: false })
 }
 fn arrive_tx(b: Mbar, bytes: i64) -> LStmtKind {
     LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: b, bytes: int(bytes) })

@@ -255,7 +255,7 @@ fn mbarrier_then_named(wait: bool, sync: bool) -> LKernel {
                 is(tid(), 32),
                 vec![
                     at(3, store(s, int(0), load(a, int(7)))),
-                    at(3, LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(), cta: None })),
+                    at(3, LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(), cta: None, cta_scope: false })),
                 ],
             ),
         ),

@@ -75,6 +75,9 @@ CONFIGS = [
 # cluster, one launch), for shapes whose tiles leave most SMs idle (decode's M against a short N):
 # timed beside the one-CTA tiles, each tile of 128 columns at most in both counts.
 CONFIGS += [dict(cfg, cluster_k=parts) for parts in (2, 4) for cfg in CONFIGS if cfg["bn"] <= 128]
+# A's tile multicast to a cluster's two CTAs (`matmul_kernel`'s ``multicast``), 128 x 256 tiles,
+# where they take more than one round (`multicast_fits`).
+CONFIGS += [{"consumers": 2, "bn": 256, "multicast": 2}]
 
 
 def k_tile(dtype: str) -> int:
@@ -104,7 +107,7 @@ def epilogue_cols(bn: int) -> int:
     return next(c for c in (EPI, 64, 32, 16, 8) if bn % c == 0)
 
 
-def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, clusters=True, gated=False, b_major="", **_):
+def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, clusters=True, gated=False, a_major="k", b_major="", **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M reaches
     its last consumer's rows (M = 100 in one 128-row tile reads B once, where two 64-row tiles
     read it twice: 100 x 12344 x 4096 36.0 against 40.7 µs, H200); FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
@@ -120,7 +123,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
     gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
     K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
     64-column swizzle atoms); ``promote_ahead`` where FP8 is promoted and its two partials fit
-    beside the accumulator (`matmul_kernel`)."""
+    beside the accumulator (`matmul_kernel`); ``multicast`` where `multicast_fits`."""
 
     def tiles(consumers, bn):  # the tiles of 64 * consumers x bn (a gated tile: bn / 2 output columns)
         return -(-m // (64 * consumers)) * -(-(2 * n if gated else n) // bn)
@@ -137,7 +140,19 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
         and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
+        and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, dtype, ctas, splits == 1 and not gated and a_major == "k"))
     ]
+
+
+def multicast_fits(m: int, n: int, dtype: str, ctas: int, allowed: bool) -> bool:
+    """Whether A multicast to a cluster's two CTAs in 128 x 256 tiles is a candidate for an m x n
+    product of ``dtype`` on ``ctas`` SMs (`_prune`): 16-bit operands (FP8 runs it, simulator-checked
+    only), a K-major A, no split or gating (``allowed``), and more tiles than SMs. Timed on an
+    H200 against the best one-CTA tile (µs): 3000 x 5000 x 1000 56.1 against 67.6 (cuBLAS 50.6);
+    within 2 % at 1000 x 3000 x 2048 (23.0, 23.1); 2-7 % slower at 2048^3, 4000 x 4096^2,
+    1024 x 8192^2, 2000 x 2000 x 4096 and 8192^3, 3-11 % in the sweep (likely the pair's CTAs
+    waiting for each other's frees, not profiled): the autotuner times both."""
+    return allowed and dtype in ("bfloat16", "float16") and -(-m // 128) * -(-n // 256) > ctas
 
 
 def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allowed: bool) -> bool:
@@ -310,9 +325,11 @@ def matmul_kernel(
     of one tile row (a pair: the unit the cluster walks; an odd last pair's second tile lies
     outside C, its loads TMA's zeros and its stores clipped): each producer loads half of the A
     tile's rows into both CTAs' stage (`cta_mask`), each consumer frees a stage in its CTA and its
-    peer's (`MBarrier.arrive(stage, cta_id=peer)`: both producers refill both), cluster barriers
-    after the barriers' init and before the end; a K-major A of whole tiles, no split, no cluster of
-    K, no gating or FP8 promotion. Simulator-checked, not yet timed on a GPU: not a candidate.
+    peer's (`MBarrier.arrive(stage, cta_id=peer, scope="cta")`: both producers refill both; at
+    CTA scope, CUTLASS's remote arrive, as a cluster-scope release put MEMBAR.ALL.GPU before each,
+    2-5x slower), cluster barriers after the barriers' init and before the end; a K-major A of
+    whole tiles, no split, no cluster of K, no gating or FP8 promotion. Simulator- and
+    GPU-checked, compute-sanitizer clean; a candidate in 128 x 256 tiles (`multicast_fits`).
     ``pingpong`` (two consumers): each consumer warpgroup computes tiles of its own (64 x ``bn``),
     the CTA's units alternating between them (CUTLASS's ping-pong schedule): the producer fills
     the ring in unit order, a consumer frees the stages it read, and the consumers take turns
@@ -334,7 +351,8 @@ def matmul_kernel(
     Simulator- and GPU-checked, slower than one CTA a tile wherever timed (README): not a candidate.
     ``spread_units`` (the default): where the units are fewer than the CTAs, unit j runs on CTA
     ``floor(j ctas / units)``, spread over the grid rather than on its first CTAs (False: the
-    first; clusters, multicast and stream-K place theirs as they must)."""
+    first; multicast spreads its pairs over the clusters; clusters of K and stream-K place theirs
+    as they must)."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -447,32 +465,33 @@ def matmul_kernel(
     bias_layout = c.acc_col_layout(epi)
     add_input, activate = _epilogue(alpha, beta, activation)
 
-    # Fewer units than CTAs are spread evenly over the grid (unit j on CTA floor(j grid / units)),
-    # not given to its first CTAs: 97 units on CTAs 0-96 of 132 took 36.5-42.6 µs from one
-    # measurement to the next (100 x 12344 x 4096, H200; 44.6-45.2 under Nsight Compute with
-    # clocks and caches left alone), spread over the 132 35.2-35.9 (36.1-36.6); 128 x 12288 x
-    # 4096 33.0 -> 29.4 µs. (Not a cluster's parts, which are neighbouring CTAs.)
-    spread = spread_units and units < grid and not clustered and not mc and not stream_k
+    # Fewer units than CTAs are spread evenly over the grid (unit j on CTA floor(j grid / units);
+    # multicast: pair j on cluster floor(j clusters / pairs)), not given to its first CTAs: 97
+    # units on CTAs 0-96 of 132 took 36.5-42.6 µs from one measurement to the next (100 x 12344 x
+    # 4096, H200; 44.6-45.2 under Nsight Compute with clocks and caches left alone), spread over
+    # the 132 35.2-35.9 (36.1-36.6); 128 x 12288 x 4096 33.0 -> 29.4 µs. (Not a cluster's parts,
+    # which are neighbouring CTAs.)
+    slots = grid // multicast  # (what takes a unit: a CTA, or a multicast cluster)
+    spread = spread_units and units < slots and not clustered and not stream_k
+
+    def slot(bx):  # this CTA's slot (multicast: its cluster)
+        return bx // 2 if mc else bx
 
     def unit_of(r, bx):  # this CTA's unit of round r (while `live`)
         if spread:  # (the one round's)
-            return (bx * units + grid - 1) // grid
-        return r * grid + bx
+            return (slot(bx) * units + slots - 1) // slots
+        return r * slots + slot(bx)
 
     def tile(r, bx):  # the tile of this CTA's round r (its unit's: a tile's parts in turn; multicast: its cluster's pair)
-        if mc:
-            return r * (grid // 2) + bx // 2
         return unit_of(r, bx) // parts
 
     def live(r, bx):  # whether this CTA has a unit in round r (a cluster's two CTAs alike)
-        if mc:
-            return r * (grid // 2) + bx // 2 < units
-        if spread:  # (round 0 alone, and an integer j in [bx units / grid, (bx + 1) units / grid): unit j)
-            mine = unit_of(r, bx) < ((bx + 1) * units + grid - 1) // grid
+        if spread:  # (round 0 alone, and an integer j in [slot units / slots, (slot + 1) units / slots): unit j)
+            mine = unit_of(r, bx) < ((slot(bx) + 1) * units + slots - 1) // slots
             if isinstance(r, int):
                 return mine if r == 0 else False
             return (r == 0) & mine
-        return r * grid + bx < units
+        return unit_of(r, bx) < units
 
     def grouped_row(t, cols):  # tile t's tile row: the tiles walked in groups of `group` tile rows
         return t // (group * cols) % (tm // group) * group + t % group
@@ -597,8 +616,8 @@ def matmul_kernel(
         if later:  # the step before is done: free its stage
             if tid % 128 == 0:
                 empty.arrive((i - 1) % stages)
-                if mc:
-                    empty.arrive((i - 1) % stages, cta_id=1 - rank)
+                if mc:  # (CTA scope: the stage's reads are done, nothing to publish; no fence)
+                    empty.arrive((i - 1) % stages, cta_id=1 - rank, scope="cta")
 
     @T.macro(hygienic=False)
     def mma_done(i):
@@ -607,7 +626,7 @@ def matmul_kernel(
         if tid % 128 == 0:
             empty.arrive(i % stages)
             if mc:
-                empty.arrive(i % stages, cta_id=1 - rank)
+                empty.arrive(i % stages, cta_id=1 - rank, scope="cta")
 
     @T.macro(hygienic=False)
     def epilogue(tm_, tn_, cw, part):

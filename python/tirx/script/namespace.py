@@ -455,7 +455,7 @@ class SMEMPool(KernelObject):
 
 class MBarrier(KernelObject):
     """``mbar = MBarrier(pool, depth)``: one mbarrier per pipeline stage; ``init(count)`` (by
-    thread 0 of the CTA), ``wait(stage, phase)``, ``arrive(stage[, cta_id=rank])``, ``ptr_to([stage])``."""
+    thread 0 of the CTA), ``wait(stage, phase)``, ``arrive(stage[, cta_id=rank[, scope="cta"]])``, ``ptr_to([stage])``."""
 
     __slots__ = ("depth",)
 
@@ -475,11 +475,13 @@ class MBarrier(KernelObject):
     def wait(self, stage, phase) -> None:
         _emit(self._call("wait", stage, phase))
 
-    def arrive(self, stage, cta_id=None) -> None:
+    def arrive(self, stage, cta_id=None, scope=None) -> None:
         """One arrival on stage ``stage``'s barrier; with ``cta_id``, on the barrier at the same
         offset in the cluster's CTA of that rank (a remote arrive: the peer's producer learns
-        that this CTA freed the stage its multicast loads refill)."""
-        _emit(self._call("arrive", stage) if cta_id is None else self._call("arrive", stage, cta_id=cta_id))
+        that this CTA freed the stage its multicast loads refill), releasing at cluster scope, or
+        with ``scope="cta"`` (CUTLASS's remote arrive: no fence) only the reads before it."""
+        kwargs = {k: v for k, v in (("cta_id", cta_id), ("scope", scope)) if v is not None}
+        _emit(self._call("arrive", stage, **kwargs))
 
     def ptr_to(self, indices) -> ir.Call:
         return self._call("ptr_to", list(indices))

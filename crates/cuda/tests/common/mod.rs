@@ -285,7 +285,7 @@ pub fn mbar_init(buf: LBufId, index: LExpr, count: LExpr) -> LStmt {
     st(LStmtKind::Async(AsyncOp::MbarInit { bar: Mbar { buf, index }, count }))
 }
 pub fn mbar_arrive(buf: LBufId, index: LExpr) -> LStmt {
-    st(LStmtKind::Async(AsyncOp::MbarArrive { bar: Mbar { buf, index }, cta: None }))
+    st(LStmtKind::Async(AsyncOp::MbarArrive { bar: Mbar { buf, index }, cta: None, cta_scope: false }))
 }
 pub fn mbar_arrive_expect_tx(buf: LBufId, index: LExpr, bytes: LExpr) -> LStmt {
     st(LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: Mbar { buf, index }, bytes }))

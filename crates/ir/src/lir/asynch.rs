@@ -66,8 +66,11 @@ pub enum AsyncOp {
     /// `mbarrier.init`: a new barrier expecting `count` arrivals per phase.
     MbarInit { bar: Mbar, count: LExpr },
     /// `mbarrier.arrive`: one arrival on the current phase; with `cta`, on the barrier at the
-    /// same offset in the cluster's CTA of that rank (int32), releasing at cluster scope.
-    MbarArrive { bar: Mbar, cta: Option<LExpr> },
+    /// same offset in the cluster's CTA of that rank (int32), releasing at cluster scope — or,
+    /// `cta_scope`, at CTA scope (`mbarrier.arrive.shared::cluster`, CUTLASS's remote arrive: no
+    /// fence), which orders for the peer only the reads before it (done when it is issued) and
+    /// the copies they waited for, not writes (the simulator's model: docs/tile-primitives.md §8.8).
+    MbarArrive { bar: Mbar, cta: Option<LExpr>, cta_scope: bool },
     /// `mbarrier.arrive.expect_tx`: adds `bytes` of pending transactions to the phase, then arrives.
     MbarArriveExpectTx { bar: Mbar, bytes: LExpr },
     /// Blocks until the phase of parity `parity` (0 or 1) has completed (`try_wait.parity` loop).
@@ -171,7 +174,10 @@ impl AsyncOp {
             AsyncOp::WaitGroup(_) => "cp.async.wait_group",
             AsyncOp::MbarInit { .. } => "mbarrier.init",
             AsyncOp::MbarArrive { cta: None, .. } => "mbarrier.arrive",
-            AsyncOp::MbarArrive { cta: Some(_), .. } => "mbarrier.arrive.release.cluster.shared::cluster",
+            AsyncOp::MbarArrive { cta: Some(_), cta_scope: false, .. } => {
+                "mbarrier.arrive.release.cluster.shared::cluster"
+            }
+            AsyncOp::MbarArrive { cta: Some(_), cta_scope: true, .. } => "mbarrier.arrive.shared::cluster",
             AsyncOp::MbarArriveExpectTx { .. } => "mbarrier.arrive.expect_tx",
             AsyncOp::MbarWait { .. } => "mbarrier.try_wait.parity",
             AsyncOp::FenceProxyAsync => "fence.proxy.async.shared::cta",
@@ -263,7 +269,7 @@ impl Instr for AsyncOp {
             AsyncOp::MbarInit { bar, count: e }
             | AsyncOp::MbarArriveExpectTx { bar, bytes: e }
             | AsyncOp::MbarWait { bar, parity: e } => vec![&bar.index, e],
-            AsyncOp::MbarArrive { bar, cta } => [&bar.index].into_iter().chain(cta).collect(),
+            AsyncOp::MbarArrive { bar, cta, .. } => [&bar.index].into_iter().chain(cta).collect(),
             AsyncOp::TmaLoad(c) | AsyncOp::TmaStore(c) => c
                 .coords
                 .iter()
@@ -361,8 +367,8 @@ impl Checker<'_> {
                 self.mbar(bar, name)?;
                 self.int_operand(count, name, "arrival count", 1..=MBAR_MAX_COUNT)
             }
-            AsyncOp::MbarArrive { bar, cta: None } => self.mbar(bar, name),
-            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+            AsyncOp::MbarArrive { bar, cta: None, .. } => self.mbar(bar, name),
+            AsyncOp::MbarArrive { bar, cta: Some(rank), .. } => {
                 self.mbar(bar, name)?;
                 self.expect(rank, DType::I32, &format!("{name} CTA rank"))
             }
@@ -631,8 +637,8 @@ impl Printer<'_> {
             AsyncOp::MbarInit { bar, count } => {
                 format!("{name} {} count={}", self.at(bar.buf, &bar.index), self.e(count))
             }
-            AsyncOp::MbarArrive { bar, cta: None } => format!("{name} {}", self.at(bar.buf, &bar.index)),
-            AsyncOp::MbarArrive { bar, cta: Some(rank) } => {
+            AsyncOp::MbarArrive { bar, cta: None, .. } => format!("{name} {}", self.at(bar.buf, &bar.index)),
+            AsyncOp::MbarArrive { bar, cta: Some(rank), .. } => {
                 format!("{name} {} @ cta {}", self.at(bar.buf, &bar.index), self.e(rank))
             }
             AsyncOp::MbarArriveExpectTx { bar, bytes } => {
@@ -748,7 +754,7 @@ mod tests {
             cp(1, 1, 0, 63, 4, None),
             LStmtKind::Async(AsyncOp::CommitGroup),
             LStmtKind::Async(AsyncOp::WaitGroup(0)),
-            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2), cta: None }),
+            LStmtKind::Async(AsyncOp::MbarArrive { bar: mbar(2), cta: None, cta_scope: false }),
             LStmtKind::Async(AsyncOp::MbarArriveExpectTx { bar: mbar(2), bytes: LExpr::i32(1024) }),
             LStmtKind::Async(AsyncOp::MbarWait { bar: mbar(2), parity: LExpr::i32(1) }),
             LStmtKind::Async(AsyncOp::FenceProxyAsync),
@@ -786,7 +792,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_mbarriers() {
-        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar, cta: None });
+        let op = |bar| LStmtKind::Async(AsyncOp::MbarArrive { bar, cta: None, cta_scope: false });
         rejects(vec![op(mbar(1))], "the barrier `S` must be a shared int64 or uint64 buffer");
         rejects(vec![op(mbar(4))], "the barrier `R` must be a shared int64 or uint64 buffer");
         rejects(vec![op(mbar(3))], "the barrier `G` must be a shared int64 or uint64 buffer");

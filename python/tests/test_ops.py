@@ -564,8 +564,9 @@ def test_narrow_tiles_among_the_candidates_where_wider_ones_leave_sms_idle():
 
 
 def test_multicast_among_the_candidates_where_its_tiles_take_more_than_a_round():
-    """A multicast to a cluster's two CTAs (128 x 256 tiles) is timed where those tiles outnumber
-    the SMs (3000 x 5000 x 1000: 480 tiles), for 16-bit operands and a K-major A, not with
+    """A multicast to a cluster's two CTAs is timed in 128 x 256 tiles where those outnumber the
+    SMs (3000 x 5000 x 1000: 480 tiles), in 128 x 192 tiles where those are candidates (one round
+    of them, 128-column ones more: 1000 x 3000), for 16-bit operands and a K-major A, not with
     split-K's parts, a gated product or FP8."""
 
     def multicast(m, n, dtype="bfloat16", **kw):
@@ -573,10 +574,10 @@ def test_multicast_among_the_candidates_where_its_tiles_take_more_than_a_round()
         return [c for c in cfgs if c.get("multicast")]
 
     assert multicast(3000, 5000) == [{"consumers": 2, "bn": 256, "multicast": 2}] == multicast(3000, 5000, dtype="float16")
-    assert not multicast(1000, 3000)  # (96 tiles)
+    assert multicast(1000, 3000) == [{"consumers": 2, "bn": 192, "multicast": 2}]  # (96 tiles of 256 columns, 128 of 192)
     assert len(multicast(1152, 4096)) == 1 and not multicast(1152, 4096, ctas=144)  # (144 tiles)
     for kw in ({"a_major": "m"}, {"splits": 2}, {"gated": True}, {"dtype": "float8_e4m3fn"}):
-        assert not multicast(3000, 5000, **kw), kw
+        assert not multicast(3000, 5000, **kw) and not multicast(1000, 3000, **kw), kw
 
 
 # (m, n, k, consumers, bn, CTAs): ragged M and N, an odd last pair (its second tile outside C),

@@ -75,9 +75,9 @@ CONFIGS = [
 # cluster, one launch), for shapes whose tiles leave most SMs idle (decode's M against a short N):
 # timed beside the one-CTA tiles, each tile of 128 columns at most in both counts.
 CONFIGS += [dict(cfg, cluster_k=parts) for parts in (2, 4) for cfg in CONFIGS if cfg["bn"] <= 128]
-# A's tile multicast to a cluster's two CTAs (`matmul_kernel`'s ``multicast``), 128 x 256 tiles,
-# where they take more than one round (`multicast_fits`).
-CONFIGS += [{"consumers": 2, "bn": 256, "multicast": 2}]
+# A's tile multicast to a cluster's two CTAs (`matmul_kernel`'s ``multicast``), 128 x 256 tiles
+# where they take more than one round, 128 x 192 where those are candidates (`multicast_fits`).
+CONFIGS += [{"consumers": 2, "bn": 256, "multicast": 2}, {"consumers": 2, "bn": 192, "multicast": 2}]
 
 
 def k_tile(dtype: str) -> int:
@@ -140,19 +140,25 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
         and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
-        and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, dtype, ctas, splits == 1 and not gated and a_major == "k"))
+        and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, cfg["bn"], dtype, ctas, splits == 1 and not gated and a_major == "k"))
     ]
 
 
-def multicast_fits(m: int, n: int, dtype: str, ctas: int, allowed: bool) -> bool:
-    """Whether A multicast to a cluster's two CTAs in 128 x 256 tiles is a candidate for an m x n
-    product of ``dtype`` on ``ctas`` SMs (`_prune`): 16-bit operands (FP8 runs it, simulator-checked
-    only), a K-major A, no split or gating (``allowed``), and more tiles than SMs. Timed on an
-    H200 against the best one-CTA tile (µs): 3000 x 5000 x 1000 56.1 against 67.6 (cuBLAS 50.6);
-    within 2 % at 1000 x 3000 x 2048 (23.0, 23.1); 2-7 % slower at 2048^3, 4000 x 4096^2,
-    1024 x 8192^2, 2000 x 2000 x 4096 and 8192^3, 3-11 % in the sweep (likely the pair's CTAs
-    waiting for each other's frees, not profiled): the autotuner times both."""
-    return allowed and dtype in ("bfloat16", "float16") and -(-m // 128) * -(-n // 256) > ctas
+def multicast_fits(m: int, n: int, bn: int, dtype: str, ctas: int, allowed: bool) -> bool:
+    """Whether A multicast to a cluster's two CTAs in 128 x ``bn`` tiles is a candidate for an
+    m x n product of ``dtype`` on ``ctas`` SMs (`_prune`): 16-bit operands (FP8 runs it,
+    simulator-checked only), a K-major A, no split or gating (``allowed``); 128 x 256 tiles where
+    they outnumber the SMs, 128 x 192 wherever those are candidates (one round of them). Timed on
+    an H200 against the one-CTA tile of the same shape (µs): 3000 x 5000 x 1000 56.1 against 67.6
+    in 128 x 256 (cuBLAS 50.6); 1000 x 3000 x 8192 76.8 against 88.2 in 128 x 192 (cuBLAS 69.3),
+    at K = 2048 22.7 against 22.9: per 1024 of K 9.0 µs against 10.9 (cuBLAS 8.3, its B multicast
+    in 1 x 2 clusters), A read from L2 once a pair, with ~3.6 µs more fixed cost (the clusters'
+    start and end, the pair's coupled fill); 2-7 % slower at 2048^3, 4000 x 4096^2, 1024 x
+    8192^2, 2000 x 2000 x 4096 and 8192^3, 3-11 % in the sweep (likely the pair's CTAs waiting
+    for each other's frees, not profiled): the autotuner times both."""
+    if not (allowed and dtype in ("bfloat16", "float16")):
+        return False
+    return bn == 192 or -(-m // 128) * -(-n // 256) > ctas
 
 
 def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allowed: bool) -> bool:
@@ -329,7 +335,8 @@ def matmul_kernel(
     CTA scope, CUTLASS's remote arrive, as a cluster-scope release put MEMBAR.ALL.GPU before each,
     2-5x slower), cluster barriers after the barriers' init and before the end; a K-major A of
     whole tiles, no split, no cluster of K, no gating or FP8 promotion. Simulator- and
-    GPU-checked, compute-sanitizer clean; a candidate in 128 x 256 tiles (`multicast_fits`).
+    GPU-checked, compute-sanitizer clean (128 x 128, 128 x 256); a candidate in 128 x 256 and
+    128 x 192 tiles (`multicast_fits`).
     ``pingpong`` (two consumers): each consumer warpgroup computes tiles of its own (64 x ``bn``),
     the CTA's units alternating between them (CUTLASS's ping-pong schedule): the producer fills
     the ring in unit order, a consumer frees the stages it read, and the consumers take turns

@@ -163,6 +163,8 @@ def matmul_cases():
     yield "ops_matmul_skinny", mm.matmul_kernel.factory(m=1, n=4096, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=32)
     yield "ops_matmul_bn96", mm.matmul_kernel.factory(m=16, n=12288, k=4096, dtype="bfloat16", ctas=132, consumers=1, bn=96)
     yield "ops_matmul_multicast", mm.matmul_kernel.factory(m=100, n=12344, k=4096, dtype="bfloat16", ctas=132, consumers=2, bn=128, multicast=2)
+    # B multicast (a pair of one tile column): half of a K step's rows a CTA, a box per swizzle atom
+    yield "ops_matmul_multicast_b", mm.matmul_kernel.factory(m=1000, n=3000, k=2048, dtype="bfloat16", ctas=132, consumers=2, bn=192, multicast=2, multicast_b=True)
     # FP8 with torch._scaled_mm's row-wise scales (a row's and a column's, in the epilogue)
     yield "ops_matmul_fp8_rowwise", mm.matmul_kernel.factory(
         m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=True, scales="row"

@@ -603,6 +603,58 @@ def test_multicast_tiles_match_float64(shape):
     np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
 
 
+# (m, n, k, consumers, bn, CTAs, B K-major): ragged M and N, an odd last pair (its second tile
+# below C), K a multiple of 64 or not, B row-major (each CTA half of a step's K rows) or K-major
+# (half of the tile's columns), grids of one to three clusters of two.
+MULTICAST_B_SHAPES = [
+    (256, 128, 256, 2, 128, 4, False),
+    (100, 200, 136, 2, 64, 2, False),
+    (200, 64, 192, 1, 128, 6, False),
+    (330, 136, 200, 2, 64, 4, True),
+    (130, 136, 8, 1, 64, 4, False),
+    (200, 200, 256, 1, 192, 2, True),
+]
+
+
+@pytest.mark.parametrize("shape", MULTICAST_B_SHAPES, ids=str)
+def test_multicast_b_tiles_match_float64(shape):
+    """B's tile loaded once per cluster of two CTAs (`multicast=2, multicast_b=True`): the
+    cluster's CTAs compute neighbouring tiles of one tile column, each producer loading half of
+    the B tile into both CTAs' stage (half of a K step's rows; K-major B: half of the tile's
+    columns), each consumer freeing a stage in its CTA and its peer's; an odd last pair's second
+    tile lies below C (its A loads TMA's zeros, its stores clipped). Every element written (C
+    poisoned with NaN), no race in the simulator."""
+    m, n, k, consumers, bn, ctas, b_k = shape
+    a, b, want = _mm_inputs(m, n, k, "bfloat16")
+    f = matmul_module.matmul_kernel.factory
+    kern = tirx.compile(f(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, consumers=consumers, bn=bn, multicast=2, multicast_b=True, b_major="k" if b_k else "n"))
+    assert kern.cluster_size == 2 and "mbarrier.arrive.shared::cluster.b64" in kern.cuda_source
+    c = np.full((m, n), np.nan, a.dtype)
+    kern(a, np.ascontiguousarray(b.T) if b_k else b, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-8, atol=1e-3)
+
+
+def test_multicast_b_spread_and_epilogue_match_float64():
+    """B multicast with pairs fewer than the clusters (spread over them), addmm's bias column and
+    an activation; and the refusal without ``multicast=2``."""
+    m, n, k = 200, 152, 136  # (4 tile rows of 64: 2 pairs a tile column, 3 columns: 6 pairs over 7 clusters)
+    a, b, prod = _mm_inputs(m, n, k, "bfloat16")
+    bias = np.random.default_rng(7).standard_normal((m, 1)).astype(a.dtype)
+    f = matmul_module.matmul_kernel.factory
+    outs = []
+    for spread in (True, False):
+        kern = tirx.compile(
+            f(m=m, n=n, k=k, dtype="bfloat16", ctas=14, consumers=1, bn=64, multicast=2, multicast_b=True, spread_units=spread, bias="column", activation="gelu")
+        )
+        c = np.full((m, n), np.nan, a.dtype)
+        kern(a, b, bias, c)
+        outs.append(c)
+    np.testing.assert_allclose(outs[0].astype(F64), matmul_module._host_activation(prod + bias.astype(F64), "gelu"), rtol=2.0**-7, atol=2.0**-7)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    with pytest.raises(ValueError, match="multicast_b: with multicast=2"):
+        f(m=m, n=n, k=k, dtype="bfloat16", ctas=4, consumers=1, bn=64, multicast_b=True)
+
+
 def test_multicast_epilogues_fp16_and_fp8_match_float64():
     """The multicast design with addmm's bias row and an activation, float16 operands, and FP8 with
     fast accumulation (B K-major) and its per-tensor scales."""
@@ -630,8 +682,8 @@ def test_multicast_epilogues_fp16_and_fp8_match_float64():
 
 def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     """The multicast design with each consumer freeing a stage in its own CTA only (and the
-    barriers counting those): the peer's producer refills this CTA's half of A while its
-    consumers may still read it — reported by the simulator."""
+    barriers counting those): the peer's producer refills this CTA's half of A (``multicast_b``:
+    of B) while its consumers may still read it — reported by the simulator."""
     import planting
 
     free = "                if mc:  # (CTA scope: the stage's reads are done, nothing to publish; no fence)\n                    empty.arrive((i - 1) % stages, cta_id=1 - rank, scope=\"cta\")\n"  # (`mma_step`)
@@ -644,6 +696,11 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     prim = planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2)
     with pytest.raises(tirx.TirxError, match=r"data race: `A_s` .* a multicast TMA load by thread 0 of CTA rank \d writes it into CTA"):
         tirx.compile(prim, "sm_90a")(a, b, np.zeros((m, n), a.dtype))
+    # (B multicast: the peer's refill of this CTA's half of B)
+    a, b, _ = _mm_inputs(n, m, k, "bfloat16")
+    prim = planted.matmul_kernel.factory(m=n, n=m, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2, multicast_b=True)
+    with pytest.raises(tirx.TirxError, match=r"data race: `B_s` .* a multicast TMA load by thread 0 of CTA rank \d writes it into CTA"):
+        tirx.compile(prim, "sm_90a")(a, b, np.zeros((n, m), a.dtype))
 
 
 def test_multicast_refusals():
@@ -1981,6 +2038,7 @@ def test_pingpong_and_multicast_designs_on_the_gpu_against_torch():
         a, b, exact, bound = _gpu_product(torch, m, n, k)
         designs = [{"consumers": 2, "bn": 256, "pingpong": True}, {"consumers": 2, "bn": 128, "pingpong": True}]
         designs += [{"consumers": 2, "bn": bn, "multicast": 2} for bn in (128, 192, 256)]
+        designs += [{"consumers": 2, "bn": bn, "multicast": 2, "multicast_b": True} for bn in (128, 192)]
         for design in designs:
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=ctas, **design))(a, b, c)

@@ -275,6 +275,7 @@ def matmul_kernel(
     promote_ahead: bool = False,
     clusters: bool = True,
     multicast: int = 1,
+    multicast_b: bool = False,
     pingpong: bool = False,
     b_dtype: str = "",
     stream_k: bool = False,
@@ -336,7 +337,11 @@ def matmul_kernel(
     2-5x slower), cluster barriers after the barriers' init and before the end; a K-major A of
     whole tiles, no split, no cluster of K, no gating or FP8 promotion. Simulator- and
     GPU-checked, compute-sanitizer clean (128 x 128, 128 x 256); a candidate in 128 x 256 and
-    128 x 192 tiles (`multicast_fits`).
+    128 x 192 tiles (`multicast_fits`). With ``multicast_b``, B's tile instead (cuBLAS's choice at
+    1000 x 3000 x 2048: the larger operand of a 128 x 192 tile): the pair's tiles neighbour in one
+    tile column (an odd last pair's second tile lies below C), each producer loading half of each
+    K step's rows of B (K-major B: half of the tile's columns) into both CTAs, a box per swizzle
+    atom, A whole. Simulator- and SASS-checked, not yet run on a GPU: not a candidate.
     ``pingpong`` (two consumers): each consumer warpgroup computes tiles of its own (64 x ``bn``),
     the CTA's units alternating between them (CUTLASS's ping-pong schedule): the producer fills
     the ring in unit order, a consumer frees the stages it read, and the consumers take turns
@@ -422,22 +427,28 @@ def matmul_kernel(
     units = tiles * parts
     # (clusters: whole clusters, as many as the GPU holds at once, each CTA a unit a round)
     grid = min(units, max(cluster_k, cluster_room(ctas, cluster_k) // cluster_k * cluster_k)) if clustered else ctas
-    group = next(g for g in (8, 4, 2, 1) if tm % g == 0)  # tile rows walked together
     # Decode's M (one tile row of one consumer, K-major A): A's box is its rows only (to 8),
     # the tile's other rows zeroed once (a box's rows past M, filled by TMA at every step, made
     # M = 1 as slow as M = 64 at best).
     a_rows = -(-m // 8) * 8 if m < bm and consumers == 1 and not a_mn else bm
     # Multicast: the two CTAs of a cluster compute neighbouring tiles of one tile row (a pair),
-    # each loading half of their A tile into both; a pair is the unit a cluster walks.
+    # each loading half of their A tile into both; a pair is the unit a cluster walks
+    # (``multicast_b``: of one tile column, each loading half of their B tile into both).
     mc = multicast == 2
     if multicast not in (1, 2) or (mc and (clustered or split or gated or promote or a_mn or a_rows < bm or ctas < 2)):
         raise ValueError(
             f"multicast={multicast}: 1, or 2 (A shared by a cluster's two CTAs) without split-K, clusters of K, gating or FP8 "
             "promotion, for a K-major A of whole tiles, on two CTAs or more"
         )
-    tn2 = -(-tn // 2)  # (multicast: tile pairs per tile row; an odd last pair's second tile lies outside C)
+    if multicast_b and not mc:
+        raise ValueError("multicast_b: with multicast=2 (B's tile shared by a cluster's two CTAs, computing neighbouring tiles of a tile column)")
+    mc_a, mc_b = mc and not multicast_b, mc and multicast_b
+    # (multicast: tile pairs per tile row or column; an odd last pair's second tile lies outside C)
+    tm2, tn2 = -(-tm // 2), -(-tn // 2)
     if mc:
-        grid, units = ctas - ctas % 2, tm * tn2
+        grid, units = ctas - ctas % 2, (tm2 * tn if mc_b else tm * tn2)
+    walk_rows = tm2 if mc_b else tm  # (the rows of tiles, or of pairs, the grid walks)
+    group = next(g for g in (8, 4, 2, 1) if walk_rows % g == 0)  # rows walked together
     rounds = (units + grid // multicast - 1) // (grid // multicast)
     total = tiles * kt_steps  # (stream-K: the product's K steps, shared out over the CTAs)
     if stream_k and not ctas <= total < 2**31 // (ctas + 1):
@@ -501,16 +512,18 @@ def matmul_kernel(
         return unit_of(r, bx) < units
 
     def grouped_row(t, cols):  # tile t's tile row: the tiles walked in groups of `group` tile rows
-        return t // (group * cols) % (tm // group) * group + t % group
+        return t // (group * cols) % (walk_rows // group) * group + t % group
 
     def grouped_col(t, cols):  # tile t's tile column (of `cols`)
         return t % (group * cols) // group
 
     def tile_m(r, bx):  # the output tile row of this CTA's round r (grouped order)
-        return grouped_row(tile(r, bx), tn2 if mc else tn)
+        if mc_b:  # (the pair's first or second tile: the CTA's rank)
+            return grouped_row(tile(r, bx), tn) * 2 + bx % 2
+        return grouped_row(tile(r, bx), tn2 if mc_a else tn)
 
     def tile_n(r, bx):
-        if mc:  # (the pair's first or second tile: the CTA's rank)
+        if mc_a:  # (the pair's first or second tile: the CTA's rank)
             return grouped_col(tile(r, bx), tn2) * 2 + bx % 2
         return grouped_col(tile(r, bx), tn)
 
@@ -771,7 +784,7 @@ def matmul_kernel(
                     dispatch="tma_auto",
                     mbar=full.ptr_to([i % stages]),
                 )
-        elif mc:  # (this CTA's half of the rows, into both CTAs of the cluster)
+        elif mc_a:  # (this CTA's half of the rows, into both CTAs of the cluster)
             Tx.copy_async(
                 A_s[i % stages, rank * (bm // 2) : rank * (bm // 2) + bm // 2, 0:bk],
                 A[
@@ -789,7 +802,24 @@ def matmul_kernel(
                 dispatch="tma_auto",
                 mbar=full.ptr_to([i % stages]),
             )
-        if b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
+        if mc_b and b_k:  # (this CTA's half of Bt's rows, into both CTAs of the cluster)
+            Tx.copy_async(
+                B_s[i % stages, rank * (bn // 2) : rank * (bn // 2) + bn // 2, 0:bk],
+                B[tn_ * bn + rank * (bn // 2) : tn_ * bn + rank * (bn // 2) + bn // 2, ks * bk : ks * bk + bk],
+                dispatch="tma_auto",
+                mbar=full.ptr_to([i % stages]),
+                cta_mask=3,
+            )
+        elif mc_b:  # (this CTA's half of the K rows, into both CTAs of the cluster: a box per swizzle atom)
+            for c0, cw_ in tuple((c0, b_atom) for c0 in range(0, bn, b_atom)):
+                Tx.copy_async(
+                    B_s[i % stages, rank * (BK // 2) : rank * (BK // 2) + BK // 2, c0 : c0 + cw_],
+                    B[ks * BK + rank * (BK // 2) : ks * BK + rank * (BK // 2) + BK // 2, tn_ * bn + c0 : tn_ * bn + c0 + cw_],
+                    dispatch="tma_auto",
+                    mbar=full.ptr_to([i % stages]),
+                    cta_mask=3,
+                )
+        elif b_k:  # (Bt: n x k, a box of bn rows; gated: hb of B's, hb of U's)
             Tx.copy_async(
                 B_s[i % stages, 0:hb, 0:bk],
                 B[tn_ * hb : tn_ * hb + hb, ks * bk : ks * bk + bk],

@@ -561,21 +561,27 @@ def test_narrow_tiles_among_the_candidates_where_wider_ones_leave_sms_idle():
     assert widths(16, 12288) == [64, 96, 128, 256]  # (32: 64-column tiles already fill the SMs)
     assert widths(16, 30000) == [128, 256]  # (235 tiles of 128)
     assert widths(16, 12288, splits=2) == [128, 192, 256]  # (K in two parts: 192 units of 128 columns, 128 of 192)
+    # Two consumers' 128 x 192 tiles wherever they take one round (100 x 12344: 65 tiles, 97 of 128 x 128).
+    two = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=100, n=12344, k=4096, dtype="bfloat16")
+    assert {"consumers": 2, "bn": 192} in two
+    assert {"consumers": 2, "bn": 192} not in matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=1000, n=12344, k=4096, dtype="bfloat16")
 
 
 def test_multicast_among_the_candidates_where_its_tiles_take_more_than_a_round():
-    """A multicast to a cluster's two CTAs is timed in 128 x 256 tiles where those outnumber the
+    """B multicast to a cluster's two CTAs is timed in 128 x 256 tiles where those outnumber the
     SMs (3000 x 5000 x 1000: 480 tiles), in 128 x 192 tiles where those are candidates (one round
-    of them, 128-column ones more: 1000 x 3000), for 16-bit operands and a K-major A, not with
-    split-K's parts, a gated product or FP8."""
+    of them, 128-column ones more: 1000 x 3000), for 16-bit operands, a K-major A and two tile
+    rows or more, not with split-K's parts, a gated product or FP8."""
 
     def multicast(m, n, dtype="bfloat16", **kw):
         cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=m, n=n, k=1024, dtype=dtype, **kw)
         return [c for c in cfgs if c.get("multicast")]
 
-    assert multicast(3000, 5000) == [{"consumers": 2, "bn": 256, "multicast": 2}] == multicast(3000, 5000, dtype="float16")
-    assert multicast(1000, 3000) == [{"consumers": 2, "bn": 192, "multicast": 2}]  # (96 tiles of 256 columns, 128 of 192)
+    pair = {"multicast": 2, "multicast_b": True}
+    assert multicast(3000, 5000) == [{"consumers": 2, "bn": 256, **pair}] == multicast(3000, 5000, dtype="float16")
+    assert multicast(1000, 3000) == [{"consumers": 2, "bn": 192, **pair}]  # (96 tiles of 256 columns, 128 of 192)
     assert len(multicast(1152, 4096)) == 1 and not multicast(1152, 4096, ctas=144)  # (144 tiles)
+    assert not multicast(128, 22016)  # (one tile row: 128 x 192 tiles are candidates, a pair's second tile would be empty)
     for kw in ({"a_major": "m"}, {"splits": 2}, {"gated": True}, {"dtype": "float8_e4m3fn"}):
         assert not multicast(3000, 5000, **kw) and not multicast(1000, 3000, **kw), kw
 
@@ -701,6 +707,20 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
     prim = planted.matmul_kernel.factory(m=n, n=m, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2, multicast_b=True)
     with pytest.raises(tirx.TirxError, match=r"data race: `B_s` .* a multicast TMA load by thread 0 of CTA rank \d writes it into CTA"):
         tirx.compile(prim, "sm_90a")(a, b, np.zeros((n, m), a.dtype))
+
+
+def test_multicast_without_the_producer_tail_is_reported(tmp_path):
+    """The multicast design without its producer's tail (and no cluster barrier at the end): the
+    last remote arrives on the peer's stages may reach it after it exited — reported."""
+    import planting
+
+    tail = "                if mc:\n                    producer_tail(bx)\n"
+    planted = planting.planted(matmul_module, tail, "", tmp_path)
+    m, n, k = 256, 128, 64 * 6
+    a, b, _ = _mm_inputs(m, n, k, "bfloat16")
+    prim = planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=2, bn=128, multicast=2, multicast_b=True)
+    with pytest.raises(tirx.TirxError, match=r"arrives on `empty\[\d\]` of CTA rank \d \(remote\).* may exit before the arrive reaches"):
+        tirx.compile(prim, "sm_90a")(a, b, np.zeros((m, n), a.dtype))
 
 
 def test_multicast_refusals():

@@ -280,6 +280,24 @@ fn a_relaxed_arrive_ends_the_kernel_as_the_cluster_barrier_does() {
 }
 
 #[test]
+fn a_relaxed_arrive_after_the_init_fence_publishes_the_barriers() {
+    // CUTLASS's start: `fence.mbarrier_init.release.cluster` releases the thread's inits, so the
+    // phase's arrive may be `.relaxed` (no MEMBAR); without the fence, or with it after the
+    // arrive, the phase orders no init before the peers' copies.
+    let lean = INIT.replace("    T.cuda.cluster_sync()\n", RELAXED);
+    expect_ring_of(&ring(2, 8, WAIT, TAIL, &lean), 2, 8);
+    let fence = "    T.ptx.fence.mbarrier_init.release.cluster()\n";
+    let late = format!(
+        "    bar.init(1)\n    T.ptx.barrier.cluster.arrive.relaxed()\n{fence}    T.ptx.barrier.cluster.wait()\n"
+    );
+    for init in [lean.replace(fence, ""), late] {
+        let (e, text) = sim_err(&ring(2, 8, WAIT, TAIL, &init));
+        assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+        assert!(e.message.contains("not initialised before a cluster barrier"), "{text}");
+    }
+}
+
+#[test]
 fn arriving_twice_or_waiting_without_an_arrive_at_the_cluster_barrier_is_reported() {
     let twice = "    T.ptx.barrier.cluster.arrive()\n".to_string() + SPLIT;
     let (e, text) = sim_err(&ring(2, 8, WAIT, &twice, INIT));

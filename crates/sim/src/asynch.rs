@@ -101,8 +101,8 @@ pub(crate) enum AsyncIns {
     /// `fence.proxy.async.shared::cta`: the thread's earlier shared writes become visible
     /// to the async proxy (wgmma reads, TMA stores, bulk copies) ordered after it.
     ProxyFence,
-    /// Another fence (`fence.mbarrier_init`): nothing to order in the simulator (the CTA
-    /// barrier after the inits orders them).
+    /// `fence.mbarrier_init.release.cluster`: the thread's earlier mbarrier inits released to
+    /// the cluster at its next arrive, `.relaxed` or not (in the CTA the barrier after orders them).
     Fence(&'static str),
     /// A TMA tensor load or store (`tma`).
     Tma(crate::tma::TmaIns),
@@ -315,6 +315,8 @@ pub(crate) struct Barrier {
     pub(crate) copies: Vec<crate::tma::Landing>,
     /// The barrier's slot in [`AsyncState`]'s `slots`: what its landings are stamped with.
     pub(crate) slot: u32,
+    /// The thread that initialised it (whose cluster arrive releases the init to peers).
+    pub(crate) init_by: u32,
     /// What the current phase's arrivals and landings release of TMA landings, per
     /// barrier slot (the landing ticks; joined like `arriving`; rows grow as slots
     /// appear), and the completed phases'.
@@ -356,6 +358,8 @@ pub(crate) struct AsyncState {
     /// so writing one meanwhile is a race.
     pub inflight_src: HashMap<(u32, usize), (Flight, u32)>,
     pub(crate) bars: HashMap<(u32, usize), Barrier>,
+    /// The stamps of the mbarrier inits' writes: what `fence.mbarrier_init` releases.
+    pub(crate) init_stamps: std::collections::HashSet<u32>,
     /// Per thread: the tick of its last arrive (0: none in this CTA).
     pub rel: Vec<u32>,
     /// `acq[t * n + p]`: the newest arrive tick of `p` that `t` acquired; empty
@@ -394,6 +398,7 @@ impl AsyncState {
             inflight: HashMap::new(),
             inflight_src: HashMap::new(),
             bars: HashMap::new(),
+            init_stamps: Default::default(),
             rel: vec![0; n],
             acq: if mbarriers { vec![0; n * n] } else { vec![] },
             acq_tma: if tma_loads { vec![vec![]; n] } else { vec![] },
@@ -412,6 +417,7 @@ impl AsyncState {
         self.inflight.clear();
         self.inflight_src.clear();
         self.bars.clear();
+        self.init_stamps.clear();
         self.rel.fill(0);
         self.acq.fill(0);
         self.acq_tma.iter_mut().for_each(Vec::clear);
@@ -752,8 +758,9 @@ impl Machine<'_> {
             }
             // The async proxy (wgmma, TMA stores) reads shared memory after it.
             AsyncIns::ProxyFence => self.proxy_fence(t)?,
-            // Within a CTA, mbarrier inits are ordered by the CTA barrier that must follow them.
-            AsyncIns::Fence(_) => {}
+            // Within a CTA, mbarrier inits are ordered by the CTA barrier that must follow them;
+            // to the cluster's peers the fence releases them at a `.relaxed` cluster arrive too.
+            AsyncIns::Fence(_) => self.fam.cluster.init_fence[t as usize] = self.tick()?,
             AsyncIns::Tma(ref x) => self.tma(t, base, x)?,
             AsyncIns::BulkCommit => {
                 let stores = std::mem::take(&mut self.fam.asy.bulk_open[t as usize]);
@@ -950,6 +957,9 @@ impl Machine<'_> {
             return Err(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[site as usize], msg));
         }
         self.touch(bar, t, e, Dir::Write, site)?;
+        if let Some(w) = self.bufs[bar as usize].shadow.get(e) {
+            self.fam.asy.init_stamps.insert(w[0]);
+        }
         let count = count as u32;
         // A re-initialised barrier keeps its slot: landing ticks only grow, so what a
         // thread acquired of its earlier life stays older than its new landings.
@@ -978,6 +988,7 @@ impl Machine<'_> {
             released: vec![0; self.n],
             copies: vec![],
             slot,
+            init_by: t,
             arriving_tma: vec![],
             released_tma: vec![],
             arriving_peer: vec![],
@@ -1059,11 +1070,11 @@ impl Machine<'_> {
         site: u32,
         (bar, e): (u32, usize),
         known: &[u32],
-        barrier_tick: u32,
+        phase: Option<usize>,
         from: usize,
     ) -> Result<(), SimError> {
         let (name, span) = (&self.bufs[bar as usize].name, self.prog.sites[site as usize]);
-        if !self.peer_barrier_ready(bar, e, barrier_tick) {
+        if !self.peer_barrier_ready(bar, e, phase) {
             let msg = format!(
                 "mbarrier.arrive by thread {t} of CTA rank {from} on `{name}[{e}]` of CTA rank {}, which is not initialised before a cluster barrier the arrive follows",
                 self.rank
@@ -1166,6 +1177,14 @@ impl Machine<'_> {
         if i64::from(b.phase & 1) == parity {
             return Ok(Flow::Block);
         }
+        if !self.peer_arrives.is_empty() {
+            // (the peers' remote arrives of the completed phases reached this CTA)
+            let (me, done) = (self.rank, b.phase);
+            self.peer_arrives.retain(|a| !(a.peer == me && a.bar == bar && a.e == e && a.phase < done));
+        }
+        let Some(b) = self.fam.asy.bars.get(&(bar, e)) else {
+            return Ok(Flow::Block);
+        };
         let n = self.n;
         if let Some(row) = self.fam.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
             join(row, &b.released);

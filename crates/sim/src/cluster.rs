@@ -15,7 +15,13 @@
 //! its arrive before every thread's accesses after its wait, in every CTA of the
 //! cluster (peers' writes into a CTA too), and nothing between a thread's arrive
 //! and its wait (`ClusterThreads`). A `.relaxed` arrive releases nothing: its
-//! phase orders only what the thread's previous arrive released (execution only).
+//! phase orders only what the thread's previous arrive released (execution only),
+//! and the mbarrier inits before the thread's last `fence.mbarrier_init`.
+//!
+//! *Remote arrives* must reach their target before it exits: each is settled by a
+//! wait of the target's past a later phase of that barrier, or by a releasing
+//! cluster arrive of the issuer's after it (`PeerArrive`); one left unsettled when
+//! the cluster ends is an error.
 //!
 //! *Global memory.* In a cluster each CTA's clock ticks are its rank modulo the
 //! cluster size (`Machine::tick`), so the stamp of a global shadow record names
@@ -87,6 +93,11 @@ pub(crate) struct ClusterThreads {
     arrive_pc: Vec<[u32; 3]>,
     wait_pc: Vec<[u32; 3]>,
     arrive_tick: Vec<[u32; 3]>,
+    /// Per thread and phase (mod 3): the tick before which its mbarrier inits are released by
+    /// its arrive (a `.relaxed` arrive: those before its last `fence.mbarrier_init`).
+    init_rel: Vec<[u32; 3]>,
+    /// Per thread: the tick of its last `fence.mbarrier_init.release.cluster` (0: none).
+    pub(crate) init_fence: Vec<u32>,
     /// Per phase (mod 3): the earliest arrive tick of this CTA's threads in it.
     min_arrive: [u32; 3],
 }
@@ -99,6 +110,8 @@ impl ClusterThreads {
             arrive_pc: vec![[0; 3]; n],
             wait_pc: vec![[0; 3]; n],
             arrive_tick: vec![[0; 3]; n],
+            init_rel: vec![[0; 3]; n],
+            init_fence: vec![0; n],
             min_arrive: [0; 3],
         }
     }
@@ -109,6 +122,8 @@ impl ClusterThreads {
         self.arrive_pc.fill([0; 3]);
         self.wait_pc.fill([0; 3]);
         self.arrive_tick.fill([0; 3]);
+        self.init_rel.fill([0; 3]);
+        self.init_fence.fill(0);
         self.min_arrive = [0; 3];
     }
 
@@ -122,6 +137,13 @@ impl ClusterThreads {
     /// by the last cluster barrier phase `t` passed (`p`'s arrive in it), both of this CTA.
     pub(crate) fn arrived_before(&self, p: u32, t: u32) -> u32 {
         self.passed(t).map_or(0, |k| self.arrive_tick[p as usize][k])
+    }
+
+    /// The tick before which thread `p`'s mbarrier inits are ordered before thread `t`'s next
+    /// accesses by the last cluster barrier phase `t` passed (a `.relaxed` arrive after
+    /// `fence.mbarrier_init` releases them).
+    pub(crate) fn inits_before(&self, p: u32, t: u32) -> u32 {
+        self.passed(t).map_or(0, |k| self.init_rel[p as usize][k])
     }
 
     /// [`Self::arrived_before`] for every thread of the CTA at once (its earliest arrive).
@@ -141,6 +163,22 @@ pub(crate) struct PeerCopy {
     pub landed: Option<u32>,
     /// A cluster barrier completed after it landed.
     pub settled: bool,
+}
+
+/// A remote mbarrier arrive not yet ordered before its target CTA's exit: by a wait of the
+/// target's on a later phase of the barrier, or a releasing cluster barrier arrive of the issuer's.
+#[derive(Clone, Debug)]
+pub(crate) struct PeerArrive {
+    pub rank: usize,
+    pub t: u32,
+    pub site: u32,
+    /// The issuer's tick at the arrive.
+    pub tick: u32,
+    pub peer: usize,
+    pub bar: u32,
+    pub e: usize,
+    /// The phase of the peer's barrier it counts toward.
+    pub phase: u32,
 }
 
 impl<'a> Machine<'a> {
@@ -231,13 +269,17 @@ impl<'a> Machine<'a> {
         self.fam.cluster.arrive[i] += 1;
         let a = self.fam.cluster.arrive[i] as usize;
         if relaxed {
-            let before = if a >= 2 { self.fam.cluster.arrive_tick[i][(a - 1) % 3] } else { 0 };
-            self.fam.cluster.arrive_tick[i][a % 3] = before;
+            let c = &mut self.fam.cluster;
+            let (before, init_before) =
+                if a >= 2 { (c.arrive_tick[i][(a - 1) % 3], c.init_rel[i][(a - 1) % 3]) } else { (0, 0) };
+            c.arrive_tick[i][a % 3] = before;
+            c.init_rel[i][a % 3] = init_before.max(c.init_fence[i]);
             return Ok(());
         }
         // Its later accesses are stamped after the arrive: the barrier does not order them.
         let tick = self.tick()?;
         self.fam.cluster.arrive_tick[i][a % 3] = tick;
+        self.fam.cluster.init_rel[i][a % 3] = tick;
         self.fam.asy.rel[i] = tick;
         Ok(())
     }
@@ -356,7 +398,14 @@ impl<'a> Machine<'a> {
             self.cluster_min_arrive[k] = self.cluster_min_arrive[k].min(c.min_arrive[k]);
             self.fam.asy.cta_sync();
         }
+        // (a remote arrive before its issuer's releasing arrive reaches its target before the phase completes)
+        let mut released = Vec::with_capacity(self.cluster_size());
+        for r in 0..self.cluster_size() {
+            self.switch_to(r);
+            released.push(self.fam.cluster.arrive_tick.iter().map(|a| a[k]).collect::<Vec<u32>>());
+        }
         self.switch_to(me);
+        self.peer_arrives.retain(|a| released[a.rank].get(a.t as usize).is_none_or(|&r| r <= a.tick));
         for c in &mut self.peer_copies {
             c.settled |= c.landed.is_some();
         }
@@ -397,10 +446,10 @@ impl<'a> Machine<'a> {
         self.read_raw_via(src, t, s, n, Dir::ReadAsync, site, &mut data)?;
         let id = self.peer_copies.len();
         self.peer_copies.push(PeerCopy { rank: self.rank, t, site, peer, landed: None, settled: false });
-        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
+        let (me, phase) = (self.rank, self.fam.cluster.passed(t));
         let known = self.peer_knowledge(t);
         self.switch_to(peer);
-        let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), (id, &known), barrier_tick);
+        let r = self.land_from_peer(t, site, (dst, di, n), data, (bar, bi), (id, &known), phase);
         self.switch_to(me);
         r
     }
@@ -511,21 +560,29 @@ impl<'a> Machine<'a> {
         for (s, landed) in landings {
             raise(self.peer_landing_slot(self.rank, s), landed);
         }
-        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
+        let (me, phase) = (self.rank, self.fam.cluster.passed(t));
         self.switch_to(rank);
-        let r = self.arrive_from_peer(t, site, (bar, e), &known, barrier_tick, me);
+        if let Some(b) = self.fam.asy.bars.get(&(bar, e)) {
+            let phase = b.phase;
+            self.peer_arrives.push(PeerArrive { rank: me, t, site, tick, peer: rank, bar, e, phase });
+        }
+        let r = self.arrive_from_peer(t, site, (bar, e), &known, phase, me);
         self.switch_to(me);
         r
     }
 
-    /// In a peer CTA of the issuer (the running one): `bar[e]` was initialised before
-    /// the last cluster barrier (completed at `barrier_tick`), so the issuer's copy is
-    /// ordered after the init (the thread-level check would compare thread ids of
-    /// different CTAs). The init is the barrier word's last write (arrive and wait read it).
-    pub(crate) fn peer_barrier_ready(&self, bar: u32, e: usize, barrier_tick: u32) -> bool {
-        let init_after =
-            self.opts.check_races && self.bufs[bar as usize].shadow.get(e).is_some_and(|w| w[0] >= barrier_tick);
-        self.fam.asy.bars.contains_key(&(bar, e)) && !init_after
+    /// In a peer CTA of the issuer (the running one): `bar[e]`'s init was released by its
+    /// initialising thread's arrive at the last cluster barrier phase the issuer passed (ring
+    /// slot `phase`; a `.relaxed` arrive releases the inits before a `fence.mbarrier_init`), so
+    /// the issuer's copy or arrive is ordered after the init (the thread-level check would
+    /// compare thread ids of different CTAs). The init is the barrier word's last write
+    /// (arrive and wait read it).
+    pub(crate) fn peer_barrier_ready(&self, bar: u32, e: usize, phase: Option<usize>) -> bool {
+        let Some(b) = self.fam.asy.bars.get(&(bar, e)) else {
+            return false;
+        };
+        let init_at = self.bufs[bar as usize].shadow.get(e).map_or(0, |w| w[0]);
+        !self.opts.check_races || phase.is_some_and(|k| init_at < self.fam.cluster.init_rel[b.init_by as usize][k])
     }
 
     /// In the destination CTA: the copy's bytes attach to its barrier's phase.
@@ -538,12 +595,12 @@ impl<'a> Machine<'a> {
         data: Vec<u8>,
         (bar, bi): (u32, i64),
         (id, known): (usize, &[u32]),
-        barrier_tick: u32,
+        phase: Option<usize>,
     ) -> Result<(), SimError> {
         let d = self.bounds(dst, t, di, n, site, "dsmem copy destination")?;
         self.aligned(dst, t, d, 16, site, "dsmem copy destination")?;
         let e = self.bounds(bar, t, bi, 1, site, "dsmem copy's mbarrier")?;
-        if !self.peer_barrier_ready(bar, e, barrier_tick) {
+        if !self.peer_barrier_ready(bar, e, phase) {
             let msg = format!(
                 "dsmem copy by thread {t} of CTA rank {} completes on `{}[{e}]` of CTA ({}, {}, {}), which is not initialised before a cluster barrier the copy follows",
                 self.peer_copies[id].rank,
@@ -621,6 +678,20 @@ impl<'a> Machine<'a> {
         }
         self.tx_in_range(t, site, key)?;
         self.complete_if_done(key)
+    }
+
+    /// After the cluster ran: every remote mbarrier arrive was ordered before its target CTA's
+    /// exit (the hardware delivers it some time after it is issued; a CTA's shared memory is gone,
+    /// or another CTA's, once it exits).
+    pub(crate) fn peer_arrives_settled(&self) -> Option<SimError> {
+        let a = self.peer_arrives.first()?;
+        let msg = format!(
+            "thread {} of CTA rank {} arrives on `{}[{}]` of CTA rank {} (remote), and neither does that CTA wait for the phase it counts toward nor does a releasing cluster barrier follow the arrive: the target CTA may exit before the arrive reaches its shared memory",
+            a.t, a.rank, self.bufs[a.bar as usize].name, a.e, a.peer
+        );
+        Some(SimError::new(SimErrorKind::Mbarrier, self.prog.sites[a.site as usize], msg).help(
+            "have the target CTA wait for the barrier's phase before it exits (a producer's tail: each stage's release waited for once more), or end the kernel with `T.cuda.cluster_sync()`",
+        ))
     }
 
     /// After the cluster ran: every dsmem copy's issuing CTA passed a cluster barrier after it completed.

@@ -84,6 +84,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) cluster_phase: u32,
     pub(crate) cluster_min_arrive: [u32; 3],
     pub(crate) peer_copies: Vec<crate::cluster::PeerCopy>,
+    /// Remote mbarrier arrives not yet ordered before their target CTA's exit.
+    pub(crate) peer_arrives: Vec<crate::cluster::PeerArrive>,
     /// The phases of each grid group barrier word `(buffer, element)` (`grid_group`).
     pub(crate) group_words: HashMap<(u32, usize), crate::grid_group::GroupWord>,
     /// What the threads printed (`debug`), in execution order.
@@ -289,6 +291,7 @@ impl<'a> Machine<'a> {
             cluster_phase: 0,
             cluster_min_arrive: [0; 3],
             peer_copies: vec![],
+            peer_arrives: vec![],
             group_words: HashMap::new(),
             printed: vec![],
             order_rng: opts.warp_order_seed.map_or(0, |s| s | 1),
@@ -367,6 +370,7 @@ impl<'a> Machine<'a> {
         self.cluster_phase = 0;
         self.cluster_min_arrive = [0; 3];
         self.peer_copies.clear();
+        self.peer_arrives.clear();
         for (r, &cta) in ctas.iter().enumerate() {
             self.switch_to(r);
             self.start_cta(cta)?;
@@ -407,7 +411,7 @@ impl<'a> Machine<'a> {
             self.end_cta()?;
         }
         self.switch_to(0);
-        match self.peer_copies_settled() {
+        match self.peer_copies_settled().or_else(|| self.peer_arrives_settled()) {
             Some(e) => Err(e),
             None => Ok(()),
         }

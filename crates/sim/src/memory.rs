@@ -614,6 +614,7 @@ impl Machine<'_> {
             || stamp < self.fam.asy.acquired(t, p)
             || stamp < self.named_synced(t, p)
             || stamp < self.fam.cluster.arrived_before(p, t)
+            || (stamp < self.fam.cluster.inits_before(p, t) && self.fam.asy.init_stamps.contains(&stamp))
     }
 
     /// Whether `stamp` is an access of another CTA of the running cluster: there each CTA's

@@ -301,7 +301,7 @@ impl Machine<'_> {
             );
             return Err(SimError::new(SimErrorKind::OutOfBounds, self.prog.sites[site as usize], msg));
         }
-        let (me, barrier_tick) = (self.rank, self.cluster_released(t));
+        let (me, phase) = (self.rank, self.fam.cluster.passed(t));
         // What orders a peer's earlier accesses to its stage before the landing there: the
         // cluster barrier, or what the issuer learnt of that CTA (its consumers' remote arrives).
         let known = self.peer_knowledge(t);
@@ -310,7 +310,7 @@ impl Machine<'_> {
             let ready = if r == me {
                 self.fam.asy.bars.contains_key(&(bar, e))
             } else {
-                self.peer_barrier_ready(bar, e, barrier_tick)
+                self.peer_barrier_ready(bar, e, phase)
             };
             let res = if ready {
                 let from = (r != me).then_some(me);

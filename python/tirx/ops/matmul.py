@@ -75,9 +75,10 @@ CONFIGS = [
 # cluster, one launch), for shapes whose tiles leave most SMs idle (decode's M against a short N):
 # timed beside the one-CTA tiles, each tile of 128 columns at most in both counts.
 CONFIGS += [dict(cfg, cluster_k=parts) for parts in (2, 4) for cfg in CONFIGS if cfg["bn"] <= 128]
-# A's tile multicast to a cluster's two CTAs (`matmul_kernel`'s ``multicast``), 128 x 256 tiles
-# where they take more than one round, 128 x 192 where those are candidates (`multicast_fits`).
-CONFIGS += [{"consumers": 2, "bn": 256, "multicast": 2}, {"consumers": 2, "bn": 192, "multicast": 2}]
+# B's tile multicast to a cluster's two CTAs (`matmul_kernel`'s ``multicast``, ``multicast_b``),
+# 128 x 256 tiles where they take more than one round, 128 x 192 where those are candidates
+# (`multicast_fits`). (A's multicast, ``multicast_b=False``, was slower at every shape timed.)
+CONFIGS += [{"consumers": 2, "bn": 256, "multicast": 2, "multicast_b": True}, {"consumers": 2, "bn": 192, "multicast": 2, "multicast_b": True}]
 
 
 def k_tile(dtype: str) -> int:
@@ -118,8 +119,10 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
     in tiles of 128 columns at most, whose CTAs all run in one round, only where the output's
     tiles of 128 x 128 keep at most half the ``ctas`` busy, each part at least 4 K steps, and
     ``clusters`` (a call that asks for no split has none; nor has split-K's own or a gated
-    product); tiles of 192 columns only where they take one round and tiles of 128 a second,
-    partial one (16 x 22016: 115 tiles against 172); a
+    product); tiles of 192 columns only where they take one round, and tiles of 128 a second,
+    partial one (16 x 22016: 115 tiles against 172) or the tiles are two consumers' (100 x 12344
+    x 4096, B's read the bound: 65 tiles of 128 x 192 33.7 µs against 97 of 128 x 128 36.5,
+    cuBLAS 33.2, H200); a
     gated product (``gated``: two B matrices, half a tile's columns each) in any tile where B is
     K-major (each half a run of B's rows), else in tiles of 128 or 256 columns (halves of whole
     64-column swizzle atoms); ``promote_ahead`` where FP8 is promoted and its two partials fit
@@ -137,7 +140,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
         and (cfg.get("cluster_k", 1) == 1 or cluster_fits(cfg, m, n, k, dtype, ctas, clusters and splits == 1 and not gated))
-        and (cfg["bn"] != 192 or tiles(cfg["consumers"], 128) * splits > ctas >= tiles(cfg["consumers"], 192) * splits)
+        and (cfg["bn"] != 192 or ctas >= tiles(cfg["consumers"], 192) * splits and (cfg["consumers"] == 2 or tiles(1, 128) * splits > ctas))
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
         and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
         and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, cfg["bn"], dtype, ctas, splits == 1 and not gated and a_major == "k"))
@@ -145,20 +148,20 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
 
 
 def multicast_fits(m: int, n: int, bn: int, dtype: str, ctas: int, allowed: bool) -> bool:
-    """Whether A multicast to a cluster's two CTAs in 128 x ``bn`` tiles is a candidate for an
-    m x n product of ``dtype`` on ``ctas`` SMs (`_prune`): 16-bit operands (FP8 runs it,
-    simulator-checked only), a K-major A, no split or gating (``allowed``); 128 x 256 tiles where
-    they outnumber the SMs, 128 x 192 wherever those are candidates (one round of them). Timed on
-    an H200 against the one-CTA tile of the same shape (µs): 3000 x 5000 x 1000 56.1 against 67.6
-    in 128 x 256 (cuBLAS 50.6); 1000 x 3000 x 8192 76.8 against 88.2 in 128 x 192 (cuBLAS 69.3),
-    at K = 2048 22.7 against 22.9: per 1024 of K 9.0 µs against 10.9 (cuBLAS 8.3, its B multicast
-    in 1 x 2 clusters), A read from L2 once a pair, with ~3.6 µs more fixed cost (the clusters'
-    start and end, the pair's coupled fill); 2-7 % slower at 2048^3, 4000 x 4096^2, 1024 x
-    8192^2, 2000 x 2000 x 4096 and 8192^3, 3-11 % in the sweep (likely the pair's CTAs waiting
-    for each other's frees, not profiled): the autotuner times both."""
+    """Whether B multicast to a cluster's two CTAs in 128 x ``bn`` tiles (a pair: neighbouring
+    tiles of a tile column) is a candidate for an m x n product of ``dtype`` on ``ctas`` SMs
+    (`_prune`): 16-bit operands (FP8 runs it, simulator-checked only), a K-major A, no split or
+    gating (``allowed``), two tile rows or more; 128 x 256 tiles where they outnumber the SMs,
+    128 x 192 wherever those are candidates (one round of them). Timed on an H200 against the
+    one-CTA tile of the same shape and A's multicast (µs, cuBLAS in the same process): 1000 x 3000
+    x 2048 20.2 against 23.8 and 22.7 in 128 x 192 (cuBLAS 19.8); 1000 x 3000 x 8192 68.6 against
+    89.6 and 76.7 (68.2); 3000 x 5000 x 1000 50.8 against 65.3 and 55.2 in 128 x 256 (49.8); 4096^3
+    173.1 against 171.5 and 178.3 (171.9); 2048^3 in 128 x 128 24.7 against 23.7 and 26.4 (23.9):
+    cuBLAS's own design at the first three (1 x 2 clusters multicasting B), each CTA reading half
+    of B's tile from L2. The autotuner times it beside the one-CTA tiles."""
     if not (allowed and dtype in ("bfloat16", "float16")):
         return False
-    return bn == 192 or -(-m // 128) * -(-n // 256) > ctas
+    return m > 128 and (bn == 192 or -(-m // 128) * -(-n // 256) > ctas)
 
 
 def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allowed: bool) -> bool:
@@ -334,14 +337,17 @@ def matmul_kernel(
     tile's rows into both CTAs' stage (`cta_mask`), each consumer frees a stage in its CTA and its
     peer's (`MBarrier.arrive(stage, cta_id=peer, scope="cta")`: both producers refill both; at
     CTA scope, CUTLASS's remote arrive, as a cluster-scope release put MEMBAR.ALL.GPU before each,
-    2-5x slower), cluster barriers after the barriers' init and before the end; a K-major A of
-    whole tiles, no split, no cluster of K, no gating or FP8 promotion. Simulator- and
-    GPU-checked, compute-sanitizer clean (128 x 128, 128 x 256); a candidate in 128 x 256 and
-    128 x 192 tiles (`multicast_fits`). With ``multicast_b``, B's tile instead (cuBLAS's choice at
+    2-5x slower); after the barriers' init `fence.mbarrier_init` and a `.relaxed` cluster barrier
+    (CUTLASS's start: no MEMBAR), at the end the producer's tail (every stage's last release
+    waited for, so no CTA exits while its peer's arrives may reach it: no end barrier, 0.4-0.7 µs
+    less than one); a K-major A of whole tiles, no split, no cluster of K, no gating or FP8
+    promotion. Simulator- and GPU-checked, compute-sanitizer clean (128 x 128, 128 x 256). With
+    ``multicast_b``, B's tile instead (cuBLAS's choice at
     1000 x 3000 x 2048: the larger operand of a 128 x 192 tile): the pair's tiles neighbour in one
     tile column (an odd last pair's second tile lies below C), each producer loading half of each
     K step's rows of B (K-major B: half of the tile's columns) into both CTAs, a box per swizzle
-    atom, A whole. Simulator- and SASS-checked, not yet run on a GPU: not a candidate.
+    atom, A whole: faster than A's at every shape timed, a candidate in 128 x 256 and 128 x 192
+    tiles (`multicast_fits`); GPU-checked, compute-sanitizer clean (128, 192, 256 columns).
     ``pingpong`` (two consumers): each consumer warpgroup computes tiles of its own (64 x ``bn``),
     the CTA's units alternating between them (CUTLASS's ping-pong schedule): the producer fills
     the ring in unit order, a consumer frees the stages it read, and the consumers take turns
@@ -850,6 +856,22 @@ def matmul_kernel(
                         mbar=full.ptr_to([i % stages]),
                     )
 
+    def loads_of(bx):  # the producer's ring steps: its live rounds' K steps (the live rounds are a prefix)
+        if spread:
+            return T.if_then_else(live(0, bx), kps, 0)
+        return T.min((T.max(units - slot(bx), 0) + slots - 1) // slots, rounds) * kps
+
+    @T.macro(hygienic=False)
+    def producer_tail(bx):
+        # Multicast: every stage's last release waited for (this CTA's consumers' and the peer's
+        # remote ones), so no CTA exits while a peer's arrive may still reach it (CUTLASS's
+        # producer tail; the peer's multicasts into this CTA its consumers waited for): no cluster
+        # barrier at the end, each CTA of a pair leaves when done.
+        loads = loads_of(bx)
+        for j in range(stages):
+            if loads + j >= stages:
+                empty.wait((loads + j) % stages, ((loads + j) // stages + 1) % 2)
+
     @T.macro(hygienic=False)
     def load_round(r, bx):
         # The producer's loads of round r's unit, a ring step each.
@@ -932,8 +954,9 @@ def matmul_kernel(
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
         empty.init(1 if pingpong else consumers * multicast)  # one arrival per consumer warpgroup reading it (multicast: of both CTAs)
         T.ptx.fence.mbarrier_init()
-        if mc:  # (the peer's barriers initialised before its multicasts and arrives reach them)
-            T.cuda.cluster_sync()
+        if mc:  # (the peer's barriers initialised before its multicasts and arrives reach them: the fence releases the inits, so the arrive need not — CUTLASS's start, no MEMBAR)
+            T.ptx.barrier.cluster.arrive.relaxed()
+            T.ptx.barrier.cluster.wait()
         else:
             T.cuda.cta_sync()
         acc = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
@@ -970,6 +993,8 @@ def matmul_kernel(
                 for r in range(rounds):
                     if live(r, bx):
                         load_round(r, bx)
+                if mc:
+                    producer_tail(bx)
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -997,8 +1022,6 @@ def matmul_kernel(
                 T.ptx.cp_async.bulk.wait_group_read(0)
         if clustered and wg == 0:  # (the last round's phase)
             T.ptx.barrier.cluster.wait()
-        if mc:  # (no CTA exits while its peer's multicasts and remote arrives may still reach it)
-            T.cuda.cluster_sync()
 
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
     sa_shape = (m, kt_steps) if block else (m, 1) if rowwise else (1,)

@@ -5,8 +5,9 @@
 //! every planted mistake reported — no remote release (the peer's refill races with this CTA's
 //! reads of the stage), no fence for the async proxy, a barrier counting too few or too many
 //! arrivals, a rank outside the cluster (at compile time and at run time), a peer barrier no
-//! cluster barrier ordered the init of, no cluster launch; the CUDA's `mapa` and cluster-scope
-//! release.
+//! cluster barrier ordered the init of, no cluster launch, a remote arrive not ordered before
+//! its target's exit (a relaxed end barrier, or none without the producer's tail); the CUDA's
+//! `mapa` and cluster-scope release.
 
 mod common;
 use common::*;
@@ -83,6 +84,34 @@ fn a_barrier_counting_the_wrong_arrivals_is_reported() {
     let src = planted("    empty.init(CLUSTER)", "    empty.init(1)");
     let (e, text) = simulate_src(&src).expect_err("a phase with all its arrivals gets one more");
     assert!(matches!(e.kind, SimErrorKind::Mbarrier | SimErrorKind::DataRace), "{text}");
+}
+
+/// The example with its end (the last `T.cuda.cluster_sync()`) replaced by `end`.
+fn with_end(end: &str) -> String {
+    let last = "    T.cuda.cluster_sync()\n";
+    let at = EXAMPLE.rfind(last).expect("the example ends with a cluster barrier");
+    format!("{}{end}{}", &EXAMPLE[..at], &EXAMPLE[at + last.len()..])
+}
+
+#[test]
+fn a_remote_arrive_must_reach_its_target_before_the_target_exits() {
+    // A `.relaxed` end barrier orders no memory access: the last remote releases may still be
+    // on their way to a peer that has exited.
+    let relaxed = with_end("    T.ptx.barrier.cluster.arrive.relaxed()\n    T.ptx.barrier.cluster.wait()\n");
+    let (e, text) = simulate_src(&relaxed).expect_err("the peer may exit before the arrive lands");
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+    assert!(e.message.contains("(remote)") && e.message.contains("may exit before the arrive reaches"), "{text}");
+    let (e, text) = simulate_src(&with_end("")).expect_err("no end barrier, no tail");
+    assert_eq!(e.kind, SimErrorKind::Mbarrier, "{text}");
+    // The producer's tail (CUTLASS's): every stage's last release waited for, no end barrier.
+    let loop_end = "                cta_mask=(1 << CLUSTER) - 1,\n            )\n";
+    let tail =
+        "        for s in range(STEPS, STEPS + STAGES):\n            empty.wait(s % STAGES, (s // STAGES + 1) % 2)\n";
+    let src = with_end("").replacen(loop_end, &format!("{loop_end}{tail}"), 1);
+    assert_ne!(src, with_end(""));
+    let b = simulate_src(&src).unwrap_or_else(|(_, text)| panic!("{text}"));
+    let a = pattern(DType::F16, ROWS * COLS);
+    assert!(b[..a.len()] == a[..] && b[a.len()..] == a[..]);
 }
 
 #[test]

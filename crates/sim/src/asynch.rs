@@ -1177,15 +1177,7 @@ impl Machine<'_> {
         if i64::from(b.phase & 1) == parity {
             return Ok(Flow::Block);
         }
-        if !self.peer_arrives.is_empty() {
-            // (the peers' remote arrives of the completed phases reached this CTA)
-            let (me, done) = (self.rank, b.phase);
-            self.peer_arrives.retain(|a| !(a.peer == me && a.bar == bar && a.e == e && a.phase < done));
-        }
-        let Some(b) = self.fam.asy.bars.get(&(bar, e)) else {
-            return Ok(Flow::Block);
-        };
-        let n = self.n;
+        let (n, done) = (self.n, b.phase);
         if let Some(row) = self.fam.asy.acq.get_mut(t as usize * n..(t as usize + 1) * n) {
             join(row, &b.released);
         }
@@ -1193,6 +1185,9 @@ impl Machine<'_> {
             join_grow(row, &b.released_tma);
         }
         join_grow(&mut self.fam.asy.peer[t as usize], &b.released_peer);
+        // (the peers' remote arrives on the completed phases reached this CTA: it may exit)
+        let me = self.rank;
+        self.peer_arrives.retain(|a| !(a.peer == me && a.bar == bar && a.e == e && a.phase < done));
         Ok(Flow::Next)
     }
 

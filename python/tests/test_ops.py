@@ -709,6 +709,51 @@ def test_multicast_without_the_remote_release_is_a_race(tmp_path):
         tirx.compile(prim, "sm_90a")(a, b, np.zeros((n, m), a.dtype))
 
 
+@pytest.mark.parametrize(
+    "shape,scales,ahead,mc_b",
+    [((300, 256, 128 * 5, 4), "tensor", True, True), ((200, 136, 144, 2), "block", True, True), ((256, 296, 128 * 3, 6), "tensor", False, False), ((130, 256, 384, 2), "block", False, True)],
+    ids=str,
+)
+def test_fp8_promoted_multicast_matches_float64(shape, scales, ahead, mc_b):
+    """FP8 promoted to float32 every 128 of K (tensor or DeepGEMM's block scales; each step
+    issued ahead or waited for) in multicast pairs (B's or A's tile shared): each consumer frees a
+    promoted step's stage in both CTAs. Ragged M, N and K, odd pairs; every element written."""
+    (m, n, k, ctas) = shape
+    rng = np.random.default_rng(m + n)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a, b = (rng.standard_normal((m, k)) * 2).astype(f8), (rng.standard_normal((k, n)) * 2).astype(f8)
+    kb = -(-k // 128)
+    if scales == "block":
+        sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
+        sb = rng.uniform(0.5, 2, (-(-n // 128), kb)).astype(np.float32)
+        deq_a = a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]
+        deq_b = b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n]
+    else:
+        sa, sb = np.float32([0.5]), np.float32([1.5])
+        deq_a, deq_b = a.astype(F64) * 0.5, b.astype(F64) * 1.5
+    want = deq_a @ deq_b
+    kern = tirx.compile(
+        matmul_module.matmul_kernel.factory(
+            m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=ctas, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False,
+            scales=scales, promote_ahead=ahead, multicast=2, multicast_b=mc_b,
+        )
+    )
+    assert kern.cluster_size == 2
+    c = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+    kern(a, np.ascontiguousarray(b.T), sa, sb, c)
+    np.testing.assert_allclose(c.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+
+
+def test_fp8_multicast_is_not_a_candidate_and_three_promoting_consumers_refuse_it():
+    """FP8's multicast runs (`test_fp8_promoted_multicast_matches_float64`) but was slower than one
+    CTA a tile wherever timed: no FP8 configuration of the tuner's multicasts."""
+    for fast in (True, False):
+        cfgs = matmul_module._prune([dict(c) for c in matmul_module.CONFIGS], m=8192, n=8192, k=4096, dtype="float8_e4m3fn", fast_accum=fast)
+        assert cfgs and not [c for c in cfgs if c.get("multicast")]
+    with pytest.raises(ValueError, match="multicast=2"):  # (three consumers' promotion: not with multicast)
+        matmul_module.matmul_kernel.factory(m=384, n=128, k=128, dtype="float8_e4m3fn", ctas=2, consumers=3, bn=64, out_dtype="bfloat16", fast_accum=False, multicast=2)
+
+
 def test_multicast_without_the_producer_tail_is_reported(tmp_path):
     """The multicast design without its producer's tail (and no cluster barrier at the end): the
     last remote arrives on the peer's stages may reach it after it exited — reported."""
@@ -1757,7 +1802,11 @@ AHEAD_GEMM = (
 AHEAD_PROMOTE = (
     "        promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))\n"
 )
-AHEAD_FREE = "        if tid % 128 == 0:\n            empty.arrive((r * kps + kt) % stages)\n"
+AHEAD_FREE = (
+    "        if tid % 128 == 0:\n            empty.arrive((r * kps + kt) % stages)\n"
+    "            if mc:  # (in the peer too, at CTA scope: `mma_step`'s)\n"
+    '                empty.arrive((r * kps + kt) % stages, cta_id=1 - rank, scope="cta")\n'
+)
 AHEAD_PLANTED = {
     # the step before read while both steps' wgmmas may still run
     "wait": (

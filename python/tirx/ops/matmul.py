@@ -150,7 +150,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
 def multicast_fits(m: int, n: int, bn: int, dtype: str, ctas: int, allowed: bool) -> bool:
     """Whether B multicast to a cluster's two CTAs in 128 x ``bn`` tiles (a pair: neighbouring
     tiles of a tile column) is a candidate for an m x n product of ``dtype`` on ``ctas`` SMs
-    (`_prune`): 16-bit operands (FP8 runs it, simulator-checked only), a K-major A, no split or
+    (`_prune`): 16-bit operands, a K-major A, no split or
     gating (``allowed``), two tile rows or more; 128 x 256 tiles where they outnumber the SMs,
     128 x 192 wherever those are candidates (one round of them). Timed on an H200 against the
     one-CTA tile of the same shape and A's multicast (µs, cuBLAS in the same process): 1000 x 3000
@@ -158,7 +158,10 @@ def multicast_fits(m: int, n: int, bn: int, dtype: str, ctas: int, allowed: bool
     89.6 and 76.7 (68.2); 3000 x 5000 x 1000 50.8 against 65.3 and 55.2 in 128 x 256 (49.8); 4096^3
     173.1 against 171.5 and 178.3 (171.9); 2048^3 in 128 x 128 24.7 against 23.7 and 26.4 (23.9):
     cuBLAS's own design at the first three (1 x 2 clusters multicasting B), each CTA reading half
-    of B's tile from L2. The autotuner times it beside the one-CTA tiles."""
+    of B's tile from L2. The autotuner times it beside the one-CTA tiles. FP8 promoted to float32
+    runs it too (bit for bit the one-CTA design's, and `torch._scaled_mm`'s), but was slower at
+    every shape timed (128 x 128 tiles, `promote_ahead`: 8192^3 926 against 893 µs, 16384 x 6144
+    x 4096 671 against 638, 4096^3 106.5 against 104.6; H200): not a candidate."""
     if not (allowed and dtype in ("bfloat16", "float16")):
         return False
     return m > 128 and (bn == 192 or -(-m // 128) * -(-n // 256) > ctas)
@@ -340,8 +343,10 @@ def matmul_kernel(
     2-5x slower); after the barriers' init `fence.mbarrier_init` and a `.relaxed` cluster barrier
     (CUTLASS's start: no MEMBAR), at the end the producer's tail (every stage's last release
     waited for, so no CTA exits while its peer's arrives may reach it: no end barrier, 0.4-0.7 µs
-    less than one); a K-major A of whole tiles, no split, no cluster of K, no gating or FP8
-    promotion. Simulator- and GPU-checked, compute-sanitizer clean (128 x 128, 128 x 256). With
+    less than one); a K-major A of whole tiles, no split, no cluster of K, no gating, FP8
+    promotion over two consumers at most (on the GPU bit for bit the one-CTA design's, slower:
+    `multicast_fits`). Simulator- and GPU-checked, compute-sanitizer clean (128 x 128, 128 x
+    256). With
     ``multicast_b``, B's tile instead (cuBLAS's choice at
     1000 x 3000 x 2048: the larger operand of a 128 x 192 tile): the pair's tiles neighbour in one
     tile column (an odd last pair's second tile lies below C), each producer loading half of each
@@ -441,10 +446,10 @@ def matmul_kernel(
     # each loading half of their A tile into both; a pair is the unit a cluster walks
     # (``multicast_b``: of one tile column, each loading half of their B tile into both).
     mc = multicast == 2
-    if multicast not in (1, 2) or (mc and (clustered or split or gated or promote or a_mn or a_rows < bm or ctas < 2)):
+    if multicast not in (1, 2) or (mc and (clustered or split or gated or (promote and consumers > 2) or a_mn or a_rows < bm or ctas < 2)):
         raise ValueError(
             f"multicast={multicast}: 1, or 2 (A shared by a cluster's two CTAs) without split-K, clusters of K, gating or FP8 "
-            "promotion, for a K-major A of whole tiles, on two CTAs or more"
+            "promotion over three consumers, for a K-major A of whole tiles, on two CTAs or more"
         )
     if multicast_b and not mc:
         raise ValueError("multicast_b: with multicast=2 (B's tile shared by a cluster's two CTAs, computing neighbouring tiles of a tile column)")
@@ -580,6 +585,8 @@ def matmul_kernel(
         promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))
         if tid % 128 == 0:
             empty.arrive((r * kps + kt) % stages)
+            if mc:  # (in the peer too, at CTA scope: `mma_step`'s)
+                empty.arrive((r * kps + kt) % stages, cta_id=1 - rank, scope="cta")
 
     @T.macro(hygienic=False)
     def promote_run(SA, SB, srow, r, bx, k0, u, cw):

@@ -396,16 +396,13 @@ impl<'a> Machine<'a> {
             let c = &mut self.fam.cluster;
             c.min_arrive[k] = c.arrive_tick.iter().map(|a| a[k]).min().unwrap_or(0);
             self.cluster_min_arrive[k] = self.cluster_min_arrive[k].min(c.min_arrive[k]);
+            // (a remote arrive of this CTA's before its thread's releasing arrive reaches its
+            // target before the phase completes)
+            let ticks = &c.arrive_tick;
+            self.peer_arrives.retain(|a| a.rank != r || ticks.get(a.t as usize).is_none_or(|x| x[k] <= a.tick));
             self.fam.asy.cta_sync();
         }
-        // (a remote arrive before its issuer's releasing arrive reaches its target before the phase completes)
-        let mut released = Vec::with_capacity(self.cluster_size());
-        for r in 0..self.cluster_size() {
-            self.switch_to(r);
-            released.push(self.fam.cluster.arrive_tick.iter().map(|a| a[k]).collect::<Vec<u32>>());
-        }
         self.switch_to(me);
-        self.peer_arrives.retain(|a| released[a.rank].get(a.t as usize).is_none_or(|&r| r <= a.tick));
         for c in &mut self.peer_copies {
             c.settled |= c.landed.is_some();
         }

@@ -127,6 +127,10 @@ def matmul_cases():
     yield "ops_matmul_fp8_promoted", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False
     )
+    # promoted in 128 x 192 tiles (two consumers' accumulators and partials in 232 of their 240 registers)
+    yield "ops_matmul_fp8_promoted_wide", mm.matmul_kernel.factory(
+        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=192, out_dtype="bfloat16", fast_accum=False
+    )
     yield "ops_matmul_fp8_promoted3", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False
     )

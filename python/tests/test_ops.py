@@ -19,7 +19,7 @@ common = sys.modules["tirx.ops._common"]
 # The tile configurations of 16-bit operands (promote_ahead is FP8's: test_fp8_promoted_ahead_matches_float64),
 # one CTA a tile and K over a cluster's CTAs (test_every_cluster_configuration_matches_float64).
 # (The multicast candidate has tests of its own: `test_multicast_*`.)
-TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" not in c and "multicast" not in c]
+TILES_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and not c.get("whole_epilogue") and "cluster_k" not in c and "multicast" not in c]
 CLUSTERED_16 = [c for c in matmul_module.CONFIGS if not c.get("promote_ahead") and "cluster_k" in c]
 
 F64 = np.float64
@@ -1730,7 +1730,16 @@ def test_epilogue_activation_errors():
 
 @pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
 @pytest.mark.parametrize(
-    "cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 3, "bn": 128}, {"consumers": 2, "bn": 256, "fast_accum": True}]
+    "cfg",
+    [
+        {"consumers": 1, "bn": 128},
+        {"consumers": 2, "bn": 128},
+        {"consumers": 3, "bn": 128},
+        {"consumers": 2, "bn": 192},
+        {"consumers": 2, "bn": 192, "whole_epilogue": True},
+        {"consumers": 2, "bn": 208, "whole_epilogue": True},
+        {"consumers": 2, "bn": 256, "fast_accum": True},
+    ],
 )
 def test_scaled_mm_matches_float64(dtype, cfg):
     """FP8 GEMM with per-tensor scales (torch._scaled_mm's contract): both operands K-major for
@@ -1862,6 +1871,44 @@ def test_promote_ahead_errors():
     assert matmul_module.ahead_fits(2, 128) and matmul_module.ahead_fits(3, 64) and not matmul_module.ahead_fits(3, 128)
 
 
+def test_promoted_tiles_fit_the_registers():
+    """FP8 promoted to float32 takes any tile whose accumulator and partial fit a consumer's
+    registers (128 x 192 over two consumers: a candidate at every shape, per-tensor or row-wise
+    scales) and refuses the rest, saying what they need."""
+    with pytest.raises(ValueError, match=r"fast_accum=False: a step's partial beside the accumulator in a consumer's registers \(bn=256, consumers=2: 288"):
+        matmul_module.matmul_kernel.factory(m=128, n=256, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=False)
+    assert matmul_module.promote_fits(2, 192) and matmul_module.promote_fits(3, 128) and not matmul_module.promote_fits(3, 192)
+    fp8 = dict(dtype="float8_e4m3fn", fast_accum=False)
+    for scales, wide in (("tensor", True), ("row", True), ("block", False)):
+        picked = matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, scales=scales, **fp8)
+        assert ({"consumers": 2, "bn": 192, "whole_epilogue": True} in picked) == wide, scales
+        assert ({"consumers": 2, "bn": 208, "whole_epilogue": True} in picked) == wide, scales
+        assert all(matmul_module.promote_fits(c["consumers"], c["bn"]) for c in picked)
+    small = matmul_module._prune(matmul_module.CONFIGS, 300, 1000, 1024, scales="block", **fp8)  # (one round of 192-column tiles)
+    assert small and all(c["bn"] == 128 for c in small)
+    assert not any(c.get("whole_epilogue") for c in matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, dtype="bfloat16"))
+    assert not any(c.get("whole_epilogue") for c in matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, dtype="float8_e4m3fn", fast_accum=True))
+
+
+@pytest.mark.parametrize("cfg", [{"consumers": 2, "bn": 256}, {"consumers": 1, "bn": 192}, {"consumers": 2, "bn": 96}], ids=str)
+def test_whole_epilogue_matches_one_buffer(cfg):
+    """``whole_epilogue``: each epilogue store a buffer of its own, all written before the stores are
+    issued (one wait for the last tile's stores a tile): the same bits as one buffer waited for
+    before each store is written, over two CTAs walking several tiles, ragged M, N (boxes per
+    swizzle atom) and K."""
+    m, n, k = 150, 296, 200
+    rng = np.random.default_rng(cfg["bn"])
+    a = rng.standard_normal((m, k)).astype(numpy_dtype("bfloat16"))
+    b = rng.standard_normal((k, n)).astype(numpy_dtype("bfloat16"))
+    got = {}
+    for whole in (True, False):
+        got[whole] = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+        tirx.compile(matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, whole_epilogue=whole, **cfg))(a, b, got[whole])
+    want = a.astype(F64) @ b.astype(F64)
+    np.testing.assert_allclose(got[True].astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    np.testing.assert_array_equal(got[True].view(np.uint16), got[False].view(np.uint16))
+
+
 @pytest.mark.parametrize("cfg", [{"consumers": 1}, {"consumers": 2}, {"consumers": 3}])
 def test_block_scaled_mm_matches_float64(cfg):
     """DeepGEMM's FP8 recipe: a scale per row and 128 of K for a, per 128 x 128 block for b,
@@ -1892,7 +1939,16 @@ def test_block_scaled_mm_matches_float64(cfg):
         ops.scaled_mm(a, b, sa[:, :2], sb, out_dtype="bfloat16")
 
 
-@pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128, "fast_accum": False}, {"consumers": 2, "bn": 256, "fast_accum": True}, {"consumers": 2, "bn": 128, "fast_accum": True, "pingpong": True}], ids=str)
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        {"consumers": 1, "bn": 128, "fast_accum": False},
+        {"consumers": 2, "bn": 192, "fast_accum": False, "whole_epilogue": True},
+        {"consumers": 2, "bn": 256, "fast_accum": True},
+        {"consumers": 2, "bn": 128, "fast_accum": True, "pingpong": True},
+    ],
+    ids=str,
+)
 def test_rowwise_scaled_mm_matches_float64(cfg):
     """torch._scaled_mm's row-wise scales (`scales="row"`): ``(a @ b) * scale_a * scale_b`` with
     scale_a (m, 1) per row of a and scale_b (1, n) per column of b, applied in float32 in the
@@ -2393,6 +2449,40 @@ def test_fp8_promoted_ahead_on_the_gpu():
                 theirs = torch._scaled_mm(a, bt.t(), sa[0], sb[0], out_dtype=torch.bfloat16)
                 bound = (theirs.double() - want).abs().max().item() + 2.0**-7 * want.abs().max().item()
                 assert (got[True].double() - want).abs().max().item() <= bound, (m, n, k, cfg)
+
+
+def test_fp8_promoted_wide_tiles_on_the_gpu():
+    """FP8 promoted in two consumers' tiles of 192 and 208 columns (`whole_epilogue`), per-tensor
+    and row-wise scales, on the GPU: the same bits as 128 x 128 tiles promoted ahead (the same
+    partials added in the same order), over ragged M and N (several tiles a CTA: a grid of 4) and
+    ``torch._scaled_mm``'s within its distance of the float64 product."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    torch.manual_seed(0)
+    for (m, n, k), scales in [((700, 1000, 1024), "tensor"), ((300, 1240, 512), "row"), ((1024, 2048, 2048), "tensor")]:
+        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+        if scales == "row":
+            sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+        else:
+            sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+        got = {}
+        for cfg in [{"bn": 128, "promote_ahead": True}, {"bn": 192, "whole_epilogue": True}, {"bn": 208, "whole_epilogue": True}, {"bn": 192}]:
+            prim = matmul_module.matmul_kernel.factory(
+                m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=4, consumers=2, out_dtype="bfloat16", fast_accum=False, scales=scales, **cfg
+            )
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            tirx.compile(prim)(a, bt, sa, sb, out)
+            got[str(cfg)] = out
+        first = next(iter(got.values()))
+        for cfg, out in got.items():
+            assert torch.equal(out, first), (m, n, k, scales, cfg)
+        want = (a.double() @ bt.double().t()) * (sa.double() * sb.double())
+        n16 = n // 16 * 16  # (cuBLASLt takes N a multiple of 16)
+        theirs = torch._scaled_mm(a, bt[:n16].t(), sa, sb[:, :n16] if scales == "row" else sb, out_dtype=torch.bfloat16)
+        bound = (theirs.double() - want[:, :n16]).abs().max().item() + 2.0**-7 * want.abs().max().item()
+        assert (first.double() - want).abs().max().item() <= bound, (m, n, k, scales)
 
 
 def test_fp8_over_a_cluster_on_the_gpu():

@@ -13,7 +13,7 @@ before it (`empty`). The epilogue rounds the accumulator, stores it to a shared 
 `stmatrix` and writes it with TMA, 128 columns at a time. CTAs are persistent (one per SM) and
 walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
 in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128, for decode's M also 64 and 32,
-192 where it saves a partial round; promoted FP8 also 192 x 128) per shape; the stage count is as many as shared memory holds. Where
+192 where it saves a partial round; promoted FP8 also 192 x 128, and 128 x 192 at every shape) per shape; the stage count is as many as shared memory holds. Where
 the tiles leave most SMs idle, the autotuner also times K split over the CTAs of a cluster, the first
 adding the others' float32 parts in one launch; ``split_k=``: each part's sums in a slice of a
 workspace, then a second kernel (`matmul_finish_kernel`) adding them in order.
@@ -70,6 +70,13 @@ CONFIGS = [
     {"consumers": 1, "bn": 32, "promote_ahead": True},
     {"consumers": 2, "bn": 64, "promote_ahead": True},
     {"consumers": 2, "bn": 128, "promote_ahead": True},
+    # FP8 promoted in wider tiles (the accumulator and a step's partial in 232 and 240 of a
+    # consumer's registers), the epilogue's stores all written before any is issued: a third
+    # fewer loads a product than 128 x 128 (the L2 traffic that bounds those) and no wait for a
+    # store's reads inside a tile's epilogue (8192^3: 740 µs against 758 with one store's buffer
+    # and 825 promoted ahead in 128 x 128, cuBLASLt 766, H200).
+    {"consumers": 2, "bn": 192, "whole_epilogue": True},
+    {"consumers": 2, "bn": 208, "whole_epilogue": True},
 ]
 # Split-K over a cluster's CTAs (``cluster_k``: K in 2 or 4 parts, a tile's parts the CTAs of a
 # cluster, one launch), for shapes whose tiles leave most SMs idle (decode's M against a short N):
@@ -91,14 +98,14 @@ def k_steps(k: int, dtype: str) -> int:
     return -(-k // k_tile(dtype))
 
 
-def stages_for(consumers: int, bn: int, out_bytes: int = 2, pingpong: bool = False) -> int:
+def stages_for(consumers: int, bn: int, out_bytes: int = 2, pingpong: bool = False, whole_epilogue: bool = False) -> int:
     """The shared-memory stages a tile configuration has room for (at most 8, 16 for tiles of
     fewer than 128 columns: their stages carry a few KB of B, the loads a CTA needs in flight to
     stream at its share of the bandwidth): A and B per stage (``pingpong``: a stage holds one
     consumer's 64 rows of A), one 64 x `epilogue_cols` epilogue tile per consumer (of
-    ``out_bytes`` elements), 1 KiB for the mbarriers and alignment."""
+    ``out_bytes`` elements; ``whole_epilogue``: 64 x ``bn``), 1 KiB for the mbarriers and alignment."""
     stage = (64 * (1 if pingpong else consumers) * BK + BK * bn) * 2
-    epilogue = consumers * 64 * epilogue_cols(bn) * out_bytes
+    epilogue = consumers * 64 * (bn if whole_epilogue else epilogue_cols(bn)) * out_bytes
     return min(8 if bn >= 128 else 16, (c.SMEM_BYTES - epilogue - 1024) // stage)
 
 
@@ -111,9 +118,11 @@ def epilogue_cols(bn: int) -> int:
 def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=132, splits=1, clusters=True, gated=False, a_major="k", b_major="", **_):
     """Every tile covers any shape; a tile of several consumers' rows is kept only where M reaches
     its last consumer's rows (M = 100 in one 128-row tile reads B once, where two 64-row tiles
-    read it twice: 100 x 12344 x 4096 36.0 against 40.7 µs, H200); FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles of 128 columns (the
-    accumulator and a step's partial in registers), the only form with three consumers (more
-    warpgroups to hide each one's wait for its partial and its adds); a tile narrower than 128
+    read it twice: 100 x 12344 x 4096 36.0 against 40.7 µs, H200); FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles whose
+    accumulator and a step's partial fit a consumer's registers (`promote_fits`), the only form with three consumers (more
+    warpgroups to hide each one's wait for its partial and its adds), and the only one with
+    ``whole_epilogue`` (two consumers' tiles of 192 and 208 columns at every shape, per-tensor or
+    row-wise scales); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts (`cluster_fits`)
     in tiles of 128 columns at most, whose CTAs all run in one round, only where the output's
@@ -136,11 +145,12 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or m > 64 * (cfg["consumers"] - 1))
-        and not (promote and cfg["bn"] > 128)
+        and (not promote or promote_fits(cfg["consumers"], cfg["bn"]) and (scales != "block" or cfg["bn"] == 128))
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
         and (cfg.get("cluster_k", 1) == 1 or cluster_fits(cfg, m, n, k, dtype, ctas, clusters and splits == 1 and not gated))
-        and (cfg["bn"] != 192 or ctas >= tiles(cfg["consumers"], 192) * splits and (cfg["consumers"] == 2 or tiles(1, 128) * splits > ctas))
+        and (not cfg.get("whole_epilogue") or promote)
+        and (cfg["bn"] != 192 or cfg.get("whole_epilogue") or ctas >= tiles(cfg["consumers"], 192) * splits and (cfg["consumers"] == 2 or tiles(1, 128) * splits > ctas))
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
         and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
         and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, cfg["bn"], dtype, ctas, splits == 1 and not gated and a_major == "k"))
@@ -187,6 +197,19 @@ def ahead_registers(consumers: int, bn: int) -> tuple:
     loop (ptxas: no spills at 64 x 128 over one or two consumers, 64 x 64 over three; 64 x 128
     over three spill) — and those it holds."""
     return 3 * bn // 2 + 40, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
+
+
+def promote_registers(consumers: int, bn: int) -> tuple:
+    """``(needed, held)``: a consumer's registers FP8 promoted to float32 needs — the accumulator
+    and a step's partial (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 32 more for addresses
+    and the loop — and those it holds."""
+    return bn + 32, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
+
+
+def promote_fits(consumers: int, bn: int) -> bool:
+    """Whether FP8 promoted to float32 fits a consumer's registers (`promote_registers`)."""
+    needed, held = promote_registers(consumers, bn)
+    return needed <= held
 
 
 def ahead_fits(consumers: int, bn: int) -> bool:
@@ -286,6 +309,7 @@ def matmul_kernel(
     b_dtype: str = "",
     stream_k: bool = False,
     spread_units: bool = True,
+    whole_epilogue: bool = False,
 ):
     """``C = A @ B`` (``A``: m x k, ``B``: k x n, row-major) with ``ctas`` persistent CTAs of
     ``consumers`` consumer warpgroups and ``64 * consumers`` x ``bn`` output tiles. ``bias``:
@@ -375,7 +399,10 @@ def matmul_kernel(
     ``spread_units`` (the default): where the units are fewer than the CTAs, unit j runs on CTA
     ``floor(j ctas / units)``, spread over the grid rather than on its first CTAs (False: the
     first; multicast spreads its pairs over the clusters; clusters of K and stream-K place theirs
-    as they must)."""
+    as they must). ``whole_epilogue``: a consumer's epilogue stores each from a shared buffer of
+    its own, all written before the first is issued, so a tile's epilogue waits only for the tile
+    before's stores (read long since), not for each store in turn; the buffers take the room of a
+    stage or two (`stages_for`)."""
     if bias not in BIASES:
         raise ValueError(f"bias: {bias!r}; '' (none), 'row' (1 x n), 'column' (m x 1) or 'matrix' (m x n)")
     if activation and activation not in ACTIVATIONS:
@@ -398,8 +425,12 @@ def matmul_kernel(
     if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn != 128)) or (rowwise and not fp8):
         raise ValueError(f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles, or 'row' with FP8 operands")
     promote = fp8 and not fast_accum
-    if promote and bn > 128:
-        raise ValueError(f"fast_accum=False: tiles of 128 columns at most (bn={bn}: its partials exceed the registers)")
+    if promote and not promote_fits(consumers, bn):
+        needed, held = promote_registers(consumers, bn)
+        raise ValueError(
+            f"fast_accum=False: a step's partial beside the accumulator in a consumer's registers (bn={bn}, consumers={consumers}: "
+            f"{needed} with addresses and the loop, {held} a thread)"
+        )
     ahead = promote_ahead
     if ahead and (not promote or not ahead_fits(consumers, bn)):
         needed, held = ahead_registers(consumers, bn)
@@ -428,7 +459,7 @@ def matmul_kernel(
     if stream_k and (split or clustered or multicast != 1 or pingpong or promote or gated):
         raise ValueError("stream_k: 16-bit operands or FP8 with fast_accum; no split-K, cluster of K, multicast, ping-pong or gating")
     bm = 64 if pingpong else 64 * consumers  # (an output tile's rows)
-    stages = stages_for(consumers, bn, c.elem_bytes(cd), pingpong)
+    stages = stages_for(consumers, bn, c.elem_bytes(cd), pingpong, whole_epilogue)
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
     tm, tn = -(-m // bm), -(-n // hb)
@@ -474,6 +505,10 @@ def matmul_kernel(
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
     epi = epilogue_cols(hb)
     halves = tuple(range(hb // epi))  # the epilogue's stores of epi columns, unrolled
+    # ``whole_epilogue``: a buffer per store, all written before the stores are issued (one wait
+    # for the last tile's stores a tile, a tile's work after them), else one, each store's
+    # reads waited for before the next is written.
+    buffers = len(halves) if whole_epilogue else 1
     # B and C move in TMA boxes of whole tile rows when N is a whole number of 64 columns (a
     # whole number of their swizzle's atoms: one instruction); otherwise atom by atom, so that
     # each box's columns are a dimension of N itself and the last one can leave the matrix.
@@ -487,7 +522,7 @@ def matmul_kernel(
     a_smem = mma_shared_layout(dtype, 3, (stages, bk, bm) if a_mn else (stages, bm, bk))
     b_shape = (stages, bn, bk) if b_k else (stages, BK, bn)  # (8-bit: K-major, as wgmma takes them)
     b_smem = mma_shared_layout(bd, b_swizzle, b_shape)
-    c_smem = mma_shared_layout(cd, c_swizzle, (consumers, 64, epi))
+    c_smem = mma_shared_layout(cd, c_swizzle, (consumers, buffers, 64, epi))
     acc_layout = wgmma_acc_layout(bn)  # one consumer's accumulator (64 x bn)
     # A row of epi columns over an accumulator's 64 rows: each thread holds its columns' values,
     # replicated over the warps and the quads' rows (`wgmma_acc_layout`'s column iters).
@@ -666,11 +701,12 @@ def matmul_kernel(
         # Consumer cw's accumulator, the tile at tile row tm_ and column tn_, through the epilogue
         # into C (split-K: as it is, into C's slice ``part``), epi columns at a time.
         for h in halves:
-            if tid % 128 == 0:
-                T.ptx.cp_async.bulk.wait_group_read(0)  # the last store has read C_s[cw]
-            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if h == 0 or buffers == 1:
+                if tid % 128 == 0:
+                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last stores have read C_s[cw]
+                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
             if split:  # (the partial, as it is)
-                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
+                Tx.warpgroup.copy(C_s[cw, h % buffers, 0:64, 0:epi], acc[0:64, h * epi : h * epi + epi])
             if rowwise and not split:  # (split-K: the finishing kernel's)
                 scale_rows_and_columns(
                     acc[0:64, h * epi : h * epi + epi],
@@ -701,10 +737,17 @@ def matmul_kernel(
                 Tx.warpgroup.mul(acc[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi], acc[0:64, hb + h * epi : hb + h * epi + epi])
             if not split:
                 Tx.warpgroup.cast(out[0:64, h * epi : h * epi + epi], acc[0:64, h * epi : h * epi + epi])
-                Tx.warpgroup.copy(C_s[cw, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
-            T.ptx.fence.proxy.async_.shared__cta()
-            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            if tid % 128 == 0:
+                Tx.warpgroup.copy(C_s[cw, h % buffers, 0:64, 0:epi], out[0:64, h * epi : h * epi + epi])
+            if buffers == 1 or h == halves[-1]:
+                epilogue_stores(tm_, tn_, cw, part, (h,) if buffers == 1 else halves)
+
+    @T.macro(hygienic=False)
+    def epilogue_stores(tm_, tn_, cw, part, hs):
+        # The epilogue's stores ``hs`` (static) from C_s[cw], once its threads' writes are there.
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+        if tid % 128 == 0:
+            for h in hs:
                 for c0, cw_ in c_boxes:
                     if split:  # (the unit's part of K: its own slice of C)
                         Tx.copy_async(
@@ -713,16 +756,16 @@ def matmul_kernel(
                                 row0(tm_, cw) : row0(tm_, cw) + 64,
                                 col0(tn_, h) + c0 : col0(tn_, h) + c0 + cw_,
                             ],
-                            C_s[cw, 0:64, c0 : c0 + cw_],
+                            C_s[cw, h % buffers, 0:64, c0 : c0 + cw_],
                             dispatch="tma_auto",
                         )
                     else:
                         Tx.copy_async(
                             C[row0(tm_, cw) : row0(tm_, cw) + 64, col0(tn_, h) + c0 : col0(tn_, h) + c0 + cw_],
-                            C_s[cw, 0:64, c0 : c0 + cw_],
+                            C_s[cw, h % buffers, 0:64, c0 : c0 + cw_],
                             dispatch="tma_auto",
                         )
-                T.ptx.cp_async.bulk.commit_group()
+            T.ptx.cp_async.bulk.commit_group()
 
     @T.macro(hygienic=False)
     def unit(r, cw):
@@ -954,7 +997,7 @@ def matmul_kernel(
         pool = T.SMEMPool()
         A_s = pool.alloc((stages, bk, bm) if a_mn else (stages, bm, bk), dtype, layout=a_smem)
         B_s = pool.alloc(b_shape, bd, layout=b_smem)
-        C_s = pool.alloc((consumers, 64, epi), cd, layout=c_smem)
+        C_s = pool.alloc((consumers, buffers, 64, epi), cd, layout=c_smem)
         full = MBarrier(pool, stages)
         empty = MBarrier(pool, stages)
         pool.commit()

@@ -1809,7 +1809,7 @@ AHEAD_GEMM = (
     "B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)\n"
 )
 AHEAD_PROMOTE = (
-    "        promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))\n"
+    "        promoted(acc, done, srow)\n"
 )
 AHEAD_FREE = (
     "        if tid % 128 == 0:\n            empty.arrive((r * kps + kt) % stages)\n"
@@ -1831,10 +1831,10 @@ AHEAD_PLANTED = {
     ),
     # a stage freed as its wgmma is issued, not once it is waited for: the producer's refill races its reads
     "free": (
-        AHEAD_GEMM + "\n    @T.macro(hygienic=False)\n    def promote_step(done, SA, SB, srow, r, bx, kt, cw):\n"
-        "        # Step kt's product (``done``, waited for) promoted, its stage freed.\n" + AHEAD_PROMOTE + AHEAD_FREE,
-        AHEAD_GEMM + AHEAD_FREE + "\n    @T.macro(hygienic=False)\n    def promote_step(done, SA, SB, srow, r, bx, kt, cw):\n"
-        "        # Step kt's product (``done``, waited for) promoted, its stage freed.\n" + AHEAD_PROMOTE,
+        AHEAD_GEMM + "\n    @T.macro(hygienic=False)\n    def promote_step(done, srow, r, kt):\n"
+        "        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.\n" + AHEAD_PROMOTE + AHEAD_FREE,
+        AHEAD_GEMM + AHEAD_FREE + "\n    @T.macro(hygienic=False)\n    def promote_step(done, srow, r, kt):\n"
+        "        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.\n" + AHEAD_PROMOTE,
         "data race",
     ),
 }

@@ -595,17 +595,23 @@ def matmul_kernel(
         return row0(tile_m(r, bx), cw)
 
     @T.macro
-    def promoted(acc, part, kt, SA, SB, srow, row0, nblk):
-        # K step kt's partial added to the float32 accumulator (zeroed before the first: a copy
+    def promoted(acc, part, srow):
+        # A K step's partial added to the float32 accumulator (zeroed before the first: a copy
         # at the first step instead makes ptxas move the accumulator's registers between the
-        # wgmmas of every step); block scales: times its rows' scales (rows past m: 0, never
-        # stored) and its 128 x 128 block's.
+        # wgmmas of every step); block scales: times the step's scales (`step_scales`).
         if block:
-            Tx.warpgroup.copy(srow[0:64, 0:1], SA[row0 : row0 + 64, kt : kt + 1], clip=True, other=0.0)
-            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[nblk, kt])
             Tx.warpgroup.fma(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1], acc[0:64, 0:bn])
         else:
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+
+    @T.macro(hygienic=False)
+    def step_scales(SA, SB, srow, r, bx, kt, cw):
+        # Block scales: K step kt's, its rows' (rows past m: 0, never stored) times its 128 x 128
+        # block's, loaded while its product may still be in flight (before the wait that
+        # precedes its add: the loads' latency under the wgmmas, not after them).
+        if block:
+            Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, kstep(r, bx, kt) : kstep(r, bx, kt) + 1], clip=True, other=0.0)
+            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[tile_n(r, bx), kstep(r, bx, kt)])
 
     @T.macro(hygienic=False)
     def issue_step(now, r, kt, cw):
@@ -615,9 +621,9 @@ def matmul_kernel(
         Tx.warpgroup.gemm_async(now[0:64, 0:bn], A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)
 
     @T.macro(hygienic=False)
-    def promote_step(done, SA, SB, srow, r, bx, kt, cw):
-        # Step kt's product (``done``, waited for) promoted, its stage freed.
-        promoted(acc, done, kstep(r, bx, kt), SA, SB, srow, out_row(r, bx, cw), tile_n(r, bx))
+    def promote_step(done, srow, r, kt):
+        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.
+        promoted(acc, done, srow)
         if tid % 128 == 0:
             empty.arrive((r * kps + kt) % stages)
             if mc:  # (in the peer too, at CTA scope: `mma_step`'s)
@@ -633,19 +639,21 @@ def matmul_kernel(
         Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)
         issue_step(part, r, k0, cw)
         for j in list(range(1, u)):  # (unrolled)
+            step_scales(SA, SB, srow, r, bx, k0 + j - 1, cw)
             if j % 2 == 1:
                 issue_step(part2, r, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
-                promote_step(part, SA, SB, srow, r, bx, k0 + j - 1, cw)
+                promote_step(part, srow, r, k0 + j - 1)
             else:
                 issue_step(part, r, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
-                promote_step(part2, SA, SB, srow, r, bx, k0 + j - 1, cw)
+                promote_step(part2, srow, r, k0 + j - 1)
+        step_scales(SA, SB, srow, r, bx, k0 + u - 1, cw)
         T.ptx.wgmma.wait_group(0)
         if u % 2 == 0:
-            promote_step(part2, SA, SB, srow, r, bx, k0 + u - 1, cw)
+            promote_step(part2, srow, r, k0 + u - 1)
         else:
-            promote_step(part, SA, SB, srow, r, bx, k0 + u - 1, cw)
+            promote_step(part, srow, r, k0 + u - 1)
 
     @T.macro
     def mma_mn(acc, A_s, B_s, stage, w, later):
@@ -783,8 +791,9 @@ def matmul_kernel(
         elif promote:  # each K step into the partial, waited for, added
             for kt in range(kps):
                 issue_step(part, r, kt, cw)
+                step_scales(SA, SB, srow if block else None, r, bx, kt, cw)
                 T.ptx.wgmma.wait_group(0)
-                promote_step(part, SA, SB, srow if block else None, r, bx, kt, cw)
+                promote_step(part, srow if block else None, r, kt)
         else:
             for kt in range(kps):
                 mma_step(r * kps + kt, kt > 0, cw)

@@ -13,7 +13,7 @@ before it (`empty`). The epilogue rounds the accumulator, stores it to a shared 
 `stmatrix` and writes it with TMA, 128 columns at a time. CTAs are persistent (one per SM) and
 walk the output tiles grouped along M, so the CTAs running at once share A rows and B columns
 in L2. The autotuner picks the tile (BM 128 or 64, BN 256 or 128, for decode's M also 64 and 32,
-192 where it saves a partial round; promoted FP8 also 192 x 128, and 128 x 192 at every shape) per shape; the stage count is as many as shared memory holds. Where
+192 where it saves a partial round; promoted FP8 also 192 x 128, and 128 x 192 or 128 x 208 at every shape) per shape; the stage count is as many as shared memory holds. Where
 the tiles leave most SMs idle, the autotuner also times K split over the CTAs of a cluster, the first
 adding the others' float32 parts in one launch; ``split_k=``: each part's sums in a slice of a
 workspace, then a second kernel (`matmul_finish_kernel`) adding them in order.

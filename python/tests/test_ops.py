@@ -1890,6 +1890,40 @@ def test_promoted_tiles_fit_the_registers():
     assert not any(c.get("whole_epilogue") for c in matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, dtype="float8_e4m3fn", fast_accum=True))
 
 
+# Mistakes planted in the whole-tile epilogue (`matmul_kernel`'s ``whole_epilogue``), each reported by the simulator.
+WHOLE_EPILOGUE_MISTAKES = {
+    # the tile before's stores not waited for: the next tile's epilogue writes C_s under their reads
+    "no_wait": (
+        "            if h == 0 or buffers == 1:\n                if tid % 128 == 0:\n"
+        "                    T.ptx.cp_async.bulk.wait_group_read(0)  # the last stores have read C_s[cw]\n",
+        "            if h == 0 or buffers == 1:\n",
+    ),
+    # the stores issued without the barrier after the buffers' writes: thread 0's TMA reads what other threads still write
+    "no_barrier": (
+        "        T.ptx.fence.proxy.async_.shared__cta()\n        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n        if tid % 128 == 0:\n            for h in hs:\n",
+        "        T.ptx.fence.proxy.async_.shared__cta()\n        if tid % 128 == 0:\n            for h in hs:\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(WHOLE_EPILOGUE_MISTAKES))
+def test_whole_epilogue_planted_mistakes_are_reported(mistake, tmp_path):
+    """The whole-tile epilogue with a mistake planted in its source (a CTA walking several tiles):
+    no wait for the tile before's stores, or the stores issued without the barrier after the
+    buffers' writes; each a data race the simulator reports."""
+    import planting
+
+    old, new = WHOLE_EPILOGUE_MISTAKES[mistake]
+    planted = planting.planted(matmul_module, old, new, tmp_path)
+    m, n, k = 150, 384, 128
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(numpy_dtype("bfloat16"))
+    b = rng.standard_normal((k, n)).astype(numpy_dtype("bfloat16"))
+    kern = tirx.compile(planted.matmul_kernel.factory(m=m, n=n, k=k, dtype="bfloat16", ctas=2, consumers=1, bn=192, whole_epilogue=True))
+    with pytest.raises(tirx.TirxError, match="data race"):
+        kern(a, b, np.zeros((m, n), a.dtype))
+
+
 @pytest.mark.parametrize("cfg", [{"consumers": 2, "bn": 256}, {"consumers": 1, "bn": 192}, {"consumers": 2, "bn": 96}], ids=str)
 def test_whole_epilogue_matches_one_buffer(cfg):
     """``whole_epilogue``: each epilogue store a buffer of its own, all written before the stores are

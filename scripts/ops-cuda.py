@@ -129,7 +129,11 @@ def matmul_cases():
     )
     # promoted in 128 x 192 tiles (two consumers' accumulators and partials in 232 of their 240 registers)
     yield "ops_matmul_fp8_promoted_wide", mm.matmul_kernel.factory(
-        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=192, out_dtype="bfloat16", fast_accum=False
+        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=192, out_dtype="bfloat16", fast_accum=False, whole_epilogue=True
+    )
+    # ... and 128 x 208 (all 240 registers), row-wise scales, 13 stores of 16 columns each from its own buffer
+    yield "ops_matmul_fp8_promoted_wide208", mm.matmul_kernel.factory(
+        m=8192, n=4096, k=14336, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=208, out_dtype="bfloat16", fast_accum=False, scales="row", whole_epilogue=True
     )
     yield "ops_matmul_fp8_promoted3", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False

@@ -138,6 +138,10 @@ def matmul_cases():
     yield "ops_matmul_fp8_promoted3", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False
     )
+    # block scales in 128 x 192 tiles: three runs of 64 columns, each its block's scale (the scales loaded before the wait)
+    yield "ops_matmul_fp8_block192", mm.matmul_kernel.factory(
+        m=8192, n=8192, k=8192, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=192, out_dtype="bfloat16", fast_accum=False, scales="block", whole_epilogue=True
+    )
     yield "ops_matmul_fp8_block", mm.matmul_kernel.factory(
         m=4096, n=4096, k=4096, dtype="float8_e4m3fn", ctas=132, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", bias="row"
     )

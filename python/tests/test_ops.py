@@ -1879,13 +1879,15 @@ def test_promoted_tiles_fit_the_registers():
         matmul_module.matmul_kernel.factory(m=128, n=256, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=False)
     assert matmul_module.promote_fits(2, 192) and matmul_module.promote_fits(3, 128) and not matmul_module.promote_fits(3, 192)
     fp8 = dict(dtype="float8_e4m3fn", fast_accum=False)
-    for scales, wide in (("tensor", True), ("row", True), ("block", False)):
+    for scales, wider in (("tensor", True), ("row", True), ("block", False)):
         picked = matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, scales=scales, **fp8)
-        assert ({"consumers": 2, "bn": 192, "whole_epilogue": True} in picked) == wide, scales
-        assert ({"consumers": 2, "bn": 208, "whole_epilogue": True} in picked) == wide, scales
+        assert {"consumers": 2, "bn": 192, "whole_epilogue": True} in picked, scales  # (block scales: three runs of 64 columns)
+        assert ({"consumers": 2, "bn": 208, "whole_epilogue": True} in picked) == wider, scales
         assert all(matmul_module.promote_fits(c["consumers"], c["bn"]) for c in picked)
     small = matmul_module._prune(matmul_module.CONFIGS, 300, 1000, 1024, scales="block", **fp8)  # (one round of 192-column tiles)
-    assert small and all(c["bn"] == 128 for c in small)
+    assert small and all(c["bn"] in (128, 192) for c in small)
+    with pytest.raises(ValueError, match=r"'block' with FP8 operands promoted \(fast_accum=False\) in tiles of 128 or 192 columns"):
+        matmul_module.matmul_kernel.factory(m=128, n=256, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=208, out_dtype="bfloat16", fast_accum=False, scales="block")
     assert not any(c.get("whole_epilogue") for c in matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, dtype="bfloat16"))
     assert not any(c.get("whole_epilogue") for c in matmul_module._prune(matmul_module.CONFIGS, 8192, 8192, 8192, dtype="float8_e4m3fn", fast_accum=True))
 
@@ -1971,6 +1973,35 @@ def test_block_scaled_mm_matches_float64(cfg):
         ops.scaled_mm(a, b, sa, sb, out_dtype="bfloat16", use_fast_accum=True)
     with pytest.raises(ValueError, match=r"or DeepGEMM's blocks: scale_a \(150, 3\)"):
         ops.scaled_mm(a, b, sa[:, :2], sb, out_dtype="bfloat16")
+
+
+@pytest.mark.parametrize(
+    "cfg, ctas",
+    [({"consumers": 2, "bn": 192, "whole_epilogue": True}, 2), ({"consumers": 2, "bn": 192}, 3), ({"consumers": 1, "bn": 192}, 2)],
+    ids=str,
+)
+def test_block_scales_in_192_column_tiles(cfg, ctas):
+    """DeepGEMM's block scales in tiles of 192 columns: each run of 64 columns inside one block of
+    B's scales, times its own (tiles starting on a block and half-way into one, the last tile's
+    runs past N reading the last block's, never stored), as each K step is promoted; the same
+    bits as 128-column tiles and within bf16's rounding of the dequantised float64 product."""
+    m, n, k = 150, 440, 400
+    rng = np.random.default_rng(ctas)
+    f8 = numpy_dtype("float8_e4m3fn")
+    a = (rng.standard_normal((m, k)) * 2).astype(f8)
+    b = (rng.standard_normal((k, n)) * 2).astype(f8)
+    kb, nb = -(-k // 128), -(-n // 128)
+    sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
+    sb = rng.uniform(0.5, 2, (nb, kb)).astype(np.float32)
+    want = (a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]) @ (b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n])
+    got = {}
+    for c in (cfg, {"consumers": 1, "bn": 128}):
+        prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=ctas, out_dtype="bfloat16", fast_accum=False, scales="block", **c)
+        got[str(c)] = np.full((m, n), np.nan, numpy_dtype("bfloat16"))
+        tirx.compile(prim)(a, np.ascontiguousarray(b.T), sa, sb, got[str(c)])
+    wide = got[str(cfg)]
+    np.testing.assert_allclose(wide.astype(F64), want, rtol=2.0**-7, atol=2.0**-7 * np.abs(want).max() / 64)
+    np.testing.assert_array_equal(wide.view(np.uint16), got[str({"consumers": 1, "bn": 128})].view(np.uint16))
 
 
 @pytest.mark.parametrize(
@@ -2486,23 +2517,27 @@ def test_fp8_promoted_ahead_on_the_gpu():
 
 
 def test_fp8_promoted_wide_tiles_on_the_gpu():
-    """FP8 promoted in two consumers' tiles of 192 and 208 columns (`whole_epilogue`), per-tensor
-    and row-wise scales, on the GPU: the same bits as 128 x 128 tiles promoted ahead (the same
-    partials added in the same order), over ragged M and N (several tiles a CTA: a grid of 4) and
-    ``torch._scaled_mm``'s within its distance of the float64 product."""
+    """FP8 promoted in two consumers' tiles of 192 and 208 columns (`whole_epilogue`), per-tensor,
+    row-wise and (192 columns) block scales, on the GPU: the same bits as 128 x 128 tiles promoted
+    ahead (the same partials added in the same order), over ragged M and N (several tiles a CTA:
+    a grid of 4); ``torch._scaled_mm``'s within its distance of the float64 product (block
+    scales: within bf16's rounding of the dequantised product)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     torch.manual_seed(0)
-    for (m, n, k), scales in [((700, 1000, 1024), "tensor"), ((300, 1240, 512), "row"), ((1024, 2048, 2048), "tensor")]:
+    for (m, n, k), scales in [((700, 1000, 1024), "tensor"), ((300, 1240, 512), "row"), ((1024, 2048, 2048), "tensor"), ((1000, 1240, 1024), "block")]:
         a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
         bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
         if scales == "row":
             sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+        elif scales == "block":
+            sa, sb = torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
         else:
             sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
         got = {}
-        for cfg in [{"bn": 128, "promote_ahead": True}, {"bn": 192, "whole_epilogue": True}, {"bn": 208, "whole_epilogue": True}, {"bn": 192}]:
+        cfgs = [{"bn": 128, "promote_ahead": True}, {"bn": 192, "whole_epilogue": True}, {"bn": 208, "whole_epilogue": True}, {"bn": 192}]
+        for cfg in [c for c in cfgs if scales != "block" or c["bn"] in matmul_module.BLOCK_TILES]:
             prim = matmul_module.matmul_kernel.factory(
                 m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=4, consumers=2, out_dtype="bfloat16", fast_accum=False, scales=scales, **cfg
             )
@@ -2512,6 +2547,12 @@ def test_fp8_promoted_wide_tiles_on_the_gpu():
         first = next(iter(got.values()))
         for cfg, out in got.items():
             assert torch.equal(out, first), (m, n, k, scales, cfg)
+        if scales == "block":  # (against the dequantised product)
+            deq_a = a.double() * sa.double().repeat_interleave(128, 1)[:, :k]
+            deq_b = bt.double() * sb.double().repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+            want = deq_a @ deq_b.t()
+            assert (first.double() - want).abs().max().item() <= 2.0**-7 * want.abs().max().item(), (m, n, k)
+            continue
         want = (a.double() @ bt.double().t()) * (sa.double() * sb.double())
         n16 = n // 16 * 16  # (cuBLASLt takes N a multiple of 16)
         theirs = torch._scaled_mm(a, bt[:n16].t(), sa, sb[:, :n16] if scales == "row" else sb, out_dtype=torch.bfloat16)

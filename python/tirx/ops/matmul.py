@@ -43,6 +43,10 @@ EPILOGUE_BARRIER = 13
 TURN_BARRIER = 9
 # FP8 promoted ahead (`matmul_kernel`'s ``promote_ahead``): K steps per run of the pipeline.
 AHEAD_RUN = 4
+# Tile widths of DeepGEMM's block scales (`matmul_kernel`'s ``scales="block"``): 128 columns, one
+# block of B's scales; 192, three runs of 64 columns, each inside one block (a tile starts on a
+# block or half-way into one), each run's partial times its own block's scale.
+BLOCK_TILES = (128, 192)
 
 CONFIGS = [
     {"consumers": 2, "bn": 256},
@@ -121,8 +125,8 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
     read it twice: 100 x 12344 x 4096 36.0 against 40.7 µs, H200); FP8 with its K steps promoted to float32 (not ``fast_accum``) in tiles whose
     accumulator and a step's partial fit a consumer's registers (`promote_fits`), the only form with three consumers (more
     warpgroups to hide each one's wait for its partial and its adds), and the only one with
-    ``whole_epilogue`` (two consumers' tiles of 192 and 208 columns at every shape, per-tensor or
-    row-wise scales); a tile narrower than 128
+    ``whole_epilogue`` (two consumers' tiles of 192 and 208 columns at every shape; block scales
+    in tiles of `BLOCK_TILES` columns only); a tile narrower than 128
     columns only where twice as wide a one leaves CTAs idle (decode's M) and K is not split in
     parts of its own (`split_k`: the other way to more CTAs); a cluster's parts (`cluster_fits`)
     in tiles of 128 columns at most, whose CTAs all run in one round, only where the output's
@@ -145,7 +149,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or m > 64 * (cfg["consumers"] - 1))
-        and (not promote or promote_fits(cfg["consumers"], cfg["bn"]) and (scales != "block" or cfg["bn"] == 128))
+        and (not promote or promote_fits(cfg["consumers"], cfg["bn"]) and (scales != "block" or cfg["bn"] in BLOCK_TILES))
         and (cfg["consumers"] < 3 or promote)
         and (cfg["bn"] >= 128 or (tiles(1, 2 * cfg["bn"]) < ctas and scales != "block" and splits == 1))
         and (cfg.get("cluster_k", 1) == 1 or cluster_fits(cfg, m, n, k, dtype, ctas, clusters and splits == 1 and not gated))
@@ -332,7 +336,8 @@ def matmul_kernel(
     during its adds, one consumer per SM included.)
     ``scales="block"``: DeepGEMM's recipe, ``SA`` (m x ceil(k / 128): a scale per row and 128 of
     K) and ``SB`` (ceil(n / 128) x ceil(k / 128): per 128 x 128 block of B), each K step's
-    partial multiplied by its rows' and its block's scales as it is promoted. ``scales="row"``:
+    partial multiplied by its rows' and its block's scales as it is promoted (in tiles of
+    `BLOCK_TILES` columns: 192, each run of 64 columns by its own block's). ``scales="row"``:
     torch._scaled_mm's row-wise scales, ``SA`` (m x 1: a scale per row of A) and ``SB`` (1 x n: per
     column of B), ``C = (A @ B) SA[row] SB[col]`` in float32 in the epilogue (split-K: by the
     finishing kernel, as per-tensor scales are). ``a_major`` /
@@ -422,8 +427,11 @@ def matmul_kernel(
         raise ValueError(f"out_dtype {od!r}: 16-bit operands give their own dtype or float32")
     bk, kt_steps = k_tile(dtype), k_steps(k, dtype)
     block, rowwise = scales == "block", scales == "row"
-    if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn != 128)) or (rowwise and not fp8):
-        raise ValueError(f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in 128-column tiles, or 'row' with FP8 operands")
+    if scales not in ("tensor", "block", "row") or (block and (not fp8 or fast_accum or bn not in BLOCK_TILES)) or (rowwise and not fp8):
+        raise ValueError(
+            f"scales={scales!r}: 'tensor', 'block' with FP8 operands promoted (fast_accum=False) in tiles of "
+            f"{' or '.join(map(str, BLOCK_TILES))} columns, or 'row' with FP8 operands"
+        )
     promote = fp8 and not fast_accum
     if promote and not promote_fits(consumers, bn):
         needed, held = promote_registers(consumers, bn)
@@ -463,6 +471,7 @@ def matmul_kernel(
     # Tiles cover the matrices; TMA fills what a box reads outside them with zeros (adding
     # nothing to the sums) and clips what it writes outside C.
     tm, tn = -(-m // bm), -(-n // hb)
+    nb = -(-n // 128)  # (block scales: B's blocks of 128 columns)
     tiles = tm * tn
     parts = max(splits, cluster_k)  # (a tile's K in parts: split-K's units, or a cluster's CTAs)
     kps = kt_steps // parts  # K steps per unit
@@ -594,15 +603,23 @@ def matmul_kernel(
     def out_row(r, bx, cw):  # consumer cw's first output row in round r
         return row0(tile_m(r, bx), cw)
 
-    @T.macro
+    @T.macro(hygienic=False)
     def promoted(acc, part, srow):
         # A K step's partial added to the float32 accumulator (zeroed before the first: a copy
         # at the first step instead makes ptxas move the accumulator's registers between the
-        # wgmmas of every step); block scales: times the step's scales (`step_scales`).
-        if block:
+        # wgmmas of every step); block scales: times the step's scales (`step_scales`; 192
+        # columns: each run of 64 its own).
+        if block and bn == 192:
+            Tx.warpgroup.fma(acc[0:64, 0:64], part[0:64, 0:64], srow[0:64, 0:1], acc[0:64, 0:64])
+            Tx.warpgroup.fma(acc[0:64, 64:128], part[0:64, 64:128], srow_mid[0:64, 0:1], acc[0:64, 64:128])
+            Tx.warpgroup.fma(acc[0:64, 128:192], part[0:64, 128:192], srow_hi[0:64, 0:1], acc[0:64, 128:192])
+        elif block:
             Tx.warpgroup.fma(acc[0:64, 0:bn], part[0:64, 0:bn], srow[0:64, 0:1], acc[0:64, 0:bn])
         else:
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
+
+    def scale_block(r, bx, c0):  # the block of B's scales holding column c0 of round r's tile (past N: the last)
+        return T.min((tile_n(r, bx) * bn + c0) // 128, nb - 1)
 
     @T.macro(hygienic=False)
     def step_scales(SA, SB, srow, r, bx, kt, cw):
@@ -611,7 +628,10 @@ def matmul_kernel(
         # precedes its add: the loads' latency under the wgmmas, not after them).
         if block:
             Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, kstep(r, bx, kt) : kstep(r, bx, kt) + 1], clip=True, other=0.0)
-            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[tile_n(r, bx), kstep(r, bx, kt)])
+            if bn == 192:  # (the runs of 64 columns after the first: from the rows' scales, before those are scaled)
+                Tx.warpgroup.mul(srow_mid[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 64), kstep(r, bx, kt)])
+                Tx.warpgroup.mul(srow_hi[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 128), kstep(r, bx, kt)])
+            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 0), kstep(r, bx, kt)])
 
     @T.macro(hygienic=False)
     def issue_step(now, r, kt, cw):
@@ -1029,6 +1049,9 @@ def matmul_kernel(
             part2 = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block or rowwise:  # the step's (row-wise: the epilogue's) scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+        if block and bn == 192:  # (block scales over 192 columns: the second and third runs of 64's)
+            srow_mid = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            srow_hi = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
         if rowwise:  # each of the epilogue half's columns' scale
             scol = T.alloc_buffer((1, epi), "float32", scope="local", layout=bias_layout)
         if bias == "row":
@@ -1084,7 +1107,7 @@ def matmul_kernel(
 
     # FP8's scales: per tensor, or DeepGEMM's blocks (a row and 128 of K; 128 x 128 of B).
     sa_shape = (m, kt_steps) if block else (m, 1) if rowwise else (1,)
-    sb_shape = (-(-n // 128), kt_steps) if block else (1, n) if rowwise else (1,)
+    sb_shape = (nb, kt_steps) if block else (1, n) if rowwise else (1,)
     a_dims = (k, m) if a_mn else (m, k)
     c_shape = (splits, m, n) if split else (m, n)
     b_dims = (n, k) if b_k else (k, n)

@@ -1873,8 +1873,8 @@ def test_promote_ahead_errors():
 
 def test_promoted_tiles_fit_the_registers():
     """FP8 promoted to float32 takes any tile whose accumulator and partial fit a consumer's
-    registers (128 x 192 over two consumers: a candidate at every shape, per-tensor or row-wise
-    scales) and refuses the rest, saying what they need."""
+    registers (128 x 192 over two consumers a candidate at every shape and with every form of
+    scales; 128 x 208 not with block scales) and refuses the rest, saying what they need."""
     with pytest.raises(ValueError, match=r"fast_accum=False: a step's partial beside the accumulator in a consumer's registers \(bn=256, consumers=2: 288"):
         matmul_module.matmul_kernel.factory(m=128, n=256, k=128, dtype="float8_e4m3fn", ctas=2, consumers=2, bn=256, out_dtype="bfloat16", fast_accum=False)
     assert matmul_module.promote_fits(2, 192) and matmul_module.promote_fits(3, 128) and not matmul_module.promote_fits(3, 192)

@@ -619,6 +619,8 @@ def matmul_kernel(
             Tx.warpgroup.add(acc[0:64, 0:bn], acc[0:64, 0:bn], part[0:64, 0:bn])
 
     def scale_block(r, bx, c0):  # the block of B's scales holding column c0 of round r's tile (past N: the last)
+        if bn == 128:  # (a tile is a block: never past N)
+            return tile_n(r, bx)
         return T.min((tile_n(r, bx) * bn + c0) // 128, nb - 1)
 
     @T.macro(hygienic=False)

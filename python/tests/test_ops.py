@@ -1059,7 +1059,7 @@ def test_stream_k_mistakes_are_reported(mistake, tmp_path):
 
 # FP8 promoted to float32 over a cluster: the candidates only FP8 takes (three consumers, promote_ahead).
 CLUSTERED_FP8 = [
-    c for c in matmul_module.CONFIGS if "cluster_k" in c and (c["consumers"] == 3 or (c.get("promote_ahead") and matmul_module.ahead_fits(c["consumers"], c["bn"])))
+    c for c in matmul_module.CONFIGS if "cluster_k" in c and (c["consumers"] == 3 or (c.get("promote_ahead") and matmul_module.promote_fits(c["consumers"], c["bn"], partials=2)))
 ]
 
 
@@ -1868,7 +1868,7 @@ def test_promote_ahead_errors():
         matmul_module.matmul_kernel.factory(
             m=192, n=128, k=128, dtype="float8_e4m3fn", ctas=2, consumers=3, bn=128, out_dtype="bfloat16", fast_accum=False, promote_ahead=True
         )
-    assert matmul_module.ahead_fits(2, 128) and matmul_module.ahead_fits(3, 64) and not matmul_module.ahead_fits(3, 128)
+    assert matmul_module.promote_fits(2, 128, partials=2) and matmul_module.promote_fits(3, 64, partials=2) and not matmul_module.promote_fits(3, 128, partials=2)
 
 
 def test_promoted_tiles_fit_the_registers():

@@ -156,7 +156,7 @@ def _prune(configs, m, n, k=0, dtype="", fast_accum=True, scales="tensor", ctas=
         and (not cfg.get("whole_epilogue") or promote)
         and (cfg["bn"] != 192 or cfg.get("whole_epilogue") or ctas >= tiles(cfg["consumers"], 192) * splits and (cfg["consumers"] == 2 or tiles(1, 128) * splits > ctas))
         and (not gated or cfg["bn"] % 128 == 0 or b_major == "k")
-        and (not cfg.get("promote_ahead") or (promote and ahead_fits(cfg["consumers"], cfg["bn"])))
+        and (not cfg.get("promote_ahead") or (promote and promote_fits(cfg["consumers"], cfg["bn"], partials=2)))
         and (cfg.get("multicast", 1) == 1 or multicast_fits(m, n, cfg["bn"], dtype, ctas, splits == 1 and not gated and a_major == "k"))
     ]
 
@@ -195,30 +195,18 @@ def cluster_fits(cfg: dict, m: int, n: int, k: int, dtype: str, ctas: int, allow
     return allowed and idle and units <= cluster_room(ctas, parts) and steps % parts == 0 and steps // parts >= 4
 
 
-def ahead_registers(consumers: int, bn: int) -> tuple:
-    """``(needed, held)``: a consumer's registers FP8 promoted ahead needs — the accumulator and
-    two partials (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 40 more for addresses and the
-    loop (ptxas: no spills at 64 x 128 over one or two consumers, 64 x 64 over three; 64 x 128
-    over three spill) — and those it holds."""
-    return 3 * bn // 2 + 40, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
-
-
-def promote_registers(consumers: int, bn: int) -> tuple:
+def promote_registers(consumers: int, bn: int, partials: int = 1) -> tuple:
     """``(needed, held)``: a consumer's registers FP8 promoted to float32 needs — the accumulator
-    and a step's partial (64 x ``bn`` float32 each, ``bn / 2`` a thread) and 32 more for addresses
-    and the loop — and those it holds."""
-    return bn + 32, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
+    and ``partials`` steps' partials (64 x ``bn`` float32 each, ``bn / 2`` a thread; two promoted
+    ahead) and 32 more for addresses and the loop, 40 with two partials (ptxas, no spills: one
+    partial at 64 x 208 over two consumers; two at 64 x 128 over one or two consumers, 64 x 64
+    over three; two at 64 x 128 over three spill) — and those it holds."""
+    return (1 + partials) * bn // 2 + 24 + 8 * partials, c.WARPGROUP_REGISTERS.get(consumers, (0, 0))[1]
 
 
-def promote_fits(consumers: int, bn: int) -> bool:
+def promote_fits(consumers: int, bn: int, partials: int = 1) -> bool:
     """Whether FP8 promoted to float32 fits a consumer's registers (`promote_registers`)."""
-    needed, held = promote_registers(consumers, bn)
-    return needed <= held
-
-
-def ahead_fits(consumers: int, bn: int) -> bool:
-    """Whether FP8 promoted ahead fits a consumer's registers (`ahead_registers`)."""
-    needed, held = ahead_registers(consumers, bn)
+    needed, held = promote_registers(consumers, bn, partials)
     return needed <= held
 
 
@@ -440,8 +428,8 @@ def matmul_kernel(
             f"{needed} with addresses and the loop, {held} a thread)"
         )
     ahead = promote_ahead
-    if ahead and (not promote or not ahead_fits(consumers, bn)):
-        needed, held = ahead_registers(consumers, bn)
+    if ahead and (not promote or not promote_fits(consumers, bn, partials=2)):
+        needed, held = promote_registers(consumers, bn, partials=2)
         raise ValueError(
             f"promote_ahead: FP8 promoted to float32 (fast_accum=False), two partials beside the accumulator in a consumer's "
             f"registers (bn={bn}, consumers={consumers}: {needed} with addresses and the loop, {held} a thread)"

@@ -483,6 +483,15 @@ def _mm_inputs(m, n, k, dtype, seed=3):
     return a, b, a.astype(F64) @ b.astype(F64)
 
 
+def _block_scaled_product(a, b, sa, sb):
+    """The float64 product of FP8 ``a`` (m x k) and ``b`` (k x n) dequantised by DeepGEMM's block
+    scales: ``sa`` a scale per row of a and 128 of K, ``sb`` per 128 x 128 block of b."""
+    (m, k), n = a.shape, b.shape[1]
+    deq_a = a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]
+    deq_b = b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n]
+    return deq_a @ deq_b
+
+
 @pytest.mark.parametrize("splits", [2, 4])
 @pytest.mark.parametrize("cfg", [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 256}], ids=lambda c: f"{64 * c['consumers']}x{c['bn']}")
 def test_split_k_matches_float64(cfg, splits):
@@ -726,12 +735,10 @@ def test_fp8_promoted_multicast_matches_float64(shape, scales, ahead, mc_b):
     if scales == "block":
         sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
         sb = rng.uniform(0.5, 2, (-(-n // 128), kb)).astype(np.float32)
-        deq_a = a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]
-        deq_b = b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n]
+        want = _block_scaled_product(a, b, sa, sb)
     else:
         sa, sb = np.float32([0.5]), np.float32([1.5])
-        deq_a, deq_b = a.astype(F64) * 0.5, b.astype(F64) * 1.5
-    want = deq_a @ deq_b
+        want = (a.astype(F64) * 0.5) @ (b.astype(F64) * 1.5)
     kern = tirx.compile(
         matmul_module.matmul_kernel.factory(
             m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=ctas, consumers=2, bn=128, out_dtype="bfloat16", fast_accum=False,
@@ -1788,7 +1795,7 @@ def test_fp8_promoted_ahead_matches_float64(cfg, scales):
     if scales == "block":
         sa = rng.uniform(0.5, 2, (m, 7)).astype(np.float32)
         sb = rng.uniform(0.5, 2, (2, 7)).astype(np.float32)
-        want = (a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]) @ (b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n])
+        want = _block_scaled_product(a, b, sa, sb)
     else:
         sa, sb = np.float32([0.5]), np.float32([0.75])
         want = a.astype(F64) @ b.astype(F64) * 0.375
@@ -1958,9 +1965,7 @@ def test_block_scaled_mm_matches_float64(cfg):
     kb, nb = 3, 2
     sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
     sb = rng.uniform(0.5, 2, (nb, kb)).astype(np.float32)
-    deq_a = a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]
-    deq_b = b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n]
-    want = deq_a @ deq_b
+    want = _block_scaled_product(a, b, sa, sb)
     kern = tirx.compile(
         matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=2, bn=128, out_dtype="bfloat16", fast_accum=False, scales="block", **cfg)
     )
@@ -1993,7 +1998,7 @@ def test_block_scales_in_192_column_tiles(cfg, ctas):
     kb, nb = -(-k // 128), -(-n // 128)
     sa = rng.uniform(0.5, 2, (m, kb)).astype(np.float32)
     sb = rng.uniform(0.5, 2, (nb, kb)).astype(np.float32)
-    want = (a.astype(F64) * np.repeat(sa, 128, axis=1)[:, :k]) @ (b.astype(F64) * np.repeat(np.repeat(sb.T, 128, axis=0), 128, axis=1)[:k, :n])
+    want = _block_scaled_product(a, b, sa, sb)
     got = {}
     for c in (cfg, {"consumers": 1, "bn": 128}):
         prim = matmul_module.matmul_kernel.factory(m=m, n=n, k=k, dtype="float8_e4m3fn", ctas=ctas, out_dtype="bfloat16", fast_accum=False, scales="block", **c)
@@ -2483,6 +2488,18 @@ def test_mixed_precision_norms_on_the_gpu():
                 assert (mine - exact).abs().max().item() <= bound, (rows, h)
 
 
+def _fp8_gpu_operands(torch, m, n, k, scales):
+    """Random e4m3 ``a`` (m x k) and ``bt`` (n x k, K-major) on the GPU and their float32 scales:
+    per tensor (0.5, 2.0), or row-wise ((m, 1), (1, n)) or DeepGEMM's blocks, those in [0.5, 1.5)."""
+    a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+    bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
+    if scales == "row":
+        return a, bt, torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
+    if scales == "block":
+        return a, bt, torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
+    return a, bt, torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+
+
 def test_fp8_promoted_ahead_on_the_gpu():
     """FP8 promoted ahead (the next K step's wgmmas in flight during each float32 add) on the GPU:
     the same bits as the form that waits for each step, per-tensor (ragged, decode and a K of
@@ -2492,12 +2509,7 @@ def test_fp8_promoted_ahead_on_the_gpu():
         pytest.skip("needs a GPU")
     torch.manual_seed(0)
     for (m, n, k), scales in [((150, 208, 784), "tensor"), ((16, 4096, 4096), "tensor"), ((128, 1024, 2048), "tensor"), ((256, 1024, 1024), "block")]:
-        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
-        bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
-        if scales == "block":
-            sa, sb = torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
-        else:
-            sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+        a, bt, sa, sb = _fp8_gpu_operands(torch, m, n, k, scales)
         for cfg in [{"consumers": 1, "bn": 128}, {"consumers": 2, "bn": 128}, {"consumers": 1, "bn": 32}, {"consumers": 2, "bn": 64}][: 2 if scales == "block" else 4]:
             if cfg["consumers"] * 64 > m:
                 continue
@@ -2527,14 +2539,7 @@ def test_fp8_promoted_wide_tiles_on_the_gpu():
         pytest.skip("needs a GPU")
     torch.manual_seed(0)
     for (m, n, k), scales in [((700, 1000, 1024), "tensor"), ((300, 1240, 512), "row"), ((1024, 2048, 2048), "tensor"), ((1000, 1240, 1024), "block")]:
-        a = (torch.randn(m, k, device="cuda") / 2).to(torch.float8_e4m3fn)
-        bt = (torch.randn(n, k, device="cuda") / 2).to(torch.float8_e4m3fn)
-        if scales == "row":
-            sa, sb = torch.rand(m, 1, device="cuda") + 0.5, torch.rand(1, n, device="cuda") + 0.5
-        elif scales == "block":
-            sa, sb = torch.rand(m, -(-k // 128), device="cuda") + 0.5, torch.rand(-(-n // 128), -(-k // 128), device="cuda") + 0.5
-        else:
-            sa, sb = torch.tensor([0.5], device="cuda"), torch.tensor([2.0], device="cuda")
+        a, bt, sa, sb = _fp8_gpu_operands(torch, m, n, k, scales)
         got = {}
         cfgs = [{"bn": 128, "promote_ahead": True}, {"bn": 192, "whole_epilogue": True}, {"bn": 208, "whole_epilogue": True}, {"bn": 192}]
         for cfg in [c for c in cfgs if scales != "block" or c["bn"] in matmul_module.BLOCK_TILES]:

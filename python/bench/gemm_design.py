@@ -1,13 +1,15 @@
 """GEMM tile designs timed on their own, beside `torch.mm` (cuBLAS) in the same process: the
 script for asking which design a shape wants, or what limits one (under Nsight Compute).
 
-    cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}' [--sustained | --single] [--fp8]
+    cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}' [--sustained | --single] [--fp8 [--blocks]]
     ncu -k regex:matmul -s 3 -c 1 --section SpeedOfLight python gemm_design.py ...
 
 Each design is `matmul_kernel`'s configuration (`tirx.ops.matmul.CONFIGS`' keys, any tile width
 the kernel takes); ``"splits": S`` runs split-K's two kernels (parts, then the finish). bf16
 operands, row-major; ``--fp8``: e4m3 operands, both K-major, per-tensor scales, promoted to float32
-every 128 of K, bf16 out, beside `torch._scaled_mm` (cuBLASLt). Device time per call (CUDA events
+every 128 of K, bf16 out, beside `torch._scaled_mm` (cuBLASLt); ``--blocks``: DeepGEMM's block scales
+(a row and 128 of K; 128 x 128 of B) in place of the per-tensor ones, checked against the
+dequantised float32 product (timed beside the per-tensor `torch._scaled_mm`). Device time per call (CUDA events
 behind an idle kernel, best of 3 × 50)."""
 
 import json
@@ -26,6 +28,7 @@ mm = sys.modules["tirx.ops.matmul"]
 SUSTAINED = "--sustained" in sys.argv
 SINGLE = "--single" in sys.argv
 FP8 = "--fp8" in sys.argv
+BLOCKS = "--blocks" in sys.argv
 
 
 def best_ms(fn, args):
@@ -51,7 +54,7 @@ def design(a, b, cfg, scales=()):
     if scales and splits > 1:
         raise ValueError("split-K designs are timed for 16-bit operands here")
     if scales:
-        cfg = dict(cfg, dtype="float8_e4m3fn", out_dtype="bfloat16", fast_accum=False)
+        cfg = dict(cfg, dtype="float8_e4m3fn", out_dtype="bfloat16", fast_accum=False, scales="block" if BLOCKS else "tensor")
     kern = tirx.compile(mm.matmul_kernel.factory(m=m, n=n, k=k, **{"dtype": "bfloat16", **cfg}, ctas=ctas, splits=splits))
     if splits == 1:
         return kern, mm._with_workspace(kern, (a, b, *scales, out)), out, kern.resident_ctas()  # (clusters, stream-K: their work buffers)
@@ -77,6 +80,12 @@ def main():
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)
         scales, ref, ref_args, ref_name = (), torch.mm, (a, b), "torch.mm"
     want = ref(*ref_args)
+    if FP8 and BLOCKS:  # (scales in [0.5, 2): the dequantised float32 product the designs are checked against)
+        kb, nb = -(-k // 128), -(-n // 128)
+        scales = (torch.rand(m, kb, device="cuda") * 1.5 + 0.5, torch.rand(nb, kb, device="cuda") * 1.5 + 0.5)
+        sa = scales[0].repeat_interleave(128, 1)[:, :k]
+        sb = scales[1].repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
+        want = (a.float() * sa) @ (b.float() * sb).t()
     base = best_ms(ref, ref_args)
     tflop = 2 * m * n * k / 1e9
     print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k}: {ref_name} {base * 1e3:.1f} µs ({tflop / base:.0f} TFLOP/s)", flush=True)

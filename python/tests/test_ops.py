@@ -1816,7 +1816,7 @@ AHEAD_GEMM = (
     "B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)\n"
 )
 AHEAD_PROMOTE = (
-    "        promoted(acc, done, srow)\n"
+    "        promoted(acc, done)\n"
 )
 AHEAD_FREE = (
     "        if tid % 128 == 0:\n            empty.arrive((r * kps + kt) % stages)\n"
@@ -1826,8 +1826,8 @@ AHEAD_FREE = (
 AHEAD_PLANTED = {
     # the step before read while both steps' wgmmas may still run
     "wait": (
-        "                issue_step(part2, r, k0 + j, cw)\n                T.ptx.wgmma.wait_group(1)",
-        "                issue_step(part2, r, k0 + j, cw)\n                T.ptx.wgmma.wait_group(2)",
+        "                fetch_scales(1, r, bx, k0 + j, cw)\n                T.ptx.wgmma.wait_group(1)",
+        "                fetch_scales(1, r, bx, k0 + j, cw)\n                T.ptx.wgmma.wait_group(2)",
         "reads register `part[0]` while the wgmma.mma_async that accumulates into it has not been waited for",
     ),
     # a run's first partial cleared after its wgmma is issued
@@ -1838,10 +1838,10 @@ AHEAD_PLANTED = {
     ),
     # a stage freed as its wgmma is issued, not once it is waited for: the producer's refill races its reads
     "free": (
-        AHEAD_GEMM + "\n    @T.macro(hygienic=False)\n    def promote_step(done, srow, r, kt):\n"
-        "        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.\n" + AHEAD_PROMOTE + AHEAD_FREE,
-        AHEAD_GEMM + AHEAD_FREE + "\n    @T.macro(hygienic=False)\n    def promote_step(done, srow, r, kt):\n"
-        "        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.\n" + AHEAD_PROMOTE,
+        AHEAD_GEMM + "\n    @T.macro(hygienic=False)\n    def promote_step(done, r, kt):\n"
+        "        # Step kt's product (``done``, waited for; its scales in srow) promoted, its stage freed.\n" + AHEAD_PROMOTE + AHEAD_FREE,
+        AHEAD_GEMM + AHEAD_FREE + "\n    @T.macro(hygienic=False)\n    def promote_step(done, r, kt):\n"
+        "        # Step kt's product (``done``, waited for; its scales in srow) promoted, its stage freed.\n" + AHEAD_PROMOTE,
         "data race",
     ),
 }

@@ -592,7 +592,7 @@ def matmul_kernel(
         return row0(tile_m(r, bx), cw)
 
     @T.macro(hygienic=False)
-    def promoted(acc, part, srow):
+    def promoted(acc, part):
         # A K step's partial added to the float32 accumulator (zeroed before the first: a copy
         # at the first step instead makes ptxas move the accumulator's registers between the
         # wgmmas of every step); block scales: times the step's scales (`step_scales`; 192
@@ -612,16 +612,42 @@ def matmul_kernel(
         return T.min((tile_n(r, bx) * bn + c0) // 128, nb - 1)
 
     @T.macro(hygienic=False)
-    def step_scales(SA, SB, srow, r, bx, kt, cw):
-        # Block scales: K step kt's, its rows' (rows past m: 0, never stored) times its 128 x 128
-        # block's, loaded while its product may still be in flight (before the wait that
-        # precedes its add: the loads' latency under the wgmmas, not after them).
+    def fetch_into(sa_k, sb_k, r, bx, kt, cw):
+        # K step kt's block scales, its rows' (rows past m: 0, never stored) and its 128 x 128
+        # blocks' (a block per run of 64 columns in 192-column tiles), into sa_k and sb_k.
+        Tx.warpgroup.copy(sa_k[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, kstep(r, bx, kt) : kstep(r, bx, kt) + 1], clip=True, other=0.0)
+        sb_k[0] = SB[scale_block(r, bx, 0), kstep(r, bx, kt)]
+        if bn == 192:  # (the runs of 64 columns after the first)
+            sb_k[1] = SB[scale_block(r, bx, 64), kstep(r, bx, kt)]
+            sb_k[2] = SB[scale_block(r, bx, 128), kstep(r, bx, kt)]
+
+    @T.macro(hygienic=False)
+    def fetch_scales(p, r, bx, kt, cw):
+        # Block scales: K step kt's into the registers of parity p (static), a step before they
+        # are used (`step_scales`): the loads' latency under two steps' wgmmas (a step's own hid
+        # too little of it: 1,118 against 868 µs per tensor at 8192^3, H200).
         if block:
-            Tx.warpgroup.copy(srow[0:64, 0:1], SA[out_row(r, bx, cw) : out_row(r, bx, cw) + 64, kstep(r, bx, kt) : kstep(r, bx, kt) + 1], clip=True, other=0.0)
-            if bn == 192:  # (the runs of 64 columns after the first: from the rows' scales, before those are scaled)
-                Tx.warpgroup.mul(srow_mid[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 64), kstep(r, bx, kt)])
-                Tx.warpgroup.mul(srow_hi[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 128), kstep(r, bx, kt)])
-            Tx.warpgroup.mul(srow[0:64, 0:1], srow[0:64, 0:1], SB[scale_block(r, bx, 0), kstep(r, bx, kt)])
+            if p == 0:
+                fetch_into(sa_even, sb_even, r, bx, kt, cw)
+            else:
+                fetch_into(sa_odd, sb_odd, r, bx, kt, cw)
+
+    @T.macro(hygienic=False)
+    def scale_rows(sa_k, sb_k):
+        Tx.warpgroup.mul(srow[0:64, 0:1], sa_k[0:64, 0:1], sb_k[0])
+        if bn == 192:
+            Tx.warpgroup.mul(srow_mid[0:64, 0:1], sa_k[0:64, 0:1], sb_k[1])
+            Tx.warpgroup.mul(srow_hi[0:64, 0:1], sa_k[0:64, 0:1], sb_k[2])
+
+    @T.macro(hygienic=False)
+    def step_scales(p):
+        # Block scales: the step's (fetched into parity p's registers) each row's times its
+        # blocks', for the add.
+        if block:
+            if p == 0:
+                scale_rows(sa_even, sb_even)
+            else:
+                scale_rows(sa_odd, sb_odd)
 
     @T.macro(hygienic=False)
     def issue_step(now, r, kt, cw):
@@ -631,39 +657,56 @@ def matmul_kernel(
         Tx.warpgroup.gemm_async(now[0:64, 0:bn], A_s[(r * kps + kt) % stages, cw * 64 : cw * 64 + 64, 0:bk], B_s[(r * kps + kt) % stages, 0:bn, 0:bk], accum=False)
 
     @T.macro(hygienic=False)
-    def promote_step(done, srow, r, kt):
-        # Step kt's product (``done``, waited for; its scales loaded) promoted, its stage freed.
-        promoted(acc, done, srow)
+    def promote_step(done, r, kt):
+        # Step kt's product (``done``, waited for; its scales in srow) promoted, its stage freed.
+        promoted(acc, done)
         if tid % 128 == 0:
             empty.arrive((r * kps + kt) % stages)
             if mc:  # (in the peer too, at CTA scope: `mma_step`'s)
                 empty.arrive((r * kps + kt) % stages, cta_id=1 - rank, scope="cta")
 
     @T.macro(hygienic=False)
-    def promote_run(SA, SB, srow, r, bx, k0, u, cw):
+    def promote_run(r, bx, k0, u, cw):
         # Steps k0 .. k0 + u - 1 (``u`` static) into part and part2 in turn, each issued before the
-        # one before it is waited for and promoted; none in flight after the run (ptxas serializes
-        # every wgmma where a partial in flight across a loop's back edge is read after its wait).
-        # part defined anew before its first wgmma: left live from the run before, NVVM copies its
-        # registers there and ptxas waits for the wgmmas before them.
+        # one before it is waited for and promoted (block scales: each step's fetched as it is
+        # issued, into the registers of its parity); none in flight after the run (ptxas
+        # serializes every wgmma where a partial in flight across a loop's back edge is read
+        # after its wait). part defined anew before its first wgmma: left live from the run
+        # before, NVVM copies its registers there and ptxas waits for the wgmmas before them.
+        fetch_scales(0, r, bx, k0, cw)
         Tx.warpgroup.fill(part[0:64, 0:bn], 0.0)
         issue_step(part, r, k0, cw)
         for j in list(range(1, u)):  # (unrolled)
-            step_scales(SA, SB, srow, r, bx, k0 + j - 1, cw)
             if j % 2 == 1:
                 issue_step(part2, r, k0 + j, cw)
+                fetch_scales(1, r, bx, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
-                promote_step(part, srow, r, k0 + j - 1)
+                step_scales(0)
+                promote_step(part, r, k0 + j - 1)
             else:
                 issue_step(part, r, k0 + j, cw)
+                fetch_scales(0, r, bx, k0 + j, cw)
                 T.ptx.wgmma.wait_group(1)
-                promote_step(part2, srow, r, k0 + j - 1)
-        step_scales(SA, SB, srow, r, bx, k0 + u - 1, cw)
+                step_scales(1)
+                promote_step(part2, r, k0 + j - 1)
         T.ptx.wgmma.wait_group(0)
         if u % 2 == 0:
-            promote_step(part2, srow, r, k0 + u - 1)
+            step_scales(1)
+            promote_step(part2, r, k0 + u - 1)
         else:
-            promote_step(part, srow, r, k0 + u - 1)
+            step_scales(0)
+            promote_step(part, r, k0 + u - 1)
+
+    @T.macro(hygienic=False)
+    def block_step(p, r, bx, kt, cw):
+        # Block scales, one step at a time: step kt issued, the next step's scales fetched (after
+        # the unit's last: its first again, unused), kt waited for and promoted by the scales fetched with the
+        # step before (into the registers of parity p; the next step's: 1 - p).
+        issue_step(part, r, kt, cw)
+        fetch_scales(1 - p, r, bx, (kt + 1) % kps, cw)
+        T.ptx.wgmma.wait_group(0)
+        step_scales(p)
+        promote_step(part, r, kt)
 
     @T.macro
     def mma_mn(acc, A_s, B_s, stage, w, later):
@@ -795,15 +838,21 @@ def matmul_kernel(
             Tx.warpgroup.fill(acc[0:64, 0:bn], 0.0)
         if ahead:  # runs of AHEAD_RUN steps, each step issued before the one before it is promoted
             for it in range(kps // AHEAD_RUN):
-                promote_run(SA, SB, srow if block else None, r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
+                promote_run(r, bx, it * AHEAD_RUN, AHEAD_RUN, cw)
             if kps % AHEAD_RUN:
-                promote_run(SA, SB, srow if block else None, r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
+                promote_run(r, bx, kps - kps % AHEAD_RUN, kps % AHEAD_RUN, cw)
+        elif block:  # each K step into the partial, waited for, scaled and added; two steps a turn (the scales' registers of each parity)
+            fetch_scales(0, r, bx, 0, cw)
+            for kt in range(kps // 2):
+                block_step(0, r, bx, 2 * kt, cw)
+                block_step(1, r, bx, 2 * kt + 1, cw)
+            if kps % 2:
+                block_step(0, r, bx, kps - 1, cw)
         elif promote:  # each K step into the partial, waited for, added
             for kt in range(kps):
                 issue_step(part, r, kt, cw)
-                step_scales(SA, SB, srow if block else None, r, bx, kt, cw)
                 T.ptx.wgmma.wait_group(0)
-                promote_step(part, srow if block else None, r, kt)
+                promote_step(part, r, kt)
         else:
             for kt in range(kps):
                 mma_step(r * kps + kt, kt > 0, cw)
@@ -1039,6 +1088,11 @@ def matmul_kernel(
             part2 = T.alloc_buffer((64, bn), "float32", scope="local", layout=acc_layout)
         if block or rowwise:  # the step's (row-wise: the epilogue's) scale of each of the consumer's rows
             srow = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+        if block:  # a step's scales as fetched (`fetch_scales`), for the even steps and the odd ones: its rows', its blocks'
+            sa_even = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            sa_odd = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            sb_even = T.alloc_buffer((3 if bn == 192 else 1,), "float32", scope="local")
+            sb_odd = T.alloc_buffer((3 if bn == 192 else 1,), "float32", scope="local")
         if block and bn == 192:  # (block scales over 192 columns: the second and third runs of 64's)
             srow_mid = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             srow_hi = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())

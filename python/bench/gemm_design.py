@@ -2,7 +2,7 @@
 script for asking which design a shape wants, or what limits one (under Nsight Compute).
 
     cd python/bench && python gemm_design.py 100x12344x4096 '{"consumers": 2, "bn": 96}' '{"consumers": 1, "bn": 192}' [--sustained | --single] [--fp8 [--blocks]]
-    ncu -k regex:matmul -s 3 -c 1 --section SpeedOfLight python gemm_design.py ...
+    ncu -k 'regex:matmul|scaled_mm' -s 3 -c 1 --section SpeedOfLight python gemm_design.py ...  (FP8: scaled_mm)
 
 Each design is `matmul_kernel`'s configuration (`tirx.ops.matmul.CONFIGS`' keys, any tile width
 the kernel takes); ``"splits": S`` runs split-K's two kernels (parts, then the finish). bf16

@@ -700,8 +700,8 @@ def matmul_kernel(
     @T.macro(hygienic=False)
     def block_step(p, r, bx, kt, cw):
         # Block scales, one step at a time: step kt issued, the next step's scales fetched (after
-        # the unit's last: its first again, unused), kt waited for and promoted by the scales fetched with the
-        # step before (into the registers of parity p; the next step's: 1 - p).
+        # the unit's last: its first again, unused), kt waited for and promoted by the scales
+        # fetched with the step before (into the registers of parity p; the next step's: 1 - p).
         issue_step(part, r, kt, cw)
         fetch_scales(1 - p, r, bx, (kt + 1) % kps, cw)
         T.ptx.wgmma.wait_group(0)

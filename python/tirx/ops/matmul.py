@@ -691,11 +691,10 @@ def matmul_kernel(
                 T.ptx.wgmma.wait_group(1)
                 promote_step(part2, r, k0 + j - 1)
         T.ptx.wgmma.wait_group(0)
+        step_scales((u - 1) % 2)
         if u % 2 == 0:
-            step_scales(1)
             promote_step(part2, r, k0 + u - 1)
         else:
-            step_scales(0)
             promote_step(part, r, k0 + u - 1)
 
     @T.macro(hygienic=False)

@@ -872,9 +872,11 @@ def fp8_inputs(fp8, b, h, hk, sq, sk, d, seed=0):
 
 def fp8_bound(q, k, v, causal, scale, fp8):
     """The float64 attention of the dequantised inputs (float64 q, k, v) and the bound of the
-    kernel's error: each weight rounded to FP8 (half an ulp: e4m3 2^-4 of itself where normal,
-    2^-10 below; e5m2 2^-3, 2^-17), O to bfloat16."""
-    rel, low = (2.0**-4, 2.0**-10) if fp8 == "float8_e4m3fn" else (2.0**-3, 2.0**-17)
+    kernel's error: each weight rounded to FP8 (half an ulp: e4m3 2^-4 of itself where normal;
+    below, half its subnormal step, 2^-10 of 256, the largest weight's value the kernel rounds
+    (weights 2^8 times larger, `attention.P_OFFSET`): 2^-18 of the row's largest weight; e5m2
+    2^-3 and 2^-17 of 256, 2^-25), O to bfloat16."""
+    rel, low = (2.0**-4, 2.0**-18) if fp8 == "float8_e4m3fn" else (2.0**-3, 2.0**-25)
     want, want_lse = reference(q, k, v, causal, scale)
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, 1), np.repeat(v, group, 1)
@@ -992,9 +994,9 @@ def test_fp8_attention_under_torch_compile():
 
 
 def test_fp8_attention_one_tile_is_p_rounded_once():
-    """One K/V tile: the running max is the row's, so P = fp8(exp2(s scale log2 e - max)) exactly
-    as NumPy rounds it, and O = P V / sum(exp) to float32's accuracy: any key read against
-    another's weight would show."""
+    """One K/V tile: the running max is the row's, so P = fp8(exp2(s scale log2 e - max + 8))
+    exactly as NumPy rounds it (`attention.P_OFFSET`), and O = P V / sum(2^8 exp) to float32's
+    accuracy: any key read against another's weight would show."""
     import ml_dtypes
 
     q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 64, 128, 128, seed=3)
@@ -1008,8 +1010,8 @@ def test_fp8_attention_one_tile_is_p_rounded_once():
     tirx.compile(prim, "sm_90a")(q.reshape(1, 64, 128), k.reshape(1, 128, 128), at.fp8_values(v), ds, o, np.zeros((1, 192), np.float32))
     s = (q[0, 0].astype(np.float32) @ k[0, 0].astype(np.float32).T).astype(F64) * scale * at.LOG2E
     w = np.exp2(s - s.max(-1, keepdims=True))
-    p = w.astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(F64)
-    want = p @ v[0, 0].astype(F64) / w.sum(-1, keepdims=True)
+    p = (w * 2.0**at.P_OFFSET).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(F64)
+    want = p @ v[0, 0].astype(F64) / (w.sum(-1, keepdims=True) * 2.0**at.P_OFFSET)
     np.testing.assert_allclose(o[0].astype(F64), want, rtol=2.0**-8, atol=1e-6)
 
 

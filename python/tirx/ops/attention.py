@@ -46,6 +46,12 @@ LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 LOWEST = -3.4028234663852886e38  # float32's lowest finite value
 TINY = 1.1754943508222875e-38  # float32's smallest normal
+# FP8's weights P = exp2(s - m + P_OFFSET), in (0, 256]: a row's largest is 256, inside e4m3's
+# range (448), and e4m3's smallest normal (2^-6) 2^-14 of it, not 2^-6 (FlashAttention-3's offset):
+# the many small weights of a long row keep their bits instead of flushing through e4m3's
+# subnormals. l is summed from the same weights, so O = P V / l is unchanged; the log-sum-exp
+# takes the offset off.
+P_OFFSET = 8.0
 HEAD_DIMS = (64, 96, 128, 192, 256)
 # Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
 # per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
@@ -494,7 +500,10 @@ def attention_kernel(
         Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
-        Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
+        if fp8:  # (-m + P_OFFSET, rounded once)
+            Tx.warpgroup.fma(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0, P_OFFSET)
+        else:
+            Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
         Tx.warpgroup.fma(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], factor, m_run[0:64, 0:1])
         Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
@@ -754,8 +763,10 @@ def attention_kernel(
                         T.cuda.warp_sync()
                         if tid % 32 == 0:
                             empty.arrive(2 * stages)
-                if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2
+                if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
                     Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
+                    if fp8:
+                        Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -P_OFFSET)
                     Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
                     Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
                 if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
@@ -1737,9 +1748,10 @@ def scaled_dot_product_attention(
     ``k_descale``, ``v_descale``: numbers, one-element tensors, or float32 (batch, kv_heads)
     tensors, one per K/V head (FlashAttention-3's; a query head takes its K/V head's): the
     attention of the dequantised inputs, ``softmax(q k^T q_descale k_descale scale) v v_descale``,
-    with P rounded to the inputs' FP8 type for P V (its error, a few parts in 100 of a row's
-    weights, is FlashAttention-3's); bfloat16 out; no attn_mask. V is transposed (and its keys
-    permuted) into a new array first (`fp8_values_kernel`, one pass over V on the device)."""
+    with P rounded to the inputs' FP8 type for P V, 2^8 times larger (`P_OFFSET`; its error, a
+    few parts in 100 of a row's weights, is FlashAttention-3's); bfloat16 out; no attn_mask. V
+    is transposed (and its keys permuted) into a new array first (`fp8_values_kernel`, one pass
+    over V on the device)."""
     offset = 0
     if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
         lower_right = attn_mask.variant.name == "LOWER_RIGHT"

@@ -1,5 +1,6 @@
 """What the accuracy benches (attention_error.py, gemm_error.py, rows_error.py) share: a result's
-error against a reference, and their rows written as JSON."""
+error against a reference, and their rows written as JSON; and the dequantised product of FP8
+operands with DeepGEMM's block scales, the reference of every block-scaled bench."""
 
 import json
 
@@ -9,6 +10,16 @@ def errors(x, ref):
     x, ref = x.double(), ref.double()
     diff = x - ref
     return (diff.abs().max() / ref.abs().max()).item(), (diff.norm() / ref.norm()).item()
+
+
+def block_scaled_product(a, b, sa, sb):
+    """``a @ b`` of FP8 ``a`` (m x k) and ``b`` (k x n) dequantised with DeepGEMM's block scales,
+    in float64: ``sa`` (m, ceil(k / 128)) a row's scale per 128 of K, ``sb`` (ceil(n / 128),
+    ceil(k / 128)) a 128 x 128 block's of ``b`` (the last block of each ragged dim a partial one)."""
+    (m, k), n = a.shape, b.shape[1]
+    a_deq = a.double() * sa.double().repeat_interleave(128, 1)[:, :k]
+    b_deq = b.double() * sb.double().t().repeat_interleave(128, 0)[:k].repeat_interleave(128, 1)[:, :n]
+    return a_deq @ b_deq
 
 
 def save(rows, path):

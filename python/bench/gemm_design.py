@@ -9,7 +9,7 @@ the kernel takes); ``"splits": S`` runs split-K's two kernels (parts, then the f
 operands, row-major; ``--fp8``: e4m3 operands, both K-major, per-tensor scales, promoted to float32
 every 128 of K, bf16 out, beside `torch._scaled_mm` (cuBLASLt); ``--blocks``: DeepGEMM's block scales
 (a row and 128 of K; 128 x 128 of B) in place of the per-tensor ones, checked against the
-dequantised float32 product (timed beside the per-tensor `torch._scaled_mm`). Device time per call (CUDA events
+dequantised product (timed beside the per-tensor `torch._scaled_mm`). Device time per call (CUDA events
 behind an idle kernel, best of 3 × 50)."""
 
 import json
@@ -17,6 +17,8 @@ import math
 import sys
 
 import torch
+
+from accuracy import block_scaled_product  # this directory
 
 import tirx
 import tirx.ops  # noqa: F401  (loads the ops' modules)
@@ -80,12 +82,10 @@ def main():
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16) / math.sqrt(k)
         scales, ref, ref_args, ref_name = (), torch.mm, (a, b), "torch.mm"
     want = ref(*ref_args)
-    if FP8 and BLOCKS:  # (scales in [0.5, 2): the dequantised float32 product the designs are checked against)
+    if FP8 and BLOCKS:  # (scales in [0.5, 2): the dequantised product the designs are checked against)
         kb, nb = -(-k // 128), -(-n // 128)
         scales = (torch.rand(m, kb, device="cuda") * 1.5 + 0.5, torch.rand(nb, kb, device="cuda") * 1.5 + 0.5)
-        sa = scales[0].repeat_interleave(128, 1)[:, :k]
-        sb = scales[1].repeat_interleave(128, 0)[:n].repeat_interleave(128, 1)[:, :k]
-        want = (a.float() * sa) @ (b.float() * sb).t()
+        want = block_scaled_product(a, b.t(), *scales)
     base = best_ms(ref, ref_args)
     tflop = 2 * m * n * k / 1e9
     print(f"{torch.cuda.get_device_name()}  {m}x{n}x{k}: {ref_name} {base * 1e3:.1f} µs ({tflop / base:.0f} TFLOP/s)", flush=True)

@@ -15,7 +15,7 @@ max |ref|) and the root-mean-square (||x - ref|| / ||ref||), and tirx's largest 
 import argparse
 
 import torch
-from accuracy import cell, errors, save  # this directory
+from accuracy import block_scaled_product, cell, errors, save  # this directory
 
 import tirx.ops as ops
 
@@ -83,9 +83,8 @@ def scaled_mms(rows):
             report(rows, f"scaled_mm e4m3 per-tensor{' fast' if fast else ''}", (m, n, k), results, "cublas")
         ba = torch.rand(m, k // 128, device=DEVICE, generator=g) + 0.5
         bb = torch.rand(n // 128, k // 128, device=DEVICE, generator=g) + 0.5
-        a_deq = a.double() * ba.double().repeat_interleave(128, 1)
-        b_deq = b.double() * bb.double().repeat_interleave(128, 0).repeat_interleave(128, 1).t()
-        report(rows, "scaled_mm e4m3 block scales", (m, n, k), {"tirx": errors(ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16), a_deq @ b_deq)})
+        want = block_scaled_product(a, b, ba, bb)
+        report(rows, "scaled_mm e4m3 block scales", (m, n, k), {"tirx": errors(ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16), want)})
 
 
 def grouped(rows):

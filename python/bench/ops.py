@@ -9,7 +9,9 @@ beside addmm + gelu (eager, compiled); FP8 `scaled_mm` beside torch._scaled_mm; 
 torch._grouped_mm, `scaled_grouped_mm` (FP8, row-wise scales) beside torch._scaled_grouped_mm. Each
 result is checked against PyTorch's first.
 
-    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm,grouped] [--json out.json]
+    python python/bench/ops.py [--only softmax,log_softmax,rms_norm,layer_norm,backward,matmul,epilogue,scaled_mm,grouped,blocks] [--json out.json]
+
+(``blocks``: block-scaled FP8 at DeepGEMM's shapes, not in the default set.)
 """
 
 import argparse
@@ -18,6 +20,7 @@ import sys
 import time
 
 import torch
+from accuracy import block_scaled_product, errors  # this directory
 from launch_overhead import per_call  # this directory
 
 import tirx.ops as ops
@@ -205,10 +208,79 @@ def bench_scaled_mm(rows):
         print(f"scaled_mm {m}x{n}x{k}: {line} TFLOP/s | max |err| {err}", flush=True)
 
 
+# DeepGEMM's shapes (M, N, K) and its published block-scaled FP8 TFLOP/s on an H800 (its README's
+# table when it had one): figures of another card, not measured here.
+DEEPGEMM = [
+    (64, 2112, 7168, 206),
+    (64, 7168, 16384, 336),
+    (128, 7168, 16384, 645),
+    (128, 4096, 7168, 533),
+    (4096, 2112, 7168, 1058),
+    (4096, 24576, 1536, 990),
+    (4096, 32768, 512, 590),
+    (4096, 7168, 16384, 1358),
+    (4096, 4096, 7168, 1304),
+    (4096, 7168, 2048, 1025),
+]
+
+
+def _torch_blockwise(a, b, ba, bb, want):
+    """torch._scaled_mm with DeepGEMM's block scales (cuBLASLt's 1 x 128 and 128 x 128 scaling,
+    where this PyTorch takes them), in the scales' layouts it may ask for: a call and the layout it
+    took, or None and why."""
+    bbt = bb.t()  # (K / 128, N / 128): b is (K, N), column-major
+    for sa_, sb_ in ((ba, bbt), (ba.t().contiguous().t(), bbt.contiguous()), (ba.t().contiguous().t(), bbt), (ba, bbt.contiguous())):
+        try:
+            got = torch._scaled_mm(a, b, sa_, sb_, out_dtype=torch.bfloat16)
+        except (RuntimeError, ValueError) as e:
+            why = str(e).splitlines()[0][:160]
+            continue
+        err = errors(got, want)[0]
+        if err < 2e-2:  # (bf16's rounding: ~4e-3; scales read in another layout: ~1)
+            layout = f"scales {tuple(sa_.shape)}:{sa_.stride()}, {tuple(sb_.shape)}:{sb_.stride()}; rel err {err:.2g}"
+            return (lambda: torch._scaled_mm(a, b, sa_, sb_, out_dtype=torch.bfloat16)), layout
+        why = f"ran, but not as block scales (relative error {err:.2g} against the dequantised product)"
+    return None, why
+
+
+def bench_blocks(rows):
+    """FP8 e4m3 `scaled_mm` with DeepGEMM's block scales (a row's per 128 of K; a 128 x 128 block's
+    of B) at DeepGEMM's shapes, per call and device time (CUDA graph), against the dequantised
+    product (`accuracy.block_scaled_product`); beside torch._scaled_mm per tensor (cuBLASLt, the same operands) and, where
+    this PyTorch takes block scales, torch._scaled_mm with them; DeepGEMM's published H800 figure
+    for reference (another card, another process: not a ratio measured here)."""
+    from gemm_sweep import graph_us  # this directory
+
+    for m, n, k, theirs in DEEPGEMM:
+        g = torch.Generator(device="cuda").manual_seed(m + n + k)
+        a = (torch.randn(m, k, device="cuda", generator=g) / 2).to(torch.float8_e4m3fn)
+        b = (torch.randn(n, k, device="cuda", generator=g) / 2).to(torch.float8_e4m3fn).t()
+        ba = torch.rand(m, k // 128, device="cuda", generator=g) + 0.5
+        bb = torch.rand(-(-n // 128), k // 128, device="cuda", generator=g) + 0.5
+        sa, sb = torch.tensor(0.5, device="cuda"), torch.tensor(2.0, device="cuda")
+        want = block_scaled_product(a, b, ba, bb)
+        err = errors(ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16), want)[0]
+        calls = {"tirx_blocks": lambda: ops.scaled_mm(a, b, ba, bb, out_dtype=torch.bfloat16)}
+        calls["cublas_tensor"] = lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+        blockwise, how = _torch_blockwise(a, b, ba, bb, want)
+        if blockwise is not None:
+            calls["cublas_blocks"] = blockwise
+        flop = 2 * m * n * k
+        t = {key: per_call_us(f) for key, f in calls.items()}
+        dev = {key: graph_us(f) for key, f in calls.items()}
+        r = {"op": "scaled_mm_blocks", "shape": [m, n, k], "us": t, "device_us": dev, "tflops": {key: flop / v / 1e6 for key, v in t.items()},
+             "device_tflops": {key: flop / v / 1e6 for key, v in dev.items()}, "deepgemm_h800": theirs, "max_rel_err": err, "torch_blocks": how}
+        rows.append(r)
+        line = " | ".join(f"{key} {r['tflops'][key]:6.1f} ({r['device_tflops'][key]:6.1f})" for key in t)
+        print(f"blocks {m}x{n}x{k}: {line} TFLOP/s per call (device) | DeepGEMM H800 {theirs} | tirx/DeepGEMM {r['device_tflops']['tirx_blocks'] / theirs:.2f} | rel err {err:.2g}"
+              + f" | torch blocks: {how}", flush=True)
+
+
 def bench_grouped(rows):
     """`grouped_mm` (b row-major, and column-major as torch._grouped_mm takes it) beside
-    torch._grouped_mm over uneven groups."""
-    for g, tokens, k, n in [(8, 16384, 4096, 1792), (64, 32768, 2048, 1024)]:
+    torch._grouped_mm over uneven groups (three draws of the groups' sizes each, seeded)."""
+    for (g, tokens, k, n), seed in [(shape, seed) for shape in [(8, 16384, 4096, 1792), (64, 32768, 2048, 1024)] for seed in (0, 1, 2)]:
+        torch.manual_seed(seed)
         sizes = torch.distributions.Dirichlet(torch.ones(g)).sample() * tokens
         offs = torch.cumsum(sizes.int(), 0).int().cuda()
         a = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
@@ -220,9 +292,9 @@ def bench_grouped(rows):
         t = {"tirx": per_call_us(lambda: ops.grouped_mm(a, b, offs)), "tirx_colmajor_b": per_call_us(lambda: ops.grouped_mm(a, bt, offs))}
         t["torch"] = per_call_us(lambda: torch._grouped_mm(a, bt, offs=offs))
         flop = 2 * m * n * k
-        r = {"op": "grouped_mm", "shape": [g, tokens, k, n], "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
+        r = {"op": "grouped_mm", "shape": [g, tokens, k, n], "seed": seed, "us": t, "tflops": {key: flop / v / 1e6 for key, v in t.items()}, "max_err": err}
         rows.append(r)
-        print(f"grouped_mm {g} groups {tokens}x{n}x{k}: " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err:.3g}", flush=True)
+        print(f"grouped_mm {g} groups {tokens}x{n}x{k} (seed {seed}, rows {int(sizes.min())}-{int(sizes.max())}): " + " | ".join(f"{key} {v:6.1f}" for key, v in r["tflops"].items()) + f" TFLOP/s | max |err| {err:.3g}", flush=True)
         # FP8 with row-wise scales beside torch._scaled_grouped_mm (where this PyTorch has it)
         a8, b8 = a.to(torch.float8_e4m3fn), bt.to(torch.float8_e4m3fn)  # (b column-major, as both take it)
         sa, sb = torch.rand(tokens, device="cuda") + 0.5, torch.rand(g, n, device="cuda") + 0.5
@@ -258,6 +330,8 @@ def main():
         bench_scaled_mm(rows)
     if "grouped" in only:
         bench_grouped(rows)
+    if "blocks" in only:
+        bench_blocks(rows)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

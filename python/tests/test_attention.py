@@ -951,16 +951,38 @@ def test_softmax_exponent_is_one_fma(dtype, bn):
     assert re.search(r"tirx_exp2_ftz\(s_acc\[[^]]*\]\)", src) and not re.search(r"tirx_exp2_ftz\(s_acc\[[^]]*\] \*", src)
 
 
-@pytest.mark.parametrize("b,hk,sk,d", [(1, 2, 100, 64), (2, 1, 128, 128), (1, 1, 17, 96), (1, 1, 300, 256)])
+@pytest.mark.parametrize("b,hk,sk,d", [(1, 2, 100, 64), (2, 1, 128, 128), (1, 1, 17, 96), (1, 1, 300, 256), (1, 1, 260, 192)])
 def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     """V's transposition with its keys permuted, as the op runs it (`fp8_values_kernel`, a block of
-    128 keys a CTA): byte for byte NumPy's `fp8_values`, zeros past the keys."""
+    128 keys a CTA), and by each of the tuner's designs (bytes; 32-bit words, `fp8_values_words`):
+    byte for byte NumPy's `fp8_values`, zeros past the keys."""
     import ml_dtypes
 
     v = np.random.default_rng(sk).integers(-100, 100, (b, hk, sk, d)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
     want = at.fp8_values(v)
     assert want.shape == (b * hk, d, -(-sk // 128) * 128)
     np.testing.assert_array_equal(at._fp8_values_on_device(v).view(np.uint8), want.view(np.uint8))
+    for words in (False, True):
+        kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d, words=words))
+        vt = np.full(want.shape, 0x7F, np.uint8)  # (every byte written: none left as it was)
+        kernel(*at._as_words(kernel, (v.reshape(b * hk, sk, d).view(np.uint8), vt)))
+        np.testing.assert_array_equal(vt, want.view(np.uint8), err_msg=f"words={words}")
+
+
+@pytest.mark.parametrize("words", [False, True])
+def test_fp8_values_designs_on_the_gpu(words):
+    """Each of V's transposition designs on the GPU, ragged keys over several heads: byte for
+    byte `fp8_values`."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    b, hk, sk, d = 2, 3, 1000, 128
+    v = torch.randn(b, hk, sk, d, device="cuda").to(torch.float8_e4m3fn)
+    want = at.fp8_values(v)
+    vt = torch.full(want.shape, 0x7F, dtype=torch.uint8, device="cuda")
+    kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d, words=words))
+    kernel(*at._as_words(kernel, (v.reshape(b * hk, sk, d).view(torch.uint8), vt)))
+    assert torch.equal(vt, want.view(torch.uint8))
 
 
 def test_the_kernels_with_and_without_the_lse_share_one_tuned_choice():

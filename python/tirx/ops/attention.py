@@ -1283,8 +1283,19 @@ def fp8_values(v):
     return c.contiguous(_swap(c.contiguous(vp).reshape(b * hk, seq_kt, d)))
 
 
-@autotune(configs=[{}], key=["bhk", "seq_k", "d"])
-def fp8_values_kernel(bhk: int, seq_k: int, d: int):
+def _as_words(kernel, args) -> tuple:
+    """`fp8_values_words`' arguments: the call's byte arrays as int32 words (in place)."""
+    if kernel.params[0].dtype != "int32":
+        return tuple(args)
+    if c.is_torch(args[0]):
+        import torch
+
+        return tuple(a.view(torch.int32) for a in args)
+    return tuple(a.view(np.int32) for a in args)
+
+
+@autotune(configs=[{"words": False}, {"words": True}], key=["bhk", "seq_k", "d"], launch_args=_as_words, adapts=lambda cfg: cfg["words"])
+def fp8_values_kernel(bhk: int, seq_k: int, d: int, words: bool = False):
     """`fp8_values` on the device: ``VT[bh, dd, c]`` = ``V[bh, key(c), dd]`` for V ``(bhk, seq_k,
     d)`` and VT ``(bhk, d, fp8_keys(seq_k))`` as bytes (either FP8 type; zero past ``seq_k``),
     ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for. A CTA per block of
@@ -1292,7 +1303,10 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
     ``seq_k`` zero), then each thread gathers the 16 keys of one chunk of a column, byte by
     byte, and stores them as one 16-byte vector; a warp's lanes take 32 consecutive columns, so
     its byte reads fall in one row's 32 bytes (no bank conflicts). (Byte loads and stores of
-    global memory throughout ran at 1.5-1.9 TB/s on an H200.) ``d`` a multiple of 32."""
+    global memory throughout ran at 1.5-1.9 TB/s on an H200.) ``d`` a multiple of 32.
+    ``words``: `fp8_values_words`, the tuner's other candidate."""
+    if words:
+        return fp8_values_words(bhk, seq_k, d)
     blocks = fp8_keys(seq_k) // VT_KEYS
     chunks = VT_KEYS // 16  # a column's chunks of 16 keys in a block
     rounds = d * chunks // VT_THREADS
@@ -1320,6 +1334,76 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
             Tx.thread.copy(VT[bh, dd, k0 + c0 : k0 + c0 + 16], chunk[0:16])
 
     return fp8_values_t
+
+
+def fp8_values_words(bhk: int, seq_k: int, d: int):
+    """`fp8_values_kernel`'s design by 32-bit words (V and VT given as int32 words of 4 bytes):
+    a CTA's block of keys copied into shared memory by 16-byte vectors (rows past ``seq_k`` zero)
+    in rows of an odd count of words, so that a warp reading one word column of rows 16 apart
+    hits distinct banks; then each lane reads its word column (V's 4 columns) in the 16 rows of
+    a chunk of keys and builds the chunk's 16 permuted bytes of each of those columns from them
+    (byte selections of 32-bit words: PRMT), storing them as 16-byte vectors. A warp's lanes take
+    16 (8 where the head dim is not a multiple of 64) word columns in 2 (4) neighbouring chunks,
+    so a store writes 32 (64) whole bytes, whole sectors, of each of its VT rows, where
+    `fp8_values_kernel`'s writes 16 bytes of each of 32 rows."""
+    w_row = d // 4  # V's words a key
+    blocks = fp8_keys(seq_k) // VT_KEYS
+    fill_rounds = VT_KEYS * w_row // 4 // VT_THREADS  # a thread's 16-byte vectors of the block
+    cols = 16 if w_row % 16 == 0 else 8  # a warp task's word columns
+    chunks = 32 // cols  # its chunks of 16 keys
+    groups = VT_KEYS // (16 * chunks)  # its blocks' tasks a column group
+    warps = VT_THREADS // 32
+    units = groups * (w_row // cols)  # the block's warp tasks
+    rounds = -(-units // warps)
+
+    @T.macro
+    def task(u, lane, bh, k0, tile, x, o, VT):
+        # warp task u: word columns w (V's columns 4 w .. 4 w + 3) of its group, the lane's
+        # chunk of 16 keys from c0
+        w = u // groups * cols + lane % cols
+        c0 = (u % groups * chunks + lane // cols) * 16
+        for i in T.unroll(16):
+            x[i] = T.cast(tile[c0 + i, w], "uint32")
+        for j in T.unroll(4):
+            # column 4 m .. 4 m + 3 of the chunk: keys 2 m, 2 m + 1, 2 m + 8, 2 m + 9
+            for m in T.unroll(4):
+                o[m] = T.cast(
+                    (x[2 * m] >> T.uint32(8 * j) & T.uint32(255))
+                    | (x[2 * m + 1] >> T.uint32(8 * j) & T.uint32(255)) << T.uint32(8)
+                    | (x[2 * m + 8] >> T.uint32(8 * j) & T.uint32(255)) << T.uint32(16)
+                    | (x[2 * m + 9] >> T.uint32(8 * j) & T.uint32(255)) << T.uint32(24),
+                    "int32",
+                )
+            Tx.thread.copy(VT[bh, 4 * w + j, (k0 + c0) // 4 : (k0 + c0) // 4 + 4], o[0:4])
+
+    @T.prim_func
+    def fp8_values_w(V_ptr: T.handle, VT_ptr: T.handle):
+        V = T.match_buffer(V_ptr, (bhk, seq_k, w_row), "int32")
+        VT = T.match_buffer(VT_ptr, (bhk, d, blocks * VT_KEYS // 4), "int32")
+        T.device_entry()
+        bx = T.cta_id([bhk * blocks])
+        warp = T.warp_id([warps])
+        lane = T.lane_id([32])
+        tid = T.thread_id([VT_THREADS])
+        bh = bx // blocks
+        k0 = bx % blocks * VT_KEYS
+        tile = T.alloc_buffer((VT_KEYS, w_row + 1), "int32", scope="shared")
+        vec = T.alloc_buffer((4,), "int32", scope="local")
+        x = T.alloc_buffer((16,), "uint32", scope="local")
+        o = T.alloc_buffer((4,), "int32", scope="local")
+        for r in T.unroll(fill_rounds):  # (by 16-byte vectors: the tile's odd rows take 4-byte stores)
+            row = (r * VT_THREADS + tid) // (w_row // 4)
+            c4 = (r * VT_THREADS + tid) % (w_row // 4) * 4
+            Tx.thread.copy(vec[0:4], V[bh, k0 + row, c4 : c4 + 4], clip=True, other=0)
+            Tx.thread.copy(tile[row, c4 : c4 + 4], vec[0:4])
+        T.cuda.cta_sync()
+        for r in list(range(rounds)):  # (unrolled; a last round of fewer tasks than warps: the first ones)
+            if (r + 1) * warps <= units:
+                task(r * warps + warp, lane, bh, k0, tile, x, o, VT)
+            elif warp < units - r * warps:
+                task(r * warps + warp, lane, bh, k0, tile, x, o, VT)
+
+    return fp8_values_w
 
 
 def _fp8_values_on_device(v):

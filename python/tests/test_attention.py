@@ -969,6 +969,26 @@ def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
         np.testing.assert_array_equal(vt, want.view(np.uint8), err_msg=f"words={words}")
 
 
+@pytest.mark.parametrize(
+    "words,old",
+    [
+        (False, "        Tx.cta.copy(tile[0:VT_KEYS, 0:d], V[bh, k0 : k0 + VT_KEYS, 0:d], clip=True, other=0)\n        T.cuda.cta_sync()\n"),
+        (True, "            Tx.thread.copy(tile[row, c4 : c4 + 4], vec[0:4])\n        T.cuda.cta_sync()\n"),
+    ],
+)
+def test_fp8_values_without_its_barrier_is_a_reported_race(words, old, tmp_path):
+    """Each transposition design with its CTA barrier between the tile's stores and its reads
+    removed: the simulator reports the race on the tile."""
+    import ml_dtypes
+
+    planted = planting.planted(at, old, old.replace("        T.cuda.cta_sync()\n", ""), tmp_path)
+    v = np.random.default_rng(0).integers(-100, 100, (1, 1, 200, 128)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
+    kernel = tirx.compile(planted.fp8_values_kernel.factory(bhk=1, seq_k=200, d=128, words=words))
+    vt = np.zeros((1, 128, 256), np.uint8)
+    with pytest.raises(tirx.TirxError, match="data race: `tile`"):
+        kernel(*planted._as_words(kernel, (v.reshape(1, 200, 128).view(np.uint8), vt)))
+
+
 @pytest.mark.parametrize("words", [False, True])
 def test_fp8_values_designs_on_the_gpu(words):
     """Each of V's transposition designs on the GPU, ragged keys over several heads: byte for

@@ -25,6 +25,14 @@ def attention_cases():
     yield "ops_attention_pingpong", at.attention_kernel.factory(
         seq_q=8192, seq_k=8192, d=128, causal=True, consumers=2, bn=128, overlap=True, pingpong=True, **base
     )
+    # the ping-pong loop rotated (`rotate`): bf16 d = 64 and FP8 d = 128 over 128 keys, no spills
+    yield "ops_attention_rotated", at.attention_kernel.factory(
+        seq_q=4096, seq_k=4096, d=64, causal=False, consumers=2, bn=128, overlap=True, pingpong=True, rotate=True, **base
+    )
+    yield "ops_attention_rotated_fp8", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,
+        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, rotate=True,
+    )
     yield "ops_attention_overlap_d64", at.attention_kernel.factory(
         seq_q=4096, seq_k=4096, d=64, causal=False, consumers=2, bn=128, overlap=True, **base
     )

@@ -73,17 +73,23 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("schedule", ["in_turn", "overlapped", "pingpong"])
+@pytest.mark.parametrize("schedule", ["in_turn", "overlapped", "pingpong", "rotated"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 @pytest.mark.parametrize("consumers,bn,d,causal,b,h,hk,sq,sk", CASES, ids=lambda v: str(v))
 def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn, d, causal, b, h, hk, sq, sk):
+    """Each schedule (in turn; overlapped; ping-pong; the overlapped loop rotated, `rotate`, with
+    ping-pong where two consumers or more take turns) at each tile configuration."""
     if schedule == "pingpong" and consumers == 1:
         pytest.skip("ping-pong takes two consumer warpgroups")
-    overlap, pingpong = schedule != "in_turn", schedule == "pingpong"
+    if schedule == "rotated" and dtype == "float16":
+        pytest.skip("the rotated loop's steps are those of bfloat16's (float16 differs in the rounding only)")
+    overlap, rotate = schedule != "in_turn", schedule == "rotated"
+    pingpong = schedule == "pingpong" or (rotate and consumers > 1)
     q, k, v = inputs(dtype, b, h, hk, sq, sk, d)
     scale = 1 / np.sqrt(d)
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, seq_major=False, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, seq_major=False,
+        consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong, rotate=rotate,
     )
     kernel = tirx.compile(prim, "sm_90a")
     o = np.full((b * h, sq + 1, d), 7, q.dtype)  # a row past the sequence: never written
@@ -838,6 +844,12 @@ PLANTED = {
         "data race: `Q_s`",
         dict(persistent=True, sms=1),  # (two query tiles, one CTA)
     ),
+    "the rotated loop's rescale before its P V is waited for": (
+        "        T.ptx.wgmma.wait_group(0)\n        if j >= 2:\n            release(b + j - 2, 1, empty, tid)\n        rescale(",
+        "        if j >= 2:\n            release(b + j - 2, 1, empty, tid)\n        rescale(",
+        "has not been waited for",
+        dict(rotate=True),
+    ),
     "mbarriers used before the CTA barrier after their init": (
         "        T.ptx.fence.mbarrier_init()\n        T.cuda.cta_sync()",
         "        T.ptx.fence.mbarrier_init()",
@@ -901,6 +913,8 @@ def fp8_bound(q, k, v, causal, scale, fp8):
         (2, 192, 128, False, True, 1, 1, 128, 450),  # FP8's wide tiles: three 64-byte atoms of keys
         (2, 256, 64, True, True, 2, 1, 130, 600),  # two 128-byte atoms
         (2, 224, 128, False, False, 2, 1, 70, 230),  # FlashAttention-3's FP8 tile at d = 128: seven 32-byte atoms
+        (2, 224, 128, False, "rotate", 2, 1, 130, 700),  # the overlapped loop rotated (`rotate`), with ping-pong
+        (2, 128, 128, True, "rotate", 1, 1, 200, 300),
     ],
 )
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
@@ -916,7 +930,7 @@ def test_fp8_attention_matches_float64(fp8, consumers, bn, d, causal, overlap, h
     scale = 1 / np.sqrt(d)
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=fp8, causal=causal, scale=scale, lse=True,
-        seq_major=False, consumers=consumers, bn=bn, overlap=overlap,
+        seq_major=False, consumers=consumers, bn=bn, overlap=bool(overlap), rotate=overlap == "rotate", pingpong=overlap == "rotate",
     )
     o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
     lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)

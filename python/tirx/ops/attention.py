@@ -73,6 +73,10 @@ CONFIGS = (
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
+    # The ping-pong loop rotated (`rotate`: the softmax in a block of its own, overlapping P V in
+    # the SASS), at the widths where S live across the loop's back edge spills little or nothing
+    # (nvcc 13.0: 0-52 bytes; 148-672 at 176 and 192 keys, and with three consumers).
+    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True, "rotate": True} for bn in (128, 224, 256)]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
@@ -210,6 +214,7 @@ def attention_kernel(
     persistent: bool = False,
     sms: int = 0,
     q_group: int = 1,
+    rotate: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -221,7 +226,10 @@ def attention_kernel(
     compute the previous tile's P V (FlashAttention-3's intra-warpgroup pipelining); ``pingpong``
     (two or three consumers, with ``overlap``): the consumers take turns issuing their GEMMs in a
     ring (named barriers), so one's softmax runs while the others' GEMMs do (FlashAttention-3's
-    schedule);
+    schedule); ``rotate`` (with ``overlap``): each step's loop body begins with the wait for the
+    previous step's P V and O's rescale, and ends with its softmax, so that the softmax lies in a
+    block of its own (ptxas, free to move a wait within a block, otherwise puts P V's wait before
+    most of the softmax it was to overlap);
     ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
@@ -251,6 +259,8 @@ def attention_kernel(
     V's transposition)."""
     if consumers not in c.WARPGROUP_REGISTERS:
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
+    if rotate and not overlap:
+        raise ValueError("rotate: the overlapped schedule (overlap=True)")
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
     eb = c.elem_bytes(dtype)  # bytes an element of Q, K and V
@@ -569,10 +579,9 @@ def attention_kernel(
         release(b + j, 1, empty, tid)
 
     @T.macro
-    def pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
-        # Tile j's S = Q Kᵀ and tile j - 1's P V issued together (stages b + j, b + j - 1); tile
-        # j's softmax runs while P V does (FlashAttention-3's intra-warpgroup overlap), then O's
-        # rescale once it is done.
+    def issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid):
+        # Tile j's S = Q Kᵀ and tile j - 1's P V issued together (stages b + j, b + j - 1), S
+        # waited for and K's stage released while P V runs on.
         landed(b + j, 0, full)
         landed(b + j - 1, 1, full)
         my_turn(cw)
@@ -581,10 +590,29 @@ def attention_kernel(
         your_turn(cw, False)
         T.ptx.wgmma.wait_group(1)  # S (the older group) done; P V may run on
         release(b + j, 0, empty, tid)
+
+    @T.macro
+    def pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
+        # `issue_pair`, then tile j's softmax while P V runs (FlashAttention-3's intra-warpgroup
+        # overlap), then O's rescale once it is done.
+        issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
         T.ptx.wgmma.wait_group(0)
         release(b + j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
+
+    @T.macro
+    def rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
+        # `pipelined`'s step with the loop turned: tile j - 1's P V (issued by the step before,
+        # if any) waited for, its V stage released, O rescaled and P rounded from tile j - 1's
+        # softmax; then `issue_pair`, and tile j's softmax last, while P V runs (its wait opens
+        # the next step: another block, which ptxas does not move it out of).
+        T.ptx.wgmma.wait_group(0)
+        if j >= 2:
+            release(b + j - 2, 1, empty, tid)
+        rescale(s_acc, p, o_acc, alpha)
+        issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
 
     @T.macro
     def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT, DS):
@@ -711,11 +739,22 @@ def attention_kernel(
                             softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
                         for j in T.serial(T.min(unmasked, 1), 1):
                             softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
-                        rescale(s_acc, p, o_acc, alpha)
-                        for j in T.serial(1, T.max(unmasked, 1)):
-                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
-                        for j in T.serial(T.max(unmasked, 1), steps):
-                            pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                        if rotate:
+                            for j in T.serial(1, T.max(unmasked, 1)):
+                                rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
+                            for j in T.serial(T.max(unmasked, 1), steps):
+                                rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                            # the last step's turn, then the last tile's P V
+                            T.ptx.wgmma.wait_group(0)
+                            if steps >= 2:
+                                release(b + steps - 2, 1, empty, tid)
+                            rescale(s_acc, p, o_acc, alpha)
+                        else:
+                            rescale(s_acc, p, o_acc, alpha)
+                            for j in T.serial(1, T.max(unmasked, 1)):
+                                pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
+                            for j in T.serial(T.max(unmasked, 1), steps):
+                                pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
                         landed(b + steps - 1, 1, full)
                         my_turn(cw)
                         pv(b + steps - 1, p, o_acc, V_s)

@@ -102,6 +102,26 @@ def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn
     np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype,bn,d", [("bfloat16", 128, 64), ("float8_e4m3fn", 224, 128)])
+def test_the_rotated_loop_computes_the_overlapped_ones_result(dtype, bn, d):
+    """`rotate` moves where each step's waits and rescale stand in the loop, not what is computed:
+    O and the log-sum-exp bit for bit the overlapped ping-pong's (causal, ragged, grouped heads)."""
+    sq, sk = 200, 500
+    q, k, v = fp8_inputs(dtype, 1, 2, 1, sq, sk, d) if dtype.startswith("float8") else inputs(dtype, 1, 2, 1, sq, sk, d)
+    results = []
+    for rotate in (False, True):
+        prim = at.attention_kernel.factory(
+            heads=2, kv_heads=1, batch=1, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=True, scale=1 / np.sqrt(d), lse=True,
+            seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True, rotate=rotate,
+        )
+        o = np.zeros((2, sq, d), numpy_dtype("bfloat16"))
+        lse = np.zeros((2, at.lse_rows(sq)), np.float32)
+        vv = (at.fp8_values(v), np.ones((1, 2), np.float32)) if dtype.startswith("float8") else (v.reshape(-1, sk, d),)
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), *vv, o, lse)
+        results.append((o.view(np.uint16), lse))
+    assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
+
+
 @pytest.mark.parametrize(
     "consumers,bn,d,causal,pingpong,sms,h,hk,sq,sk",
     [
@@ -110,6 +130,7 @@ def test_every_tile_configuration_matches_float64(schedule, dtype, consumers, bn
         (3, 128, 64, True, True, 2, 2, 1, 500, 500),
         (2, 128, 128, False, False, 3, 1, 1, 330, 200),
         (1, 64, 96, True, False, 4, 3, 3, 150, 260),  # in turn (no overlap), more CTAs than some heads' tiles
+        (2, 128, 64, True, "rotate", 2, 2, 1, 300, 700),  # ping-pong, the loop rotated (`rotate`)
     ],
 )
 def test_persistent_schedule_matches_float64(consumers, bn, d, causal, pingpong, sms, h, hk, sq, sk):
@@ -120,7 +141,8 @@ def test_persistent_schedule_matches_float64(consumers, bn, d, causal, pingpong,
     q, k, v = inputs("bfloat16", 1, h, hk, sq, sk, d, seed=sms)
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=hk, batch=1, seq_q=sq, seq_k=sk, d=d, dtype="bfloat16", causal=causal, scale=1 / np.sqrt(d), lse=True,
-        seq_major=False, consumers=consumers, bn=bn, overlap=consumers > 1 or pingpong, pingpong=pingpong, persistent=True, sms=sms,
+        seq_major=False, consumers=consumers, bn=bn, overlap=consumers > 1 or bool(pingpong), pingpong=bool(pingpong), rotate=pingpong == "rotate",
+        persistent=True, sms=sms,
     )
     o = np.zeros((h, sq, d), q.dtype)
     lse = np.zeros((h, at.lse_rows(sq)), np.float32)
@@ -452,7 +474,11 @@ def varlen_reference(q, k, v, cq, ck, causal, scale):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("cfg", [{"consumers": 2, "bn": 128, "overlap": True}, {"consumers": 1, "bn": 64}], ids=["overlapped", "in_turn"])
+@pytest.mark.parametrize(
+    "cfg",
+    [{"consumers": 2, "bn": 128, "overlap": True}, {"consumers": 1, "bn": 64}, {"consumers": 2, "bn": 128, "overlap": True, "pingpong": True, "rotate": True}],
+    ids=["overlapped", "in_turn", "rotated"],
+)
 def test_varlen_packed_sequences_match_float64(causal, cfg):
     """Packed sequences (FlashAttention's varlen): ragged lengths, an empty sequence, more and fewer
     keys than queries, grouped-query heads; causal on each sequence's lower-right diagonal;

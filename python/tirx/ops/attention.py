@@ -744,7 +744,7 @@ def attention_kernel(
                                 rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
                             for j in T.serial(T.max(unmasked, 1), steps):
                                 rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
-                            # the last step's turn, then the last tile's P V
+                            # the last step's P V waited for, O rescaled and P rounded (then the last tile's P V, below)
                             T.ptx.wgmma.wait_group(0)
                             if steps >= 2:
                                 release(b + steps - 2, 1, empty, tid)
@@ -1430,7 +1430,7 @@ def fp8_values_words(bhk: int, seq_k: int, d: int):
         vec = T.alloc_buffer((4,), "int32", scope="local")
         x = T.alloc_buffer((16,), "uint32", scope="local")
         o = T.alloc_buffer((4,), "int32", scope="local")
-        for r in T.unroll(fill_rounds):  # (by 16-byte vectors: the tile's odd rows take 4-byte stores)
+        for r in T.unroll(fill_rounds):  # (16-byte loads; rows of an odd count of words take 4-byte stores)
             row = (r * VT_THREADS + tid) // (w_row // 4)
             c4 = (r * VT_THREADS + tid) % (w_row // 4) * 4
             Tx.thread.copy(vec[0:4], V[bh, k0 + row, c4 : c4 + 4], clip=True, other=0)

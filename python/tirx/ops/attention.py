@@ -75,7 +75,7 @@ CONFIGS = (
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
     # The ping-pong loop rotated (`rotate`: the softmax in a block of its own, overlapping P V in
     # the SASS), at the widths where S live across the loop's back edge spills little or nothing
-    # (nvcc 13.0: 0-52 bytes; 148-672 at 176 and 192 keys, and with three consumers).
+    # (nvcc 13.0: at most 52 bytes, none causal; 148-672 at 176 and 192 keys, and with three consumers).
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True, "rotate": True} for bn in (128, 224, 256)]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head

@@ -26,7 +26,9 @@ The kernel, for one CTA of ``64 * consumers`` query rows of one head:
    intra-warpgroup pipelining: tile j's S = Q Kᵀ and tile j - 1's P V issued together,
    `wgmma.wait_group(1)` waits for the older only, and tile j's softmax runs while P V does);
    `pingpong` (two or three consumers take turns issuing their GEMMs through a ring of named
-   barriers, so one's softmax runs while the others' GEMMs do).
+   barriers, so one's softmax runs while the others' GEMMs do); `rotate` (the overlapped loop
+   turned: each step opens with the previous P V's wait and O's rescale and ends with its
+   softmax, so that ptxas cannot move that wait above the softmax; the same values, bit for bit).
 4. The epilogue: O times the reciprocal of the row sums, rounded, stored over the consumer's own
    Q rows in shared memory (`fence.proxy.async`, a named barrier of the warpgroup) and written by
    TMA stores, one per 64-column swizzle atom (rows past the sequence clipped by TMA); with
@@ -44,12 +46,12 @@ import numpy as np
 from tirx.ops import attention as at
 
 
-def attention(b, h, hk, sq, sk, d, causal, consumers=2, bn=128, overlap=True, pingpong=False, dtype="bfloat16"):
+def attention(b, h, hk, sq, sk, d, causal, consumers=2, bn=128, overlap=True, pingpong=False, rotate=False, dtype="bfloat16"):
     """One tile configuration of the kernel: ``k(Q, K, V, O, LSE)`` on (b·h, sq, d) Q and O, (b·hk,
     sk, d) K and V (grouped-query heads when hk < h), LSE (b·h, `lse_rows`(sq)) float32."""
     return at.attention_kernel.factory(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=1 / np.sqrt(d), lse=True,
-        seq_major=False, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong,
+        seq_major=False, consumers=consumers, bn=bn, overlap=overlap, pingpong=pingpong, rotate=rotate,
     )
 
 
@@ -87,6 +89,7 @@ if __name__ == "__main__":
     cases = [
         ((1, 2, 1, 150, 330, 64, True), dict(consumers=2, bn=64, overlap=True, pingpong=True)),
         ((1, 1, 1, 200, 400, 128, False), dict(consumers=2, bn=176, overlap=True)),
+        ((1, 2, 1, 150, 330, 64, True), dict(consumers=2, bn=128, overlap=True, pingpong=True, rotate=True)),
     ]
     for shape, config in cases:
         err, text = run(*shape, **config)

@@ -57,13 +57,14 @@ def test_rmsnorm_bf16(H):
 
 
 def test_attention_walkthrough():
-    """examples/python/attention.py: a causal grouped-query configuration in ping-pong and a wide
-    K/V tile configuration, each against float64 in the simulator."""
+    """examples/python/attention.py: a causal grouped-query configuration in ping-pong, a wide
+    K/V tile configuration and the ping-pong loop rotated, each against float64 in the simulator."""
     from attention import run  # noqa: E402 (examples/python)
 
     for shape, config, tol in [
         ((1, 2, 1, 150, 330, 64, True), dict(consumers=2, bn=64, overlap=True, pingpong=True), 2.0**-7),
         ((1, 1, 1, 200, 400, 128, False), dict(consumers=2, bn=176, overlap=True), 2.0**-7),
+        ((1, 2, 1, 150, 330, 64, True), dict(consumers=2, bn=128, overlap=True, pingpong=True, rotate=True), 2.0**-7),
     ]:
         err, text = run(*shape, **config)
         assert err < tol, (shape, config, err)

@@ -602,15 +602,21 @@ def attention_kernel(
         rescale(s_acc, p, o_acc, alpha)
 
     @T.macro
-    def rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
-        # `pipelined`'s step with the loop turned: tile j - 1's P V (issued by the step before,
-        # if any) waited for, its V stage released, O rescaled and P rounded from tile j - 1's
-        # softmax; then `issue_pair`, and tile j's softmax last, while P V runs (its wait opens
-        # the next step: another block, which ptxas does not move it out of).
+    def retire_pv(j, b, s_acc, p, o_acc, alpha, empty, tid):
+        # The rotated loop's step j opens so (and after its last step, j = steps): tile j - 2's
+        # P V (issued by the step before, if any) waited for and its V stage released, then O
+        # rescaled and P rounded from tile j - 1's softmax.
         T.ptx.wgmma.wait_group(0)
         if j >= 2:
             release(b + j - 2, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
+
+    @T.macro
+    def rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, masked, factor):
+        # `pipelined`'s step with the loop turned: `retire_pv`, then `issue_pair`, and tile j's
+        # softmax last, while P V runs (its wait opens the next step: another block, which ptxas
+        # does not move it out of).
+        retire_pv(j, b, s_acc, p, o_acc, alpha, empty, tid)
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
 
@@ -744,11 +750,7 @@ def attention_kernel(
                                 rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
                             for j in T.serial(T.max(unmasked, 1), steps):
                                 rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
-                            # the last step's P V waited for, O rescaled and P rounded (then the last tile's P V, below)
-                            T.ptx.wgmma.wait_group(0)
-                            if steps >= 2:
-                                release(b + steps - 2, 1, empty, tid)
-                            rescale(s_acc, p, o_acc, alpha)
+                            retire_pv(steps, b, s_acc, p, o_acc, alpha, empty, tid)  # (then the last tile's P V, below)
                         else:
                             rescale(s_acc, p, o_acc, alpha)
                             for j in T.serial(1, T.max(unmasked, 1)):

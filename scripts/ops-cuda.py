@@ -86,7 +86,6 @@ def attention_cases():
         seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True,
     )
     yield "ops_attention_fp8_values", at.fp8_values_kernel.factory(bhk=16, seq_k=16384, d=128)
-    yield "ops_attention_fp8_values_words", at.fp8_values_kernel.factory(bhk=16, seq_k=16384, d=128, words=True)
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)
     yield "ops_attention_bwd_dkv", ab.attention_dkv_kernel.factory(**bwd)

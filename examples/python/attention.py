@@ -22,13 +22,14 @@ The kernel, for one CTA of ``64 * consumers`` query rows of one head:
    m_new); P = S cast to bf16 in the same registers' layout (the accumulator's layout is the A
    fragment's); and
    `Tx.warpgroup.gemm_async(O, P, V_s, transB=True, accum=True)` with P from registers.
-3. Schedules, chosen by the autotuner: each tile in turn; `overlap` (FlashAttention-3's
+3. Schedules (the first three chosen by the autotuner): each tile in turn; `overlap` (FlashAttention-3's
    intra-warpgroup pipelining: tile j's S = Q Kᵀ and tile j - 1's P V issued together,
    `wgmma.wait_group(1)` waits for the older only, and tile j's softmax runs while P V does);
    `pingpong` (two or three consumers take turns issuing their GEMMs through a ring of named
    barriers, so one's softmax runs while the others' GEMMs do); `rotate` (the overlapped loop
    turned: each step opens with the previous P V's wait and O's rescale and ends with its
-   softmax, so that ptxas cannot move that wait above the softmax; the same values, bit for bit).
+   softmax, so that ptxas cannot move that wait above the softmax; the same values, bit for bit;
+   a kernel option: it timed slower on an H200, S being live across the loop's back edge).
 4. The epilogue: O times the reciprocal of the row sums, rounded, stored over the consumer's own
    Q rows in shared memory (`fence.proxy.async`, a named barrier of the warpgroup) and written by
    TMA stores, one per 64-column swizzle atom (rows past the sequence clipped by TMA); with

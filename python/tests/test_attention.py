@@ -994,45 +994,37 @@ def test_softmax_exponent_is_one_fma(dtype, bn):
 @pytest.mark.parametrize("b,hk,sk,d", [(1, 2, 100, 64), (2, 1, 128, 128), (1, 1, 17, 96), (1, 1, 300, 256), (1, 1, 260, 192)])
 def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     """V's transposition with its keys permuted, as the op runs it (`fp8_values_kernel`, a block of
-    128 keys a CTA), and by each of the tuner's designs (bytes; 32-bit words, `fp8_values_words`):
-    byte for byte NumPy's `fp8_values`, zeros past the keys."""
+    128 keys a CTA, V and VT as 32-bit words): byte for byte NumPy's `fp8_values`, zeros past the
+    keys, every byte of VT written."""
     import ml_dtypes
 
     v = np.random.default_rng(sk).integers(-100, 100, (b, hk, sk, d)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
     want = at.fp8_values(v)
     assert want.shape == (b * hk, d, -(-sk // 128) * 128)
     np.testing.assert_array_equal(at._fp8_values_on_device(v).view(np.uint8), want.view(np.uint8))
-    for words in (False, True):
-        kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d, words=words))
-        vt = np.full(want.shape, 0x7F, np.uint8)  # (every byte written: none left as it was)
-        kernel(*at._as_words(kernel, (v.reshape(b * hk, sk, d).view(np.uint8), vt)))
-        np.testing.assert_array_equal(vt, want.view(np.uint8), err_msg=f"words={words}")
+    kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d))
+    vt = np.full(want.shape, 0x7F, np.uint8)  # (every byte written: none left as it was)
+    kernel(v.reshape(b * hk, sk, d).view(np.int32), vt.view(np.int32))
+    np.testing.assert_array_equal(vt, want.view(np.uint8))
 
 
-@pytest.mark.parametrize(
-    "words,old",
-    [
-        (False, "        Tx.cta.copy(tile[0:VT_KEYS, 0:d], V[bh, k0 : k0 + VT_KEYS, 0:d], clip=True, other=0)\n        T.cuda.cta_sync()\n"),
-        (True, "            Tx.thread.copy(tile[row, c4 : c4 + 4], vec[0:4])\n        T.cuda.cta_sync()\n"),
-    ],
-)
-def test_fp8_values_without_its_barrier_is_a_reported_race(words, old, tmp_path):
-    """Each transposition design with its CTA barrier between the tile's stores and its reads
-    removed: the simulator reports the race on the tile."""
+def test_fp8_values_without_its_barrier_is_a_reported_race(tmp_path):
+    """V's transposition with its CTA barrier between the tile's stores and its reads removed: the
+    simulator reports the race on the tile."""
     import ml_dtypes
 
+    old = "            Tx.thread.copy(tile[row, c4 : c4 + 4], vec[0:4])\n        T.cuda.cta_sync()\n"
     planted = planting.planted(at, old, old.replace("        T.cuda.cta_sync()\n", ""), tmp_path)
     v = np.random.default_rng(0).integers(-100, 100, (1, 1, 200, 128)).astype(np.float32).astype(ml_dtypes.float8_e4m3fn)
-    kernel = tirx.compile(planted.fp8_values_kernel.factory(bhk=1, seq_k=200, d=128, words=words))
+    kernel = tirx.compile(planted.fp8_values_kernel.factory(bhk=1, seq_k=200, d=128))
     vt = np.zeros((1, 128, 256), np.uint8)
     with pytest.raises(tirx.TirxError, match="data race: `tile`"):
-        kernel(*planted._as_words(kernel, (v.reshape(1, 200, 128).view(np.uint8), vt)))
+        kernel(v.reshape(1, 200, 128).view(np.int32), vt.view(np.int32))
 
 
-@pytest.mark.parametrize("words", [False, True])
-def test_fp8_values_designs_on_the_gpu(words):
-    """Each of V's transposition designs on the GPU, ragged keys over several heads: byte for
-    byte `fp8_values`."""
+def test_fp8_values_on_the_gpu():
+    """V's transposition on the GPU, ragged keys over several heads: byte for byte `fp8_values`,
+    every byte of VT written."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -1040,8 +1032,8 @@ def test_fp8_values_designs_on_the_gpu(words):
     v = torch.randn(b, hk, sk, d, device="cuda").to(torch.float8_e4m3fn)
     want = at.fp8_values(v)
     vt = torch.full(want.shape, 0x7F, dtype=torch.uint8, device="cuda")
-    kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d, words=words))
-    kernel(*at._as_words(kernel, (v.reshape(b * hk, sk, d).view(torch.uint8), vt)))
+    kernel = tirx.compile(at.fp8_values_kernel.factory(bhk=b * hk, seq_k=sk, d=d))
+    kernel(v.reshape(b * hk, sk, d).view(torch.int32), vt.view(torch.int32))
     assert torch.equal(vt, want.view(torch.uint8))
 
 

@@ -62,6 +62,11 @@ TURN_BARRIER = 9
 # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
 # option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
 # not) they never beat one CTA a tile.
+# The rotated loop (`rotate=True`: the softmax in a block of its own, overlapping P V in the SASS)
+# is a kernel option too, not tuned: as the tuner's candidate (ping-pong at 128, 224 and 256 keys)
+# on an H200 (d 64 / 128 / 256, 4k and 16k keys, causal or not, bf16 and FP8: 20 keys) it was
+# never chosen, 1-41% slower than the choice, and slower than the unrotated loop of its own tile
+# at 18 of 20 keys, by 2-13% (S live across the back edge: descriptors reloaded, spills).
 PERSISTENT = ((2, 128, True), (3, 128, True), (2, 64, True), (2, 128, False), (2, 64, False))
 PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 CONFIGS = (
@@ -73,10 +78,6 @@ CONFIGS = (
     + [{"consumers": 3, "bn": 128, "overlap": True, "pingpong": pp} for pp in (True, False)]
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
-    # The ping-pong loop rotated (`rotate`: the softmax in a block of its own, overlapping P V in
-    # the SASS), at the widths where S live across the loop's back edge spills little or nothing
-    # (nvcc 13.0: at most 52 bytes, none causal; 148-672 at 176 and 192 keys, and with three consumers).
-    + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True, "rotate": True} for bn in (128, 224, 256)]
 )
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
@@ -1324,69 +1325,22 @@ def fp8_values(v):
     return c.contiguous(_swap(c.contiguous(vp).reshape(b * hk, seq_kt, d)))
 
 
-def _as_words(kernel, args) -> tuple:
-    """`fp8_values_words`' arguments: the call's byte arrays as int32 words (in place)."""
-    if kernel.params[0].dtype != "int32":
-        return tuple(args)
-    if c.is_torch(args[0]):
-        import torch
-
-        return tuple(a.view(torch.int32) for a in args)
-    return tuple(a.view(np.int32) for a in args)
-
-
-@autotune(configs=[{"words": False}, {"words": True}], key=["bhk", "seq_k", "d"], launch_args=_as_words, adapts=lambda cfg: cfg["words"])
-def fp8_values_kernel(bhk: int, seq_k: int, d: int, words: bool = False):
+@autotune(configs=[{}], key=["bhk", "seq_k", "d"])
+def fp8_values_kernel(bhk: int, seq_k: int, d: int):
     """`fp8_values` on the device: ``VT[bh, dd, c]`` = ``V[bh, key(c), dd]`` for V ``(bhk, seq_k,
-    d)`` and VT ``(bhk, d, fp8_keys(seq_k))`` as bytes (either FP8 type; zero past ``seq_k``),
-    ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for. A CTA per block of
-    `VT_KEYS` keys of one head: its rows copied into shared memory by 16-byte vectors (rows past
-    ``seq_k`` zero), then each thread gathers the 16 keys of one chunk of a column, byte by
-    byte, and stores them as one 16-byte vector; a warp's lanes take 32 consecutive columns, so
-    its byte reads fall in one row's 32 bytes (no bank conflicts). (Byte loads and stores of
-    global memory throughout ran at 1.5-1.9 TB/s on an H200.) ``d`` a multiple of 32.
-    ``words``: `fp8_values_words`, the tuner's other candidate."""
-    if words:
-        return fp8_values_words(bhk, seq_k, d)
-    blocks = fp8_keys(seq_k) // VT_KEYS
-    chunks = VT_KEYS // 16  # a column's chunks of 16 keys in a block
-    rounds = d * chunks // VT_THREADS
-
-    @T.prim_func
-    def fp8_values_t(V_ptr: T.handle, VT_ptr: T.handle):
-        V = T.match_buffer(V_ptr, (bhk, seq_k, d), "uint8")
-        VT = T.match_buffer(VT_ptr, (bhk, d, blocks * VT_KEYS), "uint8")
-        T.device_entry()
-        bx = T.cta_id([bhk * blocks])
-        tid = T.thread_id([VT_THREADS])
-        bh = bx // blocks
-        k0 = bx % blocks * VT_KEYS
-        tile = T.alloc_buffer((VT_KEYS, d), "uint8", scope="shared")
-        chunk = T.alloc_buffer((16,), "uint8", scope="local")
-        Tx.cta.copy(tile[0:VT_KEYS, 0:d], V[bh, k0 : k0 + VT_KEYS, 0:d], clip=True, other=0)
-        T.cuda.cta_sync()
-        for r in T.unroll(rounds):
-            # this round's column dd and its chunk's first key c0: column c0 + i of VT holds key
-            # 8 (i // 2 % 2) + 2 (i // 4) + i % 2 of the chunk's 16
-            dd = (r * VT_THREADS + tid) % d
-            c0 = (r * VT_THREADS + tid) // d * 16
-            for i in T.unroll(16):
-                chunk[i] = tile[c0 + i // 2 % 2 * 8 + i // 4 * 2 + i % 2, dd]
-            Tx.thread.copy(VT[bh, dd, k0 + c0 : k0 + c0 + 16], chunk[0:16])
-
-    return fp8_values_t
-
-
-def fp8_values_words(bhk: int, seq_k: int, d: int):
-    """`fp8_values_kernel`'s design by 32-bit words (V and VT given as int32 words of 4 bytes):
-    a CTA's block of keys copied into shared memory by 16-byte vectors (rows past ``seq_k`` zero)
-    in rows of an odd count of words, so that a warp reading one word column of rows 16 apart
-    hits distinct banks; then each lane reads its word column (V's 4 columns) in the 16 rows of
-    a chunk of keys and builds the chunk's 16 permuted bytes of each of those columns from them
-    (byte selections of 32-bit words: PRMT), storing them as 16-byte vectors. A warp's lanes take
-    16 (8 where the head dim is not a multiple of 64) word columns in 2 (4) neighbouring chunks,
-    so a store writes 32 (64) whole bytes, whole sectors, of each of its VT rows, where
-    `fp8_values_kernel`'s writes 16 bytes of each of 32 rows."""
+    d)`` and VT ``(bhk, d, fp8_keys(seq_k))`` of either FP8 type given as int32 words of 4 bytes
+    (zero past ``seq_k``), ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for.
+    A CTA per block of `VT_KEYS` keys of one head: its rows copied into shared memory by 16-byte
+    vectors (rows past ``seq_k`` zero) in rows of an odd count of words, so that a warp reading
+    one word column of rows 16 apart hits distinct banks; then each lane reads its word column
+    (V's 4 columns) in the 16 rows of a chunk of keys and builds the chunk's 16 permuted bytes of
+    each of those columns from them (byte selections of 32-bit words: PRMT), storing them as
+    16-byte vectors. A warp's lanes take 16 (8 where the head dim is not a multiple of 64) word
+    columns in 2 (4) neighbouring chunks, so a store writes 32 (64) whole bytes, whole sectors,
+    of each of its VT rows. (The design before it gathered byte by byte, a warp's store 16 bytes
+    into each of 32 rows: 1.8 times as long on an H200 over 64 heads of 4k keys and 16 of 16k,
+    d = 64 17.4-18.0 us against 9.6-9.8, d = 128 37.8-38.7 against 20.6-20.7, d = 256 76.7-79.7
+    against 43.0-43.1.) ``d`` a multiple of 32."""
     w_row = d // 4  # V's words a key
     blocks = fp8_keys(seq_k) // VT_KEYS
     fill_rounds = VT_KEYS * w_row // 4 // VT_THREADS  # a thread's 16-byte vectors of the block
@@ -1418,7 +1372,7 @@ def fp8_values_words(bhk: int, seq_k: int, d: int):
             Tx.thread.copy(VT[bh, 4 * w + j, (k0 + c0) // 4 : (k0 + c0) // 4 + 4], o[0:4])
 
     @T.prim_func
-    def fp8_values_w(V_ptr: T.handle, VT_ptr: T.handle):
+    def fp8_values_t(V_ptr: T.handle, VT_ptr: T.handle):
         V = T.match_buffer(V_ptr, (bhk, seq_k, w_row), "int32")
         VT = T.match_buffer(VT_ptr, (bhk, d, blocks * VT_KEYS // 4), "int32")
         T.device_entry()
@@ -1444,7 +1398,7 @@ def fp8_values_words(bhk: int, seq_k: int, d: int):
             elif warp < units - r * warps:
                 task(r * warps + warp, lane, bh, k0, tile, x, o, VT)
 
-    return fp8_values_w
+    return fp8_values_t
 
 
 def _fp8_values_on_device(v):
@@ -1452,12 +1406,12 @@ def _fp8_values_on_device(v):
     arrays)."""
     b, hk, sk, d = v.shape
     vt = c.new_array(v, (b * hk, d, fp8_keys(sk)))
-    byte = np.uint8
+    word = np.int32
     if c.is_torch(v):
         import torch
 
-        byte = torch.uint8
-    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(c.contiguous(v).reshape(b * hk, sk, d).view(byte), vt.view(byte))
+        word = torch.int32
+    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(c.contiguous(v).reshape(b * hk, sk, d).view(word), vt.view(word))
     return vt
 
 

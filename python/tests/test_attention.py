@@ -1150,6 +1150,11 @@ def test_fp8_on_torch_tensors_as_on_numpy():
     tq, tk, tv = (torch.from_numpy(t.view(np.uint8)).view(torch.float8_e4m3fn) for t in (q, k, v))
     got = tirx.ops.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, q_descale=torch.tensor(0.5), k_descale=torch.from_numpy(kd), v_descale=2.0)
     np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
+    # V a contiguous view from an odd byte (its transposition reads words: copied first)
+    flat = torch.empty(1 + tv.numel(), dtype=tv.dtype)
+    flat[1:] = tv.reshape(-1)
+    got = tirx.ops.scaled_dot_product_attention(tq, tk, flat[1:].view(tv.shape), enable_gqa=True, q_descale=0.5, k_descale=torch.from_numpy(kd), v_descale=2.0)
+    np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
 
 
 def test_fp8_errors():

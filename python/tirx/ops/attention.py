@@ -1406,12 +1406,14 @@ def _fp8_values_on_device(v):
     arrays)."""
     b, hk, sk, d = v.shape
     vt = c.new_array(v, (b * hk, d, fp8_keys(sk)))
-    word = np.int32
+    x, word = c.contiguous(v), np.int32
     if c.is_torch(v):
         import torch
 
-        word = torch.int32
-    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(c.contiguous(v).reshape(b * hk, sk, d).view(word), vt.view(word))
+        # (viewed as words: a CPU tensor's bytes from an offset that is not a word's copied first,
+        # as `c.contiguous` copies a CUDA tensor's not on 16 bytes)
+        x, word = x.clone() if x.storage_offset() % 4 else x, torch.int32
+    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(x.reshape(b * hk, sk, d).view(word), vt.view(word))
     return vt
 
 

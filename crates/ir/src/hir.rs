@@ -6,9 +6,9 @@
 //! [`Span`] of the source text it came from so later stages can point at it.
 
 use crate::dtype::DType;
-pub use crate::lir::ShuffleMode;
 pub use crate::op::{AttrValue, ConfigKey, ConfigValue, ReduceOp, TileOp};
 use crate::span::Span;
+pub use crate::vocab::ShuffleMode;
 use serde::Serialize;
 use tirx_layout::{ExecScope, Layout};
 

@@ -13,6 +13,8 @@
 //! * [`scope_ids`]: the scope-id extent closure (§1.2) shared by the script
 //!   checks and the launch computation.
 //! * [`diag`]: diagnostics with spans, rendered as `file:line:col` + source + caret.
+//! * [`vocab`]: the hardware's names both HIR and LIR carry (rounding directions,
+//!   shuffle modes), so that neither imports the other for them.
 //! * [`dtype`] and [`span`] are the element types and byte spans all of the above use.
 
 pub mod diag;
@@ -24,6 +26,7 @@ pub mod scope_ids;
 pub mod span;
 pub mod target;
 pub mod traffic;
+pub mod vocab;
 
 pub use diag::{Diagnostic, Severity};
 pub use dtype::DType;

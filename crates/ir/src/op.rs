@@ -8,7 +8,7 @@
 //! [`TileOp`] and its [`OpSpec`] row; the matches below are exhaustive, so the
 //! compiler lists every place that must say something about it.
 
-pub use crate::lir::RoundMode;
+pub use crate::vocab::RoundMode;
 use serde::Serialize;
 
 /// The families of tile ops. A variant lowers the ops of one family.

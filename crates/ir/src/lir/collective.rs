@@ -22,52 +22,7 @@ use serde::Serialize;
 pub const SHUFFLE_TYPES: [DType; 7] =
     [DType::I32, DType::U32, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
 
-/// How a lane picks its source lane (`shfl.sync.{bfly,down,up,idx}`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum ShuffleMode {
-    /// `lane ^ delta` (`__shfl_xor_sync`): the butterfly of tree reductions.
-    Bfly,
-    /// `lane + delta` (`__shfl_down_sync`).
-    Down,
-    /// `lane - delta` (`__shfl_up_sync`).
-    Up,
-    /// lane `src` of the segment (`__shfl_sync`).
-    Idx,
-}
-
-impl ShuffleMode {
-    /// The PTX mode name.
-    pub fn name(self) -> &'static str {
-        match self {
-            ShuffleMode::Bfly => "bfly",
-            ShuffleMode::Down => "down",
-            ShuffleMode::Up => "up",
-            ShuffleMode::Idx => "idx",
-        }
-    }
-
-    /// The lane `lane` reads (PTX `shfl.sync`, `docs/lir.md` §2.5): `b` is the
-    /// operand's low 5 bits; lanes form aligned segments of `width`; a source
-    /// past the end of the segment (down, bfly) or before its start (up) reads
-    /// the lane's own value; `idx` wraps inside the segment; bfly may reach an
-    /// *earlier* segment.
-    pub fn source_lane(self, width: u32, lane: u32, operand: i64) -> u32 {
-        let b = (operand & 31) as u32;
-        let seg = 32 - width; // the segment-number bits of a lane id
-        let (min, max) = (lane & seg, (lane & seg) | (31 & !seg));
-        let (j, ok) = match self {
-            ShuffleMode::Up => (lane.wrapping_sub(b), lane >= min + b),
-            ShuffleMode::Down => (lane + b, lane + b <= max),
-            ShuffleMode::Bfly => (lane ^ b, (lane ^ b) <= max),
-            ShuffleMode::Idx => (min | (b & !seg), true),
-        };
-        if ok {
-            j
-        } else {
-            lane
-        }
-    }
-}
+pub use crate::vocab::ShuffleMode;
 
 /// A warp-collective instruction.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -16,44 +16,8 @@ use super::LExpr;
 use crate::dtype::DType;
 use crate::target::Arch;
 use serde::Serialize;
-use std::fmt;
 
-/// An IEEE 754 rounding direction, by its PTX name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-pub enum RoundMode {
-    /// To nearest, ties to even.
-    Rn,
-    /// Toward zero.
-    Rz,
-    /// Toward −∞.
-    Rm,
-    /// Toward +∞.
-    Rp,
-}
-
-impl RoundMode {
-    pub const ALL: [RoundMode; 4] = [RoundMode::Rn, RoundMode::Rz, RoundMode::Rm, RoundMode::Rp];
-
-    /// The PTX modifier (`rn`, `rz`, `rm`, `rp`).
-    pub fn name(self) -> &'static str {
-        match self {
-            RoundMode::Rn => "rn",
-            RoundMode::Rz => "rz",
-            RoundMode::Rm => "rm",
-            RoundMode::Rp => "rp",
-        }
-    }
-
-    pub fn from_name(s: &str) -> Option<RoundMode> {
-        RoundMode::ALL.into_iter().find(|m| m.name() == s)
-    }
-}
-
-impl fmt::Display for RoundMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use crate::vocab::RoundMode;
 
 /// The operation of a rounded expression.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

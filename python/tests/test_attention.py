@@ -978,6 +978,48 @@ def test_fp8_attention_matches_float64(fp8, consumers, bn, d, causal, overlap, h
     assert (np.abs(got.astype(F64) - want) <= bound).all()
 
 
+@pytest.mark.parametrize(
+    "bn,fma_columns,d,causal,sq,sk",
+    [(224, 48, 128, False, 130, 700), (128, 32, 128, True, 200, 300), (128, 120, 64, False, 70, 37)],
+)
+def test_fp8_exponentials_on_the_fma_pipe(bn, fma_columns, d, causal, sq, sk):
+    """``fma_columns``: the last keys of each tile take exp2 on the FMA pipe (a cubic within
+    7.5e-5, `exp2(..., pipe="fma")`), the others MUFU's: O within the bound of P's rounding of the
+    float64 attention, the log-sum-exp within the cubic's error of it (a relative error of l is
+    an absolute one of its log), near the all-MUFU kernel's result; both exponentials in the CUDA."""
+    b, h, hk = 2, 2, 1
+    fp8 = "float8_e4m3fn"
+    q, k, v = fp8_inputs(fp8, b, h, hk, sq, sk, d)
+    scale = 1 / np.sqrt(d)
+    outs = []
+    for fc in (fma_columns, 0):
+        prim = at.attention_kernel.factory(
+            heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=fp8, causal=causal, scale=scale, lse=True,
+            seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True, fma_columns=fc,
+        )
+        kernel = tirx.compile(prim, "sm_90a")
+        assert ("tirx_exp2_fma(s_acc[" in kernel.cuda_source) == (fc > 0) and "tirx_exp2_ftz(s_acc[" in kernel.cuda_source
+        o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
+        lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+        kernel(q.reshape(-1, sq, d), k.reshape(-1, sk, d), at.fp8_values(v), np.ones((b * hk, 2), np.float32), o, lse)
+        outs.append((o.astype(F64), lse[:, :sq].astype(F64)))
+    want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), causal, scale, fp8)
+    (o, lse), (o_mufu, lse_mufu) = outs
+    err = np.abs(o.reshape(want.shape) - want)
+    assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
+    np.testing.assert_allclose(lse.reshape(want_lse.shape), want_lse, rtol=0, atol=1e-4)
+    assert 0 < np.abs(lse - lse_mufu).max() < 1e-4 and np.abs(o - o_mufu).max() > 0
+
+
+@pytest.mark.parametrize("fma_columns,bn", [(4, 128), (128, 128), (-8, 64)])
+def test_fma_columns_refused(fma_columns, bn):
+    with pytest.raises(ValueError, match="fma_columns: .*a multiple of 8 below the K/V tile's"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=128, seq_k=128, d=128, dtype="float8_e4m3fn", causal=False, scale=0.1, lse=False,
+            seq_major=False, consumers=2, bn=bn, overlap=True, fma_columns=fma_columns,
+        )
+
+
 @pytest.mark.parametrize("dtype,bn", [("bfloat16", 128), ("float8_e4m3fn", 192)])
 def test_softmax_exponent_is_one_fma(dtype, bn):
     """P = exp2(S c - m): the scale and the max in one fused multiply-add per score (one rounding,
@@ -1113,11 +1155,12 @@ def test_fp8_on_the_gpu_against_float64():
             assert torch.equal(torch.compile(attend, fullgraph=True)(q, k, v), got)
 
 
-@pytest.mark.parametrize("bn,d", [(192, 128), (224, 128), (256, 64)])
-def test_fp8_wide_tiles_on_the_gpu(bn, d):
+@pytest.mark.parametrize("bn,d,fma_columns", [(192, 128, 0), (224, 128, 0), (256, 64, 0), (224, 128, 48), (128, 256, 32)])
+def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns):
     """FP8's wide K/V tiles on the GPU (V's transposed tile three 64-byte, seven 32-byte or two
     128-byte swizzle atoms a row: TMA's and wgmma's swizzles must agree), ragged keys, grouped
-    heads: within the bound of P's rounding of the float64 attention."""
+    heads, and (``fma_columns``) exponentials on the FMA pipe: within the bound of P's rounding
+    of the float64 attention."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -1125,7 +1168,7 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d):
     q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=bn)
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=False, scale=1 / np.sqrt(d), lse=True,
-        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True,
+        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True, fma_columns=fma_columns,
     )
     dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
     f8 = lambda x: dev(x.view(np.uint8)).view(torch.float8_e4m3fn)  # noqa: E731
@@ -1136,8 +1179,9 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d):
     want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), False, 1 / np.sqrt(d), "float8_e4m3fn")
     err = np.abs(o.double().cpu().numpy().reshape(want.shape) - want)
     assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
-    # (the GPU's MUFU.EX2 and MUFU.LG2 approximate: the log-sum-exp to about 1e-5, as bfloat16's)
-    np.testing.assert_allclose(lse[:, :sq].cpu().numpy().reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-4)
+    # (the GPU's MUFU.EX2 and MUFU.LG2 approximate: the log-sum-exp to about 1e-5, as bfloat16's;
+    # the FMA pipe's cubic to 7.5e-5 relative in l, as much absolute in its log)
+    np.testing.assert_allclose(lse[:, :sq].cpu().numpy().reshape(want_lse.shape), want_lse, rtol=1e-5, atol=2e-4 if fma_columns else 1e-4)
 
 
 def test_fp8_on_torch_tensors_as_on_numpy():

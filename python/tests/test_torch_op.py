@@ -134,6 +134,10 @@ def test_the_op_in_a_cuda_graph_and_on_a_side_stream():
     torch.testing.assert_close(y, 3 * x)
     s = torch.cuda.Stream()
     z = torch.zeros(256, device="cuda")
+    # (z's zeros are queued on the default stream, in a block the freed `3 * x` may have held:
+    # without this wait the side stream's kernel can read that block first and give 5 x, as
+    # PyTorch's own ops would; PyTorch asks the same of any tensor used on another stream)
+    s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         op(x, z, 2.0)
     s.synchronize()

@@ -66,9 +66,14 @@ impl Ctx<'_> {
                 };
                 let t = self.k.dtype_of(a);
                 let a = self.operand(a)?;
-                if *f == MathFn::Exp2Ftz && t != DType::F64 {
-                    self.helpers.insert(Helper::Exp2Ftz);
-                    let y = call(&Helper::Exp2Ftz.name(), vec![if t == DType::F32 { a } else { as_float(a) }]);
+                let helper = match f {
+                    MathFn::Exp2Ftz => Some(Helper::Exp2Ftz),
+                    MathFn::Exp2Fma => Some(Helper::Exp2Fma),
+                    _ => None,
+                };
+                if let Some(h) = helper.filter(|_| t != DType::F64) {
+                    self.helpers.insert(h);
+                    let y = call(&h.name(), vec![if t == DType::F32 { a } else { as_float(a) }]);
                     return Ok(if t == DType::F32 { y } else { cast_to(c_type(t), y) });
                 }
                 math(*f, t, a)?
@@ -239,8 +244,8 @@ fn math(f: MathFn, t: DType, a: Doc) -> Result<Doc, CodegenError> {
         Rsqrt => ("rsqrtf", "rsqrt", Some("hrsqrt")),
         Exp => ("expf", "exp", Some("hexp")),
         Exp2 => ("exp2f", "exp2", Some("hexp2")),
-        // (float and narrower: `tirx_exp2_ftz`, above)
-        Exp2Ftz => ("exp2f", "exp2", None),
+        // (float and narrower: `tirx_exp2_ftz`, `tirx_exp2_fma`, above)
+        Exp2Ftz | Exp2Fma => ("exp2f", "exp2", None),
         Log => ("logf", "log", Some("hlog")),
         Log2 => ("log2f", "log2", Some("hlog2")),
         Abs => ("fabsf", "fabs", Some("__habs")),

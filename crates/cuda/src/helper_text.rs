@@ -54,6 +54,7 @@ pub fn source(h: Helper) -> String {
              asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x));\n    \
              return y;\n}\n"
             .into(),
+        Helper::Exp2Fma => exp2_fma_source(),
         Helper::WgmmaDesc => wgmma::desc_source(),
         Helper::WgmmaFenceOperand { word } => wgmma::fence_operand_source(word),
         Helper::WgmmaFreshOperand { word } => wgmma::fresh_operand_source(word),
@@ -87,5 +88,26 @@ fn min_max_source(max: bool, ty: Num) -> String {
         "// {word} propagating NaN, as torch.{word}imum does.\n\
          __device__ __forceinline__ {t} {name}({t} a, {t} b) {{\n{indent}{body}\n}}\n",
         indent = if ty == Num::Float { "" } else { "    " }
+    )
+}
+
+/// `tirx_exp2_fma` (`MathFn::Exp2Fma`; the simulator's `exp2_fma` takes the same steps): no
+/// MUFU instruction, each step an explicitly rounded one so that nothing is reassociated.
+fn exp2_fma_source() -> String {
+    let [c0, c1, c2, c3] = tirx_ir::hir::EXP2_FMA;
+    format!(
+        "// 2^x on the FMA pipe (FlashAttention-4's emulation), not MUFU: n = rint(x) by adding\n\
+         // 1.5 * 2^23, f = x - n in [-0.5, 0.5], 2^f by a minimax cubic (7.5e-5 relative), times 2^n\n\
+         // made in the exponent bits (x clamped to [-127, 128]: 2^n of +0 to +inf), flushed below 2^-126.\n\
+         __device__ __forceinline__ float tirx_exp2_fma(float x) {{\n    \
+         asm(\"max.NaN.f32 %0, %0, 0fC2FE0000;\" : \"+f\"(x));  // -127, NaN kept\n    \
+         asm(\"min.NaN.f32 %0, %0, 0f43000000;\" : \"+f\"(x));  // 128\n    \
+         const float r = __fadd_rn(x, 12582912.0f);\n    \
+         const float f = __fsub_rn(x, __fsub_rn(r, 12582912.0f));\n    \
+         const float p = __fmaf_rn(__fmaf_rn(__fmaf_rn({c3:?}f, f, {c2:?}f), f, {c1:?}f), f, {c0:?}f);\n    \
+         const float scale = __uint_as_float((__float_as_uint(r) << 23) + 0x3f800000u);\n    \
+         float y;\n    \
+         asm(\"mul.ftz.f32 %0, %1, %2;\" : \"=f\"(y) : \"f\"(p), \"f\"(scale));\n    \
+         return y;\n}}\n"
     )
 }

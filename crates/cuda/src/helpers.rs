@@ -62,6 +62,8 @@ pub enum Helper {
     Bf16x2ToFloat2,
     /// `2^x` with subnormal results flushed to zero (`ex2.approx.ftz.f32`).
     Exp2Ftz,
+    /// `2^x` on the FMA pipe (`MathFn::Exp2Fma`).
+    Exp2Fma,
 }
 
 impl Helper {
@@ -83,6 +85,7 @@ impl Helper {
             Helper::Wgmma(h) => wgmma_name(h),
             Helper::Bf16x2ToFloat2 => "tirx_bf16x2_to_float2".into(),
             Helper::Exp2Ftz => "tirx_exp2_ftz".into(),
+            Helper::Exp2Fma => "tirx_exp2_fma".into(),
         }
     }
 }

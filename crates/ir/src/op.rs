@@ -343,6 +343,13 @@ pub const APPROXIMATE: Slot = slot(
 /// `exp2(..., ftz=True)`: subnormal results flushed to zero ([`crate::MathFn::Exp2Ftz`]).
 pub const FTZ: Slot =
     slot(&["ftz"], Role::Attr, SlotKind::Attr(AttrKind::Bool), SlotDefault::Attr(AttrDefault::Bool(false)));
+/// `exp2(..., ftz=True, pipe="fma")`: computed on the FMA pipe, not MUFU ([`crate::MathFn::Exp2Fma`]).
+pub const PIPE: Slot = slot(
+    &["pipe"],
+    Role::Attr,
+    SlotKind::Attr(AttrKind::Choice(&["mufu", "fma"])),
+    SlotDefault::Attr(AttrDefault::Choice("mufu")),
+);
 pub const PREDICATE: Slot = slot(&["predicate"], Role::Predicate, Scalar, Absent);
 pub const MASK: Slot = slot(&["mask"], Role::Mask, SlotKind::Mask, Required);
 /// A copy's optional guard: only elements where it holds are copied (`mask=lambda i, j: ...`).
@@ -435,7 +442,7 @@ impl EwiseOp {
             EwiseOp::Gelu => &[DST, SRC_INPLACE, APPROXIMATE],
             EwiseOp::MaskedFill => &[DST, SRC_REGION, MASK, VALUE],
             EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Log2 => &[DST, SRC_INPLACE, BIAS, SCALE],
-            EwiseOp::Exp2 => &[DST, SRC_INPLACE, BIAS, SCALE, FTZ],
+            EwiseOp::Exp2 => &[DST, SRC_INPLACE, BIAS, SCALE, FTZ, PIPE],
             EwiseOp::Add | EwiseOp::Sub | EwiseOp::Mul | EwiseOp::Fdiv | EwiseOp::Maximum | EwiseOp::Minimum => {
                 &[DST, LHS, RHS]
             }

@@ -276,6 +276,61 @@ fn exp2_flushes_subnormal_results_with_ftz() {
     }
 }
 
+/// `exp2(..., ftz=True, pipe="fma")` (FlashAttention-4's polynomial on the FMA pipe): within
+/// 7.5e-5 relative of 2^x where the result is normal, over the softmax's range and the whole
+/// float32 one; 0 below 2^-126 (and, at most, within that error of it) and at -inf, +inf from
+/// 2^127.5 on, NaN kept; no MUFU in its CUDA; and refused without `ftz=True` (it flushes), the
+/// fix named.
+#[test]
+fn exp2_on_the_fma_pipe() {
+    let body = |attrs: &str| {
+        format!(
+            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (4096,), "float32")
+    B = T.match_buffer(B_ptr, (4096,), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    X = T.alloc_local((4096,), "float32")
+    Tx.copy(X[0:4096], A[0:4096])
+    Tx.exp2(X[0:4096], X[0:4096]{attrs})
+    Tx.copy(B[0:4096], X[0:4096])
+"#
+        )
+    };
+    let special = [f64::NEG_INFINITY, -1000.0, -127.0, -126.5, -126.0, -125.0, 0.0, 8.0, 127.0, 127.6, 128.0, 1e9];
+    let mut xs: Vec<f64> = special.to_vec();
+    xs.push(f64::NAN);
+    // the softmax's weights (x <= 0, FP8's offset 8) densely, then the rest of the range
+    xs.extend((0..3000).map(|i| -40.0 + 48.0 * f64::from(i) / 3000.0));
+    xs.extend((0..4096 - xs.len()).map(|i| -125.0 + 252.0 * i as f64 / 1083.0));
+    let xs: Vec<f64> = xs.into_iter().map(|x| x as f32 as f64).collect();
+    let (l, out) = run(&body(", ftz=True, pipe=\"fma\""), &[(DType::F32, xs.clone()), (DType::F32, vec![0.0; 4096])]);
+    let mut worst = 0.0f64;
+    for (&x, &y) in xs.iter().zip(&out[1]) {
+        let exact = x.exp2();
+        if x.is_nan() {
+            assert!(y.is_nan(), "2^NaN: {y}");
+        } else if exact < 2f64.powi(-126) {
+            assert_eq!(y, 0.0, "2^{x} is below 2^-126: flushed");
+        } else if x >= 127.5 {
+            assert_eq!(y, f64::INFINITY, "2^{x}");
+        } else if y == 0.0 {
+            // (a result within the cubic's error of 2^-126 may fall below it: flushed)
+            assert!(exact < 2f64.powi(-126) * (1.0 + 7.5e-5), "2^{x} flushed");
+        } else {
+            worst = worst.max((y / exact - 1.0).abs());
+        }
+    }
+    assert!(worst < 7.5e-5 && worst > 1e-5, "relative error {worst:e}: the cubic's (7.48e-5)");
+    assert_eq!(&out[1][..3], &[0.0, 0.0, 0.0], "-inf, -1000, -127");
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+    assert!(cuda.contains("tirx_exp2_fma(") && !cuda.contains("ex2.approx"), "{cuda}");
+
+    let bad = body(", pipe=\"fma\"");
+    let text = render(&lower_errors(&bad), &bad);
+    assert!(text.contains("`pipe=\"fma\"` flushes results below 2^-126 to zero: pass `ftz=True`"), "{text}");
+}
+
 /// test_unary_op_local_thread_wise: 64 threads, each on its own (32,) f16 registers.
 #[test]
 fn thread_wise_unary() {

@@ -163,11 +163,12 @@ fn tile_calls_store_operands_by_signature() {
     let calls: Vec<&TileCall> =
         k.body.iter().filter_map(|s| if let StmtKind::Tile(c) = &s.kind { Some(c) } else { None }).collect();
     let exp2 = calls[0];
-    assert_eq!(exp2.args.len(), 5);
+    assert_eq!(exp2.args.len(), 6);
     assert_eq!(exp2.args[0], exp2.args[1], "src defaults to dst");
     assert_eq!(exp2.args[2], TileArg::None);
     assert!(matches!(&exp2.args[3], TileArg::Scalar(e) if e.kind == ExprKind::Float(2.0)));
     assert_eq!(exp2.args[4], TileArg::Attr(AttrValue::Bool(false)), "ftz defaults to False");
+    assert_eq!(exp2.args[5], TileArg::Attr(AttrValue::Choice("mufu")), "pipe defaults to the MUFU");
     let fma = calls[1];
     assert!(matches!(&fma.args[2], TileArg::Scalar(Expr { kind: ExprKind::Load(..), .. })), "s[0] is a scalar load");
     assert!(matches!(&fma.args[3], TileArg::Region(_)));

@@ -332,6 +332,26 @@ fn math_f32(fun: MathFn, x: f32) -> f32 {
         // Subnormal operands read as 0 (2^0 = 1, as 2^x of them rounds to), results flush to 0.
         MathFn::Exp2Ftz if x.is_subnormal() => 1.0,
         MathFn::Exp2Ftz => Some(x.exp2()).filter(|r| !r.is_subnormal()).unwrap_or(0.0),
+        MathFn::Exp2Fma => exp2_fma(x),
+    }
+}
+
+/// [`MathFn::Exp2Fma`] as the GPU computes it, step for step (`tirx_exp2_fma`): each
+/// operation rounded as its instruction rounds, so the result is the GPU's bit for bit.
+fn exp2_fma(x: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: x + ROUND holds rint(x) in its low bits
+    let [c0, c1, c2, c3] = tirx_ir::hir::EXP2_FMA;
+    let x = x.clamp(-127.0, 128.0); // (max.NaN, min.NaN: NaN stays NaN)
+    let r = x + ROUND;
+    let f = x - (r - ROUND);
+    let p = c3.mul_add(f, c2).mul_add(f, c1).mul_add(f, c0);
+    // 2^n: n + 127 in the exponent field (n = -127: +0; n = 128: +inf)
+    let scale = f32::from_bits((r.to_bits() << 23).wrapping_add(0x3f80_0000));
+    let y = p * scale;
+    if y.is_subnormal() {
+        0.0 // (mul.ftz)
+    } else {
+        y
     }
 }
 
@@ -352,7 +372,7 @@ fn math_f64(fun: MathFn, x: f64) -> f64 {
         MathFn::Erf => libm::erf(x),
         MathFn::Erfc => libm::erfc(x),
         MathFn::Log1p => x.ln_1p(),
-        MathFn::Exp2Ftz => x.exp2(),
+        MathFn::Exp2Ftz | MathFn::Exp2Fma => x.exp2(),
     }
 }
 

@@ -67,6 +67,11 @@ TURN_BARRIER = 9
 # on an H200 (d 64 / 128 / 256, 4k and 16k keys, causal or not, bf16 and FP8: 20 keys) it was
 # never chosen, 1-41% slower than the choice, and slower than the unrotated loop of its own tile
 # at 18 of 20 keys, by 2-13% (S live across the back edge: descriptors reloaded, spills).
+# The FMA pipe's exponentials (`fma_columns`, FlashAttention-4's) are a kernel option, not tuned,
+# too: timed on an H200 (FP8, 16k; README) they were at best within noise (d 128 over 224 keys, 16
+# or 32 columns: -1 to +2% in bursts, -1 to +1% sustained), else slower (48 or 64 columns, 192
+# keys, d 256: -1 to -15%): each moves an MUFU.EX2's cycles onto nine more issue slots, and issue
+# is the softmax's other limit.
 PERSISTENT = ((2, 128, True), (3, 128, True), (2, 64, True), (2, 128, False), (2, 64, False))
 PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 CONFIGS = (
@@ -216,6 +221,7 @@ def attention_kernel(
     sms: int = 0,
     q_group: int = 1,
     rotate: bool = False,
+    fma_columns: int = 0,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -230,7 +236,10 @@ def attention_kernel(
     schedule); ``rotate`` (with ``overlap``): each step's loop body begins with the wait for the
     previous step's P V and O's rescale, and ends with its softmax, so that the softmax lies in a
     block of its own (ptxas, free to move a wait within a block, otherwise puts P V's wait before
-    most of the softmax it was to overlap);
+    most of the softmax it was to overlap); ``fma_columns``: the last that many keys of each K/V
+    tile take their exponentials on the FMA pipe (`Tx.warpgroup.exp2(..., pipe="fma")`, a cubic
+    within 7.5e-5, FlashAttention-4's emulation), the others on the MUFU, whose 16 a cycle per SM
+    take as long as a tile's GEMMs at FP8 (a multiple of 8 below ``bn``; not tuned: see above);
     ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
@@ -262,6 +271,9 @@ def attention_kernel(
         raise ValueError(f"consumers: {consumers}; 1, 2 or 3 warpgroups of 64 query rows")
     if rotate and not overlap:
         raise ValueError("rotate: the overlapped schedule (overlap=True)")
+    if fma_columns % 8 or not 0 <= fma_columns < bn:
+        raise ValueError(f"fma_columns: {fma_columns}; a multiple of 8 below the K/V tile's {bn} keys (the accumulator's column blocks)")
+    mufu_columns = bn - fma_columns
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
     eb = c.elem_bytes(dtype)  # bytes an element of Q, K and V
@@ -516,7 +528,11 @@ def attention_kernel(
         else:
             Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
         Tx.warpgroup.fma(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], factor, m_run[0:64, 0:1])
-        Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], ftz=True)
+        if fma_columns:  # (the last keys' exponentials on the FMA pipe, the rest the MUFU's)
+            Tx.warpgroup.exp2(s_acc[0:64, 0:mufu_columns], s_acc[0:64, 0:mufu_columns], ftz=True)
+            Tx.warpgroup.exp2(s_acc[0:64, mufu_columns:bn], s_acc[0:64, mufu_columns:bn], ftz=True, pipe="fma")
+        else:
+            Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])

@@ -64,9 +64,11 @@ pub enum Params {
     Gelu {
         tanh: bool,
     },
-    /// `exp2(x, ftz)`: subnormal results flushed to zero when `ftz`.
+    /// `exp2(x, ftz, pipe)`: subnormal results flushed to zero when `ftz`; on the FMA pipe
+    /// (`MathFn::Exp2Fma`, which flushes) when `fma`.
     Exp2 {
         ftz: bool,
+        fma: bool,
     },
 }
 
@@ -133,7 +135,7 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         },
         EwiseOp::Sqrt | EwiseOp::Exp | EwiseOp::Exp2 | EwiseOp::Log2 => {
             if op == EwiseOp::Exp2 {
-                params = Params::Exp2 { ftz: matches!(cx.arg(&op::FTZ), Some(TileArg::Attr(AttrValue::Bool(true)))) };
+                params = exp2_params(cx)?;
             }
             scale = cx.scalar(&op::SCALE);
             let mut v = vec![need(&op::SRC_INPLACE, "source")?];
@@ -179,6 +181,20 @@ pub fn parse<'a>(cx: &CallCx<'a>) -> Result<OpCall<'a>, Decline> {
         }
     };
     Ok(OpCall { op, dst, srcs, scale, params, mask })
+}
+
+/// `ftz=` and `pipe=`: the FMA pipe's exp2 flushes its subnormal results, so it is asked for
+/// with `ftz=True` (a call that reads as exact-to-the-subnormals is not silently flushed).
+fn exp2_params(cx: &CallCx) -> Result<Params, Decline> {
+    let ftz = matches!(cx.arg(&op::FTZ), Some(TileArg::Attr(AttrValue::Bool(true))));
+    let fma = matches!(cx.arg(&op::PIPE), Some(TileArg::Attr(AttrValue::Choice("fma"))));
+    if fma && !ftz {
+        return Err(Decline::new(
+            CommonRule::Parse,
+            "exp2 `pipe=\"fma\"` flushes results below 2^-126 to zero: pass `ftz=True` with it",
+        ));
+    }
+    Ok(Params::Exp2 { ftz, fma })
 }
 
 /// `beta=` (1 when absent) and `threshold=` (20 when absent), PyTorch's
@@ -311,7 +327,8 @@ pub fn scalar(op: EwiseOp, params: Params, x: &[LExpr], scale: Option<LExpr>, ct
         EwiseOp::Reciprocal => arith(RoundOp::Div, mode, one, x[0].clone()),
         EwiseOp::Sqrt => math(MathFn::Sqrt),
         EwiseOp::Exp => math(MathFn::Exp),
-        EwiseOp::Exp2 if params == (Params::Exp2 { ftz: true }) => math(MathFn::Exp2Ftz),
+        EwiseOp::Exp2 if params == (Params::Exp2 { ftz: true, fma: true }) => math(MathFn::Exp2Fma),
+        EwiseOp::Exp2 if params == (Params::Exp2 { ftz: true, fma: false }) => math(MathFn::Exp2Ftz),
         EwiseOp::Exp2 => math(MathFn::Exp2),
         EwiseOp::Log2 => math(MathFn::Log2),
         // x / (1 + exp(-x))

@@ -66,6 +66,7 @@ def test_launches_follow_the_current_stream():
     s = torch.cuda.Stream()
     a = torch.randn(256, 8, device="cuda")
     b = torch.zeros_like(a)
+    s.wait_stream(torch.cuda.current_stream())  # (a and b are filled on the default stream)
     with torch.cuda.stream(s):
         k(a, b)  # queued on s
         c = b * 1  # ordered after the launch on the same stream

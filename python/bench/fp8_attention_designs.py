@@ -1,18 +1,19 @@
 """FP8 attention designs timed against each other in one process: each `attention_kernel`
 design (consumers, K/V tile keys, ``fma_columns``: the keys whose exponentials run on the FMA
 pipe) compiled directly (no tuner), 2 batch x 16 heads over one sequence length, e4m3; per
-design TFLOP/s in bursts (20 calls after an idle second, the best of three rounds taken in turn,
-so that the power-capped clock moves every design alike) and sustained (3 s back to back), and
-the largest difference of its output from the first design's.
+design TFLOP/s in bursts (`sustained.burst`: 20 calls after an idle second; three rounds taken in
+turn, so that the power-capped clock moves every design alike, the best kept) and sustained
+(`sustained.sustained`: 3 s back to back, with the SM clock and power), and the largest
+difference of its output from the first design's.
 
     cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0)]" [--causal]
 """
 
 import argparse
 import ast
-import time
 
 import torch
+from sustained import burst, sustained  # this directory
 
 import tirx
 from tirx.ops import attention as at
@@ -24,16 +25,6 @@ def compiled(d, consumers, bn, fma_columns, b, h, s, causal):
         seq_major=False, consumers=consumers, bn=bn, overlap=True, pingpong=True, fma_columns=fma_columns,
     )
     return tirx.compile(prim)
-
-
-def seconds_a_call(kernel, args, calls):
-    e0, e1 = torch.cuda.Event(True), torch.cuda.Event(True)
-    e0.record()
-    for _ in range(calls):
-        kernel(*args)
-    e1.record()
-    torch.cuda.synchronize()
-    return e0.elapsed_time(e1) / calls * 1e-3
 
 
 def main():
@@ -52,26 +43,23 @@ def main():
     lse = torch.empty(b * h, at.lse_rows(s), device="cuda")
     flops = 4 * s * s * d * b * h / (2 if a.causal else 1)
     kernels, outs = {}, {}
+    call = lambda x: lambda: kernels[x](q.view(-1, s, d), k.view(-1, s, d), vt, ds, outs[x], lse)  # noqa: E731
     for x in designs:
         kernels[x] = compiled(d, *x, b, h, s, a.causal)
         outs[x] = torch.empty(b * h, s, d, dtype=torch.bfloat16, device="cuda")
-        kernels[x](q.view(-1, s, d), k.view(-1, s, d), vt, ds, outs[x], lse)
+        call(x)()
     torch.cuda.synchronize()
-    args = lambda x: (q.view(-1, s, d), k.view(-1, s, d), vt, ds, outs[x], lse)  # noqa: E731
-    burst = dict.fromkeys(designs, float("inf"))
+    label = lambda x: f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}"  # noqa: E731
+    print(f"{torch.cuda.get_device_name()}, FP8 attention 2 x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
+    best = dict.fromkeys(designs, float("inf"))
     for _ in range(3):
         for x in designs:
-            time.sleep(1.0)
-            burst[x] = min(burst[x], seconds_a_call(kernels[x], args(x), 20))
+            best[x] = min(best[x], burst(label(x), call(x), flops))
     first = outs[designs[0]].float()
     for x in designs:
-        total, n, t0 = 0.0, 0, time.perf_counter()
-        while time.perf_counter() - t0 < 3.0:
-            total, n = total + seconds_a_call(kernels[x], args(x), 10), n + 1
-        time.sleep(2.0)
+        ms = sustained(label(x), call(x), flops, 3)
         print(
-            f"d {d} seq {s}{' causal' if a.causal else ''} consumers {x[0]} keys {x[1]} fma_columns {x[2]}: "
-            f"burst {flops / burst[x] / 1e12:.0f} TFLOP/s, sustained {flops / (total / n) / 1e12:.0f}, "
+            f"{label(x)}: burst {flops / best[x] / 1e9:.0f} TFLOP/s (best of 3), sustained {flops / ms / 1e9:.0f}, "
             f"max |diff| from the first {(outs[x].float() - first).abs().max().item():.4f}",
             flush=True,
         )

@@ -244,25 +244,30 @@ fn unary_with_bias_and_scale() {
     }
 }
 
+/// One thread's `exp2` of `n` float32 values, `A` through registers into `B`, with the call's
+/// `attrs` (e.g. `, ftz=True`).
+fn exp2_kernel(n: usize, attrs: &str) -> String {
+    format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
+    A = T.match_buffer(A_ptr, ({n},), "float32")
+    B = T.match_buffer(B_ptr, ({n},), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([1])
+    X = T.alloc_local(({n},), "float32")
+    Tx.copy(X[0:{n}], A[0:{n}])
+    Tx.exp2(X[0:{n}], X[0:{n}]{attrs})
+    Tx.copy(B[0:{n}], X[0:{n}])
+"#
+    )
+}
+
 /// `exp2(..., ftz=True)` flushes results below 2^-126 to zero (and `exp2` keeps them): float32
 /// values whose powers of two are normal, subnormal, or round below the smallest subnormal.
 #[test]
 fn exp2_flushes_subnormal_results_with_ftz() {
     let xs = [-160.0, -140.0, -127.0, -126.0, -125.5, -1.0, 0.0, 7.25];
     for ftz in [false, true] {
-        let src = format!(
-            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (8,), "float32")
-    B = T.match_buffer(B_ptr, (8,), "float32")
-    T.device_entry()
-    T.cta_id([1]); T.thread_id([1])
-    X = T.alloc_local((8,), "float32")
-    Tx.copy(X[0:8], A[0:8])
-    Tx.exp2(X[0:8], X[0:8], ftz={})
-    Tx.copy(B[0:8], X[0:8])
-"#,
-            if ftz { "True" } else { "False" }
-        );
+        let src = exp2_kernel(8, if ftz { ", ftz=True" } else { ", ftz=False" });
         let (_, out) = run(&src, &[(DType::F32, xs.to_vec()), (DType::F32, vec![0.0; 8])]);
         let want: Vec<f64> = xs
             .iter()
@@ -283,20 +288,7 @@ fn exp2_flushes_subnormal_results_with_ftz() {
 /// fix named.
 #[test]
 fn exp2_on_the_fma_pipe() {
-    let body = |attrs: &str| {
-        format!(
-            r#"{HEAD}def kernel(A_ptr: T.handle, B_ptr: T.handle):
-    A = T.match_buffer(A_ptr, (4096,), "float32")
-    B = T.match_buffer(B_ptr, (4096,), "float32")
-    T.device_entry()
-    T.cta_id([1]); T.thread_id([1])
-    X = T.alloc_local((4096,), "float32")
-    Tx.copy(X[0:4096], A[0:4096])
-    Tx.exp2(X[0:4096], X[0:4096]{attrs})
-    Tx.copy(B[0:4096], X[0:4096])
-"#
-        )
-    };
+    let body = |attrs: &str| exp2_kernel(4096, attrs);
     let special = [f64::NEG_INFINITY, -1000.0, -127.0, -126.5, -126.0, -125.0, 0.0, 8.0, 127.0, 127.6, 128.0, 1e9];
     let mut xs: Vec<f64> = special.to_vec();
     xs.push(f64::NAN);

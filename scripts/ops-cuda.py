@@ -91,6 +91,13 @@ def attention_cases():
         seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True,
     )
     yield "ops_attention_fp8_values", at.fp8_values_kernel.factory(bhk=16, seq_k=16384, d=128)
+    # seq-major FP8 (Q and K read in place; V's transposition reading seq-major V), causal over a
+    # wide K/V tile (the tuner's choice at d = 128, 4k and 16k, on an H200)
+    yield "ops_attention_fp8_causal_wide", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=2, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
+        seq_major=True, consumers=2, bn=192, overlap=True,
+    )
+    yield "ops_attention_fp8_values_major", at.fp8_values_kernel.factory(bhk=32, seq_k=16384, d=128, heads=16)
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)
     yield "ops_attention_bwd_dkv", ab.attention_dkv_kernel.factory(**bwd)

@@ -941,6 +941,7 @@ def fp8_bound(q, k, v, causal, scale, fp8):
         (2, 224, 128, False, False, 2, 1, 70, 230),  # FlashAttention-3's FP8 tile at d = 128: seven 32-byte atoms
         (2, 224, 128, False, "rotate", 2, 1, 130, 700),  # the overlapped loop rotated (`rotate`), with ping-pong
         (2, 128, 128, True, "rotate", 1, 1, 200, 300),
+        (2, 224, 128, True, True, 2, 1, 300, 450),  # causal over FlashAttention-3's tile: the diagonal across two K/V tiles
     ],
 )
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
@@ -1048,6 +1049,25 @@ def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     vt = np.full(want.shape, 0x7F, np.uint8)  # (every byte written: none left as it was)
     kernel(v.reshape(b * hk, sk, d).view(np.int32), vt.view(np.int32))
     np.testing.assert_array_equal(vt, want.view(np.uint8))
+    # V seq-major ([batch, seq, kv_heads, d] in memory), read in place
+    major = np.swapaxes(np.ascontiguousarray(np.swapaxes(v, 1, 2)), 1, 2)
+    np.testing.assert_array_equal(at._fp8_values_on_device(major).view(np.uint8), want.view(np.uint8))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fp8_reads_seq_major_tensors_in_place(causal):
+    """FP8 attention over [batch, seq, heads, d] tensors transposed (a projection's output, as
+    FlashAttention-3 takes them): Q and K read in place by the kernel (seq-major TMA boxes) and V
+    by its transposition, grouped-query heads and ragged lengths; the same O and log-sum-exp, bit
+    for bit, as over contiguous copies."""
+    q, k, v = fp8_inputs("float8_e4m3fn", 2, 4, 2, 130, 300, 128, seed=7)
+    major = [np.swapaxes(np.ascontiguousarray(np.swapaxes(t, 1, 2)), 1, 2) for t in (q, k, v)]
+    assert at.seq_major(*major) and not any(t.flags.c_contiguous for t in major)
+    kw = dict(is_causal=causal, enable_gqa=True, return_lse=True, q_descale=0.5, k_descale=1.5, v_descale=2.0)
+    want, want_lse = tirx.ops.scaled_dot_product_attention(q, k, v, **kw)
+    got, got_lse = tirx.ops.scaled_dot_product_attention(*major, **kw)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+    np.testing.assert_array_equal(got_lse, want_lse)
 
 
 def test_fp8_values_without_its_barrier_is_a_reported_race(tmp_path):
@@ -1133,14 +1153,21 @@ def test_fp8_attention_one_tile_is_p_rounded_once():
 
 def test_fp8_on_the_gpu_against_float64():
     """FP8 attention on the GPU (e4m3, per K/V head descales as tensors, grouped-query heads,
-    causal, a split-KV decoding shape): within the bound of P's rounding of the dequantised
-    inputs' float64 attention (the tensor cores' FP8 sums are exact products, summed in f32 or
-    better)."""
+    causal, a split-KV decoding shape; seq-major tensors read in place): within the bound of P's
+    rounding of the dequantised inputs' float64 attention (the tensor cores' FP8 sums are exact
+    products, summed in f32 or better)."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
-    for b, h, hk, sq, sk, d, causal in [(2, 4, 2, 300, 500, 128, True), (1, 2, 2, 1000, 1000, 64, False), (4, 8, 8, 1, 4096, 128, False)]:
-        q, k, v = (torch.randn(b, n, s, d, device="cuda").to(torch.float8_e4m3fn) for n, s in ((h, sq), (hk, sk), (hk, sk)))
+    cases = [(2, 4, 2, 300, 500, 128, True, False), (1, 2, 2, 1000, 1000, 64, False, False), (4, 8, 8, 1, 4096, 128, False, False)]
+    cases += [(2, 4, 2, 300, 500, 128, True, True), (2, 4, 4, 700, 900, 256, False, True)]
+    for b, h, hk, sq, sk, d, causal, major in cases:
+        shapes = ((h, sq), (hk, sk), (hk, sk))
+        if major:  # ([batch, seq, heads, d] in memory, transposed)
+            q, k, v = (torch.randn(b, s, n, d, device="cuda").to(torch.float8_e4m3fn).transpose(1, 2) for n, s in shapes)
+            assert at.seq_major(q, k, v)
+        else:
+            q, k, v = (torch.randn(b, n, s, d, device="cuda").to(torch.float8_e4m3fn) for n, s in shapes)
         qd, kd, vd = (torch.rand(b, hk, device="cuda") + 0.5 for _ in range(3))
         got = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True, q_descale=qd, k_descale=kd, v_descale=vd)
         f64 = lambda t, s: t.double().cpu().numpy() * s.double().cpu().numpy()[:, :, None, None]  # noqa: E731

@@ -594,6 +594,25 @@ def test_activations_match_pytorch_and_the_simulator(op, params, ref, dtype):
     torch.testing.assert_close(b.double(), ref(a).double(), rtol=2 * eps, atol=2 * eps)
 
 
+def test_exp2_on_the_fma_pipe_is_the_simulators_bit_for_bit():
+    """`exp2(..., ftz=True, pipe="fma")` (docs/numerics.md: FlashAttention-4's cubic, each step
+    one IEEE-rounded instruction) gives the simulator's bits on the GPU, over [-140, 140], the
+    clamp's and the flush's edges, infinities and NaN."""
+    k = tirx.compile(make_activation("exp2", 512, 8, "float32", ftz=True, pipe="fma"))
+    edges = [float("-inf"), float("inf"), float("nan"), 0.0, -0.0, -126.0, -126.5, -127.0, -127.5, -149.0, 127.0, 127.49, 127.5, 128.0, 1e-30, -1e-30, 0.5, -0.5]
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(512 * 8, generator=gen, dtype=torch.float32) * 280 - 140
+    x[: len(edges)] = torch.tensor(edges)
+    a = x.reshape(512, 8).cuda()
+    b = torch.zeros_like(a)
+    k(a, b)
+    want = np.zeros((512, 8), np.float32)
+    k(a.cpu().numpy(), want)
+    got = b.cpu().numpy()
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+
 
 def make_nan_reductions(dtype):
     """Row max through shared memory, row min through registers and shuffles, and an

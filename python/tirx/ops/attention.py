@@ -160,11 +160,13 @@ def causal_section(heads: int, group: int, seq_k: int, d: int, eb: int) -> int:
 
 def _tile_fits(bn: int, d: int, causal: bool, fp8: bool) -> bool:
     """Whether K/V tiles of ``bn`` keys are tuned at head dim ``d``: 64 and 128 always, the wide
-    ones (`WIDE_TILES`, `FP8_WIDE_TILES`) up to their head dim and not causal (they would widen
-    the diagonal's tiles), the narrow ones (`NARROW_TILES`) from theirs."""
+    ones (`WIDE_TILES`, `FP8_WIDE_TILES`) up to their head dim, 16-bit ones not causal (they
+    would widen the diagonal's tiles; FlashAttention-3 takes 128 keys there too), FP8's causal
+    too (FlashAttention-3 takes 224 keys there at d = 128; on an H200 the tuner chose 192 at 4k
+    and 16k, README), the narrow ones (`NARROW_TILES`) from theirs."""
     wide = FP8_WIDE_TILES if fp8 else WIDE_TILES
     narrow = {} if fp8 else NARROW_TILES
-    return bn in (64, 128) or (bn in wide and not causal and d <= wide[bn]) or (bn in narrow and d >= narrow[bn])
+    return bn in (64, 128) or (bn in wide and (fp8 or not causal) and d <= wide[bn]) or (bn in narrow and d >= narrow[bn])
 
 
 def fp8_p_layouts(bn: int):
@@ -262,7 +264,8 @@ def attention_kernel(
     ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
     row r the query head r % q_group of the group at position r // q_group. FP8 (``dtype``
     float8_e4m3fn or float8_e5m2): the descales ``DS (batch * kv_heads, 2)`` float32 of each K/V
-    head, Q's times K's (the scores' factor, with ``scale``) and V's (O's); O in bfloat16; V given
+    head, Q's times K's (the scores' factor, with ``scale``) and V's (O's); O in bfloat16, ``(batch
+    * heads, seq_q, d)`` whatever ``seq_major`` (which then names Q's and K's layout); V given
     transposed, ``VT (batch * kv_heads, d, fp8_keys(seq_k))``, its keys permuted within each 16
     (`fp8_values`): P = exp2(...) is rounded to FP8 in S's registers, which the wgmma's A
     fragment reads as those keys (FlashAttention-3's FP8 layout conformance, the shuffle moved to
@@ -296,8 +299,8 @@ def attention_kernel(
         raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
     box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
     fp8 = dtype.startswith("float8")
-    if fp8 and (varlen or mask or seq_major or kv_lens or persistent or bn not in FP8_TILES):
-        raise ValueError(f"{dtype}: dense (batch * heads, seq, d) tensors, no mask, not persistent, K/V tiles of {' or '.join(map(str, FP8_TILES))} keys")
+    if fp8 and (varlen or mask or kv_lens or persistent or bn not in FP8_TILES):
+        raise ValueError(f"{dtype}: dense tensors (Q and K also seq-major), no mask, not persistent, K/V tiles of {' or '.join(map(str, FP8_TILES))} keys")
     if q_group > 1 and not (kv_lens and heads == kv_heads and seq_q % q_group == 0):
         raise ValueError(f"q_group: a KV cache's (kv_lens) packed query heads, heads == kv_heads ({heads}, {kv_heads}), seq_q ({seq_q}) whole positions of {q_group} rows")
     q_major = seq_major and q_group == 1  # (Q's and O's layout; K's and V's is seq_major's)
@@ -919,7 +922,7 @@ def attention_kernel(
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, vt_shape, dtype)
             DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
-            O = T.match_buffer(O_ptr, q_shape(), out_dtype)
+            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)  # (written from registers: (batch * heads, seq, d) whatever Q's layout)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
             body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, DS)
 
@@ -1341,10 +1344,10 @@ def fp8_values(v):
     return c.contiguous(_swap(c.contiguous(vp).reshape(b * hk, seq_kt, d)))
 
 
-@autotune(configs=[{}], key=["bhk", "seq_k", "d"])
-def fp8_values_kernel(bhk: int, seq_k: int, d: int):
+@autotune(configs=[{}], key=["bhk", "seq_k", "d", "heads"])
+def fp8_values_kernel(bhk: int, seq_k: int, d: int, heads: int = 0):
     """`fp8_values` on the device: ``VT[bh, dd, c]`` = ``V[bh, key(c), dd]`` for V ``(bhk, seq_k,
-    d)`` and VT ``(bhk, d, fp8_keys(seq_k))`` of either FP8 type given as int32 words of 4 bytes
+    d)`` (``heads``: V seq-major, ``(bhk / heads, seq_k, heads, d)``, read in place) and VT ``(bhk, d, fp8_keys(seq_k))`` of either FP8 type given as int32 words of 4 bytes
     (zero past ``seq_k``), ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for.
     A CTA per block of `VT_KEYS` keys of one head: its rows copied into shared memory by 16-byte
     vectors (rows past ``seq_k`` zero) in rows of an odd count of words, so that a warp reading
@@ -1389,7 +1392,7 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
 
     @T.prim_func
     def fp8_values_t(V_ptr: T.handle, VT_ptr: T.handle):
-        V = T.match_buffer(V_ptr, (bhk, seq_k, w_row), "int32")
+        V = T.match_buffer(V_ptr, (bhk // heads, seq_k, heads, w_row) if heads else (bhk, seq_k, w_row), "int32")
         VT = T.match_buffer(VT_ptr, (bhk, d, blocks * VT_KEYS // 4), "int32")
         T.device_entry()
         bx = T.cta_id([bhk * blocks])
@@ -1405,7 +1408,10 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
         for r in T.unroll(fill_rounds):  # (16-byte loads; rows of an odd count of words take 4-byte stores)
             row = (r * VT_THREADS + tid) // (w_row // 4)
             c4 = (r * VT_THREADS + tid) % (w_row // 4) * 4
-            Tx.thread.copy(vec[0:4], V[bh, k0 + row, c4 : c4 + 4], clip=True, other=0)
+            if heads:
+                Tx.thread.copy(vec[0:4], V[bh // heads, k0 + row, bh % heads, c4 : c4 + 4], clip=True, other=0)
+            else:
+                Tx.thread.copy(vec[0:4], V[bh, k0 + row, c4 : c4 + 4], clip=True, other=0)
             Tx.thread.copy(tile[row, c4 : c4 + 4], vec[0:4])
         T.cuda.cta_sync()
         for r in list(range(rounds)):  # (unrolled; a last round of fewer tasks than warps: the first ones)
@@ -1419,17 +1425,19 @@ def fp8_values_kernel(bhk: int, seq_k: int, d: int):
 
 def _fp8_values_on_device(v):
     """`fp8_values` by `fp8_values_kernel` (a new array beside ``v``; the simulator's for NumPy
-    arrays)."""
+    arrays), V read in place where it is dense, seq-major too."""
     b, hk, sk, d = v.shape
     vt = c.new_array(v, (b * hk, d, fp8_keys(sk)))
-    x, word = c.contiguous(v), np.int32
+    major = seq_major(v)
+    x, word = c.contiguous(_swap(v) if major else v), np.int32
     if c.is_torch(v):
         import torch
 
         # (viewed as words: a CPU tensor's bytes from an offset that is not a word's copied first,
         # as `c.contiguous` copies a CUDA tensor's not on 16 bytes)
         x, word = x.clone() if x.storage_offset() % 4 else x, torch.int32
-    fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d)(x.reshape(b * hk, sk, d).view(word), vt.view(word))
+    values = fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d, heads=hk if major else 0)
+    values(x.reshape(b, sk, hk, d).view(word) if major else x.reshape(b * hk, sk, d).view(word), vt.view(word))
     return vt
 
 
@@ -1467,11 +1475,12 @@ def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool,
         lse = c.new_array(q, (b, h, sq), "float32", float("-inf"))
         return (out, lse) if return_lse else out
     lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
-    qs, ks = (c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k))
+    major = seq_major(q, k)  # (read in place, as FlashAttention-3 reads them; O is written (batch * heads, seq, d))
+    qs, ks = (_swap(t) if major else c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k))
     splits = _gpu_splits(q, b * h, sq, sk)
     kernel = attention_kernel(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
-        lse=bool(return_lse), seq_major=False, splits=splits, offset=offset if is_causal else 0, sms=c.gpu_sms(q),
+        lse=bool(return_lse), seq_major=major, splits=splits, offset=offset if is_causal else 0, sms=c.gpu_sms(q),
     )
     vt = _fp8_values_on_device(v)
     _launch(kernel, (qs, ks, vt, ds), out.reshape(b * h, sq, d), lse, splits, b * h, sq, d, "bfloat16", return_lse, 0)
@@ -1846,9 +1855,10 @@ def scaled_dot_product_attention(
     tensors, one per K/V head (FlashAttention-3's; a query head takes its K/V head's): the
     attention of the dequantised inputs, ``softmax(q k^T q_descale k_descale scale) v v_descale``,
     with P rounded to the inputs' FP8 type for P V, 2^8 times larger (`P_OFFSET`; its error, a
-    few parts in 100 of a row's weights, is FlashAttention-3's); bfloat16 out; no attn_mask. V
-    is transposed (and its keys permuted) into a new array first (`fp8_values_kernel`, one pass
-    over V on the device)."""
+    few parts in 100 of a row's weights, is FlashAttention-3's); bfloat16 out, contiguous; no
+    attn_mask. [batch, seq, heads, d] tensors (transposed) are read in place, as contiguous ones;
+    V is transposed (and its keys permuted) into a new array first (`fp8_values_kernel`, one
+    pass over V on the device)."""
     offset = 0
     if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
         lower_right = attn_mask.variant.name == "LOWER_RIGHT"

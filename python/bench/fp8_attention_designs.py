@@ -1,12 +1,13 @@
 """FP8 attention designs timed against each other in one process: each `attention_kernel`
 design (consumers, K/V tile keys, ``fma_columns``: the keys whose exponentials run on the FMA
-pipe) compiled directly (no tuner), 2 batch x 16 heads over one sequence length, e4m3; per
+pipe, and optionally ping-pong (default true) and persistent CTAs, one an SM (default false))
+compiled directly (no tuner), 2 batch x 16 heads over one sequence length, e4m3; per
 design TFLOP/s in bursts (`sustained.burst`: 20 calls after an idle second; three rounds taken in
 turn, so that the power-capped clock moves every design alike, the best kept) and sustained
 (`sustained.sustained`: 3 s back to back, with the SM clock and power), and the largest
 difference of its output from the first design's.
 
-    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0)]" [--causal]
+    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0, False, True)]" [--causal]
 """
 
 import argparse
@@ -19,10 +20,12 @@ import tirx
 from tirx.ops import attention as at
 
 
-def compiled(d, consumers, bn, fma_columns, b, h, s, causal):
+def compiled(d, design, b, h, s, causal):
+    consumers, bn, fma_columns, pingpong, persistent = (*design, *(True, False)[len(design) - 3 :])
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype="float8_e4m3fn", causal=causal, scale=d**-0.5, lse=False,
-        seq_major=False, consumers=consumers, bn=bn, overlap=True, pingpong=True, fma_columns=fma_columns,
+        seq_major=False, consumers=consumers, bn=bn, overlap=True, pingpong=pingpong, fma_columns=fma_columns,
+        persistent=persistent, sms=torch.cuda.get_device_properties(0).multi_processor_count,
     )
     return tirx.compile(prim)
 
@@ -31,7 +34,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("d", type=int)
     p.add_argument("seq", type=int)
-    p.add_argument("designs", help='a Python list of (consumers, keys, fma_columns), e.g. "[(2, 224, 0), (2, 224, 16)]"')
+    p.add_argument("designs", help='a Python list of (consumers, keys, fma_columns[, pingpong[, persistent]]), e.g. "[(2, 224, 0), (2, 224, 16)]"')
     p.add_argument("--causal", action="store_true")
     a = p.parse_args()
     d, s, b, h = a.d, a.seq, 2, 16
@@ -45,11 +48,11 @@ def main():
     kernels, outs = {}, {}
     call = lambda x: lambda: kernels[x](q.view(-1, s, d), k.view(-1, s, d), vt, ds, outs[x], lse)  # noqa: E731
     for x in designs:
-        kernels[x] = compiled(d, *x, b, h, s, a.causal)
+        kernels[x] = compiled(d, x, b, h, s, a.causal)
         outs[x] = torch.empty(b * h, s, d, dtype=torch.bfloat16, device="cuda")
         call(x)()
     torch.cuda.synchronize()
-    label = lambda x: f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}"  # noqa: E731
+    label = lambda x: f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent"), x[3:]))  # noqa: E731
     print(f"{torch.cuda.get_device_name()}, FP8 attention 2 x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
     best = dict.fromkeys(designs, float("inf"))
     for _ in range(3):

@@ -1054,6 +1054,44 @@ def test_fp8_values_kernel_matches_numpy(b, hk, sk, d):
     np.testing.assert_array_equal(at._fp8_values_on_device(major).view(np.uint8), want.view(np.uint8))
 
 
+@pytest.mark.parametrize("bn,pingpong,causal", [(224, False, False), (128, True, True)])
+def test_fp8_persistent_ctas_as_one_cta_a_tile(bn, pingpong, causal):
+    """FP8 over persistent CTAs (3 for 12 tiles: each takes four, its rings' phases running on,
+    the next tile's Q loaded once the last S = Q Kᵀ is done): O and the log-sum-exp bit for bit
+    one CTA a tile's, race-checked; ragged queries and keys, grouped heads."""
+    b, h, hk, sq, sk, d = 2, 2, 1, 300, 500, 128
+    q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=3)
+    ds = np.ones((b * hk, 2), np.float32)
+    outs = []
+    for persistent in (False, True):
+        prim = at.attention_kernel.factory(
+            heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
+            seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=pingpong, persistent=persistent, sms=3,
+        )
+        o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
+        lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), at.fp8_values(v), ds, o, lse)
+        outs.append((o.astype(np.float32), lse[:, :sq]))
+    np.testing.assert_array_equal(outs[1][0], outs[0][0])
+    np.testing.assert_array_equal(outs[1][1], outs[0][1])
+
+
+def test_fp8_persistent_q_never_released_is_reported(tmp_path):
+    """A persistent FP8 CTA whose consumers never free Q_s for the next tile's Q: the producer's
+    wait is reported as a deadlock, not run forever."""
+    old = "                    if persistent:  # Q_s free for the next tile's Q: the last S = Q Kᵀ waited for\n"
+    planted = planting.planted(at, old, "                    if False:\n", tmp_path)
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 256, 64, seed=3)
+    prim = planted.attention_kernel.factory(
+        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=256, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
+        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, persistent=True, sms=1,
+    )
+    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
+    lse = np.zeros((1, at.lse_rows(256)), np.float32)
+    with pytest.raises(tirx.TirxError, match="deadlock"):
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 256, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, lse)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_fp8_reads_seq_major_tensors_in_place(causal):
     """FP8 attention over [batch, seq, heads, d] tensors transposed (a projection's output, as
@@ -1182,12 +1220,12 @@ def test_fp8_on_the_gpu_against_float64():
             assert torch.equal(torch.compile(attend, fullgraph=True)(q, k, v), got)
 
 
-@pytest.mark.parametrize("bn,d,fma_columns", [(192, 128, 0), (224, 128, 0), (256, 64, 0), (224, 128, 48), (128, 256, 32)])
-def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns):
+@pytest.mark.parametrize("bn,d,fma_columns,persistent", [(192, 128, 0, False), (224, 128, 0, False), (256, 64, 0, False), (224, 128, 48, False), (128, 256, 32, False), (192, 128, 0, True)])
+def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns, persistent):
     """FP8's wide K/V tiles on the GPU (V's transposed tile three 64-byte, seven 32-byte or two
     128-byte swizzle atoms a row: TMA's and wgmma's swizzles must agree), ragged keys, grouped
-    heads, and (``fma_columns``) exponentials on the FMA pipe: within the bound of P's rounding
-    of the float64 attention."""
+    heads, (``fma_columns``) exponentials on the FMA pipe, and (``persistent``) 5 CTAs taking
+    the 24 tiles in turn: within the bound of P's rounding of the float64 attention."""
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
@@ -1195,7 +1233,7 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns):
     q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=bn)
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=False, scale=1 / np.sqrt(d), lse=True,
-        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True, fma_columns=fma_columns,
+        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=not persistent, fma_columns=fma_columns, persistent=persistent, sms=5,
     )
     dev = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
     f8 = lambda x: dev(x.view(np.uint8)).view(torch.float8_e4m3fn)  # noqa: E731

@@ -61,7 +61,8 @@ TURN_BARRIER = 9
 
 # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
 # option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
-# not) they never beat one CTA a tile.
+# not) they never beat one CTA a tile; FP8 (d 128 over 192 keys, `fp8_attention_designs.py`) +1-2 %
+# at 4k and 16k, within noise, and causal 10 % slower (the static order leaves SMs idle at the end).
 # The rotated loop (`rotate=True`: the softmax in a block of its own, overlapping P V in the SASS)
 # is a kernel option too, not tuned: as the tuner's candidate (ping-pong at 128, 224 and 256 keys)
 # on an H200 (d 64 / 128 / 256, 4k and 16k keys, causal or not, bf16 and FP8: 20 keys) it was
@@ -128,14 +129,14 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     registers while the softmax runs); wide K/V tiles where `_tile_fits`, three consumers at head
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
     with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
-    ``sms``) for one split of dense attention without a mask; FP8, not persistent, K/V tiles of
+    ``sms``) for one split of dense attention without a mask; FP8, K/V tiles of
     `FP8_TILES` (V's transposed tile whole swizzle atoms a row)."""
     return [
         cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
         and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, c.elem_bytes(dtype)) >= 2 and not mask))
-        and (not dtype.startswith("float8") or (cfg["bn"] in FP8_TILES and not cfg.get("persistent")))
+        and (not dtype.startswith("float8") or cfg["bn"] in FP8_TILES)
         and _tile_fits(cfg["bn"], d, causal, dtype.startswith("float8"))
         and (cfg["consumers"] < 3 or d == THREE_CONSUMERS_D)
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
@@ -258,7 +259,8 @@ def attention_kernel(
     (batch, seq_k / page)`` (int32; vLLM's and FlashAttention's paged KV cache); ``persistent``:
     ``min(tiles, sms)`` CTAs, each taking tiles ``bx, bx + CTAs, ...`` of the same order (causal:
     the longest first), the rings' stages and phases running on across them, the next tile's Q
-    loaded once the last one's O stores have read Q_s; ``q_group`` (with ``kv_lens``, ``heads ==
+    loaded once the last one's O stores have read Q_s (FP8, whose O is stored from registers:
+    once its last S = Q Kᵀ is done); ``q_group`` (with ``kv_lens``, ``heads ==
     kv_heads``): grouped-query heads packed, each K/V head's ``q_group`` query heads one block of
     rows (decoding's few queries fill the 64-row tiles and K/V is read once per group), Q and O
     ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
@@ -299,8 +301,8 @@ def attention_kernel(
         raise ValueError(f"page: {page}-row pages with kv_lens, a multiple of 8 rows, and K/V tiles of {bn} keys each within a page or whole pages, over {seq_k} rows of whole pages")
     box = min(bn, page) if page else bn  # the rows of one TMA box of a K/V tile
     fp8 = dtype.startswith("float8")
-    if fp8 and (varlen or mask or kv_lens or persistent or bn not in FP8_TILES):
-        raise ValueError(f"{dtype}: dense tensors (Q and K also seq-major), no mask, not persistent, K/V tiles of {' or '.join(map(str, FP8_TILES))} keys")
+    if fp8 and (varlen or mask or kv_lens or bn not in FP8_TILES):
+        raise ValueError(f"{dtype}: dense tensors (Q and K also seq-major), no mask, K/V tiles of {' or '.join(map(str, FP8_TILES))} keys")
     if q_group > 1 and not (kv_lens and heads == kv_heads and seq_q % q_group == 0):
         raise ValueError(f"q_group: a KV cache's (kv_lens) packed query heads, heads == kv_heads ({heads}, {kv_heads}), seq_q ({seq_q}) whole positions of {q_group} rows")
     q_major = seq_major and q_group == 1  # (Q's and O's layout; K's and V's is seq_major's)
@@ -802,6 +804,10 @@ def attention_kernel(
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
                 elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
+                    if persistent:  # Q_s free for the next tile's Q: the last S = Q Kᵀ waited for
+                        T.cuda.warp_sync()
+                        if tid % 32 == 0:
+                            empty.arrive(2 * stages)
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
                 else:

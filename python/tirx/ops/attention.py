@@ -1353,8 +1353,9 @@ def fp8_values(v):
 @autotune(configs=[{}], key=["bhk", "seq_k", "d", "heads"])
 def fp8_values_kernel(bhk: int, seq_k: int, d: int, heads: int = 0):
     """`fp8_values` on the device: ``VT[bh, dd, c]`` = ``V[bh, key(c), dd]`` for V ``(bhk, seq_k,
-    d)`` (``heads``: V seq-major, ``(bhk / heads, seq_k, heads, d)``, read in place) and VT ``(bhk, d, fp8_keys(seq_k))`` of either FP8 type given as int32 words of 4 bytes
-    (zero past ``seq_k``), ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for.
+    d)`` (``heads``: V seq-major, ``(bhk / heads, seq_k, heads, d)``, read in place) and VT ``(bhk,
+    d, fp8_keys(seq_k))`` of either FP8 type given as int32 words of 4 bytes (zero past
+    ``seq_k``), ``key(c)`` the permutation of each 16 columns `fp8_p_layouts` asks for.
     A CTA per block of `VT_KEYS` keys of one head: its rows copied into shared memory by 16-byte
     vectors (rows past ``seq_k`` zero) in rows of an odd count of words, so that a warp reading
     one word column of rows 16 apart hits distinct banks; then each lane reads its word column

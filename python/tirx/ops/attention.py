@@ -62,7 +62,7 @@ TURN_BARRIER = 9
 # Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
 # option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
 # not) they never beat one CTA a tile; FP8 (d 128 over 192 keys, `fp8_attention_designs.py`) +1-2 %
-# at 4k and 16k, within noise, and causal 10 % slower (the static order leaves SMs idle at the end).
+# at 4k and 16k, within noise; causal 10 % slower at 4k, and alternate rounds reversed slower still.
 # The rotated loop (`rotate=True`: the softmax in a block of its own, overlapping P V in the SASS)
 # is a kernel option too, not tuned: as the tuner's candidate (ping-pong at 128, 224 and 256 keys)
 # on an H200 (d 64 / 128 / 256, 4k and 16k keys, causal or not, bf16 and FP8: 20 keys) it was

@@ -776,6 +776,18 @@ impl<'s> Builder<'s> {
     ) -> R<()> {
         let buf = match self.raw_binding(name) {
             Some(Val::Scalar(b)) => *b,
+            Some(Val::Buffer(b)) => {
+                // (a mutable scalar's first store would shadow the buffer its own value reads)
+                let first = self.buffer(*b).span;
+                return self.fail(
+                    Diagnostic::error(
+                        nspan,
+                        format!("`{name}` names a buffer; assigning it a value makes it a mutable scalar"),
+                    )
+                    .with_secondary(first, "the buffer")
+                    .with_help(format!("store into the buffer (`{name}[i] = ...`), or bind the value to a new name")),
+                );
+            }
             _ => {
                 self.require_device(span)?;
                 let e = self.scalar(v.clone(), span)?;

@@ -167,3 +167,17 @@ fn fn_evals(body: &[Stmt]) -> Vec<&Expr> {
     }
     out
 }
+
+#[test]
+fn a_value_assigned_to_a_buffers_name_is_an_error() {
+    // (found by the fuzzer: `R = R.local()` then `R = R[j] * 3.0` made `R` a mutable scalar whose
+    // one-element buffer shadowed the view its own value read, and printed as such the kernel
+    // read the new buffer instead)
+    let body = "    V = A.view(32, 32)\n    for j in range(4):\n        V = V[j, 0] * 3\n";
+    let err = error(body);
+    assert!(err.contains("`V` names a buffer; assigning it a value makes it a mutable scalar"), "{err}");
+    assert!(err.contains("t.py:11:9"), "{err}");
+    assert!(err.contains("help: store into the buffer"), "{err}");
+    // a name assigned only scalars stays a mutable scalar
+    parse("    x = 0\n    for j in range(4):\n        x = x + A[j]\n    A[0] = x\n");
+}

@@ -85,11 +85,12 @@ def backward_config(q, causal):
     return f"{'dQ reduced' if reduce else 'dQ kernel'}, dK/dV {choice}"
 
 
-def forward_config(b, h, seq, d, causal, dtype):
-    """The forward kernel's tuned configuration for these [b, h, seq, d] operands (None before a call)."""
+def forward_config(b, h, seq, d, causal, dtype, seq_major=False):
+    """The forward kernel's tuned configuration for these [b, h, seq, d] operands (``seq_major``:
+    [b, seq, h, d] in memory; None before a call)."""
     tuned = at.attention_kernel(
         heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype=dtype, causal=causal, scale=1.0 / math.sqrt(d), lse=False,
-        seq_major=False, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
+        seq_major=seq_major, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
     )
     return tuned.configs[tuned.choice] if tuned.choice is not None else None
 

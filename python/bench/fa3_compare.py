@@ -15,24 +15,14 @@ which ``fa3/fa3.py`` calls through ctypes (``forward(q, k, v, causal=...)`` retu
 
 import argparse
 import importlib
-import math
 import os
 import sys
 
 import torch
-from sustained import burst, sustained  # this directory
+from attention import forward_config  # this directory
+from sustained import burst, sustained
 
 import tirx.ops as ops
-from tirx.ops import attention as at
-
-
-def tuned_config(b, h, seq, d, causal, dtype, seq_major):
-    """The autotuner's choice for the op's call (after it)."""
-    tuned = at.attention_kernel(
-        heads=h, kv_heads=h, batch=b, seq_q=seq, seq_k=seq, d=d, dtype=dtype, causal=causal, scale=1.0 / math.sqrt(d), lse=False,
-        seq_major=seq_major, splits=1, sms=torch.cuda.get_device_properties(0).multi_processor_count,
-    )
-    return tuned.configs[tuned.choice] if tuned.choice is not None else None
 
 
 def point(fa3, dtype, d, seq, causal, seconds, head_major):
@@ -51,7 +41,7 @@ def point(fa3, dtype, d, seq, causal, seconds, head_major):
     diff = (ours - theirs).abs().max().item()
     flops = 4 * b * h * seq * seq * d / (2 if causal else 1)
     name = f"{'fp8' if fp8 else 'bf16'} d={d} seq={seq} b={b} h={h}{' causal' if causal else ''}{' (tirx head-major)' if head_major else ''}"
-    print(f"{name}: tirx's tuned tile {tuned_config(b, h, seq, d, causal, 'float8_e4m3fn' if fp8 else 'bfloat16', not head_major)}", flush=True)
+    print(f"{name}: tirx's tuned tile {forward_config(b, h, seq, d, causal, 'float8_e4m3fn' if fp8 else 'bfloat16', not head_major)}", flush=True)
     best = dict.fromkeys(calls, float("inf"))
     for _ in range(3):
         for who, fn in calls.items():

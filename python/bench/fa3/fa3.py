@@ -48,8 +48,6 @@ def _load():
     lib.fa3_last_error.argtypes = []
     lib.fa3_has_kernel.restype = c_int
     lib.fa3_has_kernel.argtypes = [c_int, c_int]
-    lib.fa3_tile_size.restype = c_int
-    lib.fa3_tile_size.argtypes = [c_int, c_int, c_int, ctypes.POINTER(c_int), ctypes.POINTER(c_int)]
     lib.fa3_info.restype = c_int
     lib.fa3_info.argtypes = [ctypes.c_char_p, c_int]
     lib.fa3_fwd.restype = c_int
@@ -85,13 +83,6 @@ def available(dtype, head_dim):
     return bool(_load().fa3_has_kernel(_DTYPES[dtype], int(head_dim)))
 
 
-def tile_size(dtype, head_dim, causal):
-    lib = _load()
-    bm, bn = ctypes.c_int(), ctypes.c_int()
-    lib.fa3_tile_size(_DTYPES[dtype], int(head_dim), int(bool(causal)), ctypes.byref(bm), ctypes.byref(bn))
-    return bm.value, bn.value
-
-
 def _workspace(device, stream_handle):
     # One zero-initialised int32 buffer per (device, stream); the C side re-zeroes the tile
     # counter with cudaMemsetAsync on `stream` before every causal launch.
@@ -117,12 +108,11 @@ def _descale_args(t, name, batch, heads_k, device):
     return t, t.data_ptr(), t.stride(0), t.stride(1)
 
 
-def forward(q, k, v, causal=False, softmax_scale=None, q_descale=None, k_descale=None, v_descale=None,
-            out=None, lse=None):
+def forward(q, k, v, causal=False, softmax_scale=None, q_descale=None, k_descale=None, v_descale=None):
     """FA3 forward.  Returns (out bf16 [b, s_q, h, d], lse float32 [b, h, s_q]).
 
     q_descale/k_descale/v_descale: float32 [batch, heads_k] (or scalars) for fp8 inputs: the
-    kernel computes with q*q_descale, k*k_descale, v*v_descale.  out/lse may be preallocated.
+    kernel computes with q*q_descale, k*k_descale, v*v_descale.
     """
     lib = _load()
     for name, t in (("q", q), ("k", k), ("v", v)):
@@ -151,14 +141,8 @@ def forward(q, k, v, causal=False, softmax_scale=None, q_descale=None, k_descale
         softmax_scale = d ** -0.5
     device = q.device
 
-    if out is None:
-        out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device=device)
-    elif out.dtype != torch.bfloat16 or tuple(out.shape) != (b, sq, h, d) or out.stride(-1) != 1 or out.device != device:
-        raise ValueError("out must be bf16 [batch, seqlen_q, heads, d] with contiguous last dim on q's device")
-    if lse is None:
-        lse = torch.empty((b, h, sq), dtype=torch.float32, device=device)
-    elif lse.dtype != torch.float32 or tuple(lse.shape) != (b, h, sq) or not lse.is_contiguous() or lse.device != device:
-        raise ValueError("lse must be a contiguous float32 [batch, heads, seqlen_q] tensor on q's device")
+    out = torch.empty((b, sq, h, d), dtype=torch.bfloat16, device=device)
+    lse = torch.empty((b, h, sq), dtype=torch.float32, device=device)
 
     qd, qd_p, qd_sb, qd_sh = _descale_args(q_descale, "q_descale", b, hk, device)
     kd, kd_p, kd_sb, kd_sh = _descale_args(k_descale, "k_descale", b, hk, device)

@@ -25,7 +25,6 @@
 
 #include "fa3_common.h"
 #include "flash.h"
-#include "tile_size.h"
 
 #include <cstdarg>
 #include <cstdint>
@@ -99,15 +98,6 @@ FA3_API char const* fa3_last_error(void) { return g_err; }
 
 // 1 if the (dtype, head_dim) instantiation is compiled into this library.
 FA3_API int fa3_has_kernel(int dtype, int head_dim) { return lookup(dtype, head_dim) != nullptr ? 1 : 0; }
-
-// FA3's compile-time tile shape for the SM90 kernel (informational). Returns 0 on success.
-FA3_API int fa3_tile_size(int dtype, int head_dim, int is_causal, int* block_m, int* block_n) {
-    if (dtype != FA3_DTYPE_E4M3 && dtype != FA3_DTYPE_BF16) return set_err(1, "bad dtype %d", dtype);
-    auto t = tile_size_fwd_sm90(head_dim, head_dim, is_causal != 0, false, dtype == FA3_DTYPE_E4M3 ? 1 : 2, false, false, false);
-    if (block_m) *block_m = std::get<0>(t);
-    if (block_n) *block_n = std::get<1>(t);
-    return 0;
-}
 
 // Human-readable environment info (runtime/driver versions, device, built kernels). Returns 0 if the
 // CUDA driver/runtime is usable, else nonzero (the text still describes what failed).

@@ -98,10 +98,11 @@ def attention_cases():
         seq_major=True, consumers=2, bn=192, overlap=True,
     )
     yield "ops_attention_fp8_values_major", at.fp8_values_kernel.factory(bhk=32, seq_k=16384, d=128, heads=16)
-    # FP8 over persistent CTAs (a kernel option): Q_s freed by the consumers once the last S is done
+    # FP8 over persistent CTAs (the tuner's candidate: seq-major Q and K, causal, no ping-pong): Q_s
+    # freed by the consumers once their last S is done, the next Q loaded during the last P V
     yield "ops_attention_fp8_persistent", at.attention_kernel.factory(
-        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,
-        seq_major=False, consumers=2, bn=192, overlap=True, persistent=True, sms=132,
+        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
+        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132,
     )
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)

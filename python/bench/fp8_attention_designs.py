@@ -1,17 +1,20 @@
 """FP8 attention designs timed against each other in one process: each `attention_kernel`
 design (consumers, K/V tile keys, ``fma_columns``: the keys whose exponentials run on the FMA
 pipe, and optionally ping-pong (default true) and persistent CTAs, one an SM (default false))
-compiled directly (no tuner), 2 batch x 16 heads over one sequence length, e4m3; per
+compiled directly (no tuner), a batch (``--batch``, default 2) x 16 heads over one sequence length, e4m3; per
 design TFLOP/s in bursts (`sustained.burst`: 20 calls after an idle second; three rounds taken in
 turn, so that the power-capped clock moves every design alike, the best kept) and sustained
 (`sustained.sustained`: 3 s back to back, with the SM clock and power), and the largest
-difference of its output from the first design's.
+difference of its output from the first design's. ``--fa3 DIR``: FlashAttention-3's forward
+(``DIR/fa3.py``, `fa3_compare.py`) timed beside them on the same inputs, seq-major copies (its layout).
 
-    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0, False, True)]" [--causal]
+    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0, False, True)]" [--causal] [--batch 8] [--fa3 fa3]
 """
 
 import argparse
 import ast
+import importlib
+import sys
 
 import torch
 from sustained import burst, sustained  # this directory
@@ -36,8 +39,10 @@ def main():
     p.add_argument("seq", type=int)
     p.add_argument("designs", help='a Python list of (consumers, keys, fma_columns[, pingpong[, persistent]]), e.g. "[(2, 224, 0), (2, 224, 16)]"')
     p.add_argument("--causal", action="store_true")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--fa3", help="the directory of FlashAttention-3's ctypes module fa3.py, timed beside the designs")
     a = p.parse_args()
-    d, s, b, h = a.d, a.seq, 2, 16
+    d, s, b, h = a.d, a.seq, a.batch, 16
     designs = [tuple(x) for x in ast.literal_eval(a.designs)]
     torch.manual_seed(0)
     q, k, v = (torch.randn(b, h, s, d, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
@@ -51,9 +56,17 @@ def main():
         kernels[x] = compiled(d, x, b, h, s, a.causal)
         outs[x] = torch.empty(b * h, s, d, dtype=torch.bfloat16, device="cuda")
         call(x)()
+    if a.fa3:  # (its [batch, seq, heads, d] copies; its O once, back in [batch x heads, seq, d])
+        sys.path.insert(0, a.fa3)
+        fa3 = importlib.import_module("fa3")
+        qs, ks, vs = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        outs["fa3"] = fa3.forward(qs, ks, vs, causal=a.causal)[0].transpose(1, 2).reshape(b * h, s, d)
+        designs.append("fa3")
+        ours = call
+        call = lambda x: (lambda: fa3.forward(qs, ks, vs, causal=a.causal)) if x == "fa3" else ours(x)  # noqa: E731
     torch.cuda.synchronize()
-    label = lambda x: f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent"), x[3:]))  # noqa: E731
-    print(f"{torch.cuda.get_device_name()}, FP8 attention 2 x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
+    label = lambda x: "FlashAttention-3" if x == "fa3" else f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent"), x[3:]))  # noqa: E731
+    print(f"{torch.cuda.get_device_name()}, FP8 attention {b} x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
     best = dict.fromkeys(designs, float("inf"))
     for _ in range(3):
         for x in designs:

@@ -59,10 +59,13 @@ HEAD_DIMS = (64, 96, 128, 192, 256)
 EPILOGUE_BARRIER = 13
 TURN_BARRIER = 9
 
-# Persistent CTAs (one per SM, tiles round-robin) of the schedules that win elsewhere: a kernel
-# option (`persistent=True`), not tuned: timed by the tuner on an H200 (d 64 / 128, 1k-8k, causal or
-# not) they never beat one CTA a tile; FP8 (d 128 over 192 keys, `fp8_attention_designs.py`) +1-2 %
-# at 4k and 16k, within noise; causal 10 % slower at 4k, and alternate rounds reversed slower still.
+# Persistent CTAs (one per SM, tiles round-robin): FP8's are tuned (`FP8_PERSISTENT_CONFIGS`,
+# FlashAttention-3's tiles of 128 x 224 keys, 192, and 128 for head dim 256): their next tile's Q loaded while a tile's last
+# P V and epilogue run (Q_s freed after the last S = Q Kᵀ), on an H200 against one CTA a tile,
+# d = 128, kernel alone: 4k (8 x 16 heads) 896 against 866 TFLOP/s, causal 754 against 734, 16k 951
+# against 933 (README). The 16-bit ones stay a kernel option (`persistent=True`), not tuned: timed
+# by the tuner on an H200 (d 64 / 128, 1k-8k, causal or not) they never beat one CTA a tile (their
+# O leaves through Q_s, so the next Q waits for the epilogue's stores).
 # The rotated loop (`rotate=True`: the softmax in a block of its own, overlapping P V in the SASS)
 # is a kernel option too, not tuned: as the tuner's candidate (ping-pong at 128, 224 and 256 keys)
 # on an H200 (d 64 / 128 / 256, 4k and 16k keys, causal or not, bf16 and FP8: 20 keys) it was
@@ -73,8 +76,6 @@ TURN_BARRIER = 9
 # or 32 columns: -1 to +2% in bursts, -1 to +1% sustained), else slower (48 or 64 columns, 192
 # keys, d 256: -1 to -15%): each moves an MUFU.EX2's cycles onto nine more issue slots, and issue
 # is the softmax's other limit.
-PERSISTENT = ((2, 128, True), (3, 128, True), (2, 64, True), (2, 128, False), (2, 64, False))
-PERSISTENT_CONFIGS = [{"consumers": c_, "bn": bn, "overlap": True, "pingpong": pp, "persistent": True} for c_, bn, pp in PERSISTENT]
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
@@ -85,6 +86,8 @@ CONFIGS = (
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
 )
+FP8_PERSISTENT_CONFIGS = [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": False, "persistent": True} for bn in (128, 192, 224)]
+CONFIGS += FP8_PERSISTENT_CONFIGS
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
 # or 128 is not tuned for that type.
@@ -129,8 +132,8 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     registers while the softmax runs); wide K/V tiles where `_tile_fits`, three consumers at head
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
     with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
-    ``sms``) for one split of dense attention without a mask; FP8, K/V tiles of
-    `FP8_TILES` (V's transposed tile whole swizzle atoms a row)."""
+    ``sms``) for one split of dense FP8 attention without a mask; FP8, K/V tiles of `FP8_TILES`
+    (V's transposed tile whole swizzle atoms a row)."""
     return [
         cfg
         for cfg in configs
@@ -142,6 +145,7 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
         and _splits_hold_keys(seq_k, cfg["bn"], splits)
         and (not page or _pages_fit(page, cfg["bn"], seq_k))
         and (not cfg.get("persistent") or (sms > 0 and splits == 1 and not (varlen or kv_lens or mask)))
+        and (not cfg.get("persistent") or dtype.startswith("float8"))
     ]
 
 
@@ -260,7 +264,7 @@ def attention_kernel(
     ``min(tiles, sms)`` CTAs, each taking tiles ``bx, bx + CTAs, ...`` of the same order (causal:
     the longest first), the rings' stages and phases running on across them, the next tile's Q
     loaded once the last one's O stores have read Q_s (FP8, whose O is stored from registers:
-    once its last S = Q Kᵀ is done); ``q_group`` (with ``kv_lens``, ``heads ==
+    once its last S = Q Kᵀ is done, during its last P V and epilogue); ``q_group`` (with ``kv_lens``, ``heads ==
     kv_heads``): grouped-query heads packed, each K/V head's ``q_group`` query heads one block of
     rows (decoding's few queries fill the 64-row tiles and K/V is read once per group), Q and O
     ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
@@ -564,6 +568,13 @@ def attention_kernel(
             empty.arrive(ring * stages + j % stages)
 
     @T.macro
+    def free_q(empty, tid):
+        # (persistent) this warp is done with Q_s: its last S = Q Kᵀ (or, 16-bit, its O stores) read it
+        T.cuda.warp_sync()
+        if tid % 32 == 0:
+            empty.arrive(2 * stages)
+
+    @T.macro
     def my_turn(cw):
         # Ping-pong: wait until the previous consumer of the ring has issued its GEMMs (its
         # warpgroup and this one counted).
@@ -779,6 +790,8 @@ def attention_kernel(
                                 pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
                             for j in T.serial(T.max(unmasked, 1), steps):
                                 pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                        if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue
+                            free_q(empty, tid)
                         landed(b + steps - 1, 1, full)
                         my_turn(cw)
                         pv(b + steps - 1, p, o_acc, V_s)
@@ -804,10 +817,11 @@ def attention_kernel(
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
                 elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
-                    if persistent:  # Q_s free for the next tile's Q: the last S = Q Kᵀ waited for
-                        T.cuda.warp_sync()
-                        if tid % 32 == 0:
-                            empty.arrive(2 * stages)
+                    if persistent:  # (where the K/V loop above did not: no S, or no overlap)
+                        if not overlap:
+                            free_q(empty, tid)
+                        elif steps == 0:
+                            free_q(empty, tid)
                     Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
                     Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
                 else:
@@ -827,9 +841,7 @@ def attention_kernel(
                         # to the next one (CUTLASS's epilogues end likewise).
                         T.ptx.cp_async.bulk.wait_group_read(0)
                     if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
-                        T.cuda.warp_sync()
-                        if tid % 32 == 0:
-                            empty.arrive(2 * stages)
+                        free_q(empty, tid)
                 if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
                     Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
                     if fp8:

@@ -27,6 +27,8 @@ def cases():
     q, kc, vc = torch.randn(1, 1, 32, 128).to(bf), torch.randn(1, 1024, 8, 128).to(bf), torch.randn(1, 1024, 8, 128).to(bf)
     lens = torch.full((1,), 1000, dtype=torch.int32)
     qs, ks, vs = torch.randn(1, 32, 1, 128).to(bf), torch.randn(1, 8, 1024, 128).to(bf), torch.randn(1, 8, 1024, 128).to(bf)
+    f8 = torch.float8_e4m3fn
+    q8, k8, v8 = (torch.randn(1, 4, s, 64).to(f8) for s in (128, 1024, 1024))
     a, b = torch.randn(256, 128).to(bf), torch.randn(128, 64).to(bf)
     ag, bg = a.clone().requires_grad_(), b.clone().requires_grad_()
 
@@ -46,6 +48,7 @@ def cases():
         "cross_entropy (16 rows of 32k)": lambda: ops.cross_entropy(logits, target),
         "kvcache_attention (32 over 8 heads, 1k cache, 4 splits)": lambda: ops.kvcache_attention(q, kc, vc, lens),
         "scaled_dot_product_attention decoding (split path)": lambda: ops.scaled_dot_product_attention(qs, ks, vs, enable_gqa=True),
+        "scaled_dot_product_attention FP8 (4 heads, 128 x 1024, number descales)": lambda: ops.scaled_dot_product_attention(q8, k8, v8, q_descale=0.5, v_descale=2.0),
         "matmul": lambda: ops.matmul(a, b),
         "matmul forward + backward (autograd)": mm_train,
     }

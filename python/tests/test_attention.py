@@ -12,6 +12,7 @@ import planting
 import tirx
 import tirx.ops
 from tirx.device import _host_array  # (a CPU tensor as NumPy, bf16 included)
+from tirx.ops import _common as c
 from tirx.ops import attention as at
 from tirx.runtime import numpy_dtype
 
@@ -1285,6 +1286,29 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns, persistent, causal, pingp
     accumulation = d / 32 * 2.0**-13 * qk.max(-1)
     err = np.abs(lse[:, :sq].cpu().numpy().reshape(want_lse.shape) - want_lse)
     assert (err <= 1e-5 * np.abs(want_lse) + (2e-4 if fma_columns else 1e-4) + accumulation).all(), f"log-sum-exp's error {err.max()}"
+
+
+def test_fp8_plan_follows_each_calls_descales():
+    """The FP8 op's plan per call signature (torch tensors): number descales are not part of the
+    signature, so one plan serves calls with other values, each call's own (NumPy's result bit for
+    bit); descale tensors are; seq-major operands and the log-sum-exp through it too."""
+    torch = pytest.importorskip("torch")
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 2, 1, 70, 90, 64, seed=11)
+    tq, tk, tv = (torch.from_numpy(t.view(np.uint8)).view(torch.float8_e4m3fn) for t in (q, k, v))
+    before = len(c.PLANS)
+    for qd, vd in ((0.5, 2.0), (1.5, 0.25), (0.5, 2.0)):
+        want = tirx.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, q_descale=qd, v_descale=vd)
+        got = tirx.ops.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, q_descale=qd, v_descale=vd)
+        np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
+    assert len(c.PLANS) == before + 1
+    kd = np.array([[0.75]], np.float32)
+    want, want_lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, k_descale=kd, return_lse=True)
+    major = [torch.from_numpy(np.ascontiguousarray(np.swapaxes(t, 1, 2)).view(np.uint8)).view(torch.float8_e4m3fn).transpose(1, 2) for t in (q, k, v)]
+    got, got_lse = tirx.ops.scaled_dot_product_attention(*major, is_causal=True, enable_gqa=True, k_descale=torch.from_numpy(kd), return_lse=True)
+    np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
+    np.testing.assert_array_equal(got_lse.numpy(), want_lse)
+    with pytest.raises(ValueError, match="k_descale of shape"):
+        tirx.ops.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, k_descale=torch.ones(3))
 
 
 def test_fp8_on_torch_tensors_as_on_numpy():

@@ -1011,7 +1011,7 @@ SCRATCH_VIEWS = 64
 _ITEMSIZE: Dict[str, int] = {}
 
 
-def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None):
+def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None, init: Optional[Callable] = None):
     """A work buffer of ``shape`` and ``dtype`` (a NumPy name) beside ``like`` that one launch
     writes and the same or the next launch on its stream reads (split-K's parts, split-KV's
     partial outputs): on a CUDA device a view (kept per shape) of one flat buffer per stream and
@@ -1022,7 +1022,8 @@ def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None):
     being captured (the graph's own memory), past `SCRATCH_HELD_BYTES`, or for NumPy arrays.
     Its contents on entry are undefined, or with ``fill`` that value when made (kept by a buffer
     kernels only read, `constant_vector`; stream-K's grid group barrier word, made 0, is left
-    with its low 31 bits 0 by every launch, all the barrier needs)."""
+    with its low 31 bits 0 by every launch, all the barrier needs), or ``init(flat)``'s, given
+    the new flat array (of at least ``shape``'s elements) when made."""
     shape = tuple(shape)
     size = math.prod(shape)
     itemsize = _ITEMSIZE.get(dtype) or _ITEMSIZE.setdefault(dtype, _numpy_dtype(dtype).itemsize)
@@ -1034,13 +1035,18 @@ def scratch(like, shape, dtype: str, held: dict, fill: Optional[float] = None):
             flat, views = held.get(key, (None, None))
             if flat is None or flat.numel() < size:
                 flat, views = held[key] = (new_array(like, size, dtype, fill), {})
+                if init is not None:
+                    init(flat)
             view = views.get(shape)
             if view is None:  # (a view made per call costs more host time than the rest of it)
                 if len(views) >= SCRATCH_VIEWS:
                     views.clear()
                 view = views[shape] = flat[:size].view(shape)
             return view
-    return new_array(like, shape, dtype, fill)
+    made = new_array(like, shape, dtype, fill)
+    if init is not None:
+        init(made.reshape(-1))
+    return made
 
 
 def _numpy_dtype(name: str):

@@ -1462,13 +1462,17 @@ def _fp8_values_on_device(v):
     return vt
 
 
+def _is_number(x) -> bool:
+    return x is None or isinstance(x, (int, float, np.integer, np.floating))
+
+
 def _descales(q, descales, b: int, hk: int):
     """``DS (batch * kv_heads, 2)`` float32 for the FP8 kernel: Q's descale times K's, and V's, of
     each K/V head, from numbers or arrays / tensors of shape (), (1,) or (batch, kv_heads)
     (FlashAttention-3's), broadcast; no device synchronisation."""
     parts = []
     for x, name in zip(descales, ("q_descale", "k_descale", "v_descale")):
-        if x is None or isinstance(x, (int, float, np.integer, np.floating)):
+        if _is_number(x):
             parts.append(1.0 if x is None else float(x))
             continue
         shape = tuple(x.shape)
@@ -1478,9 +1482,95 @@ def _descales(q, descales, b: int, hk: int):
             raise ValueError(f"tirx.ops.scaled_dot_product_attention: {name} must be a tensor on the query's device ({q.device})")
         parts.append(x.float().reshape(-1) if c.is_torch(x) else np.asarray(x, np.float32).reshape(-1))
     qk = parts[0] * parts[1]
+    if all(map(_is_number, descales)):
+        return _constant_descales(q, qk, parts[2], b * hk)
     ds = c.new_array(q, (b * hk, 2), "float32")
     ds[:, 0], ds[:, 1] = qk, parts[2]
     return ds
+
+
+# `_constant_descales`' buffers, a `scratch` role per pair of values (at most `DESCALE_PAIRS` pairs).
+_DESCALE_PAIRS: dict = {}
+DESCALE_PAIRS = 16
+
+
+def _constant_descales(q, qk: float, vd: float, rows: int):
+    """`_descales` of numbers: ``rows`` rows of ``(qk, vd)`` beside ``q``, kept per stream as a
+    `scratch` buffer that kernels only read (its two fills launched when made, not each call)."""
+    if len(_DESCALE_PAIRS) >= DESCALE_PAIRS and (qk, vd) not in _DESCALE_PAIRS:
+        _DESCALE_PAIRS.clear()
+
+    def pairs(flat):
+        flat.reshape(-1, 2)[:, 0], flat.reshape(-1, 2)[:, 1] = qk, vd
+
+    return c.scratch(q, (rows, 2), "float32", _DESCALE_PAIRS.setdefault((qk, vd), {}), init=pairs)
+
+
+# V's transpositions of the FP8 plans' calls (`scratch`: written by one launch, read by the next)
+_FP8_VT: dict = {}
+
+
+def _run_fp8_planned(q, k, v, descales, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int):
+    """`_run_fp8` of torch tensors through a plan per call signature (as `_run`'s): the checks,
+    the kernels' look-ups and layouts decided once; each call allocates O, transposes V into a
+    per-stream work buffer and launches. Descale tensors are part of the signature; numbers are
+    not (their values may change every call)."""
+    numbers = tuple(map(_is_number, descales))
+    tensors = tuple(x for x, n in zip(descales, numbers) if not n)
+    if not all(map(c.is_torch, tensors)):  # (`_descales` says what is wrong)
+        checked = _check(q, k, v, enable_gqa, fp8=True)
+        return _run_fp8(q, k, v, is_causal, scale, enable_gqa, return_lse, offset, _descales(q, descales, checked[0], checked[4]), checked)
+    q, k, v = c.aligned((q, k, v))
+    key = ("sdpa_fp8", bool(is_causal), scale, bool(enable_gqa), bool(return_lse), offset, numbers)
+    new = lambda: _new_fp8_plan(q, k, v, descales, is_causal, scale, enable_gqa, return_lse, offset)  # noqa: E731
+    return c.signature_plan((q, k, v, *tensors), key, new)(q, k, v, descales)
+
+
+def _new_fp8_plan(q, k, v, descales, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int):
+    """`_run_fp8_planned`'s plan for tensors like these: ``run(q, k, v, descales)``."""
+    import torch
+
+    checked = _check(q, k, v, enable_gqa, fp8=True)
+    b, h, sq, sk, hk, d, dtype = checked
+    _descales(q, descales, b, hk)  # (its checks, once: the signature fixes the tensors' shapes and devices)
+    if b * h * sq == 0 or sk == 0:
+        return lambda q, k, v, descales: _run_fp8(q, k, v, is_causal, scale, enable_gqa, return_lse, offset, _descales(q, descales, b, hk), checked)
+    major, v_major = seq_major(q, k), seq_major(v)
+    splits = _gpu_splits(q, b * h, sq, sk)
+    kernel = attention_kernel(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal),
+        scale=1.0 / math.sqrt(d) if scale is None else float(scale), lse=bool(return_lse), seq_major=major, splits=splits,
+        offset=offset if is_causal else 0, sms=c.gpu_sms(q),
+    )
+    launch = _launcher(kernel, splits, b * h, sq, d, "bfloat16", return_lse, 0)
+    values = fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d, heads=hk if v_major else 0).launcher(fixed_signature=True)
+    q_rows, k_rows = (_swap if major else _heads_rows(t, d) for t in (q, k))
+    lse_shape, vt_shape = (b * h, lse_rows(sq)), (b * hk, d, fp8_keys(sk))
+    unused_lse = None if return_lse else q.new_empty(lse_shape, dtype=torch.float32)  # (written by no kernel: as `_new_plan`'s)
+
+    def v_words(v):
+        # (V as int32 words: a CPU tensor's bytes from an offset that is not a word's copied first;
+        # a CUDA tensor starts on 16 bytes, `c.aligned`)
+        x = _swap(v) if v_major else v.contiguous()
+        x = x.clone() if x.storage_offset() % 4 else x
+        return x.reshape(b, sk, hk, d).view(torch.int32) if v_major else x.reshape(b * hk, sk, d).view(torch.int32)
+
+    numbers = all(map(_is_number, descales))
+
+    def run(q, k, v, descales):
+        if numbers:  # (the one constant buffer of these values)
+            qd, kd, vd = (1.0 if x is None else float(x) for x in descales)
+            ds = _constant_descales(q, qd * kd, vd, b * hk)
+        else:
+            ds = _descales(q, descales, b, hk)
+        out = q.new_empty((b, h, sq, d), dtype=torch.bfloat16)
+        lse = q.new_empty(lse_shape, dtype=torch.float32) if unused_lse is None else unused_lse
+        vt = c.scratch(v, vt_shape, dtype, _FP8_VT)
+        values(v_words(v), vt.view(torch.int32))
+        launch((q_rows(q), k_rows(k), vt, ds), out.reshape(b * h, sq, d), lse)
+        return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
+
+    return run
 
 
 def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, ds, checked=None):
@@ -1899,6 +1989,8 @@ def scaled_dot_product_attention(
         if attn_mask is not None:
             raise ValueError("tirx.ops.scaled_dot_product_attention: FP8 inputs take no attn_mask (is_causal and causal biases only)")
         c.refuse_grad("scaled_dot_product_attention (FP8 inputs)", q, k, v)
+        if c.is_torch(q) and not c.compiling():
+            return _run_fp8_planned(q, k, v, descales, is_causal, scale, enable_gqa, return_lse, offset)
         args = (q, k, v) if c.is_torch(q) else tuple(np.asarray(t) for t in (q, k, v))
         checked = _check(*args, enable_gqa, fp8=True)
         ds = _descales(args[0], descales, checked[0], checked[4])

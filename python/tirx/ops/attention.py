@@ -1968,8 +1968,8 @@ def scaled_dot_product_attention(
     with P rounded to the inputs' FP8 type for P V, 2^8 times larger (`P_OFFSET`; its error, a
     few parts in 100 of a row's weights, is FlashAttention-3's); bfloat16 out, contiguous; no
     attn_mask. [batch, seq, heads, d] tensors (transposed) are read in place, as contiguous ones;
-    V is transposed (and its keys permuted) into a new array first (`fp8_values_kernel`, one
-    pass over V on the device)."""
+    V is transposed (and its keys permuted) first (`fp8_values_kernel`, one pass over V on the
+    device; of torch tensors into a work buffer kept per stream, `_run_fp8_planned`)."""
     offset = 0
     if type(attn_mask).__name__ == "CausalBias":  # torch.nn.attention.bias.causal_upper_left / causal_lower_right
         lower_right = attn_mask.variant.name == "LOWER_RIGHT"

@@ -1482,8 +1482,6 @@ def _descales(q, descales, b: int, hk: int):
             raise ValueError(f"tirx.ops.scaled_dot_product_attention: {name} must be a tensor on the query's device ({q.device})")
         parts.append(x.float().reshape(-1) if c.is_torch(x) else np.asarray(x, np.float32).reshape(-1))
     qk = parts[0] * parts[1]
-    if all(map(_is_number, descales)):
-        return _constant_descales(q, qk, parts[2], b * hk)
     ds = c.new_array(q, (b * hk, 2), "float32")
     ds[:, 0], ds[:, 1] = qk, parts[2]
     return ds
@@ -1495,8 +1493,9 @@ DESCALE_PAIRS = 16
 
 
 def _constant_descales(q, qk: float, vd: float, rows: int):
-    """`_descales` of numbers: ``rows`` rows of ``(qk, vd)`` beside ``q``, kept per stream as a
-    `scratch` buffer that kernels only read (its two fills launched when made, not each call)."""
+    """`_descales` of numbers in an FP8 plan's eager calls: ``rows`` rows of ``(qk, vd)`` beside
+    ``q``, kept per stream as a `scratch` buffer that kernels only read (its two fills launched
+    when made, not each call; never while torch.compile traces, whose tensors are not kept)."""
     if len(_DESCALE_PAIRS) >= DESCALE_PAIRS and (qk, vd) not in _DESCALE_PAIRS:
         _DESCALE_PAIRS.clear()
 

@@ -1295,12 +1295,12 @@ def test_fp8_plan_follows_each_calls_descales():
     torch = pytest.importorskip("torch")
     q, k, v = fp8_inputs("float8_e4m3fn", 1, 2, 1, 70, 90, 64, seed=11)
     tq, tk, tv = (torch.from_numpy(t.view(np.uint8)).view(torch.float8_e4m3fn) for t in (q, k, v))
-    before = len(c.PLANS)
+    c.PLANS.clear()  # (plans are remade on demand: the count below is this test's alone)
     for qd, vd in ((0.5, 2.0), (1.5, 0.25), (0.5, 2.0)):
         want = tirx.ops.scaled_dot_product_attention(q, k, v, enable_gqa=True, q_descale=qd, v_descale=vd)
         got = tirx.ops.scaled_dot_product_attention(tq, tk, tv, enable_gqa=True, q_descale=qd, v_descale=vd)
         np.testing.assert_array_equal(got.float().numpy(), want.astype(np.float32))
-    assert len(c.PLANS) == before + 1
+    assert len(c.PLANS) == 1
     kd = np.array([[0.75]], np.float32)
     want, want_lse = tirx.ops.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True, k_descale=kd, return_lse=True)
     major = [torch.from_numpy(np.ascontiguousarray(np.swapaxes(t, 1, 2)).view(np.uint8)).view(torch.float8_e4m3fn).transpose(1, 2) for t in (q, k, v)]

@@ -2,7 +2,7 @@
 PyTorch: a CTA per row in registers, streamed through register tiles, lane groups, a cluster per
 row (DSMEM, clusters of 2-16; each slice in registers or in shared memory), and the norms' backward with its partial sums in registers, shared memory and
 global memory, with the next row prefetched (`cp.async`), and over a cluster; attention's schedules
-(in turn, overlapped, ping-pong), split-KV, packed sequences and KV caches. Meant to run under
+(in turn, overlapped, ping-pong, FP8's, persistent), split-KV, packed sequences and KV caches. Meant to run under
 compute-sanitizer (`scripts/gpu-sanitize-ops.sh`), where every launch is checked for
 out-of-bounds accesses, races and barrier misuse; exits 1 on a wrong value. On a machine without
 a GPU it runs in the simulator (CPU tensors).
@@ -309,6 +309,7 @@ def _attention(dev, dt):
             o = torch.empty(h, sq, d, device=dev, dtype=dt)
             tirx.compile(prim)(q[0], k[0], v[0], o, torch.empty(h, at.lse_rows(sq), device=dev))
             check(f"attention {cfg} d={d} causal={causal}", o, F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0])
+    _fp8_attention(dev, sq, sk, h)
     q = torch.randn(2, 8, 1, 128, device=dev, dtype=dt)
     k, v = torch.randn(2, 2, 700, 128, device=dev, dtype=dt), torch.randn(2, 2, 700, 128, device=dev, dtype=dt)
     got = at._run(q, k, v, False, None, True, False, splits=3)
@@ -342,6 +343,32 @@ def _attention(dev, dt):
             qc[i : i + 1].transpose(1, 2).float(), kc[i : i + 1, :n].transpose(1, 2).float(), vc[i : i + 1, :n].transpose(1, 2).float(), enable_gqa=True
         )
         check(f"kvcache attention, sequence {i}", got[i : i + 1].transpose(1, 2), want)
+
+
+def _fp8_attention(dev, sq, sk, h):
+    """FP8 attention's designs (e4m3, d = 128; seq-major Q and K where ``major``): one CTA a
+    tile over 192 keys, and the tuner's persistent CTAs over 192 and 224 keys (2 CTAs: each takes
+    several tiles, the next Q loaded during the last P V), against SDPA on the dequantised inputs,
+    within P's rounding to e4m3 (2^-4 of a weight: of max |V| in O)."""
+    d, f8 = 128, torch.float8_e4m3fn
+    q, k, v = (torch.randn(1, h, n, d, device=dev).to(f8) for n in (sq, sk, sk))
+    vt = at._fp8_values_on_device(v)
+    for cfg, major in [
+        ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": True}, False),
+        ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": False, "persistent": True, "sms": 2}, True),
+        ({"consumers": 2, "bn": 224, "overlap": True, "pingpong": False, "persistent": True, "sms": 2}, True),
+    ]:
+        qk = [t.transpose(1, 2).contiguous() for t in (q, k)] if major else [q[0], k[0]]
+        for causal in (False, True):
+            prim = at.attention_kernel.factory(
+                heads=h, kv_heads=h, batch=1, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=d**-0.5, lse=False,
+                seq_major=major, **cfg,
+            )
+            o = torch.empty(h, sq, d, device=dev, dtype=torch.bfloat16)
+            tirx.compile(prim)(*qk, vt, torch.ones(h, 2, device=dev), o, torch.empty(h, at.lse_rows(sq), device=dev))
+            want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0]
+            tol = (2.0**-4 * float(v.float().abs().max()) + 1e-2) / max(1.0, float(want.abs().max()))
+            check(f"attention FP8 {cfg} seq_major={major} causal={causal}", o, want, tol)
 
 
 def _forward_norms(design, n, cfg, x, w, b, r, rms=True, extra=()):

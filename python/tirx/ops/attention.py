@@ -1450,16 +1450,30 @@ def _fp8_values_on_device(v):
     b, hk, sk, d = v.shape
     vt = c.new_array(v, (b * hk, d, fp8_keys(sk)))
     major = seq_major(v)
-    x, word = c.contiguous(_swap(v) if major else v), np.int32
-    if c.is_torch(v):
+    values = fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d, heads=hk if major else 0)
+    values(_v_words(v, major), vt.view(_word(v)))
+    return vt
+
+
+def _word(x):
+    """The 32-bit word type of ``x``'s kind (torch or NumPy)."""
+    if c.is_torch(x):
         import torch
 
-        # (viewed as words: a CPU tensor's bytes from an offset that is not a word's copied first,
-        # as `c.contiguous` copies a CUDA tensor's not on 16 bytes)
-        x, word = x.clone() if x.storage_offset() % 4 else x, torch.int32
-    values = fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d, heads=hk if major else 0)
-    values(x.reshape(b, sk, hk, d).view(word) if major else x.reshape(b * hk, sk, d).view(word), vt.view(word))
-    return vt
+        return torch.int32
+    return np.int32
+
+
+def _v_words(v, major: bool):
+    """FP8 ``v`` [batch, kv_heads, seq, d] as `fp8_values_kernel` reads it: int32 words of
+    ``(batch, seq, kv_heads, d / 4)`` (``major``: seq-major, read in place) or ``(batch *
+    kv_heads, seq, d / 4)``. (A CPU tensor's bytes from an offset that is not a word's are copied
+    first, as `c.contiguous` copies a CUDA tensor's not on 16 bytes.)"""
+    b, hk, sk, d = v.shape
+    x = c.contiguous(_swap(v) if major else v)
+    if c.is_torch(x) and x.storage_offset() % 4:
+        x = x.clone()
+    return x.reshape(b, sk, hk, d).view(_word(v)) if major else x.reshape(b * hk, sk, d).view(_word(v))
 
 
 def _is_number(x) -> bool:
@@ -1535,24 +1549,12 @@ def _new_fp8_plan(q, k, v, descales, is_causal: bool, scale: Optional[float], en
     if b * h * sq == 0 or sk == 0:
         return lambda q, k, v, descales: _run_fp8(q, k, v, is_causal, scale, enable_gqa, return_lse, offset, _descales(q, descales, b, hk), checked)
     major, v_major = seq_major(q, k), seq_major(v)
-    splits = _gpu_splits(q, b * h, sq, sk)
-    kernel = attention_kernel(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal),
-        scale=1.0 / math.sqrt(d) if scale is None else float(scale), lse=bool(return_lse), seq_major=major, splits=splits,
-        offset=offset if is_causal else 0, sms=c.gpu_sms(q),
-    )
+    kernel, splits = _fp8_kernel(q, checked, major, is_causal, scale, return_lse, offset)
     launch = _launcher(kernel, splits, b * h, sq, d, "bfloat16", return_lse, 0)
     values = fp8_values_kernel(bhk=b * hk, seq_k=sk, d=d, heads=hk if v_major else 0).launcher(fixed_signature=True)
     q_rows, k_rows = (_swap if major else _heads_rows(t, d) for t in (q, k))
     lse_shape, vt_shape = (b * h, lse_rows(sq)), (b * hk, d, fp8_keys(sk))
     unused_lse = None if return_lse else q.new_empty(lse_shape, dtype=torch.float32)  # (written by no kernel: as `_new_plan`'s)
-
-    def v_words(v):
-        # (V as int32 words: a CPU tensor's bytes from an offset that is not a word's copied first;
-        # a CUDA tensor starts on 16 bytes, `c.aligned`)
-        x = _swap(v) if v_major else v.contiguous()
-        x = x.clone() if x.storage_offset() % 4 else x
-        return x.reshape(b, sk, hk, d).view(torch.int32) if v_major else x.reshape(b * hk, sk, d).view(torch.int32)
 
     numbers = all(map(_is_number, descales))
 
@@ -1565,11 +1567,24 @@ def _new_fp8_plan(q, k, v, descales, is_causal: bool, scale: Optional[float], en
         out = q.new_empty((b, h, sq, d), dtype=torch.bfloat16)
         lse = q.new_empty(lse_shape, dtype=torch.float32) if unused_lse is None else unused_lse
         vt = c.scratch(v, vt_shape, dtype, _FP8_VT)
-        values(v_words(v), vt.view(torch.int32))
+        values(_v_words(v, v_major), vt.view(torch.int32))
         launch((q_rows(q), k_rows(k), vt, ds), out.reshape(b * h, sq, d), lse)
         return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out
 
     return run
+
+
+def _fp8_kernel(q, checked, major: bool, is_causal: bool, scale: Optional[float], return_lse: bool, offset: int):
+    """``(kernel, splits)``: the tuned FP8 `attention_kernel` of a call (``checked``: `_check`'s
+    result; ``major``: Q and K seq-major) and its split-KV count on ``q``'s GPU."""
+    b, h, sq, sk, hk, d, dtype = checked
+    splits = _gpu_splits(q, b * h, sq, sk)
+    kernel = attention_kernel(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal),
+        scale=1.0 / math.sqrt(d) if scale is None else float(scale), lse=bool(return_lse), seq_major=major, splits=splits,
+        offset=offset if is_causal else 0, sms=c.gpu_sms(q),
+    )
+    return kernel, splits
 
 
 def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool, return_lse: bool, offset: int, ds, checked=None):
@@ -1577,7 +1592,6 @@ def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool,
     descales, P rounded to FP8 for P V, O times V's descale, bfloat16 out (``ds``: `_descales`;
     ``checked``: `_check`'s result where the caller has it)."""
     b, h, sq, sk, hk, d, dtype = checked or _check(q, k, v, enable_gqa, fp8=True)
-    scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
     out = c.new_array(q, (b, h, sq, d), "bfloat16")
     if b * h * sq == 0 or sk == 0:
         if b * h * sq:
@@ -1587,11 +1601,7 @@ def _run_fp8(q, k, v, is_causal: bool, scale: Optional[float], enable_gqa: bool,
     lse = c.new_array(q, (b * h, lse_rows(sq)), "float32")
     major = seq_major(q, k)  # (read in place, as FlashAttention-3 reads them; O is written (batch * heads, seq, d))
     qs, ks = (_swap(t) if major else c.contiguous(t).reshape(-1, t.shape[2], d) for t in (q, k))
-    splits = _gpu_splits(q, b * h, sq, sk)
-    kernel = attention_kernel(
-        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal), scale=scale,
-        lse=bool(return_lse), seq_major=major, splits=splits, offset=offset if is_causal else 0, sms=c.gpu_sms(q),
-    )
+    kernel, splits = _fp8_kernel(q, (b, h, sq, sk, hk, d, dtype), major, is_causal, scale, return_lse, offset)
     vt = _fp8_values_on_device(v)
     _launch(kernel, (qs, ks, vt, ds), out.reshape(b * h, sq, d), lse, splits, b * h, sq, d, "bfloat16", return_lse, 0)
     return (out, c.contiguous(lse[:, :sq]).reshape(b, h, sq)) if return_lse else out

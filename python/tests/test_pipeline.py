@@ -226,3 +226,59 @@ def test_ctas_of_a_cooperative_grid_meet_at_a_group_barrier():
     assert "tirx_grid_group_sync" in kern.cuda_source
     with pytest.raises(tirx.TirxError, match="data race"):
         tirx.compile(group_rows(False), target="sm_90a")(x, np.zeros_like(x), np.zeros(8, np.float32), np.zeros(2, np.int32))
+
+
+def queue_rows(n_rows: int, ctas: int):
+    """A persistent grid draining a queue of rows: each CTA's first row is its own, the next ones
+    come from a counter thread 0 adds to (the last taker leaves it at 0) through shared memory."""
+
+    @T.prim_func
+    def kernel(X_ptr: T.handle, Y_ptr: T.handle, C_ptr: T.handle, B_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (n_rows, 32), "float32")
+        Y = T.match_buffer(Y_ptr, (n_rows, 32), "float32")
+        C = T.match_buffer(C_ptr, (1,), "int32")
+        B = T.match_buffer(B_ptr, (n_rows,), "int32")
+        T.device_entry()
+        bx = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        nxt = T.alloc_buffer((1,), "int32", scope="shared")
+        row = bx
+        while row < n_rows:
+            taken_row = row  # (this trip's row, a value the bounds prover can name)
+            cur = taken_row % n_rows  # (the condition bounds it; the prover sees the remainder's range)
+            Y[cur, tid] = X[cur, tid] * 2.0
+            if tid == 0:
+                B[cur] = bx
+                taken = T.cuda.atomic_add(C.ptr_to([0]), 1)
+                if taken == n_rows - 1:  # (the last of the n_rows takes: every CTA's last misses)
+                    T.cuda.atomic_add(C.ptr_to([0]), -n_rows)
+                nxt[0] = taken + ctas
+            T.cuda.cta_sync()
+            row = nxt[0]
+            T.cuda.cta_sync()
+
+    return kernel
+
+
+def test_a_persistent_grid_drains_a_queue_through_an_atomic_counter():
+    x = (np.arange(40 * 32).reshape(40, 32) % 7).astype(np.float32)
+    y, c, b = np.zeros_like(x), np.zeros(1, np.int32), np.full(40, -1, np.int32)
+    kern = tirx.compile(queue_rows(40, 3), target="sm_90a")
+    kern(x, y, c, b)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert c[0] == 0 and set(b) <= {0, 1, 2} and (b[:3] == [0, 1, 2]).all()
+    assert "atomicAdd(&C[0], 1)" in kern.cuda_source and "while (row[0] < 40) {" in kern.cuda_source
+    kern(x, y, c, b)  # (the counter was left at 0: a second launch runs the same)
+    assert c[0] == 0
+
+
+def test_a_while_loop_needs_a_kernel_condition():
+    with pytest.raises(tirx.TirxError, match="compile-time value"):
+
+        @T.prim_func
+        def kernel(Y_ptr: T.handle):
+            Y = T.match_buffer(Y_ptr, (32,), "float32")
+            T.device_entry()
+            tid = T.thread_id([32])
+            while True:
+                Y[tid] = 1.0

@@ -42,7 +42,7 @@ pub struct Ctx<'a> {
     pub helpers: BTreeSet<Helper>,
     headers: BTreeSet<Header>,
     /// Variables some printed statement reads.
-    live_vars: HashSet<LVarId>,
+    pub(crate) live_vars: HashSet<LVarId>,
     /// The registers each wgmma sync orders.
     pub fences: WgmmaFences,
     out: String,
@@ -128,7 +128,11 @@ macro_rules! emitters {
         fn emitter(kind: &LStmtKind) -> Option<&dyn Emit> {
             match kind {
                 $(LStmtKind::$family(i) => Some(i),)*
-                LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+                LStmtKind::Let { .. }
+                | LStmtKind::For { .. }
+                | LStmtKind::If { .. }
+                | LStmtKind::While { .. }
+                | LStmtKind::Comment(_) => None,
             }
         }
     };
@@ -313,6 +317,15 @@ impl Ctx<'_> {
                 self.line("}");
             }
             LStmtKind::If { cond, then_body, else_body } => return self.if_chain(cond, then_body, else_body, false),
+            // Printed even with a body that prints nothing: the loop is the user's, and
+            // whether it ends is not a local decision.
+            LStmtKind::While { cond, body } => {
+                let c = self.e(cond)?;
+                let (text, _) = self.nested(body)?;
+                self.line(&format!("while ({c}) {{"));
+                self.out.push_str(&text);
+                self.line("}");
+            }
             LStmtKind::Comment(c) => {
                 for l in c.lines() {
                     // A trailing backslash would continue the comment onto the next line of code.
@@ -460,6 +473,10 @@ fn collect_reads(body: &[LStmt], live: &HashSet<LVarId>, reads: &mut HashSet<LVa
                 expr_reads(cond, reads);
                 collect_reads(then_body, live, reads);
                 collect_reads(else_body, live, reads);
+            }
+            LStmtKind::While { cond, body } => {
+                expr_reads(cond, reads);
+                collect_reads(body, live, reads);
             }
             // An instruction that prints nothing keeps nothing alive.
             kind if emitter(kind).is_some_and(|i| !i.prints()) => {}

@@ -18,7 +18,7 @@
 use crate::ctype::vector_type;
 use crate::emit::{Ctx, Emit};
 use crate::CodegenError;
-use tirx_ir::lir::{ptx_form, CacheHint, LBinOp, LBufId, LExpr, MemOp, PtxDir, PtxVec, Space};
+use tirx_ir::lir::{ptx_form, AtomicOp, CacheHint, LBinOp, LBufId, LExpr, LVarId, MemOp, PtxDir, PtxVec, Space};
 use tirx_ir::DType;
 
 impl Emit for MemOp {
@@ -29,12 +29,39 @@ impl Emit for MemOp {
                 cx.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)?
             }
             MemOp::PtxVec(p) => cx.ptx_vec(p)?,
+            MemOp::Atomic { op, buf, index, value, old } => cx.atomic(*op, *buf, index, value, *old)?,
         }
         Ok(true)
     }
 }
 
 impl Ctx<'_> {
+    /// `const int old = atomicAdd(&W[i], v);`, or the bare call when nothing reads `old`
+    /// (ptxas then emits a reduction, `RED`, instead of `ATOM`).
+    fn atomic(
+        &mut self,
+        op: AtomicOp,
+        buf: LBufId,
+        index: &LExpr,
+        value: &LExpr,
+        old: Option<LVarId>,
+    ) -> Result<(), CodegenError> {
+        let f = match op {
+            AtomicOp::Add => "atomicAdd",
+        };
+        let (p, v) = (self.addr(buf, index)?, self.e(value)?);
+        let call = format!("{f}({p}, {v})");
+        match old.filter(|v| self.live_vars.contains(v)) {
+            Some(var) => {
+                let t = self.k.var(var).dtype;
+                let n = self.names.declare(var, &self.k.var(var).name);
+                self.line(&format!("const {} {n} = {call};", crate::ctype::c_type(t)));
+            }
+            None => self.line(&format!("{call};")),
+        }
+        Ok(())
+    }
+
     fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Result<(), CodegenError> {
         let (i, v) = (self.e(index)?, self.e(value)?);
         self.line(&format!("{}[{i}] = {v};", self.names.buf(buf)));

@@ -508,6 +508,47 @@ impl Collective {
     }
 }
 
+/// An atomic read-modify-write of one element a kernel issues itself:
+/// `old = T.cuda.atomic_add(W.ptr_to([i]), v)` returns the element's value before the
+/// addition; the bare call discards it (docs/tile-primitives.md §8.11). Relaxed, at the
+/// GPU's scope: atomics of one element never race with each other, and order nothing else.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Atomic {
+    pub op: AtomicOp,
+    /// The element: `W.ptr_to([i])` of a global or shared integer buffer.
+    pub elem: MbarRef,
+    /// The operand, of the element's dtype.
+    pub value: Expr,
+}
+
+/// What an [`Atomic`] does to its element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum AtomicOp {
+    /// `element += value` (integers wrap).
+    Add,
+}
+
+impl AtomicOp {
+    /// Its name after `T.cuda.atomic_` (and in messages).
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "add",
+        }
+    }
+}
+
+impl Atomic {
+    /// Every expression it evaluates (the element's indices, then the operand).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        self.elem.index.iter().chain([&self.value]).collect()
+    }
+
+    /// Mutable access to every expression (span stripping).
+    pub fn exprs_mut(&mut self) -> Vec<&mut Expr> {
+        self.elem.index.iter_mut().chain([&mut self.value]).collect()
+    }
+}
+
 /// A PTX instruction a kernel issues itself (`T.ptx.*`, docs/tile-primitives.md §9):
 /// the ordering of Hopper's asynchronous tensor cores, register reallocation
 /// between warpgroups and named barriers. (The async-proxy fence is an
@@ -688,6 +729,12 @@ pub enum StmtKind {
         then_body: Vec<Stmt>,
         else_body: Vec<Stmt>,
     },
+    /// `while cond:`: `cond` is evaluated before every trip (a mutable scalar's or a buffer
+    /// element's value changes it); the body's bindings are its own.
+    While {
+        cond: Expr,
+        body: Vec<Stmt>,
+    },
     /// `row = tid // 4` (immutable binding for the rest of the block).
     Let {
         var: VarId,
@@ -706,6 +753,11 @@ pub enum StmtKind {
     Collective {
         var: VarId,
         op: Collective,
+    },
+    /// `old = T.cuda.atomic_add(p, v)` (declares `old`), or the bare call (`var` None).
+    Atomic {
+        var: Option<VarId>,
+        atomic: Atomic,
     },
     Tile(TileCall),
     /// `T.ptx.wgmma.fence()` and the other PTX statements.

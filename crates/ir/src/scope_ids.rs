@@ -250,7 +250,7 @@ pub fn collect_defs(body: &[Stmt]) -> Vec<&ScopeIdDef> {
         for s in body {
             match &s.kind {
                 StmtKind::ScopeId(d) => out.push(d),
-                StmtKind::For { body, .. } => walk(body, out),
+                StmtKind::For { body, .. } | StmtKind::While { body, .. } => walk(body, out),
                 StmtKind::If { then_body, else_body, .. } => {
                     walk(then_body, out);
                     walk(else_body, out);

@@ -585,6 +585,58 @@ impl Lowerer<'_> {
                     }
                 }
             }
+            StmtKind::While { cond, body } => {
+                self.scalar_bounds(&[cond], None, at, out);
+                let Some(c) = self.expr(cond) else { return };
+                if let LExpr::Bool(_) = c {
+                    self.errors.push(
+                        Diagnostic::error(cond.span, "this `while` condition is a constant once lowered")
+                            .with_label("never changes")
+                            .with_help("loop on a value the body changes (a mutable scalar, a buffer element)"),
+                    );
+                    return;
+                }
+                // As in a loop of a run-time trip count: the body may run for some values of
+                // the enclosing variables and not others (no range exact there), and the
+                // condition is taken as uniform over the scope of each call in the body — the
+                // simulator reports a call that part of its scope does not reach.
+                let (mut inner, _) = self.narrow(cond, at);
+                inner.uncaptured = true;
+                let body = self.block(body, &inner);
+                push(out, LStmtKind::While { cond: c, body });
+            }
+            StmtKind::Atomic { var, atomic } => {
+                let exprs = atomic.exprs();
+                self.scalar_bounds(&exprs, Some((atomic.elem.buf, &atomic.elem.index)), at, out);
+                let idx: Option<Vec<LExpr>> = atomic.elem.index.iter().map(|i| self.expr(i)).collect();
+                let (Some(idx), Some(v)) = (idx, self.expr(&atomic.value)) else {
+                    if let Some(var) = var {
+                        self.poison(*var, bound);
+                    }
+                    return;
+                };
+                match addr::element(self.k, &self.env, &self.b, atomic.elem.buf, &idx, false) {
+                    Ok((lb, index)) => {
+                        let dtype = self.k.buf(atomic.elem.buf).dtype;
+                        let old = var.map(|hv| {
+                            let lv = self.b.var(&self.k.var(hv).name, dtype, None);
+                            // Each thread gets its own value.
+                            self.env.grain.insert(hv, ExecScope::Thread);
+                            self.env.vars.insert(hv, LExpr::Var(lv));
+                            bound.push(hv);
+                            lv
+                        });
+                        let value = self.b.convert(v, dtype);
+                        push(out, LStmtKind::Memory(MemOp::Atomic { op: atomic.op, buf: lb, index, value, old }));
+                    }
+                    Err(m) => {
+                        self.errors.push(Diagnostic::error(atomic.elem.span, m).with_label("atomic element"));
+                        if let Some(var) = var {
+                            self.poison(*var, bound);
+                        }
+                    }
+                }
+            }
             StmtKind::Let { var, value } => {
                 self.scalar_bounds(&[value], None, at, out);
                 let Some(v) = self.expr(value) else { return self.poison(*var, bound) };
@@ -1099,6 +1151,8 @@ fn indexes_registers(k: &Kernel, v: VarId, body: &[Stmt]) -> bool {
     };
     body.iter().any(|s| match &s.kind {
         StmtKind::For { begin, extent, body, .. } => in_expr(begin) || in_expr(extent) || indexes_registers(k, v, body),
+        StmtKind::While { cond, body } => in_expr(cond) || indexes_registers(k, v, body),
+        StmtKind::Atomic { atomic, .. } => atomic.exprs().into_iter().any(in_expr),
         StmtKind::If { cond, then_body, else_body } => {
             in_expr(cond) || indexes_registers(k, v, then_body) || indexes_registers(k, v, else_body)
         }
@@ -1158,6 +1212,11 @@ fn used_vars(body: &[Stmt], out: &mut HashSet<VarId>) {
                 used_vars(then_body, out);
                 used_vars(else_body, out);
             }
+            StmtKind::While { cond, body } => {
+                ex(cond, out);
+                used_vars(body, out);
+            }
+            StmtKind::Atomic { atomic, .. } => atomic.exprs().into_iter().for_each(|e| ex(e, out)),
             StmtKind::Let { value, .. } | StmtKind::Evaluate(value) => ex(value, out),
             StmtKind::Printf { args, .. } => args.iter().for_each(|a| ex(a, out)),
             StmtKind::Store { indices, value, .. } => {

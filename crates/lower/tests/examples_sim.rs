@@ -155,6 +155,12 @@ fn spec(name: &str) -> Option<Spec> {
             let p = x.chunks(256).map(|slice| exact(slice.iter().sum())).collect();
             vec![("Y", y.collect()), ("P", p), ("W", vec![exact(f64::from(i32::MIN)); 4])]
         }),
+        // A persistent grid drains a queue of rows through an atomic counter: Y = 2 X whichever
+        // CTA takes a row, and the counter is back at 0 (a row taken twice, or a wrong reset,
+        // shows).
+        "work_queue" => whole(distinct_zero_counter, &["Y"], |e| {
+            vec![("Y", e.map("X", |v| exact(2.0 * v))), ("C", vec![exact(0.0)])]
+        }),
         // B = A; C = A[0:16, 0:16] (A is 64 × 64).
         "layout_helpers" => whole(distinct, &["B", "C"], |e| {
             let a = e.get("A");
@@ -375,6 +381,7 @@ const TABLE: &[&str] = &[
     "tma_multicast",
     "multicast_pipeline",
     "grid_group_exchange",
+    "work_queue",
     "tma_copy_f16",
     "tma_copy_f32",
 ];
@@ -494,6 +501,15 @@ fn small_eighths(_: &str, _: DType, e: usize) -> f64 {
 
 /// Positive eighths (0.125 to 8.125: sums of a few thousand exact in f32), and zero barrier
 /// words (`W`: a grid group barrier's word starts with its low 31 bits 0).
+/// `work_queue`: distinct X, the counter C at 0.
+fn distinct_zero_counter(name: &str, dt: DType, e: usize) -> f64 {
+    if name == "C" {
+        0.0
+    } else {
+        distinct(name, dt, e)
+    }
+}
+
 fn positive_eighths_zero_words(name: &str, _: DType, e: usize) -> f64 {
     if name == "W" {
         return 0.0;

@@ -382,10 +382,7 @@ impl<'s> Builder<'s> {
                 Diagnostic::error(*name_span, "nested functions are not supported")
                     .with_help("define helpers at module level"),
             ),
-            AS::While { .. } => self.fail(
-                Diagnostic::error(s.span, "`while` loops are not supported")
-                    .with_help("use `for i in range(n):` with a constant trip count"),
-            ),
+            AS::While { cond, body } => self.while_loop(cond, body, s.span, out),
             AS::With { .. } => self.fail(
                 Diagnostic::error(s.span, "`with` blocks are not supported in TIRx kernels")
                     .with_help("write the body directly"),
@@ -493,6 +490,7 @@ impl<'s> Builder<'s> {
             Builtin::SmemPool => self.smem_pool(args, target, span),
             Builtin::MBarrier => self.mbarrier_new(args, target, span, out),
             Builtin::Collective(kind) => self.collective(kind, args, target, None, span, out),
+            Builtin::Atomic(op) => self.atomic(op, args, target, None, span, out),
             Builtin::Alloc(kind) => self.alloc(kind, args, target, span, out),
             Builtin::MatchBuffer => self.match_buffer(args, target, span),
             Builtin::Tile(scope, op) => {
@@ -660,8 +658,14 @@ impl<'s> Builder<'s> {
         let a = self.eval(ann)?;
         // `s: T.float32 = T.cuda.warp_sum(v)`: a collective binds its own name.
         if let AK::Call(f, args) = &value.kind {
-            if let Val::Builtin(Builtin::Collective(kind)) = self.eval(f)? {
-                return self.collective(kind, args, Some(target), Some((a, ann.span)), value.span, out);
+            match self.eval(f)? {
+                Val::Builtin(Builtin::Collective(kind)) => {
+                    return self.collective(kind, args, Some(target), Some((a, ann.span)), value.span, out)
+                }
+                Val::Builtin(Builtin::Atomic(op)) => {
+                    return self.atomic(op, args, Some(target), Some((a, ann.span)), value.span, out)
+                }
+                _ => {}
             }
         }
         let v = self.eval(value)?;
@@ -747,7 +751,7 @@ impl<'s> Builder<'s> {
 
     /// Whether binding `v` to `name` is an assignment of a mutable scalar: the
     /// kernel assigns `name` more than once and `v` is a runtime value or a number.
-    fn is_mutable(&self, name: &str, v: &Val) -> bool {
+    pub(crate) fn is_mutable(&self, name: &str, v: &Val) -> bool {
         let Some(k) = &self.k else { return false };
         // A `T.let` (immutable) binding of the name is in scope: rebinding it is an error.
         let bound_immutably = k.var_scopes.iter().any(|s| s.contains_key(name));
@@ -1127,7 +1131,7 @@ fn reassigned_names(body: &[ast::Stmt]) -> std::collections::HashSet<String> {
             match &s.kind {
                 AS::Assign { target, .. } | AS::AnnAssign { target, .. } => targets(target, 1, count),
                 AS::AugAssign { target, .. } => targets(target, 2, count),
-                AS::For { body, .. } => walk(body, count),
+                AS::For { body, .. } | AS::While { body, .. } => walk(body, count),
                 AS::If { body, orelse, .. } => {
                     walk(body, count);
                     walk(orelse, count);

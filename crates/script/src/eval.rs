@@ -1293,6 +1293,7 @@ impl Builder<'_> {
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
             Builtin::Printf => "T.cuda.printf".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
+            Builtin::Atomic(op) => format!("T.cuda.{}", crate::names::atomic_name(op)),
             Builtin::TPtx => "T.ptx".into(),
             Builtin::Ptx(op) => op.script_name(),
             Builtin::SmemPool => "T.SMEMPool".into(),
@@ -1489,6 +1490,15 @@ fn statement_only(b: Builtin, span: Span) -> Diagnostic {
             )
             .with_label("not allowed here")
             .with_help(format!("write it on its own line: `s = T.cuda.{}(...)`, then use `s`", k.name()))
+        }
+        Builtin::Atomic(op) => {
+            let f = crate::names::atomic_name(op);
+            return Diagnostic::error(
+                span,
+                format!("`T.cuda.{f}` is a statement (an atomic access of memory), not a value inside an expression"),
+            )
+            .with_label("not allowed here")
+            .with_help(format!("write it on its own line: `old = T.cuda.{f}(p, v)`, then use `old`"));
         }
         _ => ("a statement", "write it on its own line inside the kernel"),
     };

@@ -39,6 +39,7 @@
 mod affine;
 mod ast;
 mod asynch;
+mod atomic;
 mod buffers;
 mod build;
 mod builder;

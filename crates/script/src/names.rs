@@ -13,7 +13,7 @@ use crate::value::{AllocKind, Builtin, CollKind, PtxOp, Val};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::LazyLock;
-use tirx_ir::hir::{MathFn, TileOp};
+use tirx_ir::hir::{AtomicOp, MathFn, TileOp};
 use tirx_ir::scope_ids::KINDS;
 use tirx_ir::DType;
 use tirx_layout::{Axis, ExecScope, Fragment};
@@ -391,7 +391,17 @@ fn t_names() -> impl Iterator<Item = Name> {
 fn cuda_names() -> impl Iterator<Item = Name> {
     let c = Namespace::Cuda;
     let listed = CUDA_NAMES.iter().map(move |&(n, k, m)| Name::new(c, n, k, m));
-    listed.chain(CollKind::all().map(move |k| Name::new(c, k.name(), K::Expression, Script(B::Collective(k)))))
+    let atomics = [AtomicOp::Add].map(|op| Name::new(c, atomic_name(op), K::Expression, Script(B::Atomic(op))));
+    listed
+        .chain(CollKind::all().map(move |k| Name::new(c, k.name(), K::Expression, Script(B::Collective(k)))))
+        .chain(atomics)
+}
+
+/// `atomic_add`: an atomic's name in `T.cuda`.
+pub(crate) fn atomic_name(op: AtomicOp) -> &'static str {
+    match op {
+        AtomicOp::Add => "atomic_add",
+    }
 }
 
 fn ptx_names() -> impl Iterator<Item = Name> {
@@ -575,7 +585,10 @@ mod tests {
             let fits = match n.kind {
                 K::Statement => is_statement_builtin(b),
                 K::Expression => {
-                    matches!(b, B::Cast | B::IfThenElse | B::TMin | B::TMax | B::Math(_) | B::Collective(_))
+                    matches!(
+                        b,
+                        B::Cast | B::IfThenElse | B::TMin | B::TMax | B::Math(_) | B::Collective(_) | B::Atomic(_)
+                    )
                 }
                 K::ScopeId => matches!(b, B::ScopeId(_)),
                 K::Buffer => matches!(b, B::Buffer | B::MatchBuffer | B::Alloc(_)),

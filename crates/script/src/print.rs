@@ -220,6 +220,26 @@ impl Printer<'_> {
                 let t = format!("{} = {}", self.k.var(*var).name, self.collective(op));
                 self.line(depth, &t);
             }
+            StmtKind::Atomic { var, atomic } => {
+                let idx: Vec<String> = atomic.elem.index.iter().map(|e| self.expr(e, 0)).collect();
+                let call = format!(
+                    "T.cuda.atomic_{}({}.ptr_to([{}]), {})",
+                    atomic.op.name(),
+                    self.k.buf(atomic.elem.buf).name,
+                    idx.join(", "),
+                    self.expr(&atomic.value, 0)
+                );
+                let t = match var {
+                    Some(v) => format!("{} = {call}", self.k.var(*v).name),
+                    None => call,
+                };
+                self.line(depth, &t);
+            }
+            StmtKind::While { cond, body } => {
+                let t = format!("while {}:", self.expr(cond, 0));
+                self.line(depth, &t);
+                self.block(body, depth + 1);
+            }
             StmtKind::Ptx(p) => {
                 let args = match p {
                     PtxStmt::WgmmaWait(n) => n.to_string(),
@@ -561,6 +581,11 @@ impl Printer<'_> {
                     }
                 }
                 StmtKind::Collective { op, .. } => op.exprs().into_iter().for_each(|e| self.use_expr(e)),
+                StmtKind::Atomic { atomic, .. } => atomic.exprs().into_iter().for_each(|e| self.use_expr(e)),
+                StmtKind::While { cond, body } => {
+                    self.use_expr(cond);
+                    self.collect_used(body);
+                }
                 StmtKind::Ptx(p) => p.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Async(a) => a.exprs().into_iter().for_each(|e| self.use_expr(e)),
                 StmtKind::Alloc(_) | StmtKind::ScopeId(_) | StmtKind::Barrier(_) | StmtKind::DeviceEntry => {}

@@ -58,6 +58,14 @@ fn stmt(s: &mut Stmt) {
             then_body.iter_mut().for_each(stmt);
             else_body.iter_mut().for_each(stmt);
         }
+        StmtKind::While { cond, body } => {
+            expr(cond);
+            body.iter_mut().for_each(stmt);
+        }
+        StmtKind::Atomic { atomic, .. } => {
+            atomic.elem.span = Span::default();
+            atomic.exprs_mut().into_iter().for_each(expr);
+        }
         StmtKind::Let { value, .. } => expr(value),
         StmtKind::Store { indices, value, .. } => {
             indices.iter_mut().for_each(expr);

@@ -252,6 +252,8 @@ pub enum Builtin {
     /// `T.cuda.printf(format, *args)`.
     Printf,
     Collective(CollKind),
+    /// `T.cuda.atomic_add(p, v)`: an atomic read-modify-write of one element (`hir::Atomic`).
+    Atomic(tirx_ir::hir::AtomicOp),
     Evaluate,
     /// `T.ptx`: the namespace of the kernel's own PTX instructions.
     TPtx,
@@ -554,6 +556,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::WarpSync
             | Builtin::Printf
             | Builtin::Collective(_)
+            | Builtin::Atomic(_)
             | Builtin::Evaluate
             | Builtin::Ptx(_)
             | Builtin::SmemPool

@@ -160,7 +160,7 @@ fn cases() -> Vec<Case> {
             None,
         ),
         c("device code before device_entry", Raw("    T.cuda.cta_sync()\n    T.device_entry(); T.thread_id([32])\n"), "device code before `T.device_entry()`", (1, 5), Some("T.device_entry()")),
-        c("while loop", Body("    while tid < 3:\n        pass\n"), "`while` loops are not supported", (1, 5), None),
+        c("while loop on a constant", Body("    while True:\n        pass\n"), "a `while` loop's condition is a compile-time value", (1, 11), Some("loop on a kernel value")),
         c("runtime region extent", Body("    Tx.copy(B[tid:2 * tid, 0:8], A[0:1, 0:8])\n"), "region extents must be compile-time constants", (1, 15), Some("x : x + n")),
         c("buffer as scalar operand", Body("    Tx.fill(B[0:32, 0:8], A)\n"), "`value` of `fill` must be a scalar, found a buffer", (1, 27), None),
         c("local() of shared", Body("    Sh = T.alloc_shared((32, 8), \"float32\")\n    L = Sh.local()\n"), "`.local()` needs a register buffer; `Sh` is in shared", (2, 9), None),

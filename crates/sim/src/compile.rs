@@ -27,6 +27,10 @@ pub(crate) const SPECIAL_REGS: u32 = 6;
 const TEMP_TAG: u32 = 1 << 30;
 /// The site of an instruction that can never report an error.
 pub(crate) const NO_SITE: u32 = u32::MAX;
+/// Trips of one `while` loop a thread may run before the simulator calls it a hang: threads
+/// run one at a time until they block, so a loop waiting for another thread's atomic (a spin
+/// lock) never ends here.
+pub(crate) const MAX_WHILE_TRIPS: u64 = 1 << 24;
 
 /// A bytecode instruction: the scalar core the interpreter runs inline, the CTA
 /// barrier the scheduler releases, and every family's own instructions.
@@ -113,6 +117,19 @@ pub(crate) enum Ins {
         var: Reg,
         ty: DType,
     },
+    /// A `while` loop's trip: counts it in `trips` and fails past [`MAX_WHILE_TRIPS`].
+    WhileTrip {
+        trips: Reg,
+        site: u32,
+    },
+    /// `old = atomicAdd(&buf[idx], val)` (`old`: none when the value is dropped).
+    Atomic {
+        site: u32,
+        buf: u32,
+        idx: Reg,
+        val: Reg,
+        old: Option<Reg>,
+    },
     /// `__syncthreads()`: the scheduler passes it when every thread of the CTA waits here.
     CtaBarrier {
         site: u32,
@@ -159,7 +176,12 @@ impl Ins {
                 f(var);
                 f(end)
             }
-            Ins::Inc { var, .. } => f(var),
+            Ins::Inc { var, .. } | Ins::WhileTrip { trips: var, .. } => f(var),
+            Ins::Atomic { idx, val, old, .. } => {
+                f(idx);
+                f(val);
+                old.iter_mut().for_each(f)
+            }
             Ins::Family(i) => i.for_each_reg(&mut f),
             Ins::Jmp { .. } | Ins::CtaBarrier { .. } | Ins::Exit => {}
         }
@@ -191,7 +213,11 @@ macro_rules! compile_dispatch {
         fn as_compile(s: &LStmtKind) -> Option<&dyn Compile> {
             match s {
                 $(LStmtKind::$family(i) => Some(i),)*
-                LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+                LStmtKind::Let { .. }
+                | LStmtKind::For { .. }
+                | LStmtKind::If { .. }
+                | LStmtKind::While { .. }
+                | LStmtKind::Comment(_) => None,
             }
         }
     };
@@ -346,6 +372,23 @@ impl Compiler<'_> {
                 self.expr_into(value, ty, dst)?;
             }
             LStmtKind::For { var, begin, extent, body, .. } => self.for_loop(*var, begin, extent, body)?,
+            LStmtKind::While { cond, body } => {
+                // The trip count lives across the body (whose temporaries come after it).
+                let trips = self.temp();
+                let zero = self.int_const(0, DType::I64);
+                self.emit(Ins::Mov { dst: trips, src: zero });
+                let head = self.here();
+                let c = self.cond(cond)?;
+                let jz = self.emit(Ins::Jz { cond: c, to: 0 });
+                let site = self.site();
+                self.emit(Ins::WhileTrip { trips, site });
+                let span = self.span;
+                self.block(body)?;
+                self.span = span;
+                self.emit(Ins::Jmp { to: head });
+                let exit = self.here();
+                self.patch(jz, exit);
+            }
             LStmtKind::If { cond, then_body, else_body } => {
                 let c = self.cond(cond)?;
                 let jz = self.emit(Ins::Jz { cond: c, to: 0 });

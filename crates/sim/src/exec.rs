@@ -20,7 +20,7 @@
 
 use crate::arith::{self, ArithFault};
 use crate::bank::{BankCollector, PointKey};
-use crate::compile::{Ins, Program};
+use crate::compile::{Ins, Program, MAX_WHILE_TRIPS};
 use crate::error::{ranges, SimError, SimErrorKind, SimWarning};
 use crate::family::{Divergence, FamilyState, Flow, Group};
 use crate::memory::{BufMem, Dir};
@@ -576,6 +576,24 @@ impl<'a> Machine<'a> {
                         continue;
                     }
                 }
+                Ins::WhileTrip { trips, site } => {
+                    let n = reg!(*trips) + 1;
+                    if n > MAX_WHILE_TRIPS {
+                        break Err(self.runaway(tid, *site));
+                    }
+                    reg!(*trips) = n;
+                }
+                Ins::Atomic { site, buf, idx, val, old } => {
+                    let (i, v) = (reg!(*idx) as i64, reg!(*val));
+                    match self.atomic_add(*buf, tid, i, v, *site) {
+                        Ok(prev) => {
+                            if let Some(o) = old {
+                                reg!(*o) = prev;
+                            }
+                        }
+                        Err(e) => break Err(e),
+                    }
+                }
                 Ins::Inc { var, ty } => {
                     reg!(*var) = crate::value::wrap_int(*ty, (reg!(*var) as i64).wrapping_add(1)) as u64
                 }
@@ -604,6 +622,29 @@ impl<'a> Machine<'a> {
         self.pcs[t] = pc as u32;
         self.insts += steps;
         result
+    }
+
+    /// `buf[idx] += v` as one atomic access; the value before.
+    fn atomic_add(&mut self, b: u32, t: u32, idx: i64, v: u64, site: u32) -> Result<u64, SimError> {
+        let e = self.bounds(b, t, idx, 1, site, "atomic")?;
+        self.touch(b, t, e, Dir::Atomic, site)?;
+        let (esize, dtype) = (self.bufs[b as usize].esize, self.bufs[b as usize].dtype);
+        let off = self.byte_off(b, t, e);
+        let old = decode(dtype, &self.bufs[b as usize].data[off..off + esize]);
+        let mut new = [0u8; 8];
+        encode(dtype, crate::value::add_elem(dtype, old, v), &mut new[..esize]);
+        self.bufs[b as usize].data[off..off + esize].copy_from_slice(&new[..esize]);
+        Ok(old)
+    }
+
+    /// A `while` loop past [`MAX_WHILE_TRIPS`] trips.
+    fn runaway(&self, t: u32, site: u32) -> SimError {
+        SimError::new(
+            SimErrorKind::Deadlock,
+            self.prog.sites[site as usize],
+            format!("this `while` loop ran {MAX_WHILE_TRIPS} trips in {} without ending", self.who(t)),
+        )
+        .help("the simulator runs each thread until it blocks, so a loop that waits for another thread's store or atomic never ends here (nor reliably on a GPU): wait at a barrier or an mbarrier instead")
     }
 
     fn div_by_zero(&self, t: u32, site: u32) -> SimError {

@@ -1,11 +1,11 @@
 //! Simulator of the **memory** family (`MemOp`, `docs/lir.md` §2.2, §2.9):
-//! stores, vector copies and PTX vector loads and stores, compiled to the
-//! scalar core's `Store` and `VecCopy` (executed inline by `exec`, checked by
+//! stores, vector copies, PTX vector loads and stores and atomics, compiled to the
+//! scalar core's `Store`, `VecCopy` and `Atomic` (executed inline by `exec`, checked by
 //! the memory model in `memory`).
 
 use crate::compile::{Compile, Compiler, Ins};
 use crate::error::SimError;
-use tirx_ir::lir::{CacheHint, MemOp, PtxDir, PtxVec};
+use tirx_ir::lir::{AtomicOp, CacheHint, MemOp, PtxDir, PtxVec, Space, ATOMIC_TYPES};
 
 impl Compile for MemOp {
     fn compile(&self, c: &mut Compiler<'_>) -> Result<(), SimError> {
@@ -28,6 +28,18 @@ impl Compile for MemOp {
                 c.emit(Ins::VecCopy { site, dst: d, dst_idx, src: s, src_idx, lanes: *lanes, nc });
             }
             MemOp::PtxVec(p) => ptx_vec(c, p)?,
+            MemOp::Atomic { op: AtomicOp::Add, buf, index, value, old } => {
+                let b = c.buf(*buf)?;
+                let ty = c.k.bufs[b as usize].dtype;
+                if c.k.bufs[b as usize].space == Space::Local || !ATOMIC_TYPES.contains(&ty) {
+                    return Err(c.invalid(format!("an atomic on `{}` ({ty})", c.k.bufs[b as usize].name)));
+                }
+                let idx = c.index(index)?;
+                let val = c.expr_as(value, ty)?;
+                let old = old.map(|v| c.var_reg(v)).transpose()?;
+                let site = c.site();
+                c.emit(Ins::Atomic { site, buf: b, idx, val, old });
+            }
         }
         Ok(())
     }

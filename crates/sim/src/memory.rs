@@ -288,10 +288,15 @@ pub(crate) const LANDED: u16 = 0x8000;
 /// the CTAs running together ([`Machine::foreign`]), each CTA's newest read in
 /// [`BufMem::peer_reads`]; a write is ordered after them only by what orders each CTA's.
 const PEER_READ: u16 = 0x2000;
-/// Writer record bit of global elements: the write was a TMA reduction (`cp.reduce.async.bulk`),
-/// which commutes with the element's other reductions (any thread, any CTA) but not with its
-/// plain reads and writes. The low bits are still the writing thread ([`Shadow::writer`]).
+/// Writer record bit: the write was a read-modify-write that commutes with the element's
+/// other such writes (any thread, any CTA) but not with its plain reads and writes — a TMA
+/// reduction (`cp.reduce.async.bulk`, global) or an atomic (global or shared). The low bits
+/// are still the writing thread ([`Shadow::writer`]).
 pub(crate) const REDUCED: u16 = 0x4000;
+/// ... and, with [`REDUCED`], threads of this CTA not ordered with each other made such
+/// writes since the last plain access: the record keeps the newest of their stamps and only
+/// a CTA barrier after all of them orders a plain access after them ([`Machine::writer_ordered`]).
+const SEVERAL_RMW: u16 = 0x0400;
 
 #[derive(Clone, Copy, Default, Debug)]
 struct Shadow {
@@ -314,8 +319,10 @@ impl Shadow {
     }
     /// How the writer of a record that is not a TMA landing wrote.
     fn wrote(&self) -> &'static str {
-        if self.w_tid & REDUCED != 0 {
-            "reduce-added"
+        if self.w_tid & SEVERAL_RMW != 0 {
+            "atomically updated (one of several unordered threads)"
+        } else if self.w_tid & REDUCED != 0 {
+            "reduce-added or atomically updated"
         } else {
             "wrote"
         }
@@ -415,11 +422,14 @@ pub(crate) enum Dir {
     /// A write of the bytes the element holds already: a race with another such write is
     /// deterministic (a warning, not an error).
     WriteSame,
+    /// An atomic read-modify-write (`atomicAdd`): against plain accesses a write, with other
+    /// atomics (and TMA reductions) of the element no race ([`Machine::shadow_rmw`]).
+    Atomic,
 }
 
 impl Dir {
     pub(crate) fn is_write(self) -> bool {
-        matches!(self, Dir::Write | Dir::WriteSame)
+        matches!(self, Dir::Write | Dir::WriteSame | Dir::Atomic)
     }
 
     /// `Write`, or `WriteSame` when `new` equals the element's `old` bytes.
@@ -437,6 +447,7 @@ impl Dir {
             Dir::ReadAsync | Dir::ReadWgmma => "reads (async proxy)",
             Dir::ReadNc => "reads (ld.global.nc)",
             Dir::Write | Dir::WriteSame => "writes",
+            Dir::Atomic => "atomically updates",
         }
     }
 }
@@ -576,6 +587,7 @@ impl Machine<'_> {
                     Dir::ReadNc => self.shadow_read(b, t, e, site, Dir::Read),
                     Dir::Write => self.shadow_write(b, t, e, site, false),
                     Dir::WriteSame => self.shadow_write(b, t, e, site, true),
+                    Dir::Atomic => self.shadow_rmw(b, t, e, site),
                 }
             }
         }
@@ -592,6 +604,9 @@ impl Machine<'_> {
     fn writer_ordered(&self, sh: &Shadow, t: u32) -> bool {
         if sh.w_tid & LANDED != 0 {
             return sh.w_stamp <= self.fam.asy.acquired_landing(t, u32::from(sh.w_tid & !LANDED));
+        }
+        if sh.w_tid & SEVERAL_RMW != 0 {
+            return sh.w_stamp < self.cta_sync;
         }
         self.ordered(sh.writer(), sh.w_stamp, t)
     }
@@ -933,7 +948,27 @@ impl Machine<'_> {
     /// further reduction commutes with it (whichever thread or CTA issued either).
     pub(crate) fn only_reduced(&self, b: u32, e: usize) -> bool {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
-        self.bufs[b as usize].space == Space::Global && sh.w_tid & REDUCED != 0 && sh.r_stamp == 0 && sh.r_info == 0
+        sh.w_tid & LANDED == 0 && sh.w_tid & REDUCED != 0 && sh.r_stamp == 0 && sh.r_info == 0
+    }
+
+    /// Checks and records an atomic read-modify-write of `b[e]` by thread `t`: after plain
+    /// accesses as a write is (it reads and writes); after atomics and reductions only, no
+    /// ordering needed — atomics of one element are never a data race, though which thread's
+    /// comes first decides what each returns (the simulator runs one order: threads in turn).
+    /// Earlier ones of this CTA it is not ordered after make the record [`SEVERAL_RMW`].
+    pub(crate) fn shadow_rmw(&mut self, b: u32, t: u32, e: usize, site: u32) -> Result<(), SimError> {
+        let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
+        let after_rmw = self.only_reduced(b, e);
+        if !after_rmw {
+            self.write_ordered(b, t, e, site, false)?;
+        }
+        let stamp = self.stamp(t);
+        let this_cta = sh.w_stamp >= self.cta_start && !self.foreign(sh.w_stamp);
+        let several = after_rmw && this_cta && !self.writer_ordered(&sh, t);
+        let (w_stamp, flag) = if several { (stamp.max(sh.w_stamp), SEVERAL_RMW) } else { (stamp, 0) };
+        self.bufs[b as usize].shadow[e] =
+            Shadow { w_stamp, w_tid: t as u16 | REDUCED | flag, w_site: site16(site), ..Shadow::default() }.pack();
+        Ok(())
     }
 
     /// Checks a TMA reduction of global `b[e]` by thread `t` (issued or landing): against a
@@ -951,11 +986,7 @@ impl Machine<'_> {
         if !self.opts.check_races {
             return Ok(());
         }
-        self.reduce_ordered(b, t, e, site)?;
-        let stamp = self.stamp(t);
-        self.bufs[b as usize].shadow[e] =
-            Shadow { w_stamp: stamp, w_tid: t as u16 | REDUCED, w_site: site16(site), ..Shadow::default() }.pack();
-        Ok(())
+        self.shadow_rmw(b, t, e, site)
     }
 
     /// Checks a write of `b[e]` by thread `t` against the element's earlier accesses

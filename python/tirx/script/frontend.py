@@ -814,6 +814,16 @@ class Frontend:
             self._line(lambda w: w.write("else:"), None)
             self.nested(s.orelse)
 
+    def st_While(self, s):
+        if s.orelse:
+            raise self.error("`while ... else` is not supported in kernels", s)
+        c = self.eval(s.test)
+        if not ir.runtime(c):
+            raise self.error("a `while` loop's condition is a compile-time value", s.test,
+                             help="loop on a kernel value the body changes (a mutable scalar, a buffer element), or use `for i in range(n):`")
+        self._line(lambda w: (w.write("while "), ir.render(w, c), w.write(":")), self.src.span(s.test))
+        self.nested(s.body)
+
     def st_Assert(self, s):
         c = self.eval(s.test)
         if ir.runtime(c):

@@ -227,6 +227,10 @@ impl Checker<'_> {
                 self.block(body)?;
                 self.in_scope[i] = false;
             }
+            LStmtKind::While { cond, body } => {
+                self.expect(cond, DType::Bool, "while condition")?;
+                self.block(body)?;
+            }
             LStmtKind::If { cond, then_body, else_body } => {
                 self.expect(cond, DType::Bool, "if condition")?;
                 self.block(then_body)?;

@@ -606,7 +606,7 @@ fn concrete_bounds(body: &mut [LStmt], rows: &[Option<i64>]) {
                     *d0 = *r;
                 }
             }
-            LStmtKind::For { body, .. } => concrete_bounds(body, rows),
+            LStmtKind::For { body, .. } | LStmtKind::While { body, .. } => concrete_bounds(body, rows),
             LStmtKind::If { then_body, else_body, .. } => {
                 concrete_bounds(then_body, rows);
                 concrete_bounds(else_body, rows);

@@ -16,8 +16,9 @@
 use super::check::{Check, Checker};
 use super::instr::{Accesses, Instr};
 use super::print::Printer;
-use super::{LBufId, LExpr, LKernel, Space};
+use super::{LBufId, LExpr, LKernel, LVarId, Space};
 use crate::dtype::DType;
+pub use crate::hir::AtomicOp;
 use crate::op::Evict;
 use crate::target::Arch;
 use serde::Serialize;
@@ -40,7 +41,14 @@ pub enum MemOp {
     VecCopy { dst: LBufId, dst_index: LExpr, src: LBufId, src_index: LExpr, lanes: u32, cache: CacheHint },
     /// One inline-PTX `ld`/`st` between registers and memory (docs/lir.md §2.9).
     PtxVec(PtxVec),
+    /// `old = atomicAdd(&buf[index], value)`: an atomic read-modify-write of one element of a
+    /// global or shared integer buffer, relaxed at the GPU's scope; `old`, when declared, the
+    /// element's value before (docs/lir.md §2.2).
+    Atomic { op: AtomicOp, buf: LBufId, index: LExpr, value: LExpr, old: Option<LVarId> },
 }
+
+/// The element types of [`MemOp::Atomic`]: the integer widths `atomicAdd` has.
+pub const ATOMIC_TYPES: [DType; 3] = [DType::I32, DType::U32, DType::U64];
 
 impl Instr for MemOp {
     fn name(&self) -> String {
@@ -48,13 +56,14 @@ impl Instr for MemOp {
             MemOp::Store { .. } => "store".into(),
             MemOp::VecCopy { lanes, .. } => format!("vcopy<{lanes}>"),
             MemOp::PtxVec(p) => if matches!(p.dir, PtxDir::St) { "st" } else { "ld" }.into(),
+            MemOp::Atomic { op, .. } => format!("atom.{}", op.name()),
         }
     }
 
     fn min_arch(&self, _: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
             MemOp::PtxVec(p) => p.min_arch(),
-            MemOp::Store { .. } | MemOp::VecCopy { .. } => Arch::MIN,
+            MemOp::Store { .. } | MemOp::VecCopy { .. } | MemOp::Atomic { .. } => Arch::MIN,
         }
     }
 
@@ -63,6 +72,7 @@ impl Instr for MemOp {
             MemOp::Store { index, value, .. } => vec![index, value],
             MemOp::VecCopy { dst_index, src_index, .. } => vec![dst_index, src_index],
             MemOp::PtxVec(p) => vec![&p.mem_index, &p.reg_index],
+            MemOp::Atomic { index, value, .. } => vec![index, value],
         }
     }
 
@@ -71,6 +81,7 @@ impl Instr for MemOp {
             MemOp::Store { buf, .. } => (vec![], vec![*buf]),
             MemOp::VecCopy { dst, src, .. } => (vec![*src], vec![*dst]),
             MemOp::PtxVec(p) => p.accesses(),
+            MemOp::Atomic { buf, .. } => (vec![*buf], vec![*buf]),
         }
     }
 
@@ -81,6 +92,14 @@ impl Instr for MemOp {
             MemOp::Store { buf, value, .. } if !moved_value(k, value, k.buf(*buf).dtype) => {
                 Some(format!("`{}[...] = ...` stores a computed value", k.buf(*buf).name))
             }
+            MemOp::Atomic { op, buf, .. } => Some(format!("`atom.{}` updates `{}`", op.name(), k.buf(*buf).name)),
+            _ => None,
+        }
+    }
+
+    fn defines(&self) -> Option<LVarId> {
+        match self {
+            MemOp::Atomic { old, .. } => *old,
             _ => None,
         }
     }
@@ -88,6 +107,7 @@ impl Instr for MemOp {
     fn check(&self, c: &mut Checker) -> Check {
         match self {
             MemOp::Store { buf, index, value } => c.store(*buf, index, value),
+            MemOp::Atomic { buf, index, value, old, .. } => c.atomic(*buf, index, value, *old),
             MemOp::VecCopy { dst, dst_index, src, src_index, lanes, cache } => {
                 c.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)
             }
@@ -102,6 +122,13 @@ impl Instr for MemOp {
                 p.vec_copy((*dst, dst_index), (*src, src_index), *lanes, *cache)
             }
             MemOp::PtxVec(v) => p.ptx_vec(v),
+            MemOp::Atomic { op, buf, index, value, old } => {
+                let call = format!("atom.{} {}, {}", op.name(), p.at(*buf, index), p.e(value));
+                match old {
+                    Some(v) => format!("let {} = {call}", p.var_name(*v)),
+                    None => call,
+                }
+            }
         }
     }
 }
@@ -123,6 +150,28 @@ pub fn moved_value(k: &LKernel, e: &LExpr, dtype: DType) -> bool {
 }
 
 impl Checker<'_> {
+    fn atomic(&mut self, buf: LBufId, index: &LExpr, value: &LExpr, old: Option<LVarId>) -> Check {
+        let b = self.buf(buf)?;
+        self.index(buf, index)?;
+        if b.space == Space::Local {
+            return Err(format!("atomic on `{}`, a local buffer", b.name));
+        }
+        if !ATOMIC_TYPES.contains(&b.dtype) {
+            return Err(format!("atomic on `{}` of {}; atomics take int32, uint32 or uint64", b.name, b.dtype));
+        }
+        let t = self.expr(value)?;
+        if t != b.dtype {
+            return Err(format!("atomic of a {t} value on {} buffer `{}`", b.dtype, b.name));
+        }
+        if let Some(v) = old {
+            let v = self.var(v)?;
+            if v.dtype != b.dtype {
+                return Err(format!("atomic on {} buffer `{}` returns into {} `{}`", b.dtype, b.name, v.dtype, v.name));
+            }
+        }
+        Ok(())
+    }
+
     fn store(&mut self, buf: LBufId, index: &LExpr, value: &LExpr) -> Check {
         let b = self.buf(buf)?;
         self.index(buf, index)?;

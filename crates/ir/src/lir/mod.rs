@@ -64,7 +64,7 @@ pub use debug::DebugOp;
 pub use instr::{Accesses, Instr};
 pub use launch::{LaunchCheck, LaunchError, ParamRef, ScalarParam, ScalarValue, SymExpr, SymOp};
 pub use matrix::{MatrixDir, MatrixMove, MatrixOp, Mma, MmaIn, MmaKind, MmaOperand, MmaShape};
-pub use memory::{ptx_form, ptx_instruction, CacheHint, LoadHints, MemOp, PtxDir, PtxVec};
+pub use memory::{ptx_form, ptx_instruction, AtomicOp, CacheHint, LoadHints, MemOp, PtxDir, PtxVec, ATOMIC_TYPES};
 pub use pair::{PackedOp, PairOp, PairSrc};
 pub use round::{RoundMode, RoundOp};
 pub use shared::SharedLayout;
@@ -286,6 +286,8 @@ macro_rules! statement_kinds {
             Let { var: LVarId, value: LExpr },
             For { var: LVarId, begin: LExpr, extent: LExpr, unroll: bool, body: Vec<LStmt> },
             If { cond: LExpr, then_body: Vec<LStmt>, else_body: Vec<LStmt> },
+            /// `while (cond) { body }`: `cond` evaluated before every trip.
+            While { cond: LExpr, body: Vec<LStmt> },
             /// A human-readable note carried into the CUDA (e.g. which variant lowered a tile call).
             Comment(String),
             $($(#[$doc])* $family($ty),)*
@@ -297,7 +299,11 @@ macro_rules! statement_kinds {
             pub fn instr(&self) -> Option<&dyn Instr> {
                 match self {
                     $(LStmtKind::$family(i) => Some(i),)*
-                    LStmtKind::Let { .. } | LStmtKind::For { .. } | LStmtKind::If { .. } | LStmtKind::Comment(_) => None,
+                    LStmtKind::Let { .. }
+                    | LStmtKind::For { .. }
+                    | LStmtKind::If { .. }
+                    | LStmtKind::While { .. }
+                    | LStmtKind::Comment(_) => None,
                 }
             }
         }
@@ -331,7 +337,7 @@ impl LStmtKind {
         match self {
             LStmtKind::Let { value, .. } => vec![value],
             LStmtKind::For { begin, extent, .. } => vec![begin, extent],
-            LStmtKind::If { cond, .. } => vec![cond],
+            LStmtKind::If { cond, .. } | LStmtKind::While { cond, .. } => vec![cond],
             LStmtKind::Comment(_) => vec![],
             _ => self.instr().map_or_else(Vec::new, |i| i.operands()),
         }
@@ -354,7 +360,7 @@ impl LStmtKind {
     /// The nested statement lists (loop body, both branches).
     pub fn bodies(&self) -> Vec<&[LStmt]> {
         match self {
-            LStmtKind::For { body, .. } => vec![body],
+            LStmtKind::For { body, .. } | LStmtKind::While { body, .. } => vec![body],
             LStmtKind::If { then_body, else_body, .. } => vec![then_body, else_body],
             _ => vec![],
         }

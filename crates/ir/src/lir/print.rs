@@ -169,6 +169,11 @@ impl Printer<'_> {
                 self.block(body, d + 1);
                 self.line(d, "}");
             }
+            LStmtKind::While { cond, body } => {
+                self.line(d, &format!("while {} {{", self.e(cond)));
+                self.block(body, d + 1);
+                self.line(d, "}");
+            }
             LStmtKind::If { cond, then_body, else_body } => {
                 self.line(d, &format!("if {} {{", self.e(cond)));
                 self.block(then_body, d + 1);

@@ -164,7 +164,7 @@ impl Analysis<'_> {
                     }
                     WgmmaSync::Fence => add(self.in_flight.entry(key(sync)).or_default(), &st.all()),
                 },
-                LStmtKind::For { body, .. } => {
+                LStmtKind::For { body, .. } | LStmtKind::While { body, .. } => {
                     let mut head = st;
                     st = loop {
                         let next = head.clone().join(self.forward(body, head.clone()));
@@ -194,7 +194,7 @@ impl Analysis<'_> {
                     self.out.record(sync, &st);
                     st.clear();
                 }
-                LStmtKind::For { body, .. } => {
+                LStmtKind::For { body, .. } | LStmtKind::While { body, .. } => {
                     let mut head = st;
                     st = loop {
                         let mut next = head.clone();

@@ -104,6 +104,11 @@ def attention_cases():
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
         seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132,
     )
+    # ... taking its tiles from an atomic counter (`dynamic`, FlashAttention-3's scheduler)
+    yield "ops_attention_fp8_dynamic", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
+        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, dynamic=True,
+    )
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)
     yield "ops_attention_bwd_dkv", ab.attention_dkv_kernel.factory(**bwd)

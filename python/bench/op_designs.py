@@ -348,7 +348,8 @@ def _attention(dev, dt):
 def _fp8_attention(dev, sq, sk, h):
     """FP8 attention's designs (e4m3, d = 128; seq-major Q and K where ``major``): one CTA a
     tile over 192 keys, and the tuner's persistent CTAs over 192 and 224 keys (2 CTAs: each takes
-    several tiles, the next Q loaded during the last P V), against SDPA on the dequantised inputs,
+    several tiles, the next Q loaded during the last P V), also taking tiles from a counter
+    (``dynamic``), against SDPA on the dequantised inputs,
     within P's rounding to e4m3 (2^-4 of a weight: of max |V| in O)."""
     d, f8 = 128, torch.float8_e4m3fn
     q, k, v = (torch.randn(1, h, n, d, device=dev).to(f8) for n in (sq, sk, sk))
@@ -357,6 +358,7 @@ def _fp8_attention(dev, sq, sk, h):
         ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": True}, False),
         ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": False, "persistent": True, "sms": 2}, True),
         ({"consumers": 2, "bn": 224, "overlap": True, "pingpong": False, "persistent": True, "sms": 2}, True),
+        ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": False, "persistent": True, "sms": 2, "dynamic": True}, True),
     ]:
         qk = [t.transpose(1, 2).contiguous() for t in (q, k)] if major else [q[0], k[0]]
         for causal in (False, True):
@@ -365,7 +367,8 @@ def _fp8_attention(dev, sq, sk, h):
                 seq_major=major, **cfg,
             )
             o = torch.empty(h, sq, d, device=dev, dtype=torch.bfloat16)
-            tirx.compile(prim)(*qk, vt, torch.ones(h, 2, device=dev), o, torch.empty(h, at.lse_rows(sq), device=dev))
+            kern = tirx.compile(prim)
+            kern(*at._with_counter(kern, (*qk, vt, torch.ones(h, 2, device=dev), o, torch.empty(h, at.lse_rows(sq), device=dev))))
             want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0]
             tol = (2.0**-4 * float(v.float().abs().max()) + 1e-2) / max(1.0, float(want.abs().max()))
             check(f"attention FP8 {cfg} seq_major={major} causal={causal}", o, want, tol)

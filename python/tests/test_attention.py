@@ -861,18 +861,18 @@ PLANTED = {
         "data race: `V_s`",
     ),
     "no proxy fence before the TMA store": (
-        "                    T.ptx.fence.proxy.async_.shared__cta()\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
         "no `fence.proxy.async` of that thread follows the write",
     ),
     "no barrier before the TMA store": (
-        "                    T.ptx.fence.proxy.async_.shared__cta()\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "                    T.ptx.fence.proxy.async_.shared__cta()",
+        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "            T.ptx.fence.proxy.async_.shared__cta()",
         "data race: the TMA store reads `Q_s`",
     ),
     "a persistent CTA's next Q loaded before its last O stores read Q_s": (
-        "                            empty.wait(2 * stages, (it - 1) % 2)",
-        "                            pass",
+        "                empty.wait(2 * stages, (it - 1) % 2)",
+        "                pass",
         "data race: `Q_s`",
         dict(persistent=True, sms=1),  # (two query tiles, one CTA)
     ),
@@ -1103,10 +1103,10 @@ def test_fp8_persistent_q_never_released_is_reported(tmp_path):
 def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
     """A persistent FP8 CTA whose consumers free Q_s before their last S = Q Kᵀ is waited for:
     the next tile's Q, loaded by TMA into Q_s, races that wgmma's reads."""
-    old = "                        if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue\n"
-    planted = planting.planted(at, old, "                        if False:\n", tmp_path)
-    old = "                        if pingpong:  # the first consumer's turn first\n"
-    planted = planting.planted(planted, old, "                        if fp8 and persistent:\n                            free_q(empty, tid)\n" + old, tmp_path)
+    old = "                if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue\n"
+    planted = planting.planted(at, old, "                if False:\n", tmp_path)
+    old = "                if pingpong:  # the first consumer's turn first\n"
+    planted = planting.planted(planted, old, "                if fp8 and persistent:\n                    free_q(empty, tid)\n" + old, tmp_path)
     q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 512, 64, seed=3)
     prim = planted.attention_kernel.factory(
         heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=512, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
@@ -1115,6 +1115,91 @@ def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
     o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
     with pytest.raises(tirx.TirxError, match="race"):
         tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 512, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
+
+
+DYNAMIC = [
+    # (dtype, consumers, bn, d, causal, pingpong, major, sms)
+    ("float8_e4m3fn", 2, 192, 128, True, False, True, 3),  # the tuner's FP8 persistent form
+    ("float8_e4m3fn", 2, 128, 64, False, True, False, 2),
+    ("bfloat16", 2, 128, 64, True, True, False, 3),  # 16-bit: O leaves through Q_s, freed after its stores
+    ("bfloat16", 1, 64, 64, True, False, False, 4),  # in turn (no overlap), more CTAs than a head's tiles
+]
+
+
+def _dynamic_run(planted, dtype, consumers, bn, d, causal, pingpong, major, sms, dynamic, persistent=True, launches=1):
+    """O and the log-sum-exp of ``planted``'s kernel (one CTA a tile, persistent, or persistent
+    taking tiles from a counter: then the counter after each launch too)."""
+    b, h, hk, sq, sk = 1, 2, 1, 300, 420
+    fp8 = dtype.startswith("float8")
+    q, k, v = fp8_inputs(dtype, b, h, hk, sq, sk, d, seed=sms) if fp8 else inputs(dtype, b, h, hk, sq, sk, d, seed=sms)
+    prim = planted.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=1 / np.sqrt(d), lse=True,
+        seq_major=major, consumers=consumers, bn=bn, overlap=consumers > 1, pingpong=pingpong, persistent=persistent, sms=sms, dynamic=dynamic,
+    )
+    qk = [np.ascontiguousarray(np.swapaxes(t, 1, 2)) for t in (q, k)] if major else [q.reshape(-1, sq, d), k.reshape(-1, sk, d)]
+    vv = at.fp8_values(v) if fp8 else v.reshape(-1, sk, d)
+    o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16") if fp8 else q.dtype)
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    args = [*qk, vv] + ([np.ones((b * hk, 2), np.float32)] if fp8 else []) + [o, lse]
+    kern = tirx.compile(prim, "sm_90a")
+    full = at._with_counter(kern, args)  # (the op's tuner adds the counter so: a zero int32 word)
+    assert len(full) == len(args) + dynamic and (not dynamic or full[-1].tolist() == [0])
+    counters = []
+    for _ in range(launches):
+        kern(*full)
+        counters += [int(full[-1][0])] if dynamic else []
+    return o.astype(np.float32), lse[:, :sq], counters
+
+
+@pytest.mark.parametrize("dtype,consumers,bn,d,causal,pingpong,major,sms", DYNAMIC)
+def test_dynamic_tiles_as_one_cta_a_tile(dtype, consumers, bn, d, causal, pingpong, major, sms):
+    """Persistent CTAs taking their tiles from an atomic counter (FlashAttention-3's scheduler:
+    each CTA's first tile its own, the next taken by its producer as its Q loads, handed to the
+    consumers in shared memory with that Q; a miss past the last tile their way out): O and the
+    log-sum-exp bit for bit one CTA a tile's, race-checked, and the counter back at 0 after
+    each of two launches (the last taker's subtraction)."""
+    want = _dynamic_run(at, dtype, consumers, bn, d, causal, pingpong, major, sms, dynamic=False, persistent=False)
+    got = _dynamic_run(at, dtype, consumers, bn, d, causal, pingpong, major, sms, dynamic=True, launches=2)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2] == [0, 0]
+
+
+def test_dynamic_needs_persistent_ctas():
+    with pytest.raises(ValueError, match="dynamic: persistent CTAs"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=128, seq_k=128, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+            seq_major=False, consumers=1, bn=64, dynamic=True,
+        )
+
+
+@pytest.mark.parametrize(
+    "what,old,new",
+    [
+        (  # the consumers read the next tile's index before its Q's barrier says it is there
+            "read before the wait",
+            "                    q_full.wait(0, c_it % 2)\n",
+            "                    pass\n",
+        ),
+        (  # the producer writes the next index before the consumers freed Q_s (and read the last one)
+            "written before the consumers are done",
+            "        if dynamic:  # the tile, for the consumers (who read it before they free Q_s: the wait above orders this after)\n            T_s[0] = p_tile\n",
+            "",
+        ),
+    ],
+)
+def test_dynamic_hand_off_mistakes_are_reported(what, old, new, tmp_path):
+    """The tile index's hand-off from producer to consumers, each mistake planted (the second
+    moves the producer's write before its wait for Q_s): reported as a race (or a hang), not a
+    wrong answer."""
+    planted = planting.planted(at, old, new, tmp_path)
+    if not new:  # (the write moved before the wait)
+        planted = planting.planted(
+            planted, "        if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it\n",
+            "        if dynamic:\n            T_s[0] = p_tile\n        if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it\n", tmp_path,
+        )
+    with pytest.raises(tirx.TirxError, match="race|deadlock"):
+        _dynamic_run(planted, "bfloat16", 2, 128, 64, False, False, False, 2, dynamic=True)
 
 
 @pytest.mark.parametrize("causal", [False, True])

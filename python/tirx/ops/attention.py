@@ -194,6 +194,21 @@ def mask_index(mask: str, bh, heads: int):
     return {"batch": bh // heads, "heads": bh % heads, "all": bh}.get(mask, 0)
 
 
+# The tile counters of persistent CTAs taking tiles dynamically (`_with_counter`; `_common.scratch`,
+# per stream).
+_COUNTERS: dict = {}
+
+
+def _with_counter(kernel, args) -> tuple:
+    """A candidate's arguments (`autotune`'s ``launch_args``): the call's, and for persistent CTAs
+    taking their tiles from a counter (``dynamic``) its int32 word, made 0 once per stream: each
+    launch that completes leaves it 0 (the last taker's subtraction), so the next one on the
+    stream finds it so (a CUDA graph's replays too)."""
+    if len(kernel.params) == len(args):
+        return tuple(args)
+    return (*args, c.scratch(args[0], (1,), "int32", _COUNTERS, fill=0))
+
+
 def mask_matrices(mask: str, batch: int, heads: int) -> int:
     """The additive mask's matrices: one for every head (``one``), one per batch entry
     (``batch``), per head (``heads``) or per batch entry and head (``all``)."""
@@ -203,7 +218,13 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
 # Not keyed by ``lse``: the kernels with and without the log-sum-exp's store share one choice, so a
 # call that writes it (the registered op under torch.compile, autograd's forward) runs the tile
 # shape the eager call runs and gives its values bit for bit.
-@autotune(configs=CONFIGS, key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"], prune=_prune)
+@autotune(
+    configs=CONFIGS,
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"],
+    prune=_prune,
+    launch_args=lambda kernel, args: _with_counter(kernel, args),  # (defined below)
+    adapts=lambda cfg: cfg.get("dynamic", False),  # (the others take no counter)
+)
 def attention_kernel(
     heads: int,
     kv_heads: int,
@@ -231,6 +252,7 @@ def attention_kernel(
     q_group: int = 1,
     rotate: bool = False,
     fma_columns: int = 0,
+    dynamic: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -266,7 +288,10 @@ def attention_kernel(
     ``min(tiles, sms)`` CTAs, each taking tiles ``bx, bx + CTAs, ...`` of the same order (causal:
     the longest first), the rings' stages and phases running on across them, the next tile's Q
     loaded once the last one's O stores have read Q_s (FP8, whose O is stored from registers:
-    once its last S = Q Kᵀ is done, during its last P V and epilogue); ``q_group`` (with ``kv_lens``, ``heads ==
+    once its last S = Q Kᵀ is done, during its last P V and epilogue); ``dynamic`` (with
+    ``persistent``): each CTA's tiles after its first taken from a counter in that order
+    (FlashAttention-3's scheduler: a CTA done early takes more), ``TC (1,)`` int32, the kernel's
+    last parameter, 0 before a launch and left 0 by it; ``q_group`` (with ``kv_lens``, ``heads ==
     kv_heads``): grouped-query heads packed, each K/V head's ``q_group`` query heads one block of
     rows (decoding's few queries fill the 64-row tiles and K/V is read once per group), Q and O
     ``(batch * heads, seq_q, d)`` whatever ``seq_major`` (which then names K's and V's layout),
@@ -314,6 +339,8 @@ def attention_kernel(
     q_major = seq_major and q_group == 1  # (Q's and O's layout; K's and V's is seq_major's)
     if persistent and (varlen or splits > 1 or kv_lens or sms < 1):
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
+    if dynamic and not (persistent and not mask):
+        raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
     bm = 64 * consumers
     q_tiles = -(-seq_q // bm)
     n_tiles = batch * heads * q_tiles * splits  # (not varlen: its grid is run-time)
@@ -655,8 +682,189 @@ def attention_kernel(
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
 
+    @T.macro(hygienic=False)
+    def producer_tile(p_tile, it):
+        # The producer's tile ``p_tile``, the CTA's ``it``-th: its Q, then its K/V tiles into the
+        # rings (the caller's names: `body`'s buffers and barriers); dynamic: returns the next
+        # tile, taken from the counter.
+        p_b = ring_base(R_s, 0)
+        p_bh = tile_bh(p_tile, nb, nqt)
+        p_qt = tile_qt(p_tile, nb, nqt)
+        p_q_start = q_start_of(p_bh, CUQ, nb)
+        p_k_start = k_start_of(p_bh, CUK, nb)
+        p_kv = kv_of(p_bh)
+        p_kt0 = kt0_of(p_tile)
+        p_n_rows = n_rows_of(p_bh, CUQ, nb, p_q_start)
+        p_n_keys = n_keys_of(p_bh, CUK, KL, nb, p_k_start)
+        p_steps = steps_of(p_qt, p_n_keys, diag_of(p_n_keys, p_n_rows), p_kt0, p_n_rows)
+        if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
+            for w in T.serial(T.min(it, 1)):
+                empty.wait(2 * stages, (it - 1) % 2)
+        if dynamic:  # the tile, for the consumers (who read it before they free Q_s: the wait above orders this after)
+            T_s[0] = p_tile
+        T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
+        if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
+            Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+        else:
+            load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]), q_major)
+        if dynamic:  # the next tile, taken now: the atomic's round trip overlaps this tile's loads
+            taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
+            if taken == n_tiles - 1:  # the last of a launch's n_tiles takes: the counter at 0 for the next launch
+                T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
+        for j in T.serial(p_steps):  # K/V tile j into stage (p_b + j) % stages of each ring
+            if p_b + j >= stages:
+                empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
+            if varlen:  # (keys past the sequence masked; their V rows weigh 0)
+                Tx.copy_async(K_s[(p_b + j) % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(p_b + j) % stages]))
+            else:
+                load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
+            if p_b + j >= stages:
+                empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
+            if varlen:
+                Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
+            elif fp8:  # (VT's keys past the sequence: its zero columns, or TMA's zeros)
+                Tx.copy_async(V_s[(p_b + j) % stages, 0:d, 0:bn], V[p_kv, 0:d, (p_kt0 + j) * bn : (p_kt0 + j) * bn + bn], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
+            else:
+                load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
+        if persistent:
+            R_s[0] = R_s[0] + p_steps
+        return taken + ctas if dynamic else None  # (dynamic: the CTA's next tile; a miss past the last)
+
+    @T.macro(hygienic=False)
+    def consumer_tile(tile, it):
+        # A consumer warpgroup's tile ``tile``, the CTA's ``it``-th (the caller's names: `body`'s
+        # buffers, barriers and registers).
+        b = ring_base(R_s, wg)  # its K/V tiles' first stage of the rings
+        bh = tile_bh(tile, nb, nqt)
+        qt = tile_qt(tile, nb, nqt)
+        q_start = q_start_of(bh, CUQ, nb)
+        n_rows = n_rows_of(bh, CUQ, nb, q_start)
+        n_keys = n_keys_of(bh, CUK, KL, nb, k_start_of(bh, CUK, nb))
+        diag = diag_of(n_keys, n_rows)
+        kv = kv_of(bh)
+        mi = mi_of(bh)
+        kt0 = kt0_of(tile)
+        steps = steps_of(qt, n_keys, diag, kt0, n_rows)
+        unmasked = unmasked_of(qt, n_keys, diag, kt0, steps)
+        q0 = qt * bm + cw * 64  # this warpgroup's first query row
+        Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
+        Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
+        Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
+        if not dynamic:  # (dynamic: waited for before the tile's index was read)
+            q_full.wait(0, it % 2)
+        # The tiles no key of which is masked, then those holding keys past the sequence or
+        # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
+        # agrees on: every thread of a warpgroup runs its loops whole).
+        if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
+            for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
+                if pingpong:  # the first consumer's turn first
+                    if cw == consumers - 1:
+                        T.ptx.bar.arrive(TURN_BARRIER, 256)
+                landed(b, 0, full)
+                my_turn(cw)
+                qk(b, s_acc, Q_s, K_s, cw)
+                your_turn(cw, False)
+                T.ptx.wgmma.wait_group(0)
+                release(b, 0, empty, tid)
+                for j in T.serial(T.min(unmasked, 1)):
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
+                for j in T.serial(T.min(unmasked, 1), 1):
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
+                if rotate:
+                    for j in T.serial(1, T.max(unmasked, 1)):
+                        rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
+                    for j in T.serial(T.max(unmasked, 1), steps):
+                        rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                    retire_pv(steps, b, s_acc, p, o_acc, alpha, empty, tid)  # (then the last tile's P V, below)
+                else:
+                    rescale(s_acc, p, o_acc, alpha)
+                    for j in T.serial(1, T.max(unmasked, 1)):
+                        pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
+                    for j in T.serial(T.max(unmasked, 1), steps):
+                        pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue
+                    free_q(empty, tid)
+                landed(b + steps - 1, 1, full)
+                my_turn(cw)
+                pv(b + steps - 1, p, o_acc, V_s)
+                your_turn(cw, True)
+                T.ptx.wgmma.wait_group(0)
+                release(b + steps - 1, 1, empty, tid)
+        else:
+            for j in T.serial(unmasked):
+                step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False, qk_scale(DS, kv))
+            for j in T.serial(unmasked, steps):
+                step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True, qk_scale(DS, kv))
+        # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
+        # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
+        # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
+        Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
+        Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
+        if fp8:  # V's descale
+            Tx.warpgroup.mul(alpha[0:64, 0:1], alpha[0:64, 0:1], DS[kv, 1])
+        Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
+        if splits > 1:
+            Tx.warpgroup.copy(OP[tile % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
+        elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
+            Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+            Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
+        elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
+            if persistent:  # (where the K/V loop above did not: no S, or no overlap)
+                if not overlap:
+                    free_q(empty, tid)
+                elif steps == 0:
+                    free_q(empty, tid)
+            Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+            Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
+        else:
+            Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
+            Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
+            T.ptx.fence.proxy.async_.shared__cta()
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if tid % 128 == 0:
+                for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
+                    if q_major:
+                        Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
+                    else:
+                        Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
+                T.ptx.cp_async.bulk.commit_group()
+                # The stores have read Q_s (persistent: free for the next Q). Their writes
+                # complete by the grid's end: a CTA need not wait for them to leave the SM
+                # to the next one (CUTLASS's epilogues end likewise).
+                T.ptx.cp_async.bulk.wait_group_read(0)
+            if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
+                free_q(empty, tid)
+        if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
+            Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
+            if fp8:
+                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -P_OFFSET)
+            Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
+            Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
+        if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
+            if tid % 4 == 0:
+                for hf in T.serial(2):
+                    L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
+        elif lse or splits > 1:
+            # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
+            # the quad's first lane writes them.
+            if tid % 4 == 0:
+                for hf in T.serial(2):
+                    if splits > 1:
+                        LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+                    else:
+                        LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+        if persistent:  # the stages this tile took, counted by the warpgroup's first thread
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (its threads read the count)
+            if tid % 128 == 0:
+                R_s[wg] = R_s[wg] + steps
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+
     @T.macro
-    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT, DS):
+    def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT, DS, TC=None):
         T.device_entry()
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
@@ -677,6 +885,8 @@ def attention_kernel(
         # (persistent) the K/V stages each warpgroup's tiles took so far: warpgroup-uniform
         # values (shared memory, at the warpgroup's own index) for the wgmma descriptors
         R_s = T.alloc_buffer((consumers + 1,), "int32", scope="shared")
+        if dynamic:  # the consumers' next tile, from the producer
+            T_s = T.alloc_buffer((1,), "int32", scope="shared")
         if persistent:
             if tid % 128 == 0:
                 R_s[wg] = 0
@@ -691,45 +901,22 @@ def attention_kernel(
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
             if tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
-                for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
-                    p_tile = bx + it * ctas
-                    p_b = ring_base(R_s, 0)
-                    p_bh = tile_bh(p_tile, nb, nqt)
-                    p_qt = tile_qt(p_tile, nb, nqt)
-                    p_q_start = q_start_of(p_bh, CUQ, nb)
-                    p_k_start = k_start_of(p_bh, CUK, nb)
-                    p_kv = kv_of(p_bh)
-                    p_kt0 = kt0_of(p_tile)
-                    p_n_rows = n_rows_of(p_bh, CUQ, nb, p_q_start)
-                    p_n_keys = n_keys_of(p_bh, CUK, KL, nb, p_k_start)
-                    p_steps = steps_of(p_qt, p_n_keys, diag_of(p_n_keys, p_n_rows), p_kt0, p_n_rows)
-                    if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
-                        for w in T.serial(T.min(it, 1)):
-                            empty.wait(2 * stages, (it - 1) % 2)
-                    T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
-                    if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
-                        Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
-                    else:
-                        load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]), q_major)
-                    for j in T.serial(p_steps):  # K/V tile j into stage (p_b + j) % stages of each ring
-                        if p_b + j >= stages:
-                            empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
-                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
-                        if varlen:  # (keys past the sequence masked; their V rows weigh 0)
-                            Tx.copy_async(K_s[(p_b + j) % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(p_b + j) % stages]))
-                        else:
-                            load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
-                        if p_b + j >= stages:
-                            empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
-                        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
-                        if varlen:
-                            Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
-                        elif fp8:  # (VT's keys past the sequence: its zero columns, or TMA's zeros)
-                            Tx.copy_async(V_s[(p_b + j) % stages, 0:d, 0:bn], V[p_kv, 0:d, (p_kt0 + j) * bn : (p_kt0 + j) * bn + bn], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
-                        else:
-                            load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
-                    if persistent:
-                        R_s[0] = R_s[0] + p_steps
+                if dynamic:  # FlashAttention-3's scheduler: the CTA's first tile its own, the next taken from the counter
+                    p_next = bx
+                    p_it = 0
+                    while p_next < n_tiles:
+                        p_tile = p_next
+                        p_next = producer_tile(p_tile, p_it)
+                        p_it = p_it + 1
+                    # The consumers' way out: the counter's miss as their next tile, on Q's barrier with
+                    # no load, once they freed Q_s (and so read the last tile's index).
+                    empty.wait(2 * stages, (p_it - 1) % 2)
+                    T_s[0] = p_next
+                    q_full.arrive(0)
+                else:
+                    for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                        p_tile = bx + it * ctas
+                        producer_tile(p_tile, it)
         else:
             T.ptx.setmaxnreg.inc(consumer_regs)
             cw = wg - 1
@@ -743,133 +930,18 @@ def attention_kernel(
             alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             if lse and varlen:
                 L_s = T.alloc_buffer((consumers, 64), "float32", scope="shared")  # the log-sum-exps' way out
-            for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
-                tile = bx + it * ctas  # the CTA's it-th tile
-                b = ring_base(R_s, wg)  # its K/V tiles' first stage of the rings
-                bh = tile_bh(tile, nb, nqt)
-                qt = tile_qt(tile, nb, nqt)
-                q_start = q_start_of(bh, CUQ, nb)
-                n_rows = n_rows_of(bh, CUQ, nb, q_start)
-                n_keys = n_keys_of(bh, CUK, KL, nb, k_start_of(bh, CUK, nb))
-                diag = diag_of(n_keys, n_rows)
-                kv = kv_of(bh)
-                mi = mi_of(bh)
-                kt0 = kt0_of(tile)
-                steps = steps_of(qt, n_keys, diag, kt0, n_rows)
-                unmasked = unmasked_of(qt, n_keys, diag, kt0, steps)
-                q0 = qt * bm + cw * 64  # this warpgroup's first query row
-                Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
-                Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
-                Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
-                q_full.wait(0, it % 2)
-                # The tiles no key of which is masked, then those holding keys past the sequence or
-                # (causal) after one of the tile's queries: the mask on those only (bounds the CTA
-                # agrees on: every thread of a warpgroup runs its loops whole).
-                if overlap:  # tile 0's S and softmax first (masked or not: loops of 0 or 1 trips)
-                    for t in T.serial(T.min(steps, 1)):  # (none where no K/V tile is read: rows above a lower-right diagonal)
-                        if pingpong:  # the first consumer's turn first
-                            if cw == consumers - 1:
-                                T.ptx.bar.arrive(TURN_BARRIER, 256)
-                        landed(b, 0, full)
-                        my_turn(cw)
-                        qk(b, s_acc, Q_s, K_s, cw)
-                        your_turn(cw, False)
-                        T.ptx.wgmma.wait_group(0)
-                        release(b, 0, empty, tid)
-                        for j in T.serial(T.min(unmasked, 1)):
-                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
-                        for j in T.serial(T.min(unmasked, 1), 1):
-                            softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
-                        if rotate:
-                            for j in T.serial(1, T.max(unmasked, 1)):
-                                rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
-                            for j in T.serial(T.max(unmasked, 1), steps):
-                                rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
-                            retire_pv(steps, b, s_acc, p, o_acc, alpha, empty, tid)  # (then the last tile's P V, below)
-                        else:
-                            rescale(s_acc, p, o_acc, alpha)
-                            for j in T.serial(1, T.max(unmasked, 1)):
-                                pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
-                            for j in T.serial(T.max(unmasked, 1), steps):
-                                pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
-                        if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue
-                            free_q(empty, tid)
-                        landed(b + steps - 1, 1, full)
-                        my_turn(cw)
-                        pv(b + steps - 1, p, o_acc, V_s)
-                        your_turn(cw, True)
-                        T.ptx.wgmma.wait_group(0)
-                        release(b + steps - 1, 1, empty, tid)
-                else:
-                    for j in T.serial(unmasked):
-                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, False, qk_scale(DS, kv))
-                    for j in T.serial(unmasked, steps):
-                        step(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, M, mi, True, qk_scale(DS, kv))
-                # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
-                # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
-                # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
-                Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
-                Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
-                if fp8:  # V's descale
-                    Tx.warpgroup.mul(alpha[0:64, 0:1], alpha[0:64, 0:1], DS[kv, 1])
-                Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
-                if splits > 1:
-                    Tx.warpgroup.copy(OP[tile % splits, bh, q0 : q0 + 64, 0:d], o_acc[0:64, 0:d], clip=True)
-                elif varlen:  # from registers, the sequence's rows only (the next sequence's follow)
-                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                    Tx.warpgroup.copy(O[q_start + q0 : q_start + q0 + 64, bh % heads, 0:d], out[0:64, 0:d], clip=True, mask=lambda i, hh, jj: q0 + i < n_rows)
-                elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
-                    if persistent:  # (where the K/V loop above did not: no S, or no overlap)
-                        if not overlap:
-                            free_q(empty, tid)
-                        elif steps == 0:
-                            free_q(empty, tid)
-                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                    Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
-                else:
-                    Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-                    Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
-                    T.ptx.fence.proxy.async_.shared__cta()
-                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                    if tid % 128 == 0:
-                        for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
-                            if q_major:
-                                Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                            else:
-                                Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                        T.ptx.cp_async.bulk.commit_group()
-                        # The stores have read Q_s (persistent: free for the next Q). Their writes
-                        # complete by the grid's end: a CTA need not wait for them to leave the SM
-                        # to the next one (CUTLASS's epilogues end likewise).
-                        T.ptx.cp_async.bulk.wait_group_read(0)
-                    if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
-                        free_q(empty, tid)
-                if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
-                    Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
-                    if fp8:
-                        Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -P_OFFSET)
-                    Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
-                    Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
-                if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
-                    if tid % 4 == 0:
-                        for hf in T.serial(2):
-                            L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
-                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                    Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
-                elif lse or splits > 1:
-                    # Each quad's lanes hold its two rows (16 w + g and + 8, `wgmma_row_layout`):
-                    # the quad's first lane writes them.
-                    if tid % 4 == 0:
-                        for hf in T.serial(2):
-                            if splits > 1:
-                                LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
-                            else:
-                                LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
-                if persistent:  # the stages this tile took, counted by the warpgroup's first thread
-                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (its threads read the count)
-                    if tid % 128 == 0:
-                        R_s[wg] = R_s[wg] + steps
-                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if dynamic:  # each tile's index in T_s, landed with its Q (past the last: the way out)
+                c_it = 0
+                q_full.wait(0, 0)
+                while T_s[0] < n_tiles:
+                    c_tile = T_s[0]
+                    consumer_tile(c_tile, c_it)
+                    c_it = c_it + 1
+                    q_full.wait(0, c_it % 2)
+            else:
+                for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                    tile = bx + it * ctas  # the CTA's it-th tile
+                    consumer_tile(tile, it)
 
     if varlen:
 
@@ -933,6 +1005,35 @@ def attention_kernel(
             body(Q, K, V, None, None, OP, LP, None, None, None, 0, 0, None, None, DS)
 
         return attention_fp8_split
+
+    if fp8 and dynamic:
+
+        @T.prim_func
+        def attention_fp8_dynamic(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DS_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, TC_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, vt_shape, dtype)
+            DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
+            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            TC = T.match_buffer(TC_ptr, (1,), "int32")  # (the tile counter: 0, and 0 again after each launch)
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, DS, TC)
+
+        return attention_fp8_dynamic
+
+    if dynamic:
+
+        @T.prim_func
+        def attention_dynamic(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, TC_ptr: T.handle):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            O = T.match_buffer(O_ptr, q_shape(), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            TC = T.match_buffer(TC_ptr, (1,), "int32")  # (the tile counter: 0, and 0 again after each launch)
+            body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, None, TC)
+
+        return attention_dynamic
 
     if fp8:
 

@@ -67,22 +67,7 @@ impl Builder<'_> {
             }
             _ => value,
         };
-        if let Some((av, asp)) = ann {
-            match av {
-                Val::Builtin(Builtin::Let) => {}
-                Val::Builtin(Builtin::DTypeFn(d)) if d == dtype => {}
-                Val::Builtin(Builtin::DTypeFn(d)) => {
-                    return self.fail(
-                        Diagnostic::error(asp, format!("`{fname}` of a {dtype} element returns {dtype}, not {d}"))
-                            .with_help(format!("annotate it `T.{dtype}`")),
-                    )
-                }
-                _ => {
-                    return self
-                        .fail(Diagnostic::error(asp, "binding annotations must be `T.let` or a dtype like `T.int32`"))
-                }
-            }
-        }
+        self.binding_annotation(ann, dtype, &format!("`{fname}` of a {dtype} element returns {dtype}"))?;
         self.require_device(span)?;
         let var = match &name {
             Some(n) if mutable => Some(self.fresh_var(n, dtype, tspan)),

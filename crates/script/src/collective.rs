@@ -147,26 +147,27 @@ impl Builder<'_> {
         };
         a.finish(self)?;
         let dtype = op.value().dtype;
-        if let Some((av, asp)) = ann {
-            match av {
-                Val::Builtin(Builtin::Let) => {}
-                Val::Builtin(Builtin::DTypeFn(d)) if d == dtype => {}
-                Val::Builtin(Builtin::DTypeFn(d)) => {
-                    return self.fail(
-                        Diagnostic::error(asp, format!("`{fname}` of a {dtype} value is {dtype}, not {d}"))
-                            .with_help(format!("annotate it `T.{dtype}`, or convert the value first")),
-                    )
-                }
-                _ => {
-                    return self
-                        .fail(Diagnostic::error(asp, "binding annotations must be `T.let` or a dtype like `T.int32`"))
-                }
-            }
-        }
+        self.binding_annotation(ann, dtype, &format!("`{fname}` of a {dtype} value is {dtype}"))?;
         self.require_device(span)?;
         let var = self.new_var(name, dtype, tspan);
         out.push(Stmt { kind: StmtKind::Collective { var, op }, span });
         Ok(())
+    }
+
+    /// The annotation of a statement's binding (`s: T.float32 = ...`): `T.let`, or the dtype
+    /// it gives (`what`: the statement's value, said so, for the message).
+    pub(crate) fn binding_annotation(&mut self, ann: Option<(Val, Span)>, dtype: DType, what: &str) -> R<()> {
+        match ann {
+            None | Some((Val::Builtin(Builtin::Let), _)) => Ok(()),
+            Some((Val::Builtin(Builtin::DTypeFn(d)), _)) if d == dtype => Ok(()),
+            Some((Val::Builtin(Builtin::DTypeFn(d)), asp)) => self.fail(
+                Diagnostic::error(asp, format!("{what}, not {d}"))
+                    .with_help(format!("annotate it `T.{dtype}`, or convert the value first")),
+            ),
+            Some((_, asp)) => {
+                self.fail(Diagnostic::error(asp, "binding annotations must be `T.let` or a dtype like `T.int32`"))
+            }
+        }
     }
 
     /// The op of `warp_sum`, or the `op` argument of `warp_reduce`: "sum", "max" or "min".

@@ -22,8 +22,7 @@ def work_queue(X_ptr: T.handle, Y_ptr: T.handle, C_ptr: T.handle):
     nxt = T.alloc_buffer((1,), "int32", scope="shared")
     row = bx
     while row < ROWS:
-        cur = row  # (this trip's row, bound once: a value the bounds prover can name)
-        r = cur % ROWS  # (cur, which the condition bounds; the prover sees the remainder's range)
+        r = row % ROWS  # (row, which the condition bounds; the bounds prover sees the remainder's)
         Y[r, tid] = X[r, tid] * T.float32(2)
         Y[r, tid + 128] = X[r, tid + 128] * T.float32(2)
         if tid == 0:

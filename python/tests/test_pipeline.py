@@ -244,8 +244,7 @@ def queue_rows(n_rows: int, ctas: int):
         nxt = T.alloc_buffer((1,), "int32", scope="shared")
         row = bx
         while row < n_rows:
-            taken_row = row  # (this trip's row, a value the bounds prover can name)
-            cur = taken_row % n_rows  # (the condition bounds it; the prover sees the remainder's range)
+            cur = row % n_rows  # (row, which the condition bounds; the bounds prover sees the remainder's)
             Y[cur, tid] = X[cur, tid] * 2.0
             if tid == 0:
                 B[cur] = bx

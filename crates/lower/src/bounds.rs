@@ -308,10 +308,11 @@ fn dim(k: &Kernel, env: &Env, at: &Facts, d: usize, rank: usize, begin: &Expr, e
     Verdict::Unproven { dim: d, why }
 }
 
-/// The ends of `e`'s range that `T.min` / `T.max` clamps fix, whatever their
-/// other operand (data, a product of variables): `T.min(T.max(I[0], 0), 7)` is
-/// in [0, 7]. An affine operand contributes its own range.
-fn clamped(env: &Env, at: &Facts, e: &Expr) -> (Option<i64>, Option<i64>) {
+/// The ends of `e`'s range that `T.min` / `T.max` clamps or a remainder by a positive
+/// constant fix, whatever their other operand (data, a product of variables):
+/// `T.min(T.max(I[0], 0), 7)` and `I[0] % 8` are in [0, 7]. An affine operand contributes
+/// its own range.
+pub(crate) fn clamped(env: &Env, at: &Facts, e: &Expr) -> (Option<i64>, Option<i64>) {
     let both = |a: Option<i64>, b: Option<i64>, f: fn(i64, i64) -> i64| a.zip(b).map(|(x, y)| f(x, y));
     let either = |a: Option<i64>, b: Option<i64>, f: fn(i64, i64) -> i64| match (a, b) {
         (Some(x), Some(y)) => Some(f(x, y)),
@@ -326,6 +327,12 @@ fn clamped(env: &Env, at: &Facts, e: &Expr) -> (Option<i64>, Option<i64>) {
                 (either(alo, blo, i64::max), both(ahi, bhi, i64::max))
             }
         }
+        // `x % c` (a floor remainder) by a positive constant is in [0, c) whatever `x` is: a
+        // loaded value's (a tile index taken from a counter) is bounded so.
+        ExprKind::Binary(BinOp::FloorMod, _, c) if e.dtype.is_int() => match expr::affine(env, c) {
+            Some(c) if c.is_constant() && c.constant > 0 => (Some(0), Some(c.constant - 1)),
+            _ => (None, None),
+        },
         _ => {
             let bounds = |v: VarId| env.var_bounds(at, v);
             let range = expr::affine(env, e).and_then(|a| a.range(&bounds));

@@ -24,6 +24,9 @@ pub struct Env {
     /// Integer `let` variables without an affine value: a power of two every value is a
     /// multiple of (`d_n = tile[0] * 128`: 128), for alignment proofs ([`Env::unit`]).
     pub(crate) let_units: HashMap<VarId, i64>,
+    /// Integer `let` variables without an affine value whose value's range a clamp or a
+    /// remainder by a constant fixes (`t = T_s[0] % n`: [0, n - 1]): that enclosure.
+    pub(crate) let_ranges: HashMap<VarId, (i64, i64)>,
     /// Scope-id vars: (kind, dim, declared with several dims, the hardware id
     /// it is; `None` for ids with no hardware id such as cluster ids).
     pub(crate) scope_vars: HashMap<VarId, (ScopeIdKind, usize, bool, Option<Hw>)>,
@@ -93,7 +96,11 @@ impl Env {
         let b = match self.scope_vars.get(&v) {
             Some(&(.., Some(Hw::BlockIdx(d)))) if at.values.contains_key(&v) => at.value_bounds(v, Source::Cta(d)),
             Some(&(.., hw)) => at.hw_bounds(hw?),
-            None => at.value_bounds(v, Source::Loop(v)),
+            // (a let of data: its own source, an enclosure only)
+            None => at.value_bounds(v, Source::Loop(v)).or_else(|| {
+                let &(lo, hi) = self.let_ranges.get(&v)?;
+                Some(VarBounds { lo, hi, exact: false, source: Source::Loop(v) })
+            }),
         }?;
         // A CTA id of a symbolic grid dim runs to CUDA's limit here: an enclosure only
         // (the launch module knows its real end).

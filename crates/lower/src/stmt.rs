@@ -507,6 +507,7 @@ impl Lowerer<'_> {
         for v in bound {
             self.env.vars.remove(&v);
             self.env.lets.remove(&v);
+            self.env.let_ranges.remove(&v);
         }
         out
     }
@@ -657,6 +658,9 @@ impl Lowerer<'_> {
                             let unit = expr::pow2_multiple(&self.env, value);
                             if unit > 1 {
                                 self.env.let_units.insert(*var, unit);
+                            }
+                            if let (Some(lo), Some(hi)) = bounds::clamped(&self.env, at, value) {
+                                self.env.let_ranges.insert(*var, (lo, hi));
                             }
                         }
                     }

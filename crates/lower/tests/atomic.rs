@@ -226,3 +226,26 @@ fn a_while_loop_of_a_mutable_scalar_counts() {
     let cuda = tirx_cuda::generate(&lower(&src).lir).expect("CUDA").source;
     assert!(cuda.contains("while ("), "{cuda}");
 }
+
+#[test]
+fn a_remainder_of_data_bounds_an_index() {
+    // A loaded value taken modulo a constant, directly or through a `let`, is proven inside
+    // [0, n): no warning, and no launch check; a `let` of data alone is not.
+    for (bind, want) in
+        [("r = row % 64", 0), ("r0 = row\n        r = r0 % 64", 0), ("r = T.max(T.min(row, 63), 0)", 0), ("r = row", 1)]
+    {
+        let src = kernel(
+            1,
+            &format!(
+                "    row = C[0]
+    while row < 64:
+        {bind}
+        O[r] = r
+        row = row + 64
+"
+            ),
+        );
+        let l = lower(&src);
+        assert_eq!(l.warnings.len(), want, "{bind}: {}", render(&l.warnings, &src));
+    }
+}

@@ -423,9 +423,11 @@ impl Machine<'_> {
     }
 
     /// The wait that completes record `id`: its registers are defined, its shared reads end now.
+    /// Its element lists are dropped here (only a pending record's are read again), so a
+    /// persistent CTA's memory does not grow with the wgmmas it has issued.
     fn complete(&mut self, id: u32, site: u32) -> Result<(), SimError> {
-        let rec = &self.fam.wg.records[id as usize - 1];
-        let (g, smem, regs) = (rec.wg, rec.smem.clone(), rec.regs.clone());
+        let rec = &mut self.fam.wg.records[id as usize - 1];
+        let (g, smem, regs) = (rec.wg, std::mem::take(&mut rec.smem), std::mem::take(&mut rec.regs));
         self.fam.wg.wgs[g].done = self.fam.wg.wgs[g].done.max(id);
         let ts = self.wg_threads(g);
         for (b, elems) in regs {

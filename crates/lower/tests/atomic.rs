@@ -164,10 +164,12 @@ fn a_loop_waiting_for_another_thread_is_reported_not_run_forever() {
     // Thread 0 spins on a flag thread 32 would set: the simulator runs thread 0 first.
     let src = kernel(
         1,
-        "    if tid == 0:
-        f = T.cuda.atomic_add(C.ptr_to([1]), 0)
-        while f == 0:
+        "    F = T.alloc_buffer((1,), \"int32\", scope=\"local\")
+    if tid == 0:
+        F[0] = 0
+        while F[0] == 0:
             f = T.cuda.atomic_add(C.ptr_to([1]), 0)
+            F[0] = f
     if tid == 32:
         T.cuda.atomic_add(C.ptr_to([1]), 1)
 ",
@@ -193,6 +195,10 @@ fn the_front_end_says_what_an_atomic_takes() {
         ("    T.cuda.atomic_add(C[0], 1)\n", "an element's address"),
         ("    while True:\n        O[0] = 1\n", "compile-time value"),
         ("    x: T.float32 = T.cuda.atomic_add(C.ptr_to([0]), 1)\n", "returns int32, not float32"),
+        (
+            "    x = 0\n    x = T.cuda.atomic_add(C.ptr_to([0]), 1)\n",
+            "binds a new name; the kernel assigns `x` elsewhere too",
+        ),
     ];
     for (body, want) in cases {
         let src = kernel(1, body);

@@ -1,7 +1,7 @@
 //! `T.cuda.atomic_add(p, v)` (docs/tile-primitives.md §8.11): an atomic read-modify-write of
 //! one element of a global or shared integer buffer, bound to a name (`old = ...`, the value
 //! before the addition) or a statement of its own (the value dropped), through
-//! [`StmtKind::Atomic`]; and `while` loops, whose conditions such values change.
+//! [`StmtKind::Atomic`].
 
 use crate::ast;
 use crate::builder::{Builder, R};
@@ -9,10 +9,8 @@ use crate::eval::Args;
 use crate::names::atomic_name;
 use crate::value::*;
 use tirx_ir::hir::*;
-use tirx_ir::{DType, Diagnostic, Span};
-
-/// The element types an atomic takes: the widths `atomicAdd` has for integers.
-pub(crate) const ATOMIC_TYPES: [DType; 3] = [DType::I32, DType::U32, DType::U64];
+use tirx_ir::lir::ATOMIC_TYPES;
+use tirx_ir::{Diagnostic, Span};
 
 impl Builder<'_> {
     /// `[old =] T.cuda.atomic_<op>(p, value)` (with `ann`, the annotation of `old: T.int32 = ...`).
@@ -37,10 +35,19 @@ impl Builder<'_> {
             }
         };
         let tspan = target.map_or(span, |t| t.span);
-        // A name the kernel assigns again is a mutable scalar: the value goes through a
-        // binding of its own, then into the scalar.
-        let mutable = name.as_ref().is_some_and(|n| self.is_mutable(n, &Val::Int(0)));
-        if let (Some(n), false) = (&name, mutable) {
+        if let Some(n) = &name {
+            // (as a collective's: the statement declares its name; a mutable scalar's store
+            // would need a second, hidden binding, which the printed kernel could not name)
+            if self.is_mutable(n, &Val::Int(0)) {
+                return self.fail(
+                    Diagnostic::error(
+                        tspan,
+                        format!("`{fname}` binds a new name; the kernel assigns `{n}` elsewhere too"),
+                    )
+                    .with_label("a mutable scalar")
+                    .with_help(format!("bind it once and assign that: `t = {fname}(p, v)`, then `{n} = t`")),
+                );
+            }
             self.check_rebind(n, tspan)?;
         }
         let (pos, kw) = self.eval_args(args)?;
@@ -69,19 +76,9 @@ impl Builder<'_> {
         };
         self.binding_annotation(ann, dtype, &format!("`{fname}` of a {dtype} element returns {dtype}"))?;
         self.require_device(span)?;
-        let var = match &name {
-            Some(n) if mutable => Some(self.fresh_var(n, dtype, tspan)),
-            Some(n) => Some(self.new_var(n, dtype, tspan)),
-            None => None,
-        };
+        let var = name.map(|n| self.new_var(&n, dtype, tspan));
         out.push(Stmt { kind: StmtKind::Atomic { var, atomic: Atomic { op, elem, value } }, span });
-        match (name, var) {
-            (Some(n), Some(v)) if mutable => {
-                let e = Expr { kind: ExprKind::Var(v), dtype, span: tspan };
-                self.assign_scalar(&n, tspan, Val::Expr(e), Some(dtype), span, out)
-            }
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
     /// The element operand `W.ptr_to([i])`: global or shared, of an atomic's dtype.
@@ -107,28 +104,5 @@ impl Builder<'_> {
             );
         }
         Ok(MbarRef { buf, index, span: sp })
-    }
-
-    /// `while cond:`: a kernel value condition, evaluated before every trip.
-    pub(crate) fn while_loop(
-        &mut self,
-        cond: &ast::Expr,
-        body: &[ast::Stmt],
-        span: Span,
-        out: &mut Vec<Stmt>,
-    ) -> R<()> {
-        let c = self.eval(cond)?;
-        if truthy(&c).is_some() {
-            return self.fail(
-                Diagnostic::error(cond.span, "a `while` loop's condition is a compile-time value")
-                    .with_label("never changes")
-                    .with_help("loop on a kernel value that the body changes (a mutable scalar, a buffer element), or use `for i in range(n):`"),
-            );
-        }
-        let c = self.bool_expr(c, cond.span)?;
-        self.require_device(span)?;
-        let body = self.scoped_block(body);
-        out.push(Stmt { kind: StmtKind::While { cond: c, body }, span });
-        Ok(())
     }
 }

@@ -969,6 +969,29 @@ impl<'s> Builder<'s> {
 
     // ------------------------------------------------------------------ loops
 
+    /// `while cond:`: a kernel value condition, evaluated before every trip.
+    pub(crate) fn while_loop(
+        &mut self,
+        cond: &ast::Expr,
+        body: &[ast::Stmt],
+        span: Span,
+        out: &mut Vec<Stmt>,
+    ) -> R<()> {
+        let c = self.eval(cond)?;
+        if truthy(&c).is_some() {
+            return self.fail(
+                Diagnostic::error(cond.span, "a `while` loop's condition is a compile-time value")
+                    .with_label("never changes")
+                    .with_help("loop on a kernel value that the body changes (a mutable scalar, a buffer element), or use `for i in range(n):`"),
+            );
+        }
+        let c = self.bool_expr(c, cond.span)?;
+        self.require_device(span)?;
+        let body = self.scoped_block(body);
+        out.push(Stmt { kind: StmtKind::While { cond: c, body }, span });
+        Ok(())
+    }
+
     pub(crate) fn for_loop(
         &mut self,
         target: &ast::Expr,

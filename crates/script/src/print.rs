@@ -223,8 +223,8 @@ impl Printer<'_> {
             StmtKind::Atomic { var, atomic } => {
                 let idx: Vec<String> = atomic.elem.index.iter().map(|e| self.expr(e, 0)).collect();
                 let call = format!(
-                    "T.cuda.atomic_{}({}.ptr_to([{}]), {})",
-                    atomic.op.name(),
+                    "T.cuda.{}({}.ptr_to([{}]), {})",
+                    crate::names::atomic_name(atomic.op),
                     self.k.buf(atomic.elem.buf).name,
                     idx.join(", "),
                     self.expr(&atomic.value, 0)

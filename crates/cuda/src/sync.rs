@@ -13,6 +13,7 @@ impl Emit for SyncOp {
         match self {
             SyncOp::Barrier(BarrierKind::Cta) => cx.line("__syncthreads();"),
             SyncOp::Barrier(BarrierKind::Warp) => cx.line("__syncwarp();"),
+            SyncOp::Barrier(BarrierKind::Fence) => cx.line("__threadfence();"),
             SyncOp::NamedBarrier { id, threads } => cx.named_barrier("bar.sync", id, *threads)?,
             SyncOp::NamedBarrierArrive { id, threads } => cx.named_barrier("bar.arrive", id, *threads)?,
             SyncOp::SetMaxNReg { inc, regs } => {

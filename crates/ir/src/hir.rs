@@ -468,6 +468,11 @@ pub enum BarrierKind {
     Cta,
     /// `T.cuda.warp_sync()` → `__syncwarp()`
     Warp,
+    /// `T.cuda.thread_fence()` → `__threadfence()`: a memory barrier at the GPU's scope
+    /// (this thread's accesses before it are seen before its accesses after it by every
+    /// thread of the grid); with an atomic after it (release) and one before a fence in
+    /// another CTA (acquire), it orders one CTA's writes before another's reads.
+    Fence,
 }
 
 /// A collective a kernel author calls directly (`T.cuda.warp_sum`, `T.cuda.cta_sum`,

@@ -473,13 +473,18 @@ impl<'s> Builder<'s> {
                 self.no_target(target, "`T.assume`")?;
                 self.assume(args, span)
             }
-            Builtin::CtaSync | Builtin::WarpSync => {
-                self.no_target(target, "a barrier")?;
+            Builtin::CtaSync | Builtin::WarpSync | Builtin::ThreadFence => {
+                let what = if b == Builtin::ThreadFence { "a fence" } else { "a barrier" };
+                self.no_target(target, what)?;
                 if !args.is_empty() {
-                    return self.fail(Diagnostic::error(span, "barriers take no arguments"));
+                    return self.fail(Diagnostic::error(span, format!("{what} takes no arguments")));
                 }
                 self.require_device(span)?;
-                let k = if b == Builtin::CtaSync { BarrierKind::Cta } else { BarrierKind::Warp };
+                let k = match b {
+                    Builtin::CtaSync => BarrierKind::Cta,
+                    Builtin::WarpSync => BarrierKind::Warp,
+                    _ => BarrierKind::Fence,
+                };
                 out.push(Stmt { kind: StmtKind::Barrier(k), span });
                 Ok(())
             }

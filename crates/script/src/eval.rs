@@ -1291,6 +1291,7 @@ impl Builder<'_> {
             Builtin::Evaluate => "T.evaluate".into(),
             Builtin::CtaSync => "T.cuda.cta_sync".into(),
             Builtin::WarpSync => "T.cuda.warp_sync".into(),
+            Builtin::ThreadFence => "T.cuda.thread_fence".into(),
             Builtin::Printf => "T.cuda.printf".into(),
             Builtin::Collective(k) => format!("T.cuda.{}", k.name()),
             Builtin::Atomic(op) => format!("T.cuda.{}", crate::names::atomic_name(op)),

@@ -274,6 +274,7 @@ const T_DTYPE_SHORTHANDS: &[(&str, &str)] = &[
 const CUDA_NAMES: &[(&str, Kind, Meaning)] = &[
     ("cta_sync", K::Statement, Script(B::CtaSync)),
     ("warp_sync", K::Statement, Script(B::WarpSync)),
+    ("thread_fence", K::Statement, Script(B::ThreadFence)),
     ("printf", K::Statement, Script(B::Printf)),
     ("cluster_sync", K::Statement, Script(B::Ptx(PtxOp::ClusterSync))),
     ("grid_group_sync", K::Statement, Script(B::Ptx(PtxOp::GridGroupSync))),

@@ -157,6 +157,7 @@ impl Printer<'_> {
             StmtKind::DeviceEntry => self.line(depth, "T.device_entry()"),
             StmtKind::Barrier(BarrierKind::Cta) => self.line(depth, "T.cuda.cta_sync()"),
             StmtKind::Barrier(BarrierKind::Warp) => self.line(depth, "T.cuda.warp_sync()"),
+            StmtKind::Barrier(BarrierKind::Fence) => self.line(depth, "T.cuda.thread_fence()"),
             StmtKind::ScopeId(d) => {
                 let t = self.scope_id(d);
                 self.line(depth, &t);

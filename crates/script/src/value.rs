@@ -249,6 +249,8 @@ pub enum Builtin {
     Assume,
     CtaSync,
     WarpSync,
+    /// `T.cuda.thread_fence()`.
+    ThreadFence,
     /// `T.cuda.printf(format, *args)`.
     Printf,
     Collective(CollKind),
@@ -554,6 +556,7 @@ pub(crate) fn is_statement_builtin(b: Builtin) -> bool {
             | Builtin::Tile(..)
             | Builtin::CtaSync
             | Builtin::WarpSync
+            | Builtin::ThreadFence
             | Builtin::Printf
             | Builtin::Collective(_)
             | Builtin::Atomic(_)

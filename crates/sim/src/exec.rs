@@ -90,6 +90,8 @@ pub(crate) struct Machine<'a> {
     pub(crate) group_words: HashMap<(u32, usize), crate::grid_group::GroupWord>,
     /// What the threads printed (`debug`), in execution order.
     pub(crate) printed: Vec<crate::debug::Printed>,
+    /// The release sequences of global elements updated by atomics after fences (`fence`).
+    pub(crate) releases: crate::fence::ReleaseSequences,
 }
 
 pub(crate) fn run(
@@ -294,6 +296,7 @@ impl<'a> Machine<'a> {
             peer_arrives: vec![],
             group_words: HashMap::new(),
             printed: vec![],
+            releases: HashMap::new(),
             order_rng: opts.warp_order_seed.map_or(0, |s| s | 1),
         })
     }
@@ -628,6 +631,9 @@ impl<'a> Machine<'a> {
     fn atomic_add(&mut self, b: u32, t: u32, idx: i64, v: u64, site: u32) -> Result<u64, SimError> {
         let e = self.bounds(b, t, idx, 1, site, "atomic")?;
         self.touch(b, t, e, Dir::Atomic, site)?;
+        if self.opts.check_races && self.bufs[b as usize].space == Space::Global {
+            self.atomic_sequence(b, e, t);
+        }
         let (esize, dtype) = (self.bufs[b as usize].esize, self.bufs[b as usize].dtype);
         let off = self.byte_off(b, t, e);
         let old = decode(dtype, &self.bufs[b as usize].data[off..off + esize]);

@@ -24,6 +24,7 @@ use crate::cluster::ClusterThreads;
 use crate::compile::Reg;
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
+use crate::fence::FenceThreads;
 use crate::grid_group::GroupThreads;
 use crate::wgmma::WgState;
 use std::any::Any;
@@ -124,6 +125,8 @@ pub(crate) struct FamilyState {
     pub cluster: ClusterThreads,
     /// Grid group barriers: the CTA's wait, what it knows of the grid's CTAs (`grid_group`).
     pub group: GroupThreads,
+    /// GPU-scope fences: each thread's release, the releases the CTA acquired (`fence`).
+    pub fence: FenceThreads,
 }
 
 impl FamilyState {
@@ -135,6 +138,7 @@ impl FamilyState {
             wg: WgState::new(k, n),
             cluster: ClusterThreads::new(n),
             group: GroupThreads::new(n),
+            fence: FenceThreads::new(n),
         }
     }
 
@@ -145,6 +149,7 @@ impl FamilyState {
         self.wg.reset();
         self.cluster.reset();
         self.group.reset();
+        self.fence.reset();
     }
 }
 

@@ -81,6 +81,7 @@ mod dot;
 mod error;
 mod exec;
 mod family;
+mod fence;
 mod grid_group;
 mod matrix;
 mod memop;

@@ -611,6 +611,13 @@ impl Machine<'_> {
         self.ordered(sh.writer(), sh.w_stamp, t)
     }
 
+    /// An earlier CTA's write of a global record ordered before thread `t` by a fence's
+    /// release `t` acquired (`fence`): a thread's plain store only (a TMA store or an atomic
+    /// is not in its thread's release).
+    fn plain_write_released(&self, sh: &Shadow, t: u32) -> bool {
+        sh.w_tid & (LANDED | REDUCED) == 0 && self.released(Some(sh.writer()), sh.w_stamp, t)
+    }
+
     /// The last generic-proxy (thread) write of element `e` of `b` in this CTA, with race
     /// checking on: `(thread, stamp, site)`. A TMA landing is an async-proxy write: `None`.
     pub(crate) fn last_write(&self, b: u32, e: usize) -> Option<(u32, u32, Option<tirx_ir::Span>)> {
@@ -852,7 +859,7 @@ impl Machine<'_> {
             return Err(self.nc_conflict(b, t, e, site, sh.w_site));
         }
         if sh.w_stamp < self.cta_start {
-            if global && sh.w_stamp != 0 {
+            if global && sh.w_stamp != 0 && !self.plain_write_released(&sh, t) {
                 return Err(self.cta_race(b, t, e, Dir::Read, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()));
             }
             if !global {
@@ -997,7 +1004,8 @@ impl Machine<'_> {
         let sh = Shadow::unpack(self.bufs[b as usize].shadow[e]);
         if sh.w_stamp != 0 {
             let race = if sh.w_stamp < self.cta_start {
-                global.then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()))
+                (global && !self.plain_write_released(&sh, t))
+                    .then(|| self.cta_race(b, t, e, Dir::Write, site, sh.w_stamp, sh.writer(), sh.w_site, sh.wrote()))
             } else if global && self.foreign(sh.w_stamp) {
                 let ordered = self.peer_ordered(sh.writer(), sh.w_stamp, t);
                 let who = || self.peer_thread(sh.writer(), sh.w_stamp);
@@ -1021,8 +1029,8 @@ impl Machine<'_> {
         }
         if sh.r_stamp != 0 {
             if sh.r_stamp < self.cta_start {
-                if global {
-                    let p = (sh.r_info & TID_MASK) as u32;
+                let p = (sh.r_info & TID_MASK) as u32;
+                if global && !self.released((sh.r_info & MULTI == 0).then_some(p), sh.r_stamp, t) {
                     return Err(self.cta_race(b, t, e, Dir::Write, site, sh.r_stamp, p, sh.r_site, "read"));
                 }
             } else if self.has_peer_readers(global, &sh) {
@@ -1288,7 +1296,12 @@ impl Machine<'_> {
                 dir.verb()
             ),
         )
-        .help(format!("make every CTA write a part of `{}` that no other CTA reads or writes", buf.name));
+        .help(format!(
+            "make every CTA write a part of `{}` that no other CTA reads or writes, or order the two: the first CTA's \
+             threads meet at a barrier after their accesses and one of them calls `T.cuda.thread_fence()`, then an \
+             atomic; the second's atomic on that element, then `T.cuda.thread_fence()`, precede its access",
+            buf.name
+        ));
         if let Some(s) = self.shadow_site(other_site) {
             err = err.label(s, format!("{other_verb} here by {other_who}"));
         }
@@ -1384,7 +1397,7 @@ impl Machine<'_> {
         err
     }
 
-    fn cta_of_stamp(&self, stamp: u32) -> Option<[u32; 3]> {
+    pub(crate) fn cta_of_stamp(&self, stamp: u32) -> Option<[u32; 3]> {
         if stamp == 0 {
             return None;
         }

@@ -13,6 +13,7 @@ use crate::compile::{Compile, Compiler, Ins, Reg};
 use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
 use crate::family::{Divergence, FamilyIns, Group, WHOLE_WARP};
+use crate::fence::FenceIns;
 use crate::wgmma::{WgOp, WgOpIns};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::lir::SyncOp;
@@ -28,6 +29,10 @@ impl Compile for SyncOp {
             SyncOp::Barrier(BarrierKind::Warp) => {
                 let site = c.site();
                 c.emit_family(WarpSync { site });
+            }
+            SyncOp::Barrier(BarrierKind::Fence) => {
+                let site = c.site();
+                c.emit_family(FenceIns { site });
             }
             SyncOp::NamedBarrier { id, threads } => {
                 let id = c.expr_as(id, DType::I32)?;

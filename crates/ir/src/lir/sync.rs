@@ -40,6 +40,7 @@ impl Instr for SyncOp {
         match self {
             SyncOp::Barrier(BarrierKind::Cta) => "cta_sync".into(),
             SyncOp::Barrier(BarrierKind::Warp) => "warp_sync".into(),
+            SyncOp::Barrier(BarrierKind::Fence) => "thread_fence".into(),
             SyncOp::NamedBarrier { .. } => "bar.sync".into(),
             SyncOp::NamedBarrierArrive { .. } => "bar.arrive".into(),
             SyncOp::SetMaxNReg { inc, .. } => format!("setmaxnreg.{}", if *inc { "inc" } else { "dec" }),

@@ -21,6 +21,18 @@ import tirx
 import tirx.ops  # noqa: F401  (registers the modules below)
 
 F = torch.nn.functional
+
+
+def sdpa_reference(*args, **kwargs):
+    """PyTorch's SDPA through its math backend: the f32 memory-efficient kernel it would pick has
+    shared-memory races of its own that racecheck reports (`gpu-sanitize-ops.sh`), and only ours are
+    under test."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(*args, **kwargs)
+
+
 sm, nm = sys.modules["tirx.ops.softmax"], sys.modules["tirx.ops.norm"]
 ce, nb = sys.modules["tirx.ops.cross_entropy"], sys.modules["tirx.ops.norm_backward"]
 at, mm = sys.modules["tirx.ops.attention"], sys.modules["tirx.ops.matmul"]
@@ -308,12 +320,12 @@ def _attention(dev, dt):
             )
             o = torch.empty(h, sq, d, device=dev, dtype=dt)
             tirx.compile(prim)(q[0], k[0], v[0], o, torch.empty(h, at.lse_rows(sq), device=dev))
-            check(f"attention {cfg} d={d} causal={causal}", o, F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0])
+            check(f"attention {cfg} d={d} causal={causal}", o, sdpa_reference(q.float(), k.float(), v.float(), is_causal=causal)[0])
     _fp8_attention(dev, sq, sk, h)
     q = torch.randn(2, 8, 1, 128, device=dev, dtype=dt)
     k, v = torch.randn(2, 2, 700, 128, device=dev, dtype=dt), torch.randn(2, 2, 700, 128, device=dev, dtype=dt)
     got = at._run(q, k, v, False, None, True, False, splits=3)
-    check("attention split-KV, grouped heads packed", got, F.scaled_dot_product_attention(q.float(), k.float(), v.float(), enable_gqa=True))
+    check("attention split-KV, grouped heads packed", got, sdpa_reference(q.float(), k.float(), v.float(), enable_gqa=True))
     lens = [130, 0, 70]
     cu = torch.tensor([0, 130, 130, 200], dtype=torch.int32, device=dev)
     qv, kv_ = torch.randn(200, 4, 64, device=dev, dtype=dt), torch.randn(200, 2, 64, device=dev, dtype=dt)
@@ -321,7 +333,7 @@ def _attention(dev, dt):
     got = tirx.ops.varlen_attention(qv, kv_, vv, cu, cu, max(lens), is_causal=True)
     for i in (0, 2):
         a, e = int(cu[i]), int(cu[i + 1])
-        want = F.scaled_dot_product_attention(
+        want = sdpa_reference(
             qv[a:e].transpose(0, 1)[None].float(), kv_[a:e].transpose(0, 1)[None].float(), vv[a:e].transpose(0, 1)[None].float(),
             is_causal=True, enable_gqa=True,
         )
@@ -339,10 +351,18 @@ def _attention(dev, dt):
     check("kvcache attention, paged (16-row pages)", tirx.ops.kvcache_attention(qc, kp, vp, cache, block_table=table), got)
     for i in range(2):
         n = int(cache[i])
-        want = F.scaled_dot_product_attention(
+        want = sdpa_reference(
             qc[i : i + 1].transpose(1, 2).float(), kc[i : i + 1, :n].transpose(1, 2).float(), vc[i : i + 1, :n].transpose(1, 2).float(), enable_gqa=True
         )
         check(f"kvcache attention, sequence {i}", got[i : i + 1].transpose(1, 2), want)
+    # Split-KV with its combine in the same launch (the last split's tickets, between fences).
+    prim = at.attention_kernel.factory(
+        heads=2, kv_heads=2, batch=2, seq_q=2, seq_k=500, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=2, kv_lens=True, q_group=2, combine=True,
+    )
+    one = torch.empty_like(got)
+    at._launcher(tirx.compile(prim), 2, 4, 2, 64, "bfloat16", False, 2, group=2, combined=True)((qc.reshape(4, 2, 64), kc, vc, cache), one, torch.empty(4, at.lse_rows(2), device=dev))
+    check("kvcache attention, split-KV combined in one launch", one, got)
 
 
 def _fp8_attention(dev, sq, sk, h):
@@ -369,7 +389,7 @@ def _fp8_attention(dev, sq, sk, h):
             o = torch.empty(h, sq, d, device=dev, dtype=torch.bfloat16)
             kern = tirx.compile(prim)
             kern(*at._with_counter(kern, (*qk, vt, torch.ones(h, 2, device=dev), o, torch.empty(h, at.lse_rows(sq), device=dev))))
-            want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)[0]
+            want = sdpa_reference(q.float(), k.float(), v.float(), is_causal=causal)[0]
             tol = (2.0**-4 * float(v.float().abs().max()) + 1e-2) / max(1.0, float(want.abs().max()))
             check(f"attention FP8 {cfg} seq_major={major} causal={causal}", o, want, tol)
 

@@ -1424,3 +1424,98 @@ def test_fp8_errors():
     b16 = numpy_dtype("bfloat16")
     with pytest.raises(ValueError, match="q_descale, k_descale, v_descale are for FP8 inputs, not bfloat16"):
         tirx.ops.scaled_dot_product_attention(q.astype(b16), k.astype(b16), v.astype(b16), enable_gqa=True, v_descale=2.0)
+
+
+def _combined_run(mod, kw, inputs, scalars=(), launches=2):
+    """Split-KV kernel ``kw`` of module ``mod`` (`attention_kernel`'s factory) run through
+    `_launcher` (q of ``inputs`` already in the kernel's rows), with its combine in a second launch
+    and in the same one (``combine``), ``launches`` times over one ticket array: ``(out, lse)``
+    of each, and the tickets after."""
+    b, hk, rows, d = kw["batch"], kw["heads"], kw["seq_q"], kw["d"]
+    group = kw.get("q_group", 1)
+    o_shape = at._combined_shape(b * hk, rows, d, hk if kw["seq_major"] else 0, group)
+    results, tickets = [], None
+    for combine in (False, True):
+        kernel = tirx.compile(mod.attention_kernel.factory(**kw, combine=combine), "sm_90a")
+        out = np.zeros(o_shape, numpy_dtype(kw["dtype"]))
+        lse = np.zeros((b * hk, at.lse_rows(rows)), np.float32)
+        if combine:
+            tickets = np.zeros(b * hk * at.ticket_blocks(rows), np.int32)
+            for _ in range(launches):
+                parts = np.zeros((kw["splits"], b * hk, rows, d), np.float32)
+                plse = np.zeros((kw["splits"], b * hk, at.lse_rows(rows)), np.float32)
+                kernel(*inputs, parts, plse, out, lse, tickets, *scalars)
+                assert not tickets.any(), "the last split of each block leaves its ticket 0"
+        else:
+            mod._launcher(kernel, kw["splits"], b * hk, rows, d, kw["dtype"], kw["lse"], hk if kw["seq_major"] else 0, group)(inputs, out, lse, scalars)
+        results.append((out, lse))
+    return results
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["cache packed causal", "cache d96", "cache d256 two consumers", "paged", "dense seq-major"],
+)
+def test_split_kv_combined_in_one_launch(case):
+    """Split-KV's combine in the kernel's own launch (the split that takes a block's last ticket,
+    between two `T.cuda.thread_fence`s, reads every split's parts): O and the log-sum-exp bit for
+    bit `attention_combine_kernel`'s after the same parts, the simulator's race checks on (the
+    other CTAs' parts read only through the fences' release and acquire), the tickets 0 after
+    each of two launches; head dims of two, three, four and eight columns a lane (64, 96, 128,
+    256; a warp a row), a paged cache, dense seq-major attention."""
+    rng = np.random.default_rng(len(case))
+    nd = numpy_dtype("bfloat16")
+    d = 96 if "d96" in case else 256 if "d256" in case else 128 if case.startswith("dense") else 64
+    b, sq, h, hk, s_max = 2, 2, 4, 2, 320
+    kw = dict(dtype="bfloat16", scale=0.125, lse=True, seq_major=True, overlap=True, causal="causal" in case, d=d)
+    if case.startswith("dense"):
+        q = np.swapaxes(rng.standard_normal((b, 70, h, d)).astype(nd), 1, 2)
+        k, v = (np.swapaxes(rng.standard_normal((b, s_max, h, d)).astype(nd), 1, 2) for _ in range(2))
+        q, k, v = (np.ascontiguousarray(np.swapaxes(t, 1, 2)) for t in (q, k, v))
+        kw.update(heads=h, kv_heads=h, batch=b, seq_q=70, seq_k=s_max, consumers=1, bn=128, splits=3)
+        inputs, scalars = (q, k, v), ()
+    else:
+        q = rng.standard_normal((b, sq, h, d)).astype(nd)
+        kc, vc = (rng.standard_normal((b, s_max, hk, d)).astype(nd) for _ in range(2))
+        lens = np.array([s_max, 130], np.int32)
+        g = h // hk
+        qr = np.ascontiguousarray(q.reshape(b, sq, hk, g, d).swapaxes(1, 2)).reshape(b * hk, sq * g, d)
+        consumers = 2 if "two consumers" in case else 1
+        kw.update(heads=hk, kv_heads=hk, batch=b, seq_q=sq * g, seq_k=s_max, consumers=consumers, bn=64 if d == 256 else 128, splits=3 if d != 256 else 5, kv_lens=True, q_group=g)
+        inputs, scalars = (qr, kc, vc, lens), ()
+        if case == "paged":
+            (kp, table), (vp, _) = paged(kc, 64, np.random.default_rng(1)), paged(vc, 64, np.random.default_rng(1))
+            kw.update(page=64, splits=2)
+            inputs, scalars = (qr, kp, vp, lens, table), (len(kp),)
+    (two, two_lse), (one, one_lse) = _combined_run(at, kw, inputs, scalars)
+    np.testing.assert_array_equal(one.view(np.uint16), two.view(np.uint16))
+    np.testing.assert_array_equal(one_lse[:, : kw["seq_q"]], two_lse[:, : kw["seq_q"]])
+
+
+@pytest.mark.parametrize(
+    "what,old",
+    [
+        ("release", "                T.cuda.thread_fence()  # (release: the parts before the ticket)\n"),
+        ("acquire", "                T.cuda.thread_fence()  # (acquire: the other splits' parts after it)\n"),
+        ("parts' barrier", "            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (the warpgroup's parts written)\n"),
+    ],
+)
+def test_split_kv_combine_mistakes_are_reported(what, old, tmp_path):
+    """Each ordering step of the one-launch combine taken out: the last split's reads of the
+    other splits' parts race their writes, reported (not a right answer by luck)."""
+    planted = planting.planted(at, old, "", tmp_path)
+    nd = numpy_dtype("bfloat16")
+    rng = np.random.default_rng(3)
+    b, hk, g, d, s_max = 1, 2, 2, 64, 300
+    q = rng.standard_normal((b * hk, g, d)).astype(nd)
+    kc, vc = (rng.standard_normal((b, s_max, hk, d)).astype(nd) for _ in range(2))
+    kw = dict(heads=hk, kv_heads=hk, batch=b, seq_q=g, seq_k=s_max, d=d, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+              seq_major=True, consumers=1, bn=128, overlap=True, splits=3, kv_lens=True, q_group=g)
+    with pytest.raises(tirx.TirxError, match="race"):
+        _combined_run(planted, kw, (q, kc, vc, np.array([s_max], np.int32)), launches=1)
+
+
+def test_combine_needs_16_bit_split_kv():
+    kw = dict(heads=2, kv_heads=2, batch=1, seq_q=64, seq_k=512, d=128, causal=False, scale=0.1, lse=False, seq_major=False, consumers=1, bn=128)
+    with pytest.raises(ValueError, match=r"combine: split-KV \(splits > 1\) of 16-bit attention, a head dim of whole 32 columns"):
+        at.attention_kernel.factory(**kw, dtype="bfloat16", combine=True)

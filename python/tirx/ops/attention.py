@@ -65,7 +65,11 @@ TURN_BARRIER = 9
 # (8 x 16 heads) 896 against 866 TFLOP/s, causal 754 against 734, 16k 951 against 933 (README).
 # Timed by the tuner and dropped (H200, 4k, 8 x 16 heads): over 128 keys (d = 256 2.05 against
 # 1.86 ms one CTA a tile, causal 1.25 against 1.11; d = 128 causal 0.740 against 0.726 over 192) and
-# with ping-pong (d = 128 causal 0.830 over 192 keys, d = 256 2.06). The 16-bit ones stay a kernel option (`persistent=True`), not tuned: timed
+# with ping-pong (d = 128 causal 0.830 over 192 keys, d = 256 2.06). Each is tuned also taking its
+# tiles from a counter (``dynamic``, FlashAttention-3's scheduler; kernels alone, H200, 4k, 8 x 16
+# heads, burst / sustained TFLOP/s, `fp8_attention_designs.py`): causal 769 / 694 over 192 keys
+# against 746 / 668 for the static order over 224, FlashAttention-3 859 / 745; non-causal 862 / 778
+# against 875 / 780 (224, static), FlashAttention-3 940 / 832. The 16-bit ones stay a kernel option (`persistent=True`), not tuned: timed
 # by the tuner on an H200 (d 64 / 128, 1k-8k, causal or not) they never beat one CTA a tile (their
 # O leaves through Q_s, so the next Q waits for the epilogue's stores).
 # The rotated loop (`rotate=True`: the softmax in a block of its own, overlapping P V in the SASS)
@@ -88,7 +92,9 @@ CONFIGS = (
     # and FlashAttention-3's narrower one at head dim 256 (80 keys: two stages fit beside Q).
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
 )
-FP8_PERSISTENT_CONFIGS = [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": False, "persistent": True} for bn in (192, 224)]
+FP8_PERSISTENT_CONFIGS = [
+    {"consumers": 2, "bn": bn, "overlap": True, "pingpong": False, "persistent": True, **dyn} for bn in (192, 224) for dyn in ({}, {"dynamic": True})
+]
 CONFIGS += FP8_PERSISTENT_CONFIGS
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
 # dim), 16-bit and FP8 (whose P takes half the registers); a width in neither table and not 64
@@ -220,7 +226,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
 # shape the eager call runs and gives its values bit for bit.
 @autotune(
     configs=CONFIGS,
-    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group"],
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_counter(kernel, args),  # (defined below)
     adapts=lambda cfg: cfg.get("dynamic", False),  # (the others take no counter)
@@ -253,6 +259,7 @@ def attention_kernel(
     rotate: bool = False,
     fma_columns: int = 0,
     dynamic: bool = False,
+    combine: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -274,6 +281,13 @@ def attention_kernel(
     ``splits``: the keys split into that many parts, a CTA each, each writing its O / l in
     float32 and its log-sum-exp (``OP[split, bh]``, ``LP[split, bh]``) for
     `attention_combine_kernel` (split-KV: decoding's few query rows over long caches);
+    ``combine`` (with ``splits``): in the same launch, the split that finishes a block of 64 rows
+    last combines its parts (each warpgroup's threads write theirs, meet at a named barrier, and
+    one thread takes a ticket of ``TC[bh * ticket_blocks(seq_q) + q0 / 64]`` between two
+    `T.cuda.thread_fence`s: the last ticket reads every split's parts, as
+    `attention_combine_kernel` does, and leaves the counter 0), into ``O`` (``seq_major``: ``(batch,
+    seq_q / q_group, heads * q_group, d)``) and with ``lse`` ``LSE``, after ``OP`` and ``LP``
+    (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
     ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
     top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's); ``varlen``:
     packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
@@ -341,8 +355,13 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
+    if combine and (splits < 2 or fp8 or d % 32):
+        raise ValueError("combine: split-KV (splits > 1) of 16-bit attention, a head dim of whole 32 columns")
     bm = 64 * consumers
     q_tiles = -(-seq_q // bm)
+    o_heads = heads if seq_major else 0  # (combine: O's layout, `_combined_shape`)
+    blocks = ticket_blocks(seq_q)  # (combine: the tickets a head, one per block of 64 rows)
+    combine_part = _combine_part(splits, dtype, lse, o_heads, q_group) if combine else None
     n_tiles = batch * heads * q_tiles * splits  # (not varlen: its grid is run-time)
     ctas = min(n_tiles, sms) if persistent else max(n_tiles, 1)
 
@@ -857,6 +876,22 @@ def attention_kernel(
                         LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
                     else:
                         LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
+        if combine:  # the split that finishes these rows last combines every split's parts
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (the warpgroup's parts written)
+            if tid % 128 == 0:
+                T.cuda.thread_fence()  # (release: the parts before the ticket)
+                ticket = T.cuda.atomic_add(TC.ptr_to([bh * blocks + qt * consumers + cw]), 1)
+                T.cuda.thread_fence()  # (acquire: the other splits' parts after it)
+                N_s[cw] = ticket
+            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+            if N_s[cw] == splits - 1:  # (a warp a row, its lanes the row's columns: loads of 128 bytes)
+                for r in T.serial(16):
+                    if q0 + r * 4 + tid % 128 // 32 < seq_q:
+                        row = T.min(q0 + r * 4 + tid % 128 // 32, seq_q - 1)  # (the same row, clamped: a range the bounds prover sees)
+                        for cc in T.serial(d // 32):
+                            combine_part(OP, LP, O, LSE, c_top, c_acc, bh, row, cc * 32 + tid % 32)
+                if tid % 128 == 0:
+                    T.cuda.atomic_add(TC.ptr_to([bh * blocks + qt * consumers + cw]), -splits)
         if persistent:  # the stages this tile took, counted by the warpgroup's first thread
             T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (its threads read the count)
             if tid % 128 == 0:
@@ -930,6 +965,10 @@ def attention_kernel(
             alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             if lse and varlen:
                 L_s = T.alloc_buffer((consumers, 64), "float32", scope="shared")  # the log-sum-exps' way out
+            if combine:  # each warpgroup's ticket, and the combine's running values
+                N_s = T.alloc_buffer((consumers,), "int32", scope="shared")
+                c_top = T.alloc_buffer((1,), "float32", scope="local")
+                c_acc = T.alloc_buffer((2,), "float32", scope="local")
             if dynamic:  # each tile's index in T_s, landed with its Q (past the last: the way out)
                 c_it = 0
                 q_full.wait(0, 0)
@@ -969,6 +1008,73 @@ def attention_kernel(
             body(Q, K, V, O, LSE, None, None, None, CUQ, CUK, nb, (max_q + bm - 1) // bm, None, None, None)
 
         return attention_varlen
+
+    if combine and page:
+
+        @T.prim_func
+        def attention_paged_combined(
+            Q_ptr: T.handle,
+            K_ptr: T.handle,
+            V_ptr: T.handle,
+            KL_ptr: T.handle,
+            BT_ptr: T.handle,
+            OP_ptr: T.handle,
+            LP_ptr: T.handle,
+            O_ptr: T.handle,
+            L_ptr: T.handle,
+            TC_ptr: T.handle,
+            n_pages: T.int32,
+        ):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, (n_pages, page, kv_heads, d), dtype)
+            V = T.match_buffer(V_ptr, (n_pages, page, kv_heads, d), dtype)
+            KL = T.match_buffer(KL_ptr, (batch,), "int32")
+            BT = T.match_buffer(BT_ptr, (batch, seq_k // page), "int32")
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            O = T.match_buffer(O_ptr, _combined_shape(batch * heads, seq_q, d, o_heads, q_group), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            TC = T.match_buffer(TC_ptr, (batch * heads * blocks,), "int32")  # (0, and 0 again after each launch)
+            body(Q, K, V, O, LSE, OP, LP, None, None, None, 0, 0, KL, BT, None, TC)
+
+        return attention_paged_combined
+
+    if combine and kv_lens:
+
+        @T.prim_func
+        def attention_cache_combined(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, KL_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, TC_ptr: T.handle
+        ):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            KL = T.match_buffer(KL_ptr, (batch,), "int32")
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            O = T.match_buffer(O_ptr, _combined_shape(batch * heads, seq_q, d, o_heads, q_group), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            TC = T.match_buffer(TC_ptr, (batch * heads * blocks,), "int32")  # (0, and 0 again after each launch)
+            body(Q, K, V, O, LSE, OP, LP, None, None, None, 0, 0, KL, None, None, TC)
+
+        return attention_cache_combined
+
+    if combine:
+
+        @T.prim_func
+        def attention_split_combined(
+            Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, TC_ptr: T.handle
+        ):
+            Q = T.match_buffer(Q_ptr, q_shape(), dtype)
+            K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k), dtype)
+            OP = T.match_buffer(OP_ptr, (splits, batch * heads, seq_q, d), "float32")
+            LP = T.match_buffer(LP_ptr, (splits, batch * heads, lse_rows(seq_q)), "float32")
+            O = T.match_buffer(O_ptr, _combined_shape(batch * heads, seq_q, d, o_heads, q_group), dtype)
+            LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
+            TC = T.match_buffer(TC_ptr, (batch * heads * blocks,), "int32")  # (0, and 0 again after each launch)
+            body(Q, K, V, O, LSE, OP, LP, None, None, None, 0, 0, None, None, None, TC)
+
+        return attention_split_combined
 
     if page:  # a paged cache (kv_lens)
 
@@ -1126,14 +1232,14 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
     `attention_kernel`'s ``q_group`` packed query heads, row i of K/V head bh the query head bh %
     heads * group + i % group at position i // group of O [batch, seq_q / group, heads * group,
     d]. A CTA per query row, a thread per column."""
-    rows = lse_rows(seq_q)
+    combine_part = _combine_part(splits, dtype, lse, heads, group)
 
     @T.prim_func
     def attention_combine(OP_ptr: T.handle, LP_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
         OP = T.match_buffer(OP_ptr, (splits, bhs, seq_q, d), "float32")
-        LP = T.match_buffer(LP_ptr, (splits, bhs, rows), "float32")
-        O = T.match_buffer(O_ptr, (bhs // heads, seq_q // group, heads * group, d) if heads else (bhs, seq_q, d), dtype)
-        LSE = T.match_buffer(L_ptr, (bhs, rows), "float32")
+        LP = T.match_buffer(LP_ptr, (splits, bhs, lse_rows(seq_q)), "float32")
+        O = T.match_buffer(O_ptr, _combined_shape(bhs, seq_q, d, heads, group), dtype)
+        LSE = T.match_buffer(L_ptr, (bhs, lse_rows(seq_q)), "float32")
         T.device_entry()
         r = T.cta_id([bhs * seq_q])
         t = T.thread_id([d])
@@ -1141,6 +1247,30 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
         acc = T.alloc_buffer((2,), "float32", scope="local")  # the weights' sum, the weighted sum
         bh = r // seq_q
         i = r % seq_q
+        combine_part(OP, LP, O, LSE, top, acc, bh, i, t)
+
+    return attention_combine
+
+
+def ticket_blocks(seq_q: int) -> int:
+    """The blocks of 64 rows a head that one-launch split-KV takes tickets for (`attention_kernel`'s
+    ``combine``): `lse_rows`' (a multiple of every CTA's rows), so any design's count."""
+    return lse_rows(seq_q) // 64
+
+
+def _combined_shape(bhs: int, seq_q: int, d: int, heads: int, group: int) -> tuple:
+    """The combined O's shape: ``(bhs, seq_q, d)``, or with ``heads`` the seq-major ``(bhs /
+    heads, seq_q / group, heads * group, d)`` (``group`` packed query heads a row block)."""
+    return (bhs // heads, seq_q // group, heads * group, d) if heads else (bhs, seq_q, d)
+
+
+def _combine_part(splits: int, dtype: str, lse: bool, heads: int, group: int):
+    """The macro combining column ``t`` of row ``i`` of head ``bh`` of split-KV's parts (`attention_combine_kernel`'s
+    formula; ``top`` and ``acc``: local float32 buffers of 1 and 2) into ``O`` (`_combined_shape`)
+    and, with ``lse``, column 0's thread its ``LSE``."""
+
+    @T.macro
+    def combine_part(OP, LP, O, LSE, top, acc, bh, i, t):
         top[0] = LOWEST  # (finite: splits of no key, -inf, weigh exp(-inf) = 0)
         for sp in T.serial(splits):
             top[0] = T.max(top[0], LP[sp, bh, i])
@@ -1160,7 +1290,7 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
             if t == 0:
                 LSE[bh, i] = top[0] + T.log(acc[0])
 
-    return attention_combine
+    return combine_part
 
 
 def split_count(ctas: int, kv_tiles: int, sms: int) -> int:
@@ -1275,23 +1405,35 @@ def _gpu_splits(q, bhs: int, rows: int, sk: int) -> int:
     return split_count(bhs * -(-rows // 128), -(-sk // 128), c.gpu_sms(q))
 
 
-# Split-KV's work buffers (`_common.scratch`, per stream): the parts' outputs and their LSE.
+# Split-KV's work buffers (`_common.scratch`, per stream): the parts' outputs and their LSE, and
+# the combine's tickets in one launch (made 0 once; every launch leaves them 0).
 _SPLIT_PARTS: dict = {}
 _SPLIT_LSE: dict = {}
+_SPLIT_TICKETS: dict = {}
 
 
-def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1):
+def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1, combined: bool = False):
     """``launch(inputs, out, lse, scalars=())``: ``kernel(*inputs, out, lse, *scalars)``; with
-    ``splits``, each split's O / l and log-sum-exp into float32 parts first, then
-    `attention_combine_kernel` into ``out`` and ``lse`` (``heads``: ``out`` is seq-major; ``group``:
-    of packed query heads, `attention_kernel`'s ``q_group``). The kernels' launchers are looked
-    up here, once: a plan's calls only allocate the parts and launch (their tensors fixed by the
-    plan's signature: `Kernel.launcher`'s ``fixed_signature``)."""
+    ``splits``, each split's O / l and log-sum-exp into float32 parts first, combined into
+    ``out`` and ``lse`` by the kernel itself where it was made with ``combine`` (``combined``; its
+    last buffer the tickets), else by `attention_combine_kernel` launched after it (``heads``: ``out``
+    is seq-major; ``group``: of packed query heads, `attention_kernel`'s ``q_group``). The
+    kernels' launchers are looked up here, once: a plan's calls only allocate the parts and
+    launch (their tensors fixed by the plan's signature: `Kernel.launcher`'s ``fixed_signature``)."""
     main = kernel.launcher(fixed_signature=True)
     if splits == 1:
         return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
-    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher(fixed_signature=True)
     parts_shape, part_lse_shape = (splits, bhs, rows, d), (splits, bhs, lse_rows(rows))
+    if combined:
+        tickets = (bhs * ticket_blocks(rows),)
+
+        def launch_combined(inputs, out, lse, scalars=()):
+            parts = c.scratch(out, parts_shape, "float32", _SPLIT_PARTS)
+            part_lse = c.scratch(out, part_lse_shape, "float32", _SPLIT_LSE)
+            main(*inputs, parts, part_lse, out, lse, c.scratch(out, tickets, "int32", _SPLIT_TICKETS, fill=0), *scalars)
+
+        return launch_combined
+    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher(fixed_signature=True)
 
     def launch(inputs, out, lse, scalars=()):
         parts = c.scratch(out, parts_shape, "float32", _SPLIT_PARTS)

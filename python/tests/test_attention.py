@@ -871,7 +871,7 @@ PLANTED = {
         "data race: the TMA store reads `Q_s`",
     ),
     "a persistent CTA's next Q loaded before its last O stores read Q_s": (
-        "                empty.wait(2 * stages, (it - 1) % 2)",
+        "                q_free.wait(0, (it - 1) % 2)",
         "                pass",
         "data race: `Q_s`",
         dict(persistent=True, sms=1),  # (two query tiles, one CTA)
@@ -1087,8 +1087,8 @@ def test_fp8_persistent_ctas_as_one_cta_a_tile(bn, pingpong, causal, major):
 def test_fp8_persistent_q_never_released_is_reported(tmp_path):
     """A persistent FP8 CTA whose consumers never free Q_s for the next tile's Q: the producer's
     wait is reported as a deadlock, not run forever."""
-    old = "        if tid % 32 == 0:\n            empty.arrive(2 * stages)\n"
-    planted = planting.planted(at, old, "        pass\n", tmp_path)
+    old = "            if tid % 32 == 0:\n                q_free.arrive(0)\n"
+    planted = planting.planted(at, old, "            pass\n", tmp_path)
     q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 256, 64, seed=3)
     prim = planted.attention_kernel.factory(
         heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=256, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
@@ -1106,7 +1106,7 @@ def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
     old = "                if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue\n"
     planted = planting.planted(at, old, "                if False:\n", tmp_path)
     old = "                if pingpong:  # the first consumer's turn first\n"
-    planted = planting.planted(planted, old, "                if fp8 and persistent:\n                    free_q(empty, tid)\n" + old, tmp_path)
+    planted = planting.planted(planted, old, "                if fp8 and persistent:\n                    free_q(q_free, tid)\n" + old, tmp_path)
     q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 512, 64, seed=3)
     prim = planted.attention_kernel.factory(
         heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=512, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,

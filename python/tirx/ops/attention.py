@@ -616,11 +616,17 @@ def attention_kernel(
             empty.arrive(ring * stages + j % stages)
 
     @T.macro
-    def free_q(empty, tid):
-        # (persistent) this warp is done with Q_s: its last S = Q Kᵀ (or, 16-bit, its O stores) read it
-        T.cuda.warp_sync()
-        if tid % 32 == 0:
-            empty.arrive(2 * stages)
+    def free_q(q_free, tid):
+        # (persistent) this warp is done with Q_s: its last S = Q Kᵀ (or, 16-bit, its O stores)
+        # read it. Dynamic: each thread arrives, each having read the tile's index in T_s, which
+        # the producer rewrites once all have (a warp's other lanes ordered through __syncwarp to
+        # the one that arrives are a race to compute-sanitizer's racecheck).
+        if dynamic:
+            q_free.arrive(0)
+        else:
+            T.cuda.warp_sync()
+            if tid % 32 == 0:
+                q_free.arrive(0)
 
     @T.macro
     def my_turn(cw):
@@ -718,7 +724,7 @@ def attention_kernel(
         p_steps = steps_of(p_qt, p_n_keys, diag_of(p_n_keys, p_n_rows), p_kt0, p_n_rows)
         if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
             for w in T.serial(T.min(it, 1)):
-                empty.wait(2 * stages, (it - 1) % 2)
+                q_free.wait(0, (it - 1) % 2)
         if dynamic:  # the tile, for the consumers (who read it before they free Q_s: the wait above orders this after)
             T_s[0] = p_tile
         T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
@@ -804,7 +810,7 @@ def attention_kernel(
                     for j in T.serial(T.max(unmasked, 1), steps):
                         pipelined(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
                 if fp8 and persistent:  # the last S = Q Kᵀ waited for: Q_s free for the next tile's Q now, loaded during this tile's last P V and epilogue
-                    free_q(empty, tid)
+                    free_q(q_free, tid)
                 landed(b + steps - 1, 1, full)
                 my_turn(cw)
                 pv(b + steps - 1, p, o_acc, V_s)
@@ -832,9 +838,9 @@ def attention_kernel(
         elif fp8:  # from registers (Q_s's FP8 rows hold half of O's bfloat16 ones)
             if persistent:  # (where the K/V loop above did not: no S, or no overlap)
                 if not overlap:
-                    free_q(empty, tid)
+                    free_q(q_free, tid)
                 elif steps == 0:
-                    free_q(empty, tid)
+                    free_q(q_free, tid)
             Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
             Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
         else:
@@ -854,7 +860,7 @@ def attention_kernel(
                 # to the next one (CUTLASS's epilogues end likewise).
                 T.ptx.cp_async.bulk.wait_group_read(0)
             if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
-                free_q(empty, tid)
+                free_q(q_free, tid)
         if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
             Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
             if fp8:
@@ -915,7 +921,9 @@ def attention_kernel(
         V_s = pool.alloc(v_shape, dtype, layout=v_smem)
         q_full = MBarrier(pool, 1)
         full = MBarrier(pool, 2 * stages)  # K's ring, then V's
-        empty = MBarrier(pool, 2 * stages + (1 if persistent else 0))  # (persistent: then Q_s's, freed by the epilogues)
+        empty = MBarrier(pool, 2 * stages)
+        if persistent:  # Q_s's, freed by the consumers' last S (16-bit: their epilogues)
+            q_free = MBarrier(pool, 1)
         pool.commit()
         # (persistent) the K/V stages each warpgroup's tiles took so far: warpgroup-uniform
         # values (shared memory, at the warpgroup's own index) for the wgmma descriptors
@@ -928,9 +936,8 @@ def attention_kernel(
         q_full.init(1)
         full.init(1)  # the producer's expect_tx arrival (+ the stage's transaction bytes)
         empty.init(consumers)  # one arrival per consumer warpgroup
-        if persistent:  # Q_s's (the last): one arrival per consumer warp
-            if tid == 0:
-                T.ptx.mbarrier.init(empty.ptr_to([2 * stages]), 4 * consumers)
+        if persistent:  # one arrival per consumer warp (dynamic: thread)
+            q_free.init(128 * consumers if dynamic else 4 * consumers)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         if wg == 0:
@@ -945,7 +952,7 @@ def attention_kernel(
                         p_it = p_it + 1
                     # The consumers' way out: the counter's miss as their next tile, on Q's barrier with
                     # no load, once they freed Q_s (and so read the last tile's index).
-                    empty.wait(2 * stages, (p_it - 1) % 2)
+                    q_free.wait(0, (p_it - 1) % 2)
                     T_s[0] = p_next
                     q_full.arrive(0)
                 else:

@@ -18,6 +18,13 @@ for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
     "$SAN" --tool "$tool" --target-processes all "$PY" python/bench/op_designs.py "$@" > "$log" 2>&1
     summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | tail -1)
     echo "$tool: ${summary:-no summary (see $log)}"
-    grep -qE "(ERROR|RACECHECK) SUMMARY: 0 " "$log" || { status=1; grep -E "^=========" "$log" | head -20; }
+    if ! grep -qE "(ERROR|RACECHECK) SUMMARY: 0 " "$log"; then
+        status=1
+        # Every kernel with a finding, by name (the references' kernels, PyTorch's, among them),
+        # so that one kernel's many findings never hide another's; then the first of them.
+        echo "$tool findings by kernel (lines naming it; the whole report in $log):"
+        grep -E "^=========" "$log" | grep -oE " at [A-Za-z_][A-Za-z0-9_]*\+0x" | sed -E 's/^ at //; s/\+0x$//' | sort | uniq -c | sort -rn
+        grep -E "^=========" "$log" | head -20
+    fi
 done
 exit $status

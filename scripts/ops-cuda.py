@@ -69,6 +69,11 @@ def attention_cases():
         heads=8, kv_heads=8, batch=8, seq_q=8, seq_k=8192, d=128, dtype="bfloat16", causal=True, scale=0.125, lse=False,
         seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True, q_group=4, combine=True,
     )
+    # ... the widest case: head dim 256 (8 columns a lane) over 32 splits, the combine's loops unrolled
+    yield "ops_attention_kvcache_combined_d256", at.attention_kernel.factory(
+        heads=8, kv_heads=8, batch=1, seq_q=4, seq_k=32768, d=256, dtype="bfloat16", causal=False, scale=0.0625, lse=True,
+        seq_major=True, consumers=1, bn=64, overlap=True, splits=32, kv_lens=True, q_group=4, combine=True,
+    )
     yield "ops_attention_paged", at.attention_kernel.factory(
         heads=8, kv_heads=8, batch=8, seq_q=4, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
         seq_major=True, consumers=1, bn=128, overlap=True, splits=4, kv_lens=True, page=16, q_group=4,

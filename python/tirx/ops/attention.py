@@ -361,7 +361,7 @@ def attention_kernel(
     q_tiles = -(-seq_q // bm)
     o_heads = heads if seq_major else 0  # (combine: O's layout, `_combined_shape`)
     blocks = ticket_blocks(seq_q)  # (combine: the tickets a head, one per block of 64 rows)
-    combine_part = _combine_part(splits, dtype, lse, o_heads, q_group) if combine else None
+    combine_part = _combine_part(splits, dtype, lse, o_heads, q_group, columns=d // 32) if combine else None
     n_tiles = batch * heads * q_tiles * splits  # (not varlen: its grid is run-time)
     ctas = min(n_tiles, sms) if persistent else max(n_tiles, 1)
 
@@ -890,12 +890,11 @@ def attention_kernel(
                 T.cuda.thread_fence()  # (acquire: the other splits' parts after it)
                 N_s[cw] = ticket
             T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            if N_s[cw] == splits - 1:  # (a warp a row, its lanes the row's columns: loads of 128 bytes)
+            if N_s[cw] == splits - 1:  # (a warp a row, lane l its columns l, l + 32, ...: loads of 128 bytes)
                 for r in T.serial(16):
                     if q0 + r * 4 + tid % 128 // 32 < seq_q:
                         row = T.min(q0 + r * 4 + tid % 128 // 32, seq_q - 1)  # (the same row, clamped: a range the bounds prover sees)
-                        for cc in T.serial(d // 32):
-                            combine_part(OP, LP, O, LSE, c_top, c_acc, bh, row, cc * 32 + tid % 32)
+                        combine_part(OP, LP, O, LSE, c_top, c_acc, bh, row, tid % 32)
                 if tid % 128 == 0:
                     T.cuda.atomic_add(TC.ptr_to([bh * blocks + qt * consumers + cw]), -splits)
         if persistent:  # the stages this tile took, counted by the warpgroup's first thread
@@ -975,7 +974,7 @@ def attention_kernel(
             if combine:  # each warpgroup's ticket, and the combine's running values
                 N_s = T.alloc_buffer((consumers,), "int32", scope="shared")
                 c_top = T.alloc_buffer((1,), "float32", scope="local")
-                c_acc = T.alloc_buffer((2,), "float32", scope="local")
+                c_acc = T.alloc_buffer((1 + d // 32,), "float32", scope="local")  # (the weights' sum, a lane's columns' sums)
             if dynamic:  # each tile's index in T_s, landed with its Q (past the last: the way out)
                 c_it = 0
                 q_full.wait(0, 0)
@@ -1271,28 +1270,35 @@ def _combined_shape(bhs: int, seq_q: int, d: int, heads: int, group: int) -> tup
     return (bhs // heads, seq_q // group, heads * group, d) if heads else (bhs, seq_q, d)
 
 
-def _combine_part(splits: int, dtype: str, lse: bool, heads: int, group: int):
-    """The macro combining column ``t`` of row ``i`` of head ``bh`` of split-KV's parts (`attention_combine_kernel`'s
-    formula; ``top`` and ``acc``: local float32 buffers of 1 and 2) into ``O`` (`_combined_shape`)
-    and, with ``lse``, column 0's thread its ``LSE``."""
+def _combine_part(splits: int, dtype: str, lse: bool, heads: int, group: int, columns: int = 1):
+    """The macro combining split-KV's parts (`attention_combine_kernel`'s formula) of row ``i`` of
+    head ``bh`` at ``columns`` columns ``t, t + 32, ...`` into ``O`` (`_combined_shape`) and, with
+    ``lse``, column 0's thread its ``LSE`` (``top`` and ``acc``: local float32 buffers of 1 and
+    ``columns + 1``). A row's weights are computed once for all its columns; with more than one
+    (`attention_kernel`'s ``combine``: the last split combines after its own part, so its latency
+    is the launch's) the splits' loops are unrolled, each loop's loads in flight together. Each
+    column's sums are the one-column form's, operation for operation."""
+    loop = T.unroll if columns > 1 else T.serial
 
     @T.macro
     def combine_part(OP, LP, O, LSE, top, acc, bh, i, t):
         top[0] = LOWEST  # (finite: splits of no key, -inf, weigh exp(-inf) = 0)
-        for sp in T.serial(splits):
+        for sp in loop(splits):
             top[0] = T.max(top[0], LP[sp, bh, i])
-        acc[0] = 0.0
-        acc[1] = 0.0
-        for sp in T.serial(splits):
+        for c in list(range(columns + 1)):
+            acc[c] = 0.0
+        for sp in loop(splits):
             w = T.exp(LP[sp, bh, i] - top[0])
             acc[0] = acc[0] + w
-            acc[1] = acc[1] + w * OP[sp, bh, i, t]
-        if heads and group > 1:
-            O[bh // heads, i // group, bh % heads * group + i % group, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
-        elif heads:
-            O[bh // heads, i, bh % heads, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
-        else:
-            O[bh, i, t] = T.cast(acc[1] / T.max(acc[0], TINY), dtype)
+            for c in list(range(columns)):
+                acc[1 + c] = acc[1 + c] + w * OP[sp, bh, i, t + 32 * c]
+        for c in list(range(columns)):
+            if heads and group > 1:
+                O[bh // heads, i // group, bh % heads * group + i % group, t + 32 * c] = T.cast(acc[1 + c] / T.max(acc[0], TINY), dtype)
+            elif heads:
+                O[bh // heads, i, bh % heads, t + 32 * c] = T.cast(acc[1 + c] / T.max(acc[0], TINY), dtype)
+            else:
+                O[bh, i, t + 32 * c] = T.cast(acc[1 + c] / T.max(acc[0], TINY), dtype)
         if lse:
             if t == 0:
                 LSE[bh, i] = top[0] + T.log(acc[0])

@@ -281,3 +281,36 @@ def test_a_while_loop_needs_a_kernel_condition():
             tid = T.thread_id([32])
             while True:
                 Y[tid] = 1.0
+
+
+def dependent_doubling(early: bool):
+    """Programmatic dependent launch: each thread waits for the kernel before it on the stream,
+    then Y = 2 X, then lets the next kernel in; ``early``: X read before the wait."""
+
+    @T.prim_func
+    def kernel(X_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (64,), "float32")
+        Y = T.match_buffer(Y_ptr, (64,), "float32")
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([64])
+        S = T.alloc_buffer((64,), "float32", scope="shared")
+        S[tid] = 2.0
+        if early:
+            S[tid] = X[tid]
+        T.ptx.griddepcontrol.wait()
+        Y[tid] = X[tid] * S[tid]
+        T.ptx.griddepcontrol.launch_dependents()
+
+    return kernel
+
+
+def test_a_dependent_kernel_touches_global_memory_after_its_wait():
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros_like(x)
+    kern = tirx.compile(dependent_doubling(False), target="sm_90a")
+    kern(x, y)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert 'asm volatile("griddepcontrol.wait;" ::: "memory");' in kern.cuda_source
+    with pytest.raises(tirx.TirxError, match=r"read of `X` by thread 0 .* before its `griddepcontrol.wait`"):
+        tirx.compile(dependent_doubling(True), target="sm_90a")(x, y)

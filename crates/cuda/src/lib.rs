@@ -79,6 +79,10 @@ pub struct LaunchMeta {
     /// launch fails): its CTAs meet at grid group barriers.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cooperative: bool,
+    /// Launched as a programmatic dependent of the kernel before it on the stream (its
+    /// `griddepcontrol.wait` waits for that one; `LKernel::dependent`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dependent: bool,
     /// The TMA descriptors every launch builds (`cuTensorMapEncodeTiled`) and passes
     /// after the other parameters, in this order (`docs/lir.md` §6).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -210,6 +214,7 @@ pub fn generate(k: &LKernel) -> Result<CudaModule, CodegenError> {
         checks: k.checks.iter().map(|c| k.sym_text(&c.cond)).collect(),
         cluster: k.cluster,
         cooperative: k.cooperative(),
+        dependent: k.dependent(),
         tensormaps: (0..k.tmaps.len()).map(|i| tmap_meta(k, &names, TmapId(i as u32))).collect::<Result<_, _>>()?,
     };
     Ok(CudaModule { source: out.source, meta })

@@ -14,6 +14,8 @@ impl Emit for SyncOp {
             SyncOp::Barrier(BarrierKind::Cta) => cx.line("__syncthreads();"),
             SyncOp::Barrier(BarrierKind::Warp) => cx.line("__syncwarp();"),
             SyncOp::Barrier(BarrierKind::Fence) => cx.line("__threadfence();"),
+            SyncOp::GridDepWait => cx.line("asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");"),
+            SyncOp::GridDepLaunch => cx.line("asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");"),
             SyncOp::NamedBarrier { id, threads } => cx.named_barrier("bar.sync", id, *threads)?,
             SyncOp::NamedBarrierArrive { id, threads } => cx.named_barrier("bar.arrive", id, *threads)?,
             SyncOp::SetMaxNReg { inc, regs } => {

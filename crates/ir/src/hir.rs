@@ -572,6 +572,13 @@ pub enum PtxStmt {
     BarSync { id: Expr, threads: u32 },
     /// `T.ptx.bar.arrive(id, threads)`: arrives at named barrier `id` without waiting.
     BarArrive { id: Expr, threads: u32 },
+    /// `T.ptx.griddepcontrol.wait()`: waits until the grids this one depends on (the kernel
+    /// before it on the stream, under programmatic dependent launch) have completed and their
+    /// memory is visible; a kernel with it is launched as such a dependent.
+    GridDepWait,
+    /// `T.ptx.griddepcontrol.launch_dependents()`: the kernel after this one on the stream may
+    /// start (its own `griddepcontrol.wait` still waits for this grid's end).
+    GridDepLaunch,
 }
 
 impl PtxStmt {
@@ -585,6 +592,8 @@ impl PtxStmt {
             PtxStmt::SetMaxNReg { inc: false, .. } => "T.ptx.setmaxnreg.dec",
             PtxStmt::BarSync { .. } => "T.ptx.bar.sync",
             PtxStmt::BarArrive { .. } => "T.ptx.bar.arrive",
+            PtxStmt::GridDepWait => "T.ptx.griddepcontrol.wait",
+            PtxStmt::GridDepLaunch => "T.ptx.griddepcontrol.launch_dependents",
         }
     }
 

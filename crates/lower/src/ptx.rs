@@ -11,6 +11,9 @@
 //!   [`USER_BARRIERS`] — ids 1..8 are the warpgroup barriers lowering emits
 //!   itself (`bar.sync 1 + wg_id, 128`), 0 is `__syncthreads`'.
 //!
+//! * `griddepcontrol.wait` / `.launch_dependents` (programmatic dependent
+//!   launch): per thread, sm_90.
+//!
 //! (`fence.proxy.async`, which wgmma's shared operands need, is an
 //! asynchronous-copy statement: module `asynch`.)
 
@@ -73,6 +76,10 @@ pub(crate) fn lower(
                 )));
             }
             one(LStmtKind::Sync(SyncOp::SetMaxNReg { inc: *inc, regs: *regs }))
+        }
+        PtxStmt::GridDepWait | PtxStmt::GridDepLaunch => {
+            need(Arch::SM_90)?;
+            one(LStmtKind::Sync(if *p == PtxStmt::GridDepWait { SyncOp::GridDepWait } else { SyncOp::GridDepLaunch }))
         }
         PtxStmt::BarSync { id, threads } | PtxStmt::BarArrive { id, threads } => {
             group(ExecScope::Warp, "warp")?;

@@ -383,6 +383,7 @@ impl Lowered {
             block: m.block,
             dynamic_smem_bytes: m.dynamic_smem_bytes,
             cooperative: m.cooperative,
+            dependent: m.dependent,
         };
         let l = py
             .detach(|| crate::gpu::load(device, &self.source, self.arch, &spec))

@@ -50,6 +50,10 @@ pub struct LaunchSpec {
     pub dynamic_smem_bytes: u32,
     /// Launched cooperatively: every CTA of the grid resident at once (grid group barriers).
     pub cooperative: bool,
+    /// Launched as a programmatic dependent of the kernel before it on the stream
+    /// (`CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION`): it may start while that one
+    /// runs, and its `griddepcontrol.wait` waits for it.
+    pub dependent: bool,
 }
 
 /// A scalar kernel argument, typed as the kernel's signature declares it.
@@ -130,7 +134,9 @@ fn driver(what: &str) -> impl Fn(DriverError) -> RuntimeError + '_ {
 }
 
 /// A launch through cudarc's builder: cooperative where the kernel's CTAs meet at grid group
-/// barriers (`LaunchSpec::cooperative`).
+/// barriers (`LaunchSpec::cooperative`). A dependent kernel (`LaunchSpec::dependent`) launches
+/// here in stream order (its `griddepcontrol.wait` passes at once): this crate's own stream runs
+/// one kernel at a time; [`raw_launch`] on a caller's stream lets it start early.
 ///
 /// # Safety
 /// As for cudarc's `LaunchArgs::launch`: the arguments pushed follow the kernel's signature.
@@ -143,7 +149,8 @@ unsafe fn builder_launch(
     r.map(|_| ()).map_err(launch_error(k, cfg.grid_dim))
 }
 
-/// A launch from argument pointers (`cuLaunchKernel`, or `cuLaunchCooperativeKernel` as above).
+/// A launch from argument pointers (`cuLaunchKernel`, or `cuLaunchCooperativeKernel` as above;
+/// a programmatic dependent through `cuLaunchKernelEx`, [`launch_dependent`]).
 ///
 /// # Safety
 /// As for [`Gpu::launch_raw`].
@@ -154,12 +161,54 @@ unsafe fn raw_launch(
     stream: cudarc::driver::sys::CUstream,
 ) -> Result<(), RuntimeError> {
     let (f, c) = (k.func.cu_function(), &k.cfg);
-    let r = if k.spec.cooperative {
+    let r = if k.spec.dependent {
+        launch_dependent(f, grid, c, stream, params, k.spec.cooperative)
+    } else if k.spec.cooperative {
         cudarc::driver::result::launch_cooperative_kernel(f, grid, c.block_dim, c.shared_mem_bytes, stream, params)
     } else {
         cudarc::driver::result::launch_kernel(f, grid, c.block_dim, c.shared_mem_bytes, stream, params)
     };
     r.map_err(launch_error(k, grid))
+}
+
+/// `cuLaunchKernelEx` with programmatic stream serialization allowed (and cooperative where the
+/// kernel is): the kernel may start while the one before it on `stream` runs; its
+/// `griddepcontrol.wait` waits for that one's end and writes (`LaunchSpec::dependent`).
+///
+/// # Safety
+/// As for [`Gpu::launch_raw`].
+unsafe fn launch_dependent(
+    f: cudarc::driver::sys::CUfunction,
+    grid: (u32, u32, u32),
+    c: &LaunchConfig,
+    stream: cudarc::driver::sys::CUstream,
+    params: &mut [*mut std::ffi::c_void],
+    cooperative: bool,
+) -> Result<(), DriverError> {
+    use cudarc::driver::sys::{CUlaunchAttribute, CUlaunchAttributeID, CUlaunchAttributeValue, CUlaunchConfig};
+    let attr = |id: CUlaunchAttributeID, value: CUlaunchAttributeValue| CUlaunchAttribute { id, pad: [0; 4], value };
+    // SAFETY (of the unions): all-zero is a valid value of every member; each sets one flag.
+    let mut serialized: CUlaunchAttributeValue = std::mem::zeroed();
+    serialized.programmaticStreamSerializationAllowed = 1;
+    let mut together: CUlaunchAttributeValue = std::mem::zeroed();
+    together.cooperative = 1;
+    let mut attrs = [
+        attr(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, serialized),
+        attr(CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE, together),
+    ];
+    let config = CUlaunchConfig {
+        gridDimX: grid.0,
+        gridDimY: grid.1,
+        gridDimZ: grid.2,
+        blockDimX: c.block_dim.0,
+        blockDimY: c.block_dim.1,
+        blockDimZ: c.block_dim.2,
+        sharedMemBytes: c.shared_mem_bytes,
+        hStream: stream,
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: if cooperative { 2 } else { 1 },
+    };
+    cudarc::driver::sys::cuLaunchKernelEx(&config, f, params.as_mut_ptr(), std::ptr::null_mut()).result()
 }
 
 /// A failed launch of `k`; a cooperative grid larger than the device holds at once is the
@@ -311,6 +360,12 @@ impl Gpu {
             ));
         }
         check_grid(s.grid).map_err(|m| RuntimeError::Invalid(format!("kernel `{}`: {m}", s.kernel)))?;
+        if s.dependent && self.info.cc.0 < 9 {
+            return bad(format!(
+                "it waits for the kernel before it (`griddepcontrol.wait`), which needs compute capability 9.0; the device has {}.{}",
+                self.info.cc.0, self.info.cc.1
+            ));
+        }
         if s.dynamic_smem_bytes as i64 > self.info.max_smem_per_block_optin as i64 {
             return bad(format!(
                 "{} bytes of dynamic shared memory exceed the device's {} per CTA",

@@ -55,6 +55,7 @@ fn spec() -> LaunchSpec {
         block: [256, 1, 1],
         dynamic_smem_bytes: 64 * 1024,
         cooperative: false,
+        dependent: false,
     }
 }
 
@@ -135,6 +136,7 @@ fn static_shared_memory_above_48kb() {
         block: [256, 1, 1],
         dynamic_smem_bytes: 0,
         cooperative: false,
+        dependent: false,
     };
     let outcome = gpu.load(compiled.cubin, &spec).and_then(|k| {
         let mut bufs = vec![(0..16384u32).flat_map(|i| (i as f32).to_le_bytes()).collect::<Vec<u8>>()];
@@ -176,6 +178,7 @@ fn scalar_arguments_and_a_grid_per_launch() {
         block: [128, 1, 1],
         dynamic_smem_bytes: 0,
         cooperative: false,
+        dependent: false,
     };
     let kernel = gpu.load(compiled.cubin, &spec).expect("load");
     for n in [100i32, 300] {

@@ -73,7 +73,9 @@ impl Builder<'_> {
             | PtxOp::WgmmaWait
             | PtxOp::SetMaxNReg(_)
             | PtxOp::BarSync
-            | PtxOp::BarArrive => {
+            | PtxOp::BarArrive
+            | PtxOp::GridDepWait
+            | PtxOp::GridDepLaunch => {
                 let p = self.ptx_sync(op, &mut a)?;
                 a.finish(self)?;
                 self.require_device(span)?;

@@ -331,6 +331,8 @@ const PTX_SPELLINGS: &[(&str, PtxOp)] = &[
     ("setmaxnreg.dec.sync.aligned.u32", PtxOp::SetMaxNReg(false)),
     ("bar.sync", PtxOp::BarSync),
     ("bar.arrive", PtxOp::BarArrive),
+    ("griddepcontrol.wait", PtxOp::GridDepWait),
+    ("griddepcontrol.launch_dependents", PtxOp::GridDepLaunch),
 ];
 
 /// The scopes of `Tx.<scope>.<op>`; a scope's first spelling is the one written (`wg`, as the

@@ -248,7 +248,9 @@ impl Printer<'_> {
                     PtxStmt::BarSync { id, threads } | PtxStmt::BarArrive { id, threads } => {
                         format!("{}, {threads}", self.expr(id, 0))
                     }
-                    PtxStmt::WgmmaFence | PtxStmt::WgmmaCommit => String::new(),
+                    PtxStmt::WgmmaFence | PtxStmt::WgmmaCommit | PtxStmt::GridDepWait | PtxStmt::GridDepLaunch => {
+                        String::new()
+                    }
                 };
                 let t = format!("{}({args})", p.script_name());
                 self.line(depth, &t);

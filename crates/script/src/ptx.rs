@@ -10,6 +10,7 @@
 //! | `T.ptx.wgmma.wait_group[.sync.aligned](n)` | [`PtxStmt::WgmmaWait`] |
 //! | `T.ptx.setmaxnreg.inc[.sync.aligned.u32](n)`, `.dec` | [`PtxStmt::SetMaxNReg`] |
 //! | `T.ptx.bar.sync(id, threads)`, `T.ptx.bar.arrive(id, threads)` | [`PtxStmt::BarSync`], [`PtxStmt::BarArrive`] |
+//! | `T.ptx.griddepcontrol.wait()`, `.launch_dependents()` | [`PtxStmt::GridDepWait`], [`PtxStmt::GridDepLaunch`] |
 //!
 //! The async-proxy fence that wgmma's shared operands need is one of the
 //! asynchronous-copy statements (the `asynch` module's). Counts are compile-time
@@ -31,6 +32,8 @@ impl Builder<'_> {
             PtxOp::WgmmaCommit => PtxStmt::WgmmaCommit,
             PtxOp::WgmmaWait => PtxStmt::WgmmaWait(self.count(a, "n", 0, 1 << 16, op)?),
             PtxOp::SetMaxNReg(inc) => PtxStmt::SetMaxNReg { inc, regs: self.count(a, "regs", 0, 1 << 16, op)? },
+            PtxOp::GridDepWait => PtxStmt::GridDepWait,
+            PtxOp::GridDepLaunch => PtxStmt::GridDepLaunch,
             PtxOp::BarSync | PtxOp::BarArrive => {
                 let (v, vs) = a.req(self, "id")?;
                 let id = self.int_expr(v, vs)?;

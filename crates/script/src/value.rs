@@ -300,6 +300,8 @@ pub enum PtxOp {
     SetMaxNReg(bool),
     BarSync,
     BarArrive,
+    GridDepWait,
+    GridDepLaunch,
 }
 
 /// What an `MBarrier(pool, depth, phase_offset=0, leader=None)` object is.

@@ -26,6 +26,7 @@ use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
 use crate::fence::FenceThreads;
 use crate::grid_group::GroupThreads;
+use crate::griddep::GridDepThreads;
 use crate::wgmma::WgState;
 use std::any::Any;
 use std::fmt::Debug;
@@ -127,6 +128,8 @@ pub(crate) struct FamilyState {
     pub group: GroupThreads,
     /// GPU-scope fences: each thread's release, the releases the CTA acquired (`fence`).
     pub fence: FenceThreads,
+    /// Programmatic dependent launch: which threads passed their `griddepcontrol.wait` (`griddep`).
+    pub griddep: GridDepThreads,
 }
 
 impl FamilyState {
@@ -139,6 +142,7 @@ impl FamilyState {
             cluster: ClusterThreads::new(n),
             group: GroupThreads::new(n),
             fence: FenceThreads::new(n),
+            griddep: GridDepThreads::new(k.dependent(), n),
         }
     }
 
@@ -150,6 +154,7 @@ impl FamilyState {
         self.cluster.reset();
         self.group.reset();
         self.fence.reset();
+        self.griddep.reset();
     }
 }
 

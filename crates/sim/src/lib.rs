@@ -83,6 +83,7 @@ mod exec;
 mod family;
 mod fence;
 mod grid_group;
+mod griddep;
 mod matrix;
 mod memop;
 mod memory;

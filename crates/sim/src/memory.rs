@@ -552,6 +552,9 @@ impl Machine<'_> {
             self.wgmma_touch(b, t, e, dir, site)?;
         }
         let space = self.bufs[b as usize].space;
+        if space == Space::Global && self.fam.griddep.pending(t) {
+            return Err(self.before_griddep_wait(b, t, dir.is_write(), site));
+        }
         match space {
             Space::Local => {
                 let buf = &mut self.bufs[b as usize];

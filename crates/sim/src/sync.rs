@@ -14,6 +14,7 @@ use crate::error::{SimError, SimErrorKind};
 use crate::exec::Machine;
 use crate::family::{Divergence, FamilyIns, Group, WHOLE_WARP};
 use crate::fence::FenceIns;
+use crate::griddep::GridDepIns;
 use crate::wgmma::{WgOp, WgOpIns};
 use tirx_ir::hir::BarrierKind;
 use tirx_ir::lir::SyncOp;
@@ -47,6 +48,10 @@ impl Compile for SyncOp {
             SyncOp::SetMaxNReg { inc, regs } => {
                 let site = c.site();
                 c.emit_family(WgOpIns { site, op: WgOp::SetMaxNReg { inc: *inc, regs: *regs } });
+            }
+            SyncOp::GridDepWait | SyncOp::GridDepLaunch => {
+                let site = c.site();
+                c.emit_family(GridDepIns { site, wait: *self == SyncOp::GridDepWait });
             }
         }
         Ok(())

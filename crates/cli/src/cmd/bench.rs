@@ -244,6 +244,7 @@ mod tests {
             block: [128, 1, 1],
             dynamic_smem_bytes: 0,
             cooperative: false,
+            dependent: false,
         };
         let traffic =
             Traffic { data_only: true, not_data_only_because: None, bytes_read: 1 << 28, bytes_written: 1 << 28 };
@@ -278,6 +279,7 @@ mod tests {
             block: [32, 1, 1],
             dynamic_smem_bytes: 0,
             cooperative: false,
+            dependent: false,
         };
         let traffic = Traffic {
             data_only: false,

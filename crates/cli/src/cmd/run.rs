@@ -182,6 +182,7 @@ fn launch_spec(cuda: &CudaModule) -> LaunchSpec {
         block: m.block,
         dynamic_smem_bytes: m.dynamic_smem_bytes,
         cooperative: m.cooperative,
+        dependent: m.dependent,
     }
 }
 

@@ -603,7 +603,24 @@ pub fn all_kernels() -> Vec<(&'static str, LKernel)> {
         ("wgmma_rs_f16acc", wgmma_rs_f16acc()),
         ("warp_specialized", warp_specialized()),
         ("printf_values", printf_values()),
+        ("dependent_launch", dependent_launch()),
     ]
+}
+
+/// Programmatic dependent launch: each thread waits for the kernel before it
+/// (`griddepcontrol.wait`), then B = 2 A, then lets the next kernel in
+/// (`griddepcontrol.launch_dependents`).
+pub fn dependent_launch() -> LKernel {
+    let mut kb = Kb::new("dependent_launch", [1, 1, 1], [64, 1, 1]);
+    let a = kb.param("A", DType::F32, &[64]);
+    let b = kb.param("B", DType::F32, &[64]);
+    let t = kb.var("tid", DType::I32);
+    kb.finish(vec![
+        let_(t, tid()),
+        st(LStmtKind::Sync(SyncOp::GridDepWait)),
+        store(b, v(t), mul(load(a, v(t)), f(2.0, DType::F32))),
+        st(LStmtKind::Sync(SyncOp::GridDepLaunch)),
+    ])
 }
 
 /// One warpgroup, one 64x64x16 bf16 tile: A (64x16, K-major, 32-byte swizzle) and B

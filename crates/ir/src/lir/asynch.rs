@@ -568,7 +568,7 @@ impl Checker<'_> {
 }
 
 /// Calls `f` on every statement of `body`, nested ones included.
-fn walk(body: &[LStmt], f: &mut dyn FnMut(&LStmt)) {
+pub(super) fn walk(body: &[LStmt], f: &mut dyn FnMut(&LStmt)) {
     for s in body {
         f(s);
         s.kind.bodies().into_iter().for_each(|b| walk(b, f));

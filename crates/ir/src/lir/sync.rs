@@ -1,8 +1,9 @@
 //! The **synchronisation** family: the CTA barrier (`__syncthreads`), the warp
 //! barrier (`__syncwarp`), named barriers that a subset of the CTA's warps
 //! reaches together (`bar.sync id, threads`) or only arrives at (`bar.arrive`),
-//! and the warpgroup register budget (`setmaxnreg`). See `docs/lir.md` §2.1,
-//! §2.12.
+//! the warpgroup register budget (`setmaxnreg`), and programmatic dependent
+//! launch's `griddepcontrol.wait` / `.launch_dependents` (sm_90). See
+//! `docs/lir.md` §2.1, §2.12.
 //!
 //! Typing: a named barrier's id is int32, in 1..16 when constant (0 is
 //! `__syncthreads`'), its thread count a non-zero multiple of 32 no larger
@@ -13,7 +14,7 @@ use super::check::{Check, Checker, NAMED_BARRIERS};
 use super::instr::Instr;
 use super::print::Printer;
 use super::wgmma::WGMMA_ARCH;
-use super::{LBufId, LExpr};
+use super::{LBufId, LExpr, LKernel, LStmtKind};
 use crate::dtype::DType;
 use crate::hir::BarrierKind;
 use crate::target::Arch;
@@ -33,6 +34,12 @@ pub enum SyncOp {
     /// `setmaxnreg.{inc,dec}.sync.aligned.u32 regs`: the executing warpgroup's
     /// per-thread register budget (sm_90a).
     SetMaxNReg { inc: bool, regs: u32 },
+    /// `griddepcontrol.wait`: waits until the grids this one depends on have completed and
+    /// their writes are visible (a kernel with it is launched as a programmatic dependent of
+    /// the one before it on the stream: [`super::LKernel::dependent`]).
+    GridDepWait,
+    /// `griddepcontrol.launch_dependents`: the dependent grid after this one may be scheduled.
+    GridDepLaunch,
 }
 
 impl Instr for SyncOp {
@@ -44,12 +51,15 @@ impl Instr for SyncOp {
             SyncOp::NamedBarrier { .. } => "bar.sync".into(),
             SyncOp::NamedBarrierArrive { .. } => "bar.arrive".into(),
             SyncOp::SetMaxNReg { inc, .. } => format!("setmaxnreg.{}", if *inc { "inc" } else { "dec" }),
+            SyncOp::GridDepWait => "griddepcontrol.wait".into(),
+            SyncOp::GridDepLaunch => "griddepcontrol.launch_dependents".into(),
         }
     }
 
     fn min_arch(&self, _: &dyn Fn(LBufId) -> DType) -> Arch {
         match self {
             SyncOp::SetMaxNReg { .. } => WGMMA_ARCH,
+            SyncOp::GridDepWait | SyncOp::GridDepLaunch => Arch::SM_90,
             SyncOp::Barrier(_) | SyncOp::NamedBarrier { .. } | SyncOp::NamedBarrierArrive { .. } => Arch::MIN,
         }
     }
@@ -57,13 +67,13 @@ impl Instr for SyncOp {
     fn operands(&self) -> Vec<&LExpr> {
         match self {
             SyncOp::NamedBarrier { id, .. } | SyncOp::NamedBarrierArrive { id, .. } => vec![id],
-            SyncOp::Barrier(_) | SyncOp::SetMaxNReg { .. } => vec![],
+            SyncOp::Barrier(_) | SyncOp::SetMaxNReg { .. } | SyncOp::GridDepWait | SyncOp::GridDepLaunch => vec![],
         }
     }
 
     fn check(&self, c: &mut Checker) -> Check {
         match self {
-            SyncOp::Barrier(_) => Ok(()),
+            SyncOp::Barrier(_) | SyncOp::GridDepWait | SyncOp::GridDepLaunch => Ok(()),
             SyncOp::NamedBarrier { id, threads } | SyncOp::NamedBarrierArrive { id, threads } => {
                 c.named_barrier(id, *threads)
             }
@@ -73,12 +83,23 @@ impl Instr for SyncOp {
 
     fn print(&self, p: &Printer) -> String {
         match self {
-            SyncOp::Barrier(_) => self.name(),
+            SyncOp::Barrier(_) | SyncOp::GridDepWait | SyncOp::GridDepLaunch => self.name(),
             SyncOp::SetMaxNReg { regs, .. } => format!("{} {regs}", self.name()),
             SyncOp::NamedBarrier { id, threads } | SyncOp::NamedBarrierArrive { id, threads } => {
                 format!("{} {}, {threads}", self.name(), p.e(id))
             }
         }
+    }
+}
+
+impl LKernel {
+    /// Whether the kernel waits for the grids before it (`griddepcontrol.wait`): it is launched
+    /// as a programmatic dependent of the kernel before it on the stream, and may start while
+    /// that one still runs (`cudaLaunchAttributeProgrammaticStreamSerialization`).
+    pub fn dependent(&self) -> bool {
+        let mut any = false;
+        super::asynch::walk(&self.body, &mut |s| any |= matches!(s.kind, LStmtKind::Sync(SyncOp::GridDepWait)));
+        any
     }
 }
 

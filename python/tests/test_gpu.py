@@ -795,3 +795,57 @@ def test_norm_plans_on_cuda_tensors_match_pytorch():
         logits.normal_()
         t[::5] = -100
         torch.testing.assert_close(ops.cross_entropy(logits, t).double(), F.cross_entropy(logits.double(), t), rtol=2**-7, atol=1e-5)
+
+
+def _producer_and_dependent(n: int):
+    """A producer that lets the next kernel in at its start, spins, then writes X = S + 1; and a
+    dependent (`T.ptx.griddepcontrol.wait()`: launched to start early) that reads X after its
+    wait into Y = 2 X."""
+
+    @T.prim_func
+    def producer(S_ptr: T.handle, X_ptr: T.handle):
+        S = T.match_buffer(S_ptr, (n,), "float32")
+        X = T.match_buffer(X_ptr, (n,), "float32")
+        T.device_entry()
+        bx = T.cta_id([n // 128])
+        tid = T.thread_id([128])
+        acc = T.alloc_buffer((1,), "float32", scope="local")
+        T.ptx.griddepcontrol.launch_dependents()
+        acc[0] = 0.0
+        for i in T.serial(20000):  # (about 0.1 ms: the dependent's CTAs start meanwhile)
+            acc[0] = acc[0] * 0.5 + 1.0
+        X[bx * 128 + tid] = S[bx * 128 + tid] + 1.0 + T.min(acc[0], 0.0)
+
+    @T.prim_func
+    def dependent(X_ptr: T.handle, Y_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (n,), "float32")
+        Y = T.match_buffer(Y_ptr, (n,), "float32")
+        T.device_entry()
+        bx = T.cta_id([n // 128])
+        tid = T.thread_id([128])
+        T.ptx.griddepcontrol.wait()
+        Y[bx * 128 + tid] = X[bx * 128 + tid] * 2.0
+
+    return tirx.compile(producer), tirx.compile(dependent)
+
+
+def test_a_dependent_kernel_waits_for_the_kernel_before_it():
+    """Programmatic dependent launch on PyTorch's stream: the dependent starts while the producer
+    spins, and its wait still gives it the producer's X — eagerly and replayed from a CUDA graph."""
+    n = 132 * 128
+    producer, dependent = _producer_and_dependent(n)
+    s, x, y = (torch.zeros(n, device="cuda") for _ in range(3))
+    for r in range(4):
+        s.fill_(float(r))
+        producer(s, x)
+        dependent(x, y)
+        torch.testing.assert_close(y, torch.full_like(y, 2.0 * (r + 1)), rtol=0, atol=0)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        producer(s, x)
+        dependent(x, y)
+    for r in range(4, 8):
+        s.fill_(float(r))
+        y.zero_()
+        g.replay()
+        torch.testing.assert_close(y, torch.full_like(y, 2.0 * (r + 1)), rtol=0, atol=0)

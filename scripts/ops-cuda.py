@@ -159,6 +159,14 @@ def attention_cases():
     yield "ops_attention_bwd_dq_convert", ab.attention_dq_convert_kernel.factory(rows=32, seq_q=4096, d=128, dtype="bfloat16", scale=0.0884)
     yield "ops_attention_combine", at.attention_combine_kernel.factory(splits=8, bhs=32, seq_q=4, d=128, dtype="bfloat16", lse=True)
     yield "ops_attention_combine_packed", at.attention_combine_kernel.factory(splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=True, heads=8, group=4)
+    # ... as the split-KV kernel's programmatic dependent, that kernel letting it in as it starts
+    yield "ops_attention_combine_dependent", at.attention_combine_kernel.factory(
+        splits=8, bhs=64, seq_q=8, d=128, dtype="bfloat16", lse=False, heads=8, group=4, dependent=True
+    )
+    yield "ops_attention_kvcache_dependent", at.attention_kernel.factory(
+        heads=8, kv_heads=8, batch=8, seq_q=8, seq_k=8192, d=128, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+        seq_major=True, consumers=1, bn=128, overlap=True, splits=8, kv_lens=True, q_group=4, launch_dependents=True,
+    )
 
 
 def matmul_cases():

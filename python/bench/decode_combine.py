@@ -1,6 +1,8 @@
 """Split-KV decoding's combine in the kernel's own launch (`attention_kernel(..., combine=True)`:
 the split that takes a block's last ticket combines every split's parts) against the combine
-kernel launched after it (what `kvcache_attention` launches), one query row a sequence (32
+kernel launched after it (what `kvcache_attention` launches) and that combine kernel launched as
+the split-KV kernel's programmatic dependent ("dependent": `T.ptx.griddepcontrol`, its CTAs
+scheduled while the parts are written), one query row a sequence (32
 query heads over 8 K/V heads, d = 128, bfloat16) over a contiguous cache: GB/s of K and V read,
 ÷ a device copy moving the same bytes (half read, half written), each launcher called eagerly
 from Python and replayed from a CUDA graph (as serving engines launch a decoding step); the
@@ -20,21 +22,24 @@ from tirx.ops import attention as at
 
 def launchers(b, cache, h, hk, d):
     """``(splits, inputs, {form: (launch, out)})``: the two-launch form and, where the keys are
-    split, the one-launch form, over the same inputs (as `kvcache_attention` chooses them)."""
+    split, the one-launch and dependent forms, over the same inputs (as `kvcache_attention`
+    chooses them)."""
     g = h // hk
     q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16)
     kc, vc = (torch.randn(b, cache, hk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     lens = torch.full((b,), cache, dtype=torch.int32, device="cuda")
     splits = at._gpu_splits(q, b * hk, g, cache)
     forms = {}
-    for name, one in (("two launches", False), ("one launch", True)):
-        if one and splits == 1:
+    for name, one, dependent in (("two launches", False, False), ("one launch", True, False), ("dependent", False, True)):
+        if (one or dependent) and splits == 1:
             continue
         kernel = at.attention_kernel(
             heads=hk, kv_heads=hk, batch=b, seq_q=g, seq_k=cache, d=d, dtype="bfloat16", causal=False, scale=d**-0.5, lse=False,
             seq_major=True, splits=splits, kv_lens=True, q_group=g, **({"combine": True} if one else {}),
+            **({"launch_dependents": True} if dependent else {}),
         )
-        forms[name] = (at._launcher(kernel, splits, b * hk, g, d, "bfloat16", False, hk, group=g, combined=one), torch.empty_like(q))
+        launch = at._launcher(kernel, splits, b * hk, g, d, "bfloat16", False, hk, group=g, combined=one, dependent=dependent)
+        forms[name] = (launch, torch.empty_like(q))
     return splits, (q, kc, vc, lens), forms
 
 
@@ -52,7 +57,7 @@ def point(b, cache, h=32, hk=8, d=128):
         call()
     torch.cuda.synchronize()
     outs = [out for _, out in forms.values()]
-    equal = "-" if len(outs) == 1 else "equal" if torch.equal(*outs) else "DIFFERENT"
+    equal = "-" if len(outs) == 1 else "equal" if all(torch.equal(outs[0], o) for o in outs[1:]) else "DIFFERENT"
     rates = {}
     for name, call in calls.items():
         moved = 2 * nbytes if name == "copy" else nbytes

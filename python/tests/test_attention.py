@@ -1515,6 +1515,42 @@ def test_split_kv_combine_mistakes_are_reported(what, old, tmp_path):
         _combined_run(planted, kw, (q, kc, vc, np.array([s_max], np.int32)), launches=1)
 
 
+def _dependent_pair(mod, dependent: bool):
+    """Split-KV decoding (one packed group of 4 query heads over 2 K/V heads of a 320-row cache,
+    3 splits) through `_launcher`, the combine kernel a programmatic dependent of the split-KV
+    kernel (``dependent``: made with ``launch_dependents``) or not: ``(out, lse)``."""
+    rng = np.random.default_rng(5)
+    nd = numpy_dtype("bfloat16")
+    b, h, hk, d, s_max = 2, 4, 2, 64, 320
+    q = rng.standard_normal((b, 1, h, d)).astype(nd)
+    kc, vc = (rng.standard_normal((b, s_max, hk, d)).astype(nd) for _ in range(2))
+    lens = np.array([s_max, 130], np.int32)
+    kw = dict(heads=hk, kv_heads=hk, batch=b, seq_q=2, seq_k=s_max, d=d, dtype="bfloat16", causal=False, scale=0.125, lse=True,
+              seq_major=True, consumers=1, bn=128, overlap=True, splits=3, kv_lens=True, q_group=2)
+    kernel = tirx.compile(mod.attention_kernel.factory(**kw, launch_dependents=dependent), "sm_90a")
+    out = np.zeros(at._combined_shape(b * hk, 2, d, hk, 2), nd)
+    lse = np.zeros((b * hk, at.lse_rows(2)), np.float32)
+    mod._launcher(kernel, 3, b * hk, 2, d, "bfloat16", True, hk, group=2, dependent=dependent)((q.reshape(b * hk, 2, d), kc, vc, lens), out, lse)
+    return out, lse
+
+
+def test_split_kv_with_a_dependent_combine(tmp_path):
+    """The combine kernel as the split-KV kernel's programmatic dependent (its CTAs may start
+    while the parts are written; `T.ptx.griddepcontrol.wait()` before it reads them): the same
+    O and log-sum-exp bit for bit; a read of the parts moved before the wait is reported."""
+    (two, two_lse), (dep, dep_lse) = _dependent_pair(at, False), _dependent_pair(at, True)
+    np.testing.assert_array_equal(dep.view(np.uint16), two.view(np.uint16))
+    np.testing.assert_array_equal(dep_lse, two_lse)
+    src = tirx.compile(at.attention_combine_kernel.factory(splits=3, bhs=4, seq_q=2, d=64, dtype="bfloat16", lse=True, heads=2, group=2, dependent=True), "sm_90a").cuda_source
+    assert src.index('asm volatile("griddepcontrol.wait;"') < src.index("LP[")
+    old = "        if dependent:  # (the parts are the kernel before's: nothing global before the wait)\n            T.ptx.griddepcontrol.wait()\n"
+    planted = planting.planted(at, old, "", tmp_path)
+    old = "        combine_part(OP, LP, O, LSE, top, acc, bh, i, t)\n"
+    planted = planting.planted(planted, old, old + "        if dependent:\n            T.ptx.griddepcontrol.wait()\n", tmp_path)
+    with pytest.raises(tirx.TirxError, match=r"read of `LP` .* before its `griddepcontrol.wait`"):
+        _dependent_pair(planted, True)
+
+
 def test_combine_needs_16_bit_split_kv():
     kw = dict(heads=2, kv_heads=2, batch=1, seq_q=64, seq_k=512, d=128, causal=False, scale=0.1, lse=False, seq_major=False, consumers=1, bn=128)
     with pytest.raises(ValueError, match=r"combine: split-KV \(splits > 1\) of 16-bit attention, a head dim of whole 32 columns"):

@@ -226,7 +226,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
 # shape the eager call runs and gives its values bit for bit.
 @autotune(
     configs=CONFIGS,
-    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine"],
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine", "launch_dependents"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_counter(kernel, args),  # (defined below)
     adapts=lambda cfg: cfg.get("dynamic", False),  # (the others take no counter)
@@ -260,6 +260,7 @@ def attention_kernel(
     fma_columns: int = 0,
     dynamic: bool = False,
     combine: bool = False,
+    launch_dependents: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -288,7 +289,9 @@ def attention_kernel(
     `attention_combine_kernel` does, and leaves the counter 0), into ``O`` (``seq_major``: ``(batch,
     seq_q / q_group, heads * q_group, d)``) and with ``lse`` ``LSE``, after ``OP`` and ``LP``
     (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
-    ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
+    ``launch_dependents``: each CTA lets the kernel after it on the stream start as it begins
+    (`T.ptx.griddepcontrol.launch_dependents()`: split-KV's combine made with ``dependent``,
+    whose wait still waits for this grid's end); ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
     top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's); ``varlen``:
     packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
     ``(total_k, kv_heads, d)``, sequence b's rows from ``CUQ[b]`` / ``CUK[b]`` to the next entry;
@@ -906,6 +909,8 @@ def attention_kernel(
     @T.macro
     def body(Q, K, V, O, LSE, OP, LP, M, CUQ, CUK, nb, nqt, KL, BT, DS, TC=None):
         T.device_entry()
+        if launch_dependents:
+            T.ptx.griddepcontrol.launch_dependents()
         if varlen:
             bx = T.cta_id([nb * heads * nqt])
         else:
@@ -1228,8 +1233,8 @@ def attention_kernel(
     return attention
 
 
-@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse", "heads", "group"])
-def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool, heads: int = 0, group: int = 1):
+@autotune(configs=[{}], key=["splits", "bhs", "seq_q", "d", "dtype", "lse", "heads", "group", "dependent"])
+def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: str, lse: bool, heads: int = 0, group: int = 1, dependent: bool = False):
     """Split-KV's second step: ``O[bh, i] = sum_s exp(LP[s, bh, i] - L) OP[s, bh, i]``, ``L = log
     sum_s exp(LP[s, bh, i])`` (the splits' log-sum-exps combined about their largest, so each
     weight is at most 1; splits with no key weigh 0, a row with none at all is 0), rounded once;
@@ -1237,7 +1242,9 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
     layout), not (batch * heads, seq, d); ``group`` (with ``heads``): the parts' rows are
     `attention_kernel`'s ``q_group`` packed query heads, row i of K/V head bh the query head bh %
     heads * group + i % group at position i // group of O [batch, seq_q / group, heads * group,
-    d]. A CTA per query row, a thread per column."""
+    d]. A CTA per query row, a thread per column. ``dependent``: launched as a programmatic
+    dependent of the kernel before it (`T.ptx.griddepcontrol.wait()` first: its CTAs may be
+    scheduled while the split-KV kernel runs, one made with ``launch_dependents``)."""
     combine_part = _combine_part(splits, dtype, lse, heads, group)
 
     @T.prim_func
@@ -1249,6 +1256,8 @@ def attention_combine_kernel(splits: int, bhs: int, seq_q: int, d: int, dtype: s
         T.device_entry()
         r = T.cta_id([bhs * seq_q])
         t = T.thread_id([d])
+        if dependent:  # (the parts are the kernel before's: nothing global before the wait)
+            T.ptx.griddepcontrol.wait()
         top = T.alloc_buffer((1,), "float32", scope="local")
         acc = T.alloc_buffer((2,), "float32", scope="local")  # the weights' sum, the weighted sum
         bh = r // seq_q
@@ -1425,14 +1434,19 @@ _SPLIT_LSE: dict = {}
 _SPLIT_TICKETS: dict = {}
 
 
-def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1, combined: bool = False):
+def _launcher(
+    kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, return_lse: bool, heads: int, group: int = 1, combined: bool = False, dependent: bool = False
+):
     """``launch(inputs, out, lse, scalars=())``: ``kernel(*inputs, out, lse, *scalars)``; with
     ``splits``, each split's O / l and log-sum-exp into float32 parts first, combined into
     ``out`` and ``lse`` by the kernel itself where it was made with ``combine`` (``combined``; its
     last buffer the tickets), else by `attention_combine_kernel` launched after it (``heads``: ``out``
     is seq-major; ``group``: of packed query heads, `attention_kernel`'s ``q_group``). The
     kernels' launchers are looked up here, once: a plan's calls only allocate the parts and
-    launch (their tensors fixed by the plan's signature: `Kernel.launcher`'s ``fixed_signature``)."""
+    launch (their tensors fixed by the plan's signature: `Kernel.launcher`'s ``fixed_signature``).
+    ``dependent``: the combine kernel is the split-KV kernel's programmatic dependent
+    (`attention_combine_kernel`'s ``dependent``; the split-KV kernel made with
+    ``launch_dependents``)."""
     main = kernel.launcher(fixed_signature=True)
     if splits == 1:
         return lambda inputs, out, lse, scalars=(): main(*inputs, out, lse, *scalars)
@@ -1446,7 +1460,9 @@ def _launcher(kernel, splits: int, bhs: int, rows: int, d: int, dtype: str, retu
             main(*inputs, parts, part_lse, out, lse, c.scratch(out, tickets, "int32", _SPLIT_TICKETS, fill=0), *scalars)
 
         return launch_combined
-    combine = attention_combine_kernel(splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group).launcher(fixed_signature=True)
+    combine = attention_combine_kernel(
+        splits=splits, bhs=bhs, seq_q=rows, d=d, dtype=dtype, lse=bool(return_lse), heads=heads, group=group, dependent=dependent
+    ).launcher(fixed_signature=True)
 
     def launch(inputs, out, lse, scalars=()):
         parts = c.scratch(out, parts_shape, "float32", _SPLIT_PARTS)

@@ -1429,8 +1429,8 @@ def test_fp8_errors():
 def _combined_run(mod, kw, inputs, scalars=(), launches=2):
     """Split-KV kernel ``kw`` of module ``mod`` (`attention_kernel`'s factory) run through
     `_launcher` (q of ``inputs`` already in the kernel's rows), with its combine in a second launch
-    and in the same one (``combine``), ``launches`` times over one ticket array: ``(out, lse)``
-    of each, and the tickets after."""
+    and in the same one (``combine``), ``launches`` times over one ticket array (checked 0 after
+    each): ``(out, lse)`` of each form."""
     b, hk, rows, d = kw["batch"], kw["heads"], kw["seq_q"], kw["d"]
     group = kw.get("q_group", 1)
     o_shape = at._combined_shape(b * hk, rows, d, hk if kw["seq_major"] else 0, group)

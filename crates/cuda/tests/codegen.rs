@@ -566,7 +566,7 @@ fn validation_rejects_type_errors() {
                 let r = kb.local("r", DType::F32, &[8]);
                 vec![ldmatrix(1, false, s, i(0), r, vec![i(0)])]
             }),
-            "move 16-bit elements; `s` is float32",
+            "move 16-bit elements (8-bit ones in pairs); `s` is float32",
         ),
         (
             one_stmt(|kb| {

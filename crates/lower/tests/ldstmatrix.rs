@@ -347,7 +347,11 @@ fn declines_32_bit_dtype() {
     for store in [false, true] {
         let mut k = matrix_kernel("warp", 2, false, store, false);
         k.dtype = "float32";
-        declined(&k, CommonRule::Dtype.into(), "ldmatrix/stmatrix move 16-bit elements (.b16); `");
+        declined(
+            &k,
+            CommonRule::Dtype.into(),
+            "ldmatrix/stmatrix move 16-bit elements (.b16), or 8-bit ones in adjacent pairs; `",
+        );
     }
 }
 
@@ -359,6 +363,93 @@ fn accepts_16_bit_dtypes() {
         let (_, c) = k.check();
         assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{dt}: {}", c.render());
     }
+}
+
+/// 8-bit elements move as byte pairs: the m8n8 fragment of 16-bit units with
+/// each unit two adjacent bytes in registers and in shared memory.
+fn fragment8(scope: &str, num: i64) -> Vec<Dim> {
+    let mut f = fragment(scope, num);
+    let n = f.len();
+    f[n - 2].1 = 4; // tiles: a 32-bit register (4 bytes) each
+    f[n - 1] = (2, 2, ""); // the unit pair
+    f.push((2, 1, "")); // the bytes of a unit
+    f
+}
+
+/// [`shared`] of byte pairs: each unit stride doubled, then the pair's bytes.
+fn shared8(scope: &str, num: i64, trans: bool, swizzle: bool) -> String {
+    let mut ext = vec![8, 4, num, 2, 2];
+    let mut st = if trans { vec![2, 32 * num, 16, 16 * num, 1] } else { vec![16 * num, 4, 16, 2, 1] };
+    if scope != "warp" {
+        ext.insert(0, 4);
+        st.insert(0, 128 * num);
+    }
+    let j = |v: &[i64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
+    let tile = format!("TileLayout(S[({}):({})])", j(&ext), j(&st));
+    if swizzle {
+        format!("ComposeLayout(4, 3, 3, {tile})")
+    } else {
+        tile
+    }
+}
+
+/// FP8 (and any 8-bit type) through ldmatrix/stmatrix `.b16`: every scope, direction,
+/// transposition, num and swizzle, values checked byte for byte.
+#[test]
+fn byte_pairs_scope_trans_dir_num() {
+    for (dtype, swizzle) in [("float8_e4m3fn", false), ("float8_e4m3fn", true), ("uint8", false), ("float8_e5m2", true)]
+    {
+        for scope in ["warp", "wg", "cta"] {
+            for trans in [false, true] {
+                for store in [false, true] {
+                    for num in [1, 2, 4] {
+                        let k = Kernel {
+                            scope,
+                            threads: if scope == "warp" { 32 } else { 128 },
+                            dtype,
+                            r: fragment8(scope, num),
+                            s_layout: shared8(scope, num, trans, swizzle),
+                            store,
+                        };
+                        let (l, c) = k.check();
+                        assert_eq!(c.chosen.as_deref(), Some("ldstmatrix"), "{k:?}\n{}", c.render());
+                        let reason = &tried(&c, "ldstmatrix").reason;
+                        assert!(
+                            reason.contains(&format!("num {num}, trans {trans}, 1 instruction per warp"))
+                                && reason.ends_with("8-bit elements in pairs"),
+                            "{k:?}: {reason}"
+                        );
+                        let src = cuda(&l);
+                        assert!(src.contains(&ptx(store, num, trans)), "{k:?}\n{src}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Bytes that are not adjacent pairs on both sides are declined with the reason (and the
+/// copy lowered by copy→reg, the same values).
+#[test]
+fn byte_pairs_declined() {
+    // Registers: the two bytes of a unit not adjacent (the pair and the bytes swapped).
+    let mut k = Kernel {
+        scope: "warp",
+        threads: 32,
+        dtype: "float8_e4m3fn",
+        r: vec![(8, 4, "laneid"), (4, 1, "laneid"), (2, 4, ""), (2, 1, ""), (2, 2, "")],
+        s_layout: "TileLayout(S[(8, 4, 2, 2, 2):(32, 4, 16, 2, 1)])".into(),
+        store: false,
+    };
+    declined(
+        &k,
+        CopyRule::Fragment.into(),
+        "8-bit elements move in pairs: the register pairs of `R` are not adjacent bytes of `A_smem`",
+    );
+    // Shared: a pair's bytes 8 apart.
+    k.r = fragment8("warp", 2);
+    k.s_layout = "TileLayout(S[(8, 4, 2, 2, 2):(32, 2, 16, 1, 8)])".into();
+    declined(&k, CopyRule::Fragment.into(), "are not adjacent bytes of `A_smem`");
 }
 
 #[test]

@@ -1029,9 +1029,17 @@ impl Machine<'_> {
         self.touch(bar, t, e, Dir::Read, site)?;
         let tick = self.tick()?;
         // The lanes of the arriving thread's warp: their accesses before its last `__syncwarp`
-        // (or CTA / named barrier) happen before the arrive, so it releases them too.
+        // (or CTA / named barrier) happen before the arrive, so it releases them too; and so
+        // the other warps' accesses before the named barrier it last passed with each of them
+        // (producer threads that write an operand, fence and meet at a barrier, and one of them
+        // arrives: CUTLASS's and FlashAttention-3's hand-off).
         let (w, warp_sync) = (t / 32, self.wsync[(t / 32) as usize]);
         let lanes = (w * 32) as usize..((w * 32 + 32) as usize).min(self.n);
+        let named: Vec<(usize, u32)> = (0..self.n.div_ceil(32))
+            .filter(|&q| q != w as usize)
+            .map(|q| (q, self.named_synced(t, (q * 32) as u32)))
+            .filter(|&(_, tick)| tick > 0)
+            .collect();
         let (name, who, span) = (&self.bufs[bar as usize].name, self.who(t), self.prog.sites[site as usize]);
         let Some(b) = self.fam.asy.bars.get_mut(&(bar, e)) else {
             return Ok(());
@@ -1055,6 +1063,11 @@ impl Machine<'_> {
         join_grow(&mut b.arriving_peer, &self.fam.asy.peer[t as usize]);
         for q in lanes {
             b.arriving[q] = b.arriving[q].max(warp_sync);
+        }
+        for (q, synced) in named {
+            for p in q * 32..(q * 32 + 32).min(n) {
+                b.arriving[p] = b.arriving[p].max(synced);
+            }
         }
         b.arriving[t as usize] = tick;
         self.fam.asy.rel[t as usize] = tick;

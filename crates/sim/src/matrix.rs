@@ -164,16 +164,16 @@ impl Compiler<'_> {
             )));
         }
         let (sb, rb) = (&self.k.bufs[s as usize], &self.k.bufs[r as usize]);
-        if sb.space != Space::Shared || sb.dtype.bits() != 16 {
+        if sb.space != Space::Shared || !matches!(sb.dtype.bits(), 8 | 16) {
             return Err(self.invalid(format!(
-                "{name} needs a 16-bit shared buffer; `{}` is {} {:?}",
+                "{name} needs a 16-bit (or 8-bit) shared buffer; `{}` is {} {:?}",
                 sb.name, sb.dtype, sb.space
             )));
         }
-        if rb.space != Space::Local || rb.dtype.bits() != 16 {
+        if rb.space != Space::Local || rb.dtype.bits() != sb.dtype.bits() {
             return Err(self.invalid(format!(
-                "{name} needs a 16-bit local register buffer; `{}` is {} {:?}",
-                rb.name, rb.dtype, rb.space
+                "{name} needs a local register buffer of `{}`'s {}; `{}` is {} {:?}",
+                sb.name, sb.dtype, rb.name, rb.dtype, rb.space
             )));
         }
         let smem_idx = self.index(smem_index)?;
@@ -208,12 +208,14 @@ impl Machine<'_> {
         let nr = self.prog.nregs;
         let name = if m.store { "stmatrix row store" } else { "ldmatrix row load" };
         let num = m.num as usize;
+        // Elements per 16-bit unit: 1, or 2 bytes of an 8-bit buffer (a pair moves as one).
+        let per = 2 / self.k.bufs[m.smem as usize].dtype.bytes().clamp(1, 2) as usize;
         // Row element offsets, checked: only lanes 0..8·num supply addresses.
         let mut rows = vec![0usize; 8 * num];
         for (i, row) in rows.iter_mut().enumerate() {
             let t = (w * 32 + i) as u32;
             let idx = self.regs[t as usize * nr + m.smem_idx as usize] as i64;
-            let e = self.bounds(m.smem, t, idx, 8, m.site, name)?;
+            let e = self.bounds(m.smem, t, idx, 8 * per, m.site, name)?;
             self.aligned(m.smem, t, e, 16, m.site, name)?;
             *row = e;
         }
@@ -223,7 +225,7 @@ impl Machine<'_> {
             let t = (w * 32 + l) as u32;
             for (slot, r) in lane_regs.iter_mut().zip(&m.reg_idx) {
                 let idx = self.regs[t as usize * nr + *r as usize] as i64;
-                let e = self.bounds(m.regs, t, idx, 2, m.site, "matrix register access")?;
+                let e = self.bounds(m.regs, t, idx, 2 * per, m.site, "matrix register access")?;
                 self.aligned(m.regs, t, e, 4, m.site, "matrix register access")?;
                 *slot = e;
             }
@@ -231,7 +233,7 @@ impl Machine<'_> {
         let kind = if m.store { "stmatrix" } else { "ldmatrix" };
         if let Some(bank) = &mut self.bank {
             let base = self.bufs[m.smem as usize].smem_base;
-            let addrs: Vec<u32> = rows.iter().map(|e| base + (*e as u32) * 2).collect();
+            let addrs: Vec<u32> = rows.iter().map(|e| base + (*e as u32) * (2 / per as u32)).collect();
             bank.record_rows(PointKey { span: self.prog.sites[m.site as usize], buf: m.smem, kind }, w as u32, &addrs);
         }
         // tile[i][r][c]: 16-bit patterns of the 8×8 matrices.
@@ -240,7 +242,7 @@ impl Machine<'_> {
         if !m.store {
             for i in 0..num {
                 for r in 0..8 {
-                    self.read_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &mut tile[i][r])?;
+                    self.read_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8 * per, m.site, &mut tile[i][r])?;
                 }
             }
         }
@@ -249,13 +251,13 @@ impl Machine<'_> {
             for (i, &reg) in lane_regs.iter().enumerate().take(num) {
                 let mut pair = [0u8; 4];
                 if m.store {
-                    self.read_raw(m.regs, wt(l), reg, 2, m.site, &mut pair)?;
+                    self.read_raw(m.regs, wt(l), reg, 2 * per, m.site, &mut pair)?;
                     tile[i][r0][2 * c0..2 * c0 + 2].copy_from_slice(&pair[..2]);
                     tile[i][r1][2 * c1..2 * c1 + 2].copy_from_slice(&pair[2..]);
                 } else {
                     pair[..2].copy_from_slice(&tile[i][r0][2 * c0..2 * c0 + 2]);
                     pair[2..].copy_from_slice(&tile[i][r1][2 * c1..2 * c1 + 2]);
-                    self.write_raw(m.regs, wt(l), reg, 2, m.site, &pair)?;
+                    self.write_raw(m.regs, wt(l), reg, 2 * per, m.site, &pair)?;
                 }
             }
         }
@@ -263,7 +265,7 @@ impl Machine<'_> {
             for i in 0..num {
                 for r in 0..8 {
                     let row = tile[i][r];
-                    self.write_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8, m.site, &row)?;
+                    self.write_raw(m.smem, wt(8 * i + r), rows[8 * i + r], 8 * per, m.site, &row)?;
                 }
             }
         }

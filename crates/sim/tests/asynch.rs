@@ -448,3 +448,39 @@ fn copies_never_committed() {
         &["thread 0", "exits with 1 cp.async not committed (cp.async.commit_group)"],
     );
 }
+
+/// CUTLASS's producer hand-off: warp 1 writes `S`, warps 0 and 1 meet at a named barrier, and
+/// thread 0 alone arrives on an mbarrier that warp 2 waits for: warp 1's writes are ordered
+/// before warp 2's reads (the arrive releases what its warp's named barriers ordered before it).
+/// Without the named barrier they race.
+fn handoff(named: bool) -> LKernel {
+    let mut kb = Kb::new([1, 1, 1], [96, 1, 1]);
+    let b = kb.param("B", DType::F32, 32);
+    let s = kb.shared("S", DType::F32, 32);
+    let bars = kb.shared("bar", DType::I64, 1);
+    let warp = || div(tid(), int(32));
+    let meet = if named { vec![at(4, bar_sync(int(1), 64))] } else { vec![] };
+    let mut producer =
+        vec![at(3, if_(bin(LBinOp::Eq, warp(), int(1)), vec![at(3, store(s, lane(), flt(2.0, DType::F32)))]))];
+    producer.extend(meet);
+    producer.push(at(5, if_(bin(LBinOp::Eq, tid(), int(0)), vec![at(5, arrive(bar(bars, 0)))])));
+    kb.finish(vec![
+        at(1, if_(lt(tid(), int(1)), vec![at(1, init(bar(bars, 0), 1))])),
+        at(2, cta_sync()),
+        at(3, if_(lt(warp(), int(2)), producer)),
+        at(
+            6,
+            if_(
+                bin(LBinOp::Eq, warp(), int(2)),
+                vec![at(6, wait(bar(bars, 0), int(0))), at(7, store(b, lane(), load(s, lane())))],
+            ),
+        ),
+    ])
+}
+
+#[test]
+fn a_named_barrier_then_one_arrival_hands_off_every_warps_writes() {
+    let got = run(&handoff(true), 0, &[32], &opts(true)).unwrap();
+    assert_eq!(got[0], vec![2.0; 32]);
+    expect_err(run(&handoff(false), 0, &[32], &opts(true)), SimErrorKind::DataRace, 7, &["`S`", "warp 1"]);
+}

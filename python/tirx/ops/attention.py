@@ -58,6 +58,8 @@ HEAD_DIMS = (64, 96, 128, 192, 256)
 # (`pingpong`: consumer c waits at TURN_BARRIER + c, 9-11).
 EPILOGUE_BARRIER = 13
 TURN_BARRIER = 9
+# The producer warpgroup's barrier where it transposes V itself (`attention_kernel`'s ``transpose_v``).
+PRODUCER_BARRIER = 12
 
 # Persistent CTAs (one per SM, tiles round-robin): FP8's over 192 and 224 keys are tuned
 # (`FP8_PERSISTENT_CONFIGS`): their next tile's Q loaded while a tile's last P V and epilogue run
@@ -110,14 +112,14 @@ FP8_TILES = (64, 128, 192, 224, 256)
 THREE_CONSUMERS_D = 64
 
 
-def stages_for(consumers: int, bn: int, d: int, eb: int = 2) -> int:
-    """The K/V stages that fit beside the Q tile (which the epilogue reuses for O), at most 4;
-    2 KB kept for the rest: the swizzled buffers' 1 KB alignment, the mbarriers (8 bytes each,
-    4 a stage), the log-sum-exps' way out (256 bytes a consumer) and the ring counts (``eb``:
-    bytes an element)."""
+def stages_for(consumers: int, bn: int, d: int, eb: int = 2, other: int = 0) -> int:
+    """The K/V stages that fit beside the Q tile (which the epilogue reuses for O) and ``other``
+    bytes, at most 4; 2 KB kept for the rest: the swizzled buffers' 1 KB alignment, the mbarriers
+    (8 bytes each, 4 a stage), the log-sum-exps' way out (256 bytes a consumer) and the ring counts
+    (``eb``: bytes an element)."""
     q_bytes = 64 * consumers * d * eb
     stage = 2 * bn * d * eb
-    return max(1, min(4, (c.SMEM_BYTES - q_bytes - 2048) // stage))
+    return max(1, min(4, (c.SMEM_BYTES - q_bytes - other - 2048) // stage))
 
 
 def _splits_hold_keys(seq_k: int, bn: int, splits: int) -> bool:
@@ -226,7 +228,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
 # shape the eager call runs and gives its values bit for bit.
 @autotune(
     configs=CONFIGS,
-    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine", "launch_dependents"],
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine", "launch_dependents", "transpose_v"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_counter(kernel, args),  # (defined below)
     adapts=lambda cfg: cfg.get("dynamic", False),  # (the others take no counter)
@@ -261,6 +263,7 @@ def attention_kernel(
     dynamic: bool = False,
     combine: bool = False,
     launch_dependents: bool = False,
+    transpose_v: bool = False,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -291,7 +294,11 @@ def attention_kernel(
     (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
     ``launch_dependents``: each CTA lets the kernel after it on the stream start as it begins
     (`T.ptx.griddepcontrol.launch_dependents()`: split-KV's combine made with ``dependent``,
-    whose wait still waits for this grid's end); ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
+    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, one CTA a
+    tile): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
+    TMA in a raw stage of their own and transposed into V's stage by the producer warpgroup's
+    four warps (`transpose_stage`: ldmatrix.trans of byte pairs, a byte permutation, stmatrix,
+    then a proxy fence, a barrier and one arrival), a tile behind the loads; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
     top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's); ``varlen``:
     packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
     ``(total_k, kv_heads, d)``, sequence b's rows from ``CUQ[b]`` / ``CUK[b]`` to the next entry;
@@ -330,7 +337,8 @@ def attention_kernel(
     if pingpong and not (overlap and consumers > 1):
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
     eb = c.elem_bytes(dtype)  # bytes an element of Q, K and V
-    stages = stages_for(consumers, bn, d, eb)
+    # (transpose_v: V's two raw stages of bn x d beside the rings)
+    stages = stages_for(consumers, bn, d, eb, 2 * bn * d * eb if transpose_v else 0)
     if mask not in ("", "one", "batch", "heads", "all"):
         raise ValueError(f"mask: {mask!r}; one of '' (none), 'one', 'batch', 'heads', 'all' (the matrices of `mask_matrices`)")
     if varlen and (splits > 1 or mask or seq_major):
@@ -358,6 +366,8 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
+    if transpose_v and not (fp8 and splits == 1 and not persistent):
+        raise ValueError("transpose_v: FP8 attention of one split, one CTA a tile (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
     if combine and (splits < 2 or fp8 or d % 32):
         raise ValueError("combine: split-KV (splits > 1) of 16-bit attention, a head dim of whole 32 columns")
     bm = 64 * consumers
@@ -479,6 +489,12 @@ def attention_kernel(
     out_dtype = "bfloat16" if fp8 else dtype
     vt_shape = (batch * kv_heads, d, fp8_keys(seq_k))  # (FP8: VT, whole blocks of permuted keys)
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
+    # transpose_v: V's blocks of 16 keys x tv_cols columns a warp transposes at once; 32 (two
+    # ldmatrix.x4 matrices of columns) spill from the producer's 24 registers, so it takes 32 and
+    # the consumers give up 8 each, but d = 256's consumers need theirs: blocks of 16 columns.
+    tv_cols = 16 if d > 128 else 32
+    if transpose_v and tv_cols == 32:
+        producer_regs, consumer_regs = max(producer_regs, 32), consumer_regs - 8
 
     def qk_scale(DS, kv):
         """The scores' factor in log2 units (FP8: times the K/V head's descales)."""
@@ -711,6 +727,72 @@ def attention_kernel(
         softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
 
     @T.macro(hygienic=False)
+    def q_part(p_tile, it, p_bh, p_qt, p_q_start):
+        # The producer's Q load of tile ``p_tile`` (the CTA's ``it``-th; one thread).
+        if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
+            for w in T.serial(T.min(it, 1)):
+                q_free.wait(0, (it - 1) % 2)
+        if dynamic:  # the tile, for the consumers (who read it before they free Q_s: the wait above orders this after)
+            T_s[0] = p_tile
+        T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
+        if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
+            Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+        else:
+            load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]), q_major)
+
+    @T.macro(hygienic=False)
+    def kv_loads(j, p_b, p_kv, p_kt0, p_k_start):
+        # K/V tile j of the tile into stage (p_b + j) % stages of each ring (one thread; with
+        # ``transpose_v``, V's rows into its raw stage, for `transpose_stage`).
+        if p_b + j >= stages:
+            empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+        T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
+        if varlen:  # (keys past the sequence masked; their V rows weigh 0)
+            Tx.copy_async(K_s[(p_b + j) % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(p_b + j) % stages]))
+        else:
+            load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
+        if transpose_v:  # (its raw stage free: `transpose_stage` of tile j - 2 ended at the producers' barrier)
+            T.ptx.mbarrier.arrive.expect_tx(vraw.ptr_to([(p_b + j) % 2]), tile_bytes)
+            load_kv(Vr_s, (p_b + j) % 2, V, p_kv, (p_kt0 + j) * bn, vraw.ptr_to([(p_b + j) % 2]), BT)
+        else:
+            if p_b + j >= stages:
+                empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
+            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
+            if varlen:
+                Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
+            elif fp8:  # (VT's keys past the sequence: its zero columns, or TMA's zeros)
+                Tx.copy_async(V_s[(p_b + j) % stages, 0:d, 0:bn], V[p_kv, 0:d, (p_kt0 + j) * bn : (p_kt0 + j) * bn + bn], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
+            else:
+                load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
+
+    @T.macro(hygienic=False)
+    def transpose_stage(g):
+        # (transpose_v) V tile g of the rings, landed by TMA as rows in raw stage g % 2, into V's
+        # stage g % stages as FP8's wgmma reads it (d x bn, each 16 keys permuted as
+        # `fp8_values`): each warp's blocks of 16 keys x 32 columns by ldmatrix.trans of byte
+        # pairs, a byte permutation in registers and stmatrix (FlashAttention-3's transposition:
+        # the permutation is the one its register moves leave, no shuffles); then the async
+        # proxy's fence, the producers' barrier (the raw stage free for tile g + 2) and thread 0's
+        # arrival on V's full barrier.
+        vraw.wait(g % 2, (g // 2) % 2)
+        if g >= stages:
+            empty.wait(stages + g % stages, (g // stages + 1) % 2)
+        nc = d // tv_cols  # blocks across the columns
+        for i in T.serial(bn // 16 * nc // 4):  # (a loop: unrolled, the blocks' addresses outgrow the producer's registers)
+            u = warp_in_wg + 4 * i  # this warp's i-th block: keys k0.., columns c0..
+            Tx.warp.copy(VL[0:16, 0:tv_cols], Vr_s[g % 2, u // nc * 16 : u // nc * 16 + 16, u % nc * tv_cols : u % nc * tv_cols + tv_cols])
+            for md in list(range(tv_cols // 16)):  # V's column 16 md + 2 b + nd, keys 8 c1 + 2 a + c0 (lane 4 b + a)
+                for nd in list(range(2)):
+                    for c1 in list(range(2)):
+                        for c0 in list(range(2)):
+                            VT_local[8 * md + 4 * nd + 2 * c1 + c0] = VL_local[8 * md + 4 * c1 + 2 * c0 + nd]
+            Tx.warp.copy(V_s[g % stages, u % nc * tv_cols : u % nc * tv_cols + tv_cols, u // nc * 16 : u // nc * 16 + 16], VTr[0:tv_cols, 0:16])
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.bar.sync(PRODUCER_BARRIER, 128)
+        if tid == 0:
+            full.arrive(stages + g % stages)
+
+    @T.macro(hygienic=False)
     def producer_tile(p_tile, it):
         # The producer's tile ``p_tile``, the CTA's ``it``-th: its Q, then its K/V tiles into the
         # rings (the caller's names: `body`'s buffers and barriers); dynamic: returns the next
@@ -725,37 +807,24 @@ def attention_kernel(
         p_n_rows = n_rows_of(p_bh, CUQ, nb, p_q_start)
         p_n_keys = n_keys_of(p_bh, CUK, KL, nb, p_k_start)
         p_steps = steps_of(p_qt, p_n_keys, diag_of(p_n_keys, p_n_rows), p_kt0, p_n_rows)
-        if persistent:  # Q_s holds the previous tile's O until its TMA stores have read it
-            for w in T.serial(T.min(it, 1)):
-                q_free.wait(0, (it - 1) % 2)
-        if dynamic:  # the tile, for the consumers (who read it before they free Q_s: the wait above orders this after)
-            T_s[0] = p_tile
-        T.ptx.mbarrier.arrive.expect_tx(q_full.ptr_to([0]), bm * d * eb)
-        if varlen:  # (rows past the sequence are the next one's, or TMA's zeros: never stored)
-            Tx.copy_async(Q_s[0:bm, 0:d], Q[p_q_start + p_qt * bm : p_q_start + p_qt * bm + bm, p_bh % heads, 0:d], dispatch="tma_auto", mbar=q_full.ptr_to([0]))
+        if transpose_v:  # thread 0 loads, all 128 threads transpose V (`transpose_stage`) a tile behind
+            if tid == 0:
+                q_part(p_tile, it, p_bh, p_qt, p_q_start)
+            for j in T.serial(p_steps):
+                if tid == 0:
+                    kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
+                if j > 0:
+                    transpose_stage(p_b + j - 1)
+            for t in T.serial(T.min(p_steps, 1)):
+                transpose_stage(p_b + p_steps - 1)
         else:
-            load(Q_s[0:bm, 0:d], Q, p_bh, heads, p_qt * bm, bm, q_full.ptr_to([0]), q_major)
-        if dynamic:  # the next tile, taken now: the atomic's round trip overlaps this tile's loads
-            taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
-            if taken == n_tiles - 1:  # the last of a launch's n_tiles takes: the counter at 0 for the next launch
-                T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
-        for j in T.serial(p_steps):  # K/V tile j into stage (p_b + j) % stages of each ring
-            if p_b + j >= stages:
-                empty.wait((p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
-            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([(p_b + j) % stages]), tile_bytes)
-            if varlen:  # (keys past the sequence masked; their V rows weigh 0)
-                Tx.copy_async(K_s[(p_b + j) % stages, 0:bn, 0:d], K[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([(p_b + j) % stages]))
-            else:
-                load_kv(K_s, (p_b + j) % stages, K, p_kv, (p_kt0 + j) * bn, full.ptr_to([(p_b + j) % stages]), BT)
-            if p_b + j >= stages:
-                empty.wait(stages + (p_b + j) % stages, ((p_b + j) // stages + 1) % 2)
-            T.ptx.mbarrier.arrive.expect_tx(full.ptr_to([stages + (p_b + j) % stages]), tile_bytes)
-            if varlen:
-                Tx.copy_async(V_s[(p_b + j) % stages, 0:bn, 0:d], V[p_k_start + j * bn : p_k_start + j * bn + bn, p_kv % kv_heads, 0:d], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
-            elif fp8:  # (VT's keys past the sequence: its zero columns, or TMA's zeros)
-                Tx.copy_async(V_s[(p_b + j) % stages, 0:d, 0:bn], V[p_kv, 0:d, (p_kt0 + j) * bn : (p_kt0 + j) * bn + bn], dispatch="tma_auto", mbar=full.ptr_to([stages + (p_b + j) % stages]))
-            else:
-                load_kv(V_s, (p_b + j) % stages, V, p_kv, (p_kt0 + j) * bn, full.ptr_to([stages + (p_b + j) % stages]), BT)
+            q_part(p_tile, it, p_bh, p_qt, p_q_start)
+            if dynamic:  # the next tile, taken now: the atomic's round trip overlaps this tile's loads
+                taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
+                if taken == n_tiles - 1:  # the last of a launch's n_tiles takes: the counter at 0 for the next launch
+                    T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
+            for j in T.serial(p_steps):
+                kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
         if persistent:
             R_s[0] = R_s[0] + p_steps
         return taken + ctas if dynamic else None  # (dynamic: the CTA's next tile; a miss past the last)
@@ -916,7 +985,7 @@ def attention_kernel(
         else:
             bx = T.cta_id([ctas])
         wg = T.warpgroup_id([consumers + 1])
-        T.warp_id_in_wg([4])
+        warp_in_wg = T.warp_id_in_wg([4])
         T.lane_id([32])
         tid = T.thread_id([128 * (consumers + 1)])
         pool = T.SMEMPool()
@@ -928,6 +997,9 @@ def attention_kernel(
         empty = MBarrier(pool, 2 * stages)
         if persistent:  # Q_s's, freed by the consumers' last S (16-bit: their epilogues)
             q_free = MBarrier(pool, 1)
+        if transpose_v:  # V's rows as TMA lands them, for `transpose_stage`
+            Vr_s = pool.alloc((2, bn, d), dtype, layout=mma_shared_layout(dtype, swizzle, (2, bn, d)))
+            vraw = MBarrier(pool, 2)
         pool.commit()
         # (persistent) the K/V stages each warpgroup's tiles took so far: warpgroup-uniform
         # values (shared memory, at the warpgroup's own index) for the wgmma descriptors
@@ -942,11 +1014,23 @@ def attention_kernel(
         empty.init(consumers)  # one arrival per consumer warpgroup
         if persistent:  # one arrival per consumer warp (dynamic: thread)
             q_free.init(128 * consumers if dynamic else 4 * consumers)
+        if transpose_v:
+            vraw.init(1)  # the producer's expect_tx arrival (+ the tile's bytes)
         T.ptx.fence.mbarrier_init()
         T.cuda.cta_sync()
         if wg == 0:
             T.ptx.setmaxnreg.dec(producer_regs)
-            if tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
+            if transpose_v:  # all 128 threads: thread 0 loads, every warp transposes V
+                # a warp's block of V: 16 keys x tv_cols columns as ldmatrix.trans leaves them (lane 4 b + a:
+                # keys 8 mk + 2 a + jk, columns 16 md + 2 b + jd in register 4 mk + 2 jk + 8 md + jd) and
+                # as stmatrix takes them into V's stage (columns 16 md + 2 b + nd, keys 4 a + i
+                # in its order, register 8 md + 4 nd + i)
+                VL = T.alloc_buffer((16, tv_cols), dtype, scope="local", layout=TileLayout(S[(2, 4, 2, tv_cols // 16, 8, 2) : (4, 1 @ laneid, 2, 8, 4 @ laneid, 1)]))
+                VTr = T.alloc_buffer((tv_cols, 16), dtype, scope="local", layout=TileLayout(S[(tv_cols // 16, 8, 2, 4, 4) : (8, 4 @ laneid, 4, 1 @ laneid, 1)]))
+                VL_local = VL.local()
+                VT_local = VTr.local()
+                producer_tile(bx, 0)
+            elif tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
                 if dynamic:  # FlashAttention-3's scheduler: the CTA's first tile its own, the next taken from the counter
                     p_next = bx
                     p_it = 0
@@ -1158,7 +1242,7 @@ def attention_kernel(
         def attention_fp8(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DS_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle):
             Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
-            V = T.match_buffer(V_ptr, vt_shape, dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k) if transpose_v else vt_shape, dtype)
             DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
             O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)  # (written from registers: (batch * heads, seq, d) whatever Q's layout)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")

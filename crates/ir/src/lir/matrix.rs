@@ -5,9 +5,11 @@
 //! * [`MatrixMove`]: `ldmatrix` / `stmatrix`, 8×8 tiles of 16-bit elements
 //!   between shared memory and fragments. Each lane supplies the row address
 //!   `smem[smem_index]` (lanes `0..8·num`), and holds `num` 32-bit registers,
-//!   register i at `regs[reg_index[i] .. +2]`. Typing: `num` ∈ {1, 2, 4}, one
-//!   register index per matrix, `smem` a shared and `regs` a local 16-bit
-//!   buffer, rows 16-byte aligned, registers 4-byte aligned.
+//!   register i at `regs[reg_index[i] ..]`. Typing: `num` ∈ {1, 2, 4}, one
+//!   register index per matrix, `smem` a shared and `regs` a local buffer of
+//!   16-bit elements, or both of 8-bit ones moved as adjacent pairs (each 16-bit
+//!   element two bytes: FP8's transposition), rows 16-byte aligned, registers
+//!   4-byte aligned.
 //! * [`Wgmma`], [`WgmmaSync`]: Hopper's asynchronous warpgroup MMA and its
 //!   ordering instructions, in [`super::wgmma`] (`docs/lir.md` §2.11).
 //! * [`Mma`]: `mma.sync.aligned.m16n8k{8,16,32}.row.col` — `D = A·B + C` on one
@@ -396,16 +398,23 @@ impl Checker<'_> {
             return Err(format!("ldmatrix/stmatrix registers `{}` are not a local buffer", r.name));
         }
         for b in [s, r] {
-            if b.dtype.bits() != 16 {
-                return Err(format!("ldmatrix/stmatrix move 16-bit elements; `{}` is {}", b.name, b.dtype));
+            if !matches!(b.dtype.bits(), 8 | 16) {
+                return Err(format!(
+                    "ldmatrix/stmatrix move 16-bit elements (8-bit ones in pairs); `{}` is {}",
+                    b.name, b.dtype
+                ));
             }
         }
+        if s.dtype.bits() != r.dtype.bits() {
+            return Err(format!("ldmatrix/stmatrix between `{}` ({}) and `{}` ({})", s.name, s.dtype, r.name, r.dtype));
+        }
+        let bytes = i64::from(s.dtype.bits() / 8);
         self.index(m.smem, &m.smem_index)?;
-        // Each lane's row is 8 x 16 bits = 16 bytes, 16-byte aligned.
-        self.aligned(m.smem, &m.smem_index, 8, "ldmatrix/stmatrix row")?;
+        // Each lane's row is 16 bytes, 16-byte aligned; each register 4 bytes.
+        self.aligned(m.smem, &m.smem_index, 16 / bytes, "ldmatrix/stmatrix row")?;
         for i in &m.reg_index {
             self.index(m.regs, i)?;
-            self.aligned(m.regs, i, 2, "ldmatrix/stmatrix register")?;
+            self.aligned(m.regs, i, 4 / bytes, "ldmatrix/stmatrix register")?;
         }
         Ok(())
     }

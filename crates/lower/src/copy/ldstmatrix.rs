@@ -119,6 +119,9 @@ struct MatrixPlan {
     swizzle: Option<Swizzle>,
     sym: Affine,
     walk: Option<Walk>,
+    /// Elements per 16-bit unit: 1, or 2 for 8-bit operands moved as byte pairs
+    /// (everything above counts units; emit scales the indices).
+    unit: i64,
 }
 
 impl MatrixPlan {
@@ -150,10 +153,13 @@ impl Variant for LdStMatrix {
             return Err(Decline::arch("stmatrix", Arch::SM_90, cx.opts.arch));
         }
         let dt = ops.src_buf.dtype;
-        if dt.bits() != 16 {
+        if !matches!(dt.bits(), 8 | 16) {
             return Err(Decline::new(
                 CommonRule::Dtype,
-                format!("ldmatrix/stmatrix move 16-bit elements (.b16); `{}` is {dt}", ops.src_buf.name),
+                format!(
+                    "ldmatrix/stmatrix move 16-bit elements (.b16), or 8-bit ones in adjacent pairs; `{}` is {dt}",
+                    ops.src_buf.name
+                ),
             ));
         }
         if t <= 0 || t % 32 != 0 {
@@ -166,7 +172,9 @@ impl Variant for LdStMatrix {
         let (r_reg, s_reg) = if store { (ops.src, ops.dst) } else { (ops.dst, ops.src) };
         let regs = regs_side(cx, r_reg, store, t)?;
         let shared = shared_side(cx, s_reg)?;
-        let (p, limits) = fit(regs, shared, store)?;
+        let (regs, shared, unit) = if dt.bits() == 8 { byte_pairs(regs, shared)? } else { (regs, shared, 1) };
+        let (mut p, limits) = fit(regs, shared, store)?;
+        p.unit = unit;
         let (text, rounds) = (summary(&p), p.m_outer() as u64);
         let mut plan = Plan::new(text, p);
         plan.rounds = Some(rounds);
@@ -206,8 +214,11 @@ impl Variant for LdStMatrix {
         };
         let b = em.builder();
         let r_base = b.add(LExpr::Int(p.r_off, r_ity), dim_offset(b, &p.split.r_outer, b.to_int(mm, r_ity)));
+        // (In 16-bit units: an 8-bit operand's element index is twice its pair's.)
+        let bytes = |e: LExpr, ity| if p.unit == 1 { e } else { b.mul(e, LExpr::Int(p.unit, ity)) };
+        let smem_index = bytes(smem_index, s_ity);
         let reg_index: Vec<LExpr> = (0..p.split.num)
-            .map(|i| b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity))))
+            .map(|i| bytes(b.add(r_base.clone(), dim_offset(b, &p.split.r_tile, LExpr::Int(i, r_ity))), r_ity))
             .collect();
         let num = p.split.num as u8;
         let dir = if p.store { MatrixDir::Store } else { MatrixDir::Load };
@@ -251,8 +262,9 @@ fn summary(p: &MatrixPlan) -> String {
         (Some(_), None) => ", swizzled with xor/shift",
     };
     let per = if n == 1 { "instruction" } else { "instructions" };
+    let (apart, pairs) = if p.unit == 1 { ("elements", "") } else { ("byte pairs", ", 8-bit elements in pairs") };
     format!(
-        "{instr}.x{num}{t}: num {num}, trans {}, {n} {per} per warp, rows {} elements apart{swz}",
+        "{instr}.x{num}{t}: num {num}, trans {}, {n} {per} per warp, rows {} {apart} apart{swz}{pairs}",
         p.trans, p.row_stride
     )
 }
@@ -384,6 +396,68 @@ fn shared_side(cx: &CallCx, r: &BufferRegion) -> Result<Shared, Decline> {
     Ok(Shared { name: b.name.clone(), tile: m.tile, swizzle: m.swizzle, sym: m.sym, sym_div: m.sym_div })
 }
 
+// ---------------------------------------------------------------- byte pairs
+
+/// 8-bit operands as 16-bit ones (ldmatrix/stmatrix move `.b16` elements, which
+/// of bytes are adjacent pairs): a thread's registers must pair on their
+/// innermost iter (stride 1), the shared elements of a pair be adjacent too;
+/// that iter is halved and every other `m` stride, offset, swizzle and symbolic
+/// begin counted in pairs. The fit and the addresses then run on 16-bit units.
+fn byte_pairs(regs: Regs, shared: Shared) -> Result<(Regs, Shared, i64), Decline> {
+    let no = |what: String| Decline::new(CopyRule::Fragment, format!("8-bit elements move in pairs: {what}"));
+    let r = &regs.tile;
+    let inner = r.shard.iter().position(|i| i.axis == Axis::M && i.stride == 1 && i.extent > 1);
+    let Some(i) = inner.filter(|&i| r.shard[i].extent % 2 == 0) else {
+        return Err(no(format!("the bytes of `{}` ({r}) are not in pairs of adjacent registers", regs.name)));
+    };
+    let (sg, seps) = shared.tile.group(&r.extents()).map_err(|e| {
+        no(format!("the shared layout does not follow the register layout {r} element for element: {e}"))
+    })?;
+    let last = (seps[i]..seps[i + 1]).rev().find(|&k| sg.shard[k].extent > 1);
+    let Some(k) =
+        last.filter(|&k| sg.shard[k].axis == Axis::M && sg.shard[k].stride == 1 && sg.shard[k].extent % 2 == 0)
+    else {
+        return Err(no(format!(
+            "the register pairs of `{}` are not adjacent bytes of `{}` ({})",
+            regs.name, shared.name, shared.tile
+        )));
+    };
+    let halve = |l: &TileLayout, at: usize, name: &str| -> Result<TileLayout, Decline> {
+        let mut out = l.clone();
+        for (j, it) in out.shard.iter_mut().enumerate() {
+            if j == at {
+                it.extent /= 2;
+            } else if it.axis == Axis::M && it.extent > 1 {
+                if it.stride % 2 != 0 {
+                    return Err(no(format!("`{name}` has elements {} apart, which splits a pair", it.stride)));
+                }
+                it.stride /= 2;
+            }
+        }
+        if let Some(off) = out.offset.get_mut(&Axis::M) {
+            if *off % 2 != 0 {
+                return Err(no(format!("the region of `{name}` starts at element {off}, inside a pair")));
+            }
+            *off /= 2;
+        }
+        Ok(out)
+    };
+    let swizzle = match shared.swizzle {
+        Some(sw) if sw.per_element == 0 => {
+            return Err(no(format!("`{}` swizzles single bytes", shared.name)));
+        }
+        sw => sw.map(|sw| Swizzle { per_element: sw.per_element - 1, ..sw }),
+    };
+    // (Exact: the begin is a multiple of `sym_div`, which is even.)
+    let sym = shared.sym.clone().floor_div(2).filter(|_| shared.sym_div % 2 == 0);
+    let Some(sym) = sym else {
+        return Err(no(format!("the region of `{}` begins at a symbolic element that may be odd", shared.name)));
+    };
+    let regs = Regs { tile: halve(r, i, &regs.name)?, ..regs };
+    let shared = Shared { tile: halve(&sg, k, &shared.name)?, swizzle, sym, sym_div: shared.sym_div / 2, ..shared };
+    Ok((regs, shared, 2))
+}
+
 // ---------------------------------------------------------------- the fit
 
 /// Checks the geometry and picks the widest `num`; the limits say why wider ones failed.
@@ -424,6 +498,7 @@ fn fit(regs: Regs, shared: Shared, store: bool) -> Result<(MatrixPlan, Vec<Strin
         swizzle: shared.swizzle,
         sym: shared.sym,
         walk: None,
+        unit: 1,
     };
     p.walk = swizzle_walk(&p);
     Ok((p, limits))

@@ -1117,9 +1117,10 @@ def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
         tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 512, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
 
 
-def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_module=at):
+def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_module=at, persistent=False):
     """O and the log-sum-exp of FP8 attention over V as the op's pass leaves it (`fp8_values`) and
-    with ``transpose_v`` (V as it is; ``kernel_module``: a planted copy for the second)."""
+    with ``transpose_v`` (V as it is; ``kernel_module``: a planted copy for the second;
+    ``persistent``: the second over 3 persistent CTAs)."""
     q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=5)
     ds = np.random.default_rng(1).uniform(0.5, 2.0, (b * hk, 2)).astype(np.float32)
     sw = lambda t: np.ascontiguousarray(np.swapaxes(t, 1, 2))  # noqa: E731 (seq-major)
@@ -1128,7 +1129,7 @@ def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_modu
     for tv, module in ((False, at), (True, kernel_module)):
         prim = module.attention_kernel.factory(
             heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
-            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, transpose_v=tv,
+            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, transpose_v=tv, persistent=tv and persistent, sms=3,
         )
         o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
         lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
@@ -1149,12 +1150,14 @@ def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_modu
         (2, 1, 1, 128, 450, 128, 192, False, True),
     ],
 )
-def test_fp8_v_transposed_in_the_kernel(b, h, hk, sq, sk, d, bn, causal, major):
+@pytest.mark.parametrize("persistent", [False, True])
+def test_fp8_v_transposed_in_the_kernel(b, h, hk, sq, sk, d, bn, causal, major, persistent):
     """``transpose_v``: the producer warpgroup transposes V's tiles itself (TMA rows, ldmatrix.trans
-    of byte pairs, a byte permutation in registers, stmatrix: FlashAttention-3's), V read as it is;
-    O and the log-sum-exp bit for bit those over `fp8_values`' copy, races, proxies and barriers
+    of byte pairs, a byte permutation in registers, stmatrix: FlashAttention-3's), V read as it is,
+    one CTA a tile or persistent CTAs (the producer's threads meeting around its ring count); O
+    and the log-sum-exp bit for bit those over `fp8_values`' copy, races, proxies and barriers
     checked."""
-    plain, inside = _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major)
+    plain, inside = _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, persistent=persistent)
     np.testing.assert_array_equal(inside[0], plain[0])
     np.testing.assert_array_equal(inside[1], plain[1])
 
@@ -1178,7 +1181,7 @@ def test_fp8_v_transposition_mistakes_are_reported(old, new, words, tmp_path):
 
 
 def test_fp8_transpose_v_errors():
-    with pytest.raises(ValueError, match="transpose_v: FP8 attention of one split"):
+    with pytest.raises(ValueError, match="transpose_v: FP8 attention of one split, tiles in a static order"):
         at.attention_kernel.factory(
             heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
             seq_major=False, consumers=2, bn=128, overlap=True, transpose_v=True,
@@ -1400,6 +1403,32 @@ def test_fp8_on_the_gpu_against_float64():
 
 WIDE_FP8 = [(192, 128, 0, False, False, True), (224, 128, 0, False, False, True), (256, 64, 0, False, False, True), (224, 128, 48, False, False, True), (128, 256, 32, False, False, True)]
 PERSISTENT_FP8 = [(192, 128, 0, True, False, False), (224, 128, 0, True, True, False), (128, 256, 0, True, True, True)]
+
+
+@pytest.mark.parametrize("bn,d,persistent,causal", [(224, 128, False, False), (192, 128, True, True), (128, 256, False, True), (256, 64, True, False)])
+def test_fp8_v_transposed_in_the_kernel_on_the_gpu(bn, d, persistent, causal):
+    """``transpose_v`` on the GPU (ldmatrix.trans / stmatrix of byte pairs through TMA's and
+    wgmma's swizzles, the producers' proxy fence and barrier): O and the log-sum-exp bit for bit
+    the same kernel's over `fp8_values`' copy of V."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    b, h, hk, sq, sk = 2, 4, 2, 300, 1000
+    q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=bn)
+    f8 = lambda x: torch.from_numpy(np.ascontiguousarray(x).view(np.uint8)).cuda().view(torch.float8_e4m3fn)  # noqa: E731
+    qkv = [np.swapaxes(t, 1, 2) for t in (q, k, v)] if causal else [t.reshape(-1, t.shape[2], d) for t in (q, k, v)]
+    ds = torch.rand((b * hk, 2), dtype=torch.float32, device="cuda") + 0.5
+    outs = []
+    for tv in (False, True):
+        prim = at.attention_kernel.factory(
+            heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
+            seq_major=causal, consumers=2, bn=bn, overlap=True, pingpong=not persistent, persistent=persistent, sms=5, transpose_v=tv,
+        )
+        o = torch.zeros((b * h, sq, d), dtype=torch.bfloat16, device="cuda")
+        lse = torch.zeros((b * h, at.lse_rows(sq)), dtype=torch.float32, device="cuda")
+        tirx.compile(prim)(f8(qkv[0]), f8(qkv[1]), f8(qkv[2]) if tv else f8(at.fp8_values(v)), ds, o, lse)
+        outs.append((o, lse[:, :sq]))
+    assert torch.equal(outs[1][0], outs[0][0]) and torch.equal(outs[1][1], outs[0][1])
 
 
 @pytest.mark.parametrize("bn,d,fma_columns,persistent,causal,pingpong", WIDE_FP8 + PERSISTENT_FP8)

@@ -294,8 +294,8 @@ def attention_kernel(
     (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
     ``launch_dependents``: each CTA lets the kernel after it on the stream start as it begins
     (`T.ptx.griddepcontrol.launch_dependents()`: split-KV's combine made with ``dependent``,
-    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, one CTA a
-    tile): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
+    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, not
+    ``dynamic``): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
     TMA in a raw stage of their own and transposed into V's stage by the producer warpgroup's
     four warps (`transpose_stage`: ldmatrix.trans of byte pairs, a byte permutation, stmatrix,
     then a proxy fence, a barrier and one arrival), a tile behind the loads; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
@@ -366,8 +366,8 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
-    if transpose_v and not (fp8 and splits == 1 and not persistent):
-        raise ValueError("transpose_v: FP8 attention of one split, one CTA a tile (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
+    if transpose_v and not (fp8 and splits == 1 and not dynamic):
+        raise ValueError("transpose_v: FP8 attention of one split, tiles in a static order (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
     if combine and (splits < 2 or fp8 or d % 32):
         raise ValueError("combine: split-KV (splits > 1) of 16-bit attention, a head dim of whole 32 columns")
     bm = 64 * consumers
@@ -825,7 +825,12 @@ def attention_kernel(
                     T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
             for j in T.serial(p_steps):
                 kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
-        if persistent:
+        if transpose_v and persistent:  # (every producer thread read the count: then one updates it for all)
+            T.ptx.bar.sync(PRODUCER_BARRIER, 128)
+            if tid == 0:
+                R_s[0] = R_s[0] + p_steps
+            T.ptx.bar.sync(PRODUCER_BARRIER, 128)
+        elif persistent:
             R_s[0] = R_s[0] + p_steps
         return taken + ctas if dynamic else None  # (dynamic: the CTA's next tile; a miss past the last)
 
@@ -1029,7 +1034,8 @@ def attention_kernel(
                 VTr = T.alloc_buffer((tv_cols, 16), dtype, scope="local", layout=TileLayout(S[(tv_cols // 16, 8, 2, 4, 4) : (8, 4 @ laneid, 4, 1 @ laneid, 1)]))
                 VL_local = VL.local()
                 VT_local = VTr.local()
-                producer_tile(bx, 0)
+                for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                    producer_tile(bx + it * ctas, it)
             elif tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
                 if dynamic:  # FlashAttention-3's scheduler: the CTA's first tile its own, the next taken from the counter
                     p_next = bx

@@ -1120,7 +1120,7 @@ def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
 def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_module=at, persistent=False):
     """O and the log-sum-exp of FP8 attention over V as the op's pass leaves it (`fp8_values`) and
     with ``transpose_v`` (V as it is; ``kernel_module``: a planted copy for the second;
-    ``persistent``: the second over 3 persistent CTAs)."""
+    ``persistent``: the second over 3 persistent CTAs, ``"dynamic"``: taking tiles from a counter)."""
     q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=5)
     ds = np.random.default_rng(1).uniform(0.5, 2.0, (b * hk, 2)).astype(np.float32)
     sw = lambda t: np.ascontiguousarray(np.swapaxes(t, 1, 2))  # noqa: E731 (seq-major)
@@ -1129,12 +1129,16 @@ def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_modu
     for tv, module in ((False, at), (True, kernel_module)):
         prim = module.attention_kernel.factory(
             heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
-            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, transpose_v=tv, persistent=tv and persistent, sms=3,
+            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, transpose_v=tv, persistent=tv and bool(persistent), sms=3,
+            dynamic=tv and persistent == "dynamic",
         )
         o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
         lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
         vv = (sw(v) if major else v.reshape(-1, sk, d)) if tv else at.fp8_values(v)
-        tirx.compile(prim, "sm_90a")(*qk, vv, ds, o, lse)
+        counter = np.zeros(1, np.int32)
+        kernel = tirx.compile(prim, "sm_90a")
+        kernel(*qk, vv, ds, o, lse, *([counter] if len(kernel.params) > 6 else []))
+        assert counter[0] == 0
         outs.append((o.astype(np.float32), lse[:, :sq]))
     return outs
 
@@ -1150,11 +1154,12 @@ def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_modu
         (2, 1, 1, 128, 450, 128, 192, False, True),
     ],
 )
-@pytest.mark.parametrize("persistent", [False, True])
+@pytest.mark.parametrize("persistent", [False, True, "dynamic"])
 def test_fp8_v_transposed_in_the_kernel(b, h, hk, sq, sk, d, bn, causal, major, persistent):
     """``transpose_v``: the producer warpgroup transposes V's tiles itself (TMA rows, ldmatrix.trans
     of byte pairs, a byte permutation in registers, stmatrix: FlashAttention-3's), V read as it is,
-    one CTA a tile or persistent CTAs (the producer's threads meeting around its ring count); O
+    one CTA a tile or persistent CTAs (the producer's threads meeting around its ring count and,
+    ``dynamic``, the tile thread 0 took from the counter, left 0 after the launch); O
     and the log-sum-exp bit for bit those over `fp8_values`' copy, races, proxies and barriers
     checked."""
     plain, inside = _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, persistent=persistent)
@@ -1181,7 +1186,7 @@ def test_fp8_v_transposition_mistakes_are_reported(old, new, words, tmp_path):
 
 
 def test_fp8_transpose_v_errors():
-    with pytest.raises(ValueError, match="transpose_v: FP8 attention of one split, tiles in a static order"):
+    with pytest.raises(ValueError, match="transpose_v: FP8 attention of one split"):
         at.attention_kernel.factory(
             heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
             seq_major=False, consumers=2, bn=128, overlap=True, transpose_v=True,
@@ -1405,7 +1410,7 @@ WIDE_FP8 = [(192, 128, 0, False, False, True), (224, 128, 0, False, False, True)
 PERSISTENT_FP8 = [(192, 128, 0, True, False, False), (224, 128, 0, True, True, False), (128, 256, 0, True, True, True)]
 
 
-@pytest.mark.parametrize("bn,d,persistent,causal", [(224, 128, False, False), (192, 128, True, True), (128, 256, False, True), (256, 64, True, False)])
+@pytest.mark.parametrize("bn,d,persistent,causal", [(224, 128, False, False), (192, 128, "dynamic", True), (128, 256, False, True), (256, 64, True, False)])
 def test_fp8_v_transposed_in_the_kernel_on_the_gpu(bn, d, persistent, causal):
     """``transpose_v`` on the GPU (ldmatrix.trans / stmatrix of byte pairs through TMA's and
     wgmma's swizzles, the producers' proxy fence and barrier): O and the log-sum-exp bit for bit
@@ -1422,11 +1427,13 @@ def test_fp8_v_transposed_in_the_kernel_on_the_gpu(bn, d, persistent, causal):
     for tv in (False, True):
         prim = at.attention_kernel.factory(
             heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
-            seq_major=causal, consumers=2, bn=bn, overlap=True, pingpong=not persistent, persistent=persistent, sms=5, transpose_v=tv,
+            seq_major=causal, consumers=2, bn=bn, overlap=True, pingpong=not persistent, persistent=bool(persistent), sms=5, transpose_v=tv,
+            dynamic=persistent == "dynamic",
         )
         o = torch.zeros((b * h, sq, d), dtype=torch.bfloat16, device="cuda")
         lse = torch.zeros((b * h, at.lse_rows(sq)), dtype=torch.float32, device="cuda")
-        tirx.compile(prim)(f8(qkv[0]), f8(qkv[1]), f8(qkv[2]) if tv else f8(at.fp8_values(v)), ds, o, lse)
+        counter = [torch.zeros(1, dtype=torch.int32, device="cuda")] if persistent == "dynamic" else []
+        tirx.compile(prim)(f8(qkv[0]), f8(qkv[1]), f8(qkv[2]) if tv else f8(at.fp8_values(v)), ds, o, lse, *counter)
         outs.append((o, lse[:, :sq]))
     assert torch.equal(outs[1][0], outs[0][0]) and torch.equal(outs[1][1], outs[0][1])
 

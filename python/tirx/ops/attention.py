@@ -294,8 +294,7 @@ def attention_kernel(
     (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
     ``launch_dependents``: each CTA lets the kernel after it on the stream start as it begins
     (`T.ptx.griddepcontrol.launch_dependents()`: split-KV's combine made with ``dependent``,
-    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, not
-    ``dynamic``): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
+    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
     TMA in a raw stage of their own and transposed into V's stage by the producer warpgroup's
     four warps (`transpose_stage`: ldmatrix.trans of byte pairs, a byte permutation, stmatrix,
     then a proxy fence, a barrier and one arrival), a tile behind the loads; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
@@ -366,8 +365,8 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
-    if transpose_v and not (fp8 and splits == 1 and not dynamic):
-        raise ValueError("transpose_v: FP8 attention of one split, tiles in a static order (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
+    if transpose_v and not (fp8 and splits == 1):
+        raise ValueError("transpose_v: FP8 attention of one split (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
     if combine and (splits < 2 or fp8 or d % 32):
         raise ValueError("combine: split-KV (splits > 1) of 16-bit attention, a head dim of whole 32 columns")
     bm = 64 * consumers
@@ -810,6 +809,11 @@ def attention_kernel(
         if transpose_v:  # thread 0 loads, all 128 threads transpose V (`transpose_stage`) a tile behind
             if tid == 0:
                 q_part(p_tile, it, p_bh, p_qt, p_q_start)
+                if dynamic:  # the next tile, kept in N_s[1] (thread 0's alone) until the tile's end
+                    taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
+                    if taken == n_tiles - 1:
+                        T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
+                    N_s[1] = taken + ctas
             for j in T.serial(p_steps):
                 if tid == 0:
                     kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
@@ -825,14 +829,16 @@ def attention_kernel(
                     T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
             for j in T.serial(p_steps):
                 kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
-        if transpose_v and persistent:  # (every producer thread read the count: then one updates it for all)
+        if transpose_v and persistent:  # (every producer thread read the count and tile: then one updates them for all)
             T.ptx.bar.sync(PRODUCER_BARRIER, 128)
             if tid == 0:
                 R_s[0] = R_s[0] + p_steps
+                if dynamic:
+                    N_s[0] = N_s[1]
             T.ptx.bar.sync(PRODUCER_BARRIER, 128)
         elif persistent:
             R_s[0] = R_s[0] + p_steps
-        return taken + ctas if dynamic else None  # (dynamic: the CTA's next tile; a miss past the last)
+        return taken + ctas if dynamic and not transpose_v else None  # (dynamic: the CTA's next tile; a miss past the last)
 
     @T.macro(hygienic=False)
     def consumer_tile(tile, it):
@@ -1034,8 +1040,23 @@ def attention_kernel(
                 VTr = T.alloc_buffer((tv_cols, 16), dtype, scope="local", layout=TileLayout(S[(tv_cols // 16, 8, 2, 4, 4) : (8, 4 @ laneid, 4, 1 @ laneid, 1)]))
                 VL_local = VL.local()
                 VT_local = VTr.local()
-                for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
-                    producer_tile(bx + it * ctas, it)
+                if dynamic:  # (`dynamic`'s loop below, on every producer thread: thread 0 takes the tiles, N_s[0] the current)
+                    N_s = T.alloc_buffer((2,), "int32", scope="shared")
+                    if tid == 0:
+                        N_s[0] = bx
+                    T.ptx.bar.sync(PRODUCER_BARRIER, 128)
+                    p_it = 0
+                    while N_s[0] < n_tiles:
+                        p_tile = N_s[0]
+                        producer_tile(p_tile, p_it)
+                        p_it = p_it + 1
+                    if tid == 0:
+                        q_free.wait(0, (p_it - 1) % 2)
+                        T_s[0] = N_s[0]
+                        q_full.arrive(0)
+                else:
+                    for it in T.serial(tiles_of(bx)):  # (one but with `persistent`)
+                        producer_tile(bx + it * ctas, it)
             elif tid == 0:  # (its own names: a name bound twice in a kernel is a mutable scalar)
                 if dynamic:  # FlashAttention-3's scheduler: the CTA's first tile its own, the next taken from the counter
                     p_next = bx
@@ -1219,7 +1240,7 @@ def attention_kernel(
         def attention_fp8_dynamic(Q_ptr: T.handle, K_ptr: T.handle, V_ptr: T.handle, DS_ptr: T.handle, O_ptr: T.handle, L_ptr: T.handle, TC_ptr: T.handle):
             Q = T.match_buffer(Q_ptr, q_shape(), dtype)
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
-            V = T.match_buffer(V_ptr, vt_shape, dtype)
+            V = T.match_buffer(V_ptr, shape(kv_heads, seq_k) if transpose_v else vt_shape, dtype)
             DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
             O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")

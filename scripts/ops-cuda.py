@@ -99,10 +99,6 @@ def attention_cases():
         heads=16, kv_heads=16, batch=8, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
         seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, dynamic=True, transpose_v=True,
     )
-    yield "ops_attention_fp8_transpose_v_d256", at.attention_kernel.factory(
-        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=256, dtype="float8_e4m3fn", causal=False, scale=0.0625, lse=False,
-        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, transpose_v=True,
-    )
     # the last 16 keys' exponentials on the FMA pipe (`fma_columns`: exp2(..., pipe="fma"))
     yield "ops_attention_fp8_fma", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,

@@ -14,7 +14,7 @@ use crate::helpers::Helper;
 use crate::names::Names;
 use crate::CodegenError;
 use std::collections::{BTreeSet, HashSet};
-use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, ParamRef, Space, WgmmaFences};
+use tirx_ir::lir::{LBufId, LExpr, LKernel, LStmt, LStmtKind, LVarId, MemOp, ParamRef, Space, WgmmaFences};
 use tirx_ir::target::STATIC_SMEM_LIMIT;
 use tirx_ir::DType;
 
@@ -246,11 +246,29 @@ impl Ctx<'_> {
     fn block(&mut self, body: &[LStmt]) -> Result<bool, CodegenError> {
         self.names.push_scope();
         let mut live = false;
-        for s in body {
-            live |= self.stmt(s)?;
+        let mut i = 0;
+        while i < body.len() {
+            if let Some(p) = byte_perm(self.k, &body[i..]) {
+                self.byte_perm(&p)?;
+                live = true;
+                i += 4;
+                continue;
+            }
+            live |= self.stmt(&body[i])?;
+            i += 1;
         }
         self.names.pop_scope();
         Ok(live)
+    }
+
+    /// `dst[4k .. 4k + 4]` from two 32-bit words of registers: one `__byte_perm` (PRMT), where the
+    /// four byte moves it stands for leave nvcc's shifts and masks (24 instructions for 16 bytes).
+    fn byte_perm(&mut self, p: &BytePerm) -> Result<(), CodegenError> {
+        let word = |cx: &mut Self, (b, i): (LBufId, i64)| cx.view("unsigned", true, b, &LExpr::i32(i));
+        let (x, y) = (word(self, p.words[0])?, word(self, p.words[1])?);
+        let dst = self.view("unsigned", false, p.dst.0, &LExpr::i32(p.dst.1))?;
+        self.line(&format!("{dst} = __byte_perm({x}, {y}, {:#06x});", p.selector));
+        Ok(())
     }
 
     /// Prints `body` one level deeper into a separate buffer.
@@ -495,4 +513,62 @@ fn expr_reads(e: &LExpr, reads: &mut HashSet<LVarId>) {
             reads.insert(*v);
         }
     });
+}
+
+/// Four byte moves between local 8-bit buffers that one `__byte_perm` makes: `dst` (buffer, first
+/// index) the word written whole, `words` the two source words (the second the first where one
+/// holds every byte), `selector` the bytes they give in order (0-3 the first's, 4-7 the second's).
+pub(crate) struct BytePerm {
+    dst: (LBufId, i64),
+    words: [(LBufId, i64); 2],
+    selector: u32,
+}
+
+/// The [`BytePerm`] the first four statements of `body` are, if they are: `d[4k + j] = s[x_j]`
+/// for j = 0..3 in order, every buffer local with 8-bit elements of one type, constant indices,
+/// the sources within two 4-aligned words none of which is the destination word.
+pub(crate) fn byte_perm(k: &LKernel, body: &[LStmt]) -> Option<BytePerm> {
+    let moves: Vec<(LBufId, i64, LBufId, i64)> = body
+        .iter()
+        .take(4)
+        .map_while(|s| match &s.kind {
+            LStmtKind::Memory(MemOp::Store { buf, index: LExpr::Int(i, _), value: LExpr::Load(src, at) }) => match **at
+            {
+                LExpr::Int(j, _) => Some((*buf, *i, *src, j)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    let [(d, i0, _, _), ..] = moves[..] else { return None };
+    let dtype = k.buf(d).dtype;
+    let local8 = |b: LBufId| k.buf(b).space == Space::Local && k.buf(b).dtype == dtype;
+    if moves.len() < 4 || dtype.bits() != 8 || i0 % 4 != 0 || !local8(d) {
+        return None;
+    }
+    let mut words: Vec<(LBufId, i64)> = Vec::new();
+    let mut selector = 0u32;
+    for (j, &(db, di, sb, si)) in moves.iter().enumerate() {
+        if db != d
+            || di != i0 + j as i64
+            || !local8(sb)
+            || si < 0
+            || si >= k.buf(sb).elems
+            || (sb == d && si / 4 == i0 / 4)
+        {
+            return None;
+        }
+        let word = (sb, si - si % 4);
+        let w = match words.iter().position(|&x| x == word) {
+            Some(w) => w,
+            None if words.len() < 2 => {
+                words.push(word);
+                words.len() - 1
+            }
+            None => return None,
+        };
+        selector |= ((4 * w as u32) + (si % 4) as u32) << (4 * j);
+    }
+    let second = *words.get(1).unwrap_or(&words[0]);
+    Some(BytePerm { dst: (d, i0), words: [words[0], second], selector })
 }

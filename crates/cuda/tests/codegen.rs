@@ -809,3 +809,31 @@ fn tensor_maps_must_be_declared_and_map_a_parameter() {
     let m = invalid(&k);
     assert!(m.contains("`S` is not a global buffer parameter"), "{m}");
 }
+
+/// Four byte moves filling a 32-bit word of registers from two words print as one
+/// `__byte_perm` (PRMT); other runs print as the moves they are.
+#[test]
+fn byte_moves_filling_a_word_are_one_byte_perm() {
+    let perm = |sources: [i64; 4], n: usize| {
+        let mut kb = Kb::new("k", [1, 1, 1], [1, 1, 1]);
+        let out = kb.param("out", DType::U8, &[4]);
+        let a = kb.local("a", DType::U8, &[12]);
+        let b = kb.local("b", DType::U8, &[4]);
+        let mut body: Vec<LStmt> = (0..12).map(|x| store(a, i(x), load(out, i(x % 4)))).collect();
+        body.extend(sources.iter().take(n).enumerate().map(|(j, &x)| store(b, i(j as i64), load(a, i(x)))));
+        body.extend((0..4).map(|x| store(out, i(x), load(b, i(x)))));
+        src(&kb.finish(body))
+    };
+    let s = perm([0, 2, 4, 6], 4);
+    assert!(
+        s.contains("*reinterpret_cast<unsigned*>(&b[0]) = __byte_perm(*reinterpret_cast<const unsigned*>(&a[0]), *reinterpret_cast<const unsigned*>(&a[4]), 0x6420);"),
+        "{s}"
+    );
+    assert!(perm([9, 8, 11, 10], 4).contains(
+        "__byte_perm(*reinterpret_cast<const unsigned*>(&a[8]), *reinterpret_cast<const unsigned*>(&a[8]), 0x2301)"
+    ));
+    for (sources, n) in [([0, 4, 8, 1], 4), ([0, 1, 2, 3], 3)] {
+        let s = perm(sources, n);
+        assert!(!s.contains("__byte_perm"), "{sources:?} {n}: {s}");
+    }
+}

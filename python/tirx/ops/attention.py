@@ -294,7 +294,7 @@ def attention_kernel(
     (16-bit; ``TC`` int32, the kernel's last parameter before the scalars, 0 before a launch);
     ``launch_dependents``: each CTA lets the kernel after it on the stream start as it begins
     (`T.ptx.griddepcontrol.launch_dependents()`: split-KV's combine made with ``dependent``,
-    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
+    whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, ``d`` <= 128): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
     TMA in a raw stage of their own and transposed into V's stage by the producer warpgroup's
     four warps (`transpose_stage`: ldmatrix.trans of byte pairs, a byte permutation, stmatrix,
     then a proxy fence, a barrier and one arrival), a tile behind the loads; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
@@ -365,8 +365,8 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
-    if transpose_v and not (fp8 and splits == 1):
-        raise ValueError("transpose_v: FP8 attention of one split (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
+    if transpose_v and not (fp8 and splits == 1 and d <= 128):
+        raise ValueError("transpose_v: FP8 attention of one split, head dim 128 at most (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
     if combine and (splits < 2 or fp8 or d % 32):
         raise ValueError("combine: split-KV (splits > 1) of 16-bit attention, a head dim of whole 32 columns")
     bm = 64 * consumers
@@ -488,11 +488,12 @@ def attention_kernel(
     out_dtype = "bfloat16" if fp8 else dtype
     vt_shape = (batch * kv_heads, d, fp8_keys(seq_k))  # (FP8: VT, whole blocks of permuted keys)
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
-    # transpose_v: V's blocks of 16 keys x tv_cols columns a warp transposes at once; 32 (two
-    # ldmatrix.x4 matrices of columns) spill from the producer's 24 registers, so it takes 32 and
-    # the consumers give up 8 each, but d = 256's consumers need theirs: blocks of 16 columns.
-    tv_cols = 16 if d > 128 else 32
-    if transpose_v and tv_cols == 32:
+    # transpose_v: V's blocks of 16 keys x 32 columns a warp transposes at once (two ldmatrix.x4
+    # matrices of columns): they spill from the producer's 24 registers, so it takes 32 and the
+    # consumers give up 8 each (d <= 128: d = 256's consumers spill at 232, and its producer at 24
+    # once ptxas unrolls its loop, even over blocks of 16 columns).
+    tv_cols = 32
+    if transpose_v:
         producer_regs, consumer_regs = max(producer_regs, 32), consumer_regs - 8
 
     def qk_scale(DS, kv):

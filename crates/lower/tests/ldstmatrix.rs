@@ -155,16 +155,27 @@ fn fragment(scope: &str, num: i64) -> Vec<Dim> {
 /// §3.4's shared layouts: row-major `(8num, 2, 8, 1)`, transposed `(1, 16num, 8, 8num)`,
 /// with a leading warp dim `64num` for warpgroup / cta.
 fn shared(scope: &str, num: i64, trans: bool, swizzle: bool) -> String {
+    shared_units(scope, num, trans, swizzle, false)
+}
+
+/// [`shared`], or with `pairs` its 16-bit units as byte pairs: each stride doubled, then the
+/// pair's bytes (128-byte swizzle of 16 bytes: `per_element` 4).
+fn shared_units(scope: &str, num: i64, trans: bool, swizzle: bool, pairs: bool) -> String {
     let mut ext = vec![8, 4, num, 2];
     let mut st = if trans { vec![1, 16 * num, 8, 8 * num] } else { vec![8 * num, 2, 8, 1] };
     if scope != "warp" {
         ext.insert(0, 4);
         st.insert(0, 64 * num);
     }
+    if pairs {
+        st.iter_mut().for_each(|x| *x *= 2);
+        ext.push(2);
+        st.push(1);
+    }
     let j = |v: &[i64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
     let tile = format!("TileLayout(S[({}):({})])", j(&ext), j(&st));
     if swizzle {
-        format!("ComposeLayout(3, 3, 3, {tile})")
+        format!("ComposeLayout({}, 3, 3, {tile})", if pairs { 4 } else { 3 })
     } else {
         tile
     }
@@ -376,23 +387,6 @@ fn fragment8(scope: &str, num: i64) -> Vec<Dim> {
     f
 }
 
-/// [`shared`] of byte pairs: each unit stride doubled, then the pair's bytes.
-fn shared8(scope: &str, num: i64, trans: bool, swizzle: bool) -> String {
-    let mut ext = vec![8, 4, num, 2, 2];
-    let mut st = if trans { vec![2, 32 * num, 16, 16 * num, 1] } else { vec![16 * num, 4, 16, 2, 1] };
-    if scope != "warp" {
-        ext.insert(0, 4);
-        st.insert(0, 128 * num);
-    }
-    let j = |v: &[i64]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ");
-    let tile = format!("TileLayout(S[({}):({})])", j(&ext), j(&st));
-    if swizzle {
-        format!("ComposeLayout(4, 3, 3, {tile})")
-    } else {
-        tile
-    }
-}
-
 /// FP8 (and any 8-bit type) through ldmatrix/stmatrix `.b16`: every scope, direction,
 /// transposition, num and swizzle, values checked byte for byte.
 #[test]
@@ -408,7 +402,7 @@ fn byte_pairs_scope_trans_dir_num() {
                             threads: if scope == "warp" { 32 } else { 128 },
                             dtype,
                             r: fragment8(scope, num),
-                            s_layout: shared8(scope, num, trans, swizzle),
+                            s_layout: shared_units(scope, num, trans, swizzle, true),
                             store,
                         };
                         let (l, c) = k.check();

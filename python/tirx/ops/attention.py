@@ -793,6 +793,16 @@ def attention_kernel(
             full.arrive(stages + g % stages)
 
     @T.macro(hygienic=False)
+    def take_tile():
+        # (dynamic) the CTA's next tile, taken from the counter ``TC`` (the caller's) as this tile's
+        # loads start (the atomic's round trip overlaps them); a miss past the last. The last of a launch's
+        # n_tiles takes leaves the counter at 0 for the next launch.
+        taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
+        if taken == n_tiles - 1:
+            T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
+        return taken + ctas
+
+    @T.macro(hygienic=False)
     def producer_tile(p_tile, it):
         # The producer's tile ``p_tile``, the CTA's ``it``-th: its Q, then its K/V tiles into the
         # rings (the caller's names: `body`'s buffers and barriers); dynamic: returns the next
@@ -811,10 +821,7 @@ def attention_kernel(
             if tid == 0:
                 q_part(p_tile, it, p_bh, p_qt, p_q_start)
                 if dynamic:  # the next tile, kept in N_s[1] (thread 0's alone) until the tile's end
-                    taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
-                    if taken == n_tiles - 1:
-                        T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
-                    N_s[1] = taken + ctas
+                    N_s[1] = take_tile()
             for j in T.serial(p_steps):
                 if tid == 0:
                     kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
@@ -824,10 +831,8 @@ def attention_kernel(
                 transpose_stage(p_b + p_steps - 1)
         else:
             q_part(p_tile, it, p_bh, p_qt, p_q_start)
-            if dynamic:  # the next tile, taken now: the atomic's round trip overlaps this tile's loads
-                taken = T.cuda.atomic_add(TC.ptr_to([0]), 1)
-                if taken == n_tiles - 1:  # the last of a launch's n_tiles takes: the counter at 0 for the next launch
-                    T.cuda.atomic_add(TC.ptr_to([0]), -n_tiles)
+            if dynamic:
+                p_next = take_tile()
             for j in T.serial(p_steps):
                 kv_loads(j, p_b, p_kv, p_kt0, p_k_start)
         if transpose_v and persistent:  # (every producer thread read the count and tile: then one updates them for all)
@@ -839,7 +844,7 @@ def attention_kernel(
             T.ptx.bar.sync(PRODUCER_BARRIER, 128)
         elif persistent:
             R_s[0] = R_s[0] + p_steps
-        return taken + ctas if dynamic and not transpose_v else None  # (dynamic: the CTA's next tile; a miss past the last)
+        return p_next if dynamic and not transpose_v else None  # (dynamic: the CTA's next tile; a miss past the last)
 
     @T.macro(hygienic=False)
     def consumer_tile(tile, it):

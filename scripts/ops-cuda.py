@@ -104,6 +104,11 @@ def attention_cases():
         heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,
         seq_major=False, consumers=2, bn=224, overlap=True, pingpong=True, fma_columns=16,
     )
+    # FlashAttention-4's lazy rescale: O's products skipped by a warp none of whose rows' max moved
+    yield "ops_attention_fp8_lazy", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=128, dtype="float8_e4m3fn", causal=False, scale=0.0884, lse=False,
+        seq_major=False, consumers=2, bn=224, overlap=True, pingpong=True, rescale_threshold=2.0,
+    )
     # head dim 256 over 128-key tiles, overlapped (FlashAttention-3's): fits only in 240 registers
     yield "ops_attention_fp8_d256", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=1, seq_q=16384, seq_k=16384, d=256, dtype="float8_e4m3fn", causal=False, scale=0.0625, lse=False,

@@ -123,6 +123,73 @@ def test_the_rotated_loop_computes_the_overlapped_ones_result(dtype, bn, d):
     assert np.array_equal(results[0][0], results[1][0]) and np.array_equal(results[0][1], results[1][1])
 
 
+def _moving_maxima(q, k):
+    """``q`` and ``k`` scaled so that rows' maxima move after their first tile by more than a
+    threshold in some rows and by less in others: key j's scores grow over the first 200 keys
+    (times 1 + 4 min(j, 200) / 200), query row i's are spread from 0.1 to 2 times."""
+    sq, sk = q.shape[2], k.shape[2]
+    keys = 1 + 4 * np.minimum(np.arange(sk), 200) / 200
+    rows = np.linspace(0.1, 2.0, sq)
+    return (q.astype(np.float32) * rows[:, None]).astype(q.dtype), (k.astype(np.float32) * keys[:, None]).astype(k.dtype)
+
+
+@pytest.mark.parametrize(
+    "dtype,threshold,consumers,bn,d,causal,schedule",
+    [
+        ("bfloat16", 8.0, 2, 128, 64, True, "pingpong"),
+        ("bfloat16", 2.0, 1, 64, 128, False, "in_turn"),
+        ("float16", 8.0, 2, 64, 64, False, "overlapped"),
+        ("bfloat16", 4.0, 2, 128, 64, True, "rotated"),
+        ("float8_e4m3fn", 2.0, 2, 224, 128, False, "pingpong"),  # FlashAttention-3's FP8 tile
+        ("float8_e4m3fn", 4.0, 2, 192, 128, True, "overlapped"),
+        ("float8_e5m2", 8.0, 2, 128, 64, True, "rotated"),
+    ],
+)
+def test_lazy_rescale_matches_float64(dtype, threshold, consumers, bn, d, causal, schedule):
+    """``rescale_threshold`` (FlashAttention-4's lazy rescale): a row's running max moves only where
+    a tile's exceeds it by more than the threshold, O's rescale skipped where none of a thread's
+    rows moved. Over keys whose scores rise (rows whose max moves after the first tile and rows
+    whose max does not, `_moving_maxima`), O within the float64 bound of the schedule without it (FP8: the weights'
+    offset lowered by the threshold, `fp8_bound`), the log-sum-exp exact to float32."""
+    b, h, hk, sq, sk = 1, 2, 1, 200, 700
+    fp8 = dtype.startswith("float8")
+    q, k, v = fp8_inputs(dtype, b, h, hk, sq, sk, d) if fp8 else inputs(dtype, b, h, hk, sq, sk, d)
+    q, k = _moving_maxima(q, k)
+    scale = 1 / np.sqrt(d)
+    # (the test's premise: some rows' max moves by more than the threshold after their first tile)
+    s = np.einsum("bhid,bhjd->bhij", q.astype(F64), np.repeat(k.astype(F64), h // hk, 1)) * scale * at.LOG2E
+    if causal:
+        s = np.where(np.arange(sk)[None, :] > np.arange(sq)[:, None], -np.inf, s)
+    moved = np.nanmax(s, -1) - s[..., :bn].max(-1) > threshold
+    assert moved.any() and (~moved).any()
+    overlap, rotate = schedule != "in_turn", schedule == "rotated"
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True, seq_major=False,
+        consumers=consumers, bn=bn, overlap=overlap, pingpong=schedule == "pingpong" or rotate, rotate=rotate, rescale_threshold=threshold,
+    )
+    o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16") if fp8 else q.dtype)
+    lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
+    vv = (at.fp8_values(v), np.ones((b * hk, 2), np.float32)) if fp8 else (v.reshape(-1, sk, d),)
+    tirx.compile(prim, "sm_90a")(q.reshape(-1, sq, d), k.reshape(-1, sk, d), *vv, o, lse)
+    got = o.reshape(b, h, sq, d).astype(F64)
+    if fp8:
+        want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), causal, scale, dtype, threshold)
+        err = np.abs(got - want)
+        assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
+    else:
+        want, want_lse = reference(q, k, v, causal, scale)
+        np.testing.assert_allclose(got, want, rtol=tol(dtype), atol=tol(dtype))
+    np.testing.assert_allclose(lse[:, :sq].reshape(want_lse.shape), want_lse, rtol=1e-5, atol=1e-5)
+
+
+def test_lazy_rescale_threshold_errors():
+    with pytest.raises(ValueError, match="rescale_threshold: 9.0; from 0 \\(off\\) to 8"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+            seq_major=False, consumers=1, bn=64, rescale_threshold=9.0,
+        )
+
+
 @pytest.mark.parametrize(
     "consumers,bn,d,causal,pingpong,sms,h,hk,sq,sk",
     [
@@ -914,13 +981,16 @@ def fp8_inputs(fp8, b, h, hk, sq, sk, d, seed=0):
     return tuple(rng.standard_normal(shape).astype(nd) for shape in ((b, h, sq, d), (b, hk, sk, d), (b, hk, sk, d)))
 
 
-def fp8_bound(q, k, v, causal, scale, fp8):
+def fp8_bound(q, k, v, causal, scale, fp8, threshold=0.0):
     """The float64 attention of the dequantised inputs (float64 q, k, v) and the bound of the
     kernel's error: each weight rounded to FP8 (half an ulp: e4m3 2^-4 of itself where normal;
     below, half its subnormal step, 2^-10 of 256, the largest weight's value the kernel rounds
     (weights 2^8 times larger, `attention.P_OFFSET`): 2^-18 of the row's largest weight; e5m2
-    2^-3 and 2^-17 of 256, 2^-25), O to bfloat16."""
+    2^-3 and 2^-17 of 256, 2^-25), O to bfloat16. With a ``rescale_threshold``, the largest
+    weight is rounded from as little as 2^(8 - threshold): the subnormal step 2^threshold times
+    larger against it."""
     rel, low = (2.0**-4, 2.0**-18) if fp8 == "float8_e4m3fn" else (2.0**-3, 2.0**-25)
+    low *= 2.0**threshold
     want, want_lse = reference(q, k, v, causal, scale)
     group = q.shape[1] // k.shape[1]
     k, v = np.repeat(k, group, 1), np.repeat(v, group, 1)
@@ -1436,6 +1506,45 @@ def test_fp8_v_transposed_in_the_kernel_on_the_gpu(bn, d, persistent, causal):
         tirx.compile(prim)(f8(qkv[0]), f8(qkv[1]), f8(qkv[2]) if tv else f8(at.fp8_values(v)), ds, o, lse, *counter)
         outs.append((o, lse[:, :sq]))
     assert torch.equal(outs[1][0], outs[0][0]) and torch.equal(outs[1][1], outs[0][1])
+
+
+@pytest.mark.parametrize(
+    "dtype,threshold,bn,d,causal,fma_columns",
+    [("float8_e4m3fn", 2.0, 224, 128, False, 16), ("float8_e4m3fn", 4.0, 192, 128, True, 0), ("bfloat16", 8.0, 128, 128, True, 0)],
+)
+def test_lazy_rescale_on_the_gpu(dtype, threshold, bn, d, causal, fma_columns):
+    """``rescale_threshold`` on the GPU (O's products behind a branch some warps take and others
+    skip, between the wgmmas that accumulate O) over rows whose maxima move and rows whose maxima
+    do not (`_moving_maxima`): within the float64 bound, as `test_lazy_rescale_matches_float64`."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    b, h, hk, sq, sk = 2, 4, 2, 300, 1000
+    fp8 = dtype.startswith("float8")
+    q, k, v = fp8_inputs(dtype, b, h, hk, sq, sk, d, seed=bn) if fp8 else inputs(dtype, b, h, hk, sq, sk, d, seed=bn)
+    q, k = _moving_maxima(q, k)
+    scale = 1 / np.sqrt(d)
+    prim = at.attention_kernel.factory(
+        heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=causal, scale=scale, lse=True,
+        seq_major=False, consumers=2, bn=bn, overlap=True, pingpong=True, fma_columns=fma_columns, rescale_threshold=threshold,
+    )
+    dev = lambda x: torch.from_numpy(np.ascontiguousarray(x).view(np.uint8 if fp8 else np.uint16)).cuda().view(getattr(torch, dtype))  # noqa: E731
+    o = torch.zeros((b * h, sq, d), dtype=torch.bfloat16, device="cuda")
+    lse = torch.zeros((b * h, at.lse_rows(sq)), dtype=torch.float32, device="cuda")
+    if fp8:
+        args = (dev(q.reshape(-1, sq, d)), dev(k.reshape(-1, sk, d)), dev(at.fp8_values(v)), torch.ones((b * hk, 2), device="cuda"))
+    else:
+        args = tuple(dev(t.reshape(-1, t.shape[2], d)) for t in (q, k, v))
+    tirx.compile(prim)(*args, o, lse)
+    got = o.float().cpu().numpy().reshape(b, h, sq, d).astype(F64)
+    got_lse = lse[:, :sq].cpu().numpy().reshape(b, h, sq)
+    if fp8:
+        want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), causal, scale, dtype, threshold)
+        assert (np.abs(got - want) <= bound).all()
+    else:
+        want, want_lse = reference(q, k, v, causal, scale)
+        np.testing.assert_allclose(got, want, rtol=tol(dtype), atol=tol(dtype))
+    np.testing.assert_allclose(got_lse, want_lse, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("bn,d,fma_columns,persistent,causal,pingpong", WIDE_FP8 + PERSISTENT_FP8)

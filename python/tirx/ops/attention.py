@@ -264,6 +264,7 @@ def attention_kernel(
     combine: bool = False,
     launch_dependents: bool = False,
     transpose_v: bool = False,
+    rescale_threshold: float = 0.0,
 ):
     """``O[bh] = softmax(Q[bh] K[kv]ᵀ · scale) V[kv]`` for the ``batch * heads`` query heads
     (``kv``: query head h's group's, ``heads / kv_heads`` query heads a group), Q and O
@@ -297,7 +298,12 @@ def attention_kernel(
     whose wait still waits for this grid's end); ``transpose_v`` (FP8, one split, ``d`` <= 128): V read as K is (not `fp8_values`' transposed copy), each K/V tile's V rows landed by
     TMA in a raw stage of their own and transposed into V's stage by the producer warpgroup's
     four warps (`transpose_stage`: ldmatrix.trans of byte pairs, a byte permutation, stmatrix,
-    then a proxy fence, a barrier and one arrival), a tile behind the loads; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
+    then a proxy fence, a barrier and one arrival), a tile behind the loads;
+    ``rescale_threshold`` (in (0, 8], log2 units of the scaled scores; 0: off): a row's running
+    max moves only where a tile's max exceeds it by more than that (FlashAttention-4's lazy
+    rescale), else its weights exp2(s - m) are up to 2^threshold (FP8: ``P_OFFSET`` lowered by
+    the threshold, the largest still 256) and O's rescale (d products a thread) is skipped by
+    each warp none of whose rows moved; ``offset``: causal, query i sees keys j <= i + offset (0: PyTorch's ``is_causal``, the
     top-left diagonal; ``seq_k - seq_q``: the lower-right one, FlashAttention's); ``varlen``:
     packed sequences (FlashAttention's varlen: Q and O ``(total_q, heads, d)``, K and V
     ``(total_k, kv_heads, d)``, sequence b's rows from ``CUQ[b]`` / ``CUK[b]`` to the next entry;
@@ -365,6 +371,9 @@ def attention_kernel(
         raise ValueError("persistent: one split of dense (not varlen, not a KV cache) attention, over sms >= 1 SMs")
     if dynamic and not (persistent and not mask):
         raise ValueError("dynamic: persistent CTAs (persistent=True), no mask")
+    if not 0 <= rescale_threshold <= P_OFFSET:
+        raise ValueError(f"rescale_threshold: {rescale_threshold}; from 0 (off) to {P_OFFSET:g} (log2 units: the weights stay within 2^{P_OFFSET:g})")
+    p_offset = P_OFFSET - rescale_threshold  # (FP8: the weights' offset, the largest 2^P_OFFSET)
     if transpose_v and not (fp8 and splits == 1 and d <= 128):
         raise ValueError("transpose_v: FP8 attention of one split, head dim 128 at most (V read as K is, [batch * kv_heads, seq, d] or seq-major)")
     if combine and (splits < 2 or fp8 or d % 32):
@@ -592,15 +601,21 @@ def attention_kernel(
                 Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= n_keys, float("-inf"))
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], factor)
-        Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
         # A row no key of which is visible yet keeps a finite max: its terms (and the old ones)
         # weigh exp2(-inf) = 0, not NaN, and a later tile's keys count (none at all: O = 0, as
         # PyTorch's).
-        Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
+        if rescale_threshold:  # the running max kept where the tile's is at most the threshold above it
+            Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
+            for hf in list(range(2)):  # (this thread's two rows)
+                if m_new.local()[hf] <= m_run.local()[hf] + rescale_threshold:
+                    m_new.local()[hf] = m_run.local()[hf]
+        else:
+            Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
+            Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
-        if fp8:  # (-m + P_OFFSET, rounded once)
-            Tx.warpgroup.fma(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0, P_OFFSET)
+        if fp8:  # (-m + p_offset, rounded once)
+            Tx.warpgroup.fma(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0, p_offset)
         else:
             Tx.warpgroup.mul(m_run[0:64, 0:1], m_new[0:64, 0:1], -1.0)
         Tx.warpgroup.fma(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], factor, m_run[0:64, 0:1])
@@ -617,7 +632,17 @@ def attention_kernel(
     def rescale(s_acc, p, o_acc, alpha):
         # O = O alpha (no P V in flight), then P: the scores' layout is the A fragment's (FP8:
         # each key in its score's thread, at the register the A fragment reads, `fp8_p_layouts`).
-        Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
+        if rescale_threshold:
+            # Only where one of this thread's two rows moved (alpha 1 else): a warp none of whose
+            # rows moved skips it. Each 8 columns of the accumulator give a thread 2 rows x 2
+            # columns (`wgmma_acc_layout`): register 4 n + 2 r + c is row r's.
+            if alpha.local()[0] != 1.0 or alpha.local()[1] != 1.0:
+                for n in list(range(d // 8)):
+                    for r in list(range(2)):
+                        for cc in list(range(2)):
+                            o_acc.local()[4 * n + 2 * r + cc] = o_acc.local()[4 * n + 2 * r + cc] * alpha.local()[r]
+        else:
+            Tx.warpgroup.mul(o_acc[0:64, 0:d], o_acc[0:64, 0:d], alpha[0:64, 0:1])
         Tx.warpgroup.cast(p[0:64, 0:bn], s_acc[0:64, 0:bn])
 
     @T.macro
@@ -953,7 +978,7 @@ def attention_kernel(
         if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
             Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
             if fp8:
-                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -P_OFFSET)
+                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -p_offset)
             Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
             Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
         if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows

@@ -6,7 +6,7 @@
 //! for (int i = 0; i < 64; ++i) tirx_wgmma_fence_operand(acc[i]);   (unrolled)
 //! asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 //! tirx_wgmma_m64n128k16_f32_bf16_bf16_ss(acc[0], ..., acc[63],
-//!     tirx_wgmma_desc(&A_s[0], 16, 1024, 1), tirx_wgmma_desc(&B_s[0], 16, 1024, 1), 1);
+//!     tirx_wgmma_desc(&A_s[0], 0, 16, 1024, 1), tirx_wgmma_desc(&B_s[0], 2 * kt, 16, 1024, 1), 1);
 //! asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 //! asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
 //! for (int i = 0; i < 64; ++i) tirx_wgmma_fence_operand(acc[i]);   (unrolled)
@@ -83,11 +83,17 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// `tirx_wgmma_desc(&B_s[i], lbo, sbo, layout)`.
+    /// `tirx_wgmma_desc(&B_s[0], units, lbo, sbo, layout)`: the buffer's descriptor (loop-invariant:
+    /// computed once) moved on `units` 16-byte units, the start element's offset divided exactly
+    /// ([`units_of`]); where it does not divide so, `tirx_wgmma_desc(&B_s[i], 0, ...)`.
     fn desc(&mut self, s: &SmemDesc) -> Result<String, CodegenError> {
         self.helpers.insert(Helper::WgmmaDesc);
-        let at = self.addr(s.buf, &s.index)?;
-        Ok(format!("tirx_wgmma_desc({at}, {}, {}, {})", s.lbo, s.sbo, s.swizzle.code()))
+        let per_unit = 16 / (self.k.buf(s.buf).dtype.bytes() as i64).clamp(1, 16);
+        let (at, units) = match units_of(&s.index, per_unit) {
+            Some(units) => (self.addr(s.buf, &LExpr::i32(0))?, self.e(&units)?),
+            None => (self.addr(s.buf, &s.index)?, "0".to_string()),
+        };
+        Ok(format!("tirx_wgmma_desc({at}, {units}, {}, {}, {})", s.lbo, s.sbo, s.swizzle.code()))
     }
 
     /// `buf[index]`.
@@ -242,12 +248,32 @@ pub(crate) fn wgmma_source(h: WgmmaHelper) -> String {
 pub(crate) fn desc_source() -> String {
     "// A wgmma shared-memory matrix descriptor: start address (bits 0-13, 16-byte units),\n\
      // leading and stride byte offsets (bits 16-29, 32-45, 16-byte units), base offset 0,\n\
-     // layout (bits 62-63: 0 no swizzle, 1 128B, 2 64B, 3 32B).\n\
-     __device__ __forceinline__ unsigned long long tirx_wgmma_desc(const void* start, unsigned lbo, unsigned sbo, unsigned layout) {\n    \
-     unsigned long long addr = static_cast<unsigned long long>(__cvta_generic_to_shared(start));\n    \
-     return ((addr & 0x3FFFFull) >> 4) | (static_cast<unsigned long long>(lbo >> 4) << 16)\n        \
-     | (static_cast<unsigned long long>(sbo >> 4) << 32) | (static_cast<unsigned long long>(layout) << 62);\n}\n"
+     // layout (bits 62-63: 0 no swizzle, 1 128B, 2 64B, 3 32B); of `base` moved on `units` 16-byte\n\
+     // units, added to the low word (CUTLASS's advance along K: the base's descriptor is computed\n\
+     // once, each matrix one add; no carry out of the field, shared addresses lie below 2^18 bytes).\n\
+     __device__ __forceinline__ unsigned long long tirx_wgmma_desc(const void* base, unsigned units, unsigned lbo, unsigned sbo, unsigned layout) {\n    \
+     unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(base));\n    \
+     unsigned lo = (((addr & 0x3FFFFu) >> 4) | ((lbo >> 4) << 16)) + units;\n    \
+     unsigned hi = (sbo >> 4) | (layout << 30);\n    \
+     return (static_cast<unsigned long long>(hi) << 32) | lo;\n}\n"
         .to_string()
+}
+
+/// `index / per_unit` where it divides exactly term by term (sums and differences of
+/// constants and products by a constant, each a multiple of `per_unit`), else None: a
+/// descriptor's start element in 16-byte units of `16 / per_unit`-byte elements.
+pub(crate) fn units_of(index: &LExpr, per_unit: i64) -> Option<LExpr> {
+    use tirx_ir::lir::LBinOp::{Add, Mul, Sub};
+    match index {
+        LExpr::Int(v, t) => (v % per_unit == 0).then(|| LExpr::Int(v / per_unit, *t)),
+        LExpr::Bin(op @ (Add | Sub), a, b) => Some(LExpr::bin(*op, units_of(a, per_unit)?, units_of(b, per_unit)?)),
+        LExpr::Bin(Mul, a, b) => match (a.as_ref(), b.as_ref()) {
+            (_, LExpr::Int(..)) => Some(LExpr::bin(Mul, (**a).clone(), units_of(b, per_unit)?)),
+            (LExpr::Int(..), _) => Some(LExpr::bin(Mul, units_of(a, per_unit)?, (**b).clone())),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// A fence's fresh register (`tirx_ir::lir::wgmma_fences`): defined anew, its old value dead
@@ -285,7 +311,47 @@ pub(crate) fn fence_operand_source(word: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::runs;
+    use super::{runs, units_of};
+    use tirx_ir::lir::{LBinOp, LExpr, LVarId};
+    use tirx_ir::DType;
+
+    /// `e` at `vars` (integer sums, differences and products only).
+    fn eval(e: &LExpr, vars: &[i64]) -> i64 {
+        match e {
+            LExpr::Int(v, _) => *v,
+            LExpr::Var(v) => vars[v.0 as usize],
+            LExpr::Bin(LBinOp::Add, a, b) => eval(a, vars) + eval(b, vars),
+            LExpr::Bin(LBinOp::Sub, a, b) => eval(a, vars) - eval(b, vars),
+            LExpr::Bin(LBinOp::Mul, a, b) => eval(a, vars) * eval(b, vars),
+            _ => unreachable!("not in these tests"),
+        }
+    }
+
+    #[test]
+    fn descriptor_units_divide_exactly_or_not_at_all() {
+        use LBinOp::{Add, Mul, Sub};
+        let (i, j) = (LExpr::Var(LVarId(0)), LExpr::Var(LVarId(1)));
+        let c = |v| LExpr::Int(v, DType::I32);
+        // kt * 8192 + 16 + wg * 4096 - 4096 (bf16: 8 elements a unit)
+        let a = LExpr::bin(
+            Sub,
+            LExpr::bin(
+                Add,
+                LExpr::bin(Add, LExpr::bin(Mul, i.clone(), c(8192)), c(16)),
+                LExpr::bin(Mul, c(4096), j.clone()),
+            ),
+            c(4096),
+        );
+        let units = units_of(&a, 8).expect("divides");
+        for vars in [[0, 1], [3, 2], [7, 1]] {
+            assert_eq!(eval(&units, &vars) * 8, eval(&a, &vars));
+        }
+        // a term not a multiple of the unit, a product of two variables, a variable alone: none
+        assert!(units_of(&LExpr::bin(Add, LExpr::bin(Mul, i.clone(), c(16)), c(8)), 16).is_none());
+        assert!(units_of(&LExpr::bin(Mul, i.clone(), j.clone()), 16).is_none());
+        assert!(units_of(&i, 1).is_none());
+        assert_eq!(eval(&units_of(&c(0), 16).unwrap(), &[]), 0);
+    }
 
     #[test]
     fn fences_loop_over_runs_of_registers() {

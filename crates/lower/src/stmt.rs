@@ -16,8 +16,8 @@ use crate::variant::{CallCx, Registry};
 use crate::{addr, expr, lay};
 use std::collections::HashSet;
 use tirx_ir::hir::{
-    BinOp, BufId, BufferOrigin, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind, Stmt, StmtKind,
-    TileArg, VarId,
+    BinOp, BufId, BufferOrigin, Collective, Expr, ExprKind, ForKind, Kernel, MemScope, ScopeIdDef, ScopeIdKind,
+    ShuffleMode, Stmt, StmtKind, TileArg, VarId,
 };
 use tirx_ir::lir::{
     DebugOp, LBuf, LBufId, LExpr, LKernel, LStmt, LStmtKind, LaunchCheck, MemOp, ScalarParam, Space, SymExpr, SymOp,
@@ -692,8 +692,10 @@ impl Lowerer<'_> {
                 match crate::collective::lower(self.k, &self.env, &mut self.b, at, op, *var, s.span) {
                     Ok((stmts, value)) => {
                         out.extend(stmts);
-                        // Lanes get different values (shuffles), or at least may.
-                        self.env.grain.insert(*var, ExecScope::Thread);
+                        match self.collective_grain(op) {
+                            ExecScope::Kernel => self.env.grain.remove(var),
+                            grain => self.env.grain.insert(*var, grain),
+                        };
                         self.env.vars.insert(*var, value);
                         bound.push(*var);
                     }
@@ -897,6 +899,23 @@ impl Lowerer<'_> {
     /// The value may differ between threads of a CTA.
     fn dep(&self, e: &Expr) -> bool {
         self.env.varies_within(self.k, e, ExecScope::Cta)
+    }
+
+    /// How a collective's result varies: a whole-warp reduction's, or a whole-warp shuffle's from one
+    /// lane (`T.cuda.shfl(v, 0)`: CUTLASS's broadcast that lets the compiler see a warp-uniform
+    /// value), is uniform within a warp, and is the value itself where that was uniform in a wider
+    /// scope (the lane too, for the shuffle); any other collective's lanes may get different values.
+    fn collective_grain(&self, op: &Collective) -> ExecScope {
+        let warp_uniform = |g: Option<ExecScope>| g.map_or(ExecScope::Kernel, |g| g.min(ExecScope::Warp));
+        match op {
+            Collective::Shuffle { mode: ShuffleMode::Idx, value, lane, width: 32 }
+                if !self.env.varies_within(self.k, lane, ExecScope::Warp) =>
+            {
+                warp_uniform(self.env.grain(self.k, value)).max(warp_uniform(self.env.grain(self.k, lane)))
+            }
+            Collective::WarpReduce { value, width: 32, .. } => warp_uniform(self.env.grain(self.k, value)),
+            _ => ExecScope::Thread,
+        }
     }
 
     /// A var defined from `values` varies as the narrowest of them.

@@ -192,6 +192,27 @@ fn lane_dependent_region_is_rejected() {
     );
 }
 
+/// A value broadcast from one lane (`T.cuda.shfl(v, 0)`, CUTLASS's way of showing the compiler a
+/// warp-uniform value) is uniform within the warp: a warp copy may begin there; a butterfly
+/// shuffle's lanes still differ.
+#[test]
+fn a_value_shuffled_from_one_lane_is_warp_uniform() {
+    let with = |def: &str| {
+        RoundTrip::full("warp", 32, &[32, 32], "float32")
+            .script()
+            .replace("T.thread_id([32])", &format!("lane = T.thread_id([32])\n    row = {def}"))
+            .replace("Tx.warp.copy(A_smem[0:32, 0:32], A[0:32, 0:32])", "Tx.warp.copy(A_smem[0:1, 0:32], A[row, 0:32])")
+    };
+    lower(&with("T.cuda.shfl(lane, 0)"));
+    let errs = lower_errors(&with("T.cuda.shfl_xor(lane, 1)"));
+    assert!(
+        errs[0].notes[0]
+            .contains("dim 0 of `A` begins at `row`, which differs between the threads of one warp instance"),
+        "{:?}",
+        errs[0].notes
+    );
+}
+
 /// Buffers of ≥ 2^31 elements are addressed with 64-bit indices.
 #[test]
 fn huge_buffers_use_i64_indices() {

@@ -476,7 +476,7 @@ def attention_kernel(
     def ring_base(R_s, wg):
         """The first stage of the rings a tile's K/V tiles take: the stages earlier tiles took
         (persistent, counted in ``R_s[wg]``), else 0."""
-        return R_s[wg] if persistent else 0
+        return T.cuda.shfl(R_s[wg], 0) if persistent else 0
     group = heads // kv_heads
     scale_log2 = scale * LOG2E
     tile_bytes = bn * d * eb  # a K or a V tile
@@ -1126,7 +1126,7 @@ def attention_kernel(
                 c_it = 0
                 q_full.wait(0, 0)
                 while T_s[0] < n_tiles:
-                    c_tile = T_s[0]
+                    c_tile = T.cuda.shfl(T_s[0], 0)
                     consumer_tile(c_tile, c_it)
                     c_it = c_it + 1
                     q_full.wait(0, c_it % 2)

@@ -1538,13 +1538,14 @@ def test_lazy_rescale_on_the_gpu(dtype, threshold, bn, d, causal, fma_columns):
     tirx.compile(prim)(*args, o, lse)
     got = o.float().cpu().numpy().reshape(b, h, sq, d).astype(F64)
     got_lse = lse[:, :sq].cpu().numpy().reshape(b, h, sq)
-    if fp8:
+    if fp8:  # (the log-sum-exp: `fp8_gpu_lse_bound`)
         want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), causal, scale, dtype, threshold)
         assert (np.abs(got - want) <= bound).all()
+        assert (np.abs(got_lse - want_lse) <= fp8_gpu_lse_bound(q, k, causal, want_lse, fma_columns)).all()
     else:
         want, want_lse = reference(q, k, v, causal, scale)
         np.testing.assert_allclose(got, want, rtol=tol(dtype), atol=tol(dtype))
-    np.testing.assert_allclose(got_lse, want_lse, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got_lse, want_lse, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("bn,d,fma_columns,persistent,causal,pingpong", WIDE_FP8 + PERSISTENT_FP8)
@@ -1573,17 +1574,23 @@ def test_fp8_wide_tiles_on_the_gpu(bn, d, fma_columns, persistent, causal, pingp
     want, want_lse, bound = fp8_bound(q.astype(F64), k.astype(F64), v.astype(F64), causal, 1 / np.sqrt(d), "float8_e4m3fn")
     err = np.abs(o.double().cpu().numpy().reshape(want.shape) - want)
     assert (err <= bound).all(), f"max error {err.max()} (bound there {bound.flat[err.argmax()]})"
-    # (the GPU's MUFU.EX2 and MUFU.LG2 approximate: the log-sum-exp to about 1e-5, as bfloat16's;
-    # the FMA pipe's cubic to 7.5e-5 relative in l, as much absolute in its log; and the FP8
-    # wgmma's sums keep about 13 fraction bits an instruction (docs/numerics.md): a score within
-    # d / 32 of 2^-13 of its products' magnitudes, which a short causal row's log-sum-exp shows)
+    err = np.abs(lse[:, :sq].cpu().numpy().reshape(want_lse.shape) - want_lse)
+    assert (err <= fp8_gpu_lse_bound(q, k, causal, want_lse, fma_columns)).all(), f"log-sum-exp's error {err.max()}"
+
+
+def fp8_gpu_lse_bound(q, k, causal, want_lse, fma_columns):
+    """The GPU's FP8 log-sum-exp's error bound: MUFU.EX2 and MUFU.LG2 approximate (the log-sum-exp
+    to about 1e-5, as bfloat16's); the FMA pipe's cubic to 7.5e-5 relative in l, as much absolute
+    in its log; and the FP8 wgmma's sums keep about 13 fraction bits an instruction
+    (docs/numerics.md): a score within d / 32 of 2^-13 of its products' magnitudes, which a short
+    causal row's log-sum-exp shows."""
+    d, h, hk = q.shape[-1], q.shape[1], k.shape[1]
     qk = np.einsum("bhid,bhjd->bhij", np.abs(q.astype(F64)), np.repeat(np.abs(k.astype(F64)), h // hk, 1)) / np.sqrt(d)
     if causal:  # (PyTorch's diagonal: query i sees keys j <= i)
         i, j = np.indices(qk.shape[-2:])
         qk = np.where(j <= i, qk, 0)
     accumulation = d / 32 * 2.0**-13 * qk.max(-1)
-    err = np.abs(lse[:, :sq].cpu().numpy().reshape(want_lse.shape) - want_lse)
-    assert (err <= 1e-5 * np.abs(want_lse) + (2e-4 if fma_columns else 1e-4) + accumulation).all(), f"log-sum-exp's error {err.max()}"
+    return 1e-5 * np.abs(want_lse) + (2e-4 if fma_columns else 1e-4) + accumulation
 
 
 def test_fp8_plan_follows_each_calls_descales():

@@ -84,6 +84,14 @@ PRODUCER_BARRIER = 12
 # or 32 columns: -1 to +2% in bursts, -1 to +1% sustained), else slower (48 or 64 columns, 192
 # keys, d 256: -1 to -15%): each moves an MUFU.EX2's cycles onto nine more issue slots, and issue
 # is the softmax's other limit.
+# FP8's kernels rescale lazily (`rescale_threshold`, FlashAttention-4's): a row's running max moves
+# only where a tile's exceeds it by more than 2 (log2 units; P's offset 6, the largest weight still
+# 256). On an H100 (2026-12-05, `fp8_attention_designs.py`, burst / sustained TFLOP/s against the
+# same design without it, one process): d 128 4k x 8 x 16 heads over 224 keys 901 / 804 against
+# 860 / 781, causal dynamic over 192 keys 782 / 712 against 753 / 695, 16k x 2 x 16 974 / 884
+# against 947 / 852; d 256 4k causal 1,016 / 889 against 992 / 870, not causal 1,179 / 1,024
+# against 1,184 / 1,030 (its tile's GEMMs, not its softmax, the limit). 16-bit kernels: not yet timed.
+FP8_RESCALE_THRESHOLD = 2.0
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]
     + [{"consumers": 2, "bn": bn, "overlap": True, "pingpong": True} for bn in (128, 64)]
@@ -228,7 +236,7 @@ def mask_matrices(mask: str, batch: int, heads: int) -> int:
 # shape the eager call runs and gives its values bit for bit.
 @autotune(
     configs=CONFIGS,
-    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine", "launch_dependents", "transpose_v"],
+    key=["heads", "kv_heads", "batch", "seq_q", "seq_k", "d", "dtype", "causal", "scale", "seq_major", "splits", "mask", "offset", "varlen", "kv_lens", "page", "sms", "q_group", "combine", "launch_dependents", "transpose_v", "rescale_threshold"],
     prune=_prune,
     launch_args=lambda kernel, args: _with_counter(kernel, args),  # (defined below)
     adapts=lambda cfg: cfg.get("dynamic", False),  # (the others take no counter)
@@ -1996,7 +2004,7 @@ def _fp8_kernel(q, checked, major: bool, is_causal: bool, scale: Optional[float]
     kernel = attention_kernel(
         heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype=dtype, causal=bool(is_causal),
         scale=1.0 / math.sqrt(d) if scale is None else float(scale), lse=bool(return_lse), seq_major=major, splits=splits,
-        offset=offset if is_causal else 0, sms=c.gpu_sms(q),
+        offset=offset if is_causal else 0, sms=c.gpu_sms(q), rescale_threshold=FP8_RESCALE_THRESHOLD,
     )
     return kernel, splits
 

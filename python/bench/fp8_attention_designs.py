@@ -1,4 +1,4 @@
-"""FP8 attention designs timed against each other in one process: each `attention_kernel`
+"""FP8 (or, ``--dtype``, 16-bit) attention designs timed against each other in one process: each `attention_kernel`
 design (consumers, K/V tile keys, ``fma_columns``: the keys whose exponentials run on the FMA
 pipe, and optionally ping-pong (default true), persistent CTAs, one an SM (default false),
 those taking their tiles from an atomic counter, ``dynamic`` (default false), and V transposed by
@@ -12,7 +12,7 @@ turn, so that the power-capped clock moves every design alike, the best kept) an
 difference of its output from the first design's. ``--fa3 DIR``: FlashAttention-3's forward
 (``DIR/fa3.py``, `fa3_compare.py`) timed beside them on the same inputs, seq-major copies (its layout).
 
-    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0, False, True), (2, 192, 0, False, True, True)]" [--causal] [--batch 8] [--fa3 fa3]
+    cd python/bench && python fp8_attention_designs.py 128 16384 "[(2, 224, 0), (2, 224, 16), (2, 192, 0, False, True), (2, 192, 0, False, True, True)]" [--causal] [--batch 8] [--fa3 fa3] [--dtype bfloat16]
 """
 
 import argparse
@@ -27,10 +27,10 @@ import tirx
 from tirx.ops import attention as at
 
 
-def compiled(d, design, b, h, s, causal):
+def compiled(d, design, b, h, s, causal, dtype="float8_e4m3fn"):
     consumers, bn, fma_columns, pingpong, persistent, dynamic, transpose_v, threshold = (*design, *(True, False, False, False, 0.0)[len(design) - 3 :])
     prim = at.attention_kernel.factory(
-        heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype="float8_e4m3fn", causal=causal, scale=d**-0.5, lse=False,
+        heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype=dtype, causal=causal, scale=d**-0.5, lse=False,
         seq_major=False, consumers=consumers, bn=bn, overlap=True, pingpong=pingpong, fma_columns=fma_columns,
         persistent=persistent, sms=torch.cuda.get_device_properties(0).multi_processor_count, dynamic=dynamic,
         transpose_v=transpose_v, rescale_threshold=threshold,
@@ -46,22 +46,24 @@ def main():
     p.add_argument("--causal", action="store_true")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--fa3", help="the directory of FlashAttention-3's ctypes module fa3.py, timed beside the designs")
+    p.add_argument("--dtype", default="float8_e4m3fn", help="float8_e4m3fn (default), or bfloat16 / float16: the 16-bit kernels' designs (V as it is, no descales)")
     a = p.parse_args()
     d, s, b, h = a.d, a.seq, a.batch, 16
+    fp8 = a.dtype.startswith("float8")
     designs = [tuple(x) for x in ast.literal_eval(a.designs)]
     torch.manual_seed(0)
-    q, k, v = (torch.randn(b, h, s, d, device="cuda").to(torch.float8_e4m3fn) for _ in range(3))
-    vt = at._fp8_values_on_device(v)
-    ds = torch.ones(b * h, 2, device="cuda")
+    q, k, v = (torch.randn(b, h, s, d, device="cuda").to(getattr(torch, a.dtype)) for _ in range(3))
+    vt = at._fp8_values_on_device(v) if fp8 else v.view(-1, s, d)
+    ds = (torch.ones(b * h, 2, device="cuda"),) if fp8 else ()
     lse = torch.empty(b * h, at.lse_rows(s), device="cuda")
     flops = 4 * s * s * d * b * h / (2 if a.causal else 1)
     kernels, outs, args = {}, {}, {}
     call = lambda x: lambda: kernels[x](*args[x])  # noqa: E731
     for x in designs:
-        kernels[x] = compiled(d, x, b, h, s, a.causal)
-        outs[x] = torch.empty(b * h, s, d, dtype=torch.bfloat16, device="cuda")
+        kernels[x] = compiled(d, x, b, h, s, a.causal, a.dtype)
+        outs[x] = torch.empty(b * h, s, d, dtype=torch.bfloat16 if fp8 else q.dtype, device="cuda")
         v_in = v.view(-1, s, d) if len(x) > 6 and x[6] else vt  # (transpose_v: V as it is)
-        args[x] = at._with_counter(kernels[x], (q.view(-1, s, d), k.view(-1, s, d), v_in, ds, outs[x], lse))  # (dynamic: + its counter)
+        args[x] = at._with_counter(kernels[x], (q.view(-1, s, d), k.view(-1, s, d), v_in, *ds, outs[x], lse))  # (dynamic: + its counter)
         call(x)()
     if a.fa3:  # (its [batch, seq, heads, d] copies; its O once, back in [batch x heads, seq, d])
         sys.path.insert(0, a.fa3)
@@ -73,13 +75,14 @@ def main():
         call = lambda x: (lambda: fa3.forward(qs, ks, vs, causal=a.causal)) if x == "fa3" else ours(x)  # noqa: E731
     torch.cuda.synchronize()
     label = lambda x: "FlashAttention-3" if x == "fa3" else f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent", "dynamic", "transpose_v", "rescale_threshold"), x[3:]))  # noqa: E731
-    print(f"{torch.cuda.get_device_name()}, FP8 attention {b} x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
+    print(f"{torch.cuda.get_device_name()}, {a.dtype} attention {b} x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
     best = dict.fromkeys(designs, float("inf"))
     for _ in range(3):
         for x in designs:
             best[x] = min(best[x], burst(label(x), call(x), flops))
-    values = lambda: at._fp8_values_on_device(v)  # noqa: E731 (what the designs without transpose_v need per call)
-    print(f"V's transposition (fp8_values_kernel, per call): {min(burst('fp8_values_kernel', values, flops) for _ in range(3)):.4f} ms")
+    if fp8:
+        values = lambda: at._fp8_values_on_device(v)  # noqa: E731 (what the designs without transpose_v need per call)
+        print(f"V's transposition (fp8_values_kernel, per call): {min(burst('fp8_values_kernel', values, flops) for _ in range(3)):.4f} ms")
     first = outs[designs[0]].float()
     for x in designs:
         ms = sustained(label(x), call(x), flops, 3)

@@ -90,7 +90,10 @@ PRODUCER_BARRIER = 12
 # same design without it, one process): d 128 4k x 8 x 16 heads over 224 keys 901 / 804 against
 # 860 / 781, causal dynamic over 192 keys 782 / 712 against 753 / 695, 16k x 2 x 16 974 / 884
 # against 947 / 852; d 256 4k causal 1,016 / 889 against 992 / 870, not causal 1,179 / 1,024
-# against 1,184 / 1,030 (its tile's GEMMs, not its softmax, the limit). 16-bit kernels: not yet timed.
+# against 1,184 / 1,030 (its tile's GEMMs, not its softmax, the limit). Not the 16-bit kernels':
+# bfloat16 4k x 4 x 16 on the same H100 with threshold 8, d 64 over 128 / 176 keys 408 / 415
+# against 424 / 434 TFLOP/s (burst; causal 362 / 366 against 375 / 385), d 128 695 / 689 against
+# 680 / 709: the branch costs about what the fewer products save where O is narrow.
 FP8_RESCALE_THRESHOLD = 2.0
 CONFIGS = (
     [{"consumers": c_, "bn": bn, "overlap": o} for c_, bn in ((2, 128), (2, 64), (1, 128)) for o in (True, False)]

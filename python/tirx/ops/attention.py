@@ -615,14 +615,13 @@ def attention_kernel(
         # A row no key of which is visible yet keeps a finite max: its terms (and the old ones)
         # weigh exp2(-inf) = 0, not NaN, and a later tile's keys count (none at all: O = 0, as
         # PyTorch's).
+        Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         if rescale_threshold:  # the running max kept where the tile's is at most the threshold above it
-            Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
             for hf in list(range(2)):  # (this thread's two rows)
                 if m_new.local()[hf] <= m_run.local()[hf] + rescale_threshold:
                     m_new.local()[hf] = m_run.local()[hf]
         else:
             Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], m_run[0:64, 0:1])
-            Tx.warpgroup.maximum(m_new[0:64, 0:1], m_new[0:64, 0:1], LOWEST)
         Tx.warpgroup.sub(alpha[0:64, 0:1], m_run[0:64, 0:1], m_new[0:64, 0:1])
         Tx.warpgroup.exp2(alpha[0:64, 0:1], alpha[0:64, 0:1], ftz=True)
         if fp8:  # (-m + p_offset, rounded once)

@@ -774,6 +774,37 @@ fn replicated_row_statistics_on_a_wgmma_accumulator() {
     close(&out[2], &want, 0.0, "O / l");
 }
 
+/// A row statistic broadcast over a row's per-lane partials (FlashAttention-3's deferred row sum:
+/// `l = l alpha + rowsum(P)` kept per lane of the quad): the partials' lane iters fuse the rows'
+/// with the columns' (`32:1`), the statistic reads each lane's copy.
+#[test]
+fn a_row_statistic_scales_a_rows_partials() {
+    let src = format!(
+        r#"{HEAD}def kernel(L_ptr: T.handle, Q_ptr: T.handle):
+    L = T.match_buffer(L_ptr, (64, 4), "float32")
+    Q = T.match_buffer(Q_ptr, (64, 4), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128]); T.warpgroup_id([1]); T.warp_id_in_wg([4]); T.lane_id([32])
+    q = T.alloc_buffer((64, 4), "float32", scope="local", layout=TileLayout(S[(4, 2, 8, 4):(1@wid_in_wg, 1, 4@laneid, 1@laneid)]))
+    l = T.alloc_buffer((64, 1), "float32", scope="local", layout=TileLayout(S[(4, 2, 8, 1):(1@wid_in_wg, 1, 4@laneid, 1)] + R[4:1@laneid]))
+    Tx.warpgroup.copy(q[0:64, 0:4], L[0:64, 0:4])
+    Tx.warpgroup.sum(l[0:64, 0:1], q[0:64, 0:4])
+    Tx.warpgroup.mul(q[0:64, 0:4], q[0:64, 0:4], l[0:64, 0:1])
+    Tx.warpgroup.copy(Q[0:64, 0:4], q[0:64, 0:4])
+"#
+    );
+    let lq = spread(64 * 4, 0.5, 2.0);
+    let (_, out) = run(&src, &[(DType::F32, lq.clone()), (DType::F32, vec![0.0; 64 * 4])]);
+    let want: Vec<f64> = (0..64 * 4)
+        .map(|i| {
+            let r = i / 4;
+            let v: Vec<f32> = lq[4 * r..4 * r + 4].iter().map(|&x| x as f32).collect();
+            (lq[i] as f32 * ((v[0] + v[2]) + (v[1] + v[3]))) as f64
+        })
+        .collect();
+    close(&out[1], &want, 0.0, "partials × l");
+}
+
 /// Masks (issue 29 item 2): `masked_fill(dst, src, lambda i, j: cond, value)`, the condition on
 /// each element's coordinates in the region lowered per register from the layout — a causal mask
 /// with a run-time offset on an MMA accumulator (FlashAttention's diagonal block), and a

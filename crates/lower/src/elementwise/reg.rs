@@ -437,16 +437,21 @@ fn align(
         if it.axis.is_thread() && grp.iter().all(|g| g.axis.is_memory() && g.stride == 0) {
             copies.push(*it);
         } else if it.axis.is_thread() {
-            let canon = TileLayout::from_shard(grp.to_vec()).canonicalize(Fusion::None).map_err(lerr)?;
-            if canon.shard != [*it] {
-                return Err(mismatch(format!(
-                    "anchor thread iter {}:{}@{} meets {}",
-                    it.extent,
-                    it.stride,
-                    it.axis,
-                    iters_text(grp)
-                )));
+            // Digit by digit (innermost first): the source's thread runs are the anchor's own
+            // digits; its broadcast digits read each thread's copy (an anchor iter that fused
+            // a row's lanes with its columns' lanes, over a row statistic).
+            let (mut inner, mut run, mut run_inner) = (1, Vec::new(), 1);
+            for g in grp.iter().rev() {
+                if g.axis.is_memory() && g.stride == 0 && g.extent > 1 {
+                    check_run(&mut run, it, run_inner).map_err(|()| mismatch(meets(it, grp)))?;
+                    copies.push(Iter::new(g.extent, it.stride * inner, it.axis));
+                    run_inner = inner * g.extent;
+                } else {
+                    run.insert(0, *g);
+                }
+                inner *= g.extent;
             }
+            check_run(&mut run, it, run_inner).map_err(|()| mismatch(meets(it, grp)))?;
         } else if let Some(t) = grp.iter().find(|i| i.axis.is_thread() && i.extent > 1) {
             return Err(mismatch(format!(
                 "register iter {}:{} of the anchor meets thread iter {}:{}@{}",
@@ -467,6 +472,22 @@ fn align(
     let note =
         (!copies.is_empty()).then(|| format!("`{name}` read from each thread's copy over {}", iters_text(&copies)));
     Ok((RegMap { offset: lay::m_offset(&lifted), groups }, note))
+}
+
+/// A run of a source's iters (outermost first) within anchor thread iter `it`, starting at its
+/// digit `inner`: exactly those digits of `it` (or nothing of extent > 1). Empties `run`.
+fn check_run(run: &mut Vec<Iter>, it: &Iter, inner: i64) -> Result<(), ()> {
+    let iters = std::mem::take(run);
+    let extent: i64 = iters.iter().map(|i| i.extent).product();
+    if extent == 1 {
+        return Ok(());
+    }
+    let canon = TileLayout::from_shard(iters).canonicalize(Fusion::None).map_err(|_| ())?;
+    (canon.shard == [Iter::new(extent, it.stride * inner, it.axis)]).then_some(()).ok_or(())
+}
+
+fn meets(it: &Iter, grp: &[Iter]) -> String {
+    format!("anchor thread iter {}:{}@{} meets {}", it.extent, it.stride, it.axis, iters_text(grp))
 }
 
 /// The thread offsets a set of thread iters spans: every sum of `k·stride` per axis.

@@ -52,10 +52,6 @@ TINY = 1.1754943508222875e-38  # float32's smallest normal
 # subnormals. l is summed from the same weights, so O = P V / l is unchanged; the log-sum-exp
 # takes the offset off.
 P_OFFSET = 8.0
-# A row statistic's partials over the accumulator's columns (`wgmma_acc_layout`): each lane of the
-# quad holding a row keeps its own columns' share, column c of 4 in lane 4 g + c (a sum of them,
-# `thread_reduce`-free, is the quad's butterfly: `wgmma_row_layout`).
-ROW_PARTS = TileLayout(S[(4, 2, 8, 4) : (1 @ wid_in_wg, 1, 4 @ laneid, 1 @ laneid)])
 HEAD_DIMS = (64, 96, 128, 192, 256)
 # Named barriers of the consumers' epilogues (and a persistent CTA's count of its ring stages), one
 # per consumer warpgroup (as `matmul`'s, 13-15), and of the ping-pong schedule's turns
@@ -604,9 +600,8 @@ def attention_kernel(
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's; `factor` the scale in those units, `qk_scale`): m_new the row max,
         # alpha the old terms' rescale, P = exp2(s factor - m_new) in place as one fma and an
-        # exp2, l = l alpha + rowsum(P), each thread's partial of its quad's row (FlashAttention-3's:
-        # the quad's shuffles once, after the last tile). The output is rescaled by `rescale`.
-        # (`ftz`: weights below 2^-126 are 0, one MUFU.EX2 each.)
+        # exp2, l = l alpha + rowsum(P). The output is rescaled by `rescale`. (`ftz`: weights
+        # below 2^-126 are 0, one MUFU.EX2 each.)
         if masked:  # keys past the sequence, or (causal) after the query
             k0 = (kt0 + j) * bn
             if causal and q_group > 1:  # (row i's query at position (q0 + i) // q_group)
@@ -640,8 +635,8 @@ def attention_kernel(
         else:
             Tx.warpgroup.exp2(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], ftz=True)
         Tx.warpgroup.cast(m_run[0:64, 0:1], m_new[0:64, 0:1])
-        Tx.warpgroup.mul(l_run[0:64, 0:4], l_run[0:64, 0:4], alpha[0:64, 0:1])
-        Tx.warpgroup.sum(l_run[0:64, 0:4], s_acc[0:64, 0:bn], accum=True)
+        Tx.warpgroup.sum(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
+        Tx.warpgroup.fma(l_run[0:64, 0:1], l_run[0:64, 0:1], alpha[0:64, 0:1], m_new[0:64, 0:1])
 
     @T.macro
     def rescale(s_acc, p, o_acc, alpha):
@@ -905,7 +900,7 @@ def attention_kernel(
         q0 = qt * bm + cw * 64  # this warpgroup's first query row
         Tx.warpgroup.fill(o_acc[0:64, 0:d], 0.0)
         Tx.warpgroup.fill(m_run[0:64, 0:1], float("-inf"))
-        Tx.warpgroup.fill(l_run[0:64, 0:4], 0.0)
+        Tx.warpgroup.fill(l_run[0:64, 0:1], 0.0)
         if not dynamic:  # (dynamic: waited for before the tile's index was read)
             q_full.wait(0, it % 2)
         # The tiles no key of which is masked, then those holding keys past the sequence or
@@ -954,8 +949,7 @@ def attention_kernel(
         # O / l, rounded, through shared memory; TMA clips the rows past the sequence. (A
         # split's O / l in float32 and its log-sum-exp, for `attention_combine_kernel`.)
         # (A row that saw no key has O = 0 and l = 0: 0, as PyTorch's; its log-sum-exp -inf.)
-        Tx.warpgroup.sum(l_sum[0:64, 0:1], l_run[0:64, 0:4])  # (the quad's partials)
-        Tx.warpgroup.maximum(alpha[0:64, 0:1], l_sum[0:64, 0:1], TINY)
+        Tx.warpgroup.maximum(alpha[0:64, 0:1], l_run[0:64, 0:1], TINY)
         Tx.warpgroup.reciprocal(alpha[0:64, 0:1], alpha[0:64, 0:1])  # (one division a row, then products)
         if fp8:  # V's descale
             Tx.warpgroup.mul(alpha[0:64, 0:1], alpha[0:64, 0:1], DS[kv, 1])
@@ -992,15 +986,15 @@ def attention_kernel(
             if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
                 free_q(q_free, tid)
         if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
-            Tx.warpgroup.log2(l_sum[0:64, 0:1], l_sum[0:64, 0:1])
+            Tx.warpgroup.log2(l_run[0:64, 0:1], l_run[0:64, 0:1])
             if fp8:
-                Tx.warpgroup.add(l_sum[0:64, 0:1], l_sum[0:64, 0:1], -p_offset)
-            Tx.warpgroup.add(l_sum[0:64, 0:1], l_sum[0:64, 0:1], m_run[0:64, 0:1])
-            Tx.warpgroup.mul(l_sum[0:64, 0:1], l_sum[0:64, 0:1], LN2)
+                Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], -p_offset)
+            Tx.warpgroup.add(l_run[0:64, 0:1], l_run[0:64, 0:1], m_run[0:64, 0:1])
+            Tx.warpgroup.mul(l_run[0:64, 0:1], l_run[0:64, 0:1], LN2)
         if lse and varlen:  # through shared memory (a quad's first lane per row), then the sequence's rows
             if tid % 4 == 0:
                 for hf in T.serial(2):
-                    L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_sum.local()[hf]
+                    L_s[cw, tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
             T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
             Tx.warpgroup.copy(LSE[q_start + q0 : q_start + q0 + 64, bh % heads], L_s[cw, 0:64], clip=True, mask=lambda i, hh: q0 + i < n_rows)
         elif lse or splits > 1:
@@ -1009,9 +1003,9 @@ def attention_kernel(
             if tid % 4 == 0:
                 for hf in T.serial(2):
                     if splits > 1:
-                        LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_sum.local()[hf]
+                        LP[tile % splits, bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
                     else:
-                        LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_sum.local()[hf]
+                        LSE[bh, q0 + tid % 128 // 32 * 16 + tid % 32 // 4 + 8 * hf] = l_run.local()[hf]
         if combine:  # the split that finishes these rows last combines every split's parts
             T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)  # (the warpgroup's parts written)
             if tid % 128 == 0:
@@ -1130,8 +1124,7 @@ def attention_kernel(
             out = T.alloc_buffer((64, d), out_dtype, scope="local", layout=wgmma_acc_layout(d))
             m_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             m_new = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
-            l_run = T.alloc_buffer((64, 4), "float32", scope="local", layout=ROW_PARTS)
-            l_sum = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
+            l_run = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             alpha = T.alloc_buffer((64, 1), "float32", scope="local", layout=wgmma_row_layout())
             if lse and varlen:
                 L_s = T.alloc_buffer((consumers, 64), "float32", scope="shared")  # the log-sum-exps' way out

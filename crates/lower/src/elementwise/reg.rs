@@ -389,8 +389,8 @@ fn check_operands(cx: &CallCx, call: &OpCall) -> Result<(), Decline> {
 
 /// Lifts a source region to the destination shape (broadcast dims become
 /// stride-0 iters), groups it by the anchor's iters and checks that every
-/// thread owns the same elements of both. A thread iter of the anchor that the
-/// source is broadcast along, and the anchor's own replica, need the source
+/// thread owns the same elements of both. A thread iter of the anchor (or some of
+/// its digits) that the source is broadcast along, and the anchor's own replica, need the source
 /// replicated over those threads (each thread reads its own copy: a row statistic
 /// over an MMA accumulator); what was broadcast that way is returned, for explain.
 fn align(
@@ -440,18 +440,20 @@ fn align(
             // Digit by digit (innermost first): the source's thread runs are the anchor's own
             // digits; its broadcast digits read each thread's copy (an anchor iter that fused
             // a row's lanes with its columns' lanes, over a row statistic).
-            let (mut inner, mut run, mut run_inner) = (1, Vec::new(), 1);
-            for g in grp.iter().rev() {
+            let (mut inner, mut run_end, mut run_inner) = (1, grp.len(), 1);
+            for (k, g) in grp.iter().enumerate().rev() {
                 if g.axis.is_memory() && g.stride == 0 && g.extent > 1 {
-                    check_run(&mut run, it, run_inner).map_err(|()| mismatch(meets(it, grp)))?;
+                    if !are_digits_of(&grp[k + 1..run_end], it, run_inner).map_err(lerr)? {
+                        return Err(mismatch(meets(it, grp)));
+                    }
                     copies.push(Iter::new(g.extent, it.stride * inner, it.axis));
-                    run_inner = inner * g.extent;
-                } else {
-                    run.insert(0, *g);
+                    (run_end, run_inner) = (k, inner * g.extent);
                 }
                 inner *= g.extent;
             }
-            check_run(&mut run, it, run_inner).map_err(|()| mismatch(meets(it, grp)))?;
+            if !are_digits_of(&grp[..run_end], it, run_inner).map_err(lerr)? {
+                return Err(mismatch(meets(it, grp)));
+            }
         } else if let Some(t) = grp.iter().find(|i| i.axis.is_thread() && i.extent > 1) {
             return Err(mismatch(format!(
                 "register iter {}:{} of the anchor meets thread iter {}:{}@{}",
@@ -474,16 +476,15 @@ fn align(
     Ok((RegMap { offset: lay::m_offset(&lifted), groups }, note))
 }
 
-/// A run of a source's iters (outermost first) within anchor thread iter `it`, starting at its
-/// digit `inner`: exactly those digits of `it` (or nothing of extent > 1). Empties `run`.
-fn check_run(run: &mut Vec<Iter>, it: &Iter, inner: i64) -> Result<(), ()> {
-    let iters = std::mem::take(run);
-    let extent: i64 = iters.iter().map(|i| i.extent).product();
+/// Whether a run of a source's iters (outermost first) within anchor thread iter `it`, starting
+/// at its digit `inner`, is exactly those digits of `it` (a run of extent 1 always is).
+fn are_digits_of(run: &[Iter], it: &Iter, inner: i64) -> Result<bool, tirx_layout::LayoutError> {
+    let extent: i64 = run.iter().map(|i| i.extent).product();
     if extent == 1 {
-        return Ok(());
+        return Ok(true);
     }
-    let canon = TileLayout::from_shard(iters).canonicalize(Fusion::None).map_err(|_| ())?;
-    (canon.shard == [Iter::new(extent, it.stride * inner, it.axis)]).then_some(()).ok_or(())
+    let canon = TileLayout::from_shard(run.to_vec()).canonicalize(Fusion::None)?;
+    Ok(canon.shard == [Iter::new(extent, it.stride * inner, it.axis)])
 }
 
 fn meets(it: &Iter, grp: &[Iter]) -> String {

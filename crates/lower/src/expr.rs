@@ -76,6 +76,61 @@ pub fn lower_with(
     })
 }
 
+/// A mask's condition (`masked_fill`), its coordinates bound per element as
+/// `whole = register + thread` (`split`: each coordinate's register-loop part, a constant
+/// once the loops unroll, and its thread part). A comparison of a coordinate with an
+/// integer expression free of it compares the register part with that expression less the
+/// thread part (through `and`, `or` and `not`): one compare with a constant per element, the
+/// expression computed once a row, where the whole coordinate would cost an add per element
+/// and leave ptxas a compare per element to hoist (FlashAttention-3's causal mask). Exact in
+/// integers; anything else lowers as [`lower_with`].
+pub fn lower_split_cond(
+    k: &Kernel,
+    env: &Env,
+    b: &Builder,
+    e: &Expr,
+    bound: &std::collections::HashMap<tirx_ir::hir::VarId, LExpr>,
+    split: &std::collections::HashMap<tirx_ir::hir::VarId, (LExpr, LExpr)>,
+) -> Result<LExpr, Diagnostic> {
+    let cmp = |op: BinOp| matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+    let coordinate = |x: &Expr| match x.kind {
+        ExprKind::Var(v) => split.get(&v).map(|parts| (v, parts)),
+        _ => None,
+    };
+    match &e.kind {
+        ExprKind::Binary(op @ (BinOp::And | BinOp::Or), x, y) => {
+            let (x, y) = (lower_split_cond(k, env, b, x, bound, split)?, lower_split_cond(k, env, b, y, bound, split)?);
+            Ok(binary(b, *op, x, y, DType::Bool))
+        }
+        ExprKind::Unary(UnOp::Not, x) => {
+            let x = lower_split_cond(k, env, b, x, bound, split)?;
+            Ok(match x {
+                LExpr::Bool(v) => LExpr::Bool(!v),
+                x => LExpr::Un(UnOp::Not, Box::new(x)),
+            })
+        }
+        ExprKind::Binary(op, x, y) if cmp(*op) => {
+            // (coordinate op rest) or (rest op coordinate), rest an integer free of it
+            let side = |c: &Expr, rest: &Expr| coordinate(c).filter(|(v, _)| rest.dtype.is_int() && !rest.uses(*v));
+            let moved = |rest: &Expr, thread: &LExpr| -> Result<LExpr, Diagnostic> {
+                let r = lower_with(k, env, b, rest, bound)?;
+                let t = common(b.dtype_of(&r), b.dtype_of(thread));
+                Ok(b.sub(b.convert(r, t), b.convert(thread.clone(), t)))
+            };
+            if let Some((_, (reg, thread))) = side(x, y) {
+                let r = moved(y, thread)?;
+                return Ok(binary(b, *op, reg.clone(), r, DType::Bool));
+            }
+            if let Some((_, (reg, thread))) = side(y, x) {
+                let l = moved(x, thread)?;
+                return Ok(binary(b, *op, l, reg.clone(), DType::Bool));
+            }
+            lower_with(k, env, b, e, bound)
+        }
+        _ => lower_with(k, env, b, e, bound),
+    }
+}
+
 fn binary(b: &Builder, op: BinOp, x: LExpr, y: LExpr, t: DType) -> LExpr {
     let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
     let logic = matches!(op, BinOp::And | BinOp::Or);

@@ -862,6 +862,49 @@ fn masks_on_an_accumulator_and_a_thread_tile() {
     assert!(tirx_script::same_kernel(&k, &again), "{text}");
 }
 
+/// A mask comparing a coordinate with an expression free of it (`j > min(hi, i + lo)`, and the
+/// other way round, under `|`, `&` and `not`): the comparison takes the coordinate's register part
+/// (a constant once unrolled) against the expression less its thread part, FlashAttention-3's
+/// causal mask (a compare with an immediate and a select a score); values against a Rust
+/// reference over run-time bounds on both sides of the diagonal, on a wgmma accumulator.
+#[test]
+fn a_coordinates_thread_part_moves_across_its_comparison() {
+    let src = format!(
+        r#"{HEAD}def kernel(A_ptr: T.handle, O_ptr: T.handle, lo: T.int32, hi: T.int32):
+    A = T.match_buffer(A_ptr, (64, 64), "float32")
+    O = T.match_buffer(O_ptr, (64, 64), "float32")
+    T.device_entry()
+    T.cta_id([1]); T.thread_id([128]); T.lane_id([32]); T.warpgroup_id([1]); T.warp_id_in_wg([4])
+    X = T.alloc_buffer((64, 64), "float32", scope="local", layout=wgmma_acc_layout(64))
+    Tx.warpgroup.copy(X[0:64, 0:64], A[0:64, 0:64])
+    Tx.warpgroup.masked_fill(X[0:64, 0:64], X[0:64, 0:64], lambda i, j: (j > T.min(hi, i + lo)) | (7 > j) & (i != 5) | (not (j != 60)), float("-inf"))
+    Tx.warpgroup.copy(O[0:64, 0:64], X[0:64, 0:64])
+"#
+    )
+    .replace("wid_in_wg\n", "wid_in_wg, wgmma_acc_layout\n");
+    let a = spread(64 * 64, -4.0, 4.0);
+    let k = tirx_script::parse_kernel("k.py", &src).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
+    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
+    // Each score's comparison: a constant (the unrolled loops' digits of j) against a bound of
+    // the row with the thread's columns (2 (lane % 4)) taken off.
+    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+    let line = cuda.lines().find(|s| s.contains("0xff800000")).expect("the mask's select");
+    assert!(line.contains("- (tid_in_wg % 4) * 2"), "{line}");
+    for (lo, hi) in [(5i64, 40i64), (-9, 70), (0, -1), (30, 12), (100, 100)] {
+        let lk = tirx_sim::launch(&l.lir, &[tirx_ir::lir::ScalarValue::Int(lo), tirx_ir::lir::ScalarValue::Int(hi)])
+            .unwrap();
+        let mut bytes = vec![encode(DType::F32, &a), encode(DType::F32, &vec![0.0; 64 * 64])];
+        tirx_sim::simulate_aliased(&lk.0, &mut bytes, &[0, 1], &lk.1, &tirx_sim::SimOptions::default())
+            .unwrap_or_else(|e| panic!("{e:?}"));
+        for (idx, got) in decode(DType::F32, &bytes[1]).iter().enumerate() {
+            let (i, j) = ((idx / 64) as i64, (idx % 64) as i64);
+            let masked = j > hi.min(i + lo) || 7 > j && i != 5 || j == 60;
+            let want = if masked { f64::NEG_INFINITY } else { a[idx] as f32 as f64 };
+            assert_eq!(*got, want, "lo {lo} hi {hi}: O[{i}, {j}]");
+        }
+    }
+}
+
 /// Masks over a matrix: scopes (thread, warp, warpgroup, cta) × layouts (mma.sync and wgmma
 /// accumulators, a row per thread, a thread's own tile) × float32 / float16 / bfloat16 × fills
 /// (-inf, 0, NaN), a pattern that uses both coordinates, against a Rust reference.

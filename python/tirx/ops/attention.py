@@ -596,20 +596,28 @@ def attention_kernel(
         Tx.warpgroup.gemm_async(s_acc[0:64, 0:bn], Q_s[cw * 64 : cw * 64 + 64, 0:d], K_s[j % stages, 0:bn, 0:d])
 
     @T.macro
-    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor):
+    def mask_scores(s_acc, k0, q0, n_keys, diag):
+        # The scores of keys k0 + jj past the sequence or (causal) after row i's query set to
+        # -inf, as one comparison of the key's column with a bound of the row: the mask's
+        # lowering compares the column's register part (a constant) with the bound less the
+        # column's thread part (computed once a row), a compare and a select a score
+        # (FlashAttention-3's). (Two comparisons of the column, k0 + jj >= n_keys or k0 + jj >
+        # the row's last key, had ptxas keep up to 112 predicates across the wgmma wait, packed
+        # into registers: about twice the instructions a masked tile.)
+        if causal:
+            Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: jj > T.min(n_keys - 1, position(q0 + i) + diag) - k0, float("-inf"))
+        else:
+            Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: jj >= n_keys - k0, float("-inf"))
+
+    @T.macro
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor):
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's; `factor` the scale in those units, `qk_scale`): m_new the row max,
         # alpha the old terms' rescale, P = exp2(s factor - m_new) in place as one fma and an
         # exp2, l = l alpha + rowsum(P). The output is rescaled by `rescale`. (`ftz`: weights
         # below 2^-126 are 0, one MUFU.EX2 each.)
         if masked:  # keys past the sequence, or (causal) after the query
-            k0 = (kt0 + j) * bn
-            if causal and q_group > 1:  # (row i's query at position (q0 + i) // q_group)
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= n_keys) | (k0 + jj > (q0 + i) // q_group + diag), float("-inf"))
-            elif causal:
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: (k0 + jj >= n_keys) | (k0 + jj > q0 + i + diag), float("-inf"))
-            else:
-                Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: k0 + jj >= n_keys, float("-inf"))
+            mask_scores(s_acc, (kt0 + j) * bn, q0, n_keys, diag)
         Tx.warpgroup.max(m_new[0:64, 0:1], s_acc[0:64, 0:bn])
         Tx.warpgroup.mul(m_new[0:64, 0:1], m_new[0:64, 0:1], factor)
         # A row no key of which is visible yet keeps a finite max: its terms (and the old ones)
@@ -712,7 +720,7 @@ def attention_kernel(
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
         rescale(s_acc, p, o_acc, alpha)
         landed(b + j, 1, full)
         pv(b + j, p, o_acc, V_s)
@@ -737,7 +745,7 @@ def attention_kernel(
         # `issue_pair`, then tile j's softmax while P V runs (FlashAttention-3's intra-warpgroup
         # overlap), then O's rescale once it is done.
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
         T.ptx.wgmma.wait_group(0)
         release(b + j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
@@ -759,7 +767,7 @@ def attention_kernel(
         # does not move it out of).
         retire_pv(j, b, s_acc, p, o_acc, alpha, empty, tid)
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
 
     @T.macro(hygienic=False)
     def q_part(p_tile, it, p_bh, p_qt, p_q_start):
@@ -918,9 +926,9 @@ def attention_kernel(
                 T.ptx.wgmma.wait_group(0)
                 release(b, 0, empty, tid)
                 for j in T.serial(T.min(unmasked, 1)):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
                 for j in T.serial(T.min(unmasked, 1), 1):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
                 if rotate:
                     for j in T.serial(1, T.max(unmasked, 1)):
                         rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))

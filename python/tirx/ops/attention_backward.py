@@ -102,9 +102,9 @@ def _weights_and_ds(s, dp, lse2, dd, k0, q0, seq_k, causal, offset, scale_log2, 
         Tx.warpgroup.copy(tile[0:BM, 0:BN], M[mi, q0 : q0 + BM, k0 : k0 + BN], clip=True, other=float("-inf"))
         Tx.warpgroup.fma(s[0:BM, 0:BN], tile[0:BM, 0:BN], 1.0 / scale, s[0:BM, 0:BN])
     if causal:
-        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: (k0 + j >= seq_k) | (k0 + j > q0 + i + offset), float("-inf"))
+        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: j > T.min(seq_k - 1, q0 + i + offset) - k0, float("-inf"))
     else:
-        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: k0 + j >= seq_k, float("-inf"))
+        Tx.warpgroup.masked_fill(s[0:BM, 0:BN], s[0:BM, 0:BN], lambda i, j: j >= seq_k - k0, float("-inf"))
     Tx.warpgroup.fma(s[0:BM, 0:BN], s[0:BM, 0:BN], scale_log2, lse2[0:BM, 0:1])
     Tx.warpgroup.exp2(s[0:BM, 0:BN], s[0:BM, 0:BN])
     Tx.warpgroup.sub(dp[0:BM, 0:BN], dp[0:BM, 0:BN], dd[0:BM, 0:1])
@@ -1005,9 +1005,9 @@ def _dkv_ws(
         # already, or read COLS at a time).
         if causal:
             if k0 + WS_KEYS - 1 > q0 + offset:
-                Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: (kk0 + i >= seq_k) | (kk0 + i > q0 + j + offset), float("-inf"))
+                Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: i > T.min(seq_k - 1, q0 + j + offset) - kk0, float("-inf"))
         elif ragged:
-            Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: kk0 + i >= seq_k, float("-inf"))
+            Tx.warpgroup.masked_fill(st[0:64, 0:bq], st[0:64, 0:bq], lambda i, j: i >= seq_k - kk0, float("-inf"))
         for h in list(range(1 if early_lse else bq // COLS)):
             c0, n = (0, bq) if early_lse else (h * COLS, COLS)
             if not early_lse:

@@ -317,12 +317,17 @@ impl Variant for EwiseReg {
 /// `masked_fill`'s condition at the element at register-loop `coords` of the executing
 /// thread: each coordinate the mixed-radix number of its dim's digits, or (where an iter
 /// spans dims) the row-major index in the region unravelled, bound to the mask's parameters.
+/// Where each coordinate is its own dim's digits, the number is also split into its
+/// register-loop digits and its thread digits (`expr::lower_split_cond`: a comparison of a
+/// coordinate moves its thread part to the other side).
 fn mask_at(em: &mut Emitter, m: &tirx_ir::hir::MaskFn, c: &Coords, coords: &[LExpr]) -> Result<LExpr, Bug> {
     let (digits, ext, seps) = c;
-    let number = |em: &mut Emitter, its: &[(Digit, i64)]| -> Result<LExpr, Bug> {
+    // The number of `its` with only the digits `keep` accepts (the others 0).
+    let number = |em: &mut Emitter, its: &[(Digit, i64)], keep: &dyn Fn(&Digit) -> bool| -> Result<LExpr, Bug> {
         let mut n = LExpr::i32(0);
         for (d, e) in its {
             let digit = match *d {
+                _ if !keep(d) => LExpr::i32(0),
                 Digit::Loop(k) => coords[k].clone(),
                 Digit::Thread(axis, stride) => {
                     let id = em.axis_id(axis).ok_or_else(|| Bug(format!("no thread id for {axis}")))?;
@@ -336,15 +341,23 @@ fn mask_at(em: &mut Emitter, m: &tirx_ir::hir::MaskFn, c: &Coords, coords: &[LEx
         }
         Ok(n)
     };
+    let all = |_: &Digit| true;
     let mut bound = std::collections::HashMap::new();
+    let mut split = std::collections::HashMap::new();
     match seps {
         Some(seps) => {
             for (d, v) in m.params.iter().enumerate() {
-                bound.insert(*v, number(em, &digits[seps[d]..seps[d + 1]])?);
+                let its = &digits[seps[d]..seps[d + 1]];
+                bound.insert(*v, number(em, its, &all)?);
+                if its.iter().any(|(d, _)| matches!(d, Digit::Thread(..))) {
+                    let reg = number(em, its, &|d| !matches!(d, Digit::Thread(..)))?;
+                    let thread = number(em, its, &|d| matches!(d, Digit::Thread(..)))?;
+                    split.insert(*v, (reg, thread));
+                }
             }
         }
         None => {
-            let flat = number(em, digits)?;
+            let flat = number(em, digits, &all)?;
             let mut inner: i64 = ext.iter().product();
             for (v, e) in m.params.iter().zip(ext) {
                 inner /= e;
@@ -353,7 +366,7 @@ fn mask_at(em: &mut Emitter, m: &tirx_ir::hir::MaskFn, c: &Coords, coords: &[LEx
             }
         }
     }
-    crate::expr::lower_with(em.kernel, em.env, em.builder(), &m.cond, &bound)
+    crate::expr::lower_split_cond(em.kernel, em.env, em.builder(), &m.cond, &bound, &split)
         .map_err(|d| Bug(format!("the mask does not lower: {}", d.message)))
 }
 

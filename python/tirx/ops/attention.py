@@ -610,7 +610,7 @@ def attention_kernel(
             Tx.warpgroup.masked_fill(s_acc[0:64, 0:bn], s_acc[0:64, 0:bn], lambda i, jj: jj >= n_keys - k0, float("-inf"))
 
     @T.macro
-    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor):
+    def softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor):
         # The online softmax of tile j's scores, in log2 units of the scaled scores
         # (FlashAttention's; `factor` the scale in those units, `qk_scale`): m_new the row max,
         # alpha the old terms' rescale, P = exp2(s factor - m_new) in place as one fma and an
@@ -720,7 +720,7 @@ def attention_kernel(
         if mask:  # S += M / scale (so that S scale is the scaled scores plus the mask), through P's registers
             Tx.warpgroup.copy(p[0:64, 0:bn], M[mi, q0 : q0 + 64, (kt0 + j) * bn : (kt0 + j) * bn + bn], clip=True, other=float("-inf"))
             Tx.warpgroup.fma(s_acc[0:64, 0:bn], p[0:64, 0:bn], 1.0 / scale, s_acc[0:64, 0:bn])
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
         rescale(s_acc, p, o_acc, alpha)
         landed(b + j, 1, full)
         pv(b + j, p, o_acc, V_s)
@@ -745,7 +745,7 @@ def attention_kernel(
         # `issue_pair`, then tile j's softmax while P V runs (FlashAttention-3's intra-warpgroup
         # overlap), then O's rescale once it is done.
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
         T.ptx.wgmma.wait_group(0)
         release(b + j - 1, 1, empty, tid)
         rescale(s_acc, p, o_acc, alpha)
@@ -767,7 +767,7 @@ def attention_kernel(
         # does not move it out of).
         retire_pv(j, b, s_acc, p, o_acc, alpha, empty, tid)
         issue_pair(j, b, s_acc, p, o_acc, Q_s, K_s, V_s, full, empty, cw, tid)
-        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, masked, factor)
+        softmax(j, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, masked, factor)
 
     @T.macro(hygienic=False)
     def q_part(p_tile, it, p_bh, p_qt, p_q_start):
@@ -926,9 +926,9 @@ def attention_kernel(
                 T.ptx.wgmma.wait_group(0)
                 release(b, 0, empty, tid)
                 for j in T.serial(T.min(unmasked, 1)):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, False, qk_scale(DS, kv))
                 for j in T.serial(T.min(unmasked, 1), 1):
-                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, tid, True, qk_scale(DS, kv))
+                    softmax(0, s_acc, m_run, m_new, l_run, alpha, q0, kt0, n_keys, diag, True, qk_scale(DS, kv))
                 if rotate:
                     for j in T.serial(1, T.max(unmasked, 1)):
                         rotated(j, b, s_acc, p, o_acc, m_run, m_new, l_run, alpha, Q_s, K_s, V_s, full, empty, cw, q0, kt0, n_keys, diag, tid, False, qk_scale(DS, kv))

@@ -41,15 +41,7 @@ pub fn lower_with(
             let (x, y) = (lower(k, env, b, x)?, lower(k, env, b, y)?);
             binary(b, *op, x, y, t)
         }
-        ExprKind::Unary(op, x) => {
-            let x = lower(k, env, b, x)?;
-            match (op, &x) {
-                (UnOp::Neg, LExpr::Int(v, ty)) => LExpr::Int(-v, *ty),
-                (UnOp::Neg, LExpr::Float(v, ty)) => LExpr::Float(-v, *ty),
-                (UnOp::Not, LExpr::Bool(v)) => LExpr::Bool(!v),
-                _ => LExpr::Un(*op, Box::new(x)),
-            }
-        }
+        ExprKind::Unary(op, x) => unary(*op, lower(k, env, b, x)?),
         ExprKind::Cast(x) => {
             let x = lower(k, env, b, x)?;
             b.convert(x, t)
@@ -92,7 +84,6 @@ pub fn lower_split_cond(
     bound: &std::collections::HashMap<tirx_ir::hir::VarId, LExpr>,
     split: &std::collections::HashMap<tirx_ir::hir::VarId, (LExpr, LExpr)>,
 ) -> Result<LExpr, Diagnostic> {
-    let cmp = |op: BinOp| matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
     let coordinate = |x: &Expr| match x.kind {
         ExprKind::Var(v) => split.get(&v).map(|parts| (v, parts)),
         _ => None,
@@ -102,14 +93,8 @@ pub fn lower_split_cond(
             let (x, y) = (lower_split_cond(k, env, b, x, bound, split)?, lower_split_cond(k, env, b, y, bound, split)?);
             Ok(binary(b, *op, x, y, DType::Bool))
         }
-        ExprKind::Unary(UnOp::Not, x) => {
-            let x = lower_split_cond(k, env, b, x, bound, split)?;
-            Ok(match x {
-                LExpr::Bool(v) => LExpr::Bool(!v),
-                x => LExpr::Un(UnOp::Not, Box::new(x)),
-            })
-        }
-        ExprKind::Binary(op, x, y) if cmp(*op) => {
+        ExprKind::Unary(UnOp::Not, x) => Ok(unary(UnOp::Not, lower_split_cond(k, env, b, x, bound, split)?)),
+        ExprKind::Binary(op, x, y) if is_comparison(*op) => {
             // (coordinate op rest) or (rest op coordinate), rest an integer free of it
             let side = |c: &Expr, rest: &Expr| coordinate(c).filter(|(v, _)| rest.dtype.is_int() && !rest.uses(*v));
             let moved = |rest: &Expr, thread: &LExpr| -> Result<LExpr, Diagnostic> {
@@ -131,8 +116,22 @@ pub fn lower_split_cond(
     }
 }
 
+/// `op x`, folded where `x` is a constant.
+fn unary(op: UnOp, x: LExpr) -> LExpr {
+    match (op, &x) {
+        (UnOp::Neg, LExpr::Int(v, ty)) => LExpr::Int(-v, *ty),
+        (UnOp::Neg, LExpr::Float(v, ty)) => LExpr::Float(-v, *ty),
+        (UnOp::Not, LExpr::Bool(v)) => LExpr::Bool(!v),
+        _ => LExpr::Un(op, Box::new(x)),
+    }
+}
+
+fn is_comparison(op: BinOp) -> bool {
+    matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge)
+}
+
 fn binary(b: &Builder, op: BinOp, x: LExpr, y: LExpr, t: DType) -> LExpr {
-    let cmp = matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge);
+    let cmp = is_comparison(op);
     let logic = matches!(op, BinOp::And | BinOp::Or);
     let ty = if cmp {
         common(b.dtype_of(&x), b.dtype_of(&y))

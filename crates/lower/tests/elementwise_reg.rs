@@ -833,29 +833,29 @@ fn masks_on_an_accumulator_and_a_thread_tile() {
     .replace("wid_in_wg\n", "wid_in_wg, mma_acc_layout\n");
     let a = spread(16 * 128, -4.0, 4.0);
     let v = spread(32, 1.0, 2.0);
-    let k = tirx_script::parse_kernel("k.py", &src).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
-    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
     let (off, n) = (5i64, 13i64);
-    let lk =
-        tirx_sim::launch(&l.lir, &[tirx_ir::lir::ScalarValue::Int(off), tirx_ir::lir::ScalarValue::Int(n)]).unwrap();
-    let mut bytes: Vec<Vec<u8>> = [(a.clone(), 16 * 128), (vec![0.0; 16 * 128], 0), (v.clone(), 0), (vec![0.0; 32], 0)]
-        .iter()
-        .map(|(x, _)| encode(DType::F32, x))
-        .collect();
-    tirx_sim::simulate_aliased(&lk.0, &mut bytes, &[0, 1, 2, 3], &lk.1, &tirx_sim::SimOptions::default())
-        .unwrap_or_else(|e| panic!("{e:?}"));
-    let o = decode(DType::F32, &bytes[1]);
-    for (idx, got) in o.iter().enumerate() {
+    let (_, out) = run_with(
+        &src,
+        &[off, n],
+        &[
+            (DType::F32, a.clone()),
+            (DType::F32, vec![0.0; 16 * 128]),
+            (DType::F32, v.clone()),
+            (DType::F32, vec![0.0; 32]),
+        ],
+    );
+    for (idx, got) in out[1].iter().enumerate() {
         let (i, j) = ((idx / 128) as i64, (idx % 128) as i64);
         let want = if j > i + off { f64::NEG_INFINITY } else { a[idx] as f32 as f64 };
         assert_eq!(*got, want, "O[{i}, {j}]");
     }
-    let w = decode(DType::F32, &bytes[3]);
+    let w = &out[3];
     for (idx, got) in w.iter().enumerate() {
         let want = if idx as i64 >= n { 0.0 } else { v[idx] as f32 as f64 };
         assert_eq!(*got, want, "W flat {idx}");
     }
     // The canonical text has the lambda and reads back as the same kernel.
+    let k = parse(&src);
     let text = tirx_script::print_kernel(&k);
     assert!(text.contains("lambda i, j: j > i + off"), "{text}");
     let again = tirx_script::parse_kernel("k.py", &text).unwrap_or_else(|d| panic!("{}", render(&d, &text)));
@@ -883,20 +883,14 @@ fn a_coordinates_thread_part_moves_across_its_comparison() {
     )
     .replace("wid_in_wg\n", "wid_in_wg, wgmma_acc_layout\n");
     let a = spread(64 * 64, -4.0, 4.0);
-    let k = tirx_script::parse_kernel("k.py", &src).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
-    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, &src)));
-    // Each score's comparison: a constant (the unrolled loops' digits of j) against a bound of
-    // the row with the thread's columns (2 (lane % 4)) taken off.
-    let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
-    let line = cuda.lines().find(|s| s.contains("0xff800000")).expect("the mask's select");
-    assert!(line.contains("- (tid_in_wg % 4) * 2"), "{line}");
     for (lo, hi) in [(5i64, 40i64), (-9, 70), (0, -1), (30, 12), (100, 100)] {
-        let lk = tirx_sim::launch(&l.lir, &[tirx_ir::lir::ScalarValue::Int(lo), tirx_ir::lir::ScalarValue::Int(hi)])
-            .unwrap();
-        let mut bytes = vec![encode(DType::F32, &a), encode(DType::F32, &vec![0.0; 64 * 64])];
-        tirx_sim::simulate_aliased(&lk.0, &mut bytes, &[0, 1], &lk.1, &tirx_sim::SimOptions::default())
-            .unwrap_or_else(|e| panic!("{e:?}"));
-        for (idx, got) in decode(DType::F32, &bytes[1]).iter().enumerate() {
+        let (l, out) = run_with(&src, &[lo, hi], &[(DType::F32, a.clone()), (DType::F32, vec![0.0; 64 * 64])]);
+        // Each score's comparison: a constant (the unrolled loops' digits of j) against a bound
+        // of the row with the thread's columns (2 (lane % 4)) taken off.
+        let cuda = tirx_cuda::generate(&l.lir).expect("CUDA").source;
+        let line = cuda.lines().find(|s| s.contains("0xff800000")).expect("the mask's select");
+        assert!(line.contains("- (tid_in_wg % 4) * 2"), "{line}");
+        for (idx, got) in out[1].iter().enumerate() {
             let (i, j) = ((idx / 64) as i64, (idx % 64) as i64);
             let masked = j > hi.min(i + lo) || 7 > j && i != 5 || j == 60;
             let want = if masked { f64::NEG_INFINITY } else { a[idx] as f32 as f64 };

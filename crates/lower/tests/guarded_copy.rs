@@ -8,10 +8,9 @@
 
 mod common;
 use common::*;
-use tirx_ir::lir::{LStmt, LStmtKind, MemOp, ScalarValue};
+use tirx_ir::lir::{LStmt, LStmtKind, MemOp};
 use tirx_ir::DType;
 use tirx_lower::Lowered;
-use tirx_sim::value::{from_bytes, to_bytes};
 
 const HEAD: &str = "from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -19,23 +18,6 @@ from tvm.tirx.layout import S, TileLayout, laneid, tx, mma_acc_layout
 
 @T.prim_func
 ";
-
-/// Lowers and simulates a kernel with scalar arguments; the buffers decoded.
-fn run_with(src: &str, scalars: &[i64], params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
-    let k = parse(src);
-    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, src)));
-    generates_cuda(&l, src);
-    let scalars: Vec<ScalarValue> = scalars.iter().map(|&v| ScalarValue::Int(v)).collect();
-    let (lk, sv) = tirx_sim::launch(&l.lir, &scalars).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
-    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
-    let ids: Vec<usize> = (0..params.len()).collect();
-    match tirx_sim::simulate_aliased(&lk, &mut bytes, &ids, &sv, &tirx_sim::SimOptions::default()) {
-        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
-        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
-    }
-    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
-    (l, out)
-}
 
 fn walk<'a>(stmts: &'a [LStmt], out: &mut Vec<&'a LStmtKind>) {
     for s in stmts {

@@ -123,15 +123,21 @@ def attention_cases():
     )
     yield "ops_attention_fp8_values_major", at.fp8_values_kernel.factory(bhk=32, seq_k=16384, d=128, heads=16)
     # FP8 over persistent CTAs (the tuner's candidate: seq-major Q and K, causal, no ping-pong): Q_s
-    # freed by the consumers once their last S is done, the next Q loaded during the last P V
+    # freed by the consumers once their last S is done, the next Q loaded during the last P V; O
+    # through O_s by TMA stores (`tma_epilogue`, the tuner's wherever it fits)
     yield "ops_attention_fp8_persistent", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
-        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132,
+        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, tma_epilogue=True,
     )
     # ... taking its tiles from an atomic counter (`dynamic`, FlashAttention-3's scheduler)
     yield "ops_attention_fp8_dynamic", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
-        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, dynamic=True,
+        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, dynamic=True, tma_epilogue=True,
+    )
+    # head dim 256 with O through O_s (two K/V stages beside its 64 KB, not three)
+    yield "ops_attention_fp8_d256_tma", at.attention_kernel.factory(
+        heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=256, dtype="float8_e4m3fn", causal=False, scale=0.0625, lse=False,
+        seq_major=True, consumers=2, bn=128, overlap=True, pingpong=False, tma_epilogue=True,
     )
     bwd = dict(heads=16, kv_heads=4, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="bfloat16", causal=True, scale=0.0884)
     yield "ops_attention_bwd_dq", ab.attention_dq_kernel.factory(**bwd)

@@ -4,7 +4,8 @@ pipe, and optionally ping-pong (default true), persistent CTAs, one an SM (defau
 those taking their tiles from an atomic counter, ``dynamic`` (default false), and V transposed by
 the kernel's producer warpgroup, ``transpose_v`` (default false; else the designs read the
 transposed, permuted copy `fp8_values_kernel` makes, whose time is printed apart: the op's per call),
-and the lazy rescale's ``rescale_threshold`` (default 0: off))
+the lazy rescale's ``rescale_threshold`` (default 0: off), and O stored through shared memory by TMA,
+``tma_epilogue`` (default false))
 compiled directly (no tuner), a batch (``--batch``, default 2) x 16 heads over one sequence length, e4m3; per
 design TFLOP/s in bursts (`sustained.burst`: 20 calls after an idle second; three rounds taken in
 turn, so that the power-capped clock moves every design alike, the best kept) and sustained
@@ -28,12 +29,12 @@ from tirx.ops import attention as at
 
 
 def compiled(d, design, b, h, s, causal, dtype="float8_e4m3fn"):
-    consumers, bn, fma_columns, pingpong, persistent, dynamic, transpose_v, threshold = (*design, *(True, False, False, False, 0.0)[len(design) - 3 :])
+    consumers, bn, fma_columns, pingpong, persistent, dynamic, transpose_v, threshold, tma_epilogue = (*design, *(True, False, False, False, 0.0, False)[len(design) - 3 :])
     prim = at.attention_kernel.factory(
         heads=h, kv_heads=h, batch=b, seq_q=s, seq_k=s, d=d, dtype=dtype, causal=causal, scale=d**-0.5, lse=False,
         seq_major=False, consumers=consumers, bn=bn, overlap=True, pingpong=pingpong, fma_columns=fma_columns,
         persistent=persistent, sms=torch.cuda.get_device_properties(0).multi_processor_count, dynamic=dynamic,
-        transpose_v=transpose_v, rescale_threshold=threshold,
+        transpose_v=transpose_v, rescale_threshold=threshold, tma_epilogue=tma_epilogue,
     )
     return tirx.compile(prim)
 
@@ -42,7 +43,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("d", type=int)
     p.add_argument("seq", type=int)
-    p.add_argument("designs", help='a Python list of (consumers, keys, fma_columns[, pingpong[, persistent[, dynamic[, transpose_v[, rescale_threshold]]]]]), e.g. "[(2, 224, 0), (2, 224, 16)]"')
+    p.add_argument("designs", help='a Python list of (consumers, keys, fma_columns[, pingpong[, persistent[, dynamic[, transpose_v[, rescale_threshold[, tma_epilogue]]]]]]), e.g. "[(2, 224, 0), (2, 224, 16)]"')
     p.add_argument("--causal", action="store_true")
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--fa3", help="the directory of FlashAttention-3's ctypes module fa3.py, timed beside the designs")
@@ -74,7 +75,7 @@ def main():
         ours = call
         call = lambda x: (lambda: fa3.forward(qs, ks, vs, causal=a.causal)) if x == "fa3" else ours(x)  # noqa: E731
     torch.cuda.synchronize()
-    label = lambda x: "FlashAttention-3" if x == "fa3" else f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent", "dynamic", "transpose_v", "rescale_threshold"), x[3:]))  # noqa: E731
+    label = lambda x: "FlashAttention-3" if x == "fa3" else f"{x[0]} consumers, {x[1]} keys, fma_columns {x[2]}" + "".join(f", {n} {v}" for n, v in zip(("pingpong", "persistent", "dynamic", "transpose_v", "rescale_threshold", "tma_epilogue"), x[3:]))  # noqa: E731
     print(f"{torch.cuda.get_device_name()}, {a.dtype} attention {b} x 16 heads x {s} x {s}, d = {d}{', causal' if a.causal else ''}")
     best = dict.fromkeys(designs, float("inf"))
     for _ in range(3):

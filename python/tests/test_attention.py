@@ -1136,23 +1136,73 @@ def test_fp8_persistent_ctas_as_one_cta_a_tile(bn, pingpong, causal, major):
     """FP8 over persistent CTAs (3 for 12 tiles: each takes four, its rings' phases running on,
     the next tile's Q loaded while the last P V and epilogue run, once the last S = Q Kᵀ is done):
     O and the log-sum-exp bit for bit one CTA a tile's, race-checked; ragged queries and keys,
-    grouped heads; ``major``: Q and K seq-major ([batch, seq, heads, d]), as the op passes them."""
+    grouped heads; ``major``: Q and K seq-major ([batch, seq, heads, d]), as the op passes them.
+    Also O through shared memory by TMA (``tma_epilogue``), one CTA a tile and persistent (each
+    tile's O_s rewritten once the last one's stores read it)."""
     b, h, hk, sq, sk, d = 2, 2, 1, 300, 500, 128
     q, k, v = fp8_inputs("float8_e4m3fn", b, h, hk, sq, sk, d, seed=3)
     ds = np.ones((b * hk, 2), np.float32)
     qk = [np.ascontiguousarray(np.swapaxes(t, 1, 2)) for t in (q, k)] if major else [q.reshape(-1, sq, d), k.reshape(-1, sk, d)]
     outs = []
-    for persistent in (False, True):
+    for persistent, tma_epilogue in ((False, False), (True, False), (False, True), (True, True)):
         prim = at.attention_kernel.factory(
             heads=h, kv_heads=hk, batch=b, seq_q=sq, seq_k=sk, d=d, dtype="float8_e4m3fn", causal=causal, scale=1 / np.sqrt(d), lse=True,
-            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, persistent=persistent, sms=3,
+            seq_major=major, consumers=2, bn=bn, overlap=True, pingpong=pingpong, persistent=persistent, sms=3, tma_epilogue=tma_epilogue,
         )
         o = np.zeros((b * h, sq, d), numpy_dtype("bfloat16"))
         lse = np.zeros((b * h, at.lse_rows(sq)), np.float32)
         tirx.compile(prim, "sm_90a")(*qk, at.fp8_values(v), ds, o, lse)
         outs.append((o.astype(np.float32), lse[:, :sq]))
-    np.testing.assert_array_equal(outs[1][0], outs[0][0])
-    np.testing.assert_array_equal(outs[1][1], outs[0][1])
+    for other in outs[1:]:
+        np.testing.assert_array_equal(other[0], outs[0][0])
+        np.testing.assert_array_equal(other[1], outs[0][1])
+
+
+# FP8's O through O_s by TMA (``tma_epilogue``), persistent: each mistake and the simulator's words.
+FP8_EPILOGUE_PLANTED = {
+    "O_s rewritten before the last tile's stores read it": (
+        "                        T.ptx.cp_async.bulk.wait_group_read(0)\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                Tx.warpgroup.copy(O_s",
+        "                        pass\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                Tx.warpgroup.copy(O_s",
+        "writes it while its own TMA store that reads it has not completed",
+    ),
+    "the CTA ends before its last stores read O_s": (
+        "                if tid % 128 == 0:\n                    T.ptx.cp_async.bulk.wait_group_read(0)\n\n",
+        "                pass\n\n",
+        "exits with 1 TMA store(s) whose shared source reads were not waited for",
+    ),
+    "no proxy fence before the stores": (
+        "                Tx.warpgroup.copy(O_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])\n                T.ptx.fence.proxy.async_.shared__cta()\n",
+        "                Tx.warpgroup.copy(O_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])\n",
+        "no `fence.proxy.async` of that thread follows the write",
+    ),
+    "no barrier before the stores": (
+        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                if tid % 128 == 0:\n                    for c0 in list(range(0, d, o_atom))",
+        "                T.ptx.fence.proxy.async_.shared__cta()\n                if tid % 128 == 0:\n                    for c0 in list(range(0, d, o_atom))",
+        "data race: the TMA store reads `O_s`",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", list(FP8_EPILOGUE_PLANTED))
+def test_fp8_tma_epilogue_mistakes_are_reported(mistake, tmp_path):
+    old, new, words = FP8_EPILOGUE_PLANTED[mistake]
+    planted = planting.planted(at, old, new, tmp_path)
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 256, 64, seed=3)  # (two query tiles, one CTA)
+    prim = planted.attention_kernel.factory(
+        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=256, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
+        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=False, persistent=True, sms=1, tma_epilogue=True,
+    )
+    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
+    with pytest.raises(tirx.TirxError, match=re.escape(words)):
+        tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 256, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
+
+
+def test_tma_epilogue_is_fp8s_of_one_split():
+    with pytest.raises(ValueError, match="tma_epilogue: FP8 attention of one split"):
+        at.attention_kernel.factory(
+            heads=1, kv_heads=1, batch=1, seq_q=64, seq_k=64, d=64, dtype="bfloat16", causal=False, scale=0.125, lse=False,
+            seq_major=False, consumers=1, bn=64, tma_epilogue=True,
+        )
 
 
 def test_fp8_persistent_q_never_released_is_reported(tmp_path):

@@ -123,13 +123,13 @@ def attention_cases():
     )
     yield "ops_attention_fp8_values_major", at.fp8_values_kernel.factory(bhk=32, seq_k=16384, d=128, heads=16)
     # FP8 over persistent CTAs (the tuner's candidate: seq-major Q and K, causal, no ping-pong): Q_s
-    # freed by the consumers once their last S is done, the next Q loaded during the last P V; O
-    # through O_s by TMA stores (`tma_epilogue`, the tuner's wherever it fits)
+    # freed by the consumers once their last S is done, the next Q loaded during the last P V
     yield "ops_attention_fp8_persistent", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
-        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, tma_epilogue=True,
+        seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132,
     )
-    # ... taking its tiles from an atomic counter (`dynamic`, FlashAttention-3's scheduler)
+    # ... taking its tiles from an atomic counter (`dynamic`, FlashAttention-3's scheduler), its O
+    # through O_s by TMA stores (`tma_epilogue`)
     yield "ops_attention_fp8_dynamic", at.attention_kernel.factory(
         heads=16, kv_heads=16, batch=2, seq_q=4096, seq_k=4096, d=128, dtype="float8_e4m3fn", causal=True, scale=0.0884, lse=False,
         seq_major=True, consumers=2, bn=192, overlap=True, pingpong=False, persistent=True, sms=132, dynamic=True, tma_epilogue=True,

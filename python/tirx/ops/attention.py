@@ -106,9 +106,7 @@ CONFIGS = (
     + [{"consumers": 2, "bn": 80, "overlap": True, "pingpong": pp} for pp in (True, False)]
 )
 FP8_PERSISTENT_CONFIGS = [
-    {"consumers": 2, "bn": bn, "overlap": True, "pingpong": False, "persistent": True, "tma_epilogue": True, **dyn}
-    for bn in (192, 224)
-    for dyn in ({}, {"dynamic": True})
+    {"consumers": 2, "bn": bn, "overlap": True, "pingpong": False, "persistent": True, **dyn} for bn in (192, 224) for dyn in ({}, {"dynamic": True})
 ]
 CONFIGS += FP8_PERSISTENT_CONFIGS
 # The widest head dim of each wide K/V tile (registers: S and P grow with the keys, O with the head
@@ -148,14 +146,7 @@ def _pages_fit(page: int, bn: int, seq_k: int) -> bool:
     return page % 8 == 0 and (page % bn == 0 or bn % page == 0) and seq_k % page == 0 and seq_k > 0
 
 
-def _o_smem_fits(cfg: dict, d: int, transpose_v: bool) -> bool:
-    """Whether FP8's O tile (bfloat16, `attention_kernel`'s ``tma_epilogue``) fits beside the rings'
-    stages (two where the schedule overlaps, else one) and V's raw ones (``transpose_v``)."""
-    other = 64 * cfg["consumers"] * d * 2 + (2 * cfg["bn"] * d if transpose_v else 0)
-    return stages_for(cfg["consumers"], cfg["bn"], d, 1, other) >= (2 if cfg.get("overlap") else 1)
-
-
-def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_lens=False, sms=0, dtype="", transpose_v=False, **_):
+def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_lens=False, sms=0, dtype="", **_):
     """A tile of 128 or 192 rows only where the queries fill more than the next smaller one (any:
     packed sequences of run-time lengths); the overlapped schedule where two stages fit (it waits
     for tile j while tile j - 1's stage is held), and not with a mask (whose tile takes P's
@@ -163,13 +154,9 @@ def _prune(configs, seq_q, seq_k, d, mask, varlen, causal, splits, page=0, kv_le
     dim 64 only (more registers spill); with split-KV, the widths whose tiles make that many parts;
     with a paged cache, the widths that fit its pages (`_pages_fit`); persistent CTAs on a GPU (its
     ``sms``) for one split of dense FP8 attention without a mask; FP8, K/V tiles of `FP8_TILES`
-    (V's transposed tile whole swizzle atoms a row), O through shared memory by TMA
-    (``tma_epilogue``) wherever it fits (`_o_smem_fits`): faster at every form timed (H100, 4k, 8 x
-    16 heads, burst TFLOP/s: d = 128 over 224 keys 829 -> 932 persistent, 836 -> 874 ping-pong,
-    causal over 192 keys 790 -> 800; d = 256 causal over 128 keys 1,023 -> 1,110; README)."""
-    fp8 = dtype.startswith("float8")
+    (V's transposed tile whole swizzle atoms a row)."""
     return [
-        {**cfg, "tma_epilogue": _o_smem_fits(cfg, d, transpose_v)} if fp8 and splits == 1 else cfg
+        cfg
         for cfg in configs
         if (cfg["consumers"] == 1 or seq_q > 64 * (cfg["consumers"] - 1) or varlen)
         and (not cfg.get("overlap") or (stages_for(cfg["consumers"], cfg["bn"], d, c.elem_bytes(dtype)) >= 2 and not mask))

@@ -1183,18 +1183,23 @@ FP8_EPILOGUE_PLANTED = {
 }
 
 
+def _fp8_one_cta(module, sk, **kw):
+    """FP8 attention of ``module`` (a planted copy) over one persistent CTA: two query tiles of 128
+    rows, ``sk`` keys, d = 64, in the simulator."""
+    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, sk, 64, seed=3)
+    prim = module.attention_kernel.factory(
+        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=sk, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
+        seq_major=False, consumers=2, bn=128, overlap=True, persistent=True, sms=1, **kw,
+    )
+    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
+    tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, sk, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
+
+
 @pytest.mark.parametrize("mistake", list(FP8_EPILOGUE_PLANTED))
 def test_fp8_tma_epilogue_mistakes_are_reported(mistake, tmp_path):
     old, new, words = FP8_EPILOGUE_PLANTED[mistake]
-    planted = planting.planted(at, old, new, tmp_path)
-    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 256, 64, seed=3)  # (two query tiles, one CTA)
-    prim = planted.attention_kernel.factory(
-        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=256, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
-        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=False, persistent=True, sms=1, tma_epilogue=True,
-    )
-    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
     with pytest.raises(tirx.TirxError, match=re.escape(words)):
-        tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 256, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
+        _fp8_one_cta(planting.planted(at, old, new, tmp_path), 256, pingpong=False, tma_epilogue=True)
 
 
 def test_tma_epilogue_is_fp8s_of_one_split():
@@ -1210,15 +1215,8 @@ def test_fp8_persistent_q_never_released_is_reported(tmp_path):
     wait is reported as a deadlock, not run forever."""
     old = "            if tid % 32 == 0:\n                q_free.arrive(0)\n"
     planted = planting.planted(at, old, "            pass\n", tmp_path)
-    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 256, 64, seed=3)
-    prim = planted.attention_kernel.factory(
-        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=256, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
-        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=True, persistent=True, sms=1,
-    )
-    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
-    lse = np.zeros((1, at.lse_rows(256)), np.float32)
     with pytest.raises(tirx.TirxError, match="deadlock"):
-        tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 256, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, lse)
+        _fp8_one_cta(planted, 256, pingpong=True)
 
 
 def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
@@ -1228,14 +1226,8 @@ def test_fp8_persistent_q_freed_before_its_last_s_is_reported(tmp_path):
     planted = planting.planted(at, old, "                if False:\n", tmp_path)
     old = "                if pingpong:  # the first consumer's turn first\n"
     planted = planting.planted(planted, old, "                if fp8 and persistent:\n                    free_q(q_free, tid)\n" + old, tmp_path)
-    q, k, v = fp8_inputs("float8_e4m3fn", 1, 1, 1, 256, 512, 64, seed=3)
-    prim = planted.attention_kernel.factory(
-        heads=1, kv_heads=1, batch=1, seq_q=256, seq_k=512, d=64, dtype="float8_e4m3fn", causal=False, scale=0.125, lse=False,
-        seq_major=False, consumers=2, bn=128, overlap=True, pingpong=False, persistent=True, sms=1,
-    )
-    o = np.zeros((1, 256, 64), numpy_dtype("bfloat16"))
     with pytest.raises(tirx.TirxError, match="race"):
-        tirx.compile(prim, "sm_90a")(q.reshape(-1, 256, 64), k.reshape(-1, 512, 64), at.fp8_values(v), np.ones((1, 2), np.float32), o, np.zeros((1, at.lse_rows(256)), np.float32))
+        _fp8_one_cta(planted, 512, pingpong=False)
 
 
 def _fp8_pair(b, h, hk, sq, sk, d, bn, causal, major, pingpong=True, kernel_module=at, persistent=False):

@@ -369,8 +369,9 @@ def _fp8_attention(dev, sq, sk, h):
     """FP8 attention's designs (e4m3, d = 128; seq-major Q and K where ``major``): one CTA a
     tile over 192 keys, and the tuner's persistent CTAs over 192 and 224 keys (2 CTAs: each takes
     several tiles, the next Q loaded during the last P V), also taking tiles from a counter
-    (``dynamic``), and two of them with the op's lazy rescale (``rescale_threshold``), against SDPA
-    on the dequantised inputs, within P's rounding to e4m3 (2^-4 of a weight: of max |V| in O)."""
+    (``dynamic``), two of them with the op's lazy rescale (``rescale_threshold``), and O through
+    shared memory by TMA (``tma_epilogue``) one CTA a tile and persistent, against SDPA on the
+    dequantised inputs, within P's rounding to e4m3 (2^-4 of a weight: of max |V| in O)."""
     d, f8 = 128, torch.float8_e4m3fn
     q, k, v = (torch.randn(1, h, n, d, device=dev).to(f8) for n in (sq, sk, sk))
     vt = at._fp8_values_on_device(v)
@@ -382,6 +383,9 @@ def _fp8_attention(dev, sq, sk, h):
         ({"consumers": 2, "bn": 224, "overlap": True, "pingpong": True, "rescale_threshold": at.FP8_RESCALE_THRESHOLD}, False),
         ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": False, "persistent": True, "sms": 2, "dynamic": True,
           "rescale_threshold": at.FP8_RESCALE_THRESHOLD}, True),
+        ({"consumers": 2, "bn": 192, "overlap": True, "pingpong": True, "tma_epilogue": True}, False),
+        ({"consumers": 2, "bn": 224, "overlap": True, "pingpong": False, "persistent": True, "sms": 2, "dynamic": True,
+          "rescale_threshold": at.FP8_RESCALE_THRESHOLD, "tma_epilogue": True}, True),
     ]:
         qk = [t.transpose(1, 2).contiguous() for t in (q, k)] if major else [q[0], k[0]]
         for causal in (False, True):

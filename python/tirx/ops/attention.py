@@ -359,7 +359,7 @@ def attention_kernel(
         raise ValueError("pingpong: two or three consumer warpgroups with the overlapped schedule (consumers=2 or 3, overlap=True)")
     eb = c.elem_bytes(dtype)  # bytes an element of Q, K and V
     if tma_epilogue and not (dtype.startswith("float8") and splits == 1):
-        raise ValueError("tma_epilogue: FP8 attention of one split (16-bit O leaves through Q_s by TMA always; split-KV's parts are float32)")
+        raise ValueError("tma_epilogue: FP8 attention of one split (16-bit O leaves through Q_s by TMA already, or packed sequences' rows from registers; split-KV's parts are float32)")
     # (transpose_v: V's two raw stages of bn x d beside the rings; tma_epilogue: O's bfloat16 tile)
     stages = stages_for(consumers, bn, d, eb, (2 * bn * d * eb if transpose_v else 0) + (64 * consumers * d * 2 if tma_epilogue else 0))
     if mask not in ("", "one", "batch", "heads", "all"):

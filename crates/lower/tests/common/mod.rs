@@ -123,27 +123,15 @@ pub fn values(t: DType, n: usize, seed: usize, lo: f64, hi: f64) -> Vec<f64> {
 /// Lowers (with the common checks) and simulates with `params`, which must
 /// raise no simulator warning; returns the lowering and the parameters decoded.
 pub fn run(src: &str, params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
-    let l = lower(src);
-    let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
-    match tirx_sim::simulate(&l.lir, &mut bytes, &tirx_sim::SimOptions::default()) {
-        Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
-        Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
-    }
-    let out = params.iter().zip(&bytes).map(|((t, _), b)| from_bytes(*t, b)).collect();
-    (l, out)
+    run_with(src, &[], params)
 }
 
-/// [`run`] for a kernel with integer scalar parameters (`scalars`, in order): lowered,
-/// its CUDA generated, simulated with no warning; the buffers decoded.
+/// [`run`] for a kernel with integer scalar parameters (`scalars`, in order).
 pub fn run_with(src: &str, scalars: &[i64], params: &[(DType, Vec<f64>)]) -> (Lowered, Vec<Vec<f64>>) {
-    let k = parse(src);
-    let l = tirx_lower::lower_kernel(&k, &Default::default()).unwrap_or_else(|d| panic!("{}", render(&d, src)));
-    generates_cuda(&l, src);
+    let l = lower(src);
     let scalars: Vec<tirx_ir::lir::ScalarValue> = scalars.iter().map(|&v| tirx_ir::lir::ScalarValue::Int(v)).collect();
-    let (lk, sv) = tirx_sim::launch(&l.lir, &scalars).unwrap_or_else(|e| panic!("{e:?}\n{src}"));
     let mut bytes: Vec<Vec<u8>> = params.iter().map(|(t, v)| to_bytes(*t, v)).collect();
-    let ids: Vec<usize> = (0..params.len()).collect();
-    match tirx_sim::simulate_aliased(&lk, &mut bytes, &ids, &sv, &tirx_sim::SimOptions::default()) {
+    match tirx_sim::simulate_args(&l.lir, &mut bytes, &scalars, &tirx_sim::SimOptions::default()) {
         Ok(rep) => assert!(rep.warnings.is_empty(), "simulator warnings: {:?}\n{src}", rep.warnings),
         Err(e) => panic!("simulation failed: {e}\n{}\n{src}", l.lir),
     }

@@ -928,13 +928,13 @@ PLANTED = {
         "data race: `V_s`",
     ),
     "no proxy fence before the TMA store": (
-        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "        T.ptx.fence.proxy.async_.shared__cta()\n        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
         "no `fence.proxy.async` of that thread follows the write",
     ),
     "no barrier before the TMA store": (
-        "            T.ptx.fence.proxy.async_.shared__cta()\n            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
-        "            T.ptx.fence.proxy.async_.shared__cta()",
+        "        T.ptx.fence.proxy.async_.shared__cta()\n        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)",
+        "        T.ptx.fence.proxy.async_.shared__cta()",
         "data race: the TMA store reads `Q_s`",
     ),
     "a persistent CTA's next Q loaded before its last O stores read Q_s": (
@@ -1161,8 +1161,8 @@ def test_fp8_persistent_ctas_as_one_cta_a_tile(bn, pingpong, causal, major):
 # FP8's O through O_s by TMA (``tma_epilogue``), persistent: each mistake and the simulator's words.
 FP8_EPILOGUE_PLANTED = {
     "O_s rewritten before the last tile's stores read it": (
-        "                        T.ptx.cp_async.bulk.wait_group_read(0)\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                Tx.warpgroup.copy(O_s",
-        "                        pass\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                Tx.warpgroup.copy(O_s",
+        "                        T.ptx.cp_async.bulk.wait_group_read(0)\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                store_o(O, O_s",
+        "                        pass\n                    T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                store_o(O, O_s",
         "writes it while its own TMA store that reads it has not completed",
     ),
     "the CTA ends before its last stores read O_s": (
@@ -1170,16 +1170,9 @@ FP8_EPILOGUE_PLANTED = {
         "                pass\n\n",
         "exits with 1 TMA store(s) whose shared source reads were not waited for",
     ),
-    "no proxy fence before the stores": (
-        "                Tx.warpgroup.copy(O_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])\n                T.ptx.fence.proxy.async_.shared__cta()\n",
-        "                Tx.warpgroup.copy(O_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])\n",
-        "no `fence.proxy.async` of that thread follows the write",
-    ),
-    "no barrier before the stores": (
-        "                T.ptx.fence.proxy.async_.shared__cta()\n                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)\n                if tid % 128 == 0:\n                    for c0 in list(range(0, d, o_atom))",
-        "                T.ptx.fence.proxy.async_.shared__cta()\n                if tid % 128 == 0:\n                    for c0 in list(range(0, d, o_atom))",
-        "data race: the TMA store reads `O_s`",
-    ),
+    # (`store_o`'s, which the 16-bit epilogue shares: `PLANTED`)
+    "no proxy fence before the stores": (*PLANTED["no proxy fence before the TMA store"][:2], "no `fence.proxy.async` of that thread follows the write"),
+    "no barrier before the stores": (*PLANTED["no barrier before the TMA store"][:2], "data race: the TMA store reads `O_s`"),
 }
 
 

@@ -513,7 +513,7 @@ def attention_kernel(
     v_smem = mma_shared_layout(dtype, next(m for m in (3, 2, 1) if bn % (16 << m) == 0), v_shape) if fp8 else kv_smem
     p_layout, p_operand = fp8_p_layouts(bn) if fp8 else (wgmma_acc_layout(bn), None)
     out_dtype = "bfloat16" if fp8 else dtype
-    # tma_epilogue: O_s's swizzle and its boxes' columns (a swizzle atom's), as Q_s's for 16 bits
+    # O_s's swizzle (tma_epilogue) and the columns of O's TMA boxes (a swizzle atom's: Q_s's for 16 bits)
     o_swizzle, o_atom = next((m, (16 << m) // 2) for m in (3, 2, 1) if d % ((16 << m) // 2) == 0)
     vt_shape = (batch * kv_heads, d, fp8_keys(seq_k))  # (FP8: VT, whole blocks of permuted keys)
     producer_regs, consumer_regs = c.WARPGROUP_REGISTERS[consumers]
@@ -698,6 +698,27 @@ def attention_kernel(
             T.cuda.warp_sync()
             if tid % 32 == 0:
                 q_free.arrive(0)
+
+    @T.macro
+    def store_o(O, S_o, out, bh, q0, cw, tid, wait):
+        # This consumer's rows of O (``out``, rounded) leave through S_o (Q_s, or FP8's O_s) by
+        # TMA: written, a proxy fence and the warpgroup's barrier, then its first thread's stores,
+        # a box per swizzle atom's columns (each dense in S_o; TMA clips the rows past seq_q), one
+        # bulk group; ``wait``: that thread waits for the stores' reads of S_o.
+        Tx.warpgroup.copy(S_o[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
+        if tid % 128 == 0:
+            for c0 in list(range(0, d, o_atom)):
+                if q_major and not fp8:  # (FP8's O is (batch * heads, seq_q, d) whatever Q's layout)
+                    Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + o_atom], S_o[cw * 64 : cw * 64 + 64, c0 : c0 + o_atom], dispatch="tma_auto")
+                else:
+                    Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + o_atom], S_o[cw * 64 : cw * 64 + 64, c0 : c0 + o_atom], dispatch="tma_auto")
+            T.ptx.cp_async.bulk.commit_group()
+            if wait:
+                # Their writes complete by the grid's end: a CTA need not wait for them to leave
+                # the SM to the next one (CUTLASS's epilogues end likewise).
+                T.ptx.cp_async.bulk.wait_group_read(0)
 
     @T.macro
     def my_turn(cw):
@@ -988,31 +1009,14 @@ def attention_kernel(
                     if tid % 128 == 0:
                         T.ptx.cp_async.bulk.wait_group_read(0)
                     T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                Tx.warpgroup.copy(O_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])
-                T.ptx.fence.proxy.async_.shared__cta()
-                T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-                if tid % 128 == 0:
-                    for c0 in list(range(0, d, o_atom)):  # a box per swizzle atom's columns; TMA clips the rows past seq_q
-                        Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + o_atom], O_s[cw * 64 : cw * 64 + 64, c0 : c0 + o_atom], dispatch="tma_auto")
-                    T.ptx.cp_async.bulk.commit_group()
+                store_o(O, O_s, out, bh, q0, cw, tid, False)  # (its reads waited for at the next epilogue or the end)
             else:
                 Tx.warpgroup.copy(O[bh, q0 : q0 + 64, 0:d], out[0:64, 0:d], clip=True)
         else:
             Tx.warpgroup.cast(out[0:64, 0:d], o_acc[0:64, 0:d])
-            Tx.warpgroup.copy(Q_s[cw * 64 : cw * 64 + 64, 0:d], out[0:64, 0:d])  # (this consumer's Q rows, read by its last wgmma, waited for)
-            T.ptx.fence.proxy.async_.shared__cta()
-            T.ptx.bar.sync(EPILOGUE_BARRIER + cw, 128)
-            if tid % 128 == 0:
-                for c0 in list(range(0, d, atom)):  # a box per swizzle atom's columns (each dense in Q_s)
-                    if q_major:
-                        Tx.copy_async(O[bh // heads, q0 : q0 + 64, bh % heads, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                    else:
-                        Tx.copy_async(O[bh, q0 : q0 + 64, c0 : c0 + atom], Q_s[cw * 64 : cw * 64 + 64, c0 : c0 + atom], dispatch="tma_auto")
-                T.ptx.cp_async.bulk.commit_group()
-                # The stores have read Q_s (persistent: free for the next Q). Their writes
-                # complete by the grid's end: a CTA need not wait for them to leave the SM
-                # to the next one (CUTLASS's epilogues end likewise).
-                T.ptx.cp_async.bulk.wait_group_read(0)
+            # (through this consumer's Q rows, read by its last wgmma, waited for; the stores'
+            # reads waited for: persistent, Q_s is the next Q's)
+            store_o(O, Q_s, out, bh, q0, cw, tid, True)
             if persistent:  # Q_s free for the next tile's Q: each warp's O writes and its stores' reads done
                 free_q(q_free, tid)
         if lse or splits > 1:  # the natural log of sum exp(s * scale): (m + log2 l) ln 2 (FP8: l's offset off)
@@ -1347,7 +1351,7 @@ def attention_kernel(
             K = T.match_buffer(K_ptr, shape(kv_heads, seq_k), dtype)
             V = T.match_buffer(V_ptr, shape(kv_heads, seq_k) if transpose_v else vt_shape, dtype)
             DS = T.match_buffer(DS_ptr, (batch * kv_heads, 2), "float32")
-            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)  # (written from registers: (batch * heads, seq, d) whatever Q's layout)
+            O = T.match_buffer(O_ptr, (batch * heads, seq_q, d), out_dtype)  # ((batch * heads, seq, d) whatever Q's layout)
             LSE = T.match_buffer(L_ptr, (batch * heads, lse_rows(seq_q)), "float32")
             body(Q, K, V, O, LSE, None, None, None, None, None, 0, 0, None, None, DS)
 
